@@ -1,0 +1,90 @@
+package hoppertype
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// JobRow is a job as stored. Zero times mean "not set".
+type JobRow struct {
+	ID       string
+	Kind     string
+	Queue    string
+	Priority int
+	Args     json.RawMessage
+	Headers  map[string]string
+	State    JobState
+
+	// Attempt counts attempts that consumed the retry budget, including a running one.
+	// A rescued or released attempt gives its count back.
+	Attempt     int
+	MaxAttempts int
+	// Token is the fencing token of the current (or last) lease; it grows by one on every claim.
+	Token int64
+
+	RunAt          time.Time
+	Timeout        time.Duration
+	WorkerID       string
+	LeaseExpiresAt time.Time
+	HeartbeatAt    time.Time
+
+	ProgressPercent int
+	ProgressMessage string
+
+	Result    json.RawMessage
+	LastError string
+	// Checkpoint is state a suspended or snoozed attempt left for the next one.
+	Checkpoint json.RawMessage
+
+	RetryPolicy *RetryPolicy
+
+	IdempotencyKey string
+	GroupKey       string
+	MergeKey       string
+	OriginalID     string
+	ReplayCount    int
+	ReplayedBy     string
+	ScheduleID     string
+
+	CreatedAt  time.Time
+	StartedAt  time.Time
+	FinishedAt time.Time
+	UpdatedAt  time.Time
+	ExpiresAt  time.Time
+	DeadlineAt time.Time
+}
+
+// RetryPolicy shapes the backoff between failed attempts:
+// delay = min(Cap, Base·Multiplierⁿ) ± Jitter·delay, where n is the number of failed attempts
+// so far minus one. Zero fields take the defaults of the worker or the client.
+type RetryPolicy struct {
+	Base       time.Duration `json:"base,omitempty"`
+	Multiplier float64       `json:"multiplier,omitempty"`
+	Cap        time.Duration `json:"cap,omitempty"`
+	// Jitter is a fraction of the delay, 0–1: 0.1 spreads retries ±10 %.
+	Jitter float64 `json:"jitter,omitempty"`
+}
+
+// AttemptRecord is one attempt of a job: who ran it, when, and how it ended.
+type AttemptRecord struct {
+	JobID     string
+	Token     int64
+	Attempt   int
+	WorkerID  string
+	StartedAt time.Time
+	EndedAt   time.Time
+	Outcome   Outcome
+	Error     string
+	Stack     string
+}
+
+// Event is one state transition in a job's history.
+type Event struct {
+	JobID  string
+	Seq    int64
+	At     time.Time
+	From   JobState // empty for the creating event
+	To     JobState
+	Actor  Actor
+	Reason string
+}

@@ -1,0 +1,47 @@
+// Package clock gives Hopper an injectable notion of time, so leases, backoff, timeouts and
+// cron are tested by moving a fake clock instead of sleeping.
+package clock
+
+import "time"
+
+// Clock tells the time and runs functions after a delay.
+type Clock interface {
+	Now() time.Time
+	// AfterFunc calls f in its own goroutine after d, unless the returned Timer is stopped first.
+	AfterFunc(d time.Duration, f func()) Timer
+	// NewTimer returns a timer whose channel receives once after d.
+	NewTimer(d time.Duration) Timer
+}
+
+// Timer is a pending call or channel send.
+type Timer interface {
+	// C is the channel of a NewTimer timer; nil for AfterFunc timers.
+	C() <-chan time.Time
+	// Stop prevents the timer from firing; it reports whether it stopped a pending timer.
+	Stop() bool
+}
+
+// Real is the wall clock.
+type Real struct{}
+
+// Now returns time.Now().
+func (Real) Now() time.Time { return time.Now() }
+
+// AfterFunc wraps time.AfterFunc.
+func (Real) AfterFunc(d time.Duration, f func()) Timer { return realTimer{t: time.AfterFunc(d, f)} }
+
+// NewTimer wraps time.NewTimer.
+func (Real) NewTimer(d time.Duration) Timer { return realTimer{t: time.NewTimer(d)} }
+
+type realTimer struct{ t *time.Timer }
+
+func (r realTimer) C() <-chan time.Time { return r.t.C }
+func (r realTimer) Stop() bool          { return r.t.Stop() }
+
+// OrReal returns c, or the real clock when c is nil.
+func OrReal(c Clock) Clock {
+	if c == nil {
+		return Real{}
+	}
+	return c
+}

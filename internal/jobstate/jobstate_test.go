@@ -1,0 +1,74 @@
+package jobstate_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/jobstate"
+	"github.com/stretchr/testify/require"
+)
+
+// TestEveryPair walks every (from, to) pair: the allowed ones (written out here independently of
+// the table) succeed, every other one returns ErrInvalidTransition.
+func TestEveryPair(t *testing.T) {
+	t.Parallel()
+	const (
+		sch = hoppertype.StateScheduled
+		que = hoppertype.StateQueued
+		run = hoppertype.StateRunning
+		sus = hoppertype.StateSuspended
+		com = hoppertype.StateCompleted
+		fai = hoppertype.StateFailed
+		can = hoppertype.StateCanceled
+	)
+	allowed := map[[2]hoppertype.JobState]bool{
+		{jobstate.New, que}: true, {jobstate.New, sch}: true,
+		{sch, que}: true, {sch, can}: true,
+		{que, run}: true, {que, can}: true,
+		{run, com}: true, {run, fai}: true, {run, sch}: true, {run, que}: true, {run, sus}: true, {run, can}: true,
+		{sus, que}: true, {sus, fai}: true, {sus, can}: true,
+		{fai, que}: true,
+		{can, que}: true,
+	}
+	from := append([]hoppertype.JobState{jobstate.New}, hoppertype.AllStates...)
+	seen := 0
+	for _, f := range from {
+		for _, to := range append([]hoppertype.JobState{jobstate.New}, hoppertype.AllStates...) {
+			err := jobstate.Check(f, to)
+			if allowed[[2]hoppertype.JobState{f, to}] {
+				seen++
+				require.NoError(t, err, "%q → %q", f, to)
+				require.NotEmpty(t, jobstate.Why(f, to))
+				continue
+			}
+			require.ErrorIs(t, err, jobstate.ErrInvalidTransition, "%q → %q", f, to)
+			var te *jobstate.TransitionError
+			require.True(t, errors.As(err, &te))
+			require.Equal(t, f, te.From)
+			require.Equal(t, to, te.To)
+		}
+	}
+	require.Equal(t, len(allowed), seen)
+}
+
+func TestTerminalStatesOnlyLeaveByReplay(t *testing.T) {
+	t.Parallel()
+	for _, st := range hoppertype.AllStates {
+		if !st.Terminal() {
+			continue
+		}
+		for _, to := range hoppertype.AllStates {
+			if jobstate.Allowed(st, to) {
+				require.Equal(t, "replay", jobstate.Why(st, to), "%s → %s", st, to)
+			}
+		}
+	}
+}
+
+func TestSources(t *testing.T) {
+	t.Parallel()
+	require.ElementsMatch(t,
+		[]hoppertype.JobState{hoppertype.StateScheduled, hoppertype.StateQueued, hoppertype.StateRunning, hoppertype.StateSuspended},
+		jobstate.Sources(hoppertype.StateCanceled))
+}

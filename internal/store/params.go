@@ -1,0 +1,145 @@
+package store
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/hopperjobs/hopper/hoppertype"
+)
+
+// InsertParams is one job to insert. The caller has validated and defaulted it.
+type InsertParams struct {
+	ID          string
+	Kind        string
+	Queue       string
+	Priority    int
+	Args        json.RawMessage
+	Headers     map[string]string
+	MaxAttempts int
+	// RunAt in the future makes the job scheduled; zero or past makes it queued.
+	RunAt       time.Time
+	Timeout     time.Duration
+	RetryPolicy *hoppertype.RetryPolicy
+
+	IdempotencyKey string
+	// IdempotencyTTL is how long the key de-duplicates, from now.
+	IdempotencyTTL time.Duration
+
+	GroupKey   string
+	MergeKey   string
+	ScheduleID string
+
+	Actor  hoppertype.Actor
+	Reason string
+}
+
+// InsertResult is the job an insert produced, or the existing one an idempotency key named.
+type InsertResult struct {
+	Job      *hoppertype.JobRow
+	Existing bool
+}
+
+// ListParams filters and pages JobList. Zero fields don't filter.
+type ListParams struct {
+	States        []hoppertype.JobState
+	Queues        []string
+	Kinds         []string
+	CreatedAfter  time.Time // inclusive
+	CreatedBefore time.Time // exclusive
+	// Cursor is the NextCursor of the previous page; empty for the first page.
+	Cursor string
+	// Limit is the page size (default 100, at most 10,000).
+	Limit int
+	// Ascending lists oldest first; the default is newest first.
+	Ascending bool
+}
+
+// ListResult is one page of jobs; NextCursor is empty on the last page.
+type ListResult struct {
+	Jobs       []*hoppertype.JobRow
+	NextCursor string
+}
+
+// CancelParams cancels one job.
+type CancelParams struct {
+	ID     string
+	Actor  hoppertype.Actor
+	Reason string
+}
+
+// ClaimParams claims jobs for one worker process.
+type ClaimParams struct {
+	Queue string
+	// Kinds restricts the claim to jobs of these kinds; empty claims every kind.
+	Kinds         []string
+	Limit         int
+	WorkerID      string
+	LeaseDuration time.Duration
+}
+
+// FinishParams ends one running attempt, fenced by its token.
+type FinishParams struct {
+	ID    string
+	Token int64
+	// State is the job's next state: completed, failed, scheduled (retry, snooze, suspend until a
+	// time), queued (released) or suspended.
+	State   hoppertype.JobState
+	Outcome hoppertype.Outcome
+	// RunAt is when a scheduled job becomes visible again.
+	RunAt time.Time
+	// GiveBack returns the attempt to the retry budget (snooze, suspend, release).
+	GiveBack   bool
+	Error      string
+	Stack      string
+	Result     json.RawMessage
+	Checkpoint json.RawMessage // nil keeps the previous checkpoint
+	ExpiresAt  time.Time       // when a terminal record may be removed; zero keeps it
+	DeadlineAt time.Time       // for suspended jobs: when waiting ends in failure
+	Actor      hoppertype.Actor
+	Reason     string
+}
+
+// ExtendParams moves one lease's expiry to Duration from now.
+type ExtendParams struct {
+	ID       string
+	Token    int64
+	Duration time.Duration
+}
+
+// HeartbeatParams records a sign of life.
+type HeartbeatParams struct {
+	ID    string
+	Token int64
+}
+
+// ProgressParams records progress of a running attempt.
+type ProgressParams struct {
+	ID      string
+	Token   int64
+	Percent int
+	Message string
+}
+
+// RescueParams bounds one rescue pass.
+type RescueParams struct {
+	Limit int
+}
+
+// RescueResult says what a rescue pass returned to the queues.
+type RescueResult struct {
+	JobIDs []string
+	Queues []string
+}
+
+// PromoteParams bounds one promotion pass.
+type PromoteParams struct {
+	Limit int
+}
+
+// PromoteResult says what a promotion pass queued and when the next scheduled job is due.
+type PromoteResult struct {
+	Promoted int
+	Queues   []string
+	// NextRunAt is the earliest run_at still scheduled; zero when none is.
+	NextRunAt time.Time
+}

@@ -1,0 +1,120 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/jobstate"
+	"github.com/hopperjobs/hopper/internal/store"
+)
+
+// finishSQL ends a running attempt. The token fences it: a stale token matches no row.
+const finishSQL = `UPDATE jobs SET
+	state = ?1, version = version + 1, attempt = attempt - ?2,
+	run_at = coalesce(?3, run_at), worker_id = NULL, lease_expires_at = NULL,
+	updated_at = ?4, finished_at = ?5, result = coalesce(?6, result), last_error = ?7,
+	last_outcome = ?8, last_stack = ?9, last_actor = ?10, last_reason = ?11,
+	checkpoint = coalesce(?12, checkpoint), expires_at = ?13, deadline_at = ?14
+WHERE id = ?15 AND token = ?16 AND state = 'running'`
+
+// JobFinishMany ends running attempts in one transaction.
+func (s *Store) JobFinishMany(ctx context.Context, params []*store.FinishParams) ([]error, error) {
+	errs := make([]error, len(params))
+	err := s.write(ctx, []string{finishSQL}, func(tx *sql.Tx, stmts []*sql.Stmt) error {
+		st := stmts[0]
+		now := s.clock.Now()
+		for i, p := range params {
+			if err := jobstate.Check(hoppertype.StateRunning, p.State); err != nil {
+				errs[i] = err
+				continue
+			}
+			matched, err := s.finishOne(ctx, st, p, now)
+			if err != nil {
+				return err
+			}
+			if !matched {
+				errs[i] = fmt.Errorf("job %s token %d: %w", p.ID, p.Token, store.ErrLeaseLost)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("finish jobs: %w", err)
+	}
+	return errs, nil
+}
+
+// finishOne reports whether the token matched a running attempt.
+func (s *Store) finishOne(ctx context.Context, st *sql.Stmt, p *store.FinishParams, now time.Time) (bool, error) {
+	giveBack := 0
+	if p.GiveBack {
+		giveBack = 1
+	}
+	var finished any
+	if p.State.Terminal() {
+		finished = now.UnixMicro()
+	}
+	res, err := st.ExecContext(ctx, string(p.State), giveBack, nullMicros(p.RunAt), now.UnixMicro(), finished,
+		nullBytes(p.Result), nullString(p.Error), string(p.Outcome), nullString(p.Stack), string(p.Actor),
+		nullString(p.Reason), nullBytes(p.Checkpoint), nullMicros(p.ExpiresAt), nullMicros(p.DeadlineAt),
+		p.ID, p.Token)
+	if err != nil {
+		return false, fmt.Errorf("finish job %s: %w", p.ID, err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+const extendSQL = `UPDATE jobs SET lease_expires_at = ? WHERE id = ? AND token = ? AND state = 'running'`
+
+// JobExtendLeases moves each lease's expiry to now + Duration.
+func (s *Store) JobExtendLeases(ctx context.Context, params []*store.ExtendParams) ([]error, error) {
+	errs := make([]error, len(params))
+	err := s.write(ctx, []string{extendSQL}, func(tx *sql.Tx, stmts []*sql.Stmt) error {
+		st := stmts[0]
+		now := s.clock.Now()
+		for i, p := range params {
+			res, err := st.ExecContext(ctx, micros(now.Add(p.Duration)), p.ID, p.Token)
+			if err != nil {
+				return fmt.Errorf("extend lease of job %s: %w", p.ID, err)
+			}
+			errs[i] = leaseLostUnless(res, p.ID, p.Token)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("extend leases: %w", err)
+	}
+	return errs, nil
+}
+
+// JobHeartbeat records a sign of life of a running attempt.
+func (s *Store) JobHeartbeat(ctx context.Context, p *store.HeartbeatParams) error {
+	return s.touch(ctx, p.ID, p.Token, `UPDATE jobs SET heartbeat_at = ?1 WHERE id = ?2 AND token = ?3 AND state = 'running'`)
+}
+
+// JobProgress stores clamped progress and counts as a heartbeat.
+func (s *Store) JobProgress(ctx context.Context, p *store.ProgressParams) error {
+	return s.touch(ctx, p.ID, p.Token, `UPDATE jobs SET heartbeat_at = ?1, progress_percent = ?4, progress_message = ?5
+		WHERE id = ?2 AND token = ?3 AND state = 'running'`, store.ClampPercent(p.Percent), nullString(p.Message))
+}
+
+func (s *Store) touch(ctx context.Context, id string, token int64, query string, extra ...any) error {
+	return s.write(ctx, []string{query}, func(tx *sql.Tx, stmts []*sql.Stmt) error {
+		res, err := stmts[0].ExecContext(ctx, append([]any{micros(s.clock.Now()), id, token}, extra...)...)
+		if err != nil {
+			return fmt.Errorf("update job %s: %w", id, err)
+		}
+		return leaseLostUnless(res, id, token)
+	})
+}
+
+func leaseLostUnless(res sql.Result, id string, token int64) error {
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("job %s token %d: %w", id, token, store.ErrLeaseLost)
+	}
+	return nil
+}

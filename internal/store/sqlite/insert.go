@@ -1,0 +1,117 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/store"
+)
+
+const insertJobSQL = `INSERT INTO jobs (id, kind, queue, priority, args, headers, state, max_attempts,
+	run_at, timeout_us, retry_policy, idempotency_key, group_key, merge_key, schedule_id,
+	last_actor, last_reason, created_at, updated_at)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+// JobInsertMany inserts every job in one transaction.
+func (s *Store) JobInsertMany(ctx context.Context, params []*store.InsertParams) ([]*store.InsertResult, error) {
+	out := make([]*store.InsertResult, len(params))
+	err := s.write(ctx, []string{insertJobSQL}, func(tx *sql.Tx, stmts []*sql.Stmt) error {
+		ins := stmts[0]
+		now := s.clock.Now()
+		for i, p := range params {
+			if p.IdempotencyKey != "" {
+				existing, err := s.idempotentJob(ctx, tx, p)
+				if err != nil {
+					return err
+				}
+				if existing != nil {
+					out[i] = &store.InsertResult{Job: existing, Existing: true}
+					continue
+				}
+			}
+			row := newRow(p, now)
+			if _, err := ins.ExecContext(ctx, row.ID, row.Kind, row.Queue, row.Priority, []byte(row.Args),
+				encodeHeaders(row.Headers), string(row.State), row.MaxAttempts, micros(row.RunAt),
+				row.Timeout.Microseconds(), encodePolicy(row.RetryPolicy), nullString(row.IdempotencyKey),
+				nullString(row.GroupKey), nullString(row.MergeKey), nullString(row.ScheduleID),
+				string(p.Actor), nullString(p.Reason), micros(now), micros(now)); err != nil {
+				return fmt.Errorf("insert job %s: %w", row.ID, err)
+			}
+			if p.IdempotencyKey != "" {
+				if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO idempotency_keys (key, job_id, payload_hash, expires_at)
+					VALUES (?, ?, ?, ?)`, p.IdempotencyKey, row.ID, store.PayloadHash(p.Kind, p.Args),
+					micros(now.Add(p.IdempotencyTTL))); err != nil {
+					return fmt.Errorf("record idempotency key: %w", err)
+				}
+			}
+			out[i] = &store.InsertResult{Job: row}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("insert jobs: %w", err)
+	}
+	return out, nil
+}
+
+// idempotentJob returns the live job the key names, nil when the key is free, or ErrDuplicate
+// when the key names a job with another payload.
+func (s *Store) idempotentJob(ctx context.Context, tx *sql.Tx, p *store.InsertParams) (*hoppertype.JobRow, error) {
+	var jobID, hash string
+	err := tx.QueryRowContext(ctx, `SELECT job_id, payload_hash FROM idempotency_keys WHERE key = ? AND expires_at > ?`,
+		p.IdempotencyKey, micros(s.clock.Now())).Scan(&jobID, &hash)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("look up idempotency key: %w", err)
+	}
+	if hash != store.PayloadHash(p.Kind, p.Args) {
+		return nil, fmt.Errorf("idempotency key %q names job %s: %w", p.IdempotencyKey, jobID, store.ErrDuplicate)
+	}
+	job, err := scanJob(tx.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = ?`, jobID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	return job, err
+}
+
+// newRow builds the row an insert creates, so callers get it back without a read.
+func newRow(p *store.InsertParams, now time.Time) *hoppertype.JobRow {
+	n := fromMicros(now.UnixMicro())
+	runAt := p.RunAt
+	state := hoppertype.StateQueued
+	if runAt.IsZero() || !runAt.After(n) {
+		runAt = n
+	} else {
+		state = hoppertype.StateScheduled
+	}
+	return &hoppertype.JobRow{
+		ID: p.ID, Kind: p.Kind, Queue: p.Queue, Priority: p.Priority, Args: p.Args,
+		Headers: p.Headers, State: state, MaxAttempts: p.MaxAttempts, RunAt: fromMicros(runAt.UnixMicro()),
+		Timeout: p.Timeout, RetryPolicy: p.RetryPolicy, IdempotencyKey: p.IdempotencyKey,
+		GroupKey: p.GroupKey, MergeKey: p.MergeKey, ScheduleID: p.ScheduleID,
+		CreatedAt: n, UpdatedAt: n,
+	}
+}
+
+func encodeHeaders(h map[string]string) any {
+	if len(h) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(h) // a map of strings always marshals
+	return string(b)
+}
+
+func encodePolicy(p *hoppertype.RetryPolicy) any {
+	if p == nil {
+		return nil
+	}
+	b, _ := json.Marshal(p) // plain numbers always marshal
+	return string(b)
+}

@@ -1,0 +1,125 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/jobstate"
+	"github.com/hopperjobs/hopper/internal/store"
+)
+
+// JobCancel cancels a non-terminal job.
+func (s *Store) JobCancel(ctx context.Context, p *store.CancelParams) (*hoppertype.JobRow, error) {
+	var job *hoppertype.JobRow
+	err := s.write(ctx, nil, func(tx *sql.Tx, _ []*sql.Stmt) error {
+		now := micros(s.clock.Now())
+		var err error
+		job, err = scanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET
+			state = 'canceled', version = version + 1, finished_at = ?1, updated_at = ?1,
+			worker_id = NULL, lease_expires_at = NULL, last_actor = ?2, last_reason = ?3,
+			last_outcome = CASE WHEN state = 'running' THEN 'canceled' ELSE last_outcome END,
+			last_error = CASE WHEN state = 'running' THEN ?4 ELSE last_error END,
+			last_stack = NULL
+			WHERE id = ?5 AND state IN ('scheduled', 'queued', 'running', 'suspended')
+			RETURNING `+jobColumns, now, string(p.Actor), nullString(p.Reason), "canceled: "+p.Reason, p.ID))
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		var state string
+		err = tx.QueryRowContext(ctx, `SELECT state FROM jobs WHERE id = ?`, p.ID).Scan(&state)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("job %s: %w", p.ID, store.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		return jobstate.Check(hoppertype.JobState(state), hoppertype.StateCanceled)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cancel job %s: %w", p.ID, err)
+	}
+	return job, nil
+}
+
+// JobRescueExpired returns running jobs with expired leases to queued, giving back the attempt.
+func (s *Store) JobRescueExpired(ctx context.Context, p *store.RescueParams) (*store.RescueResult, error) {
+	res := &store.RescueResult{}
+	err := s.write(ctx, nil, func(tx *sql.Tx, _ []*sql.Stmt) error {
+		now := micros(s.clock.Now())
+		rows, err := tx.QueryContext(ctx, `UPDATE jobs SET
+			state = 'queued', version = version + 1, attempt = attempt - 1, updated_at = ?1,
+			worker_id = NULL, lease_expires_at = NULL, last_actor = 'leader', last_reason = 'lease expired',
+			last_outcome = 'lease_expired', last_error = 'lease expired before the attempt ended', last_stack = NULL
+			WHERE id IN (SELECT id FROM jobs WHERE state = 'running' AND lease_expires_at <= ?1
+			             ORDER BY lease_expires_at LIMIT ?2)
+			RETURNING id, queue`, now, limitOr(p.Limit, 1000))
+		if err != nil {
+			return err
+		}
+		res.JobIDs, res.Queues, err = idsAndQueues(rows)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("rescue expired leases: %w", err)
+	}
+	return res, nil
+}
+
+// JobPromoteScheduled queues scheduled jobs whose run_at has come.
+func (s *Store) JobPromoteScheduled(ctx context.Context, p *store.PromoteParams) (*store.PromoteResult, error) {
+	res := &store.PromoteResult{}
+	err := s.write(ctx, nil, func(tx *sql.Tx, _ []*sql.Stmt) error {
+		now := micros(s.clock.Now())
+		rows, err := tx.QueryContext(ctx, `UPDATE jobs SET
+			state = 'queued', version = version + 1, updated_at = ?1, last_actor = 'leader', last_reason = 'run_at reached'
+			WHERE id IN (SELECT id FROM jobs WHERE state = 'scheduled' AND run_at <= ?1 ORDER BY run_at LIMIT ?2)
+			RETURNING id, queue`, now, limitOr(p.Limit, 1000))
+		if err != nil {
+			return err
+		}
+		ids, queues, err := idsAndQueues(rows)
+		if err != nil {
+			return err
+		}
+		res.Promoted, res.Queues = len(ids), queues
+		var next sql.NullInt64
+		if err := tx.QueryRowContext(ctx, `SELECT min(run_at) FROM jobs WHERE state = 'scheduled'`).Scan(&next); err != nil {
+			return err
+		}
+		res.NextRunAt = nullTime(next)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("promote scheduled jobs: %w", err)
+	}
+	return res, nil
+}
+
+// idsAndQueues reads (id, queue) rows into the ids and the distinct queues.
+func idsAndQueues(rows *sql.Rows) ([]string, []string, error) {
+	defer rows.Close()
+	var ids, queues []string
+	seen := map[string]bool{}
+	for rows.Next() {
+		var id, q string
+		if err := rows.Scan(&id, &q); err != nil {
+			return nil, nil, err
+		}
+		ids = append(ids, id)
+		if !seen[q] {
+			seen[q] = true
+			queues = append(queues, q)
+		}
+	}
+	return ids, queues, rows.Err()
+}
+
+func limitOr(n, def int) int {
+	if n <= 0 {
+		return def
+	}
+	return n
+}

@@ -1,0 +1,153 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/store"
+)
+
+// JobGet returns one job.
+func (s *Store) JobGet(ctx context.Context, id string) (*hoppertype.JobRow, error) {
+	job, err := scanJob(s.reader.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("job %s: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get job %s: %w", id, err)
+	}
+	return job, nil
+}
+
+// JobList returns one page of jobs, filtered, in id (creation) order.
+func (s *Store) JobList(ctx context.Context, p *store.ListParams) (*store.ListResult, error) {
+	limit := p.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	limit = min(limit, 10000)
+	var where []string
+	var args []any
+	in := func(col string, vals []string) {
+		if len(vals) == 0 {
+			return
+		}
+		where = append(where, col+" IN ("+strings.TrimSuffix(strings.Repeat("?,", len(vals)), ",")+")")
+		for _, v := range vals {
+			args = append(args, v)
+		}
+	}
+	states := make([]string, len(p.States))
+	for i, st := range p.States {
+		states[i] = string(st)
+	}
+	in("state", states)
+	in("queue", p.Queues)
+	in("kind", p.Kinds)
+	if !p.CreatedAfter.IsZero() {
+		where, args = append(where, "created_at >= ?"), append(args, micros(p.CreatedAfter))
+	}
+	if !p.CreatedBefore.IsZero() {
+		where, args = append(where, "created_at < ?"), append(args, micros(p.CreatedBefore))
+	}
+	order, cmp := "DESC", "<"
+	if p.Ascending {
+		order, cmp = "ASC", ">"
+	}
+	if p.Cursor != "" {
+		after, err := decodeCursor(p.Cursor)
+		if err != nil {
+			return nil, err
+		}
+		where, args = append(where, "id "+cmp+" ?"), append(args, after)
+	}
+	query := `SELECT ` + jobColumns + ` FROM jobs`
+	if len(where) > 0 {
+		query += " WHERE " + strings.Join(where, " AND ")
+	}
+	query += " ORDER BY id " + order + " LIMIT ?"
+	args = append(args, limit+1)
+	rows, err := s.reader.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list jobs: %w", err)
+	}
+	jobs, err := scanJobs(rows)
+	if err != nil {
+		return nil, fmt.Errorf("list jobs: %w", err)
+	}
+	res := &store.ListResult{Jobs: jobs}
+	if len(jobs) > limit {
+		res.Jobs = jobs[:limit]
+		res.NextCursor = encodeCursor(jobs[limit-1].ID)
+	}
+	return res, nil
+}
+
+func encodeCursor(id string) string { return base64.RawURLEncoding.EncodeToString([]byte(id)) }
+
+func decodeCursor(c string) (string, error) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil || len(b) == 0 {
+		return "", fmt.Errorf("list jobs: cursor %q is not one this store issued: %w", c, store.ErrInvalidCursor)
+	}
+	return string(b), nil
+}
+
+// JobEvents returns a job's history, oldest first.
+func (s *Store) JobEvents(ctx context.Context, id string) ([]*hoppertype.Event, error) {
+	rows, err := s.reader.QueryContext(ctx, `SELECT seq, at, coalesce(from_state, ''), to_state, actor, coalesce(reason, '')
+		FROM job_events WHERE job_id = ? ORDER BY seq`, id)
+	if err != nil {
+		return nil, fmt.Errorf("job %s events: %w", id, err)
+	}
+	defer rows.Close()
+	var out []*hoppertype.Event
+	for rows.Next() {
+		e := &hoppertype.Event{JobID: id}
+		var at int64
+		var from, to, actor string
+		if err := rows.Scan(&e.Seq, &at, &from, &to, &actor, &e.Reason); err != nil {
+			return nil, fmt.Errorf("job %s events: %w", id, err)
+		}
+		e.At, e.From, e.To, e.Actor = fromMicros(at), hoppertype.JobState(from), hoppertype.JobState(to), hoppertype.Actor(actor)
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("job %s events: %w", id, err)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("job %s: %w", id, store.ErrNotFound)
+	}
+	return out, nil
+}
+
+// JobAttempts returns a job's ended attempts, oldest first.
+func (s *Store) JobAttempts(ctx context.Context, id string) ([]*hoppertype.AttemptRecord, error) {
+	if _, err := s.JobGet(ctx, id); err != nil {
+		return nil, err
+	}
+	rows, err := s.reader.QueryContext(ctx, `SELECT token, attempt, coalesce(worker_id, ''), started_at, ended_at,
+		outcome, coalesce(error, ''), coalesce(stack, '') FROM job_attempts WHERE job_id = ? ORDER BY token`, id)
+	if err != nil {
+		return nil, fmt.Errorf("job %s attempts: %w", id, err)
+	}
+	defer rows.Close()
+	var out []*hoppertype.AttemptRecord
+	for rows.Next() {
+		a := &hoppertype.AttemptRecord{JobID: id}
+		var started sql.NullInt64
+		var ended int64
+		var outcome string
+		if err := rows.Scan(&a.Token, &a.Attempt, &a.WorkerID, &started, &ended, &outcome, &a.Error, &a.Stack); err != nil {
+			return nil, fmt.Errorf("job %s attempts: %w", id, err)
+		}
+		a.StartedAt, a.EndedAt, a.Outcome = nullTime(started), fromMicros(ended), hoppertype.Outcome(outcome)
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}

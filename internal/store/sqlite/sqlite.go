@@ -1,0 +1,233 @@
+// Package sqlite is Hopper's embedded store: one SQLite file in WAL mode, one writer connection
+// and a pool of readers. It uses the pure-Go modernc.org/sqlite driver so the binary stays static.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hopperjobs/hopper/internal/clock"
+	"github.com/hopperjobs/hopper/internal/migrate"
+	"github.com/hopperjobs/hopper/internal/store"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// Config configures Open. The zero value (with a Path) works.
+type Config struct {
+	// Path of the database file; created when missing.
+	Path string
+	// Synchronous is SQLite's synchronous pragma: "FULL" (default) makes every committed
+	// transaction survive power loss; "NORMAL" is faster but, in WAL mode, a power loss (not a
+	// process crash) may lose the transactions committed since the last checkpoint.
+	Synchronous string
+	// BusyTimeout is how long a connection waits for a lock held by another process (default 5 s).
+	BusyTimeout time.Duration
+	// ReadConns is the size of the reader pool (default 4).
+	ReadConns int
+	// Clock is the time source (default the wall clock).
+	Clock clock.Clock
+}
+
+func (c Config) withDefaults() Config {
+	if c.Synchronous == "" {
+		c.Synchronous = "FULL"
+	}
+	if c.BusyTimeout == 0 {
+		c.BusyTimeout = 5 * time.Second
+	}
+	if c.ReadConns == 0 {
+		c.ReadConns = 4
+	}
+	c.Clock = clock.OrReal(c.Clock)
+	return c
+}
+
+func (c Config) validate() error {
+	if c.Path == "" {
+		return errors.New("sqlite: Path is required")
+	}
+	switch strings.ToUpper(c.Synchronous) {
+	case "FULL", "NORMAL", "EXTRA":
+	default:
+		return fmt.Errorf("sqlite: Synchronous %q: want FULL, EXTRA or NORMAL", c.Synchronous)
+	}
+	return nil
+}
+
+// Store is the SQLite implementation of store.Store.
+type Store struct {
+	cfg    Config
+	clock  clock.Clock
+	writer *sql.DB
+	reader *sql.DB
+
+	stmtMu sync.Mutex
+	stmts  map[string]*sql.Stmt
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens (creating if needed) the database at cfg.Path and applies pending migrations.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	writer, err := sql.Open("sqlite", dsn(cfg, false))
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite writer: %w", err)
+	}
+	writer.SetMaxOpenConns(1)
+	writer.SetMaxIdleConns(1)
+	writer.SetConnMaxLifetime(0)
+	s := &Store{cfg: cfg, clock: cfg.Clock, writer: writer, stmts: map[string]*sql.Stmt{}}
+	if err := s.Migrate(ctx); err != nil {
+		writer.Close()
+		return nil, err
+	}
+	reader, err := sql.Open("sqlite", dsn(cfg, true))
+	if err != nil {
+		writer.Close()
+		return nil, fmt.Errorf("open sqlite readers: %w", err)
+	}
+	reader.SetMaxOpenConns(cfg.ReadConns)
+	reader.SetMaxIdleConns(cfg.ReadConns)
+	s.reader = reader
+	return s, nil
+}
+
+func dsn(cfg Config, readOnly bool) string {
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", cfg.BusyTimeout.Milliseconds()))
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous("+strings.ToUpper(cfg.Synchronous)+")")
+	q.Add("_pragma", "foreign_keys(1)")
+	if readOnly {
+		q.Add("_pragma", "query_only(1)")
+	} else {
+		q.Set("_txlock", "immediate")
+	}
+	return "file:" + cfg.Path + "?" + q.Encode()
+}
+
+// Migrate applies the embedded migrations not yet recorded in schema_migrations.
+func (s *Store) Migrate(ctx context.Context) error {
+	ms, err := migrate.Load(migrationFS, "migrations")
+	if err != nil {
+		return err
+	}
+	if _, err := s.writer.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`); err != nil {
+		return fmt.Errorf("create schema_migrations: %w", err)
+	}
+	for _, m := range ms {
+		if err := s.apply(ctx, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Store) apply(ctx context.Context, m migrate.Migration) error {
+	tx, err := s.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("migration %s: %w", m.Name, err)
+	}
+	defer tx.Rollback()
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, m.Version).Scan(&n); err != nil {
+		return fmt.Errorf("migration %s: %w", m.Name, err)
+	}
+	if n > 0 {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+		return fmt.Errorf("migration %s: %w", m.Name, err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
+		m.Version, m.Name, micros(s.clock.Now())); err != nil {
+		return fmt.Errorf("record migration %s: %w", m.Name, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("migration %s: commit: %w", m.Name, err)
+	}
+	return nil
+}
+
+// SchemaVersion returns the highest applied migration version.
+func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+	var v sql.NullInt64
+	err := s.writer.QueryRowContext(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&v)
+	return int(v.Int64), err
+}
+
+// Now returns the store's clock time.
+func (s *Store) Now() time.Time { return s.clock.Now() }
+
+// Close closes both connection pools.
+func (s *Store) Close() error {
+	s.stmtMu.Lock()
+	for _, st := range s.stmts {
+		st.Close()
+	}
+	s.stmts = map[string]*sql.Stmt{}
+	s.stmtMu.Unlock()
+	var errs []error
+	if s.reader != nil {
+		errs = append(errs, s.reader.Close())
+	}
+	errs = append(errs, s.writer.Close())
+	return errors.Join(errs...)
+}
+
+// prepared returns a statement prepared once on the writer connection. It must be called
+// outside a write transaction: the writer pool has one connection, which the transaction holds.
+func (s *Store) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
+	s.stmtMu.Lock()
+	defer s.stmtMu.Unlock()
+	if st, ok := s.stmts[query]; ok {
+		return st, nil
+	}
+	st, err := s.writer.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
+	}
+	s.stmts[query] = st
+	return st, nil
+}
+
+// write runs fn in one immediate (write-locked) transaction on the writer connection. The
+// statements named in queries are prepared first and handed to fn bound to the transaction.
+func (s *Store) write(ctx context.Context, queries []string, fn func(tx *sql.Tx, stmts []*sql.Stmt) error) error {
+	stmts := make([]*sql.Stmt, len(queries))
+	for i, q := range queries {
+		st, err := s.prepared(ctx, q)
+		if err != nil {
+			return err
+		}
+		stmts[i] = st
+	}
+	tx, err := s.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	for i, st := range stmts {
+		stmts[i] = tx.StmtContext(ctx, st)
+	}
+	if err := fn(tx, stmts); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}

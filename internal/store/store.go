@@ -1,0 +1,75 @@
+// Package store defines the seam between Hopper's engine and its databases: the Store
+// interface, its parameter structs and the errors every implementation returns. Behaviour is
+// pinned down by the conformance suite in storetest, which every store runs. The interface is
+// internal and unstable by design.
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/jobstate"
+)
+
+// Errors every store returns for the cases callers must tell apart.
+var (
+	// ErrNotFound: no job (or other object) with that id.
+	ErrNotFound = errors.New("not found")
+	// ErrLeaseLost: the fencing token presented is not the job's current lease (the job was
+	// rescued, re-claimed, canceled or finished). Nothing was changed.
+	ErrLeaseLost = errors.New("lease lost: fencing token is not the current lease")
+	// ErrDuplicate: an idempotency key already names a job with a different payload.
+	ErrDuplicate = errors.New("duplicate idempotency key with a different payload")
+	// ErrInvalidTransition: the state machine does not allow the move.
+	ErrInvalidTransition = jobstate.ErrInvalidTransition
+	// ErrClosed: the store was closed.
+	ErrClosed = errors.New("store closed")
+)
+
+// Store is what the engine and the client need from a database. Implementations are safe for
+// concurrent use. Times are taken from the store's clock unless a parameter says otherwise.
+type Store interface {
+	// JobInsertMany inserts jobs in one transaction: all or none. A job whose idempotency key is
+	// live returns the existing job (Existing=true) or ErrDuplicate when its payload differs.
+	JobInsertMany(ctx context.Context, params []*InsertParams) ([]*InsertResult, error)
+	// JobGet returns one job or ErrNotFound.
+	JobGet(ctx context.Context, id string) (*hoppertype.JobRow, error)
+	// JobList returns a page of jobs in id order, filtered.
+	JobList(ctx context.Context, params *ListParams) (*ListResult, error)
+	// JobEvents returns a job's transition history, oldest first, or ErrNotFound.
+	JobEvents(ctx context.Context, id string) ([]*hoppertype.Event, error)
+	// JobAttempts returns a job's finished attempts, oldest first, or ErrNotFound.
+	JobAttempts(ctx context.Context, id string) ([]*hoppertype.AttemptRecord, error)
+	// JobCancel cancels a non-terminal job (ErrInvalidTransition for a terminal one). A running
+	// job's attempt is recorded with outcome canceled and its lease is void.
+	JobCancel(ctx context.Context, params *CancelParams) (*hoppertype.JobRow, error)
+
+	// JobClaim moves up to Limit queued jobs of one queue to running under new leases, highest
+	// priority first, then oldest first, each with a new fencing token.
+	JobClaim(ctx context.Context, params *ClaimParams) ([]*hoppertype.JobRow, error)
+	// JobFinishMany ends running attempts in one transaction. Each item's error is nil, or
+	// ErrLeaseLost when its token is stale, or ErrInvalidTransition for a bad target state.
+	JobFinishMany(ctx context.Context, params []*FinishParams) ([]error, error)
+	// JobExtendLeases sets each lease to expire Duration from now (it may shorten it).
+	JobExtendLeases(ctx context.Context, params []*ExtendParams) ([]error, error)
+	// JobHeartbeat records a sign of life of a running attempt; ErrLeaseLost when stale.
+	JobHeartbeat(ctx context.Context, params *HeartbeatParams) error
+	// JobProgress stores progress (percent clamped to 0–100) and counts as a heartbeat.
+	JobProgress(ctx context.Context, params *ProgressParams) error
+
+	// JobRescueExpired returns running jobs whose lease expired to queued without consuming an
+	// attempt, recording the attempt as lease_expired. It returns the rescued jobs' queues.
+	JobRescueExpired(ctx context.Context, params *RescueParams) (*RescueResult, error)
+	// JobPromoteScheduled moves scheduled jobs whose run_at has come to queued.
+	JobPromoteScheduled(ctx context.Context, params *PromoteParams) (*PromoteResult, error)
+
+	// Now is the store's clock.
+	Now() time.Time
+	// Close releases the store's resources.
+	Close() error
+}
+
+// ErrInvalidCursor: a list cursor that no store issued.
+var ErrInvalidCursor = errors.New("invalid cursor")
