@@ -61,7 +61,8 @@ type RetryPolicy struct {
 	Base       time.Duration `json:"base,omitempty"`
 	Multiplier float64       `json:"multiplier,omitempty"`
 	Cap        time.Duration `json:"cap,omitempty"`
-	// Jitter is a fraction of the delay, 0–1: 0.1 spreads retries ±10 %.
+	// Jitter is a fraction of the delay, 0–1: 0.1 spreads retries ±10 %. Zero takes the
+	// fallback's jitter; a negative value disables jitter.
 	Jitter float64 `json:"jitter,omitempty"`
 }
 

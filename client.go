@@ -1,0 +1,85 @@
+package hopper
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/hopperjobs/hopper/internal/clock"
+	"github.com/hopperjobs/hopper/internal/engine"
+)
+
+// Client enqueues, inspects and cancels jobs, and (with Workers) works them. It is safe for
+// concurrent use. Start it to work jobs; Stop it to shut down gracefully.
+type Client struct {
+	cfg    Config
+	store  Store
+	clock  Clock
+	engine *engine.Engine
+
+	mu      sync.Mutex
+	started bool
+	stopped bool
+}
+
+// NewClient checks cfg and returns a client. It returns a *ValidationError (errors.Is
+// ErrInvalid) naming the first bad field.
+func NewClient(cfg Config) (*Client, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	c := &Client{cfg: cfg, store: cfg.Store, clock: clock.OrReal(cfg.Clock)}
+	ecfg := engine.Config{
+		Store: cfg.Store, Clock: c.clock, Logger: cfg.Logger, WorkerID: cfg.WorkerID,
+		Queues: map[string]int{}, MaxWorkers: cfg.MaxWorkers, LeaseDuration: cfg.LeaseDuration,
+		PollInterval: cfg.PollInterval, RetryPolicy: cfg.RetryPolicy, JobTimeout: cfg.JobTimeout,
+		RescueInterval: cfg.RescueInterval, Maintenance: !cfg.DisableMaintenance,
+	}
+	if cfg.Workers != nil {
+		ecfg.Handlers = cfg.Workers.handlers
+		for name, q := range cfg.Queues {
+			ecfg.Queues[name] = q.MaxWorkers
+		}
+	}
+	eng, err := engine.New(ecfg)
+	if err != nil {
+		return nil, err
+	}
+	c.engine = eng
+	return c, nil
+}
+
+// Start begins working jobs (when Workers are configured) and the maintenance duties
+// (promoting due jobs, rescuing expired leases). The goroutines it starts run until Stop;
+// ctx only carries values to them.
+func (c *Client) Start(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.started {
+		return errors.New("hopper: client already started")
+	}
+	c.started = true
+	return c.engine.Start(ctx)
+}
+
+// Stop shuts down gracefully: it stops claiming jobs, waits for running jobs until ctx ends,
+// then cancels their contexts and releases the jobs that did not finish back to the queue at
+// once (they do not wait for their leases to expire). Every outcome is written before Stop
+// returns. Call Stop with an already-canceled ctx to stop hard.
+func (c *Client) Stop(ctx context.Context) error {
+	c.mu.Lock()
+	if !c.started || c.stopped {
+		c.mu.Unlock()
+		return nil
+	}
+	c.stopped = true
+	c.mu.Unlock()
+	return c.engine.Stop(ctx)
+}
+
+// Running returns how many jobs this process is running now.
+func (c *Client) Running() int { return c.engine.Running() }
+
+// WorkerID is the name this process records on its leases and attempts.
+func (c *Client) WorkerID() string { return c.cfg.WorkerID }

@@ -1,0 +1,205 @@
+package hopper
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/store"
+)
+
+// InsertOpts are per-job options. A nil *InsertOpts means all defaults.
+type InsertOpts struct {
+	// Queue (default "default"): 1–128 characters of letters, digits, '_', '-', '.', ':'.
+	Queue string
+	// Priority: higher runs first within a queue, from -1000 to 1000 (default 0).
+	Priority int
+	// RunAt delays the job until then. It may be at most MaxRunAtPast in the past (it then runs
+	// at once) and MaxRunAtFuture ahead. Set RunAt or Delay, not both.
+	RunAt time.Time
+	// Delay delays the job by this much from now (0 to MaxRunAtFuture).
+	Delay time.Duration
+	// MaxAttempts bounds attempts, 1–1000 (default Config.MaxAttempts).
+	MaxAttempts int
+	// Timeout limits each attempt, up to 30 days (default: the worker's, then Config.JobTimeout).
+	Timeout time.Duration
+	// RetryPolicy overrides the backoff for this job; zero fields fall back to the worker's and
+	// the client's policy.
+	RetryPolicy *RetryPolicy
+	// Headers are string metadata carried with the job (trace context, request data).
+	Headers map[string]string
+	// IdempotencyKey de-duplicates enqueues: within its retention, an enqueue with the same key
+	// and payload returns the existing job; with another payload it fails with ErrDuplicate.
+	IdempotencyKey string
+	// IdempotencyRetention is how long the key de-duplicates (default 24 h, at most 90 days).
+	IdempotencyRetention time.Duration
+	// GroupKey: jobs sharing it run one at a time, oldest first.
+	GroupKey string
+}
+
+// InsertResult is an enqueued job. Existing is true when an idempotency key returned a job
+// enqueued before.
+type InsertResult struct {
+	Job      *JobRow
+	Existing bool
+}
+
+// EnqueueParams is one job of EnqueueMany.
+type EnqueueParams struct {
+	Args JobArgs
+	Opts *InsertOpts
+}
+
+// RawArgs enqueues a job of any kind with a JSON payload, for callers without a Go type for
+// it (the CLI, bridges). JSON must be valid JSON.
+type RawArgs struct {
+	KindName string
+	JSON     json.RawMessage
+}
+
+// Kind returns KindName.
+func (r RawArgs) Kind() string { return r.KindName }
+
+// MarshalJSON returns JSON as it is.
+func (r RawArgs) MarshalJSON() ([]byte, error) { return r.JSON, nil }
+
+// Enqueue stores one job. Bad input returns a *ValidationError naming the field; nothing is
+// stored then. A job that is due wakes this process's workers at once.
+func (c *Client) Enqueue(ctx context.Context, args JobArgs, opts *InsertOpts) (*InsertResult, error) {
+	res, err := c.EnqueueMany(ctx, []EnqueueParams{{Args: args, Opts: opts}})
+	if err != nil {
+		return nil, err
+	}
+	return res[0], nil
+}
+
+// EnqueueMany stores jobs in one transaction: all of them or, on any error, none.
+func (c *Client) EnqueueMany(ctx context.Context, jobs []EnqueueParams) ([]*InsertResult, error) {
+	if len(jobs) == 0 {
+		return nil, nil
+	}
+	params := make([]*store.InsertParams, len(jobs))
+	now := c.clock.Now()
+	for i, j := range jobs {
+		p, err := c.insertParams(j.Args, j.Opts, now)
+		if err != nil {
+			if len(jobs) > 1 {
+				return nil, fmt.Errorf("job %d: %w", i, err)
+			}
+			return nil, err
+		}
+		params[i] = p
+	}
+	res, err := c.store.JobInsertMany(ctx, params)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*InsertResult, len(res))
+	for i, r := range res {
+		out[i] = &InsertResult{Job: r.Job, Existing: r.Existing}
+		if r.Existing {
+			continue
+		}
+		if r.Job.State == hoppertype.StateQueued {
+			c.engine.Notify(r.Job.Queue)
+		} else {
+			c.engine.NotifyScheduled(r.Job.RunAt)
+		}
+	}
+	return out, nil
+}
+
+func (c *Client) insertParams(args JobArgs, opts *InsertOpts, now time.Time) (*store.InsertParams, error) {
+	if args == nil {
+		return nil, invalid("args", "is nil")
+	}
+	o := mergeOpts(args, opts)
+	raw, err := encodeArgs(args, c.cfg.MaxArgsBytes)
+	if err != nil {
+		return nil, err
+	}
+	p := &store.InsertParams{
+		ID: uuid.Must(uuid.NewV7()).String(), Kind: args.Kind(), Queue: o.Queue, Priority: o.Priority,
+		Args: raw, Headers: o.Headers, MaxAttempts: o.MaxAttempts, Timeout: o.Timeout,
+		RetryPolicy: o.RetryPolicy, IdempotencyKey: o.IdempotencyKey, IdempotencyTTL: o.IdempotencyRetention,
+		GroupKey: o.GroupKey, Actor: hoppertype.ActorAPI, Reason: "enqueue",
+	}
+	if p.Queue == "" {
+		p.Queue = DefaultQueue
+	}
+	if p.MaxAttempts == 0 {
+		p.MaxAttempts = c.cfg.MaxAttempts
+	}
+	if p.IdempotencyTTL == 0 {
+		p.IdempotencyTTL = DefaultIdempotencyRetention
+	}
+	if err := checkInsert(p, o, now); err != nil {
+		return nil, err
+	}
+	p.RunAt = o.RunAt
+	if o.Delay > 0 {
+		p.RunAt = now.Add(o.Delay)
+	}
+	return p, nil
+}
+
+// mergeOpts lays opts over the args type's own defaults, field by field.
+func mergeOpts(args JobArgs, opts *InsertOpts) InsertOpts {
+	var o InsertOpts
+	if d, ok := args.(JobArgsWithInsertOpts); ok {
+		o = d.InsertOpts()
+	}
+	if opts == nil {
+		return o
+	}
+	set := func(dst *string, v string) {
+		if v != "" {
+			*dst = v
+		}
+	}
+	set(&o.Queue, opts.Queue)
+	set(&o.IdempotencyKey, opts.IdempotencyKey)
+	set(&o.GroupKey, opts.GroupKey)
+	if opts.Priority != 0 {
+		o.Priority = opts.Priority
+	}
+	if !opts.RunAt.IsZero() {
+		o.RunAt = opts.RunAt
+	}
+	if opts.Delay != 0 {
+		o.Delay = opts.Delay
+	}
+	if opts.MaxAttempts != 0 {
+		o.MaxAttempts = opts.MaxAttempts
+	}
+	if opts.Timeout != 0 {
+		o.Timeout = opts.Timeout
+	}
+	if opts.RetryPolicy != nil {
+		o.RetryPolicy = opts.RetryPolicy
+	}
+	if opts.Headers != nil {
+		o.Headers = opts.Headers
+	}
+	if opts.IdempotencyRetention != 0 {
+		o.IdempotencyRetention = opts.IdempotencyRetention
+	}
+	return o
+}
+
+func encodeArgs(args JobArgs, limit int) (json.RawMessage, error) {
+	if raw, ok := args.(RawArgs); ok && !json.Valid(raw.JSON) {
+		return nil, invalid("args", "not valid JSON")
+	}
+	b, err := json.Marshal(args)
+	if err != nil {
+		return nil, invalid("args", "cannot encode as JSON: %v", err)
+	}
+	if len(b) > limit {
+		return nil, invalid("args", "%d bytes exceed the limit of %d", len(b), limit)
+	}
+	return b, nil
+}

@@ -1,0 +1,81 @@
+package hopper
+
+import (
+	"context"
+	"time"
+
+	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/store"
+)
+
+// ListParams filters and pages List. Zero fields don't filter.
+type ListParams struct {
+	States        []JobState
+	Queues        []string
+	Kinds         []string
+	CreatedAfter  time.Time // inclusive
+	CreatedBefore time.Time // exclusive
+	// Cursor continues from a previous page's NextCursor.
+	Cursor string
+	// Limit is the page size (default 100, at most 10,000).
+	Limit int
+	// Ascending lists oldest first; the default is newest first.
+	Ascending bool
+}
+
+// ListResult is one page; NextCursor is empty on the last page.
+type ListResult struct {
+	Jobs       []*JobRow
+	NextCursor string
+}
+
+// Get returns a job, or an error wrapping ErrNotFound.
+func (c *Client) Get(ctx context.Context, id string) (*JobRow, error) {
+	return c.store.JobGet(ctx, id)
+}
+
+// List returns one page of jobs in creation order (newest first unless Ascending). Paging
+// with NextCursor visits every matching job once, even while jobs are added.
+func (c *Client) List(ctx context.Context, p *ListParams) (*ListResult, error) {
+	if p == nil {
+		p = &ListParams{}
+	}
+	if p.Limit < 0 || p.Limit > 10000 {
+		return nil, invalid("limit", "%d is outside 0–10000", p.Limit)
+	}
+	for _, s := range p.States {
+		if !s.Valid() {
+			return nil, invalid("states", "unknown state %q", s)
+		}
+	}
+	res, err := c.store.JobList(ctx, &store.ListParams{
+		States: p.States, Queues: p.Queues, Kinds: p.Kinds, CreatedAfter: p.CreatedAfter,
+		CreatedBefore: p.CreatedBefore, Cursor: p.Cursor, Limit: p.Limit, Ascending: p.Ascending,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &ListResult{Jobs: res.Jobs, NextCursor: res.NextCursor}, nil
+}
+
+// Cancel cancels a job that has not ended. A running job's context is canceled at once when
+// it runs in this process (other processes see the lease void on their next renewal). A
+// terminal job returns an error wrapping ErrInvalidTransition.
+func (c *Client) Cancel(ctx context.Context, id string) (*JobRow, error) {
+	job, err := c.store.JobCancel(ctx, &store.CancelParams{ID: id, Actor: hoppertype.ActorAPI, Reason: "canceled by API"})
+	if err != nil {
+		return nil, err
+	}
+	c.engine.CancelRunning(id)
+	return job, nil
+}
+
+// Events returns a job's history: every transition with its time, actor and reason.
+func (c *Client) Events(ctx context.Context, id string) ([]*Event, error) {
+	return c.store.JobEvents(ctx, id)
+}
+
+// Attempts returns a job's ended attempts: worker, start, end, outcome and error of each.
+func (c *Client) Attempts(ctx context.Context, id string) ([]*AttemptRecord, error) {
+	return c.store.JobAttempts(ctx, id)
+}

@@ -1,0 +1,130 @@
+package hopper
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Defaults and limits of a Client, documented in docs/jobs.md.
+const (
+	DefaultQueue                = "default"
+	DefaultMaxAttempts          = 25
+	DefaultMaxWorkers           = 100
+	DefaultLeaseDuration        = 30 * time.Second
+	DefaultIdempotencyRetention = 24 * time.Hour
+	// MaxArgsBytes is the default bound on a job's encoded args (1 MiB).
+	MaxArgsBytes = 1 << 20
+	// MaxRunAtPast: a RunAt more than this far in the past is refused as a likely bug.
+	MaxRunAtPast = 24 * time.Hour
+	// MaxRunAtFuture: a RunAt (or Delay) more than this far ahead is refused.
+	MaxRunAtFuture = 5 * 365 * 24 * time.Hour
+)
+
+// Config configures a Client. Only Store is required; the zero value of every other field
+// takes the default named in its comment.
+type Config struct {
+	// Store holds the jobs (see sqlitestore.Open). Required. The caller closes it after Stop.
+	Store Store
+	// Workers registers the handlers this process runs. Nil makes an enqueue-only client.
+	Workers *Workers
+	// Queues are the queues this process works, each with its own concurrency. Default, when
+	// Workers is set: {"default": {MaxWorkers: MaxWorkers}}.
+	Queues map[string]QueueConfig
+	// MaxWorkers bounds concurrent jobs across all queues of this process (default 100).
+	MaxWorkers int
+	// WorkerID names this process in leases and attempts (default host-pid-random).
+	WorkerID string
+	// LeaseDuration is how long a claim holds a job without renewal; the client renews running
+	// jobs every third of it. A crashed process's jobs are rescued after it (default 30 s).
+	LeaseDuration time.Duration
+	// PollInterval is how often an idle worker checks for jobs it was not told about, such as
+	// jobs enqueued by another process (default 1 s). Local enqueues wake workers at once.
+	PollInterval time.Duration
+	// RetryPolicy is the default backoff (default 1 s · 2ⁿ, capped at 1 h, ±10 % jitter).
+	RetryPolicy RetryPolicy
+	// MaxAttempts is the default bound on attempts per job (default 25).
+	MaxAttempts int
+	// JobTimeout limits each attempt when neither job nor worker sets a timeout (default none).
+	JobTimeout time.Duration
+	// RescueInterval is how often expired leases are looked for (default 5 s).
+	RescueInterval time.Duration
+	// DisableMaintenance stops this client from promoting due jobs and rescuing expired leases;
+	// some process sharing the store must do it.
+	DisableMaintenance bool
+	// MaxArgsBytes bounds a job's encoded args (default 1 MiB).
+	MaxArgsBytes int
+	// Logger receives structured logs (default: discarded).
+	Logger *slog.Logger
+	// Clock is the time source (default the wall clock); tests inject a fake one.
+	Clock Clock
+}
+
+// QueueConfig configures one queue of a worker process.
+type QueueConfig struct {
+	// MaxWorkers bounds concurrent jobs of this queue in this process (default Config.MaxWorkers).
+	MaxWorkers int
+}
+
+func (c Config) withDefaults() Config {
+	if c.MaxWorkers == 0 {
+		c.MaxWorkers = DefaultMaxWorkers
+	}
+	if c.Workers != nil && c.Queues == nil {
+		c.Queues = map[string]QueueConfig{DefaultQueue: {}}
+	}
+	queues := make(map[string]QueueConfig, len(c.Queues))
+	for name, q := range c.Queues {
+		if q.MaxWorkers == 0 {
+			q.MaxWorkers = c.MaxWorkers
+		}
+		queues[name] = q
+	}
+	c.Queues = queues
+	if c.WorkerID == "" {
+		host, _ := os.Hostname()
+		c.WorkerID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), uuid.NewString()[:8])
+	}
+	if c.LeaseDuration == 0 {
+		c.LeaseDuration = DefaultLeaseDuration
+	}
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = DefaultMaxAttempts
+	}
+	if c.MaxArgsBytes == 0 {
+		c.MaxArgsBytes = MaxArgsBytes
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	if c.Store == nil {
+		return invalid("Config.Store", "is required")
+	}
+	var errs []error
+	if c.MaxWorkers < 0 {
+		errs = append(errs, invalid("Config.MaxWorkers", "%d is negative", c.MaxWorkers))
+	}
+	if c.MaxAttempts < 0 || c.MaxAttempts > 1000 {
+		errs = append(errs, invalid("Config.MaxAttempts", "%d is outside 1–1000", c.MaxAttempts))
+	}
+	if c.LeaseDuration < time.Second {
+		errs = append(errs, invalid("Config.LeaseDuration", "%s is under 1s", c.LeaseDuration))
+	}
+	for name, q := range c.Queues {
+		if err := checkQueueName(name); err != nil {
+			errs = append(errs, err)
+		}
+		if q.MaxWorkers < 0 {
+			errs = append(errs, invalid("Config.Queues["+name+"].MaxWorkers", "%d is negative", q.MaxWorkers))
+		}
+	}
+	if err := checkPolicy("Config.RetryPolicy", &c.RetryPolicy); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,54 @@
+package hopper
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hopperjobs/hopper/internal/engine"
+	"github.com/hopperjobs/hopper/internal/store"
+)
+
+// Errors callers tell apart with errors.Is.
+var (
+	// ErrNotFound: no job with that id.
+	ErrNotFound = store.ErrNotFound
+	// ErrLeaseLost: a stale fencing token; the attempt no longer owns the job.
+	ErrLeaseLost = store.ErrLeaseLost
+	// ErrDuplicate: the idempotency key names a job with a different payload.
+	ErrDuplicate = store.ErrDuplicate
+	// ErrInvalidTransition: the state machine refuses the move (e.g. canceling a completed job).
+	ErrInvalidTransition = store.ErrInvalidTransition
+	// ErrInvalid: bad input; the error is a *ValidationError naming the field.
+	ErrInvalid = errors.New("invalid input")
+	// ErrNotInHandler: a handler-context function was called outside a running job.
+	ErrNotInHandler = errors.New("not called from a running job's context")
+)
+
+// ValidationError says which input field was wrong and why. errors.Is(err, ErrInvalid) holds.
+type ValidationError struct {
+	Field  string
+	Reason string
+}
+
+func (e *ValidationError) Error() string {
+	return fmt.Sprintf("invalid %s: %s", e.Field, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrInvalid) true.
+func (e *ValidationError) Is(target error) bool { return target == ErrInvalid }
+
+func invalid(field, format string, args ...any) error {
+	return &ValidationError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// RetryAfter, returned by a handler, retries the job after d instead of the backoff policy's
+// delay (attempts are still counted; with none left the job fails).
+func RetryAfter(d time.Duration, err error) error {
+	return &engine.RetryAfterError{Delay: d, Err: err}
+}
+
+// NoRetry, returned by a handler, fails the job at once: it goes to the dead-letter queue.
+func NoRetry(err error) error {
+	return &engine.NoRetryError{Err: err}
+}

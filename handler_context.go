@@ -1,0 +1,63 @@
+package hopper
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/hopperjobs/hopper/internal/engine"
+)
+
+func execution(ctx context.Context) (*engine.Execution, error) {
+	ex := engine.ExecutionFrom(ctx)
+	if ex == nil {
+		return nil, ErrNotInHandler
+	}
+	return ex, nil
+}
+
+// ReportProgress stores the running job's progress (percent clamped to 0–100) and message. It
+// counts as a heartbeat. ErrLeaseLost means the attempt no longer owns the job.
+func ReportProgress(ctx context.Context, percent int, message string) error {
+	ex, err := execution(ctx)
+	if err != nil {
+		return err
+	}
+	return ex.Progress(ctx, percent, message)
+}
+
+// Heartbeat records that the running job is alive, separately from its lease, so a stalled
+// handler is visible while its lease is still valid.
+func Heartbeat(ctx context.Context) error {
+	ex, err := execution(ctx)
+	if err != nil {
+		return err
+	}
+	return ex.Heartbeat(ctx)
+}
+
+// ExtendLease sets the running job's lease to expire d from now; d may be shorter than the
+// current lease. The client already extends leases while handlers run; use this for a job
+// that knows it needs longer or wants to be rescued sooner if it stops.
+func ExtendLease(ctx context.Context, d time.Duration) error {
+	ex, err := execution(ctx)
+	if err != nil {
+		return err
+	}
+	return ex.ExtendLease(ctx, d)
+}
+
+// SetResult records v (as JSON) to be stored with the job when the attempt succeeds.
+func SetResult(ctx context.Context, v any) error {
+	ex, err := execution(ctx)
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode job result: %w", err)
+	}
+	ex.SetResult(b)
+	return nil
+}

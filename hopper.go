@@ -1,0 +1,58 @@
+// Package hopper is a durable background-job system: enqueue jobs, work them with typed
+// handlers, retry them with backoff, and see every attempt and transition. Jobs live in a
+// store: the embedded SQLite file of package sqlitestore, or PostgreSQL.
+//
+// A program registers workers, opens a store and starts a Client:
+//
+//	workers := hopper.NewWorkers()
+//	hopper.AddWorkerFunc(workers, func(ctx context.Context, job *hopper.Job[SendInvoice]) error {
+//		return send(ctx, job.Args)
+//	})
+//	st, _ := sqlitestore.Open(ctx, sqlitestore.Config{Path: "hopper.db"})
+//	client, _ := hopper.NewClient(hopper.Config{Store: st, Workers: workers})
+//	client.Start(ctx)
+//	client.Enqueue(ctx, SendInvoice{ID: 42}, nil)
+package hopper
+
+import (
+	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/clock"
+	"github.com/hopperjobs/hopper/internal/store"
+)
+
+// Store is where jobs live; open one with sqlitestore.Open. Its methods are internal.
+type Store = store.Store
+
+// Clock is Hopper's time source; tests inject a fake one.
+type Clock = clock.Clock
+
+// Plain types shared with every layer, re-exported for convenience.
+type (
+	JobRow        = hoppertype.JobRow
+	JobState      = hoppertype.JobState
+	Event         = hoppertype.Event
+	AttemptRecord = hoppertype.AttemptRecord
+	RetryPolicy   = hoppertype.RetryPolicy
+	Outcome       = hoppertype.Outcome
+)
+
+// Job states; see DESIGN.md.
+const (
+	StateScheduled = hoppertype.StateScheduled
+	StateQueued    = hoppertype.StateQueued
+	StateRunning   = hoppertype.StateRunning
+	StateSuspended = hoppertype.StateSuspended
+	StateCompleted = hoppertype.StateCompleted
+	StateFailed    = hoppertype.StateFailed
+	StateCanceled  = hoppertype.StateCanceled
+)
+
+// Attempt outcomes.
+const (
+	OutcomeOK           = hoppertype.OutcomeOK
+	OutcomeError        = hoppertype.OutcomeError
+	OutcomeTimeout      = hoppertype.OutcomeTimeout
+	OutcomePanic        = hoppertype.OutcomePanic
+	OutcomeLeaseExpired = hoppertype.OutcomeLeaseExpired
+	OutcomeCanceled     = hoppertype.OutcomeCanceled
+)

@@ -1,0 +1,133 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/hopperjobs/hopper/internal/store"
+)
+
+// completer writes attempt outcomes in batches: while one transaction commits, the next
+// outcomes gather, so under load each commit carries many jobs and when idle each outcome is
+// written at once (group commit). Fencing is per item: a stale token fails only its own item.
+type completer struct {
+	e       *Engine
+	maxSize int
+
+	mu      sync.Mutex
+	pending []*store.FinishParams
+	kick    chan struct{}
+	done    chan struct{}
+	stopReq chan context.Context
+	stopErr chan error
+}
+
+func newCompleter(e *Engine) *completer {
+	return &completer{e: e, maxSize: 1000, kick: make(chan struct{}, 1),
+		done: make(chan struct{}), stopReq: make(chan context.Context), stopErr: make(chan error)}
+}
+
+func (c *completer) add(p *store.FinishParams) {
+	c.mu.Lock()
+	c.pending = append(c.pending, p)
+	c.mu.Unlock()
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (c *completer) start() { go c.run() }
+
+func (c *completer) run() {
+	defer close(c.done)
+	for {
+		select {
+		case <-c.kick:
+			c.flush(context.Background(), false)
+		case ctx := <-c.stopReq:
+			c.stopErr <- c.flush(ctx, true)
+			return
+		}
+	}
+}
+
+// flush writes everything pending. It retries store errors with backoff until ctx ends when
+// final, or once per kick otherwise (what failed stays pending for the next kick).
+func (c *completer) flush(ctx context.Context, final bool) error {
+	delay := 10 * time.Millisecond
+	for {
+		batch := c.take()
+		if len(batch) == 0 {
+			return nil
+		}
+		errs, err := c.e.store.JobFinishMany(ctx, batch)
+		if err == nil {
+			c.report(batch, errs)
+			continue
+		}
+		c.putBack(batch)
+		c.e.log.Error("write job outcomes", "jobs", len(batch), "err", err)
+		if !final {
+			go c.retryLater(delay)
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return errors.Join(err, ctx.Err())
+		case <-time.After(delay):
+			delay = min(2*delay, time.Second)
+		}
+	}
+}
+
+func (c *completer) retryLater(d time.Duration) {
+	select {
+	case <-time.After(d):
+		select {
+		case c.kick <- struct{}{}:
+		default:
+		}
+	case <-c.done:
+	}
+}
+
+func (c *completer) take() []*store.FinishParams {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := min(len(c.pending), c.maxSize)
+	batch := c.pending[:n:n]
+	c.pending = c.pending[n:]
+	return batch
+}
+
+func (c *completer) putBack(batch []*store.FinishParams) {
+	c.mu.Lock()
+	c.pending = append(batch, c.pending...)
+	c.mu.Unlock()
+}
+
+func (c *completer) report(batch []*store.FinishParams, errs []error) {
+	for i, err := range errs {
+		if hook := c.e.cfg.OnOutcome; hook != nil {
+			hook(batch[i], err)
+		}
+		if err != nil {
+			c.e.log.Warn("job outcome refused", "job_id", batch[i].ID, "state", batch[i].State, "err", err)
+			continue
+		}
+		c.e.log.Debug("job finished", "job_id", batch[i].ID, "state", batch[i].State, "outcome", batch[i].Outcome)
+	}
+}
+
+// stop flushes what is pending and ends the loop.
+func (c *completer) stop(ctx context.Context) error {
+	select {
+	case c.stopReq <- ctx:
+		return <-c.stopErr
+	case <-c.done:
+		return nil
+	}
+}

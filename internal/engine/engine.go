@@ -1,0 +1,286 @@
+// Package engine runs jobs: per-queue producers claim batches from the store, executors run the
+// handlers, a completer writes their outcomes back in few transactions, a lease keeper extends
+// the leases of running jobs, and a maintainer promotes due jobs and rescues expired leases.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/clock"
+	"github.com/hopperjobs/hopper/internal/store"
+)
+
+// Handler runs the jobs of one kind.
+type Handler interface {
+	// Prepare decodes a claimed job for its attempt. An error fails the attempt without retry
+	// (retrying cannot fix a payload that does not decode).
+	Prepare(row *hoppertype.JobRow) (Unit, error)
+}
+
+// Unit is one prepared attempt.
+type Unit interface {
+	// Work runs the attempt. Its context ends at the timeout, on cancel and on shutdown.
+	Work(ctx context.Context) error
+	// Timeout is the kind's execution limit; 0 defers to the job and the config.
+	Timeout() time.Duration
+	// RetryPolicy is the kind's backoff; nil defers to the job and the config.
+	RetryPolicy() *hoppertype.RetryPolicy
+}
+
+// Config configures an Engine. Zero fields take the defaults documented on each.
+type Config struct {
+	Store    store.Store
+	Clock    clock.Clock  // default the wall clock
+	Logger   *slog.Logger // default discards
+	WorkerID string       // required: recorded on every claim
+	Handlers map[string]Handler
+	// Queues maps each queue this process works to its maximum concurrent jobs.
+	Queues map[string]int
+	// MaxWorkers bounds concurrent jobs across all queues of this process (default 100).
+	MaxWorkers int
+	// ClaimBatch bounds the jobs one claim takes (default 200).
+	ClaimBatch int
+	// LeaseDuration is the lease a claim takes; it is extended every third of it (default 30 s).
+	LeaseDuration time.Duration
+	// PollInterval is how often an idle producer looks for work it was not told about, such as
+	// jobs enqueued by another process (default 1 s).
+	PollInterval time.Duration
+	// ClaimCoalesce is how long a busy producer waits for more free slots before claiming fewer
+	// than a quarter of its capacity (default 1 ms). Enqueue wake-ups never wait.
+	ClaimCoalesce time.Duration
+	// RetryPolicy is the default backoff (default DefaultRetryPolicy).
+	RetryPolicy hoppertype.RetryPolicy
+	// JobTimeout is the execution limit when neither job nor handler sets one (default none).
+	JobTimeout time.Duration
+	// Maintenance runs promotion and rescue in this process (single node / leader).
+	Maintenance bool
+	// PromoteInterval bounds the wait between promotion passes (default 1 s).
+	PromoteInterval time.Duration
+	// RescueInterval is the period of the expired-lease rescue (default 5 s).
+	RescueInterval time.Duration
+	// OnOutcome, when set, is called after each attempt outcome is written (err is nil) or
+	// refused by the store (err wraps ErrLeaseLost or ErrInvalidTransition).
+	OnOutcome func(p *store.FinishParams, err error)
+	// ReleaseGrace is how long Stop waits, after canceling handlers at its deadline, before it
+	// releases the jobs of handlers that have not returned (default 500 ms).
+	ReleaseGrace time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	c.Clock = clock.OrReal(c.Clock)
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	if c.MaxWorkers == 0 {
+		c.MaxWorkers = 100
+	}
+	if c.ClaimBatch == 0 {
+		c.ClaimBatch = 200
+	}
+	def(&c.LeaseDuration, 30*time.Second)
+	def(&c.PollInterval, time.Second)
+	def(&c.ClaimCoalesce, time.Millisecond)
+	def(&c.PromoteInterval, time.Second)
+	def(&c.RescueInterval, 5*time.Second)
+	def(&c.ReleaseGrace, 500*time.Millisecond)
+	c.RetryPolicy = MergePolicy(&c.RetryPolicy)
+	return c
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.Store == nil:
+		return errors.New("engine: Store is required")
+	case c.WorkerID == "":
+		return errors.New("engine: WorkerID is required")
+	case c.MaxWorkers < 0, c.ClaimBatch < 0:
+		return errors.New("engine: MaxWorkers and ClaimBatch must not be negative")
+	case c.LeaseDuration < time.Second:
+		return fmt.Errorf("engine: LeaseDuration %s is under 1s", c.LeaseDuration)
+	}
+	for q, n := range c.Queues {
+		if n <= 0 {
+			return fmt.Errorf("engine: queue %q: max workers %d must be positive", q, n)
+		}
+	}
+	return nil
+}
+
+// Engine works jobs for one process. Start it once and Stop it once.
+type Engine struct {
+	cfg       Config
+	store     store.Store
+	clock     clock.Clock
+	log       *slog.Logger
+	kinds     []string
+	slots     *slots
+	producers map[string]*producer
+	completer *completer
+	maint     *maintainer
+
+	mu      sync.Mutex
+	running map[string]*runningJob
+
+	workCtx    context.Context // parent of every handler context; canceled on hard stop
+	workCancel context.CancelCauseFunc
+	stopClaims context.CancelFunc
+	loops      sync.WaitGroup // producers, lease keeper, maintainer
+	execs      sync.WaitGroup // executors
+	started    bool
+}
+
+type runningJob struct {
+	row    *hoppertype.JobRow
+	cancel context.CancelCauseFunc
+}
+
+// New checks cfg and returns an engine ready to Start.
+func New(cfg Config) (*Engine, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	e := &Engine{
+		cfg: cfg, store: cfg.Store, clock: cfg.Clock, log: cfg.Logger,
+		slots: newSlots(cfg.MaxWorkers), producers: map[string]*producer{}, running: map[string]*runningJob{},
+	}
+	for k := range cfg.Handlers {
+		e.kinds = append(e.kinds, k)
+	}
+	sort.Strings(e.kinds)
+	for q, n := range cfg.Queues {
+		e.producers[q] = newProducer(e, q, n)
+	}
+	e.completer = newCompleter(e)
+	e.maint = newMaintainer(e)
+	return e, nil
+}
+
+// Start launches the engine's goroutines; they run until Stop.
+func (e *Engine) Start(ctx context.Context) error {
+	if e.started {
+		return errors.New("engine already started")
+	}
+	e.started = true
+	e.workCtx, e.workCancel = context.WithCancelCause(context.WithoutCancel(ctx))
+	claimCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	e.stopClaims = stop
+	e.completer.start()
+	if len(e.kinds) > 0 {
+		for _, p := range e.producers {
+			e.goLoop(func() { p.run(claimCtx) })
+		}
+		e.goLoop(func() { e.keepLeases(claimCtx) })
+	}
+	if e.cfg.Maintenance {
+		e.goLoop(func() { e.maint.run(claimCtx) })
+	}
+	return nil
+}
+
+func (e *Engine) goLoop(f func()) {
+	e.loops.Add(1)
+	go func() {
+		defer e.loops.Done()
+		f()
+	}()
+}
+
+// Notify tells the producer of queue that jobs were enqueued, so it claims without waiting.
+func (e *Engine) Notify(queue string) {
+	if p, ok := e.producers[queue]; ok {
+		p.notify()
+	}
+}
+
+// NotifyScheduled tells the maintainer a job is due at runAt, so it promotes it on time.
+func (e *Engine) NotifyScheduled(runAt time.Time) { e.maint.nudge(runAt) }
+
+// CancelRunning cancels the context of a job running in this process, if it runs here, with
+// cause ErrJobCanceled. It reports whether the job ran here.
+func (e *Engine) CancelRunning(id string) bool { return e.cancelRunning(id, ErrJobCanceled) }
+
+func (e *Engine) cancelRunning(id string, cause error) bool {
+	e.mu.Lock()
+	r, ok := e.running[id]
+	e.mu.Unlock()
+	if ok {
+		r.cancel(cause)
+	}
+	return ok
+}
+
+// Running returns the number of jobs running in this process.
+func (e *Engine) Running() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.running)
+}
+
+// Stop stops claiming, waits for running jobs until ctx ends, then cancels their contexts and
+// releases the jobs that did not finish back to the queue. It flushes every outcome before it
+// returns. A ctx that is already done stops hard: handlers are canceled at once.
+func (e *Engine) Stop(ctx context.Context) error {
+	if !e.started {
+		return nil
+	}
+	e.stopClaims()
+	e.loops.Wait()
+	done := make(chan struct{})
+	go func() { e.execs.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		e.workCancel(ErrShutdown)
+		// Real time, not the engine clock: this bounds a shutdown, not job semantics.
+		grace := time.NewTimer(e.cfg.ReleaseGrace)
+		select {
+		case <-done:
+		case <-grace.C:
+			e.releaseStragglers()
+		}
+		grace.Stop()
+	}
+	e.workCancel(ErrShutdown)
+	flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	return e.completer.stop(flushCtx)
+}
+
+// releaseStragglers hands back the jobs whose handlers ignored cancellation.
+func (e *Engine) releaseStragglers() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for id, r := range e.running {
+		e.completer.add(releaseParams(r.row, "handler did not return after shutdown cancel"))
+		delete(e.running, id)
+	}
+}
+
+func (e *Engine) register(r *runningJob) {
+	e.mu.Lock()
+	e.running[r.row.ID] = r
+	e.mu.Unlock()
+}
+
+// unregister reports whether the job was still registered (not already released).
+func (e *Engine) unregister(id string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_, ok := e.running[id]
+	delete(e.running, id)
+	return ok
+}

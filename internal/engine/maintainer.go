@@ -1,0 +1,105 @@
+package engine
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/hopperjobs/hopper/internal/store"
+)
+
+// maintainer does the leader's duties for the jobs table: it promotes scheduled jobs when
+// their run_at comes (waking at the earliest one, at least every PromoteInterval) and
+// returns running jobs with expired leases to the queue every RescueInterval.
+type maintainer struct {
+	e      *Engine
+	mu     sync.Mutex
+	next   time.Time // earliest known run_at of a scheduled job
+	nudgeC chan struct{}
+}
+
+func newMaintainer(e *Engine) *maintainer {
+	return &maintainer{e: e, nudgeC: make(chan struct{}, 1)}
+}
+
+// nudge makes the maintainer wake by runAt if that is earlier than its plan.
+func (m *maintainer) nudge(runAt time.Time) {
+	m.mu.Lock()
+	earlier := m.next.IsZero() || runAt.Before(m.next)
+	if earlier {
+		m.next = runAt
+	}
+	m.mu.Unlock()
+	if earlier {
+		select {
+		case m.nudgeC <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (m *maintainer) run(ctx context.Context) {
+	e := m.e
+	nextRescue := e.clock.Now()
+	for ctx.Err() == nil {
+		now := e.clock.Now()
+		if !now.Before(nextRescue) {
+			m.rescue(ctx)
+			nextRescue = now.Add(e.cfg.RescueInterval)
+		}
+		m.promote(ctx)
+		wake := nextRescue
+		m.mu.Lock()
+		if !m.next.IsZero() && m.next.Before(wake) {
+			wake = m.next
+		}
+		m.mu.Unlock()
+		if limit := now.Add(e.cfg.PromoteInterval); limit.Before(wake) {
+			wake = limit
+		}
+		t := e.clock.NewTimer(wake.Sub(e.clock.Now()))
+		select {
+		case <-ctx.Done():
+		case <-t.C():
+		case <-m.nudgeC:
+		}
+		t.Stop()
+	}
+}
+
+func (m *maintainer) promote(ctx context.Context) {
+	for ctx.Err() == nil {
+		res, err := m.e.store.JobPromoteScheduled(ctx, &store.PromoteParams{Limit: 1000})
+		if err != nil {
+			if ctx.Err() == nil {
+				m.e.log.Error("promote scheduled jobs", "err", err)
+			}
+			return
+		}
+		m.mu.Lock()
+		m.next = res.NextRunAt
+		m.mu.Unlock()
+		for _, q := range res.Queues {
+			m.e.Notify(q)
+		}
+		if res.Promoted < 1000 {
+			return
+		}
+	}
+}
+
+func (m *maintainer) rescue(ctx context.Context) {
+	res, err := m.e.store.JobRescueExpired(ctx, &store.RescueParams{Limit: 1000})
+	if err != nil {
+		if ctx.Err() == nil {
+			m.e.log.Error("rescue expired leases", "err", err)
+		}
+		return
+	}
+	if len(res.JobIDs) > 0 {
+		m.e.log.Warn("rescued jobs with expired leases", "jobs", len(res.JobIDs))
+	}
+	for _, q := range res.Queues {
+		m.e.Notify(q)
+	}
+}

@@ -1,0 +1,100 @@
+package engine
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/hopperjobs/hopper/internal/clock"
+	"github.com/hopperjobs/hopper/internal/store"
+)
+
+// producer claims jobs of one queue whenever it has free slots and reason to think work waits.
+type producer struct {
+	e       *Engine
+	queue   string
+	max     int
+	running atomic.Int64
+	wake    chan struct{}
+}
+
+func newProducer(e *Engine, queue string, max int) *producer {
+	return &producer{e: e, queue: queue, max: max, wake: make(chan struct{}, 1)}
+}
+
+func (p *producer) notify() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run is the claim loop. It claims at once after a wake-up (a local enqueue, a promotion, the
+// poll timer); after a job finishes it claims again only while the last claim came back full,
+// and waits briefly (ClaimCoalesce) to gather free slots into one claim.
+func (p *producer) run(ctx context.Context) {
+	cfg := p.e.cfg
+	poll := p.e.clock.NewTimer(cfg.PollInterval)
+	defer func() { poll.Stop() }()
+	var coalesce clock.Timer
+	var coalesceC <-chan struct{}
+	more, urgent := true, true
+	threshold := max(1, min(p.max, cfg.ClaimBatch)/4)
+	for ctx.Err() == nil {
+		free := p.max - int(p.running.Load())
+		if more && free > 0 && (urgent || free >= threshold) {
+			got, ok := p.claim(ctx, min(free, cfg.ClaimBatch))
+			if ok {
+				more = got == min(free, cfg.ClaimBatch)
+				urgent = false
+				continue
+			}
+		}
+		if more && free > 0 && !urgent && coalesceC == nil {
+			ch := make(chan struct{})
+			coalesce, coalesceC = p.e.clock.AfterFunc(cfg.ClaimCoalesce, func() { close(ch) }), ch
+		}
+		select {
+		case <-ctx.Done():
+		case <-p.wake:
+			more, urgent = true, true
+		case <-poll.C():
+			more, urgent = true, true
+			poll = p.e.clock.NewTimer(cfg.PollInterval)
+		case <-coalesceC:
+			urgent, coalesceC = true, nil
+		case <-p.e.slots.wait():
+		}
+		if urgent && coalesceC != nil {
+			coalesce.Stop()
+			coalesceC = nil
+		}
+	}
+	if coalesce != nil {
+		coalesce.Stop()
+	}
+}
+
+// claim takes up to n jobs and starts them. ok is false when no global slot was free or the
+// store failed (the producer then waits for a wake-up, a release or the poll timer).
+func (p *producer) claim(ctx context.Context, n int) (int, bool) {
+	n = p.e.slots.tryAcquire(n)
+	if n == 0 {
+		return 0, false
+	}
+	jobs, err := p.e.store.JobClaim(ctx, &store.ClaimParams{
+		Queue: p.queue, Kinds: p.e.kinds, Limit: n, WorkerID: p.e.cfg.WorkerID, LeaseDuration: p.e.cfg.LeaseDuration,
+	})
+	p.e.slots.release(n - len(jobs))
+	if err != nil {
+		if ctx.Err() == nil {
+			p.e.log.Error("claim jobs", "queue", p.queue, "err", err)
+		}
+		return 0, false
+	}
+	for _, row := range jobs {
+		p.running.Add(1)
+		p.e.execs.Add(1)
+		go p.e.execute(p, row)
+	}
+	return len(jobs), true
+}
