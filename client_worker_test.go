@@ -1,0 +1,236 @@
+package hopper
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hopperjobs/hopper/internal/engine"
+	"github.com/hopperjobs/hopper/internal/store"
+	"github.com/stretchr/testify/require"
+)
+
+func TestNoRetryAndDecodeFailureDeadLetterAtOnce(t *testing.T) {
+	t.Parallel()
+	ws := NewWorkers()
+	AddWorkerFunc(ws, func(ctx context.Context, job *Job[sendEmail]) error {
+		return NoRetry(errors.New("address rejected"))
+	})
+	b := setup(t, ws, nil)
+	res, err := b.client.Enqueue(t.Context(), sendEmail{To: "x"}, &InsertOpts{MaxAttempts: 5})
+	require.NoError(t, err)
+	job := b.waitFor(t, res.Job.ID, StateFailed)
+	require.Equal(t, 1, job.Attempt)
+	require.Contains(t, job.LastError, "address rejected")
+
+	// Args that do not decode into sendEmail: a non-retryable failure that says why.
+	res, err = b.client.Enqueue(t.Context(), RawArgs{KindName: "send-email", JSON: []byte(`{"to": 42}`)}, &InsertOpts{MaxAttempts: 5})
+	require.NoError(t, err)
+	job = b.waitFor(t, res.Job.ID, StateFailed)
+	require.Equal(t, 1, job.Attempt)
+	require.Contains(t, job.LastError, `decode args of kind "send-email"`)
+}
+
+func TestRetryAfterOverridesBackoff(t *testing.T) {
+	t.Parallel()
+	ws := NewWorkers()
+	AddWorkerFunc(ws, func(ctx context.Context, job *Job[sendEmail]) error {
+		return RetryAfter(7*time.Minute, errors.New("rate limited"))
+	})
+	b := setup(t, ws, nil)
+	res, err := b.client.Enqueue(t.Context(), sendEmail{}, nil)
+	require.NoError(t, err)
+	job := b.waitFor(t, res.Job.ID, StateScheduled)
+	require.Equal(t, testStart.Add(7*time.Minute), job.RunAt)
+}
+
+func TestPanicIsRecordedWithStackAndRetried(t *testing.T) {
+	t.Parallel()
+	ws := NewWorkers()
+	var calls atomic.Int32
+	AddWorkerFunc(ws, func(ctx context.Context, job *Job[sendEmail]) error {
+		if calls.Add(1) == 1 {
+			panic("nil map write")
+		}
+		return nil
+	})
+	b := setup(t, ws, nil)
+	res, err := b.client.Enqueue(t.Context(), sendEmail{}, &InsertOpts{RetryPolicy: &RetryPolicy{Base: time.Second, Jitter: -1}})
+	require.NoError(t, err)
+	b.waitFor(t, res.Job.ID, StateScheduled)
+	b.clock.Advance(time.Second)
+	b.waitFor(t, res.Job.ID, StateCompleted)
+	attempts, err := b.client.Attempts(t.Context(), res.Job.ID)
+	require.NoError(t, err)
+	require.Len(t, attempts, 2)
+	require.Equal(t, OutcomePanic, attempts[0].Outcome)
+	require.Equal(t, "panic: nil map write", attempts[0].Error)
+	require.Contains(t, attempts[0].Stack, "client_worker_test.go")
+	require.Equal(t, OutcomeOK, attempts[1].Outcome)
+}
+
+func TestTimeoutCancelsHandlerContext(t *testing.T) {
+	t.Parallel()
+	ws := NewWorkers()
+	started := make(chan struct{})
+	causes := make(chan error, 1)
+	AddWorkerFunc(ws, func(ctx context.Context, job *Job[sendEmail]) error {
+		close(started)
+		<-ctx.Done()
+		causes <- context.Cause(ctx)
+		return ctx.Err()
+	})
+	b := setup(t, ws, nil)
+	res, err := b.client.Enqueue(t.Context(), sendEmail{}, &InsertOpts{Timeout: 5 * time.Second, MaxAttempts: 1})
+	require.NoError(t, err)
+	<-started
+	b.clock.Advance(5 * time.Second)
+	require.ErrorIs(t, <-causes, engine.ErrTimeout)
+	job := b.waitFor(t, res.Job.ID, StateFailed)
+	require.Contains(t, job.LastError, "job execution timeout after 5s")
+	attempts, err := b.client.Attempts(t.Context(), job.ID)
+	require.NoError(t, err)
+	require.Equal(t, OutcomeTimeout, attempts[0].Outcome)
+}
+
+func TestCancelReachesRunningHandler(t *testing.T) {
+	t.Parallel()
+	ws := NewWorkers()
+	started := make(chan struct{})
+	causes := make(chan error, 1)
+	AddWorkerFunc(ws, func(ctx context.Context, job *Job[sendEmail]) error {
+		close(started)
+		<-ctx.Done()
+		causes <- context.Cause(ctx)
+		return ctx.Err()
+	})
+	b := setup(t, ws, nil)
+	res, err := b.client.Enqueue(t.Context(), sendEmail{}, nil)
+	require.NoError(t, err)
+	<-started
+	job, err := b.client.Cancel(t.Context(), res.Job.ID)
+	require.NoError(t, err)
+	require.Equal(t, StateCanceled, job.State)
+	require.ErrorIs(t, <-causes, engine.ErrJobCanceled)
+	require.Eventually(t, func() bool { return b.client.Running() == 0 }, 5*time.Second, time.Millisecond)
+	job, err = b.client.Get(t.Context(), res.Job.ID)
+	require.NoError(t, err)
+	require.Equal(t, StateCanceled, job.State, "the handler's late return must not change a canceled job")
+	attempts, err := b.client.Attempts(t.Context(), job.ID)
+	require.NoError(t, err)
+	require.Len(t, attempts, 1)
+	require.Equal(t, OutcomeCanceled, attempts[0].Outcome)
+
+	_, err = b.client.Cancel(t.Context(), res.Job.ID)
+	require.ErrorIs(t, err, ErrInvalidTransition)
+	_, err = b.client.Cancel(t.Context(), "no-such-job")
+	require.ErrorIs(t, err, ErrNotFound)
+}
+
+func TestLeaseKeeperExtendsAndStopsStaleWorker(t *testing.T) {
+	t.Parallel()
+	ws := NewWorkers()
+	started := make(chan struct{})
+	causes := make(chan error, 1)
+	AddWorkerFunc(ws, func(ctx context.Context, job *Job[sendEmail]) error {
+		close(started)
+		<-ctx.Done()
+		causes <- context.Cause(ctx)
+		return ctx.Err()
+	})
+	b := setup(t, ws, func(c *Config) { c.LeaseDuration = 30 * time.Second })
+	res, err := b.client.Enqueue(t.Context(), sendEmail{}, nil)
+	require.NoError(t, err)
+	<-started
+	job, err := b.client.Get(t.Context(), res.Job.ID)
+	require.NoError(t, err)
+	require.Equal(t, testStart.Add(30*time.Second), job.LeaseExpiresAt)
+
+	b.clock.Advance(10 * time.Second) // a third of the lease: the keeper renews it
+	require.Eventually(t, func() bool {
+		job, err = b.client.Get(context.Background(), res.Job.ID)
+		require.NoError(t, err)
+		return job.LeaseExpiresAt.Equal(testStart.Add(40 * time.Second))
+	}, 5*time.Second, time.Millisecond)
+
+	// Another process cancels the job: this process learns it on its next renewal.
+	_, err = b.store.JobCancel(t.Context(), &store.CancelParams{ID: res.Job.ID, Actor: "operator"})
+	require.NoError(t, err)
+	b.clock.Advance(10 * time.Second)
+	require.ErrorIs(t, <-causes, engine.ErrLeaseLost)
+}
+
+func TestStopReleasesUnfinishedJobsAtOnce(t *testing.T) {
+	t.Parallel()
+	ws := NewWorkers()
+	started := make(chan struct{})
+	AddWorkerFunc(ws, func(ctx context.Context, job *Job[sendEmail]) error {
+		close(started)
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	b := setup(t, ws, nil)
+	res, err := b.client.Enqueue(t.Context(), sendEmail{}, nil)
+	require.NoError(t, err)
+	<-started
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel() // deadline already passed: stop hard
+	require.NoError(t, b.client.Stop(ctx))
+
+	job, err := b.client.Get(t.Context(), res.Job.ID)
+	require.NoError(t, err)
+	require.Equal(t, StateQueued, job.State, "released, not left to lease expiry")
+	require.Equal(t, 0, job.Attempt, "a release does not consume an attempt")
+	require.Empty(t, job.WorkerID)
+	attempts, err := b.client.Attempts(t.Context(), job.ID)
+	require.NoError(t, err)
+	require.Len(t, attempts, 1)
+	require.Equal(t, OutcomeCanceled, attempts[0].Outcome)
+	require.Contains(t, attempts[0].Error, "released on shutdown")
+}
+
+func TestStopReleasesHandlersThatIgnoreCancellation(t *testing.T) {
+	t.Parallel()
+	ws := NewWorkers()
+	started, unblock := make(chan struct{}), make(chan struct{})
+	AddWorkerFunc(ws, func(ctx context.Context, job *Job[sendEmail]) error {
+		close(started)
+		<-unblock // ignores ctx
+		return nil
+	})
+	b := setup(t, ws, nil)
+	defer close(unblock)
+	res, err := b.client.Enqueue(t.Context(), sendEmail{}, nil)
+	require.NoError(t, err)
+	<-started
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	require.NoError(t, b.client.Stop(ctx))
+	job, err := b.client.Get(t.Context(), res.Job.ID)
+	require.NoError(t, err)
+	require.Equal(t, StateQueued, job.State)
+}
+
+func TestStopWaitsForRunningJobs(t *testing.T) {
+	t.Parallel()
+	ws := NewWorkers()
+	started, unblock := make(chan struct{}), make(chan struct{})
+	AddWorkerFunc(ws, func(ctx context.Context, job *Job[sendEmail]) error {
+		close(started)
+		<-unblock
+		return nil
+	})
+	b := setup(t, ws, nil)
+	res, err := b.client.Enqueue(t.Context(), sendEmail{}, nil)
+	require.NoError(t, err)
+	<-started
+	stopped := make(chan error)
+	go func() { stopped <- b.client.Stop(context.Background()) }()
+	close(unblock)
+	require.NoError(t, <-stopped)
+	job, err := b.client.Get(t.Context(), res.Job.ID)
+	require.NoError(t, err)
+	require.Equal(t, StateCompleted, job.State, "Stop let the running job finish and flushed its outcome")
+}

@@ -1,0 +1,242 @@
+// Package bench measures Hopper end to end with no-op jobs: enqueue rate, work throughput, and
+// enqueue→start latency at a fixed enqueue rate. `hopper bench` prints its Result.
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hopperjobs/hopper"
+	"github.com/hopperjobs/hopper/sqlitestore"
+)
+
+// Config says what to measure. Zero fields take the defaults in their comments.
+type Config struct {
+	// Jobs is the number of no-op jobs of the throughput phase (default 20,000).
+	Jobs int
+	// Workers is the client's MaxWorkers (default 100).
+	Workers int
+	// Batch is the EnqueueMany batch size of the throughput phase (default 1,000).
+	Batch int
+	// LatencyJobs is the number of jobs of the latency phase, enqueued one by one at Rate
+	// (default 1,000; negative skips the phase).
+	LatencyJobs int
+	// Rate is the enqueues per second of the latency phase (default 200).
+	Rate int
+	// Database is the SQLite file; empty uses a fresh file in a temporary directory.
+	Database string
+	// Synchronous is SQLite's synchronous setting (default FULL).
+	Synchronous string
+}
+
+// Result is what one run measured. The JSON names are stable: scripts read them.
+type Result struct {
+	Jobs          int     `json:"jobs"`
+	Workers       int     `json:"workers"`
+	EnqueuePerSec float64 `json:"enqueue_per_sec"`
+	JobsPerSec    float64 `json:"jobs_per_sec"`
+	LatencyP50Ms  float64 `json:"latency_p50_ms"`
+	LatencyP99Ms  float64 `json:"latency_p99_ms"`
+	LatencyJobs   int     `json:"latency_jobs"`
+	LatencyRate   int     `json:"latency_rate"`
+	AllocPerJob   float64 `json:"alloc_bytes_per_job"`
+	Store         string  `json:"store"`
+	Synchronous   string  `json:"synchronous"`
+	CPUs          int     `json:"cpus"`
+	GoVersion     string  `json:"go_version"`
+}
+
+func (c Config) withDefaults() Config {
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&c.Jobs, 20000)
+	def(&c.Workers, 100)
+	def(&c.Batch, 1000)
+	def(&c.LatencyJobs, 1000)
+	def(&c.Rate, 200)
+	if c.Synchronous == "" {
+		c.Synchronous = "FULL"
+	}
+	return c
+}
+
+type noop struct {
+	// T is the enqueue time in unix nanoseconds (latency phase only).
+	T int64 `json:"t,omitempty"`
+}
+
+func (noop) Kind() string { return "bench-noop" }
+
+// Run measures and returns the result. It removes the temporary database it created.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	cfg = cfg.withDefaults()
+	if cfg.Jobs < 1 || cfg.Workers < 1 || cfg.Batch < 1 || cfg.Rate < 1 {
+		return nil, errors.New("bench: jobs, workers, batch and rate must be positive")
+	}
+	path := cfg.Database
+	if path == "" {
+		dir, err := os.MkdirTemp("", "hopper-bench-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		path = filepath.Join(dir, "bench.db")
+	}
+	st, err := sqlitestore.Open(ctx, sqlitestore.Config{Path: path, Synchronous: cfg.Synchronous})
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	res := &Result{Jobs: cfg.Jobs, Workers: cfg.Workers, Store: "sqlite", Synchronous: cfg.Synchronous,
+		CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), LatencyRate: cfg.Rate}
+	if err := throughput(ctx, cfg, st, res); err != nil {
+		return nil, err
+	}
+	if cfg.LatencyJobs > 0 {
+		if err := latency(ctx, cfg, st, res); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// counter is a no-op worker that counts starts and records enqueue→start latencies.
+type counter struct {
+	started   atomic.Int64
+	allDone   chan struct{}
+	target    int64
+	mu        sync.Mutex
+	latencies []time.Duration
+}
+
+func (c *counter) workers() *hopper.Workers {
+	ws := hopper.NewWorkers()
+	hopper.AddWorkerFunc(ws, func(ctx context.Context, job *hopper.Job[noop]) error {
+		if job.Args.T != 0 {
+			d := time.Since(time.Unix(0, job.Args.T))
+			c.mu.Lock()
+			c.latencies = append(c.latencies, d)
+			c.mu.Unlock()
+		}
+		if c.started.Add(1) == c.target {
+			close(c.allDone)
+		}
+		return nil
+	})
+	return ws
+}
+
+func newClient(cfg Config, st hopper.Store, ws *hopper.Workers) (*hopper.Client, error) {
+	return hopper.NewClient(hopper.Config{Store: st, Workers: ws, MaxWorkers: cfg.Workers})
+}
+
+func throughput(ctx context.Context, cfg Config, st hopper.Store, res *Result) error {
+	enq, err := newClient(cfg, st, nil)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	for done := 0; done < cfg.Jobs; {
+		n := min(cfg.Batch, cfg.Jobs-done)
+		batch := make([]hopper.EnqueueParams, n)
+		for i := range batch {
+			batch[i] = hopper.EnqueueParams{Args: noop{}}
+		}
+		if _, err := enq.EnqueueMany(ctx, batch); err != nil {
+			return fmt.Errorf("enqueue: %w", err)
+		}
+		done += n
+	}
+	res.EnqueuePerSec = float64(cfg.Jobs) / time.Since(start).Seconds()
+
+	cnt := &counter{allDone: make(chan struct{}), target: int64(cfg.Jobs)}
+	client, err := newClient(cfg, st, cnt.workers())
+	if err != nil {
+		return err
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	start = time.Now()
+	if err := client.Start(ctx); err != nil {
+		return err
+	}
+	select {
+	case <-cnt.allDone:
+	case <-ctx.Done():
+	}
+	// Stop flushes every outcome: the clock stops once all N completions are durable.
+	if err := client.Stop(context.Background()); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	elapsed := time.Since(start)
+	runtime.ReadMemStats(&after)
+	res.JobsPerSec = float64(cfg.Jobs) / elapsed.Seconds()
+	res.AllocPerJob = float64(after.TotalAlloc-before.TotalAlloc) / float64(cfg.Jobs)
+	return nil
+}
+
+func latency(ctx context.Context, cfg Config, st hopper.Store, res *Result) error {
+	cnt := &counter{allDone: make(chan struct{}), target: int64(cfg.LatencyJobs)}
+	client, err := newClient(cfg, st, cnt.workers())
+	if err != nil {
+		return err
+	}
+	if err := client.Start(ctx); err != nil {
+		return err
+	}
+	defer client.Stop(context.Background())
+	tick := time.NewTicker(time.Second / time.Duration(cfg.Rate))
+	defer tick.Stop()
+	for range cfg.LatencyJobs {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+		if _, err := client.Enqueue(ctx, noop{T: time.Now().UnixNano()}, nil); err != nil {
+			return fmt.Errorf("enqueue: %w", err)
+		}
+	}
+	select {
+	case <-cnt.allDone:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	cnt.mu.Lock()
+	defer cnt.mu.Unlock()
+	res.LatencyJobs = len(cnt.latencies)
+	res.LatencyP50Ms = percentileMs(cnt.latencies, 0.50)
+	res.LatencyP99Ms = percentileMs(cnt.latencies, 0.99)
+	return nil
+}
+
+func percentileMs(ds []time.Duration, p float64) float64 {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	i := int(float64(len(s)-1) * p)
+	return float64(s[i]) / float64(time.Millisecond)
+}
+
+// JSON renders r as one JSON object.
+func (r *Result) JSON() []byte {
+	b, _ := json.Marshal(r) // plain numbers and strings always marshal
+	return b
+}
