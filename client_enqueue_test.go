@@ -91,8 +91,10 @@ func TestEnqueueOptionsRoundTrip(t *testing.T) {
 
 type mailArgs struct{}
 
-func (mailArgs) Kind() string           { return "mail" }
-func (mailArgs) InsertOpts() InsertOpts { return InsertOpts{Queue: "mail", MaxAttempts: 3, Priority: 2} }
+func (mailArgs) Kind() string { return "mail" }
+func (mailArgs) InsertOpts() InsertOpts {
+	return InsertOpts{Queue: "mail", MaxAttempts: 3, Priority: 2}
+}
 
 func TestArgsInsertOptsAreDefaultsForTheKind(t *testing.T) {
 	t.Parallel()

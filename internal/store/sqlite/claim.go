@@ -13,7 +13,8 @@ import (
 
 // claimSQL moves the best queued jobs of one queue to running. SQLite has one writer, so the
 // subquery's LIMIT is exact. A paused queue yields nothing; a job whose group already has a
-// running job waits, and only the oldest queued job of a group is eligible.
+// running job waits, and only the oldest unfinished job of a group is eligible (in order,
+// even while an older one waits for a retry).
 const claimSQL = `UPDATE jobs SET
 	state = 'running', attempt = attempt + 1, token = token + 1, version = version + 1,
 	worker_id = ?1, lease_expires_at = ?2, heartbeat_at = ?3, started_at = ?3, updated_at = ?3,
@@ -22,9 +23,9 @@ WHERE id IN (
 	SELECT j.id FROM jobs j
 	WHERE j.state = 'queued' AND j.queue = ?4 %s
 	  AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = ?4 AND q.paused = 1)
-	  AND (j.group_key IS NULL OR (
-	        NOT EXISTS (SELECT 1 FROM jobs g WHERE g.group_key = j.group_key AND g.state = 'running')
-	    AND NOT EXISTS (SELECT 1 FROM jobs g WHERE g.group_key = j.group_key AND g.state = 'queued' AND g.id < j.id)))
+	  AND (j.group_key IS NULL OR NOT EXISTS (
+	        SELECT 1 FROM jobs g WHERE g.group_key = j.group_key
+	        AND (g.state = 'running' OR (g.state IN ('queued', 'scheduled', 'suspended') AND g.id < j.id))))
 	ORDER BY j.priority DESC, j.id
 	LIMIT ?5)
 RETURNING ` + jobColumns

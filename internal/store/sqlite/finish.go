@@ -17,7 +17,7 @@ const finishSQL = `UPDATE jobs SET
 	run_at = coalesce(?3, run_at), worker_id = NULL, lease_expires_at = NULL,
 	updated_at = ?4, finished_at = ?5, result = coalesce(?6, result), last_error = ?7,
 	last_outcome = ?8, last_stack = ?9, last_actor = ?10, last_reason = ?11,
-	checkpoint = coalesce(?12, checkpoint), expires_at = ?13, deadline_at = ?14
+	checkpoint = coalesce(?12, checkpoint), expires_at = coalesce(?13, expires_at), deadline_at = ?14
 WHERE id = ?15 AND token = ?16 AND state = 'running'`
 
 // JobFinishMany ends running attempts in one transaction.

@@ -88,14 +88,21 @@ func (s *Store) JobList(ctx context.Context, p *store.ListParams) (*store.ListRe
 	return res, nil
 }
 
-func encodeCursor(id string) string { return base64.RawURLEncoding.EncodeToString([]byte(id)) }
+// cursorPrefix marks the cursors this store issues, so that any other text that happens to be
+// valid base64 is refused instead of being read as a job id.
+const cursorPrefix = "hopper-list-v1:"
+
+func encodeCursor(id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + id))
+}
 
 func decodeCursor(c string) (string, error) {
 	b, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil || len(b) == 0 {
+	id, ok := strings.CutPrefix(string(b), cursorPrefix)
+	if err != nil || !ok || id == "" {
 		return "", fmt.Errorf("list jobs: cursor %q is not one this store issued: %w", c, store.ErrInvalidCursor)
 	}
-	return string(b), nil
+	return id, nil
 }
 
 // JobEvents returns a job's history, oldest first.

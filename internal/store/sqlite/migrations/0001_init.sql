@@ -48,7 +48,7 @@ CREATE TABLE jobs (
 CREATE INDEX jobs_claim ON jobs (queue, priority DESC, id) WHERE state = 'queued';
 CREATE INDEX jobs_scheduled ON jobs (run_at) WHERE state = 'scheduled';
 CREATE INDEX jobs_lease ON jobs (lease_expires_at) WHERE state = 'running';
-CREATE INDEX jobs_group_running ON jobs (group_key) WHERE state = 'running' AND group_key IS NOT NULL;
+CREATE INDEX jobs_group ON jobs (group_key, id) WHERE group_key IS NOT NULL AND state IN ('running', 'queued', 'scheduled', 'suspended');
 CREATE INDEX jobs_merge ON jobs (merge_key) WHERE state IN ('queued', 'scheduled') AND merge_key IS NOT NULL;
 CREATE INDEX jobs_state ON jobs (state, id);
 CREATE INDEX jobs_kind ON jobs (kind, id);

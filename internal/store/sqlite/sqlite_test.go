@@ -1,0 +1,29 @@
+package sqlite_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/hopperjobs/hopper/internal/clock"
+	"github.com/hopperjobs/hopper/internal/store"
+	"github.com/hopperjobs/hopper/internal/store/sqlite"
+	"github.com/hopperjobs/hopper/internal/store/storetest"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, clk clock.Clock) func() store.Store {
+		path := filepath.Join(t.TempDir(), "hopper.db")
+		return func() store.Store {
+			s, err := sqlite.Open(t.Context(), sqlite.Config{Path: path, Clock: clk})
+			require.NoError(t, err)
+			return s
+		}
+	})
+}
