@@ -234,3 +234,27 @@ func TestStopWaitsForRunningJobs(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, StateCompleted, job.State, "Stop let the running job finish and flushed its outcome")
 }
+
+// A retry due sooner than the promotion interval is promoted at its run_at, not a second later.
+func TestShortRetryIsPromotedOnTime(t *testing.T) {
+	t.Parallel()
+	ws := NewWorkers()
+	var calls atomic.Int32
+	AddWorkerFunc(ws, func(ctx context.Context, job *Job[sendEmail]) error {
+		if calls.Add(1) == 1 {
+			return errors.New("flaky")
+		}
+		return nil
+	})
+	b := setup(t, ws, nil)
+	res, err := b.client.Enqueue(t.Context(), sendEmail{}, &InsertOpts{RetryPolicy: &RetryPolicy{Base: 100 * time.Millisecond, Jitter: -1}})
+	require.NoError(t, err)
+	failedAt := b.waitFor(t, res.Job.ID, StateScheduled).UpdatedAt
+	require.Eventually(t, func() bool {
+		b.clock.Advance(10 * time.Millisecond)
+		job, err := b.client.Get(context.Background(), res.Job.ID)
+		require.NoError(t, err)
+		return job.State == StateCompleted
+	}, 10*time.Second, time.Millisecond)
+	require.Less(t, b.clock.Now().Sub(failedAt), 900*time.Millisecond, "promoted at run_at, well before the 1 s promotion interval")
+}

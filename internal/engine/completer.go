@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/store"
 )
 
@@ -117,6 +118,9 @@ func (c *completer) report(batch []*store.FinishParams, errs []error) {
 		if err != nil {
 			c.e.log.Warn("job outcome refused", "job_id", batch[i].ID, "state", batch[i].State, "err", err)
 			continue
+		}
+		if batch[i].State == hoppertype.StateScheduled {
+			c.e.maint.nudge(batch[i].RunAt) // a retry due soon is promoted on time
 		}
 		c.e.log.Debug("job finished", "job_id", batch[i].ID, "state", batch[i].State, "outcome", batch[i].Outcome)
 	}

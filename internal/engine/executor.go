@@ -71,7 +71,7 @@ func (e *Engine) outcome(u Unit, ex *Execution, err, cause error) *store.FinishP
 		return nil // the store already moved the job; our token is void
 	case err == nil:
 		return &store.FinishParams{ID: row.ID, Token: row.Token, State: hoppertype.StateCompleted,
-			Outcome: hoppertype.OutcomeOK, Result: ex.result, Actor: hoppertype.ActorWorker}
+			Outcome: hoppertype.OutcomeOK, Result: ex.result, Actor: hoppertype.ActorWorker, Reason: "success"}
 	case errors.Is(cause, ErrShutdown):
 		return releaseParams(row, fmt.Sprintf("released on shutdown: %v", err))
 	}

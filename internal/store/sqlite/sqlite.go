@@ -74,6 +74,11 @@ type Store struct {
 
 	stmtMu sync.Mutex
 	stmts  map[string]*sql.Stmt
+
+	writes    chan *writeReq // to the group-commit loop (writer.go)
+	quit      chan struct{}
+	loopDone  chan struct{}
+	closeOnce sync.Once
 }
 
 var _ store.Store = (*Store)(nil)
@@ -104,6 +109,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	reader.SetMaxOpenConns(cfg.ReadConns)
 	reader.SetMaxIdleConns(cfg.ReadConns)
 	s.reader = reader
+	s.writes, s.quit, s.loopDone = make(chan *writeReq, 256), make(chan struct{}), make(chan struct{})
+	go s.writeLoop()
 	return s, nil
 }
 
@@ -113,6 +120,8 @@ func dsn(cfg Config, readOnly bool) string {
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous("+strings.ToUpper(cfg.Synchronous)+")")
 	q.Add("_pragma", "foreign_keys(1)")
+	// Savepoint journals (writer.go) stay in memory instead of temporary files.
+	q.Add("_pragma", "temp_store(MEMORY)")
 	if readOnly {
 		q.Add("_pragma", "query_only(1)")
 	} else {
@@ -175,8 +184,11 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 // Now returns the store's clock time.
 func (s *Store) Now() time.Time { return s.clock.Now() }
 
-// Close closes both connection pools.
+// Close stops the writer loop and closes both connection pools. Writes after Close return
+// ErrClosed.
 func (s *Store) Close() error {
+	s.closeOnce.Do(func() { close(s.quit) })
+	<-s.loopDone
 	s.stmtMu.Lock()
 	for _, st := range s.stmts {
 		st.Close()
@@ -205,29 +217,4 @@ func (s *Store) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
 	}
 	s.stmts[query] = st
 	return st, nil
-}
-
-// write runs fn in one immediate (write-locked) transaction on the writer connection. The
-// statements named in queries are prepared first and handed to fn bound to the transaction.
-func (s *Store) write(ctx context.Context, queries []string, fn func(tx *sql.Tx, stmts []*sql.Stmt) error) error {
-	stmts := make([]*sql.Stmt, len(queries))
-	for i, q := range queries {
-		st, err := s.prepared(ctx, q)
-		if err != nil {
-			return err
-		}
-		stmts[i] = st
-	}
-	tx, err := s.writer.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	for i, st := range stmts {
-		stmts[i] = tx.StmtContext(ctx, st)
-	}
-	if err := fn(tx, stmts); err != nil {
-		tx.Rollback()
-		return err
-	}
-	return tx.Commit()
 }

@@ -1,0 +1,56 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/hopperjobs/hopper/internal/bench"
+	"github.com/spf13/cobra"
+)
+
+func newBenchCmd() *cobra.Command {
+	var cfg bench.Config
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure enqueue rate, throughput and enqueue→start latency with no-op jobs",
+		Long: `bench enqueues --jobs no-op jobs in batches, works them with --workers workers and
+reports the enqueue rate and the throughput (all outcomes durable). Then it enqueues
+--latency-jobs jobs one by one at --rate per second and reports the enqueue→start latency.
+It uses a fresh SQLite file in a temporary directory unless --bench-db is given.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if _, err := databasePath(cmd); err != nil {
+				return err // refuses PostgreSQL URLs until that store exists
+			}
+			res, err := bench.Run(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				fmt.Fprintln(out, string(res.JSON()))
+				return nil
+			}
+			fmt.Fprintf(out, "store            %s (synchronous=%s), %d CPUs, %s\n", res.Store, res.Synchronous, res.CPUs, res.GoVersion)
+			fmt.Fprintf(out, "jobs             %d no-op jobs, %d workers\n", res.Jobs, res.Workers)
+			fmt.Fprintf(out, "enqueue          %.0f jobs/s (batches of %d)\n", res.EnqueuePerSec, cfg.Batch)
+			fmt.Fprintf(out, "throughput       %.0f jobs/s\n", res.JobsPerSec)
+			fmt.Fprintf(out, "alloc            %.0f bytes/job\n", res.AllocPerJob)
+			if res.LatencyJobs > 0 {
+				fmt.Fprintf(out, "latency          p50 %.2f ms, p99 %.2f ms (%d jobs at %d/s)\n",
+					res.LatencyP50Ms, res.LatencyP99Ms, res.LatencyJobs, res.LatencyRate)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&cfg.Jobs, "jobs", 20000, "jobs of the throughput phase")
+	f.IntVar(&cfg.Workers, "workers", 100, "concurrent workers")
+	f.IntVar(&cfg.Batch, "batch", 1000, "enqueue batch size of the throughput phase")
+	f.IntVar(&cfg.LatencyJobs, "latency-jobs", 1000, "jobs of the latency phase (-1 skips it)")
+	f.IntVar(&cfg.Rate, "rate", 200, "enqueues per second of the latency phase")
+	f.StringVar(&cfg.Synchronous, "synchronous", "FULL", "SQLite synchronous setting: FULL or NORMAL")
+	f.StringVar(&cfg.Database, "bench-db", "", "SQLite file to use (default: a fresh temporary file)")
+	f.BoolVar(&asJSON, "json", false, "print one JSON object")
+	return cmd
+}

@@ -1,0 +1,264 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hopperjobs/hopper"
+	"github.com/hopperjobs/hopper/sqlitestore"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type testBundle struct {
+	db string
+}
+
+// result is one run of the hopper command.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+func setup(t *testing.T) *testBundle {
+	t.Helper()
+	return &testBundle{db: t.TempDir() + "/hopper.db"}
+}
+
+// run runs hopper in-process against the bundle's database.
+func (b *testBundle) run(t *testing.T, args ...string) result {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	args = append([]string{"--database", b.db}, args...)
+	code := run(t.Context(), args, strings.NewReader(""), &stdout, &stderr)
+	return result{stdout: stdout.String(), stderr: stderr.String(), code: code}
+}
+
+// enqueue enqueues a job and returns its id.
+func (b *testBundle) enqueue(t *testing.T, args ...string) string {
+	t.Helper()
+	res := b.run(t, append([]string{"enqueue"}, args...)...)
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	return strings.TrimSpace(res.stdout)
+}
+
+func TestMigratePrintsSchemaVersion(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	res := b.run(t, "migrate")
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	require.Contains(t, res.stdout, "schema version 1")
+
+	res = b.run(t, "migrate", "--json")
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	var out struct {
+		SchemaVersion int `json:"schema_version"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &out))
+	require.Equal(t, 1, out.SchemaVersion)
+}
+
+func TestEnqueueThenList(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	id := b.enqueue(t, "send-email", `{"to":"a@example.com"}`, "--queue", "mail", "--priority", "7",
+		"--header", "trace=abc", "--max-attempts", "3")
+
+	res := b.run(t, "jobs", "ls", "--json")
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	var out struct {
+		Jobs       []map[string]any `json:"jobs"`
+		NextCursor *string          `json:"next_cursor"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &out))
+	require.Len(t, out.Jobs, 1)
+	job := out.Jobs[0]
+	require.Equal(t, id, job["id"])
+	require.Equal(t, "send-email", job["kind"])
+	require.Equal(t, "mail", job["queue"])
+	require.Equal(t, "queued", job["state"])
+	require.EqualValues(t, 7, job["priority"])
+	require.EqualValues(t, 3, job["max_attempts"])
+	require.Equal(t, map[string]any{"to": "a@example.com"}, job["args"])
+	require.Equal(t, map[string]any{"trace": "abc"}, job["headers"])
+	require.NotNil(t, out.NextCursor)
+	require.Empty(t, *out.NextCursor)
+
+	res = b.run(t, "jobs", "ls", "--state", "queued,scheduled", "--kind", "send-email", "--since", "1h")
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	require.Contains(t, res.stdout, "ATTEMPT")
+	require.Contains(t, res.stdout, id)
+	require.Contains(t, res.stdout, "0/3")
+}
+
+func TestListPages(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	first := b.enqueue(t, "a")
+	second := b.enqueue(t, "b")
+
+	res := b.run(t, "jobs", "ls", "--json", "--limit", "1")
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	var page struct {
+		Jobs []struct {
+			ID string `json:"id"`
+		} `json:"jobs"`
+		NextCursor string `json:"next_cursor"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &page))
+	require.Len(t, page.Jobs, 1)
+	require.Equal(t, second, page.Jobs[0].ID, "newest first")
+	require.NotEmpty(t, page.NextCursor)
+
+	res = b.run(t, "jobs", "ls", "--limit", "1", "--cursor", page.NextCursor)
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	require.Contains(t, res.stdout, first)
+}
+
+func TestShowJSONHasEvents(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	id := b.enqueue(t, "send-email")
+	require.Equal(t, ExitOK, b.run(t, "jobs", "cancel", id).code)
+
+	res := b.run(t, "jobs", "show", id, "--json")
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	var out struct {
+		Job      map[string]any   `json:"job"`
+		Attempts []map[string]any `json:"attempts"`
+		Events   []map[string]any `json:"events"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &out))
+	require.Equal(t, id, out.Job["id"])
+	require.Equal(t, "canceled", out.Job["state"])
+	require.NotNil(t, out.Attempts)
+	require.Empty(t, out.Attempts)
+	require.Len(t, out.Events, 2)
+	require.Equal(t, "queued", out.Events[0]["to"])
+	require.Equal(t, "queued", out.Events[1]["from"])
+	require.Equal(t, "canceled", out.Events[1]["to"])
+
+	res = b.run(t, "jobs", "show", id)
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	require.Contains(t, res.stdout, "queued → canceled")
+}
+
+func TestEnqueueInvalidArgs(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	res := b.run(t, "enqueue", "send-email", `{"to":`)
+	require.Equal(t, ExitUsage, res.code)
+	require.Contains(t, res.stderr, "args")
+	require.Empty(t, res.stdout)
+}
+
+func TestEnqueueNegativeMaxAttempts(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	res := b.run(t, "enqueue", "send-email", "--max-attempts", "-1")
+	require.Equal(t, ExitUsage, res.code)
+	require.Contains(t, res.stderr, "max_attempts")
+}
+
+func TestShowUnknownID(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	require.Equal(t, ExitOK, b.run(t, "migrate").code)
+	res := b.run(t, "jobs", "show", "no-such-job")
+	require.Equal(t, ExitNotFound, res.code)
+	require.Contains(t, res.stderr, "job no-such-job not found")
+
+	require.Equal(t, ExitNotFound, b.run(t, "jobs", "cancel", "no-such-job").code)
+}
+
+func TestCancelTwice(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	id := b.enqueue(t, "send-email", "--delay", "1h")
+	res := b.run(t, "jobs", "cancel", id)
+	require.Equal(t, ExitOK, res.code, res.stderr)
+
+	res = b.run(t, "jobs", "cancel", id)
+	require.Equal(t, ExitConflict, res.code)
+	require.Contains(t, res.stderr, "already canceled")
+}
+
+func TestUsageErrors(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, args := range [][]string{
+		{"enqueue"},                        // missing KIND
+		{"jobs", "ls", "--no-such-flag"},   // unknown flag
+		{"jobs", "ls", "--since", "later"}, // neither a time nor a duration
+		{"jobs", "ls", "--state", "done"},  // unknown state
+		{"enqueue", "k", "--header", "novalue"},
+		{"enqueue", "k", "--run-at", "tomorrow"},
+		{"--database", "postgres://localhost/hopper", "migrate"},
+	} {
+		res := b.run(t, args...)
+		require.Equal(t, ExitUsage, res.code, "%v: %s", args, res.stderr)
+		require.NotEmpty(t, res.stderr, args)
+	}
+	res := b.run(t, "--database", "postgresql://localhost/hopper", "jobs", "ls")
+	require.Contains(t, res.stderr, "PostgreSQL is not supported yet")
+}
+
+func TestReadingCommandsNeedTheDatabase(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	res := b.run(t, "jobs", "ls")
+	require.Equal(t, ExitUsage, res.code)
+	require.Contains(t, res.stderr, "does not exist")
+}
+
+type boom struct{}
+
+func (boom) Kind() string { return "boom" }
+
+// TestShowPanic works a panicking job in-process, then checks that show prints where the
+// handler panicked.
+func TestShowPanic(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	st, err := sqlitestore.Open(t.Context(), sqlitestore.Config{Path: b.db})
+	require.NoError(t, err)
+	ws := hopper.NewWorkers()
+	hopper.AddWorkerFunc(ws, func(context.Context, *hopper.Job[boom]) error { panic("kaboom") })
+	client, err := hopper.NewClient(hopper.Config{Store: st, Workers: ws, WorkerID: "test-worker"})
+	require.NoError(t, err)
+	require.NoError(t, client.Start(t.Context()))
+	res, err := client.Enqueue(t.Context(), boom{}, &hopper.InsertOpts{MaxAttempts: 1})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		job, err := client.Get(t.Context(), res.Job.ID)
+		require.NoError(t, err)
+		return job.State == hopper.StateFailed
+	}, 5*time.Second, 10*time.Millisecond)
+	require.NoError(t, client.Stop(t.Context()))
+	require.NoError(t, st.Close())
+
+	out := b.run(t, "jobs", "show", res.Job.ID)
+	require.Equal(t, ExitOK, out.code, out.stderr)
+	require.Contains(t, out.stdout, "attempt 1, panic: kaboom")
+	require.Contains(t, out.stdout, "cli_test.go")
+	require.Contains(t, out.stdout, "test-worker")
+}
+
+func TestParseSince(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	got, err := parseSince("since", "90m", now)
+	require.NoError(t, err)
+	require.Equal(t, now.Add(-90*time.Minute), got)
+	got, err = parseSince("since", "2026-02-01T00:00:00Z", now)
+	require.NoError(t, err)
+	require.Equal(t, time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC), got)
+	_, err = parseSince("since", "-1h", now)
+	require.Equal(t, ExitUsage, exitCode(err))
+}

@@ -1,0 +1,26 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/hopperjobs/hopper"
+	"github.com/spf13/cobra"
+)
+
+func newJobsCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "jobs",
+		Short: "List, show and cancel jobs",
+	}
+	cmd.AddCommand(newJobsLsCmd(), newJobsShowCmd(), newJobsCancelCmd())
+	return cmd
+}
+
+// notFound turns a store's not-found error for job id into the CLI's message.
+func notFound(id string, err error) error {
+	if errors.Is(err, hopper.ErrNotFound) {
+		return &exitError{code: ExitNotFound, msg: fmt.Sprintf("job %s not found", id), err: err}
+	}
+	return err
+}

@@ -1,0 +1,49 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/hopperjobs/hopper"
+	"github.com/spf13/cobra"
+)
+
+func newJobsCancelCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "cancel ID",
+		Short: "Cancel a job that has not ended",
+		Long: `Cancel a scheduled, queued, running or suspended job. A running job's worker sees
+the cancellation at its next lease renewal and stops the handler.`,
+		Args: cobra.ExactArgs(1),
+		RunE: runJobsCancel,
+	}
+	addJSONFlag(cmd)
+	return cmd
+}
+
+func runJobsCancel(cmd *cobra.Command, args []string) error {
+	id := args[0]
+	return withClient(cmd, true, func(client *hopper.Client) error {
+		job, err := client.Cancel(cmd.Context(), id)
+		if errors.Is(err, hopper.ErrInvalidTransition) {
+			return alreadyEnded(cmd, client, id, err)
+		}
+		if err != nil {
+			return notFound(id, err)
+		}
+		if wantJSON(cmd) {
+			return printJSON(cmd.OutOrStdout(), newJobJSON(job))
+		}
+		_, err = fmt.Fprintf(cmd.OutOrStdout(), "job %s canceled\n", id)
+		return err
+	})
+}
+
+// alreadyEnded explains a refused cancel with the job's current state.
+func alreadyEnded(cmd *cobra.Command, client *hopper.Client, id string, err error) error {
+	msg := fmt.Sprintf("job %s cannot be canceled: it has already ended", id)
+	if job, gerr := client.Get(cmd.Context(), id); gerr == nil {
+		msg = fmt.Sprintf("job %s cannot be canceled: it is already %s", id, job.State)
+	}
+	return &exitError{code: ExitConflict, msg: msg, err: err}
+}

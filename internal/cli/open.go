@@ -1,0 +1,87 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/hopperjobs/hopper"
+	"github.com/hopperjobs/hopper/sqlitestore"
+	"github.com/spf13/cobra"
+)
+
+const (
+	flagDatabase = "database"
+	flagJSON     = "json"
+)
+
+// databasePath returns the --database value, refusing what this build cannot open.
+func databasePath(cmd *cobra.Command) (string, error) {
+	path, err := cmd.Flags().GetString(flagDatabase)
+	if err != nil {
+		return "", err
+	}
+	if strings.HasPrefix(path, "postgres://") || strings.HasPrefix(path, "postgresql://") {
+		return "", usageErrorf("PostgreSQL is not supported yet: --database takes a SQLite file path")
+	}
+	if path == "" {
+		return "", usageErrorf("--database is empty")
+	}
+	return path, nil
+}
+
+// openStore opens the database named by --database, applying pending migrations. With
+// mustExist, a missing file is an error rather than a new empty database: reading commands
+// should not create one because of a typo.
+func openStore(cmd *cobra.Command, mustExist bool) (*sqlitestore.Store, error) {
+	path, err := databasePath(cmd)
+	if err != nil {
+		return nil, err
+	}
+	if mustExist {
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			return nil, usageErrorf("database %s does not exist (create it with 'hopper migrate')", path)
+		}
+	}
+	st, err := sqlitestore.Open(cmd.Context(), sqlitestore.Config{Path: path})
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	return st, nil
+}
+
+// withStore runs fn with the database named by --database open, and closes it.
+func withStore(cmd *cobra.Command, mustExist bool, fn func(*sqlitestore.Store) error) (err error) {
+	st, err := openStore(cmd, mustExist)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := st.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("close database: %w", cerr)
+		}
+	}()
+	return fn(st)
+}
+
+// withClient runs fn with an enqueue-only client on the database. The client runs no
+// maintenance: the CLI is short-lived and must not promote or rescue jobs behind the workers.
+func withClient(cmd *cobra.Command, mustExist bool, fn func(*hopper.Client) error) error {
+	return withStore(cmd, mustExist, func(st *sqlitestore.Store) error {
+		client, err := hopper.NewClient(hopper.Config{Store: st, DisableMaintenance: true})
+		if err != nil {
+			return err
+		}
+		return fn(client)
+	})
+}
+
+func addJSONFlag(cmd *cobra.Command) {
+	cmd.Flags().Bool(flagJSON, false, "print JSON instead of text")
+}
+
+func wantJSON(cmd *cobra.Command) bool {
+	v, _ := cmd.Flags().GetBool(flagJSON)
+	return v
+}

@@ -1,0 +1,77 @@
+// Package cli implements the hopper command: inspect, enqueue and cancel jobs in a Hopper
+// database. cmd/hopper calls Execute.
+package cli
+
+import (
+	"context"
+	"io"
+	"os"
+	"os/signal"
+
+	"github.com/spf13/cobra"
+)
+
+// Execute runs the hopper command with the process's arguments and returns its exit code.
+// Ctrl-C cancels the command's context.
+func Execute() int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	return run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+}
+
+// run executes the command tree with args and returns the exit code; errors are printed to
+// stderr. Tests call it in-process.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	root := newRootCmd()
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	// Cobra's own errors (unknown command or flag, wrong number of arguments) are not typed;
+	// they are the ones returned before a command's RunE starts, so note when one starts.
+	ran := false
+	markRun(root, &ran)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	code := ExitUsage
+	if ran {
+		code = exitCode(err)
+	}
+	cmd.PrintErrln("hopper:", message(err))
+	if !ran {
+		cmd.PrintErrf("Run '%s --help' for usage.\n", cmd.CommandPath())
+	}
+	return code
+}
+
+func markRun(cmd *cobra.Command, ran *bool) {
+	if runE := cmd.RunE; runE != nil {
+		cmd.RunE = func(cmd *cobra.Command, args []string) error {
+			*ran = true
+			return runE(cmd, args)
+		}
+	}
+	for _, sub := range cmd.Commands() {
+		markRun(sub, ran)
+	}
+}
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "hopper",
+		Short: "Inspect, enqueue and cancel Hopper background jobs",
+		Long: `hopper works on a Hopper job database: apply migrations, enqueue jobs, list them,
+show a job's attempts and history, and cancel jobs.
+
+Exit codes: 0 ok, 1 internal error, 2 bad input, 3 not found, 4 conflict (e.g. the job
+already ended).`,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	root.PersistentFlags().String(flagDatabase, "./hopper.db", "SQLite database file")
+	root.AddCommand(newMigrateCmd(), newEnqueueCmd(), newJobsCmd())
+	root.AddCommand(newBenchCmd())
+	return root
+}

@@ -1,0 +1,152 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/hopperjobs/hopper/internal/store"
+)
+
+// SQLite has one writer, and with synchronous=FULL every commit costs an fsync. So all writes
+// go through one loop that commits them in groups: while a transaction commits, the next
+// requests (claims, outcomes, inserts from many goroutines) gather, and the loop runs them in
+// one transaction, each in its own savepoint so one request's error undoes only its own
+// changes. A request's result is handed back only after the commit is durable.
+
+// maxGroup bounds the requests of one transaction.
+const maxGroup = 64
+
+type writeReq struct {
+	ctx   context.Context
+	stmts []*sql.Stmt
+	fn    func(tx *sql.Tx, stmts []*sql.Stmt) error
+	done  chan error
+}
+
+// write runs fn in a write transaction, possibly shared with other requests, and returns once
+// that transaction has committed (or fn's changes were rolled back). The statements named in
+// queries are prepared first and handed to fn bound to the transaction.
+func (s *Store) write(ctx context.Context, queries []string, fn func(tx *sql.Tx, stmts []*sql.Stmt) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	req := &writeReq{ctx: ctx, fn: fn, done: make(chan error, 1), stmts: make([]*sql.Stmt, len(queries))}
+	for i, q := range queries {
+		st, err := s.prepared(ctx, q)
+		if err != nil {
+			return err
+		}
+		req.stmts[i] = st
+	}
+	select {
+	case s.writes <- req:
+	case <-s.quit:
+		return store.ErrClosed
+	}
+	// Wait even if ctx ends: the request may already be in a committing transaction, and a
+	// claim's jobs must reach their caller.
+	return <-req.done
+}
+
+func (s *Store) writeLoop() {
+	defer close(s.loopDone)
+	for {
+		var first *writeReq
+		select {
+		case first = <-s.writes:
+		case <-s.quit:
+			s.drainClosed()
+			return
+		}
+		group := []*writeReq{first}
+	gather:
+		for len(group) < maxGroup {
+			select {
+			case r := <-s.writes:
+				group = append(group, r)
+			default:
+				break gather
+			}
+		}
+		s.commitGroup(group)
+	}
+}
+
+// drainClosed fails requests that raced with Close.
+func (s *Store) drainClosed() {
+	for {
+		select {
+		case r := <-s.writes:
+			r.done <- store.ErrClosed
+		default:
+			return
+		}
+	}
+}
+
+func (s *Store) commitGroup(group []*writeReq) {
+	errs := make([]error, len(group))
+	tx, err := s.writer.BeginTx(context.Background(), nil)
+	if err != nil {
+		for _, r := range group {
+			r.done <- fmt.Errorf("begin: %w", err)
+		}
+		return
+	}
+	ok := 0
+	for i, r := range group {
+		if len(group) == 1 {
+			errs[i] = s.run(tx, r) // alone: an error rolls back the whole transaction
+		} else {
+			errs[i] = s.runInSavepoint(tx, r)
+		}
+		if errs[i] == nil {
+			ok++
+		}
+	}
+	if ok == 0 {
+		tx.Rollback()
+	} else if err := tx.Commit(); err != nil {
+		for i := range errs {
+			if errs[i] == nil {
+				errs[i] = fmt.Errorf("commit: %w", err)
+			}
+		}
+	}
+	for i, r := range group {
+		r.done <- errs[i]
+	}
+}
+
+// run runs one request's function with its statements bound to tx.
+func (s *Store) run(tx *sql.Tx, r *writeReq) error {
+	if err := r.ctx.Err(); err != nil {
+		return err
+	}
+	stmts := make([]*sql.Stmt, len(r.stmts))
+	for i, st := range r.stmts {
+		stmts[i] = tx.StmtContext(r.ctx, st)
+	}
+	return r.fn(tx, stmts)
+}
+
+// runInSavepoint runs one request; on error its changes are rolled back, others' are kept.
+func (s *Store) runInSavepoint(tx *sql.Tx, r *writeReq) error {
+	if err := r.ctx.Err(); err != nil {
+		return err
+	}
+	if _, err := tx.Exec("SAVEPOINT req"); err != nil {
+		return err
+	}
+	err := s.run(tx, r)
+	if err != nil {
+		if _, rbErr := tx.Exec("ROLLBACK TO req"); rbErr != nil {
+			return fmt.Errorf("%w (and rollback to savepoint: %v)", err, rbErr)
+		}
+	}
+	if _, relErr := tx.Exec("RELEASE req"); relErr != nil && err == nil {
+		err = relErr
+	}
+	return err
+}
