@@ -15,6 +15,9 @@ import (
 // subquery's LIMIT is exact. A paused queue yields nothing; a job whose group already has a
 // running job waits, and only the oldest unfinished job of a group is eligible (in order,
 // even while an older one waits for a retry).
+//
+// "LIMIT +?5", not "LIMIT ?5": with a bare parameter SQLite re-prepares the statement every
+// time the limit is rebound (about 10× the cost of the claim itself); the unary plus avoids it.
 const claimSQL = `UPDATE jobs SET
 	state = 'running', attempt = attempt + 1, token = token + 1, version = version + 1,
 	worker_id = ?1, lease_expires_at = ?2, heartbeat_at = ?3, started_at = ?3, updated_at = ?3,
@@ -27,7 +30,7 @@ WHERE id IN (
 	        SELECT 1 FROM jobs g WHERE g.group_key = j.group_key
 	        AND (g.state = 'running' OR (g.state IN ('queued', 'scheduled', 'suspended') AND g.id < j.id))))
 	ORDER BY j.priority DESC, j.id
-	LIMIT ?5)
+	LIMIT +?5)
 RETURNING ` + jobColumns
 
 // JobClaim claims up to params.Limit jobs.

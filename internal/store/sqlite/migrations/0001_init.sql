@@ -50,7 +50,10 @@ CREATE INDEX jobs_scheduled ON jobs (run_at) WHERE state = 'scheduled';
 CREATE INDEX jobs_lease ON jobs (lease_expires_at) WHERE state = 'running';
 CREATE INDEX jobs_group ON jobs (group_key, id) WHERE group_key IS NOT NULL AND state IN ('running', 'queued', 'scheduled', 'suspended');
 CREATE INDEX jobs_merge ON jobs (merge_key) WHERE state IN ('queued', 'scheduled') AND merge_key IS NOT NULL;
-CREATE INDEX jobs_state ON jobs (state, id);
+-- Listing by state: queued, scheduled and running jobs have the indexes above, completed jobs
+-- are most rows (a scan in id order finds them); the rare states get their own index, so the
+-- hot path (queued → running → completed) touches no state index.
+CREATE INDEX jobs_state_rare ON jobs (state, id) WHERE state IN ('failed', 'canceled', 'suspended');
 CREATE INDEX jobs_kind ON jobs (kind, id);
 CREATE INDEX jobs_expires ON jobs (expires_at) WHERE expires_at IS NOT NULL;
 
