@@ -80,8 +80,9 @@ func run(ctx context.Context, db string, n int) (err error) {
 	runErr := enqueueAndWait(ctx, client, n, start)
 	elapsed := time.Since(start)
 
-	// Stop gracefully even after Ctrl-C: running jobs get 5 s to finish.
-	stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	// Stop gracefully even after Ctrl-C: running jobs get 5 s to finish; a second Ctrl-C
+	// stops at once (unfinished jobs are released back to the queue either way).
+	stopCtx, cancel := hopper.ShutdownContext(5*time.Second, os.Interrupt)
 	defer cancel()
 	if err := client.Stop(stopCtx); err != nil {
 		return errors.Join(runErr, fmt.Errorf("stop client: %w", err))
