@@ -42,10 +42,8 @@ func (p *producer) run(ctx context.Context) {
 	for ctx.Err() == nil {
 		free := p.max - int(p.running.Load())
 		if more && free > 0 && (urgent || free >= threshold) {
-			got, ok := p.claim(ctx, min(free, cfg.ClaimBatch))
-			if ok {
-				more = got == min(free, cfg.ClaimBatch)
-				urgent = false
+			if full, ok := p.claim(ctx, min(free, cfg.ClaimBatch)); ok {
+				more, urgent = full, false
 				continue
 			}
 		}
@@ -74,12 +72,13 @@ func (p *producer) run(ctx context.Context) {
 	}
 }
 
-// claim takes up to n jobs and starts them. ok is false when no global slot was free or the
-// store failed (the producer then waits for a wake-up, a release or the poll timer).
-func (p *producer) claim(ctx context.Context, n int) (int, bool) {
+// claim takes up to n jobs and starts them. full reports whether the store had as many jobs
+// as this process had slots for (so more may wait). ok is false when no global slot was free
+// or the store failed (the producer then waits for a wake-up, a release or the poll timer).
+func (p *producer) claim(ctx context.Context, n int) (full, ok bool) {
 	n = p.e.slots.tryAcquire(n)
 	if n == 0 {
-		return 0, false
+		return false, false
 	}
 	jobs, err := p.e.store.JobClaim(ctx, &store.ClaimParams{
 		Queue: p.queue, Kinds: p.e.kinds, Limit: n, WorkerID: p.e.cfg.WorkerID, LeaseDuration: p.e.cfg.LeaseDuration,
@@ -89,12 +88,12 @@ func (p *producer) claim(ctx context.Context, n int) (int, bool) {
 		if ctx.Err() == nil {
 			p.e.log.Error("claim jobs", "queue", p.queue, "err", err)
 		}
-		return 0, false
+		return false, false
 	}
 	for _, row := range jobs {
 		p.running.Add(1)
 		p.e.execs.Add(1)
 		go p.e.execute(p, row)
 	}
-	return len(jobs), true
+	return len(jobs) == n, true
 }
