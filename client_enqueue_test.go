@@ -146,3 +146,21 @@ func TestConcurrencyLimits(t *testing.T) {
 	}
 	require.Equal(t, int32(3), peak.Load())
 }
+
+// With the process limit equal to the queue limit, a claim can get fewer slots than the queue
+// has free; that must not park the producer until the (here, hour-long) poll interval.
+func TestProducerKeepsClaimingWhenSlotsAreTight(t *testing.T) {
+	t.Parallel()
+	ws := NewWorkers()
+	AddWorkerFunc(ws, func(ctx context.Context, job *Job[sendEmail]) error { return nil })
+	b := setup(t, ws, func(c *Config) { c.MaxWorkers = 2 })
+	batch := make([]EnqueueParams, 300)
+	for i := range batch {
+		batch[i] = EnqueueParams{Args: sendEmail{}}
+	}
+	res, err := b.client.EnqueueMany(t.Context(), batch)
+	require.NoError(t, err)
+	for _, r := range res {
+		b.waitFor(t, r.Job.ID, StateCompleted)
+	}
+}
