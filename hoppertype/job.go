@@ -89,3 +89,20 @@ type Event struct {
 	Actor  Actor
 	Reason string
 }
+
+// Node is one Hopper process registered in the store.
+type Node struct {
+	ID          string
+	Host        string
+	PID         int
+	StartedAt   time.Time
+	HeartbeatAt time.Time
+}
+
+// Leadership says who holds the leader lease and until when. Term grows by one each time the
+// lease changes hands; it fences the leader's duties.
+type Leadership struct {
+	NodeID    string
+	Term      int64
+	ExpiresAt time.Time
+}

@@ -143,3 +143,16 @@ type PromoteResult struct {
 	// NextRunAt is the earliest run_at still scheduled; zero when none is.
 	NextRunAt time.Time
 }
+
+// LeaderParams asks for (or renews) the leader lease.
+type LeaderParams struct {
+	NodeID string
+	TTL    time.Duration
+}
+
+// RescueDeadParams bounds one dead-node rescue pass.
+type RescueDeadParams struct {
+	// NodeTTL: a node whose heartbeat is older than this is dead.
+	NodeTTL time.Duration
+	Limit   int
+}

@@ -65,6 +65,29 @@ type Store interface {
 	// JobPromoteScheduled moves scheduled jobs whose run_at has come to queued.
 	JobPromoteScheduled(ctx context.Context, params *PromoteParams) (*PromoteResult, error)
 
+	// QueueSetPaused pauses or resumes a queue: a paused queue's jobs are not claimed (running
+	// ones finish). Unknown queues are created.
+	QueueSetPaused(ctx context.Context, queue string, paused bool) error
+	// QueueList returns the settings of every queue that has any (paused, limits).
+	QueueList(ctx context.Context) ([]*QueueSettings, error)
+
+	// NodeHeartbeat registers a node or refreshes its heartbeat.
+	NodeHeartbeat(ctx context.Context, node *hoppertype.Node) error
+	// NodeList returns the registered nodes, oldest first.
+	NodeList(ctx context.Context) ([]*hoppertype.Node, error)
+	// NodeRemove deregisters a node (clean shutdown); unknown ids are fine.
+	NodeRemove(ctx context.Context, id string) error
+	// LeaderElect takes the leader lease for NodeID when it is free or expired, or renews it
+	// when NodeID holds it, for TTL from the store's clock. It returns the holder after the
+	// attempt: compare its NodeID to know whether the caller leads.
+	LeaderElect(ctx context.Context, params *LeaderParams) (*hoppertype.Leadership, error)
+	// LeaderResign gives up the lease if nodeID holds it.
+	LeaderResign(ctx context.Context, nodeID string) error
+	// JobRescueDeadNodes returns to queued the running jobs of nodes whose heartbeat is older
+	// than NodeTTL (without consuming an attempt; outcome lease_expired) and removes those
+	// nodes. Jobs of live nodes are left alone however long they run.
+	JobRescueDeadNodes(ctx context.Context, params *RescueDeadParams) (*RescueResult, error)
+
 	// Now is the store's clock.
 	Now() time.Time
 	// Close releases the store's resources.
@@ -73,3 +96,9 @@ type Store interface {
 
 // ErrInvalidCursor: a list cursor that no store issued.
 var ErrInvalidCursor = errors.New("invalid cursor")
+
+// QueueSettings are a queue's stored settings.
+type QueueSettings struct {
+	Name   string
+	Paused bool
+}

@@ -21,6 +21,7 @@ func Run(t *testing.T, opener Opener) {
 		{"Idempotency", testIdempotency},
 		{"History", testHistory},
 		{"List", testList},
+		{"Cluster", testCluster},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -1,0 +1,35 @@
+package store
+
+import "context"
+
+// Notifier is implemented by stores that can push events to every process sharing them
+// (PostgreSQL LISTEN/NOTIFY). The engine subscribes when the store has it and falls back to
+// polling otherwise.
+type Notifier interface {
+	// Subscribe calls fn for each notification until ctx ends or the subscription fails; it
+	// returns the reason it stopped. fn must not block for long.
+	Subscribe(ctx context.Context, fn func(Notification)) error
+}
+
+// NotificationKind says what a notification is about.
+type NotificationKind string
+
+const (
+	// JobsAvailable: jobs became claimable in Queue (an insert, a promotion, a rescue committed).
+	JobsAvailable NotificationKind = "jobs_available"
+	// JobCanceled: JobID was canceled; the process running it should cancel its context.
+	JobCanceled NotificationKind = "job_canceled"
+)
+
+// Notification is one pushed event.
+type Notification struct {
+	Kind  NotificationKind
+	Queue string
+	JobID string
+}
+
+// TxInserter inserts jobs inside a transaction the application owns, so a job exists if and
+// only if that transaction commits. The PostgreSQL store hands one out per pgx.Tx or *sql.Tx.
+type TxInserter interface {
+	JobInsertMany(ctx context.Context, params []*InsertParams) ([]*InsertResult, error)
+}

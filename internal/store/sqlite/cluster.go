@@ -1,0 +1,162 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/store"
+)
+
+// QueueSetPaused pauses or resumes a queue.
+func (s *Store) QueueSetPaused(ctx context.Context, queue string, paused bool) error {
+	err := s.write(ctx, nil, func(tx *sql.Tx, _ []*sql.Stmt) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO queues (name, paused, updated_at) VALUES (?1, ?2, ?3)
+			ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at`,
+			queue, paused, micros(s.clock.Now()))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("set queue %q paused=%v: %w", queue, paused, err)
+	}
+	return nil
+}
+
+// QueueList returns the stored queue settings, by name.
+func (s *Store) QueueList(ctx context.Context) ([]*store.QueueSettings, error) {
+	rows, err := s.reader.QueryContext(ctx, `SELECT name, paused FROM queues ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("list queues: %w", err)
+	}
+	defer rows.Close()
+	var out []*store.QueueSettings
+	for rows.Next() {
+		q := &store.QueueSettings{}
+		if err := rows.Scan(&q.Name, &q.Paused); err != nil {
+			return nil, fmt.Errorf("list queues: %w", err)
+		}
+		out = append(out, q)
+	}
+	return out, rows.Err()
+}
+
+// NodeHeartbeat registers the node or refreshes its heartbeat.
+func (s *Store) NodeHeartbeat(ctx context.Context, n *hoppertype.Node) error {
+	err := s.write(ctx, nil, func(tx *sql.Tx, _ []*sql.Stmt) error {
+		now := micros(s.clock.Now())
+		started := now
+		if !n.StartedAt.IsZero() {
+			started = micros(n.StartedAt)
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO nodes (id, host, pid, started_at, heartbeat_at) VALUES (?1, ?2, ?3, ?4, ?5)
+			ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at`, n.ID, n.Host, n.PID, started, now)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("node %s heartbeat: %w", n.ID, err)
+	}
+	return nil
+}
+
+// NodeList returns the registered nodes, oldest first.
+func (s *Store) NodeList(ctx context.Context) ([]*hoppertype.Node, error) {
+	rows, err := s.reader.QueryContext(ctx, `SELECT id, host, pid, started_at, heartbeat_at FROM nodes ORDER BY started_at, id`)
+	if err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	defer rows.Close()
+	var out []*hoppertype.Node
+	for rows.Next() {
+		n := &hoppertype.Node{}
+		var started, beat int64
+		if err := rows.Scan(&n.ID, &n.Host, &n.PID, &started, &beat); err != nil {
+			return nil, fmt.Errorf("list nodes: %w", err)
+		}
+		n.StartedAt, n.HeartbeatAt = fromMicros(started), fromMicros(beat)
+		out = append(out, n)
+	}
+	return out, rows.Err()
+}
+
+// NodeRemove deregisters a node.
+func (s *Store) NodeRemove(ctx context.Context, id string) error {
+	err := s.write(ctx, nil, func(tx *sql.Tx, _ []*sql.Stmt) error {
+		_, err := tx.ExecContext(ctx, `DELETE FROM nodes WHERE id = ?`, id)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("remove node %s: %w", id, err)
+	}
+	return nil
+}
+
+// LeaderElect takes or renews the leader lease and returns the holder.
+func (s *Store) LeaderElect(ctx context.Context, p *store.LeaderParams) (*hoppertype.Leadership, error) {
+	var l hoppertype.Leadership
+	err := s.write(ctx, nil, func(tx *sql.Tx, _ []*sql.Stmt) error {
+		now := s.clock.Now()
+		if _, err := tx.ExecContext(ctx, `INSERT INTO leader (id, node_id, term, expires_at) VALUES (1, ?1, 1, ?2)
+			ON CONFLICT (id) DO UPDATE SET
+				term = CASE WHEN leader.node_id = excluded.node_id THEN leader.term ELSE leader.term + 1 END,
+				node_id = excluded.node_id, expires_at = excluded.expires_at
+			WHERE leader.node_id = excluded.node_id OR leader.expires_at <= ?3`,
+			p.NodeID, micros(now.Add(p.TTL)), micros(now)); err != nil {
+			return err
+		}
+		var exp int64
+		err := tx.QueryRowContext(ctx, `SELECT node_id, term, expires_at FROM leader WHERE id = 1`).Scan(&l.NodeID, &l.Term, &exp)
+		l.ExpiresAt = fromMicros(exp)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("elect leader: %w", err)
+	}
+	return &l, nil
+}
+
+// LeaderResign ends nodeID's lease at once, so another node can take it.
+func (s *Store) LeaderResign(ctx context.Context, nodeID string) error {
+	err := s.write(ctx, nil, func(tx *sql.Tx, _ []*sql.Stmt) error {
+		_, err := tx.ExecContext(ctx, `UPDATE leader SET expires_at = ?1 WHERE node_id = ?2 AND expires_at > ?1`,
+			micros(s.clock.Now()), nodeID)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("resign leadership of %s: %w", nodeID, err)
+	}
+	return nil
+}
+
+// JobRescueDeadNodes requeues the running jobs of nodes that stopped heartbeating.
+func (s *Store) JobRescueDeadNodes(ctx context.Context, p *store.RescueDeadParams) (*store.RescueResult, error) {
+	if p.NodeTTL <= 0 {
+		return nil, errors.New("rescue dead nodes: NodeTTL must be positive")
+	}
+	res := &store.RescueResult{}
+	err := s.write(ctx, nil, func(tx *sql.Tx, _ []*sql.Stmt) error {
+		now := s.clock.Now()
+		cutoff := micros(now.Add(-p.NodeTTL))
+		rows, err := tx.QueryContext(ctx, `UPDATE jobs SET
+			state = 'queued', version = version + 1, attempt = attempt - 1, updated_at = ?1,
+			worker_id = NULL, lease_expires_at = NULL, last_actor = 'leader', last_reason = 'node dead',
+			last_outcome = 'lease_expired', last_error = 'node ' || worker_id || ' stopped heartbeating', last_stack = NULL
+			WHERE id IN (SELECT id FROM jobs WHERE state = 'running'
+			             AND worker_id IN (SELECT id FROM nodes WHERE heartbeat_at <= ?2) LIMIT +?3)
+			RETURNING id, queue`, micros(now), cutoff, limitOr(p.Limit, 1000))
+		if err != nil {
+			return err
+		}
+		if res.JobIDs, res.Queues, err = idsAndQueues(rows); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM nodes WHERE heartbeat_at <= ?1
+			AND NOT EXISTS (SELECT 1 FROM jobs WHERE state = 'running' AND worker_id = nodes.id)`, cutoff)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("rescue jobs of dead nodes: %w", err)
+	}
+	return res, nil
+}

@@ -1,0 +1,145 @@
+package storetest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/store"
+	"github.com/stretchr/testify/require"
+)
+
+func testCluster(t *testing.T, opener Opener) {
+	parallel(t, opener, "QueuePause", clusterQueuePause)
+	parallel(t, opener, "Nodes", clusterNodes)
+	parallel(t, opener, "LeaderExclusive", clusterLeaderExclusive)
+	parallel(t, opener, "LeaderResign", clusterLeaderResign)
+	parallel(t, opener, "RescueDeadNodes", clusterRescueDeadNodes)
+}
+
+// Contract 14: a paused queue starts nothing new; other queues go on; resume restores it.
+func clusterQueuePause(t *testing.T, b *bundle) {
+	ctx := t.Context()
+	paused := b.insert(t, inQueue("mail"))
+	other := b.insert(t, inQueue("other"))
+	require.NoError(t, b.store.QueueSetPaused(ctx, "mail", true))
+	require.Empty(t, b.claim(t, "mail", 10))
+	require.Equal(t, []string{other.ID}, ids(b.claim(t, "other", 10)))
+
+	qs, err := b.store.QueueList(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []*store.QueueSettings{{Name: "mail", Paused: true}}, qs)
+
+	require.NoError(t, b.store.QueueSetPaused(ctx, "mail", false))
+	require.Equal(t, []string{paused.ID}, ids(b.claim(t, "mail", 10)))
+	qs, err = b.store.QueueList(ctx)
+	require.NoError(t, err)
+	require.False(t, qs[0].Paused)
+}
+
+func clusterNodes(t *testing.T, b *bundle) {
+	ctx := t.Context()
+	require.NoError(t, b.store.NodeHeartbeat(ctx, &hoppertype.Node{ID: "node-a", Host: "h1", PID: 11}))
+	b.clock.Advance(time.Second)
+	require.NoError(t, b.store.NodeHeartbeat(ctx, &hoppertype.Node{ID: "node-b", Host: "h2", PID: 22}))
+	b.clock.Advance(time.Second)
+	require.NoError(t, b.store.NodeHeartbeat(ctx, &hoppertype.Node{ID: "node-a", Host: "h1", PID: 11}))
+
+	nodes, err := b.store.NodeList(ctx)
+	require.NoError(t, err)
+	require.Len(t, nodes, 2)
+	require.Equal(t, "node-a", nodes[0].ID, "oldest first")
+	require.Equal(t, "h1", nodes[0].Host)
+	require.Equal(t, 11, nodes[0].PID)
+	sameTime(t, Start, nodes[0].StartedAt, "started_at kept across heartbeats")
+	sameTime(t, Start.Add(2*time.Second), nodes[0].HeartbeatAt, "heartbeat refreshed")
+	sameTime(t, Start.Add(time.Second), nodes[1].HeartbeatAt, "node-b heartbeat")
+
+	require.NoError(t, b.store.NodeRemove(ctx, "node-a"))
+	require.NoError(t, b.store.NodeRemove(ctx, "no-such-node"))
+	nodes, err = b.store.NodeList(ctx)
+	require.NoError(t, err)
+	require.Len(t, nodes, 1)
+	require.Equal(t, "node-b", nodes[0].ID)
+}
+
+func (b *bundle) elect(t *testing.T, node string, ttl time.Duration) *hoppertype.Leadership {
+	t.Helper()
+	l, err := b.store.LeaderElect(t.Context(), &store.LeaderParams{NodeID: node, TTL: ttl})
+	require.NoError(t, err)
+	return l
+}
+
+// One leader at a time; the lease passes only when it expires, and the term grows each time
+// it changes hands (never on a renewal).
+func clusterLeaderExclusive(t *testing.T, b *bundle) {
+	const ttl = 10 * time.Second
+	l := b.elect(t, "node-a", ttl)
+	require.Equal(t, "node-a", l.NodeID)
+	require.Equal(t, int64(1), l.Term)
+	sameTime(t, Start.Add(ttl), l.ExpiresAt, "expiry")
+
+	require.Equal(t, "node-a", b.elect(t, "node-b", ttl).NodeID, "a live lease is not taken")
+	b.clock.Advance(5 * time.Second)
+	l = b.elect(t, "node-a", ttl)
+	require.Equal(t, int64(1), l.Term, "renewal keeps the term")
+	sameTime(t, Start.Add(15*time.Second), l.ExpiresAt, "renewal moves expiry")
+
+	b.clock.Advance(10 * time.Second) // node-a's lease expires exactly now
+	l = b.elect(t, "node-b", ttl)
+	require.Equal(t, "node-b", l.NodeID, "an expired lease is taken")
+	require.Equal(t, int64(2), l.Term)
+	l = b.elect(t, "node-a", ttl)
+	require.Equal(t, "node-b", l.NodeID, "the old leader cannot take it back while it is live")
+	require.Equal(t, int64(2), l.Term)
+}
+
+func clusterLeaderResign(t *testing.T, b *bundle) {
+	const ttl = time.Minute
+	b.elect(t, "node-a", ttl)
+	require.NoError(t, b.store.LeaderResign(t.Context(), "node-b"), "resigning a lease one does not hold is a no-op")
+	require.Equal(t, "node-a", b.elect(t, "node-b", ttl).NodeID)
+	require.NoError(t, b.store.LeaderResign(t.Context(), "node-a"))
+	l := b.elect(t, "node-b", ttl)
+	require.Equal(t, "node-b", l.NodeID, "a resigned lease is free at once")
+	require.Equal(t, int64(2), l.Term)
+}
+
+// The running jobs of a node that stopped heartbeating go back to the queue without using an
+// attempt; a live node's long-running job is left alone.
+func clusterRescueDeadNodes(t *testing.T, b *bundle) {
+	ctx := t.Context()
+	const nodeTTL = 30 * time.Second
+	require.NoError(t, b.store.NodeHeartbeat(ctx, &hoppertype.Node{ID: workerA, Host: "h", PID: 1}))
+	require.NoError(t, b.store.NodeHeartbeat(ctx, &hoppertype.Node{ID: workerB, Host: "h", PID: 2}))
+	dead := b.running(t) // claimed by workerA
+	queue := "q-" + newID(t)
+	b.insert(t, inQueue(queue))
+	alive := b.claimAs(t, &store.ClaimParams{Queue: queue, Limit: 1, WorkerID: workerB, LeaseDuration: time.Hour})[0]
+
+	b.clock.Advance(nodeTTL)
+	require.NoError(t, b.store.NodeHeartbeat(ctx, &hoppertype.Node{ID: workerB, Host: "h", PID: 2}))
+	b.clock.Advance(time.Second)
+	res, err := b.store.JobRescueDeadNodes(ctx, &store.RescueDeadParams{NodeTTL: nodeTTL})
+	require.NoError(t, err)
+	require.Equal(t, []string{dead.ID}, res.JobIDs)
+	require.Equal(t, []string{dead.Queue}, res.Queues)
+
+	job := b.get(t, dead.ID)
+	require.Equal(t, hoppertype.StateQueued, job.State)
+	require.Equal(t, dead.Attempt-1, job.Attempt, "the attempt is given back")
+	as := b.attempts(t, dead.ID)
+	require.Len(t, as, 1)
+	require.Equal(t, hoppertype.OutcomeLeaseExpired, as[0].Outcome)
+	require.Equal(t, workerA, as[0].WorkerID)
+	require.Contains(t, as[0].Error, workerA)
+	evs := b.events(t, dead.ID)
+	require.Equal(t, hoppertype.ActorLeader, evs[len(evs)-1].Actor)
+	require.ErrorIs(t, b.finish(t, finishing(dead, hoppertype.StateCompleted)), store.ErrLeaseLost)
+
+	require.Equal(t, hoppertype.StateRunning, b.get(t, alive.ID).State, "a live node's job is left alone")
+	nodes, err := b.store.NodeList(ctx)
+	require.NoError(t, err)
+	require.Len(t, nodes, 1, "the dead node is deregistered")
+	require.Equal(t, workerB, nodes[0].ID)
+}
