@@ -3,6 +3,7 @@ package hopper
 import (
 	"context"
 	"errors"
+	"os"
 	"sync"
 
 	"github.com/hopperjobs/hopper/internal/clock"
@@ -35,6 +36,7 @@ func NewClient(cfg Config) (*Client, error) {
 		Queues: map[string]int{}, MaxWorkers: cfg.MaxWorkers, LeaseDuration: cfg.LeaseDuration,
 		PollInterval: cfg.PollInterval, RetryPolicy: cfg.RetryPolicy, JobTimeout: cfg.JobTimeout,
 		RescueInterval: cfg.RescueInterval, Maintenance: !cfg.DisableMaintenance,
+		LeaderTTL: cfg.LeaderTTL, NodeTTL: cfg.NodeTTL, Host: hostname(), PID: os.Getpid(),
 	}
 	if cfg.Workers != nil {
 		ecfg.Handlers = cfg.Workers.handlers
@@ -77,6 +79,9 @@ func (c *Client) Stop(ctx context.Context) error {
 	c.mu.Unlock()
 	return c.engine.Stop(ctx)
 }
+
+// IsLeader reports whether this client holds the leader lease (and does the maintenance).
+func (c *Client) IsLeader() bool { return c.engine.IsLeader() }
 
 // Running returns how many jobs this process is running now.
 func (c *Client) Running() int { return c.engine.Running() }

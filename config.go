@@ -51,10 +51,17 @@ type Config struct {
 	MaxAttempts int
 	// JobTimeout limits each attempt when neither job nor worker sets a timeout (default none).
 	JobTimeout time.Duration
-	// RescueInterval is how often expired leases are looked for (default 5 s).
+	// RescueInterval is how often the leader looks for expired leases and dead nodes (default 5 s).
 	RescueInterval time.Duration
-	// DisableMaintenance stops this client from promoting due jobs and rescuing expired leases;
-	// some process sharing the store must do it.
+	// LeaderTTL is the leader lease: one process of those sharing a store holds it and does the
+	// maintenance (promoting due jobs, rescuing). It is renewed every third of it; when its
+	// holder dies another process takes over within about 1⅓ of it (default 15 s).
+	LeaderTTL time.Duration
+	// NodeTTL: a process that has not heartbeated for this long is dead and the leader requeues
+	// its running jobs at once, without waiting for their leases (default 30 s).
+	NodeTTL time.Duration
+	// DisableMaintenance keeps this client out of the leader election, so it never promotes due
+	// jobs or rescues; some other process sharing the store must.
 	DisableMaintenance bool
 	// MaxArgsBytes bounds a job's encoded args (default 1 MiB).
 	MaxArgsBytes int
@@ -86,8 +93,7 @@ func (c Config) withDefaults() Config {
 	}
 	c.Queues = queues
 	if c.WorkerID == "" {
-		host, _ := os.Hostname()
-		c.WorkerID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), uuid.NewString()[:8])
+		c.WorkerID = fmt.Sprintf("%s-%d-%s", hostname(), os.Getpid(), uuid.NewString()[:8])
 	}
 	if c.LeaseDuration == 0 {
 		c.LeaseDuration = DefaultLeaseDuration
@@ -127,4 +133,12 @@ func (c Config) validate() error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+func hostname() string {
+	host, err := os.Hostname()
+	if err != nil {
+		return "unknown"
+	}
+	return host
 }

@@ -64,8 +64,17 @@ type Config struct {
 	Maintenance bool
 	// PromoteInterval bounds the wait between promotion passes (default 1 s).
 	PromoteInterval time.Duration
-	// RescueInterval is the period of the expired-lease rescue (default 5 s).
+	// RescueInterval is the period of the expired-lease and dead-node rescue (default 5 s).
 	RescueInterval time.Duration
+	// LeaderTTL is the leader lease; it is renewed every third of it, and a leader that cannot
+	// renew stops its duties within it (default 15 s).
+	LeaderTTL time.Duration
+	// NodeTTL: a node that has not heartbeated for this long is dead and its running jobs are
+	// rescued at once; nodes heartbeat every third of it (default 30 s).
+	NodeTTL time.Duration
+	// Host and PID describe this process in the node registry.
+	Host string
+	PID  int
 	// OnOutcome, when set, is called after each attempt outcome is written (err is nil) or
 	// refused by the store (err wraps ErrLeaseLost or ErrInvalidTransition).
 	OnOutcome func(p *store.FinishParams, err error)
@@ -95,6 +104,8 @@ func (c Config) withDefaults() Config {
 	def(&c.ClaimCoalesce, time.Millisecond)
 	def(&c.PromoteInterval, time.Second)
 	def(&c.RescueInterval, 5*time.Second)
+	def(&c.LeaderTTL, 15*time.Second)
+	def(&c.NodeTTL, 30*time.Second)
 	def(&c.ReleaseGrace, 500*time.Millisecond)
 	c.RetryPolicy = MergePolicy(&c.RetryPolicy)
 	return c
@@ -130,6 +141,7 @@ type Engine struct {
 	producers map[string]*producer
 	completer *completer
 	maint     *maintainer
+	leader    *elector
 
 	mu      sync.Mutex
 	running map[string]*runningJob
@@ -137,6 +149,7 @@ type Engine struct {
 	workCtx    context.Context // parent of every handler context; canceled on hard stop
 	workCancel context.CancelCauseFunc
 	stopClaims context.CancelFunc
+	registered bool           // in the node registry; deregistered by Stop
 	loops      sync.WaitGroup // producers, lease keeper, maintainer
 	execs      sync.WaitGroup // executors
 	started    bool
@@ -166,6 +179,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e.completer = newCompleter(e)
 	e.maint = newMaintainer(e)
+	e.leader = newElector(e)
 	return e, nil
 }
 
@@ -179,17 +193,29 @@ func (e *Engine) Start(ctx context.Context) error {
 	claimCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	e.stopClaims = stop
 	e.completer.start()
-	if len(e.kinds) > 0 {
+	working := len(e.kinds) > 0 && len(e.producers) > 0
+	if working {
 		for _, p := range e.producers {
 			e.goLoop(func() { p.run(claimCtx) })
 		}
 		e.goLoop(func() { e.keepLeases(claimCtx) })
 	}
+	if working || e.cfg.Maintenance {
+		e.registered = true
+		e.goLoop(func() { e.heartbeatNode(claimCtx) })
+		if n, ok := e.store.(store.Notifier); ok {
+			e.goLoop(func() { e.listen(claimCtx, n) })
+		}
+	}
 	if e.cfg.Maintenance {
+		e.goLoop(func() { e.leader.run(claimCtx) })
 		e.goLoop(func() { e.maint.run(claimCtx) })
 	}
 	return nil
 }
+
+// IsLeader reports whether this process holds the leader lease and does the leader's duties.
+func (e *Engine) IsLeader() bool { return e.leader.leading() }
 
 func (e *Engine) goLoop(f func()) {
 	e.loops.Add(1)
@@ -257,7 +283,11 @@ func (e *Engine) Stop(ctx context.Context) error {
 	e.workCancel(ErrShutdown)
 	flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	return e.completer.stop(flushCtx)
+	err := e.completer.stop(flushCtx)
+	if e.registered {
+		e.deregister(ctx)
+	}
+	return err
 }
 
 // releaseStragglers hands back the jobs whose handlers ignored cancellation.

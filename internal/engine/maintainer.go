@@ -42,6 +42,13 @@ func (m *maintainer) run(ctx context.Context) {
 	e := m.e
 	nextRescue := e.clock.Now()
 	for ctx.Err() == nil {
+		if !e.leader.leading() {
+			select { // only the leader does these duties
+			case <-ctx.Done():
+			case <-e.leader.wait():
+			}
+			continue
+		}
 		now := e.clock.Now()
 		if !now.Before(nextRescue) {
 			m.rescue(ctx)
@@ -62,6 +69,7 @@ func (m *maintainer) run(ctx context.Context) {
 		case <-ctx.Done():
 		case <-t.C():
 		case <-m.nudgeC:
+		case <-e.leader.wait():
 		}
 		t.Stop()
 	}
@@ -100,6 +108,19 @@ func (m *maintainer) rescue(ctx context.Context) {
 		m.e.log.Warn("rescued jobs with expired leases", "jobs", len(res.JobIDs))
 	}
 	for _, q := range res.Queues {
+		m.e.Notify(q)
+	}
+	dead, err := m.e.store.JobRescueDeadNodes(ctx, &store.RescueDeadParams{NodeTTL: m.e.cfg.NodeTTL, Limit: 1000})
+	if err != nil {
+		if ctx.Err() == nil {
+			m.e.log.Error("rescue jobs of dead nodes", "err", err)
+		}
+		return
+	}
+	if len(dead.JobIDs) > 0 {
+		m.e.log.Warn("rescued jobs of dead nodes", "jobs", len(dead.JobIDs))
+	}
+	for _, q := range dead.Queues {
 		m.e.Notify(q)
 	}
 }
