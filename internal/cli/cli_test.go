@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hopperjobs/hopper"
+	"github.com/hopperjobs/hopper/internal/store/sqlite"
 	"github.com/hopperjobs/hopper/sqlitestore"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -53,7 +55,7 @@ func TestMigratePrintsSchemaVersion(t *testing.T) {
 	b := setup(t)
 	res := b.run(t, "migrate")
 	require.Equal(t, ExitOK, res.code, res.stderr)
-	require.Contains(t, res.stdout, "schema version 1")
+	require.Contains(t, res.stdout, fmt.Sprintf("schema version %d", sqlite.LatestVersion()))
 
 	res = b.run(t, "migrate", "--json")
 	require.Equal(t, ExitOK, res.code, res.stderr)

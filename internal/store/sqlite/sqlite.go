@@ -174,6 +174,15 @@ func (s *Store) apply(ctx context.Context, m migrate.Migration) error {
 	return nil
 }
 
+// LatestVersion is the version of the newest migration embedded in this binary.
+func LatestVersion() int {
+	ms, err := migrate.Load(migrationFS, "migrations")
+	if err != nil {
+		return 0
+	}
+	return len(ms)
+}
+
 // SchemaVersion returns the highest applied migration version.
 func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 	var v sql.NullInt64
