@@ -63,7 +63,7 @@ func TestMigratePrintsSchemaVersion(t *testing.T) {
 		SchemaVersion int `json:"schema_version"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(res.stdout), &out))
-	require.Equal(t, 1, out.SchemaVersion)
+	require.Equal(t, sqlite.LatestVersion(), out.SchemaVersion)
 }
 
 func TestEnqueueThenList(t *testing.T) {
