@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"sync/atomic"
+	"time"
 
 	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/store"
@@ -15,7 +16,12 @@ type producer struct {
 	max     int
 	running atomic.Int64
 	wake    chan struct{}
+	// capLimited is what the last claim said of fleet-wide caps (see ClaimParams.CapLimited).
+	capLimited bool
 }
+
+// capRetry is how soon a producer held short by a fleet-wide cap claims again.
+const capRetry = 50 * time.Millisecond
 
 func newProducer(e *Engine, queue string, max int) *producer {
 	return &producer{e: e, queue: queue, max: max, wake: make(chan struct{}, 1)}
@@ -44,6 +50,12 @@ func (p *producer) run(ctx context.Context) {
 		if more && free > 0 && (urgent || free >= threshold) {
 			if full, ok := p.claim(ctx, min(free, cfg.ClaimBatch)); ok {
 				more, urgent = full, false
+				if !full && p.capLimited {
+					// A fleet-wide cap, not an empty queue, held the claim short: slots free
+					// up as jobs anywhere finish, which no wake-up announces. Look again soon.
+					poll.Stop()
+					poll = p.e.clock.NewTimer(capRetry)
+				}
 				continue
 			}
 		}
@@ -82,6 +94,7 @@ func (p *producer) claim(ctx context.Context, n int) (full, ok bool) {
 	}
 	jobs, err := p.e.store.JobClaim(ctx, &store.ClaimParams{
 		Queue: p.queue, Kinds: p.e.kinds, Limit: n, WorkerID: p.e.cfg.WorkerID, LeaseDuration: p.e.cfg.LeaseDuration,
+		CapLimited: &p.capLimited,
 	})
 	p.e.slots.release(n - len(jobs))
 	if err != nil {

@@ -75,6 +75,9 @@ type ClaimParams struct {
 	Limit         int
 	WorkerID      string
 	LeaseDuration time.Duration
+	// CapLimited, when not nil, is set to whether a fleet-wide cap (queue or kind) may have
+	// held the claim short, so the caller retries soon rather than waiting for a wake-up.
+	CapLimited *bool
 }
 
 // FinishParams ends one running attempt, fenced by its token.
@@ -155,4 +158,20 @@ type RescueDeadParams struct {
 	// NodeTTL: a node whose heartbeat is older than this is dead.
 	NodeTTL time.Duration
 	Limit   int
+}
+
+// LimitScope says what a fleet-wide cap applies to.
+type LimitScope string
+
+// The scopes of a cap.
+const (
+	LimitQueue LimitScope = "queue"
+	LimitKind  LimitScope = "kind"
+)
+
+// LimitParams is one fleet-wide cap: at most MaxRunning running jobs of the queue or kind.
+type LimitParams struct {
+	Scope      LimitScope
+	Name       string
+	MaxRunning int
 }

@@ -71,6 +71,12 @@ type Store interface {
 	// QueueList returns the settings of every queue that has any (paused, limits).
 	QueueList(ctx context.Context) ([]*QueueSettings, error)
 
+	// LimitSet sets (MaxRunning > 0) or removes (0) the fleet-wide cap on running jobs of a
+	// queue or a kind. Claims never take a job that would exceed a cap.
+	LimitSet(ctx context.Context, params *LimitParams) error
+	// LimitList returns every cap, queues first, by name.
+	LimitList(ctx context.Context) ([]*LimitParams, error)
+
 	// NodeHeartbeat registers a node or refreshes its heartbeat.
 	NodeHeartbeat(ctx context.Context, node *hoppertype.Node) error
 	// NodeList returns the registered nodes, oldest first.

@@ -11,49 +11,64 @@ import (
 	"github.com/hopperjobs/hopper/internal/store"
 )
 
-// claimSQL moves the best queued jobs of one queue to running. SQLite has one writer, so the
-// subquery's LIMIT is exact. A paused queue yields nothing; a job whose group already has a
-// running job waits, and only the oldest unfinished job of a group is eligible (in order,
-// even while an older one waits for a retry).
-//
-// "LIMIT +?5", not "LIMIT ?5": with a bare parameter SQLite re-prepares the statement every
-// time the limit is rebound (about 10× the cost of the claim itself); the unary plus avoids it.
+// claimSQL moves the chosen queued jobs of one queue to running. SQLite has one writer, so
+// the candidates' LIMITs are exact, and so are the fleet-wide caps counted in the same
+// transaction.
 const claimSQL = `UPDATE jobs SET
 	state = 'running', attempt = attempt + 1, token = token + 1, version = version + 1,
 	worker_id = ?1, lease_expires_at = ?2, heartbeat_at = ?3, started_at = ?3, updated_at = ?3,
 	last_actor = 'worker', last_reason = 'claim', last_outcome = NULL, last_stack = NULL
-WHERE id IN (
-	SELECT j.id FROM jobs j
+WHERE id IN (%s)
+RETURNING ` + jobColumns
+
+// candidateSQL picks the best queued jobs of queue ?4 (priority, then age). A paused queue
+// yields nothing; a job whose group has a running job waits, and only the oldest unfinished
+// job of a group is eligible (in order, even while an older one waits for a retry).
+//
+// Limits are written "LIMIT +?n", not "LIMIT ?n": with a bare parameter SQLite re-prepares
+// the statement every time the limit is rebound (about 10× the cost of the claim itself).
+const candidateSQL = `SELECT j.id, j.priority FROM jobs j
 	WHERE j.state = 'queued' AND j.queue = ?4 %s
 	  AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = ?4 AND q.paused = 1)
 	  AND (j.group_key IS NULL OR NOT EXISTS (
 	        SELECT 1 FROM jobs g WHERE g.group_key = j.group_key
 	        AND (g.state = 'running' OR (g.state IN ('queued', 'scheduled', 'suspended') AND g.id < j.id))))
 	ORDER BY j.priority DESC, j.id
-	LIMIT +?5)
-RETURNING ` + jobColumns
+	LIMIT +%s`
 
-// JobClaim claims up to params.Limit jobs.
+// JobClaim claims up to params.Limit jobs, within the queue's and the kinds' fleet-wide caps.
 func (s *Store) JobClaim(ctx context.Context, p *store.ClaimParams) ([]*hoppertype.JobRow, error) {
 	if p.Limit <= 0 {
 		return nil, nil
 	}
-	kindFilter, args := "", []any{}
-	if len(p.Kinds) > 0 {
-		marks := make([]string, len(p.Kinds))
-		for i := range p.Kinds {
-			marks[i] = fmt.Sprintf("?%d", i+6)
-		}
-		kindFilter = "AND j.kind IN (" + strings.Join(marks, ",") + ")"
-	}
 	now := s.clock.Now()
-	args = append(args, p.WorkerID, micros(now.Add(p.LeaseDuration)), micros(now), p.Queue, p.Limit)
-	for _, k := range p.Kinds {
-		args = append(args, k)
-	}
+	fixed := []any{p.WorkerID, micros(now.Add(p.LeaseDuration)), micros(now), p.Queue}
+	fast, fastExtra := claimQuery(p.Kinds, nil) // prepared once: the claim when no kind is capped
 	var jobs []*hoppertype.JobRow
-	err := s.write(ctx, []string{fmt.Sprintf(claimSQL, kindFilter)}, func(tx *sql.Tx, stmts []*sql.Stmt) error {
-		rows, err := stmts[0].QueryContext(ctx, args...)
+	err := s.write(ctx, []string{fast}, func(tx *sql.Tx, stmts []*sql.Stmt) error {
+		c, err := loadCaps(ctx, tx, p)
+		if err != nil {
+			return err
+		}
+		limit := p.Limit
+		if c.queueLeft >= 0 {
+			limit = min(limit, c.queueLeft)
+		}
+		if p.CapLimited != nil {
+			*p.CapLimited = c.limits(p.Limit)
+		}
+		if limit <= 0 {
+			return nil
+		}
+		st, extra := stmts[0], fastExtra
+		if len(c.kindLeft) > 0 {
+			var query string
+			query, extra = claimQuery(p.Kinds, c.kindLeft)
+			if st, err = tx.PrepareContext(ctx, query); err != nil {
+				return err
+			}
+		}
+		rows, err := st.QueryContext(ctx, append(append(fixed, limit), extra...)...)
 		if err != nil {
 			return err
 		}
@@ -65,6 +80,106 @@ func (s *Store) JobClaim(ctx context.Context, p *store.ClaimParams) ([]*hopperty
 	}
 	sortClaimed(jobs)
 	return jobs, nil
+}
+
+// claimQuery builds the claim for the kinds asked for, given the capped kinds' free slots
+// (kindLeft). Without capped kinds it is one ordered, limited scan; with them, each capped kind
+// gets its own scan limited to its free slots, merged in claim order. Parameters ?1–?5 are
+// fixed (worker, lease expiry, now, queue, limit); extra holds ?6 on.
+func claimQuery(kinds []string, kindLeft map[string]int) (string, []any) {
+	var extra []any
+	param := func(v any) string {
+		extra = append(extra, v)
+		return fmt.Sprintf("?%d", 5+len(extra))
+	}
+	in := func(vals []string) string {
+		marks := make([]string, len(vals))
+		for i, v := range vals {
+			marks[i] = param(v)
+		}
+		return strings.Join(marks, ",")
+	}
+	var filter string
+	if len(kinds) > 0 {
+		filter = "AND j.kind IN (" + in(kinds) + ")"
+	}
+	if len(kindLeft) == 0 {
+		return fmt.Sprintf(claimSQL, "SELECT id FROM ("+fmt.Sprintf(candidateSQL, filter, "?5")+")"), extra
+	}
+	capped := make([]string, 0, len(kindLeft))
+	for k := range kindLeft {
+		capped = append(capped, k)
+	}
+	sort.Strings(capped)
+	arms := []string{"SELECT * FROM (" + fmt.Sprintf(candidateSQL, filter+" AND j.kind NOT IN ("+in(capped)+")", "?5") + ")"}
+	for _, k := range capped {
+		if kindLeft[k] > 0 {
+			arm := fmt.Sprintf(candidateSQL, "AND j.kind = "+param(k), param(kindLeft[k]))
+			arms = append(arms, "SELECT * FROM ("+arm+")")
+		}
+	}
+	union := "SELECT id FROM (" + strings.Join(arms, " UNION ALL ") + ") ORDER BY priority DESC, id LIMIT +?5"
+	return fmt.Sprintf(claimSQL, union), extra
+}
+
+// caps are the free slots under the fleet-wide caps that apply to one claim: queueLeft is -1
+// when the queue has no cap; kindLeft has an entry per capped kind the claim may take.
+type caps struct {
+	queueLeft int
+	kindLeft  map[string]int
+}
+
+// limits reports whether the caps may keep a claim of n jobs short.
+func (c *caps) limits(n int) bool {
+	if c.queueLeft >= 0 && c.queueLeft < n {
+		return true
+	}
+	for _, left := range c.kindLeft {
+		if left < n {
+			return true
+		}
+	}
+	return false
+}
+
+func loadCaps(ctx context.Context, tx *sql.Tx, p *store.ClaimParams) (*caps, error) {
+	c := &caps{queueLeft: -1}
+	var qmax sql.NullInt64
+	err := tx.QueryRowContext(ctx, `SELECT max_running FROM queues WHERE name = ?`, p.Queue).Scan(&qmax)
+	if err != nil && err != sql.ErrNoRows {
+		return nil, err
+	}
+	if qmax.Valid {
+		var running int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM jobs WHERE state = 'running' AND queue = ?`, p.Queue).Scan(&running); err != nil {
+			return nil, err
+		}
+		c.queueLeft = max(int(qmax.Int64)-running, 0)
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT k.kind, k.max_running - (SELECT count(*) FROM jobs j WHERE j.state = 'running' AND j.kind = k.kind)
+		FROM kind_limits k`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	wanted := map[string]bool{}
+	for _, k := range p.Kinds {
+		wanted[k] = true
+	}
+	for rows.Next() {
+		var kind string
+		var left int
+		if err := rows.Scan(&kind, &left); err != nil {
+			return nil, err
+		}
+		if len(wanted) == 0 || wanted[kind] {
+			if c.kindLeft == nil {
+				c.kindLeft = map[string]int{}
+			}
+			c.kindLeft[kind] = max(left, 0)
+		}
+	}
+	return c, rows.Err()
 }
 
 // sortClaimed puts claimed jobs in claim order (RETURNING order is unspecified).

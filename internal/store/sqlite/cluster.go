@@ -160,3 +160,50 @@ func (s *Store) JobRescueDeadNodes(ctx context.Context, p *store.RescueDeadParam
 	}
 	return res, nil
 }
+
+// LimitSet sets or removes a fleet-wide cap.
+func (s *Store) LimitSet(ctx context.Context, p *store.LimitParams) error {
+	var query string
+	args := []any{p.Name, p.MaxRunning, micros(s.clock.Now())}
+	switch {
+	case p.Scope == store.LimitQueue && p.MaxRunning > 0:
+		query = `INSERT INTO queues (name, max_running, updated_at) VALUES (?1, ?2, ?3)
+			ON CONFLICT (name) DO UPDATE SET max_running = excluded.max_running, updated_at = excluded.updated_at`
+	case p.Scope == store.LimitQueue:
+		query, args = `UPDATE queues SET max_running = NULL, updated_at = ?2 WHERE name = ?1`, []any{p.Name, args[2]}
+	case p.Scope == store.LimitKind && p.MaxRunning > 0:
+		query = `INSERT INTO kind_limits (kind, max_running, updated_at) VALUES (?1, ?2, ?3)
+			ON CONFLICT (kind) DO UPDATE SET max_running = excluded.max_running, updated_at = excluded.updated_at`
+	case p.Scope == store.LimitKind:
+		query, args = `DELETE FROM kind_limits WHERE kind = ?1`, []any{p.Name}
+	default:
+		return fmt.Errorf("set limit: unknown scope %q", p.Scope)
+	}
+	err := s.write(ctx, nil, func(tx *sql.Tx, _ []*sql.Stmt) error {
+		_, err := tx.ExecContext(ctx, query, args...)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("set %s limit of %q: %w", p.Scope, p.Name, err)
+	}
+	return nil
+}
+
+// LimitList returns every cap, queues first, by name.
+func (s *Store) LimitList(ctx context.Context) ([]*store.LimitParams, error) {
+	rows, err := s.reader.QueryContext(ctx, `SELECT 'queue', name, max_running FROM queues WHERE max_running IS NOT NULL
+		UNION ALL SELECT 'kind', kind, max_running FROM kind_limits ORDER BY 1 DESC, 2`)
+	if err != nil {
+		return nil, fmt.Errorf("list limits: %w", err)
+	}
+	defer rows.Close()
+	var out []*store.LimitParams
+	for rows.Next() {
+		l := &store.LimitParams{}
+		if err := rows.Scan(&l.Scope, &l.Name, &l.MaxRunning); err != nil {
+			return nil, fmt.Errorf("list limits: %w", err)
+		}
+		out = append(out, l)
+	}
+	return out, rows.Err()
+}

@@ -22,6 +22,7 @@ func Run(t *testing.T, opener Opener) {
 		{"History", testHistory},
 		{"List", testList},
 		{"Cluster", testCluster},
+		{"Caps", testCaps},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

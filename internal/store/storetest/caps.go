@@ -1,0 +1,98 @@
+package storetest
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/store"
+	"github.com/stretchr/testify/require"
+)
+
+// Contract 8: "at most N running across the fleet", per queue and per kind.
+func testCaps(t *testing.T, opener Opener) {
+	parallel(t, opener, "QueueCap", capsQueue)
+	parallel(t, opener, "KindCap", capsKind)
+	parallel(t, opener, "ConcurrentClaims", capsConcurrent)
+	parallel(t, opener, "List", capsList)
+}
+
+func (b *bundle) setLimit(t *testing.T, scope store.LimitScope, name string, n int) {
+	t.Helper()
+	require.NoError(t, b.store.LimitSet(t.Context(), &store.LimitParams{Scope: scope, Name: name, MaxRunning: n}))
+}
+
+func capsQueue(t *testing.T, b *bundle) {
+	for range 5 {
+		b.insert(t)
+	}
+	b.setLimit(t, store.LimitQueue, defaultQueue, 2)
+	first := b.claim(t, defaultQueue, 10)
+	require.Len(t, first, 2, "the cap bounds one claim")
+	require.Empty(t, b.claim(t, defaultQueue, 10), "and later claims while both run")
+	require.NoError(t, b.finish(t, finishing(first[0], hoppertype.StateCompleted)))
+	require.Len(t, b.claim(t, defaultQueue, 10), 1, "a finished job frees one slot")
+	b.setLimit(t, store.LimitQueue, defaultQueue, 0)
+	require.Len(t, b.claim(t, defaultQueue, 10), 2, "a removed cap bounds nothing")
+}
+
+func capsKind(t *testing.T, b *bundle) {
+	for range 4 {
+		b.insert(t, withKind("pdf"))
+	}
+	b.insert(t, withKind("mail"), withPriority(-1))
+	b.insert(t, withKind("mail"), withPriority(-1))
+	b.setLimit(t, store.LimitKind, "pdf", 1)
+	got := b.claim(t, defaultQueue, 10)
+	kinds := map[string]int{}
+	for _, j := range got {
+		kinds[j.Kind]++
+	}
+	require.Equal(t, map[string]int{"pdf": 1, "mail": 2}, kinds, "capped kind: one; others: all")
+	require.Empty(t, b.claim(t, defaultQueue, 10))
+	pdf := got[0]
+	require.Equal(t, "pdf", pdf.Kind, "claim order is kept across kinds (priority first)")
+	require.NoError(t, b.finish(t, finishing(pdf, hoppertype.StateCompleted)))
+	next := b.claim(t, defaultQueue, 10)
+	require.Len(t, next, 1)
+	require.Equal(t, "pdf", next[0].Kind)
+}
+
+// Claims racing from many workers never exceed the cap together.
+func capsConcurrent(t *testing.T, b *bundle) {
+	for range 40 {
+		b.insert(t)
+	}
+	b.setLimit(t, store.LimitQueue, defaultQueue, 7)
+	var mu sync.Mutex
+	total := 0
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			jobs, err := b.store.JobClaim(t.Context(), &store.ClaimParams{Queue: defaultQueue, Limit: 5,
+				WorkerID: "w" + string(rune('a'+w)), LeaseDuration: defaultLease})
+			require.NoError(t, err)
+			mu.Lock()
+			total += len(jobs)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	require.Equal(t, 7, total)
+}
+
+func capsList(t *testing.T, b *bundle) {
+	b.setLimit(t, store.LimitKind, "pdf", 3)
+	b.setLimit(t, store.LimitQueue, "mail", 5)
+	b.setLimit(t, store.LimitKind, "gone", 1)
+	b.setLimit(t, store.LimitKind, "gone", 0)
+	ls, err := b.store.LimitList(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, []*store.LimitParams{
+		{Scope: store.LimitQueue, Name: "mail", MaxRunning: 5},
+		{Scope: store.LimitKind, Name: "pdf", MaxRunning: 3},
+	}, ls)
+	require.Error(t, b.store.LimitSet(t.Context(), &store.LimitParams{Scope: "galaxy", Name: "x", MaxRunning: 1}))
+}
