@@ -73,8 +73,14 @@ func TestDeadNodesJobsAreRescued(t *testing.T) {
 		ran <- job.ID
 		return nil
 	})
-	a, _, st, clk := twoNodes(t, ws)
+	a, b, st, clk := twoNodes(t, ws)
 	require.NoError(t, a.Stop(context.Background())) // keep the test to one live worker: b
+
+	// Let b's worker run one job, so it is idle (it polls hourly) rather than about to claim.
+	warm, err := b.Enqueue(t.Context(), sendEmail{}, nil)
+	require.NoError(t, err)
+	require.Equal(t, warm.Job.ID, <-ran)
+	(&testBundle{client: b, clock: clk}).waitFor(t, warm.Job.ID, StateCompleted)
 
 	// A third process registers, claims a job under a one-hour lease and dies.
 	require.NoError(t, st.NodeHeartbeat(t.Context(), &hoppertype.Node{ID: "node-dead", Host: "h", PID: 1}))

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hopperjobs/hopper/internal/engine"
 	"github.com/hopperjobs/hopper/internal/store"
 	"github.com/stretchr/testify/require"
 )
@@ -87,7 +86,7 @@ func TestTimeoutCancelsHandlerContext(t *testing.T) {
 	require.NoError(t, err)
 	<-started
 	b.clock.Advance(5 * time.Second)
-	require.ErrorIs(t, <-causes, engine.ErrTimeout)
+	require.ErrorIs(t, <-causes, ErrJobTimeout)
 	job := b.waitFor(t, res.Job.ID, StateFailed)
 	require.Contains(t, job.LastError, "job execution timeout after 5s")
 	attempts, err := b.client.Attempts(t.Context(), job.ID)
@@ -113,7 +112,7 @@ func TestCancelReachesRunningHandler(t *testing.T) {
 	job, err := b.client.Cancel(t.Context(), res.Job.ID)
 	require.NoError(t, err)
 	require.Equal(t, StateCanceled, job.State)
-	require.ErrorIs(t, <-causes, engine.ErrJobCanceled)
+	require.ErrorIs(t, <-causes, ErrJobCanceled)
 	require.Eventually(t, func() bool { return b.client.Running() == 0 }, 5*time.Second, time.Millisecond)
 	job, err = b.client.Get(t.Context(), res.Job.ID)
 	require.NoError(t, err)
@@ -159,7 +158,7 @@ func TestLeaseKeeperExtendsAndStopsStaleWorker(t *testing.T) {
 	_, err = b.store.JobCancel(t.Context(), &store.CancelParams{ID: res.Job.ID, Actor: "operator"})
 	require.NoError(t, err)
 	b.clock.Advance(10 * time.Second)
-	require.ErrorIs(t, <-causes, engine.ErrLeaseLost)
+	require.ErrorIs(t, <-causes, ErrLeaseLost)
 }
 
 func TestStopReleasesUnfinishedJobsAtOnce(t *testing.T) {
@@ -257,4 +256,65 @@ func TestShortRetryIsPromotedOnTime(t *testing.T) {
 		return job.State == StateCompleted
 	}, 10*time.Second, time.Millisecond)
 	require.Less(t, b.clock.Now().Sub(failedAt), 900*time.Millisecond, "promoted at run_at, well before the 1 s promotion interval")
+}
+
+// While Stop waits for a long job, its lease is still renewed: no other process may take a
+// job that is still running here.
+func TestLeaseRenewedWhileStopWaits(t *testing.T) {
+	t.Parallel()
+	ws := NewWorkers()
+	started, unblock := make(chan struct{}), make(chan struct{})
+	AddWorkerFunc(ws, func(ctx context.Context, job *Job[sendEmail]) error {
+		close(started)
+		<-unblock
+		return nil
+	})
+	b := setup(t, ws, func(c *Config) { c.LeaseDuration = 30 * time.Second })
+	res, err := b.client.Enqueue(t.Context(), sendEmail{}, nil)
+	require.NoError(t, err)
+	<-started
+	stopped := make(chan error, 1)
+	go func() { stopped <- b.client.Stop(context.Background()) }()
+	for range 9 { // 90 s: three leases long
+		b.clock.Advance(10 * time.Second)
+		// Renewed by now: at least 20 s of the 30 s lease are left after each step.
+		require.Eventually(t, func() bool {
+			job, err := b.client.Get(context.Background(), res.Job.ID)
+			require.NoError(t, err)
+			return job.State == StateRunning && job.LeaseExpiresAt.Sub(b.clock.Now()) >= 20*time.Second
+		}, 5*time.Second, time.Millisecond, "lease renewed by %s", b.clock.Now())
+	}
+	close(unblock)
+	require.NoError(t, <-stopped)
+	job, err := b.client.Get(t.Context(), res.Job.ID)
+	require.NoError(t, err)
+	require.Equal(t, StateCompleted, job.State)
+}
+
+// ExtendLease sets the duration later automatic renewals use (longer or shorter).
+func TestExtendLeaseSticksAcrossRenewals(t *testing.T) {
+	t.Parallel()
+	ws := NewWorkers()
+	extended, unblock := make(chan error, 1), make(chan struct{})
+	AddWorkerFunc(ws, func(ctx context.Context, job *Job[sendEmail]) error {
+		extended <- ExtendLease(ctx, time.Hour)
+		<-unblock
+		return nil
+	})
+	b := setup(t, ws, func(c *Config) { c.LeaseDuration = 30 * time.Second })
+	defer close(unblock)
+	res, err := b.client.Enqueue(t.Context(), sendEmail{}, nil)
+	require.NoError(t, err)
+	require.NoError(t, <-extended)
+	job, err := b.client.Get(t.Context(), res.Job.ID)
+	require.NoError(t, err)
+	require.Equal(t, testStart.Add(time.Hour), job.LeaseExpiresAt)
+	// The keeper's next renewal (due a third of the 30 s lease after the claim) renews for the
+	// hour the handler asked for, not back to 30 s.
+	b.clock.Advance(10 * time.Second)
+	require.Eventually(t, func() bool {
+		job, err = b.client.Get(context.Background(), res.Job.ID)
+		require.NoError(t, err)
+		return job.LeaseExpiresAt.Equal(testStart.Add(10*time.Second + time.Hour))
+	}, 5*time.Second, time.Millisecond)
 }

@@ -25,6 +25,17 @@ var (
 	ErrNotInHandler = errors.New("not called from a running job's context")
 )
 
+// Causes of a handler's canceled context; tell them apart with context.Cause(ctx).
+var (
+	// ErrJobTimeout: the attempt ran past its execution timeout.
+	ErrJobTimeout = engine.ErrTimeout
+	// ErrJobCanceled: the job was canceled while it ran.
+	ErrJobCanceled = engine.ErrJobCanceled
+	// ErrShutdown: the process is stopping; the job will be released back to the queue.
+	ErrShutdown = engine.ErrShutdown
+	// (ErrLeaseLost above: the lease was lost; another worker may run the job now.)
+)
+
 // ValidationError says which input field was wrong and why. errors.Is(err, ErrInvalid) holds.
 type ValidationError struct {
 	Field  string

@@ -148,9 +148,11 @@ type Engine struct {
 
 	workCtx    context.Context // parent of every handler context; canceled on hard stop
 	workCancel context.CancelCauseFunc
-	stopClaims context.CancelFunc
-	registered bool           // in the node registry; deregistered by Stop
-	loops      sync.WaitGroup // producers, lease keeper, maintainer
+	stopClaims context.CancelFunc // producers, elector, maintainer
+	stopAlive  context.CancelFunc // lease keeper, node heartbeat, listener
+	registered bool               // in the node registry; deregistered by Stop
+	claimLoops sync.WaitGroup
+	aliveLoops sync.WaitGroup
 	execs      sync.WaitGroup // executors
 	started    bool
 }
@@ -158,6 +160,9 @@ type Engine struct {
 type runningJob struct {
 	row    *hoppertype.JobRow
 	cancel context.CancelCauseFunc
+	// lease is the duration the lease keeper renews this job's lease for: LeaseDuration, or
+	// what the handler last asked for with ExtendLease.
+	lease time.Duration
 }
 
 // New checks cfg and returns an engine ready to Start.
@@ -190,40 +195,43 @@ func (e *Engine) Start(ctx context.Context) error {
 	}
 	e.started = true
 	e.workCtx, e.workCancel = context.WithCancelCause(context.WithoutCancel(ctx))
-	claimCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	e.stopClaims = stop
+	claimCtx, stopClaims := context.WithCancel(context.WithoutCancel(ctx))
+	aliveCtx, stopAlive := context.WithCancel(context.WithoutCancel(ctx))
+	e.stopClaims, e.stopAlive = stopClaims, stopAlive
 	e.completer.start()
 	working := len(e.kinds) > 0 && len(e.producers) > 0
 	if working {
 		for _, p := range e.producers {
-			e.goLoop(func() { p.run(claimCtx) })
+			goLoop(&e.claimLoops, func() { p.run(claimCtx) })
 		}
-		e.goLoop(func() { e.keepLeases(claimCtx) })
+		// Leases, heartbeats and pushed cancels go on until the last running job is done, so
+		// a graceful Stop never lets another node take a job that is still running here.
+		goLoop(&e.aliveLoops, func() { e.keepLeases(aliveCtx) })
 	}
 	if working || e.cfg.Maintenance {
 		e.registered = true
-		e.goLoop(func() { e.heartbeatNode(claimCtx) })
+		goLoop(&e.aliveLoops, func() { e.heartbeatNode(aliveCtx) })
 		if n, ok := e.store.(store.Notifier); ok {
-			e.goLoop(func() { e.listen(claimCtx, n) })
+			goLoop(&e.aliveLoops, func() { e.listen(aliveCtx, n) })
 		}
 	}
 	if e.cfg.Maintenance {
-		e.goLoop(func() { e.leader.run(claimCtx) })
-		e.goLoop(func() { e.maint.run(claimCtx) })
+		goLoop(&e.claimLoops, func() { e.leader.run(claimCtx) })
+		goLoop(&e.claimLoops, func() { e.maint.run(claimCtx) })
 	}
 	return nil
 }
 
-// IsLeader reports whether this process holds the leader lease and does the leader's duties.
-func (e *Engine) IsLeader() bool { return e.leader.leading() }
-
-func (e *Engine) goLoop(f func()) {
-	e.loops.Add(1)
+func goLoop(wg *sync.WaitGroup, f func()) {
+	wg.Add(1)
 	go func() {
-		defer e.loops.Done()
+		defer wg.Done()
 		f()
 	}()
 }
+
+// IsLeader reports whether this process holds the leader lease and does the leader's duties.
+func (e *Engine) IsLeader() bool { return e.leader.leading() }
 
 // Notify tells the producer of queue that jobs were enqueued, so it claims without waiting.
 func (e *Engine) Notify(queue string) {
@@ -264,7 +272,7 @@ func (e *Engine) Stop(ctx context.Context) error {
 		return nil
 	}
 	e.stopClaims()
-	e.loops.Wait()
+	e.claimLoops.Wait()
 	done := make(chan struct{})
 	go func() { e.execs.Wait(); close(done) }()
 	select {
@@ -281,6 +289,8 @@ func (e *Engine) Stop(ctx context.Context) error {
 		grace.Stop()
 	}
 	e.workCancel(ErrShutdown)
+	e.stopAlive()
+	e.aliveLoops.Wait()
 	flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	err := e.completer.stop(flushCtx)

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/hopperjobs/hopper/internal/store"
 )
 
 // Causes with which the engine cancels a handler's context; context.Cause(ctx) tells them apart.
@@ -14,8 +16,9 @@ var (
 	ErrJobCanceled = errors.New("job canceled")
 	// ErrShutdown: the worker process is shutting down; the job goes back to the queue.
 	ErrShutdown = errors.New("worker shutting down")
-	// ErrLeaseLost: the lease could not be kept; another worker may hold the job now.
-	ErrLeaseLost = errors.New("lease lost")
+	// ErrLeaseLost: the lease could not be kept; another worker may hold the job now. It is
+	// the store's sentinel, so callers test one error for both.
+	ErrLeaseLost = store.ErrLeaseLost
 )
 
 // RetryAfterError asks for the next attempt after Delay instead of the backoff policy's delay.

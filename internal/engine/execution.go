@@ -45,7 +45,8 @@ func (x *Execution) Heartbeat(ctx context.Context) error {
 	return x.leaseErr(x.engine.store.JobHeartbeat(ctx, &store.HeartbeatParams{ID: x.Row.ID, Token: x.Row.Token}))
 }
 
-// ExtendLease sets the lease to expire d from now; it may shorten it.
+// ExtendLease sets the lease to expire d from now; it may shorten it. The automatic renewals
+// that follow renew it for d too.
 func (x *Execution) ExtendLease(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return fmt.Errorf("extend lease: duration %s must be positive", d)
@@ -53,6 +54,9 @@ func (x *Execution) ExtendLease(ctx context.Context, d time.Duration) error {
 	errs, err := x.engine.store.JobExtendLeases(ctx, []*store.ExtendParams{{ID: x.Row.ID, Token: x.Row.Token, Duration: d}})
 	if err != nil {
 		return err
+	}
+	if errs[0] == nil {
+		x.engine.setLease(x.Row.ID, d) // later automatic renewals keep this duration
 	}
 	return x.leaseErr(errs[0])
 }

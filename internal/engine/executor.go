@@ -20,7 +20,7 @@ func (e *Engine) execute(p *producer, row *hoppertype.JobRow) {
 	}()
 	ctx, cancel := context.WithCancelCause(e.workCtx)
 	defer cancel(nil)
-	e.register(&runningJob{row: row, cancel: cancel})
+	e.register(&runningJob{row: row, cancel: cancel, lease: e.cfg.LeaseDuration})
 	ex := &Execution{Row: row, engine: e}
 	unit, err := e.cfg.Handlers[row.Kind].Prepare(row)
 	if err != nil {

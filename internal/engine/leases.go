@@ -3,17 +3,18 @@ package engine
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/hopperjobs/hopper/internal/store"
 )
 
-// keepLeases extends the leases of this process's running jobs every third of the lease
-// duration, in one batch. A job whose lease is gone (rescued, canceled) has its context
-// canceled with ErrLeaseLost, so a stale worker stops working on a job it no longer owns.
+// keepLeases renews the leases of this process's running jobs, each for its own duration
+// (LeaseDuration, or what its handler set with ExtendLease), every third of the shortest one,
+// in one batch. A job whose lease is gone (rescued, canceled) has its context canceled with
+// ErrLeaseLost, so a stale worker stops working on a job it no longer owns.
 func (e *Engine) keepLeases(ctx context.Context) {
-	period := e.cfg.LeaseDuration / 3
 	for {
-		t := e.clock.NewTimer(period)
+		t := e.clock.NewTimer(e.shortestLease() / 3)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -24,11 +25,21 @@ func (e *Engine) keepLeases(ctx context.Context) {
 	}
 }
 
+func (e *Engine) shortestLease() time.Duration {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	d := e.cfg.LeaseDuration
+	for _, r := range e.running {
+		d = min(d, r.lease)
+	}
+	return max(d, 3*time.Millisecond)
+}
+
 func (e *Engine) extendAll(ctx context.Context) {
 	e.mu.Lock()
 	params := make([]*store.ExtendParams, 0, len(e.running))
 	for _, r := range e.running {
-		params = append(params, &store.ExtendParams{ID: r.row.ID, Token: r.row.Token, Duration: e.cfg.LeaseDuration})
+		params = append(params, &store.ExtendParams{ID: r.row.ID, Token: r.row.Token, Duration: r.lease})
 	}
 	e.mu.Unlock()
 	if len(params) == 0 {
@@ -47,4 +58,13 @@ func (e *Engine) extendAll(ctx context.Context) {
 			e.cancelRunning(params[i].ID, ErrLeaseLost)
 		}
 	}
+}
+
+// setLease records the lease duration a handler asked for, for the following renewals.
+func (e *Engine) setLease(id string, d time.Duration) {
+	e.mu.Lock()
+	if r, ok := e.running[id]; ok {
+		r.lease = d
+	}
+	e.mu.Unlock()
 }
