@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hopperjobs/hopper/internal/store/sqlite"
 	"github.com/stretchr/testify/require"
 )
 
@@ -162,5 +163,24 @@ func TestProducerKeepsClaimingWhenSlotsAreTight(t *testing.T) {
 	require.NoError(t, err)
 	for _, r := range res {
 		b.waitFor(t, r.Job.ID, StateCompleted)
+	}
+}
+
+func TestConfigRejectsNegativeDurations(t *testing.T) {
+	t.Parallel()
+	st, err := sqlite.Open(t.Context(), sqlite.Config{Path: t.TempDir() + "/c.db"})
+	require.NoError(t, err)
+	defer st.Close()
+	for _, mutate := range []func(*Config){
+		func(c *Config) { c.PollInterval = -time.Second },
+		func(c *Config) { c.NodeTTL = -time.Second },
+		func(c *Config) { c.LeaderTTL = -time.Second },
+		func(c *Config) { c.RescueInterval = -1 },
+		func(c *Config) { c.MaxWorkers = -1 },
+	} {
+		cfg := Config{Store: st}
+		mutate(&cfg)
+		_, err := NewClient(cfg)
+		require.ErrorIs(t, err, ErrInvalid)
 	}
 }

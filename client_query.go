@@ -2,6 +2,7 @@ package hopper
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
@@ -52,17 +53,27 @@ func (c *Client) List(ctx context.Context, p *ListParams) (*ListResult, error) {
 		States: p.States, Queues: p.Queues, Kinds: p.Kinds, CreatedAfter: p.CreatedAfter,
 		CreatedBefore: p.CreatedBefore, Cursor: p.Cursor, Limit: p.Limit, Ascending: p.Ascending,
 	})
+	if errors.Is(err, store.ErrInvalidCursor) {
+		return nil, invalid("cursor", "%q is not a cursor a List call returned", p.Cursor)
+	}
 	if err != nil {
 		return nil, err
 	}
 	return &ListResult{Jobs: res.Jobs, NextCursor: res.NextCursor}, nil
 }
 
-// Cancel cancels a job that has not ended. A running job's context is canceled at once when
-// it runs in this process (other processes see the lease void on their next renewal). A
-// terminal job returns an error wrapping ErrInvalidTransition.
+// Cancel cancels a job that has not ended, recorded as done by the API. A running job's
+// context is canceled at once when it runs in this process, and pushed to the process running
+// it where the store can push (PostgreSQL); otherwise that process learns it at its next lease
+// renewal. A terminal job returns an error wrapping ErrInvalidTransition.
 func (c *Client) Cancel(ctx context.Context, id string) (*JobRow, error) {
-	job, err := c.store.JobCancel(ctx, &store.CancelParams{ID: id, Actor: hoppertype.ActorAPI, Reason: "canceled by API"})
+	return c.CancelBy(ctx, id, hoppertype.ActorAPI, "canceled by API")
+}
+
+// CancelBy is Cancel with the actor and reason recorded in the job's history (the CLI records
+// an operator).
+func (c *Client) CancelBy(ctx context.Context, id string, actor Actor, reason string) (*JobRow, error) {
+	job, err := c.store.JobCancel(ctx, &store.CancelParams{ID: id, Actor: actor, Reason: reason})
 	if err != nil {
 		return nil, err
 	}

@@ -318,3 +318,26 @@ func TestExtendLeaseSticksAcrossRenewals(t *testing.T) {
 		return job.LeaseExpiresAt.Equal(testStart.Add(10*time.Second + time.Hour))
 	}, 5*time.Second, time.Millisecond)
 }
+
+// The next job of a group starts as soon as the previous one's outcome is written, not at the
+// next poll (an hour here).
+func TestGroupNextJobStartsAtOnce(t *testing.T) {
+	t.Parallel()
+	ws := NewWorkers()
+	AddWorkerFunc(ws, func(ctx context.Context, job *Job[sendEmail]) error { return nil })
+	b := setup(t, ws, nil)
+	batch := make([]EnqueueParams, 5)
+	for i := range batch {
+		batch[i] = EnqueueParams{Args: sendEmail{}, Opts: &InsertOpts{GroupKey: "customer-7"}}
+	}
+	res, err := b.client.EnqueueMany(t.Context(), batch)
+	require.NoError(t, err)
+	var last *JobRow
+	for _, r := range res {
+		job := b.waitFor(t, r.Job.ID, StateCompleted)
+		if last != nil {
+			require.False(t, job.StartedAt.Before(last.FinishedAt), "one at a time, in order")
+		}
+		last = job
+	}
+}

@@ -121,6 +121,17 @@ func (c Config) validate() error {
 	if c.LeaseDuration < time.Second {
 		errs = append(errs, invalid("Config.LeaseDuration", "%s is under 1s", c.LeaseDuration))
 	}
+	for name, d := range map[string]time.Duration{
+		"PollInterval": c.PollInterval, "RescueInterval": c.RescueInterval, "LeaderTTL": c.LeaderTTL,
+		"NodeTTL": c.NodeTTL, "JobTimeout": c.JobTimeout,
+	} {
+		if d < 0 {
+			errs = append(errs, invalid("Config."+name, "%s is negative", d))
+		}
+	}
+	if c.LeaderTTL > 0 && c.LeaderTTL < 30*time.Millisecond {
+		errs = append(errs, invalid("Config.LeaderTTL", "%s is under 30ms", c.LeaderTTL))
+	}
 	for name, q := range c.Queues {
 		if err := checkQueueName(name); err != nil {
 			errs = append(errs, err)

@@ -1,6 +1,6 @@
 // Package hopper is a durable background-job system: enqueue jobs, work them with typed
 // handlers, retry them with backoff, and see every attempt and transition. Jobs live in a
-// store: the embedded SQLite file of package sqlitestore, or PostgreSQL.
+// store: the embedded SQLite file of package sqlitestore (PostgreSQL: see docs).
 //
 // A program registers workers, opens a store and starts a Client:
 //
@@ -34,6 +34,15 @@ type (
 	AttemptRecord = hoppertype.AttemptRecord
 	RetryPolicy   = hoppertype.RetryPolicy
 	Outcome       = hoppertype.Outcome
+	Actor         = hoppertype.Actor
+)
+
+// Actors recorded in job history.
+const (
+	ActorAPI      = hoppertype.ActorAPI
+	ActorWorker   = hoppertype.ActorWorker
+	ActorLeader   = hoppertype.ActorLeader
+	ActorOperator = hoppertype.ActorOperator
 )
 
 // Job states; see DESIGN.md.

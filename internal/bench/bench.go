@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -79,12 +80,28 @@ type noop struct {
 
 func (noop) Kind() string { return "bench-noop" }
 
+// Validate reports the first bad setting of cfg (after defaults).
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	switch {
+	case c.Jobs < 1 || c.Workers < 1 || c.Batch < 1 || c.Rate < 1:
+		return errors.New("bench: jobs, workers, batch and rate must be positive")
+	case c.LatencyJobs < -1:
+		return errors.New("bench: latency jobs must be positive, 0 for the default or -1 to skip")
+	}
+	switch strings.ToUpper(c.Synchronous) {
+	case "FULL", "EXTRA", "NORMAL":
+		return nil
+	}
+	return fmt.Errorf("bench: synchronous %q: want FULL, EXTRA or NORMAL", c.Synchronous)
+}
+
 // Run measures and returns the result. It removes the temporary database it created.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
-	cfg = cfg.withDefaults()
-	if cfg.Jobs < 1 || cfg.Workers < 1 || cfg.Batch < 1 || cfg.Rate < 1 {
-		return nil, errors.New("bench: jobs, workers, batch and rate must be positive")
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
+	cfg = cfg.withDefaults()
 	path := cfg.Database
 	if path == "" {
 		dir, err := os.MkdirTemp("", "hopper-bench-")

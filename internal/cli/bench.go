@@ -22,6 +22,9 @@ It uses a fresh SQLite file in a temporary directory unless --bench-db is given.
 			if _, err := databasePath(cmd); err != nil {
 				return err // refuses PostgreSQL URLs until that store exists
 			}
+			if err := cfg.Validate(); err != nil {
+				return usageErrorf("%v", err)
+			}
 			res, err := bench.Run(cmd.Context(), cfg)
 			if err != nil {
 				return err

@@ -189,6 +189,19 @@ func TestCancelTwice(t *testing.T) {
 	res = b.run(t, "jobs", "cancel", id)
 	require.Equal(t, ExitConflict, res.code)
 	require.Contains(t, res.stderr, "already canceled")
+
+	res = b.run(t, "jobs", "show", id, "--json")
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	var shown struct {
+		Events []struct {
+			To    string `json:"to"`
+			Actor string `json:"actor"`
+		} `json:"events"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &shown))
+	last := shown.Events[len(shown.Events)-1]
+	require.Equal(t, "canceled", last.To)
+	require.Equal(t, "operator", last.Actor, "a cancel from the CLI is an operator's")
 }
 
 func TestUsageErrors(t *testing.T) {
@@ -263,4 +276,18 @@ func TestParseSince(t *testing.T) {
 	require.Equal(t, time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC), got)
 	_, err = parseSince("since", "-1h", now)
 	require.Equal(t, ExitUsage, exitCode(err))
+}
+
+func TestUnknownSubcommandAndBadCursorAreUsageErrors(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.run(t, "migrate")
+	res := b.run(t, "jobs", "frob")
+	require.Equal(t, ExitUsage, res.code)
+	require.Contains(t, res.stderr, `unknown command "frob"`)
+	res = b.run(t, "jobs", "ls", "--cursor", "abc")
+	require.Equal(t, ExitUsage, res.code, res.stderr)
+	require.Contains(t, res.stderr, "cursor")
+	res = b.run(t, "bench", "--synchronous", "bogus")
+	require.Equal(t, ExitUsage, res.code, res.stderr)
 }

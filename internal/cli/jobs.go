@@ -12,6 +12,8 @@ func newJobsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "jobs",
 		Short: "List, show and cancel jobs",
+		Args:  cobra.ArbitraryArgs,
+		RunE:  groupRunE,
 	}
 	cmd.AddCommand(newJobsLsCmd(), newJobsShowCmd(), newJobsCancelCmd())
 	return cmd
@@ -23,4 +25,13 @@ func notFound(id string, err error) error {
 		return &exitError{code: ExitNotFound, msg: fmt.Sprintf("job %s not found", id), err: err}
 	}
 	return err
+}
+
+// groupRunE runs for a command group given no known subcommand: help without arguments, a
+// usage error (exit 2) for an unknown subcommand.
+func groupRunE(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return cmd.Help()
+	}
+	return usageErrorf("unknown command %q for %q", args[0], cmd.CommandPath())
 }

@@ -24,7 +24,7 @@ the cancellation at its next lease renewal and stops the handler.`,
 func runJobsCancel(cmd *cobra.Command, args []string) error {
 	id := args[0]
 	return withClient(cmd, true, func(client *hopper.Client) error {
-		job, err := client.Cancel(cmd.Context(), id)
+		job, err := client.CancelBy(cmd.Context(), id, hopper.ActorOperator, "canceled with the CLI")
 		if errors.Is(err, hopper.ErrInvalidTransition) {
 			return alreadyEnded(cmd, client, id, err)
 		}

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Fake is a manual clock for tests: time moves only when Advance or Set is called, and timers
+// Fake is a manual clock for tests: time moves only when Advance is called, and timers
 // due by then fire in order. It is safe for concurrent use.
 type Fake struct {
 	mu     sync.Mutex

@@ -17,12 +17,13 @@ type completer struct {
 	e       *Engine
 	maxSize int
 
-	mu      sync.Mutex
-	pending []*store.FinishParams
-	kick    chan struct{}
-	done    chan struct{}
-	stopReq chan context.Context
-	stopErr chan error
+	mu       sync.Mutex
+	pending  []*store.FinishParams
+	failures int // consecutive failed flushes, for the retry backoff (flush loop only)
+	kick     chan struct{}
+	done     chan struct{}
+	stopReq  chan context.Context
+	stopErr  chan error
 }
 
 func newCompleter(e *Engine) *completer {
@@ -66,13 +67,15 @@ func (c *completer) flush(ctx context.Context, final bool) error {
 		}
 		errs, err := c.e.store.JobFinishMany(ctx, batch)
 		if err == nil {
+			c.failures = 0
 			c.report(batch, errs)
 			continue
 		}
 		c.putBack(batch)
 		c.e.log.Error("write job outcomes", "jobs", len(batch), "err", err)
 		if !final {
-			go c.retryLater(delay)
+			c.failures++
+			go c.retryLater(min(10*time.Millisecond<<min(c.failures, 7), time.Second))
 			return err
 		}
 		select {
@@ -112,6 +115,7 @@ func (c *completer) putBack(batch []*store.FinishParams) {
 
 func (c *completer) report(batch []*store.FinishParams, errs []error) {
 	for i, err := range errs {
+		c.e.written(batch[i].ID)
 		if hook := c.e.cfg.OnOutcome; hook != nil {
 			hook(batch[i], err)
 		}

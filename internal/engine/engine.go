@@ -145,6 +145,7 @@ type Engine struct {
 
 	mu      sync.Mutex
 	running map[string]*runningJob
+	wakeFor map[string]string // job id → queue to wake once the job's outcome is written
 
 	workCtx    context.Context // parent of every handler context; canceled on hard stop
 	workCancel context.CancelCauseFunc
@@ -174,6 +175,7 @@ func New(cfg Config) (*Engine, error) {
 	e := &Engine{
 		cfg: cfg, store: cfg.Store, clock: cfg.Clock, log: cfg.Logger,
 		slots: newSlots(cfg.MaxWorkers), producers: map[string]*producer{}, running: map[string]*runningJob{},
+		wakeFor: map[string]string{},
 	}
 	for k := range cfg.Handlers {
 		e.kinds = append(e.kinds, k)
@@ -323,4 +325,22 @@ func (e *Engine) unregister(id string) bool {
 	_, ok := e.running[id]
 	delete(e.running, id)
 	return ok
+}
+
+// wakeAfterWrite asks for queue's producer to be woken once job id's outcome is written.
+func (e *Engine) wakeAfterWrite(id, queue string) {
+	e.mu.Lock()
+	e.wakeFor[id] = queue
+	e.mu.Unlock()
+}
+
+// written is called by the completer for each outcome the store accepted or refused.
+func (e *Engine) written(id string) {
+	e.mu.Lock()
+	queue, ok := e.wakeFor[id]
+	delete(e.wakeFor, id)
+	e.mu.Unlock()
+	if ok {
+		e.Notify(queue)
+	}
 }

@@ -37,6 +37,9 @@ func (e *Engine) execute(p *producer, row *hoppertype.JobRow) {
 		return // released by Stop already; this late outcome must not overwrite it
 	}
 	if params := e.outcome(unit, ex, err, cause); params != nil {
+		if row.GroupKey != "" {
+			e.wakeAfterWrite(row.ID, row.Queue) // the group's next job becomes claimable then
+		}
 		e.completer.add(params)
 	}
 }

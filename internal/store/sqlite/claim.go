@@ -41,11 +41,11 @@ func (s *Store) JobClaim(ctx context.Context, p *store.ClaimParams) ([]*hopperty
 	if p.Limit <= 0 {
 		return nil, nil
 	}
-	now := s.clock.Now()
-	fixed := []any{p.WorkerID, micros(now.Add(p.LeaseDuration)), micros(now), p.Queue}
 	fast, fastExtra := claimQuery(p.Kinds, nil) // prepared once: the claim when no kind is capped
 	var jobs []*hoppertype.JobRow
 	err := s.write(ctx, []string{fast}, func(tx *sql.Tx, stmts []*sql.Stmt) error {
+		now := s.clock.Now() // in the transaction: a queued write must not back-date its claim
+		fixed := []any{p.WorkerID, micros(now.Add(p.LeaseDuration)), micros(now), p.Queue}
 		c, err := loadCaps(ctx, tx, p)
 		if err != nil {
 			return err

@@ -77,3 +77,16 @@ func requireObject(t *testing.T, s *Store, typ, name string) {
 	require.NoError(t, err)
 	require.Equal(t, 1, n, "%s %s", typ, name)
 }
+
+// A database migrated by a newer binary is refused with a clear error, not half-used.
+func TestNewerSchemaIsRefused(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "hopper.db")
+	s, err := Open(t.Context(), Config{Path: path})
+	require.NoError(t, err)
+	_, err = s.writer.ExecContext(t.Context(), `INSERT INTO schema_migrations (version, name, applied_at) VALUES (999, '0999_future', 0)`)
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	_, err = Open(t.Context(), Config{Path: path})
+	require.ErrorContains(t, err, "schema version 999, newer than this binary's")
+}

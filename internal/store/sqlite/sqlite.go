@@ -145,6 +145,13 @@ func (s *Store) Migrate(ctx context.Context) error {
 			return err
 		}
 	}
+	v, err := s.SchemaVersion(ctx)
+	if err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	if v > len(ms) {
+		return fmt.Errorf("database %s has schema version %d, newer than this binary's %d: use a newer hopper", s.cfg.Path, v, len(ms))
+	}
 	return nil
 }
 
