@@ -37,6 +37,7 @@ func NewClient(cfg Config) (*Client, error) {
 		PollInterval: cfg.PollInterval, RetryPolicy: cfg.RetryPolicy, JobTimeout: cfg.JobTimeout,
 		RescueInterval: cfg.RescueInterval, Maintenance: !cfg.DisableMaintenance,
 		LeaderTTL: cfg.LeaderTTL, NodeTTL: cfg.NodeTTL, Host: hostname(), PID: os.Getpid(),
+		PollOnly: cfg.PollOnly,
 	}
 	if cfg.Workers != nil {
 		ecfg.Handlers = cfg.Workers.handlers

@@ -78,6 +78,48 @@ func (c *Client) Enqueue(ctx context.Context, args JobArgs, opts *InsertOpts) (*
 
 // EnqueueMany stores jobs in one transaction: all of them or, on any error, none.
 func (c *Client) EnqueueMany(ctx context.Context, jobs []EnqueueParams) ([]*InsertResult, error) {
+	res, err := c.insert(ctx, c.store, jobs)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range res {
+		if r.Existing {
+			continue
+		}
+		if r.Job.State == hoppertype.StateQueued {
+			c.engine.Notify(r.Job.Queue)
+		} else {
+			c.engine.NotifyScheduled(r.Job.RunAt)
+		}
+	}
+	return res, nil
+}
+
+// TxInserter inserts jobs inside a transaction the application owns. Get one from the
+// PostgreSQL store for a pgx.Tx or a *sql.Tx (see package pgstore).
+type TxInserter = store.TxInserter
+
+// EnqueueTx stores one job inside the application's own transaction: the job exists if and
+// only if that transaction commits (contract 17). Workers hear of it when it commits.
+func (c *Client) EnqueueTx(ctx context.Context, tx TxInserter, args JobArgs, opts *InsertOpts) (*InsertResult, error) {
+	res, err := c.EnqueueManyTx(ctx, tx, []EnqueueParams{{Args: args, Opts: opts}})
+	if err != nil {
+		return nil, err
+	}
+	return res[0], nil
+}
+
+// EnqueueManyTx stores jobs inside the application's own transaction; see EnqueueTx. A store
+// error leaves the transaction for the application to roll back.
+func (c *Client) EnqueueManyTx(ctx context.Context, tx TxInserter, jobs []EnqueueParams) ([]*InsertResult, error) {
+	if tx == nil {
+		return nil, invalid("tx", "is nil")
+	}
+	return c.insert(ctx, tx, jobs)
+}
+
+// insert validates jobs (nothing is stored when one is bad) and inserts them through ins.
+func (c *Client) insert(ctx context.Context, ins TxInserter, jobs []EnqueueParams) ([]*InsertResult, error) {
 	if len(jobs) == 0 {
 		return nil, nil
 	}
@@ -93,21 +135,13 @@ func (c *Client) EnqueueMany(ctx context.Context, jobs []EnqueueParams) ([]*Inse
 		}
 		params[i] = p
 	}
-	res, err := c.store.JobInsertMany(ctx, params)
+	res, err := ins.JobInsertMany(ctx, params)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]*InsertResult, len(res))
 	for i, r := range res {
 		out[i] = &InsertResult{Job: r.Job, Existing: r.Existing}
-		if r.Existing {
-			continue
-		}
-		if r.Job.State == hoppertype.StateQueued {
-			c.engine.Notify(r.Job.Queue)
-		} else {
-			c.engine.NotifyScheduled(r.Job.RunAt)
-		}
 	}
 	return out, nil
 }

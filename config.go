@@ -45,6 +45,11 @@ type Config struct {
 	// PollInterval is how often an idle worker checks for jobs it was not told about, such as
 	// jobs enqueued by another process (default 1 s). Local enqueues wake workers at once.
 	PollInterval time.Duration
+	// PollOnly stops this client from listening for pushed notifications (PostgreSQL
+	// LISTEN/NOTIFY), for databases behind a connection pooler in transaction mode. Workers
+	// then find jobs by polling every PollInterval, and cancels reach running jobs at the next
+	// lease renewal instead of at once.
+	PollOnly bool
 	// RetryPolicy is the default backoff (default 1 s · 2ⁿ, capped at 1 h, ±10 % jitter).
 	RetryPolicy RetryPolicy
 	// MaxAttempts is the default bound on attempts per job (default 25).

@@ -72,6 +72,9 @@ type Config struct {
 	// NodeTTL: a node that has not heartbeated for this long is dead and its running jobs are
 	// rescued at once; nodes heartbeat every third of it (default 30 s).
 	NodeTTL time.Duration
+	// PollOnly ignores the store's pushed notifications (for PostgreSQL behind a pooler in
+	// transaction mode, where LISTEN does not work): producers find work by polling.
+	PollOnly bool
 	// Host and PID describe this process in the node registry.
 	Host string
 	PID  int
@@ -213,7 +216,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	if working || e.cfg.Maintenance {
 		e.registered = true
 		goLoop(&e.aliveLoops, func() { e.heartbeatNode(aliveCtx) })
-		if n, ok := e.store.(store.Notifier); ok {
+		if n, ok := e.store.(store.Notifier); ok && !e.cfg.PollOnly {
 			goLoop(&e.aliveLoops, func() { e.listen(aliveCtx, n) })
 		}
 	}
