@@ -42,8 +42,9 @@ type Config struct {
 	// LeaseDuration is how long a claim holds a job without renewal; the client renews running
 	// jobs every third of it. A crashed process's jobs are rescued after it (default 30 s).
 	LeaseDuration time.Duration
-	// PollInterval is how often an idle worker checks for jobs it was not told about, such as
-	// jobs enqueued by another process (default 1 s). Local enqueues wake workers at once.
+	// PollInterval is how often an idle worker checks for jobs it was not told about (default
+	// 1 s; 5 s on PostgreSQL, where LISTEN/NOTIFY wakes workers at once and polling is only a
+	// fallback). Local enqueues always wake workers at once.
 	PollInterval time.Duration
 	// PollOnly stops this client from listening for pushed notifications (PostgreSQL
 	// LISTEN/NOTIFY), for databases behind a connection pooler in transaction mode. Workers

@@ -51,7 +51,8 @@ type Config struct {
 	// LeaseDuration is the lease a claim takes; it is extended every third of it (default 30 s).
 	LeaseDuration time.Duration
 	// PollInterval is how often an idle producer looks for work it was not told about, such as
-	// jobs enqueued by another process (default 1 s).
+	// jobs enqueued by another process (default 1 s, or 5 s when the store pushes
+	// notifications and PollOnly is off: polling is then only a fallback).
 	PollInterval time.Duration
 	// ClaimCoalesce is how long a busy producer waits for more free slots before claiming fewer
 	// than a quarter of its capacity (default 1 ms). Enqueue wake-ups never wait.
@@ -103,6 +104,9 @@ func (c Config) withDefaults() Config {
 		c.ClaimBatch = 200
 	}
 	def(&c.LeaseDuration, 30*time.Second)
+	if _, pushes := c.Store.(store.Notifier); c.PollInterval == 0 && pushes && !c.PollOnly {
+		c.PollInterval = 5 * time.Second // only a fallback: the store pushes new work
+	}
 	def(&c.PollInterval, time.Second)
 	def(&c.ClaimCoalesce, time.Millisecond)
 	def(&c.PromoteInterval, time.Second)
