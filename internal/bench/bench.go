@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
@@ -17,7 +15,6 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper"
-	"github.com/hopperjobs/hopper/sqlitestore"
 )
 
 // Config says what to measure. Zero fields take the defaults in their comments.
@@ -33,10 +30,13 @@ type Config struct {
 	LatencyJobs int
 	// Rate is the enqueues per second of the latency phase (default 200).
 	Rate int
-	// Database is the SQLite file; empty uses a fresh file in a temporary directory.
+	// Database is the SQLite file, or a postgres:// URL (the run then uses a fresh schema,
+	// dropped afterwards); empty uses a fresh SQLite file in a temporary directory.
 	Database string
 	// Synchronous is SQLite's synchronous setting (default FULL).
 	Synchronous string
+	// Conns bounds the PostgreSQL connection pool (default 16).
+	Conns int
 }
 
 // Result is what one run measured. The JSON names are stable: scripts read them.
@@ -51,7 +51,7 @@ type Result struct {
 	LatencyRate   int     `json:"latency_rate"`
 	AllocPerJob   float64 `json:"alloc_bytes_per_job"`
 	Store         string  `json:"store"`
-	Synchronous   string  `json:"synchronous"`
+	Durability    string  `json:"durability"`
 	CPUs          int     `json:"cpus"`
 	GoVersion     string  `json:"go_version"`
 }
@@ -70,6 +70,7 @@ func (c Config) withDefaults() Config {
 	if c.Synchronous == "" {
 		c.Synchronous = "FULL"
 	}
+	def(&c.Conns, 16)
 	return c
 }
 
@@ -102,21 +103,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	path := cfg.Database
-	if path == "" {
-		dir, err := os.MkdirTemp("", "hopper-bench-")
-		if err != nil {
-			return nil, err
-		}
-		defer os.RemoveAll(dir)
-		path = filepath.Join(dir, "bench.db")
-	}
-	st, err := sqlitestore.Open(ctx, sqlitestore.Config{Path: path, Synchronous: cfg.Synchronous})
+	st, storeName, cleanup, err := openStore(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	defer st.Close()
-	res := &Result{Jobs: cfg.Jobs, Workers: cfg.Workers, Store: "sqlite", Synchronous: cfg.Synchronous,
+	defer cleanup()
+	durability := "synchronous=" + cfg.Synchronous
+	if IsPostgres(cfg.Database) {
+		durability = postgresDurability(ctx, cfg.Database)
+	}
+	res := &Result{Jobs: cfg.Jobs, Workers: cfg.Workers, Store: storeName, Durability: durability,
 		CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), LatencyRate: cfg.Rate}
 	if err := throughput(ctx, cfg, st, res); err != nil {
 		return nil, err

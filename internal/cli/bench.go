@@ -16,11 +16,12 @@ func newBenchCmd() *cobra.Command {
 		Long: `bench enqueues --jobs no-op jobs in batches, works them with --workers workers and
 reports the enqueue rate and the throughput (all outcomes durable). Then it enqueues
 --latency-jobs jobs one by one at --rate per second and reports the enqueue→start latency.
-It uses a fresh SQLite file in a temporary directory unless --bench-db is given.`,
+It uses a fresh SQLite file in a temporary directory unless --bench-db is given, or, with
+--database postgres://…, a fresh schema on that server, dropped afterwards.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if _, err := databasePath(cmd); err != nil {
-				return err // refuses PostgreSQL URLs until that store exists
+			if db, _ := cmd.Flags().GetString(flagDatabase); bench.IsPostgres(db) {
+				cfg.Database = db // a fresh schema on that server, dropped afterwards
 			}
 			if err := cfg.Validate(); err != nil {
 				return usageErrorf("%v", err)
@@ -34,7 +35,7 @@ It uses a fresh SQLite file in a temporary directory unless --bench-db is given.
 				fmt.Fprintln(out, string(res.JSON()))
 				return nil
 			}
-			fmt.Fprintf(out, "store            %s (synchronous=%s), %d CPUs, %s\n", res.Store, res.Synchronous, res.CPUs, res.GoVersion)
+			fmt.Fprintf(out, "store            %s (%s), %d CPUs, %s\n", res.Store, res.Durability, res.CPUs, res.GoVersion)
 			fmt.Fprintf(out, "jobs             %d no-op jobs, %d workers\n", res.Jobs, res.Workers)
 			fmt.Fprintf(out, "enqueue          %.0f jobs/s (batches of %d)\n", res.EnqueuePerSec, cfg.Batch)
 			fmt.Fprintf(out, "throughput       %.0f jobs/s\n", res.JobsPerSec)
@@ -52,6 +53,7 @@ It uses a fresh SQLite file in a temporary directory unless --bench-db is given.
 	f.IntVar(&cfg.Batch, "batch", 1000, "enqueue batch size of the throughput phase")
 	f.IntVar(&cfg.LatencyJobs, "latency-jobs", 1000, "jobs of the latency phase (-1 skips it)")
 	f.IntVar(&cfg.Rate, "rate", 200, "enqueues per second of the latency phase")
+	f.IntVar(&cfg.Conns, "conns", 16, "PostgreSQL connection pool size")
 	f.StringVar(&cfg.Synchronous, "synchronous", "FULL", "SQLite synchronous setting: FULL or NORMAL")
 	f.StringVar(&cfg.Database, "bench-db", "", "SQLite file to use (default: a fresh temporary file)")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")

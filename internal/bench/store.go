@@ -1,0 +1,89 @@
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/hopperjobs/hopper"
+	"github.com/hopperjobs/hopper/pgstore"
+	"github.com/hopperjobs/hopper/sqlitestore"
+	"github.com/jackc/pgx/v5"
+)
+
+// IsPostgres reports whether a --database value names a PostgreSQL server.
+func IsPostgres(db string) bool {
+	return strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://")
+}
+
+// openStore opens the store the run measures and returns a cleanup that closes it and removes
+// what the run created (a temporary SQLite file, a PostgreSQL schema).
+func openStore(ctx context.Context, cfg Config) (hopper.Store, string, func(), error) {
+	if IsPostgres(cfg.Database) {
+		return openPostgres(ctx, cfg)
+	}
+	path, dir := cfg.Database, ""
+	if path == "" {
+		var err error
+		if dir, err = os.MkdirTemp("", "hopper-bench-"); err != nil {
+			return nil, "", nil, err
+		}
+		path = filepath.Join(dir, "bench.db")
+	}
+	st, err := sqlitestore.Open(ctx, sqlitestore.Config{Path: path, Synchronous: cfg.Synchronous})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, "", nil, err
+	}
+	return st, "sqlite", func() {
+		st.Close()
+		if dir != "" {
+			os.RemoveAll(dir)
+		}
+	}, nil
+}
+
+func openPostgres(ctx context.Context, cfg Config) (hopper.Store, string, func(), error) {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	schema := "hopper_bench_" + hex.EncodeToString(b)
+	st, err := pgstore.Open(ctx, pgstore.Config{URL: cfg.Database, Schema: schema, MaxConns: cfg.Conns})
+	if err != nil {
+		return nil, "", nil, errors.Join(err, dropSchema(cfg.Database, schema))
+	}
+	return st, "postgres", func() {
+		st.Close()
+		_ = dropSchema(cfg.Database, schema)
+	}, nil
+}
+
+// postgresDurability reads the server's commit durability setting, for the report.
+func postgresDurability(ctx context.Context, url string) string {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return "unknown"
+	}
+	defer conn.Close(ctx)
+	var sync, fsync string
+	if err := conn.QueryRow(ctx, `SELECT current_setting('synchronous_commit'), current_setting('fsync')`).Scan(&sync, &fsync); err != nil {
+		return "unknown"
+	}
+	return "synchronous_commit=" + sync + " fsync=" + fsync
+}
+
+func dropSchema(url, schema string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
+	return err
+}

@@ -1,0 +1,208 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/store"
+	"github.com/jackc/pgx/v5"
+)
+
+// queuePauseSQL stores a queue's pause flag; resuming wakes the queue's workers everywhere.
+const queuePauseSQL = `WITH q AS (
+	INSERT INTO {schema}.queues (name, paused, updated_at) VALUES ($2, $3, coalesce($1::timestamptz, now()))
+	ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at
+	RETURNING name, paused
+)
+SELECT count(pg_notify($4, 'q:' || name)) FROM q WHERE NOT paused`
+
+// QueueSetPaused pauses or resumes a queue.
+func (s *Store) QueueSetPaused(ctx context.Context, queue string, paused bool) error {
+	if _, err := s.pool.Exec(ctx, s.sql(queuePauseSQL), s.nowArg(), queue, paused, s.channel); err != nil {
+		return s.wrap(err, "set queue %q paused=%v", queue, paused)
+	}
+	return nil
+}
+
+// QueueList returns the stored queue settings, by name.
+func (s *Store) QueueList(ctx context.Context) ([]*store.QueueSettings, error) {
+	rs, err := s.pool.Query(ctx, s.sql(`SELECT name, paused FROM {schema}.queues ORDER BY name COLLATE "C"`))
+	if err != nil {
+		return nil, s.wrap(err, "list queues")
+	}
+	out, err := pgx.CollectRows(rs, func(r pgx.CollectableRow) (*store.QueueSettings, error) {
+		q := &store.QueueSettings{}
+		return q, r.Scan(&q.Name, &q.Paused)
+	})
+	if err != nil {
+		return nil, s.wrap(err, "list queues")
+	}
+	return out, nil
+}
+
+// NodeHeartbeat registers the node or refreshes its heartbeat (its start time is kept).
+func (s *Store) NodeHeartbeat(ctx context.Context, n *hoppertype.Node) error {
+	_, err := s.pool.Exec(ctx, s.sql(`INSERT INTO {schema}.nodes (id, host, pid, started_at, heartbeat_at)
+		VALUES ($2, $3, $4, coalesce($5, $1::timestamptz, now()), coalesce($1::timestamptz, now()))
+		ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at`),
+		s.nowArg(), n.ID, n.Host, n.PID, nullTime(n.StartedAt))
+	if err != nil {
+		return s.wrap(err, "node %s heartbeat", n.ID)
+	}
+	return nil
+}
+
+// NodeList returns the registered nodes, oldest first.
+func (s *Store) NodeList(ctx context.Context) ([]*hoppertype.Node, error) {
+	rs, err := s.pool.Query(ctx, s.sql(`SELECT id, host, pid, started_at, heartbeat_at FROM {schema}.nodes
+		ORDER BY started_at, id COLLATE "C"`))
+	if err != nil {
+		return nil, s.wrap(err, "list nodes")
+	}
+	out, err := pgx.CollectRows(rs, func(r pgx.CollectableRow) (*hoppertype.Node, error) {
+		n := &hoppertype.Node{}
+		err := r.Scan(&n.ID, &n.Host, &n.PID, &n.StartedAt, &n.HeartbeatAt)
+		n.StartedAt, n.HeartbeatAt = n.StartedAt.UTC(), n.HeartbeatAt.UTC()
+		return n, err
+	})
+	if err != nil {
+		return nil, s.wrap(err, "list nodes")
+	}
+	return out, nil
+}
+
+// NodeRemove deregisters a node.
+func (s *Store) NodeRemove(ctx context.Context, id string) error {
+	if _, err := s.pool.Exec(ctx, s.sql(`DELETE FROM {schema}.nodes WHERE id = $1`), id); err != nil {
+		return s.wrap(err, "remove node %s", id)
+	}
+	return nil
+}
+
+// leaderSQL takes the lease when it is free or expired, renews it for its holder, and leaves
+// it alone otherwise. The update is unconditional (it may rewrite the row unchanged) so that
+// RETURNING always yields the current holder, also after waiting for a concurrent election:
+// a conditional ON CONFLICT … WHERE would return nothing, and a second SELECT could read a
+// stale holder from the statement's snapshot.
+const leaderSQL = `INSERT INTO {schema}.leader AS l (id, node_id, term, expires_at)
+VALUES (1, $2, 1, coalesce($1::timestamptz, now()) + $3 * interval '1 microsecond')
+ON CONFLICT (id) DO UPDATE SET
+	term = CASE WHEN l.node_id = excluded.node_id THEN l.term
+	            WHEN l.expires_at <= coalesce($1::timestamptz, now()) THEN l.term + 1
+	            ELSE l.term END,
+	expires_at = CASE WHEN l.node_id = excluded.node_id OR l.expires_at <= coalesce($1::timestamptz, now())
+	                  THEN excluded.expires_at ELSE l.expires_at END,
+	node_id = CASE WHEN l.expires_at <= coalesce($1::timestamptz, now()) THEN excluded.node_id ELSE l.node_id END
+RETURNING node_id, term, expires_at`
+
+// LeaderElect takes or renews the leader lease and returns the holder. Expiry is judged on the
+// database clock (or Config.Clock), and the term is issued by the database.
+func (s *Store) LeaderElect(ctx context.Context, p *store.LeaderParams) (*hoppertype.Leadership, error) {
+	var l hoppertype.Leadership
+	err := s.pool.QueryRow(ctx, s.sql(leaderSQL), s.nowArg(), p.NodeID, micros(p.TTL)).Scan(&l.NodeID, &l.Term, &l.ExpiresAt)
+	if err != nil {
+		return nil, s.wrap(err, "elect leader")
+	}
+	l.ExpiresAt = l.ExpiresAt.UTC()
+	return &l, nil
+}
+
+// LeaderResign ends nodeID's lease at once, so another node can take it.
+func (s *Store) LeaderResign(ctx context.Context, nodeID string) error {
+	_, err := s.pool.Exec(ctx, s.sql(`UPDATE {schema}.leader SET expires_at = coalesce($1::timestamptz, now())
+		WHERE node_id = $2 AND expires_at > coalesce($1::timestamptz, now())`), s.nowArg(), nodeID)
+	if err != nil {
+		return s.wrap(err, "resign leadership of %s", nodeID)
+	}
+	return nil
+}
+
+// rescueDeadSQL requeues the running jobs of nodes whose heartbeat is older than $2 and
+// deregisters those nodes once none of their jobs is left running (a job skipped because
+// another transaction holds it keeps its node for the next pass).
+const rescueDeadSQL = `WITH dead AS MATERIALIZED (
+	SELECT id FROM {schema}.nodes
+	WHERE heartbeat_at <= coalesce($1::timestamptz, now()) - $2 * interval '1 microsecond'
+), picked AS MATERIALIZED (
+	SELECT id FROM {schema}.jobs
+	WHERE state = 'running' AND worker_id IN (SELECT id FROM dead)
+	LIMIT $3
+	FOR UPDATE SKIP LOCKED
+), rescued AS (
+	UPDATE {schema}.jobs j SET
+		state = 'queued', version = j.version + 1, attempt = j.attempt - 1,
+		updated_at = coalesce($1::timestamptz, now()), worker_id = NULL, lease_expires_at = NULL,
+		last_actor = 'leader', last_reason = 'node dead', last_outcome = 'lease_expired',
+		last_error = 'node ' || j.worker_id || ' stopped heartbeating', last_stack = NULL
+	FROM picked WHERE j.id = picked.id
+	RETURNING j.id, j.queue
+), removed AS (
+	DELETE FROM {schema}.nodes n
+	WHERE n.id IN (SELECT id FROM dead)
+	  AND NOT EXISTS (SELECT 1 FROM {schema}.jobs r WHERE r.state = 'running' AND r.worker_id = n.id
+	                  AND r.id NOT IN (SELECT id FROM rescued))
+)
+SELECT id, queue FROM rescued`
+
+// JobRescueDeadNodes requeues the running jobs of nodes that stopped heartbeating.
+func (s *Store) JobRescueDeadNodes(ctx context.Context, p *store.RescueDeadParams) (*store.RescueResult, error) {
+	if p.NodeTTL <= 0 {
+		return nil, errors.New("rescue dead nodes: NodeTTL must be positive")
+	}
+	rs, err := s.pool.Query(ctx, s.sql(rescueDeadSQL), s.nowArg(), micros(p.NodeTTL), limitOr(p.Limit, 1000))
+	if err != nil {
+		return nil, s.wrap(err, "rescue jobs of dead nodes")
+	}
+	res := &store.RescueResult{}
+	if res.JobIDs, res.Queues, err = idsAndQueues(rs); err != nil {
+		return nil, s.wrap(err, "rescue jobs of dead nodes")
+	}
+	return res, nil
+}
+
+// LimitSet sets or removes a fleet-wide cap.
+func (s *Store) LimitSet(ctx context.Context, p *store.LimitParams) error {
+	var query string
+	args := []any{s.nowArg(), p.Name, p.MaxRunning}
+	switch {
+	case p.Scope == store.LimitQueue && p.MaxRunning > 0:
+		query = `INSERT INTO {schema}.queues (name, max_running, updated_at) VALUES ($2, $3, coalesce($1::timestamptz, now()))
+			ON CONFLICT (name) DO UPDATE SET max_running = excluded.max_running, updated_at = excluded.updated_at`
+	case p.Scope == store.LimitQueue:
+		query, args = `UPDATE {schema}.queues SET max_running = NULL, updated_at = coalesce($1::timestamptz, now())
+			WHERE name = $2`, args[:2]
+	case p.Scope == store.LimitKind && p.MaxRunning > 0:
+		query = `INSERT INTO {schema}.kind_limits (kind, max_running, updated_at) VALUES ($2, $3, coalesce($1::timestamptz, now()))
+			ON CONFLICT (kind) DO UPDATE SET max_running = excluded.max_running, updated_at = excluded.updated_at`
+	case p.Scope == store.LimitKind:
+		query, args = `DELETE FROM {schema}.kind_limits WHERE kind = $1`, []any{p.Name}
+	default:
+		return fmt.Errorf("set limit: unknown scope %q", p.Scope)
+	}
+	if _, err := s.pool.Exec(ctx, s.sql(query), args...); err != nil {
+		return s.wrap(err, "set %s limit of %q", p.Scope, p.Name)
+	}
+	return nil
+}
+
+// LimitList returns every cap, queues first, by name.
+func (s *Store) LimitList(ctx context.Context) ([]*store.LimitParams, error) {
+	rs, err := s.pool.Query(ctx, s.sql(`SELECT 'queue', name COLLATE "C", max_running FROM {schema}.queues WHERE max_running IS NOT NULL
+		UNION ALL SELECT 'kind', kind COLLATE "C", max_running FROM {schema}.kind_limits ORDER BY 1 DESC, 2`))
+	if err != nil {
+		return nil, s.wrap(err, "list limits")
+	}
+	out, err := pgx.CollectRows(rs, func(r pgx.CollectableRow) (*store.LimitParams, error) {
+		l := &store.LimitParams{}
+		var scope string
+		err := r.Scan(&scope, &l.Name, &l.MaxRunning)
+		l.Scope = store.LimitScope(scope)
+		return l, err
+	})
+	if err != nil {
+		return nil, s.wrap(err, "list limits")
+	}
+	return out, nil
+}

@@ -1,0 +1,189 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/jobstate"
+	"github.com/hopperjobs/hopper/internal/store"
+)
+
+// finishSQL ends a batch of running attempts in one statement. The token fences each item: a
+// stale token matches no row. RETURNING names the items (by ordinal) that matched; a job named
+// twice in one batch is finished once, and the second item's lease is lost, as in SQLite.
+const finishSQL = `UPDATE {schema}.jobs AS j SET
+	state = u.state, version = j.version + 1, attempt = j.attempt - u.give_back,
+	run_at = coalesce(u.run_at, j.run_at), worker_id = NULL, lease_expires_at = NULL,
+	updated_at = clk.now,
+	finished_at = CASE WHEN u.state IN ('completed', 'failed', 'canceled') THEN clk.now END,
+	result = coalesce(u.result, j.result), last_error = u.error, last_outcome = u.outcome,
+	last_stack = u.stack, last_actor = u.actor, last_reason = u.reason,
+	checkpoint = coalesce(u.checkpoint, j.checkpoint), expires_at = coalesce(u.expires_at, j.expires_at),
+	deadline_at = u.deadline_at
+FROM unnest($2::int[], $3::text[], $4::bigint[], $5::text[], $6::int[], $7::timestamptz[],
+	$8::bytea[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::bytea[],
+	$15::timestamptz[], $16::timestamptz[])
+	AS u(ord, id, token, state, give_back, run_at, result, error, outcome, stack, actor, reason,
+	     checkpoint, expires_at, deadline_at),
+	(SELECT coalesce($1::timestamptz, now()) AS now) clk
+WHERE j.id = u.id AND j.token = u.token AND j.state = 'running'
+RETURNING u.ord`
+
+// JobFinishMany ends running attempts in one statement. Items the state machine refuses get
+// ErrInvalidTransition without reaching the database; stale tokens get ErrLeaseLost.
+func (s *Store) JobFinishMany(ctx context.Context, params []*store.FinishParams) ([]error, error) {
+	errs := make([]error, len(params))
+	var valid []int
+	for i, p := range params {
+		if err := jobstate.Check(hoppertype.StateRunning, p.State); err != nil {
+			errs[i] = err
+			continue
+		}
+		valid = append(valid, i)
+	}
+	if len(valid) == 0 {
+		return errs, nil
+	}
+	// Rows are locked in id order, so two batches can't deadlock on each other.
+	sort.SliceStable(valid, func(a, b int) bool { return params[valid[a]].ID < params[valid[b]].ID })
+	a := &finishArrays{}
+	for _, i := range valid {
+		a.add(i, params[i])
+	}
+	rs, err := s.pool.Query(ctx, s.sql(finishSQL), append([]any{s.nowArg()}, a.args()...)...)
+	if err != nil {
+		return nil, s.wrap(err, "finish jobs")
+	}
+	matched, err := ordinals(rs)
+	if err != nil {
+		return nil, s.wrap(err, "finish jobs")
+	}
+	for _, i := range valid {
+		if !matched[i] {
+			errs[i] = fmt.Errorf("job %s token %d: %w", params[i].ID, params[i].Token, store.ErrLeaseLost)
+		}
+	}
+	return errs, nil
+}
+
+type finishArrays struct {
+	ords, giveBack                []int32
+	ids, states, outcomes, actors []string
+	tokens                        []int64
+	runAt, expiresAt, deadlineAt  []*time.Time
+	results, checkpoints          [][]byte
+	errors, stacks, reasons       []*string
+}
+
+func (a *finishArrays) add(i int, p *store.FinishParams) {
+	giveBack := int32(0)
+	if p.GiveBack {
+		giveBack = 1
+	}
+	a.ords, a.giveBack = append(a.ords, int32(i)), append(a.giveBack, giveBack)
+	a.ids, a.tokens, a.states = append(a.ids, p.ID), append(a.tokens, p.Token), append(a.states, string(p.State))
+	a.runAt, a.results = append(a.runAt, nullTime(p.RunAt)), append(a.results, nullBytes(p.Result))
+	a.errors, a.outcomes = append(a.errors, nullStr(p.Error)), append(a.outcomes, string(p.Outcome))
+	a.stacks, a.actors = append(a.stacks, nullStr(p.Stack)), append(a.actors, string(p.Actor))
+	a.reasons, a.checkpoints = append(a.reasons, nullStr(p.Reason)), append(a.checkpoints, nullBytes(p.Checkpoint))
+	a.expiresAt, a.deadlineAt = append(a.expiresAt, nullTime(p.ExpiresAt)), append(a.deadlineAt, nullTime(p.DeadlineAt))
+}
+
+// args returns the arrays in finishSQL's parameter order ($2–$16).
+func (a *finishArrays) args() []any {
+	return []any{a.ords, a.ids, a.tokens, a.states, a.giveBack, a.runAt, a.results, a.errors,
+		a.outcomes, a.stacks, a.actors, a.reasons, a.checkpoints, a.expiresAt, a.deadlineAt}
+}
+
+// ordinals reads a column of item ordinals into a set.
+func ordinals(rs rows) (map[int]bool, error) {
+	defer rs.Close()
+	out := map[int]bool{}
+	for rs.Next() {
+		var ord int32
+		if err := rs.Scan(&ord); err != nil {
+			return nil, err
+		}
+		out[int(ord)] = true
+	}
+	return out, rs.Err()
+}
+
+// extendSQL moves a batch of leases to now + each item's duration.
+const extendSQL = `UPDATE {schema}.jobs AS j
+SET lease_expires_at = clk.now + u.duration_us * interval '1 microsecond'
+FROM unnest($2::text[], $3::bigint[], $4::bigint[]) AS u(id, token, duration_us),
+	(SELECT coalesce($1::timestamptz, now()) AS now) clk
+WHERE j.id = u.id AND j.token = u.token AND j.state = 'running'
+RETURNING j.id, j.token`
+
+type lease struct {
+	id    string
+	token int64
+}
+
+// JobExtendLeases moves each lease's expiry to now + Duration, in one statement.
+func (s *Store) JobExtendLeases(ctx context.Context, params []*store.ExtendParams) ([]error, error) {
+	errs := make([]error, len(params))
+	if len(params) == 0 {
+		return errs, nil
+	}
+	order := make([]int, len(params))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return params[order[a]].ID < params[order[b]].ID })
+	ids, tokens, durations := make([]string, len(params)), make([]int64, len(params)), make([]int64, len(params))
+	for n, i := range order {
+		ids[n], tokens[n], durations[n] = params[i].ID, params[i].Token, micros(params[i].Duration)
+	}
+	rs, err := s.pool.Query(ctx, s.sql(extendSQL), s.nowArg(), ids, tokens, durations)
+	if err != nil {
+		return nil, s.wrap(err, "extend leases")
+	}
+	defer rs.Close()
+	held := map[lease]bool{}
+	for rs.Next() {
+		var l lease
+		if err := rs.Scan(&l.id, &l.token); err != nil {
+			return nil, s.wrap(err, "extend leases")
+		}
+		held[l] = true
+	}
+	if err := rs.Err(); err != nil {
+		return nil, s.wrap(err, "extend leases")
+	}
+	for i, p := range params {
+		if !held[lease{p.ID, p.Token}] {
+			errs[i] = fmt.Errorf("job %s token %d: %w", p.ID, p.Token, store.ErrLeaseLost)
+		}
+	}
+	return errs, nil
+}
+
+// JobHeartbeat records a sign of life of a running attempt.
+func (s *Store) JobHeartbeat(ctx context.Context, p *store.HeartbeatParams) error {
+	return s.touch(ctx, p.ID, p.Token, `UPDATE {schema}.jobs SET heartbeat_at = coalesce($1::timestamptz, now())
+		WHERE id = $2 AND token = $3 AND state = 'running'`)
+}
+
+// JobProgress stores clamped progress and counts as a heartbeat.
+func (s *Store) JobProgress(ctx context.Context, p *store.ProgressParams) error {
+	return s.touch(ctx, p.ID, p.Token, `UPDATE {schema}.jobs SET heartbeat_at = coalesce($1::timestamptz, now()),
+		progress_percent = $4, progress_message = $5 WHERE id = $2 AND token = $3 AND state = 'running'`,
+		store.ClampPercent(p.Percent), nullStr(p.Message))
+}
+
+func (s *Store) touch(ctx context.Context, id string, token int64, query string, extra ...any) error {
+	tag, err := s.pool.Exec(ctx, s.sql(query), append([]any{s.nowArg(), id, token}, extra...)...)
+	if err != nil {
+		return s.wrap(err, "update job %s", id)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("job %s token %d: %w", id, token, store.ErrLeaseLost)
+	}
+	return nil
+}

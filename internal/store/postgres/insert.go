@@ -1,0 +1,254 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/store"
+)
+
+// insertSQL inserts a batch from arrays (one round trip for any number of jobs) and returns
+// the new rows followed by the existing jobs that idempotency keys named ($18).
+const insertSQL = `WITH clk AS (SELECT coalesce($1::timestamptz, now()) AS now),
+ins AS (
+	INSERT INTO {schema}.jobs (id, kind, queue, priority, args, headers, state, max_attempts, run_at,
+		timeout_us, retry_policy, idempotency_key, group_key, merge_key, schedule_id, last_actor,
+		last_reason, created_at, updated_at)
+	SELECT t.id, t.kind, t.queue, t.priority, t.args, t.headers::json,
+		CASE WHEN t.run_at > clk.now THEN 'scheduled' ELSE 'queued' END, t.max_attempts,
+		CASE WHEN t.run_at > clk.now THEN t.run_at ELSE clk.now END, t.timeout_us,
+		t.retry_policy::jsonb, t.key, t.group_key, t.merge_key, t.schedule_id, t.actor, t.reason,
+		clk.now, clk.now
+	FROM unnest($2::text[], $3::text[], $4::text[], $5::int[], $6::bytea[], $7::text[],
+		$8::timestamptz[], $9::int[], $10::bigint[], $11::text[], $12::text[], $13::text[],
+		$14::text[], $15::text[], $16::text[], $17::text[])
+		AS t(id, kind, queue, priority, args, headers, run_at, max_attempts, timeout_us,
+		     retry_policy, key, group_key, merge_key, schedule_id, actor, reason), clk
+	RETURNING ` + cols + `)
+SELECT ` + cols + ` FROM ins
+UNION ALL
+SELECT ` + cols + ` FROM {schema}.jobs WHERE id = ANY($18::text[])`
+
+// claimKeysSQL takes each idempotency key for its job unless a live key holds it. The update
+// is unconditional (it rewrites a live key unchanged) so that RETURNING always yields the key's
+// current holder, even one committed by a concurrent transaction this statement waited for.
+const claimKeysSQL = `INSERT INTO {schema}.idempotency_keys AS k (key, job_id, payload_hash, expires_at)
+SELECT t.key, t.job_id, t.hash, coalesce($1::timestamptz, now()) + t.ttl_us * interval '1 microsecond'
+FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[]) AS t(key, job_id, hash, ttl_us)
+ON CONFLICT (key) DO UPDATE SET
+	job_id = CASE WHEN k.expires_at <= coalesce($1::timestamptz, now()) THEN excluded.job_id ELSE k.job_id END,
+	payload_hash = CASE WHEN k.expires_at <= coalesce($1::timestamptz, now()) THEN excluded.payload_hash ELSE k.payload_hash END,
+	expires_at = CASE WHEN k.expires_at <= coalesce($1::timestamptz, now()) THEN excluded.expires_at ELSE k.expires_at END
+RETURNING key, job_id, payload_hash`
+
+// JobInsertMany inserts every job in one statement, all or none. A batch with idempotency
+// keys takes a transaction of two statements: claim the keys, then insert.
+func (s *Store) JobInsertMany(ctx context.Context, params []*store.InsertParams) ([]*store.InsertResult, error) {
+	return s.insertMany(ctx, pgxDB{s.pool}, params)
+}
+
+func (s *Store) insertMany(ctx context.Context, d db, params []*store.InsertParams) ([]*store.InsertResult, error) {
+	if len(params) == 0 {
+		return nil, nil
+	}
+	plan, err := planInsert(params)
+	if err != nil {
+		return nil, fmt.Errorf("insert jobs: %w", err)
+	}
+	if len(plan.firstOfKey) == 0 {
+		err = s.insertPlanned(ctx, d, plan)
+	} else {
+		err = s.insertKeyed(ctx, d, plan)
+	}
+	if err != nil {
+		return nil, s.wrap(err, "insert jobs")
+	}
+	return plan.results, nil
+}
+
+// insertPlan is a batch on its way in. Items sharing an idempotency key resolve to the first
+// of them: keyed[i] is the index of the item whose key decides item i's job.
+type insertPlan struct {
+	params     []*store.InsertParams
+	hashes     []string
+	keyed      []int          // -1 when item i has no key
+	firstOfKey map[string]int // key → first item with it
+	existing   map[int]string // first-of-key item → the live job its key names
+	results    []*store.InsertResult
+}
+
+// planInsert groups items by idempotency key. Two items of one batch with one key and
+// different payloads are ErrDuplicate before anything is written.
+func planInsert(params []*store.InsertParams) (*insertPlan, error) {
+	p := &insertPlan{
+		params: params, hashes: make([]string, len(params)), keyed: make([]int, len(params)),
+		firstOfKey: map[string]int{}, existing: map[int]string{},
+		results: make([]*store.InsertResult, len(params)),
+	}
+	for i, ip := range params {
+		p.keyed[i] = -1
+		if ip.IdempotencyKey == "" {
+			continue
+		}
+		p.hashes[i] = store.PayloadHash(ip.Kind, ip.Args)
+		first, seen := p.firstOfKey[ip.IdempotencyKey]
+		if !seen {
+			p.firstOfKey[ip.IdempotencyKey] = i
+			first = i
+		} else if p.hashes[first] != p.hashes[i] {
+			return nil, fmt.Errorf("idempotency key %q names job %s: %w", ip.IdempotencyKey, params[first].ID, store.ErrDuplicate)
+		}
+		p.keyed[i] = first
+	}
+	return p, nil
+}
+
+// insertKeyed claims the batch's keys and inserts in one atomic unit.
+func (s *Store) insertKeyed(ctx context.Context, d db, plan *insertPlan) error {
+	tx, err := d.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after commit
+	if err := s.claimKeys(ctx, tx, plan); err != nil {
+		return err
+	}
+	if err := s.insertPlanned(ctx, tx, plan); err != nil {
+		return err
+	}
+	return tx.commit(ctx)
+}
+
+// claimKeys records, for each key, whether this batch took it or a live job holds it.
+func (s *Store) claimKeys(ctx context.Context, d db, plan *insertPlan) error {
+	keys := make([]string, 0, len(plan.firstOfKey))
+	for k := range plan.firstOfKey {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys) // one lock order for every batch: no deadlocks between them
+	jobIDs, hashes, ttls := make([]string, len(keys)), make([]string, len(keys)), make([]int64, len(keys))
+	for n, k := range keys {
+		i := plan.firstOfKey[k]
+		jobIDs[n], hashes[n], ttls[n] = plan.params[i].ID, plan.hashes[i], micros(plan.params[i].IdempotencyTTL)
+	}
+	rs, err := d.query(ctx, s.sql(claimKeysSQL), s.nowArg(), keys, jobIDs, hashes, ttls)
+	if err != nil {
+		return fmt.Errorf("claim idempotency keys: %w", err)
+	}
+	defer rs.Close()
+	for rs.Next() {
+		var key, jobID, hash string
+		if err := rs.Scan(&key, &jobID, &hash); err != nil {
+			return fmt.Errorf("claim idempotency keys: %w", err)
+		}
+		i := plan.firstOfKey[key]
+		switch {
+		case jobID == plan.params[i].ID:
+		case hash != plan.hashes[i]:
+			return fmt.Errorf("idempotency key %q names job %s: %w", key, jobID, store.ErrDuplicate)
+		default:
+			plan.existing[i] = jobID
+		}
+	}
+	if err := rs.Err(); err != nil {
+		return fmt.Errorf("claim idempotency keys: %w", err)
+	}
+	return nil
+}
+
+// insertPlanned inserts the items that make new jobs and reads the jobs live keys named.
+func (s *Store) insertPlanned(ctx context.Context, d db, plan *insertPlan) error {
+	a := &insertArrays{}
+	var existingIDs []string
+	for i, p := range plan.params {
+		switch first := plan.keyed[i]; {
+		case first >= 0 && first != i:
+			continue // resolved with its key's first item
+		case first >= 0 && plan.existing[i] != "":
+			existingIDs = append(existingIDs, plan.existing[i])
+		default:
+			a.add(p)
+		}
+	}
+	rs, err := d.query(ctx, s.sql(insertSQL), append([]any{s.nowArg()}, append(a.args(), existingIDs)...)...)
+	if err != nil {
+		return err
+	}
+	jobs, err := scanJobs(rs)
+	if err != nil {
+		return err
+	}
+	return plan.resolve(jobs)
+}
+
+// resolve fills in the results from the rows the insert returned.
+func (plan *insertPlan) resolve(jobs []*hoppertype.JobRow) error {
+	byID := make(map[string]*hoppertype.JobRow, len(jobs))
+	for _, j := range jobs {
+		byID[j.ID] = j
+	}
+	for i, p := range plan.params {
+		first := plan.keyed[i]
+		switch {
+		case first < 0:
+			plan.results[i] = &store.InsertResult{Job: byID[p.ID]}
+		case plan.existing[first] != "":
+			plan.results[i] = &store.InsertResult{Job: byID[plan.existing[first]], Existing: true}
+		default:
+			plan.results[i] = &store.InsertResult{Job: byID[plan.params[first].ID], Existing: first != i}
+		}
+		if plan.results[i].Job == nil {
+			return fmt.Errorf("job %s (item %d) missing after insert", p.ID, i)
+		}
+	}
+	return nil
+}
+
+// insertArrays holds a batch column by column, for unnest.
+type insertArrays struct {
+	ids, kinds, queues, actors                                  []string
+	priorities, maxAttempts                                     []int32
+	payloads                                                    [][]byte
+	headers, policies, keys, groups, merges, schedules, reasons []*string
+	runAt                                                       []*time.Time
+	timeouts                                                    []int64
+}
+
+func (a *insertArrays) add(p *store.InsertParams) {
+	a.ids, a.kinds, a.queues = append(a.ids, p.ID), append(a.kinds, p.Kind), append(a.queues, p.Queue)
+	a.priorities, a.maxAttempts = append(a.priorities, int32(p.Priority)), append(a.maxAttempts, int32(p.MaxAttempts))
+	a.payloads = append(a.payloads, []byte(p.Args))
+	a.headers, a.policies = append(a.headers, encodeHeaders(p.Headers)), append(a.policies, encodePolicy(p.RetryPolicy))
+	a.runAt, a.timeouts = append(a.runAt, nullTime(p.RunAt)), append(a.timeouts, micros(p.Timeout))
+	a.keys, a.groups = append(a.keys, nullStr(p.IdempotencyKey)), append(a.groups, nullStr(p.GroupKey))
+	a.merges, a.schedules = append(a.merges, nullStr(p.MergeKey)), append(a.schedules, nullStr(p.ScheduleID))
+	a.actors, a.reasons = append(a.actors, string(p.Actor)), append(a.reasons, nullStr(p.Reason))
+}
+
+// args returns the arrays in insertSQL's parameter order ($2–$17).
+func (a *insertArrays) args() []any {
+	return []any{a.ids, a.kinds, a.queues, a.priorities, a.payloads, a.headers, a.runAt, a.maxAttempts,
+		a.timeouts, a.policies, a.keys, a.groups, a.merges, a.schedules, a.actors, a.reasons}
+}
+
+func encodeHeaders(h map[string]string) *string {
+	if len(h) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(h) // a map of strings always marshals
+	s := string(b)
+	return &s
+}
+
+func encodePolicy(p *hoppertype.RetryPolicy) *string {
+	if p == nil {
+		return nil
+	}
+	b, _ := json.Marshal(p) // plain numbers always marshal
+	s := string(b)
+	return &s
+}

@@ -1,0 +1,117 @@
+package postgres_test
+
+import (
+	"context"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hopperjobs/hopper/internal/clock"
+	"github.com/hopperjobs/hopper/internal/store/postgres"
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+)
+
+// Opening a fresh schema applies every embedded migration; two nodes opening it at the same
+// time both succeed (the advisory lock serializes them) and apply each migration once;
+// reopening applies none.
+func TestMigrationsConcurrentOpen(t *testing.T) {
+	t.Parallel()
+	requireDatabase(t)
+	files, err := filepath.Glob("migrations/*.sql")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	schema := freshSchema(t)
+	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+
+	stores := make([]*postgres.Store, 2)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i := range stores {
+		wg.Go(func() {
+			stores[i], errs[i] = postgres.Open(t.Context(), postgres.Config{
+				URL: databaseURL(), Schema: schema, Clock: clk, MaxConns: testConns,
+			})
+		})
+	}
+	wg.Wait()
+	for i, s := range stores {
+		require.NoError(t, errs[i], "open %d", i)
+		v, err := s.SchemaVersion(t.Context())
+		require.NoError(t, err)
+		require.Equal(t, len(files), v)
+		require.NoError(t, s.Close())
+	}
+	applied := appliedAt(t, schema)
+	require.Len(t, applied, len(files), "each migration recorded once")
+
+	clk.Advance(time.Hour)
+	s := openStore(t, schema, clk)
+	v, err := s.SchemaVersion(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, len(files), v)
+	require.Equal(t, applied, appliedAt(t, schema), "reopening re-applied a migration")
+}
+
+// The schema holds the same tables as SQLite's and the history triggers.
+func TestMigrationsCreateObjects(t *testing.T) {
+	t.Parallel()
+	requireDatabase(t)
+	schema := freshSchema(t)
+	openStore(t, schema, nil)
+	conn := connect(t)
+	for _, table := range []string{"jobs", "job_events", "job_attempts", "idempotency_keys", "queues",
+		"kind_limits", "nodes", "leader", "schema_migrations"} {
+		var n int
+		require.NoError(t, conn.QueryRow(t.Context(), `SELECT count(*) FROM pg_tables WHERE schemaname = $1 AND tablename = $2`,
+			schema, table).Scan(&n))
+		require.Equal(t, 1, n, "table %s", table)
+	}
+	for _, trigger := range []string{"jobs_event_insert", "jobs_event_update", "jobs_history_delete"} {
+		var n int
+		require.NoError(t, conn.QueryRow(t.Context(), `SELECT count(*) FROM pg_trigger tg
+			JOIN pg_class c ON c.oid = tg.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+			WHERE n.nspname = $1 AND tg.tgname = $2`, schema, trigger).Scan(&n))
+		require.Equal(t, 1, n, "trigger %s", trigger)
+	}
+}
+
+// An odd schema name is quoted everywhere, and a too-long one is refused.
+func TestSchemaNameQuoted(t *testing.T) {
+	t.Parallel()
+	requireDatabase(t)
+	schema := freshSchema(t, `Odd "name"-`)
+	s := openStore(t, schema, nil)
+	res, err := s.JobInsertMany(t.Context(), insertParams("default", 2))
+	require.NoError(t, err)
+	require.Len(t, res, 2)
+
+	_, err = postgres.Open(t.Context(), postgres.Config{URL: databaseURL(), Schema: string(make([]byte, 59))})
+	require.ErrorContains(t, err, "longer than")
+}
+
+func appliedAt(t *testing.T, schema string) map[int]time.Time {
+	t.Helper()
+	conn := connect(t)
+	rows, err := conn.Query(t.Context(), `SELECT version, applied_at FROM `+pgx.Identifier{schema, "schema_migrations"}.Sanitize())
+	require.NoError(t, err)
+	out := map[int]time.Time{}
+	for rows.Next() {
+		var v int
+		var at time.Time
+		require.NoError(t, rows.Scan(&v, &at))
+		out[v] = at.UTC()
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
+// connect opens a plain connection to the test database, closed at cleanup.
+func connect(t *testing.T) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(t.Context(), databaseURL())
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}

@@ -1,0 +1,93 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/hopperjobs/hopper/internal/store"
+	"github.com/jackc/pgx/v5"
+)
+
+// The notification payloads the triggers (migrations/0001_init.sql) and QueueSetPaused send
+// on the channel "<schema>_jobs".
+const (
+	payloadQueue  = "q:" // + queue: jobs became claimable there
+	payloadCancel = "c:" // + job id: a running job was canceled
+)
+
+// defaultPingEvery is how long a subscription waits without a notification before it checks
+// its connection, so a connection the network silently dropped ends the subscription.
+const defaultPingEvery = 30 * time.Second
+
+// Subscribe listens on the store's channel on a dedicated connection (not one of the pool's)
+// and calls fn for each notification, in commit order, until ctx ends (it returns ctx's
+// error) or the connection fails (it returns that error). It does not reconnect: the caller
+// subscribes again, and should poll once after that, since notifications sent while no
+// subscription was listening are lost. Each call opens its own connection.
+//
+// LISTEN needs a session of its own, so it does not work through a pooler in transaction
+// mode: with Config.PollOnly, Subscribe just waits for ctx and workers rely on polling.
+func (s *Store) Subscribe(ctx context.Context, fn func(store.Notification)) error {
+	if s.closed.Load() {
+		return store.ErrClosed
+	}
+	if s.cfg.PollOnly {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig)
+	if err != nil {
+		return s.wrap(err, "subscribe: connect")
+	}
+	defer func() {
+		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		conn.Close(closeCtx) //nolint:errcheck // the connection is being dropped
+	}()
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{s.channel}.Sanitize()); err != nil {
+		return s.wrap(err, "subscribe: listen on %q", s.channel)
+	}
+	if s.listening != nil {
+		s.listening()
+	}
+	for {
+		if err := s.waitOne(ctx, conn, fn); err != nil {
+			return err
+		}
+	}
+}
+
+// waitOne delivers one notification, or pings the connection after s.pingEvery without one.
+func (s *Store) waitOne(ctx context.Context, conn *pgx.Conn, fn func(store.Notification)) error {
+	waitCtx, cancel := context.WithTimeout(ctx, s.pingEvery)
+	n, err := conn.WaitForNotification(waitCtx)
+	cancel()
+	switch {
+	case err == nil:
+		if note, ok := parseNotification(n.Payload); ok {
+			fn(note)
+		}
+		return nil
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case errors.Is(err, context.DeadlineExceeded) && !conn.IsClosed():
+		if err := conn.Ping(ctx); err != nil {
+			return s.wrap(err, "subscribe: ping")
+		}
+		return nil
+	default:
+		return s.wrap(err, "subscribe: wait for notification")
+	}
+}
+
+func parseNotification(payload string) (store.Notification, bool) {
+	if q, ok := strings.CutPrefix(payload, payloadQueue); ok {
+		return store.Notification{Kind: store.JobsAvailable, Queue: q}, true
+	}
+	if id, ok := strings.CutPrefix(payload, payloadCancel); ok {
+		return store.Notification{Kind: store.JobCanceled, JobID: id}, true
+	}
+	return store.Notification{}, false
+}

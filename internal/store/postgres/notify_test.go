@@ -1,0 +1,242 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/store"
+	"github.com/hopperjobs/hopper/internal/store/postgres"
+	"github.com/stretchr/testify/require"
+)
+
+// subscription is a running Subscribe whose notifications arrive on notes.
+type subscription struct {
+	notes chan store.Notification
+	done  chan error
+}
+
+// subscribe starts Subscribe and returns once its LISTEN is in place. The subscription ends
+// at cleanup (or when the test ends it).
+func subscribe(t *testing.T, s *postgres.Store) (*subscription, context.CancelFunc) {
+	t.Helper()
+	ready := make(chan struct{})
+	postgres.OnListening(s, func() { close(ready) })
+	sub := &subscription{notes: make(chan store.Notification, 1000), done: make(chan error, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { sub.done <- s.Subscribe(ctx, func(n store.Notification) { sub.notes <- n }) }()
+	t.Cleanup(func() {
+		cancel()
+		<-sub.done
+	})
+	select {
+	case <-ready:
+	case err := <-sub.done:
+		t.Fatalf("subscribe: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("subscription not listening after 10 s")
+	}
+	return sub, cancel
+}
+
+// next returns the next notification, failing the test after a second without one.
+func (sub *subscription) next(t *testing.T) store.Notification {
+	t.Helper()
+	select {
+	case n := <-sub.notes:
+		return n
+	case err := <-sub.done:
+		t.Fatalf("subscription ended: %v", err)
+	case <-time.After(time.Second):
+		t.Fatal("no notification within a second")
+	}
+	return store.Notification{}
+}
+
+func insertParams(queue string, n int) []*store.InsertParams {
+	ps := make([]*store.InsertParams, n)
+	for i := range ps {
+		ps[i] = &store.InsertParams{ID: newID(), Kind: "noop", Queue: queue, Args: []byte(`{}`),
+			MaxAttempts: 3, Actor: hoppertype.ActorAPI, Reason: "enqueue"}
+	}
+	return ps
+}
+
+// A committed insert reaches a subscriber within a second; a rolled-back one sends nothing.
+// Notifications arrive in commit order, so the first one after both is the committed one's.
+func TestNotifyInsertCommittedNotRolledBack(t *testing.T) {
+	t.Parallel()
+	requireDatabase(t)
+	s := openStore(t, freshSchema(t), nil)
+	sub, _ := subscribe(t, s)
+
+	tx, err := connect(t).Begin(t.Context())
+	require.NoError(t, err)
+	_, err = s.Tx(tx).JobInsertMany(t.Context(), insertParams("rolled-back", 1))
+	require.NoError(t, err)
+	require.NoError(t, tx.Rollback(t.Context()))
+
+	start := time.Now()
+	_, err = s.JobInsertMany(t.Context(), insertParams("committed", 1))
+	require.NoError(t, err)
+	require.Equal(t, store.Notification{Kind: store.JobsAvailable, Queue: "committed"}, sub.next(t))
+	t.Logf("notified %v after the insert returned", time.Since(start))
+}
+
+// One transaction that makes many jobs claimable in two queues sends one notification per
+// queue, however many jobs and statements it has.
+func TestNotifyOncePerQueuePerTransaction(t *testing.T) {
+	t.Parallel()
+	requireDatabase(t)
+	s := openStore(t, freshSchema(t), nil)
+	sub, _ := subscribe(t, s)
+
+	tx, err := connect(t).Begin(t.Context())
+	require.NoError(t, err)
+	for range 3 {
+		_, err = s.Tx(tx).JobInsertMany(t.Context(), append(insertParams("a", 100), insertParams("b", 100)...))
+		require.NoError(t, err)
+	}
+	require.NoError(t, tx.Commit(t.Context()))
+	_, err = s.JobInsertMany(t.Context(), insertParams("sentinel", 1))
+	require.NoError(t, err)
+
+	var queues []string
+	for n := sub.next(t); n.Queue != "sentinel"; n = sub.next(t) {
+		queues = append(queues, n.Queue)
+	}
+	require.ElementsMatch(t, []string{"a", "b"}, queues)
+}
+
+// Promotion, rescue and a resumed queue make jobs claimable: each wakes subscribers. A
+// canceled running job is pushed with its id. (The database clock, no fake one.)
+func TestNotifyPromoteRescueResumeCancel(t *testing.T) {
+	t.Parallel()
+	requireDatabase(t)
+	s := openStore(t, freshSchema(t), nil)
+	ctx := t.Context()
+	scheduled := insertParams("promoted", 1)
+	scheduled[0].RunAt = s.Now().Add(300 * time.Millisecond)
+	res, err := s.JobInsertMany(ctx, append(scheduled, insertParams("held", 2)...))
+	require.NoError(t, err)
+	require.Equal(t, hoppertype.StateScheduled, res[0].Job.State)
+	jobs, err := s.JobClaim(ctx, &store.ClaimParams{Queue: "held", Limit: 2, WorkerID: "w", LeaseDuration: time.Millisecond})
+	require.NoError(t, err)
+	require.Len(t, jobs, 2)
+	sub, _ := subscribe(t, s)
+
+	var rescued []string
+	require.Eventually(t, func() bool {
+		r, err := s.JobRescueExpired(ctx, &store.RescueParams{Limit: 1})
+		require.NoError(t, err)
+		rescued = r.JobIDs
+		return len(rescued) == 1
+	}, 5*time.Second, 5*time.Millisecond)
+	require.Equal(t, store.Notification{Kind: store.JobsAvailable, Queue: "held"}, sub.next(t))
+
+	require.Eventually(t, func() bool {
+		r, err := s.JobPromoteScheduled(ctx, &store.PromoteParams{})
+		require.NoError(t, err)
+		return r.Promoted == 1
+	}, 5*time.Second, 10*time.Millisecond)
+	require.Equal(t, store.Notification{Kind: store.JobsAvailable, Queue: "promoted"}, sub.next(t))
+
+	require.NoError(t, s.QueueSetPaused(ctx, "paused", true))
+	require.NoError(t, s.QueueSetPaused(ctx, "paused", false))
+	require.Equal(t, store.Notification{Kind: store.JobsAvailable, Queue: "paused"}, sub.next(t))
+
+	running := jobs[0].ID
+	if running == rescued[0] {
+		running = jobs[1].ID
+	}
+	_, err = s.JobCancel(ctx, &store.CancelParams{ID: running, Actor: hoppertype.ActorAPI, Reason: "test"})
+	require.NoError(t, err)
+	require.Equal(t, store.Notification{Kind: store.JobCanceled, JobID: running}, sub.next(t))
+}
+
+// Subscribe does not reconnect: when its connection dies it returns the error, and the
+// caller subscribes again.
+func TestSubscribeEndsWhenConnectionDies(t *testing.T) {
+	t.Parallel()
+	requireDatabase(t)
+	schema := freshSchema(t)
+	s := openStore(t, schema, nil)
+	sub, _ := subscribe(t, s)
+
+	var killed int
+	require.NoError(t, connect(t).QueryRow(t.Context(), `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE query = 'LISTEN "' || $1 || '_jobs"'`, schema).Scan(&killed))
+	require.Equal(t, 1, killed)
+	select {
+	case err := <-sub.done:
+		require.Error(t, err)
+		require.False(t, errors.Is(err, context.Canceled))
+		sub.done <- err // for the cleanup
+	case <-time.After(5 * time.Second):
+		t.Fatal("Subscribe did not return after its connection was terminated")
+	}
+}
+
+// Subscribe returns the context's error when the caller stops it.
+func TestSubscribeStopsWithContext(t *testing.T) {
+	t.Parallel()
+	requireDatabase(t)
+	s := openStore(t, freshSchema(t), nil)
+	sub, cancel := subscribe(t, s)
+	cancel()
+	select {
+	case err := <-sub.done:
+		require.ErrorIs(t, err, context.Canceled)
+		sub.done <- err
+	case <-time.After(5 * time.Second):
+		t.Fatal("Subscribe did not return after its context ended")
+	}
+}
+
+// With PollOnly, Subscribe listens to nothing and returns when its context ends.
+func TestSubscribePollOnly(t *testing.T) {
+	t.Parallel()
+	requireDatabase(t)
+	schema := freshSchema(t)
+	openStore(t, schema, nil) // migrates
+	s, err := postgres.Open(t.Context(), postgres.Config{URL: databaseURL(), Schema: schema, PollOnly: true, MaxConns: testConns})
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	notes := make(chan store.Notification, 10)
+	go func() { done <- s.Subscribe(ctx, func(n store.Notification) { notes <- n }) }()
+	_, err = s.JobInsertMany(t.Context(), insertParams("default", 1))
+	require.NoError(t, err)
+	var listeners int
+	require.NoError(t, connect(t).QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
+		WHERE query = 'LISTEN "' || $1 || '_jobs"'`, schema).Scan(&listeners))
+	require.Zero(t, listeners)
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled)
+	require.Empty(t, notes)
+}
+
+// A subscription without notifications pings its connection now and then, and goes on
+// delivering afterwards.
+func TestSubscribePingsWhenIdle(t *testing.T) {
+	t.Parallel()
+	requireDatabase(t)
+	schema := freshSchema(t)
+	s := openStore(t, schema, nil)
+	postgres.SetPingEvery(s, 20*time.Millisecond)
+	sub, _ := subscribe(t, s)
+	conn := connect(t)
+	require.Eventually(t, func() bool {
+		var pinged bool
+		require.NoError(t, conn.QueryRow(t.Context(), `SELECT count(*) > 0 FROM pg_stat_activity
+			WHERE application_name = 'hopper' AND query = '-- ping'`).Scan(&pinged))
+		return pinged
+	}, 5*time.Second, 10*time.Millisecond)
+	_, err := s.JobInsertMany(t.Context(), insertParams("after-pings", 1))
+	require.NoError(t, err)
+	require.Equal(t, store.Notification{Kind: store.JobsAvailable, Queue: "after-pings"}, sub.next(t))
+}

@@ -1,0 +1,194 @@
+package postgres
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/store"
+	"github.com/jackc/pgx/v5"
+)
+
+// JobGet returns one job.
+func (s *Store) JobGet(ctx context.Context, id string) (*hoppertype.JobRow, error) {
+	job, err := scanJob(s.pool.QueryRow(ctx, s.sql(`SELECT `+cols+` FROM {schema}.jobs WHERE id = $1`), id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("job %s: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, s.wrap(err, "get job %s", id)
+	}
+	return job, nil
+}
+
+// JobList returns one page of jobs, filtered, in id (creation) order.
+func (s *Store) JobList(ctx context.Context, p *store.ListParams) (*store.ListResult, error) {
+	query, args, err := listQuery(p)
+	if err != nil {
+		return nil, err
+	}
+	rs, err := s.pool.Query(ctx, s.sql(query), args...)
+	if err != nil {
+		return nil, s.wrap(err, "list jobs")
+	}
+	jobs, err := scanJobs(rs)
+	if err != nil {
+		return nil, s.wrap(err, "list jobs")
+	}
+	limit := listLimit(p)
+	res := &store.ListResult{Jobs: jobs}
+	if len(jobs) > limit {
+		res.Jobs = jobs[:limit]
+		res.NextCursor = encodeCursor(jobs[limit-1].ID)
+	}
+	return res, nil
+}
+
+func listLimit(p *store.ListParams) int {
+	if p.Limit <= 0 {
+		return 100
+	}
+	return min(p.Limit, 10000)
+}
+
+// listQuery builds JobList's statement. Only fixed column names and operators enter the SQL;
+// every value is a parameter, and list filters are arrays, so the number of distinct
+// statements (each prepared once per connection) stays small.
+func listQuery(p *store.ListParams) (string, []any, error) {
+	var where []string
+	var args []any
+	add := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, fmt.Sprintf(cond, len(args)))
+	}
+	if len(p.States) > 0 {
+		states := make([]string, len(p.States))
+		for i, st := range p.States {
+			states[i] = string(st)
+		}
+		add("state = ANY($%d::text[])", states)
+	}
+	if len(p.Queues) > 0 {
+		add("queue = ANY($%d::text[])", p.Queues)
+	}
+	if len(p.Kinds) > 0 {
+		add("kind = ANY($%d::text[])", p.Kinds)
+	}
+	if !p.CreatedAfter.IsZero() {
+		add("created_at >= $%d", p.CreatedAfter)
+	}
+	if !p.CreatedBefore.IsZero() {
+		add("created_at < $%d", p.CreatedBefore)
+	}
+	order, cmp := "DESC", "<"
+	if p.Ascending {
+		order, cmp = "ASC", ">"
+	}
+	if p.Cursor != "" {
+		after, err := decodeCursor(p.Cursor)
+		if err != nil {
+			return "", nil, err
+		}
+		add("id "+cmp+" $%d", after)
+	}
+	query := `SELECT ` + cols + ` FROM {schema}.jobs`
+	if len(where) > 0 {
+		query += " WHERE " + strings.Join(where, " AND ")
+	}
+	args = append(args, listLimit(p)+1)
+	query += fmt.Sprintf(" ORDER BY id %s LIMIT $%d", order, len(args))
+	return query, args, nil
+}
+
+// cursorPrefix marks the cursors this store issues, so that any other text that happens to be
+// valid base64 is refused instead of being read as a job id. The same as SQLite's.
+const cursorPrefix = "hopper-list-v1:"
+
+func encodeCursor(id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + id))
+}
+
+func decodeCursor(c string) (string, error) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	id, ok := strings.CutPrefix(string(b), cursorPrefix)
+	if err != nil || !ok || id == "" {
+		return "", fmt.Errorf("list jobs: cursor %q is not one this store issued: %w", c, store.ErrInvalidCursor)
+	}
+	return id, nil
+}
+
+// JobEvents returns a job's history, oldest first.
+func (s *Store) JobEvents(ctx context.Context, id string) ([]*hoppertype.Event, error) {
+	rs, err := s.pool.Query(ctx, s.sql(`SELECT seq, at, coalesce(from_state, ''), to_state, actor, coalesce(reason, '')
+		FROM {schema}.job_events WHERE job_id = $1 ORDER BY seq`), id)
+	if err != nil {
+		return nil, s.wrap(err, "job %s events", id)
+	}
+	defer rs.Close()
+	var out []*hoppertype.Event
+	for rs.Next() {
+		e := &hoppertype.Event{JobID: id}
+		var from, to, actor string
+		if err := rs.Scan(&e.Seq, &e.At, &from, &to, &actor, &e.Reason); err != nil {
+			return nil, s.wrap(err, "job %s events", id)
+		}
+		e.At, e.From, e.To, e.Actor = e.At.UTC(), hoppertype.JobState(from), hoppertype.JobState(to), hoppertype.Actor(actor)
+		out = append(out, e)
+	}
+	if err := rs.Err(); err != nil {
+		return nil, s.wrap(err, "job %s events", id)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("job %s: %w", id, store.ErrNotFound)
+	}
+	return out, nil
+}
+
+// attemptsSQL returns one row per attempt, or a single row of NULLs for a job without any,
+// or no row for an unknown job: existence and attempts in one round trip.
+const attemptsSQL = `SELECT a.token, a.attempt, a.worker_id, a.started_at, a.ended_at, a.outcome, a.error, a.stack
+FROM {schema}.jobs j LEFT JOIN {schema}.job_attempts a ON a.job_id = j.id
+WHERE j.id = $1 ORDER BY a.token`
+
+// JobAttempts returns a job's ended attempts, oldest first.
+func (s *Store) JobAttempts(ctx context.Context, id string) ([]*hoppertype.AttemptRecord, error) {
+	rs, err := s.pool.Query(ctx, s.sql(attemptsSQL), id)
+	if err != nil {
+		return nil, s.wrap(err, "job %s attempts", id)
+	}
+	defer rs.Close()
+	var out []*hoppertype.AttemptRecord
+	found := false
+	for rs.Next() {
+		found = true
+		var (
+			token           *int64
+			attempt         *int32
+			worker, outcome *string
+			errText, stack  *string
+			started, ended  *time.Time
+		)
+		if err := rs.Scan(&token, &attempt, &worker, &started, &ended, &outcome, &errText, &stack); err != nil {
+			return nil, s.wrap(err, "job %s attempts", id)
+		}
+		if token == nil {
+			continue // the job has no attempt yet
+		}
+		out = append(out, &hoppertype.AttemptRecord{
+			JobID: id, Token: *token, Attempt: int(*attempt), WorkerID: str(worker),
+			StartedAt: utc(started), EndedAt: utc(ended), Outcome: hoppertype.Outcome(str(outcome)),
+			Error: str(errText), Stack: str(stack),
+		})
+	}
+	if err := rs.Err(); err != nil {
+		return nil, s.wrap(err, "job %s attempts", id)
+	}
+	if !found {
+		return nil, fmt.Errorf("job %s: %w", id, store.ErrNotFound)
+	}
+	return out, nil
+}
