@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
@@ -19,7 +20,7 @@ type completer struct {
 
 	mu       sync.Mutex
 	pending  []*store.FinishParams
-	failures int // consecutive failed flushes, for the retry backoff (flush loop only)
+	failures atomic.Int64 // consecutive failed flushes, for the retry backoff
 	kick     chan struct{}
 	done     chan struct{}
 	stopReq  chan context.Context
@@ -43,13 +44,26 @@ func (c *completer) add(p *store.FinishParams) {
 
 func (c *completer) start() { go c.run() }
 
+// flushers is how many batches may be written at once: while one waits for its commit to be
+// durable, the next is on its way.
+const flushers = 2
+
 func (c *completer) run() {
 	defer close(c.done)
+	var wg sync.WaitGroup
+	free := make(chan struct{}, flushers)
 	for {
 		select {
 		case <-c.kick:
-			c.flush(context.Background(), false)
+			free <- struct{}{} // wait for a free flusher
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-free }()
+				c.flush(context.Background(), false)
+			}()
 		case ctx := <-c.stopReq:
+			wg.Wait()
 			c.stopErr <- c.flush(ctx, true)
 			return
 		}
@@ -67,15 +81,15 @@ func (c *completer) flush(ctx context.Context, final bool) error {
 		}
 		errs, err := c.e.store.JobFinishMany(ctx, batch)
 		if err == nil {
-			c.failures = 0
+			c.failures.Store(0)
 			c.report(batch, errs)
 			continue
 		}
 		c.putBack(batch)
 		c.e.log.Error("write job outcomes", "jobs", len(batch), "err", err)
 		if !final {
-			c.failures++
-			go c.retryLater(min(10*time.Millisecond<<min(c.failures, 7), time.Second))
+			n := c.failures.Add(1)
+			go c.retryLater(min(10*time.Millisecond<<min(n, 7), time.Second))
 			return err
 		}
 		select {

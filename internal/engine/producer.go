@@ -5,9 +5,17 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/store"
 )
+
+// capRetry is how soon a producer held short by a fleet-wide cap claims again.
+const capRetry = 50 * time.Millisecond
+
+// maxClaimsInFlight bounds the claims one producer has outstanding. A claim waits for its
+// commit to be durable; with two in flight the next batch is on its way while one commits.
+const maxClaimsInFlight = 2
 
 // producer claims jobs of one queue whenever it has free slots and reason to think work waits.
 type producer struct {
@@ -16,15 +24,19 @@ type producer struct {
 	max     int
 	running atomic.Int64
 	wake    chan struct{}
-	// capLimited is what the last claim said of fleet-wide caps (see ClaimParams.CapLimited).
-	capLimited bool
+	results chan claimResult
 }
 
-// capRetry is how soon a producer held short by a fleet-wide cap claims again.
-const capRetry = 50 * time.Millisecond
+type claimResult struct {
+	asked      int
+	jobs       []*hoppertype.JobRow
+	capLimited bool
+	err        error
+}
 
 func newProducer(e *Engine, queue string, max int) *producer {
-	return &producer{e: e, queue: queue, max: max, wake: make(chan struct{}, 1)}
+	return &producer{e: e, queue: queue, max: max, wake: make(chan struct{}, 1),
+		results: make(chan claimResult, maxClaimsInFlight)}
 }
 
 func (p *producer) notify() {
@@ -34,47 +46,53 @@ func (p *producer) notify() {
 	}
 }
 
+// loopState is the producer loop's bookkeeping.
+type loopState struct {
+	more, urgent bool // more: work may be waiting; urgent: claim without gathering slots
+	inflight     int  // claims outstanding
+	reserved     int  // slots held by outstanding claims
+	poll         clock.Timer
+}
+
 // run is the claim loop. It claims at once after a wake-up (a local enqueue, a promotion, the
-// poll timer); after a job finishes it claims again only while the last claim came back full,
-// and waits briefly (ClaimCoalesce) to gather free slots into one claim.
+// poll timer); after jobs finish it claims again only while the last claim came back full,
+// and waits briefly (ClaimCoalesce) to gather free slots into one claim. Up to
+// maxClaimsInFlight claims run at once. On exit it waits for outstanding claims and starts
+// their jobs, so no claimed job is left to lease expiry.
 func (p *producer) run(ctx context.Context) {
 	cfg := p.e.cfg
-	poll := p.e.clock.NewTimer(cfg.PollInterval)
-	defer func() { poll.Stop() }()
+	st := &loopState{more: true, urgent: true, poll: p.e.clock.NewTimer(cfg.PollInterval)}
+	defer func() { st.poll.Stop() }()
 	var coalesce clock.Timer
 	var coalesceC <-chan struct{}
-	more, urgent := true, true
 	threshold := max(1, min(p.max, cfg.ClaimBatch)/4)
 	for ctx.Err() == nil {
-		free := p.max - int(p.running.Load())
-		if more && free > 0 && (urgent || free >= threshold) {
-			if full, ok := p.claim(ctx, min(free, cfg.ClaimBatch)); ok {
-				more, urgent = full, false
-				if !full && p.capLimited {
-					// A fleet-wide cap, not an empty queue, held the claim short: slots free
-					// up as jobs anywhere finish, which no wake-up announces. Look again soon.
-					poll.Stop()
-					poll = p.e.clock.NewTimer(capRetry)
-				}
+		free := p.max - int(p.running.Load()) - st.reserved
+		if st.inflight < maxClaimsInFlight && st.more && free > 0 && (st.urgent || free >= threshold) {
+			if n := p.e.slots.tryAcquire(min(free, cfg.ClaimBatch)); n > 0 {
+				st.inflight, st.reserved, st.urgent = st.inflight+1, st.reserved+n, false
+				go p.claim(ctx, n)
 				continue
 			}
 		}
-		if more && free > 0 && !urgent && coalesceC == nil {
+		if st.more && free > 0 && !st.urgent && coalesceC == nil {
 			ch := make(chan struct{})
 			coalesce, coalesceC = p.e.clock.AfterFunc(cfg.ClaimCoalesce, func() { close(ch) }), ch
 		}
 		select {
 		case <-ctx.Done():
+		case r := <-p.results:
+			p.received(st, r)
 		case <-p.wake:
-			more, urgent = true, true
-		case <-poll.C():
-			more, urgent = true, true
-			poll = p.e.clock.NewTimer(cfg.PollInterval)
+			st.more, st.urgent = true, true
+		case <-st.poll.C():
+			st.more, st.urgent = true, true
+			st.poll = p.e.clock.NewTimer(cfg.PollInterval)
 		case <-coalesceC:
-			urgent, coalesceC = true, nil
+			st.urgent, coalesceC = true, nil
 		case <-p.e.slots.wait():
 		}
-		if urgent && coalesceC != nil {
+		if st.urgent && coalesceC != nil {
 			coalesce.Stop()
 			coalesceC = nil
 		}
@@ -82,31 +100,43 @@ func (p *producer) run(ctx context.Context) {
 	if coalesce != nil {
 		coalesce.Stop()
 	}
+	for st.inflight > 0 {
+		p.received(st, <-p.results)
+	}
 }
 
-// claim takes up to n jobs and starts them. full reports whether the store had as many jobs
-// as this process had slots for (so more may wait). ok is false when no global slot was free
-// or the store failed (the producer then waits for a wake-up, a release or the poll timer).
-func (p *producer) claim(ctx context.Context, n int) (full, ok bool) {
-	n = p.e.slots.tryAcquire(n)
-	if n == 0 {
-		return false, false
-	}
-	jobs, err := p.e.store.JobClaim(ctx, &store.ClaimParams{
-		Queue: p.queue, Kinds: p.e.kinds, Limit: n, WorkerID: p.e.cfg.WorkerID, LeaseDuration: p.e.cfg.LeaseDuration,
-		CapLimited: &p.capLimited,
-	})
-	p.e.slots.release(n - len(jobs))
-	if err != nil {
-		if ctx.Err() == nil {
-			p.e.log.Error("claim jobs", "queue", p.queue, "err", err)
-		}
-		return false, false
-	}
-	for _, row := range jobs {
+// received starts a finished claim's jobs and updates the loop's view of the queue.
+func (p *producer) received(st *loopState, r claimResult) {
+	st.inflight, st.reserved = st.inflight-1, st.reserved-r.asked
+	p.e.slots.release(r.asked - len(r.jobs))
+	for _, row := range r.jobs {
 		p.running.Add(1)
 		p.e.execs.Add(1)
 		go p.e.execute(p, row)
 	}
-	return len(jobs) == n, true
+	if r.err != nil {
+		return // wait for a wake-up, a release or the poll timer
+	}
+	// A claim that got all it asked for suggests more work; one held short by a fleet-wide cap
+	// (not an empty queue) should look again soon, since slots free up as jobs anywhere
+	// finish and no wake-up announces that.
+	st.more = len(r.jobs) == r.asked
+	if !st.more && r.capLimited {
+		st.poll.Stop()
+		st.poll = p.e.clock.NewTimer(capRetry)
+	}
+}
+
+// claim asks the store for up to n jobs (n slots are already held) and hands the result to
+// the loop.
+func (p *producer) claim(ctx context.Context, n int) {
+	var capLimited bool
+	jobs, err := p.e.store.JobClaim(ctx, &store.ClaimParams{
+		Queue: p.queue, Kinds: p.e.kinds, Limit: n, WorkerID: p.e.cfg.WorkerID, LeaseDuration: p.e.cfg.LeaseDuration,
+		CapLimited: &capLimited,
+	})
+	if err != nil && ctx.Err() == nil {
+		p.e.log.Error("claim jobs", "queue", p.queue, "err", err)
+	}
+	p.results <- claimResult{asked: n, jobs: jobs, capLimited: capLimited, err: err}
 }

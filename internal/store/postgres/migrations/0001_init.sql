@@ -64,7 +64,7 @@ CREATE INDEX jobs_merge ON {schema}.jobs (merge_key) WHERE state IN ('queued', '
 -- Listing by state: the rare states get their own index, so the hot path
 -- (queued → running → completed) touches no state index.
 CREATE INDEX jobs_state_rare ON {schema}.jobs (state, id) WHERE state IN ('failed', 'canceled', 'suspended');
-CREATE INDEX jobs_kind ON {schema}.jobs (kind, id);
+-- (no kind index: every non-HOT update would add an entry to it)
 CREATE INDEX jobs_expires ON {schema}.jobs (expires_at) WHERE expires_at IS NOT NULL;
 
 -- The audit trail: one row per transition, written by triggers so no code path can forget it.
