@@ -121,10 +121,22 @@ func decodeCursor(c string) (string, error) {
 	return id, nil
 }
 
+// eventsSQL merges a job's history (see the schema): its event rows, the claim and the end of
+// every ended attempt, and the claim of the attempt running now.
+const eventsSQL = `SELECT seq, at, from_state, to_state, actor, reason FROM (
+	SELECT seq, at, coalesce(from_state, '') AS from_state, to_state, actor, coalesce(reason, '') AS reason
+	FROM {schema}.job_events WHERE job_id = $1
+	UNION ALL
+	SELECT start_seq, started_at, 'queued', 'running', 'worker', 'claim' FROM {schema}.job_attempts WHERE job_id = $1
+	UNION ALL
+	SELECT end_seq, ended_at, 'running', to_state, actor, coalesce(reason, '') FROM {schema}.job_attempts WHERE job_id = $1
+	UNION ALL
+	SELECT version, started_at, 'queued', 'running', 'worker', 'claim' FROM {schema}.jobs WHERE id = $1 AND state = 'running'
+) h ORDER BY seq`
+
 // JobEvents returns a job's history, oldest first.
 func (s *Store) JobEvents(ctx context.Context, id string) ([]*hoppertype.Event, error) {
-	rs, err := s.pool.Query(ctx, s.sql(`SELECT seq, at, coalesce(from_state, ''), to_state, actor, coalesce(reason, '')
-		FROM {schema}.job_events WHERE job_id = $1 ORDER BY seq`), id)
+	rs, err := s.pool.Query(ctx, s.sql(eventsSQL), id)
 	if err != nil {
 		return nil, s.wrap(err, "job %s events", id)
 	}

@@ -105,10 +105,22 @@ func decodeCursor(c string) (string, error) {
 	return id, nil
 }
 
+// eventsSQL merges a job's history (see the schema): its event rows, the claim and the end of
+// every ended attempt, and the claim of the attempt running now.
+const eventsSQL = `SELECT seq, at, from_state, to_state, actor, reason FROM (
+	SELECT seq, at, coalesce(from_state, '') AS from_state, to_state, actor, coalesce(reason, '') AS reason
+	FROM job_events WHERE job_id = ?1
+	UNION ALL
+	SELECT start_seq, started_at, 'queued', 'running', 'worker', 'claim' FROM job_attempts WHERE job_id = ?1
+	UNION ALL
+	SELECT end_seq, ended_at, 'running', to_state, actor, coalesce(reason, '') FROM job_attempts WHERE job_id = ?1
+	UNION ALL
+	SELECT version, started_at, 'queued', 'running', 'worker', 'claim' FROM jobs WHERE id = ?1 AND state = 'running'
+) ORDER BY seq`
+
 // JobEvents returns a job's history, oldest first.
 func (s *Store) JobEvents(ctx context.Context, id string) ([]*hoppertype.Event, error) {
-	rows, err := s.reader.QueryContext(ctx, `SELECT seq, at, coalesce(from_state, ''), to_state, actor, coalesce(reason, '')
-		FROM job_events WHERE job_id = ? ORDER BY seq`, id)
+	rows, err := s.reader.QueryContext(ctx, eventsSQL, id)
 	if err != nil {
 		return nil, fmt.Errorf("job %s events: %w", id, err)
 	}

@@ -67,7 +67,12 @@ CREATE INDEX jobs_state_rare ON {schema}.jobs (state, id) WHERE state IN ('faile
 -- (no kind index: every non-HOT update would add an entry to it)
 CREATE INDEX jobs_expires ON {schema}.jobs (expires_at) WHERE expires_at IS NOT NULL;
 
--- The audit trail: one row per transition, written by triggers so no code path can forget it.
+-- The audit trail, written by triggers so no code path can forget it. A transition into or out
+-- of running (a claim, an attempt's end) is recorded in job_attempts, one row per attempt
+-- written when it ends, with both transitions' sequence numbers (while an attempt runs, its
+-- claim is the job row's own version, started_at and worker_id); every other transition has
+-- its own job_events row. JobEvents merges them by sequence number: two rows per job on the
+-- hot path instead of four.
 CREATE TABLE {schema}.job_events (
     job_id     text COLLATE "C" NOT NULL,
     seq        bigint      NOT NULL,
@@ -90,6 +95,11 @@ CREATE TABLE {schema}.job_attempts (
     outcome    text        NOT NULL,
     error      text,
     stack      text,
+    start_seq  bigint      NOT NULL, -- the claim's transition (queued → running, by the worker)
+    end_seq    bigint      NOT NULL, -- the attempt's end (running → to_state)
+    to_state   text        NOT NULL,
+    actor      text        NOT NULL,
+    reason     text,
     PRIMARY KEY (job_id, token)
 );
 
@@ -153,15 +163,18 @@ BEGIN
     WITH changed AS MATERIALIZED (
         SELECT n.id, n.queue, n.version, n.updated_at, o.state AS from_state, n.state AS to_state,
                n.last_actor, n.last_reason, n.last_outcome, n.last_error, n.last_stack,
-               o.token, o.attempt, o.worker_id, o.started_at
+               o.token, o.attempt, o.worker_id, o.started_at, o.version AS old_version
         FROM old_rows o JOIN new_rows n ON n.id = o.id
         WHERE o.state <> n.state
     ), events AS (
         INSERT INTO {schema}.job_events (job_id, seq, at, from_state, to_state, actor, reason)
         SELECT id, version, updated_at, from_state, to_state, last_actor, last_reason FROM changed
+        WHERE from_state <> 'running' AND to_state <> 'running'
     ), attempts AS (
-        INSERT INTO {schema}.job_attempts (job_id, token, attempt, worker_id, started_at, ended_at, outcome, error, stack)
-        SELECT id, token, attempt, worker_id, started_at, updated_at, coalesce(last_outcome, 'error'), last_error, last_stack
+        INSERT INTO {schema}.job_attempts (job_id, token, attempt, worker_id, started_at, ended_at, outcome,
+                                           error, stack, start_seq, end_seq, to_state, actor, reason)
+        SELECT id, token, attempt, worker_id, started_at, updated_at, coalesce(last_outcome, 'error'),
+               last_error, last_stack, old_version, version, to_state, last_actor, last_reason
         FROM changed WHERE from_state = 'running'
     )
     SELECT count(pg_notify(TG_TABLE_SCHEMA || '_jobs', p.payload)) INTO sent FROM (

@@ -57,7 +57,14 @@ CREATE INDEX jobs_state_rare ON jobs (state, id) WHERE state IN ('failed', 'canc
 CREATE INDEX jobs_kind ON jobs (kind, id);
 CREATE INDEX jobs_expires ON jobs (expires_at) WHERE expires_at IS NOT NULL;
 
--- The audit trail: one row per transition, written by triggers so no code path can forget it.
+-- The audit trail. Every transition is recorded in the transaction that makes it:
+--   * a transition into or out of running (a claim, an attempt's end) in job_attempts: one row
+--     per attempt, written when it ends, with the sequence numbers of both transitions (while
+--     an attempt runs, its claim is the job row's own version, started_at and worker_id);
+--   * every other transition (enqueue, promotion, cancel of a waiting job, resume, replay) in
+--     job_events, one row each.
+-- JobEvents merges the three by sequence number. Two rows per job on the hot path instead of
+-- four keeps the audit trail cheap. Triggers write both, so no code path can forget.
 CREATE TABLE job_events (
     job_id     TEXT    NOT NULL,
     seq        INTEGER NOT NULL,
@@ -80,6 +87,11 @@ CREATE TABLE job_attempts (
     outcome    TEXT    NOT NULL,
     error      TEXT,
     stack      TEXT,
+    start_seq  INTEGER NOT NULL, -- the claim's transition (queued → running, by the worker)
+    end_seq    INTEGER NOT NULL, -- the attempt's end (running → to_state)
+    to_state   TEXT    NOT NULL,
+    actor      TEXT    NOT NULL,
+    reason     TEXT,
     PRIMARY KEY (job_id, token)
 ) WITHOUT ROWID;
 
@@ -89,7 +101,8 @@ BEGIN
     VALUES (new.id, new.version, new.created_at, NULL, new.state, new.last_actor, new.last_reason);
 END;
 
-CREATE TRIGGER jobs_event_update AFTER UPDATE OF state ON jobs WHEN old.state <> new.state
+CREATE TRIGGER jobs_event_update AFTER UPDATE OF state ON jobs
+WHEN old.state <> new.state AND old.state <> 'running' AND new.state <> 'running'
 BEGIN
     INSERT INTO job_events (job_id, seq, at, from_state, to_state, actor, reason)
     VALUES (new.id, new.version, new.updated_at, old.state, new.state, new.last_actor, new.last_reason);
@@ -98,9 +111,11 @@ END;
 CREATE TRIGGER jobs_attempt_end AFTER UPDATE OF state ON jobs
 WHEN old.state = 'running' AND new.state <> 'running'
 BEGIN
-    INSERT INTO job_attempts (job_id, token, attempt, worker_id, started_at, ended_at, outcome, error, stack)
+    INSERT INTO job_attempts (job_id, token, attempt, worker_id, started_at, ended_at, outcome, error, stack,
+                              start_seq, end_seq, to_state, actor, reason)
     VALUES (new.id, old.token, old.attempt, old.worker_id, old.started_at, new.updated_at,
-            coalesce(new.last_outcome, 'error'), new.last_error, new.last_stack);
+            coalesce(new.last_outcome, 'error'), new.last_error, new.last_stack,
+            old.version, new.version, new.state, new.last_actor, new.last_reason);
 END;
 
 CREATE TRIGGER jobs_history_delete AFTER DELETE ON jobs
