@@ -37,6 +37,9 @@ type Config struct {
 	Synchronous string
 	// Conns bounds the PostgreSQL connection pool (default 16).
 	Conns int
+	// KindCap, when positive, sets a fleet-wide cap of that many running jobs on the no-op
+	// kind, to measure what the cap costs.
+	KindCap int
 }
 
 // Result is what one run measured. The JSON names are stable: scripts read them.
@@ -50,6 +53,7 @@ type Result struct {
 	LatencyJobs   int     `json:"latency_jobs"`
 	LatencyRate   int     `json:"latency_rate"`
 	AllocPerJob   float64 `json:"alloc_bytes_per_job"`
+	KindCap       int     `json:"kind_cap,omitempty"`
 	Store         string  `json:"store"`
 	Durability    string  `json:"durability"`
 	CPUs          int     `json:"cpus"`
@@ -159,6 +163,12 @@ func throughput(ctx context.Context, cfg Config, st hopper.Store, res *Result) e
 	enq, err := newClient(cfg, st, nil)
 	if err != nil {
 		return err
+	}
+	if cfg.KindCap > 0 {
+		if err := enq.SetLimit(ctx, hopper.Limit{Kind: noop{}.Kind(), MaxRunning: cfg.KindCap}); err != nil {
+			return err
+		}
+		res.KindCap = cfg.KindCap
 	}
 	start := time.Now()
 	for done := 0; done < cfg.Jobs; {

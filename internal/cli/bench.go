@@ -39,6 +39,9 @@ It uses a fresh SQLite file in a temporary directory unless --bench-db is given,
 			fmt.Fprintf(out, "jobs             %d no-op jobs, %d workers\n", res.Jobs, res.Workers)
 			fmt.Fprintf(out, "enqueue          %.0f jobs/s (batches of %d)\n", res.EnqueuePerSec, cfg.Batch)
 			fmt.Fprintf(out, "throughput       %.0f jobs/s\n", res.JobsPerSec)
+			if res.KindCap > 0 {
+				fmt.Fprintf(out, "kind cap         %d running at most\n", res.KindCap)
+			}
 			fmt.Fprintf(out, "alloc            %.0f bytes/job\n", res.AllocPerJob)
 			if res.LatencyJobs > 0 {
 				fmt.Fprintf(out, "latency          p50 %.2f ms, p99 %.2f ms (%d jobs at %d/s)\n",
@@ -54,6 +57,7 @@ It uses a fresh SQLite file in a temporary directory unless --bench-db is given,
 	f.IntVar(&cfg.LatencyJobs, "latency-jobs", 1000, "jobs of the latency phase (-1 skips it)")
 	f.IntVar(&cfg.Rate, "rate", 200, "enqueues per second of the latency phase")
 	f.IntVar(&cfg.Conns, "conns", 16, "PostgreSQL connection pool size")
+	f.IntVar(&cfg.KindCap, "kind-cap", 0, "fleet-wide cap on running no-op jobs (0: none)")
 	f.StringVar(&cfg.Synchronous, "synchronous", "FULL", "SQLite synchronous setting: FULL or NORMAL")
 	f.StringVar(&cfg.Database, "bench-db", "", "SQLite file to use (default: a fresh temporary file)")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")

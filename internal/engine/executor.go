@@ -37,8 +37,9 @@ func (e *Engine) execute(p *producer, row *hoppertype.JobRow) {
 		return // released by Stop already; this late outcome must not overwrite it
 	}
 	if params := e.outcome(unit, ex, err, cause); params != nil {
-		if row.GroupKey != "" {
-			e.wakeAfterWrite(row.ID, row.Queue) // the group's next job becomes claimable then
+		if row.GroupKey != "" || p.capHeld.Load() {
+			// The group's next job, or a slot under a fleet-wide cap, becomes free then.
+			e.wakeAfterWrite(row.ID, row.Queue)
 		}
 		e.completer.add(params)
 	}

@@ -25,6 +25,9 @@ type producer struct {
 	running atomic.Int64
 	wake    chan struct{}
 	results chan claimResult
+	// capHeld: the last claim was held short by a fleet-wide cap, so a local job's end (which
+	// frees a slot under the cap) should wake the producer once it is written.
+	capHeld atomic.Bool
 }
 
 type claimResult struct {
@@ -121,6 +124,7 @@ func (p *producer) received(st *loopState, r claimResult) {
 	// (not an empty queue) should look again soon, since slots free up as jobs anywhere
 	// finish and no wake-up announces that.
 	st.more = len(r.jobs) == r.asked
+	p.capHeld.Store(!st.more && r.capLimited)
 	if !st.more && r.capLimited {
 		st.poll.Stop()
 		st.poll = p.e.clock.NewTimer(capRetry)
