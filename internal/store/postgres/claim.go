@@ -77,7 +77,7 @@ func (s *Store) JobClaim(ctx context.Context, p *store.ClaimParams) ([]*hopperty
 	if err != nil {
 		return nil, s.wrap(err, "claim jobs in queue %q", p.Queue)
 	}
-	sortClaimed(jobs)
+	store.SortClaimed(jobs)
 	return jobs, nil
 }
 
@@ -101,16 +101,6 @@ func (s *Store) claimUncapped(ctx context.Context, p *store.ClaimParams, kinds [
 		return nil, false, err
 	}
 	return jobs, capped, br.Close()
-}
-
-// sortClaimed puts claimed jobs in claim order (RETURNING order is unspecified).
-func sortClaimed(jobs []*hoppertype.JobRow) {
-	sort.Slice(jobs, func(i, k int) bool {
-		if jobs[i].Priority != jobs[k].Priority {
-			return jobs[i].Priority > jobs[k].Priority
-		}
-		return jobs[i].ID < jobs[k].ID
-	})
 }
 
 // claimCapped claims under fleet-wide caps, exactly even when claims race: it locks the rows

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"strings"
@@ -43,7 +42,7 @@ func (s *Store) JobList(ctx context.Context, p *store.ListParams) (*store.ListRe
 	res := &store.ListResult{Jobs: jobs}
 	if len(jobs) > limit {
 		res.Jobs = jobs[:limit]
-		res.NextCursor = encodeCursor(jobs[limit-1].ID)
+		res.NextCursor = store.EncodeCursor(jobs[limit-1].ID)
 	}
 	return res, nil
 }
@@ -89,7 +88,7 @@ func listQuery(p *store.ListParams) (string, []any, error) {
 		order, cmp = "ASC", ">"
 	}
 	if p.Cursor != "" {
-		after, err := decodeCursor(p.Cursor)
+		after, err := store.DecodeCursor(p.Cursor)
 		if err != nil {
 			return "", nil, err
 		}
@@ -102,23 +101,6 @@ func listQuery(p *store.ListParams) (string, []any, error) {
 	args = append(args, listLimit(p)+1)
 	query += fmt.Sprintf(" ORDER BY id %s LIMIT $%d", order, len(args))
 	return query, args, nil
-}
-
-// cursorPrefix marks the cursors this store issues, so that any other text that happens to be
-// valid base64 is refused instead of being read as a job id. The same as SQLite's.
-const cursorPrefix = "hopper-list-v1:"
-
-func encodeCursor(id string) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + id))
-}
-
-func decodeCursor(c string) (string, error) {
-	b, err := base64.RawURLEncoding.DecodeString(c)
-	id, ok := strings.CutPrefix(string(b), cursorPrefix)
-	if err != nil || !ok || id == "" {
-		return "", fmt.Errorf("list jobs: cursor %q is not one this store issued: %w", c, store.ErrInvalidCursor)
-	}
-	return id, nil
 }
 
 // eventsSQL merges a job's history (see the schema): its event rows, the claim and the end of

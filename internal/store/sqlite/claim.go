@@ -78,7 +78,7 @@ func (s *Store) JobClaim(ctx context.Context, p *store.ClaimParams) ([]*hopperty
 	if err != nil {
 		return nil, fmt.Errorf("claim jobs in queue %q: %w", p.Queue, err)
 	}
-	sortClaimed(jobs)
+	store.SortClaimed(jobs)
 	return jobs, nil
 }
 
@@ -180,16 +180,4 @@ func loadCaps(ctx context.Context, tx *sql.Tx, p *store.ClaimParams) (*caps, err
 		}
 	}
 	return c, rows.Err()
-}
-
-// sortClaimed puts claimed jobs in claim order (RETURNING order is unspecified).
-func sortClaimed(jobs []*hoppertype.JobRow) {
-	sort.Slice(jobs, func(i, k int) bool { return claimedBefore(jobs[i], jobs[k]) })
-}
-
-func claimedBefore(a, b *hoppertype.JobRow) bool {
-	if a.Priority != b.Priority {
-		return a.Priority > b.Priority
-	}
-	return a.ID < b.ID
 }
