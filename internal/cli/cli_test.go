@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper"
+	"github.com/hopperjobs/hopper/internal/pgtest"
 	"github.com/hopperjobs/hopper/internal/store/sqlite"
 	"github.com/hopperjobs/hopper/sqlitestore"
 	"github.com/stretchr/testify/require"
@@ -214,14 +215,36 @@ func TestUsageErrors(t *testing.T) {
 		{"jobs", "ls", "--state", "done"},  // unknown state
 		{"enqueue", "k", "--header", "novalue"},
 		{"enqueue", "k", "--run-at", "tomorrow"},
-		{"--database", "postgres://localhost/hopper", "migrate"},
 	} {
 		res := b.run(t, args...)
 		require.Equal(t, ExitUsage, res.code, "%v: %s", args, res.stderr)
 		require.NotEmpty(t, res.stderr, args)
 	}
-	res := b.run(t, "--database", "postgresql://localhost/hopper", "jobs", "ls")
-	require.Contains(t, res.stderr, "PostgreSQL is not supported yet")
+}
+
+// The same commands work on PostgreSQL: --database takes a postgres:// URL, --schema the
+// schema (created and migrated by migrate).
+func TestPostgres(t *testing.T) {
+	pgtest.Require(t)
+	t.Parallel()
+	b := setup(t)
+	pg := []string{"--database", pgtest.URL(), "--schema", pgtest.FreshSchema(t, "hopper_cli_")}
+	res := b.run(t, append(pg, "migrate")...)
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	require.Contains(t, res.stdout, fmt.Sprintf("schema version %d", sqlite.LatestVersion()))
+	require.NotContains(t, res.stdout, "postgres://", "the URL (and any password in it) is not printed")
+
+	res = b.run(t, append(pg, "enqueue", "send-email", `{"to":"a@example.com"}`)...)
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	id := strings.TrimSpace(res.stdout)
+	res = b.run(t, append(pg, "jobs", "ls", "--json")...)
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	require.Contains(t, res.stdout, id)
+	res = b.run(t, append(pg, "jobs", "cancel", id)...)
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	res = b.run(t, append(pg, "jobs", "show", id)...)
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	require.Contains(t, res.stdout, "canceled")
 }
 
 func TestReadingCommandsNeedTheDatabase(t *testing.T) {

@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 
-	"github.com/hopperjobs/hopper/sqlitestore"
 	"github.com/spf13/cobra"
 )
 
@@ -24,15 +23,15 @@ func runMigrate(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	// Opening the store applies the embedded migrations.
-	return withStore(cmd, false, func(st *sqlitestore.Store) error {
+	return withStore(cmd, false, func(st store) error {
 		version, err := st.SchemaVersion(cmd.Context())
 		if err != nil {
 			return fmt.Errorf("read schema version: %w", err)
 		}
 		if wantJSON(cmd) {
-			return printJSON(cmd.OutOrStdout(), map[string]any{"database": path, "schema_version": version})
+			return printJSON(cmd.OutOrStdout(), map[string]any{"database": describe(cmd, path), "schema_version": version})
 		}
-		_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s: schema version %d\n", path, version)
+		_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s: schema version %d\n", describe(cmd, path), version)
 		return err
 	})
 }

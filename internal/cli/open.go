@@ -1,29 +1,35 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/hopperjobs/hopper"
+	"github.com/hopperjobs/hopper/internal/bench"
+	"github.com/hopperjobs/hopper/pgstore"
 	"github.com/hopperjobs/hopper/sqlitestore"
 	"github.com/spf13/cobra"
 )
 
 const (
 	flagDatabase = "database"
+	flagSchema   = "schema"
 	flagJSON     = "json"
 )
 
-// databasePath returns the --database value, refusing what this build cannot open.
+// store is what the CLI needs of either store.
+type store interface {
+	hopper.Store
+	SchemaVersion(ctx context.Context) (int, error)
+}
+
+// databasePath returns the --database value.
 func databasePath(cmd *cobra.Command) (string, error) {
 	path, err := cmd.Flags().GetString(flagDatabase)
 	if err != nil {
 		return "", err
-	}
-	if strings.HasPrefix(path, "postgres://") || strings.HasPrefix(path, "postgresql://") {
-		return "", usageErrorf("PostgreSQL is not supported yet: --database takes a SQLite file path")
 	}
 	if path == "" {
 		return "", usageErrorf("--database is empty")
@@ -31,13 +37,30 @@ func databasePath(cmd *cobra.Command) (string, error) {
 	return path, nil
 }
 
-// openStore opens the database named by --database, applying pending migrations. With
-// mustExist, a missing file is an error rather than a new empty database: reading commands
-// should not create one because of a typo.
-func openStore(cmd *cobra.Command, mustExist bool) (*sqlitestore.Store, error) {
+// describe names the database for messages without printing a URL's password.
+func describe(cmd *cobra.Command, path string) string {
+	if !bench.IsPostgres(path) {
+		return path
+	}
+	schema, _ := cmd.Flags().GetString(flagSchema)
+	return "postgres schema " + schema
+}
+
+// openStore opens the database named by --database (a SQLite file or a postgres:// URL),
+// applying pending migrations. With mustExist, a missing SQLite file is an error rather than a
+// new empty database: reading commands should not create one because of a typo.
+func openStore(cmd *cobra.Command, mustExist bool) (store, error) {
 	path, err := databasePath(cmd)
 	if err != nil {
 		return nil, err
+	}
+	if bench.IsPostgres(path) {
+		schema, _ := cmd.Flags().GetString(flagSchema)
+		st, err := pgstore.Open(cmd.Context(), pgstore.Config{URL: path, Schema: schema, MaxConns: 2, PollOnly: true})
+		if err != nil {
+			return nil, fmt.Errorf("open %s: %w", describe(cmd, path), err)
+		}
+		return st, nil
 	}
 	if mustExist {
 		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
@@ -52,7 +75,7 @@ func openStore(cmd *cobra.Command, mustExist bool) (*sqlitestore.Store, error) {
 }
 
 // withStore runs fn with the database named by --database open, and closes it.
-func withStore(cmd *cobra.Command, mustExist bool, fn func(*sqlitestore.Store) error) (err error) {
+func withStore(cmd *cobra.Command, mustExist bool, fn func(store) error) (err error) {
 	st, err := openStore(cmd, mustExist)
 	if err != nil {
 		return err
@@ -68,7 +91,7 @@ func withStore(cmd *cobra.Command, mustExist bool, fn func(*sqlitestore.Store) e
 // withClient runs fn with an enqueue-only client on the database. The client runs no
 // maintenance: the CLI is short-lived and must not promote or rescue jobs behind the workers.
 func withClient(cmd *cobra.Command, mustExist bool, fn func(*hopper.Client) error) error {
-	return withStore(cmd, mustExist, func(st *sqlitestore.Store) error {
+	return withStore(cmd, mustExist, func(st store) error {
 		client, err := hopper.NewClient(hopper.Config{Store: st, DisableMaintenance: true})
 		if err != nil {
 			return err

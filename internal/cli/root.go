@@ -70,7 +70,8 @@ already ended).`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
-	root.PersistentFlags().String(flagDatabase, "./hopper.db", "SQLite database file")
+	root.PersistentFlags().String(flagDatabase, "./hopper.db", "SQLite database file, or a postgres:// URL")
+	root.PersistentFlags().String(flagSchema, "hopper", "PostgreSQL schema holding Hopper's tables")
 	root.AddCommand(newMigrateCmd(), newEnqueueCmd(), newJobsCmd())
 	root.AddCommand(newBenchCmd())
 	return root
