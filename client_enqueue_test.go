@@ -139,7 +139,7 @@ func TestConcurrencyLimits(t *testing.T) {
 	}
 	res, err := b.client.EnqueueMany(t.Context(), batch)
 	require.NoError(t, err)
-	<-allIn
+	recv(t, allIn)
 	require.Equal(t, 3, b.client.Running(), "queue limit 3 holds while jobs wait")
 	close(release)
 	for _, r := range res {

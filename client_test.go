@@ -80,7 +80,7 @@ func TestEnqueueWorksJobAndRecordsHistory(t *testing.T) {
 	b := setup(t, ws, nil)
 	res, err := b.client.Enqueue(t.Context(), sendEmail{To: "a@example.com"}, nil)
 	require.NoError(t, err)
-	require.Equal(t, "a@example.com", <-got)
+	require.Equal(t, "a@example.com", recv(t, got))
 	job := b.waitFor(t, res.Job.ID, StateCompleted)
 	require.JSONEq(t, `{"sent":"a@example.com"}`, string(job.Result))
 	require.Equal(t, 1, job.Attempt)
@@ -147,4 +147,16 @@ func (b *testBundle) waitForAttempt(t *testing.T, id string, attempt int, state 
 		return job.Attempt == attempt && job.State == state
 	}, 10*time.Second, time.Millisecond)
 	return job
+}
+
+// recv receives from ch, failing the test instead of hanging when nothing comes.
+func recv[T any](t *testing.T, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatal("timed out waiting on a channel")
+		panic("unreachable")
+	}
 }

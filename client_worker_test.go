@@ -84,9 +84,9 @@ func TestTimeoutCancelsHandlerContext(t *testing.T) {
 	b := setup(t, ws, nil)
 	res, err := b.client.Enqueue(t.Context(), sendEmail{}, &InsertOpts{Timeout: 5 * time.Second, MaxAttempts: 1})
 	require.NoError(t, err)
-	<-started
+	recv(t, started)
 	b.clock.Advance(5 * time.Second)
-	require.ErrorIs(t, <-causes, ErrJobTimeout)
+	require.ErrorIs(t, recv(t, causes), ErrJobTimeout)
 	job := b.waitFor(t, res.Job.ID, StateFailed)
 	require.Contains(t, job.LastError, "job execution timeout after 5s")
 	attempts, err := b.client.Attempts(t.Context(), job.ID)
@@ -108,11 +108,11 @@ func TestCancelReachesRunningHandler(t *testing.T) {
 	b := setup(t, ws, nil)
 	res, err := b.client.Enqueue(t.Context(), sendEmail{}, nil)
 	require.NoError(t, err)
-	<-started
+	recv(t, started)
 	job, err := b.client.Cancel(t.Context(), res.Job.ID)
 	require.NoError(t, err)
 	require.Equal(t, StateCanceled, job.State)
-	require.ErrorIs(t, <-causes, ErrJobCanceled)
+	require.ErrorIs(t, recv(t, causes), ErrJobCanceled)
 	require.Eventually(t, func() bool { return b.client.Running() == 0 }, 5*time.Second, time.Millisecond)
 	job, err = b.client.Get(t.Context(), res.Job.ID)
 	require.NoError(t, err)
@@ -142,7 +142,7 @@ func TestLeaseKeeperExtendsAndStopsStaleWorker(t *testing.T) {
 	b := setup(t, ws, func(c *Config) { c.LeaseDuration = 30 * time.Second })
 	res, err := b.client.Enqueue(t.Context(), sendEmail{}, nil)
 	require.NoError(t, err)
-	<-started
+	recv(t, started)
 	job, err := b.client.Get(t.Context(), res.Job.ID)
 	require.NoError(t, err)
 	require.Equal(t, testStart.Add(30*time.Second), job.LeaseExpiresAt)
@@ -158,7 +158,7 @@ func TestLeaseKeeperExtendsAndStopsStaleWorker(t *testing.T) {
 	_, err = b.store.JobCancel(t.Context(), &store.CancelParams{ID: res.Job.ID, Actor: "operator"})
 	require.NoError(t, err)
 	b.clock.Advance(10 * time.Second)
-	require.ErrorIs(t, <-causes, ErrLeaseLost)
+	require.ErrorIs(t, recv(t, causes), ErrLeaseLost)
 }
 
 func TestStopReleasesUnfinishedJobsAtOnce(t *testing.T) {
@@ -173,7 +173,7 @@ func TestStopReleasesUnfinishedJobsAtOnce(t *testing.T) {
 	b := setup(t, ws, nil)
 	res, err := b.client.Enqueue(t.Context(), sendEmail{}, nil)
 	require.NoError(t, err)
-	<-started
+	recv(t, started)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel() // deadline already passed: stop hard
 	require.NoError(t, b.client.Stop(ctx))
@@ -203,7 +203,7 @@ func TestStopReleasesHandlersThatIgnoreCancellation(t *testing.T) {
 	defer close(unblock)
 	res, err := b.client.Enqueue(t.Context(), sendEmail{}, nil)
 	require.NoError(t, err)
-	<-started
+	recv(t, started)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	require.NoError(t, b.client.Stop(ctx))
@@ -224,11 +224,11 @@ func TestStopWaitsForRunningJobs(t *testing.T) {
 	b := setup(t, ws, nil)
 	res, err := b.client.Enqueue(t.Context(), sendEmail{}, nil)
 	require.NoError(t, err)
-	<-started
+	recv(t, started)
 	stopped := make(chan error)
 	go func() { stopped <- b.client.Stop(context.Background()) }()
 	close(unblock)
-	require.NoError(t, <-stopped)
+	require.NoError(t, recv(t, stopped))
 	job, err := b.client.Get(t.Context(), res.Job.ID)
 	require.NoError(t, err)
 	require.Equal(t, StateCompleted, job.State, "Stop let the running job finish and flushed its outcome")
@@ -272,20 +272,27 @@ func TestLeaseRenewedWhileStopWaits(t *testing.T) {
 	b := setup(t, ws, func(c *Config) { c.LeaseDuration = 30 * time.Second })
 	res, err := b.client.Enqueue(t.Context(), sendEmail{}, nil)
 	require.NoError(t, err)
-	<-started
+	recv(t, started)
 	stopped := make(chan error, 1)
 	go func() { stopped <- b.client.Stop(context.Background()) }()
 	for range 9 { // 90 s: three leases long
 		b.clock.Advance(10 * time.Second)
 		// Renewed by now: at least 20 s of the 30 s lease are left after each step.
-		require.Eventually(t, func() bool {
+		deadline := time.Now().Add(5 * time.Second)
+		for {
 			job, err := b.client.Get(context.Background(), res.Job.ID)
 			require.NoError(t, err)
-			return job.State == StateRunning && job.LeaseExpiresAt.Sub(b.clock.Now()) >= 20*time.Second
-		}, 5*time.Second, time.Millisecond, "lease renewed by %s", b.clock.Now())
+			if job.State == StateRunning && job.LeaseExpiresAt.Sub(b.clock.Now()) >= 20*time.Second {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("lease not renewed by %s: lease %s, state %s", b.clock.Now(), job.LeaseExpiresAt, job.State)
+			}
+			time.Sleep(time.Millisecond)
+		}
 	}
 	close(unblock)
-	require.NoError(t, <-stopped)
+	require.NoError(t, recv(t, stopped))
 	job, err := b.client.Get(t.Context(), res.Job.ID)
 	require.NoError(t, err)
 	require.Equal(t, StateCompleted, job.State)
@@ -305,7 +312,7 @@ func TestExtendLeaseSticksAcrossRenewals(t *testing.T) {
 	defer close(unblock)
 	res, err := b.client.Enqueue(t.Context(), sendEmail{}, nil)
 	require.NoError(t, err)
-	require.NoError(t, <-extended)
+	require.NoError(t, recv(t, extended))
 	job, err := b.client.Get(t.Context(), res.Job.ID)
 	require.NoError(t, err)
 	require.Equal(t, testStart.Add(time.Hour), job.LeaseExpiresAt)

@@ -13,12 +13,16 @@ import (
 // in one batch. A job whose lease is gone (rescued, canceled) has its context canceled with
 // ErrLeaseLost, so a stale worker stops working on a job it no longer owns.
 func (e *Engine) keepLeases(ctx context.Context) {
-	// Renewals keep a fixed cadence from the start (like a ticker): a late or slow renewal
-	// does not push the next one later.
+	// Renewals keep a fixed cadence (like a ticker), so a slow renewal does not push the next
+	// one later; one that is already due (the process stalled) runs at once.
 	next := e.clock.Now()
 	for {
 		next = next.Add(e.shortestLease() / 3)
-		t := e.clock.NewTimer(next.Sub(e.clock.Now()))
+		now := e.clock.Now()
+		if next.Before(now) {
+			next = now
+		}
+		t := e.clock.NewTimer(next.Sub(now))
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -26,9 +30,6 @@ func (e *Engine) keepLeases(ctx context.Context) {
 		case <-t.C():
 		}
 		e.extendAll(ctx)
-		if now := e.clock.Now(); next.Before(now.Add(-e.shortestLease() / 3)) {
-			next = now // fell more than a period behind (a long stall): start afresh
-		}
 	}
 }
 

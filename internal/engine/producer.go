@@ -31,6 +31,7 @@ type producer struct {
 }
 
 type claimResult struct {
+	gen        int // the loop's wake-up generation when the claim was issued
 	asked      int
 	jobs       []*hoppertype.JobRow
 	capLimited bool
@@ -54,6 +55,7 @@ type loopState struct {
 	more, urgent bool // more: work may be waiting; urgent: claim without gathering slots
 	inflight     int  // claims outstanding
 	reserved     int  // slots held by outstanding claims
+	gen          int  // counts wake-ups, so a claim issued before one cannot undo it
 	poll         clock.Timer
 }
 
@@ -74,7 +76,7 @@ func (p *producer) run(ctx context.Context) {
 		if st.inflight < maxClaimsInFlight && st.more && free > 0 && (st.urgent || free >= threshold) {
 			if n := p.e.slots.tryAcquire(min(free, cfg.ClaimBatch)); n > 0 {
 				st.inflight, st.reserved, st.urgent = st.inflight+1, st.reserved+n, false
-				go p.claim(ctx, n)
+				go p.claim(ctx, n, st.gen)
 				continue
 			}
 		}
@@ -87,9 +89,9 @@ func (p *producer) run(ctx context.Context) {
 		case r := <-p.results:
 			p.received(st, r)
 		case <-p.wake:
-			st.more, st.urgent = true, true
+			st.more, st.urgent, st.gen = true, true, st.gen+1
 		case <-st.poll.C():
-			st.more, st.urgent = true, true
+			st.more, st.urgent, st.gen = true, true, st.gen+1
 			st.poll = p.e.clock.NewTimer(cfg.PollInterval)
 		case <-coalesceC:
 			st.urgent, coalesceC = true, nil
@@ -123,6 +125,9 @@ func (p *producer) received(st *loopState, r claimResult) {
 	// A claim that got all it asked for suggests more work; one held short by a fleet-wide cap
 	// (not an empty queue) should look again soon, since slots free up as jobs anywhere
 	// finish and no wake-up announces that.
+	if r.gen < st.gen {
+		return // woken since this claim was issued: what it saw is stale, so keep looking
+	}
 	st.more = len(r.jobs) == r.asked
 	p.capHeld.Store(!st.more && r.capLimited)
 	if !st.more && r.capLimited {
@@ -133,7 +138,7 @@ func (p *producer) received(st *loopState, r claimResult) {
 
 // claim asks the store for up to n jobs (n slots are already held) and hands the result to
 // the loop.
-func (p *producer) claim(ctx context.Context, n int) {
+func (p *producer) claim(ctx context.Context, n, gen int) {
 	var capLimited bool
 	jobs, err := p.e.store.JobClaim(ctx, &store.ClaimParams{
 		Queue: p.queue, Kinds: p.e.kinds, Limit: n, WorkerID: p.e.cfg.WorkerID, LeaseDuration: p.e.cfg.LeaseDuration,
@@ -142,5 +147,5 @@ func (p *producer) claim(ctx context.Context, n int) {
 	if err != nil && ctx.Err() == nil {
 		p.e.log.Error("claim jobs", "queue", p.queue, "err", err)
 	}
-	p.results <- claimResult{asked: n, jobs: jobs, capLimited: capLimited, err: err}
+	p.results <- claimResult{gen: gen, asked: n, jobs: jobs, capLimited: capLimited, err: err}
 }
