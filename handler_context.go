@@ -41,6 +41,9 @@ func Heartbeat(ctx context.Context) error {
 // current lease. The client already extends leases while handlers run; use this for a job
 // that knows it needs longer or wants to be rescued sooner if it stops.
 func ExtendLease(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return invalid("lease", "duration %s must be positive", d)
+	}
 	ex, err := execution(ctx)
 	if err != nil {
 		return err

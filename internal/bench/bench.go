@@ -91,6 +91,8 @@ func (c Config) Validate() error {
 	switch {
 	case c.Jobs < 1 || c.Workers < 1 || c.Batch < 1 || c.Rate < 1:
 		return errors.New("bench: jobs, workers, batch and rate must be positive")
+	case c.Conns < 0 || c.KindCap < 0:
+		return errors.New("bench: conns and kind cap must not be negative")
 	case c.LatencyJobs < -1:
 		return errors.New("bench: latency jobs must be positive, 0 for the default or -1 to skip")
 	}

@@ -104,6 +104,9 @@ func (c Config) withDefaults() Config {
 		c.ClaimBatch = 200
 	}
 	def(&c.LeaseDuration, 30*time.Second)
+	if po, ok := c.Store.(interface{ PollOnly() bool }); ok && po.PollOnly() {
+		c.PollOnly = true // the store was opened not to listen
+	}
 	if _, pushes := c.Store.(store.Notifier); c.PollInterval == 0 && pushes && !c.PollOnly {
 		c.PollInterval = 5 * time.Second // only a fallback: the store pushes new work
 	}

@@ -30,6 +30,11 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("migrate schema %s: %w", s.schema, err)
 	}
+	for v := range applied {
+		if v > len(ms) {
+			return fmt.Errorf("schema %s has schema version %d, newer than this binary's %d: use a newer hopper", s.schema, v, len(ms))
+		}
+	}
 	for _, m := range ms {
 		if applied[m.Version] {
 			continue

@@ -115,3 +115,19 @@ func connect(t *testing.T) *pgx.Conn {
 	t.Cleanup(func() { conn.Close(context.Background()) })
 	return conn
 }
+
+// A schema migrated by a newer binary is refused with a clear error, as SQLite's file is.
+func TestNewerSchemaIsRefused(t *testing.T) {
+	requireDatabase(t)
+	t.Parallel()
+	schema := freshSchema(t)
+	openStore(t, schema, nil) // creates and migrates the schema
+	conn, err := pgx.Connect(t.Context(), databaseURL())
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	_, err = conn.Exec(t.Context(), `INSERT INTO `+pgx.Identifier{schema, "schema_migrations"}.Sanitize()+
+		` (version, name, applied_at) VALUES (999, '0999_future', now())`)
+	require.NoError(t, err)
+	_, err = postgres.Open(t.Context(), postgres.Config{URL: databaseURL(), Schema: schema, MaxConns: testConns})
+	require.ErrorContains(t, err, "schema version 999, newer than this binary's")
+}

@@ -218,3 +218,7 @@ func limitOr(n, def int) int {
 	}
 	return n
 }
+
+// PollOnly reports whether the store was opened with Config.PollOnly; the engine then polls
+// at the shorter interval of a store that does not push.
+func (s *Store) PollOnly() bool { return s.cfg.PollOnly }
