@@ -86,9 +86,11 @@ func (a *finishArrays) add(i int, p *store.FinishParams) {
 	a.ords, a.giveBack = append(a.ords, int32(i)), append(a.giveBack, giveBack)
 	a.ids, a.tokens, a.states = append(a.ids, p.ID), append(a.tokens, p.Token), append(a.states, string(p.State))
 	a.runAt, a.results = append(a.runAt, nullTime(p.RunAt)), append(a.results, nullBytes(p.Result))
-	a.errors, a.outcomes = append(a.errors, nullStr(p.Error)), append(a.outcomes, string(p.Outcome))
-	a.stacks, a.actors = append(a.stacks, nullStr(p.Stack)), append(a.actors, string(p.Actor))
-	a.reasons, a.checkpoints = append(a.reasons, nullStr(p.Reason)), append(a.checkpoints, nullBytes(p.Checkpoint))
+	// Free text is cleaned: one error message PostgreSQL's text type refuses (a NUL byte,
+	// invalid UTF-8) would otherwise fail the whole batch, again at every retry.
+	a.errors, a.outcomes = append(a.errors, nullStr(store.CleanText(p.Error))), append(a.outcomes, string(p.Outcome))
+	a.stacks, a.actors = append(a.stacks, nullStr(store.CleanText(p.Stack))), append(a.actors, string(p.Actor))
+	a.reasons, a.checkpoints = append(a.reasons, nullStr(store.CleanText(p.Reason))), append(a.checkpoints, nullBytes(p.Checkpoint))
 	a.expiresAt, a.deadlineAt = append(a.expiresAt, nullTime(p.ExpiresAt)), append(a.deadlineAt, nullTime(p.DeadlineAt))
 }
 
@@ -174,7 +176,7 @@ func (s *Store) JobHeartbeat(ctx context.Context, p *store.HeartbeatParams) erro
 func (s *Store) JobProgress(ctx context.Context, p *store.ProgressParams) error {
 	return s.touch(ctx, p.ID, p.Token, `UPDATE {schema}.jobs SET heartbeat_at = coalesce($1::timestamptz, now()),
 		progress_percent = $4, progress_message = $5 WHERE id = $2 AND token = $3 AND state = 'running'`,
-		store.ClampPercent(p.Percent), nullStr(p.Message))
+		store.ClampPercent(p.Percent), nullStr(store.CleanText(p.Message)))
 }
 
 func (s *Store) touch(ctx context.Context, id string, token int64, query string, extra ...any) error {

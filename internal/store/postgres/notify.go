@@ -73,7 +73,10 @@ func (s *Store) waitOne(ctx context.Context, conn *pgx.Conn, fn func(store.Notif
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case errors.Is(err, context.DeadlineExceeded) && !conn.IsClosed():
-		if err := conn.Ping(ctx); err != nil {
+		pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := conn.Ping(pingCtx)
+		cancel()
+		if err != nil {
 			return s.wrap(err, "subscribe: ping")
 		}
 		return nil

@@ -17,6 +17,7 @@ func testFinish(t *testing.T, opener Opener) {
 	parallel(t, opener, "InvalidTarget", finishInvalidTarget)
 	parallel(t, opener, "MixedBatch", finishMixedBatch)
 	parallel(t, opener, "CheckpointKept", finishCheckpointKept)
+	parallel(t, opener, "OddErrorText", finishOddErrorText)
 }
 
 // Contract 4: a failed attempt with retries left goes to scheduled and is claimable only after a
@@ -184,4 +185,19 @@ func finishCheckpointKept(t *testing.T, b *bundle) {
 
 	require.NoError(t, b.finish(t, finishing(next[0], hoppertype.StateCompleted)))
 	require.JSONEq(t, `{"page":3}`, string(b.get(t, job.ID).Checkpoint))
+}
+
+// A handler's error text may hold anything (NUL bytes, invalid UTF-8); it is stored (cleaned
+// where the database needs it) and never fails the batch it is written in.
+func finishOddErrorText(t *testing.T, b *bundle) {
+	odd := b.running(t)
+	plain := b.running(t)
+	p := finishing(odd, hoppertype.StateFailed)
+	p.Error, p.Stack = "bad \x00 bytes \xff here", "stack \x00"
+	errs, err := b.store.JobFinishMany(t.Context(), []*store.FinishParams{p, finishing(plain, hoppertype.StateCompleted)})
+	require.NoError(t, err)
+	require.Equal(t, []error{nil, nil}, errs)
+	require.Equal(t, hoppertype.StateFailed, b.get(t, odd.ID).State)
+	require.Contains(t, b.get(t, odd.ID).LastError, "bad ")
+	require.Equal(t, hoppertype.StateCompleted, b.get(t, plain.ID).State)
 }
