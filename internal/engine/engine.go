@@ -260,13 +260,19 @@ func (e *Engine) NotifyScheduled(runAt time.Time) { e.maint.nudge(runAt) }
 func (e *Engine) CancelRunning(id string) bool { return e.cancelRunning(id, ErrJobCanceled) }
 
 func (e *Engine) cancelRunning(id string, cause error) bool {
+	return e.cancelAttempt(id, 0, cause)
+}
+
+// cancelAttempt cancels the running attempt of job id holding token (any token when 0).
+func (e *Engine) cancelAttempt(id string, token int64, cause error) bool {
 	e.mu.Lock()
 	r, ok := e.running[id]
 	e.mu.Unlock()
-	if ok {
+	if ok && (token == 0 || r.row.Token == token) {
 		r.cancel(cause)
+		return true
 	}
-	return ok
+	return false
 }
 
 // Running returns the number of jobs running in this process.
@@ -322,19 +328,30 @@ func (e *Engine) releaseStragglers() {
 	}
 }
 
+// register records a running attempt. An older attempt of the same job still registered here
+// (its lease was lost and the job came back to this process) is canceled with ErrLeaseLost:
+// the job has one owner, the newest token.
 func (e *Engine) register(r *runningJob) {
 	e.mu.Lock()
+	old, ok := e.running[r.row.ID]
 	e.running[r.row.ID] = r
 	e.mu.Unlock()
+	if ok {
+		old.cancel(ErrLeaseLost)
+	}
 }
 
-// unregister reports whether the job was still registered (not already released).
-func (e *Engine) unregister(id string) bool {
+// unregister removes the attempt holding token and reports whether it was still registered
+// (not released by Stop, nor superseded by a newer attempt of the same job).
+func (e *Engine) unregister(id string, token int64) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	_, ok := e.running[id]
+	r, ok := e.running[id]
+	if !ok || r.row.Token != token {
+		return false
+	}
 	delete(e.running, id)
-	return ok
+	return true
 }
 
 // wakeAfterWrite asks for queue's producer to be woken once job id's outcome is written.

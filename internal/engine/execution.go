@@ -56,7 +56,7 @@ func (x *Execution) ExtendLease(ctx context.Context, d time.Duration) error {
 		return err
 	}
 	if errs[0] == nil {
-		x.engine.setLease(x.Row.ID, d) // later automatic renewals keep this duration
+		x.engine.setLease(x.Row.ID, x.Row.Token, d) // later automatic renewals keep this duration
 	}
 	return x.leaseErr(errs[0])
 }
@@ -64,7 +64,7 @@ func (x *Execution) ExtendLease(ctx context.Context, d time.Duration) error {
 // leaseErr cancels the attempt's context when the store says the lease is gone.
 func (x *Execution) leaseErr(err error) error {
 	if errors.Is(err, store.ErrLeaseLost) {
-		x.engine.cancelRunning(x.Row.ID, ErrLeaseLost)
+		x.engine.cancelAttempt(x.Row.ID, x.Row.Token, ErrLeaseLost)
 	}
 	return err
 }

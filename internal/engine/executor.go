@@ -33,8 +33,8 @@ func (e *Engine) execute(p *producer, row *hoppertype.JobRow) {
 		err = runUnit(withExecution(ctx, ex), unit)
 	}
 	cause := context.Cause(ctx)
-	if !e.unregister(row.ID) {
-		return // released by Stop already; this late outcome must not overwrite it
+	if !e.unregister(row.ID, row.Token) {
+		return // released by Stop, or superseded by a newer attempt: this outcome is stale
 	}
 	if params := e.outcome(unit, ex, err, cause); params != nil {
 		if row.GroupKey != "" || p.capHeld.Load() {

@@ -63,15 +63,15 @@ func (e *Engine) extendAll(ctx context.Context) {
 	for i, err := range errs {
 		if errors.Is(err, store.ErrLeaseLost) {
 			e.log.Warn("lease lost; canceling attempt", "job_id", params[i].ID)
-			e.cancelRunning(params[i].ID, ErrLeaseLost)
+			e.cancelAttempt(params[i].ID, params[i].Token, ErrLeaseLost)
 		}
 	}
 }
 
 // setLease records the lease duration a handler asked for, for the following renewals.
-func (e *Engine) setLease(id string, d time.Duration) {
+func (e *Engine) setLease(id string, token int64, d time.Duration) {
 	e.mu.Lock()
-	if r, ok := e.running[id]; ok {
+	if r, ok := e.running[id]; ok && r.row.Token == token {
 		r.lease = d
 	}
 	e.mu.Unlock()

@@ -1,0 +1,32 @@
+package engine
+
+import (
+	"context"
+	"testing"
+
+	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/stretchr/testify/require"
+)
+
+// When a job comes back to this process under a new token while its old attempt still runs
+// here, the old attempt is canceled as stale and cannot remove or outlive the new one.
+func TestRegistryKeepsTheNewestAttempt(t *testing.T) {
+	t.Parallel()
+	e := &Engine{running: map[string]*runningJob{}}
+	ctx1, cancel1 := context.WithCancelCause(context.Background())
+	ctx2, cancel2 := context.WithCancelCause(context.Background())
+	defer cancel1(nil)
+	defer cancel2(nil)
+	e.register(&runningJob{row: &hoppertype.JobRow{ID: "j", Token: 1}, cancel: cancel1})
+	e.register(&runningJob{row: &hoppertype.JobRow{ID: "j", Token: 2}, cancel: cancel2})
+	require.ErrorIs(t, context.Cause(ctx1), ErrLeaseLost, "the superseded attempt is canceled")
+	require.NoError(t, ctx2.Err())
+
+	require.False(t, e.unregister("j", 1), "the old attempt's end does not remove the new one")
+	require.False(t, e.cancelAttempt("j", 1, ErrLeaseLost), "a lease loss of the old token spares the new")
+	require.NoError(t, ctx2.Err())
+	require.True(t, e.cancelAttempt("j", 2, ErrJobCanceled))
+	require.ErrorIs(t, context.Cause(ctx2), ErrJobCanceled)
+	require.True(t, e.unregister("j", 2))
+	require.Empty(t, e.running)
+}
