@@ -43,7 +43,7 @@ func (s *Store) JobClaim(ctx context.Context, p *store.ClaimParams) ([]*hopperty
 	}
 	fast, fastExtra := claimQuery(p.Kinds, nil) // prepared once: the claim when no kind is capped
 	var jobs []*hoppertype.JobRow
-	err := s.write(ctx, []string{fast}, func(tx *sql.Tx, stmts []*sql.Stmt) error {
+	err := s.write(ctx, []string{fast}, func(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt) error {
 		now := s.clock.Now() // in the transaction: a queued write must not back-date its claim
 		fixed := []any{p.WorkerID, micros(now.Add(p.LeaseDuration)), micros(now), p.Queue}
 		c, err := loadCaps(ctx, tx, p)

@@ -12,7 +12,7 @@ import (
 
 // QueueSetPaused pauses or resumes a queue.
 func (s *Store) QueueSetPaused(ctx context.Context, queue string, paused bool) error {
-	err := s.write(ctx, nil, func(tx *sql.Tx, _ []*sql.Stmt) error {
+	err := s.write(ctx, nil, func(ctx context.Context, tx *sql.Tx, _ []*sql.Stmt) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO queues (name, paused, updated_at) VALUES (?1, ?2, ?3)
 			ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at`,
 			queue, paused, micros(s.clock.Now()))
@@ -44,7 +44,7 @@ func (s *Store) QueueList(ctx context.Context) ([]*store.QueueSettings, error) {
 
 // NodeHeartbeat registers the node or refreshes its heartbeat.
 func (s *Store) NodeHeartbeat(ctx context.Context, n *hoppertype.Node) error {
-	err := s.write(ctx, nil, func(tx *sql.Tx, _ []*sql.Stmt) error {
+	err := s.write(ctx, nil, func(ctx context.Context, tx *sql.Tx, _ []*sql.Stmt) error {
 		now := micros(s.clock.Now())
 		started := now
 		if !n.StartedAt.IsZero() {
@@ -82,7 +82,7 @@ func (s *Store) NodeList(ctx context.Context) ([]*hoppertype.Node, error) {
 
 // NodeRemove deregisters a node.
 func (s *Store) NodeRemove(ctx context.Context, id string) error {
-	err := s.write(ctx, nil, func(tx *sql.Tx, _ []*sql.Stmt) error {
+	err := s.write(ctx, nil, func(ctx context.Context, tx *sql.Tx, _ []*sql.Stmt) error {
 		_, err := tx.ExecContext(ctx, `DELETE FROM nodes WHERE id = ?`, id)
 		return err
 	})
@@ -95,7 +95,7 @@ func (s *Store) NodeRemove(ctx context.Context, id string) error {
 // LeaderElect takes or renews the leader lease and returns the holder.
 func (s *Store) LeaderElect(ctx context.Context, p *store.LeaderParams) (*hoppertype.Leadership, error) {
 	var l hoppertype.Leadership
-	err := s.write(ctx, nil, func(tx *sql.Tx, _ []*sql.Stmt) error {
+	err := s.write(ctx, nil, func(ctx context.Context, tx *sql.Tx, _ []*sql.Stmt) error {
 		now := s.clock.Now()
 		if _, err := tx.ExecContext(ctx, `INSERT INTO leader (id, node_id, term, expires_at) VALUES (1, ?1, 1, ?2)
 			ON CONFLICT (id) DO UPDATE SET
@@ -118,7 +118,7 @@ func (s *Store) LeaderElect(ctx context.Context, p *store.LeaderParams) (*hopper
 
 // LeaderResign ends nodeID's lease at once, so another node can take it.
 func (s *Store) LeaderResign(ctx context.Context, nodeID string) error {
-	err := s.write(ctx, nil, func(tx *sql.Tx, _ []*sql.Stmt) error {
+	err := s.write(ctx, nil, func(ctx context.Context, tx *sql.Tx, _ []*sql.Stmt) error {
 		_, err := tx.ExecContext(ctx, `UPDATE leader SET expires_at = ?1 WHERE node_id = ?2 AND expires_at > ?1`,
 			micros(s.clock.Now()), nodeID)
 		return err
@@ -135,7 +135,7 @@ func (s *Store) JobRescueDeadNodes(ctx context.Context, p *store.RescueDeadParam
 		return nil, errors.New("rescue dead nodes: NodeTTL must be positive")
 	}
 	res := &store.RescueResult{}
-	err := s.write(ctx, nil, func(tx *sql.Tx, _ []*sql.Stmt) error {
+	err := s.write(ctx, nil, func(ctx context.Context, tx *sql.Tx, _ []*sql.Stmt) error {
 		now := s.clock.Now()
 		cutoff := micros(now.Add(-p.NodeTTL))
 		rows, err := tx.QueryContext(ctx, `UPDATE jobs SET
@@ -179,7 +179,7 @@ func (s *Store) LimitSet(ctx context.Context, p *store.LimitParams) error {
 	default:
 		return fmt.Errorf("set limit: unknown scope %q", p.Scope)
 	}
-	err := s.write(ctx, nil, func(tx *sql.Tx, _ []*sql.Stmt) error {
+	err := s.write(ctx, nil, func(ctx context.Context, tx *sql.Tx, _ []*sql.Stmt) error {
 		_, err := tx.ExecContext(ctx, query, args...)
 		return err
 	})

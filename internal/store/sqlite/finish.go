@@ -23,7 +23,7 @@ WHERE id = ?15 AND token = ?16 AND state = 'running'`
 // JobFinishMany ends running attempts in one transaction.
 func (s *Store) JobFinishMany(ctx context.Context, params []*store.FinishParams) ([]error, error) {
 	errs := make([]error, len(params))
-	err := s.write(ctx, []string{finishSQL}, func(tx *sql.Tx, stmts []*sql.Stmt) error {
+	err := s.write(ctx, []string{finishSQL}, func(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt) error {
 		st := stmts[0]
 		now := s.clock.Now()
 		for i, p := range params {
@@ -73,7 +73,7 @@ const extendSQL = `UPDATE jobs SET lease_expires_at = ? WHERE id = ? AND token =
 // JobExtendLeases moves each lease's expiry to now + Duration.
 func (s *Store) JobExtendLeases(ctx context.Context, params []*store.ExtendParams) ([]error, error) {
 	errs := make([]error, len(params))
-	err := s.write(ctx, []string{extendSQL}, func(tx *sql.Tx, stmts []*sql.Stmt) error {
+	err := s.write(ctx, []string{extendSQL}, func(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt) error {
 		st := stmts[0]
 		now := s.clock.Now()
 		for i, p := range params {
@@ -103,7 +103,7 @@ func (s *Store) JobProgress(ctx context.Context, p *store.ProgressParams) error 
 }
 
 func (s *Store) touch(ctx context.Context, id string, token int64, query string, extra ...any) error {
-	return s.write(ctx, []string{query}, func(tx *sql.Tx, stmts []*sql.Stmt) error {
+	return s.write(ctx, []string{query}, func(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt) error {
 		res, err := stmts[0].ExecContext(ctx, append([]any{micros(s.clock.Now()), id, token}, extra...)...)
 		if err != nil {
 			return fmt.Errorf("update job %s: %w", id, err)

@@ -20,7 +20,7 @@ const insertJobSQL = `INSERT INTO jobs (id, kind, queue, priority, args, headers
 // JobInsertMany inserts every job in one transaction.
 func (s *Store) JobInsertMany(ctx context.Context, params []*store.InsertParams) ([]*store.InsertResult, error) {
 	out := make([]*store.InsertResult, len(params))
-	err := s.write(ctx, []string{insertJobSQL}, func(tx *sql.Tx, stmts []*sql.Stmt) error {
+	err := s.write(ctx, []string{insertJobSQL}, func(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt) error {
 		ins := stmts[0]
 		now := s.clock.Now()
 		for i, p := range params {

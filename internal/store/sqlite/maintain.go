@@ -14,7 +14,7 @@ import (
 // JobCancel cancels a non-terminal job.
 func (s *Store) JobCancel(ctx context.Context, p *store.CancelParams) (*hoppertype.JobRow, error) {
 	var job *hoppertype.JobRow
-	err := s.write(ctx, nil, func(tx *sql.Tx, _ []*sql.Stmt) error {
+	err := s.write(ctx, nil, func(ctx context.Context, tx *sql.Tx, _ []*sql.Stmt) error {
 		now := micros(s.clock.Now())
 		var err error
 		job, err = scanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET
@@ -47,7 +47,7 @@ func (s *Store) JobCancel(ctx context.Context, p *store.CancelParams) (*hopperty
 // JobRescueExpired returns running jobs with expired leases to queued, giving back the attempt.
 func (s *Store) JobRescueExpired(ctx context.Context, p *store.RescueParams) (*store.RescueResult, error) {
 	res := &store.RescueResult{}
-	err := s.write(ctx, nil, func(tx *sql.Tx, _ []*sql.Stmt) error {
+	err := s.write(ctx, nil, func(ctx context.Context, tx *sql.Tx, _ []*sql.Stmt) error {
 		now := micros(s.clock.Now())
 		rows, err := tx.QueryContext(ctx, `UPDATE jobs SET
 			state = 'queued', version = version + 1, attempt = attempt - 1, updated_at = ?1,
@@ -71,7 +71,7 @@ func (s *Store) JobRescueExpired(ctx context.Context, p *store.RescueParams) (*s
 // JobPromoteScheduled queues scheduled jobs whose run_at has come.
 func (s *Store) JobPromoteScheduled(ctx context.Context, p *store.PromoteParams) (*store.PromoteResult, error) {
 	res := &store.PromoteResult{}
-	err := s.write(ctx, nil, func(tx *sql.Tx, _ []*sql.Stmt) error {
+	err := s.write(ctx, nil, func(ctx context.Context, tx *sql.Tx, _ []*sql.Stmt) error {
 		now := micros(s.clock.Now())
 		rows, err := tx.QueryContext(ctx, `UPDATE jobs SET
 			state = 'queued', version = version + 1, updated_at = ?1, last_actor = 'leader', last_reason = 'run_at reached'

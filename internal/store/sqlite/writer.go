@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 
 	"github.com/hopperjobs/hopper/internal/store"
@@ -14,20 +15,27 @@ import (
 // one transaction, each in its own savepoint so one request's error undoes only its own
 // changes. A request's result is handed back only after the commit is durable.
 
+// errGroupLost: a savepoint could not be rolled back, so the shared transaction is no longer
+// what its requests think; the whole group fails.
+var errGroupLost = errors.New("shared write transaction lost")
+
 // maxGroup bounds the requests of one transaction.
 const maxGroup = 64
 
 type writeReq struct {
 	ctx   context.Context
 	stmts []*sql.Stmt
-	fn    func(tx *sql.Tx, stmts []*sql.Stmt) error
+	fn    func(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt) error
 	done  chan error
 }
 
 // write runs fn in a write transaction, possibly shared with other requests, and returns once
 // that transaction has committed (or fn's changes were rolled back). The statements named in
-// queries are prepared first and handed to fn bound to the transaction.
-func (s *Store) write(ctx context.Context, queries []string, fn func(tx *sql.Tx, stmts []*sql.Stmt) error) error {
+// queries are prepared first and handed to fn bound to the transaction. fn gets a context that
+// is not canceled with ctx: the driver interrupts the connection on cancellation, which would
+// roll back the whole shared transaction, other callers' writes included. ctx is checked
+// before fn runs.
+func (s *Store) write(ctx context.Context, queries []string, fn func(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -40,13 +48,28 @@ func (s *Store) write(ctx context.Context, queries []string, fn func(tx *sql.Tx,
 		req.stmts[i] = st
 	}
 	select {
+	case <-s.quit:
+		return store.ErrClosed
+	default:
+	}
+	select {
 	case s.writes <- req:
 	case <-s.quit:
 		return store.ErrClosed
 	}
 	// Wait even if ctx ends: the request may already be in a committing transaction, and a
-	// claim's jobs must reach their caller.
-	return <-req.done
+	// claim's jobs must reach their caller. A request that raced with Close gets ErrClosed.
+	select {
+	case err := <-req.done:
+		return err
+	case <-s.loopDone:
+		select {
+		case err := <-req.done:
+			return err
+		default:
+			return store.ErrClosed
+		}
+	}
 }
 
 func (s *Store) writeLoop() {
@@ -101,6 +124,14 @@ func (s *Store) commitGroup(group []*writeReq) {
 		} else {
 			errs[i] = s.runInSavepoint(tx, r)
 		}
+		if errors.Is(errs[i], errGroupLost) {
+			// The transaction itself is gone: nothing of this group can be trusted to commit.
+			tx.Rollback()
+			for _, r := range group {
+				r.done <- fmt.Errorf("write aborted: %w", errs[i])
+			}
+			return
+		}
 		if errs[i] == nil {
 			ok++
 		}
@@ -124,11 +155,12 @@ func (s *Store) run(tx *sql.Tx, r *writeReq) error {
 	if err := r.ctx.Err(); err != nil {
 		return err
 	}
+	ctx := context.WithoutCancel(r.ctx)
 	stmts := make([]*sql.Stmt, len(r.stmts))
 	for i, st := range r.stmts {
-		stmts[i] = tx.StmtContext(r.ctx, st)
+		stmts[i] = tx.StmtContext(ctx, st)
 	}
-	return r.fn(tx, stmts)
+	return r.fn(ctx, tx, stmts)
 }
 
 // runInSavepoint runs one request; on error its changes are rolled back, others' are kept.
@@ -142,7 +174,7 @@ func (s *Store) runInSavepoint(tx *sql.Tx, r *writeReq) error {
 	err := s.run(tx, r)
 	if err != nil {
 		if _, rbErr := tx.Exec("ROLLBACK TO req"); rbErr != nil {
-			return fmt.Errorf("%w (and rollback to savepoint: %v)", err, rbErr)
+			return fmt.Errorf("%w: %v (rollback to savepoint: %v)", errGroupLost, err, rbErr)
 		}
 	}
 	if _, relErr := tx.Exec("RELEASE req"); relErr != nil && err == nil {
