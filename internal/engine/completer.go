@@ -44,6 +44,9 @@ func (c *completer) add(p *store.FinishParams) {
 
 func (c *completer) start() { go c.run() }
 
+// flushTimeout bounds one routine flush, so a database that stops answering cannot hold Stop.
+const flushTimeout = 30 * time.Second
+
 // flushers is how many batches may be written at once: while one waits for its commit to be
 // durable, the next is on its way.
 const flushers = 2
@@ -60,7 +63,9 @@ func (c *completer) run() {
 			go func() {
 				defer wg.Done()
 				defer func() { <-free }()
-				c.flush(context.Background(), false)
+				ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
+				defer cancel()
+				c.flush(ctx, false)
 			}()
 		case ctx := <-c.stopReq:
 			wg.Wait()

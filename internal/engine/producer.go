@@ -10,6 +10,9 @@ import (
 	"github.com/hopperjobs/hopper/internal/store"
 )
 
+// claimTimeout bounds one claim, which its producer waits for even while stopping.
+const claimTimeout = 30 * time.Second
+
 // capRetry is how soon a producer held short by a fleet-wide cap claims again.
 const capRetry = 50 * time.Millisecond
 
@@ -120,7 +123,8 @@ func (p *producer) received(st *loopState, r claimResult) {
 		go p.e.execute(p, row)
 	}
 	if r.err != nil {
-		return // wait for a wake-up, a release or the poll timer
+		st.more = false // retry at the next wake-up or poll, not in a tight loop
+		return
 	}
 	// A claim that got all it asked for suggests more work; one held short by a fleet-wide cap
 	// (not an empty queue) should look again soon, since slots free up as jobs anywhere
@@ -139,8 +143,12 @@ func (p *producer) received(st *loopState, r claimResult) {
 // claim asks the store for up to n jobs (n slots are already held) and hands the result to
 // the loop.
 func (p *producer) claim(ctx context.Context, n, gen int) {
+	// Not canceled with the loop: a claim that commits while its caller gives up would leave
+	// jobs running that nobody works until their leases expire. The loop waits for it.
+	claimCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
+	defer cancel()
 	var capLimited bool
-	jobs, err := p.e.store.JobClaim(ctx, &store.ClaimParams{
+	jobs, err := p.e.store.JobClaim(claimCtx, &store.ClaimParams{
 		Queue: p.queue, Kinds: p.e.kinds, Limit: n, WorkerID: p.e.cfg.WorkerID, LeaseDuration: p.e.cfg.LeaseDuration,
 		CapLimited: &capLimited,
 	})
