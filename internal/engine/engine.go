@@ -156,6 +156,8 @@ type Engine struct {
 	mu      sync.Mutex
 	running map[string]*runningJob
 	wakeFor map[string]string // job id → queue to wake once the job's outcome is written
+	// canceled holds cancels that found no running attempt, briefly (see CancelRunning).
+	canceled map[string]time.Time
 
 	workCtx    context.Context // parent of every handler context; canceled on hard stop
 	workCancel context.CancelCauseFunc
@@ -185,7 +187,7 @@ func New(cfg Config) (*Engine, error) {
 	e := &Engine{
 		cfg: cfg, store: cfg.Store, clock: cfg.Clock, log: cfg.Logger,
 		slots: newSlots(cfg.MaxWorkers), producers: map[string]*producer{}, running: map[string]*runningJob{},
-		wakeFor: map[string]string{},
+		wakeFor: map[string]string{}, canceled: map[string]time.Time{},
 	}
 	for k := range cfg.Handlers {
 		e.kinds = append(e.kinds, k)
@@ -256,8 +258,24 @@ func (e *Engine) Notify(queue string) {
 func (e *Engine) NotifyScheduled(runAt time.Time) { e.maint.nudge(runAt) }
 
 // CancelRunning cancels the context of a job running in this process, if it runs here, with
-// cause ErrJobCanceled. It reports whether the job ran here.
-func (e *Engine) CancelRunning(id string) bool { return e.cancelRunning(id, ErrJobCanceled) }
+// cause ErrJobCanceled. It reports whether the job ran here. A cancel that arrives while the
+// job is being claimed here (after the claim, before its handler is registered) is kept for a
+// minute and applied when it registers.
+func (e *Engine) CancelRunning(id string) bool {
+	if e.cancelRunning(id, ErrJobCanceled) {
+		return true
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now := e.clock.Now()
+	for k, at := range e.canceled {
+		if now.Sub(at) > time.Minute {
+			delete(e.canceled, k)
+		}
+	}
+	e.canceled[id] = now
+	return false
+}
 
 func (e *Engine) cancelRunning(id string, cause error) bool {
 	return e.cancelAttempt(id, 0, cause)
@@ -335,9 +353,14 @@ func (e *Engine) register(r *runningJob) {
 	e.mu.Lock()
 	old, ok := e.running[r.row.ID]
 	e.running[r.row.ID] = r
+	_, canceled := e.canceled[r.row.ID]
+	delete(e.canceled, r.row.ID)
 	e.mu.Unlock()
 	if ok {
 		old.cancel(ErrLeaseLost)
+	}
+	if canceled {
+		r.cancel(ErrJobCanceled) // canceled while it was being claimed
 	}
 }
 

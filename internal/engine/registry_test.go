@@ -3,8 +3,10 @@ package engine
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/stretchr/testify/require"
 )
 
@@ -12,7 +14,7 @@ import (
 // here, the old attempt is canceled as stale and cannot remove or outlive the new one.
 func TestRegistryKeepsTheNewestAttempt(t *testing.T) {
 	t.Parallel()
-	e := &Engine{running: map[string]*runningJob{}}
+	e := &Engine{running: map[string]*runningJob{}, canceled: map[string]time.Time{}}
 	ctx1, cancel1 := context.WithCancelCause(context.Background())
 	ctx2, cancel2 := context.WithCancelCause(context.Background())
 	defer cancel1(nil)
@@ -29,4 +31,16 @@ func TestRegistryKeepsTheNewestAttempt(t *testing.T) {
 	require.ErrorIs(t, context.Cause(ctx2), ErrJobCanceled)
 	require.True(t, e.unregister("j", 2))
 	require.Empty(t, e.running)
+}
+
+// A cancel that arrives between the claim and the handler's start still reaches the handler.
+func TestCancelBeforeRegisterIsApplied(t *testing.T) {
+	t.Parallel()
+	e := &Engine{running: map[string]*runningJob{}, canceled: map[string]time.Time{}, clock: clock.NewFake(time.Now())}
+	require.False(t, e.CancelRunning("j"), "nothing runs yet")
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	e.register(&runningJob{row: &hoppertype.JobRow{ID: "j", Token: 1}, cancel: cancel})
+	require.ErrorIs(t, context.Cause(ctx), ErrJobCanceled)
+	require.Empty(t, e.canceled)
 }
