@@ -72,15 +72,7 @@ func TestPanicIsRecordedWithStackAndRetried(t *testing.T) {
 
 func TestTimeoutCancelsHandlerContext(t *testing.T) {
 	t.Parallel()
-	ws := NewWorkers()
-	started := make(chan struct{})
-	causes := make(chan error, 1)
-	AddWorkerFunc(ws, func(ctx context.Context, job *Job[sendEmail]) error {
-		close(started)
-		<-ctx.Done()
-		causes <- context.Cause(ctx)
-		return ctx.Err()
-	})
+	ws, started, causes := waitingWorker()
 	b := setup(t, ws, nil)
 	res, err := b.client.Enqueue(t.Context(), sendEmail{}, &InsertOpts{Timeout: 5 * time.Second, MaxAttempts: 1})
 	require.NoError(t, err)
@@ -96,15 +88,7 @@ func TestTimeoutCancelsHandlerContext(t *testing.T) {
 
 func TestCancelReachesRunningHandler(t *testing.T) {
 	t.Parallel()
-	ws := NewWorkers()
-	started := make(chan struct{})
-	causes := make(chan error, 1)
-	AddWorkerFunc(ws, func(ctx context.Context, job *Job[sendEmail]) error {
-		close(started)
-		<-ctx.Done()
-		causes <- context.Cause(ctx)
-		return ctx.Err()
-	})
+	ws, started, causes := waitingWorker()
 	b := setup(t, ws, nil)
 	res, err := b.client.Enqueue(t.Context(), sendEmail{}, nil)
 	require.NoError(t, err)
@@ -130,15 +114,7 @@ func TestCancelReachesRunningHandler(t *testing.T) {
 
 func TestLeaseKeeperExtendsAndStopsStaleWorker(t *testing.T) {
 	t.Parallel()
-	ws := NewWorkers()
-	started := make(chan struct{})
-	causes := make(chan error, 1)
-	AddWorkerFunc(ws, func(ctx context.Context, job *Job[sendEmail]) error {
-		close(started)
-		<-ctx.Done()
-		causes <- context.Cause(ctx)
-		return ctx.Err()
-	})
+	ws, started, causes := waitingWorker()
 	b := setup(t, ws, func(c *Config) { c.LeaseDuration = 30 * time.Second })
 	res, err := b.client.Enqueue(t.Context(), sendEmail{}, nil)
 	require.NoError(t, err)
@@ -347,4 +323,17 @@ func TestGroupNextJobStartsAtOnce(t *testing.T) {
 		}
 		last = job
 	}
+}
+
+// waitingWorker runs send-email jobs that wait for their context to end; started closes when
+// the first starts and causes receives why its context ended.
+func waitingWorker() (ws *Workers, started chan struct{}, causes chan error) {
+	ws, started, causes = NewWorkers(), make(chan struct{}), make(chan error, 1)
+	AddWorkerFunc(ws, func(ctx context.Context, job *Job[sendEmail]) error {
+		close(started)
+		<-ctx.Done()
+		causes <- context.Cause(ctx)
+		return ctx.Err()
+	})
+	return ws, started, causes
 }
