@@ -28,7 +28,8 @@ const (
 // Config configures a Client. Only Store is required; the zero value of every other field
 // takes the default named in its comment.
 type Config struct {
-	// Store holds the jobs (see sqlitestore.Open). Required. The caller closes it after Stop.
+	// Store holds the jobs (sqlitestore.Open or pgstore.Open). Required. The caller closes it
+	// after Stop.
 	Store Store
 	// Workers registers the handlers this process runs. Nil makes an enqueue-only client.
 	Workers *Workers

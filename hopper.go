@@ -1,6 +1,7 @@
 // Package hopper is a durable background-job system: enqueue jobs, work them with typed
 // handlers, retry them with backoff, and see every attempt and transition. Jobs live in a
-// store: the embedded SQLite file of package sqlitestore (PostgreSQL: see docs).
+// store: the embedded SQLite file of package sqlitestore, or PostgreSQL (package pgstore) for
+// many processes sharing one database.
 //
 // A program registers workers, opens a store and starts a Client:
 //
@@ -20,7 +21,8 @@ import (
 	"github.com/hopperjobs/hopper/internal/store"
 )
 
-// Store is where jobs live; open one with sqlitestore.Open. Its methods are internal.
+// Store is where jobs live; open one with sqlitestore.Open or pgstore.Open. Its methods are
+// internal.
 type Store = store.Store
 
 // Clock is Hopper's time source; tests inject a fake one.

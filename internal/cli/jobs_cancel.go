@@ -12,8 +12,9 @@ func newJobsCancelCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cancel ID",
 		Short: "Cancel a job that has not ended",
-		Long: `Cancel a scheduled, queued, running or suspended job. A running job's worker sees
-the cancellation at its next lease renewal and stops the handler.`,
+		Long: `Cancel a scheduled, queued, running or suspended job. On PostgreSQL the process
+running the job hears of it at once (LISTEN/NOTIFY) and cancels the handler's context; on
+SQLite, or with PollOnly, a worker in another process sees it at its next lease renewal.`,
 		Args: cobra.ExactArgs(1),
 		RunE: runJobsCancel,
 	}
