@@ -118,16 +118,13 @@ func (s *Store) claimCapped(ctx context.Context, p *store.ClaimParams, kinds []s
 	if err != nil {
 		return nil, err
 	}
-	limit := p.Limit
-	if c.queueLeft >= 0 {
-		limit = min(limit, c.queueLeft)
-	}
+	limit := c.Limit(p.Limit)
 	if p.CapLimited != nil {
-		*p.CapLimited = c.limits(p.Limit)
+		*p.CapLimited = c.Limits(p.Limit)
 	}
 	var jobs []*hoppertype.JobRow
 	if limit > 0 {
-		query, extra := claimCappedQuery(c.kindLeft)
+		query, extra := claimCappedQuery(c.KindLeft)
 		args := append([]any{s.nowArg(), p.Queue, limit, p.WorkerID, micros(p.LeaseDuration), kinds}, extra...)
 		rs, err := tx.Query(ctx, s.sql(query), args...)
 		if err != nil {
@@ -173,26 +170,6 @@ func claimCappedQuery(kindLeft map[string]int) (string, []any) {
 	return "WITH " + strings.Join(ctes, ", ") + ", " + picked + claimUpdate, extra
 }
 
-// caps are the free slots under the fleet-wide caps that apply to one claim: queueLeft is -1
-// when the queue has no cap; kindLeft has an entry per capped kind the claim may take.
-type caps struct {
-	queueLeft int
-	kindLeft  map[string]int
-}
-
-// limits reports whether the caps may keep a claim of n jobs short.
-func (c *caps) limits(n int) bool {
-	if c.queueLeft >= 0 && c.queueLeft < n {
-		return true
-	}
-	for _, left := range c.kindLeft {
-		if left < n {
-			return true
-		}
-	}
-	return false
-}
-
 // The capped path's first round trip: lock the caps that apply (queue first, then kinds by
 // name, so lockers never deadlock), then read them with their running counts.
 const (
@@ -213,7 +190,7 @@ const (
 // lockCaps takes the cap locks and counts the running jobs, in one round trip. The statements
 // of a batch run one after the other, so the count's snapshot is taken once the locks are
 // held and sees every claim committed before.
-func (s *Store) lockCaps(ctx context.Context, tx pgx.Tx, queue string, kinds []string) (*caps, error) {
+func (s *Store) lockCaps(ctx context.Context, tx pgx.Tx, queue string, kinds []string) (*store.CapsLeft, error) {
 	b := &pgx.Batch{}
 	b.Queue(s.sql(lockQueueCapSQL), queue)
 	b.Queue(s.sql(lockKindCapsSQL), kinds)
@@ -230,7 +207,7 @@ func (s *Store) lockCaps(ctx context.Context, tx pgx.Tx, queue string, kinds []s
 		return nil, err
 	}
 	defer rs.Close()
-	c := &caps{queueLeft: -1}
+	c := store.NoCaps()
 	for rs.Next() {
 		var scope, name string
 		var limit int32
@@ -240,13 +217,13 @@ func (s *Store) lockCaps(ctx context.Context, tx pgx.Tx, queue string, kinds []s
 		}
 		left := max(int(limit)-int(running), 0)
 		if scope == string(store.LimitQueue) {
-			c.queueLeft = left
+			c.QueueLeft = left
 			continue
 		}
-		if c.kindLeft == nil {
-			c.kindLeft = map[string]int{}
+		if c.KindLeft == nil {
+			c.KindLeft = map[string]int{}
 		}
-		c.kindLeft[name] = left
+		c.KindLeft[name] = left
 	}
 	if err := rs.Err(); err != nil {
 		return nil, err

@@ -50,20 +50,17 @@ func (s *Store) JobClaim(ctx context.Context, p *store.ClaimParams) ([]*hopperty
 		if err != nil {
 			return err
 		}
-		limit := p.Limit
-		if c.queueLeft >= 0 {
-			limit = min(limit, c.queueLeft)
-		}
+		limit := c.Limit(p.Limit)
 		if p.CapLimited != nil {
-			*p.CapLimited = c.limits(p.Limit)
+			*p.CapLimited = c.Limits(p.Limit)
 		}
 		if limit <= 0 {
 			return nil
 		}
 		st, extra := stmts[0], fastExtra
-		if len(c.kindLeft) > 0 {
+		if len(c.KindLeft) > 0 {
 			var query string
-			query, extra = claimQuery(p.Kinds, c.kindLeft)
+			query, extra = claimQuery(p.Kinds, c.KindLeft)
 			if st, err = tx.PrepareContext(ctx, query); err != nil {
 				return err
 			}
@@ -122,28 +119,8 @@ func claimQuery(kinds []string, kindLeft map[string]int) (string, []any) {
 	return fmt.Sprintf(claimSQL, union), extra
 }
 
-// caps are the free slots under the fleet-wide caps that apply to one claim: queueLeft is -1
-// when the queue has no cap; kindLeft has an entry per capped kind the claim may take.
-type caps struct {
-	queueLeft int
-	kindLeft  map[string]int
-}
-
-// limits reports whether the caps may keep a claim of n jobs short.
-func (c *caps) limits(n int) bool {
-	if c.queueLeft >= 0 && c.queueLeft < n {
-		return true
-	}
-	for _, left := range c.kindLeft {
-		if left < n {
-			return true
-		}
-	}
-	return false
-}
-
-func loadCaps(ctx context.Context, tx *sql.Tx, p *store.ClaimParams) (*caps, error) {
-	c := &caps{queueLeft: -1}
+func loadCaps(ctx context.Context, tx *sql.Tx, p *store.ClaimParams) (*store.CapsLeft, error) {
+	c := store.NoCaps()
 	var qmax sql.NullInt64
 	err := tx.QueryRowContext(ctx, `SELECT max_running FROM queues WHERE name = ?`, p.Queue).Scan(&qmax)
 	if err != nil && err != sql.ErrNoRows {
@@ -154,7 +131,7 @@ func loadCaps(ctx context.Context, tx *sql.Tx, p *store.ClaimParams) (*caps, err
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM jobs WHERE state = 'running' AND queue = ?`, p.Queue).Scan(&running); err != nil {
 			return nil, err
 		}
-		c.queueLeft = max(int(qmax.Int64)-running, 0)
+		c.QueueLeft = max(int(qmax.Int64)-running, 0)
 	}
 	rows, err := tx.QueryContext(ctx, `SELECT k.kind, k.max_running - (SELECT count(*) FROM jobs j WHERE j.state = 'running' AND j.kind = k.kind)
 		FROM kind_limits k`)
@@ -173,10 +150,10 @@ func loadCaps(ctx context.Context, tx *sql.Tx, p *store.ClaimParams) (*caps, err
 			return nil, err
 		}
 		if len(wanted) == 0 || wanted[kind] {
-			if c.kindLeft == nil {
-				c.kindLeft = map[string]int{}
+			if c.KindLeft == nil {
+				c.KindLeft = map[string]int{}
 			}
-			c.kindLeft[kind] = max(left, 0)
+			c.KindLeft[kind] = max(left, 0)
 		}
 	}
 	return c, rows.Err()
