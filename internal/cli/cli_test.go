@@ -229,7 +229,10 @@ func TestPostgres(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	pg := []string{"--database", pgtest.URL(), "--schema", pgtest.FreshSchema(t, "hopper_cli_")}
-	res := b.run(t, append(pg, "migrate")...)
+	res := b.run(t, append(pg, "jobs", "ls")...)
+	require.Equal(t, ExitUsage, res.code, "a reading command does not create the schema")
+	require.Contains(t, res.stderr, "does not exist")
+	res = b.run(t, append(pg, "migrate")...)
 	require.Equal(t, ExitOK, res.code, res.stderr)
 	require.Contains(t, res.stdout, fmt.Sprintf("schema version %d", sqlite.LatestVersion()))
 	require.NotContains(t, res.stdout, "postgres://", "the URL (and any password in it) is not printed")

@@ -10,6 +10,7 @@ import (
 	"github.com/hopperjobs/hopper/internal/bench"
 	"github.com/hopperjobs/hopper/pgstore"
 	"github.com/hopperjobs/hopper/sqlitestore"
+	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 )
 
@@ -56,6 +57,11 @@ func openStore(cmd *cobra.Command, mustExist bool) (store, error) {
 	}
 	if bench.IsPostgres(path) {
 		schema, _ := cmd.Flags().GetString(flagSchema)
+		if mustExist {
+			if err := requireSchema(cmd.Context(), path, schema); err != nil {
+				return nil, err
+			}
+		}
 		st, err := pgstore.Open(cmd.Context(), pgstore.Config{URL: path, Schema: schema, MaxConns: 2, PollOnly: true})
 		if err != nil {
 			return nil, fmt.Errorf("open %s: %w", describe(cmd, path), err)
@@ -107,4 +113,22 @@ func addJSONFlag(cmd *cobra.Command) {
 func wantJSON(cmd *cobra.Command) bool {
 	v, _ := cmd.Flags().GetBool(flagJSON)
 	return v
+}
+
+// requireSchema refuses a PostgreSQL schema that does not exist yet: reading commands should
+// not create one because of a typo.
+func requireSchema(ctx context.Context, url, schema string) error {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return fmt.Errorf("connect to postgres: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var exists bool
+	if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)`, schema).Scan(&exists); err != nil {
+		return fmt.Errorf("look up schema %q: %w", schema, err)
+	}
+	if !exists {
+		return usageErrorf("postgres schema %q does not exist (create it with 'hopper migrate')", schema)
+	}
+	return nil
 }
