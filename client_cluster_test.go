@@ -2,6 +2,8 @@ package hopper
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -107,4 +109,40 @@ func TestDeadNodesJobsAreRescued(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, OutcomeLeaseExpired, attempts[0].Outcome)
 	require.Equal(t, "node-dead", attempts[0].WorkerID)
+}
+
+// electFails is a store whose leader election starts failing on demand (the database is
+// unreachable for this node).
+type electFails struct {
+	*sqlite.Store
+	fail atomic.Bool
+}
+
+func (s *electFails) LeaderElect(ctx context.Context, p *store.LeaderParams) (*hoppertype.Leadership, error) {
+	if s.fail.Load() {
+		return nil, errors.New("database unreachable")
+	}
+	return s.Store.LeaderElect(ctx, p)
+}
+
+// A leader that cannot renew its lease stops its duties within one lease period, measured
+// from before its last successful renewal, so before any other node could take over.
+func TestLeaderThatCannotRenewStopsWithinALease(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewFake(testStart)
+	st, err := sqlite.Open(t.Context(), sqlite.Config{Path: t.TempDir() + "/h.db", Clock: clk})
+	require.NoError(t, err)
+	defer st.Close()
+	flaky := &electFails{Store: st}
+	c, err := NewClient(Config{Store: flaky, Clock: clk, WorkerID: "node-a", LeaderTTL: 15 * time.Second})
+	require.NoError(t, err)
+	require.NoError(t, c.Start(context.Background()))
+	defer c.Stop(context.Background())
+	require.Eventually(t, c.IsLeader, 5*time.Second, time.Millisecond)
+
+	flaky.fail.Store(true)
+	clk.Advance(14 * time.Second) // renewals fail from now on; the lease is still live
+	require.True(t, c.IsLeader())
+	clk.Advance(time.Second) // one lease after the last successful renewal
+	require.False(t, c.IsLeader(), "duties stop when the lease would have expired")
 }
