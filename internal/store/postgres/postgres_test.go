@@ -45,14 +45,17 @@ func openStore(t testing.TB, schema string, clk clock.Clock) *postgres.Store {
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	requireDatabase(t)
-	storetest.Run(t, func(t *testing.T, clk clock.Clock) func() store.Store {
-		schema := freshSchema(t)
-		return func() store.Store {
-			s, err := postgres.Open(t.Context(), postgres.Config{
-				URL: databaseURL(), Schema: schema, Clock: clk, MaxConns: testConns,
-			})
-			require.NoError(t, err)
-			return s
-		}
-	})
+	storetest.Run(t, opener)
+}
+
+// opener opens the store under test on a fresh database.
+func opener(t testing.TB, clk clock.Clock) func() store.Store {
+	schema := freshSchema(t)
+	return func() store.Store {
+		s, err := postgres.Open(t.Context(), postgres.Config{
+			URL: databaseURL(), Schema: schema, Clock: clk, MaxConns: testConns,
+		})
+		require.NoError(t, err)
+		return s
+	}
 }

@@ -18,12 +18,15 @@ func TestMain(m *testing.M) {
 
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	storetest.Run(t, func(t *testing.T, clk clock.Clock) func() store.Store {
-		path := filepath.Join(t.TempDir(), "hopper.db")
-		return func() store.Store {
-			s, err := sqlite.Open(t.Context(), sqlite.Config{Path: path, Clock: clk})
-			require.NoError(t, err)
-			return s
-		}
-	})
+	storetest.Run(t, opener)
+}
+
+// opener opens the store under test on a fresh database.
+func opener(t testing.TB, clk clock.Clock) func() store.Store {
+	path := filepath.Join(t.TempDir(), "hopper.db")
+	return func() store.Store {
+		s, err := sqlite.Open(t.Context(), sqlite.Config{Path: path, Clock: clk})
+		require.NoError(t, err)
+		return s
+	}
 }

@@ -13,7 +13,7 @@ import (
 // Opener returns a function that opens the store under test on one fresh, empty database.
 // Each call of the returned function opens a new handle on that same database (as a restarted
 // process would); the suite closes the handles it opens. The database is removed by t.Cleanup.
-type Opener func(t *testing.T, clk clock.Clock) func() store.Store
+type Opener func(t testing.TB, clk clock.Clock) func() store.Store
 
 // Start is the fake clock's starting time in every test.
 var Start = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
