@@ -2,6 +2,8 @@ package cli
 
 import (
 	"fmt"
+	"os"
+	"runtime/pprof"
 
 	"github.com/hopperjobs/hopper/internal/bench"
 	"github.com/spf13/cobra"
@@ -10,6 +12,7 @@ import (
 func newBenchCmd() *cobra.Command {
 	var cfg bench.Config
 	var asJSON bool
+	var cpuProfile string
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure enqueue rate, throughput and enqueue→start latency with no-op jobs",
@@ -25,6 +28,13 @@ It uses a fresh SQLite file in a temporary directory unless --bench-db is given,
 			}
 			if err := cfg.Validate(); err != nil {
 				return usageErrorf("%v", err)
+			}
+			if cpuProfile != "" {
+				stop, err := startCPUProfile(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer stop()
 			}
 			res, err := bench.Run(cmd.Context(), cfg)
 			if err != nil {
@@ -61,5 +71,22 @@ It uses a fresh SQLite file in a temporary directory unless --bench-db is given,
 	f.StringVar(&cfg.Synchronous, "synchronous", "FULL", "SQLite synchronous setting: FULL or NORMAL")
 	f.StringVar(&cfg.Database, "bench-db", "", "SQLite file to use (default: a fresh temporary file)")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
 	return cmd
+}
+
+// startCPUProfile profiles this process into path until the returned stop is called.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
