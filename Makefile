@@ -1,5 +1,5 @@
 # The README's commands. `make test` is what CI runs.
-.PHONY: test run build bench
+.PHONY: test run build bench tools gen gen-check
 
 test:
 	go test -race -count=1 -timeout 15m -p 2 ./...
@@ -12,3 +12,23 @@ build:
 
 bench:
 	go run ./cmd/hopper bench --jobs 20000
+
+# Code generation: the protobuf API in api/ becomes the committed code in gen/.
+BUF_VERSION := v1.75.0
+PROTOC_GEN_GO_VERSION := v1.36.12
+CONNECT_VERSION := v2.0.2
+TOOLS := $(CURDIR)/.tools
+
+tools:
+	GOBIN=$(TOOLS) go install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)
+	GOBIN=$(TOOLS) go install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+	GOBIN=$(TOOLS) go install connectrpc.com/connect/v2/cmd/protoc-gen-connect-go@$(CONNECT_VERSION)
+
+gen: tools
+	PATH="$(TOOLS):$$PATH" buf lint
+	rm -rf gen && PATH="$(TOOLS):$$PATH" buf generate
+
+# gen-check fails when gen/ is not what api/ generates.
+gen-check: gen
+	@git diff --exit-code --stat -- gen || (echo "gen/ is stale: run make gen and commit it"; exit 1)
+	@test -z "$$(git ls-files --others --exclude-standard gen)" || (echo "gen/ has uncommitted files: run make gen and commit them"; exit 1)

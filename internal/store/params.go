@@ -91,15 +91,18 @@ type FinishParams struct {
 	// RunAt is when a scheduled job becomes visible again.
 	RunAt time.Time
 	// GiveBack returns the attempt to the retry budget (snooze, suspend, release).
-	GiveBack   bool
-	Error      string
-	Stack      string
-	Result     json.RawMessage
-	Checkpoint json.RawMessage // nil keeps the previous checkpoint
-	ExpiresAt  time.Time       // when a terminal record may be removed; zero keeps it
-	DeadlineAt time.Time       // for suspended jobs: when waiting ends in failure
-	Actor      hoppertype.Actor
-	Reason     string
+	GiveBack bool
+	// MaxAttempts, when positive, replaces the job's attempt budget (a remote worker's
+	// "retries left" override); zero keeps it.
+	MaxAttempts int
+	Error       string
+	Stack       string
+	Result      json.RawMessage
+	Checkpoint  json.RawMessage // nil keeps the previous checkpoint
+	ExpiresAt   time.Time       // when a terminal record may be removed; zero keeps it
+	DeadlineAt  time.Time       // for suspended jobs: when waiting ends in failure
+	Actor       hoppertype.Actor
+	Reason      string
 }
 
 // ExtendParams moves one lease's expiry to Duration from now.

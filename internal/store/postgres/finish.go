@@ -22,12 +22,12 @@ const finishSQL = `UPDATE {schema}.jobs AS j SET
 	result = coalesce(u.result, j.result), last_error = u.error, last_outcome = u.outcome,
 	last_stack = u.stack, last_actor = u.actor, last_reason = u.reason,
 	checkpoint = coalesce(u.checkpoint, j.checkpoint), expires_at = coalesce(u.expires_at, j.expires_at),
-	deadline_at = u.deadline_at
+	deadline_at = u.deadline_at, max_attempts = coalesce(u.max_attempts, j.max_attempts)
 FROM unnest($2::int[], $3::text[], $4::bigint[], $5::text[], $6::int[], $7::timestamptz[],
 	$8::bytea[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::bytea[],
-	$15::timestamptz[], $16::timestamptz[])
+	$15::timestamptz[], $16::timestamptz[], $17::int[])
 	AS u(ord, id, token, state, give_back, run_at, result, error, outcome, stack, actor, reason,
-	     checkpoint, expires_at, deadline_at),
+	     checkpoint, expires_at, deadline_at, max_attempts),
 	(SELECT coalesce($1::timestamptz, now()) AS now) clk
 WHERE j.id = u.id AND j.token = u.token AND j.state = 'running'
 RETURNING u.ord`
@@ -71,6 +71,7 @@ func (s *Store) JobFinishMany(ctx context.Context, params []*store.FinishParams)
 
 type finishArrays struct {
 	ords, giveBack                []int32
+	maxAttempts                   []*int32
 	ids, states, outcomes, actors []string
 	tokens                        []int64
 	runAt, expiresAt, deadlineAt  []*time.Time
@@ -92,12 +93,18 @@ func (a *finishArrays) add(i int, p *store.FinishParams) {
 	a.stacks, a.actors = append(a.stacks, nullStr(store.CleanText(p.Stack))), append(a.actors, string(p.Actor))
 	a.reasons, a.checkpoints = append(a.reasons, nullStr(store.CleanText(p.Reason))), append(a.checkpoints, nullBytes(p.Checkpoint))
 	a.expiresAt, a.deadlineAt = append(a.expiresAt, nullTime(p.ExpiresAt)), append(a.deadlineAt, nullTime(p.DeadlineAt))
+	var maxAttempts *int32
+	if p.MaxAttempts > 0 {
+		n := int32(p.MaxAttempts)
+		maxAttempts = &n
+	}
+	a.maxAttempts = append(a.maxAttempts, maxAttempts)
 }
 
-// args returns the arrays in finishSQL's parameter order ($2–$16).
+// args returns the arrays in finishSQL's parameter order ($2–$17).
 func (a *finishArrays) args() []any {
 	return []any{a.ords, a.ids, a.tokens, a.states, a.giveBack, a.runAt, a.results, a.errors,
-		a.outcomes, a.stacks, a.actors, a.reasons, a.checkpoints, a.expiresAt, a.deadlineAt}
+		a.outcomes, a.stacks, a.actors, a.reasons, a.checkpoints, a.expiresAt, a.deadlineAt, a.maxAttempts}
 }
 
 // ordinals reads a column of item ordinals into a set.

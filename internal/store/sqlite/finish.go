@@ -17,7 +17,8 @@ const finishSQL = `UPDATE jobs SET
 	run_at = coalesce(?3, run_at), worker_id = NULL, lease_expires_at = NULL,
 	updated_at = ?4, finished_at = ?5, result = coalesce(?6, result), last_error = ?7,
 	last_outcome = ?8, last_stack = ?9, last_actor = ?10, last_reason = ?11,
-	checkpoint = coalesce(?12, checkpoint), expires_at = coalesce(?13, expires_at), deadline_at = ?14
+	checkpoint = coalesce(?12, checkpoint), expires_at = coalesce(?13, expires_at), deadline_at = ?14,
+	max_attempts = coalesce(?17, max_attempts)
 WHERE id = ?15 AND token = ?16 AND state = 'running'`
 
 // JobFinishMany ends running attempts in one transaction.
@@ -60,7 +61,7 @@ func (s *Store) finishOne(ctx context.Context, st *sql.Stmt, p *store.FinishPara
 	res, err := st.ExecContext(ctx, string(p.State), giveBack, nullMicros(p.RunAt), now.UnixMicro(), finished,
 		nullBytes(p.Result), nullString(p.Error), string(p.Outcome), nullString(p.Stack), string(p.Actor),
 		nullString(p.Reason), nullBytes(p.Checkpoint), nullMicros(p.ExpiresAt), nullMicros(p.DeadlineAt),
-		p.ID, p.Token)
+		p.ID, p.Token, nullPositive(p.MaxAttempts))
 	if err != nil {
 		return false, fmt.Errorf("finish job %s: %w", p.ID, err)
 	}
@@ -117,4 +118,12 @@ func leaseLostUnless(res sql.Result, id string, token int64) error {
 		return fmt.Errorf("job %s token %d: %w", id, token, store.ErrLeaseLost)
 	}
 	return nil
+}
+
+// nullPositive is NULL for n ≤ 0 ("keep the stored value").
+func nullPositive(n int) any {
+	if n <= 0 {
+		return nil
+	}
+	return n
 }

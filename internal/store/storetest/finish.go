@@ -18,6 +18,24 @@ func testFinish(t *testing.T, opener Opener) {
 	parallel(t, opener, "MixedBatch", finishMixedBatch)
 	parallel(t, opener, "CheckpointKept", finishCheckpointKept)
 	parallel(t, opener, "OddErrorText", finishOddErrorText)
+	parallel(t, opener, "MaxAttemptsOverride", finishMaxAttemptsOverride)
+}
+
+// A remote worker's "retries left" override replaces the attempt budget with the outcome;
+// zero keeps the stored budget.
+func finishMaxAttemptsOverride(t *testing.T, b *bundle) {
+	job := b.running(t, withMaxAttempts(3))
+	p := finishing(job, hoppertype.StateScheduled)
+	p.RunAt, p.Error, p.MaxAttempts = b.clock.Now(), "later", job.Attempt+5
+	require.NoError(t, b.finish(t, p))
+	require.Equal(t, 6, b.get(t, job.ID).MaxAttempts)
+
+	b.promote(t)
+	again := b.claimOne(t, job.Queue)
+	p = finishing(again, hoppertype.StateScheduled)
+	p.RunAt, p.Error = b.clock.Now(), "again"
+	require.NoError(t, b.finish(t, p))
+	require.Equal(t, 6, b.get(t, job.ID).MaxAttempts, "zero keeps the budget")
 }
 
 // Contract 4: a failed attempt with retries left goes to scheduled and is claimable only after a
