@@ -17,6 +17,7 @@ type Client struct {
 	store  Store
 	clock  Clock
 	engine *engine.Engine
+	avail  availability // remote workers waiting for jobs (Activate)
 
 	mu      sync.Mutex
 	started bool
@@ -39,6 +40,7 @@ func NewClient(cfg Config) (*Client, error) {
 		LeaderTTL: cfg.LeaderTTL, NodeTTL: cfg.NodeTTL, Host: hostname(), PID: os.Getpid(),
 		PollOnly: cfg.PollOnly,
 	}
+	ecfg.OnAvailable = c.avail.wake
 	if cfg.Workers != nil {
 		ecfg.Handlers = cfg.Workers.handlers
 		for name, q := range cfg.Queues {

@@ -2,9 +2,78 @@ package hopper
 
 import (
 	"context"
+	"fmt"
+	"sort"
 
+	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/store"
 )
+
+// QueueInfo is a queue's settings and how many of its jobs are in each state.
+type QueueInfo struct {
+	Name       string
+	Paused     bool
+	MaxRunning int // fleet-wide cap, 0 for none
+	Counts     map[JobState]int64
+}
+
+// Queues returns every queue that has jobs or settings, by name. Counting scans the jobs
+// table, so on a store holding millions of jobs it takes a moment.
+func (c *Client) Queues(ctx context.Context) ([]*QueueInfo, error) {
+	byName := map[string]*QueueInfo{}
+	get := func(name string) *QueueInfo {
+		q := byName[name]
+		if q == nil {
+			q = &QueueInfo{Name: name, Counts: map[JobState]int64{}}
+			byName[name] = q
+		}
+		return q
+	}
+	counts, err := c.store.JobCounts(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list queues: %w", err)
+	}
+	for _, n := range counts {
+		get(n.Queue).Counts[n.State] = n.Count
+	}
+	settings, err := c.store.QueueList(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list queues: %w", err)
+	}
+	for _, s := range settings {
+		get(s.Name).Paused = s.Paused
+	}
+	limits, err := c.store.LimitList(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list queues: %w", err)
+	}
+	for _, l := range limits {
+		if l.Scope == store.LimitQueue {
+			get(l.Name).MaxRunning = l.MaxRunning
+		}
+	}
+	out := make([]*QueueInfo, 0, len(byName))
+	for _, q := range byName {
+		out = append(out, q)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// Node is a Hopper process registered in the store.
+type Node = hoppertype.Node
+
+// Nodes returns the registered processes, oldest first.
+func (c *Client) Nodes(ctx context.Context) ([]*Node, error) {
+	ns, err := c.store.NodeList(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	return ns, nil
+}
+
+// NodeID is the id this process registers as a node (its WorkerID).
+func (c *Client) NodeID() string { return c.cfg.WorkerID }
 
 // PauseQueue stops every process from starting jobs of queue; running jobs finish.
 func (c *Client) PauseQueue(ctx context.Context, queue string) error {

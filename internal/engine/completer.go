@@ -20,6 +20,7 @@ type completer struct {
 
 	mu       sync.Mutex
 	pending  []*store.FinishParams
+	waiters  map[*store.FinishParams]chan error // callers of Finish waiting for their item
 	failures atomic.Int64 // consecutive failed flushes, for the retry backoff
 	kick     chan struct{}
 	done     chan struct{}
@@ -28,13 +29,19 @@ type completer struct {
 }
 
 func newCompleter(e *Engine) *completer {
-	return &completer{e: e, maxSize: 1000, kick: make(chan struct{}, 1),
+	return &completer{e: e, maxSize: 1000, kick: make(chan struct{}, 1), waiters: map[*store.FinishParams]chan error{},
 		done: make(chan struct{}), stopReq: make(chan context.Context), stopErr: make(chan error)}
 }
 
-func (c *completer) add(p *store.FinishParams) {
+func (c *completer) add(p *store.FinishParams) { c.addWaiting(p, nil) }
+
+// addWaiting queues p; done, when not nil, receives the store's verdict on p once written.
+func (c *completer) addWaiting(p *store.FinishParams, done chan error) {
 	c.mu.Lock()
 	c.pending = append(c.pending, p)
+	if done != nil {
+		c.waiters[p] = done
+	}
 	c.mu.Unlock()
 	select {
 	case c.kick <- struct{}{}:
@@ -132,8 +139,22 @@ func (c *completer) putBack(batch []*store.FinishParams) {
 	c.mu.Unlock()
 }
 
+// forget drops the waiter of p (its caller gave up waiting); p is still written.
+func (c *completer) forget(p *store.FinishParams) {
+	c.mu.Lock()
+	delete(c.waiters, p)
+	c.mu.Unlock()
+}
+
 func (c *completer) report(batch []*store.FinishParams, errs []error) {
 	for i, err := range errs {
+		c.mu.Lock()
+		done, waiting := c.waiters[batch[i]]
+		delete(c.waiters, batch[i])
+		c.mu.Unlock()
+		if waiting {
+			done <- err // buffered: never blocks
+		}
 		c.e.written(batch[i].ID)
 		if hook := c.e.cfg.OnOutcome; hook != nil {
 			hook(batch[i], err)

@@ -82,6 +82,10 @@ type Config struct {
 	// OnOutcome, when set, is called after each attempt outcome is written (err is nil) or
 	// refused by the store (err wraps ErrLeaseLost or ErrInvalidTransition).
 	OnOutcome func(p *store.FinishParams, err error)
+	// OnAvailable, when set, is called whenever jobs may have become claimable in a queue: an
+	// enqueue through this process, a notification from another node, a promotion, a rescue
+	// or a release. It must not block.
+	OnAvailable func(queue string)
 	// ReleaseGrace is how long Stop waits, after canceling handlers at its deadline, before it
 	// releases the jobs of handlers that have not returned (default 500 ms).
 	ReleaseGrace time.Duration
@@ -252,6 +256,46 @@ func (e *Engine) Notify(queue string) {
 	if p, ok := e.producers[queue]; ok {
 		p.notify()
 	}
+	if hook := e.cfg.OnAvailable; hook != nil {
+		hook(queue)
+	}
+}
+
+// Finish writes an attempt outcome decided outside this process's handlers (a remote worker's
+// Complete or Fail) through the batching completer, and returns the store's verdict on it:
+// nil, or an error wrapping store.ErrLeaseLost or store.ErrInvalidTransition. Concurrent
+// calls share transactions. If ctx ends first the outcome is still written, unreported.
+func (e *Engine) Finish(ctx context.Context, p *store.FinishParams) error {
+	if !e.started {
+		return errors.New("finish job: engine not started")
+	}
+	select {
+	case <-e.completer.done:
+		return ErrShutdown
+	default:
+	}
+	done := make(chan error, 1)
+	e.completer.addWaiting(p, done)
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		e.completer.forget(p)
+		return ctx.Err()
+	case <-e.completer.done:
+		select {
+		case err := <-done:
+			return err
+		default:
+			return ErrShutdown
+		}
+	}
+}
+
+// RetryDelay is the backoff before the next attempt of row, from the job's own policy and the
+// engine's default.
+func (e *Engine) RetryDelay(row *hoppertype.JobRow) time.Duration {
+	return Backoff(MergePolicy(row.RetryPolicy, &e.cfg.RetryPolicy), row.Attempt, nil)
 }
 
 // NotifyScheduled tells the maintainer a job is due at runAt, so it promotes it on time.

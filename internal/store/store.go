@@ -70,6 +70,9 @@ type Store interface {
 	QueueSetPaused(ctx context.Context, queue string, paused bool) error
 	// QueueList returns the settings of every queue that has any (paused, limits).
 	QueueList(ctx context.Context) ([]*QueueSettings, error)
+	// JobCounts returns the number of jobs per queue and state, by queue then state; states
+	// without jobs are left out.
+	JobCounts(ctx context.Context) ([]*JobCount, error)
 
 	// LimitSet sets (MaxRunning > 0) or removes (0) the fleet-wide cap on running jobs of a
 	// queue or a kind. Claims never take a job that would exceed a cap.
@@ -102,6 +105,13 @@ type Store interface {
 
 // ErrInvalidCursor: a list cursor that no store issued.
 var ErrInvalidCursor = errors.New("invalid cursor")
+
+// JobCount is how many jobs of a queue are in one state.
+type JobCount struct {
+	Queue string
+	State hoppertype.JobState
+	Count int64
+}
 
 // QueueSettings are a queue's stored settings.
 type QueueSettings struct {

@@ -42,6 +42,23 @@ func (s *Store) QueueList(ctx context.Context) ([]*store.QueueSettings, error) {
 	return out, nil
 }
 
+// JobCounts counts jobs per queue and state (a scan of the jobs table).
+func (s *Store) JobCounts(ctx context.Context) ([]*store.JobCount, error) {
+	rs, err := s.pool.Query(ctx, s.sql(`SELECT queue, state, count(*) FROM {schema}.jobs
+		GROUP BY queue, state ORDER BY queue COLLATE "C", state COLLATE "C"`))
+	if err != nil {
+		return nil, s.wrap(err, "count jobs")
+	}
+	out, err := pgx.CollectRows(rs, func(r pgx.CollectableRow) (*store.JobCount, error) {
+		c := &store.JobCount{}
+		return c, r.Scan(&c.Queue, &c.State, &c.Count)
+	})
+	if err != nil {
+		return nil, s.wrap(err, "count jobs")
+	}
+	return out, nil
+}
+
 // NodeHeartbeat registers the node or refreshes its heartbeat (its start time is kept).
 func (s *Store) NodeHeartbeat(ctx context.Context, n *hoppertype.Node) error {
 	_, err := s.pool.Exec(ctx, s.sql(`INSERT INTO {schema}.nodes (id, host, pid, started_at, heartbeat_at)

@@ -42,6 +42,24 @@ func (s *Store) QueueList(ctx context.Context) ([]*store.QueueSettings, error) {
 	return out, rows.Err()
 }
 
+// JobCounts counts jobs per queue and state (a scan of the jobs table).
+func (s *Store) JobCounts(ctx context.Context) ([]*store.JobCount, error) {
+	rows, err := s.reader.QueryContext(ctx, `SELECT queue, state, count(*) FROM jobs GROUP BY queue, state ORDER BY queue, state`)
+	if err != nil {
+		return nil, fmt.Errorf("count jobs: %w", err)
+	}
+	defer rows.Close()
+	var out []*store.JobCount
+	for rows.Next() {
+		c := &store.JobCount{}
+		if err := rows.Scan(&c.Queue, &c.State, &c.Count); err != nil {
+			return nil, fmt.Errorf("count jobs: %w", err)
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
 // NodeHeartbeat registers the node or refreshes its heartbeat.
 func (s *Store) NodeHeartbeat(ctx context.Context, n *hoppertype.Node) error {
 	err := s.write(ctx, nil, func(ctx context.Context, tx *sql.Tx, _ []*sql.Stmt) error {

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 func testList(t *testing.T, opener Opener) {
 	parallel(t, opener, "Filters", listFilters)
+	parallel(t, opener, "Counts", listCounts)
 	parallel(t, opener, "Pages", listPages)
 	parallel(t, opener, "PagesFiltered", listPagesFiltered)
 	parallel(t, opener, "StableUnderInserts", listStableUnderInserts)
@@ -148,4 +150,23 @@ func listInvalidCursor(t *testing.T, b *bundle) {
 		_, err := b.store.JobList(t.Context(), &store.ListParams{Cursor: c})
 		require.ErrorIs(t, err, store.ErrInvalidCursor, "cursor %q", c)
 	}
+}
+
+// JobCounts counts per queue and state, leaving out empty states.
+func listCounts(t *testing.T, b *bundle) {
+	b.insert(t, inQueue("counts-a"))
+	b.insert(t, inQueue("counts-a"))
+	b.insert(t, inQueue("counts-a"), withRunAt(b.clock.Now().Add(time.Hour)))
+	b.insert(t, inQueue("counts-b"))
+	b.claimOne(t, "counts-b")
+
+	counts, err := b.store.JobCounts(context.Background())
+	require.NoError(t, err)
+	got := map[string]int64{}
+	for _, c := range counts {
+		got[c.Queue+"/"+string(c.State)] = c.Count
+	}
+	require.Equal(t, map[string]int64{
+		"counts-a/queued": 2, "counts-a/scheduled": 1, "counts-b/running": 1,
+	}, got)
 }

@@ -1,0 +1,308 @@
+package hopper
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/store"
+)
+
+// Remote workers: the primitives `hopper serve` builds its worker API on, for code that hands
+// jobs to workers outside this process (another language, another transport). A claimed job
+// belongs to its worker until its lease expires; every call about the attempt presents the
+// lease token the claim returned and fails with ErrLeaseLost, changing nothing, when the token
+// is no longer the job's current lease. In-process workers (AddWorker) need none of this.
+
+// Limits of Activate and ReportJobProgress.
+const (
+	maxProgressMessage = 4 << 10
+
+	MaxActivateJobs = 1000
+	MaxActivateWait = 5 * time.Minute
+)
+
+// ActivateParams asks for jobs on behalf of a remote worker.
+type ActivateParams struct {
+	// Worker names the worker on its leases and attempts (1–128 characters). Required.
+	Worker string
+	// Queue to take jobs from (default "default").
+	Queue string
+	// Kinds limits the jobs to these kinds; empty takes any kind.
+	Kinds []string
+	// MaxJobs is the most jobs to claim, 1–MaxActivateJobs (default 1).
+	MaxJobs int
+	// LeaseDuration is how long the worker holds each job before it may be given to another
+	// (default Config.LeaseDuration, at most 24 h).
+	LeaseDuration time.Duration
+	// Wait is how long to wait for a first job when none is available (long poll); 0 answers
+	// at once. At most MaxActivateWait.
+	Wait time.Duration
+}
+
+func (p *ActivateParams) validate(def time.Duration) error {
+	if p.Queue == "" {
+		p.Queue = DefaultQueue
+	}
+	if p.MaxJobs == 0 {
+		p.MaxJobs = 1
+	}
+	if p.LeaseDuration == 0 {
+		p.LeaseDuration = def
+	}
+	switch {
+	case p.Worker == "" || len(p.Worker) > 128:
+		return invalid("worker", "must be 1–128 characters")
+	case p.MaxJobs < 1 || p.MaxJobs > MaxActivateJobs:
+		return invalid("max_jobs", "%d is outside 1–%d", p.MaxJobs, MaxActivateJobs)
+	case p.LeaseDuration < time.Second || p.LeaseDuration > 24*time.Hour:
+		return invalid("lease_timeout", "%s is outside 1s–24h", p.LeaseDuration)
+	case p.Wait < 0 || p.Wait > MaxActivateWait:
+		return invalid("request_timeout", "%s is outside 0–%s", p.Wait, MaxActivateWait)
+	}
+	if err := checkQueueName(p.Queue); err != nil {
+		return err
+	}
+	for _, k := range p.Kinds {
+		if err := checkKind(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Activate claims up to p.MaxJobs jobs for a remote worker. When none is available it waits
+// up to p.Wait for one, woken within milliseconds by an enqueue through this client or a
+// notification from another node (and polling the store every second meanwhile), and returns
+// as soon as it has claimed at least one; after p.Wait it returns no jobs and no error.
+func (c *Client) Activate(ctx context.Context, p ActivateParams) ([]*JobRow, error) {
+	if err := p.validate(c.cfg.LeaseDuration); err != nil {
+		return nil, err
+	}
+	deadline := c.clock.Now().Add(p.Wait)
+	for {
+		// Subscribe before claiming: a job enqueued between an empty claim and the wait still
+		// wakes us.
+		wake, cancel := c.avail.subscribe(p.Queue)
+		jobs, err := c.store.JobClaim(ctx, &store.ClaimParams{
+			Queue: p.Queue, Kinds: p.Kinds, Limit: p.MaxJobs,
+			WorkerID: p.Worker, LeaseDuration: p.LeaseDuration,
+		})
+		if err != nil || len(jobs) > 0 {
+			cancel()
+			if err != nil {
+				return nil, fmt.Errorf("activate jobs: %w", err)
+			}
+			return jobs, nil
+		}
+		left := deadline.Sub(c.clock.Now())
+		if left <= 0 {
+			cancel()
+			return nil, nil
+		}
+		t := c.clock.NewTimer(min(left, time.Second))
+		select {
+		case <-ctx.Done():
+		case <-wake:
+		case <-t.C():
+		}
+		t.Stop()
+		cancel()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// CompleteJob ends a remote worker's attempt successfully, storing result (a JSON value, or
+// nil). Concurrent calls share transactions.
+func (c *Client) CompleteJob(ctx context.Context, id string, token int64, result json.RawMessage) error {
+	if len(result) > 0 && !json.Valid(result) {
+		return invalid("result", "is not valid JSON")
+	}
+	if len(result) > c.cfg.MaxArgsBytes {
+		return invalid("result", "is %d bytes, more than the limit of %d", len(result), c.cfg.MaxArgsBytes)
+	}
+	err := c.engine.Finish(ctx, &store.FinishParams{ID: id, Token: token, State: hoppertype.StateCompleted,
+		Outcome: hoppertype.OutcomeOK, Result: result, Actor: hoppertype.ActorWorker, Reason: "success"})
+	return c.attemptErr("complete job", id, err)
+}
+
+// FailParams says how a remote worker's attempt failed.
+type FailParams struct {
+	// Error is recorded with the attempt (required).
+	Error string
+	// RetriesLeft, when set, overrides the attempts left: 0 or less fails the job for good,
+	// n > 0 allows n more attempts whatever the job's budget was.
+	RetriesLeft *int
+	// Backoff, when set, is the wait before the retry instead of the job's backoff policy.
+	Backoff *time.Duration
+}
+
+// FailResult is where a failed attempt sent the job.
+type FailResult struct {
+	// State is StateScheduled (it will be retried at RunAt) or StateFailed.
+	State JobState
+	RunAt time.Time
+}
+
+// FailJob ends a remote worker's attempt with an error: the job is retried after its backoff
+// while it has attempts left (or RetriesLeft allows), else it fails for good.
+func (c *Client) FailJob(ctx context.Context, id string, token int64, p FailParams) (*FailResult, error) {
+	if p.Error == "" {
+		return nil, invalid("error", "is required")
+	}
+	if p.Backoff != nil && (*p.Backoff < 0 || *p.Backoff > MaxRunAtFuture) {
+		return nil, invalid("retry_backoff", "%s is outside 0–%s", *p.Backoff, MaxRunAtFuture)
+	}
+	row, err := c.store.JobGet(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("fail job %s: %w", id, err)
+	}
+	if row.Token != token || row.State != StateRunning {
+		return nil, fmt.Errorf("fail job %s token %d: %w", id, token, ErrLeaseLost)
+	}
+	fp := &store.FinishParams{ID: id, Token: token, Outcome: hoppertype.OutcomeError,
+		Error: p.Error, Actor: hoppertype.ActorWorker}
+	left := row.MaxAttempts - row.Attempt
+	if p.RetriesLeft != nil {
+		left = *p.RetriesLeft
+		if left > 0 {
+			fp.MaxAttempts = row.Attempt + min(left, maxAttemptsCap)
+		}
+	}
+	res := &FailResult{State: StateFailed}
+	switch {
+	case left <= 0 && p.RetriesLeft != nil:
+		fp.State, fp.Reason = hoppertype.StateFailed, "no retries left (set by the worker)"
+	case left <= 0:
+		fp.State, fp.Reason = hoppertype.StateFailed, fmt.Sprintf("no attempts left (%d of %d)", row.Attempt, row.MaxAttempts)
+	default:
+		delay := c.engine.RetryDelay(row)
+		if p.Backoff != nil {
+			delay = *p.Backoff
+		}
+		fp.State, fp.Reason, fp.RunAt = hoppertype.StateScheduled, "retry", c.clock.Now().Add(delay)
+		res.State, res.RunAt = StateScheduled, fp.RunAt
+	}
+	if err := c.attemptErr("fail job", id, c.engine.Finish(ctx, fp)); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// ReleaseJob hands a remote worker's job back to its queue at once without consuming its
+// attempt (the worker could not take it: it went away, or was not ready).
+func (c *Client) ReleaseJob(ctx context.Context, id string, token int64, queue, why string) error {
+	err := c.engine.Finish(ctx, &store.FinishParams{ID: id, Token: token, State: hoppertype.StateQueued,
+		Outcome: hoppertype.OutcomeCanceled, GiveBack: true, Error: why,
+		Actor: hoppertype.ActorWorker, Reason: "released"})
+	if err == nil {
+		c.engine.Notify(queue)
+	}
+	return c.attemptErr("release job", id, err)
+}
+
+// LeaseRef names one attempt: a job and its lease token.
+type LeaseRef struct {
+	ID    string
+	Token int64
+}
+
+// ExtendJobLeases sets each attempt's lease to expire d from now (it may shorten it). The
+// error of each item is nil or wraps ErrLeaseLost.
+func (c *Client) ExtendJobLeases(ctx context.Context, refs []LeaseRef, d time.Duration) ([]error, error) {
+	if d < time.Second || d > 24*time.Hour {
+		return nil, invalid("duration", "%s is outside 1s–24h", d)
+	}
+	ps := make([]*store.ExtendParams, len(refs))
+	for i, r := range refs {
+		ps[i] = &store.ExtendParams{ID: r.ID, Token: r.Token, Duration: d}
+	}
+	errs, err := c.store.JobExtendLeases(ctx, ps)
+	if err != nil {
+		return nil, fmt.Errorf("extend leases: %w", err)
+	}
+	return errs, nil
+}
+
+// ExtendJobLease sets one attempt's lease to expire d from now and returns the new expiry.
+func (c *Client) ExtendJobLease(ctx context.Context, id string, token int64, d time.Duration) (time.Time, error) {
+	errs, err := c.ExtendJobLeases(ctx, []LeaseRef{{ID: id, Token: token}}, d)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if errs[0] != nil {
+		return time.Time{}, c.attemptErr("extend lease", id, errs[0])
+	}
+	return c.clock.Now().Add(d), nil
+}
+
+// HeartbeatJob records a sign of life of a remote worker's attempt (separate from its lease).
+func (c *Client) HeartbeatJob(ctx context.Context, id string, token int64) error {
+	return c.attemptErr("heartbeat", id, c.store.JobHeartbeat(ctx, &store.HeartbeatParams{ID: id, Token: token}))
+}
+
+// ReportJobProgress stores a remote worker's progress (percent clamped to 0–100) and counts
+// as a heartbeat.
+func (c *Client) ReportJobProgress(ctx context.Context, id string, token int64, percent int, message string) error {
+	if len(message) > maxProgressMessage {
+		return invalid("message", "is %d bytes, more than %d", len(message), maxProgressMessage)
+	}
+	err := c.store.JobProgress(ctx, &store.ProgressParams{ID: id, Token: token, Percent: percent, Message: message})
+	return c.attemptErr("report progress", id, err)
+}
+
+// attemptErr wraps a store verdict on an attempt; ErrLeaseLost stays visible to errors.Is.
+func (c *Client) attemptErr(op, id string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s %s: %w", op, id, err)
+}
+
+// JobsAvailable returns a channel closed the next time jobs may have become claimable in
+// queue (see Activate), and a function to call when no longer waiting.
+func (c *Client) JobsAvailable(queue string) (<-chan struct{}, func()) {
+	return c.avail.subscribe(queue)
+}
+
+// availability wakes waiters of a queue when jobs may be claimable there.
+type availability struct {
+	mu      sync.Mutex
+	waiters map[string]map[chan struct{}]struct{}
+}
+
+func (a *availability) subscribe(queue string) (<-chan struct{}, func()) {
+	ch := make(chan struct{})
+	a.mu.Lock()
+	if a.waiters == nil {
+		a.waiters = map[string]map[chan struct{}]struct{}{}
+	}
+	if a.waiters[queue] == nil {
+		a.waiters[queue] = map[chan struct{}]struct{}{}
+	}
+	a.waiters[queue][ch] = struct{}{}
+	a.mu.Unlock()
+	return ch, func() {
+		a.mu.Lock()
+		if _, ok := a.waiters[queue][ch]; ok {
+			delete(a.waiters[queue], ch)
+			close(ch)
+		}
+		a.mu.Unlock()
+	}
+}
+
+// wake closes every waiter of queue; each waiter subscribes again for the next wake.
+func (a *availability) wake(queue string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for ch := range a.waiters[queue] {
+		close(ch)
+	}
+	delete(a.waiters, queue)
+}

@@ -1,0 +1,203 @@
+package hopper
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func activate(t *testing.T, b *testBundle, p ActivateParams) []*JobRow {
+	t.Helper()
+	if p.Worker == "" {
+		p.Worker = "remote-1"
+	}
+	jobs, err := b.client.Activate(t.Context(), p)
+	require.NoError(t, err)
+	return jobs
+}
+
+func TestActivateClaimsWithTheWorkersLease(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, nil)
+	for range 3 {
+		_, err := b.client.Enqueue(t.Context(), sendEmail{To: "a"}, nil)
+		require.NoError(t, err)
+	}
+	jobs := activate(t, b, ActivateParams{MaxJobs: 2, LeaseDuration: time.Minute})
+	require.Len(t, jobs, 2)
+	for _, j := range jobs {
+		require.Equal(t, StateRunning, j.State)
+		require.Equal(t, "remote-1", j.WorkerID)
+		require.Equal(t, b.clock.Now().Add(time.Minute), j.LeaseExpiresAt)
+	}
+	require.Len(t, activate(t, b, ActivateParams{MaxJobs: 5}), 1)
+	require.Empty(t, activate(t, b, ActivateParams{MaxJobs: 5}), "nothing left, no wait: empty at once")
+}
+
+func TestActivateLongPollWakesOnEnqueueAndTimesOut(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, func(c *Config) { c.Clock = nil }) // real time: the wait is the point
+	got := make(chan []*JobRow, 1)
+	go func() {
+		jobs, err := b.client.Activate(t.Context(), ActivateParams{Worker: "w", Wait: 10 * time.Second})
+		if err != nil {
+			jobs = nil
+		}
+		got <- jobs
+	}()
+	time.Sleep(50 * time.Millisecond) // let it wait
+	res, err := b.client.Enqueue(t.Context(), sendEmail{}, nil)
+	require.NoError(t, err)
+	start := time.Now()
+	jobs := recv(t, got)
+	require.Len(t, jobs, 1)
+	require.Equal(t, res.Job.ID, jobs[0].ID)
+	require.Less(t, time.Since(start), 5*time.Second, "woken by the enqueue, not by the timeout")
+
+	start = time.Now()
+	jobs, err = b.client.Activate(t.Context(), ActivateParams{Worker: "w", Wait: 100 * time.Millisecond})
+	require.NoError(t, err)
+	require.Empty(t, jobs)
+	require.GreaterOrEqual(t, time.Since(start), 100*time.Millisecond)
+}
+
+func TestActivateRefusesBadInput(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, nil)
+	for _, p := range []ActivateParams{
+		{},
+		{Worker: "w", MaxJobs: MaxActivateJobs + 1},
+		{Worker: "w", LeaseDuration: time.Millisecond},
+		{Worker: "w", Wait: MaxActivateWait + time.Second},
+		{Worker: "w", Queue: "bad queue"},
+		{Worker: "w", Kinds: []string{""}},
+	} {
+		_, err := b.client.Activate(t.Context(), p)
+		require.ErrorIs(t, err, ErrInvalid, "%+v", p)
+	}
+}
+
+func TestCompleteJobIsFencedByTheLeaseToken(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, nil)
+	res, err := b.client.Enqueue(t.Context(), sendEmail{}, nil)
+	require.NoError(t, err)
+	job := activate(t, b, ActivateParams{})[0]
+
+	require.ErrorIs(t, b.client.CompleteJob(t.Context(), job.ID, job.Token+1, nil), ErrLeaseLost)
+	require.ErrorIs(t, b.client.CompleteJob(t.Context(), job.ID, job.Token, json.RawMessage(`{`)), ErrInvalid)
+	require.NoError(t, b.client.CompleteJob(t.Context(), job.ID, job.Token, json.RawMessage(`{"sent":true}`)))
+	got, err := b.client.Get(t.Context(), res.Job.ID)
+	require.NoError(t, err)
+	require.Equal(t, StateCompleted, got.State)
+	require.JSONEq(t, `{"sent":true}`, string(got.Result))
+	require.ErrorIs(t, b.client.CompleteJob(t.Context(), job.ID, job.Token, nil), ErrLeaseLost, "completing twice")
+}
+
+func TestFailJobRetriesThenFails(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, nil)
+	_, err := b.client.Enqueue(t.Context(), sendEmail{}, &InsertOpts{MaxAttempts: 2,
+		RetryPolicy: &RetryPolicy{Base: time.Minute, Jitter: -1}})
+	require.NoError(t, err)
+
+	job := activate(t, b, ActivateParams{})[0]
+	res, err := b.client.FailJob(t.Context(), job.ID, job.Token, FailParams{Error: "smtp down"})
+	require.NoError(t, err)
+	require.Equal(t, StateScheduled, res.State)
+	require.Equal(t, b.clock.Now().Add(time.Minute), res.RunAt, "the job's own backoff")
+
+	b.clock.Advance(time.Minute)
+	job = activateEventually(t, b)
+	res, err = b.client.FailJob(t.Context(), job.ID, job.Token, FailParams{Error: "smtp down again"})
+	require.NoError(t, err)
+	require.Equal(t, StateFailed, res.State, "no attempts left")
+	got, err := b.client.Get(t.Context(), job.ID)
+	require.NoError(t, err)
+	require.Equal(t, StateFailed, got.State)
+	require.Equal(t, "smtp down again", got.LastError)
+
+	_, err = b.client.FailJob(t.Context(), job.ID, job.Token, FailParams{Error: "x"})
+	require.ErrorIs(t, err, ErrLeaseLost)
+	_, err = b.client.FailJob(t.Context(), job.ID, job.Token, FailParams{})
+	require.ErrorIs(t, err, ErrInvalid, "an error message is required")
+}
+
+func TestFailJobRetriesOverrideAndBackoff(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, nil)
+	_, err := b.client.Enqueue(t.Context(), sendEmail{}, &InsertOpts{MaxAttempts: 1})
+	require.NoError(t, err)
+	job := activate(t, b, ActivateParams{})[0]
+	three, backoff := 3, 5*time.Second
+	res, err := b.client.FailJob(t.Context(), job.ID, job.Token, FailParams{Error: "e", RetriesLeft: &three, Backoff: &backoff})
+	require.NoError(t, err)
+	require.Equal(t, StateScheduled, res.State, "retries left override the budget of 1")
+	require.Equal(t, b.clock.Now().Add(5*time.Second), res.RunAt)
+	got, err := b.client.Get(t.Context(), job.ID)
+	require.NoError(t, err)
+	require.Equal(t, 4, got.MaxAttempts)
+
+	b.clock.Advance(5 * time.Second)
+	job = activateEventually(t, b)
+	zero := 0
+	res, err = b.client.FailJob(t.Context(), job.ID, job.Token, FailParams{Error: "give up", RetriesLeft: &zero})
+	require.NoError(t, err)
+	require.Equal(t, StateFailed, res.State)
+}
+
+func TestReleaseExtendHeartbeatProgress(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, nil)
+	_, err := b.client.Enqueue(t.Context(), sendEmail{}, nil)
+	require.NoError(t, err)
+	job := activate(t, b, ActivateParams{LeaseDuration: time.Minute})[0]
+
+	until, err := b.client.ExtendJobLease(t.Context(), job.ID, job.Token, 10*time.Second)
+	require.NoError(t, err)
+	require.Equal(t, b.clock.Now().Add(10*time.Second), until, "a lease may be shortened")
+	_, err = b.client.ExtendJobLease(t.Context(), job.ID, job.Token+1, time.Minute)
+	require.ErrorIs(t, err, ErrLeaseLost)
+	require.NoError(t, b.client.HeartbeatJob(t.Context(), job.ID, job.Token))
+	require.NoError(t, b.client.ReportJobProgress(t.Context(), job.ID, job.Token, 140, "almost"))
+	got, err := b.client.Get(t.Context(), job.ID)
+	require.NoError(t, err)
+	require.Equal(t, 100, got.ProgressPercent)
+	require.ErrorIs(t, b.client.HeartbeatJob(t.Context(), job.ID, job.Token+1), ErrLeaseLost)
+
+	require.NoError(t, b.client.ReleaseJob(t.Context(), job.ID, job.Token, job.Queue, "stream closed"))
+	again := activate(t, b, ActivateParams{})
+	require.Len(t, again, 1, "a released job is claimable at once")
+	require.Equal(t, 1, again[0].Attempt, "the release gave its attempt back")
+}
+
+func TestQueuesCountsPerState(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, nil)
+	for range 2 {
+		_, err := b.client.Enqueue(t.Context(), sendEmail{}, &InsertOpts{Queue: "mail"})
+		require.NoError(t, err)
+	}
+	activate(t, b, ActivateParams{Queue: "mail"})
+	require.NoError(t, b.client.PauseQueue(t.Context(), "idle"))
+	require.NoError(t, b.client.SetLimit(t.Context(), Limit{Queue: "mail", MaxRunning: 5}))
+	qs, err := b.client.Queues(t.Context())
+	require.NoError(t, err)
+	require.Len(t, qs, 2)
+	require.Equal(t, &QueueInfo{Name: "idle", Paused: true, Counts: map[JobState]int64{}}, qs[0])
+	require.Equal(t, &QueueInfo{Name: "mail", MaxRunning: 5,
+		Counts: map[JobState]int64{StateQueued: 1, StateRunning: 1}}, qs[1])
+}
+
+// activateEventually claims one job once the maintainer has promoted it.
+func activateEventually(t *testing.T, b *testBundle) *JobRow {
+	t.Helper()
+	var jobs []*JobRow
+	require.Eventually(t, func() bool {
+		jobs = activate(t, b, ActivateParams{})
+		return len(jobs) == 1
+	}, 10*time.Second, 5*time.Millisecond)
+	return jobs[0]
+}
