@@ -21,7 +21,7 @@ type completer struct {
 	mu       sync.Mutex
 	pending  []*store.FinishParams
 	waiters  map[*store.FinishParams]chan error // callers of Finish waiting for their item
-	failures atomic.Int64 // consecutive failed flushes, for the retry backoff
+	failures atomic.Int64                       // consecutive failed flushes, for the retry backoff
 	kick     chan struct{}
 	done     chan struct{}
 	stopReq  chan context.Context
