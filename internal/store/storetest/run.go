@@ -23,6 +23,7 @@ func Run(t *testing.T, opener Opener) {
 		{"List", testList},
 		{"Cluster", testCluster},
 		{"Caps", testCaps},
+		{"Keys", testKeys},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
