@@ -43,6 +43,9 @@ type ActivateParams struct {
 	Wait time.Duration
 }
 
+// Check reports whether Activate would accept p, without claiming anything.
+func (p ActivateParams) Check() error { return p.validate(time.Minute) }
+
 func (p *ActivateParams) validate(def time.Duration) error {
 	if p.Queue == "" {
 		p.Queue = DefaultQueue

@@ -74,5 +74,7 @@ already ended).`,
 	root.PersistentFlags().String(flagSchema, "hopper", "PostgreSQL schema holding Hopper's tables")
 	root.AddCommand(newMigrateCmd(), newEnqueueCmd(), newJobsCmd())
 	root.AddCommand(newBenchCmd())
+	root.AddCommand(newKeysCmd())
+	root.AddCommand(newServeCmd())
 	return root
 }

@@ -1,0 +1,195 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/hopperjobs/hopper"
+	"github.com/hopperjobs/hopper/internal/server"
+	istore "github.com/hopperjobs/hopper/internal/store"
+	"github.com/spf13/cobra"
+)
+
+// EchoKind is the kind `hopper serve` works itself: its jobs complete at once with their
+// args as result, so a new installation has something to see end to end.
+const EchoKind = "hopper.echo"
+
+// echoArgs keeps an echo job's payload as it came.
+type echoArgs struct{ raw json.RawMessage }
+
+func (echoArgs) Kind() string { return EchoKind }
+
+func (a *echoArgs) UnmarshalJSON(b []byte) error {
+	a.raw = append(json.RawMessage(nil), b...)
+	return nil
+}
+
+type serveOptions struct {
+	addr           string
+	noEcho         bool
+	maxBody        int64
+	maxStreams     int
+	maxPolls       int
+	shutdownGrace  time.Duration
+	readHeaderWait time.Duration
+}
+
+func newServeCmd() *cobra.Command {
+	var o serveOptions
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the Hopper server: the RPC API for clients and remote workers, and /healthz",
+		Long: `serve stores jobs in --database (a SQLite file, created if needed, or a postgres://
+URL), hands them to workers in any language over the RPC API (Connect: gRPC, gRPC-Web and
+JSON over HTTP at /hopper.v1.<Service>/<Method>) and runs the leader's duties (promoting
+scheduled jobs, rescuing expired leases).
+
+It listens on 127.0.0.1:7070 unless --addr says otherwise. Once any API key exists
+('hopper keys create'), every request needs one; a non-loopback --addr is refused while no
+key exists. It works jobs of kind hopper.echo itself (they complete with their args as
+result) unless --no-echo.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return serve(cmd, o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.addr, "addr", "127.0.0.1:7070", "address to listen on, HOST:PORT")
+	f.BoolVar(&o.noEcho, "no-echo", false, "do not work hopper.echo jobs in the server")
+	f.Int64Var(&o.maxBody, "max-body-bytes", server.DefaultMaxBodyBytes, "largest request body accepted (413 beyond)")
+	f.IntVar(&o.maxStreams, "max-streams-per-key", server.DefaultMaxStreamsPerKey, "open job streams per API key (429 beyond)")
+	f.IntVar(&o.maxPolls, "max-polls-per-key", server.DefaultMaxPollsPerKey, "waiting long polls per API key (429 beyond)")
+	f.DurationVar(&o.shutdownGrace, "shutdown-grace", 10*time.Second, "how long running jobs get to finish on shutdown")
+	f.DurationVar(&o.readHeaderWait, "read-header-timeout", 10*time.Second, "time allowed to read a request's headers")
+	return cmd
+}
+
+func serve(cmd *cobra.Command, o serveOptions) error {
+	host, _, err := net.SplitHostPort(o.addr)
+	if err != nil {
+		return usageErrorf("--addr %q: %v", o.addr, err)
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))
+
+	return withStore(cmd, false, func(st store) error {
+		keys, ok := st.(istore.KeyStore)
+		if !ok {
+			return fmt.Errorf("this store keeps no API keys")
+		}
+		auth, err := keyAuth(ctx, keys)
+		if err != nil {
+			return err
+		}
+		if auth == nil && !isLoopback(host) {
+			return usageErrorf("refusing to listen on %s without API keys: anyone who can reach it could run "+
+				"and change jobs. Create a key first ('hopper keys create --name admin --scope admin') or listen "+
+				"on 127.0.0.1", o.addr)
+		}
+		ws := hopper.NewWorkers()
+		if !o.noEcho {
+			hopper.AddWorkerFunc(ws, func(ctx context.Context, job *hopper.Job[echoArgs]) error {
+				return hopper.SetResult(ctx, job.Args.raw)
+			})
+		}
+		client, err := hopper.NewClient(hopper.Config{Store: st, Workers: ws, Logger: log})
+		if err != nil {
+			return err
+		}
+		srv, err := server.New(server.Config{Client: client, Logger: log, Auth: auth,
+			MaxBodyBytes: o.maxBody, MaxStreamsPerKey: o.maxStreams, MaxPollsPerKey: o.maxPolls})
+		if err != nil {
+			return err
+		}
+		ln, err := net.Listen("tcp", o.addr)
+		if err != nil {
+			return fmt.Errorf("listen on %s: %w", o.addr, err)
+		}
+		if err := client.Start(ctx); err != nil {
+			ln.Close()
+			return err
+		}
+		return serveUntilDone(ctx, cmd, o, ln, srv, client, log, auth != nil)
+	})
+}
+
+// serveUntilDone serves until ctx ends, then shuts down: open streams and long polls end (streamed
+// jobs go back to their queues), then running jobs get the grace period.
+func serveUntilDone(ctx context.Context, cmd *cobra.Command, o serveOptions, ln net.Listener, srv *server.Server,
+	client *hopper.Client, log *slog.Logger, keys bool) error {
+	baseCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelRequests()
+	protocols := new(http.Protocols)
+	protocols.SetHTTP1(true)
+	protocols.SetUnencryptedHTTP2(true) // gRPC clients without TLS
+	httpSrv := &http.Server{Handler: srv, ReadHeaderTimeout: o.readHeaderWait, Protocols: protocols,
+		BaseContext: func(net.Listener) context.Context { return baseCtx }}
+	served := make(chan error, 1)
+	go func() { served <- httpSrv.Serve(ln) }()
+	srv.SetReady(true)
+	auth := "no API keys (loopback only)"
+	if keys {
+		auth = "API keys required"
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "hopper serving on http://%s (%s), database %s\n", ln.Addr(), auth,
+		describe(cmd, mustDatabase(cmd)))
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-served:
+	}
+	srv.SetReady(false)
+	log.Info("shutting down")
+	cancelRequests() // streams and long polls end; streamed jobs are released
+	shutCtx, cancel := context.WithTimeout(context.Background(), o.shutdownGrace)
+	defer cancel()
+	if err := httpSrv.Shutdown(shutCtx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		log.Warn("http shutdown", "err", err)
+	}
+	stopCtx, cancelStop := hopper.ShutdownContext(o.shutdownGrace, os.Interrupt, syscall.SIGTERM)
+	defer cancelStop()
+	if err := client.Stop(stopCtx); err != nil {
+		return fmt.Errorf("stop workers: %w", err)
+	}
+	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", serveErr)
+	}
+	return nil
+}
+
+func mustDatabase(cmd *cobra.Command) string {
+	p, _ := databasePath(cmd)
+	return p
+}
+
+// keyAuth returns the key check when any key is live, nil when none is.
+func keyAuth(ctx context.Context, keys istore.KeyStore) (server.Authenticator, error) {
+	all, err := keys.KeyList(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read API keys: %w", err)
+	}
+	for _, k := range all {
+		if !k.Revoked() {
+			return &server.KeyAuth{Keys: keys}, nil
+		}
+	}
+	return nil, nil
+}
+
+// isLoopback reports whether host names only this machine.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,44 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	"connectrpc.com/connect/v2"
+	"github.com/hopperjobs/hopper"
+)
+
+// rpcError turns a Hopper error into the Connect error callers can act on. Messages of
+// errors callers caused (bad input, stale lease…) go to the wire; others are logged and
+// answered with a bare "internal error".
+func rpcError(log *slog.Logger, op string, err error) error {
+	var code connect.Code
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, hopper.ErrInvalid):
+		code = connect.CodeInvalidArgument
+	case errors.Is(err, hopper.ErrNotFound):
+		code = connect.CodeNotFound
+	case errors.Is(err, hopper.ErrLeaseLost), errors.Is(err, hopper.ErrInvalidTransition):
+		code = connect.CodeFailedPrecondition
+	case errors.Is(err, hopper.ErrDuplicate):
+		code = connect.CodeAlreadyExists
+	case errors.Is(err, context.Canceled):
+		return connect.NewError(connect.CodeCanceled, "canceled").WithCause(err)
+	case errors.Is(err, context.DeadlineExceeded):
+		return connect.NewError(connect.CodeDeadlineExceeded, "deadline exceeded").WithCause(err)
+	case errors.Is(err, hopper.ErrShutdown):
+		return connect.NewError(connect.CodeUnavailable, "server shutting down").WithCause(err)
+	default:
+		log.Error("rpc failed", "op", op, "err", err)
+		return connect.NewError(connect.CodeInternal, op+": internal error").WithCause(err)
+	}
+	return connect.NewError(code, err.Error()).WithCause(err)
+}
+
+// invalidArg is a caller's bad input found by the server itself.
+func invalidArg(field, reason string) error {
+	return connect.NewError(connect.CodeInvalidArgument, "invalid "+field+": "+reason)
+}

@@ -1,0 +1,130 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/hopperjobs/hopper"
+	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
+)
+
+// jobService implements hopper.v1.JobService.
+type jobService struct{ s *Server }
+
+// MaxBatch bounds EnqueueBatch.
+const MaxBatch = 10000
+
+func enqueueParams(spec *hopperv1.JobSpec) (hopper.EnqueueParams, error) {
+	if spec == nil {
+		return hopper.EnqueueParams{}, invalidArg("job", "is required")
+	}
+	args := spec.GetArgs()
+	if args == "" {
+		args = "{}"
+	}
+	opts := &hopper.InsertOpts{
+		Queue: spec.GetQueue(), Priority: int(spec.GetPriority()), Delay: fromDur(spec.GetDelay()),
+		MaxAttempts: int(spec.GetMaxAttempts()), Timeout: fromDur(spec.GetTimeout()),
+		Headers: spec.GetHeaders(), IdempotencyKey: spec.GetIdempotencyKey(),
+		IdempotencyRetention: fromDur(spec.GetIdempotencyRetention()), GroupKey: spec.GetGroupKey(),
+	}
+	if spec.GetRunAt() != nil {
+		opts.RunAt = spec.GetRunAt().AsTime()
+	}
+	if p := spec.GetRetryPolicy(); p != nil {
+		opts.RetryPolicy = &hopper.RetryPolicy{Base: fromDur(p.GetBase()), Multiplier: p.GetMultiplier(),
+			Cap: fromDur(p.GetCap()), Jitter: p.GetJitter()}
+	}
+	return hopper.EnqueueParams{Args: hopper.RawArgs{KindName: spec.GetKind(), JSON: json.RawMessage(args)}, Opts: opts}, nil
+}
+
+func (j *jobService) Enqueue(ctx context.Context, req *hopperv1.EnqueueRequest) (*hopperv1.EnqueueResponse, error) {
+	p, err := enqueueParams(req.GetJob())
+	if err != nil {
+		return nil, err
+	}
+	res, err := j.s.client.Enqueue(ctx, p.Args, p.Opts)
+	if err != nil {
+		return nil, rpcError(j.s.log, "enqueue", err)
+	}
+	return &hopperv1.EnqueueResponse{Job: toJob(res.Job), Existing: res.Existing}, nil
+}
+
+func (j *jobService) EnqueueBatch(ctx context.Context, req *hopperv1.EnqueueBatchRequest) (*hopperv1.EnqueueBatchResponse, error) {
+	if len(req.GetJobs()) == 0 || len(req.GetJobs()) > MaxBatch {
+		return nil, invalidArg("jobs", "must hold 1–10000 jobs")
+	}
+	ps := make([]hopper.EnqueueParams, len(req.GetJobs()))
+	for i, spec := range req.GetJobs() {
+		p, err := enqueueParams(spec)
+		if err != nil {
+			return nil, err
+		}
+		ps[i] = p
+	}
+	res, err := j.s.client.EnqueueMany(ctx, ps)
+	if err != nil {
+		return nil, rpcError(j.s.log, "enqueue batch", err)
+	}
+	out := &hopperv1.EnqueueBatchResponse{Results: make([]*hopperv1.EnqueueResponse, len(res))}
+	for i, r := range res {
+		out.Results[i] = &hopperv1.EnqueueResponse{Job: toJob(r.Job), Existing: r.Existing}
+	}
+	return out, nil
+}
+
+func (j *jobService) Get(ctx context.Context, req *hopperv1.GetRequest) (*hopperv1.GetResponse, error) {
+	job, err := j.s.client.Get(ctx, req.GetId())
+	if err != nil {
+		return nil, rpcError(j.s.log, "get job", err)
+	}
+	return &hopperv1.GetResponse{Job: toJob(job)}, nil
+}
+
+func (j *jobService) List(ctx context.Context, req *hopperv1.ListRequest) (*hopperv1.ListResponse, error) {
+	p := &hopper.ListParams{Queues: req.GetQueues(), Kinds: req.GetKinds(), Cursor: req.GetCursor(),
+		Limit: int(req.GetLimit()), Ascending: req.GetAscending()}
+	for _, st := range req.GetStates() {
+		p.States = append(p.States, hopper.JobState(st))
+	}
+	res, err := j.s.client.List(ctx, p)
+	if err != nil {
+		return nil, rpcError(j.s.log, "list jobs", err)
+	}
+	out := &hopperv1.ListResponse{NextCursor: res.NextCursor, Jobs: make([]*hopperv1.Job, len(res.Jobs))}
+	for i, job := range res.Jobs {
+		out.Jobs[i] = toJob(job)
+	}
+	return out, nil
+}
+
+func (j *jobService) Cancel(ctx context.Context, req *hopperv1.CancelRequest) (*hopperv1.CancelResponse, error) {
+	reason := req.GetReason()
+	if reason == "" {
+		reason = "canceled through the API"
+	}
+	job, err := j.s.client.CancelBy(ctx, req.GetId(), hopper.ActorOperator, reason)
+	if err != nil {
+		return nil, rpcError(j.s.log, "cancel job", err)
+	}
+	return &hopperv1.CancelResponse{Job: toJob(job)}, nil
+}
+
+func (j *jobService) Events(ctx context.Context, req *hopperv1.EventsRequest) (*hopperv1.EventsResponse, error) {
+	events, err := j.s.client.Events(ctx, req.GetId())
+	if err != nil {
+		return nil, rpcError(j.s.log, "job events", err)
+	}
+	attempts, err := j.s.client.Attempts(ctx, req.GetId())
+	if err != nil {
+		return nil, rpcError(j.s.log, "job attempts", err)
+	}
+	out := &hopperv1.EventsResponse{}
+	for _, e := range events {
+		out.Events = append(out.Events, toEvent(e))
+	}
+	for _, a := range attempts {
+		out.Attempts = append(out.Attempts, toAttempt(a))
+	}
+	return out, nil
+}

@@ -1,0 +1,78 @@
+package server
+
+import (
+	"context"
+
+	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
+)
+
+// queueService implements hopper.v1.QueueService.
+type queueService struct{ s *Server }
+
+func (q *queueService) List(ctx context.Context, _ *hopperv1.QueueServiceListRequest) (*hopperv1.QueueServiceListResponse, error) {
+	qs, err := q.s.client.Queues(ctx)
+	if err != nil {
+		return nil, rpcError(q.s.log, "list queues", err)
+	}
+	out := &hopperv1.QueueServiceListResponse{Queues: make([]*hopperv1.Queue, len(qs))}
+	for i, info := range qs {
+		counts := make(map[string]int64, len(info.Counts))
+		for st, n := range info.Counts {
+			counts[string(st)] = n
+		}
+		out.Queues[i] = &hopperv1.Queue{Name: info.Name, Paused: info.Paused, MaxRunning: int32(info.MaxRunning), Counts: counts}
+	}
+	return out, nil
+}
+
+func (q *queueService) Pause(ctx context.Context, req *hopperv1.PauseRequest) (*hopperv1.PauseResponse, error) {
+	if err := q.s.client.PauseQueue(ctx, req.GetQueue()); err != nil {
+		return nil, rpcError(q.s.log, "pause queue", err)
+	}
+	return &hopperv1.PauseResponse{}, nil
+}
+
+func (q *queueService) Resume(ctx context.Context, req *hopperv1.ResumeRequest) (*hopperv1.ResumeResponse, error) {
+	if err := q.s.client.ResumeQueue(ctx, req.GetQueue()); err != nil {
+		return nil, rpcError(q.s.log, "resume queue", err)
+	}
+	return &hopperv1.ResumeResponse{}, nil
+}
+
+// adminService implements hopper.v1.AdminService.
+type adminService struct{ s *Server }
+
+func (a *adminService) ListNodes(ctx context.Context, _ *hopperv1.ListNodesRequest) (*hopperv1.ListNodesResponse, error) {
+	nodes, err := a.s.client.Nodes(ctx)
+	if err != nil {
+		return nil, rpcError(a.s.log, "list nodes", err)
+	}
+	out := &hopperv1.ListNodesResponse{Nodes: make([]*hopperv1.Node, len(nodes))}
+	for i, n := range nodes {
+		out.Nodes[i] = &hopperv1.Node{Id: n.ID, Host: n.Host, Pid: int32(n.PID), StartedAt: ts(n.StartedAt),
+			HeartbeatAt: ts(n.HeartbeatAt), Leader: n.ID == a.s.client.NodeID() && a.s.client.IsLeader()}
+	}
+	return out, nil
+}
+
+func (a *adminService) ListWorkers(context.Context, *hopperv1.ListWorkersRequest) (*hopperv1.ListWorkersResponse, error) {
+	_, workers := a.s.reg.snapshot()
+	out := &hopperv1.ListWorkersResponse{Workers: make([]*hopperv1.Worker, len(workers))}
+	for i, w := range workers {
+		out.Workers[i] = &hopperv1.Worker{Name: w.name, Queue: w.queue, Kinds: w.kinds, LastSeenAt: ts(w.lastSeen),
+			OpenStreams: int32(w.streams), WaitingPolls: int32(w.polls), Activated: w.activated}
+	}
+	return out, nil
+}
+
+func (a *adminService) ListStreams(context.Context, *hopperv1.ListStreamsRequest) (*hopperv1.ListStreamsResponse, error) {
+	streams, _ := a.s.reg.snapshot()
+	out := &hopperv1.ListStreamsResponse{Streams: make([]*hopperv1.Stream, len(streams))}
+	for i, st := range streams {
+		out.Streams[i] = &hopperv1.Stream{Id: st.id, Worker: st.worker, Queue: st.queue, Kinds: st.kinds,
+			Credit: int32(st.credit), InFlight: int32(st.inFlight), Pushed: st.pushed, Completed: st.completed,
+			Failed: st.failed, Released: st.released, OpenedAt: ts(st.opened)}
+	}
+	return out, nil
+}
+

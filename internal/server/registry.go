@@ -1,0 +1,205 @@
+package server
+
+import (
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hopperjobs/hopper"
+)
+
+// registry knows the remote workers this server has seen and its open job streams, with
+// their push counters (the job-stream registry of the job-workers seed).
+type registry struct {
+	mu      sync.Mutex
+	nextID  int64
+	streams map[string]*stream
+	byJob   map[hopper.LeaseRef]*stream // unfinished streamed jobs
+	workers map[string]*workerInfo      // by worker name and queue
+}
+
+type workerInfo struct {
+	name, queue string
+	kinds       []string
+	lastSeen    time.Time
+	streams     int
+	polls       int
+	activated   int64
+}
+
+func newRegistry() *registry {
+	return &registry{streams: map[string]*stream{}, byJob: map[hopper.LeaseRef]*stream{}, workers: map[string]*workerInfo{}}
+}
+
+// seen records a worker's request; the returned func undoes the open stream or poll count.
+func (r *registry) seen(name, queue string, kinds []string, at time.Time, stream bool) func(activated int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	key := name + "\x00" + queue
+	w := r.workers[key]
+	if w == nil {
+		w = &workerInfo{name: name, queue: queue}
+		r.workers[key] = w
+	}
+	w.kinds, w.lastSeen = kinds, at
+	if stream {
+		w.streams++
+	} else {
+		w.polls++
+	}
+	return func(activated int) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		w.activated += int64(activated)
+		if stream {
+			w.streams--
+		} else {
+			w.polls--
+		}
+	}
+}
+
+// count adds activated jobs to a worker's counter.
+func (r *registry) count(name, queue string, n int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if w := r.workers[name+"\x00"+queue]; w != nil {
+		w.activated += int64(n)
+	}
+}
+
+// stream is one open StreamJobs call.
+type stream struct {
+	id, worker, queue string
+	kinds             []string
+	credit            int
+	lease             time.Duration
+	opened            time.Time
+
+	reg      *registry
+	inflight map[hopper.LeaseRef]struct{} // guarded by reg.mu
+	freed    chan struct{}                // a slot came free (buffered 1)
+
+	pushed, completed, failed, released atomic.Int64
+}
+
+func (r *registry) open(worker, queue string, kinds []string, credit int, lease time.Duration, at time.Time) *stream {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.nextID++
+	st := &stream{id: strconv.FormatInt(r.nextID, 10), worker: worker, queue: queue, kinds: kinds,
+		credit: credit, lease: lease, opened: at, reg: r,
+		inflight: map[hopper.LeaseRef]struct{}{}, freed: make(chan struct{}, 1)}
+	r.streams[st.id] = st
+	return st
+}
+
+// close forgets the stream and returns its unfinished jobs, for release.
+func (r *registry) close(st *stream) []hopper.LeaseRef {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.streams, st.id)
+	refs := make([]hopper.LeaseRef, 0, len(st.inflight))
+	for ref := range st.inflight {
+		refs = append(refs, ref)
+		delete(r.byJob, ref)
+	}
+	st.inflight = map[hopper.LeaseRef]struct{}{}
+	return refs
+}
+
+// free is how many more jobs the stream may hold.
+func (st *stream) free() int {
+	st.reg.mu.Lock()
+	defer st.reg.mu.Unlock()
+	return st.credit - len(st.inflight)
+}
+
+// hold records a job pushed (or about to be pushed) to the stream.
+func (st *stream) hold(ref hopper.LeaseRef) {
+	st.reg.mu.Lock()
+	defer st.reg.mu.Unlock()
+	st.inflight[ref] = struct{}{}
+	st.reg.byJob[ref] = st
+}
+
+// unfinished returns the stream's unfinished jobs.
+func (st *stream) unfinished() []hopper.LeaseRef {
+	st.reg.mu.Lock()
+	defer st.reg.mu.Unlock()
+	refs := make([]hopper.LeaseRef, 0, len(st.inflight))
+	for ref := range st.inflight {
+		refs = append(refs, ref)
+	}
+	return refs
+}
+
+// outcome is how a streamed job stopped being the stream's.
+type outcome int
+
+const (
+	outcomeCompleted outcome = iota
+	outcomeFailed
+	outcomeReleased
+	outcomeLost // the lease was lost (canceled, expired, finished elsewhere)
+)
+
+// done ends a streamed job's hold, if a stream holds it, freeing its credit.
+func (r *registry) done(ref hopper.LeaseRef, o outcome) {
+	r.mu.Lock()
+	st := r.byJob[ref]
+	if st != nil {
+		delete(r.byJob, ref)
+		delete(st.inflight, ref)
+	}
+	r.mu.Unlock()
+	if st == nil {
+		return
+	}
+	switch o {
+	case outcomeCompleted:
+		st.completed.Add(1)
+	case outcomeFailed:
+		st.failed.Add(1)
+	case outcomeReleased:
+		st.released.Add(1)
+	}
+	select {
+	case st.freed <- struct{}{}:
+	default:
+	}
+}
+
+// streamInfo is a snapshot of one stream for the admin API.
+type streamInfo struct {
+	id, worker, queue                   string
+	kinds                               []string
+	credit, inFlight                    int
+	pushed, completed, failed, released int64
+	opened                              time.Time
+}
+
+func (r *registry) snapshot() ([]streamInfo, []workerInfo) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	streams := make([]streamInfo, 0, len(r.streams))
+	for _, st := range r.streams {
+		streams = append(streams, streamInfo{id: st.id, worker: st.worker, queue: st.queue, kinds: st.kinds,
+			credit: st.credit, inFlight: len(st.inflight), pushed: st.pushed.Load(), completed: st.completed.Load(),
+			failed: st.failed.Load(), released: st.released.Load(), opened: st.opened})
+	}
+	sort.Slice(streams, func(i, j int) bool { return streams[i].opened.Before(streams[j].opened) })
+	workers := make([]workerInfo, 0, len(r.workers))
+	for _, w := range r.workers {
+		workers = append(workers, *w)
+	}
+	sort.Slice(workers, func(i, j int) bool {
+		if workers[i].name != workers[j].name {
+			return workers[i].name < workers[j].name
+		}
+		return workers[i].queue < workers[j].queue
+	})
+	return streams, workers
+}

@@ -1,0 +1,235 @@
+// Package server is `hopper serve`: the Connect RPC API (gRPC, gRPC-Web and JSON over HTTP)
+// for clients and remote workers in any language, and /healthz, on one http.Handler. Every
+// route is registered with the scope a caller's API key needs, so no route can be added
+// without an auth policy.
+package server
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sort"
+	"sync"
+	"time"
+
+	"connectrpc.com/connect/v2"
+	"connectrpc.com/connect/v2/connecthttp"
+	"github.com/hopperjobs/hopper"
+	"github.com/hopperjobs/hopper/gen/hopper/v1/hopperv1connect"
+)
+
+// Scope is what an API key allows.
+type Scope string
+
+// Scopes. Admin allows everything.
+const (
+	ScopeEnqueue Scope = "enqueue" // Enqueue, EnqueueBatch
+	ScopeWork    Scope = "work"    // Activate, StreamJobs and the calls fenced by a lease
+	ScopeRead    Scope = "read"    // Get, List, Events, queue, node, worker and stream listings
+	ScopeAdmin   Scope = "admin"   // everything: cancel, pause, resume, keys
+	// ScopePublic marks routes anyone may call (health checks).
+	ScopePublic Scope = "public"
+)
+
+// Authenticator checks a request's credentials. Authenticate returns who is calling, or an
+// error wrapping ErrUnauthenticated (no or bad credentials: 401) or another error (the check
+// itself failed: 500).
+type Authenticator interface {
+	Authenticate(ctx context.Context, r *http.Request) (*Principal, error)
+}
+
+// Principal is an authenticated caller: an API key's id and scopes.
+type Principal struct {
+	KeyID  string
+	Scopes []Scope
+}
+
+// Allows reports whether p holds scope (admin holds every scope).
+func (p *Principal) Allows(scope Scope) bool {
+	for _, s := range p.Scopes {
+		if s == scope || s == ScopeAdmin {
+			return true
+		}
+	}
+	return false
+}
+
+// Defaults of Config.
+const (
+	DefaultMaxBodyBytes     = 1 << 20
+	DefaultMaxStreamsPerKey = 100
+	DefaultMaxPollsPerKey   = 200
+	// DefaultStreamPoll bounds one wait of a stream for new jobs; each wait also polls the
+	// store, so jobs enqueued elsewhere without a notification arrive within it.
+	DefaultStreamPoll = 30 * time.Second
+)
+
+// Config configures a Server. Client is required.
+type Config struct {
+	// Client is the started Hopper client the server acts through.
+	Client *hopper.Client
+	Logger *slog.Logger
+	// Auth checks API keys; nil lets every request through with every scope (only for a
+	// server bound to a loopback address, which `hopper serve` enforces).
+	Auth Authenticator
+	// MaxBodyBytes bounds a request body (default 1 MiB); a larger one gets 413.
+	MaxBodyBytes int64
+	// MaxStreamsPerKey and MaxPollsPerKey bound the open job streams and waiting long polls
+	// of one API key (or of everyone, without keys); past them a caller gets 429.
+	MaxStreamsPerKey int
+	MaxPollsPerKey   int
+}
+
+// Server serves the API. Create it with New; it is an http.Handler.
+type Server struct {
+	cfg     Config
+	client  *hopper.Client
+	log     *slog.Logger
+	mux     *http.ServeMux
+	routes  map[string]Scope
+	reg     *registry
+	limits  *limiter
+	readyMu sync.RWMutex
+	ready   bool
+}
+
+// New builds the server and registers every route.
+func New(cfg Config) (*Server, error) {
+	if cfg.Client == nil {
+		return nil, fmt.Errorf("server: Config.Client is required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.MaxBodyBytes == 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.MaxStreamsPerKey == 0 {
+		cfg.MaxStreamsPerKey = DefaultMaxStreamsPerKey
+	}
+	if cfg.MaxPollsPerKey == 0 {
+		cfg.MaxPollsPerKey = DefaultMaxPollsPerKey
+	}
+	s := &Server{cfg: cfg, client: cfg.Client, log: cfg.Logger, mux: http.NewServeMux(),
+		routes: map[string]Scope{}, reg: newRegistry(), limits: newLimiter()}
+
+	rpc := connect.NewServer(s.recoverPanics)
+	hopperv1connect.RegisterJobServiceHandler(rpc, &jobService{s})
+	hopperv1connect.RegisterWorkerServiceHandler(rpc, &workerService{s})
+	hopperv1connect.RegisterQueueServiceHandler(rpc, &queueService{s})
+	hopperv1connect.RegisterAdminServiceHandler(rpc, &adminService{s})
+	connecthttp.Mount(policyMux{s}, rpc, connecthttp.WithReadMaxBytes(int(cfg.MaxBodyBytes)))
+
+	s.handle("GET /healthz", ScopePublic, http.HandlerFunc(s.healthz))
+	return s, nil
+}
+
+// SetReady makes /healthz answer 200 (true) or 503 (false).
+func (s *Server) SetReady(ready bool) {
+	s.readyMu.Lock()
+	s.ready = ready
+	s.readyMu.Unlock()
+}
+
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	s.readyMu.RLock()
+	ready := s.ready
+	s.readyMu.RUnlock()
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if !ready {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		io.WriteString(w, "starting\n") //nolint:errcheck // best effort
+		return
+	}
+	io.WriteString(w, "ok\n") //nolint:errcheck // best effort
+}
+
+// ServeHTTP serves every route.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// Routes returns every registered route pattern with its scope, sorted.
+func (s *Server) Routes() map[string]Scope {
+	out := make(map[string]Scope, len(s.routes))
+	for p, sc := range s.routes {
+		out[p] = sc
+	}
+	return out
+}
+
+// RoutePatterns returns the registered patterns, sorted.
+func (s *Server) RoutePatterns() []string {
+	out := make([]string, 0, len(s.routes))
+	for p := range s.routes {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// handle registers h at pattern behind the body limit and the auth check for scope.
+func (s *Server) handle(pattern string, scope Scope, h http.Handler) {
+	if _, dup := s.routes[pattern]; dup {
+		panic("server: route registered twice: " + pattern)
+	}
+	s.routes[pattern] = scope
+	s.mux.Handle(pattern, s.limitBody(s.authorize(scope, h)))
+}
+
+// policyMux registers Connect's routes with the scope of each procedure; a procedure
+// without a policy panics at start-up, so none can be served unguarded.
+type policyMux struct{ s *Server }
+
+func (m policyMux) Handle(pattern string, h http.Handler) {
+	scope, ok := procedureScopes[pattern]
+	if !ok {
+		panic("server: no auth policy for route " + pattern)
+	}
+	m.s.handle(pattern, scope, h)
+}
+
+// procedureScopes is the auth policy of every RPC route. The per-service catch-alls (which
+// answer "unimplemented" for unknown methods) need any valid key.
+var procedureScopes = map[string]Scope{
+	hopperv1connect.JobServiceEnqueueProcedure:      ScopeEnqueue,
+	hopperv1connect.JobServiceEnqueueBatchProcedure: ScopeEnqueue,
+	hopperv1connect.JobServiceGetProcedure:          ScopeRead,
+	hopperv1connect.JobServiceListProcedure:         ScopeRead,
+	hopperv1connect.JobServiceEventsProcedure:       ScopeRead,
+	hopperv1connect.JobServiceCancelProcedure:       ScopeAdmin,
+
+	hopperv1connect.WorkerServiceActivateProcedure:       ScopeWork,
+	hopperv1connect.WorkerServiceStreamJobsProcedure:     ScopeWork,
+	hopperv1connect.WorkerServiceCompleteProcedure:       ScopeWork,
+	hopperv1connect.WorkerServiceFailProcedure:           ScopeWork,
+	hopperv1connect.WorkerServiceExtendLeaseProcedure:    ScopeWork,
+	hopperv1connect.WorkerServiceHeartbeatProcedure:      ScopeWork,
+	hopperv1connect.WorkerServiceReportProgressProcedure: ScopeWork,
+
+	hopperv1connect.QueueServiceListProcedure:   ScopeRead,
+	hopperv1connect.QueueServicePauseProcedure:  ScopeAdmin,
+	hopperv1connect.QueueServiceResumeProcedure: ScopeAdmin,
+
+	hopperv1connect.AdminServiceListNodesProcedure:   ScopeRead,
+	hopperv1connect.AdminServiceListWorkersProcedure: ScopeRead,
+	hopperv1connect.AdminServiceListStreamsProcedure: ScopeRead,
+
+	"/" + hopperv1connect.JobServiceName + "/":    ScopeRead,
+	"/" + hopperv1connect.WorkerServiceName + "/": ScopeRead,
+	"/" + hopperv1connect.QueueServiceName + "/":  ScopeRead,
+	"/" + hopperv1connect.AdminServiceName + "/":  ScopeRead,
+}
+
+// recoverPanics turns a handler panic into an internal error instead of a dead connection.
+func (s *Server) recoverPanics(next connect.ServerFunc) connect.ServerFunc {
+	return func(ctx context.Context, spec connect.Spec, stream connect.ServerStream) (err error) {
+		defer func() {
+			if v := recover(); v != nil {
+				s.log.Error("panic in RPC handler", "procedure", spec.Procedure, "panic", v)
+				err = connect.NewError(connect.CodeInternal, "internal error")
+			}
+		}()
+		return next(ctx, spec, stream)
+	}
+}

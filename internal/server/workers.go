@@ -1,0 +1,262 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"time"
+
+	"connectrpc.com/connect/v2"
+	"github.com/hopperjobs/hopper"
+	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
+	"github.com/hopperjobs/hopper/gen/hopper/v1/hopperv1connect"
+)
+
+// MaxCredit bounds a stream's credit.
+const MaxCredit = 1000
+
+// defaultLease is a remote job's lease when the worker names none.
+const defaultLease = 30 * time.Second
+
+// releaseTimeout bounds giving a closed stream's jobs back.
+const releaseTimeout = 10 * time.Second
+
+// workerService implements hopper.v1.WorkerService.
+type workerService struct{ s *Server }
+
+func tooMany(what string) error {
+	return connect.NewError(connect.CodeResourceExhausted,
+		"too many open "+what+" for this API key; retry in "+retryAfter+"s")
+}
+
+// overLimit answers a caller over its stream or poll limit: 429 with Retry-After.
+func overLimit(ctx context.Context, what string) error {
+	if info, ok := connect.CallInfoForServerContext(ctx); ok {
+		info.ResponseHeader().Set("Retry-After", retryAfter)
+	}
+	return tooMany(what)
+}
+
+func (w *workerService) Activate(ctx context.Context, req *hopperv1.ActivateRequest) (*hopperv1.ActivateResponse, error) {
+	s := w.s
+	wait := fromDur(req.GetRequestTimeout())
+	if wait > 0 {
+		release, ok := s.limits.acquire("poll", principalFrom(ctx).KeyID, s.cfg.MaxPollsPerKey)
+		if !ok {
+			return nil, overLimit(ctx, "long polls")
+		}
+		defer release()
+	}
+	done := s.reg.seen(req.GetWorker(), queueOrDefault(req.GetQueue()), req.GetKinds(), time.Now(), false)
+	jobs, err := s.client.Activate(ctx, hopper.ActivateParams{
+		Worker: req.GetWorker(), Queue: req.GetQueue(), Kinds: req.GetKinds(), MaxJobs: int(req.GetMaxJobs()),
+		LeaseDuration: fromDur(req.GetLeaseTimeout()), Wait: wait,
+	})
+	done(len(jobs))
+	if err != nil {
+		return nil, rpcError(s.log, "activate", err)
+	}
+	out := &hopperv1.ActivateResponse{Jobs: make([]*hopperv1.ActivatedJob, len(jobs))}
+	for i, j := range jobs {
+		out.Jobs[i] = toActivated(j, req.GetFetchFields())
+	}
+	return out, nil
+}
+
+func queueOrDefault(q string) string {
+	if q == "" {
+		return hopper.DefaultQueue
+	}
+	return q
+}
+
+// StreamJobs pushes jobs within the stream's credit until the caller goes away. Its jobs'
+// leases are kept alive while it is open; when it ends, its unfinished jobs are released.
+func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobsRequest, out hopperv1connect.WorkerServiceStreamJobsServerStream) error {
+	s := w.s
+	credit := int(req.GetCredit())
+	if credit < 1 || credit > MaxCredit {
+		return invalidArg("credit", "must be 1–1000")
+	}
+	lease := fromDur(req.GetLeaseTimeout())
+	if lease == 0 {
+		lease = defaultLease
+	}
+	params := hopper.ActivateParams{Worker: req.GetWorker(), Queue: queueOrDefault(req.GetQueue()),
+		Kinds: req.GetKinds(), MaxJobs: 1, LeaseDuration: lease}
+	if err := params.Check(); err != nil {
+		return rpcError(s.log, "stream jobs", err)
+	}
+	release, ok := s.limits.acquire("stream", principalFrom(ctx).KeyID, s.cfg.MaxStreamsPerKey)
+	if !ok {
+		return overLimit(ctx, "streams")
+	}
+	defer release()
+
+	seenDone := s.reg.seen(params.Worker, params.Queue, params.Kinds, time.Now(), true)
+	st := s.reg.open(params.Worker, params.Queue, params.Kinds, credit, lease, time.Now())
+	keepCtx, stopKeeping := context.WithCancel(ctx)
+	var keeper sync.WaitGroup
+	keeper.Add(1)
+	go func() {
+		defer keeper.Done()
+		w.keepLeases(keepCtx, st)
+	}()
+	defer func() {
+		stopKeeping()
+		keeper.Wait()
+		w.release(ctx, st.queue, s.reg.close(st), "stream closed")
+		seenDone(0)
+	}()
+
+	if err := out.SendHeaders(); err != nil { // the worker knows the stream is open
+		return nil
+	}
+	for {
+		free := st.free()
+		if free <= 0 {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-st.freed:
+				continue
+			}
+		}
+		params.MaxJobs, params.Wait = free, DefaultStreamPoll
+		jobs, err := s.client.Activate(ctx, params)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return rpcError(s.log, "stream jobs", err)
+		}
+		s.reg.count(params.Worker, params.Queue, len(jobs))
+		// Hold every claimed job before the first push: if a push fails, closing the stream
+		// gives all of them back at once.
+		for _, j := range jobs {
+			st.hold(hopper.LeaseRef{ID: j.ID, Token: j.Token})
+		}
+		for _, j := range jobs {
+			if err := out.Send(&hopperv1.StreamJobsResponse{Job: toActivated(j, req.GetFetchFields())}); err != nil {
+				return nil // the worker went away; the deferred close releases what it held
+			}
+			st.pushed.Add(1)
+		}
+	}
+}
+
+// keepLeases renews the leases of a stream's unfinished jobs every third of the lease, so a
+// job stays the worker's for as long as its stream is open.
+func (w *workerService) keepLeases(ctx context.Context, st *stream) {
+	t := time.NewTicker(st.lease / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		refs := st.unfinished()
+		if len(refs) == 0 {
+			continue
+		}
+		errs, err := w.s.client.ExtendJobLeases(ctx, refs, st.lease)
+		if err != nil {
+			if ctx.Err() == nil {
+				w.s.log.Warn("renew stream leases", "stream", st.id, "err", err)
+			}
+			continue
+		}
+		for i, err := range errs {
+			if errors.Is(err, hopper.ErrLeaseLost) {
+				w.s.reg.done(refs[i], outcomeLost) // canceled or taken: its credit is free
+			}
+		}
+	}
+}
+
+// release gives jobs back to their queue at once, without consuming their attempts.
+func (w *workerService) release(ctx context.Context, queue string, refs []hopper.LeaseRef, why string) {
+	if len(refs) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	for _, ref := range refs {
+		err := w.s.client.ReleaseJob(ctx, ref.ID, ref.Token, queue, why)
+		if err != nil && !errors.Is(err, hopper.ErrLeaseLost) {
+			w.s.log.Warn("release streamed job", "job_id", ref.ID, "err", err)
+		}
+	}
+}
+
+// finished updates the stream registry after a call that ends or may end an attempt.
+func (w *workerService) finished(ref hopper.LeaseRef, o outcome, err error) {
+	switch {
+	case err == nil:
+		w.s.reg.done(ref, o)
+	case errors.Is(err, hopper.ErrLeaseLost), errors.Is(err, hopper.ErrNotFound):
+		w.s.reg.done(ref, outcomeLost)
+	}
+}
+
+func (w *workerService) Complete(ctx context.Context, req *hopperv1.CompleteRequest) (*hopperv1.CompleteResponse, error) {
+	var result json.RawMessage
+	if req.GetResult() != "" {
+		result = json.RawMessage(req.GetResult())
+	}
+	ref := hopper.LeaseRef{ID: req.GetId(), Token: req.GetLeaseToken()}
+	err := w.s.client.CompleteJob(ctx, ref.ID, ref.Token, result)
+	w.finished(ref, outcomeCompleted, err)
+	if err != nil {
+		return nil, rpcError(w.s.log, "complete job", err)
+	}
+	return &hopperv1.CompleteResponse{}, nil
+}
+
+func (w *workerService) Fail(ctx context.Context, req *hopperv1.FailRequest) (*hopperv1.FailResponse, error) {
+	p := hopper.FailParams{Error: req.GetError()}
+	if req.Retries != nil {
+		n := int(req.GetRetries())
+		p.RetriesLeft = &n
+	}
+	if req.GetRetryBackoff() != nil {
+		d := req.GetRetryBackoff().AsDuration()
+		p.Backoff = &d
+	}
+	ref := hopper.LeaseRef{ID: req.GetId(), Token: req.GetLeaseToken()}
+	res, err := w.s.client.FailJob(ctx, ref.ID, ref.Token, p)
+	w.finished(ref, outcomeFailed, err)
+	if err != nil {
+		return nil, rpcError(w.s.log, "fail job", err)
+	}
+	return &hopperv1.FailResponse{State: string(res.State), RunAt: ts(res.RunAt)}, nil
+}
+
+func (w *workerService) ExtendLease(ctx context.Context, req *hopperv1.ExtendLeaseRequest) (*hopperv1.ExtendLeaseResponse, error) {
+	d := fromDur(req.GetDuration())
+	until, err := w.s.client.ExtendJobLease(ctx, req.GetId(), req.GetLeaseToken(), d)
+	if errors.Is(err, hopper.ErrLeaseLost) {
+		w.finished(hopper.LeaseRef{ID: req.GetId(), Token: req.GetLeaseToken()}, outcomeLost, err)
+	}
+	if err != nil {
+		return nil, rpcError(w.s.log, "extend lease", err)
+	}
+	return &hopperv1.ExtendLeaseResponse{LeaseExpiresAt: ts(until)}, nil
+}
+
+func (w *workerService) Heartbeat(ctx context.Context, req *hopperv1.HeartbeatRequest) (*hopperv1.HeartbeatResponse, error) {
+	if err := w.s.client.HeartbeatJob(ctx, req.GetId(), req.GetLeaseToken()); err != nil {
+		return nil, rpcError(w.s.log, "heartbeat", err)
+	}
+	return &hopperv1.HeartbeatResponse{}, nil
+}
+
+func (w *workerService) ReportProgress(ctx context.Context, req *hopperv1.ReportProgressRequest) (*hopperv1.ReportProgressResponse, error) {
+	err := w.s.client.ReportJobProgress(ctx, req.GetId(), req.GetLeaseToken(), int(req.GetPercent()), req.GetMessage())
+	if err != nil {
+		return nil, rpcError(w.s.log, "report progress", err)
+	}
+	return &hopperv1.ReportProgressResponse{}, nil
+}
