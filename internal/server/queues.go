@@ -75,4 +75,3 @@ func (a *adminService) ListStreams(context.Context, *hopperv1.ListStreamsRequest
 	}
 	return out, nil
 }
-
