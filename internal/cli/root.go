@@ -75,6 +75,7 @@ already ended).`,
 	root.AddCommand(newMigrateCmd(), newEnqueueCmd(), newJobsCmd())
 	root.AddCommand(newBenchCmd())
 	root.AddCommand(newKeysCmd())
+	root.AddCommand(newKeysCmd())
 	root.AddCommand(newServeCmd())
 	return root
 }
