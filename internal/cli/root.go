@@ -75,7 +75,6 @@ already ended).`,
 	root.AddCommand(newMigrateCmd(), newEnqueueCmd(), newJobsCmd())
 	root.AddCommand(newBenchCmd())
 	root.AddCommand(newKeysCmd())
-	root.AddCommand(newKeysCmd())
 	root.AddCommand(newServeCmd())
 	return root
 }
