@@ -1,0 +1,598 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect/v2"
+	"connectrpc.com/connect/v2/connecthttp"
+	"github.com/hopperjobs/hopper"
+	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
+	"github.com/hopperjobs/hopper/gen/hopper/v1/hopperv1connect"
+	"github.com/hopperjobs/hopper/internal/apikey"
+	"github.com/hopperjobs/hopper/internal/server"
+	"github.com/hopperjobs/hopper/sqlitestore"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	"google.golang.org/protobuf/types/known/durationpb"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// env is a real server on a loopback port over a fresh SQLite store.
+type env struct {
+	url     string
+	http    *http.Client
+	hopper  *hopper.Client
+	store   *sqlitestore.Store
+	srv     *server.Server
+	jobs    hopperv1connect.JobServiceClient
+	workers hopperv1connect.WorkerServiceClient
+	queues  hopperv1connect.QueueServiceClient
+	admin   hopperv1connect.AdminServiceClient
+}
+
+type option func(*server.Config)
+
+func start(t *testing.T, opts ...option) *env {
+	t.Helper()
+	st, err := sqlitestore.Open(t.Context(), sqlitestore.Config{Path: t.TempDir() + "/hopper.db"})
+	require.NoError(t, err)
+	client, err := hopper.NewClient(hopper.Config{Store: st, WorkerID: "server-test"})
+	require.NoError(t, err)
+	require.NoError(t, client.Start(context.Background()))
+	cfg := server.Config{Client: client}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	srv, err := server.New(cfg)
+	require.NoError(t, err)
+	srv.SetReady(true)
+	ts := httptest.NewUnstartedServer(srv)
+	ts.Start()
+	t.Cleanup(func() {
+		ts.CloseClientConnections()
+		ts.Close()
+		require.NoError(t, client.Stop(context.Background()))
+		require.NoError(t, st.Close())
+	})
+	return newEnv(ts.URL, ts.Client(), client, st, srv)
+}
+
+func newEnv(url string, hc *http.Client, client *hopper.Client, st *sqlitestore.Store, srv *server.Server, opts ...connecthttp.Option) *env {
+	cc := connect.NewClient(connecthttp.NewTransport(hc, url, opts...))
+	return &env{url: url, http: hc, hopper: client, store: st, srv: srv,
+		jobs: hopperv1connect.NewJobServiceClient(cc), workers: hopperv1connect.NewWorkerServiceClient(cc),
+		queues: hopperv1connect.NewQueueServiceClient(cc), admin: hopperv1connect.NewAdminServiceClient(cc)}
+}
+
+func (e *env) enqueue(t *testing.T, kind, args string) *hopperv1.Job {
+	t.Helper()
+	res, err := e.jobs.Enqueue(t.Context(), &hopperv1.EnqueueRequest{Job: &hopperv1.JobSpec{Kind: kind, Args: args}})
+	require.NoError(t, err)
+	return res.GetJob()
+}
+
+func (e *env) get(t *testing.T, id string) *hopperv1.Job {
+	t.Helper()
+	res, err := e.jobs.Get(t.Context(), &hopperv1.GetRequest{Id: id})
+	require.NoError(t, err)
+	return res.GetJob()
+}
+
+func (e *env) activate(t *testing.T, req *hopperv1.ActivateRequest) []*hopperv1.ActivatedJob {
+	t.Helper()
+	if req.Worker == "" {
+		req.Worker = "w1"
+	}
+	res, err := e.workers.Activate(t.Context(), req)
+	require.NoError(t, err)
+	return res.GetJobs()
+}
+
+func requireCode(t *testing.T, want connect.Code, err error) {
+	t.Helper()
+	require.Error(t, err)
+	require.Equal(t, want, connect.CodeOf(err), "error: %v", err)
+}
+
+func TestJobServiceEndToEnd(t *testing.T) {
+	e := start(t)
+	job := e.enqueue(t, "send-email", `{"to":"a@example.com"}`)
+	require.Equal(t, "queued", job.GetState())
+	require.JSONEq(t, `{"to":"a@example.com"}`, job.GetArgs())
+
+	got := e.get(t, job.GetId())
+	require.Equal(t, job.GetId(), got.GetId())
+
+	batch, err := e.jobs.EnqueueBatch(t.Context(), &hopperv1.EnqueueBatchRequest{Jobs: []*hopperv1.JobSpec{
+		{Kind: "resize", Queue: "images"}, {Kind: "resize", Queue: "images", Priority: 5},
+	}})
+	require.NoError(t, err)
+	require.Len(t, batch.GetResults(), 2)
+
+	list, err := e.jobs.List(t.Context(), &hopperv1.ListRequest{Queues: []string{"images"}, Limit: 1})
+	require.NoError(t, err)
+	require.Len(t, list.GetJobs(), 1)
+	require.NotEmpty(t, list.GetNextCursor())
+	next, err := e.jobs.List(t.Context(), &hopperv1.ListRequest{Queues: []string{"images"}, Cursor: list.GetNextCursor()})
+	require.NoError(t, err)
+	require.Len(t, next.GetJobs(), 1)
+
+	canceled, err := e.jobs.Cancel(t.Context(), &hopperv1.CancelRequest{Id: job.GetId(), Reason: "not needed"})
+	require.NoError(t, err)
+	require.Equal(t, "canceled", canceled.GetJob().GetState())
+	_, err = e.jobs.Cancel(t.Context(), &hopperv1.CancelRequest{Id: job.GetId()})
+	requireCode(t, connect.CodeFailedPrecondition, err)
+
+	ev, err := e.jobs.Events(t.Context(), &hopperv1.EventsRequest{Id: job.GetId()})
+	require.NoError(t, err)
+	require.Len(t, ev.GetEvents(), 2)
+	require.Equal(t, "canceled", ev.GetEvents()[1].GetTo())
+	require.Equal(t, "not needed", ev.GetEvents()[1].GetReason())
+
+	_, err = e.jobs.Get(t.Context(), &hopperv1.GetRequest{Id: "no-such-job"})
+	requireCode(t, connect.CodeNotFound, err)
+}
+
+func TestEnqueueRefusesBadInputWithTheField(t *testing.T) {
+	e := start(t)
+	_, err := e.jobs.Enqueue(t.Context(), &hopperv1.EnqueueRequest{Job: &hopperv1.JobSpec{Kind: "k", Args: "{not json"}})
+	requireCode(t, connect.CodeInvalidArgument, err)
+	require.Contains(t, err.Error(), "args")
+	_, err = e.jobs.Enqueue(t.Context(), &hopperv1.EnqueueRequest{Job: &hopperv1.JobSpec{Kind: "k", Queue: "bad queue"}})
+	requireCode(t, connect.CodeInvalidArgument, err)
+	require.Contains(t, err.Error(), "queue")
+	_, err = e.jobs.Enqueue(t.Context(), &hopperv1.EnqueueRequest{})
+	requireCode(t, connect.CodeInvalidArgument, err)
+
+	spec := &hopperv1.JobSpec{Kind: "k", Args: `{"n":1}`, IdempotencyKey: "order-1"}
+	first, err := e.jobs.Enqueue(t.Context(), &hopperv1.EnqueueRequest{Job: spec})
+	require.NoError(t, err)
+	again, err := e.jobs.Enqueue(t.Context(), &hopperv1.EnqueueRequest{Job: spec})
+	require.NoError(t, err)
+	require.True(t, again.GetExisting())
+	require.Equal(t, first.GetJob().GetId(), again.GetJob().GetId())
+	spec.Args = `{"n":2}`
+	_, err = e.jobs.Enqueue(t.Context(), &hopperv1.EnqueueRequest{Job: spec})
+	requireCode(t, connect.CodeAlreadyExists, err)
+}
+
+func TestWorkerCallsAreFencedByTheLeaseToken(t *testing.T) {
+	e := start(t)
+	job := e.enqueue(t, "charge", `{"amount":5,"card":"x","note":"n"}`)
+	act := e.activate(t, &hopperv1.ActivateRequest{Kinds: []string{"charge"}, FetchFields: []string{"amount", "card"},
+		LeaseTimeout: durationpb.New(time.Minute)})
+	require.Len(t, act, 1)
+	a := act[0]
+	require.Equal(t, job.GetId(), a.GetId())
+	require.JSONEq(t, `{"amount":5,"card":"x"}`, a.GetArgs(), "only the fetched fields")
+	require.Equal(t, int32(1), a.GetAttempt())
+
+	stale := a.GetLeaseToken() + 1
+	_, err := e.workers.Complete(t.Context(), &hopperv1.CompleteRequest{Id: a.GetId(), LeaseToken: stale})
+	requireCode(t, connect.CodeFailedPrecondition, err)
+	_, err = e.workers.Fail(t.Context(), &hopperv1.FailRequest{Id: a.GetId(), LeaseToken: stale, Error: "x"})
+	requireCode(t, connect.CodeFailedPrecondition, err)
+	_, err = e.workers.ExtendLease(t.Context(), &hopperv1.ExtendLeaseRequest{Id: a.GetId(), LeaseToken: stale, Duration: durationpb.New(time.Minute)})
+	requireCode(t, connect.CodeFailedPrecondition, err)
+	_, err = e.workers.Heartbeat(t.Context(), &hopperv1.HeartbeatRequest{Id: a.GetId(), LeaseToken: stale})
+	requireCode(t, connect.CodeFailedPrecondition, err)
+	_, err = e.workers.ReportProgress(t.Context(), &hopperv1.ReportProgressRequest{Id: a.GetId(), LeaseToken: stale, Percent: 5})
+	requireCode(t, connect.CodeFailedPrecondition, err)
+
+	tok := a.GetLeaseToken()
+	ext, err := e.workers.ExtendLease(t.Context(), &hopperv1.ExtendLeaseRequest{Id: a.GetId(), LeaseToken: tok, Duration: durationpb.New(2 * time.Minute)})
+	require.NoError(t, err)
+	require.WithinDuration(t, time.Now().Add(2*time.Minute), ext.GetLeaseExpiresAt().AsTime(), 5*time.Second)
+	_, err = e.workers.Heartbeat(t.Context(), &hopperv1.HeartbeatRequest{Id: a.GetId(), LeaseToken: tok})
+	require.NoError(t, err)
+	_, err = e.workers.ReportProgress(t.Context(), &hopperv1.ReportProgressRequest{Id: a.GetId(), LeaseToken: tok, Percent: 60, Message: "charging"})
+	require.NoError(t, err)
+	got := e.get(t, a.GetId())
+	require.Equal(t, int32(60), got.GetProgressPercent())
+	require.Equal(t, "charging", got.GetProgressMessage())
+
+	_, err = e.workers.Complete(t.Context(), &hopperv1.CompleteRequest{Id: a.GetId(), LeaseToken: tok, Result: `{"receipt":"r-1"}`})
+	require.NoError(t, err)
+	got = e.get(t, a.GetId())
+	require.Equal(t, "completed", got.GetState())
+	require.JSONEq(t, `{"receipt":"r-1"}`, got.GetResult())
+	_, err = e.workers.Complete(t.Context(), &hopperv1.CompleteRequest{Id: a.GetId(), LeaseToken: tok})
+	requireCode(t, connect.CodeFailedPrecondition, err)
+}
+
+func TestFailRetriesWithBackoffOrFailsForGood(t *testing.T) {
+	e := start(t)
+	job := e.enqueue(t, "flaky", `{}`)
+	a := e.activate(t, &hopperv1.ActivateRequest{})[0]
+	res, err := e.workers.Fail(t.Context(), &hopperv1.FailRequest{Id: a.GetId(), LeaseToken: a.GetLeaseToken(),
+		Error: "upstream 503", RetryBackoff: durationpb.New(time.Hour)})
+	require.NoError(t, err)
+	require.Equal(t, "scheduled", res.GetState())
+	require.WithinDuration(t, time.Now().Add(time.Hour), res.GetRunAt().AsTime(), 5*time.Second)
+
+	job2 := e.enqueue(t, "flaky", `{}`)
+	a2 := e.activate(t, &hopperv1.ActivateRequest{})[0]
+	require.Equal(t, job2.GetId(), a2.GetId())
+	zero := int32(0)
+	res, err = e.workers.Fail(t.Context(), &hopperv1.FailRequest{Id: a2.GetId(), LeaseToken: a2.GetLeaseToken(),
+		Error: "card declined", Retries: &zero})
+	require.NoError(t, err)
+	require.Equal(t, "failed", res.GetState())
+	got := e.get(t, job2.GetId())
+	require.Equal(t, "failed", got.GetState())
+	require.Equal(t, "card declined", got.GetLastError())
+
+	ev, err := e.jobs.Events(t.Context(), &hopperv1.EventsRequest{Id: job.GetId()})
+	require.NoError(t, err)
+	require.Len(t, ev.GetAttempts(), 1)
+	require.Equal(t, "error", ev.GetAttempts()[0].GetOutcome())
+	require.Equal(t, "w1", ev.GetAttempts()[0].GetWorkerId())
+}
+
+func TestLongPollWakesOnEnqueueAndTimesOutCleanly(t *testing.T) {
+	e := start(t)
+	type result struct {
+		jobs []*hopperv1.ActivatedJob
+		at   time.Time
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := e.workers.Activate(context.Background(), &hopperv1.ActivateRequest{Worker: "poller",
+			RequestTimeout: durationpb.New(30 * time.Second)})
+		done <- result{res.GetJobs(), time.Now(), err}
+	}()
+	require.Eventually(t, func() bool { return waitingPolls(t, e) == 1 }, 5*time.Second, time.Millisecond)
+	job := e.enqueue(t, "wake", `{}`)
+	enqueued := time.Now()
+	r := <-done
+	require.NoError(t, r.err)
+	require.Len(t, r.jobs, 1)
+	require.Equal(t, job.GetId(), r.jobs[0].GetId())
+	// The wake-up is pushed, not polled: far below the store poll (1 s). Typically 1–3 ms.
+	require.Less(t, r.at.Sub(enqueued), 500*time.Millisecond)
+	t.Logf("long poll answered %s after the enqueue returned", r.at.Sub(enqueued))
+
+	start := time.Now()
+	res, err := e.workers.Activate(t.Context(), &hopperv1.ActivateRequest{Worker: "poller",
+		RequestTimeout: durationpb.New(200 * time.Millisecond)})
+	require.NoError(t, err, "a timed-out long poll is an empty answer, not an error")
+	require.Empty(t, res.GetJobs())
+	require.GreaterOrEqual(t, time.Since(start), 200*time.Millisecond)
+}
+
+func waitingPolls(t *testing.T, e *env) int32 {
+	res, err := e.admin.ListWorkers(t.Context(), &hopperv1.ListWorkersRequest{})
+	require.NoError(t, err)
+	var n int32
+	for _, w := range res.GetWorkers() {
+		n += w.GetWaitingPolls()
+	}
+	return n
+}
+
+func TestStreamNeverHoldsMoreThanItsCredit(t *testing.T) {
+	e := start(t)
+	for range 6 {
+		e.enqueue(t, "push", `{}`)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	stream, err := e.workers.StreamJobs(ctx, &hopperv1.StreamJobsRequest{Worker: "streamer", Credit: 2})
+	require.NoError(t, err)
+	defer stream.Close()
+
+	received := make(chan *hopperv1.ActivatedJob, 10)
+	go func() {
+		for {
+			msg, err := stream.Receive()
+			if err != nil {
+				close(received)
+				return
+			}
+			received <- msg.GetJob()
+		}
+	}()
+	held := []*hopperv1.ActivatedJob{<-received, <-received}
+	require.Never(t, func() bool { return len(received) > 0 }, 200*time.Millisecond, 10*time.Millisecond,
+		"a third job while two are unfinished")
+	require.Equal(t, int64(2), running(t, e))
+
+	done := 0
+	for done < 6 {
+		j := held[0]
+		held = held[1:]
+		_, err := e.workers.Complete(t.Context(), &hopperv1.CompleteRequest{Id: j.GetId(), LeaseToken: j.GetLeaseToken()})
+		require.NoError(t, err)
+		done++
+		require.LessOrEqual(t, running(t, e), int64(2), "never more than the credit running")
+		if done < 5 {
+			held = append(held, <-received)
+		}
+	}
+	streams, err := e.admin.ListStreams(t.Context(), &hopperv1.ListStreamsRequest{})
+	require.NoError(t, err)
+	require.Len(t, streams.GetStreams(), 1)
+	s := streams.GetStreams()[0]
+	require.Equal(t, int64(6), s.GetPushed())
+	require.Equal(t, int64(6), s.GetCompleted())
+	require.Equal(t, int32(2), s.GetCredit())
+	require.Equal(t, int32(0), s.GetInFlight())
+}
+
+func running(t *testing.T, e *env) int64 {
+	res, err := e.queues.List(t.Context(), &hopperv1.QueueServiceListRequest{})
+	require.NoError(t, err)
+	var n int64
+	for _, q := range res.GetQueues() {
+		n += q.GetCounts()["running"]
+	}
+	return n
+}
+
+func TestClosedStreamsJobsAreClaimableAtOnce(t *testing.T) {
+	e := start(t)
+	for range 3 {
+		e.enqueue(t, "push", `{}`)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	stream, err := e.workers.StreamJobs(ctx, &hopperv1.StreamJobsRequest{Worker: "leaver", Credit: 3,
+		LeaseTimeout: durationpb.New(time.Hour)})
+	require.NoError(t, err)
+	for range 3 {
+		_, err := stream.Receive()
+		require.NoError(t, err)
+	}
+	cancel()
+	stream.Close()
+
+	// The leases run for an hour, yet the jobs are back in the queue at once.
+	var jobs []*hopperv1.ActivatedJob
+	require.Eventually(t, func() bool {
+		jobs = append(jobs, e.activate(t, &hopperv1.ActivateRequest{Worker: "other", MaxJobs: 3})...)
+		return len(jobs) == 3
+	}, 5*time.Second, 5*time.Millisecond)
+	for _, j := range jobs {
+		require.Equal(t, int32(1), j.GetAttempt(), "the release gave the attempt back")
+	}
+	ev, err := e.jobs.Events(t.Context(), &hopperv1.EventsRequest{Id: jobs[0].GetId()})
+	require.NoError(t, err)
+	require.Equal(t, "canceled", ev.GetAttempts()[0].GetOutcome())
+	require.Contains(t, ev.GetAttempts()[0].GetError(), "stream closed")
+}
+
+func TestQueuesAndAdmin(t *testing.T) {
+	e := start(t)
+	e.enqueue(t, "k", `{}`)
+	_, err := e.queues.Pause(t.Context(), &hopperv1.PauseRequest{Queue: "default"})
+	require.NoError(t, err)
+	require.Empty(t, e.activate(t, &hopperv1.ActivateRequest{}), "a paused queue hands out nothing")
+	res, err := e.queues.List(t.Context(), &hopperv1.QueueServiceListRequest{})
+	require.NoError(t, err)
+	require.Len(t, res.GetQueues(), 1)
+	require.True(t, res.GetQueues()[0].GetPaused())
+	require.Equal(t, int64(1), res.GetQueues()[0].GetCounts()["queued"])
+	_, err = e.queues.Resume(t.Context(), &hopperv1.ResumeRequest{Queue: "default"})
+	require.NoError(t, err)
+	require.Len(t, e.activate(t, &hopperv1.ActivateRequest{}), 1)
+	_, err = e.queues.Pause(t.Context(), &hopperv1.PauseRequest{Queue: "no spaces"})
+	requireCode(t, connect.CodeInvalidArgument, err)
+
+	require.Eventually(t, func() bool {
+		nodes, err := e.admin.ListNodes(t.Context(), &hopperv1.ListNodesRequest{})
+		require.NoError(t, err)
+		return len(nodes.GetNodes()) == 1 && nodes.GetNodes()[0].GetId() == "server-test" && nodes.GetNodes()[0].GetLeader()
+	}, 5*time.Second, 10*time.Millisecond)
+	workers, err := e.admin.ListWorkers(t.Context(), &hopperv1.ListWorkersRequest{})
+	require.NoError(t, err)
+	require.Len(t, workers.GetWorkers(), 1)
+	require.Equal(t, "w1", workers.GetWorkers()[0].GetName())
+	require.Equal(t, int64(1), workers.GetWorkers()[0].GetActivated())
+}
+
+// Plain JSON over HTTP, as curl or any language without a Connect library sends it.
+func TestPlainJSONOverHTTP(t *testing.T) {
+	e := start(t)
+	body := `{"job":{"kind":"hello","args":"{\"name\":\"Ada\"}"}}`
+	resp, err := http.Post(e.url+"/hopper.v1.JobService/Enqueue", "application/json", strings.NewReader(body))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var buf bytes.Buffer
+	_, err = buf.ReadFrom(resp.Body)
+	require.NoError(t, err)
+	require.Contains(t, buf.String(), `"state":"queued"`)
+
+	resp2, err := http.Get(e.url + "/healthz")
+	require.NoError(t, err)
+	resp2.Body.Close()
+	require.Equal(t, http.StatusOK, resp2.StatusCode)
+}
+
+func TestGRPCAndGRPCWebClients(t *testing.T) {
+	st, err := sqlitestore.Open(t.Context(), sqlitestore.Config{Path: t.TempDir() + "/hopper.db"})
+	require.NoError(t, err)
+	client, err := hopper.NewClient(hopper.Config{Store: st})
+	require.NoError(t, err)
+	require.NoError(t, client.Start(context.Background()))
+	srv, err := server.New(server.Config{Client: client})
+	require.NoError(t, err)
+	ts := httptest.NewUnstartedServer(srv)
+	ts.EnableHTTP2 = true
+	ts.StartTLS()
+	t.Cleanup(func() {
+		ts.Close()
+		require.NoError(t, client.Stop(context.Background()))
+		require.NoError(t, st.Close())
+	})
+	hc := ts.Client()
+	hc.Transport.(*http.Transport).TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // test server
+	for name, opt := range map[string]connecthttp.Option{"grpc": connecthttp.WithGRPC(), "grpc-web": connecthttp.WithGRPCWeb()} {
+		e := newEnv(ts.URL, hc, client, st, srv, opt)
+		job := e.enqueue(t, "proto-"+name, `{}`)
+		require.Equal(t, job.GetId(), e.get(t, job.GetId()).GetId(), name)
+		a := e.activate(t, &hopperv1.ActivateRequest{Kinds: []string{"proto-" + name}})
+		require.Len(t, a, 1, name)
+		_, err := e.workers.Complete(t.Context(), &hopperv1.CompleteRequest{Id: a[0].GetId(), LeaseToken: a[0].GetLeaseToken() + 7})
+		requireCode(t, connect.CodeFailedPrecondition, err)
+	}
+}
+
+func TestBodyOverTheLimitIs413(t *testing.T) {
+	e := start(t, func(c *server.Config) { c.MaxBodyBytes = 1024 })
+	big := `{"job":{"kind":"k","args":"\"` + strings.Repeat("x", 2000) + `\""}}`
+	resp, err := http.Post(e.url+"/hopper.v1.JobService/Enqueue", "application/json", strings.NewReader(big))
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
+	_, err = e.jobs.Enqueue(t.Context(), &hopperv1.EnqueueRequest{Job: &hopperv1.JobSpec{Kind: "k", Args: `"` + strings.Repeat("x", 2000) + `"`}})
+	require.Error(t, err, "a Connect client gets an error too")
+	list, err := e.jobs.List(t.Context(), &hopperv1.ListRequest{})
+	require.NoError(t, err)
+	require.Empty(t, list.GetJobs(), "nothing stored")
+}
+
+func TestTooManyLongPollsIs429WithRetryAfter(t *testing.T) {
+	e := start(t, func(c *server.Config) { c.MaxPollsPerKey = 1 })
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	waiting := make(chan error, 1)
+	go func() {
+		_, err := e.workers.Activate(ctx, &hopperv1.ActivateRequest{Worker: "a", RequestTimeout: durationpb.New(time.Minute)})
+		waiting <- err
+	}()
+	require.Eventually(t, func() bool { return waitingPolls(t, e) == 1 }, 5*time.Second, time.Millisecond)
+
+	body := `{"worker":"b","requestTimeout":"10s"}`
+	resp, err := http.Post(e.url+"/hopper.v1.WorkerService/Activate", "application/json", strings.NewReader(body))
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+	require.Equal(t, "1", resp.Header.Get("Retry-After"))
+
+	_, err = e.workers.Activate(t.Context(), &hopperv1.ActivateRequest{Worker: "c"})
+	require.NoError(t, err, "a poll that does not wait is not limited")
+	cancel()
+	<-waiting
+}
+
+func TestTooManyStreamsIs429(t *testing.T) {
+	e := start(t, func(c *server.Config) { c.MaxStreamsPerKey = 1 })
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	first, err := e.workers.StreamJobs(ctx, &hopperv1.StreamJobsRequest{Worker: "a", Credit: 1})
+	require.NoError(t, err)
+	defer first.Close()
+	require.Eventually(t, func() bool {
+		res, err := e.admin.ListStreams(t.Context(), &hopperv1.ListStreamsRequest{})
+		require.NoError(t, err)
+		return len(res.GetStreams()) == 1
+	}, 5*time.Second, time.Millisecond)
+	second, err := e.workers.StreamJobs(ctx, &hopperv1.StreamJobsRequest{Worker: "b", Credit: 1})
+	if err == nil {
+		_, err = second.Receive()
+		second.Close()
+	}
+	requireCode(t, connect.CodeResourceExhausted, err)
+}
+
+func TestAPIKeysAndScopes(t *testing.T) {
+	var keys *sqlitestore.Store
+	e := start(t, func(c *server.Config) {})
+	keys = e.store
+	auth := &server.KeyAuth{Keys: keys}
+	srv, err := server.New(server.Config{Client: e.hopper, Auth: auth})
+	require.NoError(t, err)
+	srv.SetReady(true)
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+
+	mk := func(name string, scopes ...apikey.Scope) string {
+		plain, k, err := apikey.New(name, scopes)
+		require.NoError(t, err)
+		require.NoError(t, keys.KeyCreate(t.Context(), k))
+		return plain
+	}
+	reader := mk("reader", apikey.ScopeRead)
+	worker := mk("worker", apikey.ScopeWork, apikey.ScopeEnqueue)
+	revoked := mk("old", apikey.ScopeAdmin)
+	_, err = keys.KeyRevoke(t.Context(), "old")
+	require.NoError(t, err)
+
+	call := func(key, path, body string) int {
+		req, err := http.NewRequest(http.MethodPost, ts.URL+path, strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	enqueue := `{"job":{"kind":"k"}}`
+	require.Equal(t, http.StatusUnauthorized, call("", "/hopper.v1.JobService/Enqueue", enqueue))
+	require.Equal(t, http.StatusUnauthorized, call("hop_garbage", "/hopper.v1.JobService/Enqueue", enqueue))
+	require.Equal(t, http.StatusUnauthorized, call(revoked, "/hopper.v1.JobService/Enqueue", enqueue))
+	require.Equal(t, http.StatusForbidden, call(reader, "/hopper.v1.JobService/Enqueue", enqueue))
+	require.Equal(t, http.StatusOK, call(worker, "/hopper.v1.JobService/Enqueue", enqueue))
+	require.Equal(t, http.StatusOK, call(reader, "/hopper.v1.QueueService/List", `{}`))
+	require.Equal(t, http.StatusForbidden, call(worker, "/hopper.v1.QueueService/Pause", `{"queue":"default"}`))
+	require.Equal(t, http.StatusOK, call(worker, "/hopper.v1.WorkerService/Activate", `{"worker":"w"}`))
+
+	// A Connect client sees the codes.
+	cc := connect.NewClient(connecthttp.NewTransport(http.DefaultClient, ts.URL))
+	jobs := hopperv1connect.NewJobServiceClient(cc)
+	ctx, info := connect.NewClientContext(t.Context())
+	info.RequestHeader().Set("Authorization", "Bearer "+reader)
+	_, err = jobs.Enqueue(ctx, &hopperv1.EnqueueRequest{Job: &hopperv1.JobSpec{Kind: "k"}})
+	requireCode(t, connect.CodePermissionDenied, err)
+	_, err = jobs.Enqueue(t.Context(), &hopperv1.EnqueueRequest{Job: &hopperv1.JobSpec{Kind: "k"}})
+	requireCode(t, connect.CodeUnauthenticated, err)
+
+	resp, err := http.Get(ts.URL + "/healthz")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "health checks need no key")
+}
+
+// Every route has an auth policy, and only health checks are public: a route added without
+// one would panic at New (procedures) or show up here.
+func TestEveryRouteHasAnAuthPolicy(t *testing.T) {
+	e := start(t)
+	routes := e.srv.Routes()
+	require.NotEmpty(t, routes)
+	known := map[server.Scope]bool{server.ScopeEnqueue: true, server.ScopeWork: true, server.ScopeRead: true,
+		server.ScopeAdmin: true, server.ScopePublic: true}
+	for pattern, scope := range routes {
+		require.True(t, known[scope], "route %s has unknown scope %q", pattern, scope)
+		if scope == server.ScopePublic {
+			require.True(t, strings.HasSuffix(pattern, "/healthz"), "only health checks are public, not %s", pattern)
+		}
+	}
+	// Every RPC method of every service is routed.
+	for _, sd := range []string{hopperv1connect.JobServiceName, hopperv1connect.WorkerServiceName,
+		hopperv1connect.QueueServiceName, hopperv1connect.AdminServiceName} {
+		_, ok := routes["/"+sd+"/"]
+		require.True(t, ok, "service %s", sd)
+	}
+	methods := hopperv1.File_hopper_v1_hopper_proto.Services()
+	for i := range methods.Len() {
+		svc := methods.Get(i)
+		for j := range svc.Methods().Len() {
+			path := "/" + string(svc.FullName()) + "/" + string(svc.Methods().Get(j).Name())
+			_, ok := routes[path]
+			require.True(t, ok, "method %s has no route", path)
+		}
+	}
+}
+
