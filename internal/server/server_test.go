@@ -595,4 +595,3 @@ func TestEveryRouteHasAnAuthPolicy(t *testing.T) {
 		}
 	}
 }
-
