@@ -198,13 +198,20 @@ func (c *Client) FailJob(ctx context.Context, id string, token int64, p FailPara
 }
 
 // ReleaseJob hands a remote worker's job back to its queue at once without consuming its
-// attempt (the worker could not take it: it went away, or was not ready).
-func (c *Client) ReleaseJob(ctx context.Context, id string, token int64, queue, why string) error {
-	err := c.engine.Finish(ctx, &store.FinishParams{ID: id, Token: token, State: hoppertype.StateQueued,
-		Outcome: hoppertype.OutcomeCanceled, GiveBack: true, Error: why,
+// attempt (the worker will not run it: it went away, is shutting down, or is not ready).
+func (c *Client) ReleaseJob(ctx context.Context, id string, token int64, why string) error {
+	if why == "" {
+		why = "released by the worker"
+	}
+	row, err := c.store.JobGet(ctx, id)
+	if err != nil {
+		return c.attemptErr("release job", id, err)
+	}
+	err = c.engine.Finish(ctx, &store.FinishParams{ID: id, Token: token, State: hoppertype.StateQueued,
+		Outcome: hoppertype.OutcomeCanceled, GiveBack: true, Error: store.CleanText(why),
 		Actor: hoppertype.ActorWorker, Reason: "released"})
 	if err == nil {
-		c.engine.Notify(queue)
+		c.engine.Notify(row.Queue)
 	}
 	return c.attemptErr("release job", id, err)
 }

@@ -167,7 +167,7 @@ func TestReleaseExtendHeartbeatProgress(t *testing.T) {
 	require.Equal(t, 100, got.ProgressPercent)
 	require.ErrorIs(t, b.client.HeartbeatJob(t.Context(), job.ID, job.Token+1), ErrLeaseLost)
 
-	require.NoError(t, b.client.ReleaseJob(t.Context(), job.ID, job.Token, job.Queue, "stream closed"))
+	require.NoError(t, b.client.ReleaseJob(t.Context(), job.ID, job.Token, "stream closed"))
 	again := activate(t, b, ActivateParams{})
 	require.Len(t, again, 1, "a released job is claimable at once")
 	require.Equal(t, 1, again[0].Attempt, "the release gave its attempt back")

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper/internal/engine"
+	"github.com/hopperjobs/hopper/internal/workerhandlers"
 )
 
 // JobArgs is a job's payload type; Kind names the handler that runs it ("send-invoice").
@@ -107,3 +108,7 @@ type unit[T JobArgs] struct {
 func (u *unit[T]) Work(ctx context.Context) error { return u.w.Work(ctx, u.job) }
 func (u *unit[T]) Timeout() time.Duration         { return u.w.Timeout(u.job) }
 func (u *unit[T]) RetryPolicy() *RetryPolicy      { return u.w.RetryPolicy(u.job) }
+
+func init() {
+	workerhandlers.Of = func(w any) map[string]engine.Handler { return w.(*Workers).handlers }
+}

@@ -21,7 +21,7 @@ func (e *Engine) execute(p *producer, row *hoppertype.JobRow) {
 	ctx, cancel := context.WithCancelCause(e.workCtx)
 	defer cancel(nil)
 	e.register(&runningJob{row: row, cancel: cancel, lease: e.cfg.LeaseDuration})
-	ex := &Execution{Row: row, engine: e}
+	ex := NewExecution(row, localOps{e: e, row: row})
 	unit, err := e.cfg.Handlers[row.Kind].Prepare(row)
 	if err != nil {
 		err = &NoRetryError{Err: err}
@@ -30,7 +30,7 @@ func (e *Engine) execute(p *producer, row *hoppertype.JobRow) {
 			t := e.clock.AfterFunc(timeout, func() { cancel(ErrTimeout) })
 			defer t.Stop()
 		}
-		err = runUnit(withExecution(ctx, ex), unit)
+		err = RunUnit(WithExecution(ctx, ex), unit)
 	}
 	cause := context.Cause(ctx)
 	if !e.unregister(row.ID, row.Token) {
@@ -57,8 +57,8 @@ func (e *Engine) timeout(u Unit, row *hoppertype.JobRow) time.Duration {
 	return e.cfg.JobTimeout
 }
 
-// runUnit calls the handler, turning a panic into a *PanicError with its stack.
-func runUnit(ctx context.Context, u Unit) (err error) {
+// RunUnit calls the handler, turning a panic into a *PanicError with its stack.
+func RunUnit(ctx context.Context, u Unit) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = &PanicError{Value: v, Stack: string(debug.Stack())}

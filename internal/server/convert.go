@@ -53,7 +53,15 @@ func toActivated(j *hopper.JobRow, fields []string) *hopperv1.ActivatedJob {
 		Id: j.ID, Kind: j.Kind, Queue: j.Queue, Args: string(pickFields(j.Args, fields)), Headers: j.Headers,
 		Attempt: int32(j.Attempt), MaxAttempts: int32(j.MaxAttempts), LeaseToken: j.Token,
 		LeaseExpiresAt: ts(j.LeaseExpiresAt), Timeout: dur(j.Timeout), CreatedAt: ts(j.CreatedAt),
+		RetryPolicy: toPolicy(j.RetryPolicy),
 	}
+}
+
+func toPolicy(p *hopper.RetryPolicy) *hopperv1.RetryPolicy {
+	if p == nil {
+		return nil
+	}
+	return &hopperv1.RetryPolicy{Base: dur(p.Base), Multiplier: p.Multiplier, Cap: dur(p.Cap), Jitter: p.Jitter}
 }
 
 func pickFields(args json.RawMessage, fields []string) json.RawMessage {

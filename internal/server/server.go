@@ -204,6 +204,7 @@ var procedureScopes = map[string]Scope{
 	hopperv1connect.WorkerServiceCompleteProcedure:       ScopeWork,
 	hopperv1connect.WorkerServiceFailProcedure:           ScopeWork,
 	hopperv1connect.WorkerServiceExtendLeaseProcedure:    ScopeWork,
+	hopperv1connect.WorkerServiceReleaseProcedure:        ScopeWork,
 	hopperv1connect.WorkerServiceHeartbeatProcedure:      ScopeWork,
 	hopperv1connect.WorkerServiceReportProgressProcedure: ScopeWork,
 

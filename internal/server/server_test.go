@@ -595,3 +595,17 @@ func TestEveryRouteHasAnAuthPolicy(t *testing.T) {
 		}
 	}
 }
+
+func TestReleaseGivesTheJobBackAtOnce(t *testing.T) {
+	e := start(t)
+	job := e.enqueue(t, "k", `{}`)
+	a := e.activate(t, &hopperv1.ActivateRequest{LeaseTimeout: durationpb.New(time.Hour)})[0]
+	_, err := e.workers.Release(t.Context(), &hopperv1.ReleaseRequest{Id: a.GetId(), LeaseToken: a.GetLeaseToken() + 1})
+	requireCode(t, connect.CodeFailedPrecondition, err)
+	_, err = e.workers.Release(t.Context(), &hopperv1.ReleaseRequest{Id: a.GetId(), LeaseToken: a.GetLeaseToken(), Reason: "not ready"})
+	require.NoError(t, err)
+	again := e.activate(t, &hopperv1.ActivateRequest{})
+	require.Len(t, again, 1)
+	require.Equal(t, job.GetId(), again[0].GetId())
+	require.Equal(t, int32(1), again[0].GetAttempt(), "the attempt was given back")
+}

@@ -57,6 +57,16 @@ func (w *workerService) Activate(ctx context.Context, req *hopperv1.ActivateRequ
 	if err != nil {
 		return nil, rpcError(s.log, "activate", err)
 	}
+	if ctx.Err() != nil && len(jobs) > 0 {
+		// The caller gave up as the jobs were claimed: give them back rather than let them
+		// wait for their leases.
+		refs := make([]hopper.LeaseRef, len(jobs))
+		for i, j := range jobs {
+			refs[i] = hopper.LeaseRef{ID: j.ID, Token: j.Token}
+		}
+		w.release(ctx, refs, "activation abandoned by the worker")
+		return nil, rpcError(s.log, "activate", ctx.Err())
+	}
 	out := &hopperv1.ActivateResponse{Jobs: make([]*hopperv1.ActivatedJob, len(jobs))}
 	for i, j := range jobs {
 		out.Jobs[i] = toActivated(j, req.GetFetchFields())
@@ -106,7 +116,7 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 	defer func() {
 		stopKeeping()
 		keeper.Wait()
-		w.release(ctx, st.queue, s.reg.close(st), "stream closed")
+		w.release(ctx, s.reg.close(st), "stream closed")
 		seenDone(0)
 	}()
 
@@ -177,14 +187,14 @@ func (w *workerService) keepLeases(ctx context.Context, st *stream) {
 }
 
 // release gives jobs back to their queue at once, without consuming their attempts.
-func (w *workerService) release(ctx context.Context, queue string, refs []hopper.LeaseRef, why string) {
+func (w *workerService) release(ctx context.Context, refs []hopper.LeaseRef, why string) {
 	if len(refs) == 0 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
 	for _, ref := range refs {
-		err := w.s.client.ReleaseJob(ctx, ref.ID, ref.Token, queue, why)
+		err := w.s.client.ReleaseJob(ctx, ref.ID, ref.Token, why)
 		if err != nil && !errors.Is(err, hopper.ErrLeaseLost) {
 			w.s.log.Warn("release streamed job", "job_id", ref.ID, "err", err)
 		}
@@ -232,6 +242,19 @@ func (w *workerService) Fail(ctx context.Context, req *hopperv1.FailRequest) (*h
 		return nil, rpcError(w.s.log, "fail job", err)
 	}
 	return &hopperv1.FailResponse{State: string(res.State), RunAt: ts(res.RunAt)}, nil
+}
+
+func (w *workerService) Release(ctx context.Context, req *hopperv1.ReleaseRequest) (*hopperv1.ReleaseResponse, error) {
+	ref := hopper.LeaseRef{ID: req.GetId(), Token: req.GetLeaseToken()}
+	if len(req.GetReason()) > 4096 {
+		return nil, invalidArg("reason", "is longer than 4096 bytes")
+	}
+	err := w.s.client.ReleaseJob(ctx, ref.ID, ref.Token, req.GetReason())
+	w.finished(ref, outcomeReleased, err)
+	if err != nil {
+		return nil, rpcError(w.s.log, "release job", err)
+	}
+	return &hopperv1.ReleaseResponse{}, nil
 }
 
 func (w *workerService) ExtendLease(ctx context.Context, req *hopperv1.ExtendLeaseRequest) (*hopperv1.ExtendLeaseResponse, error) {

@@ -1324,8 +1324,11 @@ type ActivatedJob struct {
 	LeaseToken     int64                  `protobuf:"varint,8,opt,name=lease_token,json=leaseToken,proto3" json:"lease_token,omitempty"`
 	LeaseExpiresAt *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=lease_expires_at,json=leaseExpiresAt,proto3" json:"lease_expires_at,omitempty"`
 	// timeout is the job's execution limit, if it has one.
-	Timeout       *durationpb.Duration   `protobuf:"bytes,10,opt,name=timeout,proto3" json:"timeout,omitempty"`
-	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	Timeout   *durationpb.Duration   `protobuf:"bytes,10,opt,name=timeout,proto3" json:"timeout,omitempty"`
+	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	// retry_policy is the job's own backoff, if it has one (a worker with a per-kind policy
+	// merges it: the job's fields first).
+	RetryPolicy   *RetryPolicy `protobuf:"bytes,12,opt,name=retry_policy,json=retryPolicy,proto3" json:"retry_policy,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1433,6 +1436,13 @@ func (x *ActivatedJob) GetTimeout() *durationpb.Duration {
 func (x *ActivatedJob) GetCreatedAt() *timestamppb.Timestamp {
 	if x != nil {
 		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *ActivatedJob) GetRetryPolicy() *RetryPolicy {
+	if x != nil {
+		return x.RetryPolicy
 	}
 	return nil
 }
@@ -1941,6 +1951,103 @@ func (x *FailResponse) GetRunAt() *timestamppb.Timestamp {
 	return nil
 }
 
+type ReleaseRequest struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Id         string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	LeaseToken int64                  `protobuf:"varint,2,opt,name=lease_token,json=leaseToken,proto3" json:"lease_token,omitempty"`
+	// reason is recorded with the attempt.
+	Reason        string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReleaseRequest) Reset() {
+	*x = ReleaseRequest{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReleaseRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReleaseRequest) ProtoMessage() {}
+
+func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReleaseRequest.ProtoReflect.Descriptor instead.
+func (*ReleaseRequest) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *ReleaseRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ReleaseRequest) GetLeaseToken() int64 {
+	if x != nil {
+		return x.LeaseToken
+	}
+	return 0
+}
+
+func (x *ReleaseRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type ReleaseResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReleaseResponse) Reset() {
+	*x = ReleaseResponse{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReleaseResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReleaseResponse) ProtoMessage() {}
+
+func (x *ReleaseResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReleaseResponse.ProtoReflect.Descriptor instead.
+func (*ReleaseResponse) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{27}
+}
+
 type ExtendLeaseRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -1952,7 +2059,7 @@ type ExtendLeaseRequest struct {
 
 func (x *ExtendLeaseRequest) Reset() {
 	*x = ExtendLeaseRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[26]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1964,7 +2071,7 @@ func (x *ExtendLeaseRequest) String() string {
 func (*ExtendLeaseRequest) ProtoMessage() {}
 
 func (x *ExtendLeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[26]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1977,7 +2084,7 @@ func (x *ExtendLeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendLeaseRequest.ProtoReflect.Descriptor instead.
 func (*ExtendLeaseRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{26}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ExtendLeaseRequest) GetId() string {
@@ -2010,7 +2117,7 @@ type ExtendLeaseResponse struct {
 
 func (x *ExtendLeaseResponse) Reset() {
 	*x = ExtendLeaseResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[27]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2022,7 +2129,7 @@ func (x *ExtendLeaseResponse) String() string {
 func (*ExtendLeaseResponse) ProtoMessage() {}
 
 func (x *ExtendLeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[27]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2035,7 +2142,7 @@ func (x *ExtendLeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendLeaseResponse.ProtoReflect.Descriptor instead.
 func (*ExtendLeaseResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{27}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ExtendLeaseResponse) GetLeaseExpiresAt() *timestamppb.Timestamp {
@@ -2055,7 +2162,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[28]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2067,7 +2174,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[28]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2080,7 +2187,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{28}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *HeartbeatRequest) GetId() string {
@@ -2105,7 +2212,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[29]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2117,7 +2224,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[29]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2130,7 +2237,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{29}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{31}
 }
 
 type ReportProgressRequest struct {
@@ -2145,7 +2252,7 @@ type ReportProgressRequest struct {
 
 func (x *ReportProgressRequest) Reset() {
 	*x = ReportProgressRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[30]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2157,7 +2264,7 @@ func (x *ReportProgressRequest) String() string {
 func (*ReportProgressRequest) ProtoMessage() {}
 
 func (x *ReportProgressRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[30]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2170,7 +2277,7 @@ func (x *ReportProgressRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportProgressRequest.ProtoReflect.Descriptor instead.
 func (*ReportProgressRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{30}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ReportProgressRequest) GetId() string {
@@ -2209,7 +2316,7 @@ type ReportProgressResponse struct {
 
 func (x *ReportProgressResponse) Reset() {
 	*x = ReportProgressResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[31]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2221,7 +2328,7 @@ func (x *ReportProgressResponse) String() string {
 func (*ReportProgressResponse) ProtoMessage() {}
 
 func (x *ReportProgressResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[31]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2234,7 +2341,7 @@ func (x *ReportProgressResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportProgressResponse.ProtoReflect.Descriptor instead.
 func (*ReportProgressResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{31}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{33}
 }
 
 type Queue struct {
@@ -2251,7 +2358,7 @@ type Queue struct {
 
 func (x *Queue) Reset() {
 	*x = Queue{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[32]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2263,7 +2370,7 @@ func (x *Queue) String() string {
 func (*Queue) ProtoMessage() {}
 
 func (x *Queue) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[32]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2276,7 +2383,7 @@ func (x *Queue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Queue.ProtoReflect.Descriptor instead.
 func (*Queue) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{32}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Queue) GetName() string {
@@ -2315,7 +2422,7 @@ type QueueServiceListRequest struct {
 
 func (x *QueueServiceListRequest) Reset() {
 	*x = QueueServiceListRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[33]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2327,7 +2434,7 @@ func (x *QueueServiceListRequest) String() string {
 func (*QueueServiceListRequest) ProtoMessage() {}
 
 func (x *QueueServiceListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[33]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2340,7 +2447,7 @@ func (x *QueueServiceListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueServiceListRequest.ProtoReflect.Descriptor instead.
 func (*QueueServiceListRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{33}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{35}
 }
 
 type QueueServiceListResponse struct {
@@ -2352,7 +2459,7 @@ type QueueServiceListResponse struct {
 
 func (x *QueueServiceListResponse) Reset() {
 	*x = QueueServiceListResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[34]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2364,7 +2471,7 @@ func (x *QueueServiceListResponse) String() string {
 func (*QueueServiceListResponse) ProtoMessage() {}
 
 func (x *QueueServiceListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[34]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2377,7 +2484,7 @@ func (x *QueueServiceListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueServiceListResponse.ProtoReflect.Descriptor instead.
 func (*QueueServiceListResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{34}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *QueueServiceListResponse) GetQueues() []*Queue {
@@ -2396,7 +2503,7 @@ type PauseRequest struct {
 
 func (x *PauseRequest) Reset() {
 	*x = PauseRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[35]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2408,7 +2515,7 @@ func (x *PauseRequest) String() string {
 func (*PauseRequest) ProtoMessage() {}
 
 func (x *PauseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[35]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2421,7 +2528,7 @@ func (x *PauseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseRequest.ProtoReflect.Descriptor instead.
 func (*PauseRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{35}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *PauseRequest) GetQueue() string {
@@ -2439,7 +2546,7 @@ type PauseResponse struct {
 
 func (x *PauseResponse) Reset() {
 	*x = PauseResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[36]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2451,7 +2558,7 @@ func (x *PauseResponse) String() string {
 func (*PauseResponse) ProtoMessage() {}
 
 func (x *PauseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[36]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2464,7 +2571,7 @@ func (x *PauseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseResponse.ProtoReflect.Descriptor instead.
 func (*PauseResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{36}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{38}
 }
 
 type ResumeRequest struct {
@@ -2476,7 +2583,7 @@ type ResumeRequest struct {
 
 func (x *ResumeRequest) Reset() {
 	*x = ResumeRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[37]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2488,7 +2595,7 @@ func (x *ResumeRequest) String() string {
 func (*ResumeRequest) ProtoMessage() {}
 
 func (x *ResumeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[37]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2501,7 +2608,7 @@ func (x *ResumeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeRequest.ProtoReflect.Descriptor instead.
 func (*ResumeRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{37}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ResumeRequest) GetQueue() string {
@@ -2519,7 +2626,7 @@ type ResumeResponse struct {
 
 func (x *ResumeResponse) Reset() {
 	*x = ResumeResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[38]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2531,7 +2638,7 @@ func (x *ResumeResponse) String() string {
 func (*ResumeResponse) ProtoMessage() {}
 
 func (x *ResumeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[38]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2544,7 +2651,7 @@ func (x *ResumeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeResponse.ProtoReflect.Descriptor instead.
 func (*ResumeResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{38}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{40}
 }
 
 type Node struct {
@@ -2561,7 +2668,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[39]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2573,7 +2680,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[39]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2586,7 +2693,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{39}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *Node) GetId() string {
@@ -2639,7 +2746,7 @@ type ListNodesRequest struct {
 
 func (x *ListNodesRequest) Reset() {
 	*x = ListNodesRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[40]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2651,7 +2758,7 @@ func (x *ListNodesRequest) String() string {
 func (*ListNodesRequest) ProtoMessage() {}
 
 func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[40]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2664,7 +2771,7 @@ func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesRequest.ProtoReflect.Descriptor instead.
 func (*ListNodesRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{40}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{42}
 }
 
 type ListNodesResponse struct {
@@ -2676,7 +2783,7 @@ type ListNodesResponse struct {
 
 func (x *ListNodesResponse) Reset() {
 	*x = ListNodesResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[41]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2688,7 +2795,7 @@ func (x *ListNodesResponse) String() string {
 func (*ListNodesResponse) ProtoMessage() {}
 
 func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[41]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2701,7 +2808,7 @@ func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesResponse.ProtoReflect.Descriptor instead.
 func (*ListNodesResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{41}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ListNodesResponse) GetNodes() []*Node {
@@ -2727,7 +2834,7 @@ type Worker struct {
 
 func (x *Worker) Reset() {
 	*x = Worker{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[42]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2739,7 +2846,7 @@ func (x *Worker) String() string {
 func (*Worker) ProtoMessage() {}
 
 func (x *Worker) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[42]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2752,7 +2859,7 @@ func (x *Worker) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Worker.ProtoReflect.Descriptor instead.
 func (*Worker) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{42}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *Worker) GetName() string {
@@ -2812,7 +2919,7 @@ type ListWorkersRequest struct {
 
 func (x *ListWorkersRequest) Reset() {
 	*x = ListWorkersRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[43]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2824,7 +2931,7 @@ func (x *ListWorkersRequest) String() string {
 func (*ListWorkersRequest) ProtoMessage() {}
 
 func (x *ListWorkersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[43]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2837,7 +2944,7 @@ func (x *ListWorkersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWorkersRequest.ProtoReflect.Descriptor instead.
 func (*ListWorkersRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{43}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{45}
 }
 
 type ListWorkersResponse struct {
@@ -2849,7 +2956,7 @@ type ListWorkersResponse struct {
 
 func (x *ListWorkersResponse) Reset() {
 	*x = ListWorkersResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[44]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2861,7 +2968,7 @@ func (x *ListWorkersResponse) String() string {
 func (*ListWorkersResponse) ProtoMessage() {}
 
 func (x *ListWorkersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[44]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2874,7 +2981,7 @@ func (x *ListWorkersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWorkersResponse.ProtoReflect.Descriptor instead.
 func (*ListWorkersResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{44}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ListWorkersResponse) GetWorkers() []*Worker {
@@ -2905,7 +3012,7 @@ type Stream struct {
 
 func (x *Stream) Reset() {
 	*x = Stream{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[45]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2917,7 +3024,7 @@ func (x *Stream) String() string {
 func (*Stream) ProtoMessage() {}
 
 func (x *Stream) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[45]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2930,7 +3037,7 @@ func (x *Stream) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stream.ProtoReflect.Descriptor instead.
 func (*Stream) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{45}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *Stream) GetId() string {
@@ -3018,7 +3125,7 @@ type ListStreamsRequest struct {
 
 func (x *ListStreamsRequest) Reset() {
 	*x = ListStreamsRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[46]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3030,7 +3137,7 @@ func (x *ListStreamsRequest) String() string {
 func (*ListStreamsRequest) ProtoMessage() {}
 
 func (x *ListStreamsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[46]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3043,7 +3150,7 @@ func (x *ListStreamsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStreamsRequest.ProtoReflect.Descriptor instead.
 func (*ListStreamsRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{46}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{48}
 }
 
 type ListStreamsResponse struct {
@@ -3055,7 +3162,7 @@ type ListStreamsResponse struct {
 
 func (x *ListStreamsResponse) Reset() {
 	*x = ListStreamsResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[47]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3067,7 +3174,7 @@ func (x *ListStreamsResponse) String() string {
 func (*ListStreamsResponse) ProtoMessage() {}
 
 func (x *ListStreamsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[47]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3080,7 +3187,7 @@ func (x *ListStreamsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStreamsResponse.ProtoReflect.Descriptor instead.
 func (*ListStreamsResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{47}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ListStreamsResponse) GetStreams() []*Stream {
@@ -3213,7 +3320,7 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x05stack\x18\b \x01(\tR\x05stack\"j\n" +
 	"\x0eEventsResponse\x12(\n" +
 	"\x06events\x18\x01 \x03(\v2\x10.hopper.v1.EventR\x06events\x12.\n" +
-	"\battempts\x18\x02 \x03(\v2\x12.hopper.v1.AttemptR\battempts\"\xec\x03\n" +
+	"\battempts\x18\x02 \x03(\v2\x12.hopper.v1.AttemptR\battempts\"\xa7\x04\n" +
 	"\fActivatedJob\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x14\n" +
@@ -3228,7 +3335,8 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\atimeout\x18\n" +
 	" \x01(\v2\x19.google.protobuf.DurationR\atimeout\x129\n" +
 	"\n" +
-	"created_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x1a:\n" +
+	"created_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
+	"\fretry_policy\x18\f \x01(\v2\x16.hopper.v1.RetryPolicyR\vretryPolicy\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x97\x02\n" +
@@ -3268,7 +3376,13 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\b_retries\"W\n" +
 	"\fFailResponse\x12\x14\n" +
 	"\x05state\x18\x01 \x01(\tR\x05state\x121\n" +
-	"\x06run_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x05runAt\"|\n" +
+	"\x06run_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x05runAt\"Y\n" +
+	"\x0eReleaseRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
+	"\vlease_token\x18\x02 \x01(\x03R\n" +
+	"leaseToken\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"\x11\n" +
+	"\x0fReleaseResponse\"|\n" +
 	"\x12ExtendLeaseRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
 	"\vlease_token\x18\x02 \x01(\x03R\n" +
@@ -3352,13 +3466,14 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x03Get\x12\x15.hopper.v1.GetRequest\x1a\x16.hopper.v1.GetResponse\"\x03\x90\x02\x01\x12<\n" +
 	"\x04List\x12\x16.hopper.v1.ListRequest\x1a\x17.hopper.v1.ListResponse\"\x03\x90\x02\x01\x12=\n" +
 	"\x06Cancel\x12\x18.hopper.v1.CancelRequest\x1a\x19.hopper.v1.CancelResponse\x12B\n" +
-	"\x06Events\x12\x18.hopper.v1.EventsRequest\x1a\x19.hopper.v1.EventsResponse\"\x03\x90\x02\x012\x8c\x04\n" +
+	"\x06Events\x12\x18.hopper.v1.EventsRequest\x1a\x19.hopper.v1.EventsResponse\"\x03\x90\x02\x012\xce\x04\n" +
 	"\rWorkerService\x12C\n" +
 	"\bActivate\x12\x1a.hopper.v1.ActivateRequest\x1a\x1b.hopper.v1.ActivateResponse\x12K\n" +
 	"\n" +
 	"StreamJobs\x12\x1c.hopper.v1.StreamJobsRequest\x1a\x1d.hopper.v1.StreamJobsResponse0\x01\x12C\n" +
 	"\bComplete\x12\x1a.hopper.v1.CompleteRequest\x1a\x1b.hopper.v1.CompleteResponse\x127\n" +
-	"\x04Fail\x12\x16.hopper.v1.FailRequest\x1a\x17.hopper.v1.FailResponse\x12L\n" +
+	"\x04Fail\x12\x16.hopper.v1.FailRequest\x1a\x17.hopper.v1.FailResponse\x12@\n" +
+	"\aRelease\x12\x19.hopper.v1.ReleaseRequest\x1a\x1a.hopper.v1.ReleaseResponse\x12L\n" +
 	"\vExtendLease\x12\x1d.hopper.v1.ExtendLeaseRequest\x1a\x1e.hopper.v1.ExtendLeaseResponse\x12F\n" +
 	"\tHeartbeat\x12\x1b.hopper.v1.HeartbeatRequest\x1a\x1c.hopper.v1.HeartbeatResponse\x12U\n" +
 	"\x0eReportProgress\x12 .hopper.v1.ReportProgressRequest\x1a!.hopper.v1.ReportProgressResponse2\xdf\x01\n" +
@@ -3383,7 +3498,7 @@ func file_hopper_v1_hopper_proto_rawDescGZIP() []byte {
 	return file_hopper_v1_hopper_proto_rawDescData
 }
 
-var file_hopper_v1_hopper_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
+var file_hopper_v1_hopper_proto_msgTypes = make([]protoimpl.MessageInfo, 54)
 var file_hopper_v1_hopper_proto_goTypes = []any{
 	(*Job)(nil),                      // 0: hopper.v1.Job
 	(*JobSpec)(nil),                  // 1: hopper.v1.JobSpec
@@ -3411,54 +3526,56 @@ var file_hopper_v1_hopper_proto_goTypes = []any{
 	(*CompleteResponse)(nil),         // 23: hopper.v1.CompleteResponse
 	(*FailRequest)(nil),              // 24: hopper.v1.FailRequest
 	(*FailResponse)(nil),             // 25: hopper.v1.FailResponse
-	(*ExtendLeaseRequest)(nil),       // 26: hopper.v1.ExtendLeaseRequest
-	(*ExtendLeaseResponse)(nil),      // 27: hopper.v1.ExtendLeaseResponse
-	(*HeartbeatRequest)(nil),         // 28: hopper.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),        // 29: hopper.v1.HeartbeatResponse
-	(*ReportProgressRequest)(nil),    // 30: hopper.v1.ReportProgressRequest
-	(*ReportProgressResponse)(nil),   // 31: hopper.v1.ReportProgressResponse
-	(*Queue)(nil),                    // 32: hopper.v1.Queue
-	(*QueueServiceListRequest)(nil),  // 33: hopper.v1.QueueServiceListRequest
-	(*QueueServiceListResponse)(nil), // 34: hopper.v1.QueueServiceListResponse
-	(*PauseRequest)(nil),             // 35: hopper.v1.PauseRequest
-	(*PauseResponse)(nil),            // 36: hopper.v1.PauseResponse
-	(*ResumeRequest)(nil),            // 37: hopper.v1.ResumeRequest
-	(*ResumeResponse)(nil),           // 38: hopper.v1.ResumeResponse
-	(*Node)(nil),                     // 39: hopper.v1.Node
-	(*ListNodesRequest)(nil),         // 40: hopper.v1.ListNodesRequest
-	(*ListNodesResponse)(nil),        // 41: hopper.v1.ListNodesResponse
-	(*Worker)(nil),                   // 42: hopper.v1.Worker
-	(*ListWorkersRequest)(nil),       // 43: hopper.v1.ListWorkersRequest
-	(*ListWorkersResponse)(nil),      // 44: hopper.v1.ListWorkersResponse
-	(*Stream)(nil),                   // 45: hopper.v1.Stream
-	(*ListStreamsRequest)(nil),       // 46: hopper.v1.ListStreamsRequest
-	(*ListStreamsResponse)(nil),      // 47: hopper.v1.ListStreamsResponse
-	nil,                              // 48: hopper.v1.Job.HeadersEntry
-	nil,                              // 49: hopper.v1.JobSpec.HeadersEntry
-	nil,                              // 50: hopper.v1.ActivatedJob.HeadersEntry
-	nil,                              // 51: hopper.v1.Queue.CountsEntry
-	(*timestamppb.Timestamp)(nil),    // 52: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),      // 53: google.protobuf.Duration
+	(*ReleaseRequest)(nil),           // 26: hopper.v1.ReleaseRequest
+	(*ReleaseResponse)(nil),          // 27: hopper.v1.ReleaseResponse
+	(*ExtendLeaseRequest)(nil),       // 28: hopper.v1.ExtendLeaseRequest
+	(*ExtendLeaseResponse)(nil),      // 29: hopper.v1.ExtendLeaseResponse
+	(*HeartbeatRequest)(nil),         // 30: hopper.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),        // 31: hopper.v1.HeartbeatResponse
+	(*ReportProgressRequest)(nil),    // 32: hopper.v1.ReportProgressRequest
+	(*ReportProgressResponse)(nil),   // 33: hopper.v1.ReportProgressResponse
+	(*Queue)(nil),                    // 34: hopper.v1.Queue
+	(*QueueServiceListRequest)(nil),  // 35: hopper.v1.QueueServiceListRequest
+	(*QueueServiceListResponse)(nil), // 36: hopper.v1.QueueServiceListResponse
+	(*PauseRequest)(nil),             // 37: hopper.v1.PauseRequest
+	(*PauseResponse)(nil),            // 38: hopper.v1.PauseResponse
+	(*ResumeRequest)(nil),            // 39: hopper.v1.ResumeRequest
+	(*ResumeResponse)(nil),           // 40: hopper.v1.ResumeResponse
+	(*Node)(nil),                     // 41: hopper.v1.Node
+	(*ListNodesRequest)(nil),         // 42: hopper.v1.ListNodesRequest
+	(*ListNodesResponse)(nil),        // 43: hopper.v1.ListNodesResponse
+	(*Worker)(nil),                   // 44: hopper.v1.Worker
+	(*ListWorkersRequest)(nil),       // 45: hopper.v1.ListWorkersRequest
+	(*ListWorkersResponse)(nil),      // 46: hopper.v1.ListWorkersResponse
+	(*Stream)(nil),                   // 47: hopper.v1.Stream
+	(*ListStreamsRequest)(nil),       // 48: hopper.v1.ListStreamsRequest
+	(*ListStreamsResponse)(nil),      // 49: hopper.v1.ListStreamsResponse
+	nil,                              // 50: hopper.v1.Job.HeadersEntry
+	nil,                              // 51: hopper.v1.JobSpec.HeadersEntry
+	nil,                              // 52: hopper.v1.ActivatedJob.HeadersEntry
+	nil,                              // 53: hopper.v1.Queue.CountsEntry
+	(*timestamppb.Timestamp)(nil),    // 54: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),      // 55: google.protobuf.Duration
 }
 var file_hopper_v1_hopper_proto_depIdxs = []int32{
-	48, // 0: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
-	52, // 1: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
-	53, // 2: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
-	52, // 3: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
-	52, // 4: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
-	52, // 5: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	52, // 6: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
-	52, // 7: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
-	52, // 8: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	52, // 9: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
-	52, // 10: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
-	53, // 11: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
-	53, // 12: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
-	49, // 13: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
-	53, // 14: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
+	50, // 0: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
+	54, // 1: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
+	55, // 2: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
+	54, // 3: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
+	54, // 4: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
+	54, // 5: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	54, // 6: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
+	54, // 7: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
+	54, // 8: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	54, // 9: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
+	54, // 10: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
+	55, // 11: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
+	55, // 12: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
+	51, // 13: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
+	55, // 14: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
 	2,  // 15: hopper.v1.JobSpec.retry_policy:type_name -> hopper.v1.RetryPolicy
-	53, // 16: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
-	53, // 17: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
+	55, // 16: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
+	55, // 17: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
 	1,  // 18: hopper.v1.EnqueueRequest.job:type_name -> hopper.v1.JobSpec
 	0,  // 19: hopper.v1.EnqueueResponse.job:type_name -> hopper.v1.Job
 	1,  // 20: hopper.v1.EnqueueBatchRequest.jobs:type_name -> hopper.v1.JobSpec
@@ -3466,76 +3583,79 @@ var file_hopper_v1_hopper_proto_depIdxs = []int32{
 	0,  // 22: hopper.v1.GetResponse.job:type_name -> hopper.v1.Job
 	0,  // 23: hopper.v1.ListResponse.jobs:type_name -> hopper.v1.Job
 	0,  // 24: hopper.v1.CancelResponse.job:type_name -> hopper.v1.Job
-	52, // 25: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
-	52, // 26: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
-	52, // 27: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
+	54, // 25: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
+	54, // 26: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
+	54, // 27: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
 	14, // 28: hopper.v1.EventsResponse.events:type_name -> hopper.v1.Event
 	15, // 29: hopper.v1.EventsResponse.attempts:type_name -> hopper.v1.Attempt
-	50, // 30: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
-	52, // 31: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
-	53, // 32: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
-	52, // 33: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
-	53, // 34: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
-	53, // 35: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
-	17, // 36: hopper.v1.ActivateResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	53, // 37: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
-	17, // 38: hopper.v1.StreamJobsResponse.job:type_name -> hopper.v1.ActivatedJob
-	53, // 39: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
-	52, // 40: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
-	53, // 41: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
-	52, // 42: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
-	51, // 43: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
-	32, // 44: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
-	52, // 45: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
-	52, // 46: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
-	39, // 47: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
-	52, // 48: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
-	42, // 49: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
-	52, // 50: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
-	45, // 51: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
-	3,  // 52: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
-	5,  // 53: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
-	7,  // 54: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
-	9,  // 55: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
-	11, // 56: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
-	13, // 57: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
-	18, // 58: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
-	20, // 59: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
-	22, // 60: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
-	24, // 61: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
-	26, // 62: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
-	28, // 63: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
-	30, // 64: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
-	33, // 65: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
-	35, // 66: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
-	37, // 67: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
-	40, // 68: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
-	43, // 69: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
-	46, // 70: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
-	4,  // 71: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
-	6,  // 72: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
-	8,  // 73: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
-	10, // 74: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
-	12, // 75: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
-	16, // 76: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
-	19, // 77: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
-	21, // 78: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
-	23, // 79: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
-	25, // 80: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
-	27, // 81: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
-	29, // 82: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
-	31, // 83: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
-	34, // 84: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
-	36, // 85: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
-	38, // 86: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
-	41, // 87: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
-	44, // 88: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
-	47, // 89: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
-	71, // [71:90] is the sub-list for method output_type
-	52, // [52:71] is the sub-list for method input_type
-	52, // [52:52] is the sub-list for extension type_name
-	52, // [52:52] is the sub-list for extension extendee
-	0,  // [0:52] is the sub-list for field type_name
+	52, // 30: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
+	54, // 31: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
+	55, // 32: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
+	54, // 33: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
+	2,  // 34: hopper.v1.ActivatedJob.retry_policy:type_name -> hopper.v1.RetryPolicy
+	55, // 35: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
+	55, // 36: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
+	17, // 37: hopper.v1.ActivateResponse.jobs:type_name -> hopper.v1.ActivatedJob
+	55, // 38: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
+	17, // 39: hopper.v1.StreamJobsResponse.job:type_name -> hopper.v1.ActivatedJob
+	55, // 40: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
+	54, // 41: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
+	55, // 42: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
+	54, // 43: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
+	53, // 44: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
+	34, // 45: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
+	54, // 46: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
+	54, // 47: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
+	41, // 48: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
+	54, // 49: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
+	44, // 50: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
+	54, // 51: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
+	47, // 52: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
+	3,  // 53: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
+	5,  // 54: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
+	7,  // 55: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
+	9,  // 56: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
+	11, // 57: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
+	13, // 58: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
+	18, // 59: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
+	20, // 60: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
+	22, // 61: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
+	24, // 62: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
+	26, // 63: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
+	28, // 64: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
+	30, // 65: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
+	32, // 66: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
+	35, // 67: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
+	37, // 68: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
+	39, // 69: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
+	42, // 70: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
+	45, // 71: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
+	48, // 72: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
+	4,  // 73: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
+	6,  // 74: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
+	8,  // 75: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
+	10, // 76: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
+	12, // 77: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
+	16, // 78: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
+	19, // 79: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
+	21, // 80: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
+	23, // 81: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
+	25, // 82: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
+	27, // 83: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
+	29, // 84: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
+	31, // 85: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
+	33, // 86: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
+	36, // 87: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
+	38, // 88: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
+	40, // 89: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
+	43, // 90: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
+	46, // 91: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
+	49, // 92: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
+	73, // [73:93] is the sub-list for method output_type
+	53, // [53:73] is the sub-list for method input_type
+	53, // [53:53] is the sub-list for extension type_name
+	53, // [53:53] is the sub-list for extension extendee
+	0,  // [0:53] is the sub-list for field type_name
 }
 
 func init() { file_hopper_v1_hopper_proto_init() }
@@ -3550,7 +3670,7 @@ func file_hopper_v1_hopper_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hopper_v1_hopper_proto_rawDesc), len(file_hopper_v1_hopper_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   52,
+			NumMessages:   54,
 			NumExtensions: 0,
 			NumServices:   4,
 		},

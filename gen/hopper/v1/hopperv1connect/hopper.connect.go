@@ -62,6 +62,8 @@ const (
 	WorkerServiceCompleteProcedure = "/hopper.v1.WorkerService/Complete"
 	// WorkerServiceFailProcedure is the procedure name of the WorkerService's Fail RPC.
 	WorkerServiceFailProcedure = "/hopper.v1.WorkerService/Fail"
+	// WorkerServiceReleaseProcedure is the procedure name of the WorkerService's Release RPC.
+	WorkerServiceReleaseProcedure = "/hopper.v1.WorkerService/Release"
 	// WorkerServiceExtendLeaseProcedure is the procedure name of the WorkerService's ExtendLease RPC.
 	WorkerServiceExtendLeaseProcedure = "/hopper.v1.WorkerService/ExtendLease"
 	// WorkerServiceHeartbeatProcedure is the procedure name of the WorkerService's Heartbeat RPC.
@@ -368,6 +370,13 @@ var (
 			Procedure:  WorkerServiceFailProcedure,
 		}
 	})
+	workerServiceReleaseSpec = sync.OnceValue(func() connect.Spec {
+		return connect.Spec{
+			StreamType: connect.StreamTypeUnary,
+			Schema:     v1.File_hopper_v1_hopper_proto.Services().ByName("WorkerService").Methods().ByName("Release"),
+			Procedure:  WorkerServiceReleaseProcedure,
+		}
+	})
 	workerServiceExtendLeaseSpec = sync.OnceValue(func() connect.Spec {
 		return connect.Spec{
 			StreamType: connect.StreamTypeUnary,
@@ -406,6 +415,9 @@ type WorkerServiceClient interface {
 	// Fail ends an attempt with an error. The job is retried after a backoff while it has
 	// attempts left, unless retries says otherwise; else it fails for good.
 	Fail(context.Context, *v1.FailRequest) (*v1.FailResponse, error)
+	// Release hands a job back to its queue at once, without consuming its attempt: the worker
+	// will not run it (it is shutting down, or not ready).
+	Release(context.Context, *v1.ReleaseRequest) (*v1.ReleaseResponse, error)
 	// ExtendLease sets the lease to expire duration from now; it may shorten it.
 	ExtendLease(context.Context, *v1.ExtendLeaseRequest) (*v1.ExtendLeaseResponse, error)
 	// Heartbeat records a sign of life of a running attempt (separate from its lease).
@@ -455,6 +467,9 @@ type WorkerServiceHandler interface {
 	// Fail ends an attempt with an error. The job is retried after a backoff while it has
 	// attempts left, unless retries says otherwise; else it fails for good.
 	Fail(context.Context, *v1.FailRequest) (*v1.FailResponse, error)
+	// Release hands a job back to its queue at once, without consuming its attempt: the worker
+	// will not run it (it is shutting down, or not ready).
+	Release(context.Context, *v1.ReleaseRequest) (*v1.ReleaseResponse, error)
 	// ExtendLease sets the lease to expire duration from now; it may shorten it.
 	ExtendLease(context.Context, *v1.ExtendLeaseRequest) (*v1.ExtendLeaseResponse, error)
 	// Heartbeat records a sign of life of a running attempt (separate from its lease).
@@ -472,6 +487,7 @@ func RegisterWorkerServiceHandler(server *connect.Server, svc WorkerServiceHandl
 		connect.Method{Spec: workerServiceStreamJobsSpec(), Handler: adapter.streamJobs},
 		connect.Method{Spec: workerServiceCompleteSpec(), Handler: adapter.complete},
 		connect.Method{Spec: workerServiceFailSpec(), Handler: adapter.fail},
+		connect.Method{Spec: workerServiceReleaseSpec(), Handler: adapter.release},
 		connect.Method{Spec: workerServiceExtendLeaseSpec(), Handler: adapter.extendLease},
 		connect.Method{Spec: workerServiceHeartbeatSpec(), Handler: adapter.heartbeat},
 		connect.Method{Spec: workerServiceReportProgressSpec(), Handler: adapter.reportProgress},
@@ -510,6 +526,10 @@ func (UnimplementedWorkerServiceHandler) Complete(context.Context, *v1.CompleteR
 
 func (UnimplementedWorkerServiceHandler) Fail(context.Context, *v1.FailRequest) (*v1.FailResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, "hopper.v1.WorkerService.Fail is not implemented")
+}
+
+func (UnimplementedWorkerServiceHandler) Release(context.Context, *v1.ReleaseRequest) (*v1.ReleaseResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, "hopper.v1.WorkerService.Release is not implemented")
 }
 
 func (UnimplementedWorkerServiceHandler) ExtendLease(context.Context, *v1.ExtendLeaseRequest) (*v1.ExtendLeaseResponse, error) {
@@ -555,6 +575,14 @@ func (c *workerServiceClient) Complete(ctx context.Context, req *v1.CompleteRequ
 func (c *workerServiceClient) Fail(ctx context.Context, req *v1.FailRequest) (*v1.FailResponse, error) {
 	var res v1.FailResponse
 	if err := c.client.CallUnary(ctx, workerServiceFailSpec(), req, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+func (c *workerServiceClient) Release(ctx context.Context, req *v1.ReleaseRequest) (*v1.ReleaseResponse, error) {
+	var res v1.ReleaseResponse
+	if err := c.client.CallUnary(ctx, workerServiceReleaseSpec(), req, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil
@@ -624,6 +652,18 @@ func (h workerServiceHandler) fail(ctx context.Context, _ connect.Spec, stream c
 		return err
 	}
 	res, err := h.svc.Fail(ctx, &req)
+	if err != nil {
+		return err
+	}
+	return stream.Send(res)
+}
+
+func (h workerServiceHandler) release(ctx context.Context, _ connect.Spec, stream connect.ServerStream) error {
+	var req v1.ReleaseRequest
+	if err := stream.Receive(&req); err != nil {
+		return err
+	}
+	res, err := h.svc.Release(ctx, &req)
 	if err != nil {
 		return err
 	}

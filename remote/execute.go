@@ -1,0 +1,165 @@
+package remote
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"connectrpc.com/connect/v2"
+	"github.com/hopperjobs/hopper"
+	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
+	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/engine"
+	"google.golang.org/protobuf/types/known/durationpb"
+)
+
+// reportTimeout bounds sending an attempt's outcome.
+const reportTimeout = 30 * time.Second
+
+// execute runs one job's attempt with its handler and reports the outcome to the server.
+func (w *Worker) execute(ctx context.Context, job *hopperv1.ActivatedJob) {
+	row := toRow(job, w.cfg.Name)
+	ops := &rpcOps{w: w, job: job}
+	ex := engine.NewExecution(row, ops)
+	var unit engine.Unit
+	h, ok := w.handlers[row.Kind]
+	var err error
+	if !ok {
+		err = &engine.NoRetryError{Err: fmt.Errorf("no worker for kind %q", row.Kind)}
+	} else if unit, err = h.Prepare(row); err != nil {
+		err = &engine.NoRetryError{Err: err}
+	} else {
+		if timeout := timeoutOf(unit, row); timeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeoutCause(ctx, timeout, engine.ErrTimeout)
+			defer cancel()
+		}
+		err = engine.RunUnit(engine.WithExecution(ctx, ex), unit)
+	}
+	cause := context.Cause(ctx)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reportTimeout)
+	defer cancel()
+	switch {
+	case errors.Is(cause, hopper.ErrLeaseLost):
+		return // the job is no longer ours: nothing to report
+	case err == nil:
+		req := &hopperv1.CompleteRequest{Id: job.GetId(), LeaseToken: job.GetLeaseToken()}
+		if r := ex.Result(); len(r) > 0 {
+			req.Result = string(r)
+		}
+		_, err = w.api.Complete(rctx, req)
+	case errors.Is(cause, hopper.ErrShutdown) && w.cfg.Mode == Stream:
+		return // closing the stream gives the job back
+	case errors.Is(cause, hopper.ErrShutdown):
+		_, err = w.api.Release(rctx, &hopperv1.ReleaseRequest{Id: job.GetId(), LeaseToken: job.GetLeaseToken(),
+			Reason: fmt.Sprintf("released on shutdown: %v", err)})
+	default:
+		_, err = w.api.Fail(rctx, failRequest(job, row, unit, err, cause))
+	}
+	if err != nil && connect.CodeOf(err) != connect.CodeFailedPrecondition {
+		w.log.Error("report job outcome", "job_id", job.GetId(), "err", err)
+	}
+}
+
+// failRequest describes a failed attempt as the in-process engine would decide it: not
+// retryable errors fail the job; RetryAfter and a per-kind backoff set the wait.
+func failRequest(job *hopperv1.ActivatedJob, row *hoppertype.JobRow, unit engine.Unit, err, cause error) *hopperv1.FailRequest {
+	req := &hopperv1.FailRequest{Id: job.GetId(), LeaseToken: job.GetLeaseToken(), Error: err.Error()}
+	var pe *engine.PanicError
+	if errors.As(err, &pe) {
+		req.Error = err.Error() + "\n" + pe.Stack
+	} else if errors.Is(cause, engine.ErrTimeout) {
+		req.Error = fmt.Sprintf("%v: %v", engine.ErrTimeout, err)
+	}
+	var noRetry *engine.NoRetryError
+	var after *engine.RetryAfterError
+	switch {
+	case errors.As(err, &noRetry):
+		zero := int32(0)
+		req.Retries = &zero
+	case errors.As(err, &after):
+		req.RetryBackoff = durationpb.New(max(after.Delay, 0))
+	case unit != nil && unit.RetryPolicy() != nil:
+		p := engine.MergePolicy(row.RetryPolicy, unit.RetryPolicy())
+		req.RetryBackoff = durationpb.New(engine.Backoff(p, row.Attempt, nil))
+	}
+	return req
+}
+
+func timeoutOf(u engine.Unit, row *hoppertype.JobRow) time.Duration {
+	if row.Timeout > 0 {
+		return row.Timeout
+	}
+	return u.Timeout()
+}
+
+func toRow(j *hopperv1.ActivatedJob, worker string) *hoppertype.JobRow {
+	row := &hoppertype.JobRow{
+		ID: j.GetId(), Kind: j.GetKind(), Queue: j.GetQueue(), Args: json.RawMessage(j.GetArgs()),
+		Headers: j.GetHeaders(), State: hoppertype.StateRunning, Attempt: int(j.GetAttempt()),
+		MaxAttempts: int(j.GetMaxAttempts()), Token: j.GetLeaseToken(), WorkerID: worker,
+		Timeout: j.GetTimeout().AsDuration(),
+	}
+	if t := j.GetLeaseExpiresAt(); t != nil {
+		row.LeaseExpiresAt = t.AsTime()
+	}
+	if t := j.GetCreatedAt(); t != nil {
+		row.CreatedAt = t.AsTime()
+	}
+	if p := j.GetRetryPolicy(); p != nil {
+		row.RetryPolicy = &hoppertype.RetryPolicy{Base: p.GetBase().AsDuration(), Multiplier: p.GetMultiplier(),
+			Cap: p.GetCap().AsDuration(), Jitter: p.GetJitter()}
+	}
+	return row
+}
+
+func durationOf(d time.Duration) *durationpb.Duration { return durationpb.New(d) }
+
+// rpcOps sends a handler's calls about its attempt to the server.
+type rpcOps struct {
+	w   *Worker
+	job *hopperv1.ActivatedJob
+}
+
+func (o *rpcOps) Progress(ctx context.Context, percent int, message string) error {
+	_, err := o.w.api.ReportProgress(ctx, &hopperv1.ReportProgressRequest{Id: o.job.GetId(),
+		LeaseToken: o.job.GetLeaseToken(), Percent: int32(percent), Message: message})
+	return o.err(err)
+}
+
+func (o *rpcOps) Heartbeat(ctx context.Context) error {
+	_, err := o.w.api.Heartbeat(ctx, &hopperv1.HeartbeatRequest{Id: o.job.GetId(), LeaseToken: o.job.GetLeaseToken()})
+	return o.err(err)
+}
+
+func (o *rpcOps) ExtendLease(ctx context.Context, d time.Duration) error {
+	_, err := o.w.api.ExtendLease(ctx, &hopperv1.ExtendLeaseRequest{Id: o.job.GetId(),
+		LeaseToken: o.job.GetLeaseToken(), Duration: durationpb.New(d)})
+	if err == nil {
+		o.w.mu.Lock()
+		if a := o.w.running[o.job.GetId()]; a != nil {
+			a.lease = d // later renewals keep this duration
+		}
+		o.w.mu.Unlock()
+	}
+	return o.err(err)
+}
+
+// err maps a refused lease to hopper.ErrLeaseLost and cancels the attempt, as in process.
+func (o *rpcOps) err(err error) error {
+	if err == nil {
+		return nil
+	}
+	if connect.CodeOf(err) == connect.CodeFailedPrecondition {
+		o.w.mu.Lock()
+		a := o.w.running[o.job.GetId()]
+		o.w.mu.Unlock()
+		if a != nil {
+			a.cancel(hopper.ErrLeaseLost)
+		}
+		return fmt.Errorf("job %s: %w", o.job.GetId(), hopper.ErrLeaseLost)
+	}
+	return err
+}

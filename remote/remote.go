@@ -1,0 +1,371 @@
+// Package remote runs Hopper workers in a process other than the server's: the same
+// hopper.Workers, the same handlers, the same handler-context calls (ReportProgress,
+// Heartbeat, ExtendLease, SetResult), but jobs come from `hopper serve` over its RPC API
+// instead of from a store. Moving a worker out of process changes the line that starts it:
+//
+//	client, _ := hopper.NewClient(hopper.Config{Store: st, Workers: ws}) // in process
+//	worker, _ := remote.New(remote.Config{URL: "http://hopper:7070", Workers: ws}) // remote
+//
+// By default the server pushes jobs into a stream (credit = Concurrency); Mode Poll uses long
+// polling instead.
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"sort"
+	"sync"
+	"time"
+
+	"connectrpc.com/connect/v2"
+	"connectrpc.com/connect/v2/connecthttp"
+	"github.com/hopperjobs/hopper"
+	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
+	"github.com/hopperjobs/hopper/gen/hopper/v1/hopperv1connect"
+	"github.com/hopperjobs/hopper/internal/engine"
+	"github.com/hopperjobs/hopper/internal/workerhandlers"
+)
+
+// Mode is how a worker gets its jobs.
+type Mode int
+
+const (
+	// Stream opens a job stream: the server pushes jobs as they become available, never more
+	// unfinished than Concurrency, and keeps their leases alive while the stream is open.
+	Stream Mode = iota
+	// Poll asks for jobs with long polls (Activate) and renews each job's lease itself.
+	Poll
+)
+
+// Config configures a remote Worker. URL and Workers are required.
+type Config struct {
+	// URL is the server's base URL, e.g. "http://127.0.0.1:7070".
+	URL string
+	// APIKey is sent as "Authorization: Bearer <key>" (a key with the work scope).
+	APIKey string
+	// HTTPClient carries the calls (default http.DefaultClient).
+	HTTPClient *http.Client
+	// Workers holds the handlers, as for hopper.Config.Workers.
+	Workers *hopper.Workers
+	// Queue to work (default "default").
+	Queue string
+	// Concurrency is the most jobs run at once (default 10, at most 1000).
+	Concurrency int
+	// Name identifies this worker on leases and attempts (default host-pid).
+	Name string
+	// Mode is Stream (default) or Poll.
+	Mode Mode
+	// LeaseDuration is each job's lease (default 30 s).
+	LeaseDuration time.Duration
+	// PollWait is how long one long poll waits for a job (default 30 s).
+	PollWait time.Duration
+	Logger   *slog.Logger
+}
+
+// Worker runs jobs from a server. Start it, then Stop it.
+type Worker struct {
+	cfg      Config
+	log      *slog.Logger
+	api      hopperv1connect.WorkerServiceClient
+	handlers map[string]engine.Handler
+	kinds    []string
+
+	workCtx    context.Context // handlers' parent: canceled with ErrShutdown at a hard stop
+	cancelWork context.CancelCauseFunc
+	intakeCtx  context.Context // the stream or the polls: a stream ends when Stop has drained, polls at once
+	stopIntake context.CancelFunc
+	keepCtx    context.Context // the lease keeper (Poll mode): ends when Stop has drained
+	stopKeep   context.CancelFunc
+	loops      sync.WaitGroup
+	jobs       sync.WaitGroup
+
+	mu       sync.Mutex
+	started  bool
+	stopping bool
+	running  map[string]*attempt
+}
+
+type attempt struct {
+	job    *hopperv1.ActivatedJob
+	cancel context.CancelCauseFunc
+	lease  time.Duration
+}
+
+// New checks cfg and returns a worker ready to Start.
+func New(cfg Config) (*Worker, error) {
+	if cfg.URL == "" {
+		return nil, errors.New("remote: Config.URL is required")
+	}
+	if cfg.Workers == nil {
+		return nil, errors.New("remote: Config.Workers is required")
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = http.DefaultClient
+	}
+	if cfg.Queue == "" {
+		cfg.Queue = hopper.DefaultQueue
+	}
+	if cfg.Concurrency == 0 {
+		cfg.Concurrency = 10
+	}
+	if cfg.Concurrency < 1 || cfg.Concurrency > 1000 {
+		return nil, fmt.Errorf("remote: Config.Concurrency %d is outside 1–1000", cfg.Concurrency)
+	}
+	if cfg.Name == "" {
+		host, _ := os.Hostname()
+		cfg.Name = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	if cfg.LeaseDuration == 0 {
+		cfg.LeaseDuration = 30 * time.Second
+	}
+	if cfg.PollWait == 0 {
+		cfg.PollWait = 30 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	w := &Worker{cfg: cfg, log: cfg.Logger, handlers: workerhandlers.Of(cfg.Workers), running: map[string]*attempt{}}
+	if len(w.handlers) == 0 {
+		return nil, errors.New("remote: Config.Workers has no workers")
+	}
+	for k := range w.handlers {
+		w.kinds = append(w.kinds, k)
+	}
+	sort.Strings(w.kinds)
+	var interceptors []connect.ClientInterceptor
+	if cfg.APIKey != "" {
+		interceptors = append(interceptors, bearer(cfg.APIKey))
+	}
+	w.api = hopperv1connect.NewWorkerServiceClient(connect.NewClient(
+		connecthttp.NewTransport(cfg.HTTPClient, cfg.URL), interceptors...))
+	return w, nil
+}
+
+// bearer adds the API key to every call.
+func bearer(key string) connect.ClientInterceptor {
+	return func(next connect.ClientFunc) connect.ClientFunc {
+		return func(ctx context.Context, spec connect.Spec) (connect.ClientStream, error) {
+			ctx, info := connect.NewClientContext(ctx)
+			info.RequestHeader().Set("Authorization", "Bearer "+key)
+			return next(ctx, spec)
+		}
+	}
+}
+
+// Start begins taking jobs; the goroutines run until Stop. ctx only carries values.
+func (w *Worker) Start(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.started {
+		return errors.New("remote: worker already started")
+	}
+	w.started = true
+	w.workCtx, w.cancelWork = context.WithCancelCause(context.WithoutCancel(ctx))
+	w.intakeCtx, w.stopIntake = context.WithCancel(context.WithoutCancel(ctx))
+	w.keepCtx, w.stopKeep = context.WithCancel(context.WithoutCancel(ctx))
+	if w.cfg.Mode == Poll {
+		w.loops.Add(2)
+		go func() { defer w.loops.Done(); w.pollLoop() }()
+		go func() { defer w.loops.Done(); w.keepLeases() }()
+	} else {
+		w.loops.Add(1)
+		go func() { defer w.loops.Done(); w.streamLoop() }()
+	}
+	return nil
+}
+
+// Stop shuts down gracefully: it starts no new job, lets running jobs finish until ctx ends,
+// then cancels their contexts (cause hopper.ErrShutdown). In Stream mode closing the stream
+// then hands every unfinished job back to the queue at once; in Poll mode a job whose handler
+// did not return is retried once its lease expires.
+func (w *Worker) Stop(ctx context.Context) error {
+	w.mu.Lock()
+	if !w.started || w.stopping {
+		w.mu.Unlock()
+		return nil
+	}
+	w.stopping = true
+	w.mu.Unlock()
+	if w.cfg.Mode == Poll {
+		w.stopIntake() // no more polls; a stream stays open until its jobs are done
+	}
+
+	drained := make(chan struct{})
+	go func() { w.jobs.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-ctx.Done():
+		w.cancelWork(hopper.ErrShutdown)
+		<-drained
+	}
+	w.stopIntake()
+	w.stopKeep()
+	w.loops.Wait()
+	w.cancelWork(hopper.ErrShutdown)
+	return nil
+}
+
+// streamLoop keeps a job stream open, reopening it after errors with backoff.
+func (w *Worker) streamLoop() {
+	delay := 100 * time.Millisecond
+	for w.intakeCtx.Err() == nil {
+		err := w.stream()
+		if w.intakeCtx.Err() != nil {
+			return
+		}
+		w.log.Warn("job stream ended; reopening", "err", err, "in", delay)
+		if !sleep(w.intakeCtx, delay) {
+			return
+		}
+		delay = min(2*delay, 5*time.Second)
+	}
+}
+
+func (w *Worker) stream() error {
+	st, err := w.api.StreamJobs(w.intakeCtx, &hopperv1.StreamJobsRequest{Worker: w.cfg.Name, Queue: w.cfg.Queue,
+		Kinds: w.kinds, Credit: int32(w.cfg.Concurrency), LeaseTimeout: durationOf(w.cfg.LeaseDuration)})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	for {
+		msg, err := st.Receive()
+		if err != nil {
+			return err
+		}
+		// While stopping, pushed jobs are not started: closing the stream gives them back.
+		w.launch(msg.GetJob())
+	}
+}
+
+// pollLoop asks for as many jobs as there are free slots, waiting for one with long polls.
+func (w *Worker) pollLoop() {
+	slots := make(chan struct{}, w.cfg.Concurrency)
+	delay := 100 * time.Millisecond
+	for w.intakeCtx.Err() == nil && !w.isStopping() {
+		select { // wait for one free slot
+		case slots <- struct{}{}:
+		case <-w.intakeCtx.Done():
+			return
+		}
+		n := 1
+	more:
+		for n < w.cfg.Concurrency {
+			select {
+			case slots <- struct{}{}:
+				n++
+			default:
+				break more
+			}
+		}
+		res, err := w.api.Activate(w.intakeCtx, &hopperv1.ActivateRequest{Worker: w.cfg.Name, Queue: w.cfg.Queue,
+			Kinds: w.kinds, MaxJobs: int32(n), LeaseTimeout: durationOf(w.cfg.LeaseDuration),
+			RequestTimeout: durationOf(w.cfg.PollWait)})
+		jobs := res.GetJobs()
+		for range n - len(jobs) {
+			<-slots
+		}
+		if err != nil {
+			if w.intakeCtx.Err() != nil {
+				return
+			}
+			w.log.Warn("activate jobs", "err", err, "retry in", delay)
+			if !sleep(w.intakeCtx, delay) {
+				return
+			}
+			delay = min(2*delay, 5*time.Second)
+			continue
+		}
+		delay = 100 * time.Millisecond
+		for _, j := range jobs {
+			if !w.launchThen(j, func() { <-slots }) {
+				<-slots
+				w.release(j, "worker stopping")
+			}
+		}
+	}
+}
+
+// release hands a job this worker will not run back to its queue.
+func (w *Worker) release(j *hopperv1.ActivatedJob, why string) {
+	ctx, cancel := context.WithTimeout(context.Background(), reportTimeout)
+	defer cancel()
+	_, err := w.api.Release(ctx, &hopperv1.ReleaseRequest{Id: j.GetId(), LeaseToken: j.GetLeaseToken(), Reason: why})
+	if err != nil && connect.CodeOf(err) != connect.CodeFailedPrecondition {
+		w.log.Warn("release job", "job_id", j.GetId(), "err", err)
+	}
+}
+
+func (w *Worker) isStopping() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.stopping
+}
+
+func (w *Worker) launch(job *hopperv1.ActivatedJob) { w.launchThen(job, func() {}) }
+
+// launchThen runs job in its own goroutine and calls done after; false when stopping.
+func (w *Worker) launchThen(job *hopperv1.ActivatedJob, done func()) bool {
+	w.mu.Lock()
+	if w.stopping {
+		w.mu.Unlock()
+		return false
+	}
+	ctx, cancel := context.WithCancelCause(w.workCtx)
+	w.running[job.GetId()] = &attempt{job: job, cancel: cancel, lease: w.cfg.LeaseDuration}
+	w.jobs.Add(1)
+	w.mu.Unlock()
+	go func() {
+		defer w.jobs.Done()
+		defer done()
+		defer cancel(nil)
+		w.execute(ctx, job)
+		w.mu.Lock()
+		delete(w.running, job.GetId())
+		w.mu.Unlock()
+	}()
+	return true
+}
+
+// keepLeases renews the leases of running jobs in Poll mode (streams' leases are the
+// server's to keep). A lease found lost cancels its handler.
+func (w *Worker) keepLeases() {
+	t := time.NewTicker(w.cfg.LeaseDuration / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.keepCtx.Done():
+			return
+		case <-t.C:
+		}
+		w.mu.Lock()
+		running := make([]*attempt, 0, len(w.running))
+		for _, a := range w.running {
+			running = append(running, a)
+		}
+		w.mu.Unlock()
+		for _, a := range running {
+			_, err := w.api.ExtendLease(w.keepCtx, &hopperv1.ExtendLeaseRequest{Id: a.job.GetId(),
+				LeaseToken: a.job.GetLeaseToken(), Duration: durationOf(a.lease)})
+			if connect.CodeOf(err) == connect.CodeFailedPrecondition || connect.CodeOf(err) == connect.CodeNotFound {
+				a.cancel(hopper.ErrLeaseLost)
+			}
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

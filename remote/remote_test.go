@@ -1,0 +1,172 @@
+package remote_test
+
+import (
+	"context"
+	"errors"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hopperjobs/hopper"
+	"github.com/hopperjobs/hopper/internal/server"
+	"github.com/hopperjobs/hopper/remote"
+	"github.com/hopperjobs/hopper/sqlitestore"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type resize struct {
+	Width int `json:"width"`
+	Fail  string
+}
+
+func (resize) Kind() string { return "resize" }
+
+// serve starts a real server over a fresh SQLite store; the client enqueues and reads.
+func serve(t *testing.T) (url string, client *hopper.Client) {
+	t.Helper()
+	st, err := sqlitestore.Open(t.Context(), sqlitestore.Config{Path: t.TempDir() + "/hopper.db"})
+	require.NoError(t, err)
+	client, err = hopper.NewClient(hopper.Config{Store: st, WorkerID: "server"})
+	require.NoError(t, err)
+	require.NoError(t, client.Start(context.Background()))
+	srv, err := server.New(server.Config{Client: client})
+	require.NoError(t, err)
+	ts := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		ts.CloseClientConnections()
+		ts.Close()
+		require.NoError(t, client.Stop(context.Background()))
+		require.NoError(t, st.Close())
+	})
+	return ts.URL, client
+}
+
+func waitFor(t *testing.T, c *hopper.Client, id string, state hopper.JobState) *hopper.JobRow {
+	t.Helper()
+	var job *hopper.JobRow
+	require.Eventually(t, func() bool {
+		var err error
+		job, err = c.Get(context.Background(), id)
+		require.NoError(t, err)
+		return job.State == state
+	}, 10*time.Second, 5*time.Millisecond, "job %s never reached %s", id, state)
+	return job
+}
+
+func TestRemoteWorkerRunsTheSameHandlers(t *testing.T) {
+	for name, mode := range map[string]remote.Mode{"stream": remote.Stream, "poll": remote.Poll} {
+		t.Run(name, func(t *testing.T) {
+			url, client := serve(t)
+			ws := hopper.NewWorkers()
+			hopper.AddWorkerFunc(ws, func(ctx context.Context, job *hopper.Job[resize]) error {
+				switch job.Args.Fail {
+				case "no-retry":
+					return hopper.NoRetry(errors.New("bad image"))
+				case "later":
+					return hopper.RetryAfter(time.Hour, errors.New("busy"))
+				case "panic":
+					panic("boom")
+				}
+				if err := hopper.ReportProgress(ctx, 50, "halfway"); err != nil {
+					return err
+				}
+				if err := hopper.Heartbeat(ctx); err != nil {
+					return err
+				}
+				if err := hopper.ExtendLease(ctx, time.Minute); err != nil {
+					return err
+				}
+				return hopper.SetResult(ctx, map[string]int{"width": job.Args.Width * 2})
+			})
+			w, err := remote.New(remote.Config{URL: url, Workers: ws, Mode: mode, Concurrency: 3, Name: "remote-" + name,
+				PollWait: time.Second})
+			require.NoError(t, err)
+			require.NoError(t, w.Start(context.Background()))
+			defer func() { require.NoError(t, w.Stop(context.Background())) }()
+
+			ok, err := client.Enqueue(t.Context(), resize{Width: 21}, nil)
+			require.NoError(t, err)
+			job := waitFor(t, client, ok.Job.ID, hopper.StateCompleted)
+			require.JSONEq(t, `{"width":42}`, string(job.Result))
+			require.Equal(t, 50, job.ProgressPercent)
+			attempts, err := client.Attempts(t.Context(), ok.Job.ID)
+			require.NoError(t, err)
+			require.Equal(t, "remote-"+name, attempts[0].WorkerID)
+
+			bad, err := client.Enqueue(t.Context(), resize{Fail: "no-retry"}, nil)
+			require.NoError(t, err)
+			job = waitFor(t, client, bad.Job.ID, hopper.StateFailed)
+			require.Contains(t, job.LastError, "bad image")
+
+			later, err := client.Enqueue(t.Context(), resize{Fail: "later"}, nil)
+			require.NoError(t, err)
+			job = waitFor(t, client, later.Job.ID, hopper.StateScheduled)
+			require.WithinDuration(t, time.Now().Add(time.Hour), job.RunAt, time.Minute, "RetryAfter's delay")
+
+			pan, err := client.Enqueue(t.Context(), resize{Fail: "panic"}, &hopper.InsertOpts{MaxAttempts: 1})
+			require.NoError(t, err)
+			job = waitFor(t, client, pan.Job.ID, hopper.StateFailed)
+			require.Contains(t, job.LastError, "panic: boom")
+			require.Contains(t, job.LastError, "remote_test.go", "the stack is kept")
+		})
+	}
+}
+
+func TestRemoteWorkerStopsGracefullyAndReleasesOnHardStop(t *testing.T) {
+	for name, mode := range map[string]remote.Mode{"stream": remote.Stream, "poll": remote.Poll} {
+		t.Run(name, func(t *testing.T) {
+			url, client := serve(t)
+			started := make(chan string, 10)
+			var canceled atomic.Int32
+			ws := hopper.NewWorkers()
+			hopper.AddWorkerFunc(ws, func(ctx context.Context, job *hopper.Job[resize]) error {
+				started <- job.ID
+				if job.Args.Width == 1 {
+					return nil // quick
+				}
+				<-ctx.Done() // slow: runs until the hard stop
+				if errors.Is(context.Cause(ctx), hopper.ErrShutdown) {
+					canceled.Add(1)
+				}
+				return ctx.Err()
+			})
+			w, err := remote.New(remote.Config{URL: url, Workers: ws, Mode: mode, Concurrency: 2, PollWait: time.Second,
+				LeaseDuration: time.Hour})
+			require.NoError(t, err)
+			require.NoError(t, w.Start(context.Background()))
+
+			slow, err := client.Enqueue(t.Context(), resize{Width: 2}, nil)
+			require.NoError(t, err)
+			require.Equal(t, slow.Job.ID, <-started)
+
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			defer cancel()
+			require.NoError(t, w.Stop(ctx))
+			require.Equal(t, int32(1), canceled.Load(), "the handler saw ErrShutdown")
+
+			// The lease runs for an hour, yet the job is queued again at once, its attempt given back.
+			job := waitFor(t, client, slow.Job.ID, hopper.StateQueued)
+			require.Equal(t, 0, job.Attempt)
+			attempts, err := client.Attempts(t.Context(), slow.Job.ID)
+			require.NoError(t, err)
+			require.Len(t, attempts, 1)
+			require.Equal(t, hopper.OutcomeCanceled, attempts[0].Outcome)
+		})
+	}
+}
+
+func TestRemoteWorkerRefusesBadConfig(t *testing.T) {
+	ws := hopper.NewWorkers()
+	_, err := remote.New(remote.Config{URL: "http://x", Workers: ws})
+	require.Error(t, err, "no workers")
+	hopper.AddWorkerFunc(ws, func(ctx context.Context, job *hopper.Job[resize]) error { return nil })
+	_, err = remote.New(remote.Config{Workers: ws})
+	require.Error(t, err, "no URL")
+	_, err = remote.New(remote.Config{URL: "http://x", Workers: ws, Concurrency: 5000})
+	require.Error(t, err)
+}
+
