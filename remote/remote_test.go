@@ -169,4 +169,3 @@ func TestRemoteWorkerRefusesBadConfig(t *testing.T) {
 	_, err = remote.New(remote.Config{URL: "http://x", Workers: ws, Concurrency: 5000})
 	require.Error(t, err)
 }
-
