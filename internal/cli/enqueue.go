@@ -55,7 +55,7 @@ func runEnqueue(cmd *cobra.Command, args []string, f *enqueueFlags) error {
 	if err != nil {
 		return err
 	}
-	return withClient(cmd, false, func(client *hopper.Client) error {
+	return withBackend(cmd, false, func(client backend) error {
 		res, err := client.Enqueue(cmd.Context(), hopper.RawArgs{KindName: args[0], JSON: raw}, opts)
 		if err != nil {
 			return err

@@ -9,11 +9,13 @@ import (
 
 // Exit codes of the hopper command. Scripts rely on them: never renumber.
 const (
-	ExitOK       = 0 // success
-	ExitInternal = 1 // anything unexpected: I/O, a corrupt database, a bug
-	ExitUsage    = 2 // bad input: unknown flag, missing argument, invalid job options
-	ExitNotFound = 3 // no job with that id
-	ExitConflict = 4 // the state machine refused (e.g. canceling a finished job), or a duplicate
+	ExitOK          = 0 // success
+	ExitInternal    = 1 // anything unexpected: I/O, a corrupt database, a bug
+	ExitUsage       = 2 // bad input: unknown flag, missing argument, invalid job options
+	ExitNotFound    = 3 // no job with that id
+	ExitConflict    = 4 // the state machine refused (e.g. canceling a finished job), or a duplicate
+	ExitAuth        = 5 // --server refused the API key (missing, invalid, revoked, or lacking a scope)
+	ExitUnavailable = 6 // --server could not be reached or is shutting down
 )
 
 // exitError carries an exit code and the message to show for err.

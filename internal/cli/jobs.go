@@ -11,11 +11,11 @@ import (
 func newJobsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "jobs",
-		Short: "List, show and cancel jobs",
+		Short: "List, show, cancel jobs and show their history",
 		Args:  cobra.ArbitraryArgs,
 		RunE:  groupRunE,
 	}
-	cmd.AddCommand(newJobsLsCmd(), newJobsShowCmd(), newJobsCancelCmd())
+	cmd.AddCommand(newJobsLsCmd(), newJobsShowCmd(), newJobsCancelCmd(), newJobsEventsCmd())
 	return cmd
 }
 

@@ -24,8 +24,8 @@ SQLite, or with PollOnly, a worker in another process sees it at its next lease 
 
 func runJobsCancel(cmd *cobra.Command, args []string) error {
 	id := args[0]
-	return withClient(cmd, true, func(client *hopper.Client) error {
-		job, err := client.CancelBy(cmd.Context(), id, hopper.ActorOperator, "canceled with the CLI")
+	return withBackend(cmd, true, func(client backend) error {
+		job, err := client.Cancel(cmd.Context(), id, "canceled with the CLI")
 		if errors.Is(err, hopper.ErrInvalidTransition) {
 			return alreadyEnded(cmd, client, id, err)
 		}
@@ -41,7 +41,7 @@ func runJobsCancel(cmd *cobra.Command, args []string) error {
 }
 
 // alreadyEnded explains a refused cancel with the job's current state.
-func alreadyEnded(cmd *cobra.Command, client *hopper.Client, id string, err error) error {
+func alreadyEnded(cmd *cobra.Command, client backend, id string, err error) error {
 	msg := fmt.Sprintf("job %s cannot be canceled: it has already ended", id)
 	if job, gerr := client.Get(cmd.Context(), id); gerr == nil {
 		msg = fmt.Sprintf("job %s cannot be canceled: it is already %s", id, job.State)

@@ -45,7 +45,7 @@ func runJobsLs(cmd *cobra.Command, f *lsFlags) error {
 	if err != nil {
 		return err
 	}
-	return withClient(cmd, true, func(client *hopper.Client) error {
+	return withBackend(cmd, true, func(client backend) error {
 		res, err := client.List(cmd.Context(), params)
 		if err != nil {
 			return fmt.Errorf("list jobs: %w", err)

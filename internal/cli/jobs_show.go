@@ -33,7 +33,7 @@ func newJobsShowCmd() *cobra.Command {
 
 func runJobsShow(cmd *cobra.Command, args []string) error {
 	id := args[0]
-	return withClient(cmd, true, func(client *hopper.Client) error {
+	return withBackend(cmd, true, func(client backend) error {
 		d, err := loadDetail(cmd, client, id)
 		if err != nil {
 			return notFound(id, err)
@@ -45,7 +45,7 @@ func runJobsShow(cmd *cobra.Command, args []string) error {
 	})
 }
 
-func loadDetail(cmd *cobra.Command, client *hopper.Client, id string) (*jobDetail, error) {
+func loadDetail(cmd *cobra.Command, client backend, id string) (*jobDetail, error) {
 	ctx := cmd.Context()
 	job, err := client.Get(ctx, id)
 	if err != nil {

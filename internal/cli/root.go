@@ -66,15 +66,17 @@ func newRootCmd() *cobra.Command {
 show a job's attempts and history, and cancel jobs.
 
 Exit codes: 0 ok, 1 internal error, 2 bad input, 3 not found, 4 conflict (e.g. the job
-already ended).`,
+already ended), 5 the server refused the API key, 6 the server is unreachable.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
 	root.PersistentFlags().String(flagDatabase, "./hopper.db", "SQLite database file, or a postgres:// URL")
 	root.PersistentFlags().String(flagSchema, "hopper", "PostgreSQL schema holding Hopper's tables")
+	root.PersistentFlags().String(flagServer, "", "work through a running server at this URL instead of --database "+
+		"(default $"+envServer+"; the API key comes from $"+envAPIKey+")")
 	root.AddCommand(newMigrateCmd(), newEnqueueCmd(), newJobsCmd())
 	root.AddCommand(newBenchCmd())
 	root.AddCommand(newKeysCmd())
-	root.AddCommand(newServeCmd())
+	root.AddCommand(newServeCmd(), newQueuesCmd(), newWorkersCmd())
 	return root
 }

@@ -87,6 +87,12 @@ func (j *jobService) List(ctx context.Context, req *hopperv1.ListRequest) (*hopp
 	for _, st := range req.GetStates() {
 		p.States = append(p.States, hopper.JobState(st))
 	}
+	if t := req.GetCreatedAfter(); t != nil {
+		p.CreatedAfter = t.AsTime()
+	}
+	if t := req.GetCreatedBefore(); t != nil {
+		p.CreatedBefore = t.AsTime()
+	}
 	res, err := j.s.client.List(ctx, p)
 	if err != nil {
 		return nil, rpcError(j.s.log, "list jobs", err)

@@ -796,8 +796,11 @@ type ListRequest struct {
 	// cursor continues from a previous page's next_cursor.
 	Cursor string `protobuf:"bytes,4,opt,name=cursor,proto3" json:"cursor,omitempty"`
 	// limit is the page size (default 100, at most 10,000).
-	Limit         int32 `protobuf:"varint,5,opt,name=limit,proto3" json:"limit,omitempty"`
-	Ascending     bool  `protobuf:"varint,6,opt,name=ascending,proto3" json:"ascending,omitempty"`
+	Limit     int32 `protobuf:"varint,5,opt,name=limit,proto3" json:"limit,omitempty"`
+	Ascending bool  `protobuf:"varint,6,opt,name=ascending,proto3" json:"ascending,omitempty"`
+	// created_after (inclusive) and created_before (exclusive) bound the creation time.
+	CreatedAfter  *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=created_after,json=createdAfter,proto3" json:"created_after,omitempty"`
+	CreatedBefore *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=created_before,json=createdBefore,proto3" json:"created_before,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -872,6 +875,20 @@ func (x *ListRequest) GetAscending() bool {
 		return x.Ascending
 	}
 	return false
+}
+
+func (x *ListRequest) GetCreatedAfter() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAfter
+	}
+	return nil
+}
+
+func (x *ListRequest) GetCreatedBefore() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedBefore
+	}
+	return nil
 }
 
 type ListResponse struct {
@@ -3281,14 +3298,16 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"GetRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"/\n" +
 	"\vGetResponse\x12 \n" +
-	"\x03job\x18\x01 \x01(\v2\x0e.hopper.v1.JobR\x03job\"\x9f\x01\n" +
+	"\x03job\x18\x01 \x01(\v2\x0e.hopper.v1.JobR\x03job\"\xa3\x02\n" +
 	"\vListRequest\x12\x16\n" +
 	"\x06states\x18\x01 \x03(\tR\x06states\x12\x16\n" +
 	"\x06queues\x18\x02 \x03(\tR\x06queues\x12\x14\n" +
 	"\x05kinds\x18\x03 \x03(\tR\x05kinds\x12\x16\n" +
 	"\x06cursor\x18\x04 \x01(\tR\x06cursor\x12\x14\n" +
 	"\x05limit\x18\x05 \x01(\x05R\x05limit\x12\x1c\n" +
-	"\tascending\x18\x06 \x01(\bR\tascending\"S\n" +
+	"\tascending\x18\x06 \x01(\bR\tascending\x12?\n" +
+	"\rcreated_after\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\fcreatedAfter\x12A\n" +
+	"\x0ecreated_before\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\rcreatedBefore\"S\n" +
 	"\fListResponse\x12\"\n" +
 	"\x04jobs\x18\x01 \x03(\v2\x0e.hopper.v1.JobR\x04jobs\x12\x1f\n" +
 	"\vnext_cursor\x18\x02 \x01(\tR\n" +
@@ -3581,81 +3600,83 @@ var file_hopper_v1_hopper_proto_depIdxs = []int32{
 	1,  // 20: hopper.v1.EnqueueBatchRequest.jobs:type_name -> hopper.v1.JobSpec
 	4,  // 21: hopper.v1.EnqueueBatchResponse.results:type_name -> hopper.v1.EnqueueResponse
 	0,  // 22: hopper.v1.GetResponse.job:type_name -> hopper.v1.Job
-	0,  // 23: hopper.v1.ListResponse.jobs:type_name -> hopper.v1.Job
-	0,  // 24: hopper.v1.CancelResponse.job:type_name -> hopper.v1.Job
-	54, // 25: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
-	54, // 26: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
-	54, // 27: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
-	14, // 28: hopper.v1.EventsResponse.events:type_name -> hopper.v1.Event
-	15, // 29: hopper.v1.EventsResponse.attempts:type_name -> hopper.v1.Attempt
-	52, // 30: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
-	54, // 31: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
-	55, // 32: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
-	54, // 33: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
-	2,  // 34: hopper.v1.ActivatedJob.retry_policy:type_name -> hopper.v1.RetryPolicy
-	55, // 35: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
-	55, // 36: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
-	17, // 37: hopper.v1.ActivateResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	55, // 38: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
-	17, // 39: hopper.v1.StreamJobsResponse.job:type_name -> hopper.v1.ActivatedJob
-	55, // 40: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
-	54, // 41: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
-	55, // 42: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
-	54, // 43: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
-	53, // 44: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
-	34, // 45: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
-	54, // 46: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
-	54, // 47: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
-	41, // 48: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
-	54, // 49: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
-	44, // 50: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
-	54, // 51: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
-	47, // 52: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
-	3,  // 53: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
-	5,  // 54: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
-	7,  // 55: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
-	9,  // 56: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
-	11, // 57: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
-	13, // 58: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
-	18, // 59: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
-	20, // 60: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
-	22, // 61: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
-	24, // 62: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
-	26, // 63: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
-	28, // 64: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
-	30, // 65: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
-	32, // 66: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
-	35, // 67: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
-	37, // 68: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
-	39, // 69: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
-	42, // 70: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
-	45, // 71: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
-	48, // 72: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
-	4,  // 73: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
-	6,  // 74: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
-	8,  // 75: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
-	10, // 76: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
-	12, // 77: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
-	16, // 78: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
-	19, // 79: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
-	21, // 80: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
-	23, // 81: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
-	25, // 82: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
-	27, // 83: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
-	29, // 84: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
-	31, // 85: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
-	33, // 86: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
-	36, // 87: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
-	38, // 88: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
-	40, // 89: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
-	43, // 90: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
-	46, // 91: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
-	49, // 92: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
-	73, // [73:93] is the sub-list for method output_type
-	53, // [53:73] is the sub-list for method input_type
-	53, // [53:53] is the sub-list for extension type_name
-	53, // [53:53] is the sub-list for extension extendee
-	0,  // [0:53] is the sub-list for field type_name
+	54, // 23: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
+	54, // 24: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
+	0,  // 25: hopper.v1.ListResponse.jobs:type_name -> hopper.v1.Job
+	0,  // 26: hopper.v1.CancelResponse.job:type_name -> hopper.v1.Job
+	54, // 27: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
+	54, // 28: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
+	54, // 29: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
+	14, // 30: hopper.v1.EventsResponse.events:type_name -> hopper.v1.Event
+	15, // 31: hopper.v1.EventsResponse.attempts:type_name -> hopper.v1.Attempt
+	52, // 32: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
+	54, // 33: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
+	55, // 34: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
+	54, // 35: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
+	2,  // 36: hopper.v1.ActivatedJob.retry_policy:type_name -> hopper.v1.RetryPolicy
+	55, // 37: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
+	55, // 38: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
+	17, // 39: hopper.v1.ActivateResponse.jobs:type_name -> hopper.v1.ActivatedJob
+	55, // 40: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
+	17, // 41: hopper.v1.StreamJobsResponse.job:type_name -> hopper.v1.ActivatedJob
+	55, // 42: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
+	54, // 43: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
+	55, // 44: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
+	54, // 45: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
+	53, // 46: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
+	34, // 47: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
+	54, // 48: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
+	54, // 49: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
+	41, // 50: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
+	54, // 51: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
+	44, // 52: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
+	54, // 53: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
+	47, // 54: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
+	3,  // 55: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
+	5,  // 56: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
+	7,  // 57: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
+	9,  // 58: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
+	11, // 59: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
+	13, // 60: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
+	18, // 61: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
+	20, // 62: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
+	22, // 63: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
+	24, // 64: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
+	26, // 65: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
+	28, // 66: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
+	30, // 67: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
+	32, // 68: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
+	35, // 69: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
+	37, // 70: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
+	39, // 71: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
+	42, // 72: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
+	45, // 73: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
+	48, // 74: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
+	4,  // 75: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
+	6,  // 76: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
+	8,  // 77: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
+	10, // 78: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
+	12, // 79: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
+	16, // 80: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
+	19, // 81: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
+	21, // 82: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
+	23, // 83: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
+	25, // 84: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
+	27, // 85: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
+	29, // 86: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
+	31, // 87: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
+	33, // 88: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
+	36, // 89: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
+	38, // 90: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
+	40, // 91: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
+	43, // 92: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
+	46, // 93: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
+	49, // 94: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
+	75, // [75:95] is the sub-list for method output_type
+	55, // [55:75] is the sub-list for method input_type
+	55, // [55:55] is the sub-list for extension type_name
+	55, // [55:55] is the sub-list for extension extendee
+	0,  // [0:55] is the sub-list for field type_name
 }
 
 func init() { file_hopper_v1_hopper_proto_init() }

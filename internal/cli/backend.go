@@ -1,0 +1,291 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"connectrpc.com/connect/v2"
+	"connectrpc.com/connect/v2/connecthttp"
+	"github.com/hopperjobs/hopper"
+	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
+	"github.com/hopperjobs/hopper/gen/hopper/v1/hopperv1connect"
+	"github.com/spf13/cobra"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+)
+
+const (
+	flagServer = "server"
+	// envAPIKey holds the API key sent with --server.
+	envAPIKey = "HOPPER_API_KEY"
+	// envServer is the default of --server.
+	envServer = "HOPPER_SERVER"
+)
+
+// backend is where a command's jobs live: a database opened directly (--database) or a
+// running server (--server). Both answer with the same types and the same errors, so each
+// command is written once.
+type backend interface {
+	Enqueue(ctx context.Context, args hopper.RawArgs, opts *hopper.InsertOpts) (*hopper.InsertResult, error)
+	Get(ctx context.Context, id string) (*hopper.JobRow, error)
+	List(ctx context.Context, p *hopper.ListParams) (*hopper.ListResult, error)
+	Cancel(ctx context.Context, id, reason string) (*hopper.JobRow, error)
+	Events(ctx context.Context, id string) ([]*hopper.Event, error)
+	Attempts(ctx context.Context, id string) ([]*hopper.AttemptRecord, error)
+	Queues(ctx context.Context) ([]*hopper.QueueInfo, error)
+	PauseQueue(ctx context.Context, queue string) error
+	ResumeQueue(ctx context.Context, queue string) error
+	Nodes(ctx context.Context) ([]*hopper.Node, error)
+}
+
+// withBackend runs fn against --server when it is set, else against --database (with
+// mustExist as in withStore).
+func withBackend(cmd *cobra.Command, mustExist bool, fn func(backend) error) error {
+	if url := serverURL(cmd); url != "" {
+		return fn(newRemote(url, os.Getenv(envAPIKey)))
+	}
+	return withClient(cmd, mustExist, func(c *hopper.Client) error { return fn(local{c}) })
+}
+
+func serverURL(cmd *cobra.Command) string {
+	url, _ := cmd.Flags().GetString(flagServer)
+	if url == "" {
+		url = os.Getenv(envServer)
+	}
+	return strings.TrimRight(url, "/")
+}
+
+// local is a database opened by the CLI.
+type local struct{ *hopper.Client }
+
+func (l local) Enqueue(ctx context.Context, args hopper.RawArgs, opts *hopper.InsertOpts) (*hopper.InsertResult, error) {
+	return l.Client.Enqueue(ctx, args, opts)
+}
+
+func (l local) Cancel(ctx context.Context, id, reason string) (*hopper.JobRow, error) {
+	return l.CancelBy(ctx, id, hopper.ActorOperator, reason)
+}
+
+// remote is a server reached over its RPC API.
+type remote struct {
+	jobs   hopperv1connect.JobServiceClient
+	queues hopperv1connect.QueueServiceClient
+	admin  hopperv1connect.AdminServiceClient
+}
+
+func newRemote(url, key string) *remote {
+	var interceptors []connect.ClientInterceptor
+	if key != "" {
+		interceptors = append(interceptors, func(next connect.ClientFunc) connect.ClientFunc {
+			return func(ctx context.Context, spec connect.Spec) (connect.ClientStream, error) {
+				ctx, info := connect.NewClientContext(ctx)
+				info.RequestHeader().Set("Authorization", "Bearer "+key)
+				return next(ctx, spec)
+			}
+		})
+	}
+	c := connect.NewClient(connecthttp.NewTransport(&http.Client{Timeout: time.Minute}, url), interceptors...)
+	return &remote{jobs: hopperv1connect.NewJobServiceClient(c), queues: hopperv1connect.NewQueueServiceClient(c),
+		admin: hopperv1connect.NewAdminServiceClient(c)}
+}
+
+func (r *remote) Enqueue(ctx context.Context, args hopper.RawArgs, o *hopper.InsertOpts) (*hopper.InsertResult, error) {
+	spec := &hopperv1.JobSpec{Kind: args.KindName, Args: string(args.JSON)}
+	if o != nil {
+		spec.Queue, spec.Priority, spec.MaxAttempts = o.Queue, int32(o.Priority), int32(o.MaxAttempts)
+		spec.Headers, spec.IdempotencyKey, spec.GroupKey = o.Headers, o.IdempotencyKey, o.GroupKey
+		if o.Delay != 0 {
+			spec.Delay = durationpb.New(o.Delay)
+		}
+		if !o.RunAt.IsZero() {
+			spec.RunAt = timestamppb.New(o.RunAt)
+		}
+		if o.Timeout != 0 {
+			spec.Timeout = durationpb.New(o.Timeout)
+		}
+	}
+	res, err := r.jobs.Enqueue(ctx, &hopperv1.EnqueueRequest{Job: spec})
+	if err != nil {
+		return nil, remoteErr(err)
+	}
+	return &hopper.InsertResult{Job: fromJob(res.GetJob()), Existing: res.GetExisting()}, nil
+}
+
+func (r *remote) Get(ctx context.Context, id string) (*hopper.JobRow, error) {
+	res, err := r.jobs.Get(ctx, &hopperv1.GetRequest{Id: id})
+	if err != nil {
+		return nil, remoteErr(err)
+	}
+	return fromJob(res.GetJob()), nil
+}
+
+func (r *remote) List(ctx context.Context, p *hopper.ListParams) (*hopper.ListResult, error) {
+	req := &hopperv1.ListRequest{Queues: p.Queues, Kinds: p.Kinds, Cursor: p.Cursor, Limit: int32(p.Limit), Ascending: p.Ascending}
+	for _, s := range p.States {
+		req.States = append(req.States, string(s))
+	}
+	if !p.CreatedAfter.IsZero() {
+		req.CreatedAfter = timestamppb.New(p.CreatedAfter)
+	}
+	if !p.CreatedBefore.IsZero() {
+		req.CreatedBefore = timestamppb.New(p.CreatedBefore)
+	}
+	res, err := r.jobs.List(ctx, req)
+	if err != nil {
+		return nil, remoteErr(err)
+	}
+	out := &hopper.ListResult{NextCursor: res.GetNextCursor()}
+	for _, j := range res.GetJobs() {
+		out.Jobs = append(out.Jobs, fromJob(j))
+	}
+	return out, nil
+}
+
+func (r *remote) Cancel(ctx context.Context, id, reason string) (*hopper.JobRow, error) {
+	res, err := r.jobs.Cancel(ctx, &hopperv1.CancelRequest{Id: id, Reason: reason})
+	if err != nil {
+		return nil, remoteErr(err)
+	}
+	return fromJob(res.GetJob()), nil
+}
+
+func (r *remote) history(ctx context.Context, id string) (*hopperv1.EventsResponse, error) {
+	res, err := r.jobs.Events(ctx, &hopperv1.EventsRequest{Id: id})
+	if err != nil {
+		return nil, remoteErr(err)
+	}
+	return res, nil
+}
+
+func (r *remote) Events(ctx context.Context, id string) ([]*hopper.Event, error) {
+	res, err := r.history(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*hopper.Event, len(res.GetEvents()))
+	for i, e := range res.GetEvents() {
+		out[i] = &hopper.Event{JobID: id, Seq: e.GetSeq(), At: e.GetAt().AsTime(), From: hopper.JobState(e.GetFrom()),
+			To: hopper.JobState(e.GetTo()), Actor: hopper.Actor(e.GetActor()), Reason: e.GetReason()}
+	}
+	return out, nil
+}
+
+func (r *remote) Attempts(ctx context.Context, id string) ([]*hopper.AttemptRecord, error) {
+	res, err := r.history(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*hopper.AttemptRecord, len(res.GetAttempts()))
+	for i, a := range res.GetAttempts() {
+		out[i] = &hopper.AttemptRecord{JobID: id, Token: a.GetLeaseToken(), Attempt: int(a.GetAttempt()),
+			WorkerID: a.GetWorkerId(), StartedAt: timeOf(a.GetStartedAt()), EndedAt: timeOf(a.GetEndedAt()),
+			Outcome: hopper.Outcome(a.GetOutcome()), Error: a.GetError(), Stack: a.GetStack()}
+	}
+	return out, nil
+}
+
+func (r *remote) Queues(ctx context.Context) ([]*hopper.QueueInfo, error) {
+	res, err := r.queues.List(ctx, &hopperv1.QueueServiceListRequest{})
+	if err != nil {
+		return nil, remoteErr(err)
+	}
+	out := make([]*hopper.QueueInfo, len(res.GetQueues()))
+	for i, q := range res.GetQueues() {
+		counts := map[hopper.JobState]int64{}
+		for st, n := range q.GetCounts() {
+			counts[hopper.JobState(st)] = n
+		}
+		out[i] = &hopper.QueueInfo{Name: q.GetName(), Paused: q.GetPaused(), MaxRunning: int(q.GetMaxRunning()), Counts: counts}
+	}
+	return out, nil
+}
+
+func (r *remote) PauseQueue(ctx context.Context, queue string) error {
+	_, err := r.queues.Pause(ctx, &hopperv1.PauseRequest{Queue: queue})
+	return remoteErr(err)
+}
+
+func (r *remote) ResumeQueue(ctx context.Context, queue string) error {
+	_, err := r.queues.Resume(ctx, &hopperv1.ResumeRequest{Queue: queue})
+	return remoteErr(err)
+}
+
+func (r *remote) Nodes(ctx context.Context) ([]*hopper.Node, error) {
+	res, err := r.admin.ListNodes(ctx, &hopperv1.ListNodesRequest{})
+	if err != nil {
+		return nil, remoteErr(err)
+	}
+	out := make([]*hopper.Node, len(res.GetNodes()))
+	for i, n := range res.GetNodes() {
+		out[i] = &hopper.Node{ID: n.GetId(), Host: n.GetHost(), PID: int(n.GetPid()),
+			StartedAt: timeOf(n.GetStartedAt()), HeartbeatAt: timeOf(n.GetHeartbeatAt())}
+	}
+	return out, nil
+}
+
+func timeOf(t *timestamppb.Timestamp) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.AsTime()
+}
+
+func fromJob(j *hopperv1.Job) *hopper.JobRow {
+	return &hopper.JobRow{
+		ID: j.GetId(), Kind: j.GetKind(), Queue: j.GetQueue(), Priority: int(j.GetPriority()),
+		Args: json.RawMessage(j.GetArgs()), Headers: j.GetHeaders(), State: hopper.JobState(j.GetState()),
+		Attempt: int(j.GetAttempt()), MaxAttempts: int(j.GetMaxAttempts()), Token: j.GetLeaseToken(),
+		RunAt: timeOf(j.GetRunAt()), Timeout: j.GetTimeout().AsDuration(), WorkerID: j.GetWorkerId(),
+		LeaseExpiresAt: timeOf(j.GetLeaseExpiresAt()), HeartbeatAt: timeOf(j.GetHeartbeatAt()),
+		ProgressPercent: int(j.GetProgressPercent()), ProgressMessage: j.GetProgressMessage(),
+		Result: rawOrNil(j.GetResult()), LastError: j.GetLastError(), IdempotencyKey: j.GetIdempotencyKey(),
+		GroupKey: j.GetGroupKey(), OriginalID: j.GetOriginalId(), ReplayCount: int(j.GetReplayCount()),
+		CreatedAt: timeOf(j.GetCreatedAt()), StartedAt: timeOf(j.GetStartedAt()), FinishedAt: timeOf(j.GetFinishedAt()),
+		UpdatedAt: timeOf(j.GetUpdatedAt()), ExpiresAt: timeOf(j.GetExpiresAt()),
+	}
+}
+
+func rawOrNil(s string) json.RawMessage {
+	if s == "" {
+		return nil
+	}
+	return json.RawMessage(s)
+}
+
+// errUnauthorized: the server refused the credentials (exit code ExitAuth).
+var errUnauthorized = errors.New("not authorized")
+
+// remoteErr turns a server's error into the error the database path would have returned,
+// so exit codes are the same whichever way the command went.
+func remoteErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ce *connect.Error
+	msg := err.Error()
+	if errors.As(err, &ce) {
+		msg = ce.Message()
+	}
+	switch connect.CodeOf(err) {
+	case connect.CodeInvalidArgument:
+		return &exitError{code: ExitUsage, msg: msg, err: err}
+	case connect.CodeNotFound:
+		return fmt.Errorf("%s: %w", msg, hopper.ErrNotFound)
+	case connect.CodeFailedPrecondition:
+		return fmt.Errorf("%s: %w", msg, hopper.ErrInvalidTransition)
+	case connect.CodeAlreadyExists:
+		return fmt.Errorf("%s: %w", msg, hopper.ErrDuplicate)
+	case connect.CodeUnauthenticated, connect.CodePermissionDenied:
+		return &exitError{code: ExitAuth, msg: fmt.Sprintf("%s (set %s to a key with the right scope)", msg, envAPIKey),
+			err: errors.Join(errUnauthorized, err)}
+	case connect.CodeUnavailable, connect.CodeUnknown:
+		return &exitError{code: ExitUnavailable, msg: "server unavailable: " + err.Error(), err: err}
+	}
+	return err
+}

@@ -1,0 +1,247 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hopperjobs/hopper"
+	"github.com/hopperjobs/hopper/internal/apikey"
+	"github.com/hopperjobs/hopper/internal/server"
+	"github.com/hopperjobs/hopper/sqlitestore"
+	"github.com/stretchr/testify/require"
+)
+
+// serverBundle is a real server over the bundle's database, for --server runs.
+type serverBundle struct {
+	*testBundle
+	url   string
+	store *sqlitestore.Store
+}
+
+func startServer(t *testing.T, auth bool) *serverBundle {
+	t.Helper()
+	b := setup(t)
+	st, err := sqlitestore.Open(t.Context(), sqlitestore.Config{Path: b.db})
+	require.NoError(t, err)
+	client, err := hopper.NewClient(hopper.Config{Store: st, WorkerID: "cli-test-server"})
+	require.NoError(t, err)
+	require.NoError(t, client.Start(context.Background()))
+	cfg := server.Config{Client: client}
+	if auth {
+		cfg.Auth = &server.KeyAuth{Keys: st}
+	}
+	srv, err := server.New(cfg)
+	require.NoError(t, err)
+	ts := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		ts.CloseClientConnections()
+		ts.Close()
+		require.NoError(t, client.Stop(context.Background()))
+		require.NoError(t, st.Close())
+	})
+	return &serverBundle{testBundle: b, url: ts.URL, store: st}
+}
+
+// remote runs hopper against the server only (no --database).
+func (b *serverBundle) remote(t *testing.T, args ...string) result {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	args = append([]string{"--server", b.url}, args...)
+	code := run(t.Context(), args, strings.NewReader(""), &stdout, &stderr)
+	return result{stdout: stdout.String(), stderr: stderr.String(), code: code}
+}
+
+func TestJobCommandsThroughAServer(t *testing.T) {
+	b := startServer(t, false)
+	res := b.remote(t, "enqueue", "send-email", `{"to":"a@example.com"}`, "--queue", "mail", "--header", "trace=abc")
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	id := strings.TrimSpace(res.stdout)
+
+	res = b.remote(t, "jobs", "ls", "--json")
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	var ls struct {
+		Jobs []map[string]any `json:"jobs"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &ls))
+	require.Len(t, ls.Jobs, 1)
+	require.Equal(t, id, ls.Jobs[0]["id"])
+	require.Equal(t, "mail", ls.Jobs[0]["queue"])
+
+	res = b.remote(t, "jobs", "show", id)
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	require.Contains(t, res.stdout, "send-email")
+
+	res = b.remote(t, "jobs", "cancel", id)
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	res = b.remote(t, "jobs", "cancel", id)
+	require.Equal(t, ExitConflict, res.code, "canceling twice: %s", res.stderr)
+	require.Contains(t, res.stderr, "already canceled")
+
+	res = b.remote(t, "jobs", "events", id, "--json")
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	var ev struct {
+		Events []map[string]any `json:"events"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &ev))
+	require.Len(t, ev.Events, 2)
+
+	res = b.remote(t, "jobs", "show", "01a2ffff-0000-7000-8000-000000000000")
+	require.Equal(t, ExitNotFound, res.code, res.stderr)
+	res = b.remote(t, "enqueue", "k", "{not json")
+	require.Equal(t, ExitUsage, res.code, res.stderr)
+
+	// The same database, read directly, agrees.
+	direct := b.run(t, "jobs", "events", id)
+	require.Equal(t, ExitOK, direct.code, direct.stderr)
+	require.Contains(t, direct.stdout, "canceled with the CLI")
+}
+
+func TestQueueCommandsBothWays(t *testing.T) {
+	b := startServer(t, false)
+	b.enqueue(t, "k", "--queue", "reports")
+	for _, runner := range []func(t *testing.T, args ...string) result{b.remote, b.run} {
+		res := runner(t, "queues", "pause", "reports")
+		require.Equal(t, ExitOK, res.code, res.stderr)
+		res = runner(t, "queues", "ls", "--json")
+		require.Equal(t, ExitOK, res.code, res.stderr)
+		var out struct {
+			Queues []struct {
+				Name   string           `json:"name"`
+				Paused bool             `json:"paused"`
+				Counts map[string]int64 `json:"counts"`
+			} `json:"queues"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(res.stdout), &out))
+		require.Len(t, out.Queues, 1)
+		require.Equal(t, "reports", out.Queues[0].Name)
+		require.True(t, out.Queues[0].Paused)
+		require.Equal(t, int64(1), out.Queues[0].Counts["queued"])
+
+		res = runner(t, "queues", "resume", "reports")
+		require.Equal(t, ExitOK, res.code, res.stderr)
+		res = runner(t, "queues", "ls")
+		require.Equal(t, ExitOK, res.code, res.stderr)
+		require.Contains(t, res.stdout, "QUEUE")
+		require.Regexp(t, `reports\s+no\s+-\s+0\s+1`, res.stdout)
+
+		res = runner(t, "queues", "pause", "bad name")
+		require.Equal(t, ExitUsage, res.code, res.stderr)
+	}
+}
+
+func TestWorkersLsShowsNodesAndStreams(t *testing.T) {
+	b := startServer(t, false)
+	require.Eventually(t, func() bool {
+		res := b.run(t, "workers", "ls")
+		return res.code == ExitOK && strings.Contains(res.stdout, "cli-test-server")
+	}, 10*time.Second, 20*time.Millisecond, "the server's node is registered")
+
+	// A remote worker long-polls: the server knows it.
+	go func() {
+		body := `{"worker":"poller-1","requestTimeout":"1s"}`
+		resp, err := http.Post(b.url+"/hopper.v1.WorkerService/Activate", "application/json", strings.NewReader(body))
+		if err == nil {
+			resp.Body.Close()
+		}
+	}()
+	require.Eventually(t, func() bool {
+		res := b.remote(t, "workers", "ls", "--json")
+		return res.code == ExitOK && strings.Contains(res.stdout, `"name": "poller-1"`)
+	}, 10*time.Second, 20*time.Millisecond)
+	res := b.remote(t, "workers", "ls")
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	require.Contains(t, res.stdout, "WORKER")
+	time.Sleep(1100 * time.Millisecond) // let the poll end before the server stops
+}
+
+func TestServerAuthExitCodes(t *testing.T) {
+	b := startServer(t, true)
+	plain, k, err := apikey.New("reader", []apikey.Scope{apikey.ScopeRead})
+	require.NoError(t, err)
+	require.NoError(t, b.store.KeyCreate(t.Context(), k))
+
+	t.Setenv(envAPIKey, "")
+	res := b.remote(t, "jobs", "ls")
+	require.Equal(t, ExitAuth, res.code, res.stderr)
+	require.Contains(t, res.stderr, envAPIKey)
+
+	t.Setenv(envAPIKey, plain)
+	res = b.remote(t, "jobs", "ls")
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	res = b.remote(t, "enqueue", "k")
+	require.Equal(t, ExitAuth, res.code, "a read key cannot enqueue: %s", res.stderr)
+}
+
+func TestUnreachableServerExitCode(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	url := "http://" + ln.Addr().String()
+	ln.Close()
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), []string{"--server", url, "jobs", "ls"}, strings.NewReader(""), &stdout, &stderr)
+	require.Equal(t, ExitUnavailable, code, stderr.String())
+}
+
+func TestServeRefusesAnOpenAddressWithoutKeys(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	res := b.run(t, "serve", "--addr", "0.0.0.0:0")
+	require.Equal(t, ExitUsage, res.code)
+	require.Contains(t, res.stderr, "without API keys")
+}
+
+func TestServeAnswersHealthAndStopsOnSignal(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	ln.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan int, 1)
+	go func() {
+		var stdout, stderr bytes.Buffer
+		done <- run(ctx, []string{"--database", b.db, "serve", "--addr", addr}, strings.NewReader(""), &stdout, &stderr)
+	}()
+	require.Eventually(t, func() bool {
+		resp, err := http.Get("http://" + addr + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, 10*time.Second, 10*time.Millisecond)
+
+	// The built-in hopper.echo kind completes with its args as result.
+	body := `{"job":{"kind":"hopper.echo","args":"{\"ping\":1}"}}`
+	resp, err := http.Post("http://"+addr+"/hopper.v1.JobService/Enqueue", "application/json", strings.NewReader(body))
+	require.NoError(t, err)
+	var enq struct {
+		Job struct {
+			ID string `json:"id"`
+		} `json:"job"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&enq))
+	resp.Body.Close()
+	require.Eventually(t, func() bool {
+		res := b.run(t, "jobs", "show", enq.Job.ID, "--json")
+		return res.code == ExitOK && strings.Contains(res.stdout, `"state": "completed"`) &&
+			strings.Contains(res.stdout, `"ping": 1`)
+	}, 10*time.Second, 20*time.Millisecond)
+
+	cancel()
+	select {
+	case code := <-done:
+		require.Equal(t, ExitOK, code)
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+}
