@@ -40,6 +40,13 @@ type Config struct {
 	// KindCap, when positive, sets a fleet-wide cap of that many running jobs on the no-op
 	// kind, to measure what the cap costs.
 	KindCap int
+	// Server, when set, measures a running server at this URL instead of a database: jobs go
+	// through its API and are worked by a remote worker in this process.
+	Server string
+	// Mode is how the remote worker gets jobs from Server: "stream" (default) or "poll".
+	Mode string
+	// APIKey is sent to Server.
+	APIKey string
 }
 
 // Result is what one run measured. The JSON names are stable: scripts read them.
@@ -74,6 +81,9 @@ func (c Config) withDefaults() Config {
 	if c.Synchronous == "" {
 		c.Synchronous = "FULL"
 	}
+	if c.Mode == "" {
+		c.Mode = "stream"
+	}
 	def(&c.Conns, 16)
 	return c
 }
@@ -95,6 +105,12 @@ func (c Config) Validate() error {
 		return errors.New("bench: conns and kind cap must not be negative")
 	case c.LatencyJobs < -1:
 		return errors.New("bench: latency jobs must be positive, 0 for the default or -1 to skip")
+	case c.Mode != "stream" && c.Mode != "poll":
+		return fmt.Errorf("bench: mode %q: want stream or poll", c.Mode)
+	case c.Server != "" && c.Workers > 1000:
+		return errors.New("bench: a remote worker runs at most 1000 jobs at once")
+	case c.Server != "" && c.KindCap > 0:
+		return errors.New("bench: --kind-cap is not supported with --server")
 	}
 	switch strings.ToUpper(c.Synchronous) {
 	case "FULL", "EXTRA", "NORMAL":
@@ -109,6 +125,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
+	if cfg.Server != "" {
+		return runRemote(ctx, cfg)
+	}
 	st, storeName, cleanup, err := openStore(ctx, cfg)
 	if err != nil {
 		return nil, err

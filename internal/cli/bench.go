@@ -20,11 +20,17 @@ func newBenchCmd() *cobra.Command {
 reports the enqueue rate and the throughput (all outcomes durable). Then it enqueues
 --latency-jobs jobs one by one at --rate per second and reports the enqueue→start latency.
 It uses a fresh SQLite file in a temporary directory unless --bench-db is given, or, with
---database postgres://…, a fresh schema on that server, dropped afterwards.`,
+--database postgres://…, a fresh schema on that server, dropped afterwards. With --server URL
+it measures that running server through its API instead: jobs are enqueued over RPC and
+worked by a remote worker in this process (--mode stream or poll); they go to a fresh queue
+bench-<random> and stay in the server's database.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if db, _ := cmd.Flags().GetString(flagDatabase); bench.IsPostgres(db) {
 				cfg.Database = db // a fresh schema on that server, dropped afterwards
+			}
+			if url := serverURL(cmd); url != "" {
+				cfg.Server, cfg.APIKey = url, os.Getenv(envAPIKey)
 			}
 			if err := cfg.Validate(); err != nil {
 				return usageErrorf("%v", err)
@@ -70,6 +76,7 @@ It uses a fresh SQLite file in a temporary directory unless --bench-db is given,
 	f.IntVar(&cfg.KindCap, "kind-cap", 0, "fleet-wide cap on running no-op jobs (0: none)")
 	f.StringVar(&cfg.Synchronous, "synchronous", "FULL", "SQLite synchronous setting: FULL or NORMAL")
 	f.StringVar(&cfg.Database, "bench-db", "", "SQLite file to use (default: a fresh temporary file)")
+	f.StringVar(&cfg.Mode, "mode", "stream", "with --server: how the remote worker gets jobs, stream or poll")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
 	return cmd

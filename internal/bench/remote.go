@@ -1,0 +1,132 @@
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"runtime"
+	"time"
+
+	"connectrpc.com/connect/v2"
+	"connectrpc.com/connect/v2/connecthttp"
+	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
+	"github.com/hopperjobs/hopper/gen/hopper/v1/hopperv1connect"
+	"github.com/hopperjobs/hopper/remote"
+)
+
+// runRemote measures a running server: jobs are enqueued over the API and worked by a remote
+// worker in this process (a job stream, or long polls). Its jobs go to a fresh queue named
+// bench-<random> and stay in the server's database.
+func runRemote(ctx context.Context, cfg Config) (*Result, error) {
+	mode := remote.Stream
+	if cfg.Mode == "poll" {
+		mode = remote.Poll
+	}
+	queue := "bench-" + randomSuffix()
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	var interceptors []connect.ClientInterceptor
+	if cfg.APIKey != "" {
+		interceptors = append(interceptors, func(next connect.ClientFunc) connect.ClientFunc {
+			return func(ctx context.Context, spec connect.Spec) (connect.ClientStream, error) {
+				ctx, info := connect.NewClientContext(ctx)
+				info.RequestHeader().Set("Authorization", "Bearer "+cfg.APIKey)
+				return next(ctx, spec)
+			}
+		})
+	}
+	jobs := hopperv1connect.NewJobServiceClient(connect.NewClient(connecthttp.NewTransport(hc, cfg.Server), interceptors...))
+	res := &Result{Jobs: cfg.Jobs, Workers: cfg.Workers, Store: "server " + cfg.Mode, Durability: "the server's",
+		CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), LatencyRate: cfg.Rate}
+	newWorker := func(cnt *counter) (*remote.Worker, error) {
+		return remote.New(remote.Config{URL: cfg.Server, APIKey: cfg.APIKey, HTTPClient: hc, Workers: cnt.workers(),
+			Queue: queue, Concurrency: cfg.Workers, Mode: mode, Name: "hopper-bench"})
+	}
+
+	// Throughput: enqueue in batches, then work them all.
+	start := time.Now()
+	for done := 0; done < cfg.Jobs; {
+		n := min(cfg.Batch, cfg.Jobs-done)
+		req := &hopperv1.EnqueueBatchRequest{Jobs: make([]*hopperv1.JobSpec, n)}
+		for i := range req.Jobs {
+			req.Jobs[i] = &hopperv1.JobSpec{Kind: noop{}.Kind(), Queue: queue, Args: "{}"}
+		}
+		if _, err := jobs.EnqueueBatch(ctx, req); err != nil {
+			return nil, fmt.Errorf("enqueue: %w", err)
+		}
+		done += n
+	}
+	res.EnqueuePerSec = float64(cfg.Jobs) / time.Since(start).Seconds()
+	cnt := &counter{allDone: make(chan struct{}), target: int64(cfg.Jobs)}
+	w, err := newWorker(cnt)
+	if err != nil {
+		return nil, err
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	start = time.Now()
+	if err := w.Start(ctx); err != nil {
+		return nil, err
+	}
+	select {
+	case <-cnt.allDone:
+	case <-ctx.Done():
+	}
+	// Stop waits for every handler and its Complete call: the clock stops once all N
+	// outcomes are written.
+	if err := w.Stop(context.Background()); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	runtime.ReadMemStats(&after)
+	res.JobsPerSec = float64(cfg.Jobs) / time.Since(start).Seconds()
+	res.AllocPerJob = float64(after.TotalAlloc-before.TotalAlloc) / float64(cfg.Jobs)
+	if cfg.LatencyJobs <= 0 {
+		return res, nil
+	}
+
+	// Latency: one enqueue at a time at Rate; the handler notes how long each took to start.
+	lat := &counter{allDone: make(chan struct{}), target: int64(cfg.LatencyJobs)}
+	w, err = newWorker(lat)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.Start(ctx); err != nil {
+		return nil, err
+	}
+	defer w.Stop(context.Background()) //nolint:errcheck // nothing left to report
+	tick := time.NewTicker(time.Second / time.Duration(cfg.Rate))
+	defer tick.Stop()
+	for range cfg.LatencyJobs {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-tick.C:
+		}
+		args, _ := json.Marshal(noop{T: time.Now().UnixNano()})
+		if _, err := jobs.Enqueue(ctx, &hopperv1.EnqueueRequest{Job: &hopperv1.JobSpec{Kind: noop{}.Kind(), Queue: queue, Args: string(args)}}); err != nil {
+			return nil, fmt.Errorf("enqueue: %w", err)
+		}
+	}
+	select {
+	case <-lat.allDone:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	lat.mu.Lock()
+	defer lat.mu.Unlock()
+	res.LatencyJobs = len(lat.latencies)
+	res.LatencyP50Ms = percentileMs(lat.latencies, 0.50)
+	res.LatencyP99Ms = percentileMs(lat.latencies, 0.99)
+	return res, nil
+}
+
+func randomSuffix() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b) // crypto/rand never fails on supported platforms
+	return hex.EncodeToString(b)
+}
