@@ -85,11 +85,11 @@ func serve(cmd *cobra.Command, o serveOptions) error {
 		if !ok {
 			return fmt.Errorf("this store keeps no API keys")
 		}
-		auth, err := keyAuth(ctx, keys)
+		auth, anyLive, err := keyAuth(ctx, keys, isLoopback(host))
 		if err != nil {
 			return err
 		}
-		if auth == nil && !isLoopback(host) {
+		if !anyLive && !isLoopback(host) {
 			return usageErrorf("refusing to listen on %s without API keys: anyone who can reach it could run "+
 				"and change jobs. Create a key first ('hopper keys create --name admin --scope admin') or listen "+
 				"on 127.0.0.1", o.addr)
@@ -117,7 +117,7 @@ func serve(cmd *cobra.Command, o serveOptions) error {
 			ln.Close()
 			return err
 		}
-		return serveUntilDone(ctx, cmd, o, ln, srv, client, log, auth != nil)
+		return serveUntilDone(ctx, cmd, o, ln, srv, client, log, anyLive)
 	})
 }
 
@@ -135,7 +135,7 @@ func serveUntilDone(ctx context.Context, cmd *cobra.Command, o serveOptions, ln 
 	served := make(chan error, 1)
 	go func() { served <- httpSrv.Serve(ln) }()
 	srv.SetReady(true)
-	auth := "no API keys (loopback only)"
+	auth := "open until the first API key is created (loopback only)"
 	if keys {
 		auth = "API keys required"
 	}
@@ -171,18 +171,17 @@ func mustDatabase(cmd *cobra.Command) string {
 	return p
 }
 
-// keyAuth returns the key check when any key is live, nil when none is.
-func keyAuth(ctx context.Context, keys istore.KeyStore) (server.Authenticator, error) {
+// keyAuth returns the key check. On a loopback address it lets keyless requests through
+// while no live key exists; elsewhere keys are required, and serving without any is refused.
+func keyAuth(ctx context.Context, keys istore.KeyStore, loopback bool) (auth server.Authenticator, anyLive bool, err error) {
 	all, err := keys.KeyList(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("read API keys: %w", err)
+		return nil, false, fmt.Errorf("read API keys: %w", err)
 	}
 	for _, k := range all {
-		if !k.Revoked() {
-			return &server.KeyAuth{Keys: keys}, nil
-		}
+		anyLive = anyLive || !k.Revoked()
 	}
-	return nil, nil
+	return &server.KeyAuth{Keys: keys, OpenWithoutKeys: loopback}, anyLive, nil
 }
 
 // isLoopback reports whether host names only this machine.

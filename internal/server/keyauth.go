@@ -19,9 +19,49 @@ import (
 type KeyAuth struct {
 	Keys store.KeyStore
 	Now  func() time.Time
+	// OpenWithoutKeys lets requests without a key through, with every scope, while no live
+	// key exists (checked at most every few seconds): for a server on a loopback address,
+	// which becomes closed as soon as the first key is created.
+	OpenWithoutKeys bool
 
 	mu      sync.Mutex
 	touched map[string]time.Time
+	checked time.Time // when anyLive was last read
+	anyLive bool
+}
+
+// liveCheckEvery bounds how often OpenWithoutKeys looks for live keys.
+const liveCheckEvery = 2 * time.Second
+
+// open reports whether no live key exists (so a keyless request passes).
+func (a *KeyAuth) open(ctx context.Context) (bool, error) {
+	now := a.now()
+	a.mu.Lock()
+	if !a.checked.IsZero() && now.Sub(a.checked) < liveCheckEvery {
+		open := !a.anyLive
+		a.mu.Unlock()
+		return open, nil
+	}
+	a.mu.Unlock()
+	keys, err := a.Keys.KeyList(ctx)
+	if err != nil {
+		return false, fmt.Errorf("read API keys: %w", err)
+	}
+	live := false
+	for _, k := range keys {
+		live = live || !k.Revoked()
+	}
+	a.mu.Lock()
+	a.checked, a.anyLive = now, live
+	a.mu.Unlock()
+	return !live, nil
+}
+
+func (a *KeyAuth) now() time.Time {
+	if a.Now != nil {
+		return a.Now()
+	}
+	return time.Now()
 }
 
 // touchEvery bounds how often a key's last use is written.
@@ -36,6 +76,15 @@ func (a *KeyAuth) Authenticate(ctx context.Context, r *http.Request) (*Principal
 			return nil, fmt.Errorf("%w: the Authorization header must be \"Bearer <API key>\"", ErrUnauthenticated)
 		}
 		plaintext = strings.TrimSpace(token)
+	}
+	if plaintext == "" && a.OpenWithoutKeys {
+		open, err := a.open(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if open {
+			return anonymous, nil
+		}
 	}
 	if plaintext == "" {
 		return nil, fmt.Errorf("%w: an API key is required (Authorization: Bearer <key>)", ErrUnauthenticated)
@@ -56,10 +105,7 @@ func (a *KeyAuth) Authenticate(ctx context.Context, r *http.Request) (*Principal
 }
 
 func (a *KeyAuth) touch(ctx context.Context, id string) {
-	now := time.Now()
-	if a.Now != nil {
-		now = a.Now()
-	}
+	now := a.now()
 	a.mu.Lock()
 	if a.touched == nil {
 		a.touched = map[string]time.Time{}

@@ -133,10 +133,14 @@ func (s *Server) SetReady(ready bool) {
 	s.readyMu.Unlock()
 }
 
-func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+func (s *Server) isReady() bool {
 	s.readyMu.RLock()
-	ready := s.ready
-	s.readyMu.RUnlock()
+	defer s.readyMu.RUnlock()
+	return s.ready
+}
+
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	ready := s.isReady()
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	if !ready {
 		w.WriteHeader(http.StatusServiceUnavailable)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -608,4 +609,34 @@ func TestReleaseGivesTheJobBackAtOnce(t *testing.T) {
 	require.Len(t, again, 1)
 	require.Equal(t, job.GetId(), again[0].GetId())
 	require.Equal(t, int32(1), again[0].GetAttempt(), "the attempt was given back")
+}
+
+// On a loopback address the server is open until the first key exists, then closed.
+func TestOpenUntilTheFirstKey(t *testing.T) {
+	e := start(t)
+	now := time.Now()
+	var mu sync.Mutex
+	auth := &server.KeyAuth{Keys: e.store, OpenWithoutKeys: true, Now: func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return now
+	}}
+	srv, err := server.New(server.Config{Client: e.hopper, Auth: auth})
+	require.NoError(t, err)
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	list := func() int {
+		resp, err := http.Post(ts.URL+"/hopper.v1.QueueService/List", "application/json", strings.NewReader(`{}`))
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	require.Equal(t, http.StatusOK, list())
+	_, k, err := apikey.New("first", []apikey.Scope{apikey.ScopeAdmin})
+	require.NoError(t, err)
+	require.NoError(t, e.store.KeyCreate(t.Context(), k))
+	mu.Lock()
+	now = now.Add(3 * time.Second)
+	mu.Unlock()
+	require.Equal(t, http.StatusUnauthorized, list(), "closed once a key exists")
 }

@@ -19,6 +19,9 @@ const MaxCredit = 1000
 // defaultLease is a remote job's lease when the worker names none.
 const defaultLease = 30 * time.Second
 
+// streamCoalesce is how long a stream with little free credit waits for more before claiming.
+const streamCoalesce = 2 * time.Millisecond
+
 // releaseTimeout bounds giving a closed stream's jobs back.
 const releaseTimeout = 10 * time.Second
 
@@ -54,6 +57,9 @@ func (w *workerService) Activate(ctx context.Context, req *hopperv1.ActivateRequ
 		LeaseDuration: fromDur(req.GetLeaseTimeout()), Wait: wait,
 	})
 	done(len(jobs))
+	if err != nil && ctx.Err() != nil && !s.isReady() {
+		return nil, connect.NewError(connect.CodeUnavailable, "server shutting down; retry on another node or later")
+	}
 	if err != nil {
 		return nil, rpcError(s.log, "activate", err)
 	}
@@ -133,9 +139,23 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 				continue
 			}
 		}
+		if free < max(credit/4, 1) {
+			// A busy stream frees its credit one job at a time: wait a moment for more, so
+			// one claim fills several slots instead of each completion costing a claim.
+			t := time.NewTimer(streamCoalesce)
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			}
+			t.Stop()
+			free = st.free()
+		}
 		params.MaxJobs, params.Wait = free, DefaultStreamPoll
 		jobs, err := s.client.Activate(ctx, params)
 		if err != nil {
+			if ctx.Err() != nil && !s.isReady() {
+				return connect.NewError(connect.CodeUnavailable, "server shutting down; reconnect to another node or later")
+			}
 			if ctx.Err() != nil {
 				return nil
 			}
