@@ -5,7 +5,7 @@ test:
 	go test -race -count=1 -timeout 15m -p 2 ./...
 
 run:
-	go run ./examples/quickstart
+	go run ./cmd/hopper serve
 
 build:
 	go build -o hopper ./cmd/hopper

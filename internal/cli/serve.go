@@ -135,12 +135,17 @@ func serveUntilDone(ctx context.Context, cmd *cobra.Command, o serveOptions, ln 
 	served := make(chan error, 1)
 	go func() { served <- httpSrv.Serve(ln) }()
 	srv.SetReady(true)
-	auth := "open until the first API key is created (loopback only)"
+	auth := "loopback only, open until the first API key is created"
 	if keys {
 		auth = "API keys required"
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "hopper serving on http://%s (%s), database %s\n", ln.Addr(), auth,
 		describe(cmd, mustDatabase(cmd)))
+	if !o.noEcho {
+		fmt.Fprintf(cmd.OutOrStdout(), "try: curl -s -H 'Content-Type: application/json' "+
+			"-d '{\"job\":{\"kind\":\"hopper.echo\",\"args\":\"{\\\"hello\\\":\\\"world\\\"}\"}}' "+
+			"http://%s/hopper.v1.JobService/Enqueue\n", ln.Addr())
+	}
 
 	var serveErr error
 	select {
