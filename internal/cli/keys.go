@@ -1,12 +1,16 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
 
+	"connectrpc.com/connect/v2"
+	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
 	"github.com/hopperjobs/hopper/internal/apikey"
 	// Named hstore because this package's store interface (open.go) takes the name store.
 	hstore "github.com/hopperjobs/hopper/internal/store"
@@ -28,15 +32,89 @@ once, when created.`,
 	return cmd
 }
 
-// withKeys runs fn with the key store of the database named by --database, which must exist.
-func withKeys(cmd *cobra.Command, fn func(hstore.KeyStore) error) error {
+// keyManager creates, lists and revokes keys: in the database (--database) or through a
+// server's admin API (--server).
+type keyManager interface {
+	create(ctx context.Context, name string, scopes []apikey.Scope) (plaintext string, key *hstore.APIKey, err error)
+	list(ctx context.Context) ([]*hstore.APIKey, error)
+	revoke(ctx context.Context, idOrName string) (*hstore.APIKey, error)
+}
+
+// withKeys runs fn with the keys of --server, or of the database named by --database, which
+// must exist.
+func withKeys(cmd *cobra.Command, fn func(keyManager) error) error {
+	if url := serverURL(cmd); url != "" {
+		return fn(newRemote(url, os.Getenv(envAPIKey)))
+	}
 	return withStore(cmd, true, func(st store) error {
 		ks, ok := st.(hstore.KeyStore)
 		if !ok {
 			return fmt.Errorf("%T keeps no API keys", st)
 		}
-		return fn(ks)
+		return fn(localKeys{ks})
 	})
+}
+
+type localKeys struct{ hstore.KeyStore }
+
+func (l localKeys) create(ctx context.Context, name string, scopes []apikey.Scope) (string, *hstore.APIKey, error) {
+	plaintext, key, err := apikey.New(name, scopes)
+	if errors.Is(err, apikey.ErrInvalidName) {
+		return "", nil, usageErrorf("invalid --name: %v", err)
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	return plaintext, key, l.KeyCreate(ctx, key)
+}
+
+func (l localKeys) list(ctx context.Context) ([]*hstore.APIKey, error) { return l.KeyList(ctx) }
+
+func (l localKeys) revoke(ctx context.Context, idOrName string) (*hstore.APIKey, error) {
+	return l.KeyRevoke(ctx, idOrName)
+}
+
+func (r *remote) create(ctx context.Context, name string, scopes []apikey.Scope) (string, *hstore.APIKey, error) {
+	req := &hopperv1.CreateKeyRequest{Name: name}
+	for _, s := range scopes {
+		req.Scopes = append(req.Scopes, string(s))
+	}
+	res, err := r.admin.CreateKey(ctx, req)
+	if connect.CodeOf(err) == connect.CodeAlreadyExists {
+		return "", nil, fmt.Errorf("%w: %w", hstore.ErrDuplicate, err)
+	}
+	if err != nil {
+		return "", nil, remoteErr(err)
+	}
+	return res.GetPlaintext(), fromKey(res.GetKey()), nil
+}
+
+func (r *remote) list(ctx context.Context) ([]*hstore.APIKey, error) {
+	res, err := r.admin.ListKeys(ctx, &hopperv1.ListKeysRequest{})
+	if err != nil {
+		return nil, remoteErr(err)
+	}
+	out := make([]*hstore.APIKey, len(res.GetKeys()))
+	for i, k := range res.GetKeys() {
+		out[i] = fromKey(k)
+	}
+	return out, nil
+}
+
+func (r *remote) revoke(ctx context.Context, idOrName string) (*hstore.APIKey, error) {
+	res, err := r.admin.RevokeKey(ctx, &hopperv1.RevokeKeyRequest{IdOrName: idOrName})
+	if connect.CodeOf(err) == connect.CodeNotFound {
+		return nil, fmt.Errorf("%w: %w", hstore.ErrNotFound, err)
+	}
+	if err != nil {
+		return nil, remoteErr(err)
+	}
+	return fromKey(res.GetKey()), nil
+}
+
+func fromKey(k *hopperv1.APIKey) *hstore.APIKey {
+	return &hstore.APIKey{ID: k.GetId(), Name: k.GetName(), Scopes: k.GetScopes(), CreatedAt: timeOf(k.GetCreatedAt()),
+		LastUsedAt: timeOf(k.GetLastUsedAt()), RevokedAt: timeOf(k.GetRevokedAt())}
 }
 
 type keysCreateFlags struct {
@@ -68,15 +146,11 @@ func runKeysCreate(cmd *cobra.Command, f *keysCreateFlags) error {
 	if err != nil {
 		return usageErrorf("invalid --scope: %v", err)
 	}
-	plaintext, key, err := apikey.New(f.name, scopes)
-	if errors.Is(err, apikey.ErrInvalidName) {
+	if err := apikey.ValidateName(f.name); err != nil {
 		return usageErrorf("invalid --name: %v", err)
 	}
-	if err != nil {
-		return err
-	}
-	return withKeys(cmd, func(ks hstore.KeyStore) error {
-		err := ks.KeyCreate(cmd.Context(), key)
+	return withKeys(cmd, func(km keyManager) error {
+		plaintext, key, err := km.create(cmd.Context(), f.name, scopes)
 		if errors.Is(err, hstore.ErrDuplicate) {
 			msg := fmt.Sprintf("an API key named %q exists: revoke it first, or choose another name", f.name)
 			return &exitError{code: ExitConflict, msg: msg, err: err}
@@ -110,8 +184,8 @@ func newKeysLsCmd() *cobra.Command {
 }
 
 func runKeysLs(cmd *cobra.Command, _ []string) error {
-	return withKeys(cmd, func(ks hstore.KeyStore) error {
-		keys, err := ks.KeyList(cmd.Context())
+	return withKeys(cmd, func(km keyManager) error {
+		keys, err := km.list(cmd.Context())
 		if err != nil {
 			return err
 		}
@@ -156,8 +230,8 @@ when no key has that id, the name of a live key. Revoking a revoked key changes 
 }
 
 func runKeysRevoke(cmd *cobra.Command, args []string) error {
-	return withKeys(cmd, func(ks hstore.KeyStore) error {
-		k, err := ks.KeyRevoke(cmd.Context(), args[0])
+	return withKeys(cmd, func(km keyManager) error {
+		k, err := km.revoke(cmd.Context(), args[0])
 		if errors.Is(err, hstore.ErrNotFound) {
 			msg := fmt.Sprintf("no API key has id or name %q", args[0])
 			return &exitError{code: ExitNotFound, msg: msg, err: err}

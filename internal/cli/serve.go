@@ -104,7 +104,7 @@ func serve(cmd *cobra.Command, o serveOptions) error {
 		if err != nil {
 			return err
 		}
-		srv, err := server.New(server.Config{Client: client, Logger: log, Auth: auth,
+		srv, err := server.New(server.Config{Client: client, Logger: log, Auth: auth, Keys: keys,
 			MaxBodyBytes: o.maxBody, MaxStreamsPerKey: o.maxStreams, MaxPollsPerKey: o.maxPolls})
 		if err != nil {
 			return err

@@ -33,7 +33,7 @@ func startServer(t *testing.T, auth bool) *serverBundle {
 	client, err := hopper.NewClient(hopper.Config{Store: st, WorkerID: "cli-test-server"})
 	require.NoError(t, err)
 	require.NoError(t, client.Start(context.Background()))
-	cfg := server.Config{Client: client}
+	cfg := server.Config{Client: client, Keys: st}
 	if auth {
 		cfg.Auth = &server.KeyAuth{Keys: st}
 	}
@@ -244,4 +244,37 @@ func TestServeAnswersHealthAndStopsOnSignal(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("serve did not stop")
 	}
+}
+
+func TestKeysThroughAServer(t *testing.T) {
+	b := startServer(t, true)
+	admin, k, err := apikey.New("ops", []apikey.Scope{apikey.ScopeAdmin})
+	require.NoError(t, err)
+	require.NoError(t, b.store.KeyCreate(t.Context(), k))
+	t.Setenv(envAPIKey, admin)
+
+	res := b.remote(t, "keys", "create", "--name", "workers", "--scope", "work", "--json")
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	var created struct {
+		Key    string   `json:"key"`
+		Scopes []string `json:"scopes"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &created))
+	require.True(t, strings.HasPrefix(created.Key, apikey.Prefix))
+	require.Equal(t, []string{"work"}, created.Scopes)
+
+	res = b.remote(t, "keys", "create", "--name", "workers", "--scope", "work")
+	require.Equal(t, ExitConflict, res.code, res.stderr)
+	res = b.remote(t, "keys", "ls")
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	require.Contains(t, res.stdout, "workers")
+	require.Contains(t, res.stdout, "ops")
+	res = b.remote(t, "keys", "revoke", "workers")
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	res = b.remote(t, "keys", "revoke", "nope")
+	require.Equal(t, ExitNotFound, res.code, res.stderr)
+
+	t.Setenv(envAPIKey, created.Key)
+	res = b.remote(t, "keys", "ls")
+	require.Equal(t, ExitAuth, res.code, "a revoked key: %s", res.stderr)
 }

@@ -18,6 +18,7 @@ import (
 	"connectrpc.com/connect/v2/connecthttp"
 	"github.com/hopperjobs/hopper"
 	"github.com/hopperjobs/hopper/gen/hopper/v1/hopperv1connect"
+	"github.com/hopperjobs/hopper/internal/store"
 )
 
 // Scope is what an API key allows.
@@ -76,6 +77,8 @@ type Config struct {
 	Auth Authenticator
 	// MaxBodyBytes bounds a request body (default 1 MiB); a larger one gets 413.
 	MaxBodyBytes int64
+	// Keys, when set, lets admins manage API keys through the API (AdminService).
+	Keys store.KeyStore
 	// MaxStreamsPerKey and MaxPollsPerKey bound the open job streams and waiting long polls
 	// of one API key (or of everyone, without keys); past them a caller gets 429.
 	MaxStreamsPerKey int
@@ -219,6 +222,9 @@ var procedureScopes = map[string]Scope{
 	hopperv1connect.AdminServiceListNodesProcedure:   ScopeRead,
 	hopperv1connect.AdminServiceListWorkersProcedure: ScopeRead,
 	hopperv1connect.AdminServiceListStreamsProcedure: ScopeRead,
+	hopperv1connect.AdminServiceCreateKeyProcedure:   ScopeAdmin,
+	hopperv1connect.AdminServiceListKeysProcedure:    ScopeAdmin,
+	hopperv1connect.AdminServiceRevokeKeyProcedure:   ScopeAdmin,
 
 	"/" + hopperv1connect.JobServiceName + "/":    ScopeRead,
 	"/" + hopperv1connect.WorkerServiceName + "/": ScopeRead,

@@ -3214,6 +3214,365 @@ func (x *ListStreamsResponse) GetStreams() []*Stream {
 	return nil
 }
 
+// APIKey describes a key; its secret is never returned after creation.
+type APIKey struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Name  string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// scopes: enqueue, work, read, admin.
+	Scopes        []string               `protobuf:"bytes,3,rep,name=scopes,proto3" json:"scopes,omitempty"`
+	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	LastUsedAt    *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=last_used_at,json=lastUsedAt,proto3" json:"last_used_at,omitempty"`
+	RevokedAt     *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=revoked_at,json=revokedAt,proto3" json:"revoked_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *APIKey) Reset() {
+	*x = APIKey{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *APIKey) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*APIKey) ProtoMessage() {}
+
+func (x *APIKey) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use APIKey.ProtoReflect.Descriptor instead.
+func (*APIKey) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *APIKey) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *APIKey) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *APIKey) GetScopes() []string {
+	if x != nil {
+		return x.Scopes
+	}
+	return nil
+}
+
+func (x *APIKey) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *APIKey) GetLastUsedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastUsedAt
+	}
+	return nil
+}
+
+func (x *APIKey) GetRevokedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RevokedAt
+	}
+	return nil
+}
+
+type CreateKeyRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Scopes        []string               `protobuf:"bytes,2,rep,name=scopes,proto3" json:"scopes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateKeyRequest) Reset() {
+	*x = CreateKeyRequest{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateKeyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateKeyRequest) ProtoMessage() {}
+
+func (x *CreateKeyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateKeyRequest.ProtoReflect.Descriptor instead.
+func (*CreateKeyRequest) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *CreateKeyRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *CreateKeyRequest) GetScopes() []string {
+	if x != nil {
+		return x.Scopes
+	}
+	return nil
+}
+
+type CreateKeyResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Key   *APIKey                `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// plaintext is the key to give to its user; it cannot be shown again.
+	Plaintext     string `protobuf:"bytes,2,opt,name=plaintext,proto3" json:"plaintext,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateKeyResponse) Reset() {
+	*x = CreateKeyResponse{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateKeyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateKeyResponse) ProtoMessage() {}
+
+func (x *CreateKeyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateKeyResponse.ProtoReflect.Descriptor instead.
+func (*CreateKeyResponse) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *CreateKeyResponse) GetKey() *APIKey {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *CreateKeyResponse) GetPlaintext() string {
+	if x != nil {
+		return x.Plaintext
+	}
+	return ""
+}
+
+type ListKeysRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListKeysRequest) Reset() {
+	*x = ListKeysRequest{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListKeysRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListKeysRequest) ProtoMessage() {}
+
+func (x *ListKeysRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListKeysRequest.ProtoReflect.Descriptor instead.
+func (*ListKeysRequest) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{53}
+}
+
+type ListKeysResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Keys          []*APIKey              `protobuf:"bytes,1,rep,name=keys,proto3" json:"keys,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListKeysResponse) Reset() {
+	*x = ListKeysResponse{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListKeysResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListKeysResponse) ProtoMessage() {}
+
+func (x *ListKeysResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListKeysResponse.ProtoReflect.Descriptor instead.
+func (*ListKeysResponse) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *ListKeysResponse) GetKeys() []*APIKey {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+type RevokeKeyRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	IdOrName      string                 `protobuf:"bytes,1,opt,name=id_or_name,json=idOrName,proto3" json:"id_or_name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeKeyRequest) Reset() {
+	*x = RevokeKeyRequest{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeKeyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeKeyRequest) ProtoMessage() {}
+
+func (x *RevokeKeyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeKeyRequest.ProtoReflect.Descriptor instead.
+func (*RevokeKeyRequest) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *RevokeKeyRequest) GetIdOrName() string {
+	if x != nil {
+		return x.IdOrName
+	}
+	return ""
+}
+
+type RevokeKeyResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           *APIKey                `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeKeyResponse) Reset() {
+	*x = RevokeKeyResponse{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeKeyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeKeyResponse) ProtoMessage() {}
+
+func (x *RevokeKeyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeKeyResponse.ProtoReflect.Descriptor instead.
+func (*RevokeKeyResponse) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *RevokeKeyResponse) GetKey() *APIKey {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
 var File_hopper_v1_hopper_proto protoreflect.FileDescriptor
 
 const file_hopper_v1_hopper_proto_rawDesc = "" +
@@ -3477,7 +3836,31 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\topened_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\bopenedAt\"\x14\n" +
 	"\x12ListStreamsRequest\"B\n" +
 	"\x13ListStreamsResponse\x12+\n" +
-	"\astreams\x18\x01 \x03(\v2\x11.hopper.v1.StreamR\astreams2\x9b\x03\n" +
+	"\astreams\x18\x01 \x03(\v2\x11.hopper.v1.StreamR\astreams\"\xf8\x01\n" +
+	"\x06APIKey\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x16\n" +
+	"\x06scopes\x18\x03 \x03(\tR\x06scopes\x129\n" +
+	"\n" +
+	"created_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12<\n" +
+	"\flast_used_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"lastUsedAt\x129\n" +
+	"\n" +
+	"revoked_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\trevokedAt\">\n" +
+	"\x10CreateKeyRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
+	"\x06scopes\x18\x02 \x03(\tR\x06scopes\"V\n" +
+	"\x11CreateKeyResponse\x12#\n" +
+	"\x03key\x18\x01 \x01(\v2\x11.hopper.v1.APIKeyR\x03key\x12\x1c\n" +
+	"\tplaintext\x18\x02 \x01(\tR\tplaintext\"\x11\n" +
+	"\x0fListKeysRequest\"9\n" +
+	"\x10ListKeysResponse\x12%\n" +
+	"\x04keys\x18\x01 \x03(\v2\x11.hopper.v1.APIKeyR\x04keys\"0\n" +
+	"\x10RevokeKeyRequest\x12\x1c\n" +
+	"\n" +
+	"id_or_name\x18\x01 \x01(\tR\bidOrName\"8\n" +
+	"\x11RevokeKeyResponse\x12#\n" +
+	"\x03key\x18\x01 \x01(\v2\x11.hopper.v1.APIKeyR\x03key2\x9b\x03\n" +
 	"\n" +
 	"JobService\x12@\n" +
 	"\aEnqueue\x12\x19.hopper.v1.EnqueueRequest\x1a\x1a.hopper.v1.EnqueueResponse\x12O\n" +
@@ -3499,11 +3882,14 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\fQueueService\x12T\n" +
 	"\x04List\x12\".hopper.v1.QueueServiceListRequest\x1a#.hopper.v1.QueueServiceListResponse\"\x03\x90\x02\x01\x12:\n" +
 	"\x05Pause\x12\x17.hopper.v1.PauseRequest\x1a\x18.hopper.v1.PauseResponse\x12=\n" +
-	"\x06Resume\x12\x18.hopper.v1.ResumeRequest\x1a\x19.hopper.v1.ResumeResponse2\x81\x02\n" +
+	"\x06Resume\x12\x18.hopper.v1.ResumeRequest\x1a\x19.hopper.v1.ResumeResponse2\xdb\x03\n" +
 	"\fAdminService\x12K\n" +
 	"\tListNodes\x12\x1b.hopper.v1.ListNodesRequest\x1a\x1c.hopper.v1.ListNodesResponse\"\x03\x90\x02\x01\x12Q\n" +
 	"\vListWorkers\x12\x1d.hopper.v1.ListWorkersRequest\x1a\x1e.hopper.v1.ListWorkersResponse\"\x03\x90\x02\x01\x12Q\n" +
-	"\vListStreams\x12\x1d.hopper.v1.ListStreamsRequest\x1a\x1e.hopper.v1.ListStreamsResponse\"\x03\x90\x02\x01B5Z3github.com/hopperjobs/hopper/gen/hopper/v1;hopperv1b\x06proto3"
+	"\vListStreams\x12\x1d.hopper.v1.ListStreamsRequest\x1a\x1e.hopper.v1.ListStreamsResponse\"\x03\x90\x02\x01\x12F\n" +
+	"\tCreateKey\x12\x1b.hopper.v1.CreateKeyRequest\x1a\x1c.hopper.v1.CreateKeyResponse\x12H\n" +
+	"\bListKeys\x12\x1a.hopper.v1.ListKeysRequest\x1a\x1b.hopper.v1.ListKeysResponse\"\x03\x90\x02\x01\x12F\n" +
+	"\tRevokeKey\x12\x1b.hopper.v1.RevokeKeyRequest\x1a\x1c.hopper.v1.RevokeKeyResponseB5Z3github.com/hopperjobs/hopper/gen/hopper/v1;hopperv1b\x06proto3"
 
 var (
 	file_hopper_v1_hopper_proto_rawDescOnce sync.Once
@@ -3517,7 +3903,7 @@ func file_hopper_v1_hopper_proto_rawDescGZIP() []byte {
 	return file_hopper_v1_hopper_proto_rawDescData
 }
 
-var file_hopper_v1_hopper_proto_msgTypes = make([]protoimpl.MessageInfo, 54)
+var file_hopper_v1_hopper_proto_msgTypes = make([]protoimpl.MessageInfo, 61)
 var file_hopper_v1_hopper_proto_goTypes = []any{
 	(*Job)(nil),                      // 0: hopper.v1.Job
 	(*JobSpec)(nil),                  // 1: hopper.v1.JobSpec
@@ -3569,114 +3955,133 @@ var file_hopper_v1_hopper_proto_goTypes = []any{
 	(*Stream)(nil),                   // 47: hopper.v1.Stream
 	(*ListStreamsRequest)(nil),       // 48: hopper.v1.ListStreamsRequest
 	(*ListStreamsResponse)(nil),      // 49: hopper.v1.ListStreamsResponse
-	nil,                              // 50: hopper.v1.Job.HeadersEntry
-	nil,                              // 51: hopper.v1.JobSpec.HeadersEntry
-	nil,                              // 52: hopper.v1.ActivatedJob.HeadersEntry
-	nil,                              // 53: hopper.v1.Queue.CountsEntry
-	(*timestamppb.Timestamp)(nil),    // 54: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),      // 55: google.protobuf.Duration
+	(*APIKey)(nil),                   // 50: hopper.v1.APIKey
+	(*CreateKeyRequest)(nil),         // 51: hopper.v1.CreateKeyRequest
+	(*CreateKeyResponse)(nil),        // 52: hopper.v1.CreateKeyResponse
+	(*ListKeysRequest)(nil),          // 53: hopper.v1.ListKeysRequest
+	(*ListKeysResponse)(nil),         // 54: hopper.v1.ListKeysResponse
+	(*RevokeKeyRequest)(nil),         // 55: hopper.v1.RevokeKeyRequest
+	(*RevokeKeyResponse)(nil),        // 56: hopper.v1.RevokeKeyResponse
+	nil,                              // 57: hopper.v1.Job.HeadersEntry
+	nil,                              // 58: hopper.v1.JobSpec.HeadersEntry
+	nil,                              // 59: hopper.v1.ActivatedJob.HeadersEntry
+	nil,                              // 60: hopper.v1.Queue.CountsEntry
+	(*timestamppb.Timestamp)(nil),    // 61: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),      // 62: google.protobuf.Duration
 }
 var file_hopper_v1_hopper_proto_depIdxs = []int32{
-	50, // 0: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
-	54, // 1: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
-	55, // 2: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
-	54, // 3: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
-	54, // 4: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
-	54, // 5: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	54, // 6: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
-	54, // 7: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
-	54, // 8: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	54, // 9: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
-	54, // 10: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
-	55, // 11: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
-	55, // 12: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
-	51, // 13: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
-	55, // 14: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
+	57, // 0: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
+	61, // 1: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
+	62, // 2: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
+	61, // 3: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
+	61, // 4: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
+	61, // 5: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	61, // 6: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
+	61, // 7: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
+	61, // 8: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	61, // 9: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
+	61, // 10: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
+	62, // 11: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
+	62, // 12: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
+	58, // 13: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
+	62, // 14: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
 	2,  // 15: hopper.v1.JobSpec.retry_policy:type_name -> hopper.v1.RetryPolicy
-	55, // 16: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
-	55, // 17: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
+	62, // 16: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
+	62, // 17: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
 	1,  // 18: hopper.v1.EnqueueRequest.job:type_name -> hopper.v1.JobSpec
 	0,  // 19: hopper.v1.EnqueueResponse.job:type_name -> hopper.v1.Job
 	1,  // 20: hopper.v1.EnqueueBatchRequest.jobs:type_name -> hopper.v1.JobSpec
 	4,  // 21: hopper.v1.EnqueueBatchResponse.results:type_name -> hopper.v1.EnqueueResponse
 	0,  // 22: hopper.v1.GetResponse.job:type_name -> hopper.v1.Job
-	54, // 23: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
-	54, // 24: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
+	61, // 23: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
+	61, // 24: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
 	0,  // 25: hopper.v1.ListResponse.jobs:type_name -> hopper.v1.Job
 	0,  // 26: hopper.v1.CancelResponse.job:type_name -> hopper.v1.Job
-	54, // 27: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
-	54, // 28: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
-	54, // 29: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
+	61, // 27: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
+	61, // 28: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
+	61, // 29: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
 	14, // 30: hopper.v1.EventsResponse.events:type_name -> hopper.v1.Event
 	15, // 31: hopper.v1.EventsResponse.attempts:type_name -> hopper.v1.Attempt
-	52, // 32: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
-	54, // 33: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
-	55, // 34: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
-	54, // 35: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
+	59, // 32: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
+	61, // 33: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
+	62, // 34: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
+	61, // 35: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
 	2,  // 36: hopper.v1.ActivatedJob.retry_policy:type_name -> hopper.v1.RetryPolicy
-	55, // 37: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
-	55, // 38: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
+	62, // 37: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
+	62, // 38: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
 	17, // 39: hopper.v1.ActivateResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	55, // 40: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
+	62, // 40: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
 	17, // 41: hopper.v1.StreamJobsResponse.job:type_name -> hopper.v1.ActivatedJob
-	55, // 42: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
-	54, // 43: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
-	55, // 44: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
-	54, // 45: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
-	53, // 46: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
+	62, // 42: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
+	61, // 43: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
+	62, // 44: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
+	61, // 45: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
+	60, // 46: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
 	34, // 47: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
-	54, // 48: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
-	54, // 49: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
+	61, // 48: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
+	61, // 49: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
 	41, // 50: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
-	54, // 51: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
+	61, // 51: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
 	44, // 52: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
-	54, // 53: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
+	61, // 53: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
 	47, // 54: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
-	3,  // 55: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
-	5,  // 56: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
-	7,  // 57: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
-	9,  // 58: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
-	11, // 59: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
-	13, // 60: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
-	18, // 61: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
-	20, // 62: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
-	22, // 63: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
-	24, // 64: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
-	26, // 65: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
-	28, // 66: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
-	30, // 67: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
-	32, // 68: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
-	35, // 69: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
-	37, // 70: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
-	39, // 71: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
-	42, // 72: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
-	45, // 73: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
-	48, // 74: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
-	4,  // 75: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
-	6,  // 76: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
-	8,  // 77: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
-	10, // 78: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
-	12, // 79: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
-	16, // 80: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
-	19, // 81: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
-	21, // 82: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
-	23, // 83: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
-	25, // 84: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
-	27, // 85: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
-	29, // 86: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
-	31, // 87: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
-	33, // 88: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
-	36, // 89: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
-	38, // 90: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
-	40, // 91: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
-	43, // 92: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
-	46, // 93: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
-	49, // 94: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
-	75, // [75:95] is the sub-list for method output_type
-	55, // [55:75] is the sub-list for method input_type
-	55, // [55:55] is the sub-list for extension type_name
-	55, // [55:55] is the sub-list for extension extendee
-	0,  // [0:55] is the sub-list for field type_name
+	61, // 55: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
+	61, // 56: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
+	61, // 57: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
+	50, // 58: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
+	50, // 59: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
+	50, // 60: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
+	3,  // 61: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
+	5,  // 62: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
+	7,  // 63: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
+	9,  // 64: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
+	11, // 65: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
+	13, // 66: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
+	18, // 67: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
+	20, // 68: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
+	22, // 69: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
+	24, // 70: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
+	26, // 71: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
+	28, // 72: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
+	30, // 73: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
+	32, // 74: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
+	35, // 75: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
+	37, // 76: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
+	39, // 77: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
+	42, // 78: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
+	45, // 79: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
+	48, // 80: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
+	51, // 81: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
+	53, // 82: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
+	55, // 83: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
+	4,  // 84: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
+	6,  // 85: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
+	8,  // 86: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
+	10, // 87: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
+	12, // 88: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
+	16, // 89: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
+	19, // 90: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
+	21, // 91: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
+	23, // 92: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
+	25, // 93: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
+	27, // 94: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
+	29, // 95: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
+	31, // 96: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
+	33, // 97: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
+	36, // 98: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
+	38, // 99: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
+	40, // 100: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
+	43, // 101: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
+	46, // 102: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
+	49, // 103: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
+	52, // 104: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
+	54, // 105: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
+	56, // 106: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
+	84, // [84:107] is the sub-list for method output_type
+	61, // [61:84] is the sub-list for method input_type
+	61, // [61:61] is the sub-list for extension type_name
+	61, // [61:61] is the sub-list for extension extendee
+	0,  // [0:61] is the sub-list for field type_name
 }
 
 func init() { file_hopper_v1_hopper_proto_init() }
@@ -3691,7 +4096,7 @@ func file_hopper_v1_hopper_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hopper_v1_hopper_proto_rawDesc), len(file_hopper_v1_hopper_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   54,
+			NumMessages:   61,
 			NumExtensions: 0,
 			NumServices:   4,
 		},

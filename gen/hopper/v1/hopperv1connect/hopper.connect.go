@@ -83,6 +83,12 @@ const (
 	AdminServiceListWorkersProcedure = "/hopper.v1.AdminService/ListWorkers"
 	// AdminServiceListStreamsProcedure is the procedure name of the AdminService's ListStreams RPC.
 	AdminServiceListStreamsProcedure = "/hopper.v1.AdminService/ListStreams"
+	// AdminServiceCreateKeyProcedure is the procedure name of the AdminService's CreateKey RPC.
+	AdminServiceCreateKeyProcedure = "/hopper.v1.AdminService/CreateKey"
+	// AdminServiceListKeysProcedure is the procedure name of the AdminService's ListKeys RPC.
+	AdminServiceListKeysProcedure = "/hopper.v1.AdminService/ListKeys"
+	// AdminServiceRevokeKeyProcedure is the procedure name of the AdminService's RevokeKey RPC.
+	AdminServiceRevokeKeyProcedure = "/hopper.v1.AdminService/RevokeKey"
 )
 
 var (
@@ -873,6 +879,28 @@ var (
 			IdempotencyLevel: connect.IdempotencyNoSideEffects,
 		}
 	})
+	adminServiceCreateKeySpec = sync.OnceValue(func() connect.Spec {
+		return connect.Spec{
+			StreamType: connect.StreamTypeUnary,
+			Schema:     v1.File_hopper_v1_hopper_proto.Services().ByName("AdminService").Methods().ByName("CreateKey"),
+			Procedure:  AdminServiceCreateKeyProcedure,
+		}
+	})
+	adminServiceListKeysSpec = sync.OnceValue(func() connect.Spec {
+		return connect.Spec{
+			StreamType:       connect.StreamTypeUnary,
+			Schema:           v1.File_hopper_v1_hopper_proto.Services().ByName("AdminService").Methods().ByName("ListKeys"),
+			Procedure:        AdminServiceListKeysProcedure,
+			IdempotencyLevel: connect.IdempotencyNoSideEffects,
+		}
+	})
+	adminServiceRevokeKeySpec = sync.OnceValue(func() connect.Spec {
+		return connect.Spec{
+			StreamType: connect.StreamTypeUnary,
+			Schema:     v1.File_hopper_v1_hopper_proto.Services().ByName("AdminService").Methods().ByName("RevokeKey"),
+			Procedure:  AdminServiceRevokeKeyProcedure,
+		}
+	})
 )
 
 // AdminServiceClient is a client for the hopper.v1.AdminService service.
@@ -880,6 +908,12 @@ type AdminServiceClient interface {
 	ListNodes(context.Context, *v1.ListNodesRequest) (*v1.ListNodesResponse, error)
 	ListWorkers(context.Context, *v1.ListWorkersRequest) (*v1.ListWorkersResponse, error)
 	ListStreams(context.Context, *v1.ListStreamsRequest) (*v1.ListStreamsResponse, error)
+	// CreateKey makes an API key and returns it in plaintext, once: only its hash is stored.
+	CreateKey(context.Context, *v1.CreateKeyRequest) (*v1.CreateKeyResponse, error)
+	// ListKeys returns every key, revoked ones included (never a key's secret or hash).
+	ListKeys(context.Context, *v1.ListKeysRequest) (*v1.ListKeysResponse, error)
+	// RevokeKey revokes a key by id, or by the name of a live key.
+	RevokeKey(context.Context, *v1.RevokeKeyRequest) (*v1.RevokeKeyResponse, error)
 }
 
 // NewAdminServiceClient constructs a client for the hopper.v1.AdminService service. Multiple
@@ -893,6 +927,12 @@ type AdminServiceHandler interface {
 	ListNodes(context.Context, *v1.ListNodesRequest) (*v1.ListNodesResponse, error)
 	ListWorkers(context.Context, *v1.ListWorkersRequest) (*v1.ListWorkersResponse, error)
 	ListStreams(context.Context, *v1.ListStreamsRequest) (*v1.ListStreamsResponse, error)
+	// CreateKey makes an API key and returns it in plaintext, once: only its hash is stored.
+	CreateKey(context.Context, *v1.CreateKeyRequest) (*v1.CreateKeyResponse, error)
+	// ListKeys returns every key, revoked ones included (never a key's secret or hash).
+	ListKeys(context.Context, *v1.ListKeysRequest) (*v1.ListKeysResponse, error)
+	// RevokeKey revokes a key by id, or by the name of a live key.
+	RevokeKey(context.Context, *v1.RevokeKeyRequest) (*v1.RevokeKeyResponse, error)
 }
 
 // RegisterAdminServiceHandler registers svc as the hopper.v1.AdminService implementation on server.
@@ -902,6 +942,9 @@ func RegisterAdminServiceHandler(server *connect.Server, svc AdminServiceHandler
 		connect.Method{Spec: adminServiceListNodesSpec(), Handler: adapter.listNodes},
 		connect.Method{Spec: adminServiceListWorkersSpec(), Handler: adapter.listWorkers},
 		connect.Method{Spec: adminServiceListStreamsSpec(), Handler: adapter.listStreams},
+		connect.Method{Spec: adminServiceCreateKeySpec(), Handler: adapter.createKey},
+		connect.Method{Spec: adminServiceListKeysSpec(), Handler: adapter.listKeys},
+		connect.Method{Spec: adminServiceRevokeKeySpec(), Handler: adapter.revokeKey},
 	)
 }
 
@@ -918,6 +961,18 @@ func (UnimplementedAdminServiceHandler) ListWorkers(context.Context, *v1.ListWor
 
 func (UnimplementedAdminServiceHandler) ListStreams(context.Context, *v1.ListStreamsRequest) (*v1.ListStreamsResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, "hopper.v1.AdminService.ListStreams is not implemented")
+}
+
+func (UnimplementedAdminServiceHandler) CreateKey(context.Context, *v1.CreateKeyRequest) (*v1.CreateKeyResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, "hopper.v1.AdminService.CreateKey is not implemented")
+}
+
+func (UnimplementedAdminServiceHandler) ListKeys(context.Context, *v1.ListKeysRequest) (*v1.ListKeysResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, "hopper.v1.AdminService.ListKeys is not implemented")
+}
+
+func (UnimplementedAdminServiceHandler) RevokeKey(context.Context, *v1.RevokeKeyRequest) (*v1.RevokeKeyResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, "hopper.v1.AdminService.RevokeKey is not implemented")
 }
 
 type adminServiceClient struct {
@@ -943,6 +998,30 @@ func (c *adminServiceClient) ListWorkers(ctx context.Context, req *v1.ListWorker
 func (c *adminServiceClient) ListStreams(ctx context.Context, req *v1.ListStreamsRequest) (*v1.ListStreamsResponse, error) {
 	var res v1.ListStreamsResponse
 	if err := c.client.CallUnary(ctx, adminServiceListStreamsSpec(), req, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+func (c *adminServiceClient) CreateKey(ctx context.Context, req *v1.CreateKeyRequest) (*v1.CreateKeyResponse, error) {
+	var res v1.CreateKeyResponse
+	if err := c.client.CallUnary(ctx, adminServiceCreateKeySpec(), req, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+func (c *adminServiceClient) ListKeys(ctx context.Context, req *v1.ListKeysRequest) (*v1.ListKeysResponse, error) {
+	var res v1.ListKeysResponse
+	if err := c.client.CallUnary(ctx, adminServiceListKeysSpec(), req, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+func (c *adminServiceClient) RevokeKey(ctx context.Context, req *v1.RevokeKeyRequest) (*v1.RevokeKeyResponse, error) {
+	var res v1.RevokeKeyResponse
+	if err := c.client.CallUnary(ctx, adminServiceRevokeKeySpec(), req, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil
@@ -980,6 +1059,42 @@ func (h adminServiceHandler) listStreams(ctx context.Context, _ connect.Spec, st
 		return err
 	}
 	res, err := h.svc.ListStreams(ctx, &req)
+	if err != nil {
+		return err
+	}
+	return stream.Send(res)
+}
+
+func (h adminServiceHandler) createKey(ctx context.Context, _ connect.Spec, stream connect.ServerStream) error {
+	var req v1.CreateKeyRequest
+	if err := stream.Receive(&req); err != nil {
+		return err
+	}
+	res, err := h.svc.CreateKey(ctx, &req)
+	if err != nil {
+		return err
+	}
+	return stream.Send(res)
+}
+
+func (h adminServiceHandler) listKeys(ctx context.Context, _ connect.Spec, stream connect.ServerStream) error {
+	var req v1.ListKeysRequest
+	if err := stream.Receive(&req); err != nil {
+		return err
+	}
+	res, err := h.svc.ListKeys(ctx, &req)
+	if err != nil {
+		return err
+	}
+	return stream.Send(res)
+}
+
+func (h adminServiceHandler) revokeKey(ctx context.Context, _ connect.Spec, stream connect.ServerStream) error {
+	var req v1.RevokeKeyRequest
+	if err := stream.Receive(&req); err != nil {
+		return err
+	}
+	res, err := h.svc.RevokeKey(ctx, &req)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,76 @@
+package server
+
+import (
+	"context"
+	"errors"
+
+	"connectrpc.com/connect/v2"
+	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
+	"github.com/hopperjobs/hopper/internal/apikey"
+	"github.com/hopperjobs/hopper/internal/store"
+)
+
+func (a *adminService) keys() (store.KeyStore, error) {
+	if a.s.cfg.Keys == nil {
+		return nil, connect.NewError(connect.CodeUnimplemented, "this server manages no API keys")
+	}
+	return a.s.cfg.Keys, nil
+}
+
+func toKey(k *store.APIKey) *hopperv1.APIKey {
+	return &hopperv1.APIKey{Id: k.ID, Name: k.Name, Scopes: k.Scopes, CreatedAt: ts(k.CreatedAt),
+		LastUsedAt: ts(k.LastUsedAt), RevokedAt: ts(k.RevokedAt)}
+}
+
+func (a *adminService) CreateKey(ctx context.Context, req *hopperv1.CreateKeyRequest) (*hopperv1.CreateKeyResponse, error) {
+	keys, err := a.keys()
+	if err != nil {
+		return nil, err
+	}
+	scopes, err := apikey.ParseScopes(req.GetScopes())
+	if err != nil {
+		return nil, invalidArg("scopes", err.Error())
+	}
+	plaintext, k, err := apikey.New(req.GetName(), scopes)
+	if err != nil {
+		return nil, invalidArg("name", err.Error())
+	}
+	if err := keys.KeyCreate(ctx, k); err != nil {
+		if errors.Is(err, store.ErrDuplicate) {
+			return nil, connect.Errorf(connect.CodeAlreadyExists, "an API key named %q exists: revoke it first, or choose another name", req.GetName())
+		}
+		return nil, rpcError(a.s.log, "create key", err)
+	}
+	return &hopperv1.CreateKeyResponse{Key: toKey(k), Plaintext: plaintext}, nil
+}
+
+func (a *adminService) ListKeys(ctx context.Context, _ *hopperv1.ListKeysRequest) (*hopperv1.ListKeysResponse, error) {
+	keys, err := a.keys()
+	if err != nil {
+		return nil, err
+	}
+	all, err := keys.KeyList(ctx)
+	if err != nil {
+		return nil, rpcError(a.s.log, "list keys", err)
+	}
+	out := &hopperv1.ListKeysResponse{Keys: make([]*hopperv1.APIKey, len(all))}
+	for i, k := range all {
+		out.Keys[i] = toKey(k)
+	}
+	return out, nil
+}
+
+func (a *adminService) RevokeKey(ctx context.Context, req *hopperv1.RevokeKeyRequest) (*hopperv1.RevokeKeyResponse, error) {
+	keys, err := a.keys()
+	if err != nil {
+		return nil, err
+	}
+	k, err := keys.KeyRevoke(ctx, req.GetIdOrName())
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, connect.Errorf(connect.CodeNotFound, "no API key has id or name %q", req.GetIdOrName())
+		}
+		return nil, rpcError(a.s.log, "revoke key", err)
+	}
+	return &hopperv1.RevokeKeyResponse{Key: toKey(k)}, nil
+}
