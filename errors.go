@@ -1,6 +1,7 @@
 package hopper
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -62,4 +63,38 @@ func RetryAfter(d time.Duration, err error) error {
 // NoRetry, returned by a handler, fails the job at once: it goes to the dead-letter queue.
 func NoRetry(err error) error {
 	return &engine.NoRetryError{Err: err}
+}
+
+// Snooze, returned by a handler, runs the job again after d without consuming an attempt
+// (contract 13): "not now" rather than "failed". The attempt is recorded with outcome
+// snoozed.
+func Snooze(d time.Duration) error {
+	return &engine.SnoozeError{Delay: d}
+}
+
+// SuspendOpts says how long a suspended job waits.
+type SuspendOpts struct {
+	// Until, when set, parks the job as scheduled until then; it then runs again.
+	Until time.Time
+	// Deadline, for a job parked until resumed (Until zero): if it is still suspended then,
+	// the leader fails it.
+	Deadline time.Time
+}
+
+// Suspend, returned by a handler, parks the job without consuming an attempt (contract 13):
+// until opts.Until (state scheduled), or until Client.Resume (state suspended). checkpoint,
+// when not nil, is stored as JSON and handed to the next attempt as Job.Checkpoint, which may
+// run on another node; nil keeps the previous checkpoint.
+//
+//	return hopper.Suspend(progress{Page: 7}, hopper.SuspendOpts{}) // wait for Resume
+func Suspend(checkpoint any, opts SuspendOpts) error {
+	var raw json.RawMessage
+	if checkpoint != nil {
+		b, err := json.Marshal(checkpoint)
+		if err != nil {
+			return fmt.Errorf("suspend: encode checkpoint: %w", err)
+		}
+		raw = b
+	}
+	return &engine.SuspendError{Checkpoint: raw, Until: opts.Until, Deadline: opts.Deadline}
 }

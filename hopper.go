@@ -66,4 +66,6 @@ const (
 	OutcomePanic        = hoppertype.OutcomePanic
 	OutcomeLeaseExpired = hoppertype.OutcomeLeaseExpired
 	OutcomeCanceled     = hoppertype.OutcomeCanceled
+	OutcomeSnoozed      = hoppertype.OutcomeSnoozed
+	OutcomeSuspended    = hoppertype.OutcomeSuspended
 )

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/engine"
 	"github.com/hopperjobs/hopper/internal/store"
 )
 
@@ -214,6 +215,41 @@ func (c *Client) ReleaseJob(ctx context.Context, id string, token int64, why str
 		c.engine.Notify(row.Queue)
 	}
 	return c.attemptErr("release job", id, err)
+}
+
+// SnoozeJob ends a remote worker's attempt with "not now": the job runs again after d
+// without consuming an attempt.
+func (c *Client) SnoozeJob(ctx context.Context, id string, token int64, d time.Duration) error {
+	if d < 0 || d > MaxRunAtFuture {
+		return invalid("delay", "%s is outside 0–%s", d, MaxRunAtFuture)
+	}
+	return c.park(ctx, "snooze job", id, token, Snooze(d))
+}
+
+// SuspendJob ends a remote worker's attempt by parking the job with checkpoint (a JSON value,
+// or nil to keep the previous one) until opts.Until or until Resume, without consuming an
+// attempt.
+func (c *Client) SuspendJob(ctx context.Context, id string, token int64, checkpoint json.RawMessage, opts SuspendOpts) error {
+	if len(checkpoint) > 0 && !json.Valid(checkpoint) {
+		return invalid("checkpoint", "is not valid JSON")
+	}
+	if len(checkpoint) > c.cfg.MaxArgsBytes {
+		return invalid("checkpoint", "is %d bytes, more than the limit of %d", len(checkpoint), c.cfg.MaxArgsBytes)
+	}
+	now := c.clock.Now()
+	if !opts.Until.IsZero() && opts.Until.After(now.Add(MaxRunAtFuture)) {
+		return invalid("until", "is more than %s ahead", MaxRunAtFuture)
+	}
+	if !opts.Deadline.IsZero() && !opts.Deadline.After(now) {
+		return invalid("deadline", "is not in the future")
+	}
+	return c.park(ctx, "suspend job", id, token,
+		&engine.SuspendError{Checkpoint: checkpoint, Until: opts.Until, Deadline: opts.Deadline})
+}
+
+func (c *Client) park(ctx context.Context, op, id string, token int64, why error) error {
+	p := engine.ParkParams(id, token, why, c.clock.Now())
+	return c.attemptErr(op, id, c.engine.Finish(ctx, p))
 }
 
 // LeaseRef names one attempt: a job and its lease token.

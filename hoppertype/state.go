@@ -77,4 +77,8 @@ const (
 	OutcomePanic        Outcome = "panic"
 	OutcomeLeaseExpired Outcome = "lease_expired"
 	OutcomeCanceled     Outcome = "canceled"
+	// OutcomeSnoozed: the handler asked to run again later; the attempt was given back.
+	OutcomeSnoozed Outcome = "snoozed"
+	// OutcomeSuspended: the handler parked the job with a checkpoint; the attempt was given back.
+	OutcomeSuspended Outcome = "suspended"
 )

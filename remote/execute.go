@@ -13,6 +13,7 @@ import (
 	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/engine"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 // reportTimeout bounds sending an attempt's outcome.
@@ -56,11 +57,39 @@ func (w *Worker) execute(ctx context.Context, job *hopperv1.ActivatedJob) {
 		_, err = w.api.Release(rctx, &hopperv1.ReleaseRequest{Id: job.GetId(), LeaseToken: job.GetLeaseToken(),
 			Reason: fmt.Sprintf("released on shutdown: %v", err)})
 	default:
-		_, err = w.api.Fail(rctx, failRequest(job, row, unit, err, cause))
+		var perr error
+		if _, perr = w.park(rctx, job, err); errors.Is(perr, errNotParked) {
+			_, perr = w.api.Fail(rctx, failRequest(job, row, unit, err, cause))
+		}
+		err = perr
 	}
 	if err != nil && connect.CodeOf(err) != connect.CodeFailedPrecondition {
 		w.log.Error("report job outcome", "job_id", job.GetId(), "err", err)
 	}
+}
+
+// errNotParked: the handler's error was neither a snooze nor a suspension.
+var errNotParked = errors.New("not parked")
+
+// park reports a snooze or a suspension; errNotParked for other errors.
+func (w *Worker) park(ctx context.Context, job *hopperv1.ActivatedJob, err error) (any, error) {
+	var sn *engine.SnoozeError
+	var su *engine.SuspendError
+	switch {
+	case errors.As(err, &sn):
+		return w.api.Snooze(ctx, &hopperv1.SnoozeRequest{Id: job.GetId(), LeaseToken: job.GetLeaseToken(),
+			Delay: durationpb.New(max(sn.Delay, 0))})
+	case errors.As(err, &su):
+		req := &hopperv1.SuspendRequest{Id: job.GetId(), LeaseToken: job.GetLeaseToken(), Checkpoint: string(su.Checkpoint)}
+		if !su.Until.IsZero() {
+			req.Until = timestamppb.New(su.Until)
+		}
+		if !su.Deadline.IsZero() {
+			req.Deadline = timestamppb.New(su.Deadline)
+		}
+		return w.api.Suspend(ctx, req)
+	}
+	return nil, errNotParked
 }
 
 // failRequest describes a failed attempt as the in-process engine would decide it: not
@@ -100,7 +129,7 @@ func toRow(j *hopperv1.ActivatedJob, worker string) *hoppertype.JobRow {
 		ID: j.GetId(), Kind: j.GetKind(), Queue: j.GetQueue(), Args: json.RawMessage(j.GetArgs()),
 		Headers: j.GetHeaders(), State: hoppertype.StateRunning, Attempt: int(j.GetAttempt()),
 		MaxAttempts: int(j.GetMaxAttempts()), Token: j.GetLeaseToken(), WorkerID: worker,
-		Timeout: j.GetTimeout().AsDuration(),
+		Timeout: j.GetTimeout().AsDuration(), Checkpoint: rawOrNil(j.GetCheckpoint()),
 	}
 	if t := j.GetLeaseExpiresAt(); t != nil {
 		row.LeaseExpiresAt = t.AsTime()
@@ -113,6 +142,13 @@ func toRow(j *hopperv1.ActivatedJob, worker string) *hoppertype.JobRow {
 			Cap: p.GetCap().AsDuration(), Jitter: p.GetJitter()}
 	}
 	return row
+}
+
+func rawOrNil(s string) json.RawMessage {
+	if s == "" {
+		return nil
+	}
+	return json.RawMessage(s)
 }
 
 func durationOf(d time.Duration) *durationpb.Duration { return durationpb.New(d) }

@@ -169,3 +169,51 @@ func TestRemoteWorkerRefusesBadConfig(t *testing.T) {
 	_, err = remote.New(remote.Config{URL: "http://x", Workers: ws, Concurrency: 5000})
 	require.Error(t, err)
 }
+
+type chapter struct {
+	N int `json:"n"`
+}
+
+func (chapter) Kind() string { return "chapter" }
+
+func TestRemoteWorkerSnoozesAndSuspendsWithACheckpoint(t *testing.T) {
+	url, client := serve(t)
+	checkpoints := make(chan string, 4)
+	ws := hopper.NewWorkers()
+	hopper.AddWorkerFunc(ws, func(ctx context.Context, job *hopper.Job[chapter]) error {
+		checkpoints <- string(job.Checkpoint)
+		switch job.Args.N {
+		case 1:
+			return hopper.Snooze(time.Hour)
+		case 2:
+			if job.Checkpoint == nil {
+				return hopper.Suspend(map[string]int{"page": 3}, hopper.SuspendOpts{Until: time.Now().Add(50 * time.Millisecond)})
+			}
+		case 3:
+			return hopper.Suspend(map[string]int{"page": 9}, hopper.SuspendOpts{})
+		}
+		return nil
+	})
+	w, err := remote.New(remote.Config{URL: url, Workers: ws})
+	require.NoError(t, err)
+	require.NoError(t, w.Start(context.Background()))
+	defer func() { require.NoError(t, w.Stop(context.Background())) }()
+
+	snoozed, err := client.Enqueue(t.Context(), chapter{N: 1}, nil)
+	require.NoError(t, err)
+	job := waitFor(t, client, snoozed.Job.ID, hopper.StateScheduled)
+	require.Equal(t, 0, job.Attempt)
+	require.WithinDuration(t, time.Now().Add(time.Hour), job.RunAt, time.Minute)
+	require.Empty(t, <-checkpoints)
+
+	parked, err := client.Enqueue(t.Context(), chapter{N: 2}, nil)
+	require.NoError(t, err)
+	require.Empty(t, <-checkpoints)
+	require.JSONEq(t, `{"page":3}`, <-checkpoints, "the next attempt got the checkpoint")
+	waitFor(t, client, parked.Job.ID, hopper.StateCompleted)
+
+	waiting, err := client.Enqueue(t.Context(), chapter{N: 3}, nil)
+	require.NoError(t, err)
+	job = waitFor(t, client, waiting.Job.ID, hopper.StateSuspended)
+	require.JSONEq(t, `{"page":9}`, string(job.Checkpoint))
+}

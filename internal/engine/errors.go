@@ -1,10 +1,12 @@
 package engine
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
+	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/store"
 )
 
@@ -47,3 +49,47 @@ type PanicError struct {
 }
 
 func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
+
+// SnoozeError runs the job again after Delay without consuming an attempt.
+type SnoozeError struct{ Delay time.Duration }
+
+func (e *SnoozeError) Error() string { return fmt.Sprintf("snoozed for %s", e.Delay) }
+
+// SuspendError parks the job without consuming an attempt: until Until (state scheduled) or,
+// with Until zero, until resumed (state suspended), failing at Deadline if that is set and
+// it is still suspended then. Checkpoint, when not nil, replaces the job's checkpoint.
+type SuspendError struct {
+	Checkpoint json.RawMessage
+	Until      time.Time
+	Deadline   time.Time
+}
+
+func (e *SuspendError) Error() string {
+	if !e.Until.IsZero() {
+		return "suspended until " + e.Until.UTC().Format(time.RFC3339)
+	}
+	return "suspended until resumed"
+}
+
+// ParkParams is the outcome of an attempt of job id under token that ended with a snooze or
+// a suspension, or nil for other errors.
+func ParkParams(id string, token int64, err error, now time.Time) *store.FinishParams {
+	var sn *SnoozeError
+	var su *SuspendError
+	switch {
+	case errors.As(err, &sn):
+		return &store.FinishParams{ID: id, Token: token, State: hoppertype.StateScheduled,
+			RunAt: now.Add(max(sn.Delay, 0)), GiveBack: true, Outcome: hoppertype.OutcomeSnoozed,
+			Actor: hoppertype.ActorWorker, Reason: sn.Error()}
+	case errors.As(err, &su):
+		p := &store.FinishParams{ID: id, Token: token, GiveBack: true, Checkpoint: su.Checkpoint,
+			Outcome: hoppertype.OutcomeSuspended, Actor: hoppertype.ActorWorker, Reason: su.Error()}
+		if su.Until.IsZero() {
+			p.State, p.DeadlineAt = hoppertype.StateSuspended, su.Deadline
+		} else {
+			p.State, p.RunAt = hoppertype.StateScheduled, su.Until
+		}
+		return p
+	}
+	return nil
+}

@@ -79,6 +79,9 @@ func (e *Engine) outcome(u Unit, ex *Execution, err, cause error) *store.FinishP
 	case errors.Is(cause, ErrShutdown):
 		return releaseParams(row, fmt.Sprintf("released on shutdown: %v", err))
 	}
+	if p := ParkParams(row.ID, row.Token, err, e.clock.Now()); p != nil {
+		return p
+	}
 	p := &store.FinishParams{ID: row.ID, Token: row.Token, Outcome: hoppertype.OutcomeError,
 		Error: err.Error(), Actor: hoppertype.ActorWorker}
 	var pe *PanicError

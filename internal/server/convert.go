@@ -53,7 +53,7 @@ func toActivated(j *hopper.JobRow, fields []string) *hopperv1.ActivatedJob {
 		Id: j.ID, Kind: j.Kind, Queue: j.Queue, Args: string(pickFields(j.Args, fields)), Headers: j.Headers,
 		Attempt: int32(j.Attempt), MaxAttempts: int32(j.MaxAttempts), LeaseToken: j.Token,
 		LeaseExpiresAt: ts(j.LeaseExpiresAt), Timeout: dur(j.Timeout), CreatedAt: ts(j.CreatedAt),
-		RetryPolicy: toPolicy(j.RetryPolicy),
+		RetryPolicy: toPolicy(j.RetryPolicy), Checkpoint: string(j.Checkpoint),
 	}
 }
 

@@ -212,6 +212,8 @@ var procedureScopes = map[string]Scope{
 	hopperv1connect.WorkerServiceFailProcedure:           ScopeWork,
 	hopperv1connect.WorkerServiceExtendLeaseProcedure:    ScopeWork,
 	hopperv1connect.WorkerServiceReleaseProcedure:        ScopeWork,
+	hopperv1connect.WorkerServiceSnoozeProcedure:         ScopeWork,
+	hopperv1connect.WorkerServiceSuspendProcedure:        ScopeWork,
 	hopperv1connect.WorkerServiceHeartbeatProcedure:      ScopeWork,
 	hopperv1connect.WorkerServiceReportProgressProcedure: ScopeWork,
 

@@ -277,6 +277,37 @@ func (w *workerService) Release(ctx context.Context, req *hopperv1.ReleaseReques
 	return &hopperv1.ReleaseResponse{}, nil
 }
 
+func (w *workerService) Snooze(ctx context.Context, req *hopperv1.SnoozeRequest) (*hopperv1.SnoozeResponse, error) {
+	ref := hopper.LeaseRef{ID: req.GetId(), Token: req.GetLeaseToken()}
+	err := w.s.client.SnoozeJob(ctx, ref.ID, ref.Token, fromDur(req.GetDelay()))
+	w.finished(ref, outcomeReleased, err)
+	if err != nil {
+		return nil, rpcError(w.s.log, "snooze job", err)
+	}
+	return &hopperv1.SnoozeResponse{}, nil
+}
+
+func (w *workerService) Suspend(ctx context.Context, req *hopperv1.SuspendRequest) (*hopperv1.SuspendResponse, error) {
+	ref := hopper.LeaseRef{ID: req.GetId(), Token: req.GetLeaseToken()}
+	var opts hopper.SuspendOpts
+	if t := req.GetUntil(); t != nil {
+		opts.Until = t.AsTime()
+	}
+	if t := req.GetDeadline(); t != nil {
+		opts.Deadline = t.AsTime()
+	}
+	var checkpoint json.RawMessage
+	if req.GetCheckpoint() != "" {
+		checkpoint = json.RawMessage(req.GetCheckpoint())
+	}
+	err := w.s.client.SuspendJob(ctx, ref.ID, ref.Token, checkpoint, opts)
+	w.finished(ref, outcomeReleased, err)
+	if err != nil {
+		return nil, rpcError(w.s.log, "suspend job", err)
+	}
+	return &hopperv1.SuspendResponse{}, nil
+}
+
 func (w *workerService) ExtendLease(ctx context.Context, req *hopperv1.ExtendLeaseRequest) (*hopperv1.ExtendLeaseResponse, error) {
 	d := fromDur(req.GetDuration())
 	until, err := w.s.client.ExtendJobLease(ctx, req.GetId(), req.GetLeaseToken(), d)

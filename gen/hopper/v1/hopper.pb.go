@@ -1345,7 +1345,9 @@ type ActivatedJob struct {
 	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	// retry_policy is the job's own backoff, if it has one (a worker with a per-kind policy
 	// merges it: the job's fields first).
-	RetryPolicy   *RetryPolicy `protobuf:"bytes,12,opt,name=retry_policy,json=retryPolicy,proto3" json:"retry_policy,omitempty"`
+	RetryPolicy *RetryPolicy `protobuf:"bytes,12,opt,name=retry_policy,json=retryPolicy,proto3" json:"retry_policy,omitempty"`
+	// checkpoint is what a suspended or snoozed earlier attempt left (a JSON value), if any.
+	Checkpoint    string `protobuf:"bytes,13,opt,name=checkpoint,proto3" json:"checkpoint,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1462,6 +1464,13 @@ func (x *ActivatedJob) GetRetryPolicy() *RetryPolicy {
 		return x.RetryPolicy
 	}
 	return nil
+}
+
+func (x *ActivatedJob) GetCheckpoint() string {
+	if x != nil {
+		return x.Checkpoint
+	}
+	return ""
 }
 
 type ActivateRequest struct {
@@ -1968,6 +1977,217 @@ func (x *FailResponse) GetRunAt() *timestamppb.Timestamp {
 	return nil
 }
 
+type SnoozeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	LeaseToken    int64                  `protobuf:"varint,2,opt,name=lease_token,json=leaseToken,proto3" json:"lease_token,omitempty"`
+	Delay         *durationpb.Duration   `protobuf:"bytes,3,opt,name=delay,proto3" json:"delay,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SnoozeRequest) Reset() {
+	*x = SnoozeRequest{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SnoozeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SnoozeRequest) ProtoMessage() {}
+
+func (x *SnoozeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SnoozeRequest.ProtoReflect.Descriptor instead.
+func (*SnoozeRequest) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *SnoozeRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *SnoozeRequest) GetLeaseToken() int64 {
+	if x != nil {
+		return x.LeaseToken
+	}
+	return 0
+}
+
+func (x *SnoozeRequest) GetDelay() *durationpb.Duration {
+	if x != nil {
+		return x.Delay
+	}
+	return nil
+}
+
+type SnoozeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SnoozeResponse) Reset() {
+	*x = SnoozeResponse{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SnoozeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SnoozeResponse) ProtoMessage() {}
+
+func (x *SnoozeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SnoozeResponse.ProtoReflect.Descriptor instead.
+func (*SnoozeResponse) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{27}
+}
+
+type SuspendRequest struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Id         string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	LeaseToken int64                  `protobuf:"varint,2,opt,name=lease_token,json=leaseToken,proto3" json:"lease_token,omitempty"`
+	// checkpoint is a JSON value handed to the next attempt; empty keeps the previous one.
+	Checkpoint string `protobuf:"bytes,3,opt,name=checkpoint,proto3" json:"checkpoint,omitempty"`
+	// until, when set, parks the job as scheduled until then.
+	Until *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=until,proto3" json:"until,omitempty"`
+	// deadline, for a job parked until resumed: still suspended then, it fails.
+	Deadline      *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=deadline,proto3" json:"deadline,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SuspendRequest) Reset() {
+	*x = SuspendRequest{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SuspendRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SuspendRequest) ProtoMessage() {}
+
+func (x *SuspendRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SuspendRequest.ProtoReflect.Descriptor instead.
+func (*SuspendRequest) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *SuspendRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *SuspendRequest) GetLeaseToken() int64 {
+	if x != nil {
+		return x.LeaseToken
+	}
+	return 0
+}
+
+func (x *SuspendRequest) GetCheckpoint() string {
+	if x != nil {
+		return x.Checkpoint
+	}
+	return ""
+}
+
+func (x *SuspendRequest) GetUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Until
+	}
+	return nil
+}
+
+func (x *SuspendRequest) GetDeadline() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Deadline
+	}
+	return nil
+}
+
+type SuspendResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SuspendResponse) Reset() {
+	*x = SuspendResponse{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SuspendResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SuspendResponse) ProtoMessage() {}
+
+func (x *SuspendResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SuspendResponse.ProtoReflect.Descriptor instead.
+func (*SuspendResponse) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{29}
+}
+
 type ReleaseRequest struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	Id         string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -1980,7 +2200,7 @@ type ReleaseRequest struct {
 
 func (x *ReleaseRequest) Reset() {
 	*x = ReleaseRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[26]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1992,7 +2212,7 @@ func (x *ReleaseRequest) String() string {
 func (*ReleaseRequest) ProtoMessage() {}
 
 func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[26]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2005,7 +2225,7 @@ func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseRequest.ProtoReflect.Descriptor instead.
 func (*ReleaseRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{26}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ReleaseRequest) GetId() string {
@@ -2037,7 +2257,7 @@ type ReleaseResponse struct {
 
 func (x *ReleaseResponse) Reset() {
 	*x = ReleaseResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[27]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2049,7 +2269,7 @@ func (x *ReleaseResponse) String() string {
 func (*ReleaseResponse) ProtoMessage() {}
 
 func (x *ReleaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[27]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2062,7 +2282,7 @@ func (x *ReleaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseResponse.ProtoReflect.Descriptor instead.
 func (*ReleaseResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{27}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{31}
 }
 
 type ExtendLeaseRequest struct {
@@ -2076,7 +2296,7 @@ type ExtendLeaseRequest struct {
 
 func (x *ExtendLeaseRequest) Reset() {
 	*x = ExtendLeaseRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[28]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2088,7 +2308,7 @@ func (x *ExtendLeaseRequest) String() string {
 func (*ExtendLeaseRequest) ProtoMessage() {}
 
 func (x *ExtendLeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[28]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2101,7 +2321,7 @@ func (x *ExtendLeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendLeaseRequest.ProtoReflect.Descriptor instead.
 func (*ExtendLeaseRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{28}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ExtendLeaseRequest) GetId() string {
@@ -2134,7 +2354,7 @@ type ExtendLeaseResponse struct {
 
 func (x *ExtendLeaseResponse) Reset() {
 	*x = ExtendLeaseResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[29]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2146,7 +2366,7 @@ func (x *ExtendLeaseResponse) String() string {
 func (*ExtendLeaseResponse) ProtoMessage() {}
 
 func (x *ExtendLeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[29]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2159,7 +2379,7 @@ func (x *ExtendLeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendLeaseResponse.ProtoReflect.Descriptor instead.
 func (*ExtendLeaseResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{29}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ExtendLeaseResponse) GetLeaseExpiresAt() *timestamppb.Timestamp {
@@ -2179,7 +2399,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[30]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2191,7 +2411,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[30]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2204,7 +2424,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{30}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *HeartbeatRequest) GetId() string {
@@ -2229,7 +2449,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[31]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2241,7 +2461,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[31]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2254,7 +2474,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{31}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{35}
 }
 
 type ReportProgressRequest struct {
@@ -2269,7 +2489,7 @@ type ReportProgressRequest struct {
 
 func (x *ReportProgressRequest) Reset() {
 	*x = ReportProgressRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[32]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2281,7 +2501,7 @@ func (x *ReportProgressRequest) String() string {
 func (*ReportProgressRequest) ProtoMessage() {}
 
 func (x *ReportProgressRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[32]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2294,7 +2514,7 @@ func (x *ReportProgressRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportProgressRequest.ProtoReflect.Descriptor instead.
 func (*ReportProgressRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{32}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ReportProgressRequest) GetId() string {
@@ -2333,7 +2553,7 @@ type ReportProgressResponse struct {
 
 func (x *ReportProgressResponse) Reset() {
 	*x = ReportProgressResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[33]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2345,7 +2565,7 @@ func (x *ReportProgressResponse) String() string {
 func (*ReportProgressResponse) ProtoMessage() {}
 
 func (x *ReportProgressResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[33]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2358,7 +2578,7 @@ func (x *ReportProgressResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportProgressResponse.ProtoReflect.Descriptor instead.
 func (*ReportProgressResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{33}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{37}
 }
 
 type Queue struct {
@@ -2375,7 +2595,7 @@ type Queue struct {
 
 func (x *Queue) Reset() {
 	*x = Queue{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[34]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2387,7 +2607,7 @@ func (x *Queue) String() string {
 func (*Queue) ProtoMessage() {}
 
 func (x *Queue) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[34]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2400,7 +2620,7 @@ func (x *Queue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Queue.ProtoReflect.Descriptor instead.
 func (*Queue) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{34}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Queue) GetName() string {
@@ -2439,7 +2659,7 @@ type QueueServiceListRequest struct {
 
 func (x *QueueServiceListRequest) Reset() {
 	*x = QueueServiceListRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[35]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2451,7 +2671,7 @@ func (x *QueueServiceListRequest) String() string {
 func (*QueueServiceListRequest) ProtoMessage() {}
 
 func (x *QueueServiceListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[35]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2464,7 +2684,7 @@ func (x *QueueServiceListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueServiceListRequest.ProtoReflect.Descriptor instead.
 func (*QueueServiceListRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{35}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{39}
 }
 
 type QueueServiceListResponse struct {
@@ -2476,7 +2696,7 @@ type QueueServiceListResponse struct {
 
 func (x *QueueServiceListResponse) Reset() {
 	*x = QueueServiceListResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[36]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2488,7 +2708,7 @@ func (x *QueueServiceListResponse) String() string {
 func (*QueueServiceListResponse) ProtoMessage() {}
 
 func (x *QueueServiceListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[36]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2501,7 +2721,7 @@ func (x *QueueServiceListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueServiceListResponse.ProtoReflect.Descriptor instead.
 func (*QueueServiceListResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{36}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *QueueServiceListResponse) GetQueues() []*Queue {
@@ -2520,7 +2740,7 @@ type PauseRequest struct {
 
 func (x *PauseRequest) Reset() {
 	*x = PauseRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[37]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2532,7 +2752,7 @@ func (x *PauseRequest) String() string {
 func (*PauseRequest) ProtoMessage() {}
 
 func (x *PauseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[37]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2545,7 +2765,7 @@ func (x *PauseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseRequest.ProtoReflect.Descriptor instead.
 func (*PauseRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{37}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *PauseRequest) GetQueue() string {
@@ -2563,7 +2783,7 @@ type PauseResponse struct {
 
 func (x *PauseResponse) Reset() {
 	*x = PauseResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[38]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2575,7 +2795,7 @@ func (x *PauseResponse) String() string {
 func (*PauseResponse) ProtoMessage() {}
 
 func (x *PauseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[38]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2588,7 +2808,7 @@ func (x *PauseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseResponse.ProtoReflect.Descriptor instead.
 func (*PauseResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{38}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{42}
 }
 
 type ResumeRequest struct {
@@ -2600,7 +2820,7 @@ type ResumeRequest struct {
 
 func (x *ResumeRequest) Reset() {
 	*x = ResumeRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[39]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2612,7 +2832,7 @@ func (x *ResumeRequest) String() string {
 func (*ResumeRequest) ProtoMessage() {}
 
 func (x *ResumeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[39]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2625,7 +2845,7 @@ func (x *ResumeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeRequest.ProtoReflect.Descriptor instead.
 func (*ResumeRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{39}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ResumeRequest) GetQueue() string {
@@ -2643,7 +2863,7 @@ type ResumeResponse struct {
 
 func (x *ResumeResponse) Reset() {
 	*x = ResumeResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[40]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2655,7 +2875,7 @@ func (x *ResumeResponse) String() string {
 func (*ResumeResponse) ProtoMessage() {}
 
 func (x *ResumeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[40]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2668,7 +2888,7 @@ func (x *ResumeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeResponse.ProtoReflect.Descriptor instead.
 func (*ResumeResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{40}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{44}
 }
 
 type Node struct {
@@ -2685,7 +2905,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[41]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2697,7 +2917,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[41]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2710,7 +2930,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{41}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *Node) GetId() string {
@@ -2763,7 +2983,7 @@ type ListNodesRequest struct {
 
 func (x *ListNodesRequest) Reset() {
 	*x = ListNodesRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[42]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2775,7 +2995,7 @@ func (x *ListNodesRequest) String() string {
 func (*ListNodesRequest) ProtoMessage() {}
 
 func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[42]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2788,7 +3008,7 @@ func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesRequest.ProtoReflect.Descriptor instead.
 func (*ListNodesRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{42}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{46}
 }
 
 type ListNodesResponse struct {
@@ -2800,7 +3020,7 @@ type ListNodesResponse struct {
 
 func (x *ListNodesResponse) Reset() {
 	*x = ListNodesResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[43]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2812,7 +3032,7 @@ func (x *ListNodesResponse) String() string {
 func (*ListNodesResponse) ProtoMessage() {}
 
 func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[43]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2825,7 +3045,7 @@ func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesResponse.ProtoReflect.Descriptor instead.
 func (*ListNodesResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{43}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ListNodesResponse) GetNodes() []*Node {
@@ -2851,7 +3071,7 @@ type Worker struct {
 
 func (x *Worker) Reset() {
 	*x = Worker{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[44]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2863,7 +3083,7 @@ func (x *Worker) String() string {
 func (*Worker) ProtoMessage() {}
 
 func (x *Worker) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[44]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2876,7 +3096,7 @@ func (x *Worker) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Worker.ProtoReflect.Descriptor instead.
 func (*Worker) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{44}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *Worker) GetName() string {
@@ -2936,7 +3156,7 @@ type ListWorkersRequest struct {
 
 func (x *ListWorkersRequest) Reset() {
 	*x = ListWorkersRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[45]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2948,7 +3168,7 @@ func (x *ListWorkersRequest) String() string {
 func (*ListWorkersRequest) ProtoMessage() {}
 
 func (x *ListWorkersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[45]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2961,7 +3181,7 @@ func (x *ListWorkersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWorkersRequest.ProtoReflect.Descriptor instead.
 func (*ListWorkersRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{45}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{49}
 }
 
 type ListWorkersResponse struct {
@@ -2973,7 +3193,7 @@ type ListWorkersResponse struct {
 
 func (x *ListWorkersResponse) Reset() {
 	*x = ListWorkersResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[46]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2985,7 +3205,7 @@ func (x *ListWorkersResponse) String() string {
 func (*ListWorkersResponse) ProtoMessage() {}
 
 func (x *ListWorkersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[46]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2998,7 +3218,7 @@ func (x *ListWorkersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWorkersResponse.ProtoReflect.Descriptor instead.
 func (*ListWorkersResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{46}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ListWorkersResponse) GetWorkers() []*Worker {
@@ -3029,7 +3249,7 @@ type Stream struct {
 
 func (x *Stream) Reset() {
 	*x = Stream{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[47]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3041,7 +3261,7 @@ func (x *Stream) String() string {
 func (*Stream) ProtoMessage() {}
 
 func (x *Stream) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[47]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3054,7 +3274,7 @@ func (x *Stream) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stream.ProtoReflect.Descriptor instead.
 func (*Stream) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{47}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *Stream) GetId() string {
@@ -3142,7 +3362,7 @@ type ListStreamsRequest struct {
 
 func (x *ListStreamsRequest) Reset() {
 	*x = ListStreamsRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[48]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3154,7 +3374,7 @@ func (x *ListStreamsRequest) String() string {
 func (*ListStreamsRequest) ProtoMessage() {}
 
 func (x *ListStreamsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[48]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3167,7 +3387,7 @@ func (x *ListStreamsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStreamsRequest.ProtoReflect.Descriptor instead.
 func (*ListStreamsRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{48}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{52}
 }
 
 type ListStreamsResponse struct {
@@ -3179,7 +3399,7 @@ type ListStreamsResponse struct {
 
 func (x *ListStreamsResponse) Reset() {
 	*x = ListStreamsResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[49]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3191,7 +3411,7 @@ func (x *ListStreamsResponse) String() string {
 func (*ListStreamsResponse) ProtoMessage() {}
 
 func (x *ListStreamsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[49]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3204,7 +3424,7 @@ func (x *ListStreamsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStreamsResponse.ProtoReflect.Descriptor instead.
 func (*ListStreamsResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{49}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ListStreamsResponse) GetStreams() []*Stream {
@@ -3230,7 +3450,7 @@ type APIKey struct {
 
 func (x *APIKey) Reset() {
 	*x = APIKey{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[50]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3242,7 +3462,7 @@ func (x *APIKey) String() string {
 func (*APIKey) ProtoMessage() {}
 
 func (x *APIKey) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[50]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3255,7 +3475,7 @@ func (x *APIKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use APIKey.ProtoReflect.Descriptor instead.
 func (*APIKey) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{50}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *APIKey) GetId() string {
@@ -3310,7 +3530,7 @@ type CreateKeyRequest struct {
 
 func (x *CreateKeyRequest) Reset() {
 	*x = CreateKeyRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3322,7 +3542,7 @@ func (x *CreateKeyRequest) String() string {
 func (*CreateKeyRequest) ProtoMessage() {}
 
 func (x *CreateKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3335,7 +3555,7 @@ func (x *CreateKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyRequest.ProtoReflect.Descriptor instead.
 func (*CreateKeyRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{51}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *CreateKeyRequest) GetName() string {
@@ -3363,7 +3583,7 @@ type CreateKeyResponse struct {
 
 func (x *CreateKeyResponse) Reset() {
 	*x = CreateKeyResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3375,7 +3595,7 @@ func (x *CreateKeyResponse) String() string {
 func (*CreateKeyResponse) ProtoMessage() {}
 
 func (x *CreateKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3388,7 +3608,7 @@ func (x *CreateKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyResponse.ProtoReflect.Descriptor instead.
 func (*CreateKeyResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{52}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *CreateKeyResponse) GetKey() *APIKey {
@@ -3413,7 +3633,7 @@ type ListKeysRequest struct {
 
 func (x *ListKeysRequest) Reset() {
 	*x = ListKeysRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3425,7 +3645,7 @@ func (x *ListKeysRequest) String() string {
 func (*ListKeysRequest) ProtoMessage() {}
 
 func (x *ListKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3438,7 +3658,7 @@ func (x *ListKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeysRequest.ProtoReflect.Descriptor instead.
 func (*ListKeysRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{53}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{57}
 }
 
 type ListKeysResponse struct {
@@ -3450,7 +3670,7 @@ type ListKeysResponse struct {
 
 func (x *ListKeysResponse) Reset() {
 	*x = ListKeysResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3462,7 +3682,7 @@ func (x *ListKeysResponse) String() string {
 func (*ListKeysResponse) ProtoMessage() {}
 
 func (x *ListKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3475,7 +3695,7 @@ func (x *ListKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeysResponse.ProtoReflect.Descriptor instead.
 func (*ListKeysResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{54}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *ListKeysResponse) GetKeys() []*APIKey {
@@ -3494,7 +3714,7 @@ type RevokeKeyRequest struct {
 
 func (x *RevokeKeyRequest) Reset() {
 	*x = RevokeKeyRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3506,7 +3726,7 @@ func (x *RevokeKeyRequest) String() string {
 func (*RevokeKeyRequest) ProtoMessage() {}
 
 func (x *RevokeKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3519,7 +3739,7 @@ func (x *RevokeKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeKeyRequest.ProtoReflect.Descriptor instead.
 func (*RevokeKeyRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{55}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *RevokeKeyRequest) GetIdOrName() string {
@@ -3538,7 +3758,7 @@ type RevokeKeyResponse struct {
 
 func (x *RevokeKeyResponse) Reset() {
 	*x = RevokeKeyResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3550,7 +3770,7 @@ func (x *RevokeKeyResponse) String() string {
 func (*RevokeKeyResponse) ProtoMessage() {}
 
 func (x *RevokeKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3563,7 +3783,7 @@ func (x *RevokeKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeKeyResponse.ProtoReflect.Descriptor instead.
 func (*RevokeKeyResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{56}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *RevokeKeyResponse) GetKey() *APIKey {
@@ -3698,7 +3918,7 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x05stack\x18\b \x01(\tR\x05stack\"j\n" +
 	"\x0eEventsResponse\x12(\n" +
 	"\x06events\x18\x01 \x03(\v2\x10.hopper.v1.EventR\x06events\x12.\n" +
-	"\battempts\x18\x02 \x03(\v2\x12.hopper.v1.AttemptR\battempts\"\xa7\x04\n" +
+	"\battempts\x18\x02 \x03(\v2\x12.hopper.v1.AttemptR\battempts\"\xc7\x04\n" +
 	"\fActivatedJob\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x14\n" +
@@ -3714,7 +3934,10 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	" \x01(\v2\x19.google.protobuf.DurationR\atimeout\x129\n" +
 	"\n" +
 	"created_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
-	"\fretry_policy\x18\f \x01(\v2\x16.hopper.v1.RetryPolicyR\vretryPolicy\x1a:\n" +
+	"\fretry_policy\x18\f \x01(\v2\x16.hopper.v1.RetryPolicyR\vretryPolicy\x12\x1e\n" +
+	"\n" +
+	"checkpoint\x18\r \x01(\tR\n" +
+	"checkpoint\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x97\x02\n" +
@@ -3754,7 +3977,23 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\b_retries\"W\n" +
 	"\fFailResponse\x12\x14\n" +
 	"\x05state\x18\x01 \x01(\tR\x05state\x121\n" +
-	"\x06run_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x05runAt\"Y\n" +
+	"\x06run_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x05runAt\"q\n" +
+	"\rSnoozeRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
+	"\vlease_token\x18\x02 \x01(\x03R\n" +
+	"leaseToken\x12/\n" +
+	"\x05delay\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x05delay\"\x10\n" +
+	"\x0eSnoozeResponse\"\xcb\x01\n" +
+	"\x0eSuspendRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
+	"\vlease_token\x18\x02 \x01(\x03R\n" +
+	"leaseToken\x12\x1e\n" +
+	"\n" +
+	"checkpoint\x18\x03 \x01(\tR\n" +
+	"checkpoint\x120\n" +
+	"\x05until\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x05until\x126\n" +
+	"\bdeadline\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\"\x11\n" +
+	"\x0fSuspendResponse\"Y\n" +
 	"\x0eReleaseRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
 	"\vlease_token\x18\x02 \x01(\x03R\n" +
@@ -3868,14 +4107,16 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x03Get\x12\x15.hopper.v1.GetRequest\x1a\x16.hopper.v1.GetResponse\"\x03\x90\x02\x01\x12<\n" +
 	"\x04List\x12\x16.hopper.v1.ListRequest\x1a\x17.hopper.v1.ListResponse\"\x03\x90\x02\x01\x12=\n" +
 	"\x06Cancel\x12\x18.hopper.v1.CancelRequest\x1a\x19.hopper.v1.CancelResponse\x12B\n" +
-	"\x06Events\x12\x18.hopper.v1.EventsRequest\x1a\x19.hopper.v1.EventsResponse\"\x03\x90\x02\x012\xce\x04\n" +
+	"\x06Events\x12\x18.hopper.v1.EventsRequest\x1a\x19.hopper.v1.EventsResponse\"\x03\x90\x02\x012\xcf\x05\n" +
 	"\rWorkerService\x12C\n" +
 	"\bActivate\x12\x1a.hopper.v1.ActivateRequest\x1a\x1b.hopper.v1.ActivateResponse\x12K\n" +
 	"\n" +
 	"StreamJobs\x12\x1c.hopper.v1.StreamJobsRequest\x1a\x1d.hopper.v1.StreamJobsResponse0\x01\x12C\n" +
 	"\bComplete\x12\x1a.hopper.v1.CompleteRequest\x1a\x1b.hopper.v1.CompleteResponse\x127\n" +
 	"\x04Fail\x12\x16.hopper.v1.FailRequest\x1a\x17.hopper.v1.FailResponse\x12@\n" +
-	"\aRelease\x12\x19.hopper.v1.ReleaseRequest\x1a\x1a.hopper.v1.ReleaseResponse\x12L\n" +
+	"\aRelease\x12\x19.hopper.v1.ReleaseRequest\x1a\x1a.hopper.v1.ReleaseResponse\x12=\n" +
+	"\x06Snooze\x12\x18.hopper.v1.SnoozeRequest\x1a\x19.hopper.v1.SnoozeResponse\x12@\n" +
+	"\aSuspend\x12\x19.hopper.v1.SuspendRequest\x1a\x1a.hopper.v1.SuspendResponse\x12L\n" +
 	"\vExtendLease\x12\x1d.hopper.v1.ExtendLeaseRequest\x1a\x1e.hopper.v1.ExtendLeaseResponse\x12F\n" +
 	"\tHeartbeat\x12\x1b.hopper.v1.HeartbeatRequest\x1a\x1c.hopper.v1.HeartbeatResponse\x12U\n" +
 	"\x0eReportProgress\x12 .hopper.v1.ReportProgressRequest\x1a!.hopper.v1.ReportProgressResponse2\xdf\x01\n" +
@@ -3903,7 +4144,7 @@ func file_hopper_v1_hopper_proto_rawDescGZIP() []byte {
 	return file_hopper_v1_hopper_proto_rawDescData
 }
 
-var file_hopper_v1_hopper_proto_msgTypes = make([]protoimpl.MessageInfo, 61)
+var file_hopper_v1_hopper_proto_msgTypes = make([]protoimpl.MessageInfo, 65)
 var file_hopper_v1_hopper_proto_goTypes = []any{
 	(*Job)(nil),                      // 0: hopper.v1.Job
 	(*JobSpec)(nil),                  // 1: hopper.v1.JobSpec
@@ -3931,157 +4172,168 @@ var file_hopper_v1_hopper_proto_goTypes = []any{
 	(*CompleteResponse)(nil),         // 23: hopper.v1.CompleteResponse
 	(*FailRequest)(nil),              // 24: hopper.v1.FailRequest
 	(*FailResponse)(nil),             // 25: hopper.v1.FailResponse
-	(*ReleaseRequest)(nil),           // 26: hopper.v1.ReleaseRequest
-	(*ReleaseResponse)(nil),          // 27: hopper.v1.ReleaseResponse
-	(*ExtendLeaseRequest)(nil),       // 28: hopper.v1.ExtendLeaseRequest
-	(*ExtendLeaseResponse)(nil),      // 29: hopper.v1.ExtendLeaseResponse
-	(*HeartbeatRequest)(nil),         // 30: hopper.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),        // 31: hopper.v1.HeartbeatResponse
-	(*ReportProgressRequest)(nil),    // 32: hopper.v1.ReportProgressRequest
-	(*ReportProgressResponse)(nil),   // 33: hopper.v1.ReportProgressResponse
-	(*Queue)(nil),                    // 34: hopper.v1.Queue
-	(*QueueServiceListRequest)(nil),  // 35: hopper.v1.QueueServiceListRequest
-	(*QueueServiceListResponse)(nil), // 36: hopper.v1.QueueServiceListResponse
-	(*PauseRequest)(nil),             // 37: hopper.v1.PauseRequest
-	(*PauseResponse)(nil),            // 38: hopper.v1.PauseResponse
-	(*ResumeRequest)(nil),            // 39: hopper.v1.ResumeRequest
-	(*ResumeResponse)(nil),           // 40: hopper.v1.ResumeResponse
-	(*Node)(nil),                     // 41: hopper.v1.Node
-	(*ListNodesRequest)(nil),         // 42: hopper.v1.ListNodesRequest
-	(*ListNodesResponse)(nil),        // 43: hopper.v1.ListNodesResponse
-	(*Worker)(nil),                   // 44: hopper.v1.Worker
-	(*ListWorkersRequest)(nil),       // 45: hopper.v1.ListWorkersRequest
-	(*ListWorkersResponse)(nil),      // 46: hopper.v1.ListWorkersResponse
-	(*Stream)(nil),                   // 47: hopper.v1.Stream
-	(*ListStreamsRequest)(nil),       // 48: hopper.v1.ListStreamsRequest
-	(*ListStreamsResponse)(nil),      // 49: hopper.v1.ListStreamsResponse
-	(*APIKey)(nil),                   // 50: hopper.v1.APIKey
-	(*CreateKeyRequest)(nil),         // 51: hopper.v1.CreateKeyRequest
-	(*CreateKeyResponse)(nil),        // 52: hopper.v1.CreateKeyResponse
-	(*ListKeysRequest)(nil),          // 53: hopper.v1.ListKeysRequest
-	(*ListKeysResponse)(nil),         // 54: hopper.v1.ListKeysResponse
-	(*RevokeKeyRequest)(nil),         // 55: hopper.v1.RevokeKeyRequest
-	(*RevokeKeyResponse)(nil),        // 56: hopper.v1.RevokeKeyResponse
-	nil,                              // 57: hopper.v1.Job.HeadersEntry
-	nil,                              // 58: hopper.v1.JobSpec.HeadersEntry
-	nil,                              // 59: hopper.v1.ActivatedJob.HeadersEntry
-	nil,                              // 60: hopper.v1.Queue.CountsEntry
-	(*timestamppb.Timestamp)(nil),    // 61: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),      // 62: google.protobuf.Duration
+	(*SnoozeRequest)(nil),            // 26: hopper.v1.SnoozeRequest
+	(*SnoozeResponse)(nil),           // 27: hopper.v1.SnoozeResponse
+	(*SuspendRequest)(nil),           // 28: hopper.v1.SuspendRequest
+	(*SuspendResponse)(nil),          // 29: hopper.v1.SuspendResponse
+	(*ReleaseRequest)(nil),           // 30: hopper.v1.ReleaseRequest
+	(*ReleaseResponse)(nil),          // 31: hopper.v1.ReleaseResponse
+	(*ExtendLeaseRequest)(nil),       // 32: hopper.v1.ExtendLeaseRequest
+	(*ExtendLeaseResponse)(nil),      // 33: hopper.v1.ExtendLeaseResponse
+	(*HeartbeatRequest)(nil),         // 34: hopper.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),        // 35: hopper.v1.HeartbeatResponse
+	(*ReportProgressRequest)(nil),    // 36: hopper.v1.ReportProgressRequest
+	(*ReportProgressResponse)(nil),   // 37: hopper.v1.ReportProgressResponse
+	(*Queue)(nil),                    // 38: hopper.v1.Queue
+	(*QueueServiceListRequest)(nil),  // 39: hopper.v1.QueueServiceListRequest
+	(*QueueServiceListResponse)(nil), // 40: hopper.v1.QueueServiceListResponse
+	(*PauseRequest)(nil),             // 41: hopper.v1.PauseRequest
+	(*PauseResponse)(nil),            // 42: hopper.v1.PauseResponse
+	(*ResumeRequest)(nil),            // 43: hopper.v1.ResumeRequest
+	(*ResumeResponse)(nil),           // 44: hopper.v1.ResumeResponse
+	(*Node)(nil),                     // 45: hopper.v1.Node
+	(*ListNodesRequest)(nil),         // 46: hopper.v1.ListNodesRequest
+	(*ListNodesResponse)(nil),        // 47: hopper.v1.ListNodesResponse
+	(*Worker)(nil),                   // 48: hopper.v1.Worker
+	(*ListWorkersRequest)(nil),       // 49: hopper.v1.ListWorkersRequest
+	(*ListWorkersResponse)(nil),      // 50: hopper.v1.ListWorkersResponse
+	(*Stream)(nil),                   // 51: hopper.v1.Stream
+	(*ListStreamsRequest)(nil),       // 52: hopper.v1.ListStreamsRequest
+	(*ListStreamsResponse)(nil),      // 53: hopper.v1.ListStreamsResponse
+	(*APIKey)(nil),                   // 54: hopper.v1.APIKey
+	(*CreateKeyRequest)(nil),         // 55: hopper.v1.CreateKeyRequest
+	(*CreateKeyResponse)(nil),        // 56: hopper.v1.CreateKeyResponse
+	(*ListKeysRequest)(nil),          // 57: hopper.v1.ListKeysRequest
+	(*ListKeysResponse)(nil),         // 58: hopper.v1.ListKeysResponse
+	(*RevokeKeyRequest)(nil),         // 59: hopper.v1.RevokeKeyRequest
+	(*RevokeKeyResponse)(nil),        // 60: hopper.v1.RevokeKeyResponse
+	nil,                              // 61: hopper.v1.Job.HeadersEntry
+	nil,                              // 62: hopper.v1.JobSpec.HeadersEntry
+	nil,                              // 63: hopper.v1.ActivatedJob.HeadersEntry
+	nil,                              // 64: hopper.v1.Queue.CountsEntry
+	(*timestamppb.Timestamp)(nil),    // 65: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),      // 66: google.protobuf.Duration
 }
 var file_hopper_v1_hopper_proto_depIdxs = []int32{
-	57, // 0: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
-	61, // 1: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
-	62, // 2: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
-	61, // 3: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
-	61, // 4: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
-	61, // 5: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	61, // 6: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
-	61, // 7: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
-	61, // 8: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	61, // 9: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
-	61, // 10: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
-	62, // 11: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
-	62, // 12: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
-	58, // 13: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
-	62, // 14: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
+	61, // 0: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
+	65, // 1: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
+	66, // 2: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
+	65, // 3: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
+	65, // 4: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
+	65, // 5: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	65, // 6: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
+	65, // 7: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
+	65, // 8: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	65, // 9: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
+	65, // 10: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
+	66, // 11: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
+	66, // 12: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
+	62, // 13: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
+	66, // 14: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
 	2,  // 15: hopper.v1.JobSpec.retry_policy:type_name -> hopper.v1.RetryPolicy
-	62, // 16: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
-	62, // 17: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
+	66, // 16: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
+	66, // 17: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
 	1,  // 18: hopper.v1.EnqueueRequest.job:type_name -> hopper.v1.JobSpec
 	0,  // 19: hopper.v1.EnqueueResponse.job:type_name -> hopper.v1.Job
 	1,  // 20: hopper.v1.EnqueueBatchRequest.jobs:type_name -> hopper.v1.JobSpec
 	4,  // 21: hopper.v1.EnqueueBatchResponse.results:type_name -> hopper.v1.EnqueueResponse
 	0,  // 22: hopper.v1.GetResponse.job:type_name -> hopper.v1.Job
-	61, // 23: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
-	61, // 24: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
+	65, // 23: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
+	65, // 24: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
 	0,  // 25: hopper.v1.ListResponse.jobs:type_name -> hopper.v1.Job
 	0,  // 26: hopper.v1.CancelResponse.job:type_name -> hopper.v1.Job
-	61, // 27: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
-	61, // 28: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
-	61, // 29: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
+	65, // 27: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
+	65, // 28: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
+	65, // 29: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
 	14, // 30: hopper.v1.EventsResponse.events:type_name -> hopper.v1.Event
 	15, // 31: hopper.v1.EventsResponse.attempts:type_name -> hopper.v1.Attempt
-	59, // 32: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
-	61, // 33: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
-	62, // 34: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
-	61, // 35: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
+	63, // 32: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
+	65, // 33: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
+	66, // 34: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
+	65, // 35: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
 	2,  // 36: hopper.v1.ActivatedJob.retry_policy:type_name -> hopper.v1.RetryPolicy
-	62, // 37: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
-	62, // 38: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
+	66, // 37: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
+	66, // 38: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
 	17, // 39: hopper.v1.ActivateResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	62, // 40: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
+	66, // 40: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
 	17, // 41: hopper.v1.StreamJobsResponse.job:type_name -> hopper.v1.ActivatedJob
-	62, // 42: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
-	61, // 43: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
-	62, // 44: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
-	61, // 45: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
-	60, // 46: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
-	34, // 47: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
-	61, // 48: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
-	61, // 49: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
-	41, // 50: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
-	61, // 51: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
-	44, // 52: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
-	61, // 53: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
-	47, // 54: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
-	61, // 55: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
-	61, // 56: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
-	61, // 57: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
-	50, // 58: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
-	50, // 59: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
-	50, // 60: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
-	3,  // 61: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
-	5,  // 62: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
-	7,  // 63: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
-	9,  // 64: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
-	11, // 65: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
-	13, // 66: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
-	18, // 67: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
-	20, // 68: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
-	22, // 69: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
-	24, // 70: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
-	26, // 71: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
-	28, // 72: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
-	30, // 73: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
-	32, // 74: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
-	35, // 75: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
-	37, // 76: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
-	39, // 77: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
-	42, // 78: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
-	45, // 79: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
-	48, // 80: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
-	51, // 81: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
-	53, // 82: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
-	55, // 83: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
-	4,  // 84: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
-	6,  // 85: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
-	8,  // 86: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
-	10, // 87: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
-	12, // 88: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
-	16, // 89: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
-	19, // 90: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
-	21, // 91: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
-	23, // 92: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
-	25, // 93: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
-	27, // 94: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
-	29, // 95: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
-	31, // 96: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
-	33, // 97: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
-	36, // 98: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
-	38, // 99: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
-	40, // 100: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
-	43, // 101: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
-	46, // 102: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
-	49, // 103: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
-	52, // 104: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
-	54, // 105: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
-	56, // 106: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
-	84, // [84:107] is the sub-list for method output_type
-	61, // [61:84] is the sub-list for method input_type
-	61, // [61:61] is the sub-list for extension type_name
-	61, // [61:61] is the sub-list for extension extendee
-	0,  // [0:61] is the sub-list for field type_name
+	66, // 42: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
+	65, // 43: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
+	66, // 44: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
+	65, // 45: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
+	65, // 46: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
+	66, // 47: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
+	65, // 48: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
+	64, // 49: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
+	38, // 50: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
+	65, // 51: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
+	65, // 52: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
+	45, // 53: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
+	65, // 54: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
+	48, // 55: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
+	65, // 56: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
+	51, // 57: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
+	65, // 58: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
+	65, // 59: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
+	65, // 60: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
+	54, // 61: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
+	54, // 62: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
+	54, // 63: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
+	3,  // 64: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
+	5,  // 65: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
+	7,  // 66: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
+	9,  // 67: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
+	11, // 68: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
+	13, // 69: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
+	18, // 70: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
+	20, // 71: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
+	22, // 72: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
+	24, // 73: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
+	30, // 74: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
+	26, // 75: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
+	28, // 76: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
+	32, // 77: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
+	34, // 78: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
+	36, // 79: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
+	39, // 80: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
+	41, // 81: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
+	43, // 82: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
+	46, // 83: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
+	49, // 84: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
+	52, // 85: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
+	55, // 86: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
+	57, // 87: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
+	59, // 88: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
+	4,  // 89: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
+	6,  // 90: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
+	8,  // 91: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
+	10, // 92: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
+	12, // 93: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
+	16, // 94: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
+	19, // 95: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
+	21, // 96: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
+	23, // 97: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
+	25, // 98: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
+	31, // 99: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
+	27, // 100: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
+	29, // 101: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
+	33, // 102: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
+	35, // 103: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
+	37, // 104: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
+	40, // 105: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
+	42, // 106: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
+	44, // 107: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
+	47, // 108: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
+	50, // 109: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
+	53, // 110: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
+	56, // 111: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
+	58, // 112: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
+	60, // 113: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
+	89, // [89:114] is the sub-list for method output_type
+	64, // [64:89] is the sub-list for method input_type
+	64, // [64:64] is the sub-list for extension type_name
+	64, // [64:64] is the sub-list for extension extendee
+	0,  // [0:64] is the sub-list for field type_name
 }
 
 func init() { file_hopper_v1_hopper_proto_init() }
@@ -4096,7 +4348,7 @@ func file_hopper_v1_hopper_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hopper_v1_hopper_proto_rawDesc), len(file_hopper_v1_hopper_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   61,
+			NumMessages:   65,
 			NumExtensions: 0,
 			NumServices:   4,
 		},

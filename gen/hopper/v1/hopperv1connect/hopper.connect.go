@@ -64,6 +64,10 @@ const (
 	WorkerServiceFailProcedure = "/hopper.v1.WorkerService/Fail"
 	// WorkerServiceReleaseProcedure is the procedure name of the WorkerService's Release RPC.
 	WorkerServiceReleaseProcedure = "/hopper.v1.WorkerService/Release"
+	// WorkerServiceSnoozeProcedure is the procedure name of the WorkerService's Snooze RPC.
+	WorkerServiceSnoozeProcedure = "/hopper.v1.WorkerService/Snooze"
+	// WorkerServiceSuspendProcedure is the procedure name of the WorkerService's Suspend RPC.
+	WorkerServiceSuspendProcedure = "/hopper.v1.WorkerService/Suspend"
 	// WorkerServiceExtendLeaseProcedure is the procedure name of the WorkerService's ExtendLease RPC.
 	WorkerServiceExtendLeaseProcedure = "/hopper.v1.WorkerService/ExtendLease"
 	// WorkerServiceHeartbeatProcedure is the procedure name of the WorkerService's Heartbeat RPC.
@@ -383,6 +387,20 @@ var (
 			Procedure:  WorkerServiceReleaseProcedure,
 		}
 	})
+	workerServiceSnoozeSpec = sync.OnceValue(func() connect.Spec {
+		return connect.Spec{
+			StreamType: connect.StreamTypeUnary,
+			Schema:     v1.File_hopper_v1_hopper_proto.Services().ByName("WorkerService").Methods().ByName("Snooze"),
+			Procedure:  WorkerServiceSnoozeProcedure,
+		}
+	})
+	workerServiceSuspendSpec = sync.OnceValue(func() connect.Spec {
+		return connect.Spec{
+			StreamType: connect.StreamTypeUnary,
+			Schema:     v1.File_hopper_v1_hopper_proto.Services().ByName("WorkerService").Methods().ByName("Suspend"),
+			Procedure:  WorkerServiceSuspendProcedure,
+		}
+	})
 	workerServiceExtendLeaseSpec = sync.OnceValue(func() connect.Spec {
 		return connect.Spec{
 			StreamType: connect.StreamTypeUnary,
@@ -424,6 +442,13 @@ type WorkerServiceClient interface {
 	// Release hands a job back to its queue at once, without consuming its attempt: the worker
 	// will not run it (it is shutting down, or not ready).
 	Release(context.Context, *v1.ReleaseRequest) (*v1.ReleaseResponse, error)
+	// Snooze ends an attempt with "not now": the job runs again after delay, without consuming
+	// an attempt.
+	Snooze(context.Context, *v1.SnoozeRequest) (*v1.SnoozeResponse, error)
+	// Suspend parks the job with a checkpoint, without consuming an attempt: until a time
+	// (state scheduled) or until JobService.Resume (state suspended, failing at an optional
+	// deadline). The next attempt, on any worker, gets the checkpoint.
+	Suspend(context.Context, *v1.SuspendRequest) (*v1.SuspendResponse, error)
 	// ExtendLease sets the lease to expire duration from now; it may shorten it.
 	ExtendLease(context.Context, *v1.ExtendLeaseRequest) (*v1.ExtendLeaseResponse, error)
 	// Heartbeat records a sign of life of a running attempt (separate from its lease).
@@ -476,6 +501,13 @@ type WorkerServiceHandler interface {
 	// Release hands a job back to its queue at once, without consuming its attempt: the worker
 	// will not run it (it is shutting down, or not ready).
 	Release(context.Context, *v1.ReleaseRequest) (*v1.ReleaseResponse, error)
+	// Snooze ends an attempt with "not now": the job runs again after delay, without consuming
+	// an attempt.
+	Snooze(context.Context, *v1.SnoozeRequest) (*v1.SnoozeResponse, error)
+	// Suspend parks the job with a checkpoint, without consuming an attempt: until a time
+	// (state scheduled) or until JobService.Resume (state suspended, failing at an optional
+	// deadline). The next attempt, on any worker, gets the checkpoint.
+	Suspend(context.Context, *v1.SuspendRequest) (*v1.SuspendResponse, error)
 	// ExtendLease sets the lease to expire duration from now; it may shorten it.
 	ExtendLease(context.Context, *v1.ExtendLeaseRequest) (*v1.ExtendLeaseResponse, error)
 	// Heartbeat records a sign of life of a running attempt (separate from its lease).
@@ -494,6 +526,8 @@ func RegisterWorkerServiceHandler(server *connect.Server, svc WorkerServiceHandl
 		connect.Method{Spec: workerServiceCompleteSpec(), Handler: adapter.complete},
 		connect.Method{Spec: workerServiceFailSpec(), Handler: adapter.fail},
 		connect.Method{Spec: workerServiceReleaseSpec(), Handler: adapter.release},
+		connect.Method{Spec: workerServiceSnoozeSpec(), Handler: adapter.snooze},
+		connect.Method{Spec: workerServiceSuspendSpec(), Handler: adapter.suspend},
 		connect.Method{Spec: workerServiceExtendLeaseSpec(), Handler: adapter.extendLease},
 		connect.Method{Spec: workerServiceHeartbeatSpec(), Handler: adapter.heartbeat},
 		connect.Method{Spec: workerServiceReportProgressSpec(), Handler: adapter.reportProgress},
@@ -536,6 +570,14 @@ func (UnimplementedWorkerServiceHandler) Fail(context.Context, *v1.FailRequest) 
 
 func (UnimplementedWorkerServiceHandler) Release(context.Context, *v1.ReleaseRequest) (*v1.ReleaseResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, "hopper.v1.WorkerService.Release is not implemented")
+}
+
+func (UnimplementedWorkerServiceHandler) Snooze(context.Context, *v1.SnoozeRequest) (*v1.SnoozeResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, "hopper.v1.WorkerService.Snooze is not implemented")
+}
+
+func (UnimplementedWorkerServiceHandler) Suspend(context.Context, *v1.SuspendRequest) (*v1.SuspendResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, "hopper.v1.WorkerService.Suspend is not implemented")
 }
 
 func (UnimplementedWorkerServiceHandler) ExtendLease(context.Context, *v1.ExtendLeaseRequest) (*v1.ExtendLeaseResponse, error) {
@@ -589,6 +631,22 @@ func (c *workerServiceClient) Fail(ctx context.Context, req *v1.FailRequest) (*v
 func (c *workerServiceClient) Release(ctx context.Context, req *v1.ReleaseRequest) (*v1.ReleaseResponse, error) {
 	var res v1.ReleaseResponse
 	if err := c.client.CallUnary(ctx, workerServiceReleaseSpec(), req, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+func (c *workerServiceClient) Snooze(ctx context.Context, req *v1.SnoozeRequest) (*v1.SnoozeResponse, error) {
+	var res v1.SnoozeResponse
+	if err := c.client.CallUnary(ctx, workerServiceSnoozeSpec(), req, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+func (c *workerServiceClient) Suspend(ctx context.Context, req *v1.SuspendRequest) (*v1.SuspendResponse, error) {
+	var res v1.SuspendResponse
+	if err := c.client.CallUnary(ctx, workerServiceSuspendSpec(), req, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil
@@ -670,6 +728,30 @@ func (h workerServiceHandler) release(ctx context.Context, _ connect.Spec, strea
 		return err
 	}
 	res, err := h.svc.Release(ctx, &req)
+	if err != nil {
+		return err
+	}
+	return stream.Send(res)
+}
+
+func (h workerServiceHandler) snooze(ctx context.Context, _ connect.Spec, stream connect.ServerStream) error {
+	var req v1.SnoozeRequest
+	if err := stream.Receive(&req); err != nil {
+		return err
+	}
+	res, err := h.svc.Snooze(ctx, &req)
+	if err != nil {
+		return err
+	}
+	return stream.Send(res)
+}
+
+func (h workerServiceHandler) suspend(ctx context.Context, _ connect.Spec, stream connect.ServerStream) error {
+	var req v1.SuspendRequest
+	if err := stream.Receive(&req); err != nil {
+		return err
+	}
+	res, err := h.svc.Suspend(ctx, &req)
 	if err != nil {
 		return err
 	}

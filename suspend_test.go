@@ -1,0 +1,85 @@
+package hopper
+
+import (
+	"context"
+	"encoding/json"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+type pages struct {
+	Page int `json:"page"`
+}
+
+func TestSnoozeRunsLaterWithoutConsumingAnAttempt(t *testing.T) {
+	t.Parallel()
+	ws := NewWorkers()
+	runs := make(chan int, 4)
+	var n atomic.Int32
+	AddWorkerFunc(ws, func(ctx context.Context, job *Job[sendEmail]) error {
+		runs <- job.Attempt
+		if n.Add(1) == 1 {
+			return Snooze(time.Minute)
+		}
+		return nil
+	})
+	b := setup(t, ws, nil)
+	res, err := b.client.Enqueue(t.Context(), sendEmail{}, &InsertOpts{MaxAttempts: 1})
+	require.NoError(t, err)
+	require.Equal(t, 1, recv(t, runs))
+	job := b.waitFor(t, res.Job.ID, StateScheduled)
+	require.Equal(t, 0, job.Attempt, "the attempt was given back")
+	require.Equal(t, b.clock.Now().Add(time.Minute), job.RunAt)
+
+	b.clock.Advance(time.Minute)
+	require.Equal(t, 1, recv(t, runs), "runs again, still as attempt 1 of 1")
+	b.waitFor(t, res.Job.ID, StateCompleted)
+	attempts, err := b.client.Attempts(t.Context(), res.Job.ID)
+	require.NoError(t, err)
+	require.Len(t, attempts, 2)
+	require.Equal(t, OutcomeSnoozed, attempts[0].Outcome)
+}
+
+func TestSuspendUntilATimeKeepsTheCheckpoint(t *testing.T) {
+	t.Parallel()
+	ws := NewWorkers()
+	seen := make(chan json.RawMessage, 4)
+	AddWorkerFunc(ws, func(ctx context.Context, job *Job[sendEmail]) error {
+		seen <- job.Checkpoint
+		if job.Checkpoint == nil {
+			return Suspend(pages{Page: 7}, SuspendOpts{Until: testStart.Add(time.Hour)})
+		}
+		return nil
+	})
+	b := setup(t, ws, nil)
+	res, err := b.client.Enqueue(t.Context(), sendEmail{}, &InsertOpts{MaxAttempts: 1})
+	require.NoError(t, err)
+	require.Nil(t, recv(t, seen))
+	job := b.waitFor(t, res.Job.ID, StateScheduled)
+	require.Equal(t, 0, job.Attempt)
+	require.JSONEq(t, `{"page":7}`, string(job.Checkpoint))
+
+	b.clock.Advance(2 * time.Hour)
+	require.JSONEq(t, `{"page":7}`, string(recv(t, seen)), "the next attempt continues from the checkpoint")
+	b.waitFor(t, res.Job.ID, StateCompleted)
+	attempts, err := b.client.Attempts(t.Context(), res.Job.ID)
+	require.NoError(t, err)
+	require.Equal(t, OutcomeSuspended, attempts[0].Outcome)
+}
+
+func TestSuspendUntilResumed(t *testing.T) {
+	t.Parallel()
+	ws := NewWorkers()
+	AddWorkerFunc(ws, func(ctx context.Context, job *Job[sendEmail]) error {
+		return Suspend(pages{Page: 1}, SuspendOpts{})
+	})
+	b := setup(t, ws, nil)
+	res, err := b.client.Enqueue(t.Context(), sendEmail{}, nil)
+	require.NoError(t, err)
+	job := b.waitFor(t, res.Job.ID, StateSuspended)
+	require.JSONEq(t, `{"page":1}`, string(job.Checkpoint))
+	require.Equal(t, 0, job.Attempt)
+}
