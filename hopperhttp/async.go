@@ -1,0 +1,175 @@
+package hopperhttp
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/hopperjobs/hopper"
+)
+
+// AsyncHandler returns a handler that enqueues a job of kind for each POST: the job's args are
+// the request body, a JSON value, and its headers record the request (see the package doc). It
+// answers 202 Accepted with Location: <prefix>/<job id> and {"id", "state", "status_url"}.
+//
+// An Idempotency-Key header becomes the job's idempotency key. Within the key's retention (24 h)
+// a request with the same key and the same JSON value (whitespace aside) gets the job of the
+// first request, again with 202, plus Idempotent-Replayed: true; with another value it gets
+// 422. Keys are shared with every other enqueue of the client, of any kind.
+//
+// Errors: 400 for a body that is not JSON or an empty Idempotency-Key, 405 for a method other
+// than POST, 413 for a body over WithMaxBodyBytes or the client's Config.MaxArgsBytes, 422 for
+// a reused idempotency key, 431 for headers too large to record (64 KiB), 500 when the store
+// fails. It panics when c is nil or kind is empty. It is safe for concurrent use.
+func AsyncHandler(c *hopper.Client, kind string, opts ...Option) http.Handler {
+	if kind == "" {
+		panic("hopperhttp: AsyncHandler needs a kind")
+	}
+	return newAsyncHandler(c, func(*http.Request) string { return kind }, opts)
+}
+
+// AsyncKindHandler is AsyncHandler for the kind named by the route's wildcard: mounted at
+// "POST /v1/async/{kind}" with wildcard "kind", a POST to /v1/async/resize enqueues a job of
+// kind "resize". Any kind can be enqueued through it, so mount it behind authorization. It
+// panics when c is nil or wildcard is empty.
+func AsyncKindHandler(c *hopper.Client, wildcard string, opts ...Option) http.Handler {
+	if wildcard == "" {
+		panic("hopperhttp: AsyncKindHandler needs the name of a path wildcard")
+	}
+	return newAsyncHandler(c, func(r *http.Request) string { return r.PathValue(wildcard) }, opts)
+}
+
+type asyncHandler struct {
+	client *hopper.Client
+	kind   func(*http.Request) string
+	cfg    config
+}
+
+func newAsyncHandler(c *hopper.Client, kind func(*http.Request) string, opts []Option) *asyncHandler {
+	if c == nil {
+		panic("hopperhttp: nil *hopper.Client")
+	}
+	return &asyncHandler{client: c, kind: kind, cfg: newConfig(opts)}
+}
+
+// accepted is the body of a 202.
+type accepted struct {
+	ID        string          `json:"id"`
+	State     hopper.JobState `json:"state"`
+	StatusURL string          `json:"status_url"`
+}
+
+func (h *asyncHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		methodNotAllowed(w, r, http.MethodPost)
+		return
+	}
+	body, ok := h.readBody(w, r)
+	if !ok {
+		return
+	}
+	key, ok := idempotencyKey(w, r)
+	if !ok {
+		return
+	}
+	kind := h.kind(r)
+	res, err := h.client.Enqueue(r.Context(), hopper.RawArgs{KindName: kind, JSON: body}, &hopper.InsertOpts{
+		Queue: h.cfg.queue, Priority: h.cfg.priority, MaxAttempts: h.cfg.maxAttempts,
+		Headers: requestHeaders(r, h.cfg.skip), IdempotencyKey: key,
+	})
+	if err != nil {
+		h.enqueueError(w, r, kind, err)
+		return
+	}
+	url := h.cfg.statusURL(res.Job.ID)
+	w.Header().Set("Location", url)
+	if res.Existing {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	writeJSON(w, http.StatusAccepted, accepted{ID: res.Job.ID, State: res.Job.State, StatusURL: url})
+}
+
+// readBody reads a body of at most maxBody bytes that is one JSON value, or answers with the
+// error and returns false.
+func (h *asyncHandler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	limit := h.cfg.maxBody
+	if r.ContentLength > limit {
+		tooLarge(w, fmt.Sprintf("%d bytes exceed the limit of %d", r.ContentLength, limit))
+		return nil, false
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	var maxErr *http.MaxBytesError
+	switch {
+	case errors.As(err, &maxErr):
+		tooLarge(w, fmt.Sprintf("more than the limit of %d bytes", maxErr.Limit))
+		return nil, false
+	case err != nil: // the client went away mid-body
+		writeError(w, http.StatusBadRequest, codeInvalidArgument, "read request body: "+err.Error())
+		return nil, false
+	case len(strings.TrimSpace(string(body))) == 0:
+		writeError(w, http.StatusBadRequest, codeInvalidArgument, "the request body is empty; send the job's args as a JSON value")
+		return nil, false
+	}
+	var v json.RawMessage
+	if err := json.Unmarshal(body, &v); err != nil {
+		msg := "the request body is not valid JSON: " + err.Error()
+		var syn *json.SyntaxError
+		if errors.As(err, &syn) {
+			msg += fmt.Sprintf(" (at byte %d)", syn.Offset)
+		}
+		writeError(w, http.StatusBadRequest, codeInvalidArgument, msg)
+		return nil, false
+	}
+	return body, true
+}
+
+func tooLarge(w http.ResponseWriter, detail string) {
+	writeError(w, http.StatusRequestEntityTooLarge, codeResourceExhausted, "the request body is too large: "+detail)
+}
+
+// idempotencyKey returns the Idempotency-Key header, "" without one. The IETF draft sends it
+// as a quoted string ("abc"), Stripe and others bare (abc): both name the same key.
+func idempotencyKey(w http.ResponseWriter, r *http.Request) (string, bool) {
+	vals := r.Header.Values("Idempotency-Key")
+	if len(vals) == 0 {
+		return "", true
+	}
+	key := strings.TrimSpace(vals[0])
+	if len(key) >= 2 && key[0] == '"' && key[len(key)-1] == '"' {
+		key = key[1 : len(key)-1]
+	}
+	if len(vals) > 1 || key == "" {
+		writeError(w, http.StatusBadRequest, codeInvalidArgument, "send one non-empty Idempotency-Key header")
+		return "", false
+	}
+	return key, true
+}
+
+// requestFields are the inputs of an enqueue that come from the request; a bad one is the
+// caller's error. The others come from the handler's options: a bad one is the program's.
+var requestFields = map[string]bool{"args": true, "headers": true, "idempotency_key": true, "kind": true}
+
+func (h *asyncHandler) enqueueError(w http.ResponseWriter, r *http.Request, kind string, err error) {
+	var verr *hopper.ValidationError
+	isValidation := errors.As(err, &verr)
+	switch {
+	case isValidation && verr.Field == "args": // the body is valid JSON: only its size is left
+		tooLarge(w, verr.Reason)
+	case isValidation && verr.Field == "headers":
+		writeError(w, http.StatusRequestHeaderFieldsTooLarge, codeResourceExhausted,
+			"the request headers are too large to record in the job: "+verr.Reason)
+	case isValidation && requestFields[verr.Field]:
+		writeError(w, http.StatusBadRequest, codeInvalidArgument, err.Error())
+	case errors.Is(err, hopper.ErrDuplicate):
+		// The store's message names the other job; the caller need not learn its id.
+		writeError(w, http.StatusUnprocessableEntity, codeAlreadyExists,
+			"the Idempotency-Key was already used with another request body or kind")
+	case r.Context().Err() != nil: // the client went away; nobody reads an answer
+	default:
+		h.cfg.log.Error("hopperhttp: enqueue job", "kind", kind, "path", r.URL.Path, "err", err)
+		writeError(w, http.StatusInternalServerError, codeInternal, "could not enqueue the job")
+	}
+}

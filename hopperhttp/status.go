@@ -1,0 +1,156 @@
+package hopperhttp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/hopperjobs/hopper"
+)
+
+// MaxWait bounds the ?wait= of a status request.
+const MaxWait = 60 * time.Second
+
+// Polling intervals of a waiting status request: it starts fast, so a short job is seen as
+// soon as it ends, and slows down, so a long wait costs at most ten reads a second.
+const (
+	firstPoll = 5 * time.Millisecond
+	maxPoll   = 100 * time.Millisecond
+)
+
+// StatusHandler returns a handler for GET <prefix>/{id}: it reads the job id from the route's
+// {id} wildcard and answers 200 with the job's status as JSON: id, kind, queue, state,
+// attempt, max_attempts, progress {percent, message}, result (the JSON value the worker set;
+// null when it set none) once completed, error (the last error) once failed, created_at,
+// started_at and finished_at (RFC 3339 in UTC; the last two once set) and status_url. It never shows
+// args or headers.
+//
+// With ?wait=<Go duration> (at most 60s) it answers as soon as the job is completed, failed
+// or canceled, or when the wait ends, with the state then (still 200). It stops at once when
+// the request ends.
+//
+// Errors: 400 for a bad wait, 404 for an unknown job, 405 for a method other than GET or HEAD,
+// 500 when the store fails or the route has no {id} wildcard. It panics when c is nil. It is
+// safe for concurrent use.
+func StatusHandler(c *hopper.Client, opts ...Option) http.Handler {
+	if c == nil {
+		panic("hopperhttp: nil *hopper.Client")
+	}
+	return &statusHandler{client: c, cfg: newConfig(opts)}
+}
+
+type statusHandler struct {
+	client *hopper.Client
+	cfg    config
+}
+
+// jobStatus is the body of a status answer.
+type jobStatus struct {
+	ID          string          `json:"id"`
+	Kind        string          `json:"kind"`
+	Queue       string          `json:"queue"`
+	State       hopper.JobState `json:"state"`
+	Attempt     int             `json:"attempt"`
+	MaxAttempts int             `json:"max_attempts"`
+	Progress    progress        `json:"progress"`
+	Result      json.RawMessage `json:"result,omitempty"`
+	Error       string          `json:"error,omitempty"`
+	CreatedAt   time.Time       `json:"created_at"`
+	StartedAt   time.Time       `json:"started_at,omitzero"`
+	FinishedAt  time.Time       `json:"finished_at,omitzero"`
+	StatusURL   string          `json:"status_url"`
+}
+
+type progress struct {
+	Percent int    `json:"percent"`
+	Message string `json:"message"`
+}
+
+func (h *statusHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		methodNotAllowed(w, r, "GET, HEAD")
+		return
+	}
+	id := r.PathValue("id")
+	if id == "" {
+		h.cfg.log.Error("hopperhttp: StatusHandler is mounted at a pattern without {id}", "pattern", r.Pattern)
+		writeError(w, http.StatusInternalServerError, codeInternal, "the route has no {id} wildcard")
+		return
+	}
+	wait, err := parseWait(r.URL.Query().Get("wait"))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, codeInvalidArgument, err.Error())
+		return
+	}
+	job, err := waitForJob(r.Context(), h.client, id, wait)
+	switch {
+	case errors.Is(err, hopper.ErrNotFound):
+		writeError(w, http.StatusNotFound, codeNotFound, "no job "+id)
+	case err != nil && r.Context().Err() != nil: // the client went away; nobody reads an answer
+	case err != nil:
+		h.cfg.log.Error("hopperhttp: get job", "job_id", id, "err", err)
+		writeError(w, http.StatusInternalServerError, codeInternal, "could not read the job")
+	default:
+		writeJSON(w, http.StatusOK, h.status(job))
+	}
+}
+
+// parseWait reads ?wait=: empty means do not wait.
+func parseWait(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 || d > MaxWait {
+		return 0, errors.New(`invalid wait: ` + s + ` is not a duration from 0s to 60s (e.g. "10s")`)
+	}
+	return d, nil
+}
+
+// waitForJob returns the job once it is completed, failed or canceled, or when wait has
+// passed. It polls: it re-reads the job every 5 ms at first, backing off to every 100 ms.
+// Polling needs no notification from whichever process (local or remote worker, another
+// node) ends the job, and its cost is bounded: at most ten reads a second per waiting request.
+func waitForJob(ctx context.Context, c *hopper.Client, id string, wait time.Duration) (*hopper.JobRow, error) {
+	deadline := time.Now().Add(wait)
+	interval := firstPoll
+	for {
+		job, err := c.Get(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		left := time.Until(deadline)
+		if job.State.Terminal() || left <= 0 {
+			return job, nil
+		}
+		t := time.NewTimer(min(interval, left))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, context.Cause(ctx)
+		case <-t.C:
+		}
+		interval = min(2*interval, maxPoll)
+	}
+}
+
+func (h *statusHandler) status(job *hopper.JobRow) *jobStatus {
+	s := &jobStatus{
+		ID: job.ID, Kind: job.Kind, Queue: job.Queue, State: job.State, Attempt: job.Attempt,
+		MaxAttempts: job.MaxAttempts, Progress: progress{Percent: job.ProgressPercent, Message: job.ProgressMessage},
+		CreatedAt: job.CreatedAt.UTC(), StartedAt: job.StartedAt.UTC(), FinishedAt: job.FinishedAt.UTC(),
+		StatusURL: h.cfg.statusURL(job.ID),
+	}
+	switch job.State {
+	case hopper.StateCompleted:
+		s.Result = job.Result
+		if len(s.Result) == 0 {
+			s.Result = json.RawMessage("null")
+		}
+	case hopper.StateFailed:
+		s.Error = job.LastError
+	}
+	return s
+}
