@@ -12,7 +12,10 @@ import (
 
 // Defaults and limits of a Client, documented in docs/jobs.md.
 const (
-	DefaultQueue                = "default"
+	DefaultQueue = "default"
+	// DefaultStalledAfter: a running job without a sign of life (claim, Heartbeat,
+	// ReportProgress) for this long, while its lease is valid, is shown as stalled.
+	DefaultStalledAfter         = 2 * time.Minute
 	DefaultMaxAttempts          = 25
 	DefaultMaxWorkers           = 100
 	DefaultLeaseDuration        = 30 * time.Second

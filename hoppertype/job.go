@@ -22,8 +22,11 @@ type JobRow struct {
 	// Token is the fencing token of the current (or last) lease; it grows by one on every claim.
 	Token int64
 
-	RunAt          time.Time
-	Timeout        time.Duration
+	RunAt   time.Time
+	Timeout time.Duration
+	// ResultTTL is the job's own retention once it completes or is canceled; zero defers to
+	// the worker's and the client's (contract 12).
+	ResultTTL      time.Duration
 	WorkerID       string
 	LeaseExpiresAt time.Time
 	HeartbeatAt    time.Time
@@ -105,4 +108,13 @@ type Leadership struct {
 	NodeID    string
 	Term      int64
 	ExpiresAt time.Time
+}
+
+// Stalled reports whether a running job has shown no sign of life (claim, Heartbeat,
+// ReportProgress) for longer than after while its lease is still valid at now: its process
+// keeps the lease but the handler may be stuck. It is a signal for operators; Hopper takes
+// no action on it.
+func (j *JobRow) Stalled(now time.Time, after time.Duration) bool {
+	return j.State == StateRunning && after > 0 && !j.HeartbeatAt.IsZero() &&
+		now.Sub(j.HeartbeatAt) > after && j.LeaseExpiresAt.After(now)
 }

@@ -98,7 +98,7 @@ func printJobTable(w io.Writer, res *hopper.ListResult) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tKIND\tQUEUE\tSTATE\tATTEMPT\tCREATED")
 	for _, j := range res.Jobs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, j.Kind, j.Queue, j.State,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, j.Kind, j.Queue, stateText(j),
 			attemptCount(j.Attempt, j.MaxAttempts), showTime(j.CreatedAt, tableTime))
 	}
 	if err := tw.Flush(); err != nil {

@@ -83,7 +83,7 @@ func (d *jobDetail) print(w io.Writer, now time.Time) error {
 	fmt.Fprintf(w, "Job %s\n\n", j.ID)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(k, v string) { fmt.Fprintf(tw, "  %s\t%s\n", k, v) }
-	row("state", string(j.State))
+	row("state", stateText(j))
 	row("kind", j.Kind)
 	row("queue", j.Queue)
 	row("priority", fmt.Sprint(j.Priority))

@@ -18,6 +18,7 @@ type jobJSON struct {
 	Queue           string            `json:"queue"`
 	Priority        int               `json:"priority"`
 	State           string            `json:"state"`
+	Stalled         bool              `json:"stalled,omitempty"`
 	Attempt         int               `json:"attempt"`
 	MaxAttempts     int               `json:"max_attempts"`
 	Args            json.RawMessage   `json:"args"`
@@ -43,6 +44,7 @@ type jobJSON struct {
 func newJobJSON(j *hopper.JobRow) *jobJSON {
 	out := &jobJSON{
 		ID: j.ID, Kind: j.Kind, Queue: j.Queue, Priority: j.Priority, State: string(j.State),
+		Stalled: j.Stalled(time.Now(), hopper.DefaultStalledAfter),
 		Attempt: j.Attempt, MaxAttempts: j.MaxAttempts, Args: j.Args, Headers: j.Headers,
 		RunAt: jsonTime(j.RunAt), WorkerID: j.WorkerID, LeaseExpiresAt: jsonTime(j.LeaseExpiresAt),
 		Token: j.Token, HeartbeatAt: jsonTime(j.HeartbeatAt), ProgressPercent: j.ProgressPercent,
@@ -104,4 +106,12 @@ func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// stateText is a job's state for tables: a stalled running job says so.
+func stateText(j *hopper.JobRow) string {
+	if j.Stalled(time.Now(), hopper.DefaultStalledAfter) {
+		return string(j.State) + " (stalled)"
+	}
+	return string(j.State)
 }

@@ -41,6 +41,7 @@ type serveOptions struct {
 	maxPolls       int
 	shutdownGrace  time.Duration
 	readHeaderWait time.Duration
+	stalledAfter   time.Duration
 }
 
 func newServeCmd() *cobra.Command {
@@ -68,6 +69,7 @@ result) unless --no-echo.`,
 	f.IntVar(&o.maxPolls, "max-polls-per-key", server.DefaultMaxPollsPerKey, "waiting long polls per API key (429 beyond)")
 	f.DurationVar(&o.shutdownGrace, "shutdown-grace", 10*time.Second, "how long running jobs get to finish on shutdown")
 	f.DurationVar(&o.readHeaderWait, "read-header-timeout", 10*time.Second, "time allowed to read a request's headers")
+	f.DurationVar(&o.stalledAfter, "stalled-after", hopper.DefaultStalledAfter, "show a running job without heartbeat or progress for this long as stalled")
 	return cmd
 }
 
@@ -104,7 +106,7 @@ func serve(cmd *cobra.Command, o serveOptions) error {
 		if err != nil {
 			return err
 		}
-		srv, err := server.New(server.Config{Client: client, Logger: log, Auth: auth, Keys: keys,
+		srv, err := server.New(server.Config{Client: client, Logger: log, Auth: auth, Keys: keys, StalledAfter: o.stalledAfter,
 			MaxBodyBytes: o.maxBody, MaxStreamsPerKey: o.maxStreams, MaxPollsPerKey: o.maxPolls})
 		if err != nil {
 			return err

@@ -32,8 +32,9 @@ func fromDur(d *durationpb.Duration) time.Duration {
 	return d.AsDuration()
 }
 
-func toJob(j *hopper.JobRow) *hopperv1.Job {
+func (s *Server) toJob(j *hopper.JobRow) *hopperv1.Job {
 	return &hopperv1.Job{
+		Stalled: j.Stalled(time.Now(), s.cfg.StalledAfter), Checkpoint: string(j.Checkpoint), DeadlineAt: ts(j.DeadlineAt),
 		Id: j.ID, Kind: j.Kind, Queue: j.Queue, Priority: int32(j.Priority), Args: string(j.Args),
 		Headers: j.Headers, State: string(j.State), Attempt: int32(j.Attempt), MaxAttempts: int32(j.MaxAttempts),
 		LeaseToken: j.Token, RunAt: ts(j.RunAt), Timeout: dur(j.Timeout), WorkerId: j.WorkerID,

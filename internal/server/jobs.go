@@ -47,7 +47,7 @@ func (j *jobService) Enqueue(ctx context.Context, req *hopperv1.EnqueueRequest) 
 	if err != nil {
 		return nil, rpcError(j.s.log, "enqueue", err)
 	}
-	return &hopperv1.EnqueueResponse{Job: toJob(res.Job), Existing: res.Existing}, nil
+	return &hopperv1.EnqueueResponse{Job: j.s.toJob(res.Job), Existing: res.Existing}, nil
 }
 
 func (j *jobService) EnqueueBatch(ctx context.Context, req *hopperv1.EnqueueBatchRequest) (*hopperv1.EnqueueBatchResponse, error) {
@@ -68,7 +68,7 @@ func (j *jobService) EnqueueBatch(ctx context.Context, req *hopperv1.EnqueueBatc
 	}
 	out := &hopperv1.EnqueueBatchResponse{Results: make([]*hopperv1.EnqueueResponse, len(res))}
 	for i, r := range res {
-		out.Results[i] = &hopperv1.EnqueueResponse{Job: toJob(r.Job), Existing: r.Existing}
+		out.Results[i] = &hopperv1.EnqueueResponse{Job: j.s.toJob(r.Job), Existing: r.Existing}
 	}
 	return out, nil
 }
@@ -78,7 +78,7 @@ func (j *jobService) Get(ctx context.Context, req *hopperv1.GetRequest) (*hopper
 	if err != nil {
 		return nil, rpcError(j.s.log, "get job", err)
 	}
-	return &hopperv1.GetResponse{Job: toJob(job)}, nil
+	return &hopperv1.GetResponse{Job: j.s.toJob(job)}, nil
 }
 
 func (j *jobService) List(ctx context.Context, req *hopperv1.ListRequest) (*hopperv1.ListResponse, error) {
@@ -99,7 +99,7 @@ func (j *jobService) List(ctx context.Context, req *hopperv1.ListRequest) (*hopp
 	}
 	out := &hopperv1.ListResponse{NextCursor: res.NextCursor, Jobs: make([]*hopperv1.Job, len(res.Jobs))}
 	for i, job := range res.Jobs {
-		out.Jobs[i] = toJob(job)
+		out.Jobs[i] = j.s.toJob(job)
 	}
 	return out, nil
 }
@@ -113,7 +113,7 @@ func (j *jobService) Cancel(ctx context.Context, req *hopperv1.CancelRequest) (*
 	if err != nil {
 		return nil, rpcError(j.s.log, "cancel job", err)
 	}
-	return &hopperv1.CancelResponse{Job: toJob(job)}, nil
+	return &hopperv1.CancelResponse{Job: j.s.toJob(job)}, nil
 }
 
 func (j *jobService) Events(ctx context.Context, req *hopperv1.EventsRequest) (*hopperv1.EventsResponse, error) {

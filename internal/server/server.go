@@ -77,6 +77,9 @@ type Config struct {
 	Auth Authenticator
 	// MaxBodyBytes bounds a request body (default 1 MiB); a larger one gets 413.
 	MaxBodyBytes int64
+	// StalledAfter is how long a running job may go without a sign of life before the API
+	// shows it as stalled (default hopper.DefaultStalledAfter; negative turns it off).
+	StalledAfter time.Duration
 	// Keys, when set, lets admins manage API keys through the API (AdminService).
 	Keys store.KeyStore
 	// MaxStreamsPerKey and MaxPollsPerKey bound the open job streams and waiting long polls
@@ -114,6 +117,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.MaxPollsPerKey == 0 {
 		cfg.MaxPollsPerKey = DefaultMaxPollsPerKey
+	}
+	if cfg.StalledAfter == 0 {
+		cfg.StalledAfter = hopper.DefaultStalledAfter
 	}
 	s := &Server{cfg: cfg, client: cfg.Client, log: cfg.Logger, mux: http.NewServeMux(),
 		routes: map[string]Scope{}, reg: newRegistry(), limits: newLimiter()}

@@ -640,3 +640,15 @@ func TestOpenUntilTheFirstKey(t *testing.T) {
 	mu.Unlock()
 	require.Equal(t, http.StatusUnauthorized, list(), "closed once a key exists")
 }
+
+func TestStalledJobsAreShown(t *testing.T) {
+	e := start(t, func(c *server.Config) { c.StalledAfter = 100 * time.Millisecond })
+	e.enqueue(t, "slow", `{}`)
+	a := e.activate(t, &hopperv1.ActivateRequest{LeaseTimeout: durationpb.New(time.Minute)})[0]
+	require.False(t, e.get(t, a.GetId()).GetStalled())
+	time.Sleep(150 * time.Millisecond)
+	require.True(t, e.get(t, a.GetId()).GetStalled(), "no sign of life for longer than the threshold")
+	_, err := e.workers.Heartbeat(t.Context(), &hopperv1.HeartbeatRequest{Id: a.GetId(), LeaseToken: a.GetLeaseToken()})
+	require.NoError(t, err)
+	require.False(t, e.get(t, a.GetId()).GetStalled(), "a heartbeat clears it")
+}

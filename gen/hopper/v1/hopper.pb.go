@@ -70,8 +70,14 @@ type Job struct {
 	FinishedAt     *timestamppb.Timestamp `protobuf:"bytes,26,opt,name=finished_at,json=finishedAt,proto3" json:"finished_at,omitempty"`
 	UpdatedAt      *timestamppb.Timestamp `protobuf:"bytes,27,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
 	ExpiresAt      *timestamppb.Timestamp `protobuf:"bytes,28,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// stalled: running, lease valid, but no sign of life (claim, heartbeat, progress) for longer
+	// than the server's stalled threshold (hopper serve --stalled-after).
+	Stalled bool `protobuf:"varint,29,opt,name=stalled,proto3" json:"stalled,omitempty"`
+	// checkpoint is what a suspended or snoozed attempt left for the next one (a JSON value).
+	Checkpoint    string                 `protobuf:"bytes,30,opt,name=checkpoint,proto3" json:"checkpoint,omitempty"`
+	DeadlineAt    *timestamppb.Timestamp `protobuf:"bytes,31,opt,name=deadline_at,json=deadlineAt,proto3" json:"deadline_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Job) Reset() {
@@ -296,6 +302,27 @@ func (x *Job) GetUpdatedAt() *timestamppb.Timestamp {
 func (x *Job) GetExpiresAt() *timestamppb.Timestamp {
 	if x != nil {
 		return x.ExpiresAt
+	}
+	return nil
+}
+
+func (x *Job) GetStalled() bool {
+	if x != nil {
+		return x.Stalled
+	}
+	return false
+}
+
+func (x *Job) GetCheckpoint() string {
+	if x != nil {
+		return x.Checkpoint
+	}
+	return ""
+}
+
+func (x *Job) GetDeadlineAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.DeadlineAt
 	}
 	return nil
 }
@@ -3797,7 +3824,8 @@ var File_hopper_v1_hopper_proto protoreflect.FileDescriptor
 
 const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\n" +
-	"\x16hopper/v1/hopper.proto\x12\thopper.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa0\t\n" +
+	"\x16hopper/v1/hopper.proto\x12\thopper.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x97\n" +
+	"\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x14\n" +
@@ -3835,7 +3863,13 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\n" +
 	"updated_at\x18\x1b \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x129\n" +
 	"\n" +
-	"expires_at\x18\x1c \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x1a:\n" +
+	"expires_at\x18\x1c \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12\x18\n" +
+	"\astalled\x18\x1d \x01(\bR\astalled\x12\x1e\n" +
+	"\n" +
+	"checkpoint\x18\x1e \x01(\tR\n" +
+	"checkpoint\x12;\n" +
+	"\vdeadline_at\x18\x1f \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"deadlineAt\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xe7\x04\n" +
@@ -4225,115 +4259,116 @@ var file_hopper_v1_hopper_proto_depIdxs = []int32{
 	65, // 7: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
 	65, // 8: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
 	65, // 9: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
-	65, // 10: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
-	66, // 11: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
-	66, // 12: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
-	62, // 13: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
-	66, // 14: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
-	2,  // 15: hopper.v1.JobSpec.retry_policy:type_name -> hopper.v1.RetryPolicy
-	66, // 16: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
-	66, // 17: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
-	1,  // 18: hopper.v1.EnqueueRequest.job:type_name -> hopper.v1.JobSpec
-	0,  // 19: hopper.v1.EnqueueResponse.job:type_name -> hopper.v1.Job
-	1,  // 20: hopper.v1.EnqueueBatchRequest.jobs:type_name -> hopper.v1.JobSpec
-	4,  // 21: hopper.v1.EnqueueBatchResponse.results:type_name -> hopper.v1.EnqueueResponse
-	0,  // 22: hopper.v1.GetResponse.job:type_name -> hopper.v1.Job
-	65, // 23: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
-	65, // 24: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
-	0,  // 25: hopper.v1.ListResponse.jobs:type_name -> hopper.v1.Job
-	0,  // 26: hopper.v1.CancelResponse.job:type_name -> hopper.v1.Job
-	65, // 27: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
-	65, // 28: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
-	65, // 29: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
-	14, // 30: hopper.v1.EventsResponse.events:type_name -> hopper.v1.Event
-	15, // 31: hopper.v1.EventsResponse.attempts:type_name -> hopper.v1.Attempt
-	63, // 32: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
-	65, // 33: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
-	66, // 34: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
-	65, // 35: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
-	2,  // 36: hopper.v1.ActivatedJob.retry_policy:type_name -> hopper.v1.RetryPolicy
-	66, // 37: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
-	66, // 38: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
-	17, // 39: hopper.v1.ActivateResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	66, // 40: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
-	17, // 41: hopper.v1.StreamJobsResponse.job:type_name -> hopper.v1.ActivatedJob
-	66, // 42: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
-	65, // 43: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
-	66, // 44: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
-	65, // 45: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
-	65, // 46: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
-	66, // 47: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
-	65, // 48: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
-	64, // 49: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
-	38, // 50: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
-	65, // 51: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
-	65, // 52: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
-	45, // 53: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
-	65, // 54: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
-	48, // 55: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
-	65, // 56: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
-	51, // 57: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
-	65, // 58: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
-	65, // 59: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
-	65, // 60: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
-	54, // 61: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
-	54, // 62: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
-	54, // 63: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
-	3,  // 64: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
-	5,  // 65: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
-	7,  // 66: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
-	9,  // 67: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
-	11, // 68: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
-	13, // 69: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
-	18, // 70: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
-	20, // 71: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
-	22, // 72: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
-	24, // 73: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
-	30, // 74: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
-	26, // 75: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
-	28, // 76: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
-	32, // 77: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
-	34, // 78: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
-	36, // 79: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
-	39, // 80: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
-	41, // 81: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
-	43, // 82: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
-	46, // 83: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
-	49, // 84: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
-	52, // 85: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
-	55, // 86: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
-	57, // 87: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
-	59, // 88: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
-	4,  // 89: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
-	6,  // 90: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
-	8,  // 91: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
-	10, // 92: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
-	12, // 93: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
-	16, // 94: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
-	19, // 95: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
-	21, // 96: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
-	23, // 97: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
-	25, // 98: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
-	31, // 99: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
-	27, // 100: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
-	29, // 101: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
-	33, // 102: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
-	35, // 103: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
-	37, // 104: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
-	40, // 105: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
-	42, // 106: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
-	44, // 107: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
-	47, // 108: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
-	50, // 109: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
-	53, // 110: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
-	56, // 111: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
-	58, // 112: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
-	60, // 113: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
-	89, // [89:114] is the sub-list for method output_type
-	64, // [64:89] is the sub-list for method input_type
-	64, // [64:64] is the sub-list for extension type_name
-	64, // [64:64] is the sub-list for extension extendee
-	0,  // [0:64] is the sub-list for field type_name
+	65, // 10: hopper.v1.Job.deadline_at:type_name -> google.protobuf.Timestamp
+	65, // 11: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
+	66, // 12: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
+	66, // 13: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
+	62, // 14: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
+	66, // 15: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
+	2,  // 16: hopper.v1.JobSpec.retry_policy:type_name -> hopper.v1.RetryPolicy
+	66, // 17: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
+	66, // 18: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
+	1,  // 19: hopper.v1.EnqueueRequest.job:type_name -> hopper.v1.JobSpec
+	0,  // 20: hopper.v1.EnqueueResponse.job:type_name -> hopper.v1.Job
+	1,  // 21: hopper.v1.EnqueueBatchRequest.jobs:type_name -> hopper.v1.JobSpec
+	4,  // 22: hopper.v1.EnqueueBatchResponse.results:type_name -> hopper.v1.EnqueueResponse
+	0,  // 23: hopper.v1.GetResponse.job:type_name -> hopper.v1.Job
+	65, // 24: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
+	65, // 25: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
+	0,  // 26: hopper.v1.ListResponse.jobs:type_name -> hopper.v1.Job
+	0,  // 27: hopper.v1.CancelResponse.job:type_name -> hopper.v1.Job
+	65, // 28: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
+	65, // 29: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
+	65, // 30: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
+	14, // 31: hopper.v1.EventsResponse.events:type_name -> hopper.v1.Event
+	15, // 32: hopper.v1.EventsResponse.attempts:type_name -> hopper.v1.Attempt
+	63, // 33: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
+	65, // 34: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
+	66, // 35: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
+	65, // 36: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
+	2,  // 37: hopper.v1.ActivatedJob.retry_policy:type_name -> hopper.v1.RetryPolicy
+	66, // 38: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
+	66, // 39: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
+	17, // 40: hopper.v1.ActivateResponse.jobs:type_name -> hopper.v1.ActivatedJob
+	66, // 41: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
+	17, // 42: hopper.v1.StreamJobsResponse.job:type_name -> hopper.v1.ActivatedJob
+	66, // 43: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
+	65, // 44: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
+	66, // 45: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
+	65, // 46: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
+	65, // 47: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
+	66, // 48: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
+	65, // 49: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
+	64, // 50: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
+	38, // 51: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
+	65, // 52: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
+	65, // 53: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
+	45, // 54: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
+	65, // 55: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
+	48, // 56: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
+	65, // 57: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
+	51, // 58: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
+	65, // 59: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
+	65, // 60: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
+	65, // 61: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
+	54, // 62: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
+	54, // 63: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
+	54, // 64: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
+	3,  // 65: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
+	5,  // 66: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
+	7,  // 67: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
+	9,  // 68: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
+	11, // 69: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
+	13, // 70: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
+	18, // 71: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
+	20, // 72: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
+	22, // 73: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
+	24, // 74: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
+	30, // 75: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
+	26, // 76: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
+	28, // 77: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
+	32, // 78: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
+	34, // 79: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
+	36, // 80: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
+	39, // 81: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
+	41, // 82: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
+	43, // 83: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
+	46, // 84: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
+	49, // 85: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
+	52, // 86: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
+	55, // 87: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
+	57, // 88: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
+	59, // 89: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
+	4,  // 90: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
+	6,  // 91: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
+	8,  // 92: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
+	10, // 93: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
+	12, // 94: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
+	16, // 95: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
+	19, // 96: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
+	21, // 97: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
+	23, // 98: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
+	25, // 99: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
+	31, // 100: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
+	27, // 101: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
+	29, // 102: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
+	33, // 103: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
+	35, // 104: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
+	37, // 105: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
+	40, // 106: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
+	42, // 107: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
+	44, // 108: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
+	47, // 109: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
+	50, // 110: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
+	53, // 111: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
+	56, // 112: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
+	58, // 113: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
+	60, // 114: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
+	90, // [90:115] is the sub-list for method output_type
+	65, // [65:90] is the sub-list for method input_type
+	65, // [65:65] is the sub-list for extension type_name
+	65, // [65:65] is the sub-list for extension extendee
+	0,  // [0:65] is the sub-list for field type_name
 }
 
 func init() { file_hopper_v1_hopper_proto_init() }
