@@ -22,11 +22,8 @@ type JobRow struct {
 	// Token is the fencing token of the current (or last) lease; it grows by one on every claim.
 	Token int64
 
-	RunAt   time.Time
-	Timeout time.Duration
-	// ResultTTL is the job's own retention once it completes or is canceled; zero defers to
-	// the worker's and the client's (contract 12).
-	ResultTTL      time.Duration
+	RunAt          time.Time
+	Timeout        time.Duration
 	WorkerID       string
 	LeaseExpiresAt time.Time
 	HeartbeatAt    time.Time
@@ -40,6 +37,9 @@ type JobRow struct {
 	Checkpoint json.RawMessage
 
 	RetryPolicy *RetryPolicy
+	// ResultTTL is how long the job is kept once it completes or is canceled; zero defers to
+	// its worker's and the client's (contract 12).
+	ResultTTL time.Duration
 
 	IdempotencyKey string
 	GroupKey       string

@@ -20,6 +20,8 @@ type InsertParams struct {
 	RunAt       time.Time
 	Timeout     time.Duration
 	RetryPolicy *hoppertype.RetryPolicy
+	// ResultTTL is the job's own retention once completed or canceled; zero defers.
+	ResultTTL time.Duration
 
 	IdempotencyKey string
 	// IdempotencyTTL is how long the key de-duplicates, from now.
@@ -46,6 +48,9 @@ type ListParams struct {
 	Kinds         []string
 	CreatedAfter  time.Time // inclusive
 	CreatedBefore time.Time // exclusive
+	// FinishedAfter (inclusive) and FinishedBefore (exclusive) bound when a job ended.
+	FinishedAfter  time.Time
+	FinishedBefore time.Time
 	// Cursor is the NextCursor of the previous page; empty for the first page.
 	Cursor string
 	// Limit is the page size (default 100, at most 10,000).
@@ -65,6 +70,8 @@ type CancelParams struct {
 	ID     string
 	Actor  hoppertype.Actor
 	Reason string
+	// ExpiresAt is when the canceled record may be removed; zero leaves it unset.
+	ExpiresAt time.Time
 }
 
 // ClaimParams claims jobs for one worker process.

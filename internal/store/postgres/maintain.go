@@ -19,7 +19,7 @@ const cancelSQL = `UPDATE {schema}.jobs SET
 	worker_id = NULL, lease_expires_at = NULL, last_actor = $2, last_reason = $3,
 	last_outcome = CASE WHEN state = 'running' THEN 'canceled' ELSE last_outcome END,
 	last_error = CASE WHEN state = 'running' THEN $4 ELSE last_error END,
-	last_stack = NULL
+	last_stack = NULL, expires_at = $6
 FROM (SELECT coalesce($1::timestamptz, now()) AS now) clk
 WHERE id = $5 AND state IN ('scheduled', 'queued', 'running', 'suspended')
 RETURNING ` + cols
@@ -27,7 +27,7 @@ RETURNING ` + cols
 // JobCancel cancels a non-terminal job.
 func (s *Store) JobCancel(ctx context.Context, p *store.CancelParams) (*hoppertype.JobRow, error) {
 	job, err := scanJob(s.pool.QueryRow(ctx, s.sql(cancelSQL), s.nowArg(), string(p.Actor),
-		nullStr(p.Reason), "canceled: "+p.Reason, p.ID))
+		nullStr(p.Reason), "canceled: "+p.Reason, p.ID, nullTime(p.ExpiresAt)))
 	if err == nil {
 		return job, nil
 	}
@@ -35,7 +35,7 @@ func (s *Store) JobCancel(ctx context.Context, p *store.CancelParams) (*hopperty
 		return nil, s.wrap(err, "cancel job %s", p.ID)
 	}
 	var state string
-	err = s.pool.QueryRow(ctx, s.sql(`SELECT state FROM {schema}.jobs WHERE id = $1`), p.ID).Scan(&state)
+	err = s.pool.QueryRow(ctx, s.sql(`SELECT state FROM {schema}.jobs WHERE id = $1 AND `+live), p.ID, s.nowArg()).Scan(&state)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("cancel job %s: %w", p.ID, store.ErrNotFound)
 	}

@@ -14,7 +14,7 @@ import (
 
 // JobGet returns one job.
 func (s *Store) JobGet(ctx context.Context, id string) (*hoppertype.JobRow, error) {
-	job, err := scanJob(s.pool.QueryRow(ctx, s.sql(`SELECT `+cols+` FROM {schema}.jobs WHERE id = $1`), id))
+	job, err := scanJob(s.pool.QueryRow(ctx, s.sql(`SELECT `+cols+` FROM {schema}.jobs WHERE id = $1 AND `+live), id, s.nowArg()))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("job %s: %w", id, store.ErrNotFound)
 	}
@@ -26,7 +26,7 @@ func (s *Store) JobGet(ctx context.Context, id string) (*hoppertype.JobRow, erro
 
 // JobList returns one page of jobs, filtered, in id (creation) order.
 func (s *Store) JobList(ctx context.Context, p *store.ListParams) (*store.ListResult, error) {
-	query, args, err := listQuery(p)
+	query, args, err := listQuery(p, s.nowArg())
 	if err != nil {
 		return nil, err
 	}
@@ -56,10 +56,11 @@ func listLimit(p *store.ListParams) int {
 
 // listQuery builds JobList's statement. Only fixed column names and operators enter the SQL;
 // every value is a parameter, and list filters are arrays, so the number of distinct
-// statements (each prepared once per connection) stays small.
-func listQuery(p *store.ListParams) (string, []any, error) {
-	var where []string
-	var args []any
+// statements (each prepared once per connection) stays small. now is the store's nowArg:
+// expired jobs are gone for readers, swept or not (contract 12).
+func listQuery(p *store.ListParams, now any) (string, []any, error) {
+	where := []string{"(expires_at IS NULL OR expires_at > coalesce($1::timestamptz, now()))"}
+	args := []any{now}
 	add := func(cond string, v any) {
 		args = append(args, v)
 		where = append(where, fmt.Sprintf(cond, len(args)))
@@ -83,6 +84,12 @@ func listQuery(p *store.ListParams) (string, []any, error) {
 	if !p.CreatedBefore.IsZero() {
 		add("created_at < $%d", p.CreatedBefore)
 	}
+	if !p.FinishedAfter.IsZero() {
+		add("finished_at >= $%d", p.FinishedAfter)
+	}
+	if !p.FinishedBefore.IsZero() {
+		add("finished_at < $%d", p.FinishedBefore)
+	}
 	order, cmp := "DESC", "<"
 	if p.Ascending {
 		order, cmp = "ASC", ">"
@@ -94,10 +101,7 @@ func listQuery(p *store.ListParams) (string, []any, error) {
 		}
 		add("id "+cmp+" $%d", after)
 	}
-	query := `SELECT ` + cols + ` FROM {schema}.jobs`
-	if len(where) > 0 {
-		query += " WHERE " + strings.Join(where, " AND ")
-	}
+	query := `SELECT ` + cols + ` FROM {schema}.jobs WHERE ` + strings.Join(where, " AND ")
 	args = append(args, listLimit(p)+1)
 	query += fmt.Sprintf(" ORDER BY id %s LIMIT $%d", order, len(args))
 	return query, args, nil
@@ -114,11 +118,15 @@ const eventsSQL = `SELECT seq, at, from_state, to_state, actor, reason FROM (
 	SELECT end_seq, ended_at, 'running', to_state, actor, coalesce(reason, '') FROM {schema}.job_attempts WHERE job_id = $1
 	UNION ALL
 	SELECT version, started_at, 'queued', 'running', 'worker', 'claim' FROM {schema}.jobs WHERE id = $1 AND state = 'running'
-) h ORDER BY seq`
+) h WHERE NOT EXISTS (SELECT 1 FROM {schema}.jobs WHERE id = $1 AND expires_at <= coalesce($2::timestamptz, now()))
+ORDER BY seq`
+
+// live is the condition of a job that has not expired, with the store's nowArg as $2.
+const live = `(expires_at IS NULL OR expires_at > coalesce($2::timestamptz, now()))`
 
 // JobEvents returns a job's history, oldest first.
 func (s *Store) JobEvents(ctx context.Context, id string) ([]*hoppertype.Event, error) {
-	rs, err := s.pool.Query(ctx, s.sql(eventsSQL), id)
+	rs, err := s.pool.Query(ctx, s.sql(eventsSQL), id, s.nowArg())
 	if err != nil {
 		return nil, s.wrap(err, "job %s events", id)
 	}
@@ -146,11 +154,12 @@ func (s *Store) JobEvents(ctx context.Context, id string) ([]*hoppertype.Event, 
 // or no row for an unknown job: existence and attempts in one round trip.
 const attemptsSQL = `SELECT a.token, a.attempt, a.worker_id, a.started_at, a.ended_at, a.outcome, a.error, a.stack
 FROM {schema}.jobs j LEFT JOIN {schema}.job_attempts a ON a.job_id = j.id
-WHERE j.id = $1 ORDER BY a.token`
+WHERE j.id = $1 AND (j.expires_at IS NULL OR j.expires_at > coalesce($2::timestamptz, now()))
+ORDER BY a.token`
 
 // JobAttempts returns a job's ended attempts, oldest first.
 func (s *Store) JobAttempts(ctx context.Context, id string) ([]*hoppertype.AttemptRecord, error) {
-	rs, err := s.pool.Query(ctx, s.sql(attemptsSQL), id)
+	rs, err := s.pool.Query(ctx, s.sql(attemptsSQL), id, s.nowArg())
 	if err != nil {
 		return nil, s.wrap(err, "job %s attempts", id)
 	}

@@ -16,14 +16,14 @@ const (
 	timeout_us, worker_id, lease_expires_at, heartbeat_at, progress_percent, progress_message,
 	result, last_error, checkpoint, retry_policy, idempotency_key, group_key, merge_key,
 	original_id, replay_count, replayed_by, schedule_id, created_at, started_at, finished_at,
-	updated_at, expires_at, deadline_at`
+	updated_at, expires_at, deadline_at, result_ttl_us`
 	jCols = `
 	j.id, j.kind, j.queue, j.priority, j.args, j.headers, j.state, j.attempt, j.max_attempts,
 	j.token, j.run_at, j.timeout_us, j.worker_id, j.lease_expires_at, j.heartbeat_at,
 	j.progress_percent, j.progress_message, j.result, j.last_error, j.checkpoint, j.retry_policy,
 	j.idempotency_key, j.group_key, j.merge_key, j.original_id, j.replay_count, j.replayed_by,
 	j.schedule_id, j.created_at, j.started_at, j.finished_at, j.updated_at, j.expires_at,
-	j.deadline_at`
+	j.deadline_at, j.result_ttl_us`
 )
 
 // scanner is a row of pgx (pgx.Row, pgx.Rows) or of database/sql (*sql.Rows).
@@ -39,20 +39,21 @@ func scanJob(sc scanner) (*hoppertype.JobRow, error) {
 		runAt, createdAt, updatedAt             time.Time
 		lease, heartbeat, started, finished     *time.Time
 		expires, deadline                       *time.Time
-		timeoutUS                               int64
+		timeoutUS, resultTTL                    int64
 		state                                   string
 	)
 	err := sc.Scan(&j.ID, &j.Kind, &j.Queue, &j.Priority, &args, &headers, &state, &j.Attempt,
 		&j.MaxAttempts, &j.Token, &runAt, &timeoutUS, &workerID, &lease, &heartbeat,
 		&j.ProgressPercent, &progressMsg, &result, &lastErr, &checkpnt, &retry, &idemKey,
 		&groupKey, &mergeKey, &originalID, &j.ReplayCount, &replayedBy, &scheduleID, &createdAt,
-		&started, &finished, &updatedAt, &expires, &deadline)
+		&started, &finished, &updatedAt, &expires, &deadline, &resultTTL)
 	if err != nil {
 		return nil, err
 	}
 	j.Args = args
 	j.State = hoppertype.JobState(state)
 	j.Timeout = time.Duration(timeoutUS) * time.Microsecond
+	j.ResultTTL = time.Duration(resultTTL) * time.Microsecond
 	j.RunAt, j.CreatedAt, j.UpdatedAt = runAt.UTC(), createdAt.UTC(), updatedAt.UTC()
 	j.LeaseExpiresAt, j.HeartbeatAt = utc(lease), utc(heartbeat)
 	j.StartedAt, j.FinishedAt = utc(started), utc(finished)

@@ -14,8 +14,8 @@ import (
 
 const insertJobSQL = `INSERT INTO jobs (id, kind, queue, priority, args, headers, state, max_attempts,
 	run_at, timeout_us, retry_policy, idempotency_key, group_key, merge_key, schedule_id,
-	last_actor, last_reason, created_at, updated_at)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	last_actor, last_reason, created_at, updated_at, result_ttl_us)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // JobInsertMany inserts every job in one transaction.
 func (s *Store) JobInsertMany(ctx context.Context, params []*store.InsertParams) ([]*store.InsertResult, error) {
@@ -39,7 +39,7 @@ func (s *Store) JobInsertMany(ctx context.Context, params []*store.InsertParams)
 				encodeHeaders(row.Headers), string(row.State), row.MaxAttempts, micros(row.RunAt),
 				row.Timeout.Microseconds(), encodePolicy(row.RetryPolicy), nullString(row.IdempotencyKey),
 				nullString(row.GroupKey), nullString(row.MergeKey), nullString(row.ScheduleID),
-				string(p.Actor), nullString(p.Reason), micros(now), micros(now)); err != nil {
+				string(p.Actor), nullString(p.Reason), micros(now), micros(now), p.ResultTTL.Microseconds()); err != nil {
 				return fmt.Errorf("insert job %s: %w", row.ID, err)
 			}
 			if p.IdempotencyKey != "" {
@@ -94,7 +94,7 @@ func newRow(p *store.InsertParams, now time.Time) *hoppertype.JobRow {
 	return &hoppertype.JobRow{
 		ID: p.ID, Kind: p.Kind, Queue: p.Queue, Priority: p.Priority, Args: p.Args,
 		Headers: p.Headers, State: state, MaxAttempts: p.MaxAttempts, RunAt: fromMicros(runAt.UnixMicro()),
-		Timeout: p.Timeout, RetryPolicy: p.RetryPolicy, IdempotencyKey: p.IdempotencyKey,
+		Timeout: p.Timeout, RetryPolicy: p.RetryPolicy, ResultTTL: p.ResultTTL, IdempotencyKey: p.IdempotencyKey,
 		GroupKey: p.GroupKey, MergeKey: p.MergeKey, ScheduleID: p.ScheduleID,
 		CreatedAt: n, UpdatedAt: n,
 	}

@@ -22,14 +22,15 @@ func (s *Store) JobCancel(ctx context.Context, p *store.CancelParams) (*hopperty
 			worker_id = NULL, lease_expires_at = NULL, last_actor = ?2, last_reason = ?3,
 			last_outcome = CASE WHEN state = 'running' THEN 'canceled' ELSE last_outcome END,
 			last_error = CASE WHEN state = 'running' THEN ?4 ELSE last_error END,
-			last_stack = NULL
+			last_stack = NULL, expires_at = ?6
 			WHERE id = ?5 AND state IN ('scheduled', 'queued', 'running', 'suspended')
-			RETURNING `+jobColumns, now, string(p.Actor), nullString(p.Reason), "canceled: "+p.Reason, p.ID))
+			RETURNING `+jobColumns, now, string(p.Actor), nullString(p.Reason), "canceled: "+p.Reason, p.ID,
+			nullMicros(p.ExpiresAt)))
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
 		var state string
-		err = tx.QueryRowContext(ctx, `SELECT state FROM jobs WHERE id = ?`, p.ID).Scan(&state)
+		err = tx.QueryRowContext(ctx, `SELECT state FROM jobs WHERE id = ?1 AND `+live, p.ID, now).Scan(&state)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("job %s: %w", p.ID, store.ErrNotFound)
 		}

@@ -13,7 +13,8 @@ import (
 
 // JobGet returns one job.
 func (s *Store) JobGet(ctx context.Context, id string) (*hoppertype.JobRow, error) {
-	job, err := scanJob(s.reader.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = ?`, id))
+	job, err := scanJob(s.reader.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = ?1 AND `+live,
+		id, micros(s.clock.Now())))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("job %s: %w", id, store.ErrNotFound)
 	}
@@ -30,8 +31,9 @@ func (s *Store) JobList(ctx context.Context, p *store.ListParams) (*store.ListRe
 		limit = 100
 	}
 	limit = min(limit, 10000)
-	var where []string
-	var args []any
+	// An expired job is gone for readers, swept or not (contract 12).
+	where := []string{"(expires_at IS NULL OR expires_at > ?)"}
+	args := []any{micros(s.clock.Now())}
 	in := func(col string, vals []string) {
 		if len(vals) == 0 {
 			return
@@ -54,6 +56,12 @@ func (s *Store) JobList(ctx context.Context, p *store.ListParams) (*store.ListRe
 	if !p.CreatedBefore.IsZero() {
 		where, args = append(where, "created_at < ?"), append(args, micros(p.CreatedBefore))
 	}
+	if !p.FinishedAfter.IsZero() {
+		where, args = append(where, "finished_at >= ?"), append(args, micros(p.FinishedAfter))
+	}
+	if !p.FinishedBefore.IsZero() {
+		where, args = append(where, "finished_at < ?"), append(args, micros(p.FinishedBefore))
+	}
 	order, cmp := "DESC", "<"
 	if p.Ascending {
 		order, cmp = "ASC", ">"
@@ -65,10 +73,7 @@ func (s *Store) JobList(ctx context.Context, p *store.ListParams) (*store.ListRe
 		}
 		where, args = append(where, "id "+cmp+" ?"), append(args, after)
 	}
-	query := `SELECT ` + jobColumns + ` FROM jobs`
-	if len(where) > 0 {
-		query += " WHERE " + strings.Join(where, " AND ")
-	}
+	query := `SELECT ` + jobColumns + ` FROM jobs WHERE ` + strings.Join(where, " AND ")
 	query += " ORDER BY id " + order + " LIMIT ?"
 	args = append(args, limit+1)
 	rows, err := s.reader.QueryContext(ctx, query, args...)
@@ -98,11 +103,14 @@ const eventsSQL = `SELECT seq, at, from_state, to_state, actor, reason FROM (
 	SELECT end_seq, ended_at, 'running', to_state, actor, coalesce(reason, '') FROM job_attempts WHERE job_id = ?1
 	UNION ALL
 	SELECT version, started_at, 'queued', 'running', 'worker', 'claim' FROM jobs WHERE id = ?1 AND state = 'running'
-) ORDER BY seq`
+) WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE id = ?1 AND expires_at <= ?2) ORDER BY seq`
+
+// live is the condition of a job that has not expired, with the store's clock as ?2.
+const live = `(expires_at IS NULL OR expires_at > ?2)`
 
 // JobEvents returns a job's history, oldest first.
 func (s *Store) JobEvents(ctx context.Context, id string) ([]*hoppertype.Event, error) {
-	rows, err := s.reader.QueryContext(ctx, eventsSQL, id)
+	rows, err := s.reader.QueryContext(ctx, eventsSQL, id, micros(s.clock.Now()))
 	if err != nil {
 		return nil, fmt.Errorf("job %s events: %w", id, err)
 	}

@@ -14,7 +14,7 @@ const jobColumns = `id, kind, queue, priority, args, headers, state, attempt, ma
 	run_at, timeout_us, worker_id, lease_expires_at, heartbeat_at, progress_percent, progress_message,
 	result, last_error, checkpoint, retry_policy, idempotency_key, group_key, merge_key, original_id,
 	replay_count, replayed_by, schedule_id, created_at, started_at, finished_at, updated_at,
-	expires_at, deadline_at`
+	expires_at, deadline_at, result_ttl_us`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -26,6 +26,7 @@ func scanJob(sc scanner) (*hoppertype.JobRow, error) {
 		idemKey, groupKey, mergeKey, originalID sql.NullString
 		replayedBy, scheduleID                  sql.NullString
 		runAt, timeoutUS, createdAt, updatedAt  int64
+		resultTTL                               int64
 		lease, heartbeat, started, finished     sql.NullInt64
 		expires, deadline                       sql.NullInt64
 		state                                   string
@@ -35,13 +36,14 @@ func scanJob(sc scanner) (*hoppertype.JobRow, error) {
 		&j.MaxAttempts, &j.Token, &runAt, &timeoutUS, &workerID, &lease, &heartbeat,
 		&j.ProgressPercent, &progressMsg, &result, &lastErr, &checkpoint, &retry, &idemKey,
 		&groupKey, &mergeKey, &originalID, &j.ReplayCount, &replayedBy, &scheduleID, &createdAt,
-		&started, &finished, &updatedAt, &expires, &deadline)
+		&started, &finished, &updatedAt, &expires, &deadline, &resultTTL)
 	if err != nil {
 		return nil, err
 	}
 	j.State = hoppertype.JobState(state)
 	j.RunAt = fromMicros(runAt)
 	j.Timeout = time.Duration(timeoutUS) * time.Microsecond
+	j.ResultTTL = time.Duration(resultTTL) * time.Microsecond
 	j.WorkerID, j.ProgressMessage, j.LastError = workerID.String, progressMsg.String, lastErr.String
 	j.IdempotencyKey, j.GroupKey, j.MergeKey = idemKey.String, groupKey.String, mergeKey.String
 	j.OriginalID, j.ReplayedBy, j.ScheduleID = originalID.String, replayedBy.String, scheduleID.String

@@ -24,6 +24,8 @@ func Run(t *testing.T, opener Opener) {
 		{"Cluster", testCluster},
 		{"Caps", testCaps},
 		{"Keys", testKeys},
+		{"Results", testResults},
+		{"DeadLetters", testDeadLetters},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

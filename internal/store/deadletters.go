@@ -1,0 +1,126 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hopperjobs/hopper/hoppertype"
+)
+
+// DeadLetterStore keeps what the dead-letter queue needs beyond the jobs table: counts, and
+// replays with their audit log (contract 11). A dead letter is a job in state failed; its
+// listing is JobList with States = [failed]. Replays never change their source job: each
+// creates a new job, with lineage (original_id, replay_count, replayed_by), and an audit row,
+// in one transaction. Both stores implement it; implementations are safe for concurrent use.
+// Expired jobs (see Sweeper) are neither counted nor replayed.
+type DeadLetterStore interface {
+	// DeadLetterStats counts the failed jobs and finds the oldest one's finish time, in one
+	// query.
+	DeadLetterStats(ctx context.Context) (*DeadLetterStats, error)
+	// JobReplay replays one failed job. ErrNotFound for an unknown or expired job,
+	// ErrInvalidTransition for a job that is not failed.
+	JobReplay(ctx context.Context, p *ReplayParams) (*Replay, error)
+	// JobReplayMany replays, oldest first, up to len(p.NewIDs) failed jobs matching the filter
+	// that have never been replayed (no audit row names them as source), all in one
+	// transaction. Concurrent calls never replay one job twice.
+	JobReplayMany(ctx context.Context, p *ReplayManyParams) ([]*Replay, error)
+	// ReplayList returns a page of the audit log, newest first.
+	ReplayList(ctx context.Context, p *ReplayListParams) (*ReplayListResult, error)
+}
+
+// DeadLetterStats sums up the dead-letter queue.
+type DeadLetterStats struct {
+	Count int64
+	// Oldest is the earliest finish time of a failed job; zero when there is none.
+	Oldest time.Time
+}
+
+// ReplayParams replays one job.
+type ReplayParams struct {
+	SourceID string
+	// NewID is the id of the job the replay creates (a UUIDv7).
+	NewID string
+	// By names who replayed (recorded as replayed_by); Actor and Reason go to the new job's
+	// history and Reason to the audit row.
+	By     string
+	Actor  hoppertype.Actor
+	Reason string
+}
+
+// ReplayManyParams replays the failed jobs matching a filter that were never replayed.
+type ReplayManyParams struct {
+	Queues []string
+	Kinds  []string
+	// FinishedAfter (inclusive) and FinishedBefore (exclusive) bound when the jobs failed.
+	FinishedAfter  time.Time
+	FinishedBefore time.Time
+	// NewIDs are the ids of the jobs to create, in order; their number is the limit.
+	NewIDs []string
+	By     string
+	Actor  hoppertype.Actor
+	Reason string
+}
+
+// Replay is one row of the audit log; Job is the new job when the replay was just made.
+type Replay struct {
+	ID          int64
+	SourceJobID string
+	NewJobID    string
+	OriginalID  string
+	ReplayedBy  string
+	ReplayedAt  time.Time
+	Reason      string
+	Job         *hoppertype.JobRow
+}
+
+// ReplayListParams filters and pages ReplayList. Zero fields don't filter.
+type ReplayListParams struct {
+	SourceJobID string
+	OriginalID  string
+	ReplayedBy  string
+	Since       time.Time // replayed at or after
+	Until       time.Time // replayed before
+	// Cursor is the NextCursor of the previous page.
+	Cursor string
+	// Limit is the page size (default 100, at most 1,000).
+	Limit int
+}
+
+// ReplayListResult is one page of the audit log; NextCursor is empty on the last page.
+type ReplayListResult struct {
+	Replays    []*Replay
+	NextCursor string
+}
+
+// ReplayLimit is ReplayListParams.Limit with its default and bound applied.
+func (p *ReplayListParams) ReplayLimit() int {
+	if p.Limit <= 0 {
+		return 100
+	}
+	return min(p.Limit, 1000)
+}
+
+// EncodeReplayCursor is the cursor that continues the audit log after row id.
+func EncodeReplayCursor(id int64) string { return EncodeCursor("replay:" + strconv.FormatInt(id, 10)) }
+
+// DecodeReplayCursor returns the audit row id a cursor continues after, or an error wrapping
+// ErrInvalidCursor.
+func DecodeReplayCursor(c string) (int64, error) {
+	s, err := DecodeCursor(c)
+	if err != nil {
+		return 0, err
+	}
+	n, perr := strconv.ParseInt(strings.TrimPrefix(s, "replay:"), 10, 64)
+	if perr != nil || !strings.HasPrefix(s, "replay:") {
+		return 0, fmt.Errorf("list replays: cursor %q is not one this store issued: %w", c, ErrInvalidCursor)
+	}
+	return n, nil
+}
+
+// NotFailed is the error of a replay whose source is not a dead letter.
+func NotFailed(id string, state hoppertype.JobState) error {
+	return fmt.Errorf("job %s is %s, and only failed jobs are replayed: %w", id, state, ErrInvalidTransition)
+}

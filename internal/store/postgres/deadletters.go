@@ -1,0 +1,248 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/store"
+	"github.com/jackc/pgx/v5"
+)
+
+var _ store.DeadLetterStore = (*Store)(nil)
+
+const deadLetterStatsSQL = `SELECT count(*), min(finished_at) FROM {schema}.jobs
+WHERE state = 'failed' AND (expires_at IS NULL OR expires_at > coalesce($1::timestamptz, now()))`
+
+// DeadLetterStats counts the failed jobs that have not expired and finds the oldest.
+func (s *Store) DeadLetterStats(ctx context.Context) (*store.DeadLetterStats, error) {
+	var st store.DeadLetterStats
+	var oldest *time.Time
+	if err := s.pool.QueryRow(ctx, s.sql(deadLetterStatsSQL), s.nowArg()).Scan(&st.Count, &oldest); err != nil {
+		return nil, s.wrap(err, "dead-letter stats")
+	}
+	st.Oldest = utc(oldest)
+	return &st, nil
+}
+
+// replaySQL creates, for each source job ($2) and new id ($3), a queued copy of the source
+// with its lineage, and the audit row, in one statement. By is $4, the actor $5, the reason $6.
+const replaySQL = `WITH clk AS (SELECT coalesce($1::timestamptz, now()) AS now),
+src AS (
+	SELECT u.new_id, s.* FROM unnest($2::text[], $3::text[]) AS u(source_id, new_id)
+	JOIN {schema}.jobs s ON s.id = u.source_id
+),
+ins AS (
+	INSERT INTO {schema}.jobs (id, kind, queue, priority, args, headers, state, max_attempts, run_at,
+		timeout_us, retry_policy, group_key, result_ttl_us, original_id, replay_count, replayed_by,
+		last_actor, last_reason, created_at, updated_at)
+	SELECT src.new_id, src.kind, src.queue, src.priority, src.args, src.headers, 'queued',
+		src.max_attempts, clk.now, src.timeout_us, src.retry_policy, src.group_key, src.result_ttl_us,
+		coalesce(src.original_id, src.id), src.replay_count + 1, $4, $5, $6, clk.now, clk.now
+	FROM src, clk
+	RETURNING ` + cols + `
+),
+aud AS (
+	INSERT INTO {schema}.job_replays (source_job_id, new_job_id, original_id, replayed_by, replayed_at, reason)
+	SELECT src.id, src.new_id, coalesce(src.original_id, src.id), $4, clk.now, $6
+	FROM src, clk ORDER BY src.new_id
+	RETURNING id, source_job_id, new_job_id, replayed_at
+)
+SELECT a.id, a.source_job_id, a.replayed_at, ` + jCols + `
+FROM ins j JOIN aud a ON a.new_job_id = j.id ORDER BY j.id`
+
+// replay runs replaySQL in tx for sources whose rows the caller has locked.
+func (s *Store) replay(ctx context.Context, tx pgx.Tx, sources, newIDs []string, by string, actor hoppertype.Actor, reason string) ([]*store.Replay, error) {
+	if len(sources) == 0 {
+		return nil, nil
+	}
+	by, reason = store.CleanText(by), store.CleanText(reason)
+	rs, err := tx.Query(ctx, s.sql(replaySQL), s.nowArg(), sources, newIDs, by, string(actor), nullStr(reason))
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	var out []*store.Replay
+	for rs.Next() {
+		r := &store.Replay{ReplayedBy: by, Reason: reason}
+		var at time.Time
+		dest := []any{&r.ID, &r.SourceJobID, &at}
+		job, err := scanJob(prefixScanner{rs, dest})
+		if err != nil {
+			return nil, err
+		}
+		r.ReplayedAt, r.Job, r.NewJobID, r.OriginalID = at.UTC(), job, job.ID, job.OriginalID
+		out = append(out, r)
+	}
+	return out, rs.Err()
+}
+
+// prefixScanner scans the leading columns into dest and the rest into what scanJob asks for.
+type prefixScanner struct {
+	sc   scanner
+	dest []any
+}
+
+func (p prefixScanner) Scan(dest ...any) error { return p.sc.Scan(append(p.dest, dest...)...) }
+
+// JobReplay replays one failed job: a new job and its audit row in one transaction.
+func (s *Store) JobReplay(ctx context.Context, p *store.ReplayParams) (*store.Replay, error) {
+	var out []*store.Replay
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var state string
+		err := tx.QueryRow(ctx, s.sql(`SELECT state FROM {schema}.jobs WHERE id = $1 AND `+live+` FOR UPDATE`),
+			p.SourceID, s.nowArg()).Scan(&state)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("job %s: %w", p.SourceID, store.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		if hoppertype.JobState(state) != hoppertype.StateFailed {
+			return store.NotFailed(p.SourceID, hoppertype.JobState(state))
+		}
+		out, err = s.replay(ctx, tx, []string{p.SourceID}, []string{p.NewID}, p.By, p.Actor, p.Reason)
+		return err
+	})
+	if err != nil {
+		return nil, s.wrap(err, "replay job %s", p.SourceID)
+	}
+	if len(out) != 1 {
+		return nil, fmt.Errorf("replay job %s: %d rows inserted", p.SourceID, len(out))
+	}
+	return out[0], nil
+}
+
+// JobReplayMany replays the oldest failed jobs matching p that were never replayed. Their
+// rows are locked, skipping those another transaction holds; a job replayed by a transaction
+// that committed after this one began is dropped by a second look at the audit log (a new
+// snapshot, taken once the locks are held).
+func (s *Store) JobReplayMany(ctx context.Context, p *store.ReplayManyParams) ([]*store.Replay, error) {
+	var out []*store.Replay
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		query, args := unreplayedQuery(p, s.nowArg())
+		rs, err := tx.Query(ctx, s.sql(query), args...)
+		if err != nil {
+			return err
+		}
+		ids, err := pgx.CollectRows(rs, pgx.RowTo[string])
+		if err != nil {
+			return err
+		}
+		rs, err = tx.Query(ctx, s.sql(`SELECT DISTINCT source_job_id FROM {schema}.job_replays
+			WHERE source_job_id = ANY($1::text[])`), ids)
+		if err != nil {
+			return err
+		}
+		done, err := pgx.CollectRows(rs, pgx.RowTo[string])
+		if err != nil {
+			return err
+		}
+		ids = without(ids, done)
+		out, err = s.replay(ctx, tx, ids, p.NewIDs[:len(ids)], p.By, p.Actor, p.Reason)
+		return err
+	})
+	if err != nil {
+		return nil, s.wrap(err, "replay failed jobs")
+	}
+	return out, nil
+}
+
+// unreplayedQuery selects and locks up to len(p.NewIDs) failed jobs matching p without an
+// audit row as source, oldest first.
+func unreplayedQuery(p *store.ReplayManyParams, now any) (string, []any) {
+	where := []string{"state = 'failed'", "(expires_at IS NULL OR expires_at > coalesce($1::timestamptz, now()))",
+		"NOT EXISTS (SELECT 1 FROM {schema}.job_replays r WHERE r.source_job_id = j.id)"}
+	args := []any{now}
+	add := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, fmt.Sprintf(cond, len(args)))
+	}
+	if len(p.Queues) > 0 {
+		add("queue = ANY($%d::text[])", p.Queues)
+	}
+	if len(p.Kinds) > 0 {
+		add("kind = ANY($%d::text[])", p.Kinds)
+	}
+	if !p.FinishedAfter.IsZero() {
+		add("finished_at >= $%d", p.FinishedAfter)
+	}
+	if !p.FinishedBefore.IsZero() {
+		add("finished_at < $%d", p.FinishedBefore)
+	}
+	args = append(args, len(p.NewIDs))
+	return fmt.Sprintf(`SELECT id FROM {schema}.jobs j WHERE %s ORDER BY id LIMIT $%d FOR UPDATE SKIP LOCKED`,
+		strings.Join(where, " AND "), len(args)), args
+}
+
+// without returns ids minus drop, in order.
+func without(ids, drop []string) []string {
+	if len(drop) == 0 {
+		return ids
+	}
+	gone := make(map[string]bool, len(drop))
+	for _, d := range drop {
+		gone[d] = true
+	}
+	out := ids[:0]
+	for _, id := range ids {
+		if !gone[id] {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// ReplayList returns a page of the replay audit log, newest first.
+func (s *Store) ReplayList(ctx context.Context, p *store.ReplayListParams) (*store.ReplayListResult, error) {
+	where := []string{"true"}
+	var args []any
+	add := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, fmt.Sprintf(cond, len(args)))
+	}
+	for _, f := range [][2]string{{"source_job_id", p.SourceJobID}, {"original_id", p.OriginalID}, {"replayed_by", p.ReplayedBy}} {
+		if f[1] != "" {
+			add(f[0]+" = $%d", f[1])
+		}
+	}
+	if !p.Since.IsZero() {
+		add("replayed_at >= $%d", p.Since)
+	}
+	if !p.Until.IsZero() {
+		add("replayed_at < $%d", p.Until)
+	}
+	if p.Cursor != "" {
+		after, err := store.DecodeReplayCursor(p.Cursor)
+		if err != nil {
+			return nil, err
+		}
+		add("id < $%d", after)
+	}
+	limit := p.ReplayLimit()
+	args = append(args, limit+1)
+	rs, err := s.pool.Query(ctx, s.sql(fmt.Sprintf(`SELECT id, source_job_id, new_job_id, original_id, replayed_by,
+		replayed_at, coalesce(reason, '') FROM {schema}.job_replays WHERE %s ORDER BY id DESC LIMIT $%d`,
+		strings.Join(where, " AND "), len(args))), args...)
+	if err != nil {
+		return nil, s.wrap(err, "list replays")
+	}
+	replays, err := pgx.CollectRows(rs, func(r pgx.CollectableRow) (*store.Replay, error) {
+		var rp store.Replay
+		err := r.Scan(&rp.ID, &rp.SourceJobID, &rp.NewJobID, &rp.OriginalID, &rp.ReplayedBy, &rp.ReplayedAt, &rp.Reason)
+		rp.ReplayedAt = rp.ReplayedAt.UTC()
+		return &rp, err
+	})
+	if err != nil {
+		return nil, s.wrap(err, "list replays")
+	}
+	res := &store.ReplayListResult{Replays: replays}
+	if len(replays) > limit {
+		res.Replays = replays[:limit]
+		res.NextCursor = store.EncodeReplayCursor(replays[limit-1].ID)
+	}
+	return res, nil
+}

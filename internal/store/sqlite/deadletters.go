@@ -1,0 +1,201 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/store"
+)
+
+var _ store.DeadLetterStore = (*Store)(nil)
+
+// DeadLetterStats counts the failed jobs that have not expired and finds the oldest.
+func (s *Store) DeadLetterStats(ctx context.Context) (*store.DeadLetterStats, error) {
+	var st store.DeadLetterStats
+	var oldest sql.NullInt64
+	err := s.reader.QueryRowContext(ctx, `SELECT count(*), min(finished_at) FROM jobs
+		WHERE state = 'failed' AND (expires_at IS NULL OR expires_at > ?)`, micros(s.clock.Now())).Scan(&st.Count, &oldest)
+	if err != nil {
+		return nil, fmt.Errorf("dead-letter stats: %w", err)
+	}
+	st.Oldest = nullTime(oldest)
+	return &st, nil
+}
+
+// replaySQL creates the replay of job ?6: a queued copy with the lineage of its source.
+const replaySQL = `INSERT INTO jobs (id, kind, queue, priority, args, headers, state, max_attempts,
+	run_at, timeout_us, retry_policy, group_key, result_ttl_us, original_id, replay_count,
+	replayed_by, last_actor, last_reason, created_at, updated_at)
+	SELECT ?1, kind, queue, priority, args, headers, 'queued', max_attempts, ?2, timeout_us,
+		retry_policy, group_key, result_ttl_us, coalesce(original_id, id), replay_count + 1, ?3, ?4, ?5, ?2, ?2
+	FROM jobs WHERE id = ?6
+	RETURNING ` + jobColumns
+
+const auditSQL = `INSERT INTO job_replays (source_job_id, new_job_id, original_id, replayed_by, replayed_at, reason)
+	VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id`
+
+// JobReplay replays one failed job: a new job and its audit row in one transaction.
+func (s *Store) JobReplay(ctx context.Context, p *store.ReplayParams) (*store.Replay, error) {
+	var r *store.Replay
+	err := s.write(ctx, nil, func(ctx context.Context, tx *sql.Tx, _ []*sql.Stmt) error {
+		now := s.clock.Now()
+		var state string
+		err := tx.QueryRowContext(ctx, `SELECT state FROM jobs WHERE id = ?1 AND `+live, p.SourceID, micros(now)).Scan(&state)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("job %s: %w", p.SourceID, store.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		if hoppertype.JobState(state) != hoppertype.StateFailed {
+			return store.NotFailed(p.SourceID, hoppertype.JobState(state))
+		}
+		r, err = replayOne(ctx, tx, p.SourceID, p.NewID, p.By, p.Actor, p.Reason, now)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("replay job %s: %w", p.SourceID, err)
+	}
+	return r, nil
+}
+
+// JobReplayMany replays the oldest failed jobs matching p that were never replayed.
+func (s *Store) JobReplayMany(ctx context.Context, p *store.ReplayManyParams) ([]*store.Replay, error) {
+	var out []*store.Replay
+	err := s.write(ctx, nil, func(ctx context.Context, tx *sql.Tx, _ []*sql.Stmt) error {
+		out = nil // a retried request starts over
+		now := s.clock.Now()
+		ids, err := unreplayed(ctx, tx, p, now)
+		if err != nil {
+			return err
+		}
+		for i, id := range ids {
+			r, err := replayOne(ctx, tx, id, p.NewIDs[i], p.By, p.Actor, p.Reason, now)
+			if err != nil {
+				return err
+			}
+			out = append(out, r)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("replay failed jobs: %w", err)
+	}
+	return out, nil
+}
+
+// unreplayed returns the ids of up to len(p.NewIDs) failed jobs matching p without an audit
+// row as source, oldest first.
+func unreplayed(ctx context.Context, tx *sql.Tx, p *store.ReplayManyParams, now time.Time) ([]string, error) {
+	where := []string{"state = 'failed'", "(expires_at IS NULL OR expires_at > ?)",
+		"NOT EXISTS (SELECT 1 FROM job_replays r WHERE r.source_job_id = jobs.id)"}
+	args := []any{micros(now)}
+	where, args = inList(where, args, "queue", p.Queues)
+	where, args = inList(where, args, "kind", p.Kinds)
+	if !p.FinishedAfter.IsZero() {
+		where, args = append(where, "finished_at >= ?"), append(args, micros(p.FinishedAfter))
+	}
+	if !p.FinishedBefore.IsZero() {
+		where, args = append(where, "finished_at < ?"), append(args, micros(p.FinishedBefore))
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT id FROM jobs WHERE `+strings.Join(where, " AND ")+
+		` ORDER BY id LIMIT ?`, append(args, len(p.NewIDs))...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+// inList adds "col IN (…)" for vals, when there are any.
+func inList(where []string, args []any, col string, vals []string) ([]string, []any) {
+	if len(vals) == 0 {
+		return where, args
+	}
+	where = append(where, col+" IN ("+strings.TrimSuffix(strings.Repeat("?,", len(vals)), ",")+")")
+	for _, v := range vals {
+		args = append(args, v)
+	}
+	return where, args
+}
+
+// replayOne creates the replay of source and its audit row inside tx.
+func replayOne(ctx context.Context, tx *sql.Tx, source, newID, by string, actor hoppertype.Actor, reason string, now time.Time) (*store.Replay, error) {
+	job, err := scanJob(tx.QueryRowContext(ctx, replaySQL, newID, micros(now), by, string(actor), nullString(reason), source))
+	if err != nil {
+		return nil, fmt.Errorf("insert replay of job %s: %w", source, err)
+	}
+	r := &store.Replay{SourceJobID: source, NewJobID: job.ID, OriginalID: job.OriginalID, ReplayedBy: by,
+		ReplayedAt: fromMicros(micros(now)), Reason: reason, Job: job}
+	if err := tx.QueryRowContext(ctx, auditSQL, source, job.ID, job.OriginalID, by, micros(now),
+		nullString(reason)).Scan(&r.ID); err != nil {
+		return nil, fmt.Errorf("audit replay of job %s: %w", source, err)
+	}
+	return r, nil
+}
+
+// ReplayList returns a page of the replay audit log, newest first.
+func (s *Store) ReplayList(ctx context.Context, p *store.ReplayListParams) (*store.ReplayListResult, error) {
+	where := []string{"1 = 1"}
+	var args []any
+	eq := func(col, v string) {
+		if v != "" {
+			where, args = append(where, col+" = ?"), append(args, v)
+		}
+	}
+	eq("source_job_id", p.SourceJobID)
+	eq("original_id", p.OriginalID)
+	eq("replayed_by", p.ReplayedBy)
+	if !p.Since.IsZero() {
+		where, args = append(where, "replayed_at >= ?"), append(args, micros(p.Since))
+	}
+	if !p.Until.IsZero() {
+		where, args = append(where, "replayed_at < ?"), append(args, micros(p.Until))
+	}
+	if p.Cursor != "" {
+		after, err := store.DecodeReplayCursor(p.Cursor)
+		if err != nil {
+			return nil, err
+		}
+		where, args = append(where, "id < ?"), append(args, after)
+	}
+	limit := p.ReplayLimit()
+	rows, err := s.reader.QueryContext(ctx, `SELECT id, source_job_id, new_job_id, original_id, replayed_by,
+		replayed_at, coalesce(reason, '') FROM job_replays WHERE `+strings.Join(where, " AND ")+
+		` ORDER BY id DESC LIMIT ?`, append(args, limit+1)...)
+	if err != nil {
+		return nil, fmt.Errorf("list replays: %w", err)
+	}
+	defer rows.Close()
+	res := &store.ReplayListResult{}
+	for rows.Next() {
+		r := &store.Replay{}
+		var at int64
+		if err := rows.Scan(&r.ID, &r.SourceJobID, &r.NewJobID, &r.OriginalID, &r.ReplayedBy, &at, &r.Reason); err != nil {
+			return nil, fmt.Errorf("list replays: %w", err)
+		}
+		r.ReplayedAt = fromMicros(at)
+		res.Replays = append(res.Replays, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list replays: %w", err)
+	}
+	if len(res.Replays) > limit {
+		res.Replays = res.Replays[:limit]
+		res.NextCursor = store.EncodeReplayCursor(res.Replays[limit-1].ID)
+	}
+	return res, nil
+}

@@ -1,0 +1,200 @@
+package storetest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/store"
+	"github.com/stretchr/testify/require"
+)
+
+// Contract 12: finished jobs expire. The store keeps expires_at as the outcome sets it, hides
+// expired jobs from every read, and deletes them, history and keys included, when swept.
+func testResults(t *testing.T, opener Opener) {
+	parallel(t, opener, "ResultTTLStored", resultsTTLStored)
+	parallel(t, opener, "ExpirySetOnFinish", resultsExpirySetOnFinish)
+	parallel(t, opener, "ExpirySetOnCancel", resultsExpirySetOnCancel)
+	parallel(t, opener, "HiddenAfterExpiry", resultsHiddenAfterExpiry)
+	parallel(t, opener, "NotSweptBeforeExpiry", resultsNotSweptBeforeExpiry)
+	parallel(t, opener, "SweptInBatches", resultsSweptInBatches)
+	parallel(t, opener, "SweepTakesHistoryAndKey", resultsSweepTakesHistoryAndKey)
+	parallel(t, opener, "ListFinishedBetween", resultsListFinishedBetween)
+}
+
+// sweeper is the bundle's store as a Sweeper: every store sweeps.
+func (b *bundle) sweeper(t *testing.T) store.Sweeper {
+	t.Helper()
+	sw, ok := b.store.(store.Sweeper)
+	require.True(t, ok, "%T does not implement store.Sweeper", b.store)
+	return sw
+}
+
+func (b *bundle) sweep(t *testing.T, limit int) int {
+	t.Helper()
+	n, err := b.sweeper(t).JobSweepExpired(t.Context(), b.clock.Now(), limit)
+	require.NoError(t, err)
+	return n
+}
+
+func withResultTTL(d time.Duration) option { return func(p *store.InsertParams) { p.ResultTTL = d } }
+
+// finishExpiring ends job's attempt in state with expires_at set ttl from now.
+func (b *bundle) finishExpiring(t *testing.T, job *hoppertype.JobRow, state hoppertype.JobState, ttl time.Duration) time.Time {
+	t.Helper()
+	p := finishing(job, state)
+	p.ExpiresAt = b.clock.Now().Add(ttl)
+	require.NoError(t, b.finish(t, p))
+	return p.ExpiresAt
+}
+
+// expiring returns a job in state that expires ttl from now.
+func (b *bundle) expiring(t *testing.T, state hoppertype.JobState, ttl time.Duration, opts ...option) *hoppertype.JobRow {
+	t.Helper()
+	job := b.running(t, opts...)
+	b.finishExpiring(t, job, state, ttl)
+	return job
+}
+
+// A job's own result TTL is stored and read back; zero means none.
+func resultsTTLStored(t *testing.T, b *bundle) {
+	job := b.insert(t, withResultTTL(90*time.Minute))
+	require.Equal(t, 90*time.Minute, job.ResultTTL, "the inserted row")
+	require.Equal(t, 90*time.Minute, b.get(t, job.ID).ResultTTL)
+	require.Zero(t, b.get(t, b.insert(t).ID).ResultTTL)
+	claimed := b.running(t, withResultTTL(time.Hour))
+	require.Equal(t, time.Hour, claimed.ResultTTL, "a claim returns it")
+}
+
+// Completed and failed outcomes store the expiry they carry; a retry leaves it unset.
+func resultsExpirySetOnFinish(t *testing.T, b *bundle) {
+	for _, state := range []hoppertype.JobState{hoppertype.StateCompleted, hoppertype.StateFailed} {
+		job := b.running(t)
+		at := b.finishExpiring(t, job, state, 24*time.Hour)
+		sameTime(t, at, b.get(t, job.ID).ExpiresAt, string(state)+" expires_at")
+	}
+	job := b.running(t)
+	p := finishing(job, hoppertype.StateScheduled)
+	p.RunAt = b.clock.Now().Add(time.Minute)
+	require.NoError(t, b.finish(t, p))
+	require.True(t, b.get(t, job.ID).ExpiresAt.IsZero(), "a retry does not expire")
+}
+
+// A cancel stores the expiry it carries, for waiting and running jobs alike.
+func resultsExpirySetOnCancel(t *testing.T, b *bundle) {
+	at := b.clock.Now().Add(time.Hour)
+	for _, job := range []*hoppertype.JobRow{b.insert(t), b.running(t)} {
+		got, err := b.store.JobCancel(t.Context(), &store.CancelParams{ID: job.ID, Actor: hoppertype.ActorAPI,
+			Reason: "test", ExpiresAt: at})
+		require.NoError(t, err)
+		sameTime(t, at, got.ExpiresAt, "returned row")
+		sameTime(t, at, b.get(t, job.ID).ExpiresAt, "stored row")
+	}
+}
+
+// From its expiry on, a job is gone for every read, before any sweep: get, list, events,
+// attempts, cancel and the dead-letter count.
+func resultsHiddenAfterExpiry(t *testing.T, b *bundle) {
+	job := b.expiring(t, hoppertype.StateFailed, time.Hour)
+	kept := b.jobIn(t, hoppertype.StateCompleted)
+	b.clock.Advance(time.Hour - time.Microsecond)
+	b.get(t, job.ID)
+	require.Len(t, b.listAll(t, store.ListParams{}), 2)
+
+	b.clock.Advance(time.Microsecond)
+	_, err := b.store.JobGet(t.Context(), job.ID)
+	require.ErrorIs(t, err, store.ErrNotFound)
+	require.Equal(t, []string{kept.ID}, ids(b.listAll(t, store.ListParams{})))
+	require.Empty(t, b.listAll(t, store.ListParams{States: []hoppertype.JobState{hoppertype.StateFailed}}))
+	_, err = b.store.JobEvents(t.Context(), job.ID)
+	require.ErrorIs(t, err, store.ErrNotFound)
+	_, err = b.store.JobAttempts(t.Context(), job.ID)
+	require.ErrorIs(t, err, store.ErrNotFound)
+	_, err = b.store.JobCancel(t.Context(), &store.CancelParams{ID: job.ID, Actor: hoppertype.ActorAPI})
+	require.ErrorIs(t, err, store.ErrNotFound)
+	st, err := b.deadLetters(t).DeadLetterStats(t.Context())
+	require.NoError(t, err)
+	require.Zero(t, st.Count)
+}
+
+// A sweep deletes nothing whose expiry has not come, nor jobs without one.
+func resultsNotSweptBeforeExpiry(t *testing.T, b *bundle) {
+	job := b.expiring(t, hoppertype.StateCompleted, time.Hour)
+	forever := b.jobIn(t, hoppertype.StateCompleted)
+	waiting := b.insert(t)
+	b.clock.Advance(59 * time.Minute)
+	require.Zero(t, b.sweep(t, 500))
+	for _, id := range []string{job.ID, forever.ID, waiting.ID} {
+		b.get(t, id)
+	}
+	b.clock.Advance(time.Minute)
+	require.Equal(t, 1, b.sweep(t, 500))
+	b.get(t, forever.ID)
+	b.get(t, waiting.ID)
+}
+
+// A sweep deletes at most its limit per call, oldest expiry first; callers repeat it.
+func resultsSweptInBatches(t *testing.T, b *bundle) {
+	var expired []string
+	for i := range 7 {
+		expired = append(expired, b.expiring(t, hoppertype.StateCompleted, time.Duration(i+1)*time.Minute).ID)
+	}
+	later := b.expiring(t, hoppertype.StateFailed, 2*time.Hour)
+	b.clock.Advance(time.Hour)
+
+	require.Equal(t, []string{later.ID}, ids(b.listAll(t, store.ListParams{})), "hidden before the sweep")
+	require.Equal(t, 3, b.sweep(t, 3))
+	require.Equal(t, 3, b.sweep(t, 3))
+	require.Equal(t, 1, b.sweep(t, 3))
+	require.Zero(t, b.sweep(t, 3), "nothing left that expired")
+	b.get(t, later.ID)
+	for _, id := range expired {
+		again := params(t)
+		again.ID = id
+		b.insertMany(t, again) // the id is free: the row is gone
+	}
+}
+
+// A swept job takes its history and its idempotency key along: its key is free for another
+// payload, and its id can even be inserted again with a history of its own.
+func resultsSweepTakesHistoryAndKey(t *testing.T, b *bundle) {
+	p := params(t, withKey("order-7", 30*day), inQueue("sweep"))
+	b.insertMany(t, p)
+	job := b.claimOne(t, "sweep")
+	b.finishExpiring(t, job, hoppertype.StateCompleted, time.Hour)
+	require.Len(t, b.attempts(t, job.ID), 1)
+	b.clock.Advance(time.Hour)
+
+	other := params(t, withKey("order-7", 30*day), withArgs(`{"other":true}`))
+	_, err := b.store.JobInsertMany(t.Context(), []*store.InsertParams{other})
+	require.ErrorIs(t, err, store.ErrDuplicate, "hidden, not swept: the key still holds")
+
+	require.Equal(t, 1, b.sweep(t, 500))
+	res := b.insertMany(t, other)
+	require.False(t, res[0].Existing, "the key went with the job")
+
+	again := params(t)
+	again.ID = job.ID
+	b.insertMany(t, again)
+	require.Len(t, b.events(t, job.ID), 1, "only the new job's creation")
+	require.Empty(t, b.attempts(t, job.ID))
+}
+
+// JobList bounds the finish time, as the dead-letter listing does.
+func resultsListFinishedBetween(t *testing.T, b *bundle) {
+	first := b.jobIn(t, hoppertype.StateFailed)
+	b.clock.Advance(time.Hour)
+	mid := b.clock.Now()
+	second := b.jobIn(t, hoppertype.StateFailed)
+	b.insert(t) // never finished
+	b.clock.Advance(time.Hour)
+	third := b.jobIn(t, hoppertype.StateCompleted)
+
+	asc := func(p store.ListParams) []string {
+		p.Ascending = true
+		return idsOrNil(b.listAll(t, p))
+	}
+	require.Equal(t, []string{second.ID, third.ID}, asc(store.ListParams{FinishedAfter: mid}))
+	require.Equal(t, []string{first.ID}, asc(store.ListParams{FinishedBefore: mid}))
+	require.Equal(t, []string{second.ID}, asc(store.ListParams{FinishedAfter: mid, FinishedBefore: b.clock.Now()}))
+}
