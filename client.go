@@ -17,7 +17,8 @@ type Client struct {
 	store  Store
 	clock  Clock
 	engine *engine.Engine
-	avail  availability // remote workers waiting for jobs (Activate)
+	avail  availability    // remote workers waiting for jobs (Activate)
+	dlHook *deadLetterHook // nil without Config.OnDeadLetter and DeadLetterWebhook
 
 	mu      sync.Mutex
 	started bool
@@ -38,9 +39,12 @@ func NewClient(cfg Config) (*Client, error) {
 		PollInterval: cfg.PollInterval, RetryPolicy: cfg.RetryPolicy, JobTimeout: cfg.JobTimeout,
 		RescueInterval: cfg.RescueInterval, Maintenance: !cfg.DisableMaintenance,
 		LeaderTTL: cfg.LeaderTTL, NodeTTL: cfg.NodeTTL, Host: hostname(), PID: os.Getpid(),
-		PollOnly: cfg.PollOnly,
+		PollOnly: cfg.PollOnly, ResultTTL: cfg.ResultTTL, DeadLetterRetention: cfg.DeadLetterRetention,
 	}
 	ecfg.OnAvailable = c.avail.wake
+	if c.dlHook = newDeadLetterHook(cfg); c.dlHook != nil {
+		ecfg.OnOutcome = c.dlHook.outcome
+	}
 	if cfg.Workers != nil {
 		ecfg.Handlers = cfg.Workers.handlers
 		for name, q := range cfg.Queues {
@@ -65,6 +69,9 @@ func (c *Client) Start(ctx context.Context) error {
 		return errors.New("hopper: client already started")
 	}
 	c.started = true
+	if c.dlHook != nil {
+		c.dlHook.start()
+	}
 	return c.engine.Start(ctx)
 }
 
@@ -80,7 +87,11 @@ func (c *Client) Stop(ctx context.Context) error {
 	}
 	c.stopped = true
 	c.mu.Unlock()
-	return c.engine.Stop(ctx)
+	err := c.engine.Stop(ctx)
+	if c.dlHook != nil {
+		c.dlHook.stop(ctx) // after the engine: its last outcomes may be dead letters
+	}
+	return err
 }
 
 // IsLeader reports whether this client holds the leader lease (and does the maintenance).

@@ -38,6 +38,10 @@ type InsertOpts struct {
 	IdempotencyRetention time.Duration
 	// GroupKey: jobs sharing it run one at a time, oldest first.
 	GroupKey string
+	// ResultTTL is how long the job is kept once it completes or is canceled (0: the
+	// worker's, then Config.ResultTTL; at most 5 years). It wins over the worker's. A failed
+	// job is kept for Config.DeadLetterRetention instead.
+	ResultTTL time.Duration
 }
 
 // InsertResult is an enqueued job. Existing is true when an idempotency key returned a job
@@ -159,7 +163,7 @@ func (c *Client) insertParams(args JobArgs, opts *InsertOpts, now time.Time) (*s
 		ID: uuid.Must(uuid.NewV7()).String(), Kind: args.Kind(), Queue: o.Queue, Priority: o.Priority,
 		Args: raw, Headers: o.Headers, MaxAttempts: o.MaxAttempts, Timeout: o.Timeout,
 		RetryPolicy: o.RetryPolicy, IdempotencyKey: o.IdempotencyKey, IdempotencyTTL: o.IdempotencyRetention,
-		GroupKey: o.GroupKey, Actor: hoppertype.ActorAPI, Reason: "enqueue",
+		GroupKey: o.GroupKey, ResultTTL: o.ResultTTL, Actor: hoppertype.ActorAPI, Reason: "enqueue",
 	}
 	if p.Queue == "" {
 		p.Queue = DefaultQueue
@@ -220,6 +224,9 @@ func mergeOpts(args JobArgs, opts *InsertOpts) InsertOpts {
 	}
 	if opts.IdempotencyRetention != 0 {
 		o.IdempotencyRetention = opts.IdempotencyRetention
+	}
+	if opts.ResultTTL != 0 {
+		o.ResultTTL = opts.ResultTTL
 	}
 	return o
 }

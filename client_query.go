@@ -71,9 +71,13 @@ func (c *Client) Cancel(ctx context.Context, id string) (*JobRow, error) {
 }
 
 // CancelBy is Cancel with the actor and reason recorded in the job's history (the CLI records
-// an operator).
+// an operator). The canceled job is kept for its result TTL (Config.ResultTTL).
 func (c *Client) CancelBy(ctx context.Context, id string, actor Actor, reason string) (*JobRow, error) {
-	job, err := c.store.JobCancel(ctx, &store.CancelParams{ID: id, Actor: actor, Reason: reason})
+	var expires time.Time
+	if row, err := c.store.JobGet(ctx, id); err == nil { // its own result TTL, if it has one
+		expires = c.engine.ExpiresAt(row, nil, StateCanceled)
+	}
+	job, err := c.store.JobCancel(ctx, &store.CancelParams{ID: id, Actor: actor, Reason: reason, ExpiresAt: expires})
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package hopper
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -75,6 +76,23 @@ type Config struct {
 	DisableMaintenance bool
 	// MaxArgsBytes bounds a job's encoded args (default 1 MiB).
 	MaxArgsBytes int
+	// ResultTTL is how long completed and canceled jobs are kept, unless the job
+	// (InsertOpts.ResultTTL) or its worker (Worker.ResultTTL) says otherwise (default 24 h).
+	// From then on Get and List treat the job as gone; the leader deletes it within a minute.
+	ResultTTL time.Duration
+	// DeadLetterRetention is how long failed jobs, the dead-letter queue, are kept (default 7
+	// days), whatever their result TTL.
+	DeadLetterRetention time.Duration
+	// OnDeadLetter, when set, is called with each job this process's workers (or remote workers
+	// served through it) move to failed, after that state is committed. Calls come one at a
+	// time from a goroutine the client owns, through a queue of 1,000 (a notification that
+	// finds it full is dropped and logged); ctx ends when Stop gives up waiting. A panic is
+	// recovered and logged. Nothing the hook does can change the dead letter.
+	OnDeadLetter func(ctx context.Context, job *JobRow)
+	// DeadLetterWebhook, when set, is an http(s) URL that receives the same notifications as
+	// OnDeadLetter: a POST of the job as JSON, with a 5 s timeout and up to 3 tries. Failures
+	// are logged only.
+	DeadLetterWebhook string
 	// Logger receives structured logs (default: discarded).
 	Logger *slog.Logger
 	// Clock is the time source (default the wall clock); tests inject a fake one.
@@ -133,7 +151,8 @@ func (c Config) validate() error {
 	}
 	for name, d := range map[string]time.Duration{
 		"PollInterval": c.PollInterval, "RescueInterval": c.RescueInterval, "LeaderTTL": c.LeaderTTL,
-		"NodeTTL": c.NodeTTL, "JobTimeout": c.JobTimeout,
+		"NodeTTL": c.NodeTTL, "JobTimeout": c.JobTimeout, "ResultTTL": c.ResultTTL,
+		"DeadLetterRetention": c.DeadLetterRetention,
 	} {
 		if d < 0 {
 			errs = append(errs, invalid("Config."+name, "%s is negative", d))
@@ -151,6 +170,9 @@ func (c Config) validate() error {
 		}
 	}
 	if err := checkPolicy("Config.RetryPolicy", &c.RetryPolicy); err != nil {
+		errs = append(errs, err)
+	}
+	if err := checkWebhook(c.DeadLetterWebhook); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

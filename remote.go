@@ -130,8 +130,10 @@ func (c *Client) CompleteJob(ctx context.Context, id string, token int64, result
 	if len(result) > c.cfg.MaxArgsBytes {
 		return invalid("result", "is %d bytes, more than the limit of %d", len(result), c.cfg.MaxArgsBytes)
 	}
+	row, _ := c.store.JobGet(ctx, id) // for its own result TTL; nil leaves the verdict to Finish
 	err := c.engine.Finish(ctx, &store.FinishParams{ID: id, Token: token, State: hoppertype.StateCompleted,
-		Outcome: hoppertype.OutcomeOK, Result: result, Actor: hoppertype.ActorWorker, Reason: "success"})
+		Outcome: hoppertype.OutcomeOK, Result: result, Actor: hoppertype.ActorWorker, Reason: "success",
+		ExpiresAt: c.engine.ExpiresAt(row, nil, hoppertype.StateCompleted)})
 	return c.attemptErr("complete job", id, err)
 }
 
@@ -192,6 +194,7 @@ func (c *Client) FailJob(ctx context.Context, id string, token int64, p FailPara
 		fp.State, fp.Reason, fp.RunAt = hoppertype.StateScheduled, "retry", c.clock.Now().Add(delay)
 		res.State, res.RunAt = StateScheduled, fp.RunAt
 	}
+	fp.ExpiresAt = c.engine.ExpiresAt(row, nil, fp.State)
 	if err := c.attemptErr("fail job", id, c.engine.Finish(ctx, fp)); err != nil {
 		return nil, err
 	}

@@ -18,6 +18,7 @@ const (
 	maxAttemptsCap = 1000
 	maxTimeout     = 30 * 24 * time.Hour
 	maxRetention   = 90 * 24 * time.Hour
+	maxResultTTL   = MaxRunAtFuture
 	maxHeaderBytes = 64 << 10
 )
 
@@ -80,6 +81,8 @@ func checkInsert(p *store.InsertParams, o InsertOpts, now time.Time) error {
 		return invalid("idempotency_retention", "%s is outside 0–%s", p.IdempotencyTTL, maxRetention)
 	case len(p.GroupKey) > maxKeyLen:
 		return invalid("group_key", "is %d bytes, more than %d", len(p.GroupKey), maxKeyLen)
+	case p.ResultTTL < 0 || p.ResultTTL > maxResultTTL:
+		return invalid("result_ttl", "%s is outside 0–%s", p.ResultTTL, maxResultTTL)
 	}
 	if err := checkRunAt(o, now); err != nil {
 		return err

@@ -38,9 +38,13 @@ type Worker[T JobArgs] interface {
 	Timeout(job *Job[T]) time.Duration
 	// RetryPolicy is the kind's backoff; nil fields defer to the job's policy and Config.
 	RetryPolicy(job *Job[T]) *RetryPolicy
+	// ResultTTL is how long the job is kept once it completes or is canceled while it runs;
+	// 0 defers to InsertOpts.ResultTTL and then Config.ResultTTL. (A job's own ResultTTL wins
+	// over its kind's; failed jobs follow Config.DeadLetterRetention.)
+	ResultTTL(job *Job[T]) time.Duration
 }
 
-// WorkerDefaults gives a Worker the default Timeout and RetryPolicy.
+// WorkerDefaults gives a Worker the default Timeout, RetryPolicy and ResultTTL.
 type WorkerDefaults[T JobArgs] struct{}
 
 // Timeout returns 0: the job's or the client's timeout applies.
@@ -48,6 +52,9 @@ func (WorkerDefaults[T]) Timeout(*Job[T]) time.Duration { return 0 }
 
 // RetryPolicy returns nil: the job's or the client's policy applies.
 func (WorkerDefaults[T]) RetryPolicy(*Job[T]) *RetryPolicy { return nil }
+
+// ResultTTL returns 0: the job's or the client's result TTL applies.
+func (WorkerDefaults[T]) ResultTTL(*Job[T]) time.Duration { return 0 }
 
 // Workers maps kinds to their workers. Build it before NewClient; it is not safe to change
 // while a client uses it.
@@ -108,6 +115,7 @@ type unit[T JobArgs] struct {
 func (u *unit[T]) Work(ctx context.Context) error { return u.w.Work(ctx, u.job) }
 func (u *unit[T]) Timeout() time.Duration         { return u.w.Timeout(u.job) }
 func (u *unit[T]) RetryPolicy() *RetryPolicy      { return u.w.RetryPolicy(u.job) }
+func (u *unit[T]) ResultTTL() time.Duration       { return u.w.ResultTTL(u.job) }
 
 func init() {
 	workerhandlers.Of = func(w any) map[string]engine.Handler { return w.(*Workers).handlers }

@@ -89,6 +89,12 @@ type Config struct {
 	// ReleaseGrace is how long Stop waits, after canceling handlers at its deadline, before it
 	// releases the jobs of handlers that have not returned (default 500 ms).
 	ReleaseGrace time.Duration
+	// ResultTTL keeps completed and canceled jobs this long when neither the job nor its kind
+	// says otherwise (default 24 h); DeadLetterRetention keeps failed jobs (default 7 days).
+	// SweepInterval is how often the leader deletes expired jobs (default 1 min). See expiry.go.
+	ResultTTL           time.Duration
+	DeadLetterRetention time.Duration
+	SweepInterval       time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -121,6 +127,9 @@ func (c Config) withDefaults() Config {
 	def(&c.LeaderTTL, 15*time.Second)
 	def(&c.NodeTTL, 30*time.Second)
 	def(&c.ReleaseGrace, 500*time.Millisecond)
+	def(&c.ResultTTL, DefaultResultTTL)
+	def(&c.DeadLetterRetention, DefaultDeadLetterRetention)
+	def(&c.SweepInterval, DefaultSweepInterval)
 	c.RetryPolicy = MergePolicy(&c.RetryPolicy)
 	return c
 }

@@ -37,6 +37,7 @@ func (e *Engine) execute(p *producer, row *hoppertype.JobRow) {
 		return // released by Stop, or superseded by a newer attempt: this outcome is stale
 	}
 	if params := e.outcome(unit, ex, err, cause); params != nil {
+		e.stampExpiry(params, row, unit) // contract 12: ended jobs expire
 		if row.GroupKey != "" || p.capHeld.Load() {
 			// The group's next job, or a slot under a fleet-wide cap, becomes free then.
 			e.wakeAfterWrite(row.ID, row.Queue)

@@ -9,8 +9,9 @@ import (
 )
 
 // maintainer does the leader's duties for the jobs table: it promotes scheduled jobs when
-// their run_at comes (waking at the earliest one, at least every PromoteInterval) and
-// returns running jobs with expired leases to the queue every RescueInterval.
+// their run_at comes (waking at the earliest one, at least every PromoteInterval), returns
+// running jobs with expired leases to the queue every RescueInterval, and deletes expired
+// jobs every SweepInterval (expiry.go).
 type maintainer struct {
 	e      *Engine
 	mu     sync.Mutex
@@ -41,6 +42,7 @@ func (m *maintainer) nudge(runAt time.Time) {
 func (m *maintainer) run(ctx context.Context) {
 	e := m.e
 	nextRescue := e.clock.Now()
+	nextSweep := nextRescue
 	for ctx.Err() == nil {
 		if !e.leader.leading() {
 			select { // only the leader does these duties
@@ -55,7 +57,16 @@ func (m *maintainer) run(ctx context.Context) {
 			nextRescue = now.Add(e.cfg.RescueInterval)
 		}
 		m.promote(ctx)
+		if !now.Before(nextSweep) {
+			nextSweep = now.Add(e.cfg.SweepInterval)
+			if m.sweep(ctx) {
+				nextSweep = now // a backlog: more after a look at the other duties
+			}
+		}
 		wake := nextRescue
+		if nextSweep.Before(wake) {
+			wake = nextSweep
+		}
 		m.mu.Lock()
 		if !m.next.IsZero() && m.next.Before(wake) {
 			wake = m.next

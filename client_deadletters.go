@@ -1,0 +1,232 @@
+package hopper
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hopperjobs/hopper/internal/store"
+)
+
+// The dead-letter queue (contract 11): jobs in state failed, kept for
+// Config.DeadLetterRetention. They can be listed, counted and replayed; a replay creates a new
+// job with the failed one's work and lineage, records who did it in an audit log, and leaves
+// the dead letter as it was.
+
+// Limits of ReplayMany.
+const (
+	DefaultReplayLimit = 100
+	MaxReplayLimit     = 1000
+	maxReplayedBy      = 255
+)
+
+// DeadLetterFilter selects dead letters. Zero fields don't filter.
+type DeadLetterFilter struct {
+	Queues []string
+	Kinds  []string
+	// Since (inclusive) and Until (exclusive) bound when the jobs failed.
+	Since time.Time
+	Until time.Time
+}
+
+// DeadLetterParams filters and pages DeadLetters.
+type DeadLetterParams struct {
+	DeadLetterFilter
+	// Cursor continues from a previous page's NextCursor.
+	Cursor string
+	// Limit is the page size (default 100, at most 10,000).
+	Limit int
+}
+
+// DeadLetterStats sums up the dead-letter queue.
+type DeadLetterStats struct {
+	// Count is the number of failed jobs not yet expired.
+	Count int64
+	// Oldest is when the oldest of them failed; zero when there is none.
+	Oldest time.Time
+}
+
+// OldestAge is how long the oldest dead letter has waited at now; 0 when there is none.
+func (s *DeadLetterStats) OldestAge(now time.Time) time.Duration {
+	if s.Oldest.IsZero() {
+		return 0
+	}
+	return max(now.Sub(s.Oldest), 0)
+}
+
+// Replay is one entry of the replay audit log.
+type Replay struct {
+	ID          int64
+	SourceJobID string // the dead letter replayed
+	NewJobID    string // the job the replay created
+	OriginalID  string // the first job of the lineage
+	ReplayedBy  string
+	ReplayedAt  time.Time
+	Reason      string
+}
+
+// ReplayListParams filters and pages Replays. Zero fields don't filter.
+type ReplayListParams struct {
+	SourceJobID string
+	// OriginalID selects a whole lineage: every replay descending from one job.
+	OriginalID string
+	ReplayedBy string
+	Since      time.Time // replayed at or after
+	Until      time.Time // replayed before
+	// Cursor continues from a previous page's NextCursor.
+	Cursor string
+	// Limit is the page size (default 100, at most 1,000).
+	Limit int
+}
+
+// ReplayListResult is one page of the audit log, newest first; NextCursor is empty on the
+// last page.
+type ReplayListResult struct {
+	Replays    []*Replay
+	NextCursor string
+}
+
+// deadLetters returns the store's dead-letter seam; both stores have one.
+func (c *Client) deadLetters() (store.DeadLetterStore, error) {
+	dl, ok := c.store.(store.DeadLetterStore)
+	if !ok {
+		return nil, errors.New("hopper: this store keeps no dead-letter audit log")
+	}
+	return dl, nil
+}
+
+// DeadLetters returns one page of failed jobs, newest first, filtered. An error wraps
+// ErrInvalid for a bad limit or cursor.
+func (c *Client) DeadLetters(ctx context.Context, p *DeadLetterParams) (*ListResult, error) {
+	if p == nil {
+		p = &DeadLetterParams{}
+	}
+	if p.Limit < 0 || p.Limit > 10000 {
+		return nil, invalid("limit", "%d is outside 0–10000", p.Limit)
+	}
+	res, err := c.store.JobList(ctx, &store.ListParams{States: []JobState{StateFailed}, Queues: p.Queues,
+		Kinds: p.Kinds, FinishedAfter: p.Since, FinishedBefore: p.Until, Cursor: p.Cursor, Limit: p.Limit})
+	if errors.Is(err, store.ErrInvalidCursor) {
+		return nil, invalid("cursor", "%q is not a cursor a DeadLetters call returned", p.Cursor)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &ListResult{Jobs: res.Jobs, NextCursor: res.NextCursor}, nil
+}
+
+// DeadLetterStats counts the dead letters and finds when the oldest failed, in one query.
+func (c *Client) DeadLetterStats(ctx context.Context) (*DeadLetterStats, error) {
+	dl, err := c.deadLetters()
+	if err != nil {
+		return nil, err
+	}
+	st, err := dl.DeadLetterStats(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &DeadLetterStats{Count: st.Count, Oldest: st.Oldest}, nil
+}
+
+// Replay enqueues a new job that does a failed job's work again: same kind, queue, args,
+// headers, priority, attempt budget, timeout, retry policy, group and result TTL, with
+// OriginalID set to the first job of its lineage, ReplayCount one more than the source's and
+// ReplayedBy = by (default "api"). The failed job stays as it was; the replay is recorded in
+// the audit log (Replays) in the same transaction. A job may be replayed more than once.
+// Errors wrap ErrNotFound (no such job, or expired) or ErrInvalidTransition (not failed).
+func (c *Client) Replay(ctx context.Context, id, by string) (*JobRow, error) {
+	by, err := replayedBy(by)
+	if err != nil {
+		return nil, err
+	}
+	dl, err := c.deadLetters()
+	if err != nil {
+		return nil, err
+	}
+	r, err := dl.JobReplay(ctx, &store.ReplayParams{SourceID: id, NewID: uuid.Must(uuid.NewV7()).String(),
+		By: by, Actor: ActorAPI, Reason: "replay"})
+	if err != nil {
+		return nil, err
+	}
+	c.engine.Notify(r.Job.Queue)
+	return r.Job, nil
+}
+
+// ReplayMany replays, like Replay, the failed jobs matching f that have never been replayed,
+// oldest first, at most limit of them (default 100, at most 1000), all in one transaction.
+// Calling it again continues where it stopped: a job it replayed is not replayed again, and
+// concurrent calls never replay one job twice. It returns the new jobs.
+func (c *Client) ReplayMany(ctx context.Context, f DeadLetterFilter, limit int, by string) ([]*JobRow, error) {
+	if limit == 0 {
+		limit = DefaultReplayLimit
+	}
+	if limit < 0 || limit > MaxReplayLimit {
+		return nil, invalid("limit", "%d is outside 1–%d", limit, MaxReplayLimit)
+	}
+	by, err := replayedBy(by)
+	if err != nil {
+		return nil, err
+	}
+	dl, err := c.deadLetters()
+	if err != nil {
+		return nil, err
+	}
+	p := &store.ReplayManyParams{Queues: f.Queues, Kinds: f.Kinds, FinishedAfter: f.Since, FinishedBefore: f.Until,
+		NewIDs: make([]string, limit), By: by, Actor: ActorAPI, Reason: "bulk replay"}
+	for i := range p.NewIDs {
+		p.NewIDs[i] = uuid.Must(uuid.NewV7()).String()
+	}
+	rs, err := dl.JobReplayMany(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*JobRow, len(rs))
+	queues := map[string]bool{}
+	for i, r := range rs {
+		out[i] = r.Job
+		queues[r.Job.Queue] = true
+	}
+	for q := range queues {
+		c.engine.Notify(q)
+	}
+	return out, nil
+}
+
+// Replays returns one page of the replay audit log, newest first.
+func (c *Client) Replays(ctx context.Context, p *ReplayListParams) (*ReplayListResult, error) {
+	if p == nil {
+		p = &ReplayListParams{}
+	}
+	if p.Limit < 0 || p.Limit > 1000 {
+		return nil, invalid("limit", "%d is outside 0–1000", p.Limit)
+	}
+	dl, err := c.deadLetters()
+	if err != nil {
+		return nil, err
+	}
+	res, err := dl.ReplayList(ctx, &store.ReplayListParams{SourceJobID: p.SourceJobID, OriginalID: p.OriginalID,
+		ReplayedBy: p.ReplayedBy, Since: p.Since, Until: p.Until, Cursor: p.Cursor, Limit: p.Limit})
+	if errors.Is(err, store.ErrInvalidCursor) {
+		return nil, invalid("cursor", "%q is not a cursor a Replays call returned", p.Cursor)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := &ReplayListResult{NextCursor: res.NextCursor, Replays: make([]*Replay, len(res.Replays))}
+	for i, r := range res.Replays {
+		out.Replays[i] = &Replay{ID: r.ID, SourceJobID: r.SourceJobID, NewJobID: r.NewJobID,
+			OriginalID: r.OriginalID, ReplayedBy: r.ReplayedBy, ReplayedAt: r.ReplayedAt, Reason: r.Reason}
+	}
+	return out, nil
+}
+
+func replayedBy(by string) (string, error) {
+	switch {
+	case by == "":
+		return string(ActorAPI), nil
+	case len(by) > maxReplayedBy:
+		return "", invalid("replayed_by", "is %d bytes, more than %d", len(by), maxReplayedBy)
+	}
+	return by, nil
+}

@@ -1,0 +1,250 @@
+package hopper
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/store"
+)
+
+// The on-dead-letter hook (contract 11): Config.OnDeadLetter and Config.DeadLetterWebhook hear
+// of every job this client's engine moves to failed, after the failed state is committed. They
+// run in one goroutine the client owns, fed by a bounded queue, so a slow or broken hook can
+// neither hold up outcomes nor change the dead letter: it only ever reads the job.
+
+// Limits of the on-dead-letter hook.
+const (
+	deadLetterQueueSize = 1000
+	webhookTimeout      = 5 * time.Second
+	webhookTries        = 3
+	// hookStopGrace is how long Stop waits, once its ctx has ended, for a hook call that does
+	// not return when its context is canceled.
+	hookStopGrace = 500 * time.Millisecond
+)
+
+// deadLetterHook delivers dead-letter notifications. Start it once and stop it once.
+type deadLetterHook struct {
+	fn      func(ctx context.Context, job *JobRow)
+	webhook string
+	http    *http.Client
+	store   Store
+	log     *slog.Logger
+	backoff time.Duration // before the second webhook try; doubled before the third
+
+	queue   chan string // ids of failed jobs
+	closing chan struct{}
+	done    chan struct{}
+	ctx     context.Context
+	cancel  context.CancelFunc
+	once    sync.Once
+}
+
+// newDeadLetterHook returns nil when cfg sets neither a hook nor a webhook.
+func newDeadLetterHook(cfg Config) *deadLetterHook {
+	if cfg.OnDeadLetter == nil && cfg.DeadLetterWebhook == "" {
+		return nil
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &deadLetterHook{
+		fn: cfg.OnDeadLetter, webhook: cfg.DeadLetterWebhook, http: &http.Client{Timeout: webhookTimeout},
+		store: cfg.Store, log: log, backoff: time.Second,
+		queue: make(chan string, deadLetterQueueSize), closing: make(chan struct{}), done: make(chan struct{}),
+	}
+}
+
+// outcome is the engine's OnOutcome: it queues each failure the store accepted. It never
+// blocks: a full queue drops the notification, with a log.
+func (h *deadLetterHook) outcome(p *store.FinishParams, err error) {
+	if err != nil || p.State != hoppertype.StateFailed {
+		return
+	}
+	select {
+	case h.queue <- p.ID:
+	default:
+		h.log.Warn("dead-letter hook queue full: notification dropped", "job_id", p.ID)
+	}
+}
+
+func (h *deadLetterHook) start() {
+	h.ctx, h.cancel = context.WithCancel(context.Background())
+	go h.run()
+}
+
+func (h *deadLetterHook) run() {
+	defer close(h.done)
+	for {
+		select {
+		case id := <-h.queue:
+			h.deliver(id)
+		case <-h.closing:
+			for { // deliver what was queued before Stop, unless Stop gives up
+				select {
+				case id := <-h.queue:
+					h.deliver(id)
+				default:
+					return
+				}
+			}
+		}
+		if h.ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// stop delivers what is queued until ctx ends, then cancels the calls in flight.
+func (h *deadLetterHook) stop(ctx context.Context) {
+	h.once.Do(func() { close(h.closing) })
+	select {
+	case <-h.done:
+		h.cancel()
+		return
+	case <-ctx.Done():
+	}
+	h.cancel()
+	grace := time.NewTimer(hookStopGrace) // real time: this bounds a shutdown
+	defer grace.Stop()
+	select {
+	case <-h.done:
+	case <-grace.C:
+		h.log.Error("on-dead-letter hook did not return after Stop canceled it")
+	}
+	if n := len(h.queue); n > 0 {
+		h.log.Warn("dead-letter notifications dropped at Stop", "jobs", n)
+	}
+}
+
+// deliver reads the dead letter and hands it to the hook and the webhook.
+func (h *deadLetterHook) deliver(id string) {
+	job, err := h.store.JobGet(h.ctx, id)
+	if err != nil {
+		if h.ctx.Err() == nil {
+			h.log.Error("on-dead-letter hook: read job", "job_id", id, "err", err)
+		}
+		return
+	}
+	if h.fn != nil {
+		h.call(job)
+	}
+	if h.webhook != "" {
+		h.post(job)
+	}
+}
+
+// call runs the Go hook on a copy of the job, recovering a panic.
+func (h *deadLetterHook) call(job *JobRow) {
+	defer func() {
+		if v := recover(); v != nil {
+			h.log.Error("on-dead-letter hook panicked", "job_id", job.ID, "panic", v, "stack", string(debug.Stack()))
+		}
+	}()
+	cp := *job
+	h.fn(h.ctx, &cp)
+}
+
+// post sends the job to the webhook, trying again after a transport error, a 429 or a 5xx.
+func (h *deadLetterHook) post(job *JobRow) {
+	body, err := json.Marshal(newDeadLetterJSON(job))
+	if err != nil {
+		h.log.Error("dead-letter webhook: encode job", "job_id", job.ID, "err", err)
+		return
+	}
+	wait := h.backoff
+	for try := 1; ; try++ {
+		retry, err := h.postOnce(body)
+		if err == nil {
+			return
+		}
+		if !retry || try == webhookTries || h.ctx.Err() != nil {
+			h.log.Error("dead-letter webhook failed", "job_id", job.ID, "tries", try, "err", err)
+			return
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-h.ctx.Done():
+		}
+		t.Stop()
+		wait *= 2
+	}
+}
+
+func (h *deadLetterHook) postOnce(body []byte) (retry bool, err error) {
+	req, err := http.NewRequestWithContext(h.ctx, http.MethodPost, h.webhook, bytes.NewReader(body))
+	if err != nil {
+		return false, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "hopper-dead-letter-webhook")
+	resp, err := h.http.Do(req)
+	if err != nil {
+		return true, err
+	}
+	resp.Body.Close()
+	switch {
+	case resp.StatusCode < 300:
+		return false, nil
+	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
+		return true, fmt.Errorf("status %s", resp.Status)
+	}
+	return false, fmt.Errorf("status %s", resp.Status)
+}
+
+// deadLetterJSON is what the webhook receives: the dead letter in the JSON shape of the CLI
+// and the API (snake_case, RFC 3339 times, zero values left out).
+type deadLetterJSON struct {
+	Event       string            `json:"event"`
+	ID          string            `json:"id"`
+	Kind        string            `json:"kind"`
+	Queue       string            `json:"queue"`
+	State       string            `json:"state"`
+	Args        json.RawMessage   `json:"args"`
+	Headers     map[string]string `json:"headers,omitempty"`
+	Attempt     int               `json:"attempt"`
+	MaxAttempts int               `json:"max_attempts"`
+	LastError   string            `json:"last_error,omitempty"`
+	OriginalID  string            `json:"original_id,omitempty"`
+	ReplayCount int               `json:"replay_count,omitempty"`
+	CreatedAt   time.Time         `json:"created_at"`
+	FinishedAt  time.Time         `json:"finished_at"`
+	ExpiresAt   *time.Time        `json:"expires_at,omitempty"`
+}
+
+func newDeadLetterJSON(j *JobRow) *deadLetterJSON {
+	out := &deadLetterJSON{
+		Event: "dead_letter", ID: j.ID, Kind: j.Kind, Queue: j.Queue, State: string(j.State), Args: j.Args,
+		Headers: j.Headers, Attempt: j.Attempt, MaxAttempts: j.MaxAttempts, LastError: j.LastError,
+		OriginalID: j.OriginalID, ReplayCount: j.ReplayCount, CreatedAt: j.CreatedAt, FinishedAt: j.FinishedAt,
+	}
+	if !j.ExpiresAt.IsZero() {
+		out.ExpiresAt = &j.ExpiresAt
+	}
+	if len(out.Args) == 0 || !json.Valid(out.Args) {
+		out.Args = json.RawMessage("null")
+	}
+	return out
+}
+
+// checkWebhook validates Config.DeadLetterWebhook.
+func checkWebhook(raw string) error {
+	if raw == "" {
+		return nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return invalid("Config.DeadLetterWebhook", "%q is not an http or https URL", raw)
+	}
+	return nil
+}
