@@ -24,6 +24,7 @@ func Run(t *testing.T, opener Opener) {
 		{"Cluster", testCluster},
 		{"Caps", testCaps},
 		{"Keys", testKeys},
+		{"Schedules", testSchedules},
 		{"Results", testResults},
 		{"DeadLetters", testDeadLetters},
 	}

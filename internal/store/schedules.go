@@ -1,0 +1,130 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"time"
+
+	"github.com/hopperjobs/hopper/hoppertype"
+)
+
+// ScheduleStore keeps recurring schedules and fires them (contract 10). It is separate from
+// Store because only the client (declarations, API) and the leader's scheduler need it. Both
+// stores implement it; implementations are safe for concurrent use and take times from the
+// store's clock.
+//
+// The store knows nothing of cron: callers compute fire times (package schedule) and hand
+// the store the results. What the store guarantees is that a fire step is atomic and
+// compare-and-set on the last fire time, so two leaders racing on one schedule enqueue its
+// jobs once.
+type ScheduleStore interface {
+	// ScheduleUpsert creates the schedule or replaces the definition of the one with its name
+	// and returns it as stored. A new schedule starts with LastFireAt and NextFireAt as given.
+	// An existing one keeps them, its LastJobID and its CreatedAt, unless its timing (Spec,
+	// Mode, Interval, TZ) changed: then it takes the given LastFireAt and NextFireAt, so a new
+	// spec starts from now instead of catching up on fire times of the old one. Paused=false
+	// never resumes a paused schedule (ScheduleSetPaused does).
+	ScheduleUpsert(ctx context.Context, s *Schedule) (*Schedule, error)
+	// ScheduleGet returns one schedule or ErrNotFound.
+	ScheduleGet(ctx context.Context, name string) (*Schedule, error)
+	// ScheduleList returns every schedule, by name.
+	ScheduleList(ctx context.Context) ([]*Schedule, error)
+	// ScheduleDelete removes a schedule (its jobs stay); ErrNotFound when there is none.
+	ScheduleDelete(ctx context.Context, name string) error
+	// ScheduleSetPaused pauses or resumes a schedule and returns it; ErrNotFound when there
+	// is none. A paused schedule is never due.
+	ScheduleSetPaused(ctx context.Context, name string, paused bool) (*Schedule, error)
+	// ScheduleDue returns up to limit schedules that are not paused and whose NextFireAt is
+	// at or before now, earliest first.
+	ScheduleDue(ctx context.Context, now time.Time, limit int) ([]*Schedule, error)
+	// ScheduleFire is one fire step, in one transaction: it sets the schedule's LastFireAt and
+	// NextFireAt if its LastFireAt is still ExpectedLast, and inserts Jobs. If the schedule
+	// changed meanwhile (another leader fired it, it was deleted or re-timed) nothing is
+	// written and Fired is false. A job whose idempotency key is live is not inserted again
+	// (whatever its payload): each job of a fire time carries the key of that fire time, so a
+	// fire time enqueues at most one job. LastJobID becomes the newest job of Jobs, inserted
+	// or found by its key.
+	ScheduleFire(ctx context.Context, p *ScheduleFireParams) (*ScheduleFireResult, error)
+	// ScheduleLiveJob reports whether a job of the schedule is scheduled, queued, running or
+	// suspended (the overlap check).
+	ScheduleLiveJob(ctx context.Context, name string) (bool, error)
+}
+
+// Schedule sources: who owns a schedule's definition.
+const (
+	// SourceCode: declared in a program's Config.Schedules and reconciled when it starts.
+	SourceCode = "code"
+	// SourceAPI: added through the Go API, the RPC API or the CLI.
+	SourceAPI = "api"
+)
+
+// Schedule is a stored recurring schedule. Its fields mirror the schedules table.
+type Schedule struct {
+	Name string
+	// Spec is a cron expression, a descriptor or "@every DURATION"; empty for fixed-delay.
+	Spec string
+	// Mode is "cron", "fixed-rate" or "fixed-delay" (schedule.Kind's names).
+	Mode string
+	// Interval is the interval of a fixed-rate or fixed-delay schedule; 0 for cron.
+	Interval time.Duration
+	// TZ is the IANA time zone ("" and "UTC" are UTC).
+	TZ string
+
+	// The job each fire enqueues.
+	Kind        string
+	Queue       string
+	Args        json.RawMessage
+	Headers     map[string]string
+	Priority    int
+	MaxAttempts int
+	Timeout     time.Duration
+
+	// CatchUp ("skip", "last", "all") and Overlap ("skip", "allow") are schedule.CatchUp
+	// and schedule.Overlap values; Jitter is the maximum delay added to each run.
+	CatchUp string
+	Overlap string
+	Jitter  time.Duration
+	Paused  bool
+	// Source is SourceCode or SourceAPI.
+	Source string
+
+	// LastFireAt is the latest fire time accounted for (schedule.Due's through); at creation,
+	// the creation time. NextFireAt is the next fire time as last computed: what the leader's
+	// due query and listings use. LastJobID is the newest job a fire enqueued.
+	LastFireAt time.Time
+	NextFireAt time.Time
+	LastJobID  string
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+}
+
+// ScheduleFireParams is one fire step of a schedule.
+type ScheduleFireParams struct {
+	Name string
+	// ExpectedLast is the LastFireAt the caller computed from; the step applies only if the
+	// stored one is still this.
+	ExpectedLast time.Time
+	NewLast      time.Time
+	NewNext      time.Time
+	// Jobs are the fire's jobs, oldest fire time first, each with its fire time's idempotency
+	// key (FireKey) and ScheduleID set. Empty advances the schedule without enqueuing.
+	Jobs []*InsertParams
+}
+
+// ScheduleFireResult says what a fire step did.
+type ScheduleFireResult struct {
+	// Fired is false when ExpectedLast no longer matched: nothing was written.
+	Fired bool
+	// Jobs are the jobs inserted (not those an idempotency key found).
+	Jobs []*hoppertype.JobRow
+}
+
+// FireKeyRetention is how long a fire time's idempotency key de-duplicates.
+const FireKeyRetention = 7 * 24 * time.Hour
+
+// FireKey is the idempotency key of the job schedule name enqueues for fire time at:
+// "schedule:<name>:<fire time in unix microseconds>".
+func FireKey(name string, at time.Time) string {
+	return "schedule:" + name + ":" + strconv.FormatInt(at.UnixMicro(), 10)
+}
