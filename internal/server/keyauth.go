@@ -97,7 +97,7 @@ func (a *KeyAuth) Authenticate(ctx context.Context, r *http.Request) (*Principal
 		return nil, err
 	}
 	a.touch(ctx, k.ID)
-	p := &Principal{KeyID: k.ID}
+	p := &Principal{KeyID: k.ID, Name: k.Name}
 	for _, s := range k.Scopes {
 		p.Scopes = append(p.Scopes, Scope(s))
 	}

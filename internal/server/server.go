@@ -41,9 +41,10 @@ type Authenticator interface {
 	Authenticate(ctx context.Context, r *http.Request) (*Principal, error)
 }
 
-// Principal is an authenticated caller: an API key's id and scopes.
+// Principal is an authenticated caller: an API key's id, name and scopes.
 type Principal struct {
 	KeyID  string
+	Name   string
 	Scopes []Scope
 }
 
@@ -129,6 +130,7 @@ func New(cfg Config) (*Server, error) {
 	hopperv1connect.RegisterWorkerServiceHandler(rpc, &workerService{s})
 	hopperv1connect.RegisterQueueServiceHandler(rpc, &queueService{s})
 	hopperv1connect.RegisterAdminServiceHandler(rpc, &adminService{s})
+	hopperv1connect.RegisterDeadLetterServiceHandler(rpc, &deadLetterService{s})
 	connecthttp.Mount(policyMux{s}, rpc, connecthttp.WithReadMaxBytes(int(cfg.MaxBodyBytes)))
 
 	s.handle("GET /healthz", ScopePublic, http.HandlerFunc(s.healthz))
@@ -240,6 +242,13 @@ var procedureScopes = map[string]Scope{
 	"/" + hopperv1connect.WorkerServiceName + "/": ScopeRead,
 	"/" + hopperv1connect.QueueServiceName + "/":  ScopeRead,
 	"/" + hopperv1connect.AdminServiceName + "/":  ScopeRead,
+
+	hopperv1connect.DeadLetterServiceListProcedure:        ScopeRead,
+	hopperv1connect.DeadLetterServiceStatsProcedure:       ScopeRead,
+	hopperv1connect.DeadLetterServiceListReplaysProcedure: ScopeRead,
+	hopperv1connect.DeadLetterServiceReplayProcedure:      ScopeAdmin,
+	hopperv1connect.DeadLetterServiceReplayManyProcedure:  ScopeAdmin,
+	"/" + hopperv1connect.DeadLetterServiceName + "/":     ScopeRead,
 }
 
 // recoverPanics turns a handler panic into an internal error instead of a dead connection.

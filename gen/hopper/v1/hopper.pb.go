@@ -3820,6 +3820,736 @@ func (x *RevokeKeyResponse) GetKey() *APIKey {
 	return nil
 }
 
+// DeadLetterFilter selects dead letters; empty fields don't filter.
+type DeadLetterFilter struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Queues []string               `protobuf:"bytes,1,rep,name=queues,proto3" json:"queues,omitempty"`
+	Kinds  []string               `protobuf:"bytes,2,rep,name=kinds,proto3" json:"kinds,omitempty"`
+	// failed_after (inclusive) and failed_before (exclusive) bound when the jobs failed.
+	FailedAfter   *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=failed_after,json=failedAfter,proto3" json:"failed_after,omitempty"`
+	FailedBefore  *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=failed_before,json=failedBefore,proto3" json:"failed_before,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeadLetterFilter) Reset() {
+	*x = DeadLetterFilter{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeadLetterFilter) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeadLetterFilter) ProtoMessage() {}
+
+func (x *DeadLetterFilter) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeadLetterFilter.ProtoReflect.Descriptor instead.
+func (*DeadLetterFilter) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{61}
+}
+
+func (x *DeadLetterFilter) GetQueues() []string {
+	if x != nil {
+		return x.Queues
+	}
+	return nil
+}
+
+func (x *DeadLetterFilter) GetKinds() []string {
+	if x != nil {
+		return x.Kinds
+	}
+	return nil
+}
+
+func (x *DeadLetterFilter) GetFailedAfter() *timestamppb.Timestamp {
+	if x != nil {
+		return x.FailedAfter
+	}
+	return nil
+}
+
+func (x *DeadLetterFilter) GetFailedBefore() *timestamppb.Timestamp {
+	if x != nil {
+		return x.FailedBefore
+	}
+	return nil
+}
+
+type DeadLetterServiceListRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Filter *DeadLetterFilter      `protobuf:"bytes,1,opt,name=filter,proto3" json:"filter,omitempty"`
+	// cursor continues from a previous page's next_cursor.
+	Cursor string `protobuf:"bytes,2,opt,name=cursor,proto3" json:"cursor,omitempty"`
+	// limit is the page size (default 100, at most 10,000).
+	Limit         int32 `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeadLetterServiceListRequest) Reset() {
+	*x = DeadLetterServiceListRequest{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeadLetterServiceListRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeadLetterServiceListRequest) ProtoMessage() {}
+
+func (x *DeadLetterServiceListRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeadLetterServiceListRequest.ProtoReflect.Descriptor instead.
+func (*DeadLetterServiceListRequest) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{62}
+}
+
+func (x *DeadLetterServiceListRequest) GetFilter() *DeadLetterFilter {
+	if x != nil {
+		return x.Filter
+	}
+	return nil
+}
+
+func (x *DeadLetterServiceListRequest) GetCursor() string {
+	if x != nil {
+		return x.Cursor
+	}
+	return ""
+}
+
+func (x *DeadLetterServiceListRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type DeadLetterServiceListResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Jobs  []*Job                 `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs,omitempty"`
+	// next_cursor is empty on the last page.
+	NextCursor    string `protobuf:"bytes,2,opt,name=next_cursor,json=nextCursor,proto3" json:"next_cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeadLetterServiceListResponse) Reset() {
+	*x = DeadLetterServiceListResponse{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeadLetterServiceListResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeadLetterServiceListResponse) ProtoMessage() {}
+
+func (x *DeadLetterServiceListResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeadLetterServiceListResponse.ProtoReflect.Descriptor instead.
+func (*DeadLetterServiceListResponse) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *DeadLetterServiceListResponse) GetJobs() []*Job {
+	if x != nil {
+		return x.Jobs
+	}
+	return nil
+}
+
+func (x *DeadLetterServiceListResponse) GetNextCursor() string {
+	if x != nil {
+		return x.NextCursor
+	}
+	return ""
+}
+
+type DeadLetterServiceStatsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeadLetterServiceStatsRequest) Reset() {
+	*x = DeadLetterServiceStatsRequest{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeadLetterServiceStatsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeadLetterServiceStatsRequest) ProtoMessage() {}
+
+func (x *DeadLetterServiceStatsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeadLetterServiceStatsRequest.ProtoReflect.Descriptor instead.
+func (*DeadLetterServiceStatsRequest) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{64}
+}
+
+type DeadLetterServiceStatsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// count is the number of dead letters not yet expired.
+	Count int64 `protobuf:"varint,1,opt,name=count,proto3" json:"count,omitempty"`
+	// oldest_failed_at is when the oldest dead letter failed; unset when there is none.
+	OldestFailedAt *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=oldest_failed_at,json=oldestFailedAt,proto3" json:"oldest_failed_at,omitempty"`
+	// oldest_age is how long the oldest dead letter has waited, by the server's clock.
+	OldestAge     *durationpb.Duration `protobuf:"bytes,3,opt,name=oldest_age,json=oldestAge,proto3" json:"oldest_age,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeadLetterServiceStatsResponse) Reset() {
+	*x = DeadLetterServiceStatsResponse{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeadLetterServiceStatsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeadLetterServiceStatsResponse) ProtoMessage() {}
+
+func (x *DeadLetterServiceStatsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeadLetterServiceStatsResponse.ProtoReflect.Descriptor instead.
+func (*DeadLetterServiceStatsResponse) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{65}
+}
+
+func (x *DeadLetterServiceStatsResponse) GetCount() int64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *DeadLetterServiceStatsResponse) GetOldestFailedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.OldestFailedAt
+	}
+	return nil
+}
+
+func (x *DeadLetterServiceStatsResponse) GetOldestAge() *durationpb.Duration {
+	if x != nil {
+		return x.OldestAge
+	}
+	return nil
+}
+
+type ReplayRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplayRequest) Reset() {
+	*x = ReplayRequest{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplayRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplayRequest) ProtoMessage() {}
+
+func (x *ReplayRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplayRequest.ProtoReflect.Descriptor instead.
+func (*ReplayRequest) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{66}
+}
+
+func (x *ReplayRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type ReplayResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// job is the new job, queued.
+	Job *Job `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
+	// replayed_by is who the replay is recorded as done by.
+	ReplayedBy    string `protobuf:"bytes,2,opt,name=replayed_by,json=replayedBy,proto3" json:"replayed_by,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplayResponse) Reset() {
+	*x = ReplayResponse{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplayResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplayResponse) ProtoMessage() {}
+
+func (x *ReplayResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplayResponse.ProtoReflect.Descriptor instead.
+func (*ReplayResponse) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{67}
+}
+
+func (x *ReplayResponse) GetJob() *Job {
+	if x != nil {
+		return x.Job
+	}
+	return nil
+}
+
+func (x *ReplayResponse) GetReplayedBy() string {
+	if x != nil {
+		return x.ReplayedBy
+	}
+	return ""
+}
+
+type ReplayManyRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Filter *DeadLetterFilter      `protobuf:"bytes,1,opt,name=filter,proto3" json:"filter,omitempty"`
+	// limit bounds the replays (default 100, at most 1000).
+	Limit         int32 `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplayManyRequest) Reset() {
+	*x = ReplayManyRequest{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplayManyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplayManyRequest) ProtoMessage() {}
+
+func (x *ReplayManyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplayManyRequest.ProtoReflect.Descriptor instead.
+func (*ReplayManyRequest) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{68}
+}
+
+func (x *ReplayManyRequest) GetFilter() *DeadLetterFilter {
+	if x != nil {
+		return x.Filter
+	}
+	return nil
+}
+
+func (x *ReplayManyRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type ReplayManyResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// jobs are the new jobs, in the order of their dead letters (oldest first).
+	Jobs          []*Job `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs,omitempty"`
+	ReplayedBy    string `protobuf:"bytes,2,opt,name=replayed_by,json=replayedBy,proto3" json:"replayed_by,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplayManyResponse) Reset() {
+	*x = ReplayManyResponse{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplayManyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplayManyResponse) ProtoMessage() {}
+
+func (x *ReplayManyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplayManyResponse.ProtoReflect.Descriptor instead.
+func (*ReplayManyResponse) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{69}
+}
+
+func (x *ReplayManyResponse) GetJobs() []*Job {
+	if x != nil {
+		return x.Jobs
+	}
+	return nil
+}
+
+func (x *ReplayManyResponse) GetReplayedBy() string {
+	if x != nil {
+		return x.ReplayedBy
+	}
+	return ""
+}
+
+// ReplayRecord is one entry of the replay audit log.
+type ReplayRecord struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// source_job_id is the dead letter replayed; new_job_id the job the replay created;
+	// original_id the first job of the lineage.
+	SourceJobId   string                 `protobuf:"bytes,2,opt,name=source_job_id,json=sourceJobId,proto3" json:"source_job_id,omitempty"`
+	NewJobId      string                 `protobuf:"bytes,3,opt,name=new_job_id,json=newJobId,proto3" json:"new_job_id,omitempty"`
+	OriginalId    string                 `protobuf:"bytes,4,opt,name=original_id,json=originalId,proto3" json:"original_id,omitempty"`
+	ReplayedBy    string                 `protobuf:"bytes,5,opt,name=replayed_by,json=replayedBy,proto3" json:"replayed_by,omitempty"`
+	ReplayedAt    *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=replayed_at,json=replayedAt,proto3" json:"replayed_at,omitempty"`
+	Reason        string                 `protobuf:"bytes,7,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplayRecord) Reset() {
+	*x = ReplayRecord{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplayRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplayRecord) ProtoMessage() {}
+
+func (x *ReplayRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplayRecord.ProtoReflect.Descriptor instead.
+func (*ReplayRecord) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{70}
+}
+
+func (x *ReplayRecord) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *ReplayRecord) GetSourceJobId() string {
+	if x != nil {
+		return x.SourceJobId
+	}
+	return ""
+}
+
+func (x *ReplayRecord) GetNewJobId() string {
+	if x != nil {
+		return x.NewJobId
+	}
+	return ""
+}
+
+func (x *ReplayRecord) GetOriginalId() string {
+	if x != nil {
+		return x.OriginalId
+	}
+	return ""
+}
+
+func (x *ReplayRecord) GetReplayedBy() string {
+	if x != nil {
+		return x.ReplayedBy
+	}
+	return ""
+}
+
+func (x *ReplayRecord) GetReplayedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ReplayedAt
+	}
+	return nil
+}
+
+func (x *ReplayRecord) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type ListReplaysRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Empty fields don't filter. original_id selects a whole lineage.
+	SourceJobId string `protobuf:"bytes,1,opt,name=source_job_id,json=sourceJobId,proto3" json:"source_job_id,omitempty"`
+	OriginalId  string `protobuf:"bytes,2,opt,name=original_id,json=originalId,proto3" json:"original_id,omitempty"`
+	ReplayedBy  string `protobuf:"bytes,3,opt,name=replayed_by,json=replayedBy,proto3" json:"replayed_by,omitempty"`
+	// since (inclusive) and until (exclusive) bound when the replays were made.
+	Since  *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=since,proto3" json:"since,omitempty"`
+	Until  *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=until,proto3" json:"until,omitempty"`
+	Cursor string                 `protobuf:"bytes,6,opt,name=cursor,proto3" json:"cursor,omitempty"`
+	// limit is the page size (default 100, at most 1000).
+	Limit         int32 `protobuf:"varint,7,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListReplaysRequest) Reset() {
+	*x = ListReplaysRequest{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListReplaysRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListReplaysRequest) ProtoMessage() {}
+
+func (x *ListReplaysRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListReplaysRequest.ProtoReflect.Descriptor instead.
+func (*ListReplaysRequest) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{71}
+}
+
+func (x *ListReplaysRequest) GetSourceJobId() string {
+	if x != nil {
+		return x.SourceJobId
+	}
+	return ""
+}
+
+func (x *ListReplaysRequest) GetOriginalId() string {
+	if x != nil {
+		return x.OriginalId
+	}
+	return ""
+}
+
+func (x *ListReplaysRequest) GetReplayedBy() string {
+	if x != nil {
+		return x.ReplayedBy
+	}
+	return ""
+}
+
+func (x *ListReplaysRequest) GetSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Since
+	}
+	return nil
+}
+
+func (x *ListReplaysRequest) GetUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Until
+	}
+	return nil
+}
+
+func (x *ListReplaysRequest) GetCursor() string {
+	if x != nil {
+		return x.Cursor
+	}
+	return ""
+}
+
+func (x *ListReplaysRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type ListReplaysResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Replays       []*ReplayRecord        `protobuf:"bytes,1,rep,name=replays,proto3" json:"replays,omitempty"`
+	NextCursor    string                 `protobuf:"bytes,2,opt,name=next_cursor,json=nextCursor,proto3" json:"next_cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListReplaysResponse) Reset() {
+	*x = ListReplaysResponse{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListReplaysResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListReplaysResponse) ProtoMessage() {}
+
+func (x *ListReplaysResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListReplaysResponse.ProtoReflect.Descriptor instead.
+func (*ListReplaysResponse) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{72}
+}
+
+func (x *ListReplaysResponse) GetReplays() []*ReplayRecord {
+	if x != nil {
+		return x.Replays
+	}
+	return nil
+}
+
+func (x *ListReplaysResponse) GetNextCursor() string {
+	if x != nil {
+		return x.NextCursor
+	}
+	return ""
+}
+
 var File_hopper_v1_hopper_proto protoreflect.FileDescriptor
 
 const file_hopper_v1_hopper_proto_rawDesc = "" +
@@ -4133,7 +4863,65 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\n" +
 	"id_or_name\x18\x01 \x01(\tR\bidOrName\"8\n" +
 	"\x11RevokeKeyResponse\x12#\n" +
-	"\x03key\x18\x01 \x01(\v2\x11.hopper.v1.APIKeyR\x03key2\x9b\x03\n" +
+	"\x03key\x18\x01 \x01(\v2\x11.hopper.v1.APIKeyR\x03key\"\xc0\x01\n" +
+	"\x10DeadLetterFilter\x12\x16\n" +
+	"\x06queues\x18\x01 \x03(\tR\x06queues\x12\x14\n" +
+	"\x05kinds\x18\x02 \x03(\tR\x05kinds\x12=\n" +
+	"\ffailed_after\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\vfailedAfter\x12?\n" +
+	"\rfailed_before\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\ffailedBefore\"\x81\x01\n" +
+	"\x1cDeadLetterServiceListRequest\x123\n" +
+	"\x06filter\x18\x01 \x01(\v2\x1b.hopper.v1.DeadLetterFilterR\x06filter\x12\x16\n" +
+	"\x06cursor\x18\x02 \x01(\tR\x06cursor\x12\x14\n" +
+	"\x05limit\x18\x03 \x01(\x05R\x05limit\"d\n" +
+	"\x1dDeadLetterServiceListResponse\x12\"\n" +
+	"\x04jobs\x18\x01 \x03(\v2\x0e.hopper.v1.JobR\x04jobs\x12\x1f\n" +
+	"\vnext_cursor\x18\x02 \x01(\tR\n" +
+	"nextCursor\"\x1f\n" +
+	"\x1dDeadLetterServiceStatsRequest\"\xb6\x01\n" +
+	"\x1eDeadLetterServiceStatsResponse\x12\x14\n" +
+	"\x05count\x18\x01 \x01(\x03R\x05count\x12D\n" +
+	"\x10oldest_failed_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x0eoldestFailedAt\x128\n" +
+	"\n" +
+	"oldest_age\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\toldestAge\"\x1f\n" +
+	"\rReplayRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"S\n" +
+	"\x0eReplayResponse\x12 \n" +
+	"\x03job\x18\x01 \x01(\v2\x0e.hopper.v1.JobR\x03job\x12\x1f\n" +
+	"\vreplayed_by\x18\x02 \x01(\tR\n" +
+	"replayedBy\"^\n" +
+	"\x11ReplayManyRequest\x123\n" +
+	"\x06filter\x18\x01 \x01(\v2\x1b.hopper.v1.DeadLetterFilterR\x06filter\x12\x14\n" +
+	"\x05limit\x18\x02 \x01(\x05R\x05limit\"Y\n" +
+	"\x12ReplayManyResponse\x12\"\n" +
+	"\x04jobs\x18\x01 \x03(\v2\x0e.hopper.v1.JobR\x04jobs\x12\x1f\n" +
+	"\vreplayed_by\x18\x02 \x01(\tR\n" +
+	"replayedBy\"\xf7\x01\n" +
+	"\fReplayRecord\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12\"\n" +
+	"\rsource_job_id\x18\x02 \x01(\tR\vsourceJobId\x12\x1c\n" +
+	"\n" +
+	"new_job_id\x18\x03 \x01(\tR\bnewJobId\x12\x1f\n" +
+	"\voriginal_id\x18\x04 \x01(\tR\n" +
+	"originalId\x12\x1f\n" +
+	"\vreplayed_by\x18\x05 \x01(\tR\n" +
+	"replayedBy\x12;\n" +
+	"\vreplayed_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"replayedAt\x12\x16\n" +
+	"\x06reason\x18\a \x01(\tR\x06reason\"\x8c\x02\n" +
+	"\x12ListReplaysRequest\x12\"\n" +
+	"\rsource_job_id\x18\x01 \x01(\tR\vsourceJobId\x12\x1f\n" +
+	"\voriginal_id\x18\x02 \x01(\tR\n" +
+	"originalId\x12\x1f\n" +
+	"\vreplayed_by\x18\x03 \x01(\tR\n" +
+	"replayedBy\x120\n" +
+	"\x05since\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\x120\n" +
+	"\x05until\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x05until\x12\x16\n" +
+	"\x06cursor\x18\x06 \x01(\tR\x06cursor\x12\x14\n" +
+	"\x05limit\x18\a \x01(\x05R\x05limit\"i\n" +
+	"\x13ListReplaysResponse\x121\n" +
+	"\areplays\x18\x01 \x03(\v2\x17.hopper.v1.ReplayRecordR\areplays\x12\x1f\n" +
+	"\vnext_cursor\x18\x02 \x01(\tR\n" +
+	"nextCursor2\x9b\x03\n" +
 	"\n" +
 	"JobService\x12@\n" +
 	"\aEnqueue\x12\x19.hopper.v1.EnqueueRequest\x1a\x1a.hopper.v1.EnqueueResponse\x12O\n" +
@@ -4164,7 +4952,14 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\vListStreams\x12\x1d.hopper.v1.ListStreamsRequest\x1a\x1e.hopper.v1.ListStreamsResponse\"\x03\x90\x02\x01\x12F\n" +
 	"\tCreateKey\x12\x1b.hopper.v1.CreateKeyRequest\x1a\x1c.hopper.v1.CreateKeyResponse\x12H\n" +
 	"\bListKeys\x12\x1a.hopper.v1.ListKeysRequest\x1a\x1b.hopper.v1.ListKeysResponse\"\x03\x90\x02\x01\x12F\n" +
-	"\tRevokeKey\x12\x1b.hopper.v1.RevokeKeyRequest\x1a\x1c.hopper.v1.RevokeKeyResponseB5Z3github.com/hopperjobs/hopper/gen/hopper/v1;hopperv1b\x06proto3"
+	"\tRevokeKey\x12\x1b.hopper.v1.RevokeKeyRequest\x1a\x1c.hopper.v1.RevokeKeyResponse2\xb3\x03\n" +
+	"\x11DeadLetterService\x12^\n" +
+	"\x04List\x12'.hopper.v1.DeadLetterServiceListRequest\x1a(.hopper.v1.DeadLetterServiceListResponse\"\x03\x90\x02\x01\x12a\n" +
+	"\x05Stats\x12(.hopper.v1.DeadLetterServiceStatsRequest\x1a).hopper.v1.DeadLetterServiceStatsResponse\"\x03\x90\x02\x01\x12=\n" +
+	"\x06Replay\x12\x18.hopper.v1.ReplayRequest\x1a\x19.hopper.v1.ReplayResponse\x12I\n" +
+	"\n" +
+	"ReplayMany\x12\x1c.hopper.v1.ReplayManyRequest\x1a\x1d.hopper.v1.ReplayManyResponse\x12Q\n" +
+	"\vListReplays\x12\x1d.hopper.v1.ListReplaysRequest\x1a\x1e.hopper.v1.ListReplaysResponse\"\x03\x90\x02\x01B5Z3github.com/hopperjobs/hopper/gen/hopper/v1;hopperv1b\x06proto3"
 
 var (
 	file_hopper_v1_hopper_proto_rawDescOnce sync.Once
@@ -4178,197 +4973,232 @@ func file_hopper_v1_hopper_proto_rawDescGZIP() []byte {
 	return file_hopper_v1_hopper_proto_rawDescData
 }
 
-var file_hopper_v1_hopper_proto_msgTypes = make([]protoimpl.MessageInfo, 65)
+var file_hopper_v1_hopper_proto_msgTypes = make([]protoimpl.MessageInfo, 77)
 var file_hopper_v1_hopper_proto_goTypes = []any{
-	(*Job)(nil),                      // 0: hopper.v1.Job
-	(*JobSpec)(nil),                  // 1: hopper.v1.JobSpec
-	(*RetryPolicy)(nil),              // 2: hopper.v1.RetryPolicy
-	(*EnqueueRequest)(nil),           // 3: hopper.v1.EnqueueRequest
-	(*EnqueueResponse)(nil),          // 4: hopper.v1.EnqueueResponse
-	(*EnqueueBatchRequest)(nil),      // 5: hopper.v1.EnqueueBatchRequest
-	(*EnqueueBatchResponse)(nil),     // 6: hopper.v1.EnqueueBatchResponse
-	(*GetRequest)(nil),               // 7: hopper.v1.GetRequest
-	(*GetResponse)(nil),              // 8: hopper.v1.GetResponse
-	(*ListRequest)(nil),              // 9: hopper.v1.ListRequest
-	(*ListResponse)(nil),             // 10: hopper.v1.ListResponse
-	(*CancelRequest)(nil),            // 11: hopper.v1.CancelRequest
-	(*CancelResponse)(nil),           // 12: hopper.v1.CancelResponse
-	(*EventsRequest)(nil),            // 13: hopper.v1.EventsRequest
-	(*Event)(nil),                    // 14: hopper.v1.Event
-	(*Attempt)(nil),                  // 15: hopper.v1.Attempt
-	(*EventsResponse)(nil),           // 16: hopper.v1.EventsResponse
-	(*ActivatedJob)(nil),             // 17: hopper.v1.ActivatedJob
-	(*ActivateRequest)(nil),          // 18: hopper.v1.ActivateRequest
-	(*ActivateResponse)(nil),         // 19: hopper.v1.ActivateResponse
-	(*StreamJobsRequest)(nil),        // 20: hopper.v1.StreamJobsRequest
-	(*StreamJobsResponse)(nil),       // 21: hopper.v1.StreamJobsResponse
-	(*CompleteRequest)(nil),          // 22: hopper.v1.CompleteRequest
-	(*CompleteResponse)(nil),         // 23: hopper.v1.CompleteResponse
-	(*FailRequest)(nil),              // 24: hopper.v1.FailRequest
-	(*FailResponse)(nil),             // 25: hopper.v1.FailResponse
-	(*SnoozeRequest)(nil),            // 26: hopper.v1.SnoozeRequest
-	(*SnoozeResponse)(nil),           // 27: hopper.v1.SnoozeResponse
-	(*SuspendRequest)(nil),           // 28: hopper.v1.SuspendRequest
-	(*SuspendResponse)(nil),          // 29: hopper.v1.SuspendResponse
-	(*ReleaseRequest)(nil),           // 30: hopper.v1.ReleaseRequest
-	(*ReleaseResponse)(nil),          // 31: hopper.v1.ReleaseResponse
-	(*ExtendLeaseRequest)(nil),       // 32: hopper.v1.ExtendLeaseRequest
-	(*ExtendLeaseResponse)(nil),      // 33: hopper.v1.ExtendLeaseResponse
-	(*HeartbeatRequest)(nil),         // 34: hopper.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),        // 35: hopper.v1.HeartbeatResponse
-	(*ReportProgressRequest)(nil),    // 36: hopper.v1.ReportProgressRequest
-	(*ReportProgressResponse)(nil),   // 37: hopper.v1.ReportProgressResponse
-	(*Queue)(nil),                    // 38: hopper.v1.Queue
-	(*QueueServiceListRequest)(nil),  // 39: hopper.v1.QueueServiceListRequest
-	(*QueueServiceListResponse)(nil), // 40: hopper.v1.QueueServiceListResponse
-	(*PauseRequest)(nil),             // 41: hopper.v1.PauseRequest
-	(*PauseResponse)(nil),            // 42: hopper.v1.PauseResponse
-	(*ResumeRequest)(nil),            // 43: hopper.v1.ResumeRequest
-	(*ResumeResponse)(nil),           // 44: hopper.v1.ResumeResponse
-	(*Node)(nil),                     // 45: hopper.v1.Node
-	(*ListNodesRequest)(nil),         // 46: hopper.v1.ListNodesRequest
-	(*ListNodesResponse)(nil),        // 47: hopper.v1.ListNodesResponse
-	(*Worker)(nil),                   // 48: hopper.v1.Worker
-	(*ListWorkersRequest)(nil),       // 49: hopper.v1.ListWorkersRequest
-	(*ListWorkersResponse)(nil),      // 50: hopper.v1.ListWorkersResponse
-	(*Stream)(nil),                   // 51: hopper.v1.Stream
-	(*ListStreamsRequest)(nil),       // 52: hopper.v1.ListStreamsRequest
-	(*ListStreamsResponse)(nil),      // 53: hopper.v1.ListStreamsResponse
-	(*APIKey)(nil),                   // 54: hopper.v1.APIKey
-	(*CreateKeyRequest)(nil),         // 55: hopper.v1.CreateKeyRequest
-	(*CreateKeyResponse)(nil),        // 56: hopper.v1.CreateKeyResponse
-	(*ListKeysRequest)(nil),          // 57: hopper.v1.ListKeysRequest
-	(*ListKeysResponse)(nil),         // 58: hopper.v1.ListKeysResponse
-	(*RevokeKeyRequest)(nil),         // 59: hopper.v1.RevokeKeyRequest
-	(*RevokeKeyResponse)(nil),        // 60: hopper.v1.RevokeKeyResponse
-	nil,                              // 61: hopper.v1.Job.HeadersEntry
-	nil,                              // 62: hopper.v1.JobSpec.HeadersEntry
-	nil,                              // 63: hopper.v1.ActivatedJob.HeadersEntry
-	nil,                              // 64: hopper.v1.Queue.CountsEntry
-	(*timestamppb.Timestamp)(nil),    // 65: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),      // 66: google.protobuf.Duration
+	(*Job)(nil),                            // 0: hopper.v1.Job
+	(*JobSpec)(nil),                        // 1: hopper.v1.JobSpec
+	(*RetryPolicy)(nil),                    // 2: hopper.v1.RetryPolicy
+	(*EnqueueRequest)(nil),                 // 3: hopper.v1.EnqueueRequest
+	(*EnqueueResponse)(nil),                // 4: hopper.v1.EnqueueResponse
+	(*EnqueueBatchRequest)(nil),            // 5: hopper.v1.EnqueueBatchRequest
+	(*EnqueueBatchResponse)(nil),           // 6: hopper.v1.EnqueueBatchResponse
+	(*GetRequest)(nil),                     // 7: hopper.v1.GetRequest
+	(*GetResponse)(nil),                    // 8: hopper.v1.GetResponse
+	(*ListRequest)(nil),                    // 9: hopper.v1.ListRequest
+	(*ListResponse)(nil),                   // 10: hopper.v1.ListResponse
+	(*CancelRequest)(nil),                  // 11: hopper.v1.CancelRequest
+	(*CancelResponse)(nil),                 // 12: hopper.v1.CancelResponse
+	(*EventsRequest)(nil),                  // 13: hopper.v1.EventsRequest
+	(*Event)(nil),                          // 14: hopper.v1.Event
+	(*Attempt)(nil),                        // 15: hopper.v1.Attempt
+	(*EventsResponse)(nil),                 // 16: hopper.v1.EventsResponse
+	(*ActivatedJob)(nil),                   // 17: hopper.v1.ActivatedJob
+	(*ActivateRequest)(nil),                // 18: hopper.v1.ActivateRequest
+	(*ActivateResponse)(nil),               // 19: hopper.v1.ActivateResponse
+	(*StreamJobsRequest)(nil),              // 20: hopper.v1.StreamJobsRequest
+	(*StreamJobsResponse)(nil),             // 21: hopper.v1.StreamJobsResponse
+	(*CompleteRequest)(nil),                // 22: hopper.v1.CompleteRequest
+	(*CompleteResponse)(nil),               // 23: hopper.v1.CompleteResponse
+	(*FailRequest)(nil),                    // 24: hopper.v1.FailRequest
+	(*FailResponse)(nil),                   // 25: hopper.v1.FailResponse
+	(*SnoozeRequest)(nil),                  // 26: hopper.v1.SnoozeRequest
+	(*SnoozeResponse)(nil),                 // 27: hopper.v1.SnoozeResponse
+	(*SuspendRequest)(nil),                 // 28: hopper.v1.SuspendRequest
+	(*SuspendResponse)(nil),                // 29: hopper.v1.SuspendResponse
+	(*ReleaseRequest)(nil),                 // 30: hopper.v1.ReleaseRequest
+	(*ReleaseResponse)(nil),                // 31: hopper.v1.ReleaseResponse
+	(*ExtendLeaseRequest)(nil),             // 32: hopper.v1.ExtendLeaseRequest
+	(*ExtendLeaseResponse)(nil),            // 33: hopper.v1.ExtendLeaseResponse
+	(*HeartbeatRequest)(nil),               // 34: hopper.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),              // 35: hopper.v1.HeartbeatResponse
+	(*ReportProgressRequest)(nil),          // 36: hopper.v1.ReportProgressRequest
+	(*ReportProgressResponse)(nil),         // 37: hopper.v1.ReportProgressResponse
+	(*Queue)(nil),                          // 38: hopper.v1.Queue
+	(*QueueServiceListRequest)(nil),        // 39: hopper.v1.QueueServiceListRequest
+	(*QueueServiceListResponse)(nil),       // 40: hopper.v1.QueueServiceListResponse
+	(*PauseRequest)(nil),                   // 41: hopper.v1.PauseRequest
+	(*PauseResponse)(nil),                  // 42: hopper.v1.PauseResponse
+	(*ResumeRequest)(nil),                  // 43: hopper.v1.ResumeRequest
+	(*ResumeResponse)(nil),                 // 44: hopper.v1.ResumeResponse
+	(*Node)(nil),                           // 45: hopper.v1.Node
+	(*ListNodesRequest)(nil),               // 46: hopper.v1.ListNodesRequest
+	(*ListNodesResponse)(nil),              // 47: hopper.v1.ListNodesResponse
+	(*Worker)(nil),                         // 48: hopper.v1.Worker
+	(*ListWorkersRequest)(nil),             // 49: hopper.v1.ListWorkersRequest
+	(*ListWorkersResponse)(nil),            // 50: hopper.v1.ListWorkersResponse
+	(*Stream)(nil),                         // 51: hopper.v1.Stream
+	(*ListStreamsRequest)(nil),             // 52: hopper.v1.ListStreamsRequest
+	(*ListStreamsResponse)(nil),            // 53: hopper.v1.ListStreamsResponse
+	(*APIKey)(nil),                         // 54: hopper.v1.APIKey
+	(*CreateKeyRequest)(nil),               // 55: hopper.v1.CreateKeyRequest
+	(*CreateKeyResponse)(nil),              // 56: hopper.v1.CreateKeyResponse
+	(*ListKeysRequest)(nil),                // 57: hopper.v1.ListKeysRequest
+	(*ListKeysResponse)(nil),               // 58: hopper.v1.ListKeysResponse
+	(*RevokeKeyRequest)(nil),               // 59: hopper.v1.RevokeKeyRequest
+	(*RevokeKeyResponse)(nil),              // 60: hopper.v1.RevokeKeyResponse
+	(*DeadLetterFilter)(nil),               // 61: hopper.v1.DeadLetterFilter
+	(*DeadLetterServiceListRequest)(nil),   // 62: hopper.v1.DeadLetterServiceListRequest
+	(*DeadLetterServiceListResponse)(nil),  // 63: hopper.v1.DeadLetterServiceListResponse
+	(*DeadLetterServiceStatsRequest)(nil),  // 64: hopper.v1.DeadLetterServiceStatsRequest
+	(*DeadLetterServiceStatsResponse)(nil), // 65: hopper.v1.DeadLetterServiceStatsResponse
+	(*ReplayRequest)(nil),                  // 66: hopper.v1.ReplayRequest
+	(*ReplayResponse)(nil),                 // 67: hopper.v1.ReplayResponse
+	(*ReplayManyRequest)(nil),              // 68: hopper.v1.ReplayManyRequest
+	(*ReplayManyResponse)(nil),             // 69: hopper.v1.ReplayManyResponse
+	(*ReplayRecord)(nil),                   // 70: hopper.v1.ReplayRecord
+	(*ListReplaysRequest)(nil),             // 71: hopper.v1.ListReplaysRequest
+	(*ListReplaysResponse)(nil),            // 72: hopper.v1.ListReplaysResponse
+	nil,                                    // 73: hopper.v1.Job.HeadersEntry
+	nil,                                    // 74: hopper.v1.JobSpec.HeadersEntry
+	nil,                                    // 75: hopper.v1.ActivatedJob.HeadersEntry
+	nil,                                    // 76: hopper.v1.Queue.CountsEntry
+	(*timestamppb.Timestamp)(nil),          // 77: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),            // 78: google.protobuf.Duration
 }
 var file_hopper_v1_hopper_proto_depIdxs = []int32{
-	61, // 0: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
-	65, // 1: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
-	66, // 2: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
-	65, // 3: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
-	65, // 4: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
-	65, // 5: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	65, // 6: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
-	65, // 7: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
-	65, // 8: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	65, // 9: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
-	65, // 10: hopper.v1.Job.deadline_at:type_name -> google.protobuf.Timestamp
-	65, // 11: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
-	66, // 12: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
-	66, // 13: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
-	62, // 14: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
-	66, // 15: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
-	2,  // 16: hopper.v1.JobSpec.retry_policy:type_name -> hopper.v1.RetryPolicy
-	66, // 17: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
-	66, // 18: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
-	1,  // 19: hopper.v1.EnqueueRequest.job:type_name -> hopper.v1.JobSpec
-	0,  // 20: hopper.v1.EnqueueResponse.job:type_name -> hopper.v1.Job
-	1,  // 21: hopper.v1.EnqueueBatchRequest.jobs:type_name -> hopper.v1.JobSpec
-	4,  // 22: hopper.v1.EnqueueBatchResponse.results:type_name -> hopper.v1.EnqueueResponse
-	0,  // 23: hopper.v1.GetResponse.job:type_name -> hopper.v1.Job
-	65, // 24: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
-	65, // 25: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
-	0,  // 26: hopper.v1.ListResponse.jobs:type_name -> hopper.v1.Job
-	0,  // 27: hopper.v1.CancelResponse.job:type_name -> hopper.v1.Job
-	65, // 28: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
-	65, // 29: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
-	65, // 30: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
-	14, // 31: hopper.v1.EventsResponse.events:type_name -> hopper.v1.Event
-	15, // 32: hopper.v1.EventsResponse.attempts:type_name -> hopper.v1.Attempt
-	63, // 33: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
-	65, // 34: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
-	66, // 35: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
-	65, // 36: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
-	2,  // 37: hopper.v1.ActivatedJob.retry_policy:type_name -> hopper.v1.RetryPolicy
-	66, // 38: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
-	66, // 39: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
-	17, // 40: hopper.v1.ActivateResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	66, // 41: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
-	17, // 42: hopper.v1.StreamJobsResponse.job:type_name -> hopper.v1.ActivatedJob
-	66, // 43: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
-	65, // 44: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
-	66, // 45: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
-	65, // 46: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
-	65, // 47: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
-	66, // 48: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
-	65, // 49: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
-	64, // 50: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
-	38, // 51: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
-	65, // 52: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
-	65, // 53: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
-	45, // 54: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
-	65, // 55: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
-	48, // 56: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
-	65, // 57: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
-	51, // 58: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
-	65, // 59: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
-	65, // 60: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
-	65, // 61: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
-	54, // 62: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
-	54, // 63: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
-	54, // 64: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
-	3,  // 65: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
-	5,  // 66: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
-	7,  // 67: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
-	9,  // 68: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
-	11, // 69: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
-	13, // 70: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
-	18, // 71: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
-	20, // 72: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
-	22, // 73: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
-	24, // 74: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
-	30, // 75: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
-	26, // 76: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
-	28, // 77: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
-	32, // 78: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
-	34, // 79: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
-	36, // 80: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
-	39, // 81: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
-	41, // 82: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
-	43, // 83: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
-	46, // 84: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
-	49, // 85: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
-	52, // 86: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
-	55, // 87: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
-	57, // 88: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
-	59, // 89: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
-	4,  // 90: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
-	6,  // 91: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
-	8,  // 92: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
-	10, // 93: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
-	12, // 94: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
-	16, // 95: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
-	19, // 96: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
-	21, // 97: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
-	23, // 98: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
-	25, // 99: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
-	31, // 100: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
-	27, // 101: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
-	29, // 102: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
-	33, // 103: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
-	35, // 104: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
-	37, // 105: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
-	40, // 106: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
-	42, // 107: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
-	44, // 108: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
-	47, // 109: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
-	50, // 110: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
-	53, // 111: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
-	56, // 112: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
-	58, // 113: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
-	60, // 114: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
-	90, // [90:115] is the sub-list for method output_type
-	65, // [65:90] is the sub-list for method input_type
-	65, // [65:65] is the sub-list for extension type_name
-	65, // [65:65] is the sub-list for extension extendee
-	0,  // [0:65] is the sub-list for field type_name
+	73,  // 0: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
+	77,  // 1: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
+	78,  // 2: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
+	77,  // 3: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
+	77,  // 4: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
+	77,  // 5: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	77,  // 6: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
+	77,  // 7: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
+	77,  // 8: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	77,  // 9: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
+	77,  // 10: hopper.v1.Job.deadline_at:type_name -> google.protobuf.Timestamp
+	77,  // 11: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
+	78,  // 12: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
+	78,  // 13: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
+	74,  // 14: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
+	78,  // 15: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
+	2,   // 16: hopper.v1.JobSpec.retry_policy:type_name -> hopper.v1.RetryPolicy
+	78,  // 17: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
+	78,  // 18: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
+	1,   // 19: hopper.v1.EnqueueRequest.job:type_name -> hopper.v1.JobSpec
+	0,   // 20: hopper.v1.EnqueueResponse.job:type_name -> hopper.v1.Job
+	1,   // 21: hopper.v1.EnqueueBatchRequest.jobs:type_name -> hopper.v1.JobSpec
+	4,   // 22: hopper.v1.EnqueueBatchResponse.results:type_name -> hopper.v1.EnqueueResponse
+	0,   // 23: hopper.v1.GetResponse.job:type_name -> hopper.v1.Job
+	77,  // 24: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
+	77,  // 25: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
+	0,   // 26: hopper.v1.ListResponse.jobs:type_name -> hopper.v1.Job
+	0,   // 27: hopper.v1.CancelResponse.job:type_name -> hopper.v1.Job
+	77,  // 28: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
+	77,  // 29: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
+	77,  // 30: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
+	14,  // 31: hopper.v1.EventsResponse.events:type_name -> hopper.v1.Event
+	15,  // 32: hopper.v1.EventsResponse.attempts:type_name -> hopper.v1.Attempt
+	75,  // 33: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
+	77,  // 34: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
+	78,  // 35: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
+	77,  // 36: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
+	2,   // 37: hopper.v1.ActivatedJob.retry_policy:type_name -> hopper.v1.RetryPolicy
+	78,  // 38: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
+	78,  // 39: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
+	17,  // 40: hopper.v1.ActivateResponse.jobs:type_name -> hopper.v1.ActivatedJob
+	78,  // 41: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
+	17,  // 42: hopper.v1.StreamJobsResponse.job:type_name -> hopper.v1.ActivatedJob
+	78,  // 43: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
+	77,  // 44: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
+	78,  // 45: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
+	77,  // 46: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
+	77,  // 47: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
+	78,  // 48: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
+	77,  // 49: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
+	76,  // 50: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
+	38,  // 51: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
+	77,  // 52: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
+	77,  // 53: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
+	45,  // 54: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
+	77,  // 55: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
+	48,  // 56: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
+	77,  // 57: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
+	51,  // 58: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
+	77,  // 59: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
+	77,  // 60: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
+	77,  // 61: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
+	54,  // 62: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
+	54,  // 63: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
+	54,  // 64: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
+	77,  // 65: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
+	77,  // 66: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
+	61,  // 67: hopper.v1.DeadLetterServiceListRequest.filter:type_name -> hopper.v1.DeadLetterFilter
+	0,   // 68: hopper.v1.DeadLetterServiceListResponse.jobs:type_name -> hopper.v1.Job
+	77,  // 69: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
+	78,  // 70: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
+	0,   // 71: hopper.v1.ReplayResponse.job:type_name -> hopper.v1.Job
+	61,  // 72: hopper.v1.ReplayManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
+	0,   // 73: hopper.v1.ReplayManyResponse.jobs:type_name -> hopper.v1.Job
+	77,  // 74: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
+	77,  // 75: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
+	77,  // 76: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
+	70,  // 77: hopper.v1.ListReplaysResponse.replays:type_name -> hopper.v1.ReplayRecord
+	3,   // 78: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
+	5,   // 79: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
+	7,   // 80: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
+	9,   // 81: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
+	11,  // 82: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
+	13,  // 83: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
+	18,  // 84: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
+	20,  // 85: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
+	22,  // 86: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
+	24,  // 87: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
+	30,  // 88: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
+	26,  // 89: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
+	28,  // 90: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
+	32,  // 91: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
+	34,  // 92: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
+	36,  // 93: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
+	39,  // 94: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
+	41,  // 95: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
+	43,  // 96: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
+	46,  // 97: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
+	49,  // 98: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
+	52,  // 99: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
+	55,  // 100: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
+	57,  // 101: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
+	59,  // 102: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
+	62,  // 103: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
+	64,  // 104: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
+	66,  // 105: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
+	68,  // 106: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
+	71,  // 107: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
+	4,   // 108: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
+	6,   // 109: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
+	8,   // 110: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
+	10,  // 111: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
+	12,  // 112: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
+	16,  // 113: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
+	19,  // 114: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
+	21,  // 115: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
+	23,  // 116: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
+	25,  // 117: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
+	31,  // 118: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
+	27,  // 119: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
+	29,  // 120: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
+	33,  // 121: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
+	35,  // 122: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
+	37,  // 123: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
+	40,  // 124: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
+	42,  // 125: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
+	44,  // 126: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
+	47,  // 127: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
+	50,  // 128: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
+	53,  // 129: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
+	56,  // 130: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
+	58,  // 131: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
+	60,  // 132: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
+	63,  // 133: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
+	65,  // 134: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
+	67,  // 135: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
+	69,  // 136: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
+	72,  // 137: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
+	108, // [108:138] is the sub-list for method output_type
+	78,  // [78:108] is the sub-list for method input_type
+	78,  // [78:78] is the sub-list for extension type_name
+	78,  // [78:78] is the sub-list for extension extendee
+	0,   // [0:78] is the sub-list for field type_name
 }
 
 func init() { file_hopper_v1_hopper_proto_init() }
@@ -4383,9 +5213,9 @@ func file_hopper_v1_hopper_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hopper_v1_hopper_proto_rawDesc), len(file_hopper_v1_hopper_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   65,
+			NumMessages:   77,
 			NumExtensions: 0,
-			NumServices:   4,
+			NumServices:   5,
 		},
 		GoTypes:           file_hopper_v1_hopper_proto_goTypes,
 		DependencyIndexes: file_hopper_v1_hopper_proto_depIdxs,

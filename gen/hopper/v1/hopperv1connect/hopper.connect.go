@@ -32,6 +32,8 @@ const (
 	QueueServiceName = "hopper.v1.QueueService"
 	// AdminServiceName is the fully-qualified name of the AdminService service.
 	AdminServiceName = "hopper.v1.AdminService"
+	// DeadLetterServiceName is the fully-qualified name of the DeadLetterService service.
+	DeadLetterServiceName = "hopper.v1.DeadLetterService"
 )
 
 // These constants are the procedure names of the RPCs defined in this package. They're exposed at
@@ -93,6 +95,18 @@ const (
 	AdminServiceListKeysProcedure = "/hopper.v1.AdminService/ListKeys"
 	// AdminServiceRevokeKeyProcedure is the procedure name of the AdminService's RevokeKey RPC.
 	AdminServiceRevokeKeyProcedure = "/hopper.v1.AdminService/RevokeKey"
+	// DeadLetterServiceListProcedure is the procedure name of the DeadLetterService's List RPC.
+	DeadLetterServiceListProcedure = "/hopper.v1.DeadLetterService/List"
+	// DeadLetterServiceStatsProcedure is the procedure name of the DeadLetterService's Stats RPC.
+	DeadLetterServiceStatsProcedure = "/hopper.v1.DeadLetterService/Stats"
+	// DeadLetterServiceReplayProcedure is the procedure name of the DeadLetterService's Replay RPC.
+	DeadLetterServiceReplayProcedure = "/hopper.v1.DeadLetterService/Replay"
+	// DeadLetterServiceReplayManyProcedure is the procedure name of the DeadLetterService's ReplayMany
+	// RPC.
+	DeadLetterServiceReplayManyProcedure = "/hopper.v1.DeadLetterService/ReplayMany"
+	// DeadLetterServiceListReplaysProcedure is the procedure name of the DeadLetterService's
+	// ListReplays RPC.
+	DeadLetterServiceListReplaysProcedure = "/hopper.v1.DeadLetterService/ListReplays"
 )
 
 var (
@@ -1177,6 +1191,231 @@ func (h adminServiceHandler) revokeKey(ctx context.Context, _ connect.Spec, stre
 		return err
 	}
 	res, err := h.svc.RevokeKey(ctx, &req)
+	if err != nil {
+		return err
+	}
+	return stream.Send(res)
+}
+
+var (
+	deadLetterServiceListSpec = sync.OnceValue(func() connect.Spec {
+		return connect.Spec{
+			StreamType:       connect.StreamTypeUnary,
+			Schema:           v1.File_hopper_v1_hopper_proto.Services().ByName("DeadLetterService").Methods().ByName("List"),
+			Procedure:        DeadLetterServiceListProcedure,
+			IdempotencyLevel: connect.IdempotencyNoSideEffects,
+		}
+	})
+	deadLetterServiceStatsSpec = sync.OnceValue(func() connect.Spec {
+		return connect.Spec{
+			StreamType:       connect.StreamTypeUnary,
+			Schema:           v1.File_hopper_v1_hopper_proto.Services().ByName("DeadLetterService").Methods().ByName("Stats"),
+			Procedure:        DeadLetterServiceStatsProcedure,
+			IdempotencyLevel: connect.IdempotencyNoSideEffects,
+		}
+	})
+	deadLetterServiceReplaySpec = sync.OnceValue(func() connect.Spec {
+		return connect.Spec{
+			StreamType: connect.StreamTypeUnary,
+			Schema:     v1.File_hopper_v1_hopper_proto.Services().ByName("DeadLetterService").Methods().ByName("Replay"),
+			Procedure:  DeadLetterServiceReplayProcedure,
+		}
+	})
+	deadLetterServiceReplayManySpec = sync.OnceValue(func() connect.Spec {
+		return connect.Spec{
+			StreamType: connect.StreamTypeUnary,
+			Schema:     v1.File_hopper_v1_hopper_proto.Services().ByName("DeadLetterService").Methods().ByName("ReplayMany"),
+			Procedure:  DeadLetterServiceReplayManyProcedure,
+		}
+	})
+	deadLetterServiceListReplaysSpec = sync.OnceValue(func() connect.Spec {
+		return connect.Spec{
+			StreamType:       connect.StreamTypeUnary,
+			Schema:           v1.File_hopper_v1_hopper_proto.Services().ByName("DeadLetterService").Methods().ByName("ListReplays"),
+			Procedure:        DeadLetterServiceListReplaysProcedure,
+			IdempotencyLevel: connect.IdempotencyNoSideEffects,
+		}
+	})
+)
+
+// DeadLetterServiceClient is a client for the hopper.v1.DeadLetterService service.
+type DeadLetterServiceClient interface {
+	// List returns a page of dead letters, newest first, with a cursor for the next.
+	List(context.Context, *v1.DeadLetterServiceListRequest) (*v1.DeadLetterServiceListResponse, error)
+	// Stats counts the dead letters and says when the oldest one failed.
+	Stats(context.Context, *v1.DeadLetterServiceStatsRequest) (*v1.DeadLetterServiceStatsResponse, error)
+	// Replay replays one dead letter and returns the new job. NOT_FOUND when there is no such
+	// job (or it expired), FAILED_PRECONDITION when it is not failed. A job may be replayed
+	// more than once.
+	Replay(context.Context, *v1.ReplayRequest) (*v1.ReplayResponse, error)
+	// ReplayMany replays, oldest first and in one transaction, up to limit dead letters matching
+	// the filter that were never replayed before, so calling it again continues where it
+	// stopped. limit defaults to 100, at most 1000.
+	ReplayMany(context.Context, *v1.ReplayManyRequest) (*v1.ReplayManyResponse, error)
+	// ListReplays returns a page of the replay audit log, newest first.
+	ListReplays(context.Context, *v1.ListReplaysRequest) (*v1.ListReplaysResponse, error)
+}
+
+// NewDeadLetterServiceClient constructs a client for the hopper.v1.DeadLetterService service.
+// Multiple service clients may share a single connect.Client.
+func NewDeadLetterServiceClient(client *connect.Client) DeadLetterServiceClient {
+	return &deadLetterServiceClient{client: client}
+}
+
+// DeadLetterServiceHandler is an implementation of the hopper.v1.DeadLetterService service.
+type DeadLetterServiceHandler interface {
+	// List returns a page of dead letters, newest first, with a cursor for the next.
+	List(context.Context, *v1.DeadLetterServiceListRequest) (*v1.DeadLetterServiceListResponse, error)
+	// Stats counts the dead letters and says when the oldest one failed.
+	Stats(context.Context, *v1.DeadLetterServiceStatsRequest) (*v1.DeadLetterServiceStatsResponse, error)
+	// Replay replays one dead letter and returns the new job. NOT_FOUND when there is no such
+	// job (or it expired), FAILED_PRECONDITION when it is not failed. A job may be replayed
+	// more than once.
+	Replay(context.Context, *v1.ReplayRequest) (*v1.ReplayResponse, error)
+	// ReplayMany replays, oldest first and in one transaction, up to limit dead letters matching
+	// the filter that were never replayed before, so calling it again continues where it
+	// stopped. limit defaults to 100, at most 1000.
+	ReplayMany(context.Context, *v1.ReplayManyRequest) (*v1.ReplayManyResponse, error)
+	// ListReplays returns a page of the replay audit log, newest first.
+	ListReplays(context.Context, *v1.ListReplaysRequest) (*v1.ListReplaysResponse, error)
+}
+
+// RegisterDeadLetterServiceHandler registers svc as the hopper.v1.DeadLetterService implementation
+// on server.
+func RegisterDeadLetterServiceHandler(server *connect.Server, svc DeadLetterServiceHandler) {
+	adapter := deadLetterServiceHandler{svc: svc}
+	server.Register(
+		connect.Method{Spec: deadLetterServiceListSpec(), Handler: adapter.list},
+		connect.Method{Spec: deadLetterServiceStatsSpec(), Handler: adapter.stats},
+		connect.Method{Spec: deadLetterServiceReplaySpec(), Handler: adapter.replay},
+		connect.Method{Spec: deadLetterServiceReplayManySpec(), Handler: adapter.replayMany},
+		connect.Method{Spec: deadLetterServiceListReplaysSpec(), Handler: adapter.listReplays},
+	)
+}
+
+// UnimplementedDeadLetterServiceHandler returns CodeUnimplemented from all methods.
+type UnimplementedDeadLetterServiceHandler struct{}
+
+func (UnimplementedDeadLetterServiceHandler) List(context.Context, *v1.DeadLetterServiceListRequest) (*v1.DeadLetterServiceListResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, "hopper.v1.DeadLetterService.List is not implemented")
+}
+
+func (UnimplementedDeadLetterServiceHandler) Stats(context.Context, *v1.DeadLetterServiceStatsRequest) (*v1.DeadLetterServiceStatsResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, "hopper.v1.DeadLetterService.Stats is not implemented")
+}
+
+func (UnimplementedDeadLetterServiceHandler) Replay(context.Context, *v1.ReplayRequest) (*v1.ReplayResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, "hopper.v1.DeadLetterService.Replay is not implemented")
+}
+
+func (UnimplementedDeadLetterServiceHandler) ReplayMany(context.Context, *v1.ReplayManyRequest) (*v1.ReplayManyResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, "hopper.v1.DeadLetterService.ReplayMany is not implemented")
+}
+
+func (UnimplementedDeadLetterServiceHandler) ListReplays(context.Context, *v1.ListReplaysRequest) (*v1.ListReplaysResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, "hopper.v1.DeadLetterService.ListReplays is not implemented")
+}
+
+type deadLetterServiceClient struct {
+	client *connect.Client
+}
+
+func (c *deadLetterServiceClient) List(ctx context.Context, req *v1.DeadLetterServiceListRequest) (*v1.DeadLetterServiceListResponse, error) {
+	var res v1.DeadLetterServiceListResponse
+	if err := c.client.CallUnary(ctx, deadLetterServiceListSpec(), req, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+func (c *deadLetterServiceClient) Stats(ctx context.Context, req *v1.DeadLetterServiceStatsRequest) (*v1.DeadLetterServiceStatsResponse, error) {
+	var res v1.DeadLetterServiceStatsResponse
+	if err := c.client.CallUnary(ctx, deadLetterServiceStatsSpec(), req, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+func (c *deadLetterServiceClient) Replay(ctx context.Context, req *v1.ReplayRequest) (*v1.ReplayResponse, error) {
+	var res v1.ReplayResponse
+	if err := c.client.CallUnary(ctx, deadLetterServiceReplaySpec(), req, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+func (c *deadLetterServiceClient) ReplayMany(ctx context.Context, req *v1.ReplayManyRequest) (*v1.ReplayManyResponse, error) {
+	var res v1.ReplayManyResponse
+	if err := c.client.CallUnary(ctx, deadLetterServiceReplayManySpec(), req, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+func (c *deadLetterServiceClient) ListReplays(ctx context.Context, req *v1.ListReplaysRequest) (*v1.ListReplaysResponse, error) {
+	var res v1.ListReplaysResponse
+	if err := c.client.CallUnary(ctx, deadLetterServiceListReplaysSpec(), req, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+type deadLetterServiceHandler struct{ svc DeadLetterServiceHandler }
+
+func (h deadLetterServiceHandler) list(ctx context.Context, _ connect.Spec, stream connect.ServerStream) error {
+	var req v1.DeadLetterServiceListRequest
+	if err := stream.Receive(&req); err != nil {
+		return err
+	}
+	res, err := h.svc.List(ctx, &req)
+	if err != nil {
+		return err
+	}
+	return stream.Send(res)
+}
+
+func (h deadLetterServiceHandler) stats(ctx context.Context, _ connect.Spec, stream connect.ServerStream) error {
+	var req v1.DeadLetterServiceStatsRequest
+	if err := stream.Receive(&req); err != nil {
+		return err
+	}
+	res, err := h.svc.Stats(ctx, &req)
+	if err != nil {
+		return err
+	}
+	return stream.Send(res)
+}
+
+func (h deadLetterServiceHandler) replay(ctx context.Context, _ connect.Spec, stream connect.ServerStream) error {
+	var req v1.ReplayRequest
+	if err := stream.Receive(&req); err != nil {
+		return err
+	}
+	res, err := h.svc.Replay(ctx, &req)
+	if err != nil {
+		return err
+	}
+	return stream.Send(res)
+}
+
+func (h deadLetterServiceHandler) replayMany(ctx context.Context, _ connect.Spec, stream connect.ServerStream) error {
+	var req v1.ReplayManyRequest
+	if err := stream.Receive(&req); err != nil {
+		return err
+	}
+	res, err := h.svc.ReplayMany(ctx, &req)
+	if err != nil {
+		return err
+	}
+	return stream.Send(res)
+}
+
+func (h deadLetterServiceHandler) listReplays(ctx context.Context, _ connect.Spec, stream connect.ServerStream) error {
+	var req v1.ListReplaysRequest
+	if err := stream.Receive(&req); err != nil {
+		return err
+	}
+	res, err := h.svc.ListReplays(ctx, &req)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,103 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"github.com/hopperjobs/hopper"
+	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
+	"google.golang.org/protobuf/types/known/timestamppb"
+)
+
+// deadLetterService implements hopper.v1.DeadLetterService.
+type deadLetterService struct{ s *Server }
+
+// replayedBy names the caller in the replay audit log: its API key's name (or id), or "api"
+// for a server without keys.
+func replayedBy(ctx context.Context) string {
+	p := principalFrom(ctx)
+	switch {
+	case p.Name != "":
+		return p.Name
+	case p.KeyID != "":
+		return p.KeyID
+	}
+	return string(hopper.ActorAPI)
+}
+
+func deadLetterFilter(f *hopperv1.DeadLetterFilter) hopper.DeadLetterFilter {
+	return hopper.DeadLetterFilter{Queues: f.GetQueues(), Kinds: f.GetKinds(),
+		Since: timeOrZero(f.GetFailedAfter()), Until: timeOrZero(f.GetFailedBefore())}
+}
+
+func timeOrZero(t *timestamppb.Timestamp) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.AsTime()
+}
+
+func (d *deadLetterService) toJobs(jobs []*hopper.JobRow) []*hopperv1.Job {
+	out := make([]*hopperv1.Job, len(jobs))
+	for i, j := range jobs {
+		out[i] = d.s.toJob(j)
+	}
+	return out
+}
+
+func (d *deadLetterService) List(ctx context.Context, req *hopperv1.DeadLetterServiceListRequest) (*hopperv1.DeadLetterServiceListResponse, error) {
+	res, err := d.s.client.DeadLetters(ctx, &hopper.DeadLetterParams{DeadLetterFilter: deadLetterFilter(req.GetFilter()),
+		Cursor: req.GetCursor(), Limit: int(req.GetLimit())})
+	if err != nil {
+		return nil, rpcError(d.s.log, "list dead letters", err)
+	}
+	return &hopperv1.DeadLetterServiceListResponse{Jobs: d.toJobs(res.Jobs), NextCursor: res.NextCursor}, nil
+}
+
+func (d *deadLetterService) Stats(ctx context.Context, _ *hopperv1.DeadLetterServiceStatsRequest) (*hopperv1.DeadLetterServiceStatsResponse, error) {
+	st, err := d.s.client.DeadLetterStats(ctx)
+	if err != nil {
+		return nil, rpcError(d.s.log, "dead-letter stats", err)
+	}
+	out := &hopperv1.DeadLetterServiceStatsResponse{Count: st.Count, OldestFailedAt: ts(st.Oldest)}
+	if !st.Oldest.IsZero() {
+		out.OldestAge = dur(max(st.OldestAge(time.Now()), time.Nanosecond)) // set, even when tiny
+	}
+	return out, nil
+}
+
+func (d *deadLetterService) Replay(ctx context.Context, req *hopperv1.ReplayRequest) (*hopperv1.ReplayResponse, error) {
+	if req.GetId() == "" {
+		return nil, invalidArg("id", "is required")
+	}
+	by := replayedBy(ctx)
+	job, err := d.s.client.Replay(ctx, req.GetId(), by)
+	if err != nil {
+		return nil, rpcError(d.s.log, "replay job", err)
+	}
+	return &hopperv1.ReplayResponse{Job: d.s.toJob(job), ReplayedBy: by}, nil
+}
+
+func (d *deadLetterService) ReplayMany(ctx context.Context, req *hopperv1.ReplayManyRequest) (*hopperv1.ReplayManyResponse, error) {
+	by := replayedBy(ctx)
+	jobs, err := d.s.client.ReplayMany(ctx, deadLetterFilter(req.GetFilter()), int(req.GetLimit()), by)
+	if err != nil {
+		return nil, rpcError(d.s.log, "replay dead letters", err)
+	}
+	return &hopperv1.ReplayManyResponse{Jobs: d.toJobs(jobs), ReplayedBy: by}, nil
+}
+
+func (d *deadLetterService) ListReplays(ctx context.Context, req *hopperv1.ListReplaysRequest) (*hopperv1.ListReplaysResponse, error) {
+	res, err := d.s.client.Replays(ctx, &hopper.ReplayListParams{SourceJobID: req.GetSourceJobId(),
+		OriginalID: req.GetOriginalId(), ReplayedBy: req.GetReplayedBy(), Since: timeOrZero(req.GetSince()),
+		Until: timeOrZero(req.GetUntil()), Cursor: req.GetCursor(), Limit: int(req.GetLimit())})
+	if err != nil {
+		return nil, rpcError(d.s.log, "list replays", err)
+	}
+	out := &hopperv1.ListReplaysResponse{NextCursor: res.NextCursor, Replays: make([]*hopperv1.ReplayRecord, len(res.Replays))}
+	for i, r := range res.Replays {
+		out.Replays[i] = &hopperv1.ReplayRecord{Id: r.ID, SourceJobId: r.SourceJobID, NewJobId: r.NewJobID,
+			OriginalId: r.OriginalID, ReplayedBy: r.ReplayedBy, ReplayedAt: ts(r.ReplayedAt), Reason: r.Reason}
+	}
+	return out, nil
+}
