@@ -42,6 +42,12 @@ type backend interface {
 	PauseQueue(ctx context.Context, queue string) error
 	ResumeQueue(ctx context.Context, queue string) error
 	Nodes(ctx context.Context) ([]*hopper.Node, error)
+	// The dead-letter queue (dlq.go).
+	DeadLetters(ctx context.Context, p *hopper.DeadLetterParams) (*hopper.ListResult, error)
+	DeadLetterStats(ctx context.Context) (*hopper.DeadLetterStats, error)
+	Replay(ctx context.Context, id string) (*hopper.JobRow, error)
+	ReplayMany(ctx context.Context, f hopper.DeadLetterFilter, limit int) ([]*hopper.JobRow, error)
+	Replays(ctx context.Context, p *hopper.ReplayListParams) (*hopper.ReplayListResult, error)
 }
 
 // withBackend runs fn against --server when it is set, else against --database (with
@@ -77,6 +83,7 @@ type remote struct {
 	jobs   hopperv1connect.JobServiceClient
 	queues hopperv1connect.QueueServiceClient
 	admin  hopperv1connect.AdminServiceClient
+	dlq    hopperv1connect.DeadLetterServiceClient
 }
 
 func newRemote(url, key string) *remote {
@@ -92,7 +99,7 @@ func newRemote(url, key string) *remote {
 	}
 	c := connect.NewClient(connecthttp.NewTransport(&http.Client{Timeout: time.Minute}, url), interceptors...)
 	return &remote{jobs: hopperv1connect.NewJobServiceClient(c), queues: hopperv1connect.NewQueueServiceClient(c),
-		admin: hopperv1connect.NewAdminServiceClient(c)}
+		admin: hopperv1connect.NewAdminServiceClient(c), dlq: hopperv1connect.NewDeadLetterServiceClient(c)}
 }
 
 func (r *remote) Enqueue(ctx context.Context, args hopper.RawArgs, o *hopper.InsertOpts) (*hopper.InsertResult, error) {

@@ -35,6 +35,10 @@ type jobJSON struct {
 	LastError       string            `json:"last_error,omitempty"`
 	IdempotencyKey  string            `json:"idempotency_key,omitempty"`
 	GroupKey        string            `json:"group_key,omitempty"`
+	OriginalID      string            `json:"original_id,omitempty"`
+	ReplayCount     int               `json:"replay_count,omitempty"`
+	ReplayedBy      string            `json:"replayed_by,omitempty"`
+	ExpiresAt       string            `json:"expires_at,omitempty"`
 	CreatedAt       string            `json:"created_at,omitempty"`
 	StartedAt       string            `json:"started_at,omitempty"`
 	FinishedAt      string            `json:"finished_at,omitempty"`
@@ -51,6 +55,7 @@ func newJobJSON(j *hopper.JobRow) *jobJSON {
 		ProgressMessage: j.ProgressMessage, Result: j.Result, LastError: j.LastError,
 		IdempotencyKey: j.IdempotencyKey, GroupKey: j.GroupKey, CreatedAt: jsonTime(j.CreatedAt),
 		StartedAt: jsonTime(j.StartedAt), FinishedAt: jsonTime(j.FinishedAt), UpdatedAt: jsonTime(j.UpdatedAt),
+		OriginalID: j.OriginalID, ReplayCount: j.ReplayCount, ReplayedBy: j.ReplayedBy, ExpiresAt: jsonTime(j.ExpiresAt),
 	}
 	if j.Timeout > 0 {
 		out.Timeout = j.Timeout.String()

@@ -78,6 +78,7 @@ already ended), 5 the server refused the API key, 6 the server is unreachable.`,
 	root.AddCommand(newBenchCmd())
 	root.AddCommand(newKeysCmd())
 	root.AddCommand(newServeCmd(), newQueuesCmd(), newWorkersCmd())
+	root.AddCommand(newDLQCmd())
 	root.AddCommand(newSchedulesCmd())
 	return root
 }

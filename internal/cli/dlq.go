@@ -1,0 +1,490 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/user"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/hopperjobs/hopper"
+	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
+	"github.com/spf13/cobra"
+	"google.golang.org/protobuf/types/known/timestamppb"
+)
+
+func newDLQCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "dlq",
+		Short: "List, count and replay dead letters (failed jobs)",
+		Long: `A dead letter is a job that failed for good: it ran out of attempts or its handler said
+not to retry. Dead letters are kept for the dead-letter retention (7 days by default).
+Replaying one enqueues a new job with the same work; the dead letter stays as it was, and the
+replay is recorded in an audit log (hopper dlq replays).`,
+		Args: cobra.ArbitraryArgs,
+		RunE: groupRunE,
+	}
+	cmd.AddCommand(newDLQLsCmd(), newDLQStatsCmd(), newDLQReplayCmd(), newDLQReplaysCmd())
+	return cmd
+}
+
+type dlqFilterFlags struct {
+	queues, kinds []string
+	since, until  string
+}
+
+func (f *dlqFilterFlags) add(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringSliceVar(&f.queues, "queue", nil, "only dead letters of these queues")
+	fl.StringSliceVar(&f.kinds, "kind", nil, "only dead letters of these kinds")
+	fl.StringVar(&f.since, "since", "", "only jobs that failed at or after this time (RFC 3339, or a duration ago like 1h)")
+	fl.StringVar(&f.until, "until", "", "only jobs that failed before this time (RFC 3339, or a duration ago)")
+}
+
+func (f *dlqFilterFlags) filter(now time.Time) (hopper.DeadLetterFilter, error) {
+	out := hopper.DeadLetterFilter{Queues: f.queues, Kinds: f.kinds}
+	var err error
+	if f.since != "" {
+		if out.Since, err = parseSince("since", f.since, now); err != nil {
+			return out, err
+		}
+	}
+	if f.until != "" {
+		if out.Until, err = parseSince("until", f.until, now); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+func newDLQLsCmd() *cobra.Command {
+	var f dlqFilterFlags
+	var limit int
+	var cursor string
+	cmd := &cobra.Command{
+		Use:     "ls",
+		Aliases: []string{"list"},
+		Short:   "List dead letters, newest first",
+		Example: `  hopper dlq ls --queue billing --since 24h
+  hopper dlq ls --kind send-invoice --limit 10 --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if limit < 1 || limit > 10000 {
+				return usageErrorf("invalid --limit: %d is outside 1–10000", limit)
+			}
+			filter, err := f.filter(time.Now())
+			if err != nil {
+				return err
+			}
+			return withBackend(cmd, true, func(client backend) error {
+				res, err := client.DeadLetters(cmd.Context(), &hopper.DeadLetterParams{DeadLetterFilter: filter,
+					Cursor: cursor, Limit: limit})
+				if err != nil {
+					return fmt.Errorf("list dead letters: %w", err)
+				}
+				if wantJSON(cmd) {
+					return printJSON(cmd.OutOrStdout(), &struct {
+						Jobs       []*jobJSON `json:"jobs"`
+						NextCursor string     `json:"next_cursor"`
+					}{jobsJSON(res.Jobs), res.NextCursor})
+				}
+				return printDeadLetters(cmd.OutOrStdout(), res)
+			})
+		},
+	}
+	f.add(cmd)
+	cmd.Flags().IntVar(&limit, "limit", 50, "page size, 1 to 10000")
+	cmd.Flags().StringVar(&cursor, "cursor", "", "continue from a previous page's next cursor")
+	addJSONFlag(cmd)
+	return cmd
+}
+
+func jobsJSON(jobs []*hopper.JobRow) []*jobJSON {
+	out := make([]*jobJSON, len(jobs))
+	for i, j := range jobs {
+		out[i] = newJobJSON(j)
+	}
+	return out
+}
+
+func printDeadLetters(w io.Writer, res *hopper.ListResult) error {
+	if len(res.Jobs) == 0 {
+		_, err := fmt.Fprintln(w, "no dead letters")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tKIND\tQUEUE\tATTEMPT\tFAILED\tREPLAYS\tERROR")
+	for _, j := range res.Jobs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", j.ID, j.Kind, j.Queue, attemptCount(j.Attempt, j.MaxAttempts),
+			showTime(j.FinishedAt, tableTime), j.ReplayCount, oneLine(j.LastError, 60))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if res.NextCursor != "" {
+		_, err := fmt.Fprintf(w, "\nmore dead letters: --cursor %s\n", res.NextCursor)
+		return err
+	}
+	return nil
+}
+
+// oneLine is s on one line, cut to n runes.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+func newDLQStatsCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "stats",
+		Short: "Count the dead letters and show how long the oldest has waited",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withBackend(cmd, true, func(client backend) error {
+				st, err := client.DeadLetterStats(cmd.Context())
+				if err != nil {
+					return fmt.Errorf("dead-letter stats: %w", err)
+				}
+				now := time.Now()
+				if wantJSON(cmd) {
+					out := struct {
+						Count             int64   `json:"count"`
+						OldestFailedAt    string  `json:"oldest_failed_at,omitempty"`
+						OldestAgeSeconds  float64 `json:"oldest_age_seconds,omitempty"`
+						OldestAgeReadable string  `json:"oldest_age,omitempty"`
+					}{Count: st.Count, OldestFailedAt: jsonTime(st.Oldest)}
+					if age := st.OldestAge(now); age > 0 {
+						out.OldestAgeSeconds, out.OldestAgeReadable = age.Seconds(), roundDuration(age).String()
+					}
+					return printJSON(cmd.OutOrStdout(), out)
+				}
+				w := cmd.OutOrStdout()
+				if st.Count == 0 {
+					_, err := fmt.Fprintln(w, "no dead letters")
+					return err
+				}
+				_, err = fmt.Fprintf(w, "dead letters: %d\noldest:       %s (%s)\n", st.Count,
+					showTime(st.Oldest, detailTime), relative(st.Oldest, now))
+				return err
+			})
+		},
+	}
+	addJSONFlag(cmd)
+	return cmd
+}
+
+type dlqReplayFlags struct {
+	dlqFilterFlags
+	all, yes bool
+	limit    int
+}
+
+func newDLQReplayCmd() *cobra.Command {
+	var f dlqReplayFlags
+	cmd := &cobra.Command{
+		Use:   "replay [ID]",
+		Short: "Replay one dead letter, or with --all those matching filters",
+		Long: `Replay enqueues a new job that does a dead letter's work again (same kind, queue, args,
+headers, priority, attempts, timeout, retry policy and group), with its lineage: original_id,
+replay_count and replayed_by. The dead letter itself stays failed.
+
+With --all it replays, oldest first, up to --limit dead letters matching the filters that were
+never replayed before, in one transaction: running it again continues where it stopped. It asks
+for confirmation unless --yes is given.`,
+		Example: `  hopper dlq replay 0190f1c2-7d3e-7c1a-9a51-3f0c2a1b4d5e
+  hopper dlq replay --all --queue billing --since 1h --limit 500 --yes`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return runDLQReplay(cmd, args, &f) },
+	}
+	f.add(cmd)
+	cmd.Flags().BoolVar(&f.all, "all", false, "replay every dead letter matching the filters (bounded by --limit)")
+	cmd.Flags().IntVar(&f.limit, "limit", hopper.DefaultReplayLimit, fmt.Sprintf("with --all: the most jobs to replay, 1 to %d", hopper.MaxReplayLimit))
+	cmd.Flags().BoolVarP(&f.yes, "yes", "y", false, "with --all: do not ask for confirmation")
+	addJSONFlag(cmd)
+	return cmd
+}
+
+func runDLQReplay(cmd *cobra.Command, args []string, f *dlqReplayFlags) error {
+	switch {
+	case f.all && len(args) > 0:
+		return usageErrorf("give a job ID or --all, not both")
+	case !f.all && len(args) == 0:
+		return usageErrorf("give the ID of the dead letter to replay, or --all")
+	case !f.all && (len(f.queues) > 0 || len(f.kinds) > 0 || f.since != "" || f.until != ""):
+		return usageErrorf("--queue, --kind, --since and --until go with --all")
+	case f.all && (f.limit < 1 || f.limit > hopper.MaxReplayLimit):
+		return usageErrorf("invalid --limit: %d is outside 1–%d", f.limit, hopper.MaxReplayLimit)
+	}
+	if !f.all {
+		return withBackend(cmd, true, func(client backend) error { return replayOne(cmd, client, args[0]) })
+	}
+	filter, err := f.filter(time.Now())
+	if err != nil {
+		return err
+	}
+	if !f.yes {
+		if err := confirm(cmd, fmt.Sprintf("Replay up to %d dead letters%s that were never replayed? [y/N] ",
+			f.limit, describeFilter(filter))); err != nil {
+			return err
+		}
+	}
+	return withBackend(cmd, true, func(client backend) error {
+		jobs, err := client.ReplayMany(cmd.Context(), filter, f.limit)
+		if err != nil {
+			return fmt.Errorf("replay dead letters: %w", err)
+		}
+		if wantJSON(cmd) {
+			return printJSON(cmd.OutOrStdout(), &struct {
+				Jobs []*jobJSON `json:"jobs"`
+			}{jobsJSON(jobs)})
+		}
+		w := cmd.OutOrStdout()
+		for _, j := range jobs {
+			fmt.Fprintf(w, "new job %s (replay %d of %s)\n", j.ID, j.ReplayCount, j.OriginalID)
+		}
+		_, err = fmt.Fprintf(w, "%d dead letters replayed\n", len(jobs))
+		return err
+	})
+}
+
+func replayOne(cmd *cobra.Command, client backend, id string) error {
+	job, err := client.Replay(cmd.Context(), id)
+	if errors.Is(err, hopper.ErrInvalidTransition) {
+		msg := fmt.Sprintf("job %s cannot be replayed: only failed jobs are", id)
+		if src, gerr := client.Get(cmd.Context(), id); gerr == nil {
+			msg = fmt.Sprintf("job %s cannot be replayed: it is %s, and only failed jobs are", id, src.State)
+		}
+		return &exitError{code: ExitConflict, msg: msg, err: err}
+	}
+	if err != nil {
+		return notFound(id, err)
+	}
+	if wantJSON(cmd) {
+		return printJSON(cmd.OutOrStdout(), newJobJSON(job))
+	}
+	_, err = fmt.Fprintf(cmd.OutOrStdout(), "job %s replayed as %s (replay %d of %s)\n", id, job.ID,
+		job.ReplayCount, job.OriginalID)
+	return err
+}
+
+// confirm asks question on stderr and reads the answer from stdin; anything but y or yes
+// (end of input included) stops the command with a usage error.
+func confirm(cmd *cobra.Command, question string) error {
+	fmt.Fprint(cmd.ErrOrStderr(), question)
+	answer, _ := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
+	switch strings.ToLower(strings.TrimSpace(answer)) {
+	case "y", "yes":
+		return nil
+	}
+	fmt.Fprintln(cmd.ErrOrStderr())
+	return usageErrorf("not confirmed: nothing was replayed (add --yes to skip the question)")
+}
+
+func describeFilter(f hopper.DeadLetterFilter) string {
+	var parts []string
+	if len(f.Queues) > 0 {
+		parts = append(parts, "in queue "+strings.Join(f.Queues, ", "))
+	}
+	if len(f.Kinds) > 0 {
+		parts = append(parts, "of kind "+strings.Join(f.Kinds, ", "))
+	}
+	if !f.Since.IsZero() {
+		parts = append(parts, "failed since "+f.Since.Local().Format(tableTime))
+	}
+	if !f.Until.IsZero() {
+		parts = append(parts, "failed before "+f.Until.Local().Format(tableTime))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " " + strings.Join(parts, ", ")
+}
+
+func newDLQReplaysCmd() *cobra.Command {
+	var p hopper.ReplayListParams
+	var since string
+	cmd := &cobra.Command{
+		Use:   "replays",
+		Short: "Show the replay audit log, newest first",
+		Example: `  hopper dlq replays --job 0190f1c2-7d3e-7c1a-9a51-3f0c2a1b4d5e
+  hopper dlq replays --by ops-admin --since 24h --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if p.Limit < 1 || p.Limit > 1000 {
+				return usageErrorf("invalid --limit: %d is outside 1–1000", p.Limit)
+			}
+			if since != "" {
+				var err error
+				if p.Since, err = parseSince("since", since, time.Now()); err != nil {
+					return err
+				}
+			}
+			return withBackend(cmd, true, func(client backend) error {
+				res, err := client.Replays(cmd.Context(), &p)
+				if err != nil {
+					return fmt.Errorf("list replays: %w", err)
+				}
+				if wantJSON(cmd) {
+					return printJSON(cmd.OutOrStdout(), replaysJSON(res))
+				}
+				return printReplays(cmd.OutOrStdout(), res)
+			})
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&p.SourceJobID, "job", "", "only replays of this dead letter")
+	fl.StringVar(&p.OriginalID, "original", "", "only replays descending from this job (a whole lineage)")
+	fl.StringVar(&p.ReplayedBy, "by", "", "only replays made by this actor (an API key name, cli:<user> or api)")
+	fl.StringVar(&since, "since", "", "only replays made at or after this time (RFC 3339, or a duration ago like 1h)")
+	fl.IntVar(&p.Limit, "limit", 50, "page size, 1 to 1000")
+	fl.StringVar(&p.Cursor, "cursor", "", "continue from a previous page's next cursor")
+	addJSONFlag(cmd)
+	return cmd
+}
+
+type replayJSON struct {
+	ID          int64  `json:"id"`
+	SourceJobID string `json:"source_job_id"`
+	NewJobID    string `json:"new_job_id"`
+	OriginalID  string `json:"original_id"`
+	ReplayedBy  string `json:"replayed_by"`
+	ReplayedAt  string `json:"replayed_at"`
+	Reason      string `json:"reason,omitempty"`
+}
+
+func replaysJSON(res *hopper.ReplayListResult) any {
+	out := struct {
+		Replays    []*replayJSON `json:"replays"`
+		NextCursor string        `json:"next_cursor"`
+	}{Replays: make([]*replayJSON, len(res.Replays)), NextCursor: res.NextCursor}
+	for i, r := range res.Replays {
+		out.Replays[i] = &replayJSON{ID: r.ID, SourceJobID: r.SourceJobID, NewJobID: r.NewJobID,
+			OriginalID: r.OriginalID, ReplayedBy: r.ReplayedBy, ReplayedAt: jsonTime(r.ReplayedAt), Reason: r.Reason}
+	}
+	return out
+}
+
+func printReplays(w io.Writer, res *hopper.ReplayListResult) error {
+	if len(res.Replays) == 0 {
+		_, err := fmt.Fprintln(w, "no replays")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "REPLAYED\tBY\tDEAD LETTER\tNEW JOB\tORIGINAL")
+	for _, r := range res.Replays {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", showTime(r.ReplayedAt, tableTime), r.ReplayedBy, r.SourceJobID,
+			r.NewJobID, r.OriginalID)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if res.NextCursor != "" {
+		_, err := fmt.Fprintf(w, "\nmore replays: --cursor %s\n", res.NextCursor)
+		return err
+	}
+	return nil
+}
+
+// cliActor is who a replay made with --database is recorded as done by.
+func cliActor() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return "cli:" + u.Username
+	}
+	return "cli"
+}
+
+// The dead-letter calls of a database opened by the CLI.
+
+func (l local) Replay(ctx context.Context, id string) (*hopper.JobRow, error) {
+	return l.Client.Replay(ctx, id, cliActor())
+}
+
+func (l local) ReplayMany(ctx context.Context, f hopper.DeadLetterFilter, limit int) ([]*hopper.JobRow, error) {
+	return l.Client.ReplayMany(ctx, f, limit, cliActor())
+}
+
+// The dead-letter calls of a server (DeadLetterService); it records the API key's name.
+
+func dlqFilterProto(f hopper.DeadLetterFilter) *hopperv1.DeadLetterFilter {
+	out := &hopperv1.DeadLetterFilter{Queues: f.Queues, Kinds: f.Kinds}
+	if !f.Since.IsZero() {
+		out.FailedAfter = timestamppb.New(f.Since)
+	}
+	if !f.Until.IsZero() {
+		out.FailedBefore = timestamppb.New(f.Until)
+	}
+	return out
+}
+
+func (r *remote) DeadLetters(ctx context.Context, p *hopper.DeadLetterParams) (*hopper.ListResult, error) {
+	res, err := r.dlq.List(ctx, &hopperv1.DeadLetterServiceListRequest{Filter: dlqFilterProto(p.DeadLetterFilter),
+		Cursor: p.Cursor, Limit: int32(p.Limit)})
+	if err != nil {
+		return nil, remoteErr(err)
+	}
+	out := &hopper.ListResult{NextCursor: res.GetNextCursor()}
+	for _, j := range res.GetJobs() {
+		out.Jobs = append(out.Jobs, fromJob(j))
+	}
+	return out, nil
+}
+
+func (r *remote) DeadLetterStats(ctx context.Context) (*hopper.DeadLetterStats, error) {
+	res, err := r.dlq.Stats(ctx, &hopperv1.DeadLetterServiceStatsRequest{})
+	if err != nil {
+		return nil, remoteErr(err)
+	}
+	return &hopper.DeadLetterStats{Count: res.GetCount(), Oldest: timeOf(res.GetOldestFailedAt())}, nil
+}
+
+func (r *remote) Replay(ctx context.Context, id string) (*hopper.JobRow, error) {
+	res, err := r.dlq.Replay(ctx, &hopperv1.ReplayRequest{Id: id})
+	if err != nil {
+		return nil, remoteErr(err)
+	}
+	job := fromJob(res.GetJob())
+	job.ReplayedBy = res.GetReplayedBy()
+	return job, nil
+}
+
+func (r *remote) ReplayMany(ctx context.Context, f hopper.DeadLetterFilter, limit int) ([]*hopper.JobRow, error) {
+	res, err := r.dlq.ReplayMany(ctx, &hopperv1.ReplayManyRequest{Filter: dlqFilterProto(f), Limit: int32(limit)})
+	if err != nil {
+		return nil, remoteErr(err)
+	}
+	out := make([]*hopper.JobRow, len(res.GetJobs()))
+	for i, j := range res.GetJobs() {
+		out[i] = fromJob(j)
+		out[i].ReplayedBy = res.GetReplayedBy()
+	}
+	return out, nil
+}
+
+func (r *remote) Replays(ctx context.Context, p *hopper.ReplayListParams) (*hopper.ReplayListResult, error) {
+	req := &hopperv1.ListReplaysRequest{SourceJobId: p.SourceJobID, OriginalId: p.OriginalID,
+		ReplayedBy: p.ReplayedBy, Cursor: p.Cursor, Limit: int32(p.Limit)}
+	if !p.Since.IsZero() {
+		req.Since = timestamppb.New(p.Since)
+	}
+	if !p.Until.IsZero() {
+		req.Until = timestamppb.New(p.Until)
+	}
+	res, err := r.dlq.ListReplays(ctx, req)
+	if err != nil {
+		return nil, remoteErr(err)
+	}
+	out := &hopper.ReplayListResult{NextCursor: res.GetNextCursor(), Replays: make([]*hopper.Replay, len(res.GetReplays()))}
+	for i, rp := range res.GetReplays() {
+		out.Replays[i] = &hopper.Replay{ID: rp.GetId(), SourceJobID: rp.GetSourceJobId(), NewJobID: rp.GetNewJobId(),
+			OriginalID: rp.GetOriginalId(), ReplayedBy: rp.GetReplayedBy(), ReplayedAt: timeOf(rp.GetReplayedAt()),
+			Reason: rp.GetReason()}
+	}
+	return out, nil
+}
