@@ -1,0 +1,141 @@
+package hopper_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hopperjobs/hopper"
+	"github.com/hopperjobs/hopper/sqlitestore"
+)
+
+// Refund is the payload of a refund job.
+type Refund struct {
+	OrderID int `json:"order_id"`
+}
+
+// Kind names the worker that runs the job.
+func (Refund) Kind() string { return "refund" }
+
+// A job that fails for good lands in the dead-letter queue, and the on-dead-letter hook hears
+// of it. Once the cause is fixed, a replay runs the same work again as a new job with lineage,
+// and the audit log says who replayed what.
+func ExampleClient_Replay() {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "hopper-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	st, err := sqlitestore.Open(ctx, sqlitestore.Config{Path: filepath.Join(dir, "hopper.db")})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer st.Close()
+
+	fixed := make(chan struct{})
+	workers := hopper.NewWorkers()
+	hopper.AddWorkerFunc(workers, func(ctx context.Context, job *hopper.Job[Refund]) error {
+		select {
+		case <-fixed:
+			return nil
+		default:
+			return hopper.NoRetry(errors.New("payment provider rejected the refund"))
+		}
+	})
+	dead := make(chan string, 1)
+	client, err := hopper.NewClient(hopper.Config{
+		Store: st, Workers: workers,
+		DeadLetterRetention: 30 * 24 * time.Hour, // keep dead letters a month
+		OnDeadLetter: func(ctx context.Context, job *hopper.JobRow) {
+			dead <- job.ID // page someone; this cannot change the dead letter
+		},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := client.Start(ctx); err != nil {
+		log.Fatal(err)
+	}
+	defer client.Stop(ctx)
+
+	res, err := client.Enqueue(ctx, Refund{OrderID: 42}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	id := <-dead
+	stats, err := client.DeadLetterStats(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("dead letters:", stats.Count, "- the hook saw our job:", id == res.Job.ID)
+
+	close(fixed)
+	replay, err := client.Replay(ctx, id, "alice")
+	if err != nil {
+		log.Fatal(err)
+	}
+	for replay.State != hopper.StateCompleted {
+		time.Sleep(10 * time.Millisecond)
+		if replay, err = client.Get(ctx, replay.ID); err != nil {
+			log.Fatal(err)
+		}
+	}
+	fmt.Println("replay", replay.ReplayCount, "of the original:", replay.OriginalID == id, "-", replay.State)
+	audit, err := client.Replays(ctx, &hopper.ReplayListParams{OriginalID: id})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("replayed by", audit.Replays[0].ReplayedBy)
+	// Output:
+	// dead letters: 1 - the hook saw our job: true
+	// replay 1 of the original: true - completed
+	// replayed by alice
+}
+
+// Completed jobs are kept for their result TTL: the job's own, else its worker's, else the
+// client's (24 h by default). After it, Get reports ErrNotFound and the leader deletes them.
+func ExampleInsertOpts_resultTTL() {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "hopper-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	st, err := sqlitestore.Open(ctx, sqlitestore.Config{Path: filepath.Join(dir, "hopper.db")})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer st.Close()
+	workers := hopper.NewWorkers()
+	hopper.AddWorkerFunc(workers, func(ctx context.Context, job *hopper.Job[Refund]) error {
+		return hopper.SetResult(ctx, map[string]int{"refunded": job.Args.OrderID})
+	})
+	client, err := hopper.NewClient(hopper.Config{Store: st, Workers: workers, ResultTTL: time.Hour})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := client.Start(ctx); err != nil {
+		log.Fatal(err)
+	}
+	defer client.Stop(ctx)
+
+	res, err := client.Enqueue(ctx, Refund{OrderID: 7}, &hopper.InsertOpts{ResultTTL: 10 * time.Minute})
+	if err != nil {
+		log.Fatal(err)
+	}
+	job := res.Job
+	for job.State != hopper.StateCompleted {
+		time.Sleep(10 * time.Millisecond)
+		if job, err = client.Get(ctx, job.ID); err != nil {
+			log.Fatal(err)
+		}
+	}
+	fmt.Println(string(job.Result), "kept for", job.ExpiresAt.Sub(job.FinishedAt).Round(time.Minute))
+	// Output:
+	// {"refunded":7} kept for 10m0s
+}
