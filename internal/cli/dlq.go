@@ -117,7 +117,7 @@ func printDeadLetters(w io.Writer, res *hopper.ListResult) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tKIND\tQUEUE\tATTEMPT\tFAILED\tREPLAYS\tERROR")
+	fmt.Fprintln(tw, "ID\tKIND\tQUEUE\tATTEMPT\tFAILED\tREPLAY\tERROR")
 	for _, j := range res.Jobs {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", j.ID, j.Kind, j.Queue, attemptCount(j.Attempt, j.MaxAttempts),
 			showTime(j.FinishedAt, tableTime), j.ReplayCount, oneLine(j.LastError, 60))
