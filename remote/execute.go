@@ -42,7 +42,14 @@ func (w *Worker) execute(ctx context.Context, job *hopperv1.ActivatedJob) {
 	cause := context.Cause(ctx)
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reportTimeout)
 	defer cancel()
+	var report func(context.Context) error
 	switch {
+	case errors.Is(cause, errStreamGone):
+		return // the stream is gone: the server already gave the job back
+	case errors.Is(cause, hopper.ErrLeaseLost) && w.cfg.Mode == Stream:
+		// The job is no longer ours. Saying so (the server answers FAILED_PRECONDITION) frees
+		// its credit on the stream; if the stream itself is gone this fails harmlessly.
+		report = func(ctx context.Context) error { return w.releaseCall(ctx, job, "lease lost") }
 	case errors.Is(cause, hopper.ErrLeaseLost):
 		return // the job is no longer ours: nothing to report
 	case err == nil:
@@ -50,22 +57,58 @@ func (w *Worker) execute(ctx context.Context, job *hopperv1.ActivatedJob) {
 		if r := ex.Result(); len(r) > 0 {
 			req.Result = string(r)
 		}
-		_, err = w.api.Complete(rctx, req)
+		report = func(ctx context.Context) error { _, err := w.api.Complete(ctx, req); return err }
 	case errors.Is(cause, hopper.ErrShutdown) && w.cfg.Mode == Stream:
 		return // closing the stream gives the job back
 	case errors.Is(cause, hopper.ErrShutdown):
-		_, err = w.api.Release(rctx, &hopperv1.ReleaseRequest{Id: job.GetId(), LeaseToken: job.GetLeaseToken(),
-			Reason: fmt.Sprintf("released on shutdown: %v", err)})
+		why := fmt.Sprintf("released on shutdown: %v", err)
+		report = func(ctx context.Context) error { return w.releaseCall(ctx, job, why) }
 	default:
-		var perr error
-		if _, perr = w.park(rctx, job, err); errors.Is(perr, errNotParked) {
-			_, perr = w.api.Fail(rctx, failRequest(job, row, unit, err, cause))
+		report = func(ctx context.Context) error {
+			_, perr := w.park(ctx, job, err)
+			if errors.Is(perr, errNotParked) {
+				_, perr = w.api.Fail(ctx, failRequest(job, row, unit, err, cause))
+			}
+			return perr
 		}
-		err = perr
 	}
-	if err != nil && connect.CodeOf(err) != connect.CodeFailedPrecondition {
+	if err := w.reportWithRetry(rctx, report); err != nil {
 		w.log.Error("report job outcome", "job_id", job.GetId(), "err", err)
 	}
+}
+
+// reportWithRetry sends an outcome until the server gives a verdict: a lost report would
+// leave the job running on the server (a stream keeps renewing its lease) with nobody on it.
+// A verdict is success or an answer about the job itself (its lease is gone, it is unknown,
+// the request is invalid); transport errors and an unavailable server are retried with
+// backoff until ctx ends.
+func (w *Worker) reportWithRetry(ctx context.Context, report func(context.Context) error) error {
+	delay := 50 * time.Millisecond
+	for {
+		err := report(ctx)
+		switch connect.CodeOf(err) {
+		case connect.CodeFailedPrecondition, connect.CodeNotFound:
+			return nil // the job is no longer this attempt's: nothing left to say
+		case connect.CodeInvalidArgument, connect.CodePermissionDenied, connect.CodeUnauthenticated:
+			return err // retrying cannot help
+		}
+		if err == nil {
+			return nil
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return errors.Join(err, ctx.Err())
+		case <-t.C:
+		}
+		delay = min(2*delay, 2*time.Second)
+	}
+}
+
+func (w *Worker) releaseCall(ctx context.Context, job *hopperv1.ActivatedJob, why string) error {
+	_, err := w.api.Release(ctx, &hopperv1.ReleaseRequest{Id: job.GetId(), LeaseToken: job.GetLeaseToken(), Reason: why})
+	return err
 }
 
 // errNotParked: the handler's error was neither a snooze nor a suspension.
@@ -175,7 +218,7 @@ func (o *rpcOps) ExtendLease(ctx context.Context, d time.Duration) error {
 		LeaseToken: o.job.GetLeaseToken(), Duration: durationpb.New(d)})
 	if err == nil {
 		o.w.mu.Lock()
-		if a := o.w.running[o.job.GetId()]; a != nil {
+		if a := o.w.running[keyOf(o.job)]; a != nil {
 			a.lease = d // later renewals keep this duration
 		}
 		o.w.mu.Unlock()
@@ -190,7 +233,7 @@ func (o *rpcOps) err(err error) error {
 	}
 	if connect.CodeOf(err) == connect.CodeFailedPrecondition {
 		o.w.mu.Lock()
-		a := o.w.running[o.job.GetId()]
+		a := o.w.running[keyOf(o.job)]
 		o.w.mu.Unlock()
 		if a != nil {
 			a.cancel(hopper.ErrLeaseLost)

@@ -87,13 +87,24 @@ type Worker struct {
 	mu       sync.Mutex
 	started  bool
 	stopping bool
-	running  map[string]*attempt
+	running  map[attemptKey]*attempt
 }
+
+// attemptKey names one attempt: a job and the lease token it was given with. A job can be
+// here twice for a moment (an old attempt winding down, a new one started elsewhere in this
+// process), so attempts are never told apart by job id alone.
+type attemptKey struct {
+	id    string
+	token int64
+}
+
+func keyOf(j *hopperv1.ActivatedJob) attemptKey { return attemptKey{j.GetId(), j.GetLeaseToken()} }
 
 type attempt struct {
 	job    *hopperv1.ActivatedJob
 	cancel context.CancelCauseFunc
 	lease  time.Duration
+	done   chan struct{} // closed when its handler and report have returned
 }
 
 // New checks cfg and returns a worker ready to Start.
@@ -129,7 +140,7 @@ func New(cfg Config) (*Worker, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	w := &Worker{cfg: cfg, log: cfg.Logger, handlers: workerhandlers.Of(cfg.Workers), running: map[string]*attempt{}}
+	w := &Worker{cfg: cfg, log: cfg.Logger, handlers: workerhandlers.Of(cfg.Workers), running: map[attemptKey]*attempt{}}
 	if len(w.handlers) == 0 {
 		return nil, errors.New("remote: Config.Workers has no workers")
 	}
@@ -179,10 +190,15 @@ func (w *Worker) Start(ctx context.Context) error {
 	return nil
 }
 
+// stopGrace is how long Stop waits for handlers after canceling them at its deadline.
+const stopGrace = 500 * time.Millisecond
+
 // Stop shuts down gracefully: it starts no new job, lets running jobs finish until ctx ends,
-// then cancels their contexts (cause hopper.ErrShutdown). In Stream mode closing the stream
-// then hands every unfinished job back to the queue at once; in Poll mode a job whose handler
-// did not return is retried once its lease expires.
+// then cancels their contexts (cause hopper.ErrShutdown) and waits a moment (500 ms) for them.
+// Jobs it will not run go back to the queue at once: in Stream mode closing the stream hands
+// back every job it held, in Poll mode each is released. A handler that ignores its context
+// is left running and its job is not released: it returns to the queue when its lease
+// expires.
 func (w *Worker) Stop(ctx context.Context) error {
 	w.mu.Lock()
 	if !w.started || w.stopping {
@@ -201,7 +217,13 @@ func (w *Worker) Stop(ctx context.Context) error {
 	case <-drained:
 	case <-ctx.Done():
 		w.cancelWork(hopper.ErrShutdown)
-		<-drained
+		t := time.NewTimer(stopGrace)
+		select {
+		case <-drained:
+		case <-t.C:
+			w.log.Warn("handlers did not return after shutdown; leaving them")
+		}
+		t.Stop()
 	}
 	w.stopIntake()
 	w.stopKeep()
@@ -233,14 +255,60 @@ func (w *Worker) stream() error {
 		return err
 	}
 	defer st.Close()
+	var mine []*attempt // attempts started from this stream
+	defer func() {
+		// The stream is gone, and with it the server's hold on its jobs: they are back in
+		// their queue. Stop their handlers and wait for them before a new stream takes
+		// jobs, so this worker never runs more than its concurrency, nor a job twice.
+		for _, a := range mine {
+			a.cancel(errStreamGone)
+		}
+		for _, a := range mine {
+			<-a.done
+		}
+	}()
 	for {
 		msg, err := st.Receive()
 		if err != nil {
 			return err
 		}
-		// While stopping, pushed jobs are not started: closing the stream gives them back.
-		w.launch(msg.GetJob())
+		if lost := msg.GetLeaseLost(); lost != nil {
+			w.lost(attemptKey{lost.GetId(), lost.GetLeaseToken()})
+			continue
+		}
+		if a := w.launch(msg.GetJob()); a != nil {
+			mine = append(mine, a)
+		} else {
+			w.release(msg.GetJob(), "worker stopping") // pushed while stopping
+		}
+		mine = pruneDone(mine)
 	}
+}
+
+// errStreamGone cancels the attempts of a stream that ended: the server gave their jobs back.
+var errStreamGone = fmt.Errorf("job stream closed: %w", hopper.ErrLeaseLost)
+
+// lost cancels the attempt whose lease the server says is gone.
+func (w *Worker) lost(k attemptKey) {
+	w.mu.Lock()
+	a := w.running[k]
+	w.mu.Unlock()
+	if a != nil {
+		a.cancel(hopper.ErrLeaseLost)
+	}
+}
+
+// pruneDone drops finished attempts from as.
+func pruneDone(as []*attempt) []*attempt {
+	out := as[:0]
+	for _, a := range as {
+		select {
+		case <-a.done:
+		default:
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // pollLoop asks for as many jobs as there are free slots, waiting for one with long polls.
@@ -283,7 +351,7 @@ func (w *Worker) pollLoop() {
 		}
 		delay = 100 * time.Millisecond
 		for _, j := range jobs {
-			if !w.launchThen(j, func() { <-slots }) {
+			if w.launchThen(j, func() { <-slots }) == nil {
 				<-slots
 				w.release(j, "worker stopping")
 			}
@@ -307,29 +375,31 @@ func (w *Worker) isStopping() bool {
 	return w.stopping
 }
 
-func (w *Worker) launch(job *hopperv1.ActivatedJob) { w.launchThen(job, func() {}) }
+func (w *Worker) launch(job *hopperv1.ActivatedJob) *attempt { return w.launchThen(job, func() {}) }
 
-// launchThen runs job in its own goroutine and calls done after; false when stopping.
-func (w *Worker) launchThen(job *hopperv1.ActivatedJob, done func()) bool {
+// launchThen runs job in its own goroutine and calls done after; nil when stopping.
+func (w *Worker) launchThen(job *hopperv1.ActivatedJob, done func()) *attempt {
 	w.mu.Lock()
 	if w.stopping {
 		w.mu.Unlock()
-		return false
+		return nil
 	}
 	ctx, cancel := context.WithCancelCause(w.workCtx)
-	w.running[job.GetId()] = &attempt{job: job, cancel: cancel, lease: w.cfg.LeaseDuration}
+	a := &attempt{job: job, cancel: cancel, lease: w.cfg.LeaseDuration, done: make(chan struct{})}
+	w.running[keyOf(job)] = a
 	w.jobs.Add(1)
 	w.mu.Unlock()
 	go func() {
 		defer w.jobs.Done()
+		defer close(a.done)
 		defer done()
 		defer cancel(nil)
 		w.execute(ctx, job)
 		w.mu.Lock()
-		delete(w.running, job.GetId())
+		delete(w.running, keyOf(job))
 		w.mu.Unlock()
 	}()
-	return true
+	return a
 }
 
 // keepLeases renews the leases of running jobs in Poll mode (streams' leases are the

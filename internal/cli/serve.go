@@ -127,13 +127,10 @@ func serve(cmd *cobra.Command, o serveOptions) error {
 // jobs go back to their queues), then running jobs get the grace period.
 func serveUntilDone(ctx context.Context, cmd *cobra.Command, o serveOptions, ln net.Listener, srv *server.Server,
 	client *hopper.Client, log *slog.Logger, keys bool) error {
-	baseCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelRequests()
 	protocols := new(http.Protocols)
 	protocols.SetHTTP1(true)
 	protocols.SetUnencryptedHTTP2(true) // gRPC clients without TLS
-	httpSrv := &http.Server{Handler: srv, ReadHeaderTimeout: o.readHeaderWait, Protocols: protocols,
-		BaseContext: func(net.Listener) context.Context { return baseCtx }}
+	httpSrv := &http.Server{Handler: srv, ReadHeaderTimeout: o.readHeaderWait, Protocols: protocols}
 	served := make(chan error, 1)
 	go func() { served <- httpSrv.Serve(ln) }()
 	srv.SetReady(true)
@@ -154,9 +151,8 @@ func serveUntilDone(ctx context.Context, cmd *cobra.Command, o serveOptions, ln 
 	case <-ctx.Done():
 	case serveErr = <-served:
 	}
-	srv.SetReady(false)
 	log.Info("shutting down")
-	cancelRequests() // streams and long polls end; streamed jobs are released
+	srv.Shutdown() // streams and long polls end; streamed jobs are released
 	shutCtx, cancel := context.WithTimeout(context.Background(), o.shutdownGrace)
 	defer cancel()
 	if err := httpSrv.Shutdown(shutCtx); err != nil && !errors.Is(err, context.DeadlineExceeded) {

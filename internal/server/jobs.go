@@ -47,7 +47,7 @@ func (j *jobService) Enqueue(ctx context.Context, req *hopperv1.EnqueueRequest) 
 	if err != nil {
 		return nil, rpcError(j.s.log, "enqueue", err)
 	}
-	return &hopperv1.EnqueueResponse{Job: j.s.toJob(res.Job), Existing: res.Existing}, nil
+	return &hopperv1.EnqueueResponse{Job: j.s.enqueued(ctx, res.Job), Existing: res.Existing}, nil
 }
 
 func (j *jobService) EnqueueBatch(ctx context.Context, req *hopperv1.EnqueueBatchRequest) (*hopperv1.EnqueueBatchResponse, error) {
@@ -68,7 +68,7 @@ func (j *jobService) EnqueueBatch(ctx context.Context, req *hopperv1.EnqueueBatc
 	}
 	out := &hopperv1.EnqueueBatchResponse{Results: make([]*hopperv1.EnqueueResponse, len(res))}
 	for i, r := range res {
-		out.Results[i] = &hopperv1.EnqueueResponse{Job: j.s.toJob(r.Job), Existing: r.Existing}
+		out.Results[i] = &hopperv1.EnqueueResponse{Job: j.s.enqueued(ctx, r.Job), Existing: r.Existing}
 	}
 	return out, nil
 }
@@ -133,4 +133,15 @@ func (j *jobService) Events(ctx context.Context, req *hopperv1.EventsRequest) (*
 		out.Attempts = append(out.Attempts, toAttempt(a))
 	}
 	return out, nil
+}
+
+// enqueued is the job an enqueue answers with. A caller without the read scope gets only
+// what identifies the job: an idempotency key may return a job enqueued by someone else, and
+// an enqueue-only key must not read payloads, results or headers through it.
+func (s *Server) enqueued(ctx context.Context, job *hopper.JobRow) *hopperv1.Job {
+	if principalFrom(ctx).Allows(ScopeRead) {
+		return s.toJob(job)
+	}
+	return &hopperv1.Job{Id: job.ID, Kind: job.Kind, Queue: job.Queue, State: string(job.State),
+		RunAt: ts(job.RunAt), CreatedAt: ts(job.CreatedAt)}
 }

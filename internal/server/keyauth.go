@@ -119,3 +119,15 @@ func (a *KeyAuth) touch(ctx context.Context, id string) {
 	a.mu.Unlock()
 	_ = a.Keys.KeyTouch(context.WithoutCancel(ctx), id, now) // best effort: last use is informational
 }
+
+// StillValid implements Revalidator: the key exists and is not revoked.
+func (a *KeyAuth) StillValid(ctx context.Context, p *Principal) (bool, error) {
+	k, err := a.Keys.KeyLookup(ctx, p.KeyID)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return !k.Revoked(), nil
+}

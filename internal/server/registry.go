@@ -33,10 +33,16 @@ func newRegistry() *registry {
 	return &registry{streams: map[string]*stream{}, byJob: map[hopper.LeaseRef]*stream{}, workers: map[string]*workerInfo{}}
 }
 
+// workerTTL is how long an idle worker stays in the registry after its last request.
+const workerTTL = time.Hour
+
 // seen records a worker's request; the returned func undoes the open stream or poll count.
 func (r *registry) seen(name, queue string, kinds []string, at time.Time, stream bool) func(activated int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if len(r.workers) >= 256 {
+		r.pruneLocked(at)
+	}
 	key := name + "\x00" + queue
 	w := r.workers[key]
 	if w == nil {
@@ -61,6 +67,15 @@ func (r *registry) seen(name, queue string, kinds []string, at time.Time, stream
 	}
 }
 
+// pruneLocked forgets workers with nothing open that have not been seen for workerTTL.
+func (r *registry) pruneLocked(now time.Time) {
+	for k, w := range r.workers {
+		if w.streams == 0 && w.polls == 0 && now.Sub(w.lastSeen) > workerTTL {
+			delete(r.workers, k)
+		}
+	}
+}
+
 // count adds activated jobs to a worker's counter.
 func (r *registry) count(name, queue string, n int) {
 	r.mu.Lock()
@@ -68,6 +83,12 @@ func (r *registry) count(name, queue string, n int) {
 	if w := r.workers[name+"\x00"+queue]; w != nil {
 		w.activated += int64(n)
 	}
+}
+
+// held is an unfinished job of a stream.
+type held struct {
+	lease time.Duration // what renewals use: the stream's, or what the worker last asked for
+	lost  bool          // its lease is gone; it keeps its credit until the worker reports on it
 }
 
 // stream is one open StreamJobs call.
@@ -79,8 +100,8 @@ type stream struct {
 	opened            time.Time
 
 	reg      *registry
-	inflight map[hopper.LeaseRef]struct{} // guarded by reg.mu
-	freed    chan struct{}                // a slot came free (buffered 1)
+	inflight map[hopper.LeaseRef]*held // guarded by reg.mu
+	freed    chan struct{}             // a slot came free (buffered 1)
 
 	pushed, completed, failed, released atomic.Int64
 }
@@ -91,7 +112,7 @@ func (r *registry) open(worker, queue string, kinds []string, credit int, lease 
 	r.nextID++
 	st := &stream{id: strconv.FormatInt(r.nextID, 10), worker: worker, queue: queue, kinds: kinds,
 		credit: credit, lease: lease, opened: at, reg: r,
-		inflight: map[hopper.LeaseRef]struct{}{}, freed: make(chan struct{}, 1)}
+		inflight: map[hopper.LeaseRef]*held{}, freed: make(chan struct{}, 1)}
 	r.streams[st.id] = st
 	return st
 }
@@ -106,7 +127,7 @@ func (r *registry) close(st *stream) []hopper.LeaseRef {
 		refs = append(refs, ref)
 		delete(r.byJob, ref)
 	}
-	st.inflight = map[hopper.LeaseRef]struct{}{}
+	st.inflight = map[hopper.LeaseRef]*held{}
 	return refs
 }
 
@@ -121,19 +142,45 @@ func (st *stream) free() int {
 func (st *stream) hold(ref hopper.LeaseRef) {
 	st.reg.mu.Lock()
 	defer st.reg.mu.Unlock()
-	st.inflight[ref] = struct{}{}
+	st.inflight[ref] = &held{lease: st.lease}
 	st.reg.byJob[ref] = st
 }
 
-// unfinished returns the stream's unfinished jobs.
-func (st *stream) unfinished() []hopper.LeaseRef {
+// renewals returns the stream's jobs whose leases it keeps, by lease duration.
+func (st *stream) renewals() map[time.Duration][]hopper.LeaseRef {
 	st.reg.mu.Lock()
 	defer st.reg.mu.Unlock()
-	refs := make([]hopper.LeaseRef, 0, len(st.inflight))
-	for ref := range st.inflight {
-		refs = append(refs, ref)
+	out := map[time.Duration][]hopper.LeaseRef{}
+	for ref, h := range st.inflight {
+		if !h.lost {
+			out[h.lease] = append(out[h.lease], ref)
+		}
 	}
-	return refs
+	return out
+}
+
+// markLost stops renewing a job whose lease is gone; it reports whether the stream held it
+// and did not know yet.
+func (st *stream) markLost(ref hopper.LeaseRef) bool {
+	st.reg.mu.Lock()
+	defer st.reg.mu.Unlock()
+	h := st.inflight[ref]
+	if h == nil || h.lost {
+		return false
+	}
+	h.lost = true
+	return true
+}
+
+// setLease records the lease duration the worker asked for, used by later renewals.
+func (r *registry) setLease(ref hopper.LeaseRef, d time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if st := r.byJob[ref]; st != nil {
+		if h := st.inflight[ref]; h != nil {
+			h.lease = d
+		}
+	}
 }
 
 // outcome is how a streamed job stopped being the stream's.
@@ -184,6 +231,7 @@ type streamInfo struct {
 func (r *registry) snapshot() ([]streamInfo, []workerInfo) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.pruneLocked(time.Now())
 	streams := make([]streamInfo, 0, len(r.streams))
 	for _, st := range r.streams {
 		streams = append(streams, streamInfo{id: st.id, worker: st.worker, queue: st.queue, kinds: st.kinds,

@@ -41,6 +41,12 @@ type Authenticator interface {
 	Authenticate(ctx context.Context, r *http.Request) (*Principal, error)
 }
 
+// Revalidator is an Authenticator that can tell whether a principal is still valid (its key
+// not revoked since): long-lived streams check it now and then.
+type Revalidator interface {
+	StillValid(ctx context.Context, p *Principal) (bool, error)
+}
+
 // Principal is an authenticated caller: an API key's id, name and scopes.
 type Principal struct {
 	KeyID  string
@@ -100,6 +106,9 @@ type Server struct {
 	limits  *limiter
 	readyMu sync.RWMutex
 	ready   bool
+
+	shutdownCtx context.Context // ends when Shutdown is called: streams and long polls stop
+	shutdown    context.CancelFunc
 }
 
 // New builds the server and registers every route.
@@ -124,6 +133,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, client: cfg.Client, log: cfg.Logger, mux: http.NewServeMux(),
 		routes: map[string]Scope{}, reg: newRegistry(), limits: newLimiter()}
+	s.shutdownCtx, s.shutdown = context.WithCancel(context.Background())
 
 	rpc := connect.NewServer(s.recoverPanics)
 	hopperv1connect.RegisterJobServiceHandler(rpc, &jobService{s})
@@ -137,6 +147,26 @@ func New(cfg Config) (*Server, error) {
 	s.handle("POST /v1/async/{kind}", ScopeEnqueue, s.asyncEnqueue())
 	s.handle("GET /v1/jobs/{id}", ScopeRead, s.asyncStatus())
 	return s, nil
+}
+
+// Shutdown ends open job streams and long polls (their workers are told the server is
+// shutting down and streamed jobs go back to their queues) and marks the server not ready.
+// Other requests finish normally: call it before http.Server.Shutdown.
+func (s *Server) Shutdown() {
+	s.SetReady(false)
+	s.shutdown()
+}
+
+func (s *Server) shuttingDown() bool { return s.shutdownCtx.Err() != nil }
+
+// untilShutdown returns ctx, also canceled when the server shuts down.
+func (s *Server) untilShutdown(ctx context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(s.shutdownCtx, cancel)
+	return ctx, func() {
+		stop()
+		cancel()
+	}
 }
 
 // SetReady makes /healthz answer 200 (true) or 503 (false).

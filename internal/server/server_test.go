@@ -652,3 +652,108 @@ func TestStalledJobsAreShown(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, e.get(t, a.GetId()).GetStalled(), "a heartbeat clears it")
 }
+
+// A held job canceled by an operator: the stream is told, the job's credit stays taken until
+// the worker reports on it, so the worker never runs more than its credit.
+func TestStreamTellsTheWorkerOfALostLease(t *testing.T) {
+	e := start(t)
+	first := e.enqueue(t, "push", `{}`)
+	e.enqueue(t, "push", `{}`)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	stream, err := e.workers.StreamJobs(ctx, &hopperv1.StreamJobsRequest{Worker: "w", Credit: 1,
+		LeaseTimeout: durationpb.New(time.Second)}) // renewed every ~333 ms
+	require.NoError(t, err)
+	defer stream.Close()
+	msg, err := stream.Receive()
+	require.NoError(t, err)
+	job := msg.GetJob()
+	require.Equal(t, first.GetId(), job.GetId())
+
+	_, err = e.jobs.Cancel(t.Context(), &hopperv1.CancelRequest{Id: job.GetId()})
+	require.NoError(t, err)
+	msg, err = stream.Receive()
+	require.NoError(t, err)
+	require.Nil(t, msg.GetJob(), "no new job while the lost one still holds the credit")
+	require.Equal(t, job.GetId(), msg.GetLeaseLost().GetId())
+	require.Equal(t, job.GetLeaseToken(), msg.GetLeaseLost().GetLeaseToken())
+
+	_, err = e.workers.Complete(t.Context(), &hopperv1.CompleteRequest{Id: job.GetId(), LeaseToken: job.GetLeaseToken()})
+	requireCode(t, connect.CodeFailedPrecondition, err)
+	msg, err = stream.Receive()
+	require.NoError(t, err)
+	require.NotNil(t, msg.GetJob(), "the report freed the credit")
+}
+
+func TestRevokingAKeyEndsItsStreams(t *testing.T) {
+	e := start(t)
+	srv, err := server.New(server.Config{Client: e.hopper, Auth: &server.KeyAuth{Keys: e.store}})
+	require.NoError(t, err)
+	srv.SetReady(true)
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	plain, k, err := apikey.New("worker", []apikey.Scope{apikey.ScopeWork})
+	require.NoError(t, err)
+	require.NoError(t, e.store.KeyCreate(t.Context(), k))
+	cc := connect.NewClient(connecthttp.NewTransport(http.DefaultClient, ts.URL))
+	workers := hopperv1connect.NewWorkerServiceClient(cc)
+	ctx, info := connect.NewClientContext(t.Context())
+	info.RequestHeader().Set("Authorization", "Bearer "+plain)
+	stream, err := workers.StreamJobs(ctx, &hopperv1.StreamJobsRequest{Worker: "w", Credit: 1,
+		LeaseTimeout: durationpb.New(time.Second)})
+	require.NoError(t, err)
+	defer stream.Close()
+	_, err = e.store.KeyRevoke(t.Context(), "worker")
+	require.NoError(t, err)
+	_, err = stream.Receive()
+	requireCode(t, connect.CodeUnauthenticated, err)
+}
+
+func TestShutdownEndsStreamsAndPollsWithUnavailable(t *testing.T) {
+	e := start(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	stream, err := e.workers.StreamJobs(ctx, &hopperv1.StreamJobsRequest{Worker: "w", Credit: 1})
+	require.NoError(t, err)
+	defer stream.Close()
+	polled := make(chan error, 1)
+	go func() {
+		_, err := e.workers.Activate(ctx, &hopperv1.ActivateRequest{Worker: "p", RequestTimeout: durationpb.New(time.Minute)})
+		polled <- err
+	}()
+	require.Eventually(t, func() bool { return waitingPolls(t, e) == 1 }, 5*time.Second, time.Millisecond)
+	e.srv.Shutdown()
+	_, err = stream.Receive()
+	requireCode(t, connect.CodeUnavailable, err)
+	requireCode(t, connect.CodeUnavailable, <-polled)
+	resp, err := http.Get(e.url + "/healthz")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+}
+
+// The auth policy of every RPC, as documented in docs/server.md and docs/security.md.
+func TestRouteScopesAreTheDocumentedOnes(t *testing.T) {
+	e := start(t)
+	want := map[string]server.Scope{
+		"/hopper.v1.JobService/Enqueue": server.ScopeEnqueue, "/hopper.v1.JobService/EnqueueBatch": server.ScopeEnqueue,
+		"/hopper.v1.JobService/Get": server.ScopeRead, "/hopper.v1.JobService/List": server.ScopeRead,
+		"/hopper.v1.JobService/Events": server.ScopeRead, "/hopper.v1.JobService/Cancel": server.ScopeAdmin,
+		"/hopper.v1.WorkerService/Activate": server.ScopeWork, "/hopper.v1.WorkerService/StreamJobs": server.ScopeWork,
+		"/hopper.v1.WorkerService/Complete": server.ScopeWork, "/hopper.v1.WorkerService/Fail": server.ScopeWork,
+		"/hopper.v1.WorkerService/Release": server.ScopeWork, "/hopper.v1.WorkerService/Snooze": server.ScopeWork,
+		"/hopper.v1.WorkerService/Suspend": server.ScopeWork, "/hopper.v1.WorkerService/ExtendLease": server.ScopeWork,
+		"/hopper.v1.WorkerService/Heartbeat": server.ScopeWork, "/hopper.v1.WorkerService/ReportProgress": server.ScopeWork,
+		"/hopper.v1.QueueService/List": server.ScopeRead, "/hopper.v1.QueueService/Pause": server.ScopeAdmin,
+		"/hopper.v1.QueueService/Resume": server.ScopeAdmin, "/hopper.v1.AdminService/ListNodes": server.ScopeRead,
+		"/hopper.v1.AdminService/ListWorkers": server.ScopeRead, "/hopper.v1.AdminService/ListStreams": server.ScopeRead,
+		"/hopper.v1.AdminService/CreateKey": server.ScopeAdmin, "/hopper.v1.AdminService/ListKeys": server.ScopeAdmin,
+		"/hopper.v1.AdminService/RevokeKey": server.ScopeAdmin,
+		"POST /v1/async/{kind}":             server.ScopeEnqueue, "GET /v1/jobs/{id}": server.ScopeRead,
+		"GET /healthz":                      server.ScopePublic,
+	}
+	routes := e.srv.Routes()
+	for route, scope := range want {
+		require.Equal(t, scope, routes[route], "scope of %s", route)
+	}
+}

@@ -51,11 +51,18 @@ func (w *workerService) Activate(ctx context.Context, req *hopperv1.ActivateRequ
 		}
 		defer release()
 	}
-	done := s.reg.seen(req.GetWorker(), queueOrDefault(req.GetQueue()), req.GetKinds(), time.Now(), false)
-	jobs, err := s.client.Activate(ctx, hopper.ActivateParams{
+	params := hopper.ActivateParams{
 		Worker: req.GetWorker(), Queue: req.GetQueue(), Kinds: req.GetKinds(), MaxJobs: int(req.GetMaxJobs()),
 		LeaseDuration: fromDur(req.GetLeaseTimeout()), Wait: wait,
-	})
+	}
+	if err := params.Check(); err != nil {
+		return nil, rpcError(s.log, "activate", err)
+	}
+	callCtx := ctx
+	ctx, stop := s.untilShutdown(ctx)
+	defer stop()
+	done := s.reg.seen(req.GetWorker(), queueOrDefault(req.GetQueue()), req.GetKinds(), time.Now(), false)
+	jobs, err := s.client.Activate(ctx, params)
 	done(len(jobs))
 	if err != nil && ctx.Err() != nil && !s.isReady() {
 		return nil, connect.NewError(connect.CodeUnavailable, "server shutting down; retry on another node or later")
@@ -63,7 +70,7 @@ func (w *workerService) Activate(ctx context.Context, req *hopperv1.ActivateRequ
 	if err != nil {
 		return nil, rpcError(s.log, "activate", err)
 	}
-	if ctx.Err() != nil && len(jobs) > 0 {
+	if callCtx.Err() != nil && len(jobs) > 0 {
 		// The caller gave up as the jobs were claimed: give them back rather than let them
 		// wait for their leases.
 		refs := make([]hopper.LeaseRef, len(jobs))
@@ -71,7 +78,7 @@ func (w *workerService) Activate(ctx context.Context, req *hopperv1.ActivateRequ
 			refs[i] = hopper.LeaseRef{ID: j.ID, Token: j.Token}
 		}
 		w.release(ctx, refs, "activation abandoned by the worker")
-		return nil, rpcError(s.log, "activate", ctx.Err())
+		return nil, rpcError(s.log, "activate", callCtx.Err())
 	}
 	out := &hopperv1.ActivateResponse{Jobs: make([]*hopperv1.ActivatedJob, len(jobs))}
 	for i, j := range jobs {
@@ -112,12 +119,19 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 
 	seenDone := s.reg.seen(params.Worker, params.Queue, params.Kinds, time.Now(), true)
 	st := s.reg.open(params.Worker, params.Queue, params.Kinds, credit, lease, time.Now())
+	// The stream ends when the worker goes away, when the server shuts down, or when its key
+	// is revoked (the keeper cancels it with errKeyRevoked).
+	ctx, stopAtShutdown := s.untilShutdown(ctx)
+	defer stopAtShutdown()
+	ctx, endStream := context.WithCancelCause(ctx)
+	defer endStream(nil)
+	send := &lockedSender{out: out}
 	keepCtx, stopKeeping := context.WithCancel(ctx)
 	var keeper sync.WaitGroup
 	keeper.Add(1)
 	go func() {
 		defer keeper.Done()
-		w.keepLeases(keepCtx, st)
+		w.keepLeases(keepCtx, st, send, principalFrom(ctx), endStream)
 	}()
 	defer func() {
 		stopKeeping()
@@ -125,8 +139,19 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 		w.release(ctx, s.reg.close(st), "stream closed")
 		seenDone(0)
 	}()
+	// ended says why the stream stops: an error the worker should act on, or nil when the
+	// worker itself went away.
+	ended := func() error {
+		switch {
+		case errors.Is(context.Cause(ctx), errKeyRevoked):
+			return connect.NewError(connect.CodeUnauthenticated, "the stream's API key was revoked")
+		case !s.isReady() || s.shuttingDown():
+			return connect.NewError(connect.CodeUnavailable, "server shutting down; reconnect to another node or later")
+		}
+		return nil
+	}
 
-	if err := out.SendHeaders(); err != nil { // the worker knows the stream is open
+	if err := send.headers(); err != nil { // the worker knows the stream is open
 		return nil
 	}
 	for {
@@ -134,7 +159,7 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 		if free <= 0 {
 			select {
 			case <-ctx.Done():
-				return nil
+				return ended()
 			case <-st.freed:
 				continue
 			}
@@ -153,11 +178,8 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 		params.MaxJobs, params.Wait = free, DefaultStreamPoll
 		jobs, err := s.client.Activate(ctx, params)
 		if err != nil {
-			if ctx.Err() != nil && !s.isReady() {
-				return connect.NewError(connect.CodeUnavailable, "server shutting down; reconnect to another node or later")
-			}
 			if ctx.Err() != nil {
-				return nil
+				return ended()
 			}
 			return rpcError(s.log, "stream jobs", err)
 		}
@@ -168,7 +190,7 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 			st.hold(hopper.LeaseRef{ID: j.ID, Token: j.Token})
 		}
 		for _, j := range jobs {
-			if err := out.Send(&hopperv1.StreamJobsResponse{Job: toActivated(j, req.GetFetchFields())}); err != nil {
+			if err := send.send(&hopperv1.StreamJobsResponse{Job: toActivated(j, req.GetFetchFields())}); err != nil {
 				return nil // the worker went away; the deferred close releases what it held
 			}
 			st.pushed.Add(1)
@@ -176,9 +198,35 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 	}
 }
 
+// errKeyRevoked ends a stream whose API key was revoked.
+var errKeyRevoked = errors.New("API key revoked")
+
+// lockedSender serializes a stream's sends: jobs from the stream loop, lease-lost news from
+// its keeper.
+type lockedSender struct {
+	mu  sync.Mutex
+	out hopperv1connect.WorkerServiceStreamJobsServerStream
+}
+
+func (l *lockedSender) headers() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.out.SendHeaders()
+}
+
+func (l *lockedSender) send(m *hopperv1.StreamJobsResponse) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.out.Send(m)
+}
+
 // keepLeases renews the leases of a stream's unfinished jobs every third of the lease, so a
-// job stays the worker's for as long as its stream is open.
-func (w *workerService) keepLeases(ctx context.Context, st *stream) {
+// job stays the worker's for as long as its stream is open. A job whose lease is gone
+// (canceled, or taken after an expiry) is no longer renewed and the worker is told; it keeps
+// its credit until the worker reports on it, so the worker never runs more than its credit.
+// It also ends the stream when its API key has been revoked.
+func (w *workerService) keepLeases(ctx context.Context, st *stream, send *lockedSender, p *Principal,
+	endStream context.CancelCauseFunc) {
 	t := time.NewTicker(st.lease / 3)
 	defer t.Stop()
 	for {
@@ -187,20 +235,27 @@ func (w *workerService) keepLeases(ctx context.Context, st *stream) {
 			return
 		case <-t.C:
 		}
-		refs := st.unfinished()
-		if len(refs) == 0 {
-			continue
-		}
-		errs, err := w.s.client.ExtendJobLeases(ctx, refs, st.lease)
-		if err != nil {
-			if ctx.Err() == nil {
-				w.s.log.Warn("renew stream leases", "stream", st.id, "err", err)
+		if rv, ok := w.s.cfg.Auth.(Revalidator); ok && p.KeyID != "" {
+			if valid, err := rv.StillValid(ctx, p); err == nil && !valid {
+				endStream(errKeyRevoked)
+				return
 			}
-			continue
 		}
-		for i, err := range errs {
-			if errors.Is(err, hopper.ErrLeaseLost) {
-				w.s.reg.done(refs[i], outcomeLost) // canceled or taken: its credit is free
+		for lease, refs := range st.renewals() {
+			errs, err := w.s.client.ExtendJobLeases(ctx, refs, lease)
+			if err != nil {
+				if ctx.Err() == nil {
+					w.s.log.Warn("renew stream leases", "stream", st.id, "err", err)
+				}
+				continue
+			}
+			for i, err := range errs {
+				if errors.Is(err, hopper.ErrLeaseLost) && st.markLost(refs[i]) {
+					msg := &hopperv1.StreamJobsResponse{LeaseLost: &hopperv1.LeaseLost{Id: refs[i].ID, LeaseToken: refs[i].Token}}
+					if send.send(msg) != nil {
+						return
+					}
+				}
 			}
 		}
 	}
@@ -213,12 +268,22 @@ func (w *workerService) release(ctx context.Context, refs []hopper.LeaseRef, why
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
+	// Concurrently, so the completer writes them in a few transactions.
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 32)
 	for _, ref := range refs {
-		err := w.s.client.ReleaseJob(ctx, ref.ID, ref.Token, why)
-		if err != nil && !errors.Is(err, hopper.ErrLeaseLost) {
-			w.s.log.Warn("release streamed job", "job_id", ref.ID, "err", err)
-		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			err := w.s.client.ReleaseJob(ctx, ref.ID, ref.Token, why)
+			if err != nil && !errors.Is(err, hopper.ErrLeaseLost) {
+				w.s.log.Warn("release streamed job", "job_id", ref.ID, "err", err)
+			}
+		}()
 	}
+	wg.Wait()
 }
 
 // finished updates the stream registry after a call that ends or may end an attempt.
@@ -311,6 +376,9 @@ func (w *workerService) Suspend(ctx context.Context, req *hopperv1.SuspendReques
 func (w *workerService) ExtendLease(ctx context.Context, req *hopperv1.ExtendLeaseRequest) (*hopperv1.ExtendLeaseResponse, error) {
 	d := fromDur(req.GetDuration())
 	until, err := w.s.client.ExtendJobLease(ctx, req.GetId(), req.GetLeaseToken(), d)
+	if err == nil {
+		w.s.reg.setLease(hopper.LeaseRef{ID: req.GetId(), Token: req.GetLeaseToken()}, d)
+	}
 	if errors.Is(err, hopper.ErrLeaseLost) {
 		w.finished(hopper.LeaseRef{ID: req.GetId(), Token: req.GetLeaseToken()}, outcomeLost, err)
 	}

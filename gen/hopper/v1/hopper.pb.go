@@ -1730,9 +1730,14 @@ func (x *StreamJobsRequest) GetFetchFields() []string {
 	return nil
 }
 
+// StreamJobsResponse carries either a job pushed to the worker or, for a job the stream
+// holds, the news that its lease is gone (canceled by an operator, or taken after expiry):
+// the worker should stop working it; its credit is free once the worker reports on it (any
+// call about it answers FAILED_PRECONDITION then) or the stream closes.
 type StreamJobsResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Job           *ActivatedJob          `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
+	LeaseLost     *LeaseLost             `protobuf:"bytes,2,opt,name=lease_lost,json=leaseLost,proto3" json:"lease_lost,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1774,6 +1779,65 @@ func (x *StreamJobsResponse) GetJob() *ActivatedJob {
 	return nil
 }
 
+func (x *StreamJobsResponse) GetLeaseLost() *LeaseLost {
+	if x != nil {
+		return x.LeaseLost
+	}
+	return nil
+}
+
+type LeaseLost struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	LeaseToken    int64                  `protobuf:"varint,2,opt,name=lease_token,json=leaseToken,proto3" json:"lease_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaseLost) Reset() {
+	*x = LeaseLost{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaseLost) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaseLost) ProtoMessage() {}
+
+func (x *LeaseLost) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaseLost.ProtoReflect.Descriptor instead.
+func (*LeaseLost) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *LeaseLost) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *LeaseLost) GetLeaseToken() int64 {
+	if x != nil {
+		return x.LeaseToken
+	}
+	return 0
+}
+
 type CompleteRequest struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	Id         string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -1786,7 +1850,7 @@ type CompleteRequest struct {
 
 func (x *CompleteRequest) Reset() {
 	*x = CompleteRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[22]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1798,7 +1862,7 @@ func (x *CompleteRequest) String() string {
 func (*CompleteRequest) ProtoMessage() {}
 
 func (x *CompleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[22]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1811,7 +1875,7 @@ func (x *CompleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteRequest.ProtoReflect.Descriptor instead.
 func (*CompleteRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{22}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *CompleteRequest) GetId() string {
@@ -1843,7 +1907,7 @@ type CompleteResponse struct {
 
 func (x *CompleteResponse) Reset() {
 	*x = CompleteResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[23]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1855,7 +1919,7 @@ func (x *CompleteResponse) String() string {
 func (*CompleteResponse) ProtoMessage() {}
 
 func (x *CompleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[23]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1868,7 +1932,7 @@ func (x *CompleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteResponse.ProtoReflect.Descriptor instead.
 func (*CompleteResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{23}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{24}
 }
 
 type FailRequest struct {
@@ -1888,7 +1952,7 @@ type FailRequest struct {
 
 func (x *FailRequest) Reset() {
 	*x = FailRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[24]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1900,7 +1964,7 @@ func (x *FailRequest) String() string {
 func (*FailRequest) ProtoMessage() {}
 
 func (x *FailRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[24]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1913,7 +1977,7 @@ func (x *FailRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailRequest.ProtoReflect.Descriptor instead.
 func (*FailRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{24}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *FailRequest) GetId() string {
@@ -1962,7 +2026,7 @@ type FailResponse struct {
 
 func (x *FailResponse) Reset() {
 	*x = FailResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[25]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1974,7 +2038,7 @@ func (x *FailResponse) String() string {
 func (*FailResponse) ProtoMessage() {}
 
 func (x *FailResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[25]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1987,7 +2051,7 @@ func (x *FailResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailResponse.ProtoReflect.Descriptor instead.
 func (*FailResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{25}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *FailResponse) GetState() string {
@@ -2015,7 +2079,7 @@ type SnoozeRequest struct {
 
 func (x *SnoozeRequest) Reset() {
 	*x = SnoozeRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[26]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2027,7 +2091,7 @@ func (x *SnoozeRequest) String() string {
 func (*SnoozeRequest) ProtoMessage() {}
 
 func (x *SnoozeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[26]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2040,7 +2104,7 @@ func (x *SnoozeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnoozeRequest.ProtoReflect.Descriptor instead.
 func (*SnoozeRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{26}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *SnoozeRequest) GetId() string {
@@ -2072,7 +2136,7 @@ type SnoozeResponse struct {
 
 func (x *SnoozeResponse) Reset() {
 	*x = SnoozeResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[27]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2084,7 +2148,7 @@ func (x *SnoozeResponse) String() string {
 func (*SnoozeResponse) ProtoMessage() {}
 
 func (x *SnoozeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[27]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2097,7 +2161,7 @@ func (x *SnoozeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnoozeResponse.ProtoReflect.Descriptor instead.
 func (*SnoozeResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{27}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{28}
 }
 
 type SuspendRequest struct {
@@ -2116,7 +2180,7 @@ type SuspendRequest struct {
 
 func (x *SuspendRequest) Reset() {
 	*x = SuspendRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[28]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2128,7 +2192,7 @@ func (x *SuspendRequest) String() string {
 func (*SuspendRequest) ProtoMessage() {}
 
 func (x *SuspendRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[28]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2141,7 +2205,7 @@ func (x *SuspendRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SuspendRequest.ProtoReflect.Descriptor instead.
 func (*SuspendRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{28}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *SuspendRequest) GetId() string {
@@ -2187,7 +2251,7 @@ type SuspendResponse struct {
 
 func (x *SuspendResponse) Reset() {
 	*x = SuspendResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[29]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2199,7 +2263,7 @@ func (x *SuspendResponse) String() string {
 func (*SuspendResponse) ProtoMessage() {}
 
 func (x *SuspendResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[29]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2212,7 +2276,7 @@ func (x *SuspendResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SuspendResponse.ProtoReflect.Descriptor instead.
 func (*SuspendResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{29}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{30}
 }
 
 type ReleaseRequest struct {
@@ -2227,7 +2291,7 @@ type ReleaseRequest struct {
 
 func (x *ReleaseRequest) Reset() {
 	*x = ReleaseRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[30]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2239,7 +2303,7 @@ func (x *ReleaseRequest) String() string {
 func (*ReleaseRequest) ProtoMessage() {}
 
 func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[30]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2252,7 +2316,7 @@ func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseRequest.ProtoReflect.Descriptor instead.
 func (*ReleaseRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{30}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ReleaseRequest) GetId() string {
@@ -2284,7 +2348,7 @@ type ReleaseResponse struct {
 
 func (x *ReleaseResponse) Reset() {
 	*x = ReleaseResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[31]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2296,7 +2360,7 @@ func (x *ReleaseResponse) String() string {
 func (*ReleaseResponse) ProtoMessage() {}
 
 func (x *ReleaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[31]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2309,7 +2373,7 @@ func (x *ReleaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseResponse.ProtoReflect.Descriptor instead.
 func (*ReleaseResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{31}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{32}
 }
 
 type ExtendLeaseRequest struct {
@@ -2323,7 +2387,7 @@ type ExtendLeaseRequest struct {
 
 func (x *ExtendLeaseRequest) Reset() {
 	*x = ExtendLeaseRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[32]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2335,7 +2399,7 @@ func (x *ExtendLeaseRequest) String() string {
 func (*ExtendLeaseRequest) ProtoMessage() {}
 
 func (x *ExtendLeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[32]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2348,7 +2412,7 @@ func (x *ExtendLeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendLeaseRequest.ProtoReflect.Descriptor instead.
 func (*ExtendLeaseRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{32}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ExtendLeaseRequest) GetId() string {
@@ -2381,7 +2445,7 @@ type ExtendLeaseResponse struct {
 
 func (x *ExtendLeaseResponse) Reset() {
 	*x = ExtendLeaseResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[33]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2393,7 +2457,7 @@ func (x *ExtendLeaseResponse) String() string {
 func (*ExtendLeaseResponse) ProtoMessage() {}
 
 func (x *ExtendLeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[33]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2406,7 +2470,7 @@ func (x *ExtendLeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendLeaseResponse.ProtoReflect.Descriptor instead.
 func (*ExtendLeaseResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{33}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ExtendLeaseResponse) GetLeaseExpiresAt() *timestamppb.Timestamp {
@@ -2426,7 +2490,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[34]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2438,7 +2502,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[34]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2451,7 +2515,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{34}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *HeartbeatRequest) GetId() string {
@@ -2476,7 +2540,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[35]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2488,7 +2552,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[35]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2501,7 +2565,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{35}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{36}
 }
 
 type ReportProgressRequest struct {
@@ -2516,7 +2580,7 @@ type ReportProgressRequest struct {
 
 func (x *ReportProgressRequest) Reset() {
 	*x = ReportProgressRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[36]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2528,7 +2592,7 @@ func (x *ReportProgressRequest) String() string {
 func (*ReportProgressRequest) ProtoMessage() {}
 
 func (x *ReportProgressRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[36]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2541,7 +2605,7 @@ func (x *ReportProgressRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportProgressRequest.ProtoReflect.Descriptor instead.
 func (*ReportProgressRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{36}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ReportProgressRequest) GetId() string {
@@ -2580,7 +2644,7 @@ type ReportProgressResponse struct {
 
 func (x *ReportProgressResponse) Reset() {
 	*x = ReportProgressResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[37]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2592,7 +2656,7 @@ func (x *ReportProgressResponse) String() string {
 func (*ReportProgressResponse) ProtoMessage() {}
 
 func (x *ReportProgressResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[37]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2605,7 +2669,7 @@ func (x *ReportProgressResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportProgressResponse.ProtoReflect.Descriptor instead.
 func (*ReportProgressResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{37}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{38}
 }
 
 type Queue struct {
@@ -2622,7 +2686,7 @@ type Queue struct {
 
 func (x *Queue) Reset() {
 	*x = Queue{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[38]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2634,7 +2698,7 @@ func (x *Queue) String() string {
 func (*Queue) ProtoMessage() {}
 
 func (x *Queue) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[38]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2647,7 +2711,7 @@ func (x *Queue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Queue.ProtoReflect.Descriptor instead.
 func (*Queue) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{38}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Queue) GetName() string {
@@ -2686,7 +2750,7 @@ type QueueServiceListRequest struct {
 
 func (x *QueueServiceListRequest) Reset() {
 	*x = QueueServiceListRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[39]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2698,7 +2762,7 @@ func (x *QueueServiceListRequest) String() string {
 func (*QueueServiceListRequest) ProtoMessage() {}
 
 func (x *QueueServiceListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[39]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2711,7 +2775,7 @@ func (x *QueueServiceListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueServiceListRequest.ProtoReflect.Descriptor instead.
 func (*QueueServiceListRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{39}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{40}
 }
 
 type QueueServiceListResponse struct {
@@ -2723,7 +2787,7 @@ type QueueServiceListResponse struct {
 
 func (x *QueueServiceListResponse) Reset() {
 	*x = QueueServiceListResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[40]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2735,7 +2799,7 @@ func (x *QueueServiceListResponse) String() string {
 func (*QueueServiceListResponse) ProtoMessage() {}
 
 func (x *QueueServiceListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[40]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2748,7 +2812,7 @@ func (x *QueueServiceListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueServiceListResponse.ProtoReflect.Descriptor instead.
 func (*QueueServiceListResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{40}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *QueueServiceListResponse) GetQueues() []*Queue {
@@ -2767,7 +2831,7 @@ type PauseRequest struct {
 
 func (x *PauseRequest) Reset() {
 	*x = PauseRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[41]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2779,7 +2843,7 @@ func (x *PauseRequest) String() string {
 func (*PauseRequest) ProtoMessage() {}
 
 func (x *PauseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[41]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2792,7 +2856,7 @@ func (x *PauseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseRequest.ProtoReflect.Descriptor instead.
 func (*PauseRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{41}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *PauseRequest) GetQueue() string {
@@ -2810,7 +2874,7 @@ type PauseResponse struct {
 
 func (x *PauseResponse) Reset() {
 	*x = PauseResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[42]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2822,7 +2886,7 @@ func (x *PauseResponse) String() string {
 func (*PauseResponse) ProtoMessage() {}
 
 func (x *PauseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[42]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2835,7 +2899,7 @@ func (x *PauseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseResponse.ProtoReflect.Descriptor instead.
 func (*PauseResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{42}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{43}
 }
 
 type ResumeRequest struct {
@@ -2847,7 +2911,7 @@ type ResumeRequest struct {
 
 func (x *ResumeRequest) Reset() {
 	*x = ResumeRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[43]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2859,7 +2923,7 @@ func (x *ResumeRequest) String() string {
 func (*ResumeRequest) ProtoMessage() {}
 
 func (x *ResumeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[43]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2872,7 +2936,7 @@ func (x *ResumeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeRequest.ProtoReflect.Descriptor instead.
 func (*ResumeRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{43}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ResumeRequest) GetQueue() string {
@@ -2890,7 +2954,7 @@ type ResumeResponse struct {
 
 func (x *ResumeResponse) Reset() {
 	*x = ResumeResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[44]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2902,7 +2966,7 @@ func (x *ResumeResponse) String() string {
 func (*ResumeResponse) ProtoMessage() {}
 
 func (x *ResumeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[44]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2915,7 +2979,7 @@ func (x *ResumeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeResponse.ProtoReflect.Descriptor instead.
 func (*ResumeResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{44}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{45}
 }
 
 type Node struct {
@@ -2932,7 +2996,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[45]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2944,7 +3008,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[45]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2957,7 +3021,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{45}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *Node) GetId() string {
@@ -3010,7 +3074,7 @@ type ListNodesRequest struct {
 
 func (x *ListNodesRequest) Reset() {
 	*x = ListNodesRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[46]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3022,7 +3086,7 @@ func (x *ListNodesRequest) String() string {
 func (*ListNodesRequest) ProtoMessage() {}
 
 func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[46]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3035,7 +3099,7 @@ func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesRequest.ProtoReflect.Descriptor instead.
 func (*ListNodesRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{46}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{47}
 }
 
 type ListNodesResponse struct {
@@ -3047,7 +3111,7 @@ type ListNodesResponse struct {
 
 func (x *ListNodesResponse) Reset() {
 	*x = ListNodesResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[47]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3059,7 +3123,7 @@ func (x *ListNodesResponse) String() string {
 func (*ListNodesResponse) ProtoMessage() {}
 
 func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[47]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3072,7 +3136,7 @@ func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesResponse.ProtoReflect.Descriptor instead.
 func (*ListNodesResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{47}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ListNodesResponse) GetNodes() []*Node {
@@ -3098,7 +3162,7 @@ type Worker struct {
 
 func (x *Worker) Reset() {
 	*x = Worker{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[48]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3110,7 +3174,7 @@ func (x *Worker) String() string {
 func (*Worker) ProtoMessage() {}
 
 func (x *Worker) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[48]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3123,7 +3187,7 @@ func (x *Worker) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Worker.ProtoReflect.Descriptor instead.
 func (*Worker) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{48}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *Worker) GetName() string {
@@ -3183,7 +3247,7 @@ type ListWorkersRequest struct {
 
 func (x *ListWorkersRequest) Reset() {
 	*x = ListWorkersRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[49]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3195,7 +3259,7 @@ func (x *ListWorkersRequest) String() string {
 func (*ListWorkersRequest) ProtoMessage() {}
 
 func (x *ListWorkersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[49]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3208,7 +3272,7 @@ func (x *ListWorkersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWorkersRequest.ProtoReflect.Descriptor instead.
 func (*ListWorkersRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{49}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{50}
 }
 
 type ListWorkersResponse struct {
@@ -3220,7 +3284,7 @@ type ListWorkersResponse struct {
 
 func (x *ListWorkersResponse) Reset() {
 	*x = ListWorkersResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[50]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3232,7 +3296,7 @@ func (x *ListWorkersResponse) String() string {
 func (*ListWorkersResponse) ProtoMessage() {}
 
 func (x *ListWorkersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[50]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3245,7 +3309,7 @@ func (x *ListWorkersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWorkersResponse.ProtoReflect.Descriptor instead.
 func (*ListWorkersResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{50}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ListWorkersResponse) GetWorkers() []*Worker {
@@ -3276,7 +3340,7 @@ type Stream struct {
 
 func (x *Stream) Reset() {
 	*x = Stream{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3288,7 +3352,7 @@ func (x *Stream) String() string {
 func (*Stream) ProtoMessage() {}
 
 func (x *Stream) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3301,7 +3365,7 @@ func (x *Stream) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stream.ProtoReflect.Descriptor instead.
 func (*Stream) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{51}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *Stream) GetId() string {
@@ -3389,7 +3453,7 @@ type ListStreamsRequest struct {
 
 func (x *ListStreamsRequest) Reset() {
 	*x = ListStreamsRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3401,7 +3465,7 @@ func (x *ListStreamsRequest) String() string {
 func (*ListStreamsRequest) ProtoMessage() {}
 
 func (x *ListStreamsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3414,7 +3478,7 @@ func (x *ListStreamsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStreamsRequest.ProtoReflect.Descriptor instead.
 func (*ListStreamsRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{52}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{53}
 }
 
 type ListStreamsResponse struct {
@@ -3426,7 +3490,7 @@ type ListStreamsResponse struct {
 
 func (x *ListStreamsResponse) Reset() {
 	*x = ListStreamsResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3438,7 +3502,7 @@ func (x *ListStreamsResponse) String() string {
 func (*ListStreamsResponse) ProtoMessage() {}
 
 func (x *ListStreamsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3451,7 +3515,7 @@ func (x *ListStreamsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStreamsResponse.ProtoReflect.Descriptor instead.
 func (*ListStreamsResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{53}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ListStreamsResponse) GetStreams() []*Stream {
@@ -3477,7 +3541,7 @@ type APIKey struct {
 
 func (x *APIKey) Reset() {
 	*x = APIKey{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3489,7 +3553,7 @@ func (x *APIKey) String() string {
 func (*APIKey) ProtoMessage() {}
 
 func (x *APIKey) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3502,7 +3566,7 @@ func (x *APIKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use APIKey.ProtoReflect.Descriptor instead.
 func (*APIKey) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{54}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *APIKey) GetId() string {
@@ -3557,7 +3621,7 @@ type CreateKeyRequest struct {
 
 func (x *CreateKeyRequest) Reset() {
 	*x = CreateKeyRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3569,7 +3633,7 @@ func (x *CreateKeyRequest) String() string {
 func (*CreateKeyRequest) ProtoMessage() {}
 
 func (x *CreateKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3582,7 +3646,7 @@ func (x *CreateKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyRequest.ProtoReflect.Descriptor instead.
 func (*CreateKeyRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{55}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *CreateKeyRequest) GetName() string {
@@ -3610,7 +3674,7 @@ type CreateKeyResponse struct {
 
 func (x *CreateKeyResponse) Reset() {
 	*x = CreateKeyResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3622,7 +3686,7 @@ func (x *CreateKeyResponse) String() string {
 func (*CreateKeyResponse) ProtoMessage() {}
 
 func (x *CreateKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3635,7 +3699,7 @@ func (x *CreateKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyResponse.ProtoReflect.Descriptor instead.
 func (*CreateKeyResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{56}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *CreateKeyResponse) GetKey() *APIKey {
@@ -3660,7 +3724,7 @@ type ListKeysRequest struct {
 
 func (x *ListKeysRequest) Reset() {
 	*x = ListKeysRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[57]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3672,7 +3736,7 @@ func (x *ListKeysRequest) String() string {
 func (*ListKeysRequest) ProtoMessage() {}
 
 func (x *ListKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[57]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3685,7 +3749,7 @@ func (x *ListKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeysRequest.ProtoReflect.Descriptor instead.
 func (*ListKeysRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{57}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{58}
 }
 
 type ListKeysResponse struct {
@@ -3697,7 +3761,7 @@ type ListKeysResponse struct {
 
 func (x *ListKeysResponse) Reset() {
 	*x = ListKeysResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3709,7 +3773,7 @@ func (x *ListKeysResponse) String() string {
 func (*ListKeysResponse) ProtoMessage() {}
 
 func (x *ListKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3722,7 +3786,7 @@ func (x *ListKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeysResponse.ProtoReflect.Descriptor instead.
 func (*ListKeysResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{58}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ListKeysResponse) GetKeys() []*APIKey {
@@ -3741,7 +3805,7 @@ type RevokeKeyRequest struct {
 
 func (x *RevokeKeyRequest) Reset() {
 	*x = RevokeKeyRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3753,7 +3817,7 @@ func (x *RevokeKeyRequest) String() string {
 func (*RevokeKeyRequest) ProtoMessage() {}
 
 func (x *RevokeKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3766,7 +3830,7 @@ func (x *RevokeKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeKeyRequest.ProtoReflect.Descriptor instead.
 func (*RevokeKeyRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{59}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *RevokeKeyRequest) GetIdOrName() string {
@@ -3785,7 +3849,7 @@ type RevokeKeyResponse struct {
 
 func (x *RevokeKeyResponse) Reset() {
 	*x = RevokeKeyResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3797,7 +3861,7 @@ func (x *RevokeKeyResponse) String() string {
 func (*RevokeKeyResponse) ProtoMessage() {}
 
 func (x *RevokeKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3810,7 +3874,7 @@ func (x *RevokeKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeKeyResponse.ProtoReflect.Descriptor instead.
 func (*RevokeKeyResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{60}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *RevokeKeyResponse) GetKey() *APIKey {
@@ -3834,7 +3898,7 @@ type DeadLetterFilter struct {
 
 func (x *DeadLetterFilter) Reset() {
 	*x = DeadLetterFilter{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3846,7 +3910,7 @@ func (x *DeadLetterFilter) String() string {
 func (*DeadLetterFilter) ProtoMessage() {}
 
 func (x *DeadLetterFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3859,7 +3923,7 @@ func (x *DeadLetterFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterFilter.ProtoReflect.Descriptor instead.
 func (*DeadLetterFilter) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{61}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *DeadLetterFilter) GetQueues() []string {
@@ -3903,7 +3967,7 @@ type DeadLetterServiceListRequest struct {
 
 func (x *DeadLetterServiceListRequest) Reset() {
 	*x = DeadLetterServiceListRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3915,7 +3979,7 @@ func (x *DeadLetterServiceListRequest) String() string {
 func (*DeadLetterServiceListRequest) ProtoMessage() {}
 
 func (x *DeadLetterServiceListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3928,7 +3992,7 @@ func (x *DeadLetterServiceListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceListRequest.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceListRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{62}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *DeadLetterServiceListRequest) GetFilter() *DeadLetterFilter {
@@ -3963,7 +4027,7 @@ type DeadLetterServiceListResponse struct {
 
 func (x *DeadLetterServiceListResponse) Reset() {
 	*x = DeadLetterServiceListResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3975,7 +4039,7 @@ func (x *DeadLetterServiceListResponse) String() string {
 func (*DeadLetterServiceListResponse) ProtoMessage() {}
 
 func (x *DeadLetterServiceListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3988,7 +4052,7 @@ func (x *DeadLetterServiceListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceListResponse.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceListResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{63}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *DeadLetterServiceListResponse) GetJobs() []*Job {
@@ -4013,7 +4077,7 @@ type DeadLetterServiceStatsRequest struct {
 
 func (x *DeadLetterServiceStatsRequest) Reset() {
 	*x = DeadLetterServiceStatsRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4025,7 +4089,7 @@ func (x *DeadLetterServiceStatsRequest) String() string {
 func (*DeadLetterServiceStatsRequest) ProtoMessage() {}
 
 func (x *DeadLetterServiceStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4038,7 +4102,7 @@ func (x *DeadLetterServiceStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceStatsRequest.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceStatsRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{64}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{65}
 }
 
 type DeadLetterServiceStatsResponse struct {
@@ -4055,7 +4119,7 @@ type DeadLetterServiceStatsResponse struct {
 
 func (x *DeadLetterServiceStatsResponse) Reset() {
 	*x = DeadLetterServiceStatsResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4067,7 +4131,7 @@ func (x *DeadLetterServiceStatsResponse) String() string {
 func (*DeadLetterServiceStatsResponse) ProtoMessage() {}
 
 func (x *DeadLetterServiceStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4080,7 +4144,7 @@ func (x *DeadLetterServiceStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceStatsResponse.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceStatsResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{65}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *DeadLetterServiceStatsResponse) GetCount() int64 {
@@ -4113,7 +4177,7 @@ type ReplayRequest struct {
 
 func (x *ReplayRequest) Reset() {
 	*x = ReplayRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4125,7 +4189,7 @@ func (x *ReplayRequest) String() string {
 func (*ReplayRequest) ProtoMessage() {}
 
 func (x *ReplayRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4138,7 +4202,7 @@ func (x *ReplayRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayRequest.ProtoReflect.Descriptor instead.
 func (*ReplayRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{66}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *ReplayRequest) GetId() string {
@@ -4160,7 +4224,7 @@ type ReplayResponse struct {
 
 func (x *ReplayResponse) Reset() {
 	*x = ReplayResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4172,7 +4236,7 @@ func (x *ReplayResponse) String() string {
 func (*ReplayResponse) ProtoMessage() {}
 
 func (x *ReplayResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4185,7 +4249,7 @@ func (x *ReplayResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayResponse.ProtoReflect.Descriptor instead.
 func (*ReplayResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{67}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *ReplayResponse) GetJob() *Job {
@@ -4213,7 +4277,7 @@ type ReplayManyRequest struct {
 
 func (x *ReplayManyRequest) Reset() {
 	*x = ReplayManyRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4225,7 +4289,7 @@ func (x *ReplayManyRequest) String() string {
 func (*ReplayManyRequest) ProtoMessage() {}
 
 func (x *ReplayManyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4238,7 +4302,7 @@ func (x *ReplayManyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayManyRequest.ProtoReflect.Descriptor instead.
 func (*ReplayManyRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{68}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *ReplayManyRequest) GetFilter() *DeadLetterFilter {
@@ -4266,7 +4330,7 @@ type ReplayManyResponse struct {
 
 func (x *ReplayManyResponse) Reset() {
 	*x = ReplayManyResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4278,7 +4342,7 @@ func (x *ReplayManyResponse) String() string {
 func (*ReplayManyResponse) ProtoMessage() {}
 
 func (x *ReplayManyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4291,7 +4355,7 @@ func (x *ReplayManyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayManyResponse.ProtoReflect.Descriptor instead.
 func (*ReplayManyResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{69}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *ReplayManyResponse) GetJobs() []*Job {
@@ -4326,7 +4390,7 @@ type ReplayRecord struct {
 
 func (x *ReplayRecord) Reset() {
 	*x = ReplayRecord{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4338,7 +4402,7 @@ func (x *ReplayRecord) String() string {
 func (*ReplayRecord) ProtoMessage() {}
 
 func (x *ReplayRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4351,7 +4415,7 @@ func (x *ReplayRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayRecord.ProtoReflect.Descriptor instead.
 func (*ReplayRecord) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{70}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *ReplayRecord) GetId() int64 {
@@ -4421,7 +4485,7 @@ type ListReplaysRequest struct {
 
 func (x *ListReplaysRequest) Reset() {
 	*x = ListReplaysRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4433,7 +4497,7 @@ func (x *ListReplaysRequest) String() string {
 func (*ListReplaysRequest) ProtoMessage() {}
 
 func (x *ListReplaysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4446,7 +4510,7 @@ func (x *ListReplaysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReplaysRequest.ProtoReflect.Descriptor instead.
 func (*ListReplaysRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{71}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *ListReplaysRequest) GetSourceJobId() string {
@@ -4508,7 +4572,7 @@ type ListReplaysResponse struct {
 
 func (x *ListReplaysResponse) Reset() {
 	*x = ListReplaysResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4520,7 +4584,7 @@ func (x *ListReplaysResponse) String() string {
 func (*ListReplaysResponse) ProtoMessage() {}
 
 func (x *ListReplaysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4533,7 +4597,7 @@ func (x *ListReplaysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReplaysResponse.ProtoReflect.Descriptor instead.
 func (*ListReplaysResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{72}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *ListReplaysResponse) GetReplays() []*ReplayRecord {
@@ -4721,9 +4785,15 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x05kinds\x18\x03 \x03(\tR\x05kinds\x12\x16\n" +
 	"\x06credit\x18\x04 \x01(\x05R\x06credit\x12>\n" +
 	"\rlease_timeout\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\fleaseTimeout\x12!\n" +
-	"\ffetch_fields\x18\x06 \x03(\tR\vfetchFields\"?\n" +
+	"\ffetch_fields\x18\x06 \x03(\tR\vfetchFields\"t\n" +
 	"\x12StreamJobsResponse\x12)\n" +
-	"\x03job\x18\x01 \x01(\v2\x17.hopper.v1.ActivatedJobR\x03job\"Z\n" +
+	"\x03job\x18\x01 \x01(\v2\x17.hopper.v1.ActivatedJobR\x03job\x123\n" +
+	"\n" +
+	"lease_lost\x18\x02 \x01(\v2\x14.hopper.v1.LeaseLostR\tleaseLost\"<\n" +
+	"\tLeaseLost\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
+	"\vlease_token\x18\x02 \x01(\x03R\n" +
+	"leaseToken\"Z\n" +
 	"\x0fCompleteRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
 	"\vlease_token\x18\x02 \x01(\x03R\n" +
@@ -4973,7 +5043,7 @@ func file_hopper_v1_hopper_proto_rawDescGZIP() []byte {
 	return file_hopper_v1_hopper_proto_rawDescData
 }
 
-var file_hopper_v1_hopper_proto_msgTypes = make([]protoimpl.MessageInfo, 77)
+var file_hopper_v1_hopper_proto_msgTypes = make([]protoimpl.MessageInfo, 78)
 var file_hopper_v1_hopper_proto_goTypes = []any{
 	(*Job)(nil),                            // 0: hopper.v1.Job
 	(*JobSpec)(nil),                        // 1: hopper.v1.JobSpec
@@ -4997,208 +5067,210 @@ var file_hopper_v1_hopper_proto_goTypes = []any{
 	(*ActivateResponse)(nil),               // 19: hopper.v1.ActivateResponse
 	(*StreamJobsRequest)(nil),              // 20: hopper.v1.StreamJobsRequest
 	(*StreamJobsResponse)(nil),             // 21: hopper.v1.StreamJobsResponse
-	(*CompleteRequest)(nil),                // 22: hopper.v1.CompleteRequest
-	(*CompleteResponse)(nil),               // 23: hopper.v1.CompleteResponse
-	(*FailRequest)(nil),                    // 24: hopper.v1.FailRequest
-	(*FailResponse)(nil),                   // 25: hopper.v1.FailResponse
-	(*SnoozeRequest)(nil),                  // 26: hopper.v1.SnoozeRequest
-	(*SnoozeResponse)(nil),                 // 27: hopper.v1.SnoozeResponse
-	(*SuspendRequest)(nil),                 // 28: hopper.v1.SuspendRequest
-	(*SuspendResponse)(nil),                // 29: hopper.v1.SuspendResponse
-	(*ReleaseRequest)(nil),                 // 30: hopper.v1.ReleaseRequest
-	(*ReleaseResponse)(nil),                // 31: hopper.v1.ReleaseResponse
-	(*ExtendLeaseRequest)(nil),             // 32: hopper.v1.ExtendLeaseRequest
-	(*ExtendLeaseResponse)(nil),            // 33: hopper.v1.ExtendLeaseResponse
-	(*HeartbeatRequest)(nil),               // 34: hopper.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),              // 35: hopper.v1.HeartbeatResponse
-	(*ReportProgressRequest)(nil),          // 36: hopper.v1.ReportProgressRequest
-	(*ReportProgressResponse)(nil),         // 37: hopper.v1.ReportProgressResponse
-	(*Queue)(nil),                          // 38: hopper.v1.Queue
-	(*QueueServiceListRequest)(nil),        // 39: hopper.v1.QueueServiceListRequest
-	(*QueueServiceListResponse)(nil),       // 40: hopper.v1.QueueServiceListResponse
-	(*PauseRequest)(nil),                   // 41: hopper.v1.PauseRequest
-	(*PauseResponse)(nil),                  // 42: hopper.v1.PauseResponse
-	(*ResumeRequest)(nil),                  // 43: hopper.v1.ResumeRequest
-	(*ResumeResponse)(nil),                 // 44: hopper.v1.ResumeResponse
-	(*Node)(nil),                           // 45: hopper.v1.Node
-	(*ListNodesRequest)(nil),               // 46: hopper.v1.ListNodesRequest
-	(*ListNodesResponse)(nil),              // 47: hopper.v1.ListNodesResponse
-	(*Worker)(nil),                         // 48: hopper.v1.Worker
-	(*ListWorkersRequest)(nil),             // 49: hopper.v1.ListWorkersRequest
-	(*ListWorkersResponse)(nil),            // 50: hopper.v1.ListWorkersResponse
-	(*Stream)(nil),                         // 51: hopper.v1.Stream
-	(*ListStreamsRequest)(nil),             // 52: hopper.v1.ListStreamsRequest
-	(*ListStreamsResponse)(nil),            // 53: hopper.v1.ListStreamsResponse
-	(*APIKey)(nil),                         // 54: hopper.v1.APIKey
-	(*CreateKeyRequest)(nil),               // 55: hopper.v1.CreateKeyRequest
-	(*CreateKeyResponse)(nil),              // 56: hopper.v1.CreateKeyResponse
-	(*ListKeysRequest)(nil),                // 57: hopper.v1.ListKeysRequest
-	(*ListKeysResponse)(nil),               // 58: hopper.v1.ListKeysResponse
-	(*RevokeKeyRequest)(nil),               // 59: hopper.v1.RevokeKeyRequest
-	(*RevokeKeyResponse)(nil),              // 60: hopper.v1.RevokeKeyResponse
-	(*DeadLetterFilter)(nil),               // 61: hopper.v1.DeadLetterFilter
-	(*DeadLetterServiceListRequest)(nil),   // 62: hopper.v1.DeadLetterServiceListRequest
-	(*DeadLetterServiceListResponse)(nil),  // 63: hopper.v1.DeadLetterServiceListResponse
-	(*DeadLetterServiceStatsRequest)(nil),  // 64: hopper.v1.DeadLetterServiceStatsRequest
-	(*DeadLetterServiceStatsResponse)(nil), // 65: hopper.v1.DeadLetterServiceStatsResponse
-	(*ReplayRequest)(nil),                  // 66: hopper.v1.ReplayRequest
-	(*ReplayResponse)(nil),                 // 67: hopper.v1.ReplayResponse
-	(*ReplayManyRequest)(nil),              // 68: hopper.v1.ReplayManyRequest
-	(*ReplayManyResponse)(nil),             // 69: hopper.v1.ReplayManyResponse
-	(*ReplayRecord)(nil),                   // 70: hopper.v1.ReplayRecord
-	(*ListReplaysRequest)(nil),             // 71: hopper.v1.ListReplaysRequest
-	(*ListReplaysResponse)(nil),            // 72: hopper.v1.ListReplaysResponse
-	nil,                                    // 73: hopper.v1.Job.HeadersEntry
-	nil,                                    // 74: hopper.v1.JobSpec.HeadersEntry
-	nil,                                    // 75: hopper.v1.ActivatedJob.HeadersEntry
-	nil,                                    // 76: hopper.v1.Queue.CountsEntry
-	(*timestamppb.Timestamp)(nil),          // 77: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),            // 78: google.protobuf.Duration
+	(*LeaseLost)(nil),                      // 22: hopper.v1.LeaseLost
+	(*CompleteRequest)(nil),                // 23: hopper.v1.CompleteRequest
+	(*CompleteResponse)(nil),               // 24: hopper.v1.CompleteResponse
+	(*FailRequest)(nil),                    // 25: hopper.v1.FailRequest
+	(*FailResponse)(nil),                   // 26: hopper.v1.FailResponse
+	(*SnoozeRequest)(nil),                  // 27: hopper.v1.SnoozeRequest
+	(*SnoozeResponse)(nil),                 // 28: hopper.v1.SnoozeResponse
+	(*SuspendRequest)(nil),                 // 29: hopper.v1.SuspendRequest
+	(*SuspendResponse)(nil),                // 30: hopper.v1.SuspendResponse
+	(*ReleaseRequest)(nil),                 // 31: hopper.v1.ReleaseRequest
+	(*ReleaseResponse)(nil),                // 32: hopper.v1.ReleaseResponse
+	(*ExtendLeaseRequest)(nil),             // 33: hopper.v1.ExtendLeaseRequest
+	(*ExtendLeaseResponse)(nil),            // 34: hopper.v1.ExtendLeaseResponse
+	(*HeartbeatRequest)(nil),               // 35: hopper.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),              // 36: hopper.v1.HeartbeatResponse
+	(*ReportProgressRequest)(nil),          // 37: hopper.v1.ReportProgressRequest
+	(*ReportProgressResponse)(nil),         // 38: hopper.v1.ReportProgressResponse
+	(*Queue)(nil),                          // 39: hopper.v1.Queue
+	(*QueueServiceListRequest)(nil),        // 40: hopper.v1.QueueServiceListRequest
+	(*QueueServiceListResponse)(nil),       // 41: hopper.v1.QueueServiceListResponse
+	(*PauseRequest)(nil),                   // 42: hopper.v1.PauseRequest
+	(*PauseResponse)(nil),                  // 43: hopper.v1.PauseResponse
+	(*ResumeRequest)(nil),                  // 44: hopper.v1.ResumeRequest
+	(*ResumeResponse)(nil),                 // 45: hopper.v1.ResumeResponse
+	(*Node)(nil),                           // 46: hopper.v1.Node
+	(*ListNodesRequest)(nil),               // 47: hopper.v1.ListNodesRequest
+	(*ListNodesResponse)(nil),              // 48: hopper.v1.ListNodesResponse
+	(*Worker)(nil),                         // 49: hopper.v1.Worker
+	(*ListWorkersRequest)(nil),             // 50: hopper.v1.ListWorkersRequest
+	(*ListWorkersResponse)(nil),            // 51: hopper.v1.ListWorkersResponse
+	(*Stream)(nil),                         // 52: hopper.v1.Stream
+	(*ListStreamsRequest)(nil),             // 53: hopper.v1.ListStreamsRequest
+	(*ListStreamsResponse)(nil),            // 54: hopper.v1.ListStreamsResponse
+	(*APIKey)(nil),                         // 55: hopper.v1.APIKey
+	(*CreateKeyRequest)(nil),               // 56: hopper.v1.CreateKeyRequest
+	(*CreateKeyResponse)(nil),              // 57: hopper.v1.CreateKeyResponse
+	(*ListKeysRequest)(nil),                // 58: hopper.v1.ListKeysRequest
+	(*ListKeysResponse)(nil),               // 59: hopper.v1.ListKeysResponse
+	(*RevokeKeyRequest)(nil),               // 60: hopper.v1.RevokeKeyRequest
+	(*RevokeKeyResponse)(nil),              // 61: hopper.v1.RevokeKeyResponse
+	(*DeadLetterFilter)(nil),               // 62: hopper.v1.DeadLetterFilter
+	(*DeadLetterServiceListRequest)(nil),   // 63: hopper.v1.DeadLetterServiceListRequest
+	(*DeadLetterServiceListResponse)(nil),  // 64: hopper.v1.DeadLetterServiceListResponse
+	(*DeadLetterServiceStatsRequest)(nil),  // 65: hopper.v1.DeadLetterServiceStatsRequest
+	(*DeadLetterServiceStatsResponse)(nil), // 66: hopper.v1.DeadLetterServiceStatsResponse
+	(*ReplayRequest)(nil),                  // 67: hopper.v1.ReplayRequest
+	(*ReplayResponse)(nil),                 // 68: hopper.v1.ReplayResponse
+	(*ReplayManyRequest)(nil),              // 69: hopper.v1.ReplayManyRequest
+	(*ReplayManyResponse)(nil),             // 70: hopper.v1.ReplayManyResponse
+	(*ReplayRecord)(nil),                   // 71: hopper.v1.ReplayRecord
+	(*ListReplaysRequest)(nil),             // 72: hopper.v1.ListReplaysRequest
+	(*ListReplaysResponse)(nil),            // 73: hopper.v1.ListReplaysResponse
+	nil,                                    // 74: hopper.v1.Job.HeadersEntry
+	nil,                                    // 75: hopper.v1.JobSpec.HeadersEntry
+	nil,                                    // 76: hopper.v1.ActivatedJob.HeadersEntry
+	nil,                                    // 77: hopper.v1.Queue.CountsEntry
+	(*timestamppb.Timestamp)(nil),          // 78: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),            // 79: google.protobuf.Duration
 }
 var file_hopper_v1_hopper_proto_depIdxs = []int32{
-	73,  // 0: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
-	77,  // 1: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
-	78,  // 2: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
-	77,  // 3: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
-	77,  // 4: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
-	77,  // 5: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	77,  // 6: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
-	77,  // 7: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
-	77,  // 8: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	77,  // 9: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
-	77,  // 10: hopper.v1.Job.deadline_at:type_name -> google.protobuf.Timestamp
-	77,  // 11: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
-	78,  // 12: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
-	78,  // 13: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
-	74,  // 14: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
-	78,  // 15: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
+	74,  // 0: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
+	78,  // 1: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
+	79,  // 2: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
+	78,  // 3: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
+	78,  // 4: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
+	78,  // 5: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	78,  // 6: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
+	78,  // 7: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
+	78,  // 8: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	78,  // 9: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
+	78,  // 10: hopper.v1.Job.deadline_at:type_name -> google.protobuf.Timestamp
+	78,  // 11: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
+	79,  // 12: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
+	79,  // 13: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
+	75,  // 14: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
+	79,  // 15: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
 	2,   // 16: hopper.v1.JobSpec.retry_policy:type_name -> hopper.v1.RetryPolicy
-	78,  // 17: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
-	78,  // 18: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
+	79,  // 17: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
+	79,  // 18: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
 	1,   // 19: hopper.v1.EnqueueRequest.job:type_name -> hopper.v1.JobSpec
 	0,   // 20: hopper.v1.EnqueueResponse.job:type_name -> hopper.v1.Job
 	1,   // 21: hopper.v1.EnqueueBatchRequest.jobs:type_name -> hopper.v1.JobSpec
 	4,   // 22: hopper.v1.EnqueueBatchResponse.results:type_name -> hopper.v1.EnqueueResponse
 	0,   // 23: hopper.v1.GetResponse.job:type_name -> hopper.v1.Job
-	77,  // 24: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
-	77,  // 25: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
+	78,  // 24: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
+	78,  // 25: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
 	0,   // 26: hopper.v1.ListResponse.jobs:type_name -> hopper.v1.Job
 	0,   // 27: hopper.v1.CancelResponse.job:type_name -> hopper.v1.Job
-	77,  // 28: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
-	77,  // 29: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
-	77,  // 30: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
+	78,  // 28: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
+	78,  // 29: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
+	78,  // 30: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
 	14,  // 31: hopper.v1.EventsResponse.events:type_name -> hopper.v1.Event
 	15,  // 32: hopper.v1.EventsResponse.attempts:type_name -> hopper.v1.Attempt
-	75,  // 33: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
-	77,  // 34: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
-	78,  // 35: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
-	77,  // 36: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
+	76,  // 33: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
+	78,  // 34: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
+	79,  // 35: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
+	78,  // 36: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
 	2,   // 37: hopper.v1.ActivatedJob.retry_policy:type_name -> hopper.v1.RetryPolicy
-	78,  // 38: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
-	78,  // 39: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
+	79,  // 38: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
+	79,  // 39: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
 	17,  // 40: hopper.v1.ActivateResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	78,  // 41: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
+	79,  // 41: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
 	17,  // 42: hopper.v1.StreamJobsResponse.job:type_name -> hopper.v1.ActivatedJob
-	78,  // 43: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
-	77,  // 44: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
-	78,  // 45: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
-	77,  // 46: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
-	77,  // 47: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
-	78,  // 48: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
-	77,  // 49: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
-	76,  // 50: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
-	38,  // 51: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
-	77,  // 52: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
-	77,  // 53: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
-	45,  // 54: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
-	77,  // 55: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
-	48,  // 56: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
-	77,  // 57: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
-	51,  // 58: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
-	77,  // 59: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
-	77,  // 60: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
-	77,  // 61: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
-	54,  // 62: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
-	54,  // 63: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
-	54,  // 64: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
-	77,  // 65: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
-	77,  // 66: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
-	61,  // 67: hopper.v1.DeadLetterServiceListRequest.filter:type_name -> hopper.v1.DeadLetterFilter
-	0,   // 68: hopper.v1.DeadLetterServiceListResponse.jobs:type_name -> hopper.v1.Job
-	77,  // 69: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
-	78,  // 70: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
-	0,   // 71: hopper.v1.ReplayResponse.job:type_name -> hopper.v1.Job
-	61,  // 72: hopper.v1.ReplayManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
-	0,   // 73: hopper.v1.ReplayManyResponse.jobs:type_name -> hopper.v1.Job
-	77,  // 74: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
-	77,  // 75: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
-	77,  // 76: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
-	70,  // 77: hopper.v1.ListReplaysResponse.replays:type_name -> hopper.v1.ReplayRecord
-	3,   // 78: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
-	5,   // 79: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
-	7,   // 80: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
-	9,   // 81: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
-	11,  // 82: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
-	13,  // 83: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
-	18,  // 84: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
-	20,  // 85: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
-	22,  // 86: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
-	24,  // 87: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
-	30,  // 88: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
-	26,  // 89: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
-	28,  // 90: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
-	32,  // 91: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
-	34,  // 92: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
-	36,  // 93: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
-	39,  // 94: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
-	41,  // 95: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
-	43,  // 96: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
-	46,  // 97: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
-	49,  // 98: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
-	52,  // 99: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
-	55,  // 100: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
-	57,  // 101: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
-	59,  // 102: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
-	62,  // 103: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
-	64,  // 104: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
-	66,  // 105: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
-	68,  // 106: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
-	71,  // 107: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
-	4,   // 108: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
-	6,   // 109: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
-	8,   // 110: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
-	10,  // 111: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
-	12,  // 112: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
-	16,  // 113: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
-	19,  // 114: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
-	21,  // 115: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
-	23,  // 116: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
-	25,  // 117: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
-	31,  // 118: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
-	27,  // 119: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
-	29,  // 120: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
-	33,  // 121: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
-	35,  // 122: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
-	37,  // 123: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
-	40,  // 124: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
-	42,  // 125: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
-	44,  // 126: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
-	47,  // 127: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
-	50,  // 128: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
-	53,  // 129: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
-	56,  // 130: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
-	58,  // 131: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
-	60,  // 132: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
-	63,  // 133: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
-	65,  // 134: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
-	67,  // 135: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
-	69,  // 136: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
-	72,  // 137: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
-	108, // [108:138] is the sub-list for method output_type
-	78,  // [78:108] is the sub-list for method input_type
-	78,  // [78:78] is the sub-list for extension type_name
-	78,  // [78:78] is the sub-list for extension extendee
-	0,   // [0:78] is the sub-list for field type_name
+	22,  // 43: hopper.v1.StreamJobsResponse.lease_lost:type_name -> hopper.v1.LeaseLost
+	79,  // 44: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
+	78,  // 45: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
+	79,  // 46: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
+	78,  // 47: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
+	78,  // 48: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
+	79,  // 49: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
+	78,  // 50: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
+	77,  // 51: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
+	39,  // 52: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
+	78,  // 53: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
+	78,  // 54: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
+	46,  // 55: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
+	78,  // 56: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
+	49,  // 57: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
+	78,  // 58: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
+	52,  // 59: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
+	78,  // 60: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
+	78,  // 61: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
+	78,  // 62: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
+	55,  // 63: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
+	55,  // 64: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
+	55,  // 65: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
+	78,  // 66: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
+	78,  // 67: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
+	62,  // 68: hopper.v1.DeadLetterServiceListRequest.filter:type_name -> hopper.v1.DeadLetterFilter
+	0,   // 69: hopper.v1.DeadLetterServiceListResponse.jobs:type_name -> hopper.v1.Job
+	78,  // 70: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
+	79,  // 71: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
+	0,   // 72: hopper.v1.ReplayResponse.job:type_name -> hopper.v1.Job
+	62,  // 73: hopper.v1.ReplayManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
+	0,   // 74: hopper.v1.ReplayManyResponse.jobs:type_name -> hopper.v1.Job
+	78,  // 75: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
+	78,  // 76: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
+	78,  // 77: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
+	71,  // 78: hopper.v1.ListReplaysResponse.replays:type_name -> hopper.v1.ReplayRecord
+	3,   // 79: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
+	5,   // 80: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
+	7,   // 81: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
+	9,   // 82: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
+	11,  // 83: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
+	13,  // 84: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
+	18,  // 85: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
+	20,  // 86: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
+	23,  // 87: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
+	25,  // 88: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
+	31,  // 89: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
+	27,  // 90: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
+	29,  // 91: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
+	33,  // 92: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
+	35,  // 93: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
+	37,  // 94: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
+	40,  // 95: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
+	42,  // 96: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
+	44,  // 97: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
+	47,  // 98: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
+	50,  // 99: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
+	53,  // 100: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
+	56,  // 101: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
+	58,  // 102: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
+	60,  // 103: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
+	63,  // 104: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
+	65,  // 105: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
+	67,  // 106: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
+	69,  // 107: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
+	72,  // 108: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
+	4,   // 109: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
+	6,   // 110: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
+	8,   // 111: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
+	10,  // 112: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
+	12,  // 113: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
+	16,  // 114: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
+	19,  // 115: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
+	21,  // 116: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
+	24,  // 117: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
+	26,  // 118: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
+	32,  // 119: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
+	28,  // 120: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
+	30,  // 121: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
+	34,  // 122: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
+	36,  // 123: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
+	38,  // 124: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
+	41,  // 125: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
+	43,  // 126: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
+	45,  // 127: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
+	48,  // 128: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
+	51,  // 129: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
+	54,  // 130: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
+	57,  // 131: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
+	59,  // 132: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
+	61,  // 133: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
+	64,  // 134: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
+	66,  // 135: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
+	68,  // 136: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
+	70,  // 137: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
+	73,  // 138: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
+	109, // [109:139] is the sub-list for method output_type
+	79,  // [79:109] is the sub-list for method input_type
+	79,  // [79:79] is the sub-list for extension type_name
+	79,  // [79:79] is the sub-list for extension extendee
+	0,   // [0:79] is the sub-list for field type_name
 }
 
 func init() { file_hopper_v1_hopper_proto_init() }
@@ -5206,14 +5278,14 @@ func file_hopper_v1_hopper_proto_init() {
 	if File_hopper_v1_hopper_proto != nil {
 		return
 	}
-	file_hopper_v1_hopper_proto_msgTypes[24].OneofWrappers = []any{}
+	file_hopper_v1_hopper_proto_msgTypes[25].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hopper_v1_hopper_proto_rawDesc), len(file_hopper_v1_hopper_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   77,
+			NumMessages:   78,
 			NumExtensions: 0,
 			NumServices:   5,
 		},
