@@ -750,7 +750,7 @@ func TestRouteScopesAreTheDocumentedOnes(t *testing.T) {
 		"/hopper.v1.AdminService/CreateKey": server.ScopeAdmin, "/hopper.v1.AdminService/ListKeys": server.ScopeAdmin,
 		"/hopper.v1.AdminService/RevokeKey": server.ScopeAdmin,
 		"POST /v1/async/{kind}":             server.ScopeEnqueue, "GET /v1/jobs/{id}": server.ScopeRead,
-		"GET /healthz":                      server.ScopePublic,
+		"GET /healthz": server.ScopePublic,
 	}
 	routes := e.srv.Routes()
 	for route, scope := range want {
