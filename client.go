@@ -60,13 +60,17 @@ func NewClient(cfg Config) (*Client, error) {
 }
 
 // Start begins working jobs (when Workers are configured) and the maintenance duties
-// (promoting due jobs, rescuing expired leases). The goroutines it starts run until Stop;
-// ctx only carries values to them.
+// (promoting due jobs, rescuing expired leases, firing schedules). The goroutines it starts
+// run until Stop; ctx only carries values to them. It first reconciles Config.Schedules with
+// the store, returning a *ValidationError for a bad declaration.
 func (c *Client) Start(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.started {
 		return errors.New("hopper: client already started")
+	}
+	if err := c.reconcileSchedules(ctx); err != nil {
+		return err
 	}
 	c.started = true
 	if c.dlHook != nil {

@@ -97,6 +97,12 @@ type Config struct {
 	Logger *slog.Logger
 	// Clock is the time source (default the wall clock); tests inject a fake one.
 	Clock Clock
+	// Schedules are recurring schedules declared in code. Start reconciles the store with
+	// them: it adds or updates each one and removes the code-declared schedules no longer
+	// listed; schedules added through AddSchedule, the API or the CLI are never touched. Nil
+	// (the default) leaves every stored schedule alone; an empty non-nil slice removes every
+	// code-declared one. Processes sharing a store should declare the same set. See Schedule.
+	Schedules []Schedule
 }
 
 // QueueConfig configures one queue of a worker process.

@@ -89,6 +89,11 @@ type Config struct {
 	// ReleaseGrace is how long Stop waits, after canceling handlers at its deadline, before it
 	// releases the jobs of handlers that have not returned (default 500 ms).
 	ReleaseGrace time.Duration
+	// ScheduleTick bounds the leader's wait between looks for due schedules (default 1 s).
+	ScheduleTick time.Duration
+	// ScheduleGrace: a fire time at most this old when the leader gets to it is on time under
+	// every catch-up policy (default the larger of 3 ticks and 2 LeaderTTL).
+	ScheduleGrace time.Duration
 	// ResultTTL keeps completed and canceled jobs this long when neither the job nor its kind
 	// says otherwise (default 24 h); DeadLetterRetention keeps failed jobs (default 7 days).
 	// SweepInterval is how often the leader deletes expired jobs (default 1 min). See expiry.go.
@@ -164,6 +169,7 @@ type Engine struct {
 	producers map[string]*producer
 	completer *completer
 	maint     *maintainer
+	sched     *scheduler
 	leader    *elector
 
 	mu      sync.Mutex
@@ -211,6 +217,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e.completer = newCompleter(e)
 	e.maint = newMaintainer(e)
+	e.sched = newScheduler(e)
 	e.leader = newElector(e)
 	return e, nil
 }
@@ -245,6 +252,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	if e.cfg.Maintenance {
 		goLoop(&e.claimLoops, func() { e.leader.run(claimCtx) })
 		goLoop(&e.claimLoops, func() { e.maint.run(claimCtx) })
+		goLoop(&e.claimLoops, func() { e.sched.run(claimCtx) })
 	}
 	return nil
 }

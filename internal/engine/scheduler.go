@@ -1,0 +1,220 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/schedule"
+	"github.com/hopperjobs/hopper/internal/store"
+)
+
+// FireTimeHeader is the header every job a schedule enqueues carries: the fire time it is for,
+// in RFC 3339 (UTC, nanoseconds when there are any). A job caught up after downtime runs later
+// than its fire time; this says which one it stands for.
+const FireTimeHeader = "hopper-fire-time"
+
+// Scheduler defaults.
+const (
+	DefaultScheduleTick = time.Second
+	// scheduleBatch bounds the due schedules one tick fires.
+	scheduleBatch = 100
+	// parkFor is how far a schedule whose spec no longer parses is put off, so that it does not
+	// come back every tick.
+	parkFor = time.Hour
+)
+
+// scheduler is the leader's duty of firing recurring schedules (contract 10). Every tick it
+// asks the store for the schedules due, computes their fire times with package schedule and
+// hands each schedule's fire step to the store, which compare-and-sets the last fire time and
+// inserts the jobs in one transaction. A leader that lost its lease mid-tick and its successor
+// may both compute from the same last fire time: only the first fire step applies, and each
+// fire time's job carries a unique idempotency key besides.
+type scheduler struct {
+	e     *Engine
+	store store.ScheduleStore // nil when the store keeps no schedules
+	tick  time.Duration
+	grace time.Duration
+}
+
+func newScheduler(e *Engine) *scheduler {
+	s := &scheduler{e: e, tick: e.cfg.ScheduleTick, grace: e.cfg.ScheduleGrace}
+	s.store, _ = e.store.(store.ScheduleStore)
+	if s.tick <= 0 {
+		s.tick = DefaultScheduleTick
+	}
+	if s.grace <= 0 {
+		// A fire time this old is still on time: it may have waited for a late tick or for
+		// a new leader (which takes over within about 4/3 of the lease).
+		s.grace = max(3*s.tick, 2*e.cfg.LeaderTTL)
+	}
+	return s
+}
+
+func (s *scheduler) run(ctx context.Context) {
+	e := s.e
+	for s.store != nil && ctx.Err() == nil {
+		if !e.leader.leading() {
+			select { // only the leader fires schedules
+			case <-ctx.Done():
+			case <-e.leader.wait():
+			}
+			continue
+		}
+		wait := s.tick
+		if next := s.fireDue(ctx); !next.IsZero() {
+			if d := next.Sub(e.clock.Now()); d > 0 && d < wait {
+				wait = d // fire on time rather than up to a tick late
+			}
+		}
+		t := e.clock.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+		case <-t.C():
+		}
+		t.Stop()
+	}
+}
+
+// fireDue fires the schedules due now and returns the earliest next fire time among them.
+func (s *scheduler) fireDue(ctx context.Context) time.Time {
+	now := s.e.clock.Now()
+	due, err := s.store.ScheduleDue(ctx, now, scheduleBatch)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.e.log.Error("list due schedules", "err", err)
+		}
+		return time.Time{}
+	}
+	var earliest time.Time
+	for _, sc := range due {
+		// A leader whose lease lapsed stops here; a step already sent is safe either way.
+		if ctx.Err() != nil || !s.e.leader.leading() {
+			return time.Time{}
+		}
+		next, err := s.fire(ctx, sc, now)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.e.log.Error("fire schedule", "schedule", sc.Name, "err", err)
+			}
+			continue
+		}
+		if !next.IsZero() && (earliest.IsZero() || next.Before(earliest)) {
+			earliest = next
+		}
+	}
+	return earliest
+}
+
+// fire runs one schedule's fire step and returns its next fire time (zero when unknown).
+func (s *scheduler) fire(ctx context.Context, sc *store.Schedule, now time.Time) (time.Time, error) {
+	spec, err := SpecOf(sc)
+	if err != nil {
+		s.e.log.Error("schedule has a bad spec; put off", "schedule", sc.Name, "err", err, "for", parkFor)
+		return time.Time{}, s.apply(ctx, sc, nil, sc.LastFireAt, now.Add(parkFor))
+	}
+	if spec.FromFinish() {
+		return s.fireAfterFinish(ctx, sc, spec, now)
+	}
+	catchUp, _ := schedule.ParseCatchUp(sc.CatchUp) // unknown values skip, as Due does
+	fires, through := schedule.Due(spec, sc.LastFireAt, now, catchUp, s.grace)
+	overlap, _ := schedule.ParseOverlap(sc.Overlap)
+	if len(fires) > 0 && overlap == schedule.OverlapSkip {
+		running, err := s.store.ScheduleLiveJob(ctx, sc.Name)
+		if err != nil {
+			return time.Time{}, err
+		}
+		if !overlap.Allows(running) {
+			s.e.log.Debug("schedule skipped: its previous job has not ended", "schedule", sc.Name, "fires", len(fires))
+			fires = nil
+		}
+	}
+	next := spec.Next(through)
+	return next, s.apply(ctx, sc, fires, through, next)
+}
+
+// fireAfterFinish fires a fixed-delay schedule: one interval after its last job ended, and
+// never while that job has not ended.
+func (s *scheduler) fireAfterFinish(ctx context.Context, sc *store.Schedule, spec *schedule.Spec, now time.Time) (time.Time, error) {
+	ref := sc.LastFireAt // never fired: its creation; last job gone: its fire time
+	if sc.LastJobID != "" {
+		job, err := s.e.store.JobGet(ctx, sc.LastJobID)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+		case err != nil:
+			return time.Time{}, fmt.Errorf("get its last job: %w", err)
+		case !job.State.Terminal():
+			return time.Time{}, nil // still going: the next fire time is not known yet
+		case !job.FinishedAt.IsZero():
+			ref = job.FinishedAt
+		default:
+			ref = job.UpdatedAt
+		}
+	}
+	fires, through := schedule.Due(spec, ref, now, schedule.CatchUpAll, s.grace)
+	if len(fires) == 0 {
+		next := spec.Next(ref)
+		if next.Equal(sc.NextFireAt) {
+			return next, nil
+		}
+		return next, s.apply(ctx, sc, nil, sc.LastFireAt, next)
+	}
+	// The real next fire time depends on when this run ends; this is its earliest.
+	next := spec.Next(through)
+	return next, s.apply(ctx, sc, fires, through, next)
+}
+
+// apply hands a fire step to the store and wakes whoever runs or promotes its jobs.
+func (s *scheduler) apply(ctx context.Context, sc *store.Schedule, fires []time.Time, through, next time.Time) error {
+	p := &store.ScheduleFireParams{Name: sc.Name, ExpectedLast: sc.LastFireAt, NewLast: through, NewNext: next}
+	for _, f := range fires {
+		p.Jobs = append(p.Jobs, fireJob(sc, f))
+	}
+	res, err := s.store.ScheduleFire(ctx, p)
+	if err != nil {
+		return err
+	}
+	if !res.Fired {
+		s.e.log.Debug("schedule changed since it was read; not fired", "schedule", sc.Name)
+		return nil
+	}
+	for _, j := range res.Jobs {
+		s.e.log.Debug("schedule fired", "schedule", sc.Name, "job_id", j.ID, "kind", j.Kind, "queue", j.Queue,
+			"fire_time", j.Headers[FireTimeHeader])
+		if j.State == hoppertype.StateQueued {
+			s.e.Notify(j.Queue)
+		} else {
+			s.e.NotifyScheduled(j.RunAt)
+		}
+	}
+	return nil
+}
+
+// fireJob is the job of fire time at: it runs at the fire time plus the schedule's jitter and
+// carries the fire time's idempotency key, so a fire time enqueues at most one job.
+func fireJob(sc *store.Schedule, at time.Time) *store.InsertParams {
+	headers := make(map[string]string, len(sc.Headers)+1)
+	for k, v := range sc.Headers {
+		headers[k] = v
+	}
+	headers[FireTimeHeader] = at.UTC().Format(time.RFC3339Nano)
+	return &store.InsertParams{
+		ID: uuid.Must(uuid.NewV7()).String(), Kind: sc.Kind, Queue: sc.Queue, Priority: sc.Priority,
+		Args: sc.Args, Headers: headers, MaxAttempts: sc.MaxAttempts, Timeout: sc.Timeout,
+		RunAt: at.Add(schedule.Jitter(at, sc.Jitter, sc.Name)), IdempotencyKey: store.FireKey(sc.Name, at),
+		IdempotencyTTL: store.FireKeyRetention, ScheduleID: sc.Name, Actor: hoppertype.ActorLeader,
+		Reason: "schedule " + sc.Name,
+	}
+}
+
+// SpecOf parses a stored schedule's timing: its cron or "@every" spec in its time zone, or its
+// fixed-delay interval. Errors wrap schedule.ErrInvalidSpec.
+func SpecOf(sc *store.Schedule) (*schedule.Spec, error) {
+	if sc.Mode == schedule.KindFixedDelay.String() {
+		return schedule.NewInterval(sc.Interval, schedule.KindFixedDelay)
+	}
+	return schedule.Parse(sc.Spec, sc.TZ)
+}
