@@ -88,6 +88,12 @@ type SuspendOpts struct {
 //
 //	return hopper.Suspend(progress{Page: 7}, hopper.SuspendOpts{}) // wait for Resume
 func Suspend(checkpoint any, opts SuspendOpts) error {
+	for field, t := range map[string]time.Time{"until": opts.Until, "deadline": opts.Deadline} {
+		// A time no store can keep would fail the outcome batch it is written with.
+		if !t.IsZero() && (t.Year() < 1970 || t.Year() > 2200) {
+			return fmt.Errorf("suspend: %w", invalid(field, "%s is outside the years 1970–2200", t.Format(time.RFC3339)))
+		}
+	}
 	var raw json.RawMessage
 	if checkpoint != nil {
 		b, err := json.Marshal(checkpoint)

@@ -239,15 +239,27 @@ func (c *Client) SuspendJob(ctx context.Context, id string, token int64, checkpo
 	if len(checkpoint) > c.cfg.MaxArgsBytes {
 		return invalid("checkpoint", "is %d bytes, more than the limit of %d", len(checkpoint), c.cfg.MaxArgsBytes)
 	}
-	now := c.clock.Now()
-	if !opts.Until.IsZero() && opts.Until.After(now.Add(MaxRunAtFuture)) {
-		return invalid("until", "is more than %s ahead", MaxRunAtFuture)
-	}
-	if !opts.Deadline.IsZero() && !opts.Deadline.After(now) {
-		return invalid("deadline", "is not in the future")
+	if err := checkSuspend(opts, c.clock.Now()); err != nil {
+		return err
 	}
 	return c.park(ctx, "suspend job", id, token,
 		&engine.SuspendError{Checkpoint: checkpoint, Until: opts.Until, Deadline: opts.Deadline})
+}
+
+// checkSuspend bounds a suspension's times like an enqueue's run_at: a time a database
+// cannot store must never reach the store (it would fail the batch it is written with).
+func checkSuspend(o SuspendOpts, now time.Time) error {
+	switch {
+	case !o.Until.IsZero() && o.Until.Before(now.Add(-MaxRunAtPast)):
+		return invalid("until", "%s is more than %s in the past", o.Until.Format(time.RFC3339), MaxRunAtPast)
+	case !o.Until.IsZero() && o.Until.After(now.Add(MaxRunAtFuture)):
+		return invalid("until", "%s is more than %s ahead", o.Until.Format(time.RFC3339), MaxRunAtFuture)
+	case !o.Deadline.IsZero() && !o.Deadline.After(now):
+		return invalid("deadline", "%s is not in the future", o.Deadline.Format(time.RFC3339))
+	case !o.Deadline.IsZero() && o.Deadline.After(now.Add(MaxRunAtFuture)):
+		return invalid("deadline", "%s is more than %s ahead", o.Deadline.Format(time.RFC3339), MaxRunAtFuture)
+	}
+	return nil
 }
 
 func (c *Client) park(ctx context.Context, op, id string, token int64, why error) error {

@@ -83,3 +83,23 @@ func TestSuspendUntilResumed(t *testing.T) {
 	require.JSONEq(t, `{"page":1}`, string(job.Checkpoint))
 	require.Equal(t, 0, job.Attempt)
 }
+
+func TestSuspendRefusesTimesAStoreCannotKeep(t *testing.T) {
+	t.Parallel()
+	far := time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
+	require.ErrorIs(t, Suspend(nil, SuspendOpts{Until: far}), ErrInvalid)
+	require.ErrorIs(t, Suspend(nil, SuspendOpts{Until: time.Date(1066, 10, 14, 0, 0, 0, 0, time.UTC)}), ErrInvalid)
+	require.ErrorIs(t, Suspend(nil, SuspendOpts{Deadline: far}), ErrInvalid)
+
+	b := setup(t, nil, nil)
+	_, err := b.client.Enqueue(t.Context(), sendEmail{}, nil)
+	require.NoError(t, err)
+	job := activate(t, b, ActivateParams{})[0]
+	err = b.client.SuspendJob(t.Context(), job.ID, job.Token, nil, SuspendOpts{Until: far})
+	require.ErrorIs(t, err, ErrInvalid)
+	err = b.client.SuspendJob(t.Context(), job.ID, job.Token, nil, SuspendOpts{Deadline: b.clock.Now().Add(-time.Second)})
+	require.ErrorIs(t, err, ErrInvalid)
+	got, err := b.client.Get(t.Context(), job.ID)
+	require.NoError(t, err)
+	require.Equal(t, StateRunning, got.State, "nothing changed")
+}

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -92,6 +93,9 @@ func (c *completer) flush(ctx context.Context, final bool) error {
 			return nil
 		}
 		errs, err := c.e.store.JobFinishMany(ctx, batch)
+		if err != nil && len(batch) > 1 && ctx.Err() == nil {
+			errs, err = c.isolate(ctx, batch)
+		}
 		if err == nil {
 			c.failures.Store(0)
 			c.report(batch, errs)
@@ -111,6 +115,33 @@ func (c *completer) flush(ctx context.Context, final bool) error {
 			delay = min(2*delay, time.Second)
 		}
 	}
+}
+
+// isolate writes a failed batch one item at a time, so one item the database refuses (a value
+// it cannot store) does not hold back every outcome behind it. When some items succeed, the
+// ones that fail are refused for good (reported with their error; their jobs keep their
+// leases until they expire). When none succeeds the database itself is failing: the error is
+// returned and the batch is retried later.
+func (c *completer) isolate(ctx context.Context, batch []*store.FinishParams) ([]error, error) {
+	errs := make([]error, len(batch))
+	failed := map[int]error{}
+	var lastErr error
+	for i, p := range batch {
+		one, err := c.e.store.JobFinishMany(ctx, []*store.FinishParams{p})
+		if err != nil {
+			failed[i], lastErr = err, err
+			continue
+		}
+		errs[i] = one[0]
+	}
+	if len(failed) == len(batch) {
+		return nil, lastErr
+	}
+	for i, err := range failed {
+		c.e.log.Error("job outcome refused by the database", "job_id", batch[i].ID, "state", batch[i].State, "err", err)
+		errs[i] = fmt.Errorf("write outcome of job %s: %w", batch[i].ID, err)
+	}
+	return errs, nil
 }
 
 func (c *completer) retryLater(d time.Duration) {
