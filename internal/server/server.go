@@ -141,6 +141,7 @@ func New(cfg Config) (*Server, error) {
 	hopperv1connect.RegisterQueueServiceHandler(rpc, &queueService{s})
 	hopperv1connect.RegisterAdminServiceHandler(rpc, &adminService{s})
 	hopperv1connect.RegisterDeadLetterServiceHandler(rpc, &deadLetterService{s})
+	hopperv1connect.RegisterScheduleServiceHandler(rpc, &scheduleService{s})
 	connecthttp.Mount(policyMux{s}, rpc, connecthttp.WithReadMaxBytes(int(cfg.MaxBodyBytes)))
 
 	s.handle("GET /healthz", ScopePublic, http.HandlerFunc(s.healthz))
@@ -279,6 +280,13 @@ var procedureScopes = map[string]Scope{
 	hopperv1connect.DeadLetterServiceReplayProcedure:      ScopeAdmin,
 	hopperv1connect.DeadLetterServiceReplayManyProcedure:  ScopeAdmin,
 	"/" + hopperv1connect.DeadLetterServiceName + "/":     ScopeRead,
+
+	hopperv1connect.ScheduleServiceListProcedure:    ScopeRead,
+	hopperv1connect.ScheduleServiceAddProcedure:     ScopeAdmin,
+	hopperv1connect.ScheduleServiceRemoveProcedure:  ScopeAdmin,
+	hopperv1connect.ScheduleServicePauseProcedure:   ScopeAdmin,
+	hopperv1connect.ScheduleServiceResumeProcedure:  ScopeAdmin,
+	"/" + hopperv1connect.ScheduleServiceName + "/": ScopeRead,
 }
 
 // recoverPanics turns a handler panic into an internal error instead of a dead connection.

@@ -35,6 +35,639 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// Schedule is a recurring schedule. Set exactly one of cron, every and fixed_delay. The
+// fields after paused are output only.
+type Schedule struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// name: 1-128 letters, digits, '_', '-', '.' and ':'.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// cron: a cron expression of 5 or 6 (with seconds) fields, a descriptor (@daily...) or
+	// "@every DURATION".
+	Cron string `protobuf:"bytes,2,opt,name=cron,proto3" json:"cron,omitempty"`
+	// every: a fixed rate (at multiples of it since the Unix epoch).
+	Every *durationpb.Duration `protobuf:"bytes,3,opt,name=every,proto3" json:"every,omitempty"`
+	// fixed_delay: fire this long after the previous run ended.
+	FixedDelay *durationpb.Duration `protobuf:"bytes,4,opt,name=fixed_delay,json=fixedDelay,proto3" json:"fixed_delay,omitempty"`
+	// tz: the IANA time zone cron is evaluated in (default UTC).
+	Tz   string `protobuf:"bytes,5,opt,name=tz,proto3" json:"tz,omitempty"`
+	Kind string `protobuf:"bytes,6,opt,name=kind,proto3" json:"kind,omitempty"`
+	// args: the job's payload, a JSON document (default {}).
+	Args        string               `protobuf:"bytes,7,opt,name=args,proto3" json:"args,omitempty"`
+	Queue       string               `protobuf:"bytes,8,opt,name=queue,proto3" json:"queue,omitempty"`
+	Priority    int32                `protobuf:"varint,9,opt,name=priority,proto3" json:"priority,omitempty"`
+	MaxAttempts int32                `protobuf:"varint,10,opt,name=max_attempts,json=maxAttempts,proto3" json:"max_attempts,omitempty"`
+	Timeout     *durationpb.Duration `protobuf:"bytes,11,opt,name=timeout,proto3" json:"timeout,omitempty"`
+	Headers     map[string]string    `protobuf:"bytes,12,rep,name=headers,proto3" json:"headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// catch_up: skip (default), last or all.
+	CatchUp string `protobuf:"bytes,13,opt,name=catch_up,json=catchUp,proto3" json:"catch_up,omitempty"`
+	// overlap: skip (default) or allow.
+	Overlap string `protobuf:"bytes,14,opt,name=overlap,proto3" json:"overlap,omitempty"`
+	// jitter: each run is delayed by up to this much.
+	Jitter *durationpb.Duration `protobuf:"bytes,15,opt,name=jitter,proto3" json:"jitter,omitempty"`
+	Paused bool                 `protobuf:"varint,16,opt,name=paused,proto3" json:"paused,omitempty"`
+	// source: code (declared in a program's Config.Schedules) or api.
+	Source        string                 `protobuf:"bytes,17,opt,name=source,proto3" json:"source,omitempty"`
+	LastFireAt    *timestamppb.Timestamp `protobuf:"bytes,18,opt,name=last_fire_at,json=lastFireAt,proto3" json:"last_fire_at,omitempty"`
+	NextFireAt    *timestamppb.Timestamp `protobuf:"bytes,19,opt,name=next_fire_at,json=nextFireAt,proto3" json:"next_fire_at,omitempty"`
+	LastJobId     string                 `protobuf:"bytes,20,opt,name=last_job_id,json=lastJobId,proto3" json:"last_job_id,omitempty"`
+	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,21,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,22,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Schedule) Reset() {
+	*x = Schedule{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Schedule) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Schedule) ProtoMessage() {}
+
+func (x *Schedule) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Schedule.ProtoReflect.Descriptor instead.
+func (*Schedule) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *Schedule) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Schedule) GetCron() string {
+	if x != nil {
+		return x.Cron
+	}
+	return ""
+}
+
+func (x *Schedule) GetEvery() *durationpb.Duration {
+	if x != nil {
+		return x.Every
+	}
+	return nil
+}
+
+func (x *Schedule) GetFixedDelay() *durationpb.Duration {
+	if x != nil {
+		return x.FixedDelay
+	}
+	return nil
+}
+
+func (x *Schedule) GetTz() string {
+	if x != nil {
+		return x.Tz
+	}
+	return ""
+}
+
+func (x *Schedule) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *Schedule) GetArgs() string {
+	if x != nil {
+		return x.Args
+	}
+	return ""
+}
+
+func (x *Schedule) GetQueue() string {
+	if x != nil {
+		return x.Queue
+	}
+	return ""
+}
+
+func (x *Schedule) GetPriority() int32 {
+	if x != nil {
+		return x.Priority
+	}
+	return 0
+}
+
+func (x *Schedule) GetMaxAttempts() int32 {
+	if x != nil {
+		return x.MaxAttempts
+	}
+	return 0
+}
+
+func (x *Schedule) GetTimeout() *durationpb.Duration {
+	if x != nil {
+		return x.Timeout
+	}
+	return nil
+}
+
+func (x *Schedule) GetHeaders() map[string]string {
+	if x != nil {
+		return x.Headers
+	}
+	return nil
+}
+
+func (x *Schedule) GetCatchUp() string {
+	if x != nil {
+		return x.CatchUp
+	}
+	return ""
+}
+
+func (x *Schedule) GetOverlap() string {
+	if x != nil {
+		return x.Overlap
+	}
+	return ""
+}
+
+func (x *Schedule) GetJitter() *durationpb.Duration {
+	if x != nil {
+		return x.Jitter
+	}
+	return nil
+}
+
+func (x *Schedule) GetPaused() bool {
+	if x != nil {
+		return x.Paused
+	}
+	return false
+}
+
+func (x *Schedule) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *Schedule) GetLastFireAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastFireAt
+	}
+	return nil
+}
+
+func (x *Schedule) GetNextFireAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.NextFireAt
+	}
+	return nil
+}
+
+func (x *Schedule) GetLastJobId() string {
+	if x != nil {
+		return x.LastJobId
+	}
+	return ""
+}
+
+func (x *Schedule) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *Schedule) GetUpdatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdatedAt
+	}
+	return nil
+}
+
+type ScheduleServiceListRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScheduleServiceListRequest) Reset() {
+	*x = ScheduleServiceListRequest{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduleServiceListRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduleServiceListRequest) ProtoMessage() {}
+
+func (x *ScheduleServiceListRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduleServiceListRequest.ProtoReflect.Descriptor instead.
+func (*ScheduleServiceListRequest) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{1}
+}
+
+type ScheduleServiceListResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Schedules     []*Schedule            `protobuf:"bytes,1,rep,name=schedules,proto3" json:"schedules,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScheduleServiceListResponse) Reset() {
+	*x = ScheduleServiceListResponse{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduleServiceListResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduleServiceListResponse) ProtoMessage() {}
+
+func (x *ScheduleServiceListResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduleServiceListResponse.ProtoReflect.Descriptor instead.
+func (*ScheduleServiceListResponse) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ScheduleServiceListResponse) GetSchedules() []*Schedule {
+	if x != nil {
+		return x.Schedules
+	}
+	return nil
+}
+
+type ScheduleServiceAddRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Schedule      *Schedule              `protobuf:"bytes,1,opt,name=schedule,proto3" json:"schedule,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScheduleServiceAddRequest) Reset() {
+	*x = ScheduleServiceAddRequest{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduleServiceAddRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduleServiceAddRequest) ProtoMessage() {}
+
+func (x *ScheduleServiceAddRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduleServiceAddRequest.ProtoReflect.Descriptor instead.
+func (*ScheduleServiceAddRequest) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ScheduleServiceAddRequest) GetSchedule() *Schedule {
+	if x != nil {
+		return x.Schedule
+	}
+	return nil
+}
+
+type ScheduleServiceAddResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Schedule      *Schedule              `protobuf:"bytes,1,opt,name=schedule,proto3" json:"schedule,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScheduleServiceAddResponse) Reset() {
+	*x = ScheduleServiceAddResponse{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduleServiceAddResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduleServiceAddResponse) ProtoMessage() {}
+
+func (x *ScheduleServiceAddResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduleServiceAddResponse.ProtoReflect.Descriptor instead.
+func (*ScheduleServiceAddResponse) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ScheduleServiceAddResponse) GetSchedule() *Schedule {
+	if x != nil {
+		return x.Schedule
+	}
+	return nil
+}
+
+type ScheduleServiceRemoveRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScheduleServiceRemoveRequest) Reset() {
+	*x = ScheduleServiceRemoveRequest{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduleServiceRemoveRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduleServiceRemoveRequest) ProtoMessage() {}
+
+func (x *ScheduleServiceRemoveRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduleServiceRemoveRequest.ProtoReflect.Descriptor instead.
+func (*ScheduleServiceRemoveRequest) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ScheduleServiceRemoveRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type ScheduleServiceRemoveResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScheduleServiceRemoveResponse) Reset() {
+	*x = ScheduleServiceRemoveResponse{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduleServiceRemoveResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduleServiceRemoveResponse) ProtoMessage() {}
+
+func (x *ScheduleServiceRemoveResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduleServiceRemoveResponse.ProtoReflect.Descriptor instead.
+func (*ScheduleServiceRemoveResponse) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{6}
+}
+
+type ScheduleServicePauseRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScheduleServicePauseRequest) Reset() {
+	*x = ScheduleServicePauseRequest{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduleServicePauseRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduleServicePauseRequest) ProtoMessage() {}
+
+func (x *ScheduleServicePauseRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduleServicePauseRequest.ProtoReflect.Descriptor instead.
+func (*ScheduleServicePauseRequest) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *ScheduleServicePauseRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type ScheduleServicePauseResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScheduleServicePauseResponse) Reset() {
+	*x = ScheduleServicePauseResponse{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduleServicePauseResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduleServicePauseResponse) ProtoMessage() {}
+
+func (x *ScheduleServicePauseResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduleServicePauseResponse.ProtoReflect.Descriptor instead.
+func (*ScheduleServicePauseResponse) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{8}
+}
+
+type ScheduleServiceResumeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScheduleServiceResumeRequest) Reset() {
+	*x = ScheduleServiceResumeRequest{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduleServiceResumeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduleServiceResumeRequest) ProtoMessage() {}
+
+func (x *ScheduleServiceResumeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduleServiceResumeRequest.ProtoReflect.Descriptor instead.
+func (*ScheduleServiceResumeRequest) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ScheduleServiceResumeRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type ScheduleServiceResumeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScheduleServiceResumeResponse) Reset() {
+	*x = ScheduleServiceResumeResponse{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduleServiceResumeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduleServiceResumeResponse) ProtoMessage() {}
+
+func (x *ScheduleServiceResumeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduleServiceResumeResponse.ProtoReflect.Descriptor instead.
+func (*ScheduleServiceResumeResponse) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{10}
+}
+
 // Job is a job as stored.
 type Job struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
@@ -82,7 +715,7 @@ type Job struct {
 
 func (x *Job) Reset() {
 	*x = Job{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[0]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -94,7 +727,7 @@ func (x *Job) String() string {
 func (*Job) ProtoMessage() {}
 
 func (x *Job) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[0]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -107,7 +740,7 @@ func (x *Job) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Job.ProtoReflect.Descriptor instead.
 func (*Job) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{0}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Job) GetId() string {
@@ -353,7 +986,7 @@ type JobSpec struct {
 
 func (x *JobSpec) Reset() {
 	*x = JobSpec{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[1]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -365,7 +998,7 @@ func (x *JobSpec) String() string {
 func (*JobSpec) ProtoMessage() {}
 
 func (x *JobSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[1]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -378,7 +1011,7 @@ func (x *JobSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobSpec.ProtoReflect.Descriptor instead.
 func (*JobSpec) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{1}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *JobSpec) GetKind() string {
@@ -486,7 +1119,7 @@ type RetryPolicy struct {
 
 func (x *RetryPolicy) Reset() {
 	*x = RetryPolicy{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[2]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -498,7 +1131,7 @@ func (x *RetryPolicy) String() string {
 func (*RetryPolicy) ProtoMessage() {}
 
 func (x *RetryPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[2]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -511,7 +1144,7 @@ func (x *RetryPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetryPolicy.ProtoReflect.Descriptor instead.
 func (*RetryPolicy) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{2}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RetryPolicy) GetBase() *durationpb.Duration {
@@ -551,7 +1184,7 @@ type EnqueueRequest struct {
 
 func (x *EnqueueRequest) Reset() {
 	*x = EnqueueRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[3]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -563,7 +1196,7 @@ func (x *EnqueueRequest) String() string {
 func (*EnqueueRequest) ProtoMessage() {}
 
 func (x *EnqueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[3]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -576,7 +1209,7 @@ func (x *EnqueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnqueueRequest.ProtoReflect.Descriptor instead.
 func (*EnqueueRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{3}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *EnqueueRequest) GetJob() *JobSpec {
@@ -597,7 +1230,7 @@ type EnqueueResponse struct {
 
 func (x *EnqueueResponse) Reset() {
 	*x = EnqueueResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[4]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -609,7 +1242,7 @@ func (x *EnqueueResponse) String() string {
 func (*EnqueueResponse) ProtoMessage() {}
 
 func (x *EnqueueResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[4]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -622,7 +1255,7 @@ func (x *EnqueueResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnqueueResponse.ProtoReflect.Descriptor instead.
 func (*EnqueueResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{4}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *EnqueueResponse) GetJob() *Job {
@@ -648,7 +1281,7 @@ type EnqueueBatchRequest struct {
 
 func (x *EnqueueBatchRequest) Reset() {
 	*x = EnqueueBatchRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[5]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -660,7 +1293,7 @@ func (x *EnqueueBatchRequest) String() string {
 func (*EnqueueBatchRequest) ProtoMessage() {}
 
 func (x *EnqueueBatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[5]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -673,7 +1306,7 @@ func (x *EnqueueBatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnqueueBatchRequest.ProtoReflect.Descriptor instead.
 func (*EnqueueBatchRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{5}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *EnqueueBatchRequest) GetJobs() []*JobSpec {
@@ -692,7 +1325,7 @@ type EnqueueBatchResponse struct {
 
 func (x *EnqueueBatchResponse) Reset() {
 	*x = EnqueueBatchResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[6]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -704,7 +1337,7 @@ func (x *EnqueueBatchResponse) String() string {
 func (*EnqueueBatchResponse) ProtoMessage() {}
 
 func (x *EnqueueBatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[6]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -717,7 +1350,7 @@ func (x *EnqueueBatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnqueueBatchResponse.ProtoReflect.Descriptor instead.
 func (*EnqueueBatchResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{6}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *EnqueueBatchResponse) GetResults() []*EnqueueResponse {
@@ -736,7 +1369,7 @@ type GetRequest struct {
 
 func (x *GetRequest) Reset() {
 	*x = GetRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[7]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -748,7 +1381,7 @@ func (x *GetRequest) String() string {
 func (*GetRequest) ProtoMessage() {}
 
 func (x *GetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[7]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -761,7 +1394,7 @@ func (x *GetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRequest.ProtoReflect.Descriptor instead.
 func (*GetRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{7}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetRequest) GetId() string {
@@ -780,7 +1413,7 @@ type GetResponse struct {
 
 func (x *GetResponse) Reset() {
 	*x = GetResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[8]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -792,7 +1425,7 @@ func (x *GetResponse) String() string {
 func (*GetResponse) ProtoMessage() {}
 
 func (x *GetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[8]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -805,7 +1438,7 @@ func (x *GetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResponse.ProtoReflect.Descriptor instead.
 func (*GetResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{8}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GetResponse) GetJob() *Job {
@@ -834,7 +1467,7 @@ type ListRequest struct {
 
 func (x *ListRequest) Reset() {
 	*x = ListRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[9]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -846,7 +1479,7 @@ func (x *ListRequest) String() string {
 func (*ListRequest) ProtoMessage() {}
 
 func (x *ListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[9]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -859,7 +1492,7 @@ func (x *ListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRequest.ProtoReflect.Descriptor instead.
 func (*ListRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{9}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListRequest) GetStates() []string {
@@ -929,7 +1562,7 @@ type ListResponse struct {
 
 func (x *ListResponse) Reset() {
 	*x = ListResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[10]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -941,7 +1574,7 @@ func (x *ListResponse) String() string {
 func (*ListResponse) ProtoMessage() {}
 
 func (x *ListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[10]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -954,7 +1587,7 @@ func (x *ListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResponse.ProtoReflect.Descriptor instead.
 func (*ListResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{10}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListResponse) GetJobs() []*Job {
@@ -982,7 +1615,7 @@ type CancelRequest struct {
 
 func (x *CancelRequest) Reset() {
 	*x = CancelRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[11]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -994,7 +1627,7 @@ func (x *CancelRequest) String() string {
 func (*CancelRequest) ProtoMessage() {}
 
 func (x *CancelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[11]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1007,7 +1640,7 @@ func (x *CancelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRequest.ProtoReflect.Descriptor instead.
 func (*CancelRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{11}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *CancelRequest) GetId() string {
@@ -1033,7 +1666,7 @@ type CancelResponse struct {
 
 func (x *CancelResponse) Reset() {
 	*x = CancelResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[12]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1045,7 +1678,7 @@ func (x *CancelResponse) String() string {
 func (*CancelResponse) ProtoMessage() {}
 
 func (x *CancelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[12]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1058,7 +1691,7 @@ func (x *CancelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelResponse.ProtoReflect.Descriptor instead.
 func (*CancelResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{12}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *CancelResponse) GetJob() *Job {
@@ -1077,7 +1710,7 @@ type EventsRequest struct {
 
 func (x *EventsRequest) Reset() {
 	*x = EventsRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[13]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1089,7 +1722,7 @@ func (x *EventsRequest) String() string {
 func (*EventsRequest) ProtoMessage() {}
 
 func (x *EventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[13]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1102,7 +1735,7 @@ func (x *EventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventsRequest.ProtoReflect.Descriptor instead.
 func (*EventsRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{13}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *EventsRequest) GetId() string {
@@ -1129,7 +1762,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[14]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1141,7 +1774,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[14]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1154,7 +1787,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{14}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Event) GetSeq() int64 {
@@ -1217,7 +1850,7 @@ type Attempt struct {
 
 func (x *Attempt) Reset() {
 	*x = Attempt{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[15]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1229,7 +1862,7 @@ func (x *Attempt) String() string {
 func (*Attempt) ProtoMessage() {}
 
 func (x *Attempt) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[15]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1242,7 +1875,7 @@ func (x *Attempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attempt.ProtoReflect.Descriptor instead.
 func (*Attempt) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{15}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Attempt) GetLeaseToken() int64 {
@@ -1311,7 +1944,7 @@ type EventsResponse struct {
 
 func (x *EventsResponse) Reset() {
 	*x = EventsResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[16]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1323,7 +1956,7 @@ func (x *EventsResponse) String() string {
 func (*EventsResponse) ProtoMessage() {}
 
 func (x *EventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[16]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1336,7 +1969,7 @@ func (x *EventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventsResponse.ProtoReflect.Descriptor instead.
 func (*EventsResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{16}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *EventsResponse) GetEvents() []*Event {
@@ -1381,7 +2014,7 @@ type ActivatedJob struct {
 
 func (x *ActivatedJob) Reset() {
 	*x = ActivatedJob{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[17]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1393,7 +2026,7 @@ func (x *ActivatedJob) String() string {
 func (*ActivatedJob) ProtoMessage() {}
 
 func (x *ActivatedJob) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[17]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1406,7 +2039,7 @@ func (x *ActivatedJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActivatedJob.ProtoReflect.Descriptor instead.
 func (*ActivatedJob) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{17}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ActivatedJob) GetId() string {
@@ -1524,7 +2157,7 @@ type ActivateRequest struct {
 
 func (x *ActivateRequest) Reset() {
 	*x = ActivateRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[18]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1536,7 +2169,7 @@ func (x *ActivateRequest) String() string {
 func (*ActivateRequest) ProtoMessage() {}
 
 func (x *ActivateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[18]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1549,7 +2182,7 @@ func (x *ActivateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActivateRequest.ProtoReflect.Descriptor instead.
 func (*ActivateRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{18}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ActivateRequest) GetWorker() string {
@@ -1610,7 +2243,7 @@ type ActivateResponse struct {
 
 func (x *ActivateResponse) Reset() {
 	*x = ActivateResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[19]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1622,7 +2255,7 @@ func (x *ActivateResponse) String() string {
 func (*ActivateResponse) ProtoMessage() {}
 
 func (x *ActivateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[19]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1635,7 +2268,7 @@ func (x *ActivateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActivateResponse.ProtoReflect.Descriptor instead.
 func (*ActivateResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{19}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ActivateResponse) GetJobs() []*ActivatedJob {
@@ -1660,7 +2293,7 @@ type StreamJobsRequest struct {
 
 func (x *StreamJobsRequest) Reset() {
 	*x = StreamJobsRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[20]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1672,7 +2305,7 @@ func (x *StreamJobsRequest) String() string {
 func (*StreamJobsRequest) ProtoMessage() {}
 
 func (x *StreamJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[20]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1685,7 +2318,7 @@ func (x *StreamJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamJobsRequest.ProtoReflect.Descriptor instead.
 func (*StreamJobsRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{20}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *StreamJobsRequest) GetWorker() string {
@@ -1744,7 +2377,7 @@ type StreamJobsResponse struct {
 
 func (x *StreamJobsResponse) Reset() {
 	*x = StreamJobsResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[21]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1756,7 +2389,7 @@ func (x *StreamJobsResponse) String() string {
 func (*StreamJobsResponse) ProtoMessage() {}
 
 func (x *StreamJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[21]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1769,7 +2402,7 @@ func (x *StreamJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamJobsResponse.ProtoReflect.Descriptor instead.
 func (*StreamJobsResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{21}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *StreamJobsResponse) GetJob() *ActivatedJob {
@@ -1796,7 +2429,7 @@ type LeaseLost struct {
 
 func (x *LeaseLost) Reset() {
 	*x = LeaseLost{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[22]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1808,7 +2441,7 @@ func (x *LeaseLost) String() string {
 func (*LeaseLost) ProtoMessage() {}
 
 func (x *LeaseLost) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[22]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1821,7 +2454,7 @@ func (x *LeaseLost) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseLost.ProtoReflect.Descriptor instead.
 func (*LeaseLost) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{22}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *LeaseLost) GetId() string {
@@ -1850,7 +2483,7 @@ type CompleteRequest struct {
 
 func (x *CompleteRequest) Reset() {
 	*x = CompleteRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[23]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1862,7 +2495,7 @@ func (x *CompleteRequest) String() string {
 func (*CompleteRequest) ProtoMessage() {}
 
 func (x *CompleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[23]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1875,7 +2508,7 @@ func (x *CompleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteRequest.ProtoReflect.Descriptor instead.
 func (*CompleteRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{23}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *CompleteRequest) GetId() string {
@@ -1907,7 +2540,7 @@ type CompleteResponse struct {
 
 func (x *CompleteResponse) Reset() {
 	*x = CompleteResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[24]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1919,7 +2552,7 @@ func (x *CompleteResponse) String() string {
 func (*CompleteResponse) ProtoMessage() {}
 
 func (x *CompleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[24]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1932,7 +2565,7 @@ func (x *CompleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteResponse.ProtoReflect.Descriptor instead.
 func (*CompleteResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{24}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{35}
 }
 
 type FailRequest struct {
@@ -1952,7 +2585,7 @@ type FailRequest struct {
 
 func (x *FailRequest) Reset() {
 	*x = FailRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[25]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1964,7 +2597,7 @@ func (x *FailRequest) String() string {
 func (*FailRequest) ProtoMessage() {}
 
 func (x *FailRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[25]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1977,7 +2610,7 @@ func (x *FailRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailRequest.ProtoReflect.Descriptor instead.
 func (*FailRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{25}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *FailRequest) GetId() string {
@@ -2026,7 +2659,7 @@ type FailResponse struct {
 
 func (x *FailResponse) Reset() {
 	*x = FailResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[26]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2038,7 +2671,7 @@ func (x *FailResponse) String() string {
 func (*FailResponse) ProtoMessage() {}
 
 func (x *FailResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[26]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2051,7 +2684,7 @@ func (x *FailResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailResponse.ProtoReflect.Descriptor instead.
 func (*FailResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{26}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *FailResponse) GetState() string {
@@ -2079,7 +2712,7 @@ type SnoozeRequest struct {
 
 func (x *SnoozeRequest) Reset() {
 	*x = SnoozeRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[27]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2091,7 +2724,7 @@ func (x *SnoozeRequest) String() string {
 func (*SnoozeRequest) ProtoMessage() {}
 
 func (x *SnoozeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[27]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2104,7 +2737,7 @@ func (x *SnoozeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnoozeRequest.ProtoReflect.Descriptor instead.
 func (*SnoozeRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{27}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *SnoozeRequest) GetId() string {
@@ -2136,7 +2769,7 @@ type SnoozeResponse struct {
 
 func (x *SnoozeResponse) Reset() {
 	*x = SnoozeResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[28]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2148,7 +2781,7 @@ func (x *SnoozeResponse) String() string {
 func (*SnoozeResponse) ProtoMessage() {}
 
 func (x *SnoozeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[28]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2161,7 +2794,7 @@ func (x *SnoozeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnoozeResponse.ProtoReflect.Descriptor instead.
 func (*SnoozeResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{28}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{39}
 }
 
 type SuspendRequest struct {
@@ -2180,7 +2813,7 @@ type SuspendRequest struct {
 
 func (x *SuspendRequest) Reset() {
 	*x = SuspendRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[29]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2192,7 +2825,7 @@ func (x *SuspendRequest) String() string {
 func (*SuspendRequest) ProtoMessage() {}
 
 func (x *SuspendRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[29]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2205,7 +2838,7 @@ func (x *SuspendRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SuspendRequest.ProtoReflect.Descriptor instead.
 func (*SuspendRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{29}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *SuspendRequest) GetId() string {
@@ -2251,7 +2884,7 @@ type SuspendResponse struct {
 
 func (x *SuspendResponse) Reset() {
 	*x = SuspendResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[30]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2263,7 +2896,7 @@ func (x *SuspendResponse) String() string {
 func (*SuspendResponse) ProtoMessage() {}
 
 func (x *SuspendResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[30]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2276,7 +2909,7 @@ func (x *SuspendResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SuspendResponse.ProtoReflect.Descriptor instead.
 func (*SuspendResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{30}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{41}
 }
 
 type ReleaseRequest struct {
@@ -2291,7 +2924,7 @@ type ReleaseRequest struct {
 
 func (x *ReleaseRequest) Reset() {
 	*x = ReleaseRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[31]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2303,7 +2936,7 @@ func (x *ReleaseRequest) String() string {
 func (*ReleaseRequest) ProtoMessage() {}
 
 func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[31]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2316,7 +2949,7 @@ func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseRequest.ProtoReflect.Descriptor instead.
 func (*ReleaseRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{31}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ReleaseRequest) GetId() string {
@@ -2348,7 +2981,7 @@ type ReleaseResponse struct {
 
 func (x *ReleaseResponse) Reset() {
 	*x = ReleaseResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[32]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2360,7 +2993,7 @@ func (x *ReleaseResponse) String() string {
 func (*ReleaseResponse) ProtoMessage() {}
 
 func (x *ReleaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[32]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2373,7 +3006,7 @@ func (x *ReleaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseResponse.ProtoReflect.Descriptor instead.
 func (*ReleaseResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{32}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{43}
 }
 
 type ExtendLeaseRequest struct {
@@ -2387,7 +3020,7 @@ type ExtendLeaseRequest struct {
 
 func (x *ExtendLeaseRequest) Reset() {
 	*x = ExtendLeaseRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[33]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2399,7 +3032,7 @@ func (x *ExtendLeaseRequest) String() string {
 func (*ExtendLeaseRequest) ProtoMessage() {}
 
 func (x *ExtendLeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[33]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2412,7 +3045,7 @@ func (x *ExtendLeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendLeaseRequest.ProtoReflect.Descriptor instead.
 func (*ExtendLeaseRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{33}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ExtendLeaseRequest) GetId() string {
@@ -2445,7 +3078,7 @@ type ExtendLeaseResponse struct {
 
 func (x *ExtendLeaseResponse) Reset() {
 	*x = ExtendLeaseResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[34]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2457,7 +3090,7 @@ func (x *ExtendLeaseResponse) String() string {
 func (*ExtendLeaseResponse) ProtoMessage() {}
 
 func (x *ExtendLeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[34]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2470,7 +3103,7 @@ func (x *ExtendLeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendLeaseResponse.ProtoReflect.Descriptor instead.
 func (*ExtendLeaseResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{34}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ExtendLeaseResponse) GetLeaseExpiresAt() *timestamppb.Timestamp {
@@ -2490,7 +3123,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[35]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2502,7 +3135,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[35]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2515,7 +3148,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{35}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *HeartbeatRequest) GetId() string {
@@ -2540,7 +3173,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[36]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2552,7 +3185,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[36]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2565,7 +3198,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{36}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{47}
 }
 
 type ReportProgressRequest struct {
@@ -2580,7 +3213,7 @@ type ReportProgressRequest struct {
 
 func (x *ReportProgressRequest) Reset() {
 	*x = ReportProgressRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[37]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2592,7 +3225,7 @@ func (x *ReportProgressRequest) String() string {
 func (*ReportProgressRequest) ProtoMessage() {}
 
 func (x *ReportProgressRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[37]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2605,7 +3238,7 @@ func (x *ReportProgressRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportProgressRequest.ProtoReflect.Descriptor instead.
 func (*ReportProgressRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{37}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ReportProgressRequest) GetId() string {
@@ -2644,7 +3277,7 @@ type ReportProgressResponse struct {
 
 func (x *ReportProgressResponse) Reset() {
 	*x = ReportProgressResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[38]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2656,7 +3289,7 @@ func (x *ReportProgressResponse) String() string {
 func (*ReportProgressResponse) ProtoMessage() {}
 
 func (x *ReportProgressResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[38]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2669,7 +3302,7 @@ func (x *ReportProgressResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportProgressResponse.ProtoReflect.Descriptor instead.
 func (*ReportProgressResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{38}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{49}
 }
 
 type Queue struct {
@@ -2686,7 +3319,7 @@ type Queue struct {
 
 func (x *Queue) Reset() {
 	*x = Queue{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[39]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2698,7 +3331,7 @@ func (x *Queue) String() string {
 func (*Queue) ProtoMessage() {}
 
 func (x *Queue) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[39]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2711,7 +3344,7 @@ func (x *Queue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Queue.ProtoReflect.Descriptor instead.
 func (*Queue) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{39}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *Queue) GetName() string {
@@ -2750,7 +3383,7 @@ type QueueServiceListRequest struct {
 
 func (x *QueueServiceListRequest) Reset() {
 	*x = QueueServiceListRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[40]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2762,7 +3395,7 @@ func (x *QueueServiceListRequest) String() string {
 func (*QueueServiceListRequest) ProtoMessage() {}
 
 func (x *QueueServiceListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[40]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2775,7 +3408,7 @@ func (x *QueueServiceListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueServiceListRequest.ProtoReflect.Descriptor instead.
 func (*QueueServiceListRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{40}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{51}
 }
 
 type QueueServiceListResponse struct {
@@ -2787,7 +3420,7 @@ type QueueServiceListResponse struct {
 
 func (x *QueueServiceListResponse) Reset() {
 	*x = QueueServiceListResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[41]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2799,7 +3432,7 @@ func (x *QueueServiceListResponse) String() string {
 func (*QueueServiceListResponse) ProtoMessage() {}
 
 func (x *QueueServiceListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[41]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2812,7 +3445,7 @@ func (x *QueueServiceListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueServiceListResponse.ProtoReflect.Descriptor instead.
 func (*QueueServiceListResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{41}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *QueueServiceListResponse) GetQueues() []*Queue {
@@ -2831,7 +3464,7 @@ type PauseRequest struct {
 
 func (x *PauseRequest) Reset() {
 	*x = PauseRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[42]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2843,7 +3476,7 @@ func (x *PauseRequest) String() string {
 func (*PauseRequest) ProtoMessage() {}
 
 func (x *PauseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[42]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2856,7 +3489,7 @@ func (x *PauseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseRequest.ProtoReflect.Descriptor instead.
 func (*PauseRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{42}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *PauseRequest) GetQueue() string {
@@ -2874,7 +3507,7 @@ type PauseResponse struct {
 
 func (x *PauseResponse) Reset() {
 	*x = PauseResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[43]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2886,7 +3519,7 @@ func (x *PauseResponse) String() string {
 func (*PauseResponse) ProtoMessage() {}
 
 func (x *PauseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[43]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2899,7 +3532,7 @@ func (x *PauseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseResponse.ProtoReflect.Descriptor instead.
 func (*PauseResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{43}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{54}
 }
 
 type ResumeRequest struct {
@@ -2911,7 +3544,7 @@ type ResumeRequest struct {
 
 func (x *ResumeRequest) Reset() {
 	*x = ResumeRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[44]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2923,7 +3556,7 @@ func (x *ResumeRequest) String() string {
 func (*ResumeRequest) ProtoMessage() {}
 
 func (x *ResumeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[44]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2936,7 +3569,7 @@ func (x *ResumeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeRequest.ProtoReflect.Descriptor instead.
 func (*ResumeRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{44}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ResumeRequest) GetQueue() string {
@@ -2954,7 +3587,7 @@ type ResumeResponse struct {
 
 func (x *ResumeResponse) Reset() {
 	*x = ResumeResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[45]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2966,7 +3599,7 @@ func (x *ResumeResponse) String() string {
 func (*ResumeResponse) ProtoMessage() {}
 
 func (x *ResumeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[45]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2979,7 +3612,7 @@ func (x *ResumeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeResponse.ProtoReflect.Descriptor instead.
 func (*ResumeResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{45}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{56}
 }
 
 type Node struct {
@@ -2996,7 +3629,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[46]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3008,7 +3641,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[46]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3021,7 +3654,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{46}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *Node) GetId() string {
@@ -3074,7 +3707,7 @@ type ListNodesRequest struct {
 
 func (x *ListNodesRequest) Reset() {
 	*x = ListNodesRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[47]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3086,7 +3719,7 @@ func (x *ListNodesRequest) String() string {
 func (*ListNodesRequest) ProtoMessage() {}
 
 func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[47]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3099,7 +3732,7 @@ func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesRequest.ProtoReflect.Descriptor instead.
 func (*ListNodesRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{47}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{58}
 }
 
 type ListNodesResponse struct {
@@ -3111,7 +3744,7 @@ type ListNodesResponse struct {
 
 func (x *ListNodesResponse) Reset() {
 	*x = ListNodesResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[48]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3123,7 +3756,7 @@ func (x *ListNodesResponse) String() string {
 func (*ListNodesResponse) ProtoMessage() {}
 
 func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[48]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3136,7 +3769,7 @@ func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesResponse.ProtoReflect.Descriptor instead.
 func (*ListNodesResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{48}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ListNodesResponse) GetNodes() []*Node {
@@ -3162,7 +3795,7 @@ type Worker struct {
 
 func (x *Worker) Reset() {
 	*x = Worker{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[49]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3174,7 +3807,7 @@ func (x *Worker) String() string {
 func (*Worker) ProtoMessage() {}
 
 func (x *Worker) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[49]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3187,7 +3820,7 @@ func (x *Worker) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Worker.ProtoReflect.Descriptor instead.
 func (*Worker) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{49}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *Worker) GetName() string {
@@ -3247,7 +3880,7 @@ type ListWorkersRequest struct {
 
 func (x *ListWorkersRequest) Reset() {
 	*x = ListWorkersRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[50]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3259,7 +3892,7 @@ func (x *ListWorkersRequest) String() string {
 func (*ListWorkersRequest) ProtoMessage() {}
 
 func (x *ListWorkersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[50]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3272,7 +3905,7 @@ func (x *ListWorkersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWorkersRequest.ProtoReflect.Descriptor instead.
 func (*ListWorkersRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{50}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{61}
 }
 
 type ListWorkersResponse struct {
@@ -3284,7 +3917,7 @@ type ListWorkersResponse struct {
 
 func (x *ListWorkersResponse) Reset() {
 	*x = ListWorkersResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3296,7 +3929,7 @@ func (x *ListWorkersResponse) String() string {
 func (*ListWorkersResponse) ProtoMessage() {}
 
 func (x *ListWorkersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3309,7 +3942,7 @@ func (x *ListWorkersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWorkersResponse.ProtoReflect.Descriptor instead.
 func (*ListWorkersResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{51}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ListWorkersResponse) GetWorkers() []*Worker {
@@ -3340,7 +3973,7 @@ type Stream struct {
 
 func (x *Stream) Reset() {
 	*x = Stream{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3352,7 +3985,7 @@ func (x *Stream) String() string {
 func (*Stream) ProtoMessage() {}
 
 func (x *Stream) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3365,7 +3998,7 @@ func (x *Stream) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stream.ProtoReflect.Descriptor instead.
 func (*Stream) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{52}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *Stream) GetId() string {
@@ -3453,7 +4086,7 @@ type ListStreamsRequest struct {
 
 func (x *ListStreamsRequest) Reset() {
 	*x = ListStreamsRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3465,7 +4098,7 @@ func (x *ListStreamsRequest) String() string {
 func (*ListStreamsRequest) ProtoMessage() {}
 
 func (x *ListStreamsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3478,7 +4111,7 @@ func (x *ListStreamsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStreamsRequest.ProtoReflect.Descriptor instead.
 func (*ListStreamsRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{53}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{64}
 }
 
 type ListStreamsResponse struct {
@@ -3490,7 +4123,7 @@ type ListStreamsResponse struct {
 
 func (x *ListStreamsResponse) Reset() {
 	*x = ListStreamsResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3502,7 +4135,7 @@ func (x *ListStreamsResponse) String() string {
 func (*ListStreamsResponse) ProtoMessage() {}
 
 func (x *ListStreamsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3515,7 +4148,7 @@ func (x *ListStreamsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStreamsResponse.ProtoReflect.Descriptor instead.
 func (*ListStreamsResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{54}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *ListStreamsResponse) GetStreams() []*Stream {
@@ -3541,7 +4174,7 @@ type APIKey struct {
 
 func (x *APIKey) Reset() {
 	*x = APIKey{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3553,7 +4186,7 @@ func (x *APIKey) String() string {
 func (*APIKey) ProtoMessage() {}
 
 func (x *APIKey) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3566,7 +4199,7 @@ func (x *APIKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use APIKey.ProtoReflect.Descriptor instead.
 func (*APIKey) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{55}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *APIKey) GetId() string {
@@ -3621,7 +4254,7 @@ type CreateKeyRequest struct {
 
 func (x *CreateKeyRequest) Reset() {
 	*x = CreateKeyRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3633,7 +4266,7 @@ func (x *CreateKeyRequest) String() string {
 func (*CreateKeyRequest) ProtoMessage() {}
 
 func (x *CreateKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3646,7 +4279,7 @@ func (x *CreateKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyRequest.ProtoReflect.Descriptor instead.
 func (*CreateKeyRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{56}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *CreateKeyRequest) GetName() string {
@@ -3674,7 +4307,7 @@ type CreateKeyResponse struct {
 
 func (x *CreateKeyResponse) Reset() {
 	*x = CreateKeyResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[57]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3686,7 +4319,7 @@ func (x *CreateKeyResponse) String() string {
 func (*CreateKeyResponse) ProtoMessage() {}
 
 func (x *CreateKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[57]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3699,7 +4332,7 @@ func (x *CreateKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyResponse.ProtoReflect.Descriptor instead.
 func (*CreateKeyResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{57}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *CreateKeyResponse) GetKey() *APIKey {
@@ -3724,7 +4357,7 @@ type ListKeysRequest struct {
 
 func (x *ListKeysRequest) Reset() {
 	*x = ListKeysRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3736,7 +4369,7 @@ func (x *ListKeysRequest) String() string {
 func (*ListKeysRequest) ProtoMessage() {}
 
 func (x *ListKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3749,7 +4382,7 @@ func (x *ListKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeysRequest.ProtoReflect.Descriptor instead.
 func (*ListKeysRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{58}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{69}
 }
 
 type ListKeysResponse struct {
@@ -3761,7 +4394,7 @@ type ListKeysResponse struct {
 
 func (x *ListKeysResponse) Reset() {
 	*x = ListKeysResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3773,7 +4406,7 @@ func (x *ListKeysResponse) String() string {
 func (*ListKeysResponse) ProtoMessage() {}
 
 func (x *ListKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3786,7 +4419,7 @@ func (x *ListKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeysResponse.ProtoReflect.Descriptor instead.
 func (*ListKeysResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{59}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *ListKeysResponse) GetKeys() []*APIKey {
@@ -3805,7 +4438,7 @@ type RevokeKeyRequest struct {
 
 func (x *RevokeKeyRequest) Reset() {
 	*x = RevokeKeyRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3817,7 +4450,7 @@ func (x *RevokeKeyRequest) String() string {
 func (*RevokeKeyRequest) ProtoMessage() {}
 
 func (x *RevokeKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3830,7 +4463,7 @@ func (x *RevokeKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeKeyRequest.ProtoReflect.Descriptor instead.
 func (*RevokeKeyRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{60}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *RevokeKeyRequest) GetIdOrName() string {
@@ -3849,7 +4482,7 @@ type RevokeKeyResponse struct {
 
 func (x *RevokeKeyResponse) Reset() {
 	*x = RevokeKeyResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3861,7 +4494,7 @@ func (x *RevokeKeyResponse) String() string {
 func (*RevokeKeyResponse) ProtoMessage() {}
 
 func (x *RevokeKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3874,7 +4507,7 @@ func (x *RevokeKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeKeyResponse.ProtoReflect.Descriptor instead.
 func (*RevokeKeyResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{61}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *RevokeKeyResponse) GetKey() *APIKey {
@@ -3898,7 +4531,7 @@ type DeadLetterFilter struct {
 
 func (x *DeadLetterFilter) Reset() {
 	*x = DeadLetterFilter{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3910,7 +4543,7 @@ func (x *DeadLetterFilter) String() string {
 func (*DeadLetterFilter) ProtoMessage() {}
 
 func (x *DeadLetterFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3923,7 +4556,7 @@ func (x *DeadLetterFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterFilter.ProtoReflect.Descriptor instead.
 func (*DeadLetterFilter) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{62}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *DeadLetterFilter) GetQueues() []string {
@@ -3967,7 +4600,7 @@ type DeadLetterServiceListRequest struct {
 
 func (x *DeadLetterServiceListRequest) Reset() {
 	*x = DeadLetterServiceListRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3979,7 +4612,7 @@ func (x *DeadLetterServiceListRequest) String() string {
 func (*DeadLetterServiceListRequest) ProtoMessage() {}
 
 func (x *DeadLetterServiceListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3992,7 +4625,7 @@ func (x *DeadLetterServiceListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceListRequest.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceListRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{63}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *DeadLetterServiceListRequest) GetFilter() *DeadLetterFilter {
@@ -4027,7 +4660,7 @@ type DeadLetterServiceListResponse struct {
 
 func (x *DeadLetterServiceListResponse) Reset() {
 	*x = DeadLetterServiceListResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4039,7 +4672,7 @@ func (x *DeadLetterServiceListResponse) String() string {
 func (*DeadLetterServiceListResponse) ProtoMessage() {}
 
 func (x *DeadLetterServiceListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4052,7 +4685,7 @@ func (x *DeadLetterServiceListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceListResponse.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceListResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{64}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *DeadLetterServiceListResponse) GetJobs() []*Job {
@@ -4077,7 +4710,7 @@ type DeadLetterServiceStatsRequest struct {
 
 func (x *DeadLetterServiceStatsRequest) Reset() {
 	*x = DeadLetterServiceStatsRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4089,7 +4722,7 @@ func (x *DeadLetterServiceStatsRequest) String() string {
 func (*DeadLetterServiceStatsRequest) ProtoMessage() {}
 
 func (x *DeadLetterServiceStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4102,7 +4735,7 @@ func (x *DeadLetterServiceStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceStatsRequest.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceStatsRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{65}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{76}
 }
 
 type DeadLetterServiceStatsResponse struct {
@@ -4119,7 +4752,7 @@ type DeadLetterServiceStatsResponse struct {
 
 func (x *DeadLetterServiceStatsResponse) Reset() {
 	*x = DeadLetterServiceStatsResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4131,7 +4764,7 @@ func (x *DeadLetterServiceStatsResponse) String() string {
 func (*DeadLetterServiceStatsResponse) ProtoMessage() {}
 
 func (x *DeadLetterServiceStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4144,7 +4777,7 @@ func (x *DeadLetterServiceStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceStatsResponse.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceStatsResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{66}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *DeadLetterServiceStatsResponse) GetCount() int64 {
@@ -4177,7 +4810,7 @@ type ReplayRequest struct {
 
 func (x *ReplayRequest) Reset() {
 	*x = ReplayRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4189,7 +4822,7 @@ func (x *ReplayRequest) String() string {
 func (*ReplayRequest) ProtoMessage() {}
 
 func (x *ReplayRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4202,7 +4835,7 @@ func (x *ReplayRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayRequest.ProtoReflect.Descriptor instead.
 func (*ReplayRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{67}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *ReplayRequest) GetId() string {
@@ -4224,7 +4857,7 @@ type ReplayResponse struct {
 
 func (x *ReplayResponse) Reset() {
 	*x = ReplayResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4236,7 +4869,7 @@ func (x *ReplayResponse) String() string {
 func (*ReplayResponse) ProtoMessage() {}
 
 func (x *ReplayResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4249,7 +4882,7 @@ func (x *ReplayResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayResponse.ProtoReflect.Descriptor instead.
 func (*ReplayResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{68}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *ReplayResponse) GetJob() *Job {
@@ -4277,7 +4910,7 @@ type ReplayManyRequest struct {
 
 func (x *ReplayManyRequest) Reset() {
 	*x = ReplayManyRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4289,7 +4922,7 @@ func (x *ReplayManyRequest) String() string {
 func (*ReplayManyRequest) ProtoMessage() {}
 
 func (x *ReplayManyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4302,7 +4935,7 @@ func (x *ReplayManyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayManyRequest.ProtoReflect.Descriptor instead.
 func (*ReplayManyRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{69}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *ReplayManyRequest) GetFilter() *DeadLetterFilter {
@@ -4330,7 +4963,7 @@ type ReplayManyResponse struct {
 
 func (x *ReplayManyResponse) Reset() {
 	*x = ReplayManyResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4342,7 +4975,7 @@ func (x *ReplayManyResponse) String() string {
 func (*ReplayManyResponse) ProtoMessage() {}
 
 func (x *ReplayManyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4355,7 +4988,7 @@ func (x *ReplayManyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayManyResponse.ProtoReflect.Descriptor instead.
 func (*ReplayManyResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{70}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *ReplayManyResponse) GetJobs() []*Job {
@@ -4390,7 +5023,7 @@ type ReplayRecord struct {
 
 func (x *ReplayRecord) Reset() {
 	*x = ReplayRecord{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4402,7 +5035,7 @@ func (x *ReplayRecord) String() string {
 func (*ReplayRecord) ProtoMessage() {}
 
 func (x *ReplayRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4415,7 +5048,7 @@ func (x *ReplayRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayRecord.ProtoReflect.Descriptor instead.
 func (*ReplayRecord) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{71}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *ReplayRecord) GetId() int64 {
@@ -4485,7 +5118,7 @@ type ListReplaysRequest struct {
 
 func (x *ListReplaysRequest) Reset() {
 	*x = ListReplaysRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4497,7 +5130,7 @@ func (x *ListReplaysRequest) String() string {
 func (*ListReplaysRequest) ProtoMessage() {}
 
 func (x *ListReplaysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4510,7 +5143,7 @@ func (x *ListReplaysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReplaysRequest.ProtoReflect.Descriptor instead.
 func (*ListReplaysRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{72}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *ListReplaysRequest) GetSourceJobId() string {
@@ -4572,7 +5205,7 @@ type ListReplaysResponse struct {
 
 func (x *ListReplaysResponse) Reset() {
 	*x = ListReplaysResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[73]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4584,7 +5217,7 @@ func (x *ListReplaysResponse) String() string {
 func (*ListReplaysResponse) ProtoMessage() {}
 
 func (x *ListReplaysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[73]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4597,7 +5230,7 @@ func (x *ListReplaysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReplaysResponse.ProtoReflect.Descriptor instead.
 func (*ListReplaysResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{73}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *ListReplaysResponse) GetReplays() []*ReplayRecord {
@@ -4618,7 +5251,55 @@ var File_hopper_v1_hopper_proto protoreflect.FileDescriptor
 
 const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\n" +
-	"\x16hopper/v1/hopper.proto\x12\thopper.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x97\n" +
+	"\x16hopper/v1/hopper.proto\x12\thopper.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x83\a\n" +
+	"\bSchedule\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04cron\x18\x02 \x01(\tR\x04cron\x12/\n" +
+	"\x05every\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x05every\x12:\n" +
+	"\vfixed_delay\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\n" +
+	"fixedDelay\x12\x0e\n" +
+	"\x02tz\x18\x05 \x01(\tR\x02tz\x12\x12\n" +
+	"\x04kind\x18\x06 \x01(\tR\x04kind\x12\x12\n" +
+	"\x04args\x18\a \x01(\tR\x04args\x12\x14\n" +
+	"\x05queue\x18\b \x01(\tR\x05queue\x12\x1a\n" +
+	"\bpriority\x18\t \x01(\x05R\bpriority\x12!\n" +
+	"\fmax_attempts\x18\n" +
+	" \x01(\x05R\vmaxAttempts\x123\n" +
+	"\atimeout\x18\v \x01(\v2\x19.google.protobuf.DurationR\atimeout\x12:\n" +
+	"\aheaders\x18\f \x03(\v2 .hopper.v1.Schedule.HeadersEntryR\aheaders\x12\x19\n" +
+	"\bcatch_up\x18\r \x01(\tR\acatchUp\x12\x18\n" +
+	"\aoverlap\x18\x0e \x01(\tR\aoverlap\x121\n" +
+	"\x06jitter\x18\x0f \x01(\v2\x19.google.protobuf.DurationR\x06jitter\x12\x16\n" +
+	"\x06paused\x18\x10 \x01(\bR\x06paused\x12\x16\n" +
+	"\x06source\x18\x11 \x01(\tR\x06source\x12<\n" +
+	"\flast_fire_at\x18\x12 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"lastFireAt\x12<\n" +
+	"\fnext_fire_at\x18\x13 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"nextFireAt\x12\x1e\n" +
+	"\vlast_job_id\x18\x14 \x01(\tR\tlastJobId\x129\n" +
+	"\n" +
+	"created_at\x18\x15 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
+	"\n" +
+	"updated_at\x18\x16 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x1a:\n" +
+	"\fHeadersEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x1c\n" +
+	"\x1aScheduleServiceListRequest\"P\n" +
+	"\x1bScheduleServiceListResponse\x121\n" +
+	"\tschedules\x18\x01 \x03(\v2\x13.hopper.v1.ScheduleR\tschedules\"L\n" +
+	"\x19ScheduleServiceAddRequest\x12/\n" +
+	"\bschedule\x18\x01 \x01(\v2\x13.hopper.v1.ScheduleR\bschedule\"M\n" +
+	"\x1aScheduleServiceAddResponse\x12/\n" +
+	"\bschedule\x18\x01 \x01(\v2\x13.hopper.v1.ScheduleR\bschedule\"2\n" +
+	"\x1cScheduleServiceRemoveRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\x1f\n" +
+	"\x1dScheduleServiceRemoveResponse\"1\n" +
+	"\x1bScheduleServicePauseRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\x1e\n" +
+	"\x1cScheduleServicePauseResponse\"2\n" +
+	"\x1cScheduleServiceResumeRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\x1f\n" +
+	"\x1dScheduleServiceResumeResponse\"\x97\n" +
 	"\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
@@ -5022,7 +5703,13 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\vListStreams\x12\x1d.hopper.v1.ListStreamsRequest\x1a\x1e.hopper.v1.ListStreamsResponse\"\x03\x90\x02\x01\x12F\n" +
 	"\tCreateKey\x12\x1b.hopper.v1.CreateKeyRequest\x1a\x1c.hopper.v1.CreateKeyResponse\x12H\n" +
 	"\bListKeys\x12\x1a.hopper.v1.ListKeysRequest\x1a\x1b.hopper.v1.ListKeysResponse\"\x03\x90\x02\x01\x12F\n" +
-	"\tRevokeKey\x12\x1b.hopper.v1.RevokeKeyRequest\x1a\x1c.hopper.v1.RevokeKeyResponse2\xb3\x03\n" +
+	"\tRevokeKey\x12\x1b.hopper.v1.RevokeKeyRequest\x1a\x1c.hopper.v1.RevokeKeyResponse2\xd5\x03\n" +
+	"\x0fScheduleService\x12Z\n" +
+	"\x04List\x12%.hopper.v1.ScheduleServiceListRequest\x1a&.hopper.v1.ScheduleServiceListResponse\"\x03\x90\x02\x01\x12R\n" +
+	"\x03Add\x12$.hopper.v1.ScheduleServiceAddRequest\x1a%.hopper.v1.ScheduleServiceAddResponse\x12[\n" +
+	"\x06Remove\x12'.hopper.v1.ScheduleServiceRemoveRequest\x1a(.hopper.v1.ScheduleServiceRemoveResponse\x12X\n" +
+	"\x05Pause\x12&.hopper.v1.ScheduleServicePauseRequest\x1a'.hopper.v1.ScheduleServicePauseResponse\x12[\n" +
+	"\x06Resume\x12'.hopper.v1.ScheduleServiceResumeRequest\x1a(.hopper.v1.ScheduleServiceResumeResponse2\xb3\x03\n" +
 	"\x11DeadLetterService\x12^\n" +
 	"\x04List\x12'.hopper.v1.DeadLetterServiceListRequest\x1a(.hopper.v1.DeadLetterServiceListResponse\"\x03\x90\x02\x01\x12a\n" +
 	"\x05Stats\x12(.hopper.v1.DeadLetterServiceStatsRequest\x1a).hopper.v1.DeadLetterServiceStatsResponse\"\x03\x90\x02\x01\x12=\n" +
@@ -5043,234 +5730,268 @@ func file_hopper_v1_hopper_proto_rawDescGZIP() []byte {
 	return file_hopper_v1_hopper_proto_rawDescData
 }
 
-var file_hopper_v1_hopper_proto_msgTypes = make([]protoimpl.MessageInfo, 78)
+var file_hopper_v1_hopper_proto_msgTypes = make([]protoimpl.MessageInfo, 90)
 var file_hopper_v1_hopper_proto_goTypes = []any{
-	(*Job)(nil),                            // 0: hopper.v1.Job
-	(*JobSpec)(nil),                        // 1: hopper.v1.JobSpec
-	(*RetryPolicy)(nil),                    // 2: hopper.v1.RetryPolicy
-	(*EnqueueRequest)(nil),                 // 3: hopper.v1.EnqueueRequest
-	(*EnqueueResponse)(nil),                // 4: hopper.v1.EnqueueResponse
-	(*EnqueueBatchRequest)(nil),            // 5: hopper.v1.EnqueueBatchRequest
-	(*EnqueueBatchResponse)(nil),           // 6: hopper.v1.EnqueueBatchResponse
-	(*GetRequest)(nil),                     // 7: hopper.v1.GetRequest
-	(*GetResponse)(nil),                    // 8: hopper.v1.GetResponse
-	(*ListRequest)(nil),                    // 9: hopper.v1.ListRequest
-	(*ListResponse)(nil),                   // 10: hopper.v1.ListResponse
-	(*CancelRequest)(nil),                  // 11: hopper.v1.CancelRequest
-	(*CancelResponse)(nil),                 // 12: hopper.v1.CancelResponse
-	(*EventsRequest)(nil),                  // 13: hopper.v1.EventsRequest
-	(*Event)(nil),                          // 14: hopper.v1.Event
-	(*Attempt)(nil),                        // 15: hopper.v1.Attempt
-	(*EventsResponse)(nil),                 // 16: hopper.v1.EventsResponse
-	(*ActivatedJob)(nil),                   // 17: hopper.v1.ActivatedJob
-	(*ActivateRequest)(nil),                // 18: hopper.v1.ActivateRequest
-	(*ActivateResponse)(nil),               // 19: hopper.v1.ActivateResponse
-	(*StreamJobsRequest)(nil),              // 20: hopper.v1.StreamJobsRequest
-	(*StreamJobsResponse)(nil),             // 21: hopper.v1.StreamJobsResponse
-	(*LeaseLost)(nil),                      // 22: hopper.v1.LeaseLost
-	(*CompleteRequest)(nil),                // 23: hopper.v1.CompleteRequest
-	(*CompleteResponse)(nil),               // 24: hopper.v1.CompleteResponse
-	(*FailRequest)(nil),                    // 25: hopper.v1.FailRequest
-	(*FailResponse)(nil),                   // 26: hopper.v1.FailResponse
-	(*SnoozeRequest)(nil),                  // 27: hopper.v1.SnoozeRequest
-	(*SnoozeResponse)(nil),                 // 28: hopper.v1.SnoozeResponse
-	(*SuspendRequest)(nil),                 // 29: hopper.v1.SuspendRequest
-	(*SuspendResponse)(nil),                // 30: hopper.v1.SuspendResponse
-	(*ReleaseRequest)(nil),                 // 31: hopper.v1.ReleaseRequest
-	(*ReleaseResponse)(nil),                // 32: hopper.v1.ReleaseResponse
-	(*ExtendLeaseRequest)(nil),             // 33: hopper.v1.ExtendLeaseRequest
-	(*ExtendLeaseResponse)(nil),            // 34: hopper.v1.ExtendLeaseResponse
-	(*HeartbeatRequest)(nil),               // 35: hopper.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),              // 36: hopper.v1.HeartbeatResponse
-	(*ReportProgressRequest)(nil),          // 37: hopper.v1.ReportProgressRequest
-	(*ReportProgressResponse)(nil),         // 38: hopper.v1.ReportProgressResponse
-	(*Queue)(nil),                          // 39: hopper.v1.Queue
-	(*QueueServiceListRequest)(nil),        // 40: hopper.v1.QueueServiceListRequest
-	(*QueueServiceListResponse)(nil),       // 41: hopper.v1.QueueServiceListResponse
-	(*PauseRequest)(nil),                   // 42: hopper.v1.PauseRequest
-	(*PauseResponse)(nil),                  // 43: hopper.v1.PauseResponse
-	(*ResumeRequest)(nil),                  // 44: hopper.v1.ResumeRequest
-	(*ResumeResponse)(nil),                 // 45: hopper.v1.ResumeResponse
-	(*Node)(nil),                           // 46: hopper.v1.Node
-	(*ListNodesRequest)(nil),               // 47: hopper.v1.ListNodesRequest
-	(*ListNodesResponse)(nil),              // 48: hopper.v1.ListNodesResponse
-	(*Worker)(nil),                         // 49: hopper.v1.Worker
-	(*ListWorkersRequest)(nil),             // 50: hopper.v1.ListWorkersRequest
-	(*ListWorkersResponse)(nil),            // 51: hopper.v1.ListWorkersResponse
-	(*Stream)(nil),                         // 52: hopper.v1.Stream
-	(*ListStreamsRequest)(nil),             // 53: hopper.v1.ListStreamsRequest
-	(*ListStreamsResponse)(nil),            // 54: hopper.v1.ListStreamsResponse
-	(*APIKey)(nil),                         // 55: hopper.v1.APIKey
-	(*CreateKeyRequest)(nil),               // 56: hopper.v1.CreateKeyRequest
-	(*CreateKeyResponse)(nil),              // 57: hopper.v1.CreateKeyResponse
-	(*ListKeysRequest)(nil),                // 58: hopper.v1.ListKeysRequest
-	(*ListKeysResponse)(nil),               // 59: hopper.v1.ListKeysResponse
-	(*RevokeKeyRequest)(nil),               // 60: hopper.v1.RevokeKeyRequest
-	(*RevokeKeyResponse)(nil),              // 61: hopper.v1.RevokeKeyResponse
-	(*DeadLetterFilter)(nil),               // 62: hopper.v1.DeadLetterFilter
-	(*DeadLetterServiceListRequest)(nil),   // 63: hopper.v1.DeadLetterServiceListRequest
-	(*DeadLetterServiceListResponse)(nil),  // 64: hopper.v1.DeadLetterServiceListResponse
-	(*DeadLetterServiceStatsRequest)(nil),  // 65: hopper.v1.DeadLetterServiceStatsRequest
-	(*DeadLetterServiceStatsResponse)(nil), // 66: hopper.v1.DeadLetterServiceStatsResponse
-	(*ReplayRequest)(nil),                  // 67: hopper.v1.ReplayRequest
-	(*ReplayResponse)(nil),                 // 68: hopper.v1.ReplayResponse
-	(*ReplayManyRequest)(nil),              // 69: hopper.v1.ReplayManyRequest
-	(*ReplayManyResponse)(nil),             // 70: hopper.v1.ReplayManyResponse
-	(*ReplayRecord)(nil),                   // 71: hopper.v1.ReplayRecord
-	(*ListReplaysRequest)(nil),             // 72: hopper.v1.ListReplaysRequest
-	(*ListReplaysResponse)(nil),            // 73: hopper.v1.ListReplaysResponse
-	nil,                                    // 74: hopper.v1.Job.HeadersEntry
-	nil,                                    // 75: hopper.v1.JobSpec.HeadersEntry
-	nil,                                    // 76: hopper.v1.ActivatedJob.HeadersEntry
-	nil,                                    // 77: hopper.v1.Queue.CountsEntry
-	(*timestamppb.Timestamp)(nil),          // 78: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),            // 79: google.protobuf.Duration
+	(*Schedule)(nil),                       // 0: hopper.v1.Schedule
+	(*ScheduleServiceListRequest)(nil),     // 1: hopper.v1.ScheduleServiceListRequest
+	(*ScheduleServiceListResponse)(nil),    // 2: hopper.v1.ScheduleServiceListResponse
+	(*ScheduleServiceAddRequest)(nil),      // 3: hopper.v1.ScheduleServiceAddRequest
+	(*ScheduleServiceAddResponse)(nil),     // 4: hopper.v1.ScheduleServiceAddResponse
+	(*ScheduleServiceRemoveRequest)(nil),   // 5: hopper.v1.ScheduleServiceRemoveRequest
+	(*ScheduleServiceRemoveResponse)(nil),  // 6: hopper.v1.ScheduleServiceRemoveResponse
+	(*ScheduleServicePauseRequest)(nil),    // 7: hopper.v1.ScheduleServicePauseRequest
+	(*ScheduleServicePauseResponse)(nil),   // 8: hopper.v1.ScheduleServicePauseResponse
+	(*ScheduleServiceResumeRequest)(nil),   // 9: hopper.v1.ScheduleServiceResumeRequest
+	(*ScheduleServiceResumeResponse)(nil),  // 10: hopper.v1.ScheduleServiceResumeResponse
+	(*Job)(nil),                            // 11: hopper.v1.Job
+	(*JobSpec)(nil),                        // 12: hopper.v1.JobSpec
+	(*RetryPolicy)(nil),                    // 13: hopper.v1.RetryPolicy
+	(*EnqueueRequest)(nil),                 // 14: hopper.v1.EnqueueRequest
+	(*EnqueueResponse)(nil),                // 15: hopper.v1.EnqueueResponse
+	(*EnqueueBatchRequest)(nil),            // 16: hopper.v1.EnqueueBatchRequest
+	(*EnqueueBatchResponse)(nil),           // 17: hopper.v1.EnqueueBatchResponse
+	(*GetRequest)(nil),                     // 18: hopper.v1.GetRequest
+	(*GetResponse)(nil),                    // 19: hopper.v1.GetResponse
+	(*ListRequest)(nil),                    // 20: hopper.v1.ListRequest
+	(*ListResponse)(nil),                   // 21: hopper.v1.ListResponse
+	(*CancelRequest)(nil),                  // 22: hopper.v1.CancelRequest
+	(*CancelResponse)(nil),                 // 23: hopper.v1.CancelResponse
+	(*EventsRequest)(nil),                  // 24: hopper.v1.EventsRequest
+	(*Event)(nil),                          // 25: hopper.v1.Event
+	(*Attempt)(nil),                        // 26: hopper.v1.Attempt
+	(*EventsResponse)(nil),                 // 27: hopper.v1.EventsResponse
+	(*ActivatedJob)(nil),                   // 28: hopper.v1.ActivatedJob
+	(*ActivateRequest)(nil),                // 29: hopper.v1.ActivateRequest
+	(*ActivateResponse)(nil),               // 30: hopper.v1.ActivateResponse
+	(*StreamJobsRequest)(nil),              // 31: hopper.v1.StreamJobsRequest
+	(*StreamJobsResponse)(nil),             // 32: hopper.v1.StreamJobsResponse
+	(*LeaseLost)(nil),                      // 33: hopper.v1.LeaseLost
+	(*CompleteRequest)(nil),                // 34: hopper.v1.CompleteRequest
+	(*CompleteResponse)(nil),               // 35: hopper.v1.CompleteResponse
+	(*FailRequest)(nil),                    // 36: hopper.v1.FailRequest
+	(*FailResponse)(nil),                   // 37: hopper.v1.FailResponse
+	(*SnoozeRequest)(nil),                  // 38: hopper.v1.SnoozeRequest
+	(*SnoozeResponse)(nil),                 // 39: hopper.v1.SnoozeResponse
+	(*SuspendRequest)(nil),                 // 40: hopper.v1.SuspendRequest
+	(*SuspendResponse)(nil),                // 41: hopper.v1.SuspendResponse
+	(*ReleaseRequest)(nil),                 // 42: hopper.v1.ReleaseRequest
+	(*ReleaseResponse)(nil),                // 43: hopper.v1.ReleaseResponse
+	(*ExtendLeaseRequest)(nil),             // 44: hopper.v1.ExtendLeaseRequest
+	(*ExtendLeaseResponse)(nil),            // 45: hopper.v1.ExtendLeaseResponse
+	(*HeartbeatRequest)(nil),               // 46: hopper.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),              // 47: hopper.v1.HeartbeatResponse
+	(*ReportProgressRequest)(nil),          // 48: hopper.v1.ReportProgressRequest
+	(*ReportProgressResponse)(nil),         // 49: hopper.v1.ReportProgressResponse
+	(*Queue)(nil),                          // 50: hopper.v1.Queue
+	(*QueueServiceListRequest)(nil),        // 51: hopper.v1.QueueServiceListRequest
+	(*QueueServiceListResponse)(nil),       // 52: hopper.v1.QueueServiceListResponse
+	(*PauseRequest)(nil),                   // 53: hopper.v1.PauseRequest
+	(*PauseResponse)(nil),                  // 54: hopper.v1.PauseResponse
+	(*ResumeRequest)(nil),                  // 55: hopper.v1.ResumeRequest
+	(*ResumeResponse)(nil),                 // 56: hopper.v1.ResumeResponse
+	(*Node)(nil),                           // 57: hopper.v1.Node
+	(*ListNodesRequest)(nil),               // 58: hopper.v1.ListNodesRequest
+	(*ListNodesResponse)(nil),              // 59: hopper.v1.ListNodesResponse
+	(*Worker)(nil),                         // 60: hopper.v1.Worker
+	(*ListWorkersRequest)(nil),             // 61: hopper.v1.ListWorkersRequest
+	(*ListWorkersResponse)(nil),            // 62: hopper.v1.ListWorkersResponse
+	(*Stream)(nil),                         // 63: hopper.v1.Stream
+	(*ListStreamsRequest)(nil),             // 64: hopper.v1.ListStreamsRequest
+	(*ListStreamsResponse)(nil),            // 65: hopper.v1.ListStreamsResponse
+	(*APIKey)(nil),                         // 66: hopper.v1.APIKey
+	(*CreateKeyRequest)(nil),               // 67: hopper.v1.CreateKeyRequest
+	(*CreateKeyResponse)(nil),              // 68: hopper.v1.CreateKeyResponse
+	(*ListKeysRequest)(nil),                // 69: hopper.v1.ListKeysRequest
+	(*ListKeysResponse)(nil),               // 70: hopper.v1.ListKeysResponse
+	(*RevokeKeyRequest)(nil),               // 71: hopper.v1.RevokeKeyRequest
+	(*RevokeKeyResponse)(nil),              // 72: hopper.v1.RevokeKeyResponse
+	(*DeadLetterFilter)(nil),               // 73: hopper.v1.DeadLetterFilter
+	(*DeadLetterServiceListRequest)(nil),   // 74: hopper.v1.DeadLetterServiceListRequest
+	(*DeadLetterServiceListResponse)(nil),  // 75: hopper.v1.DeadLetterServiceListResponse
+	(*DeadLetterServiceStatsRequest)(nil),  // 76: hopper.v1.DeadLetterServiceStatsRequest
+	(*DeadLetterServiceStatsResponse)(nil), // 77: hopper.v1.DeadLetterServiceStatsResponse
+	(*ReplayRequest)(nil),                  // 78: hopper.v1.ReplayRequest
+	(*ReplayResponse)(nil),                 // 79: hopper.v1.ReplayResponse
+	(*ReplayManyRequest)(nil),              // 80: hopper.v1.ReplayManyRequest
+	(*ReplayManyResponse)(nil),             // 81: hopper.v1.ReplayManyResponse
+	(*ReplayRecord)(nil),                   // 82: hopper.v1.ReplayRecord
+	(*ListReplaysRequest)(nil),             // 83: hopper.v1.ListReplaysRequest
+	(*ListReplaysResponse)(nil),            // 84: hopper.v1.ListReplaysResponse
+	nil,                                    // 85: hopper.v1.Schedule.HeadersEntry
+	nil,                                    // 86: hopper.v1.Job.HeadersEntry
+	nil,                                    // 87: hopper.v1.JobSpec.HeadersEntry
+	nil,                                    // 88: hopper.v1.ActivatedJob.HeadersEntry
+	nil,                                    // 89: hopper.v1.Queue.CountsEntry
+	(*durationpb.Duration)(nil),            // 90: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),          // 91: google.protobuf.Timestamp
 }
 var file_hopper_v1_hopper_proto_depIdxs = []int32{
-	74,  // 0: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
-	78,  // 1: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
-	79,  // 2: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
-	78,  // 3: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
-	78,  // 4: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
-	78,  // 5: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	78,  // 6: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
-	78,  // 7: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
-	78,  // 8: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	78,  // 9: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
-	78,  // 10: hopper.v1.Job.deadline_at:type_name -> google.protobuf.Timestamp
-	78,  // 11: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
-	79,  // 12: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
-	79,  // 13: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
-	75,  // 14: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
-	79,  // 15: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
-	2,   // 16: hopper.v1.JobSpec.retry_policy:type_name -> hopper.v1.RetryPolicy
-	79,  // 17: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
-	79,  // 18: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
-	1,   // 19: hopper.v1.EnqueueRequest.job:type_name -> hopper.v1.JobSpec
-	0,   // 20: hopper.v1.EnqueueResponse.job:type_name -> hopper.v1.Job
-	1,   // 21: hopper.v1.EnqueueBatchRequest.jobs:type_name -> hopper.v1.JobSpec
-	4,   // 22: hopper.v1.EnqueueBatchResponse.results:type_name -> hopper.v1.EnqueueResponse
-	0,   // 23: hopper.v1.GetResponse.job:type_name -> hopper.v1.Job
-	78,  // 24: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
-	78,  // 25: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
-	0,   // 26: hopper.v1.ListResponse.jobs:type_name -> hopper.v1.Job
-	0,   // 27: hopper.v1.CancelResponse.job:type_name -> hopper.v1.Job
-	78,  // 28: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
-	78,  // 29: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
-	78,  // 30: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
-	14,  // 31: hopper.v1.EventsResponse.events:type_name -> hopper.v1.Event
-	15,  // 32: hopper.v1.EventsResponse.attempts:type_name -> hopper.v1.Attempt
-	76,  // 33: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
-	78,  // 34: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
-	79,  // 35: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
-	78,  // 36: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
-	2,   // 37: hopper.v1.ActivatedJob.retry_policy:type_name -> hopper.v1.RetryPolicy
-	79,  // 38: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
-	79,  // 39: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
-	17,  // 40: hopper.v1.ActivateResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	79,  // 41: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
-	17,  // 42: hopper.v1.StreamJobsResponse.job:type_name -> hopper.v1.ActivatedJob
-	22,  // 43: hopper.v1.StreamJobsResponse.lease_lost:type_name -> hopper.v1.LeaseLost
-	79,  // 44: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
-	78,  // 45: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
-	79,  // 46: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
-	78,  // 47: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
-	78,  // 48: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
-	79,  // 49: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
-	78,  // 50: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
-	77,  // 51: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
-	39,  // 52: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
-	78,  // 53: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
-	78,  // 54: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
-	46,  // 55: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
-	78,  // 56: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
-	49,  // 57: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
-	78,  // 58: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
-	52,  // 59: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
-	78,  // 60: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
-	78,  // 61: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
-	78,  // 62: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
-	55,  // 63: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
-	55,  // 64: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
-	55,  // 65: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
-	78,  // 66: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
-	78,  // 67: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
-	62,  // 68: hopper.v1.DeadLetterServiceListRequest.filter:type_name -> hopper.v1.DeadLetterFilter
-	0,   // 69: hopper.v1.DeadLetterServiceListResponse.jobs:type_name -> hopper.v1.Job
-	78,  // 70: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
-	79,  // 71: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
-	0,   // 72: hopper.v1.ReplayResponse.job:type_name -> hopper.v1.Job
-	62,  // 73: hopper.v1.ReplayManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
-	0,   // 74: hopper.v1.ReplayManyResponse.jobs:type_name -> hopper.v1.Job
-	78,  // 75: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
-	78,  // 76: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
-	78,  // 77: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
-	71,  // 78: hopper.v1.ListReplaysResponse.replays:type_name -> hopper.v1.ReplayRecord
-	3,   // 79: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
-	5,   // 80: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
-	7,   // 81: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
-	9,   // 82: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
-	11,  // 83: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
-	13,  // 84: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
-	18,  // 85: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
-	20,  // 86: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
-	23,  // 87: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
-	25,  // 88: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
-	31,  // 89: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
-	27,  // 90: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
-	29,  // 91: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
-	33,  // 92: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
-	35,  // 93: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
-	37,  // 94: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
-	40,  // 95: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
-	42,  // 96: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
-	44,  // 97: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
-	47,  // 98: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
-	50,  // 99: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
-	53,  // 100: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
-	56,  // 101: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
-	58,  // 102: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
-	60,  // 103: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
-	63,  // 104: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
-	65,  // 105: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
-	67,  // 106: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
-	69,  // 107: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
-	72,  // 108: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
-	4,   // 109: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
-	6,   // 110: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
-	8,   // 111: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
-	10,  // 112: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
-	12,  // 113: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
-	16,  // 114: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
-	19,  // 115: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
-	21,  // 116: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
-	24,  // 117: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
-	26,  // 118: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
-	32,  // 119: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
-	28,  // 120: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
-	30,  // 121: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
-	34,  // 122: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
-	36,  // 123: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
-	38,  // 124: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
-	41,  // 125: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
-	43,  // 126: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
-	45,  // 127: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
-	48,  // 128: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
-	51,  // 129: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
-	54,  // 130: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
-	57,  // 131: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
-	59,  // 132: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
-	61,  // 133: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
-	64,  // 134: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
-	66,  // 135: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
-	68,  // 136: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
-	70,  // 137: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
-	73,  // 138: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
-	109, // [109:139] is the sub-list for method output_type
-	79,  // [79:109] is the sub-list for method input_type
-	79,  // [79:79] is the sub-list for extension type_name
-	79,  // [79:79] is the sub-list for extension extendee
-	0,   // [0:79] is the sub-list for field type_name
+	90,  // 0: hopper.v1.Schedule.every:type_name -> google.protobuf.Duration
+	90,  // 1: hopper.v1.Schedule.fixed_delay:type_name -> google.protobuf.Duration
+	90,  // 2: hopper.v1.Schedule.timeout:type_name -> google.protobuf.Duration
+	85,  // 3: hopper.v1.Schedule.headers:type_name -> hopper.v1.Schedule.HeadersEntry
+	90,  // 4: hopper.v1.Schedule.jitter:type_name -> google.protobuf.Duration
+	91,  // 5: hopper.v1.Schedule.last_fire_at:type_name -> google.protobuf.Timestamp
+	91,  // 6: hopper.v1.Schedule.next_fire_at:type_name -> google.protobuf.Timestamp
+	91,  // 7: hopper.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
+	91,  // 8: hopper.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
+	0,   // 9: hopper.v1.ScheduleServiceListResponse.schedules:type_name -> hopper.v1.Schedule
+	0,   // 10: hopper.v1.ScheduleServiceAddRequest.schedule:type_name -> hopper.v1.Schedule
+	0,   // 11: hopper.v1.ScheduleServiceAddResponse.schedule:type_name -> hopper.v1.Schedule
+	86,  // 12: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
+	91,  // 13: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
+	90,  // 14: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
+	91,  // 15: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
+	91,  // 16: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
+	91,  // 17: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	91,  // 18: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
+	91,  // 19: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
+	91,  // 20: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	91,  // 21: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
+	91,  // 22: hopper.v1.Job.deadline_at:type_name -> google.protobuf.Timestamp
+	91,  // 23: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
+	90,  // 24: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
+	90,  // 25: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
+	87,  // 26: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
+	90,  // 27: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
+	13,  // 28: hopper.v1.JobSpec.retry_policy:type_name -> hopper.v1.RetryPolicy
+	90,  // 29: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
+	90,  // 30: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
+	12,  // 31: hopper.v1.EnqueueRequest.job:type_name -> hopper.v1.JobSpec
+	11,  // 32: hopper.v1.EnqueueResponse.job:type_name -> hopper.v1.Job
+	12,  // 33: hopper.v1.EnqueueBatchRequest.jobs:type_name -> hopper.v1.JobSpec
+	15,  // 34: hopper.v1.EnqueueBatchResponse.results:type_name -> hopper.v1.EnqueueResponse
+	11,  // 35: hopper.v1.GetResponse.job:type_name -> hopper.v1.Job
+	91,  // 36: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
+	91,  // 37: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
+	11,  // 38: hopper.v1.ListResponse.jobs:type_name -> hopper.v1.Job
+	11,  // 39: hopper.v1.CancelResponse.job:type_name -> hopper.v1.Job
+	91,  // 40: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
+	91,  // 41: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
+	91,  // 42: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
+	25,  // 43: hopper.v1.EventsResponse.events:type_name -> hopper.v1.Event
+	26,  // 44: hopper.v1.EventsResponse.attempts:type_name -> hopper.v1.Attempt
+	88,  // 45: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
+	91,  // 46: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
+	90,  // 47: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
+	91,  // 48: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
+	13,  // 49: hopper.v1.ActivatedJob.retry_policy:type_name -> hopper.v1.RetryPolicy
+	90,  // 50: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
+	90,  // 51: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
+	28,  // 52: hopper.v1.ActivateResponse.jobs:type_name -> hopper.v1.ActivatedJob
+	90,  // 53: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
+	28,  // 54: hopper.v1.StreamJobsResponse.job:type_name -> hopper.v1.ActivatedJob
+	33,  // 55: hopper.v1.StreamJobsResponse.lease_lost:type_name -> hopper.v1.LeaseLost
+	90,  // 56: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
+	91,  // 57: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
+	90,  // 58: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
+	91,  // 59: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
+	91,  // 60: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
+	90,  // 61: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
+	91,  // 62: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
+	89,  // 63: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
+	50,  // 64: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
+	91,  // 65: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
+	91,  // 66: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
+	57,  // 67: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
+	91,  // 68: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
+	60,  // 69: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
+	91,  // 70: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
+	63,  // 71: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
+	91,  // 72: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
+	91,  // 73: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
+	91,  // 74: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
+	66,  // 75: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
+	66,  // 76: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
+	66,  // 77: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
+	91,  // 78: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
+	91,  // 79: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
+	73,  // 80: hopper.v1.DeadLetterServiceListRequest.filter:type_name -> hopper.v1.DeadLetterFilter
+	11,  // 81: hopper.v1.DeadLetterServiceListResponse.jobs:type_name -> hopper.v1.Job
+	91,  // 82: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
+	90,  // 83: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
+	11,  // 84: hopper.v1.ReplayResponse.job:type_name -> hopper.v1.Job
+	73,  // 85: hopper.v1.ReplayManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
+	11,  // 86: hopper.v1.ReplayManyResponse.jobs:type_name -> hopper.v1.Job
+	91,  // 87: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
+	91,  // 88: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
+	91,  // 89: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
+	82,  // 90: hopper.v1.ListReplaysResponse.replays:type_name -> hopper.v1.ReplayRecord
+	14,  // 91: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
+	16,  // 92: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
+	18,  // 93: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
+	20,  // 94: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
+	22,  // 95: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
+	24,  // 96: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
+	29,  // 97: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
+	31,  // 98: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
+	34,  // 99: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
+	36,  // 100: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
+	42,  // 101: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
+	38,  // 102: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
+	40,  // 103: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
+	44,  // 104: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
+	46,  // 105: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
+	48,  // 106: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
+	51,  // 107: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
+	53,  // 108: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
+	55,  // 109: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
+	58,  // 110: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
+	61,  // 111: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
+	64,  // 112: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
+	67,  // 113: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
+	69,  // 114: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
+	71,  // 115: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
+	1,   // 116: hopper.v1.ScheduleService.List:input_type -> hopper.v1.ScheduleServiceListRequest
+	3,   // 117: hopper.v1.ScheduleService.Add:input_type -> hopper.v1.ScheduleServiceAddRequest
+	5,   // 118: hopper.v1.ScheduleService.Remove:input_type -> hopper.v1.ScheduleServiceRemoveRequest
+	7,   // 119: hopper.v1.ScheduleService.Pause:input_type -> hopper.v1.ScheduleServicePauseRequest
+	9,   // 120: hopper.v1.ScheduleService.Resume:input_type -> hopper.v1.ScheduleServiceResumeRequest
+	74,  // 121: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
+	76,  // 122: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
+	78,  // 123: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
+	80,  // 124: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
+	83,  // 125: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
+	15,  // 126: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
+	17,  // 127: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
+	19,  // 128: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
+	21,  // 129: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
+	23,  // 130: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
+	27,  // 131: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
+	30,  // 132: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
+	32,  // 133: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
+	35,  // 134: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
+	37,  // 135: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
+	43,  // 136: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
+	39,  // 137: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
+	41,  // 138: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
+	45,  // 139: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
+	47,  // 140: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
+	49,  // 141: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
+	52,  // 142: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
+	54,  // 143: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
+	56,  // 144: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
+	59,  // 145: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
+	62,  // 146: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
+	65,  // 147: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
+	68,  // 148: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
+	70,  // 149: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
+	72,  // 150: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
+	2,   // 151: hopper.v1.ScheduleService.List:output_type -> hopper.v1.ScheduleServiceListResponse
+	4,   // 152: hopper.v1.ScheduleService.Add:output_type -> hopper.v1.ScheduleServiceAddResponse
+	6,   // 153: hopper.v1.ScheduleService.Remove:output_type -> hopper.v1.ScheduleServiceRemoveResponse
+	8,   // 154: hopper.v1.ScheduleService.Pause:output_type -> hopper.v1.ScheduleServicePauseResponse
+	10,  // 155: hopper.v1.ScheduleService.Resume:output_type -> hopper.v1.ScheduleServiceResumeResponse
+	75,  // 156: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
+	77,  // 157: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
+	79,  // 158: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
+	81,  // 159: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
+	84,  // 160: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
+	126, // [126:161] is the sub-list for method output_type
+	91,  // [91:126] is the sub-list for method input_type
+	91,  // [91:91] is the sub-list for extension type_name
+	91,  // [91:91] is the sub-list for extension extendee
+	0,   // [0:91] is the sub-list for field type_name
 }
 
 func init() { file_hopper_v1_hopper_proto_init() }
@@ -5278,16 +5999,16 @@ func file_hopper_v1_hopper_proto_init() {
 	if File_hopper_v1_hopper_proto != nil {
 		return
 	}
-	file_hopper_v1_hopper_proto_msgTypes[25].OneofWrappers = []any{}
+	file_hopper_v1_hopper_proto_msgTypes[36].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hopper_v1_hopper_proto_rawDesc), len(file_hopper_v1_hopper_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   78,
+			NumMessages:   90,
 			NumExtensions: 0,
-			NumServices:   5,
+			NumServices:   6,
 		},
 		GoTypes:           file_hopper_v1_hopper_proto_goTypes,
 		DependencyIndexes: file_hopper_v1_hopper_proto_depIdxs,

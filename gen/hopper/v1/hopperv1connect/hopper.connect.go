@@ -32,6 +32,8 @@ const (
 	QueueServiceName = "hopper.v1.QueueService"
 	// AdminServiceName is the fully-qualified name of the AdminService service.
 	AdminServiceName = "hopper.v1.AdminService"
+	// ScheduleServiceName is the fully-qualified name of the ScheduleService service.
+	ScheduleServiceName = "hopper.v1.ScheduleService"
 	// DeadLetterServiceName is the fully-qualified name of the DeadLetterService service.
 	DeadLetterServiceName = "hopper.v1.DeadLetterService"
 )
@@ -95,6 +97,16 @@ const (
 	AdminServiceListKeysProcedure = "/hopper.v1.AdminService/ListKeys"
 	// AdminServiceRevokeKeyProcedure is the procedure name of the AdminService's RevokeKey RPC.
 	AdminServiceRevokeKeyProcedure = "/hopper.v1.AdminService/RevokeKey"
+	// ScheduleServiceListProcedure is the procedure name of the ScheduleService's List RPC.
+	ScheduleServiceListProcedure = "/hopper.v1.ScheduleService/List"
+	// ScheduleServiceAddProcedure is the procedure name of the ScheduleService's Add RPC.
+	ScheduleServiceAddProcedure = "/hopper.v1.ScheduleService/Add"
+	// ScheduleServiceRemoveProcedure is the procedure name of the ScheduleService's Remove RPC.
+	ScheduleServiceRemoveProcedure = "/hopper.v1.ScheduleService/Remove"
+	// ScheduleServicePauseProcedure is the procedure name of the ScheduleService's Pause RPC.
+	ScheduleServicePauseProcedure = "/hopper.v1.ScheduleService/Pause"
+	// ScheduleServiceResumeProcedure is the procedure name of the ScheduleService's Resume RPC.
+	ScheduleServiceResumeProcedure = "/hopper.v1.ScheduleService/Resume"
 	// DeadLetterServiceListProcedure is the procedure name of the DeadLetterService's List RPC.
 	DeadLetterServiceListProcedure = "/hopper.v1.DeadLetterService/List"
 	// DeadLetterServiceStatsProcedure is the procedure name of the DeadLetterService's Stats RPC.
@@ -1191,6 +1203,229 @@ func (h adminServiceHandler) revokeKey(ctx context.Context, _ connect.Spec, stre
 		return err
 	}
 	res, err := h.svc.RevokeKey(ctx, &req)
+	if err != nil {
+		return err
+	}
+	return stream.Send(res)
+}
+
+var (
+	scheduleServiceListSpec = sync.OnceValue(func() connect.Spec {
+		return connect.Spec{
+			StreamType:       connect.StreamTypeUnary,
+			Schema:           v1.File_hopper_v1_hopper_proto.Services().ByName("ScheduleService").Methods().ByName("List"),
+			Procedure:        ScheduleServiceListProcedure,
+			IdempotencyLevel: connect.IdempotencyNoSideEffects,
+		}
+	})
+	scheduleServiceAddSpec = sync.OnceValue(func() connect.Spec {
+		return connect.Spec{
+			StreamType: connect.StreamTypeUnary,
+			Schema:     v1.File_hopper_v1_hopper_proto.Services().ByName("ScheduleService").Methods().ByName("Add"),
+			Procedure:  ScheduleServiceAddProcedure,
+		}
+	})
+	scheduleServiceRemoveSpec = sync.OnceValue(func() connect.Spec {
+		return connect.Spec{
+			StreamType: connect.StreamTypeUnary,
+			Schema:     v1.File_hopper_v1_hopper_proto.Services().ByName("ScheduleService").Methods().ByName("Remove"),
+			Procedure:  ScheduleServiceRemoveProcedure,
+		}
+	})
+	scheduleServicePauseSpec = sync.OnceValue(func() connect.Spec {
+		return connect.Spec{
+			StreamType: connect.StreamTypeUnary,
+			Schema:     v1.File_hopper_v1_hopper_proto.Services().ByName("ScheduleService").Methods().ByName("Pause"),
+			Procedure:  ScheduleServicePauseProcedure,
+		}
+	})
+	scheduleServiceResumeSpec = sync.OnceValue(func() connect.Spec {
+		return connect.Spec{
+			StreamType: connect.StreamTypeUnary,
+			Schema:     v1.File_hopper_v1_hopper_proto.Services().ByName("ScheduleService").Methods().ByName("Resume"),
+			Procedure:  ScheduleServiceResumeProcedure,
+		}
+	})
+)
+
+// ScheduleServiceClient is a client for the hopper.v1.ScheduleService service.
+type ScheduleServiceClient interface {
+	// List returns every schedule by name, with its last and next fire times.
+	List(context.Context, *v1.ScheduleServiceListRequest) (*v1.ScheduleServiceListResponse, error)
+	// Add creates a schedule, or replaces the definition of the one with its name (keeping its
+	// fire times unless its timing changed; never resuming it). ALREADY_EXISTS when a program
+	// declares that name in code; INVALID_ARGUMENT names the bad field.
+	Add(context.Context, *v1.ScheduleServiceAddRequest) (*v1.ScheduleServiceAddResponse, error)
+	// Remove deletes a schedule (its jobs stay). NOT_FOUND when there is none, ALREADY_EXISTS
+	// when it is declared in code.
+	Remove(context.Context, *v1.ScheduleServiceRemoveRequest) (*v1.ScheduleServiceRemoveResponse, error)
+	// Pause stops a schedule from firing until Resume.
+	Pause(context.Context, *v1.ScheduleServicePauseRequest) (*v1.ScheduleServicePauseResponse, error)
+	// Resume lets a paused schedule fire again; its catch-up policy decides about the fire
+	// times it missed.
+	Resume(context.Context, *v1.ScheduleServiceResumeRequest) (*v1.ScheduleServiceResumeResponse, error)
+}
+
+// NewScheduleServiceClient constructs a client for the hopper.v1.ScheduleService service. Multiple
+// service clients may share a single connect.Client.
+func NewScheduleServiceClient(client *connect.Client) ScheduleServiceClient {
+	return &scheduleServiceClient{client: client}
+}
+
+// ScheduleServiceHandler is an implementation of the hopper.v1.ScheduleService service.
+type ScheduleServiceHandler interface {
+	// List returns every schedule by name, with its last and next fire times.
+	List(context.Context, *v1.ScheduleServiceListRequest) (*v1.ScheduleServiceListResponse, error)
+	// Add creates a schedule, or replaces the definition of the one with its name (keeping its
+	// fire times unless its timing changed; never resuming it). ALREADY_EXISTS when a program
+	// declares that name in code; INVALID_ARGUMENT names the bad field.
+	Add(context.Context, *v1.ScheduleServiceAddRequest) (*v1.ScheduleServiceAddResponse, error)
+	// Remove deletes a schedule (its jobs stay). NOT_FOUND when there is none, ALREADY_EXISTS
+	// when it is declared in code.
+	Remove(context.Context, *v1.ScheduleServiceRemoveRequest) (*v1.ScheduleServiceRemoveResponse, error)
+	// Pause stops a schedule from firing until Resume.
+	Pause(context.Context, *v1.ScheduleServicePauseRequest) (*v1.ScheduleServicePauseResponse, error)
+	// Resume lets a paused schedule fire again; its catch-up policy decides about the fire
+	// times it missed.
+	Resume(context.Context, *v1.ScheduleServiceResumeRequest) (*v1.ScheduleServiceResumeResponse, error)
+}
+
+// RegisterScheduleServiceHandler registers svc as the hopper.v1.ScheduleService implementation on
+// server.
+func RegisterScheduleServiceHandler(server *connect.Server, svc ScheduleServiceHandler) {
+	adapter := scheduleServiceHandler{svc: svc}
+	server.Register(
+		connect.Method{Spec: scheduleServiceListSpec(), Handler: adapter.list},
+		connect.Method{Spec: scheduleServiceAddSpec(), Handler: adapter.add},
+		connect.Method{Spec: scheduleServiceRemoveSpec(), Handler: adapter.remove},
+		connect.Method{Spec: scheduleServicePauseSpec(), Handler: adapter.pause},
+		connect.Method{Spec: scheduleServiceResumeSpec(), Handler: adapter.resume},
+	)
+}
+
+// UnimplementedScheduleServiceHandler returns CodeUnimplemented from all methods.
+type UnimplementedScheduleServiceHandler struct{}
+
+func (UnimplementedScheduleServiceHandler) List(context.Context, *v1.ScheduleServiceListRequest) (*v1.ScheduleServiceListResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, "hopper.v1.ScheduleService.List is not implemented")
+}
+
+func (UnimplementedScheduleServiceHandler) Add(context.Context, *v1.ScheduleServiceAddRequest) (*v1.ScheduleServiceAddResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, "hopper.v1.ScheduleService.Add is not implemented")
+}
+
+func (UnimplementedScheduleServiceHandler) Remove(context.Context, *v1.ScheduleServiceRemoveRequest) (*v1.ScheduleServiceRemoveResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, "hopper.v1.ScheduleService.Remove is not implemented")
+}
+
+func (UnimplementedScheduleServiceHandler) Pause(context.Context, *v1.ScheduleServicePauseRequest) (*v1.ScheduleServicePauseResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, "hopper.v1.ScheduleService.Pause is not implemented")
+}
+
+func (UnimplementedScheduleServiceHandler) Resume(context.Context, *v1.ScheduleServiceResumeRequest) (*v1.ScheduleServiceResumeResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, "hopper.v1.ScheduleService.Resume is not implemented")
+}
+
+type scheduleServiceClient struct {
+	client *connect.Client
+}
+
+func (c *scheduleServiceClient) List(ctx context.Context, req *v1.ScheduleServiceListRequest) (*v1.ScheduleServiceListResponse, error) {
+	var res v1.ScheduleServiceListResponse
+	if err := c.client.CallUnary(ctx, scheduleServiceListSpec(), req, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+func (c *scheduleServiceClient) Add(ctx context.Context, req *v1.ScheduleServiceAddRequest) (*v1.ScheduleServiceAddResponse, error) {
+	var res v1.ScheduleServiceAddResponse
+	if err := c.client.CallUnary(ctx, scheduleServiceAddSpec(), req, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+func (c *scheduleServiceClient) Remove(ctx context.Context, req *v1.ScheduleServiceRemoveRequest) (*v1.ScheduleServiceRemoveResponse, error) {
+	var res v1.ScheduleServiceRemoveResponse
+	if err := c.client.CallUnary(ctx, scheduleServiceRemoveSpec(), req, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+func (c *scheduleServiceClient) Pause(ctx context.Context, req *v1.ScheduleServicePauseRequest) (*v1.ScheduleServicePauseResponse, error) {
+	var res v1.ScheduleServicePauseResponse
+	if err := c.client.CallUnary(ctx, scheduleServicePauseSpec(), req, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+func (c *scheduleServiceClient) Resume(ctx context.Context, req *v1.ScheduleServiceResumeRequest) (*v1.ScheduleServiceResumeResponse, error) {
+	var res v1.ScheduleServiceResumeResponse
+	if err := c.client.CallUnary(ctx, scheduleServiceResumeSpec(), req, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+type scheduleServiceHandler struct{ svc ScheduleServiceHandler }
+
+func (h scheduleServiceHandler) list(ctx context.Context, _ connect.Spec, stream connect.ServerStream) error {
+	var req v1.ScheduleServiceListRequest
+	if err := stream.Receive(&req); err != nil {
+		return err
+	}
+	res, err := h.svc.List(ctx, &req)
+	if err != nil {
+		return err
+	}
+	return stream.Send(res)
+}
+
+func (h scheduleServiceHandler) add(ctx context.Context, _ connect.Spec, stream connect.ServerStream) error {
+	var req v1.ScheduleServiceAddRequest
+	if err := stream.Receive(&req); err != nil {
+		return err
+	}
+	res, err := h.svc.Add(ctx, &req)
+	if err != nil {
+		return err
+	}
+	return stream.Send(res)
+}
+
+func (h scheduleServiceHandler) remove(ctx context.Context, _ connect.Spec, stream connect.ServerStream) error {
+	var req v1.ScheduleServiceRemoveRequest
+	if err := stream.Receive(&req); err != nil {
+		return err
+	}
+	res, err := h.svc.Remove(ctx, &req)
+	if err != nil {
+		return err
+	}
+	return stream.Send(res)
+}
+
+func (h scheduleServiceHandler) pause(ctx context.Context, _ connect.Spec, stream connect.ServerStream) error {
+	var req v1.ScheduleServicePauseRequest
+	if err := stream.Receive(&req); err != nil {
+		return err
+	}
+	res, err := h.svc.Pause(ctx, &req)
+	if err != nil {
+		return err
+	}
+	return stream.Send(res)
+}
+
+func (h scheduleServiceHandler) resume(ctx context.Context, _ connect.Spec, stream connect.ServerStream) error {
+	var req v1.ScheduleServiceResumeRequest
+	if err := stream.Receive(&req); err != nil {
+		return err
+	}
+	res, err := h.svc.Resume(ctx, &req)
 	if err != nil {
 		return err
 	}
