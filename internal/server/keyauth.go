@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -83,6 +85,10 @@ func (a *KeyAuth) Authenticate(ctx context.Context, r *http.Request) (*Principal
 			return nil, err
 		}
 		if open {
+			if why := notLocal(r); why != "" {
+				return nil, fmt.Errorf("%w: without API keys this server answers only requests made on this machine, "+
+					"not from web pages (%s)", ErrUnauthenticated, why)
+			}
 			return anonymous, nil
 		}
 	}
@@ -130,4 +136,37 @@ func (a *KeyAuth) StillValid(ctx context.Context, p *Principal) (bool, error) {
 		return false, err
 	}
 	return !k.Revoked(), nil
+}
+
+// notLocal says why a keyless request may not come from a program on this machine: a web page
+// on another site (the browser sends Origin or Sec-Fetch-Site; a form or fetch to localhost
+// must not enqueue or read jobs) or a name that is not a loopback address in Host (DNS
+// rebinding). It returns "" for a local request.
+func notLocal(r *http.Request) string {
+	if !loopbackHost(r.Host) {
+		return "Host " + r.Host + " is not a loopback address"
+	}
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
+		return "Sec-Fetch-Site " + site
+	}
+	if origin := r.Header.Get("Origin"); origin != "" {
+		u, err := url.Parse(origin)
+		if err != nil || !loopbackHost(u.Host) {
+			return "Origin " + origin
+		}
+	}
+	return ""
+}
+
+// loopbackHost reports whether host (with or without a port) names this machine.
+func loopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

@@ -632,6 +632,20 @@ func TestOpenUntilTheFirstKey(t *testing.T) {
 		return resp.StatusCode
 	}
 	require.Equal(t, http.StatusOK, list())
+	for name, set := range map[string]func(*http.Request){
+		"another site's page": func(r *http.Request) { r.Header.Set("Origin", "https://evil.example") },
+		"a cross-site fetch":  func(r *http.Request) { r.Header.Set("Sec-Fetch-Site", "cross-site") },
+		"DNS rebinding":       func(r *http.Request) { r.Host = "evil.example:7070" },
+	} {
+		req, err := http.NewRequest(http.MethodPost, ts.URL+"/v1/async/anything", strings.NewReader(`{}`))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "text/plain")
+		set(req)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusUnauthorized, resp.StatusCode, name)
+	}
 	_, k, err := apikey.New("first", []apikey.Scope{apikey.ScopeAdmin})
 	require.NoError(t, err)
 	require.NoError(t, e.store.KeyCreate(t.Context(), k))
