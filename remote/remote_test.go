@@ -307,3 +307,30 @@ func TestCancelReachesAStreamingWorker(t *testing.T) {
 	require.NoError(t, err)
 	require.ErrorIs(t, <-causes, hopper.ErrLeaseLost)
 }
+
+func TestRemoteWorkerStopLetsRunningJobsFinish(t *testing.T) {
+	for name, mode := range map[string]remote.Mode{"stream": remote.Stream, "poll": remote.Poll} {
+		t.Run(name, func(t *testing.T) {
+			url, client := serve(t)
+			started := make(chan struct{}, 1)
+			ws := hopper.NewWorkers()
+			hopper.AddWorkerFunc(ws, func(ctx context.Context, job *hopper.Job[block]) error {
+				started <- struct{}{}
+				time.Sleep(200 * time.Millisecond)
+				return ctx.Err()
+			})
+			w, err := remote.New(remote.Config{URL: url, Workers: ws, Mode: mode, PollWait: time.Second})
+			require.NoError(t, err)
+			require.NoError(t, w.Start(context.Background()))
+			res, err := client.Enqueue(t.Context(), block{}, nil)
+			require.NoError(t, err)
+			<-started
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			require.NoError(t, w.Stop(ctx))
+			job, err := client.Get(t.Context(), res.Job.ID)
+			require.NoError(t, err)
+			require.Equal(t, hopper.StateCompleted, job.State, "Stop waited for the handler and its report")
+		})
+	}
+}
