@@ -48,6 +48,12 @@ type backend interface {
 	Replay(ctx context.Context, id string) (*hopper.JobRow, error)
 	ReplayMany(ctx context.Context, f hopper.DeadLetterFilter, limit int) ([]*hopper.JobRow, error)
 	Replays(ctx context.Context, p *hopper.ReplayListParams) (*hopper.ReplayListResult, error)
+	// Recurring schedules (schedules.go; remote side in schedules_remote.go).
+	Schedules(ctx context.Context) ([]*hopper.ScheduleInfo, error)
+	AddSchedule(ctx context.Context, s hopper.Schedule) (*hopper.ScheduleInfo, error)
+	RemoveSchedule(ctx context.Context, name string) error
+	PauseSchedule(ctx context.Context, name string) error
+	ResumeSchedule(ctx context.Context, name string) error
 }
 
 // withBackend runs fn against --server when it is set, else against --database (with
@@ -84,6 +90,7 @@ type remote struct {
 	queues hopperv1connect.QueueServiceClient
 	admin  hopperv1connect.AdminServiceClient
 	dlq    hopperv1connect.DeadLetterServiceClient
+	sched  hopperv1connect.ScheduleServiceClient
 }
 
 func newRemote(url, key string) *remote {
@@ -99,7 +106,8 @@ func newRemote(url, key string) *remote {
 	}
 	c := connect.NewClient(connecthttp.NewTransport(&http.Client{Timeout: time.Minute}, url), interceptors...)
 	return &remote{jobs: hopperv1connect.NewJobServiceClient(c), queues: hopperv1connect.NewQueueServiceClient(c),
-		admin: hopperv1connect.NewAdminServiceClient(c), dlq: hopperv1connect.NewDeadLetterServiceClient(c)}
+		admin: hopperv1connect.NewAdminServiceClient(c), dlq: hopperv1connect.NewDeadLetterServiceClient(c),
+		sched: hopperv1connect.NewScheduleServiceClient(c)}
 }
 
 func (r *remote) Enqueue(ctx context.Context, args hopper.RawArgs, o *hopper.InsertOpts) (*hopper.InsertResult, error) {

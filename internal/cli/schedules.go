@@ -1,9 +1,13 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
+	"text/tabwriter"
 	"time"
 
+	"github.com/hopperjobs/hopper"
 	"github.com/hopperjobs/hopper/internal/schedule"
 	"github.com/spf13/cobra"
 )
@@ -14,11 +18,14 @@ const maxPreview = 1000
 func newSchedulesCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "schedules",
-		Short: "Work with recurring schedules; preview a spec's fire times",
+		Short: "List, add, remove, pause and resume recurring schedules; preview a spec's fire times",
 		Args:  cobra.ArbitraryArgs,
 		RunE:  groupRunE,
 	}
-	cmd.AddCommand(newSchedulesPreviewCmd())
+	cmd.AddCommand(newSchedulesLsCmd(), newSchedulesAddCmd(), newSchedulesRmCmd(),
+		scheduleToggle("pause", "Stop schedule NAME from firing until it is resumed", true),
+		scheduleToggle("resume", "Let paused schedule NAME fire again", false),
+		newSchedulesPreviewCmd())
 	return cmd
 }
 
@@ -79,4 +86,227 @@ func runSchedulesPreview(cmd *cobra.Command, _ []string) error {
 		}
 	}
 	return nil
+}
+
+func newSchedulesLsCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "ls",
+		Aliases: []string{"list"},
+		Short:   "List schedules with their last and next fire times",
+		Long: `ls lists every schedule by name. Fire times are shown in each schedule's time zone; a
+paused schedule's next fire shows "paused". SOURCE is "code" for schedules a program declares
+(Config.Schedules; change them there) and "api" for those added with 'schedules add' or the API.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withBackend(cmd, true, func(client backend) error {
+				list, err := client.Schedules(cmd.Context())
+				if err != nil {
+					return fmt.Errorf("list schedules: %w", err)
+				}
+				if wantJSON(cmd) {
+					out := make([]*scheduleJSON, len(list))
+					for i, s := range list {
+						out[i] = newScheduleJSON(s)
+					}
+					return printJSON(cmd.OutOrStdout(), struct {
+						Schedules []*scheduleJSON `json:"schedules"`
+					}{out})
+				}
+				return printSchedules(cmd.OutOrStdout(), list)
+			})
+		},
+	}
+	addJSONFlag(cmd)
+	return cmd
+}
+
+func printSchedules(w io.Writer, list []*hopper.ScheduleInfo) error {
+	if len(list) == 0 {
+		_, err := fmt.Fprintln(w, "no schedules")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSPEC\tTZ\tKIND\tQUEUE\tSOURCE\tPAUSED\tLAST FIRE\tNEXT FIRE")
+	for _, s := range list {
+		paused, next := "no", zoned(s.NextFireAt, s.TZ)
+		if s.Paused {
+			paused, next = "yes", "paused"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, specText(&s.Schedule), s.TZ, s.Kind,
+			s.Queue, s.Source, paused, zoned(s.LastFireAt, s.TZ), next)
+	}
+	return tw.Flush()
+}
+
+// specText is a schedule's timing as a user would write it.
+func specText(s *hopper.Schedule) string {
+	switch {
+	case s.FixedDelay != 0:
+		return "fixed-delay " + s.FixedDelay.String()
+	case s.Every != 0:
+		return "@every " + s.Every.String()
+	}
+	return s.Cron
+}
+
+// zoned shows t in RFC 3339 in the IANA zone tz (UTC when the zone is unknown here); "-" for
+// a zero time.
+func zoned(t time.Time, tz string) string {
+	if t.IsZero() {
+		return "-"
+	}
+	if loc, err := time.LoadLocation(tz); err == nil {
+		t = t.In(loc)
+	}
+	return t.Format(time.RFC3339)
+}
+
+type scheduleJSON struct {
+	Name        string            `json:"name"`
+	Cron        string            `json:"cron,omitempty"`
+	Every       string            `json:"every,omitempty"`
+	FixedDelay  string            `json:"fixed_delay,omitempty"`
+	TZ          string            `json:"tz"`
+	Kind        string            `json:"kind"`
+	Queue       string            `json:"queue"`
+	Args        json.RawMessage   `json:"args"`
+	Headers     map[string]string `json:"headers,omitempty"`
+	Priority    int               `json:"priority"`
+	MaxAttempts int               `json:"max_attempts"`
+	Timeout     string            `json:"timeout,omitempty"`
+	CatchUp     string            `json:"catch_up"`
+	Overlap     string            `json:"overlap"`
+	Jitter      string            `json:"jitter,omitempty"`
+	Paused      bool              `json:"paused"`
+	Source      string            `json:"source"`
+	LastFireAt  string            `json:"last_fire_at,omitempty"`
+	NextFireAt  string            `json:"next_fire_at,omitempty"`
+	LastJobID   string            `json:"last_job_id,omitempty"`
+}
+
+func newScheduleJSON(s *hopper.ScheduleInfo) *scheduleJSON {
+	args, _ := s.Args.(json.RawMessage)
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	return &scheduleJSON{
+		Name: s.Name, Cron: s.Cron, Every: durText(s.Every), FixedDelay: durText(s.FixedDelay), TZ: s.TZ,
+		Kind: s.Kind, Queue: s.Queue, Args: args, Headers: s.Headers, Priority: s.Priority,
+		MaxAttempts: s.MaxAttempts, Timeout: durText(s.Timeout), CatchUp: string(s.CatchUp),
+		Overlap: string(s.Overlap), Jitter: durText(s.Jitter), Paused: s.Paused, Source: s.Source,
+		LastFireAt: jsonTime(s.LastFireAt), NextFireAt: jsonTime(s.NextFireAt), LastJobID: s.LastJobID,
+	}
+}
+
+func durText(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return d.String()
+}
+
+type scheduleFlags struct {
+	cron, tz, kind, args, queue, catchUp, overlap string
+	every, fixedDelay, timeout, jitter            time.Duration
+	priority, maxAttempts                         int
+	paused                                        bool
+}
+
+func newSchedulesAddCmd() *cobra.Command {
+	var f scheduleFlags
+	cmd := &cobra.Command{
+		Use:   "add NAME (--cron SPEC | --every D | --fixed-delay D) --kind KIND [flags]",
+		Short: "Add a schedule, or replace the one named NAME",
+		Long: `add saves a schedule that enqueues a job of KIND on a cron spec (evaluated in --tz), at a
+fixed rate (--every) or a fixed delay after the previous run ended (--fixed-delay). Replacing
+a schedule keeps its fire times unless its timing changed, and never resumes a paused one.
+A schedule a program declares in code cannot be replaced here (exit code 4).`,
+		Example: `  hopper schedules add nightly-report --cron '30 2 * * *' --tz America/New_York --kind build-report
+  hopper schedules add sync --every 5m --kind sync-crm --args '{"full":false}' --catch-up last
+  hopper schedules add cleanup --fixed-delay 10m --kind cleanup --queue maintenance`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return runSchedulesAdd(cmd, args[0], &f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.cron, "cron", "", "cron spec (5 or 6 fields), descriptor (@daily) or \"@every D\"")
+	fl.DurationVar(&f.every, "every", 0, "fire at a fixed rate (e.g. 5m), at multiples of it since the Unix epoch")
+	fl.DurationVar(&f.fixedDelay, "fixed-delay", 0, "fire this long after the previous run ended")
+	fl.StringVar(&f.tz, "tz", "UTC", "IANA time zone the cron spec is evaluated in")
+	fl.StringVar(&f.kind, "kind", "", "kind of the job to enqueue (required)")
+	fl.StringVar(&f.args, "args", "{}", "JSON args of the job")
+	fl.StringVar(&f.queue, "queue", "", "queue (default \"default\")")
+	fl.IntVar(&f.priority, "priority", 0, "priority, -1000 to 1000")
+	fl.IntVar(&f.maxAttempts, "max-attempts", 0, "attempts per job, 1 to 1000 (default 25)")
+	fl.DurationVar(&f.timeout, "timeout", 0, "time limit of each attempt")
+	fl.StringVar(&f.catchUp, "catch-up", "skip", "missed fire times: skip, last or all")
+	fl.StringVar(&f.overlap, "overlap", "skip", "while a previous job has not ended: skip or allow")
+	fl.DurationVar(&f.jitter, "jitter", 0, "delay each run by up to this much")
+	fl.BoolVar(&f.paused, "paused", false, "save the schedule paused")
+	_ = cmd.MarkFlagRequired("kind")
+	addJSONFlag(cmd)
+	return cmd
+}
+
+func runSchedulesAdd(cmd *cobra.Command, name string, f *scheduleFlags) error {
+	if !json.Valid([]byte(f.args)) {
+		return usageErrorf("--args is not valid JSON: %s", f.args)
+	}
+	s := hopper.Schedule{Name: name, Cron: f.cron, Every: f.every, FixedDelay: f.fixedDelay, TZ: f.tz,
+		Kind: f.kind, Args: json.RawMessage(f.args), Queue: f.queue, Priority: f.priority,
+		MaxAttempts: f.maxAttempts, Timeout: f.timeout, CatchUp: hopper.CatchUp(f.catchUp),
+		Overlap: hopper.Overlap(f.overlap), Jitter: f.jitter, Paused: f.paused}
+	return withBackend(cmd, false, func(client backend) error {
+		info, err := client.AddSchedule(cmd.Context(), s)
+		if err != nil {
+			return err
+		}
+		if wantJSON(cmd) {
+			return printJSON(cmd.OutOrStdout(), newScheduleJSON(info))
+		}
+		next := "next fire " + zoned(info.NextFireAt, info.TZ)
+		if info.Paused {
+			next = "paused"
+		}
+		_, err = fmt.Fprintf(cmd.OutOrStdout(), "schedule %s saved (%s)\n", info.Name, next)
+		return err
+	})
+}
+
+func newSchedulesRmCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:     "rm NAME",
+		Aliases: []string{"remove"},
+		Short:   "Remove schedule NAME; the jobs it enqueued stay",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withBackend(cmd, true, func(client backend) error {
+				if err := client.RemoveSchedule(cmd.Context(), args[0]); err != nil {
+					return err
+				}
+				_, err := fmt.Fprintf(cmd.OutOrStdout(), "schedule %s removed\n", args[0])
+				return err
+			})
+		},
+	}
+}
+
+func scheduleToggle(name, short string, pause bool) *cobra.Command {
+	return &cobra.Command{
+		Use:   name + " NAME",
+		Short: short,
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withBackend(cmd, true, func(client backend) error {
+				op, done := client.ResumeSchedule, "resumed"
+				if pause {
+					op, done = client.PauseSchedule, "paused"
+				}
+				if err := op(cmd.Context(), args[0]); err != nil {
+					return err
+				}
+				_, err := fmt.Fprintf(cmd.OutOrStdout(), "schedule %s %s\n", args[0], done)
+				return err
+			})
+		},
+	}
 }
