@@ -35,6 +35,9 @@ type JobRow struct {
 	LastError string
 	// Checkpoint is state a suspended or snoozed attempt left for the next one.
 	Checkpoint json.RawMessage
+	// ResumeData is what Resume handed to a suspended job for its next attempts (cleared when
+	// it suspends again).
+	ResumeData json.RawMessage
 
 	RetryPolicy *RetryPolicy
 	// ResultTTL is how long the job is kept once it completes or is canceled; zero defers to

@@ -18,7 +18,8 @@ const finishSQL = `UPDATE jobs SET
 	updated_at = ?4, finished_at = ?5, result = coalesce(?6, result), last_error = ?7,
 	last_outcome = ?8, last_stack = ?9, last_actor = ?10, last_reason = ?11,
 	checkpoint = coalesce(?12, checkpoint), expires_at = coalesce(?13, expires_at), deadline_at = ?14,
-	max_attempts = coalesce(?17, max_attempts)
+	max_attempts = coalesce(?17, max_attempts),
+	resume_data = CASE WHEN ?1 = 'suspended' THEN NULL ELSE resume_data END
 WHERE id = ?15 AND token = ?16 AND state = 'running'`
 
 // JobFinishMany ends running attempts in one transaction.

@@ -14,7 +14,7 @@ const jobColumns = `id, kind, queue, priority, args, headers, state, attempt, ma
 	run_at, timeout_us, worker_id, lease_expires_at, heartbeat_at, progress_percent, progress_message,
 	result, last_error, checkpoint, retry_policy, idempotency_key, group_key, merge_key, original_id,
 	replay_count, replayed_by, schedule_id, created_at, started_at, finished_at, updated_at,
-	expires_at, deadline_at, result_ttl_us`
+	expires_at, deadline_at, result_ttl_us, resume_data`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -30,13 +30,13 @@ func scanJob(sc scanner) (*hoppertype.JobRow, error) {
 		lease, heartbeat, started, finished     sql.NullInt64
 		expires, deadline                       sql.NullInt64
 		state                                   string
-		result, checkpoint                      []byte
+		result, checkpoint, resume              []byte
 	)
 	err := sc.Scan(&j.ID, &j.Kind, &j.Queue, &j.Priority, &j.Args, &headers, &state, &j.Attempt,
 		&j.MaxAttempts, &j.Token, &runAt, &timeoutUS, &workerID, &lease, &heartbeat,
 		&j.ProgressPercent, &progressMsg, &result, &lastErr, &checkpoint, &retry, &idemKey,
 		&groupKey, &mergeKey, &originalID, &j.ReplayCount, &replayedBy, &scheduleID, &createdAt,
-		&started, &finished, &updatedAt, &expires, &deadline, &resultTTL)
+		&started, &finished, &updatedAt, &expires, &deadline, &resultTTL, &resume)
 	if err != nil {
 		return nil, err
 	}
@@ -56,6 +56,9 @@ func scanJob(sc scanner) (*hoppertype.JobRow, error) {
 	}
 	if len(checkpoint) > 0 {
 		j.Checkpoint = checkpoint
+	}
+	if len(resume) > 0 {
+		j.ResumeData = resume
 	}
 	if headers.Valid && headers.String != "" {
 		if err := json.Unmarshal([]byte(headers.String), &j.Headers); err != nil {

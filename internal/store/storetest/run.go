@@ -25,6 +25,7 @@ func Run(t *testing.T, opener Opener) {
 		{"Caps", testCaps},
 		{"Keys", testKeys},
 		{"Schedules", testSchedules},
+		{"Suspend", testSuspend},
 		{"Results", testResults},
 		{"DeadLetters", testDeadLetters},
 	}
