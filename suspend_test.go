@@ -103,3 +103,52 @@ func TestSuspendRefusesTimesAStoreCannotKeep(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, StateRunning, got.State, "nothing changed")
 }
+
+func TestResumeHandsDataAndCheckpointToTheNextAttempt(t *testing.T) {
+	t.Parallel()
+	ws := NewWorkers()
+	type seen struct{ checkpoint, resume string }
+	runs := make(chan seen, 4)
+	AddWorkerFunc(ws, func(ctx context.Context, job *Job[sendEmail]) error {
+		runs <- seen{string(job.Checkpoint), string(job.ResumeData)}
+		if job.ResumeData == nil {
+			return Suspend(pages{Page: 2}, SuspendOpts{})
+		}
+		return nil
+	})
+	b := setup(t, ws, nil)
+	res, err := b.client.Enqueue(t.Context(), sendEmail{}, nil)
+	require.NoError(t, err)
+	require.Equal(t, seen{}, recv(t, runs))
+	b.waitFor(t, res.Job.ID, StateSuspended)
+
+	_, err = b.client.Resume(t.Context(), res.Job.ID, map[string]bool{"approved": true})
+	require.NoError(t, err)
+	next := recv(t, runs)
+	require.JSONEq(t, `{"page":2}`, next.checkpoint)
+	require.JSONEq(t, `{"approved":true}`, next.resume)
+	b.waitFor(t, res.Job.ID, StateCompleted)
+
+	_, err = b.client.Resume(t.Context(), res.Job.ID, nil)
+	require.ErrorIs(t, err, ErrInvalidTransition, "only a suspended job resumes")
+	_, err = b.client.Resume(t.Context(), "no-such-job", nil)
+	require.ErrorIs(t, err, ErrNotFound)
+	_, err = b.client.Resume(t.Context(), res.Job.ID, json.RawMessage(`{`))
+	require.ErrorIs(t, err, ErrInvalid)
+}
+
+func TestSuspendedJobFailsAtItsDeadline(t *testing.T) {
+	t.Parallel()
+	ws := NewWorkers()
+	AddWorkerFunc(ws, func(ctx context.Context, job *Job[sendEmail]) error {
+		return Suspend(nil, SuspendOpts{Deadline: testStart.Add(time.Hour)})
+	})
+	b := setup(t, ws, nil)
+	res, err := b.client.Enqueue(t.Context(), sendEmail{}, nil)
+	require.NoError(t, err)
+	job := b.waitFor(t, res.Job.ID, StateSuspended)
+	require.Equal(t, testStart.Add(time.Hour), job.DeadlineAt)
+	b.clock.Advance(time.Hour + 10*time.Second) // past the deadline and a rescue interval
+	job = b.waitFor(t, res.Job.ID, StateFailed)
+	require.Equal(t, "still suspended at its deadline", job.LastError)
+}

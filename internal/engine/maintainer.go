@@ -134,4 +134,5 @@ func (m *maintainer) rescue(ctx context.Context) {
 	for _, q := range dead.Queues {
 		m.e.Notify(q)
 	}
+	m.failOverdue(ctx)
 }

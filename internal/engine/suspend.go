@@ -1,0 +1,39 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/store"
+)
+
+// failOverdue fails the jobs still suspended at their deadline (a leader duty, run with the
+// rescue). Each goes to the dead-letter queue like any failed job, and the on-dead-letter
+// hook hears of it.
+func (m *maintainer) failOverdue(ctx context.Context) {
+	ss, ok := m.e.store.(store.SuspendStore)
+	if !ok {
+		return
+	}
+	for ctx.Err() == nil && m.e.leader.leading() {
+		ids, err := ss.JobFailOverdue(ctx, &store.OverdueParams{Limit: 1000,
+			ExpiresAt: m.e.clock.Now().Add(m.e.cfg.DeadLetterRetention)})
+		if err != nil {
+			if ctx.Err() == nil {
+				m.e.log.Error("fail overdue suspended jobs", "err", err)
+			}
+			return
+		}
+		if len(ids) > 0 {
+			m.e.log.Warn("failed jobs still suspended at their deadline", "jobs", len(ids))
+		}
+		if hook := m.e.cfg.OnOutcome; hook != nil {
+			for _, id := range ids {
+				hook(&store.FinishParams{ID: id, State: hoppertype.StateFailed, Actor: hoppertype.ActorLeader}, nil)
+			}
+		}
+		if len(ids) < 1000 {
+			return
+		}
+	}
+}
