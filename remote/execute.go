@@ -173,6 +173,7 @@ func toRow(j *hopperv1.ActivatedJob, worker string) *hoppertype.JobRow {
 		Headers: j.GetHeaders(), State: hoppertype.StateRunning, Attempt: int(j.GetAttempt()),
 		MaxAttempts: int(j.GetMaxAttempts()), Token: j.GetLeaseToken(), WorkerID: worker,
 		Timeout: j.GetTimeout().AsDuration(), Checkpoint: rawOrNil(j.GetCheckpoint()),
+		ResumeData: rawOrNil(j.GetResumeData()),
 	}
 	if t := j.GetLeaseExpiresAt(); t != nil {
 		row.LeaseExpiresAt = t.AsTime()

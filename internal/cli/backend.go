@@ -36,6 +36,7 @@ type backend interface {
 	Get(ctx context.Context, id string) (*hopper.JobRow, error)
 	List(ctx context.Context, p *hopper.ListParams) (*hopper.ListResult, error)
 	Cancel(ctx context.Context, id, reason string) (*hopper.JobRow, error)
+	Resume(ctx context.Context, id string, data json.RawMessage, reason string) (*hopper.JobRow, error)
 	Events(ctx context.Context, id string) ([]*hopper.Event, error)
 	Attempts(ctx context.Context, id string) ([]*hopper.AttemptRecord, error)
 	Queues(ctx context.Context) ([]*hopper.QueueInfo, error)
@@ -78,6 +79,14 @@ type local struct{ *hopper.Client }
 
 func (l local) Enqueue(ctx context.Context, args hopper.RawArgs, opts *hopper.InsertOpts) (*hopper.InsertResult, error) {
 	return l.Client.Enqueue(ctx, args, opts)
+}
+
+func (l local) Resume(ctx context.Context, id string, data json.RawMessage, reason string) (*hopper.JobRow, error) {
+	var d any
+	if len(data) > 0 {
+		d = data
+	}
+	return l.ResumeBy(ctx, id, d, hopper.ActorOperator, reason)
 }
 
 func (l local) Cancel(ctx context.Context, id, reason string) (*hopper.JobRow, error) {
@@ -160,6 +169,14 @@ func (r *remote) List(ctx context.Context, p *hopper.ListParams) (*hopper.ListRe
 		out.Jobs = append(out.Jobs, fromJob(j))
 	}
 	return out, nil
+}
+
+func (r *remote) Resume(ctx context.Context, id string, data json.RawMessage, reason string) (*hopper.JobRow, error) {
+	res, err := r.jobs.Resume(ctx, &hopperv1.JobServiceResumeRequest{Id: id, Data: string(data), Reason: reason})
+	if err != nil {
+		return nil, remoteErr(err)
+	}
+	return fromJob(res.GetJob()), nil
 }
 
 func (r *remote) Cancel(ctx context.Context, id, reason string) (*hopper.JobRow, error) {

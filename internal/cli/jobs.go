@@ -15,7 +15,7 @@ func newJobsCmd() *cobra.Command {
 		Args:  cobra.ArbitraryArgs,
 		RunE:  groupRunE,
 	}
-	cmd.AddCommand(newJobsLsCmd(), newJobsShowCmd(), newJobsCancelCmd(), newJobsEventsCmd())
+	cmd.AddCommand(newJobsLsCmd(), newJobsShowCmd(), newJobsCancelCmd(), newJobsEventsCmd(), newJobsResumeCmd())
 	return cmd
 }
 

@@ -278,3 +278,43 @@ func TestKeysThroughAServer(t *testing.T) {
 	res = b.remote(t, "keys", "ls")
 	require.Equal(t, ExitAuth, res.code, "a revoked key: %s", res.stderr)
 }
+
+func TestJobsResume(t *testing.T) {
+	b := startServer(t, false)
+	post := func(method, body string) string {
+		resp, err := http.Post(b.url+"/hopper.v1."+method, "application/json", strings.NewReader(body))
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var out bytes.Buffer
+		_, err = out.ReadFrom(resp.Body)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, resp.StatusCode, out.String())
+		return out.String()
+	}
+	suspend := func() string {
+		id := b.enqueue(t, "approve")
+		var act struct {
+			Jobs []struct {
+				ID         string `json:"id"`
+				LeaseToken string `json:"leaseToken"`
+			} `json:"jobs"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(post("WorkerService/Activate", `{"worker":"w"}`)), &act))
+		require.Equal(t, id, act.Jobs[0].ID)
+		post("WorkerService/Suspend", `{"id":"`+id+`","leaseToken":"`+act.Jobs[0].LeaseToken+`"}`)
+		return id
+	}
+	for name, runner := range map[string]func(t *testing.T, args ...string) result{"server": b.remote, "database": b.run} {
+		id := suspend()
+		res := runner(t, "jobs", "resume", id, "--data", `{"approved":true}`, "--json")
+		require.Equal(t, ExitOK, res.code, "%s: %s", name, res.stderr)
+		require.Contains(t, res.stdout, `"state": "queued"`)
+		res = runner(t, "jobs", "resume", id)
+		require.Equal(t, ExitConflict, res.code, name)
+		require.Contains(t, res.stderr, "not suspended")
+		res = runner(t, "jobs", "resume", id, "--data", "{nope")
+		require.Equal(t, ExitUsage, res.code, name)
+		// Clear the queue for the next round.
+		post("WorkerService/Activate", `{"worker":"w"}`)
+	}
+}

@@ -35,7 +35,8 @@ func fromDur(d *durationpb.Duration) time.Duration {
 func (s *Server) toJob(j *hopper.JobRow) *hopperv1.Job {
 	return &hopperv1.Job{
 		Stalled: j.Stalled(time.Now(), s.cfg.StalledAfter), Checkpoint: string(j.Checkpoint), DeadlineAt: ts(j.DeadlineAt),
-		Id: j.ID, Kind: j.Kind, Queue: j.Queue, Priority: int32(j.Priority), Args: string(j.Args),
+		ResumeData: string(j.ResumeData),
+		Id:         j.ID, Kind: j.Kind, Queue: j.Queue, Priority: int32(j.Priority), Args: string(j.Args),
 		Headers: j.Headers, State: string(j.State), Attempt: int32(j.Attempt), MaxAttempts: int32(j.MaxAttempts),
 		LeaseToken: j.Token, RunAt: ts(j.RunAt), Timeout: dur(j.Timeout), WorkerId: j.WorkerID,
 		LeaseExpiresAt: ts(j.LeaseExpiresAt), HeartbeatAt: ts(j.HeartbeatAt),
@@ -54,7 +55,7 @@ func toActivated(j *hopper.JobRow, fields []string) *hopperv1.ActivatedJob {
 		Id: j.ID, Kind: j.Kind, Queue: j.Queue, Args: string(pickFields(j.Args, fields)), Headers: j.Headers,
 		Attempt: int32(j.Attempt), MaxAttempts: int32(j.MaxAttempts), LeaseToken: j.Token,
 		LeaseExpiresAt: ts(j.LeaseExpiresAt), Timeout: dur(j.Timeout), CreatedAt: ts(j.CreatedAt),
-		RetryPolicy: toPolicy(j.RetryPolicy), Checkpoint: string(j.Checkpoint),
+		RetryPolicy: toPolicy(j.RetryPolicy), Checkpoint: string(j.Checkpoint), ResumeData: string(j.ResumeData),
 	}
 }
 

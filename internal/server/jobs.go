@@ -145,3 +145,19 @@ func (s *Server) enqueued(ctx context.Context, job *hopper.JobRow) *hopperv1.Job
 	return &hopperv1.Job{Id: job.ID, Kind: job.Kind, Queue: job.Queue, State: string(job.State),
 		RunAt: ts(job.RunAt), CreatedAt: ts(job.CreatedAt)}
 }
+
+func (j *jobService) Resume(ctx context.Context, req *hopperv1.JobServiceResumeRequest) (*hopperv1.JobServiceResumeResponse, error) {
+	var data any
+	if req.GetData() != "" {
+		data = json.RawMessage(req.GetData())
+	}
+	reason := req.GetReason()
+	if reason == "" {
+		reason = "resumed through the API"
+	}
+	job, err := j.s.client.ResumeBy(ctx, req.GetId(), data, hopper.ActorAPI, reason)
+	if err != nil {
+		return nil, rpcError(j.s.log, "resume job", err)
+	}
+	return &hopperv1.JobServiceResumeResponse{Job: j.s.toJob(job)}, nil
+}

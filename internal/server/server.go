@@ -246,6 +246,7 @@ var procedureScopes = map[string]Scope{
 	hopperv1connect.JobServiceListProcedure:         ScopeRead,
 	hopperv1connect.JobServiceEventsProcedure:       ScopeRead,
 	hopperv1connect.JobServiceCancelProcedure:       ScopeAdmin,
+	hopperv1connect.JobServiceResumeProcedure:       ScopeEnqueue,
 
 	hopperv1connect.WorkerServiceActivateProcedure:       ScopeWork,
 	hopperv1connect.WorkerServiceStreamJobsProcedure:     ScopeWork,

@@ -753,6 +753,7 @@ func TestRouteScopesAreTheDocumentedOnes(t *testing.T) {
 		"/hopper.v1.JobService/Enqueue": server.ScopeEnqueue, "/hopper.v1.JobService/EnqueueBatch": server.ScopeEnqueue,
 		"/hopper.v1.JobService/Get": server.ScopeRead, "/hopper.v1.JobService/List": server.ScopeRead,
 		"/hopper.v1.JobService/Events": server.ScopeRead, "/hopper.v1.JobService/Cancel": server.ScopeAdmin,
+		"/hopper.v1.JobService/Resume": server.ScopeEnqueue,
 		"/hopper.v1.WorkerService/Activate": server.ScopeWork, "/hopper.v1.WorkerService/StreamJobs": server.ScopeWork,
 		"/hopper.v1.WorkerService/Complete": server.ScopeWork, "/hopper.v1.WorkerService/Fail": server.ScopeWork,
 		"/hopper.v1.WorkerService/Release": server.ScopeWork, "/hopper.v1.WorkerService/Snooze": server.ScopeWork,
@@ -770,4 +771,35 @@ func TestRouteScopesAreTheDocumentedOnes(t *testing.T) {
 	for route, scope := range want {
 		require.Equal(t, scope, routes[route], "scope of %s", route)
 	}
+}
+
+func TestSuspendAndResumeOverTheAPI(t *testing.T) {
+	e := start(t)
+	job := e.enqueue(t, "approve", `{}`)
+	a := e.activate(t, &hopperv1.ActivateRequest{})[0]
+	_, err := e.workers.Suspend(t.Context(), &hopperv1.SuspendRequest{Id: a.GetId(), LeaseToken: a.GetLeaseToken() + 1})
+	requireCode(t, connect.CodeFailedPrecondition, err)
+	_, err = e.workers.Suspend(t.Context(), &hopperv1.SuspendRequest{Id: a.GetId(), LeaseToken: a.GetLeaseToken(),
+		Checkpoint: `{"step":2}`})
+	require.NoError(t, err)
+	got := e.get(t, job.GetId())
+	require.Equal(t, "suspended", got.GetState())
+	require.JSONEq(t, `{"step":2}`, got.GetCheckpoint())
+
+	res, err := e.jobs.Resume(t.Context(), &hopperv1.JobServiceResumeRequest{Id: job.GetId(), Data: `{"ok":true}`})
+	require.NoError(t, err)
+	require.Equal(t, "queued", res.GetJob().GetState())
+	next := e.activate(t, &hopperv1.ActivateRequest{})[0]
+	require.JSONEq(t, `{"step":2}`, next.GetCheckpoint())
+	require.JSONEq(t, `{"ok":true}`, next.GetResumeData())
+	_, err = e.jobs.Resume(t.Context(), &hopperv1.JobServiceResumeRequest{Id: job.GetId()})
+	requireCode(t, connect.CodeFailedPrecondition, err)
+
+	_, err = e.workers.Snooze(t.Context(), &hopperv1.SnoozeRequest{Id: next.GetId(), LeaseToken: next.GetLeaseToken() + 1,
+		Delay: durationpb.New(time.Minute)})
+	requireCode(t, connect.CodeFailedPrecondition, err)
+	_, err = e.workers.Snooze(t.Context(), &hopperv1.SnoozeRequest{Id: next.GetId(), LeaseToken: next.GetLeaseToken(),
+		Delay: durationpb.New(time.Minute)})
+	require.NoError(t, err)
+	require.Equal(t, "scheduled", e.get(t, job.GetId()).GetState())
 }

@@ -709,6 +709,7 @@ type Job struct {
 	// checkpoint is what a suspended or snoozed attempt left for the next one (a JSON value).
 	Checkpoint    string                 `protobuf:"bytes,30,opt,name=checkpoint,proto3" json:"checkpoint,omitempty"`
 	DeadlineAt    *timestamppb.Timestamp `protobuf:"bytes,31,opt,name=deadline_at,json=deadlineAt,proto3" json:"deadline_at,omitempty"`
+	ResumeData    string                 `protobuf:"bytes,32,opt,name=resume_data,json=resumeData,proto3" json:"resume_data,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -958,6 +959,13 @@ func (x *Job) GetDeadlineAt() *timestamppb.Timestamp {
 		return x.DeadlineAt
 	}
 	return nil
+}
+
+func (x *Job) GetResumeData() string {
+	if x != nil {
+		return x.ResumeData
+	}
+	return ""
 }
 
 // JobSpec describes a job to enqueue. Only kind is required.
@@ -1701,6 +1709,112 @@ func (x *CancelResponse) GetJob() *Job {
 	return nil
 }
 
+type JobServiceResumeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// data is a JSON value for the next attempt (optional).
+	Data string `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	// reason is recorded in the job's history.
+	Reason        string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobServiceResumeRequest) Reset() {
+	*x = JobServiceResumeRequest{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobServiceResumeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobServiceResumeRequest) ProtoMessage() {}
+
+func (x *JobServiceResumeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobServiceResumeRequest.ProtoReflect.Descriptor instead.
+func (*JobServiceResumeRequest) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *JobServiceResumeRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *JobServiceResumeRequest) GetData() string {
+	if x != nil {
+		return x.Data
+	}
+	return ""
+}
+
+func (x *JobServiceResumeRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type JobServiceResumeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Job           *Job                   `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobServiceResumeResponse) Reset() {
+	*x = JobServiceResumeResponse{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobServiceResumeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobServiceResumeResponse) ProtoMessage() {}
+
+func (x *JobServiceResumeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobServiceResumeResponse.ProtoReflect.Descriptor instead.
+func (*JobServiceResumeResponse) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *JobServiceResumeResponse) GetJob() *Job {
+	if x != nil {
+		return x.Job
+	}
+	return nil
+}
+
 type EventsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -1710,7 +1824,7 @@ type EventsRequest struct {
 
 func (x *EventsRequest) Reset() {
 	*x = EventsRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[24]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1722,7 +1836,7 @@ func (x *EventsRequest) String() string {
 func (*EventsRequest) ProtoMessage() {}
 
 func (x *EventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[24]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1735,7 +1849,7 @@ func (x *EventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventsRequest.ProtoReflect.Descriptor instead.
 func (*EventsRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{24}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *EventsRequest) GetId() string {
@@ -1762,7 +1876,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[25]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1774,7 +1888,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[25]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1787,7 +1901,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{25}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Event) GetSeq() int64 {
@@ -1850,7 +1964,7 @@ type Attempt struct {
 
 func (x *Attempt) Reset() {
 	*x = Attempt{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[26]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1862,7 +1976,7 @@ func (x *Attempt) String() string {
 func (*Attempt) ProtoMessage() {}
 
 func (x *Attempt) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[26]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1875,7 +1989,7 @@ func (x *Attempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attempt.ProtoReflect.Descriptor instead.
 func (*Attempt) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{26}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Attempt) GetLeaseToken() int64 {
@@ -1944,7 +2058,7 @@ type EventsResponse struct {
 
 func (x *EventsResponse) Reset() {
 	*x = EventsResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[27]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1956,7 +2070,7 @@ func (x *EventsResponse) String() string {
 func (*EventsResponse) ProtoMessage() {}
 
 func (x *EventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[27]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1969,7 +2083,7 @@ func (x *EventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventsResponse.ProtoReflect.Descriptor instead.
 func (*EventsResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{27}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *EventsResponse) GetEvents() []*Event {
@@ -2007,14 +2121,16 @@ type ActivatedJob struct {
 	// merges it: the job's fields first).
 	RetryPolicy *RetryPolicy `protobuf:"bytes,12,opt,name=retry_policy,json=retryPolicy,proto3" json:"retry_policy,omitempty"`
 	// checkpoint is what a suspended or snoozed earlier attempt left (a JSON value), if any.
-	Checkpoint    string `protobuf:"bytes,13,opt,name=checkpoint,proto3" json:"checkpoint,omitempty"`
+	Checkpoint string `protobuf:"bytes,13,opt,name=checkpoint,proto3" json:"checkpoint,omitempty"`
+	// resume_data is what JobService.Resume handed to the job, if it was resumed.
+	ResumeData    string `protobuf:"bytes,14,opt,name=resume_data,json=resumeData,proto3" json:"resume_data,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ActivatedJob) Reset() {
 	*x = ActivatedJob{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[28]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2026,7 +2142,7 @@ func (x *ActivatedJob) String() string {
 func (*ActivatedJob) ProtoMessage() {}
 
 func (x *ActivatedJob) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[28]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2039,7 +2155,7 @@ func (x *ActivatedJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActivatedJob.ProtoReflect.Descriptor instead.
 func (*ActivatedJob) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{28}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ActivatedJob) GetId() string {
@@ -2133,6 +2249,13 @@ func (x *ActivatedJob) GetCheckpoint() string {
 	return ""
 }
 
+func (x *ActivatedJob) GetResumeData() string {
+	if x != nil {
+		return x.ResumeData
+	}
+	return ""
+}
+
 type ActivateRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// worker names the worker in leases, attempts and the worker registry. Required.
@@ -2157,7 +2280,7 @@ type ActivateRequest struct {
 
 func (x *ActivateRequest) Reset() {
 	*x = ActivateRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[29]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2169,7 +2292,7 @@ func (x *ActivateRequest) String() string {
 func (*ActivateRequest) ProtoMessage() {}
 
 func (x *ActivateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[29]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2182,7 +2305,7 @@ func (x *ActivateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActivateRequest.ProtoReflect.Descriptor instead.
 func (*ActivateRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{29}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ActivateRequest) GetWorker() string {
@@ -2243,7 +2366,7 @@ type ActivateResponse struct {
 
 func (x *ActivateResponse) Reset() {
 	*x = ActivateResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[30]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2255,7 +2378,7 @@ func (x *ActivateResponse) String() string {
 func (*ActivateResponse) ProtoMessage() {}
 
 func (x *ActivateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[30]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2268,7 +2391,7 @@ func (x *ActivateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActivateResponse.ProtoReflect.Descriptor instead.
 func (*ActivateResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{30}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ActivateResponse) GetJobs() []*ActivatedJob {
@@ -2293,7 +2416,7 @@ type StreamJobsRequest struct {
 
 func (x *StreamJobsRequest) Reset() {
 	*x = StreamJobsRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[31]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2305,7 +2428,7 @@ func (x *StreamJobsRequest) String() string {
 func (*StreamJobsRequest) ProtoMessage() {}
 
 func (x *StreamJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[31]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2318,7 +2441,7 @@ func (x *StreamJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamJobsRequest.ProtoReflect.Descriptor instead.
 func (*StreamJobsRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{31}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *StreamJobsRequest) GetWorker() string {
@@ -2377,7 +2500,7 @@ type StreamJobsResponse struct {
 
 func (x *StreamJobsResponse) Reset() {
 	*x = StreamJobsResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[32]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2389,7 +2512,7 @@ func (x *StreamJobsResponse) String() string {
 func (*StreamJobsResponse) ProtoMessage() {}
 
 func (x *StreamJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[32]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2402,7 +2525,7 @@ func (x *StreamJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamJobsResponse.ProtoReflect.Descriptor instead.
 func (*StreamJobsResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{32}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *StreamJobsResponse) GetJob() *ActivatedJob {
@@ -2429,7 +2552,7 @@ type LeaseLost struct {
 
 func (x *LeaseLost) Reset() {
 	*x = LeaseLost{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[33]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2441,7 +2564,7 @@ func (x *LeaseLost) String() string {
 func (*LeaseLost) ProtoMessage() {}
 
 func (x *LeaseLost) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[33]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2454,7 +2577,7 @@ func (x *LeaseLost) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseLost.ProtoReflect.Descriptor instead.
 func (*LeaseLost) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{33}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *LeaseLost) GetId() string {
@@ -2483,7 +2606,7 @@ type CompleteRequest struct {
 
 func (x *CompleteRequest) Reset() {
 	*x = CompleteRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[34]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2495,7 +2618,7 @@ func (x *CompleteRequest) String() string {
 func (*CompleteRequest) ProtoMessage() {}
 
 func (x *CompleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[34]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2508,7 +2631,7 @@ func (x *CompleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteRequest.ProtoReflect.Descriptor instead.
 func (*CompleteRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{34}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *CompleteRequest) GetId() string {
@@ -2540,7 +2663,7 @@ type CompleteResponse struct {
 
 func (x *CompleteResponse) Reset() {
 	*x = CompleteResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[35]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2552,7 +2675,7 @@ func (x *CompleteResponse) String() string {
 func (*CompleteResponse) ProtoMessage() {}
 
 func (x *CompleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[35]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2565,7 +2688,7 @@ func (x *CompleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteResponse.ProtoReflect.Descriptor instead.
 func (*CompleteResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{35}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{37}
 }
 
 type FailRequest struct {
@@ -2585,7 +2708,7 @@ type FailRequest struct {
 
 func (x *FailRequest) Reset() {
 	*x = FailRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[36]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2597,7 +2720,7 @@ func (x *FailRequest) String() string {
 func (*FailRequest) ProtoMessage() {}
 
 func (x *FailRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[36]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2610,7 +2733,7 @@ func (x *FailRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailRequest.ProtoReflect.Descriptor instead.
 func (*FailRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{36}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *FailRequest) GetId() string {
@@ -2659,7 +2782,7 @@ type FailResponse struct {
 
 func (x *FailResponse) Reset() {
 	*x = FailResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[37]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2671,7 +2794,7 @@ func (x *FailResponse) String() string {
 func (*FailResponse) ProtoMessage() {}
 
 func (x *FailResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[37]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2684,7 +2807,7 @@ func (x *FailResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailResponse.ProtoReflect.Descriptor instead.
 func (*FailResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{37}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *FailResponse) GetState() string {
@@ -2712,7 +2835,7 @@ type SnoozeRequest struct {
 
 func (x *SnoozeRequest) Reset() {
 	*x = SnoozeRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[38]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2724,7 +2847,7 @@ func (x *SnoozeRequest) String() string {
 func (*SnoozeRequest) ProtoMessage() {}
 
 func (x *SnoozeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[38]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2737,7 +2860,7 @@ func (x *SnoozeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnoozeRequest.ProtoReflect.Descriptor instead.
 func (*SnoozeRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{38}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *SnoozeRequest) GetId() string {
@@ -2769,7 +2892,7 @@ type SnoozeResponse struct {
 
 func (x *SnoozeResponse) Reset() {
 	*x = SnoozeResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[39]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2781,7 +2904,7 @@ func (x *SnoozeResponse) String() string {
 func (*SnoozeResponse) ProtoMessage() {}
 
 func (x *SnoozeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[39]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2794,7 +2917,7 @@ func (x *SnoozeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnoozeResponse.ProtoReflect.Descriptor instead.
 func (*SnoozeResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{39}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{41}
 }
 
 type SuspendRequest struct {
@@ -2813,7 +2936,7 @@ type SuspendRequest struct {
 
 func (x *SuspendRequest) Reset() {
 	*x = SuspendRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[40]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2825,7 +2948,7 @@ func (x *SuspendRequest) String() string {
 func (*SuspendRequest) ProtoMessage() {}
 
 func (x *SuspendRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[40]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2838,7 +2961,7 @@ func (x *SuspendRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SuspendRequest.ProtoReflect.Descriptor instead.
 func (*SuspendRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{40}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *SuspendRequest) GetId() string {
@@ -2884,7 +3007,7 @@ type SuspendResponse struct {
 
 func (x *SuspendResponse) Reset() {
 	*x = SuspendResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[41]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2896,7 +3019,7 @@ func (x *SuspendResponse) String() string {
 func (*SuspendResponse) ProtoMessage() {}
 
 func (x *SuspendResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[41]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2909,7 +3032,7 @@ func (x *SuspendResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SuspendResponse.ProtoReflect.Descriptor instead.
 func (*SuspendResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{41}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{43}
 }
 
 type ReleaseRequest struct {
@@ -2924,7 +3047,7 @@ type ReleaseRequest struct {
 
 func (x *ReleaseRequest) Reset() {
 	*x = ReleaseRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[42]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2936,7 +3059,7 @@ func (x *ReleaseRequest) String() string {
 func (*ReleaseRequest) ProtoMessage() {}
 
 func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[42]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2949,7 +3072,7 @@ func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseRequest.ProtoReflect.Descriptor instead.
 func (*ReleaseRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{42}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ReleaseRequest) GetId() string {
@@ -2981,7 +3104,7 @@ type ReleaseResponse struct {
 
 func (x *ReleaseResponse) Reset() {
 	*x = ReleaseResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[43]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2993,7 +3116,7 @@ func (x *ReleaseResponse) String() string {
 func (*ReleaseResponse) ProtoMessage() {}
 
 func (x *ReleaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[43]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3006,7 +3129,7 @@ func (x *ReleaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseResponse.ProtoReflect.Descriptor instead.
 func (*ReleaseResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{43}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{45}
 }
 
 type ExtendLeaseRequest struct {
@@ -3020,7 +3143,7 @@ type ExtendLeaseRequest struct {
 
 func (x *ExtendLeaseRequest) Reset() {
 	*x = ExtendLeaseRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[44]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3032,7 +3155,7 @@ func (x *ExtendLeaseRequest) String() string {
 func (*ExtendLeaseRequest) ProtoMessage() {}
 
 func (x *ExtendLeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[44]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3045,7 +3168,7 @@ func (x *ExtendLeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendLeaseRequest.ProtoReflect.Descriptor instead.
 func (*ExtendLeaseRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{44}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ExtendLeaseRequest) GetId() string {
@@ -3078,7 +3201,7 @@ type ExtendLeaseResponse struct {
 
 func (x *ExtendLeaseResponse) Reset() {
 	*x = ExtendLeaseResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[45]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3090,7 +3213,7 @@ func (x *ExtendLeaseResponse) String() string {
 func (*ExtendLeaseResponse) ProtoMessage() {}
 
 func (x *ExtendLeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[45]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3103,7 +3226,7 @@ func (x *ExtendLeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendLeaseResponse.ProtoReflect.Descriptor instead.
 func (*ExtendLeaseResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{45}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ExtendLeaseResponse) GetLeaseExpiresAt() *timestamppb.Timestamp {
@@ -3123,7 +3246,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[46]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3135,7 +3258,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[46]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3148,7 +3271,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{46}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *HeartbeatRequest) GetId() string {
@@ -3173,7 +3296,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[47]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3185,7 +3308,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[47]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3198,7 +3321,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{47}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{49}
 }
 
 type ReportProgressRequest struct {
@@ -3213,7 +3336,7 @@ type ReportProgressRequest struct {
 
 func (x *ReportProgressRequest) Reset() {
 	*x = ReportProgressRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[48]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3225,7 +3348,7 @@ func (x *ReportProgressRequest) String() string {
 func (*ReportProgressRequest) ProtoMessage() {}
 
 func (x *ReportProgressRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[48]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3238,7 +3361,7 @@ func (x *ReportProgressRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportProgressRequest.ProtoReflect.Descriptor instead.
 func (*ReportProgressRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{48}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ReportProgressRequest) GetId() string {
@@ -3277,7 +3400,7 @@ type ReportProgressResponse struct {
 
 func (x *ReportProgressResponse) Reset() {
 	*x = ReportProgressResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[49]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3289,7 +3412,7 @@ func (x *ReportProgressResponse) String() string {
 func (*ReportProgressResponse) ProtoMessage() {}
 
 func (x *ReportProgressResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[49]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3302,7 +3425,7 @@ func (x *ReportProgressResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportProgressResponse.ProtoReflect.Descriptor instead.
 func (*ReportProgressResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{49}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{51}
 }
 
 type Queue struct {
@@ -3319,7 +3442,7 @@ type Queue struct {
 
 func (x *Queue) Reset() {
 	*x = Queue{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[50]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3331,7 +3454,7 @@ func (x *Queue) String() string {
 func (*Queue) ProtoMessage() {}
 
 func (x *Queue) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[50]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3344,7 +3467,7 @@ func (x *Queue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Queue.ProtoReflect.Descriptor instead.
 func (*Queue) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{50}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *Queue) GetName() string {
@@ -3383,7 +3506,7 @@ type QueueServiceListRequest struct {
 
 func (x *QueueServiceListRequest) Reset() {
 	*x = QueueServiceListRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3395,7 +3518,7 @@ func (x *QueueServiceListRequest) String() string {
 func (*QueueServiceListRequest) ProtoMessage() {}
 
 func (x *QueueServiceListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3408,7 +3531,7 @@ func (x *QueueServiceListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueServiceListRequest.ProtoReflect.Descriptor instead.
 func (*QueueServiceListRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{51}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{53}
 }
 
 type QueueServiceListResponse struct {
@@ -3420,7 +3543,7 @@ type QueueServiceListResponse struct {
 
 func (x *QueueServiceListResponse) Reset() {
 	*x = QueueServiceListResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3432,7 +3555,7 @@ func (x *QueueServiceListResponse) String() string {
 func (*QueueServiceListResponse) ProtoMessage() {}
 
 func (x *QueueServiceListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3445,7 +3568,7 @@ func (x *QueueServiceListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueServiceListResponse.ProtoReflect.Descriptor instead.
 func (*QueueServiceListResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{52}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *QueueServiceListResponse) GetQueues() []*Queue {
@@ -3464,7 +3587,7 @@ type PauseRequest struct {
 
 func (x *PauseRequest) Reset() {
 	*x = PauseRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3476,7 +3599,7 @@ func (x *PauseRequest) String() string {
 func (*PauseRequest) ProtoMessage() {}
 
 func (x *PauseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3489,7 +3612,7 @@ func (x *PauseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseRequest.ProtoReflect.Descriptor instead.
 func (*PauseRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{53}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *PauseRequest) GetQueue() string {
@@ -3507,7 +3630,7 @@ type PauseResponse struct {
 
 func (x *PauseResponse) Reset() {
 	*x = PauseResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3519,7 +3642,7 @@ func (x *PauseResponse) String() string {
 func (*PauseResponse) ProtoMessage() {}
 
 func (x *PauseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3532,7 +3655,7 @@ func (x *PauseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseResponse.ProtoReflect.Descriptor instead.
 func (*PauseResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{54}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{56}
 }
 
 type ResumeRequest struct {
@@ -3544,7 +3667,7 @@ type ResumeRequest struct {
 
 func (x *ResumeRequest) Reset() {
 	*x = ResumeRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3556,7 +3679,7 @@ func (x *ResumeRequest) String() string {
 func (*ResumeRequest) ProtoMessage() {}
 
 func (x *ResumeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3569,7 +3692,7 @@ func (x *ResumeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeRequest.ProtoReflect.Descriptor instead.
 func (*ResumeRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{55}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ResumeRequest) GetQueue() string {
@@ -3587,7 +3710,7 @@ type ResumeResponse struct {
 
 func (x *ResumeResponse) Reset() {
 	*x = ResumeResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3599,7 +3722,7 @@ func (x *ResumeResponse) String() string {
 func (*ResumeResponse) ProtoMessage() {}
 
 func (x *ResumeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3612,7 +3735,7 @@ func (x *ResumeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeResponse.ProtoReflect.Descriptor instead.
 func (*ResumeResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{56}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{58}
 }
 
 type Node struct {
@@ -3629,7 +3752,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[57]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3641,7 +3764,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[57]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3654,7 +3777,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{57}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *Node) GetId() string {
@@ -3707,7 +3830,7 @@ type ListNodesRequest struct {
 
 func (x *ListNodesRequest) Reset() {
 	*x = ListNodesRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3719,7 +3842,7 @@ func (x *ListNodesRequest) String() string {
 func (*ListNodesRequest) ProtoMessage() {}
 
 func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3732,7 +3855,7 @@ func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesRequest.ProtoReflect.Descriptor instead.
 func (*ListNodesRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{58}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{60}
 }
 
 type ListNodesResponse struct {
@@ -3744,7 +3867,7 @@ type ListNodesResponse struct {
 
 func (x *ListNodesResponse) Reset() {
 	*x = ListNodesResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3756,7 +3879,7 @@ func (x *ListNodesResponse) String() string {
 func (*ListNodesResponse) ProtoMessage() {}
 
 func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3769,7 +3892,7 @@ func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesResponse.ProtoReflect.Descriptor instead.
 func (*ListNodesResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{59}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ListNodesResponse) GetNodes() []*Node {
@@ -3795,7 +3918,7 @@ type Worker struct {
 
 func (x *Worker) Reset() {
 	*x = Worker{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3807,7 +3930,7 @@ func (x *Worker) String() string {
 func (*Worker) ProtoMessage() {}
 
 func (x *Worker) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3820,7 +3943,7 @@ func (x *Worker) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Worker.ProtoReflect.Descriptor instead.
 func (*Worker) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{60}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *Worker) GetName() string {
@@ -3880,7 +4003,7 @@ type ListWorkersRequest struct {
 
 func (x *ListWorkersRequest) Reset() {
 	*x = ListWorkersRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3892,7 +4015,7 @@ func (x *ListWorkersRequest) String() string {
 func (*ListWorkersRequest) ProtoMessage() {}
 
 func (x *ListWorkersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3905,7 +4028,7 @@ func (x *ListWorkersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWorkersRequest.ProtoReflect.Descriptor instead.
 func (*ListWorkersRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{61}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{63}
 }
 
 type ListWorkersResponse struct {
@@ -3917,7 +4040,7 @@ type ListWorkersResponse struct {
 
 func (x *ListWorkersResponse) Reset() {
 	*x = ListWorkersResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3929,7 +4052,7 @@ func (x *ListWorkersResponse) String() string {
 func (*ListWorkersResponse) ProtoMessage() {}
 
 func (x *ListWorkersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3942,7 +4065,7 @@ func (x *ListWorkersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWorkersResponse.ProtoReflect.Descriptor instead.
 func (*ListWorkersResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{62}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *ListWorkersResponse) GetWorkers() []*Worker {
@@ -3973,7 +4096,7 @@ type Stream struct {
 
 func (x *Stream) Reset() {
 	*x = Stream{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3985,7 +4108,7 @@ func (x *Stream) String() string {
 func (*Stream) ProtoMessage() {}
 
 func (x *Stream) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3998,7 +4121,7 @@ func (x *Stream) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stream.ProtoReflect.Descriptor instead.
 func (*Stream) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{63}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *Stream) GetId() string {
@@ -4086,7 +4209,7 @@ type ListStreamsRequest struct {
 
 func (x *ListStreamsRequest) Reset() {
 	*x = ListStreamsRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4098,7 +4221,7 @@ func (x *ListStreamsRequest) String() string {
 func (*ListStreamsRequest) ProtoMessage() {}
 
 func (x *ListStreamsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4111,7 +4234,7 @@ func (x *ListStreamsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStreamsRequest.ProtoReflect.Descriptor instead.
 func (*ListStreamsRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{64}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{66}
 }
 
 type ListStreamsResponse struct {
@@ -4123,7 +4246,7 @@ type ListStreamsResponse struct {
 
 func (x *ListStreamsResponse) Reset() {
 	*x = ListStreamsResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4135,7 +4258,7 @@ func (x *ListStreamsResponse) String() string {
 func (*ListStreamsResponse) ProtoMessage() {}
 
 func (x *ListStreamsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4148,7 +4271,7 @@ func (x *ListStreamsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStreamsResponse.ProtoReflect.Descriptor instead.
 func (*ListStreamsResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{65}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *ListStreamsResponse) GetStreams() []*Stream {
@@ -4174,7 +4297,7 @@ type APIKey struct {
 
 func (x *APIKey) Reset() {
 	*x = APIKey{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4186,7 +4309,7 @@ func (x *APIKey) String() string {
 func (*APIKey) ProtoMessage() {}
 
 func (x *APIKey) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4199,7 +4322,7 @@ func (x *APIKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use APIKey.ProtoReflect.Descriptor instead.
 func (*APIKey) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{66}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *APIKey) GetId() string {
@@ -4254,7 +4377,7 @@ type CreateKeyRequest struct {
 
 func (x *CreateKeyRequest) Reset() {
 	*x = CreateKeyRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4266,7 +4389,7 @@ func (x *CreateKeyRequest) String() string {
 func (*CreateKeyRequest) ProtoMessage() {}
 
 func (x *CreateKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4279,7 +4402,7 @@ func (x *CreateKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyRequest.ProtoReflect.Descriptor instead.
 func (*CreateKeyRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{67}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *CreateKeyRequest) GetName() string {
@@ -4307,7 +4430,7 @@ type CreateKeyResponse struct {
 
 func (x *CreateKeyResponse) Reset() {
 	*x = CreateKeyResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4319,7 +4442,7 @@ func (x *CreateKeyResponse) String() string {
 func (*CreateKeyResponse) ProtoMessage() {}
 
 func (x *CreateKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4332,7 +4455,7 @@ func (x *CreateKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyResponse.ProtoReflect.Descriptor instead.
 func (*CreateKeyResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{68}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *CreateKeyResponse) GetKey() *APIKey {
@@ -4357,7 +4480,7 @@ type ListKeysRequest struct {
 
 func (x *ListKeysRequest) Reset() {
 	*x = ListKeysRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4369,7 +4492,7 @@ func (x *ListKeysRequest) String() string {
 func (*ListKeysRequest) ProtoMessage() {}
 
 func (x *ListKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4382,7 +4505,7 @@ func (x *ListKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeysRequest.ProtoReflect.Descriptor instead.
 func (*ListKeysRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{69}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{71}
 }
 
 type ListKeysResponse struct {
@@ -4394,7 +4517,7 @@ type ListKeysResponse struct {
 
 func (x *ListKeysResponse) Reset() {
 	*x = ListKeysResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4406,7 +4529,7 @@ func (x *ListKeysResponse) String() string {
 func (*ListKeysResponse) ProtoMessage() {}
 
 func (x *ListKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4419,7 +4542,7 @@ func (x *ListKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeysResponse.ProtoReflect.Descriptor instead.
 func (*ListKeysResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{70}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *ListKeysResponse) GetKeys() []*APIKey {
@@ -4438,7 +4561,7 @@ type RevokeKeyRequest struct {
 
 func (x *RevokeKeyRequest) Reset() {
 	*x = RevokeKeyRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4450,7 +4573,7 @@ func (x *RevokeKeyRequest) String() string {
 func (*RevokeKeyRequest) ProtoMessage() {}
 
 func (x *RevokeKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4463,7 +4586,7 @@ func (x *RevokeKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeKeyRequest.ProtoReflect.Descriptor instead.
 func (*RevokeKeyRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{71}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *RevokeKeyRequest) GetIdOrName() string {
@@ -4482,7 +4605,7 @@ type RevokeKeyResponse struct {
 
 func (x *RevokeKeyResponse) Reset() {
 	*x = RevokeKeyResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4494,7 +4617,7 @@ func (x *RevokeKeyResponse) String() string {
 func (*RevokeKeyResponse) ProtoMessage() {}
 
 func (x *RevokeKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4507,7 +4630,7 @@ func (x *RevokeKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeKeyResponse.ProtoReflect.Descriptor instead.
 func (*RevokeKeyResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{72}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *RevokeKeyResponse) GetKey() *APIKey {
@@ -4531,7 +4654,7 @@ type DeadLetterFilter struct {
 
 func (x *DeadLetterFilter) Reset() {
 	*x = DeadLetterFilter{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[73]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4543,7 +4666,7 @@ func (x *DeadLetterFilter) String() string {
 func (*DeadLetterFilter) ProtoMessage() {}
 
 func (x *DeadLetterFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[73]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4556,7 +4679,7 @@ func (x *DeadLetterFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterFilter.ProtoReflect.Descriptor instead.
 func (*DeadLetterFilter) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{73}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *DeadLetterFilter) GetQueues() []string {
@@ -4600,7 +4723,7 @@ type DeadLetterServiceListRequest struct {
 
 func (x *DeadLetterServiceListRequest) Reset() {
 	*x = DeadLetterServiceListRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[74]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4612,7 +4735,7 @@ func (x *DeadLetterServiceListRequest) String() string {
 func (*DeadLetterServiceListRequest) ProtoMessage() {}
 
 func (x *DeadLetterServiceListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[74]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4625,7 +4748,7 @@ func (x *DeadLetterServiceListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceListRequest.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceListRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{74}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *DeadLetterServiceListRequest) GetFilter() *DeadLetterFilter {
@@ -4660,7 +4783,7 @@ type DeadLetterServiceListResponse struct {
 
 func (x *DeadLetterServiceListResponse) Reset() {
 	*x = DeadLetterServiceListResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[75]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4672,7 +4795,7 @@ func (x *DeadLetterServiceListResponse) String() string {
 func (*DeadLetterServiceListResponse) ProtoMessage() {}
 
 func (x *DeadLetterServiceListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[75]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4685,7 +4808,7 @@ func (x *DeadLetterServiceListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceListResponse.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceListResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{75}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *DeadLetterServiceListResponse) GetJobs() []*Job {
@@ -4710,7 +4833,7 @@ type DeadLetterServiceStatsRequest struct {
 
 func (x *DeadLetterServiceStatsRequest) Reset() {
 	*x = DeadLetterServiceStatsRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[76]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4722,7 +4845,7 @@ func (x *DeadLetterServiceStatsRequest) String() string {
 func (*DeadLetterServiceStatsRequest) ProtoMessage() {}
 
 func (x *DeadLetterServiceStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[76]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4735,7 +4858,7 @@ func (x *DeadLetterServiceStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceStatsRequest.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceStatsRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{76}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{78}
 }
 
 type DeadLetterServiceStatsResponse struct {
@@ -4752,7 +4875,7 @@ type DeadLetterServiceStatsResponse struct {
 
 func (x *DeadLetterServiceStatsResponse) Reset() {
 	*x = DeadLetterServiceStatsResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[77]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4764,7 +4887,7 @@ func (x *DeadLetterServiceStatsResponse) String() string {
 func (*DeadLetterServiceStatsResponse) ProtoMessage() {}
 
 func (x *DeadLetterServiceStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[77]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4777,7 +4900,7 @@ func (x *DeadLetterServiceStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceStatsResponse.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceStatsResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{77}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *DeadLetterServiceStatsResponse) GetCount() int64 {
@@ -4810,7 +4933,7 @@ type ReplayRequest struct {
 
 func (x *ReplayRequest) Reset() {
 	*x = ReplayRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[78]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4822,7 +4945,7 @@ func (x *ReplayRequest) String() string {
 func (*ReplayRequest) ProtoMessage() {}
 
 func (x *ReplayRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[78]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4835,7 +4958,7 @@ func (x *ReplayRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayRequest.ProtoReflect.Descriptor instead.
 func (*ReplayRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{78}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *ReplayRequest) GetId() string {
@@ -4857,7 +4980,7 @@ type ReplayResponse struct {
 
 func (x *ReplayResponse) Reset() {
 	*x = ReplayResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[79]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4869,7 +4992,7 @@ func (x *ReplayResponse) String() string {
 func (*ReplayResponse) ProtoMessage() {}
 
 func (x *ReplayResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[79]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4882,7 +5005,7 @@ func (x *ReplayResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayResponse.ProtoReflect.Descriptor instead.
 func (*ReplayResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{79}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *ReplayResponse) GetJob() *Job {
@@ -4910,7 +5033,7 @@ type ReplayManyRequest struct {
 
 func (x *ReplayManyRequest) Reset() {
 	*x = ReplayManyRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[80]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4922,7 +5045,7 @@ func (x *ReplayManyRequest) String() string {
 func (*ReplayManyRequest) ProtoMessage() {}
 
 func (x *ReplayManyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[80]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4935,7 +5058,7 @@ func (x *ReplayManyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayManyRequest.ProtoReflect.Descriptor instead.
 func (*ReplayManyRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{80}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *ReplayManyRequest) GetFilter() *DeadLetterFilter {
@@ -4963,7 +5086,7 @@ type ReplayManyResponse struct {
 
 func (x *ReplayManyResponse) Reset() {
 	*x = ReplayManyResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[81]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4975,7 +5098,7 @@ func (x *ReplayManyResponse) String() string {
 func (*ReplayManyResponse) ProtoMessage() {}
 
 func (x *ReplayManyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[81]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4988,7 +5111,7 @@ func (x *ReplayManyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayManyResponse.ProtoReflect.Descriptor instead.
 func (*ReplayManyResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{81}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *ReplayManyResponse) GetJobs() []*Job {
@@ -5023,7 +5146,7 @@ type ReplayRecord struct {
 
 func (x *ReplayRecord) Reset() {
 	*x = ReplayRecord{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[82]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5035,7 +5158,7 @@ func (x *ReplayRecord) String() string {
 func (*ReplayRecord) ProtoMessage() {}
 
 func (x *ReplayRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[82]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5048,7 +5171,7 @@ func (x *ReplayRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayRecord.ProtoReflect.Descriptor instead.
 func (*ReplayRecord) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{82}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *ReplayRecord) GetId() int64 {
@@ -5118,7 +5241,7 @@ type ListReplaysRequest struct {
 
 func (x *ListReplaysRequest) Reset() {
 	*x = ListReplaysRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[83]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5130,7 +5253,7 @@ func (x *ListReplaysRequest) String() string {
 func (*ListReplaysRequest) ProtoMessage() {}
 
 func (x *ListReplaysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[83]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5143,7 +5266,7 @@ func (x *ListReplaysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReplaysRequest.ProtoReflect.Descriptor instead.
 func (*ListReplaysRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{83}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *ListReplaysRequest) GetSourceJobId() string {
@@ -5205,7 +5328,7 @@ type ListReplaysResponse struct {
 
 func (x *ListReplaysResponse) Reset() {
 	*x = ListReplaysResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[84]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5217,7 +5340,7 @@ func (x *ListReplaysResponse) String() string {
 func (*ListReplaysResponse) ProtoMessage() {}
 
 func (x *ListReplaysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[84]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5230,7 +5353,7 @@ func (x *ListReplaysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReplaysResponse.ProtoReflect.Descriptor instead.
 func (*ListReplaysResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{84}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *ListReplaysResponse) GetReplays() []*ReplayRecord {
@@ -5299,7 +5422,7 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x1cScheduleServicePauseResponse\"2\n" +
 	"\x1cScheduleServiceResumeRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x1f\n" +
-	"\x1dScheduleServiceResumeResponse\"\x97\n" +
+	"\x1dScheduleServiceResumeResponse\"\xb8\n" +
 	"\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
@@ -5344,7 +5467,9 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"checkpoint\x18\x1e \x01(\tR\n" +
 	"checkpoint\x12;\n" +
 	"\vdeadline_at\x18\x1f \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"deadlineAt\x1a:\n" +
+	"deadlineAt\x12\x1f\n" +
+	"\vresume_data\x18  \x01(\tR\n" +
+	"resumeData\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xe7\x04\n" +
@@ -5404,6 +5529,12 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"2\n" +
 	"\x0eCancelResponse\x12 \n" +
+	"\x03job\x18\x01 \x01(\v2\x0e.hopper.v1.JobR\x03job\"U\n" +
+	"\x17JobServiceResumeRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04data\x18\x02 \x01(\tR\x04data\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"<\n" +
+	"\x18JobServiceResumeResponse\x12 \n" +
 	"\x03job\x18\x01 \x01(\v2\x0e.hopper.v1.JobR\x03job\"\x1f\n" +
 	"\rEventsRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"\x97\x01\n" +
@@ -5427,7 +5558,7 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x05stack\x18\b \x01(\tR\x05stack\"j\n" +
 	"\x0eEventsResponse\x12(\n" +
 	"\x06events\x18\x01 \x03(\v2\x10.hopper.v1.EventR\x06events\x12.\n" +
-	"\battempts\x18\x02 \x03(\v2\x12.hopper.v1.AttemptR\battempts\"\xc7\x04\n" +
+	"\battempts\x18\x02 \x03(\v2\x12.hopper.v1.AttemptR\battempts\"\xe8\x04\n" +
 	"\fActivatedJob\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x14\n" +
@@ -5446,7 +5577,9 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\fretry_policy\x18\f \x01(\v2\x16.hopper.v1.RetryPolicyR\vretryPolicy\x12\x1e\n" +
 	"\n" +
 	"checkpoint\x18\r \x01(\tR\n" +
-	"checkpoint\x1a:\n" +
+	"checkpoint\x12\x1f\n" +
+	"\vresume_data\x18\x0e \x01(\tR\n" +
+	"resumeData\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x97\x02\n" +
@@ -5672,7 +5805,7 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x13ListReplaysResponse\x121\n" +
 	"\areplays\x18\x01 \x03(\v2\x17.hopper.v1.ReplayRecordR\areplays\x12\x1f\n" +
 	"\vnext_cursor\x18\x02 \x01(\tR\n" +
-	"nextCursor2\x9b\x03\n" +
+	"nextCursor2\xee\x03\n" +
 	"\n" +
 	"JobService\x12@\n" +
 	"\aEnqueue\x12\x19.hopper.v1.EnqueueRequest\x1a\x1a.hopper.v1.EnqueueResponse\x12O\n" +
@@ -5680,7 +5813,8 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x03Get\x12\x15.hopper.v1.GetRequest\x1a\x16.hopper.v1.GetResponse\"\x03\x90\x02\x01\x12<\n" +
 	"\x04List\x12\x16.hopper.v1.ListRequest\x1a\x17.hopper.v1.ListResponse\"\x03\x90\x02\x01\x12=\n" +
 	"\x06Cancel\x12\x18.hopper.v1.CancelRequest\x1a\x19.hopper.v1.CancelResponse\x12B\n" +
-	"\x06Events\x12\x18.hopper.v1.EventsRequest\x1a\x19.hopper.v1.EventsResponse\"\x03\x90\x02\x012\xcf\x05\n" +
+	"\x06Events\x12\x18.hopper.v1.EventsRequest\x1a\x19.hopper.v1.EventsResponse\"\x03\x90\x02\x01\x12Q\n" +
+	"\x06Resume\x12\".hopper.v1.JobServiceResumeRequest\x1a#.hopper.v1.JobServiceResumeResponse2\xcf\x05\n" +
 	"\rWorkerService\x12C\n" +
 	"\bActivate\x12\x1a.hopper.v1.ActivateRequest\x1a\x1b.hopper.v1.ActivateResponse\x12K\n" +
 	"\n" +
@@ -5730,7 +5864,7 @@ func file_hopper_v1_hopper_proto_rawDescGZIP() []byte {
 	return file_hopper_v1_hopper_proto_rawDescData
 }
 
-var file_hopper_v1_hopper_proto_msgTypes = make([]protoimpl.MessageInfo, 90)
+var file_hopper_v1_hopper_proto_msgTypes = make([]protoimpl.MessageInfo, 92)
 var file_hopper_v1_hopper_proto_goTypes = []any{
 	(*Schedule)(nil),                       // 0: hopper.v1.Schedule
 	(*ScheduleServiceListRequest)(nil),     // 1: hopper.v1.ScheduleServiceListRequest
@@ -5756,242 +5890,247 @@ var file_hopper_v1_hopper_proto_goTypes = []any{
 	(*ListResponse)(nil),                   // 21: hopper.v1.ListResponse
 	(*CancelRequest)(nil),                  // 22: hopper.v1.CancelRequest
 	(*CancelResponse)(nil),                 // 23: hopper.v1.CancelResponse
-	(*EventsRequest)(nil),                  // 24: hopper.v1.EventsRequest
-	(*Event)(nil),                          // 25: hopper.v1.Event
-	(*Attempt)(nil),                        // 26: hopper.v1.Attempt
-	(*EventsResponse)(nil),                 // 27: hopper.v1.EventsResponse
-	(*ActivatedJob)(nil),                   // 28: hopper.v1.ActivatedJob
-	(*ActivateRequest)(nil),                // 29: hopper.v1.ActivateRequest
-	(*ActivateResponse)(nil),               // 30: hopper.v1.ActivateResponse
-	(*StreamJobsRequest)(nil),              // 31: hopper.v1.StreamJobsRequest
-	(*StreamJobsResponse)(nil),             // 32: hopper.v1.StreamJobsResponse
-	(*LeaseLost)(nil),                      // 33: hopper.v1.LeaseLost
-	(*CompleteRequest)(nil),                // 34: hopper.v1.CompleteRequest
-	(*CompleteResponse)(nil),               // 35: hopper.v1.CompleteResponse
-	(*FailRequest)(nil),                    // 36: hopper.v1.FailRequest
-	(*FailResponse)(nil),                   // 37: hopper.v1.FailResponse
-	(*SnoozeRequest)(nil),                  // 38: hopper.v1.SnoozeRequest
-	(*SnoozeResponse)(nil),                 // 39: hopper.v1.SnoozeResponse
-	(*SuspendRequest)(nil),                 // 40: hopper.v1.SuspendRequest
-	(*SuspendResponse)(nil),                // 41: hopper.v1.SuspendResponse
-	(*ReleaseRequest)(nil),                 // 42: hopper.v1.ReleaseRequest
-	(*ReleaseResponse)(nil),                // 43: hopper.v1.ReleaseResponse
-	(*ExtendLeaseRequest)(nil),             // 44: hopper.v1.ExtendLeaseRequest
-	(*ExtendLeaseResponse)(nil),            // 45: hopper.v1.ExtendLeaseResponse
-	(*HeartbeatRequest)(nil),               // 46: hopper.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),              // 47: hopper.v1.HeartbeatResponse
-	(*ReportProgressRequest)(nil),          // 48: hopper.v1.ReportProgressRequest
-	(*ReportProgressResponse)(nil),         // 49: hopper.v1.ReportProgressResponse
-	(*Queue)(nil),                          // 50: hopper.v1.Queue
-	(*QueueServiceListRequest)(nil),        // 51: hopper.v1.QueueServiceListRequest
-	(*QueueServiceListResponse)(nil),       // 52: hopper.v1.QueueServiceListResponse
-	(*PauseRequest)(nil),                   // 53: hopper.v1.PauseRequest
-	(*PauseResponse)(nil),                  // 54: hopper.v1.PauseResponse
-	(*ResumeRequest)(nil),                  // 55: hopper.v1.ResumeRequest
-	(*ResumeResponse)(nil),                 // 56: hopper.v1.ResumeResponse
-	(*Node)(nil),                           // 57: hopper.v1.Node
-	(*ListNodesRequest)(nil),               // 58: hopper.v1.ListNodesRequest
-	(*ListNodesResponse)(nil),              // 59: hopper.v1.ListNodesResponse
-	(*Worker)(nil),                         // 60: hopper.v1.Worker
-	(*ListWorkersRequest)(nil),             // 61: hopper.v1.ListWorkersRequest
-	(*ListWorkersResponse)(nil),            // 62: hopper.v1.ListWorkersResponse
-	(*Stream)(nil),                         // 63: hopper.v1.Stream
-	(*ListStreamsRequest)(nil),             // 64: hopper.v1.ListStreamsRequest
-	(*ListStreamsResponse)(nil),            // 65: hopper.v1.ListStreamsResponse
-	(*APIKey)(nil),                         // 66: hopper.v1.APIKey
-	(*CreateKeyRequest)(nil),               // 67: hopper.v1.CreateKeyRequest
-	(*CreateKeyResponse)(nil),              // 68: hopper.v1.CreateKeyResponse
-	(*ListKeysRequest)(nil),                // 69: hopper.v1.ListKeysRequest
-	(*ListKeysResponse)(nil),               // 70: hopper.v1.ListKeysResponse
-	(*RevokeKeyRequest)(nil),               // 71: hopper.v1.RevokeKeyRequest
-	(*RevokeKeyResponse)(nil),              // 72: hopper.v1.RevokeKeyResponse
-	(*DeadLetterFilter)(nil),               // 73: hopper.v1.DeadLetterFilter
-	(*DeadLetterServiceListRequest)(nil),   // 74: hopper.v1.DeadLetterServiceListRequest
-	(*DeadLetterServiceListResponse)(nil),  // 75: hopper.v1.DeadLetterServiceListResponse
-	(*DeadLetterServiceStatsRequest)(nil),  // 76: hopper.v1.DeadLetterServiceStatsRequest
-	(*DeadLetterServiceStatsResponse)(nil), // 77: hopper.v1.DeadLetterServiceStatsResponse
-	(*ReplayRequest)(nil),                  // 78: hopper.v1.ReplayRequest
-	(*ReplayResponse)(nil),                 // 79: hopper.v1.ReplayResponse
-	(*ReplayManyRequest)(nil),              // 80: hopper.v1.ReplayManyRequest
-	(*ReplayManyResponse)(nil),             // 81: hopper.v1.ReplayManyResponse
-	(*ReplayRecord)(nil),                   // 82: hopper.v1.ReplayRecord
-	(*ListReplaysRequest)(nil),             // 83: hopper.v1.ListReplaysRequest
-	(*ListReplaysResponse)(nil),            // 84: hopper.v1.ListReplaysResponse
-	nil,                                    // 85: hopper.v1.Schedule.HeadersEntry
-	nil,                                    // 86: hopper.v1.Job.HeadersEntry
-	nil,                                    // 87: hopper.v1.JobSpec.HeadersEntry
-	nil,                                    // 88: hopper.v1.ActivatedJob.HeadersEntry
-	nil,                                    // 89: hopper.v1.Queue.CountsEntry
-	(*durationpb.Duration)(nil),            // 90: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),          // 91: google.protobuf.Timestamp
+	(*JobServiceResumeRequest)(nil),        // 24: hopper.v1.JobServiceResumeRequest
+	(*JobServiceResumeResponse)(nil),       // 25: hopper.v1.JobServiceResumeResponse
+	(*EventsRequest)(nil),                  // 26: hopper.v1.EventsRequest
+	(*Event)(nil),                          // 27: hopper.v1.Event
+	(*Attempt)(nil),                        // 28: hopper.v1.Attempt
+	(*EventsResponse)(nil),                 // 29: hopper.v1.EventsResponse
+	(*ActivatedJob)(nil),                   // 30: hopper.v1.ActivatedJob
+	(*ActivateRequest)(nil),                // 31: hopper.v1.ActivateRequest
+	(*ActivateResponse)(nil),               // 32: hopper.v1.ActivateResponse
+	(*StreamJobsRequest)(nil),              // 33: hopper.v1.StreamJobsRequest
+	(*StreamJobsResponse)(nil),             // 34: hopper.v1.StreamJobsResponse
+	(*LeaseLost)(nil),                      // 35: hopper.v1.LeaseLost
+	(*CompleteRequest)(nil),                // 36: hopper.v1.CompleteRequest
+	(*CompleteResponse)(nil),               // 37: hopper.v1.CompleteResponse
+	(*FailRequest)(nil),                    // 38: hopper.v1.FailRequest
+	(*FailResponse)(nil),                   // 39: hopper.v1.FailResponse
+	(*SnoozeRequest)(nil),                  // 40: hopper.v1.SnoozeRequest
+	(*SnoozeResponse)(nil),                 // 41: hopper.v1.SnoozeResponse
+	(*SuspendRequest)(nil),                 // 42: hopper.v1.SuspendRequest
+	(*SuspendResponse)(nil),                // 43: hopper.v1.SuspendResponse
+	(*ReleaseRequest)(nil),                 // 44: hopper.v1.ReleaseRequest
+	(*ReleaseResponse)(nil),                // 45: hopper.v1.ReleaseResponse
+	(*ExtendLeaseRequest)(nil),             // 46: hopper.v1.ExtendLeaseRequest
+	(*ExtendLeaseResponse)(nil),            // 47: hopper.v1.ExtendLeaseResponse
+	(*HeartbeatRequest)(nil),               // 48: hopper.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),              // 49: hopper.v1.HeartbeatResponse
+	(*ReportProgressRequest)(nil),          // 50: hopper.v1.ReportProgressRequest
+	(*ReportProgressResponse)(nil),         // 51: hopper.v1.ReportProgressResponse
+	(*Queue)(nil),                          // 52: hopper.v1.Queue
+	(*QueueServiceListRequest)(nil),        // 53: hopper.v1.QueueServiceListRequest
+	(*QueueServiceListResponse)(nil),       // 54: hopper.v1.QueueServiceListResponse
+	(*PauseRequest)(nil),                   // 55: hopper.v1.PauseRequest
+	(*PauseResponse)(nil),                  // 56: hopper.v1.PauseResponse
+	(*ResumeRequest)(nil),                  // 57: hopper.v1.ResumeRequest
+	(*ResumeResponse)(nil),                 // 58: hopper.v1.ResumeResponse
+	(*Node)(nil),                           // 59: hopper.v1.Node
+	(*ListNodesRequest)(nil),               // 60: hopper.v1.ListNodesRequest
+	(*ListNodesResponse)(nil),              // 61: hopper.v1.ListNodesResponse
+	(*Worker)(nil),                         // 62: hopper.v1.Worker
+	(*ListWorkersRequest)(nil),             // 63: hopper.v1.ListWorkersRequest
+	(*ListWorkersResponse)(nil),            // 64: hopper.v1.ListWorkersResponse
+	(*Stream)(nil),                         // 65: hopper.v1.Stream
+	(*ListStreamsRequest)(nil),             // 66: hopper.v1.ListStreamsRequest
+	(*ListStreamsResponse)(nil),            // 67: hopper.v1.ListStreamsResponse
+	(*APIKey)(nil),                         // 68: hopper.v1.APIKey
+	(*CreateKeyRequest)(nil),               // 69: hopper.v1.CreateKeyRequest
+	(*CreateKeyResponse)(nil),              // 70: hopper.v1.CreateKeyResponse
+	(*ListKeysRequest)(nil),                // 71: hopper.v1.ListKeysRequest
+	(*ListKeysResponse)(nil),               // 72: hopper.v1.ListKeysResponse
+	(*RevokeKeyRequest)(nil),               // 73: hopper.v1.RevokeKeyRequest
+	(*RevokeKeyResponse)(nil),              // 74: hopper.v1.RevokeKeyResponse
+	(*DeadLetterFilter)(nil),               // 75: hopper.v1.DeadLetterFilter
+	(*DeadLetterServiceListRequest)(nil),   // 76: hopper.v1.DeadLetterServiceListRequest
+	(*DeadLetterServiceListResponse)(nil),  // 77: hopper.v1.DeadLetterServiceListResponse
+	(*DeadLetterServiceStatsRequest)(nil),  // 78: hopper.v1.DeadLetterServiceStatsRequest
+	(*DeadLetterServiceStatsResponse)(nil), // 79: hopper.v1.DeadLetterServiceStatsResponse
+	(*ReplayRequest)(nil),                  // 80: hopper.v1.ReplayRequest
+	(*ReplayResponse)(nil),                 // 81: hopper.v1.ReplayResponse
+	(*ReplayManyRequest)(nil),              // 82: hopper.v1.ReplayManyRequest
+	(*ReplayManyResponse)(nil),             // 83: hopper.v1.ReplayManyResponse
+	(*ReplayRecord)(nil),                   // 84: hopper.v1.ReplayRecord
+	(*ListReplaysRequest)(nil),             // 85: hopper.v1.ListReplaysRequest
+	(*ListReplaysResponse)(nil),            // 86: hopper.v1.ListReplaysResponse
+	nil,                                    // 87: hopper.v1.Schedule.HeadersEntry
+	nil,                                    // 88: hopper.v1.Job.HeadersEntry
+	nil,                                    // 89: hopper.v1.JobSpec.HeadersEntry
+	nil,                                    // 90: hopper.v1.ActivatedJob.HeadersEntry
+	nil,                                    // 91: hopper.v1.Queue.CountsEntry
+	(*durationpb.Duration)(nil),            // 92: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),          // 93: google.protobuf.Timestamp
 }
 var file_hopper_v1_hopper_proto_depIdxs = []int32{
-	90,  // 0: hopper.v1.Schedule.every:type_name -> google.protobuf.Duration
-	90,  // 1: hopper.v1.Schedule.fixed_delay:type_name -> google.protobuf.Duration
-	90,  // 2: hopper.v1.Schedule.timeout:type_name -> google.protobuf.Duration
-	85,  // 3: hopper.v1.Schedule.headers:type_name -> hopper.v1.Schedule.HeadersEntry
-	90,  // 4: hopper.v1.Schedule.jitter:type_name -> google.protobuf.Duration
-	91,  // 5: hopper.v1.Schedule.last_fire_at:type_name -> google.protobuf.Timestamp
-	91,  // 6: hopper.v1.Schedule.next_fire_at:type_name -> google.protobuf.Timestamp
-	91,  // 7: hopper.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
-	91,  // 8: hopper.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
+	92,  // 0: hopper.v1.Schedule.every:type_name -> google.protobuf.Duration
+	92,  // 1: hopper.v1.Schedule.fixed_delay:type_name -> google.protobuf.Duration
+	92,  // 2: hopper.v1.Schedule.timeout:type_name -> google.protobuf.Duration
+	87,  // 3: hopper.v1.Schedule.headers:type_name -> hopper.v1.Schedule.HeadersEntry
+	92,  // 4: hopper.v1.Schedule.jitter:type_name -> google.protobuf.Duration
+	93,  // 5: hopper.v1.Schedule.last_fire_at:type_name -> google.protobuf.Timestamp
+	93,  // 6: hopper.v1.Schedule.next_fire_at:type_name -> google.protobuf.Timestamp
+	93,  // 7: hopper.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
+	93,  // 8: hopper.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
 	0,   // 9: hopper.v1.ScheduleServiceListResponse.schedules:type_name -> hopper.v1.Schedule
 	0,   // 10: hopper.v1.ScheduleServiceAddRequest.schedule:type_name -> hopper.v1.Schedule
 	0,   // 11: hopper.v1.ScheduleServiceAddResponse.schedule:type_name -> hopper.v1.Schedule
-	86,  // 12: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
-	91,  // 13: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
-	90,  // 14: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
-	91,  // 15: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
-	91,  // 16: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
-	91,  // 17: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	91,  // 18: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
-	91,  // 19: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
-	91,  // 20: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	91,  // 21: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
-	91,  // 22: hopper.v1.Job.deadline_at:type_name -> google.protobuf.Timestamp
-	91,  // 23: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
-	90,  // 24: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
-	90,  // 25: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
-	87,  // 26: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
-	90,  // 27: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
+	88,  // 12: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
+	93,  // 13: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
+	92,  // 14: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
+	93,  // 15: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
+	93,  // 16: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
+	93,  // 17: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	93,  // 18: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
+	93,  // 19: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
+	93,  // 20: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	93,  // 21: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
+	93,  // 22: hopper.v1.Job.deadline_at:type_name -> google.protobuf.Timestamp
+	93,  // 23: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
+	92,  // 24: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
+	92,  // 25: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
+	89,  // 26: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
+	92,  // 27: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
 	13,  // 28: hopper.v1.JobSpec.retry_policy:type_name -> hopper.v1.RetryPolicy
-	90,  // 29: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
-	90,  // 30: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
+	92,  // 29: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
+	92,  // 30: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
 	12,  // 31: hopper.v1.EnqueueRequest.job:type_name -> hopper.v1.JobSpec
 	11,  // 32: hopper.v1.EnqueueResponse.job:type_name -> hopper.v1.Job
 	12,  // 33: hopper.v1.EnqueueBatchRequest.jobs:type_name -> hopper.v1.JobSpec
 	15,  // 34: hopper.v1.EnqueueBatchResponse.results:type_name -> hopper.v1.EnqueueResponse
 	11,  // 35: hopper.v1.GetResponse.job:type_name -> hopper.v1.Job
-	91,  // 36: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
-	91,  // 37: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
+	93,  // 36: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
+	93,  // 37: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
 	11,  // 38: hopper.v1.ListResponse.jobs:type_name -> hopper.v1.Job
 	11,  // 39: hopper.v1.CancelResponse.job:type_name -> hopper.v1.Job
-	91,  // 40: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
-	91,  // 41: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
-	91,  // 42: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
-	25,  // 43: hopper.v1.EventsResponse.events:type_name -> hopper.v1.Event
-	26,  // 44: hopper.v1.EventsResponse.attempts:type_name -> hopper.v1.Attempt
-	88,  // 45: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
-	91,  // 46: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
-	90,  // 47: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
-	91,  // 48: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
-	13,  // 49: hopper.v1.ActivatedJob.retry_policy:type_name -> hopper.v1.RetryPolicy
-	90,  // 50: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
-	90,  // 51: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
-	28,  // 52: hopper.v1.ActivateResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	90,  // 53: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
-	28,  // 54: hopper.v1.StreamJobsResponse.job:type_name -> hopper.v1.ActivatedJob
-	33,  // 55: hopper.v1.StreamJobsResponse.lease_lost:type_name -> hopper.v1.LeaseLost
-	90,  // 56: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
-	91,  // 57: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
-	90,  // 58: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
-	91,  // 59: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
-	91,  // 60: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
-	90,  // 61: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
-	91,  // 62: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
-	89,  // 63: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
-	50,  // 64: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
-	91,  // 65: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
-	91,  // 66: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
-	57,  // 67: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
-	91,  // 68: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
-	60,  // 69: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
-	91,  // 70: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
-	63,  // 71: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
-	91,  // 72: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
-	91,  // 73: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
-	91,  // 74: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
-	66,  // 75: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
-	66,  // 76: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
-	66,  // 77: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
-	91,  // 78: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
-	91,  // 79: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
-	73,  // 80: hopper.v1.DeadLetterServiceListRequest.filter:type_name -> hopper.v1.DeadLetterFilter
-	11,  // 81: hopper.v1.DeadLetterServiceListResponse.jobs:type_name -> hopper.v1.Job
-	91,  // 82: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
-	90,  // 83: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
-	11,  // 84: hopper.v1.ReplayResponse.job:type_name -> hopper.v1.Job
-	73,  // 85: hopper.v1.ReplayManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
-	11,  // 86: hopper.v1.ReplayManyResponse.jobs:type_name -> hopper.v1.Job
-	91,  // 87: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
-	91,  // 88: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
-	91,  // 89: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
-	82,  // 90: hopper.v1.ListReplaysResponse.replays:type_name -> hopper.v1.ReplayRecord
-	14,  // 91: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
-	16,  // 92: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
-	18,  // 93: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
-	20,  // 94: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
-	22,  // 95: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
-	24,  // 96: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
-	29,  // 97: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
-	31,  // 98: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
-	34,  // 99: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
-	36,  // 100: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
-	42,  // 101: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
-	38,  // 102: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
-	40,  // 103: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
-	44,  // 104: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
-	46,  // 105: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
-	48,  // 106: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
-	51,  // 107: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
-	53,  // 108: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
-	55,  // 109: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
-	58,  // 110: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
-	61,  // 111: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
-	64,  // 112: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
-	67,  // 113: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
-	69,  // 114: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
-	71,  // 115: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
-	1,   // 116: hopper.v1.ScheduleService.List:input_type -> hopper.v1.ScheduleServiceListRequest
-	3,   // 117: hopper.v1.ScheduleService.Add:input_type -> hopper.v1.ScheduleServiceAddRequest
-	5,   // 118: hopper.v1.ScheduleService.Remove:input_type -> hopper.v1.ScheduleServiceRemoveRequest
-	7,   // 119: hopper.v1.ScheduleService.Pause:input_type -> hopper.v1.ScheduleServicePauseRequest
-	9,   // 120: hopper.v1.ScheduleService.Resume:input_type -> hopper.v1.ScheduleServiceResumeRequest
-	74,  // 121: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
-	76,  // 122: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
-	78,  // 123: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
-	80,  // 124: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
-	83,  // 125: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
-	15,  // 126: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
-	17,  // 127: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
-	19,  // 128: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
-	21,  // 129: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
-	23,  // 130: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
-	27,  // 131: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
-	30,  // 132: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
-	32,  // 133: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
-	35,  // 134: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
-	37,  // 135: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
-	43,  // 136: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
-	39,  // 137: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
-	41,  // 138: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
-	45,  // 139: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
-	47,  // 140: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
-	49,  // 141: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
-	52,  // 142: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
-	54,  // 143: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
-	56,  // 144: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
-	59,  // 145: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
-	62,  // 146: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
-	65,  // 147: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
-	68,  // 148: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
-	70,  // 149: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
-	72,  // 150: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
-	2,   // 151: hopper.v1.ScheduleService.List:output_type -> hopper.v1.ScheduleServiceListResponse
-	4,   // 152: hopper.v1.ScheduleService.Add:output_type -> hopper.v1.ScheduleServiceAddResponse
-	6,   // 153: hopper.v1.ScheduleService.Remove:output_type -> hopper.v1.ScheduleServiceRemoveResponse
-	8,   // 154: hopper.v1.ScheduleService.Pause:output_type -> hopper.v1.ScheduleServicePauseResponse
-	10,  // 155: hopper.v1.ScheduleService.Resume:output_type -> hopper.v1.ScheduleServiceResumeResponse
-	75,  // 156: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
-	77,  // 157: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
-	79,  // 158: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
-	81,  // 159: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
-	84,  // 160: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
-	126, // [126:161] is the sub-list for method output_type
-	91,  // [91:126] is the sub-list for method input_type
-	91,  // [91:91] is the sub-list for extension type_name
-	91,  // [91:91] is the sub-list for extension extendee
-	0,   // [0:91] is the sub-list for field type_name
+	11,  // 40: hopper.v1.JobServiceResumeResponse.job:type_name -> hopper.v1.Job
+	93,  // 41: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
+	93,  // 42: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
+	93,  // 43: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
+	27,  // 44: hopper.v1.EventsResponse.events:type_name -> hopper.v1.Event
+	28,  // 45: hopper.v1.EventsResponse.attempts:type_name -> hopper.v1.Attempt
+	90,  // 46: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
+	93,  // 47: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
+	92,  // 48: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
+	93,  // 49: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
+	13,  // 50: hopper.v1.ActivatedJob.retry_policy:type_name -> hopper.v1.RetryPolicy
+	92,  // 51: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
+	92,  // 52: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
+	30,  // 53: hopper.v1.ActivateResponse.jobs:type_name -> hopper.v1.ActivatedJob
+	92,  // 54: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
+	30,  // 55: hopper.v1.StreamJobsResponse.job:type_name -> hopper.v1.ActivatedJob
+	35,  // 56: hopper.v1.StreamJobsResponse.lease_lost:type_name -> hopper.v1.LeaseLost
+	92,  // 57: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
+	93,  // 58: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
+	92,  // 59: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
+	93,  // 60: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
+	93,  // 61: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
+	92,  // 62: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
+	93,  // 63: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
+	91,  // 64: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
+	52,  // 65: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
+	93,  // 66: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
+	93,  // 67: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
+	59,  // 68: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
+	93,  // 69: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
+	62,  // 70: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
+	93,  // 71: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
+	65,  // 72: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
+	93,  // 73: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
+	93,  // 74: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
+	93,  // 75: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
+	68,  // 76: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
+	68,  // 77: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
+	68,  // 78: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
+	93,  // 79: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
+	93,  // 80: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
+	75,  // 81: hopper.v1.DeadLetterServiceListRequest.filter:type_name -> hopper.v1.DeadLetterFilter
+	11,  // 82: hopper.v1.DeadLetterServiceListResponse.jobs:type_name -> hopper.v1.Job
+	93,  // 83: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
+	92,  // 84: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
+	11,  // 85: hopper.v1.ReplayResponse.job:type_name -> hopper.v1.Job
+	75,  // 86: hopper.v1.ReplayManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
+	11,  // 87: hopper.v1.ReplayManyResponse.jobs:type_name -> hopper.v1.Job
+	93,  // 88: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
+	93,  // 89: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
+	93,  // 90: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
+	84,  // 91: hopper.v1.ListReplaysResponse.replays:type_name -> hopper.v1.ReplayRecord
+	14,  // 92: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
+	16,  // 93: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
+	18,  // 94: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
+	20,  // 95: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
+	22,  // 96: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
+	26,  // 97: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
+	24,  // 98: hopper.v1.JobService.Resume:input_type -> hopper.v1.JobServiceResumeRequest
+	31,  // 99: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
+	33,  // 100: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
+	36,  // 101: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
+	38,  // 102: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
+	44,  // 103: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
+	40,  // 104: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
+	42,  // 105: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
+	46,  // 106: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
+	48,  // 107: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
+	50,  // 108: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
+	53,  // 109: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
+	55,  // 110: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
+	57,  // 111: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
+	60,  // 112: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
+	63,  // 113: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
+	66,  // 114: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
+	69,  // 115: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
+	71,  // 116: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
+	73,  // 117: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
+	1,   // 118: hopper.v1.ScheduleService.List:input_type -> hopper.v1.ScheduleServiceListRequest
+	3,   // 119: hopper.v1.ScheduleService.Add:input_type -> hopper.v1.ScheduleServiceAddRequest
+	5,   // 120: hopper.v1.ScheduleService.Remove:input_type -> hopper.v1.ScheduleServiceRemoveRequest
+	7,   // 121: hopper.v1.ScheduleService.Pause:input_type -> hopper.v1.ScheduleServicePauseRequest
+	9,   // 122: hopper.v1.ScheduleService.Resume:input_type -> hopper.v1.ScheduleServiceResumeRequest
+	76,  // 123: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
+	78,  // 124: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
+	80,  // 125: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
+	82,  // 126: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
+	85,  // 127: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
+	15,  // 128: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
+	17,  // 129: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
+	19,  // 130: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
+	21,  // 131: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
+	23,  // 132: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
+	29,  // 133: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
+	25,  // 134: hopper.v1.JobService.Resume:output_type -> hopper.v1.JobServiceResumeResponse
+	32,  // 135: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
+	34,  // 136: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
+	37,  // 137: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
+	39,  // 138: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
+	45,  // 139: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
+	41,  // 140: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
+	43,  // 141: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
+	47,  // 142: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
+	49,  // 143: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
+	51,  // 144: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
+	54,  // 145: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
+	56,  // 146: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
+	58,  // 147: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
+	61,  // 148: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
+	64,  // 149: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
+	67,  // 150: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
+	70,  // 151: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
+	72,  // 152: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
+	74,  // 153: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
+	2,   // 154: hopper.v1.ScheduleService.List:output_type -> hopper.v1.ScheduleServiceListResponse
+	4,   // 155: hopper.v1.ScheduleService.Add:output_type -> hopper.v1.ScheduleServiceAddResponse
+	6,   // 156: hopper.v1.ScheduleService.Remove:output_type -> hopper.v1.ScheduleServiceRemoveResponse
+	8,   // 157: hopper.v1.ScheduleService.Pause:output_type -> hopper.v1.ScheduleServicePauseResponse
+	10,  // 158: hopper.v1.ScheduleService.Resume:output_type -> hopper.v1.ScheduleServiceResumeResponse
+	77,  // 159: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
+	79,  // 160: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
+	81,  // 161: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
+	83,  // 162: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
+	86,  // 163: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
+	128, // [128:164] is the sub-list for method output_type
+	92,  // [92:128] is the sub-list for method input_type
+	92,  // [92:92] is the sub-list for extension type_name
+	92,  // [92:92] is the sub-list for extension extendee
+	0,   // [0:92] is the sub-list for field type_name
 }
 
 func init() { file_hopper_v1_hopper_proto_init() }
@@ -5999,14 +6138,14 @@ func file_hopper_v1_hopper_proto_init() {
 	if File_hopper_v1_hopper_proto != nil {
 		return
 	}
-	file_hopper_v1_hopper_proto_msgTypes[36].OneofWrappers = []any{}
+	file_hopper_v1_hopper_proto_msgTypes[38].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hopper_v1_hopper_proto_rawDesc), len(file_hopper_v1_hopper_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   90,
+			NumMessages:   92,
 			NumExtensions: 0,
 			NumServices:   6,
 		},

@@ -58,6 +58,8 @@ const (
 	JobServiceCancelProcedure = "/hopper.v1.JobService/Cancel"
 	// JobServiceEventsProcedure is the procedure name of the JobService's Events RPC.
 	JobServiceEventsProcedure = "/hopper.v1.JobService/Events"
+	// JobServiceResumeProcedure is the procedure name of the JobService's Resume RPC.
+	JobServiceResumeProcedure = "/hopper.v1.JobService/Resume"
 	// WorkerServiceActivateProcedure is the procedure name of the WorkerService's Activate RPC.
 	WorkerServiceActivateProcedure = "/hopper.v1.WorkerService/Activate"
 	// WorkerServiceStreamJobsProcedure is the procedure name of the WorkerService's StreamJobs RPC.
@@ -167,6 +169,13 @@ var (
 			IdempotencyLevel: connect.IdempotencyNoSideEffects,
 		}
 	})
+	jobServiceResumeSpec = sync.OnceValue(func() connect.Spec {
+		return connect.Spec{
+			StreamType: connect.StreamTypeUnary,
+			Schema:     v1.File_hopper_v1_hopper_proto.Services().ByName("JobService").Methods().ByName("Resume"),
+			Procedure:  JobServiceResumeProcedure,
+		}
+	})
 )
 
 // JobServiceClient is a client for the hopper.v1.JobService service.
@@ -185,6 +194,9 @@ type JobServiceClient interface {
 	Cancel(context.Context, *v1.CancelRequest) (*v1.CancelResponse, error)
 	// Events returns a job's history: every state transition and every attempt.
 	Events(context.Context, *v1.EventsRequest) (*v1.EventsResponse, error)
+	// Resume moves a suspended job back to its queue; data (a JSON value) reaches its next
+	// attempt beside its checkpoint. FAILED_PRECONDITION for a job that is not suspended.
+	Resume(context.Context, *v1.JobServiceResumeRequest) (*v1.JobServiceResumeResponse, error)
 }
 
 // NewJobServiceClient constructs a client for the hopper.v1.JobService service. Multiple service
@@ -209,6 +221,9 @@ type JobServiceHandler interface {
 	Cancel(context.Context, *v1.CancelRequest) (*v1.CancelResponse, error)
 	// Events returns a job's history: every state transition and every attempt.
 	Events(context.Context, *v1.EventsRequest) (*v1.EventsResponse, error)
+	// Resume moves a suspended job back to its queue; data (a JSON value) reaches its next
+	// attempt beside its checkpoint. FAILED_PRECONDITION for a job that is not suspended.
+	Resume(context.Context, *v1.JobServiceResumeRequest) (*v1.JobServiceResumeResponse, error)
 }
 
 // RegisterJobServiceHandler registers svc as the hopper.v1.JobService implementation on server.
@@ -221,6 +236,7 @@ func RegisterJobServiceHandler(server *connect.Server, svc JobServiceHandler) {
 		connect.Method{Spec: jobServiceListSpec(), Handler: adapter.list},
 		connect.Method{Spec: jobServiceCancelSpec(), Handler: adapter.cancel},
 		connect.Method{Spec: jobServiceEventsSpec(), Handler: adapter.events},
+		connect.Method{Spec: jobServiceResumeSpec(), Handler: adapter.resume},
 	)
 }
 
@@ -249,6 +265,10 @@ func (UnimplementedJobServiceHandler) Cancel(context.Context, *v1.CancelRequest)
 
 func (UnimplementedJobServiceHandler) Events(context.Context, *v1.EventsRequest) (*v1.EventsResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, "hopper.v1.JobService.Events is not implemented")
+}
+
+func (UnimplementedJobServiceHandler) Resume(context.Context, *v1.JobServiceResumeRequest) (*v1.JobServiceResumeResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, "hopper.v1.JobService.Resume is not implemented")
 }
 
 type jobServiceClient struct {
@@ -298,6 +318,14 @@ func (c *jobServiceClient) Cancel(ctx context.Context, req *v1.CancelRequest) (*
 func (c *jobServiceClient) Events(ctx context.Context, req *v1.EventsRequest) (*v1.EventsResponse, error) {
 	var res v1.EventsResponse
 	if err := c.client.CallUnary(ctx, jobServiceEventsSpec(), req, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+func (c *jobServiceClient) Resume(ctx context.Context, req *v1.JobServiceResumeRequest) (*v1.JobServiceResumeResponse, error) {
+	var res v1.JobServiceResumeResponse
+	if err := c.client.CallUnary(ctx, jobServiceResumeSpec(), req, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil
@@ -371,6 +399,18 @@ func (h jobServiceHandler) events(ctx context.Context, _ connect.Spec, stream co
 		return err
 	}
 	res, err := h.svc.Events(ctx, &req)
+	if err != nil {
+		return err
+	}
+	return stream.Send(res)
+}
+
+func (h jobServiceHandler) resume(ctx context.Context, _ connect.Spec, stream connect.ServerStream) error {
+	var req v1.JobServiceResumeRequest
+	if err := stream.Receive(&req); err != nil {
+		return err
+	}
+	res, err := h.svc.Resume(ctx, &req)
 	if err != nil {
 		return err
 	}
