@@ -753,7 +753,7 @@ func TestRouteScopesAreTheDocumentedOnes(t *testing.T) {
 		"/hopper.v1.JobService/Enqueue": server.ScopeEnqueue, "/hopper.v1.JobService/EnqueueBatch": server.ScopeEnqueue,
 		"/hopper.v1.JobService/Get": server.ScopeRead, "/hopper.v1.JobService/List": server.ScopeRead,
 		"/hopper.v1.JobService/Events": server.ScopeRead, "/hopper.v1.JobService/Cancel": server.ScopeAdmin,
-		"/hopper.v1.JobService/Resume": server.ScopeEnqueue,
+		"/hopper.v1.JobService/Resume":      server.ScopeEnqueue,
 		"/hopper.v1.WorkerService/Activate": server.ScopeWork, "/hopper.v1.WorkerService/StreamJobs": server.ScopeWork,
 		"/hopper.v1.WorkerService/Complete": server.ScopeWork, "/hopper.v1.WorkerService/Fail": server.ScopeWork,
 		"/hopper.v1.WorkerService/Release": server.ScopeWork, "/hopper.v1.WorkerService/Snooze": server.ScopeWork,
