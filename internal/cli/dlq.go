@@ -488,3 +488,11 @@ func (r *remote) Replays(ctx context.Context, p *hopper.ReplayListParams) (*hopp
 	}
 	return out, nil
 }
+
+// addRetentionFlags adds serve's flags for result TTL and dead letters.
+func addRetentionFlags(cmd *cobra.Command, o *serveOptions) {
+	f := cmd.Flags()
+	f.DurationVar(&o.resultTTL, "result-ttl", 24*time.Hour, "keep completed and canceled jobs this long, unless the job says otherwise")
+	f.DurationVar(&o.dlqRetention, "dead-letter-retention", 7*24*time.Hour, "keep failed jobs (dead letters) this long")
+	f.StringVar(&o.dlqWebhook, "dead-letter-webhook", "", "POST each new dead letter as JSON to this http(s) URL (5 s timeout, 3 tries)")
+}

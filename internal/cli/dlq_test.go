@@ -173,3 +173,13 @@ func TestDLQReplayNeedsTheAdminScope(t *testing.T) {
 	require.Equal(t, ExitOK, res.code, res.stderr)
 	require.Contains(t, res.stdout, `"replayed_by": "oncall"`)
 }
+
+func TestServeChecksTheDeadLetterWebhook(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	res := b.run(t, "serve", "--dead-letter-webhook", "ftp://alerts.example.com")
+	require.Equal(t, ExitUsage, res.code, res.stderr)
+	require.Contains(t, res.stderr, "DeadLetterWebhook")
+	res = b.run(t, "serve", "--result-ttl", "-1h")
+	require.Equal(t, ExitUsage, res.code, res.stderr)
+}

@@ -42,6 +42,9 @@ type serveOptions struct {
 	shutdownGrace  time.Duration
 	readHeaderWait time.Duration
 	stalledAfter   time.Duration
+	resultTTL      time.Duration // dlq.go
+	dlqRetention   time.Duration
+	dlqWebhook     string
 }
 
 func newServeCmd() *cobra.Command {
@@ -70,6 +73,7 @@ result) unless --no-echo.`,
 	f.DurationVar(&o.shutdownGrace, "shutdown-grace", 10*time.Second, "how long running jobs get to finish on shutdown")
 	f.DurationVar(&o.readHeaderWait, "read-header-timeout", 10*time.Second, "time allowed to read a request's headers")
 	f.DurationVar(&o.stalledAfter, "stalled-after", hopper.DefaultStalledAfter, "show a running job without heartbeat or progress for this long as stalled")
+	addRetentionFlags(cmd, &o)
 	return cmd
 }
 
@@ -102,7 +106,8 @@ func serve(cmd *cobra.Command, o serveOptions) error {
 				return hopper.SetResult(ctx, job.Args.raw)
 			})
 		}
-		client, err := hopper.NewClient(hopper.Config{Store: st, Workers: ws, Logger: log})
+		client, err := hopper.NewClient(hopper.Config{Store: st, Workers: ws, Logger: log, ResultTTL: o.resultTTL,
+			DeadLetterRetention: o.dlqRetention, DeadLetterWebhook: o.dlqWebhook})
 		if err != nil {
 			return err
 		}
