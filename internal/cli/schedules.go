@@ -128,12 +128,15 @@ func printSchedules(w io.Writer, list []*hopper.ScheduleInfo) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tSPEC\tTZ\tKIND\tQUEUE\tSOURCE\tPAUSED\tLAST FIRE\tNEXT FIRE")
 	for _, s := range list {
-		paused, next := "no", zoned(s.NextFireAt, s.TZ)
+		paused, last, next := "no", zoned(s.LastFireAt, s.TZ), zoned(s.NextFireAt, s.TZ)
 		if s.Paused {
 			paused, next = "yes", "paused"
 		}
+		if s.LastJobID == "" {
+			last = "-" // never enqueued a job: LastFireAt is when it was created (or re-timed)
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, specText(&s.Schedule), s.TZ, s.Kind,
-			s.Queue, s.Source, paused, zoned(s.LastFireAt, s.TZ), next)
+			s.Queue, s.Source, paused, last, next)
 	}
 	return tw.Flush()
 }
