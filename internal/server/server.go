@@ -145,6 +145,7 @@ func New(cfg Config) (*Server, error) {
 	connecthttp.Mount(policyMux{s}, rpc, connecthttp.WithReadMaxBytes(int(cfg.MaxBodyBytes)))
 
 	s.handle("GET /healthz", ScopePublic, http.HandlerFunc(s.healthz))
+	s.handle("GET /metrics", ScopeRead, s.metricsHandler())
 	s.handle("POST /v1/async/{kind}", ScopeEnqueue, s.asyncEnqueue())
 	s.handle("GET /v1/jobs/{id}", ScopeRead, s.asyncStatus())
 	return s, nil

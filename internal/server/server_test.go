@@ -803,3 +803,39 @@ func TestSuspendAndResumeOverTheAPI(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "scheduled", e.get(t, job.GetId()).GetState())
 }
+
+func TestMetrics(t *testing.T) {
+	e := start(t, func(c *server.Config) { c.StalledAfter = 50 * time.Millisecond })
+	e.enqueue(t, "m", `{}`)
+	e.enqueue(t, "m", `{}`)
+	e.enqueue(t, "m", `{}`)
+	a := e.activate(t, &hopperv1.ActivateRequest{MaxJobs: 2, LeaseTimeout: durationpb.New(time.Minute)})
+	require.Len(t, a, 2)
+	zero := int32(0)
+	_, err := e.workers.Fail(t.Context(), &hopperv1.FailRequest{Id: a[1].GetId(), LeaseToken: a[1].GetLeaseToken(), Error: "x", Retries: &zero})
+	require.NoError(t, err)
+	time.Sleep(100 * time.Millisecond) // the running one is now stalled
+	var body string
+	require.Eventually(t, func() bool { // the leader flag comes with the first election
+		resp, err := http.Get(e.url + "/metrics")
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		var buf bytes.Buffer
+		_, err = buf.ReadFrom(resp.Body)
+		require.NoError(t, err)
+		body = buf.String()
+		return strings.Contains(body, "hopper_leader 1")
+	}, 5*time.Second, 20*time.Millisecond)
+	for _, want := range []string{
+		`hopper_jobs{queue="default",state="queued"} 1`,
+		`hopper_jobs{queue="default",state="running"} 1`,
+		`hopper_jobs{queue="default",state="failed"} 1`,
+		`hopper_jobs_stalled{queue="default"} 1`,
+		`hopper_dead_letters 1`,
+		`hopper_dead_letter_oldest_age_seconds`,
+		`go_goroutines`,
+	} {
+		require.Contains(t, body, want)
+	}
+}

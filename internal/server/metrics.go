@@ -1,0 +1,121 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/hopperjobs/hopper"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// metricsTimeout bounds the store reads of one scrape.
+const metricsTimeout = 10 * time.Second
+
+// stalledScan bounds how many running jobs a scrape looks at to count the stalled ones.
+const stalledScan = 10000
+
+// collector reads Hopper's state at scrape time: no background loop, nothing to keep in
+// sync. Job counts scan the jobs table, so scrape it every 15 s or more, not every second.
+type collector struct {
+	s *Server
+
+	jobs, stalled, deadLetters, oldestDeadLetter, leader *prometheus.Desc
+	streams, streamInFlight, streamPushed, workers       *prometheus.Desc
+	scrapeErrors                                          prometheus.Counter
+}
+
+func newCollector(s *Server) *collector {
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc("hopper_"+name, help, labels, nil)
+	}
+	return &collector{s: s,
+		jobs:             d("jobs", "Jobs in the store by queue and state.", "queue", "state"),
+		stalled:          d("jobs_stalled", "Running jobs with a valid lease but no sign of life for longer than the stalled threshold.", "queue"),
+		deadLetters:      d("dead_letters", "Failed jobs kept in the dead-letter queue."),
+		oldestDeadLetter: d("dead_letter_oldest_age_seconds", "Age of the oldest dead letter (0 when there is none)."),
+		leader:           d("leader", "1 when this node holds the leader lease."),
+		streams:          d("streams_open", "Open job streams on this server."),
+		streamInFlight:   d("stream_jobs_in_flight", "Unfinished jobs held by this server's open streams."),
+		streamPushed:     d("stream_jobs_pushed", "Jobs pushed by this server's open streams since they opened."),
+		workers:          d("remote_workers", "Remote workers this server has seen recently."),
+		scrapeErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "hopper_metrics_scrape_errors_total",
+			Help: "Scrapes that could not read part of the state from the store."}),
+	}
+}
+
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.jobs, c.stalled, c.deadLetters, c.oldestDeadLetter, c.leader,
+		c.streams, c.streamInFlight, c.streamPushed, c.workers} {
+		ch <- d
+	}
+	c.scrapeErrors.Describe(ch)
+}
+
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), metricsTimeout)
+	defer cancel()
+	client := c.s.client
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	if qs, err := client.Queues(ctx); err == nil {
+		for _, q := range qs {
+			for st, n := range q.Counts {
+				gauge(c.jobs, float64(n), q.Name, string(st))
+			}
+		}
+	} else {
+		c.fail(err)
+	}
+	if res, err := client.List(ctx, &hopper.ListParams{States: []hopper.JobState{hopper.StateRunning}, Limit: stalledScan}); err == nil {
+		now, stalled := time.Now(), map[string]int{}
+		for _, j := range res.Jobs {
+			if j.Stalled(now, c.s.cfg.StalledAfter) {
+				stalled[j.Queue]++
+			}
+		}
+		for q, n := range stalled {
+			gauge(c.stalled, float64(n), q)
+		}
+	} else {
+		c.fail(err)
+	}
+	if st, err := client.DeadLetterStats(ctx); err == nil {
+		gauge(c.deadLetters, float64(st.Count))
+		gauge(c.oldestDeadLetter, st.OldestAge(time.Now()).Seconds())
+	} else {
+		c.fail(err)
+	}
+	leader := 0.0
+	if client.IsLeader() {
+		leader = 1
+	}
+	gauge(c.leader, leader)
+	streams, workers := c.s.reg.snapshot()
+	var inFlight, pushed float64
+	for _, st := range streams {
+		inFlight += float64(st.inFlight)
+		pushed += float64(st.pushed)
+	}
+	gauge(c.streams, float64(len(streams)))
+	gauge(c.streamInFlight, inFlight)
+	gauge(c.streamPushed, pushed)
+	gauge(c.workers, float64(len(workers)))
+	c.scrapeErrors.Collect(ch)
+}
+
+func (c *collector) fail(err error) {
+	c.scrapeErrors.Inc()
+	c.s.log.Warn("metrics scrape", "err", err)
+}
+
+// metricsHandler serves Prometheus metrics: Hopper's (read at scrape time) and the Go
+// runtime's and process's.
+func (s *Server) metricsHandler() http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(newCollector(s), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: nil})
+}
