@@ -18,12 +18,12 @@ const (
 	DefaultSweepInterval       = time.Minute
 )
 
-// sweepBatch bounds one sweep transaction, so a sweep never holds SQLite's single writer (or
-// PostgreSQL row locks) for long; sweepPass bounds the batches of one maintainer pass, so a
-// backlog does not hold up promotion and rescue.
+// sweepWindow bounds the jobs one sweep transaction looks at, so a sweep never holds
+// SQLite's single writer (or PostgreSQL row locks) for long; sweepPass bounds the windows of
+// one maintainer pass, so a long walk does not hold up promotion and rescue.
 const (
-	sweepBatch = 500
-	sweepPass  = 20
+	sweepWindow = 5000
+	sweepPass   = 20
 )
 
 // ResultTTLer is a Unit whose kind sets how long its completed and canceled jobs are kept.
@@ -67,8 +67,9 @@ func (e *Engine) stampExpiry(p *store.FinishParams, row *hoppertype.JobRow, u Un
 	}
 }
 
-// sweep deletes expired jobs in small batches while this process leads, and reports whether
-// it stopped with more left (the maintainer then comes back at once, after its other duties).
+// sweep walks the jobs table a window at a time, deleting the expired jobs of each window,
+// while this process leads. It reports whether it stopped before the end of the table (the
+// maintainer then comes back at once, after its other duties); the walk goes on from there.
 func (m *maintainer) sweep(ctx context.Context) (more bool) {
 	sw, ok := m.e.store.(store.Sweeper)
 	if !ok {
@@ -84,16 +85,17 @@ func (m *maintainer) sweep(ctx context.Context) (more bool) {
 		if ctx.Err() != nil || !m.e.leader.leading() {
 			return false
 		}
-		n, err := sw.JobSweepExpired(ctx, m.e.store.Now(), sweepBatch)
+		res, err := sw.JobSweepExpired(ctx, &store.SweepParams{Now: m.e.store.Now(), After: m.sweepFrom, Scan: sweepWindow})
 		if err != nil {
 			if ctx.Err() == nil {
 				m.e.log.Error("sweep expired jobs", "err", err)
 			}
 			return false
 		}
-		total += n
-		if n < sweepBatch {
-			return false
+		total += res.Deleted
+		m.sweepFrom = res.Next
+		if res.Next == "" {
+			return false // the walk is done; the next one starts at the front
 		}
 	}
 	return true

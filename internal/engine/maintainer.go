@@ -17,6 +17,8 @@ type maintainer struct {
 	mu     sync.Mutex
 	next   time.Time // earliest known run_at of a scheduled job
 	nudgeC chan struct{}
+
+	sweepFrom string // where the sweep's walk of the jobs goes on (used by the run loop only)
 }
 
 func newMaintainer(e *Engine) *maintainer {

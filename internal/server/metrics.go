@@ -24,7 +24,7 @@ type collector struct {
 
 	jobs, stalled, deadLetters, oldestDeadLetter, leader *prometheus.Desc
 	streams, streamInFlight, streamPushed, workers       *prometheus.Desc
-	scrapeErrors                                          prometheus.Counter
+	scrapeErrors                                         prometheus.Counter
 }
 
 func newCollector(s *Server) *collector {

@@ -10,10 +10,28 @@ import (
 // JobList, JobEvents and JobAttempts treat a job whose expires_at is at or before the store's
 // clock as gone (ErrNotFound, or left out of a list), so a sweep that runs late changes
 // nothing a caller can see.
+//
+// A sweep walks the jobs in id order (their creation order) a window at a time, rather than
+// looking expired jobs up in an index on expires_at: such an index would take an entry for
+// every job that ends, on the hot path, to serve a background chore. Old jobs expire first, so
+// the walk finds them at the front of the table.
 type Sweeper interface {
-	// JobSweepExpired deletes at most limit jobs whose expires_at is at or before now, oldest
-	// expiry first, in one short transaction, with their history (events, attempts) and
-	// idempotency keys, and returns how many it deleted. Callers repeat it until it returns
-	// fewer than limit, so no sweep holds a long lock.
-	JobSweepExpired(ctx context.Context, now time.Time, limit int) (int, error)
+	// JobSweepExpired looks at the (at most) p.Scan jobs that follow p.After in id order and
+	// deletes those whose expires_at is at or before p.Now, with their history (events,
+	// attempts) and idempotency keys, in one short transaction. Result.Next is where the walk
+	// goes on, or "" when it reached the end of the table.
+	JobSweepExpired(ctx context.Context, p *SweepParams) (*SweepResult, error)
+}
+
+// SweepParams is one window of a sweep.
+type SweepParams struct {
+	Now   time.Time
+	After string // the walk goes on after this id; "" starts at the beginning
+	Scan  int    // jobs to look at (default 5,000)
+}
+
+// SweepResult is what one window did.
+type SweepResult struct {
+	Deleted int
+	Next    string // "" when the walk reached the end
 }

@@ -2,27 +2,39 @@ package postgres
 
 import (
 	"context"
-	"time"
 
 	"github.com/hopperjobs/hopper/internal/store"
 )
 
 var _ store.Sweeper = (*Store)(nil)
 
-// sweepSQL deletes a batch of expired jobs; the statement-level delete trigger removes their
-// events, attempts and idempotency keys with three set-based statements. Rows another
-// transaction holds are left for the next sweep.
-const sweepSQL = `WITH picked AS MATERIALIZED (
-	SELECT id FROM {schema}.jobs WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2
-	FOR UPDATE SKIP LOCKED
+// sweepSQL deletes the expired jobs of one window of the id walk; the statement-level delete
+// trigger removes their events, attempts and idempotency keys with three set-based
+// statements. Rows another transaction holds are left for the next walk. $1 after, $2 scan,
+// $3 now.
+const sweepSQL = `WITH win AS MATERIALIZED (
+	SELECT id FROM {schema}.jobs WHERE id > $1 ORDER BY id LIMIT $2
+), picked AS MATERIALIZED (
+	SELECT j.id FROM {schema}.jobs j JOIN win ON win.id = j.id
+	WHERE j.expires_at <= coalesce($3::timestamptz, now())
+	FOR UPDATE OF j SKIP LOCKED
+), del AS (
+	DELETE FROM {schema}.jobs j USING picked WHERE j.id = picked.id RETURNING 1
 )
-DELETE FROM {schema}.jobs j USING picked WHERE j.id = picked.id`
+SELECT (SELECT max(id) FROM win), (SELECT count(*) FROM win), (SELECT count(*) FROM del)`
 
-// JobSweepExpired deletes up to limit expired jobs in one statement.
-func (s *Store) JobSweepExpired(ctx context.Context, now time.Time, limit int) (int, error) {
-	tag, err := s.pool.Exec(ctx, s.sql(sweepSQL), now, limitOr(limit, 500))
+// JobSweepExpired deletes the expired jobs of one window of the id walk.
+func (s *Store) JobSweepExpired(ctx context.Context, p *store.SweepParams) (*store.SweepResult, error) {
+	scan := limitOr(p.Scan, 5000)
+	var last *string
+	var seen, deleted int64
+	err := s.pool.QueryRow(ctx, s.sql(sweepSQL), p.After, scan, nullTime(p.Now)).Scan(&last, &seen, &deleted)
 	if err != nil {
-		return 0, s.wrap(err, "sweep expired jobs")
+		return nil, s.wrap(err, "sweep expired jobs")
 	}
-	return int(tag.RowsAffected()), nil
+	res := &store.SweepResult{Deleted: int(deleted)}
+	if seen == int64(scan) && last != nil {
+		res.Next = *last
+	}
+	return res, nil
 }

@@ -4,28 +4,40 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"time"
 
 	"github.com/hopperjobs/hopper/internal/store"
 )
 
 var _ store.Sweeper = (*Store)(nil)
 
-// JobSweepExpired deletes up to limit expired jobs in one write transaction; the
-// jobs_history_delete trigger takes their events, attempts and idempotency keys along.
-func (s *Store) JobSweepExpired(ctx context.Context, now time.Time, limit int) (int, error) {
-	var n int64
+// JobSweepExpired deletes the expired jobs of one window of the id walk in one write
+// transaction; the jobs_history_delete trigger takes their events, attempts and idempotency
+// keys along.
+func (s *Store) JobSweepExpired(ctx context.Context, p *store.SweepParams) (*store.SweepResult, error) {
+	res := &store.SweepResult{}
 	err := s.write(ctx, nil, func(ctx context.Context, tx *sql.Tx, _ []*sql.Stmt) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM jobs WHERE id IN (
-			SELECT id FROM jobs WHERE expires_at <= ?1 ORDER BY expires_at LIMIT ?2)`, micros(now), limitOr(limit, 500))
+		scan := limitOr(p.Scan, 5000)
+		var last sql.NullString
+		var seen int
+		err := tx.QueryRowContext(ctx, `SELECT max(id), count(*) FROM (
+			SELECT id FROM jobs WHERE id > ?1 ORDER BY id LIMIT ?2)`, p.After, scan).Scan(&last, &seen)
+		if err != nil || seen == 0 {
+			return err
+		}
+		del, err := tx.ExecContext(ctx, `DELETE FROM jobs WHERE id > ?1 AND id <= ?2 AND expires_at <= ?3`,
+			p.After, last.String, micros(p.Now))
 		if err != nil {
 			return err
 		}
-		n, err = res.RowsAffected()
+		n, err := del.RowsAffected()
+		res.Deleted = int(n)
+		if seen == scan {
+			res.Next = last.String
+		}
 		return err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("sweep expired jobs: %w", err)
+		return nil, fmt.Errorf("sweep expired jobs: %w", err)
 	}
-	return int(n), nil
+	return res, nil
 }

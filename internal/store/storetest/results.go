@@ -30,11 +30,25 @@ func (b *bundle) sweeper(t *testing.T) store.Sweeper {
 	return sw
 }
 
-func (b *bundle) sweep(t *testing.T, limit int) int {
+// sweep walks the whole table in windows of scan jobs and returns how many it deleted.
+func (b *bundle) sweep(t *testing.T, scan int) int {
 	t.Helper()
-	n, err := b.sweeper(t).JobSweepExpired(t.Context(), b.clock.Now(), limit)
+	total, after := 0, ""
+	for {
+		res := b.sweepWindow(t, after, scan)
+		total += res.Deleted
+		if res.Next == "" {
+			return total
+		}
+		after = res.Next
+	}
+}
+
+func (b *bundle) sweepWindow(t *testing.T, after string, scan int) *store.SweepResult {
+	t.Helper()
+	res, err := b.sweeper(t).JobSweepExpired(t.Context(), &store.SweepParams{Now: b.clock.Now(), After: after, Scan: scan})
 	require.NoError(t, err)
-	return n
+	return res
 }
 
 func withResultTTL(d time.Duration) option { return func(p *store.InsertParams) { p.ResultTTL = d } }
@@ -133,7 +147,8 @@ func resultsNotSweptBeforeExpiry(t *testing.T, b *bundle) {
 	b.get(t, waiting.ID)
 }
 
-// A sweep deletes at most its limit per call, oldest expiry first; callers repeat it.
+// A sweep walks the jobs in id order a window at a time: each call looks at most at its
+// window, deletes the expired jobs in it, and says where the walk goes on.
 func resultsSweptInBatches(t *testing.T, b *bundle) {
 	var expired []string
 	for i := range 7 {
@@ -143,9 +158,14 @@ func resultsSweptInBatches(t *testing.T, b *bundle) {
 	b.clock.Advance(time.Hour)
 
 	require.Equal(t, []string{later.ID}, ids(b.listAll(t, store.ListParams{})), "hidden before the sweep")
-	require.Equal(t, 3, b.sweep(t, 3))
-	require.Equal(t, 3, b.sweep(t, 3))
-	require.Equal(t, 1, b.sweep(t, 3))
+	first := b.sweepWindow(t, "", 3)
+	require.Equal(t, 3, first.Deleted)
+	require.Equal(t, expired[2], first.Next, "the window ends at its last id")
+	second := b.sweepWindow(t, first.Next, 3)
+	require.Equal(t, 3, second.Deleted)
+	third := b.sweepWindow(t, second.Next, 3)
+	require.Equal(t, 1, third.Deleted, "the last expired job; the failed one is kept")
+	require.Empty(t, third.Next, "the walk reached the end")
 	require.Zero(t, b.sweep(t, 3), "nothing left that expired")
 	b.get(t, later.ID)
 	for _, id := range expired {
