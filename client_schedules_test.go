@@ -34,7 +34,10 @@ func openNode(t *testing.T, path string, clk *clock.Fake, ws *Workers, mutate fu
 	t.Helper()
 	st, err := sqlite.Open(t.Context(), sqlite.Config{Path: path, Clock: clk})
 	require.NoError(t, err)
-	cfg := Config{Store: st, Workers: ws, Clock: clk, PollInterval: time.Hour}
+	// The clock jumps by minutes: long leases and node TTLs keep the leader from rescuing a
+	// job that is still running here before its lease keeper or heartbeat gets to run.
+	cfg := Config{Store: st, Workers: ws, Clock: clk, PollInterval: time.Hour, LeaseDuration: time.Hour,
+		NodeTTL: 2 * time.Hour}
 	if mutate != nil {
 		mutate(&cfg)
 	}
