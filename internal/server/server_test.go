@@ -839,3 +839,36 @@ func TestMetrics(t *testing.T) {
 		require.Contains(t, body, want)
 	}
 }
+
+// Contract 12 through the API: a completed job carries its expiry and is gone for every read
+// once it has passed, before any sweep.
+func TestResultsExpireThroughTheAPI(t *testing.T) {
+	st, err := sqlitestore.Open(t.Context(), sqlitestore.Config{Path: t.TempDir() + "/hopper.db"})
+	require.NoError(t, err)
+	client, err := hopper.NewClient(hopper.Config{Store: st, ResultTTL: 300 * time.Millisecond})
+	require.NoError(t, err)
+	require.NoError(t, client.Start(context.Background()))
+	srv, err := server.New(server.Config{Client: client})
+	require.NoError(t, err)
+	ts := httptest.NewServer(srv)
+	defer func() {
+		ts.Close()
+		require.NoError(t, client.Stop(context.Background()))
+		require.NoError(t, st.Close())
+	}()
+	e := newEnv(ts.URL, ts.Client(), client, st, srv)
+	job := e.enqueue(t, "k", `{}`)
+	a := e.activate(t, &hopperv1.ActivateRequest{})[0]
+	_, err = e.workers.Complete(t.Context(), &hopperv1.CompleteRequest{Id: a.GetId(), LeaseToken: a.GetLeaseToken(), Result: `{"n":1}`})
+	require.NoError(t, err)
+	done := e.get(t, job.GetId())
+	require.Equal(t, "completed", done.GetState())
+	require.WithinDuration(t, done.GetFinishedAt().AsTime().Add(300*time.Millisecond), done.GetExpiresAt().AsTime(), 50*time.Millisecond)
+	require.Eventually(t, func() bool {
+		_, err := e.jobs.Get(t.Context(), &hopperv1.GetRequest{Id: job.GetId()})
+		return connect.CodeOf(err) == connect.CodeNotFound
+	}, 5*time.Second, 20*time.Millisecond, "gone once expired")
+	list, err := e.jobs.List(t.Context(), &hopperv1.ListRequest{})
+	require.NoError(t, err)
+	require.Empty(t, list.GetJobs())
+}
