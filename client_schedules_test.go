@@ -2,6 +2,7 @@ package hopper
 
 import (
 	"context"
+	"fmt"
 	"encoding/json"
 	"sort"
 	"strconv"
@@ -439,4 +440,21 @@ func TestSchedulePauseResume(t *testing.T) {
 	list, err := n.client.Schedules(t.Context())
 	require.NoError(t, err)
 	require.Empty(t, list)
+}
+
+// Fixed-delay schedules waiting for their jobs must not crowd the due list: 100 of them, with
+// jobs that never end, and a per-minute cron schedule still fires every minute.
+func TestScheduleWaitingFixedDelaysDoNotStarveOthers(t *testing.T) {
+	start := time.Date(2026, 5, 1, 12, 0, 0, 300_000_000, time.UTC)
+	n := scheduleAt(t, start, nil) // no workers: jobs stay queued, as on a paused queue
+	ctx := context.Background()
+	for i := range 100 {
+		_, err := n.client.AddSchedule(ctx, Schedule{Name: fmt.Sprintf("slow-%03d", i), FixedDelay: time.Minute, Kind: "slow"})
+		require.NoError(t, err)
+	}
+	_, err := n.client.AddSchedule(ctx, Schedule{Name: "every-minute", Cron: "* * * * *", Kind: "digest", Overlap: OverlapAllow})
+	require.NoError(t, err)
+	// Before the fix the 100 waiting schedules took every batch and this never fired. (The
+	// fake clock may run ahead of the scheduler here, so fires are counted, not timed.)
+	n.stepUntil(t, time.Second, func() bool { return len(n.fireTimes(t, "every-minute")) >= 5 })
 }

@@ -25,6 +25,9 @@ const (
 	// parkFor is how far a schedule whose spec no longer parses is put off, so that it does not
 	// come back every tick.
 	parkFor = time.Hour
+	// liveRecheck is how often a fixed-delay schedule whose last job has not ended looks
+	// again: its next run starts at most this late after the delay.
+	liveRecheck = 5 * time.Second
 )
 
 // scheduler is the leader's duty of firing recurring schedules (contract 10). Every tick it
@@ -81,19 +84,39 @@ func (s *scheduler) run(ctx context.Context) {
 
 // fireDue fires the schedules due now and returns the earliest next fire time among them.
 func (s *scheduler) fireDue(ctx context.Context) time.Time {
+	var earliest time.Time
+	// Every schedule fired moves its next fire time on, so asking again brings the next
+	// ones: a full batch means there may be more due this tick.
+	for range maxBatchesPerTick {
+		next, full := s.fireBatch(ctx)
+		if !next.IsZero() && (earliest.IsZero() || next.Before(earliest)) {
+			earliest = next
+		}
+		if !full || ctx.Err() != nil {
+			break
+		}
+	}
+	return earliest
+}
+
+// maxBatchesPerTick bounds one tick's work (10 × 100 schedules).
+const maxBatchesPerTick = 10
+
+// fireBatch fires one batch of due schedules; full says the batch was full.
+func (s *scheduler) fireBatch(ctx context.Context) (time.Time, bool) {
 	now := s.e.clock.Now()
 	due, err := s.store.ScheduleDue(ctx, now, scheduleBatch)
 	if err != nil {
 		if ctx.Err() == nil {
 			s.e.log.Error("list due schedules", "err", err)
 		}
-		return time.Time{}
+		return time.Time{}, false
 	}
 	var earliest time.Time
 	for _, sc := range due {
 		// A leader whose lease lapsed stops here; a step already sent is safe either way.
 		if ctx.Err() != nil || !s.e.leader.leading() {
-			return time.Time{}
+			return time.Time{}, false
 		}
 		next, err := s.fire(ctx, sc, now)
 		if err != nil {
@@ -106,7 +129,7 @@ func (s *scheduler) fireDue(ctx context.Context) time.Time {
 			earliest = next
 		}
 	}
-	return earliest
+	return earliest, len(due) == scheduleBatch
 }
 
 // fire runs one schedule's fire step and returns its next fire time (zero when unknown).
@@ -147,7 +170,11 @@ func (s *scheduler) fireAfterFinish(ctx context.Context, sc *store.Schedule, spe
 		case err != nil:
 			return time.Time{}, fmt.Errorf("get its last job: %w", err)
 		case !job.State.Terminal():
-			return time.Time{}, nil // still going: the next fire time is not known yet
+			// Still going: the next fire time is not known yet. Look again in a while rather
+			// than every tick, so schedules waiting for their jobs never crowd the due list
+			// and hold back the others.
+			recheck := now.Add(liveRecheck)
+			return recheck, s.apply(ctx, sc, nil, sc.LastFireAt, recheck)
 		case !job.FinishedAt.IsZero():
 			ref = job.FinishedAt
 		default:
