@@ -2,8 +2,8 @@ package hopper
 
 import (
 	"context"
-	"fmt"
 	"encoding/json"
+	"fmt"
 	"sort"
 	"strconv"
 	"testing"
