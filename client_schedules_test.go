@@ -452,7 +452,10 @@ func TestScheduleWaitingFixedDelaysDoNotStarveOthers(t *testing.T) {
 		_, err := n.client.AddSchedule(ctx, Schedule{Name: fmt.Sprintf("slow-%03d", i), FixedDelay: time.Minute, Kind: "slow"})
 		require.NoError(t, err)
 	}
-	_, err := n.client.AddSchedule(ctx, Schedule{Name: "every-minute", Cron: "* * * * *", Kind: "digest", Overlap: OverlapAllow})
+	// Catch-up all: the fake clock may run ahead of a busy scheduler, and a late fire must
+	// still count.
+	_, err := n.client.AddSchedule(ctx, Schedule{Name: "every-minute", Cron: "* * * * *", Kind: "digest",
+		Overlap: OverlapAllow, CatchUp: CatchUpAll})
 	require.NoError(t, err)
 	// Before the fix the 100 waiting schedules took every batch and this never fired. (The
 	// fake clock may run ahead of the scheduler here, so fires are counted, not timed.)

@@ -8,7 +8,8 @@ import (
 
 var _ store.Sweeper = (*Store)(nil)
 
-// sweepSQL deletes the expired jobs of one window of the id walk; the statement-level delete
+// sweepSQL deletes the expired jobs of one window of the id walk, except those whose
+// idempotency key is still live (the key must de-duplicate for its whole retention); the statement-level delete
 // trigger removes their events, attempts and idempotency keys with three set-based
 // statements. Rows another transaction holds are left for the next walk. $1 after, $2 scan,
 // $3 now.
@@ -17,6 +18,8 @@ const sweepSQL = `WITH win AS MATERIALIZED (
 ), picked AS MATERIALIZED (
 	SELECT j.id FROM {schema}.jobs j JOIN win ON win.id = j.id
 	WHERE j.expires_at <= coalesce($3::timestamptz, now())
+	  AND NOT EXISTS (SELECT 1 FROM {schema}.idempotency_keys k
+	                  WHERE k.job_id = j.id AND k.expires_at > coalesce($3::timestamptz, now()))
 	FOR UPDATE OF j SKIP LOCKED
 ), del AS (
 	DELETE FROM {schema}.jobs j USING picked WHERE j.id = picked.id RETURNING 1

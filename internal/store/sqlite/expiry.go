@@ -24,7 +24,10 @@ func (s *Store) JobSweepExpired(ctx context.Context, p *store.SweepParams) (*sto
 		if err != nil || seen == 0 {
 			return err
 		}
-		del, err := tx.ExecContext(ctx, `DELETE FROM jobs WHERE id > ?1 AND id <= ?2 AND expires_at <= ?3`,
+		// A job stays while its idempotency key is live: the key de-duplicates for its whole
+		// retention, and a deleted job would take it along (jobs_history_delete).
+		del, err := tx.ExecContext(ctx, `DELETE FROM jobs WHERE id > ?1 AND id <= ?2 AND expires_at <= ?3
+			AND NOT EXISTS (SELECT 1 FROM idempotency_keys k WHERE k.job_id = jobs.id AND k.expires_at > ?3)`,
 			p.After, last.String, micros(p.Now))
 		if err != nil {
 			return err

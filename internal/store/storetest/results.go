@@ -175,8 +175,9 @@ func resultsSweptInBatches(t *testing.T, b *bundle) {
 	}
 }
 
-// A swept job takes its history and its idempotency key along: its key is free for another
-// payload, and its id can even be inserted again with a history of its own.
+// A swept job takes its history and its idempotency key along, once the key has expired: its
+// key is free for another payload, and its id can even be inserted again with a history of
+// its own.
 func resultsSweepTakesHistoryAndKey(t *testing.T, b *bundle) {
 	p := params(t, withKey("order-7", 30*day), inQueue("sweep"))
 	b.insertMany(t, p)
@@ -189,6 +190,13 @@ func resultsSweepTakesHistoryAndKey(t *testing.T, b *bundle) {
 	_, err := b.store.JobInsertMany(t.Context(), []*store.InsertParams{other})
 	require.ErrorIs(t, err, store.ErrDuplicate, "hidden, not swept: the key still holds")
 
+	// Contract 7: a key de-duplicates for its whole retention, so its job is not swept
+	// before the key expires, even when the job's own result TTL is shorter.
+	require.Zero(t, b.sweep(t, 500), "the key is live: the job stays")
+	_, err = b.store.JobInsertMany(t.Context(), []*store.InsertParams{other})
+	require.ErrorIs(t, err, store.ErrDuplicate, "still within the key's retention")
+
+	b.clock.Advance(30 * day)
 	require.Equal(t, 1, b.sweep(t, 500))
 	res := b.insertMany(t, other)
 	require.False(t, res[0].Existing, "the key went with the job")
