@@ -19,7 +19,7 @@ func (s *Store) DeadLetterStats(ctx context.Context) (*store.DeadLetterStats, er
 	var st store.DeadLetterStats
 	var oldest sql.NullInt64
 	err := s.reader.QueryRowContext(ctx, `SELECT count(*), min(finished_at) FROM jobs
-		WHERE state = 'failed' AND (expires_at IS NULL OR expires_at > ?)`, micros(s.clock.Now())).Scan(&st.Count, &oldest)
+		WHERE state = 'failed' AND state IN ('failed', 'canceled', 'suspended') AND (expires_at IS NULL OR expires_at > ?)`, micros(s.clock.Now())).Scan(&st.Count, &oldest)
 	if err != nil {
 		return nil, fmt.Errorf("dead-letter stats: %w", err)
 	}
@@ -92,7 +92,7 @@ func (s *Store) JobReplayMany(ctx context.Context, p *store.ReplayManyParams) ([
 // unreplayed returns the ids of up to len(p.NewIDs) failed jobs matching p without an audit
 // row as source, oldest first.
 func unreplayed(ctx context.Context, tx *sql.Tx, p *store.ReplayManyParams, now time.Time) ([]string, error) {
-	where := []string{"state = 'failed'", "(expires_at IS NULL OR expires_at > ?)",
+	where := []string{"state = 'failed'", "state IN ('failed', 'canceled', 'suspended')", "(expires_at IS NULL OR expires_at > ?)",
 		"NOT EXISTS (SELECT 1 FROM job_replays r WHERE r.source_job_id = jobs.id)"}
 	args := []any{micros(now)}
 	where, args = inList(where, args, "queue", p.Queues)

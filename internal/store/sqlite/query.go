@@ -48,6 +48,11 @@ func (s *Store) JobList(ctx context.Context, p *store.ListParams) (*store.ListRe
 		states[i] = string(st)
 	}
 	in("state", states)
+	if onlyRare(p.States) {
+		// The literal term lets SQLite use the partial index jobs_state_rare, which a bound
+		// parameter cannot prove applicable: listing dead letters stays an index range.
+		where = append(where, "state IN ('failed', 'canceled', 'suspended')")
+	}
 	in("queue", p.Queues)
 	in("kind", p.Kinds)
 	if !p.CreatedAfter.IsZero() {
@@ -159,4 +164,15 @@ func (s *Store) JobAttempts(ctx context.Context, id string) ([]*hoppertype.Attem
 		out = append(out, a)
 	}
 	return out, rows.Err()
+}
+
+// onlyRare reports whether states is not empty and holds only the states jobs_state_rare
+// indexes.
+func onlyRare(states []hoppertype.JobState) bool {
+	for _, st := range states {
+		if st != hoppertype.StateFailed && st != hoppertype.StateCanceled && st != hoppertype.StateSuspended {
+			return false
+		}
+	}
+	return len(states) > 0
 }

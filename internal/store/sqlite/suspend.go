@@ -52,7 +52,7 @@ func (s *Store) JobFailOverdue(ctx context.Context, p *store.OverdueParams) ([]s
 			state = 'failed', version = version + 1, finished_at = ?1, updated_at = ?1,
 			last_actor = 'leader', last_reason = 'suspension deadline passed',
 			last_error = 'still suspended at its deadline', expires_at = ?3
-			WHERE id IN (SELECT id FROM jobs WHERE state = 'suspended' AND deadline_at <= ?1
+			WHERE id IN (SELECT id FROM jobs WHERE state = 'suspended' AND state IN ('failed', 'canceled', 'suspended') AND deadline_at <= ?1
 			             ORDER BY deadline_at LIMIT ?2)
 			RETURNING id`, now, limitOr(p.Limit, 1000), nullMicros(p.ExpiresAt))
 		if err != nil {
