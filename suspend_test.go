@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hopperjobs/hopper/internal/store/sqlite"
 	"github.com/stretchr/testify/require"
 )
 
@@ -151,4 +152,34 @@ func TestSuspendedJobFailsAtItsDeadline(t *testing.T) {
 	b.clock.Advance(time.Hour + 10*time.Second) // past the deadline and a rescue interval
 	job = b.waitFor(t, res.Job.ID, StateFailed)
 	require.Equal(t, "still suspended at its deadline", job.LastError)
+}
+
+// A handler that checkpoints with Suspend when its process shuts down keeps the checkpoint:
+// the suspension wins over the plain release.
+func TestSuspendOnShutdownKeepsTheCheckpoint(t *testing.T) {
+	t.Parallel()
+	ws := NewWorkers()
+	started := make(chan string, 1)
+	AddWorkerFunc(ws, func(ctx context.Context, job *Job[sendEmail]) error {
+		started <- job.ID
+		<-ctx.Done()
+		return Suspend(pages{Page: 7}, SuspendOpts{Until: time.Now().Add(time.Hour)})
+	})
+	st, err := sqlite.Open(t.Context(), sqlite.Config{Path: t.TempDir() + "/hopper.db"})
+	require.NoError(t, err)
+	defer st.Close()
+	c, err := NewClient(Config{Store: st, Workers: ws})
+	require.NoError(t, err)
+	require.NoError(t, c.Start(context.Background()))
+	_, err = c.Enqueue(t.Context(), sendEmail{}, nil)
+	require.NoError(t, err)
+	id := <-started
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	require.NoError(t, c.Stop(ctx))
+	job, err := st.JobGet(context.Background(), id)
+	require.NoError(t, err)
+	require.Equal(t, StateScheduled, job.State)
+	require.JSONEq(t, `{"page":7}`, string(job.Checkpoint))
+	require.Equal(t, 0, job.Attempt)
 }

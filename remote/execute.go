@@ -58,6 +58,9 @@ func (w *Worker) execute(ctx context.Context, job *hopperv1.ActivatedJob) {
 			req.Result = string(r)
 		}
 		report = func(ctx context.Context) error { _, err := w.api.Complete(ctx, req); return err }
+	case parked(err):
+		// A snooze or suspension keeps its checkpoint even as the worker shuts down.
+		report = func(ctx context.Context) error { _, perr := w.park(ctx, job, err); return perr }
 	case errors.Is(cause, hopper.ErrShutdown) && w.cfg.Mode == Stream:
 		return // closing the stream gives the job back
 	case errors.Is(cause, hopper.ErrShutdown):
@@ -109,6 +112,13 @@ func (w *Worker) reportWithRetry(ctx context.Context, report func(context.Contex
 func (w *Worker) releaseCall(ctx context.Context, job *hopperv1.ActivatedJob, why string) error {
 	_, err := w.api.Release(ctx, &hopperv1.ReleaseRequest{Id: job.GetId(), LeaseToken: job.GetLeaseToken(), Reason: why})
 	return err
+}
+
+// parked reports whether a handler's error is a snooze or a suspension.
+func parked(err error) bool {
+	var sn *engine.SnoozeError
+	var su *engine.SuspendError
+	return errors.As(err, &sn) || errors.As(err, &su)
 }
 
 // errNotParked: the handler's error was neither a snooze nor a suspension.

@@ -77,11 +77,14 @@ func (e *Engine) outcome(u Unit, ex *Execution, err, cause error) *store.FinishP
 	case err == nil:
 		return &store.FinishParams{ID: row.ID, Token: row.Token, State: hoppertype.StateCompleted,
 			Outcome: hoppertype.OutcomeOK, Result: ex.result, Actor: hoppertype.ActorWorker, Reason: "success"}
-	case errors.Is(cause, ErrShutdown):
-		return releaseParams(row, fmt.Sprintf("released on shutdown: %v", err))
 	}
+	// A handler that snoozes or suspends, even as the process shuts down, keeps its
+	// checkpoint: that outcome wins over the plain release.
 	if p := ParkParams(row.ID, row.Token, err, e.clock.Now()); p != nil {
 		return p
+	}
+	if errors.Is(cause, ErrShutdown) {
+		return releaseParams(row, fmt.Sprintf("released on shutdown: %v", err))
 	}
 	p := &store.FinishParams{ID: row.ID, Token: row.Token, Outcome: hoppertype.OutcomeError,
 		Error: err.Error(), Actor: hoppertype.ActorWorker}
