@@ -18,6 +18,7 @@ const resumeSQL = `UPDATE {schema}.jobs SET
 	updated_at = coalesce($1::timestamptz, now()), deadline_at = NULL, resume_data = $2,
 	last_actor = $3, last_reason = $4
 WHERE id = $5 AND state = 'suspended'
+  AND (deadline_at IS NULL OR deadline_at > coalesce($1::timestamptz, now()))
 RETURNING ` + cols
 
 // JobResume moves a suspended job to queued with its resume data; the update trigger records
@@ -38,6 +39,9 @@ func (s *Store) JobResume(ctx context.Context, p *store.ResumeParams) (*hopperty
 	}
 	if err != nil {
 		return nil, s.wrap(err, "resume job %s", p.ID)
+	}
+	if state == string(hoppertype.StateSuspended) {
+		return nil, fmt.Errorf("resume job %s: its suspension deadline has passed: %w", p.ID, store.ErrInvalidTransition)
 	}
 	return nil, fmt.Errorf("resume job %s: %w", p.ID,
 		&jobstate.TransitionError{From: hoppertype.JobState(state), To: hoppertype.StateQueued})

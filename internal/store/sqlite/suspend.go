@@ -22,7 +22,7 @@ func (s *Store) JobResume(ctx context.Context, p *store.ResumeParams) (*hopperty
 		job, err = scanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET
 			state = 'queued', version = version + 1, run_at = ?1, updated_at = ?1, deadline_at = NULL,
 			resume_data = ?2, last_actor = ?3, last_reason = ?4
-			WHERE id = ?5 AND state = 'suspended'
+			WHERE id = ?5 AND state = 'suspended' AND (deadline_at IS NULL OR deadline_at > ?1)
 			RETURNING `+jobColumns, now, nullBytes(p.Data), string(p.Actor), nullString(p.Reason), p.ID))
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
@@ -34,6 +34,9 @@ func (s *Store) JobResume(ctx context.Context, p *store.ResumeParams) (*hopperty
 		}
 		if err != nil {
 			return err
+		}
+		if state == string(hoppertype.StateSuspended) {
+			return fmt.Errorf("its suspension deadline has passed: %w", store.ErrInvalidTransition)
 		}
 		return &jobstate.TransitionError{From: hoppertype.JobState(state), To: hoppertype.StateQueued}
 	})

@@ -75,11 +75,14 @@ func suspendResumeOnlySuspended(t *testing.T, b *bundle) {
 	require.ErrorIs(t, err, store.ErrNotFound)
 }
 
-// A job still suspended at its deadline fails; others are left alone.
+// A job still suspended at its deadline fails; others are left alone. Past its deadline a job
+// no longer resumes, even before the leader has failed it.
 func suspendDeadlineFails(t *testing.T, b *bundle) {
 	due := b.suspended(t, b.clock.Now().Add(time.Minute))
 	later := b.suspended(t, b.clock.Now().Add(time.Hour))
 	b.clock.Advance(2 * time.Minute)
+	_, err := suspendStore(t, b).JobResume(t.Context(), &store.ResumeParams{ID: due.ID, Actor: hoppertype.ActorAPI})
+	require.ErrorIs(t, err, store.ErrInvalidTransition, "too late to resume")
 	expires := b.clock.Now().Add(24 * time.Hour)
 	ids, err := suspendStore(t, b).JobFailOverdue(t.Context(), &store.OverdueParams{Limit: 10, ExpiresAt: expires})
 	require.NoError(t, err)
