@@ -17,8 +17,9 @@ import (
 // in one transaction. Both stores implement it; implementations are safe for concurrent use.
 // Expired jobs (see Sweeper) are neither counted nor replayed.
 type DeadLetterStore interface {
-	// DeadLetterStats counts the failed jobs and finds the oldest one's finish time, in one
-	// query.
+	// DeadLetterStats counts the failed jobs not yet replayed (a replayed one has been dealt
+	// with: it stays listed, for its audit trail, but no longer counts) and finds the oldest
+	// one's finish time, in one query.
 	DeadLetterStats(ctx context.Context) (*DeadLetterStats, error)
 	// JobReplay replays one failed job. ErrNotFound for an unknown or expired job,
 	// ErrInvalidTransition for a job that is not failed.

@@ -15,9 +15,11 @@ import (
 var _ store.DeadLetterStore = (*Store)(nil)
 
 const deadLetterStatsSQL = `SELECT count(*), min(finished_at) FROM {schema}.jobs
-WHERE state = 'failed' AND (expires_at IS NULL OR expires_at > coalesce($1::timestamptz, now()))`
+WHERE state = 'failed' AND (expires_at IS NULL OR expires_at > coalesce($1::timestamptz, now()))
+  AND NOT EXISTS (SELECT 1 FROM {schema}.job_replays r WHERE r.source_job_id = jobs.id)`
 
-// DeadLetterStats counts the failed jobs that have not expired and finds the oldest.
+// DeadLetterStats counts the failed jobs that have not expired and have not been replayed,
+// and finds the oldest.
 func (s *Store) DeadLetterStats(ctx context.Context) (*store.DeadLetterStats, error) {
 	var st store.DeadLetterStats
 	var oldest *time.Time

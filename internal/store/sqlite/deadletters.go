@@ -19,7 +19,8 @@ func (s *Store) DeadLetterStats(ctx context.Context) (*store.DeadLetterStats, er
 	var st store.DeadLetterStats
 	var oldest sql.NullInt64
 	err := s.reader.QueryRowContext(ctx, `SELECT count(*), min(finished_at) FROM jobs
-		WHERE state = 'failed' AND state IN ('failed', 'canceled', 'suspended') AND (expires_at IS NULL OR expires_at > ?)`, micros(s.clock.Now())).Scan(&st.Count, &oldest)
+		WHERE state = 'failed' AND state IN ('failed', 'canceled', 'suspended') AND (expires_at IS NULL OR expires_at > ?)
+		AND NOT EXISTS (SELECT 1 FROM job_replays r WHERE r.source_job_id = jobs.id)`, micros(s.clock.Now())).Scan(&st.Count, &oldest)
 	if err != nil {
 		return nil, fmt.Errorf("dead-letter stats: %w", err)
 	}

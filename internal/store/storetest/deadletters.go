@@ -22,6 +22,7 @@ func testDeadLetters(t *testing.T, opener Opener) {
 	parallel(t, opener, "ReplayManyFilters", deadLettersReplayManyFilters)
 	parallel(t, opener, "ReplayManyConcurrent", deadLettersReplayManyConcurrent)
 	parallel(t, opener, "ReplayList", deadLettersReplayList)
+	parallel(t, opener, "StatsLeaveOutReplayed", deadLettersStatsLeaveOutReplayed)
 }
 
 // deadLetters is the bundle's store as a DeadLetterStore: every store keeps dead letters.
@@ -323,4 +324,21 @@ func replayIDs(rs []*store.Replay) []int64 {
 		out[i] = r.ID
 	}
 	return out
+}
+
+// A replayed dead letter has been dealt with: it stays listed (its audit trail) but no longer
+// counts, so alerts on the count and the oldest age clear once everything is replayed.
+func deadLettersStatsLeaveOutReplayed(t *testing.T, b *bundle) {
+	old := b.jobIn(t, hoppertype.StateFailed)
+	b.clock.Advance(time.Minute)
+	young := b.jobIn(t, hoppertype.StateFailed)
+	b.replay(t, old.ID, "ops")
+	st, err := b.deadLetters(t).DeadLetterStats(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, int64(1), st.Count)
+	sameTime(t, b.get(t, young.ID).FinishedAt, st.Oldest, "oldest unreplayed")
+	b.replay(t, young.ID, "ops")
+	st, err = b.deadLetters(t).DeadLetterStats(t.Context())
+	require.NoError(t, err)
+	require.Zero(t, st.Count)
 }
