@@ -23,7 +23,7 @@ const finishSQL = `UPDATE {schema}.jobs AS j SET
 	last_stack = u.stack, last_actor = u.actor, last_reason = u.reason,
 	checkpoint = coalesce(u.checkpoint, j.checkpoint), expires_at = coalesce(u.expires_at, j.expires_at),
 	deadline_at = u.deadline_at, max_attempts = coalesce(u.max_attempts, j.max_attempts),
-	resume_data = CASE WHEN u.state = 'suspended' THEN NULL ELSE j.resume_data END
+	resume_data = CASE WHEN u.outcome = 'suspended' THEN NULL ELSE j.resume_data END
 FROM unnest($2::int[], $3::text[], $4::bigint[], $5::text[], $6::int[], $7::timestamptz[],
 	$8::bytea[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::bytea[],
 	$15::timestamptz[], $16::timestamptz[], $17::int[])

@@ -19,7 +19,7 @@ const finishSQL = `UPDATE jobs SET
 	last_outcome = ?8, last_stack = ?9, last_actor = ?10, last_reason = ?11,
 	checkpoint = coalesce(?12, checkpoint), expires_at = coalesce(?13, expires_at), deadline_at = ?14,
 	max_attempts = coalesce(?17, max_attempts),
-	resume_data = CASE WHEN ?1 = 'suspended' THEN NULL ELSE resume_data END
+	resume_data = CASE WHEN ?8 = 'suspended' THEN NULL ELSE resume_data END
 WHERE id = ?15 AND token = ?16 AND state = 'running'`
 
 // JobFinishMany ends running attempts in one transaction.

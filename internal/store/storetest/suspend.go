@@ -60,8 +60,8 @@ func suspendResumeCarriesData(t *testing.T, b *bundle) {
 	require.Equal(t, hoppertype.ActorAPI, last.Actor)
 	require.Equal(t, "approved", last.Reason)
 
-	p := finishing(next, hoppertype.StateSuspended)
-	p.GiveBack, p.Outcome = true, hoppertype.OutcomeSuspended
+	p := finishing(next, hoppertype.StateScheduled) // suspended until a time: a suspension too
+	p.GiveBack, p.Outcome, p.RunAt = true, hoppertype.OutcomeSuspended, b.clock.Now().Add(time.Hour)
 	require.NoError(t, b.finish(t, p))
 	require.Nil(t, b.get(t, job.ID).ResumeData, "a new suspension waits for new data")
 }
