@@ -166,7 +166,7 @@ func TestDeadLetterServiceEndToEnd(t *testing.T) {
 		Count string `json:"count"` // int64 is a string in protobuf's JSON
 	}
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
-	require.Equal(t, "3", body.Count)
+	require.Empty(t, body.Count, "every dead letter was replayed: none counts (zero is left out of JSON)")
 }
 
 // Reading dead letters needs the read scope, replaying the admin scope; a replay is
