@@ -116,12 +116,13 @@ func (s *Store) ScheduleSetPaused(ctx context.Context, name string, paused bool)
 	return sc, nil
 }
 
-// scheduleCASSQL is the fire step's compare-and-set. Its row lock holds a concurrent fire step
+// scheduleCASSQL is the fire step's compare-and-set (a schedule paused since it was read does
+// not fire). Its row lock holds a concurrent fire step
 // of the same schedule until this transaction ends; that one then re-checks last_fire_at,
 // finds it changed and updates nothing.
 const scheduleCASSQL = `UPDATE {schema}.schedules
 SET last_fire_at = $3, next_fire_at = $4, updated_at = coalesce($1::timestamptz, now())
-WHERE name = $2 AND last_fire_at IS NOT DISTINCT FROM $5`
+WHERE name = $2 AND last_fire_at IS NOT DISTINCT FROM $5 AND NOT paused`
 
 // ScheduleFire compare-and-sets the schedule's fire times and inserts its jobs, atomically.
 func (s *Store) ScheduleFire(ctx context.Context, p *store.ScheduleFireParams) (*store.ScheduleFireResult, error) {

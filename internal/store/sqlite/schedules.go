@@ -158,7 +158,7 @@ func (s *Store) ScheduleFire(ctx context.Context, p *store.ScheduleFireParams) (
 		out = &store.ScheduleFireResult{}
 		now := s.clock.Now()
 		res, err := tx.ExecContext(ctx, `UPDATE schedules SET last_fire_at = ?, next_fire_at = ?, updated_at = ?
-			WHERE name = ? AND last_fire_at IS ?`, nullMicros(p.NewLast), nullMicros(p.NewNext), micros(now),
+			WHERE name = ? AND last_fire_at IS ? AND NOT paused`, nullMicros(p.NewLast), nullMicros(p.NewNext), micros(now),
 			p.Name, nullMicros(p.ExpectedLast))
 		if err != nil {
 			return err

@@ -204,9 +204,17 @@ func schedulesPauseAndDelete(t *testing.T, b *bundle) {
 	_, err = ss.ScheduleSetPaused(t.Context(), "nope", true)
 	require.ErrorIs(t, err, store.ErrNotFound)
 
-	res := b.fire(t, &store.ScheduleFireParams{Name: "s", ExpectedLast: Start, NewLast: now, NewNext: now.Add(time.Minute),
-		Jobs: []*store.InsertParams{fireJob(t, "s", now, `{}`)}})
-	require.True(t, res.Fired, "firing does not look at the pause: the scheduler does")
+	step := func() *store.ScheduleFireParams {
+		return &store.ScheduleFireParams{Name: "s", ExpectedLast: Start, NewLast: now, NewNext: now.Add(time.Minute),
+			Jobs: []*store.InsertParams{fireJob(t, "s", now, `{}`)}}
+	}
+	res := b.fire(t, step())
+	require.False(t, res.Fired, "a schedule paused after the due read does not fire")
+	require.Empty(t, res.Jobs)
+	_, err = ss.ScheduleSetPaused(t.Context(), "s", false)
+	require.NoError(t, err)
+	res = b.fire(t, step())
+	require.True(t, res.Fired)
 	require.NoError(t, ss.ScheduleDelete(t.Context(), "s"))
 	_, err = ss.ScheduleGet(t.Context(), "s")
 	require.ErrorIs(t, err, store.ErrNotFound)
