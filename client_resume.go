@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/hopperjobs/hopper/internal/store"
 )
@@ -12,7 +13,9 @@ import (
 // Resume moves a suspended job (see Suspend) back to its queue. data, when not nil, is
 // encoded as JSON and handed to the next attempt as Job.ResumeData, beside the checkpoint the
 // job left; the attempt may run on any node. A job that is not suspended gets
-// ErrInvalidTransition; an unknown one ErrNotFound.
+// ErrInvalidTransition (after waiting up to 2 s when the job is running: its handler may be
+// about to suspend, and a suspension is written a moment after the handler returns); an
+// unknown one ErrNotFound.
 func (c *Client) Resume(ctx context.Context, id string, data any) (*JobRow, error) {
 	return c.ResumeBy(ctx, id, data, ActorAPI, "resumed")
 }
@@ -41,10 +44,33 @@ func (c *Client) ResumeBy(ctx context.Context, id string, data any, actor Actor,
 	if !ok {
 		return nil, errors.New("resume: this store cannot resume jobs")
 	}
-	job, err := ss.JobResume(ctx, &store.ResumeParams{ID: id, Data: raw, Actor: actor, Reason: store.CleanText(reason)})
+	params := &store.ResumeParams{ID: id, Data: raw, Actor: actor, Reason: store.CleanText(reason)}
+	job, err := ss.JobResume(ctx, params)
+	// A handler's suspension is written a moment after it returns (outcomes are batched): a
+	// resume that races it finds the job still running. Give the suspension that moment.
+	// (Real time, not the client's clock: this waits for goroutines, not for the schedule.)
+	deadline := time.Now().Add(resumeRaceWait)
+	for errors.Is(err, ErrInvalidTransition) && time.Now().Before(deadline) && c.stillRunning(ctx, id) {
+		t := time.NewTimer(20 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("resume: %w", ctx.Err())
+		case <-t.C:
+		}
+		job, err = ss.JobResume(ctx, params)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("resume: %w", err)
 	}
 	c.engine.Notify(job.Queue)
 	return job, nil
+}
+
+// resumeRaceWait is how long Resume waits for a running job's suspension to be written.
+const resumeRaceWait = 2 * time.Second
+
+func (c *Client) stillRunning(ctx context.Context, id string) bool {
+	job, err := c.store.JobGet(ctx, id)
+	return err == nil && job.State == StateRunning
 }

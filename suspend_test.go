@@ -183,3 +183,33 @@ func TestSuspendOnShutdownKeepsTheCheckpoint(t *testing.T) {
 	require.JSONEq(t, `{"page":7}`, string(job.Checkpoint))
 	require.Equal(t, 0, job.Attempt)
 }
+
+// A Resume sent while the handler is returning its Suspend (the outcome is written a moment
+// later) still resumes the job.
+func TestResumeRacingTheSuspensionStillResumes(t *testing.T) {
+	t.Parallel()
+	ws := NewWorkers()
+	suspending := make(chan string, 1)
+	release := make(chan struct{})
+	data := make(chan string, 2)
+	AddWorkerFunc(ws, func(ctx context.Context, job *Job[sendEmail]) error {
+		if job.ResumeData != nil {
+			data <- string(job.ResumeData)
+			return nil
+		}
+		suspending <- job.ID
+		<-release
+		return Suspend(nil, SuspendOpts{})
+	})
+	b := setup(t, ws, func(c *Config) { c.Clock = nil })
+	_, err := b.client.Enqueue(t.Context(), sendEmail{}, nil)
+	require.NoError(t, err)
+	id := <-suspending
+	go func() {
+		time.Sleep(50 * time.Millisecond) // the resume below finds the job still running
+		close(release)
+	}()
+	_, err = b.client.Resume(t.Context(), id, map[string]int{"ok": 1})
+	require.NoError(t, err)
+	require.JSONEq(t, `{"ok":1}`, recv(t, data))
+}
