@@ -461,3 +461,27 @@ func TestScheduleWaitingFixedDelaysDoNotStarveOthers(t *testing.T) {
 	// fake clock may run ahead of the scheduler here, so fires are counted, not timed.)
 	n.stepUntil(t, time.Second, func() bool { return len(n.fireTimes(t, "every-minute")) >= 5 })
 }
+
+// Catching up a `skip` schedule: each missed fire would overlap the one before it, so only the
+// oldest missed fire runs (and, no worker taking it, it holds the later ones off).
+func TestScheduleCatchUpAllWithOverlapSkipRunsOnlyTheOldest(t *testing.T) {
+	t.Parallel()
+	path, clk := t.TempDir()+"/hopper.db", clock.NewFake(testStart)
+	a := openNode(t, path, clk, nil, nil)
+	_, err := a.client.AddSchedule(t.Context(), Schedule{Name: "s", Cron: "* * * * *", Kind: "digest",
+		CatchUp: CatchUpAll, Overlap: OverlapSkip})
+	require.NoError(t, err)
+	a.advanceTo(t, "s", testStart.Add(time.Minute))
+	jobs, err := a.client.List(t.Context(), &ListParams{Kinds: []string{"digest"}})
+	require.NoError(t, err)
+	require.Len(t, jobs.Jobs, 1)
+	_, err = a.client.Cancel(t.Context(), jobs.Jobs[0].ID) // the 12:01 run ends
+	require.NoError(t, err)
+	a.stop(t)
+
+	clk.Advance(6*time.Minute + 10*time.Second - (clk.Now().Sub(testStart)))
+	b := openNode(t, path, clk, nil, nil)
+	b.advanceTo(t, "s", testStart.Add(6*time.Minute+10*time.Second))
+	b.advanceTo(t, "s", testStart.Add(7*time.Minute))
+	requireTimes(t, minutes(testStart, 1, 2), b.fireTimes(t, "s"))
+}

@@ -154,6 +154,11 @@ func (s *scheduler) fire(ctx context.Context, sc *store.Schedule, now time.Time)
 			s.e.log.Debug("schedule skipped: its previous job has not ended", "schedule", sc.Name, "fires", len(fires))
 			fires = nil
 		}
+		if len(fires) > 1 {
+			// Catching up: each missed fire's job would overlap the one before it. Run the
+			// oldest; the others are skipped like any fire that comes while a job runs.
+			fires = fires[:1]
+		}
 	}
 	next := spec.Next(through)
 	return next, s.apply(ctx, sc, fires, through, next)
