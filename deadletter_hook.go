@@ -17,9 +17,10 @@ import (
 )
 
 // The on-dead-letter hook (contract 11): Config.OnDeadLetter and Config.DeadLetterWebhook hear
-// of every job this client's engine moves to failed, after the failed state is committed. They
-// run in one goroutine the client owns, fed by a bounded queue, so a slow or broken hook can
-// neither hold up outcomes nor change the dead letter: it only ever reads the job.
+// of every job this client's engine moves to failed, after the failed state is committed. Each
+// runs in its own goroutine the client owns, fed by its own bounded queue, so a slow or broken
+// hook can neither hold up outcomes, nor hold up the other, nor change the dead letter: it
+// only ever reads the job.
 
 // Limits of the on-dead-letter hook.
 const (
@@ -40,12 +41,19 @@ type deadLetterHook struct {
 	log     *slog.Logger
 	backoff time.Duration // before the second webhook try; doubled before the third
 
-	queue   chan string // ids of failed jobs
+	lanes   []*hookLane // the Go hook's and the webhook's, each with its own queue
 	closing chan struct{}
-	done    chan struct{}
 	ctx     context.Context
 	cancel  context.CancelFunc
 	once    sync.Once
+}
+
+// hookLane is one consumer of dead-letter notifications.
+type hookLane struct {
+	name    string
+	queue   chan string // ids of failed jobs
+	done    chan struct{}
+	deliver func(job *JobRow)
 }
 
 // newDeadLetterHook returns nil when cfg sets neither a hook nor a webhook.
@@ -57,11 +65,21 @@ func newDeadLetterHook(cfg Config) *deadLetterHook {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &deadLetterHook{
+	h := &deadLetterHook{
 		fn: cfg.OnDeadLetter, webhook: cfg.DeadLetterWebhook, http: &http.Client{Timeout: webhookTimeout},
-		store: cfg.Store, log: log, backoff: time.Second,
-		queue: make(chan string, deadLetterQueueSize), closing: make(chan struct{}), done: make(chan struct{}),
+		store: cfg.Store, log: log, backoff: time.Second, closing: make(chan struct{}),
 	}
+	lane := func(name string, deliver func(*JobRow)) {
+		h.lanes = append(h.lanes, &hookLane{name: name, queue: make(chan string, deadLetterQueueSize),
+			done: make(chan struct{}), deliver: deliver})
+	}
+	if h.fn != nil {
+		lane("on-dead-letter hook", h.call)
+	}
+	if h.webhook != "" {
+		lane("dead-letter webhook", h.post)
+	}
+	return h
 }
 
 // outcome is the engine's OnOutcome: it queues each failure the store accepted. It never
@@ -70,29 +88,33 @@ func (h *deadLetterHook) outcome(p *store.FinishParams, err error) {
 	if err != nil || p.State != hoppertype.StateFailed {
 		return
 	}
-	select {
-	case h.queue <- p.ID:
-	default:
-		h.log.Warn("dead-letter hook queue full: notification dropped", "job_id", p.ID)
+	for _, l := range h.lanes {
+		select {
+		case l.queue <- p.ID:
+		default:
+			h.log.Warn(l.name+" queue full: notification dropped", "job_id", p.ID)
+		}
 	}
 }
 
 func (h *deadLetterHook) start() {
 	h.ctx, h.cancel = context.WithCancel(context.Background())
-	go h.run()
+	for _, l := range h.lanes {
+		go h.run(l)
+	}
 }
 
-func (h *deadLetterHook) run() {
-	defer close(h.done)
+func (h *deadLetterHook) run(l *hookLane) {
+	defer close(l.done)
 	for {
 		select {
-		case id := <-h.queue:
-			h.deliver(id)
+		case id := <-l.queue:
+			h.deliver(l, id)
 		case <-h.closing:
 			for { // deliver what was queued before Stop, unless Stop gives up
 				select {
-				case id := <-h.queue:
-					h.deliver(id)
+				case id := <-l.queue:
+					h.deliver(l, id)
 				default:
 					return
 				}
@@ -104,11 +126,24 @@ func (h *deadLetterHook) run() {
 	}
 }
 
+// allDone is closed once every lane has returned.
+func (h *deadLetterHook) allDone() <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		for _, l := range h.lanes {
+			<-l.done
+		}
+		close(done)
+	}()
+	return done
+}
+
 // stop delivers what is queued until ctx ends, then cancels the calls in flight.
 func (h *deadLetterHook) stop(ctx context.Context) {
 	h.once.Do(func() { close(h.closing) })
+	done := h.allDone()
 	select {
-	case <-h.done:
+	case <-done:
 		h.cancel()
 		return
 	case <-ctx.Done():
@@ -117,30 +152,27 @@ func (h *deadLetterHook) stop(ctx context.Context) {
 	grace := time.NewTimer(hookStopGrace) // real time: this bounds a shutdown
 	defer grace.Stop()
 	select {
-	case <-h.done:
+	case <-done:
 	case <-grace.C:
 		h.log.Error("on-dead-letter hook did not return after Stop canceled it")
 	}
-	if n := len(h.queue); n > 0 {
-		h.log.Warn("dead-letter notifications dropped at Stop", "jobs", n)
+	for _, l := range h.lanes {
+		if n := len(l.queue); n > 0 {
+			h.log.Warn(l.name+": notifications dropped at Stop", "jobs", n)
+		}
 	}
 }
 
-// deliver reads the dead letter and hands it to the hook and the webhook.
-func (h *deadLetterHook) deliver(id string) {
+// deliver reads the dead letter and hands it to the lane's consumer.
+func (h *deadLetterHook) deliver(l *hookLane, id string) {
 	job, err := h.store.JobGet(h.ctx, id)
 	if err != nil {
 		if h.ctx.Err() == nil {
-			h.log.Error("on-dead-letter hook: read job", "job_id", id, "err", err)
+			h.log.Error(l.name+": read job", "job_id", id, "err", err)
 		}
 		return
 	}
-	if h.fn != nil {
-		h.call(job)
-	}
-	if h.webhook != "" {
-		h.post(job)
-	}
+	l.deliver(job)
 }
 
 // call runs the Go hook on a copy of the job, recovering a panic.

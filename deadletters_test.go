@@ -227,3 +227,26 @@ func originals(jobs []*JobRow) []string {
 	}
 	return out
 }
+
+// A webhook that hangs does not hold up the Go hook: each has its own queue and goroutine.
+func TestAHangingWebhookDoesNotDelayTheGoHook(t *testing.T) {
+	t.Parallel()
+	hang := make(chan struct{})
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-hang:
+		case <-r.Context().Done():
+		}
+	}))
+	defer hook.Close()
+	defer close(hang)
+	seen := make(chan string, 10)
+	b := setupHook(t, flaky(), func(c *Config) {
+		c.DeadLetterWebhook = hook.URL
+		c.OnDeadLetter = func(ctx context.Context, job *JobRow) { seen <- job.ID }
+	})
+	first := b.deadLetter(t, nil)
+	second := b.deadLetter(t, nil)
+	require.Equal(t, first.ID, recv(t, seen))
+	require.Equal(t, second.ID, recv(t, seen), "the second is announced while the webhook still hangs on the first")
+}
