@@ -280,6 +280,8 @@ func fromJob(j *hopperv1.Job) *hopper.JobRow {
 		GroupKey: j.GetGroupKey(), OriginalID: j.GetOriginalId(), ReplayCount: int(j.GetReplayCount()),
 		CreatedAt: timeOf(j.GetCreatedAt()), StartedAt: timeOf(j.GetStartedAt()), FinishedAt: timeOf(j.GetFinishedAt()),
 		UpdatedAt: timeOf(j.GetUpdatedAt()), ExpiresAt: timeOf(j.GetExpiresAt()),
+		Checkpoint: rawOrNil(j.GetCheckpoint()), ResumeData: rawOrNil(j.GetResumeData()),
+		DeadlineAt: timeOf(j.GetDeadlineAt()),
 	}
 }
 

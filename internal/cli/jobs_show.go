@@ -107,6 +107,24 @@ func (d *jobDetail) print(w io.Writer, now time.Time) error {
 	if j.LastError != "" {
 		row("last error", j.LastError)
 	}
+	if len(j.Checkpoint) > 0 {
+		row("checkpoint", string(j.Checkpoint))
+	}
+	if len(j.ResumeData) > 0 {
+		row("resume data", string(j.ResumeData))
+	}
+	if !j.DeadlineAt.IsZero() {
+		row("deadline", showTime(j.DeadlineAt, detailTime)+" ("+relative(j.DeadlineAt, now)+")")
+	}
+	if j.ScheduleID != "" {
+		row("schedule", j.ScheduleID)
+	}
+	if j.OriginalID != "" {
+		row("replay of", fmt.Sprintf("%s (replay %d, by %s)", j.OriginalID, j.ReplayCount, j.ReplayedBy))
+	}
+	if !j.ExpiresAt.IsZero() {
+		row("expires", showTime(j.ExpiresAt, detailTime)+" ("+relative(j.ExpiresAt, now)+")")
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
