@@ -358,12 +358,18 @@ func (a *availability) subscribe(queue string) (<-chan struct{}, func()) {
 	}
 }
 
-// wake closes every waiter of queue; each waiter subscribes again for the next wake.
+// wake closes every waiter of queue ("" : of every queue); each waiter subscribes again for
+// the next wake.
 func (a *availability) wake(queue string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for ch := range a.waiters[queue] {
-		close(ch)
+	for q, chs := range a.waiters {
+		if queue != "" && q != queue {
+			continue
+		}
+		for ch := range chs {
+			close(ch)
+		}
+		delete(a.waiters, q)
 	}
-	delete(a.waiters, queue)
 }

@@ -84,7 +84,8 @@ type Config struct {
 	OnOutcome func(p *store.FinishParams, err error)
 	// OnAvailable, when set, is called whenever jobs may have become claimable in a queue: an
 	// enqueue through this process, a notification from another node, a promotion, a rescue
-	// or a release. It must not block.
+	// or a release; "" means any queue (notifications may have been missed). It must not
+	// block.
 	OnAvailable func(queue string)
 	// ReleaseGrace is how long Stop waits, after canceling handlers at its deadline, before it
 	// releases the jobs of handlers that have not returned (default 500 ms).

@@ -39,5 +39,14 @@ func (e *Engine) onNotification(n store.Notification) {
 		e.Notify(n.Queue)
 	case store.JobCanceled:
 		e.CancelRunning(n.JobID)
+	case store.Subscribed:
+		// Jobs committed while the subscription was being set up (at start, or after a lost
+		// connection) sent notifications nobody heard: look for them now, not at the next poll.
+		for q := range e.producers {
+			e.Notify(q)
+		}
+		if hook := e.cfg.OnAvailable; hook != nil {
+			hook("")
+		}
 	}
 }

@@ -19,6 +19,9 @@ const (
 	JobsAvailable NotificationKind = "jobs_available"
 	// JobCanceled: JobID was canceled; the process running it should cancel its context.
 	JobCanceled NotificationKind = "job_canceled"
+	// Subscribed: the subscription is now listening. Notifications sent before were not
+	// heard, so the subscriber should look for work it may have missed.
+	Subscribed NotificationKind = "subscribed"
 )
 
 // Notification is one pushed event.

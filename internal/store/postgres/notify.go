@@ -52,6 +52,7 @@ func (s *Store) Subscribe(ctx context.Context, fn func(store.Notification)) erro
 	if s.listening != nil {
 		s.listening()
 	}
+	fn(store.Notification{Kind: store.Subscribed})
 	for {
 		if err := s.waitOne(ctx, conn, fn); err != nil {
 			return err

@@ -38,6 +38,9 @@ func subscribe(t *testing.T, s *postgres.Store) (*subscription, context.CancelFu
 	case <-time.After(10 * time.Second):
 		t.Fatal("subscription not listening after 10 s")
 	}
+	// The first notification says the subscription listens (so its subscriber can look for
+	// what it may have missed); the tests read the pushed events after it.
+	require.Equal(t, store.Notification{Kind: store.Subscribed}, sub.next(t))
 	return sub, cancel
 }
 
