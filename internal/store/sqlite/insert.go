@@ -34,20 +34,9 @@ func (s *Store) JobInsertMany(ctx context.Context, params []*store.InsertParams)
 					continue
 				}
 			}
-			row := newRow(p, now)
-			if _, err := ins.ExecContext(ctx, row.ID, row.Kind, row.Queue, row.Priority, []byte(row.Args),
-				encodeHeaders(row.Headers), string(row.State), row.MaxAttempts, micros(row.RunAt),
-				row.Timeout.Microseconds(), encodePolicy(row.RetryPolicy), nullString(row.IdempotencyKey),
-				nullString(row.GroupKey), nullString(row.MergeKey), nullString(row.ScheduleID),
-				string(p.Actor), nullString(p.Reason), micros(now), micros(now), p.ResultTTL.Microseconds()); err != nil {
-				return fmt.Errorf("insert job %s: %w", row.ID, err)
-			}
-			if p.IdempotencyKey != "" {
-				if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO idempotency_keys (key, job_id, payload_hash, expires_at)
-					VALUES (?, ?, ?, ?)`, p.IdempotencyKey, row.ID, store.PayloadHash(p.Kind, p.Args),
-					micros(now.Add(p.IdempotencyTTL))); err != nil {
-					return fmt.Errorf("record idempotency key: %w", err)
-				}
+			row, err := insertRow(ctx, tx, ins, p, now)
+			if err != nil {
+				return err
 			}
 			out[i] = &store.InsertResult{Job: row}
 		}
@@ -57,6 +46,27 @@ func (s *Store) JobInsertMany(ctx context.Context, params []*store.InsertParams)
 		return nil, fmt.Errorf("insert jobs: %w", err)
 	}
 	return out, nil
+}
+
+// insertRow inserts p's job with the prepared insertJobSQL ins and records its idempotency
+// key, inside tx. Callers have checked the key.
+func insertRow(ctx context.Context, tx *sql.Tx, ins *sql.Stmt, p *store.InsertParams, now time.Time) (*hoppertype.JobRow, error) {
+	row := newRow(p, now)
+	if _, err := ins.ExecContext(ctx, row.ID, row.Kind, row.Queue, row.Priority, []byte(row.Args),
+		encodeHeaders(row.Headers), string(row.State), row.MaxAttempts, micros(row.RunAt),
+		row.Timeout.Microseconds(), encodePolicy(row.RetryPolicy), nullString(row.IdempotencyKey),
+		nullString(row.GroupKey), nullString(row.MergeKey), nullString(row.ScheduleID),
+		string(p.Actor), nullString(p.Reason), micros(now), micros(now), p.ResultTTL.Microseconds()); err != nil {
+		return nil, fmt.Errorf("insert job %s: %w", row.ID, err)
+	}
+	if p.IdempotencyKey != "" {
+		if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO idempotency_keys (key, job_id, payload_hash, expires_at)
+			VALUES (?, ?, ?, ?)`, p.IdempotencyKey, row.ID, store.PayloadHash(p.Kind, p.Args),
+			micros(now.Add(p.IdempotencyTTL))); err != nil {
+			return nil, fmt.Errorf("record idempotency key: %w", err)
+		}
+	}
+	return row, nil
 }
 
 // idempotentJob returns the live job the key names, nil when the key is free, or ErrDuplicate

@@ -144,17 +144,10 @@ func (s *Store) ScheduleSetPaused(ctx context.Context, name string, paused bool)
 	return out, nil
 }
 
-// scheduleInsertJobSQL inserts a fired job: the columns a schedule's job sets, the others
-// take their defaults (no retry policy, group, merge key or result TTL of its own).
-const scheduleInsertJobSQL = `INSERT INTO jobs (id, kind, queue, priority, args, headers, state,
-	max_attempts, run_at, timeout_us, idempotency_key, schedule_id, last_actor, last_reason,
-	created_at, updated_at)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-
 // ScheduleFire compare-and-sets the schedule's fire times and inserts its jobs, atomically.
 func (s *Store) ScheduleFire(ctx context.Context, p *store.ScheduleFireParams) (*store.ScheduleFireResult, error) {
 	var out *store.ScheduleFireResult
-	err := s.write(ctx, nil, func(ctx context.Context, tx *sql.Tx, _ []*sql.Stmt) error {
+	err := s.write(ctx, []string{insertJobSQL}, func(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt) error {
 		out = &store.ScheduleFireResult{}
 		now := s.clock.Now()
 		res, err := tx.ExecContext(ctx, `UPDATE schedules SET last_fire_at = ?, next_fire_at = ?, updated_at = ?
@@ -169,7 +162,7 @@ func (s *Store) ScheduleFire(ctx context.Context, p *store.ScheduleFireParams) (
 		out.Fired = true
 		lastJob := ""
 		for _, jp := range p.Jobs {
-			id, row, err := s.insertFired(ctx, tx, jp, now)
+			id, row, err := s.insertFired(ctx, tx, stmts[0], jp, now)
 			if err != nil {
 				return err
 			}
@@ -192,7 +185,7 @@ func (s *Store) ScheduleFire(ctx context.Context, p *store.ScheduleFireParams) (
 
 // insertFired inserts one fired job unless its idempotency key is live, and returns the id of
 // the job the fire time has (new or existing) and the new row (nil when it existed).
-func (s *Store) insertFired(ctx context.Context, tx *sql.Tx, p *store.InsertParams, now time.Time) (string, *hoppertype.JobRow, error) {
+func (s *Store) insertFired(ctx context.Context, tx *sql.Tx, ins *sql.Stmt, p *store.InsertParams, now time.Time) (string, *hoppertype.JobRow, error) {
 	var existing string
 	err := tx.QueryRowContext(ctx, `SELECT job_id FROM idempotency_keys WHERE key = ? AND expires_at > ?`,
 		p.IdempotencyKey, micros(now)).Scan(&existing)
@@ -202,19 +195,9 @@ func (s *Store) insertFired(ctx context.Context, tx *sql.Tx, p *store.InsertPara
 	case !errors.Is(err, sql.ErrNoRows):
 		return "", nil, fmt.Errorf("look up idempotency key: %w", err)
 	}
-	row := newRow(p, now)
-	if _, err := tx.ExecContext(ctx, scheduleInsertJobSQL, row.ID, row.Kind, row.Queue, row.Priority,
-		[]byte(row.Args), encodeHeaders(row.Headers), string(row.State), row.MaxAttempts, micros(row.RunAt),
-		row.Timeout.Microseconds(), nullString(row.IdempotencyKey), nullString(row.ScheduleID),
-		string(p.Actor), nullString(p.Reason), micros(now), micros(now)); err != nil {
-		return "", nil, fmt.Errorf("insert job %s: %w", row.ID, err)
-	}
-	if p.IdempotencyKey != "" {
-		if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO idempotency_keys (key, job_id, payload_hash, expires_at)
-			VALUES (?, ?, ?, ?)`, p.IdempotencyKey, row.ID, store.PayloadHash(p.Kind, p.Args),
-			micros(now.Add(p.IdempotencyTTL))); err != nil {
-			return "", nil, fmt.Errorf("record idempotency key: %w", err)
-		}
+	row, err := insertRow(ctx, tx, ins, p, now)
+	if err != nil {
+		return "", nil, err
 	}
 	return row.ID, row, nil
 }
