@@ -150,15 +150,16 @@ func New(cfg Config) (*Worker, error) {
 	sort.Strings(w.kinds)
 	var interceptors []connect.ClientInterceptor
 	if cfg.APIKey != "" {
-		interceptors = append(interceptors, bearer(cfg.APIKey))
+		interceptors = append(interceptors, Bearer(cfg.APIKey))
 	}
 	w.api = hopperv1connect.NewWorkerServiceClient(connect.NewClient(
 		connecthttp.NewTransport(cfg.HTTPClient, cfg.URL), interceptors...))
 	return w, nil
 }
 
-// bearer adds the API key to every call.
-func bearer(key string) connect.ClientInterceptor {
+// Bearer is a Connect client interceptor that sends key as "Authorization: Bearer <key>" with
+// every call, for clients of the API built with the generated code.
+func Bearer(key string) connect.ClientInterceptor {
 	return func(next connect.ClientFunc) connect.ClientFunc {
 		return func(ctx context.Context, spec connect.Spec) (connect.ClientStream, error) {
 			ctx, info := connect.NewClientContext(ctx)

@@ -29,13 +29,7 @@ func runRemote(ctx context.Context, cfg Config) (*Result, error) {
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	var interceptors []connect.ClientInterceptor
 	if cfg.APIKey != "" {
-		interceptors = append(interceptors, func(next connect.ClientFunc) connect.ClientFunc {
-			return func(ctx context.Context, spec connect.Spec) (connect.ClientStream, error) {
-				ctx, info := connect.NewClientContext(ctx)
-				info.RequestHeader().Set("Authorization", "Bearer "+cfg.APIKey)
-				return next(ctx, spec)
-			}
-		})
+		interceptors = append(interceptors, remote.Bearer(cfg.APIKey))
 	}
 	jobs := hopperv1connect.NewJobServiceClient(connect.NewClient(connecthttp.NewTransport(hc, cfg.Server), interceptors...))
 	res := &Result{Jobs: cfg.Jobs, Workers: cfg.Workers, Store: "server " + cfg.Mode, Durability: "the server's",

@@ -15,6 +15,7 @@ import (
 	"github.com/hopperjobs/hopper"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
 	"github.com/hopperjobs/hopper/gen/hopper/v1/hopperv1connect"
+	remoteworker "github.com/hopperjobs/hopper/remote"
 	"github.com/spf13/cobra"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -105,13 +106,7 @@ type remote struct {
 func newRemote(url, key string) *remote {
 	var interceptors []connect.ClientInterceptor
 	if key != "" {
-		interceptors = append(interceptors, func(next connect.ClientFunc) connect.ClientFunc {
-			return func(ctx context.Context, spec connect.Spec) (connect.ClientStream, error) {
-				ctx, info := connect.NewClientContext(ctx)
-				info.RequestHeader().Set("Authorization", "Bearer "+key)
-				return next(ctx, spec)
-			}
-		})
+		interceptors = append(interceptors, remoteworker.Bearer(key))
 	}
 	c := connect.NewClient(connecthttp.NewTransport(&http.Client{Timeout: time.Minute}, url), interceptors...)
 	return &remote{jobs: hopperv1connect.NewJobServiceClient(c), queues: hopperv1connect.NewQueueServiceClient(c),
