@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -31,27 +30,14 @@ type dlqEnv struct {
 
 func startDLQ(t *testing.T, auth bool) *dlqEnv {
 	t.Helper()
-	st, err := sqlitestore.Open(t.Context(), sqlitestore.Config{Path: t.TempDir() + "/hopper.db"})
-	require.NoError(t, err)
-	client, err := hopper.NewClient(hopper.Config{Store: st, WorkerID: "dlq-test"})
-	require.NoError(t, err)
-	require.NoError(t, client.Start(context.Background()))
-	cfg := server.Config{Client: client, Keys: st}
-	if auth {
-		cfg.Auth = &server.KeyAuth{Keys: st}
-	}
-	srv, err := server.New(cfg)
-	require.NoError(t, err)
-	srv.SetReady(true)
-	ts := httptest.NewServer(srv)
-	t.Cleanup(func() {
-		ts.CloseClientConnections()
-		ts.Close()
-		require.NoError(t, client.Stop(context.Background()))
-		require.NoError(t, st.Close())
+	s := serve(t, nil, func(c *hopper.Config) { c.WorkerID = "dlq-test" }, func(c *server.Config, st *sqlitestore.Store) {
+		c.Keys = st
+		if auth {
+			c.Auth = &server.KeyAuth{Keys: st}
+		}
 	})
-	cc := connect.NewClient(connecthttp.NewTransport(ts.Client(), ts.URL))
-	return &dlqEnv{url: ts.URL, store: st, jobs: hopperv1connect.NewJobServiceClient(cc),
+	cc := connect.NewClient(connecthttp.NewTransport(s.ts.Client(), s.ts.URL))
+	return &dlqEnv{url: s.ts.URL, store: s.store, jobs: hopperv1connect.NewJobServiceClient(cc),
 		workers: hopperv1connect.NewWorkerServiceClient(cc), dlq: hopperv1connect.NewDeadLetterServiceClient(cc)}
 }
 

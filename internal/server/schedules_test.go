@@ -1,9 +1,7 @@
 package server_test
 
 import (
-	"context"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +14,7 @@ import (
 	"github.com/hopperjobs/hopper/internal/apikey"
 	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/server"
+	"github.com/hopperjobs/hopper/remote"
 	"github.com/hopperjobs/hopper/sqlitestore"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -35,22 +34,10 @@ type schedEnv struct {
 func startSchedules(t *testing.T, declared ...hopper.Schedule) *schedEnv {
 	t.Helper()
 	clk := clock.NewFake(schedStart)
-	st, err := sqlitestore.Open(t.Context(), sqlitestore.Config{Path: t.TempDir() + "/hopper.db", Clock: clk})
-	require.NoError(t, err)
-	client, err := hopper.NewClient(hopper.Config{Store: st, Clock: clk, WorkerID: "sched-test", Schedules: declared})
-	require.NoError(t, err)
-	require.NoError(t, client.Start(context.Background()))
-	srv, err := server.New(server.Config{Client: client, Auth: &server.KeyAuth{Keys: st}})
-	require.NoError(t, err)
-	srv.SetReady(true)
-	ts := httptest.NewServer(srv)
-	t.Cleanup(func() {
-		ts.Close()
-		require.NoError(t, client.Stop(context.Background()))
-		require.NoError(t, st.Close())
-	})
-	require.Eventually(t, client.IsLeader, 5*time.Second, time.Millisecond)
-	return &schedEnv{url: ts.URL, client: client, clock: clk, keys: st}
+	s := serve(t, clk, func(c *hopper.Config) { c.WorkerID, c.Schedules = "sched-test", declared },
+		func(c *server.Config, st *sqlitestore.Store) { c.Auth = &server.KeyAuth{Keys: st} })
+	require.Eventually(t, s.client.IsLeader, 5*time.Second, time.Millisecond)
+	return &schedEnv{url: s.ts.URL, client: s.client, clock: clk, keys: s.store}
 }
 
 // as returns a ScheduleService client that presents a new key with scopes.
@@ -59,14 +46,7 @@ func (e *schedEnv) as(t *testing.T, scopes ...apikey.Scope) hopperv1connect.Sche
 	plain, k, err := apikey.New("key-"+strings.Join(scopesText(scopes), "-"), scopes)
 	require.NoError(t, err)
 	require.NoError(t, e.keys.KeyCreate(t.Context(), k))
-	cc := connect.NewClient(connecthttp.NewTransport(http.DefaultClient, e.url),
-		func(next connect.ClientFunc) connect.ClientFunc {
-			return func(ctx context.Context, spec connect.Spec) (connect.ClientStream, error) {
-				ctx, info := connect.NewClientContext(ctx)
-				info.RequestHeader().Set("Authorization", "Bearer "+plain)
-				return next(ctx, spec)
-			}
-		})
+	cc := connect.NewClient(connecthttp.NewTransport(http.DefaultClient, e.url), remote.Bearer(plain))
 	return hopperv1connect.NewScheduleServiceClient(cc)
 }
 

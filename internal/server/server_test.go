@@ -17,6 +17,7 @@ import (
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
 	"github.com/hopperjobs/hopper/gen/hopper/v1/hopperv1connect"
 	"github.com/hopperjobs/hopper/internal/apikey"
+	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/server"
 	"github.com/hopperjobs/hopper/sqlitestore"
 	"github.com/stretchr/testify/require"
@@ -41,29 +42,58 @@ type env struct {
 
 type option func(*server.Config)
 
-func start(t *testing.T, opts ...option) *env {
+// served is a started client over a fresh SQLite store and a ready server on a loopback port,
+// all stopped at cleanup. Every test file of the package starts its servers with it.
+type served struct {
+	ts     *httptest.Server
+	client *hopper.Client
+	store  *sqlitestore.Store
+	srv    *server.Server
+}
+
+// serve starts one; clk may be nil (the wall clock), hc and sc adjust the client's and the
+// server's configs.
+func serve(t *testing.T, clk *clock.Fake, hc func(*hopper.Config), sc func(*server.Config, *sqlitestore.Store)) *served {
 	t.Helper()
-	st, err := sqlitestore.Open(t.Context(), sqlitestore.Config{Path: t.TempDir() + "/hopper.db"})
+	scfg := sqlitestore.Config{Path: t.TempDir() + "/hopper.db"}
+	hcfg := hopper.Config{WorkerID: "server-test"}
+	if clk != nil {
+		scfg.Clock, hcfg.Clock = clk, clk
+	}
+	st, err := sqlitestore.Open(t.Context(), scfg)
 	require.NoError(t, err)
-	client, err := hopper.NewClient(hopper.Config{Store: st, WorkerID: "server-test"})
+	hcfg.Store = st
+	if hc != nil {
+		hc(&hcfg)
+	}
+	client, err := hopper.NewClient(hcfg)
 	require.NoError(t, err)
 	require.NoError(t, client.Start(context.Background()))
 	cfg := server.Config{Client: client}
-	for _, o := range opts {
-		o(&cfg)
+	if sc != nil {
+		sc(&cfg, st)
 	}
 	srv, err := server.New(cfg)
 	require.NoError(t, err)
 	srv.SetReady(true)
-	ts := httptest.NewUnstartedServer(srv)
-	ts.Start()
+	ts := httptest.NewServer(srv)
 	t.Cleanup(func() {
 		ts.CloseClientConnections()
 		ts.Close()
 		require.NoError(t, client.Stop(context.Background()))
 		require.NoError(t, st.Close())
 	})
-	return newEnv(ts.URL, ts.Client(), client, st, srv)
+	return &served{ts: ts, client: client, store: st, srv: srv}
+}
+
+func start(t *testing.T, opts ...option) *env {
+	t.Helper()
+	s := serve(t, nil, nil, func(c *server.Config, _ *sqlitestore.Store) {
+		for _, o := range opts {
+			o(c)
+		}
+	})
+	return newEnv(s.ts.URL, s.ts.Client(), s.client, s.store, s.srv)
 }
 
 func newEnv(url string, hc *http.Client, client *hopper.Client, st *sqlitestore.Store, srv *server.Server, opts ...connecthttp.Option) *env {
@@ -843,23 +873,11 @@ func TestMetrics(t *testing.T) {
 // Contract 12 through the API: a completed job carries its expiry and is gone for every read
 // once it has passed, before any sweep.
 func TestResultsExpireThroughTheAPI(t *testing.T) {
-	st, err := sqlitestore.Open(t.Context(), sqlitestore.Config{Path: t.TempDir() + "/hopper.db"})
-	require.NoError(t, err)
-	client, err := hopper.NewClient(hopper.Config{Store: st, ResultTTL: 300 * time.Millisecond})
-	require.NoError(t, err)
-	require.NoError(t, client.Start(context.Background()))
-	srv, err := server.New(server.Config{Client: client})
-	require.NoError(t, err)
-	ts := httptest.NewServer(srv)
-	defer func() {
-		ts.Close()
-		require.NoError(t, client.Stop(context.Background()))
-		require.NoError(t, st.Close())
-	}()
-	e := newEnv(ts.URL, ts.Client(), client, st, srv)
+	s := serve(t, nil, func(c *hopper.Config) { c.ResultTTL = 300 * time.Millisecond }, nil)
+	e := newEnv(s.ts.URL, s.ts.Client(), s.client, s.store, s.srv)
 	job := e.enqueue(t, "k", `{}`)
 	a := e.activate(t, &hopperv1.ActivateRequest{})[0]
-	_, err = e.workers.Complete(t.Context(), &hopperv1.CompleteRequest{Id: a.GetId(), LeaseToken: a.GetLeaseToken(), Result: `{"n":1}`})
+	_, err := e.workers.Complete(t.Context(), &hopperv1.CompleteRequest{Id: a.GetId(), LeaseToken: a.GetLeaseToken(), Result: `{"n":1}`})
 	require.NoError(t, err)
 	done := e.get(t, job.GetId())
 	require.Equal(t, "completed", done.GetState())
