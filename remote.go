@@ -130,10 +130,10 @@ func (c *Client) CompleteJob(ctx context.Context, id string, token int64, result
 	if len(result) > c.cfg.MaxArgsBytes {
 		return invalid("result", "is %d bytes, more than the limit of %d", len(result), c.cfg.MaxArgsBytes)
 	}
-	row, _ := c.store.JobGet(ctx, id) // for its own result TTL; nil leaves the verdict to Finish
+	// The job's own result TTL, if it has one, is applied by the store: no read on this path.
 	err := c.engine.Finish(ctx, &store.FinishParams{ID: id, Token: token, State: hoppertype.StateCompleted,
 		Outcome: hoppertype.OutcomeOK, Result: result, Actor: hoppertype.ActorWorker, Reason: "success",
-		ExpiresAt: c.engine.ExpiresAt(row, nil, hoppertype.StateCompleted)})
+		ExpiresAfter: c.engine.Retention(nil, nil, hoppertype.StateCompleted)})
 	return c.attemptErr("complete job", id, err)
 }
 

@@ -107,9 +107,13 @@ type FinishParams struct {
 	Result      json.RawMessage
 	Checkpoint  json.RawMessage // nil keeps the previous checkpoint
 	ExpiresAt   time.Time       // when a terminal record may be removed; zero keeps it
-	DeadlineAt  time.Time       // for suspended jobs: when waiting ends in failure
-	Actor       hoppertype.Actor
-	Reason      string
+	// ExpiresAfter, when ExpiresAt is zero and this is positive, sets the expiry to now plus
+	// the job's own result TTL, or plus ExpiresAfter when it has none: for a caller that
+	// does not hold the row (a remote worker's Complete), without reading it first.
+	ExpiresAfter time.Duration
+	DeadlineAt   time.Time // for suspended jobs: when waiting ends in failure
+	Actor        hoppertype.Actor
+	Reason       string
 }
 
 // ExtendParams moves one lease's expiry to Duration from now.

@@ -21,14 +21,17 @@ const finishSQL = `UPDATE {schema}.jobs AS j SET
 	finished_at = CASE WHEN u.state IN ('completed', 'failed', 'canceled') THEN clk.now END,
 	result = coalesce(u.result, j.result), last_error = u.error, last_outcome = u.outcome,
 	last_stack = u.stack, last_actor = u.actor, last_reason = u.reason,
-	checkpoint = coalesce(u.checkpoint, j.checkpoint), expires_at = coalesce(u.expires_at, j.expires_at),
+	checkpoint = coalesce(u.checkpoint, j.checkpoint), expires_at = coalesce(u.expires_at,
+		CASE WHEN u.expires_after_us IS NOT NULL THEN clk.now + (CASE WHEN j.result_ttl_us > 0
+			THEN j.result_ttl_us ELSE u.expires_after_us END) * interval '1 microsecond' END,
+		j.expires_at),
 	deadline_at = u.deadline_at, max_attempts = coalesce(u.max_attempts, j.max_attempts),
 	resume_data = CASE WHEN u.outcome = 'suspended' THEN NULL ELSE j.resume_data END
 FROM unnest($2::int[], $3::text[], $4::bigint[], $5::text[], $6::int[], $7::timestamptz[],
 	$8::bytea[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::bytea[],
-	$15::timestamptz[], $16::timestamptz[], $17::int[])
+	$15::timestamptz[], $16::timestamptz[], $17::int[], $18::bigint[])
 	AS u(ord, id, token, state, give_back, run_at, result, error, outcome, stack, actor, reason,
-	     checkpoint, expires_at, deadline_at, max_attempts),
+	     checkpoint, expires_at, deadline_at, max_attempts, expires_after_us),
 	(SELECT coalesce($1::timestamptz, now()) AS now) clk
 WHERE j.id = u.id AND j.token = u.token AND j.state = 'running'
 RETURNING u.ord`
@@ -73,6 +76,7 @@ func (s *Store) JobFinishMany(ctx context.Context, params []*store.FinishParams)
 type finishArrays struct {
 	ords, giveBack                []int32
 	maxAttempts                   []*int32
+	expiresAfter                  []*int64
 	ids, states, outcomes, actors []string
 	tokens                        []int64
 	runAt, expiresAt, deadlineAt  []*time.Time
@@ -100,12 +104,18 @@ func (a *finishArrays) add(i int, p *store.FinishParams) {
 		maxAttempts = &n
 	}
 	a.maxAttempts = append(a.maxAttempts, maxAttempts)
+	var after *int64
+	if p.ExpiresAfter > 0 {
+		us := p.ExpiresAfter.Microseconds()
+		after = &us
+	}
+	a.expiresAfter = append(a.expiresAfter, after)
 }
 
-// args returns the arrays in finishSQL's parameter order ($2–$17).
+// args returns the arrays in finishSQL's parameter order ($2–$18).
 func (a *finishArrays) args() []any {
 	return []any{a.ords, a.ids, a.tokens, a.states, a.giveBack, a.runAt, a.results, a.errors,
-		a.outcomes, a.stacks, a.actors, a.reasons, a.checkpoints, a.expiresAt, a.deadlineAt, a.maxAttempts}
+		a.outcomes, a.stacks, a.actors, a.reasons, a.checkpoints, a.expiresAt, a.deadlineAt, a.maxAttempts, a.expiresAfter}
 }
 
 // ordinals reads a column of item ordinals into a set.

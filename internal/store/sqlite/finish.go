@@ -17,7 +17,9 @@ const finishSQL = `UPDATE jobs SET
 	run_at = coalesce(?3, run_at), worker_id = NULL, lease_expires_at = NULL,
 	updated_at = ?4, finished_at = ?5, result = coalesce(?6, result), last_error = ?7,
 	last_outcome = ?8, last_stack = ?9, last_actor = ?10, last_reason = ?11,
-	checkpoint = coalesce(?12, checkpoint), expires_at = coalesce(?13, expires_at), deadline_at = ?14,
+	checkpoint = coalesce(?12, checkpoint), expires_at = coalesce(?13,
+		CASE WHEN ?18 IS NOT NULL THEN ?4 + (CASE WHEN result_ttl_us > 0 THEN result_ttl_us ELSE ?18 END) END,
+		expires_at), deadline_at = ?14,
 	max_attempts = coalesce(?17, max_attempts),
 	resume_data = CASE WHEN ?8 = 'suspended' THEN NULL ELSE resume_data END
 WHERE id = ?15 AND token = ?16 AND state = 'running'`
@@ -62,7 +64,7 @@ func (s *Store) finishOne(ctx context.Context, st *sql.Stmt, p *store.FinishPara
 	res, err := st.ExecContext(ctx, string(p.State), giveBack, nullMicros(p.RunAt), now.UnixMicro(), finished,
 		nullBytes(p.Result), nullString(p.Error), string(p.Outcome), nullString(p.Stack), string(p.Actor),
 		nullString(p.Reason), nullBytes(p.Checkpoint), nullMicros(p.ExpiresAt), nullMicros(p.DeadlineAt),
-		p.ID, p.Token, nullPositive(p.MaxAttempts))
+		p.ID, p.Token, nullPositive(p.MaxAttempts), nullPositive(int(p.ExpiresAfter.Microseconds())))
 	if err != nil {
 		return false, fmt.Errorf("finish job %s: %w", p.ID, err)
 	}

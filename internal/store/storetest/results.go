@@ -20,6 +20,7 @@ func testResults(t *testing.T, opener Opener) {
 	parallel(t, opener, "SweptInBatches", resultsSweptInBatches)
 	parallel(t, opener, "SweepTakesHistoryAndKey", resultsSweepTakesHistoryAndKey)
 	parallel(t, opener, "ListFinishedBetween", resultsListFinishedBetween)
+	parallel(t, opener, "ExpiresAfter", resultsExpiresAfter)
 }
 
 // sweeper is the bundle's store as a Sweeper: every store sweeps.
@@ -225,4 +226,27 @@ func resultsListFinishedBetween(t *testing.T, b *bundle) {
 	require.Equal(t, []string{second.ID, third.ID}, asc(store.ListParams{FinishedAfter: mid}))
 	require.Equal(t, []string{first.ID}, asc(store.ListParams{FinishedBefore: mid}))
 	require.Equal(t, []string{second.ID}, asc(store.ListParams{FinishedAfter: mid, FinishedBefore: b.clock.Now()}))
+}
+
+// ExpiresAfter lets a caller without the row set the expiry: the job's own result TTL wins
+// over the caller's fallback, and an explicit ExpiresAt over both.
+func resultsExpiresAfter(t *testing.T, b *bundle) {
+	now := b.clock.Now()
+	own := b.running(t, withResultTTL(time.Hour))
+	plain := b.running(t)
+	explicit := b.running(t, withResultTTL(time.Hour))
+	for _, c := range []struct {
+		job  *hoppertype.JobRow
+		at   time.Time
+		want time.Time
+	}{
+		{own, time.Time{}, now.Add(time.Hour)},
+		{plain, time.Time{}, now.Add(time.Minute)},
+		{explicit, now.Add(time.Second), now.Add(time.Second)},
+	} {
+		p := finishing(c.job, hoppertype.StateCompleted)
+		p.ExpiresAt, p.ExpiresAfter = c.at, time.Minute
+		require.NoError(t, b.finish(t, p))
+		sameTime(t, c.want, b.get(t, c.job.ID).ExpiresAt, "expires_at of "+c.job.ID)
+	}
 }
