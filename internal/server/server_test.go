@@ -776,33 +776,6 @@ func TestShutdownEndsStreamsAndPollsWithUnavailable(t *testing.T) {
 	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 }
 
-// The auth policy of every RPC, as documented in docs/server.md and docs/security.md.
-func TestRouteScopesAreTheDocumentedOnes(t *testing.T) {
-	e := start(t)
-	want := map[string]server.Scope{
-		"/hopper.v1.JobService/Enqueue": server.ScopeEnqueue, "/hopper.v1.JobService/EnqueueBatch": server.ScopeEnqueue,
-		"/hopper.v1.JobService/Get": server.ScopeRead, "/hopper.v1.JobService/List": server.ScopeRead,
-		"/hopper.v1.JobService/Events": server.ScopeRead, "/hopper.v1.JobService/Cancel": server.ScopeAdmin,
-		"/hopper.v1.JobService/Resume":      server.ScopeEnqueue,
-		"/hopper.v1.WorkerService/Activate": server.ScopeWork, "/hopper.v1.WorkerService/StreamJobs": server.ScopeWork,
-		"/hopper.v1.WorkerService/Complete": server.ScopeWork, "/hopper.v1.WorkerService/Fail": server.ScopeWork,
-		"/hopper.v1.WorkerService/Release": server.ScopeWork, "/hopper.v1.WorkerService/Snooze": server.ScopeWork,
-		"/hopper.v1.WorkerService/Suspend": server.ScopeWork, "/hopper.v1.WorkerService/ExtendLease": server.ScopeWork,
-		"/hopper.v1.WorkerService/Heartbeat": server.ScopeWork, "/hopper.v1.WorkerService/ReportProgress": server.ScopeWork,
-		"/hopper.v1.QueueService/List": server.ScopeRead, "/hopper.v1.QueueService/Pause": server.ScopeAdmin,
-		"/hopper.v1.QueueService/Resume": server.ScopeAdmin, "/hopper.v1.AdminService/ListNodes": server.ScopeRead,
-		"/hopper.v1.AdminService/ListWorkers": server.ScopeRead, "/hopper.v1.AdminService/ListStreams": server.ScopeRead,
-		"/hopper.v1.AdminService/CreateKey": server.ScopeAdmin, "/hopper.v1.AdminService/ListKeys": server.ScopeAdmin,
-		"/hopper.v1.AdminService/RevokeKey": server.ScopeAdmin,
-		"POST /v1/async/{kind}":             server.ScopeEnqueue, "GET /v1/jobs/{id}": server.ScopeRead,
-		"GET /healthz": server.ScopePublic,
-	}
-	routes := e.srv.Routes()
-	for route, scope := range want {
-		require.Equal(t, scope, routes[route], "scope of %s", route)
-	}
-}
-
 func TestSuspendAndResumeOverTheAPI(t *testing.T) {
 	e := start(t)
 	job := e.enqueue(t, "approve", `{}`)
