@@ -19,6 +19,7 @@ import (
 	"github.com/hopperjobs/hopper/internal/apikey"
 	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/server"
+	"github.com/hopperjobs/hopper/internal/stoptest"
 	"github.com/hopperjobs/hopper/sqlitestore"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -80,7 +81,7 @@ func serve(t *testing.T, clk *clock.Fake, hc func(*hopper.Config), sc func(*serv
 	t.Cleanup(func() {
 		ts.CloseClientConnections()
 		ts.Close()
-		require.NoError(t, client.Stop(context.Background()))
+		stoptest.Within(t, client, 10*time.Second)
 		require.NoError(t, st.Close())
 	})
 	return &served{ts: ts, client: client, store: st, srv: srv}
@@ -461,7 +462,7 @@ func TestGRPCAndGRPCWebClients(t *testing.T) {
 	ts.StartTLS()
 	t.Cleanup(func() {
 		ts.Close()
-		require.NoError(t, client.Stop(context.Background()))
+		stoptest.Within(t, client, 10*time.Second)
 		require.NoError(t, st.Close())
 	})
 	hc := ts.Client()
