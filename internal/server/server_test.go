@@ -269,6 +269,36 @@ func TestFailRetriesWithBackoffOrFailsForGood(t *testing.T) {
 	require.Equal(t, "w1", ev.GetAttempts()[0].GetWorkerId())
 }
 
+// A Fail without retry_backoff waits the job's own backoff for the attempt that failed: base,
+// base·m, base·m² from each failure (no jitter here).
+func TestFailBackoffGrowsWithTheAttempt(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	s := serve(t, clk, nil, nil)
+	e := newEnv(s.ts.URL, s.ts.Client(), s.client, s.store, s.srv)
+	_, err := e.jobs.Enqueue(t.Context(), &hopperv1.EnqueueRequest{Job: &hopperv1.JobSpec{Kind: "flaky", MaxAttempts: 4,
+		RetryPolicy: &hopperv1.RetryPolicy{Base: durationpb.New(10 * time.Second), Multiplier: 3, Jitter: -1}}})
+	require.NoError(t, err)
+	a := e.activate(t, &hopperv1.ActivateRequest{})[0]
+	for i, want := range []time.Duration{10 * time.Second, 30 * time.Second, 90 * time.Second} {
+		require.Equal(t, int32(i+1), a.GetAttempt())
+		failedAt := clk.Now()
+		res, err := e.workers.Fail(t.Context(), &hopperv1.FailRequest{Id: a.GetId(), LeaseToken: a.GetLeaseToken(), Error: "503"})
+		require.NoError(t, err)
+		require.Equal(t, "scheduled", res.GetState())
+		require.Equal(t, failedAt.Add(want), res.GetRunAt().AsTime(), "retry after failure %d", i+1)
+		clk.Advance(want)
+		require.Eventually(t, func() bool { // once the leader has promoted it
+			jobs := e.activate(t, &hopperv1.ActivateRequest{})
+			if len(jobs) == 1 {
+				a = jobs[0]
+			}
+			return len(jobs) == 1
+		}, 10*time.Second, 5*time.Millisecond)
+	}
+	require.Equal(t, int32(4), a.GetAttempt())
+}
+
 func TestLongPollWakesOnEnqueueAndTimesOutCleanly(t *testing.T) {
 	e := start(t)
 	type result struct {
