@@ -123,7 +123,7 @@ func enumerateRoutes(t *testing.T, srv *server.Server, documented map[string]ser
 	registered := srv.Routes()
 	methods := map[string]protoreflect.MethodDescriptor{}
 	services := map[string]bool{}
-	protoregistry.GlobalFiles.RangeFilesByPackage("hopper.v1", func(f protoreflect.FileDescriptor) bool {
+	protoregistry.GlobalFiles.RangeFilesByPackage(apiPackage, func(f protoreflect.FileDescriptor) bool {
 		for i := range f.Services().Len() {
 			svc := f.Services().Get(i)
 			services["/"+string(svc.FullName())+"/"] = true
@@ -160,11 +160,14 @@ func enumerateRoutes(t *testing.T, srv *server.Server, documented map[string]ser
 	return out
 }
 
+// apiPackage is the protobuf package of the API.
+const apiPackage = "hopper.v1"
+
 var (
-	scopeRow   = regexp.MustCompile("^\\| `(enqueue|work|read|admin)` \\|")
-	procedure  = regexp.MustCompile("`([A-Z][A-Za-z]*Service)\\.([A-Z][A-Za-z]*)`")
-	httpRoute  = regexp.MustCompile("`((?:GET|POST|PUT|PATCH|DELETE) /[^`]*)`")
-	apiPackage = "hopper.v1"
+	scopeRow  = regexp.MustCompile("^\\| `(enqueue|work|read|admin)` \\|")
+	procedure = regexp.MustCompile("`([A-Z][A-Za-z]*Service)\\.([A-Z][A-Za-z]*)`")
+	httpRoute = regexp.MustCompile("`((?:GET|POST|PUT|PATCH|DELETE) /[^`]*)`")
+	wildcard  = regexp.MustCompile(`\{[^}]*\}`)
 )
 
 // documentedScopes reads the scope table of docs/security.md: each row names a scope and, in
@@ -282,7 +285,7 @@ func callHTTP(t *testing.T, base string, r route, c credential) answer {
 	if !ok {
 		method, path = http.MethodPost, r.pattern
 	}
-	path = regexp.MustCompile(`\{[^}]*\}`).ReplaceAllString(path, "authz-test")
+	path = wildcard.ReplaceAllString(path, "authz-test")
 	if strings.HasSuffix(path, "/") {
 		path += "NoSuchMethod"
 	}
