@@ -9,6 +9,7 @@ import (
 
 	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/clock"
+	"github.com/hopperjobs/hopper/internal/stoptest"
 	"github.com/hopperjobs/hopper/internal/store"
 	"github.com/hopperjobs/hopper/internal/store/sqlite"
 	"github.com/stretchr/testify/require"
@@ -26,7 +27,7 @@ func twoNodes(t *testing.T, ws *Workers) (a, b *Client, st *sqlite.Store, clk *c
 			LeaderTTL: 15 * time.Second, NodeTTL: 30 * time.Second})
 		require.NoError(t, err)
 		t.Cleanup(func() {
-			require.NoError(t, c.Stop(context.Background()))
+			stoptest.Within(t, c, 10*time.Second)
 			require.NoError(t, s.Close())
 		})
 		return c, s
@@ -51,7 +52,7 @@ func TestOneLeaderAndFailover(t *testing.T) {
 	// A job due in a minute: only a leader promotes it. a stops (resigning); b takes over.
 	res, err := b.Enqueue(t.Context(), sendEmail{}, &InsertOpts{Delay: time.Minute})
 	require.NoError(t, err)
-	require.NoError(t, a.Stop(context.Background()))
+	stoptest.Within(t, a, 10*time.Second)
 	require.False(t, a.IsLeader())
 	require.Eventually(t, func() bool {
 		clk.Advance(time.Second)
@@ -76,7 +77,7 @@ func TestDeadNodesJobsAreRescued(t *testing.T) {
 		return nil
 	})
 	a, b, st, clk := twoNodes(t, ws)
-	require.NoError(t, a.Stop(context.Background())) // keep the test to one live worker: b
+	stoptest.Within(t, a, 10*time.Second) // keep the test to one live worker: b
 
 	// Let b's worker run one job, so it is idle (it polls hourly) rather than about to claim.
 	warm, err := b.Enqueue(t.Context(), sendEmail{}, nil)
@@ -137,7 +138,7 @@ func TestLeaderThatCannotRenewStopsWithinALease(t *testing.T) {
 	c, err := NewClient(Config{Store: flaky, Clock: clk, WorkerID: "node-a", LeaderTTL: 15 * time.Second})
 	require.NoError(t, err)
 	require.NoError(t, c.Start(context.Background()))
-	defer c.Stop(context.Background())
+	defer stoptest.Within(t, c, 10*time.Second)
 	require.Eventually(t, c.IsLeader, 5*time.Second, time.Millisecond)
 
 	flaky.fail.Store(true)

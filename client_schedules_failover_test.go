@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper/internal/pgtest"
+	"github.com/hopperjobs/hopper/internal/stoptest"
 	"github.com/hopperjobs/hopper/internal/store/postgres"
 	"github.com/stretchr/testify/require"
 )
@@ -47,7 +48,7 @@ func TestScheduleLeaderFailover(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, c.Start(t.Context()))
 		t.Cleanup(func() {
-			require.NoError(t, c.Stop(context.Background()))
+			stoptest.Within(t, c, 10*time.Second)
 			st.Close()
 		})
 		return c
@@ -70,7 +71,7 @@ func TestScheduleLeaderFailover(t *testing.T) {
 		got := fires()
 		return len(got) > 0 && got[len(got)-1].After(tookOver.Add(3*time.Second))
 	}, 10*time.Second, 50*time.Millisecond)
-	require.NoError(t, b.Stop(context.Background()))
+	stoptest.Within(t, b, 10*time.Second)
 
 	got := fires()
 	require.True(t, got[0].Before(stoppedAt), "node-a fired before it stopped")

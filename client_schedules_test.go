@@ -11,6 +11,7 @@ import (
 
 	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/schedule"
+	"github.com/hopperjobs/hopper/internal/stoptest"
 	"github.com/hopperjobs/hopper/internal/store/sqlite"
 	"github.com/stretchr/testify/require"
 )
@@ -57,7 +58,7 @@ func (n *scheduleNode) stop(t *testing.T) {
 		return
 	}
 	n.stopped = true
-	require.NoError(t, n.client.Stop(context.Background()))
+	stoptest.Within(t, n.client, 10*time.Second)
 	require.NoError(t, n.store.Close())
 }
 
@@ -356,7 +357,7 @@ func TestScheduleReconcileDeclared(t *testing.T) {
 	var ve *ValidationError
 	require.ErrorAs(t, err, &ve)
 	require.Equal(t, "Config.Schedules[0].cron", ve.Field)
-	require.NoError(t, bad.Stop(t.Context()))
+	stoptest.Within(t, bad, 10*time.Second)
 }
 
 func sources(t *testing.T, c *Client) map[string]string {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper/internal/clock"
+	"github.com/hopperjobs/hopper/internal/stoptest"
 	"github.com/hopperjobs/hopper/internal/store/sqlite"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -44,7 +45,7 @@ func setup(t *testing.T, ws *Workers, mutate func(*Config)) *testBundle {
 	require.NoError(t, err)
 	require.NoError(t, c.Start(context.Background()))
 	t.Cleanup(func() {
-		require.NoError(t, c.Stop(context.Background()))
+		stoptest.Within(t, c, 10*time.Second)
 		require.NoError(t, st.Close())
 	})
 	return &testBundle{client: c, store: st, clock: clk}

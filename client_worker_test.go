@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper/internal/store"
+	"github.com/hopperjobs/hopper/internal/store/sqlite"
 	"github.com/stretchr/testify/require"
 )
 
@@ -323,6 +324,63 @@ func TestGroupNextJobStartsAtOnce(t *testing.T) {
 		}
 		last = job
 	}
+}
+
+// A live node that can't renew a job's lease (its renewals fail; it still heartbeats, so it is
+// not dead) loses the job when the lease ends: the leader's expired-lease rescue requeues it
+// with the attempt given back and recorded as lease_expired, it runs again, and the stale
+// attempt's handler is told ErrLeaseLost.
+func TestLiveNodesLostLeaseComesBack(t *testing.T) {
+	t.Parallel()
+	ws := NewWorkers()
+	started, causes := make(chan struct{}), make(chan error, 1)
+	var runs atomic.Int32
+	AddWorkerFunc(ws, func(ctx context.Context, job *Job[sendEmail]) error {
+		if runs.Add(1) > 1 {
+			return nil
+		}
+		close(started)
+		<-ctx.Done()
+		causes <- context.Cause(ctx)
+		return ctx.Err()
+	})
+	var st *renewalsFail
+	b := setup(t, ws, func(c *Config) {
+		st = &renewalsFail{Store: c.Store.(*sqlite.Store)}
+		c.Store, c.LeaseDuration, c.RescueInterval, c.NodeTTL = st, 30*time.Second, 5*time.Second, time.Hour
+	})
+	res, err := b.client.Enqueue(t.Context(), sendEmail{}, nil)
+	require.NoError(t, err)
+	recv(t, started)
+	st.failing.Store(true)
+
+	b.clock.Advance(31 * time.Second)
+	require.ErrorIs(t, recv(t, causes), ErrLeaseLost)
+	job := b.waitFor(t, res.Job.ID, StateCompleted)
+	require.Equal(t, 1, job.Attempt, "the lost attempt was given back")
+	require.Equal(t, int32(2), runs.Load())
+	attempts, err := b.client.Attempts(t.Context(), job.ID)
+	require.NoError(t, err)
+	require.Len(t, attempts, 2)
+	require.Equal(t, OutcomeLeaseExpired, attempts[0].Outcome)
+	require.Equal(t, OutcomeOK, attempts[1].Outcome)
+	require.Greater(t, st.failed.Load(), int32(0), "renewals were tried and failed")
+}
+
+// renewalsFail is a store whose lease renewals fail while failing is set, as for a process
+// cut off from the database while the leader still reaches it.
+type renewalsFail struct {
+	*sqlite.Store
+	failing atomic.Bool
+	failed  atomic.Int32
+}
+
+func (s *renewalsFail) JobExtendLeases(ctx context.Context, ps []*store.ExtendParams) ([]error, error) {
+	if s.failing.Load() {
+		s.failed.Add(1)
+		return nil, errors.New("extend leases: connection refused")
+	}
+	return s.Store.JobExtendLeases(ctx, ps)
 }
 
 // waitingWorker runs send-email jobs that wait for their context to end; started closes when

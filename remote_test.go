@@ -201,3 +201,65 @@ func activateEventually(t *testing.T, b *testBundle) *JobRow {
 	}, 10*time.Second, 5*time.Millisecond)
 	return jobs[0]
 }
+
+// A remote worker that takes a job and vanishes (it never completes, fails or renews) loses it
+// when its lease ends: the leader's expired-lease rescue puts the job back in its queue with
+// the attempt given back and recorded as lease_expired, and another worker completes it. The
+// client is a live node and the worker is no node at all, so only that rescue can do it.
+func TestVanishedRemoteWorkersJobComesBackAfterItsLease(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, func(c *Config) { c.RescueInterval = 5 * time.Second; c.NodeTTL = time.Hour })
+	res, err := b.client.Enqueue(t.Context(), sendEmail{To: "a"}, nil)
+	require.NoError(t, err)
+	lost := activate(t, b, ActivateParams{Worker: "vanished", LeaseDuration: 30 * time.Second})[0]
+
+	b.clock.Advance(31 * time.Second)
+	job := b.waitFor(t, res.Job.ID, StateQueued)
+	require.Equal(t, 0, job.Attempt, "the lost attempt is given back")
+	require.Empty(t, job.WorkerID)
+	attempts, err := b.client.Attempts(t.Context(), job.ID)
+	require.NoError(t, err)
+	require.Len(t, attempts, 1)
+	require.Equal(t, OutcomeLeaseExpired, attempts[0].Outcome)
+	require.Equal(t, "vanished", attempts[0].WorkerID)
+
+	again := activate(t, b, ActivateParams{Worker: "survivor"})
+	require.Len(t, again, 1)
+	require.Equal(t, 1, again[0].Attempt)
+	require.ErrorIs(t, b.client.CompleteJob(t.Context(), lost.ID, lost.Token, nil), ErrLeaseLost,
+		"the vanished worker's late report changes nothing")
+	require.NoError(t, b.client.CompleteJob(t.Context(), again[0].ID, again[0].Token, nil))
+	job, err = b.client.Get(t.Context(), res.Job.ID)
+	require.NoError(t, err)
+	require.Equal(t, StateCompleted, job.State)
+	attempts, err = b.client.Attempts(t.Context(), job.ID)
+	require.NoError(t, err)
+	require.Len(t, attempts, 2)
+	require.Equal(t, OutcomeOK, attempts[1].Outcome)
+	require.Equal(t, "survivor", attempts[1].WorkerID)
+}
+
+// A remote worker's failure without its own backoff is retried after the job's policy for the
+// attempt that failed: base, base·m, base·m² from each failure.
+func TestFailJobBackoffGrowsWithTheAttempt(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, nil)
+	policy := &RetryPolicy{Base: 10 * time.Second, Multiplier: 3, Cap: time.Hour, Jitter: -1}
+	res, err := b.client.Enqueue(t.Context(), sendEmail{}, &InsertOpts{MaxAttempts: 4, RetryPolicy: policy})
+	require.NoError(t, err)
+	job := activate(t, b, ActivateParams{})[0]
+	for i, want := range []time.Duration{10 * time.Second, 30 * time.Second, 90 * time.Second} {
+		require.Equal(t, i+1, job.Attempt)
+		failedAt := b.clock.Now()
+		fr, err := b.client.FailJob(t.Context(), job.ID, job.Token, FailParams{Error: "smtp down"})
+		require.NoError(t, err)
+		require.Equal(t, StateScheduled, fr.State)
+		require.Equal(t, failedAt.Add(want), fr.RunAt, "retry after failure %d", i+1)
+		got, err := b.client.Get(t.Context(), res.Job.ID)
+		require.NoError(t, err)
+		require.Equal(t, fr.RunAt, got.RunAt, "the stored run_at is the one answered")
+		b.clock.Advance(want)
+		job = activateEventually(t, b)
+	}
+	require.Equal(t, 4, job.Attempt)
+}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper/internal/clock"
+	"github.com/hopperjobs/hopper/internal/stoptest"
 	"github.com/hopperjobs/hopper/internal/store/sqlite"
 	"github.com/stretchr/testify/require"
 )
@@ -86,7 +87,7 @@ func TestExpiredJobsAreHiddenThenSwept(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, c.Start(context.Background()))
 	t.Cleanup(func() {
-		require.NoError(t, c.Stop(context.Background()))
+		stoptest.Within(t, c, 10*time.Second)
 		require.NoError(t, st.Close())
 	})
 	b := &testBundle{client: c, store: st, clock: clk}

@@ -10,9 +10,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hopperjobs/hopper"
 	"github.com/hopperjobs/hopper/hopperhttp"
+	"github.com/hopperjobs/hopper/internal/stoptest"
 	"github.com/hopperjobs/hopper/sqlitestore"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -89,7 +91,7 @@ func setup(t *testing.T, o setupOpts) *testBundle {
 	t.Cleanup(func() {
 		ts.Close()
 		b.release()
-		require.NoError(t, b.client.Stop(context.Background()))
+		stoptest.Within(t, b.client, 10*time.Second)
 		require.NoError(t, st.Close())
 	})
 	return b

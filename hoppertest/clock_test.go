@@ -8,6 +8,7 @@ import (
 
 	"github.com/hopperjobs/hopper"
 	"github.com/hopperjobs/hopper/hoppertest"
+	"github.com/hopperjobs/hopper/internal/stoptest"
 	"github.com/hopperjobs/hopper/sqlitestore"
 	"github.com/stretchr/testify/require"
 )
@@ -34,7 +35,7 @@ func TestFakeClockDrivesRetries(t *testing.T) {
 	client, err := hopper.NewClient(hopper.Config{Store: st, Workers: ws, Clock: clk, MaxWorkers: 1})
 	require.NoError(t, err)
 	require.NoError(t, client.Start(t.Context()))
-	defer client.Stop(context.Background())
+	defer stoptest.Within(t, client, 10*time.Second)
 	res, err := client.Enqueue(t.Context(), flaky{}, &hopper.InsertOpts{RetryPolicy: &hopper.RetryPolicy{Base: time.Minute, Jitter: -1}})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hopperjobs/hopper"
 	"github.com/hopperjobs/hopper/internal/pgtest"
+	"github.com/hopperjobs/hopper/internal/stoptest"
 	"github.com/hopperjobs/hopper/pgstore"
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
@@ -45,7 +46,7 @@ func TestEnqueueTxCommitAndRollback(t *testing.T) {
 	client, err := hopper.NewClient(hopper.Config{Store: st, Workers: ws, PollInterval: time.Hour})
 	require.NoError(t, err)
 	require.NoError(t, client.Start(t.Context()))
-	defer client.Stop(context.Background())
+	defer stoptest.Within(t, client, 10*time.Second)
 
 	conn, err := pgx.Connect(t.Context(), pgtest.URL())
 	require.NoError(t, err)
@@ -91,7 +92,7 @@ func TestCancelReachesAnotherNode(t *testing.T) {
 	worker, err := hopper.NewClient(hopper.Config{Store: open(t, schema), Workers: ws, LeaseDuration: time.Hour})
 	require.NoError(t, err)
 	require.NoError(t, worker.Start(t.Context()))
-	defer worker.Stop(context.Background())
+	defer stoptest.Within(t, worker, 10*time.Second)
 	other, err := hopper.NewClient(hopper.Config{Store: open(t, schema), DisableMaintenance: true})
 	require.NoError(t, err)
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hopperjobs/hopper"
 	"github.com/hopperjobs/hopper/internal/server"
+	"github.com/hopperjobs/hopper/internal/stoptest"
 	"github.com/hopperjobs/hopper/remote"
 	"github.com/hopperjobs/hopper/sqlitestore"
 	"github.com/stretchr/testify/require"
@@ -39,7 +40,7 @@ func serve(t *testing.T) (url string, client *hopper.Client) {
 	t.Cleanup(func() {
 		ts.CloseClientConnections()
 		ts.Close()
-		require.NoError(t, client.Stop(context.Background()))
+		stoptest.Within(t, client, 10*time.Second)
 		require.NoError(t, st.Close())
 	})
 	return ts.URL, client
@@ -86,7 +87,7 @@ func TestRemoteWorkerRunsTheSameHandlers(t *testing.T) {
 				PollWait: time.Second})
 			require.NoError(t, err)
 			require.NoError(t, w.Start(context.Background()))
-			defer func() { require.NoError(t, w.Stop(context.Background())) }()
+			defer stoptest.Within(t, w, 10*time.Second)
 
 			ok, err := client.Enqueue(t.Context(), resize{Width: 21}, nil)
 			require.NoError(t, err)
@@ -197,7 +198,7 @@ func TestRemoteWorkerSnoozesAndSuspendsWithACheckpoint(t *testing.T) {
 	w, err := remote.New(remote.Config{URL: url, Workers: ws})
 	require.NoError(t, err)
 	require.NoError(t, w.Start(context.Background()))
-	defer func() { require.NoError(t, w.Stop(context.Background())) }()
+	defer stoptest.Within(t, w, 10*time.Second)
 
 	snoozed, err := client.Enqueue(t.Context(), chapter{N: 1}, nil)
 	require.NoError(t, err)
@@ -235,7 +236,7 @@ func TestDroppedStreamNeverRunsAJobTwiceAtOnce(t *testing.T) {
 	ts := httptest.NewServer(srv)
 	defer func() {
 		ts.Close()
-		require.NoError(t, client.Stop(context.Background()))
+		stoptest.Within(t, client, 10*time.Second)
 		require.NoError(t, st.Close())
 	}()
 
@@ -292,7 +293,7 @@ func TestCancelReachesAStreamingWorker(t *testing.T) {
 	w, err := remote.New(remote.Config{URL: url, Workers: ws, Concurrency: 1, LeaseDuration: time.Second})
 	require.NoError(t, err)
 	require.NoError(t, w.Start(context.Background()))
-	defer func() { require.NoError(t, w.Stop(context.Background())) }()
+	defer stoptest.Within(t, w, 10*time.Second)
 
 	first, err := client.Enqueue(t.Context(), block{}, nil)
 	require.NoError(t, err)

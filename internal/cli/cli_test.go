@@ -11,6 +11,7 @@ import (
 
 	"github.com/hopperjobs/hopper"
 	"github.com/hopperjobs/hopper/internal/pgtest"
+	"github.com/hopperjobs/hopper/internal/stoptest"
 	"github.com/hopperjobs/hopper/internal/store/sqlite"
 	"github.com/hopperjobs/hopper/sqlitestore"
 	"github.com/stretchr/testify/require"
@@ -281,7 +282,7 @@ func TestShowPanic(t *testing.T) {
 		require.NoError(t, err)
 		return job.State == hopper.StateFailed
 	}, 5*time.Second, 10*time.Millisecond)
-	require.NoError(t, client.Stop(t.Context()))
+	stoptest.Within(t, client, 10*time.Second)
 	require.NoError(t, st.Close())
 
 	out := b.run(t, "jobs", "show", res.Job.ID)

@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hopperjobs/hopper"
 	"github.com/hopperjobs/hopper/internal/apikey"
+	"github.com/hopperjobs/hopper/internal/stoptest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -19,7 +21,7 @@ func (b *serverBundle) deadLetters(t *testing.T, queues ...string) []string {
 	c, err := hopper.NewClient(hopper.Config{Store: b.store, DisableMaintenance: true, WorkerID: "dlq-maker"})
 	require.NoError(t, err)
 	require.NoError(t, c.Start(context.Background()))
-	defer func() { require.NoError(t, c.Stop(context.Background())) }()
+	defer stoptest.Within(t, c, 10*time.Second)
 	var ids []string
 	for _, q := range queues {
 		res, err := c.Enqueue(t.Context(), hopper.RawArgs{KindName: "charge", JSON: []byte(`{"card":1}`)}, &hopper.InsertOpts{Queue: q})

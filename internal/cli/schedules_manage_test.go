@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/hopperjobs/hopper"
+	"github.com/hopperjobs/hopper/internal/stoptest"
 	"github.com/hopperjobs/hopper/sqlitestore"
 	"github.com/stretchr/testify/require"
 )
@@ -125,7 +127,7 @@ func TestSchedulesDeclaredInCode(t *testing.T) {
 		Schedules: []hopper.Schedule{{Name: "declared", Cron: "@hourly", Kind: "k"}}})
 	require.NoError(t, err)
 	require.NoError(t, c.Start(context.Background()))
-	require.NoError(t, c.Stop(context.Background()))
+	stoptest.Within(t, c, 10*time.Second)
 	require.NoError(t, st.Close())
 
 	res := b.run(t, "schedules", "ls")

@@ -14,6 +14,7 @@ import (
 	"github.com/hopperjobs/hopper"
 	"github.com/hopperjobs/hopper/internal/apikey"
 	"github.com/hopperjobs/hopper/internal/server"
+	"github.com/hopperjobs/hopper/internal/stoptest"
 	"github.com/hopperjobs/hopper/sqlitestore"
 	"github.com/stretchr/testify/require"
 )
@@ -43,7 +44,7 @@ func startServer(t *testing.T, auth bool) *serverBundle {
 	t.Cleanup(func() {
 		ts.CloseClientConnections()
 		ts.Close()
-		require.NoError(t, client.Stop(context.Background()))
+		stoptest.Within(t, client, 10*time.Second)
 		require.NoError(t, st.Close())
 	})
 	return &serverBundle{testBundle: b, url: ts.URL, store: st}

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/hopperjobs/hopper/internal/stoptest"
 	"github.com/hopperjobs/hopper/internal/store"
 	"github.com/stretchr/testify/require"
 )
@@ -37,7 +39,7 @@ func TestOnePoisonedOutcomeDoesNotHoldBackTheOthers(t *testing.T) {
 	e, err := New(Config{Store: st, WorkerID: "w"})
 	require.NoError(t, err)
 	require.NoError(t, e.Start(context.Background()))
-	defer e.Stop(context.Background()) //nolint:errcheck // test cleanup
+	defer stoptest.Within(t, e, 10*time.Second)
 
 	// Queue both before the completer runs, so they share a batch.
 	done := map[string]chan error{"good": make(chan error, 1), "poison": make(chan error, 1)}

@@ -238,8 +238,9 @@ func (m policyMux) Handle(pattern string, h http.Handler) {
 	m.s.handle(pattern, scope, h)
 }
 
-// procedureScopes is the auth policy of every RPC route. The per-service catch-alls (which
-// answer "unimplemented" for unknown methods) need any valid key.
+// procedureScopes is the auth policy of every RPC route, as docs/security.md lists it. The
+// per-service catch-alls (which answer "unimplemented" for unknown methods) need the read
+// scope.
 var procedureScopes = map[string]Scope{
 	hopperv1connect.JobServiceEnqueueProcedure:      ScopeEnqueue,
 	hopperv1connect.JobServiceEnqueueBatchProcedure: ScopeEnqueue,

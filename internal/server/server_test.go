@@ -19,6 +19,7 @@ import (
 	"github.com/hopperjobs/hopper/internal/apikey"
 	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/server"
+	"github.com/hopperjobs/hopper/internal/stoptest"
 	"github.com/hopperjobs/hopper/sqlitestore"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -80,7 +81,7 @@ func serve(t *testing.T, clk *clock.Fake, hc func(*hopper.Config), sc func(*serv
 	t.Cleanup(func() {
 		ts.CloseClientConnections()
 		ts.Close()
-		require.NoError(t, client.Stop(context.Background()))
+		stoptest.Within(t, client, 10*time.Second)
 		require.NoError(t, st.Close())
 	})
 	return &served{ts: ts, client: client, store: st, srv: srv}
@@ -266,6 +267,36 @@ func TestFailRetriesWithBackoffOrFailsForGood(t *testing.T) {
 	require.Len(t, ev.GetAttempts(), 1)
 	require.Equal(t, "error", ev.GetAttempts()[0].GetOutcome())
 	require.Equal(t, "w1", ev.GetAttempts()[0].GetWorkerId())
+}
+
+// A Fail without retry_backoff waits the job's own backoff for the attempt that failed: base,
+// base·m, base·m² from each failure (no jitter here).
+func TestFailBackoffGrowsWithTheAttempt(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	s := serve(t, clk, nil, nil)
+	e := newEnv(s.ts.URL, s.ts.Client(), s.client, s.store, s.srv)
+	_, err := e.jobs.Enqueue(t.Context(), &hopperv1.EnqueueRequest{Job: &hopperv1.JobSpec{Kind: "flaky", MaxAttempts: 4,
+		RetryPolicy: &hopperv1.RetryPolicy{Base: durationpb.New(10 * time.Second), Multiplier: 3, Jitter: -1}}})
+	require.NoError(t, err)
+	a := e.activate(t, &hopperv1.ActivateRequest{})[0]
+	for i, want := range []time.Duration{10 * time.Second, 30 * time.Second, 90 * time.Second} {
+		require.Equal(t, int32(i+1), a.GetAttempt())
+		failedAt := clk.Now()
+		res, err := e.workers.Fail(t.Context(), &hopperv1.FailRequest{Id: a.GetId(), LeaseToken: a.GetLeaseToken(), Error: "503"})
+		require.NoError(t, err)
+		require.Equal(t, "scheduled", res.GetState())
+		require.Equal(t, failedAt.Add(want), res.GetRunAt().AsTime(), "retry after failure %d", i+1)
+		clk.Advance(want)
+		require.Eventually(t, func() bool { // once the leader has promoted it
+			jobs := e.activate(t, &hopperv1.ActivateRequest{})
+			if len(jobs) == 1 {
+				a = jobs[0]
+			}
+			return len(jobs) == 1
+		}, 10*time.Second, 5*time.Millisecond)
+	}
+	require.Equal(t, int32(4), a.GetAttempt())
 }
 
 func TestLongPollWakesOnEnqueueAndTimesOutCleanly(t *testing.T) {
@@ -461,7 +492,7 @@ func TestGRPCAndGRPCWebClients(t *testing.T) {
 	ts.StartTLS()
 	t.Cleanup(func() {
 		ts.Close()
-		require.NoError(t, client.Stop(context.Background()))
+		stoptest.Within(t, client, 10*time.Second)
 		require.NoError(t, st.Close())
 	})
 	hc := ts.Client()
@@ -774,33 +805,6 @@ func TestShutdownEndsStreamsAndPollsWithUnavailable(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
-}
-
-// The auth policy of every RPC, as documented in docs/server.md and docs/security.md.
-func TestRouteScopesAreTheDocumentedOnes(t *testing.T) {
-	e := start(t)
-	want := map[string]server.Scope{
-		"/hopper.v1.JobService/Enqueue": server.ScopeEnqueue, "/hopper.v1.JobService/EnqueueBatch": server.ScopeEnqueue,
-		"/hopper.v1.JobService/Get": server.ScopeRead, "/hopper.v1.JobService/List": server.ScopeRead,
-		"/hopper.v1.JobService/Events": server.ScopeRead, "/hopper.v1.JobService/Cancel": server.ScopeAdmin,
-		"/hopper.v1.JobService/Resume":      server.ScopeEnqueue,
-		"/hopper.v1.WorkerService/Activate": server.ScopeWork, "/hopper.v1.WorkerService/StreamJobs": server.ScopeWork,
-		"/hopper.v1.WorkerService/Complete": server.ScopeWork, "/hopper.v1.WorkerService/Fail": server.ScopeWork,
-		"/hopper.v1.WorkerService/Release": server.ScopeWork, "/hopper.v1.WorkerService/Snooze": server.ScopeWork,
-		"/hopper.v1.WorkerService/Suspend": server.ScopeWork, "/hopper.v1.WorkerService/ExtendLease": server.ScopeWork,
-		"/hopper.v1.WorkerService/Heartbeat": server.ScopeWork, "/hopper.v1.WorkerService/ReportProgress": server.ScopeWork,
-		"/hopper.v1.QueueService/List": server.ScopeRead, "/hopper.v1.QueueService/Pause": server.ScopeAdmin,
-		"/hopper.v1.QueueService/Resume": server.ScopeAdmin, "/hopper.v1.AdminService/ListNodes": server.ScopeRead,
-		"/hopper.v1.AdminService/ListWorkers": server.ScopeRead, "/hopper.v1.AdminService/ListStreams": server.ScopeRead,
-		"/hopper.v1.AdminService/CreateKey": server.ScopeAdmin, "/hopper.v1.AdminService/ListKeys": server.ScopeAdmin,
-		"/hopper.v1.AdminService/RevokeKey": server.ScopeAdmin,
-		"POST /v1/async/{kind}":             server.ScopeEnqueue, "GET /v1/jobs/{id}": server.ScopeRead,
-		"GET /healthz": server.ScopePublic,
-	}
-	routes := e.srv.Routes()
-	for route, scope := range want {
-		require.Equal(t, scope, routes[route], "scope of %s", route)
-	}
 }
 
 func TestSuspendAndResumeOverTheAPI(t *testing.T) {

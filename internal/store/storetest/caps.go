@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 
@@ -14,6 +15,7 @@ func testCaps(t *testing.T, opener Opener) {
 	parallel(t, opener, "QueueCap", capsQueue)
 	parallel(t, opener, "KindCap", capsKind)
 	parallel(t, opener, "ConcurrentClaims", capsConcurrent)
+	parallel(t, opener, "ConcurrentKindClaims", capsConcurrentKind)
 	parallel(t, opener, "List", capsList)
 }
 
@@ -81,6 +83,55 @@ func capsConcurrent(t *testing.T, b *bundle) {
 	}
 	wg.Wait()
 	require.Equal(t, 7, total)
+}
+
+// Claims racing from many workers never take more of a capped kind than its cap together,
+// whether they ask for the kind or for any kind. Each round races in a queue and kind of its
+// own, all claimers released at once; an unlocked cap overshoots in almost every round.
+func capsConcurrentKind(t *testing.T, b *bundle) {
+	const rounds, claimers, limit, maxRunning = 10, 12, 5, 7
+	for r := range rounds {
+		queue, kind := fmt.Sprintf("race-%d", r), fmt.Sprintf("pdf-%d", r)
+		ps := make([]*store.InsertParams, 0, 50)
+		for range 40 {
+			ps = append(ps, params(t, inQueue(queue), withKind(kind)))
+		}
+		for range 10 {
+			ps = append(ps, params(t, inQueue(queue), withKind("mail"), withPriority(-1)))
+		}
+		b.insertMany(t, ps...)
+		b.setLimit(t, store.LimitKind, kind, maxRunning)
+
+		var mu sync.Mutex
+		taken := map[string]int{}
+		var errs []error
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for w := range claimers {
+			p := &store.ClaimParams{Queue: queue, Limit: limit, WorkerID: fmt.Sprintf("w%d", w), LeaseDuration: defaultLease}
+			if w%2 == 0 {
+				p.Kinds = []string{kind}
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				jobs, err := b.store.JobClaim(t.Context(), p)
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					errs = append(errs, err)
+				}
+				for _, j := range jobs {
+					taken[j.Kind]++
+				}
+			}()
+		}
+		close(start)
+		wg.Wait()
+		require.Empty(t, errs)
+		require.Equal(t, maxRunning, taken[kind], "round %d: running jobs of the capped kind", r)
+	}
 }
 
 func capsList(t *testing.T, b *bundle) {
