@@ -159,7 +159,7 @@ func (h *asyncHandler) enqueueError(w http.ResponseWriter, r *http.Request, kind
 	isValidation := errors.As(err, &verr)
 	switch {
 	case isValidation && verr.Field == "args" && !utf8.Valid(body):
-		writeError(w, http.StatusBadRequest, codeInvalidArgument, "the request body is not UTF-8: "+verr.Reason)
+		writeError(w, http.StatusBadRequest, codeInvalidArgument, "the request body is "+verr.Reason)
 	case isValidation && verr.Field == "args": // the body is valid JSON in UTF-8: only its size is left
 		tooLarge(w, verr.Reason)
 	case isValidation && verr.Field == "headers":
