@@ -268,23 +268,28 @@ func (w *workerService) keepLeases(ctx context.Context, st *stream, send *locked
 // good, into the dead-letter queue: sent, it would fail the whole answer and strand the good
 // jobs with it; given back, it would be claimed again forever.
 func (w *workerService) deliverable(ctx context.Context, jobs []*hopper.JobRow) []*hopper.JobRow {
-	out := jobs[:0]
+	var ok, bad []*hopper.JobRow
+	var whys []string
 	for _, j := range jobs {
-		why := undeliverable(j)
-		if why == "" {
-			out = append(out, j)
-			continue
+		if why := undeliverable(j); why != "" {
+			bad, whys = append(bad, j), append(whys, why)
+		} else {
+			ok = append(ok, j)
 		}
-		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-		err := w.s.client.FailUndeliverable(fctx, j, why)
-		cancel()
-		if err != nil {
-			w.s.log.Error("fail undeliverable job", "job_id", text(j.ID), "why", why, "err", err)
-			continue
-		}
-		w.s.log.Warn("job cannot be delivered to a remote worker; failed", "job_id", text(j.ID), "why", why)
 	}
-	return out
+	if len(bad) == 0 {
+		return jobs
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	concurrently(len(bad), func(i int) {
+		if err := w.s.client.FailUndeliverable(ctx, bad[i], whys[i]); err != nil {
+			w.s.log.Error("fail undeliverable job", "job_id", text(bad[i].ID), "why", whys[i], "err", err)
+			return
+		}
+		w.s.log.Warn("job cannot be delivered to a remote worker; failed", "job_id", text(bad[i].ID), "why", whys[i])
+	})
+	return ok
 }
 
 // releaseUnsent wraps Activate's stream so that jobs of an answer that could not be sent
@@ -328,19 +333,26 @@ func (w *workerService) release(ctx context.Context, refs []hopper.LeaseRef, why
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
-	// Concurrently, so the completer writes them in a few transactions.
+	concurrently(len(refs), func(i int) {
+		err := w.s.client.ReleaseJob(ctx, refs[i].ID, refs[i].Token, why)
+		if err != nil && !errors.Is(err, hopper.ErrLeaseLost) {
+			w.s.log.Warn("release streamed job", "job_id", refs[i].ID, "err", err)
+		}
+	})
+}
+
+// concurrently calls fn(0) … fn(n-1), up to 32 at a time, and waits for them: outcomes
+// written concurrently share the completer's transactions instead of one commit each.
+func concurrently(n int, fn func(i int)) {
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 32)
-	for _, ref := range refs {
+	for i := range n {
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			err := w.s.client.ReleaseJob(ctx, ref.ID, ref.Token, why)
-			if err != nil && !errors.Is(err, hopper.ErrLeaseLost) {
-				w.s.log.Warn("release streamed job", "job_id", ref.ID, "err", err)
-			}
+			fn(i)
 		}()
 	}
 	wg.Wait()
