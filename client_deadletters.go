@@ -105,6 +105,9 @@ func (c *Client) DeadLetters(ctx context.Context, p *DeadLetterParams) (*ListRes
 	if p.Limit < 0 || p.Limit > 10000 {
 		return nil, invalid("limit", "%d is outside 0–10000", p.Limit)
 	}
+	if err := checkFilter(p.Queues, p.Kinds, p.Cursor); err != nil {
+		return nil, err
+	}
 	res, err := c.store.JobList(ctx, &store.ListParams{States: []JobState{StateFailed}, Queues: p.Queues,
 		Kinds: p.Kinds, FinishedAfter: p.Since, FinishedBefore: p.Until, Cursor: p.Cursor, Limit: p.Limit})
 	if errors.Is(err, store.ErrInvalidCursor) {
@@ -136,6 +139,9 @@ func (c *Client) DeadLetterStats(ctx context.Context) (*DeadLetterStats, error) 
 // the audit log (Replays) in the same transaction. A job may be replayed more than once.
 // Errors wrap ErrNotFound (no such job, or expired) or ErrInvalidTransition (not failed).
 func (c *Client) Replay(ctx context.Context, id, by string) (*JobRow, error) {
+	if err := checkID("id", id); err != nil {
+		return nil, err
+	}
 	by, err := replayedBy(by)
 	if err != nil {
 		return nil, err
@@ -166,6 +172,9 @@ func (c *Client) ReplayMany(ctx context.Context, f DeadLetterFilter, limit int, 
 	}
 	by, err := replayedBy(by)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkFilter(f.Queues, f.Kinds, ""); err != nil {
 		return nil, err
 	}
 	dl, err := c.deadLetters()
@@ -201,6 +210,12 @@ func (c *Client) Replays(ctx context.Context, p *ReplayListParams) (*ReplayListR
 	if p.Limit < 0 || p.Limit > 1000 {
 		return nil, invalid("limit", "%d is outside 0–1000", p.Limit)
 	}
+	for _, f := range []struct{ name, text string }{{"source_job_id", p.SourceJobID},
+		{"original_id", p.OriginalID}, {"replayed_by", p.ReplayedBy}, {"cursor", p.Cursor}} {
+		if err := checkLimited(f.name, f.text, maxNameLen); err != nil {
+			return nil, err
+		}
+	}
 	dl, err := c.deadLetters()
 	if err != nil {
 		return nil, err
@@ -227,6 +242,9 @@ func replayedBy(by string) (string, error) {
 		return string(ActorAPI), nil
 	case len(by) > maxReplayedBy:
 		return "", invalid("replayed_by", "is %d bytes, more than %d", len(by), maxReplayedBy)
+	}
+	if err := checkText("replayed_by", by); err != nil {
+		return "", err
 	}
 	return by, nil
 }

@@ -3,6 +3,7 @@ package hopper
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -133,11 +134,17 @@ func (c *Client) insert(ctx context.Context, ins TxInserter, jobs []EnqueueParam
 		p, err := c.insertParams(j.Args, j.Opts, now)
 		if err != nil {
 			if len(jobs) > 1 {
-				return nil, fmt.Errorf("job %d: %w", i, err)
+				return nil, inBatch(i, err)
 			}
 			return nil, err
 		}
 		params[i] = p
+	}
+	if first, second := store.RepeatedKey(params); first >= 0 {
+		// One key is one job: the same payload twice returns that job for both entries;
+		// another payload under the key is a mistake in the batch itself.
+		return nil, invalid(fmt.Sprintf("jobs[%d].idempotency_key", second),
+			"%q is also the key of jobs[%d], with a different payload", params[second].IdempotencyKey, first)
 	}
 	res, err := ins.JobInsertMany(ctx, params)
 	if err != nil {
@@ -148,6 +155,15 @@ func (c *Client) insert(ctx context.Context, ins TxInserter, jobs []EnqueueParam
 		out[i] = &InsertResult{Job: r.Job, Existing: r.Existing}
 	}
 	return out, nil
+}
+
+// inBatch names entry i of a batch in its validation error: jobs[3].queue.
+func inBatch(i int, err error) error {
+	var ve *ValidationError
+	if errors.As(err, &ve) {
+		return &ValidationError{Field: fmt.Sprintf("jobs[%d].%s", i, ve.Field), Reason: ve.Reason}
+	}
+	return fmt.Errorf("jobs[%d]: %w", i, err)
 }
 
 func (c *Client) insertParams(args JobArgs, opts *InsertOpts, now time.Time) (*store.InsertParams, error) {
@@ -232,8 +248,10 @@ func mergeOpts(args JobArgs, opts *InsertOpts) InsertOpts {
 }
 
 func encodeArgs(args JobArgs, limit int) (json.RawMessage, error) {
-	if raw, ok := args.(RawArgs); ok && !json.Valid(raw.JSON) {
-		return nil, invalid("args", "not valid JSON")
+	if raw, ok := args.(RawArgs); ok {
+		if err := checkJSON("args", raw.JSON); err != nil {
+			return nil, err
+		}
 	}
 	b, err := json.Marshal(args)
 	if err != nil {
@@ -241,6 +259,10 @@ func encodeArgs(args JobArgs, limit int) (json.RawMessage, error) {
 	}
 	if len(b) > limit {
 		return nil, invalid("args", "%d bytes exceed the limit of %d", len(b), limit)
+	}
+	// A MarshalJSON of the args type may return bytes that are not UTF-8; json.Marshal keeps them.
+	if err := checkJSON("args", b); err != nil {
+		return nil, err
 	}
 	return b, nil
 }

@@ -55,7 +55,9 @@ func TestEnqueueRejectsBadInputNamingTheField(t *testing.T) {
 	// A batch with one bad job stores none of it.
 	_, err = b.client.EnqueueMany(ctx, []EnqueueParams{{Args: sendEmail{To: "a"}}, {Args: sendEmail{}, Opts: &InsertOpts{MaxAttempts: -3}}})
 	require.ErrorIs(t, err, ErrInvalid)
-	require.ErrorContains(t, err, "job 1")
+	var ve *ValidationError
+	require.ErrorAs(t, err, &ve)
+	require.Equal(t, "jobs[1].max_attempts", ve.Field, "the field of the entry")
 
 	all, err := b.client.List(ctx, nil)
 	require.NoError(t, err)

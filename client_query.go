@@ -30,8 +30,12 @@ type ListResult struct {
 	NextCursor string
 }
 
-// Get returns a job, or an error wrapping ErrNotFound.
+// Get returns a job, or an error wrapping ErrNotFound. An empty id, or one that is not text
+// (valid UTF-8 without NUL bytes), is a *ValidationError for the field "id".
 func (c *Client) Get(ctx context.Context, id string) (*JobRow, error) {
+	if err := checkID("id", id); err != nil {
+		return nil, err
+	}
 	return c.store.JobGet(ctx, id)
 }
 
@@ -48,6 +52,9 @@ func (c *Client) List(ctx context.Context, p *ListParams) (*ListResult, error) {
 		if !s.Valid() {
 			return nil, invalid("states", "unknown state %q", s)
 		}
+	}
+	if err := checkFilter(p.Queues, p.Kinds, p.Cursor); err != nil {
+		return nil, err
 	}
 	res, err := c.store.JobList(ctx, &store.ListParams{
 		States: p.States, Queues: p.Queues, Kinds: p.Kinds, CreatedAfter: p.CreatedAfter,
@@ -73,6 +80,12 @@ func (c *Client) Cancel(ctx context.Context, id string) (*JobRow, error) {
 // CancelBy is Cancel with the actor and reason recorded in the job's history (the CLI records
 // an operator). The canceled job is kept for its result TTL (Config.ResultTTL).
 func (c *Client) CancelBy(ctx context.Context, id string, actor Actor, reason string) (*JobRow, error) {
+	if err := checkID("id", id); err != nil {
+		return nil, err
+	}
+	if err := checkLimited("reason", reason, maxReasonLen); err != nil {
+		return nil, err
+	}
 	var expires time.Time
 	if row, err := c.store.JobGet(ctx, id); err == nil { // its own result TTL, if it has one
 		expires = c.engine.ExpiresAt(row, nil, StateCanceled)
@@ -87,10 +100,16 @@ func (c *Client) CancelBy(ctx context.Context, id string, actor Actor, reason st
 
 // Events returns a job's history: every transition with its time, actor and reason.
 func (c *Client) Events(ctx context.Context, id string) ([]*Event, error) {
+	if err := checkID("id", id); err != nil {
+		return nil, err
+	}
 	return c.store.JobEvents(ctx, id)
 }
 
 // Attempts returns a job's ended attempts: worker, start, end, outcome and error of each.
 func (c *Client) Attempts(ctx context.Context, id string) ([]*AttemptRecord, error) {
+	if err := checkID("id", id); err != nil {
+		return nil, err
+	}
 	return c.store.JobAttempts(ctx, id)
 }

@@ -22,13 +22,16 @@ func (c *Client) Resume(ctx context.Context, id string, data any) (*JobRow, erro
 
 // ResumeBy is Resume recording who resumed the job and why in its history.
 func (c *Client) ResumeBy(ctx context.Context, id string, data any, actor Actor, reason string) (*JobRow, error) {
+	if err := checkID("id", id); err != nil {
+		return nil, err
+	}
+	if err := checkLimited("reason", reason, maxReasonLen); err != nil {
+		return nil, err
+	}
 	var raw json.RawMessage
 	switch d := data.(type) {
 	case nil:
 	case json.RawMessage:
-		if !json.Valid(d) {
-			return nil, invalid("data", "is not valid JSON")
-		}
 		raw = d
 	default:
 		b, err := json.Marshal(d)
@@ -37,6 +40,11 @@ func (c *Client) ResumeBy(ctx context.Context, id string, data any, actor Actor,
 		}
 		raw = b
 	}
+	if raw != nil {
+		if err := checkJSON("data", raw); err != nil {
+			return nil, err
+		}
+	}
 	if len(raw) > c.cfg.MaxArgsBytes {
 		return nil, invalid("data", "is %d bytes, more than the limit of %d", len(raw), c.cfg.MaxArgsBytes)
 	}
@@ -44,7 +52,7 @@ func (c *Client) ResumeBy(ctx context.Context, id string, data any, actor Actor,
 	if !ok {
 		return nil, errors.New("resume: this store cannot resume jobs")
 	}
-	params := &store.ResumeParams{ID: id, Data: raw, Actor: actor, Reason: store.CleanText(reason)}
+	params := &store.ResumeParams{ID: id, Data: raw, Actor: actor, Reason: reason}
 	job, err := ss.JobResume(ctx, params)
 	// A handler's suspension is written a moment after it returns (outcomes are batched): a
 	// resume that races it finds the job still running. Give the suspension that moment.

@@ -146,6 +146,9 @@ func (c *Client) AddSchedule(ctx context.Context, s Schedule) (*ScheduleInfo, er
 // RemoveSchedule deletes a schedule; the jobs it enqueued stay. ErrNotFound when there is
 // none, ErrScheduleInCode when Config.Schedules declares it.
 func (c *Client) RemoveSchedule(ctx context.Context, name string) error {
+	if err := checkText("name", name); err != nil {
+		return err
+	}
 	ss, err := c.scheduleStore()
 	if err != nil {
 		return err
@@ -168,6 +171,9 @@ func (c *Client) ResumeSchedule(ctx context.Context, name string) error {
 }
 
 func (c *Client) setSchedulePaused(ctx context.Context, name string, paused bool) error {
+	if err := checkText("name", name); err != nil {
+		return err
+	}
 	ss, err := c.scheduleStore()
 	if err != nil {
 		return err
@@ -195,6 +201,9 @@ func (c *Client) Schedules(ctx context.Context) ([]*ScheduleInfo, error) {
 
 // GetSchedule returns one schedule, or ErrNotFound.
 func (c *Client) GetSchedule(ctx context.Context, name string) (*ScheduleInfo, error) {
+	if err := checkText("name", name); err != nil {
+		return nil, err
+	}
 	ss, err := c.scheduleStore()
 	if err != nil {
 		return nil, err

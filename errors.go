@@ -20,8 +20,10 @@ var (
 	ErrDuplicate = store.ErrDuplicate
 	// ErrInvalidTransition: the state machine refuses the move (e.g. canceling a completed job).
 	ErrInvalidTransition = store.ErrInvalidTransition
-	// ErrInvalid: bad input; the error is a *ValidationError naming the field.
-	ErrInvalid = errors.New("invalid input")
+	// ErrInvalid: bad input. The Client's checks return a *ValidationError naming the field; a
+	// value that got past them and that the store cannot keep (a NUL byte in PostgreSQL text)
+	// is refused by the store with an error matching ErrInvalid too.
+	ErrInvalid = store.ErrInvalid
 	// ErrNotInHandler: a handler-context function was called outside a running job.
 	ErrNotInHandler = errors.New("not called from a running job's context")
 )
@@ -99,6 +101,9 @@ func Suspend(checkpoint any, opts SuspendOpts) error {
 		b, err := json.Marshal(checkpoint)
 		if err != nil {
 			return fmt.Errorf("suspend: encode checkpoint: %w", err)
+		}
+		if err := checkJSON("checkpoint", b); err != nil {
+			return fmt.Errorf("suspend: %w", err)
 		}
 		raw = b
 	}

@@ -18,7 +18,8 @@ func execution(ctx context.Context) (*engine.Execution, error) {
 }
 
 // ReportProgress stores the running job's progress (percent clamped to 0–100) and message. It
-// counts as a heartbeat. ErrLeaseLost means the attempt no longer owns the job.
+// counts as a heartbeat. ErrLeaseLost means the attempt no longer owns the job. Bytes of the
+// message that are not UTF-8, and NUL bytes, are stored as U+FFFD.
 func ReportProgress(ctx context.Context, percent int, message string) error {
 	ex, err := execution(ctx)
 	if err != nil {
@@ -51,7 +52,8 @@ func ExtendLease(ctx context.Context, d time.Duration) error {
 	return ex.ExtendLease(ctx, d)
 }
 
-// SetResult records v (as JSON) to be stored with the job when the attempt succeeds.
+// SetResult records v (as JSON) to be stored with the job when the attempt succeeds. A
+// *ValidationError when its JSON is not valid UTF-8 (a MarshalJSON that returns raw bytes).
 func SetResult(ctx context.Context, v any) error {
 	ex, err := execution(ctx)
 	if err != nil {
@@ -60,6 +62,9 @@ func SetResult(ctx context.Context, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encode job result: %w", err)
+	}
+	if err := checkJSON("result", b); err != nil {
+		return err
 	}
 	ex.SetResult(b)
 	return nil

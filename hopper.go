@@ -68,4 +68,7 @@ const (
 	OutcomeCanceled     = hoppertype.OutcomeCanceled
 	OutcomeSnoozed      = hoppertype.OutcomeSnoozed
 	OutcomeSuspended    = hoppertype.OutcomeSuspended
+	// OutcomeUndeliverable: a job a remote worker claimed could not be sent to it
+	// (Client.FailUndeliverable); it failed at once, without retry.
+	OutcomeUndeliverable = hoppertype.OutcomeUndeliverable
 )

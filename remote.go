@@ -16,7 +16,10 @@ import (
 // jobs to workers outside this process (another language, another transport). A claimed job
 // belongs to its worker until its lease expires; every call about the attempt presents the
 // lease token the claim returned and fails with ErrLeaseLost, changing nothing, when the token
-// is no longer the job's current lease. In-process workers (AddWorker) need none of this.
+// is no longer the job's current lease, or with ErrNotFound (which matches ErrLeaseLost too)
+// when no job has the id. Ids and text must be valid UTF-8 without NUL bytes, and JSON valid
+// JSON in UTF-8: anything else is a *ValidationError. In-process workers (AddWorker) need none
+// of this.
 
 // Limits of Activate and ReportJobProgress.
 const (
@@ -56,6 +59,9 @@ func (p *ActivateParams) validate(def time.Duration) error {
 	}
 	if p.LeaseDuration == 0 {
 		p.LeaseDuration = def
+	}
+	if err := checkText("worker", p.Worker); err != nil {
+		return err
 	}
 	switch {
 	case p.Worker == "" || len(p.Worker) > 128:
@@ -124,8 +130,13 @@ func (c *Client) Activate(ctx context.Context, p ActivateParams) ([]*JobRow, err
 // CompleteJob ends a remote worker's attempt successfully, storing result (a JSON value, or
 // nil). Concurrent calls share transactions.
 func (c *Client) CompleteJob(ctx context.Context, id string, token int64, result json.RawMessage) error {
-	if len(result) > 0 && !json.Valid(result) {
-		return invalid("result", "is not valid JSON")
+	if err := checkID("id", id); err != nil {
+		return err
+	}
+	if len(result) > 0 {
+		if err := checkJSON("result", result); err != nil {
+			return err
+		}
 	}
 	if len(result) > c.cfg.MaxArgsBytes {
 		return invalid("result", "is %d bytes, more than the limit of %d", len(result), c.cfg.MaxArgsBytes)
@@ -158,8 +169,14 @@ type FailResult struct {
 // FailJob ends a remote worker's attempt with an error: the job is retried after its backoff
 // while it has attempts left (or RetriesLeft allows), else it fails for good.
 func (c *Client) FailJob(ctx context.Context, id string, token int64, p FailParams) (*FailResult, error) {
+	if err := checkID("id", id); err != nil {
+		return nil, err
+	}
 	if p.Error == "" {
 		return nil, invalid("error", "is required")
+	}
+	if err := checkText("error", p.Error); err != nil {
+		return nil, err
 	}
 	if p.Backoff != nil && (*p.Backoff < 0 || *p.Backoff > MaxRunAtFuture) {
 		return nil, invalid("retry_backoff", "%s is outside 0–%s", *p.Backoff, MaxRunAtFuture)
@@ -204,6 +221,12 @@ func (c *Client) FailJob(ctx context.Context, id string, token int64, p FailPara
 // ReleaseJob hands a remote worker's job back to its queue at once without consuming its
 // attempt (the worker will not run it: it went away, is shutting down, or is not ready).
 func (c *Client) ReleaseJob(ctx context.Context, id string, token int64, why string) error {
+	if err := checkID("id", id); err != nil {
+		return err
+	}
+	if err := checkLimited("reason", why, maxReasonLen); err != nil {
+		return err
+	}
 	if why == "" {
 		why = "released by the worker"
 	}
@@ -212,7 +235,7 @@ func (c *Client) ReleaseJob(ctx context.Context, id string, token int64, why str
 		return c.attemptErr("release job", id, err)
 	}
 	err = c.engine.Finish(ctx, &store.FinishParams{ID: id, Token: token, State: hoppertype.StateQueued,
-		Outcome: hoppertype.OutcomeCanceled, GiveBack: true, Error: store.CleanText(why),
+		Outcome: hoppertype.OutcomeCanceled, GiveBack: true, Error: why,
 		Actor: hoppertype.ActorWorker, Reason: "released"})
 	if err == nil {
 		c.engine.Notify(row.Queue)
@@ -220,9 +243,25 @@ func (c *Client) ReleaseJob(ctx context.Context, id string, token int64, why str
 	return c.attemptErr("release job", id, err)
 }
 
+// FailUndeliverable fails a job claimed for a remote worker that cannot be handed to it: a
+// stored value the wire cannot carry (args that are not UTF-8, say, kept from before Hopper
+// validated its input or written to the database directly). The job fails at once, with
+// outcome undeliverable, no retry and why as its error, so it reaches the dead-letter queue
+// (and its hook) instead of being claimed, stranded and rescued again and again. job is the
+// claimed row Activate returned.
+func (c *Client) FailUndeliverable(ctx context.Context, job *JobRow, why string) error {
+	err := c.engine.Finish(ctx, &store.FinishParams{ID: job.ID, Token: job.Token, State: hoppertype.StateFailed,
+		Outcome: hoppertype.OutcomeUndeliverable, Error: "cannot deliver to a remote worker: " + why,
+		Actor: hoppertype.ActorAPI, Reason: "undeliverable", ExpiresAt: c.engine.ExpiresAt(job, nil, StateFailed)})
+	return c.attemptErr("fail undeliverable job", job.ID, err)
+}
+
 // SnoozeJob ends a remote worker's attempt with "not now": the job runs again after d
 // without consuming an attempt.
 func (c *Client) SnoozeJob(ctx context.Context, id string, token int64, d time.Duration) error {
+	if err := checkID("id", id); err != nil {
+		return err
+	}
 	if d < 0 || d > MaxRunAtFuture {
 		return invalid("delay", "%s is outside 0–%s", d, MaxRunAtFuture)
 	}
@@ -233,8 +272,13 @@ func (c *Client) SnoozeJob(ctx context.Context, id string, token int64, d time.D
 // or nil to keep the previous one) until opts.Until or until Resume, without consuming an
 // attempt.
 func (c *Client) SuspendJob(ctx context.Context, id string, token int64, checkpoint json.RawMessage, opts SuspendOpts) error {
-	if len(checkpoint) > 0 && !json.Valid(checkpoint) {
-		return invalid("checkpoint", "is not valid JSON")
+	if err := checkID("id", id); err != nil {
+		return err
+	}
+	if len(checkpoint) > 0 {
+		if err := checkJSON("checkpoint", checkpoint); err != nil {
+			return err
+		}
 	}
 	if len(checkpoint) > c.cfg.MaxArgsBytes {
 		return invalid("checkpoint", "is %d bytes, more than the limit of %d", len(checkpoint), c.cfg.MaxArgsBytes)
@@ -281,6 +325,9 @@ func (c *Client) ExtendJobLeases(ctx context.Context, refs []LeaseRef, d time.Du
 	}
 	ps := make([]*store.ExtendParams, len(refs))
 	for i, r := range refs {
+		if err := checkID("id", r.ID); err != nil {
+			return nil, err
+		}
 		ps[i] = &store.ExtendParams{ID: r.ID, Token: r.Token, Duration: d}
 	}
 	errs, err := c.store.JobExtendLeases(ctx, ps)
@@ -304,14 +351,20 @@ func (c *Client) ExtendJobLease(ctx context.Context, id string, token int64, d t
 
 // HeartbeatJob records a sign of life of a remote worker's attempt (separate from its lease).
 func (c *Client) HeartbeatJob(ctx context.Context, id string, token int64) error {
+	if err := checkID("id", id); err != nil {
+		return err
+	}
 	return c.attemptErr("heartbeat", id, c.store.JobHeartbeat(ctx, &store.HeartbeatParams{ID: id, Token: token}))
 }
 
 // ReportJobProgress stores a remote worker's progress (percent clamped to 0–100) and counts
 // as a heartbeat.
 func (c *Client) ReportJobProgress(ctx context.Context, id string, token int64, percent int, message string) error {
-	if len(message) > maxProgressMessage {
-		return invalid("message", "is %d bytes, more than %d", len(message), maxProgressMessage)
+	if err := checkID("id", id); err != nil {
+		return err
+	}
+	if err := checkLimited("message", message, maxProgressMessage); err != nil {
+		return err
 	}
 	err := c.store.JobProgress(ctx, &store.ProgressParams{ID: id, Token: token, Percent: percent, Message: message})
 	return c.attemptErr("report progress", id, err)

@@ -19,6 +19,12 @@ func (c *Client) storedSchedule(s Schedule, source string) (*store.Schedule, err
 	if err := checkScheduleName(s.Name); err != nil {
 		return nil, err
 	}
+	if err := checkLimited("tz", s.TZ, maxNameLen); err != nil {
+		return nil, err
+	}
+	if err := checkText("cron", s.Cron); err != nil {
+		return nil, err
+	}
 	spec, err := scheduleSpec(s)
 	if err != nil {
 		return nil, err
@@ -127,10 +133,10 @@ func scheduleArgs(v any, limit int) (json.RawMessage, error) {
 			return nil, invalid("args", "cannot encode as JSON: %v", err)
 		}
 	}
-	switch {
-	case !json.Valid(b):
-		return nil, invalid("args", "not valid JSON")
-	case len(b) > limit:
+	if err := checkJSON("args", b); err != nil {
+		return nil, err
+	}
+	if len(b) > limit {
 		return nil, invalid("args", "%d bytes exceed the limit of %d", len(b), limit)
 	}
 	return b, nil

@@ -1,10 +1,13 @@
 package hopper
 
 import (
+	"encoding/json"
+	"fmt"
 	"math"
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/hopperjobs/hopper/internal/store"
 )
@@ -20,9 +23,109 @@ const (
 	maxRetention   = 90 * 24 * time.Hour
 	maxResultTTL   = MaxRunAtFuture
 	maxHeaderBytes = 64 << 10
+	maxIDLen       = 255
+	maxNameLen     = 255 // filter values, cursors, time zones
+	maxReasonLen   = 4 << 10
 )
 
+// Text from outside (every string a Client method takes, every JSON payload) must be valid
+// UTF-8 without NUL bytes: PostgreSQL's text refuses both, SQLite would keep them, and a job
+// holding them could be neither shown through the API (protobuf strings are UTF-8) nor handed
+// to a remote worker. These checks run at the library's API boundary, so the Go API, the RPC
+// API, the async endpoints and the CLI refuse the same input with the same error.
+
+// checkText refuses a string that is not valid UTF-8 or holds a NUL byte.
+func checkText(field, s string) error {
+	if why := textProblem(s); why != "" {
+		return invalid(field, "%s", why)
+	}
+	return nil
+}
+
+// textProblem says what makes s unusable as text; "" when nothing does.
+func textProblem(s string) string {
+	switch i := badText(s); {
+	case i < 0:
+		return ""
+	case s[i] == 0:
+		return fmt.Sprintf("contains a NUL byte at byte %d", i)
+	default:
+		return fmt.Sprintf("not valid UTF-8 at byte %d", i)
+	}
+}
+
+// badText returns the offset of the first byte that makes s unusable as text, or -1.
+func badText(s string) int {
+	for i := 0; i < len(s); {
+		if s[i] == 0 {
+			return i
+		}
+		if s[i] < utf8.RuneSelf {
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			return i
+		}
+		i += n
+	}
+	return -1
+}
+
+// checkLimited is checkText with a length limit.
+func checkLimited(field, s string, limit int) error {
+	if len(s) > limit {
+		return invalid(field, "is %d bytes, more than %d", len(s), limit)
+	}
+	return checkText(field, s)
+}
+
+// checkID checks a job id: required, at most 255 bytes of text.
+func checkID(field, id string) error {
+	if id == "" {
+		return invalid(field, "is required")
+	}
+	return checkLimited(field, id, maxIDLen)
+}
+
+// checkTexts checks each string of a list (a filter), naming the item: kinds[2].
+func checkTexts(field string, ss []string) error {
+	for i, s := range ss {
+		if err := checkLimited(fmt.Sprintf("%s[%d]", field, i), s, maxNameLen); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkFilter checks the text of a list filter and its cursor.
+func checkFilter(queues, kinds []string, cursor string) error {
+	if err := checkTexts("queues", queues); err != nil {
+		return err
+	}
+	if err := checkTexts("kinds", kinds); err != nil {
+		return err
+	}
+	return checkLimited("cursor", cursor, maxNameLen)
+}
+
+// checkJSON refuses a payload that is not one JSON value in valid UTF-8 (json.Valid lets
+// bytes that are not UTF-8 through inside strings; no store or wire can keep them).
+func checkJSON(field string, b []byte) error {
+	if !json.Valid(b) {
+		return invalid(field, "not valid JSON")
+	}
+	if !utf8.Valid(b) { // JSON holds no raw NUL: json.Valid refused it
+		return invalid(field, "not valid UTF-8 at byte %d", badText(string(b)))
+	}
+	return nil
+}
+
 func checkKind(kind string) error {
+	if err := checkText("kind", kind); err != nil {
+		return err
+	}
 	switch {
 	case kind == "":
 		return invalid("kind", "is empty")
@@ -75,14 +178,16 @@ func checkInsert(p *store.InsertParams, o InsertOpts, now time.Time) error {
 		return invalid("max_attempts", "%d is outside 1–%d", p.MaxAttempts, maxAttemptsCap)
 	case p.Timeout < 0 || p.Timeout > maxTimeout:
 		return invalid("timeout", "%s is outside 0–%s", p.Timeout, maxTimeout)
-	case len(p.IdempotencyKey) > maxKeyLen:
-		return invalid("idempotency_key", "is %d bytes, more than %d", len(p.IdempotencyKey), maxKeyLen)
 	case p.IdempotencyTTL < 0 || p.IdempotencyTTL > maxRetention:
 		return invalid("idempotency_retention", "%s is outside 0–%s", p.IdempotencyTTL, maxRetention)
-	case len(p.GroupKey) > maxKeyLen:
-		return invalid("group_key", "is %d bytes, more than %d", len(p.GroupKey), maxKeyLen)
 	case p.ResultTTL < 0 || p.ResultTTL > maxResultTTL:
 		return invalid("result_ttl", "%s is outside 0–%s", p.ResultTTL, maxResultTTL)
+	}
+	if err := checkLimited("idempotency_key", p.IdempotencyKey, maxKeyLen); err != nil {
+		return err
+	}
+	if err := checkLimited("group_key", p.GroupKey, maxKeyLen); err != nil {
+		return err
 	}
 	if err := checkRunAt(o, now); err != nil {
 		return err
@@ -114,6 +219,12 @@ func checkHeaders(h map[string]string) error {
 	for k, v := range h {
 		if k == "" {
 			return invalid("headers", "a header name is empty")
+		}
+		if why := textProblem(k); why != "" {
+			return invalid("headers", "the name %q: %s", k, why)
+		}
+		if why := textProblem(v); why != "" {
+			return invalid("headers", "the value of %q: %s", k, why)
 		}
 		size += len(k) + len(v)
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/hopperjobs/hopper"
 )
@@ -20,7 +21,8 @@ import (
 // first request, again with 202, plus Idempotent-Replayed: true; with another value it gets
 // 422. Keys are shared with every other enqueue of the client, of any kind.
 //
-// Errors: 400 for a body that is not JSON or an empty Idempotency-Key, 405 for a method other
+// Errors: 400 for a body that is not JSON in UTF-8, an empty Idempotency-Key, or a kind or
+// key that is not UTF-8 or holds a NUL byte, 405 for a method other
 // than POST, 413 for a body over WithMaxBodyBytes or the client's Config.MaxArgsBytes, 422 for
 // a reused idempotency key, 431 for headers too large to record (64 KiB), 500 when the store
 // fails. It panics when c is nil or kind is empty. It is safe for concurrent use.
@@ -81,7 +83,7 @@ func (h *asyncHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Headers: requestHeaders(r, h.cfg.skip), IdempotencyKey: key,
 	})
 	if err != nil {
-		h.enqueueError(w, r, kind, err)
+		h.enqueueError(w, r, kind, body, err)
 		return
 	}
 	url := h.cfg.statusURL(res.Job.ID)
@@ -152,11 +154,13 @@ func idempotencyKey(w http.ResponseWriter, r *http.Request) (string, bool) {
 // caller's error. The others come from the handler's options: a bad one is the program's.
 var requestFields = map[string]bool{"args": true, "headers": true, "idempotency_key": true, "kind": true}
 
-func (h *asyncHandler) enqueueError(w http.ResponseWriter, r *http.Request, kind string, err error) {
+func (h *asyncHandler) enqueueError(w http.ResponseWriter, r *http.Request, kind string, body []byte, err error) {
 	var verr *hopper.ValidationError
 	isValidation := errors.As(err, &verr)
 	switch {
-	case isValidation && verr.Field == "args": // the body is valid JSON: only its size is left
+	case isValidation && verr.Field == "args" && !utf8.Valid(body):
+		writeError(w, http.StatusBadRequest, codeInvalidArgument, "the request body is "+verr.Reason)
+	case isValidation && verr.Field == "args": // the body is valid JSON in UTF-8: only its size is left
 		tooLarge(w, verr.Reason)
 	case isValidation && verr.Field == "headers":
 		writeError(w, http.StatusRequestHeaderFieldsTooLarge, codeResourceExhausted,

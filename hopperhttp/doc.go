@@ -13,7 +13,10 @@
 //
 // Several values of one header or query parameter are joined with ", ". Credentials
 // (Authorization, Cookie, Proxy-Authorization, X-Api-Key) are never recorded: job headers are
-// stored in the clear and shown by the CLI. WithoutHeaders drops more.
+// stored in the clear and shown by the CLI. WithoutHeaders drops more. Job headers are text:
+// a recorded value with bytes that are not UTF-8 (a Latin-1 header, a %FF in the query) is
+// kept with U+FFFD in their place. The body, the kind and the key must be valid UTF-8 (the
+// body valid JSON), or the request gets 400.
 //
 // An Idempotency-Key request header becomes the job's idempotency key: a retry with the same
 // key and body gets the job of the first request (202 again, with Idempotent-Replayed: true);

@@ -3,6 +3,8 @@ package hopperhttp
 import (
 	"net/http"
 	"strings"
+
+	"github.com/hopperjobs/hopper/internal/store"
 )
 
 // credentialHeaders are never recorded: job headers are stored in the clear and shown by the
@@ -11,8 +13,22 @@ var credentialHeaders = map[string]bool{
 	"authorization": true, "cookie": true, "proxy-authorization": true, "x-api-key": true,
 }
 
-// requestHeaders is the HTTP request as recorded in a job's headers (see the package doc).
+// requestHeaders is the HTTP request as recorded in a job's headers (see the package doc). A
+// recorded value that is not UTF-8 (a Latin-1 header value, a %FF in the query or the path)
+// is kept with U+FFFD in place of its bad bytes: the record describes the request, and
+// refusing a request over a header it does not act on would be worse.
 func requestHeaders(r *http.Request, skip map[string]bool) map[string]string {
+	h := record(r, skip)
+	for k, v := range h {
+		if ck, cv := store.CleanText(k), store.CleanText(v); ck != k || cv != v {
+			delete(h, k)
+			h[ck] = cv
+		}
+	}
+	return h
+}
+
+func record(r *http.Request, skip map[string]bool) map[string]string {
 	h := map[string]string{"http.method": r.Method, "http.path": r.URL.Path}
 	add := func(key string, vals []string) {
 		v := strings.Join(vals, ", ")

@@ -1,11 +1,13 @@
 package hopperhttp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hopperjobs/hopper"
 )
@@ -31,7 +33,7 @@ const (
 // or canceled, or when the wait ends, with the state then (still 200). It stops at once when
 // the request ends.
 //
-// Errors: 400 for a bad wait, 404 for an unknown job, 405 for a method other than GET or HEAD,
+// Errors: 400 for a bad wait or an id that is not UTF-8 or holds a NUL byte, 404 for an unknown job, 405 for a method other than GET or HEAD,
 // 500 when the store fails or the route has no {id} wildcard. It panics when c is nil. It is
 // safe for concurrent use.
 func StatusHandler(c *hopper.Client, opts ...Option) http.Handler {
@@ -86,6 +88,8 @@ func (h *statusHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	job, err := waitForJob(r.Context(), h.client, id, wait)
 	switch {
+	case errors.Is(err, hopper.ErrInvalid):
+		writeError(w, http.StatusBadRequest, codeInvalidArgument, err.Error())
 	case errors.Is(err, hopper.ErrNotFound):
 		writeError(w, http.StatusNotFound, codeNotFound, "no job "+id)
 	case err != nil && r.Context().Err() != nil: // the client went away; nobody reads an answer
@@ -148,6 +152,10 @@ func (h *statusHandler) status(job *hopper.JobRow) *jobStatus {
 		s.Result = job.Result
 		if len(s.Result) == 0 {
 			s.Result = json.RawMessage("null")
+		}
+		if !utf8.Valid(s.Result) {
+			// Stored before Hopper validated results: shown with U+FFFD, as strings are.
+			s.Result = bytes.ToValidUTF8(s.Result, []byte("\uFFFD"))
 		}
 	case hopper.StateFailed:
 		s.Error = job.LastError

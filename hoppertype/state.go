@@ -81,4 +81,7 @@ const (
 	OutcomeSnoozed Outcome = "snoozed"
 	// OutcomeSuspended: the handler parked the job with a checkpoint; the attempt was given back.
 	OutcomeSuspended Outcome = "suspended"
+	// OutcomeUndeliverable: the job could not be handed to the remote worker that claimed it
+	// (a stored value the wire cannot carry); it failed at once, without retry.
+	OutcomeUndeliverable Outcome = "undeliverable"
 )

@@ -12,6 +12,7 @@ import (
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
 	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/engine"
+	"github.com/hopperjobs/hopper/internal/store"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
@@ -64,7 +65,7 @@ func (w *Worker) execute(ctx context.Context, job *hopperv1.ActivatedJob) {
 	case errors.Is(cause, hopper.ErrShutdown) && w.cfg.Mode == Stream:
 		return // closing the stream gives the job back
 	case errors.Is(cause, hopper.ErrShutdown):
-		why := fmt.Sprintf("released on shutdown: %v", err)
+		why := store.CleanText(fmt.Sprintf("released on shutdown: %v", err))
 		report = func(ctx context.Context) error { return w.releaseCall(ctx, job, why) }
 	default:
 		report = func(ctx context.Context) error {
@@ -146,7 +147,9 @@ func (w *Worker) park(ctx context.Context, job *hopperv1.ActivatedJob, err error
 }
 
 // failRequest describes a failed attempt as the in-process engine would decide it: not
-// retryable errors fail the job; RetryAfter and a per-kind backoff set the wait.
+// retryable errors fail the job; RetryAfter and a per-kind backoff set the wait. The error
+// text is the handler's: bytes the server would refuse (not UTF-8, NUL) become U+FFFD, so an
+// odd error message never makes the report itself fail.
 func failRequest(job *hopperv1.ActivatedJob, row *hoppertype.JobRow, unit engine.Unit, err, cause error) *hopperv1.FailRequest {
 	req := &hopperv1.FailRequest{Id: job.GetId(), LeaseToken: job.GetLeaseToken(), Error: err.Error()}
 	var pe *engine.PanicError
@@ -155,6 +158,7 @@ func failRequest(job *hopperv1.ActivatedJob, row *hoppertype.JobRow, unit engine
 	} else if errors.Is(cause, engine.ErrTimeout) {
 		req.Error = fmt.Sprintf("%v: %v", engine.ErrTimeout, err)
 	}
+	req.Error = store.CleanText(req.Error)
 	var noRetry *engine.NoRetryError
 	var after *engine.RetryAfterError
 	switch {
@@ -237,12 +241,13 @@ func (o *rpcOps) ExtendLease(ctx context.Context, d time.Duration) error {
 	return o.err(err)
 }
 
-// err maps a refused lease to hopper.ErrLeaseLost and cancels the attempt, as in process.
+// err maps a refused lease (or a job the server no longer has) to hopper.ErrLeaseLost and
+// cancels the attempt, as in process.
 func (o *rpcOps) err(err error) error {
 	if err == nil {
 		return nil
 	}
-	if connect.CodeOf(err) == connect.CodeFailedPrecondition {
+	if code := connect.CodeOf(err); code == connect.CodeFailedPrecondition || code == connect.CodeNotFound {
 		o.w.mu.Lock()
 		a := o.w.running[keyOf(o.job)]
 		o.w.mu.Unlock()

@@ -335,3 +335,31 @@ func TestRemoteWorkerStopLetsRunningJobsFinish(t *testing.T) {
 		})
 	}
 }
+
+// A handler's error text with bytes the API refuses (not UTF-8, NUL) is cleaned before the
+// worker reports it: the job fails with U+FFFD in their place, instead of the report failing
+// and the job waiting, running, for its lease to expire.
+func TestRemoteWorkerReportsAnErrorThatIsNotUTF8(t *testing.T) {
+	for name, mode := range map[string]remote.Mode{"stream": remote.Stream, "poll": remote.Poll} {
+		t.Run(name, func(t *testing.T) {
+			url, client := serve(t)
+			ws := hopper.NewWorkers()
+			hopper.AddWorkerFunc(ws, func(ctx context.Context, job *hopper.Job[resize]) error {
+				if err := hopper.ReportProgress(ctx, 10, "at \xff"); err != nil {
+					return err
+				}
+				return hopper.NoRetry(errors.New("decoder said \xff\x00"))
+			})
+			w, err := remote.New(remote.Config{URL: url, Workers: ws, Mode: mode, Name: "odd-" + name, PollWait: time.Second})
+			require.NoError(t, err)
+			require.NoError(t, w.Start(context.Background()))
+			defer func() { require.NoError(t, w.Stop(context.Background())) }()
+
+			res, err := client.Enqueue(t.Context(), resize{}, &hopper.InsertOpts{MaxAttempts: 1})
+			require.NoError(t, err)
+			job := waitFor(t, client, res.Job.ID, hopper.StateFailed)
+			require.Contains(t, job.LastError, "decoder said \uFFFD\uFFFD")
+			require.Equal(t, "at \uFFFD", job.ProgressMessage)
+		})
+	}
+}

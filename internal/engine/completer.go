@@ -37,7 +37,10 @@ func newCompleter(e *Engine) *completer {
 func (c *completer) add(p *store.FinishParams) { c.addWaiting(p, nil) }
 
 // addWaiting queues p; done, when not nil, receives the store's verdict on p once written.
+// Free text of an outcome (a handler's error and stack, a release reason) is made storable
+// here, the one place every outcome passes: nobody could be told it was refused.
 func (c *completer) addWaiting(p *store.FinishParams, done chan error) {
+	p.Error, p.Stack, p.Reason = store.CleanText(p.Error), store.CleanText(p.Stack), store.CleanText(p.Reason)
 	c.mu.Lock()
 	c.pending = append(c.pending, p)
 	if done != nil {

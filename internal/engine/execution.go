@@ -52,9 +52,10 @@ func (x *Execution) SetResult(v json.RawMessage) { x.result = v }
 // Result is the value SetResult recorded, if any.
 func (x *Execution) Result() json.RawMessage { return x.result }
 
-// Progress stores percent (clamped to 0–100) and a message; it counts as a heartbeat.
+// Progress stores percent (clamped to 0–100) and a message; it counts as a heartbeat. The
+// message is free text from the handler: bytes no store or wire can carry become U+FFFD.
 func (x *Execution) Progress(ctx context.Context, percent int, message string) error {
-	return x.ops.Progress(ctx, percent, message)
+	return x.ops.Progress(ctx, percent, store.CleanText(message))
 }
 
 // Heartbeat records a sign of life, separate from the lease.

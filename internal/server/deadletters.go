@@ -67,9 +67,6 @@ func (d *deadLetterService) Stats(ctx context.Context, _ *hopperv1.DeadLetterSer
 }
 
 func (d *deadLetterService) Replay(ctx context.Context, req *hopperv1.ReplayRequest) (*hopperv1.ReplayResponse, error) {
-	if req.GetId() == "" {
-		return nil, invalidArg("id", "is required")
-	}
 	by := replayedBy(ctx)
 	job, err := d.s.client.Replay(ctx, req.GetId(), by)
 	if err != nil {

@@ -142,7 +142,7 @@ func (s *Server) enqueued(ctx context.Context, job *hopper.JobRow) *hopperv1.Job
 	if principalFrom(ctx).Allows(ScopeRead) {
 		return s.toJob(job)
 	}
-	return &hopperv1.Job{Id: job.ID, Kind: job.Kind, Queue: job.Queue, State: string(job.State),
+	return &hopperv1.Job{Id: text(job.ID), Kind: text(job.Kind), Queue: text(job.Queue), State: string(job.State),
 		RunAt: ts(job.RunAt), CreatedAt: ts(job.CreatedAt)}
 }
 

@@ -74,9 +74,9 @@ func fromSchedule(s *hopperv1.Schedule) hopper.Schedule {
 func toSchedule(info *hopper.ScheduleInfo) *hopperv1.Schedule {
 	args, _ := info.Args.(json.RawMessage) // a ScheduleInfo's Args always is
 	return &hopperv1.Schedule{
-		Name: info.Name, Cron: info.Cron, Every: dur(info.Every), FixedDelay: dur(info.FixedDelay), Tz: info.TZ,
-		Kind: info.Kind, Args: string(args), Queue: info.Queue, Priority: int32(info.Priority),
-		MaxAttempts: int32(info.MaxAttempts), Timeout: dur(info.Timeout), Headers: info.Headers,
+		Name: text(info.Name), Cron: text(info.Cron), Every: dur(info.Every), FixedDelay: dur(info.FixedDelay), Tz: text(info.TZ),
+		Kind: text(info.Kind), Args: textBytes(args), Queue: text(info.Queue), Priority: int32(info.Priority),
+		MaxAttempts: int32(info.MaxAttempts), Timeout: dur(info.Timeout), Headers: textMap(info.Headers),
 		CatchUp: string(info.CatchUp), Overlap: string(info.Overlap), Jitter: dur(info.Jitter), Paused: info.Paused,
 		Source: info.Source, LastFireAt: ts(info.LastFireAt), NextFireAt: ts(info.NextFireAt),
 		LastJobId: info.LastJobID, CreatedAt: ts(info.CreatedAt), UpdatedAt: ts(info.UpdatedAt),

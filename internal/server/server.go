@@ -135,7 +135,7 @@ func New(cfg Config) (*Server, error) {
 		routes: map[string]Scope{}, reg: newRegistry(), limits: newLimiter()}
 	s.shutdownCtx, s.shutdown = context.WithCancel(context.Background())
 
-	rpc := connect.NewServer(s.recoverPanics)
+	rpc := connect.NewServer(s.recoverPanics, s.releaseUnsent)
 	hopperv1connect.RegisterJobServiceHandler(rpc, &jobService{s})
 	hopperv1connect.RegisterWorkerServiceHandler(rpc, &workerService{s})
 	hopperv1connect.RegisterQueueServiceHandler(rpc, &queueService{s})

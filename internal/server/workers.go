@@ -63,6 +63,7 @@ func (w *workerService) Activate(ctx context.Context, req *hopperv1.ActivateRequ
 	defer stop()
 	done := s.reg.seen(req.GetWorker(), queueOrDefault(req.GetQueue()), req.GetKinds(), time.Now(), false)
 	jobs, err := s.client.Activate(ctx, params)
+	jobs = w.deliverable(ctx, jobs)
 	done(len(jobs))
 	if err != nil && ctx.Err() != nil && !s.isReady() {
 		return nil, connect.NewError(connect.CodeUnavailable, "server shutting down; retry on another node or later")
@@ -183,6 +184,7 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 			}
 			return rpcError(s.log, "stream jobs", err)
 		}
+		jobs = w.deliverable(ctx, jobs)
 		s.reg.count(params.Worker, params.Queue, len(jobs))
 		// Hold every claimed job before the first push: if a push fails, closing the stream
 		// gives all of them back at once.
@@ -261,6 +263,69 @@ func (w *workerService) keepLeases(ctx context.Context, st *stream, send *locked
 	}
 }
 
+// deliverable returns the claimed jobs that can be sent to a remote worker. Each of the others
+// (a stored value the wire cannot carry: see undeliverable) fails alone, at once and for
+// good, into the dead-letter queue: sent, it would fail the whole answer and strand the good
+// jobs with it; given back, it would be claimed again forever.
+func (w *workerService) deliverable(ctx context.Context, jobs []*hopper.JobRow) []*hopper.JobRow {
+	var ok, bad []*hopper.JobRow
+	var whys []string
+	for _, j := range jobs {
+		if why := undeliverable(j); why != "" {
+			bad, whys = append(bad, j), append(whys, why)
+		} else {
+			ok = append(ok, j)
+		}
+	}
+	if len(bad) == 0 {
+		return jobs
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	concurrently(len(bad), func(i int) {
+		if err := w.s.client.FailUndeliverable(ctx, bad[i], whys[i]); err != nil {
+			w.s.log.Error("fail undeliverable job", "job_id", text(bad[i].ID), "why", whys[i], "err", err)
+			return
+		}
+		w.s.log.Warn("job cannot be delivered to a remote worker; failed", "job_id", text(bad[i].ID), "why", whys[i])
+	})
+	return ok
+}
+
+// releaseUnsent wraps Activate's stream so that jobs of an answer that could not be sent
+// (marshalling or writing it failed) go back to their queue at once, instead of staying
+// running, with nobody on them, until their leases expire. (A stream's jobs need no such
+// guard: StreamJobs holds them and gives back what it held when a send fails.)
+func (s *Server) releaseUnsent(next connect.ServerFunc) connect.ServerFunc {
+	return func(ctx context.Context, spec connect.Spec, stream connect.ServerStream) error {
+		if spec.Procedure == hopperv1connect.WorkerServiceActivateProcedure {
+			stream = &activateStream{ServerStream: stream, ctx: ctx, w: &workerService{s}}
+		}
+		return next(ctx, spec, stream)
+	}
+}
+
+type activateStream struct {
+	connect.ServerStream
+	ctx context.Context
+	w   *workerService
+}
+
+func (a *activateStream) Send(msg any) error {
+	err := a.ServerStream.Send(msg)
+	res, ok := msg.(*hopperv1.ActivateResponse)
+	if err == nil || !ok || len(res.GetJobs()) == 0 {
+		return err
+	}
+	refs := make([]hopper.LeaseRef, len(res.GetJobs()))
+	for i, j := range res.GetJobs() {
+		refs[i] = hopper.LeaseRef{ID: j.GetId(), Token: j.GetLeaseToken()}
+	}
+	a.w.s.log.Warn("activated jobs could not be sent; released", "jobs", len(refs), "err", err)
+	a.w.release(a.ctx, refs, "the answer to the worker could not be sent")
+	return err
+}
+
 // release gives jobs back to their queue at once, without consuming their attempts.
 func (w *workerService) release(ctx context.Context, refs []hopper.LeaseRef, why string) {
 	if len(refs) == 0 {
@@ -268,19 +333,26 @@ func (w *workerService) release(ctx context.Context, refs []hopper.LeaseRef, why
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
-	// Concurrently, so the completer writes them in a few transactions.
+	concurrently(len(refs), func(i int) {
+		err := w.s.client.ReleaseJob(ctx, refs[i].ID, refs[i].Token, why)
+		if err != nil && !errors.Is(err, hopper.ErrLeaseLost) {
+			w.s.log.Warn("release streamed job", "job_id", refs[i].ID, "err", err)
+		}
+	})
+}
+
+// concurrently calls fn(0) … fn(n-1), up to 32 at a time, and waits for them: outcomes
+// written concurrently share the completer's transactions instead of one commit each.
+func concurrently(n int, fn func(i int)) {
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 32)
-	for _, ref := range refs {
+	for i := range n {
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			err := w.s.client.ReleaseJob(ctx, ref.ID, ref.Token, why)
-			if err != nil && !errors.Is(err, hopper.ErrLeaseLost) {
-				w.s.log.Warn("release streamed job", "job_id", ref.ID, "err", err)
-			}
+			fn(i)
 		}()
 	}
 	wg.Wait()
@@ -331,9 +403,6 @@ func (w *workerService) Fail(ctx context.Context, req *hopperv1.FailRequest) (*h
 
 func (w *workerService) Release(ctx context.Context, req *hopperv1.ReleaseRequest) (*hopperv1.ReleaseResponse, error) {
 	ref := hopper.LeaseRef{ID: req.GetId(), Token: req.GetLeaseToken()}
-	if len(req.GetReason()) > 4096 {
-		return nil, invalidArg("reason", "is longer than 4096 bytes")
-	}
 	err := w.s.client.ReleaseJob(ctx, ref.ID, ref.Token, req.GetReason())
 	w.finished(ref, outcomeReleased, err)
 	if err != nil {

@@ -23,7 +23,8 @@ func EncodeCursor(id string) string {
 func DecodeCursor(c string) (string, error) {
 	b, err := base64.RawURLEncoding.DecodeString(c)
 	id, ok := strings.CutPrefix(string(b), cursorPrefix)
-	if err != nil || !ok || id == "" {
+	// A store issues cursors for job ids, which are text: anything else was made up.
+	if err != nil || !ok || id == "" || CleanText(id) != id {
 		return "", fmt.Errorf("list jobs: cursor %q is not one this store issued: %w", c, ErrInvalidCursor)
 	}
 	return id, nil

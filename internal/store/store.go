@@ -26,6 +26,10 @@ var (
 	ErrInvalidTransition = jobstate.ErrInvalidTransition
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("store closed")
+	// ErrInvalid: a value the store cannot keep (a NUL byte or bytes that are not UTF-8 in
+	// text PostgreSQL keeps, a number or time out of its range). Callers validate first; a
+	// store returns it so that bad input it still receives is the caller's error, not its own.
+	ErrInvalid = errors.New("invalid input")
 )
 
 // Store is what the engine and the client need from a database. Implementations are safe for
@@ -50,11 +54,14 @@ type Store interface {
 	// priority first, then oldest first, each with a new fencing token.
 	JobClaim(ctx context.Context, params *ClaimParams) ([]*hoppertype.JobRow, error)
 	// JobFinishMany ends running attempts in one transaction. Each item's error is nil, or
-	// ErrLeaseLost when its token is stale, or ErrInvalidTransition for a bad target state.
+	// ErrLeaseLost when its token is stale, or NoSuchJob when no job has its id, or
+	// ErrInvalidTransition for a bad target state.
 	JobFinishMany(ctx context.Context, params []*FinishParams) ([]error, error)
 	// JobExtendLeases sets each lease to expire Duration from now (it may shorten it).
 	JobExtendLeases(ctx context.Context, params []*ExtendParams) ([]error, error)
-	// JobHeartbeat records a sign of life of a running attempt; ErrLeaseLost when stale.
+	// JobHeartbeat records a sign of life of a running attempt; ErrLeaseLost when stale,
+	// NoSuchJob when no job has the id (the same holds for JobExtendLeases' items and
+	// JobProgress).
 	JobHeartbeat(ctx context.Context, params *HeartbeatParams) error
 	// JobProgress stores progress (percent clamped to 0–100) and counts as a heartbeat.
 	JobProgress(ctx context.Context, params *ProgressParams) error

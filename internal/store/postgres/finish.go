@@ -65,12 +65,54 @@ func (s *Store) JobFinishMany(ctx context.Context, params []*store.FinishParams)
 	if err != nil {
 		return nil, s.wrap(err, "finish jobs")
 	}
+	var lost []int
 	for _, i := range valid {
 		if !matched[i] {
-			errs[i] = fmt.Errorf("job %s token %d: %w", params[i].ID, params[i].Token, store.ErrLeaseLost)
+			lost = append(lost, i)
 		}
 	}
+	if err := s.refuse(ctx, errs, lost, func(i int) (string, int64) { return params[i].ID, params[i].Token }); err != nil {
+		return nil, s.wrap(err, "finish jobs")
+	}
 	return errs, nil
+}
+
+// refuse sets errs[i] for each fenced item i that changed nothing: NoSuchJob when no job has
+// its id, else ErrLeaseLost. It reads the database only when some item was refused, so the
+// calls that succeed (nearly all) pay nothing for telling the two apart.
+func (s *Store) refuse(ctx context.Context, errs []error, items []int, ref func(i int) (string, int64)) error {
+	if len(items) == 0 {
+		return nil
+	}
+	ids := make([]string, len(items))
+	for n, i := range items {
+		ids[n], _ = ref(i)
+	}
+	rs, err := s.pool.Query(ctx, s.sql(`SELECT id FROM {schema}.jobs WHERE id = ANY($1::text[])`), ids)
+	if err != nil {
+		return err
+	}
+	defer rs.Close()
+	exists := map[string]bool{}
+	for rs.Next() {
+		var id string
+		if err := rs.Scan(&id); err != nil {
+			return err
+		}
+		exists[id] = true
+	}
+	if err := rs.Err(); err != nil {
+		return err
+	}
+	for _, i := range items {
+		id, token := ref(i)
+		if exists[id] {
+			errs[i] = fmt.Errorf("job %s token %d: %w", id, token, store.ErrLeaseLost)
+		} else {
+			errs[i] = store.NoSuchJob(id)
+		}
+	}
+	return nil
 }
 
 type finishArrays struct {
@@ -176,10 +218,14 @@ func (s *Store) JobExtendLeases(ctx context.Context, params []*store.ExtendParam
 	if err := rs.Err(); err != nil {
 		return nil, s.wrap(err, "extend leases")
 	}
+	var lost []int
 	for i, p := range params {
 		if !held[lease{p.ID, p.Token}] {
-			errs[i] = fmt.Errorf("job %s token %d: %w", p.ID, p.Token, store.ErrLeaseLost)
+			lost = append(lost, i)
 		}
+	}
+	if err := s.refuse(ctx, errs, lost, func(i int) (string, int64) { return params[i].ID, params[i].Token }); err != nil {
+		return nil, s.wrap(err, "extend leases")
 	}
 	return errs, nil
 }
@@ -202,8 +248,12 @@ func (s *Store) touch(ctx context.Context, id string, token int64, query string,
 	if err != nil {
 		return s.wrap(err, "update job %s", id)
 	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("job %s token %d: %w", id, token, store.ErrLeaseLost)
+	if tag.RowsAffected() > 0 {
+		return nil
 	}
-	return nil
+	errs := make([]error, 1)
+	if err := s.refuse(ctx, errs, []int{0}, func(int) (string, int64) { return id, token }); err != nil {
+		return s.wrap(err, "update job %s", id)
+	}
+	return errs[0]
 }

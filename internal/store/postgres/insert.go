@@ -82,9 +82,12 @@ type insertPlan struct {
 	results    []*store.InsertResult
 }
 
-// planInsert groups items by idempotency key. Two items of one batch with one key and
-// different payloads are ErrDuplicate before anything is written.
+// planInsert groups items by idempotency key. A batch store.CheckBatch refuses (two items
+// with one key and different payloads…) fails before anything is written.
 func planInsert(params []*store.InsertParams) (*insertPlan, error) {
+	if err := store.CheckBatch(params); err != nil {
+		return nil, err
+	}
 	p := &insertPlan{
 		params: params, hashes: make([]string, len(params)), keyed: make([]int, len(params)),
 		firstOfKey: map[string]int{}, existing: map[int]string{},
@@ -100,8 +103,6 @@ func planInsert(params []*store.InsertParams) (*insertPlan, error) {
 		if !seen {
 			p.firstOfKey[ip.IdempotencyKey] = i
 			first = i
-		} else if p.hashes[first] != p.hashes[i] {
-			return nil, fmt.Errorf("idempotency key %q names job %s: %w", ip.IdempotencyKey, params[first].ID, store.ErrDuplicate)
 		}
 		p.keyed[i] = first
 	}

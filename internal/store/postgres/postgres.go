@@ -201,8 +201,10 @@ func (s *Store) nowArg() any {
 	return s.clock.Now()
 }
 
-// wrap says what was being done, and that the store was closed when it was.
+// wrap says what was being done, and that the store was closed when it was. A value the
+// database refused (a NUL byte in text…) matches store.ErrInvalid.
 func (s *Store) wrap(err error, format string, args ...any) error {
+	err = invalidInput(err)
 	if s.closed.Load() && !errors.Is(err, store.ErrClosed) {
 		err = fmt.Errorf("%w: %v", store.ErrClosed, err)
 	}

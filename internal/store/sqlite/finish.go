@@ -40,7 +40,7 @@ func (s *Store) JobFinishMany(ctx context.Context, params []*store.FinishParams)
 				return err
 			}
 			if !matched {
-				errs[i] = fmt.Errorf("job %s token %d: %w", p.ID, p.Token, store.ErrLeaseLost)
+				errs[i] = refused(ctx, tx, p.ID, p.Token)
 			}
 		}
 		return nil
@@ -85,7 +85,9 @@ func (s *Store) JobExtendLeases(ctx context.Context, params []*store.ExtendParam
 			if err != nil {
 				return fmt.Errorf("extend lease of job %s: %w", p.ID, err)
 			}
-			errs[i] = leaseLostUnless(res, p.ID, p.Token)
+			if n, _ := res.RowsAffected(); n == 0 {
+				errs[i] = refused(ctx, tx, p.ID, p.Token)
+			}
 		}
 		return nil
 	})
@@ -112,15 +114,22 @@ func (s *Store) touch(ctx context.Context, id string, token int64, query string,
 		if err != nil {
 			return fmt.Errorf("update job %s: %w", id, err)
 		}
-		return leaseLostUnless(res, id, token)
+		if n, _ := res.RowsAffected(); n == 0 {
+			return refused(ctx, tx, id, token)
+		}
+		return nil
 	})
 }
 
-func leaseLostUnless(res sql.Result, id string, token int64) error {
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("job %s token %d: %w", id, token, store.ErrLeaseLost)
+// refused is the verdict on a fenced call that changed nothing: NoSuchJob when no job has the
+// id, else ErrLeaseLost. Only refused calls pay for the read that tells the two apart; if that
+// read fails, the verdict stays ErrLeaseLost, which is true either way.
+func refused(ctx context.Context, tx *sql.Tx, id string, token int64) error {
+	var exists bool
+	if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM jobs WHERE id = ?)`, id).Scan(&exists); err == nil && !exists {
+		return store.NoSuchJob(id)
 	}
-	return nil
+	return fmt.Errorf("job %s token %d: %w", id, token, store.ErrLeaseLost)
 }
 
 // nullPositive is NULL for n ≤ 0 ("keep the stored value").

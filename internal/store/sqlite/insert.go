@@ -19,6 +19,9 @@ const insertJobSQL = `INSERT INTO jobs (id, kind, queue, priority, args, headers
 
 // JobInsertMany inserts every job in one transaction.
 func (s *Store) JobInsertMany(ctx context.Context, params []*store.InsertParams) ([]*store.InsertResult, error) {
+	if err := store.CheckBatch(params); err != nil {
+		return nil, fmt.Errorf("insert jobs: %w", err)
+	}
 	out := make([]*store.InsertResult, len(params))
 	err := s.write(ctx, []string{insertJobSQL}, func(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt) error {
 		ins := stmts[0]

@@ -14,27 +14,63 @@ func testFencing(t *testing.T, opener Opener) {
 	parallel(t, opener, "StaleTokenWhileQueued", fencingStaleTokenWhileQueued)
 	parallel(t, opener, "UnissuedToken", fencingUnissuedToken)
 	parallel(t, opener, "NoSecondFinish", fencingNoSecondFinish)
+	parallel(t, opener, "UnknownJob", fencingUnknownJob)
 }
 
 // staleCalls makes every fenced call with token and requires each to be refused with
-// ErrLeaseLost.
+// ErrLeaseLost, and not ErrNotFound: the job exists.
 func (b *bundle) staleCalls(t *testing.T, id string, token int64) {
 	t.Helper()
+	for what, err := range b.fencedCalls(t, id, token) {
+		require.ErrorIs(t, err, store.ErrLeaseLost, what)
+		require.NotErrorIs(t, err, store.ErrNotFound, what)
+	}
+}
+
+// fencedCalls makes every call fenced by a lease token and returns each one's verdict.
+func (b *bundle) fencedCalls(t *testing.T, id string, token int64) map[string]error {
+	t.Helper()
 	ctx := t.Context()
-	errs, err := b.store.JobFinishMany(ctx, []*store.FinishParams{{
+	out := map[string]error{}
+	// A batch call's error is its item's, or the whole batch's when the store refused it.
+	item := func(errs []error, err error) error {
+		if err != nil {
+			return err
+		}
+		require.Len(t, errs, 1)
+		return errs[0]
+	}
+	out["finish"] = item(b.store.JobFinishMany(ctx, []*store.FinishParams{{
 		ID: id, Token: token, State: hoppertype.StateCompleted, Outcome: hoppertype.OutcomeOK,
 		Result: []byte(`{"stale":true}`), Actor: hoppertype.ActorWorker,
-	}})
-	require.NoError(t, err)
-	require.ErrorIs(t, errs[0], store.ErrLeaseLost, "finish")
+	}}))
+	out["extend"] = item(b.store.JobExtendLeases(ctx, []*store.ExtendParams{{ID: id, Token: token, Duration: time.Hour}}))
+	out["heartbeat"] = b.store.JobHeartbeat(ctx, &store.HeartbeatParams{ID: id, Token: token})
+	out["progress"] = b.store.JobProgress(ctx, &store.ProgressParams{ID: id, Token: token, Percent: 77, Message: "stale"})
+	return out
+}
 
-	errs, err = b.store.JobExtendLeases(ctx, []*store.ExtendParams{{ID: id, Token: token, Duration: time.Hour}})
+// A fenced call naming no job says so (ErrNotFound), apart from a stale token of a job that
+// exists; it matches ErrLeaseLost too, since the caller owns nothing. In a batch, only that
+// item is refused.
+func fencingUnknownJob(t *testing.T, b *bundle) {
+	unknown := newID(t)
+	for what, err := range b.fencedCalls(t, unknown, 1) {
+		require.ErrorIs(t, err, store.ErrNotFound, what)
+		require.ErrorIs(t, err, store.ErrLeaseLost, what)
+	}
+	job := b.running(t)
+	errs, err := b.store.JobFinishMany(t.Context(), []*store.FinishParams{
+		finishing(&hoppertype.JobRow{ID: unknown, Token: 1}, hoppertype.StateCompleted),
+		finishing(job, hoppertype.StateCompleted),
+		finishing(&hoppertype.JobRow{ID: job.ID, Token: job.Token + 1}, hoppertype.StateCompleted),
+	})
 	require.NoError(t, err)
-	require.ErrorIs(t, errs[0], store.ErrLeaseLost, "extend")
-
-	require.ErrorIs(t, b.store.JobHeartbeat(ctx, &store.HeartbeatParams{ID: id, Token: token}), store.ErrLeaseLost, "heartbeat")
-	require.ErrorIs(t, b.store.JobProgress(ctx, &store.ProgressParams{ID: id, Token: token, Percent: 77, Message: "stale"}),
-		store.ErrLeaseLost, "progress")
+	require.ErrorIs(t, errs[0], store.ErrNotFound)
+	require.NoError(t, errs[1])
+	require.ErrorIs(t, errs[2], store.ErrLeaseLost)
+	require.NotErrorIs(t, errs[2], store.ErrNotFound)
+	require.Equal(t, hoppertype.StateCompleted, b.get(t, job.ID).State)
 }
 
 // Contract 2: after a rescue and a new claim, the old token changes nothing and the new one works.

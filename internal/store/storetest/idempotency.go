@@ -90,6 +90,7 @@ func idempotencySameBatch(t *testing.T, b *bundle) {
 	q2 := params(t, withKey("other", day), withArgs(`{"n":2}`))
 	_, err := b.store.JobInsertMany(t.Context(), []*store.InsertParams{q1, q2})
 	require.ErrorIs(t, err, store.ErrDuplicate)
+	require.NotContains(t, err.Error(), q1.ID, "names a job that was never stored")
 	require.Equal(t, []string{p1.ID}, ids(b.listAll(t, store.ListParams{})))
 }
 
