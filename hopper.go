@@ -45,6 +45,7 @@ const (
 	ActorWorker   = hoppertype.ActorWorker
 	ActorLeader   = hoppertype.ActorLeader
 	ActorOperator = hoppertype.ActorOperator
+	ActorServer   = hoppertype.ActorServer
 )
 
 // Job states; see DESIGN.md.
@@ -68,4 +69,5 @@ const (
 	OutcomeCanceled     = hoppertype.OutcomeCanceled
 	OutcomeSnoozed      = hoppertype.OutcomeSnoozed
 	OutcomeSuspended    = hoppertype.OutcomeSuspended
+	OutcomeWorkerLost   = hoppertype.OutcomeWorkerLost
 )

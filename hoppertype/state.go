@@ -64,6 +64,7 @@ const (
 	ActorWorker   Actor = "worker"   // the worker holding the lease
 	ActorLeader   Actor = "leader"   // maintenance: promotion, rescue
 	ActorOperator Actor = "operator" // a person through the CLI or dashboard
+	ActorServer   Actor = "server"   // hopper serve, for its remote workers: a closed stream's jobs
 )
 
 // Outcome is how one attempt ended.
@@ -81,4 +82,7 @@ const (
 	OutcomeSnoozed Outcome = "snoozed"
 	// OutcomeSuspended: the handler parked the job with a checkpoint; the attempt was given back.
 	OutcomeSuspended Outcome = "suspended"
+	// OutcomeWorkerLost: the job's worker was lost once more than its MaxRescues allow (it
+	// crashed or hung its process each time); the job failed for good.
+	OutcomeWorkerLost Outcome = "worker_lost"
 )

@@ -28,6 +28,7 @@ func Run(t *testing.T, opener Opener) {
 		{"Suspend", testSuspend},
 		{"Results", testResults},
 		{"DeadLetters", testDeadLetters},
+		{"Rescues", testRescues},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
