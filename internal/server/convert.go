@@ -45,6 +45,7 @@ func (s *Server) toJob(j *hopper.JobRow) *hopperv1.Job {
 		GroupKey: j.GroupKey, OriginalId: j.OriginalID, ReplayCount: int32(j.ReplayCount),
 		CreatedAt: ts(j.CreatedAt), StartedAt: ts(j.StartedAt), FinishedAt: ts(j.FinishedAt),
 		UpdatedAt: ts(j.UpdatedAt), ExpiresAt: ts(j.ExpiresAt),
+		Rescues: int32(j.Rescues), MaxRescues: int32(j.MaxRescues),
 	}
 }
 

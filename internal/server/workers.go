@@ -95,8 +95,9 @@ func queueOrDefault(q string) string {
 }
 
 // StreamJobs pushes jobs within the stream's credit until the caller goes away. Its jobs'
-// leases are kept alive while it is open; when it ends, its unfinished jobs are released.
-func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobsRequest, out hopperv1connect.WorkerServiceStreamJobsServerStream) error {
+// leases are kept alive while it is open; when it ends, its unfinished jobs go back to their
+// queue (closeStream).
+func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobsRequest, out hopperv1connect.WorkerServiceStreamJobsServerStream) (endErr error) {
 	s := w.s
 	credit := int(req.GetCredit())
 	if credit < 1 || credit > MaxCredit {
@@ -136,7 +137,7 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 	defer func() {
 		stopKeeping()
 		keeper.Wait()
-		w.release(ctx, s.reg.close(st), "stream closed")
+		w.closeStream(ctx, st, endErr) // nil endErr: the worker went away
 		seenDone(0)
 	}()
 	// ended says why the stream stops: an error the worker should act on, or nil when the
@@ -193,7 +194,7 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 			if err := send.send(&hopperv1.StreamJobsResponse{Job: toActivated(j, req.GetFetchFields())}); err != nil {
 				return nil // the worker went away; the deferred close releases what it held
 			}
-			st.pushed.Add(1)
+			st.sent(hopper.LeaseRef{ID: j.ID, Token: j.Token})
 		}
 	}
 }
@@ -259,31 +260,6 @@ func (w *workerService) keepLeases(ctx context.Context, st *stream, send *locked
 			}
 		}
 	}
-}
-
-// release gives jobs back to their queue at once, without consuming their attempts.
-func (w *workerService) release(ctx context.Context, refs []hopper.LeaseRef, why string) {
-	if len(refs) == 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-	defer cancel()
-	// Concurrently, so the completer writes them in a few transactions.
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 32)
-	for _, ref := range refs {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			err := w.s.client.ReleaseJob(ctx, ref.ID, ref.Token, why)
-			if err != nil && !errors.Is(err, hopper.ErrLeaseLost) {
-				w.s.log.Warn("release streamed job", "job_id", ref.ID, "err", err)
-			}
-		}()
-	}
-	wg.Wait()
 }
 
 // finished updates the stream registry after a call that ends or may end an attempt.
