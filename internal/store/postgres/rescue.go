@@ -45,15 +45,14 @@ UPDATE {schema}.jobs j SET ` + rescueSet(`$5::text`) + `
 FROM picked WHERE j.id = picked.id
 RETURNING j.id, j.queue, j.state`
 
-// rescueLeasesSQL rescues the running attempts named by ids $6 and tokens $7. It waits for
-// rows another transaction holds (a finish in flight), in id order: once that commits, a
-// finished attempt no longer matches and is left alone.
+// rescueLeasesSQL rescues the running attempts named by ids $6 and tokens $7. Rows another
+// transaction holds are skipped, as by the other rescues: a finish in flight ends the attempt
+// anyway, and anything else leaves the lease to expire, when the leader rescues it.
 var rescueLeasesSQL = `WITH picked AS MATERIALIZED (
 	SELECT j.id FROM {schema}.jobs j
 	JOIN unnest($6::text[], $7::bigint[]) AS l(id, token) ON j.id = l.id AND j.token = l.token
 	WHERE j.state = 'running'
-	ORDER BY j.id
-	FOR UPDATE OF j
+	FOR UPDATE OF j SKIP LOCKED
 )
 UPDATE {schema}.jobs j SET ` + rescueSet(`$5::text`) + `
 FROM picked WHERE j.id = picked.id
