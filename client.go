@@ -37,7 +37,7 @@ func NewClient(cfg Config) (*Client, error) {
 		Store: cfg.Store, Clock: c.clock, Logger: cfg.Logger, WorkerID: cfg.WorkerID,
 		Queues: map[string]int{}, MaxWorkers: cfg.MaxWorkers, LeaseDuration: cfg.LeaseDuration,
 		PollInterval: cfg.PollInterval, RetryPolicy: cfg.RetryPolicy, JobTimeout: cfg.JobTimeout,
-		RescueInterval: cfg.RescueInterval, Maintenance: !cfg.DisableMaintenance,
+		RescueInterval: cfg.RescueInterval, Maintenance: !cfg.DisableMaintenance, MaxRescues: cfg.MaxRescues,
 		LeaderTTL: cfg.LeaderTTL, NodeTTL: cfg.NodeTTL, Host: hostname(), PID: os.Getpid(),
 		PollOnly: cfg.PollOnly, ResultTTL: cfg.ResultTTL, DeadLetterRetention: cfg.DeadLetterRetention,
 	}

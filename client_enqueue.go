@@ -25,6 +25,11 @@ type InsertOpts struct {
 	Delay time.Duration
 	// MaxAttempts bounds attempts, 1–1000 (default Config.MaxAttempts).
 	MaxAttempts int
+	// MaxRescues bounds how often the job is rescued — returned to its queue, without spending
+	// an attempt, because its worker was lost (its lease expired, its process died, its stream
+	// closed) — 1–1000, or UnlimitedRescues (default Config.MaxRescues, 3). The loss after the
+	// last rescue fails the job with OutcomeWorkerLost: it goes to the dead-letter queue.
+	MaxRescues int
 	// Timeout limits each attempt, up to 30 days (default: the worker's, then Config.JobTimeout).
 	Timeout time.Duration
 	// RetryPolicy overrides the backoff for this job; zero fields fall back to the worker's and
@@ -177,7 +182,7 @@ func (c *Client) insertParams(args JobArgs, opts *InsertOpts, now time.Time) (*s
 	}
 	p := &store.InsertParams{
 		ID: uuid.Must(uuid.NewV7()).String(), Kind: args.Kind(), Queue: o.Queue, Priority: o.Priority,
-		Args: raw, Headers: o.Headers, MaxAttempts: o.MaxAttempts, Timeout: o.Timeout,
+		Args: raw, Headers: o.Headers, MaxAttempts: o.MaxAttempts, MaxRescues: o.MaxRescues, Timeout: o.Timeout,
 		RetryPolicy: o.RetryPolicy, IdempotencyKey: o.IdempotencyKey, IdempotencyTTL: o.IdempotencyRetention,
 		GroupKey: o.GroupKey, ResultTTL: o.ResultTTL, Actor: hoppertype.ActorAPI, Reason: "enqueue",
 	}
@@ -186,6 +191,9 @@ func (c *Client) insertParams(args JobArgs, opts *InsertOpts, now time.Time) (*s
 	}
 	if p.MaxAttempts == 0 {
 		p.MaxAttempts = c.cfg.MaxAttempts
+	}
+	if p.MaxRescues == 0 {
+		p.MaxRescues = c.cfg.MaxRescues
 	}
 	if p.IdempotencyTTL == 0 {
 		p.IdempotencyTTL = DefaultIdempotencyRetention
@@ -228,6 +236,9 @@ func mergeOpts(args JobArgs, opts *InsertOpts) InsertOpts {
 	}
 	if opts.MaxAttempts != 0 {
 		o.MaxAttempts = opts.MaxAttempts
+	}
+	if opts.MaxRescues != 0 {
+		o.MaxRescues = opts.MaxRescues
 	}
 	if opts.Timeout != 0 {
 		o.Timeout = opts.Timeout

@@ -85,7 +85,7 @@ type Schedule struct {
 	// it is; in a ScheduleInfo, Args is always a json.RawMessage.
 	Args any
 	// Queue (default "default"), Priority, MaxAttempts (default Config.MaxAttempts), Timeout
-	// and Headers are the job's, as in InsertOpts.
+	// and Headers are the job's, as in InsertOpts. The jobs take Config.MaxRescues.
 	Queue       string
 	Priority    int
 	MaxAttempts int

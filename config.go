@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/hopperjobs/hopper/internal/store"
 )
 
 // Defaults and limits of a Client, documented in docs/jobs.md.
@@ -21,6 +22,13 @@ const (
 	DefaultMaxWorkers           = 100
 	DefaultLeaseDuration        = 30 * time.Second
 	DefaultIdempotencyRetention = 24 * time.Hour
+	// DefaultMaxRescues bounds how often a job is rescued — returned to its queue because its
+	// worker was lost (its lease expired, its process died, its stream closed) — before the
+	// next loss fails it with OutcomeWorkerLost: a job that crashes or hangs its worker ends
+	// in the dead-letter queue instead of looping.
+	DefaultMaxRescues = store.DefaultMaxRescues
+	// UnlimitedRescues, as a MaxRescues, lets a job be rescued any number of times.
+	UnlimitedRescues = -1
 	// MaxArgsBytes is the default bound on a job's encoded args (1 MiB).
 	MaxArgsBytes = 1 << 20
 	// MaxRunAtPast: a RunAt more than this far in the past is refused as a likely bug.
@@ -60,6 +68,10 @@ type Config struct {
 	RetryPolicy RetryPolicy
 	// MaxAttempts is the default bound on attempts per job (default 25).
 	MaxAttempts int
+	// MaxRescues is the default bound on a job's rescues, 1–1000, or UnlimitedRescues
+	// (default DefaultMaxRescues, 3). Jobs fired by schedules take it too. See
+	// InsertOpts.MaxRescues.
+	MaxRescues int
 	// JobTimeout limits each attempt when neither job nor worker sets a timeout (default none).
 	JobTimeout time.Duration
 	// RescueInterval is how often the leader looks for expired leases and dead nodes (default 5 s).
@@ -135,6 +147,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxAttempts == 0 {
 		c.MaxAttempts = DefaultMaxAttempts
 	}
+	if c.MaxRescues == 0 {
+		c.MaxRescues = DefaultMaxRescues
+	}
 	if c.MaxArgsBytes == 0 {
 		c.MaxArgsBytes = MaxArgsBytes
 	}
@@ -151,6 +166,9 @@ func (c Config) validate() error {
 	}
 	if c.MaxAttempts < 0 || c.MaxAttempts > 1000 {
 		errs = append(errs, invalid("Config.MaxAttempts", "%d is outside 1–1000", c.MaxAttempts))
+	}
+	if err := checkMaxRescues("Config.MaxRescues", c.MaxRescues); err != nil {
+		errs = append(errs, err)
 	}
 	if c.LeaseDuration < time.Second {
 		errs = append(errs, invalid("Config.LeaseDuration", "%s is under 1s", c.LeaseDuration))

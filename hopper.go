@@ -45,6 +45,7 @@ const (
 	ActorWorker   = hoppertype.ActorWorker
 	ActorLeader   = hoppertype.ActorLeader
 	ActorOperator = hoppertype.ActorOperator
+	ActorServer   = hoppertype.ActorServer
 )
 
 // Job states; see DESIGN.md.
@@ -71,4 +72,5 @@ const (
 	// OutcomeUndeliverable: a job a remote worker claimed could not be sent to it
 	// (Client.FailUndeliverable); it failed at once, without retry.
 	OutcomeUndeliverable = hoppertype.OutcomeUndeliverable
+	OutcomeWorkerLost    = hoppertype.OutcomeWorkerLost
 )

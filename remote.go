@@ -218,8 +218,9 @@ func (c *Client) FailJob(ctx context.Context, id string, token int64, p FailPara
 	return res, nil
 }
 
-// ReleaseJob hands a remote worker's job back to its queue at once without consuming its
-// attempt (the worker will not run it: it went away, is shutting down, or is not ready).
+// ReleaseJob hands a remote worker's job back to its queue at once, at the worker's request,
+// without consuming its attempt (the worker will not run it: it is shutting down or not
+// ready).
 func (c *Client) ReleaseJob(ctx context.Context, id string, token int64, why string) error {
 	if err := checkID("id", id); err != nil {
 		return err
@@ -230,13 +231,28 @@ func (c *Client) ReleaseJob(ctx context.Context, id string, token int64, why str
 	if why == "" {
 		why = "released by the worker"
 	}
+	return c.release(ctx, id, token, hoppertype.ActorWorker, "released", why)
+}
+
+// ReturnJob hands a remote worker's job back to its queue at once on the server's own
+// account (ActorServer, with reason why), without consuming its attempt or counting a
+// rescue: the server stops serving the worker through no fault of the worker's or the job's
+// (it is shutting down).
+func (c *Client) ReturnJob(ctx context.Context, id string, token int64, why string) error {
+	if why == "" {
+		why = "returned by the server"
+	}
+	return c.release(ctx, id, token, hoppertype.ActorServer, store.CleanText(why), why)
+}
+
+func (c *Client) release(ctx context.Context, id string, token int64, actor Actor, reason, why string) error {
 	row, err := c.store.JobGet(ctx, id)
 	if err != nil {
 		return c.attemptErr("release job", id, err)
 	}
 	err = c.engine.Finish(ctx, &store.FinishParams{ID: id, Token: token, State: hoppertype.StateQueued,
 		Outcome: hoppertype.OutcomeCanceled, GiveBack: true, Error: why,
-		Actor: hoppertype.ActorWorker, Reason: "released"})
+		Actor: actor, Reason: reason})
 	if err == nil {
 		c.engine.Notify(row.Queue)
 	}
@@ -252,8 +268,29 @@ func (c *Client) ReleaseJob(ctx context.Context, id string, token int64, why str
 func (c *Client) FailUndeliverable(ctx context.Context, job *JobRow, why string) error {
 	err := c.engine.Finish(ctx, &store.FinishParams{ID: job.ID, Token: job.Token, State: hoppertype.StateFailed,
 		Outcome: hoppertype.OutcomeUndeliverable, Error: "cannot deliver to a remote worker: " + why,
-		Actor: hoppertype.ActorAPI, Reason: "undeliverable", ExpiresAt: c.engine.ExpiresAt(job, nil, StateFailed)})
+		Actor: hoppertype.ActorServer, Reason: "undeliverable", ExpiresAt: c.engine.ExpiresAt(job, nil, StateFailed)})
 	return c.attemptErr("fail undeliverable job", job.ID, err)
+}
+
+// RescueJobs returns attempts whose remote worker went away under them (its connection
+// closed) to their queues at once, as the leader does when a lease expires: each counts a
+// rescue, and a job already rescued its MaxRescues times fails with OutcomeWorkerLost instead,
+// a dead letter that Config.OnDeadLetter hears of. They are recorded as the server's doing
+// (ActorServer) with reason why. Stale tokens are skipped. It returns the ids of the jobs
+// that failed.
+func (c *Client) RescueJobs(ctx context.Context, refs []LeaseRef, why string) ([]string, error) {
+	if why == "" {
+		why = "worker went away"
+	}
+	leases := make([]store.LeaseRef, len(refs))
+	for i, r := range refs {
+		leases[i] = store.LeaseRef(r)
+	}
+	res, err := c.engine.RescueLeases(ctx, leases, hoppertype.ActorServer, store.CleanText(why))
+	if err != nil {
+		return nil, fmt.Errorf("rescue %d jobs: %w", len(refs), err)
+	}
+	return res.Failed, nil
 }
 
 // SnoozeJob ends a remote worker's attempt with "not now": the job runs again after d

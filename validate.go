@@ -19,6 +19,7 @@ const (
 	maxKeyLen      = 512
 	maxPriority    = 1000
 	maxAttemptsCap = 1000
+	maxRescuesCap  = 1000
 	maxTimeout     = 30 * 24 * time.Hour
 	maxRetention   = 90 * 24 * time.Hour
 	maxResultTTL   = MaxRunAtFuture
@@ -189,6 +190,9 @@ func checkInsert(p *store.InsertParams, o InsertOpts, now time.Time) error {
 	if err := checkLimited("group_key", p.GroupKey, maxKeyLen); err != nil {
 		return err
 	}
+	if err := checkMaxRescues("max_rescues", p.MaxRescues); err != nil {
+		return err
+	}
 	if err := checkRunAt(o, now); err != nil {
 		return err
 	}
@@ -196,6 +200,14 @@ func checkInsert(p *store.InsertParams, o InsertOpts, now time.Time) error {
 		return err
 	}
 	return checkPolicy("retry_policy", p.RetryPolicy)
+}
+
+// checkMaxRescues allows a bound of 1–maxRescuesCap, UnlimitedRescues, and 0 (the default).
+func checkMaxRescues(field string, n int) error {
+	if n < UnlimitedRescues || n > maxRescuesCap {
+		return invalid(field, "%d is outside 1–%d (0 takes the default, -1 is unbounded)", n, maxRescuesCap)
+	}
+	return nil
 }
 
 func checkRunAt(o InsertOpts, now time.Time) error {

@@ -21,6 +21,11 @@ type JobRow struct {
 	MaxAttempts int
 	// Token is the fencing token of the current (or last) lease; it grows by one on every claim.
 	Token int64
+	// Rescues counts how often the job was returned to the queue because its worker was lost
+	// (an expired lease, a dead node, a closed stream). MaxRescues bounds it: the loss after
+	// the last rescue fails the job with OutcomeWorkerLost. -1 is unbounded.
+	Rescues    int
+	MaxRescues int
 
 	RunAt          time.Time
 	Timeout        time.Duration

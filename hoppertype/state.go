@@ -64,6 +64,7 @@ const (
 	ActorWorker   Actor = "worker"   // the worker holding the lease
 	ActorLeader   Actor = "leader"   // maintenance: promotion, rescue
 	ActorOperator Actor = "operator" // a person through the CLI or dashboard
+	ActorServer   Actor = "server"   // hopper serve, for its remote workers: a closed stream's jobs
 )
 
 // Outcome is how one attempt ended.
@@ -84,4 +85,7 @@ const (
 	// OutcomeUndeliverable: the job could not be handed to the remote worker that claimed it
 	// (a stored value the wire cannot carry); it failed at once, without retry.
 	OutcomeUndeliverable Outcome = "undeliverable"
+	// OutcomeWorkerLost: the job's worker was lost once more than its MaxRescues allow (it
+	// crashed or hung its process each time); the job failed for good.
+	OutcomeWorkerLost Outcome = "worker_lost"
 )

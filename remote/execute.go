@@ -46,7 +46,10 @@ func (w *Worker) execute(ctx context.Context, job *hopperv1.ActivatedJob) {
 	var report func(context.Context) error
 	switch {
 	case errors.Is(cause, errStreamGone):
-		return // the stream is gone: the server already gave the job back
+		// The stream dropped under the job (the network, a proxy): said at once, the server
+		// takes it back without counting this worker as lost (stop.go).
+		w.releaseWithin(job, "job stream closed", streamGoneRelease)
+		return
 	case errors.Is(cause, hopper.ErrLeaseLost) && w.cfg.Mode == Stream:
 		// The job is no longer ours. Saying so (the server answers FAILED_PRECONDITION) frees
 		// its credit on the stream; if the stream itself is gone this fails harmlessly.
@@ -63,7 +66,8 @@ func (w *Worker) execute(ctx context.Context, job *hopperv1.ActivatedJob) {
 		// A snooze or suspension keeps its checkpoint even as the worker shuts down.
 		report = func(ctx context.Context) error { _, perr := w.park(ctx, job, err); return perr }
 	case errors.Is(cause, hopper.ErrShutdown) && w.cfg.Mode == Stream:
-		return // closing the stream gives the job back
+		w.decline(job) // released once the stream is closed (stop.go)
+		return
 	case errors.Is(cause, hopper.ErrShutdown):
 		why := store.CleanText(fmt.Sprintf("released on shutdown: %v", err))
 		report = func(ctx context.Context) error { return w.releaseCall(ctx, job, why) }

@@ -88,6 +88,8 @@ type Worker struct {
 	started  bool
 	stopping bool
 	running  map[attemptKey]*attempt
+	declined []*hopperv1.ActivatedJob // pushed to a stopping worker: released once its stream is closed
+	declineC chan struct{}            // a job was declined (buffered 1)
 }
 
 // attemptKey names one attempt: a job and the lease token it was given with. A job can be
@@ -140,7 +142,8 @@ func New(cfg Config) (*Worker, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	w := &Worker{cfg: cfg, log: cfg.Logger, handlers: workerhandlers.Of(cfg.Workers), running: map[attemptKey]*attempt{}}
+	w := &Worker{cfg: cfg, log: cfg.Logger, handlers: workerhandlers.Of(cfg.Workers), running: map[attemptKey]*attempt{},
+		declineC: make(chan struct{}, 1)}
 	if len(w.handlers) == 0 {
 		return nil, errors.New("remote: Config.Workers has no workers")
 	}
@@ -196,10 +199,10 @@ const stopGrace = 500 * time.Millisecond
 
 // Stop shuts down gracefully: it starts no new job, lets running jobs finish until ctx ends,
 // then cancels their contexts (cause hopper.ErrShutdown) and waits a moment (500 ms) for them.
-// Jobs it will not run go back to the queue at once: in Stream mode closing the stream hands
-// back every job it held, in Poll mode each is released. A handler that ignores its context
-// is left running and its job is not released: it returns to the queue when its lease
-// expires.
+// Jobs it will not run are released back to the queue at once. A handler that ignores its
+// context is left running and its job is not released: in Poll mode it returns to the queue
+// when its lease expires; in Stream mode when the stream closes, counted as a lost worker (a
+// rescue, bounded by the job's MaxRescues), as for a worker that was killed.
 func (w *Worker) Stop(ctx context.Context) error {
 	w.mu.Lock()
 	if !w.started || w.stopping {
@@ -226,9 +229,13 @@ func (w *Worker) Stop(ctx context.Context) error {
 		}
 		t.Stop()
 	}
+	if w.cfg.Mode == Stream {
+		w.settle()
+	}
 	w.stopIntake()
 	w.stopKeep()
 	w.loops.Wait()
+	w.releaseDeclined()
 	w.cancelWork(hopper.ErrShutdown)
 	return nil
 }
@@ -280,7 +287,7 @@ func (w *Worker) stream() error {
 		if a := w.launch(msg.GetJob()); a != nil {
 			mine = append(mine, a)
 		} else {
-			w.release(msg.GetJob(), "worker stopping") // pushed while stopping
+			w.decline(msg.GetJob()) // pushed while stopping
 		}
 		mine = pruneDone(mine)
 	}
@@ -362,7 +369,12 @@ func (w *Worker) pollLoop() {
 
 // release hands a job this worker will not run back to its queue.
 func (w *Worker) release(j *hopperv1.ActivatedJob, why string) {
-	ctx, cancel := context.WithTimeout(context.Background(), reportTimeout)
+	w.releaseWithin(j, why, reportTimeout)
+}
+
+// releaseWithin releases j with one try of at most d.
+func (w *Worker) releaseWithin(j *hopperv1.ActivatedJob, why string, d time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	_, err := w.api.Release(ctx, &hopperv1.ReleaseRequest{Id: j.GetId(), LeaseToken: j.GetLeaseToken(), Reason: why})
 	if err != nil && connect.CodeOf(err) != connect.CodeFailedPrecondition {

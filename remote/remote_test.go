@@ -152,6 +152,7 @@ func TestRemoteWorkerStopsGracefullyAndReleasesOnHardStop(t *testing.T) {
 			// The lease runs for an hour, yet the job is queued again at once, its attempt given back.
 			job := waitFor(t, client, slow.Job.ID, hopper.StateQueued)
 			require.Equal(t, 0, job.Attempt)
+			require.Equal(t, 0, job.Rescues, "a worker that stops is not a lost worker")
 			attempts, err := client.Attempts(t.Context(), slow.Job.ID)
 			require.NoError(t, err)
 			require.Len(t, attempts, 1)
@@ -271,6 +272,7 @@ func TestDroppedStreamNeverRunsAJobTwiceAtOnce(t *testing.T) {
 	require.NoError(t, w.Stop(stopCtx))
 	job := waitFor(t, client, res.Job.ID, hopper.StateQueued)
 	require.Equal(t, 0, job.Attempt)
+	require.Equal(t, 0, job.Rescues, "the worker said it gave the job up: not a lost worker")
 }
 
 // An operator cancels a job a streaming worker runs: the server tells the stream, the

@@ -210,6 +210,15 @@ export async function fail(id, leaseToken, error, { retries, retryBackoff, ...op
   return call('WorkerService', 'Fail', body, opts);
 }
 
+/**
+ * release hands a job the worker will not run back to its queue at once, without using an
+ * attempt. A job a closed stream still holds counts as lost to a dead worker unless the worker
+ * releases it (or reports on it) within 2 s of closing the stream.
+ */
+export async function release(id, leaseToken, reason = '', opts = {}) {
+  await call('WorkerService', 'Release', { id, leaseToken: String(leaseToken), reason }, opts);
+}
+
 /** extendLease sets the lease to expire d ("30s" or milliseconds) from now. */
 export async function extendLease(id, leaseToken, d, opts = {}) {
   return call('WorkerService', 'ExtendLease', { id, leaseToken: String(leaseToken), duration: duration(d) }, opts);

@@ -15,8 +15,10 @@
 // up to --credit jobs. Either way the jobs in hand run concurrently.
 //
 // It stops after --max jobs (0: no limit) or on SIGINT/SIGTERM: it takes no new job, lets
-// the ones in hand finish and report, then closes the stream (the server gives jobs it pushed
-// but the worker did not start back to the queue at once). A second signal exits at once.
+// the ones in hand finish and report, then closes the stream and releases the jobs pushed to
+// it meanwhile (kept until then: released earlier, the server would push them straight back;
+// not released at all, they would count as lost to a dead worker). A second signal exits at
+// once.
 //
 // HOPPER_URL (default http://127.0.0.1:7070) names the server; HOPPER_API_KEY, when set, is
 // sent as a bearer token (the key needs the "work" scope).
@@ -25,7 +27,7 @@
 
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
-import { activate, complete, fail, HopperError, streamJobs } from './hopper.mjs';
+import { activate, complete, fail, HopperError, release, streamJobs } from './hopper.mjs';
 
 /** PermanentError fails a job for good: retrying it cannot help. */
 class PermanentError extends Error {}
@@ -64,6 +66,7 @@ const request = { worker: opt.worker, queue: opt.queue, kinds: Object.keys(handl
 
 const stats = { taken: 0, completed: 0, failed: 0, retried: 0, unreported: 0 };
 const inFlight = new Set();
+const declined = []; // pushed after the worker began stopping: released once the stream is closed
 const stop = new AbortController(); // aborts the stream or long poll once the worker stops
 let stopping = false;
 
@@ -146,7 +149,10 @@ async function runStream() {
     try {
       for await (const job of streamJobs({ ...request, credit }, { signal: stop.signal })) {
         backoff = 250;
-        if (stopping) continue; // not started: released when the stream closes
+        if (stopping) { // not started: released once the stream is closed
+          declined.push(job);
+          continue;
+        }
         take(job);
         if (reachedMax()) {
           await drain(); // closing the stream before reporting would give the jobs back
@@ -181,6 +187,13 @@ async function runPoll() {
   }
 }
 
+// releaseDeclined gives back the jobs pushed while stopping, now that the stream is closed.
+async function releaseDeclined() {
+  const jobs = declined.splice(0);
+  await Promise.allSettled(jobs.map((job) => release(job.id, job.leaseToken, 'worker stopping')
+    .catch((err) => console.error(`worker: could not release ${job.id}: ${err.message}`))));
+}
+
 console.error(`worker ${opt.worker}: ${opt.mode} mode on ${process.env.HOPPER_URL ?? 'http://127.0.0.1:7070'}, queue ${opt.queue}, kinds ${request.kinds.join(', ')}, credit ${credit}${max ? `, max ${max}` : ''}`);
 let status = 0;
 try {
@@ -190,5 +203,6 @@ try {
   status = 1;
 }
 await drain();
+await releaseDeclined();
 console.error(`worker: ${stats.taken} job(s) taken: ${stats.completed} completed, ${stats.failed} failed, ${stats.retried} to be retried, ${stats.unreported} not reported`);
 process.exit(status || (stats.unreported > 0 ? 1 : 0));

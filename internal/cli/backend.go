@@ -119,6 +119,7 @@ func (r *remote) Enqueue(ctx context.Context, args hopper.RawArgs, o *hopper.Ins
 	if o != nil {
 		spec.Queue, spec.Priority, spec.MaxAttempts = o.Queue, int32(o.Priority), int32(o.MaxAttempts)
 		spec.Headers, spec.IdempotencyKey, spec.GroupKey = o.Headers, o.IdempotencyKey, o.GroupKey
+		spec.MaxRescues = int32(o.MaxRescues)
 		if o.Delay != 0 {
 			spec.Delay = durationpb.New(o.Delay)
 		}
@@ -277,6 +278,7 @@ func fromJob(j *hopperv1.Job) *hopper.JobRow {
 		UpdatedAt: timeOf(j.GetUpdatedAt()), ExpiresAt: timeOf(j.GetExpiresAt()),
 		Checkpoint: rawOrNil(j.GetCheckpoint()), ResumeData: rawOrNil(j.GetResumeData()),
 		DeadlineAt: timeOf(j.GetDeadlineAt()),
+		Rescues:    int(j.GetRescues()), MaxRescues: int(j.GetMaxRescues()),
 	}
 }
 

@@ -17,6 +17,7 @@ type enqueueFlags struct {
 	delay          time.Duration
 	runAt          string
 	maxAttempts    int
+	maxRescues     int
 	timeout        time.Duration
 	idempotencyKey string
 	headers        []string
@@ -39,6 +40,7 @@ func newEnqueueCmd() *cobra.Command {
 	fl.DurationVar(&f.delay, "delay", 0, "run the job after this delay (e.g. 30s, 2h)")
 	fl.StringVar(&f.runAt, "run-at", "", "run the job at this time (RFC 3339)")
 	fl.IntVar(&f.maxAttempts, "max-attempts", 0, "attempts before the job fails, 1 to 1000 (default 25)")
+	fl.IntVar(&f.maxRescues, "max-rescues", 0, "times the job may lose its worker (crash, hang) and be requeued before it fails, 1 to 1000, or -1 for no limit (default 3)")
 	fl.DurationVar(&f.timeout, "timeout", 0, "time limit of each attempt")
 	fl.StringVar(&f.idempotencyKey, "idempotency-key", "", "de-duplicate enqueues with this key")
 	fl.StringArrayVar(&f.headers, "header", nil, "header as key=value (repeatable)")
@@ -92,7 +94,7 @@ func readArgs(stdin io.Reader, args []string) (json.RawMessage, error) {
 
 func (f *enqueueFlags) insertOpts() (*hopper.InsertOpts, error) {
 	opts := &hopper.InsertOpts{
-		Queue: f.queue, Priority: f.priority, Delay: f.delay, MaxAttempts: f.maxAttempts,
+		Queue: f.queue, Priority: f.priority, Delay: f.delay, MaxAttempts: f.maxAttempts, MaxRescues: f.maxRescues,
 		Timeout: f.timeout, IdempotencyKey: f.idempotencyKey,
 	}
 	if f.runAt != "" {

@@ -88,6 +88,7 @@ func (d *jobDetail) print(w io.Writer, now time.Time) error {
 	row("queue", j.Queue)
 	row("priority", fmt.Sprint(j.Priority))
 	row("attempt", attemptCount(j.Attempt, j.MaxAttempts))
+	row("rescues", rescueCount(j.Rescues, j.MaxRescues))
 	row("args", string(j.Args))
 	if len(j.Headers) > 0 {
 		row("headers", formatHeaders(j.Headers))

@@ -21,6 +21,8 @@ type jobJSON struct {
 	Stalled         bool              `json:"stalled,omitempty"`
 	Attempt         int               `json:"attempt"`
 	MaxAttempts     int               `json:"max_attempts"`
+	Rescues         int               `json:"rescues"`
+	MaxRescues      int               `json:"max_rescues"`
 	Args            json.RawMessage   `json:"args"`
 	Headers         map[string]string `json:"headers,omitempty"`
 	RunAt           string            `json:"run_at,omitempty"`
@@ -49,7 +51,8 @@ func newJobJSON(j *hopper.JobRow) *jobJSON {
 	out := &jobJSON{
 		ID: j.ID, Kind: j.Kind, Queue: j.Queue, Priority: j.Priority, State: string(j.State),
 		Stalled: j.Stalled(time.Now(), hopper.DefaultStalledAfter),
-		Attempt: j.Attempt, MaxAttempts: j.MaxAttempts, Args: j.Args, Headers: j.Headers,
+		Attempt: j.Attempt, MaxAttempts: j.MaxAttempts, Rescues: j.Rescues, MaxRescues: j.MaxRescues,
+		Args: j.Args, Headers: j.Headers,
 		RunAt: jsonTime(j.RunAt), WorkerID: j.WorkerID, LeaseExpiresAt: jsonTime(j.LeaseExpiresAt),
 		Token: j.Token, HeartbeatAt: jsonTime(j.HeartbeatAt), ProgressPercent: j.ProgressPercent,
 		ProgressMessage: j.ProgressMessage, Result: j.Result, LastError: j.LastError,

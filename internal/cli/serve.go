@@ -45,6 +45,7 @@ type serveOptions struct {
 	resultTTL      time.Duration // dlq.go
 	dlqRetention   time.Duration
 	dlqWebhook     string
+	maxRescues     int
 }
 
 func newServeCmd() *cobra.Command {
@@ -73,6 +74,7 @@ result) unless --no-echo.`,
 	f.DurationVar(&o.shutdownGrace, "shutdown-grace", 10*time.Second, "how long running jobs get to finish on shutdown")
 	f.DurationVar(&o.readHeaderWait, "read-header-timeout", 10*time.Second, "time allowed to read a request's headers")
 	f.DurationVar(&o.stalledAfter, "stalled-after", hopper.DefaultStalledAfter, "show a running job without heartbeat or progress for this long as stalled")
+	f.IntVar(&o.maxRescues, "max-rescues", hopper.DefaultMaxRescues, "default number of times a job may lose its worker and be requeued before it fails with worker_lost, 1 to 1000, or -1 for no limit")
 	addRetentionFlags(cmd, &o)
 	return cmd
 }
@@ -107,7 +109,7 @@ func serve(cmd *cobra.Command, o serveOptions) error {
 			})
 		}
 		client, err := hopper.NewClient(hopper.Config{Store: st, Workers: ws, Logger: log, ResultTTL: o.resultTTL,
-			DeadLetterRetention: o.dlqRetention, DeadLetterWebhook: o.dlqWebhook})
+			DeadLetterRetention: o.dlqRetention, DeadLetterWebhook: o.dlqWebhook, MaxRescues: o.maxRescues})
 		if err != nil {
 			return err
 		}

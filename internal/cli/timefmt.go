@@ -57,3 +57,11 @@ func parseSince(flag, value string, now time.Time) (time.Time, error) {
 
 // attemptCount is "n/max".
 func attemptCount(n, maxAttempts int) string { return fmt.Sprintf("%d/%d", n, maxAttempts) }
+
+// rescueCount shows a job's rescues against its bound (-1: unbounded).
+func rescueCount(n, maxRescues int) string {
+	if maxRescues < 0 {
+		return fmt.Sprintf("%d (no limit)", n)
+	}
+	return fmt.Sprintf("%d/%d", n, maxRescues)
+}

@@ -61,6 +61,9 @@ type Config struct {
 	RetryPolicy hoppertype.RetryPolicy
 	// JobTimeout is the execution limit when neither job nor handler sets one (default none).
 	JobTimeout time.Duration
+	// MaxRescues bounds the rescues of the jobs schedules fire (store.RescueBound: 0 takes
+	// store.DefaultMaxRescues, negative is unbounded).
+	MaxRescues int
 	// Maintenance runs promotion and rescue in this process (single node / leader).
 	Maintenance bool
 	// PromoteInterval bounds the wait between promotion passes (default 1 s).

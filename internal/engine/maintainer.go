@@ -5,13 +5,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/store"
 )
 
 // maintainer does the leader's duties for the jobs table: it promotes scheduled jobs when
-// their run_at comes (waking at the earliest one, at least every PromoteInterval), returns
-// running jobs with expired leases to the queue every RescueInterval, and deletes expired
-// jobs every SweepInterval (expiry.go).
+// their run_at comes (waking at the earliest one, at least every PromoteInterval), rescues
+// running jobs whose lease expired or whose node died every RescueInterval (rescue.go), and
+// deletes expired jobs every SweepInterval (expiry.go).
 type maintainer struct {
 	e      *Engine
 	mu     sync.Mutex
@@ -110,31 +111,23 @@ func (m *maintainer) promote(ctx context.Context) {
 }
 
 func (m *maintainer) rescue(ctx context.Context) {
-	res, err := m.e.store.JobRescueExpired(ctx, &store.RescueParams{Limit: 1000})
+	e := m.e
+	res, err := e.store.JobRescueExpired(ctx, &store.RescueParams{Limit: 1000, ExpiresAt: e.deadLetterExpiry()})
 	if err != nil {
 		if ctx.Err() == nil {
-			m.e.log.Error("rescue expired leases", "err", err)
+			e.log.Error("rescue expired leases", "err", err)
 		}
 		return
 	}
-	if len(res.JobIDs) > 0 {
-		m.e.log.Warn("rescued jobs with expired leases", "jobs", len(res.JobIDs))
-	}
-	for _, q := range res.Queues {
-		m.e.Notify(q)
-	}
-	dead, err := m.e.store.JobRescueDeadNodes(ctx, &store.RescueDeadParams{NodeTTL: m.e.cfg.NodeTTL, Limit: 1000})
+	e.rescued(res, "with expired leases", hoppertype.ActorLeader)
+	dead, err := e.store.JobRescueDeadNodes(ctx, &store.RescueDeadParams{NodeTTL: e.cfg.NodeTTL, Limit: 1000,
+		ExpiresAt: e.deadLetterExpiry()})
 	if err != nil {
 		if ctx.Err() == nil {
-			m.e.log.Error("rescue jobs of dead nodes", "err", err)
+			e.log.Error("rescue jobs of dead nodes", "err", err)
 		}
 		return
 	}
-	if len(dead.JobIDs) > 0 {
-		m.e.log.Warn("rescued jobs of dead nodes", "jobs", len(dead.JobIDs))
-	}
-	for _, q := range dead.Queues {
-		m.e.Notify(q)
-	}
+	e.rescued(dead, "of dead nodes", hoppertype.ActorLeader)
 	m.failOverdue(ctx)
 }

@@ -203,7 +203,7 @@ func (s *scheduler) fireAfterFinish(ctx context.Context, sc *store.Schedule, spe
 func (s *scheduler) apply(ctx context.Context, sc *store.Schedule, fires []time.Time, through, next time.Time) error {
 	p := &store.ScheduleFireParams{Name: sc.Name, ExpectedLast: sc.LastFireAt, NewLast: through, NewNext: next}
 	for _, f := range fires {
-		p.Jobs = append(p.Jobs, fireJob(sc, f))
+		p.Jobs = append(p.Jobs, fireJob(sc, f, s.e.cfg.MaxRescues))
 	}
 	res, err := s.store.ScheduleFire(ctx, p)
 	if err != nil {
@@ -226,8 +226,9 @@ func (s *scheduler) apply(ctx context.Context, sc *store.Schedule, fires []time.
 }
 
 // fireJob is the job of fire time at: it runs at the fire time plus the schedule's jitter and
-// carries the fire time's idempotency key, so a fire time enqueues at most one job.
-func fireJob(sc *store.Schedule, at time.Time) *store.InsertParams {
+// carries the fire time's idempotency key, so a fire time enqueues at most one job. Schedules
+// have no rescue bound of their own: their jobs take maxRescues, the client's default.
+func fireJob(sc *store.Schedule, at time.Time, maxRescues int) *store.InsertParams {
 	headers := make(map[string]string, len(sc.Headers)+1)
 	for k, v := range sc.Headers {
 		headers[k] = v
@@ -235,7 +236,7 @@ func fireJob(sc *store.Schedule, at time.Time) *store.InsertParams {
 	headers[FireTimeHeader] = at.UTC().Format(time.RFC3339Nano)
 	return &store.InsertParams{
 		ID: uuid.Must(uuid.NewV7()).String(), Kind: sc.Kind, Queue: sc.Queue, Priority: sc.Priority,
-		Args: sc.Args, Headers: headers, MaxAttempts: sc.MaxAttempts, Timeout: sc.Timeout,
+		Args: sc.Args, Headers: headers, MaxAttempts: sc.MaxAttempts, MaxRescues: maxRescues, Timeout: sc.Timeout,
 		RunAt: at.Add(schedule.Jitter(at, sc.Jitter, sc.Name)), IdempotencyKey: store.FireKey(sc.Name, at),
 		IdempotencyTTL: store.FireKeyRetention, ScheduleID: sc.Name, Actor: hoppertype.ActorLeader,
 		Reason: "schedule " + sc.Name,

@@ -16,8 +16,7 @@ func (m *maintainer) failOverdue(ctx context.Context) {
 		return
 	}
 	for ctx.Err() == nil && m.e.leader.leading() {
-		ids, err := ss.JobFailOverdue(ctx, &store.OverdueParams{Limit: 1000,
-			ExpiresAt: m.e.clock.Now().Add(m.e.cfg.DeadLetterRetention)})
+		ids, err := ss.JobFailOverdue(ctx, &store.OverdueParams{Limit: 1000, ExpiresAt: m.e.deadLetterExpiry()})
 		if err != nil {
 			if ctx.Err() == nil {
 				m.e.log.Error("fail overdue suspended jobs", "err", err)
@@ -27,11 +26,7 @@ func (m *maintainer) failOverdue(ctx context.Context) {
 		if len(ids) > 0 {
 			m.e.log.Warn("failed jobs still suspended at their deadline", "jobs", len(ids))
 		}
-		if hook := m.e.cfg.OnOutcome; hook != nil {
-			for _, id := range ids {
-				hook(&store.FinishParams{ID: id, State: hoppertype.StateFailed, Actor: hoppertype.ActorLeader}, nil)
-			}
-		}
+		m.e.deadLettered(ids, hoppertype.ActorLeader)
 		if len(ids) < 1000 {
 			return
 		}

@@ -76,6 +76,7 @@ func (s *Server) toJob(j *hopper.JobRow) *hopperv1.Job {
 		GroupKey: text(j.GroupKey), OriginalId: text(j.OriginalID), ReplayCount: int32(j.ReplayCount),
 		CreatedAt: ts(j.CreatedAt), StartedAt: ts(j.StartedAt), FinishedAt: ts(j.FinishedAt),
 		UpdatedAt: ts(j.UpdatedAt), ExpiresAt: ts(j.ExpiresAt),
+		Rescues: int32(j.Rescues), MaxRescues: int32(j.MaxRescues),
 	}
 }
 

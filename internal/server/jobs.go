@@ -24,7 +24,7 @@ func enqueueParams(spec *hopperv1.JobSpec) (hopper.EnqueueParams, error) {
 	}
 	opts := &hopper.InsertOpts{
 		Queue: spec.GetQueue(), Priority: int(spec.GetPriority()), Delay: fromDur(spec.GetDelay()),
-		MaxAttempts: int(spec.GetMaxAttempts()), Timeout: fromDur(spec.GetTimeout()),
+		MaxAttempts: int(spec.GetMaxAttempts()), MaxRescues: int(spec.GetMaxRescues()), Timeout: fromDur(spec.GetTimeout()),
 		Headers: spec.GetHeaders(), IdempotencyKey: spec.GetIdempotencyKey(),
 		IdempotencyRetention: fromDur(spec.GetIdempotencyRetention()), GroupKey: spec.GetGroupKey(),
 	}

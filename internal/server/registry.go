@@ -89,6 +89,7 @@ func (r *registry) count(name, queue string, n int) {
 type held struct {
 	lease time.Duration // what renewals use: the stream's, or what the worker last asked for
 	lost  bool          // its lease is gone; it keeps its credit until the worker reports on it
+	sent  bool          // pushed to the worker, not only claimed for it
 }
 
 // stream is one open StreamJobs call.
@@ -117,18 +118,51 @@ func (r *registry) open(worker, queue string, kinds []string, credit int, lease 
 	return st
 }
 
-// close forgets the stream and returns its unfinished jobs, for release.
-func (r *registry) close(st *stream) []hopper.LeaseRef {
+// close forgets the stream and returns its unfinished jobs: those pushed to the worker, and
+// those claimed for it but never sent.
+func (r *registry) close(st *stream) (pushed, unsent []hopper.LeaseRef) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.streams, st.id)
-	refs := make([]hopper.LeaseRef, 0, len(st.inflight))
-	for ref := range st.inflight {
-		refs = append(refs, ref)
+	for ref, h := range st.inflight {
+		if h.sent {
+			pushed = append(pushed, ref)
+		} else {
+			unsent = append(unsent, ref)
+		}
 		delete(r.byJob, ref)
 	}
 	st.inflight = map[hopper.LeaseRef]*held{}
+	return pushed, unsent
+}
+
+// unsent takes the jobs claimed for the stream but never sent out of it.
+func (r *registry) unsent(st *stream) []hopper.LeaseRef {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var refs []hopper.LeaseRef
+	for ref, h := range st.inflight {
+		if !h.sent {
+			refs = append(refs, ref)
+			delete(st.inflight, ref)
+			delete(r.byJob, ref)
+		}
+	}
 	return refs
+}
+
+// awaitReports waits up to d, once the stream has ended, until the worker has reported on
+// every job the stream still holds (each report frees its slot).
+func (st *stream) awaitReports(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for st.free() < st.credit {
+		select {
+		case <-st.freed:
+		case <-t.C:
+			return
+		}
+	}
 }
 
 // free is how many more jobs the stream may hold.
@@ -144,6 +178,16 @@ func (st *stream) hold(ref hopper.LeaseRef) {
 	defer st.reg.mu.Unlock()
 	st.inflight[ref] = &held{lease: st.lease}
 	st.reg.byJob[ref] = st
+}
+
+// sent records that a held job was pushed to the worker.
+func (st *stream) sent(ref hopper.LeaseRef) {
+	st.pushed.Add(1)
+	st.reg.mu.Lock()
+	defer st.reg.mu.Unlock()
+	if h := st.inflight[ref]; h != nil {
+		h.sent = true
+	}
 }
 
 // renewals returns the stream's jobs whose leases it keeps, by lease duration.

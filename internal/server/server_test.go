@@ -416,19 +416,20 @@ func TestClosedStreamsJobsAreClaimableAtOnce(t *testing.T) {
 	cancel()
 	stream.Close()
 
-	// The leases run for an hour, yet the jobs are back in the queue at once.
+	// The leases run for an hour, yet the jobs are back in the queue once the worker has had
+	// its moment (2 s) to report on them.
 	var jobs []*hopperv1.ActivatedJob
 	require.Eventually(t, func() bool {
 		jobs = append(jobs, e.activate(t, &hopperv1.ActivateRequest{Worker: "other", MaxJobs: 3})...)
 		return len(jobs) == 3
 	}, 5*time.Second, 5*time.Millisecond)
 	for _, j := range jobs {
-		require.Equal(t, int32(1), j.GetAttempt(), "the release gave the attempt back")
+		require.Equal(t, int32(1), j.GetAttempt(), "the rescue gave the attempt back")
 	}
 	ev, err := e.jobs.Events(t.Context(), &hopperv1.EventsRequest{Id: jobs[0].GetId()})
 	require.NoError(t, err)
-	require.Equal(t, "canceled", ev.GetAttempts()[0].GetOutcome())
-	require.Contains(t, ev.GetAttempts()[0].GetError(), "stream closed")
+	require.Equal(t, "lease_expired", ev.GetAttempts()[0].GetOutcome(), "the worker went away: a rescue")
+	require.Equal(t, "stream closed: worker went away", ev.GetAttempts()[0].GetError())
 }
 
 func TestQueuesAndAdmin(t *testing.T) {

@@ -96,8 +96,9 @@ func queueOrDefault(q string) string {
 }
 
 // StreamJobs pushes jobs within the stream's credit until the caller goes away. Its jobs'
-// leases are kept alive while it is open; when it ends, its unfinished jobs are released.
-func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobsRequest, out hopperv1connect.WorkerServiceStreamJobsServerStream) error {
+// leases are kept alive while it is open; when it ends, its unfinished jobs go back to their
+// queue (closeStream).
+func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobsRequest, out hopperv1connect.WorkerServiceStreamJobsServerStream) (endErr error) {
 	s := w.s
 	credit := int(req.GetCredit())
 	if credit < 1 || credit > MaxCredit {
@@ -137,7 +138,7 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 	defer func() {
 		stopKeeping()
 		keeper.Wait()
-		w.release(ctx, s.reg.close(st), "stream closed")
+		w.closeStream(ctx, st, endErr) // nil endErr: the worker went away
 		seenDone(0)
 	}()
 	// ended says why the stream stops: an error the worker should act on, or nil when the
@@ -195,7 +196,7 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 			if err := send.send(&hopperv1.StreamJobsResponse{Job: toActivated(j, req.GetFetchFields())}); err != nil {
 				return nil // the worker went away; the deferred close releases what it held
 			}
-			st.pushed.Add(1)
+			st.sent(hopper.LeaseRef{ID: j.ID, Token: j.Token})
 		}
 	}
 }
@@ -322,23 +323,8 @@ func (a *activateStream) Send(msg any) error {
 		refs[i] = hopper.LeaseRef{ID: j.GetId(), Token: j.GetLeaseToken()}
 	}
 	a.w.s.log.Warn("activated jobs could not be sent; released", "jobs", len(refs), "err", err)
-	a.w.release(a.ctx, refs, "the answer to the worker could not be sent")
+	a.w.handBack(a.ctx, refs, "the answer to the worker could not be sent", a.w.s.client.ReturnJob)
 	return err
-}
-
-// release gives jobs back to their queue at once, without consuming their attempts.
-func (w *workerService) release(ctx context.Context, refs []hopper.LeaseRef, why string) {
-	if len(refs) == 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-	defer cancel()
-	concurrently(len(refs), func(i int) {
-		err := w.s.client.ReleaseJob(ctx, refs[i].ID, refs[i].Token, why)
-		if err != nil && !errors.Is(err, hopper.ErrLeaseLost) {
-			w.s.log.Warn("release streamed job", "job_id", refs[i].ID, "err", err)
-		}
-	})
 }
 
 // concurrently calls fn(0) … fn(n-1), up to 32 at a time, and waits for them: outcomes

@@ -16,6 +16,9 @@ type InsertParams struct {
 	Args        json.RawMessage
 	Headers     map[string]string
 	MaxAttempts int
+	// MaxRescues bounds the job's rescues (see RescueBound): 0 takes DefaultMaxRescues, a
+	// negative value is unbounded.
+	MaxRescues int
 	// RunAt in the future makes the job scheduled; zero or past makes it queued.
 	RunAt       time.Time
 	Timeout     time.Duration
@@ -140,12 +143,17 @@ type ProgressParams struct {
 // RescueParams bounds one rescue pass.
 type RescueParams struct {
 	Limit int
+	// ExpiresAt is when a job the pass fails (out of rescues) may be removed: the dead-letter
+	// retention. Zero keeps none.
+	ExpiresAt time.Time
 }
 
-// RescueResult says what a rescue pass returned to the queues.
+// RescueResult says what a rescue pass did: JobIDs went back to the queues Queues, Failed ran
+// out of rescues and failed with outcome worker_lost.
 type RescueResult struct {
 	JobIDs []string
 	Queues []string
+	Failed []string
 }
 
 // PromoteParams bounds one promotion pass.
@@ -172,6 +180,8 @@ type RescueDeadParams struct {
 	// NodeTTL: a node whose heartbeat is older than this is dead.
 	NodeTTL time.Duration
 	Limit   int
+	// ExpiresAt is as in RescueParams.
+	ExpiresAt time.Time
 }
 
 // LimitScope says what a fleet-wide cap applies to.

@@ -67,8 +67,12 @@ type Store interface {
 	JobProgress(ctx context.Context, params *ProgressParams) error
 
 	// JobRescueExpired returns running jobs whose lease expired to queued without consuming an
-	// attempt, recording the attempt as lease_expired. It returns the rescued jobs' queues.
+	// attempt, recording the attempt as lease_expired and counting a rescue; a job out of
+	// rescues fails instead (see RescueBound). It returns the rescued jobs' queues.
 	JobRescueExpired(ctx context.Context, params *RescueParams) (*RescueResult, error)
+	// JobRescueLeases rescues the running attempts named by (ID, Token), as JobRescueExpired
+	// does, for a caller that knows their worker is gone. Stale tokens are skipped.
+	JobRescueLeases(ctx context.Context, params *RescueLeasesParams) (*RescueResult, error)
 	// JobPromoteScheduled moves scheduled jobs whose run_at has come to queued.
 	JobPromoteScheduled(ctx context.Context, params *PromoteParams) (*PromoteResult, error)
 
@@ -100,8 +104,9 @@ type Store interface {
 	// LeaderResign gives up the lease if nodeID holds it.
 	LeaderResign(ctx context.Context, nodeID string) error
 	// JobRescueDeadNodes returns to queued the running jobs of nodes whose heartbeat is older
-	// than NodeTTL (without consuming an attempt; outcome lease_expired) and removes those
-	// nodes. Jobs of live nodes are left alone however long they run.
+	// than NodeTTL (without consuming an attempt; outcome lease_expired; counting a rescue, so
+	// a job out of rescues fails instead) and removes those nodes. Jobs of live nodes are left
+	// alone however long they run.
 	JobRescueDeadNodes(ctx context.Context, params *RescueDeadParams) (*RescueResult, error)
 
 	// Now is the store's clock.

@@ -707,9 +707,14 @@ type Job struct {
 	// than the server's stalled threshold (hopper serve --stalled-after).
 	Stalled bool `protobuf:"varint,29,opt,name=stalled,proto3" json:"stalled,omitempty"`
 	// checkpoint is what a suspended or snoozed attempt left for the next one (a JSON value).
-	Checkpoint    string                 `protobuf:"bytes,30,opt,name=checkpoint,proto3" json:"checkpoint,omitempty"`
-	DeadlineAt    *timestamppb.Timestamp `protobuf:"bytes,31,opt,name=deadline_at,json=deadlineAt,proto3" json:"deadline_at,omitempty"`
-	ResumeData    string                 `protobuf:"bytes,32,opt,name=resume_data,json=resumeData,proto3" json:"resume_data,omitempty"`
+	Checkpoint string                 `protobuf:"bytes,30,opt,name=checkpoint,proto3" json:"checkpoint,omitempty"`
+	DeadlineAt *timestamppb.Timestamp `protobuf:"bytes,31,opt,name=deadline_at,json=deadlineAt,proto3" json:"deadline_at,omitempty"`
+	ResumeData string                 `protobuf:"bytes,32,opt,name=resume_data,json=resumeData,proto3" json:"resume_data,omitempty"`
+	// rescues counts how often the job went back to its queue because its worker was lost (an
+	// expired lease, a dead node, a stream closed under it). max_rescues bounds it (-1:
+	// unbounded): the loss after the last rescue fails the job with outcome worker_lost.
+	Rescues       int32 `protobuf:"varint,33,opt,name=rescues,proto3" json:"rescues,omitempty"`
+	MaxRescues    int32 `protobuf:"varint,34,opt,name=max_rescues,json=maxRescues,proto3" json:"max_rescues,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -968,6 +973,20 @@ func (x *Job) GetResumeData() string {
 	return ""
 }
 
+func (x *Job) GetRescues() int32 {
+	if x != nil {
+		return x.Rescues
+	}
+	return 0
+}
+
+func (x *Job) GetMaxRescues() int32 {
+	if x != nil {
+		return x.MaxRescues
+	}
+	return 0
+}
+
 // JobSpec describes a job to enqueue. Only kind is required.
 type JobSpec struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -988,8 +1007,11 @@ type JobSpec struct {
 	IdempotencyRetention *durationpb.Duration `protobuf:"bytes,11,opt,name=idempotency_retention,json=idempotencyRetention,proto3" json:"idempotency_retention,omitempty"`
 	GroupKey             string               `protobuf:"bytes,12,opt,name=group_key,json=groupKey,proto3" json:"group_key,omitempty"`
 	RetryPolicy          *RetryPolicy         `protobuf:"bytes,13,opt,name=retry_policy,json=retryPolicy,proto3" json:"retry_policy,omitempty"`
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	// max_rescues bounds how often the job is rescued when its worker is lost, 1–1000; 0 takes
+	// the server's default (3), -1 is unbounded.
+	MaxRescues    int32 `protobuf:"varint,14,opt,name=max_rescues,json=maxRescues,proto3" json:"max_rescues,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JobSpec) Reset() {
@@ -1111,6 +1133,13 @@ func (x *JobSpec) GetRetryPolicy() *RetryPolicy {
 		return x.RetryPolicy
 	}
 	return nil
+}
+
+func (x *JobSpec) GetMaxRescues() int32 {
+	if x != nil {
+		return x.MaxRescues
+	}
+	return 0
 }
 
 // RetryPolicy shapes the backoff between failed attempts: min(cap, base·multiplierⁿ⁻¹) ±
@@ -5422,7 +5451,7 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x1cScheduleServicePauseResponse\"2\n" +
 	"\x1cScheduleServiceResumeRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x1f\n" +
-	"\x1dScheduleServiceResumeResponse\"\xb8\n" +
+	"\x1dScheduleServiceResumeResponse\"\xf3\n" +
 	"\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
@@ -5469,10 +5498,13 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\vdeadline_at\x18\x1f \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"deadlineAt\x12\x1f\n" +
 	"\vresume_data\x18  \x01(\tR\n" +
-	"resumeData\x1a:\n" +
+	"resumeData\x12\x18\n" +
+	"\arescues\x18! \x01(\x05R\arescues\x12\x1f\n" +
+	"\vmax_rescues\x18\" \x01(\x05R\n" +
+	"maxRescues\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xe7\x04\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x88\x05\n" +
 	"\aJobSpec\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
 	"\x04args\x18\x02 \x01(\tR\x04args\x12\x14\n" +
@@ -5487,7 +5519,9 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	" \x01(\tR\x0eidempotencyKey\x12N\n" +
 	"\x15idempotency_retention\x18\v \x01(\v2\x19.google.protobuf.DurationR\x14idempotencyRetention\x12\x1b\n" +
 	"\tgroup_key\x18\f \x01(\tR\bgroupKey\x129\n" +
-	"\fretry_policy\x18\r \x01(\v2\x16.hopper.v1.RetryPolicyR\vretryPolicy\x1a:\n" +
+	"\fretry_policy\x18\r \x01(\v2\x16.hopper.v1.RetryPolicyR\vretryPolicy\x12\x1f\n" +
+	"\vmax_rescues\x18\x0e \x01(\x05R\n" +
+	"maxRescues\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa1\x01\n" +

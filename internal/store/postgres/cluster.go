@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/hopperjobs/hopper/hoppertype"
@@ -134,49 +133,6 @@ func (s *Store) LeaderResign(ctx context.Context, nodeID string) error {
 		return s.wrap(err, "resign leadership of %s", nodeID)
 	}
 	return nil
-}
-
-// rescueDeadSQL requeues the running jobs of nodes whose heartbeat is older than $2 and
-// deregisters those nodes once none of their jobs is left running (a job skipped because
-// another transaction holds it keeps its node for the next pass).
-const rescueDeadSQL = `WITH dead AS MATERIALIZED (
-	SELECT id FROM {schema}.nodes
-	WHERE heartbeat_at <= coalesce($1::timestamptz, now()) - $2 * interval '1 microsecond'
-), picked AS MATERIALIZED (
-	SELECT id FROM {schema}.jobs
-	WHERE state = 'running' AND worker_id IN (SELECT id FROM dead)
-	LIMIT $3
-	FOR UPDATE SKIP LOCKED
-), rescued AS (
-	UPDATE {schema}.jobs j SET
-		state = 'queued', version = j.version + 1, attempt = j.attempt - 1,
-		updated_at = coalesce($1::timestamptz, now()), worker_id = NULL, lease_expires_at = NULL,
-		last_actor = 'leader', last_reason = 'node dead', last_outcome = 'lease_expired',
-		last_error = 'node ' || j.worker_id || ' stopped heartbeating', last_stack = NULL
-	FROM picked WHERE j.id = picked.id
-	RETURNING j.id, j.queue
-), removed AS (
-	DELETE FROM {schema}.nodes n
-	WHERE n.id IN (SELECT id FROM dead)
-	  AND NOT EXISTS (SELECT 1 FROM {schema}.jobs r WHERE r.state = 'running' AND r.worker_id = n.id
-	                  AND r.id NOT IN (SELECT id FROM rescued))
-)
-SELECT id, queue FROM rescued`
-
-// JobRescueDeadNodes requeues the running jobs of nodes that stopped heartbeating.
-func (s *Store) JobRescueDeadNodes(ctx context.Context, p *store.RescueDeadParams) (*store.RescueResult, error) {
-	if p.NodeTTL <= 0 {
-		return nil, errors.New("rescue dead nodes: NodeTTL must be positive")
-	}
-	rs, err := s.pool.Query(ctx, s.sql(rescueDeadSQL), s.nowArg(), micros(p.NodeTTL), limitOr(p.Limit, 1000))
-	if err != nil {
-		return nil, s.wrap(err, "rescue jobs of dead nodes")
-	}
-	res := &store.RescueResult{}
-	if res.JobIDs, res.Queues, err = idsAndQueues(rs); err != nil {
-		return nil, s.wrap(err, "rescue jobs of dead nodes")
-	}
-	return res, nil
 }
 
 // LimitSet sets or removes a fleet-wide cap.

@@ -13,22 +13,23 @@ import (
 
 // insertSQL inserts a batch from arrays (one round trip for any number of jobs) and returns
 // the new rows followed by the existing jobs that idempotency keys named ($18); $19 holds the
-// jobs' result TTLs.
+// jobs' result TTLs, $20 their rescue bounds.
 const insertSQL = `WITH clk AS (SELECT coalesce($1::timestamptz, now()) AS now),
 ins AS (
 	INSERT INTO {schema}.jobs (id, kind, queue, priority, args, headers, state, max_attempts, run_at,
 		timeout_us, retry_policy, idempotency_key, group_key, merge_key, schedule_id, last_actor,
-		last_reason, created_at, updated_at, result_ttl_us)
+		last_reason, created_at, updated_at, result_ttl_us, max_rescues)
 	SELECT t.id, t.kind, t.queue, t.priority, t.args, t.headers::json,
 		CASE WHEN t.run_at > clk.now THEN 'scheduled' ELSE 'queued' END, t.max_attempts,
 		CASE WHEN t.run_at > clk.now THEN t.run_at ELSE clk.now END, t.timeout_us,
 		t.retry_policy::jsonb, t.key, t.group_key, t.merge_key, t.schedule_id, t.actor, t.reason,
-		clk.now, clk.now, t.result_ttl_us
+		clk.now, clk.now, t.result_ttl_us, t.max_rescues
 	FROM unnest($2::text[], $3::text[], $4::text[], $5::int[], $6::bytea[], $7::text[],
 		$8::timestamptz[], $9::int[], $10::bigint[], $11::text[], $12::text[], $13::text[],
-		$14::text[], $15::text[], $16::text[], $17::text[], $19::bigint[])
+		$14::text[], $15::text[], $16::text[], $17::text[], $19::bigint[], $20::int[])
 		AS t(id, kind, queue, priority, args, headers, run_at, max_attempts, timeout_us,
-		     retry_policy, key, group_key, merge_key, schedule_id, actor, reason, result_ttl_us), clk
+		     retry_policy, key, group_key, merge_key, schedule_id, actor, reason, result_ttl_us,
+		     max_rescues), clk
 	RETURNING ` + cols + `)
 SELECT ` + cols + ` FROM ins
 UNION ALL
@@ -176,7 +177,7 @@ func (s *Store) insertPlanned(ctx context.Context, d db, plan *insertPlan) error
 			a.add(p)
 		}
 	}
-	args := append(append([]any{s.nowArg()}, a.args()...), existingIDs, a.resultTTLs)
+	args := append(append([]any{s.nowArg()}, a.args()...), existingIDs, a.resultTTLs, a.maxRescues)
 	rs, err := d.query(ctx, s.sql(insertSQL), args...)
 	if err != nil {
 		return err
@@ -214,7 +215,7 @@ func (plan *insertPlan) resolve(jobs []*hoppertype.JobRow) error {
 // insertArrays holds a batch column by column, for unnest.
 type insertArrays struct {
 	ids, kinds, queues, actors                                  []string
-	priorities, maxAttempts                                     []int32
+	priorities, maxAttempts, maxRescues                         []int32
 	payloads                                                    [][]byte
 	headers, policies, keys, groups, merges, schedules, reasons []*string
 	runAt                                                       []*time.Time
@@ -228,6 +229,7 @@ func (a *insertArrays) add(p *store.InsertParams) {
 	a.headers, a.policies = append(a.headers, encodeHeaders(p.Headers)), append(a.policies, encodePolicy(p.RetryPolicy))
 	a.runAt, a.timeouts = append(a.runAt, nullTime(p.RunAt)), append(a.timeouts, micros(p.Timeout))
 	a.resultTTLs = append(a.resultTTLs, micros(p.ResultTTL))
+	a.maxRescues = append(a.maxRescues, int32(store.RescueBound(p.MaxRescues)))
 	a.keys, a.groups = append(a.keys, nullStr(p.IdempotencyKey)), append(a.groups, nullStr(p.GroupKey))
 	a.merges, a.schedules = append(a.merges, nullStr(p.MergeKey)), append(a.schedules, nullStr(p.ScheduleID))
 	a.actors, a.reasons = append(a.actors, string(p.Actor)), append(a.reasons, nullStr(p.Reason))

@@ -49,35 +49,6 @@ func (s *Store) JobCancel(ctx context.Context, p *store.CancelParams) (*hopperty
 	return nil, fmt.Errorf("cancel job %s: moved to %s meanwhile: %w", p.ID, state, store.ErrInvalidTransition)
 }
 
-// rescueSQL returns running jobs with expired leases to queued, giving back the attempt.
-// Rows another transaction holds (a finish in flight) are skipped, never waited for.
-const rescueSQL = `WITH picked AS MATERIALIZED (
-	SELECT id FROM {schema}.jobs
-	WHERE state = 'running' AND lease_expires_at <= coalesce($1::timestamptz, now())
-	ORDER BY lease_expires_at LIMIT $2
-	FOR UPDATE SKIP LOCKED
-)
-UPDATE {schema}.jobs j SET
-	state = 'queued', version = j.version + 1, attempt = j.attempt - 1,
-	updated_at = coalesce($1::timestamptz, now()), worker_id = NULL, lease_expires_at = NULL,
-	last_actor = 'leader', last_reason = 'lease expired', last_outcome = 'lease_expired',
-	last_error = 'lease expired before the attempt ended', last_stack = NULL
-FROM picked WHERE j.id = picked.id
-RETURNING j.id, j.queue`
-
-// JobRescueExpired returns running jobs with expired leases to queued.
-func (s *Store) JobRescueExpired(ctx context.Context, p *store.RescueParams) (*store.RescueResult, error) {
-	rs, err := s.pool.Query(ctx, s.sql(rescueSQL), s.nowArg(), limitOr(p.Limit, 1000))
-	if err != nil {
-		return nil, s.wrap(err, "rescue expired leases")
-	}
-	res := &store.RescueResult{}
-	if res.JobIDs, res.Queues, err = idsAndQueues(rs); err != nil {
-		return nil, s.wrap(err, "rescue expired leases")
-	}
-	return res, nil
-}
-
 // promoteSQL queues due scheduled jobs and, in the same round trip, finds the earliest run_at
 // still scheduled (the last row, with a NULL id). The statement's snapshot still sees the
 // promoted rows as scheduled, hence the NOT IN.

@@ -16,14 +16,14 @@ const (
 	timeout_us, worker_id, lease_expires_at, heartbeat_at, progress_percent, progress_message,
 	result, last_error, checkpoint, retry_policy, idempotency_key, group_key, merge_key,
 	original_id, replay_count, replayed_by, schedule_id, created_at, started_at, finished_at,
-	updated_at, expires_at, deadline_at, result_ttl_us, resume_data`
+	updated_at, expires_at, deadline_at, result_ttl_us, resume_data, rescues, max_rescues`
 	jCols = `
 	j.id, j.kind, j.queue, j.priority, j.args, j.headers, j.state, j.attempt, j.max_attempts,
 	j.token, j.run_at, j.timeout_us, j.worker_id, j.lease_expires_at, j.heartbeat_at,
 	j.progress_percent, j.progress_message, j.result, j.last_error, j.checkpoint, j.retry_policy,
 	j.idempotency_key, j.group_key, j.merge_key, j.original_id, j.replay_count, j.replayed_by,
 	j.schedule_id, j.created_at, j.started_at, j.finished_at, j.updated_at, j.expires_at,
-	j.deadline_at, j.result_ttl_us, j.resume_data`
+	j.deadline_at, j.result_ttl_us, j.resume_data, j.rescues, j.max_rescues`
 )
 
 // scanner is a row of pgx (pgx.Row, pgx.Rows) or of database/sql (*sql.Rows).
@@ -47,7 +47,7 @@ func scanJob(sc scanner) (*hoppertype.JobRow, error) {
 		&j.MaxAttempts, &j.Token, &runAt, &timeoutUS, &workerID, &lease, &heartbeat,
 		&j.ProgressPercent, &progressMsg, &result, &lastErr, &checkpnt, &retry, &idemKey,
 		&groupKey, &mergeKey, &originalID, &j.ReplayCount, &replayedBy, &scheduleID, &createdAt,
-		&started, &finished, &updatedAt, &expires, &deadline, &resultTTL, &resume)
+		&started, &finished, &updatedAt, &expires, &deadline, &resultTTL, &resume, &j.Rescues, &j.MaxRescues)
 	if err != nil {
 		return nil, err
 	}

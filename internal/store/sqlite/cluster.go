@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 
 	"github.com/hopperjobs/hopper/hoppertype"
@@ -145,38 +144,6 @@ func (s *Store) LeaderResign(ctx context.Context, nodeID string) error {
 		return fmt.Errorf("resign leadership of %s: %w", nodeID, err)
 	}
 	return nil
-}
-
-// JobRescueDeadNodes requeues the running jobs of nodes that stopped heartbeating.
-func (s *Store) JobRescueDeadNodes(ctx context.Context, p *store.RescueDeadParams) (*store.RescueResult, error) {
-	if p.NodeTTL <= 0 {
-		return nil, errors.New("rescue dead nodes: NodeTTL must be positive")
-	}
-	res := &store.RescueResult{}
-	err := s.write(ctx, nil, func(ctx context.Context, tx *sql.Tx, _ []*sql.Stmt) error {
-		now := s.clock.Now()
-		cutoff := micros(now.Add(-p.NodeTTL))
-		rows, err := tx.QueryContext(ctx, `UPDATE jobs SET
-			state = 'queued', version = version + 1, attempt = attempt - 1, updated_at = ?1,
-			worker_id = NULL, lease_expires_at = NULL, last_actor = 'leader', last_reason = 'node dead',
-			last_outcome = 'lease_expired', last_error = 'node ' || worker_id || ' stopped heartbeating', last_stack = NULL
-			WHERE id IN (SELECT id FROM jobs WHERE state = 'running'
-			             AND worker_id IN (SELECT id FROM nodes WHERE heartbeat_at <= ?2) LIMIT +?3)
-			RETURNING id, queue`, micros(now), cutoff, limitOr(p.Limit, 1000))
-		if err != nil {
-			return err
-		}
-		if res.JobIDs, res.Queues, err = idsAndQueues(rows); err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, `DELETE FROM nodes WHERE heartbeat_at <= ?1
-			AND NOT EXISTS (SELECT 1 FROM jobs WHERE state = 'running' AND worker_id = nodes.id)`, cutoff)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("rescue jobs of dead nodes: %w", err)
-	}
-	return res, nil
 }
 
 // LimitSet sets or removes a fleet-wide cap.

@@ -14,8 +14,8 @@ import (
 
 const insertJobSQL = `INSERT INTO jobs (id, kind, queue, priority, args, headers, state, max_attempts,
 	run_at, timeout_us, retry_policy, idempotency_key, group_key, merge_key, schedule_id,
-	last_actor, last_reason, created_at, updated_at, result_ttl_us)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	last_actor, last_reason, created_at, updated_at, result_ttl_us, max_rescues)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // JobInsertMany inserts every job in one transaction.
 func (s *Store) JobInsertMany(ctx context.Context, params []*store.InsertParams) ([]*store.InsertResult, error) {
@@ -59,7 +59,8 @@ func insertRow(ctx context.Context, tx *sql.Tx, ins *sql.Stmt, p *store.InsertPa
 		encodeHeaders(row.Headers), string(row.State), row.MaxAttempts, micros(row.RunAt),
 		row.Timeout.Microseconds(), encodePolicy(row.RetryPolicy), nullString(row.IdempotencyKey),
 		nullString(row.GroupKey), nullString(row.MergeKey), nullString(row.ScheduleID),
-		string(p.Actor), nullString(p.Reason), micros(now), micros(now), p.ResultTTL.Microseconds()); err != nil {
+		string(p.Actor), nullString(p.Reason), micros(now), micros(now), p.ResultTTL.Microseconds(),
+		row.MaxRescues); err != nil {
 		return nil, fmt.Errorf("insert job %s: %w", row.ID, err)
 	}
 	if p.IdempotencyKey != "" {
@@ -107,9 +108,9 @@ func newRow(p *store.InsertParams, now time.Time) *hoppertype.JobRow {
 	return &hoppertype.JobRow{
 		ID: p.ID, Kind: p.Kind, Queue: p.Queue, Priority: p.Priority, Args: p.Args,
 		Headers: p.Headers, State: state, MaxAttempts: p.MaxAttempts, RunAt: fromMicros(runAt.UnixMicro()),
-		Timeout: p.Timeout, RetryPolicy: p.RetryPolicy, ResultTTL: p.ResultTTL, IdempotencyKey: p.IdempotencyKey,
-		GroupKey: p.GroupKey, MergeKey: p.MergeKey, ScheduleID: p.ScheduleID,
-		CreatedAt: n, UpdatedAt: n,
+		MaxRescues: store.RescueBound(p.MaxRescues), Timeout: p.Timeout, RetryPolicy: p.RetryPolicy,
+		ResultTTL: p.ResultTTL, IdempotencyKey: p.IdempotencyKey, GroupKey: p.GroupKey, MergeKey: p.MergeKey,
+		ScheduleID: p.ScheduleID, CreatedAt: n, UpdatedAt: n,
 	}
 }
 

@@ -45,30 +45,6 @@ func (s *Store) JobCancel(ctx context.Context, p *store.CancelParams) (*hopperty
 	return job, nil
 }
 
-// JobRescueExpired returns running jobs with expired leases to queued, giving back the attempt.
-func (s *Store) JobRescueExpired(ctx context.Context, p *store.RescueParams) (*store.RescueResult, error) {
-	res := &store.RescueResult{}
-	err := s.write(ctx, nil, func(ctx context.Context, tx *sql.Tx, _ []*sql.Stmt) error {
-		now := micros(s.clock.Now())
-		rows, err := tx.QueryContext(ctx, `UPDATE jobs SET
-			state = 'queued', version = version + 1, attempt = attempt - 1, updated_at = ?1,
-			worker_id = NULL, lease_expires_at = NULL, last_actor = 'leader', last_reason = 'lease expired',
-			last_outcome = 'lease_expired', last_error = 'lease expired before the attempt ended', last_stack = NULL
-			WHERE id IN (SELECT id FROM jobs WHERE state = 'running' AND lease_expires_at <= ?1
-			             ORDER BY lease_expires_at LIMIT ?2)
-			RETURNING id, queue`, now, limitOr(p.Limit, 1000))
-		if err != nil {
-			return err
-		}
-		res.JobIDs, res.Queues, err = idsAndQueues(rows)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("rescue expired leases: %w", err)
-	}
-	return res, nil
-}
-
 // JobPromoteScheduled queues scheduled jobs whose run_at has come.
 func (s *Store) JobPromoteScheduled(ctx context.Context, p *store.PromoteParams) (*store.PromoteResult, error) {
 	res := &store.PromoteResult{}

@@ -29,6 +29,7 @@ func Run(t *testing.T, opener Opener) {
 		{"Results", testResults},
 		{"DeadLetters", testDeadLetters},
 		{"Text", testText},
+		{"Rescues", testRescues},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

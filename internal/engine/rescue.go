@@ -1,0 +1,63 @@
+package engine
+
+import (
+	"context"
+	"time"
+
+	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/store"
+)
+
+// Bounded rescues (contract 3): the stores return a job whose worker was lost to its queue
+// while its rescues are under its bound and fail it with outcome worker_lost after that
+// (store.RescueBound). The leader rescues expired leases and the jobs of dead nodes
+// (maintainer.rescue); a server rescues the jobs of a remote worker it saw go away
+// (RescueLeases). Either way, a job that failed is a dead letter like any other.
+
+// RescueLeases rescues attempts whose worker the caller knows is gone (a remote worker whose
+// connection closed under them), recorded as done by actor for reason: each counts a rescue,
+// and a job out of rescues fails with outcome worker_lost and reaches OnOutcome as a dead
+// letter. Stale tokens are skipped.
+func (e *Engine) RescueLeases(ctx context.Context, refs []store.LeaseRef, actor hoppertype.Actor, reason string) (*store.RescueResult, error) {
+	if len(refs) == 0 {
+		return &store.RescueResult{}, nil
+	}
+	res, err := e.store.JobRescueLeases(ctx, &store.RescueLeasesParams{Leases: refs, Actor: actor,
+		Reason: reason, Error: reason, ExpiresAt: e.deadLetterExpiry()})
+	if err != nil {
+		return nil, err
+	}
+	e.rescued(res, "whose worker went away", actor)
+	return res, nil
+}
+
+// deadLetterExpiry is when a job failed now may be removed.
+func (e *Engine) deadLetterExpiry() time.Time { return e.clock.Now().Add(e.cfg.DeadLetterRetention) }
+
+// rescued reports what a rescue did: it wakes the queues that jobs went back to, and logs and
+// hands on as dead letters the jobs that ran out of rescues. what says whose jobs they were.
+func (e *Engine) rescued(res *store.RescueResult, what string, actor hoppertype.Actor) {
+	if len(res.JobIDs) > 0 {
+		e.log.Warn("rescued jobs "+what, "jobs", len(res.JobIDs))
+	}
+	for _, q := range res.Queues {
+		e.Notify(q)
+	}
+	for _, id := range res.Failed {
+		e.log.Warn("job failed with worker_lost: it lost its worker more often than its max_rescues allow",
+			"job_id", id)
+	}
+	e.deadLettered(res.Failed, actor)
+}
+
+// deadLettered hands jobs that failed outside an attempt's outcome (out of rescues, past a
+// suspension's deadline) to OnOutcome, as the completer hands on the failures it writes.
+func (e *Engine) deadLettered(ids []string, actor hoppertype.Actor) {
+	hook := e.cfg.OnOutcome
+	if hook == nil {
+		return
+	}
+	for _, id := range ids {
+		hook(&store.FinishParams{ID: id, State: hoppertype.StateFailed, Actor: actor}, nil)
+	}
+}

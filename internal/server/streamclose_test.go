@@ -1,0 +1,105 @@
+package server_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/hopperjobs/hopper"
+	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
+	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/types/known/durationpb"
+)
+
+// streamOne opens a stream, receives one job and returns it with the stream's cancel.
+func streamOne(t *testing.T, e *env) (*hopperv1.ActivatedJob, context.CancelFunc) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	stream, err := e.workers.StreamJobs(ctx, &hopperv1.StreamJobsRequest{Worker: "fragile", Credit: 1,
+		LeaseTimeout: durationpb.New(time.Hour)})
+	require.NoError(t, err)
+	t.Cleanup(func() { stream.Close() })
+	msg, err := stream.Receive()
+	require.NoError(t, err)
+	require.NotNil(t, msg.GetJob())
+	return msg.GetJob(), cancel
+}
+
+// waitJob waits until job id is in state and has seen that many rescues.
+func (e *env) waitJob(t *testing.T, id, state string, rescues int32) *hopperv1.Job {
+	t.Helper()
+	var job *hopperv1.Job
+	require.Eventually(t, func() bool {
+		job = e.get(t, id)
+		return job.GetState() == state && job.GetRescues() == rescues
+	}, 5*time.Second, 5*time.Millisecond, "job %s never reached %s with %d rescues", id, state, rescues)
+	return job
+}
+
+// A streaming worker that goes away under its jobs (killed, say, by the job itself) is a lost
+// worker: the server rescues the job at once, counting it, and after the job's max_rescues
+// the next loss dead-letters it, with the hook, recorded as the server's doing.
+func TestStreamWorkerThatGoesAwayIsALostWorker(t *testing.T) {
+	dead := make(chan *hopper.JobRow, 1)
+	s := serve(t, nil, func(c *hopper.Config) {
+		c.OnDeadLetter = func(_ context.Context, job *hopper.JobRow) { dead <- job }
+	}, nil)
+	e := newEnv(s.ts.URL, s.ts.Client(), s.client, s.store, s.srv)
+	res, err := e.jobs.Enqueue(t.Context(), &hopperv1.EnqueueRequest{Job: &hopperv1.JobSpec{Kind: "poison", MaxRescues: 1}})
+	require.NoError(t, err)
+	id := res.GetJob().GetId()
+	require.Equal(t, int32(1), res.GetJob().GetMaxRescues())
+
+	job, cancel := streamOne(t, e)
+	require.Equal(t, id, job.GetId())
+	cancel() // the worker dies
+	e.waitJob(t, id, "queued", 1)
+
+	_, cancel = streamOne(t, e)
+	cancel() // and dies again
+	got := e.waitJob(t, id, "failed", 1)
+	want := "worker lost 2 times (max_rescues 1); last: stream closed: worker went away"
+	require.Equal(t, want, got.GetLastError())
+	require.NotNil(t, got.GetExpiresAt(), "kept for the dead-letter retention")
+
+	ev, err := e.jobs.Events(t.Context(), &hopperv1.EventsRequest{Id: id})
+	require.NoError(t, err)
+	attempts := ev.GetAttempts()
+	require.Len(t, attempts, 2)
+	require.Equal(t, "lease_expired", attempts[0].GetOutcome())
+	require.Equal(t, "worker_lost", attempts[1].GetOutcome())
+	last := ev.GetEvents()[len(ev.GetEvents())-1]
+	require.Equal(t, "failed", last.GetTo())
+	require.Equal(t, string(hoppertype.ActorServer), last.GetActor(), "the server, not the worker")
+	require.Contains(t, last.GetReason(), "stream closed: worker went away")
+
+	select {
+	case j := <-dead:
+		require.Equal(t, id, j.ID)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the on-dead-letter hook was not called")
+	}
+}
+
+// A stream the server ends because it shuts down is not the worker's fault: its jobs go back
+// at once without counting a rescue, recorded as the server's doing with the reason.
+func TestShutdownReturnsStreamedJobsWithoutARescue(t *testing.T) {
+	e := start(t)
+	id := e.enqueue(t, "long", `{}`).GetId()
+	_, cancel := streamOne(t, e)
+	defer cancel()
+	e.srv.Shutdown()
+	got := e.waitJob(t, id, "queued", 0)
+	require.Equal(t, int32(0), got.GetAttempt(), "the attempt is given back")
+
+	ev, err := e.jobs.Events(t.Context(), &hopperv1.EventsRequest{Id: id})
+	require.NoError(t, err)
+	require.Len(t, ev.GetAttempts(), 1)
+	a := ev.GetAttempts()[0]
+	require.Equal(t, "canceled", a.GetOutcome())
+	require.Equal(t, "stream closed: server shutting down", a.GetError())
+	last := ev.GetEvents()[len(ev.GetEvents())-1]
+	require.Equal(t, string(hoppertype.ActorServer), last.GetActor())
+	require.Equal(t, "stream closed: server shutting down", last.GetReason())
+}

@@ -1,0 +1,145 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+
+	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/store"
+)
+
+// outOfRescues holds for a job whose worker is lost once more than its max_rescues allow.
+const outOfRescues = `(j.max_rescues >= 0 AND j.rescues >= j.max_rescues)`
+
+// rescueSet is the SET clause of every rescue (expired lease, dead node, lost worker) of the
+// jobs row j, the one transition of store.RescueBound: under its bound a job goes back to
+// queued, with its attempt given back and the rescue counted; at its bound it fails with
+// outcome worker_lost, kept until $4. $1 is now, $2 the actor, $3 the reason; errExpr is why
+// the worker was lost. SET expressions read the row as it was, so j.rescues is the old count.
+func rescueSet(errExpr string) string {
+	return `state = CASE WHEN ` + outOfRescues + ` THEN 'failed' ELSE 'queued' END,
+	version = j.version + 1,
+	attempt = CASE WHEN ` + outOfRescues + ` THEN j.attempt ELSE j.attempt - 1 END,
+	rescues = CASE WHEN ` + outOfRescues + ` THEN j.rescues ELSE j.rescues + 1 END,
+	updated_at = coalesce($1::timestamptz, now()),
+	finished_at = CASE WHEN ` + outOfRescues + ` THEN coalesce($1::timestamptz, now()) ELSE j.finished_at END,
+	expires_at = CASE WHEN ` + outOfRescues + ` THEN $4::timestamptz ELSE j.expires_at END,
+	worker_id = NULL, lease_expires_at = NULL, last_actor = $2::text, last_stack = NULL,
+	last_outcome = CASE WHEN ` + outOfRescues + ` THEN 'worker_lost' ELSE 'lease_expired' END,
+	last_reason = CASE WHEN ` + outOfRescues + `
+		THEN $3::text || ': out of rescues (max_rescues ' || j.max_rescues || ')' ELSE $3::text END,
+	last_error = CASE WHEN ` + outOfRescues + `
+		THEN 'worker lost ' || (j.rescues + 1) || ' times (max_rescues ' || j.max_rescues || '); last: ' || ` + errExpr + `
+		ELSE ` + errExpr + ` END`
+}
+
+// rescueExpiredSQL rescues running jobs with expired leases ($5 the error, $6 the limit).
+// Rows another transaction holds (a finish in flight) are skipped, never waited for.
+var rescueExpiredSQL = `WITH picked AS MATERIALIZED (
+	SELECT id FROM {schema}.jobs
+	WHERE state = 'running' AND lease_expires_at <= coalesce($1::timestamptz, now())
+	ORDER BY lease_expires_at LIMIT $6
+	FOR UPDATE SKIP LOCKED
+)
+UPDATE {schema}.jobs j SET ` + rescueSet(`$5::text`) + `
+FROM picked WHERE j.id = picked.id
+RETURNING j.id, j.queue, j.state`
+
+// rescueLeasesSQL rescues the running attempts named by ids $6 and tokens $7. Rows another
+// transaction holds are skipped, as by the other rescues: a finish in flight ends the attempt
+// anyway, and anything else leaves the lease to expire, when the leader rescues it.
+var rescueLeasesSQL = `WITH picked AS MATERIALIZED (
+	SELECT j.id FROM {schema}.jobs j
+	JOIN unnest($6::text[], $7::bigint[]) AS l(id, token) ON j.id = l.id AND j.token = l.token
+	WHERE j.state = 'running'
+	FOR UPDATE OF j SKIP LOCKED
+)
+UPDATE {schema}.jobs j SET ` + rescueSet(`$5::text`) + `
+FROM picked WHERE j.id = picked.id
+RETURNING j.id, j.queue, j.state`
+
+// rescueDeadSQL rescues the running jobs of nodes whose heartbeat is older than $5
+// microseconds ($6 the limit) and deregisters those nodes once none of their jobs is left
+// running (a job skipped because another transaction holds it keeps its node for the next
+// pass).
+var rescueDeadSQL = `WITH dead AS MATERIALIZED (
+	SELECT id FROM {schema}.nodes
+	WHERE heartbeat_at <= coalesce($1::timestamptz, now()) - $5 * interval '1 microsecond'
+), picked AS MATERIALIZED (
+	SELECT id FROM {schema}.jobs
+	WHERE state = 'running' AND worker_id IN (SELECT id FROM dead)
+	LIMIT $6
+	FOR UPDATE SKIP LOCKED
+), rescued AS (
+	UPDATE {schema}.jobs j SET ` + rescueSet(`('node ' || j.worker_id || ' stopped heartbeating')`) + `
+	FROM picked WHERE j.id = picked.id
+	RETURNING j.id, j.queue, j.state
+), removed AS (
+	DELETE FROM {schema}.nodes n
+	WHERE n.id IN (SELECT id FROM dead)
+	  AND NOT EXISTS (SELECT 1 FROM {schema}.jobs r WHERE r.state = 'running' AND r.worker_id = n.id
+	                  AND r.id NOT IN (SELECT id FROM rescued))
+)
+SELECT id, queue, state FROM rescued`
+
+// JobRescueExpired rescues running jobs with expired leases.
+func (s *Store) JobRescueExpired(ctx context.Context, p *store.RescueParams) (*store.RescueResult, error) {
+	rs, err := s.pool.Query(ctx, s.sql(rescueExpiredSQL), s.nowArg(), string(hoppertype.ActorLeader), "lease expired",
+		nullTime(p.ExpiresAt), "lease expired before the attempt ended", limitOr(p.Limit, 1000))
+	if err != nil {
+		return nil, s.wrap(err, "rescue expired leases")
+	}
+	res := &store.RescueResult{}
+	if err := readRescued(rs, res); err != nil {
+		return nil, s.wrap(err, "rescue expired leases")
+	}
+	return res, nil
+}
+
+// JobRescueLeases rescues the named attempts, skipping stale tokens.
+func (s *Store) JobRescueLeases(ctx context.Context, p *store.RescueLeasesParams) (*store.RescueResult, error) {
+	ids, tokens := make([]string, len(p.Leases)), make([]int64, len(p.Leases))
+	for i, l := range p.Leases {
+		ids[i], tokens[i] = l.ID, l.Token
+	}
+	rs, err := s.pool.Query(ctx, s.sql(rescueLeasesSQL), s.nowArg(), string(p.Actor), p.Reason,
+		nullTime(p.ExpiresAt), p.Error, ids, tokens)
+	if err != nil {
+		return nil, s.wrap(err, "rescue %d leases", len(p.Leases))
+	}
+	res := &store.RescueResult{}
+	if err := readRescued(rs, res); err != nil {
+		return nil, s.wrap(err, "rescue %d leases", len(p.Leases))
+	}
+	return res, nil
+}
+
+// JobRescueDeadNodes rescues the running jobs of nodes that stopped heartbeating.
+func (s *Store) JobRescueDeadNodes(ctx context.Context, p *store.RescueDeadParams) (*store.RescueResult, error) {
+	if p.NodeTTL <= 0 {
+		return nil, errors.New("rescue dead nodes: NodeTTL must be positive")
+	}
+	rs, err := s.pool.Query(ctx, s.sql(rescueDeadSQL), s.nowArg(), string(hoppertype.ActorLeader), "node dead",
+		nullTime(p.ExpiresAt), micros(p.NodeTTL), limitOr(p.Limit, 1000))
+	if err != nil {
+		return nil, s.wrap(err, "rescue jobs of dead nodes")
+	}
+	res := &store.RescueResult{}
+	if err := readRescued(rs, res); err != nil {
+		return nil, s.wrap(err, "rescue jobs of dead nodes")
+	}
+	return res, nil
+}
+
+// readRescued adds the (id, queue, state) rows of a rescue to res and closes rs.
+func readRescued(rs rows, res *store.RescueResult) error {
+	defer rs.Close()
+	for rs.Next() {
+		var id, queue, state string
+		if err := rs.Scan(&id, &queue, &state); err != nil {
+			return err
+		}
+		res.Add(id, queue, hoppertype.JobState(state))
+	}
+	return rs.Err()
+}
