@@ -11,6 +11,7 @@ import (
 	"github.com/hopperjobs/hopper"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
 	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/backoff"
 	"github.com/hopperjobs/hopper/internal/engine"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -165,7 +166,7 @@ func failRequest(job *hopperv1.ActivatedJob, row *hoppertype.JobRow, unit engine
 		req.RetryBackoff = durationpb.New(max(after.Delay, 0))
 	case unit != nil && unit.RetryPolicy() != nil:
 		p := engine.MergePolicy(row.RetryPolicy, unit.RetryPolicy())
-		req.RetryBackoff = durationpb.New(engine.Backoff(p, row.Attempt, nil))
+		req.RetryBackoff = durationpb.New(backoff.Delay(p, row.Attempt, nil))
 	}
 	return req
 }

@@ -5,31 +5,9 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/backoff"
 	"github.com/stretchr/testify/require"
 )
-
-func TestBackoffGrowsAndCaps(t *testing.T) {
-	t.Parallel()
-	p := hoppertype.RetryPolicy{Base: time.Second, Multiplier: 3, Cap: 20 * time.Second}
-	mid := func() float64 { return 0.5 } // no jitter effect
-	require.Equal(t, time.Second, Backoff(p, 1, mid))
-	require.Equal(t, 3*time.Second, Backoff(p, 2, mid))
-	require.Equal(t, 9*time.Second, Backoff(p, 3, mid))
-	require.Equal(t, 20*time.Second, Backoff(p, 4, mid))
-	require.Equal(t, 20*time.Second, Backoff(p, 5000, mid), "no overflow")
-}
-
-func TestBackoffJitterBounds(t *testing.T) {
-	t.Parallel()
-	p := hoppertype.RetryPolicy{Base: 10 * time.Second, Multiplier: 2, Cap: time.Hour, Jitter: 0.2}
-	require.Equal(t, 8*time.Second, Backoff(p, 1, func() float64 { return 0 }))
-	require.Equal(t, 12*time.Second, Backoff(p, 1, func() float64 { return 1 }))
-	for range 1000 {
-		d := Backoff(p, 1, nil)
-		require.GreaterOrEqual(t, d, 8*time.Second)
-		require.LessOrEqual(t, d, 12*time.Second)
-	}
-}
 
 func TestMergePolicyPrecedence(t *testing.T) {
 	t.Parallel()
@@ -45,5 +23,5 @@ func TestMergePolicyPrecedence(t *testing.T) {
 func TestNegativeJitterDisablesJitter(t *testing.T) {
 	t.Parallel()
 	got := MergePolicy(&hoppertype.RetryPolicy{Base: time.Second, Jitter: -1})
-	require.Equal(t, time.Second, Backoff(got, 1, func() float64 { return 0 }))
+	require.Equal(t, time.Second, backoff.Delay(got, 1, func() float64 { return 0 }))
 }
