@@ -607,7 +607,8 @@ func TestEveryRouteHasAnAuthPolicy(t *testing.T) {
 	for pattern, scope := range routes {
 		require.True(t, known[scope], "route %s has unknown scope %q", pattern, scope)
 		if scope == server.ScopePublic {
-			require.True(t, strings.HasSuffix(pattern, "/healthz"), "only health checks are public, not %s", pattern)
+			require.True(t, strings.HasSuffix(pattern, "/healthz") || strings.HasSuffix(pattern, "/readyz"),
+				"only health checks are public, not %s", pattern)
 		}
 	}
 	// Every RPC method of every service is routed.
@@ -795,7 +796,7 @@ func TestRouteScopesAreTheDocumentedOnes(t *testing.T) {
 		"/hopper.v1.AdminService/CreateKey": server.ScopeAdmin, "/hopper.v1.AdminService/ListKeys": server.ScopeAdmin,
 		"/hopper.v1.AdminService/RevokeKey": server.ScopeAdmin,
 		"POST /v1/async/{kind}":             server.ScopeEnqueue, "GET /v1/jobs/{id}": server.ScopeRead,
-		"GET /healthz": server.ScopePublic,
+		"GET /healthz": server.ScopePublic, "GET /readyz": server.ScopePublic,
 	}
 	routes := e.srv.Routes()
 	for route, scope := range want {
