@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
@@ -88,7 +87,7 @@ func (m *maintainer) sweep(ctx context.Context) (more bool, err error) {
 		}
 		res, err := sw.JobSweepExpired(ctx, &store.SweepParams{Now: m.e.store.Now(), After: m.sweepFrom, Scan: sweepWindow})
 		if err != nil {
-			return false, fmt.Errorf("sweep expired jobs: %w", err)
+			return false, err
 		}
 		total += res.Deleted
 		m.sweepFrom = res.Next

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -127,7 +126,7 @@ func (m *maintainer) promote(ctx context.Context) error {
 	for ctx.Err() == nil {
 		res, err := m.e.store.JobPromoteScheduled(ctx, &store.PromoteParams{Limit: 1000})
 		if err != nil {
-			return fmt.Errorf("promote scheduled jobs: %w", err)
+			return err // the store says what failed
 		}
 		m.mu.Lock()
 		m.next = res.NextRunAt
@@ -145,7 +144,7 @@ func (m *maintainer) promote(ctx context.Context) error {
 func (m *maintainer) rescue(ctx context.Context) error {
 	res, err := m.e.store.JobRescueExpired(ctx, &store.RescueParams{Limit: 1000})
 	if err != nil {
-		return fmt.Errorf("rescue expired leases: %w", err)
+		return err
 	}
 	if len(res.JobIDs) > 0 {
 		m.e.log.Warn("rescued jobs with expired leases", "jobs", len(res.JobIDs))
@@ -155,7 +154,7 @@ func (m *maintainer) rescue(ctx context.Context) error {
 	}
 	dead, err := m.e.store.JobRescueDeadNodes(ctx, &store.RescueDeadParams{NodeTTL: m.e.cfg.NodeTTL, Limit: 1000})
 	if err != nil {
-		return fmt.Errorf("rescue jobs of dead nodes: %w", err)
+		return err
 	}
 	if len(dead.JobIDs) > 0 {
 		m.e.log.Warn("rescued jobs of dead nodes", "jobs", len(dead.JobIDs))

@@ -118,7 +118,7 @@ func (s *scheduler) fireBatch(ctx context.Context) (time.Time, bool, error) {
 	now := s.e.clock.Now()
 	due, err := s.store.ScheduleDue(ctx, now, scheduleBatch)
 	if err != nil {
-		return time.Time{}, false, fmt.Errorf("list due schedules: %w", err)
+		return time.Time{}, false, err
 	}
 	var earliest time.Time
 	for _, sc := range due {
@@ -128,7 +128,7 @@ func (s *scheduler) fireBatch(ctx context.Context) (time.Time, bool, error) {
 		}
 		next, err := s.fire(ctx, sc, now)
 		if errors.Is(err, store.ErrUnavailable) {
-			return time.Time{}, false, fmt.Errorf("fire schedule %q: %w", sc.Name, err)
+			return time.Time{}, false, err
 		}
 		if err != nil {
 			if ctx.Err() == nil {

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/store"
@@ -20,7 +19,7 @@ func (m *maintainer) failOverdue(ctx context.Context) error {
 		ids, err := ss.JobFailOverdue(ctx, &store.OverdueParams{Limit: 1000,
 			ExpiresAt: m.e.clock.Now().Add(m.e.cfg.DeadLetterRetention)})
 		if err != nil {
-			return fmt.Errorf("fail overdue suspended jobs: %w", err)
+			return err
 		}
 		if len(ids) > 0 {
 			m.e.log.Warn("failed jobs still suspended at their deadline", "jobs", len(ids))
