@@ -100,6 +100,10 @@ func TestTrackerDelaysGrowCapAndResetOnSuccess(t *testing.T) {
 	tr.Succeed()
 	require.False(t, tr.Status().Failing())
 	require.Equal(t, 100*ms, tr.Fail(down), "a success resets the backoff")
+	require.Equal(t, 200*ms, tr.Fail(down))
+	tr.Reset()
+	require.False(t, tr.Status().Failing())
+	require.Equal(t, 100*ms, tr.Fail(down), "so does Reset")
 }
 
 func TestTrackerJitterStaysWithinTwentyPercent(t *testing.T) {
@@ -132,9 +136,12 @@ func TestTrackerLogsStateChangesNotAttempts(t *testing.T) {
 	}
 	tr.Succeed()
 	tr.Succeed()
+	tr.Fail(down)
+	tr.Reset() // the loop stopped trying: no line
 	require.Equal(t, []string{
 		`level=WARN msg="promote scheduled jobs failed; retrying with backoff" queue=q1 err="dial tcp 127.0.0.1:5432: connection refused" retry_in=100ms`,
 		`level=INFO msg="promote scheduled jobs recovered" queue=q1 failures=8 outage=25.5s`,
+		`level=WARN msg="promote scheduled jobs failed; retrying with backoff" queue=q1 err="dial tcp 127.0.0.1:5432: connection refused" retry_in=100ms`,
 	}, out.lines())
 }
 

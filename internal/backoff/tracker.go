@@ -118,6 +118,14 @@ func (t *Tracker) Succeed() {
 	}
 }
 
+// Reset forgets the failures without a log line: the loop stopped calling (a leader's duty
+// on a node that no longer leads), so it is not failing any more, nor recovered.
+func (t *Tracker) Reset() {
+	t.mu.Lock()
+	t.failures, t.err = 0, nil
+	t.mu.Unlock()
+}
+
 // attrs returns Config.Attrs followed by kv, in a new slice (trackers are used concurrently).
 func (t *Tracker) attrs(kv ...any) []any {
 	return append(append(make([]any, 0, len(t.cfg.Attrs)+len(kv)), t.cfg.Attrs...), kv...)

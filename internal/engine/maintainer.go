@@ -50,6 +50,7 @@ func (m *maintainer) run(ctx context.Context) {
 	nextSweep := nextRescue
 	for ctx.Err() == nil {
 		if !e.leader.leading() {
+			m.retry.Reset() // not failing: not trying
 			select { // only the leader does these duties
 			case <-ctx.Done():
 			case <-e.leader.wait():

@@ -64,6 +64,7 @@ func (s *scheduler) run(ctx context.Context) {
 	e := s.e
 	for s.store != nil && ctx.Err() == nil {
 		if !e.leader.leading() {
+			s.retry.Reset() // not failing: not trying
 			select { // only the leader fires schedules
 			case <-ctx.Done():
 			case <-e.leader.wait():

@@ -12,10 +12,10 @@ import (
 
 // rpcError turns a Hopper error into the Connect error callers can act on. Messages of
 // errors callers caused (bad input, stale lease…) go to the wire. An unavailable store is
-// UNAVAILABLE with a fixed message (and Retry-After, set by guardErrors). Any other error is
-// INTERNAL: guardErrors logs it with the request id and answers only with that id. (The
-// logger is no longer used here: the one log line of an INTERNAL answer, with its request id,
-// is guardErrors'.)
+// UNAVAILABLE with a fixed message (guardErrors adds Retry-After). Any other error is
+// INTERNAL with the whole error as its message, which never reaches the caller: guardErrors
+// logs it with the request id and answers with the id alone. The logger argument is unused
+// (guardErrors logs, once, with the request id); it stays so the call sites do not change.
 func rpcError(_ *slog.Logger, op string, err error) error {
 	var code connect.Code
 	switch {
