@@ -50,8 +50,9 @@ func (m *maintainer) run(ctx context.Context) {
 	nextSweep := nextRescue
 	for ctx.Err() == nil {
 		if !e.leader.leading() {
-			m.retry.Reset() // not failing: not trying
-			select { // only the leader does these duties
+			// Only the leader does these duties; not trying, they are not failing.
+			m.retry.Reset()
+			select {
 			case <-ctx.Done():
 			case <-e.leader.wait():
 			}

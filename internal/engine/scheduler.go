@@ -64,8 +64,9 @@ func (s *scheduler) run(ctx context.Context) {
 	e := s.e
 	for s.store != nil && ctx.Err() == nil {
 		if !e.leader.leading() {
-			s.retry.Reset() // not failing: not trying
-			select { // only the leader fires schedules
+			// Only the leader fires schedules; not trying, it is not failing.
+			s.retry.Reset()
+			select {
 			case <-ctx.Done():
 			case <-e.leader.wait():
 			}
