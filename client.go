@@ -6,6 +6,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/hopperjobs/hopper/internal/backoff"
 	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/engine"
 )
@@ -100,6 +101,22 @@ func (c *Client) Stop(ctx context.Context) error {
 
 // IsLeader reports whether this client holds the leader lease (and does the maintenance).
 func (c *Client) IsLeader() bool { return c.engine.IsLeader() }
+
+// Ping checks that the client's store answers, within 2 s: a round trip to PostgreSQL; a
+// read of the SQLite file, and its last write did not fail for want of disk or access. The
+// error wraps ErrUnavailable when the store cannot be reached or cannot take writes.
+func (c *Client) Ping(ctx context.Context) error { return c.store.Ping(ctx) }
+
+// LoopStatus is the state of one of a client's background loops that call the store
+// (claims, outcome writes, lease renewals, the node heartbeat, the leader election and the
+// leader's duties): what it does, how many of its calls failed in a row, since when, and the
+// last error.
+type LoopStatus = backoff.Status
+
+// FailingLoops returns the background loops whose last call to the store failed. Each one
+// retries with backoff (100 ms doubling up to 30 s, or 5 s for claims and outcome writes) and
+// logs its first failure and its recovery.
+func (c *Client) FailingLoops() []LoopStatus { return c.engine.Failing() }
 
 // Running returns how many jobs this process is running now.
 func (c *Client) Running() int { return c.engine.Running() }

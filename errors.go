@@ -26,6 +26,11 @@ var (
 	ErrInvalid = store.ErrInvalid
 	// ErrNotInHandler: a handler-context function was called outside a running job.
 	ErrNotInHandler = errors.New("not called from a running job's context")
+	// ErrUnavailable: the store cannot be reached or cannot take writes right now (database
+	// down or restarting, connection lost, out of connections, disk full, file locked): try
+	// again later. A call whose connection was lost while it committed may have taken effect,
+	// so retry enqueues with an idempotency key.
+	ErrUnavailable = store.ErrUnavailable
 )
 
 // Causes of a handler's canceled context; tell them apart with context.Cause(ctx).

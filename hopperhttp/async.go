@@ -24,8 +24,10 @@ import (
 // Errors: 400 for a body that is not JSON in UTF-8, an empty Idempotency-Key, or a kind or
 // key that is not UTF-8 or holds a NUL byte, 405 for a method other
 // than POST, 413 for a body over WithMaxBodyBytes or the client's Config.MaxArgsBytes, 422 for
-// a reused idempotency key, 431 for headers too large to record (64 KiB), 500 when the store
-// fails. It panics when c is nil or kind is empty. It is safe for concurrent use.
+// a reused idempotency key, 431 for headers too large to record (64 KiB), 503 with Retry-After
+// when the store is unavailable (hopper.ErrUnavailable), 500 when it fails otherwise (the
+// message is only the request id; the error goes to WithLogger's logger with it). It panics
+// when c is nil or kind is empty. It is safe for concurrent use.
 func AsyncHandler(c *hopper.Client, kind string, opts ...Option) http.Handler {
 	if kind == "" {
 		panic("hopperhttp: AsyncHandler needs a kind")
@@ -173,7 +175,6 @@ func (h *asyncHandler) enqueueError(w http.ResponseWriter, r *http.Request, kind
 			"the Idempotency-Key was already used with another request body or kind")
 	case r.Context().Err() != nil: // the client went away; nobody reads an answer
 	default:
-		h.cfg.log.Error("hopperhttp: enqueue job", "kind", kind, "path", r.URL.Path, "err", err)
-		writeError(w, http.StatusInternalServerError, codeInternal, "could not enqueue the job")
+		failed(w, r, h.cfg.log, "enqueue job", err, "kind", kind)
 	}
 }

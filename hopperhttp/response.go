@@ -2,7 +2,12 @@ package hopperhttp
 
 import (
 	"encoding/json"
+	"errors"
+	"log/slog"
 	"net/http"
+
+	"github.com/hopperjobs/hopper"
+	"github.com/hopperjobs/hopper/internal/apierr"
 )
 
 // Error codes of the JSON error body, those of Connect and gRPC.
@@ -12,6 +17,7 @@ const (
 	codeAlreadyExists     = "already_exists"
 	codeResourceExhausted = "resource_exhausted"
 	codeUnimplemented     = "unimplemented"
+	codeUnavailable       = "unavailable"
 	codeInternal          = "internal"
 )
 
@@ -23,6 +29,22 @@ type errorBody struct {
 
 func writeError(w http.ResponseWriter, status int, code, message string) {
 	writeJSON(w, status, errorBody{Code: code, Message: message})
+}
+
+// failed answers a request that failed for a reason that is not the caller's. An unavailable
+// store (hopper.ErrUnavailable) is 503 with Retry-After and a message that names nothing
+// internal. Anything else is 500 whose message is only the request id (X-Request-Id, set on
+// the response when the handler is not behind a server that set it); the error is logged with
+// that id. what says what the handler was doing, for the log.
+func failed(w http.ResponseWriter, r *http.Request, log *slog.Logger, what string, err error, attrs ...any) {
+	if errors.Is(err, hopper.ErrUnavailable) {
+		w.Header().Set("Retry-After", apierr.RetryAfter)
+		writeError(w, http.StatusServiceUnavailable, codeUnavailable, apierr.UnavailableMessage)
+		return
+	}
+	id := apierr.RequestID(w, r)
+	log.Error("hopperhttp: "+what, append(attrs, "path", r.URL.Path, "request_id", id, "err", err)...)
+	writeError(w, http.StatusInternalServerError, codeInternal, apierr.InternalMessage(id))
 }
 
 // methodNotAllowed answers 405 with the methods the handler serves.

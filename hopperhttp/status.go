@@ -33,9 +33,11 @@ const (
 // or canceled, or when the wait ends, with the state then (still 200). It stops at once when
 // the request ends.
 //
-// Errors: 400 for a bad wait or an id that is not UTF-8 or holds a NUL byte, 404 for an unknown job, 405 for a method other than GET or HEAD,
-// 500 when the store fails or the route has no {id} wildcard. It panics when c is nil. It is
-// safe for concurrent use.
+// Errors: 400 for a bad wait or an id that is not UTF-8 or holds a NUL byte, 404 for an
+// unknown job, 405 for a method other than GET or HEAD, 503 with Retry-After when the store is
+// unavailable (hopper.ErrUnavailable), 500 when it fails otherwise or the route has no {id}
+// wildcard (the message is only the request id; the error goes to WithLogger's logger with
+// it). It panics when c is nil. It is safe for concurrent use.
 func StatusHandler(c *hopper.Client, opts ...Option) http.Handler {
 	if c == nil {
 		panic("hopperhttp: nil *hopper.Client")
@@ -77,8 +79,8 @@ func (h *statusHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	id := r.PathValue("id")
 	if id == "" {
-		h.cfg.log.Error("hopperhttp: StatusHandler is mounted at a pattern without {id}", "pattern", r.Pattern)
-		writeError(w, http.StatusInternalServerError, codeInternal, "the route has no {id} wildcard")
+		failed(w, r, h.cfg.log, "get job", errors.New("StatusHandler is mounted at a pattern without {id}"),
+			"pattern", r.Pattern)
 		return
 	}
 	wait, err := parseWait(r.URL.Query().Get("wait"))
@@ -94,8 +96,7 @@ func (h *statusHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, codeNotFound, "no job "+id)
 	case err != nil && r.Context().Err() != nil: // the client went away; nobody reads an answer
 	case err != nil:
-		h.cfg.log.Error("hopperhttp: get job", "job_id", id, "err", err)
-		writeError(w, http.StatusInternalServerError, codeInternal, "could not read the job")
+		failed(w, r, h.cfg.log, "get job", err, "job_id", id)
 	default:
 		writeJSON(w, http.StatusOK, h.status(job))
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/hopperjobs/hopper"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
 	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/backoff"
 	"github.com/hopperjobs/hopper/internal/engine"
 	"github.com/hopperjobs/hopper/internal/store"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -85,15 +86,18 @@ func (w *Worker) execute(ctx context.Context, job *hopperv1.ActivatedJob) {
 	}
 }
 
+// reportRetry spaces the tries of an outcome report: 50 ms doubling to 2 s, ±20 %.
+var reportRetry = hoppertype.RetryPolicy{Base: 50 * time.Millisecond, Multiplier: 2, Cap: 2 * time.Second, Jitter: 0.2}
+
 // reportWithRetry sends an outcome until the server gives a verdict: a lost report would
 // leave the job running on the server (a stream keeps renewing its lease) with nobody on it.
 // A verdict is success or an answer about the job itself (its lease is gone, it is unknown,
-// the request is invalid); transport errors and an unavailable server are retried with
-// backoff until ctx ends.
+// the request is invalid); an unavailable server, a connection lost mid-call (a server crash
+// reads as "protocol error: incomplete envelope") and other transport errors are retried
+// with backoff until ctx ends.
 func (w *Worker) reportWithRetry(ctx context.Context, report func(context.Context) error) error {
-	delay := 50 * time.Millisecond
-	for {
-		err := report(ctx)
+	for n := 1; ; n++ {
+		err := unavailable(report(ctx))
 		switch connect.CodeOf(err) {
 		case connect.CodeFailedPrecondition, connect.CodeNotFound:
 			return nil // the job is no longer this attempt's: nothing left to say
@@ -103,14 +107,9 @@ func (w *Worker) reportWithRetry(ctx context.Context, report func(context.Contex
 		if err == nil {
 			return nil
 		}
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !sleep(ctx, backoff.Delay(reportRetry, n, nil)) {
 			return errors.Join(err, ctx.Err())
-		case <-t.C:
 		}
-		delay = min(2*delay, 2*time.Second)
 	}
 }
 
@@ -173,7 +172,7 @@ func failRequest(job *hopperv1.ActivatedJob, row *hoppertype.JobRow, unit engine
 		req.RetryBackoff = durationpb.New(max(after.Delay, 0))
 	case unit != nil && unit.RetryPolicy() != nil:
 		p := engine.MergePolicy(row.RetryPolicy, unit.RetryPolicy())
-		req.RetryBackoff = durationpb.New(engine.Backoff(p, row.Attempt, nil))
+		req.RetryBackoff = durationpb.New(backoff.Delay(p, row.Attempt, nil))
 	}
 	return req
 }

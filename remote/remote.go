@@ -27,6 +27,7 @@ import (
 	"github.com/hopperjobs/hopper"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
 	"github.com/hopperjobs/hopper/gen/hopper/v1/hopperv1connect"
+	"github.com/hopperjobs/hopper/internal/backoff"
 	"github.com/hopperjobs/hopper/internal/engine"
 	"github.com/hopperjobs/hopper/internal/workerhandlers"
 )
@@ -90,6 +91,9 @@ type Worker struct {
 	running  map[attemptKey]*attempt
 	declined []*hopperv1.ActivatedJob // pushed to a stopping worker: released once its stream is closed
 	declineC chan struct{}            // a job was declined (buffered 1)
+
+	intake *backoff.Tracker // the stream, or the polls: reconnects and retries back off
+	leases *backoff.Tracker // Poll mode's lease renewals
 }
 
 // attemptKey names one attempt: a job and the lease token it was given with. A job can be
@@ -144,6 +148,13 @@ func New(cfg Config) (*Worker, error) {
 	}
 	w := &Worker{cfg: cfg, log: cfg.Logger, handlers: workerhandlers.Of(cfg.Workers), running: map[attemptKey]*attempt{},
 		declineC: make(chan struct{}, 1)}
+	intake := "job stream"
+	if cfg.Mode == Poll {
+		intake = "activate jobs"
+	}
+	w.intake = backoff.New(backoff.Config{Name: intake, Policy: backoff.WorkPolicy, Logger: cfg.Logger,
+		Attrs: []any{"worker", cfg.Name, "url", cfg.URL}})
+	w.leases = backoff.New(backoff.Config{Name: "extend leases", Logger: cfg.Logger, Attrs: []any{"worker", cfg.Name}})
 	if len(w.handlers) == 0 {
 		return nil, errors.New("remote: Config.Workers has no workers")
 	}
@@ -240,21 +251,26 @@ func (w *Worker) Stop(ctx context.Context) error {
 	return nil
 }
 
-// streamLoop keeps a job stream open, reopening it after errors with backoff.
+// streamLoop keeps a job stream open, reopening it with backoff when it ends. A stream that
+// worked (it delivered a job, or stayed open for streamWorked) resets the backoff, so a
+// worker that lives through a server restart reconnects at once however many it saw before.
 func (w *Worker) streamLoop() {
-	delay := 100 * time.Millisecond
 	for w.intakeCtx.Err() == nil {
 		err := w.stream()
 		if w.intakeCtx.Err() != nil {
 			return
 		}
-		w.log.Warn("job stream ended; reopening", "err", err, "in", delay)
-		if !sleep(w.intakeCtx, delay) {
+		if err == nil {
+			err = errors.New("the server ended the stream")
+		}
+		if !sleep(w.intakeCtx, w.intake.Fail(unavailable(err))) {
 			return
 		}
-		delay = min(2*delay, 5*time.Second)
 	}
 }
+
+// streamWorked is how long a stream must stay open, without a job, to count as working.
+const streamWorked = time.Second
 
 func (w *Worker) stream() error {
 	st, err := w.api.StreamJobs(w.intakeCtx, &hopperv1.StreamJobsRequest{Worker: w.cfg.Name, Queue: w.cfg.Queue,
@@ -263,6 +279,8 @@ func (w *Worker) stream() error {
 		return err
 	}
 	defer st.Close()
+	worked := time.AfterFunc(streamWorked, w.intake.Succeed)
+	defer worked.Stop()
 	var mine []*attempt // attempts started from this stream
 	defer func() {
 		// The stream is gone, and with it the server's hold on its jobs: they are back in
@@ -279,6 +297,9 @@ func (w *Worker) stream() error {
 		msg, err := st.Receive()
 		if err != nil {
 			return err
+		}
+		if worked.Stop() {
+			w.intake.Succeed()
 		}
 		if lost := msg.GetLeaseLost(); lost != nil {
 			w.lost(attemptKey{lost.GetId(), lost.GetLeaseToken()})
@@ -319,10 +340,10 @@ func pruneDone(as []*attempt) []*attempt {
 	return out
 }
 
-// pollLoop asks for as many jobs as there are free slots, waiting for one with long polls.
+// pollLoop asks for as many jobs as there are free slots, waiting for one with long polls. A
+// failed poll is retried with backoff.
 func (w *Worker) pollLoop() {
 	slots := make(chan struct{}, w.cfg.Concurrency)
-	delay := 100 * time.Millisecond
 	for w.intakeCtx.Err() == nil && !w.isStopping() {
 		select { // wait for one free slot
 		case slots <- struct{}{}:
@@ -350,14 +371,12 @@ func (w *Worker) pollLoop() {
 			if w.intakeCtx.Err() != nil {
 				return
 			}
-			w.log.Warn("activate jobs", "err", err, "retry in", delay)
-			if !sleep(w.intakeCtx, delay) {
+			if !sleep(w.intakeCtx, w.intake.Fail(unavailable(err))) {
 				return
 			}
-			delay = min(2*delay, 5*time.Second)
 			continue
 		}
-		delay = 100 * time.Millisecond
+		w.intake.Succeed()
 		for _, j := range jobs {
 			if w.launchThen(j, func() { <-slots }) == nil {
 				<-slots
@@ -416,30 +435,41 @@ func (w *Worker) launchThen(job *hopperv1.ActivatedJob, done func()) *attempt {
 }
 
 // keepLeases renews the leases of running jobs in Poll mode (streams' leases are the
-// server's to keep). A lease found lost cancels its handler.
+// server's to keep), every third of the lease. A lease found lost cancels its handler. When
+// the server cannot be reached the renewals are retried with backoff, never later than the
+// regular cadence.
 func (w *Worker) keepLeases() {
-	t := time.NewTicker(w.cfg.LeaseDuration / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-w.keepCtx.Done():
-			return
-		case <-t.C:
-		}
-		w.mu.Lock()
-		running := make([]*attempt, 0, len(w.running))
-		for _, a := range w.running {
-			running = append(running, a)
-		}
-		w.mu.Unlock()
-		for _, a := range running {
-			_, err := w.api.ExtendLease(w.keepCtx, &hopperv1.ExtendLeaseRequest{Id: a.job.GetId(),
-				LeaseToken: a.job.GetLeaseToken(), Duration: durationOf(a.lease)})
-			if connect.CodeOf(err) == connect.CodeFailedPrecondition || connect.CodeOf(err) == connect.CodeNotFound {
-				a.cancel(hopper.ErrLeaseLost)
-			}
+	wait := w.cfg.LeaseDuration / 3
+	for sleep(w.keepCtx, wait) {
+		wait = w.cfg.LeaseDuration / 3
+		if err := w.extendAll(); err != nil && w.keepCtx.Err() == nil {
+			wait = min(wait, w.leases.Fail(err))
 		}
 	}
+}
+
+// extendAll renews the lease of every running job; it stops at the first error that is not
+// about the job itself (the server is unreachable: the others would fail too).
+func (w *Worker) extendAll() error {
+	w.mu.Lock()
+	running := make([]*attempt, 0, len(w.running))
+	for _, a := range w.running {
+		running = append(running, a)
+	}
+	w.mu.Unlock()
+	for _, a := range running {
+		_, err := w.api.ExtendLease(w.keepCtx, &hopperv1.ExtendLeaseRequest{Id: a.job.GetId(),
+			LeaseToken: a.job.GetLeaseToken(), Duration: durationOf(a.lease)})
+		switch code := connect.CodeOf(err); {
+		case err == nil:
+			w.leases.Succeed()
+		case code == connect.CodeFailedPrecondition || code == connect.CodeNotFound:
+			a.cancel(hopper.ErrLeaseLost)
+		default:
+			return unavailable(err)
+		}
+	}
+	return nil
 }
 
 func sleep(ctx context.Context, d time.Duration) bool {

@@ -5,33 +5,37 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/backoff"
 	"github.com/hopperjobs/hopper/internal/store"
 )
 
 // completer writes attempt outcomes in batches: while one transaction commits, the next
 // outcomes gather, so under load each commit carries many jobs and when idle each outcome is
 // written at once (group commit). Fencing is per item: a stale token fails only its own item.
+// When the store fails, what failed stays pending and is retried after a backoff
+// (WorkPolicy); outcomes added meanwhile wait for that retry instead of each trying at once.
 type completer struct {
 	e       *Engine
 	maxSize int
+	retry   *backoff.Tracker
 
-	mu       sync.Mutex
-	pending  []*store.FinishParams
-	waiters  map[*store.FinishParams]chan error // callers of Finish waiting for their item
-	failures atomic.Int64                       // consecutive failed flushes, for the retry backoff
-	kick     chan struct{}
-	done     chan struct{}
-	stopReq  chan context.Context
-	stopErr  chan error
+	mu        sync.Mutex
+	pending   []*store.FinishParams
+	waiters   map[*store.FinishParams]chan error // callers of Finish waiting for their item
+	holdUntil time.Time                          // after a failed flush: no flush before then
+	kick      chan struct{}
+	done      chan struct{}
+	stopReq   chan context.Context
+	stopErr   chan error
 }
 
 func newCompleter(e *Engine) *completer {
 	return &completer{e: e, maxSize: 1000, kick: make(chan struct{}, 1), waiters: map[*store.FinishParams]chan error{},
-		done: make(chan struct{}), stopReq: make(chan context.Context), stopErr: make(chan error)}
+		done: make(chan struct{}), stopReq: make(chan context.Context), stopErr: make(chan error),
+		retry: e.newTracker("write job outcomes", backoff.WorkPolicy)}
 }
 
 func (c *completer) add(p *store.FinishParams) { c.addWaiting(p, nil) }
@@ -69,6 +73,9 @@ func (c *completer) run() {
 	for {
 		select {
 		case <-c.kick:
+			if c.held() {
+				continue // the store failed: the retry after the backoff kicks again
+			}
 			free <- struct{}{} // wait for a free flusher
 			wg.Add(1)
 			go func() {
@@ -87,69 +94,96 @@ func (c *completer) run() {
 }
 
 // flush writes everything pending. It retries store errors with backoff until ctx ends when
-// final, or once per kick otherwise (what failed stays pending for the next kick).
+// final, or once after the backoff otherwise (what failed stays pending).
 func (c *completer) flush(ctx context.Context, final bool) error {
-	delay := 10 * time.Millisecond
 	for {
 		batch := c.take()
 		if len(batch) == 0 {
 			return nil
 		}
 		errs, err := c.e.store.JobFinishMany(ctx, batch)
-		if err != nil && len(batch) > 1 && ctx.Err() == nil {
-			errs, err = c.isolate(ctx, batch)
+		if err != nil && len(batch) > 1 && ctx.Err() == nil && !errors.Is(err, store.ErrUnavailable) {
+			var done []*store.FinishParams
+			if done, errs, err = c.isolate(ctx, batch); err == nil {
+				batch = done
+			}
 		}
 		if err == nil {
-			c.failures.Store(0)
+			c.retry.Succeed()
 			c.report(batch, errs)
 			continue
 		}
 		c.putBack(batch)
-		c.e.log.Error("write job outcomes", "jobs", len(batch), "err", err)
+		err = fmt.Errorf("write the outcomes of %d jobs: %w", len(batch), err)
+		wait := c.retry.Fail(err)
 		if !final {
-			n := c.failures.Add(1)
-			go c.retryLater(min(10*time.Millisecond<<min(n, 7), time.Second))
+			c.mu.Lock()
+			c.holdUntil = c.e.clock.Now().Add(wait)
+			c.mu.Unlock()
+			go c.retryLater(wait)
 			return err
 		}
+		// Stop's last flush waits in real time: it bounds a shutdown, not job semantics.
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return errors.Join(err, ctx.Err())
-		case <-time.After(delay):
-			delay = min(2*delay, time.Second)
+		case <-t.C:
 		}
 	}
+}
+
+// held reports whether a failed flush's backoff is still running.
+func (c *completer) held() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.e.clock.Now().Before(c.holdUntil)
 }
 
 // isolate writes a failed batch one item at a time, so one item the database refuses (a value
 // it cannot store) does not hold back every outcome behind it. When some items succeed, the
 // ones that fail are refused for good (reported with their error; their jobs keep their
 // leases until they expire). When none succeeds the database itself is failing: the error is
-// returned and the batch is retried later.
-func (c *completer) isolate(ctx context.Context, batch []*store.FinishParams) ([]error, error) {
-	errs := make([]error, len(batch))
-	failed := map[int]error{}
+// returned and the batch is retried later. An item that fails with store.ErrUnavailable is
+// not refused: it and the items after it (not tried: the database is going away) are put
+// back for the next flush. It returns the items it has a verdict on, and their verdicts.
+func (c *completer) isolate(ctx context.Context, batch []*store.FinishParams) ([]*store.FinishParams, []error, error) {
+	var done, failed, later []*store.FinishParams
+	var errs, failedErrs []error
 	var lastErr error
-	for i, p := range batch {
-		one, err := c.e.store.JobFinishMany(ctx, []*store.FinishParams{p})
-		if err != nil {
-			failed[i], lastErr = err, err
+	for _, p := range batch {
+		if len(later) > 0 {
+			later = append(later, p)
 			continue
 		}
-		errs[i] = one[0]
+		one, err := c.e.store.JobFinishMany(ctx, []*store.FinishParams{p})
+		switch {
+		case errors.Is(err, store.ErrUnavailable):
+			later, lastErr = append(later, p), err
+		case err != nil:
+			failed, failedErrs, lastErr = append(failed, p), append(failedErrs, err), err
+		default:
+			done, errs = append(done, p), append(errs, one[0])
+		}
 	}
-	if len(failed) == len(batch) {
-		return nil, lastErr
+	if len(done) == 0 {
+		return nil, nil, lastErr
 	}
-	for i, err := range failed {
-		c.e.log.Error("job outcome refused by the database", "job_id", batch[i].ID, "state", batch[i].State, "err", err)
-		errs[i] = fmt.Errorf("write outcome of job %s: %w", batch[i].ID, err)
+	for i, p := range failed {
+		c.e.log.Error("job outcome refused by the database", "job_id", p.ID, "wanted_state", p.State,
+			"outcome", p.Outcome, "err", failedErrs[i])
+		done, errs = append(done, p), append(errs, fmt.Errorf("write outcome of job %s: %w", p.ID, failedErrs[i]))
 	}
-	return errs, nil
+	c.putBack(later)
+	return done, errs, nil
 }
 
 func (c *completer) retryLater(d time.Duration) {
+	t := c.e.clock.NewTimer(d)
+	defer t.Stop()
 	select {
-	case <-time.After(d):
+	case <-t.C():
 		select {
 		case c.kick <- struct{}{}:
 		default:
@@ -194,7 +228,8 @@ func (c *completer) report(batch []*store.FinishParams, errs []error) {
 			hook(batch[i], err)
 		}
 		if err != nil {
-			c.e.log.Warn("job outcome refused", "job_id", batch[i].ID, "state", batch[i].State, "err", err)
+			c.e.log.Warn("job outcome refused", "job_id", batch[i].ID, "wanted_state", batch[i].State,
+				"outcome", batch[i].Outcome, "err", err)
 			continue
 		}
 		if batch[i].State == hoppertype.StateScheduled {

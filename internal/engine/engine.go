@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/backoff"
 	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/store"
 )
@@ -175,6 +176,8 @@ type Engine struct {
 	maint     *maintainer
 	sched     *scheduler
 	leader    *elector
+	loops     backoff.Set // the outage state of every loop that calls the store
+	listening *backoff.Tracker
 
 	mu      sync.Mutex
 	running map[string]*runningJob
@@ -223,6 +226,7 @@ func New(cfg Config) (*Engine, error) {
 	e.maint = newMaintainer(e)
 	e.sched = newScheduler(e)
 	e.leader = newElector(e)
+	e.listening = e.newTracker("subscribe to notifications", backoff.DefaultPolicy)
 	return e, nil
 }
 
@@ -259,6 +263,26 @@ func (e *Engine) Start(ctx context.Context) error {
 		goLoop(&e.claimLoops, func() { e.sched.run(claimCtx) })
 	}
 	return nil
+}
+
+// newTracker returns the outage tracker of one of the engine's loops (see package backoff).
+func (e *Engine) newTracker(name string, policy hoppertype.RetryPolicy, attrs ...any) *backoff.Tracker {
+	return e.loops.New(backoff.Config{Name: name, Attrs: attrs, Policy: policy, Clock: e.clock, Logger: e.log})
+}
+
+// Failing returns the state of the engine's loops whose last call to the store failed.
+func (e *Engine) Failing() []backoff.Status { return e.loops.Failing() }
+
+// sleep waits d on the engine's clock; false when ctx ended first.
+func (e *Engine) sleep(ctx context.Context, d time.Duration) bool {
+	t := e.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C():
+		return true
+	}
 }
 
 func goLoop(wg *sync.WaitGroup, f func()) {
@@ -316,7 +340,7 @@ func (e *Engine) Finish(ctx context.Context, p *store.FinishParams) error {
 // RetryDelay is the backoff before the next attempt of row, from the job's own policy and the
 // engine's default.
 func (e *Engine) RetryDelay(row *hoppertype.JobRow) time.Duration {
-	return Backoff(MergePolicy(row.RetryPolicy, &e.cfg.RetryPolicy), row.Attempt, nil)
+	return backoff.Delay(MergePolicy(row.RetryPolicy, &e.cfg.RetryPolicy), row.Attempt, nil)
 }
 
 // NotifyScheduled tells the maintainer a job is due at runAt, so it promotes it on time.

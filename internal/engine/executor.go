@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/backoff"
 	"github.com/hopperjobs/hopper/internal/store"
 )
 
@@ -121,7 +122,7 @@ func (e *Engine) retryDelay(u Unit, row *hoppertype.JobRow, err error) time.Dura
 	if u != nil {
 		kind = u.RetryPolicy()
 	}
-	return Backoff(MergePolicy(row.RetryPolicy, kind, &e.cfg.RetryPolicy), row.Attempt, nil)
+	return backoff.Delay(MergePolicy(row.RetryPolicy, kind, &e.cfg.RetryPolicy), row.Attempt, nil)
 }
 
 // releaseParams hands a job back to the queue without consuming its attempt.

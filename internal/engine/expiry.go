@@ -70,10 +70,10 @@ func (e *Engine) stampExpiry(p *store.FinishParams, row *hoppertype.JobRow, u Un
 // sweep walks the jobs table a window at a time, deleting the expired jobs of each window,
 // while this process leads. It reports whether it stopped before the end of the table (the
 // maintainer then comes back at once, after its other duties); the walk goes on from there.
-func (m *maintainer) sweep(ctx context.Context) (more bool) {
+func (m *maintainer) sweep(ctx context.Context) (more bool, err error) {
 	sw, ok := m.e.store.(store.Sweeper)
 	if !ok {
-		return false
+		return false, nil
 	}
 	total := 0
 	defer func() {
@@ -83,20 +83,17 @@ func (m *maintainer) sweep(ctx context.Context) (more bool) {
 	}()
 	for range sweepPass {
 		if ctx.Err() != nil || !m.e.leader.leading() {
-			return false
+			return false, nil
 		}
 		res, err := sw.JobSweepExpired(ctx, &store.SweepParams{Now: m.e.store.Now(), After: m.sweepFrom, Scan: sweepWindow})
 		if err != nil {
-			if ctx.Err() == nil {
-				m.e.log.Error("sweep expired jobs", "err", err)
-			}
-			return false
+			return false, err
 		}
 		total += res.Deleted
 		m.sweepFrom = res.Next
 		if res.Next == "" {
-			return false // the walk is done; the next one starts at the front
+			return false, nil // the walk is done; the next one starts at the front
 		}
 	}
-	return true
+	return true, nil
 }

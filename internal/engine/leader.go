@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hopperjobs/hopper/internal/backoff"
 	"github.com/hopperjobs/hopper/internal/store"
 )
 
@@ -13,15 +14,24 @@ import (
 // which its last successful renewal must have expired. Counting from before the request makes
 // that deadline no later than the store's, so a leader that cannot renew stops its duties
 // within one lease period, before another node can take over.
+//
+// Every change of leadership is logged: acquired (Info), lost because renewals failed until
+// the lease lapsed (Warn, with the error), lost to another node (Warn), released at Stop
+// (Info). A failed election is retried with backoff, but never later than the next regular
+// election nor than the lapse of a held lease, so the lapse is noticed and logged when it
+// happens.
 type elector struct {
 	e       *Engine
+	retry   *backoff.Tracker
 	mu      sync.Mutex
-	until   time.Time
+	until   time.Time // zero when not leading
 	term    int64
 	changed chan struct{}
 }
 
-func newElector(e *Engine) *elector { return &elector{e: e, changed: make(chan struct{})} }
+func newElector(e *Engine) *elector {
+	return &elector{e: e, changed: make(chan struct{}), retry: e.newTracker("elect leader", backoff.DefaultPolicy)}
+}
 
 // leading reports whether this process holds a live leader lease.
 func (l *elector) leading() bool {
@@ -38,30 +48,22 @@ func (l *elector) wait() <-chan struct{} {
 }
 
 // set records the outcome of an election and wakes the waiters (a renewal too: a leader whose
-// deadline had passed before the renewal landed leads again).
-func (l *elector) set(until time.Time, term int64) {
+// deadline had passed before the renewal landed leads again). It returns whether this process
+// led before (its last lease had not been given up or found lapsed).
+func (l *elector) set(until time.Time, term int64) (was bool) {
 	l.mu.Lock()
-	was := !l.until.IsZero()
+	defer l.mu.Unlock()
+	was = !l.until.IsZero()
 	l.until, l.term = until, term
-	now := !until.IsZero()
 	close(l.changed)
 	l.changed = make(chan struct{})
-	l.mu.Unlock()
-	if was != now {
-		l.e.log.Info("leadership changed", "leader", now, "term", term, "worker", l.e.cfg.WorkerID)
-	}
+	return was
 }
 
 func (l *elector) run(ctx context.Context) {
 	ttl := l.e.cfg.LeaderTTL
 	for ctx.Err() == nil {
-		l.elect(ctx, ttl)
-		t := l.e.clock.NewTimer(ttl / 3)
-		select {
-		case <-ctx.Done():
-		case <-t.C():
-		}
-		t.Stop()
+		l.e.sleep(ctx, l.elect(ctx, ttl))
 	}
 	if l.leading() {
 		resignCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -70,20 +72,42 @@ func (l *elector) run(ctx context.Context) {
 			l.e.log.Warn("resign leadership", "err", err)
 		}
 	}
-	l.set(time.Time{}, 0)
+	if l.set(time.Time{}, 0) {
+		l.e.log.Info("leadership released", "worker", l.e.cfg.WorkerID)
+	}
 }
 
-func (l *elector) elect(ctx context.Context, ttl time.Duration) {
+// elect takes part in one election and returns how long to wait before the next.
+func (l *elector) elect(ctx context.Context, ttl time.Duration) time.Duration {
 	asked := l.e.clock.Now()
 	lead, err := l.e.store.LeaderElect(ctx, &store.LeaderParams{NodeID: l.e.cfg.WorkerID, TTL: ttl})
 	switch {
+	case ctx.Err() != nil:
+		return 0
 	case err != nil:
-		if ctx.Err() == nil {
-			l.e.log.Error("elect leader", "err", err) // a held lease lapses on its own deadline
+		wait := min(l.retry.Fail(err), ttl/3)
+		l.mu.Lock()
+		until := l.until
+		l.mu.Unlock()
+		now := l.e.clock.Now()
+		if until.IsZero() {
+			return wait
 		}
-	case lead.NodeID == l.e.cfg.WorkerID:
-		l.set(asked.Add(ttl), lead.Term)
-	default:
-		l.set(time.Time{}, 0)
+		if !now.Before(until) {
+			l.set(time.Time{}, 0)
+			l.e.log.Warn("leadership lost: could not renew the leader lease", "err", err, "worker", l.e.cfg.WorkerID)
+			return wait
+		}
+		return min(wait, until.Sub(now)) // wake at the lapse, to notice it
 	}
+	l.retry.Succeed()
+	if lead.NodeID == l.e.cfg.WorkerID {
+		if !l.set(asked.Add(ttl), lead.Term) {
+			l.e.log.Info("leadership acquired", "term", lead.Term, "worker", l.e.cfg.WorkerID)
+		}
+	} else if l.set(time.Time{}, 0) {
+		l.e.log.Warn("leadership lost: another node holds the leader lease", "leader", lead.NodeID,
+			"term", lead.Term, "worker", l.e.cfg.WorkerID)
+	}
+	return ttl / 3
 }

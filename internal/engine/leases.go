@@ -3,33 +3,46 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
+	"github.com/hopperjobs/hopper/internal/backoff"
 	"github.com/hopperjobs/hopper/internal/store"
 )
 
 // keepLeases renews the leases of this process's running jobs, each for its own duration
 // (LeaseDuration, or what its handler set with ExtendLease), every third of the shortest one,
 // in one batch. A job whose lease is gone (rescued, canceled) has its context canceled with
-// ErrLeaseLost, so a stale worker stops working on a job it no longer owns.
+// ErrLeaseLost, so a stale worker stops working on a job it no longer owns. A failed renewal
+// is retried with backoff, never later than the regular cadence.
 func (e *Engine) keepLeases(ctx context.Context) {
+	retry := e.newTracker("extend leases", backoff.DefaultPolicy)
 	// Renewals keep a fixed cadence (like a ticker), so a slow renewal does not push the next
 	// one later; one that is already due (the process stalled) runs at once.
 	next := e.clock.Now()
+	var retryIn time.Duration // after a failed renewal: the backoff
 	for {
-		next = next.Add(e.shortestLease() / 3)
-		now := e.clock.Now()
-		if next.Before(now) {
-			next = now
+		if retryIn > 0 {
+			next = e.clock.Now().Add(min(retryIn, e.shortestLease()/3))
+		} else {
+			next = next.Add(e.shortestLease() / 3)
+			if now := e.clock.Now(); next.Before(now) {
+				next = now
+			}
 		}
-		t := e.clock.NewTimer(next.Sub(now))
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !e.sleep(ctx, next.Sub(e.clock.Now())) {
 			return
-		case <-t.C():
 		}
-		e.extendAll(ctx)
+		renewed, err := e.extendAll(ctx)
+		retryIn = 0
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			retryIn = retry.Fail(err)
+		case renewed:
+			retry.Succeed()
+		}
 	}
 }
 
@@ -43,7 +56,8 @@ func (e *Engine) shortestLease() time.Duration {
 	return max(d, 3*time.Millisecond)
 }
 
-func (e *Engine) extendAll(ctx context.Context) {
+// extendAll renews every running job's lease; renewed says it asked the store.
+func (e *Engine) extendAll(ctx context.Context) (renewed bool, err error) {
 	e.mu.Lock()
 	params := make([]*store.ExtendParams, 0, len(e.running))
 	for _, r := range e.running {
@@ -51,14 +65,11 @@ func (e *Engine) extendAll(ctx context.Context) {
 	}
 	e.mu.Unlock()
 	if len(params) == 0 {
-		return
+		return false, nil
 	}
 	errs, err := e.store.JobExtendLeases(ctx, params)
 	if err != nil {
-		if ctx.Err() == nil {
-			e.log.Error("extend leases", "jobs", len(params), "err", err)
-		}
-		return
+		return true, fmt.Errorf("extend the leases of %d jobs: %w", len(params), err)
 	}
 	for i, err := range errs {
 		if errors.Is(err, store.ErrLeaseLost) {
@@ -66,6 +77,7 @@ func (e *Engine) extendAll(ctx context.Context) {
 			e.cancelAttempt(params[i].ID, params[i].Token, ErrLeaseLost)
 		}
 	}
+	return true, nil
 }
 
 // setLease records the lease duration a handler asked for, for the following renewals.

@@ -2,34 +2,26 @@ package engine
 
 import (
 	"context"
-	"time"
+	"errors"
 
 	"github.com/hopperjobs/hopper/internal/store"
 )
 
 // listen subscribes to the store's pushed events, when it has them: jobs made available
 // anywhere in the cluster wake the local producer of their queue, and a cancel reaches the
-// handler running the job here. A failed subscription is retried with backoff; polling covers
-// the gap.
+// handler running the job here. A subscription that fails or ends is retried with backoff
+// (polling covers the gap); one that got its LISTEN in place counts as a success, so the
+// next loss starts again at the shortest delay.
 func (e *Engine) listen(ctx context.Context, n store.Notifier) {
-	delay := 100 * time.Millisecond
 	for ctx.Err() == nil {
-		start := e.clock.Now()
 		err := n.Subscribe(ctx, e.onNotification)
 		if ctx.Err() != nil {
 			return
 		}
-		if e.clock.Now().Sub(start) > time.Minute {
-			delay = 100 * time.Millisecond
+		if err == nil {
+			err = errors.New("subscription ended")
 		}
-		e.log.Warn("notification subscription ended; resubscribing", "err", err, "in", delay)
-		t := e.clock.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-		case <-t.C():
-		}
-		t.Stop()
-		delay = min(2*delay, 30*time.Second)
+		e.sleep(ctx, e.listening.Fail(err))
 	}
 }
 
@@ -40,6 +32,7 @@ func (e *Engine) onNotification(n store.Notification) {
 	case store.JobCanceled:
 		e.CancelRunning(n.JobID)
 	case store.Subscribed:
+		e.listening.Succeed()
 		// Jobs committed while the subscription was being set up (at start, or after a lost
 		// connection) sent notifications nobody heard: look for them now, not at the next poll.
 		for q := range e.producers {

@@ -6,13 +6,15 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/backoff"
 	"github.com/hopperjobs/hopper/internal/store"
 )
 
 // maintainer does the leader's duties for the jobs table: it promotes scheduled jobs when
 // their run_at comes (waking at the earliest one, at least every PromoteInterval), rescues
 // running jobs whose lease expired or whose node died every RescueInterval (rescue.go), and
-// deletes expired jobs every SweepInterval (expiry.go).
+// deletes expired jobs every SweepInterval (expiry.go). When the store fails it backs off (a
+// Tracker), so an outage costs a few calls and log lines, not a spin.
 type maintainer struct {
 	e      *Engine
 	mu     sync.Mutex
@@ -20,10 +22,11 @@ type maintainer struct {
 	nudgeC chan struct{}
 
 	sweepFrom string // where the sweep's walk of the jobs goes on (used by the run loop only)
+	retry     *backoff.Tracker
 }
 
 func newMaintainer(e *Engine) *maintainer {
-	return &maintainer{e: e, nudgeC: make(chan struct{}, 1)}
+	return &maintainer{e: e, nudgeC: make(chan struct{}, 1), retry: e.newTracker("leader maintenance", backoff.DefaultPolicy)}
 }
 
 // nudge makes the maintainer wake by runAt if that is earlier than its plan.
@@ -48,37 +51,27 @@ func (m *maintainer) run(ctx context.Context) {
 	nextSweep := nextRescue
 	for ctx.Err() == nil {
 		if !e.leader.leading() {
-			select { // only the leader does these duties
+			// Only the leader does these duties; not trying, they are not failing.
+			m.retry.Reset()
+			select {
 			case <-ctx.Done():
 			case <-e.leader.wait():
 			}
 			continue
 		}
 		now := e.clock.Now()
-		if !now.Before(nextRescue) {
-			m.rescue(ctx)
-			nextRescue = now.Add(e.cfg.RescueInterval)
+		err := m.duties(ctx, now, &nextRescue, &nextSweep)
+		if ctx.Err() != nil {
+			return
 		}
-		m.promote(ctx)
-		if !now.Before(nextSweep) {
-			nextSweep = now.Add(e.cfg.SweepInterval)
-			if m.sweep(ctx) {
-				nextSweep = now // a backlog: more after a look at the other duties
-			}
+		if err != nil {
+			// The store fails: wait out the backoff, whatever is due, nudged or elected
+			// meanwhile (a due job's run_at stays in the past: waking for it would spin).
+			e.sleep(ctx, m.retry.Fail(err))
+			continue
 		}
-		wake := nextRescue
-		if nextSweep.Before(wake) {
-			wake = nextSweep
-		}
-		m.mu.Lock()
-		if !m.next.IsZero() && m.next.Before(wake) {
-			wake = m.next
-		}
-		m.mu.Unlock()
-		if limit := now.Add(e.cfg.PromoteInterval); limit.Before(wake) {
-			wake = limit
-		}
-		t := e.clock.NewTimer(wake.Sub(e.clock.Now()))
+		m.retry.Succeed()
+		t := e.clock.NewTimer(m.nextWake(now, nextRescue, nextSweep).Sub(e.clock.Now()))
 		select {
 		case <-ctx.Done():
 		case <-t.C():
@@ -89,14 +82,54 @@ func (m *maintainer) run(ctx context.Context) {
 	}
 }
 
-func (m *maintainer) promote(ctx context.Context) {
+// duties runs the duties that are due, stopping at the first that fails, and moves their next
+// times on.
+func (m *maintainer) duties(ctx context.Context, now time.Time, nextRescue, nextSweep *time.Time) error {
+	if !now.Before(*nextRescue) {
+		if err := m.rescue(ctx); err != nil {
+			return err
+		}
+		*nextRescue = now.Add(m.e.cfg.RescueInterval)
+	}
+	if err := m.promote(ctx); err != nil {
+		return err
+	}
+	if !now.Before(*nextSweep) {
+		more, err := m.sweep(ctx)
+		if err != nil {
+			return err
+		}
+		*nextSweep = now.Add(m.e.cfg.SweepInterval)
+		if more {
+			*nextSweep = now // a backlog: more after a look at the other duties
+		}
+	}
+	return nil
+}
+
+// nextWake is when the duties are next due: the rescue, the sweep or the earliest known
+// run_at, and at most PromoteInterval away.
+func (m *maintainer) nextWake(now, nextRescue, nextSweep time.Time) time.Time {
+	wake := nextRescue
+	if nextSweep.Before(wake) {
+		wake = nextSweep
+	}
+	m.mu.Lock()
+	if !m.next.IsZero() && m.next.Before(wake) {
+		wake = m.next
+	}
+	m.mu.Unlock()
+	if limit := now.Add(m.e.cfg.PromoteInterval); limit.Before(wake) {
+		wake = limit
+	}
+	return wake
+}
+
+func (m *maintainer) promote(ctx context.Context) error {
 	for ctx.Err() == nil {
 		res, err := m.e.store.JobPromoteScheduled(ctx, &store.PromoteParams{Limit: 1000})
 		if err != nil {
-			if ctx.Err() == nil {
-				m.e.log.Error("promote scheduled jobs", "err", err)
-			}
-			return
+			return err // the store says what failed
 		}
 		m.mu.Lock()
 		m.next = res.NextRunAt
@@ -105,29 +138,24 @@ func (m *maintainer) promote(ctx context.Context) {
 			m.e.Notify(q)
 		}
 		if res.Promoted < 1000 {
-			return
+			return nil
 		}
 	}
+	return nil
 }
 
-func (m *maintainer) rescue(ctx context.Context) {
+func (m *maintainer) rescue(ctx context.Context) error {
 	e := m.e
 	res, err := e.store.JobRescueExpired(ctx, &store.RescueParams{Limit: 1000, ExpiresAt: e.deadLetterExpiry()})
 	if err != nil {
-		if ctx.Err() == nil {
-			e.log.Error("rescue expired leases", "err", err)
-		}
-		return
+		return err
 	}
 	e.rescued(res, "with expired leases", hoppertype.ActorLeader)
 	dead, err := e.store.JobRescueDeadNodes(ctx, &store.RescueDeadParams{NodeTTL: e.cfg.NodeTTL, Limit: 1000,
 		ExpiresAt: e.deadLetterExpiry()})
 	if err != nil {
-		if ctx.Err() == nil {
-			e.log.Error("rescue jobs of dead nodes", "err", err)
-		}
-		return
+		return err
 	}
 	e.rescued(dead, "of dead nodes", hoppertype.ActorLeader)
-	m.failOverdue(ctx)
+	return m.failOverdue(ctx)
 }

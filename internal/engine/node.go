@@ -5,22 +5,23 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/backoff"
 )
 
 // heartbeatNode keeps this process registered in the store, so the leader can tell a dead
-// node's jobs (rescued at once) from a live node's long-running ones (left alone).
+// node's jobs (rescued at once) from a live node's long-running ones (left alone). A failed
+// heartbeat is retried with backoff, never later than the next regular one.
 func (e *Engine) heartbeatNode(ctx context.Context) {
 	node := &hoppertype.Node{ID: e.cfg.WorkerID, Host: e.cfg.Host, PID: e.cfg.PID, StartedAt: e.clock.Now()}
+	retry := e.newTracker("node heartbeat", backoff.DefaultPolicy)
 	for ctx.Err() == nil {
-		if err := e.store.NodeHeartbeat(ctx, node); err != nil && ctx.Err() == nil {
-			e.log.Error("node heartbeat", "err", err)
+		wait := e.cfg.NodeTTL / 3
+		if err := e.store.NodeHeartbeat(ctx, node); err == nil {
+			retry.Succeed()
+		} else if ctx.Err() == nil {
+			wait = min(wait, retry.Fail(err))
 		}
-		t := e.clock.NewTimer(e.cfg.NodeTTL / 3)
-		select {
-		case <-ctx.Done():
-		case <-t.C():
-		}
-		t.Stop()
+		e.sleep(ctx, wait)
 	}
 }
 

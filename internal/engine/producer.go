@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/backoff"
 	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/store"
 )
@@ -31,6 +32,7 @@ type producer struct {
 	// capHeld: the last claim was held short by a fleet-wide cap, so a local job's end (which
 	// frees a slot under the cap) should wake the producer once it is written.
 	capHeld atomic.Bool
+	retry   *backoff.Tracker // failed claims
 }
 
 type claimResult struct {
@@ -43,7 +45,8 @@ type claimResult struct {
 
 func newProducer(e *Engine, queue string, max int) *producer {
 	return &producer{e: e, queue: queue, max: max, wake: make(chan struct{}, 1),
-		results: make(chan claimResult, maxClaimsInFlight)}
+		results: make(chan claimResult, maxClaimsInFlight),
+		retry:   e.newTracker("claim jobs", backoff.WorkPolicy, "queue", queue)}
 }
 
 func (p *producer) notify() {
@@ -60,13 +63,17 @@ type loopState struct {
 	reserved     int  // slots held by outstanding claims
 	gen          int  // counts wake-ups, so a claim issued before one cannot undo it
 	poll         clock.Timer
+	// holdUntil: after a failed claim, no claim before this time, whatever wakes the loop
+	// (the poll timer is set to fire then).
+	holdUntil time.Time
 }
 
 // run is the claim loop. It claims at once after a wake-up (a local enqueue, a promotion, the
 // poll timer); after jobs finish it claims again only while the last claim came back full,
 // and waits briefly (ClaimCoalesce) to gather free slots into one claim. Up to
-// maxClaimsInFlight claims run at once. On exit it waits for outstanding claims and starts
-// their jobs, so no claimed job is left to lease expiry.
+// maxClaimsInFlight claims run at once. A failed claim holds further claims back for a
+// backoff (WorkPolicy), so wake-ups during an outage cannot make it spin. On exit it waits for
+// outstanding claims and starts their jobs, so no claimed job is left to lease expiry.
 func (p *producer) run(ctx context.Context) {
 	cfg := p.e.cfg
 	st := &loopState{more: true, urgent: true, poll: p.e.clock.NewTimer(cfg.PollInterval)}
@@ -76,14 +83,15 @@ func (p *producer) run(ctx context.Context) {
 	threshold := max(1, min(p.max, cfg.ClaimBatch)/4)
 	for ctx.Err() == nil {
 		free := p.max - int(p.running.Load()) - st.reserved
-		if st.inflight < maxClaimsInFlight && st.more && free > 0 && (st.urgent || free >= threshold) {
+		held := p.e.clock.Now().Before(st.holdUntil)
+		if st.inflight < maxClaimsInFlight && st.more && !held && free > 0 && (st.urgent || free >= threshold) {
 			if n := p.e.slots.tryAcquire(min(free, cfg.ClaimBatch)); n > 0 {
 				st.inflight, st.reserved, st.urgent = st.inflight+1, st.reserved+n, false
 				go p.claim(ctx, n, st.gen)
 				continue
 			}
 		}
-		if st.more && free > 0 && !st.urgent && coalesceC == nil {
+		if st.more && !held && free > 0 && !st.urgent && coalesceC == nil {
 			ch := make(chan struct{})
 			coalesce, coalesceC = p.e.clock.AfterFunc(cfg.ClaimCoalesce, func() { close(ch) }), ch
 		}
@@ -123,9 +131,15 @@ func (p *producer) received(st *loopState, r claimResult) {
 		go p.e.execute(p, row)
 	}
 	if r.err != nil {
-		st.more = false // retry at the next wake-up or poll, not in a tight loop
+		// Retry after a backoff: the poll timer fires then, and wake-ups until then find the
+		// loop held.
+		wait := p.retry.Fail(r.err)
+		st.holdUntil = p.e.clock.Now().Add(wait)
+		st.poll.Stop()
+		st.poll = p.e.clock.NewTimer(wait)
 		return
 	}
+	p.retry.Succeed()
 	// A claim that got all it asked for suggests more work; one held short by a fleet-wide cap
 	// (not an empty queue) should look again soon, since slots free up as jobs anywhere
 	// finish and no wake-up announces that.
@@ -152,8 +166,5 @@ func (p *producer) claim(ctx context.Context, n, gen int) {
 		Queue: p.queue, Kinds: p.e.kinds, Limit: n, WorkerID: p.e.cfg.WorkerID, LeaseDuration: p.e.cfg.LeaseDuration,
 		CapLimited: &capLimited,
 	})
-	if err != nil && ctx.Err() == nil {
-		p.e.log.Error("claim jobs", "queue", p.queue, "err", err)
-	}
 	p.results <- claimResult{gen: gen, asked: n, jobs: jobs, capLimited: capLimited, err: err}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/backoff"
 	"github.com/hopperjobs/hopper/internal/schedule"
 	"github.com/hopperjobs/hopper/internal/store"
 )
@@ -41,10 +42,12 @@ type scheduler struct {
 	store store.ScheduleStore // nil when the store keeps no schedules
 	tick  time.Duration
 	grace time.Duration
+	retry *backoff.Tracker
 }
 
 func newScheduler(e *Engine) *scheduler {
-	s := &scheduler{e: e, tick: e.cfg.ScheduleTick, grace: e.cfg.ScheduleGrace}
+	s := &scheduler{e: e, tick: e.cfg.ScheduleTick, grace: e.cfg.ScheduleGrace,
+		retry: e.newTracker("fire schedules", backoff.DefaultPolicy)}
 	s.store, _ = e.store.(store.ScheduleStore)
 	if s.tick <= 0 {
 		s.tick = DefaultScheduleTick
@@ -61,34 +64,42 @@ func (s *scheduler) run(ctx context.Context) {
 	e := s.e
 	for s.store != nil && ctx.Err() == nil {
 		if !e.leader.leading() {
-			select { // only the leader fires schedules
+			// Only the leader fires schedules; not trying, it is not failing.
+			s.retry.Reset()
+			select {
 			case <-ctx.Done():
 			case <-e.leader.wait():
 			}
 			continue
 		}
 		wait := s.tick
-		if next := s.fireDue(ctx); !next.IsZero() {
-			if d := next.Sub(e.clock.Now()); d > 0 && d < wait {
+		next, err := s.fireDue(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			wait = max(wait, s.retry.Fail(err)) // the store fails: back off
+		default:
+			s.retry.Succeed()
+			if d := next.Sub(e.clock.Now()); !next.IsZero() && d > 0 && d < wait {
 				wait = d // fire on time rather than up to a tick late
 			}
 		}
-		t := e.clock.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-		case <-t.C():
-		}
-		t.Stop()
+		e.sleep(ctx, wait)
 	}
 }
 
-// fireDue fires the schedules due now and returns the earliest next fire time among them.
-func (s *scheduler) fireDue(ctx context.Context) time.Time {
+// fireDue fires the schedules due now and returns the earliest next fire time among them. It
+// stops at an error of the store itself (it cannot list the due schedules, or is unavailable).
+func (s *scheduler) fireDue(ctx context.Context) (time.Time, error) {
 	var earliest time.Time
 	// Every schedule fired moves its next fire time on, so asking again brings the next
 	// ones: a full batch means there may be more due this tick.
 	for range maxBatchesPerTick {
-		next, full := s.fireBatch(ctx)
+		next, full, err := s.fireBatch(ctx)
+		if err != nil {
+			return time.Time{}, err
+		}
 		if !next.IsZero() && (earliest.IsZero() || next.Before(earliest)) {
 			earliest = next
 		}
@@ -96,29 +107,31 @@ func (s *scheduler) fireDue(ctx context.Context) time.Time {
 			break
 		}
 	}
-	return earliest
+	return earliest, nil
 }
 
 // maxBatchesPerTick bounds one tick's work (10 × 100 schedules).
 const maxBatchesPerTick = 10
 
-// fireBatch fires one batch of due schedules; full says the batch was full.
-func (s *scheduler) fireBatch(ctx context.Context) (time.Time, bool) {
+// fireBatch fires one batch of due schedules; full says the batch was full. A schedule whose
+// fire step fails for a reason of its own is logged and skipped; an unavailable store ends
+// the batch with its error.
+func (s *scheduler) fireBatch(ctx context.Context) (time.Time, bool, error) {
 	now := s.e.clock.Now()
 	due, err := s.store.ScheduleDue(ctx, now, scheduleBatch)
 	if err != nil {
-		if ctx.Err() == nil {
-			s.e.log.Error("list due schedules", "err", err)
-		}
-		return time.Time{}, false
+		return time.Time{}, false, err
 	}
 	var earliest time.Time
 	for _, sc := range due {
 		// A leader whose lease lapsed stops here; a step already sent is safe either way.
 		if ctx.Err() != nil || !s.e.leader.leading() {
-			return time.Time{}, false
+			return time.Time{}, false, nil
 		}
 		next, err := s.fire(ctx, sc, now)
+		if errors.Is(err, store.ErrUnavailable) {
+			return time.Time{}, false, err
+		}
 		if err != nil {
 			if ctx.Err() == nil {
 				s.e.log.Error("fire schedule", "schedule", sc.Name, "err", err)
@@ -129,7 +142,7 @@ func (s *scheduler) fireBatch(ctx context.Context) (time.Time, bool) {
 			earliest = next
 		}
 	}
-	return earliest, len(due) == scheduleBatch
+	return earliest, len(due) == scheduleBatch, nil
 }
 
 // fire runs one schedule's fire step and returns its next fire time (zero when unknown).

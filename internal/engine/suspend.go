@@ -10,25 +10,23 @@ import (
 // failOverdue fails the jobs still suspended at their deadline (a leader duty, run with the
 // rescue). Each goes to the dead-letter queue like any failed job, and the on-dead-letter
 // hook hears of it.
-func (m *maintainer) failOverdue(ctx context.Context) {
+func (m *maintainer) failOverdue(ctx context.Context) error {
 	ss, ok := m.e.store.(store.SuspendStore)
 	if !ok {
-		return
+		return nil
 	}
 	for ctx.Err() == nil && m.e.leader.leading() {
 		ids, err := ss.JobFailOverdue(ctx, &store.OverdueParams{Limit: 1000, ExpiresAt: m.e.deadLetterExpiry()})
 		if err != nil {
-			if ctx.Err() == nil {
-				m.e.log.Error("fail overdue suspended jobs", "err", err)
-			}
-			return
+			return err
 		}
 		if len(ids) > 0 {
 			m.e.log.Warn("failed jobs still suspended at their deadline", "jobs", len(ids))
 		}
 		m.e.deadLettered(ids, hoppertype.ActorLeader)
 		if len(ids) < 1000 {
-			return
+			return nil
 		}
 	}
+	return nil
 }

@@ -8,6 +8,9 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+
+	"github.com/hopperjobs/hopper"
+	"github.com/hopperjobs/hopper/internal/apierr"
 )
 
 // ErrUnauthenticated: a request without valid credentials.
@@ -41,9 +44,14 @@ func (s *Server) authorize(scope Scope, h http.Handler) http.Handler {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="hopper"`)
 				writeError(w, http.StatusUnauthorized, "unauthenticated", err.Error())
 				return
+			case errors.Is(err, hopper.ErrUnavailable):
+				w.Header().Set("Retry-After", apierr.RetryAfter)
+				writeError(w, http.StatusServiceUnavailable, "unavailable", apierr.UnavailableMessage)
+				return
 			case err != nil:
-				s.log.Error("authenticate request", "err", err)
-				writeError(w, http.StatusInternalServerError, "internal", "could not check credentials")
+				id := apierr.RequestID(w, r)
+				s.log.Error("authenticate request", "request_id", id, "err", err)
+				writeError(w, http.StatusInternalServerError, "internal", apierr.InternalMessage(id))
 				return
 			}
 		}

@@ -7,12 +7,16 @@ import (
 
 	"connectrpc.com/connect/v2"
 	"github.com/hopperjobs/hopper"
+	"github.com/hopperjobs/hopper/internal/apierr"
 )
 
 // rpcError turns a Hopper error into the Connect error callers can act on. Messages of
-// errors callers caused (bad input, stale lease…) go to the wire; others are logged and
-// answered with a bare "internal error".
-func rpcError(log *slog.Logger, op string, err error) error {
+// errors callers caused (bad input, stale lease…) go to the wire. An unavailable store is
+// UNAVAILABLE with a fixed message (guardErrors adds Retry-After). Any other error is
+// INTERNAL with the whole error as its message, which never reaches the caller: guardErrors
+// logs it with the request id and answers with the id alone. The logger argument is unused
+// (guardErrors logs, once, with the request id); it stays so the call sites do not change.
+func rpcError(_ *slog.Logger, op string, err error) error {
 	var code connect.Code
 	switch {
 	case err == nil:
@@ -31,9 +35,10 @@ func rpcError(log *slog.Logger, op string, err error) error {
 		return connect.NewError(connect.CodeDeadlineExceeded, "deadline exceeded").WithCause(err)
 	case errors.Is(err, hopper.ErrShutdown):
 		return connect.NewError(connect.CodeUnavailable, "server shutting down").WithCause(err)
+	case errors.Is(err, hopper.ErrUnavailable):
+		return connect.NewError(connect.CodeUnavailable, apierr.UnavailableMessage).WithCause(err)
 	default:
-		log.Error("rpc failed", "op", op, "err", err)
-		return connect.NewError(connect.CodeInternal, op+": internal error").WithCause(err)
+		return connect.NewError(connect.CodeInternal, op+": "+err.Error()).WithCause(err)
 	}
 	return connect.NewError(code, err.Error()).WithCause(err)
 }

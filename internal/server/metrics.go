@@ -23,6 +23,7 @@ type collector struct {
 	s *Server
 
 	jobs, stalled, deadLetters, oldestDeadLetter, leader *prometheus.Desc
+	storeUp, loopsFailing                                *prometheus.Desc
 	streams, streamInFlight, streamPushed, workers       *prometheus.Desc
 	scrapeErrors                                         prometheus.Counter
 }
@@ -37,6 +38,8 @@ func newCollector(s *Server) *collector {
 		deadLetters:      d("dead_letters", "Failed jobs kept in the dead-letter queue."),
 		oldestDeadLetter: d("dead_letter_oldest_age_seconds", "Age of the oldest dead letter (0 when there is none)."),
 		leader:           d("leader", "1 when this node holds the leader lease."),
+		storeUp:          d("store_up", "1 when the store answered a ping (within 2 s) at scrape time, 0 when it did not."),
+		loopsFailing:     d("background_loops_failing", "Background loops of this node whose last call to the store failed."),
 		streams:          d("streams_open", "Open job streams on this server."),
 		streamInFlight:   d("stream_jobs_in_flight", "Unfinished jobs held by this server's open streams."),
 		streamPushed:     d("stream_jobs_pushed", "Jobs pushed by this server's open streams since they opened."),
@@ -48,7 +51,7 @@ func newCollector(s *Server) *collector {
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.jobs, c.stalled, c.deadLetters, c.oldestDeadLetter, c.leader,
-		c.streams, c.streamInFlight, c.streamPushed, c.workers} {
+		c.storeUp, c.loopsFailing, c.streams, c.streamInFlight, c.streamPushed, c.workers} {
 		ch <- d
 	}
 	c.scrapeErrors.Describe(ch)
@@ -61,6 +64,38 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
+	up := 1.0
+	if client.Ping(ctx) != nil {
+		up = 0
+	}
+	gauge(c.storeUp, up)
+	gauge(c.loopsFailing, float64(len(c.s.failingLoops())))
+	if up == 1 {
+		c.collectStore(ctx, gauge)
+	} else {
+		c.scrapeErrors.Inc() // the store is down: its loops log that, not every scrape
+	}
+	leader := 0.0
+	if client.IsLeader() {
+		leader = 1
+	}
+	gauge(c.leader, leader)
+	streams, workers := c.s.reg.snapshot()
+	var inFlight, pushed float64
+	for _, st := range streams {
+		inFlight += float64(st.inFlight)
+		pushed += float64(st.pushed)
+	}
+	gauge(c.streams, float64(len(streams)))
+	gauge(c.streamInFlight, inFlight)
+	gauge(c.streamPushed, pushed)
+	gauge(c.workers, float64(len(workers)))
+	c.scrapeErrors.Collect(ch)
+}
+
+// collectStore reads the metrics that come from the store.
+func (c *collector) collectStore(ctx context.Context, gauge func(*prometheus.Desc, float64, ...string)) {
+	client := c.s.client
 	if qs, err := client.Queues(ctx); err == nil {
 		for _, q := range qs {
 			for st, n := range q.Counts {
@@ -89,22 +124,6 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	} else {
 		c.fail(err)
 	}
-	leader := 0.0
-	if client.IsLeader() {
-		leader = 1
-	}
-	gauge(c.leader, leader)
-	streams, workers := c.s.reg.snapshot()
-	var inFlight, pushed float64
-	for _, st := range streams {
-		inFlight += float64(st.inFlight)
-		pushed += float64(st.pushed)
-	}
-	gauge(c.streams, float64(len(streams)))
-	gauge(c.streamInFlight, inFlight)
-	gauge(c.streamPushed, pushed)
-	gauge(c.workers, float64(len(workers)))
-	c.scrapeErrors.Collect(ch)
 }
 
 func (c *collector) fail(err error) {

@@ -1,15 +1,18 @@
 // Package server is `hopper serve`: the Connect RPC API (gRPC, gRPC-Web and JSON over HTTP)
-// for clients and remote workers in any language, and /healthz, on one http.Handler. Every
-// route is registered with the scope a caller's API key needs, so no route can be added
-// without an auth policy.
+// for clients and remote workers in any language, /healthz and /readyz, on one http.Handler.
+// Every route is registered with the scope a caller's API key needs, so no route can be added
+// without an auth policy. Every request gets an id (X-Request-Id); an INTERNAL answer carries
+// only that id, and the error goes to the log with it (package apierr).
 package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"sort"
 	"sync"
 	"time"
@@ -18,6 +21,8 @@ import (
 	"connectrpc.com/connect/v2/connecthttp"
 	"github.com/hopperjobs/hopper"
 	"github.com/hopperjobs/hopper/gen/hopper/v1/hopperv1connect"
+	"github.com/hopperjobs/hopper/internal/apierr"
+	"github.com/hopperjobs/hopper/internal/backoff"
 	"github.com/hopperjobs/hopper/internal/store"
 )
 
@@ -30,13 +35,14 @@ const (
 	ScopeWork    Scope = "work"    // Activate, StreamJobs and the calls fenced by a lease
 	ScopeRead    Scope = "read"    // Get, List, Events, queue, node, worker and stream listings
 	ScopeAdmin   Scope = "admin"   // everything: cancel, pause, resume, keys
-	// ScopePublic marks routes anyone may call (health checks).
+	// ScopePublic marks routes anyone may call (the health checks /healthz and /readyz).
 	ScopePublic Scope = "public"
 )
 
 // Authenticator checks a request's credentials. Authenticate returns who is calling, or an
-// error wrapping ErrUnauthenticated (no or bad credentials: 401) or another error (the check
-// itself failed: 500).
+// error wrapping ErrUnauthenticated (no or bad credentials: 401), hopper.ErrUnavailable (the
+// keys' store cannot be reached: 503 with Retry-After) or another error (the check itself
+// failed: 500, with only the request id).
 type Authenticator interface {
 	Authenticate(ctx context.Context, r *http.Request) (*Principal, error)
 }
@@ -101,11 +107,15 @@ type Server struct {
 	client  *hopper.Client
 	log     *slog.Logger
 	mux     *http.ServeMux
+	handler http.Handler // mux behind the request ids
 	routes  map[string]Scope
 	reg     *registry
 	limits  *limiter
 	readyMu sync.RWMutex
 	ready   bool
+	// leaseRenewals is the outage state of every stream's lease keeper: one log line when
+	// renewals start failing, one when they work again, however many streams are open.
+	leaseRenewals *backoff.Tracker
 
 	shutdownCtx context.Context // ends when Shutdown is called: streams and long polls stop
 	shutdown    context.CancelFunc
@@ -134,8 +144,10 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, client: cfg.Client, log: cfg.Logger, mux: http.NewServeMux(),
 		routes: map[string]Scope{}, reg: newRegistry(), limits: newLimiter()}
 	s.shutdownCtx, s.shutdown = context.WithCancel(context.Background())
+	s.handler = apierr.WithRequestID(s.mux)
+	s.leaseRenewals = backoff.New(backoff.Config{Name: "renew stream leases", Logger: s.log})
 
-	rpc := connect.NewServer(s.recoverPanics, s.releaseUnsent)
+	rpc := connect.NewServer(s.guardErrors, s.releaseUnsent)
 	hopperv1connect.RegisterJobServiceHandler(rpc, &jobService{s})
 	hopperv1connect.RegisterWorkerServiceHandler(rpc, &workerService{s})
 	hopperv1connect.RegisterQueueServiceHandler(rpc, &queueService{s})
@@ -145,6 +157,7 @@ func New(cfg Config) (*Server, error) {
 	connecthttp.Mount(policyMux{s}, rpc, connecthttp.WithReadMaxBytes(int(cfg.MaxBodyBytes)))
 
 	s.handle("GET /healthz", ScopePublic, http.HandlerFunc(s.healthz))
+	s.handle("GET /readyz", ScopePublic, http.HandlerFunc(s.readyz))
 	s.handle("GET /metrics", ScopeRead, s.metricsHandler())
 	s.handle("POST /v1/async/{kind}", ScopeEnqueue, s.asyncEnqueue())
 	s.handle("GET /v1/jobs/{id}", ScopeRead, s.asyncStatus())
@@ -171,7 +184,7 @@ func (s *Server) untilShutdown(ctx context.Context) (context.Context, func()) {
 	}
 }
 
-// SetReady makes /healthz answer 200 (true) or 503 (false).
+// SetReady makes /healthz answer 200 (true) or 503 (false), and /readyz 503 when false.
 func (s *Server) SetReady(ready bool) {
 	s.readyMu.Lock()
 	s.ready = ready
@@ -195,8 +208,40 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 	io.WriteString(w, "ok\n") //nolint:errcheck // best effort
 }
 
+// readyz is the readiness probe: 200 when the server is ready (not starting nor shutting
+// down) and its store answers a ping (within 2 s), else 503 with the reason. The body also
+// lists the background loops that are failing now, one a line.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	if !s.isReady() {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		io.WriteString(w, "not ready: starting or shutting down\n") //nolint:errcheck // best effort
+		return
+	}
+	if err := s.client.Ping(r.Context()); err != nil {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprintf(w, "store unreachable: %v\n", err)
+	} else {
+		io.WriteString(w, "ok\n") //nolint:errcheck // best effort
+	}
+	for _, l := range s.failingLoops() {
+		fmt.Fprintf(w, "failing: %s\n", l)
+	}
+}
+
+// failingLoops returns the client's and the server's background loops whose last call to the
+// store failed.
+func (s *Server) failingLoops() []hopper.LoopStatus {
+	loops := s.client.FailingLoops()
+	if st := s.leaseRenewals.Status(); st.Failing() {
+		loops = append(loops, st)
+	}
+	return loops
+}
+
 // ServeHTTP serves every route.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
 // Routes returns every registered route pattern with its scope, sorted.
 func (s *Server) Routes() map[string]Scope {
@@ -292,15 +337,43 @@ var procedureScopes = map[string]Scope{
 	"/" + hopperv1connect.ScheduleServiceName + "/": ScopeRead,
 }
 
-// recoverPanics turns a handler panic into an internal error instead of a dead connection.
-func (s *Server) recoverPanics(next connect.ServerFunc) connect.ServerFunc {
+// guardErrors is the RPC API's last word on errors. A handler's panic becomes INTERNAL. An
+// INTERNAL answer, or an error no handler mapped to a code (UNKNOWN), is logged with the
+// procedure and the request id, and its message becomes "internal error (request id …)":
+// internal text never reaches the caller. That includes Connect's own error when a unary
+// response cannot be marshaled, which the generated handler returns from its Send. An
+// UNAVAILABLE answer gets Retry-After.
+func (s *Server) guardErrors(next connect.ServerFunc) connect.ServerFunc {
 	return func(ctx context.Context, spec connect.Spec, stream connect.ServerStream) (err error) {
 		defer func() {
 			if v := recover(); v != nil {
-				s.log.Error("panic in RPC handler", "procedure", spec.Procedure, "panic", v)
-				err = connect.NewError(connect.CodeInternal, "internal error")
+				err = fmt.Errorf("panic in RPC handler: %v\n%s", v, debug.Stack())
 			}
+			err = s.answer(ctx, spec.Procedure, err)
 		}()
 		return next(ctx, spec, stream)
 	}
+}
+
+// answer is the error the caller of procedure gets for err.
+func (s *Server) answer(ctx context.Context, procedure string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, context.Canceled) && connect.CodeOf(err) == connect.CodeUnknown:
+		return connect.NewError(connect.CodeCanceled, "canceled").WithCause(err)
+	case errors.Is(err, context.DeadlineExceeded) && connect.CodeOf(err) == connect.CodeUnknown:
+		return connect.NewError(connect.CodeDeadlineExceeded, "deadline exceeded").WithCause(err)
+	}
+	switch connect.CodeOf(err) {
+	case connect.CodeInternal, connect.CodeUnknown, connect.CodeDataLoss:
+		id := apierr.IDFrom(ctx)
+		s.log.Error("rpc failed", "procedure", procedure, "request_id", id, "err", err)
+		return connect.NewError(connect.CodeInternal, apierr.InternalMessage(id))
+	case connect.CodeUnavailable:
+		if info, ok := connect.CallInfoForServerContext(ctx); ok {
+			info.ResponseHeader().Set("Retry-After", apierr.RetryAfter)
+		}
+	}
+	return err
 }

@@ -639,7 +639,8 @@ func TestEveryRouteHasAnAuthPolicy(t *testing.T) {
 	for pattern, scope := range routes {
 		require.True(t, known[scope], "route %s has unknown scope %q", pattern, scope)
 		if scope == server.ScopePublic {
-			require.True(t, strings.HasSuffix(pattern, "/healthz"), "only health checks are public, not %s", pattern)
+			require.True(t, strings.HasSuffix(pattern, "/healthz") || strings.HasSuffix(pattern, "/readyz"),
+				"only health checks are public, not %s", pattern)
 		}
 	}
 	// Every RPC method of every service is routed.

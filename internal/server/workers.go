@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -227,14 +228,17 @@ func (l *lockedSender) send(m *hopperv1.StreamJobsResponse) error {
 // job stays the worker's for as long as its stream is open. A job whose lease is gone
 // (canceled, or taken after an expiry) is no longer renewed and the worker is told; it keeps
 // its credit until the worker reports on it, so the worker never runs more than its credit.
-// It also ends the stream when its API key has been revoked.
+// A failed renewal is retried with backoff, never later than the regular cadence, and logged
+// once for all streams (Server.leaseRenewals). It also ends the stream when its API key has
+// been revoked.
 func (w *workerService) keepLeases(ctx context.Context, st *stream, send *lockedSender, p *Principal,
 	endStream context.CancelCauseFunc) {
-	t := time.NewTicker(st.lease / 3)
-	defer t.Stop()
+	wait := st.lease / 3
 	for {
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return
 		case <-t.C:
 		}
@@ -244,14 +248,17 @@ func (w *workerService) keepLeases(ctx context.Context, st *stream, send *locked
 				return
 			}
 		}
+		wait = st.lease / 3
 		for lease, refs := range st.renewals() {
 			errs, err := w.s.client.ExtendJobLeases(ctx, refs, lease)
-			if err != nil {
-				if ctx.Err() == nil {
-					w.s.log.Warn("renew stream leases", "stream", st.id, "err", err)
-				}
-				continue
+			if ctx.Err() != nil {
+				return
 			}
+			if err != nil {
+				wait = min(wait, w.s.leaseRenewals.Fail(fmt.Errorf("stream %s: %w", st.id, err)))
+				break // the store fails: the other renewals would too
+			}
+			w.s.leaseRenewals.Succeed()
 			for i, err := range errs {
 				if errors.Is(err, hopper.ErrLeaseLost) && st.markLost(refs[i]) {
 					msg := &hopperv1.StreamJobsResponse{LeaseLost: &hopperv1.LeaseLost{Id: refs[i].ID, LeaseToken: refs[i].Token}}

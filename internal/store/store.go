@@ -32,6 +32,13 @@ var (
 	ErrInvalid = errors.New("invalid input")
 )
 
+// ErrUnavailable: the database cannot be reached or cannot take writes right now (connection
+// refused or lost, server shutting down or out of connections, disk full, file locked past
+// the busy timeout or read-only). Trying again later may succeed. A call whose connection was
+// lost while it committed may have taken effect: retry what is idempotent (fenced outcomes,
+// enqueues with an idempotency key). Stores wrap it around the driver's error.
+var ErrUnavailable = errors.New("store unavailable")
+
 // Store is what the engine and the client need from a database. Implementations are safe for
 // concurrent use. Times are taken from the store's clock unless a parameter says otherwise.
 type Store interface {
@@ -108,6 +115,11 @@ type Store interface {
 	// a job out of rescues fails instead) and removes those nodes. Jobs of live nodes are left
 	// alone however long they run.
 	JobRescueDeadNodes(ctx context.Context, params *RescueDeadParams) (*RescueResult, error)
+
+	// Ping checks that the database answers, cheaply and within about 2 s (PostgreSQL: a round
+	// trip; SQLite: a read, and the last write did not fail for want of disk or access). Its
+	// error wraps ErrUnavailable when the database cannot be reached or cannot take writes.
+	Ping(ctx context.Context) error
 
 	// Now is the store's clock.
 	Now() time.Time

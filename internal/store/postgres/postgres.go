@@ -92,7 +92,8 @@ var (
 )
 
 // Open connects to the database, creates the schema when missing and applies pending
-// migrations (serialized by an advisory lock, so nodes starting together don't race).
+// migrations (serialized by an advisory lock, so nodes starting together don't race). When
+// the database cannot be reached the error wraps store.ErrUnavailable.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
@@ -118,12 +119,12 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	if err := s.Migrate(ctx); err != nil {
 		pool.Close()
-		return nil, err
+		return nil, unavailable(err)
 	}
 	if s.clock == nil {
 		if err := s.measureOffset(ctx); err != nil {
 			pool.Close()
-			return nil, err
+			return nil, unavailable(err)
 		}
 	}
 	return s, nil
@@ -201,14 +202,15 @@ func (s *Store) nowArg() any {
 	return s.clock.Now()
 }
 
-// wrap says what was being done, and that the store was closed when it was. A value the
-// database refused (a NUL byte in text…) matches store.ErrInvalid.
+// wrap says what was being done, and that the store was closed, or the database unavailable
+// (store.ErrUnavailable), when it was. A value the database refused (a NUL byte in text…)
+// matches store.ErrInvalid.
 func (s *Store) wrap(err error, format string, args ...any) error {
 	err = invalidInput(err)
 	if s.closed.Load() && !errors.Is(err, store.ErrClosed) {
 		err = fmt.Errorf("%w: %v", store.ErrClosed, err)
 	}
-	return fmt.Errorf(format+": %w", append(args, err)...)
+	return fmt.Errorf(format+": %w", append(args, unavailable(err))...)
 }
 
 // micros converts a duration to whole microseconds, PostgreSQL's resolution.
@@ -219,6 +221,28 @@ func limitOr(n, def int) int {
 		return def
 	}
 	return n
+}
+
+// pingTimeout bounds Ping when its context has no earlier deadline.
+const pingTimeout = 2 * time.Second
+
+// Ping checks that the database answers: one round trip on a pooled connection (a new one if
+// none is idle), within 2 s. Its error wraps store.ErrUnavailable when the database cannot be
+// reached.
+func (s *Store) Ping(ctx context.Context) error {
+	if s.closed.Load() {
+		return store.ErrClosed
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
+	if err := s.pool.Ping(pingCtx); err != nil {
+		if ctx.Err() == nil && pingCtx.Err() != nil {
+			// Our own bound, not the caller's: the database did not answer in time.
+			err = fmt.Errorf("%w: no answer within %s: %w", store.ErrUnavailable, pingTimeout, err)
+		}
+		return s.wrap(err, "ping")
+	}
+	return nil
 }
 
 // PollOnly reports whether the store was opened with Config.PollOnly; the engine then polls

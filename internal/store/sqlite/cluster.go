@@ -27,14 +27,14 @@ func (s *Store) QueueSetPaused(ctx context.Context, queue string, paused bool) e
 func (s *Store) QueueList(ctx context.Context) ([]*store.QueueSettings, error) {
 	rows, err := s.reader.QueryContext(ctx, `SELECT name, paused FROM queues ORDER BY name`)
 	if err != nil {
-		return nil, fmt.Errorf("list queues: %w", err)
+		return nil, wrap(err, "list queues")
 	}
 	defer rows.Close()
 	var out []*store.QueueSettings
 	for rows.Next() {
 		q := &store.QueueSettings{}
 		if err := rows.Scan(&q.Name, &q.Paused); err != nil {
-			return nil, fmt.Errorf("list queues: %w", err)
+			return nil, wrap(err, "list queues")
 		}
 		out = append(out, q)
 	}
@@ -45,14 +45,14 @@ func (s *Store) QueueList(ctx context.Context) ([]*store.QueueSettings, error) {
 func (s *Store) JobCounts(ctx context.Context) ([]*store.JobCount, error) {
 	rows, err := s.reader.QueryContext(ctx, `SELECT queue, state, count(*) FROM jobs GROUP BY queue, state ORDER BY queue, state`)
 	if err != nil {
-		return nil, fmt.Errorf("count jobs: %w", err)
+		return nil, wrap(err, "count jobs")
 	}
 	defer rows.Close()
 	var out []*store.JobCount
 	for rows.Next() {
 		c := &store.JobCount{}
 		if err := rows.Scan(&c.Queue, &c.State, &c.Count); err != nil {
-			return nil, fmt.Errorf("count jobs: %w", err)
+			return nil, wrap(err, "count jobs")
 		}
 		out = append(out, c)
 	}
@@ -81,7 +81,7 @@ func (s *Store) NodeHeartbeat(ctx context.Context, n *hoppertype.Node) error {
 func (s *Store) NodeList(ctx context.Context) ([]*hoppertype.Node, error) {
 	rows, err := s.reader.QueryContext(ctx, `SELECT id, host, pid, started_at, heartbeat_at FROM nodes ORDER BY started_at, id`)
 	if err != nil {
-		return nil, fmt.Errorf("list nodes: %w", err)
+		return nil, wrap(err, "list nodes")
 	}
 	defer rows.Close()
 	var out []*hoppertype.Node
@@ -89,7 +89,7 @@ func (s *Store) NodeList(ctx context.Context) ([]*hoppertype.Node, error) {
 		n := &hoppertype.Node{}
 		var started, beat int64
 		if err := rows.Scan(&n.ID, &n.Host, &n.PID, &started, &beat); err != nil {
-			return nil, fmt.Errorf("list nodes: %w", err)
+			return nil, wrap(err, "list nodes")
 		}
 		n.StartedAt, n.HeartbeatAt = fromMicros(started), fromMicros(beat)
 		out = append(out, n)
@@ -179,14 +179,14 @@ func (s *Store) LimitList(ctx context.Context) ([]*store.LimitParams, error) {
 	rows, err := s.reader.QueryContext(ctx, `SELECT 'queue', name, max_running FROM queues WHERE max_running IS NOT NULL
 		UNION ALL SELECT 'kind', kind, max_running FROM kind_limits ORDER BY 1 DESC, 2`)
 	if err != nil {
-		return nil, fmt.Errorf("list limits: %w", err)
+		return nil, wrap(err, "list limits")
 	}
 	defer rows.Close()
 	var out []*store.LimitParams
 	for rows.Next() {
 		l := &store.LimitParams{}
 		if err := rows.Scan(&l.Scope, &l.Name, &l.MaxRunning); err != nil {
-			return nil, fmt.Errorf("list limits: %w", err)
+			return nil, wrap(err, "list limits")
 		}
 		out = append(out, l)
 	}

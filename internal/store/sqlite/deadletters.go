@@ -22,7 +22,7 @@ func (s *Store) DeadLetterStats(ctx context.Context) (*store.DeadLetterStats, er
 		WHERE state = 'failed' AND state IN ('failed', 'canceled', 'suspended') AND (expires_at IS NULL OR expires_at > ?)
 		AND NOT EXISTS (SELECT 1 FROM job_replays r WHERE r.source_job_id = jobs.id)`, micros(s.clock.Now())).Scan(&st.Count, &oldest)
 	if err != nil {
-		return nil, fmt.Errorf("dead-letter stats: %w", err)
+		return nil, wrap(err, "dead-letter stats")
 	}
 	st.Oldest = nullTime(oldest)
 	return &st, nil
@@ -179,7 +179,7 @@ func (s *Store) ReplayList(ctx context.Context, p *store.ReplayListParams) (*sto
 		replayed_at, coalesce(reason, '') FROM job_replays WHERE `+strings.Join(where, " AND ")+
 		` ORDER BY id DESC LIMIT ?`, append(args, limit+1)...)
 	if err != nil {
-		return nil, fmt.Errorf("list replays: %w", err)
+		return nil, wrap(err, "list replays")
 	}
 	defer rows.Close()
 	res := &store.ReplayListResult{}
@@ -187,13 +187,13 @@ func (s *Store) ReplayList(ctx context.Context, p *store.ReplayListParams) (*sto
 		r := &store.Replay{}
 		var at int64
 		if err := rows.Scan(&r.ID, &r.SourceJobID, &r.NewJobID, &r.OriginalID, &r.ReplayedBy, &at, &r.Reason); err != nil {
-			return nil, fmt.Errorf("list replays: %w", err)
+			return nil, wrap(err, "list replays")
 		}
 		r.ReplayedAt = fromMicros(at)
 		res.Replays = append(res.Replays, r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list replays: %w", err)
+		return nil, wrap(err, "list replays")
 	}
 	if len(res.Replays) > limit {
 		res.Replays = res.Replays[:limit]

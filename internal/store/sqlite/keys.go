@@ -48,19 +48,19 @@ func (s *Store) KeyCreate(ctx context.Context, k *store.APIKey) error {
 func (s *Store) KeyList(ctx context.Context) ([]*store.APIKey, error) {
 	rows, err := s.reader.QueryContext(ctx, `SELECT `+keyColumns+` FROM api_keys ORDER BY name, created_at DESC, id`)
 	if err != nil {
-		return nil, fmt.Errorf("list api keys: %w", err)
+		return nil, wrap(err, "list api keys")
 	}
 	defer rows.Close()
 	var out []*store.APIKey
 	for rows.Next() {
 		k, err := scanKey(rows)
 		if err != nil {
-			return nil, fmt.Errorf("list api keys: %w", err)
+			return nil, wrap(err, "list api keys")
 		}
 		out = append(out, k)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list api keys: %w", err)
+		return nil, wrap(err, "list api keys")
 	}
 	return out, nil
 }
@@ -99,7 +99,7 @@ func (s *Store) KeyLookup(ctx context.Context, id string) (*store.APIKey, error)
 		return nil, fmt.Errorf("api key %s: %w", id, store.ErrNotFound)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("look up api key %s: %w", id, err)
+		return nil, wrap(err, "look up api key %s", id)
 	}
 	return k, nil
 }

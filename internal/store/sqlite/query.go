@@ -19,7 +19,7 @@ func (s *Store) JobGet(ctx context.Context, id string) (*hoppertype.JobRow, erro
 		return nil, fmt.Errorf("job %s: %w", id, store.ErrNotFound)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("get job %s: %w", id, err)
+		return nil, wrap(err, "get job %s", id)
 	}
 	return job, nil
 }
@@ -83,11 +83,11 @@ func (s *Store) JobList(ctx context.Context, p *store.ListParams) (*store.ListRe
 	args = append(args, limit+1)
 	rows, err := s.reader.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, fmt.Errorf("list jobs: %w", err)
+		return nil, wrap(err, "list jobs")
 	}
 	jobs, err := scanJobs(rows)
 	if err != nil {
-		return nil, fmt.Errorf("list jobs: %w", err)
+		return nil, wrap(err, "list jobs")
 	}
 	res := &store.ListResult{Jobs: jobs}
 	if len(jobs) > limit {
@@ -117,7 +117,7 @@ const live = `(expires_at IS NULL OR expires_at > ?2)`
 func (s *Store) JobEvents(ctx context.Context, id string) ([]*hoppertype.Event, error) {
 	rows, err := s.reader.QueryContext(ctx, eventsSQL, id, micros(s.clock.Now()))
 	if err != nil {
-		return nil, fmt.Errorf("job %s events: %w", id, err)
+		return nil, wrap(err, "job %s events", id)
 	}
 	defer rows.Close()
 	var out []*hoppertype.Event
@@ -126,13 +126,13 @@ func (s *Store) JobEvents(ctx context.Context, id string) ([]*hoppertype.Event, 
 		var at int64
 		var from, to, actor string
 		if err := rows.Scan(&e.Seq, &at, &from, &to, &actor, &e.Reason); err != nil {
-			return nil, fmt.Errorf("job %s events: %w", id, err)
+			return nil, wrap(err, "job %s events", id)
 		}
 		e.At, e.From, e.To, e.Actor = fromMicros(at), hoppertype.JobState(from), hoppertype.JobState(to), hoppertype.Actor(actor)
 		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("job %s events: %w", id, err)
+		return nil, wrap(err, "job %s events", id)
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("job %s: %w", id, store.ErrNotFound)
@@ -148,7 +148,7 @@ func (s *Store) JobAttempts(ctx context.Context, id string) ([]*hoppertype.Attem
 	rows, err := s.reader.QueryContext(ctx, `SELECT token, attempt, coalesce(worker_id, ''), started_at, ended_at,
 		outcome, coalesce(error, ''), coalesce(stack, '') FROM job_attempts WHERE job_id = ? ORDER BY token`, id)
 	if err != nil {
-		return nil, fmt.Errorf("job %s attempts: %w", id, err)
+		return nil, wrap(err, "job %s attempts", id)
 	}
 	defer rows.Close()
 	var out []*hoppertype.AttemptRecord
@@ -158,7 +158,7 @@ func (s *Store) JobAttempts(ctx context.Context, id string) ([]*hoppertype.Attem
 		var ended int64
 		var outcome string
 		if err := rows.Scan(&a.Token, &a.Attempt, &a.WorkerID, &started, &ended, &outcome, &a.Error, &a.Stack); err != nil {
-			return nil, fmt.Errorf("job %s attempts: %w", id, err)
+			return nil, wrap(err, "job %s attempts", id)
 		}
 		a.StartedAt, a.EndedAt, a.Outcome = nullTime(started), fromMicros(ended), hoppertype.Outcome(outcome)
 		out = append(out, a)

@@ -63,7 +63,7 @@ func (s *Store) ScheduleGet(ctx context.Context, name string) (*store.Schedule, 
 		return nil, fmt.Errorf("schedule %q: %w", name, store.ErrNotFound)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("get schedule %q: %w", name, err)
+		return nil, wrap(err, "get schedule %q", name)
 	}
 	return sc, nil
 }
@@ -208,7 +208,7 @@ func (s *Store) ScheduleLiveJob(ctx context.Context, name string) (bool, error) 
 	err := s.reader.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM jobs WHERE schedule_id = ?
 		AND state IN ('scheduled', 'queued', 'running', 'suspended'))`, name).Scan(&live)
 	if err != nil {
-		return false, fmt.Errorf("look for live jobs of schedule %q: %w", name, err)
+		return false, wrap(err, "look for live jobs of schedule %q", name)
 	}
 	return live, nil
 }

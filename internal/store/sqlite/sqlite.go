@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hopperjobs/hopper/internal/clock"
@@ -75,10 +76,13 @@ type Store struct {
 	stmtMu sync.Mutex
 	stmts  map[string]*sql.Stmt
 
-	writes    chan *writeReq // to the group-commit loop (writer.go)
-	quit      chan struct{}
-	loopDone  chan struct{}
-	closeOnce sync.Once
+	writes chan *writeReq // to the group-commit loop (writer.go)
+	// writeFault is the last write's error when it meant the database cannot take writes
+	// (disk full, read-only, I/O error), nil once a write succeeds: Ping reports it.
+	writeFault atomic.Pointer[error]
+	quit       chan struct{}
+	loopDone   chan struct{}
+	closeOnce  sync.Once
 }
 
 var _ store.Store = (*Store)(nil)
@@ -99,7 +103,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	s := &Store{cfg: cfg, clock: cfg.Clock, writer: writer, stmts: map[string]*sql.Stmt{}}
 	if err := s.Migrate(ctx); err != nil {
 		writer.Close()
-		return nil, err
+		return nil, unavailable(err)
 	}
 	reader, err := sql.Open("sqlite", dsn(cfg, true))
 	if err != nil {
@@ -195,6 +199,34 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 	var v sql.NullInt64
 	err := s.writer.QueryRowContext(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&v)
 	return int(v.Int64), err
+}
+
+// pingTimeout bounds Ping when its context has no earlier deadline.
+const pingTimeout = 2 * time.Second
+
+// Ping checks that the database answers: a read of one row through the reader pool, within
+// 2 s, and that the last write did not fail for want of disk space or access. Its error wraps
+// store.ErrUnavailable when the file cannot be read or written.
+func (s *Store) Ping(ctx context.Context) error {
+	select {
+	case <-s.quit:
+		return store.ErrClosed
+	default:
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
+	var one int
+	err := s.reader.QueryRowContext(pingCtx, `SELECT 1 FROM schema_migrations LIMIT 1`).Scan(&one)
+	switch {
+	case err != nil && ctx.Err() == nil && pingCtx.Err() != nil:
+		return fmt.Errorf("ping: %w: no answer within %s: %w", store.ErrUnavailable, pingTimeout, err)
+	case err != nil:
+		return wrap(err, "ping")
+	}
+	if fault := s.writeFault.Load(); fault != nil {
+		return fmt.Errorf("ping: the last write failed: %w", *fault)
+	}
+	return nil
 }
 
 // Now returns the store's clock time.

@@ -43,7 +43,7 @@ func (s *Store) write(ctx context.Context, queries []string, fn func(ctx context
 	for i, q := range queries {
 		st, err := s.prepared(ctx, q)
 		if err != nil {
-			return err
+			return s.noteWrite(err)
 		}
 		req.stmts[i] = st
 	}
@@ -61,15 +61,28 @@ func (s *Store) write(ctx context.Context, queries []string, fn func(ctx context
 	// claim's jobs must reach their caller. A request that raced with Close gets ErrClosed.
 	select {
 	case err := <-req.done:
-		return err
+		return s.noteWrite(err)
 	case <-s.loopDone:
 		select {
 		case err := <-req.done:
-			return err
+			return s.noteWrite(err)
 		default:
 			return store.ErrClosed
 		}
 	}
+}
+
+// noteWrite marks a write's error that means the database cannot take writes now
+// (store.ErrUnavailable) and remembers it for Ping until a write succeeds.
+func (s *Store) noteWrite(err error) error {
+	err = unavailable(err)
+	switch {
+	case err == nil:
+		s.writeFault.Store(nil)
+	case errors.Is(err, store.ErrUnavailable):
+		s.writeFault.Store(&err)
+	}
+	return err
 }
 
 func (s *Store) writeLoop() {

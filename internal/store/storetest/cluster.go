@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -15,6 +16,24 @@ func testCluster(t *testing.T, opener Opener) {
 	parallel(t, opener, "LeaderExclusive", clusterLeaderExclusive)
 	parallel(t, opener, "LeaderResign", clusterLeaderResign)
 	parallel(t, opener, "RescueDeadNodes", clusterRescueDeadNodes)
+	parallel(t, opener, "Ping", clusterPing)
+}
+
+// Ping answers nil while the database answers, and an error once the handle is closed; a
+// caller's deadline bounds it.
+func clusterPing(t *testing.T, b *bundle) {
+	require.NoError(t, b.store.Ping(t.Context()))
+	canceled, cancel := context.WithCancel(t.Context())
+	cancel()
+	err := b.store.Ping(canceled)
+	require.Error(t, err, "a canceled context ends the ping")
+	require.NotErrorIs(t, err, store.ErrUnavailable, "the caller gave up: not the database's doing")
+
+	second := b.open()
+	require.NoError(t, second.Ping(t.Context()))
+	require.NoError(t, second.Close())
+	require.ErrorIs(t, second.Ping(t.Context()), store.ErrClosed)
+	require.NoError(t, b.store.Ping(t.Context()), "another handle is unaffected")
 }
 
 // Contract 14: a paused queue starts nothing new; other queues go on; resume restores it.

@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"math"
-	"math/rand/v2"
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
@@ -33,23 +31,4 @@ func MergePolicy(p *hoppertype.RetryPolicy, fallbacks ...*hoppertype.RetryPolicy
 		}
 	}
 	return out
-}
-
-// Backoff returns the delay before the retry that follows failed attempt n (n ≥ 1):
-// min(Cap, Base·Multiplierⁿ⁻¹) ± Jitter·delay. rnd returns a float in [0, 1).
-func Backoff(p hoppertype.RetryPolicy, n int, rnd func() float64) time.Duration {
-	if n < 1 {
-		n = 1
-	}
-	d := float64(p.Base) * math.Pow(p.Multiplier, float64(n-1))
-	if d > float64(p.Cap) || math.IsInf(d, 0) || math.IsNaN(d) {
-		d = float64(p.Cap)
-	}
-	if p.Jitter > 0 { // negative: jitter disabled
-		if rnd == nil {
-			rnd = rand.Float64
-		}
-		d += d * p.Jitter * (2*rnd() - 1)
-	}
-	return time.Duration(max(d, 0))
 }

@@ -1,0 +1,367 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect/v2"
+	"github.com/hopperjobs/hopper"
+	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
+	"github.com/hopperjobs/hopper/internal/server"
+	"github.com/hopperjobs/hopper/internal/store"
+	"github.com/hopperjobs/hopper/sqlitestore"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+)
+
+// How a faultyStore fails.
+const (
+	healthy  int32 = iota
+	down           // the database is gone: ErrUnavailable
+	broken         // an error only the server's operators should see
+	badBytes       // JobGet returns a job whose args are not UTF-8: the answer cannot be marshaled
+)
+
+// faultyStore is the test's SQLite store with a switch: Ping, JobGet and JobInsertMany fail
+// as the mode says.
+type faultyStore struct {
+	*sqlitestore.Store
+	mode atomic.Int32
+}
+
+const secret = "relation hopper.jobs on 10.1.2.3:5432 said no"
+
+func (f *faultyStore) fault() error {
+	switch f.mode.Load() {
+	case down:
+		return fmt.Errorf("dial tcp 10.1.2.3:5432: connect: connection refused: %w", store.ErrUnavailable)
+	case broken:
+		return errors.New(secret)
+	}
+	return nil
+}
+
+func (f *faultyStore) Ping(ctx context.Context) error {
+	if err := f.fault(); err != nil {
+		return err
+	}
+	return f.Store.Ping(ctx)
+}
+
+func (f *faultyStore) JobGet(ctx context.Context, id string) (*hopper.JobRow, error) {
+	if f.mode.Load() == badBytes {
+		return &hopper.JobRow{ID: id, Kind: "k", Queue: "default", State: hopper.StateQueued, Args: []byte("\"\xff\"")}, nil
+	}
+	if err := f.fault(); err != nil {
+		return nil, err
+	}
+	return f.Store.JobGet(ctx, id)
+}
+
+func (f *faultyStore) JobInsertMany(ctx context.Context, ps []*store.InsertParams) ([]*store.InsertResult, error) {
+	if err := f.fault(); err != nil {
+		return nil, err
+	}
+	return f.Store.JobInsertMany(ctx, ps)
+}
+
+func (f *faultyStore) JobExtendLeases(ctx context.Context, ps []*store.ExtendParams) ([]error, error) {
+	if err := f.fault(); err != nil {
+		return nil, err
+	}
+	return f.Store.JobExtendLeases(ctx, ps)
+}
+
+// logBuffer collects a server's log lines.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func (b *logBuffer) count(substr string) int { return strings.Count(b.String(), substr) }
+
+// faulty starts a server over a faultyStore; auth, when not nil, checks its requests.
+func faulty(t *testing.T, auth server.Authenticator) (*served, *faultyStore, *logBuffer) {
+	t.Helper()
+	logs := &logBuffer{}
+	var fs *faultyStore
+	s := serve(t, nil, func(c *hopper.Config) {
+		fs = &faultyStore{Store: c.Store.(*sqlitestore.Store)}
+		c.Store = fs
+	}, func(c *server.Config, _ *sqlitestore.Store) {
+		c.Logger = slog.New(slog.NewTextHandler(logs, nil))
+		c.Auth = auth
+	})
+	return s, fs, logs
+}
+
+func get(t *testing.T, url string, header ...string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+	require.NoError(t, err)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp, string(body)
+}
+
+// post sends a JSON body, as curl does to the RPC API or an async endpoint.
+func post(t *testing.T, url, body string, header ...string) (*http.Response, string) {
+	t.Helper()
+	return postAs(t, "application/json", url, body, header...)
+}
+
+// postAs sends body of contentType (the Connect protocol's "application/proto" for binary
+// messages).
+func postAs(t *testing.T, contentType, url, body string, header ...string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", contentType)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp, string(out)
+}
+
+// errorBody decodes a {"code", "message"} error answer.
+func errorBody(t *testing.T, body string) (code, message string) {
+	t.Helper()
+	var e struct{ Code, Message string }
+	require.NoError(t, json.Unmarshal([]byte(body), &e), body)
+	return e.Code, e.Message
+}
+
+// /readyz follows the store (with why it fails), and so does hopper_store_up; /healthz, the
+// liveness probe, does not.
+func TestReadyzReportsTheStoreAndHealthzDoesNot(t *testing.T) {
+	t.Parallel()
+	s, fs, _ := faulty(t, nil)
+	resp, body := get(t, s.ts.URL+"/readyz")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "ok\n", body)
+
+	fs.mode.Store(down)
+	resp, body = get(t, s.ts.URL+"/readyz")
+	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	require.True(t, strings.HasPrefix(body, "store unreachable: "), body)
+	require.Contains(t, body, "connection refused")
+	resp, _ = get(t, s.ts.URL+"/healthz")
+	require.Equal(t, http.StatusOK, resp.StatusCode, "the process serves: alive")
+	_, body = get(t, s.ts.URL+"/metrics")
+	require.Contains(t, body, "\nhopper_store_up 0\n")
+
+	fs.mode.Store(healthy)
+	resp, body = get(t, s.ts.URL+"/readyz")
+	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	_, body = get(t, s.ts.URL+"/metrics")
+	require.Contains(t, body, "\nhopper_store_up 1\n")
+
+	s.srv.SetReady(false)
+	resp, body = get(t, s.ts.URL+"/readyz")
+	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	require.Contains(t, body, "not ready")
+}
+
+// A store that cannot be reached is UNAVAILABLE (503, Retry-After) on the RPC API and the
+// async endpoints, with a message that names nothing internal: clients retry it, and can
+// tell it from a bug.
+func TestAnUnavailableStoreIsUnavailableForClients(t *testing.T) {
+	t.Parallel()
+	s, fs, logs := faulty(t, nil)
+	e := newEnv(s.ts.URL, s.ts.Client(), s.client, s.store, s.srv)
+	job := e.enqueue(t, "k", `{}`)
+	fs.mode.Store(down)
+
+	_, err := e.jobs.Get(t.Context(), &hopperv1.GetRequest{Id: job.GetId()})
+	requireCode(t, connect.CodeUnavailable, err)
+	var cerr *connect.Error
+	require.ErrorAs(t, err, &cerr)
+	require.Equal(t, "job store unavailable; retry later", cerr.Message())
+
+	resp, body := post(t, s.ts.URL+"/hopper.v1.JobService/Get", `{"id":"`+job.GetId()+`"}`)
+	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, body)
+	require.Equal(t, "5", resp.Header.Get("Retry-After"))
+	code, msg := errorBody(t, body)
+	require.Equal(t, "unavailable", code)
+	require.Equal(t, "job store unavailable; retry later", msg)
+
+	resp, body = post(t, s.ts.URL+"/hopper.v1.JobService/Enqueue", `{"job":{"kind":"k","args":"{}"}}`)
+	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, body)
+
+	resp, body = post(t, s.ts.URL+"/v1/async/k", `{"a":1}`)
+	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, body)
+	require.Equal(t, "5", resp.Header.Get("Retry-After"))
+	code, msg = errorBody(t, body)
+	require.Equal(t, "unavailable", code)
+	require.Equal(t, "job store unavailable; retry later", msg)
+
+	resp, body = get(t, s.ts.URL+"/v1/jobs/"+job.GetId())
+	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, body)
+	require.Equal(t, "5", resp.Header.Get("Retry-After"))
+	require.NotContains(t, logs.String(), "level=ERROR", "an outage is not a bug: the loops log it once")
+}
+
+// An INTERNAL answer carries only the request id (also in X-Request-Id); the error, with that
+// id, goes to the log. That holds for a store error, for a response Connect cannot marshal
+// (args that are not UTF-8), for the async endpoints and for the auth check.
+func TestInternalAnswersCarryOnlyTheRequestID(t *testing.T) {
+	t.Parallel()
+	s, fs, logs := faulty(t, nil)
+	e := newEnv(s.ts.URL, s.ts.Client(), s.client, s.store, s.srv)
+	job := e.enqueue(t, "k", `{}`)
+
+	requireInternal := func(resp *http.Response, body string) string {
+		t.Helper()
+		require.Equal(t, http.StatusInternalServerError, resp.StatusCode, body)
+		id := resp.Header.Get("X-Request-Id")
+		require.NotEmpty(t, id)
+		code, msg := errorBody(t, body)
+		require.Equal(t, "internal", code)
+		require.Equal(t, "internal error (request id "+id+")", msg)
+		require.Contains(t, logs.String(), "request_id="+id)
+		return id
+	}
+
+	fs.mode.Store(broken)
+	resp, body := post(t, s.ts.URL+"/hopper.v1.JobService/Get", `{"id":"`+job.GetId()+`"}`)
+	id := requireInternal(resp, body)
+	require.Contains(t, logs.String(), secret, "the error is in the log")
+	require.Contains(t, logs.String(), "procedure=/hopper.v1.JobService/Get")
+
+	_, err := e.jobs.Get(t.Context(), &hopperv1.GetRequest{Id: job.GetId()})
+	requireCode(t, connect.CodeInternal, err)
+	require.NotContains(t, err.Error(), "10.1.2.3")
+
+	resp, body = get(t, s.ts.URL+"/v1/jobs/"+job.GetId())
+	requireInternal(resp, body)
+	resp, body = post(t, s.ts.URL+"/v1/async/k", `{"a":1}`)
+	requireInternal(resp, body)
+
+	// A response Connect cannot marshal (a string field that is not UTF-8, in JSON as in
+	// binary protobuf): its marshal error, returned by the generated handler's Send, is
+	// caught like any other.
+	fs.mode.Store(badBytes)
+	resp, body = post(t, s.ts.URL+"/hopper.v1.JobService/Get", `{"id":"`+job.GetId()+`"}`)
+	requireInternal(resp, body)
+	require.NotContains(t, body, "UTF-8")
+	msg, err := proto.Marshal(&hopperv1.GetRequest{Id: job.GetId()})
+	require.NoError(t, err)
+	resp, body = postAs(t, "application/proto", s.ts.URL+"/hopper.v1.JobService/Get", string(msg))
+	requireInternal(resp, body)
+	require.NotContains(t, body, "UTF-8")
+	require.Contains(t, logs.String(), "UTF-8", "the marshal error is in the log")
+
+	// A well-formed id a proxy sent is kept, so logs line up; a malformed one is replaced.
+	fs.mode.Store(broken)
+	resp, body = post(t, s.ts.URL+"/hopper.v1.JobService/Get", `{"id":"`+job.GetId()+`"}`, "X-Request-Id", "gw-7f3a.1")
+	require.Equal(t, "gw-7f3a.1", requireInternal(resp, body))
+	resp, body = post(t, s.ts.URL+"/hopper.v1.JobService/Get", `{"id":"`+job.GetId()+`"}`, "X-Request-Id", "evil\" level=INFO")
+	require.NotEqual(t, "evil\" level=INFO", requireInternal(resp, body))
+	require.NotEqual(t, id, resp.Header.Get("X-Request-Id"))
+
+	fs.mode.Store(healthy)
+	resp, _ = get(t, s.ts.URL+"/healthz")
+	require.NotEmpty(t, resp.Header.Get("X-Request-Id"), "every answer has one")
+}
+
+type failingAuth struct{ err error }
+
+func (a failingAuth) Authenticate(context.Context, *http.Request) (*server.Principal, error) {
+	return nil, a.err
+}
+
+// The auth check's own failure: 500 with the request id, or 503 when the keys' store is
+// unavailable.
+func TestAuthFailuresCarryOnlyTheRequestID(t *testing.T) {
+	t.Parallel()
+	auth := &failingAuth{err: errors.New(secret)}
+	s, _, logs := faulty(t, auth)
+	resp, body := post(t, s.ts.URL+"/hopper.v1.JobService/Get", `{"id":"x"}`)
+	require.Equal(t, http.StatusInternalServerError, resp.StatusCode, body)
+	id := resp.Header.Get("X-Request-Id")
+	_, msg := errorBody(t, body)
+	require.Equal(t, "internal error (request id "+id+")", msg)
+	require.Contains(t, logs.String(), "request_id="+id)
+	require.Contains(t, logs.String(), secret)
+
+	auth.err = fmt.Errorf("look up key: %w", hopper.ErrUnavailable)
+	resp, body = post(t, s.ts.URL+"/hopper.v1.JobService/Get", `{"id":"x"}`)
+	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, body)
+	require.Equal(t, "5", resp.Header.Get("Retry-After"))
+}
+
+// While the store is down, the lease keepers of two open streams fail again and again: one
+// log line says so, for both, and one says when renewals work again. /readyz lists them.
+func TestStreamLeaseRenewalsLogAnOutageOnce(t *testing.T) {
+	t.Parallel()
+	s, fs, logs := faulty(t, nil)
+	e := newEnv(s.ts.URL, s.ts.Client(), s.client, s.store, s.srv)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	for i := range 2 {
+		e.enqueue(t, "push", `{}`)
+		stream, err := e.workers.StreamJobs(ctx, &hopperv1.StreamJobsRequest{Worker: fmt.Sprint("w", i), Credit: 1,
+			LeaseTimeout: durationpb.New(time.Second)})
+		require.NoError(t, err)
+		defer stream.Close()
+		msg, err := stream.Receive()
+		require.NoError(t, err)
+		require.NotNil(t, msg.GetJob())
+	}
+
+	fs.mode.Store(down)
+	failures := regexp.MustCompile(`failing: renew stream leases: (\d+) failures`)
+	require.Eventually(t, func() bool {
+		_, body := get(t, s.ts.URL+"/readyz")
+		m := failures.FindStringSubmatch(body)
+		if m == nil {
+			return false
+		}
+		n, err := strconv.Atoi(m[1])
+		return err == nil && n >= 6
+	}, 10*time.Second, 20*time.Millisecond, "renewals of both streams fail again and again")
+	require.Equal(t, 1, logs.count(`msg="renew stream leases failed; retrying with backoff"`), logs.String())
+
+	fs.mode.Store(healthy)
+	require.Eventually(t, func() bool { return logs.count(`msg="renew stream leases recovered"`) == 1 },
+		10*time.Second, 20*time.Millisecond)
+	require.Equal(t, 1, logs.count(`msg="renew stream leases failed; retrying with backoff"`), logs.String())
+	require.NotContains(t, logs.String(), "level=ERROR")
+}

@@ -1,0 +1,123 @@
+package remote_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hopperjobs/hopper"
+	"github.com/hopperjobs/hopper/internal/server"
+	"github.com/hopperjobs/hopper/remote"
+	"github.com/hopperjobs/hopper/sqlitestore"
+	"github.com/stretchr/testify/require"
+)
+
+// logBuffer collects a worker's log lines.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// A stream that worked resets the reconnect backoff: a worker that lives through five dropped
+// connections (a server restarting, a proxy resetting) reconnects each time after the
+// shortest delay, not after one that doubles with every drop. Each drop is logged as the
+// connection lost (UNAVAILABLE), and each new stream as the recovery.
+func TestStreamReconnectBackoffResetsAfterAWorkingStream(t *testing.T) {
+	t.Parallel()
+	st, err := sqlitestore.Open(t.Context(), sqlitestore.Config{Path: t.TempDir() + "/hopper.db"})
+	require.NoError(t, err)
+	client, err := hopper.NewClient(hopper.Config{Store: st, WorkerID: "server"})
+	require.NoError(t, err)
+	require.NoError(t, client.Start(context.Background()))
+	srv, err := server.New(server.Config{Client: client})
+	require.NoError(t, err)
+	ts := httptest.NewServer(srv)
+	defer func() {
+		ts.Close()
+		require.NoError(t, client.Stop(context.Background()))
+		require.NoError(t, st.Close())
+	}()
+
+	ran := make(chan string, 10)
+	ws := hopper.NewWorkers()
+	hopper.AddWorkerFunc(ws, func(ctx context.Context, job *hopper.Job[block]) error {
+		ran <- job.ID
+		return nil
+	})
+	logs := &logBuffer{}
+	w, err := remote.New(remote.Config{URL: ts.URL, Workers: ws, Concurrency: 1, Name: "survivor",
+		Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	require.NoError(t, err)
+	require.NoError(t, w.Start(context.Background()))
+	defer func() { require.NoError(t, w.Stop(context.Background())) }()
+
+	const drops = 5
+	for range drops {
+		res, err := client.Enqueue(t.Context(), block{}, nil)
+		require.NoError(t, err)
+		require.Equal(t, res.Job.ID, <-ran, "the stream works")
+		waitFor(t, client, res.Job.ID, hopper.StateCompleted)
+		ts.CloseClientConnections() // the stream drops
+	}
+	res, err := client.Enqueue(t.Context(), block{}, nil)
+	require.NoError(t, err)
+	require.Equal(t, res.Job.ID, <-ran, "back after the last drop")
+
+	lost := regexp.MustCompile(`msg="job stream failed; retrying with backoff".* retry_in=(\S+)`).FindAllStringSubmatch(logs.String(), -1)
+	require.Len(t, lost, drops, "one line per drop:\n%s", logs.String())
+	for _, m := range lost {
+		d, err := time.ParseDuration(m[1])
+		require.NoError(t, err)
+		require.LessOrEqual(t, d, 120*time.Millisecond, "each reconnect waits the shortest backoff (100 ms ± 20 %%)")
+		require.Contains(t, m[0], "unavailable", "a dropped connection is UNAVAILABLE: %s", m[0])
+	}
+	require.Equal(t, drops, strings.Count(logs.String(), `msg="job stream recovered"`), logs.String())
+}
+
+// A server that crashes mid-stream (the response ends inside a message) is, to the worker,
+// an unavailable server, not an internal error.
+func TestAServerCrashMidStreamIsUnavailable(t *testing.T) {
+	t.Parallel()
+	crash := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/connect+proto")
+		w.WriteHeader(http.StatusOK)
+		w.Write([]byte{0, 0, 0}) //nolint:errcheck // half of an envelope's 5-byte prefix
+		w.(http.Flusher).Flush()
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			conn.Close() // the process dies
+		}
+	})
+	ts := httptest.NewServer(crash)
+	defer ts.Close()
+	ws := hopper.NewWorkers()
+	hopper.AddWorkerFunc(ws, func(ctx context.Context, job *hopper.Job[block]) error { return nil })
+	logs := &logBuffer{}
+	w, err := remote.New(remote.Config{URL: ts.URL, Workers: ws, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	require.NoError(t, err)
+	require.NoError(t, w.Start(context.Background()))
+	defer func() { require.NoError(t, w.Stop(context.Background())) }()
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "job stream failed") },
+		10*time.Second, 5*time.Millisecond)
+	line := logs.String()
+	require.Contains(t, line, `err="unavailable: connection to the server lost: internal: protocol error: incomplete envelope`)
+}
