@@ -107,7 +107,7 @@ func Due(s *Spec, last, now time.Time, policy CatchUp, grace time.Duration) (fir
 		return fires, fires[len(fires)-1]
 	}
 	fires = s.Between(laterOf(last, now.Add(-grace)), now, MaxCatchUp)
-	latest, ok := latestDue(s, last, now)
+	latest, ok := latestDue(s.Next, last, now)
 	switch {
 	case !ok:
 		return nil, last
@@ -129,17 +129,18 @@ func laterOf(a, b time.Time) time.Time {
 // maxWindow bounds latestDue's window so that it stays a valid time.Duration.
 const maxWindow = 200 * 365 * 24 * time.Hour
 
-// latestDue returns the last fire time in (after, until]. It looks back over windows growing
-// fourfold from one second, so that a frequent spec missed for months costs a few steps.
-func latestDue(s *Spec, after, until time.Time) (time.Time, bool) {
+// latestDue returns the last fire time in (after, until], given a spec's Next. It looks back
+// over windows growing fourfold from one second, so that a frequent spec missed for months
+// costs a few steps.
+func latestDue(next func(time.Time) time.Time, after, until time.Time) (time.Time, bool) {
 	for w := time.Second; ; w *= 4 {
 		from := until.Add(-w)
 		widest := w >= maxWindow || !from.After(after)
 		if widest {
 			from = after
 		}
-		if t := s.Next(from); !t.IsZero() && !t.After(until) {
-			for n := s.Next(t); !n.IsZero() && !n.After(until); n = s.Next(t) {
+		if t := next(from); !t.IsZero() && !t.After(until) {
+			for n := next(t); !n.IsZero() && !n.After(until); n = next(t) {
 				t = n
 			}
 			return t, true
