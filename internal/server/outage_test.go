@@ -24,7 +24,6 @@ import (
 	"github.com/hopperjobs/hopper/internal/store"
 	"github.com/hopperjobs/hopper/sqlitestore"
 	"github.com/stretchr/testify/require"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 )
 
@@ -33,7 +32,7 @@ const (
 	healthy  int32 = iota
 	down           // the database is gone: ErrUnavailable
 	broken         // an error only the server's operators should see
-	badBytes       // JobGet returns a job whose args are not UTF-8: the answer cannot be marshaled
+	badTime        // JobGet returns a job created in the year 10000: the JSON answer cannot be marshaled
 )
 
 // faultyStore is the test's SQLite store with a switch: Ping, JobGet and JobInsertMany fail
@@ -63,8 +62,9 @@ func (f *faultyStore) Ping(ctx context.Context) error {
 }
 
 func (f *faultyStore) JobGet(ctx context.Context, id string) (*hopper.JobRow, error) {
-	if f.mode.Load() == badBytes {
-		return &hopper.JobRow{ID: id, Kind: "k", Queue: "default", State: hopper.StateQueued, Args: []byte("\"\xff\"")}, nil
+	if f.mode.Load() == badTime {
+		return &hopper.JobRow{ID: id, Kind: "k", Queue: "default", State: hopper.StateQueued, Args: []byte(`{}`),
+			CreatedAt: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}, nil
 	}
 	if err := f.fault(); err != nil {
 		return nil, err
@@ -240,7 +240,7 @@ func TestAnUnavailableStoreIsUnavailableForClients(t *testing.T) {
 
 // An INTERNAL answer carries only the request id (also in X-Request-Id); the error, with that
 // id, goes to the log. That holds for a store error, for a response Connect cannot marshal
-// (args that are not UTF-8), for the async endpoints and for the auth check.
+// (a timestamp out of range), for the async endpoints and for the auth check.
 func TestInternalAnswersCarryOnlyTheRequestID(t *testing.T) {
 	t.Parallel()
 	s, fs, logs := faulty(t, nil)
@@ -274,19 +274,14 @@ func TestInternalAnswersCarryOnlyTheRequestID(t *testing.T) {
 	resp, body = post(t, s.ts.URL+"/v1/async/k", `{"a":1}`)
 	requireInternal(resp, body)
 
-	// A response Connect cannot marshal (a string field that is not UTF-8, in JSON as in
-	// binary protobuf): its marshal error, returned by the generated handler's Send, is
-	// caught like any other.
-	fs.mode.Store(badBytes)
+	// A response Connect cannot marshal (a timestamp protojson refuses; bytes that are not
+	// UTF-8 can no longer reach an answer, reads render them as U+FFFD): its marshal error,
+	// returned by the generated handler's Send, is caught like any other.
+	fs.mode.Store(badTime)
 	resp, body = post(t, s.ts.URL+"/hopper.v1.JobService/Get", `{"id":"`+job.GetId()+`"}`)
 	requireInternal(resp, body)
-	require.NotContains(t, body, "UTF-8")
-	msg, err := proto.Marshal(&hopperv1.GetRequest{Id: job.GetId()})
-	require.NoError(t, err)
-	resp, body = postAs(t, "application/proto", s.ts.URL+"/hopper.v1.JobService/Get", string(msg))
-	requireInternal(resp, body)
-	require.NotContains(t, body, "UTF-8")
-	require.Contains(t, logs.String(), "UTF-8", "the marshal error is in the log")
+	require.NotContains(t, body, "Timestamp")
+	require.Contains(t, logs.String(), "Timestamp", "the marshal error is in the log")
 
 	// A well-formed id a proxy sent is kept, so logs line up; a malformed one is replaced.
 	fs.mode.Store(broken)
