@@ -49,7 +49,7 @@ func (d *deadLetterService) List(ctx context.Context, req *hopperv1.DeadLetterSe
 	res, err := d.s.client.DeadLetters(ctx, &hopper.DeadLetterParams{DeadLetterFilter: deadLetterFilter(req.GetFilter()),
 		Cursor: req.GetCursor(), Limit: int(req.GetLimit())})
 	if err != nil {
-		return nil, rpcError(d.s.log, "list dead letters", err)
+		return nil, rpcError("list dead letters", err)
 	}
 	return &hopperv1.DeadLetterServiceListResponse{Jobs: d.toJobs(res.Jobs), NextCursor: res.NextCursor}, nil
 }
@@ -57,7 +57,7 @@ func (d *deadLetterService) List(ctx context.Context, req *hopperv1.DeadLetterSe
 func (d *deadLetterService) Stats(ctx context.Context, _ *hopperv1.DeadLetterServiceStatsRequest) (*hopperv1.DeadLetterServiceStatsResponse, error) {
 	st, err := d.s.client.DeadLetterStats(ctx)
 	if err != nil {
-		return nil, rpcError(d.s.log, "dead-letter stats", err)
+		return nil, rpcError("dead-letter stats", err)
 	}
 	out := &hopperv1.DeadLetterServiceStatsResponse{Count: st.Count, OldestFailedAt: ts(st.Oldest)}
 	if !st.Oldest.IsZero() {
@@ -70,7 +70,7 @@ func (d *deadLetterService) Replay(ctx context.Context, req *hopperv1.ReplayRequ
 	by := replayedBy(ctx)
 	job, err := d.s.client.Replay(ctx, req.GetId(), by)
 	if err != nil {
-		return nil, rpcError(d.s.log, "replay job", err)
+		return nil, rpcError("replay job", err)
 	}
 	return &hopperv1.ReplayResponse{Job: d.s.toJob(job), ReplayedBy: by}, nil
 }
@@ -79,7 +79,7 @@ func (d *deadLetterService) ReplayMany(ctx context.Context, req *hopperv1.Replay
 	by := replayedBy(ctx)
 	jobs, err := d.s.client.ReplayMany(ctx, deadLetterFilter(req.GetFilter()), int(req.GetLimit()), by)
 	if err != nil {
-		return nil, rpcError(d.s.log, "replay dead letters", err)
+		return nil, rpcError("replay dead letters", err)
 	}
 	return &hopperv1.ReplayManyResponse{Jobs: d.toJobs(jobs), ReplayedBy: by}, nil
 }
@@ -89,7 +89,7 @@ func (d *deadLetterService) ListReplays(ctx context.Context, req *hopperv1.ListR
 		OriginalID: req.GetOriginalId(), ReplayedBy: req.GetReplayedBy(), Since: timeOrZero(req.GetSince()),
 		Until: timeOrZero(req.GetUntil()), Cursor: req.GetCursor(), Limit: int(req.GetLimit())})
 	if err != nil {
-		return nil, rpcError(d.s.log, "list replays", err)
+		return nil, rpcError("list replays", err)
 	}
 	out := &hopperv1.ListReplaysResponse{NextCursor: res.NextCursor, Replays: make([]*hopperv1.ReplayRecord, len(res.Replays))}
 	for i, r := range res.Replays {

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"log/slog"
 
 	"connectrpc.com/connect/v2"
 	"github.com/hopperjobs/hopper"
@@ -14,9 +13,8 @@ import (
 // errors callers caused (bad input, stale lease…) go to the wire. An unavailable store is
 // UNAVAILABLE with a fixed message (guardErrors adds Retry-After). Any other error is
 // INTERNAL with the whole error as its message, which never reaches the caller: guardErrors
-// logs it with the request id and answers with the id alone. The logger argument is unused
-// (guardErrors logs, once, with the request id); it stays so the call sites do not change.
-func rpcError(_ *slog.Logger, op string, err error) error {
+// logs it, once, with the request id and answers with the id alone.
+func rpcError(op string, err error) error {
 	var code connect.Code
 	switch {
 	case err == nil:

@@ -45,7 +45,7 @@ func (j *jobService) Enqueue(ctx context.Context, req *hopperv1.EnqueueRequest) 
 	}
 	res, err := j.s.client.Enqueue(ctx, p.Args, p.Opts)
 	if err != nil {
-		return nil, rpcError(j.s.log, "enqueue", err)
+		return nil, rpcError("enqueue", err)
 	}
 	return &hopperv1.EnqueueResponse{Job: j.s.enqueued(ctx, res.Job), Existing: res.Existing}, nil
 }
@@ -64,7 +64,7 @@ func (j *jobService) EnqueueBatch(ctx context.Context, req *hopperv1.EnqueueBatc
 	}
 	res, err := j.s.client.EnqueueMany(ctx, ps)
 	if err != nil {
-		return nil, rpcError(j.s.log, "enqueue batch", err)
+		return nil, rpcError("enqueue batch", err)
 	}
 	out := &hopperv1.EnqueueBatchResponse{Results: make([]*hopperv1.EnqueueResponse, len(res))}
 	for i, r := range res {
@@ -76,7 +76,7 @@ func (j *jobService) EnqueueBatch(ctx context.Context, req *hopperv1.EnqueueBatc
 func (j *jobService) Get(ctx context.Context, req *hopperv1.GetRequest) (*hopperv1.GetResponse, error) {
 	job, err := j.s.client.Get(ctx, req.GetId())
 	if err != nil {
-		return nil, rpcError(j.s.log, "get job", err)
+		return nil, rpcError("get job", err)
 	}
 	return &hopperv1.GetResponse{Job: j.s.toJob(job)}, nil
 }
@@ -95,7 +95,7 @@ func (j *jobService) List(ctx context.Context, req *hopperv1.ListRequest) (*hopp
 	}
 	res, err := j.s.client.List(ctx, p)
 	if err != nil {
-		return nil, rpcError(j.s.log, "list jobs", err)
+		return nil, rpcError("list jobs", err)
 	}
 	out := &hopperv1.ListResponse{NextCursor: res.NextCursor, Jobs: make([]*hopperv1.Job, len(res.Jobs))}
 	for i, job := range res.Jobs {
@@ -111,7 +111,7 @@ func (j *jobService) Cancel(ctx context.Context, req *hopperv1.CancelRequest) (*
 	}
 	job, err := j.s.client.CancelBy(ctx, req.GetId(), hopper.ActorOperator, reason)
 	if err != nil {
-		return nil, rpcError(j.s.log, "cancel job", err)
+		return nil, rpcError("cancel job", err)
 	}
 	return &hopperv1.CancelResponse{Job: j.s.toJob(job)}, nil
 }
@@ -119,11 +119,11 @@ func (j *jobService) Cancel(ctx context.Context, req *hopperv1.CancelRequest) (*
 func (j *jobService) Events(ctx context.Context, req *hopperv1.EventsRequest) (*hopperv1.EventsResponse, error) {
 	events, err := j.s.client.Events(ctx, req.GetId())
 	if err != nil {
-		return nil, rpcError(j.s.log, "job events", err)
+		return nil, rpcError("job events", err)
 	}
 	attempts, err := j.s.client.Attempts(ctx, req.GetId())
 	if err != nil {
-		return nil, rpcError(j.s.log, "job attempts", err)
+		return nil, rpcError("job attempts", err)
 	}
 	out := &hopperv1.EventsResponse{}
 	for _, e := range events {
@@ -157,7 +157,7 @@ func (j *jobService) Resume(ctx context.Context, req *hopperv1.JobServiceResumeR
 	}
 	job, err := j.s.client.ResumeBy(ctx, req.GetId(), data, hopper.ActorAPI, reason)
 	if err != nil {
-		return nil, rpcError(j.s.log, "resume job", err)
+		return nil, rpcError("resume job", err)
 	}
 	return &hopperv1.JobServiceResumeResponse{Job: j.s.toJob(job)}, nil
 }

@@ -39,7 +39,7 @@ func (a *adminService) CreateKey(ctx context.Context, req *hopperv1.CreateKeyReq
 		if errors.Is(err, store.ErrDuplicate) {
 			return nil, connect.Errorf(connect.CodeAlreadyExists, "an API key named %q exists: revoke it first, or choose another name", req.GetName())
 		}
-		return nil, rpcError(a.s.log, "create key", err)
+		return nil, rpcError("create key", err)
 	}
 	return &hopperv1.CreateKeyResponse{Key: toKey(k), Plaintext: plaintext}, nil
 }
@@ -51,7 +51,7 @@ func (a *adminService) ListKeys(ctx context.Context, _ *hopperv1.ListKeysRequest
 	}
 	all, err := keys.KeyList(ctx)
 	if err != nil {
-		return nil, rpcError(a.s.log, "list keys", err)
+		return nil, rpcError("list keys", err)
 	}
 	out := &hopperv1.ListKeysResponse{Keys: make([]*hopperv1.APIKey, len(all))}
 	for i, k := range all {
@@ -70,7 +70,7 @@ func (a *adminService) RevokeKey(ctx context.Context, req *hopperv1.RevokeKeyReq
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, connect.Errorf(connect.CodeNotFound, "no API key has id or name %q", req.GetIdOrName())
 		}
-		return nil, rpcError(a.s.log, "revoke key", err)
+		return nil, rpcError("revoke key", err)
 	}
 	return &hopperv1.RevokeKeyResponse{Key: toKey(k)}, nil
 }

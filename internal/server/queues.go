@@ -12,7 +12,7 @@ type queueService struct{ s *Server }
 func (q *queueService) List(ctx context.Context, _ *hopperv1.QueueServiceListRequest) (*hopperv1.QueueServiceListResponse, error) {
 	qs, err := q.s.client.Queues(ctx)
 	if err != nil {
-		return nil, rpcError(q.s.log, "list queues", err)
+		return nil, rpcError("list queues", err)
 	}
 	out := &hopperv1.QueueServiceListResponse{Queues: make([]*hopperv1.Queue, len(qs))}
 	for i, info := range qs {
@@ -27,14 +27,14 @@ func (q *queueService) List(ctx context.Context, _ *hopperv1.QueueServiceListReq
 
 func (q *queueService) Pause(ctx context.Context, req *hopperv1.PauseRequest) (*hopperv1.PauseResponse, error) {
 	if err := q.s.client.PauseQueue(ctx, req.GetQueue()); err != nil {
-		return nil, rpcError(q.s.log, "pause queue", err)
+		return nil, rpcError("pause queue", err)
 	}
 	return &hopperv1.PauseResponse{}, nil
 }
 
 func (q *queueService) Resume(ctx context.Context, req *hopperv1.ResumeRequest) (*hopperv1.ResumeResponse, error) {
 	if err := q.s.client.ResumeQueue(ctx, req.GetQueue()); err != nil {
-		return nil, rpcError(q.s.log, "resume queue", err)
+		return nil, rpcError("resume queue", err)
 	}
 	return &hopperv1.ResumeResponse{}, nil
 }
@@ -45,7 +45,7 @@ type adminService struct{ s *Server }
 func (a *adminService) ListNodes(ctx context.Context, _ *hopperv1.ListNodesRequest) (*hopperv1.ListNodesResponse, error) {
 	nodes, err := a.s.client.Nodes(ctx)
 	if err != nil {
-		return nil, rpcError(a.s.log, "list nodes", err)
+		return nil, rpcError("list nodes", err)
 	}
 	out := &hopperv1.ListNodesResponse{Nodes: make([]*hopperv1.Node, len(nodes))}
 	for i, n := range nodes {

@@ -14,7 +14,7 @@ type scheduleService struct{ s *Server }
 func (ss *scheduleService) List(ctx context.Context, _ *hopperv1.ScheduleServiceListRequest) (*hopperv1.ScheduleServiceListResponse, error) {
 	list, err := ss.s.client.Schedules(ctx)
 	if err != nil {
-		return nil, rpcError(ss.s.log, "list schedules", err)
+		return nil, rpcError("list schedules", err)
 	}
 	out := &hopperv1.ScheduleServiceListResponse{Schedules: make([]*hopperv1.Schedule, len(list))}
 	for i, info := range list {
@@ -30,28 +30,28 @@ func (ss *scheduleService) Add(ctx context.Context, req *hopperv1.ScheduleServic
 	}
 	info, err := ss.s.client.AddSchedule(ctx, fromSchedule(spec))
 	if err != nil {
-		return nil, rpcError(ss.s.log, "add schedule", err)
+		return nil, rpcError("add schedule", err)
 	}
 	return &hopperv1.ScheduleServiceAddResponse{Schedule: toSchedule(info)}, nil
 }
 
 func (ss *scheduleService) Remove(ctx context.Context, req *hopperv1.ScheduleServiceRemoveRequest) (*hopperv1.ScheduleServiceRemoveResponse, error) {
 	if err := ss.s.client.RemoveSchedule(ctx, req.GetName()); err != nil {
-		return nil, rpcError(ss.s.log, "remove schedule", err)
+		return nil, rpcError("remove schedule", err)
 	}
 	return &hopperv1.ScheduleServiceRemoveResponse{}, nil
 }
 
 func (ss *scheduleService) Pause(ctx context.Context, req *hopperv1.ScheduleServicePauseRequest) (*hopperv1.ScheduleServicePauseResponse, error) {
 	if err := ss.s.client.PauseSchedule(ctx, req.GetName()); err != nil {
-		return nil, rpcError(ss.s.log, "pause schedule", err)
+		return nil, rpcError("pause schedule", err)
 	}
 	return &hopperv1.ScheduleServicePauseResponse{}, nil
 }
 
 func (ss *scheduleService) Resume(ctx context.Context, req *hopperv1.ScheduleServiceResumeRequest) (*hopperv1.ScheduleServiceResumeResponse, error) {
 	if err := ss.s.client.ResumeSchedule(ctx, req.GetName()); err != nil {
-		return nil, rpcError(ss.s.log, "resume schedule", err)
+		return nil, rpcError("resume schedule", err)
 	}
 	return &hopperv1.ScheduleServiceResumeResponse{}, nil
 }

@@ -57,7 +57,7 @@ func (w *workerService) Activate(ctx context.Context, req *hopperv1.ActivateRequ
 		LeaseDuration: fromDur(req.GetLeaseTimeout()), Wait: wait,
 	}
 	if err := params.Check(); err != nil {
-		return nil, rpcError(s.log, "activate", err)
+		return nil, rpcError("activate", err)
 	}
 	callCtx := ctx
 	ctx, stop := s.untilShutdown(ctx)
@@ -70,7 +70,7 @@ func (w *workerService) Activate(ctx context.Context, req *hopperv1.ActivateRequ
 		return nil, connect.NewError(connect.CodeUnavailable, "server shutting down; retry on another node or later")
 	}
 	if err != nil {
-		return nil, rpcError(s.log, "activate", err)
+		return nil, rpcError("activate", err)
 	}
 	if callCtx.Err() != nil && len(jobs) > 0 {
 		// The caller gave up as the jobs were claimed: give them back rather than let them
@@ -80,7 +80,7 @@ func (w *workerService) Activate(ctx context.Context, req *hopperv1.ActivateRequ
 			refs[i] = hopper.LeaseRef{ID: j.ID, Token: j.Token}
 		}
 		w.release(ctx, refs, "activation abandoned by the worker")
-		return nil, rpcError(s.log, "activate", callCtx.Err())
+		return nil, rpcError("activate", callCtx.Err())
 	}
 	out := &hopperv1.ActivateResponse{Jobs: make([]*hopperv1.ActivatedJob, len(jobs))}
 	for i, j := range jobs {
@@ -112,7 +112,7 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 	params := hopper.ActivateParams{Worker: req.GetWorker(), Queue: queueOrDefault(req.GetQueue()),
 		Kinds: req.GetKinds(), MaxJobs: 1, LeaseDuration: lease}
 	if err := params.Check(); err != nil {
-		return rpcError(s.log, "stream jobs", err)
+		return rpcError("stream jobs", err)
 	}
 	release, ok := s.limits.acquire("stream", principalFrom(ctx).KeyID, s.cfg.MaxStreamsPerKey)
 	if !ok {
@@ -184,7 +184,7 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 			if ctx.Err() != nil {
 				return ended()
 			}
-			return rpcError(s.log, "stream jobs", err)
+			return rpcError("stream jobs", err)
 		}
 		jobs = w.deliverable(ctx, jobs)
 		s.reg.count(params.Worker, params.Queue, len(jobs))
@@ -370,7 +370,7 @@ func (w *workerService) Complete(ctx context.Context, req *hopperv1.CompleteRequ
 	err := w.s.client.CompleteJob(ctx, ref.ID, ref.Token, result)
 	w.finished(ref, outcomeCompleted, err)
 	if err != nil {
-		return nil, rpcError(w.s.log, "complete job", err)
+		return nil, rpcError("complete job", err)
 	}
 	return &hopperv1.CompleteResponse{}, nil
 }
@@ -389,7 +389,7 @@ func (w *workerService) Fail(ctx context.Context, req *hopperv1.FailRequest) (*h
 	res, err := w.s.client.FailJob(ctx, ref.ID, ref.Token, p)
 	w.finished(ref, outcomeFailed, err)
 	if err != nil {
-		return nil, rpcError(w.s.log, "fail job", err)
+		return nil, rpcError("fail job", err)
 	}
 	return &hopperv1.FailResponse{State: string(res.State), RunAt: ts(res.RunAt)}, nil
 }
@@ -399,7 +399,7 @@ func (w *workerService) Release(ctx context.Context, req *hopperv1.ReleaseReques
 	err := w.s.client.ReleaseJob(ctx, ref.ID, ref.Token, req.GetReason())
 	w.finished(ref, outcomeReleased, err)
 	if err != nil {
-		return nil, rpcError(w.s.log, "release job", err)
+		return nil, rpcError("release job", err)
 	}
 	return &hopperv1.ReleaseResponse{}, nil
 }
@@ -409,7 +409,7 @@ func (w *workerService) Snooze(ctx context.Context, req *hopperv1.SnoozeRequest)
 	err := w.s.client.SnoozeJob(ctx, ref.ID, ref.Token, fromDur(req.GetDelay()))
 	w.finished(ref, outcomeReleased, err)
 	if err != nil {
-		return nil, rpcError(w.s.log, "snooze job", err)
+		return nil, rpcError("snooze job", err)
 	}
 	return &hopperv1.SnoozeResponse{}, nil
 }
@@ -430,7 +430,7 @@ func (w *workerService) Suspend(ctx context.Context, req *hopperv1.SuspendReques
 	err := w.s.client.SuspendJob(ctx, ref.ID, ref.Token, checkpoint, opts)
 	w.finished(ref, outcomeReleased, err)
 	if err != nil {
-		return nil, rpcError(w.s.log, "suspend job", err)
+		return nil, rpcError("suspend job", err)
 	}
 	return &hopperv1.SuspendResponse{}, nil
 }
@@ -445,14 +445,14 @@ func (w *workerService) ExtendLease(ctx context.Context, req *hopperv1.ExtendLea
 		w.finished(hopper.LeaseRef{ID: req.GetId(), Token: req.GetLeaseToken()}, outcomeLost, err)
 	}
 	if err != nil {
-		return nil, rpcError(w.s.log, "extend lease", err)
+		return nil, rpcError("extend lease", err)
 	}
 	return &hopperv1.ExtendLeaseResponse{LeaseExpiresAt: ts(until)}, nil
 }
 
 func (w *workerService) Heartbeat(ctx context.Context, req *hopperv1.HeartbeatRequest) (*hopperv1.HeartbeatResponse, error) {
 	if err := w.s.client.HeartbeatJob(ctx, req.GetId(), req.GetLeaseToken()); err != nil {
-		return nil, rpcError(w.s.log, "heartbeat", err)
+		return nil, rpcError("heartbeat", err)
 	}
 	return &hopperv1.HeartbeatResponse{}, nil
 }
@@ -460,7 +460,7 @@ func (w *workerService) Heartbeat(ctx context.Context, req *hopperv1.HeartbeatRe
 func (w *workerService) ReportProgress(ctx context.Context, req *hopperv1.ReportProgressRequest) (*hopperv1.ReportProgressResponse, error) {
 	err := w.s.client.ReportJobProgress(ctx, req.GetId(), req.GetLeaseToken(), int(req.GetPercent()), req.GetMessage())
 	if err != nil {
-		return nil, rpcError(w.s.log, "report progress", err)
+		return nil, rpcError("report progress", err)
 	}
 	return &hopperv1.ReportProgressResponse{}, nil
 }
