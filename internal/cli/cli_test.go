@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -317,4 +318,17 @@ func TestUnknownSubcommandAndBadCursorAreUsageErrors(t *testing.T) {
 	require.Contains(t, res.stderr, "cursor")
 	res = b.run(t, "bench", "--synchronous", "bogus")
 	require.Equal(t, ExitUsage, res.code, res.stderr)
+}
+
+// A database that can't be reached is exit code 6, like a server that can't be reached, so a
+// script can tell "try again later" from a bug (1) and from bad input (2).
+func TestUnreachableDatabaseIsUnavailable(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close()) // nothing listens there now
+	b := &testBundle{db: "postgres://postgres@" + addr + "/test?sslmode=disable&connect_timeout=2"}
+	res := b.run(t, "jobs", "ls")
+	require.Equal(t, ExitUnavailable, res.code, res.stderr)
 }

@@ -15,7 +15,7 @@ const (
 	ExitNotFound    = 3 // no job with that id
 	ExitConflict    = 4 // the state machine refused (e.g. canceling a finished job), or a duplicate
 	ExitAuth        = 5 // --server refused the API key (missing, invalid, revoked, or lacking a scope)
-	ExitUnavailable = 6 // --server could not be reached or is shutting down
+	ExitUnavailable = 6 // --server could not be reached or is shutting down, or the database is unavailable
 )
 
 // exitError carries an exit code and the message to show for err.
@@ -48,6 +48,8 @@ func exitCode(err error) int {
 		return ExitNotFound
 	case errors.Is(err, hopper.ErrInvalidTransition), errors.Is(err, hopper.ErrDuplicate):
 		return ExitConflict
+	case errors.Is(err, hopper.ErrUnavailable):
+		return ExitUnavailable
 	}
 	return ExitInternal
 }

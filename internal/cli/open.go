@@ -120,7 +120,7 @@ func wantJSON(cmd *cobra.Command) bool {
 func requireSchema(ctx context.Context, url, schema string) error {
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
-		return fmt.Errorf("connect to postgres: %w", err)
+		return fmt.Errorf("connect to postgres: %w: %w", hopper.ErrUnavailable, err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	var exists bool
