@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/hopperjobs/hopper/internal/backoff"
 	"github.com/hopperjobs/hopper/internal/clock"
@@ -120,6 +121,10 @@ func (c *Client) FailingLoops() []LoopStatus { return c.engine.Failing() }
 
 // Running returns how many jobs this process is running now.
 func (c *Client) Running() int { return c.engine.Running() }
+
+// Now is the client's clock (Config.Clock, by default the wall clock): the time its jobs'
+// timestamps are measured against, e.g. to tell whether a running job is stalled.
+func (c *Client) Now() time.Time { return c.clock.Now() }
 
 // WorkerID is the name this process records on its leases and attempts.
 func (c *Client) WorkerID() string { return c.cfg.WorkerID }

@@ -65,7 +65,7 @@ func textMap(m map[string]string) map[string]string {
 
 func (s *Server) toJob(j *hopper.JobRow) *hopperv1.Job {
 	return &hopperv1.Job{
-		Stalled: j.Stalled(time.Now(), s.cfg.StalledAfter), Checkpoint: textBytes(j.Checkpoint), DeadlineAt: ts(j.DeadlineAt),
+		Stalled: j.Stalled(s.client.Now(), s.cfg.StalledAfter), Checkpoint: textBytes(j.Checkpoint), DeadlineAt: ts(j.DeadlineAt),
 		ResumeData: textBytes(j.ResumeData),
 		Id:         text(j.ID), Kind: text(j.Kind), Queue: text(j.Queue), Priority: int32(j.Priority), Args: textBytes(j.Args),
 		Headers: textMap(j.Headers), State: string(j.State), Attempt: int32(j.Attempt), MaxAttempts: int32(j.MaxAttempts),

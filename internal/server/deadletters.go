@@ -61,7 +61,7 @@ func (d *deadLetterService) Stats(ctx context.Context, _ *hopperv1.DeadLetterSer
 	}
 	out := &hopperv1.DeadLetterServiceStatsResponse{Count: st.Count, OldestFailedAt: ts(st.Oldest)}
 	if !st.Oldest.IsZero() {
-		out.OldestAge = dur(max(st.OldestAge(time.Now()), time.Nanosecond)) // set, even when tiny
+		out.OldestAge = dur(max(st.OldestAge(d.s.client.Now()), time.Nanosecond)) // set, even when tiny
 	}
 	return out, nil
 }

@@ -106,7 +106,7 @@ func (c *collector) collectStore(ctx context.Context, gauge func(*prometheus.Des
 		c.fail(err)
 	}
 	if res, err := client.List(ctx, &hopper.ListParams{States: []hopper.JobState{hopper.StateRunning}, Limit: stalledScan}); err == nil {
-		now, stalled := time.Now(), map[string]int{}
+		now, stalled := client.Now(), map[string]int{}
 		for _, j := range res.Jobs {
 			if j.Stalled(now, c.s.cfg.StalledAfter) {
 				stalled[j.Queue]++
@@ -120,7 +120,7 @@ func (c *collector) collectStore(ctx context.Context, gauge func(*prometheus.Des
 	}
 	if st, err := client.DeadLetterStats(ctx); err == nil {
 		gauge(c.deadLetters, float64(st.Count))
-		gauge(c.oldestDeadLetter, st.OldestAge(time.Now()).Seconds())
+		gauge(c.oldestDeadLetter, st.OldestAge(client.Now()).Seconds())
 	} else {
 		c.fail(err)
 	}

@@ -718,12 +718,18 @@ func TestOpenUntilTheFirstKey(t *testing.T) {
 	require.Equal(t, http.StatusUnauthorized, list(), "closed once a key exists")
 }
 
+// Stalled is judged on the client's clock, the one the store stamps heartbeats with: here a
+// fake one, so the test moves time instead of sleeping through it.
 func TestStalledJobsAreShown(t *testing.T) {
-	e := start(t, func(c *server.Config) { c.StalledAfter = 100 * time.Millisecond })
+	t.Parallel()
+	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	s := serve(t, clk, nil, func(c *server.Config, _ *sqlitestore.Store) { c.StalledAfter = 2 * time.Minute })
+	e := newEnv(s.ts.URL, s.ts.Client(), s.client, s.store, s.srv)
 	e.enqueue(t, "slow", `{}`)
-	a := e.activate(t, &hopperv1.ActivateRequest{LeaseTimeout: durationpb.New(time.Minute)})[0]
-	require.False(t, e.get(t, a.GetId()).GetStalled())
-	time.Sleep(150 * time.Millisecond)
+	a := e.activate(t, &hopperv1.ActivateRequest{LeaseTimeout: durationpb.New(time.Hour)})[0]
+	clk.Advance(time.Minute)
+	require.False(t, e.get(t, a.GetId()).GetStalled(), "a sign of life within the threshold")
+	clk.Advance(90 * time.Second)
 	require.True(t, e.get(t, a.GetId()).GetStalled(), "no sign of life for longer than the threshold")
 	_, err := e.workers.Heartbeat(t.Context(), &hopperv1.HeartbeatRequest{Id: a.GetId(), LeaseToken: a.GetLeaseToken()})
 	require.NoError(t, err)
