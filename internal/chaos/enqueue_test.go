@@ -46,6 +46,7 @@ type enqueuer struct {
 	errs     map[string]int
 	firstErr map[string]string // code → the first message with it
 	slowest  time.Duration     // the longest failed call
+	ackTimes []time.Time       // when each acknowledged batch was
 }
 
 func newEnqueuer() *enqueuer {
@@ -54,16 +55,19 @@ func newEnqueuer() *enqueuer {
 
 // enqueueOnce sends one batch through a; it returns the ids the server acknowledged.
 func (e *enqueuer) enqueueOnce(ctx context.Context, a *api, specs []*hopperv1.JobSpec) ([]string, error) {
-	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	start := time.Now()
-	res, err := a.jobs.EnqueueBatch(ctx, &hopperv1.EnqueueBatchRequest{Jobs: specs})
+	res, err := a.jobs.EnqueueBatch(cctx, &hopperv1.EnqueueBatchRequest{Jobs: specs})
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, err // the test stopped enqueuing: not the server's answer
+		}
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		code := connect.CodeOf(err).String()
-		if ctx.Err() != nil && connect.CodeOf(err) != connect.CodeDeadlineExceeded {
-			code = "timeout"
+		if cctx.Err() != nil {
+			code = "timeout" // no answer within callTimeout
 		}
 		e.errs[code]++
 		if _, ok := e.firstErr[code]; !ok {
@@ -78,6 +82,7 @@ func (e *enqueuer) enqueueOnce(ctx context.Context, a *api, specs []*hopperv1.Jo
 	}
 	e.mu.Lock()
 	e.acked = append(e.acked, ids...)
+	e.ackTimes = append(e.ackTimes, time.Now())
 	e.mu.Unlock()
 	return ids, nil
 }
@@ -112,6 +117,18 @@ func (e *enqueuer) start(ctx context.Context, apis func() []*api, size int, inte
 	done := make(chan struct{})
 	go func() { defer close(done); e.run(ctx, apis, size, interval, next) }()
 	return func() { cancel(); <-done }
+}
+
+// firstAckAfter is when the first batch after t was acknowledged, or zero.
+func (e *enqueuer) firstAckAfter(t time.Time) time.Time {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, at := range e.ackTimes {
+		if at.After(t) {
+			return at
+		}
+	}
+	return time.Time{}
 }
 
 func (e *enqueuer) ids() []string {

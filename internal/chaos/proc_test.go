@@ -42,14 +42,23 @@ func newProc(t *testing.T, name, bin, logPath string, args ...string) *proc {
 // start runs the process (again); it must not be running.
 func (p *proc) start() {
 	p.t.Helper()
+	require.NoError(p.t, p.tryStart())
+}
+
+// tryStart is start for goroutines other than the test's.
+func (p *proc) tryStart() error {
 	f, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	require.NoError(p.t, err)
+	if err != nil {
+		return err
+	}
 	defer f.Close() // the child has its own copy
 	cmd := exec.Command(p.bin, p.args...)
 	cmd.Stdout, cmd.Stderr = f, f
 	// Should the test binary die, its processes die with it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	require.NoError(p.t, cmd.Start(), "start %s", p.name)
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", p.name, err)
+	}
 	exited := make(chan struct{})
 	p.mu.Lock()
 	p.cmd, p.exited, p.exitErr = cmd, exited, nil
@@ -62,6 +71,7 @@ func (p *proc) start() {
 		p.mu.Unlock()
 		close(exited)
 	}()
+	return nil
 }
 
 func (p *proc) current() (*exec.Cmd, chan struct{}) {

@@ -4,6 +4,7 @@ package chaos
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -283,4 +284,61 @@ func (v *verdict) dupText() string {
 	}
 	sort.Strings(parts)
 	return fmt.Sprintf("%d (%s)", v.Dups, strings.Join(parts, ", "))
+}
+
+// logTail reads the workers' logs as they grow, parsing each line once, and keeps the times
+// of the completions the server accepted, for recovery and throughput figures while a
+// scenario runs.
+type logTail struct {
+	dir       string
+	offsets   map[string]int64
+	completed []time.Time // in the order read: sorted per file, not across files
+}
+
+func newLogTail(dir string) *logTail { return &logTail{dir: dir, offsets: map[string]int64{}} }
+
+// refresh reads what the logs gained since the last refresh.
+func (lt *logTail) refresh(t *testing.T) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(lt.dir, "*.jsonl"))
+	require.NoError(t, err)
+	for _, name := range files {
+		b, err := os.ReadFile(name)
+		require.NoError(t, err)
+		from := lt.offsets[name]
+		end := int64(bytes.LastIndexByte(b, '\n') + 1) // a line being written waits for the next refresh
+		if end <= from {
+			continue
+		}
+		for _, raw := range bytes.Split(b[from:end-1], []byte{'\n'}) {
+			var line Line
+			require.NoError(t, json.Unmarshal(raw, &line), "%s: line %q", name, raw)
+			if completedOK(line) {
+				lt.completed = append(lt.completed, time.Unix(0, line.T))
+			}
+		}
+		lt.offsets[name] = end
+	}
+}
+
+// completions counts the accepted completions in [from, to).
+func (lt *logTail) completions(from, to time.Time) int {
+	n := 0
+	for _, at := range lt.completed {
+		if !at.Before(from) && at.Before(to) {
+			n++
+		}
+	}
+	return n
+}
+
+// firstCompletionAfter is the first accepted completion after t, or zero.
+func (lt *logTail) firstCompletionAfter(t time.Time) time.Time {
+	var first time.Time
+	for _, at := range lt.completed {
+		if at.After(t) && (first.IsZero() || at.Before(first)) {
+			first = at
+		}
+	}
+	return first
 }
