@@ -41,12 +41,20 @@ func (c *stepClock) Now() time.Time { return c.Fake.Now().Add(time.Duration(c.of
 // Step jumps the wall clock by d; timers are unaffected.
 func (c *stepClock) Step(d time.Duration) { c.offset.Add(int64(d)) }
 
-// run moves time on by total in steps of step, letting the client's goroutines work between
-// steps.
+// advance moves time on by d and waits (up to half a second) until the loops whose timers
+// fired have done their work and wait on the clock again, so that fake time does not race
+// ahead of a busy machine.
+func (c *stepClock) advance(d time.Duration) {
+	waiting := c.Pending()
+	c.Advance(d)
+	pollUntil(500*time.Millisecond, time.Millisecond, func() bool { return c.Pending() >= waiting })
+	time.Sleep(time.Millisecond)
+}
+
+// run moves time on by total in steps of step.
 func (c *stepClock) run(total, step time.Duration) {
 	for moved := time.Duration(0); moved < total; moved += step {
-		c.Advance(step)
-		time.Sleep(2 * time.Millisecond)
+		c.advance(step)
 	}
 }
 
@@ -60,8 +68,7 @@ func (c *stepClock) runUntil(max, step time.Duration, cond func() bool) bool {
 		if moved >= max {
 			return false
 		}
-		c.Advance(step)
-		time.Sleep(2 * time.Millisecond)
+		c.advance(step)
 	}
 }
 

@@ -120,6 +120,13 @@ type workerOpts struct {
 }
 
 // startWorker starts a chaos worker named name against url.
+//
+// Workers in other languages: the TypeScript SDK does not exist yet (a later issue). When it
+// does, its chaos worker is a program taking the same flags (--url --name --mode --log
+// --concurrency --lease --poll-wait) and writing the same JSON lines (Line, job.go) for the
+// same job args (Args); it gets a language field in workerOpts that picks the program here,
+// and runKills starts a mix of Go and TypeScript workers. Nothing else needs to change: the
+// verification reads only the log lines and the API.
 func (h *harness) startWorker(name, url string, o workerOpts) *worker {
 	h.t.Helper()
 	if o.mode == "" {

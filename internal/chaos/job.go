@@ -24,7 +24,7 @@ func (Args) Kind() string { return Kind }
 // unbuffered write to a file opened with O_APPEND, so a SIGKILL loses nothing written.
 type Line struct {
 	Ev      string `json:"ev"` // start, end, heartbeat, rpc, crash
-	T       int64  `json:"t"`  // unix nanoseconds
+	T       int64  `json:"t"`  // unix nanoseconds: when it happened (an rpc: when the call was sent)
 	Job     string `json:"job"`
 	Token   int64  `json:"token"`
 	Attempt int    `json:"attempt,omitempty"`

@@ -164,6 +164,11 @@ func testNetworkOutage(t *testing.T) {
 	require.Less(t, cutWindow.CPUShare(), maxOutageCPUShare, "CPU during the cut: %s", cutWindow)
 }
 
+// pgDown is how long a restarted PostgreSQL stays down: a restart of a real database takes
+// seconds (shutdown checkpoint, recovery), and a restart of this small one a tenth of a
+// second, too short for what a server does while it waits to show.
+const pgDown = 2 * time.Second
+
 func testPostgresRestart(t *testing.T) {
 	t.Parallel()
 	fig := figures(t)
@@ -175,7 +180,7 @@ func testPostgresRestart(t *testing.T) {
 	for _, mode := range pick([]string{"fast"}, []string{"fast", "immediate", "fast"}) {
 		w := r.srv.measure()
 		began := time.Now()
-		pg.restart(mode)
+		pg.restart(mode, pgDown)
 		up := time.Now()
 		completed, enqueued := r.recovery(up)
 		w.end()

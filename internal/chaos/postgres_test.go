@@ -164,10 +164,12 @@ func (c *pgCluster) stop(sig syscall.Signal) {
 	c.proc = nil
 }
 
-// restart stops the server (mode fast or immediate) and starts it again.
-func (c *pgCluster) restart(mode string) {
+// restart stops the server (mode fast or immediate), leaves it down for down, and starts it
+// again.
+func (c *pgCluster) restart(mode string, down time.Duration) {
 	c.t.Helper()
 	c.stop(map[string]syscall.Signal{"fast": syscall.SIGINT, "immediate": syscall.SIGQUIT}[mode])
+	time.Sleep(down)
 	c.start()
 }
 

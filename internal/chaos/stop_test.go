@@ -64,8 +64,8 @@ func TestStoppedWorkerIsFenced(t *testing.T) {
 	completedAt := time.Now()
 	before := snapshot(t, srv.api, ids)
 
+	resumedAt := time.Now() // before the signal: the worker may write at once
 	frozen.signal(syscall.SIGCONT)
-	resumedAt := time.Now()
 	// The resumed worker finds out about every attempt: a refused call, or its handler ends.
 	require.True(t, pollUntil(30*time.Second, 100*time.Millisecond, func() bool {
 		logs := readWorkerLogs(t, h.dir)

@@ -109,7 +109,10 @@ type logger struct {
 }
 
 func (l *logger) write(line chaos.Line) {
-	line.T, line.Worker, line.PID = time.Now().UnixNano(), l.worker, l.pid
+	if line.T == 0 {
+		line.T = time.Now().UnixNano()
+	}
+	line.Worker, line.PID = l.worker, l.pid
 	b, _ := json.Marshal(line)
 	if _, err := l.f.Write(append(b, '\n')); err != nil {
 		fmt.Fprintln(os.Stderr, "chaosworker: write log:", err)
@@ -193,7 +196,9 @@ func (r *rpcLog) RoundTrip(req *http.Request) (*http.Response, error) {
 	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	var ref hopperv1.HeartbeatRequest // id and lease_token, the fields every job call starts with
 	_ = proto.UnmarshalOptions{DiscardUnknown: true}.Unmarshal(body, &ref)
-	line := chaos.Line{Ev: "rpc", Proc: proc, Job: ref.GetId(), Token: ref.GetLeaseToken(), Code: "ok"}
+	// T is when the call was sent: a worker stopped (SIGSTOP) while its call was out logs the
+	// answer only once it runs again.
+	line := chaos.Line{Ev: "rpc", T: time.Now().UnixNano(), Proc: proc, Job: ref.GetId(), Token: ref.GetLeaseToken(), Code: "ok"}
 	resp, err := r.next.RoundTrip(req)
 	switch {
 	case err != nil:
