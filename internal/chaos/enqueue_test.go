@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"connectrpc.com/connect/v2"
@@ -47,6 +48,7 @@ type enqueuer struct {
 	firstErr map[string]string // code → the first message with it
 	slowest  time.Duration     // the longest failed call
 	ackTimes []time.Time       // when each acknowledged batch was
+	slow     atomic.Int64      // when set, the interval between batches instead of run's
 }
 
 func newEnqueuer() *enqueuer {
@@ -87,7 +89,8 @@ func (e *enqueuer) enqueueOnce(ctx context.Context, a *api, specs []*hopperv1.Jo
 	return ids, nil
 }
 
-// run enqueues a batch of size jobs from next every interval (0: back to back), through the
+// run enqueues a batch of size jobs from next every interval (0: back to back; slow overrides
+// it while set), through the
 // servers apis returns (one after the other), until ctx ends.
 func (e *enqueuer) run(ctx context.Context, apis func() []*api, size int, interval time.Duration,
 	next func() *hopperv1.JobSpec) {
@@ -104,7 +107,11 @@ func (e *enqueuer) run(ctx context.Context, apis func() []*api, size int, interv
 				sleepCtx(ctx, 50*time.Millisecond) // don't spin on a server that is down
 			}
 		}
-		if d := interval - time.Since(start); d > 0 {
+		wait := interval
+		if slow := time.Duration(e.slow.Load()); slow > 0 {
+			wait = slow
+		}
+		if d := wait - time.Since(start); d > 0 {
 			sleepCtx(ctx, d)
 		}
 	}

@@ -16,13 +16,15 @@ import (
 )
 
 // Bounds on a server while its database is away, which a sane system meets and a spinning
-// one does not: over a 20 s cut, fewer than 200 log lines (10 a second: a loop that logs
-// once per state change with a count, plus a few lines per request that failed) and under
-// 20 % of a core (waiting with backoff costs next to nothing; the storm of issue 9 logged
-// ~21,600 lines/s and used 79 % of a core).
+// one does not: over a 20 s cut, under 10 log lines a second (200 in all) and under 20 % of
+// a core. Waiting with backoff costs next to nothing, and a loop that logs once per change of
+// state with a count writes a few lines per outage; the storm of issue 9 logged ~21,600 lines/s
+// and used 79 % of a core. Requests that fail may each log a line, so during the cut clients
+// slow down to a batch a second (cutEnqueueEvery): what they log stays well under the bound.
 const (
 	maxOutageLineRate = 10.0
 	maxOutageCPUShare = 0.20
+	cutEnqueueEvery   = time.Second
 )
 
 // outageJob is the mix of jobs enqueued during the outage scenarios: most run at once, some
@@ -145,11 +147,13 @@ func testNetworkOutage(t *testing.T) {
 	t.Logf("resets ended; jobs complete again after %s; cutting PostgreSQL off", secs(resetRecovery))
 	time.Sleep(2 * time.Second)
 	cut := pick(20*time.Second, 20*time.Second)
+	r.e.slow.Store(int64(cutEnqueueEvery))
 	w = r.srv.measure()
 	proxy.cut()
 	time.Sleep(cut)
 	cutWindow := w.end()
 	proxy.restore()
+	r.e.slow.Store(0)
 	restored := time.Now()
 	r.windows = append(r.windows, fmt.Sprintf("%s cut: %s", secs(cut), cutWindow))
 	completed, enqueued := r.recovery(restored)
