@@ -90,8 +90,9 @@ func (r *outageRig) recovery(t time.Time) (completed, enqueued time.Duration) {
 func (r *outageRig) finish(fig *row) {
 	t := r.t
 	r.stopEnqueue()
+	stopped := time.Now()
 	acked := r.e.ids()
-	r.h.waitDrained(func() *api { return r.srv.api }, len(acked), 120*time.Second)
+	drained := r.h.waitDrained(func() *api { return r.srv.api }, len(acked), 120*time.Second)
 	r.h.stopWorkers()
 	hist, err := r.srv.api.histories(t.Context())
 	require.NoError(t, err)
@@ -100,7 +101,7 @@ func (r *outageRig) finish(fig *row) {
 	fig.Lost = fmt.Sprint(v.Lost)
 	fig.Dups = v.dupText()
 	fig.Outage = strings.Join(r.windows, "; ")
-	fig.note("enqueue errors: %s", r.e.errorSummary())
+	fig.note("queue drained %s after the last enqueue; enqueue errors: %s", secs(drained.Sub(stopped)), r.e.errorSummary())
 	v.require(t)
 	require.Zero(t, v.Lost, "acknowledged jobs lost")
 }
