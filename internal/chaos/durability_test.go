@@ -150,6 +150,7 @@ func TestSQLiteFullDisk(t *testing.T) {
 	}
 	require.True(t, srv.alive(), "the server survives a full disk")
 	acked := e.ids()
+	require.NotEmpty(t, acked, "enqueues were accepted before the disk filled up")
 	_, getErr := srv.api.jobs.Get(t.Context(), &hopperv1.GetRequest{Id: acked[0]})
 
 	require.NoError(t, os.Remove(filler))
