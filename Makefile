@@ -1,8 +1,18 @@
-# The README's commands. `make test` is what CI runs.
-.PHONY: test run build bench tools gen gen-check
+# The README's commands. `make test` (and `make chaos-short`) is what CI runs.
+.PHONY: test run build bench tools gen gen-check chaos chaos-short
 
 test:
 	go test -race -count=1 -timeout 15m -p 2 ./...
+
+# The chaos suite (internal/chaos, build tag chaos; docs/reliability.md): faults injected into
+# the built hopper binary and remote workers. chaos-short is what CI runs (under 5 minutes);
+# chaos runs every scenario's full variant. Its scenarios wait on processes more than they
+# compute, so more of them run at once than there are cores.
+chaos:
+	go test -tags chaos -count=1 -timeout 60m -parallel 4 -v ./internal/chaos/ -args -full
+
+chaos-short:
+	go test -tags chaos -count=1 -timeout 10m -parallel 8 -v ./internal/chaos/
 
 run:
 	go run ./cmd/hopper serve

@@ -1,0 +1,234 @@
+// Command chaosworker is the remote worker the chaos suite (package internal/chaos) starts,
+// kills, stops and resumes. It runs jobs of kind "chaos" from a `hopper serve` through the Go
+// remote worker (package remote) and appends one JSON line per event to its log file: a
+// handler's start and outcome (job id, lease token, attempt, worker name, pid), a failed
+// heartbeat, and every worker call about a job with the server's answer. Each line is one
+// unbuffered write to a file opened with O_APPEND, so a SIGKILL loses nothing written.
+//
+// A job's args say what its handler does:
+//
+//	{"sleep_ms": 50}                      work 50 ms (the context ends it early), then succeed
+//	{"sleep_ms": 50, "action": "fail"}    work, then return an error (retried with backoff)
+//	{"action": "crash"}                   SIGKILL this process (a poison job)
+//	{"action": "exit"}                    os.Exit(3) at once
+//	{"sleep_ms": 3000, "heartbeat_ms": 200}  heartbeat every 200 ms while working
+//	{"sleep_ms": 10, "fail_attempts": 1}  fail the first attempt, succeed on the retry
+//
+// A successful job's result is {"worker": NAME, "token": TOKEN}.
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"path"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hopperjobs/hopper"
+	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
+	"github.com/hopperjobs/hopper/internal/chaos"
+	"github.com/hopperjobs/hopper/remote"
+	"google.golang.org/protobuf/proto"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "chaosworker:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var (
+		url, name, mode, logPath string
+		concurrency              int
+		lease, pollWait          time.Duration
+	)
+	flag.StringVar(&url, "url", "", "the server's base URL")
+	flag.StringVar(&name, "name", "", "worker name (default chaos-PID)")
+	flag.StringVar(&mode, "mode", "stream", "stream or poll")
+	flag.StringVar(&logPath, "log", "", "the log file (appended to)")
+	flag.IntVar(&concurrency, "concurrency", 10, "jobs at once")
+	flag.DurationVar(&lease, "lease", 3*time.Second, "each job's lease")
+	flag.DurationVar(&pollWait, "poll-wait", 2*time.Second, "how long one long poll waits")
+	flag.Parse()
+	if url == "" || logPath == "" {
+		return errors.New("--url and --log are required")
+	}
+	if name == "" {
+		name = fmt.Sprintf("chaos-%d", os.Getpid())
+	}
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	lg := &logger{f: f, worker: name, pid: os.Getpid()}
+
+	ws := hopper.NewWorkers()
+	hopper.AddWorkerFunc(ws, lg.work)
+	m := remote.Stream
+	if mode == "poll" {
+		m = remote.Poll
+	}
+	w, err := remote.New(remote.Config{
+		URL: url, Workers: ws, Name: name, Mode: m, Concurrency: concurrency, LeaseDuration: lease,
+		PollWait: pollWait, HTTPClient: &http.Client{Transport: &rpcLog{next: http.DefaultTransport, log: lg}},
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := w.Start(ctx); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return w.Stop(stopCtx)
+}
+
+// logger appends Lines to the log file, one write each.
+type logger struct {
+	f      *os.File
+	worker string
+	pid    int
+}
+
+func (l *logger) write(line chaos.Line) {
+	if line.T == 0 {
+		line.T = time.Now().UnixNano()
+	}
+	line.Worker, line.PID = l.worker, l.pid
+	b, _ := json.Marshal(line)
+	if _, err := l.f.Write(append(b, '\n')); err != nil {
+		fmt.Fprintln(os.Stderr, "chaosworker: write log:", err)
+	}
+}
+
+func (l *logger) work(ctx context.Context, job *hopper.Job[chaos.Args]) error {
+	l.write(chaos.Line{Ev: "start", Job: job.ID, Token: job.Token, Attempt: job.Attempt})
+	switch job.Args.Action {
+	case "crash":
+		l.write(chaos.Line{Ev: "crash", Job: job.ID, Token: job.Token})
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {}
+	case "exit":
+		l.write(chaos.Line{Ev: "crash", Job: job.ID, Token: job.Token})
+		os.Exit(3)
+	}
+	err := l.sleep(ctx, job)
+	if err == nil && (job.Args.Action == "fail" || job.Attempt <= job.Args.FailAttempts) {
+		err = errors.New("the job's args asked it to fail")
+	}
+	end := chaos.Line{Ev: "end", Job: job.ID, Token: job.Token, Outcome: "ok"}
+	switch {
+	case err == nil:
+		err = hopper.SetResult(ctx, map[string]any{"worker": l.worker, "token": job.Token})
+	case ctx.Err() != nil:
+		end.Outcome, end.Err = "canceled", context.Cause(ctx).Error()
+	default:
+		end.Outcome, end.Err = "fail", err.Error()
+	}
+	l.write(end)
+	return err
+}
+
+// sleep works for the job's sleep_ms, heartbeating every heartbeat_ms, until ctx ends.
+func (l *logger) sleep(ctx context.Context, job *hopper.Job[chaos.Args]) error {
+	done := time.NewTimer(time.Duration(job.Args.SleepMS) * time.Millisecond)
+	defer done.Stop()
+	var beat <-chan time.Time
+	if job.Args.HeartbeatMS > 0 {
+		t := time.NewTicker(time.Duration(job.Args.HeartbeatMS) * time.Millisecond)
+		defer t.Stop()
+		beat = t.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-done.C:
+			return nil
+		case <-beat:
+			if err := hopper.Heartbeat(ctx); err != nil {
+				l.write(chaos.Line{Ev: "heartbeat", Job: job.ID, Token: job.Token, Err: err.Error()})
+			}
+		}
+	}
+}
+
+// rpcLog is the worker's HTTP transport: it logs every WorkerService call about one job
+// (Complete, Fail, ExtendLease…) with the answer's Connect code, "ok" on success.
+type rpcLog struct {
+	next http.RoundTripper
+	log  *logger
+}
+
+// jobCalls are the WorkerService methods whose request starts with id = 1, lease_token = 2.
+var jobCalls = map[string]bool{"Complete": true, "Fail": true, "Release": true, "Snooze": true,
+	"Suspend": true, "ExtendLease": true, "Heartbeat": true, "ReportProgress": true}
+
+func (r *rpcLog) RoundTrip(req *http.Request) (*http.Response, error) {
+	proc := path.Base(req.URL.Path)
+	if !strings.HasPrefix(req.URL.Path, "/hopper.v1.WorkerService/") || !jobCalls[proc] || req.Body == nil {
+		return r.next.RoundTrip(req)
+	}
+	body, err := io.ReadAll(req.Body)
+	req.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	var ref hopperv1.HeartbeatRequest // id and lease_token, the fields every job call starts with
+	_ = proto.UnmarshalOptions{DiscardUnknown: true}.Unmarshal(body, &ref)
+	// T is when the call was sent: a worker stopped (SIGSTOP) while its call was out logs the
+	// answer only once it runs again.
+	line := chaos.Line{Ev: "rpc", T: time.Now().UnixNano(), Proc: proc, Job: ref.GetId(), Token: ref.GetLeaseToken(), Code: "ok"}
+	resp, err := r.next.RoundTrip(req)
+	switch {
+	case err != nil:
+		line.Code, line.Err = "transport", err.Error()
+	case resp.StatusCode != http.StatusOK:
+		line.Code, resp.Body = errorCode(resp)
+	}
+	r.log.write(line)
+	return resp, err
+}
+
+// errorCode reads a Connect unary error's code from resp's JSON body and returns a body that
+// still holds it.
+func errorCode(resp *http.Response) (string, io.ReadCloser) {
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	text := raw
+	if resp.Header.Get("Content-Encoding") == "gzip" {
+		if zr, err := gzip.NewReader(bytes.NewReader(raw)); err == nil {
+			if b, err := io.ReadAll(zr); err == nil {
+				text = b
+			}
+		}
+	}
+	var e struct {
+		Code string `json:"code"`
+	}
+	code := fmt.Sprintf("http %d", resp.StatusCode)
+	if json.Unmarshal(text, &e) == nil && e.Code != "" {
+		code = e.Code
+	}
+	return code, io.NopCloser(bytes.NewReader(raw))
+}
