@@ -19,10 +19,9 @@ import (
 )
 
 // maxRescues is the bound on rescues the suite gives its jobs, so that killing workers every
-// few seconds never legitimately dead-letters a job as worker_lost. It takes effect with the
-// max_rescues field of JobSpec (issue 9, "Poison jobs end"): switch it on in jobSpec below.
-// Until then a job is rescued without bound, and the verification still accepts a job that
-// failed with outcome worker_lost or lease_expired after recorded losses (explainedLoss).
+// few seconds never legitimately dead-letters a job as worker_lost (the default bound is 3).
+// The verification still accepts a job that failed with outcome worker_lost after recorded
+// losses (explainedLoss), should one be unlucky twenty times.
 const maxRescues = 20
 
 // jobSpec is a chaos job for the API.
@@ -30,7 +29,7 @@ func jobSpec(args Args) *hopperv1.JobSpec {
 	b, _ := json.Marshal(args)
 	spec := &hopperv1.JobSpec{Kind: Kind, Args: string(b), MaxAttempts: 5,
 		RetryPolicy: &hopperv1.RetryPolicy{Base: durationpb.New(200 * time.Millisecond), Cap: durationpb.New(2 * time.Second)}}
-	// spec.MaxRescues = maxRescues // TODO(issue 9 b): switch on once JobSpec has max_rescues.
+	spec.MaxRescues = maxRescues
 	return spec
 }
 

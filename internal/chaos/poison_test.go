@@ -31,8 +31,9 @@ func TestPoisonJobEnds(t *testing.T) {
 	restarts := make(chan int, 1)
 	go func() { restarts <- supervise(ctx, workers) }()
 
-	// jobSpec would give the job maxRescues; a poison job keeps the server's default bound.
+	// jobSpec gives its jobs maxRescues; the poison job keeps the server's default bound (3).
 	poison := jobSpec(Args{Action: "crash"})
+	poison.MaxRescues = 0
 	res, err := srv.api.jobs.Enqueue(t.Context(), &hopperv1.EnqueueRequest{Job: poison})
 	require.NoError(t, err)
 	id := res.GetJob().GetId()
