@@ -16,12 +16,30 @@ import (
 func (s *Store) JobGet(ctx context.Context, id string) (*hoppertype.JobRow, error) {
 	job, err := scanJob(s.pool.QueryRow(ctx, s.sql(`SELECT `+cols+` FROM {schema}.jobs WHERE id = $1 AND `+live), id, s.nowArg()))
 	if errors.Is(err, pgx.ErrNoRows) {
+		s.removeExpired(ctx, id)
 		return nil, fmt.Errorf("job %s: %w", id, store.ErrNotFound)
 	}
 	if err != nil {
 		return nil, s.wrap(err, "get job %s", id)
 	}
 	return job, nil
+}
+
+// removeExpiredSQL deletes one expired job, unless its idempotency key is live (as the sweep
+// does). Rows another transaction holds are left to the sweep.
+const removeExpiredSQL = `DELETE FROM {schema}.jobs j USING (
+	SELECT id FROM {schema}.jobs WHERE id = $1 AND expires_at <= coalesce($2::timestamptz, now())
+	  AND NOT EXISTS (SELECT 1 FROM {schema}.idempotency_keys k
+	                  WHERE k.job_id = $1 AND k.expires_at > coalesce($2::timestamptz, now()))
+	FOR UPDATE SKIP LOCKED
+) picked WHERE j.id = picked.id`
+
+// removeExpired deletes the job a read did not find if it is there but expired (contract 12:
+// removed lazily on read, swept periodically), so that once a reader was told it is gone, a
+// clock stepped back cannot bring it back. An unknown id costs one index probe and writes
+// nothing. It is best effort: if it fails, the sweep deletes the job later.
+func (s *Store) removeExpired(ctx context.Context, id string) {
+	_, _ = s.pool.Exec(ctx, s.sql(removeExpiredSQL), id, s.nowArg())
 }
 
 // JobList returns one page of jobs, filtered, in id (creation) order.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/store"
@@ -13,15 +14,31 @@ import (
 
 // JobGet returns one job.
 func (s *Store) JobGet(ctx context.Context, id string) (*hoppertype.JobRow, error) {
-	job, err := scanJob(s.reader.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = ?1 AND `+live,
-		id, micros(s.clock.Now())))
+	job, err := scanJob(s.reader.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = ?1`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("job %s: %w", id, store.ErrNotFound)
 	}
 	if err != nil {
 		return nil, wrap(err, "get job %s", id)
 	}
+	if now := s.clock.Now(); !job.ExpiresAt.IsZero() && !job.ExpiresAt.After(now) {
+		s.removeExpired(ctx, id, now)
+		return nil, fmt.Errorf("job %s: %w", id, store.ErrNotFound)
+	}
 	return job, nil
+}
+
+// removeExpired deletes an expired job a read came across (contract 12: removed lazily on
+// read, swept periodically), unless its idempotency key is live, as the sweep would: once a
+// reader was told the job is gone, a clock stepped back must not bring it back. It is best
+// effort: if the write fails, the sweep deletes the job later.
+func (s *Store) removeExpired(ctx context.Context, id string, now time.Time) {
+	_ = s.write(ctx, nil, func(ctx context.Context, tx *sql.Tx, _ []*sql.Stmt) error {
+		_, err := tx.ExecContext(ctx, `DELETE FROM jobs WHERE id = ?1 AND expires_at <= ?2
+			AND NOT EXISTS (SELECT 1 FROM idempotency_keys k WHERE k.job_id = jobs.id AND k.expires_at > ?2)`,
+			id, micros(now))
+		return err
+	})
 }
 
 // JobList returns one page of jobs, filtered, in id (creation) order.

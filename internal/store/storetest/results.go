@@ -16,6 +16,7 @@ func testResults(t *testing.T, opener Opener) {
 	parallel(t, opener, "ExpirySetOnFinish", resultsExpirySetOnFinish)
 	parallel(t, opener, "ExpirySetOnCancel", resultsExpirySetOnCancel)
 	parallel(t, opener, "HiddenAfterExpiry", resultsHiddenAfterExpiry)
+	parallel(t, opener, "ReadRemovesExpired", resultsReadRemovesExpired)
 	parallel(t, opener, "NotSweptBeforeExpiry", resultsNotSweptBeforeExpiry)
 	parallel(t, opener, "SweptInBatches", resultsSweptInBatches)
 	parallel(t, opener, "SweepTakesHistoryAndKey", resultsSweepTakesHistoryAndKey)
@@ -130,6 +131,29 @@ func resultsHiddenAfterExpiry(t *testing.T, b *bundle) {
 	st, err := b.deadLetters(t).DeadLetterStats(t.Context())
 	require.NoError(t, err)
 	require.Zero(t, st.Count)
+}
+
+// A read that finds a job expired removes it (lazily, before any sweep), so a clock stepped
+// back afterwards cannot bring it back; a job whose idempotency key is live stays, hidden,
+// for its key still de-duplicates (contract 7).
+func resultsReadRemovesExpired(t *testing.T, b *bundle) {
+	job := b.expiring(t, hoppertype.StateCompleted, time.Hour)
+	keyed := b.running(t, withKey("order-9", 30*day), inQueue("keyed"))
+	b.finishExpiring(t, keyed, hoppertype.StateCompleted, time.Hour)
+	b.clock.Advance(time.Hour)
+	for _, id := range []string{job.ID, keyed.ID} {
+		_, err := b.store.JobGet(t.Context(), id)
+		require.ErrorIs(t, err, store.ErrNotFound)
+	}
+
+	b.clock.Advance(-2 * time.Hour) // the clock steps back before the sweep ran
+	_, err := b.store.JobGet(t.Context(), job.ID)
+	require.ErrorIs(t, err, store.ErrNotFound, "a job a reader saw gone stays gone")
+	_, err = b.store.JobEvents(t.Context(), job.ID)
+	require.ErrorIs(t, err, store.ErrNotFound, "its history went with it")
+	other := params(t, withKey("order-9", 30*day), withArgs(`{"other":true}`))
+	_, err = b.store.JobInsertMany(t.Context(), []*store.InsertParams{other})
+	require.ErrorIs(t, err, store.ErrDuplicate, "the keyed job was kept: its key still holds")
 }
 
 // A sweep deletes nothing whose expiry has not come, nor jobs without one.
