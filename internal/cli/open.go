@@ -47,10 +47,24 @@ func describe(cmd *cobra.Command, path string) string {
 	return "postgres schema " + schema
 }
 
+// pgPool says how a command uses PostgreSQL: a short command needs two connections and no
+// LISTEN; a server (hopper serve) needs a pool and LISTEN, so a job committed by any node
+// wakes its workers and streams at once.
+type pgPool struct {
+	maxConns int
+	listen   bool
+}
+
+var commandPool = pgPool{maxConns: 2}
+
 // openStore opens the database named by --database (a SQLite file or a postgres:// URL),
 // applying pending migrations. With mustExist, a missing SQLite file is an error rather than a
 // new empty database: reading commands should not create one because of a typo.
 func openStore(cmd *cobra.Command, mustExist bool) (store, error) {
+	return openStoreWith(cmd, mustExist, commandPool)
+}
+
+func openStoreWith(cmd *cobra.Command, mustExist bool, pool pgPool) (store, error) {
 	path, err := databasePath(cmd)
 	if err != nil {
 		return nil, err
@@ -62,7 +76,8 @@ func openStore(cmd *cobra.Command, mustExist bool) (store, error) {
 				return nil, err
 			}
 		}
-		st, err := pgstore.Open(cmd.Context(), pgstore.Config{URL: path, Schema: schema, MaxConns: 2, PollOnly: true})
+		st, err := pgstore.Open(cmd.Context(), pgstore.Config{URL: path, Schema: schema, MaxConns: pool.maxConns,
+			PollOnly: !pool.listen})
 		if err != nil {
 			return nil, fmt.Errorf("open %s: %w", describe(cmd, path), err)
 		}
@@ -81,8 +96,13 @@ func openStore(cmd *cobra.Command, mustExist bool) (store, error) {
 }
 
 // withStore runs fn with the database named by --database open, and closes it.
-func withStore(cmd *cobra.Command, mustExist bool, fn func(store) error) (err error) {
-	st, err := openStore(cmd, mustExist)
+func withStore(cmd *cobra.Command, mustExist bool, fn func(store) error) error {
+	return withStoreAs(cmd, mustExist, commandPool, fn)
+}
+
+// withStoreAs is withStore with PostgreSQL's pool and LISTEN set by pool.
+func withStoreAs(cmd *cobra.Command, mustExist bool, pool pgPool, fn func(store) error) (err error) {
+	st, err := openStoreWith(cmd, mustExist, pool)
 	if err != nil {
 		return err
 	}

@@ -45,6 +45,7 @@ type serveOptions struct {
 	resultTTL      time.Duration // dlq.go
 	dlqRetention   time.Duration
 	dlqWebhook     string
+	conns          int
 	maxRescues     int
 }
 
@@ -73,6 +74,7 @@ result) unless --no-echo.`,
 	f.IntVar(&o.maxPolls, "max-polls-per-key", server.DefaultMaxPollsPerKey, "waiting long polls per API key (429 beyond)")
 	f.DurationVar(&o.shutdownGrace, "shutdown-grace", 10*time.Second, "how long running jobs get to finish on shutdown")
 	f.DurationVar(&o.readHeaderWait, "read-header-timeout", 10*time.Second, "time allowed to read a request's headers")
+	f.IntVar(&o.conns, "conns", 16, "PostgreSQL only: the connection pool size")
 	f.DurationVar(&o.stalledAfter, "stalled-after", hopper.DefaultStalledAfter, "show a running job without heartbeat or progress for this long as stalled")
 	f.IntVar(&o.maxRescues, "max-rescues", hopper.DefaultMaxRescues, "default number of times a job may lose its worker and be requeued before it fails with worker_lost, 1 to 1000, or -1 for no limit")
 	addRetentionFlags(cmd, &o)
@@ -88,7 +90,10 @@ func serve(cmd *cobra.Command, o serveOptions) error {
 	defer stop()
 	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))
 
-	return withStore(cmd, false, func(st store) error {
+	if o.conns < 1 {
+		return usageErrorf("--conns %d: want at least 1", o.conns)
+	}
+	return withStoreAs(cmd, false, pgPool{maxConns: o.conns, listen: true}, func(st store) error {
 		keys, ok := st.(istore.KeyStore)
 		if !ok {
 			return fmt.Errorf("this store keeps no API keys")

@@ -13,9 +13,11 @@ import (
 
 	"github.com/hopperjobs/hopper"
 	"github.com/hopperjobs/hopper/internal/apikey"
+	"github.com/hopperjobs/hopper/internal/pgtest"
 	"github.com/hopperjobs/hopper/internal/server"
 	"github.com/hopperjobs/hopper/internal/stoptest"
 	"github.com/hopperjobs/hopper/sqlitestore"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 )
 
@@ -321,4 +323,49 @@ func TestJobsResume(t *testing.T) {
 		// Clear the queue for the next round.
 		post("WorkerService/Activate", `{"worker":"w"}`)
 	}
+}
+
+// hopper serve on PostgreSQL listens for notifications (a job committed by any node wakes its
+// workers and streams at once) and keeps a pool of --conns connections, unlike the short
+// commands, which take two connections and no LISTEN.
+func TestServeOnPostgresListens(t *testing.T) {
+	pgtest.Require(t)
+	t.Parallel()
+	schema := pgtest.FreshSchema(t, "hopper_serve_")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	ln.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan int, 1)
+	var stderr bytes.Buffer
+	go func() {
+		var stdout bytes.Buffer
+		done <- run(ctx, []string{"--database", pgtest.URL(), "--schema", schema, "serve", "--addr", addr, "--conns", "6"},
+			strings.NewReader(""), &stdout, &stderr)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Error("hopper serve did not stop within 20 s")
+		}
+	})
+	conn, err := pgx.Connect(t.Context(), pgtest.URL())
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	require.Eventually(t, func() bool {
+		var n int
+		err := conn.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity WHERE query = $1`,
+			"LISTEN "+pgx.Identifier{schema + "_jobs"}.Sanitize()).Scan(&n)
+		return err == nil && n == 1
+	}, 15*time.Second, 50*time.Millisecond, "hopper serve LISTENs on its schema's channel")
+	resp, err := http.Get("http://" + addr + "/readyz")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+
+	res := setup(t).run(t, "serve", "--conns", "0")
+	require.Equal(t, ExitUsage, res.code)
 }
