@@ -1,8 +1,10 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/hopperjobs/hopper"
@@ -79,10 +81,22 @@ func (w *workerService) handBack(ctx context.Context, refs []hopper.LeaseRef, wh
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
+	var mu sync.Mutex
+	var failed []string
+	var first error
 	concurrently(len(refs), func(i int) {
 		err := give(ctx, refs[i].ID, refs[i].Token, why)
 		if err != nil && !errors.Is(err, hopper.ErrLeaseLost) {
-			w.s.log.Warn("release streamed job", "job_id", refs[i].ID, "err", err)
+			mu.Lock()
+			failed = append(failed, refs[i].ID)
+			first = cmp.Or(first, err)
+			mu.Unlock()
 		}
 	})
+	if len(failed) > 0 {
+		// One line for the lot: when the store is away every one of them fails alike. Their
+		// leases are no longer renewed, so the leader rescues them once they expire.
+		w.s.log.Warn("could not hand streamed jobs back; their leases will expire", "jobs", len(failed),
+			"job_ids", failed[:min(len(failed), 10)], "why", why, "err", first)
+	}
 }
