@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -17,6 +18,20 @@ func TestBackoffGrowsAndCaps(t *testing.T) {
 	require.Equal(t, 9*time.Second, Backoff(p, 3, mid))
 	require.Equal(t, 20*time.Second, Backoff(p, 4, mid))
 	require.Equal(t, 20*time.Second, Backoff(p, 5000, mid), "no overflow")
+}
+
+// A delay beyond the longest Duration is the longest, not a negative one (found by
+// FuzzBackoff: a cap of math.MaxInt64 retried at once from attempt 64 on).
+func TestBackoffNeverOverflows(t *testing.T) {
+	t.Parallel()
+	mid := func() float64 { return 0.5 }
+	p := hoppertype.RetryPolicy{Base: time.Second, Multiplier: 2, Cap: math.MaxInt64}
+	require.Equal(t, time.Duration(math.MaxInt64), Backoff(p, 100, mid))
+	p.Jitter = 1
+	require.Equal(t, time.Duration(math.MaxInt64), Backoff(p, 70, func() float64 { return 0.99 }))
+	wild := hoppertype.RetryPolicy{Base: time.Second, Multiplier: 1e300, Cap: time.Hour, Jitter: 1e300}
+	require.GreaterOrEqual(t, Backoff(wild, 2, func() float64 { return 0.9 }), time.Duration(0))
+	require.Equal(t, time.Duration(0), Backoff(wild, 2, func() float64 { return 0.1 }))
 }
 
 func TestBackoffJitterBounds(t *testing.T) {
