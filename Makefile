@@ -1,8 +1,19 @@
 # The README's commands. `make test` is what CI runs.
-.PHONY: test run build bench tools gen gen-check
+.PHONY: test run build bench tools gen gen-check fuzz fuzz-ci
 
 test:
 	go test -race -count=1 -timeout 15m -p 2 ./...
+
+# Fuzzing (docs/development.md#fuzzing): every target for FUZZTIME each; FUZZ=regexp picks
+# targets by name (make fuzz FUZZ=FuzzRPC FUZZTIME=10m). CI runs fuzz-ci.
+FUZZTIME ?= 60s
+FUZZ ?=
+
+fuzz:
+	FUZZTIME=$(FUZZTIME) ./.ci/fuzz $(FUZZ)
+
+fuzz-ci:
+	FUZZTIME=5s ./.ci/fuzz
 
 run:
 	go run ./cmd/hopper serve

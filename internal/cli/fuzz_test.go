@@ -164,13 +164,12 @@ func FuzzFlags(f *testing.F) {
 	})
 }
 
-// seedValues are the seeds of each type of flag.
+// seedValues are the seeds of each type of flag (few: every seed runs before fuzzing starts,
+// and CI fuzzes each target for seconds).
 var seedValues = map[string][]string{
-	"duration": {"", "0", "-1s", "1h", "1.5h", "1e3s", "2562047h", "2562048h", "9223372036854775807ns", "1h\x00"},
-	"int": {"", "0", "-1", "1", "0x10", "1_000", "2147483648", "2000000000", "9223372036854775807",
-		"9223372036854775808", "\xff"},
-	"string": {"", "1h", "-1h", "1e9h", "2026-03-01T12:00:00Z", "0000-01-01T00:00:00Z", "9999-12-31T23:59:59+14:00",
-		"aG9wcGVyLWxpc3QtdjE6eA", "@every 1ns", "0 0 30 2 *", "America/New_York", "Local", "\x00", "\xff"},
+	"duration": {"1h", "0", "-1s", "2562048h"},
+	"int":      {"1", "0", "-1", "9223372036854775808"},
+	"string":   {"2026-03-01T12:00:00Z", "1h", "aG9wcGVyLWxpc3QtdjE6eA", "\xff"},
 }
 
 // flagType is the type of c's flag, as seedValues names it.
