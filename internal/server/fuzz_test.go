@@ -354,3 +354,29 @@ func requireStillServes(t *testing.T, s *served) {
 	require.NoError(t, err, "a good Get after the input")
 	require.Equal(t, `{"ok":true}`, got.GetJob().GetArgs())
 }
+
+// A stream request whose framing is broken is the caller's error: Connect called it internal.
+// Found by FuzzRPC (testdata/fuzz/FuzzRPC/finding-truncated-stream-envelope).
+func TestUnreadableStreamRequestIsInvalidArgument(t *testing.T) {
+	t.Parallel()
+	s := serve(t, nil, nil, nil)
+	stream := hopperv1connect.WorkerServiceStreamJobsProcedure
+	for name, body := range map[string][]byte{
+		"no envelope":       []byte("0"),
+		"a short prefix":    {0, 0, 0},
+		"a truncated body":  append(envelope(0, []byte(`{"worker":"w"}`))[:9:9], '}'),
+		"a body after junk": append([]byte{0, 0, 0, 0, 2, '{', '}'}, 0xff),
+	} {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, s.ts.URL+stream, bytes.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/connect+json")
+		resp, err := s.ts.Client().Do(req)
+		require.NoError(t, err)
+		raw, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		e := streamError(t, raw)
+		require.Equal(t, "invalid_argument", e.Code, "%s: %s %q", name, e.Code, e.Message)
+		require.Contains(t, e.Message, "unreadable request", name)
+	}
+}
