@@ -1,5 +1,5 @@
-# The README's commands. `make test` (and `make chaos-short`) is what CI runs.
-.PHONY: test run build bench tools gen gen-check chaos chaos-short
+# The README's commands. `make test` (and `make chaos-short`, `make fuzz-ci`) is what CI runs.
+.PHONY: test run build bench tools gen gen-check chaos chaos-short fuzz fuzz-ci
 
 test:
 	go test -race -count=1 -timeout 15m -p 2 ./...
@@ -13,6 +13,17 @@ chaos:
 
 chaos-short:
 	go test -tags chaos -count=1 -timeout 10m -parallel 8 -v ./internal/chaos/
+
+# Fuzzing (docs/development.md#fuzzing): every target for FUZZTIME each; FUZZ=regexp picks
+# targets by name (make fuzz FUZZ=FuzzRPC FUZZTIME=10m). CI runs fuzz-ci.
+FUZZTIME ?= 60s
+FUZZ ?=
+
+fuzz:
+	FUZZTIME=$(FUZZTIME) ./.ci/fuzz $(FUZZ)
+
+fuzz-ci:
+	FUZZTIME=5s ./.ci/fuzz
 
 run:
 	go run ./cmd/hopper serve

@@ -1,6 +1,7 @@
 package hopper
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -259,14 +260,9 @@ func mergeOpts(args JobArgs, opts *InsertOpts) InsertOpts {
 }
 
 func encodeArgs(args JobArgs, limit int) (json.RawMessage, error) {
-	if raw, ok := args.(RawArgs); ok {
-		if err := checkJSON("args", raw.JSON); err != nil {
-			return nil, err
-		}
-	}
-	b, err := json.Marshal(args)
+	b, err := marshalArgs(args)
 	if err != nil {
-		return nil, invalid("args", "cannot encode as JSON: %v", err)
+		return nil, err
 	}
 	if len(b) > limit {
 		return nil, invalid("args", "%d bytes exceed the limit of %d", len(b), limit)
@@ -276,4 +272,26 @@ func encodeArgs(args JobArgs, limit int) (json.RawMessage, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+// marshalArgs encodes args. RawArgs are kept as they came, insignificant white space aside
+// (so that white space makes no other idempotency payload): json.Marshal would also escape
+// <, > and & in their strings, and a worker would see other bytes than were sent.
+func marshalArgs(args JobArgs) ([]byte, error) {
+	raw, ok := args.(RawArgs)
+	if !ok {
+		b, err := json.Marshal(args)
+		if err != nil {
+			return nil, invalid("args", "cannot encode as JSON: %v", err)
+		}
+		return b, nil
+	}
+	if err := checkJSON("args", raw.JSON); err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw.JSON); err != nil {
+		return nil, invalid("args", "not valid JSON")
+	}
+	return b.Bytes(), nil
 }

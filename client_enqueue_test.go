@@ -92,6 +92,28 @@ func TestEnqueueOptionsRoundTrip(t *testing.T) {
 	require.ErrorIs(t, err, ErrDuplicate)
 }
 
+// RawArgs are stored as they came, insignificant white space aside: json.Marshal would also
+// escape <, > and & (as \u003c…), so args sent through the async endpoints or the RPC API
+// came back other than sent. Found by FuzzAsync (internal/server).
+func TestRawArgsAreStoredAsSent(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, nil)
+	sent := ` { "html" : "<b>&amp;</b>", "ls": "\u2028  ", "n": [1, 2.50] } `
+	res, err := b.client.Enqueue(t.Context(), RawArgs{KindName: "k", JSON: json.RawMessage(sent)}, nil)
+	require.NoError(t, err)
+	job, err := b.client.Get(t.Context(), res.Job.ID)
+	require.NoError(t, err)
+	require.Equal(t, `{"html":"<b>&amp;</b>","ls":"\u2028  ","n":[1,2.50]}`, string(job.Args))
+
+	again, err := b.client.Enqueue(t.Context(), RawArgs{KindName: "k", JSON: json.RawMessage(sent)}, &InsertOpts{IdempotencyKey: "a"})
+	require.NoError(t, err)
+	same, err := b.client.Enqueue(t.Context(), RawArgs{KindName: "k", JSON: json.RawMessage(strings.TrimSpace(sent))},
+		&InsertOpts{IdempotencyKey: "a"})
+	require.NoError(t, err)
+	require.True(t, same.Existing, "white space does not make another payload")
+	require.Equal(t, again.Job.ID, same.Job.ID)
+}
+
 type mailArgs struct{}
 
 func (mailArgs) Kind() string { return "mail" }

@@ -391,8 +391,9 @@ func TestAddScheduleValidates(t *testing.T) {
 		{"cron", func(s *Schedule) { s.Cron = "" }},
 		{"cron", func(s *Schedule) { s.Every = time.Minute }},
 		{"cron", func(s *Schedule) { s.Cron = "61 * * * *" }},
-		{"cron", func(s *Schedule) { s.TZ = "Mars/Olympus" }},
-		{"cron", func(s *Schedule) { s.TZ = "Local" }},
+		{"tz", func(s *Schedule) { s.TZ = "Mars/Olympus" }}, // not "cron": found by FuzzFlags (internal/cli)
+		{"tz", func(s *Schedule) { s.TZ = "Local" }},
+		{"tz", func(s *Schedule) { s.Cron, s.Every, s.TZ = "", time.Minute, "Mars/Olympus" }},
 		{"every", func(s *Schedule) { s.Cron, s.Every = "", 500*time.Millisecond }},
 		{"every", func(s *Schedule) { s.Cron, s.Every = "", time.Second+time.Microsecond }},
 		{"fixed_delay", func(s *Schedule) { s.Cron, s.FixedDelay = "", -time.Minute }},

@@ -76,6 +76,9 @@ func scheduleSpec(s Schedule) (*schedule.Spec, error) {
 	if set != 1 {
 		return nil, invalid("cron", "set exactly one of cron, every and fixed_delay")
 	}
+	if _, err := schedule.LoadZone(s.TZ); err != nil {
+		return nil, invalid("tz", "%v", err)
+	}
 	field, text := "cron", s.Cron
 	if s.Every != 0 {
 		field, text = "every", "@every "+s.Every.String()

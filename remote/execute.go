@@ -81,13 +81,50 @@ func (w *Worker) execute(ctx context.Context, job *hopperv1.ActivatedJob) {
 			return perr
 		}
 	}
-	if err := w.reportWithRetry(rctx, report); err != nil {
+	err = w.reportWithRetry(rctx, report)
+	if connect.CodeOf(err) == connect.CodeInvalidArgument {
+		// The server refused the outcome as the handler gave it (a suspension deadline
+		// already past, say): the attempt fails with the server's reason, rather than run
+		// on until its lease expires, and then again on every retry.
+		refused := err
+		err = w.reportWithRetry(rctx, func(ctx context.Context) error {
+			_, ferr := w.api.Fail(ctx, &hopperv1.FailRequest{Id: job.GetId(), LeaseToken: job.GetLeaseToken(),
+				Error: store.CleanText("the server refused the attempt's outcome: " + refused.Error())})
+			return ferr
+		})
+	}
+	if err != nil {
 		w.log.Error("report job outcome", "job_id", job.GetId(), "err", err)
 	}
 }
 
 // reportRetry spaces the tries of an outcome report: 50 ms doubling to 2 s, ±20 %.
 var reportRetry = hoppertype.RetryPolicy{Base: 50 * time.Millisecond, Multiplier: 2, Cap: 2 * time.Second, Jitter: 0.2}
+
+// The server takes delays and times within hopper.MaxRunAtFuture (a job that far off is as
+// good as never) and times at most hopper.MaxRunAtPast ago: outcomes are reported within
+// them, so that a handler's Snooze(100 years), RetryAfter of a huge delay or suspension until
+// 1970 ends its attempt as it would in process.
+
+// boundDelay is d within 0 and hopper.MaxRunAtFuture.
+func boundDelay(d time.Duration) *durationpb.Duration {
+	return durationpb.New(min(max(d, 0), hopper.MaxRunAtFuture))
+}
+
+// clockSlack leaves room for the server's clock to be ahead of this one.
+const clockSlack = time.Hour
+
+// boundUntil is t within now (a time past runs the job at once, as in process) and
+// hopper.MaxRunAtFuture from now.
+func boundUntil(t, now time.Time) *timestamppb.Timestamp {
+	if t.Before(now) {
+		t = now
+	}
+	if latest := now.Add(hopper.MaxRunAtFuture - clockSlack); t.After(latest) {
+		t = latest
+	}
+	return timestamppb.New(t)
+}
 
 // reportWithRetry sends an outcome until the server gives a verdict: a lost report would
 // leave the job running on the server (a stream keeps renewing its lease) with nobody on it.
@@ -135,11 +172,11 @@ func (w *Worker) park(ctx context.Context, job *hopperv1.ActivatedJob, err error
 	switch {
 	case errors.As(err, &sn):
 		return w.api.Snooze(ctx, &hopperv1.SnoozeRequest{Id: job.GetId(), LeaseToken: job.GetLeaseToken(),
-			Delay: durationpb.New(max(sn.Delay, 0))})
+			Delay: boundDelay(sn.Delay)})
 	case errors.As(err, &su):
 		req := &hopperv1.SuspendRequest{Id: job.GetId(), LeaseToken: job.GetLeaseToken(), Checkpoint: string(su.Checkpoint)}
 		if !su.Until.IsZero() {
-			req.Until = timestamppb.New(su.Until)
+			req.Until = boundUntil(su.Until, time.Now())
 		}
 		if !su.Deadline.IsZero() {
 			req.Deadline = timestamppb.New(su.Deadline)
@@ -162,6 +199,9 @@ func failRequest(job *hopperv1.ActivatedJob, row *hoppertype.JobRow, unit engine
 		req.Error = fmt.Sprintf("%v: %v", engine.ErrTimeout, err)
 	}
 	req.Error = store.CleanText(req.Error)
+	if req.Error == "" { // the server requires error text
+		req.Error = fmt.Sprintf("%T with an empty message", err)
+	}
 	var noRetry *engine.NoRetryError
 	var after *engine.RetryAfterError
 	switch {
@@ -169,10 +209,10 @@ func failRequest(job *hopperv1.ActivatedJob, row *hoppertype.JobRow, unit engine
 		zero := int32(0)
 		req.Retries = &zero
 	case errors.As(err, &after):
-		req.RetryBackoff = durationpb.New(max(after.Delay, 0))
+		req.RetryBackoff = boundDelay(after.Delay)
 	case unit != nil && unit.RetryPolicy() != nil:
 		p := engine.MergePolicy(row.RetryPolicy, unit.RetryPolicy())
-		req.RetryBackoff = durationpb.New(backoff.Delay(p, row.Attempt, nil))
+		req.RetryBackoff = boundDelay(backoff.Delay(p, row.Attempt, nil))
 	}
 	return req
 }

@@ -20,7 +20,8 @@ func Delay(p hoppertype.RetryPolicy, n int, rnd func() float64) time.Duration {
 		n = 1
 	}
 	d := float64(p.Base) * math.Pow(p.Multiplier, float64(n-1))
-	if d > float64(p.Cap) || math.IsInf(d, 0) || math.IsNaN(d) {
+	capped := d >= float64(p.Cap) || math.IsInf(d, 0) || math.IsNaN(d)
+	if capped {
 		d = float64(p.Cap)
 	}
 	if p.Jitter > 0 {
@@ -28,6 +29,22 @@ func Delay(p hoppertype.RetryPolicy, n int, rnd func() float64) time.Duration {
 			rnd = rand.Float64
 		}
 		d += d * p.Jitter * (2*rnd() - 1)
+	} else if capped {
+		return max(p.Cap, 0) // exact: float64(p.Cap) may round above it
 	}
-	return time.Duration(max(d, 0))
+	return durationOf(d)
+}
+
+// durationOf converts d to a Duration within 0 and the longest one. A plain conversion of a
+// float64 beyond int64 gives a negative Duration (on amd64): a cap near the longest Duration,
+// or a policy from the wire with huge floats, would retry at once instead of never (found by
+// FuzzDelay).
+func durationOf(d float64) time.Duration {
+	switch {
+	case !(d > 0): // also NaN
+		return 0
+	case d >= math.MaxInt64:
+		return math.MaxInt64
+	}
+	return time.Duration(d)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"log/slog"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -173,4 +174,17 @@ func TestSetReportsTheFailingLoops(t *testing.T) {
 	require.Equal(t, "claim jobs", failing[0].Name)
 	require.Contains(t, failing[0].String(), "claim jobs queue=default: 1 failures since ")
 	require.Contains(t, failing[0].String(), ": boom")
+}
+
+// A delay beyond the longest Duration is the longest, not a negative one (found by FuzzDelay:
+// a cap of math.MaxInt64 retried at once from attempt 64 on).
+func TestDelayNeverOverflows(t *testing.T) {
+	t.Parallel()
+	p := hoppertype.RetryPolicy{Base: time.Second, Multiplier: 2, Cap: math.MaxInt64}
+	require.Equal(t, time.Duration(math.MaxInt64), backoff.Delay(p, 100, mid))
+	p.Jitter = 1
+	require.Equal(t, time.Duration(math.MaxInt64), backoff.Delay(p, 70, func() float64 { return 0.99 }))
+	wild := hoppertype.RetryPolicy{Base: time.Second, Multiplier: 1e300, Cap: time.Hour, Jitter: 1e300}
+	require.GreaterOrEqual(t, backoff.Delay(wild, 2, func() float64 { return 0.9 }), time.Duration(0))
+	require.Equal(t, time.Duration(0), backoff.Delay(wild, 2, func() float64 { return 0.1 }))
 }

@@ -95,12 +95,18 @@ type noop struct {
 
 func (noop) Kind() string { return "bench-noop" }
 
+// MaxRate bounds Config.Rate: the latency phase enqueues one job per 1 s / Rate, which must
+// stay a positive interval (and one job a microsecond is already more than any store takes).
+const MaxRate = 1_000_000
+
 // Validate reports the first bad setting of cfg (after defaults).
 func (c Config) Validate() error {
 	c = c.withDefaults()
 	switch {
 	case c.Jobs < 1 || c.Workers < 1 || c.Batch < 1 || c.Rate < 1:
 		return errors.New("bench: jobs, workers, batch and rate must be positive")
+	case c.Rate > MaxRate:
+		return fmt.Errorf("bench: rate %d is more than %d enqueues per second", c.Rate, MaxRate)
 	case c.Conns < 0 || c.KindCap < 0:
 		return errors.New("bench: conns and kind cap must not be negative")
 	case c.LatencyJobs < -1:

@@ -28,6 +28,17 @@ func TestRunSmall(t *testing.T) {
 	}
 }
 
+// A rate above a billion made the latency phase's ticker interval 0, and NewTicker panics:
+// `hopper bench --rate 2000000000` crashed. Found by FuzzFlags (internal/cli).
+func TestValidateBoundsTheRate(t *testing.T) {
+	t.Parallel()
+	require.NoError(t, Config{Rate: MaxRate}.Validate())
+	for _, rate := range []int{MaxRate + 1, 2_000_000_000, int(^uint(0) >> 1)} {
+		err := Config{Rate: rate}.Validate()
+		require.ErrorContains(t, err, "rate", "rate %d", rate)
+	}
+}
+
 func TestPercentile(t *testing.T) {
 	t.Parallel()
 	var ds []time.Duration

@@ -332,3 +332,17 @@ func TestUnreachableDatabaseIsUnavailable(t *testing.T) {
 	res := b.run(t, "jobs", "ls")
 	require.Equal(t, ExitUnavailable, res.code, res.stderr)
 }
+
+// serve refuses a bad retention by its flag, not by the client's Config field, which the user
+// never saw (found by FuzzFlags).
+func TestServeNamesABadRetentionFlag(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for flag, value := range map[string]string{"--result-ttl": "-1h", "--dead-letter-retention": "-1s",
+		"--dead-letter-webhook": "ftp://example.com"} {
+		res := b.run(t, "serve", "--addr", "127.0.0.1:0", flag, value)
+		require.Equal(t, ExitUsage, res.code, "%s %s: %s", flag, value, res.stderr)
+		require.Contains(t, res.stderr, "hopper: "+flag+": ", "%s %s", flag, value)
+		require.NotContains(t, res.stderr, "Config.", "%s %s", flag, value)
+	}
+}

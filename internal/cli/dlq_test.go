@@ -181,7 +181,7 @@ func TestServeChecksTheDeadLetterWebhook(t *testing.T) {
 	b := setup(t)
 	res := b.run(t, "serve", "--dead-letter-webhook", "ftp://alerts.example.com")
 	require.Equal(t, ExitUsage, res.code, res.stderr)
-	require.Contains(t, res.stderr, "DeadLetterWebhook")
+	require.Contains(t, res.stderr, "--dead-letter-webhook: ") // the flag, not the Config field
 	res = b.run(t, "serve", "--result-ttl", "-1h")
 	require.Equal(t, ExitUsage, res.code, res.stderr)
 }

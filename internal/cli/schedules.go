@@ -60,12 +60,15 @@ func runSchedulesPreview(cmd *cobra.Command, _ []string) error {
 	tz, _ := flags.GetString("tz")
 	fromText, _ := flags.GetString("from")
 	n, _ := flags.GetInt("count")
+	if _, err := schedule.LoadZone(tz); err != nil {
+		return usageErrorf("--tz: %v", err)
+	}
 	s, err := schedule.Parse(spec, tz)
 	if err != nil {
-		return usageErrorf("%v", err)
+		return usageErrorf("--cron: %v", err)
 	}
 	if n < 1 || n > maxPreview {
-		return usageErrorf("-n must be between 1 and %d, not %d", maxPreview, n)
+		return usageErrorf("--count (-n) must be between 1 and %d, not %d", maxPreview, n)
 	}
 	from := time.Now()
 	if fromText != "" {

@@ -59,19 +59,32 @@ func TestSchedulesPreviewUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--cron", "61 * * * *"}, `minute field "61"`},
-		{[]string{"--cron", "* * *"}, "has 3 fields"},
-		{[]string{"--cron", "0 0 * * *", "--tz", "Mars/Olympus_Mons"}, `unknown time zone "Mars/Olympus_Mons"`},
-		{[]string{"--cron", "@every 10ms"}, "shorter than 1s"},
+		// Each names its flag (found by FuzzFlags).
+		{[]string{"--cron", "61 * * * *"}, `--cron: invalid schedule: "61 * * * *": minute field "61"`},
+		{[]string{"--cron", "* * *"}, "--cron: invalid schedule: \"* * *\" has 3 fields"},
+		{[]string{"--cron", "0 0 * * *", "--tz", "Mars/Olympus_Mons"}, `--tz: invalid schedule: unknown time zone "Mars/Olympus_Mons"`},
+		{[]string{"--cron", "bad", "--tz", "Local"}, `--tz: invalid schedule: time zone "Local" depends on the machine`},
+		{[]string{"--cron", "@every 10ms"}, "--cron: invalid schedule: interval 10ms is shorter than 1s"},
 		{[]string{"--cron", "0 0 * * *", "--from", "yesterday"}, `--from "yesterday" is not an RFC 3339 time`},
-		{[]string{"--cron", "0 0 * * *", "-n", "0"}, "-n must be between 1 and 1000"},
-		{[]string{"--cron", "0 0 * * *", "-n", "1001"}, "-n must be between 1 and 1000"},
+		{[]string{"--cron", "0 0 * * *", "-n", "0"}, "--count (-n) must be between 1 and 1000"},
+		{[]string{"--cron", "0 0 * * *", "-n", "1001"}, "--count (-n) must be between 1 and 1000"},
 		{nil, `required flag(s) "cron" not set`},
 	} {
 		res := b.run(t, append([]string{"schedules", "preview"}, tc.args...)...)
 		require.Equal(t, ExitUsage, res.code, "%v: %s", tc.args, res.stderr)
 		require.Contains(t, res.stderr, tc.want, tc.args)
 		require.Empty(t, res.stdout, tc.args)
+	}
+}
+
+// A bad zone given to `schedules add` is the zone's fault, not the spec's (found by FuzzFlags).
+func TestSchedulesAddNamesABadZone(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, timing := range [][]string{{"--cron", "@daily"}, {"--every", "5m"}, {"--fixed-delay", "5m"}} {
+		res := b.run(t, append([]string{"schedules", "add", "s", "--kind", "k", "--tz", "Mars/Olympus"}, timing...)...)
+		require.Equal(t, ExitUsage, res.code, "%v: %s", timing, res.stderr)
+		require.Contains(t, res.stderr, `invalid tz: invalid schedule: unknown time zone "Mars/Olympus"`, timing)
 	}
 }
 

@@ -75,7 +75,7 @@ var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | 
 // The zone "Local" is refused: every node must compute the same fire times. Errors wrap
 // ErrInvalidSpec and say what is wrong.
 func Parse(spec, tz string) (*Spec, error) {
-	loc, err := loadZone(tz)
+	loc, err := LoadZone(tz)
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +122,10 @@ func parseEvery(spec, rest string, loc *time.Location) (*Spec, error) {
 	return s, nil
 }
 
-func loadZone(tz string) (*time.Location, error) {
+// LoadZone returns the time zone named tz: an IANA name, or "" for UTC. "Local" is refused
+// (it depends on the machine). Errors wrap ErrInvalidSpec; Parse returns them too, so a caller
+// that must tell a bad zone from a bad spec calls LoadZone first.
+func LoadZone(tz string) (*time.Location, error) {
 	switch tz {
 	case "", "UTC":
 		return time.UTC, nil

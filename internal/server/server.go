@@ -147,7 +147,7 @@ func New(cfg Config) (*Server, error) {
 	s.handler = apierr.WithRequestID(s.mux)
 	s.leaseRenewals = backoff.New(backoff.Config{Name: "renew stream leases", Logger: s.log})
 
-	rpc := connect.NewServer(s.guardErrors, s.releaseUnsent)
+	rpc := connect.NewServer(s.guardErrors, unreadableRequests, s.releaseUnsent)
 	hopperv1connect.RegisterJobServiceHandler(rpc, &jobService{s})
 	hopperv1connect.RegisterWorkerServiceHandler(rpc, &workerService{s})
 	hopperv1connect.RegisterQueueServiceHandler(rpc, &queueService{s})
@@ -335,6 +335,34 @@ var procedureScopes = map[string]Scope{
 	hopperv1connect.ScheduleServicePauseProcedure:   ScopeAdmin,
 	hopperv1connect.ScheduleServiceResumeProcedure:  ScopeAdmin,
 	"/" + hopperv1connect.ScheduleServiceName + "/": ScopeRead,
+}
+
+// unreadableRequests makes a request the server cannot read the caller's error. Connect
+// reports a stream's malformed or truncated request framing as internal ("protocol error:
+// incomplete envelope"), which reads as the server's failure; it is INVALID_ARGUMENT. A
+// clean end of the request stream (io.EOF) stays as it is. Found by FuzzRPC.
+func unreadableRequests(next connect.ServerFunc) connect.ServerFunc {
+	return func(ctx context.Context, spec connect.Spec, stream connect.ServerStream) error {
+		return next(ctx, spec, &requestStream{ServerStream: stream})
+	}
+}
+
+type requestStream struct{ connect.ServerStream }
+
+func (r *requestStream) Receive(msg any) error {
+	err := r.ServerStream.Receive(msg)
+	if err == nil || errors.Is(err, io.EOF) {
+		return err
+	}
+	if code := connect.CodeOf(err); code == connect.CodeInternal || code == connect.CodeUnknown {
+		var ce *connect.Error
+		why := err.Error()
+		if errors.As(err, &ce) {
+			why = ce.Message()
+		}
+		return connect.NewError(connect.CodeInvalidArgument, "unreadable request: "+why).WithCause(err)
+	}
+	return err
 }
 
 // guardErrors is the RPC API's last word on errors. A handler's panic becomes INTERNAL. An

@@ -54,14 +54,23 @@ type served struct {
 
 // serve starts one; clk may be nil (the wall clock), hc and sc adjust the client's and the
 // server's configs.
-func serve(t *testing.T, clk *clock.Fake, hc func(*hopper.Config), sc func(*server.Config, *sqlitestore.Store)) *served {
+func serve(t testing.TB, clk *clock.Fake, hc func(*hopper.Config), sc func(*server.Config, *sqlitestore.Store)) *served {
 	t.Helper()
-	scfg := sqlitestore.Config{Path: t.TempDir() + "/hopper.db"}
+	s := newServed(t, t.TempDir()+"/hopper.db", clk, hc, sc)
+	t.Cleanup(func() { s.close(t) })
+	return s
+}
+
+// newServed is serve on the SQLite file path without the cleanup: the caller closes it (the
+// fuzz targets replace theirs now and then).
+func newServed(t testing.TB, path string, clk *clock.Fake, hc func(*hopper.Config), sc func(*server.Config, *sqlitestore.Store)) *served {
+	t.Helper()
+	scfg := sqlitestore.Config{Path: path}
 	hcfg := hopper.Config{WorkerID: "server-test"}
 	if clk != nil {
 		scfg.Clock, hcfg.Clock = clk, clk
 	}
-	st, err := sqlitestore.Open(t.Context(), scfg)
+	st, err := sqlitestore.Open(context.Background(), scfg)
 	require.NoError(t, err)
 	hcfg.Store = st
 	if hc != nil {
@@ -77,14 +86,16 @@ func serve(t *testing.T, clk *clock.Fake, hc func(*hopper.Config), sc func(*serv
 	srv, err := server.New(cfg)
 	require.NoError(t, err)
 	srv.SetReady(true)
-	ts := httptest.NewServer(srv)
-	t.Cleanup(func() {
-		ts.CloseClientConnections()
-		ts.Close()
-		stoptest.Within(t, client, 10*time.Second)
-		require.NoError(t, st.Close())
-	})
-	return &served{ts: ts, client: client, store: st, srv: srv}
+	return &served{ts: httptest.NewServer(srv), client: client, store: st, srv: srv}
+}
+
+// close stops the server, the client and the store, each within a bound.
+func (s *served) close(t testing.TB) {
+	t.Helper()
+	s.ts.CloseClientConnections()
+	s.ts.Close()
+	stoptest.Within(t, s.client, 10*time.Second)
+	require.NoError(t, s.store.Close())
 }
 
 func start(t *testing.T, opts ...option) *env {
