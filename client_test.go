@@ -138,6 +138,27 @@ func TestFailureRetriesWithBackoffThenDeadLetters(t *testing.T) {
 	}
 }
 
+// waitStepping is waitFor for a job that only a timer of the fake clock moves on (the leader's
+// rescue, promotion): it moves the clock by step between looks, so the test does not depend on
+// the timer being set before one big jump of the clock.
+func (b *testBundle) waitStepping(t *testing.T, id string, step time.Duration, states ...JobState) *JobRow {
+	t.Helper()
+	var job *JobRow
+	require.Eventually(t, func() bool {
+		var err error
+		job, err = b.client.Get(context.Background(), id)
+		require.NoError(t, err)
+		for _, s := range states {
+			if job.State == s {
+				return true
+			}
+		}
+		b.clock.Advance(step)
+		return false
+	}, 10*time.Second, 5*time.Millisecond, "job %s never reached %v", id, states)
+	return job
+}
+
 func (b *testBundle) waitForAttempt(t *testing.T, id string, attempt int, state JobState) *JobRow {
 	t.Helper()
 	var job *JobRow

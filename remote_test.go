@@ -214,7 +214,7 @@ func TestVanishedRemoteWorkersJobComesBackAfterItsLease(t *testing.T) {
 	lost := activate(t, b, ActivateParams{Worker: "vanished", LeaseDuration: 30 * time.Second})[0]
 
 	b.clock.Advance(31 * time.Second)
-	job := b.waitFor(t, res.Job.ID, StateQueued)
+	job := b.waitStepping(t, res.Job.ID, time.Second, StateQueued)
 	require.Equal(t, 0, job.Attempt, "the lost attempt is given back")
 	require.Empty(t, job.WorkerID)
 	attempts, err := b.client.Attempts(t.Context(), job.ID)

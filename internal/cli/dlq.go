@@ -489,16 +489,17 @@ func (r *remote) Replays(ctx context.Context, p *hopper.ReplayListParams) (*hopp
 	return out, nil
 }
 
-// retentionFlags name the flag of each hopper.Config field addRetentionFlags sets.
-var retentionFlags = map[string]string{"Config.ResultTTL": "--result-ttl",
-	"Config.DeadLetterRetention": "--dead-letter-retention", "Config.DeadLetterWebhook": "--dead-letter-webhook"}
+// serveFlags name the flag of each hopper.Config field serve sets from one.
+var serveFlags = map[string]string{"Config.ResultTTL": "--result-ttl",
+	"Config.DeadLetterRetention": "--dead-letter-retention", "Config.DeadLetterWebhook": "--dead-letter-webhook",
+	"Config.MaxRescues": "--max-rescues"}
 
-// retentionFlagError turns the client's refusal of a value one of these flags set into a
-// usage error naming the flag (the client names its Config field, which the user never saw).
-func retentionFlagError(err error) error {
+// serveFlagError turns the client's refusal of a value one of serve's flags set into a usage
+// error naming the flag (the client names its Config field, which the user never saw).
+func serveFlagError(err error) error {
 	var ve *hopper.ValidationError
 	if errors.As(err, &ve) {
-		if flag, ok := retentionFlags[ve.Field]; ok {
+		if flag, ok := serveFlags[ve.Field]; ok {
 			return usageErrorf("%s: %s", flag, ve.Reason)
 		}
 	}

@@ -89,6 +89,7 @@ var flagCases = []flagCase{
 	{serveCmd, "result-ttl", nil}, {serveCmd, "dead-letter-retention", nil},
 	{benchCmd, "rate", slowPace}, {benchCmd, "kind-cap", nil}, {benchCmd, "conns", nil}, {benchCmd, "jobs", work},
 	{benchCmd, "workers", work}, {benchCmd, "batch", work}, {benchCmd, "latency-jobs", work},
+	{enqueueCmd, "max-rescues", nil}, {serveCmd, "max-rescues", nil}, {serveCmd, "conns", nil},
 }
 
 // parsedStrings are string flags the CLI parses (times, cursors, zones, specs).

@@ -52,5 +52,5 @@ func TestServeMaxRescuesIsChecked(t *testing.T) {
 	b := setup(t)
 	res := b.run(t, "serve", "--addr", "127.0.0.1:0", "--max-rescues", "1001")
 	require.Equal(t, ExitUsage, res.code, res.stderr)
-	require.Contains(t, res.stderr, "MaxRescues")
+	require.Contains(t, res.stderr, "--max-rescues: 1001 is outside", "the error names the flag, not the client's Config field")
 }

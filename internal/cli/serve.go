@@ -116,7 +116,7 @@ func serve(cmd *cobra.Command, o serveOptions) error {
 		client, err := hopper.NewClient(hopper.Config{Store: st, Workers: ws, Logger: log, ResultTTL: o.resultTTL,
 			DeadLetterRetention: o.dlqRetention, DeadLetterWebhook: o.dlqWebhook, MaxRescues: o.maxRescues})
 		if err != nil {
-			return retentionFlagError(err)
+			return serveFlagError(err)
 		}
 		srv, err := server.New(server.Config{Client: client, Logger: log, Auth: auth, Keys: keys, StalledAfter: o.stalledAfter,
 			MaxBodyBytes: o.maxBody, MaxStreamsPerKey: o.maxStreams, MaxPollsPerKey: o.maxPolls})
