@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/hopperjobs/hopper/hoppertype"
@@ -267,16 +268,15 @@ func encodeArgs(args JobArgs, limit int) (json.RawMessage, error) {
 	if len(b) > limit {
 		return nil, invalid("args", "%d bytes exceed the limit of %d", len(b), limit)
 	}
-	// A MarshalJSON of the args type may return bytes that are not UTF-8; json.Marshal keeps them.
-	if err := checkJSON("args", b); err != nil {
-		return nil, err
-	}
 	return b, nil
 }
 
-// marshalArgs encodes args. RawArgs are kept as they came, insignificant white space aside
-// (so that white space makes no other idempotency payload): json.Marshal would also escape
-// <, > and & in their strings, and a worker would see other bytes than were sent.
+// marshalArgs encodes args as valid JSON and valid UTF-8, parsing them once. RawArgs are kept
+// as they came, insignificant white space aside (so that white space makes no other
+// idempotency payload): json.Marshal would also escape <, > and & in their strings, and a
+// worker would see other bytes than were sent. json.Marshal's own output is valid JSON (it
+// checks what a MarshalJSON returns), but a MarshalJSON may return bytes that are not UTF-8,
+// which it keeps.
 func marshalArgs(args JobArgs) ([]byte, error) {
 	raw, ok := args.(RawArgs)
 	if !ok {
@@ -284,12 +284,16 @@ func marshalArgs(args JobArgs) ([]byte, error) {
 		if err != nil {
 			return nil, invalid("args", "cannot encode as JSON: %v", err)
 		}
+		if !utf8.Valid(b) {
+			return nil, invalid("args", "not valid UTF-8 at byte %d", badText(string(b)))
+		}
 		return b, nil
 	}
-	if err := checkJSON("args", raw.JSON); err != nil {
-		return nil, err
+	if !utf8.Valid(raw.JSON) {
+		return nil, invalid("args", "not valid UTF-8 at byte %d", badText(string(raw.JSON)))
 	}
 	var b bytes.Buffer
+	b.Grow(len(raw.JSON))
 	if err := json.Compact(&b, raw.JSON); err != nil {
 		return nil, invalid("args", "not valid JSON")
 	}
