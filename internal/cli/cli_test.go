@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -344,5 +345,21 @@ func TestServeNamesABadRetentionFlag(t *testing.T) {
 		require.Equal(t, ExitUsage, res.code, "%s %s: %s", flag, value, res.stderr)
 		require.Contains(t, res.stderr, "hopper: "+flag+": ", "%s %s", flag, value)
 		require.NotContains(t, res.stderr, "Config.", "%s %s", flag, value)
+	}
+}
+
+// A database that refuses the credentials is not "try again later": exit code 1, as the store
+// itself classifies it, for every command (reading commands check the schema first).
+func TestRefusedCredentialsAreNotUnavailable(t *testing.T) {
+	pgtest.Require(t)
+	t.Parallel()
+	u, err := url.Parse(pgtest.URL())
+	require.NoError(t, err)
+	u.User = url.User("no_such_role_hopper")
+	b := &testBundle{db: u.String()}
+	for _, cmd := range [][]string{{"jobs", "ls"}, {"migrate"}} {
+		res := b.run(t, cmd...)
+		require.Equal(t, ExitInternal, res.code, "%v: %s", cmd, res.stderr)
+		require.Contains(t, res.stderr, "no_such_role_hopper", "%v", cmd)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hopperjobs/hopper"
 	"github.com/hopperjobs/hopper/internal/bench"
+	"github.com/hopperjobs/hopper/internal/store/postgres"
 	"github.com/hopperjobs/hopper/pgstore"
 	"github.com/hopperjobs/hopper/sqlitestore"
 	"github.com/jackc/pgx/v5"
@@ -140,12 +141,12 @@ func wantJSON(cmd *cobra.Command) bool {
 func requireSchema(ctx context.Context, url, schema string) error {
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
-		return fmt.Errorf("connect to postgres: %w: %w", hopper.ErrUnavailable, err)
+		return fmt.Errorf("connect to postgres: %w", postgres.Unavailable(err))
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	var exists bool
 	if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)`, schema).Scan(&exists); err != nil {
-		return fmt.Errorf("look up schema %q: %w", schema, err)
+		return fmt.Errorf("look up schema %q: %w", schema, postgres.Unavailable(err))
 	}
 	if !exists {
 		return usageErrorf("postgres schema %q does not exist (create it with 'hopper migrate')", schema)

@@ -30,6 +30,10 @@ func unavailable(err error) error {
 	return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
 }
 
+// Unavailable classifies err as the store does (see unavailable), for code that talks to the
+// database outside the store, such as the CLI's check that a schema exists.
+func Unavailable(err error) error { return unavailable(err) }
+
 func isUnavailable(err error) bool {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false // the caller gave up: not the database's doing
