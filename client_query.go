@@ -86,6 +86,9 @@ func (c *Client) CancelBy(ctx context.Context, id string, actor Actor, reason st
 	if err := checkLimited("reason", reason, maxReasonLen); err != nil {
 		return nil, err
 	}
+	if err := checkActor(actor); err != nil {
+		return nil, err
+	}
 	var expires time.Time
 	if row, err := c.store.JobGet(ctx, id); err == nil { // its own result TTL, if it has one
 		expires = c.engine.ExpiresAt(row, nil, StateCanceled)

@@ -28,6 +28,9 @@ func (c *Client) ResumeBy(ctx context.Context, id string, data any, actor Actor,
 	if err := checkLimited("reason", reason, maxReasonLen); err != nil {
 		return nil, err
 	}
+	if err := checkActor(actor); err != nil {
+		return nil, err
+	}
 	var raw json.RawMessage
 	switch d := data.(type) {
 	case nil:

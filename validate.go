@@ -82,6 +82,14 @@ func checkLimited(field, s string, limit int) error {
 	return checkText(field, s)
 }
 
+// checkActor checks who a caller says made a change, for the audit trail.
+func checkActor(a Actor) error {
+	if !a.Valid() {
+		return invalid("actor", "%q is not one of api, operator, worker, leader, server", a)
+	}
+	return nil
+}
+
 // checkID checks a job id: required, at most 255 bytes of text.
 func checkID(field, id string) error {
 	if id == "" {

@@ -256,3 +256,22 @@ func TestHandlerErrorTextIsStoredAsValidText(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, job.LastError, attempts[0].Error)
 }
+
+// The audit trail records who made a change: CancelBy and ResumeBy take only known actors.
+func TestCancelAndResumeTakeOnlyKnownActors(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, nil)
+	res, err := b.client.Enqueue(t.Context(), sendEmail{To: "a"}, nil)
+	require.NoError(t, err)
+	for _, call := range []func(Actor) error{
+		func(a Actor) error { _, err := b.client.CancelBy(t.Context(), res.Job.ID, a, "r"); return err },
+		func(a Actor) error { _, err := b.client.ResumeBy(t.Context(), res.Job.ID, nil, a, "r"); return err },
+	} {
+		var ve *ValidationError
+		require.ErrorAs(t, call("robot"), &ve)
+		require.Equal(t, "actor", ve.Field)
+		require.ErrorAs(t, call(""), &ve)
+	}
+	_, err = b.client.CancelBy(t.Context(), res.Job.ID, ActorOperator, "r")
+	require.NoError(t, err)
+}

@@ -67,6 +67,15 @@ const (
 	ActorServer   Actor = "server"   // hopper serve, for its remote workers: a closed stream's jobs
 )
 
+// Valid reports whether a is one of the known actors.
+func (a Actor) Valid() bool {
+	switch a {
+	case ActorAPI, ActorWorker, ActorLeader, ActorOperator, ActorServer:
+		return true
+	}
+	return false
+}
+
 // Outcome is how one attempt ended.
 type Outcome string
 
