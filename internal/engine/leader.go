@@ -26,6 +26,7 @@ type elector struct {
 	mu      sync.Mutex
 	until   time.Time // zero when not leading
 	term    int64
+	gained  int // how often this process became leader (from not leading)
 	changed chan struct{}
 }
 
@@ -35,9 +36,17 @@ func newElector(e *Engine) *elector {
 
 // leading reports whether this process holds a live leader lease.
 func (l *elector) leading() bool {
+	lead, _ := l.leadership()
+	return lead
+}
+
+// leadership reports whether this process holds a live leader lease, and how often it became
+// leader so far: a caller that sees the count change knows leadership was lost and regained
+// meanwhile, even if it never saw it lost.
+func (l *elector) leadership() (leading bool, gained int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return !l.until.IsZero() && l.e.clock.Now().Before(l.until)
+	return !l.until.IsZero() && l.e.clock.Now().Before(l.until), l.gained
 }
 
 // wait returns a channel closed at the next election outcome.
@@ -54,6 +63,9 @@ func (l *elector) set(until time.Time, term int64) (was bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	was = !l.until.IsZero()
+	if !until.IsZero() && (!was || !l.e.clock.Now().Before(l.until)) {
+		l.gained++ // leading again, after a lease that was given up or had lapsed
+	}
 	l.until, l.term = until, term
 	close(l.changed)
 	l.changed = make(chan struct{})

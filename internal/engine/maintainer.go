@@ -15,18 +15,28 @@ import (
 // running jobs whose lease expired or whose node died every RescueInterval (rescue.go), and
 // deletes expired jobs every SweepInterval (expiry.go). When the store fails it backs off (a
 // Tracker), so an outage costs a few calls and log lines, not a spin.
+//
+// After an outage, and when this process becomes leader, the rescues wait a grace period
+// (rescueGrace) before they judge anyone dead, so that live workers, whose renewals and
+// heartbeats the outage held up, have renewed first.
 type maintainer struct {
 	e      *Engine
 	mu     sync.Mutex
 	next   time.Time // earliest known run_at of a scheduled job
 	nudgeC chan struct{}
 
-	sweepFrom string // where the sweep's walk of the jobs goes on (used by the run loop only)
+	// Used by the run loop only:
+	sweepFrom string // where the sweep's walk of the jobs goes on
 	retry     *backoff.Tracker
+	held      bool      // the duties failed, or leadership was gained, since the last pass that worked
+	gained    int       // the elector's count of gained leaderships, as last seen
+	leasesAt  time.Time // no rescue of expired leases before this
+	nodesAt   time.Time // no rescue of dead nodes' jobs before this
 }
 
 func newMaintainer(e *Engine) *maintainer {
-	return &maintainer{e: e, nudgeC: make(chan struct{}, 1), retry: e.newTracker("leader maintenance", backoff.DefaultPolicy)}
+	return &maintainer{e: e, nudgeC: make(chan struct{}, 1), held: true,
+		retry: e.newTracker("leader maintenance", backoff.DefaultPolicy)}
 }
 
 // nudge makes the maintainer wake by runAt if that is earlier than its plan.
@@ -50,7 +60,8 @@ func (m *maintainer) run(ctx context.Context) {
 	nextRescue := e.clock.Now()
 	nextSweep := nextRescue
 	for ctx.Err() == nil {
-		if !e.leader.leading() {
+		leading, gained := e.leader.leadership()
+		if !leading {
 			// Only the leader does these duties; not trying, they are not failing.
 			m.retry.Reset()
 			select {
@@ -58,6 +69,9 @@ func (m *maintainer) run(ctx context.Context) {
 			case <-e.leader.wait():
 			}
 			continue
+		}
+		if gained != m.gained {
+			m.gained, m.held = gained, true
 		}
 		now := e.clock.Now()
 		err := m.duties(ctx, now, &nextRescue, &nextSweep)
@@ -67,10 +81,15 @@ func (m *maintainer) run(ctx context.Context) {
 		if err != nil {
 			// The store fails: wait out the backoff, whatever is due, nudged or elected
 			// meanwhile (a due job's run_at stays in the past: waking for it would spin).
+			m.held = true
 			e.sleep(ctx, m.retry.Fail(err))
 			continue
 		}
 		m.retry.Succeed()
+		if m.held {
+			m.held = false
+			nextRescue = m.startGrace(now)
+		}
 		t := e.clock.NewTimer(m.nextWake(now, nextRescue, nextSweep).Sub(e.clock.Now()))
 		select {
 		case <-ctx.Done():
@@ -86,7 +105,7 @@ func (m *maintainer) run(ctx context.Context) {
 // times on.
 func (m *maintainer) duties(ctx context.Context, now time.Time, nextRescue, nextSweep *time.Time) error {
 	if !now.Before(*nextRescue) {
-		if err := m.rescue(ctx); err != nil {
+		if err := m.rescue(ctx, now); err != nil {
 			return err
 		}
 		*nextRescue = now.Add(m.e.cfg.RescueInterval)
@@ -144,18 +163,50 @@ func (m *maintainer) promote(ctx context.Context) error {
 	return nil
 }
 
-func (m *maintainer) rescue(ctx context.Context) error {
+// rescue requeues the jobs whose lease expired and those of dead nodes, unless their grace
+// runs (see startGrace), and fails the suspended jobs past their deadline.
+func (m *maintainer) rescue(ctx context.Context, now time.Time) error {
 	e := m.e
-	res, err := e.store.JobRescueExpired(ctx, &store.RescueParams{Limit: 1000, ExpiresAt: e.deadLetterExpiry()})
-	if err != nil {
-		return err
+	if !m.held && !now.Before(m.leasesAt) {
+		res, err := e.store.JobRescueExpired(ctx, &store.RescueParams{Limit: 1000, ExpiresAt: e.deadLetterExpiry()})
+		if err != nil {
+			return err
+		}
+		e.rescued(res, "with expired leases", hoppertype.ActorLeader)
 	}
-	e.rescued(res, "with expired leases", hoppertype.ActorLeader)
-	dead, err := e.store.JobRescueDeadNodes(ctx, &store.RescueDeadParams{NodeTTL: e.cfg.NodeTTL, Limit: 1000,
-		ExpiresAt: e.deadLetterExpiry()})
-	if err != nil {
-		return err
+	if !m.held && !now.Before(m.nodesAt) {
+		dead, err := e.store.JobRescueDeadNodes(ctx, &store.RescueDeadParams{NodeTTL: e.cfg.NodeTTL, Limit: 1000,
+			ExpiresAt: e.deadLetterExpiry()})
+		if err != nil {
+			return err
+		}
+		e.rescued(dead, "of dead nodes", hoppertype.ActorLeader)
 	}
-	e.rescued(dead, "of dead nodes", hoppertype.ActorLeader)
 	return m.failOverdue(ctx)
+}
+
+// startGrace holds the rescues back after an outage of the store (the duties failed, now they
+// work again) or when this process has just become leader (maybe because an outage cost the
+// previous lease), and returns when the first rescue is due.
+//
+// An outage holds up every live worker's lease renewals and node heartbeat, so an outage
+// longer than the lease (or NodeTTL) leaves live workers' leases expired (their nodes' hearts
+// stopped) in the store. Rescued at once, their jobs would be run twice, their handlers
+// canceled and a rescue counted each time, so a few outages would dead-letter a healthy long
+// job as worker_lost. Every renewer retries a failed renewal no later than its regular period:
+// a third of its lease (this process's lease keeper, a server's stream lease keeper and a
+// remote worker in poll mode, for the leases they hold) and a third of NodeTTL (the node
+// heartbeat). So the expired-lease rescue waits a third of LeaseDuration, the dead-node rescue
+// a third of NodeTTL, each plus one RescueInterval for the renewal in flight when the store
+// came back. The grace is judged from this process's config: a worker whose lease is longer
+// than this process's LeaseDuration (or a node whose NodeTTL is longer) may renew later and
+// lose its job after an outage longer than its lease.
+func (m *maintainer) startGrace(now time.Time) time.Time {
+	cfg := m.e.cfg
+	m.leasesAt = now.Add(cfg.LeaseDuration/3 + cfg.RescueInterval)
+	m.nodesAt = now.Add(cfg.NodeTTL/3 + cfg.RescueInterval)
+	if m.nodesAt.Before(m.leasesAt) {
+		return m.nodesAt
+	}
+	return m.leasesAt
 }
