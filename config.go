@@ -75,10 +75,10 @@ type Config struct {
 	// JobTimeout limits each attempt when neither job nor worker sets a timeout (default none).
 	JobTimeout time.Duration
 	// RescueInterval is how often the leader looks for expired leases and dead nodes (default
-	// 5 s). After a database outage, and when a process becomes leader, the leader first waits
-	// a grace for live processes to renew what the outage held up: LeaseDuration/3 before it
-	// rescues expired leases, NodeTTL/3 before it rescues dead nodes' jobs, each plus one
-	// RescueInterval (15 s each by default).
+	// 5 s). After the database failed for the leader (and when it leads soon after it
+	// started), it first waits a grace for live processes to renew what the outage held up:
+	// LeaseDuration/3 before it rescues expired leases, NodeTTL/3 before it rescues dead
+	// nodes' jobs, each plus one RescueInterval (15 s each by default).
 	RescueInterval time.Duration
 	// LeaderTTL is the leader lease: one process of those sharing a store holds it and does the
 	// maintenance (promoting due jobs, rescuing). It is renewed every third of it; when its

@@ -107,25 +107,58 @@ func (d *downStore) JobFinishMany(ctx context.Context, ps []*store.FinishParams)
 }
 
 // outageNode is one healthy process, leader and worker, on a store that can go away, running
-// one long job that honours its context.
+// one long job that honours its context. With another leader, node-0 (no workers) leads
+// instead, on its own connection to the same file.
 type outageNode struct {
-	client  *Client
-	store   *downStore
-	clock   *clock.Fake
-	job     string
-	release func()       // the handler returns
-	runs    atomic.Int32 // handler calls
-	lost    atomic.Int32 // handler calls whose context was canceled
+	client      *Client
+	store       *downStore
+	clock       *clock.Fake
+	leaderStore *downStore // node-0's, with another leader
+	job         string
+	release     func()       // the handler returns
+	runs        atomic.Int32 // handler calls
+	lost        atomic.Int32 // handler calls whose context was canceled
+}
+
+// outageConfig is the cluster timing of an outage test; zero fields take short defaults.
+type outageConfig struct {
+	lease, nodeTTL, leaderTTL time.Duration
+	anotherLeader             bool // node-0 leads
 }
 
 func newOutageNode(t *testing.T, lease, nodeTTL time.Duration) *outageNode {
+	return newOutageCluster(t, outageConfig{lease: lease, nodeTTL: nodeTTL})
+}
+
+func newOutageCluster(t *testing.T, oc outageConfig) *outageNode {
 	t.Helper()
+	if oc.leaderTTL == 0 {
+		oc.leaderTTL = 3 * time.Second
+	}
 	n := &outageNode{clock: clock.NewFake(testStart)}
+	path := t.TempDir() + "/hopper.db"
+	open := func(id string, ws *Workers) (*Client, *downStore) {
+		st, err := sqlite.Open(t.Context(), sqlite.Config{Path: path, Clock: n.clock})
+		require.NoError(t, err)
+		ds := &downStore{Store: st}
+		c, err := NewClient(Config{Store: ds, Workers: ws, Clock: n.clock, WorkerID: id,
+			PollInterval: time.Hour, LeaseDuration: oc.lease, NodeTTL: oc.nodeTTL, LeaderTTL: oc.leaderTTL,
+			RescueInterval: time.Second})
+		require.NoError(t, err)
+		require.NoError(t, c.Start(context.Background()))
+		t.Cleanup(func() {
+			stoptest.Within(t, c, 10*time.Second)
+			require.NoError(t, st.Close())
+		})
+		return c, ds
+	}
+	if oc.anotherLeader {
+		var leader *Client
+		leader, n.leaderStore = open("node-0", nil)
+		require.Eventually(t, leader.IsLeader, 5*time.Second, time.Millisecond)
+	}
 	release := make(chan struct{})
 	n.release = sync.OnceFunc(func() { close(release) })
-	st, err := sqlite.Open(t.Context(), sqlite.Config{Path: t.TempDir() + "/hopper.db", Clock: n.clock})
-	require.NoError(t, err)
-	n.store = &downStore{Store: st}
 	started := make(chan struct{}, 10)
 	ws := NewWorkers()
 	AddWorkerFunc(ws, func(ctx context.Context, job *Job[sendEmail]) error {
@@ -139,17 +172,11 @@ func newOutageNode(t *testing.T, lease, nodeTTL time.Duration) *outageNode {
 			return ctx.Err()
 		}
 	})
-	n.client, err = NewClient(Config{Store: n.store, Workers: ws, Clock: n.clock, WorkerID: "node-1",
-		PollInterval: time.Hour, LeaseDuration: lease, NodeTTL: nodeTTL, LeaderTTL: 3 * time.Second,
-		RescueInterval: time.Second})
-	require.NoError(t, err)
-	require.NoError(t, n.client.Start(context.Background()))
-	t.Cleanup(func() {
-		stoptest.Within(t, n.client, 10*time.Second)
-		require.NoError(t, st.Close())
-	})
+	n.client, n.store = open("node-1", ws)
 	t.Cleanup(n.release) // before Stop: a failed test leaves no handler waiting
-	require.Eventually(t, n.client.IsLeader, 5*time.Second, time.Millisecond)
+	if !oc.anotherLeader {
+		require.Eventually(t, n.client.IsLeader, 5*time.Second, time.Millisecond)
+	}
 	res, err := n.client.Enqueue(t.Context(), sendEmail{}, nil)
 	require.NoError(t, err)
 	n.job = res.Job.ID
@@ -196,16 +223,16 @@ func (n *outageNode) outage(t *testing.T, cut, period time.Duration, r renewer) 
 	n.step(time.Minute) // 60 rescue passes, the grace over
 }
 
-// ghost claims a job in the queue "ghosts" (which node-1 does not work) for a worker that has
-// heartbeated once and then died, holding the job for lease.
-func (n *outageNode) ghost(t *testing.T, lease time.Duration) string {
+// ghost claims a job in the queue "ghosts" (which node-1 does not work) for worker, which
+// heartbeats now and then dies (or is dead already), holding the job for lease.
+func (n *outageNode) ghost(t *testing.T, worker string, lease time.Duration) string {
 	t.Helper()
 	ctx := t.Context()
-	require.NoError(t, n.store.Store.NodeHeartbeat(ctx, &hoppertype.Node{ID: "ghost", Host: "h", PID: 1}))
+	require.NoError(t, n.store.Store.NodeHeartbeat(ctx, &hoppertype.Node{ID: worker, Host: "h", PID: 1}))
 	ins, err := n.store.JobInsertMany(ctx, []*store.InsertParams{{ID: "ghost-job", Kind: "send-email",
 		Queue: "ghosts", Args: []byte(`{}`), MaxAttempts: 3, Actor: hoppertype.ActorAPI}})
 	require.NoError(t, err)
-	claimed, err := n.store.Store.JobClaim(ctx, &store.ClaimParams{Queue: "ghosts", Limit: 1, WorkerID: "ghost",
+	claimed, err := n.store.Store.JobClaim(ctx, &store.ClaimParams{Queue: "ghosts", Limit: 1, WorkerID: worker,
 		LeaseDuration: lease})
 	require.NoError(t, err)
 	require.Len(t, claimed, 1)
@@ -242,7 +269,7 @@ func TestAnOutageDoesNotRescueLiveWorkers(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			n := newOutageNode(t, tc.lease, tc.nodeTTL)
-			ghost := n.ghost(t, tc.lease)
+			ghost := n.ghost(t, "ghost", tc.lease)
 			period := min(tc.lease, tc.nodeTTL)
 			n.outage(t, period+10*time.Second, period/3, tc.renewer)
 
@@ -281,4 +308,112 @@ func TestRepeatedOutagesDoNotDeadLetterALiveJob(t *testing.T) {
 	n.requireUntouched(t)
 	n.release()
 	(&testBundle{client: n.client, clock: n.clock}).waitFor(t, n.job, StateCompleted)
+}
+
+// The leader dies during an outage; when the store comes back another node takes over. It
+// never led, so its duties never failed, but its elections did: it waits the grace too, and
+// does not rescue its own live job. On the old code it rescued it at once.
+func TestANewLeaderAfterAnOutageDoesNotRescueLiveWorkers(t *testing.T) {
+	t.Parallel()
+	// NodeTTL 4 min: node-1 takes over long after its start (3 min outage) by the measure of
+	// its grace (a third of 4 min, plus 1 s), so only its failed elections hold its rescues.
+	n := newOutageCluster(t, outageConfig{lease: 3 * time.Minute, nodeTTL: 4 * time.Minute, anotherLeader: true})
+	require.False(t, n.client.IsLeader())
+	n.leaderStore.down.Store(true) // node-0 is gone: its store never comes back
+	n.outage(t, 3*time.Minute+10*time.Second, time.Minute, leaseKeeper)
+	require.Eventually(t, func() bool {
+		n.clock.Advance(100 * time.Millisecond) // its elections may lag the fast clock
+		return n.client.IsLeader()
+	}, 5*time.Second, time.Millisecond, "node-1 took over")
+	n.requireUntouched(t)
+}
+
+// A leader dies while the store is fine. The node that takes over has seen no failure, so it
+// owes no grace: it rescues the dead leader's jobs as soon as it leads (their node being dead
+// by then), not a grace later.
+func TestAFailoverWithoutAnOutageRescuesAtOnce(t *testing.T) {
+	t.Parallel()
+	n := newOutageCluster(t, outageConfig{lease: 30 * time.Second, nodeTTL: 15 * time.Second,
+		leaderTTL: 30 * time.Second, anotherLeader: true})
+	ghost := n.ghost(t, "node-0", time.Hour) // node-0 holds a job
+	n.step(time.Minute)                      // node-1 has long been up
+	n.leaderStore.down.Store(true)           // node-0 dies: it neither heartbeats nor renews its lease
+
+	// Its leader lease lapses 20–30 s later, by then its node is dead (15 s).
+	var tookOver time.Time
+	for i := 0; !n.client.IsLeader(); i++ {
+		require.Less(t, i, 10_000, "node-1 takes over")
+		n.clock.Advance(100 * time.Millisecond)
+		time.Sleep(time.Millisecond)
+	}
+	tookOver = n.clock.Now()
+	var job *JobRow
+	require.Eventually(t, func() bool {
+		var err error
+		job, err = n.client.Get(t.Context(), ghost)
+		require.NoError(t, err)
+		if job.State == StateQueued {
+			return true
+		}
+		n.clock.Advance(100 * time.Millisecond)
+		return false
+	}, 10*time.Second, time.Millisecond)
+	require.Less(t, n.clock.Now().Sub(tookOver), 3*time.Second,
+		"rescued at once, not a grace (NodeTTL/3 + RescueInterval = 6 s) later")
+	require.Equal(t, 1, job.Rescues)
+}
+
+// A process that starts (a server restarted, say) cannot tell whether the workers it finds
+// could renew their leases just before: its remote workers could not while it was down. So
+// its first rescue waits the grace, and a worker that renews meanwhile keeps its job; one that
+// stops renewing loses it as usual. On the old code the expired lease was rescued at once.
+func TestANewProcessGivesWorkersTimeToRenew(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewFake(testStart)
+	st, err := sqlite.Open(t.Context(), sqlite.Config{Path: t.TempDir() + "/hopper.db", Clock: clk})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, st.Close()) })
+	ctx := t.Context()
+	_, err = st.JobInsertMany(ctx, []*store.InsertParams{{ID: "remote-job", Kind: "send-email", Queue: "default",
+		Args: []byte(`{}`), MaxAttempts: 3, Actor: hoppertype.ActorAPI}})
+	require.NoError(t, err)
+	claimed, err := st.JobClaim(ctx, &store.ClaimParams{Queue: "default", Limit: 1, WorkerID: "remote-1",
+		LeaseDuration: 3 * time.Second})
+	require.NoError(t, err)
+	require.Len(t, claimed, 1)
+	clk.Advance(10 * time.Second) // the server was down: the remote worker could not renew
+
+	// Default lease (30 s), RescueInterval 1 s: the grace is 11 s.
+	c, err := NewClient(Config{Store: st, Clock: clk, WorkerID: "server", RescueInterval: time.Second})
+	require.NoError(t, err)
+	require.NoError(t, c.Start(context.Background()))
+	t.Cleanup(func() { stoptest.Within(t, c, 10*time.Second) })
+	require.Eventually(t, c.IsLeader, 5*time.Second, time.Millisecond)
+
+	state := func() JobState {
+		job, err := c.Get(ctx, "remote-job")
+		require.NoError(t, err)
+		return job.State
+	}
+	renew := func() {
+		errs, err := st.JobExtendLeases(ctx, []*store.ExtendParams{{ID: "remote-job", Token: claimed[0].Token,
+			Duration: 3 * time.Second}})
+		require.NoError(t, err)
+		require.NoError(t, errs[0])
+	}
+	for range 5 { // the worker reconnects after 5 s, then renews every second
+		clk.Advance(time.Second)
+		time.Sleep(5 * time.Millisecond)
+	}
+	require.Equal(t, StateRunning, state(), "not rescued before the worker could renew")
+	for range 30 {
+		renew()
+		clk.Advance(time.Second)
+		time.Sleep(2 * time.Millisecond)
+	}
+	require.Equal(t, StateRunning, state(), "a worker that renews keeps its job")
+	require.Eventually(t, func() bool { // it stops renewing
+		clk.Advance(100 * time.Millisecond)
+		return state() == StateQueued
+	}, 10*time.Second, time.Millisecond)
 }

@@ -16,9 +16,9 @@ import (
 // deletes expired jobs every SweepInterval (expiry.go). When the store fails it backs off (a
 // Tracker), so an outage costs a few calls and log lines, not a spin.
 //
-// After an outage, and when this process becomes leader, the rescues wait a grace period
-// (rescueGrace) before they judge anyone dead, so that live workers, whose renewals and
-// heartbeats the outage held up, have renewed first.
+// After an outage of the store, the rescues wait a grace period (startGrace) before they judge
+// anyone dead, so that live workers, whose renewals and heartbeats the outage held up, have
+// renewed first.
 type maintainer struct {
 	e      *Engine
 	mu     sync.Mutex
@@ -28,15 +28,16 @@ type maintainer struct {
 	// Used by the run loop only:
 	sweepFrom string // where the sweep's walk of the jobs goes on
 	retry     *backoff.Tracker
-	held      bool      // the duties failed, or leadership was gained, since the last pass that worked
+	held      bool      // the store failed lately (holdAfterOutage): the rescues wait for a pass that works
+	started   time.Time // when run began
 	gained    int       // the elector's count of gained leaderships, as last seen
+	lastPass  time.Time // when the last pass of duties began; zero since leadership was gained
 	leasesAt  time.Time // no rescue of expired leases before this
 	nodesAt   time.Time // no rescue of dead nodes' jobs before this
 }
 
 func newMaintainer(e *Engine) *maintainer {
-	return &maintainer{e: e, nudgeC: make(chan struct{}, 1), held: true,
-		retry: e.newTracker("leader maintenance", backoff.DefaultPolicy)}
+	return &maintainer{e: e, nudgeC: make(chan struct{}, 1), retry: e.newTracker("leader maintenance", backoff.DefaultPolicy)}
 }
 
 // nudge makes the maintainer wake by runAt if that is earlier than its plan.
@@ -59,8 +60,9 @@ func (m *maintainer) run(ctx context.Context) {
 	e := m.e
 	nextRescue := e.clock.Now()
 	nextSweep := nextRescue
+	m.started = nextRescue
 	for ctx.Err() == nil {
-		leading, gained := e.leader.leadership()
+		leading, gained, failed := e.leader.leadership()
 		if !leading {
 			// Only the leader does these duties; not trying, they are not failing.
 			m.retry.Reset()
@@ -70,11 +72,10 @@ func (m *maintainer) run(ctx context.Context) {
 			}
 			continue
 		}
-		if gained != m.gained {
-			m.gained, m.held = gained, true
-		}
 		now := e.clock.Now()
+		m.holdAfterOutage(now, gained, failed)
 		err := m.duties(ctx, now, &nextRescue, &nextSweep)
+		m.lastPass = now
 		if ctx.Err() != nil {
 			return
 		}
@@ -185,9 +186,37 @@ func (m *maintainer) rescue(ctx context.Context, now time.Time) error {
 	return m.failOverdue(ctx)
 }
 
-// startGrace holds the rescues back after an outage of the store (the duties failed, now they
-// work again) or when this process has just become leader (maybe because an outage cost the
-// previous lease), and returns when the first rescue is due.
+// holdAfterOutage holds the rescues back until a pass of duties works and a grace has passed
+// after it (startGrace) when live workers may not have renewed yet what an outage held up.
+// Besides a failed pass of duties (run), that is when this process's election failed since its
+// last pass (or, just after it became leader, within graceSpan): the store was away for this
+// process too, maybe long enough to cost the previous leader its lease; and when it becomes
+// leader within graceSpan of its start: it cannot tell what happened just before (the store,
+// or the server its remote workers reach it through, may have been away). A process that
+// takes over from a dead leader without a failure of its own rescues at once, as the live
+// workers kept renewing.
+func (m *maintainer) holdAfterOutage(now time.Time, gained int, failed time.Time) {
+	span := m.graceSpan()
+	if gained != m.gained {
+		m.gained, m.lastPass = gained, time.Time{}
+		if now.Sub(m.started) < span {
+			m.held = true
+		}
+	}
+	if failed.After(m.lastPass) && now.Sub(failed) < span {
+		m.held = true
+	}
+}
+
+// graceSpan is the longer of the two graces: a failure older than it held up no renewal that
+// has not been made since.
+func (m *maintainer) graceSpan() time.Duration {
+	cfg := m.e.cfg
+	return max(cfg.LeaseDuration, cfg.NodeTTL)/3 + cfg.RescueInterval
+}
+
+// startGrace holds the rescues back after an outage of the store (holdAfterOutage), now that
+// a pass of duties works again, and returns when the first rescue is due.
 //
 // An outage holds up every live worker's lease renewals and node heartbeat, so an outage
 // longer than the lease (or NodeTTL) leaves live workers' leases expired (their nodes' hearts
