@@ -354,8 +354,8 @@ func TestLiveNodesLostLeaseComesBack(t *testing.T) {
 	recv(t, started)
 	st.failing.Store(true)
 
-	// Step the clock (one jump would also lapse the leader's lease, and a leader regained
-	// waits a grace before it rescues: see TestAnOutageDoesNotRescueLiveWorkers).
+	// Step the clock: one jump would also lapse the leader's lease, and a leader regained so
+	// soon after its start waits a grace before it rescues (TestANewProcessGivesWorkersTimeToRenew).
 	var cause error
 	require.Eventually(t, func() bool {
 		b.clock.Advance(time.Second)

@@ -219,8 +219,8 @@ func (m *maintainer) graceSpan() time.Duration {
 // a pass of duties works again, and returns when the first rescue is due.
 //
 // An outage holds up every live worker's lease renewals and node heartbeat, so an outage
-// longer than the lease (or NodeTTL) leaves live workers' leases expired (their nodes' hearts
-// stopped) in the store. Rescued at once, their jobs would be run twice, their handlers
+// longer than the lease (or NodeTTL) leaves live workers' leases expired (their nodes'
+// heartbeats stale) in the store. Rescued at once, their jobs would be run twice, their handlers
 // canceled and a rescue counted each time, so a few outages would dead-letter a healthy long
 // job as worker_lost. Every renewer retries a failed renewal no later than its regular period:
 // a third of its lease (this process's lease keeper, a server's stream lease keeper and a
