@@ -74,7 +74,11 @@ type Config struct {
 	MaxRescues int
 	// JobTimeout limits each attempt when neither job nor worker sets a timeout (default none).
 	JobTimeout time.Duration
-	// RescueInterval is how often the leader looks for expired leases and dead nodes (default 5 s).
+	// RescueInterval is how often the leader looks for expired leases and dead nodes (default
+	// 5 s). After the database failed for the leader (and when it leads soon after it
+	// started), it first waits a grace for live processes to renew what the outage held up:
+	// LeaseDuration/3 before it rescues expired leases, NodeTTL/3 before it rescues dead
+	// nodes' jobs, each plus one RescueInterval (15 s each by default).
 	RescueInterval time.Duration
 	// LeaderTTL is the leader lease: one process of those sharing a store holds it and does the
 	// maintenance (promoting due jobs, rescuing). It is renewed every third of it; when its
@@ -98,8 +102,10 @@ type Config struct {
 	// OnDeadLetter, when set, is called with each job this process's workers (or remote workers
 	// served through it) move to failed, after that state is committed. Calls come one at a
 	// time from a goroutine the client owns, through a queue of 1,000 (a notification that
-	// finds it full is dropped and logged); ctx ends when Stop gives up waiting. A panic is
-	// recovered and logged. Nothing the hook does can change the dead letter.
+	// finds it full is dropped and logged); ctx ends when Stop gives up waiting. Each job is
+	// read from the store first: while the store is unavailable the read is retried with
+	// backoff, so notifications wait out an outage. A panic is recovered and logged. Nothing
+	// the hook does can change the dead letter.
 	OnDeadLetter func(ctx context.Context, job *JobRow)
 	// DeadLetterWebhook, when set, is an http(s) URL that receives the same notifications as
 	// OnDeadLetter: a POST of the job as JSON, with a 5 s timeout and up to 3 tries. Failures

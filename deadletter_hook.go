@@ -4,15 +4,19 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/backoff"
+	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/store"
 )
 
@@ -20,7 +24,9 @@ import (
 // of every job this client's engine moves to failed, after the failed state is committed. Each
 // runs in its own goroutine the client owns, fed by its own bounded queue, so a slow or broken
 // hook can neither hold up outcomes, nor hold up the other, nor change the dead letter: it
-// only ever reads the job.
+// only ever reads the job. A lane reads each dead letter before it hands it on; while the
+// store is unavailable it retries the read with backoff (and logs the outage once), so an
+// outage delays notifications instead of losing them.
 
 // Limits of the on-dead-letter hook.
 const (
@@ -32,6 +38,9 @@ const (
 	hookStopGrace = 500 * time.Millisecond
 )
 
+// webhookPolicy spaces the webhook's tries: about 1 s, then 2 s.
+var webhookPolicy = hoppertype.RetryPolicy{Base: time.Second, Multiplier: 2, Cap: 30 * time.Second, Jitter: 0.2}
+
 // deadLetterHook delivers dead-letter notifications. Start it once and stop it once.
 type deadLetterHook struct {
 	fn      func(ctx context.Context, job *JobRow)
@@ -39,7 +48,8 @@ type deadLetterHook struct {
 	http    *http.Client
 	store   Store
 	log     *slog.Logger
-	backoff time.Duration // before the second webhook try; doubled before the third
+	clock   Clock                  // the client's: retries wait on it
+	policy  hoppertype.RetryPolicy // spaces the webhook's tries
 
 	lanes   []*hookLane // the Go hook's and the webhook's, each with its own queue
 	closing chan struct{}
@@ -54,6 +64,8 @@ type hookLane struct {
 	queue   chan string // ids of failed jobs
 	done    chan struct{}
 	deliver func(job *JobRow)
+	reads   *backoff.Tracker // the reads of dead letters, retried while the store is unavailable
+	lost    atomic.Int32     // notifications given up at Stop while their read was retried
 }
 
 // newDeadLetterHook returns nil when cfg sets neither a hook nor a webhook.
@@ -67,11 +79,13 @@ func newDeadLetterHook(cfg Config) *deadLetterHook {
 	}
 	h := &deadLetterHook{
 		fn: cfg.OnDeadLetter, webhook: cfg.DeadLetterWebhook, http: &http.Client{Timeout: webhookTimeout},
-		store: cfg.Store, log: log, backoff: time.Second, closing: make(chan struct{}),
+		store: cfg.Store, log: log, clock: clock.OrReal(cfg.Clock), policy: webhookPolicy,
+		closing: make(chan struct{}),
 	}
 	lane := func(name string, deliver func(*JobRow)) {
+		reads := backoff.New(backoff.Config{Name: name + ": read dead letters", Clock: h.clock, Logger: log})
 		h.lanes = append(h.lanes, &hookLane{name: name, queue: make(chan string, deadLetterQueueSize),
-			done: make(chan struct{}), deliver: deliver})
+			done: make(chan struct{}), deliver: deliver, reads: reads})
 	}
 	if h.fn != nil {
 		lane("on-dead-letter hook", h.call)
@@ -157,22 +171,50 @@ func (h *deadLetterHook) stop(ctx context.Context) {
 		h.log.Error("on-dead-letter hook did not return after Stop canceled it")
 	}
 	for _, l := range h.lanes {
-		if n := len(l.queue); n > 0 {
+		if n := len(l.queue) + int(l.lost.Load()); n > 0 {
 			h.log.Warn(l.name+": notifications dropped at Stop", "jobs", n)
 		}
 	}
 }
 
-// deliver reads the dead letter and hands it to the lane's consumer.
+// deliver reads the dead letter and hands it to the lane's consumer. While the store is
+// unavailable the read is retried with backoff on the client's clock (the lane's Tracker
+// logs the outage once, not each try), until it works or Stop gives up; the lane's later
+// notifications wait in its queue meanwhile. A read that fails otherwise (the job is gone)
+// drops this notification, with a log line.
 func (h *deadLetterHook) deliver(l *hookLane, id string) {
-	job, err := h.store.JobGet(h.ctx, id)
-	if err != nil {
-		if h.ctx.Err() == nil {
-			h.log.Error(l.name+": read job", "job_id", id, "err", err)
+	for {
+		job, err := h.store.JobGet(h.ctx, id)
+		switch {
+		case err == nil:
+			l.reads.Succeed()
+			l.deliver(job)
+			return
+		case h.ctx.Err() != nil:
+			l.lost.Add(1)
+			return
+		case !errors.Is(err, ErrUnavailable):
+			l.reads.Succeed() // the store answered
+			h.log.Error(l.name+": read dead letter", "job_id", id, "err", err)
+			return
 		}
-		return
+		if !h.sleep(l.reads.Fail(err)) {
+			l.lost.Add(1)
+			return
+		}
 	}
-	l.deliver(job)
+}
+
+// sleep waits d on the client's clock; false when Stop gave up first.
+func (h *deadLetterHook) sleep(d time.Duration) bool {
+	t := h.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return true
+	case <-h.ctx.Done():
+		return false
+	}
 }
 
 // call runs the Go hook on a copy of the job, recovering a panic.
@@ -186,30 +228,23 @@ func (h *deadLetterHook) call(job *JobRow) {
 	h.fn(h.ctx, &cp)
 }
 
-// post sends the job to the webhook, trying again after a transport error, a 429 or a 5xx.
+// post sends the job to the webhook, trying again after a transport error, a 429 or a 5xx,
+// with the delays of h.policy (on the client's clock).
 func (h *deadLetterHook) post(job *JobRow) {
 	body, err := json.Marshal(newDeadLetterJSON(job))
 	if err != nil {
 		h.log.Error("dead-letter webhook: encode job", "job_id", job.ID, "err", err)
 		return
 	}
-	wait := h.backoff
 	for try := 1; ; try++ {
 		retry, err := h.postOnce(body)
 		if err == nil {
 			return
 		}
-		if !retry || try == webhookTries || h.ctx.Err() != nil {
+		if !retry || try == webhookTries || h.ctx.Err() != nil || !h.sleep(backoff.Delay(h.policy, try, nil)) {
 			h.log.Error("dead-letter webhook failed", "job_id", job.ID, "tries", try, "err", err)
 			return
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-h.ctx.Done():
-		}
-		t.Stop()
-		wait *= 2
 	}
 }
 

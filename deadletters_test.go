@@ -1,12 +1,16 @@
 package hopper
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -166,8 +170,16 @@ func TestDeadLetterHookFailuresNeverTouchTheDeadLetter(t *testing.T) {
 	require.NoError(t, json.Unmarshal(recv(t, bodies), &sent))
 	require.Equal(t, "dead_letter", sent.Event)
 	require.Equal(t, job.ID, sent.ID)
-	recv(t, bodies)
-	recv(t, bodies)
+	// The next tries wait on the client's clock, about 1 s and then 2 s (±20 %): not on the
+	// wall clock (the old code waited 1 s of it).
+	require.Never(t, func() bool { return len(bodies) > 0 }, 1200*time.Millisecond, 10*time.Millisecond)
+	first := b.clock.Now()
+	recvStepping(t, b.clock, bodies)
+	second := b.clock.Now()
+	require.GreaterOrEqual(t, second.Sub(first), 800*time.Millisecond)
+	recvStepping(t, b.clock, bodies)
+	require.GreaterOrEqual(t, b.clock.Now().Sub(second), 1600*time.Millisecond)
+	b.clock.Advance(time.Minute)
 	require.Never(t, func() bool { return tries.Load() > 3 }, 50*time.Millisecond, 5*time.Millisecond, "3 tries, no more")
 
 	after, err := b.client.Get(t.Context(), job.ID)
@@ -194,7 +206,24 @@ func TestStopCancelsABusyDeadLetterHook(t *testing.T) {
 	require.NoError(t, b.client.Stop(ctx))
 }
 
-// setupHook is setup with a fast webhook backoff; the client is stopped at cleanup.
+// recvStepping moves clk on in steps of 50 ms until ch receives, and returns what it got.
+func recvStepping[T any](t *testing.T, clk *clock.Fake, ch <-chan T) T {
+	t.Helper()
+	var v T
+	require.Eventually(t, func() bool {
+		select {
+		case v = <-ch:
+			return true
+		default:
+			clk.Advance(50 * time.Millisecond)
+			return false
+		}
+	}, 10*time.Second, time.Millisecond)
+	return v
+}
+
+// setupHook is setup with the store's own type (mutate may wrap it); the client is stopped at
+// cleanup.
 func setupHook(t *testing.T, ws *Workers, mutate func(*Config)) *testBundle {
 	t.Helper()
 	clk := clock.NewFake(testStart)
@@ -204,7 +233,6 @@ func setupHook(t *testing.T, ws *Workers, mutate func(*Config)) *testBundle {
 	mutate(&cfg)
 	c, err := NewClient(cfg)
 	require.NoError(t, err)
-	c.dlHook.backoff = time.Millisecond
 	require.NoError(t, c.Start(context.Background()))
 	t.Cleanup(func() {
 		stoptest.Within(t, c, 10*time.Second)
@@ -233,14 +261,15 @@ func originals(jobs []*JobRow) []string {
 func TestAHangingWebhookDoesNotDelayTheGoHook(t *testing.T) {
 	t.Parallel()
 	hang := make(chan struct{})
+	var served atomic.Int32
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer served.Add(1)
 		select {
 		case <-hang:
 		case <-r.Context().Done():
 		}
 	}))
 	defer hook.Close()
-	defer close(hang)
 	seen := make(chan string, 10)
 	b := setupHook(t, flaky(), func(c *Config) {
 		c.DeadLetterWebhook = hook.URL
@@ -250,4 +279,106 @@ func TestAHangingWebhookDoesNotDelayTheGoHook(t *testing.T) {
 	second := b.deadLetter(t, nil)
 	require.Equal(t, first.ID, recv(t, seen))
 	require.Equal(t, second.ID, recv(t, seen), "the second is announced while the webhook still hangs on the first")
+	close(hang) // both posts go through before the server closes
+	require.Eventually(t, func() bool { return served.Load() == 2 }, 10*time.Second, time.Millisecond)
+}
+
+// readsFail is a store whose JobGet fails with ErrUnavailable while down, as the database
+// does in an outage; the test reads through the store underneath.
+type readsFail struct {
+	*sqlite.Store
+	down  atomic.Bool
+	tries atomic.Int32
+}
+
+func (r *readsFail) JobGet(ctx context.Context, id string) (*JobRow, error) {
+	if r.down.Load() {
+		r.tries.Add(1)
+		return nil, fmt.Errorf("get job %s: dial tcp: connection refused: %w", id, ErrUnavailable)
+	}
+	return r.Store.JobGet(ctx, id)
+}
+
+// Dead letters that arrive while the store cannot be read are announced once it can: the hook
+// and the webhook retry their reads with backoff on the client's clock, and log the outage
+// once each (and its end), not an Error per job. On the old code each notification was
+// dropped after one failed read, with an Error line per job.
+func TestDeadLetterHookWaitsOutAnOutage(t *testing.T) {
+	t.Parallel()
+	posted := make(chan string, 100)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var sent struct{ ID string }
+		_ = json.NewDecoder(r.Body).Decode(&sent)
+		posted <- sent.ID
+	}))
+	defer hook.Close()
+	logs := &logBuffer{}
+	seen := make(chan string, 100)
+	var st *readsFail
+	b := setupHook(t, flaky(), func(c *Config) {
+		st = &readsFail{Store: c.Store.(*sqlite.Store)}
+		st.down.Store(true)
+		c.Store, c.Logger = st, slog.New(slog.NewTextHandler(logs, nil))
+		c.DeadLetterWebhook = hook.URL
+		c.OnDeadLetter = func(_ context.Context, job *JobRow) { seen <- job.ID }
+	})
+
+	const n = 10
+	var want []string
+	for range n {
+		res, err := b.client.Enqueue(t.Context(), sendEmail{To: "fail"}, nil)
+		require.NoError(t, err)
+		want = append(want, res.Job.ID)
+	}
+	// The jobs fail; both lanes try to read the first dead letter, and back off.
+	require.Eventually(t, func() bool {
+		b.clock.Advance(100 * time.Millisecond)
+		failed, err := b.client.DeadLetterStats(t.Context())
+		require.NoError(t, err)
+		return failed.Count == n && st.tries.Load() >= 6
+	}, 10*time.Second, time.Millisecond)
+	require.Empty(t, seen, "nothing announced while the store is away")
+	for range 100 { // ten more seconds of outage
+		b.clock.Advance(100 * time.Millisecond)
+		time.Sleep(100 * time.Microsecond)
+	}
+
+	st.down.Store(false)
+	var got, gotPosted []string
+	for range n {
+		got = append(got, recvStepping(t, b.clock, seen))
+		gotPosted = append(gotPosted, recvStepping(t, b.clock, posted))
+	}
+	require.ElementsMatch(t, want, got, "every dead letter announced")
+	require.ElementsMatch(t, want, gotPosted, "and posted")
+	for _, lane := range []string{"on-dead-letter hook", "dead-letter webhook"} {
+		require.Equal(t, 1, logs.count(lane+": read dead letters failed; retrying with backoff"), lane)
+		require.Equal(t, 1, logs.count(lane+": read dead letters recovered"), lane)
+	}
+	require.Zero(t, logs.count("level=ERROR"), "no error per job")
+}
+
+// logBuffer collects log lines from several goroutines.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// count returns how many lines logged so far contain substr.
+func (b *logBuffer) count(substr string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for _, l := range strings.Split(b.buf.String(), "\n") {
+		if strings.Contains(l, substr) {
+			n++
+		}
+	}
+	return n
 }

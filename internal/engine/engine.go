@@ -70,6 +70,9 @@ type Config struct {
 	// PromoteInterval bounds the wait between promotion passes (default 1 s).
 	PromoteInterval time.Duration
 	// RescueInterval is the period of the expired-lease and dead-node rescue (default 5 s).
+	// After an outage of the store (and when this process leads soon after its start), each
+	// rescue first waits a grace (LeaseDuration/3, NodeTTL/3, plus RescueInterval: see
+	// maintainer.holdAfterOutage and startGrace).
 	RescueInterval time.Duration
 	// LeaderTTL is the leader lease; it is renewed every third of it, and a leader that cannot
 	// renew stops its duties within it (default 15 s).

@@ -26,6 +26,8 @@ type elector struct {
 	mu      sync.Mutex
 	until   time.Time // zero when not leading
 	term    int64
+	gained  int       // how often this process became leader (from not leading)
+	failed  time.Time // when an election last failed (the store did not answer)
 	changed chan struct{}
 }
 
@@ -35,9 +37,17 @@ func newElector(e *Engine) *elector {
 
 // leading reports whether this process holds a live leader lease.
 func (l *elector) leading() bool {
+	lead, _, _ := l.leadership()
+	return lead
+}
+
+// leadership reports whether this process holds a live leader lease, how often it became
+// leader so far (a caller that sees the count change knows leadership was lost and regained
+// meanwhile, even if it never saw it lost), and when an election last failed (zero: never).
+func (l *elector) leadership() (leading bool, gained int, failed time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return !l.until.IsZero() && l.e.clock.Now().Before(l.until)
+	return !l.until.IsZero() && l.e.clock.Now().Before(l.until), l.gained, l.failed
 }
 
 // wait returns a channel closed at the next election outcome.
@@ -54,6 +64,9 @@ func (l *elector) set(until time.Time, term int64) (was bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	was = !l.until.IsZero()
+	if !until.IsZero() && (!was || !l.e.clock.Now().Before(l.until)) {
+		l.gained++ // leading again, after a lease that was given up or had lapsed
+	}
 	l.until, l.term = until, term
 	close(l.changed)
 	l.changed = make(chan struct{})
@@ -86,10 +99,11 @@ func (l *elector) elect(ctx context.Context, ttl time.Duration) time.Duration {
 		return 0
 	case err != nil:
 		wait := min(l.retry.Fail(err), ttl/3)
+		now := l.e.clock.Now()
 		l.mu.Lock()
 		until := l.until
+		l.failed = now
 		l.mu.Unlock()
-		now := l.e.clock.Now()
 		if until.IsZero() {
 			return wait
 		}

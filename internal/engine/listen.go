@@ -3,18 +3,33 @@ package engine
 import (
 	"context"
 	"errors"
+	"sync"
+	"time"
 
+	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/store"
 )
+
+// listenWorks is how long a subscription must last before it counts as working: one that is
+// accepted and then dropped at once (a proxy or pooler that takes the connection, a database
+// that resets it) is still failing, so its retries keep backing off and log nothing new.
+const listenWorks = time.Minute
 
 // listen subscribes to the store's pushed events, when it has them: jobs made available
 // anywhere in the cluster wake the local producer of their queue, and a cancel reaches the
 // handler running the job here. A subscription that fails or ends is retried with backoff
-// (polling covers the gap); one that got its LISTEN in place counts as a success, so the
-// next loss starts again at the shortest delay.
+// (polling covers the gap). One that has been listening for listenWorks counts as a success
+// (its recovery is logged then), so the next loss starts again at the shortest delay.
 func (e *Engine) listen(ctx context.Context, n store.Notifier) {
 	for ctx.Err() == nil {
-		err := n.Subscribe(ctx, e.onNotification)
+		var works subscriptionTimer
+		err := n.Subscribe(ctx, func(note store.Notification) {
+			if note.Kind == store.Subscribed {
+				works.start(e.clock, e.listening.Succeed)
+			}
+			e.onNotification(note)
+		})
+		works.stop()
 		if ctx.Err() != nil {
 			return
 		}
@@ -25,6 +40,30 @@ func (e *Engine) listen(ctx context.Context, n store.Notifier) {
 	}
 }
 
+// subscriptionTimer calls its function once a subscription has lasted listenWorks, unless it
+// is stopped first.
+type subscriptionTimer struct {
+	mu sync.Mutex
+	t  clock.Timer
+}
+
+func (s *subscriptionTimer) start(c clock.Clock, f func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.t != nil {
+		s.t.Stop()
+	}
+	s.t = c.AfterFunc(listenWorks, f)
+}
+
+func (s *subscriptionTimer) stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.t != nil {
+		s.t.Stop()
+	}
+}
+
 func (e *Engine) onNotification(n store.Notification) {
 	switch n.Kind {
 	case store.JobsAvailable:
@@ -32,7 +71,6 @@ func (e *Engine) onNotification(n store.Notification) {
 	case store.JobCanceled:
 		e.CancelRunning(n.JobID)
 	case store.Subscribed:
-		e.listening.Succeed()
 		// Jobs committed while the subscription was being set up (at start, or after a lost
 		// connection) sent notifications nobody heard: look for them now, not at the next poll.
 		for q := range e.producers {

@@ -15,14 +15,25 @@ import (
 // running jobs whose lease expired or whose node died every RescueInterval (rescue.go), and
 // deletes expired jobs every SweepInterval (expiry.go). When the store fails it backs off (a
 // Tracker), so an outage costs a few calls and log lines, not a spin.
+//
+// After an outage of the store, the rescues wait a grace period (startGrace) before they judge
+// anyone dead, so that live workers, whose renewals and heartbeats the outage held up, have
+// renewed first.
 type maintainer struct {
 	e      *Engine
 	mu     sync.Mutex
 	next   time.Time // earliest known run_at of a scheduled job
 	nudgeC chan struct{}
 
-	sweepFrom string // where the sweep's walk of the jobs goes on (used by the run loop only)
+	// Used by the run loop only:
+	sweepFrom string // where the sweep's walk of the jobs goes on
 	retry     *backoff.Tracker
+	held      bool      // the store failed lately (holdAfterOutage): the rescues wait for a pass that works
+	started   time.Time // when run began
+	gained    int       // the elector's count of gained leaderships, as last seen
+	lastPass  time.Time // when the last pass of duties began; zero since leadership was gained
+	leasesAt  time.Time // no rescue of expired leases before this
+	nodesAt   time.Time // no rescue of dead nodes' jobs before this
 }
 
 func newMaintainer(e *Engine) *maintainer {
@@ -49,8 +60,10 @@ func (m *maintainer) run(ctx context.Context) {
 	e := m.e
 	nextRescue := e.clock.Now()
 	nextSweep := nextRescue
+	m.started = nextRescue
 	for ctx.Err() == nil {
-		if !e.leader.leading() {
+		leading, gained, failed := e.leader.leadership()
+		if !leading {
 			// Only the leader does these duties; not trying, they are not failing.
 			m.retry.Reset()
 			select {
@@ -60,17 +73,24 @@ func (m *maintainer) run(ctx context.Context) {
 			continue
 		}
 		now := e.clock.Now()
+		m.holdAfterOutage(now, gained, failed)
 		err := m.duties(ctx, now, &nextRescue, &nextSweep)
+		m.lastPass = now
 		if ctx.Err() != nil {
 			return
 		}
 		if err != nil {
 			// The store fails: wait out the backoff, whatever is due, nudged or elected
 			// meanwhile (a due job's run_at stays in the past: waking for it would spin).
+			m.held = true
 			e.sleep(ctx, m.retry.Fail(err))
 			continue
 		}
 		m.retry.Succeed()
+		if m.held {
+			m.held = false
+			nextRescue = m.startGrace(now)
+		}
 		t := e.clock.NewTimer(m.nextWake(now, nextRescue, nextSweep).Sub(e.clock.Now()))
 		select {
 		case <-ctx.Done():
@@ -86,7 +106,7 @@ func (m *maintainer) run(ctx context.Context) {
 // times on.
 func (m *maintainer) duties(ctx context.Context, now time.Time, nextRescue, nextSweep *time.Time) error {
 	if !now.Before(*nextRescue) {
-		if err := m.rescue(ctx); err != nil {
+		if err := m.rescue(ctx, now); err != nil {
 			return err
 		}
 		*nextRescue = now.Add(m.e.cfg.RescueInterval)
@@ -144,18 +164,78 @@ func (m *maintainer) promote(ctx context.Context) error {
 	return nil
 }
 
-func (m *maintainer) rescue(ctx context.Context) error {
+// rescue requeues the jobs whose lease expired and those of dead nodes, unless their grace
+// runs (see startGrace), and fails the suspended jobs past their deadline.
+func (m *maintainer) rescue(ctx context.Context, now time.Time) error {
 	e := m.e
-	res, err := e.store.JobRescueExpired(ctx, &store.RescueParams{Limit: 1000, ExpiresAt: e.deadLetterExpiry()})
-	if err != nil {
-		return err
+	if !m.held && !now.Before(m.leasesAt) {
+		res, err := e.store.JobRescueExpired(ctx, &store.RescueParams{Limit: 1000, ExpiresAt: e.deadLetterExpiry()})
+		if err != nil {
+			return err
+		}
+		e.rescued(res, "with expired leases", hoppertype.ActorLeader)
 	}
-	e.rescued(res, "with expired leases", hoppertype.ActorLeader)
-	dead, err := e.store.JobRescueDeadNodes(ctx, &store.RescueDeadParams{NodeTTL: e.cfg.NodeTTL, Limit: 1000,
-		ExpiresAt: e.deadLetterExpiry()})
-	if err != nil {
-		return err
+	if !m.held && !now.Before(m.nodesAt) {
+		dead, err := e.store.JobRescueDeadNodes(ctx, &store.RescueDeadParams{NodeTTL: e.cfg.NodeTTL, Limit: 1000,
+			ExpiresAt: e.deadLetterExpiry()})
+		if err != nil {
+			return err
+		}
+		e.rescued(dead, "of dead nodes", hoppertype.ActorLeader)
 	}
-	e.rescued(dead, "of dead nodes", hoppertype.ActorLeader)
 	return m.failOverdue(ctx)
+}
+
+// holdAfterOutage holds the rescues back until a pass of duties works and a grace has passed
+// after it (startGrace) when live workers may not have renewed yet what an outage held up.
+// Besides a failed pass of duties (run), that is when this process's election failed since its
+// last pass (or, just after it became leader, within graceSpan): the store was away for this
+// process too, maybe long enough to cost the previous leader its lease; and when it becomes
+// leader within graceSpan of its start: it cannot tell what happened just before (the store,
+// or the server its remote workers reach it through, may have been away). A process that
+// takes over from a dead leader without a failure of its own rescues at once, as the live
+// workers kept renewing.
+func (m *maintainer) holdAfterOutage(now time.Time, gained int, failed time.Time) {
+	span := m.graceSpan()
+	if gained != m.gained {
+		m.gained, m.lastPass = gained, time.Time{}
+		if now.Sub(m.started) < span {
+			m.held = true
+		}
+	}
+	if failed.After(m.lastPass) && now.Sub(failed) < span {
+		m.held = true
+	}
+}
+
+// graceSpan is the longer of the two graces: a failure older than it held up no renewal that
+// has not been made since.
+func (m *maintainer) graceSpan() time.Duration {
+	cfg := m.e.cfg
+	return max(cfg.LeaseDuration, cfg.NodeTTL)/3 + cfg.RescueInterval
+}
+
+// startGrace holds the rescues back after an outage of the store (holdAfterOutage), now that
+// a pass of duties works again, and returns when the first rescue is due.
+//
+// An outage holds up every live worker's lease renewals and node heartbeat, so an outage
+// longer than the lease (or NodeTTL) leaves live workers' leases expired (their nodes'
+// heartbeats stale) in the store. Rescued at once, their jobs would be run twice, their handlers
+// canceled and a rescue counted each time, so a few outages would dead-letter a healthy long
+// job as worker_lost. Every renewer retries a failed renewal no later than its regular period:
+// a third of its lease (this process's lease keeper, a server's stream lease keeper and a
+// remote worker in poll mode, for the leases they hold) and a third of NodeTTL (the node
+// heartbeat). So the expired-lease rescue waits a third of LeaseDuration, the dead-node rescue
+// a third of NodeTTL, each plus one RescueInterval for the renewal in flight when the store
+// came back. The grace is judged from this process's config: a worker whose lease is longer
+// than this process's LeaseDuration (or a node whose NodeTTL is longer) may renew later and
+// lose its job after an outage longer than its lease.
+func (m *maintainer) startGrace(now time.Time) time.Time {
+	cfg := m.e.cfg
+	m.leasesAt = now.Add(cfg.LeaseDuration/3 + cfg.RescueInterval)
+	m.nodesAt = now.Add(cfg.NodeTTL/3 + cfg.RescueInterval)
+	if m.nodesAt.Before(m.leasesAt) {
+		return m.nodesAt
+	}
+	return m.leasesAt
 }

@@ -36,19 +36,27 @@ func (e *Engine) deadLetterExpiry() time.Time { return e.clock.Now().Add(e.cfg.D
 
 // rescued reports what a rescue did: it wakes the queues that jobs went back to, and logs and
 // hands on as dead letters the jobs that ran out of rescues. what says whose jobs they were.
+// It logs one line per kind of outcome, with the count and the first few ids, however many
+// jobs a pass took (up to 1,000).
 func (e *Engine) rescued(res *store.RescueResult, what string, actor hoppertype.Actor) {
 	if len(res.JobIDs) > 0 {
-		e.log.Warn("rescued jobs "+what, "jobs", len(res.JobIDs))
+		e.log.Warn("rescued jobs "+what, "jobs", len(res.JobIDs), "job_ids", someIDs(res.JobIDs))
 	}
 	for _, q := range res.Queues {
 		e.Notify(q)
 	}
-	for _, id := range res.Failed {
-		e.log.Warn("job failed with worker_lost: it lost its worker more often than its max_rescues allow",
-			"job_id", id)
+	if len(res.Failed) > 0 {
+		e.log.Warn("jobs "+what+" failed with worker_lost: they lost their worker more often than their max_rescues allow",
+			"jobs", len(res.Failed), "job_ids", someIDs(res.Failed))
 	}
 	e.deadLettered(res.Failed, actor)
 }
+
+// logIDs is how many job ids a log line about many jobs names.
+const logIDs = 5
+
+// someIDs returns the first logIDs of ids.
+func someIDs(ids []string) []string { return ids[:min(len(ids), logIDs)] }
 
 // deadLettered hands jobs that failed outside an attempt's outcome (out of rescues, past a
 // suspension's deadline) to OnOutcome, as the completer hands on the failures it writes.

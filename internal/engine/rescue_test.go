@@ -1,0 +1,46 @@
+package engine
+
+import (
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+
+	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/store"
+	"github.com/stretchr/testify/require"
+)
+
+// A rescue pass that fails a thousand jobs (an outage of a whole fleet, a poison batch) logs
+// one line with their count and a few ids, not a line per job; every one of them is still
+// handed on as a dead letter. On the old code it logged 1,000 lines.
+func TestRescuedLogsOncePerPass(t *testing.T) {
+	t.Parallel()
+	logs := &lockedBuffer{}
+	var deadLetters atomic.Int32
+	e, err := New(Config{Store: struct{ store.Store }{}, WorkerID: "node-1",
+		Logger: slog.New(slog.NewTextHandler(logs, nil)),
+		OnOutcome: func(p *store.FinishParams, err error) {
+			if err == nil && p.State == hoppertype.StateFailed {
+				deadLetters.Add(1)
+			}
+		}})
+	require.NoError(t, err)
+
+	res := &store.RescueResult{}
+	for i := range 2000 {
+		state := hoppertype.StateQueued
+		if i%2 == 1 {
+			state = hoppertype.StateFailed
+		}
+		res.Add(fmt.Sprintf("job-%04d", i), "default", state)
+	}
+	e.rescued(res, "with expired leases", hoppertype.ActorLeader)
+
+	lines := logs.lines(true)
+	require.Equal(t, 2, len(lines), "one line for the requeued jobs, one for the failed")
+	require.Contains(t, lines[0], `msg="rescued jobs with expired leases" jobs=1000 job_ids="[job-0000 job-0002 job-0004 job-0006 job-0008]"`)
+	require.Contains(t, lines[1], "jobs with expired leases failed with worker_lost: ")
+	require.Contains(t, lines[1], `jobs=1000 job_ids="[job-0001 job-0003 job-0005 job-0007 job-0009]"`)
+	require.Equal(t, int32(1000), deadLetters.Load(), "every failed job is a dead letter")
+}
