@@ -21,10 +21,8 @@ import (
 // JSON in UTF-8: anything else is a *ValidationError. In-process workers (AddWorker) need none
 // of this.
 
-// Limits of Activate and ReportJobProgress.
+// Limits of Activate.
 const (
-	maxProgressMessage = 4 << 10
-
 	MaxActivateJobs = 1000
 	MaxActivateWait = 5 * time.Minute
 )
@@ -150,7 +148,7 @@ func (c *Client) CompleteJob(ctx context.Context, id string, token int64, result
 
 // FailParams says how a remote worker's attempt failed.
 type FailParams struct {
-	// Error is recorded with the attempt (required).
+	// Error is recorded with the attempt (required, at most MaxErrorBytes).
 	Error string
 	// RetriesLeft, when set, overrides the attempts left: 0 or less fails the job for good,
 	// n > 0 allows n more attempts whatever the job's budget was.
@@ -175,7 +173,7 @@ func (c *Client) FailJob(ctx context.Context, id string, token int64, p FailPara
 	if p.Error == "" {
 		return nil, invalid("error", "is required")
 	}
-	if err := checkText("error", p.Error); err != nil {
+	if err := checkLimited("error", p.Error, MaxErrorBytes); err != nil {
 		return nil, err
 	}
 	if p.Backoff != nil && (*p.Backoff < 0 || *p.Backoff > MaxRunAtFuture) {
@@ -220,12 +218,12 @@ func (c *Client) FailJob(ctx context.Context, id string, token int64, p FailPara
 
 // ReleaseJob hands a remote worker's job back to its queue at once, at the worker's request,
 // without consuming its attempt (the worker will not run it: it is shutting down or not
-// ready).
+// ready). why is at most MaxReasonBytes.
 func (c *Client) ReleaseJob(ctx context.Context, id string, token int64, why string) error {
 	if err := checkID("id", id); err != nil {
 		return err
 	}
-	if err := checkLimited("reason", why, maxReasonLen); err != nil {
+	if err := checkLimited("reason", why, MaxReasonBytes); err != nil {
 		return err
 	}
 	if why == "" {
@@ -394,13 +392,13 @@ func (c *Client) HeartbeatJob(ctx context.Context, id string, token int64) error
 	return c.attemptErr("heartbeat", id, c.store.JobHeartbeat(ctx, &store.HeartbeatParams{ID: id, Token: token}))
 }
 
-// ReportJobProgress stores a remote worker's progress (percent clamped to 0–100) and counts
-// as a heartbeat.
+// ReportJobProgress stores a remote worker's progress (percent clamped to 0–100; message at
+// most MaxProgressMessageBytes) and counts as a heartbeat.
 func (c *Client) ReportJobProgress(ctx context.Context, id string, token int64, percent int, message string) error {
 	if err := checkID("id", id); err != nil {
 		return err
 	}
-	if err := checkLimited("message", message, maxProgressMessage); err != nil {
+	if err := checkLimited("message", message, MaxProgressMessageBytes); err != nil {
 		return err
 	}
 	err := c.store.JobProgress(ctx, &store.ProgressParams{ID: id, Token: token, Percent: percent, Message: message})
