@@ -395,7 +395,7 @@ func (w *Worker) release(j *hopperv1.ActivatedJob, why string) {
 func (w *Worker) releaseWithin(j *hopperv1.ActivatedJob, why string, d time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	_, err := w.api.Release(ctx, &hopperv1.ReleaseRequest{Id: j.GetId(), LeaseToken: j.GetLeaseToken(), Reason: why})
+	err := w.releaseCall(ctx, j, why)
 	if err != nil && connect.CodeOf(err) != connect.CodeFailedPrecondition {
 		w.log.Warn("release job", "job_id", j.GetId(), "err", err)
 	}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hopperjobs/hopper"
 	"github.com/hopperjobs/hopper/internal/server"
@@ -364,4 +366,70 @@ func TestRemoteWorkerReportsAnErrorThatIsNotUTF8(t *testing.T) {
 			require.Equal(t, "at \uFFFD", job.ProgressMessage)
 		})
 	}
+}
+
+// Text the worker reports is cut to the server's limits instead of being refused: a huge
+// error fails the job with its beginning, a long progress message is kept as far as it fits,
+// and a job released on shutdown with a huge error as its reason goes back to its queue at
+// once (refused, the release would become a failure of the attempt, or in Stream mode wait for
+// a rescue).
+func TestRemoteWorkerFitsItsTextToTheServersLimits(t *testing.T) {
+	t.Parallel()
+	huge := strings.Repeat("ü", hopper.MaxErrorBytes) // twice the limit, in two-byte characters
+	for name, mode := range map[string]remote.Mode{"stream": remote.Stream, "poll": remote.Poll} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			url, client := serve(t)
+			started := make(chan struct{}, 1)
+			ws := hopper.NewWorkers()
+			hopper.AddWorkerFunc(ws, func(ctx context.Context, job *hopper.Job[resize]) error {
+				if job.Args.Fail == "at shutdown" {
+					started <- struct{}{}
+					<-ctx.Done()
+					return errors.New(huge)
+				}
+				if err := hopper.ReportProgress(ctx, 10, strings.Repeat("é", hopper.MaxProgressMessageBytes)); err != nil {
+					return err
+				}
+				return errors.New(huge)
+			})
+			w, err := remote.New(remote.Config{URL: url, Workers: ws, Mode: mode, PollWait: time.Second, LeaseDuration: time.Hour})
+			require.NoError(t, err)
+			require.NoError(t, w.Start(context.Background()))
+			stopped := false
+			defer func() {
+				if !stopped {
+					stoptest.Within(t, w, 10*time.Second)
+				}
+			}()
+
+			res, err := client.Enqueue(t.Context(), resize{}, &hopper.InsertOpts{MaxAttempts: 1})
+			require.NoError(t, err)
+			job := waitFor(t, client, res.Job.ID, hopper.StateFailed)
+			requireCut(t, huge, job.LastError, hopper.MaxErrorBytes)
+			requireCut(t, strings.Repeat("é", hopper.MaxProgressMessageBytes), job.ProgressMessage, hopper.MaxProgressMessageBytes)
+
+			res, err = client.Enqueue(t.Context(), resize{Fail: "at shutdown"}, nil)
+			require.NoError(t, err)
+			<-started
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			defer cancel()
+			stopped = true
+			require.NoError(t, w.Stop(ctx))
+			job = waitFor(t, client, res.Job.ID, hopper.StateQueued)
+			require.Equal(t, 0, job.Attempt, "released, its attempt given back")
+			require.Equal(t, 0, job.Rescues, "not left for a rescue")
+		})
+	}
+}
+
+// requireCut requires got to be the beginning of want, cut at a character boundary to at most
+// limit bytes and marked with "…".
+func requireCut(t *testing.T, want, got string, limit int) {
+	t.Helper()
+	require.LessOrEqual(t, len(got), limit)
+	require.True(t, utf8.ValidString(got), "cut at a character boundary")
+	require.True(t, strings.HasSuffix(got, "…"), "marked as cut: …%s", got[max(len(got)-20, 0):])
+	require.True(t, strings.HasPrefix(want, strings.TrimSuffix(got, "…")), "the beginning of the text")
+	require.Greater(t, len(got), limit-8, "as much as fits")
 }
