@@ -46,6 +46,20 @@ func (w *Worker) execute(ctx context.Context, job *hopperv1.ActivatedJob) {
 	defer cancel()
 	var report func(context.Context) error
 	switch {
+	case err == nil:
+		// Reported whatever ended the context meanwhile: a success is never thrown away. The
+		// report is fenced by the token, so if the job is no longer this attempt's (its stream
+		// dropped and the server already took it back, an operator canceled it) the server
+		// refuses it and nothing changes.
+		req := &hopperv1.CompleteRequest{Id: job.GetId(), LeaseToken: job.GetLeaseToken()}
+		if r := ex.Result(); len(r) > 0 {
+			req.Result = string(r)
+		}
+		report = func(ctx context.Context) error { _, err := w.api.Complete(ctx, req); return err }
+	case parked(err):
+		// A snooze or suspension keeps its checkpoint even as the worker shuts down or its
+		// stream drops (fenced likewise).
+		report = func(ctx context.Context) error { _, perr := w.park(ctx, job, err); return perr }
 	case errors.Is(cause, errStreamGone):
 		// The stream dropped under the job (the network, a proxy): said at once, the server
 		// takes it back without counting this worker as lost (stop.go).
@@ -57,15 +71,6 @@ func (w *Worker) execute(ctx context.Context, job *hopperv1.ActivatedJob) {
 		report = func(ctx context.Context) error { return w.releaseCall(ctx, job, "lease lost") }
 	case errors.Is(cause, hopper.ErrLeaseLost):
 		return // the job is no longer ours: nothing to report
-	case err == nil:
-		req := &hopperv1.CompleteRequest{Id: job.GetId(), LeaseToken: job.GetLeaseToken()}
-		if r := ex.Result(); len(r) > 0 {
-			req.Result = string(r)
-		}
-		report = func(ctx context.Context) error { _, err := w.api.Complete(ctx, req); return err }
-	case parked(err):
-		// A snooze or suspension keeps its checkpoint even as the worker shuts down.
-		report = func(ctx context.Context) error { _, perr := w.park(ctx, job, err); return perr }
 	case errors.Is(cause, hopper.ErrShutdown) && w.cfg.Mode == Stream:
 		w.decline(job) // released once the stream is closed (stop.go)
 		return

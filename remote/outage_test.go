@@ -9,11 +9,13 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/hopperjobs/hopper"
 	"github.com/hopperjobs/hopper/internal/server"
+	"github.com/hopperjobs/hopper/internal/stoptest"
 	"github.com/hopperjobs/hopper/remote"
 	"github.com/hopperjobs/hopper/sqlitestore"
 	"github.com/stretchr/testify/require"
@@ -120,4 +122,51 @@ func TestAServerCrashMidStreamIsUnavailable(t *testing.T) {
 		10*time.Second, 5*time.Millisecond)
 	line := logs.String()
 	require.Contains(t, line, `err="unavailable: connection to the server lost: internal: protocol error: incomplete envelope`)
+}
+
+// A handler that succeeds as its stream drops (it returns nil once its context ends, its work
+// done): the success is reported, fenced by the job's token, and the job completes once,
+// instead of being released and run again.
+func TestASuccessAsTheStreamDropsIsKept(t *testing.T) {
+	t.Parallel()
+	st, err := sqlitestore.Open(t.Context(), sqlitestore.Config{Path: t.TempDir() + "/hopper.db"})
+	require.NoError(t, err)
+	client, err := hopper.NewClient(hopper.Config{Store: st, WorkerID: "server"})
+	require.NoError(t, err)
+	require.NoError(t, client.Start(context.Background()))
+	srv, err := server.New(server.Config{Client: client})
+	require.NoError(t, err)
+	ts := httptest.NewServer(srv)
+	defer func() {
+		ts.Close()
+		stoptest.Within(t, client, 10*time.Second)
+		require.NoError(t, st.Close())
+	}()
+
+	var runs atomic.Int32
+	started := make(chan struct{}, 10)
+	ws := hopper.NewWorkers()
+	hopper.AddWorkerFunc(ws, func(ctx context.Context, job *hopper.Job[block]) error {
+		if runs.Add(1) == 1 {
+			started <- struct{}{}
+			<-ctx.Done() // the stream drops as the work ends
+		}
+		return hopper.SetResult(ctx, "done")
+	})
+	w, err := remote.New(remote.Config{URL: ts.URL, Workers: ws, Concurrency: 1})
+	require.NoError(t, err)
+	require.NoError(t, w.Start(context.Background()))
+	defer stoptest.Within(t, w, 10*time.Second)
+
+	res, err := client.Enqueue(t.Context(), block{}, nil)
+	require.NoError(t, err)
+	<-started
+	ts.CloseClientConnections() // the stream drops
+	job := waitFor(t, client, res.Job.ID, hopper.StateCompleted)
+	require.JSONEq(t, `"done"`, string(job.Result))
+	attempts, err := client.Attempts(t.Context(), res.Job.ID)
+	require.NoError(t, err)
+	require.Len(t, attempts, 1, "one attempt, not a release and a second run")
+	require.Equal(t, hopper.OutcomeOK, attempts[0].Outcome)
+	require.Equal(t, int32(1), runs.Load(), "run once")
 }
