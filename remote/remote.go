@@ -211,9 +211,11 @@ const stopGrace = 500 * time.Millisecond
 // Stop shuts down gracefully: it starts no new job, lets running jobs finish until ctx ends,
 // then cancels their contexts (cause hopper.ErrShutdown) and waits a moment (500 ms) for them.
 // Jobs it will not run are released back to the queue at once. A handler that ignores its
-// context is left running and its job is not released: in Poll mode it returns to the queue
-// when its lease expires; in Stream mode when the stream closes, counted as a lost worker (a
-// rescue, bounded by the job's MaxRescues), as for a worker that was killed.
+// context is left running (Stop returns without it) and its job is not released: in Poll
+// mode it returns to the queue when its lease expires; in Stream mode when the stream closes,
+// counted as a lost worker (a rescue, bounded by the job's MaxRescues), as for a worker that
+// was killed. If it returns later, its outcome is still reported, and refused if the job is
+// no longer its own.
 func (w *Worker) Stop(ctx context.Context) error {
 	w.mu.Lock()
 	if !w.started || w.stopping {
@@ -285,12 +287,18 @@ func (w *Worker) stream() error {
 	defer func() {
 		// The stream is gone, and with it the server's hold on its jobs: they are back in
 		// their queue. Stop their handlers and wait for them before a new stream takes
-		// jobs, so this worker never runs more than its concurrency, nor a job twice.
+		// jobs, so this worker never runs more than its concurrency, nor a job twice. Stop
+		// ends the intake once it has given up on handlers that ignore their context: those
+		// are left behind, not waited for.
 		for _, a := range mine {
 			a.cancel(errStreamGone)
 		}
 		for _, a := range mine {
-			<-a.done
+			select {
+			case <-a.done:
+			case <-w.intakeCtx.Done():
+				return
+			}
 		}
 	}()
 	for {

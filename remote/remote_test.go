@@ -3,8 +3,10 @@ package remote_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -432,4 +434,57 @@ func requireCut(t *testing.T, want, got string, limit int) {
 	require.True(t, strings.HasSuffix(got, "…"), "marked as cut: …%s", got[max(len(got)-20, 0):])
 	require.True(t, strings.HasPrefix(want, strings.TrimSuffix(got, "…")), "the beginning of the text")
 	require.Greater(t, len(got), limit-8, "as much as fits")
+}
+
+// stopRecorder is a testing.TB that keeps stoptest.Within's complaints instead of failing the
+// test with them.
+type stopRecorder struct {
+	testing.TB
+	mu   sync.Mutex
+	errs []string
+}
+
+func (r *stopRecorder) Errorf(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.errs = append(r.errs, fmt.Sprintf(format, args...))
+}
+
+func (r *stopRecorder) Helper() {}
+
+// A handler that ignores its context does not hold Stop: once Stop's context has ended and
+// the handlers had their moment (500 ms), Stop returns and leaves it behind, in Stream mode
+// as in Poll mode. stoptest.Within says Stop needed its deadline (a handler had to be
+// canceled), not that it hung.
+func TestStopLeavesHandlersThatIgnoreTheirContextBehind(t *testing.T) {
+	t.Parallel()
+	for name, mode := range map[string]remote.Mode{"stream": remote.Stream, "poll": remote.Poll} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			url, client := serve(t)
+			started, release := make(chan struct{}, 1), make(chan struct{})
+			ws := hopper.NewWorkers()
+			hopper.AddWorkerFunc(ws, func(ctx context.Context, job *hopper.Job[resize]) error {
+				started <- struct{}{}
+				<-release // ignores ctx
+				return nil
+			})
+			w, err := remote.New(remote.Config{URL: url, Workers: ws, Mode: mode, Concurrency: 1, PollWait: time.Second,
+				LeaseDuration: time.Hour})
+			require.NoError(t, err)
+			require.NoError(t, w.Start(context.Background()))
+			res, err := client.Enqueue(t.Context(), resize{}, nil)
+			require.NoError(t, err)
+			<-started
+
+			rec := &stopRecorder{TB: t}
+			stoptest.Within(rec, w, 4*time.Second)
+			close(release)
+			require.Len(t, rec.errs, 1, "%q", rec.errs)
+			require.Contains(t, rec.errs[0], "did not finish within", "Stop returned after its deadline")
+			// The handler left behind still reports its success (the job is still its own):
+			// the report ends before the test's server does.
+			waitFor(t, client, res.Job.ID, hopper.StateCompleted)
+		})
+	}
 }
