@@ -214,8 +214,8 @@ const stopGrace = 500 * time.Millisecond
 // context is left running (Stop returns without it) and its job is not released: in Poll
 // mode it returns to the queue when its lease expires; in Stream mode when the stream closes,
 // counted as a lost worker (a rescue, bounded by the job's MaxRescues), as for a worker that
-// was killed. If it returns later, its outcome is still reported, and refused if the job is
-// no longer its own.
+// was killed. If it returns later with success, that is still reported (and refused if the
+// job is no longer its own).
 func (w *Worker) Stop(ctx context.Context) error {
 	w.mu.Lock()
 	if !w.started || w.stopping {
