@@ -170,3 +170,37 @@ func TestASuccessAsTheStreamDropsIsKept(t *testing.T) {
 	require.Equal(t, hopper.OutcomeOK, attempts[0].Outcome)
 	require.Equal(t, int32(1), runs.Load(), "run once")
 }
+
+// A stream that the server accepts and drops soon after, without a job, has not worked: the
+// worker keeps backing off and logs the outage once, not a recovery and a failure each time.
+func TestAStreamDroppedSoonAfterItOpensIsNoRecovery(t *testing.T) {
+	t.Parallel()
+	var opened atomic.Int32
+	drop := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		opened.Add(1)
+		w.Header().Set("Content-Type", "application/connect+proto")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush() // accepted
+		select {
+		case <-time.After(1500 * time.Millisecond):
+		case <-r.Context().Done():
+			return
+		}
+		if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+			conn.Close() // dropped
+		}
+	})
+	ts := httptest.NewServer(drop)
+	defer ts.Close()
+	ws := hopper.NewWorkers()
+	hopper.AddWorkerFunc(ws, func(ctx context.Context, job *hopper.Job[block]) error { return nil })
+	logs := &logBuffer{}
+	w, err := remote.New(remote.Config{URL: ts.URL, Workers: ws, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	require.NoError(t, err)
+	require.NoError(t, w.Start(context.Background()))
+	require.Eventually(t, func() bool { return opened.Load() >= 3 }, 10*time.Second, 5*time.Millisecond,
+		"the worker reopens its stream")
+	stoptest.Within(t, w, 10*time.Second)
+	require.Equal(t, 1, strings.Count(logs.String(), `msg="job stream failed; retrying with backoff"`), logs.String())
+	require.NotContains(t, logs.String(), "recovered", "a stream that delivered nothing and lasted 1.5 s is no recovery")
+}

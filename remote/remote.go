@@ -271,8 +271,12 @@ func (w *Worker) streamLoop() {
 	}
 }
 
-// streamWorked is how long a stream must stay open, without a job, to count as working.
-const streamWorked = time.Second
+// streamWorked is how long a stream must stay open, without a message, to count as working.
+// It is long: a stream that a server or a proxy accepts and then drops soon after (a node
+// that cannot reach its database, a proxy's idle timeout) is not working, and counted as
+// working it would log a recovery and a failure every cycle and reset the backoff to its
+// shortest delay each time.
+const streamWorked = 10 * time.Second
 
 func (w *Worker) stream() error {
 	st, err := w.api.StreamJobs(w.intakeCtx, &hopperv1.StreamJobsRequest{Worker: w.cfg.Name, Queue: w.cfg.Queue,
