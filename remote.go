@@ -86,19 +86,23 @@ func (p *ActivateParams) validate(def time.Duration) error {
 // up to p.Wait for one, woken within milliseconds by an enqueue through this client or a
 // notification from another node (and polling the store every second meanwhile), and returns
 // as soon as it has claimed at least one; after p.Wait it returns no jobs and no error.
+//
+// A claim is not cut off by ctx (see claim): when ctx ends while a claim runs, Activate still
+// returns the jobs that claim took, with no error, and a caller that can no longer hand them
+// on must give them back (ReleaseJob). Once ctx has ended it claims nothing more.
 func (c *Client) Activate(ctx context.Context, p ActivateParams) ([]*JobRow, error) {
 	if err := p.validate(c.cfg.LeaseDuration); err != nil {
 		return nil, err
 	}
 	deadline := c.clock.Now().Add(p.Wait)
 	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		// Subscribe before claiming: a job enqueued between an empty claim and the wait still
 		// wakes us.
 		wake, cancel := c.avail.subscribe(p.Queue)
-		jobs, err := c.store.JobClaim(ctx, &store.ClaimParams{
-			Queue: p.Queue, Kinds: p.Kinds, Limit: p.MaxJobs,
-			WorkerID: p.Worker, LeaseDuration: p.LeaseDuration,
-		})
+		jobs, err := c.claim(ctx, p)
 		if err != nil || len(jobs) > 0 {
 			cancel()
 			if err != nil {
@@ -119,10 +123,24 @@ func (c *Client) Activate(ctx context.Context, p ActivateParams) ([]*JobRow, err
 		}
 		t.Stop()
 		cancel()
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
 	}
+}
+
+// claimTimeout bounds one claim of Activate (as the engine's producers bound theirs).
+const claimTimeout = 30 * time.Second
+
+// claim runs one claim of Activate on a context of its own, bounded by claimTimeout but not
+// canceled with ctx: a claim whose commit goes through as its caller gives up (PostgreSQL may
+// commit a transaction whose client was canceled) would leave its jobs running, with nobody
+// on them, until their leases expire, and their rescue would count against MaxRescues. The
+// engine's producers claim the same way.
+func (c *Client) claim(ctx context.Context, p ActivateParams) ([]*JobRow, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
+	defer cancel()
+	return c.store.JobClaim(ctx, &store.ClaimParams{
+		Queue: p.Queue, Kinds: p.Kinds, Limit: p.MaxJobs,
+		WorkerID: p.Worker, LeaseDuration: p.LeaseDuration,
+	})
 }
 
 // CompleteJob ends a remote worker's attempt successfully, storing result (a JSON value, or
