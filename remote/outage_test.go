@@ -16,6 +16,7 @@ import (
 	"github.com/hopperjobs/hopper"
 	"github.com/hopperjobs/hopper/internal/server"
 	"github.com/hopperjobs/hopper/internal/stoptest"
+	"github.com/hopperjobs/hopper/internal/store"
 	"github.com/hopperjobs/hopper/remote"
 	"github.com/hopperjobs/hopper/sqlitestore"
 	"github.com/stretchr/testify/require"
@@ -203,4 +204,80 @@ func TestAStreamDroppedSoonAfterItOpensIsNoRecovery(t *testing.T) {
 	stoptest.Within(t, w, 10*time.Second)
 	require.Equal(t, 1, strings.Count(logs.String(), `msg="job stream failed; retrying with backoff"`), logs.String())
 	require.NotContains(t, logs.String(), "recovered", "a stream that delivered nothing and lasted 1.5 s is no recovery")
+}
+
+// blipStore fails the next failClaims claims with ErrUnavailable, and says so on failed.
+type blipStore struct {
+	*sqlitestore.Store
+	failClaims atomic.Int32
+	failed     chan struct{}
+}
+
+func (b *blipStore) JobClaim(ctx context.Context, p *store.ClaimParams) ([]*hopper.JobRow, error) {
+	if b.failClaims.Add(-1) >= 0 {
+		select {
+		case b.failed <- struct{}{}:
+		default:
+		}
+		return nil, store.ErrUnavailable
+	}
+	return b.Store.JobClaim(ctx, p)
+}
+
+// One failed claim (the database away a moment) while a streamed job runs: the job runs on
+// and completes once, as it would in process, and the stream takes the next job after a short
+// backoff. (The stream used to end on it, and the worker to stop every handler it ran, so that
+// each of their jobs ran again.)
+func TestAFailedClaimAbortsNoStreamedJob(t *testing.T) {
+	t.Parallel()
+	st, err := sqlitestore.Open(t.Context(), sqlitestore.Config{Path: t.TempDir() + "/hopper.db"})
+	require.NoError(t, err)
+	bs := &blipStore{Store: st, failed: make(chan struct{}, 1)}
+	client, err := hopper.NewClient(hopper.Config{Store: bs, WorkerID: "server"})
+	require.NoError(t, err)
+	require.NoError(t, client.Start(context.Background()))
+	srv, err := server.New(server.Config{Client: client})
+	require.NoError(t, err)
+	ts := httptest.NewServer(srv)
+	defer func() {
+		ts.CloseClientConnections()
+		ts.Close()
+		stoptest.Within(t, client, 10*time.Second)
+		require.NoError(t, st.Close())
+	}()
+
+	var aborted atomic.Int32
+	started, release := make(chan string, 4), make(chan struct{})
+	ws := hopper.NewWorkers()
+	hopper.AddWorkerFunc(ws, func(ctx context.Context, job *hopper.Job[resize]) error {
+		started <- job.ID
+		select {
+		case <-release:
+			return nil
+		case <-ctx.Done():
+			aborted.Add(1)
+			return ctx.Err()
+		}
+	})
+	w, err := remote.New(remote.Config{URL: ts.URL, Workers: ws, Concurrency: 2})
+	require.NoError(t, err)
+	require.NoError(t, w.Start(context.Background()))
+	defer stoptest.Within(t, w, 10*time.Second)
+
+	first, err := client.Enqueue(t.Context(), resize{Width: 1}, nil)
+	require.NoError(t, err)
+	require.Equal(t, first.Job.ID, <-started)
+	bs.failClaims.Store(1) // the stream's next claim (it has credit left) fails
+	<-bs.failed
+	second, err := client.Enqueue(t.Context(), resize{Width: 2}, nil)
+	require.NoError(t, err)
+	require.Equal(t, second.Job.ID, <-started, "the stream claims again")
+	close(release)
+	for _, id := range []string{first.Job.ID, second.Job.ID} {
+		waitFor(t, client, id, hopper.StateCompleted)
+		attempts, err := client.Attempts(t.Context(), id)
+		require.NoError(t, err)
+		require.Len(t, attempts, 1, "run once")
+	}
+	require.Zero(t, aborted.Load(), "no handler was stopped")
 }

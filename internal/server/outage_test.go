@@ -35,11 +35,13 @@ const (
 	badTime       // JobGet returns a job created in the year 10000: the JSON answer cannot be marshaled
 )
 
-// faultyStore is the test's SQLite store with a switch: Ping, JobGet and JobInsertMany fail
-// as the mode says.
+// faultyStore is the test's SQLite store with a switch: Ping, JobGet, JobInsertMany and
+// JobExtendLeases fail as the mode says.
 type faultyStore struct {
 	*sqlitestore.Store
 	mode atomic.Int32
+	// claimsDown fails claims alone with ErrUnavailable.
+	claimsDown atomic.Bool
 }
 
 const secret = "relation hopper.jobs on 10.1.2.3:5432 said no"
@@ -77,6 +79,13 @@ func (f *faultyStore) JobInsertMany(ctx context.Context, ps []*store.InsertParam
 		return nil, err
 	}
 	return f.Store.JobInsertMany(ctx, ps)
+}
+
+func (f *faultyStore) JobClaim(ctx context.Context, p *store.ClaimParams) ([]*hopper.JobRow, error) {
+	if f.claimsDown.Load() {
+		return nil, fmt.Errorf("claim: %w", store.ErrUnavailable)
+	}
+	return f.Store.JobClaim(ctx, p)
 }
 
 func (f *faultyStore) JobExtendLeases(ctx context.Context, ps []*store.ExtendParams) ([]error, error) {
@@ -359,4 +368,75 @@ func TestStreamLeaseRenewalsLogAnOutageOnce(t *testing.T) {
 		10*time.Second, 20*time.Millisecond)
 	require.Equal(t, 1, logs.count(`msg="renew stream leases failed; retrying with backoff"`), logs.String())
 	require.NotContains(t, logs.String(), "level=ERROR")
+}
+
+// A claim that fails (the store away a moment) ends no stream: each keeps the job pushed to
+// it, running, its lease renewed, and claims again after a backoff that all streams share, so
+// the outage is logged once; /readyz lists it. When claims work again, the streams push again.
+// (Ended, a stream would hand its jobs back and its worker would stop their handlers: one
+// blip would run every streamed job again.)
+func TestAFailedClaimEndsNoStream(t *testing.T) {
+	t.Parallel()
+	s, fs, logs := faulty(t, nil)
+	e := newEnv(s.ts.URL, s.ts.Client(), s.client, s.store, s.srv)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var pushed [2]chan *hopperv1.ActivatedJob
+	ended := make(chan error, 2)
+	var held [2]*hopperv1.ActivatedJob
+	for i := range 2 {
+		kind := fmt.Sprint("push-", i)
+		id := e.enqueue(t, kind, `{}`).GetId()
+		stream, err := e.workers.StreamJobs(ctx, &hopperv1.StreamJobsRequest{Worker: fmt.Sprint("w", i), Kinds: []string{kind},
+			Credit: 2, LeaseTimeout: durationpb.New(time.Second)})
+		require.NoError(t, err)
+		defer stream.Close()
+		pushed[i] = make(chan *hopperv1.ActivatedJob, 2)
+		go func() {
+			for {
+				msg, err := stream.Receive()
+				if err != nil {
+					ended <- err
+					return
+				}
+				pushed[i] <- msg.GetJob()
+			}
+		}()
+		held[i] = <-pushed[i]
+		require.Equal(t, id, held[i].GetId())
+	}
+
+	fs.claimsDown.Store(true)
+	failures := regexp.MustCompile(`failing: claim jobs for streams: (\d+) failures`)
+	require.Eventually(t, func() bool {
+		if len(ended) > 0 {
+			return true
+		}
+		_, body := get(t, s.ts.URL+"/readyz")
+		m := failures.FindStringSubmatch(body)
+		if m == nil {
+			return false
+		}
+		n, err := strconv.Atoi(m[1])
+		return err == nil && n >= 4
+	}, 10*time.Second, 20*time.Millisecond, "the claims of both streams fail again and again")
+	select {
+	case err := <-ended:
+		t.Fatalf("a stream ended: %v", err)
+	default:
+	}
+	require.Equal(t, 1, logs.count(`msg="claim jobs for streams failed; retrying with backoff"`), logs.String())
+	for _, h := range held {
+		job := e.get(t, h.GetId())
+		require.Equal(t, "running", job.GetState(), "still the stream's")
+		require.Equal(t, h.GetLeaseToken(), job.GetLeaseToken())
+		require.True(t, job.GetLeaseExpiresAt().AsTime().After(time.Now()), "its lease (1 s) is still renewed")
+	}
+
+	fs.claimsDown.Store(false)
+	for i := range 2 {
+		next := e.enqueue(t, fmt.Sprint("push-", i), `{}`)
+		require.Equal(t, next.GetId(), (<-pushed[i]).GetId(), "stream %d pushes again", i)
+	}
+	require.Equal(t, 1, logs.count(`msg="claim jobs for streams recovered"`), logs.String())
 }

@@ -116,6 +116,9 @@ type Server struct {
 	// leaseRenewals is the outage state of every stream's lease keeper: one log line when
 	// renewals start failing, one when they work again, however many streams are open.
 	leaseRenewals *backoff.Tracker
+	// streamClaims is the outage state, and the backoff, of every stream's claims, likewise.
+	streamClaims *backoff.Tracker
+	loops        backoff.Set // the two above, for /readyz
 
 	shutdownCtx context.Context // ends when Shutdown is called: streams and long polls stop
 	shutdown    context.CancelFunc
@@ -145,7 +148,8 @@ func New(cfg Config) (*Server, error) {
 		routes: map[string]Scope{}, reg: newRegistry(), limits: newLimiter()}
 	s.shutdownCtx, s.shutdown = context.WithCancel(context.Background())
 	s.handler = apierr.WithRequestID(s.mux)
-	s.leaseRenewals = backoff.New(backoff.Config{Name: "renew stream leases", Logger: s.log})
+	s.leaseRenewals = s.loops.New(backoff.Config{Name: "renew stream leases", Logger: s.log})
+	s.streamClaims = s.loops.New(backoff.Config{Name: "claim jobs for streams", Policy: backoff.WorkPolicy, Logger: s.log})
 
 	rpc := connect.NewServer(s.guardErrors, unreadableRequests, s.releaseUnsent)
 	hopperv1connect.RegisterJobServiceHandler(rpc, &jobService{s})
@@ -233,11 +237,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 // failingLoops returns the client's and the server's background loops whose last call to the
 // store failed.
 func (s *Server) failingLoops() []hopper.LoopStatus {
-	loops := s.client.FailingLoops()
-	if st := s.leaseRenewals.Status(); st.Failing() {
-		loops = append(loops, st)
-	}
-	return loops
+	return append(s.client.FailingLoops(), s.loops.Failing()...)
 }
 
 // ServeHTTP serves every route.

@@ -180,11 +180,17 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 		}
 		params.MaxJobs, params.Wait = free, DefaultStreamPoll
 		jobs, err := s.client.Activate(ctx, params)
-		if err != nil {
-			if ctx.Err() != nil {
+		if ctx.Err() == nil && err != nil {
+			// A failed claim (the store is away a moment) ends nothing: the stream keeps its
+			// pushed jobs, whose leases its keeper goes on renewing, and claims again after a
+			// backoff, logged once for all streams (Server.streamClaims).
+			if !sleepCtx(ctx, s.streamClaims.Fail(err)) {
 				return ended()
 			}
-			return rpcError("stream jobs", err)
+			continue
+		}
+		if err == nil {
+			s.streamClaims.Succeed()
 		}
 		jobs = w.deliverable(ctx, jobs)
 		s.reg.count(params.Worker, params.Queue, len(jobs))
@@ -194,11 +200,29 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 			st.hold(hopper.LeaseRef{ID: j.ID, Token: j.Token})
 		}
 		for _, j := range jobs {
+			if ctx.Err() != nil {
+				return ended() // claimed as the stream ended: they go back unsent, uncounted
+			}
 			if err := send.send(&hopperv1.StreamJobsResponse{Job: toActivated(j, req.GetFetchFields())}); err != nil {
 				return nil // the worker went away; the deferred close releases what it held
 			}
 			st.sent(hopper.LeaseRef{ID: j.ID, Token: j.Token})
 		}
+		if ctx.Err() != nil {
+			return ended()
+		}
+	}
+}
+
+// sleepCtx waits d, or until ctx ends (false).
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 
