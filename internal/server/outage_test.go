@@ -33,6 +33,7 @@ const (
 	down          // the database is gone: ErrUnavailable
 	broken        // an error only the server's operators should see
 	badTime       // JobGet returns a job created in the year 10000: the JSON answer cannot be marshaled
+	refusing      // the store refuses a value, in its driver's words (store.ErrInvalid)
 )
 
 // faultyStore is the test's SQLite store with a switch: Ping, JobGet, JobInsertMany and
@@ -52,6 +53,8 @@ func (f *faultyStore) fault() error {
 		return fmt.Errorf("dial tcp 10.1.2.3:5432: connect: connection refused: %w", store.ErrUnavailable)
 	case broken:
 		return errors.New(secret)
+	case refusing:
+		return fmt.Errorf("%w: ERROR: invalid byte sequence for encoding \"UTF8\": 0x00 (SQLSTATE 22021)", store.ErrInvalid)
 	}
 	return nil
 }
@@ -444,4 +447,22 @@ func TestAFailedClaimEndsNoStream(t *testing.T) {
 		require.Equal(t, next.GetId(), (<-pushed[i]).GetId(), "stream %d pushes again", i)
 	}
 	require.Equal(t, 1, logs.count(`msg="claim jobs for streams recovered"`), logs.String())
+}
+
+// A value the store refuses though the checks at the door let it through is INVALID_ARGUMENT,
+// as bad input, but with a message of Hopper's, not the driver's (which speaks SQL and names
+// no field); the driver's goes to the log with the request id.
+func TestAStoreRefusalIsInvalidArgumentWithoutTheDriversWords(t *testing.T) {
+	t.Parallel()
+	s, fs, logs := faulty(t, nil)
+	e := newEnv(s.ts.URL, s.ts.Client(), s.client, s.store, s.srv)
+	job := e.enqueue(t, "k", `{}`)
+	fs.mode.Store(refusing)
+	resp, body := post(t, s.ts.URL+"/hopper.v1.JobService/Get", `{"id":"`+job.GetId()+`"}`)
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode, body)
+	code, msg := errorBody(t, body)
+	require.Equal(t, "invalid_argument", code)
+	require.Equal(t, "invalid input: a value the store cannot keep", msg)
+	require.Contains(t, logs.String(), "request_id="+resp.Header.Get("X-Request-Id"))
+	require.Contains(t, logs.String(), "SQLSTATE 22021", "the driver's words are in the log")
 }

@@ -371,7 +371,8 @@ func (r *requestStream) Receive(msg any) error {
 // INTERNAL answer, or an error no handler mapped to a code (UNKNOWN), is logged with the
 // procedure and the request id, and its message becomes "internal error (request id …)":
 // internal text never reaches the caller. That includes Connect's own error when a unary
-// response cannot be marshaled, which the generated handler returns from its Send. An
+// response cannot be marshaled, which the generated handler returns from its Send. A store's
+// refusal of a value is logged likewise (its answer is already generic: rpcError). An
 // UNAVAILABLE answer gets Retry-After.
 func (s *Server) guardErrors(next connect.ServerFunc) connect.ServerFunc {
 	return func(ctx context.Context, spec connect.Spec, stream connect.ServerStream) (err error) {
@@ -400,6 +401,11 @@ func (s *Server) answer(ctx context.Context, procedure string, err error) error 
 		id := apierr.IDFrom(ctx)
 		s.log.Error("rpc failed", "procedure", procedure, "request_id", id, "err", err)
 		return connect.NewError(connect.CodeInternal, apierr.InternalMessage(id))
+	case connect.CodeInvalidArgument:
+		if storeRefusal(err) { // a value the checks at the door should have refused
+			s.log.Warn("the store refused a request's value", "procedure", procedure,
+				"request_id", apierr.IDFrom(ctx), "err", errors.Unwrap(err)) // the cause, not the answer
+		}
 	case connect.CodeUnavailable:
 		if info, ok := connect.CallInfoForServerContext(ctx); ok {
 			info.ResponseHeader().Set("Retry-After", apierr.RetryAfter)
