@@ -29,11 +29,11 @@ import (
 
 // How a faultyStore fails.
 const (
-	healthy int32 = iota
-	down          // the database is gone: ErrUnavailable
-	broken        // an error only the server's operators should see
-	badTime       // JobGet returns a job created in the year 10000: the JSON answer cannot be marshaled
-	refusing      // the store refuses a value, in its driver's words (store.ErrInvalid)
+	healthy  int32 = iota
+	down           // the database is gone: ErrUnavailable
+	broken         // an error only the server's operators should see
+	badTime        // JobGet returns a job created in the year 10000: the JSON answer cannot be marshaled
+	refusing       // the store refuses a value, in its driver's words (store.ErrInvalid)
 )
 
 // faultyStore is the test's SQLite store with a switch: Ping, JobGet, JobInsertMany and
