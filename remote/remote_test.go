@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -395,7 +397,9 @@ func TestRemoteWorkerFitsItsTextToTheServersLimits(t *testing.T) {
 				}
 				return errors.New(huge)
 			})
-			w, err := remote.New(remote.Config{URL: url, Workers: ws, Mode: mode, PollWait: time.Second, LeaseDuration: time.Hour})
+			released := &answered{RoundTripper: http.DefaultTransport, procedure: "/Release", done: make(chan struct{}, 1)}
+			w, err := remote.New(remote.Config{URL: url, Workers: ws, Mode: mode, PollWait: time.Second, LeaseDuration: time.Hour,
+				HTTPClient: &http.Client{Transport: released}})
 			require.NoError(t, err)
 			require.NoError(t, w.Start(context.Background()))
 			stopped := false
@@ -421,6 +425,7 @@ func TestRemoteWorkerFitsItsTextToTheServersLimits(t *testing.T) {
 			job = waitFor(t, client, res.Job.ID, hopper.StateQueued)
 			require.Equal(t, 0, job.Attempt, "released, its attempt given back")
 			require.Equal(t, 0, job.Rescues, "not left for a rescue")
+			released.wait(t) // Stop may have left the release on its way (its 500 ms were up)
 		})
 	}
 }
@@ -469,8 +474,9 @@ func TestStopLeavesHandlersThatIgnoreTheirContextBehind(t *testing.T) {
 				<-release // ignores ctx
 				return nil
 			})
+			completed := &answered{RoundTripper: http.DefaultTransport, procedure: "/Complete", done: make(chan struct{}, 1)}
 			w, err := remote.New(remote.Config{URL: url, Workers: ws, Mode: mode, Concurrency: 1, PollWait: time.Second,
-				LeaseDuration: time.Hour})
+				LeaseDuration: time.Hour, HTTPClient: &http.Client{Transport: completed}})
 			require.NoError(t, err)
 			require.NoError(t, w.Start(context.Background()))
 			res, err := client.Enqueue(t.Context(), resize{}, nil)
@@ -482,9 +488,50 @@ func TestStopLeavesHandlersThatIgnoreTheirContextBehind(t *testing.T) {
 			close(release)
 			require.Len(t, rec.errs, 1, "%q", rec.errs)
 			require.Contains(t, rec.errs[0], "did not finish within", "Stop returned after its deadline")
-			// The handler left behind still reports its success (the job is still its own):
-			// the report ends before the test's server does.
+			// The handler left behind still reports its success (the job is still its own).
+			// The test waits for the answer, so that its server is still there to give it.
+			completed.wait(t)
 			waitFor(t, client, res.Job.ID, hopper.StateCompleted)
 		})
 	}
+}
+
+// answered is an http.RoundTripper that says on done when the worker has read the server's
+// answer to a call of procedure (a path suffix).
+type answered struct {
+	http.RoundTripper
+	procedure string
+	done      chan struct{}
+}
+
+func (a *answered) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := a.RoundTripper.RoundTrip(r)
+	if err == nil && strings.HasSuffix(r.URL.Path, a.procedure) {
+		resp.Body = &closeSignal{ReadCloser: resp.Body, done: a.done}
+	}
+	return resp, err
+}
+
+// wait waits until an answer was read.
+func (a *answered) wait(t *testing.T) {
+	t.Helper()
+	select {
+	case <-a.done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no answer to %s was read within 10s", a.procedure)
+	}
+}
+
+type closeSignal struct {
+	io.ReadCloser
+	done chan struct{}
+}
+
+func (c *closeSignal) Close() error {
+	err := c.ReadCloser.Close()
+	select {
+	case c.done <- struct{}{}:
+	default:
+	}
+	return err
 }
