@@ -96,9 +96,10 @@ func queueOrDefault(q string) string {
 	return q
 }
 
-// StreamJobs pushes jobs within the stream's credit until the caller goes away. Its jobs'
-// leases are kept alive while it is open; when it ends, its unfinished jobs go back to their
-// queue (closeStream).
+// StreamJobs pushes jobs within the stream's credit until the caller goes away, the server
+// shuts down or the caller's key is revoked; nothing else ends it (a failed claim is retried
+// with backoff). Its jobs' leases are kept alive while it is open; when it ends, its
+// unfinished jobs go back to their queue (closeStream).
 func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobsRequest, out hopperv1connect.WorkerServiceStreamJobsServerStream) (endErr error) {
 	s := w.s
 	credit := int(req.GetCredit())
@@ -180,7 +181,10 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 		}
 		params.MaxJobs, params.Wait = free, DefaultStreamPoll
 		jobs, err := s.client.Activate(ctx, params)
-		if ctx.Err() == nil && err != nil {
+		if err != nil {
+			if ctx.Err() != nil {
+				return ended()
+			}
 			// A failed claim (the store is away a moment) ends nothing: the stream keeps its
 			// pushed jobs, whose leases its keeper goes on renewing, and claims again after a
 			// backoff, logged once for all streams (Server.streamClaims).
@@ -189,9 +193,7 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 			}
 			continue
 		}
-		if err == nil {
-			s.streamClaims.Succeed()
-		}
+		s.streamClaims.Succeed()
 		jobs = w.deliverable(ctx, jobs)
 		s.reg.count(params.Worker, params.Queue, len(jobs))
 		// Hold every claimed job before the first push: if a push fails, closing the stream
@@ -201,15 +203,14 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 		}
 		for _, j := range jobs {
 			if ctx.Err() != nil {
-				return ended() // claimed as the stream ended: they go back unsent, uncounted
+				// Claimed as the stream ended (a claim runs to its end: Client.Activate): the
+				// jobs not sent go back at once, uncounted.
+				return ended()
 			}
 			if err := send.send(&hopperv1.StreamJobsResponse{Job: toActivated(j, req.GetFetchFields())}); err != nil {
 				return nil // the worker went away; the deferred close releases what it held
 			}
 			st.sent(hopper.LeaseRef{ID: j.ID, Token: j.Token})
-		}
-		if ctx.Err() != nil {
-			return ended()
 		}
 	}
 }
