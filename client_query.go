@@ -83,7 +83,7 @@ func (c *Client) CancelBy(ctx context.Context, id string, actor Actor, reason st
 	if err := checkID("id", id); err != nil {
 		return nil, err
 	}
-	if err := checkLimited("reason", reason, maxReasonLen); err != nil {
+	if err := checkLimited("reason", reason, MaxReasonBytes); err != nil {
 		return nil, err
 	}
 	if err := checkActor(actor); err != nil {

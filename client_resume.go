@@ -25,7 +25,7 @@ func (c *Client) ResumeBy(ctx context.Context, id string, data any, actor Actor,
 	if err := checkID("id", id); err != nil {
 		return nil, err
 	}
-	if err := checkLimited("reason", reason, maxReasonLen); err != nil {
+	if err := checkLimited("reason", reason, MaxReasonBytes); err != nil {
 		return nil, err
 	}
 	if err := checkActor(actor); err != nil {

@@ -21,10 +21,8 @@ import (
 // JSON in UTF-8: anything else is a *ValidationError. In-process workers (AddWorker) need none
 // of this.
 
-// Limits of Activate and ReportJobProgress.
+// Limits of Activate.
 const (
-	maxProgressMessage = 4 << 10
-
 	MaxActivateJobs = 1000
 	MaxActivateWait = 5 * time.Minute
 )
@@ -88,19 +86,23 @@ func (p *ActivateParams) validate(def time.Duration) error {
 // up to p.Wait for one, woken within milliseconds by an enqueue through this client or a
 // notification from another node (and polling the store every second meanwhile), and returns
 // as soon as it has claimed at least one; after p.Wait it returns no jobs and no error.
+//
+// A claim is not cut off by ctx (see claim): when ctx ends while a claim runs, Activate still
+// returns the jobs that claim took, with no error, and a caller that can no longer hand them
+// on must give them back (ReleaseJob). Once ctx has ended it claims nothing more.
 func (c *Client) Activate(ctx context.Context, p ActivateParams) ([]*JobRow, error) {
 	if err := p.validate(c.cfg.LeaseDuration); err != nil {
 		return nil, err
 	}
 	deadline := c.clock.Now().Add(p.Wait)
 	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		// Subscribe before claiming: a job enqueued between an empty claim and the wait still
 		// wakes us.
 		wake, cancel := c.avail.subscribe(p.Queue)
-		jobs, err := c.store.JobClaim(ctx, &store.ClaimParams{
-			Queue: p.Queue, Kinds: p.Kinds, Limit: p.MaxJobs,
-			WorkerID: p.Worker, LeaseDuration: p.LeaseDuration,
-		})
+		jobs, err := c.claim(ctx, p)
 		if err != nil || len(jobs) > 0 {
 			cancel()
 			if err != nil {
@@ -121,10 +123,24 @@ func (c *Client) Activate(ctx context.Context, p ActivateParams) ([]*JobRow, err
 		}
 		t.Stop()
 		cancel()
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
 	}
+}
+
+// claimTimeout bounds one claim of Activate (as the engine's producers bound theirs).
+const claimTimeout = 30 * time.Second
+
+// claim runs one claim of Activate on a context of its own, bounded by claimTimeout but not
+// canceled with ctx: a claim whose commit goes through as its caller gives up (PostgreSQL may
+// commit a transaction whose client was canceled) would leave its jobs running, with nobody
+// on them, until their leases expire, and their rescue would count against MaxRescues. The
+// engine's producers claim the same way.
+func (c *Client) claim(ctx context.Context, p ActivateParams) ([]*JobRow, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
+	defer cancel()
+	return c.store.JobClaim(ctx, &store.ClaimParams{
+		Queue: p.Queue, Kinds: p.Kinds, Limit: p.MaxJobs,
+		WorkerID: p.Worker, LeaseDuration: p.LeaseDuration,
+	})
 }
 
 // CompleteJob ends a remote worker's attempt successfully, storing result (a JSON value, or
@@ -150,7 +166,7 @@ func (c *Client) CompleteJob(ctx context.Context, id string, token int64, result
 
 // FailParams says how a remote worker's attempt failed.
 type FailParams struct {
-	// Error is recorded with the attempt (required).
+	// Error is recorded with the attempt (required, at most MaxErrorBytes).
 	Error string
 	// RetriesLeft, when set, overrides the attempts left: 0 or less fails the job for good,
 	// n > 0 allows n more attempts whatever the job's budget was.
@@ -175,7 +191,7 @@ func (c *Client) FailJob(ctx context.Context, id string, token int64, p FailPara
 	if p.Error == "" {
 		return nil, invalid("error", "is required")
 	}
-	if err := checkText("error", p.Error); err != nil {
+	if err := checkLimited("error", p.Error, MaxErrorBytes); err != nil {
 		return nil, err
 	}
 	if p.Backoff != nil && (*p.Backoff < 0 || *p.Backoff > MaxRunAtFuture) {
@@ -220,12 +236,12 @@ func (c *Client) FailJob(ctx context.Context, id string, token int64, p FailPara
 
 // ReleaseJob hands a remote worker's job back to its queue at once, at the worker's request,
 // without consuming its attempt (the worker will not run it: it is shutting down or not
-// ready).
+// ready). why is at most MaxReasonBytes.
 func (c *Client) ReleaseJob(ctx context.Context, id string, token int64, why string) error {
 	if err := checkID("id", id); err != nil {
 		return err
 	}
-	if err := checkLimited("reason", why, maxReasonLen); err != nil {
+	if err := checkLimited("reason", why, MaxReasonBytes); err != nil {
 		return err
 	}
 	if why == "" {
@@ -394,13 +410,13 @@ func (c *Client) HeartbeatJob(ctx context.Context, id string, token int64) error
 	return c.attemptErr("heartbeat", id, c.store.JobHeartbeat(ctx, &store.HeartbeatParams{ID: id, Token: token}))
 }
 
-// ReportJobProgress stores a remote worker's progress (percent clamped to 0–100) and counts
-// as a heartbeat.
+// ReportJobProgress stores a remote worker's progress (percent clamped to 0–100; message at
+// most MaxProgressMessageBytes) and counts as a heartbeat.
 func (c *Client) ReportJobProgress(ctx context.Context, id string, token int64, percent int, message string) error {
 	if err := checkID("id", id); err != nil {
 		return err
 	}
-	if err := checkLimited("message", message, maxProgressMessage); err != nil {
+	if err := checkLimited("message", message, MaxProgressMessageBytes); err != nil {
 		return err
 	}
 	err := c.store.JobProgress(ctx, &store.ProgressParams{ID: id, Token: token, Percent: percent, Message: message})

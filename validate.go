@@ -26,7 +26,18 @@ const (
 	maxHeaderBytes = 64 << 10
 	maxIDLen       = 255
 	maxNameLen     = 255 // filter values, cursors, time zones
-	maxReasonLen   = 4 << 10
+)
+
+// Limits of free text about a job, in bytes: longer text is refused with a *ValidationError
+// naming the field. The Go remote worker cuts the text it reports to fit, so that no report of
+// its is refused for its length.
+const (
+	// MaxReasonBytes bounds a reason: of a release, a cancel, a resume.
+	MaxReasonBytes = 4 << 10
+	// MaxProgressMessageBytes bounds a progress message (ReportJobProgress).
+	MaxProgressMessageBytes = 4 << 10
+	// MaxErrorBytes bounds the error text of an attempt a remote worker failed (FailJob).
+	MaxErrorBytes = 64 << 10
 )
 
 // Text from outside (every string a Client method takes, every JSON payload) must be valid

@@ -187,6 +187,21 @@ func TestTextLimits(t *testing.T) {
 	_, err = b.client.Get(t.Context(), strings.Repeat("x", maxIDLen+1))
 	require.ErrorAs(t, err, &ve)
 	require.Equal(t, "id", ve.Field)
+
+	// What a remote worker reports about an attempt: the limits remote workers cut their text to.
+	for field, call := range map[string]func(text string) error{
+		"error": func(text string) error {
+			_, err := b.client.FailJob(t.Context(), res.Job.ID, 1, FailParams{Error: text})
+			return err
+		},
+		"reason":  func(text string) error { return b.client.ReleaseJob(t.Context(), res.Job.ID, 1, text) },
+		"message": func(text string) error { return b.client.ReportJobProgress(t.Context(), res.Job.ID, 1, 5, text) },
+	} {
+		limit := map[string]int{"error": MaxErrorBytes, "reason": MaxReasonBytes, "message": MaxProgressMessageBytes}[field]
+		require.ErrorIs(t, call(strings.Repeat("x", limit)), ErrLeaseLost, "%s at its limit passes the check", field)
+		require.ErrorAs(t, call(strings.Repeat("x", limit+1)), &ve, field)
+		require.Equal(t, field, ve.Field)
+	}
 }
 
 func TestGetWithoutAnIDIsInvalid(t *testing.T) {

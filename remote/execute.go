@@ -46,6 +46,20 @@ func (w *Worker) execute(ctx context.Context, job *hopperv1.ActivatedJob) {
 	defer cancel()
 	var report func(context.Context) error
 	switch {
+	case err == nil:
+		// Reported whatever ended the context meanwhile: a success is never thrown away. The
+		// report is fenced by the token, so if the job is no longer this attempt's (its stream
+		// dropped and the server already took it back, an operator canceled it) the server
+		// refuses it and nothing changes.
+		req := &hopperv1.CompleteRequest{Id: job.GetId(), LeaseToken: job.GetLeaseToken()}
+		if r := ex.Result(); len(r) > 0 {
+			req.Result = string(r)
+		}
+		report = func(ctx context.Context) error { _, err := w.api.Complete(ctx, req); return err }
+	case parked(err):
+		// A snooze or suspension keeps its checkpoint even as the worker shuts down or its
+		// stream drops (fenced likewise).
+		report = func(ctx context.Context) error { _, perr := w.park(ctx, job, err); return perr }
 	case errors.Is(cause, errStreamGone):
 		// The stream dropped under the job (the network, a proxy): said at once, the server
 		// takes it back without counting this worker as lost (stop.go).
@@ -57,20 +71,11 @@ func (w *Worker) execute(ctx context.Context, job *hopperv1.ActivatedJob) {
 		report = func(ctx context.Context) error { return w.releaseCall(ctx, job, "lease lost") }
 	case errors.Is(cause, hopper.ErrLeaseLost):
 		return // the job is no longer ours: nothing to report
-	case err == nil:
-		req := &hopperv1.CompleteRequest{Id: job.GetId(), LeaseToken: job.GetLeaseToken()}
-		if r := ex.Result(); len(r) > 0 {
-			req.Result = string(r)
-		}
-		report = func(ctx context.Context) error { _, err := w.api.Complete(ctx, req); return err }
-	case parked(err):
-		// A snooze or suspension keeps its checkpoint even as the worker shuts down.
-		report = func(ctx context.Context) error { _, perr := w.park(ctx, job, err); return perr }
 	case errors.Is(cause, hopper.ErrShutdown) && w.cfg.Mode == Stream:
 		w.decline(job) // released once the stream is closed (stop.go)
 		return
 	case errors.Is(cause, hopper.ErrShutdown):
-		why := store.CleanText(fmt.Sprintf("released on shutdown: %v", err))
+		why := fmt.Sprintf("released on shutdown: %v", err)
 		report = func(ctx context.Context) error { return w.releaseCall(ctx, job, why) }
 	default:
 		report = func(ctx context.Context) error {
@@ -89,7 +94,7 @@ func (w *Worker) execute(ctx context.Context, job *hopperv1.ActivatedJob) {
 		refused := err
 		err = w.reportWithRetry(rctx, func(ctx context.Context) error {
 			_, ferr := w.api.Fail(ctx, &hopperv1.FailRequest{Id: job.GetId(), LeaseToken: job.GetLeaseToken(),
-				Error: store.CleanText("the server refused the attempt's outcome: " + refused.Error())})
+				Error: store.ClipText("the server refused the attempt's outcome: "+refused.Error(), hopper.MaxErrorBytes)})
 			return ferr
 		})
 	}
@@ -150,8 +155,10 @@ func (w *Worker) reportWithRetry(ctx context.Context, report func(context.Contex
 	}
 }
 
+// releaseCall releases job with reason why, cleaned and cut to what the server takes.
 func (w *Worker) releaseCall(ctx context.Context, job *hopperv1.ActivatedJob, why string) error {
-	_, err := w.api.Release(ctx, &hopperv1.ReleaseRequest{Id: job.GetId(), LeaseToken: job.GetLeaseToken(), Reason: why})
+	_, err := w.api.Release(ctx, &hopperv1.ReleaseRequest{Id: job.GetId(), LeaseToken: job.GetLeaseToken(),
+		Reason: store.ClipText(why, hopper.MaxReasonBytes)})
 	return err
 }
 
@@ -188,8 +195,9 @@ func (w *Worker) park(ctx context.Context, job *hopperv1.ActivatedJob, err error
 
 // failRequest describes a failed attempt as the in-process engine would decide it: not
 // retryable errors fail the job; RetryAfter and a per-kind backoff set the wait. The error
-// text is the handler's: bytes the server would refuse (not UTF-8, NUL) become U+FFFD, so an
-// odd error message never makes the report itself fail.
+// text is the handler's: bytes the server would refuse (not UTF-8, NUL) become U+FFFD, and
+// text past hopper.MaxErrorBytes is cut, so an odd or huge error message never makes the
+// report itself fail.
 func failRequest(job *hopperv1.ActivatedJob, row *hoppertype.JobRow, unit engine.Unit, err, cause error) *hopperv1.FailRequest {
 	req := &hopperv1.FailRequest{Id: job.GetId(), LeaseToken: job.GetLeaseToken(), Error: err.Error()}
 	var pe *engine.PanicError
@@ -198,7 +206,7 @@ func failRequest(job *hopperv1.ActivatedJob, row *hoppertype.JobRow, unit engine
 	} else if errors.Is(cause, engine.ErrTimeout) {
 		req.Error = fmt.Sprintf("%v: %v", engine.ErrTimeout, err)
 	}
-	req.Error = store.CleanText(req.Error)
+	req.Error = store.ClipText(req.Error, hopper.MaxErrorBytes)
 	if req.Error == "" { // the server requires error text
 		req.Error = fmt.Sprintf("%T with an empty message", err)
 	}
@@ -260,9 +268,11 @@ type rpcOps struct {
 	job *hopperv1.ActivatedJob
 }
 
+// Progress reports progress; a message longer than the server takes is cut rather than
+// refused.
 func (o *rpcOps) Progress(ctx context.Context, percent int, message string) error {
 	_, err := o.w.api.ReportProgress(ctx, &hopperv1.ReportProgressRequest{Id: o.job.GetId(),
-		LeaseToken: o.job.GetLeaseToken(), Percent: int32(percent), Message: message})
+		LeaseToken: o.job.GetLeaseToken(), Percent: int32(percent), Message: store.ClipText(message, hopper.MaxProgressMessageBytes)})
 	return o.err(err)
 }
 

@@ -9,11 +9,14 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/hopperjobs/hopper"
 	"github.com/hopperjobs/hopper/internal/server"
+	"github.com/hopperjobs/hopper/internal/stoptest"
+	"github.com/hopperjobs/hopper/internal/store"
 	"github.com/hopperjobs/hopper/remote"
 	"github.com/hopperjobs/hopper/sqlitestore"
 	"github.com/stretchr/testify/require"
@@ -120,4 +123,161 @@ func TestAServerCrashMidStreamIsUnavailable(t *testing.T) {
 		10*time.Second, 5*time.Millisecond)
 	line := logs.String()
 	require.Contains(t, line, `err="unavailable: connection to the server lost: internal: protocol error: incomplete envelope`)
+}
+
+// A handler that succeeds as its stream drops (it returns nil once its context ends, its work
+// done): the success is reported, fenced by the job's token, and the job completes once,
+// instead of being released and run again.
+func TestASuccessAsTheStreamDropsIsKept(t *testing.T) {
+	t.Parallel()
+	st, err := sqlitestore.Open(t.Context(), sqlitestore.Config{Path: t.TempDir() + "/hopper.db"})
+	require.NoError(t, err)
+	client, err := hopper.NewClient(hopper.Config{Store: st, WorkerID: "server"})
+	require.NoError(t, err)
+	require.NoError(t, client.Start(context.Background()))
+	srv, err := server.New(server.Config{Client: client})
+	require.NoError(t, err)
+	ts := httptest.NewServer(srv)
+	defer func() {
+		ts.Close()
+		stoptest.Within(t, client, 10*time.Second)
+		require.NoError(t, st.Close())
+	}()
+
+	var runs atomic.Int32
+	started := make(chan struct{}, 10)
+	ws := hopper.NewWorkers()
+	hopper.AddWorkerFunc(ws, func(ctx context.Context, job *hopper.Job[block]) error {
+		if runs.Add(1) == 1 {
+			started <- struct{}{}
+			<-ctx.Done() // the stream drops as the work ends
+		}
+		return hopper.SetResult(ctx, "done")
+	})
+	w, err := remote.New(remote.Config{URL: ts.URL, Workers: ws, Concurrency: 1})
+	require.NoError(t, err)
+	require.NoError(t, w.Start(context.Background()))
+	defer stoptest.Within(t, w, 10*time.Second)
+
+	res, err := client.Enqueue(t.Context(), block{}, nil)
+	require.NoError(t, err)
+	<-started
+	ts.CloseClientConnections() // the stream drops
+	job := waitFor(t, client, res.Job.ID, hopper.StateCompleted)
+	require.JSONEq(t, `"done"`, string(job.Result))
+	attempts, err := client.Attempts(t.Context(), res.Job.ID)
+	require.NoError(t, err)
+	require.Len(t, attempts, 1, "one attempt, not a release and a second run")
+	require.Equal(t, hopper.OutcomeOK, attempts[0].Outcome)
+	require.Equal(t, int32(1), runs.Load(), "run once")
+}
+
+// A stream that the server accepts and drops soon after, without a job, has not worked: the
+// worker keeps backing off and logs the outage once, not a recovery and a failure each time.
+func TestAStreamDroppedSoonAfterItOpensIsNoRecovery(t *testing.T) {
+	t.Parallel()
+	var opened atomic.Int32
+	drop := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		opened.Add(1)
+		w.Header().Set("Content-Type", "application/connect+proto")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush() // accepted
+		select {
+		case <-time.After(1500 * time.Millisecond):
+		case <-r.Context().Done():
+			return
+		}
+		if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+			conn.Close() // dropped
+		}
+	})
+	ts := httptest.NewServer(drop)
+	defer ts.Close()
+	ws := hopper.NewWorkers()
+	hopper.AddWorkerFunc(ws, func(ctx context.Context, job *hopper.Job[block]) error { return nil })
+	logs := &logBuffer{}
+	w, err := remote.New(remote.Config{URL: ts.URL, Workers: ws, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	require.NoError(t, err)
+	require.NoError(t, w.Start(context.Background()))
+	require.Eventually(t, func() bool { return opened.Load() >= 3 }, 10*time.Second, 5*time.Millisecond,
+		"the worker reopens its stream")
+	stoptest.Within(t, w, 10*time.Second)
+	require.Equal(t, 1, strings.Count(logs.String(), `msg="job stream failed; retrying with backoff"`), logs.String())
+	require.NotContains(t, logs.String(), "recovered", "a stream that delivered nothing and lasted 1.5 s is no recovery")
+}
+
+// blipStore fails the next failClaims claims with ErrUnavailable, and says so on failed.
+type blipStore struct {
+	*sqlitestore.Store
+	failClaims atomic.Int32
+	failed     chan struct{}
+}
+
+func (b *blipStore) JobClaim(ctx context.Context, p *store.ClaimParams) ([]*hopper.JobRow, error) {
+	if b.failClaims.Add(-1) >= 0 {
+		select {
+		case b.failed <- struct{}{}:
+		default:
+		}
+		return nil, store.ErrUnavailable
+	}
+	return b.Store.JobClaim(ctx, p)
+}
+
+// One failed claim (the database away a moment) while a streamed job runs: the job runs on
+// and completes once, as it would in process, and the stream takes the next job after a short
+// backoff. (The stream used to end on it, and the worker to stop every handler it ran, so that
+// each of their jobs ran again.)
+func TestAFailedClaimAbortsNoStreamedJob(t *testing.T) {
+	t.Parallel()
+	st, err := sqlitestore.Open(t.Context(), sqlitestore.Config{Path: t.TempDir() + "/hopper.db"})
+	require.NoError(t, err)
+	bs := &blipStore{Store: st, failed: make(chan struct{}, 1)}
+	client, err := hopper.NewClient(hopper.Config{Store: bs, WorkerID: "server"})
+	require.NoError(t, err)
+	require.NoError(t, client.Start(context.Background()))
+	srv, err := server.New(server.Config{Client: client})
+	require.NoError(t, err)
+	ts := httptest.NewServer(srv)
+	defer func() {
+		ts.CloseClientConnections()
+		ts.Close()
+		stoptest.Within(t, client, 10*time.Second)
+		require.NoError(t, st.Close())
+	}()
+
+	var aborted atomic.Int32
+	started, release := make(chan string, 4), make(chan struct{})
+	ws := hopper.NewWorkers()
+	hopper.AddWorkerFunc(ws, func(ctx context.Context, job *hopper.Job[resize]) error {
+		started <- job.ID
+		select {
+		case <-release:
+			return nil
+		case <-ctx.Done():
+			aborted.Add(1)
+			return ctx.Err()
+		}
+	})
+	w, err := remote.New(remote.Config{URL: ts.URL, Workers: ws, Concurrency: 2})
+	require.NoError(t, err)
+	require.NoError(t, w.Start(context.Background()))
+	defer stoptest.Within(t, w, 10*time.Second)
+
+	first, err := client.Enqueue(t.Context(), resize{Width: 1}, nil)
+	require.NoError(t, err)
+	require.Equal(t, first.Job.ID, <-started)
+	bs.failClaims.Store(1) // the stream's next claim (it has credit left) fails
+	<-bs.failed
+	second, err := client.Enqueue(t.Context(), resize{Width: 2}, nil)
+	require.NoError(t, err)
+	require.Equal(t, second.Job.ID, <-started, "the stream claims again")
+	close(release)
+	for _, id := range []string{first.Job.ID, second.Job.ID} {
+		waitFor(t, client, id, hopper.StateCompleted)
+		attempts, err := client.Attempts(t.Context(), id)
+		require.NoError(t, err)
+		require.Len(t, attempts, 1, "run once")
+	}
+	require.Zero(t, aborted.Load(), "no handler was stopped")
 }

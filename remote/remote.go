@@ -211,9 +211,11 @@ const stopGrace = 500 * time.Millisecond
 // Stop shuts down gracefully: it starts no new job, lets running jobs finish until ctx ends,
 // then cancels their contexts (cause hopper.ErrShutdown) and waits a moment (500 ms) for them.
 // Jobs it will not run are released back to the queue at once. A handler that ignores its
-// context is left running and its job is not released: in Poll mode it returns to the queue
-// when its lease expires; in Stream mode when the stream closes, counted as a lost worker (a
-// rescue, bounded by the job's MaxRescues), as for a worker that was killed.
+// context is left running (Stop returns without it) and its job is not released: in Poll
+// mode it returns to the queue when its lease expires; in Stream mode when the stream closes,
+// counted as a lost worker (a rescue, bounded by the job's MaxRescues), as for a worker that
+// was killed. If it returns later with success, that is still reported (and refused if the
+// job is no longer its own).
 func (w *Worker) Stop(ctx context.Context) error {
 	w.mu.Lock()
 	if !w.started || w.stopping {
@@ -269,8 +271,12 @@ func (w *Worker) streamLoop() {
 	}
 }
 
-// streamWorked is how long a stream must stay open, without a job, to count as working.
-const streamWorked = time.Second
+// streamWorked is how long a stream must stay open, without a message, to count as working.
+// It is long: a stream that a server or a proxy accepts and then drops soon after (a node
+// that cannot reach its database, a proxy's idle timeout) is not working, and counted as
+// working it would log a recovery and a failure every cycle and reset the backoff to its
+// shortest delay each time.
+const streamWorked = 10 * time.Second
 
 func (w *Worker) stream() error {
 	st, err := w.api.StreamJobs(w.intakeCtx, &hopperv1.StreamJobsRequest{Worker: w.cfg.Name, Queue: w.cfg.Queue,
@@ -285,12 +291,18 @@ func (w *Worker) stream() error {
 	defer func() {
 		// The stream is gone, and with it the server's hold on its jobs: they are back in
 		// their queue. Stop their handlers and wait for them before a new stream takes
-		// jobs, so this worker never runs more than its concurrency, nor a job twice.
+		// jobs, so this worker never runs more than its concurrency, nor a job twice. Stop
+		// ends the intake once it has given up on handlers that ignore their context: those
+		// are left behind, not waited for.
 		for _, a := range mine {
 			a.cancel(errStreamGone)
 		}
 		for _, a := range mine {
-			<-a.done
+			select {
+			case <-a.done:
+			case <-w.intakeCtx.Done():
+				return
+			}
 		}
 	}()
 	for {
@@ -395,7 +407,7 @@ func (w *Worker) release(j *hopperv1.ActivatedJob, why string) {
 func (w *Worker) releaseWithin(j *hopperv1.ActivatedJob, why string, d time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	_, err := w.api.Release(ctx, &hopperv1.ReleaseRequest{Id: j.GetId(), LeaseToken: j.GetLeaseToken(), Reason: why})
+	err := w.releaseCall(ctx, j, why)
 	if err != nil && connect.CodeOf(err) != connect.CodeFailedPrecondition {
 		w.log.Warn("release job", "job_id", j.GetId(), "err", err)
 	}

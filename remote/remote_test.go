@@ -3,10 +3,16 @@ package remote_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hopperjobs/hopper"
 	"github.com/hopperjobs/hopper/internal/server"
@@ -364,4 +370,168 @@ func TestRemoteWorkerReportsAnErrorThatIsNotUTF8(t *testing.T) {
 			require.Equal(t, "at \uFFFD", job.ProgressMessage)
 		})
 	}
+}
+
+// Text the worker reports is cut to the server's limits instead of being refused: a huge
+// error fails the job with its beginning, a long progress message is kept as far as it fits,
+// and a job released on shutdown with a huge error as its reason goes back to its queue at
+// once (refused, the release would become a failure of the attempt, or in Stream mode wait for
+// a rescue).
+func TestRemoteWorkerFitsItsTextToTheServersLimits(t *testing.T) {
+	t.Parallel()
+	huge := strings.Repeat("ü", hopper.MaxErrorBytes) // twice the limit, in two-byte characters
+	for name, mode := range map[string]remote.Mode{"stream": remote.Stream, "poll": remote.Poll} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			url, client := serve(t)
+			started := make(chan struct{}, 1)
+			ws := hopper.NewWorkers()
+			hopper.AddWorkerFunc(ws, func(ctx context.Context, job *hopper.Job[resize]) error {
+				if job.Args.Fail == "at shutdown" {
+					started <- struct{}{}
+					<-ctx.Done()
+					return errors.New(huge)
+				}
+				if err := hopper.ReportProgress(ctx, 10, strings.Repeat("é", hopper.MaxProgressMessageBytes)); err != nil {
+					return err
+				}
+				return errors.New(huge)
+			})
+			released := &answered{RoundTripper: http.DefaultTransport, procedure: "/Release", done: make(chan struct{}, 1)}
+			w, err := remote.New(remote.Config{URL: url, Workers: ws, Mode: mode, PollWait: time.Second, LeaseDuration: time.Hour,
+				HTTPClient: &http.Client{Transport: released}})
+			require.NoError(t, err)
+			require.NoError(t, w.Start(context.Background()))
+			stopped := false
+			defer func() {
+				if !stopped {
+					stoptest.Within(t, w, 10*time.Second)
+				}
+			}()
+
+			res, err := client.Enqueue(t.Context(), resize{}, &hopper.InsertOpts{MaxAttempts: 1})
+			require.NoError(t, err)
+			job := waitFor(t, client, res.Job.ID, hopper.StateFailed)
+			requireCut(t, huge, job.LastError, hopper.MaxErrorBytes)
+			requireCut(t, strings.Repeat("é", hopper.MaxProgressMessageBytes), job.ProgressMessage, hopper.MaxProgressMessageBytes)
+
+			res, err = client.Enqueue(t.Context(), resize{Fail: "at shutdown"}, nil)
+			require.NoError(t, err)
+			<-started
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			defer cancel()
+			stopped = true
+			require.NoError(t, w.Stop(ctx))
+			job = waitFor(t, client, res.Job.ID, hopper.StateQueued)
+			require.Equal(t, 0, job.Attempt, "released, its attempt given back")
+			require.Equal(t, 0, job.Rescues, "not left for a rescue")
+			released.wait(t) // Stop may have left the release on its way (its 500 ms were up)
+		})
+	}
+}
+
+// requireCut requires got to be the beginning of want, cut at a character boundary to at most
+// limit bytes and marked with "…".
+func requireCut(t *testing.T, want, got string, limit int) {
+	t.Helper()
+	require.LessOrEqual(t, len(got), limit)
+	require.True(t, utf8.ValidString(got), "cut at a character boundary")
+	require.True(t, strings.HasSuffix(got, "…"), "marked as cut: …%s", got[max(len(got)-20, 0):])
+	require.True(t, strings.HasPrefix(want, strings.TrimSuffix(got, "…")), "the beginning of the text")
+	require.Greater(t, len(got), limit-8, "as much as fits")
+}
+
+// stopRecorder is a testing.TB that keeps stoptest.Within's complaints instead of failing the
+// test with them.
+type stopRecorder struct {
+	testing.TB
+	mu   sync.Mutex
+	errs []string
+}
+
+func (r *stopRecorder) Errorf(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.errs = append(r.errs, fmt.Sprintf(format, args...))
+}
+
+func (r *stopRecorder) Helper() {}
+
+// A handler that ignores its context does not hold Stop: once Stop's context has ended and
+// the handlers had their moment (500 ms), Stop returns and leaves it behind, in Stream mode
+// as in Poll mode. stoptest.Within says Stop needed its deadline (a handler had to be
+// canceled), not that it hung.
+func TestStopLeavesHandlersThatIgnoreTheirContextBehind(t *testing.T) {
+	t.Parallel()
+	for name, mode := range map[string]remote.Mode{"stream": remote.Stream, "poll": remote.Poll} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			url, client := serve(t)
+			started, release := make(chan struct{}, 1), make(chan struct{})
+			ws := hopper.NewWorkers()
+			hopper.AddWorkerFunc(ws, func(ctx context.Context, job *hopper.Job[resize]) error {
+				started <- struct{}{}
+				<-release // ignores ctx
+				return nil
+			})
+			completed := &answered{RoundTripper: http.DefaultTransport, procedure: "/Complete", done: make(chan struct{}, 1)}
+			w, err := remote.New(remote.Config{URL: url, Workers: ws, Mode: mode, Concurrency: 1, PollWait: time.Second,
+				LeaseDuration: time.Hour, HTTPClient: &http.Client{Transport: completed}})
+			require.NoError(t, err)
+			require.NoError(t, w.Start(context.Background()))
+			res, err := client.Enqueue(t.Context(), resize{}, nil)
+			require.NoError(t, err)
+			<-started
+
+			rec := &stopRecorder{TB: t}
+			stoptest.Within(rec, w, 4*time.Second)
+			close(release)
+			require.Len(t, rec.errs, 1, "%q", rec.errs)
+			require.Contains(t, rec.errs[0], "did not finish within", "Stop returned after its deadline")
+			// The handler left behind still reports its success (the job is still its own).
+			// The test waits for the answer, so that its server is still there to give it.
+			completed.wait(t)
+			waitFor(t, client, res.Job.ID, hopper.StateCompleted)
+		})
+	}
+}
+
+// answered is an http.RoundTripper that says on done when the worker has read the server's
+// answer to a call of procedure (a path suffix).
+type answered struct {
+	http.RoundTripper
+	procedure string
+	done      chan struct{}
+}
+
+func (a *answered) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := a.RoundTripper.RoundTrip(r)
+	if err == nil && strings.HasSuffix(r.URL.Path, a.procedure) {
+		resp.Body = &closeSignal{ReadCloser: resp.Body, done: a.done}
+	}
+	return resp, err
+}
+
+// wait waits until an answer was read.
+func (a *answered) wait(t *testing.T) {
+	t.Helper()
+	select {
+	case <-a.done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no answer to %s was read within 10s", a.procedure)
+	}
+}
+
+type closeSignal struct {
+	io.ReadCloser
+	done chan struct{}
+}
+
+func (c *closeSignal) Close() error {
+	err := c.ReadCloser.Close()
+	select {
+	case c.done <- struct{}{}:
+	default:
+	}
+	return err
 }

@@ -174,6 +174,7 @@ func TestSetReportsTheFailingLoops(t *testing.T) {
 	require.Equal(t, "claim jobs", failing[0].Name)
 	require.Contains(t, failing[0].String(), "claim jobs queue=default: 1 failures since ")
 	require.Contains(t, failing[0].String(), ": boom")
+	require.Regexp(t, `^claim jobs queue=default: 1 failures since \S+$`, failing[0].Brief(), "without the error")
 }
 
 // A delay beyond the longest Duration is the longest, not a negative one (found by FuzzDelay:

@@ -145,6 +145,15 @@ func (s Status) Failing() bool { return s.Failures > 0 }
 
 // String describes a failing loop in one line: name, attributes, failures, since, error.
 func (s Status) String() string {
+	if !s.Failing() {
+		return s.Brief()
+	}
+	return fmt.Sprintf("%s: %v", s.Brief(), s.Err)
+}
+
+// Brief is String without the error, whose text may name hosts, users or files: for those
+// who may know that a loop fails but not why (a public health check).
+func (s Status) Brief() string {
 	var b strings.Builder
 	b.WriteString(s.Name)
 	for i := 0; i+1 < len(s.Attrs); i += 2 {
@@ -153,7 +162,7 @@ func (s Status) String() string {
 	if !s.Failing() {
 		return b.String() + ": ok"
 	}
-	fmt.Fprintf(&b, ": %d failures since %s: %v", s.Failures, s.Since.UTC().Format(time.RFC3339), s.Err)
+	fmt.Fprintf(&b, ": %d failures since %s", s.Failures, s.Since.UTC().Format(time.RFC3339))
 	return b.String()
 }
 

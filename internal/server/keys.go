@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"connectrpc.com/connect/v2"
+	"github.com/hopperjobs/hopper"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
 	"github.com/hopperjobs/hopper/internal/apikey"
 	"github.com/hopperjobs/hopper/internal/store"
@@ -65,6 +66,9 @@ func (a *adminService) RevokeKey(ctx context.Context, req *hopperv1.RevokeKeyReq
 	if err != nil {
 		return nil, err
 	}
+	if err := checkKeyRef(req.GetIdOrName()); err != nil {
+		return nil, rpcError("revoke key", err)
+	}
 	k, err := keys.KeyRevoke(ctx, req.GetIdOrName())
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
@@ -73,4 +77,18 @@ func (a *adminService) RevokeKey(ctx context.Context, req *hopperv1.RevokeKeyReq
 		return nil, rpcError("revoke key", err)
 	}
 	return &hopperv1.RevokeKeyResponse{Key: toKey(k)}, nil
+}
+
+// checkKeyRef refuses, naming the field, an id_or_name that no key can have: an id is 12
+// characters of the key alphabet and a name is what apikey.ValidateName takes, which covers
+// ids too. Without it a NUL byte reaches PostgreSQL, which answers in SQL's words.
+func checkKeyRef(idOrName string) error {
+	switch {
+	case idOrName == "":
+		return &hopper.ValidationError{Field: "id_or_name", Reason: "is required"}
+	case apikey.ValidateName(idOrName) != nil:
+		return &hopper.ValidationError{Field: "id_or_name",
+			Reason: "no key has such an id or name (1 to 64 letters, digits, '.', '_' or '-')"}
+	}
+	return nil
 }

@@ -29,17 +29,20 @@ import (
 
 // How a faultyStore fails.
 const (
-	healthy int32 = iota
-	down          // the database is gone: ErrUnavailable
-	broken        // an error only the server's operators should see
-	badTime       // JobGet returns a job created in the year 10000: the JSON answer cannot be marshaled
+	healthy  int32 = iota
+	down           // the database is gone: ErrUnavailable
+	broken         // an error only the server's operators should see
+	badTime        // JobGet returns a job created in the year 10000: the JSON answer cannot be marshaled
+	refusing       // the store refuses a value, in its driver's words (store.ErrInvalid)
 )
 
-// faultyStore is the test's SQLite store with a switch: Ping, JobGet and JobInsertMany fail
-// as the mode says.
+// faultyStore is the test's SQLite store with a switch: Ping, JobGet, JobInsertMany and
+// JobExtendLeases fail as the mode says.
 type faultyStore struct {
 	*sqlitestore.Store
 	mode atomic.Int32
+	// claimsDown fails claims alone with ErrUnavailable.
+	claimsDown atomic.Bool
 }
 
 const secret = "relation hopper.jobs on 10.1.2.3:5432 said no"
@@ -50,6 +53,8 @@ func (f *faultyStore) fault() error {
 		return fmt.Errorf("dial tcp 10.1.2.3:5432: connect: connection refused: %w", store.ErrUnavailable)
 	case broken:
 		return errors.New(secret)
+	case refusing:
+		return fmt.Errorf("%w: ERROR: invalid byte sequence for encoding \"UTF8\": 0x00 (SQLSTATE 22021)", store.ErrInvalid)
 	}
 	return nil
 }
@@ -77,6 +82,13 @@ func (f *faultyStore) JobInsertMany(ctx context.Context, ps []*store.InsertParam
 		return nil, err
 	}
 	return f.Store.JobInsertMany(ctx, ps)
+}
+
+func (f *faultyStore) JobClaim(ctx context.Context, p *store.ClaimParams) ([]*hopper.JobRow, error) {
+	if f.claimsDown.Load() {
+		return nil, fmt.Errorf("claim: %w", store.ErrUnavailable)
+	}
+	return f.Store.JobClaim(ctx, p)
 }
 
 func (f *faultyStore) JobExtendLeases(ctx context.Context, ps []*store.ExtendParams) ([]error, error) {
@@ -168,8 +180,9 @@ func errorBody(t *testing.T, body string) (code, message string) {
 	return e.Code, e.Message
 }
 
-// /readyz follows the store (with why it fails), and so does hopper_store_up; /healthz, the
-// liveness probe, does not.
+// /readyz follows the store, and so does hopper_store_up; /healthz, the liveness probe, does
+// not. /readyz is public: it says the store is unreachable, never the driver's words (hosts,
+// ports, users), which are the log's.
 func TestReadyzReportsTheStoreAndHealthzDoesNot(t *testing.T) {
 	t.Parallel()
 	s, fs, _ := faulty(t, nil)
@@ -180,8 +193,9 @@ func TestReadyzReportsTheStoreAndHealthzDoesNot(t *testing.T) {
 	fs.mode.Store(down)
 	resp, body = get(t, s.ts.URL+"/readyz")
 	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
-	require.True(t, strings.HasPrefix(body, "store unreachable: "), body)
-	require.Contains(t, body, "connection refused")
+	require.Equal(t, "store unreachable", strings.SplitN(body, "\n", 2)[0], body)
+	require.NotContains(t, body, "10.1.2.3")
+	require.NotContains(t, body, "connection refused")
 	resp, _ = get(t, s.ts.URL+"/healthz")
 	require.Equal(t, http.StatusOK, resp.StatusCode, "the process serves: alive")
 	_, body = get(t, s.ts.URL+"/metrics")
@@ -352,11 +366,103 @@ func TestStreamLeaseRenewalsLogAnOutageOnce(t *testing.T) {
 		n, err := strconv.Atoi(m[1])
 		return err == nil && n >= 6
 	}, 10*time.Second, 20*time.Millisecond, "renewals of both streams fail again and again")
+	_, body := get(t, s.ts.URL+"/readyz")
+	require.NotContains(t, body, "10.1.2.3", "the failing loops are named and counted, their errors stay in the log")
 	require.Equal(t, 1, logs.count(`msg="renew stream leases failed; retrying with backoff"`), logs.String())
+	require.Contains(t, logs.String(), "10.1.2.3", "where the error is")
 
 	fs.mode.Store(healthy)
 	require.Eventually(t, func() bool { return logs.count(`msg="renew stream leases recovered"`) == 1 },
 		10*time.Second, 20*time.Millisecond)
 	require.Equal(t, 1, logs.count(`msg="renew stream leases failed; retrying with backoff"`), logs.String())
 	require.NotContains(t, logs.String(), "level=ERROR")
+}
+
+// A claim that fails (the store away a moment) ends no stream: each keeps the job pushed to
+// it, running, its lease renewed, and claims again after a backoff that all streams share, so
+// the outage is logged once; /readyz lists it. When claims work again, the streams push again.
+// (Ended, a stream would hand its jobs back and its worker would stop their handlers: one
+// blip would run every streamed job again.)
+func TestAFailedClaimEndsNoStream(t *testing.T) {
+	t.Parallel()
+	s, fs, logs := faulty(t, nil)
+	e := newEnv(s.ts.URL, s.ts.Client(), s.client, s.store, s.srv)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var pushed [2]chan *hopperv1.ActivatedJob
+	ended := make(chan error, 2)
+	var held [2]*hopperv1.ActivatedJob
+	for i := range 2 {
+		kind := fmt.Sprint("push-", i)
+		id := e.enqueue(t, kind, `{}`).GetId()
+		stream, err := e.workers.StreamJobs(ctx, &hopperv1.StreamJobsRequest{Worker: fmt.Sprint("w", i), Kinds: []string{kind},
+			Credit: 2, LeaseTimeout: durationpb.New(time.Second)})
+		require.NoError(t, err)
+		defer stream.Close()
+		pushed[i] = make(chan *hopperv1.ActivatedJob, 2)
+		go func() {
+			for {
+				msg, err := stream.Receive()
+				if err != nil {
+					ended <- err
+					return
+				}
+				pushed[i] <- msg.GetJob()
+			}
+		}()
+		held[i] = <-pushed[i]
+		require.Equal(t, id, held[i].GetId())
+	}
+
+	fs.claimsDown.Store(true)
+	failures := regexp.MustCompile(`failing: claim jobs for streams: (\d+) failures`)
+	require.Eventually(t, func() bool {
+		if len(ended) > 0 {
+			return true
+		}
+		_, body := get(t, s.ts.URL+"/readyz")
+		m := failures.FindStringSubmatch(body)
+		if m == nil {
+			return false
+		}
+		n, err := strconv.Atoi(m[1])
+		return err == nil && n >= 4
+	}, 10*time.Second, 20*time.Millisecond, "the claims of both streams fail again and again")
+	select {
+	case err := <-ended:
+		t.Fatalf("a stream ended: %v", err)
+	default:
+	}
+	require.Equal(t, 1, logs.count(`msg="claim jobs for streams failed; retrying with backoff"`), logs.String())
+	for _, h := range held {
+		job := e.get(t, h.GetId())
+		require.Equal(t, "running", job.GetState(), "still the stream's")
+		require.Equal(t, h.GetLeaseToken(), job.GetLeaseToken())
+		require.True(t, job.GetLeaseExpiresAt().AsTime().After(time.Now()), "its lease (1 s) is still renewed")
+	}
+
+	fs.claimsDown.Store(false)
+	for i := range 2 {
+		next := e.enqueue(t, fmt.Sprint("push-", i), `{}`)
+		require.Equal(t, next.GetId(), (<-pushed[i]).GetId(), "stream %d pushes again", i)
+	}
+	require.Equal(t, 1, logs.count(`msg="claim jobs for streams recovered"`), logs.String())
+}
+
+// A value the store refuses though the checks at the door let it through is INVALID_ARGUMENT,
+// as bad input, but with a message of Hopper's, not the driver's (which speaks SQL and names
+// no field); the driver's goes to the log with the request id.
+func TestAStoreRefusalIsInvalidArgumentWithoutTheDriversWords(t *testing.T) {
+	t.Parallel()
+	s, fs, logs := faulty(t, nil)
+	e := newEnv(s.ts.URL, s.ts.Client(), s.client, s.store, s.srv)
+	job := e.enqueue(t, "k", `{}`)
+	fs.mode.Store(refusing)
+	resp, body := post(t, s.ts.URL+"/hopper.v1.JobService/Get", `{"id":"`+job.GetId()+`"}`)
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode, body)
+	code, msg := errorBody(t, body)
+	require.Equal(t, "invalid_argument", code)
+	require.Equal(t, "invalid input: a value the store cannot keep", msg)
+	require.Contains(t, logs.String(), "request_id="+resp.Header.Get("X-Request-Id"))
+	require.Contains(t, logs.String(), "SQLSTATE 22021", "the driver's words are in the log")
 }

@@ -116,6 +116,9 @@ type Server struct {
 	// leaseRenewals is the outage state of every stream's lease keeper: one log line when
 	// renewals start failing, one when they work again, however many streams are open.
 	leaseRenewals *backoff.Tracker
+	// streamClaims is the outage state, and the backoff, of every stream's claims, likewise.
+	streamClaims *backoff.Tracker
+	loops        backoff.Set // the two above, for /readyz
 
 	shutdownCtx context.Context // ends when Shutdown is called: streams and long polls stop
 	shutdown    context.CancelFunc
@@ -145,7 +148,8 @@ func New(cfg Config) (*Server, error) {
 		routes: map[string]Scope{}, reg: newRegistry(), limits: newLimiter()}
 	s.shutdownCtx, s.shutdown = context.WithCancel(context.Background())
 	s.handler = apierr.WithRequestID(s.mux)
-	s.leaseRenewals = backoff.New(backoff.Config{Name: "renew stream leases", Logger: s.log})
+	s.leaseRenewals = s.loops.New(backoff.Config{Name: "renew stream leases", Logger: s.log})
+	s.streamClaims = s.loops.New(backoff.Config{Name: "claim jobs for streams", Policy: backoff.WorkPolicy, Logger: s.log})
 
 	rpc := connect.NewServer(s.guardErrors, unreadableRequests, s.releaseUnsent)
 	hopperv1connect.RegisterJobServiceHandler(rpc, &jobService{s})
@@ -210,7 +214,9 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 
 // readyz is the readiness probe: 200 when the server is ready (not starting nor shutting
 // down) and its store answers a ping (within 2 s), else 503 with the reason. The body also
-// lists the background loops that are failing now, one a line.
+// lists the background loops that are failing now, one a line, with their failure counts. It
+// is public, so it says what fails, never why: the errors (which name hosts, ports, database
+// users and names) are in the log, where each failing loop says why once.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
@@ -221,23 +227,19 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := s.client.Ping(r.Context()); err != nil {
 		w.WriteHeader(http.StatusServiceUnavailable)
-		fmt.Fprintf(w, "store unreachable: %v\n", err)
+		io.WriteString(w, "store unreachable\n") //nolint:errcheck // best effort
 	} else {
 		io.WriteString(w, "ok\n") //nolint:errcheck // best effort
 	}
 	for _, l := range s.failingLoops() {
-		fmt.Fprintf(w, "failing: %s\n", l)
+		fmt.Fprintf(w, "failing: %s\n", l.Brief())
 	}
 }
 
 // failingLoops returns the client's and the server's background loops whose last call to the
 // store failed.
 func (s *Server) failingLoops() []hopper.LoopStatus {
-	loops := s.client.FailingLoops()
-	if st := s.leaseRenewals.Status(); st.Failing() {
-		loops = append(loops, st)
-	}
-	return loops
+	return append(s.client.FailingLoops(), s.loops.Failing()...)
 }
 
 // ServeHTTP serves every route.
@@ -369,7 +371,8 @@ func (r *requestStream) Receive(msg any) error {
 // INTERNAL answer, or an error no handler mapped to a code (UNKNOWN), is logged with the
 // procedure and the request id, and its message becomes "internal error (request id …)":
 // internal text never reaches the caller. That includes Connect's own error when a unary
-// response cannot be marshaled, which the generated handler returns from its Send. An
+// response cannot be marshaled, which the generated handler returns from its Send. A store's
+// refusal of a value is logged likewise (its answer is already generic: rpcError). An
 // UNAVAILABLE answer gets Retry-After.
 func (s *Server) guardErrors(next connect.ServerFunc) connect.ServerFunc {
 	return func(ctx context.Context, spec connect.Spec, stream connect.ServerStream) (err error) {
@@ -398,6 +401,11 @@ func (s *Server) answer(ctx context.Context, procedure string, err error) error 
 		id := apierr.IDFrom(ctx)
 		s.log.Error("rpc failed", "procedure", procedure, "request_id", id, "err", err)
 		return connect.NewError(connect.CodeInternal, apierr.InternalMessage(id))
+	case connect.CodeInvalidArgument:
+		if storeRefusal(err) { // a value the checks at the door should have refused
+			s.log.Warn("the store refused a request's value", "procedure", procedure,
+				"request_id", apierr.IDFrom(ctx), "err", errors.Unwrap(err)) // the cause, not the answer
+		}
 	case connect.CodeUnavailable:
 		if info, ok := connect.CallInfoForServerContext(ctx); ok {
 			info.ResponseHeader().Set("Retry-After", apierr.RetryAfter)

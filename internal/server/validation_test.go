@@ -12,10 +12,13 @@ import (
 	"time"
 
 	"connectrpc.com/connect/v2"
+	"connectrpc.com/connect/v2/connecthttp"
 	"github.com/hopperjobs/hopper"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
 	"github.com/hopperjobs/hopper/gen/hopper/v1/hopperv1connect"
 	"github.com/hopperjobs/hopper/internal/pgtest"
+	"github.com/hopperjobs/hopper/internal/server"
+	"github.com/hopperjobs/hopper/internal/store"
 	"github.com/hopperjobs/hopper/pgstore"
 	"github.com/hopperjobs/hopper/sqlitestore"
 	"github.com/jackc/pgx/v5"
@@ -375,4 +378,28 @@ func TestActivatedJobsThatCannotBeSentGoBackAtOnce(t *testing.T) {
 	again := e.activate(t, &hopperv1.ActivateRequest{})
 	require.Len(t, again, 1)
 	require.Equal(t, job.GetId(), again[0].GetId())
+}
+
+// RevokeKey checks its id_or_name like every other door: a NUL byte, or anything else no key
+// id or name can hold, is INVALID_ARGUMENT naming the field, on every store (PostgreSQL's
+// own refusal would speak SQL and name no field).
+func TestRevokeKeyNamesItsField(t *testing.T) {
+	t.Parallel()
+	for name, open := range map[string]func(t *testing.T) *backend{"SQLite": sqliteBackend, "PostgreSQL": postgresBackend} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := open(t)
+			s := serve(t, nil, func(c *hopper.Config) { c.Store = b.store },
+				func(c *server.Config, _ *sqlitestore.Store) { c.Keys = b.store.(store.KeyStore) })
+			admin := hopperv1connect.NewAdminServiceClient(connect.NewClient(connecthttp.NewTransport(s.ts.Client(), s.ts.URL)))
+			for _, bad := range []string{"a\x00b", "", "no such key!"} {
+				_, err := admin.RevokeKey(t.Context(), &hopperv1.RevokeKeyRequest{IdOrName: bad})
+				requireCode(t, connect.CodeInvalidArgument, err)
+				require.Contains(t, err.Error(), "invalid id_or_name", "%q", bad)
+				require.NotContains(t, err.Error(), "SQLSTATE")
+			}
+			_, err := admin.RevokeKey(t.Context(), &hopperv1.RevokeKeyRequest{IdOrName: "nobody"})
+			requireCode(t, connect.CodeNotFound, err)
+		})
+	}
 }

@@ -96,9 +96,10 @@ func queueOrDefault(q string) string {
 	return q
 }
 
-// StreamJobs pushes jobs within the stream's credit until the caller goes away. Its jobs'
-// leases are kept alive while it is open; when it ends, its unfinished jobs go back to their
-// queue (closeStream).
+// StreamJobs pushes jobs within the stream's credit until the caller goes away, the server
+// shuts down or the caller's key is revoked; nothing else ends it (a failed claim is retried
+// with backoff). Its jobs' leases are kept alive while it is open; when it ends, its
+// unfinished jobs go back to their queue (closeStream).
 func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobsRequest, out hopperv1connect.WorkerServiceStreamJobsServerStream) (endErr error) {
 	s := w.s
 	credit := int(req.GetCredit())
@@ -184,8 +185,15 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 			if ctx.Err() != nil {
 				return ended()
 			}
-			return rpcError("stream jobs", err)
+			// A failed claim (the store is away a moment) ends nothing: the stream keeps its
+			// pushed jobs, whose leases its keeper goes on renewing, and claims again after a
+			// backoff, logged once for all streams (Server.streamClaims).
+			if !sleepCtx(ctx, s.streamClaims.Fail(err)) {
+				return ended()
+			}
+			continue
 		}
+		s.streamClaims.Succeed()
 		jobs = w.deliverable(ctx, jobs)
 		s.reg.count(params.Worker, params.Queue, len(jobs))
 		// Hold every claimed job before the first push: if a push fails, closing the stream
@@ -194,11 +202,28 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 			st.hold(hopper.LeaseRef{ID: j.ID, Token: j.Token})
 		}
 		for _, j := range jobs {
+			if ctx.Err() != nil {
+				// Claimed as the stream ended (a claim runs to its end: Client.Activate): the
+				// jobs not sent go back at once, uncounted.
+				return ended()
+			}
 			if err := send.send(&hopperv1.StreamJobsResponse{Job: toActivated(j, req.GetFetchFields())}); err != nil {
 				return nil // the worker went away; the deferred close releases what it held
 			}
 			st.sent(hopper.LeaseRef{ID: j.ID, Token: j.Token})
 		}
+	}
+}
+
+// sleepCtx waits d, or until ctx ends (false).
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 
