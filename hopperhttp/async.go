@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hopperjobs/hopper"
+	"github.com/hopperjobs/hopper/internal/apierr"
 )
 
 // AsyncHandler returns a handler that enqueues a job of kind for each POST: the job's args are
@@ -169,6 +170,9 @@ func (h *asyncHandler) enqueueError(w http.ResponseWriter, r *http.Request, kind
 			"the request headers are too large to record in the job: "+verr.Reason)
 	case isValidation && requestFields[verr.Field]:
 		writeError(w, http.StatusBadRequest, codeInvalidArgument, err.Error())
+	case apierr.StoreRefusal(err):
+		h.cfg.log.Warn("the store refused a value", "request_id", apierr.RequestID(w, r), "kind", kind, "err", err)
+		writeError(w, http.StatusBadRequest, codeInvalidArgument, apierr.StoreRefusalMessage)
 	case errors.Is(err, hopper.ErrDuplicate):
 		// The store's message names the other job; the caller need not learn its id.
 		writeError(w, http.StatusUnprocessableEntity, codeAlreadyExists,

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hopperjobs/hopper"
+	"github.com/hopperjobs/hopper/internal/apierr"
 )
 
 // MaxWait bounds the ?wait= of a status request.
@@ -90,6 +91,9 @@ func (h *statusHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	job, err := waitForJob(r.Context(), h.client, id, wait)
 	switch {
+	case apierr.StoreRefusal(err):
+		h.cfg.log.Warn("the store refused a value", "request_id", apierr.RequestID(w, r), "job_id", id, "err", err)
+		writeError(w, http.StatusBadRequest, codeInvalidArgument, apierr.StoreRefusalMessage)
 	case errors.Is(err, hopper.ErrInvalid):
 		writeError(w, http.StatusBadRequest, codeInvalidArgument, err.Error())
 	case errors.Is(err, hopper.ErrNotFound):

@@ -9,8 +9,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base32"
+	"errors"
 	"net/http"
 	"strconv"
+
+	"github.com/hopperjobs/hopper"
 )
 
 // Header carries a request's id, on the response and, when a proxy sets one, on the request.
@@ -25,6 +28,18 @@ const RetryAfterSeconds = 5
 
 // RetryAfter is RetryAfterSeconds as a header value.
 var RetryAfter = strconv.Itoa(RetryAfterSeconds)
+
+// StoreRefusalMessage answers input the store refused though the checks at the door let it
+// through: the store's own words are the driver's (SQL, encodings, SQLSTATE) and name no field.
+const StoreRefusalMessage = "invalid input: a value the store cannot keep"
+
+// StoreRefusal reports whether err is a store's refusal of a value (hopper.ErrInvalid) rather
+// than one of Hopper's checks, which names the field (*hopper.ValidationError): its text must
+// go to the log, and the caller gets StoreRefusalMessage.
+func StoreRefusal(err error) bool {
+	_, checked := errors.AsType[*hopper.ValidationError](err)
+	return errors.Is(err, hopper.ErrInvalid) && !checked
+}
 
 // InternalMessage is the whole message of an INTERNAL answer to request id.
 func InternalMessage(id string) string { return "internal error (request id " + id + ")" }

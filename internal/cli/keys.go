@@ -71,6 +71,11 @@ func (l localKeys) create(ctx context.Context, name string, scopes []apikey.Scop
 func (l localKeys) list(ctx context.Context) ([]*hstore.APIKey, error) { return l.KeyList(ctx) }
 
 func (l localKeys) revoke(ctx context.Context, idOrName string) (*hstore.APIKey, error) {
+	// Key ids and names are both of the name alphabet: anything else names no key, and a
+	// byte PostgreSQL cannot keep (NUL) must not reach it.
+	if err := apikey.ValidateName(idOrName); err != nil {
+		return nil, usageErrorf("no API key has id or name %q: ids and names are 1 to 64 letters, digits, '.', '_' or '-'", idOrName)
+	}
 	return l.KeyRevoke(ctx, idOrName)
 }
 

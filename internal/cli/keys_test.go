@@ -169,6 +169,9 @@ func TestKeysPostgres(t *testing.T) {
 
 	res = b.run(t, append(pg, "keys", "create", "--name", "ci", "--scope", "read")...)
 	require.Equal(t, ExitConflict, res.code, res.stderr)
+	res = b.run(t, append(pg, "keys", "revoke", "ci\x00")...)
+	require.Equal(t, ExitUsage, res.code, "a NUL byte never reaches PostgreSQL: %s", res.stderr)
+	require.NotContains(t, res.stderr, "SQLSTATE")
 	res = b.run(t, append(pg, "keys", "revoke", created.ID)...)
 	require.Equal(t, ExitOK, res.code, res.stderr)
 	require.NotEmpty(t, b.listKeys(t, pg...)[0].RevokedAt)

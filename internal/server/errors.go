@@ -9,13 +9,9 @@ import (
 	"github.com/hopperjobs/hopper/internal/apierr"
 )
 
-// storeRefusalMessage answers input the store refused though the checks at the door let it
-// through: the store's own words are the driver's (SQL, encodings, SQLSTATE) and name no field.
-const storeRefusalMessage = "invalid input: a value the store cannot keep"
-
 // rpcError turns a Hopper error into the Connect error callers can act on. Messages of
 // errors callers caused (bad input, stale lease…) go to the wire, except a store's refusal of
-// a value (ErrInvalid without a *hopper.ValidationError), which gets storeRefusalMessage and
+// a value (apierr.StoreRefusal), which gets apierr.StoreRefusalMessage and
 // goes to the log (guardErrors). An unavailable store is UNAVAILABLE with a fixed message
 // (guardErrors adds Retry-After). Any other error is INTERNAL with the whole error as its
 // message, which never reaches the caller: guardErrors logs it, once, with the request id
@@ -25,8 +21,8 @@ func rpcError(op string, err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case storeRefusal(err):
-		return connect.NewError(connect.CodeInvalidArgument, storeRefusalMessage).WithCause(err)
+	case apierr.StoreRefusal(err):
+		return connect.NewError(connect.CodeInvalidArgument, apierr.StoreRefusalMessage).WithCause(err)
 	case errors.Is(err, hopper.ErrInvalid):
 		code = connect.CodeInvalidArgument
 	case errors.Is(err, hopper.ErrNotFound):
@@ -52,11 +48,4 @@ func rpcError(op string, err error) error {
 // invalidArg is a caller's bad input found by the server itself.
 func invalidArg(field, reason string) error {
 	return connect.NewError(connect.CodeInvalidArgument, "invalid "+field+": "+reason)
-}
-
-// storeRefusal reports whether err is a store's refusal of a value (ErrInvalid) rather than a
-// check of Hopper's, which names the field (*hopper.ValidationError).
-func storeRefusal(err error) bool {
-	_, checked := errors.AsType[*hopper.ValidationError](err)
-	return errors.Is(err, hopper.ErrInvalid) && !checked
 }

@@ -465,4 +465,23 @@ func TestAStoreRefusalIsInvalidArgumentWithoutTheDriversWords(t *testing.T) {
 	require.Equal(t, "invalid input: a value the store cannot keep", msg)
 	require.Contains(t, logs.String(), "request_id="+resp.Header.Get("X-Request-Id"))
 	require.Contains(t, logs.String(), "SQLSTATE 22021", "the driver's words are in the log")
+
+	// The async endpoints answer it the same way.
+	for _, r := range []struct{ method, path, body string }{
+		{http.MethodGet, "/v1/jobs/" + job.GetId(), ""},
+		{http.MethodPost, "/v1/async/k", `{"a":1}`},
+	} {
+		var resp *http.Response
+		var body string
+		if r.method == http.MethodGet {
+			resp, body = get(t, s.ts.URL+r.path)
+		} else {
+			resp, body = post(t, s.ts.URL+r.path, r.body)
+		}
+		require.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s %s: %s", r.method, r.path, body)
+		code, msg := errorBody(t, body)
+		require.Equal(t, "invalid_argument", code, r.path)
+		require.Equal(t, "invalid input: a value the store cannot keep", msg, r.path)
+		require.NotContains(t, body, "SQLSTATE", r.path)
+	}
 }

@@ -402,7 +402,7 @@ func (s *Server) answer(ctx context.Context, procedure string, err error) error 
 		s.log.Error("rpc failed", "procedure", procedure, "request_id", id, "err", err)
 		return connect.NewError(connect.CodeInternal, apierr.InternalMessage(id))
 	case connect.CodeInvalidArgument:
-		if storeRefusal(err) { // a value the checks at the door should have refused
+		if apierr.StoreRefusal(err) { // a value the checks at the door should have refused
 			s.log.Warn("the store refused a request's value", "procedure", procedure,
 				"request_id", apierr.IDFrom(ctx), "err", errors.Unwrap(err)) // the cause, not the answer
 		}
