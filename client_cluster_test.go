@@ -59,7 +59,7 @@ func TestOneLeaderAndFailover(t *testing.T) {
 		return b.IsLeader()
 	}, 10*time.Second, time.Millisecond)
 	clk.Advance(time.Minute)
-	(&testBundle{client: b, clock: clk}).waitFor(t, res.Job.ID, StateCompleted)
+	(&testBundle{client: b, clock: clk}).waitStepping(t, res.Job.ID, time.Second, StateCompleted)
 	attempts, err := b.Attempts(t.Context(), res.Job.ID)
 	require.NoError(t, err)
 	require.Equal(t, "node-b", attempts[0].WorkerID)
