@@ -913,3 +913,22 @@ func TestResultsExpireThroughTheAPI(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, list.GetJobs())
 }
+
+// Small answers go uncompressed even to a caller that accepts gzip (setting up gzip for every
+// few-byte Complete answer and pushed job cost a quarter of a streaming worker's server time);
+// large ones are compressed.
+func TestOnlyLargeAnswersAreCompressed(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	job := e.enqueue(t, "k", `{}`)
+	resp, _ := postAs(t, "application/json", e.url+"/hopper.v1.JobService/Get", `{"id":"`+job.GetId()+`"}`,
+		"Accept-Encoding", "gzip")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Empty(t, resp.Header.Get("Content-Encoding"), "a small answer is sent as it is")
+	for range 20 {
+		e.enqueue(t, "k", `{"padding":"`+strings.Repeat("x", 100)+`"}`)
+	}
+	resp, _ = postAs(t, "application/json", e.url+"/hopper.v1.JobService/List", `{}`, "Accept-Encoding", "gzip")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "gzip", resp.Header.Get("Content-Encoding"), "a large answer is compressed")
+}
