@@ -17,7 +17,7 @@ type crashingStore struct{ *postgres.Store }
 
 func (crashingStore) LeaderResign(context.Context, string) error { return nil }
 
-// The leader-failover test of issue 5: two nodes on one PostgreSQL schema fire a per-second
+// The leader-failover test: two nodes on one PostgreSQL schema fire a per-second
 // schedule (catch-up all) in real time; the leader stops hard mid-run and the other takes
 // over. Every fire time from the first to the last must have exactly one job: none lost in
 // the failover window, none enqueued twice.

@@ -48,7 +48,7 @@ const (
 	ActorServer   = hoppertype.ActorServer
 )
 
-// Job states; see DESIGN.md.
+// Job states; see docs/jobs.md.
 const (
 	StateScheduled = hoppertype.StateScheduled
 	StateQueued    = hoppertype.StateQueued

@@ -4,7 +4,7 @@ package hoppertype
 
 import "fmt"
 
-// JobState is where a job stands in its life cycle. See DESIGN.md ("States").
+// JobState is where a job stands in its life cycle (docs/jobs.md, "States").
 type JobState string
 
 // The job states.

@@ -18,7 +18,7 @@ import (
 // Bounds on a server while its database is away, which a sane system meets and a spinning
 // one does not: over a 20 s cut, under 10 log lines a second (200 in all) and under 20 % of
 // a core. Waiting with backoff costs next to nothing, and a loop that logs once per change of
-// state with a count writes a few lines per outage; the storm of issue 9 logged ~21,600 lines/s
+// state with a count writes a few lines per outage; before backoff the leader logged ~21,600 lines/s
 // and used 79 % of a core. Requests that fail may each log a line, so during the cut clients
 // slow down to a batch a second (cutEnqueueEvery): what they log stays well under the bound.
 const (

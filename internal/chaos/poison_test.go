@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// A poison job kills the worker process that runs it, every time (contract 3, issue 9 "Poison
+// A poison job kills the worker process that runs it, every time (contract 3, "poison
 // jobs end"): with a supervisor restarting the workers, as a process manager would, the job
 // must fail with outcome worker_lost after max_rescues losses (default 3) and go to the dead
 // letters, while the good jobs enqueued with it complete. Without a bound it is claimed again
