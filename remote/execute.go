@@ -12,6 +12,7 @@ import (
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
 	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/backoff"
+	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/engine"
 	"github.com/hopperjobs/hopper/internal/store"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -149,7 +150,7 @@ func (w *Worker) reportWithRetry(ctx context.Context, report func(context.Contex
 		if err == nil {
 			return nil
 		}
-		if !sleep(ctx, backoff.Delay(reportRetry, n, nil)) {
+		if !clock.Sleep(ctx, clock.Real{}, backoff.Delay(reportRetry, n, nil)) {
 			return errors.Join(err, ctx.Err())
 		}
 	}

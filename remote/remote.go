@@ -28,6 +28,7 @@ import (
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
 	"github.com/hopperjobs/hopper/gen/hopper/v1/hopperv1connect"
 	"github.com/hopperjobs/hopper/internal/backoff"
+	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/engine"
 	"github.com/hopperjobs/hopper/internal/workerhandlers"
 )
@@ -265,7 +266,7 @@ func (w *Worker) streamLoop() {
 		if err == nil {
 			err = errors.New("the server ended the stream")
 		}
-		if !sleep(w.intakeCtx, w.intake.Fail(unavailable(err))) {
+		if !clock.Sleep(w.intakeCtx, clock.Real{}, w.intake.Fail(unavailable(err))) {
 			return
 		}
 	}
@@ -383,7 +384,7 @@ func (w *Worker) pollLoop() {
 			if w.intakeCtx.Err() != nil {
 				return
 			}
-			if !sleep(w.intakeCtx, w.intake.Fail(unavailable(err))) {
+			if !clock.Sleep(w.intakeCtx, clock.Real{}, w.intake.Fail(unavailable(err))) {
 				return
 			}
 			continue
@@ -452,7 +453,7 @@ func (w *Worker) launchThen(job *hopperv1.ActivatedJob, done func()) *attempt {
 // regular cadence.
 func (w *Worker) keepLeases() {
 	wait := w.cfg.LeaseDuration / 3
-	for sleep(w.keepCtx, wait) {
+	for clock.Sleep(w.keepCtx, clock.Real{}, wait) {
 		wait = w.cfg.LeaseDuration / 3
 		if err := w.extendAll(); err != nil && w.keepCtx.Err() == nil {
 			wait = min(wait, w.leases.Fail(err))
@@ -482,15 +483,4 @@ func (w *Worker) extendAll() error {
 		}
 	}
 	return nil
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

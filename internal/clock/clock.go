@@ -2,7 +2,10 @@
 // cron are tested by moving a fake clock instead of sleeping.
 package clock
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Clock tells the time and runs functions after a delay.
 type Clock interface {
@@ -44,4 +47,16 @@ func OrReal(c Clock) Clock {
 		return Real{}
 	}
 	return c
+}
+
+// Sleep waits d on c, or until ctx ends; it reports whether the whole wait passed.
+func Sleep(ctx context.Context, c Clock, d time.Duration) bool {
+	t := c.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C():
+		return true
+	}
 }

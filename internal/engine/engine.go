@@ -276,18 +276,6 @@ func (e *Engine) newTracker(name string, policy hoppertype.RetryPolicy, attrs ..
 // Failing returns the state of the engine's loops whose last call to the store failed.
 func (e *Engine) Failing() []backoff.Status { return e.loops.Failing() }
 
-// sleep waits d on the engine's clock; false when ctx ended first.
-func (e *Engine) sleep(ctx context.Context, d time.Duration) bool {
-	t := e.clock.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C():
-		return true
-	}
-}
-
 func goLoop(wg *sync.WaitGroup, f func()) {
 	wg.Add(1)
 	go func() {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper/internal/backoff"
+	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/store"
 )
 
@@ -76,7 +77,7 @@ func (l *elector) set(until time.Time, term int64) (was bool) {
 func (l *elector) run(ctx context.Context) {
 	ttl := l.e.cfg.LeaderTTL
 	for ctx.Err() == nil {
-		l.e.sleep(ctx, l.elect(ctx, ttl))
+		clock.Sleep(ctx, l.e.clock, l.elect(ctx, ttl))
 	}
 	if l.leading() {
 		resignCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper/internal/backoff"
+	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/store"
 )
 
@@ -30,7 +31,7 @@ func (e *Engine) keepLeases(ctx context.Context) {
 				next = now
 			}
 		}
-		if !e.sleep(ctx, next.Sub(e.clock.Now())) {
+		if !clock.Sleep(ctx, e.clock, next.Sub(e.clock.Now())) {
 			return
 		}
 		renewed, err := e.extendAll(ctx)

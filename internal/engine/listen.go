@@ -36,7 +36,7 @@ func (e *Engine) listen(ctx context.Context, n store.Notifier) {
 		if err == nil {
 			err = errors.New("subscription ended")
 		}
-		e.sleep(ctx, e.listening.Fail(err))
+		clock.Sleep(ctx, e.clock, e.listening.Fail(err))
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/backoff"
+	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/store"
 )
 
@@ -83,7 +84,7 @@ func (m *maintainer) run(ctx context.Context) {
 			// The store fails: wait out the backoff, whatever is due, nudged or elected
 			// meanwhile (a due job's run_at stays in the past: waking for it would spin).
 			m.held = true
-			e.sleep(ctx, m.retry.Fail(err))
+			clock.Sleep(ctx, e.clock, m.retry.Fail(err))
 			continue
 		}
 		m.retry.Succeed()

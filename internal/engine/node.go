@@ -6,6 +6,7 @@ import (
 
 	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/backoff"
+	"github.com/hopperjobs/hopper/internal/clock"
 )
 
 // heartbeatNode keeps this process registered in the store, so the leader can tell a dead
@@ -21,7 +22,7 @@ func (e *Engine) heartbeatNode(ctx context.Context) {
 		} else if ctx.Err() == nil {
 			wait = min(wait, retry.Fail(err))
 		}
-		e.sleep(ctx, wait)
+		clock.Sleep(ctx, e.clock, wait)
 	}
 }
 

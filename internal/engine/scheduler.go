@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/backoff"
+	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/schedule"
 	"github.com/hopperjobs/hopper/internal/store"
 )
@@ -85,7 +86,7 @@ func (s *scheduler) run(ctx context.Context) {
 				wait = d // fire on time rather than up to a tick late
 			}
 		}
-		e.sleep(ctx, wait)
+		clock.Sleep(ctx, e.clock, wait)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/hopperjobs/hopper"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
 	"github.com/hopperjobs/hopper/gen/hopper/v1/hopperv1connect"
+	"github.com/hopperjobs/hopper/internal/clock"
 )
 
 // MaxCredit bounds a stream's credit.
@@ -188,7 +189,7 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 			// A failed claim (the store is away a moment) ends nothing: the stream keeps its
 			// pushed jobs, whose leases its keeper goes on renewing, and claims again after a
 			// backoff, logged once for all streams (Server.streamClaims).
-			if !sleepCtx(ctx, s.streamClaims.Fail(err)) {
+			if !clock.Sleep(ctx, clock.Real{}, s.streamClaims.Fail(err)) {
 				return ended()
 			}
 			continue
@@ -212,18 +213,6 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 			}
 			st.sent(hopper.LeaseRef{ID: j.ID, Token: j.Token})
 		}
-	}
-}
-
-// sleepCtx waits d, or until ctx ends (false).
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }
 
