@@ -80,13 +80,7 @@ func (c *Client) Cancel(ctx context.Context, id string) (*JobRow, error) {
 // CancelBy is Cancel with the actor and reason recorded in the job's history (the CLI records
 // an operator). The canceled job is kept for its result TTL (Config.ResultTTL).
 func (c *Client) CancelBy(ctx context.Context, id string, actor Actor, reason string) (*JobRow, error) {
-	if err := checkID("id", id); err != nil {
-		return nil, err
-	}
-	if err := checkLimited("reason", reason, MaxReasonBytes); err != nil {
-		return nil, err
-	}
-	if err := checkActor(actor); err != nil {
+	if err := checkChange(id, actor, reason); err != nil {
 		return nil, err
 	}
 	var expires time.Time

@@ -22,13 +22,7 @@ func (c *Client) Resume(ctx context.Context, id string, data any) (*JobRow, erro
 
 // ResumeBy is Resume recording who resumed the job and why in its history.
 func (c *Client) ResumeBy(ctx context.Context, id string, data any, actor Actor, reason string) (*JobRow, error) {
-	if err := checkID("id", id); err != nil {
-		return nil, err
-	}
-	if err := checkLimited("reason", reason, MaxReasonBytes); err != nil {
-		return nil, err
-	}
-	if err := checkActor(actor); err != nil {
+	if err := checkChange(id, actor, reason); err != nil {
 		return nil, err
 	}
 	var raw json.RawMessage

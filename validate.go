@@ -93,6 +93,18 @@ func checkLimited(field, s string, limit int) error {
 	return checkText(field, s)
 }
 
+// checkChange checks what a caller says about a change to job id: the id, who made it and why,
+// as the job's history records them.
+func checkChange(id string, actor Actor, reason string) error {
+	if err := checkID("id", id); err != nil {
+		return err
+	}
+	if err := checkLimited("reason", reason, MaxReasonBytes); err != nil {
+		return err
+	}
+	return checkActor(actor)
+}
+
 // checkActor checks who a caller says made a change, for the audit trail.
 func checkActor(a Actor) error {
 	if !a.Valid() {
