@@ -128,3 +128,7 @@ func (c *Client) Now() time.Time { return c.clock.Now() }
 
 // WorkerID is the name this process records on its leases and attempts.
 func (c *Client) WorkerID() string { return c.cfg.WorkerID }
+
+// Config is the client's configuration with its defaults filled in (a copy: changing it
+// changes nothing).
+func (c *Client) Config() Config { return c.cfg }

@@ -168,11 +168,21 @@ func (c *Client) CompleteJob(ctx context.Context, id string, token int64, result
 type FailParams struct {
 	// Error is recorded with the attempt (required, at most MaxErrorBytes).
 	Error string
+	// Outcome is OutcomeError (the default), OutcomePanic (the handler crashed) or
+	// OutcomeTimeout (it ran past its execution limit).
+	Outcome Outcome
+	// Stack is a crashed handler's stack, recorded apart from Error (at most MaxErrorBytes).
+	Stack string
+	// NoRetry fails the job for good, whatever attempts it has left.
+	NoRetry bool
 	// RetriesLeft, when set, overrides the attempts left: 0 or less fails the job for good,
 	// n > 0 allows n more attempts whatever the job's budget was.
 	RetriesLeft *int
 	// Backoff, when set, is the wait before the retry instead of the job's backoff policy.
 	Backoff *time.Duration
+	// KindPolicy is the backoff of the job's kind on the worker, if it has one: it is merged
+	// under the job's own policy and over Config.RetryPolicy, as for in-process workers.
+	KindPolicy *RetryPolicy
 }
 
 // FailResult is where a failed attempt sent the job.
@@ -183,7 +193,8 @@ type FailResult struct {
 }
 
 // FailJob ends a remote worker's attempt with an error: the job is retried after its backoff
-// while it has attempts left (or RetriesLeft allows), else it fails for good.
+// while it has attempts left (or RetriesLeft allows), else it fails for good. The decision is
+// the one the engine takes for an in-process attempt that ended the same way.
 func (c *Client) FailJob(ctx context.Context, id string, token int64, p FailParams) (*FailResult, error) {
 	if err := checkID("id", id); err != nil {
 		return nil, err
@@ -194,8 +205,23 @@ func (c *Client) FailJob(ctx context.Context, id string, token int64, p FailPara
 	if err := checkLimited("error", p.Error, MaxErrorBytes); err != nil {
 		return nil, err
 	}
+	if err := checkLimited("stack", p.Stack, MaxErrorBytes); err != nil {
+		return nil, err
+	}
+	switch p.Outcome {
+	case "":
+		p.Outcome = hoppertype.OutcomeError
+	case hoppertype.OutcomeError, hoppertype.OutcomePanic, hoppertype.OutcomeTimeout:
+	default:
+		return nil, invalid("outcome", "%q is not one of error, panic, timeout", p.Outcome)
+	}
 	if p.Backoff != nil && (*p.Backoff < 0 || *p.Backoff > MaxRunAtFuture) {
 		return nil, invalid("retry_backoff", "%s is outside 0–%s", *p.Backoff, MaxRunAtFuture)
+	}
+	if p.KindPolicy != nil {
+		if err := checkPolicy("retry_policy", p.KindPolicy); err != nil {
+			return nil, err
+		}
 	}
 	row, err := c.store.JobGet(ctx, id)
 	if err != nil {
@@ -204,34 +230,12 @@ func (c *Client) FailJob(ctx context.Context, id string, token int64, p FailPara
 	if row.Token != token || row.State != StateRunning {
 		return nil, fmt.Errorf("fail job %s token %d: %w", id, token, ErrLeaseLost)
 	}
-	fp := &store.FinishParams{ID: id, Token: token, Outcome: hoppertype.OutcomeError,
-		Error: p.Error, Actor: hoppertype.ActorWorker}
-	left := row.MaxAttempts - row.Attempt
-	if p.RetriesLeft != nil {
-		left = *p.RetriesLeft
-		if left > 0 {
-			fp.MaxAttempts = row.Attempt + min(left, maxAttemptsCap)
-		}
-	}
-	res := &FailResult{State: StateFailed}
-	switch {
-	case left <= 0 && p.RetriesLeft != nil:
-		fp.State, fp.Reason = hoppertype.StateFailed, "no retries left (set by the worker)"
-	case left <= 0:
-		fp.State, fp.Reason = hoppertype.StateFailed, fmt.Sprintf("no attempts left (%d of %d)", row.Attempt, row.MaxAttempts)
-	default:
-		delay := c.engine.RetryDelay(row)
-		if p.Backoff != nil {
-			delay = *p.Backoff
-		}
-		fp.State, fp.Reason, fp.RunAt = hoppertype.StateScheduled, "retry", c.clock.Now().Add(delay)
-		res.State, res.RunAt = StateScheduled, fp.RunAt
-	}
-	fp.ExpiresAt = c.engine.ExpiresAt(row, nil, fp.State)
+	fp := c.engine.Decide(row, nil, engine.Ending{Outcome: p.Outcome, Error: p.Error, Stack: p.Stack,
+		NoRetry: p.NoRetry, RetriesLeft: p.RetriesLeft, RetryAfter: p.Backoff, KindPolicy: p.KindPolicy})
 	if err := c.attemptErr("fail job", id, c.engine.Finish(ctx, fp)); err != nil {
 		return nil, err
 	}
-	return res, nil
+	return &FailResult{State: fp.State, RunAt: fp.RunAt}, nil
 }
 
 // ReleaseJob hands a remote worker's job back to its queue at once, at the worker's request,

@@ -9,6 +9,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/hopperjobs/hopper/internal/engine"
 	"github.com/hopperjobs/hopper/internal/store"
 )
 
@@ -18,7 +19,7 @@ const (
 	maxQueueLen    = 128
 	maxKeyLen      = 512
 	maxPriority    = 1000
-	maxAttemptsCap = 1000
+	maxAttemptsCap = engine.MaxAttemptsCap
 	maxRescuesCap  = 1000
 	maxTimeout     = 30 * 24 * time.Hour
 	maxRetention   = 90 * 24 * time.Hour

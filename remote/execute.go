@@ -22,7 +22,9 @@ import (
 // reportTimeout bounds sending an attempt's outcome.
 const reportTimeout = 30 * time.Second
 
-// execute runs one job's attempt with its handler and reports the outcome to the server.
+// execute runs one job's attempt with its handler and reports the outcome to the server. The
+// server decides what the outcome does to the job, as the engine does for an in-process
+// attempt (engine.Decide); the worker says how the attempt ended (engine.Classify).
 func (w *Worker) execute(ctx context.Context, job *hopperv1.ActivatedJob) {
 	row := toRow(job, w.cfg.Name)
 	ops := &rpcOps{w: w, job: job}
@@ -34,20 +36,36 @@ func (w *Worker) execute(ctx context.Context, job *hopperv1.ActivatedJob) {
 		err = &engine.NoRetryError{Err: fmt.Errorf("no worker for kind %q", row.Kind)}
 	} else if unit, err = h.Prepare(row); err != nil {
 		err = &engine.NoRetryError{Err: err}
-	} else {
-		if timeout := timeoutOf(unit, row); timeout > 0 {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeoutCause(ctx, timeout, engine.ErrTimeout)
-			defer cancel()
-		}
-		err = engine.RunUnit(engine.WithExecution(ctx, ex), unit)
 	}
-	cause := context.Cause(ctx)
+	timeout := engine.AttemptTimeout(row, unit, job.GetDefaultTimeout().AsDuration())
+	var cause error
+	if err == nil {
+		tctx, stop := engine.WithTimeout(ctx, clock.Real{}, timeout)
+		err = engine.RunUnit(engine.WithExecution(tctx, ex), unit)
+		cause = context.Cause(tctx)
+		stop()
+	}
+	if cause == nil {
+		cause = context.Cause(ctx)
+	}
+	seen := cause
+	if errors.Is(cause, errStreamGone) {
+		// The stream dropped: the job may well still be this attempt's (its token decides), so
+		// a success or a parking is reported; anything else is handed back below.
+		seen = nil
+	}
+	end := engine.Classify(err, seen, timeout)
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reportTimeout)
 	defer cancel()
 	var report func(context.Context) error
 	switch {
-	case err == nil:
+	case end.Gone && w.cfg.Mode == Stream:
+		// The job is no longer ours. Saying so (the server answers FAILED_PRECONDITION) frees
+		// its credit on the stream; if the stream itself is gone this fails harmlessly.
+		report = func(ctx context.Context) error { return w.releaseCall(ctx, job, "lease lost") }
+	case end.Gone:
+		return // the job is no longer ours: nothing to report
+	case end.Outcome == hoppertype.OutcomeOK:
 		// Reported whatever ended the context meanwhile: a success is never thrown away. The
 		// report is fenced by the token, so if the job is no longer this attempt's (its stream
 		// dropped and the server already took it back, an operator canceled it) the server
@@ -57,35 +75,23 @@ func (w *Worker) execute(ctx context.Context, job *hopperv1.ActivatedJob) {
 			req.Result = string(r)
 		}
 		report = func(ctx context.Context) error { _, err := w.api.Complete(ctx, req); return err }
-	case parked(err):
+	case end.Outcome == hoppertype.OutcomeSnoozed || end.Outcome == hoppertype.OutcomeSuspended:
 		// A snooze or suspension keeps its checkpoint even as the worker shuts down or its
 		// stream drops (fenced likewise).
-		report = func(ctx context.Context) error { _, perr := w.park(ctx, job, err); return perr }
+		report = func(ctx context.Context) error { return w.park(ctx, job, end) }
 	case errors.Is(cause, errStreamGone):
 		// The stream dropped under the job (the network, a proxy): said at once, the server
 		// takes it back without counting this worker as lost (stop.go).
 		w.releaseWithin(job, "job stream closed", streamGoneRelease)
 		return
-	case errors.Is(cause, hopper.ErrLeaseLost) && w.cfg.Mode == Stream:
-		// The job is no longer ours. Saying so (the server answers FAILED_PRECONDITION) frees
-		// its credit on the stream; if the stream itself is gone this fails harmlessly.
-		report = func(ctx context.Context) error { return w.releaseCall(ctx, job, "lease lost") }
-	case errors.Is(cause, hopper.ErrLeaseLost):
-		return // the job is no longer ours: nothing to report
-	case errors.Is(cause, hopper.ErrShutdown) && w.cfg.Mode == Stream:
-		w.decline(job) // released once the stream is closed (stop.go)
+	case end.Outcome == hoppertype.OutcomeCanceled && w.cfg.Mode == Stream:
+		w.decline(job) // shutting down: released once the stream is closed (stop.go)
 		return
-	case errors.Is(cause, hopper.ErrShutdown):
-		why := fmt.Sprintf("released on shutdown: %v", err)
-		report = func(ctx context.Context) error { return w.releaseCall(ctx, job, why) }
+	case end.Outcome == hoppertype.OutcomeCanceled:
+		report = func(ctx context.Context) error { return w.releaseCall(ctx, job, end.Error) }
 	default:
-		report = func(ctx context.Context) error {
-			_, perr := w.park(ctx, job, err)
-			if errors.Is(perr, errNotParked) {
-				_, perr = w.api.Fail(ctx, failRequest(job, row, unit, err, cause))
-			}
-			return perr
-		}
+		req := failRequest(job, unit, err, end)
+		report = func(ctx context.Context) error { _, err := w.api.Fail(ctx, req); return err }
 	}
 	err = w.reportWithRetry(rctx, report)
 	if connect.CodeOf(err) == connect.CodeInvalidArgument {
@@ -163,74 +169,49 @@ func (w *Worker) releaseCall(ctx context.Context, job *hopperv1.ActivatedJob, wh
 	return err
 }
 
-// parked reports whether a handler's error is a snooze or a suspension.
-func parked(err error) bool {
-	var sn *engine.SnoozeError
-	var su *engine.SuspendError
-	return errors.As(err, &sn) || errors.As(err, &su)
-}
-
-// errNotParked: the handler's error was neither a snooze nor a suspension.
-var errNotParked = errors.New("not parked")
-
-// park reports a snooze or a suspension; errNotParked for other errors.
-func (w *Worker) park(ctx context.Context, job *hopperv1.ActivatedJob, err error) (any, error) {
-	var sn *engine.SnoozeError
-	var su *engine.SuspendError
-	switch {
-	case errors.As(err, &sn):
-		return w.api.Snooze(ctx, &hopperv1.SnoozeRequest{Id: job.GetId(), LeaseToken: job.GetLeaseToken(),
-			Delay: boundDelay(sn.Delay)})
-	case errors.As(err, &su):
-		req := &hopperv1.SuspendRequest{Id: job.GetId(), LeaseToken: job.GetLeaseToken(), Checkpoint: string(su.Checkpoint)}
+// park reports a snooze or a suspension.
+func (w *Worker) park(ctx context.Context, job *hopperv1.ActivatedJob, end engine.Ending) error {
+	if end.Outcome == hoppertype.OutcomeSnoozed {
+		_, err := w.api.Snooze(ctx, &hopperv1.SnoozeRequest{Id: job.GetId(), LeaseToken: job.GetLeaseToken(),
+			Delay: boundDelay(end.Snooze)})
+		return err
+	}
+	req := &hopperv1.SuspendRequest{Id: job.GetId(), LeaseToken: job.GetLeaseToken()}
+	if su := end.Suspend; su != nil {
+		req.Checkpoint = string(su.Checkpoint)
 		if !su.Until.IsZero() {
 			req.Until = boundUntil(su.Until, time.Now())
 		}
 		if !su.Deadline.IsZero() {
 			req.Deadline = timestamppb.New(su.Deadline)
 		}
-		return w.api.Suspend(ctx, req)
 	}
-	return nil, errNotParked
+	_, err := w.api.Suspend(ctx, req)
+	return err
 }
 
-// failRequest describes a failed attempt as the in-process engine would decide it: not
-// retryable errors fail the job; RetryAfter and a per-kind backoff set the wait. The error
-// text is the handler's: bytes the server would refuse (not UTF-8, NUL) become U+FFFD, and
-// text past hopper.MaxErrorBytes is cut, so an odd or huge error message never makes the
-// report itself fail.
-func failRequest(job *hopperv1.ActivatedJob, row *hoppertype.JobRow, unit engine.Unit, err, cause error) *hopperv1.FailRequest {
-	req := &hopperv1.FailRequest{Id: job.GetId(), LeaseToken: job.GetLeaseToken(), Error: err.Error()}
-	var pe *engine.PanicError
-	if errors.As(err, &pe) {
-		req.Error = err.Error() + "\n" + pe.Stack
-	} else if errors.Is(cause, engine.ErrTimeout) {
-		req.Error = fmt.Sprintf("%v: %v", engine.ErrTimeout, err)
-	}
-	req.Error = store.ClipText(req.Error, hopper.MaxErrorBytes)
+// failRequest says how an attempt failed (end, of the handler's error err); the server
+// decides what follows, with the kind's backoff the worker sends along. The texts are the
+// handler's: bytes the server would refuse (not UTF-8, NUL) become U+FFFD, and text past
+// hopper.MaxErrorBytes is cut, so an odd or huge error message never makes the report itself
+// fail.
+func failRequest(job *hopperv1.ActivatedJob, unit engine.Unit, err error, end engine.Ending) *hopperv1.FailRequest {
+	req := &hopperv1.FailRequest{Id: job.GetId(), LeaseToken: job.GetLeaseToken(),
+		Error: store.ClipText(end.Error, hopper.MaxErrorBytes), Outcome: string(end.Outcome),
+		Stack: store.ClipText(end.Stack, hopper.MaxErrorBytes), NoRetry: end.NoRetry}
 	if req.Error == "" { // the server requires error text
 		req.Error = fmt.Sprintf("%T with an empty message", err)
 	}
-	var noRetry *engine.NoRetryError
-	var after *engine.RetryAfterError
-	switch {
-	case errors.As(err, &noRetry):
-		zero := int32(0)
-		req.Retries = &zero
-	case errors.As(err, &after):
-		req.RetryBackoff = boundDelay(after.Delay)
-	case unit != nil && unit.RetryPolicy() != nil:
-		p := engine.MergePolicy(row.RetryPolicy, unit.RetryPolicy())
-		req.RetryBackoff = boundDelay(backoff.Delay(p, row.Attempt, nil))
+	if end.RetryAfter != nil {
+		req.RetryBackoff = boundDelay(*end.RetryAfter)
+	}
+	if unit != nil {
+		if p := unit.RetryPolicy(); p != nil {
+			req.RetryPolicy = &hopperv1.RetryPolicy{Base: durationpb.New(p.Base), Multiplier: p.Multiplier,
+				Cap: durationpb.New(p.Cap), Jitter: p.Jitter}
+		}
 	}
 	return req
-}
-
-func timeoutOf(u engine.Unit, row *hoppertype.JobRow) time.Duration {
-	if row.Timeout > 0 {
-		return row.Timeout
-	}
-	return u.Timeout()
 }
 
 func toRow(j *hopperv1.ActivatedJob, worker string) *hoppertype.JobRow {

@@ -117,8 +117,11 @@ func TestRemoteWorkerRunsTheSameHandlers(t *testing.T) {
 			pan, err := client.Enqueue(t.Context(), resize{Fail: "panic"}, &hopper.InsertOpts{MaxAttempts: 1})
 			require.NoError(t, err)
 			job = waitFor(t, client, pan.Job.ID, hopper.StateFailed)
-			require.Contains(t, job.LastError, "panic: boom")
-			require.Contains(t, job.LastError, "remote_test.go", "the stack is kept")
+			require.Equal(t, "panic: boom", job.LastError, "the error text, without the stack")
+			attempts, err = client.Attempts(t.Context(), pan.Job.ID)
+			require.NoError(t, err)
+			require.Equal(t, hopper.OutcomePanic, attempts[0].Outcome, "a panic, as in process")
+			require.Contains(t, attempts[0].Stack, "remote_test.go", "the stack is kept apart")
 		})
 	}
 }

@@ -328,10 +328,15 @@ func (e *Engine) Finish(ctx context.Context, p *store.FinishParams) error {
 	}
 }
 
-// RetryDelay is the backoff before the next attempt of row, from the job's own policy and the
-// engine's default.
-func (e *Engine) RetryDelay(row *hoppertype.JobRow) time.Duration {
-	return backoff.Delay(MergePolicy(row.RetryPolicy, &e.cfg.RetryPolicy), row.Attempt, nil)
+// Decide is the store's outcome of an attempt of row that ended as end, by this engine's retry
+// policy and clock, with the expiry of a job it ends; nil when the job is no longer the
+// attempt's. In-process attempts and remote workers' reports are decided here alike.
+func (e *Engine) Decide(row *hoppertype.JobRow, u Unit, end Ending) *store.FinishParams {
+	p := Decide(row, end, &e.cfg.RetryPolicy, e.clock.Now())
+	if p != nil {
+		e.stampExpiry(p, row, u) // contract 12: ended jobs expire
+	}
+	return p
 }
 
 // NotifyScheduled tells the maintainer a job is due at runAt, so it promotes it on time.

@@ -106,13 +106,21 @@ func undeliverable(j *hopper.JobRow) string {
 
 // toActivated is what a worker gets for a claimed job; fields, when not empty, keeps only
 // those top-level fields of an object payload.
-func toActivated(j *hopper.JobRow, fields []string) *hopperv1.ActivatedJob {
-	return &hopperv1.ActivatedJob{
+func toActivated(j *hopper.JobRow, fields []string, defaultTimeout time.Duration) *hopperv1.ActivatedJob {
+	return &hopperv1.ActivatedJob{DefaultTimeout: dur(defaultTimeout),
 		Id: j.ID, Kind: j.Kind, Queue: j.Queue, Args: string(pickFields(j.Args, fields)), Headers: j.Headers,
 		Attempt: int32(j.Attempt), MaxAttempts: int32(j.MaxAttempts), LeaseToken: j.Token,
 		LeaseExpiresAt: ts(j.LeaseExpiresAt), Timeout: dur(j.Timeout), CreatedAt: ts(j.CreatedAt),
 		RetryPolicy: toPolicy(j.RetryPolicy), Checkpoint: string(j.Checkpoint), ResumeData: string(j.ResumeData),
 	}
+}
+
+func fromPolicy(p *hopperv1.RetryPolicy) *hopper.RetryPolicy {
+	if p == nil {
+		return nil
+	}
+	return &hopper.RetryPolicy{Base: fromDur(p.GetBase()), Multiplier: p.GetMultiplier(),
+		Cap: fromDur(p.GetCap()), Jitter: p.GetJitter()}
 }
 
 func toPolicy(p *hopper.RetryPolicy) *hopperv1.RetryPolicy {

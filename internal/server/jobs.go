@@ -31,10 +31,7 @@ func enqueueParams(spec *hopperv1.JobSpec) (hopper.EnqueueParams, error) {
 	if spec.GetRunAt() != nil {
 		opts.RunAt = spec.GetRunAt().AsTime()
 	}
-	if p := spec.GetRetryPolicy(); p != nil {
-		opts.RetryPolicy = &hopper.RetryPolicy{Base: fromDur(p.GetBase()), Multiplier: p.GetMultiplier(),
-			Cap: fromDur(p.GetCap()), Jitter: p.GetJitter()}
-	}
+	opts.RetryPolicy = fromPolicy(spec.GetRetryPolicy())
 	return hopper.EnqueueParams{Args: hopper.RawArgs{KindName: spec.GetKind(), JSON: json.RawMessage(args)}, Opts: opts}, nil
 }
 

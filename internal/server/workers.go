@@ -85,7 +85,7 @@ func (w *workerService) Activate(ctx context.Context, req *hopperv1.ActivateRequ
 	}
 	out := &hopperv1.ActivateResponse{Jobs: make([]*hopperv1.ActivatedJob, len(jobs))}
 	for i, j := range jobs {
-		out.Jobs[i] = toActivated(j, req.GetFetchFields())
+		out.Jobs[i] = toActivated(j, req.GetFetchFields(), s.client.Config().JobTimeout)
 	}
 	return out, nil
 }
@@ -208,7 +208,7 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 				// jobs not sent go back at once, uncounted.
 				return ended()
 			}
-			if err := send.send(&hopperv1.StreamJobsResponse{Job: toActivated(j, req.GetFetchFields())}); err != nil {
+			if err := send.send(&hopperv1.StreamJobsResponse{Job: toActivated(j, req.GetFetchFields(), s.client.Config().JobTimeout)}); err != nil {
 				return nil // the worker went away; the deferred close releases what it held
 			}
 			st.sent(hopper.LeaseRef{ID: j.ID, Token: j.Token})
@@ -390,7 +390,8 @@ func (w *workerService) Complete(ctx context.Context, req *hopperv1.CompleteRequ
 }
 
 func (w *workerService) Fail(ctx context.Context, req *hopperv1.FailRequest) (*hopperv1.FailResponse, error) {
-	p := hopper.FailParams{Error: req.GetError()}
+	p := hopper.FailParams{Error: req.GetError(), Outcome: hopper.Outcome(req.GetOutcome()),
+		Stack: req.GetStack(), NoRetry: req.GetNoRetry(), KindPolicy: fromPolicy(req.GetRetryPolicy())}
 	if req.Retries != nil {
 		n := int(req.GetRetries())
 		p.RetriesLeft = &n

@@ -2152,9 +2152,13 @@ type ActivatedJob struct {
 	// checkpoint is what a suspended or snoozed earlier attempt left (a JSON value), if any.
 	Checkpoint string `protobuf:"bytes,13,opt,name=checkpoint,proto3" json:"checkpoint,omitempty"`
 	// resume_data is what JobService.Resume handed to the job, if it was resumed.
-	ResumeData    string `protobuf:"bytes,14,opt,name=resume_data,json=resumeData,proto3" json:"resume_data,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ResumeData string `protobuf:"bytes,14,opt,name=resume_data,json=resumeData,proto3" json:"resume_data,omitempty"`
+	// default_timeout is the server's execution limit for a job that has no timeout of its own
+	// and whose kind sets none on the worker (0: none). The job's own timeout wins over the
+	// kind's, and the kind's over this.
+	DefaultTimeout *durationpb.Duration `protobuf:"bytes,15,opt,name=default_timeout,json=defaultTimeout,proto3" json:"default_timeout,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ActivatedJob) Reset() {
@@ -2283,6 +2287,13 @@ func (x *ActivatedJob) GetResumeData() string {
 		return x.ResumeData
 	}
 	return ""
+}
+
+func (x *ActivatedJob) GetDefaultTimeout() *durationpb.Duration {
+	if x != nil {
+		return x.DefaultTimeout
+	}
+	return nil
 }
 
 type ActivateRequest struct {
@@ -2730,7 +2741,17 @@ type FailRequest struct {
 	// allows n more attempts.
 	Retries *int32 `protobuf:"varint,4,opt,name=retries,proto3,oneof" json:"retries,omitempty"`
 	// retry_backoff, when set, is the wait before the retry instead of the job's backoff.
-	RetryBackoff  *durationpb.Duration `protobuf:"bytes,5,opt,name=retry_backoff,json=retryBackoff,proto3" json:"retry_backoff,omitempty"`
+	RetryBackoff *durationpb.Duration `protobuf:"bytes,5,opt,name=retry_backoff,json=retryBackoff,proto3" json:"retry_backoff,omitempty"`
+	// outcome is how the attempt failed: "error" (the default), "panic" (the handler crashed;
+	// stack says where) or "timeout" (it ran past its execution limit).
+	Outcome string `protobuf:"bytes,6,opt,name=outcome,proto3" json:"outcome,omitempty"`
+	// stack is the stack of a crashed handler, recorded apart from the error text.
+	Stack string `protobuf:"bytes,7,opt,name=stack,proto3" json:"stack,omitempty"`
+	// no_retry fails the job for good, whatever attempts it has left.
+	NoRetry bool `protobuf:"varint,8,opt,name=no_retry,json=noRetry,proto3" json:"no_retry,omitempty"`
+	// retry_policy is the backoff of the job's kind on the worker, if it has one: the server
+	// merges it under the job's own policy and over its default (ignored with retry_backoff).
+	RetryPolicy   *RetryPolicy `protobuf:"bytes,9,opt,name=retry_policy,json=retryPolicy,proto3" json:"retry_policy,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2796,6 +2817,34 @@ func (x *FailRequest) GetRetries() int32 {
 func (x *FailRequest) GetRetryBackoff() *durationpb.Duration {
 	if x != nil {
 		return x.RetryBackoff
+	}
+	return nil
+}
+
+func (x *FailRequest) GetOutcome() string {
+	if x != nil {
+		return x.Outcome
+	}
+	return ""
+}
+
+func (x *FailRequest) GetStack() string {
+	if x != nil {
+		return x.Stack
+	}
+	return ""
+}
+
+func (x *FailRequest) GetNoRetry() bool {
+	if x != nil {
+		return x.NoRetry
+	}
+	return false
+}
+
+func (x *FailRequest) GetRetryPolicy() *RetryPolicy {
+	if x != nil {
+		return x.RetryPolicy
 	}
 	return nil
 }
@@ -5592,7 +5641,7 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x05stack\x18\b \x01(\tR\x05stack\"j\n" +
 	"\x0eEventsResponse\x12(\n" +
 	"\x06events\x18\x01 \x03(\v2\x10.hopper.v1.EventR\x06events\x12.\n" +
-	"\battempts\x18\x02 \x03(\v2\x12.hopper.v1.AttemptR\battempts\"\xe8\x04\n" +
+	"\battempts\x18\x02 \x03(\v2\x12.hopper.v1.AttemptR\battempts\"\xac\x05\n" +
 	"\fActivatedJob\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x14\n" +
@@ -5613,7 +5662,8 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"checkpoint\x18\r \x01(\tR\n" +
 	"checkpoint\x12\x1f\n" +
 	"\vresume_data\x18\x0e \x01(\tR\n" +
-	"resumeData\x1a:\n" +
+	"resumeData\x12B\n" +
+	"\x0fdefault_timeout\x18\x0f \x01(\v2\x19.google.protobuf.DurationR\x0edefaultTimeout\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x97\x02\n" +
@@ -5647,14 +5697,18 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\vlease_token\x18\x02 \x01(\x03R\n" +
 	"leaseToken\x12\x16\n" +
 	"\x06result\x18\x03 \x01(\tR\x06result\"\x12\n" +
-	"\x10CompleteResponse\"\xbf\x01\n" +
+	"\x10CompleteResponse\"\xc5\x02\n" +
 	"\vFailRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
 	"\vlease_token\x18\x02 \x01(\x03R\n" +
 	"leaseToken\x12\x14\n" +
 	"\x05error\x18\x03 \x01(\tR\x05error\x12\x1d\n" +
 	"\aretries\x18\x04 \x01(\x05H\x00R\aretries\x88\x01\x01\x12>\n" +
-	"\rretry_backoff\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\fretryBackoffB\n" +
+	"\rretry_backoff\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\fretryBackoff\x12\x18\n" +
+	"\aoutcome\x18\x06 \x01(\tR\aoutcome\x12\x14\n" +
+	"\x05stack\x18\a \x01(\tR\x05stack\x12\x19\n" +
+	"\bno_retry\x18\b \x01(\bR\anoRetry\x129\n" +
+	"\fretry_policy\x18\t \x01(\v2\x16.hopper.v1.RetryPolicyR\vretryPolicyB\n" +
 	"\n" +
 	"\b_retries\"W\n" +
 	"\fFailResponse\x12\x14\n" +
@@ -6047,124 +6101,126 @@ var file_hopper_v1_hopper_proto_depIdxs = []int32{
 	92,  // 48: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
 	93,  // 49: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
 	13,  // 50: hopper.v1.ActivatedJob.retry_policy:type_name -> hopper.v1.RetryPolicy
-	92,  // 51: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
-	92,  // 52: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
-	30,  // 53: hopper.v1.ActivateResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	92,  // 54: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
-	30,  // 55: hopper.v1.StreamJobsResponse.job:type_name -> hopper.v1.ActivatedJob
-	35,  // 56: hopper.v1.StreamJobsResponse.lease_lost:type_name -> hopper.v1.LeaseLost
-	92,  // 57: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
-	93,  // 58: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
-	92,  // 59: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
-	93,  // 60: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
-	93,  // 61: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
-	92,  // 62: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
-	93,  // 63: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
-	91,  // 64: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
-	52,  // 65: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
-	93,  // 66: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
-	93,  // 67: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
-	59,  // 68: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
-	93,  // 69: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
-	62,  // 70: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
-	93,  // 71: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
-	65,  // 72: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
-	93,  // 73: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
-	93,  // 74: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
-	93,  // 75: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
-	68,  // 76: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
-	68,  // 77: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
-	68,  // 78: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
-	93,  // 79: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
-	93,  // 80: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
-	75,  // 81: hopper.v1.DeadLetterServiceListRequest.filter:type_name -> hopper.v1.DeadLetterFilter
-	11,  // 82: hopper.v1.DeadLetterServiceListResponse.jobs:type_name -> hopper.v1.Job
-	93,  // 83: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
-	92,  // 84: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
-	11,  // 85: hopper.v1.ReplayResponse.job:type_name -> hopper.v1.Job
-	75,  // 86: hopper.v1.ReplayManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
-	11,  // 87: hopper.v1.ReplayManyResponse.jobs:type_name -> hopper.v1.Job
-	93,  // 88: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
-	93,  // 89: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
-	93,  // 90: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
-	84,  // 91: hopper.v1.ListReplaysResponse.replays:type_name -> hopper.v1.ReplayRecord
-	14,  // 92: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
-	16,  // 93: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
-	18,  // 94: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
-	20,  // 95: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
-	22,  // 96: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
-	26,  // 97: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
-	24,  // 98: hopper.v1.JobService.Resume:input_type -> hopper.v1.JobServiceResumeRequest
-	31,  // 99: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
-	33,  // 100: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
-	36,  // 101: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
-	38,  // 102: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
-	44,  // 103: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
-	40,  // 104: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
-	42,  // 105: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
-	46,  // 106: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
-	48,  // 107: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
-	50,  // 108: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
-	53,  // 109: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
-	55,  // 110: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
-	57,  // 111: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
-	60,  // 112: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
-	63,  // 113: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
-	66,  // 114: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
-	69,  // 115: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
-	71,  // 116: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
-	73,  // 117: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
-	1,   // 118: hopper.v1.ScheduleService.List:input_type -> hopper.v1.ScheduleServiceListRequest
-	3,   // 119: hopper.v1.ScheduleService.Add:input_type -> hopper.v1.ScheduleServiceAddRequest
-	5,   // 120: hopper.v1.ScheduleService.Remove:input_type -> hopper.v1.ScheduleServiceRemoveRequest
-	7,   // 121: hopper.v1.ScheduleService.Pause:input_type -> hopper.v1.ScheduleServicePauseRequest
-	9,   // 122: hopper.v1.ScheduleService.Resume:input_type -> hopper.v1.ScheduleServiceResumeRequest
-	76,  // 123: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
-	78,  // 124: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
-	80,  // 125: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
-	82,  // 126: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
-	85,  // 127: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
-	15,  // 128: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
-	17,  // 129: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
-	19,  // 130: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
-	21,  // 131: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
-	23,  // 132: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
-	29,  // 133: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
-	25,  // 134: hopper.v1.JobService.Resume:output_type -> hopper.v1.JobServiceResumeResponse
-	32,  // 135: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
-	34,  // 136: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
-	37,  // 137: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
-	39,  // 138: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
-	45,  // 139: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
-	41,  // 140: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
-	43,  // 141: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
-	47,  // 142: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
-	49,  // 143: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
-	51,  // 144: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
-	54,  // 145: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
-	56,  // 146: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
-	58,  // 147: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
-	61,  // 148: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
-	64,  // 149: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
-	67,  // 150: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
-	70,  // 151: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
-	72,  // 152: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
-	74,  // 153: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
-	2,   // 154: hopper.v1.ScheduleService.List:output_type -> hopper.v1.ScheduleServiceListResponse
-	4,   // 155: hopper.v1.ScheduleService.Add:output_type -> hopper.v1.ScheduleServiceAddResponse
-	6,   // 156: hopper.v1.ScheduleService.Remove:output_type -> hopper.v1.ScheduleServiceRemoveResponse
-	8,   // 157: hopper.v1.ScheduleService.Pause:output_type -> hopper.v1.ScheduleServicePauseResponse
-	10,  // 158: hopper.v1.ScheduleService.Resume:output_type -> hopper.v1.ScheduleServiceResumeResponse
-	77,  // 159: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
-	79,  // 160: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
-	81,  // 161: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
-	83,  // 162: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
-	86,  // 163: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
-	128, // [128:164] is the sub-list for method output_type
-	92,  // [92:128] is the sub-list for method input_type
-	92,  // [92:92] is the sub-list for extension type_name
-	92,  // [92:92] is the sub-list for extension extendee
-	0,   // [0:92] is the sub-list for field type_name
+	92,  // 51: hopper.v1.ActivatedJob.default_timeout:type_name -> google.protobuf.Duration
+	92,  // 52: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
+	92,  // 53: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
+	30,  // 54: hopper.v1.ActivateResponse.jobs:type_name -> hopper.v1.ActivatedJob
+	92,  // 55: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
+	30,  // 56: hopper.v1.StreamJobsResponse.job:type_name -> hopper.v1.ActivatedJob
+	35,  // 57: hopper.v1.StreamJobsResponse.lease_lost:type_name -> hopper.v1.LeaseLost
+	92,  // 58: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
+	13,  // 59: hopper.v1.FailRequest.retry_policy:type_name -> hopper.v1.RetryPolicy
+	93,  // 60: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
+	92,  // 61: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
+	93,  // 62: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
+	93,  // 63: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
+	92,  // 64: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
+	93,  // 65: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
+	91,  // 66: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
+	52,  // 67: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
+	93,  // 68: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
+	93,  // 69: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
+	59,  // 70: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
+	93,  // 71: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
+	62,  // 72: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
+	93,  // 73: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
+	65,  // 74: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
+	93,  // 75: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
+	93,  // 76: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
+	93,  // 77: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
+	68,  // 78: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
+	68,  // 79: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
+	68,  // 80: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
+	93,  // 81: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
+	93,  // 82: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
+	75,  // 83: hopper.v1.DeadLetterServiceListRequest.filter:type_name -> hopper.v1.DeadLetterFilter
+	11,  // 84: hopper.v1.DeadLetterServiceListResponse.jobs:type_name -> hopper.v1.Job
+	93,  // 85: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
+	92,  // 86: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
+	11,  // 87: hopper.v1.ReplayResponse.job:type_name -> hopper.v1.Job
+	75,  // 88: hopper.v1.ReplayManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
+	11,  // 89: hopper.v1.ReplayManyResponse.jobs:type_name -> hopper.v1.Job
+	93,  // 90: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
+	93,  // 91: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
+	93,  // 92: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
+	84,  // 93: hopper.v1.ListReplaysResponse.replays:type_name -> hopper.v1.ReplayRecord
+	14,  // 94: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
+	16,  // 95: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
+	18,  // 96: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
+	20,  // 97: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
+	22,  // 98: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
+	26,  // 99: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
+	24,  // 100: hopper.v1.JobService.Resume:input_type -> hopper.v1.JobServiceResumeRequest
+	31,  // 101: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
+	33,  // 102: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
+	36,  // 103: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
+	38,  // 104: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
+	44,  // 105: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
+	40,  // 106: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
+	42,  // 107: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
+	46,  // 108: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
+	48,  // 109: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
+	50,  // 110: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
+	53,  // 111: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
+	55,  // 112: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
+	57,  // 113: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
+	60,  // 114: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
+	63,  // 115: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
+	66,  // 116: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
+	69,  // 117: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
+	71,  // 118: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
+	73,  // 119: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
+	1,   // 120: hopper.v1.ScheduleService.List:input_type -> hopper.v1.ScheduleServiceListRequest
+	3,   // 121: hopper.v1.ScheduleService.Add:input_type -> hopper.v1.ScheduleServiceAddRequest
+	5,   // 122: hopper.v1.ScheduleService.Remove:input_type -> hopper.v1.ScheduleServiceRemoveRequest
+	7,   // 123: hopper.v1.ScheduleService.Pause:input_type -> hopper.v1.ScheduleServicePauseRequest
+	9,   // 124: hopper.v1.ScheduleService.Resume:input_type -> hopper.v1.ScheduleServiceResumeRequest
+	76,  // 125: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
+	78,  // 126: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
+	80,  // 127: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
+	82,  // 128: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
+	85,  // 129: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
+	15,  // 130: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
+	17,  // 131: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
+	19,  // 132: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
+	21,  // 133: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
+	23,  // 134: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
+	29,  // 135: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
+	25,  // 136: hopper.v1.JobService.Resume:output_type -> hopper.v1.JobServiceResumeResponse
+	32,  // 137: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
+	34,  // 138: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
+	37,  // 139: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
+	39,  // 140: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
+	45,  // 141: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
+	41,  // 142: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
+	43,  // 143: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
+	47,  // 144: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
+	49,  // 145: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
+	51,  // 146: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
+	54,  // 147: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
+	56,  // 148: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
+	58,  // 149: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
+	61,  // 150: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
+	64,  // 151: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
+	67,  // 152: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
+	70,  // 153: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
+	72,  // 154: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
+	74,  // 155: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
+	2,   // 156: hopper.v1.ScheduleService.List:output_type -> hopper.v1.ScheduleServiceListResponse
+	4,   // 157: hopper.v1.ScheduleService.Add:output_type -> hopper.v1.ScheduleServiceAddResponse
+	6,   // 158: hopper.v1.ScheduleService.Remove:output_type -> hopper.v1.ScheduleServiceRemoveResponse
+	8,   // 159: hopper.v1.ScheduleService.Pause:output_type -> hopper.v1.ScheduleServicePauseResponse
+	10,  // 160: hopper.v1.ScheduleService.Resume:output_type -> hopper.v1.ScheduleServiceResumeResponse
+	77,  // 161: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
+	79,  // 162: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
+	81,  // 163: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
+	83,  // 164: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
+	86,  // 165: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
+	130, // [130:166] is the sub-list for method output_type
+	94,  // [94:130] is the sub-list for method input_type
+	94,  // [94:94] is the sub-list for extension type_name
+	94,  // [94:94] is the sub-list for extension extendee
+	0,   // [0:94] is the sub-list for field type_name
 }
 
 func init() { file_hopper_v1_hopper_proto_init() }

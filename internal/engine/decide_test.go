@@ -1,0 +1,78 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/stretchr/testify/require"
+)
+
+func TestClassifyAndDecide(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	row := &hoppertype.JobRow{ID: "j", Token: 7, Attempt: 2, MaxAttempts: 3,
+		RetryPolicy: &hoppertype.RetryPolicy{Multiplier: 10}}
+	def := &hoppertype.RetryPolicy{Base: time.Second, Multiplier: 2, Cap: time.Hour, Jitter: -1}
+	kind := &hoppertype.RetryPolicy{Base: time.Minute}
+	hour := time.Hour
+	for _, tc := range []struct {
+		name          string
+		err, cause    error
+		state         hoppertype.JobState
+		outcome       hoppertype.Outcome
+		reason        string
+		delay         time.Duration
+		nilParams     bool
+		retriesLeft   *int
+		wantMaxAttmps int
+	}{
+		{name: "success", state: hoppertype.StateCompleted, outcome: hoppertype.OutcomeOK, reason: "success"},
+		{name: "lease lost", err: errors.New("x"), cause: ErrLeaseLost, nilParams: true},
+		{name: "canceled, even a success", cause: ErrJobCanceled, nilParams: true},
+		{name: "error: job's multiplier, kind's base", err: errors.New("x"), state: hoppertype.StateScheduled,
+			outcome: hoppertype.OutcomeError, reason: "retry", delay: 10 * time.Minute},
+		{name: "panic", err: &PanicError{Value: 1, Stack: "s"}, state: hoppertype.StateScheduled,
+			outcome: hoppertype.OutcomePanic, reason: "retry", delay: 10 * time.Minute},
+		{name: "timeout", err: context.Canceled, cause: ErrTimeout, state: hoppertype.StateScheduled,
+			outcome: hoppertype.OutcomeTimeout, reason: "retry", delay: 10 * time.Minute},
+		{name: "retry after", err: &RetryAfterError{Delay: hour, Err: errors.New("x")},
+			state: hoppertype.StateScheduled, outcome: hoppertype.OutcomeError, reason: "retry", delay: hour},
+		{name: "no retry", err: &NoRetryError{Err: errors.New("x")}, state: hoppertype.StateFailed,
+			outcome: hoppertype.OutcomeError, reason: "not retryable"},
+		{name: "shutdown", err: context.Canceled, cause: ErrShutdown, state: hoppertype.StateQueued,
+			outcome: hoppertype.OutcomeCanceled, reason: "released on shutdown"},
+		{name: "snooze wins over shutdown", err: &SnoozeError{Delay: hour}, cause: ErrShutdown,
+			state: hoppertype.StateScheduled, outcome: hoppertype.OutcomeSnoozed, reason: "snoozed for 1h0m0s", delay: hour},
+		{name: "worker gives no retries", err: errors.New("x"), retriesLeft: new(int),
+			state: hoppertype.StateFailed, outcome: hoppertype.OutcomeError, reason: "no retries left (set by the worker)"},
+		{name: "worker gives more", err: errors.New("x"), retriesLeft: func() *int { n := 5; return &n }(),
+			state: hoppertype.StateScheduled, outcome: hoppertype.OutcomeError, reason: "retry", delay: 10 * time.Minute,
+			wantMaxAttmps: 7},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			end := Classify(tc.err, tc.cause, time.Second)
+			end.KindPolicy, end.RetriesLeft = kind, tc.retriesLeft
+			p := Decide(row, end, def, now)
+			if tc.nilParams {
+				require.Nil(t, p)
+				return
+			}
+			require.Equal(t, tc.state, p.State)
+			require.Equal(t, tc.outcome, p.Outcome)
+			require.Equal(t, tc.reason, p.Reason)
+			require.Equal(t, tc.wantMaxAttmps, p.MaxAttempts)
+			if tc.delay > 0 {
+				require.Equal(t, now.Add(tc.delay), p.RunAt)
+			}
+		})
+	}
+	t.Run("the last attempt fails the job", func(t *testing.T) {
+		last := *row
+		last.Attempt = 3
+		p := Decide(&last, Classify(errors.New("x"), nil, 0), def, now)
+		require.Equal(t, hoppertype.StateFailed, p.State)
+		require.Equal(t, "no attempts left (3 of 3)", p.Reason)
+	})
+}

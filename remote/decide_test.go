@@ -1,0 +1,143 @@
+package remote_test
+
+import (
+	"context"
+	"errors"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/hopperjobs/hopper"
+	"github.com/hopperjobs/hopper/internal/server"
+	"github.com/hopperjobs/hopper/internal/stoptest"
+	"github.com/hopperjobs/hopper/remote"
+	"github.com/hopperjobs/hopper/sqlitestore"
+	"github.com/stretchr/testify/require"
+)
+
+// verdict's worker ends an attempt as its Case says; its kind has a partly set backoff.
+type verdict struct{ Case string }
+
+func (verdict) Kind() string { return "verdict" }
+
+type verdictWorker struct{ hopper.WorkerDefaults[verdict] }
+
+func (verdictWorker) Work(ctx context.Context, job *hopper.Job[verdict]) error {
+	switch job.Args.Case {
+	case "error":
+		return errors.New("boom")
+	case "panic":
+		panic("boom")
+	case "timeout":
+		<-ctx.Done()
+		return ctx.Err()
+	case "no-retry":
+		return hopper.NoRetry(errors.New("bad input"))
+	case "retry-after":
+		return hopper.RetryAfter(2*time.Hour, errors.New("busy"))
+	case "last-attempt":
+		return errors.New("boom again")
+	}
+	return hopper.SetResult(ctx, "done")
+}
+
+// RetryPolicy sets only the base: the rest comes from the client's Config.RetryPolicy.
+func (verdictWorker) RetryPolicy(*hopper.Job[verdict]) *hopper.RetryPolicy {
+	return &hopper.RetryPolicy{Base: time.Hour}
+}
+
+// ended is what an attempt's end did to its job, in the terms both paths must agree on.
+type ended struct {
+	State    hopper.JobState
+	Outcome  hopper.Outcome
+	Error    string
+	HasStack bool
+	Reason   string
+	Delay    time.Duration // from the attempt's end to the job's next run, to the second
+}
+
+// The engine, and a remote worker reporting to the server, end an attempt the same way: one
+// decision for both (a panic with its stack apart, a timeout from the server's JobTimeout, a
+// not-retryable error's reason, a partly set per-kind backoff merged over the client's).
+func TestRemoteAndInProcessAttemptsEndAlike(t *testing.T) {
+	t.Parallel()
+	cfg := hopper.Config{
+		JobTimeout:  300 * time.Millisecond,
+		RetryPolicy: hopper.RetryPolicy{Base: time.Second, Multiplier: 3, Cap: 1000 * time.Hour, Jitter: -1},
+	}
+	cases := []struct {
+		name string
+		opts *hopper.InsertOpts
+	}{
+		{"ok", nil}, {"error", nil}, {"panic", nil}, {"timeout", nil}, {"no-retry", nil},
+		{"retry-after", nil}, {"last-attempt", &hopper.InsertOpts{MaxAttempts: 1}},
+	}
+	run := func(t *testing.T, remoteWorker bool) map[string]ended {
+		ws := hopper.NewWorkers()
+		hopper.AddWorker[verdict](ws, verdictWorker{})
+		st, err := sqlitestore.Open(t.Context(), sqlitestore.Config{Path: t.TempDir() + "/hopper.db"})
+		require.NoError(t, err)
+		c := cfg
+		c.Store = st
+		if !remoteWorker {
+			c.Workers = ws
+		}
+		client, err := hopper.NewClient(c)
+		require.NoError(t, err)
+		require.NoError(t, client.Start(context.Background()))
+		defer func() {
+			stoptest.Within(t, client, 10*time.Second)
+			require.NoError(t, st.Close())
+		}()
+		if remoteWorker {
+			srv, err := server.New(server.Config{Client: client})
+			require.NoError(t, err)
+			ts := httptest.NewServer(srv)
+			defer ts.Close()
+			defer ts.CloseClientConnections()
+			w, err := remote.New(remote.Config{URL: ts.URL, Workers: ws, Concurrency: 4})
+			require.NoError(t, err)
+			require.NoError(t, w.Start(context.Background()))
+			defer stoptest.Within(t, w, 10*time.Second)
+		}
+		out := map[string]ended{}
+		for _, tc := range cases {
+			res, err := client.Enqueue(t.Context(), verdict{Case: tc.name}, tc.opts)
+			require.NoError(t, err)
+			var job *hopper.JobRow
+			require.Eventually(t, func() bool {
+				job, err = client.Get(t.Context(), res.Job.ID)
+				require.NoError(t, err)
+				return job.State != hopper.StateQueued && job.State != hopper.StateRunning
+			}, 10*time.Second, 5*time.Millisecond, tc.name)
+			attempts, err := client.Attempts(t.Context(), job.ID)
+			require.NoError(t, err)
+			require.Len(t, attempts, 1, tc.name)
+			events, err := client.Events(t.Context(), job.ID)
+			require.NoError(t, err)
+			a := attempts[0]
+			e := ended{State: job.State, Outcome: a.Outcome, Error: a.Error, HasStack: a.Stack != "",
+				Reason: events[len(events)-1].Reason}
+			if job.State == hopper.StateScheduled {
+				e.Delay = job.RunAt.Sub(a.EndedAt).Round(time.Second)
+			}
+			out[tc.name] = e
+		}
+		return out
+	}
+	local := run(t, false)
+	remote := run(t, true)
+	require.Equal(t, local, remote)
+	// And the decision is the documented one.
+	require.Equal(t, ended{State: hopper.StateScheduled, Outcome: hopper.OutcomeError, Error: "boom",
+		Reason: "retry", Delay: time.Hour}, local["error"], "the kind's base, the client's multiplier")
+	require.Equal(t, hopper.OutcomePanic, local["panic"].Outcome)
+	require.True(t, local["panic"].HasStack)
+	require.Equal(t, "panic: boom", local["panic"].Error)
+	require.Equal(t, hopper.OutcomeTimeout, local["timeout"].Outcome)
+	require.Contains(t, local["timeout"].Error, "after 300ms")
+	require.Equal(t, ended{State: hopper.StateFailed, Outcome: hopper.OutcomeError,
+		Error: "not retryable: bad input", Reason: "not retryable"}, local["no-retry"])
+	require.Equal(t, 2*time.Hour, local["retry-after"].Delay)
+	require.Equal(t, "no attempts left (1 of 1)", local["last-attempt"].Reason)
+}
