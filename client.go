@@ -48,7 +48,7 @@ func NewClient(cfg Config) (*Client, error) {
 		ecfg.OnOutcome = c.dlHook.outcome
 	}
 	if cfg.Workers != nil {
-		ecfg.Handlers = cfg.Workers.handlers
+		ecfg.Workers = cfg.Workers
 		for name, q := range cfg.Queues {
 			ecfg.Queues[name] = q.MaxWorkers
 		}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper/internal/engine"
-	"github.com/hopperjobs/hopper/internal/workerhandlers"
 )
 
 // JobArgs is a job's payload type; Kind names the handler that runs it ("send-invoice").
@@ -56,27 +55,19 @@ func (WorkerDefaults[T]) RetryPolicy(*Job[T]) *RetryPolicy { return nil }
 // ResultTTL returns 0: the job's or the client's result TTL applies.
 func (WorkerDefaults[T]) ResultTTL(*Job[T]) time.Duration { return 0 }
 
-// Workers maps kinds to their workers. Build it before NewClient; it is not safe to change
-// while a client uses it.
-type Workers struct {
-	handlers map[string]engine.Handler
-}
+// Workers maps kinds to their workers. Build it before NewClient (or remote.New); it is not
+// safe to change while a client uses it.
+type Workers = engine.Workers
 
 // NewWorkers returns an empty registry.
-func NewWorkers() *Workers { return &Workers{handlers: map[string]engine.Handler{}} }
+func NewWorkers() *Workers { return engine.NewWorkers() }
 
 // AddWorker registers w for the kind of T. It panics when the kind is empty or registered
 // twice: both are programming errors found at start-up.
 func AddWorker[T JobArgs](ws *Workers, w Worker[T]) {
 	var zero T
 	kind := zero.Kind()
-	if kind == "" {
-		panic(fmt.Sprintf("hopper: %T.Kind() is empty", zero))
-	}
-	if _, dup := ws.handlers[kind]; dup {
-		panic(fmt.Sprintf("hopper: a worker for kind %q is already registered", kind))
-	}
-	ws.handlers[kind] = &handler[T]{kind: kind, w: w}
+	ws.Add(kind, &handler[T]{kind: kind, w: w}, zero)
 }
 
 // AddWorkerFunc registers a function as the worker for the kind of T.
@@ -116,7 +107,3 @@ func (u *unit[T]) Work(ctx context.Context) error { return u.w.Work(ctx, u.job) 
 func (u *unit[T]) Timeout() time.Duration         { return u.w.Timeout(u.job) }
 func (u *unit[T]) RetryPolicy() *RetryPolicy      { return u.w.RetryPolicy(u.job) }
 func (u *unit[T]) ResultTTL() time.Duration       { return u.w.ResultTTL(u.job) }
-
-func init() {
-	workerhandlers.Of = func(w any) map[string]engine.Handler { return w.(*Workers).handlers }
-}

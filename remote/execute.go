@@ -30,7 +30,7 @@ func (w *Worker) execute(ctx context.Context, job *hopperv1.ActivatedJob) {
 	ops := &rpcOps{w: w, job: job}
 	ex := engine.NewExecution(row, ops)
 	var unit engine.Unit
-	h, ok := w.handlers[row.Kind]
+	h, ok := w.handlers.Handler(row.Kind)
 	var err error
 	if !ok {
 		err = &engine.NoRetryError{Err: fmt.Errorf("no worker for kind %q", row.Kind)}

@@ -30,7 +30,6 @@ import (
 	"github.com/hopperjobs/hopper/internal/backoff"
 	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/engine"
-	"github.com/hopperjobs/hopper/internal/workerhandlers"
 )
 
 // Mode is how a worker gets its jobs.
@@ -74,7 +73,7 @@ type Worker struct {
 	cfg      Config
 	log      *slog.Logger
 	api      hopperv1connect.WorkerServiceClient
-	handlers map[string]engine.Handler
+	handlers *engine.Workers
 	kinds    []string
 
 	workCtx    context.Context // handlers' parent: canceled with ErrShutdown at a hard stop
@@ -147,7 +146,7 @@ func New(cfg Config) (*Worker, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	w := &Worker{cfg: cfg, log: cfg.Logger, handlers: workerhandlers.Of(cfg.Workers), running: map[attemptKey]*attempt{},
+	w := &Worker{cfg: cfg, log: cfg.Logger, handlers: cfg.Workers, running: map[attemptKey]*attempt{},
 		declineC: make(chan struct{}, 1)}
 	intake := "job stream"
 	if cfg.Mode == Poll {
@@ -156,12 +155,10 @@ func New(cfg Config) (*Worker, error) {
 	w.intake = backoff.New(backoff.Config{Name: intake, Policy: backoff.WorkPolicy, Logger: cfg.Logger,
 		Attrs: []any{"worker", cfg.Name, "url", cfg.URL}})
 	w.leases = backoff.New(backoff.Config{Name: "extend leases", Logger: cfg.Logger, Attrs: []any{"worker", cfg.Name}})
-	if len(w.handlers) == 0 {
+	if w.handlers.Len() == 0 {
 		return nil, errors.New("remote: Config.Workers has no workers")
 	}
-	for k := range w.handlers {
-		w.kinds = append(w.kinds, k)
-	}
+	w.kinds = w.handlers.Kinds()
 	sort.Strings(w.kinds)
 	var interceptors []connect.ClientInterceptor
 	if cfg.APIKey != "" {

@@ -42,7 +42,7 @@ type Config struct {
 	Clock    clock.Clock  // default the wall clock
 	Logger   *slog.Logger // default discards
 	WorkerID string       // required: recorded on every claim
-	Handlers map[string]Handler
+	Workers  *Workers     // the handlers of the kinds this process works; nil: none
 	// Queues maps each queue this process works to its maximum concurrent jobs.
 	Queues map[string]int
 	// MaxWorkers bounds concurrent jobs across all queues of this process (default 100).
@@ -218,8 +218,8 @@ func New(cfg Config) (*Engine, error) {
 		slots: newSlots(cfg.MaxWorkers), producers: map[string]*producer{}, running: map[string]*runningJob{},
 		wakeFor: map[string]string{}, canceled: map[string]time.Time{},
 	}
-	for k := range cfg.Handlers {
-		e.kinds = append(e.kinds, k)
+	if cfg.Workers != nil {
+		e.kinds = cfg.Workers.Kinds()
 	}
 	sort.Strings(e.kinds)
 	for q, n := range cfg.Queues {

@@ -22,7 +22,8 @@ func (e *Engine) execute(p *producer, row *hoppertype.JobRow) {
 	e.register(&runningJob{row: row, cancel: cancel, lease: e.cfg.LeaseDuration})
 	ex := NewExecution(row, localOps{e: e, row: row})
 	var cause error
-	unit, err := e.cfg.Handlers[row.Kind].Prepare(row)
+	h, _ := e.cfg.Workers.Handler(row.Kind) // claims take only the registered kinds
+	unit, err := h.Prepare(row)
 	if err != nil {
 		err = &NoRetryError{Err: err}
 	} else {

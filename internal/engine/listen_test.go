@@ -35,7 +35,7 @@ func listeningEngine(t *testing.T, clk *clock.Fake, st *notifyingStore, logs *lo
 	require.NoError(t, err)
 	st.Store = base
 	e, err := New(Config{Store: st, Clock: clk, WorkerID: "node-1", Logger: slog.New(slog.NewTextHandler(logs, nil)),
-		Handlers: map[string]Handler{"k": okHandler{ran: make(chan string, 10)}}, Queues: map[string]int{"default": 1}})
+		Workers: workersOf("k", okHandler{ran: make(chan string, 10)}), Queues: map[string]int{"default": 1}})
 	require.NoError(t, err)
 	require.NoError(t, e.Start(context.Background()))
 	t.Cleanup(func() {
@@ -134,4 +134,11 @@ func TestASubscriptionWorksOnceItLastedAMinute(t *testing.T) {
 	close(drop) // lost after it worked: a new outage, from the shortest delay
 	require.Eventually(t, func() bool { return logs.count(listenLoop+" failed") == 2 }, 5*time.Second, time.Millisecond)
 	require.Equal(t, 1, e.listening.Status().Failures)
+}
+
+// workersOf is a registry of h for kind.
+func workersOf(kind string, h Handler) *Workers {
+	ws := NewWorkers()
+	ws.Add(kind, h, h)
+	return ws
 }

@@ -182,8 +182,8 @@ func TestAStoreOutageCostsFewCallsAndLogLines(t *testing.T) {
 	logs := &lockedBuffer{}
 	h := okHandler{ran: make(chan string, 10)}
 	e, err := New(Config{Store: st, Clock: clk, WorkerID: "node-1", Maintenance: true,
-		Logger:   slog.New(slog.NewTextHandler(logs, nil)),
-		Handlers: map[string]Handler{"k": h}, Queues: map[string]int{"default": 2},
+		Logger:  slog.New(slog.NewTextHandler(logs, nil)),
+		Workers: workersOf("k", h), Queues: map[string]int{"default": 2},
 		LeaderTTL: 3 * time.Second, NodeTTL: 6 * time.Second})
 	require.NoError(t, err)
 
