@@ -92,7 +92,7 @@ func TestDeadNodesJobsAreRescued(t *testing.T) {
 		Queue: "default", Args: []byte(`{}`), MaxAttempts: 3, Actor: "api"}})
 	require.NoError(t, err)
 	res := ins[0]
-	claimed, err := st.JobClaim(t.Context(), &store.ClaimParams{Queue: "default", Limit: 1, WorkerID: "node-dead", LeaseDuration: time.Hour})
+	claimed, _, err := st.JobClaim(t.Context(), &store.ClaimParams{Queue: "default", Limit: 1, WorkerID: "node-dead", LeaseDuration: time.Hour})
 	require.NoError(t, err)
 	require.Len(t, claimed, 1)
 

@@ -87,15 +87,6 @@ type ReplayListResult struct {
 	NextCursor string
 }
 
-// deadLetters returns the store's dead-letter seam; both stores have one.
-func (c *Client) deadLetters() (store.DeadLetterStore, error) {
-	dl, ok := c.store.(store.DeadLetterStore)
-	if !ok {
-		return nil, errors.New("hopper: this store keeps no dead-letter audit log")
-	}
-	return dl, nil
-}
-
 // DeadLetters returns one page of failed jobs, newest first, filtered. An error wraps
 // ErrInvalid for a bad limit or cursor.
 func (c *Client) DeadLetters(ctx context.Context, p *DeadLetterParams) (*ListResult, error) {
@@ -121,10 +112,7 @@ func (c *Client) DeadLetters(ctx context.Context, p *DeadLetterParams) (*ListRes
 
 // DeadLetterStats counts the dead letters and finds when the oldest failed, in one query.
 func (c *Client) DeadLetterStats(ctx context.Context) (*DeadLetterStats, error) {
-	dl, err := c.deadLetters()
-	if err != nil {
-		return nil, err
-	}
+	dl := c.store
 	st, err := dl.DeadLetterStats(ctx)
 	if err != nil {
 		return nil, err
@@ -146,10 +134,7 @@ func (c *Client) Replay(ctx context.Context, id, by string) (*JobRow, error) {
 	if err != nil {
 		return nil, err
 	}
-	dl, err := c.deadLetters()
-	if err != nil {
-		return nil, err
-	}
+	dl := c.store
 	r, err := dl.JobReplay(ctx, &store.ReplayParams{SourceID: id, NewID: uuid.Must(uuid.NewV7()).String(),
 		By: by, Actor: ActorAPI, Reason: "replay"})
 	if err != nil {
@@ -177,10 +162,7 @@ func (c *Client) ReplayMany(ctx context.Context, f DeadLetterFilter, limit int, 
 	if err := checkFilter(f.Queues, f.Kinds, ""); err != nil {
 		return nil, err
 	}
-	dl, err := c.deadLetters()
-	if err != nil {
-		return nil, err
-	}
+	dl := c.store
 	p := &store.ReplayManyParams{Queues: f.Queues, Kinds: f.Kinds, FinishedAfter: f.Since, FinishedBefore: f.Until,
 		NewIDs: make([]string, limit), By: by, Actor: ActorAPI, Reason: "bulk replay"}
 	for i := range p.NewIDs {
@@ -216,10 +198,7 @@ func (c *Client) Replays(ctx context.Context, p *ReplayListParams) (*ReplayListR
 			return nil, err
 		}
 	}
-	dl, err := c.deadLetters()
-	if err != nil {
-		return nil, err
-	}
+	dl := c.store
 	res, err := dl.ReplayList(ctx, &store.ReplayListParams{SourceJobID: p.SourceJobID, OriginalID: p.OriginalID,
 		ReplayedBy: p.ReplayedBy, Since: p.Since, Until: p.Until, Cursor: p.Cursor, Limit: p.Limit})
 	if errors.Is(err, store.ErrInvalidCursor) {

@@ -45,12 +45,8 @@ func (c *Client) ResumeBy(ctx context.Context, id string, data any, actor Actor,
 	if len(raw) > c.cfg.MaxArgsBytes {
 		return nil, invalid("data", "is %d bytes, more than the limit of %d", len(raw), c.cfg.MaxArgsBytes)
 	}
-	ss, ok := c.store.(store.SuspendStore)
-	if !ok {
-		return nil, errors.New("resume: this store cannot resume jobs")
-	}
 	params := &store.ResumeParams{ID: id, Data: raw, Actor: actor, Reason: reason}
-	job, err := ss.JobResume(ctx, params)
+	job, err := c.store.JobResume(ctx, params)
 	// A handler's suspension is written a moment after it returns (outcomes are batched): a
 	// resume that races it finds the job still running. Give the suspension that moment.
 	// (Real time, not the client's clock: this waits for goroutines, not for the schedule.)
@@ -63,7 +59,7 @@ func (c *Client) ResumeBy(ctx context.Context, id string, data any, actor Actor,
 			return nil, fmt.Errorf("resume: %w", ctx.Err())
 		case <-t.C:
 		}
-		job, err = ss.JobResume(ctx, params)
+		job, err = c.store.JobResume(ctx, params)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("resume: %w", err)

@@ -125,10 +125,7 @@ type ScheduleInfo struct {
 // a *ValidationError for bad input, and ErrScheduleInCode when Config.Schedules declares that
 // name.
 func (c *Client) AddSchedule(ctx context.Context, s Schedule) (*ScheduleInfo, error) {
-	ss, err := c.scheduleStore()
-	if err != nil {
-		return nil, err
-	}
+	ss := c.store
 	sc, err := c.storedSchedule(s, store.SourceAPI)
 	if err != nil {
 		return nil, err
@@ -149,10 +146,7 @@ func (c *Client) RemoveSchedule(ctx context.Context, name string) error {
 	if err := checkText("name", name); err != nil {
 		return err
 	}
-	ss, err := c.scheduleStore()
-	if err != nil {
-		return err
-	}
+	ss := c.store
 	if err := notInCode(ctx, ss, name); err != nil {
 		return err
 	}
@@ -174,20 +168,13 @@ func (c *Client) setSchedulePaused(ctx context.Context, name string, paused bool
 	if err := checkText("name", name); err != nil {
 		return err
 	}
-	ss, err := c.scheduleStore()
-	if err != nil {
-		return err
-	}
-	_, err = ss.ScheduleSetPaused(ctx, name, paused)
+	_, err := c.store.ScheduleSetPaused(ctx, name, paused)
 	return err
 }
 
 // Schedules returns every schedule, by name, with its last and next fire times.
 func (c *Client) Schedules(ctx context.Context) ([]*ScheduleInfo, error) {
-	ss, err := c.scheduleStore()
-	if err != nil {
-		return nil, err
-	}
+	ss := c.store
 	list, err := ss.ScheduleList(ctx)
 	if err != nil {
 		return nil, err
@@ -204,23 +191,12 @@ func (c *Client) GetSchedule(ctx context.Context, name string) (*ScheduleInfo, e
 	if err := checkText("name", name); err != nil {
 		return nil, err
 	}
-	ss, err := c.scheduleStore()
-	if err != nil {
-		return nil, err
-	}
+	ss := c.store
 	sc, err := ss.ScheduleGet(ctx, name)
 	if err != nil {
 		return nil, err
 	}
 	return scheduleInfo(sc), nil
-}
-
-func (c *Client) scheduleStore() (store.ScheduleStore, error) {
-	ss, ok := c.store.(store.ScheduleStore)
-	if !ok {
-		return nil, fmt.Errorf("hopper: store %T keeps no schedules", c.store)
-	}
-	return ss, nil
 }
 
 // notInCode refuses to change a schedule that a program declares.
@@ -264,10 +240,7 @@ func (c *Client) reconcileSchedules(ctx context.Context) error {
 	if c.cfg.Schedules == nil {
 		return nil
 	}
-	ss, err := c.scheduleStore()
-	if err != nil {
-		return err
-	}
+	ss := c.store
 	declared, err := c.declaredSchedules()
 	if err != nil {
 		return err

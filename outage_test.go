@@ -92,9 +92,9 @@ func (d *downStore) JobSweepExpired(ctx context.Context, p *store.SweepParams) (
 	return d.Store.JobSweepExpired(ctx, p)
 }
 
-func (d *downStore) JobClaim(ctx context.Context, p *store.ClaimParams) ([]*hoppertype.JobRow, error) {
+func (d *downStore) JobClaim(ctx context.Context, p *store.ClaimParams) (jobs []*hoppertype.JobRow, capLimited bool, err error) {
 	if err := d.err(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	return d.Store.JobClaim(ctx, p)
 }
@@ -232,7 +232,7 @@ func (n *outageNode) ghost(t *testing.T, worker string, lease time.Duration) str
 	ins, err := n.store.JobInsertMany(ctx, []*store.InsertParams{{ID: "ghost-job", Kind: "send-email",
 		Queue: "ghosts", Args: []byte(`{}`), MaxAttempts: 3, Actor: hoppertype.ActorAPI}})
 	require.NoError(t, err)
-	claimed, err := n.store.Store.JobClaim(ctx, &store.ClaimParams{Queue: "ghosts", Limit: 1, WorkerID: worker,
+	claimed, _, err := n.store.Store.JobClaim(ctx, &store.ClaimParams{Queue: "ghosts", Limit: 1, WorkerID: worker,
 		LeaseDuration: lease})
 	require.NoError(t, err)
 	require.Len(t, claimed, 1)
@@ -377,7 +377,7 @@ func TestANewProcessGivesWorkersTimeToRenew(t *testing.T) {
 	_, err = st.JobInsertMany(ctx, []*store.InsertParams{{ID: "remote-job", Kind: "send-email", Queue: "default",
 		Args: []byte(`{}`), MaxAttempts: 3, Actor: hoppertype.ActorAPI}})
 	require.NoError(t, err)
-	claimed, err := st.JobClaim(ctx, &store.ClaimParams{Queue: "default", Limit: 1, WorkerID: "remote-1",
+	claimed, _, err := st.JobClaim(ctx, &store.ClaimParams{Queue: "default", Limit: 1, WorkerID: "remote-1",
 		LeaseDuration: 3 * time.Second})
 	require.NoError(t, err)
 	require.Len(t, claimed, 1)

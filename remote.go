@@ -137,10 +137,11 @@ const claimTimeout = 30 * time.Second
 func (c *Client) claim(ctx context.Context, p ActivateParams) ([]*JobRow, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
 	defer cancel()
-	return c.store.JobClaim(ctx, &store.ClaimParams{
+	jobs, _, err := c.store.JobClaim(ctx, &store.ClaimParams{
 		Queue: p.Queue, Kinds: p.Kinds, Limit: p.MaxJobs,
 		WorkerID: p.Worker, LeaseDuration: p.LeaseDuration,
 	})
+	return jobs, err
 }
 
 // CompleteJob ends a remote worker's attempt successfully, storing result (a JSON value, or

@@ -25,9 +25,9 @@ type frozen struct {
 
 var errFrozen = errors.New("process hung")
 
-func (f *frozen) JobClaim(ctx context.Context, p *store.ClaimParams) ([]*hoppertype.JobRow, error) {
+func (f *frozen) JobClaim(ctx context.Context, p *store.ClaimParams) (jobs []*hoppertype.JobRow, capLimited bool, err error) {
 	if f.cut.Load() {
-		return nil, errFrozen
+		return nil, false, errFrozen
 	}
 	return f.Store.JobClaim(ctx, p)
 }

@@ -213,13 +213,13 @@ type blipStore struct {
 	failed     chan struct{}
 }
 
-func (b *blipStore) JobClaim(ctx context.Context, p *store.ClaimParams) ([]*hopper.JobRow, error) {
+func (b *blipStore) JobClaim(ctx context.Context, p *store.ClaimParams) (jobs []*hopper.JobRow, capLimited bool, err error) {
 	if b.failClaims.Add(-1) >= 0 {
 		select {
 		case b.failed <- struct{}{}:
 		default:
 		}
-		return nil, store.ErrUnavailable
+		return nil, false, store.ErrUnavailable
 	}
 	return b.Store.JobClaim(ctx, p)
 }

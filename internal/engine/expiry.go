@@ -71,10 +71,7 @@ func (e *Engine) stampExpiry(p *store.FinishParams, row *hoppertype.JobRow, u Un
 // while this process leads. It reports whether it stopped before the end of the table (the
 // maintainer then comes back at once, after its other duties); the walk goes on from there.
 func (m *maintainer) sweep(ctx context.Context) (more bool, err error) {
-	sw, ok := m.e.store.(store.Sweeper)
-	if !ok {
-		return false, nil
-	}
+	sw := m.e.store
 	total := 0
 	defer func() {
 		if total > 0 {

@@ -161,10 +161,8 @@ func (p *producer) claim(ctx context.Context, n, gen int) {
 	// jobs running that nobody works until their leases expire. The loop waits for it.
 	claimCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
 	defer cancel()
-	var capLimited bool
-	jobs, err := p.e.store.JobClaim(claimCtx, &store.ClaimParams{
+	jobs, capLimited, err := p.e.store.JobClaim(claimCtx, &store.ClaimParams{
 		Queue: p.queue, Kinds: p.e.kinds, Limit: n, WorkerID: p.e.cfg.WorkerID, LeaseDuration: p.e.cfg.LeaseDuration,
-		CapLimited: &capLimited,
 	})
 	p.results <- claimResult{gen: gen, asked: n, jobs: jobs, capLimited: capLimited, err: err}
 }

@@ -49,7 +49,7 @@ type scheduler struct {
 func newScheduler(e *Engine) *scheduler {
 	s := &scheduler{e: e, tick: e.cfg.ScheduleTick, grace: e.cfg.ScheduleGrace,
 		retry: e.newTracker("fire schedules", backoff.DefaultPolicy)}
-	s.store, _ = e.store.(store.ScheduleStore)
+	s.store = e.store
 	if s.tick <= 0 {
 		s.tick = DefaultScheduleTick
 	}

@@ -11,10 +11,7 @@ import (
 // rescue). Each goes to the dead-letter queue like any failed job, and the on-dead-letter
 // hook hears of it.
 func (m *maintainer) failOverdue(ctx context.Context) error {
-	ss, ok := m.e.store.(store.SuspendStore)
-	if !ok {
-		return nil
-	}
+	ss := m.e.store
 	for ctx.Err() == nil && m.e.leader.leading() {
 		ids, err := ss.JobFailOverdue(ctx, &store.OverdueParams{Limit: 1000, ExpiresAt: m.e.deadLetterExpiry()})
 		if err != nil {

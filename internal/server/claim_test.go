@@ -26,18 +26,18 @@ type gatedClaims struct {
 	entered, proceed chan struct{}
 }
 
-func (g *gatedClaims) JobClaim(ctx context.Context, p *store.ClaimParams) ([]*hopper.JobRow, error) {
+func (g *gatedClaims) JobClaim(ctx context.Context, p *store.ClaimParams) (jobs []*hopper.JobRow, capLimited bool, err error) {
 	select {
 	case <-g.entered:
 	default:
 		close(g.entered)
 		<-g.proceed
 	}
-	jobs, err := g.Store.JobClaim(context.WithoutCancel(ctx), p)
+	jobs, capLimited, err = g.Store.JobClaim(context.WithoutCancel(ctx), p)
 	if ctx.Err() != nil {
-		return nil, ctx.Err() // committed, but the answer is lost with the canceled client
+		return nil, false, ctx.Err() // committed, but the answer is lost with the canceled client
 	}
-	return jobs, err
+	return jobs, capLimited, err
 }
 
 // A worker that gives up its Activate while the claim commits: the claim is not cut off by

@@ -10,7 +10,7 @@ type CapsLeft struct {
 // NoCaps is the CapsLeft of a claim that no cap applies to.
 func NoCaps() *CapsLeft { return &CapsLeft{QueueLeft: -1} }
 
-// Limits reports whether the caps may keep a claim of n jobs short (ClaimParams.CapLimited).
+// Limits reports whether the caps may keep a claim of n jobs short (the second result of Store.JobClaim).
 func (c *CapsLeft) Limits(n int) bool {
 	if c.QueueLeft >= 0 && c.QueueLeft < n {
 		return true

@@ -85,9 +85,6 @@ type ClaimParams struct {
 	Limit         int
 	WorkerID      string
 	LeaseDuration time.Duration
-	// CapLimited, when not nil, is set to whether a fleet-wide cap (queue or kind) may have
-	// held the claim short, so the caller retries soon rather than waiting for a wake-up.
-	CapLimited *bool
 }
 
 // FinishParams ends one running attempt, fenced by its token.

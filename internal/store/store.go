@@ -41,7 +41,15 @@ var ErrUnavailable = errors.New("store unavailable")
 
 // Store is what the engine and the client need from a database. Implementations are safe for
 // concurrent use. Times are taken from the store's clock unless a parameter says otherwise.
+// Every store keeps dead letters, schedules, suspended jobs and API keys and sweeps expired
+// jobs: the compiler checks it. Only pushing notifications (Notifier) is optional.
 type Store interface {
+	DeadLetterStore
+	ScheduleStore
+	SuspendStore
+	KeyStore
+	Sweeper
+
 	// JobInsertMany inserts jobs in one transaction: all or none. A job whose idempotency key is
 	// live returns the existing job (Existing=true) or ErrDuplicate when its payload differs.
 	JobInsertMany(ctx context.Context, params []*InsertParams) ([]*InsertResult, error)
@@ -59,7 +67,7 @@ type Store interface {
 
 	// JobClaim moves up to Limit queued jobs of one queue to running under new leases, highest
 	// priority first, then oldest first, each with a new fencing token.
-	JobClaim(ctx context.Context, params *ClaimParams) ([]*hoppertype.JobRow, error)
+	JobClaim(ctx context.Context, params *ClaimParams) (jobs []*hoppertype.JobRow, capLimited bool, err error)
 	// JobFinishMany ends running attempts in one transaction. Each item's error is nil, or
 	// ErrLeaseLost when its token is stale, or NoSuchJob when no job has its id, or
 	// ErrInvalidTransition for a bad target state.

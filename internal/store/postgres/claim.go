@@ -59,12 +59,9 @@ const capsApplySQL = `SELECT EXISTS (SELECT 1 FROM {schema}.queues WHERE name = 
 	OR EXISTS (SELECT 1 FROM {schema}.kind_limits WHERE cardinality($2::text[]) = 0 OR kind = ANY($2::text[]))`
 
 // JobClaim claims up to params.Limit jobs, in claim order, within the fleet-wide caps.
-func (s *Store) JobClaim(ctx context.Context, p *store.ClaimParams) ([]*hoppertype.JobRow, error) {
+func (s *Store) JobClaim(ctx context.Context, p *store.ClaimParams) (jobs []*hoppertype.JobRow, capLimited bool, err error) {
 	if p.Limit <= 0 {
-		return nil, nil
-	}
-	if p.CapLimited != nil {
-		*p.CapLimited = false
+		return nil, false, nil
 	}
 	kinds := p.Kinds
 	if kinds == nil {
@@ -72,13 +69,13 @@ func (s *Store) JobClaim(ctx context.Context, p *store.ClaimParams) ([]*hopperty
 	}
 	jobs, capped, err := s.claimUncapped(ctx, p, kinds)
 	if err == nil && capped && len(jobs) == 0 {
-		jobs, err = s.claimCapped(ctx, p, kinds)
+		jobs, capLimited, err = s.claimCapped(ctx, p, kinds)
 	}
 	if err != nil {
-		return nil, s.wrap(err, "claim jobs in queue %q", p.Queue)
+		return nil, false, s.wrap(err, "claim jobs in queue %q", p.Queue)
 	}
 	store.SortClaimed(jobs)
-	return jobs, nil
+	return jobs, capLimited, nil
 }
 
 // claimUncapped runs the uncapped claim and the caps check in one round trip.
@@ -108,33 +105,29 @@ func (s *Store) claimUncapped(ctx context.Context, p *store.ClaimParams, kinds [
 // deadlock), counts the running jobs only after holding them (a fresh snapshot that sees
 // every claim committed before), and claims within the free slots. Only claims sharing a
 // capped queue or kind wait for each other; all others take the one-statement path.
-func (s *Store) claimCapped(ctx context.Context, p *store.ClaimParams, kinds []string) ([]*hoppertype.JobRow, error) {
+func (s *Store) claimCapped(ctx context.Context, p *store.ClaimParams, kinds []string) (jobs []*hoppertype.JobRow, capLimited bool, err error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after Commit
 	c, err := s.lockCaps(ctx, tx, p.Queue, kinds)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	limit := c.Limit(p.Limit)
-	if p.CapLimited != nil {
-		*p.CapLimited = c.Limits(p.Limit)
-	}
-	var jobs []*hoppertype.JobRow
+	limit, capLimited := c.Limit(p.Limit), c.Limits(p.Limit)
 	if limit > 0 {
 		query, extra := claimCappedQuery(c.KindLeft)
 		args := append([]any{s.nowArg(), p.Queue, limit, p.WorkerID, micros(p.LeaseDuration), kinds}, extra...)
 		rs, err := tx.Query(ctx, s.sql(query), args...)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if jobs, err = scanJobs(rs); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
-	return jobs, tx.Commit(ctx)
+	return jobs, capLimited, tx.Commit(ctx)
 }
 
 // claimCappedQuery builds the capped claim: without capped kinds one ordered, limited scan;

@@ -27,7 +27,7 @@ func TestDatabaseClock(t *testing.T) {
 	require.Equal(t, hoppertype.StateScheduled, res[1].Job.State)
 	require.WithinDuration(t, before, res[0].Job.CreatedAt, 5*time.Second)
 
-	jobs, err := s.JobClaim(ctx, &store.ClaimParams{Queue: "default", Limit: 10, WorkerID: "w", LeaseDuration: time.Hour})
+	jobs, _, err := s.JobClaim(ctx, &store.ClaimParams{Queue: "default", Limit: 10, WorkerID: "w", LeaseDuration: time.Hour})
 	require.NoError(t, err)
 	require.Len(t, jobs, 1)
 	require.Equal(t, time.Hour, jobs[0].LeaseExpiresAt.Sub(jobs[0].StartedAt))

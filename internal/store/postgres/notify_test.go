@@ -125,7 +125,7 @@ func TestNotifyPromoteRescueResumeCancel(t *testing.T) {
 	res, err := s.JobInsertMany(ctx, append(scheduled, insertParams("held", 2)...))
 	require.NoError(t, err)
 	require.Equal(t, hoppertype.StateScheduled, res[0].Job.State)
-	jobs, err := s.JobClaim(ctx, &store.ClaimParams{Queue: "held", Limit: 2, WorkerID: "w", LeaseDuration: time.Millisecond})
+	jobs, _, err := s.JobClaim(ctx, &store.ClaimParams{Queue: "held", Limit: 2, WorkerID: "w", LeaseDuration: time.Millisecond})
 	require.NoError(t, err)
 	require.Len(t, jobs, 2)
 	sub, _ := subscribe(t, s)

@@ -38,7 +38,7 @@ func TestTiming(t *testing.T) {
 	for w := range workers {
 		wg.Go(func() {
 			for {
-				jobs, err := s.JobClaim(t.Context(), &store.ClaimParams{Queue: "default", Limit: claimBatch,
+				jobs, _, err := s.JobClaim(t.Context(), &store.ClaimParams{Queue: "default", Limit: claimBatch,
 					WorkerID: "w" + string(rune('0'+w)), LeaseDuration: time.Minute})
 				require.NoError(t, err)
 				if len(jobs) == 0 {

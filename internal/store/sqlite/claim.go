@@ -37,13 +37,12 @@ const candidateSQL = `SELECT j.id, j.priority FROM jobs j
 	LIMIT +%s`
 
 // JobClaim claims up to params.Limit jobs, within the queue's and the kinds' fleet-wide caps.
-func (s *Store) JobClaim(ctx context.Context, p *store.ClaimParams) ([]*hoppertype.JobRow, error) {
+func (s *Store) JobClaim(ctx context.Context, p *store.ClaimParams) (jobs []*hoppertype.JobRow, capLimited bool, err error) {
 	if p.Limit <= 0 {
-		return nil, nil
+		return nil, false, nil
 	}
 	fast, fastExtra := claimQuery(p.Kinds, nil) // prepared once: the claim when no kind is capped
-	var jobs []*hoppertype.JobRow
-	err := s.write(ctx, []string{fast}, func(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt) error {
+	err = s.write(ctx, []string{fast}, func(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt) error {
 		now := s.clock.Now() // in the transaction: a queued write must not back-date its claim
 		fixed := []any{p.WorkerID, micros(now.Add(p.LeaseDuration)), micros(now), p.Queue}
 		c, err := loadCaps(ctx, tx, p)
@@ -51,9 +50,7 @@ func (s *Store) JobClaim(ctx context.Context, p *store.ClaimParams) ([]*hopperty
 			return err
 		}
 		limit := c.Limit(p.Limit)
-		if p.CapLimited != nil {
-			*p.CapLimited = c.Limits(p.Limit)
-		}
+		capLimited = c.Limits(p.Limit)
 		if limit <= 0 {
 			return nil
 		}
@@ -73,10 +70,10 @@ func (s *Store) JobClaim(ctx context.Context, p *store.ClaimParams) ([]*hopperty
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("claim jobs in queue %q: %w", p.Queue, err)
+		return nil, false, fmt.Errorf("claim jobs in queue %q: %w", p.Queue, err)
 	}
 	store.SortClaimed(jobs)
-	return jobs, nil
+	return jobs, capLimited, nil
 }
 
 // claimQuery builds the claim for the kinds asked for, given the capped kinds' free slots

@@ -25,7 +25,7 @@ func Bench(b *testing.B, opener Opener) {
 	b.Run("ClaimEmpty", func(b *testing.B) {
 		s := openBench(b, opener)
 		for b.Loop() {
-			_, err := s.JobClaim(b.Context(), benchClaim())
+			_, _, err := s.JobClaim(b.Context(), benchClaim())
 			require.NoError(b, err)
 		}
 	})
@@ -35,7 +35,7 @@ func Bench(b *testing.B, opener Opener) {
 			b.StopTimer()
 			benchInsert(b, s, 50)
 			b.StartTimer()
-			jobs, err := s.JobClaim(b.Context(), benchClaim())
+			jobs, _, err := s.JobClaim(b.Context(), benchClaim())
 			require.NoError(b, err)
 			fin := make([]*store.FinishParams, len(jobs))
 			for i, j := range jobs {

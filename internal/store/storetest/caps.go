@@ -73,7 +73,7 @@ func capsConcurrent(t *testing.T, b *bundle) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			jobs, err := b.store.JobClaim(t.Context(), &store.ClaimParams{Queue: defaultQueue, Limit: 5,
+			jobs, _, err := b.store.JobClaim(t.Context(), &store.ClaimParams{Queue: defaultQueue, Limit: 5,
 				WorkerID: "w" + string(rune('a'+w)), LeaseDuration: defaultLease})
 			require.NoError(t, err)
 			mu.Lock()
@@ -116,7 +116,7 @@ func capsConcurrentKind(t *testing.T, b *bundle) {
 			go func() {
 				defer wg.Done()
 				<-start
-				jobs, err := b.store.JobClaim(t.Context(), p)
+				jobs, _, err := b.store.JobClaim(t.Context(), p)
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil {

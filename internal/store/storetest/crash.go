@@ -47,7 +47,7 @@ func crashNoJobLost(t *testing.T, b *bundle) {
 	require.ElementsMatch(t, claimed, res.JobIDs)
 	require.Equal(t, []string{defaultQueue}, res.Queues)
 
-	again, err := second.JobClaim(t.Context(), &store.ClaimParams{
+	again, _, err := second.JobClaim(t.Context(), &store.ClaimParams{
 		Queue: defaultQueue, Limit: 10, WorkerID: workerB, LeaseDuration: defaultLease,
 	})
 	require.NoError(t, err)

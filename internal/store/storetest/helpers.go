@@ -82,7 +82,7 @@ func (b *bundle) get(t *testing.T, id string) *hoppertype.JobRow {
 // claimAs claims with the given parameters and requires success.
 func (b *bundle) claimAs(t *testing.T, p *store.ClaimParams) []*hoppertype.JobRow {
 	t.Helper()
-	jobs, err := b.store.JobClaim(t.Context(), p)
+	jobs, _, err := b.store.JobClaim(t.Context(), p)
 	require.NoError(t, err)
 	require.LessOrEqual(t, len(jobs), p.Limit)
 	return jobs

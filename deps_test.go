@@ -1,0 +1,39 @@
+package hopper_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The library's core stays free of what only the server, the CLI or a store needs: an
+// application that embeds Hopper on one store links no other store's driver, no RPC stack, no
+// CLI framework and no metrics library, and the dependency points from the server to the
+// library, never back.
+func TestCorePackagesImportNoDriverNorServerStack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	forbidden := []string{
+		"github.com/jackc/pgx",                         // the PostgreSQL driver
+		"modernc.org/sqlite",                           // the SQLite driver
+		"connectrpc.com/",                              // the RPC stack
+		"google.golang.org/grpc",                       // likewise
+		"github.com/spf13/cobra",                       // the CLI
+		"github.com/prometheus/",                       // metrics
+		"github.com/hopperjobs/hopper/internal/server", // the server
+		"github.com/hopperjobs/hopper/internal/cli",    // the CLI commands
+		"github.com/hopperjobs/hopper/gen/",            // the generated RPC code
+	}
+	for _, pkg := range []string{".", "./hoppertype", "./internal/store", "./internal/engine"} {
+		out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
+		require.NoError(t, err, "go list -deps %s: %s", pkg, out)
+		for _, dep := range strings.Fields(string(out)) {
+			for _, f := range forbidden {
+				require.False(t, strings.HasPrefix(dep, f), "%s imports %s", pkg, dep)
+			}
+		}
+	}
+}
