@@ -74,7 +74,9 @@ func (w *Worker) execute(ctx context.Context, job *hopperv1.ActivatedJob) {
 		if r := ex.Result(); len(r) > 0 {
 			req.Result = string(r)
 		}
-		report = func(ctx context.Context) error { _, err := w.api.Complete(ctx, req); return err }
+		report = func(ctx context.Context) error {
+			return w.out.send(ctx, &hopperv1.Outcome{Outcome: &hopperv1.Outcome_Complete{Complete: req}})
+		}
 	case end.Outcome == hoppertype.OutcomeSnoozed || end.Outcome == hoppertype.OutcomeSuspended:
 		// A snooze or suspension keeps its checkpoint even as the worker shuts down or its
 		// stream drops (fenced likewise).
@@ -91,7 +93,9 @@ func (w *Worker) execute(ctx context.Context, job *hopperv1.ActivatedJob) {
 		report = func(ctx context.Context) error { return w.releaseCall(ctx, job, end.Error) }
 	default:
 		req := failRequest(job, unit, err, end)
-		report = func(ctx context.Context) error { _, err := w.api.Fail(ctx, req); return err }
+		report = func(ctx context.Context) error {
+			return w.out.send(ctx, &hopperv1.Outcome{Outcome: &hopperv1.Outcome_Fail{Fail: req}})
+		}
 	}
 	err = w.reportWithRetry(rctx, report)
 	if connect.CodeOf(err) == connect.CodeInvalidArgument {
@@ -100,9 +104,9 @@ func (w *Worker) execute(ctx context.Context, job *hopperv1.ActivatedJob) {
 		// on until its lease expires, and then again on every retry.
 		refused := err
 		err = w.reportWithRetry(rctx, func(ctx context.Context) error {
-			_, ferr := w.api.Fail(ctx, &hopperv1.FailRequest{Id: job.GetId(), LeaseToken: job.GetLeaseToken(),
-				Error: store.ClipText("the server refused the attempt's outcome: "+refused.Error(), hopper.MaxErrorBytes)})
-			return ferr
+			return w.out.send(ctx, &hopperv1.Outcome{Outcome: &hopperv1.Outcome_Fail{Fail: &hopperv1.FailRequest{
+				Id: job.GetId(), LeaseToken: job.GetLeaseToken(),
+				Error: store.ClipText("the server refused the attempt's outcome: "+refused.Error(), hopper.MaxErrorBytes)}}})
 		})
 	}
 	if err != nil {
@@ -164,17 +168,15 @@ func (w *Worker) reportWithRetry(ctx context.Context, report func(context.Contex
 
 // releaseCall releases job with reason why, cleaned and cut to what the server takes.
 func (w *Worker) releaseCall(ctx context.Context, job *hopperv1.ActivatedJob, why string) error {
-	_, err := w.api.Release(ctx, &hopperv1.ReleaseRequest{Id: job.GetId(), LeaseToken: job.GetLeaseToken(),
-		Reason: store.ClipText(why, hopper.MaxReasonBytes)})
-	return err
+	return w.out.send(ctx, &hopperv1.Outcome{Outcome: &hopperv1.Outcome_Release{Release: &hopperv1.ReleaseRequest{
+		Id: job.GetId(), LeaseToken: job.GetLeaseToken(), Reason: store.ClipText(why, hopper.MaxReasonBytes)}}})
 }
 
 // park reports a snooze or a suspension.
 func (w *Worker) park(ctx context.Context, job *hopperv1.ActivatedJob, end engine.Ending) error {
 	if end.Outcome == hoppertype.OutcomeSnoozed {
-		_, err := w.api.Snooze(ctx, &hopperv1.SnoozeRequest{Id: job.GetId(), LeaseToken: job.GetLeaseToken(),
-			Delay: boundDelay(end.Snooze)})
-		return err
+		return w.out.send(ctx, &hopperv1.Outcome{Outcome: &hopperv1.Outcome_Snooze{Snooze: &hopperv1.SnoozeRequest{
+			Id: job.GetId(), LeaseToken: job.GetLeaseToken(), Delay: boundDelay(end.Snooze)}}})
 	}
 	req := &hopperv1.SuspendRequest{Id: job.GetId(), LeaseToken: job.GetLeaseToken()}
 	if su := end.Suspend; su != nil {
@@ -186,8 +188,7 @@ func (w *Worker) park(ctx context.Context, job *hopperv1.ActivatedJob, end engin
 			req.Deadline = timestamppb.New(su.Deadline)
 		}
 	}
-	_, err := w.api.Suspend(ctx, req)
-	return err
+	return w.out.send(ctx, &hopperv1.Outcome{Outcome: &hopperv1.Outcome_Suspend{Suspend: req}})
 }
 
 // failRequest says how an attempt failed (end, of the handler's error err); the server

@@ -176,6 +176,7 @@ func fuzzWorkerOn(f *testing.F, url string) (*Worker, *recordedCalls) {
 	require.NoError(f, err)
 	calls := &recordedCalls{WorkerServiceClient: w.api}
 	w.api = calls
+	w.out = &batcher{api: calls}
 	return w, calls
 }
 
@@ -271,6 +272,33 @@ func (r *recordedCalls) Snooze(ctx context.Context, req *hopperv1.SnoozeRequest)
 func (r *recordedCalls) Suspend(ctx context.Context, req *hopperv1.SuspendRequest) (*hopperv1.SuspendResponse, error) {
 	res, err := r.WorkerServiceClient.Suspend(ctx, req)
 	r.note("Suspend", true, req, err)
+	return res, err
+}
+
+// Report records each outcome of a batch as the single call it stands for, with its verdict.
+func (r *recordedCalls) Report(ctx context.Context, req *hopperv1.ReportRequest) (*hopperv1.ReportResponse, error) {
+	res, err := r.WorkerServiceClient.Report(ctx, req)
+	for i, o := range req.GetOutcomes() {
+		itemErr := err
+		if err == nil {
+			itemErr = verdictErr(res.GetOutcomes()[i])
+		}
+		var procedure string
+		var msg proto.Message
+		switch x := o.GetOutcome().(type) {
+		case *hopperv1.Outcome_Complete:
+			procedure, msg = "Complete", x.Complete
+		case *hopperv1.Outcome_Fail:
+			procedure, msg = "Fail", x.Fail
+		case *hopperv1.Outcome_Release:
+			procedure, msg = "Release", x.Release
+		case *hopperv1.Outcome_Snooze:
+			procedure, msg = "Snooze", x.Snooze
+		case *hopperv1.Outcome_Suspend:
+			procedure, msg = "Suspend", x.Suspend
+		}
+		r.note(procedure, true, msg, itemErr)
+	}
 	return res, err
 }
 

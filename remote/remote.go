@@ -73,6 +73,7 @@ type Worker struct {
 	cfg      Config
 	log      *slog.Logger
 	api      hopperv1connect.WorkerServiceClient
+	out      *batcher // attempts' outcomes, in batches
 	handlers *engine.Workers
 	kinds    []string
 
@@ -166,6 +167,7 @@ func New(cfg Config) (*Worker, error) {
 	}
 	w.api = hopperv1connect.NewWorkerServiceClient(connect.NewClient(
 		connecthttp.NewTransport(cfg.HTTPClient, cfg.URL), interceptors...))
+	w.out = &batcher{api: w.api}
 	return w, nil
 }
 
@@ -458,8 +460,8 @@ func (w *Worker) keepLeases() {
 	}
 }
 
-// extendAll renews the lease of every running job; it stops at the first error that is not
-// about the job itself (the server is unreachable: the others would fail too).
+// extendAll renews the lease of every running job, in Report batches. A lease found lost
+// cancels its handler; a request that fails (the server is unreachable) ends the round.
 func (w *Worker) extendAll() error {
 	w.mu.Lock()
 	running := make([]*attempt, 0, len(w.running))
@@ -467,17 +469,28 @@ func (w *Worker) extendAll() error {
 		running = append(running, a)
 	}
 	w.mu.Unlock()
-	for _, a := range running {
-		_, err := w.api.ExtendLease(w.keepCtx, &hopperv1.ExtendLeaseRequest{Id: a.job.GetId(),
-			LeaseToken: a.job.GetLeaseToken(), Duration: durationOf(a.lease)})
-		switch code := connect.CodeOf(err); {
-		case err == nil:
-			w.leases.Succeed()
-		case code == connect.CodeFailedPrecondition || code == connect.CodeNotFound:
-			a.cancel(hopper.ErrLeaseLost)
-		default:
+	for len(running) > 0 {
+		batch := running[:min(len(running), maxBatch)]
+		running = running[len(batch):]
+		req := &hopperv1.ReportRequest{Renewals: make([]*hopperv1.ExtendLeaseRequest, len(batch))}
+		for i, a := range batch {
+			req.Renewals[i] = &hopperv1.ExtendLeaseRequest{Id: a.job.GetId(), LeaseToken: a.job.GetLeaseToken(),
+				Duration: durationOf(a.lease)}
+		}
+		res, err := w.api.Report(w.keepCtx, req)
+		if err == nil && len(res.GetRenewals()) != len(batch) {
+			err = errors.New("extend leases: the server answered a different number of verdicts")
+		}
+		if err != nil {
 			return unavailable(err)
 		}
+		for i, a := range batch {
+			switch connect.CodeOf(verdictErr(res.GetRenewals()[i])) {
+			case connect.CodeFailedPrecondition, connect.CodeNotFound:
+				a.cancel(hopper.ErrLeaseLost)
+			}
+		}
+		w.leases.Succeed()
 	}
 	return nil
 }

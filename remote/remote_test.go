@@ -400,7 +400,8 @@ func TestRemoteWorkerFitsItsTextToTheServersLimits(t *testing.T) {
 				}
 				return errors.New(huge)
 			})
-			released := &answered{RoundTripper: http.DefaultTransport, procedure: "/Release", done: make(chan struct{}, 1)}
+			// Outcomes go in Report batches: the release is the last report the worker sends.
+			released := &answered{RoundTripper: http.DefaultTransport, procedure: "/Report", done: make(chan struct{}, 1)}
 			w, err := remote.New(remote.Config{URL: url, Workers: ws, Mode: mode, PollWait: time.Second, LeaseDuration: time.Hour,
 				HTTPClient: &http.Client{Transport: released}})
 			require.NoError(t, err)
@@ -421,6 +422,10 @@ func TestRemoteWorkerFitsItsTextToTheServersLimits(t *testing.T) {
 			res, err = client.Enqueue(t.Context(), resize{Fail: "at shutdown"}, nil)
 			require.NoError(t, err)
 			<-started
+			select { // the first job's failure was answered: wait for the release's answer
+			case <-released.done:
+			default:
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 			defer cancel()
 			stopped = true
@@ -477,7 +482,7 @@ func TestStopLeavesHandlersThatIgnoreTheirContextBehind(t *testing.T) {
 				<-release // ignores ctx
 				return nil
 			})
-			completed := &answered{RoundTripper: http.DefaultTransport, procedure: "/Complete", done: make(chan struct{}, 1)}
+			completed := &answered{RoundTripper: http.DefaultTransport, procedure: "/Report", done: make(chan struct{}, 1)}
 			w, err := remote.New(remote.Config{URL: url, Workers: ws, Mode: mode, Concurrency: 1, PollWait: time.Second,
 				LeaseDuration: time.Hour, HTTPClient: &http.Client{Transport: completed}})
 			require.NoError(t, err)

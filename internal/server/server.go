@@ -311,6 +311,7 @@ var procedureScopes = map[string]Scope{
 	hopperv1connect.WorkerServiceReleaseProcedure:        ScopeWork,
 	hopperv1connect.WorkerServiceSnoozeProcedure:         ScopeWork,
 	hopperv1connect.WorkerServiceSuspendProcedure:        ScopeWork,
+	hopperv1connect.WorkerServiceReportProcedure:         ScopeWork,
 	hopperv1connect.WorkerServiceHeartbeatProcedure:      ScopeWork,
 	hopperv1connect.WorkerServiceReportProgressProcedure: ScopeWork,
 

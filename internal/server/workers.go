@@ -479,3 +479,73 @@ func (w *workerService) ReportProgress(ctx context.Context, req *hopperv1.Report
 	}
 	return &hopperv1.ReportProgressResponse{}, nil
 }
+
+// maxReportItems bounds the outcomes and renewals of one Report.
+const maxReportItems = 1000
+
+// Report does what Complete, Fail, Release, Snooze, Suspend and ExtendLease do for many items
+// at once, each answered on its own: the items run concurrently, so the engine's completer
+// writes their outcomes in a few shared transactions.
+func (w *workerService) Report(ctx context.Context, req *hopperv1.ReportRequest) (*hopperv1.ReportResponse, error) {
+	outcomes, renewals := req.GetOutcomes(), req.GetRenewals()
+	if n := len(outcomes) + len(renewals); n > maxReportItems {
+		return nil, connect.NewError(connect.CodeInvalidArgument,
+			fmt.Sprintf("outcomes and renewals: %d items, more than %d", n, maxReportItems))
+	}
+	res := &hopperv1.ReportResponse{Outcomes: make([]*hopperv1.Verdict, len(outcomes)),
+		Renewals: make([]*hopperv1.Verdict, len(renewals))}
+	var wg sync.WaitGroup
+	for i, o := range outcomes {
+		wg.Go(func() {
+			fail, err := w.outcome(ctx, o)
+			res.Outcomes[i] = w.verdict(ctx, fail, err)
+		})
+	}
+	for i, r := range renewals {
+		wg.Go(func() {
+			ext, err := w.ExtendLease(ctx, r)
+			v := w.verdict(ctx, nil, err)
+			if err == nil {
+				v.LeaseExpiresAt = ext.GetLeaseExpiresAt()
+			}
+			res.Renewals[i] = v
+		})
+	}
+	wg.Wait()
+	return res, nil
+}
+
+// outcome applies one outcome of a Report; the FailResponse of an accepted fail.
+func (w *workerService) outcome(ctx context.Context, o *hopperv1.Outcome) (*hopperv1.FailResponse, error) {
+	var err error
+	switch x := o.GetOutcome().(type) {
+	case *hopperv1.Outcome_Complete:
+		_, err = w.Complete(ctx, x.Complete)
+	case *hopperv1.Outcome_Fail:
+		return w.Fail(ctx, x.Fail)
+	case *hopperv1.Outcome_Release:
+		_, err = w.Release(ctx, x.Release)
+	case *hopperv1.Outcome_Snooze:
+		_, err = w.Snooze(ctx, x.Snooze)
+	case *hopperv1.Outcome_Suspend:
+		_, err = w.Suspend(ctx, x.Suspend)
+	default:
+		err = connect.NewError(connect.CodeInvalidArgument, "outcome: set one of complete, fail, release, snooze, suspend")
+	}
+	return nil, err
+}
+
+// verdict is the answer to one item that ended with err, as the single-item call would have
+// answered it (an internal error is logged and answered with the request id only).
+func (w *workerService) verdict(ctx context.Context, fail *hopperv1.FailResponse, err error) *hopperv1.Verdict {
+	if err == nil {
+		return &hopperv1.Verdict{Code: "ok", Fail: fail}
+	}
+	err = w.s.answer(ctx, hopperv1connect.WorkerServiceReportProcedure, err)
+	var ce *connect.Error
+	msg := err.Error()
+	if errors.As(err, &ce) {
+		msg = ce.Message()
+	}
+	return &hopperv1.Verdict{Code: connect.CodeOf(err).String(), Message: msg}
+}

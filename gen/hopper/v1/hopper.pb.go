@@ -3314,6 +3314,321 @@ func (x *ExtendLeaseResponse) GetLeaseExpiresAt() *timestamppb.Timestamp {
 	return nil
 }
 
+type ReportRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// outcomes end attempts; each sets exactly one of its fields.
+	Outcomes []*Outcome `protobuf:"bytes,1,rep,name=outcomes,proto3" json:"outcomes,omitempty"`
+	// renewals extend leases of running attempts, as ExtendLease.
+	Renewals      []*ExtendLeaseRequest `protobuf:"bytes,2,rep,name=renewals,proto3" json:"renewals,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportRequest) Reset() {
+	*x = ReportRequest{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportRequest) ProtoMessage() {}
+
+func (x *ReportRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportRequest.ProtoReflect.Descriptor instead.
+func (*ReportRequest) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *ReportRequest) GetOutcomes() []*Outcome {
+	if x != nil {
+		return x.Outcomes
+	}
+	return nil
+}
+
+func (x *ReportRequest) GetRenewals() []*ExtendLeaseRequest {
+	if x != nil {
+		return x.Renewals
+	}
+	return nil
+}
+
+// Outcome is how one attempt ended: exactly one field is set.
+type Outcome struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Outcome:
+	//
+	//	*Outcome_Complete
+	//	*Outcome_Fail
+	//	*Outcome_Release
+	//	*Outcome_Snooze
+	//	*Outcome_Suspend
+	Outcome       isOutcome_Outcome `protobuf_oneof:"outcome"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Outcome) Reset() {
+	*x = Outcome{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Outcome) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Outcome) ProtoMessage() {}
+
+func (x *Outcome) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Outcome.ProtoReflect.Descriptor instead.
+func (*Outcome) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *Outcome) GetOutcome() isOutcome_Outcome {
+	if x != nil {
+		return x.Outcome
+	}
+	return nil
+}
+
+func (x *Outcome) GetComplete() *CompleteRequest {
+	if x != nil {
+		if x, ok := x.Outcome.(*Outcome_Complete); ok {
+			return x.Complete
+		}
+	}
+	return nil
+}
+
+func (x *Outcome) GetFail() *FailRequest {
+	if x != nil {
+		if x, ok := x.Outcome.(*Outcome_Fail); ok {
+			return x.Fail
+		}
+	}
+	return nil
+}
+
+func (x *Outcome) GetRelease() *ReleaseRequest {
+	if x != nil {
+		if x, ok := x.Outcome.(*Outcome_Release); ok {
+			return x.Release
+		}
+	}
+	return nil
+}
+
+func (x *Outcome) GetSnooze() *SnoozeRequest {
+	if x != nil {
+		if x, ok := x.Outcome.(*Outcome_Snooze); ok {
+			return x.Snooze
+		}
+	}
+	return nil
+}
+
+func (x *Outcome) GetSuspend() *SuspendRequest {
+	if x != nil {
+		if x, ok := x.Outcome.(*Outcome_Suspend); ok {
+			return x.Suspend
+		}
+	}
+	return nil
+}
+
+type isOutcome_Outcome interface {
+	isOutcome_Outcome()
+}
+
+type Outcome_Complete struct {
+	Complete *CompleteRequest `protobuf:"bytes,1,opt,name=complete,proto3,oneof"`
+}
+
+type Outcome_Fail struct {
+	Fail *FailRequest `protobuf:"bytes,2,opt,name=fail,proto3,oneof"`
+}
+
+type Outcome_Release struct {
+	Release *ReleaseRequest `protobuf:"bytes,3,opt,name=release,proto3,oneof"`
+}
+
+type Outcome_Snooze struct {
+	Snooze *SnoozeRequest `protobuf:"bytes,4,opt,name=snooze,proto3,oneof"`
+}
+
+type Outcome_Suspend struct {
+	Suspend *SuspendRequest `protobuf:"bytes,5,opt,name=suspend,proto3,oneof"`
+}
+
+func (*Outcome_Complete) isOutcome_Outcome() {}
+
+func (*Outcome_Fail) isOutcome_Outcome() {}
+
+func (*Outcome_Release) isOutcome_Outcome() {}
+
+func (*Outcome_Snooze) isOutcome_Outcome() {}
+
+func (*Outcome_Suspend) isOutcome_Outcome() {}
+
+type ReportResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// outcomes holds one verdict per outcome of the request, in its order.
+	Outcomes []*Verdict `protobuf:"bytes,1,rep,name=outcomes,proto3" json:"outcomes,omitempty"`
+	// renewals holds one verdict per renewal of the request, in its order.
+	Renewals      []*Verdict `protobuf:"bytes,2,rep,name=renewals,proto3" json:"renewals,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportResponse) Reset() {
+	*x = ReportResponse{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportResponse) ProtoMessage() {}
+
+func (x *ReportResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportResponse.ProtoReflect.Descriptor instead.
+func (*ReportResponse) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *ReportResponse) GetOutcomes() []*Verdict {
+	if x != nil {
+		return x.Outcomes
+	}
+	return nil
+}
+
+func (x *ReportResponse) GetRenewals() []*Verdict {
+	if x != nil {
+		return x.Renewals
+	}
+	return nil
+}
+
+// Verdict is the server's answer to one item of a Report.
+type Verdict struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// code is "ok", or the error code the single-item call would have answered, in the form
+	// of Connect's codes: "failed_precondition" (the lease is gone: another attempt holds the
+	// job, or none), "not_found", "invalid_argument", "unavailable" (try the item again),
+	// "internal".
+	Code string `protobuf:"bytes,1,opt,name=code,proto3" json:"code,omitempty"`
+	// message says why, for an item that is not ok.
+	Message string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	// fail is the answer to an accepted fail outcome: where the job went.
+	Fail *FailResponse `protobuf:"bytes,3,opt,name=fail,proto3" json:"fail,omitempty"`
+	// lease_expires_at is the new expiry of an accepted renewal.
+	LeaseExpiresAt *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=lease_expires_at,json=leaseExpiresAt,proto3" json:"lease_expires_at,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *Verdict) Reset() {
+	*x = Verdict{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Verdict) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Verdict) ProtoMessage() {}
+
+func (x *Verdict) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Verdict.ProtoReflect.Descriptor instead.
+func (*Verdict) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *Verdict) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+func (x *Verdict) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *Verdict) GetFail() *FailResponse {
+	if x != nil {
+		return x.Fail
+	}
+	return nil
+}
+
+func (x *Verdict) GetLeaseExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LeaseExpiresAt
+	}
+	return nil
+}
+
 type HeartbeatRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -3324,7 +3639,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[48]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3336,7 +3651,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[48]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3349,7 +3664,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{48}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *HeartbeatRequest) GetId() string {
@@ -3374,7 +3689,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[49]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3386,7 +3701,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[49]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3399,7 +3714,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{49}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{53}
 }
 
 type ReportProgressRequest struct {
@@ -3414,7 +3729,7 @@ type ReportProgressRequest struct {
 
 func (x *ReportProgressRequest) Reset() {
 	*x = ReportProgressRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[50]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3426,7 +3741,7 @@ func (x *ReportProgressRequest) String() string {
 func (*ReportProgressRequest) ProtoMessage() {}
 
 func (x *ReportProgressRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[50]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3439,7 +3754,7 @@ func (x *ReportProgressRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportProgressRequest.ProtoReflect.Descriptor instead.
 func (*ReportProgressRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{50}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ReportProgressRequest) GetId() string {
@@ -3478,7 +3793,7 @@ type ReportProgressResponse struct {
 
 func (x *ReportProgressResponse) Reset() {
 	*x = ReportProgressResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3490,7 +3805,7 @@ func (x *ReportProgressResponse) String() string {
 func (*ReportProgressResponse) ProtoMessage() {}
 
 func (x *ReportProgressResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3503,7 +3818,7 @@ func (x *ReportProgressResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportProgressResponse.ProtoReflect.Descriptor instead.
 func (*ReportProgressResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{51}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{55}
 }
 
 type Queue struct {
@@ -3520,7 +3835,7 @@ type Queue struct {
 
 func (x *Queue) Reset() {
 	*x = Queue{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3532,7 +3847,7 @@ func (x *Queue) String() string {
 func (*Queue) ProtoMessage() {}
 
 func (x *Queue) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3545,7 +3860,7 @@ func (x *Queue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Queue.ProtoReflect.Descriptor instead.
 func (*Queue) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{52}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *Queue) GetName() string {
@@ -3584,7 +3899,7 @@ type QueueServiceListRequest struct {
 
 func (x *QueueServiceListRequest) Reset() {
 	*x = QueueServiceListRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3596,7 +3911,7 @@ func (x *QueueServiceListRequest) String() string {
 func (*QueueServiceListRequest) ProtoMessage() {}
 
 func (x *QueueServiceListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3609,7 +3924,7 @@ func (x *QueueServiceListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueServiceListRequest.ProtoReflect.Descriptor instead.
 func (*QueueServiceListRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{53}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{57}
 }
 
 type QueueServiceListResponse struct {
@@ -3621,7 +3936,7 @@ type QueueServiceListResponse struct {
 
 func (x *QueueServiceListResponse) Reset() {
 	*x = QueueServiceListResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3633,7 +3948,7 @@ func (x *QueueServiceListResponse) String() string {
 func (*QueueServiceListResponse) ProtoMessage() {}
 
 func (x *QueueServiceListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3646,7 +3961,7 @@ func (x *QueueServiceListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueServiceListResponse.ProtoReflect.Descriptor instead.
 func (*QueueServiceListResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{54}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *QueueServiceListResponse) GetQueues() []*Queue {
@@ -3665,7 +3980,7 @@ type PauseRequest struct {
 
 func (x *PauseRequest) Reset() {
 	*x = PauseRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3677,7 +3992,7 @@ func (x *PauseRequest) String() string {
 func (*PauseRequest) ProtoMessage() {}
 
 func (x *PauseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3690,7 +4005,7 @@ func (x *PauseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseRequest.ProtoReflect.Descriptor instead.
 func (*PauseRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{55}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *PauseRequest) GetQueue() string {
@@ -3708,7 +4023,7 @@ type PauseResponse struct {
 
 func (x *PauseResponse) Reset() {
 	*x = PauseResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3720,7 +4035,7 @@ func (x *PauseResponse) String() string {
 func (*PauseResponse) ProtoMessage() {}
 
 func (x *PauseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3733,7 +4048,7 @@ func (x *PauseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseResponse.ProtoReflect.Descriptor instead.
 func (*PauseResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{56}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{60}
 }
 
 type ResumeRequest struct {
@@ -3745,7 +4060,7 @@ type ResumeRequest struct {
 
 func (x *ResumeRequest) Reset() {
 	*x = ResumeRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[57]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3757,7 +4072,7 @@ func (x *ResumeRequest) String() string {
 func (*ResumeRequest) ProtoMessage() {}
 
 func (x *ResumeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[57]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3770,7 +4085,7 @@ func (x *ResumeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeRequest.ProtoReflect.Descriptor instead.
 func (*ResumeRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{57}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ResumeRequest) GetQueue() string {
@@ -3788,7 +4103,7 @@ type ResumeResponse struct {
 
 func (x *ResumeResponse) Reset() {
 	*x = ResumeResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3800,7 +4115,7 @@ func (x *ResumeResponse) String() string {
 func (*ResumeResponse) ProtoMessage() {}
 
 func (x *ResumeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3813,7 +4128,7 @@ func (x *ResumeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeResponse.ProtoReflect.Descriptor instead.
 func (*ResumeResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{58}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{62}
 }
 
 type Node struct {
@@ -3830,7 +4145,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3842,7 +4157,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3855,7 +4170,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{59}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *Node) GetId() string {
@@ -3908,7 +4223,7 @@ type ListNodesRequest struct {
 
 func (x *ListNodesRequest) Reset() {
 	*x = ListNodesRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3920,7 +4235,7 @@ func (x *ListNodesRequest) String() string {
 func (*ListNodesRequest) ProtoMessage() {}
 
 func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3933,7 +4248,7 @@ func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesRequest.ProtoReflect.Descriptor instead.
 func (*ListNodesRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{60}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{64}
 }
 
 type ListNodesResponse struct {
@@ -3945,7 +4260,7 @@ type ListNodesResponse struct {
 
 func (x *ListNodesResponse) Reset() {
 	*x = ListNodesResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3957,7 +4272,7 @@ func (x *ListNodesResponse) String() string {
 func (*ListNodesResponse) ProtoMessage() {}
 
 func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3970,7 +4285,7 @@ func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesResponse.ProtoReflect.Descriptor instead.
 func (*ListNodesResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{61}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *ListNodesResponse) GetNodes() []*Node {
@@ -3996,7 +4311,7 @@ type Worker struct {
 
 func (x *Worker) Reset() {
 	*x = Worker{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4008,7 +4323,7 @@ func (x *Worker) String() string {
 func (*Worker) ProtoMessage() {}
 
 func (x *Worker) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4021,7 +4336,7 @@ func (x *Worker) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Worker.ProtoReflect.Descriptor instead.
 func (*Worker) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{62}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *Worker) GetName() string {
@@ -4081,7 +4396,7 @@ type ListWorkersRequest struct {
 
 func (x *ListWorkersRequest) Reset() {
 	*x = ListWorkersRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4093,7 +4408,7 @@ func (x *ListWorkersRequest) String() string {
 func (*ListWorkersRequest) ProtoMessage() {}
 
 func (x *ListWorkersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4106,7 +4421,7 @@ func (x *ListWorkersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWorkersRequest.ProtoReflect.Descriptor instead.
 func (*ListWorkersRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{63}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{67}
 }
 
 type ListWorkersResponse struct {
@@ -4118,7 +4433,7 @@ type ListWorkersResponse struct {
 
 func (x *ListWorkersResponse) Reset() {
 	*x = ListWorkersResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4130,7 +4445,7 @@ func (x *ListWorkersResponse) String() string {
 func (*ListWorkersResponse) ProtoMessage() {}
 
 func (x *ListWorkersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4143,7 +4458,7 @@ func (x *ListWorkersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWorkersResponse.ProtoReflect.Descriptor instead.
 func (*ListWorkersResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{64}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *ListWorkersResponse) GetWorkers() []*Worker {
@@ -4174,7 +4489,7 @@ type Stream struct {
 
 func (x *Stream) Reset() {
 	*x = Stream{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4186,7 +4501,7 @@ func (x *Stream) String() string {
 func (*Stream) ProtoMessage() {}
 
 func (x *Stream) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4199,7 +4514,7 @@ func (x *Stream) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stream.ProtoReflect.Descriptor instead.
 func (*Stream) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{65}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *Stream) GetId() string {
@@ -4287,7 +4602,7 @@ type ListStreamsRequest struct {
 
 func (x *ListStreamsRequest) Reset() {
 	*x = ListStreamsRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4299,7 +4614,7 @@ func (x *ListStreamsRequest) String() string {
 func (*ListStreamsRequest) ProtoMessage() {}
 
 func (x *ListStreamsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4312,7 +4627,7 @@ func (x *ListStreamsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStreamsRequest.ProtoReflect.Descriptor instead.
 func (*ListStreamsRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{66}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{70}
 }
 
 type ListStreamsResponse struct {
@@ -4324,7 +4639,7 @@ type ListStreamsResponse struct {
 
 func (x *ListStreamsResponse) Reset() {
 	*x = ListStreamsResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4336,7 +4651,7 @@ func (x *ListStreamsResponse) String() string {
 func (*ListStreamsResponse) ProtoMessage() {}
 
 func (x *ListStreamsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4349,7 +4664,7 @@ func (x *ListStreamsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStreamsResponse.ProtoReflect.Descriptor instead.
 func (*ListStreamsResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{67}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *ListStreamsResponse) GetStreams() []*Stream {
@@ -4375,7 +4690,7 @@ type APIKey struct {
 
 func (x *APIKey) Reset() {
 	*x = APIKey{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4387,7 +4702,7 @@ func (x *APIKey) String() string {
 func (*APIKey) ProtoMessage() {}
 
 func (x *APIKey) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4400,7 +4715,7 @@ func (x *APIKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use APIKey.ProtoReflect.Descriptor instead.
 func (*APIKey) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{68}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *APIKey) GetId() string {
@@ -4455,7 +4770,7 @@ type CreateKeyRequest struct {
 
 func (x *CreateKeyRequest) Reset() {
 	*x = CreateKeyRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4467,7 +4782,7 @@ func (x *CreateKeyRequest) String() string {
 func (*CreateKeyRequest) ProtoMessage() {}
 
 func (x *CreateKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4480,7 +4795,7 @@ func (x *CreateKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyRequest.ProtoReflect.Descriptor instead.
 func (*CreateKeyRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{69}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *CreateKeyRequest) GetName() string {
@@ -4508,7 +4823,7 @@ type CreateKeyResponse struct {
 
 func (x *CreateKeyResponse) Reset() {
 	*x = CreateKeyResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4520,7 +4835,7 @@ func (x *CreateKeyResponse) String() string {
 func (*CreateKeyResponse) ProtoMessage() {}
 
 func (x *CreateKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4533,7 +4848,7 @@ func (x *CreateKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyResponse.ProtoReflect.Descriptor instead.
 func (*CreateKeyResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{70}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *CreateKeyResponse) GetKey() *APIKey {
@@ -4558,7 +4873,7 @@ type ListKeysRequest struct {
 
 func (x *ListKeysRequest) Reset() {
 	*x = ListKeysRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4570,7 +4885,7 @@ func (x *ListKeysRequest) String() string {
 func (*ListKeysRequest) ProtoMessage() {}
 
 func (x *ListKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4583,7 +4898,7 @@ func (x *ListKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeysRequest.ProtoReflect.Descriptor instead.
 func (*ListKeysRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{71}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{75}
 }
 
 type ListKeysResponse struct {
@@ -4595,7 +4910,7 @@ type ListKeysResponse struct {
 
 func (x *ListKeysResponse) Reset() {
 	*x = ListKeysResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4607,7 +4922,7 @@ func (x *ListKeysResponse) String() string {
 func (*ListKeysResponse) ProtoMessage() {}
 
 func (x *ListKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4620,7 +4935,7 @@ func (x *ListKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeysResponse.ProtoReflect.Descriptor instead.
 func (*ListKeysResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{72}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *ListKeysResponse) GetKeys() []*APIKey {
@@ -4639,7 +4954,7 @@ type RevokeKeyRequest struct {
 
 func (x *RevokeKeyRequest) Reset() {
 	*x = RevokeKeyRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[73]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4651,7 +4966,7 @@ func (x *RevokeKeyRequest) String() string {
 func (*RevokeKeyRequest) ProtoMessage() {}
 
 func (x *RevokeKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[73]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4664,7 +4979,7 @@ func (x *RevokeKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeKeyRequest.ProtoReflect.Descriptor instead.
 func (*RevokeKeyRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{73}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *RevokeKeyRequest) GetIdOrName() string {
@@ -4683,7 +4998,7 @@ type RevokeKeyResponse struct {
 
 func (x *RevokeKeyResponse) Reset() {
 	*x = RevokeKeyResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[74]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4695,7 +5010,7 @@ func (x *RevokeKeyResponse) String() string {
 func (*RevokeKeyResponse) ProtoMessage() {}
 
 func (x *RevokeKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[74]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4708,7 +5023,7 @@ func (x *RevokeKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeKeyResponse.ProtoReflect.Descriptor instead.
 func (*RevokeKeyResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{74}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *RevokeKeyResponse) GetKey() *APIKey {
@@ -4732,7 +5047,7 @@ type DeadLetterFilter struct {
 
 func (x *DeadLetterFilter) Reset() {
 	*x = DeadLetterFilter{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[75]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4744,7 +5059,7 @@ func (x *DeadLetterFilter) String() string {
 func (*DeadLetterFilter) ProtoMessage() {}
 
 func (x *DeadLetterFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[75]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4757,7 +5072,7 @@ func (x *DeadLetterFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterFilter.ProtoReflect.Descriptor instead.
 func (*DeadLetterFilter) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{75}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *DeadLetterFilter) GetQueues() []string {
@@ -4801,7 +5116,7 @@ type DeadLetterServiceListRequest struct {
 
 func (x *DeadLetterServiceListRequest) Reset() {
 	*x = DeadLetterServiceListRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[76]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4813,7 +5128,7 @@ func (x *DeadLetterServiceListRequest) String() string {
 func (*DeadLetterServiceListRequest) ProtoMessage() {}
 
 func (x *DeadLetterServiceListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[76]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4826,7 +5141,7 @@ func (x *DeadLetterServiceListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceListRequest.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceListRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{76}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *DeadLetterServiceListRequest) GetFilter() *DeadLetterFilter {
@@ -4861,7 +5176,7 @@ type DeadLetterServiceListResponse struct {
 
 func (x *DeadLetterServiceListResponse) Reset() {
 	*x = DeadLetterServiceListResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[77]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4873,7 +5188,7 @@ func (x *DeadLetterServiceListResponse) String() string {
 func (*DeadLetterServiceListResponse) ProtoMessage() {}
 
 func (x *DeadLetterServiceListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[77]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4886,7 +5201,7 @@ func (x *DeadLetterServiceListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceListResponse.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceListResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{77}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *DeadLetterServiceListResponse) GetJobs() []*Job {
@@ -4911,7 +5226,7 @@ type DeadLetterServiceStatsRequest struct {
 
 func (x *DeadLetterServiceStatsRequest) Reset() {
 	*x = DeadLetterServiceStatsRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[78]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4923,7 +5238,7 @@ func (x *DeadLetterServiceStatsRequest) String() string {
 func (*DeadLetterServiceStatsRequest) ProtoMessage() {}
 
 func (x *DeadLetterServiceStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[78]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4936,7 +5251,7 @@ func (x *DeadLetterServiceStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceStatsRequest.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceStatsRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{78}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{82}
 }
 
 type DeadLetterServiceStatsResponse struct {
@@ -4953,7 +5268,7 @@ type DeadLetterServiceStatsResponse struct {
 
 func (x *DeadLetterServiceStatsResponse) Reset() {
 	*x = DeadLetterServiceStatsResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[79]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4965,7 +5280,7 @@ func (x *DeadLetterServiceStatsResponse) String() string {
 func (*DeadLetterServiceStatsResponse) ProtoMessage() {}
 
 func (x *DeadLetterServiceStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[79]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4978,7 +5293,7 @@ func (x *DeadLetterServiceStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceStatsResponse.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceStatsResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{79}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *DeadLetterServiceStatsResponse) GetCount() int64 {
@@ -5011,7 +5326,7 @@ type ReplayRequest struct {
 
 func (x *ReplayRequest) Reset() {
 	*x = ReplayRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[80]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5023,7 +5338,7 @@ func (x *ReplayRequest) String() string {
 func (*ReplayRequest) ProtoMessage() {}
 
 func (x *ReplayRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[80]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5036,7 +5351,7 @@ func (x *ReplayRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayRequest.ProtoReflect.Descriptor instead.
 func (*ReplayRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{80}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *ReplayRequest) GetId() string {
@@ -5058,7 +5373,7 @@ type ReplayResponse struct {
 
 func (x *ReplayResponse) Reset() {
 	*x = ReplayResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[81]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5070,7 +5385,7 @@ func (x *ReplayResponse) String() string {
 func (*ReplayResponse) ProtoMessage() {}
 
 func (x *ReplayResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[81]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5083,7 +5398,7 @@ func (x *ReplayResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayResponse.ProtoReflect.Descriptor instead.
 func (*ReplayResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{81}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *ReplayResponse) GetJob() *Job {
@@ -5111,7 +5426,7 @@ type ReplayManyRequest struct {
 
 func (x *ReplayManyRequest) Reset() {
 	*x = ReplayManyRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[82]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5123,7 +5438,7 @@ func (x *ReplayManyRequest) String() string {
 func (*ReplayManyRequest) ProtoMessage() {}
 
 func (x *ReplayManyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[82]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5136,7 +5451,7 @@ func (x *ReplayManyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayManyRequest.ProtoReflect.Descriptor instead.
 func (*ReplayManyRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{82}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *ReplayManyRequest) GetFilter() *DeadLetterFilter {
@@ -5164,7 +5479,7 @@ type ReplayManyResponse struct {
 
 func (x *ReplayManyResponse) Reset() {
 	*x = ReplayManyResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[83]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5176,7 +5491,7 @@ func (x *ReplayManyResponse) String() string {
 func (*ReplayManyResponse) ProtoMessage() {}
 
 func (x *ReplayManyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[83]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5189,7 +5504,7 @@ func (x *ReplayManyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayManyResponse.ProtoReflect.Descriptor instead.
 func (*ReplayManyResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{83}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *ReplayManyResponse) GetJobs() []*Job {
@@ -5224,7 +5539,7 @@ type ReplayRecord struct {
 
 func (x *ReplayRecord) Reset() {
 	*x = ReplayRecord{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[84]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5236,7 +5551,7 @@ func (x *ReplayRecord) String() string {
 func (*ReplayRecord) ProtoMessage() {}
 
 func (x *ReplayRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[84]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5249,7 +5564,7 @@ func (x *ReplayRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayRecord.ProtoReflect.Descriptor instead.
 func (*ReplayRecord) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{84}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *ReplayRecord) GetId() int64 {
@@ -5319,7 +5634,7 @@ type ListReplaysRequest struct {
 
 func (x *ListReplaysRequest) Reset() {
 	*x = ListReplaysRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[85]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5331,7 +5646,7 @@ func (x *ListReplaysRequest) String() string {
 func (*ListReplaysRequest) ProtoMessage() {}
 
 func (x *ListReplaysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[85]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5344,7 +5659,7 @@ func (x *ListReplaysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReplaysRequest.ProtoReflect.Descriptor instead.
 func (*ListReplaysRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{85}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *ListReplaysRequest) GetSourceJobId() string {
@@ -5406,7 +5721,7 @@ type ListReplaysResponse struct {
 
 func (x *ListReplaysResponse) Reset() {
 	*x = ListReplaysResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[86]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5418,7 +5733,7 @@ func (x *ListReplaysResponse) String() string {
 func (*ListReplaysResponse) ProtoMessage() {}
 
 func (x *ListReplaysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[86]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5431,7 +5746,7 @@ func (x *ListReplaysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReplaysResponse.ProtoReflect.Descriptor instead.
 func (*ListReplaysResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{86}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *ListReplaysResponse) GetReplays() []*ReplayRecord {
@@ -5742,7 +6057,25 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"leaseToken\x125\n" +
 	"\bduration\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\bduration\"[\n" +
 	"\x13ExtendLeaseResponse\x12D\n" +
-	"\x10lease_expires_at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x0eleaseExpiresAt\"C\n" +
+	"\x10lease_expires_at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x0eleaseExpiresAt\"z\n" +
+	"\rReportRequest\x12.\n" +
+	"\boutcomes\x18\x01 \x03(\v2\x12.hopper.v1.OutcomeR\boutcomes\x129\n" +
+	"\brenewals\x18\x02 \x03(\v2\x1d.hopper.v1.ExtendLeaseRequestR\brenewals\"\x9e\x02\n" +
+	"\aOutcome\x128\n" +
+	"\bcomplete\x18\x01 \x01(\v2\x1a.hopper.v1.CompleteRequestH\x00R\bcomplete\x12,\n" +
+	"\x04fail\x18\x02 \x01(\v2\x16.hopper.v1.FailRequestH\x00R\x04fail\x125\n" +
+	"\arelease\x18\x03 \x01(\v2\x19.hopper.v1.ReleaseRequestH\x00R\arelease\x122\n" +
+	"\x06snooze\x18\x04 \x01(\v2\x18.hopper.v1.SnoozeRequestH\x00R\x06snooze\x125\n" +
+	"\asuspend\x18\x05 \x01(\v2\x19.hopper.v1.SuspendRequestH\x00R\asuspendB\t\n" +
+	"\aoutcome\"p\n" +
+	"\x0eReportResponse\x12.\n" +
+	"\boutcomes\x18\x01 \x03(\v2\x12.hopper.v1.VerdictR\boutcomes\x12.\n" +
+	"\brenewals\x18\x02 \x03(\v2\x12.hopper.v1.VerdictR\brenewals\"\xaa\x01\n" +
+	"\aVerdict\x12\x12\n" +
+	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\x12+\n" +
+	"\x04fail\x18\x03 \x01(\v2\x17.hopper.v1.FailResponseR\x04fail\x12D\n" +
+	"\x10lease_expires_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x0eleaseExpiresAt\"C\n" +
 	"\x10HeartbeatRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
 	"\vlease_token\x18\x02 \x01(\x03R\n" +
@@ -5902,7 +6235,7 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x04List\x12\x16.hopper.v1.ListRequest\x1a\x17.hopper.v1.ListResponse\"\x03\x90\x02\x01\x12=\n" +
 	"\x06Cancel\x12\x18.hopper.v1.CancelRequest\x1a\x19.hopper.v1.CancelResponse\x12B\n" +
 	"\x06Events\x12\x18.hopper.v1.EventsRequest\x1a\x19.hopper.v1.EventsResponse\"\x03\x90\x02\x01\x12Q\n" +
-	"\x06Resume\x12\".hopper.v1.JobServiceResumeRequest\x1a#.hopper.v1.JobServiceResumeResponse2\xcf\x05\n" +
+	"\x06Resume\x12\".hopper.v1.JobServiceResumeRequest\x1a#.hopper.v1.JobServiceResumeResponse2\x8e\x06\n" +
 	"\rWorkerService\x12C\n" +
 	"\bActivate\x12\x1a.hopper.v1.ActivateRequest\x1a\x1b.hopper.v1.ActivateResponse\x12K\n" +
 	"\n" +
@@ -5914,7 +6247,8 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\aSuspend\x12\x19.hopper.v1.SuspendRequest\x1a\x1a.hopper.v1.SuspendResponse\x12L\n" +
 	"\vExtendLease\x12\x1d.hopper.v1.ExtendLeaseRequest\x1a\x1e.hopper.v1.ExtendLeaseResponse\x12F\n" +
 	"\tHeartbeat\x12\x1b.hopper.v1.HeartbeatRequest\x1a\x1c.hopper.v1.HeartbeatResponse\x12U\n" +
-	"\x0eReportProgress\x12 .hopper.v1.ReportProgressRequest\x1a!.hopper.v1.ReportProgressResponse2\xdf\x01\n" +
+	"\x0eReportProgress\x12 .hopper.v1.ReportProgressRequest\x1a!.hopper.v1.ReportProgressResponse\x12=\n" +
+	"\x06Report\x12\x18.hopper.v1.ReportRequest\x1a\x19.hopper.v1.ReportResponse2\xdf\x01\n" +
 	"\fQueueService\x12T\n" +
 	"\x04List\x12\".hopper.v1.QueueServiceListRequest\x1a#.hopper.v1.QueueServiceListResponse\"\x03\x90\x02\x01\x12:\n" +
 	"\x05Pause\x12\x17.hopper.v1.PauseRequest\x1a\x18.hopper.v1.PauseResponse\x12=\n" +
@@ -5952,7 +6286,7 @@ func file_hopper_v1_hopper_proto_rawDescGZIP() []byte {
 	return file_hopper_v1_hopper_proto_rawDescData
 }
 
-var file_hopper_v1_hopper_proto_msgTypes = make([]protoimpl.MessageInfo, 92)
+var file_hopper_v1_hopper_proto_msgTypes = make([]protoimpl.MessageInfo, 96)
 var file_hopper_v1_hopper_proto_goTypes = []any{
 	(*Schedule)(nil),                       // 0: hopper.v1.Schedule
 	(*ScheduleServiceListRequest)(nil),     // 1: hopper.v1.ScheduleServiceListRequest
@@ -6002,225 +6336,242 @@ var file_hopper_v1_hopper_proto_goTypes = []any{
 	(*ReleaseResponse)(nil),                // 45: hopper.v1.ReleaseResponse
 	(*ExtendLeaseRequest)(nil),             // 46: hopper.v1.ExtendLeaseRequest
 	(*ExtendLeaseResponse)(nil),            // 47: hopper.v1.ExtendLeaseResponse
-	(*HeartbeatRequest)(nil),               // 48: hopper.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),              // 49: hopper.v1.HeartbeatResponse
-	(*ReportProgressRequest)(nil),          // 50: hopper.v1.ReportProgressRequest
-	(*ReportProgressResponse)(nil),         // 51: hopper.v1.ReportProgressResponse
-	(*Queue)(nil),                          // 52: hopper.v1.Queue
-	(*QueueServiceListRequest)(nil),        // 53: hopper.v1.QueueServiceListRequest
-	(*QueueServiceListResponse)(nil),       // 54: hopper.v1.QueueServiceListResponse
-	(*PauseRequest)(nil),                   // 55: hopper.v1.PauseRequest
-	(*PauseResponse)(nil),                  // 56: hopper.v1.PauseResponse
-	(*ResumeRequest)(nil),                  // 57: hopper.v1.ResumeRequest
-	(*ResumeResponse)(nil),                 // 58: hopper.v1.ResumeResponse
-	(*Node)(nil),                           // 59: hopper.v1.Node
-	(*ListNodesRequest)(nil),               // 60: hopper.v1.ListNodesRequest
-	(*ListNodesResponse)(nil),              // 61: hopper.v1.ListNodesResponse
-	(*Worker)(nil),                         // 62: hopper.v1.Worker
-	(*ListWorkersRequest)(nil),             // 63: hopper.v1.ListWorkersRequest
-	(*ListWorkersResponse)(nil),            // 64: hopper.v1.ListWorkersResponse
-	(*Stream)(nil),                         // 65: hopper.v1.Stream
-	(*ListStreamsRequest)(nil),             // 66: hopper.v1.ListStreamsRequest
-	(*ListStreamsResponse)(nil),            // 67: hopper.v1.ListStreamsResponse
-	(*APIKey)(nil),                         // 68: hopper.v1.APIKey
-	(*CreateKeyRequest)(nil),               // 69: hopper.v1.CreateKeyRequest
-	(*CreateKeyResponse)(nil),              // 70: hopper.v1.CreateKeyResponse
-	(*ListKeysRequest)(nil),                // 71: hopper.v1.ListKeysRequest
-	(*ListKeysResponse)(nil),               // 72: hopper.v1.ListKeysResponse
-	(*RevokeKeyRequest)(nil),               // 73: hopper.v1.RevokeKeyRequest
-	(*RevokeKeyResponse)(nil),              // 74: hopper.v1.RevokeKeyResponse
-	(*DeadLetterFilter)(nil),               // 75: hopper.v1.DeadLetterFilter
-	(*DeadLetterServiceListRequest)(nil),   // 76: hopper.v1.DeadLetterServiceListRequest
-	(*DeadLetterServiceListResponse)(nil),  // 77: hopper.v1.DeadLetterServiceListResponse
-	(*DeadLetterServiceStatsRequest)(nil),  // 78: hopper.v1.DeadLetterServiceStatsRequest
-	(*DeadLetterServiceStatsResponse)(nil), // 79: hopper.v1.DeadLetterServiceStatsResponse
-	(*ReplayRequest)(nil),                  // 80: hopper.v1.ReplayRequest
-	(*ReplayResponse)(nil),                 // 81: hopper.v1.ReplayResponse
-	(*ReplayManyRequest)(nil),              // 82: hopper.v1.ReplayManyRequest
-	(*ReplayManyResponse)(nil),             // 83: hopper.v1.ReplayManyResponse
-	(*ReplayRecord)(nil),                   // 84: hopper.v1.ReplayRecord
-	(*ListReplaysRequest)(nil),             // 85: hopper.v1.ListReplaysRequest
-	(*ListReplaysResponse)(nil),            // 86: hopper.v1.ListReplaysResponse
-	nil,                                    // 87: hopper.v1.Schedule.HeadersEntry
-	nil,                                    // 88: hopper.v1.Job.HeadersEntry
-	nil,                                    // 89: hopper.v1.JobSpec.HeadersEntry
-	nil,                                    // 90: hopper.v1.ActivatedJob.HeadersEntry
-	nil,                                    // 91: hopper.v1.Queue.CountsEntry
-	(*durationpb.Duration)(nil),            // 92: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),          // 93: google.protobuf.Timestamp
+	(*ReportRequest)(nil),                  // 48: hopper.v1.ReportRequest
+	(*Outcome)(nil),                        // 49: hopper.v1.Outcome
+	(*ReportResponse)(nil),                 // 50: hopper.v1.ReportResponse
+	(*Verdict)(nil),                        // 51: hopper.v1.Verdict
+	(*HeartbeatRequest)(nil),               // 52: hopper.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),              // 53: hopper.v1.HeartbeatResponse
+	(*ReportProgressRequest)(nil),          // 54: hopper.v1.ReportProgressRequest
+	(*ReportProgressResponse)(nil),         // 55: hopper.v1.ReportProgressResponse
+	(*Queue)(nil),                          // 56: hopper.v1.Queue
+	(*QueueServiceListRequest)(nil),        // 57: hopper.v1.QueueServiceListRequest
+	(*QueueServiceListResponse)(nil),       // 58: hopper.v1.QueueServiceListResponse
+	(*PauseRequest)(nil),                   // 59: hopper.v1.PauseRequest
+	(*PauseResponse)(nil),                  // 60: hopper.v1.PauseResponse
+	(*ResumeRequest)(nil),                  // 61: hopper.v1.ResumeRequest
+	(*ResumeResponse)(nil),                 // 62: hopper.v1.ResumeResponse
+	(*Node)(nil),                           // 63: hopper.v1.Node
+	(*ListNodesRequest)(nil),               // 64: hopper.v1.ListNodesRequest
+	(*ListNodesResponse)(nil),              // 65: hopper.v1.ListNodesResponse
+	(*Worker)(nil),                         // 66: hopper.v1.Worker
+	(*ListWorkersRequest)(nil),             // 67: hopper.v1.ListWorkersRequest
+	(*ListWorkersResponse)(nil),            // 68: hopper.v1.ListWorkersResponse
+	(*Stream)(nil),                         // 69: hopper.v1.Stream
+	(*ListStreamsRequest)(nil),             // 70: hopper.v1.ListStreamsRequest
+	(*ListStreamsResponse)(nil),            // 71: hopper.v1.ListStreamsResponse
+	(*APIKey)(nil),                         // 72: hopper.v1.APIKey
+	(*CreateKeyRequest)(nil),               // 73: hopper.v1.CreateKeyRequest
+	(*CreateKeyResponse)(nil),              // 74: hopper.v1.CreateKeyResponse
+	(*ListKeysRequest)(nil),                // 75: hopper.v1.ListKeysRequest
+	(*ListKeysResponse)(nil),               // 76: hopper.v1.ListKeysResponse
+	(*RevokeKeyRequest)(nil),               // 77: hopper.v1.RevokeKeyRequest
+	(*RevokeKeyResponse)(nil),              // 78: hopper.v1.RevokeKeyResponse
+	(*DeadLetterFilter)(nil),               // 79: hopper.v1.DeadLetterFilter
+	(*DeadLetterServiceListRequest)(nil),   // 80: hopper.v1.DeadLetterServiceListRequest
+	(*DeadLetterServiceListResponse)(nil),  // 81: hopper.v1.DeadLetterServiceListResponse
+	(*DeadLetterServiceStatsRequest)(nil),  // 82: hopper.v1.DeadLetterServiceStatsRequest
+	(*DeadLetterServiceStatsResponse)(nil), // 83: hopper.v1.DeadLetterServiceStatsResponse
+	(*ReplayRequest)(nil),                  // 84: hopper.v1.ReplayRequest
+	(*ReplayResponse)(nil),                 // 85: hopper.v1.ReplayResponse
+	(*ReplayManyRequest)(nil),              // 86: hopper.v1.ReplayManyRequest
+	(*ReplayManyResponse)(nil),             // 87: hopper.v1.ReplayManyResponse
+	(*ReplayRecord)(nil),                   // 88: hopper.v1.ReplayRecord
+	(*ListReplaysRequest)(nil),             // 89: hopper.v1.ListReplaysRequest
+	(*ListReplaysResponse)(nil),            // 90: hopper.v1.ListReplaysResponse
+	nil,                                    // 91: hopper.v1.Schedule.HeadersEntry
+	nil,                                    // 92: hopper.v1.Job.HeadersEntry
+	nil,                                    // 93: hopper.v1.JobSpec.HeadersEntry
+	nil,                                    // 94: hopper.v1.ActivatedJob.HeadersEntry
+	nil,                                    // 95: hopper.v1.Queue.CountsEntry
+	(*durationpb.Duration)(nil),            // 96: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),          // 97: google.protobuf.Timestamp
 }
 var file_hopper_v1_hopper_proto_depIdxs = []int32{
-	92,  // 0: hopper.v1.Schedule.every:type_name -> google.protobuf.Duration
-	92,  // 1: hopper.v1.Schedule.fixed_delay:type_name -> google.protobuf.Duration
-	92,  // 2: hopper.v1.Schedule.timeout:type_name -> google.protobuf.Duration
-	87,  // 3: hopper.v1.Schedule.headers:type_name -> hopper.v1.Schedule.HeadersEntry
-	92,  // 4: hopper.v1.Schedule.jitter:type_name -> google.protobuf.Duration
-	93,  // 5: hopper.v1.Schedule.last_fire_at:type_name -> google.protobuf.Timestamp
-	93,  // 6: hopper.v1.Schedule.next_fire_at:type_name -> google.protobuf.Timestamp
-	93,  // 7: hopper.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
-	93,  // 8: hopper.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
+	96,  // 0: hopper.v1.Schedule.every:type_name -> google.protobuf.Duration
+	96,  // 1: hopper.v1.Schedule.fixed_delay:type_name -> google.protobuf.Duration
+	96,  // 2: hopper.v1.Schedule.timeout:type_name -> google.protobuf.Duration
+	91,  // 3: hopper.v1.Schedule.headers:type_name -> hopper.v1.Schedule.HeadersEntry
+	96,  // 4: hopper.v1.Schedule.jitter:type_name -> google.protobuf.Duration
+	97,  // 5: hopper.v1.Schedule.last_fire_at:type_name -> google.protobuf.Timestamp
+	97,  // 6: hopper.v1.Schedule.next_fire_at:type_name -> google.protobuf.Timestamp
+	97,  // 7: hopper.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
+	97,  // 8: hopper.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
 	0,   // 9: hopper.v1.ScheduleServiceListResponse.schedules:type_name -> hopper.v1.Schedule
 	0,   // 10: hopper.v1.ScheduleServiceAddRequest.schedule:type_name -> hopper.v1.Schedule
 	0,   // 11: hopper.v1.ScheduleServiceAddResponse.schedule:type_name -> hopper.v1.Schedule
-	88,  // 12: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
-	93,  // 13: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
-	92,  // 14: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
-	93,  // 15: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
-	93,  // 16: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
-	93,  // 17: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	93,  // 18: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
-	93,  // 19: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
-	93,  // 20: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	93,  // 21: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
-	93,  // 22: hopper.v1.Job.deadline_at:type_name -> google.protobuf.Timestamp
-	93,  // 23: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
-	92,  // 24: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
-	92,  // 25: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
-	89,  // 26: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
-	92,  // 27: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
+	92,  // 12: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
+	97,  // 13: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
+	96,  // 14: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
+	97,  // 15: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
+	97,  // 16: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
+	97,  // 17: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	97,  // 18: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
+	97,  // 19: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
+	97,  // 20: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	97,  // 21: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
+	97,  // 22: hopper.v1.Job.deadline_at:type_name -> google.protobuf.Timestamp
+	97,  // 23: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
+	96,  // 24: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
+	96,  // 25: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
+	93,  // 26: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
+	96,  // 27: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
 	13,  // 28: hopper.v1.JobSpec.retry_policy:type_name -> hopper.v1.RetryPolicy
-	92,  // 29: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
-	92,  // 30: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
+	96,  // 29: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
+	96,  // 30: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
 	12,  // 31: hopper.v1.EnqueueRequest.job:type_name -> hopper.v1.JobSpec
 	11,  // 32: hopper.v1.EnqueueResponse.job:type_name -> hopper.v1.Job
 	12,  // 33: hopper.v1.EnqueueBatchRequest.jobs:type_name -> hopper.v1.JobSpec
 	15,  // 34: hopper.v1.EnqueueBatchResponse.results:type_name -> hopper.v1.EnqueueResponse
 	11,  // 35: hopper.v1.GetResponse.job:type_name -> hopper.v1.Job
-	93,  // 36: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
-	93,  // 37: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
+	97,  // 36: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
+	97,  // 37: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
 	11,  // 38: hopper.v1.ListResponse.jobs:type_name -> hopper.v1.Job
 	11,  // 39: hopper.v1.CancelResponse.job:type_name -> hopper.v1.Job
 	11,  // 40: hopper.v1.JobServiceResumeResponse.job:type_name -> hopper.v1.Job
-	93,  // 41: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
-	93,  // 42: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
-	93,  // 43: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
+	97,  // 41: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
+	97,  // 42: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
+	97,  // 43: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
 	27,  // 44: hopper.v1.EventsResponse.events:type_name -> hopper.v1.Event
 	28,  // 45: hopper.v1.EventsResponse.attempts:type_name -> hopper.v1.Attempt
-	90,  // 46: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
-	93,  // 47: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
-	92,  // 48: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
-	93,  // 49: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
+	94,  // 46: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
+	97,  // 47: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
+	96,  // 48: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
+	97,  // 49: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
 	13,  // 50: hopper.v1.ActivatedJob.retry_policy:type_name -> hopper.v1.RetryPolicy
-	92,  // 51: hopper.v1.ActivatedJob.default_timeout:type_name -> google.protobuf.Duration
-	92,  // 52: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
-	92,  // 53: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
+	96,  // 51: hopper.v1.ActivatedJob.default_timeout:type_name -> google.protobuf.Duration
+	96,  // 52: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
+	96,  // 53: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
 	30,  // 54: hopper.v1.ActivateResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	92,  // 55: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
+	96,  // 55: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
 	30,  // 56: hopper.v1.StreamJobsResponse.job:type_name -> hopper.v1.ActivatedJob
 	35,  // 57: hopper.v1.StreamJobsResponse.lease_lost:type_name -> hopper.v1.LeaseLost
-	92,  // 58: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
+	96,  // 58: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
 	13,  // 59: hopper.v1.FailRequest.retry_policy:type_name -> hopper.v1.RetryPolicy
-	93,  // 60: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
-	92,  // 61: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
-	93,  // 62: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
-	93,  // 63: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
-	92,  // 64: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
-	93,  // 65: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
-	91,  // 66: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
-	52,  // 67: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
-	93,  // 68: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
-	93,  // 69: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
-	59,  // 70: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
-	93,  // 71: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
-	62,  // 72: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
-	93,  // 73: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
-	65,  // 74: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
-	93,  // 75: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
-	93,  // 76: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
-	93,  // 77: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
-	68,  // 78: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
-	68,  // 79: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
-	68,  // 80: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
-	93,  // 81: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
-	93,  // 82: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
-	75,  // 83: hopper.v1.DeadLetterServiceListRequest.filter:type_name -> hopper.v1.DeadLetterFilter
-	11,  // 84: hopper.v1.DeadLetterServiceListResponse.jobs:type_name -> hopper.v1.Job
-	93,  // 85: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
-	92,  // 86: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
-	11,  // 87: hopper.v1.ReplayResponse.job:type_name -> hopper.v1.Job
-	75,  // 88: hopper.v1.ReplayManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
-	11,  // 89: hopper.v1.ReplayManyResponse.jobs:type_name -> hopper.v1.Job
-	93,  // 90: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
-	93,  // 91: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
-	93,  // 92: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
-	84,  // 93: hopper.v1.ListReplaysResponse.replays:type_name -> hopper.v1.ReplayRecord
-	14,  // 94: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
-	16,  // 95: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
-	18,  // 96: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
-	20,  // 97: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
-	22,  // 98: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
-	26,  // 99: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
-	24,  // 100: hopper.v1.JobService.Resume:input_type -> hopper.v1.JobServiceResumeRequest
-	31,  // 101: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
-	33,  // 102: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
-	36,  // 103: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
-	38,  // 104: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
-	44,  // 105: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
-	40,  // 106: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
-	42,  // 107: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
-	46,  // 108: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
-	48,  // 109: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
-	50,  // 110: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
-	53,  // 111: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
-	55,  // 112: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
-	57,  // 113: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
-	60,  // 114: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
-	63,  // 115: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
-	66,  // 116: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
-	69,  // 117: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
-	71,  // 118: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
-	73,  // 119: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
-	1,   // 120: hopper.v1.ScheduleService.List:input_type -> hopper.v1.ScheduleServiceListRequest
-	3,   // 121: hopper.v1.ScheduleService.Add:input_type -> hopper.v1.ScheduleServiceAddRequest
-	5,   // 122: hopper.v1.ScheduleService.Remove:input_type -> hopper.v1.ScheduleServiceRemoveRequest
-	7,   // 123: hopper.v1.ScheduleService.Pause:input_type -> hopper.v1.ScheduleServicePauseRequest
-	9,   // 124: hopper.v1.ScheduleService.Resume:input_type -> hopper.v1.ScheduleServiceResumeRequest
-	76,  // 125: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
-	78,  // 126: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
-	80,  // 127: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
-	82,  // 128: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
-	85,  // 129: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
-	15,  // 130: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
-	17,  // 131: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
-	19,  // 132: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
-	21,  // 133: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
-	23,  // 134: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
-	29,  // 135: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
-	25,  // 136: hopper.v1.JobService.Resume:output_type -> hopper.v1.JobServiceResumeResponse
-	32,  // 137: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
-	34,  // 138: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
-	37,  // 139: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
-	39,  // 140: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
-	45,  // 141: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
-	41,  // 142: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
-	43,  // 143: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
-	47,  // 144: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
-	49,  // 145: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
-	51,  // 146: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
-	54,  // 147: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
-	56,  // 148: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
-	58,  // 149: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
-	61,  // 150: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
-	64,  // 151: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
-	67,  // 152: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
-	70,  // 153: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
-	72,  // 154: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
-	74,  // 155: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
-	2,   // 156: hopper.v1.ScheduleService.List:output_type -> hopper.v1.ScheduleServiceListResponse
-	4,   // 157: hopper.v1.ScheduleService.Add:output_type -> hopper.v1.ScheduleServiceAddResponse
-	6,   // 158: hopper.v1.ScheduleService.Remove:output_type -> hopper.v1.ScheduleServiceRemoveResponse
-	8,   // 159: hopper.v1.ScheduleService.Pause:output_type -> hopper.v1.ScheduleServicePauseResponse
-	10,  // 160: hopper.v1.ScheduleService.Resume:output_type -> hopper.v1.ScheduleServiceResumeResponse
-	77,  // 161: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
-	79,  // 162: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
-	81,  // 163: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
-	83,  // 164: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
-	86,  // 165: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
-	130, // [130:166] is the sub-list for method output_type
-	94,  // [94:130] is the sub-list for method input_type
-	94,  // [94:94] is the sub-list for extension type_name
-	94,  // [94:94] is the sub-list for extension extendee
-	0,   // [0:94] is the sub-list for field type_name
+	97,  // 60: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
+	96,  // 61: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
+	97,  // 62: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
+	97,  // 63: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
+	96,  // 64: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
+	97,  // 65: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
+	49,  // 66: hopper.v1.ReportRequest.outcomes:type_name -> hopper.v1.Outcome
+	46,  // 67: hopper.v1.ReportRequest.renewals:type_name -> hopper.v1.ExtendLeaseRequest
+	36,  // 68: hopper.v1.Outcome.complete:type_name -> hopper.v1.CompleteRequest
+	38,  // 69: hopper.v1.Outcome.fail:type_name -> hopper.v1.FailRequest
+	44,  // 70: hopper.v1.Outcome.release:type_name -> hopper.v1.ReleaseRequest
+	40,  // 71: hopper.v1.Outcome.snooze:type_name -> hopper.v1.SnoozeRequest
+	42,  // 72: hopper.v1.Outcome.suspend:type_name -> hopper.v1.SuspendRequest
+	51,  // 73: hopper.v1.ReportResponse.outcomes:type_name -> hopper.v1.Verdict
+	51,  // 74: hopper.v1.ReportResponse.renewals:type_name -> hopper.v1.Verdict
+	39,  // 75: hopper.v1.Verdict.fail:type_name -> hopper.v1.FailResponse
+	97,  // 76: hopper.v1.Verdict.lease_expires_at:type_name -> google.protobuf.Timestamp
+	95,  // 77: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
+	56,  // 78: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
+	97,  // 79: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
+	97,  // 80: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
+	63,  // 81: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
+	97,  // 82: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
+	66,  // 83: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
+	97,  // 84: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
+	69,  // 85: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
+	97,  // 86: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
+	97,  // 87: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
+	97,  // 88: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
+	72,  // 89: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
+	72,  // 90: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
+	72,  // 91: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
+	97,  // 92: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
+	97,  // 93: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
+	79,  // 94: hopper.v1.DeadLetterServiceListRequest.filter:type_name -> hopper.v1.DeadLetterFilter
+	11,  // 95: hopper.v1.DeadLetterServiceListResponse.jobs:type_name -> hopper.v1.Job
+	97,  // 96: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
+	96,  // 97: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
+	11,  // 98: hopper.v1.ReplayResponse.job:type_name -> hopper.v1.Job
+	79,  // 99: hopper.v1.ReplayManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
+	11,  // 100: hopper.v1.ReplayManyResponse.jobs:type_name -> hopper.v1.Job
+	97,  // 101: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
+	97,  // 102: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
+	97,  // 103: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
+	88,  // 104: hopper.v1.ListReplaysResponse.replays:type_name -> hopper.v1.ReplayRecord
+	14,  // 105: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
+	16,  // 106: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
+	18,  // 107: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
+	20,  // 108: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
+	22,  // 109: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
+	26,  // 110: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
+	24,  // 111: hopper.v1.JobService.Resume:input_type -> hopper.v1.JobServiceResumeRequest
+	31,  // 112: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
+	33,  // 113: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
+	36,  // 114: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
+	38,  // 115: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
+	44,  // 116: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
+	40,  // 117: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
+	42,  // 118: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
+	46,  // 119: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
+	52,  // 120: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
+	54,  // 121: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
+	48,  // 122: hopper.v1.WorkerService.Report:input_type -> hopper.v1.ReportRequest
+	57,  // 123: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
+	59,  // 124: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
+	61,  // 125: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
+	64,  // 126: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
+	67,  // 127: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
+	70,  // 128: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
+	73,  // 129: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
+	75,  // 130: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
+	77,  // 131: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
+	1,   // 132: hopper.v1.ScheduleService.List:input_type -> hopper.v1.ScheduleServiceListRequest
+	3,   // 133: hopper.v1.ScheduleService.Add:input_type -> hopper.v1.ScheduleServiceAddRequest
+	5,   // 134: hopper.v1.ScheduleService.Remove:input_type -> hopper.v1.ScheduleServiceRemoveRequest
+	7,   // 135: hopper.v1.ScheduleService.Pause:input_type -> hopper.v1.ScheduleServicePauseRequest
+	9,   // 136: hopper.v1.ScheduleService.Resume:input_type -> hopper.v1.ScheduleServiceResumeRequest
+	80,  // 137: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
+	82,  // 138: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
+	84,  // 139: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
+	86,  // 140: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
+	89,  // 141: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
+	15,  // 142: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
+	17,  // 143: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
+	19,  // 144: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
+	21,  // 145: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
+	23,  // 146: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
+	29,  // 147: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
+	25,  // 148: hopper.v1.JobService.Resume:output_type -> hopper.v1.JobServiceResumeResponse
+	32,  // 149: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
+	34,  // 150: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
+	37,  // 151: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
+	39,  // 152: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
+	45,  // 153: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
+	41,  // 154: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
+	43,  // 155: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
+	47,  // 156: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
+	53,  // 157: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
+	55,  // 158: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
+	50,  // 159: hopper.v1.WorkerService.Report:output_type -> hopper.v1.ReportResponse
+	58,  // 160: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
+	60,  // 161: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
+	62,  // 162: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
+	65,  // 163: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
+	68,  // 164: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
+	71,  // 165: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
+	74,  // 166: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
+	76,  // 167: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
+	78,  // 168: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
+	2,   // 169: hopper.v1.ScheduleService.List:output_type -> hopper.v1.ScheduleServiceListResponse
+	4,   // 170: hopper.v1.ScheduleService.Add:output_type -> hopper.v1.ScheduleServiceAddResponse
+	6,   // 171: hopper.v1.ScheduleService.Remove:output_type -> hopper.v1.ScheduleServiceRemoveResponse
+	8,   // 172: hopper.v1.ScheduleService.Pause:output_type -> hopper.v1.ScheduleServicePauseResponse
+	10,  // 173: hopper.v1.ScheduleService.Resume:output_type -> hopper.v1.ScheduleServiceResumeResponse
+	81,  // 174: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
+	83,  // 175: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
+	85,  // 176: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
+	87,  // 177: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
+	90,  // 178: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
+	142, // [142:179] is the sub-list for method output_type
+	105, // [105:142] is the sub-list for method input_type
+	105, // [105:105] is the sub-list for extension type_name
+	105, // [105:105] is the sub-list for extension extendee
+	0,   // [0:105] is the sub-list for field type_name
 }
 
 func init() { file_hopper_v1_hopper_proto_init() }
@@ -6229,13 +6580,20 @@ func file_hopper_v1_hopper_proto_init() {
 		return
 	}
 	file_hopper_v1_hopper_proto_msgTypes[38].OneofWrappers = []any{}
+	file_hopper_v1_hopper_proto_msgTypes[49].OneofWrappers = []any{
+		(*Outcome_Complete)(nil),
+		(*Outcome_Fail)(nil),
+		(*Outcome_Release)(nil),
+		(*Outcome_Snooze)(nil),
+		(*Outcome_Suspend)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hopper_v1_hopper_proto_rawDesc), len(file_hopper_v1_hopper_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   92,
+			NumMessages:   96,
 			NumExtensions: 0,
 			NumServices:   6,
 		},

@@ -81,6 +81,8 @@ const (
 	// WorkerServiceReportProgressProcedure is the procedure name of the WorkerService's ReportProgress
 	// RPC.
 	WorkerServiceReportProgressProcedure = "/hopper.v1.WorkerService/ReportProgress"
+	// WorkerServiceReportProcedure is the procedure name of the WorkerService's Report RPC.
+	WorkerServiceReportProcedure = "/hopper.v1.WorkerService/Report"
 	// QueueServiceListProcedure is the procedure name of the QueueService's List RPC.
 	QueueServiceListProcedure = "/hopper.v1.QueueService/List"
 	// QueueServicePauseProcedure is the procedure name of the QueueService's Pause RPC.
@@ -488,6 +490,13 @@ var (
 			Procedure:  WorkerServiceReportProgressProcedure,
 		}
 	})
+	workerServiceReportSpec = sync.OnceValue(func() connect.Spec {
+		return connect.Spec{
+			StreamType: connect.StreamTypeUnary,
+			Schema:     v1.File_hopper_v1_hopper_proto.Services().ByName("WorkerService").Methods().ByName("Report"),
+			Procedure:  WorkerServiceReportProcedure,
+		}
+	})
 )
 
 // WorkerServiceClient is a client for the hopper.v1.WorkerService service.
@@ -521,6 +530,12 @@ type WorkerServiceClient interface {
 	Heartbeat(context.Context, *v1.HeartbeatRequest) (*v1.HeartbeatResponse, error)
 	// ReportProgress stores progress (percent clamped to 0–100) and counts as a heartbeat.
 	ReportProgress(context.Context, *v1.ReportProgressRequest) (*v1.ReportProgressResponse, error)
+	// Report carries many attempts' outcomes and lease renewals in one request: what Complete,
+	// Fail, Release, Snooze, Suspend and ExtendLease do, each item fenced by its own lease token
+	// and answered with its own verdict, in order. One refused item never fails the others;
+	// the whole request fails only when the server cannot take it at all (unavailable,
+	// unauthenticated, more than 1000 items).
+	Report(context.Context, *v1.ReportRequest) (*v1.ReportResponse, error)
 }
 
 // NewWorkerServiceClient constructs a client for the hopper.v1.WorkerService service. Multiple
@@ -580,6 +595,12 @@ type WorkerServiceHandler interface {
 	Heartbeat(context.Context, *v1.HeartbeatRequest) (*v1.HeartbeatResponse, error)
 	// ReportProgress stores progress (percent clamped to 0–100) and counts as a heartbeat.
 	ReportProgress(context.Context, *v1.ReportProgressRequest) (*v1.ReportProgressResponse, error)
+	// Report carries many attempts' outcomes and lease renewals in one request: what Complete,
+	// Fail, Release, Snooze, Suspend and ExtendLease do, each item fenced by its own lease token
+	// and answered with its own verdict, in order. One refused item never fails the others;
+	// the whole request fails only when the server cannot take it at all (unavailable,
+	// unauthenticated, more than 1000 items).
+	Report(context.Context, *v1.ReportRequest) (*v1.ReportResponse, error)
 }
 
 // RegisterWorkerServiceHandler registers svc as the hopper.v1.WorkerService implementation on
@@ -597,6 +618,7 @@ func RegisterWorkerServiceHandler(server *connect.Server, svc WorkerServiceHandl
 		connect.Method{Spec: workerServiceExtendLeaseSpec(), Handler: adapter.extendLease},
 		connect.Method{Spec: workerServiceHeartbeatSpec(), Handler: adapter.heartbeat},
 		connect.Method{Spec: workerServiceReportProgressSpec(), Handler: adapter.reportProgress},
+		connect.Method{Spec: workerServiceReportSpec(), Handler: adapter.report},
 	)
 }
 
@@ -656,6 +678,10 @@ func (UnimplementedWorkerServiceHandler) Heartbeat(context.Context, *v1.Heartbea
 
 func (UnimplementedWorkerServiceHandler) ReportProgress(context.Context, *v1.ReportProgressRequest) (*v1.ReportProgressResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, "hopper.v1.WorkerService.ReportProgress is not implemented")
+}
+
+func (UnimplementedWorkerServiceHandler) Report(context.Context, *v1.ReportRequest) (*v1.ReportResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, "hopper.v1.WorkerService.Report is not implemented")
 }
 
 type workerServiceClient struct {
@@ -737,6 +763,14 @@ func (c *workerServiceClient) Heartbeat(ctx context.Context, req *v1.HeartbeatRe
 func (c *workerServiceClient) ReportProgress(ctx context.Context, req *v1.ReportProgressRequest) (*v1.ReportProgressResponse, error) {
 	var res v1.ReportProgressResponse
 	if err := c.client.CallUnary(ctx, workerServiceReportProgressSpec(), req, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+func (c *workerServiceClient) Report(ctx context.Context, req *v1.ReportRequest) (*v1.ReportResponse, error) {
+	var res v1.ReportResponse
+	if err := c.client.CallUnary(ctx, workerServiceReportSpec(), req, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil
@@ -854,6 +888,18 @@ func (h workerServiceHandler) reportProgress(ctx context.Context, _ connect.Spec
 		return err
 	}
 	res, err := h.svc.ReportProgress(ctx, &req)
+	if err != nil {
+		return err
+	}
+	return stream.Send(res)
+}
+
+func (h workerServiceHandler) report(ctx context.Context, _ connect.Spec, stream connect.ServerStream) error {
+	var req v1.ReportRequest
+	if err := stream.Receive(&req); err != nil {
+		return err
+	}
+	res, err := h.svc.Report(ctx, &req)
 	if err != nil {
 		return err
 	}
