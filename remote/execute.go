@@ -25,7 +25,10 @@ const reportTimeout = 30 * time.Second
 // execute runs one job's attempt with its handler and reports the outcome to the server. The
 // server decides what the outcome does to the job, as the engine does for an in-process
 // attempt (engine.Decide); the worker says how the attempt ended (engine.Classify).
-func (w *Worker) execute(ctx context.Context, job *hopperv1.ActivatedJob) {
+// handlerDone is called once the handler has returned, before the report (and at the latest
+// when execute returns).
+func (w *Worker) execute(ctx context.Context, job *hopperv1.ActivatedJob, handlerDone func()) {
+	defer handlerDone()
 	row := toRow(job, w.cfg.Name)
 	ops := &rpcOps{w: w, job: job}
 	ex := engine.NewExecution(row, ops)
@@ -55,6 +58,7 @@ func (w *Worker) execute(ctx context.Context, job *hopperv1.ActivatedJob) {
 		seen = nil
 	}
 	end := engine.Classify(err, seen, timeout)
+	handlerDone()
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reportTimeout)
 	defer cancel()
 	var report func(context.Context) error

@@ -138,7 +138,7 @@ func FuzzExecute(f *testing.F) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			w.execute(ctx, job)
+			w.execute(ctx, job, func() {})
 		}()
 		select {
 		case <-done:

@@ -352,6 +352,9 @@ func pruneDone(as []*attempt) []*attempt {
 	return out
 }
 
+// pollCoalesce is how long a poll with few free slots waits for more.
+const pollCoalesce = 2 * time.Millisecond
+
 // pollLoop asks for as many jobs as there are free slots, waiting for one with long polls. A
 // failed poll is retried with backoff.
 func (w *Worker) pollLoop() {
@@ -363,15 +366,31 @@ func (w *Worker) pollLoop() {
 			return
 		}
 		n := 1
+		// A busy worker frees its slots one job at a time: when few are free, wait a moment
+		// (pollCoalesce) for more, so one poll fills several slots instead of each job
+		// costing a round trip and a claim.
+		coalesce := time.NewTimer(pollCoalesce)
 	more:
 		for n < w.cfg.Concurrency {
+			if n >= max(w.cfg.Concurrency/4, 1) {
+				select {
+				case slots <- struct{}{}:
+					n++
+					continue
+				default:
+					break more
+				}
+			}
 			select {
 			case slots <- struct{}{}:
 				n++
-			default:
+			case <-coalesce.C:
+				break more
+			case <-w.intakeCtx.Done():
 				break more
 			}
 		}
+		coalesce.Stop()
 		res, err := w.api.Activate(w.intakeCtx, &hopperv1.ActivateRequest{Worker: w.cfg.Name, Queue: w.cfg.Queue,
 			Kinds: w.kinds, MaxJobs: int32(n), LeaseTimeout: durationOf(w.cfg.LeaseDuration),
 			RequestTimeout: durationOf(w.cfg.PollWait)})
@@ -421,7 +440,9 @@ func (w *Worker) isStopping() bool {
 
 func (w *Worker) launch(job *hopperv1.ActivatedJob) *attempt { return w.launchThen(job, func() {}) }
 
-// launchThen runs job in its own goroutine and calls done after; nil when stopping.
+// launchThen runs job in its own goroutine and calls done once its handler has returned
+// (its outcome may still be on its way: the slot is free for the next job meanwhile); nil
+// when stopping.
 func (w *Worker) launchThen(job *hopperv1.ActivatedJob, done func()) *attempt {
 	w.mu.Lock()
 	if w.stopping {
@@ -436,9 +457,8 @@ func (w *Worker) launchThen(job *hopperv1.ActivatedJob, done func()) *attempt {
 	go func() {
 		defer w.jobs.Done()
 		defer close(a.done)
-		defer done()
 		defer cancel(nil)
-		w.execute(ctx, job)
+		w.execute(ctx, job, sync.OnceFunc(done))
 		w.mu.Lock()
 		delete(w.running, keyOf(job))
 		w.mu.Unlock()

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"runtime/pprof"
@@ -13,6 +14,7 @@ func newBenchCmd() *cobra.Command {
 	var cfg bench.Config
 	var asJSON bool
 	var cpuProfile string
+	var compare bool
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure enqueue rate, throughput and enqueue→start latency with no-op jobs",
@@ -23,13 +25,18 @@ It uses a fresh SQLite file in a temporary directory unless --bench-db is given,
 --database postgres://…, a fresh schema on that server, dropped afterwards. With --server URL
 it measures that running server through its API instead: jobs are enqueued over RPC and
 worked by a remote worker in this process (--mode stream or poll); they go to a fresh queue
-bench-<random> and stay in the server's database.`,
+bench-<random> and stay in the server's database. With --compare-remote it measures the same
+workload three times on fresh stores of the same kind: in process, then through a server it
+starts on a loopback port, worked by a remote worker in stream mode and in poll mode, and
+prints each throughput with its ratio to the in-process one.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if db, _ := cmd.Flags().GetString(flagDatabase); bench.IsPostgres(db) {
 				cfg.Database = db // a fresh schema on that server, dropped afterwards
 			}
-			if url := serverURL(cmd); url != "" {
+			if url := serverURL(cmd); url != "" && compare {
+				return usageErrorf("--compare-remote starts its own server: it takes no --server")
+			} else if url != "" {
 				cfg.Server, cfg.APIKey = url, os.Getenv(envAPIKey)
 			}
 			if err := cfg.Validate(); err != nil {
@@ -42,11 +49,14 @@ bench-<random> and stay in the server's database.`,
 				}
 				defer stop()
 			}
+			out := cmd.OutOrStdout()
+			if compare {
+				return printComparison(cmd, cfg, asJSON)
+			}
 			res, err := bench.Run(cmd.Context(), cfg)
 			if err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
 			if asJSON {
 				fmt.Fprintln(out, string(res.JSON()))
 				return nil
@@ -78,6 +88,7 @@ bench-<random> and stay in the server's database.`,
 	f.StringVar(&cfg.Database, "bench-db", "", "SQLite file to use (default: a fresh temporary file)")
 	f.StringVar(&cfg.Mode, "mode", "stream", "with --server: how the remote worker gets jobs, stream or poll")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
+	f.BoolVar(&compare, "compare-remote", false, "measure in process, then through a server this command starts (stream and poll), and print the ratios")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
 	return cmd
 }
@@ -96,4 +107,31 @@ func startCPUProfile(path string) (stop func(), err error) {
 		pprof.StopCPUProfile()
 		f.Close()
 	}, nil
+}
+
+// printComparison runs bench.Compare and prints its three throughputs and the ratios.
+func printComparison(cmd *cobra.Command, cfg bench.Config, asJSON bool) error {
+	cmp, err := bench.Compare(cmd.Context(), cfg)
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	if asJSON {
+		b, _ := json.Marshal(cmp) // plain numbers and strings always marshal
+		fmt.Fprintln(out, string(b))
+		return nil
+	}
+	in := cmp.InProcess
+	fmt.Fprintf(out, "store            %s (%s), %d CPUs, %s\n", in.Store, in.Durability, in.CPUs, in.GoVersion)
+	fmt.Fprintf(out, "jobs             %d no-op jobs, %d workers\n", in.Jobs, in.Workers)
+	fmt.Fprintf(out, "in process       %6.0f jobs/s\n", in.JobsPerSec)
+	fmt.Fprintf(out, "server, stream   %6.0f jobs/s  %.2f× of in process\n", cmp.Stream.JobsPerSec, cmp.StreamRatio())
+	fmt.Fprintf(out, "server, poll     %6.0f jobs/s  %.2f× of in process\n", cmp.Poll.JobsPerSec, cmp.PollRatio())
+	for _, r := range []*bench.Result{in, cmp.Stream, cmp.Poll} {
+		if r.LatencyJobs > 0 {
+			fmt.Fprintf(out, "latency          p50 %.2f ms, p99 %.2f ms (%d jobs at %d/s): %s\n",
+				r.LatencyP50Ms, r.LatencyP99Ms, r.LatencyJobs, r.LatencyRate, r.Store)
+		}
+	}
+	return nil
 }

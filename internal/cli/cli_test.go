@@ -363,3 +363,18 @@ func TestRefusedCredentialsAreNotUnavailable(t *testing.T) {
 		require.Contains(t, res.stderr, "no_such_role_hopper", "%v", cmd)
 	}
 }
+
+// bench --compare-remote measures the same workload in process and through a server it starts
+// itself, stream and poll, and prints each throughput with its ratio.
+func TestBenchComparesInProcessWithTheServer(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	res := b.run(t, "bench", "--compare-remote", "--jobs", "300", "--workers", "10", "--batch", "100",
+		"--latency-jobs", "-1", "--synchronous", "NORMAL")
+	require.Equal(t, 0, res.code, res.stderr)
+	for _, want := range []string{"in process", "server, stream", "server, poll", "× of in process"} {
+		require.Contains(t, res.stdout, want)
+	}
+	res = b.run(t, "bench", "--compare-remote", "--server", "http://127.0.0.1:1")
+	require.Equal(t, ExitUsage, res.code, res.stderr)
+}

@@ -90,6 +90,9 @@ type held struct {
 	lease time.Duration // what renewals use: the stream's, or what the worker last asked for
 	lost  bool          // its lease is gone; it keeps its credit until the worker reports on it
 	sent  bool          // pushed to the worker, not only claimed for it
+	// reported: the worker has reported the attempt's outcome, which is being written. The
+	// worker no longer runs it, so its credit is free; its lease is kept until the write ends.
+	reported bool
 }
 
 // stream is one open StreamJobs call.
@@ -102,6 +105,7 @@ type stream struct {
 
 	reg      *registry
 	inflight map[hopper.LeaseRef]*held // guarded by reg.mu
+	reported int                       // how many of inflight are reported; guarded by reg.mu
 	freed    chan struct{}             // a slot came free (buffered 1)
 
 	pushed, completed, failed, released atomic.Int64
@@ -125,14 +129,17 @@ func (r *registry) close(st *stream) (pushed, unsent []hopper.LeaseRef) {
 	defer r.mu.Unlock()
 	delete(r.streams, st.id)
 	for ref, h := range st.inflight {
-		if h.sent {
+		if h.reported {
+			// Its outcome is being written: that write decides (and if it fails, the lease,
+			// no longer renewed, expires).
+		} else if h.sent {
 			pushed = append(pushed, ref)
 		} else {
 			unsent = append(unsent, ref)
 		}
 		delete(r.byJob, ref)
 	}
-	st.inflight = map[hopper.LeaseRef]*held{}
+	st.inflight, st.reported = map[hopper.LeaseRef]*held{}, 0
 	return pushed, unsent
 }
 
@@ -165,11 +172,12 @@ func (st *stream) awaitReports(d time.Duration) {
 	}
 }
 
-// free is how many more jobs the stream may hold.
+// free is how many more jobs the stream may push: its credit less the jobs the worker holds
+// (pushed or about to be, and not reported on yet).
 func (st *stream) free() int {
 	st.reg.mu.Lock()
 	defer st.reg.mu.Unlock()
-	return st.credit - len(st.inflight)
+	return st.credit - len(st.inflight) + st.reported
 }
 
 // hold records a job pushed (or about to be pushed) to the stream.
@@ -237,11 +245,37 @@ const (
 	outcomeLost // the lease was lost (canceled, expired, finished elsewhere)
 )
 
+// reporting notes that the worker reported the outcome of a streamed job, if a stream holds
+// it: its credit is free at once, before the outcome is written (a stream's throughput would
+// otherwise wait for every commit); the stream keeps its lease until done.
+func (r *registry) reporting(ref hopper.LeaseRef) {
+	r.mu.Lock()
+	st := r.byJob[ref]
+	if st != nil {
+		if h := st.inflight[ref]; h != nil && !h.reported {
+			h.reported = true
+			st.reported++
+		} else {
+			st = nil
+		}
+	}
+	r.mu.Unlock()
+	if st != nil {
+		select {
+		case st.freed <- struct{}{}:
+		default:
+		}
+	}
+}
+
 // done ends a streamed job's hold, if a stream holds it, freeing its credit.
 func (r *registry) done(ref hopper.LeaseRef, o outcome) {
 	r.mu.Lock()
 	st := r.byJob[ref]
 	if st != nil {
+		if h := st.inflight[ref]; h != nil && h.reported {
+			st.reported--
+		}
 		delete(r.byJob, ref)
 		delete(st.inflight, ref)
 	}

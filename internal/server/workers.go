@@ -381,6 +381,7 @@ func (w *workerService) Complete(ctx context.Context, req *hopperv1.CompleteRequ
 		result = json.RawMessage(req.GetResult())
 	}
 	ref := hopper.LeaseRef{ID: req.GetId(), Token: req.GetLeaseToken()}
+	w.s.reg.reporting(ref)
 	err := w.s.client.CompleteJob(ctx, ref.ID, ref.Token, result)
 	w.finished(ref, outcomeCompleted, err)
 	if err != nil {
@@ -401,6 +402,7 @@ func (w *workerService) Fail(ctx context.Context, req *hopperv1.FailRequest) (*h
 		p.Backoff = &d
 	}
 	ref := hopper.LeaseRef{ID: req.GetId(), Token: req.GetLeaseToken()}
+	w.s.reg.reporting(ref)
 	res, err := w.s.client.FailJob(ctx, ref.ID, ref.Token, p)
 	w.finished(ref, outcomeFailed, err)
 	if err != nil {
@@ -411,6 +413,7 @@ func (w *workerService) Fail(ctx context.Context, req *hopperv1.FailRequest) (*h
 
 func (w *workerService) Release(ctx context.Context, req *hopperv1.ReleaseRequest) (*hopperv1.ReleaseResponse, error) {
 	ref := hopper.LeaseRef{ID: req.GetId(), Token: req.GetLeaseToken()}
+	w.s.reg.reporting(ref)
 	err := w.s.client.ReleaseJob(ctx, ref.ID, ref.Token, req.GetReason())
 	w.finished(ref, outcomeReleased, err)
 	if err != nil {
@@ -421,6 +424,7 @@ func (w *workerService) Release(ctx context.Context, req *hopperv1.ReleaseReques
 
 func (w *workerService) Snooze(ctx context.Context, req *hopperv1.SnoozeRequest) (*hopperv1.SnoozeResponse, error) {
 	ref := hopper.LeaseRef{ID: req.GetId(), Token: req.GetLeaseToken()}
+	w.s.reg.reporting(ref)
 	err := w.s.client.SnoozeJob(ctx, ref.ID, ref.Token, fromDur(req.GetDelay()))
 	w.finished(ref, outcomeReleased, err)
 	if err != nil {
@@ -431,6 +435,7 @@ func (w *workerService) Snooze(ctx context.Context, req *hopperv1.SnoozeRequest)
 
 func (w *workerService) Suspend(ctx context.Context, req *hopperv1.SuspendRequest) (*hopperv1.SuspendResponse, error) {
 	ref := hopper.LeaseRef{ID: req.GetId(), Token: req.GetLeaseToken()}
+	w.s.reg.reporting(ref)
 	var opts hopper.SuspendOpts
 	if t := req.GetUntil(); t != nil {
 		opts.Until = t.AsTime()
