@@ -505,9 +505,10 @@ type WorkerServiceClient interface {
 	// first one. It returns as soon as at least one job is claimed, or empty at the timeout.
 	Activate(context.Context, *v1.ActivateRequest) (*v1.ActivateResponse, error)
 	// StreamJobs pushes jobs as they become available, never more unfinished jobs to the
-	// stream than its credit. A job is unfinished from its push until Complete, Fail or the
-	// loss of its lease. While the stream is open the server keeps its jobs' leases alive;
-	// when it closes, its unfinished jobs go back to the queue at once.
+	// stream than its credit. A job is unfinished from its push until the worker reports its
+	// outcome (Complete, Fail, Release, Snooze, Suspend, or an item of Report) or loses its
+	// lease. While the stream is open the server keeps its jobs' leases alive; when it closes,
+	// its unfinished jobs go back to the queue at once.
 	StreamJobs(context.Context, *v1.StreamJobsRequest) (WorkerServiceStreamJobsClientStream, error)
 	// Complete ends an attempt successfully, storing its result.
 	Complete(context.Context, *v1.CompleteRequest) (*v1.CompleteResponse, error)
@@ -570,9 +571,10 @@ type WorkerServiceHandler interface {
 	// first one. It returns as soon as at least one job is claimed, or empty at the timeout.
 	Activate(context.Context, *v1.ActivateRequest) (*v1.ActivateResponse, error)
 	// StreamJobs pushes jobs as they become available, never more unfinished jobs to the
-	// stream than its credit. A job is unfinished from its push until Complete, Fail or the
-	// loss of its lease. While the stream is open the server keeps its jobs' leases alive;
-	// when it closes, its unfinished jobs go back to the queue at once.
+	// stream than its credit. A job is unfinished from its push until the worker reports its
+	// outcome (Complete, Fail, Release, Snooze, Suspend, or an item of Report) or loses its
+	// lease. While the stream is open the server keeps its jobs' leases alive; when it closes,
+	// its unfinished jobs go back to the queue at once.
 	StreamJobs(context.Context, *v1.StreamJobsRequest, WorkerServiceStreamJobsServerStream) error
 	// Complete ends an attempt successfully, storing its result.
 	Complete(context.Context, *v1.CompleteRequest) (*v1.CompleteResponse, error)
