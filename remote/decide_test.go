@@ -141,3 +141,64 @@ func TestRemoteAndInProcessAttemptsEndAlike(t *testing.T) {
 	require.Equal(t, 2*time.Hour, local["retry-after"].Delay)
 	require.Equal(t, "no attempts left (1 of 1)", local["last-attempt"].Reason)
 }
+
+// A handler that shortens its lease with ExtendLease keeps the job: the renewals follow the
+// shortest lease held, in process (the engine's keeper), in stream mode (the server's) and in
+// poll mode (the worker's).
+func TestAShortenedLeaseIsKept(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"in process", "stream", "poll"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			started, finish := make(chan struct{}), make(chan struct{})
+			ws := hopper.NewWorkers()
+			hopper.AddWorkerFunc(ws, func(ctx context.Context, job *hopper.Job[resize]) error {
+				if err := hopper.ExtendLease(ctx, 1200*time.Millisecond); err != nil {
+					return err
+				}
+				close(started)
+				select {
+				case <-finish:
+					return nil
+				case <-ctx.Done():
+					return context.Cause(ctx)
+				}
+			})
+			var client *hopper.Client
+			if name == "in process" {
+				st, err := sqlitestore.Open(t.Context(), sqlitestore.Config{Path: t.TempDir() + "/hopper.db"})
+				require.NoError(t, err)
+				client, err = hopper.NewClient(hopper.Config{Store: st, Workers: ws, LeaseDuration: 30 * time.Second})
+				require.NoError(t, err)
+				require.NoError(t, client.Start(context.Background()))
+				defer func() {
+					stoptest.Within(t, client, 10*time.Second)
+					require.NoError(t, st.Close())
+				}()
+			} else {
+				var url string
+				url, client = serve(t)
+				mode := remote.Stream
+				if name == "poll" {
+					mode = remote.Poll
+				}
+				w, err := remote.New(remote.Config{URL: url, Workers: ws, Mode: mode, PollWait: time.Second,
+					LeaseDuration: 30 * time.Second})
+				require.NoError(t, err)
+				require.NoError(t, w.Start(context.Background()))
+				defer stoptest.Within(t, w, 10*time.Second)
+			}
+			res, err := client.Enqueue(t.Context(), resize{}, nil)
+			require.NoError(t, err)
+			<-started
+			time.Sleep(3 * time.Second) // two and a half shortened leases
+			job, err := client.Get(t.Context(), res.Job.ID)
+			require.NoError(t, err)
+			require.True(t, job.LeaseExpiresAt.After(time.Now()), "the lease, expiring %s, lapsed", job.LeaseExpiresAt)
+			require.WithinDuration(t, time.Now(), job.LeaseExpiresAt, 1200*time.Millisecond, "renewed for 1.2 s")
+			close(finish)
+			job = waitFor(t, client, res.Job.ID, hopper.StateCompleted)
+			require.Equal(t, 1, job.Attempt)
+		})
+	}
+}

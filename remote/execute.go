@@ -277,6 +277,7 @@ func (o *rpcOps) ExtendLease(ctx context.Context, d time.Duration) error {
 			a.lease = d // later renewals keep this duration
 		}
 		o.w.mu.Unlock()
+		o.w.keeper.Shortened()
 	}
 	return o.err(err)
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/hopperjobs/hopper/internal/backoff"
 	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/engine"
+	"github.com/hopperjobs/hopper/internal/lease"
 )
 
 // Mode is how a worker gets its jobs.
@@ -95,6 +96,7 @@ type Worker struct {
 
 	intake *backoff.Tracker // the stream, or the polls: reconnects and retries back off
 	leases *backoff.Tracker // Poll mode's lease renewals
+	keeper lease.Keeper     // Poll mode's lease keeper
 }
 
 // attemptKey names one attempt: a job and the lease token it was given with. A job can be
@@ -467,28 +469,41 @@ func (w *Worker) launchThen(job *hopperv1.ActivatedJob, done func()) *attempt {
 }
 
 // keepLeases renews the leases of running jobs in Poll mode (streams' leases are the
-// server's to keep), every third of the lease. A lease found lost cancels its handler. When
+// server's to keep) with a lease.Keeper: every third of the shortest lease held (a handler
+// may have shortened its own with ExtendLease). A lease found lost cancels its handler. When
 // the server cannot be reached the renewals are retried with backoff, never later than the
 // regular cadence.
 func (w *Worker) keepLeases() {
-	wait := w.cfg.LeaseDuration / 3
-	for clock.Sleep(w.keepCtx, clock.Real{}, wait) {
-		wait = w.cfg.LeaseDuration / 3
-		if err := w.extendAll(); err != nil && w.keepCtx.Err() == nil {
-			wait = min(wait, w.leases.Fail(err))
-		}
+	w.keeper.Shortest, w.keeper.Retry = w.shortestLease, w.leases
+	w.keeper.Renew = func(context.Context) (bool, error) {
+		n, err := w.extendAll()
+		return n > 0, err
 	}
+	w.keeper.Run(w.keepCtx)
 }
 
-// extendAll renews the lease of every running job, in Report batches. A lease found lost
-// cancels its handler; a request that fails (the server is unreachable) ends the round.
-func (w *Worker) extendAll() error {
+// shortestLease is the shortest lease of the running jobs, or the configured one.
+func (w *Worker) shortestLease() time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	d := w.cfg.LeaseDuration
+	for _, a := range w.running {
+		d = min(d, a.lease)
+	}
+	return d
+}
+
+// extendAll renews the lease of every running job, in Report batches, and says how many it
+// asked for. A lease found lost cancels its handler; a request that fails (the server is
+// unreachable) ends the round.
+func (w *Worker) extendAll() (int, error) {
 	w.mu.Lock()
 	running := make([]*attempt, 0, len(w.running))
 	for _, a := range w.running {
 		running = append(running, a)
 	}
 	w.mu.Unlock()
+	asked := 0
 	for len(running) > 0 {
 		batch := running[:min(len(running), maxBatch)]
 		running = running[len(batch):]
@@ -502,15 +517,15 @@ func (w *Worker) extendAll() error {
 			err = errors.New("extend leases: the server answered a different number of verdicts")
 		}
 		if err != nil {
-			return unavailable(err)
+			return asked, unavailable(err)
 		}
+		asked += len(batch)
 		for i, a := range batch {
 			switch connect.CodeOf(verdictErr(res.GetRenewals()[i])) {
 			case connect.CodeFailedPrecondition, connect.CodeNotFound:
 				a.cancel(hopper.ErrLeaseLost)
 			}
 		}
-		w.leases.Succeed()
 	}
-	return nil
+	return asked, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/backoff"
 	"github.com/hopperjobs/hopper/internal/clock"
+	"github.com/hopperjobs/hopper/internal/lease"
 	"github.com/hopperjobs/hopper/internal/store"
 )
 
@@ -176,6 +177,7 @@ type Engine struct {
 	slots     *slots
 	producers map[string]*producer
 	completer *completer
+	leases    *lease.Keeper // renews the running jobs' leases
 	maint     *maintainer
 	sched     *scheduler
 	leader    *elector
@@ -226,6 +228,8 @@ func New(cfg Config) (*Engine, error) {
 		e.producers[q] = newProducer(e, q, n)
 	}
 	e.completer = newCompleter(e)
+	e.leases = &lease.Keeper{Clock: e.clock, Shortest: e.shortestLease, Renew: e.extendAll,
+		Retry: e.newTracker("extend leases", backoff.DefaultPolicy)}
 	e.maint = newMaintainer(e)
 	e.sched = newScheduler(e)
 	e.leader = newElector(e)
@@ -251,7 +255,7 @@ func (e *Engine) Start(ctx context.Context) error {
 		}
 		// Leases, heartbeats and pushed cancels go on until the last running job is done, so
 		// a graceful Stop never lets another node take a job that is still running here.
-		goLoop(&e.aliveLoops, func() { e.keepLeases(aliveCtx) })
+		goLoop(&e.aliveLoops, func() { e.leases.Run(aliveCtx) })
 	}
 	if working || e.cfg.Maintenance {
 		e.registered = true

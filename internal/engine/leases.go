@@ -6,47 +6,16 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hopperjobs/hopper/internal/backoff"
-	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/store"
 )
 
-// keepLeases renews the leases of this process's running jobs, each for its own duration
-// (LeaseDuration, or what its handler set with ExtendLease), every third of the shortest one,
-// in one batch. A job whose lease is gone (rescued, canceled) has its context canceled with
-// ErrLeaseLost, so a stale worker stops working on a job it no longer owns. A failed renewal
-// is retried with backoff, never later than the regular cadence.
-func (e *Engine) keepLeases(ctx context.Context) {
-	retry := e.newTracker("extend leases", backoff.DefaultPolicy)
-	// Renewals keep a fixed cadence (like a ticker), so a slow renewal does not push the next
-	// one later; one that is already due (the process stalled) runs at once.
-	next := e.clock.Now()
-	var retryIn time.Duration // after a failed renewal: the backoff
-	for {
-		if retryIn > 0 {
-			next = e.clock.Now().Add(min(retryIn, e.shortestLease()/3))
-		} else {
-			next = next.Add(e.shortestLease() / 3)
-			if now := e.clock.Now(); next.Before(now) {
-				next = now
-			}
-		}
-		if !clock.Sleep(ctx, e.clock, next.Sub(e.clock.Now())) {
-			return
-		}
-		renewed, err := e.extendAll(ctx)
-		retryIn = 0
-		switch {
-		case ctx.Err() != nil:
-			return
-		case err != nil:
-			retryIn = retry.Fail(err)
-		case renewed:
-			retry.Succeed()
-		}
-	}
-}
+// The leases of this process's running jobs are renewed by e.leases (lease.Keeper), each
+// for its own duration (LeaseDuration, or what its handler set with ExtendLease), every third
+// of the shortest one, in one batch (extendAll). A job whose lease is gone (rescued,
+// canceled) has its context canceled with ErrLeaseLost, so a stale worker stops working on a
+// job it no longer owns.
 
+// shortestLease is the shortest lease of the running jobs, or the configured one.
 func (e *Engine) shortestLease() time.Duration {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -54,7 +23,7 @@ func (e *Engine) shortestLease() time.Duration {
 	for _, r := range e.running {
 		d = min(d, r.lease)
 	}
-	return max(d, 3*time.Millisecond)
+	return d
 }
 
 // extendAll renews every running job's lease; renewed says it asked the store.
@@ -88,4 +57,5 @@ func (e *Engine) setLease(id string, token int64, d time.Duration) {
 		r.lease = d
 	}
 	e.mu.Unlock()
+	e.leases.Shortened()
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper"
+	"github.com/hopperjobs/hopper/internal/lease"
 )
 
 // registry knows the remote workers this server has seen and its open job streams, with
@@ -107,6 +108,7 @@ type stream struct {
 	inflight map[hopper.LeaseRef]*held // guarded by reg.mu
 	reported int                       // how many of inflight are reported; guarded by reg.mu
 	freed    chan struct{}             // a slot came free (buffered 1)
+	leases   lease.Keeper              // renews the leases it holds (workerService.keepLeases)
 
 	pushed, completed, failed, released atomic.Int64
 }
@@ -211,6 +213,20 @@ func (st *stream) renewals() map[time.Duration][]hopper.LeaseRef {
 	return out
 }
 
+// shortestLease is the shortest lease the stream keeps: its own, or a shorter one a worker
+// asked for with ExtendLease.
+func (st *stream) shortestLease() time.Duration {
+	st.reg.mu.Lock()
+	defer st.reg.mu.Unlock()
+	d := st.lease
+	for _, h := range st.inflight {
+		if !h.lost {
+			d = min(d, h.lease)
+		}
+	}
+	return d
+}
+
 // markLost stops renewing a job whose lease is gone; it reports whether the stream held it
 // and did not know yet.
 func (st *stream) markLost(ref hopper.LeaseRef) bool {
@@ -231,6 +247,7 @@ func (r *registry) setLease(ref hopper.LeaseRef, d time.Duration) {
 	if st := r.byJob[ref]; st != nil {
 		if h := st.inflight[ref]; h != nil {
 			h.lease = d
+			st.leases.Shortened()
 		}
 	}
 }

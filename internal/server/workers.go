@@ -238,51 +238,42 @@ func (l *lockedSender) send(m *hopperv1.StreamJobsResponse) error {
 	return l.out.Send(m)
 }
 
-// keepLeases renews the leases of a stream's unfinished jobs every third of the lease, so a
-// job stays the worker's for as long as its stream is open. A job whose lease is gone
-// (canceled, or taken after an expiry) is no longer renewed and the worker is told; it keeps
-// its credit until the worker reports on it, so the worker never runs more than its credit.
-// A failed renewal is retried with backoff, never later than the regular cadence, and logged
-// once for all streams (Server.leaseRenewals). It also ends the stream when its API key has
-// been revoked.
+// keepLeases renews the leases of a stream's unfinished jobs (lease.Keeper: every third of
+// the shortest one held), so a job stays the worker's for as long as its stream is open. A
+// job whose lease is gone (canceled, or taken after an expiry) is no longer renewed and the
+// worker is told; it keeps its credit until the worker reports on it, so the worker never
+// runs more than its credit. Failed renewals are logged once for all streams
+// (Server.leaseRenewals). It also ends the stream when its API key has been revoked.
 func (w *workerService) keepLeases(ctx context.Context, st *stream, send *lockedSender, p *Principal,
 	endStream context.CancelCauseFunc) {
-	wait := st.lease / 3
-	for {
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
+	renew := func(ctx context.Context) (bool, error) {
 		if rv, ok := w.s.cfg.Auth.(Revalidator); ok && p.KeyID != "" {
 			if valid, err := rv.StillValid(ctx, p); err == nil && !valid {
 				endStream(errKeyRevoked)
-				return
+				return false, nil
 			}
 		}
-		wait = st.lease / 3
-		for lease, refs := range st.renewals() {
-			errs, err := w.s.client.ExtendJobLeases(ctx, refs, lease)
-			if ctx.Err() != nil {
-				return
-			}
+		renewed := false
+		for d, refs := range st.renewals() {
+			errs, err := w.s.client.ExtendJobLeases(ctx, refs, d)
 			if err != nil {
-				wait = min(wait, w.s.leaseRenewals.Fail(fmt.Errorf("stream %s: %w", st.id, err)))
-				break // the store fails: the other renewals would too
+				return true, fmt.Errorf("stream %s: %w", st.id, err) // the others would fail too
 			}
-			w.s.leaseRenewals.Succeed()
+			renewed = true
 			for i, err := range errs {
 				if errors.Is(err, hopper.ErrLeaseLost) && st.markLost(refs[i]) {
 					msg := &hopperv1.StreamJobsResponse{LeaseLost: &hopperv1.LeaseLost{Id: refs[i].ID, LeaseToken: refs[i].Token}}
 					if send.send(msg) != nil {
-						return
+						endStream(nil) // the worker went away
+						return renewed, nil
 					}
 				}
 			}
 		}
+		return renewed, nil
 	}
+	st.leases.Shortest, st.leases.Renew, st.leases.Retry = st.shortestLease, renew, w.s.leaseRenewals
+	st.leases.Run(ctx)
 }
 
 // deliverable returns the claimed jobs that can be sent to a remote worker. Each of the others
