@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -35,9 +36,9 @@ import (
 // checks the answers against the scope table of docs/security.md: a key without the scope gets
 // 403 permission_denied, no or a bad key 401 unauthenticated, and a key with the scope gets
 // past auth (the empty request may then fail for its own reasons). Every procedure is also
-// called over gRPC, whose clients see these answers as status codes. Before the first key
-// exists the server, on loopback, is open to keyless requests (the matrix of `hopper serve`
-// there).
+// called over gRPC, whose clients get these answers as gRPC statuses with their messages.
+// Before the first key exists the server, on loopback, is open to keyless requests (the
+// matrix of `hopper serve` there).
 func TestEveryRouteAnswersEveryKeyAsDocumented(t *testing.T) {
 	t.Parallel()
 	authClock := clock.NewFake(time.Now())
@@ -360,17 +361,29 @@ func requireAnswer(t *testing.T, r route, c credential, a answer) {
 	}
 }
 
-// requireGRPCAnswer checks the gRPC status code c got on r against the documented matrix.
-func requireGRPCAnswer(t *testing.T, r route, c credential, code connect.Code) {
+// requireGRPCAnswer checks the gRPC status c got on r against the documented matrix. A refusal
+// is a gRPC status with the server's message (not an HTTP status a gRPC client had to
+// translate, whose message would be "HTTP status 401 Unauthorized").
+func requireGRPCAnswer(t *testing.T, r route, c credential, err error) {
 	t.Helper()
+	code := connect.CodeOf(err)
+	var message string
+	if ce, ok := errors.AsType[*connect.Error](err); ok {
+		message = ce.Message()
+	}
 	switch expect(r.scope, c.scope) {
 	case allowed:
 		require.NotContains(t, []connect.Code{connect.CodeUnauthenticated, connect.CodePermissionDenied}, code,
 			"gRPC %s with %s: want past auth", r.pattern, c.name)
 	case forbidden:
 		require.Equal(t, connect.CodePermissionDenied, code, "gRPC %s with %s", r.pattern, c.name)
+		require.Contains(t, message, fmt.Sprintf("lacks the %q scope", r.scope), "gRPC %s with %s", r.pattern, c.name)
 	default:
 		require.Equal(t, connect.CodeUnauthenticated, code, "gRPC %s with %s", r.pattern, c.name)
+		require.Contains(t, message, "API key", "gRPC %s with %s", r.pattern, c.name)
+		if c.badKey {
+			require.Contains(t, message, "invalid or revoked API key", "gRPC %s with %s", r.pattern, c.name)
+		}
 	}
 }
 
@@ -413,9 +426,9 @@ func serveTLS(t *testing.T, srv *server.Server) (string, *http.Client) {
 	return ts.URL, ts.Client()
 }
 
-// callGRPC calls m over gRPC with an empty request and returns the status code (for a server
+// callGRPC calls m over gRPC with an empty request and returns its error (for a server
 // stream, that of its end).
-func callGRPC(t *testing.T, url string, hc *http.Client, m protoreflect.MethodDescriptor, c credential) connect.Code {
+func callGRPC(t *testing.T, url string, hc *http.Client, m protoreflect.MethodDescriptor, c credential) error {
 	t.Helper()
 	cc := connect.NewClient(connecthttp.NewTransport(hc, url, connecthttp.WithGRPC()))
 	ctx, info := connect.NewClientContext(t.Context())
@@ -424,20 +437,20 @@ func callGRPC(t *testing.T, url string, hc *http.Client, m protoreflect.MethodDe
 	req := dynamicpb.NewMessage(m.Input())
 	if !m.IsStreamingServer() {
 		spec.StreamType = connect.StreamTypeUnary
-		return connect.CodeOf(cc.CallUnary(ctx, spec, req, dynamicpb.NewMessage(m.Output())))
+		return cc.CallUnary(ctx, spec, req, dynamicpb.NewMessage(m.Output()))
 	}
 	spec.StreamType = connect.StreamTypeServer
 	stream, err := cc.CallServerStream(ctx, spec, req)
 	if err != nil {
-		return connect.CodeOf(err)
+		return err
 	}
 	defer stream.Close()
 	for {
 		if err := stream.Receive(dynamicpb.NewMessage(m.Output())); err != nil {
 			if errors.Is(err, io.EOF) {
-				return 0
+				return nil
 			}
-			return connect.CodeOf(err)
+			return err
 		}
 	}
 }

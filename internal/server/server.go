@@ -109,6 +109,7 @@ type Server struct {
 	mux     *http.ServeMux
 	handler http.Handler // mux behind the request ids
 	routes  map[string]Scope
+	errs    *connecthttp.ErrorWriter // refusals to gRPC callers (refuse)
 	reg     *registry
 	limits  *limiter
 	readyMu sync.RWMutex
@@ -145,7 +146,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.StalledAfter = hopper.DefaultStalledAfter
 	}
 	s := &Server{cfg: cfg, client: cfg.Client, log: cfg.Logger, mux: http.NewServeMux(),
-		routes: map[string]Scope{}, reg: newRegistry(), limits: newLimiter()}
+		routes: map[string]Scope{}, errs: connecthttp.NewErrorWriter(), reg: newRegistry(), limits: newLimiter()}
 	s.shutdownCtx, s.shutdown = context.WithCancel(context.Background())
 	s.handler = apierr.WithRequestID(s.mux)
 	s.leaseRenewals = s.loops.New(backoff.Config{Name: "renew stream leases", Logger: s.log})
