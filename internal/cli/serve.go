@@ -65,9 +65,14 @@ scheduled jobs, rescuing expired leases).
 It listens on 127.0.0.1:7070 unless --addr says otherwise. Once any API key exists
 ('hopper keys create'), every request needs one; a non-loopback --addr is refused while no
 key exists. It works jobs of kind hopper.echo itself (they complete with their args as
-result) unless --no-echo.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return serve(cmd, o) },
+result) unless --no-echo.
+
+Every flag can also be set with an environment variable: HOPPER_ and the flag's name in upper
+case with "-" as "_" (--database is HOPPER_DATABASE, --max-rescues HOPPER_MAX_RESCUES). A flag
+given on the command line wins over its variable.`,
+		Args:        cobra.NoArgs,
+		RunE:        func(cmd *cobra.Command, _ []string) error { return serve(cmd, o) },
+		Annotations: map[string]string{envFlagsAll: envFlagsAll},
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.addr, "addr", "127.0.0.1:7070", "address to listen on, HOST:PORT")
