@@ -86,6 +86,7 @@ already ended), 5 the server refused the API key, 6 the server is unreachable.`,
 	root.AddCommand(newServeCmd(), newQueuesCmd(), newWorkersCmd())
 	root.AddCommand(newDLQCmd())
 	root.AddCommand(newSchedulesCmd())
+	root.AddCommand(newVersionCmd())
 	documentEnvFlags(root)
 	return root
 }
