@@ -60,10 +60,7 @@ source tree), the version control commit, its time and whether the tree had unco
 changes (when the build recorded them), and the Go version and platform.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			bi, ok := debug.ReadBuildInfo()
-			if !ok {
-				bi = nil
-			}
+			bi, _ := debug.ReadBuildInfo() // nil when the binary has none
 			return printVersion(cmd, buildVersion(bi))
 		},
 	}
