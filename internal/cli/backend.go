@@ -25,8 +25,6 @@ const (
 	flagServer = "server"
 	// envAPIKey holds the API key sent with --server.
 	envAPIKey = "HOPPER_API_KEY"
-	// envServer is the default of --server.
-	envServer = "HOPPER_SERVER"
 )
 
 // backend is where a command's jobs live: a database opened directly (--database) or a
@@ -67,11 +65,9 @@ func withBackend(cmd *cobra.Command, mustExist bool, fn func(backend) error) err
 	return withClient(cmd, mustExist, func(c *hopper.Client) error { return fn(local{c}) })
 }
 
+// serverURL is --server (or $HOPPER_SERVER, env.go), "" when neither is set.
 func serverURL(cmd *cobra.Command) string {
 	url, _ := cmd.Flags().GetString(flagServer)
-	if url == "" {
-		url = os.Getenv(envServer)
-	}
 	return strings.TrimRight(url, "/")
 }
 

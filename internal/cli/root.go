@@ -65,20 +65,28 @@ func newRootCmd() *cobra.Command {
 		Long: `hopper works on a Hopper job database: apply migrations, enqueue jobs, list them,
 show a job's attempts and history, and cancel jobs.
 
+The global flags --database, --schema and --server can also be set with the environment
+variables HOPPER_DATABASE, HOPPER_SCHEMA and HOPPER_SERVER (every flag of 'hopper serve' has
+one too: HOPPER_ and the flag's name in upper case, "-" as "_"); a flag given on the command
+line wins.
+
 Exit codes: 0 ok, 1 internal error, 2 bad input, 3 not found, 4 conflict (e.g. the job
 already ended), 5 the server refused the API key, 6 the server is unreachable.`,
-		SilenceErrors: true,
-		SilenceUsage:  true,
+		SilenceErrors:     true,
+		SilenceUsage:      true,
+		PersistentPreRunE: applyEnvFlags,
 	}
 	root.PersistentFlags().String(flagDatabase, "./hopper.db", "SQLite database file, or a postgres:// URL")
 	root.PersistentFlags().String(flagSchema, "hopper", "PostgreSQL schema holding Hopper's tables")
 	root.PersistentFlags().String(flagServer, "", "work through a running server at this URL instead of --database "+
-		"(default $"+envServer+"; the API key comes from $"+envAPIKey+")")
+		"(the API key comes from $"+envAPIKey+")")
 	root.AddCommand(newMigrateCmd(), newEnqueueCmd(), newJobsCmd())
 	root.AddCommand(newBenchCmd())
 	root.AddCommand(newKeysCmd())
 	root.AddCommand(newServeCmd(), newQueuesCmd(), newWorkersCmd())
 	root.AddCommand(newDLQCmd())
 	root.AddCommand(newSchedulesCmd())
+	root.AddCommand(newVersionCmd())
+	documentEnvFlags(root)
 	return root
 }

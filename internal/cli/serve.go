@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -47,6 +48,8 @@ type serveOptions struct {
 	dlqWebhook     string
 	conns          int
 	maxRescues     int
+	tlsCert        string // serve_tls.go
+	tlsKey         string
 }
 
 func newServeCmd() *cobra.Command {
@@ -62,9 +65,14 @@ scheduled jobs, rescuing expired leases).
 It listens on 127.0.0.1:7070 unless --addr says otherwise. Once any API key exists
 ('hopper keys create'), every request needs one; a non-loopback --addr is refused while no
 key exists. It works jobs of kind hopper.echo itself (they complete with their args as
-result) unless --no-echo.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return serve(cmd, o) },
+result) unless --no-echo.
+
+Every flag can also be set with an environment variable: HOPPER_ and the flag's name in upper
+case with "-" as "_" (--database is HOPPER_DATABASE, --max-rescues HOPPER_MAX_RESCUES). A flag
+given on the command line wins over its variable.`,
+		Args:        cobra.NoArgs,
+		RunE:        func(cmd *cobra.Command, _ []string) error { return serve(cmd, o) },
+		Annotations: map[string]string{envFlagsAll: envFlagsAll},
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.addr, "addr", "127.0.0.1:7070", "address to listen on, HOST:PORT")
@@ -78,6 +86,7 @@ result) unless --no-echo.`,
 	f.DurationVar(&o.stalledAfter, "stalled-after", hopper.DefaultStalledAfter, "show a running job without heartbeat or progress for this long as stalled")
 	f.IntVar(&o.maxRescues, "max-rescues", hopper.DefaultMaxRescues, "default number of times a job may lose its worker and be requeued before it fails with worker_lost, 1 to 1000, or -1 for no limit")
 	addRetentionFlags(cmd, &o)
+	addTLSFlags(cmd, &o)
 	return cmd
 }
 
@@ -92,6 +101,10 @@ func serve(cmd *cobra.Command, o serveOptions) error {
 
 	if o.conns < 1 {
 		return usageErrorf("--conns %d: want at least 1", o.conns)
+	}
+	tlsCfg, err := loadTLS(o.tlsCert, o.tlsKey)
+	if err != nil {
+		return err
 	}
 	return withStoreAs(cmd, false, pgPool{maxConns: o.conns, listen: true}, func(st store) error {
 		keys, ok := st.(istore.KeyStore)
@@ -131,31 +144,35 @@ func serve(cmd *cobra.Command, o serveOptions) error {
 			ln.Close()
 			return err
 		}
-		return serveUntilDone(ctx, cmd, o, ln, srv, client, log, anyLive)
+		return serveUntilDone(ctx, cmd, o, ln, tlsCfg, srv, client, log, anyLive)
 	})
 }
 
-// serveUntilDone serves until ctx ends, then shuts down: open streams and long polls end (streamed
-// jobs go back to their queues), then running jobs get the grace period.
-func serveUntilDone(ctx context.Context, cmd *cobra.Command, o serveOptions, ln net.Listener, srv *server.Server,
-	client *hopper.Client, log *slog.Logger, keys bool) error {
-	protocols := new(http.Protocols)
-	protocols.SetHTTP1(true)
-	protocols.SetUnencryptedHTTP2(true) // gRPC clients without TLS
-	httpSrv := &http.Server{Handler: srv, ReadHeaderTimeout: o.readHeaderWait, Protocols: protocols}
+// serveUntilDone serves on ln (over TLS with tlsCfg, when set) until ctx ends, then shuts
+// down: open streams and long polls end (streamed jobs go back to their queues), then running
+// jobs get the grace period.
+func serveUntilDone(ctx context.Context, cmd *cobra.Command, o serveOptions, ln net.Listener, tlsCfg *tls.Config,
+	srv *server.Server, client *hopper.Client, log *slog.Logger, keys bool) error {
+	httpSrv := newHTTPServer(o, srv, tlsCfg, log)
 	served := make(chan error, 1)
-	go func() { served <- httpSrv.Serve(ln) }()
+	scheme := "http"
+	if tlsCfg != nil {
+		scheme = "https"
+		go func() { served <- httpSrv.ServeTLS(ln, "", "") }() // the certificate is in tlsCfg
+	} else {
+		go func() { served <- httpSrv.Serve(ln) }()
+	}
 	srv.SetReady(true)
 	auth := "loopback only, open until the first API key is created"
 	if keys {
 		auth = "API keys required"
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "hopper serving on http://%s (%s), database %s\n", ln.Addr(), auth,
+	fmt.Fprintf(cmd.OutOrStdout(), "hopper serving on %s://%s (%s), database %s\n", scheme, ln.Addr(), auth,
 		describe(cmd, mustDatabase(cmd)))
 	if !o.noEcho {
 		fmt.Fprintf(cmd.OutOrStdout(), "try: curl -s -H 'Content-Type: application/json' "+
 			"-d '{\"job\":{\"kind\":\"hopper.echo\",\"args\":\"{\\\"hello\\\":\\\"world\\\"}\"}}' "+
-			"http://%s/hopper.v1.JobService/Enqueue\n", ln.Addr())
+			"%s://%s/hopper.v1.JobService/Enqueue\n", scheme, ln.Addr())
 	}
 
 	var serveErr error

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"time"
 
+	"connectrpc.com/connect/v2"
 	"github.com/hopperjobs/hopper/hopperhttp"
 )
 
@@ -27,7 +28,7 @@ func (s *Server) asyncStatus() http.Handler {
 			release, ok := s.limits.acquire("poll", principalFrom(r.Context()).KeyID, s.cfg.MaxPollsPerKey)
 			if !ok {
 				w.Header().Set("Retry-After", retryAfter)
-				writeError(w, http.StatusTooManyRequests, "resource_exhausted",
+				s.refuse(w, r, http.StatusTooManyRequests, connect.CodeResourceExhausted,
 					"too many open long polls for this API key; retry in "+retryAfter+"s")
 				return
 			}

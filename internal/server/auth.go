@@ -2,13 +2,13 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 	"sync"
 
+	"connectrpc.com/connect/v2"
 	"github.com/hopperjobs/hopper"
 	"github.com/hopperjobs/hopper/internal/apierr"
 )
@@ -42,21 +42,21 @@ func (s *Server) authorize(scope Scope, h http.Handler) http.Handler {
 			switch {
 			case errors.Is(err, ErrUnauthenticated):
 				w.Header().Set("WWW-Authenticate", `Bearer realm="hopper"`)
-				writeError(w, http.StatusUnauthorized, "unauthenticated", err.Error())
+				s.refuse(w, r, http.StatusUnauthorized, connect.CodeUnauthenticated, err.Error())
 				return
 			case errors.Is(err, hopper.ErrUnavailable):
 				w.Header().Set("Retry-After", apierr.RetryAfter)
-				writeError(w, http.StatusServiceUnavailable, "unavailable", apierr.UnavailableMessage)
+				s.refuse(w, r, http.StatusServiceUnavailable, connect.CodeUnavailable, apierr.UnavailableMessage)
 				return
 			case err != nil:
 				id := apierr.RequestID(w, r)
 				s.log.Error("authenticate request", "request_id", id, "err", err)
-				writeError(w, http.StatusInternalServerError, "internal", apierr.InternalMessage(id))
+				s.refuse(w, r, http.StatusInternalServerError, connect.CodeInternal, apierr.InternalMessage(id))
 				return
 			}
 		}
 		if !p.Allows(scope) {
-			writeError(w, http.StatusForbidden, "permission_denied",
+			s.refuse(w, r, http.StatusForbidden, connect.CodePermissionDenied,
 				fmt.Sprintf("this API key lacks the %q scope", scope))
 			return
 		}
@@ -69,7 +69,7 @@ func (s *Server) authorize(scope Scope, h http.Handler) http.Handler {
 func (s *Server) limitBody(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength > s.cfg.MaxBodyBytes {
-			writeError(w, http.StatusRequestEntityTooLarge, "resource_exhausted",
+			s.refuse(w, r, http.StatusRequestEntityTooLarge, connect.CodeResourceExhausted,
 				fmt.Sprintf("request body is %d bytes, more than the limit of %d", r.ContentLength, s.cfg.MaxBodyBytes))
 			return
 		}
@@ -78,14 +78,6 @@ func (s *Server) limitBody(h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
-}
-
-// writeError answers with a Connect-style JSON error ({"code", "message"}), which Connect
-// clients read for any RPC and plain HTTP clients can read too.
-func writeError(w http.ResponseWriter, status int, code, message string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(map[string]string{"code": code, "message": message}) //nolint:errcheck // the client may be gone
 }
 
 // limiter counts what each key holds open (streams, waiting long polls).

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +17,7 @@ import (
 
 	"connectrpc.com/connect/v2"
 	"connectrpc.com/connect/v2/connecthttp"
+	"connectrpc.com/grpcreflect/v2"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
 	"github.com/hopperjobs/hopper/gen/hopper/v1/hopperv1connect"
 	"github.com/hopperjobs/hopper/internal/apikey"
@@ -35,9 +37,9 @@ import (
 // checks the answers against the scope table of docs/security.md: a key without the scope gets
 // 403 permission_denied, no or a bad key 401 unauthenticated, and a key with the scope gets
 // past auth (the empty request may then fail for its own reasons). Every procedure is also
-// called over gRPC, whose clients see these answers as status codes. Before the first key
-// exists the server, on loopback, is open to keyless requests (the matrix of `hopper serve`
-// there).
+// called over gRPC, whose clients get these answers as gRPC statuses with their messages, and
+// gRPC server reflection, public, answers every caller. Before the first key exists the
+// server, on loopback, is open to keyless requests (the matrix of `hopper serve` there).
 func TestEveryRouteAnswersEveryKeyAsDocumented(t *testing.T) {
 	t.Parallel()
 	authClock := clock.NewFake(time.Now())
@@ -67,6 +69,9 @@ func TestEveryRouteAnswersEveryKeyAsDocumented(t *testing.T) {
 				requireGRPCAnswer(t, r, c, callGRPC(t, grpcURL, grpcHTTP, r.method, c))
 			}
 		}
+	}
+	for _, c := range creds {
+		requireReflection(t, grpcURL, grpcHTTP, c)
 	}
 
 	// With every key revoked no live key exists: open again.
@@ -116,8 +121,10 @@ type route struct {
 }
 
 // enumerateRoutes returns every registered route with the scope docs/security.md gives it. It
-// fails on a procedure of the API that is not registered, on a route the table does not name
-// (unless the server registers it as public), and on a documented route that does not exist.
+// fails on a procedure of the API that is not registered, on a route the table does not name,
+// and on a documented route that does not exist. A service's catch-all (which answers
+// "unimplemented") needs the read scope for the API's services and, for another service
+// (reflection), the scope the table gives that service's procedures.
 func enumerateRoutes(t *testing.T, srv *server.Server, documented map[string]server.Scope) []route {
 	t.Helper()
 	registered := srv.Routes()
@@ -150,8 +157,8 @@ func enumerateRoutes(t *testing.T, srv *server.Server, documented map[string]ser
 			// A service's catch-all answers unimplemented for a method it does not have, to
 			// a key with the read scope (docs/security.md, below the table).
 			scope, ok = server.ScopeRead, true
-		case !ok && registered[p] == server.ScopePublic:
-			scope, ok = server.ScopePublic, true
+		case !ok && strings.HasPrefix(p, "/") && strings.HasSuffix(p, "/"):
+			scope, ok = serviceScope(t, documented, p)
 		}
 		require.True(t, ok, "route %s (scope %s in the code) is missing from the scope table of docs/security.md", p, registered[p])
 		r.scope = scope
@@ -160,19 +167,36 @@ func enumerateRoutes(t *testing.T, srv *server.Server, documented map[string]ser
 	return out
 }
 
+// serviceScope is the one scope documented for the procedures of the service whose catch-all
+// is prefix ("/grpc.reflection.v1.ServerReflection/").
+func serviceScope(t *testing.T, documented map[string]server.Scope, prefix string) (server.Scope, bool) {
+	t.Helper()
+	var scope server.Scope
+	for p, sc := range documented {
+		if strings.HasPrefix(p, prefix) {
+			require.True(t, scope == "" || scope == sc, "docs/security.md gives the procedures of %s different scopes", prefix)
+			scope = sc
+		}
+	}
+	return scope, scope != ""
+}
+
 // apiPackage is the protobuf package of the API.
 const apiPackage = "hopper.v1"
 
 var (
-	scopeRow  = regexp.MustCompile("^\\| `(enqueue|work|read|admin)` \\|")
+	scopeRow  = regexp.MustCompile("^\\| (?:`(enqueue|work|read|admin)`|(no key)) \\|")
 	procedure = regexp.MustCompile("`([A-Z][A-Za-z]*Service)\\.([A-Z][A-Za-z]*)`")
-	httpRoute = regexp.MustCompile("`((?:GET|POST|PUT|PATCH|DELETE) /[^`]*)`")
-	wildcard  = regexp.MustCompile(`\{[^}]*\}`)
+	// fullProcedure is a procedure outside the API, by its route: `/grpc.reflection.v1.ServerReflection/ServerReflectionInfo`.
+	fullProcedure = regexp.MustCompile("`(/[a-z][a-z0-9]*(?:\\.[a-z][a-z0-9]*)*\\.[A-Z][A-Za-z0-9]*/[A-Z][A-Za-z0-9]*)`")
+	httpRoute     = regexp.MustCompile("`((?:GET|POST|PUT|PATCH|DELETE) /[^`]*)`")
+	wildcard      = regexp.MustCompile(`\{[^}]*\}`)
 )
 
-// documentedScopes reads the scope table of docs/security.md: each row names a scope and, in
-// backquotes, the procedures (`JobService.Enqueue`) and HTTP routes (`GET /metrics`) it adds.
-// A procedure named in two rows is an error.
+// documentedScopes reads the scope table of docs/security.md: each row names a scope (or "no
+// key": public) and, in backquotes, the procedures (`JobService.Enqueue`, or by route outside
+// the API: `/grpc.reflection.v1.ServerReflection/ServerReflectionInfo`) and HTTP routes
+// (`GET /metrics`) it adds. A procedure named in two rows is an error.
 func documentedScopes(t *testing.T) map[string]server.Scope {
 	t.Helper()
 	doc, err := os.ReadFile("../../docs/security.md")
@@ -189,8 +213,14 @@ func documentedScopes(t *testing.T) map[string]server.Scope {
 			continue
 		}
 		scope := server.Scope(row[1])
+		if row[2] != "" {
+			scope = server.ScopePublic
+		}
 		for _, m := range procedure.FindAllStringSubmatch(line, -1) {
 			add("/"+apiPackage+"."+m[1]+"/"+m[2], scope)
+		}
+		for _, m := range fullProcedure.FindAllStringSubmatch(line, -1) {
+			add(m[1], scope)
 		}
 		for _, m := range httpRoute.FindAllStringSubmatch(line, -1) {
 			add(m[1], scope)
@@ -360,18 +390,47 @@ func requireAnswer(t *testing.T, r route, c credential, a answer) {
 	}
 }
 
-// requireGRPCAnswer checks the gRPC status code c got on r against the documented matrix.
-func requireGRPCAnswer(t *testing.T, r route, c credential, code connect.Code) {
+// requireGRPCAnswer checks the gRPC status c got on r against the documented matrix. A refusal
+// is a gRPC status with the server's message (not an HTTP status a gRPC client had to
+// translate, whose message would be "HTTP status 401 Unauthorized").
+func requireGRPCAnswer(t *testing.T, r route, c credential, err error) {
 	t.Helper()
+	code := connect.CodeOf(err)
+	var message string
+	if ce, ok := errors.AsType[*connect.Error](err); ok {
+		message = ce.Message()
+	}
 	switch expect(r.scope, c.scope) {
 	case allowed:
 		require.NotContains(t, []connect.Code{connect.CodeUnauthenticated, connect.CodePermissionDenied}, code,
 			"gRPC %s with %s: want past auth", r.pattern, c.name)
 	case forbidden:
 		require.Equal(t, connect.CodePermissionDenied, code, "gRPC %s with %s", r.pattern, c.name)
+		require.Contains(t, message, fmt.Sprintf("lacks the %q scope", r.scope), "gRPC %s with %s", r.pattern, c.name)
 	default:
 		require.Equal(t, connect.CodeUnauthenticated, code, "gRPC %s with %s", r.pattern, c.name)
+		require.Contains(t, message, "API key", "gRPC %s with %s", r.pattern, c.name)
+		if c.badKey {
+			require.Contains(t, message, "invalid or revoked API key", "gRPC %s with %s", r.pattern, c.name)
+		}
 	}
+}
+
+// requireReflection checks that gRPC server reflection answers c (it is public): it lists the
+// API's services and describes one.
+func requireReflection(t *testing.T, url string, hc *http.Client, c credential) {
+	t.Helper()
+	cc := connect.NewClient(connecthttp.NewTransport(hc, url, connecthttp.WithGRPC()))
+	ctx, info := connect.NewClientContext(t.Context())
+	c.set(info.RequestHeader().Set)
+	stream := grpcreflect.NewClient(cc).NewStream(ctx)
+	defer stream.Close()
+	names, err := stream.ListServices()
+	require.NoError(t, err, "reflection with %s", c.name)
+	require.Contains(t, names, protoreflect.FullName(hopperv1connect.WorkerServiceName), "reflection with %s", c.name)
+	files, err := stream.FileContainingSymbol(hopperv1connect.WorkerServiceName)
+	require.NoError(t, err, "reflection with %s", c.name)
+	require.Equal(t, "hopper/v1/hopper.proto", files[0].GetName(), "reflection with %s", c.name)
 }
 
 func requireAllowed(t *testing.T, r route, who string, a answer) {
@@ -413,9 +472,9 @@ func serveTLS(t *testing.T, srv *server.Server) (string, *http.Client) {
 	return ts.URL, ts.Client()
 }
 
-// callGRPC calls m over gRPC with an empty request and returns the status code (for a server
+// callGRPC calls m over gRPC with an empty request and returns its error (for a server
 // stream, that of its end).
-func callGRPC(t *testing.T, url string, hc *http.Client, m protoreflect.MethodDescriptor, c credential) connect.Code {
+func callGRPC(t *testing.T, url string, hc *http.Client, m protoreflect.MethodDescriptor, c credential) error {
 	t.Helper()
 	cc := connect.NewClient(connecthttp.NewTransport(hc, url, connecthttp.WithGRPC()))
 	ctx, info := connect.NewClientContext(t.Context())
@@ -424,20 +483,20 @@ func callGRPC(t *testing.T, url string, hc *http.Client, m protoreflect.MethodDe
 	req := dynamicpb.NewMessage(m.Input())
 	if !m.IsStreamingServer() {
 		spec.StreamType = connect.StreamTypeUnary
-		return connect.CodeOf(cc.CallUnary(ctx, spec, req, dynamicpb.NewMessage(m.Output())))
+		return cc.CallUnary(ctx, spec, req, dynamicpb.NewMessage(m.Output()))
 	}
 	spec.StreamType = connect.StreamTypeServer
 	stream, err := cc.CallServerStream(ctx, spec, req)
 	if err != nil {
-		return connect.CodeOf(err)
+		return err
 	}
 	defer stream.Close()
 	for {
 		if err := stream.Receive(dynamicpb.NewMessage(m.Output())); err != nil {
 			if errors.Is(err, io.EOF) {
-				return 0
+				return nil
 			}
-			return connect.CodeOf(err)
+			return err
 		}
 	}
 }

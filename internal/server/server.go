@@ -1,5 +1,6 @@
 // Package server is `hopper serve`: the Connect RPC API (gRPC, gRPC-Web and JSON over HTTP)
-// for clients and remote workers in any language, /healthz and /readyz, on one http.Handler.
+// for clients and remote workers in any language, gRPC server reflection, /healthz and /readyz,
+// on one http.Handler.
 // Every route is registered with the scope a caller's API key needs, so no route can be added
 // without an auth policy. Every request gets an id (X-Request-Id); an INTERNAL answer carries
 // only that id, and the error goes to the log with it (package apierr).
@@ -19,6 +20,7 @@ import (
 
 	"connectrpc.com/connect/v2"
 	"connectrpc.com/connect/v2/connecthttp"
+	"connectrpc.com/grpcreflect/v2"
 	"github.com/hopperjobs/hopper"
 	"github.com/hopperjobs/hopper/gen/hopper/v1/hopperv1connect"
 	"github.com/hopperjobs/hopper/internal/apierr"
@@ -109,6 +111,7 @@ type Server struct {
 	mux     *http.ServeMux
 	handler http.Handler // mux behind the request ids
 	routes  map[string]Scope
+	errs    *connecthttp.ErrorWriter // refusals to gRPC callers (refuse)
 	reg     *registry
 	limits  *limiter
 	readyMu sync.RWMutex
@@ -145,7 +148,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.StalledAfter = hopper.DefaultStalledAfter
 	}
 	s := &Server{cfg: cfg, client: cfg.Client, log: cfg.Logger, mux: http.NewServeMux(),
-		routes: map[string]Scope{}, reg: newRegistry(), limits: newLimiter()}
+		routes: map[string]Scope{}, errs: connecthttp.NewErrorWriter(), reg: newRegistry(), limits: newLimiter()}
 	s.shutdownCtx, s.shutdown = context.WithCancel(context.Background())
 	s.handler = apierr.WithRequestID(s.mux)
 	s.leaseRenewals = s.loops.New(backoff.Config{Name: "renew stream leases", Logger: s.log})
@@ -158,6 +161,9 @@ func New(cfg Config) (*Server, error) {
 	hopperv1connect.RegisterAdminServiceHandler(rpc, &adminService{s})
 	hopperv1connect.RegisterDeadLetterServiceHandler(rpc, &deadLetterService{s})
 	hopperv1connect.RegisterScheduleServiceHandler(rpc, &scheduleService{s})
+	// gRPC server reflection (v1 and v1alpha), so grpcurl and other gRPC tools can list the
+	// services and describe their messages without a copy of api/.
+	grpcreflect.Register(rpc)
 	// Answers under compressMinBytes go uncompressed: most are a few bytes (Complete answers
 	// nothing), and setting up gzip for each cost a quarter of a streaming worker's server time.
 	connecthttp.Mount(policyMux{s}, rpc, connecthttp.WithReadMaxBytes(int(cfg.MaxBodyBytes)),
@@ -344,7 +350,18 @@ var procedureScopes = map[string]Scope{
 	hopperv1connect.ScheduleServicePauseProcedure:   ScopeAdmin,
 	hopperv1connect.ScheduleServiceResumeProcedure:  ScopeAdmin,
 	"/" + hopperv1connect.ScheduleServiceName + "/": ScopeRead,
+
+	// Reflection reveals the schema, which api/ publishes anyway, and no data: public, as on
+	// most gRPC servers, so that grpcurl can describe a call before any key is involved and a
+	// key of any scope can use it (docs/security.md).
+	reflectionProcedure(grpcreflect.ReflectV1ServiceName):      ScopePublic,
+	reflectionProcedure(grpcreflect.ReflectV1AlphaServiceName): ScopePublic,
+	"/" + grpcreflect.ReflectV1ServiceName + "/":               ScopePublic,
+	"/" + grpcreflect.ReflectV1AlphaServiceName + "/":          ScopePublic,
 }
+
+// reflectionProcedure is the route of the reflection service named service.
+func reflectionProcedure(service string) string { return "/" + service + "/ServerReflectionInfo" }
 
 // unreadableRequests makes a request the server cannot read the caller's error. Connect
 // reports a stream's malformed or truncated request framing as internal ("protocol error:

@@ -13,6 +13,7 @@ import (
 
 	"connectrpc.com/connect/v2"
 	"connectrpc.com/connect/v2/connecthttp"
+	"connectrpc.com/grpcreflect/v2"
 	"github.com/hopperjobs/hopper"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
 	"github.com/hopperjobs/hopper/gen/hopper/v1/hopperv1connect"
@@ -639,8 +640,9 @@ func TestAPIKeysAndScopes(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode, "health checks need no key")
 }
 
-// Every route has an auth policy, and only health checks are public: a route added without
-// one would panic at New (procedures) or show up here.
+// Every route has an auth policy, and only health checks and gRPC server reflection (the
+// schema, no data) are public: a route added without one would panic at New (procedures) or
+// show up here.
 func TestEveryRouteHasAnAuthPolicy(t *testing.T) {
 	e := start(t)
 	routes := e.srv.Routes()
@@ -650,8 +652,10 @@ func TestEveryRouteHasAnAuthPolicy(t *testing.T) {
 	for pattern, scope := range routes {
 		require.True(t, known[scope], "route %s has unknown scope %q", pattern, scope)
 		if scope == server.ScopePublic {
-			require.True(t, strings.HasSuffix(pattern, "/healthz") || strings.HasSuffix(pattern, "/readyz"),
-				"only health checks are public, not %s", pattern)
+			require.True(t, strings.HasSuffix(pattern, "/healthz") || strings.HasSuffix(pattern, "/readyz") ||
+				strings.HasPrefix(pattern, "/"+grpcreflect.ReflectV1ServiceName+"/") ||
+				strings.HasPrefix(pattern, "/"+grpcreflect.ReflectV1AlphaServiceName+"/"),
+				"only health checks and reflection are public, not %s", pattern)
 		}
 	}
 	// Every RPC method of every service is routed.
