@@ -15,7 +15,8 @@ import (
 
 // AsyncHandler returns a handler that enqueues a job of kind for each POST: the job's args are
 // the request body, a JSON value, and its headers record the request (see the package doc). It
-// answers 202 Accepted with Location: <prefix>/<job id> and {"id", "state", "status_url"}.
+// answers 202 Accepted with Location: <prefix>/<job id> and the body StatusHandler answers
+// with, {"job": …, "statusUrl": …}, plus "existing": true for a repeated Idempotency-Key.
 //
 // An Idempotency-Key header becomes the job's idempotency key. Within the key's retention (24 h)
 // a request with the same key and the same JSON value (whitespace aside) gets the job of the
@@ -60,13 +61,6 @@ func newAsyncHandler(c *hopper.Client, kind func(*http.Request) string, opts []O
 	return &asyncHandler{client: c, kind: kind, cfg: newConfig(opts)}
 }
 
-// accepted is the body of a 202.
-type accepted struct {
-	ID        string          `json:"id"`
-	State     hopper.JobState `json:"state"`
-	StatusURL string          `json:"status_url"`
-}
-
 func (h *asyncHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		methodNotAllowed(w, r, http.MethodPost)
@@ -89,12 +83,11 @@ func (h *asyncHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.enqueueError(w, r, kind, body, err)
 		return
 	}
-	url := h.cfg.statusURL(res.Job.ID)
-	w.Header().Set("Location", url)
+	w.Header().Set("Location", h.cfg.statusURL(res.Job.ID))
 	if res.Existing {
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
-	writeJSON(w, http.StatusAccepted, accepted{ID: res.Job.ID, State: res.Job.State, StatusURL: url})
+	h.cfg.writeJob(w, r, http.StatusAccepted, res.Job, res.Existing)
 }
 
 // readBody reads a body of at most maxBody bytes that is one JSON value, or answers with the

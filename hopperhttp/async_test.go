@@ -24,12 +24,14 @@ func TestAsyncRecordsTheRequestInTheJob(t *testing.T) {
 		"Proxy-Authorization": {"Basic secret-3"},
 		"X-Api-Key":           {"secret-4"},
 	})
-	require.Equal(t, "/v1/jobs/"+a.ID, r.header.Get("Location"))
-	require.Equal(t, "/v1/jobs/"+a.ID, a.StatusURL)
-	require.Equal(t, "queued", a.State)
+	require.Equal(t, "/v1/jobs/"+a.Job.ID, r.header.Get("Location"))
+	require.Equal(t, "/v1/jobs/"+a.Job.ID, a.StatusURL)
+	require.Equal(t, "queued", a.Job.State)
 	require.Empty(t, r.header.Get("Idempotent-Replayed"))
+	require.False(t, a.Existing)
+	require.NotContains(t, r.body, "args", "the status never shows the args")
 
-	job, err := b.client.Get(t.Context(), a.ID)
+	job, err := b.client.Get(t.Context(), a.Job.ID)
 	require.NoError(t, err)
 	require.Equal(t, "send-email", job.Kind)
 	require.JSONEq(t, `{"to": "ada@example.com"}`, string(job.Args))
@@ -64,9 +66,9 @@ func TestAsyncRecordsEveryKindOfWildcard(t *testing.T) {
 		require.NoError(t, err)
 		defer resp.Body.Close()
 		require.Equal(t, http.StatusAccepted, resp.StatusCode)
-		var a accepted
+		var a answer
 		require.NoError(t, json.NewDecoder(resp.Body).Decode(&a))
-		job, err := b.client.Get(t.Context(), a.ID)
+		job, err := b.client.Get(t.Context(), a.Job.ID)
 		require.NoError(t, err)
 		return job.Headers
 	}
@@ -85,8 +87,8 @@ func TestAsyncOptions(t *testing.T) {
 		hopperhttp.WithStatusPrefix("https://api.example.com/v1/jobs/"), hopperhttp.WithoutHeaders("X-Auth-Token"),
 	}})
 	r, a := b.post(t, "/v1/async/send-email/acme", `{}`, http.Header{"X-Auth-Token": {"secret"}})
-	require.Equal(t, "https://api.example.com/v1/jobs/"+a.ID, r.header.Get("Location"))
-	job, err := b.client.Get(t.Context(), a.ID)
+	require.Equal(t, "https://api.example.com/v1/jobs/"+a.Job.ID, r.header.Get("Location"))
+	job, err := b.client.Get(t.Context(), a.Job.ID)
 	require.NoError(t, err)
 	require.Equal(t, "emails", job.Queue)
 	require.Equal(t, 7, job.Priority)
@@ -98,7 +100,7 @@ func TestAsyncKindFromPath(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{})
 	_, a := b.post(t, "/v1/async/resize-image", `[1, 2]`, nil)
-	job, err := b.client.Get(t.Context(), a.ID)
+	job, err := b.client.Get(t.Context(), a.Job.ID)
 	require.NoError(t, err)
 	require.Equal(t, "resize-image", job.Kind)
 	require.Equal(t, "resize-image", job.Headers["http.path.kind"])
@@ -163,20 +165,21 @@ func TestAsyncIdempotencyKey(t *testing.T) {
 	_, first := b.post(t, "/v1/async/send-email/acme", `{"to":"a@example.com"}`, key)
 
 	r, again := b.post(t, "/v1/async/send-email/acme", `{ "to" : "a@example.com" }`, key)
-	require.Equal(t, first.ID, again.ID, "same key, same JSON value: the same job")
+	require.Equal(t, first.Job.ID, again.Job.ID, "same key, same JSON value: the same job")
 	require.Equal(t, "true", r.header.Get("Idempotent-Replayed"))
-	require.Equal(t, "/v1/jobs/"+first.ID, r.header.Get("Location"))
+	require.True(t, again.Existing)
+	require.Equal(t, "/v1/jobs/"+first.Job.ID, r.header.Get("Location"))
 	_, quoted := b.post(t, "/v1/async/send-email/acme", `{"to":"a@example.com"}`, http.Header{"Idempotency-Key": {`"order-42"`}})
-	require.Equal(t, first.ID, quoted.ID, "a quoted key (the IETF draft's form) is the same key")
+	require.Equal(t, first.Job.ID, quoted.Job.ID, "a quoted key (the IETF draft's form) is the same key")
 
 	r = b.do(t, http.MethodPost, "/v1/async/send-email/acme", `{"to":"b@example.com"}`, key)
 	r.requireError(t, http.StatusUnprocessableEntity, "already_exists")
-	require.NotContains(t, r.body, first.ID, "the other job's id is not revealed")
+	require.NotContains(t, r.body, first.Job.ID, "the other job's id is not revealed")
 
 	r = b.do(t, http.MethodPost, "/v1/async/send-email/acme", `{}`, http.Header{"Idempotency-Key": {" "}})
 	r.requireError(t, http.StatusBadRequest, "invalid_argument")
 
-	job, err := b.client.Get(t.Context(), first.ID)
+	job, err := b.client.Get(t.Context(), first.Job.ID)
 	require.NoError(t, err)
 	require.Equal(t, "order-42", job.IdempotencyKey)
 	list, err := b.client.List(t.Context(), nil)

@@ -25,6 +25,10 @@
 // StatusHandler serves GET <prefix>/{id}. With ?wait=10s (at most 60 s) it answers as soon as
 // the job is completed, failed or canceled, or when the wait ends, whichever comes first.
 //
+// Both answer with {"job": {...}, "statusUrl": "..."}: the job's status with the field names
+// and values of a job everywhere in Hopper's API (`hopper serve`'s JSON, the CLI's --json;
+// docs/api.md), without its args and headers.
+//
 // Errors are JSON objects {"code": "...", "message": "..."} with the codes of Connect and
 // gRPC: invalid_argument, not_found, already_exists, resource_exhausted, unimplemented,
 // internal. See docs/async-endpoints.md.

@@ -74,13 +74,15 @@ func Example() {
 	}
 	defer resp.Body.Close()
 	var status struct {
-		State  string          `json:"state"`
-		Result json.RawMessage `json:"result"`
+		Job struct {
+			State  string          `json:"state"`
+			Result json.RawMessage `json:"result"`
+		} `json:"job"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&status); err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(status.State, string(status.Result))
+	fmt.Println(status.Job.State, string(status.Job.Result))
 	// Output:
 	// 202 Accepted
 	// completed {"sent_to":"ada@example.com","tenant":"acme"}

@@ -75,7 +75,7 @@ func TestStoreFailuresAre503OrAnInternalErrorWithARequestID(t *testing.T) {
 	fs.err.Store(&down)
 	for _, r := range []*response{
 		b.do(t, http.MethodPost, "/v1/async/send-email/acme", `{"to":"a@b.c"}`, nil),
-		b.do(t, http.MethodGet, "/v1/jobs/"+job.ID, "", nil),
+		b.do(t, http.MethodGet, "/v1/jobs/"+job.Job.ID, "", nil),
 	} {
 		r.requireError(t, http.StatusServiceUnavailable, "unavailable")
 		require.Equal(t, "5", r.header.Get("Retry-After"))
@@ -86,7 +86,7 @@ func TestStoreFailuresAre503OrAnInternalErrorWithARequestID(t *testing.T) {
 	fs.err.Store(&broken)
 	for _, r := range []*response{
 		b.do(t, http.MethodPost, "/v1/async/send-email/acme", `{"to":"a@b.c"}`, nil),
-		b.do(t, http.MethodGet, "/v1/jobs/"+job.ID, "", nil),
+		b.do(t, http.MethodGet, "/v1/jobs/"+job.Job.ID, "", nil),
 	} {
 		r.requireError(t, http.StatusInternalServerError, "internal")
 		id := r.header.Get("X-Request-Id")

@@ -52,7 +52,7 @@ func WithPriority(priority int) Option { return func(c *config) { c.priority = p
 // WithMaxAttempts bounds the attempts of each job, 1 to 1000 (default: the client's).
 func WithMaxAttempts(n int) Option { return func(c *config) { c.maxAttempts = n } }
 
-// WithStatusPrefix is the URL StatusHandler is mounted under, used in Location and status_url
+// WithStatusPrefix is the URL StatusHandler is mounted under, used in Location and statusUrl
 // (default "/v1/jobs"). It may be absolute ("https://api.example.com/v1/jobs"); a trailing
 // slash is dropped.
 func WithStatusPrefix(prefix string) Option {

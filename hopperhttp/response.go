@@ -7,7 +7,10 @@ import (
 	"net/http"
 
 	"github.com/hopperjobs/hopper"
+	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
 	"github.com/hopperjobs/hopper/internal/apierr"
+	"github.com/hopperjobs/hopper/internal/apiview"
+	"github.com/hopperjobs/hopper/internal/jsoncodec"
 )
 
 // Error codes of the JSON error body, those of Connect and gRPC.
@@ -53,10 +56,48 @@ func methodNotAllowed(w http.ResponseWriter, r *http.Request, allow string) {
 	writeError(w, http.StatusMethodNotAllowed, codeUnimplemented, r.Method+" is not allowed here; use "+allow)
 }
 
-// writeJSON answers with v as JSON. Status answers change, so nothing may cache them.
+// writeJSON answers with v as JSON. Status answers change, so nothing may cache them. Values
+// are written as they are: no escaping of <, > and & (the answer is JSON, not HTML).
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v) //nolint:errcheck // the client may be gone
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v) //nolint:errcheck // the client may be gone
+}
+
+// jobBody is the body of a 202 and of a status answer.
+type jobBody struct {
+	// Job is the job's status in the shape of a job everywhere in the API (statusView).
+	Job       json.RawMessage `json:"job"`
+	Existing  bool            `json:"existing,omitempty"`
+	StatusURL string          `json:"statusUrl"`
+}
+
+// writeJob answers with the status of job; existing says that an Idempotency-Key returned it.
+func (c *config) writeJob(w http.ResponseWriter, r *http.Request, status int, job *hopper.JobRow, existing bool) {
+	view, err := jsoncodec.Marshal(statusView(job))
+	if err != nil { // a stored time protobuf cannot carry, say
+		failed(w, r, c.log, "show job", err, "job_id", job.ID)
+		return
+	}
+	writeJSON(w, status, jobBody{Job: view, Existing: existing, StatusURL: c.statusURL(job.ID)})
+}
+
+// statusView is what the async endpoints show of a job: the API's view (package apiview)
+// without the args, headers, checkpoint, lease or anything else only operators see; the
+// result once completed, the last error once failed.
+func statusView(j *hopper.JobRow) *hopperv1.Job {
+	v := apiview.Job(j, false)
+	out := &hopperv1.Job{Id: v.Id, Kind: v.Kind, Queue: v.Queue, State: v.State, Attempt: v.Attempt,
+		MaxAttempts: v.MaxAttempts, ProgressPercent: v.ProgressPercent, ProgressMessage: v.ProgressMessage,
+		RunAt: v.RunAt, CreatedAt: v.CreatedAt, StartedAt: v.StartedAt, FinishedAt: v.FinishedAt}
+	switch j.State {
+	case hopper.StateCompleted:
+		out.Result = v.Result
+	case hopper.StateFailed:
+		out.LastError = v.LastError
+	}
+	return out
 }

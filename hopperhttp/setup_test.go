@@ -140,46 +140,47 @@ func (b *testBundle) do(t *testing.T, method, path, body string, header http.Hea
 	return &response{status: resp.StatusCode, header: resp.Header, body: string(data)}
 }
 
-// accepted is the body of a 202.
-type accepted struct {
-	ID        string `json:"id"`
-	State     string `json:"state"`
-	StatusURL string `json:"status_url"`
+// answer is the body of a 202 and of a status answer.
+type answer struct {
+	Job       jobView `json:"job"`
+	Existing  bool    `json:"existing"`
+	StatusURL string  `json:"statusUrl"`
+}
+
+// jobView is a job as the async endpoints show it: the API's shape, status fields only.
+type jobView struct {
+	ID              string          `json:"id"`
+	Kind            string          `json:"kind"`
+	Queue           string          `json:"queue"`
+	State           string          `json:"state"`
+	Attempt         int             `json:"attempt"`
+	MaxAttempts     int             `json:"maxAttempts"`
+	ProgressPercent int             `json:"progressPercent"`
+	ProgressMessage string          `json:"progressMessage"`
+	Result          json.RawMessage `json:"result"`
+	LastError       string          `json:"lastError"`
+	RunAt           string          `json:"runAt"`
+	CreatedAt       string          `json:"createdAt"`
+	StartedAt       string          `json:"startedAt"`
+	FinishedAt      string          `json:"finishedAt"`
 }
 
 // post posts body to path and requires 202.
-func (b *testBundle) post(t *testing.T, path, body string, header http.Header) (*response, accepted) {
+func (b *testBundle) post(t *testing.T, path, body string, header http.Header) (*response, answer) {
 	t.Helper()
 	r := b.do(t, http.MethodPost, path, body, header)
 	require.Equal(t, http.StatusAccepted, r.status, "body: %s", r.body)
-	var a accepted
+	var a answer
 	r.decode(t, &a)
 	return r, a
 }
 
-// jobStatus is the body of a status answer.
-type jobStatus struct {
-	ID          string          `json:"id"`
-	Kind        string          `json:"kind"`
-	Queue       string          `json:"queue"`
-	State       string          `json:"state"`
-	Attempt     int             `json:"attempt"`
-	MaxAttempts int             `json:"max_attempts"`
-	Progress    json.RawMessage `json:"progress"`
-	Result      json.RawMessage `json:"result"`
-	Error       string          `json:"error"`
-	CreatedAt   string          `json:"created_at"`
-	StartedAt   string          `json:"started_at"`
-	FinishedAt  string          `json:"finished_at"`
-	StatusURL   string          `json:"status_url"`
-}
-
 // status gets a job's status URL (with a query, say "?wait=1s") and requires 200.
-func (b *testBundle) status(t *testing.T, url string) jobStatus {
+func (b *testBundle) status(t *testing.T, url string) answer {
 	t.Helper()
 	r := b.do(t, http.MethodGet, url, "", nil)
 	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
-	var s jobStatus
+	var s answer
 	r.decode(t, &s)
 	return s
 }

@@ -1,13 +1,10 @@
 package hopperhttp
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"time"
-	"unicode/utf8"
 
 	"github.com/hopperjobs/hopper"
 	"github.com/hopperjobs/hopper/internal/apierr"
@@ -24,11 +21,12 @@ const (
 )
 
 // StatusHandler returns a handler for GET <prefix>/{id}: it reads the job id from the route's
-// {id} wildcard and answers 200 with the job's status as JSON: id, kind, queue, state,
-// attempt, max_attempts, progress {percent, message}, result (the JSON value the worker set;
-// null when it set none) once completed, error (the last error) once failed, created_at,
-// started_at and finished_at (RFC 3339 in UTC; the last two once set) and status_url. It never shows
-// args or headers.
+// {id} wildcard and answers 200 with {"job": …, "statusUrl": …}. The job has the shape of a job
+// everywhere in Hopper's API (camelCase fields, empty ones left out; docs/api.md), but shows
+// only its status: id, kind, queue, state, attempt, maxAttempts, progressPercent,
+// progressMessage, runAt, createdAt, startedAt and finishedAt; result (the JSON value the
+// worker set, inline) once completed; lastError once failed. It never shows args, headers,
+// checkpoints or the lease.
 //
 // With ?wait=<Go duration> (at most 60s) it answers as soon as the job is completed, failed
 // or canceled, or when the wait ends, with the state then (still 200). It stops at once when
@@ -49,28 +47,6 @@ func StatusHandler(c *hopper.Client, opts ...Option) http.Handler {
 type statusHandler struct {
 	client *hopper.Client
 	cfg    config
-}
-
-// jobStatus is the body of a status answer.
-type jobStatus struct {
-	ID          string          `json:"id"`
-	Kind        string          `json:"kind"`
-	Queue       string          `json:"queue"`
-	State       hopper.JobState `json:"state"`
-	Attempt     int             `json:"attempt"`
-	MaxAttempts int             `json:"max_attempts"`
-	Progress    progress        `json:"progress"`
-	Result      json.RawMessage `json:"result,omitempty"`
-	Error       string          `json:"error,omitempty"`
-	CreatedAt   time.Time       `json:"created_at"`
-	StartedAt   time.Time       `json:"started_at,omitzero"`
-	FinishedAt  time.Time       `json:"finished_at,omitzero"`
-	StatusURL   string          `json:"status_url"`
-}
-
-type progress struct {
-	Percent int    `json:"percent"`
-	Message string `json:"message"`
 }
 
 func (h *statusHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -102,7 +78,7 @@ func (h *statusHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		failed(w, r, h.cfg.log, "get job", err, "job_id", id)
 	default:
-		writeJSON(w, http.StatusOK, h.status(job))
+		h.cfg.writeJob(w, r, http.StatusOK, job, false)
 	}
 }
 
@@ -143,27 +119,4 @@ func waitForJob(ctx context.Context, c *hopper.Client, id string, wait time.Dura
 		}
 		interval = min(2*interval, maxPoll)
 	}
-}
-
-func (h *statusHandler) status(job *hopper.JobRow) *jobStatus {
-	s := &jobStatus{
-		ID: job.ID, Kind: job.Kind, Queue: job.Queue, State: job.State, Attempt: job.Attempt,
-		MaxAttempts: job.MaxAttempts, Progress: progress{Percent: job.ProgressPercent, Message: job.ProgressMessage},
-		CreatedAt: job.CreatedAt.UTC(), StartedAt: job.StartedAt.UTC(), FinishedAt: job.FinishedAt.UTC(),
-		StatusURL: h.cfg.statusURL(job.ID),
-	}
-	switch job.State {
-	case hopper.StateCompleted:
-		s.Result = job.Result
-		if len(s.Result) == 0 {
-			s.Result = json.RawMessage("null")
-		}
-		if !utf8.Valid(s.Result) {
-			// Stored before Hopper validated results: shown with U+FFFD, as strings are.
-			s.Result = bytes.ToValidUTF8(s.Result, []byte("\uFFFD"))
-		}
-	case hopper.StateFailed:
-		s.Error = job.LastError
-	}
-	return s
 }

@@ -48,8 +48,8 @@ func TestStatusWaitReturnsWhenTheJobCompletes(t *testing.T) {
 	b := setup(t, setupOpts{})
 	_, a := b.post(t, "/v1/async/send-email/acme", `{"to":"ada@example.com"}`, nil)
 	s := b.status(t, a.StatusURL)
-	require.Contains(t, []string{"queued", "running"}, s.State)
-	require.Nil(t, s.Result, "no result before the job completes")
+	require.Contains(t, []string{"queued", "running"}, s.Job.State)
+	require.Nil(t, s.Job.Result, "no result before the job completes")
 
 	answer := b.getAsync(t.Context(), a.StatusURL+"?wait=30s")
 	require.Never(t, func() bool { return len(answer) > 0 }, 50*time.Millisecond, 5*time.Millisecond,
@@ -67,17 +67,18 @@ func TestStatusWaitReturnsWhenTheJobCompletes(t *testing.T) {
 	require.Less(t, g.at.Sub(released), 2*time.Second, "answered as the job completed, not at the end of the wait")
 
 	require.NoError(t, json.Unmarshal(g.body, &s))
-	require.Equal(t, "completed", s.State)
-	require.JSONEq(t, `{"sent_to":"ada@example.com"}`, string(s.Result), "the result is a JSON value, not a string")
-	require.Equal(t, a.ID, s.ID)
-	require.Equal(t, "send-email", s.Kind)
-	require.Equal(t, "default", s.Queue)
-	require.Equal(t, 1, s.Attempt)
-	require.Equal(t, 25, s.MaxAttempts)
-	require.JSONEq(t, `{"percent":0,"message":""}`, string(s.Progress))
-	require.Empty(t, s.Error)
-	require.Equal(t, "/v1/jobs/"+a.ID, s.StatusURL)
-	for _, ts := range []string{s.CreatedAt, s.StartedAt, s.FinishedAt} {
+	require.Equal(t, "completed", s.Job.State)
+	require.JSONEq(t, `{"sent_to":"ada@example.com"}`, string(s.Job.Result), "the result is a JSON value, not a string")
+	require.Equal(t, a.Job.ID, s.Job.ID)
+	require.Equal(t, "send-email", s.Job.Kind)
+	require.Equal(t, "default", s.Job.Queue)
+	require.Equal(t, 1, s.Job.Attempt)
+	require.Equal(t, 25, s.Job.MaxAttempts)
+	require.Zero(t, s.Job.ProgressPercent)
+	require.Empty(t, s.Job.ProgressMessage)
+	require.Empty(t, s.Job.LastError)
+	require.Equal(t, "/v1/jobs/"+a.Job.ID, s.StatusURL)
+	for _, ts := range []string{s.Job.CreatedAt, s.Job.StartedAt, s.Job.FinishedAt} {
 		_, err := time.Parse(time.RFC3339, ts)
 		require.NoError(t, err, "timestamp %q", ts)
 	}
@@ -91,10 +92,10 @@ func TestStatusWaitReturnsWhenTheJobFails(t *testing.T) {
 	start := time.Now()
 	s := b.status(t, a.StatusURL+"?wait=30s")
 	require.Less(t, time.Since(start), 10*time.Second)
-	require.Equal(t, "failed", s.State)
-	require.Contains(t, s.Error, "mailbox full")
-	require.Nil(t, s.Result)
-	require.NotEmpty(t, s.FinishedAt)
+	require.Equal(t, "failed", s.Job.State)
+	require.Contains(t, s.Job.LastError, "mailbox full")
+	require.Nil(t, s.Job.Result)
+	require.NotEmpty(t, s.Job.FinishedAt)
 }
 
 func TestStatusWaitTimesOutWithTheCurrentState(t *testing.T) {
@@ -104,12 +105,12 @@ func TestStatusWaitTimesOutWithTheCurrentState(t *testing.T) {
 	start := time.Now()
 	s := b.status(t, a.StatusURL+"?wait=150ms")
 	require.GreaterOrEqual(t, time.Since(start), 150*time.Millisecond)
-	require.Equal(t, "queued", s.State)
-	require.Empty(t, s.StartedAt)
-	require.Empty(t, s.FinishedAt)
+	require.Equal(t, "queued", s.Job.State)
+	require.Empty(t, s.Job.StartedAt)
+	require.Empty(t, s.Job.FinishedAt)
 
 	s = b.status(t, a.StatusURL+"?wait=0s")
-	require.Equal(t, "queued", s.State)
+	require.Equal(t, "queued", s.Job.State)
 }
 
 func TestStatusWaitEndsWithTheRequest(t *testing.T) {
@@ -120,7 +121,7 @@ func TestStatusWaitEndsWithTheRequest(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
 	req := httptest.NewRequestWithContext(ctx, http.MethodGet, a.StatusURL+"?wait=60s", nil)
-	req.SetPathValue("id", a.ID)
+	req.SetPathValue("id", a.Job.ID)
 	start := time.Now()
 	h.ServeHTTP(httptest.NewRecorder(), req)
 	require.Less(t, time.Since(start), 5*time.Second, "the wait stops when the request's context ends")

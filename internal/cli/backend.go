@@ -270,7 +270,7 @@ func fromJob(j *hopperv1.Job) *hopper.JobRow {
 		ProgressPercent: int(j.GetProgressPercent()), ProgressMessage: j.GetProgressMessage(),
 		Result: rawOrNil(j.GetResult()), LastError: j.GetLastError(), IdempotencyKey: j.GetIdempotencyKey(),
 		GroupKey: j.GetGroupKey(), OriginalID: j.GetOriginalId(), ReplayCount: int(j.GetReplayCount()),
-		CreatedAt: timeOf(j.GetCreatedAt()), StartedAt: timeOf(j.GetStartedAt()), FinishedAt: timeOf(j.GetFinishedAt()),
+		ReplayedBy: j.GetReplayedBy(), CreatedAt: timeOf(j.GetCreatedAt()), StartedAt: timeOf(j.GetStartedAt()), FinishedAt: timeOf(j.GetFinishedAt()),
 		UpdatedAt: timeOf(j.GetUpdatedAt()), ExpiresAt: timeOf(j.GetExpiresAt()),
 		Checkpoint: rawOrNil(j.GetCheckpoint()), ResumeData: rawOrNil(j.GetResumeData()),
 		DeadlineAt: timeOf(j.GetDeadlineAt()),

@@ -80,7 +80,7 @@ func TestEnqueueThenList(t *testing.T) {
 	require.Equal(t, ExitOK, res.code, res.stderr)
 	var out struct {
 		Jobs       []map[string]any `json:"jobs"`
-		NextCursor *string          `json:"next_cursor"`
+		NextCursor *string          `json:"nextCursor"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(res.stdout), &out))
 	require.Len(t, out.Jobs, 1)
@@ -90,7 +90,7 @@ func TestEnqueueThenList(t *testing.T) {
 	require.Equal(t, "mail", job["queue"])
 	require.Equal(t, "queued", job["state"])
 	require.EqualValues(t, 7, job["priority"])
-	require.EqualValues(t, 3, job["max_attempts"])
+	require.EqualValues(t, 3, job["maxAttempts"])
 	require.Equal(t, map[string]any{"to": "a@example.com"}, job["args"])
 	require.Equal(t, map[string]any{"trace": "abc"}, job["headers"])
 	require.NotNil(t, out.NextCursor)
@@ -115,7 +115,7 @@ func TestListPages(t *testing.T) {
 		Jobs []struct {
 			ID string `json:"id"`
 		} `json:"jobs"`
-		NextCursor string `json:"next_cursor"`
+		NextCursor string `json:"nextCursor"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(res.stdout), &page))
 	require.Len(t, page.Jobs, 1)

@@ -87,10 +87,7 @@ func newDLQLsCmd() *cobra.Command {
 					return fmt.Errorf("list dead letters: %w", err)
 				}
 				if wantJSON(cmd) {
-					return printJSON(cmd.OutOrStdout(), &struct {
-						Jobs       []*jobJSON `json:"jobs"`
-						NextCursor string     `json:"next_cursor"`
-					}{jobsJSON(res.Jobs), res.NextCursor})
+					return printJSON(cmd.OutOrStdout(), jobsPage{apiJobs(res.Jobs), res.NextCursor})
 				}
 				return printDeadLetters(cmd.OutOrStdout(), res)
 			})
@@ -101,14 +98,6 @@ func newDLQLsCmd() *cobra.Command {
 	cmd.Flags().StringVar(&cursor, "cursor", "", "continue from a previous page's next cursor")
 	addJSONFlag(cmd)
 	return cmd
-}
-
-func jobsJSON(jobs []*hopper.JobRow) []*jobJSON {
-	out := make([]*jobJSON, len(jobs))
-	for i, j := range jobs {
-		out[i] = newJobJSON(j)
-	}
-	return out
 }
 
 func printDeadLetters(w io.Writer, res *hopper.ListResult) error {
@@ -242,8 +231,9 @@ func runDLQReplay(cmd *cobra.Command, args []string, f *dlqReplayFlags) error {
 		}
 		if wantJSON(cmd) {
 			return printJSON(cmd.OutOrStdout(), &struct {
-				Jobs []*jobJSON `json:"jobs"`
-			}{jobsJSON(jobs)})
+				Jobs       []apiJSON `json:"jobs"`
+				ReplayedBy string    `json:"replayedBy,omitempty"`
+			}{apiJobs(jobs), replayedBy(jobs)})
 		}
 		w := cmd.OutOrStdout()
 		for _, j := range jobs {
@@ -267,11 +257,22 @@ func replayOne(cmd *cobra.Command, client backend, id string) error {
 		return notFound(id, err)
 	}
 	if wantJSON(cmd) {
-		return printJSON(cmd.OutOrStdout(), newJobJSON(job))
+		return printJSON(cmd.OutOrStdout(), &struct {
+			Job        apiJSON `json:"job"`
+			ReplayedBy string  `json:"replayedBy"`
+		}{apiJob(job), job.ReplayedBy})
 	}
 	_, err = fmt.Fprintf(cmd.OutOrStdout(), "job %s replayed as %s (replay %d of %s)\n", id, job.ID,
 		job.ReplayCount, job.OriginalID)
 	return err
+}
+
+// replayedBy is who the replays are recorded as done by (one caller did them all), "" for none.
+func replayedBy(jobs []*hopper.JobRow) string {
+	if len(jobs) == 0 {
+		return ""
+	}
+	return jobs[0].ReplayedBy
 }
 
 // confirm asks question on stderr and reads the answer from stdin; anything but y or yes

@@ -94,18 +94,23 @@ func TestDLQReplayBothWays(t *testing.T) {
 
 	res := b.remote(t, "dlq", "replay", ids[0], "--json")
 	require.Equal(t, ExitOK, res.code, res.stderr)
-	var job struct {
-		ID          string `json:"id"`
-		State       string `json:"state"`
-		OriginalID  string `json:"original_id"`
-		ReplayCount int    `json:"replay_count"`
-		ReplayedBy  string `json:"replayed_by"`
+	var replayed struct {
+		Job struct {
+			ID          string `json:"id"`
+			State       string `json:"state"`
+			OriginalID  string `json:"originalId"`
+			ReplayCount int    `json:"replayCount"`
+			ReplayedBy  string `json:"replayedBy"`
+		} `json:"job"`
+		ReplayedBy string `json:"replayedBy"`
 	}
-	require.NoError(t, json.Unmarshal([]byte(res.stdout), &job))
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &replayed))
+	job := replayed.Job
 	require.Equal(t, "queued", job.State)
 	require.Equal(t, ids[0], job.OriginalID)
 	require.Equal(t, 1, job.ReplayCount)
 	require.Equal(t, "api", job.ReplayedBy, "a server without keys records the API")
+	require.Equal(t, "api", replayed.ReplayedBy, "as ReplayResponse says it")
 
 	res = b.run(t, "dlq", "replay", ids[1])
 	require.Equal(t, ExitOK, res.code, res.stderr)
@@ -173,7 +178,7 @@ func TestDLQReplayNeedsTheAdminScope(t *testing.T) {
 	t.Setenv(envAPIKey, admin)
 	res = b.remote(t, "dlq", "replay", ids[0], "--json")
 	require.Equal(t, ExitOK, res.code, res.stderr)
-	require.Contains(t, res.stdout, `"replayed_by": "oncall"`)
+	require.Contains(t, res.stdout, `"replayedBy": "oncall"`)
 }
 
 func TestServeChecksTheDeadLetterWebhook(t *testing.T) {

@@ -63,10 +63,10 @@ func runEnqueue(cmd *cobra.Command, args []string, f *enqueueFlags) error {
 			return err
 		}
 		if wantJSON(cmd) {
-			return printJSON(cmd.OutOrStdout(), struct {
-				*jobJSON
-				Existing bool `json:"existing,omitempty"`
-			}{newJobJSON(res.Job), res.Existing})
+			return printJSON(cmd.OutOrStdout(), &struct {
+				Job      apiJSON `json:"job"`
+				Existing bool    `json:"existing,omitempty"`
+			}{apiJob(res.Job), res.Existing})
 		}
 		if res.Existing {
 			fmt.Fprintln(cmd.ErrOrStderr(), "an existing job has this idempotency key; nothing was enqueued")

@@ -33,7 +33,9 @@ func runJobsCancel(cmd *cobra.Command, args []string) error {
 			return notFound(id, err)
 		}
 		if wantJSON(cmd) {
-			return printJSON(cmd.OutOrStdout(), newJobJSON(job))
+			return printJSON(cmd.OutOrStdout(), &struct {
+				Job apiJSON `json:"job"`
+			}{apiJob(job)})
 		}
 		_, err = fmt.Fprintf(cmd.OutOrStdout(), "job %s canceled\n", id)
 		return err

@@ -23,17 +23,7 @@ func newJobsEventsCmd() *cobra.Command {
 					return notFound(id, err)
 				}
 				if wantJSON(cmd) {
-					out := struct {
-						Events   []*eventJSON   `json:"events"`
-						Attempts []*attemptJSON `json:"attempts"`
-					}{Events: []*eventJSON{}, Attempts: []*attemptJSON{}}
-					for _, e := range events {
-						out.Events = append(out.Events, newEventJSON(e))
-					}
-					for _, a := range attempts {
-						out.Attempts = append(out.Attempts, newAttemptJSON(a))
-					}
-					return printJSON(cmd.OutOrStdout(), out)
+					return printJSON(cmd.OutOrStdout(), newHistory(events, attempts))
 				}
 				w := cmd.OutOrStdout()
 				fmt.Fprintln(w, "History")

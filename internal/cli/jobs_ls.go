@@ -51,14 +51,7 @@ func runJobsLs(cmd *cobra.Command, f *lsFlags) error {
 			return fmt.Errorf("list jobs: %w", err)
 		}
 		if wantJSON(cmd) {
-			jobs := make([]*jobJSON, len(res.Jobs))
-			for i, j := range res.Jobs {
-				jobs[i] = newJobJSON(j)
-			}
-			return printJSON(cmd.OutOrStdout(), &struct {
-				Jobs       []*jobJSON `json:"jobs"`
-				NextCursor string     `json:"next_cursor"`
-			}{jobs, res.NextCursor})
+			return printJSON(cmd.OutOrStdout(), jobsPage{apiJobs(res.Jobs), res.NextCursor})
 		}
 		return printJobTable(cmd.OutOrStdout(), res)
 	})

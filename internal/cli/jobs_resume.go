@@ -38,7 +38,9 @@ func newJobsResumeCmd() *cobra.Command {
 					return notFound(id, err)
 				}
 				if wantJSON(cmd) {
-					return printJSON(cmd.OutOrStdout(), newJobJSON(job))
+					return printJSON(cmd.OutOrStdout(), &struct {
+						Job apiJSON `json:"job"`
+					}{apiJob(job)})
 				}
 				_, err = fmt.Fprintf(cmd.OutOrStdout(), "job %s resumed\n", id)
 				return err

@@ -62,20 +62,14 @@ func loadDetail(cmd *cobra.Command, client backend, id string) (*jobDetail, erro
 	return &jobDetail{job: job, attempts: attempts, events: events}, nil
 }
 
+// json is the job as JobService.Get shows it, with its history as JobService.Events does.
 func (d *jobDetail) json() any {
-	attempts := make([]*attemptJSON, len(d.attempts))
-	for i, a := range d.attempts {
-		attempts[i] = newAttemptJSON(a)
-	}
-	events := make([]*eventJSON, len(d.events))
-	for i, e := range d.events {
-		events[i] = newEventJSON(e)
-	}
+	h := newHistory(d.events, d.attempts)
 	return &struct {
-		Job      *jobJSON       `json:"job"`
-		Attempts []*attemptJSON `json:"attempts"`
-		Events   []*eventJSON   `json:"events"`
-	}{newJobJSON(d.job), attempts, events}
+		Job      apiJSON   `json:"job"`
+		Attempts []apiJSON `json:"attempts"`
+		Events   []apiJSON `json:"events"`
+	}{apiJob(d.job), h.Attempts, h.Events}
 }
 
 func (d *jobDetail) print(w io.Writer, now time.Time) error {

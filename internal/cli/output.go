@@ -6,101 +6,59 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper"
+	"github.com/hopperjobs/hopper/internal/apiview"
+	"github.com/hopperjobs/hopper/internal/jsoncodec"
+	"google.golang.org/protobuf/proto"
 )
 
-// The JSON the CLI prints is its own contract, kept apart from the Go types so that renaming
-// a field in hoppertype does not break scripts. Times are RFC 3339 in UTC; zero times and
-// empty values are left out.
+// A job in the CLI's JSON is the job of the API's JSON (docs/api.md): apiview.Job through
+// package jsoncodec, so `hopper jobs show --json` shows a job exactly as JobService.Get does,
+// whether the CLI reads a database or asks a server. The objects around jobs are the API's
+// answers too (the same field names: nextCursor, replayedBy), except that a list or a cursor
+// is printed even when empty, so that scripts need not test for it.
 
-type jobJSON struct {
-	ID              string            `json:"id"`
-	Kind            string            `json:"kind"`
-	Queue           string            `json:"queue"`
-	Priority        int               `json:"priority"`
-	State           string            `json:"state"`
-	Stalled         bool              `json:"stalled,omitempty"`
-	Attempt         int               `json:"attempt"`
-	MaxAttempts     int               `json:"max_attempts"`
-	Rescues         int               `json:"rescues"`
-	MaxRescues      int               `json:"max_rescues"`
-	Args            json.RawMessage   `json:"args"`
-	Headers         map[string]string `json:"headers,omitempty"`
-	RunAt           string            `json:"run_at,omitempty"`
-	Timeout         string            `json:"timeout,omitempty"`
-	WorkerID        string            `json:"worker_id,omitempty"`
-	LeaseExpiresAt  string            `json:"lease_expires_at,omitempty"`
-	Token           int64             `json:"token,omitempty"`
-	HeartbeatAt     string            `json:"heartbeat_at,omitempty"`
-	ProgressPercent int               `json:"progress_percent,omitempty"`
-	ProgressMessage string            `json:"progress_message,omitempty"`
-	Result          json.RawMessage   `json:"result,omitempty"`
-	LastError       string            `json:"last_error,omitempty"`
-	IdempotencyKey  string            `json:"idempotency_key,omitempty"`
-	GroupKey        string            `json:"group_key,omitempty"`
-	OriginalID      string            `json:"original_id,omitempty"`
-	ReplayCount     int               `json:"replay_count,omitempty"`
-	ReplayedBy      string            `json:"replayed_by,omitempty"`
-	ExpiresAt       string            `json:"expires_at,omitempty"`
-	CreatedAt       string            `json:"created_at,omitempty"`
-	StartedAt       string            `json:"started_at,omitempty"`
-	FinishedAt      string            `json:"finished_at,omitempty"`
-	UpdatedAt       string            `json:"updated_at,omitempty"`
+// apiJSON is a message that encoding/json writes as the API's JSON.
+type apiJSON struct{ proto.Message }
+
+// MarshalJSON returns the message as package jsoncodec encodes it.
+func (m apiJSON) MarshalJSON() ([]byte, error) { return jsoncodec.Marshal(m.Message) }
+
+// apiJob is j as the API shows it; stalled by this machine's clock and the default threshold,
+// as the tables show it.
+func apiJob(j *hopper.JobRow) apiJSON {
+	return apiJSON{apiview.Job(j, j.Stalled(time.Now(), hopper.DefaultStalledAfter))}
 }
 
-func newJobJSON(j *hopper.JobRow) *jobJSON {
-	out := &jobJSON{
-		ID: j.ID, Kind: j.Kind, Queue: j.Queue, Priority: j.Priority, State: string(j.State),
-		Stalled: j.Stalled(time.Now(), hopper.DefaultStalledAfter),
-		Attempt: j.Attempt, MaxAttempts: j.MaxAttempts, Rescues: j.Rescues, MaxRescues: j.MaxRescues,
-		Args: j.Args, Headers: j.Headers,
-		RunAt: jsonTime(j.RunAt), WorkerID: j.WorkerID, LeaseExpiresAt: jsonTime(j.LeaseExpiresAt),
-		Token: j.Token, HeartbeatAt: jsonTime(j.HeartbeatAt), ProgressPercent: j.ProgressPercent,
-		ProgressMessage: j.ProgressMessage, Result: j.Result, LastError: j.LastError,
-		IdempotencyKey: j.IdempotencyKey, GroupKey: j.GroupKey, CreatedAt: jsonTime(j.CreatedAt),
-		StartedAt: jsonTime(j.StartedAt), FinishedAt: jsonTime(j.FinishedAt), UpdatedAt: jsonTime(j.UpdatedAt),
-		OriginalID: j.OriginalID, ReplayCount: j.ReplayCount, ReplayedBy: j.ReplayedBy, ExpiresAt: jsonTime(j.ExpiresAt),
-	}
-	if j.Timeout > 0 {
-		out.Timeout = j.Timeout.String()
-	}
-	if len(out.Args) == 0 {
-		out.Args = json.RawMessage("null")
+// apiJobs is apiJob of each job; never nil.
+func apiJobs(jobs []*hopper.JobRow) []apiJSON {
+	out := make([]apiJSON, len(jobs))
+	for i, j := range jobs {
+		out[i] = apiJob(j)
 	}
 	return out
 }
 
-type attemptJSON struct {
-	Attempt   int    `json:"attempt"`
-	Token     int64  `json:"token"`
-	WorkerID  string `json:"worker_id"`
-	StartedAt string `json:"started_at,omitempty"`
-	EndedAt   string `json:"ended_at,omitempty"`
-	Outcome   string `json:"outcome"`
-	Error     string `json:"error,omitempty"`
-	Stack     string `json:"stack,omitempty"`
+// jobsPage is a page of jobs: JobService.List's and DeadLetterService.List's answer.
+type jobsPage struct {
+	Jobs       []apiJSON `json:"jobs"`
+	NextCursor string    `json:"nextCursor"`
 }
 
-func newAttemptJSON(a *hopper.AttemptRecord) *attemptJSON {
-	return &attemptJSON{
-		Attempt: a.Attempt, Token: a.Token, WorkerID: a.WorkerID, StartedAt: jsonTime(a.StartedAt),
-		EndedAt: jsonTime(a.EndedAt), Outcome: string(a.Outcome), Error: a.Error, Stack: a.Stack,
+// history is a job's history: JobService.Events' answer.
+type history struct {
+	Events   []apiJSON `json:"events"`
+	Attempts []apiJSON `json:"attempts"`
+}
+
+func newHistory(events []*hopper.Event, attempts []*hopper.AttemptRecord) history {
+	h := history{Events: make([]apiJSON, len(events)), Attempts: make([]apiJSON, len(attempts))}
+	for i, e := range events {
+		h.Events[i] = apiJSON{apiview.Event(e)}
 	}
-}
-
-type eventJSON struct {
-	Seq    int64  `json:"seq"`
-	At     string `json:"at"`
-	From   string `json:"from,omitempty"`
-	To     string `json:"to"`
-	Actor  string `json:"actor"`
-	Reason string `json:"reason,omitempty"`
-}
-
-func newEventJSON(e *hopper.Event) *eventJSON {
-	return &eventJSON{
-		Seq: e.Seq, At: jsonTime(e.At), From: string(e.From), To: string(e.To),
-		Actor: string(e.Actor), Reason: e.Reason,
+	for i, a := range attempts {
+		h.Attempts[i] = apiJSON{apiview.Attempt(a)}
 	}
+	return h
 }
 
 func jsonTime(t time.Time) string {
@@ -110,9 +68,12 @@ func jsonTime(t time.Time) string {
 	return t.UTC().Format(time.RFC3339Nano)
 }
 
+// printJSON prints v as indented JSON. Values are printed as they are: no escaping of <, >
+// and &.
 func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
 }
 

@@ -171,7 +171,7 @@ func serveUntilDone(ctx context.Context, cmd *cobra.Command, o serveOptions, ln 
 		describe(cmd, mustDatabase(cmd)))
 	if !o.noEcho {
 		fmt.Fprintf(cmd.OutOrStdout(), "try: curl -s -H 'Content-Type: application/json' "+
-			"-d '{\"job\":{\"kind\":\"hopper.echo\",\"args\":\"{\\\"hello\\\":\\\"world\\\"}\"}}' "+
+			"-d '{\"job\":{\"kind\":\"hopper.echo\",\"args\":{\"hello\":\"world\"}}}' "+
 			"%s://%s/hopper.v1.JobService/Enqueue\n", scheme, ln.Addr())
 	}
 

@@ -224,7 +224,7 @@ func TestServeAnswersHealthAndStopsOnSignal(t *testing.T) {
 	}, 10*time.Second, 10*time.Millisecond)
 
 	// The built-in hopper.echo kind completes with its args as result.
-	body := `{"job":{"kind":"hopper.echo","args":"{\"ping\":1}"}}`
+	body := `{"job":{"kind":"hopper.echo","args":{"ping":1}}}`
 	resp, err := http.Post("http://"+addr+"/hopper.v1.JobService/Enqueue", "application/json", strings.NewReader(body))
 	require.NoError(t, err)
 	var enq struct {

@@ -44,36 +44,59 @@ func requireJSONCode(t *testing.T, body, code string) {
 	require.Equal(t, code, e.Code, "body: %s", body)
 }
 
+// asyncAnswer is the body of a 202 and of a status answer.
+type asyncAnswer struct {
+	Job struct {
+		ID     string          `json:"id"`
+		State  string          `json:"state"`
+		Result json.RawMessage `json:"result"`
+	} `json:"job"`
+	StatusURL string `json:"statusUrl"`
+}
+
+// requireAsyncJobIsTheAPIJob requires the job of an async endpoint's answer to have the shape
+// of the Connect API's job: each of its fields is in JobService.Get's answer, with the same
+// value (the status shows fewer fields, never others nor other names or types).
+func requireAsyncJobIsTheAPIJob(t *testing.T, e *env, answer string) {
+	t.Helper()
+	var async struct{ Job map[string]json.RawMessage }
+	require.NoError(t, json.Unmarshal([]byte(answer), &async), answer)
+	var id string
+	require.NoError(t, json.Unmarshal(async.Job["id"], &id))
+	api := jobOf(t, rpcJSON(t, e.url, "JobService/Get", `{"id":"`+id+`"}`))
+	require.NotEmpty(t, async.Job)
+	for k, v := range async.Job {
+		require.Contains(t, api, k, "the async job's field %s is the API's", k)
+		require.Equal(t, string(api[k]), string(v), "field %s", k)
+	}
+}
+
 func TestAsyncEndpointsEndToEnd(t *testing.T) {
 	e := start(t)
 	status, h, body := httpDo(t, e.http, http.MethodPost, e.url+"/v1/async/send-email?lang=en", `{"to":"ada@example.com"}`,
 		http.Header{"X-Request-Id": {"req-7"}, "Idempotency-Key": {"order-7"}})
 	require.Equal(t, http.StatusAccepted, status, body)
-	var acc struct {
-		ID        string `json:"id"`
-		State     string `json:"state"`
-		StatusURL string `json:"status_url"`
-	}
+	var acc asyncAnswer
 	require.NoError(t, json.Unmarshal([]byte(body), &acc))
-	require.Equal(t, "/v1/jobs/"+acc.ID, h.Get("Location"))
-	require.Equal(t, "/v1/jobs/"+acc.ID, acc.StatusURL)
-	require.Equal(t, "queued", acc.State)
+	require.Equal(t, "/v1/jobs/"+acc.Job.ID, h.Get("Location"))
+	require.Equal(t, "/v1/jobs/"+acc.Job.ID, acc.StatusURL)
+	require.Equal(t, "queued", acc.Job.State)
 
 	status, h, body = httpDo(t, e.http, http.MethodPost, e.url+"/v1/async/send-email?lang=en", `{"to":"ada@example.com"}`,
 		http.Header{"Idempotency-Key": {"order-7"}})
 	require.Equal(t, http.StatusAccepted, status, body)
-	require.Equal(t, "/v1/jobs/"+acc.ID, h.Get("Location"), "the same key and body: the same job")
+	require.Equal(t, "/v1/jobs/"+acc.Job.ID, h.Get("Location"), "the same key and body: the same job")
 	status, _, body = httpDo(t, e.http, http.MethodPost, e.url+"/v1/async/send-email", `{"to":"bob@example.com"}`,
 		http.Header{"Idempotency-Key": {"order-7"}})
 	require.Equal(t, http.StatusUnprocessableEntity, status)
 	requireJSONCode(t, body, "already_exists")
 
 	// The Connect API sees the same job.
-	require.Equal(t, "send-email", e.get(t, acc.ID).GetKind())
+	require.Equal(t, "send-email", e.get(t, acc.Job.ID).GetKind())
 
 	waited := make(chan string, 1)
 	go func() {
-		resp, err := e.http.Get(e.url + "/v1/jobs/" + acc.ID + "?wait=30s")
+		resp, err := e.http.Get(e.url + "/v1/jobs/" + acc.Job.ID + "?wait=30s")
 		if err != nil {
 			waited <- err.Error()
 			return
@@ -94,23 +117,21 @@ func TestAsyncEndpointsEndToEnd(t *testing.T) {
 	_, err := e.workers.Complete(t.Context(), &hopperv1.CompleteRequest{Id: j.GetId(), LeaseToken: j.GetLeaseToken(), Result: `{"message_id":"m-1"}`})
 	require.NoError(t, err)
 
-	var got struct {
-		State  string
-		Result json.RawMessage
-	}
+	var got asyncAnswer
 	select {
 	case body = <-waited:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the waiting status request did not answer when the job completed")
 	}
 	require.NoError(t, json.Unmarshal([]byte(body), &got), body)
-	require.Equal(t, "completed", got.State)
-	require.JSONEq(t, `{"message_id":"m-1"}`, string(got.Result))
+	require.Equal(t, "completed", got.Job.State)
+	require.JSONEq(t, `{"message_id":"m-1"}`, string(got.Job.Result))
+	requireAsyncJobIsTheAPIJob(t, e, body)
 
 	status, _, body = httpDo(t, e.http, http.MethodGet, e.url+"/v1/jobs/no-such-job", "", nil)
 	require.Equal(t, http.StatusNotFound, status)
 	requireJSONCode(t, body, "not_found")
-	status, _, body = httpDo(t, e.http, http.MethodGet, e.url+"/v1/jobs/"+acc.ID+"?wait=2h", "", nil)
+	status, _, body = httpDo(t, e.http, http.MethodGet, e.url+"/v1/jobs/"+acc.Job.ID+"?wait=2h", "", nil)
 	require.Equal(t, http.StatusBadRequest, status)
 	requireJSONCode(t, body, "invalid_argument")
 	status, _, body = httpDo(t, e.http, http.MethodPost, e.url+"/v1/async/send-email", `{"to":`, nil)
@@ -158,17 +179,17 @@ func TestAsyncEndpointsNeedKeysWithScopes(t *testing.T) {
 	requireJSONCode(t, body, "permission_denied")
 	status, body = post(http.Header{"X-Api-Key": {producer}})
 	require.Equal(t, http.StatusAccepted, status, body)
-	var acc struct{ ID string }
+	var acc asyncAnswer
 	require.NoError(t, json.Unmarshal([]byte(body), &acc))
 
-	job, err := e.hopper.Get(t.Context(), acc.ID)
+	job, err := e.hopper.Get(t.Context(), acc.Job.ID)
 	require.NoError(t, err)
 	for k, v := range job.Headers {
 		require.NotContains(t, v, producer, "the API key is not recorded (header %s)", k)
 	}
 
 	get := func(key string) int {
-		status, _, _ := httpDo(t, ts.Client(), http.MethodGet, ts.URL+"/v1/jobs/"+acc.ID, "", http.Header{"Authorization": {"Bearer " + key}})
+		status, _, _ := httpDo(t, ts.Client(), http.MethodGet, ts.URL+"/v1/jobs/"+acc.Job.ID, "", http.Header{"Authorization": {"Bearer " + key}})
 		return status
 	}
 	require.Equal(t, http.StatusOK, get(reader))

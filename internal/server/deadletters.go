@@ -6,6 +6,7 @@ import (
 
 	"github.com/hopperjobs/hopper"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
+	"github.com/hopperjobs/hopper/internal/apiview"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
@@ -59,9 +60,9 @@ func (d *deadLetterService) Stats(ctx context.Context, _ *hopperv1.DeadLetterSer
 	if err != nil {
 		return nil, rpcError("dead-letter stats", err)
 	}
-	out := &hopperv1.DeadLetterServiceStatsResponse{Count: st.Count, OldestFailedAt: ts(st.Oldest)}
+	out := &hopperv1.DeadLetterServiceStatsResponse{Count: st.Count, OldestFailedAt: apiview.Time(st.Oldest)}
 	if !st.Oldest.IsZero() {
-		out.OldestAge = dur(max(st.OldestAge(d.s.client.Now()), time.Nanosecond)) // set, even when tiny
+		out.OldestAge = apiview.Duration(max(st.OldestAge(d.s.client.Now()), time.Nanosecond)) // set, even when tiny
 	}
 	return out, nil
 }
@@ -94,7 +95,7 @@ func (d *deadLetterService) ListReplays(ctx context.Context, req *hopperv1.ListR
 	out := &hopperv1.ListReplaysResponse{NextCursor: res.NextCursor, Replays: make([]*hopperv1.ReplayRecord, len(res.Replays))}
 	for i, r := range res.Replays {
 		out.Replays[i] = &hopperv1.ReplayRecord{Id: r.ID, SourceJobId: r.SourceJobID, NewJobId: r.NewJobID,
-			OriginalId: r.OriginalID, ReplayedBy: r.ReplayedBy, ReplayedAt: ts(r.ReplayedAt), Reason: r.Reason}
+			OriginalId: r.OriginalID, ReplayedBy: r.ReplayedBy, ReplayedAt: apiview.Time(r.ReplayedAt), Reason: r.Reason}
 	}
 	return out, nil
 }

@@ -148,15 +148,12 @@ func (a asyncInput) plain() bool {
 // requireAcceptedJob checks the job of a 202: readable with GET, args as sent, headers text.
 func requireAcceptedJob(t *testing.T, s *served, a asyncInput, answer []byte) {
 	t.Helper()
-	var acc struct {
-		ID        string `json:"id"`
-		StatusURL string `json:"status_url"`
-	}
+	var acc asyncAnswer
 	require.NoError(t, json.Unmarshal(answer, &acc), "202 answer %q", answer)
-	status, got := getHTTP(t, s.ts.URL+"/v1/jobs/"+url.PathEscape(acc.ID))
+	status, got := getHTTP(t, s.ts.URL+"/v1/jobs/"+url.PathEscape(acc.Job.ID))
 	require.Equal(t, http.StatusOK, status, "GET the accepted job: %s", got)
 
-	job, err := s.client.Get(t.Context(), acc.ID)
+	job, err := s.client.Get(t.Context(), acc.Job.ID)
 	require.NoError(t, err)
 	var want bytes.Buffer
 	require.NoError(t, json.Compact(&want, a.body), "an accepted body is JSON")

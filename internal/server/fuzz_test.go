@@ -24,10 +24,10 @@ import (
 	"connectrpc.com/connect/v2/connecthttp"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
 	"github.com/hopperjobs/hopper/gen/hopper/v1/hopperv1connect"
+	"github.com/hopperjobs/hopper/internal/jsoncodec"
 	"github.com/hopperjobs/hopper/internal/server"
 	"github.com/hopperjobs/hopper/sqlitestore"
 	"github.com/stretchr/testify/require"
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
@@ -159,11 +159,12 @@ const (
 
 // FuzzRPC sends any bytes as the request of any procedure of the API (picked by the input's
 // first byte, from the protobuf descriptors, so a new procedure is fuzzed without a change
-// here), in Connect's JSON or binary protobuf encoding, by POST or, for procedures without
-// side effects, GET, to a real server on a SQLite store. Whatever the bytes, the server
-// answers within its deadline, never with a server error (internal, unknown, data_loss,
-// unavailable, or an HTTP 5xx other than a deadline), a success decodes as the procedure's
-// response, and afterwards the server still answers /healthz and a good Enqueue and Get.
+// here), in Hopper's JSON encoding (package jsoncodec, the server's JSON codec) or binary
+// protobuf, by POST or, for procedures without side effects, GET, to a real server on a
+// SQLite store. Whatever the bytes, the server answers within its deadline, never with a
+// server error (internal, unknown, data_loss, unavailable, or an HTTP 5xx other than a
+// deadline), a success decodes as the procedure's response, and afterwards the server still
+// answers /healthz and a good Enqueue and Get.
 func FuzzRPC(f *testing.F) {
 	procs := procedures(f)
 	index := map[string]uint8{}
@@ -184,23 +185,25 @@ func FuzzRPC(f *testing.F) {
 		mode uint8
 		body string
 	}{
-		{"hopper.v1.JobService.Enqueue", modePostJSON, `{"job":{"kind":"k","args":"{\"a\":1}","headers":{"h":"v"},"idempotencyKey":"i","groupKey":"g"}}`},
-		{"hopper.v1.JobService.Enqueue", modePostJSON, `{"job":{"kind":"k","args":"{\"a\":\"\\udfff\"}","queue":"q"}}`},
+		{"hopper.v1.JobService.Enqueue", modePostJSON, `{"job":{"kind":"k","args":{"a":1},"headers":{"h":"v"},"idempotencyKey":"i","groupKey":"g"}}`},
+		{"hopper.v1.JobService.Enqueue", modePostJSON, `{"job":{"kind":"k","args":{"a":"\udfff"},"queue":"q"}}`},
 		{"hopper.v1.JobService.Enqueue", modePostJSON, "{\"job\":{\"kind\":\"k\\u0000\",\"args\":\"1\"}}"},
+		{"hopper.v1.JobService.Enqueue", modePostJSON, `{"job":{"kind":"k","args":{"id":12345678901234567890},"maxAttempt":3}}`},
+		{"hopper.v1.JobService.Enqueue", modePostJSON, `{"job":{"kind":"k","args":{"a":}}}`},
 		{"hopper.v1.JobService.Enqueue", modePostJSON, `{"job":{"kind":"k","runAt":"9999-12-31T23:59:59Z","timeout":"315576000000s"}}`},
 		{"hopper.v1.JobService.Enqueue", modePostJSON, `{"job":{"kind":"k","retryPolicy":{"multiplier":"NaN","jitter":"Infinity"}}}`},
 		{"hopper.v1.JobService.Enqueue", modePostProto, "\x0a\x05\x0a\x03k\xffk"},
-		{"hopper.v1.JobService.EnqueueBatch", modePostJSON, `{"jobs":[{"kind":"a","idempotencyKey":"x","args":"1"},{"kind":"a","idempotencyKey":"x","args":"2"}]}`},
+		{"hopper.v1.JobService.EnqueueBatch", modePostJSON, `{"jobs":[{"kind":"a","idempotencyKey":"x","args":1},{"kind":"a","idempotencyKey":"x","args":2}]}`},
 		{"hopper.v1.JobService.Get", modeGetJSON, `{"id":"\u0000"}`},
 		{"hopper.v1.JobService.Get", modeGetProto, "\x0a\x02\xff\xfe"},
 		{"hopper.v1.JobService.List", modePostJSON, `{"cursor":"aG9wcGVyLWxpc3QtdjE6/w","limit":-1,"states":["nope"]}`},
 		{"hopper.v1.JobService.List", modeGetJSON, `{"kinds":["\ud800"],"queues":[""]}`},
 		{"hopper.v1.JobService.Cancel", modePostJSON, `{"id":"x","reason":"` + strings.Repeat("r", 5000) + `"}`},
-		{"hopper.v1.JobService.Resume", modePostJSON, `{"id":"x","data":"{"}`},
-		{"hopper.v1.WorkerService.Activate", modePostJSON, `{"worker":"w","maxJobs":1000,"leaseTimeout":"0.5s","requestTimeout":"3600s","fields":["a"]}`},
+		{"hopper.v1.JobService.Resume", modePostJSON, `{"id":"x","data":{"}`},
+		{"hopper.v1.WorkerService.Activate", modePostJSON, `{"worker":"w","maxJobs":1000,"leaseTimeout":"0.5s","requestTimeout":"3600s","fetchFields":["a"]}`},
 		{"hopper.v1.WorkerService.StreamJobs", modePostJSON, `{"worker":"w","credit":2147483647}`},
 		{"hopper.v1.WorkerService.StreamJobs", modePostJSON | 4, `{"worker":"w"}`},
-		{"hopper.v1.WorkerService.Complete", modePostJSON, `{"id":"x","leaseToken":"-9223372036854775808","result":"[]"}`},
+		{"hopper.v1.WorkerService.Complete", modePostJSON, `{"id":"x","leaseToken":"-9223372036854775808","result":[]}`},
 		{"hopper.v1.WorkerService.Fail", modePostJSON, `{"id":"x","error":"e","retries":-1,"retryBackoff":"-1s"}`},
 		{"hopper.v1.WorkerService.Suspend", modePostJSON, `{"id":"x","until":"0001-01-01T00:00:00Z","deadline":"9999-12-31T00:00:00Z"}`},
 		{"hopper.v1.WorkerService.ExtendLease", modePostJSON, `{"id":"x","duration":"-315576000000s"}`},
@@ -210,7 +213,7 @@ func FuzzRPC(f *testing.F) {
 		{"hopper.v1.AdminService.RevokeKey", modePostJSON, `{"idOrName":"\u0000"}`},
 		{"hopper.v1.ScheduleService.Add", modePostJSON, `{"schedule":{"name":"s","kind":"k","cron":"@every 1ns","tz":"Mars/Olympus"}}`},
 		{"hopper.v1.ScheduleService.Add", modePostJSON, `{"schedule":{"name":"s","kind":"k","cron":"0 0 30 2 *"}}`},
-		{"hopper.v1.DeadLetterService.ReplayMany", modePostJSON, `{"limit":2147483647,"since":"0001-01-01T00:00:00Z"}`},
+		{"hopper.v1.DeadLetterService.ReplayMany", modePostJSON, `{"limit":2147483647,"filter":{"failedAfter":"0001-01-01T00:00:00Z"}}`},
 		{"hopper.v1.DeadLetterService.ListReplays", modeGetJSON, `{"cursor":"!!"}`},
 	} {
 		seed(s.proc, s.mode, s.body)
@@ -330,7 +333,7 @@ func requireDecodes(t *testing.T, m protoreflect.MethodDescriptor, protoCodec bo
 	if protoCodec {
 		err = proto.Unmarshal(msg, out)
 	} else {
-		err = protojson.Unmarshal(msg, out)
+		err = jsoncodec.Unmarshal(msg, out)
 	}
 	require.NoError(t, err, "%s: the answer does not decode as %s: %q", m.FullName(), m.Output().FullName(), msg)
 }

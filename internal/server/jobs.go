@@ -6,6 +6,7 @@ import (
 
 	"github.com/hopperjobs/hopper"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
+	"github.com/hopperjobs/hopper/internal/apiview"
 )
 
 // jobService implements hopper.v1.JobService.
@@ -124,10 +125,10 @@ func (j *jobService) Events(ctx context.Context, req *hopperv1.EventsRequest) (*
 	}
 	out := &hopperv1.EventsResponse{}
 	for _, e := range events {
-		out.Events = append(out.Events, toEvent(e))
+		out.Events = append(out.Events, apiview.Event(e))
 	}
 	for _, a := range attempts {
-		out.Attempts = append(out.Attempts, toAttempt(a))
+		out.Attempts = append(out.Attempts, apiview.Attempt(a))
 	}
 	return out, nil
 }
@@ -139,8 +140,8 @@ func (s *Server) enqueued(ctx context.Context, job *hopper.JobRow) *hopperv1.Job
 	if principalFrom(ctx).Allows(ScopeRead) {
 		return s.toJob(job)
 	}
-	return &hopperv1.Job{Id: text(job.ID), Kind: text(job.Kind), Queue: text(job.Queue), State: string(job.State),
-		RunAt: ts(job.RunAt), CreatedAt: ts(job.CreatedAt)}
+	return &hopperv1.Job{Id: apiview.Text(job.ID), Kind: apiview.Text(job.Kind), Queue: apiview.Text(job.Queue), State: string(job.State),
+		RunAt: apiview.Time(job.RunAt), CreatedAt: apiview.Time(job.CreatedAt)}
 }
 
 func (j *jobService) Resume(ctx context.Context, req *hopperv1.JobServiceResumeRequest) (*hopperv1.JobServiceResumeResponse, error) {

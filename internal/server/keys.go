@@ -8,6 +8,7 @@ import (
 	"github.com/hopperjobs/hopper"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
 	"github.com/hopperjobs/hopper/internal/apikey"
+	"github.com/hopperjobs/hopper/internal/apiview"
 	"github.com/hopperjobs/hopper/internal/store"
 )
 
@@ -19,8 +20,8 @@ func (a *adminService) keys() (store.KeyStore, error) {
 }
 
 func toKey(k *store.APIKey) *hopperv1.APIKey {
-	return &hopperv1.APIKey{Id: k.ID, Name: k.Name, Scopes: k.Scopes, CreatedAt: ts(k.CreatedAt),
-		LastUsedAt: ts(k.LastUsedAt), RevokedAt: ts(k.RevokedAt)}
+	return &hopperv1.APIKey{Id: k.ID, Name: k.Name, Scopes: k.Scopes, CreatedAt: apiview.Time(k.CreatedAt),
+		LastUsedAt: apiview.Time(k.LastUsedAt), RevokedAt: apiview.Time(k.RevokedAt)}
 }
 
 func (a *adminService) CreateKey(ctx context.Context, req *hopperv1.CreateKeyRequest) (*hopperv1.CreateKeyResponse, error) {

@@ -236,7 +236,7 @@ func TestAnUnavailableStoreIsUnavailableForClients(t *testing.T) {
 	require.Equal(t, "unavailable", code)
 	require.Equal(t, "job store unavailable; retry later", msg)
 
-	resp, body = post(t, s.ts.URL+"/hopper.v1.JobService/Enqueue", `{"job":{"kind":"k","args":"{}"}}`)
+	resp, body = post(t, s.ts.URL+"/hopper.v1.JobService/Enqueue", `{"job":{"kind":"k","args":{}}}`)
 	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, body)
 
 	resp, body = post(t, s.ts.URL+"/v1/async/k", `{"a":1}`)

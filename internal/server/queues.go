@@ -4,6 +4,7 @@ import (
 	"context"
 
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
+	"github.com/hopperjobs/hopper/internal/apiview"
 )
 
 // queueService implements hopper.v1.QueueService.
@@ -49,8 +50,8 @@ func (a *adminService) ListNodes(ctx context.Context, _ *hopperv1.ListNodesReque
 	}
 	out := &hopperv1.ListNodesResponse{Nodes: make([]*hopperv1.Node, len(nodes))}
 	for i, n := range nodes {
-		out.Nodes[i] = &hopperv1.Node{Id: n.ID, Host: n.Host, Pid: int32(n.PID), StartedAt: ts(n.StartedAt),
-			HeartbeatAt: ts(n.HeartbeatAt), Leader: n.ID == a.s.client.NodeID() && a.s.client.IsLeader()}
+		out.Nodes[i] = &hopperv1.Node{Id: n.ID, Host: n.Host, Pid: int32(n.PID), StartedAt: apiview.Time(n.StartedAt),
+			HeartbeatAt: apiview.Time(n.HeartbeatAt), Leader: n.ID == a.s.client.NodeID() && a.s.client.IsLeader()}
 	}
 	return out, nil
 }
@@ -59,7 +60,7 @@ func (a *adminService) ListWorkers(context.Context, *hopperv1.ListWorkersRequest
 	_, workers := a.s.reg.snapshot()
 	out := &hopperv1.ListWorkersResponse{Workers: make([]*hopperv1.Worker, len(workers))}
 	for i, w := range workers {
-		out.Workers[i] = &hopperv1.Worker{Name: w.name, Queue: w.queue, Kinds: w.kinds, LastSeenAt: ts(w.lastSeen),
+		out.Workers[i] = &hopperv1.Worker{Name: w.name, Queue: w.queue, Kinds: w.kinds, LastSeenAt: apiview.Time(w.lastSeen),
 			OpenStreams: int32(w.streams), WaitingPolls: int32(w.polls), Activated: w.activated}
 	}
 	return out, nil
@@ -71,7 +72,7 @@ func (a *adminService) ListStreams(context.Context, *hopperv1.ListStreamsRequest
 	for i, st := range streams {
 		out.Streams[i] = &hopperv1.Stream{Id: st.id, Worker: st.worker, Queue: st.queue, Kinds: st.kinds,
 			Credit: int32(st.credit), InFlight: int32(st.inFlight), Pushed: st.pushed, Completed: st.completed,
-			Failed: st.failed, Released: st.released, OpenedAt: ts(st.opened)}
+			Failed: st.failed, Released: st.released, OpenedAt: apiview.Time(st.opened)}
 	}
 	return out, nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/hopperjobs/hopper"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
+	"github.com/hopperjobs/hopper/internal/apiview"
 )
 
 // scheduleService implements hopper.v1.ScheduleService.
@@ -74,11 +75,11 @@ func fromSchedule(s *hopperv1.Schedule) hopper.Schedule {
 func toSchedule(info *hopper.ScheduleInfo) *hopperv1.Schedule {
 	args, _ := info.Args.(json.RawMessage) // a ScheduleInfo's Args always is
 	return &hopperv1.Schedule{
-		Name: text(info.Name), Cron: text(info.Cron), Every: dur(info.Every), FixedDelay: dur(info.FixedDelay), Tz: text(info.TZ),
-		Kind: text(info.Kind), Args: textBytes(args), Queue: text(info.Queue), Priority: int32(info.Priority),
-		MaxAttempts: int32(info.MaxAttempts), Timeout: dur(info.Timeout), Headers: textMap(info.Headers),
-		CatchUp: string(info.CatchUp), Overlap: string(info.Overlap), Jitter: dur(info.Jitter), Paused: info.Paused,
-		Source: info.Source, LastFireAt: ts(info.LastFireAt), NextFireAt: ts(info.NextFireAt),
-		LastJobId: info.LastJobID, CreatedAt: ts(info.CreatedAt), UpdatedAt: ts(info.UpdatedAt),
+		Name: apiview.Text(info.Name), Cron: apiview.Text(info.Cron), Every: apiview.Duration(info.Every), FixedDelay: apiview.Duration(info.FixedDelay), Tz: apiview.Text(info.TZ),
+		Kind: apiview.Text(info.Kind), Args: apiview.Payload(args), Queue: apiview.Text(info.Queue), Priority: int32(info.Priority),
+		MaxAttempts: int32(info.MaxAttempts), Timeout: apiview.Duration(info.Timeout), Headers: apiview.Headers(info.Headers),
+		CatchUp: string(info.CatchUp), Overlap: string(info.Overlap), Jitter: apiview.Duration(info.Jitter), Paused: info.Paused,
+		Source: info.Source, LastFireAt: apiview.Time(info.LastFireAt), NextFireAt: apiview.Time(info.NextFireAt),
+		LastJobId: info.LastJobID, CreatedAt: apiview.Time(info.CreatedAt), UpdatedAt: apiview.Time(info.UpdatedAt),
 	}
 }

@@ -20,11 +20,13 @@ import (
 
 	"connectrpc.com/connect/v2"
 	"connectrpc.com/connect/v2/connecthttp"
+	"connectrpc.com/connect/v2/connectproto"
 	"connectrpc.com/grpcreflect/v2"
 	"github.com/hopperjobs/hopper"
 	"github.com/hopperjobs/hopper/gen/hopper/v1/hopperv1connect"
 	"github.com/hopperjobs/hopper/internal/apierr"
 	"github.com/hopperjobs/hopper/internal/backoff"
+	"github.com/hopperjobs/hopper/internal/jsoncodec"
 	"github.com/hopperjobs/hopper/internal/store"
 )
 
@@ -166,8 +168,10 @@ func New(cfg Config) (*Server, error) {
 	grpcreflect.Register(rpc)
 	// Answers under compressMinBytes go uncompressed: most are a few bytes (Complete answers
 	// nothing), and setting up gzip for each cost a quarter of a streaming worker's server time.
+	// JSON is Hopper's own encoding (package jsoncodec): payloads inline, unknown fields refused.
 	connecthttp.Mount(policyMux{s}, rpc, connecthttp.WithReadMaxBytes(int(cfg.MaxBodyBytes)),
-		connecthttp.WithCompressMinBytes(compressMinBytes))
+		connecthttp.WithCompressMinBytes(compressMinBytes),
+		connecthttp.WithCodecs(connectproto.NewBinaryCodec(), jsoncodec.Codec{}))
 
 	s.handle("GET /healthz", ScopePublic, http.HandlerFunc(s.healthz))
 	s.handle("GET /readyz", ScopePublic, http.HandlerFunc(s.readyz))

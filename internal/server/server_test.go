@@ -476,7 +476,7 @@ func TestQueuesAndAdmin(t *testing.T) {
 // Plain JSON over HTTP, as curl or any language without a Connect library sends it.
 func TestPlainJSONOverHTTP(t *testing.T) {
 	e := start(t)
-	body := `{"job":{"kind":"hello","args":"{\"name\":\"Ada\"}"}}`
+	body := `{"job":{"kind":"hello","args":{"name":"Ada"}}}`
 	resp, err := http.Post(e.url+"/hopper.v1.JobService/Enqueue", "application/json", strings.NewReader(body))
 	require.NoError(t, err)
 	defer resp.Body.Close()
@@ -484,6 +484,7 @@ func TestPlainJSONOverHTTP(t *testing.T) {
 	var buf bytes.Buffer
 	_, err = buf.ReadFrom(resp.Body)
 	require.NoError(t, err)
+	require.Contains(t, buf.String(), `"args":{"name":"Ada"}`)
 	require.Contains(t, buf.String(), `"state":"queued"`)
 
 	resp2, err := http.Get(e.url + "/healthz")

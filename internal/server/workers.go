@@ -12,6 +12,7 @@ import (
 	"github.com/hopperjobs/hopper"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
 	"github.com/hopperjobs/hopper/gen/hopper/v1/hopperv1connect"
+	"github.com/hopperjobs/hopper/internal/apiview"
 	"github.com/hopperjobs/hopper/internal/clock"
 )
 
@@ -297,10 +298,10 @@ func (w *workerService) deliverable(ctx context.Context, jobs []*hopper.JobRow) 
 	defer cancel()
 	concurrently(len(bad), func(i int) {
 		if err := w.s.client.FailUndeliverable(ctx, bad[i], whys[i]); err != nil {
-			w.s.log.Error("fail undeliverable job", "job_id", text(bad[i].ID), "why", whys[i], "err", err)
+			w.s.log.Error("fail undeliverable job", "job_id", apiview.Text(bad[i].ID), "why", whys[i], "err", err)
 			return
 		}
-		w.s.log.Warn("job cannot be delivered to a remote worker; failed", "job_id", text(bad[i].ID), "why", whys[i])
+		w.s.log.Warn("job cannot be delivered to a remote worker; failed", "job_id", apiview.Text(bad[i].ID), "why", whys[i])
 	})
 	return ok
 }
@@ -399,7 +400,7 @@ func (w *workerService) Fail(ctx context.Context, req *hopperv1.FailRequest) (*h
 	if err != nil {
 		return nil, rpcError("fail job", err)
 	}
-	return &hopperv1.FailResponse{State: string(res.State), RunAt: ts(res.RunAt)}, nil
+	return &hopperv1.FailResponse{State: string(res.State), RunAt: apiview.Time(res.RunAt)}, nil
 }
 
 func (w *workerService) Release(ctx context.Context, req *hopperv1.ReleaseRequest) (*hopperv1.ReleaseResponse, error) {
@@ -458,7 +459,7 @@ func (w *workerService) ExtendLease(ctx context.Context, req *hopperv1.ExtendLea
 	if err != nil {
 		return nil, rpcError("extend lease", err)
 	}
-	return &hopperv1.ExtendLeaseResponse{LeaseExpiresAt: ts(until)}, nil
+	return &hopperv1.ExtendLeaseResponse{LeaseExpiresAt: apiview.Time(until)}, nil
 }
 
 func (w *workerService) Heartbeat(ctx context.Context, req *hopperv1.HeartbeatRequest) (*hopperv1.HeartbeatResponse, error) {

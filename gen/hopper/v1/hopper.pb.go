@@ -1,10 +1,13 @@
 // Hopper's RPC API, served by `hopper serve` with Connect: gRPC, gRPC-Web and JSON over HTTP
 // (POST /hopper.v1.<Service>/<Method> with a JSON body) all work from this one definition.
 //
-// Payloads (args, results) are JSON documents carried as strings, exactly as given, as Zeebe's
-// gateway does with variables: a JSON client sends "args": "{\"to\":\"a@b.c\"}". Job states
-// are the lower-case names Hopper uses everywhere: scheduled, queued, running, suspended,
-// completed, failed, canceled.
+// Payloads (args, results, checkpoints, resume data) are JSON values kept exactly as given.
+// The fields that hold one are strings marked [(json) = true] (options.proto): a protobuf or
+// gRPC client sends the JSON text in the string; in the JSON encoding the value is inline, so
+// a JSON client sends "args": {"to": "a@b.c"}, and "args": "a@b.c" is the JSON string
+// "a@b.c". The JSON encoding refuses a field it does not know, naming it. Job states are the
+// lower-case names Hopper uses everywhere: scheduled, queued, running, suspended, completed,
+// failed, canceled. docs/api.md describes the API for a user of any language.
 //
 // Calls that act on a running attempt (Complete, Fail, ExtendLease, Heartbeat,
 // ReportProgress) are fenced by the attempt's lease token: a token that is not the job's
@@ -51,7 +54,7 @@ type Schedule struct {
 	// tz: the IANA time zone cron is evaluated in (default UTC).
 	Tz   string `protobuf:"bytes,5,opt,name=tz,proto3" json:"tz,omitempty"`
 	Kind string `protobuf:"bytes,6,opt,name=kind,proto3" json:"kind,omitempty"`
-	// args: the job's payload, a JSON document (default {}).
+	// args: the job's payload, a JSON value (default {}).
 	Args        string               `protobuf:"bytes,7,opt,name=args,proto3" json:"args,omitempty"`
 	Queue       string               `protobuf:"bytes,8,opt,name=queue,proto3" json:"queue,omitempty"`
 	Priority    int32                `protobuf:"varint,9,opt,name=priority,proto3" json:"priority,omitempty"`
@@ -713,8 +716,10 @@ type Job struct {
 	// rescues counts how often the job went back to its queue because its worker was lost (an
 	// expired lease, a dead node, a stream closed under it). max_rescues bounds it (-1:
 	// unbounded): the loss after the last rescue fails the job with outcome worker_lost.
-	Rescues       int32 `protobuf:"varint,33,opt,name=rescues,proto3" json:"rescues,omitempty"`
-	MaxRescues    int32 `protobuf:"varint,34,opt,name=max_rescues,json=maxRescues,proto3" json:"max_rescues,omitempty"`
+	Rescues    int32 `protobuf:"varint,33,opt,name=rescues,proto3" json:"rescues,omitempty"`
+	MaxRescues int32 `protobuf:"varint,34,opt,name=max_rescues,json=maxRescues,proto3" json:"max_rescues,omitempty"`
+	// replayed_by is who replayed the dead letter this job replays (see original_id).
+	ReplayedBy    string `protobuf:"bytes,35,opt,name=replayed_by,json=replayedBy,proto3" json:"replayed_by,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -987,11 +992,18 @@ func (x *Job) GetMaxRescues() int32 {
 	return 0
 }
 
+func (x *Job) GetReplayedBy() string {
+	if x != nil {
+		return x.ReplayedBy
+	}
+	return ""
+}
+
 // JobSpec describes a job to enqueue. Only kind is required.
 type JobSpec struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Kind  string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
-	// args is a JSON document (default "{}").
+	// args is a JSON value (default {}).
 	Args string `protobuf:"bytes,2,opt,name=args,proto3" json:"args,omitempty"`
 	// queue defaults to "default".
 	Queue    string `protobuf:"bytes,3,opt,name=queue,proto3" json:"queue,omitempty"`
@@ -3002,7 +3014,7 @@ type SuspendRequest struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	Id         string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	LeaseToken int64                  `protobuf:"varint,2,opt,name=lease_token,json=leaseToken,proto3" json:"lease_token,omitempty"`
-	// checkpoint is a JSON value handed to the next attempt; empty keeps the previous one.
+	// checkpoint is a JSON value handed to the next attempt; unset keeps the previous one.
 	Checkpoint string `protobuf:"bytes,3,opt,name=checkpoint,proto3" json:"checkpoint,omitempty"`
 	// until, when set, parks the job as scheduled until then.
 	Until *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=until,proto3" json:"until,omitempty"`
@@ -5767,7 +5779,7 @@ var File_hopper_v1_hopper_proto protoreflect.FileDescriptor
 
 const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\n" +
-	"\x16hopper/v1/hopper.proto\x12\thopper.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x83\a\n" +
+	"\x16hopper/v1/hopper.proto\x12\thopper.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17hopper/v1/options.proto\"\x89\a\n" +
 	"\bSchedule\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04cron\x18\x02 \x01(\tR\x04cron\x12/\n" +
@@ -5775,8 +5787,8 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\vfixed_delay\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\n" +
 	"fixedDelay\x12\x0e\n" +
 	"\x02tz\x18\x05 \x01(\tR\x02tz\x12\x12\n" +
-	"\x04kind\x18\x06 \x01(\tR\x04kind\x12\x12\n" +
-	"\x04args\x18\a \x01(\tR\x04args\x12\x14\n" +
+	"\x04kind\x18\x06 \x01(\tR\x04kind\x12\x18\n" +
+	"\x04args\x18\a \x01(\tB\x04\x88\xe7\x18\x01R\x04args\x12\x14\n" +
 	"\x05queue\x18\b \x01(\tR\x05queue\x12\x1a\n" +
 	"\bpriority\x18\t \x01(\x05R\bpriority\x12!\n" +
 	"\fmax_attempts\x18\n" +
@@ -5815,14 +5827,13 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x1cScheduleServicePauseResponse\"2\n" +
 	"\x1cScheduleServiceResumeRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x1f\n" +
-	"\x1dScheduleServiceResumeResponse\"\xf3\n" +
-	"\n" +
+	"\x1dScheduleServiceResumeResponse\"\xac\v\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x14\n" +
 	"\x05queue\x18\x03 \x01(\tR\x05queue\x12\x1a\n" +
-	"\bpriority\x18\x04 \x01(\x05R\bpriority\x12\x12\n" +
-	"\x04args\x18\x05 \x01(\tR\x04args\x125\n" +
+	"\bpriority\x18\x04 \x01(\x05R\bpriority\x12\x18\n" +
+	"\x04args\x18\x05 \x01(\tB\x04\x88\xe7\x18\x01R\x04args\x125\n" +
 	"\aheaders\x18\x06 \x03(\v2\x1b.hopper.v1.Job.HeadersEntryR\aheaders\x12\x14\n" +
 	"\x05state\x18\a \x01(\tR\x05state\x12\x18\n" +
 	"\aattempt\x18\b \x01(\x05R\aattempt\x12!\n" +
@@ -5836,8 +5847,8 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x10lease_expires_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\x0eleaseExpiresAt\x12=\n" +
 	"\fheartbeat_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\vheartbeatAt\x12)\n" +
 	"\x10progress_percent\x18\x10 \x01(\x05R\x0fprogressPercent\x12)\n" +
-	"\x10progress_message\x18\x11 \x01(\tR\x0fprogressMessage\x12\x16\n" +
-	"\x06result\x18\x12 \x01(\tR\x06result\x12\x1d\n" +
+	"\x10progress_message\x18\x11 \x01(\tR\x0fprogressMessage\x12\x1c\n" +
+	"\x06result\x18\x12 \x01(\tB\x04\x88\xe7\x18\x01R\x06result\x12\x1d\n" +
 	"\n" +
 	"last_error\x18\x13 \x01(\tR\tlastError\x12'\n" +
 	"\x0fidempotency_key\x18\x14 \x01(\tR\x0eidempotencyKey\x12\x1b\n" +
@@ -5855,23 +5866,25 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"updated_at\x18\x1b \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x129\n" +
 	"\n" +
 	"expires_at\x18\x1c \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12\x18\n" +
-	"\astalled\x18\x1d \x01(\bR\astalled\x12\x1e\n" +
+	"\astalled\x18\x1d \x01(\bR\astalled\x12$\n" +
 	"\n" +
-	"checkpoint\x18\x1e \x01(\tR\n" +
+	"checkpoint\x18\x1e \x01(\tB\x04\x88\xe7\x18\x01R\n" +
 	"checkpoint\x12;\n" +
 	"\vdeadline_at\x18\x1f \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"deadlineAt\x12\x1f\n" +
-	"\vresume_data\x18  \x01(\tR\n" +
+	"deadlineAt\x12%\n" +
+	"\vresume_data\x18  \x01(\tB\x04\x88\xe7\x18\x01R\n" +
 	"resumeData\x12\x18\n" +
 	"\arescues\x18! \x01(\x05R\arescues\x12\x1f\n" +
 	"\vmax_rescues\x18\" \x01(\x05R\n" +
-	"maxRescues\x1a:\n" +
+	"maxRescues\x12\x1f\n" +
+	"\vreplayed_by\x18# \x01(\tR\n" +
+	"replayedBy\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x88\x05\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x8e\x05\n" +
 	"\aJobSpec\x12\x12\n" +
-	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
-	"\x04args\x18\x02 \x01(\tR\x04args\x12\x14\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x18\n" +
+	"\x04args\x18\x02 \x01(\tB\x04\x88\xe7\x18\x01R\x04args\x12\x14\n" +
 	"\x05queue\x18\x03 \x01(\tR\x05queue\x12\x1a\n" +
 	"\bpriority\x18\x04 \x01(\x05R\bpriority\x121\n" +
 	"\x06run_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x05runAt\x12/\n" +
@@ -5927,10 +5940,10 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"2\n" +
 	"\x0eCancelResponse\x12 \n" +
-	"\x03job\x18\x01 \x01(\v2\x0e.hopper.v1.JobR\x03job\"U\n" +
+	"\x03job\x18\x01 \x01(\v2\x0e.hopper.v1.JobR\x03job\"[\n" +
 	"\x17JobServiceResumeRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
-	"\x04data\x18\x02 \x01(\tR\x04data\x12\x16\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
+	"\x04data\x18\x02 \x01(\tB\x04\x88\xe7\x18\x01R\x04data\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\"<\n" +
 	"\x18JobServiceResumeResponse\x12 \n" +
 	"\x03job\x18\x01 \x01(\v2\x0e.hopper.v1.JobR\x03job\"\x1f\n" +
@@ -5956,12 +5969,12 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x05stack\x18\b \x01(\tR\x05stack\"j\n" +
 	"\x0eEventsResponse\x12(\n" +
 	"\x06events\x18\x01 \x03(\v2\x10.hopper.v1.EventR\x06events\x12.\n" +
-	"\battempts\x18\x02 \x03(\v2\x12.hopper.v1.AttemptR\battempts\"\xac\x05\n" +
+	"\battempts\x18\x02 \x03(\v2\x12.hopper.v1.AttemptR\battempts\"\xbe\x05\n" +
 	"\fActivatedJob\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x14\n" +
-	"\x05queue\x18\x03 \x01(\tR\x05queue\x12\x12\n" +
-	"\x04args\x18\x04 \x01(\tR\x04args\x12>\n" +
+	"\x05queue\x18\x03 \x01(\tR\x05queue\x12\x18\n" +
+	"\x04args\x18\x04 \x01(\tB\x04\x88\xe7\x18\x01R\x04args\x12>\n" +
 	"\aheaders\x18\x05 \x03(\v2$.hopper.v1.ActivatedJob.HeadersEntryR\aheaders\x12\x18\n" +
 	"\aattempt\x18\x06 \x01(\x05R\aattempt\x12!\n" +
 	"\fmax_attempts\x18\a \x01(\x05R\vmaxAttempts\x12\x1f\n" +
@@ -5972,11 +5985,11 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	" \x01(\v2\x19.google.protobuf.DurationR\atimeout\x129\n" +
 	"\n" +
 	"created_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
-	"\fretry_policy\x18\f \x01(\v2\x16.hopper.v1.RetryPolicyR\vretryPolicy\x12\x1e\n" +
+	"\fretry_policy\x18\f \x01(\v2\x16.hopper.v1.RetryPolicyR\vretryPolicy\x12$\n" +
 	"\n" +
-	"checkpoint\x18\r \x01(\tR\n" +
-	"checkpoint\x12\x1f\n" +
-	"\vresume_data\x18\x0e \x01(\tR\n" +
+	"checkpoint\x18\r \x01(\tB\x04\x88\xe7\x18\x01R\n" +
+	"checkpoint\x12%\n" +
+	"\vresume_data\x18\x0e \x01(\tB\x04\x88\xe7\x18\x01R\n" +
 	"resumeData\x12B\n" +
 	"\x0fdefault_timeout\x18\x0f \x01(\v2\x19.google.protobuf.DurationR\x0edefaultTimeout\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
@@ -6006,12 +6019,12 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\tLeaseLost\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
 	"\vlease_token\x18\x02 \x01(\x03R\n" +
-	"leaseToken\"Z\n" +
+	"leaseToken\"`\n" +
 	"\x0fCompleteRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
 	"\vlease_token\x18\x02 \x01(\x03R\n" +
-	"leaseToken\x12\x16\n" +
-	"\x06result\x18\x03 \x01(\tR\x06result\"\x12\n" +
+	"leaseToken\x12\x1c\n" +
+	"\x06result\x18\x03 \x01(\tB\x04\x88\xe7\x18\x01R\x06result\"\x12\n" +
 	"\x10CompleteResponse\"\xc5\x02\n" +
 	"\vFailRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
@@ -6034,13 +6047,13 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\vlease_token\x18\x02 \x01(\x03R\n" +
 	"leaseToken\x12/\n" +
 	"\x05delay\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x05delay\"\x10\n" +
-	"\x0eSnoozeResponse\"\xcb\x01\n" +
+	"\x0eSnoozeResponse\"\xd1\x01\n" +
 	"\x0eSuspendRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
 	"\vlease_token\x18\x02 \x01(\x03R\n" +
-	"leaseToken\x12\x1e\n" +
+	"leaseToken\x12$\n" +
 	"\n" +
-	"checkpoint\x18\x03 \x01(\tR\n" +
+	"checkpoint\x18\x03 \x01(\tB\x04\x88\xe7\x18\x01R\n" +
 	"checkpoint\x120\n" +
 	"\x05until\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x05until\x126\n" +
 	"\bdeadline\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\"\x11\n" +
@@ -6579,6 +6592,7 @@ func file_hopper_v1_hopper_proto_init() {
 	if File_hopper_v1_hopper_proto != nil {
 		return
 	}
+	file_hopper_v1_options_proto_init()
 	file_hopper_v1_hopper_proto_msgTypes[38].OneofWrappers = []any{}
 	file_hopper_v1_hopper_proto_msgTypes[49].OneofWrappers = []any{
 		(*Outcome_Complete)(nil),

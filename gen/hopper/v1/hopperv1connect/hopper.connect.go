@@ -1,10 +1,13 @@
 // Hopper's RPC API, served by `hopper serve` with Connect: gRPC, gRPC-Web and JSON over HTTP
 // (POST /hopper.v1.<Service>/<Method> with a JSON body) all work from this one definition.
 //
-// Payloads (args, results) are JSON documents carried as strings, exactly as given, as Zeebe's
-// gateway does with variables: a JSON client sends "args": "{\"to\":\"a@b.c\"}". Job states
-// are the lower-case names Hopper uses everywhere: scheduled, queued, running, suspended,
-// completed, failed, canceled.
+// Payloads (args, results, checkpoints, resume data) are JSON values kept exactly as given.
+// The fields that hold one are strings marked [(json) = true] (options.proto): a protobuf or
+// gRPC client sends the JSON text in the string; in the JSON encoding the value is inline, so
+// a JSON client sends "args": {"to": "a@b.c"}, and "args": "a@b.c" is the JSON string
+// "a@b.c". The JSON encoding refuses a field it does not know, naming it. Job states are the
+// lower-case names Hopper uses everywhere: scheduled, queued, running, suspended, completed,
+// failed, canceled. docs/api.md describes the API for a user of any language.
 //
 // Calls that act on a running attempt (Complete, Fail, ExtendLease, Heartbeat,
 // ReportProgress) are fenced by the attempt's lease token: a token that is not the job's
