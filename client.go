@@ -22,6 +22,8 @@ type Client struct {
 	avail  availability    // remote workers waiting for jobs (Activate)
 	dlHook *deadLetterHook // nil without Config.OnDeadLetter and DeadLetterWebhook
 
+	workerAPI *WorkerAPI
+
 	mu      sync.Mutex
 	started bool
 	stopped bool
@@ -35,6 +37,7 @@ func NewClient(cfg Config) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{cfg: cfg, store: cfg.Store, clock: clock.OrReal(cfg.Clock)}
+	c.workerAPI = &WorkerAPI{c: c}
 	ecfg := engine.Config{
 		Store: cfg.Store, Clock: c.clock, Logger: cfg.Logger, WorkerID: cfg.WorkerID,
 		Queues: map[string]int{}, MaxWorkers: cfg.MaxWorkers, LeaseDuration: cfg.LeaseDuration,

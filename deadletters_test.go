@@ -111,10 +111,10 @@ func TestReplayManyIsBoundedAndDoesNotDuplicate(t *testing.T) {
 	for range 5 {
 		res, err := b.client.Enqueue(t.Context(), sendEmail{}, &InsertOpts{Queue: "bulk"})
 		require.NoError(t, err)
-		jobs, err := b.client.Activate(t.Context(), ActivateParams{Worker: "w", Queue: "bulk"})
+		jobs, err := b.client.WorkerAPI().Activate(t.Context(), ActivateParams{Worker: "w", Queue: "bulk"})
 		require.NoError(t, err)
 		zero := 0
-		_, err = b.client.FailJob(t.Context(), res.Job.ID, jobs[0].Token, FailParams{Error: "x", RetriesLeft: &zero})
+		_, err = b.client.WorkerAPI().FailJob(t.Context(), res.Job.ID, jobs[0].Token, FailParams{Error: "x", RetriesLeft: &zero})
 		require.NoError(t, err)
 		dead = append(dead, res.Job.ID)
 	}

@@ -12,8 +12,17 @@ import (
 	"github.com/hopperjobs/hopper/internal/store"
 )
 
-// Remote workers: the primitives `hopper serve` builds its worker API on, for code that hands
-// jobs to workers outside this process (another language, another transport). A claimed job
+// WorkerAPI is the server side of Hopper's remote-worker protocol: the primitives `hopper serve`
+// builds its worker API on, for code that hands jobs to workers outside this process (another
+// language, another transport). Get it from Client.WorkerAPI; its errors name the fields of
+// the wire protocol (lease_timeout, retry_backoff…).
+type WorkerAPI struct{ c *Client }
+
+// WorkerAPI returns the client's remote-worker protocol. In-process workers (AddWorker) need
+// none of it.
+func (c *Client) WorkerAPI() *WorkerAPI { return c.workerAPI }
+
+// Remote workers: A claimed job
 // belongs to its worker until its lease expires; every call about the attempt presents the
 // lease token the claim returned and fails with ErrLeaseLost, changing nothing, when the token
 // is no longer the job's current lease, or with ErrNotFound (which matches ErrLeaseLost too)
@@ -90,7 +99,8 @@ func (p *ActivateParams) validate(def time.Duration) error {
 // A claim is not cut off by ctx (see claim): when ctx ends while a claim runs, Activate still
 // returns the jobs that claim took, with no error, and a caller that can no longer hand them
 // on must give them back (ReleaseJob). Once ctx has ended it claims nothing more.
-func (c *Client) Activate(ctx context.Context, p ActivateParams) ([]*JobRow, error) {
+func (a *WorkerAPI) Activate(ctx context.Context, p ActivateParams) ([]*JobRow, error) {
+	c := a.c
 	if err := p.validate(c.cfg.LeaseDuration); err != nil {
 		return nil, err
 	}
@@ -102,7 +112,7 @@ func (c *Client) Activate(ctx context.Context, p ActivateParams) ([]*JobRow, err
 		// Subscribe before claiming: a job enqueued between an empty claim and the wait still
 		// wakes us.
 		wake, cancel := c.avail.subscribe(p.Queue)
-		jobs, err := c.claim(ctx, p)
+		jobs, err := a.claim(ctx, p)
 		if err != nil || len(jobs) > 0 {
 			cancel()
 			if err != nil {
@@ -134,7 +144,8 @@ const claimTimeout = 30 * time.Second
 // commit a transaction whose client was canceled) would leave its jobs running, with nobody
 // on them, until their leases expire, and their rescue would count against MaxRescues. The
 // engine's producers claim the same way.
-func (c *Client) claim(ctx context.Context, p ActivateParams) ([]*JobRow, error) {
+func (a *WorkerAPI) claim(ctx context.Context, p ActivateParams) ([]*JobRow, error) {
+	c := a.c
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
 	defer cancel()
 	jobs, _, err := c.store.JobClaim(ctx, &store.ClaimParams{
@@ -146,7 +157,8 @@ func (c *Client) claim(ctx context.Context, p ActivateParams) ([]*JobRow, error)
 
 // CompleteJob ends a remote worker's attempt successfully, storing result (a JSON value, or
 // nil). Concurrent calls share transactions.
-func (c *Client) CompleteJob(ctx context.Context, id string, token int64, result json.RawMessage) error {
+func (a *WorkerAPI) CompleteJob(ctx context.Context, id string, token int64, result json.RawMessage) error {
+	c := a.c
 	if err := checkID("id", id); err != nil {
 		return err
 	}
@@ -162,7 +174,7 @@ func (c *Client) CompleteJob(ctx context.Context, id string, token int64, result
 	err := c.engine.Finish(ctx, &store.FinishParams{ID: id, Token: token, State: hoppertype.StateCompleted,
 		Outcome: hoppertype.OutcomeOK, Result: result, Actor: hoppertype.ActorWorker, Reason: "success",
 		ExpiresAfter: c.engine.Retention(nil, nil, hoppertype.StateCompleted)})
-	return c.attemptErr("complete job", id, err)
+	return a.attemptErr("complete job", id, err)
 }
 
 // FailParams says how a remote worker's attempt failed.
@@ -196,7 +208,8 @@ type FailResult struct {
 // FailJob ends a remote worker's attempt with an error: the job is retried after its backoff
 // while it has attempts left (or RetriesLeft allows), else it fails for good. The decision is
 // the one the engine takes for an in-process attempt that ended the same way.
-func (c *Client) FailJob(ctx context.Context, id string, token int64, p FailParams) (*FailResult, error) {
+func (a *WorkerAPI) FailJob(ctx context.Context, id string, token int64, p FailParams) (*FailResult, error) {
+	c := a.c
 	if err := checkID("id", id); err != nil {
 		return nil, err
 	}
@@ -233,7 +246,7 @@ func (c *Client) FailJob(ctx context.Context, id string, token int64, p FailPara
 	}
 	fp := c.engine.Decide(row, nil, engine.Ending{Outcome: p.Outcome, Error: p.Error, Stack: p.Stack,
 		NoRetry: p.NoRetry, RetriesLeft: p.RetriesLeft, RetryAfter: p.Backoff, KindPolicy: p.KindPolicy})
-	if err := c.attemptErr("fail job", id, c.engine.Finish(ctx, fp)); err != nil {
+	if err := a.attemptErr("fail job", id, c.engine.Finish(ctx, fp)); err != nil {
 		return nil, err
 	}
 	return &FailResult{State: fp.State, RunAt: fp.RunAt}, nil
@@ -242,7 +255,7 @@ func (c *Client) FailJob(ctx context.Context, id string, token int64, p FailPara
 // ReleaseJob hands a remote worker's job back to its queue at once, at the worker's request,
 // without consuming its attempt (the worker will not run it: it is shutting down or not
 // ready). why is at most MaxReasonBytes.
-func (c *Client) ReleaseJob(ctx context.Context, id string, token int64, why string) error {
+func (a *WorkerAPI) ReleaseJob(ctx context.Context, id string, token int64, why string) error {
 	if err := checkID("id", id); err != nil {
 		return err
 	}
@@ -252,24 +265,25 @@ func (c *Client) ReleaseJob(ctx context.Context, id string, token int64, why str
 	if why == "" {
 		why = "released by the worker"
 	}
-	return c.release(ctx, id, token, hoppertype.ActorWorker, "released", why)
+	return a.release(ctx, id, token, hoppertype.ActorWorker, "released", why)
 }
 
 // ReturnJob hands a remote worker's job back to its queue at once on the server's own
 // account (ActorServer, with reason why), without consuming its attempt or counting a
 // rescue: the server stops serving the worker through no fault of the worker's or the job's
 // (it is shutting down).
-func (c *Client) ReturnJob(ctx context.Context, id string, token int64, why string) error {
+func (a *WorkerAPI) ReturnJob(ctx context.Context, id string, token int64, why string) error {
 	if why == "" {
 		why = "returned by the server"
 	}
-	return c.release(ctx, id, token, hoppertype.ActorServer, store.CleanText(why), why)
+	return a.release(ctx, id, token, hoppertype.ActorServer, store.CleanText(why), why)
 }
 
-func (c *Client) release(ctx context.Context, id string, token int64, actor Actor, reason, why string) error {
+func (a *WorkerAPI) release(ctx context.Context, id string, token int64, actor Actor, reason, why string) error {
+	c := a.c
 	row, err := c.store.JobGet(ctx, id)
 	if err != nil {
-		return c.attemptErr("release job", id, err)
+		return a.attemptErr("release job", id, err)
 	}
 	err = c.engine.Finish(ctx, &store.FinishParams{ID: id, Token: token, State: hoppertype.StateQueued,
 		Outcome: hoppertype.OutcomeCanceled, GiveBack: true, Error: why,
@@ -277,7 +291,7 @@ func (c *Client) release(ctx context.Context, id string, token int64, actor Acto
 	if err == nil {
 		c.engine.Notify(row.Queue)
 	}
-	return c.attemptErr("release job", id, err)
+	return a.attemptErr("release job", id, err)
 }
 
 // FailUndeliverable fails a job claimed for a remote worker that cannot be handed to it: a
@@ -286,11 +300,12 @@ func (c *Client) release(ctx context.Context, id string, token int64, actor Acto
 // outcome undeliverable, no retry and why as its error, so it reaches the dead-letter queue
 // (and its hook) instead of being claimed, stranded and rescued again and again. job is the
 // claimed row Activate returned.
-func (c *Client) FailUndeliverable(ctx context.Context, job *JobRow, why string) error {
+func (a *WorkerAPI) FailUndeliverable(ctx context.Context, job *JobRow, why string) error {
+	c := a.c
 	err := c.engine.Finish(ctx, &store.FinishParams{ID: job.ID, Token: job.Token, State: hoppertype.StateFailed,
 		Outcome: hoppertype.OutcomeUndeliverable, Error: "cannot deliver to a remote worker: " + why,
 		Actor: hoppertype.ActorServer, Reason: "undeliverable", ExpiresAt: c.engine.ExpiresAt(job, nil, StateFailed)})
-	return c.attemptErr("fail undeliverable job", job.ID, err)
+	return a.attemptErr("fail undeliverable job", job.ID, err)
 }
 
 // RescueJobs returns attempts whose remote worker went away under them (its connection
@@ -299,7 +314,8 @@ func (c *Client) FailUndeliverable(ctx context.Context, job *JobRow, why string)
 // a dead letter that Config.OnDeadLetter hears of. They are recorded as the server's doing
 // (ActorServer) with reason why. Stale tokens are skipped. It returns the ids of the jobs
 // that failed.
-func (c *Client) RescueJobs(ctx context.Context, refs []LeaseRef, why string) ([]string, error) {
+func (a *WorkerAPI) RescueJobs(ctx context.Context, refs []LeaseRef, why string) ([]string, error) {
+	c := a.c
 	if why == "" {
 		why = "worker went away"
 	}
@@ -316,20 +332,21 @@ func (c *Client) RescueJobs(ctx context.Context, refs []LeaseRef, why string) ([
 
 // SnoozeJob ends a remote worker's attempt with "not now": the job runs again after d
 // without consuming an attempt.
-func (c *Client) SnoozeJob(ctx context.Context, id string, token int64, d time.Duration) error {
+func (a *WorkerAPI) SnoozeJob(ctx context.Context, id string, token int64, d time.Duration) error {
 	if err := checkID("id", id); err != nil {
 		return err
 	}
 	if d < 0 || d > MaxRunAtFuture {
 		return invalid("delay", "%s is outside 0–%s", d, MaxRunAtFuture)
 	}
-	return c.park(ctx, "snooze job", id, token, Snooze(d))
+	return a.park(ctx, "snooze job", id, token, Snooze(d))
 }
 
 // SuspendJob ends a remote worker's attempt by parking the job with checkpoint (a JSON value,
 // or nil to keep the previous one) until opts.Until or until Resume, without consuming an
 // attempt.
-func (c *Client) SuspendJob(ctx context.Context, id string, token int64, checkpoint json.RawMessage, opts SuspendOpts) error {
+func (a *WorkerAPI) SuspendJob(ctx context.Context, id string, token int64, checkpoint json.RawMessage, opts SuspendOpts) error {
+	c := a.c
 	if err := checkID("id", id); err != nil {
 		return err
 	}
@@ -344,7 +361,7 @@ func (c *Client) SuspendJob(ctx context.Context, id string, token int64, checkpo
 	if err := checkSuspend(opts, c.clock.Now()); err != nil {
 		return err
 	}
-	return c.park(ctx, "suspend job", id, token,
+	return a.park(ctx, "suspend job", id, token,
 		&engine.SuspendError{Checkpoint: checkpoint, Until: opts.Until, Deadline: opts.Deadline})
 }
 
@@ -364,9 +381,10 @@ func checkSuspend(o SuspendOpts, now time.Time) error {
 	return nil
 }
 
-func (c *Client) park(ctx context.Context, op, id string, token int64, why error) error {
+func (a *WorkerAPI) park(ctx context.Context, op, id string, token int64, why error) error {
+	c := a.c
 	p := engine.ParkParams(id, token, why, c.clock.Now())
-	return c.attemptErr(op, id, c.engine.Finish(ctx, p))
+	return a.attemptErr(op, id, c.engine.Finish(ctx, p))
 }
 
 // LeaseRef names one attempt: a job and its lease token.
@@ -377,7 +395,8 @@ type LeaseRef struct {
 
 // ExtendJobLeases sets each attempt's lease to expire d from now (it may shorten it). The
 // error of each item is nil or wraps ErrLeaseLost.
-func (c *Client) ExtendJobLeases(ctx context.Context, refs []LeaseRef, d time.Duration) ([]error, error) {
+func (a *WorkerAPI) ExtendJobLeases(ctx context.Context, refs []LeaseRef, d time.Duration) ([]error, error) {
+	c := a.c
 	if d < time.Second || d > 24*time.Hour {
 		return nil, invalid("duration", "%s is outside 1s–24h", d)
 	}
@@ -396,28 +415,31 @@ func (c *Client) ExtendJobLeases(ctx context.Context, refs []LeaseRef, d time.Du
 }
 
 // ExtendJobLease sets one attempt's lease to expire d from now and returns the new expiry.
-func (c *Client) ExtendJobLease(ctx context.Context, id string, token int64, d time.Duration) (time.Time, error) {
-	errs, err := c.ExtendJobLeases(ctx, []LeaseRef{{ID: id, Token: token}}, d)
+func (a *WorkerAPI) ExtendJobLease(ctx context.Context, id string, token int64, d time.Duration) (time.Time, error) {
+	c := a.c
+	errs, err := a.ExtendJobLeases(ctx, []LeaseRef{{ID: id, Token: token}}, d)
 	if err != nil {
 		return time.Time{}, err
 	}
 	if errs[0] != nil {
-		return time.Time{}, c.attemptErr("extend lease", id, errs[0])
+		return time.Time{}, a.attemptErr("extend lease", id, errs[0])
 	}
 	return c.clock.Now().Add(d), nil
 }
 
 // HeartbeatJob records a sign of life of a remote worker's attempt (separate from its lease).
-func (c *Client) HeartbeatJob(ctx context.Context, id string, token int64) error {
+func (a *WorkerAPI) HeartbeatJob(ctx context.Context, id string, token int64) error {
+	c := a.c
 	if err := checkID("id", id); err != nil {
 		return err
 	}
-	return c.attemptErr("heartbeat", id, c.store.JobHeartbeat(ctx, &store.HeartbeatParams{ID: id, Token: token}))
+	return a.attemptErr("heartbeat", id, c.store.JobHeartbeat(ctx, &store.HeartbeatParams{ID: id, Token: token}))
 }
 
 // ReportJobProgress stores a remote worker's progress (percent clamped to 0–100; message at
 // most MaxProgressMessageBytes) and counts as a heartbeat.
-func (c *Client) ReportJobProgress(ctx context.Context, id string, token int64, percent int, message string) error {
+func (a *WorkerAPI) ReportJobProgress(ctx context.Context, id string, token int64, percent int, message string) error {
+	c := a.c
 	if err := checkID("id", id); err != nil {
 		return err
 	}
@@ -425,11 +447,11 @@ func (c *Client) ReportJobProgress(ctx context.Context, id string, token int64, 
 		return err
 	}
 	err := c.store.JobProgress(ctx, &store.ProgressParams{ID: id, Token: token, Percent: percent, Message: message})
-	return c.attemptErr("report progress", id, err)
+	return a.attemptErr("report progress", id, err)
 }
 
 // attemptErr wraps a store verdict on an attempt; ErrLeaseLost stays visible to errors.Is.
-func (c *Client) attemptErr(op, id string, err error) error {
+func (a *WorkerAPI) attemptErr(op, id string, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -438,7 +460,8 @@ func (c *Client) attemptErr(op, id string, err error) error {
 
 // JobsAvailable returns a channel closed the next time jobs may have become claimable in
 // queue (see Activate), and a function to call when no longer waiting.
-func (c *Client) JobsAvailable(queue string) (<-chan struct{}, func()) {
+func (a *WorkerAPI) JobsAvailable(queue string) (<-chan struct{}, func()) {
+	c := a.c
 	return c.avail.subscribe(queue)
 }
 

@@ -13,7 +13,7 @@ func activate(t *testing.T, b *testBundle, p ActivateParams) []*JobRow {
 	if p.Worker == "" {
 		p.Worker = "remote-1"
 	}
-	jobs, err := b.client.Activate(t.Context(), p)
+	jobs, err := b.client.WorkerAPI().Activate(t.Context(), p)
 	require.NoError(t, err)
 	return jobs
 }
@@ -41,7 +41,7 @@ func TestActivateLongPollWakesOnEnqueueAndTimesOut(t *testing.T) {
 	b := setup(t, nil, func(c *Config) { c.Clock = nil }) // real time: the wait is the point
 	got := make(chan []*JobRow, 1)
 	go func() {
-		jobs, err := b.client.Activate(t.Context(), ActivateParams{Worker: "w", Wait: 10 * time.Second})
+		jobs, err := b.client.WorkerAPI().Activate(t.Context(), ActivateParams{Worker: "w", Wait: 10 * time.Second})
 		if err != nil {
 			jobs = nil
 		}
@@ -57,7 +57,7 @@ func TestActivateLongPollWakesOnEnqueueAndTimesOut(t *testing.T) {
 	require.Less(t, time.Since(start), 5*time.Second, "woken by the enqueue, not by the timeout")
 
 	start = time.Now()
-	jobs, err = b.client.Activate(t.Context(), ActivateParams{Worker: "w", Wait: 100 * time.Millisecond})
+	jobs, err = b.client.WorkerAPI().Activate(t.Context(), ActivateParams{Worker: "w", Wait: 100 * time.Millisecond})
 	require.NoError(t, err)
 	require.Empty(t, jobs)
 	require.GreaterOrEqual(t, time.Since(start), 100*time.Millisecond)
@@ -74,7 +74,7 @@ func TestActivateRefusesBadInput(t *testing.T) {
 		{Worker: "w", Queue: "bad queue"},
 		{Worker: "w", Kinds: []string{""}},
 	} {
-		_, err := b.client.Activate(t.Context(), p)
+		_, err := b.client.WorkerAPI().Activate(t.Context(), p)
 		require.ErrorIs(t, err, ErrInvalid, "%+v", p)
 	}
 }
@@ -86,14 +86,14 @@ func TestCompleteJobIsFencedByTheLeaseToken(t *testing.T) {
 	require.NoError(t, err)
 	job := activate(t, b, ActivateParams{})[0]
 
-	require.ErrorIs(t, b.client.CompleteJob(t.Context(), job.ID, job.Token+1, nil), ErrLeaseLost)
-	require.ErrorIs(t, b.client.CompleteJob(t.Context(), job.ID, job.Token, json.RawMessage(`{`)), ErrInvalid)
-	require.NoError(t, b.client.CompleteJob(t.Context(), job.ID, job.Token, json.RawMessage(`{"sent":true}`)))
+	require.ErrorIs(t, b.client.WorkerAPI().CompleteJob(t.Context(), job.ID, job.Token+1, nil), ErrLeaseLost)
+	require.ErrorIs(t, b.client.WorkerAPI().CompleteJob(t.Context(), job.ID, job.Token, json.RawMessage(`{`)), ErrInvalid)
+	require.NoError(t, b.client.WorkerAPI().CompleteJob(t.Context(), job.ID, job.Token, json.RawMessage(`{"sent":true}`)))
 	got, err := b.client.Get(t.Context(), res.Job.ID)
 	require.NoError(t, err)
 	require.Equal(t, StateCompleted, got.State)
 	require.JSONEq(t, `{"sent":true}`, string(got.Result))
-	require.ErrorIs(t, b.client.CompleteJob(t.Context(), job.ID, job.Token, nil), ErrLeaseLost, "completing twice")
+	require.ErrorIs(t, b.client.WorkerAPI().CompleteJob(t.Context(), job.ID, job.Token, nil), ErrLeaseLost, "completing twice")
 }
 
 func TestFailJobRetriesThenFails(t *testing.T) {
@@ -104,14 +104,14 @@ func TestFailJobRetriesThenFails(t *testing.T) {
 	require.NoError(t, err)
 
 	job := activate(t, b, ActivateParams{})[0]
-	res, err := b.client.FailJob(t.Context(), job.ID, job.Token, FailParams{Error: "smtp down"})
+	res, err := b.client.WorkerAPI().FailJob(t.Context(), job.ID, job.Token, FailParams{Error: "smtp down"})
 	require.NoError(t, err)
 	require.Equal(t, StateScheduled, res.State)
 	require.Equal(t, b.clock.Now().Add(time.Minute), res.RunAt, "the job's own backoff")
 
 	b.clock.Advance(time.Minute)
 	job = activateEventually(t, b)
-	res, err = b.client.FailJob(t.Context(), job.ID, job.Token, FailParams{Error: "smtp down again"})
+	res, err = b.client.WorkerAPI().FailJob(t.Context(), job.ID, job.Token, FailParams{Error: "smtp down again"})
 	require.NoError(t, err)
 	require.Equal(t, StateFailed, res.State, "no attempts left")
 	got, err := b.client.Get(t.Context(), job.ID)
@@ -119,9 +119,9 @@ func TestFailJobRetriesThenFails(t *testing.T) {
 	require.Equal(t, StateFailed, got.State)
 	require.Equal(t, "smtp down again", got.LastError)
 
-	_, err = b.client.FailJob(t.Context(), job.ID, job.Token, FailParams{Error: "x"})
+	_, err = b.client.WorkerAPI().FailJob(t.Context(), job.ID, job.Token, FailParams{Error: "x"})
 	require.ErrorIs(t, err, ErrLeaseLost)
-	_, err = b.client.FailJob(t.Context(), job.ID, job.Token, FailParams{})
+	_, err = b.client.WorkerAPI().FailJob(t.Context(), job.ID, job.Token, FailParams{})
 	require.ErrorIs(t, err, ErrInvalid, "an error message is required")
 }
 
@@ -132,7 +132,7 @@ func TestFailJobRetriesOverrideAndBackoff(t *testing.T) {
 	require.NoError(t, err)
 	job := activate(t, b, ActivateParams{})[0]
 	three, backoff := 3, 5*time.Second
-	res, err := b.client.FailJob(t.Context(), job.ID, job.Token, FailParams{Error: "e", RetriesLeft: &three, Backoff: &backoff})
+	res, err := b.client.WorkerAPI().FailJob(t.Context(), job.ID, job.Token, FailParams{Error: "e", RetriesLeft: &three, Backoff: &backoff})
 	require.NoError(t, err)
 	require.Equal(t, StateScheduled, res.State, "retries left override the budget of 1")
 	require.Equal(t, b.clock.Now().Add(5*time.Second), res.RunAt)
@@ -143,7 +143,7 @@ func TestFailJobRetriesOverrideAndBackoff(t *testing.T) {
 	b.clock.Advance(5 * time.Second)
 	job = activateEventually(t, b)
 	zero := 0
-	res, err = b.client.FailJob(t.Context(), job.ID, job.Token, FailParams{Error: "give up", RetriesLeft: &zero})
+	res, err = b.client.WorkerAPI().FailJob(t.Context(), job.ID, job.Token, FailParams{Error: "give up", RetriesLeft: &zero})
 	require.NoError(t, err)
 	require.Equal(t, StateFailed, res.State)
 }
@@ -155,19 +155,19 @@ func TestReleaseExtendHeartbeatProgress(t *testing.T) {
 	require.NoError(t, err)
 	job := activate(t, b, ActivateParams{LeaseDuration: time.Minute})[0]
 
-	until, err := b.client.ExtendJobLease(t.Context(), job.ID, job.Token, 10*time.Second)
+	until, err := b.client.WorkerAPI().ExtendJobLease(t.Context(), job.ID, job.Token, 10*time.Second)
 	require.NoError(t, err)
 	require.Equal(t, b.clock.Now().Add(10*time.Second), until, "a lease may be shortened")
-	_, err = b.client.ExtendJobLease(t.Context(), job.ID, job.Token+1, time.Minute)
+	_, err = b.client.WorkerAPI().ExtendJobLease(t.Context(), job.ID, job.Token+1, time.Minute)
 	require.ErrorIs(t, err, ErrLeaseLost)
-	require.NoError(t, b.client.HeartbeatJob(t.Context(), job.ID, job.Token))
-	require.NoError(t, b.client.ReportJobProgress(t.Context(), job.ID, job.Token, 140, "almost"))
+	require.NoError(t, b.client.WorkerAPI().HeartbeatJob(t.Context(), job.ID, job.Token))
+	require.NoError(t, b.client.WorkerAPI().ReportJobProgress(t.Context(), job.ID, job.Token, 140, "almost"))
 	got, err := b.client.Get(t.Context(), job.ID)
 	require.NoError(t, err)
 	require.Equal(t, 100, got.ProgressPercent)
-	require.ErrorIs(t, b.client.HeartbeatJob(t.Context(), job.ID, job.Token+1), ErrLeaseLost)
+	require.ErrorIs(t, b.client.WorkerAPI().HeartbeatJob(t.Context(), job.ID, job.Token+1), ErrLeaseLost)
 
-	require.NoError(t, b.client.ReleaseJob(t.Context(), job.ID, job.Token, "stream closed"))
+	require.NoError(t, b.client.WorkerAPI().ReleaseJob(t.Context(), job.ID, job.Token, "stream closed"))
 	again := activate(t, b, ActivateParams{})
 	require.Len(t, again, 1, "a released job is claimable at once")
 	require.Equal(t, 1, again[0].Attempt, "the release gave its attempt back")
@@ -226,9 +226,9 @@ func TestVanishedRemoteWorkersJobComesBackAfterItsLease(t *testing.T) {
 	again := activate(t, b, ActivateParams{Worker: "survivor"})
 	require.Len(t, again, 1)
 	require.Equal(t, 1, again[0].Attempt)
-	require.ErrorIs(t, b.client.CompleteJob(t.Context(), lost.ID, lost.Token, nil), ErrLeaseLost,
+	require.ErrorIs(t, b.client.WorkerAPI().CompleteJob(t.Context(), lost.ID, lost.Token, nil), ErrLeaseLost,
 		"the vanished worker's late report changes nothing")
-	require.NoError(t, b.client.CompleteJob(t.Context(), again[0].ID, again[0].Token, nil))
+	require.NoError(t, b.client.WorkerAPI().CompleteJob(t.Context(), again[0].ID, again[0].Token, nil))
 	job, err = b.client.Get(t.Context(), res.Job.ID)
 	require.NoError(t, err)
 	require.Equal(t, StateCompleted, job.State)
@@ -251,7 +251,7 @@ func TestFailJobBackoffGrowsWithTheAttempt(t *testing.T) {
 	for i, want := range []time.Duration{10 * time.Second, 30 * time.Second, 90 * time.Second} {
 		require.Equal(t, i+1, job.Attempt)
 		failedAt := b.clock.Now()
-		fr, err := b.client.FailJob(t.Context(), job.ID, job.Token, FailParams{Error: "smtp down"})
+		fr, err := b.client.WorkerAPI().FailJob(t.Context(), job.ID, job.Token, FailParams{Error: "smtp down"})
 		require.NoError(t, err)
 		require.Equal(t, StateScheduled, fr.State)
 		require.Equal(t, failedAt.Add(want), fr.RunAt, "retry after failure %d", i+1)

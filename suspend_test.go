@@ -96,9 +96,9 @@ func TestSuspendRefusesTimesAStoreCannotKeep(t *testing.T) {
 	_, err := b.client.Enqueue(t.Context(), sendEmail{}, nil)
 	require.NoError(t, err)
 	job := activate(t, b, ActivateParams{})[0]
-	err = b.client.SuspendJob(t.Context(), job.ID, job.Token, nil, SuspendOpts{Until: far})
+	err = b.client.WorkerAPI().SuspendJob(t.Context(), job.ID, job.Token, nil, SuspendOpts{Until: far})
 	require.ErrorIs(t, err, ErrInvalid)
-	err = b.client.SuspendJob(t.Context(), job.ID, job.Token, nil, SuspendOpts{Deadline: b.clock.Now().Add(-time.Second)})
+	err = b.client.WorkerAPI().SuspendJob(t.Context(), job.ID, job.Token, nil, SuspendOpts{Deadline: b.clock.Now().Add(-time.Second)})
 	require.ErrorIs(t, err, ErrInvalid)
 	got, err := b.client.Get(t.Context(), job.ID)
 	require.NoError(t, err)

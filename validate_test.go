@@ -83,35 +83,44 @@ func TestEveryClientMethodRefusesBadText(t *testing.T) {
 			_, err := b.client.Replays(ctx, &ReplayListParams{SourceJobID: bad})
 			return err
 		}},
-		{"activate worker", "worker", func(bad string) error { _, err := b.client.Activate(ctx, ActivateParams{Worker: bad}); return err }},
+		{"activate worker", "worker", func(bad string) error {
+			_, err := b.client.WorkerAPI().Activate(ctx, ActivateParams{Worker: bad})
+			return err
+		}},
 		{"activate kinds", "kind", func(bad string) error {
-			_, err := b.client.Activate(ctx, ActivateParams{Worker: "w", Kinds: []string{bad}})
+			_, err := b.client.WorkerAPI().Activate(ctx, ActivateParams{Worker: "w", Kinds: []string{bad}})
 			return err
 		}},
 		{"activate queue", "queue", func(bad string) error {
-			_, err := b.client.Activate(ctx, ActivateParams{Worker: "w", Queue: bad})
+			_, err := b.client.WorkerAPI().Activate(ctx, ActivateParams{Worker: "w", Queue: bad})
 			return err
 		}},
-		{"complete id", "id", func(bad string) error { return b.client.CompleteJob(ctx, bad, 1, nil) }},
+		{"complete id", "id", func(bad string) error { return b.client.WorkerAPI().CompleteJob(ctx, bad, 1, nil) }},
 		{"complete result", "result", func(bad string) error {
-			return b.client.CompleteJob(ctx, id, 1, json.RawMessage(`"`+bad+`"`))
+			return b.client.WorkerAPI().CompleteJob(ctx, id, 1, json.RawMessage(`"`+bad+`"`))
 		}},
-		{"fail id", "id", func(bad string) error { _, err := b.client.FailJob(ctx, bad, 1, FailParams{Error: "x"}); return err }},
-		{"fail error", "error", func(bad string) error {
-			_, err := b.client.FailJob(ctx, id, 1, FailParams{Error: bad, RetriesLeft: &zero})
+		{"fail id", "id", func(bad string) error {
+			_, err := b.client.WorkerAPI().FailJob(ctx, bad, 1, FailParams{Error: "x"})
 			return err
 		}},
-		{"release id", "id", func(bad string) error { return b.client.ReleaseJob(ctx, bad, 1, "") }},
-		{"release reason", "reason", func(bad string) error { return b.client.ReleaseJob(ctx, id, 1, bad) }},
-		{"snooze id", "id", func(bad string) error { return b.client.SnoozeJob(ctx, bad, 1, time.Second) }},
-		{"suspend id", "id", func(bad string) error { return b.client.SuspendJob(ctx, bad, 1, nil, SuspendOpts{}) }},
-		{"suspend checkpoint", "checkpoint", func(bad string) error {
-			return b.client.SuspendJob(ctx, id, 1, json.RawMessage(`"`+bad+`"`), SuspendOpts{})
+		{"fail error", "error", func(bad string) error {
+			_, err := b.client.WorkerAPI().FailJob(ctx, id, 1, FailParams{Error: bad, RetriesLeft: &zero})
+			return err
 		}},
-		{"extend id", "id", func(bad string) error { _, err := b.client.ExtendJobLease(ctx, bad, 1, time.Minute); return err }},
-		{"heartbeat id", "id", func(bad string) error { return b.client.HeartbeatJob(ctx, bad, 1) }},
-		{"progress id", "id", func(bad string) error { return b.client.ReportJobProgress(ctx, bad, 1, 5, "") }},
-		{"progress message", "message", func(bad string) error { return b.client.ReportJobProgress(ctx, id, 1, 5, bad) }},
+		{"release id", "id", func(bad string) error { return b.client.WorkerAPI().ReleaseJob(ctx, bad, 1, "") }},
+		{"release reason", "reason", func(bad string) error { return b.client.WorkerAPI().ReleaseJob(ctx, id, 1, bad) }},
+		{"snooze id", "id", func(bad string) error { return b.client.WorkerAPI().SnoozeJob(ctx, bad, 1, time.Second) }},
+		{"suspend id", "id", func(bad string) error { return b.client.WorkerAPI().SuspendJob(ctx, bad, 1, nil, SuspendOpts{}) }},
+		{"suspend checkpoint", "checkpoint", func(bad string) error {
+			return b.client.WorkerAPI().SuspendJob(ctx, id, 1, json.RawMessage(`"`+bad+`"`), SuspendOpts{})
+		}},
+		{"extend id", "id", func(bad string) error {
+			_, err := b.client.WorkerAPI().ExtendJobLease(ctx, bad, 1, time.Minute)
+			return err
+		}},
+		{"heartbeat id", "id", func(bad string) error { return b.client.WorkerAPI().HeartbeatJob(ctx, bad, 1) }},
+		{"progress id", "id", func(bad string) error { return b.client.WorkerAPI().ReportJobProgress(ctx, bad, 1, 5, "") }},
+		{"progress message", "message", func(bad string) error { return b.client.WorkerAPI().ReportJobProgress(ctx, id, 1, 5, bad) }},
 		{"schedule kind", "kind", func(bad string) error {
 			_, err := b.client.AddSchedule(ctx, Schedule{Name: "s", Every: time.Minute, Kind: bad})
 			return err
@@ -191,11 +200,13 @@ func TestTextLimits(t *testing.T) {
 	// What a remote worker reports about an attempt: the limits remote workers cut their text to.
 	for field, call := range map[string]func(text string) error{
 		"error": func(text string) error {
-			_, err := b.client.FailJob(t.Context(), res.Job.ID, 1, FailParams{Error: text})
+			_, err := b.client.WorkerAPI().FailJob(t.Context(), res.Job.ID, 1, FailParams{Error: text})
 			return err
 		},
-		"reason":  func(text string) error { return b.client.ReleaseJob(t.Context(), res.Job.ID, 1, text) },
-		"message": func(text string) error { return b.client.ReportJobProgress(t.Context(), res.Job.ID, 1, 5, text) },
+		"reason": func(text string) error { return b.client.WorkerAPI().ReleaseJob(t.Context(), res.Job.ID, 1, text) },
+		"message": func(text string) error {
+			return b.client.WorkerAPI().ReportJobProgress(t.Context(), res.Job.ID, 1, 5, text)
+		},
 	} {
 		limit := map[string]int{"error": MaxErrorBytes, "reason": MaxReasonBytes, "message": MaxProgressMessageBytes}[field]
 		require.ErrorIs(t, call(strings.Repeat("x", limit)), ErrLeaseLost, "%s at its limit passes the check", field)

@@ -29,14 +29,14 @@ func (w *workerService) closeStream(ctx context.Context, st *stream, endErr erro
 	why := w.closeReason(ctx, endErr)
 	if why != reasonWorkerGone {
 		pushed, unsent := w.s.reg.close(st)
-		w.handBack(ctx, append(unsent, pushed...), why, w.s.client.ReturnJob)
+		w.handBack(ctx, append(unsent, pushed...), why, w.s.client.WorkerAPI().ReturnJob)
 		return
 	}
-	w.handBack(ctx, w.s.reg.unsent(st), why, w.s.client.ReturnJob)
+	w.handBack(ctx, w.s.reg.unsent(st), why, w.s.client.WorkerAPI().ReturnJob)
 	st.awaitReports(reportGrace)
 	pushed, unsent := w.s.reg.close(st)
 	w.rescue(ctx, pushed, why)
-	w.handBack(ctx, unsent, why, w.s.client.ReturnJob)
+	w.handBack(ctx, unsent, why, w.s.client.WorkerAPI().ReturnJob)
 }
 
 // closeReason says why a stream ended: the server ended it, or the worker went away. ctx is
@@ -61,7 +61,7 @@ func (w *workerService) rescue(ctx context.Context, refs []hopper.LeaseRef, why 
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
-	if _, err := w.s.client.RescueJobs(ctx, refs, why); err != nil {
+	if _, err := w.s.client.WorkerAPI().RescueJobs(ctx, refs, why); err != nil {
 		w.s.log.Warn("rescue the jobs of a closed stream", "jobs", len(refs), "err", err)
 	}
 }
@@ -69,7 +69,7 @@ func (w *workerService) rescue(ctx context.Context, refs []hopper.LeaseRef, why 
 // release gives jobs back to their queue at once at the worker's request, without consuming
 // their attempts.
 func (w *workerService) release(ctx context.Context, refs []hopper.LeaseRef, why string) {
-	w.handBack(ctx, refs, why, w.s.client.ReleaseJob)
+	w.handBack(ctx, refs, why, w.s.client.WorkerAPI().ReleaseJob)
 }
 
 // handBack gives jobs back through give (the client's ReleaseJob or ReturnJob), concurrently,

@@ -65,7 +65,7 @@ func (w *workerService) Activate(ctx context.Context, req *hopperv1.ActivateRequ
 	ctx, stop := s.untilShutdown(ctx)
 	defer stop()
 	done := s.reg.seen(req.GetWorker(), queueOrDefault(req.GetQueue()), req.GetKinds(), time.Now(), false)
-	jobs, err := s.client.Activate(ctx, params)
+	jobs, err := s.client.WorkerAPI().Activate(ctx, params)
 	jobs = w.deliverable(ctx, jobs)
 	done(len(jobs))
 	if err != nil && ctx.Err() != nil && !s.isReady() {
@@ -182,7 +182,7 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 			free = st.free()
 		}
 		params.MaxJobs, params.Wait = free, DefaultStreamPoll
-		jobs, err := s.client.Activate(ctx, params)
+		jobs, err := s.client.WorkerAPI().Activate(ctx, params)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ended()
@@ -205,7 +205,7 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 		}
 		for _, j := range jobs {
 			if ctx.Err() != nil {
-				// Claimed as the stream ended (a claim runs to its end: Client.Activate): the
+				// Claimed as the stream ended (a claim runs to its end: WorkerAPI.Activate): the
 				// jobs not sent go back at once, uncounted.
 				return ended()
 			}
@@ -256,7 +256,7 @@ func (w *workerService) keepLeases(ctx context.Context, st *stream, send *locked
 		}
 		renewed := false
 		for d, refs := range st.renewals() {
-			errs, err := w.s.client.ExtendJobLeases(ctx, refs, d)
+			errs, err := w.s.client.WorkerAPI().ExtendJobLeases(ctx, refs, d)
 			if err != nil {
 				return true, fmt.Errorf("stream %s: %w", st.id, err) // the others would fail too
 			}
@@ -297,7 +297,7 @@ func (w *workerService) deliverable(ctx context.Context, jobs []*hopper.JobRow) 
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
 	concurrently(len(bad), func(i int) {
-		if err := w.s.client.FailUndeliverable(ctx, bad[i], whys[i]); err != nil {
+		if err := w.s.client.WorkerAPI().FailUndeliverable(ctx, bad[i], whys[i]); err != nil {
 			w.s.log.Error("fail undeliverable job", "job_id", apiview.Text(bad[i].ID), "why", whys[i], "err", err)
 			return
 		}
@@ -336,7 +336,7 @@ func (a *activateStream) Send(msg any) error {
 		refs[i] = hopper.LeaseRef{ID: j.GetId(), Token: j.GetLeaseToken()}
 	}
 	a.w.s.log.Warn("activated jobs could not be sent; released", "jobs", len(refs), "err", err)
-	a.w.handBack(a.ctx, refs, "the answer to the worker could not be sent", a.w.s.client.ReturnJob)
+	a.w.handBack(a.ctx, refs, "the answer to the worker could not be sent", a.w.s.client.WorkerAPI().ReturnJob)
 	return err
 }
 
@@ -374,7 +374,7 @@ func (w *workerService) Complete(ctx context.Context, req *hopperv1.CompleteRequ
 	}
 	ref := hopper.LeaseRef{ID: req.GetId(), Token: req.GetLeaseToken()}
 	w.s.reg.reporting(ref)
-	err := w.s.client.CompleteJob(ctx, ref.ID, ref.Token, result)
+	err := w.s.client.WorkerAPI().CompleteJob(ctx, ref.ID, ref.Token, result)
 	w.finished(ref, outcomeCompleted, err)
 	if err != nil {
 		return nil, rpcError("complete job", err)
@@ -395,7 +395,7 @@ func (w *workerService) Fail(ctx context.Context, req *hopperv1.FailRequest) (*h
 	}
 	ref := hopper.LeaseRef{ID: req.GetId(), Token: req.GetLeaseToken()}
 	w.s.reg.reporting(ref)
-	res, err := w.s.client.FailJob(ctx, ref.ID, ref.Token, p)
+	res, err := w.s.client.WorkerAPI().FailJob(ctx, ref.ID, ref.Token, p)
 	w.finished(ref, outcomeFailed, err)
 	if err != nil {
 		return nil, rpcError("fail job", err)
@@ -406,7 +406,7 @@ func (w *workerService) Fail(ctx context.Context, req *hopperv1.FailRequest) (*h
 func (w *workerService) Release(ctx context.Context, req *hopperv1.ReleaseRequest) (*hopperv1.ReleaseResponse, error) {
 	ref := hopper.LeaseRef{ID: req.GetId(), Token: req.GetLeaseToken()}
 	w.s.reg.reporting(ref)
-	err := w.s.client.ReleaseJob(ctx, ref.ID, ref.Token, req.GetReason())
+	err := w.s.client.WorkerAPI().ReleaseJob(ctx, ref.ID, ref.Token, req.GetReason())
 	w.finished(ref, outcomeReleased, err)
 	if err != nil {
 		return nil, rpcError("release job", err)
@@ -417,7 +417,7 @@ func (w *workerService) Release(ctx context.Context, req *hopperv1.ReleaseReques
 func (w *workerService) Snooze(ctx context.Context, req *hopperv1.SnoozeRequest) (*hopperv1.SnoozeResponse, error) {
 	ref := hopper.LeaseRef{ID: req.GetId(), Token: req.GetLeaseToken()}
 	w.s.reg.reporting(ref)
-	err := w.s.client.SnoozeJob(ctx, ref.ID, ref.Token, fromDur(req.GetDelay()))
+	err := w.s.client.WorkerAPI().SnoozeJob(ctx, ref.ID, ref.Token, fromDur(req.GetDelay()))
 	w.finished(ref, outcomeReleased, err)
 	if err != nil {
 		return nil, rpcError("snooze job", err)
@@ -439,7 +439,7 @@ func (w *workerService) Suspend(ctx context.Context, req *hopperv1.SuspendReques
 	if req.GetCheckpoint() != "" {
 		checkpoint = json.RawMessage(req.GetCheckpoint())
 	}
-	err := w.s.client.SuspendJob(ctx, ref.ID, ref.Token, checkpoint, opts)
+	err := w.s.client.WorkerAPI().SuspendJob(ctx, ref.ID, ref.Token, checkpoint, opts)
 	w.finished(ref, outcomeReleased, err)
 	if err != nil {
 		return nil, rpcError("suspend job", err)
@@ -449,7 +449,7 @@ func (w *workerService) Suspend(ctx context.Context, req *hopperv1.SuspendReques
 
 func (w *workerService) ExtendLease(ctx context.Context, req *hopperv1.ExtendLeaseRequest) (*hopperv1.ExtendLeaseResponse, error) {
 	d := fromDur(req.GetDuration())
-	until, err := w.s.client.ExtendJobLease(ctx, req.GetId(), req.GetLeaseToken(), d)
+	until, err := w.s.client.WorkerAPI().ExtendJobLease(ctx, req.GetId(), req.GetLeaseToken(), d)
 	if err == nil {
 		w.s.reg.setLease(hopper.LeaseRef{ID: req.GetId(), Token: req.GetLeaseToken()}, d)
 	}
@@ -463,14 +463,14 @@ func (w *workerService) ExtendLease(ctx context.Context, req *hopperv1.ExtendLea
 }
 
 func (w *workerService) Heartbeat(ctx context.Context, req *hopperv1.HeartbeatRequest) (*hopperv1.HeartbeatResponse, error) {
-	if err := w.s.client.HeartbeatJob(ctx, req.GetId(), req.GetLeaseToken()); err != nil {
+	if err := w.s.client.WorkerAPI().HeartbeatJob(ctx, req.GetId(), req.GetLeaseToken()); err != nil {
 		return nil, rpcError("heartbeat", err)
 	}
 	return &hopperv1.HeartbeatResponse{}, nil
 }
 
 func (w *workerService) ReportProgress(ctx context.Context, req *hopperv1.ReportProgressRequest) (*hopperv1.ReportProgressResponse, error) {
-	err := w.s.client.ReportJobProgress(ctx, req.GetId(), req.GetLeaseToken(), int(req.GetPercent()), req.GetMessage())
+	err := w.s.client.WorkerAPI().ReportJobProgress(ctx, req.GetId(), req.GetLeaseToken(), int(req.GetPercent()), req.GetMessage())
 	if err != nil {
 		return nil, rpcError("report progress", err)
 	}
