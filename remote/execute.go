@@ -51,13 +51,7 @@ func (w *Worker) execute(ctx context.Context, job *hopperv1.ActivatedJob, handle
 	if cause == nil {
 		cause = context.Cause(ctx)
 	}
-	seen := cause
-	if errors.Is(cause, errStreamGone) {
-		// The stream dropped: the job may well still be this attempt's (its token decides), so
-		// a success or a parking is reported; anything else is handed back below.
-		seen = nil
-	}
-	end := engine.Classify(err, seen, timeout)
+	end := engine.Classify(err, cause, timeout)
 	handlerDone()
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reportTimeout)
 	defer cancel()
@@ -70,10 +64,10 @@ func (w *Worker) execute(ctx context.Context, job *hopperv1.ActivatedJob, handle
 	case end.Gone:
 		return // the job is no longer ours: nothing to report
 	case end.Outcome == hoppertype.OutcomeOK:
-		// Reported whatever ended the context meanwhile: a success is never thrown away. The
-		// report is fenced by the token, so if the job is no longer this attempt's (its stream
-		// dropped and the server already took it back, an operator canceled it) the server
-		// refuses it and nothing changes.
+		// Reported whatever ended the context meanwhile (a shutdown): a success is never
+		// thrown away. The report is fenced by the token, so if the job is no longer this
+		// attempt's (its lease expired and the job went to another worker, an operator
+		// canceled it) the server refuses it and nothing changes.
 		req := &hopperv1.CompleteRequest{Id: job.GetId(), LeaseToken: job.GetLeaseToken()}
 		if r := ex.Result(); len(r) > 0 {
 			req.Result = string(r)
@@ -85,11 +79,6 @@ func (w *Worker) execute(ctx context.Context, job *hopperv1.ActivatedJob, handle
 		// A snooze or suspension keeps its checkpoint even as the worker shuts down or its
 		// stream drops (fenced likewise).
 		report = func(ctx context.Context) error { return w.park(ctx, job, end) }
-	case errors.Is(cause, errStreamGone):
-		// The stream dropped under the job (the network, a proxy): said at once, the server
-		// takes it back without counting this worker as lost (stop.go).
-		w.releaseWithin(job, "job stream closed", streamGoneRelease)
-		return
 	case end.Outcome == hoppertype.OutcomeCanceled && w.cfg.Mode == Stream:
 		w.decline(job) // shutting down: released once the stream is closed (stop.go)
 		return

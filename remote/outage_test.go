@@ -125,10 +125,10 @@ func TestAServerCrashMidStreamIsUnavailable(t *testing.T) {
 	require.Contains(t, line, `err="unavailable: connection to the server lost: internal: protocol error: incomplete envelope`)
 }
 
-// A handler that succeeds as its stream drops (it returns nil once its context ends, its work
-// done): the success is reported, fenced by the job's token, and the job completes once,
-// instead of being released and run again.
-func TestASuccessAsTheStreamDropsIsKept(t *testing.T) {
+// A stream that drops under a running job does not stop it: the job stays the worker's (it
+// renews the lease itself), the handler runs on, and its success is reported over a new
+// connection and kept. The job runs once, never twice at once, with no rescue.
+func TestADroppedStreamDoesNotStopItsJobs(t *testing.T) {
 	t.Parallel()
 	st, err := sqlitestore.Open(t.Context(), sqlitestore.Config{Path: t.TempDir() + "/hopper.db"})
 	require.NoError(t, err)
@@ -144,17 +144,22 @@ func TestASuccessAsTheStreamDropsIsKept(t *testing.T) {
 		require.NoError(t, st.Close())
 	}()
 
-	var runs atomic.Int32
-	started := make(chan struct{}, 10)
+	var runs, running, peak atomic.Int32
+	started, finish := make(chan struct{}, 10), make(chan struct{})
+	causes := make(chan error, 10)
 	ws := hopper.NewWorkers()
 	hopper.AddWorkerFunc(ws, func(ctx context.Context, job *hopper.Job[block]) error {
-		if runs.Add(1) == 1 {
-			started <- struct{}{}
-			<-ctx.Done() // the stream drops as the work ends
+		runs.Add(1)
+		n := running.Add(1)
+		defer running.Add(-1)
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
 		}
+		started <- struct{}{}
+		<-finish
+		causes <- context.Cause(ctx)
 		return hopper.SetResult(ctx, "done")
 	})
-	w, err := remote.New(remote.Config{URL: ts.URL, Workers: ws, Concurrency: 1})
+	w, err := remote.New(remote.Config{URL: ts.URL, Workers: ws, Concurrency: 1, LeaseDuration: 3 * time.Second})
 	require.NoError(t, err)
 	require.NoError(t, w.Start(context.Background()))
 	defer stoptest.Within(t, w, 10*time.Second)
@@ -163,13 +168,18 @@ func TestASuccessAsTheStreamDropsIsKept(t *testing.T) {
 	require.NoError(t, err)
 	<-started
 	ts.CloseClientConnections() // the stream drops
+	time.Sleep(4 * time.Second) // longer than the lease: the worker renews it over new connections
+	close(finish)
+	require.NoError(t, <-causes, "the handler was not stopped")
 	job := waitFor(t, client, res.Job.ID, hopper.StateCompleted)
 	require.JSONEq(t, `"done"`, string(job.Result))
+	require.Equal(t, 0, job.Rescues)
 	attempts, err := client.Attempts(t.Context(), res.Job.ID)
 	require.NoError(t, err)
 	require.Len(t, attempts, 1, "one attempt, not a release and a second run")
 	require.Equal(t, hopper.OutcomeOK, attempts[0].Outcome)
 	require.Equal(t, int32(1), runs.Load(), "run once")
+	require.Equal(t, int32(1), peak.Load(), "never two at once")
 }
 
 // A stream that the server accepts and drops soon after, without a job, has not worked: the

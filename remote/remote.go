@@ -82,7 +82,7 @@ type Worker struct {
 	cancelWork context.CancelCauseFunc
 	intakeCtx  context.Context // the stream or the polls: a stream ends when Stop has drained, polls at once
 	stopIntake context.CancelFunc
-	keepCtx    context.Context // the lease keeper (Poll mode): ends when Stop has drained
+	keepCtx    context.Context // the lease keeper: ends when Stop has drained
 	stopKeep   context.CancelFunc
 	loops      sync.WaitGroup
 	jobs       sync.WaitGroup
@@ -95,8 +95,8 @@ type Worker struct {
 	declineC chan struct{}            // a job was declined (buffered 1)
 
 	intake *backoff.Tracker // the stream, or the polls: reconnects and retries back off
-	leases *backoff.Tracker // Poll mode's lease renewals
-	keeper lease.Keeper     // Poll mode's lease keeper
+	leases *backoff.Tracker // the lease renewals' outage state
+	keeper lease.Keeper     // renews the running jobs' leases
 }
 
 // attemptKey names one attempt: a job and the lease token it was given with. A job can be
@@ -196,12 +196,11 @@ func (w *Worker) Start(ctx context.Context) error {
 	w.workCtx, w.cancelWork = context.WithCancelCause(context.WithoutCancel(ctx))
 	w.intakeCtx, w.stopIntake = context.WithCancel(context.WithoutCancel(ctx))
 	w.keepCtx, w.stopKeep = context.WithCancel(context.WithoutCancel(ctx))
+	w.loops.Add(2)
+	go func() { defer w.loops.Done(); w.keepLeases() }()
 	if w.cfg.Mode == Poll {
-		w.loops.Add(2)
 		go func() { defer w.loops.Done(); w.pollLoop() }()
-		go func() { defer w.loops.Done(); w.keepLeases() }()
 	} else {
-		w.loops.Add(1)
 		go func() { defer w.loops.Done(); w.streamLoop() }()
 	}
 	return nil
@@ -213,11 +212,10 @@ const stopGrace = 500 * time.Millisecond
 // Stop shuts down gracefully: it starts no new job, lets running jobs finish until ctx ends,
 // then cancels their contexts (cause hopper.ErrShutdown) and waits a moment (500 ms) for them.
 // Jobs it will not run are released back to the queue at once. A handler that ignores its
-// context is left running (Stop returns without it) and its job is not released: in Poll
-// mode it returns to the queue when its lease expires; in Stream mode when the stream closes,
-// counted as a lost worker (a rescue, bounded by the job's MaxRescues), as for a worker that
-// was killed. If it returns later with success, that is still reported (and refused if the
-// job is no longer its own).
+// context is left running (Stop returns without it) and its job is not released: its lease,
+// no longer renewed, expires and the leader rescues it, counted as a lost worker (a rescue,
+// bounded by the job's MaxRescues), as for a worker that was killed. If it returns later
+// with success, that is still reported (and refused if the job is no longer its own).
 func (w *Worker) Stop(ctx context.Context) error {
 	w.mu.Lock()
 	if !w.started || w.stopping {
@@ -289,24 +287,10 @@ func (w *Worker) stream() error {
 	defer st.Close()
 	worked := time.AfterFunc(streamWorked, w.intake.Succeed)
 	defer worked.Stop()
-	var mine []*attempt // attempts started from this stream
-	defer func() {
-		// The stream is gone, and with it the server's hold on its jobs: they are back in
-		// their queue. Stop their handlers and wait for them before a new stream takes
-		// jobs, so this worker never runs more than its concurrency, nor a job twice. Stop
-		// ends the intake once it has given up on handlers that ignore their context: those
-		// are left behind, not waited for.
-		for _, a := range mine {
-			a.cancel(errStreamGone)
-		}
-		for _, a := range mine {
-			select {
-			case <-a.done:
-			case <-w.intakeCtx.Done():
-				return
-			}
-		}
-	}()
+	// When the stream ends, the jobs it pushed run on: their leases are this worker's to
+	// renew, and their outcomes are reported over a new connection once the server (this one
+	// or another) answers again. Only a lost lease (a renewal the server refuses) stops a
+	// handler.
 	for {
 		msg, err := st.Receive()
 		if err != nil {
@@ -315,43 +299,10 @@ func (w *Worker) stream() error {
 		if worked.Stop() {
 			w.intake.Succeed()
 		}
-		if lost := msg.GetLeaseLost(); lost != nil {
-			w.lost(attemptKey{lost.GetId(), lost.GetLeaseToken()})
-			continue
-		}
-		if a := w.launch(msg.GetJob()); a != nil {
-			mine = append(mine, a)
-		} else {
+		if w.launch(msg.GetJob()) == nil {
 			w.decline(msg.GetJob()) // pushed while stopping
 		}
-		mine = pruneDone(mine)
 	}
-}
-
-// errStreamGone cancels the attempts of a stream that ended: the server gave their jobs back.
-var errStreamGone = fmt.Errorf("job stream closed: %w", hopper.ErrLeaseLost)
-
-// lost cancels the attempt whose lease the server says is gone.
-func (w *Worker) lost(k attemptKey) {
-	w.mu.Lock()
-	a := w.running[k]
-	w.mu.Unlock()
-	if a != nil {
-		a.cancel(hopper.ErrLeaseLost)
-	}
-}
-
-// pruneDone drops finished attempts from as.
-func pruneDone(as []*attempt) []*attempt {
-	out := as[:0]
-	for _, a := range as {
-		select {
-		case <-a.done:
-		default:
-			out = append(out, a)
-		}
-	}
-	return out
 }
 
 // pollCoalesce is how long a poll with few free slots waits for more.
@@ -468,9 +419,8 @@ func (w *Worker) launchThen(job *hopperv1.ActivatedJob, done func()) *attempt {
 	return a
 }
 
-// keepLeases renews the leases of running jobs in Poll mode (streams' leases are the
-// server's to keep) with a lease.Keeper: every third of the shortest lease held (a handler
-// may have shortened its own with ExtendLease). A lease found lost cancels its handler. When
+// keepLeases renews the leases of the running jobs, in both modes, with a lease.Keeper: every
+// third of the shortest lease held (a handler may have shortened its own with ExtendLease). A lease found lost cancels its handler. When
 // the server cannot be reached the renewals are retried with backoff, never later than the
 // regular cadence.
 func (w *Worker) keepLeases() {

@@ -233,57 +233,6 @@ type block struct{}
 
 func (block) Kind() string { return "block" }
 
-// A dropped stream: the server gives its jobs back; the worker stops their handlers before
-// it takes jobs again, so a job never runs twice at once here and the concurrency holds.
-func TestDroppedStreamNeverRunsAJobTwiceAtOnce(t *testing.T) {
-	st, err := sqlitestore.Open(t.Context(), sqlitestore.Config{Path: t.TempDir() + "/hopper.db"})
-	require.NoError(t, err)
-	client, err := hopper.NewClient(hopper.Config{Store: st, WorkerID: "server"})
-	require.NoError(t, err)
-	require.NoError(t, client.Start(context.Background()))
-	srv, err := server.New(server.Config{Client: client})
-	require.NoError(t, err)
-	ts := httptest.NewServer(srv)
-	defer func() {
-		ts.Close()
-		stoptest.Within(t, client, 10*time.Second)
-		require.NoError(t, st.Close())
-	}()
-
-	var running, peak atomic.Int32
-	causes := make(chan error, 10)
-	started := make(chan struct{}, 10)
-	ws := hopper.NewWorkers()
-	hopper.AddWorkerFunc(ws, func(ctx context.Context, job *hopper.Job[block]) error {
-		n := running.Add(1)
-		defer running.Add(-1)
-		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
-		}
-		started <- struct{}{}
-		<-ctx.Done()
-		causes <- context.Cause(ctx)
-		return ctx.Err()
-	})
-	w, err := remote.New(remote.Config{URL: ts.URL, Workers: ws, Concurrency: 1})
-	require.NoError(t, err)
-	require.NoError(t, w.Start(context.Background()))
-
-	res, err := client.Enqueue(t.Context(), block{}, nil)
-	require.NoError(t, err)
-	<-started
-	ts.CloseClientConnections() // the stream drops
-	require.ErrorIs(t, <-causes, hopper.ErrLeaseLost, "the handler learns its job is gone")
-	<-started // the job comes back through a new stream
-	require.Equal(t, int32(1), peak.Load(), "never two at once")
-
-	stopCtx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancel()
-	require.NoError(t, w.Stop(stopCtx))
-	job := waitFor(t, client, res.Job.ID, hopper.StateQueued)
-	require.Equal(t, 0, job.Attempt)
-	require.Equal(t, 0, job.Rescues, "the worker said it gave the job up: not a lost worker")
-}
-
 // An operator cancels a job a streaming worker runs: the server tells the stream, the
 // handler's context ends with ErrLeaseLost, and the credit comes back for the next job.
 func TestCancelReachesAStreamingWorker(t *testing.T) {

@@ -7,18 +7,12 @@ import (
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
 )
 
-// A worker in Stream mode stops without its jobs counting as lost. The server counts every job
-// a stream still holds when it closes, and that the worker does not report on or release
-// within a moment, as lost to a dead worker (a rescue, bounded by the job's max_rescues). So a
-// stopping worker reports on its running jobs (or releases them) while its stream is open,
-// keeps (without starting) the jobs pushed to it meanwhile, waits for the pushes in flight,
-// closes the stream, and only then releases the jobs it kept: released earlier, they would
-// free credit and the server would push them, or others, straight back.
-
-// streamGoneRelease bounds the release of a job whose stream dropped under it: the server
-// waits 2 s for it before it counts the job as lost, and the worker waits for it before it
-// opens a new stream.
-const streamGoneRelease = 2 * time.Second
+// A worker in Stream mode stops without stranding jobs. A job pushed to it stays its own after
+// the stream closes (until its lease expires, then a rescue counted against the job's
+// max_rescues). So a stopping worker reports on its running jobs (or releases them) while its
+// stream is open, keeps (without starting) the jobs pushed to it meanwhile, waits for the
+// pushes in flight, closes the stream, and only then releases the jobs it kept: released
+// earlier, they would free credit and the server would push them, or others, straight back.
 
 // settleQuiet is how long a stopping worker waits for another push before it closes its
 // stream; settleMax bounds the wait.

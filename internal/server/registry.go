@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper"
-	"github.com/hopperjobs/hopper/internal/lease"
 )
 
 // registry knows the remote workers this server has seen and its open job streams, with
@@ -88,11 +87,9 @@ func (r *registry) count(name, queue string, n int) {
 
 // held is an unfinished job of a stream.
 type held struct {
-	lease time.Duration // what renewals use: the stream's, or what the worker last asked for
-	lost  bool          // its lease is gone; it keeps its credit until the worker reports on it
-	sent  bool          // pushed to the worker, not only claimed for it
+	sent bool // pushed to the worker, not only claimed for it
 	// reported: the worker has reported the attempt's outcome, which is being written. The
-	// worker no longer runs it, so its credit is free; its lease is kept until the write ends.
+	// worker no longer runs it, so its credit is free.
 	reported bool
 }
 
@@ -108,7 +105,6 @@ type stream struct {
 	inflight map[hopper.LeaseRef]*held // guarded by reg.mu
 	reported int                       // how many of inflight are reported; guarded by reg.mu
 	freed    chan struct{}             // a slot came free (buffered 1)
-	leases   lease.Keeper              // renews the leases it holds (workerService.keepLeases)
 
 	pushed, completed, failed, released atomic.Int64
 }
@@ -124,54 +120,20 @@ func (r *registry) open(worker, queue string, kinds []string, credit int, lease 
 	return st
 }
 
-// close forgets the stream and returns its unfinished jobs: those pushed to the worker, and
-// those claimed for it but never sent.
-func (r *registry) close(st *stream) (pushed, unsent []hopper.LeaseRef) {
+// close forgets the stream and returns the jobs claimed for it but never sent. The jobs
+// pushed to the worker are the worker's to report on (closeStream).
+func (r *registry) close(st *stream) (unsent []hopper.LeaseRef) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.streams, st.id)
 	for ref, h := range st.inflight {
-		if h.reported {
-			// Its outcome is being written: that write decides (and if it fails, the lease,
-			// no longer renewed, expires).
-		} else if h.sent {
-			pushed = append(pushed, ref)
-		} else {
+		if !h.sent {
 			unsent = append(unsent, ref)
 		}
 		delete(r.byJob, ref)
 	}
 	st.inflight, st.reported = map[hopper.LeaseRef]*held{}, 0
-	return pushed, unsent
-}
-
-// unsent takes the jobs claimed for the stream but never sent out of it.
-func (r *registry) unsent(st *stream) []hopper.LeaseRef {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var refs []hopper.LeaseRef
-	for ref, h := range st.inflight {
-		if !h.sent {
-			refs = append(refs, ref)
-			delete(st.inflight, ref)
-			delete(r.byJob, ref)
-		}
-	}
-	return refs
-}
-
-// awaitReports waits up to d, once the stream has ended, until the worker has reported on
-// every job the stream still holds (each report frees its slot).
-func (st *stream) awaitReports(d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	for st.free() < st.credit {
-		select {
-		case <-st.freed:
-		case <-t.C:
-			return
-		}
-	}
+	return unsent
 }
 
 // free is how many more jobs the stream may push: its credit less the jobs the worker holds
@@ -186,7 +148,7 @@ func (st *stream) free() int {
 func (st *stream) hold(ref hopper.LeaseRef) {
 	st.reg.mu.Lock()
 	defer st.reg.mu.Unlock()
-	st.inflight[ref] = &held{lease: st.lease}
+	st.inflight[ref] = &held{}
 	st.reg.byJob[ref] = st
 }
 
@@ -197,58 +159,6 @@ func (st *stream) sent(ref hopper.LeaseRef) {
 	defer st.reg.mu.Unlock()
 	if h := st.inflight[ref]; h != nil {
 		h.sent = true
-	}
-}
-
-// renewals returns the stream's jobs whose leases it keeps, by lease duration.
-func (st *stream) renewals() map[time.Duration][]hopper.LeaseRef {
-	st.reg.mu.Lock()
-	defer st.reg.mu.Unlock()
-	out := map[time.Duration][]hopper.LeaseRef{}
-	for ref, h := range st.inflight {
-		if !h.lost {
-			out[h.lease] = append(out[h.lease], ref)
-		}
-	}
-	return out
-}
-
-// shortestLease is the shortest lease the stream keeps: its own, or a shorter one a worker
-// asked for with ExtendLease.
-func (st *stream) shortestLease() time.Duration {
-	st.reg.mu.Lock()
-	defer st.reg.mu.Unlock()
-	d := st.lease
-	for _, h := range st.inflight {
-		if !h.lost {
-			d = min(d, h.lease)
-		}
-	}
-	return d
-}
-
-// markLost stops renewing a job whose lease is gone; it reports whether the stream held it
-// and did not know yet.
-func (st *stream) markLost(ref hopper.LeaseRef) bool {
-	st.reg.mu.Lock()
-	defer st.reg.mu.Unlock()
-	h := st.inflight[ref]
-	if h == nil || h.lost {
-		return false
-	}
-	h.lost = true
-	return true
-}
-
-// setLease records the lease duration the worker asked for, used by later renewals.
-func (r *registry) setLease(ref hopper.LeaseRef, d time.Duration) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if st := r.byJob[ref]; st != nil {
-		if h := st.inflight[ref]; h != nil {
-			h.lease = d
-			st.leases.Shortened()
-		}
 	}
 }
 
@@ -264,7 +174,7 @@ const (
 
 // reporting notes that the worker reported the outcome of a streamed job, if a stream holds
 // it: its credit is free at once, before the outcome is written (a stream's throughput would
-// otherwise wait for every commit); the stream keeps its lease until done.
+// otherwise wait for every commit).
 func (r *registry) reporting(ref hopper.LeaseRef) {
 	r.mu.Lock()
 	st := r.byJob[ref]

@@ -118,10 +118,8 @@ type Server struct {
 	limits  *limiter
 	readyMu sync.RWMutex
 	ready   bool
-	// leaseRenewals is the outage state of every stream's lease keeper: one log line when
-	// renewals start failing, one when they work again, however many streams are open.
-	leaseRenewals *backoff.Tracker
-	// streamClaims is the outage state, and the backoff, of every stream's claims, likewise.
+	// streamClaims is the outage state, and the backoff, of every stream's claims: one log
+	// line when claims start failing, one when they work again, however many streams are open.
 	streamClaims *backoff.Tracker
 	loops        backoff.Set // the two above, for /readyz
 
@@ -153,7 +151,6 @@ func New(cfg Config) (*Server, error) {
 		routes: map[string]Scope{}, errs: connecthttp.NewErrorWriter(), reg: newRegistry(), limits: newLimiter()}
 	s.shutdownCtx, s.shutdown = context.WithCancel(context.Background())
 	s.handler = apierr.WithRequestID(s.mux)
-	s.leaseRenewals = s.loops.New(backoff.Config{Name: "renew stream leases", Logger: s.log})
 	s.streamClaims = s.loops.New(backoff.Config{Name: "claim jobs for streams", Policy: backoff.WorkPolicy, Logger: s.log})
 
 	rpc := connect.NewServer(s.guardErrors, unreadableRequests, s.releaseUnsent)

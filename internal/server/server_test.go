@@ -412,7 +412,10 @@ func running(t *testing.T, e *env) int64 {
 	return n
 }
 
-func TestClosedStreamsJobsAreClaimableAtOnce(t *testing.T) {
+// When a stream closes, the jobs it pushed stay their worker's (it may report on them over a
+// new connection while their tokens are current); the jobs claimed for it but never sent are
+// back in the queue at once.
+func TestClosedStreamLeavesItsPushedJobsToTheWorker(t *testing.T) {
 	e := start(t)
 	for range 3 {
 		e.enqueue(t, "push", `{}`)
@@ -421,27 +424,25 @@ func TestClosedStreamsJobsAreClaimableAtOnce(t *testing.T) {
 	stream, err := e.workers.StreamJobs(ctx, &hopperv1.StreamJobsRequest{Worker: "leaver", Credit: 3,
 		LeaseTimeout: durationpb.New(time.Hour)})
 	require.NoError(t, err)
+	var pushed []*hopperv1.ActivatedJob
 	for range 3 {
-		_, err := stream.Receive()
+		msg, err := stream.Receive()
 		require.NoError(t, err)
+		pushed = append(pushed, msg.GetJob())
 	}
 	cancel()
 	stream.Close()
-
-	// The leases run for an hour, yet the jobs are back in the queue once the worker has had
-	// its moment (2 s) to report on them.
-	var jobs []*hopperv1.ActivatedJob
 	require.Eventually(t, func() bool {
-		jobs = append(jobs, e.activate(t, &hopperv1.ActivateRequest{Worker: "other", MaxJobs: 3})...)
-		return len(jobs) == 3
-	}, 5*time.Second, 5*time.Millisecond)
-	for _, j := range jobs {
-		require.Equal(t, int32(1), j.GetAttempt(), "the rescue gave the attempt back")
+		streams, err := e.admin.ListStreams(t.Context(), &hopperv1.ListStreamsRequest{})
+		require.NoError(t, err)
+		return len(streams.GetStreams()) == 0
+	}, 5*time.Second, 5*time.Millisecond, "the stream is closed")
+	require.Empty(t, e.activate(t, &hopperv1.ActivateRequest{Worker: "other", MaxJobs: 3}), "no job was given back")
+	for _, j := range pushed {
+		_, err := e.workers.Complete(t.Context(), &hopperv1.CompleteRequest{Id: j.GetId(), LeaseToken: j.GetLeaseToken()})
+		require.NoError(t, err, "the worker reports over a new connection")
+		require.Equal(t, "completed", e.get(t, j.GetId()).GetState())
 	}
-	ev, err := e.jobs.Events(t.Context(), &hopperv1.EventsRequest{Id: jobs[0].GetId()})
-	require.NoError(t, err)
-	require.Equal(t, "lease_expired", ev.GetAttempts()[0].GetOutcome(), "the worker went away: a rescue")
-	require.Equal(t, "stream closed: worker went away", ev.GetAttempts()[0].GetError())
 }
 
 func TestQueuesAndAdmin(t *testing.T) {
@@ -752,16 +753,17 @@ func TestStalledJobsAreShown(t *testing.T) {
 	require.False(t, e.get(t, a.GetId()).GetStalled(), "a heartbeat clears it")
 }
 
-// A held job canceled by an operator: the stream is told, the job's credit stays taken until
-// the worker reports on it, so the worker never runs more than its credit.
-func TestStreamTellsTheWorkerOfALostLease(t *testing.T) {
+// A streamed job canceled by an operator: the worker learns it from its next renewal
+// (FAILED_PRECONDITION), and that answer frees the job's credit, so the worker never runs more
+// than its credit. The server itself renews nothing: a stream's leases are its worker's.
+func TestStreamWorkerLearnsOfALostLeaseFromItsRenewal(t *testing.T) {
 	e := start(t)
 	first := e.enqueue(t, "push", `{}`)
 	e.enqueue(t, "push", `{}`)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	stream, err := e.workers.StreamJobs(ctx, &hopperv1.StreamJobsRequest{Worker: "w", Credit: 1,
-		LeaseTimeout: durationpb.New(time.Second)}) // renewed every ~333 ms
+		LeaseTimeout: durationpb.New(time.Hour)})
 	require.NoError(t, err)
 	defer stream.Close()
 	msg, err := stream.Receive()
@@ -771,17 +773,33 @@ func TestStreamTellsTheWorkerOfALostLease(t *testing.T) {
 
 	_, err = e.jobs.Cancel(t.Context(), &hopperv1.CancelRequest{Id: job.GetId()})
 	require.NoError(t, err)
+	res, err := e.workers.Report(t.Context(), &hopperv1.ReportRequest{Renewals: []*hopperv1.ExtendLeaseRequest{
+		{Id: job.GetId(), LeaseToken: job.GetLeaseToken(), Duration: durationpb.New(time.Hour)}}})
+	require.NoError(t, err)
+	require.Equal(t, "failed_precondition", res.GetRenewals()[0].GetCode())
 	msg, err = stream.Receive()
 	require.NoError(t, err)
-	require.Nil(t, msg.GetJob(), "no new job while the lost one still holds the credit")
-	require.Equal(t, job.GetId(), msg.GetLeaseLost().GetId())
-	require.Equal(t, job.GetLeaseToken(), msg.GetLeaseLost().GetLeaseToken())
+	require.NotNil(t, msg.GetJob(), "the refused renewal freed the credit")
+}
 
-	_, err = e.workers.Complete(t.Context(), &hopperv1.CompleteRequest{Id: job.GetId(), LeaseToken: job.GetLeaseToken()})
-	requireCode(t, connect.CodeFailedPrecondition, err)
-	msg, err = stream.Receive()
+// A worker that holds its stream open but shows no sign of life (hung, stopped) keeps nothing:
+// the server does not renew its jobs' leases, so they lapse within one lease and the leader
+// can give them to another worker.
+func TestAnOpenStreamKeepsNoLeaseAlive(t *testing.T) {
+	e := start(t)
+	e.enqueue(t, "push", `{}`)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	stream, err := e.workers.StreamJobs(ctx, &hopperv1.StreamJobsRequest{Worker: "hung", Credit: 1,
+		LeaseTimeout: durationpb.New(time.Second)})
 	require.NoError(t, err)
-	require.NotNil(t, msg.GetJob(), "the report freed the credit")
+	defer stream.Close()
+	msg, err := stream.Receive()
+	require.NoError(t, err)
+	time.Sleep(1500 * time.Millisecond) // more than the lease, with the stream open
+	job := e.get(t, msg.GetJob().GetId())
+	require.Equal(t, "running", job.GetState())
+	require.True(t, job.GetLeaseExpiresAt().AsTime().Before(time.Now()), "the lease lapsed: %s", job.GetLeaseExpiresAt().AsTime())
 }
 
 func TestRevokingAKeyEndsItsStreams(t *testing.T) {

@@ -5,38 +5,23 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"time"
 
 	"github.com/hopperjobs/hopper"
 )
 
-// reasonWorkerGone is recorded for the jobs of a stream whose worker went away.
+// reasonWorkerGone is recorded for the unsent jobs of a stream whose worker went away.
 const reasonWorkerGone = "stream closed: worker went away"
 
-// reportGrace is how long a stream whose worker closed it waits for the worker to report on
-// or release the jobs pushed to it before they count as lost. A worker that stops closes its
-// stream (so nothing more is pushed to it) and then releases the jobs it will not run.
-const reportGrace = 2 * time.Second
-
-// closeStream hands back the jobs a closed stream still held, as the server (ActorServer).
-// When the worker went away (its request ended, or a push to it failed) each job pushed to it
-// that it has not reported on within reportGrace is a worker loss: rescued, counting against
-// the job's max_rescues, so a job that kills the worker processes it is pushed to ends as a
-// dead letter instead of looping. Jobs claimed for it but never sent, and every job of a
-// stream the server ended itself (shutting down, a revoked key, an error of its own), go back
-// at once without counting. endErr is what StreamJobs returns: nil when the worker went away.
+// closeStream gives back at once, uncounted and as the server's doing (ActorServer), the jobs
+// claimed for a closed stream but never sent. The jobs pushed to its worker stay the worker's:
+// it renews their leases itself and reports their outcomes on any connection, to this server
+// or another, while their tokens are current, so a stream that breaks (a proxy, the network,
+// this server restarting) does not undo its worker's work. A worker that went away for good,
+// or hangs, stops renewing: its jobs' leases expire within one lease and the leader rescues
+// them, each counting a rescue (bounded by the job's max_rescues); its late reports are
+// refused. endErr is what StreamJobs returns: nil when the worker went away.
 func (w *workerService) closeStream(ctx context.Context, st *stream, endErr error) {
-	why := w.closeReason(ctx, endErr)
-	if why != reasonWorkerGone {
-		pushed, unsent := w.s.reg.close(st)
-		w.handBack(ctx, append(unsent, pushed...), why, w.s.client.WorkerAPI().ReturnJob)
-		return
-	}
-	w.handBack(ctx, w.s.reg.unsent(st), why, w.s.client.WorkerAPI().ReturnJob)
-	st.awaitReports(reportGrace)
-	pushed, unsent := w.s.reg.close(st)
-	w.rescue(ctx, pushed, why)
-	w.handBack(ctx, unsent, why, w.s.client.WorkerAPI().ReturnJob)
+	w.handBack(ctx, w.s.reg.close(st), w.closeReason(ctx, endErr), w.s.client.WorkerAPI().ReturnJob)
 }
 
 // closeReason says why a stream ended: the server ended it, or the worker went away. ctx is
@@ -51,19 +36,6 @@ func (w *workerService) closeReason(ctx context.Context, endErr error) string {
 		return reasonWorkerGone
 	}
 	return "stream closed: server error"
-}
-
-// rescue returns jobs whose worker went away to their queues, each counting a rescue. If the
-// store fails, their leases (no longer renewed) expire and the leader rescues them.
-func (w *workerService) rescue(ctx context.Context, refs []hopper.LeaseRef, why string) {
-	if len(refs) == 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-	defer cancel()
-	if _, err := w.s.client.WorkerAPI().RescueJobs(ctx, refs, why); err != nil {
-		w.s.log.Warn("rescue the jobs of a closed stream", "jobs", len(refs), "err", err)
-	}
 }
 
 // release gives jobs back to their queue at once at the worker's request, without consuming

@@ -137,7 +137,7 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 	keeper.Add(1)
 	go func() {
 		defer keeper.Done()
-		w.keepLeases(keepCtx, st, send, principalFrom(ctx), endStream)
+		w.watchKey(keepCtx, st, principalFrom(ctx), endStream)
 	}()
 	defer func() {
 		stopKeeping()
@@ -239,42 +239,20 @@ func (l *lockedSender) send(m *hopperv1.StreamJobsResponse) error {
 	return l.out.Send(m)
 }
 
-// keepLeases renews the leases of a stream's unfinished jobs (lease.Keeper: every third of
-// the shortest one held), so a job stays the worker's for as long as its stream is open. A
-// job whose lease is gone (canceled, or taken after an expiry) is no longer renewed and the
-// worker is told; it keeps its credit until the worker reports on it, so the worker never
-// runs more than its credit. Failed renewals are logged once for all streams
-// (Server.leaseRenewals). It also ends the stream when its API key has been revoked.
-func (w *workerService) keepLeases(ctx context.Context, st *stream, send *lockedSender, p *Principal,
-	endStream context.CancelCauseFunc) {
-	renew := func(ctx context.Context) (bool, error) {
-		if rv, ok := w.s.cfg.Auth.(Revalidator); ok && p.KeyID != "" {
-			if valid, err := rv.StillValid(ctx, p); err == nil && !valid {
-				endStream(errKeyRevoked)
-				return false, nil
-			}
-		}
-		renewed := false
-		for d, refs := range st.renewals() {
-			errs, err := w.s.client.WorkerAPI().ExtendJobLeases(ctx, refs, d)
-			if err != nil {
-				return true, fmt.Errorf("stream %s: %w", st.id, err) // the others would fail too
-			}
-			renewed = true
-			for i, err := range errs {
-				if errors.Is(err, hopper.ErrLeaseLost) && st.markLost(refs[i]) {
-					msg := &hopperv1.StreamJobsResponse{LeaseLost: &hopperv1.LeaseLost{Id: refs[i].ID, LeaseToken: refs[i].Token}}
-					if send.send(msg) != nil {
-						endStream(nil) // the worker went away
-						return renewed, nil
-					}
-				}
-			}
-		}
-		return renewed, nil
+// watchKey ends the stream when its API key has been revoked, checking every third of the
+// stream's lease. (The leases of a stream's jobs are its worker's to renew: a worker that
+// hangs loses them within one lease.)
+func (w *workerService) watchKey(ctx context.Context, st *stream, p *Principal, endStream context.CancelCauseFunc) {
+	rv, ok := w.s.cfg.Auth.(Revalidator)
+	if !ok || p.KeyID == "" {
+		return
 	}
-	st.leases.Shortest, st.leases.Renew, st.leases.Retry = st.shortestLease, renew, w.s.leaseRenewals
-	st.leases.Run(ctx)
+	for clock.Sleep(ctx, clock.Real{}, st.lease/3) {
+		if valid, err := rv.StillValid(ctx, p); err == nil && !valid {
+			endStream(errKeyRevoked)
+			return
+		}
+	}
 }
 
 // deliverable returns the claimed jobs that can be sent to a remote worker. Each of the others
@@ -450,9 +428,6 @@ func (w *workerService) Suspend(ctx context.Context, req *hopperv1.SuspendReques
 func (w *workerService) ExtendLease(ctx context.Context, req *hopperv1.ExtendLeaseRequest) (*hopperv1.ExtendLeaseResponse, error) {
 	d := fromDur(req.GetDuration())
 	until, err := w.s.client.WorkerAPI().ExtendJobLease(ctx, req.GetId(), req.GetLeaseToken(), d)
-	if err == nil {
-		w.s.reg.setLease(hopper.LeaseRef{ID: req.GetId(), Token: req.GetLeaseToken()}, d)
-	}
 	if errors.Is(err, hopper.ErrLeaseLost) {
 		w.finished(hopper.LeaseRef{ID: req.GetId(), Token: req.GetLeaseToken()}, outcomeLost, err)
 	}

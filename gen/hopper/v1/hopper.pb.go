@@ -2538,14 +2538,10 @@ func (x *StreamJobsRequest) GetFetchFields() []string {
 	return nil
 }
 
-// StreamJobsResponse carries either a job pushed to the worker or, for a job the stream
-// holds, the news that its lease is gone (canceled by an operator, or taken after expiry):
-// the worker should stop working it; its credit is free once the worker reports on it (any
-// call about it answers FAILED_PRECONDITION then) or the stream closes.
+// StreamJobsResponse carries a job pushed to the worker.
 type StreamJobsResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Job           *ActivatedJob          `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
-	LeaseLost     *LeaseLost             `protobuf:"bytes,2,opt,name=lease_lost,json=leaseLost,proto3" json:"lease_lost,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2587,65 +2583,6 @@ func (x *StreamJobsResponse) GetJob() *ActivatedJob {
 	return nil
 }
 
-func (x *StreamJobsResponse) GetLeaseLost() *LeaseLost {
-	if x != nil {
-		return x.LeaseLost
-	}
-	return nil
-}
-
-type LeaseLost struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	LeaseToken    int64                  `protobuf:"varint,2,opt,name=lease_token,json=leaseToken,proto3" json:"lease_token,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *LeaseLost) Reset() {
-	*x = LeaseLost{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[35]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *LeaseLost) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*LeaseLost) ProtoMessage() {}
-
-func (x *LeaseLost) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[35]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use LeaseLost.ProtoReflect.Descriptor instead.
-func (*LeaseLost) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{35}
-}
-
-func (x *LeaseLost) GetId() string {
-	if x != nil {
-		return x.Id
-	}
-	return ""
-}
-
-func (x *LeaseLost) GetLeaseToken() int64 {
-	if x != nil {
-		return x.LeaseToken
-	}
-	return 0
-}
-
 type CompleteRequest struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	Id         string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -2658,7 +2595,7 @@ type CompleteRequest struct {
 
 func (x *CompleteRequest) Reset() {
 	*x = CompleteRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[36]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2670,7 +2607,7 @@ func (x *CompleteRequest) String() string {
 func (*CompleteRequest) ProtoMessage() {}
 
 func (x *CompleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[36]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2683,7 +2620,7 @@ func (x *CompleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteRequest.ProtoReflect.Descriptor instead.
 func (*CompleteRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{36}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *CompleteRequest) GetId() string {
@@ -2715,7 +2652,7 @@ type CompleteResponse struct {
 
 func (x *CompleteResponse) Reset() {
 	*x = CompleteResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[37]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2727,7 +2664,7 @@ func (x *CompleteResponse) String() string {
 func (*CompleteResponse) ProtoMessage() {}
 
 func (x *CompleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[37]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2740,7 +2677,7 @@ func (x *CompleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteResponse.ProtoReflect.Descriptor instead.
 func (*CompleteResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{37}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{36}
 }
 
 type FailRequest struct {
@@ -2770,7 +2707,7 @@ type FailRequest struct {
 
 func (x *FailRequest) Reset() {
 	*x = FailRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[38]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2782,7 +2719,7 @@ func (x *FailRequest) String() string {
 func (*FailRequest) ProtoMessage() {}
 
 func (x *FailRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[38]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2795,7 +2732,7 @@ func (x *FailRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailRequest.ProtoReflect.Descriptor instead.
 func (*FailRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{38}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *FailRequest) GetId() string {
@@ -2872,7 +2809,7 @@ type FailResponse struct {
 
 func (x *FailResponse) Reset() {
 	*x = FailResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[39]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2884,7 +2821,7 @@ func (x *FailResponse) String() string {
 func (*FailResponse) ProtoMessage() {}
 
 func (x *FailResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[39]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2897,7 +2834,7 @@ func (x *FailResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailResponse.ProtoReflect.Descriptor instead.
 func (*FailResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{39}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *FailResponse) GetState() string {
@@ -2925,7 +2862,7 @@ type SnoozeRequest struct {
 
 func (x *SnoozeRequest) Reset() {
 	*x = SnoozeRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[40]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2937,7 +2874,7 @@ func (x *SnoozeRequest) String() string {
 func (*SnoozeRequest) ProtoMessage() {}
 
 func (x *SnoozeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[40]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2950,7 +2887,7 @@ func (x *SnoozeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnoozeRequest.ProtoReflect.Descriptor instead.
 func (*SnoozeRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{40}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *SnoozeRequest) GetId() string {
@@ -2982,7 +2919,7 @@ type SnoozeResponse struct {
 
 func (x *SnoozeResponse) Reset() {
 	*x = SnoozeResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[41]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2994,7 +2931,7 @@ func (x *SnoozeResponse) String() string {
 func (*SnoozeResponse) ProtoMessage() {}
 
 func (x *SnoozeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[41]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3007,7 +2944,7 @@ func (x *SnoozeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnoozeResponse.ProtoReflect.Descriptor instead.
 func (*SnoozeResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{41}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{40}
 }
 
 type SuspendRequest struct {
@@ -3026,7 +2963,7 @@ type SuspendRequest struct {
 
 func (x *SuspendRequest) Reset() {
 	*x = SuspendRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[42]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3038,7 +2975,7 @@ func (x *SuspendRequest) String() string {
 func (*SuspendRequest) ProtoMessage() {}
 
 func (x *SuspendRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[42]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3051,7 +2988,7 @@ func (x *SuspendRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SuspendRequest.ProtoReflect.Descriptor instead.
 func (*SuspendRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{42}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *SuspendRequest) GetId() string {
@@ -3097,7 +3034,7 @@ type SuspendResponse struct {
 
 func (x *SuspendResponse) Reset() {
 	*x = SuspendResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[43]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3109,7 +3046,7 @@ func (x *SuspendResponse) String() string {
 func (*SuspendResponse) ProtoMessage() {}
 
 func (x *SuspendResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[43]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3122,7 +3059,7 @@ func (x *SuspendResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SuspendResponse.ProtoReflect.Descriptor instead.
 func (*SuspendResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{43}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{42}
 }
 
 type ReleaseRequest struct {
@@ -3137,7 +3074,7 @@ type ReleaseRequest struct {
 
 func (x *ReleaseRequest) Reset() {
 	*x = ReleaseRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[44]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3149,7 +3086,7 @@ func (x *ReleaseRequest) String() string {
 func (*ReleaseRequest) ProtoMessage() {}
 
 func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[44]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3162,7 +3099,7 @@ func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseRequest.ProtoReflect.Descriptor instead.
 func (*ReleaseRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{44}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ReleaseRequest) GetId() string {
@@ -3194,7 +3131,7 @@ type ReleaseResponse struct {
 
 func (x *ReleaseResponse) Reset() {
 	*x = ReleaseResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[45]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3206,7 +3143,7 @@ func (x *ReleaseResponse) String() string {
 func (*ReleaseResponse) ProtoMessage() {}
 
 func (x *ReleaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[45]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3219,7 +3156,7 @@ func (x *ReleaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseResponse.ProtoReflect.Descriptor instead.
 func (*ReleaseResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{45}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{44}
 }
 
 type ExtendLeaseRequest struct {
@@ -3233,7 +3170,7 @@ type ExtendLeaseRequest struct {
 
 func (x *ExtendLeaseRequest) Reset() {
 	*x = ExtendLeaseRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[46]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3245,7 +3182,7 @@ func (x *ExtendLeaseRequest) String() string {
 func (*ExtendLeaseRequest) ProtoMessage() {}
 
 func (x *ExtendLeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[46]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3258,7 +3195,7 @@ func (x *ExtendLeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendLeaseRequest.ProtoReflect.Descriptor instead.
 func (*ExtendLeaseRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{46}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ExtendLeaseRequest) GetId() string {
@@ -3291,7 +3228,7 @@ type ExtendLeaseResponse struct {
 
 func (x *ExtendLeaseResponse) Reset() {
 	*x = ExtendLeaseResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[47]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3303,7 +3240,7 @@ func (x *ExtendLeaseResponse) String() string {
 func (*ExtendLeaseResponse) ProtoMessage() {}
 
 func (x *ExtendLeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[47]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3316,7 +3253,7 @@ func (x *ExtendLeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendLeaseResponse.ProtoReflect.Descriptor instead.
 func (*ExtendLeaseResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{47}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ExtendLeaseResponse) GetLeaseExpiresAt() *timestamppb.Timestamp {
@@ -3338,7 +3275,7 @@ type ReportRequest struct {
 
 func (x *ReportRequest) Reset() {
 	*x = ReportRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[48]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3350,7 +3287,7 @@ func (x *ReportRequest) String() string {
 func (*ReportRequest) ProtoMessage() {}
 
 func (x *ReportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[48]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3363,7 +3300,7 @@ func (x *ReportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportRequest.ProtoReflect.Descriptor instead.
 func (*ReportRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{48}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ReportRequest) GetOutcomes() []*Outcome {
@@ -3397,7 +3334,7 @@ type Outcome struct {
 
 func (x *Outcome) Reset() {
 	*x = Outcome{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[49]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3409,7 +3346,7 @@ func (x *Outcome) String() string {
 func (*Outcome) ProtoMessage() {}
 
 func (x *Outcome) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[49]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3422,7 +3359,7 @@ func (x *Outcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Outcome.ProtoReflect.Descriptor instead.
 func (*Outcome) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{49}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *Outcome) GetOutcome() isOutcome_Outcome {
@@ -3523,7 +3460,7 @@ type ReportResponse struct {
 
 func (x *ReportResponse) Reset() {
 	*x = ReportResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[50]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3535,7 +3472,7 @@ func (x *ReportResponse) String() string {
 func (*ReportResponse) ProtoMessage() {}
 
 func (x *ReportResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[50]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3548,7 +3485,7 @@ func (x *ReportResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportResponse.ProtoReflect.Descriptor instead.
 func (*ReportResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{50}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ReportResponse) GetOutcomes() []*Verdict {
@@ -3585,7 +3522,7 @@ type Verdict struct {
 
 func (x *Verdict) Reset() {
 	*x = Verdict{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3597,7 +3534,7 @@ func (x *Verdict) String() string {
 func (*Verdict) ProtoMessage() {}
 
 func (x *Verdict) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3610,7 +3547,7 @@ func (x *Verdict) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Verdict.ProtoReflect.Descriptor instead.
 func (*Verdict) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{51}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *Verdict) GetCode() string {
@@ -3651,7 +3588,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3663,7 +3600,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3676,7 +3613,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{52}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *HeartbeatRequest) GetId() string {
@@ -3701,7 +3638,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3713,7 +3650,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3726,7 +3663,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{53}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{52}
 }
 
 type ReportProgressRequest struct {
@@ -3741,7 +3678,7 @@ type ReportProgressRequest struct {
 
 func (x *ReportProgressRequest) Reset() {
 	*x = ReportProgressRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3753,7 +3690,7 @@ func (x *ReportProgressRequest) String() string {
 func (*ReportProgressRequest) ProtoMessage() {}
 
 func (x *ReportProgressRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3766,7 +3703,7 @@ func (x *ReportProgressRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportProgressRequest.ProtoReflect.Descriptor instead.
 func (*ReportProgressRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{54}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ReportProgressRequest) GetId() string {
@@ -3805,7 +3742,7 @@ type ReportProgressResponse struct {
 
 func (x *ReportProgressResponse) Reset() {
 	*x = ReportProgressResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3817,7 +3754,7 @@ func (x *ReportProgressResponse) String() string {
 func (*ReportProgressResponse) ProtoMessage() {}
 
 func (x *ReportProgressResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3830,7 +3767,7 @@ func (x *ReportProgressResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportProgressResponse.ProtoReflect.Descriptor instead.
 func (*ReportProgressResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{55}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{54}
 }
 
 type Queue struct {
@@ -3847,7 +3784,7 @@ type Queue struct {
 
 func (x *Queue) Reset() {
 	*x = Queue{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3859,7 +3796,7 @@ func (x *Queue) String() string {
 func (*Queue) ProtoMessage() {}
 
 func (x *Queue) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3872,7 +3809,7 @@ func (x *Queue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Queue.ProtoReflect.Descriptor instead.
 func (*Queue) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{56}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *Queue) GetName() string {
@@ -3911,7 +3848,7 @@ type QueueServiceListRequest struct {
 
 func (x *QueueServiceListRequest) Reset() {
 	*x = QueueServiceListRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[57]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3923,7 +3860,7 @@ func (x *QueueServiceListRequest) String() string {
 func (*QueueServiceListRequest) ProtoMessage() {}
 
 func (x *QueueServiceListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[57]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3936,7 +3873,7 @@ func (x *QueueServiceListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueServiceListRequest.ProtoReflect.Descriptor instead.
 func (*QueueServiceListRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{57}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{56}
 }
 
 type QueueServiceListResponse struct {
@@ -3948,7 +3885,7 @@ type QueueServiceListResponse struct {
 
 func (x *QueueServiceListResponse) Reset() {
 	*x = QueueServiceListResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3960,7 +3897,7 @@ func (x *QueueServiceListResponse) String() string {
 func (*QueueServiceListResponse) ProtoMessage() {}
 
 func (x *QueueServiceListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3973,7 +3910,7 @@ func (x *QueueServiceListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueServiceListResponse.ProtoReflect.Descriptor instead.
 func (*QueueServiceListResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{58}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *QueueServiceListResponse) GetQueues() []*Queue {
@@ -3992,7 +3929,7 @@ type PauseRequest struct {
 
 func (x *PauseRequest) Reset() {
 	*x = PauseRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4004,7 +3941,7 @@ func (x *PauseRequest) String() string {
 func (*PauseRequest) ProtoMessage() {}
 
 func (x *PauseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4017,7 +3954,7 @@ func (x *PauseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseRequest.ProtoReflect.Descriptor instead.
 func (*PauseRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{59}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *PauseRequest) GetQueue() string {
@@ -4035,7 +3972,7 @@ type PauseResponse struct {
 
 func (x *PauseResponse) Reset() {
 	*x = PauseResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4047,7 +3984,7 @@ func (x *PauseResponse) String() string {
 func (*PauseResponse) ProtoMessage() {}
 
 func (x *PauseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4060,7 +3997,7 @@ func (x *PauseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseResponse.ProtoReflect.Descriptor instead.
 func (*PauseResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{60}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{59}
 }
 
 type ResumeRequest struct {
@@ -4072,7 +4009,7 @@ type ResumeRequest struct {
 
 func (x *ResumeRequest) Reset() {
 	*x = ResumeRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4084,7 +4021,7 @@ func (x *ResumeRequest) String() string {
 func (*ResumeRequest) ProtoMessage() {}
 
 func (x *ResumeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4097,7 +4034,7 @@ func (x *ResumeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeRequest.ProtoReflect.Descriptor instead.
 func (*ResumeRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{61}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *ResumeRequest) GetQueue() string {
@@ -4115,7 +4052,7 @@ type ResumeResponse struct {
 
 func (x *ResumeResponse) Reset() {
 	*x = ResumeResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4127,7 +4064,7 @@ func (x *ResumeResponse) String() string {
 func (*ResumeResponse) ProtoMessage() {}
 
 func (x *ResumeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4140,7 +4077,7 @@ func (x *ResumeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeResponse.ProtoReflect.Descriptor instead.
 func (*ResumeResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{62}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{61}
 }
 
 type Node struct {
@@ -4157,7 +4094,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4169,7 +4106,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4182,7 +4119,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{63}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *Node) GetId() string {
@@ -4235,7 +4172,7 @@ type ListNodesRequest struct {
 
 func (x *ListNodesRequest) Reset() {
 	*x = ListNodesRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4247,7 +4184,7 @@ func (x *ListNodesRequest) String() string {
 func (*ListNodesRequest) ProtoMessage() {}
 
 func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4260,7 +4197,7 @@ func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesRequest.ProtoReflect.Descriptor instead.
 func (*ListNodesRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{64}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{63}
 }
 
 type ListNodesResponse struct {
@@ -4272,7 +4209,7 @@ type ListNodesResponse struct {
 
 func (x *ListNodesResponse) Reset() {
 	*x = ListNodesResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4284,7 +4221,7 @@ func (x *ListNodesResponse) String() string {
 func (*ListNodesResponse) ProtoMessage() {}
 
 func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4297,7 +4234,7 @@ func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesResponse.ProtoReflect.Descriptor instead.
 func (*ListNodesResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{65}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *ListNodesResponse) GetNodes() []*Node {
@@ -4323,7 +4260,7 @@ type Worker struct {
 
 func (x *Worker) Reset() {
 	*x = Worker{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4335,7 +4272,7 @@ func (x *Worker) String() string {
 func (*Worker) ProtoMessage() {}
 
 func (x *Worker) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4348,7 +4285,7 @@ func (x *Worker) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Worker.ProtoReflect.Descriptor instead.
 func (*Worker) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{66}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *Worker) GetName() string {
@@ -4408,7 +4345,7 @@ type ListWorkersRequest struct {
 
 func (x *ListWorkersRequest) Reset() {
 	*x = ListWorkersRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4420,7 +4357,7 @@ func (x *ListWorkersRequest) String() string {
 func (*ListWorkersRequest) ProtoMessage() {}
 
 func (x *ListWorkersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4433,7 +4370,7 @@ func (x *ListWorkersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWorkersRequest.ProtoReflect.Descriptor instead.
 func (*ListWorkersRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{67}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{66}
 }
 
 type ListWorkersResponse struct {
@@ -4445,7 +4382,7 @@ type ListWorkersResponse struct {
 
 func (x *ListWorkersResponse) Reset() {
 	*x = ListWorkersResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4457,7 +4394,7 @@ func (x *ListWorkersResponse) String() string {
 func (*ListWorkersResponse) ProtoMessage() {}
 
 func (x *ListWorkersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4470,7 +4407,7 @@ func (x *ListWorkersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWorkersResponse.ProtoReflect.Descriptor instead.
 func (*ListWorkersResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{68}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *ListWorkersResponse) GetWorkers() []*Worker {
@@ -4501,7 +4438,7 @@ type Stream struct {
 
 func (x *Stream) Reset() {
 	*x = Stream{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4513,7 +4450,7 @@ func (x *Stream) String() string {
 func (*Stream) ProtoMessage() {}
 
 func (x *Stream) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4526,7 +4463,7 @@ func (x *Stream) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stream.ProtoReflect.Descriptor instead.
 func (*Stream) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{69}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *Stream) GetId() string {
@@ -4614,7 +4551,7 @@ type ListStreamsRequest struct {
 
 func (x *ListStreamsRequest) Reset() {
 	*x = ListStreamsRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4626,7 +4563,7 @@ func (x *ListStreamsRequest) String() string {
 func (*ListStreamsRequest) ProtoMessage() {}
 
 func (x *ListStreamsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4639,7 +4576,7 @@ func (x *ListStreamsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStreamsRequest.ProtoReflect.Descriptor instead.
 func (*ListStreamsRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{70}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{69}
 }
 
 type ListStreamsResponse struct {
@@ -4651,7 +4588,7 @@ type ListStreamsResponse struct {
 
 func (x *ListStreamsResponse) Reset() {
 	*x = ListStreamsResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4663,7 +4600,7 @@ func (x *ListStreamsResponse) String() string {
 func (*ListStreamsResponse) ProtoMessage() {}
 
 func (x *ListStreamsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4676,7 +4613,7 @@ func (x *ListStreamsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStreamsResponse.ProtoReflect.Descriptor instead.
 func (*ListStreamsResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{71}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *ListStreamsResponse) GetStreams() []*Stream {
@@ -4702,7 +4639,7 @@ type APIKey struct {
 
 func (x *APIKey) Reset() {
 	*x = APIKey{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4714,7 +4651,7 @@ func (x *APIKey) String() string {
 func (*APIKey) ProtoMessage() {}
 
 func (x *APIKey) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4727,7 +4664,7 @@ func (x *APIKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use APIKey.ProtoReflect.Descriptor instead.
 func (*APIKey) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{72}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *APIKey) GetId() string {
@@ -4782,7 +4719,7 @@ type CreateKeyRequest struct {
 
 func (x *CreateKeyRequest) Reset() {
 	*x = CreateKeyRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[73]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4794,7 +4731,7 @@ func (x *CreateKeyRequest) String() string {
 func (*CreateKeyRequest) ProtoMessage() {}
 
 func (x *CreateKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[73]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4807,7 +4744,7 @@ func (x *CreateKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyRequest.ProtoReflect.Descriptor instead.
 func (*CreateKeyRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{73}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *CreateKeyRequest) GetName() string {
@@ -4835,7 +4772,7 @@ type CreateKeyResponse struct {
 
 func (x *CreateKeyResponse) Reset() {
 	*x = CreateKeyResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[74]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4847,7 +4784,7 @@ func (x *CreateKeyResponse) String() string {
 func (*CreateKeyResponse) ProtoMessage() {}
 
 func (x *CreateKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[74]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4860,7 +4797,7 @@ func (x *CreateKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyResponse.ProtoReflect.Descriptor instead.
 func (*CreateKeyResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{74}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *CreateKeyResponse) GetKey() *APIKey {
@@ -4885,7 +4822,7 @@ type ListKeysRequest struct {
 
 func (x *ListKeysRequest) Reset() {
 	*x = ListKeysRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[75]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4897,7 +4834,7 @@ func (x *ListKeysRequest) String() string {
 func (*ListKeysRequest) ProtoMessage() {}
 
 func (x *ListKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[75]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4910,7 +4847,7 @@ func (x *ListKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeysRequest.ProtoReflect.Descriptor instead.
 func (*ListKeysRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{75}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{74}
 }
 
 type ListKeysResponse struct {
@@ -4922,7 +4859,7 @@ type ListKeysResponse struct {
 
 func (x *ListKeysResponse) Reset() {
 	*x = ListKeysResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[76]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4934,7 +4871,7 @@ func (x *ListKeysResponse) String() string {
 func (*ListKeysResponse) ProtoMessage() {}
 
 func (x *ListKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[76]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4947,7 +4884,7 @@ func (x *ListKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeysResponse.ProtoReflect.Descriptor instead.
 func (*ListKeysResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{76}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *ListKeysResponse) GetKeys() []*APIKey {
@@ -4966,7 +4903,7 @@ type RevokeKeyRequest struct {
 
 func (x *RevokeKeyRequest) Reset() {
 	*x = RevokeKeyRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[77]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4978,7 +4915,7 @@ func (x *RevokeKeyRequest) String() string {
 func (*RevokeKeyRequest) ProtoMessage() {}
 
 func (x *RevokeKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[77]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4991,7 +4928,7 @@ func (x *RevokeKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeKeyRequest.ProtoReflect.Descriptor instead.
 func (*RevokeKeyRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{77}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *RevokeKeyRequest) GetIdOrName() string {
@@ -5010,7 +4947,7 @@ type RevokeKeyResponse struct {
 
 func (x *RevokeKeyResponse) Reset() {
 	*x = RevokeKeyResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[78]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5022,7 +4959,7 @@ func (x *RevokeKeyResponse) String() string {
 func (*RevokeKeyResponse) ProtoMessage() {}
 
 func (x *RevokeKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[78]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5035,7 +4972,7 @@ func (x *RevokeKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeKeyResponse.ProtoReflect.Descriptor instead.
 func (*RevokeKeyResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{78}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *RevokeKeyResponse) GetKey() *APIKey {
@@ -5059,7 +4996,7 @@ type DeadLetterFilter struct {
 
 func (x *DeadLetterFilter) Reset() {
 	*x = DeadLetterFilter{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[79]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5071,7 +5008,7 @@ func (x *DeadLetterFilter) String() string {
 func (*DeadLetterFilter) ProtoMessage() {}
 
 func (x *DeadLetterFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[79]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5084,7 +5021,7 @@ func (x *DeadLetterFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterFilter.ProtoReflect.Descriptor instead.
 func (*DeadLetterFilter) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{79}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *DeadLetterFilter) GetQueues() []string {
@@ -5128,7 +5065,7 @@ type DeadLetterServiceListRequest struct {
 
 func (x *DeadLetterServiceListRequest) Reset() {
 	*x = DeadLetterServiceListRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[80]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5140,7 +5077,7 @@ func (x *DeadLetterServiceListRequest) String() string {
 func (*DeadLetterServiceListRequest) ProtoMessage() {}
 
 func (x *DeadLetterServiceListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[80]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5153,7 +5090,7 @@ func (x *DeadLetterServiceListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceListRequest.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceListRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{80}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *DeadLetterServiceListRequest) GetFilter() *DeadLetterFilter {
@@ -5188,7 +5125,7 @@ type DeadLetterServiceListResponse struct {
 
 func (x *DeadLetterServiceListResponse) Reset() {
 	*x = DeadLetterServiceListResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[81]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5200,7 +5137,7 @@ func (x *DeadLetterServiceListResponse) String() string {
 func (*DeadLetterServiceListResponse) ProtoMessage() {}
 
 func (x *DeadLetterServiceListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[81]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5213,7 +5150,7 @@ func (x *DeadLetterServiceListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceListResponse.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceListResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{81}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *DeadLetterServiceListResponse) GetJobs() []*Job {
@@ -5238,7 +5175,7 @@ type DeadLetterServiceStatsRequest struct {
 
 func (x *DeadLetterServiceStatsRequest) Reset() {
 	*x = DeadLetterServiceStatsRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[82]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5250,7 +5187,7 @@ func (x *DeadLetterServiceStatsRequest) String() string {
 func (*DeadLetterServiceStatsRequest) ProtoMessage() {}
 
 func (x *DeadLetterServiceStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[82]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5263,7 +5200,7 @@ func (x *DeadLetterServiceStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceStatsRequest.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceStatsRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{82}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{81}
 }
 
 type DeadLetterServiceStatsResponse struct {
@@ -5280,7 +5217,7 @@ type DeadLetterServiceStatsResponse struct {
 
 func (x *DeadLetterServiceStatsResponse) Reset() {
 	*x = DeadLetterServiceStatsResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[83]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5292,7 +5229,7 @@ func (x *DeadLetterServiceStatsResponse) String() string {
 func (*DeadLetterServiceStatsResponse) ProtoMessage() {}
 
 func (x *DeadLetterServiceStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[83]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5305,7 +5242,7 @@ func (x *DeadLetterServiceStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceStatsResponse.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceStatsResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{83}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *DeadLetterServiceStatsResponse) GetCount() int64 {
@@ -5338,7 +5275,7 @@ type ReplayRequest struct {
 
 func (x *ReplayRequest) Reset() {
 	*x = ReplayRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[84]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5350,7 +5287,7 @@ func (x *ReplayRequest) String() string {
 func (*ReplayRequest) ProtoMessage() {}
 
 func (x *ReplayRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[84]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5363,7 +5300,7 @@ func (x *ReplayRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayRequest.ProtoReflect.Descriptor instead.
 func (*ReplayRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{84}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *ReplayRequest) GetId() string {
@@ -5385,7 +5322,7 @@ type ReplayResponse struct {
 
 func (x *ReplayResponse) Reset() {
 	*x = ReplayResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[85]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5397,7 +5334,7 @@ func (x *ReplayResponse) String() string {
 func (*ReplayResponse) ProtoMessage() {}
 
 func (x *ReplayResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[85]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5410,7 +5347,7 @@ func (x *ReplayResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayResponse.ProtoReflect.Descriptor instead.
 func (*ReplayResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{85}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *ReplayResponse) GetJob() *Job {
@@ -5438,7 +5375,7 @@ type ReplayManyRequest struct {
 
 func (x *ReplayManyRequest) Reset() {
 	*x = ReplayManyRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[86]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5450,7 +5387,7 @@ func (x *ReplayManyRequest) String() string {
 func (*ReplayManyRequest) ProtoMessage() {}
 
 func (x *ReplayManyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[86]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5463,7 +5400,7 @@ func (x *ReplayManyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayManyRequest.ProtoReflect.Descriptor instead.
 func (*ReplayManyRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{86}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *ReplayManyRequest) GetFilter() *DeadLetterFilter {
@@ -5491,7 +5428,7 @@ type ReplayManyResponse struct {
 
 func (x *ReplayManyResponse) Reset() {
 	*x = ReplayManyResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[87]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5503,7 +5440,7 @@ func (x *ReplayManyResponse) String() string {
 func (*ReplayManyResponse) ProtoMessage() {}
 
 func (x *ReplayManyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[87]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5516,7 +5453,7 @@ func (x *ReplayManyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayManyResponse.ProtoReflect.Descriptor instead.
 func (*ReplayManyResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{87}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *ReplayManyResponse) GetJobs() []*Job {
@@ -5551,7 +5488,7 @@ type ReplayRecord struct {
 
 func (x *ReplayRecord) Reset() {
 	*x = ReplayRecord{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[88]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5563,7 +5500,7 @@ func (x *ReplayRecord) String() string {
 func (*ReplayRecord) ProtoMessage() {}
 
 func (x *ReplayRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[88]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5576,7 +5513,7 @@ func (x *ReplayRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayRecord.ProtoReflect.Descriptor instead.
 func (*ReplayRecord) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{88}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *ReplayRecord) GetId() int64 {
@@ -5646,7 +5583,7 @@ type ListReplaysRequest struct {
 
 func (x *ListReplaysRequest) Reset() {
 	*x = ListReplaysRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[89]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5658,7 +5595,7 @@ func (x *ListReplaysRequest) String() string {
 func (*ListReplaysRequest) ProtoMessage() {}
 
 func (x *ListReplaysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[89]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5671,7 +5608,7 @@ func (x *ListReplaysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReplaysRequest.ProtoReflect.Descriptor instead.
 func (*ListReplaysRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{89}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *ListReplaysRequest) GetSourceJobId() string {
@@ -5733,7 +5670,7 @@ type ListReplaysResponse struct {
 
 func (x *ListReplaysResponse) Reset() {
 	*x = ListReplaysResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[90]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5745,7 +5682,7 @@ func (x *ListReplaysResponse) String() string {
 func (*ListReplaysResponse) ProtoMessage() {}
 
 func (x *ListReplaysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[90]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5758,7 +5695,7 @@ func (x *ListReplaysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReplaysResponse.ProtoReflect.Descriptor instead.
 func (*ListReplaysResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{90}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *ListReplaysResponse) GetReplays() []*ReplayRecord {
@@ -6011,15 +5948,10 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x05kinds\x18\x03 \x03(\tR\x05kinds\x12\x16\n" +
 	"\x06credit\x18\x04 \x01(\x05R\x06credit\x12>\n" +
 	"\rlease_timeout\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\fleaseTimeout\x12!\n" +
-	"\ffetch_fields\x18\x06 \x03(\tR\vfetchFields\"t\n" +
+	"\ffetch_fields\x18\x06 \x03(\tR\vfetchFields\"Q\n" +
 	"\x12StreamJobsResponse\x12)\n" +
-	"\x03job\x18\x01 \x01(\v2\x17.hopper.v1.ActivatedJobR\x03job\x123\n" +
-	"\n" +
-	"lease_lost\x18\x02 \x01(\v2\x14.hopper.v1.LeaseLostR\tleaseLost\"<\n" +
-	"\tLeaseLost\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
-	"\vlease_token\x18\x02 \x01(\x03R\n" +
-	"leaseToken\"`\n" +
+	"\x03job\x18\x01 \x01(\v2\x17.hopper.v1.ActivatedJobR\x03jobJ\x04\b\x02\x10\x03R\n" +
+	"lease_lost\"`\n" +
 	"\x0fCompleteRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
 	"\vlease_token\x18\x02 \x01(\x03R\n" +
@@ -6299,7 +6231,7 @@ func file_hopper_v1_hopper_proto_rawDescGZIP() []byte {
 	return file_hopper_v1_hopper_proto_rawDescData
 }
 
-var file_hopper_v1_hopper_proto_msgTypes = make([]protoimpl.MessageInfo, 96)
+var file_hopper_v1_hopper_proto_msgTypes = make([]protoimpl.MessageInfo, 95)
 var file_hopper_v1_hopper_proto_goTypes = []any{
 	(*Schedule)(nil),                       // 0: hopper.v1.Schedule
 	(*ScheduleServiceListRequest)(nil),     // 1: hopper.v1.ScheduleServiceListRequest
@@ -6336,255 +6268,253 @@ var file_hopper_v1_hopper_proto_goTypes = []any{
 	(*ActivateResponse)(nil),               // 32: hopper.v1.ActivateResponse
 	(*StreamJobsRequest)(nil),              // 33: hopper.v1.StreamJobsRequest
 	(*StreamJobsResponse)(nil),             // 34: hopper.v1.StreamJobsResponse
-	(*LeaseLost)(nil),                      // 35: hopper.v1.LeaseLost
-	(*CompleteRequest)(nil),                // 36: hopper.v1.CompleteRequest
-	(*CompleteResponse)(nil),               // 37: hopper.v1.CompleteResponse
-	(*FailRequest)(nil),                    // 38: hopper.v1.FailRequest
-	(*FailResponse)(nil),                   // 39: hopper.v1.FailResponse
-	(*SnoozeRequest)(nil),                  // 40: hopper.v1.SnoozeRequest
-	(*SnoozeResponse)(nil),                 // 41: hopper.v1.SnoozeResponse
-	(*SuspendRequest)(nil),                 // 42: hopper.v1.SuspendRequest
-	(*SuspendResponse)(nil),                // 43: hopper.v1.SuspendResponse
-	(*ReleaseRequest)(nil),                 // 44: hopper.v1.ReleaseRequest
-	(*ReleaseResponse)(nil),                // 45: hopper.v1.ReleaseResponse
-	(*ExtendLeaseRequest)(nil),             // 46: hopper.v1.ExtendLeaseRequest
-	(*ExtendLeaseResponse)(nil),            // 47: hopper.v1.ExtendLeaseResponse
-	(*ReportRequest)(nil),                  // 48: hopper.v1.ReportRequest
-	(*Outcome)(nil),                        // 49: hopper.v1.Outcome
-	(*ReportResponse)(nil),                 // 50: hopper.v1.ReportResponse
-	(*Verdict)(nil),                        // 51: hopper.v1.Verdict
-	(*HeartbeatRequest)(nil),               // 52: hopper.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),              // 53: hopper.v1.HeartbeatResponse
-	(*ReportProgressRequest)(nil),          // 54: hopper.v1.ReportProgressRequest
-	(*ReportProgressResponse)(nil),         // 55: hopper.v1.ReportProgressResponse
-	(*Queue)(nil),                          // 56: hopper.v1.Queue
-	(*QueueServiceListRequest)(nil),        // 57: hopper.v1.QueueServiceListRequest
-	(*QueueServiceListResponse)(nil),       // 58: hopper.v1.QueueServiceListResponse
-	(*PauseRequest)(nil),                   // 59: hopper.v1.PauseRequest
-	(*PauseResponse)(nil),                  // 60: hopper.v1.PauseResponse
-	(*ResumeRequest)(nil),                  // 61: hopper.v1.ResumeRequest
-	(*ResumeResponse)(nil),                 // 62: hopper.v1.ResumeResponse
-	(*Node)(nil),                           // 63: hopper.v1.Node
-	(*ListNodesRequest)(nil),               // 64: hopper.v1.ListNodesRequest
-	(*ListNodesResponse)(nil),              // 65: hopper.v1.ListNodesResponse
-	(*Worker)(nil),                         // 66: hopper.v1.Worker
-	(*ListWorkersRequest)(nil),             // 67: hopper.v1.ListWorkersRequest
-	(*ListWorkersResponse)(nil),            // 68: hopper.v1.ListWorkersResponse
-	(*Stream)(nil),                         // 69: hopper.v1.Stream
-	(*ListStreamsRequest)(nil),             // 70: hopper.v1.ListStreamsRequest
-	(*ListStreamsResponse)(nil),            // 71: hopper.v1.ListStreamsResponse
-	(*APIKey)(nil),                         // 72: hopper.v1.APIKey
-	(*CreateKeyRequest)(nil),               // 73: hopper.v1.CreateKeyRequest
-	(*CreateKeyResponse)(nil),              // 74: hopper.v1.CreateKeyResponse
-	(*ListKeysRequest)(nil),                // 75: hopper.v1.ListKeysRequest
-	(*ListKeysResponse)(nil),               // 76: hopper.v1.ListKeysResponse
-	(*RevokeKeyRequest)(nil),               // 77: hopper.v1.RevokeKeyRequest
-	(*RevokeKeyResponse)(nil),              // 78: hopper.v1.RevokeKeyResponse
-	(*DeadLetterFilter)(nil),               // 79: hopper.v1.DeadLetterFilter
-	(*DeadLetterServiceListRequest)(nil),   // 80: hopper.v1.DeadLetterServiceListRequest
-	(*DeadLetterServiceListResponse)(nil),  // 81: hopper.v1.DeadLetterServiceListResponse
-	(*DeadLetterServiceStatsRequest)(nil),  // 82: hopper.v1.DeadLetterServiceStatsRequest
-	(*DeadLetterServiceStatsResponse)(nil), // 83: hopper.v1.DeadLetterServiceStatsResponse
-	(*ReplayRequest)(nil),                  // 84: hopper.v1.ReplayRequest
-	(*ReplayResponse)(nil),                 // 85: hopper.v1.ReplayResponse
-	(*ReplayManyRequest)(nil),              // 86: hopper.v1.ReplayManyRequest
-	(*ReplayManyResponse)(nil),             // 87: hopper.v1.ReplayManyResponse
-	(*ReplayRecord)(nil),                   // 88: hopper.v1.ReplayRecord
-	(*ListReplaysRequest)(nil),             // 89: hopper.v1.ListReplaysRequest
-	(*ListReplaysResponse)(nil),            // 90: hopper.v1.ListReplaysResponse
-	nil,                                    // 91: hopper.v1.Schedule.HeadersEntry
-	nil,                                    // 92: hopper.v1.Job.HeadersEntry
-	nil,                                    // 93: hopper.v1.JobSpec.HeadersEntry
-	nil,                                    // 94: hopper.v1.ActivatedJob.HeadersEntry
-	nil,                                    // 95: hopper.v1.Queue.CountsEntry
-	(*durationpb.Duration)(nil),            // 96: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),          // 97: google.protobuf.Timestamp
+	(*CompleteRequest)(nil),                // 35: hopper.v1.CompleteRequest
+	(*CompleteResponse)(nil),               // 36: hopper.v1.CompleteResponse
+	(*FailRequest)(nil),                    // 37: hopper.v1.FailRequest
+	(*FailResponse)(nil),                   // 38: hopper.v1.FailResponse
+	(*SnoozeRequest)(nil),                  // 39: hopper.v1.SnoozeRequest
+	(*SnoozeResponse)(nil),                 // 40: hopper.v1.SnoozeResponse
+	(*SuspendRequest)(nil),                 // 41: hopper.v1.SuspendRequest
+	(*SuspendResponse)(nil),                // 42: hopper.v1.SuspendResponse
+	(*ReleaseRequest)(nil),                 // 43: hopper.v1.ReleaseRequest
+	(*ReleaseResponse)(nil),                // 44: hopper.v1.ReleaseResponse
+	(*ExtendLeaseRequest)(nil),             // 45: hopper.v1.ExtendLeaseRequest
+	(*ExtendLeaseResponse)(nil),            // 46: hopper.v1.ExtendLeaseResponse
+	(*ReportRequest)(nil),                  // 47: hopper.v1.ReportRequest
+	(*Outcome)(nil),                        // 48: hopper.v1.Outcome
+	(*ReportResponse)(nil),                 // 49: hopper.v1.ReportResponse
+	(*Verdict)(nil),                        // 50: hopper.v1.Verdict
+	(*HeartbeatRequest)(nil),               // 51: hopper.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),              // 52: hopper.v1.HeartbeatResponse
+	(*ReportProgressRequest)(nil),          // 53: hopper.v1.ReportProgressRequest
+	(*ReportProgressResponse)(nil),         // 54: hopper.v1.ReportProgressResponse
+	(*Queue)(nil),                          // 55: hopper.v1.Queue
+	(*QueueServiceListRequest)(nil),        // 56: hopper.v1.QueueServiceListRequest
+	(*QueueServiceListResponse)(nil),       // 57: hopper.v1.QueueServiceListResponse
+	(*PauseRequest)(nil),                   // 58: hopper.v1.PauseRequest
+	(*PauseResponse)(nil),                  // 59: hopper.v1.PauseResponse
+	(*ResumeRequest)(nil),                  // 60: hopper.v1.ResumeRequest
+	(*ResumeResponse)(nil),                 // 61: hopper.v1.ResumeResponse
+	(*Node)(nil),                           // 62: hopper.v1.Node
+	(*ListNodesRequest)(nil),               // 63: hopper.v1.ListNodesRequest
+	(*ListNodesResponse)(nil),              // 64: hopper.v1.ListNodesResponse
+	(*Worker)(nil),                         // 65: hopper.v1.Worker
+	(*ListWorkersRequest)(nil),             // 66: hopper.v1.ListWorkersRequest
+	(*ListWorkersResponse)(nil),            // 67: hopper.v1.ListWorkersResponse
+	(*Stream)(nil),                         // 68: hopper.v1.Stream
+	(*ListStreamsRequest)(nil),             // 69: hopper.v1.ListStreamsRequest
+	(*ListStreamsResponse)(nil),            // 70: hopper.v1.ListStreamsResponse
+	(*APIKey)(nil),                         // 71: hopper.v1.APIKey
+	(*CreateKeyRequest)(nil),               // 72: hopper.v1.CreateKeyRequest
+	(*CreateKeyResponse)(nil),              // 73: hopper.v1.CreateKeyResponse
+	(*ListKeysRequest)(nil),                // 74: hopper.v1.ListKeysRequest
+	(*ListKeysResponse)(nil),               // 75: hopper.v1.ListKeysResponse
+	(*RevokeKeyRequest)(nil),               // 76: hopper.v1.RevokeKeyRequest
+	(*RevokeKeyResponse)(nil),              // 77: hopper.v1.RevokeKeyResponse
+	(*DeadLetterFilter)(nil),               // 78: hopper.v1.DeadLetterFilter
+	(*DeadLetterServiceListRequest)(nil),   // 79: hopper.v1.DeadLetterServiceListRequest
+	(*DeadLetterServiceListResponse)(nil),  // 80: hopper.v1.DeadLetterServiceListResponse
+	(*DeadLetterServiceStatsRequest)(nil),  // 81: hopper.v1.DeadLetterServiceStatsRequest
+	(*DeadLetterServiceStatsResponse)(nil), // 82: hopper.v1.DeadLetterServiceStatsResponse
+	(*ReplayRequest)(nil),                  // 83: hopper.v1.ReplayRequest
+	(*ReplayResponse)(nil),                 // 84: hopper.v1.ReplayResponse
+	(*ReplayManyRequest)(nil),              // 85: hopper.v1.ReplayManyRequest
+	(*ReplayManyResponse)(nil),             // 86: hopper.v1.ReplayManyResponse
+	(*ReplayRecord)(nil),                   // 87: hopper.v1.ReplayRecord
+	(*ListReplaysRequest)(nil),             // 88: hopper.v1.ListReplaysRequest
+	(*ListReplaysResponse)(nil),            // 89: hopper.v1.ListReplaysResponse
+	nil,                                    // 90: hopper.v1.Schedule.HeadersEntry
+	nil,                                    // 91: hopper.v1.Job.HeadersEntry
+	nil,                                    // 92: hopper.v1.JobSpec.HeadersEntry
+	nil,                                    // 93: hopper.v1.ActivatedJob.HeadersEntry
+	nil,                                    // 94: hopper.v1.Queue.CountsEntry
+	(*durationpb.Duration)(nil),            // 95: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),          // 96: google.protobuf.Timestamp
 }
 var file_hopper_v1_hopper_proto_depIdxs = []int32{
-	96,  // 0: hopper.v1.Schedule.every:type_name -> google.protobuf.Duration
-	96,  // 1: hopper.v1.Schedule.fixed_delay:type_name -> google.protobuf.Duration
-	96,  // 2: hopper.v1.Schedule.timeout:type_name -> google.protobuf.Duration
-	91,  // 3: hopper.v1.Schedule.headers:type_name -> hopper.v1.Schedule.HeadersEntry
-	96,  // 4: hopper.v1.Schedule.jitter:type_name -> google.protobuf.Duration
-	97,  // 5: hopper.v1.Schedule.last_fire_at:type_name -> google.protobuf.Timestamp
-	97,  // 6: hopper.v1.Schedule.next_fire_at:type_name -> google.protobuf.Timestamp
-	97,  // 7: hopper.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
-	97,  // 8: hopper.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
+	95,  // 0: hopper.v1.Schedule.every:type_name -> google.protobuf.Duration
+	95,  // 1: hopper.v1.Schedule.fixed_delay:type_name -> google.protobuf.Duration
+	95,  // 2: hopper.v1.Schedule.timeout:type_name -> google.protobuf.Duration
+	90,  // 3: hopper.v1.Schedule.headers:type_name -> hopper.v1.Schedule.HeadersEntry
+	95,  // 4: hopper.v1.Schedule.jitter:type_name -> google.protobuf.Duration
+	96,  // 5: hopper.v1.Schedule.last_fire_at:type_name -> google.protobuf.Timestamp
+	96,  // 6: hopper.v1.Schedule.next_fire_at:type_name -> google.protobuf.Timestamp
+	96,  // 7: hopper.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
+	96,  // 8: hopper.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
 	0,   // 9: hopper.v1.ScheduleServiceListResponse.schedules:type_name -> hopper.v1.Schedule
 	0,   // 10: hopper.v1.ScheduleServiceAddRequest.schedule:type_name -> hopper.v1.Schedule
 	0,   // 11: hopper.v1.ScheduleServiceAddResponse.schedule:type_name -> hopper.v1.Schedule
-	92,  // 12: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
-	97,  // 13: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
-	96,  // 14: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
-	97,  // 15: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
-	97,  // 16: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
-	97,  // 17: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	97,  // 18: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
-	97,  // 19: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
-	97,  // 20: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	97,  // 21: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
-	97,  // 22: hopper.v1.Job.deadline_at:type_name -> google.protobuf.Timestamp
-	97,  // 23: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
-	96,  // 24: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
-	96,  // 25: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
-	93,  // 26: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
-	96,  // 27: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
+	91,  // 12: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
+	96,  // 13: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
+	95,  // 14: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
+	96,  // 15: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
+	96,  // 16: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
+	96,  // 17: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	96,  // 18: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
+	96,  // 19: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
+	96,  // 20: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	96,  // 21: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
+	96,  // 22: hopper.v1.Job.deadline_at:type_name -> google.protobuf.Timestamp
+	96,  // 23: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
+	95,  // 24: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
+	95,  // 25: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
+	92,  // 26: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
+	95,  // 27: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
 	13,  // 28: hopper.v1.JobSpec.retry_policy:type_name -> hopper.v1.RetryPolicy
-	96,  // 29: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
-	96,  // 30: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
+	95,  // 29: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
+	95,  // 30: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
 	12,  // 31: hopper.v1.EnqueueRequest.job:type_name -> hopper.v1.JobSpec
 	11,  // 32: hopper.v1.EnqueueResponse.job:type_name -> hopper.v1.Job
 	12,  // 33: hopper.v1.EnqueueBatchRequest.jobs:type_name -> hopper.v1.JobSpec
 	15,  // 34: hopper.v1.EnqueueBatchResponse.results:type_name -> hopper.v1.EnqueueResponse
 	11,  // 35: hopper.v1.GetResponse.job:type_name -> hopper.v1.Job
-	97,  // 36: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
-	97,  // 37: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
+	96,  // 36: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
+	96,  // 37: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
 	11,  // 38: hopper.v1.ListResponse.jobs:type_name -> hopper.v1.Job
 	11,  // 39: hopper.v1.CancelResponse.job:type_name -> hopper.v1.Job
 	11,  // 40: hopper.v1.JobServiceResumeResponse.job:type_name -> hopper.v1.Job
-	97,  // 41: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
-	97,  // 42: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
-	97,  // 43: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
+	96,  // 41: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
+	96,  // 42: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
+	96,  // 43: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
 	27,  // 44: hopper.v1.EventsResponse.events:type_name -> hopper.v1.Event
 	28,  // 45: hopper.v1.EventsResponse.attempts:type_name -> hopper.v1.Attempt
-	94,  // 46: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
-	97,  // 47: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
-	96,  // 48: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
-	97,  // 49: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
+	93,  // 46: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
+	96,  // 47: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
+	95,  // 48: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
+	96,  // 49: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
 	13,  // 50: hopper.v1.ActivatedJob.retry_policy:type_name -> hopper.v1.RetryPolicy
-	96,  // 51: hopper.v1.ActivatedJob.default_timeout:type_name -> google.protobuf.Duration
-	96,  // 52: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
-	96,  // 53: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
+	95,  // 51: hopper.v1.ActivatedJob.default_timeout:type_name -> google.protobuf.Duration
+	95,  // 52: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
+	95,  // 53: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
 	30,  // 54: hopper.v1.ActivateResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	96,  // 55: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
+	95,  // 55: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
 	30,  // 56: hopper.v1.StreamJobsResponse.job:type_name -> hopper.v1.ActivatedJob
-	35,  // 57: hopper.v1.StreamJobsResponse.lease_lost:type_name -> hopper.v1.LeaseLost
-	96,  // 58: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
-	13,  // 59: hopper.v1.FailRequest.retry_policy:type_name -> hopper.v1.RetryPolicy
-	97,  // 60: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
-	96,  // 61: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
-	97,  // 62: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
-	97,  // 63: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
-	96,  // 64: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
-	97,  // 65: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
-	49,  // 66: hopper.v1.ReportRequest.outcomes:type_name -> hopper.v1.Outcome
-	46,  // 67: hopper.v1.ReportRequest.renewals:type_name -> hopper.v1.ExtendLeaseRequest
-	36,  // 68: hopper.v1.Outcome.complete:type_name -> hopper.v1.CompleteRequest
-	38,  // 69: hopper.v1.Outcome.fail:type_name -> hopper.v1.FailRequest
-	44,  // 70: hopper.v1.Outcome.release:type_name -> hopper.v1.ReleaseRequest
-	40,  // 71: hopper.v1.Outcome.snooze:type_name -> hopper.v1.SnoozeRequest
-	42,  // 72: hopper.v1.Outcome.suspend:type_name -> hopper.v1.SuspendRequest
-	51,  // 73: hopper.v1.ReportResponse.outcomes:type_name -> hopper.v1.Verdict
-	51,  // 74: hopper.v1.ReportResponse.renewals:type_name -> hopper.v1.Verdict
-	39,  // 75: hopper.v1.Verdict.fail:type_name -> hopper.v1.FailResponse
-	97,  // 76: hopper.v1.Verdict.lease_expires_at:type_name -> google.protobuf.Timestamp
-	95,  // 77: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
-	56,  // 78: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
-	97,  // 79: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
-	97,  // 80: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
-	63,  // 81: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
-	97,  // 82: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
-	66,  // 83: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
-	97,  // 84: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
-	69,  // 85: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
-	97,  // 86: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
-	97,  // 87: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
-	97,  // 88: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
-	72,  // 89: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
-	72,  // 90: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
-	72,  // 91: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
-	97,  // 92: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
-	97,  // 93: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
-	79,  // 94: hopper.v1.DeadLetterServiceListRequest.filter:type_name -> hopper.v1.DeadLetterFilter
-	11,  // 95: hopper.v1.DeadLetterServiceListResponse.jobs:type_name -> hopper.v1.Job
-	97,  // 96: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
-	96,  // 97: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
-	11,  // 98: hopper.v1.ReplayResponse.job:type_name -> hopper.v1.Job
-	79,  // 99: hopper.v1.ReplayManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
-	11,  // 100: hopper.v1.ReplayManyResponse.jobs:type_name -> hopper.v1.Job
-	97,  // 101: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
-	97,  // 102: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
-	97,  // 103: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
-	88,  // 104: hopper.v1.ListReplaysResponse.replays:type_name -> hopper.v1.ReplayRecord
-	14,  // 105: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
-	16,  // 106: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
-	18,  // 107: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
-	20,  // 108: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
-	22,  // 109: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
-	26,  // 110: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
-	24,  // 111: hopper.v1.JobService.Resume:input_type -> hopper.v1.JobServiceResumeRequest
-	31,  // 112: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
-	33,  // 113: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
-	36,  // 114: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
-	38,  // 115: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
-	44,  // 116: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
-	40,  // 117: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
-	42,  // 118: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
-	46,  // 119: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
-	52,  // 120: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
-	54,  // 121: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
-	48,  // 122: hopper.v1.WorkerService.Report:input_type -> hopper.v1.ReportRequest
-	57,  // 123: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
-	59,  // 124: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
-	61,  // 125: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
-	64,  // 126: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
-	67,  // 127: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
-	70,  // 128: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
-	73,  // 129: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
-	75,  // 130: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
-	77,  // 131: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
-	1,   // 132: hopper.v1.ScheduleService.List:input_type -> hopper.v1.ScheduleServiceListRequest
-	3,   // 133: hopper.v1.ScheduleService.Add:input_type -> hopper.v1.ScheduleServiceAddRequest
-	5,   // 134: hopper.v1.ScheduleService.Remove:input_type -> hopper.v1.ScheduleServiceRemoveRequest
-	7,   // 135: hopper.v1.ScheduleService.Pause:input_type -> hopper.v1.ScheduleServicePauseRequest
-	9,   // 136: hopper.v1.ScheduleService.Resume:input_type -> hopper.v1.ScheduleServiceResumeRequest
-	80,  // 137: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
-	82,  // 138: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
-	84,  // 139: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
-	86,  // 140: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
-	89,  // 141: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
-	15,  // 142: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
-	17,  // 143: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
-	19,  // 144: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
-	21,  // 145: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
-	23,  // 146: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
-	29,  // 147: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
-	25,  // 148: hopper.v1.JobService.Resume:output_type -> hopper.v1.JobServiceResumeResponse
-	32,  // 149: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
-	34,  // 150: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
-	37,  // 151: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
-	39,  // 152: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
-	45,  // 153: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
-	41,  // 154: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
-	43,  // 155: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
-	47,  // 156: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
-	53,  // 157: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
-	55,  // 158: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
-	50,  // 159: hopper.v1.WorkerService.Report:output_type -> hopper.v1.ReportResponse
-	58,  // 160: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
-	60,  // 161: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
-	62,  // 162: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
-	65,  // 163: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
-	68,  // 164: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
-	71,  // 165: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
-	74,  // 166: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
-	76,  // 167: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
-	78,  // 168: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
-	2,   // 169: hopper.v1.ScheduleService.List:output_type -> hopper.v1.ScheduleServiceListResponse
-	4,   // 170: hopper.v1.ScheduleService.Add:output_type -> hopper.v1.ScheduleServiceAddResponse
-	6,   // 171: hopper.v1.ScheduleService.Remove:output_type -> hopper.v1.ScheduleServiceRemoveResponse
-	8,   // 172: hopper.v1.ScheduleService.Pause:output_type -> hopper.v1.ScheduleServicePauseResponse
-	10,  // 173: hopper.v1.ScheduleService.Resume:output_type -> hopper.v1.ScheduleServiceResumeResponse
-	81,  // 174: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
-	83,  // 175: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
-	85,  // 176: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
-	87,  // 177: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
-	90,  // 178: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
-	142, // [142:179] is the sub-list for method output_type
-	105, // [105:142] is the sub-list for method input_type
-	105, // [105:105] is the sub-list for extension type_name
-	105, // [105:105] is the sub-list for extension extendee
-	0,   // [0:105] is the sub-list for field type_name
+	95,  // 57: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
+	13,  // 58: hopper.v1.FailRequest.retry_policy:type_name -> hopper.v1.RetryPolicy
+	96,  // 59: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
+	95,  // 60: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
+	96,  // 61: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
+	96,  // 62: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
+	95,  // 63: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
+	96,  // 64: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
+	48,  // 65: hopper.v1.ReportRequest.outcomes:type_name -> hopper.v1.Outcome
+	45,  // 66: hopper.v1.ReportRequest.renewals:type_name -> hopper.v1.ExtendLeaseRequest
+	35,  // 67: hopper.v1.Outcome.complete:type_name -> hopper.v1.CompleteRequest
+	37,  // 68: hopper.v1.Outcome.fail:type_name -> hopper.v1.FailRequest
+	43,  // 69: hopper.v1.Outcome.release:type_name -> hopper.v1.ReleaseRequest
+	39,  // 70: hopper.v1.Outcome.snooze:type_name -> hopper.v1.SnoozeRequest
+	41,  // 71: hopper.v1.Outcome.suspend:type_name -> hopper.v1.SuspendRequest
+	50,  // 72: hopper.v1.ReportResponse.outcomes:type_name -> hopper.v1.Verdict
+	50,  // 73: hopper.v1.ReportResponse.renewals:type_name -> hopper.v1.Verdict
+	38,  // 74: hopper.v1.Verdict.fail:type_name -> hopper.v1.FailResponse
+	96,  // 75: hopper.v1.Verdict.lease_expires_at:type_name -> google.protobuf.Timestamp
+	94,  // 76: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
+	55,  // 77: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
+	96,  // 78: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
+	96,  // 79: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
+	62,  // 80: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
+	96,  // 81: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
+	65,  // 82: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
+	96,  // 83: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
+	68,  // 84: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
+	96,  // 85: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
+	96,  // 86: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
+	96,  // 87: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
+	71,  // 88: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
+	71,  // 89: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
+	71,  // 90: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
+	96,  // 91: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
+	96,  // 92: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
+	78,  // 93: hopper.v1.DeadLetterServiceListRequest.filter:type_name -> hopper.v1.DeadLetterFilter
+	11,  // 94: hopper.v1.DeadLetterServiceListResponse.jobs:type_name -> hopper.v1.Job
+	96,  // 95: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
+	95,  // 96: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
+	11,  // 97: hopper.v1.ReplayResponse.job:type_name -> hopper.v1.Job
+	78,  // 98: hopper.v1.ReplayManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
+	11,  // 99: hopper.v1.ReplayManyResponse.jobs:type_name -> hopper.v1.Job
+	96,  // 100: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
+	96,  // 101: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
+	96,  // 102: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
+	87,  // 103: hopper.v1.ListReplaysResponse.replays:type_name -> hopper.v1.ReplayRecord
+	14,  // 104: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
+	16,  // 105: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
+	18,  // 106: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
+	20,  // 107: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
+	22,  // 108: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
+	26,  // 109: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
+	24,  // 110: hopper.v1.JobService.Resume:input_type -> hopper.v1.JobServiceResumeRequest
+	31,  // 111: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
+	33,  // 112: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
+	35,  // 113: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
+	37,  // 114: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
+	43,  // 115: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
+	39,  // 116: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
+	41,  // 117: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
+	45,  // 118: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
+	51,  // 119: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
+	53,  // 120: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
+	47,  // 121: hopper.v1.WorkerService.Report:input_type -> hopper.v1.ReportRequest
+	56,  // 122: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
+	58,  // 123: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
+	60,  // 124: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
+	63,  // 125: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
+	66,  // 126: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
+	69,  // 127: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
+	72,  // 128: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
+	74,  // 129: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
+	76,  // 130: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
+	1,   // 131: hopper.v1.ScheduleService.List:input_type -> hopper.v1.ScheduleServiceListRequest
+	3,   // 132: hopper.v1.ScheduleService.Add:input_type -> hopper.v1.ScheduleServiceAddRequest
+	5,   // 133: hopper.v1.ScheduleService.Remove:input_type -> hopper.v1.ScheduleServiceRemoveRequest
+	7,   // 134: hopper.v1.ScheduleService.Pause:input_type -> hopper.v1.ScheduleServicePauseRequest
+	9,   // 135: hopper.v1.ScheduleService.Resume:input_type -> hopper.v1.ScheduleServiceResumeRequest
+	79,  // 136: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
+	81,  // 137: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
+	83,  // 138: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
+	85,  // 139: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
+	88,  // 140: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
+	15,  // 141: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
+	17,  // 142: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
+	19,  // 143: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
+	21,  // 144: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
+	23,  // 145: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
+	29,  // 146: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
+	25,  // 147: hopper.v1.JobService.Resume:output_type -> hopper.v1.JobServiceResumeResponse
+	32,  // 148: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
+	34,  // 149: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
+	36,  // 150: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
+	38,  // 151: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
+	44,  // 152: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
+	40,  // 153: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
+	42,  // 154: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
+	46,  // 155: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
+	52,  // 156: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
+	54,  // 157: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
+	49,  // 158: hopper.v1.WorkerService.Report:output_type -> hopper.v1.ReportResponse
+	57,  // 159: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
+	59,  // 160: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
+	61,  // 161: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
+	64,  // 162: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
+	67,  // 163: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
+	70,  // 164: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
+	73,  // 165: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
+	75,  // 166: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
+	77,  // 167: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
+	2,   // 168: hopper.v1.ScheduleService.List:output_type -> hopper.v1.ScheduleServiceListResponse
+	4,   // 169: hopper.v1.ScheduleService.Add:output_type -> hopper.v1.ScheduleServiceAddResponse
+	6,   // 170: hopper.v1.ScheduleService.Remove:output_type -> hopper.v1.ScheduleServiceRemoveResponse
+	8,   // 171: hopper.v1.ScheduleService.Pause:output_type -> hopper.v1.ScheduleServicePauseResponse
+	10,  // 172: hopper.v1.ScheduleService.Resume:output_type -> hopper.v1.ScheduleServiceResumeResponse
+	80,  // 173: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
+	82,  // 174: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
+	84,  // 175: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
+	86,  // 176: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
+	89,  // 177: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
+	141, // [141:178] is the sub-list for method output_type
+	104, // [104:141] is the sub-list for method input_type
+	104, // [104:104] is the sub-list for extension type_name
+	104, // [104:104] is the sub-list for extension extendee
+	0,   // [0:104] is the sub-list for field type_name
 }
 
 func init() { file_hopper_v1_hopper_proto_init() }
@@ -6593,8 +6523,8 @@ func file_hopper_v1_hopper_proto_init() {
 		return
 	}
 	file_hopper_v1_options_proto_init()
-	file_hopper_v1_hopper_proto_msgTypes[38].OneofWrappers = []any{}
-	file_hopper_v1_hopper_proto_msgTypes[49].OneofWrappers = []any{
+	file_hopper_v1_hopper_proto_msgTypes[37].OneofWrappers = []any{}
+	file_hopper_v1_hopper_proto_msgTypes[48].OneofWrappers = []any{
 		(*Outcome_Complete)(nil),
 		(*Outcome_Fail)(nil),
 		(*Outcome_Release)(nil),
@@ -6607,7 +6537,7 @@ func file_hopper_v1_hopper_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hopper_v1_hopper_proto_rawDesc), len(file_hopper_v1_hopper_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   96,
+			NumMessages:   95,
 			NumExtensions: 0,
 			NumServices:   6,
 		},

@@ -510,8 +510,11 @@ type WorkerServiceClient interface {
 	// StreamJobs pushes jobs as they become available, never more unfinished jobs to the
 	// stream than its credit. A job is unfinished from its push until the worker reports its
 	// outcome (Complete, Fail, Release, Snooze, Suspend, or an item of Report) or loses its
-	// lease. While the stream is open the server keeps its jobs' leases alive; when it closes,
-	// its unfinished jobs go back to the queue at once.
+	// lease. The worker renews its jobs' leases itself (ExtendLease, or renewals in Report,
+	// every third of the lease): a worker that hangs loses its jobs within one lease, and its
+	// late reports are refused. When the stream closes, the jobs claimed for it but not yet
+	// sent go back to the queue at once; the jobs pushed stay the worker's, which may report
+	// on them over a new connection, to this server or another, while their tokens are current.
 	StreamJobs(context.Context, *v1.StreamJobsRequest) (WorkerServiceStreamJobsClientStream, error)
 	// Complete ends an attempt successfully, storing its result.
 	Complete(context.Context, *v1.CompleteRequest) (*v1.CompleteResponse, error)
@@ -576,8 +579,11 @@ type WorkerServiceHandler interface {
 	// StreamJobs pushes jobs as they become available, never more unfinished jobs to the
 	// stream than its credit. A job is unfinished from its push until the worker reports its
 	// outcome (Complete, Fail, Release, Snooze, Suspend, or an item of Report) or loses its
-	// lease. While the stream is open the server keeps its jobs' leases alive; when it closes,
-	// its unfinished jobs go back to the queue at once.
+	// lease. The worker renews its jobs' leases itself (ExtendLease, or renewals in Report,
+	// every third of the lease): a worker that hangs loses its jobs within one lease, and its
+	// late reports are refused. When the stream closes, the jobs claimed for it but not yet
+	// sent go back to the queue at once; the jobs pushed stay the worker's, which may report
+	// on them over a new connection, to this server or another, while their tokens are current.
 	StreamJobs(context.Context, *v1.StreamJobsRequest, WorkerServiceStreamJobsServerStream) error
 	// Complete ends an attempt successfully, storing its result.
 	Complete(context.Context, *v1.CompleteRequest) (*v1.CompleteResponse, error)
