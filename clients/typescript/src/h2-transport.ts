@@ -90,7 +90,11 @@ function unary<I extends DescMessage, O extends DescMessage>(
     const chunks: Buffer[] = [];
     const onAbort = () => stream.close(http2.constants.NGHTTP2_CANCEL);
     signal?.addEventListener("abort", onAbort, { once: true });
-    const timer = timeoutMs === undefined ? undefined : setTimeout(() => stream.close(http2.constants.NGHTTP2_CANCEL), timeoutMs);
+    let timedOut = false;
+    const timer = timeoutMs === undefined ? undefined : setTimeout(() => {
+      timedOut = true;
+      stream.close(http2.constants.NGHTTP2_CANCEL);
+    }, timeoutMs);
     const settle = () => {
       signal?.removeEventListener("abort", onAbort);
       clearTimeout(timer);
@@ -100,34 +104,43 @@ function unary<I extends DescMessage, O extends DescMessage>(
       response = res;
     });
     stream.on("data", (c: Buffer) => chunks.push(c));
-    stream.on("end", () => {
-      settle();
-      const bytes = Buffer.concat(chunks);
-      if (status !== 200) {
-        const fallback = new ConnectError(`HTTP ${status}`, codeFromHttpStatus(status));
-        reject(errorFromJsonBytes(bytes, webHeaders(response), fallback));
-        return;
-      }
-      try {
-        const message = fromBinary(method.output, bytes);
-        resolve({
-          stream: false, service: method.parent, method, message,
-          get header() { return webHeaders(response); },
-          get trailer() { return trailers(response); },
-        });
-      } catch (err) {
-        reject(new ConnectError(`decode ${method.output.typeName}: ${String(err)}`, Code.Internal, undefined, undefined, err));
-      }
-    });
     stream.on("close", () => {
       settle();
-      if (status !== 0 && stream.readableEnded) return;
-      if (signal?.aborted) reject(ConnectError.from(signal.reason, Code.Canceled));
-      else if (timer !== undefined && stream.rstCode === http2.constants.NGHTTP2_CANCEL) reject(new ConnectError("deadline exceeded", Code.DeadlineExceeded));
+      if (status !== 0 && stream.readableEnded) answer(method, status, response, Buffer.concat(chunks), resolve, reject);
+      else if (signal?.aborted) reject(ConnectError.from(signal.reason, Code.Canceled));
+      else if (timedOut) reject(new ConnectError("deadline exceeded", Code.DeadlineExceeded));
       else reject(new ConnectError(`connection to the server lost (HTTP/2 stream closed, code ${stream.rstCode})`, Code.Unavailable));
     });
     stream.on("error", () => {}); // "close" follows and rejects
     stream.end(body);
+  });
+}
+
+/** answer settles a call that got a whole answer: its message, or the error it carries. */
+function answer<I extends DescMessage, O extends DescMessage>(
+  method: DescMethodUnary<I, O>, status: number, res: http2.IncomingHttpHeaders, body: Buffer,
+  resolve: (r: UnaryResponse<I, O>) => void, reject: (err: ConnectError) => void,
+): void {
+  if (status !== 200) {
+    const fallback = new ConnectError(`HTTP ${status}`, codeFromHttpStatus(status), webHeaders(res));
+    try {
+      reject(errorFromJsonBytes(body, webHeaders(res), fallback));
+    } catch {
+      reject(fallback); // the body is not a Connect error
+    }
+    return;
+  }
+  let message;
+  try {
+    message = fromBinary(method.output, body);
+  } catch (err) {
+    reject(new ConnectError(`decode ${method.output.typeName}: ${String(err)}`, Code.Internal, undefined, undefined, err));
+    return;
+  }
+  resolve({
+    stream: false, service: method.parent, method, message,
+    get header() { return webHeaders(res); },
+    get trailer() { return trailers(res); },
   });
 }
 

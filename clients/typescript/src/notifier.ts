@@ -2,9 +2,17 @@
 export class Notifier {
   private waiters: (() => void)[] = [];
 
-  /** wait resolves at the next notify. */
-  wait(): Promise<void> {
-    return new Promise((resolve) => this.waiters.push(resolve));
+  /** wait resolves at the next notify, or when signal aborts. */
+  wait(signal?: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      if (signal?.aborted) return resolve();
+      const done = () => {
+        signal?.removeEventListener("abort", done);
+        resolve();
+      };
+      this.waiters.push(done);
+      signal?.addEventListener("abort", done, { once: true });
+    });
   }
 
   /** notify wakes every waiter. */

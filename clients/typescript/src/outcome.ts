@@ -107,7 +107,7 @@ function parkOutcome(job: JobRef, err: unknown, now: Date): Outcome | Error | un
  */
 export function failOutcome(e: Ending): Outcome {
   let error = describe(e.error);
-  if (e.cause instanceof JobTimeoutError && e.error !== e.cause) error = `${e.cause.message}: ${error}`;
+  if (e.cause instanceof JobTimeoutError && !(e.error instanceof JobTimeoutError)) error = `${e.cause.message}: ${error}`;
   error = clipText(error, MAX_ERROR_BYTES) || `${typeName(e.error)} with an empty message`;
   const outcome: Outcome = { type: "fail", job: { id: e.job.id, leaseToken: e.job.leaseToken }, error };
   if (e.error instanceof NoRetryError) outcome.retries = 0;
@@ -121,13 +121,16 @@ export function failOutcome(e: Ending): Outcome {
 
 /**
  * describe is an error as an attempt records it: an unexpected error with its stack (it is
- * the handler's crash), one of the outcome errors by its message, anything else as a string.
+ * the handler's crash); one of the outcome errors, or the signal's reason passed on, by its
+ * message; anything else as a string.
  */
 export function describe(err: unknown): string {
-  if (err instanceof NoRetryError || err instanceof RetryAfterError) return err.message;
+  if (expected.some((type) => err instanceof type)) return (err as Error).message;
   if (err instanceof Error) return err.stack || `${err.name}: ${err.message}`;
   return String(err);
 }
+
+const expected = [NoRetryError, RetryAfterError, JobTimeoutError, LeaseLostError, ShutdownError];
 
 function typeName(err: unknown): string {
   return err instanceof Error ? err.name : typeof err;

@@ -200,7 +200,7 @@ export class Worker {
   /** freeSlots waits for a free slot and returns how many there are. */
   private async freeSlots(signal: AbortSignal): Promise<number> {
     while (this.attempts.size >= this.concurrency && !signal.aborted) {
-      await Promise.race([this.freed.wait(), aborted(signal)]);
+      await this.freed.wait(signal);
     }
     return signal.aborted ? 0 : this.concurrency - this.attempts.size;
   }
