@@ -48,8 +48,9 @@ export function toHopperError(err: unknown): HopperError {
 }
 
 // The codes a broken connection reaches a caller with: connect-node says Internal or Unknown
-// for a stream cut mid-message, Aborted for a reset.
-const lossCodes = new Set([Code.Internal, Code.Unknown, Code.Aborted]);
+// for a stream cut mid-message, Aborted for a reset, Canceled for an HTTP/2 stream the dying
+// server's connection took down with it.
+const lossCodes = new Set([Code.Internal, Code.Unknown, Code.Aborted, Code.Canceled]);
 
 // Node's error codes of a connection that broke rather than answered.
 const lossErrors = new Set([
@@ -65,7 +66,7 @@ const lossErrors = new Set([
  */
 export function connectionLost(err: ConnectError): boolean {
   if (!lossCodes.has(err.code)) return false;
-  if (/premature close|incomplete envelope|missing EndStreamResponse|socket hang up|other side closed|stream closed/i.test(err.rawMessage)) {
+  if (/premature close|incomplete envelope|missing EndStreamResponse|socket hang up|other side closed|stream closed with error code/i.test(err.rawMessage)) {
     return true;
   }
   for (let e: unknown = err.cause, n = 0; e instanceof Error && n < 10; e = e.cause, n++) {

@@ -46,6 +46,8 @@ describe("HopperError", () => {
     const reset = Object.assign(new Error("read ECONNRESET"), { code: "ECONNRESET" });
     assert.equal(toHopperError(new ConnectError("aborted", Code.Aborted, undefined, undefined, reset)).code, Code.Unavailable);
     assert.equal(toHopperError(new ConnectError("protocol error: premature close", Code.Internal)).code, Code.Unavailable);
+    assert.equal(toHopperError(new ConnectError("http/2 stream closed with error code CANCEL (0x8)", Code.Canceled)).code, Code.Unavailable);
     assert.equal(toHopperError(new ConnectError("internal error (request id X)", Code.Internal)).code, Code.Internal);
+    assert.equal(toHopperError(new ConnectError("This operation was aborted", Code.Canceled)).code, Code.Canceled);
   });
 });
