@@ -12,7 +12,7 @@ import type { Ending, Outcome } from "./outcome.js";
 import { reportUntilVerdict } from "./reporter.js";
 import type { Reporter } from "./reporter.js";
 import type { Attempt } from "./running-job.js";
-import { runningJob } from "./running-job.js";
+import { Running } from "./running-job.js";
 import { clipText, MAX_ERROR_BYTES } from "./text.js";
 import { fromDuration } from "./time.js";
 
@@ -48,7 +48,7 @@ export async function execute(x: Executor, a: Attempt): Promise<void> {
       return;
     case "releaseOnce":
       try {
-        await x.reporter.report(decision.outcome, AbortSignal.timeout(streamGoneRelease));
+        await x.reporter.report(decision.outcome, streamGoneRelease);
       } catch (e) {
         const err = toHopperError(e);
         if (err.code !== Code.FailedPrecondition) x.log.warn("release job", { jobId: a.job.id, err: err.message });
@@ -68,17 +68,17 @@ async function run(x: Executor, a: Attempt): Promise<Ending> {
     threw: false, mode: x.mode, kindPolicy: h?.retryPolicy,
   };
   const timeout = fromDuration(j.timeout) || h?.timeout;
-  const timer = timeout ? setTimeout(() => a.controller.abort(new JobTimeoutError(timeout)), timeout) : undefined;
+  const timer = timeout ? setTimeout(() => a.abort(new JobTimeoutError(timeout)), timeout) : undefined;
   try {
     if (!h) throw new NoRetryError(`no handler for kind ${JSON.stringify(j.kind)}`);
-    ending.result = await h.handle(runningJob(a, decodeArgs(j.kind, j.args), x.api));
+    ending.result = await h.handle(new Running(a, decodeArgs(j.kind, j.args), x.api));
   } catch (err) {
     ending.threw = true;
     ending.error = err;
   } finally {
     clearTimeout(timer);
   }
-  if (a.controller.signal.aborted) ending.cause = a.controller.signal.reason;
+  ending.cause = a.cause;
   return ending;
 }
 
@@ -97,15 +97,15 @@ function decodeArgs(kind: string, args: string): unknown {
  * on every retry.
  */
 async function reportOrFail(x: Executor, outcome: Outcome): Promise<void> {
-  const signal = AbortSignal.timeout(reportTimeout);
+  const deadline = Date.now() + reportTimeout;
   try {
     try {
-      await reportUntilVerdict(x.reporter, outcome, signal);
+      await reportUntilVerdict(x.reporter, outcome, deadline);
     } catch (e) {
       const err = toHopperError(e);
       if (err.code !== Code.InvalidArgument) throw err;
       const error = clipText(`the server refused the attempt's outcome: ${err.message}`, MAX_ERROR_BYTES);
-      await reportUntilVerdict(x.reporter, { type: "fail", job: outcome.job, error }, signal);
+      await reportUntilVerdict(x.reporter, { type: "fail", job: outcome.job, error }, deadline);
     }
   } catch (e) {
     x.log.error("report job outcome", { jobId: outcome.job.id, outcome: outcome.type, err: toHopperError(e).message });

@@ -85,7 +85,7 @@ async function extendAll(k: LeaseKeeper, signal: AbortSignal): Promise<void> {
     } catch (e) {
       const err = toHopperError(e);
       if (err.code !== Code.FailedPrecondition && err.code !== Code.NotFound) throw err;
-      a.controller.abort(new LeaseLostError());
+      a.abort(new LeaseLostError());
     }
   }
 }

@@ -14,15 +14,16 @@ import { toDuration, toTimestamp } from "./time.js";
  * when the call fails.
  */
 export interface Reporter {
-  report(outcome: Outcome, signal: AbortSignal): Promise<void>;
+  /** report sends outcome, giving up after timeoutMs. */
+  report(outcome: Outcome, timeoutMs: number): Promise<void>;
 }
 
 /** rpcReporter reports each outcome with its own call. */
 export function rpcReporter(api: RpcClient<typeof WorkerService>): Reporter {
   return {
-    async report(o, signal) {
+    async report(o, timeoutMs) {
       const ref = { id: o.job.id, leaseToken: o.job.leaseToken };
-      const opts = { signal };
+      const opts = { timeoutMs };
       try {
         switch (o.type) {
           case "complete":
@@ -57,14 +58,14 @@ const reportRetry = { base: 50, multiplier: 2, cap: 2000, jitter: 0.2 };
  * A verdict is success or an answer about the job itself: its lease is gone or it is unknown
  * (nothing left to say: it returns), or the report is refused (InvalidArgument,
  * PermissionDenied, Unauthenticated: it throws). An unavailable server, a connection lost
- * mid-call and other errors are retried with backoff until signal aborts; then it throws the
- * last error.
+ * mid-call and other errors are retried with backoff until deadline (a time in ms since the
+ * epoch); then it throws the last error.
  */
-export async function reportUntilVerdict(reporter: Reporter, outcome: Outcome, signal: AbortSignal): Promise<void> {
+export async function reportUntilVerdict(reporter: Reporter, outcome: Outcome, deadline: number): Promise<void> {
   for (let n = 1; ; n++) {
     let err: HopperError;
     try {
-      await reporter.report(outcome, signal);
+      await reporter.report(outcome, Math.max(deadline - Date.now(), 1));
       return;
     } catch (e) {
       err = toHopperError(e);
@@ -78,6 +79,8 @@ export async function reportUntilVerdict(reporter: Reporter, outcome: Outcome, s
       case Code.Unauthenticated:
         throw err; // retrying cannot help
     }
-    if (!(await sleep(backoffDelay(reportRetry, n), signal))) throw err;
+    const wait = backoffDelay(reportRetry, n);
+    if (Date.now() + wait >= deadline) throw err;
+    await sleep(wait);
   }
 }

@@ -81,7 +81,7 @@ async function stream(s: StreamIntake, signal: AbortSignal): Promise<void> {
     // worker never runs more than its concurrency, nor a job twice. A stopping worker ends
     // the intake once it has given up on handlers that ignore their signal: those are left
     // behind, not waited for.
-    for (const a of mine) a.controller.abort(new StreamClosedError());
+    for (const a of mine) a.abort(new StreamClosedError());
     await Promise.race([Promise.all([...mine].map((a) => a.done)), aborted(signal)]);
   }
 }

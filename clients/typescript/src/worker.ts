@@ -18,8 +18,7 @@ import { Notifier } from "./notifier.js";
 import { keepLeases, pollLoop } from "./poll-intake.js";
 import { rpcReporter } from "./reporter.js";
 import type { Reporter } from "./reporter.js";
-import type { Attempt } from "./running-job.js";
-import { attemptKey } from "./running-job.js";
+import { Attempt } from "./running-job.js";
 import { aborted, sleep } from "./sleep.js";
 import { streamLoop } from "./stream-intake.js";
 import { clipText, MAX_REASON_BYTES } from "./text.js";
@@ -129,7 +128,7 @@ export class Worker {
       const backoff = new Tracker("job stream", workPolicy, this.log, { worker: this.name });
       this.loops.push(streamLoop({
         api: this.api, request, backoff, launch: (j) => this.launch(j), decline: (j) => this.decline(j),
-        lost: (key) => this.attempts.get(key)?.controller.abort(new LeaseLostError()),
+        lost: (key) => this.attempts.get(key)?.abort(new LeaseLostError()),
       }, this.intake.signal));
       return;
     }
@@ -179,14 +178,14 @@ export class Worker {
   }
 
   private abortAll(): void {
-    for (const a of this.attempts.values()) a.controller.abort(new ShutdownError());
+    for (const a of this.attempts.values()) a.abort(new ShutdownError());
   }
 
   /** launch runs job; undefined when the worker is stopping. */
   private launch(job: ActivatedJob): Attempt | undefined {
     if (this.state !== "started") return undefined;
-    const key = attemptKey(job.id, job.leaseToken);
-    const a: Attempt = { key, job, controller: new AbortController(), lease: this.lease, done: Promise.resolve() };
+    const a = new Attempt(job, this.lease);
+    const key = a.key;
     this.attempts.set(key, a);
     a.done = execute(this.executor, a)
       .catch((err: unknown) => this.log.error("run job", { jobId: job.id, err: String(err) }))
@@ -208,7 +207,7 @@ export class Worker {
   /** release hands a job this worker will not run back to its queue, with one try. */
   private async release(job: ActivatedJob, why: string): Promise<void> {
     try {
-      await this.reporter.report({ type: "release", job, reason: clipText(why, MAX_REASON_BYTES) }, AbortSignal.timeout(releaseTimeout));
+      await this.reporter.report({ type: "release", job, reason: clipText(why, MAX_REASON_BYTES) }, releaseTimeout);
     } catch (e) {
       const err = toHopperError(e);
       if (err.code !== Code.FailedPrecondition) this.log.warn("release job", { jobId: job.id, err: err.message });
