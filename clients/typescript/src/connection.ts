@@ -15,8 +15,6 @@ export interface ConnectionOptions {
    * speaks HTTP/2 without TLS) or "1.1" (for a proxy that only speaks HTTP/1.1; gRPC needs "2").
    */
   httpVersion?: "1.1" | "2";
-  /** json sends JSON instead of the binary protobuf encoding (default false: binary). */
-  json?: boolean;
   /** transport, when set, carries the calls and the options above are ignored (but url). */
   transport?: Transport;
 }
@@ -34,13 +32,15 @@ export function createTransport(options: ConnectionOptions): Transport {
   if (options.transport) return options.transport;
   if (!options.url) throw new TypeError("hopper: ConnectionOptions.url is required");
   const interceptors = options.apiKey ? [bearer(options.apiKey)] : [];
-  const common = { baseUrl: options.url, useBinaryFormat: !options.json, interceptors };
+  // Always the binary codec: payloads are strings of JSON text there, which the SDK encodes
+  // and decodes itself.
+  const common = { baseUrl: options.url, useBinaryFormat: true, interceptors };
   if (options.protocol === "grpc") return createGrpcTransport(common);
   if (options.protocol !== undefined && options.protocol !== "connect") {
     throw new TypeError(`hopper: unknown protocol ${JSON.stringify(options.protocol)}`);
   }
   const httpVersion = options.httpVersion ?? "2";
   const connect = createConnectTransport({ ...common, httpVersion });
-  if (httpVersion !== "2" || options.json) return connect;
+  if (httpVersion !== "2") return connect;
   return h2Transport(options.url, options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {}, connect);
 }

@@ -3,8 +3,8 @@
 // Why not connect-node's transport for them: a worker reports every job with its own unary
 // call, and connect-node spends about 150 µs of CPU on each (web Headers, linked abort
 // signals, an error object made on every close); this path spends about a third of that.
-// Measured with `npm run bench`, it takes a worker from about 4,000 to about 7,500 jobs/s
-// on a 2-core machine. Streams, gRPC, JSON and HTTP/1.1 still go through connect-node.
+// Measured with `npm run bench`, it takes a worker from about 4,000 to about 7,000 jobs/s
+// on a 2-core machine. Streams, gRPC and HTTP/1.1 still go through connect-node.
 
 import * as http2 from "node:http2";
 import { fromBinary, create, toBinary } from "@bufbuild/protobuf";

@@ -17,7 +17,6 @@ async function rejects(p: Promise<unknown>, code: Code): Promise<HopperError> {
 const transports: Record<string, Omit<ConnectionOptions, "url">> = {
   "connect over HTTP/2": {},
   "connect over HTTP/1.1": { httpVersion: "1.1" },
-  "connect with JSON": { json: true },
   gRPC: { protocol: "grpc" },
 };
 
