@@ -1,5 +1,5 @@
 # The README's commands. `make test` (and `make chaos-short`, `make fuzz-ci`) is what CI runs.
-.PHONY: test run build bench tools gen gen-check chaos chaos-short fuzz fuzz-ci
+.PHONY: test run build bench tools gen gen-check chaos chaos-short fuzz fuzz-ci ts-test ts-gen ts-gen-check ts-bench
 
 test:
 	go test -race -count=1 -timeout 15m -p 2 ./...
@@ -53,3 +53,25 @@ gen: tools
 gen-check: gen
 	@git diff --exit-code --stat -- gen || (echo "gen/ is stale: run make gen and commit it"; exit 1)
 	@test -z "$$(git ls-files --others --exclude-standard gen)" || (echo "gen/ has uncommitted files: run make gen and commit them"; exit 1)
+
+# The TypeScript SDK (clients/typescript, docs/workers-other-languages.md): its dependencies
+# come from its package-lock.json (npm ci, which also builds it), its tests run against a
+# hopper built from this tree, and its generated code in src/gen/ must be what api/ generates.
+TS := clients/typescript
+
+$(TS)/node_modules/.package-lock.json: $(TS)/package-lock.json
+	cd $(TS) && npm ci --no-audit --no-fund
+
+ts-test: $(TS)/node_modules/.package-lock.json
+	cd $(TS) && npm test
+
+ts-bench: $(TS)/node_modules/.package-lock.json
+	cd $(TS) && npm run bench
+
+ts-gen: $(TS)/node_modules/.package-lock.json
+	cd $(TS) && npm run gen
+
+# ts-gen-check fails when clients/typescript/src/gen is not what api/ generates.
+ts-gen-check: ts-gen
+	@git diff --exit-code --stat -- $(TS)/src/gen || (echo "$(TS)/src/gen is stale: run make ts-gen and commit it"; exit 1)
+	@test -z "$$(git ls-files --others --exclude-standard $(TS)/src/gen)" || (echo "$(TS)/src/gen has uncommitted files: run make ts-gen and commit them"; exit 1)

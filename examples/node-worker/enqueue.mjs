@@ -1,59 +1,35 @@
 #!/usr/bin/env node
-// enqueue.mjs: enqueues a mix of resize and charge jobs in one JobService/EnqueueBatch call.
+// enqueue.mjs: enqueues a mix of resize and charge jobs in one call, with the SDK.
 //
-//   node enqueue.mjs [--resize N] [--charge N] [--bad N] [--queue Q] [--json]
+//   node enqueue.mjs [--resize N] [--charge N] [--bad N] [--queue Q]
 //
-// --resize N resize jobs, --charge N charge jobs with a positive amount and --bad N charge
-// jobs with a negative amount (worker.mjs fails those for good). Args vary with each job's
-// number, so a run is reproducible. It prints one line per job, or with --json one JSON
-// object per line: {"id", "kind", "args"} (args as the JSON string the job holds).
-//
-// HOPPER_URL and HOPPER_API_KEY (with the "enqueue" scope) as for worker.mjs.
+// --bad N charge jobs have a negative amount, which worker.mjs fails for good. HOPPER_URL and
+// HOPPER_API_KEY (a key with the enqueue scope) as for worker.mjs.
 
-import { parseArgs } from 'node:util';
-import { enqueueBatch } from './hopper.mjs';
+import { parseArgs } from "node:util";
+import { Client } from "@hopperjobs/hopper";
 
 const { values: opt } = parseArgs({
   options: {
-    resize: { type: 'string', default: '6' },
-    charge: { type: 'string', default: '2' },
-    bad: { type: 'string', default: '2' },
-    queue: { type: 'string', default: 'default' },
-    json: { type: 'boolean', default: false },
+    resize: { type: "string", default: "6" },
+    charge: { type: "string", default: "2" },
+    bad: { type: "string", default: "2" },
+    queue: { type: "string", default: "default" },
   },
 });
-const count = (name) => {
-  const n = Number(opt[name]);
-  if (!Number.isInteger(n) || n < 0) {
-    console.error(`enqueue: --${name} wants a whole number, got ${opt[name]}`);
-    process.exit(2);
-  }
-  return n;
-};
+const { queue } = opt;
 
-const specs = [];
-for (let i = 0; i < count('resize'); i++) {
-  const args = { image: `photo-${i}.jpg`, width: 640 + 320 * i, height: 480 + 135 * i, percent: [50, 25, 75, 33][i % 4] };
-  specs.push({ kind: 'resize', queue: opt.queue, args });
+const jobs = [];
+for (let i = 0; i < Number(opt.resize); i++) {
+  jobs.push({ kind: "resize", queue, args: { image: `photo-${i}.jpg`, width: 640 + 320 * i, height: 480 + 135 * i, percent: [50, 25, 75, 33][i % 4] } });
 }
-for (let i = 0; i < count('charge'); i++) {
-  specs.push({ kind: 'charge', queue: opt.queue, args: { order: 1000 + i, amount: 1999 + 500 * i } });
-}
-for (let i = 0; i < count('bad'); i++) {
-  specs.push({ kind: 'charge', queue: opt.queue, args: { order: 2000 + i, amount: -(100 + 25 * i) } });
-}
-if (specs.length === 0) {
-  console.error('enqueue: nothing to enqueue');
-  process.exit(2);
-}
+for (let i = 0; i < Number(opt.charge); i++) jobs.push({ kind: "charge", queue, args: { order: 1000 + i, amount: 1999 + 500 * i } });
+for (let i = 0; i < Number(opt.bad); i++) jobs.push({ kind: "charge", queue, args: { order: 2000 + i, amount: -(100 + 25 * i) } });
 
+const client = new Client({ url: process.env.HOPPER_URL ?? "http://127.0.0.1:7070", apiKey: process.env.HOPPER_API_KEY });
 try {
-  const jobs = await enqueueBatch(specs);
-  for (const job of jobs) {
-    if (opt.json) console.log(JSON.stringify({ id: job.id, kind: job.kind, args: job.args }));
-    else console.log(`enqueued ${job.kind} ${job.id} ${job.args}`);
-  }
+  for (const { job } of await client.enqueueMany(jobs)) console.log(`enqueued ${job.kind} ${job.id} ${JSON.stringify(job.args)}`);
 } catch (err) {
-  console.error(`enqueue: ${err.message}`);
+  console.error(`enqueue: ${err.message}`); // a HopperError: err.code, err.field
   process.exit(1);
 }

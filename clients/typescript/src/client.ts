@@ -1,0 +1,191 @@
+import { createClient } from "@connectrpc/connect";
+import type { Client as RpcClient } from "@connectrpc/connect";
+import { createTransport } from "./connection.js";
+import type { ConnectionOptions } from "./connection.js";
+import { jobSpec } from "./enqueue-options.js";
+import type { EnqueueOptions } from "./enqueue-options.js";
+import { toHopperError } from "./errors.js";
+import { DeadLetterService, JobService } from "./gen/hopper/v1/hopper_pb.js";
+import { attemptFromProto, eventFromProto, jobFromProto } from "./job.js";
+import type { Job, JobAttempt, JobEvent, JobState } from "./job.js";
+import { encodeJSON } from "./json.js";
+import { fromDuration, fromTimestamp, toTimestamp } from "./time.js";
+
+/** CallOptions end a call early. */
+export interface CallOptions {
+  /** signal aborts the call (it then throws a HopperError of code Canceled). */
+  signal?: AbortSignal;
+}
+
+/** EnqueueResult is a stored job; existing says an idempotency key returned a job stored before. */
+export interface EnqueueResult<A = unknown> {
+  job: Job<A>;
+  existing: boolean;
+}
+
+/** NewJob is one job of Client.enqueueMany. */
+export interface NewJob<A = unknown> extends EnqueueOptions {
+  kind: string;
+  args?: A;
+}
+
+/** ListOptions select a page of jobs; unset fields don't filter. */
+export interface ListOptions extends CallOptions {
+  states?: JobState[];
+  queues?: string[];
+  kinds?: string[];
+  /** cursor continues from a page's nextCursor. */
+  cursor?: string;
+  /** limit is the page size (default 100, at most 10,000). */
+  limit?: number;
+  /** ascending lists oldest first (default newest first). */
+  ascending?: boolean;
+  /** createdAfter (inclusive) and createdBefore (exclusive) bound the creation time. */
+  createdAfter?: Date;
+  createdBefore?: Date;
+}
+
+/** Page is a page of jobs; nextCursor is "" on the last page. */
+export interface Page<A = unknown> {
+  jobs: Job<A>[];
+  nextCursor: string;
+}
+
+/** DeadLetterFilter selects dead letters (failed jobs); unset fields don't filter. */
+export interface DeadLetterFilter {
+  queues?: string[];
+  kinds?: string[];
+  /** failedAfter (inclusive) and failedBefore (exclusive) bound when the jobs failed. */
+  failedAfter?: Date;
+  failedBefore?: Date;
+}
+
+/** Replayed is what a replay made: the new jobs, and whom the replay is recorded as done by. */
+export interface Replayed {
+  jobs: Job[];
+  replayedBy: string;
+}
+
+/**
+ * Client enqueues, inspects, cancels, resumes and replays jobs through `hopper serve`. It is
+ * safe to share; every method throws a HopperError when the server refuses the call or
+ * cannot be reached.
+ */
+export class Client {
+  private readonly jobs: RpcClient<typeof JobService>;
+  private readonly deadLetters: RpcClient<typeof DeadLetterService>;
+
+  constructor(options: ConnectionOptions) {
+    const transport = createTransport(options);
+    this.jobs = createClient(JobService, transport);
+    this.deadLetters = createClient(DeadLetterService, transport);
+  }
+
+  /** enqueue stores one job of kind with args (any JSON value; unset is {}). */
+  async enqueue<A>(kind: string, args?: A, options: EnqueueOptions & CallOptions = {}): Promise<EnqueueResult<A>> {
+    const res = await call(this.jobs.enqueue({ job: jobSpec(kind, args, options) }, options));
+    return { job: jobFromProto<A>(res.job!), existing: res.existing };
+  }
+
+  /** enqueueMany stores several jobs in one transaction: all or none. */
+  async enqueueMany<A>(jobs: NewJob<A>[], options: CallOptions = {}): Promise<EnqueueResult<A>[]> {
+    const specs = jobs.map((j) => jobSpec(j.kind, j.args, j));
+    const res = await call(this.jobs.enqueueBatch({ jobs: specs }, options));
+    return res.results.map((r) => ({ job: jobFromProto<A>(r.job!), existing: r.existing }));
+  }
+
+  /** get returns one job; a HopperError of code NotFound when there is none. */
+  async get<A = unknown, R = unknown>(id: string, options: CallOptions = {}): Promise<Job<A, R>> {
+    const res = await call(this.jobs.get({ id }, options));
+    return jobFromProto<A, R>(res.job!);
+  }
+
+  /** list returns a page of jobs, newest first unless ascending. */
+  async list(options: ListOptions = {}): Promise<Page> {
+    const res = await call(this.jobs.list({
+      states: options.states, queues: options.queues, kinds: options.kinds, cursor: options.cursor,
+      limit: options.limit, ascending: options.ascending, createdAfter: toTimestamp(options.createdAfter),
+      createdBefore: toTimestamp(options.createdBefore),
+    }, options));
+    return { jobs: res.jobs.map((j) => jobFromProto(j)), nextCursor: res.nextCursor };
+  }
+
+  /** listAll yields every job options select, a page at a time. */
+  async *listAll(options: ListOptions = {}): AsyncGenerator<Job> {
+    let cursor = options.cursor;
+    do {
+      const page = await this.list({ ...options, cursor });
+      yield* page.jobs;
+      cursor = page.nextCursor;
+    } while (cursor);
+  }
+
+  /** events returns a job's history: its state transitions and its ended attempts. */
+  async events(id: string, options: CallOptions = {}): Promise<{ events: JobEvent[]; attempts: JobAttempt[] }> {
+    const res = await call(this.jobs.events({ id }, options));
+    return { events: res.events.map(eventFromProto), attempts: res.attempts.map(attemptFromProto) };
+  }
+
+  /**
+   * cancel cancels a job that has not ended; a running job's worker is told to stop. A
+   * HopperError of code FailedPrecondition when it already ended.
+   */
+  async cancel(id: string, options: { reason?: string } & CallOptions = {}): Promise<Job> {
+    const res = await call(this.jobs.cancel({ id, reason: options.reason }, options));
+    return jobFromProto(res.job!);
+  }
+
+  /**
+   * resume moves a suspended job back to its queue; data (any JSON value) reaches its next
+   * attempt as job.resumeData. FailedPrecondition for a job that is not suspended.
+   */
+  async resume(id: string, options: { data?: unknown; reason?: string } & CallOptions = {}): Promise<Job> {
+    const res = await call(this.jobs.resume({ id, data: encodeJSON(options.data), reason: options.reason }, options));
+    return jobFromProto(res.job!);
+  }
+
+  /** listDeadLetters returns a page of dead letters (failed jobs), newest first. */
+  async listDeadLetters(options: DeadLetterFilter & { cursor?: string; limit?: number } & CallOptions = {}): Promise<Page> {
+    const res = await call(this.deadLetters.list({ filter: filter(options), cursor: options.cursor, limit: options.limit }, options));
+    return { jobs: res.jobs.map((j) => jobFromProto(j)), nextCursor: res.nextCursor };
+  }
+
+  /** deadLetterStats counts the dead letters and says how long the oldest has waited (ms). */
+  async deadLetterStats(options: CallOptions = {}): Promise<{ count: number; oldestFailedAt?: Date; oldestAge?: number }> {
+    const res = await call(this.deadLetters.stats({}, options));
+    return { count: Number(res.count), oldestFailedAt: fromTimestamp(res.oldestFailedAt), oldestAge: fromDuration(res.oldestAge) };
+  }
+
+  /**
+   * replay replays one dead letter as a new queued job with its work and lineage; the dead
+   * letter stays as it was. NotFound when there is none, FailedPrecondition when the job is
+   * not failed.
+   */
+  async replay(id: string, options: CallOptions = {}): Promise<{ job: Job; replayedBy: string }> {
+    const res = await call(this.deadLetters.replay({ id }, options));
+    return { job: jobFromProto(res.job!), replayedBy: res.replayedBy };
+  }
+
+  /**
+   * replayMany replays, oldest first and in one transaction, up to limit (default 100, at
+   * most 1000) dead letters matching the filter that were never replayed, so calling it
+   * again continues where it stopped.
+   */
+  async replayMany(options: DeadLetterFilter & { limit?: number } & CallOptions = {}): Promise<Replayed> {
+    const res = await call(this.deadLetters.replayMany({ filter: filter(options), limit: options.limit }, options));
+    return { jobs: res.jobs.map((j) => jobFromProto(j)), replayedBy: res.replayedBy };
+  }
+}
+
+function filter(f: DeadLetterFilter) {
+  return { queues: f.queues, kinds: f.kinds, failedAfter: toTimestamp(f.failedAfter), failedBefore: toTimestamp(f.failedBefore) };
+}
+
+/** call awaits an RPC, turning what it throws into a HopperError. */
+async function call<T>(p: Promise<T>): Promise<T> {
+  try {
+    return await p;
+  } catch (err) {
+    throw toHopperError(err);
+  }
+}

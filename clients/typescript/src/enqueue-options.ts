@@ -1,0 +1,53 @@
+import { create } from "@bufbuild/protobuf";
+import type { RetryPolicy } from "./backoff.js";
+import { JobSpecSchema, RetryPolicySchema } from "./gen/hopper/v1/hopper_pb.js";
+import type { JobSpec, RetryPolicy as RetryPolicyPb } from "./gen/hopper/v1/hopper_pb.js";
+import { encodeJSON } from "./json.js";
+import { toDuration, toTimestamp } from "./time.js";
+
+/**
+ * EnqueueOptions are a job's options; every one may be left out, taking the server's
+ * default. Durations are milliseconds. The server checks them and answers a bad one with a
+ * HopperError of code InvalidArgument naming the field.
+ */
+export interface EnqueueOptions {
+  /** queue (default "default"). */
+  queue?: string;
+  /** priority: higher runs first. */
+  priority?: number;
+  /** runAt postpones the job until then; set at most one of runAt and delay. */
+  runAt?: Date;
+  /** delay postpones the job by this many milliseconds. */
+  delay?: number;
+  /** maxAttempts bounds the attempts (the server's default is 25). */
+  maxAttempts?: number;
+  /** timeout bounds each attempt, in milliseconds. */
+  timeout?: number;
+  /** headers travel with the job to its worker. */
+  headers?: Record<string, string>;
+  /** idempotencyKey: a second enqueue with it returns the first job (existing), or ALREADY_EXISTS for other args. */
+  idempotencyKey?: string;
+  /** idempotencyRetention is how long the key is held, in milliseconds (the server's default is 24 h). */
+  idempotencyRetention?: number;
+  /** groupKey groups related jobs. */
+  groupKey?: string;
+  /** retryPolicy shapes the backoff between failed attempts. */
+  retryPolicy?: RetryPolicy;
+  /** maxRescues bounds how often the job is requeued after losing its worker (1–1000, -1: unbounded). */
+  maxRescues?: number;
+}
+
+/** jobSpec is the JobSpec of a job of kind with args and options. */
+export function jobSpec(kind: string, args: unknown, o: EnqueueOptions = {}): JobSpec {
+  return create(JobSpecSchema, {
+    kind, args: encodeJSON(args), queue: o.queue, priority: o.priority, runAt: toTimestamp(o.runAt),
+    delay: toDuration(o.delay), maxAttempts: o.maxAttempts, timeout: toDuration(o.timeout), headers: o.headers,
+    idempotencyKey: o.idempotencyKey, idempotencyRetention: toDuration(o.idempotencyRetention),
+    groupKey: o.groupKey, retryPolicy: policyToProto(o.retryPolicy), maxRescues: o.maxRescues,
+  });
+}
+
+function policyToProto(p: RetryPolicy | undefined): RetryPolicyPb | undefined {
+  if (!p) return undefined;
+  return create(RetryPolicySchema, { base: toDuration(p.base), multiplier: p.multiplier, cap: toDuration(p.cap), jitter: p.jitter });
+}

@@ -1,0 +1,113 @@
+import type { Client as RpcClient } from "@connectrpc/connect";
+import { Code } from "@connectrpc/connect";
+import { toHopperError } from "./errors.js";
+import type { WorkerService } from "./gen/hopper/v1/hopper_pb.js";
+import type { HandlerOptions } from "./handler.js";
+import { JobTimeoutError, NoRetryError } from "./handler-errors.js";
+import { policyFromProto } from "./job.js";
+import { decodeJSON } from "./json.js";
+import type { Logger } from "./logger.js";
+import { decide } from "./outcome.js";
+import type { Ending, Outcome } from "./outcome.js";
+import { reportUntilVerdict } from "./reporter.js";
+import type { Reporter } from "./reporter.js";
+import type { Attempt } from "./running-job.js";
+import { Running } from "./running-job.js";
+import { clipText, MAX_ERROR_BYTES } from "./text.js";
+import { fromDuration } from "./time.js";
+
+/** How long an outcome's report is retried. */
+const reportTimeout = 30_000;
+
+/**
+ * How long the release of a job whose stream dropped may take: the server waits 2 s for it
+ * before it counts the job as lost, and the worker waits for it before it opens a new stream.
+ */
+const streamGoneRelease = 2000;
+
+/** Executor is what running an attempt needs from its worker. */
+export interface Executor {
+  api: RpcClient<typeof WorkerService>;
+  reporter: Reporter;
+  mode: "stream" | "poll";
+  log: Logger;
+  handler(kind: string): HandlerOptions | undefined;
+  /** decline keeps a job to release once the stream is closed. */
+  decline(a: Attempt): void;
+}
+
+/** execute runs attempt a with its handler and reports how it ended. */
+export async function execute(x: Executor, a: Attempt): Promise<void> {
+  const ending = await run(x, a);
+  const decision = decide(ending);
+  switch (decision.action) {
+    case "none":
+      return;
+    case "decline":
+      x.decline(a);
+      return;
+    case "releaseOnce":
+      try {
+        await x.reporter.report(decision.outcome, streamGoneRelease);
+      } catch (e) {
+        const err = toHopperError(e);
+        if (err.code !== Code.FailedPrecondition) x.log.warn("release job", { jobId: a.job.id, err: err.message });
+      }
+      return;
+    case "report":
+      await reportOrFail(x, decision.outcome);
+  }
+}
+
+/** run calls a's handler within the attempt's timeout and says how it ended. */
+async function run(x: Executor, a: Attempt): Promise<Ending> {
+  const j = a.job;
+  const h = x.handler(j.kind);
+  const ending: Ending = {
+    job: { id: j.id, leaseToken: j.leaseToken, attempt: j.attempt, retryPolicy: policyFromProto(j.retryPolicy) },
+    threw: false, mode: x.mode, kindPolicy: h?.retryPolicy,
+  };
+  const timeout = fromDuration(j.timeout) || h?.timeout;
+  const timer = timeout ? setTimeout(() => a.abort(new JobTimeoutError(timeout)), timeout) : undefined;
+  try {
+    if (!h) throw new NoRetryError(`no handler for kind ${JSON.stringify(j.kind)}`);
+    ending.result = await h.handle(new Running(a, decodeArgs(j.kind, j.args), x.api));
+  } catch (err) {
+    ending.threw = true;
+    ending.error = err;
+  } finally {
+    clearTimeout(timer);
+  }
+  ending.cause = a.cause;
+  return ending;
+}
+
+function decodeArgs(kind: string, args: string): unknown {
+  try {
+    return decodeJSON(args) ?? {};
+  } catch (err) {
+    throw new NoRetryError(`decode args of kind ${JSON.stringify(kind)}: ${(err as Error).message}`);
+  }
+}
+
+/**
+ * reportOrFail reports outcome until the server gives a verdict. When the server refuses the
+ * outcome as the handler gave it (a suspension deadline already past, say), the attempt fails
+ * with the server's reason instead, rather than run on until its lease expires, and then again
+ * on every retry.
+ */
+async function reportOrFail(x: Executor, outcome: Outcome): Promise<void> {
+  const deadline = Date.now() + reportTimeout;
+  try {
+    try {
+      await reportUntilVerdict(x.reporter, outcome, deadline);
+    } catch (e) {
+      const err = toHopperError(e);
+      if (err.code !== Code.InvalidArgument) throw err;
+      const error = clipText(`the server refused the attempt's outcome: ${err.message}`, MAX_ERROR_BYTES);
+      await reportUntilVerdict(x.reporter, { type: "fail", job: outcome.job, error }, deadline);
+    }
+  } catch (e) {
+    x.log.error("report job outcome", { jobId: outcome.job.id, outcome: outcome.type, err: toHopperError(e).message });
+  }
+}

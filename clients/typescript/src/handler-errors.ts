@@ -1,0 +1,90 @@
+// What a handler throws to decide its attempt's outcome, and why its signal aborts.
+
+import { formatMs } from "./time.js";
+
+/** NoRetryError, thrown by a handler, fails the job at once, whatever attempts it has left. */
+export class NoRetryError extends Error {
+  override readonly name = "NoRetryError";
+}
+
+/**
+ * RetryAfterError, thrown by a handler, retries the job after delay milliseconds instead of
+ * its backoff. The attempt still counts: with none left, the job fails.
+ */
+export class RetryAfterError extends Error {
+  override readonly name = "RetryAfterError";
+  constructor(
+    readonly delay: number,
+    message = `retry after ${formatMs(delay)}`,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+/**
+ * SnoozeError, thrown by a handler, ends the attempt with "not now": the job runs again after
+ * delay milliseconds, without consuming an attempt.
+ */
+export class SnoozeError extends Error {
+  override readonly name = "SnoozeError";
+  constructor(readonly delay: number) {
+    super(`snoozed for ${formatMs(delay)}`);
+  }
+}
+
+/** SuspendOptions says what a suspended job keeps and how long it waits. */
+export interface SuspendOptions {
+  /** checkpoint is handed to the next attempt as job.checkpoint (any JSON value); unset keeps the previous one. */
+  checkpoint?: unknown;
+  /** until, when set, parks the job as scheduled until then; it then runs again. */
+  until?: Date;
+  /** deadline, for a job parked until Client.resume (no until): still suspended then, it fails. */
+  deadline?: Date;
+}
+
+/**
+ * SuspendError, thrown by a handler, parks the job without consuming an attempt: until
+ * options.until, or until Client.resume. The next attempt, on any worker, gets the checkpoint.
+ */
+export class SuspendError extends Error {
+  override readonly name = "SuspendError";
+  constructor(readonly options: SuspendOptions = {}) {
+    super(options.until ? `suspended until ${options.until.toISOString()}` : "suspended until resumed");
+  }
+}
+
+/** JobTimeoutError is a handler's signal.reason when its attempt ran past its timeout. */
+export class JobTimeoutError extends Error {
+  override readonly name = "JobTimeoutError";
+  constructor(readonly timeout: number) {
+    super(`job execution timeout after ${formatMs(timeout)}`);
+  }
+}
+
+/**
+ * LeaseLostError is a handler's signal.reason when the job is no longer its own: an operator
+ * canceled it, its lease expired and another worker took it, or the job stream it came on
+ * closed. Whatever the handler does next is not recorded.
+ */
+export class LeaseLostError extends Error {
+  override readonly name = "LeaseLostError";
+  constructor(message = "lease lost") {
+    super(message);
+  }
+}
+
+/** ShutdownError is a handler's signal.reason when Worker.stop's grace ended. */
+export class ShutdownError extends Error {
+  override readonly name = "ShutdownError";
+  constructor() {
+    super("worker shutting down");
+  }
+}
+
+/** StreamClosedError: the job stream a job came on closed, and the server took the job back. */
+export class StreamClosedError extends LeaseLostError {
+  constructor() {
+    super("job stream closed");
+  }
+}

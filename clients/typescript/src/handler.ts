@@ -1,0 +1,65 @@
+import type { RetryPolicy } from "./backoff.js";
+
+/**
+ * RunningJob is the job a handler works on, with the calls it can make about its attempt.
+ * Its payloads are decoded JSON values; durations are milliseconds.
+ */
+export interface RunningJob<A = unknown> {
+  readonly id: string;
+  readonly kind: string;
+  readonly queue: string;
+  readonly args: A;
+  readonly headers: Readonly<Record<string, string>>;
+  /** attempt is 1 for the first attempt. */
+  readonly attempt: number;
+  readonly maxAttempts: number;
+  /** leaseToken fences every call about this attempt. */
+  readonly leaseToken: bigint;
+  readonly createdAt?: Date;
+  /** timeout is the attempt's time limit, if it has one. */
+  readonly timeout?: number;
+  /** checkpoint is what a suspended or snoozed earlier attempt left, if any. */
+  readonly checkpoint?: unknown;
+  /** resumeData is what Client.resume handed to the job, if it was resumed. */
+  readonly resumeData?: unknown;
+  /**
+   * signal aborts when the handler should stop: its reason is a JobTimeoutError (the
+   * attempt's timeout passed), a LeaseLostError (the job is no longer this worker's:
+   * canceled, taken by another worker, its stream closed) or a ShutdownError (a stopping
+   * worker's grace ended). Pass it to what the handler awaits (fetch, timers…).
+   */
+  readonly signal: AbortSignal;
+  /**
+   * progress stores progress (percent, clamped to 0–100, and a message) and counts as a
+   * heartbeat. It throws a LeaseLostError, and aborts signal, when the job is no longer this
+   * attempt's; a HopperError when the server cannot be reached.
+   */
+  progress(percent: number, message?: string): Promise<void>;
+  /** heartbeat records a sign of life (separate from the lease); it throws as progress does. */
+  heartbeat(): Promise<void>;
+  /**
+   * extendLease sets the lease to expire ms from now (it may shorten it); later automatic
+   * renewals keep ms. It throws as progress does.
+   */
+  extendLease(ms: number): Promise<void>;
+}
+
+/**
+ * Handler works one job. What it returns (any JSON value, or undefined) is stored as the
+ * job's result. What it throws fails the attempt (retried with backoff while attempts are
+ * left; the error's stack is recorded), unless it is a NoRetryError (fail for good), a
+ * RetryAfterError (retry after a delay), a SnoozeError or a SuspendError.
+ */
+export type Handler<A = any> = (job: RunningJob<A>) => unknown;
+
+/** HandlerOptions gives a kind its own limits. */
+export interface HandlerOptions<A = any> {
+  handle: Handler<A>;
+  /** timeout is each attempt's limit in milliseconds, unless the job has its own (default none). */
+  timeout?: number;
+  /** retryPolicy is this kind's backoff; the job's own fields come first, then these, then the server's. */
+  retryPolicy?: RetryPolicy;
+}
+
+/** Handlers maps each kind to its handler. */
+export type Handlers = Record<string, Handler | HandlerOptions>;

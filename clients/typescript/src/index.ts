@@ -1,0 +1,20 @@
+// The TypeScript SDK of Hopper: a Client that enqueues and inspects jobs through
+// `hopper serve`, and a Worker that runs them with handlers, by kind.
+
+export { Code } from "@connectrpc/connect";
+export type { RetryPolicy } from "./backoff.js";
+export { Client } from "./client.js";
+export type { CallOptions, DeadLetterFilter, EnqueueResult, ListOptions, NewJob, Page, Replayed } from "./client.js";
+export { bearer, createTransport } from "./connection.js";
+export type { ConnectionOptions } from "./connection.js";
+export type { EnqueueOptions } from "./enqueue-options.js";
+export { codeName, HopperError } from "./errors.js";
+export type { Handler, HandlerOptions, Handlers, RunningJob } from "./handler.js";
+export {
+  JobTimeoutError, LeaseLostError, NoRetryError, RetryAfterError, ShutdownError, SnoozeError, SuspendError,
+} from "./handler-errors.js";
+export type { SuspendOptions } from "./handler-errors.js";
+export type { Job, JobAttempt, JobEvent, JobState } from "./job.js";
+export type { Logger } from "./logger.js";
+export { Worker } from "./worker.js";
+export type { WorkerOptions } from "./worker.js";

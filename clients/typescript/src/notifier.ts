@@ -1,0 +1,24 @@
+/** Notifier wakes whoever waits for something to happen (a slot freed, a job declined). */
+export class Notifier {
+  private waiters: (() => void)[] = [];
+
+  /** wait resolves at the next notify, or when signal aborts. */
+  wait(signal?: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      if (signal?.aborted) return resolve();
+      const done = () => {
+        signal?.removeEventListener("abort", done);
+        resolve();
+      };
+      this.waiters.push(done);
+      signal?.addEventListener("abort", done, { once: true });
+    });
+  }
+
+  /** notify wakes every waiter. */
+  notify(): void {
+    const ws = this.waiters;
+    this.waiters = [];
+    for (const w of ws) w();
+  }
+}

@@ -1,0 +1,116 @@
+import type { Client as RpcClient } from "@connectrpc/connect";
+import { Code } from "@connectrpc/connect";
+import { toHopperError } from "./errors.js";
+import type { ActivatedJob, WorkerService } from "./gen/hopper/v1/hopper_pb.js";
+import type { RunningJob } from "./handler.js";
+import { LeaseLostError } from "./handler-errors.js";
+import { decodeJSON } from "./json.js";
+import { clipText, MAX_PROGRESS_MESSAGE_BYTES } from "./text.js";
+import { fromDuration, fromTimestamp, toDuration } from "./time.js";
+
+/**
+ * Attempt is one attempt this worker runs: a job, the lease token it came with, and why it
+ * was told to stop, if it was. Its AbortSignal is made only when a handler asks for it: most
+ * attempts end without one.
+ */
+export class Attempt {
+  readonly key: string;
+  /** lease is how long each renewal sets the lease for, in ms. */
+  lease: number;
+  /** done resolves when the handler has returned and its outcome is reported. */
+  done: Promise<void> = Promise.resolve();
+  private stopped = false;
+  private reason: unknown;
+  private controller: AbortController | undefined;
+
+  constructor(readonly job: ActivatedJob, lease: number) {
+    this.key = attemptKey(job.id, job.leaseToken);
+    this.lease = lease;
+  }
+
+  /** abort tells the handler to stop, for reason; only the first reason counts. */
+  abort(reason: unknown): void {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.reason = reason;
+    this.controller?.abort(reason);
+  }
+
+  /** cause is why the attempt was told to stop; undefined while it was not. */
+  get cause(): unknown {
+    return this.stopped ? this.reason : undefined;
+  }
+
+  /** signal aborts when the attempt is told to stop. */
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.stopped) this.controller.abort(this.reason);
+    }
+    return this.controller.signal;
+  }
+}
+
+/** attemptKey names an attempt: a job can be here twice for a moment, under two tokens. */
+export function attemptKey(id: string, leaseToken: bigint): string {
+  return `${id}/${leaseToken}`;
+}
+
+/** Running is what a handler sees of an attempt; its calls go to api. */
+export class Running<A> implements RunningJob<A> {
+  constructor(
+    private readonly attempt_: Attempt,
+    readonly args: A,
+    private readonly api: RpcClient<typeof WorkerService>,
+  ) {}
+
+  get id() { return this.attempt_.job.id; }
+  get kind() { return this.attempt_.job.kind; }
+  get queue() { return this.attempt_.job.queue; }
+  get headers() { return this.attempt_.job.headers; }
+  get attempt() { return this.attempt_.job.attempt; }
+  get maxAttempts() { return this.attempt_.job.maxAttempts; }
+  get leaseToken() { return this.attempt_.job.leaseToken; }
+  get createdAt() { return fromTimestamp(this.attempt_.job.createdAt); }
+  get timeout() { return fromDuration(this.attempt_.job.timeout); }
+  get checkpoint() { return (this.decoded ??= this.decodePayloads()).checkpoint; }
+  get resumeData() { return (this.decoded ??= this.decodePayloads()).resumeData; }
+  get signal() { return this.attempt_.signal; }
+
+  progress(percent: number, message = ""): Promise<void> {
+    percent = Math.min(100, Math.max(0, Math.round(percent))) || 0;
+    return this.check(this.api.reportProgress({ ...this.ref(), percent, message: clipText(message, MAX_PROGRESS_MESSAGE_BYTES) }));
+  }
+
+  heartbeat(): Promise<void> {
+    return this.check(this.api.heartbeat(this.ref()));
+  }
+
+  async extendLease(ms: number): Promise<void> {
+    await this.check(this.api.extendLease({ ...this.ref(), duration: toDuration(ms) }));
+    this.attempt_.lease = ms; // later renewals keep it
+  }
+
+  private decoded: { checkpoint: unknown; resumeData: unknown } | undefined;
+
+  private decodePayloads() {
+    return { checkpoint: decodeJSON(this.attempt_.job.checkpoint), resumeData: decodeJSON(this.attempt_.job.resumeData) };
+  }
+
+  private ref() {
+    return { id: this.attempt_.job.id, leaseToken: this.attempt_.job.leaseToken };
+  }
+
+  /** check turns a refused lease into a LeaseLostError and stops the handler, as in process. */
+  private async check(call: Promise<unknown>): Promise<void> {
+    try {
+      await call;
+    } catch (e) {
+      const err = toHopperError(e);
+      if (err.code !== Code.FailedPrecondition && err.code !== Code.NotFound) throw err;
+      const lost = new LeaseLostError(`job ${this.id}: lease lost`);
+      this.attempt_.abort(lost);
+      throw lost;
+    }
+  }
+}

@@ -1,0 +1,87 @@
+// Stream mode: the server pushes jobs into a stream, never more unfinished than the credit,
+// and keeps their leases alive while the stream is open.
+
+import type { Client as RpcClient } from "@connectrpc/connect";
+import type { Tracker } from "./backoff.js";
+import { toHopperError } from "./errors.js";
+import type { ActivatedJob, StreamJobsRequest, WorkerService } from "./gen/hopper/v1/hopper_pb.js";
+import { StreamClosedError } from "./handler-errors.js";
+import type { Attempt } from "./running-job.js";
+import { attemptKey } from "./running-job.js";
+import { aborted, sleep } from "./sleep.js";
+
+/** StreamIntake is what the stream loop needs from its worker. */
+export interface StreamIntake {
+  api: RpcClient<typeof WorkerService>;
+  request: StreamJobsRequest;
+  backoff: Tracker;
+  /** launch runs a job; undefined when the worker is stopping. */
+  launch(job: ActivatedJob): Attempt | undefined;
+  /** decline keeps a job pushed to a stopping worker, to release once the stream is closed. */
+  decline(job: ActivatedJob): void;
+  /** lost stops the attempt whose lease the server says is gone. */
+  lost(key: string): void;
+}
+
+/**
+ * How long a stream must stay open, without a message, to count as working. It is long: a
+ * stream that a server or a proxy accepts and drops soon after is not working, and counted as
+ * working it would log a recovery and a failure every cycle and never back off.
+ */
+const streamWorked = 10_000;
+
+/**
+ * streamLoop keeps a job stream open until signal aborts, reopening it with backoff when it
+ * ends. A stream that worked (it delivered a message, or stayed open for 10 s) resets the
+ * backoff, so a worker that lives through a server restart reconnects at once.
+ */
+export async function streamLoop(s: StreamIntake, signal: AbortSignal): Promise<void> {
+  while (!signal.aborted) {
+    let err: unknown = new Error("the server ended the stream");
+    try {
+      await stream(s, signal);
+    } catch (e) {
+      err = e;
+    }
+    if (signal.aborted) return;
+    await sleep(s.backoff.fail(toHopperError(err).message), signal);
+  }
+}
+
+async function stream(s: StreamIntake, signal: AbortSignal): Promise<void> {
+  const mine = new Set<Attempt>(); // attempts started from this stream
+  let worked = false;
+  const succeed = () => {
+    worked = true;
+    s.backoff.succeed();
+  };
+  const timer = setTimeout(succeed, streamWorked);
+  try {
+    for await (const msg of s.api.streamJobs(s.request, { signal })) {
+      if (!worked) {
+        clearTimeout(timer);
+        succeed();
+      }
+      if (msg.leaseLost) {
+        s.lost(attemptKey(msg.leaseLost.id, msg.leaseLost.leaseToken));
+      } else if (msg.job) {
+        const a = s.launch(msg.job);
+        if (!a) {
+          s.decline(msg.job); // pushed while stopping
+          continue;
+        }
+        mine.add(a);
+        void a.done.then(() => mine.delete(a));
+      }
+    }
+  } finally {
+    clearTimeout(timer);
+    // The stream is gone, and with it the server's hold on its jobs: they are back in their
+    // queue. Stop their handlers and wait for them before a new stream takes jobs, so this
+    // worker never runs more than its concurrency, nor a job twice. A stopping worker ends
+    // the intake once it has given up on handlers that ignore their signal: those are left
+    // behind, not waited for.
+    for (const a of mine) a.abort(new StreamClosedError());
+    await Promise.race([Promise.all([...mine].map((a) => a.done)), aborted(signal)]);
+  }
+}

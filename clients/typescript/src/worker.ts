@@ -1,0 +1,258 @@
+import { hostname } from "node:os";
+import { create } from "@bufbuild/protobuf";
+import { Code, createClient } from "@connectrpc/connect";
+import type { Client as RpcClient } from "@connectrpc/connect";
+import { loopPolicy, Tracker, workPolicy } from "./backoff.js";
+import { createTransport } from "./connection.js";
+import type { ConnectionOptions } from "./connection.js";
+import { toHopperError } from "./errors.js";
+import { execute } from "./execute.js";
+import type { Executor } from "./execute.js";
+import { ActivateRequestSchema, StreamJobsRequestSchema, WorkerService } from "./gen/hopper/v1/hopper_pb.js";
+import type { ActivatedJob } from "./gen/hopper/v1/hopper_pb.js";
+import type { HandlerOptions, Handlers } from "./handler.js";
+import { LeaseLostError, ShutdownError } from "./handler-errors.js";
+import { silent } from "./logger.js";
+import type { Logger } from "./logger.js";
+import { Notifier } from "./notifier.js";
+import { keepLeases, pollLoop } from "./poll-intake.js";
+import { rpcReporter } from "./reporter.js";
+import type { Reporter } from "./reporter.js";
+import { Attempt } from "./running-job.js";
+import { aborted, sleep } from "./sleep.js";
+import { streamLoop } from "./stream-intake.js";
+import { clipText, MAX_REASON_BYTES } from "./text.js";
+import { toDuration } from "./time.js";
+
+/** WorkerOptions configures a Worker. url and handlers are required; durations are milliseconds. */
+export interface WorkerOptions extends ConnectionOptions {
+  /** handlers maps each kind this worker takes to its handler. */
+  handlers: Handlers;
+  /** queue to work (default "default"). */
+  queue?: string;
+  /** concurrency is the most jobs run at once (default 10, 1–1000); in stream mode, the stream's credit. */
+  concurrency?: number;
+  /** name identifies this worker on leases and attempts (default host-pid). */
+  name?: string;
+  /** mode: "stream" (default) has the server push jobs; "poll" asks for them with long polls. */
+  mode?: "stream" | "poll";
+  /** leaseDuration is each job's lease (default 30 s), renewed every third of it. */
+  leaseDuration?: number;
+  /** pollWait is how long one long poll waits for a job (default 30 s, at most 5 min). */
+  pollWait?: number;
+  /** logger hears of outages, recoveries and unreported outcomes (default: nothing is logged). */
+  logger?: Logger;
+}
+
+/** How long stop waits for handlers after aborting them at its deadline. */
+const stopGrace = 500;
+
+/** How long a stopping worker waits for another push before it closes its stream, and at most. */
+const settleQuiet = 100;
+const settleMax = 1000;
+
+/** How long releasing a job this worker will not run may take. */
+const releaseTimeout = 30_000;
+
+/**
+ * Worker runs jobs from `hopper serve` with the handlers of its kinds: start it, then stop it.
+ *
+ * Handlers run concurrently, at most concurrency at once. What a handler returns completes
+ * its job with that result; what it throws fails the attempt (see Handler). A stream that
+ * drops, or a server that restarts, is reconnected with backoff; an outcome is reported until
+ * the server answers. In poll mode the worker renews its jobs' leases itself.
+ */
+export class Worker {
+  private readonly api: RpcClient<typeof WorkerService>;
+  private readonly reporter: Reporter;
+  private readonly executor: Executor;
+  private readonly handlers = new Map<string, HandlerOptions>();
+  private readonly log: Logger;
+  private readonly mode: "stream" | "poll";
+  private readonly concurrency: number;
+  private readonly lease: number;
+  private readonly pollWait: number;
+  private readonly queue: string;
+  /** name is this worker's name on leases and attempts. */
+  readonly name: string;
+
+  private readonly attempts = new Map<string, Attempt>();
+  private readonly freed = new Notifier();
+  private declined: ActivatedJob[] = []; // pushed to a stopping worker: released once its stream is closed
+  private readonly declines = new Notifier();
+  private readonly intake = new AbortController(); // the stream or the polls
+  private readonly keeper = new AbortController(); // poll mode's lease renewals: end when stop has drained
+  private loops: Promise<void>[] = [];
+  private state: "new" | "started" | "stopping" = "new";
+  private stopped: Promise<void> | undefined;
+
+  /** The constructor checks options; it throws a TypeError naming a bad one. */
+  constructor(options: WorkerOptions) {
+    this.mode = options.mode ?? "stream";
+    this.concurrency = options.concurrency ?? 10;
+    this.lease = options.leaseDuration ?? 30_000;
+    this.pollWait = options.pollWait ?? 30_000;
+    this.queue = options.queue ?? "default";
+    this.name = options.name ?? `${hostname()}-${process.pid}`;
+    this.log = options.logger ?? silent;
+    for (const [kind, h] of Object.entries(options.handlers ?? {})) {
+      this.handlers.set(kind, typeof h === "function" ? { handle: h } : h);
+    }
+    check(this.handlers.size > 0, "handlers has no handler");
+    for (const [kind, h] of this.handlers) check(typeof h.handle === "function", `handlers[${JSON.stringify(kind)}] is not a function`);
+    check(this.mode === "stream" || this.mode === "poll", `mode ${JSON.stringify(this.mode)} is neither "stream" nor "poll"`);
+    check(Number.isInteger(this.concurrency) && this.concurrency >= 1 && this.concurrency <= 1000, `concurrency ${this.concurrency} is outside 1–1000`);
+    check(this.lease >= 1000, `leaseDuration ${this.lease} is under 1000 ms`);
+    check(this.pollWait > 0 && this.pollWait <= 300_000, `pollWait ${this.pollWait} is outside 1–300000 ms`);
+    this.api = createClient(WorkerService, createTransport(options));
+    this.reporter = rpcReporter(this.api);
+    this.executor = {
+      api: this.api, reporter: this.reporter, mode: this.mode, log: this.log,
+      handler: (kind) => this.handlers.get(kind), decline: (a) => this.decline(a.job),
+    };
+  }
+
+  /** running is the number of jobs this worker runs now. */
+  get running(): number {
+    return this.attempts.size;
+  }
+
+  /** start begins taking jobs. It throws when the worker was started before. */
+  start(): void {
+    if (this.state !== "new") throw new Error("hopper: worker already started");
+    this.state = "started";
+    const kinds = [...this.handlers.keys()].sort();
+    const common = { worker: this.name, queue: this.queue, kinds, leaseTimeout: toDuration(this.lease) };
+    if (this.mode === "stream") {
+      const request = create(StreamJobsRequestSchema, { ...common, credit: this.concurrency });
+      const backoff = new Tracker("job stream", workPolicy, this.log, { worker: this.name });
+      this.loops.push(streamLoop({
+        api: this.api, request, backoff, launch: (j) => this.launch(j), decline: (j) => this.decline(j),
+        lost: (key) => this.attempts.get(key)?.abort(new LeaseLostError()),
+      }, this.intake.signal));
+      return;
+    }
+    const request = create(ActivateRequestSchema, { ...common, requestTimeout: toDuration(this.pollWait) });
+    this.loops.push(pollLoop({
+      api: this.api, request, backoff: new Tracker("activate jobs", workPolicy, this.log, { worker: this.name }),
+      freeSlots: (signal) => this.freeSlots(signal), launch: (j) => this.launch(j), release: (j, why) => this.release(j, why),
+    }, this.intake.signal));
+    this.loops.push(keepLeases({
+      api: this.api, lease: this.lease, backoff: new Tracker("extend leases", loopPolicy, this.log, { worker: this.name }),
+      running: () => [...this.attempts.values()],
+    }, this.keeper.signal));
+  }
+
+  /**
+   * stop shuts down gracefully: it starts no new job and lets running jobs finish until
+   * signal aborts (never, without one; `AbortSignal.timeout(ms)` gives a grace period, an
+   * aborted signal stops hard), then aborts their signals with a ShutdownError and waits a
+   * moment (500 ms) for them. Jobs it will not run go back to their queue at once. A handler
+   * that ignores its signal is left running (stop resolves without it) and its job is not
+   * released: in poll mode it returns to the queue when its lease expires, in stream mode
+   * when the stream closes, counted as a lost worker. Calling stop again returns the same
+   * promise; stopping a worker never started does nothing.
+   */
+  stop(signal?: AbortSignal): Promise<void> {
+    if (this.state === "new") return Promise.resolve();
+    this.stopped ??= this.shutdown(signal);
+    return this.stopped;
+  }
+
+  private async shutdown(signal: AbortSignal | undefined): Promise<void> {
+    this.state = "stopping";
+    if (this.mode === "poll") this.intake.abort(); // no more polls; a stream stays open until its jobs are done
+    const drained = Promise.all([...this.attempts.values()].map((a) => a.done)).then(() => true);
+    if (!(await Promise.race([drained, aborted(signal).then(() => false)]))) {
+      this.abortAll();
+      if (!(await Promise.race([drained, sleep(stopGrace).then(() => false)]))) {
+        this.log.warn("handlers did not return after shutdown; leaving them", { worker: this.name, running: this.attempts.size });
+      }
+    }
+    if (this.mode === "stream") await this.settle();
+    this.intake.abort();
+    this.keeper.abort();
+    await Promise.all(this.loops);
+    await this.releaseDeclined();
+    this.abortAll();
+  }
+
+  private abortAll(): void {
+    for (const a of this.attempts.values()) a.abort(new ShutdownError());
+  }
+
+  /** launch runs job; undefined when the worker is stopping. */
+  private launch(job: ActivatedJob): Attempt | undefined {
+    if (this.state !== "started") return undefined;
+    const a = new Attempt(job, this.lease);
+    const key = a.key;
+    this.attempts.set(key, a);
+    a.done = execute(this.executor, a)
+      .catch((err: unknown) => this.log.error("run job", { jobId: job.id, err: String(err) }))
+      .finally(() => {
+        this.attempts.delete(key);
+        this.freed.notify();
+      });
+    return a;
+  }
+
+  /** freeSlots waits for a free slot and returns how many there are. */
+  private async freeSlots(signal: AbortSignal): Promise<number> {
+    while (this.attempts.size >= this.concurrency && !signal.aborted) {
+      await this.freed.wait(signal);
+    }
+    return signal.aborted ? 0 : this.concurrency - this.attempts.size;
+  }
+
+  /** release hands a job this worker will not run back to its queue, with one try. */
+  private async release(job: ActivatedJob, why: string): Promise<void> {
+    try {
+      await this.reporter.report({ type: "release", job, reason: clipText(why, MAX_REASON_BYTES) }, releaseTimeout);
+    } catch (e) {
+      const err = toHopperError(e);
+      if (err.code !== Code.FailedPrecondition) this.log.warn("release job", { jobId: job.id, err: err.message });
+    }
+  }
+
+  // A worker in stream mode stops without its jobs counting as lost. The server counts every
+  // job a stream still holds when it closes, and that the worker does not report on or release
+  // within a moment, as lost to a dead worker. So a stopping worker reports on its running
+  // jobs while its stream is open, keeps (without starting) the jobs pushed to it meanwhile,
+  // waits for the pushes in flight, closes the stream, and only then releases the jobs it
+  // kept: released earlier, they would free credit and the server would push them straight back.
+
+  private decline(job: ActivatedJob): void {
+    this.declined.push(job);
+    this.declines.notify();
+  }
+
+  /**
+   * settle waits until the server can push no more (declined and running jobs fill the
+   * credit) or nothing was pushed for settleQuiet: a job in flight when the stream closes
+   * would never be received, and would count as lost.
+   */
+  private async settle(): Promise<void> {
+    const deadline = Date.now() + settleMax;
+    while (this.declined.length + this.attempts.size < this.concurrency) {
+      const left = deadline - Date.now();
+      if (left <= 0) return;
+      const quiet = new AbortController();
+      const pushed = await Promise.race([this.declines.wait().then(() => true), sleep(Math.min(settleQuiet, left), quiet.signal).then(() => false)]);
+      quiet.abort();
+      if (!pushed) return;
+    }
+  }
+
+  /** releaseDeclined releases the declined jobs, a few at a time. */
+  private async releaseDeclined(): Promise<void> {
+    const jobs = this.declined;
+    this.declined = [];
+    for (let i = 0; i < jobs.length; i += 16) {
+      await Promise.all(jobs.slice(i, i + 16).map((j) => this.release(j, "worker stopping")));
+    }
+  }
+}
+
+function check(ok: boolean, what: string): asserts ok {
+  if (!ok) throw new TypeError(`hopper: WorkerOptions: ${what}`);
+}

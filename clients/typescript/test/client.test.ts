@@ -1,0 +1,114 @@
+// The Client against a real `hopper serve`, over every transport the SDK offers.
+
+import * as assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { Client, Code, HopperError } from "../src/index.js";
+import type { ConnectionOptions } from "../src/index.js";
+import { queueName, serverFor } from "./support/fixture.js";
+
+/** rejects asserts that p fails with a HopperError of code, and returns it. */
+async function rejects(p: Promise<unknown>, code: Code): Promise<HopperError> {
+  const err = await p.then(() => undefined, (e: unknown) => e);
+  assert.ok(err instanceof HopperError, `want a HopperError, got ${String(err)}`);
+  assert.equal(err.code, code, err.message);
+  return err;
+}
+
+const transports: Record<string, Omit<ConnectionOptions, "url">> = {
+  "connect over HTTP/2": {},
+  "connect over HTTP/1.1": { httpVersion: "1.1" },
+  gRPC: { protocol: "grpc" },
+};
+
+describe("Client", () => {
+  const server = serverFor();
+
+  for (const [name, options] of Object.entries(transports)) {
+    test(`enqueue, get and errors, ${name}`, async () => {
+      const c = new Client({ url: server().url, ...options });
+      const queue = queueName(name);
+      const runAt = new Date(Date.now() + 3600_000);
+      const { job, existing } = await c.enqueue("send-email", { to: "a@example.com" }, {
+        queue, priority: 3, runAt, maxAttempts: 4, timeout: 1500, headers: { trace: "t1" }, idempotencyKey: `k-${queue}`,
+        groupKey: "g", retryPolicy: { base: 250, multiplier: 3, cap: 10_000, jitter: 0.5 }, maxRescues: 7,
+      });
+      assert.equal(existing, false);
+      assert.deepEqual(
+        { kind: job.kind, args: job.args, queue: job.queue, priority: job.priority, state: job.state, maxAttempts: job.maxAttempts,
+          timeout: job.timeout, headers: job.headers, groupKey: job.groupKey, maxRescues: job.maxRescues, runAt: job.runAt?.getTime() },
+        { kind: "send-email", args: { to: "a@example.com" }, queue, priority: 3, state: "scheduled", maxAttempts: 4, timeout: 1500,
+          headers: { trace: "t1" }, groupKey: "g", maxRescues: 7, runAt: runAt.getTime() },
+      );
+      const again = await c.enqueue("send-email", { to: "a@example.com" }, { queue, idempotencyKey: `k-${queue}` });
+      assert.equal(again.existing, true);
+      assert.equal(again.job.id, job.id);
+      assert.deepEqual((await c.get(job.id)).args, { to: "a@example.com" });
+
+      await rejects(c.enqueue("send-email", { to: "b@example.com" }, { queue, idempotencyKey: `k-${queue}` }), Code.AlreadyExists);
+      await rejects(c.get("01a20000-0000-7000-8000-000000000000"), Code.NotFound);
+      const invalid = await rejects(c.enqueue("x", {}, { queue: "no spaces" }), Code.InvalidArgument);
+      assert.equal(invalid.field, "queue");
+      assert.ok(invalid.requestId, "an error carries the request id");
+    });
+  }
+
+  test("enqueueMany stores all or none", async () => {
+    const c = new Client({ url: server().url });
+    const queue = queueName("many");
+    const res = await c.enqueueMany([{ kind: "a", args: { n: 1 }, queue }, { kind: "b", queue, delay: 60_000 }]);
+    assert.deepEqual(res.map((r) => [r.job.kind, r.job.state, r.existing]), [["a", "queued", false], ["b", "scheduled", false]]);
+    assert.deepEqual(res[1]!.job.args, {}, "args default to {}");
+    const bad = await rejects(c.enqueueMany([{ kind: "a", queue }, { kind: "b", queue, maxAttempts: -1 }]), Code.InvalidArgument);
+    assert.equal(bad.field, "jobs[1].max_attempts");
+    assert.equal((await c.list({ queues: [queue] })).jobs.length, 2, "the refused batch stored nothing");
+  });
+
+  test("list filters and pages; listAll walks every page", async () => {
+    const c = new Client({ url: server().url });
+    const queue = queueName("list");
+    await c.enqueueMany(Array.from({ length: 7 }, (_, i) => ({ kind: i % 2 ? "odd" : "even", args: { i }, queue })));
+    const first = await c.list({ queues: [queue], limit: 3, ascending: true });
+    assert.deepEqual(first.jobs.map((j) => (j.args as { i: number }).i), [0, 1, 2]);
+    assert.notEqual(first.nextCursor, "");
+    const second = await c.list({ queues: [queue], limit: 3, ascending: true, cursor: first.nextCursor });
+    assert.deepEqual(second.jobs.map((j) => (j.args as { i: number }).i), [3, 4, 5]);
+    const odd = await c.list({ queues: [queue], kinds: ["odd"], states: ["queued"] });
+    assert.deepEqual(odd.jobs.map((j) => (j.args as { i: number }).i), [5, 3, 1], "newest first");
+    assert.equal((await c.list({ queues: [queue], createdBefore: new Date(Date.now() - 3600_000) })).jobs.length, 0);
+    const all = [];
+    for await (const j of c.listAll({ queues: [queue], limit: 2 })) all.push(j);
+    assert.equal(all.length, 7);
+  });
+
+  test("cancel ends a job once; events tell its history", async () => {
+    const c = new Client({ url: server().url });
+    const { job } = await c.enqueue("x", {}, { queue: queueName("cancel") });
+    const canceled = await c.cancel(job.id, { reason: "not needed" });
+    assert.equal(canceled.state, "canceled");
+    await rejects(c.cancel(job.id), Code.FailedPrecondition);
+    const { events } = await c.events(job.id);
+    assert.deepEqual(events.map((e) => [e.from, e.to]), [["", "queued"], ["queued", "canceled"]]);
+    assert.equal(events[1]!.reason, "not needed");
+  });
+
+  test("resume refuses a job that is not suspended; replay one that is not failed", async () => {
+    const c = new Client({ url: server().url });
+    const { job } = await c.enqueue("x", {}, { queue: queueName("resume") });
+    await rejects(c.resume(job.id, { data: { ok: true } }), Code.FailedPrecondition);
+    await rejects(c.replay(job.id), Code.FailedPrecondition);
+    assert.equal((await c.deadLetterStats()).count >= 0, true);
+  });
+});
+
+describe("Client with API keys", () => {
+  const server = serverFor({ apiKey: true });
+
+  for (const [name, options] of Object.entries(transports)) {
+    test(`needs the key, ${name}`, async () => {
+      await rejects(new Client({ url: server().url, ...options }).enqueue("x", {}), Code.Unauthenticated);
+      await rejects(new Client({ url: server().url, apiKey: "hop_wrong", ...options }).enqueue("x", {}), Code.Unauthenticated);
+      const { job } = await new Client({ url: server().url, apiKey: server().apiKey, ...options }).enqueue("x", { n: 1 }, { queue: queueName(name) });
+      assert.deepEqual(job.args, { n: 1 });
+    });
+  }
+});

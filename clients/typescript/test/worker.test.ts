@@ -1,0 +1,264 @@
+// The Worker against a real `hopper serve`, in both modes: what each way of ending an attempt
+// does to the job.
+
+import * as assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import {
+  Client, JobTimeoutError, LeaseLostError, NoRetryError, RetryAfterError, ShutdownError, SnoozeError, SuspendError,
+} from "../src/index.js";
+import type { RunningJob } from "../src/index.js";
+import { eventually, queueName, serverFor, startWorker, waitForState } from "./support/fixture.js";
+
+/** gate is a promise the test opens. */
+function gate(): { wait: Promise<void>; open: () => void } {
+  let open!: () => void;
+  const wait = new Promise<void>((r) => (open = r));
+  return { wait, open };
+}
+
+/** until resolves when signal aborts, with its reason. */
+const until = (signal: AbortSignal) => new Promise<unknown>((r) => signal.addEventListener("abort", () => r(signal.reason), { once: true }));
+
+for (const mode of ["stream", "poll"] as const) {
+  describe(`Worker in ${mode} mode`, { concurrency: true }, () => {
+    const server = serverFor();
+    const client = () => new Client({ url: server().url });
+
+    test("completes jobs with what the handler returns, no more at once than its concurrency", async (t) => {
+      const queue = queueName(`complete-${mode}`);
+      const c = client();
+      let running = 0;
+      let most = 0;
+      startWorker(server(), {
+        queue, mode, concurrency: 3, handlers: {
+          add: async (job: RunningJob<{ a: number; b: number }>) => {
+            most = Math.max(most, ++running);
+            await new Promise((r) => setTimeout(r, 20));
+            running--;
+            return { sum: job.args.a + job.args.b, attempt: job.attempt, trace: job.headers.trace };
+          },
+        },
+      }, (fn) => t.after(fn));
+      const res = await c.enqueueMany(Array.from({ length: 12 }, (_, i) => ({ kind: "add", args: { a: i, b: 1 }, queue, headers: { trace: `t${i}` } })));
+      for (const [i, r] of res.entries()) {
+        const job = await waitForState(c, r.job.id, "completed");
+        assert.deepEqual(job.result, { sum: i + 1, attempt: 1, trace: `t${i}` });
+      }
+      assert.ok(most <= 3, `ran ${most} at once`);
+    });
+
+    test("a thrown error is retried with its stack recorded; RetryAfterError sets the wait", async (t) => {
+      const queue = queueName(`retry-${mode}`);
+      const c = client();
+      startWorker(server(), {
+        queue, mode, handlers: {
+          flaky: (job: RunningJob) => {
+            if (job.attempt === 1) throw new Error("flaky the first time");
+            return "ok";
+          },
+          later: (job: RunningJob) => {
+            if (job.attempt === 1) throw new RetryAfterError(300, "rate limited");
+            return "ok";
+          },
+        },
+      }, (fn) => t.after(fn));
+      const { job: flaky } = await c.enqueue("flaky", {}, { queue, retryPolicy: { base: 50, jitter: -1 } });
+      const { job: later } = await c.enqueue("later", {}, { queue });
+      const done = await waitForState(c, flaky.id, "completed");
+      assert.equal(done.attempt, 2);
+      const { attempts } = await c.events(flaky.id);
+      assert.equal(attempts[0]!.outcome, "error");
+      assert.match(attempts[0]!.error, /^Error: flaky the first time\n +at /, "the stack is recorded");
+      const laterDone = await waitForState(c, later.id, "completed");
+      const la = (await c.events(later.id)).attempts;
+      assert.equal(la[0]!.error, "rate limited");
+      const waited = laterDone.startedAt!.getTime() - la[0]!.endedAt!.getTime();
+      assert.ok(waited >= 250, `retried after ${waited} ms, not the default 1 s`);
+    });
+
+    test("NoRetryError makes a dead letter at once; a replay runs it again", async (t) => {
+      const queue = queueName(`dead-${mode}`);
+      const c = client();
+      let fixed = false;
+      startWorker(server(), {
+        queue, mode, handlers: {
+          charge: (job: RunningJob<{ amount: number }>) => {
+            if (!fixed) throw new NoRetryError(`amount ${job.args.amount} is negative`);
+            return { charged: job.args.amount };
+          },
+        },
+      }, (fn) => t.after(fn));
+      const { job } = await c.enqueue("charge", { amount: -5 }, { queue, maxAttempts: 5 });
+      const dead = await waitForState(c, job.id, "failed");
+      assert.equal(dead.attempt, 1);
+      assert.equal(dead.lastError, "amount -5 is negative");
+      const letters = await c.listDeadLetters({ queues: [queue] });
+      assert.deepEqual(letters.jobs.map((j) => j.id), [job.id]);
+      fixed = true;
+      const replay = await c.replay(job.id);
+      assert.equal(replay.job.originalId, job.id);
+      assert.equal(replay.replayedBy, "api");
+      assert.deepEqual((await waitForState(c, replay.job.id, "completed")).result, { charged: -5 });
+      assert.equal((await c.get(job.id)).state, "failed", "the dead letter stays as it was");
+      assert.deepEqual((await c.replayMany({ queues: [queue] })).jobs, [], "it was replayed already");
+    });
+
+    test("a snooze runs the job again later without using an attempt", async (t) => {
+      const queue = queueName(`snooze-${mode}`);
+      const c = client();
+      let runs = 0;
+      startWorker(server(), {
+        queue, mode, handlers: { wait: () => { if (++runs === 1) throw new SnoozeError(200); return runs; } },
+      }, (fn) => t.after(fn));
+      const { job } = await c.enqueue("wait", {}, { queue });
+      const done = await waitForState(c, job.id, "completed");
+      assert.equal(done.result, 2);
+      assert.equal(done.attempt, 1, "the snooze used no attempt");
+    });
+
+    test("a suspension keeps its checkpoint until resume hands data to the next attempt", async (t) => {
+      const queue = queueName(`suspend-${mode}`);
+      const c = client();
+      startWorker(server(), {
+        queue, mode, handlers: {
+          approve: (job: RunningJob<{ order: number }>) => {
+            if (job.resumeData === undefined) throw new SuspendError({ checkpoint: { step: "asked", order: job.args.order } });
+            return { checkpoint: job.checkpoint, decision: job.resumeData };
+          },
+          nap: (job: RunningJob) => {
+            if (job.checkpoint === undefined) throw new SuspendError({ checkpoint: 1, until: new Date(Date.now() + 300) });
+            return job.checkpoint;
+          },
+        },
+      }, (fn) => t.after(fn));
+      const { job } = await c.enqueue("approve", { order: 9 }, { queue });
+      const parked = await waitForState(c, job.id, "suspended");
+      assert.deepEqual(parked.checkpoint, { step: "asked", order: 9 });
+      await c.resume(job.id, { data: { approved: true }, reason: "ok by ops" });
+      const done = await waitForState(c, job.id, "completed");
+      assert.deepEqual(done.result, { checkpoint: { step: "asked", order: 9 }, decision: { approved: true } });
+
+      const { job: nap } = await c.enqueue("nap", {}, { queue });
+      assert.equal((await waitForState(c, nap.id, "completed")).result, 1);
+    });
+
+    test("progress and heartbeats reach the job while it runs", async (t) => {
+      const queue = queueName(`progress-${mode}`);
+      const c = client();
+      const g = gate();
+      startWorker(server(), {
+        queue, mode, handlers: {
+          long: async (job: RunningJob) => {
+            await job.heartbeat();
+            await job.progress(40, "rendering");
+            await job.extendLease(20_000);
+            await g.wait;
+            return "done";
+          },
+        },
+      }, (fn) => t.after(fn));
+      const { job } = await c.enqueue("long", {}, { queue });
+      await eventually(async () => (await c.get(job.id)).progressPercent === 40, "progress 40");
+      const running = await c.get(job.id);
+      assert.equal(running.progressMessage, "rendering");
+      assert.ok(running.heartbeatAt);
+      if (mode === "poll") {
+        // Renewals keep the extended lease (a renewal already on its way may send the old one
+        // once). A stream's leases are the server's to renew, with the stream's duration.
+        await eventually(async () => (await c.get(job.id)).leaseExpiresAt!.getTime() > Date.now() + 15_000, "the lease to be extended");
+      }
+      g.open();
+      await waitForState(c, job.id, "completed");
+    });
+
+    test("a timeout aborts the handler's signal and fails the attempt", async (t) => {
+      const queue = queueName(`timeout-${mode}`);
+      const c = client();
+      startWorker(server(), {
+        queue, mode, handlers: {
+          slow: async (job: RunningJob) => { throw await until(job.signal); },
+          slowKind: { handle: async (job: RunningJob) => { const why = await until(job.signal); throw new Error(`stopped: ${String(why)}`); }, timeout: 150 },
+        },
+      }, (fn) => t.after(fn));
+      const { job } = await c.enqueue("slow", {}, { queue, timeout: 200, maxAttempts: 1 });
+      const failed = await waitForState(c, job.id, "failed");
+      assert.equal(failed.lastError, "job execution timeout after 200ms");
+      const { job: k } = await c.enqueue("slowKind", {}, { queue, maxAttempts: 1 });
+      const kf = await waitForState(c, k.id, "failed");
+      assert.match(kf.lastError, /^job execution timeout after 150ms: Error: stopped: JobTimeoutError: job execution timeout after 150ms\n/);
+    });
+
+    test("a cancel reaches the running handler as a lost lease", async (t) => {
+      const queue = queueName(`cancel-${mode}`);
+      const c = client();
+      let reason: unknown;
+      const started = gate();
+      const w = startWorker(server(), {
+        queue, mode, leaseDuration: 1500, handlers: {
+          long: async (job: RunningJob) => { started.open(); reason = await until(job.signal); throw reason; },
+        },
+      }, (fn) => t.after(fn));
+      const { job } = await c.enqueue("long", {}, { queue });
+      await started.wait;
+      await c.cancel(job.id);
+      await eventually(() => reason !== undefined, "the handler to be told", 5000);
+      assert.ok(reason instanceof LeaseLostError);
+      await eventually(() => w.running === 0, "the attempt to end");
+      assert.equal((await c.get(job.id)).state, "canceled");
+    });
+
+    test("a graceful stop lets running jobs finish and hands the others back", async (t) => {
+      const queue = queueName(`stop-${mode}`);
+      const c = client();
+      let started = 0;
+      const w = startWorker(server(), {
+        queue, mode, concurrency: 2, handlers: {
+          work: async () => { started++; await new Promise((r) => setTimeout(r, 300)); return "finished"; },
+        },
+      }, (fn) => t.after(fn));
+      const res = await c.enqueueMany(Array.from({ length: 6 }, () => ({ kind: "work", queue })));
+      await eventually(() => started === 2, "two jobs to start");
+      await w.stop();
+      const jobs = await Promise.all(res.map((r) => c.get(r.job.id)));
+      const states = jobs.map((j) => j.state).sort();
+      assert.deepEqual(states, ["completed", "completed", "queued", "queued", "queued", "queued"]);
+      for (const j of jobs) {
+        assert.equal(j.rescues, 0, "a graceful stop is no lost worker");
+        if (j.state === "queued") assert.equal(j.attempt, 0, "a released job gets its attempt back");
+      }
+    });
+
+    test("a hard stop aborts handlers with a ShutdownError and releases their jobs", async (t) => {
+      const queue = queueName(`hard-${mode}`);
+      const c = client();
+      let reason: unknown;
+      const started = gate();
+      const w = startWorker(server(), {
+        queue, mode, handlers: { stuck: async (job: RunningJob) => { started.open(); reason = await until(job.signal); throw reason; } },
+      }, (fn) => t.after(fn));
+      const { job } = await c.enqueue("stuck", {}, { queue });
+      await started.wait;
+      await w.stop(AbortSignal.timeout(100));
+      assert.ok(reason instanceof ShutdownError);
+      const after = await c.get(job.id);
+      assert.deepEqual([after.state, after.attempt, after.rescues], ["queued", 0, 0]);
+    });
+  });
+}
+
+describe("Worker with API keys", () => {
+  const server = serverFor({ apiKey: true });
+
+  for (const mode of ["stream", "poll"] as const) {
+    test(`works jobs with its key, ${mode} mode`, async (t) => {
+      const c = new Client({ url: server().url, apiKey: server().apiKey });
+      const queue = queueName(`key-${mode}`);
+      startWorker(server(), { queue, mode, handlers: { echo: (job: RunningJob) => job.args } }, (fn) => t.after(fn));
+      const { job } = await c.enqueue("echo", { hi: 1 }, { queue });
+      assert.deepEqual((await waitForState(c, job.id, "completed")).result, { hi: 1 });
+    });
+  }
+});
+
+// JobTimeoutError is what the timeout test's handler rethrows.
+void JobTimeoutError;
