@@ -18,21 +18,27 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// Scenario 3: a poll-mode worker holding leases is frozen (SIGSTOP) past their expiry; its
-// jobs are rescued and completed by another worker; then it is resumed (SIGCONT). Whatever it
-// sends about its old attempts — heartbeats, lease renewals, completions — is refused as
-// stale (FAILED_PRECONDITION), and nothing it does changes a job.
-//
-// Stream mode is left out: a streamed job's lease is kept alive by the server while the
-// stream's connection is open, so a frozen stream worker keeps its jobs (contract 16's
-// worker-driven leases for streams are a later issue).
+// Scenario 3: a worker holding leases is frozen (SIGSTOP) past their expiry, in poll mode and
+// in stream mode (its stream stays open: the server keeps no lease alive for it); its jobs are
+// rescued and completed by another worker; then it is resumed (SIGCONT). Whatever it sends
+// about its old attempts — heartbeats, lease renewals, completions — is refused as stale
+// (FAILED_PRECONDITION), and nothing it does changes a job.
 func TestStoppedWorkerIsFenced(t *testing.T) {
 	t.Parallel()
+	for _, mode := range []string{"poll", "stream"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			stoppedWorkerIsFenced(t, mode)
+		})
+	}
+}
+
+func stoppedWorkerIsFenced(t *testing.T, mode string) {
 	fig := figures(t)
 	h := newHarness(t)
 	srv := h.startServer("server", "--database", filepath.Join(h.dir, "hopper.db"))
 	n := pick(6, 20)
-	frozen := h.startWorker("frozen", srv.url(), workerOpts{mode: "poll", concurrency: n, lease: 2 * time.Second})
+	frozen := h.startWorker("frozen", srv.url(), workerOpts{mode: mode, concurrency: n, lease: 2 * time.Second})
 
 	// Half the jobs heartbeat while they work, half don't: on SIGCONT the first half find
 	// out through a heartbeat, the others through their lease renewal or their completion.
@@ -109,7 +115,7 @@ func TestStoppedWorkerIsFenced(t *testing.T) {
 	fig.Jobs = fmt.Sprint(n)
 	fig.Lost = fmt.Sprint(v.Lost)
 	fig.Dups = v.dupText()
-	fig.Recovery = fmt.Sprintf("frozen → all completed by the other worker: %s (lease 2 s)", secs(completedAt.Sub(stoppedAt)))
+	fig.Recovery = fmt.Sprintf("frozen (%s mode) → all completed by the other worker: %s (lease 2 s)", mode, secs(completedAt.Sub(stoppedAt)))
 	fig.note("after SIGCONT the frozen worker's calls were refused: %s; not answered: %s; accepted: %d; every job unchanged",
 		countsText(refused), countsText(other), accepted)
 	require.NotEmpty(t, refused, "the resumed worker tried to report and was refused")

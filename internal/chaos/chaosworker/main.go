@@ -184,6 +184,9 @@ var jobCalls = map[string]bool{"Complete": true, "Fail": true, "Release": true, 
 
 func (r *rpcLog) RoundTrip(req *http.Request) (*http.Response, error) {
 	proc := path.Base(req.URL.Path)
+	if req.URL.Path == "/hopper.v1.WorkerService/Report" && req.Body != nil {
+		return r.report(req)
+	}
 	if !strings.HasPrefix(req.URL.Path, "/hopper.v1.WorkerService/") || !jobCalls[proc] || req.Body == nil {
 		return r.next.RoundTrip(req)
 	}
@@ -207,6 +210,94 @@ func (r *rpcLog) RoundTrip(req *http.Request) (*http.Response, error) {
 		line.Code, resp.Body = errorCode(resp)
 	}
 	r.log.write(line)
+	return resp, err
+}
+
+// report logs each item of a Report (outcomes and lease renewals) as the single call it stands
+// for, with its own verdict's code.
+func (r *rpcLog) report(req *http.Request) (*http.Response, error) {
+	body, err := io.ReadAll(req.Body)
+	req.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	var in hopperv1.ReportRequest
+	_ = proto.Unmarshal(body, &in)
+	type item struct {
+		proc string
+		ref  interface {
+			GetId() string
+			GetLeaseToken() int64
+		}
+	}
+	var items []item
+	for _, o := range in.GetOutcomes() {
+		switch x := o.GetOutcome().(type) {
+		case *hopperv1.Outcome_Complete:
+			items = append(items, item{"Complete", x.Complete})
+		case *hopperv1.Outcome_Fail:
+			items = append(items, item{"Fail", x.Fail})
+		case *hopperv1.Outcome_Release:
+			items = append(items, item{"Release", x.Release})
+		case *hopperv1.Outcome_Snooze:
+			items = append(items, item{"Snooze", x.Snooze})
+		case *hopperv1.Outcome_Suspend:
+			items = append(items, item{"Suspend", x.Suspend})
+		}
+	}
+	for _, rn := range in.GetRenewals() {
+		items = append(items, item{"ExtendLease", rn})
+	}
+	sent := time.Now().UnixNano()
+	resp, err := r.next.RoundTrip(req)
+	codes := make([]string, len(items))
+	switch {
+	case err != nil:
+		for i := range codes {
+			codes[i] = "transport"
+		}
+	case resp.StatusCode != http.StatusOK:
+		var code string
+		code, resp.Body = errorCode(resp)
+		for i := range codes {
+			codes[i] = code
+		}
+	default:
+		raw, rerr := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		resp.Body = io.NopCloser(bytes.NewReader(raw))
+		text := raw
+		if resp.Header.Get("Content-Encoding") == "gzip" {
+			if zr, zerr := gzip.NewReader(bytes.NewReader(raw)); zerr == nil {
+				if b, berr := io.ReadAll(zr); berr == nil {
+					text = b
+				}
+			}
+		}
+		var out hopperv1.ReportResponse
+		if rerr != nil || proto.Unmarshal(text, &out) != nil {
+			for i := range codes {
+				codes[i] = "unreadable"
+			}
+			break
+		}
+		verdicts := append(out.GetOutcomes(), out.GetRenewals()...)
+		for i := range codes {
+			codes[i] = "missing"
+			if i < len(verdicts) {
+				codes[i] = verdicts[i].GetCode()
+			}
+		}
+	}
+	for i, it := range items {
+		line := chaos.Line{Ev: "rpc", T: sent, Proc: it.proc, Job: it.ref.GetId(), Token: it.ref.GetLeaseToken(), Code: codes[i]}
+		if err != nil {
+			line.Err = err.Error()
+		}
+		r.log.write(line)
+	}
 	return resp, err
 }
 
