@@ -7,7 +7,6 @@ import { toHopperError } from "./errors.js";
 import type { ActivatedJob, StreamJobsRequest, WorkerService } from "./gen/hopper/v1/hopper_pb.js";
 import { StreamClosedError } from "./handler-errors.js";
 import type { Attempt } from "./running-job.js";
-import { attemptKey } from "./running-job.js";
 import { aborted, sleep } from "./sleep.js";
 
 /** StreamIntake is what the stream loop needs from its worker. */
@@ -19,8 +18,6 @@ export interface StreamIntake {
   launch(job: ActivatedJob): Attempt | undefined;
   /** decline keeps a job pushed to a stopping worker, to release once the stream is closed. */
   decline(job: ActivatedJob): void;
-  /** lost stops the attempt whose lease the server says is gone. */
-  lost(key: string): void;
 }
 
 /**
@@ -62,17 +59,14 @@ async function stream(s: StreamIntake, signal: AbortSignal): Promise<void> {
         clearTimeout(timer);
         succeed();
       }
-      if (msg.leaseLost) {
-        s.lost(attemptKey(msg.leaseLost.id, msg.leaseLost.leaseToken));
-      } else if (msg.job) {
-        const a = s.launch(msg.job);
-        if (!a) {
-          s.decline(msg.job); // pushed while stopping
-          continue;
-        }
-        mine.add(a);
-        void a.done.then(() => mine.delete(a));
+      if (!msg.job) continue;
+      const a = s.launch(msg.job);
+      if (!a) {
+        s.decline(msg.job); // pushed while stopping
+        continue;
       }
+      mine.add(a);
+      void a.done.then(() => mine.delete(a));
     }
   } finally {
     clearTimeout(timer);

@@ -11,7 +11,7 @@ import type { Executor } from "./execute.js";
 import { ActivateRequestSchema, StreamJobsRequestSchema, WorkerService } from "./gen/hopper/v1/hopper_pb.js";
 import type { ActivatedJob } from "./gen/hopper/v1/hopper_pb.js";
 import type { HandlerOptions, Handlers } from "./handler.js";
-import { LeaseLostError, ShutdownError } from "./handler-errors.js";
+import { ShutdownError } from "./handler-errors.js";
 import { silent } from "./logger.js";
 import type { Logger } from "./logger.js";
 import { Notifier } from "./notifier.js";
@@ -128,7 +128,6 @@ export class Worker {
       const backoff = new Tracker("job stream", workPolicy, this.log, { worker: this.name });
       this.loops.push(streamLoop({
         api: this.api, request, backoff, launch: (j) => this.launch(j), decline: (j) => this.decline(j),
-        lost: (key) => this.attempts.get(key)?.abort(new LeaseLostError()),
       }, this.intake.signal));
       return;
     }
