@@ -3,34 +3,25 @@ import { formatMs } from "./time.js";
 
 /**
  * RetryPolicy shapes the wait between tries: min(cap, base·multiplierⁿ⁻¹) ± jitter·delay, in
- * milliseconds. Unset fields take the server's defaults (for a job) or the worker's (for a
- * kind).
+ * milliseconds. For a job's retries the server merges policies field by field: the job's own
+ * first, then its kind's (HandlerOptions.retryPolicy), then the server's default.
  */
 export interface RetryPolicy {
   base?: number;
   multiplier?: number;
   cap?: number;
-  /** A fraction: 0.1 is ±10 %. */
+  /** A fraction: 0.1 is ±10 %; negative disables jitter. */
   jitter?: number;
 }
 
 /** A RetryPolicy with every field set. */
 export type FullPolicy = Required<RetryPolicy>;
 
-/** The server's default backoff of a job: 1 s doubling to 1 h, ±10 %. */
-export const defaultJobPolicy: FullPolicy = { base: 1000, multiplier: 2, cap: 3_600_000, jitter: 0.1 };
-
 /** The backoff of a worker's stream and polls, as the Go worker's: 100 ms doubling to 5 s, ±20 %. */
 export const workPolicy: FullPolicy = { base: 100, multiplier: 2, cap: 5000, jitter: 0.2 };
 
 /** The backoff of other loops that call the server (lease renewals): 100 ms doubling to 30 s, ±20 %. */
 export const loopPolicy: FullPolicy = { base: 100, multiplier: 2, cap: 30_000, jitter: 0.2 };
-
-/** mergePolicy takes each field from the first policy that sets it (a zero is unset). */
-export function mergePolicy(...policies: (RetryPolicy | undefined)[]): FullPolicy {
-  const pick = (k: keyof RetryPolicy) => policies.find((p) => p?.[k])?.[k] ?? 0;
-  return { base: pick("base"), multiplier: pick("multiplier"), cap: pick("cap"), jitter: pick("jitter") };
-}
 
 /** backoffDelay is the wait after failed try n (n ≥ 1) under p; a jitter of 0 or less adds none. */
 export function backoffDelay(p: FullPolicy, n: number, random: () => number = Math.random): number {

@@ -1,7 +1,8 @@
 import { create } from "@bufbuild/protobuf";
 import type { RetryPolicy } from "./backoff.js";
-import { JobSpecSchema, RetryPolicySchema } from "./gen/hopper/v1/hopper_pb.js";
-import type { JobSpec, RetryPolicy as RetryPolicyPb } from "./gen/hopper/v1/hopper_pb.js";
+import { JobSpecSchema } from "./gen/hopper/v1/hopper_pb.js";
+import type { JobSpec } from "./gen/hopper/v1/hopper_pb.js";
+import { policyToProto } from "./job.js";
 import { encodeJSON } from "./json.js";
 import { toDuration, toTimestamp } from "./time.js";
 
@@ -45,9 +46,4 @@ export function jobSpec(kind: string, args: unknown, o: EnqueueOptions = {}): Jo
     idempotencyKey: o.idempotencyKey, idempotencyRetention: toDuration(o.idempotencyRetention),
     groupKey: o.groupKey, retryPolicy: policyToProto(o.retryPolicy), maxRescues: o.maxRescues,
   });
-}
-
-function policyToProto(p: RetryPolicy | undefined): RetryPolicyPb | undefined {
-  if (!p) return undefined;
-  return create(RetryPolicySchema, { base: toDuration(p.base), multiplier: p.multiplier, cap: toDuration(p.cap), jitter: p.jitter });
 }

@@ -1,10 +1,9 @@
 import type { Client as RpcClient } from "@connectrpc/connect";
 import { Code } from "@connectrpc/connect";
 import { toHopperError } from "./errors.js";
-import type { WorkerService } from "./gen/hopper/v1/hopper_pb.js";
+import type { ActivatedJob, WorkerService } from "./gen/hopper/v1/hopper_pb.js";
 import type { HandlerOptions } from "./handler.js";
 import { JobTimeoutError, NoRetryError } from "./handler-errors.js";
-import { policyFromProto } from "./job.js";
 import { decodeJSON } from "./json.js";
 import type { Logger } from "./logger.js";
 import { decide } from "./outcome.js";
@@ -18,12 +17,6 @@ import { fromDuration } from "./time.js";
 
 /** How long an outcome's report is retried. */
 const reportTimeout = 30_000;
-
-/**
- * How long the release of a job whose stream dropped may take: the server waits 2 s for it
- * before it counts the job as lost, and the worker waits for it before it opens a new stream.
- */
-const streamGoneRelease = 2000;
 
 /** Executor is what running an attempt needs from its worker. */
 export interface Executor {
@@ -46,28 +39,17 @@ export async function execute(x: Executor, a: Attempt): Promise<void> {
     case "decline":
       x.decline(a);
       return;
-    case "releaseOnce":
-      try {
-        await x.reporter.report(decision.outcome, streamGoneRelease);
-      } catch (e) {
-        const err = toHopperError(e);
-        if (err.code !== Code.FailedPrecondition) x.log.warn("release job", { jobId: a.job.id, err: err.message });
-      }
-      return;
     case "report":
       await reportOrFail(x, decision.outcome);
   }
 }
 
-/** run calls a's handler within the attempt's timeout and says how it ended. */
+/** run calls a's handler within the attempt's execution limit and says how it ended. */
 async function run(x: Executor, a: Attempt): Promise<Ending> {
   const j = a.job;
   const h = x.handler(j.kind);
-  const ending: Ending = {
-    job: { id: j.id, leaseToken: j.leaseToken, attempt: j.attempt, retryPolicy: policyFromProto(j.retryPolicy) },
-    threw: false, mode: x.mode, kindPolicy: h?.retryPolicy,
-  };
-  const timeout = fromDuration(j.timeout) || h?.timeout;
+  const ending: Ending = { job: { id: j.id, leaseToken: j.leaseToken }, threw: false, mode: x.mode, kindPolicy: h?.retryPolicy };
+  const timeout = (a.timeout = attemptTimeout(j, h));
   const timer = timeout ? setTimeout(() => a.abort(new JobTimeoutError(timeout)), timeout) : undefined;
   try {
     if (!h) throw new NoRetryError(`no handler for kind ${JSON.stringify(j.kind)}`);
@@ -80,6 +62,14 @@ async function run(x: Executor, a: Attempt): Promise<Ending> {
   }
   ending.cause = a.cause;
   return ending;
+}
+
+/**
+ * attemptTimeout is the execution limit of an attempt of job run by h, in ms: the job's own
+ * timeout, else its kind's, else the server's default (undefined: none).
+ */
+export function attemptTimeout(job: ActivatedJob, h: HandlerOptions | undefined): number | undefined {
+  return fromDuration(job.timeout) || h?.timeout || fromDuration(job.defaultTimeout) || undefined;
 }
 
 function decodeArgs(kind: string, args: string): unknown {
@@ -105,7 +95,7 @@ async function reportOrFail(x: Executor, outcome: Outcome): Promise<void> {
       const err = toHopperError(e);
       if (err.code !== Code.InvalidArgument) throw err;
       const error = clipText(`the server refused the attempt's outcome: ${err.message}`, MAX_ERROR_BYTES);
-      await reportUntilVerdict(x.reporter, { type: "fail", job: outcome.job, error }, deadline);
+      await reportUntilVerdict(x.reporter, { type: "fail", job: outcome.job, outcome: "error", error }, deadline);
     }
   } catch (e) {
     x.log.error("report job outcome", { jobId: outcome.job.id, outcome: outcome.type, err: toHopperError(e).message });

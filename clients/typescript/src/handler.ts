@@ -16,7 +16,10 @@ export interface RunningJob<A = unknown> {
   /** leaseToken fences every call about this attempt. */
   readonly leaseToken: bigint;
   readonly createdAt?: Date;
-  /** timeout is the attempt's time limit, if it has one. */
+  /**
+   * timeout is the attempt's execution limit, if it has one: the job's own, else its kind's
+   * (HandlerOptions.timeout), else the server's default for jobs without one.
+   */
   readonly timeout?: number;
   /** checkpoint is what a suspended or snoozed earlier attempt left, if any. */
   readonly checkpoint?: unknown;

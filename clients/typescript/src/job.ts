@@ -1,7 +1,9 @@
+import { create } from "@bufbuild/protobuf";
+import { RetryPolicySchema } from "./gen/hopper/v1/hopper_pb.js";
 import type { Attempt as AttemptPb, Event as EventPb, Job as JobPb, RetryPolicy as RetryPolicyPb } from "./gen/hopper/v1/hopper_pb.js";
 import type { RetryPolicy } from "./backoff.js";
 import { decodeJSON } from "./json.js";
-import { fromDuration, fromTimestamp } from "./time.js";
+import { fromDuration, fromTimestamp, toDuration } from "./time.js";
 
 /** JobState is where a job is in its life. */
 export type JobState = "scheduled" | "queued" | "running" | "suspended" | "completed" | "failed" | "canceled";
@@ -112,4 +114,10 @@ export function attemptFromProto(a: AttemptPb): JobAttempt {
 export function policyFromProto(p: RetryPolicyPb | undefined): RetryPolicy | undefined {
   if (!p) return undefined;
   return { base: fromDuration(p.base), multiplier: p.multiplier || undefined, cap: fromDuration(p.cap), jitter: p.jitter || undefined };
+}
+
+/** policyToProto is p on the wire; unset stays unset. */
+export function policyToProto(p: RetryPolicy | undefined): RetryPolicyPb | undefined {
+  if (!p) return undefined;
+  return create(RetryPolicySchema, { base: toDuration(p.base), multiplier: p.multiplier, cap: toDuration(p.cap), jitter: p.jitter });
 }

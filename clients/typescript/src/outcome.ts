@@ -1,11 +1,10 @@
-// How an attempt ends: what its handler did, and why its signal aborted, decide what the
-// worker tells the server. It mirrors the Go remote worker's rules.
+// How an attempt ended. The worker says what its handler did — returned, threw, ran out of
+// time, crashed — and the server decides what that does to the job (the retry, its wait, a
+// dead letter), as it does for the Go worker and in process. These are the Go worker's rules.
 
-import { backoffDelay, defaultJobPolicy, mergePolicy } from "./backoff.js";
 import type { RetryPolicy } from "./backoff.js";
 import {
-  JobTimeoutError, LeaseLostError, NoRetryError, RetryAfterError, ShutdownError, SnoozeError, StreamClosedError,
-  SuspendError,
+  JobTimeoutError, LeaseLostError, NoRetryError, RetryAfterError, ShutdownError, SnoozeError, SuspendError,
 } from "./handler-errors.js";
 import { encodeJSON } from "./json.js";
 import { clipText, MAX_ERROR_BYTES, MAX_REASON_BYTES } from "./text.js";
@@ -16,28 +15,50 @@ export interface JobRef {
   leaseToken: bigint;
 }
 
+/**
+ * FailKind is how an attempt failed: "error" (the handler threw), "panic" (it crashed: see
+ * isCrash) or "timeout" (it ran past its execution limit).
+ */
+export type FailKind = "error" | "panic" | "timeout";
+
+/** Fail is a failed attempt as the worker reports it; the server decides what follows. */
+export interface Fail {
+  type: "fail";
+  job: JobRef;
+  outcome: FailKind;
+  /** error is the text recorded with the attempt (never empty). */
+  error: string;
+  /** stack is where the thrown error came from, recorded apart from error. */
+  stack?: string;
+  /** noRetry fails the job for good (a NoRetryError). */
+  noRetry?: boolean;
+  /** retryBackoff is the wait before the retry that a RetryAfterError asked for, in ms. */
+  retryBackoff?: number;
+  /** retryPolicy is the kind's own backoff, if its handler has one (the job's own policy comes first). */
+  retryPolicy?: RetryPolicy;
+}
+
 /** Outcome is what a worker reports about an attempt. Durations are milliseconds. */
 export type Outcome =
   | { type: "complete"; job: JobRef; result: string }
-  | { type: "fail"; job: JobRef; error: string; retries?: number; retryBackoff?: number }
+  | Fail
   | { type: "snooze"; job: JobRef; delay: number }
   | { type: "suspend"; job: JobRef; checkpoint: string; until?: Date; deadline?: Date }
   | { type: "release"; job: JobRef; reason: string };
 
 /**
  * Decision is what to do with an ended attempt: report an outcome until the server gives a
- * verdict; release it with one quick try (its stream closed); keep it, to release once the
- * stream is closed (a stopping worker's); or nothing (the job is no longer ours).
+ * verdict; keep the job, to release once the stream is closed (a stopping worker's); or
+ * nothing (the job is no longer ours).
  */
 export type Decision =
   | { action: "report"; outcome: Outcome }
-  | { action: "releaseOnce"; outcome: Outcome }
   | { action: "decline" }
   | { action: "none" };
 
 /** Ending is how an attempt's handler ended. */
 export interface Ending {
-  job: JobRef & { attempt: number; retryPolicy?: RetryPolicy };
+  job: JobRef;
   /** threw: the handler threw error; else it returned result. */
   threw: boolean;
   result?: unknown;
@@ -52,29 +73,26 @@ export interface Ending {
 /** decide is what to do with an ended attempt. */
 export function decide(e: Ending, now = new Date()): Decision {
   const job = { id: e.job.id, leaseToken: e.job.leaseToken };
-  if (!e.threw) {
-    // Reported whatever aborted the signal meanwhile: a success is never thrown away. The
-    // report is fenced by the token, so the server refuses it if the job is no longer ours.
-    const result = encode(e.result, "result");
-    if (typeof result === "string") return report({ type: "complete", job, result });
-    return report(failOutcome({ ...e, threw: true, error: result }));
-  }
-  const parked = parkOutcome(job, e.error, now);
-  if (parked instanceof Error) return report(failOutcome({ ...e, error: parked }));
-  if (parked) return report(parked);
-  if (e.cause instanceof StreamClosedError) {
-    // Said at once, the server takes the job back without counting this worker as lost.
-    return { action: "releaseOnce", outcome: { type: "release", job, reason: "job stream closed" } };
-  }
   if (e.cause instanceof LeaseLostError) {
-    // Saying so frees the job's credit on the stream (the server answers FAILED_PRECONDITION).
+    // The job is no longer ours: nothing of what the handler did counts. In stream mode,
+    // saying so frees the job's credit (the server answers FAILED_PRECONDITION).
     return e.mode === "stream" ? report({ type: "release", job, reason: "lease lost" }) : { action: "none" };
   }
+  if (!e.threw) {
+    // Reported whatever else aborted the signal meanwhile (a timeout, a shutdown): a success
+    // is never thrown away. The report is fenced by the token.
+    const result = encode(e.result, "result");
+    if (typeof result === "string") return report({ type: "complete", job, result });
+    return report(failure({ ...e, threw: true, error: result }));
+  }
+  const parked = parkOutcome(job, e.error, now);
+  if (parked instanceof Error) return report(failure({ ...e, error: parked }));
+  if (parked) return report(parked); // even on the way out: a snooze or suspension keeps its checkpoint
   if (e.cause instanceof ShutdownError) {
-    if (e.mode === "stream") return { action: "decline" };
+    if (e.mode === "stream") return { action: "decline" }; // released once the stream is closed
     return report({ type: "release", job, reason: clipText(`released on shutdown: ${describe(e.error)}`, MAX_REASON_BYTES) });
   }
-  return report(failOutcome(e));
+  return report(failure(e));
 }
 
 function report(outcome: Outcome): Decision {
@@ -101,36 +119,56 @@ function parkOutcome(job: JobRef, err: unknown, now: Date): Outcome | Error | un
 }
 
 /**
- * failOutcome is the failure of an attempt, as the in-process engine decides it: NoRetryError
- * fails the job, RetryAfterError and a handler's own policy set the wait. The error text is
- * made to fit what the server takes.
+ * failure says how an attempt failed. The texts are made to fit what the server takes, so an
+ * odd or huge error message never makes the report itself fail.
  */
-export function failOutcome(e: Ending): Outcome {
-  let error = describe(e.error);
-  if (e.cause instanceof JobTimeoutError && !(e.error instanceof JobTimeoutError)) error = `${e.cause.message}: ${error}`;
-  error = clipText(error, MAX_ERROR_BYTES) || `${typeName(e.error)} with an empty message`;
-  const outcome: Outcome = { type: "fail", job: { id: e.job.id, leaseToken: e.job.leaseToken }, error };
-  if (e.error instanceof NoRetryError) outcome.retries = 0;
-  else if (e.error instanceof RetryAfterError) outcome.retryBackoff = boundDelay(e.error.delay);
-  else if (e.kindPolicy) {
-    const policy = mergePolicy(e.job.retryPolicy, e.kindPolicy, defaultJobPolicy);
-    outcome.retryBackoff = boundDelay(backoffDelay(policy, e.job.attempt));
+export function failure(e: Ending): Fail {
+  const out: Fail = { type: "fail", job: { id: e.job.id, leaseToken: e.job.leaseToken }, outcome: "error", error: describe(e.error) };
+  if (isCrash(e.error)) out.outcome = "panic";
+  else if (e.cause instanceof JobTimeoutError) {
+    out.outcome = "timeout";
+    // As the Go worker says it: "job execution timeout after 5s: <the handler's error>".
+    if (e.error !== e.cause) out.error = `${e.cause.message}: ${out.error}`;
   }
-  return outcome;
+  out.error = clipText(out.error, MAX_ERROR_BYTES) || `${typeName(e.error)} with an empty message`;
+  const stack = stackOf(e.error);
+  if (stack) out.stack = clipText(stack, MAX_ERROR_BYTES);
+  if (e.error instanceof NoRetryError) out.noRetry = true;
+  if (e.error instanceof RetryAfterError) out.retryBackoff = boundDelay(e.error.delay);
+  if (e.kindPolicy) out.retryPolicy = e.kindPolicy;
+  return out;
 }
 
 /**
- * describe is an error as an attempt records it: an unexpected error with its stack (it is
- * the handler's crash); one of the outcome errors, or the signal's reason passed on, by its
- * message; anything else as a string.
+ * isCrash says whether err is what JavaScript throws for a bug — a TypeError (reading a field
+ * of undefined), a ReferenceError, a RangeError (a stack overflow), a SyntaxError, an
+ * EvalError or a URIError — rather than an error the handler chose to throw: the attempt's
+ * outcome is then "panic", as for a Go handler that panics.
  */
-export function describe(err: unknown): string {
-  if (expected.some((type) => err instanceof type)) return (err as Error).message;
-  if (err instanceof Error) return err.stack || `${err.name}: ${err.message}`;
-  return String(err);
+export function isCrash(err: unknown): boolean {
+  return crashes.some((type) => err instanceof type);
 }
 
-const expected = [NoRetryError, RetryAfterError, JobTimeoutError, LeaseLostError, ShutdownError];
+const crashes = [TypeError, ReferenceError, RangeError, SyntaxError, EvalError, URIError];
+
+/**
+ * describe is an error's text as an attempt records it: its message, after its name unless
+ * it is a plain Error or one of the SDK's ("TypeError: x is not a function", "rate limited");
+ * anything thrown that is not an Error, as a string.
+ */
+export function describe(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  if (err.name === "Error" || sdkErrors.some((type) => err instanceof type)) return err.message;
+  return `${err.name}: ${err.message}`;
+}
+
+const sdkErrors = [NoRetryError, RetryAfterError, JobTimeoutError, LeaseLostError, ShutdownError, SnoozeError, SuspendError];
+
+/** stackOf is err's stack (where it was thrown); none for the SDK's own errors, which are outcomes, not faults. */
+function stackOf(err: unknown): string | undefined {
+  if (!(err instanceof Error) || typeof err.stack !== "string" || sdkErrors.some((type) => err instanceof type)) return undefined;
+  return err.stack;
+}
 
 function typeName(err: unknown): string {
   return err instanceof Error ? err.name : typeof err;

@@ -4,6 +4,7 @@ import { backoffDelay } from "./backoff.js";
 import { toHopperError } from "./errors.js";
 import type { HopperError } from "./errors.js";
 import type { WorkerService } from "./gen/hopper/v1/hopper_pb.js";
+import { policyToProto } from "./job.js";
 import type { Outcome } from "./outcome.js";
 import { sleep } from "./sleep.js";
 import { toDuration, toTimestamp } from "./time.js";
@@ -30,7 +31,10 @@ export function rpcReporter(api: RpcClient<typeof WorkerService>): Reporter {
             await api.complete({ ...ref, result: o.result }, opts);
             return;
           case "fail":
-            await api.fail({ ...ref, error: o.error, retries: o.retries, retryBackoff: toDuration(o.retryBackoff) }, opts);
+            await api.fail({
+              ...ref, outcome: o.outcome, error: o.error, stack: o.stack, noRetry: o.noRetry,
+              retryBackoff: toDuration(o.retryBackoff), retryPolicy: policyToProto(o.retryPolicy),
+            }, opts);
             return;
           case "snooze":
             await api.snooze({ ...ref, delay: toDuration(o.delay) }, opts);

@@ -6,7 +6,7 @@ import type { RunningJob } from "./handler.js";
 import { LeaseLostError } from "./handler-errors.js";
 import { decodeJSON } from "./json.js";
 import { clipText, MAX_PROGRESS_MESSAGE_BYTES } from "./text.js";
-import { fromDuration, fromTimestamp, toDuration } from "./time.js";
+import { fromTimestamp, toDuration } from "./time.js";
 
 /**
  * Attempt is one attempt this worker runs: a job, the lease token it came with, and why it
@@ -17,6 +17,8 @@ export class Attempt {
   readonly key: string;
   /** lease is how long each renewal sets the lease for, in ms. */
   lease: number;
+  /** timeout is the attempt's execution limit in ms, once it is known (undefined: none). */
+  timeout: number | undefined;
   /** done resolves when the handler has returned and its outcome is reported. */
   done: Promise<void> = Promise.resolve();
   private stopped = false;
@@ -72,7 +74,7 @@ export class Running<A> implements RunningJob<A> {
   get maxAttempts() { return this.attempt_.job.maxAttempts; }
   get leaseToken() { return this.attempt_.job.leaseToken; }
   get createdAt() { return fromTimestamp(this.attempt_.job.createdAt); }
-  get timeout() { return fromDuration(this.attempt_.job.timeout); }
+  get timeout() { return this.attempt_.timeout; }
   get checkpoint() { return (this.decoded ??= this.decodePayloads()).checkpoint; }
   get resumeData() { return (this.decoded ??= this.decodePayloads()).resumeData; }
   get signal() { return this.attempt_.signal; }

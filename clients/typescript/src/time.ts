@@ -24,7 +24,25 @@ export function fromTimestamp(t: Timestamp | undefined): Date | undefined {
   return t === undefined ? undefined : timestampDate(t);
 }
 
-/** formatMs renders a duration for messages: "250ms", "30s", "1.5s". */
+/**
+ * formatMs renders a duration as Go prints one ("250ms", "1.5s", "1m30s", "2h0m0s"), so that
+ * messages read the same from every worker.
+ */
 export function formatMs(ms: number): string {
-  return ms < 1000 ? `${Math.round(ms)}ms` : `${+(ms / 1000).toFixed(3)}s`;
+  if (!Number.isFinite(ms)) return String(ms);
+  if (ms < 0) return `-${formatMs(-ms)}`;
+  if (ms === 0) return "0s";
+  if (ms < 0.001) return `${trim(ms * 1e6)}ns`;
+  if (ms < 1) return `${trim(ms * 1e3)}µs`;
+  if (ms < 1000) return `${trim(ms)}ms`;
+  const h = Math.floor(ms / 3_600_000);
+  const m = Math.floor((ms % 3_600_000) / 60_000);
+  const s = `${trim((ms % 60_000) / 1000)}s`;
+  if (h > 0) return `${h}h${m}m${s}`;
+  return m > 0 ? `${m}m${s}` : s;
+}
+
+/** trim is n with at most 6 decimals and no trailing zeros. */
+function trim(n: number): string {
+  return String(+n.toFixed(6));
 }

@@ -3,7 +3,7 @@
 import * as assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { ConnectError } from "@connectrpc/connect";
-import { backoffDelay, mergePolicy } from "../src/backoff.js";
+import { backoffDelay } from "../src/backoff.js";
 import { toHopperError } from "../src/errors.js";
 import { Code, HopperError, codeName } from "../src/index.js";
 import { clipText } from "../src/text.js";
@@ -24,10 +24,6 @@ describe("backoff", () => {
     const j = { ...p, jitter: 0.2 };
     assert.equal(backoffDelay(j, 1, () => 0), 80);
     assert.equal(backoffDelay(j, 1, () => 1), 120);
-  });
-  test("merge takes each field from the first policy that sets it", () => {
-    assert.deepEqual(mergePolicy({ base: 5 }, undefined, { base: 7, cap: 9 }, { base: 1, multiplier: 2, cap: 3, jitter: 0.1 }),
-      { base: 5, multiplier: 2, cap: 9, jitter: 0.1 });
   });
 });
 

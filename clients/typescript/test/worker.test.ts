@@ -47,7 +47,7 @@ for (const mode of ["stream", "poll"] as const) {
       assert.ok(most <= 3, `ran ${most} at once`);
     });
 
-    test("a thrown error is retried with its stack recorded; RetryAfterError sets the wait", async (t) => {
+    test("a thrown error is retried with its stack recorded; RetryAfterError and a kind's policy set the wait", async (t) => {
       const queue = queueName(`retry-${mode}`);
       const c = client();
       startWorker(server(), {
@@ -60,20 +60,38 @@ for (const mode of ["stream", "poll"] as const) {
             if (job.attempt === 1) throw new RetryAfterError(300, "rate limited");
             return "ok";
           },
+          crash: (job: RunningJob<{ user?: { name: string } }>) => job.args.user!.name,
+          patient: {
+            retryPolicy: { base: 200, jitter: -1 },
+            handle: (job: RunningJob) => {
+              if (job.attempt === 1) throw new Error("not yet");
+              return "ok";
+            },
+          },
         },
       }, (fn) => t.after(fn));
       const { job: flaky } = await c.enqueue("flaky", {}, { queue, retryPolicy: { base: 50, jitter: -1 } });
       const { job: later } = await c.enqueue("later", {}, { queue });
+      const { job: crash } = await c.enqueue("crash", {}, { queue, maxAttempts: 1 });
+      const { job: patient } = await c.enqueue("patient", {}, { queue });
       const done = await waitForState(c, flaky.id, "completed");
       assert.equal(done.attempt, 2);
       const { attempts } = await c.events(flaky.id);
-      assert.equal(attempts[0]!.outcome, "error");
-      assert.match(attempts[0]!.error, /^Error: flaky the first time\n +at /, "the stack is recorded");
+      assert.deepEqual([attempts[0]!.outcome, attempts[0]!.error], ["error", "flaky the first time"]);
+      assert.match(attempts[0]!.stack, /^Error: flaky the first time\n +at /, "the stack is recorded apart");
       const laterDone = await waitForState(c, later.id, "completed");
       const la = (await c.events(later.id)).attempts;
       assert.equal(la[0]!.error, "rate limited");
       const waited = laterDone.startedAt!.getTime() - la[0]!.endedAt!.getTime();
-      assert.ok(waited >= 250, `retried after ${waited} ms, not the default 1 s`);
+      assert.ok(waited >= 250 && waited < 900, `retried after ${waited} ms, not the default 1 s`);
+      const crashed = (await c.events((await waitForState(c, crash.id, "failed")).id)).attempts;
+      assert.equal(crashed[0]!.outcome, "panic");
+      assert.match(crashed[0]!.error, /^TypeError: Cannot read properties of undefined/);
+      // The kind's backoff (200 ms, no jitter) goes with the failure, over the server's default (1 s).
+      const patientDone = await waitForState(c, patient.id, "completed");
+      const pa = (await c.events(patient.id)).attempts;
+      const patientWaited = patientDone.startedAt!.getTime() - pa[0]!.endedAt!.getTime();
+      assert.ok(patientWaited >= 150 && patientWaited < 900, `retried after ${patientWaited} ms: the kind's backoff, not the default 1 s`);
     });
 
     test("NoRetryError makes a dead letter at once; a replay runs it again", async (t) => {
@@ -183,9 +201,10 @@ for (const mode of ["stream", "poll"] as const) {
       const { job } = await c.enqueue("slow", {}, { queue, timeout: 200, maxAttempts: 1 });
       const failed = await waitForState(c, job.id, "failed");
       assert.equal(failed.lastError, "job execution timeout after 200ms");
+      assert.equal((await c.events(job.id)).attempts[0]!.outcome, "timeout");
       const { job: k } = await c.enqueue("slowKind", {}, { queue, maxAttempts: 1 });
       const kf = await waitForState(c, k.id, "failed");
-      assert.match(kf.lastError, /^job execution timeout after 150ms: Error: stopped: JobTimeoutError: job execution timeout after 150ms\n/);
+      assert.equal(kf.lastError, "job execution timeout after 150ms: stopped: JobTimeoutError: job execution timeout after 150ms");
     });
 
     test("a cancel reaches the running handler as a lost lease", async (t) => {
