@@ -16,7 +16,7 @@ import { silent } from "./logger.js";
 import type { Logger } from "./logger.js";
 import { Notifier } from "./notifier.js";
 import { keepLeases, pollLoop } from "./poll-intake.js";
-import { rpcReporter } from "./reporter.js";
+import { Batcher } from "./reporter.js";
 import type { Reporter } from "./reporter.js";
 import { Attempt } from "./running-job.js";
 import { aborted, sleep } from "./sleep.js";
@@ -105,7 +105,7 @@ export class Worker {
     check(this.lease >= 1000, `leaseDuration ${this.lease} is under 1000 ms`);
     check(this.pollWait > 0 && this.pollWait <= 300_000, `pollWait ${this.pollWait} is outside 1–300000 ms`);
     this.api = createClient(WorkerService, createTransport(options));
-    this.reporter = rpcReporter(this.api);
+    this.reporter = new Batcher(this.api);
     this.executor = {
       api: this.api, reporter: this.reporter, mode: this.mode, log: this.log,
       handler: (kind) => this.handlers.get(kind), decline: (a) => this.decline(a.job),
