@@ -27,6 +27,8 @@ export interface Executor {
   handler(kind: string): HandlerOptions | undefined;
   /** decline keeps a job to release once the stream is closed. */
   decline(a: Attempt): void;
+  /** leaseSet tells the lease keeper that a handler set its own lease. */
+  leaseSet(): void;
 }
 
 /** execute runs attempt a with its handler and reports how it ended. */
@@ -53,7 +55,7 @@ async function run(x: Executor, a: Attempt): Promise<Ending> {
   const timer = timeout ? setTimeout(() => a.abort(new JobTimeoutError(timeout)), timeout) : undefined;
   try {
     if (!h) throw new NoRetryError(`no handler for kind ${JSON.stringify(j.kind)}`);
-    ending.result = await h.handle(new Running(a, decodeArgs(j.kind, j.args), x.api));
+    ending.result = await h.handle(new Running(a, decodeArgs(j.kind, j.args), x.api, x.leaseSet));
   } catch (err) {
     ending.threw = true;
     ending.error = err;

@@ -64,8 +64,8 @@ export class JobTimeoutError extends Error {
 
 /**
  * LeaseLostError is a handler's signal.reason when the job is no longer its own: an operator
- * canceled it, its lease expired and another worker took it, or the job stream it came on
- * closed. Whatever the handler does next is not recorded.
+ * canceled it, or its lease expired (the worker could not renew it in time) and it went back
+ * to its queue. Whatever the handler does next is not recorded.
  */
 export class LeaseLostError extends Error {
   override readonly name = "LeaseLostError";
@@ -79,12 +79,5 @@ export class ShutdownError extends Error {
   override readonly name = "ShutdownError";
   constructor() {
     super("worker shutting down");
-  }
-}
-
-/** StreamClosedError: the job stream a job came on closed, and the server took the job back. */
-export class StreamClosedError extends LeaseLostError {
-  constructor() {
-    super("job stream closed");
   }
 }

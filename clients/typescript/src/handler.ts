@@ -28,8 +28,8 @@ export interface RunningJob<A = unknown> {
   /**
    * signal aborts when the handler should stop: its reason is a JobTimeoutError (the
    * attempt's timeout passed), a LeaseLostError (the job is no longer this worker's:
-   * canceled, taken by another worker, its stream closed) or a ShutdownError (a stopping
-   * worker's grace ended). Pass it to what the handler awaits (fetch, timers…).
+   * canceled, or its lease lapsed) or a ShutdownError (a stopping worker's grace ended). A
+   * job stream that drops aborts nothing. Pass it to what the handler awaits (fetch, timers…).
    */
   readonly signal: AbortSignal;
   /**
@@ -42,7 +42,7 @@ export interface RunningJob<A = unknown> {
   heartbeat(): Promise<void>;
   /**
    * extendLease sets the lease to expire ms from now (it may shorten it); later automatic
-   * renewals keep ms. It throws as progress does.
+   * renewals keep ms, and come every third of it. It throws as progress does.
    */
   extendLease(ms: number): Promise<void>;
 }

@@ -1,6 +1,6 @@
-/** Notifier wakes whoever waits for something to happen (a slot freed, a job declined). */
+/** Notifier wakes whoever waits for something to happen (a slot freed, a job declined, a lease shortened). */
 export class Notifier {
-  private waiters: (() => void)[] = [];
+  private waiters = new Set<() => void>();
 
   /** wait resolves at the next notify, or when signal aborts. */
   wait(signal?: AbortSignal): Promise<void> {
@@ -8,9 +8,10 @@ export class Notifier {
       if (signal?.aborted) return resolve();
       const done = () => {
         signal?.removeEventListener("abort", done);
+        this.waiters.delete(done);
         resolve();
       };
-      this.waiters.push(done);
+      this.waiters.add(done);
       signal?.addEventListener("abort", done, { once: true });
     });
   }
@@ -18,7 +19,7 @@ export class Notifier {
   /** notify wakes every waiter. */
   notify(): void {
     const ws = this.waiters;
-    this.waiters = [];
+    this.waiters = new Set();
     for (const w of ws) w();
   }
 }

@@ -64,6 +64,7 @@ export class Running<A> implements RunningJob<A> {
     private readonly attempt_: Attempt,
     readonly args: A,
     private readonly api: RpcClient<typeof WorkerService>,
+    private readonly leaseSet: () => void,
   ) {}
 
   get id() { return this.attempt_.job.id; }
@@ -91,6 +92,7 @@ export class Running<A> implements RunningJob<A> {
   async extendLease(ms: number): Promise<void> {
     await this.check(this.api.extendLease({ ...this.ref(), duration: toDuration(ms) }));
     this.attempt_.lease = ms; // later renewals keep it
+    this.leaseSet(); // a shorter lease needs its next renewal sooner
   }
 
   private decoded: { checkpoint: unknown; resumeData: unknown } | undefined;

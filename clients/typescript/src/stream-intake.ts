@@ -1,13 +1,15 @@
-// Stream mode: the server pushes jobs into a stream, never more unfinished than the credit,
-// and keeps their leases alive while the stream is open.
+// Stream mode: the server pushes jobs into a stream, never more unfinished than the credit.
+// The jobs are the worker's once pushed: when the stream ends (the server restarted, the
+// network broke) their handlers run on, the worker keeps renewing their leases and reports
+// their outcomes over a new connection while their tokens are current. Only a lost lease or a
+// stop ends a handler.
 
 import type { Client as RpcClient } from "@connectrpc/connect";
 import type { Tracker } from "./backoff.js";
 import { toHopperError } from "./errors.js";
 import type { ActivatedJob, StreamJobsRequest, WorkerService } from "./gen/hopper/v1/hopper_pb.js";
-import { StreamClosedError } from "./handler-errors.js";
 import type { Attempt } from "./running-job.js";
-import { aborted, sleep } from "./sleep.js";
+import { sleep } from "./sleep.js";
 
 /** StreamIntake is what the stream loop needs from its worker. */
 export interface StreamIntake {
@@ -46,7 +48,6 @@ export async function streamLoop(s: StreamIntake, signal: AbortSignal): Promise<
 }
 
 async function stream(s: StreamIntake, signal: AbortSignal): Promise<void> {
-  const mine = new Set<Attempt>(); // attempts started from this stream
   let worked = false;
   const succeed = () => {
     worked = true;
@@ -59,23 +60,9 @@ async function stream(s: StreamIntake, signal: AbortSignal): Promise<void> {
         clearTimeout(timer);
         succeed();
       }
-      if (!msg.job) continue;
-      const a = s.launch(msg.job);
-      if (!a) {
-        s.decline(msg.job); // pushed while stopping
-        continue;
-      }
-      mine.add(a);
-      void a.done.then(() => mine.delete(a));
+      if (msg.job && !s.launch(msg.job)) s.decline(msg.job); // pushed while stopping
     }
   } finally {
     clearTimeout(timer);
-    // The stream is gone, and with it the server's hold on its jobs: they are back in their
-    // queue. Stop their handlers and wait for them before a new stream takes jobs, so this
-    // worker never runs more than its concurrency, nor a job twice. A stopping worker ends
-    // the intake once it has given up on handlers that ignore their signal: those are left
-    // behind, not waited for.
-    for (const a of mine) a.abort(new StreamClosedError());
-    await Promise.race([Promise.all([...mine].map((a) => a.done)), aborted(signal)]);
   }
 }

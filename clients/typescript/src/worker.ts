@@ -15,7 +15,8 @@ import { ShutdownError } from "./handler-errors.js";
 import { silent } from "./logger.js";
 import type { Logger } from "./logger.js";
 import { Notifier } from "./notifier.js";
-import { keepLeases, pollLoop } from "./poll-intake.js";
+import { LeaseKeeper } from "./lease-keeper.js";
+import { pollLoop } from "./poll-intake.js";
 import { Batcher } from "./reporter.js";
 import type { Reporter } from "./reporter.js";
 import { Attempt } from "./running-job.js";
@@ -58,9 +59,10 @@ const releaseTimeout = 30_000;
  * Worker runs jobs from `hopper serve` with the handlers of its kinds: start it, then stop it.
  *
  * Handlers run concurrently, at most concurrency at once. What a handler returns completes
- * its job with that result; what it throws fails the attempt (see Handler). A stream that
- * drops, or a server that restarts, is reconnected with backoff; an outcome is reported until
- * the server answers. In poll mode the worker renews its jobs' leases itself.
+ * its job with that result; what it throws fails the attempt (see Handler). The worker renews
+ * its jobs' leases itself, in both modes. A stream that drops, or a server that restarts,
+ * stops no handler: the stream is reconnected with backoff, leases are renewed and outcomes
+ * reported once a server answers again.
  */
 export class Worker {
   private readonly api: RpcClient<typeof WorkerService>;
@@ -81,7 +83,8 @@ export class Worker {
   private declined: ActivatedJob[] = []; // pushed to a stopping worker: released once its stream is closed
   private readonly declines = new Notifier();
   private readonly intake = new AbortController(); // the stream or the polls
-  private readonly keeper = new AbortController(); // poll mode's lease renewals: end when stop has drained
+  private readonly leases: LeaseKeeper; // renews the running jobs' leases, in both modes
+  private readonly keeping = new AbortController(); // the lease renewals: end when stop has drained
   private loops: Promise<void>[] = [];
   private state: "new" | "started" | "stopping" = "new";
   private stopped: Promise<void> | undefined;
@@ -106,9 +109,13 @@ export class Worker {
     check(this.pollWait > 0 && this.pollWait <= 300_000, `pollWait ${this.pollWait} is outside 1–300000 ms`);
     this.api = createClient(WorkerService, createTransport(options));
     this.reporter = new Batcher(this.api);
+    this.leases = new LeaseKeeper({
+      api: this.api, lease: this.lease, backoff: new Tracker("extend leases", loopPolicy, this.log, { worker: this.name }),
+      running: () => this.attempts.values(),
+    });
     this.executor = {
       api: this.api, reporter: this.reporter, mode: this.mode, log: this.log,
-      handler: (kind) => this.handlers.get(kind), decline: (a) => this.decline(a.job),
+      handler: (kind) => this.handlers.get(kind), decline: (a) => this.decline(a.job), leaseSet: () => this.leases.shortened(),
     };
   }
 
@@ -123,6 +130,7 @@ export class Worker {
     this.state = "started";
     const kinds = [...this.handlers.keys()].sort();
     const common = { worker: this.name, queue: this.queue, kinds, leaseTimeout: toDuration(this.lease) };
+    this.loops.push(this.leases.run(this.keeping.signal));
     if (this.mode === "stream") {
       const request = create(StreamJobsRequestSchema, { ...common, credit: this.concurrency });
       const backoff = new Tracker("job stream", workPolicy, this.log, { worker: this.name });
@@ -136,10 +144,6 @@ export class Worker {
       api: this.api, request, backoff: new Tracker("activate jobs", workPolicy, this.log, { worker: this.name }),
       freeSlots: (signal) => this.freeSlots(signal), launch: (j) => this.launch(j), release: (j, why) => this.release(j, why),
     }, this.intake.signal));
-    this.loops.push(keepLeases({
-      api: this.api, lease: this.lease, backoff: new Tracker("extend leases", loopPolicy, this.log, { worker: this.name }),
-      running: () => [...this.attempts.values()],
-    }, this.keeper.signal));
   }
 
   /**
@@ -148,8 +152,9 @@ export class Worker {
    * aborted signal stops hard), then aborts their signals with a ShutdownError and waits a
    * moment (500 ms) for them. Jobs it will not run go back to their queue at once. A handler
    * that ignores its signal is left running (stop resolves without it) and its job is not
-   * released: in poll mode it returns to the queue when its lease expires, in stream mode
-   * when the stream closes, counted as a lost worker. Calling stop again returns the same
+   * released: its lease, no longer renewed, expires and the job returns to its queue, counted
+   * as a lost worker (a rescue). If it returns later with success, that is still reported
+   * (and refused if the job is no longer its own). Calling stop again returns the same
    * promise; stopping a worker never started does nothing.
    */
   stop(signal?: AbortSignal): Promise<void> {
@@ -170,7 +175,7 @@ export class Worker {
     }
     if (this.mode === "stream") await this.settle();
     this.intake.abort();
-    this.keeper.abort();
+    this.keeping.abort();
     await Promise.all(this.loops);
     await this.releaseDeclined();
     this.abortAll();
@@ -213,12 +218,12 @@ export class Worker {
     }
   }
 
-  // A worker in stream mode stops without its jobs counting as lost. The server counts every
-  // job a stream still holds when it closes, and that the worker does not report on or release
-  // within a moment, as lost to a dead worker. So a stopping worker reports on its running
-  // jobs while its stream is open, keeps (without starting) the jobs pushed to it meanwhile,
-  // waits for the pushes in flight, closes the stream, and only then releases the jobs it
-  // kept: released earlier, they would free credit and the server would push them straight back.
+  // A worker in stream mode stops without stranding jobs. A job pushed to it stays its own
+  // after the stream closes (until its lease expires, then a rescue counted against the job's
+  // maxRescues). So a stopping worker reports on its running jobs (or releases them) while its
+  // stream is open, keeps (without starting) the jobs pushed to it meanwhile, waits for the
+  // pushes in flight, closes the stream, and only then releases the jobs it kept: released
+  // earlier, they would free credit and the server would push them, or others, straight back.
 
   private decline(job: ActivatedJob): void {
     this.declined.push(job);

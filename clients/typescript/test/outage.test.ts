@@ -1,10 +1,11 @@
-// A server that crashes mid-run and comes back: the worker reconnects and no job is lost.
+// A server that crashes mid-run and comes back: the worker reconnects, its handlers run on,
+// and no job is lost or run twice.
 
 import * as assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { Client } from "../src/index.js";
 import type { Logger, RunningJob } from "../src/index.js";
-import { eventually, queueName, serverFor, startWorker } from "./support/fixture.js";
+import { eventually, gate, queueName, serverFor, startWorker, waitForState } from "./support/fixture.js";
 
 /** logs keeps what a worker logs, as "level message" lines. */
 function logs(): { lines: string[]; logger: Logger } {
@@ -15,7 +16,7 @@ function logs(): { lines: string[]; logger: Logger } {
 
 describe("a server crash", { concurrency: true }, () => {
   for (const mode of ["stream", "poll"] as const) {
-    describe(`${mode} mode`, () => {
+    describe(`${mode} mode`, { concurrency: false }, () => {
     const server = serverFor();
 
     test("the worker reconnects and finishes every job", async (t) => {
@@ -55,6 +56,45 @@ describe("a server crash", { concurrency: true }, () => {
         assert.equal(log.lines.filter((l) => l === "warn job stream failed; retrying with backoff").length, 1, log.lines.join("\n"));
         assert.equal(log.lines.filter((l) => l === "info job stream recovered").length, 1, log.lines.join("\n"));
       }
+    });
+
+    test("running handlers keep running across a crash and restart; their outcomes are kept, one attempt each", async (t) => {
+      const s = server();
+      const c = new Client({ url: s.url });
+      const queue = queueName(`crash-${mode}`);
+      const runs = new Map<string, number>();
+      const started = gate();
+      const finish = [gate(), gate()];
+      const reasons: unknown[] = [];
+      startWorker(s, {
+        queue, mode, concurrency: 2, leaseDuration: 6000, handlers: {
+          slow: async (job: RunningJob<{ i: number }>) => {
+            runs.set(job.id, (runs.get(job.id) ?? 0) + 1);
+            if (runs.size === 2) started.open();
+            await finish[job.args.i]!.wait;
+            if (job.signal.aborted) reasons.push(job.signal.reason);
+            return `done ${job.args.i}`;
+          },
+        },
+      }, (fn) => t.after(fn));
+      const jobs = await c.enqueueMany([0, 1].map((i) => ({ kind: "slow", args: { i }, queue })));
+      await started.wait;
+      await s.kill();
+      finish[0]!.open(); // finishes while the server is down: its report waits for one
+      await new Promise((r) => setTimeout(r, 1000));
+      await s.restart();
+      const restarted = Date.now();
+      const renewed = async () => (await c.get(jobs[1]!.job.id)).leaseExpiresAt!.getTime() > restarted + 5000;
+      await eventually(renewed, "the lease to be renewed over a new connection", 5000);
+      finish[1]!.open();
+      for (const [i, r] of jobs.entries()) {
+        const done = await waitForState(c, r.job.id, "completed", 20_000);
+        assert.deepEqual([done.result, done.attempt, done.rescues], [`done ${i}`, 1, 0], `job ${i}`);
+        const { attempts } = await c.events(r.job.id);
+        assert.deepEqual(attempts.map((a) => a.outcome), ["ok"], `job ${i}: one attempt`);
+      }
+      assert.deepEqual([...runs.values()], [1, 1], "each handler ran once");
+      assert.deepEqual(reasons, [], "no handler was told to stop");
     });
   });
 }

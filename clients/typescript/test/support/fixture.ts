@@ -41,6 +41,13 @@ export async function eventually(check: () => boolean | Promise<boolean>, what: 
   }
 }
 
+/** gate is a promise the test opens. */
+export function gate(): { wait: Promise<void>; open: () => void } {
+  let open!: () => void;
+  const wait = new Promise<void>((r) => (open = r));
+  return { wait, open };
+}
+
 /** waitForState waits until job id is in state and returns it. */
 export async function waitForState(c: Client, id: string, state: Job["state"], timeout = 10_000): Promise<Job> {
   let job: Job | undefined;
