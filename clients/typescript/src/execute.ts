@@ -34,6 +34,7 @@ export interface Executor {
 /** execute runs attempt a with its handler and reports how it ended. */
 export async function execute(x: Executor, a: Attempt): Promise<void> {
   const ending = await run(x, a);
+  a.handled(); // a poll slot is free while the outcome is on its way
   const decision = decide(ending);
   switch (decision.action) {
     case "none":

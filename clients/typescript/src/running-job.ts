@@ -25,9 +25,13 @@ export class Attempt {
   private reason: unknown;
   private controller: AbortController | undefined;
 
-  constructor(readonly job: ActivatedJob, lease: number) {
+  /** handled is called once the handler has returned, before the outcome is reported (and at the latest when it is). */
+  readonly handled: () => void;
+
+  constructor(readonly job: ActivatedJob, lease: number, handled?: () => void) {
     this.key = attemptKey(job.id, job.leaseToken);
     this.lease = lease;
+    this.handled = handled ?? noop;
   }
 
   /** abort tells the handler to stop, for reason; only the first reason counts. */
@@ -52,6 +56,8 @@ export class Attempt {
     return this.controller.signal;
   }
 }
+
+function noop(): void {}
 
 /** attemptKey names an attempt: a job can be here twice for a moment, under two tokens. */
 export function attemptKey(id: string, leaseToken: bigint): string {

@@ -79,7 +79,6 @@ export class Worker {
   readonly name: string;
 
   private readonly attempts = new Map<string, Attempt>();
-  private readonly freed = new Notifier();
   private declined: ActivatedJob[] = []; // pushed to a stopping worker: released once its stream is closed
   private readonly declines = new Notifier();
   private readonly intake = new AbortController(); // the stream or the polls
@@ -142,7 +141,7 @@ export class Worker {
     const request = create(ActivateRequestSchema, { ...common, requestTimeout: toDuration(this.pollWait) });
     this.loops.push(pollLoop({
       api: this.api, request, backoff: new Tracker("activate jobs", workPolicy, this.log, { worker: this.name }),
-      freeSlots: (signal) => this.freeSlots(signal), launch: (j) => this.launch(j), release: (j, why) => this.release(j, why),
+      concurrency: this.concurrency, launch: (j, handled) => this.launch(j, handled), release: (j, why) => this.release(j, why),
     }, this.intake.signal));
   }
 
@@ -185,27 +184,22 @@ export class Worker {
     for (const a of this.attempts.values()) a.abort(new ShutdownError());
   }
 
-  /** launch runs job; undefined when the worker is stopping. */
-  private launch(job: ActivatedJob): Attempt | undefined {
+  /**
+   * launch runs job and calls handled once its handler has returned (its outcome may still be
+   * on its way); undefined when the worker is stopping.
+   */
+  private launch(job: ActivatedJob, handled?: () => void): Attempt | undefined {
     if (this.state !== "started") return undefined;
-    const a = new Attempt(job, this.lease);
+    const a = new Attempt(job, this.lease, handled);
     const key = a.key;
     this.attempts.set(key, a);
     a.done = execute(this.executor, a)
       .catch((err: unknown) => this.log.error("run job", { jobId: job.id, err: String(err) }))
       .finally(() => {
         this.attempts.delete(key);
-        this.freed.notify();
+        a.handled();
       });
     return a;
-  }
-
-  /** freeSlots waits for a free slot and returns how many there are. */
-  private async freeSlots(signal: AbortSignal): Promise<number> {
-    while (this.attempts.size >= this.concurrency && !signal.aborted) {
-      await this.freed.wait(signal);
-    }
-    return signal.aborted ? 0 : this.concurrency - this.attempts.size;
   }
 
   /** release hands a job this worker will not run back to its queue, with one try. */

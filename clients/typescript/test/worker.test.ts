@@ -230,7 +230,18 @@ for (const mode of ["stream", "poll"] as const) {
       await w.stop();
       const jobs = await Promise.all(res.map((r) => c.get(r.job.id)));
       const states = jobs.map((j) => j.state).sort();
-      assert.deepEqual(states, ["completed", "completed", "queued", "queued", "queued", "queued"]);
+      assert.equal(started, 2, "no job started once stopping");
+      if (mode === "stream") {
+        // The two jobs pushed as credit freed are released once the stream is closed. A push
+        // still on the wire when the stream closes (the server took longer than the settle's
+        // 100 ms to claim it) is never received, and stays the worker's until its lease lapses:
+        // the protocol cannot tell it from one received. The two jobs never pushed are queued.
+        const inFlight = states.filter((st) => st === "running").length;
+        assert.ok(inFlight <= 2, JSON.stringify(states));
+        assert.deepEqual(states.filter((st) => st !== "running"), ["completed", "completed", ...Array(4 - inFlight).fill("queued")]);
+      } else {
+        assert.deepEqual(states, ["completed", "completed", "queued", "queued", "queued", "queued"]);
+      }
       for (const j of jobs) {
         assert.equal(j.rescues, 0, "a graceful stop is no lost worker");
         if (j.state === "queued") assert.equal(j.attempt, 0, "a released job gets its attempt back");
