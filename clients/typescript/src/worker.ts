@@ -101,7 +101,7 @@ export class Worker {
       this.handlers.set(kind, typeof h === "function" ? { handle: h } : h);
     }
     check(this.handlers.size > 0, "handlers has no handler");
-    for (const [kind, h] of this.handlers) check(typeof h.handle === "function", `handlers[${JSON.stringify(kind)}] is not a function`);
+    for (const [kind, h] of this.handlers) checkHandler(kind, h);
     check(this.mode === "stream" || this.mode === "poll", `mode ${JSON.stringify(this.mode)} is neither "stream" nor "poll"`);
     check(Number.isInteger(this.concurrency) && this.concurrency >= 1 && this.concurrency <= 1000, `concurrency ${this.concurrency} is outside 1–1000`);
     check(this.lease >= 1000, `leaseDuration ${this.lease} is under 1000 ms`);
@@ -249,6 +249,21 @@ export class Worker {
       await Promise.all(jobs.slice(i, i + 16).map((j) => this.release(j, "worker stopping")));
     }
   }
+}
+
+/**
+ * checkHandler checks a kind's options as the server would: a kind's retryPolicy goes with
+ * each failure, and one the server refuses would fail every attempt with its reason instead.
+ */
+function checkHandler(kind: string, h: HandlerOptions): void {
+  const name = `handlers[${JSON.stringify(kind)}]`;
+  check(typeof h.handle === "function", `${name} is not a function`);
+  check(h.timeout === undefined || (Number.isFinite(h.timeout) && h.timeout >= 0), `${name}.timeout ${h.timeout} is not a duration in ms`);
+  const p = h.retryPolicy;
+  if (!p) return;
+  check((p.base ?? 0) >= 0 && (p.cap ?? 0) >= 0, `${name}.retryPolicy: base and cap must not be negative`);
+  check(!p.multiplier || (p.multiplier >= 1 && Number.isFinite(p.multiplier)), `${name}.retryPolicy: multiplier ${p.multiplier} must be at least 1`);
+  check(!((p.jitter ?? 0) > 1) && !Number.isNaN(p.jitter), `${name}.retryPolicy: jitter ${p.jitter} must be at most 1 (negative disables jitter)`);
 }
 
 function check(ok: boolean, what: string): asserts ok {

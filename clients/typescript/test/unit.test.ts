@@ -5,7 +5,7 @@ import { describe, test } from "node:test";
 import { ConnectError } from "@connectrpc/connect";
 import { backoffDelay } from "../src/backoff.js";
 import { toHopperError } from "../src/errors.js";
-import { Code, HopperError, codeName } from "../src/index.js";
+import { Code, HopperError, Worker, codeName } from "../src/index.js";
 import { clipText } from "../src/text.js";
 
 describe("clipText", () => {
@@ -45,5 +45,20 @@ describe("HopperError", () => {
     assert.equal(toHopperError(new ConnectError("http/2 stream closed with error code CANCEL (0x8)", Code.Canceled)).code, Code.Unavailable);
     assert.equal(toHopperError(new ConnectError("internal error (request id X)", Code.Internal)).code, Code.Internal);
     assert.equal(toHopperError(new ConnectError("This operation was aborted", Code.Canceled)).code, Code.Canceled);
+  });
+});
+
+describe("WorkerOptions", () => {
+  const url = "http://127.0.0.1:1";
+  test("a bad option is a TypeError naming it", () => {
+    const bad = (handlers: ConstructorParameters<typeof Worker>[0]["handlers"], re: RegExp) =>
+      assert.throws(() => new Worker({ url, handlers }), (e: Error) => e instanceof TypeError && re.test(e.message));
+    bad({}, /handlers has no handler/);
+    bad({ a: { handle: 1 as unknown as () => void } }, /handlers\["a"\] is not a function/);
+    bad({ a: { handle: () => {}, timeout: -1 } }, /handlers\["a"\]\.timeout -1/);
+    bad({ a: { handle: () => {}, retryPolicy: { multiplier: 0.5 } } }, /multiplier 0\.5 must be at least 1/);
+    bad({ a: { handle: () => {}, retryPolicy: { jitter: 2 } } }, /jitter 2 must be at most 1/);
+    assert.throws(() => new Worker({ url, handlers: { a: () => {} }, concurrency: 0 }), /concurrency 0 is outside 1–1000/);
+    new Worker({ url, handlers: { a: { handle: () => {}, timeout: 100, retryPolicy: { base: 10, jitter: -1 } } } });
   });
 });
