@@ -3,7 +3,9 @@
 //
 //   node worker.mjs [--mode stream|poll] [--concurrency N] [--queue Q]
 //
-//   resize  {image, width, height, percent} → completes with {width, height} scaled by percent
+//   resize  {image, width, height, percent, seconds?}
+//                                            → completes with {width, height} scaled by percent,
+//                                              after seconds (default 0.2)
 //   charge  {order, amount}                  → fails for good when amount is negative, else
 //                                              completes with {order, charged}
 //
@@ -24,9 +26,9 @@ const { values: opt } = parseArgs({
 
 const handlers = {
   async resize(job) {
-    const { width, height, percent } = job.args;
+    const { width, height, percent, seconds = 0.2 } = job.args;
     await job.progress(50, `resizing ${job.args.image}`);
-    await new Promise((resolve) => setTimeout(resolve, 200)); // stands for the work
+    await new Promise((resolve) => setTimeout(resolve, seconds * 1000)); // stands for the work
     return { width: Math.floor((width * percent) / 100), height: Math.floor((height * percent) / 100) };
   },
   charge(job) {
