@@ -263,3 +263,30 @@ func TestFailJobBackoffGrowsWithTheAttempt(t *testing.T) {
 	}
 	require.Equal(t, 4, job.Attempt)
 }
+
+// A transport that knows its worker is gone rescues the worker's attempts at once: each
+// counts a rescue, and a job out of rescues fails with worker_lost. Stale tokens are skipped.
+func TestRescueJobsCountsARescue(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, nil)
+	first, err := b.client.Enqueue(t.Context(), sendEmail{To: "a"}, &InsertOpts{MaxRescues: 1})
+	require.NoError(t, err)
+	jobs := activate(t, b, ActivateParams{})
+	require.Len(t, jobs, 1)
+	stale := LeaseRef{ID: jobs[0].ID, Token: jobs[0].Token + 1}
+	failed, err := b.client.WorkerAPI().RescueJobs(t.Context(), []LeaseRef{{ID: jobs[0].ID, Token: jobs[0].Token}, stale}, "worker gone")
+	require.NoError(t, err)
+	require.Empty(t, failed)
+	job, err := b.client.Get(t.Context(), first.Job.ID)
+	require.NoError(t, err)
+	require.Equal(t, StateQueued, job.State)
+	require.Equal(t, 1, job.Rescues)
+
+	jobs = activate(t, b, ActivateParams{})
+	failed, err = b.client.WorkerAPI().RescueJobs(t.Context(), []LeaseRef{{ID: jobs[0].ID, Token: jobs[0].Token}}, "worker gone again")
+	require.NoError(t, err)
+	require.Equal(t, []string{first.Job.ID}, failed, "out of rescues")
+	job, err = b.client.Get(t.Context(), first.Job.ID)
+	require.NoError(t, err)
+	require.Equal(t, StateFailed, job.State)
+}

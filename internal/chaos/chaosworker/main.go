@@ -190,13 +190,10 @@ func (r *rpcLog) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !strings.HasPrefix(req.URL.Path, "/hopper.v1.WorkerService/") || !jobCalls[proc] || req.Body == nil {
 		return r.next.RoundTrip(req)
 	}
-	body, err := io.ReadAll(req.Body)
-	req.Body.Close()
+	body, err := rereadable(req)
 	if err != nil {
 		return nil, err
 	}
-	req.Body = io.NopCloser(bytes.NewReader(body))
-	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	var ref hopperv1.HeartbeatRequest // id and lease_token, the fields every job call starts with
 	_ = proto.UnmarshalOptions{DiscardUnknown: true}.Unmarshal(body, &ref)
 	// T is when the call was sent: a worker stopped (SIGSTOP) while its call was out logs the
@@ -216,13 +213,10 @@ func (r *rpcLog) RoundTrip(req *http.Request) (*http.Response, error) {
 // report logs each item of a Report (outcomes and lease renewals) as the single call it stands
 // for, with its own verdict's code.
 func (r *rpcLog) report(req *http.Request) (*http.Response, error) {
-	body, err := io.ReadAll(req.Body)
-	req.Body.Close()
+	body, err := rereadable(req)
 	if err != nil {
 		return nil, err
 	}
-	req.Body = io.NopCloser(bytes.NewReader(body))
-	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	var in hopperv1.ReportRequest
 	_ = proto.Unmarshal(body, &in)
 	type item struct {
@@ -299,6 +293,18 @@ func (r *rpcLog) report(req *http.Request) (*http.Response, error) {
 		r.log.write(line)
 	}
 	return resp, err
+}
+
+// rereadable reads req's body and leaves it in place to be sent.
+func rereadable(req *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(req.Body)
+	req.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	return body, nil
 }
 
 // errorCode reads a Connect unary error's code from resp's JSON body and returns a body that
