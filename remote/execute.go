@@ -43,7 +43,7 @@ func (w *Worker) execute(ctx context.Context, job *hopperv1.ActivatedJob, handle
 	timeout := engine.AttemptTimeout(row, unit, job.GetDefaultTimeout().AsDuration())
 	var cause error
 	if err == nil {
-		tctx, stop := engine.WithTimeout(ctx, clock.Real{}, timeout)
+		tctx, stop := engine.WithTimeout(ctx, w.clock, timeout)
 		err = engine.RunUnit(engine.WithExecution(tctx, ex), unit)
 		cause = context.Cause(tctx)
 		stop()
@@ -153,7 +153,7 @@ func (w *Worker) reportWithRetry(ctx context.Context, report func(context.Contex
 		if err == nil {
 			return nil
 		}
-		if !clock.Sleep(ctx, clock.Real{}, backoff.Delay(reportRetry, n, nil)) {
+		if !clock.Sleep(ctx, w.clock, backoff.Delay(reportRetry, n, nil)) {
 			return errors.Join(err, ctx.Err())
 		}
 	}
@@ -175,7 +175,7 @@ func (w *Worker) park(ctx context.Context, job *hopperv1.ActivatedJob, end engin
 	if su := end.Suspend; su != nil {
 		req.Checkpoint = string(su.Checkpoint)
 		if !su.Until.IsZero() {
-			req.Until = boundUntil(su.Until, time.Now())
+			req.Until = boundUntil(su.Until, w.clock.Now())
 		}
 		if !su.Deadline.IsZero() {
 			req.Deadline = timestamppb.New(su.Deadline)

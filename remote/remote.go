@@ -77,6 +77,10 @@ type Worker struct {
 	out      *batcher // attempts' outcomes, in batches
 	handlers *engine.Workers
 	kinds    []string
+	// clock paces the worker's waits on its jobs (attempt timeouts, lease renewals, report
+	// retries) and on its server (reconnects, poll coalescing): the wall clock, or a fake one
+	// that only this package's tests can set (newWorker).
+	clock clock.Clock
 
 	workCtx    context.Context // handlers' parent: canceled with ErrShutdown at a hard stop
 	cancelWork context.CancelCauseFunc
@@ -117,7 +121,10 @@ type attempt struct {
 }
 
 // New checks cfg and returns a worker ready to Start.
-func New(cfg Config) (*Worker, error) {
+func New(cfg Config) (*Worker, error) { return newWorker(cfg, clock.Real{}) }
+
+// newWorker is New on clk.
+func newWorker(cfg Config, clk clock.Clock) (*Worker, error) {
 	if cfg.URL == "" {
 		return nil, errors.New("remote: Config.URL is required")
 	}
@@ -149,15 +156,15 @@ func New(cfg Config) (*Worker, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	w := &Worker{cfg: cfg, log: cfg.Logger, handlers: cfg.Workers, running: map[attemptKey]*attempt{},
+	w := &Worker{cfg: cfg, log: cfg.Logger, handlers: cfg.Workers, clock: clk, running: map[attemptKey]*attempt{},
 		declineC: make(chan struct{}, 1)}
 	intake := "job stream"
 	if cfg.Mode == Poll {
 		intake = "activate jobs"
 	}
-	w.intake = backoff.New(backoff.Config{Name: intake, Policy: backoff.WorkPolicy, Logger: cfg.Logger,
+	w.intake = backoff.New(backoff.Config{Name: intake, Policy: backoff.WorkPolicy, Clock: clk, Logger: cfg.Logger,
 		Attrs: []any{"worker", cfg.Name, "url", cfg.URL}})
-	w.leases = backoff.New(backoff.Config{Name: "extend leases", Logger: cfg.Logger, Attrs: []any{"worker", cfg.Name}})
+	w.leases = backoff.New(backoff.Config{Name: "extend leases", Clock: clk, Logger: cfg.Logger, Attrs: []any{"worker", cfg.Name}})
 	if w.handlers.Len() == 0 {
 		return nil, errors.New("remote: Config.Workers has no workers")
 	}
@@ -206,7 +213,10 @@ func (w *Worker) Start(ctx context.Context) error {
 	return nil
 }
 
-// stopGrace is how long Stop waits for handlers after canceling them at its deadline.
+// stopGrace is how long Stop waits for handlers after canceling them at its deadline. It is
+// wall time, as are settle's waits, whatever the worker's clock: they wait for goroutines
+// and the network, not for anything the clock paces, and a Stop bounded by its caller's
+// context must end even when a test never advances a fake clock.
 const stopGrace = 500 * time.Millisecond
 
 // Stop shuts down gracefully: it starts no new job, lets running jobs finish until ctx ends,
@@ -265,7 +275,7 @@ func (w *Worker) streamLoop() {
 		if err == nil {
 			err = errors.New("the server ended the stream")
 		}
-		if !clock.Sleep(w.intakeCtx, clock.Real{}, w.intake.Fail(unavailable(err))) {
+		if !clock.Sleep(w.intakeCtx, w.clock, w.intake.Fail(unavailable(err))) {
 			return
 		}
 	}
@@ -285,7 +295,7 @@ func (w *Worker) stream() error {
 		return err
 	}
 	defer st.Close()
-	worked := time.AfterFunc(streamWorked, w.intake.Succeed)
+	worked := w.clock.AfterFunc(streamWorked, w.intake.Succeed)
 	defer worked.Stop()
 	// When the stream ends, the jobs it pushed run on: their leases are this worker's to
 	// renew, and their outcomes are reported over a new connection once the server (this one
@@ -322,7 +332,7 @@ func (w *Worker) pollLoop() {
 		// A busy worker frees its slots one job at a time: when few are free, wait a moment
 		// (pollCoalesce) for more, so one poll fills several slots instead of each job
 		// costing a round trip and a claim.
-		coalesce := time.NewTimer(pollCoalesce)
+		coalesce := w.clock.NewTimer(pollCoalesce)
 	more:
 		for n < w.cfg.Concurrency {
 			if n >= max(w.cfg.Concurrency/4, 1) {
@@ -337,7 +347,7 @@ func (w *Worker) pollLoop() {
 			select {
 			case slots <- struct{}{}:
 				n++
-			case <-coalesce.C:
+			case <-coalesce.C():
 				break more
 			case <-w.intakeCtx.Done():
 				break more
@@ -355,7 +365,7 @@ func (w *Worker) pollLoop() {
 			if w.intakeCtx.Err() != nil {
 				return
 			}
-			if !clock.Sleep(w.intakeCtx, clock.Real{}, w.intake.Fail(unavailable(err))) {
+			if !clock.Sleep(w.intakeCtx, w.clock, w.intake.Fail(unavailable(err))) {
 				return
 			}
 			continue
@@ -424,7 +434,7 @@ func (w *Worker) launchThen(job *hopperv1.ActivatedJob, done func()) *attempt {
 // the server cannot be reached the renewals are retried with backoff, never later than the
 // regular cadence.
 func (w *Worker) keepLeases() {
-	w.keeper.Shortest, w.keeper.Retry = w.shortestLease, w.leases
+	w.keeper.Clock, w.keeper.Shortest, w.keeper.Retry = w.clock, w.shortestLease, w.leases
 	w.keeper.Renew = func(context.Context) (bool, error) {
 		n, err := w.extendAll()
 		return n > 0, err

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hopperjobs/hopper"
+	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/server"
 	"github.com/hopperjobs/hopper/internal/stoptest"
 	"github.com/hopperjobs/hopper/remote"
@@ -33,11 +34,19 @@ type resize struct {
 func (resize) Kind() string { return "resize" }
 
 // serve starts a real server over a fresh SQLite store; the client enqueues and reads.
-func serve(t *testing.T) (url string, client *hopper.Client) {
+func serve(t *testing.T) (url string, client *hopper.Client) { return serveOn(t, nil) }
+
+// serveOn is serve with the store, the client and the server on clk (nil: the wall clock).
+func serveOn(t *testing.T, clk *clock.Fake) (url string, client *hopper.Client) {
 	t.Helper()
-	st, err := sqlitestore.Open(t.Context(), sqlitestore.Config{Path: t.TempDir() + "/hopper.db"})
+	scfg, hcfg := sqlitestore.Config{Path: t.TempDir() + "/hopper.db"}, hopper.Config{WorkerID: "server"}
+	if clk != nil {
+		scfg.Clock, hcfg.Clock = clk, clk
+	}
+	st, err := sqlitestore.Open(t.Context(), scfg)
 	require.NoError(t, err)
-	client, err = hopper.NewClient(hopper.Config{Store: st, WorkerID: "server"})
+	hcfg.Store = st
+	client, err = hopper.NewClient(hcfg)
 	require.NoError(t, err)
 	require.NoError(t, client.Start(context.Background()))
 	srv, err := server.New(server.Config{Client: client})

@@ -10,13 +10,14 @@ import (
 	"time"
 
 	"connectrpc.com/connect/v2"
+	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/stretchr/testify/require"
 )
 
 // A lost outcome report would leave its job running on the server: transport errors are
 // retried until the server answers about the job.
 func TestReportsAreRetriedUntilTheServerAnswers(t *testing.T) {
-	w := &Worker{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	w := &Worker{log: slog.New(slog.NewTextHandler(io.Discard, nil)), clock: clock.Real{}}
 	calls := 0
 	err := w.reportWithRetry(t.Context(), func(context.Context) error {
 		calls++

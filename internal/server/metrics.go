@@ -80,7 +80,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		leader = 1
 	}
 	gauge(c.leader, leader)
-	streams, workers := c.s.reg.snapshot()
+	streams, workers := c.s.reg.snapshot(c.s.clock.Now())
 	var inFlight, pushed float64
 	for _, st := range streams {
 		inFlight += float64(st.inFlight)

@@ -57,7 +57,7 @@ func (a *adminService) ListNodes(ctx context.Context, _ *hopperv1.ListNodesReque
 }
 
 func (a *adminService) ListWorkers(context.Context, *hopperv1.ListWorkersRequest) (*hopperv1.ListWorkersResponse, error) {
-	_, workers := a.s.reg.snapshot()
+	_, workers := a.s.reg.snapshot(a.s.clock.Now())
 	out := &hopperv1.ListWorkersResponse{Workers: make([]*hopperv1.Worker, len(workers))}
 	for i, w := range workers {
 		out.Workers[i] = &hopperv1.Worker{Name: w.name, Queue: w.queue, Kinds: w.kinds, LastSeenAt: apiview.Time(w.lastSeen),
@@ -67,7 +67,7 @@ func (a *adminService) ListWorkers(context.Context, *hopperv1.ListWorkersRequest
 }
 
 func (a *adminService) ListStreams(context.Context, *hopperv1.ListStreamsRequest) (*hopperv1.ListStreamsResponse, error) {
-	streams, _ := a.s.reg.snapshot()
+	streams, _ := a.s.reg.snapshot(a.s.clock.Now())
 	out := &hopperv1.ListStreamsResponse{Streams: make([]*hopperv1.Stream, len(streams))}
 	for i, st := range streams {
 		out.Streams[i] = &hopperv1.Stream{Id: st.id, Worker: st.worker, Queue: st.queue, Kinds: st.kinds,

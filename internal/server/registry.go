@@ -233,10 +233,12 @@ type streamInfo struct {
 	opened                              time.Time
 }
 
-func (r *registry) snapshot() ([]streamInfo, []workerInfo) {
+// snapshot returns the open streams and the known workers, forgetting those idle too long
+// by now.
+func (r *registry) snapshot(now time.Time) ([]streamInfo, []workerInfo) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.pruneLocked(time.Now())
+	r.pruneLocked(now)
 	streams := make([]streamInfo, 0, len(r.streams))
 	for _, st := range r.streams {
 		streams = append(streams, streamInfo{id: st.id, worker: st.worker, queue: st.queue, kinds: st.kinds,

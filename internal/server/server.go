@@ -26,6 +26,7 @@ import (
 	"github.com/hopperjobs/hopper/gen/hopper/v1/hopperv1connect"
 	"github.com/hopperjobs/hopper/internal/apierr"
 	"github.com/hopperjobs/hopper/internal/backoff"
+	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/jsoncodec"
 	"github.com/hopperjobs/hopper/internal/store"
 )
@@ -103,12 +104,19 @@ type Config struct {
 	// of one API key (or of everyone, without keys); past them a caller gets 429.
 	MaxStreamsPerKey int
 	MaxPollsPerKey   int
+	// Clock paces the server's own waits (a stream's claim coalescing and backoff, its key
+	// revalidation) and stamps its registry of workers and streams. Default: the client's
+	// clock (hopper.Config.Clock), so that a test that moves the client's fake clock moves the
+	// server's too. Whether a job is stalled is still judged on the client's clock, the one
+	// its timestamps are written with.
+	Clock clock.Clock
 }
 
 // Server serves the API. Create it with New; it is an http.Handler.
 type Server struct {
 	cfg     Config
 	client  *hopper.Client
+	clock   clock.Clock
 	log     *slog.Logger
 	mux     *http.ServeMux
 	handler http.Handler // mux behind the request ids
@@ -147,11 +155,15 @@ func New(cfg Config) (*Server, error) {
 	if cfg.StalledAfter == 0 {
 		cfg.StalledAfter = hopper.DefaultStalledAfter
 	}
-	s := &Server{cfg: cfg, client: cfg.Client, log: cfg.Logger, mux: http.NewServeMux(),
+	if cfg.Clock == nil {
+		cfg.Clock = clock.OrReal(cfg.Client.Config().Clock)
+	}
+	s := &Server{cfg: cfg, client: cfg.Client, clock: cfg.Clock, log: cfg.Logger, mux: http.NewServeMux(),
 		routes: map[string]Scope{}, errs: connecthttp.NewErrorWriter(), reg: newRegistry(), limits: newLimiter()}
 	s.shutdownCtx, s.shutdown = context.WithCancel(context.Background())
 	s.handler = apierr.WithRequestID(s.mux)
-	s.streamClaims = s.loops.New(backoff.Config{Name: "claim jobs for streams", Policy: backoff.WorkPolicy, Logger: s.log})
+	s.streamClaims = s.loops.New(backoff.Config{Name: "claim jobs for streams", Policy: backoff.WorkPolicy,
+		Clock: s.clock, Logger: s.log})
 
 	rpc := connect.NewServer(s.guardErrors, unreadableRequests, s.releaseUnsent)
 	hopperv1connect.RegisterJobServiceHandler(rpc, &jobService{s})

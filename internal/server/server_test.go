@@ -802,9 +802,12 @@ func TestAnOpenStreamKeepsNoLeaseAlive(t *testing.T) {
 	require.True(t, job.GetLeaseExpiresAt().AsTime().Before(time.Now()), "the lease lapsed: %s", job.GetLeaseExpiresAt().AsTime())
 }
 
+// A stream rechecks its key every third of its lease, on the server's clock: here a fake one,
+// moved once past the recheck instead of waited for.
 func TestRevokingAKeyEndsItsStreams(t *testing.T) {
 	e := start(t)
-	srv, err := server.New(server.Config{Client: e.hopper, Auth: &server.KeyAuth{Keys: e.store}})
+	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	srv, err := server.New(server.Config{Client: e.hopper, Auth: &server.KeyAuth{Keys: e.store}, Clock: clk})
 	require.NoError(t, err)
 	srv.SetReady(true)
 	ts := httptest.NewServer(srv)
@@ -814,7 +817,9 @@ func TestRevokingAKeyEndsItsStreams(t *testing.T) {
 	require.NoError(t, e.store.KeyCreate(t.Context(), k))
 	cc := connect.NewClient(connecthttp.NewTransport(http.DefaultClient, ts.URL))
 	workers := hopperv1connect.NewWorkerServiceClient(cc)
-	ctx, info := connect.NewClientContext(t.Context())
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second) // a stream never ended fails, not hangs
+	defer cancel()
+	ctx, info := connect.NewClientContext(ctx)
 	info.RequestHeader().Set("Authorization", "Bearer "+plain)
 	stream, err := workers.StreamJobs(ctx, &hopperv1.StreamJobsRequest{Worker: "w", Credit: 1,
 		LeaseTimeout: durationpb.New(time.Second)})
@@ -822,6 +827,9 @@ func TestRevokingAKeyEndsItsStreams(t *testing.T) {
 	defer stream.Close()
 	_, err = e.store.KeyRevoke(t.Context(), "worker")
 	require.NoError(t, err)
+	require.Eventually(t, func() bool { return clk.Pending() == 1 }, 5*time.Second, time.Millisecond,
+		"the stream waits for its next key check")
+	clk.Advance(time.Second / 3)
 	_, err = stream.Receive()
 	requireCode(t, connect.CodeUnauthenticated, err)
 }

@@ -64,7 +64,7 @@ func (w *workerService) Activate(ctx context.Context, req *hopperv1.ActivateRequ
 	callCtx := ctx
 	ctx, stop := s.untilShutdown(ctx)
 	defer stop()
-	done := s.reg.seen(req.GetWorker(), queueOrDefault(req.GetQueue()), req.GetKinds(), time.Now(), false)
+	done := s.reg.seen(req.GetWorker(), queueOrDefault(req.GetQueue()), req.GetKinds(), s.clock.Now(), false)
 	jobs, err := s.client.WorkerAPI().Activate(ctx, params)
 	jobs = w.deliverable(ctx, jobs)
 	done(len(jobs))
@@ -123,8 +123,9 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 	}
 	defer release()
 
-	seenDone := s.reg.seen(params.Worker, params.Queue, params.Kinds, time.Now(), true)
-	st := s.reg.open(params.Worker, params.Queue, params.Kinds, credit, lease, time.Now())
+	now := s.clock.Now()
+	seenDone := s.reg.seen(params.Worker, params.Queue, params.Kinds, now, true)
+	st := s.reg.open(params.Worker, params.Queue, params.Kinds, credit, lease, now)
 	// The stream ends when the worker goes away, when the server shuts down, or when its key
 	// is revoked (the keeper cancels it with errKeyRevoked).
 	ctx, stopAtShutdown := s.untilShutdown(ctx)
@@ -173,12 +174,7 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 		if free < max(credit/4, 1) {
 			// A busy stream frees its credit one job at a time: wait a moment for more, so
 			// one claim fills several slots instead of each completion costing a claim.
-			t := time.NewTimer(streamCoalesce)
-			select {
-			case <-ctx.Done():
-			case <-t.C:
-			}
-			t.Stop()
+			clock.Sleep(ctx, s.clock, streamCoalesce)
 			free = st.free()
 		}
 		params.MaxJobs, params.Wait = free, DefaultStreamPoll
@@ -190,7 +186,7 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 			// A failed claim (the store is away a moment) ends nothing: the stream keeps its
 			// pushed jobs, whose leases its keeper goes on renewing, and claims again after a
 			// backoff, logged once for all streams (Server.streamClaims).
-			if !clock.Sleep(ctx, clock.Real{}, s.streamClaims.Fail(err)) {
+			if !clock.Sleep(ctx, s.clock, s.streamClaims.Fail(err)) {
 				return ended()
 			}
 			continue
@@ -247,7 +243,7 @@ func (w *workerService) watchKey(ctx context.Context, st *stream, p *Principal, 
 	if !ok || p.KeyID == "" {
 		return
 	}
-	for clock.Sleep(ctx, clock.Real{}, st.lease/3) {
+	for clock.Sleep(ctx, w.s.clock, st.lease/3) {
 		if valid, err := rv.StillValid(ctx, p); err == nil && !valid {
 			endStream(errKeyRevoked)
 			return
