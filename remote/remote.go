@@ -203,12 +203,11 @@ func (w *Worker) Start(ctx context.Context) error {
 	w.workCtx, w.cancelWork = context.WithCancelCause(context.WithoutCancel(ctx))
 	w.intakeCtx, w.stopIntake = context.WithCancel(context.WithoutCancel(ctx))
 	w.keepCtx, w.stopKeep = context.WithCancel(context.WithoutCancel(ctx))
-	w.loops.Add(2)
-	go func() { defer w.loops.Done(); w.keepLeases() }()
+	w.loops.Go(w.keepLeases)
 	if w.cfg.Mode == Poll {
-		go func() { defer w.loops.Done(); w.pollLoop() }()
+		w.loops.Go(w.pollLoop)
 	} else {
-		go func() { defer w.loops.Done(); w.streamLoop() }()
+		w.loops.Go(w.streamLoop)
 	}
 	return nil
 }

@@ -1,10 +1,10 @@
 package remote
 
 import (
-	"sync"
 	"time"
 
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
+	"golang.org/x/sync/errgroup"
 )
 
 // A worker in Stream mode stops without stranding jobs. A job pushed to it stays its own after
@@ -64,16 +64,10 @@ func (w *Worker) releaseDeclined() {
 	jobs := w.declined
 	w.declined = nil
 	w.mu.Unlock()
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 16)
+	var g errgroup.Group
+	g.SetLimit(16)
 	for _, j := range jobs {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			w.release(j, "worker stopping")
-		}()
+		g.Go(func() error { w.release(j, "worker stopping"); return nil })
 	}
-	wg.Wait()
+	_ = g.Wait() // release logs its own failures
 }

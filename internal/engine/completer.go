@@ -77,14 +77,12 @@ func (c *completer) run() {
 				continue // the store failed: the retry after the backoff kicks again
 			}
 			free <- struct{}{} // wait for a free flusher
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				defer func() { <-free }()
 				ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
 				defer cancel()
 				c.flush(ctx, false)
-			}()
+			})
 		case ctx := <-c.stopReq:
 			wg.Wait()
 			c.stopErr <- c.flush(ctx, true)

@@ -251,23 +251,23 @@ func (e *Engine) Start(ctx context.Context) error {
 	working := len(e.kinds) > 0 && len(e.producers) > 0
 	if working {
 		for _, p := range e.producers {
-			goLoop(&e.claimLoops, func() { p.run(claimCtx) })
+			e.claimLoops.Go(func() { p.run(claimCtx) })
 		}
 		// Leases, heartbeats and pushed cancels go on until the last running job is done, so
 		// a graceful Stop never lets another node take a job that is still running here.
-		goLoop(&e.aliveLoops, func() { e.leases.Run(aliveCtx) })
+		e.aliveLoops.Go(func() { e.leases.Run(aliveCtx) })
 	}
 	if working || e.cfg.Maintenance {
 		e.registered = true
-		goLoop(&e.aliveLoops, func() { e.heartbeatNode(aliveCtx) })
+		e.aliveLoops.Go(func() { e.heartbeatNode(aliveCtx) })
 		if n, ok := e.store.(store.Notifier); ok && !e.cfg.PollOnly {
-			goLoop(&e.aliveLoops, func() { e.listen(aliveCtx, n) })
+			e.aliveLoops.Go(func() { e.listen(aliveCtx, n) })
 		}
 	}
 	if e.cfg.Maintenance {
-		goLoop(&e.claimLoops, func() { e.leader.run(claimCtx) })
-		goLoop(&e.claimLoops, func() { e.maint.run(claimCtx) })
-		goLoop(&e.claimLoops, func() { e.sched.run(claimCtx) })
+		e.claimLoops.Go(func() { e.leader.run(claimCtx) })
+		e.claimLoops.Go(func() { e.maint.run(claimCtx) })
+		e.claimLoops.Go(func() { e.sched.run(claimCtx) })
 	}
 	return nil
 }
@@ -279,14 +279,6 @@ func (e *Engine) newTracker(name string, policy hoppertype.RetryPolicy, attrs ..
 
 // Failing returns the state of the engine's loops whose last call to the store failed.
 func (e *Engine) Failing() []backoff.Status { return e.loops.Failing() }
-
-func goLoop(wg *sync.WaitGroup, f func()) {
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		f()
-	}()
-}
 
 // IsLeader reports whether this process holds the leader lease and does the leader's duties.
 func (e *Engine) IsLeader() bool { return e.leader.leading() }

@@ -56,7 +56,7 @@ func (w *workerService) handBack(ctx context.Context, refs []hopper.LeaseRef, wh
 	var mu sync.Mutex
 	var failed []string
 	var first error
-	concurrently(len(refs), func(i int) {
+	concurrently(len(refs), 32, func(i int) {
 		err := give(ctx, refs[i].ID, refs[i].Token, why)
 		if err != nil && !errors.Is(err, hopper.ErrLeaseLost) {
 			mu.Lock()

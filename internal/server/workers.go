@@ -14,6 +14,7 @@ import (
 	"github.com/hopperjobs/hopper/gen/hopper/v1/hopperv1connect"
 	"github.com/hopperjobs/hopper/internal/apiview"
 	"github.com/hopperjobs/hopper/internal/clock"
+	"golang.org/x/sync/errgroup"
 )
 
 // MaxCredit bounds a stream's credit.
@@ -135,11 +136,7 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 	send := &lockedSender{out: out}
 	keepCtx, stopKeeping := context.WithCancel(ctx)
 	var keeper sync.WaitGroup
-	keeper.Add(1)
-	go func() {
-		defer keeper.Done()
-		w.watchKey(keepCtx, st, principalFrom(ctx), endStream)
-	}()
+	keeper.Go(func() { w.watchKey(keepCtx, st, principalFrom(ctx), endStream) })
 	defer func() {
 		stopKeeping()
 		keeper.Wait()
@@ -270,7 +267,7 @@ func (w *workerService) deliverable(ctx context.Context, jobs []*hopper.JobRow) 
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
-	concurrently(len(bad), func(i int) {
+	concurrently(len(bad), 32, func(i int) {
 		if err := w.s.client.WorkerAPI().FailUndeliverable(ctx, bad[i], whys[i]); err != nil {
 			w.s.log.Error("fail undeliverable job", "job_id", apiview.Text(bad[i].ID), "why", whys[i], "err", err)
 			return
@@ -314,21 +311,15 @@ func (a *activateStream) Send(msg any) error {
 	return err
 }
 
-// concurrently calls fn(0) … fn(n-1), up to 32 at a time, and waits for them: outcomes
+// concurrently calls fn(0) … fn(n-1), up to limit at a time, and waits for them: outcomes
 // written concurrently share the completer's transactions instead of one commit each.
-func concurrently(n int, fn func(i int)) {
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 32)
+func concurrently(n, limit int, fn func(i int)) {
+	var g errgroup.Group
+	g.SetLimit(limit)
 	for i := range n {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			fn(i)
-		}()
+		g.Go(func() error { fn(i); return nil })
 	}
-	wg.Wait()
+	_ = g.Wait() // fn reports its own errors
 }
 
 // finished updates the stream registry after a call that ends or may end an attempt.
@@ -462,24 +453,21 @@ func (w *workerService) Report(ctx context.Context, req *hopperv1.ReportRequest)
 	}
 	res := &hopperv1.ReportResponse{Outcomes: make([]*hopperv1.Verdict, len(outcomes)),
 		Renewals: make([]*hopperv1.Verdict, len(renewals))}
-	var wg sync.WaitGroup
-	for i, o := range outcomes {
-		wg.Go(func() {
-			fail, err := w.outcome(ctx, o)
+	// Every item at once (at most maxReportItems): the completer writes them together.
+	concurrently(len(outcomes)+len(renewals), maxReportItems, func(i int) {
+		if i < len(outcomes) {
+			fail, err := w.outcome(ctx, outcomes[i])
 			res.Outcomes[i] = w.verdict(ctx, fail, err)
-		})
-	}
-	for i, r := range renewals {
-		wg.Go(func() {
-			ext, err := w.ExtendLease(ctx, r)
-			v := w.verdict(ctx, nil, err)
-			if err == nil {
-				v.LeaseExpiresAt = ext.GetLeaseExpiresAt()
-			}
-			res.Renewals[i] = v
-		})
-	}
-	wg.Wait()
+			return
+		}
+		r := renewals[i-len(outcomes)]
+		ext, err := w.ExtendLease(ctx, r)
+		v := w.verdict(ctx, nil, err)
+		if err == nil {
+			v.LeaseExpiresAt = ext.GetLeaseExpiresAt()
+		}
+		res.Renewals[i-len(outcomes)] = v
+	})
 	return res, nil
 }
 
