@@ -315,7 +315,7 @@ func (w *Worker) stream() error {
 }
 
 // pollCoalesce is how long a poll with few free slots waits for more.
-const pollCoalesce = 2 * time.Millisecond
+const pollCoalesce = time.Millisecond
 
 // pollLoop asks for as many jobs as there are free slots, waiting for one with long polls. A
 // failed poll is retried with backoff.

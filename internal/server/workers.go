@@ -24,7 +24,7 @@ const MaxCredit = 1000
 const defaultLease = 30 * time.Second
 
 // streamCoalesce is how long a stream with little free credit waits for more before claiming.
-const streamCoalesce = 2 * time.Millisecond
+const streamCoalesce = 500 * time.Microsecond
 
 // releaseTimeout bounds giving a closed stream's jobs back.
 const releaseTimeout = 10 * time.Second
