@@ -308,8 +308,10 @@ func (w *Worker) stream() error {
 		if worked.Stop() {
 			w.intake.Succeed()
 		}
-		if w.launch(msg.GetJob()) == nil {
-			w.decline(msg.GetJob()) // pushed while stopping
+		for _, job := range msg.GetJobs() {
+			if w.launch(job) == nil {
+				w.decline(job) // pushed while stopping
+			}
 		}
 	}
 }

@@ -365,7 +365,9 @@ func TestAFailedClaimEndsNoStream(t *testing.T) {
 					ended <- err
 					return
 				}
-				pushed[i] <- msg.GetJob()
+				for _, j := range msg.GetJobs() {
+					pushed[i] <- j
+				}
 			}
 		}()
 		held[i] = <-pushed[i]

@@ -372,7 +372,9 @@ func TestStreamNeverHoldsMoreThanItsCredit(t *testing.T) {
 				close(received)
 				return
 			}
-			received <- msg.GetJob()
+			for _, j := range msg.GetJobs() {
+				received <- j
+			}
 		}
 	}()
 	held := []*hopperv1.ActivatedJob{<-received, <-received}
@@ -425,10 +427,10 @@ func TestClosedStreamLeavesItsPushedJobsToTheWorker(t *testing.T) {
 		LeaseTimeout: durationpb.New(time.Hour)})
 	require.NoError(t, err)
 	var pushed []*hopperv1.ActivatedJob
-	for range 3 {
+	for len(pushed) < 3 {
 		msg, err := stream.Receive()
 		require.NoError(t, err)
-		pushed = append(pushed, msg.GetJob())
+		pushed = append(pushed, msg.GetJobs()...)
 	}
 	cancel()
 	stream.Close()
@@ -768,7 +770,8 @@ func TestStreamWorkerLearnsOfALostLeaseFromItsRenewal(t *testing.T) {
 	defer stream.Close()
 	msg, err := stream.Receive()
 	require.NoError(t, err)
-	job := msg.GetJob()
+	require.Len(t, msg.GetJobs(), 1)
+	job := msg.GetJobs()[0]
 	require.Equal(t, first.GetId(), job.GetId())
 
 	_, err = e.jobs.Cancel(t.Context(), &hopperv1.CancelRequest{Id: job.GetId()})
@@ -779,7 +782,7 @@ func TestStreamWorkerLearnsOfALostLeaseFromItsRenewal(t *testing.T) {
 	require.Equal(t, "failed_precondition", res.GetRenewals()[0].GetCode())
 	msg, err = stream.Receive()
 	require.NoError(t, err)
-	require.NotNil(t, msg.GetJob(), "the refused renewal freed the credit")
+	require.Len(t, msg.GetJobs(), 1, "the refused renewal freed the credit")
 }
 
 // A worker that holds its stream open but shows no sign of life (hung, stopped) keeps nothing:
@@ -797,7 +800,7 @@ func TestAnOpenStreamKeepsNoLeaseAlive(t *testing.T) {
 	msg, err := stream.Receive()
 	require.NoError(t, err)
 	time.Sleep(1500 * time.Millisecond) // more than the lease, with the stream open
-	job := e.get(t, msg.GetJob().GetId())
+	job := e.get(t, msg.GetJobs()[0].GetId())
 	require.Equal(t, "running", job.GetState())
 	require.True(t, job.GetLeaseExpiresAt().AsTime().Before(time.Now()), "the lease lapsed: %s", job.GetLeaseExpiresAt().AsTime())
 }

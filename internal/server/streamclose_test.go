@@ -22,8 +22,8 @@ func streamOne(t *testing.T, e *env, lease time.Duration) (*hopperv1.ActivatedJo
 	t.Cleanup(func() { stream.Close() })
 	msg, err := stream.Receive()
 	require.NoError(t, err)
-	require.NotNil(t, msg.GetJob())
-	return msg.GetJob(), cancel
+	require.Len(t, msg.GetJobs(), 1)
+	return msg.GetJobs()[0], cancel
 }
 
 // waitJob waits until job id is in state and has seen that many rescues.

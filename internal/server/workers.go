@@ -196,25 +196,39 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 		for _, j := range jobs {
 			st.hold(hopper.LeaseRef{ID: j.ID, Token: j.Token})
 		}
-		for _, j := range jobs {
+		// The claimed jobs go out together, in messages of about maxPushBytes: one write and
+		// one flush for many jobs.
+		timeout := s.client.Config().JobTimeout
+		for len(jobs) > 0 {
 			if ctx.Err() != nil {
 				// Claimed as the stream ended (a claim runs to its end: WorkerAPI.Activate): the
 				// jobs not sent go back at once, uncounted.
 				return ended()
 			}
-			if err := send.send(&hopperv1.StreamJobsResponse{Job: toActivated(j, req.GetFetchFields(), s.client.Config().JobTimeout)}); err != nil {
+			msg := &hopperv1.StreamJobsResponse{}
+			for size := 0; len(jobs) > 0 && (size == 0 || size < maxPushBytes); jobs = jobs[1:] {
+				j := jobs[0]
+				msg.Jobs = append(msg.Jobs, toActivated(j, req.GetFetchFields(), timeout))
+				size += len(j.Args) + len(j.Checkpoint) + len(j.ResumeData) + 256
+			}
+			if err := send.send(msg); err != nil {
 				return nil // the worker went away; the deferred close releases what it held
 			}
-			st.sent(hopper.LeaseRef{ID: j.ID, Token: j.Token})
+			for _, a := range msg.Jobs {
+				st.sent(hopper.LeaseRef{ID: a.GetId(), Token: a.GetLeaseToken()})
+			}
 		}
 	}
 }
 
+// maxPushBytes is about how much a stream puts in one message: a message holds at least one
+// job, and more while they fit.
+const maxPushBytes = 256 << 10
+
 // errKeyRevoked ends a stream whose API key was revoked.
 var errKeyRevoked = errors.New("API key revoked")
 
-// lockedSender serializes a stream's sends: jobs from the stream loop, lease-lost news from
-// its keeper.
+// lockedSender serializes a stream's sends.
 type lockedSender struct {
 	mu  sync.Mutex
 	out hopperv1connect.WorkerServiceStreamJobsServerStream

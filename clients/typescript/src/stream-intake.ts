@@ -60,7 +60,9 @@ async function stream(s: StreamIntake, signal: AbortSignal): Promise<void> {
         clearTimeout(timer);
         succeed();
       }
-      if (msg.job && !s.launch(msg.job)) s.decline(msg.job); // pushed while stopping
+      for (const job of msg.jobs) {
+        if (!s.launch(job)) s.decline(job); // pushed while stopping
+      }
     }
   } finally {
     clearTimeout(timer);

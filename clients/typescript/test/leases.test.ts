@@ -53,7 +53,7 @@ describe("leases", { concurrency: true }, () => {
     const api = createClient(WorkerService, createTransport({ url: server().url }));
     const stream = api.streamJobs({ worker: "hung", queue, kinds: ["work"], credit: 1, leaseTimeout: toDuration(1000) }, { signal: hung.signal })[Symbol.asyncIterator]();
     const first = await stream.next();
-    assert.equal(first.value?.job?.id, job.id);
+    assert.equal(first.value?.jobs[0]?.id, job.id);
     const pushedAt = Date.now();
     await eventually(async () => (await c.get(job.id)).leaseExpiresAt!.getTime() < Date.now(), "the lease to lapse", 5000);
     assert.ok(Date.now() - pushedAt < 2000, `the lease lapsed ${Date.now() - pushedAt} ms after the push, not within one lease`);
@@ -63,7 +63,7 @@ describe("leases", { concurrency: true }, () => {
     const done = await waitForState(c, job.id, "completed", 30_000);
     assert.deepEqual([done.result, done.rescues], ["by the live worker", 1]);
     assert.equal((await c.events(job.id)).attempts[0]!.outcome, "lease_expired");
-    const late = await api.report({ outcomes: [{ outcome: { case: "complete", value: { id: job.id, leaseToken: first.value!.job!.leaseToken } } }] });
+    const late = await api.report({ outcomes: [{ outcome: { case: "complete", value: { id: job.id, leaseToken: first.value!.jobs[0]!.leaseToken } } }] });
     assert.equal(late.outcomes[0]!.code, "failed_precondition");
   });
 });

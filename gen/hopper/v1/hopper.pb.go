@@ -2538,10 +2538,11 @@ func (x *StreamJobsRequest) GetFetchFields() []string {
 	return nil
 }
 
-// StreamJobsResponse carries a job pushed to the worker.
+// StreamJobsResponse carries jobs pushed to the worker: at least one, and more when the
+// server claimed several at once.
 type StreamJobsResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Job           *ActivatedJob          `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
+	Jobs          []*ActivatedJob        `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2576,9 +2577,9 @@ func (*StreamJobsResponse) Descriptor() ([]byte, []int) {
 	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{34}
 }
 
-func (x *StreamJobsResponse) GetJob() *ActivatedJob {
+func (x *StreamJobsResponse) GetJobs() []*ActivatedJob {
 	if x != nil {
-		return x.Job
+		return x.Jobs
 	}
 	return nil
 }
@@ -5948,9 +5949,9 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x05kinds\x18\x03 \x03(\tR\x05kinds\x12\x16\n" +
 	"\x06credit\x18\x04 \x01(\x05R\x06credit\x12>\n" +
 	"\rlease_timeout\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\fleaseTimeout\x12!\n" +
-	"\ffetch_fields\x18\x06 \x03(\tR\vfetchFields\"Q\n" +
-	"\x12StreamJobsResponse\x12)\n" +
-	"\x03job\x18\x01 \x01(\v2\x17.hopper.v1.ActivatedJobR\x03jobJ\x04\b\x02\x10\x03R\n" +
+	"\ffetch_fields\x18\x06 \x03(\tR\vfetchFields\"S\n" +
+	"\x12StreamJobsResponse\x12+\n" +
+	"\x04jobs\x18\x01 \x03(\v2\x17.hopper.v1.ActivatedJobR\x04jobsJ\x04\b\x02\x10\x03R\n" +
 	"lease_lost\"`\n" +
 	"\x0fCompleteRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
@@ -6388,7 +6389,7 @@ var file_hopper_v1_hopper_proto_depIdxs = []int32{
 	95,  // 53: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
 	30,  // 54: hopper.v1.ActivateResponse.jobs:type_name -> hopper.v1.ActivatedJob
 	95,  // 55: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
-	30,  // 56: hopper.v1.StreamJobsResponse.job:type_name -> hopper.v1.ActivatedJob
+	30,  // 56: hopper.v1.StreamJobsResponse.jobs:type_name -> hopper.v1.ActivatedJob
 	95,  // 57: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
 	13,  // 58: hopper.v1.FailRequest.retry_policy:type_name -> hopper.v1.RetryPolicy
 	96,  // 59: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
