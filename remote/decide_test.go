@@ -3,16 +3,13 @@ package remote_test
 import (
 	"context"
 	"errors"
-	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/hopperjobs/hopper"
 	"github.com/hopperjobs/hopper/internal/clock"
-	"github.com/hopperjobs/hopper/internal/server"
 	"github.com/hopperjobs/hopper/internal/stoptest"
 	"github.com/hopperjobs/hopper/remote"
-	"github.com/hopperjobs/hopper/sqlitestore"
 	"github.com/stretchr/testify/require"
 )
 
@@ -76,26 +73,13 @@ func TestRemoteAndInProcessAttemptsEndAlike(t *testing.T) {
 	run := func(t *testing.T, remoteWorker bool) map[string]ended {
 		ws := hopper.NewWorkers()
 		hopper.AddWorker[verdict](ws, verdictWorker{})
-		st, err := sqlitestore.Open(t.Context(), sqlitestore.Config{Path: t.TempDir() + "/hopper.db"})
-		require.NoError(t, err)
-		c := cfg
-		c.Store = st
-		if !remoteWorker {
-			c.Workers = ws
-		}
-		client, err := hopper.NewClient(c)
-		require.NoError(t, err)
-		require.NoError(t, client.Start(context.Background()))
-		defer func() {
-			stoptest.Within(t, client, 10*time.Second)
-			require.NoError(t, st.Close())
-		}()
+		ts, client := remote.ServeForTest(t, remote.ServeOptions{Mod: func(c *hopper.Config) {
+			c.JobTimeout, c.RetryPolicy = cfg.JobTimeout, cfg.RetryPolicy
+			if !remoteWorker {
+				c.Workers = ws
+			}
+		}})
 		if remoteWorker {
-			srv, err := server.New(server.Config{Client: client})
-			require.NoError(t, err)
-			ts := httptest.NewServer(srv)
-			defer ts.Close()
-			defer ts.CloseClientConnections()
 			w, err := remote.New(remote.Config{URL: ts.URL, Workers: ws, Concurrency: 4})
 			require.NoError(t, err)
 			require.NoError(t, w.Start(context.Background()))
@@ -177,15 +161,9 @@ func TestAShortenedLeaseIsKept(t *testing.T) {
 			})
 			var client *hopper.Client
 			if name == "in process" {
-				st, err := sqlitestore.Open(t.Context(), sqlitestore.Config{Path: t.TempDir() + "/hopper.db"})
-				require.NoError(t, err)
-				client, err = hopper.NewClient(hopper.Config{Store: st, Workers: ws, LeaseDuration: 30 * time.Second})
-				require.NoError(t, err)
-				require.NoError(t, client.Start(context.Background()))
-				defer func() {
-					stoptest.Within(t, client, 10*time.Second)
-					require.NoError(t, st.Close())
-				}()
+				_, client = remote.ServeForTest(t, remote.ServeOptions{Mod: func(c *hopper.Config) {
+					c.Workers, c.LeaseDuration = ws, 30*time.Second
+				}})
 			} else {
 				var url string
 				url, client = serveOn(t, clk)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -14,9 +13,6 @@ import (
 	"github.com/hopperjobs/hopper"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
 	"github.com/hopperjobs/hopper/gen/hopper/v1/hopperv1connect"
-	"github.com/hopperjobs/hopper/internal/server"
-	"github.com/hopperjobs/hopper/internal/stoptest"
-	"github.com/hopperjobs/hopper/sqlitestore"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -151,20 +147,7 @@ func FuzzExecute(f *testing.F) {
 
 // serveForFuzz is a real server over a SQLite store for the whole fuzz run.
 func serveForFuzz(f *testing.F) string {
-	st, err := sqlitestore.Open(context.Background(), sqlitestore.Config{Path: f.TempDir() + "/hopper.db"})
-	require.NoError(f, err)
-	client, err := hopper.NewClient(hopper.Config{Store: st, WorkerID: "server"})
-	require.NoError(f, err)
-	require.NoError(f, client.Start(context.Background()))
-	srv, err := server.New(server.Config{Client: client})
-	require.NoError(f, err)
-	ts := httptest.NewServer(srv)
-	f.Cleanup(func() {
-		ts.CloseClientConnections()
-		ts.Close()
-		stoptest.Within(f, client, 10*time.Second)
-		require.NoError(f, st.Close())
-	})
+	ts, _ := ServeForTest(f, ServeOptions{})
 	return ts.URL
 }
 

@@ -14,11 +14,9 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper"
-	"github.com/hopperjobs/hopper/internal/server"
 	"github.com/hopperjobs/hopper/internal/stoptest"
 	"github.com/hopperjobs/hopper/internal/store"
 	"github.com/hopperjobs/hopper/remote"
-	"github.com/hopperjobs/hopper/sqlitestore"
 	"github.com/stretchr/testify/require"
 )
 
@@ -46,19 +44,7 @@ func (b *logBuffer) String() string {
 // connection lost (UNAVAILABLE), and each new stream as the recovery.
 func TestStreamReconnectBackoffResetsAfterAWorkingStream(t *testing.T) {
 	t.Parallel()
-	st, err := sqlitestore.Open(t.Context(), sqlitestore.Config{Path: t.TempDir() + "/hopper.db"})
-	require.NoError(t, err)
-	client, err := hopper.NewClient(hopper.Config{Store: st, WorkerID: "server"})
-	require.NoError(t, err)
-	require.NoError(t, client.Start(context.Background()))
-	srv, err := server.New(server.Config{Client: client})
-	require.NoError(t, err)
-	ts := httptest.NewServer(srv)
-	defer func() {
-		ts.Close()
-		require.NoError(t, client.Stop(context.Background()))
-		require.NoError(t, st.Close())
-	}()
+	ts, client := remote.ServeForTest(t, remote.ServeOptions{})
 
 	ran := make(chan string, 10)
 	ws := hopper.NewWorkers()
@@ -130,19 +116,7 @@ func TestAServerCrashMidStreamIsUnavailable(t *testing.T) {
 // connection and kept. The job runs once, never twice at once, with no rescue.
 func TestADroppedStreamDoesNotStopItsJobs(t *testing.T) {
 	t.Parallel()
-	st, err := sqlitestore.Open(t.Context(), sqlitestore.Config{Path: t.TempDir() + "/hopper.db"})
-	require.NoError(t, err)
-	client, err := hopper.NewClient(hopper.Config{Store: st, WorkerID: "server"})
-	require.NoError(t, err)
-	require.NoError(t, client.Start(context.Background()))
-	srv, err := server.New(server.Config{Client: client})
-	require.NoError(t, err)
-	ts := httptest.NewServer(srv)
-	defer func() {
-		ts.Close()
-		stoptest.Within(t, client, 10*time.Second)
-		require.NoError(t, st.Close())
-	}()
+	ts, client := remote.ServeForTest(t, remote.ServeOptions{})
 
 	var runs, running, peak atomic.Int32
 	started, finish := make(chan struct{}, 10), make(chan struct{})
@@ -218,7 +192,7 @@ func TestAStreamDroppedSoonAfterItOpensIsNoRecovery(t *testing.T) {
 
 // blipStore fails the next failClaims claims with ErrUnavailable, and says so on failed.
 type blipStore struct {
-	*sqlitestore.Store
+	hopper.Store
 	failClaims atomic.Int32
 	failed     chan struct{}
 }
@@ -240,21 +214,11 @@ func (b *blipStore) JobClaim(ctx context.Context, p *store.ClaimParams) (jobs []
 // each of their jobs ran again.)
 func TestAFailedClaimAbortsNoStreamedJob(t *testing.T) {
 	t.Parallel()
-	st, err := sqlitestore.Open(t.Context(), sqlitestore.Config{Path: t.TempDir() + "/hopper.db"})
-	require.NoError(t, err)
-	bs := &blipStore{Store: st, failed: make(chan struct{}, 1)}
-	client, err := hopper.NewClient(hopper.Config{Store: bs, WorkerID: "server"})
-	require.NoError(t, err)
-	require.NoError(t, client.Start(context.Background()))
-	srv, err := server.New(server.Config{Client: client})
-	require.NoError(t, err)
-	ts := httptest.NewServer(srv)
-	defer func() {
-		ts.CloseClientConnections()
-		ts.Close()
-		stoptest.Within(t, client, 10*time.Second)
-		require.NoError(t, st.Close())
-	}()
+	var bs *blipStore
+	ts, client := remote.ServeForTest(t, remote.ServeOptions{Wrap: func(st hopper.Store) hopper.Store {
+		bs = &blipStore{Store: st, failed: make(chan struct{}, 1)}
+		return bs
+	}})
 
 	var aborted atomic.Int32
 	started, release := make(chan string, 4), make(chan struct{})

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,10 +15,8 @@ import (
 
 	"github.com/hopperjobs/hopper"
 	"github.com/hopperjobs/hopper/internal/clock"
-	"github.com/hopperjobs/hopper/internal/server"
 	"github.com/hopperjobs/hopper/internal/stoptest"
 	"github.com/hopperjobs/hopper/remote"
-	"github.com/hopperjobs/hopper/sqlitestore"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
@@ -38,26 +35,7 @@ func serve(t *testing.T) (url string, client *hopper.Client) { return serveOn(t,
 
 // serveOn is serve with the store, the client and the server on clk (nil: the wall clock).
 func serveOn(t *testing.T, clk *clock.Fake) (url string, client *hopper.Client) {
-	t.Helper()
-	scfg, hcfg := sqlitestore.Config{Path: t.TempDir() + "/hopper.db"}, hopper.Config{WorkerID: "server"}
-	if clk != nil {
-		scfg.Clock, hcfg.Clock = clk, clk
-	}
-	st, err := sqlitestore.Open(t.Context(), scfg)
-	require.NoError(t, err)
-	hcfg.Store = st
-	client, err = hopper.NewClient(hcfg)
-	require.NoError(t, err)
-	require.NoError(t, client.Start(context.Background()))
-	srv, err := server.New(server.Config{Client: client})
-	require.NoError(t, err)
-	ts := httptest.NewServer(srv)
-	t.Cleanup(func() {
-		ts.CloseClientConnections()
-		ts.Close()
-		stoptest.Within(t, client, 10*time.Second)
-		require.NoError(t, st.Close())
-	})
+	ts, client := remote.ServeForTest(t, remote.ServeOptions{Clock: clk})
 	return ts.URL, client
 }
 
