@@ -114,18 +114,20 @@ type Config struct {
 
 // Server serves the API. Create it with New; it is an http.Handler.
 type Server struct {
-	cfg     Config
-	client  *hopper.Client
-	clock   clock.Clock
-	log     *slog.Logger
-	mux     *http.ServeMux
-	handler http.Handler // mux behind the request ids
-	routes  map[string]Scope
-	errs    *connecthttp.ErrorWriter // refusals to gRPC callers (refuse)
-	reg     *registry
-	limits  *limiter
-	readyMu sync.RWMutex
-	ready   bool
+	cfg    Config
+	client *hopper.Client
+	clock  clock.Clock
+	// jobTimeout is the client's Config.JobTimeout, sent with every job to remote workers.
+	jobTimeout time.Duration
+	log        *slog.Logger
+	mux        *http.ServeMux
+	handler    http.Handler // mux behind the request ids
+	routes     map[string]Scope
+	errs       *connecthttp.ErrorWriter // refusals to gRPC callers (refuse)
+	reg        *registry
+	limits     *limiter
+	readyMu    sync.RWMutex
+	ready      bool
 	// streamClaims is the outage state, and the backoff, of every stream's claims: one log
 	// line when claims start failing, one when they work again, however many streams are open.
 	streamClaims *backoff.Tracker
@@ -158,7 +160,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.OrReal(cfg.Client.Config().Clock)
 	}
-	s := &Server{cfg: cfg, client: cfg.Client, clock: cfg.Clock, log: cfg.Logger, mux: http.NewServeMux(),
+	s := &Server{cfg: cfg, client: cfg.Client, clock: cfg.Clock, jobTimeout: cfg.Client.Config().JobTimeout,
+		log: cfg.Logger, mux: http.NewServeMux(),
 		routes: map[string]Scope{}, errs: connecthttp.NewErrorWriter(), reg: newRegistry(), limits: newLimiter()}
 	s.shutdownCtx, s.shutdown = context.WithCancel(context.Background())
 	s.handler = apierr.WithRequestID(s.mux)

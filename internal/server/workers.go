@@ -87,7 +87,7 @@ func (w *workerService) Activate(ctx context.Context, req *hopperv1.ActivateRequ
 	}
 	out := &hopperv1.ActivateResponse{Jobs: make([]*hopperv1.ActivatedJob, len(jobs))}
 	for i, j := range jobs {
-		out.Jobs[i] = toActivated(j, req.GetFetchFields(), s.client.Config().JobTimeout)
+		out.Jobs[i] = toActivated(j, req.GetFetchFields(), s.jobTimeout)
 	}
 	return out, nil
 }
@@ -133,7 +133,6 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 	defer stopAtShutdown()
 	ctx, endStream := context.WithCancelCause(ctx)
 	defer endStream(nil)
-	send := &lockedSender{out: out}
 	keepCtx, stopKeeping := context.WithCancel(ctx)
 	var keeper sync.WaitGroup
 	keeper.Go(func() { w.watchKey(keepCtx, st, principalFrom(ctx), endStream) })
@@ -155,7 +154,7 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 		return nil
 	}
 
-	if err := send.headers(); err != nil { // the worker knows the stream is open
+	if err := out.SendHeaders(); err != nil { // the worker knows the stream is open
 		return nil
 	}
 	for {
@@ -198,7 +197,6 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 		}
 		// The claimed jobs go out together, in messages of about maxPushBytes: one write and
 		// one flush for many jobs.
-		timeout := s.client.Config().JobTimeout
 		for len(jobs) > 0 {
 			if ctx.Err() != nil {
 				// Claimed as the stream ended (a claim runs to its end: WorkerAPI.Activate): the
@@ -208,10 +206,10 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 			msg := &hopperv1.StreamJobsResponse{}
 			for size := 0; len(jobs) > 0 && (size == 0 || size < maxPushBytes); jobs = jobs[1:] {
 				j := jobs[0]
-				msg.Jobs = append(msg.Jobs, toActivated(j, req.GetFetchFields(), timeout))
+				msg.Jobs = append(msg.Jobs, toActivated(j, req.GetFetchFields(), s.jobTimeout))
 				size += len(j.Args) + len(j.Checkpoint) + len(j.ResumeData) + 256
 			}
-			if err := send.send(msg); err != nil {
+			if err := out.Send(msg); err != nil {
 				return nil // the worker went away; the deferred close releases what it held
 			}
 			for _, a := range msg.Jobs {
@@ -227,24 +225,6 @@ const maxPushBytes = 256 << 10
 
 // errKeyRevoked ends a stream whose API key was revoked.
 var errKeyRevoked = errors.New("API key revoked")
-
-// lockedSender serializes a stream's sends.
-type lockedSender struct {
-	mu  sync.Mutex
-	out hopperv1connect.WorkerServiceStreamJobsServerStream
-}
-
-func (l *lockedSender) headers() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.out.SendHeaders()
-}
-
-func (l *lockedSender) send(m *hopperv1.StreamJobsResponse) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.out.Send(m)
-}
 
 // watchKey ends the stream when its API key has been revoked, checking every third of the
 // stream's lease. (The leases of a stream's jobs are its worker's to renew: a worker that
