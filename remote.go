@@ -177,6 +177,19 @@ func (a *WorkerAPI) CompleteJob(ctx context.Context, id string, token int64, res
 	return a.attemptErr("complete job", id, err)
 }
 
+// OutcomeBatch makes the outcomes of several attempts, reported in one request, be written
+// together: each item calls one of CompleteJob, FailJob, ReleaseJob, SnoozeJob or SuspendJob
+// under the context Item gives it, and the outcomes go to the store at once when every item
+// has either made its call or ended. Items run concurrently (each call waits for its write).
+type OutcomeBatch struct{ g *engine.Gather }
+
+// Batch starts a batch of n items.
+func (a *WorkerAPI) Batch(n int) *OutcomeBatch { return &OutcomeBatch{g: a.c.engine.Gather(n)} }
+
+// Item returns the context of one item and the func that ends it, which the item must call
+// when its work is over (a deferred call), whether or not it reached the store.
+func (b *OutcomeBatch) Item(ctx context.Context) (context.Context, func()) { return b.g.Item(ctx) }
+
 // FailParams says how a remote worker's attempt failed.
 type FailParams struct {
 	// Error is recorded with the attempt (required, at most MaxErrorBytes).

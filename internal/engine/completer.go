@@ -44,11 +44,21 @@ func (c *completer) add(p *store.FinishParams) { c.addWaiting(p, nil) }
 // Free text of an outcome (a handler's error and stack, a release reason) is made storable
 // here, the one place every outcome passes: nobody could be told it was refused.
 func (c *completer) addWaiting(p *store.FinishParams, done chan error) {
-	p.Error, p.Stack, p.Reason = store.CleanText(p.Error), store.CleanText(p.Stack), store.CleanText(p.Reason)
+	c.addAll([]*store.FinishParams{p}, []chan error{done})
+}
+
+// addAll queues ps together, so the flush they wake writes them all; dones[i], when not nil,
+// receives the store's verdict on ps[i].
+func (c *completer) addAll(ps []*store.FinishParams, dones []chan error) {
+	for _, p := range ps {
+		p.Error, p.Stack, p.Reason = store.CleanText(p.Error), store.CleanText(p.Stack), store.CleanText(p.Reason)
+	}
 	c.mu.Lock()
-	c.pending = append(c.pending, p)
-	if done != nil {
-		c.waiters[p] = done
+	c.pending = append(c.pending, ps...)
+	for i, done := range dones {
+		if done != nil {
+			c.waiters[ps[i]] = done
+		}
 	}
 	c.mu.Unlock()
 	select {

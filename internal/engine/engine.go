@@ -296,7 +296,8 @@ func (e *Engine) Notify(queue string) {
 // Finish writes an attempt outcome decided outside this process's handlers (a remote worker's
 // Complete or Fail) through the batching completer, and returns the store's verdict on it:
 // nil, or an error wrapping store.ErrLeaseLost or store.ErrInvalidTransition. Concurrent
-// calls share transactions. If ctx ends first the outcome is still written, unreported.
+// calls share transactions; the items of one Gather join the completer together. If ctx ends
+// first the outcome is still written, unreported.
 func (e *Engine) Finish(ctx context.Context, p *store.FinishParams) error {
 	if !e.started {
 		return errors.New("finish job: engine not started")
@@ -307,7 +308,11 @@ func (e *Engine) Finish(ctx context.Context, p *store.FinishParams) error {
 	default:
 	}
 	done := make(chan error, 1)
-	e.completer.addWaiting(p, done)
+	if it := gatheredFrom(ctx); it != nil {
+		it.queue(p, done)
+	} else {
+		e.completer.addWaiting(p, done)
+	}
 	select {
 	case err := <-done:
 		return err

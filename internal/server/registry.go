@@ -172,22 +172,26 @@ const (
 	outcomeLost // the lease was lost (canceled, expired, finished elsewhere)
 )
 
-// reporting notes that the worker reported the outcome of a streamed job, if a stream holds
-// it: its credit is free at once, before the outcome is written (a stream's throughput would
-// otherwise wait for every commit).
-func (r *registry) reporting(ref hopper.LeaseRef) {
+// reporting notes that the worker reported the outcomes of streamed jobs, for those a stream
+// holds: their credit is free at once, before the outcomes are written (a stream's throughput
+// would otherwise wait for every commit). A report's outcomes are noted together, so the
+// stream claims once for all of them.
+func (r *registry) reporting(refs ...hopper.LeaseRef) {
+	var freed []*stream
 	r.mu.Lock()
-	st := r.byJob[ref]
-	if st != nil {
+	for _, ref := range refs {
+		st := r.byJob[ref]
+		if st == nil {
+			continue
+		}
 		if h := st.inflight[ref]; h != nil && !h.reported {
 			h.reported = true
 			st.reported++
-		} else {
-			st = nil
+			freed = append(freed, st)
 		}
 	}
 	r.mu.Unlock()
-	if st != nil {
+	for _, st := range freed {
 		select {
 		case st.freed <- struct{}{}:
 		default:

@@ -157,44 +157,75 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 	if err := out.SendHeaders(); err != nil { // the worker knows the stream is open
 		return nil
 	}
+	// Up to maxStreamClaims claims run at once, each on credit reserved for it: the next batch
+	// is on its way while one commits. They run on their own goroutines, which the loop waits
+	// for before it returns, and whose jobs it holds before closeStream gives back what was
+	// not sent.
+	type claimed struct {
+		asked int
+		jobs  []*hopper.JobRow
+		err   error
+	}
+	results := make(chan claimed, maxStreamClaims)
+	var claims sync.WaitGroup
+	inflight, reserved := 0, 0
+	more := true // the last claim came back full: work may be waiting for a second claim
+	defer func() {
+		claims.Wait()
+		for range inflight {
+			w.holdAll(st, (<-results).jobs)
+		}
+	}()
 	for {
-		free := st.free()
-		if free <= 0 {
-			select {
-			case <-ctx.Done():
-				return ended()
-			case <-st.freed:
-				continue
+		free := st.free() - reserved
+		if free > 0 && (inflight == 0 || (more && inflight < maxStreamClaims)) {
+			if free < max(credit/4, 1) {
+				// A busy stream frees its credit one job at a time: wait a moment for more, so
+				// one claim fills several slots instead of each completion costing a claim.
+				clock.Sleep(ctx, s.clock, streamCoalesce)
+				free = st.free() - reserved
 			}
+			p := params
+			p.MaxJobs, p.Wait = free, DefaultStreamPoll
+			if inflight > 0 {
+				p.Wait = 0 // a second claim only takes what waits now; the first one waits
+			}
+			inflight, reserved = inflight+1, reserved+free
+			claims.Go(func() {
+				jobs, err := s.client.WorkerAPI().Activate(ctx, p)
+				results <- claimed{asked: p.MaxJobs, jobs: jobs, err: err}
+			})
+			continue
 		}
-		if free < max(credit/4, 1) {
-			// A busy stream frees its credit one job at a time: wait a moment for more, so
-			// one claim fills several slots instead of each completion costing a claim.
-			clock.Sleep(ctx, s.clock, streamCoalesce)
-			free = st.free()
+		var r claimed
+		select {
+		case <-ctx.Done():
+			return ended()
+		case <-st.freed:
+			continue
+		case r = <-results:
 		}
-		params.MaxJobs, params.Wait = free, DefaultStreamPoll
-		jobs, err := s.client.WorkerAPI().Activate(ctx, params)
-		if err != nil {
+		inflight, reserved = inflight-1, reserved-r.asked
+		if r.err != nil {
 			if ctx.Err() != nil {
 				return ended()
 			}
 			// A failed claim (the store is away a moment) ends nothing: the stream keeps its
-			// pushed jobs, whose leases its keeper goes on renewing, and claims again after a
-			// backoff, logged once for all streams (Server.streamClaims).
-			if !clock.Sleep(ctx, s.clock, s.streamClaims.Fail(err)) {
+			// pushed jobs and claims again after a backoff, logged once for all streams
+			// (Server.streamClaims).
+			more = false
+			if !clock.Sleep(ctx, s.clock, s.streamClaims.Fail(r.err)) {
 				return ended()
 			}
 			continue
 		}
 		s.streamClaims.Succeed()
-		jobs = w.deliverable(ctx, jobs)
+		more = len(r.jobs) == r.asked
+		jobs := w.deliverable(ctx, r.jobs)
 		s.reg.count(params.Worker, params.Queue, len(jobs))
 		// Hold every claimed job before the first push: if a push fails, closing the stream
 		// gives all of them back at once.
-		for _, j := range jobs {
-			st.hold(hopper.LeaseRef{ID: j.ID, Token: j.Token})
-		}
+		w.holdAll(st, jobs)
 		// The claimed jobs go out together, in messages of about maxPushBytes: one write and
 		// one flush for many jobs.
 		for len(jobs) > 0 {
@@ -216,6 +247,17 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 				st.sent(hopper.LeaseRef{ID: a.GetId(), Token: a.GetLeaseToken()})
 			}
 		}
+	}
+}
+
+// maxStreamClaims bounds the claims one stream has outstanding (as the engine's producers
+// bound theirs).
+const maxStreamClaims = 2
+
+// holdAll records jobs as held by the stream.
+func (w *workerService) holdAll(st *stream, jobs []*hopper.JobRow) {
+	for _, j := range jobs {
+		st.hold(hopper.LeaseRef{ID: j.ID, Token: j.Token})
 	}
 }
 
@@ -447,9 +489,20 @@ func (w *workerService) Report(ctx context.Context, req *hopperv1.ReportRequest)
 	}
 	res := &hopperv1.ReportResponse{Outcomes: make([]*hopperv1.Verdict, len(outcomes)),
 		Renewals: make([]*hopperv1.Verdict, len(renewals))}
-	// Every item at once (at most maxReportItems): the completer writes them together.
+	refs := make([]hopper.LeaseRef, 0, len(outcomes))
+	for _, o := range outcomes {
+		if ref, ok := refOf(o); ok {
+			refs = append(refs, ref)
+		}
+	}
+	w.s.reg.reporting(refs...)
+	// Every item at once (at most maxReportItems), the outcomes as one batch: the completer
+	// writes them together.
+	batch := w.s.client.WorkerAPI().Batch(len(outcomes))
 	concurrently(len(outcomes)+len(renewals), maxReportItems, func(i int) {
 		if i < len(outcomes) {
+			ctx, end := batch.Item(ctx)
+			defer end()
 			fail, err := w.outcome(ctx, outcomes[i])
 			res.Outcomes[i] = w.verdict(ctx, fail, err)
 			return
@@ -483,6 +536,29 @@ func (w *workerService) outcome(ctx context.Context, o *hopperv1.Outcome) (*hopp
 		err = connect.NewError(connect.CodeInvalidArgument, "outcome: set one of complete, fail, release, snooze, suspend")
 	}
 	return nil, err
+}
+
+// refOf names the attempt an outcome is about.
+func refOf(o *hopperv1.Outcome) (hopper.LeaseRef, bool) {
+	var m interface {
+		GetId() string
+		GetLeaseToken() int64
+	}
+	switch x := o.GetOutcome().(type) {
+	case *hopperv1.Outcome_Complete:
+		m = x.Complete
+	case *hopperv1.Outcome_Fail:
+		m = x.Fail
+	case *hopperv1.Outcome_Release:
+		m = x.Release
+	case *hopperv1.Outcome_Snooze:
+		m = x.Snooze
+	case *hopperv1.Outcome_Suspend:
+		m = x.Suspend
+	default:
+		return hopper.LeaseRef{}, false
+	}
+	return hopper.LeaseRef{ID: m.GetId(), Token: m.GetLeaseToken()}, true
 }
 
 // verdict is the answer to one item that ended with err, as the single-item call would have
