@@ -40,7 +40,7 @@ func NewClient(cfg Config) (*Client, error) {
 	c.workerAPI = &WorkerAPI{c: c}
 	ecfg := engine.Config{
 		Store: cfg.Store, Clock: c.clock, Logger: cfg.Logger, WorkerID: cfg.WorkerID,
-		Queues: map[string]int{}, MaxWorkers: cfg.MaxWorkers, LeaseDuration: cfg.LeaseDuration,
+		Queues: map[string]int{}, Weights: map[string]int{}, MaxWorkers: cfg.MaxWorkers, LeaseDuration: cfg.LeaseDuration,
 		PollInterval: cfg.PollInterval, RetryPolicy: cfg.RetryPolicy, JobTimeout: cfg.JobTimeout,
 		RescueInterval: cfg.RescueInterval, Maintenance: !cfg.DisableMaintenance, MaxRescues: cfg.MaxRescues,
 		LeaderTTL: cfg.LeaderTTL, NodeTTL: cfg.NodeTTL, Host: hostname(), PID: os.Getpid(),
@@ -54,6 +54,7 @@ func NewClient(cfg Config) (*Client, error) {
 		ecfg.Workers = cfg.Workers
 		for name, q := range cfg.Queues {
 			ecfg.Queues[name] = q.MaxWorkers
+			ecfg.Weights[name] = q.Weight
 		}
 	}
 	eng, err := engine.New(ecfg)

@@ -13,6 +13,7 @@ import (
 type QueueInfo struct {
 	Name       string
 	Paused     bool
+	Weight     int // fleet-wide fair-share weight, 0 for none stored (each process's own, default 1)
 	MaxRunning int // fleet-wide cap, 0 for none
 	Counts     map[JobState]int64
 }
@@ -41,7 +42,8 @@ func (c *Client) Queues(ctx context.Context) ([]*QueueInfo, error) {
 		return nil, fmt.Errorf("list queues: %w", err)
 	}
 	for _, s := range settings {
-		get(s.Name).Paused = s.Paused
+		q := get(s.Name)
+		q.Paused, q.Weight = s.Paused, s.Weight
 	}
 	limits, err := c.store.LimitList(ctx)
 	if err != nil {
@@ -92,6 +94,28 @@ func (c *Client) ResumeQueue(ctx context.Context, queue string) error {
 		return err
 	}
 	c.engine.Notify(queue)
+	return nil
+}
+
+// MaxQueueWeight bounds a queue's weight.
+const MaxQueueWeight = 1000
+
+// SetQueueWeight stores queue's fair-share weight for every process that works it (1 to
+// MaxQueueWeight); 0 removes it, and each process goes back to its QueueConfig.Weight. This
+// process applies it at once, the others within a third of Config.NodeTTL.
+func (c *Client) SetQueueWeight(ctx context.Context, queue string, weight int) error {
+	if err := checkQueueName(queue); err != nil {
+		return err
+	}
+	if weight < 0 || weight > MaxQueueWeight {
+		return invalid("weight", "%d is outside 1–%d (0 removes it)", weight, MaxQueueWeight)
+	}
+	if err := c.store.QueueSetWeight(ctx, queue, weight); err != nil {
+		return err
+	}
+	// Stored: if reading them back fails now, the next node heartbeat reads them again (and
+	// its tracker logs a failure that lasts).
+	_ = c.engine.RefreshWeights(ctx)
 	return nil
 }
 

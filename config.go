@@ -127,6 +127,11 @@ type Config struct {
 type QueueConfig struct {
 	// MaxWorkers bounds concurrent jobs of this queue in this process (default Config.MaxWorkers).
 	MaxWorkers int
+	// Weight is the queue's part of this process's MaxWorkers when queues compete for them
+	// (default 1): a queue with work gets at least Weight ÷ (the weights of the queues with
+	// work) of the slots. A weight stored with Client.SetQueueWeight (or `hopper queues set
+	// --weight`) applies to every process and takes precedence. See docs/flow-control.md.
+	Weight int
 }
 
 func (c Config) withDefaults() Config {
@@ -197,6 +202,9 @@ func (c Config) validate() error {
 		}
 		if q.MaxWorkers < 0 {
 			errs = append(errs, invalid("Config.Queues["+name+"].MaxWorkers", "%d is negative", q.MaxWorkers))
+		}
+		if q.Weight < 0 || q.Weight > MaxQueueWeight {
+			errs = append(errs, invalid("Config.Queues["+name+"].Weight", "%d is outside 0–%d", q.Weight, MaxQueueWeight))
 		}
 	}
 	if err := checkPolicy("Config.RetryPolicy", &c.RetryPolicy); err != nil {

@@ -46,6 +46,9 @@ type Config struct {
 	Workers  *Workers     // the handlers of the kinds this process works; nil: none
 	// Queues maps each queue this process works to its maximum concurrent jobs.
 	Queues map[string]int
+	// Weights are the queues' weights in this process's share of MaxWorkers (default 1 each);
+	// a weight stored for the queue (store.QueueSetWeight) takes precedence once read.
+	Weights map[string]int
 	// MaxWorkers bounds concurrent jobs across all queues of this process (default 100).
 	MaxWorkers int
 	// ClaimBatch bounds the jobs one claim takes (default 200).
@@ -226,7 +229,9 @@ func New(cfg Config) (*Engine, error) {
 	sort.Strings(e.kinds)
 	for q, n := range cfg.Queues {
 		e.producers[q] = newProducer(e, q, n)
+		e.slots.add(q, n)
 	}
+	e.slots.setWeights(cfg.Weights)
 	e.completer = newCompleter(e)
 	e.leases = &lease.Keeper{Clock: e.clock, Shortest: e.shortestLease, Renew: e.extendAll,
 		Retry: e.newTracker("extend leases", backoff.DefaultPolicy)}

@@ -15,7 +15,7 @@ func (e *Engine) execute(p *producer, row *hoppertype.JobRow) {
 	defer e.execs.Done()
 	defer func() {
 		p.running.Add(-1)
-		e.slots.release(1)
+		e.slots.release(p.queue, 1)
 	}()
 	ctx, cancel := context.WithCancelCause(e.workCtx)
 	defer cancel(nil)

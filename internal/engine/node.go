@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
@@ -10,14 +11,19 @@ import (
 )
 
 // heartbeatNode keeps this process registered in the store, so the leader can tell a dead
-// node's jobs (rescued at once) from a live node's long-running ones (left alone). A failed
-// heartbeat is retried with backoff, never later than the next regular one.
+// node's jobs (rescued at once) from a live node's long-running ones (left alone), and reads
+// the queues' stored weights at the same pace. A failed heartbeat is retried with backoff,
+// never later than the next regular one.
 func (e *Engine) heartbeatNode(ctx context.Context) {
 	node := &hoppertype.Node{ID: e.cfg.WorkerID, Host: e.cfg.Host, PID: e.cfg.PID, StartedAt: e.clock.Now()}
 	retry := e.newTracker("node heartbeat", backoff.DefaultPolicy)
 	for ctx.Err() == nil {
 		wait := e.cfg.NodeTTL / 3
-		if err := e.store.NodeHeartbeat(ctx, node); err == nil {
+		err := e.store.NodeHeartbeat(ctx, node)
+		if err == nil {
+			err = e.RefreshWeights(ctx)
+		}
+		if err == nil {
 			retry.Succeed()
 		} else if ctx.Err() == nil {
 			wait = min(wait, retry.Fail(err))
@@ -33,4 +39,39 @@ func (e *Engine) deregister(ctx context.Context) {
 	if err := e.store.NodeRemove(ctx, e.cfg.WorkerID); err != nil {
 		e.log.Warn("deregister node", "err", err)
 	}
+}
+
+// RefreshWeights reads the queues' stored weights and shares this process's slots by them: a
+// queue's stored weight when it has one, else its configured weight (Config.Weights, default
+// 1). With a single queue there is nothing to share and nothing is read.
+func (e *Engine) RefreshWeights(ctx context.Context) error {
+	if len(e.producers) < 2 {
+		return nil
+	}
+	settings, err := e.store.QueueList(ctx)
+	if err != nil {
+		return fmt.Errorf("read queue weights: %w", err)
+	}
+	stored := make(map[string]int, len(settings))
+	for _, q := range settings {
+		stored[q.Name] = q.Weight
+	}
+	weights := make(map[string]int, len(e.producers))
+	for q := range e.producers {
+		weights[q] = max(e.cfg.Weights[q], 1)
+		if w := stored[q]; w > 0 {
+			weights[q] = w
+		}
+	}
+	e.slots.setWeights(weights)
+	return nil
+}
+
+// Weights are the weights this process shares its slots by, per queue it works.
+func (e *Engine) Weights() map[string]int {
+	out := make(map[string]int, len(e.producers))
+	for q := range e.producers {
+		out[q] = e.slots.weight(q)
+	}
+	return out
 }

@@ -85,7 +85,7 @@ func (p *producer) run(ctx context.Context) {
 		free := p.max - int(p.running.Load()) - st.reserved
 		held := p.e.clock.Now().Before(st.holdUntil)
 		if st.inflight < maxClaimsInFlight && st.more && !held && free > 0 && (st.urgent || free >= threshold) {
-			if n := p.e.slots.tryAcquire(min(free, cfg.ClaimBatch)); n > 0 {
+			if n := p.e.slots.tryAcquire(p.queue, min(free, cfg.ClaimBatch)); n > 0 {
 				st.inflight, st.reserved, st.urgent = st.inflight+1, st.reserved+n, false
 				go p.claim(ctx, n, st.gen)
 				continue
@@ -124,7 +124,7 @@ func (p *producer) run(ctx context.Context) {
 // received starts a finished claim's jobs and updates the loop's view of the queue.
 func (p *producer) received(st *loopState, r claimResult) {
 	st.inflight, st.reserved = st.inflight-1, st.reserved-r.asked
-	p.e.slots.release(r.asked - len(r.jobs))
+	p.e.slots.release(p.queue, r.asked-len(r.jobs))
 	for _, row := range r.jobs {
 		p.running.Add(1)
 		p.e.execs.Add(1)
@@ -137,6 +137,7 @@ func (p *producer) received(st *loopState, r claimResult) {
 		st.holdUntil = p.e.clock.Now().Add(wait)
 		st.poll.Stop()
 		st.poll = p.e.clock.NewTimer(wait)
+		p.e.slots.want(p.queue, false) // no claim before the backoff: owed nothing meanwhile
 		return
 	}
 	p.retry.Succeed()
@@ -147,6 +148,9 @@ func (p *producer) received(st *loopState, r claimResult) {
 		return // woken since this claim was issued: what it saw is stale, so keep looking
 	}
 	st.more = len(r.jobs) == r.asked
+	if !st.more {
+		p.e.slots.want(p.queue, false) // the queue is empty (or capped): it is owed no slots
+	}
 	p.capHeld.Store(!st.more && r.capLimited)
 	if !st.more && r.capLimited {
 		st.poll.Stop()

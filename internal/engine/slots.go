@@ -1,38 +1,166 @@
 package engine
 
-import "sync"
+import (
+	"cmp"
+	"slices"
+	"sync"
+)
 
-// slots is the process-wide concurrency limit. Releasing broadcasts to every waiting producer.
+// slots is the process-wide concurrency limit, shared between the queues by weight. A queue
+// holds the slots of its outstanding claims and running jobs. While the pool has room every
+// queue takes what it asks for; once queues compete, a queue that wants slots is owed its
+// weighted share of the pool among the queues that want slots (weight × total ÷ the wanting
+// queues' weights, at most its own concurrency), and a slot freed goes to a queue below its
+// share before any other queue can take it. So a flooded queue that holds every slot gives
+// them up, one finished job at a time, to a queue that wakes up with work, until each holds
+// its share; a queue with nothing to do is owed nothing. Releasing broadcasts to every
+// waiting producer.
 type slots struct {
 	mu      sync.Mutex
+	total   int
 	free    int
+	queues  map[string]*share
 	changed chan struct{}
 }
 
-func newSlots(n int) *slots { return &slots{free: n, changed: make(chan struct{})} }
+// share is one queue's part of the pool.
+type share struct {
+	name    string
+	max     int  // the queue's own concurrency in this process
+	weight  int  // its weight (at least 1)
+	held    int  // slots of its outstanding claims and running jobs
+	wanting bool // it has work waiting for slots
+}
 
-// tryAcquire takes up to n slots without waiting and returns how many it took.
-func (s *slots) tryAcquire(n int) int {
+func newSlots(n int) *slots {
+	return &slots{total: n, free: n, queues: map[string]*share{}, changed: make(chan struct{})}
+}
+
+// add registers queue with its concurrency in this process and weight 1.
+func (s *slots) add(queue string, max int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n = min(n, s.free)
+	s.queues[queue] = &share{name: queue, max: max, weight: 1}
+}
+
+// setWeights sets the weights of the queues named in w (weights under 1 count as 1); the
+// others keep theirs.
+func (s *slots) setWeights(w map[string]int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	changed := false
+	for name, weight := range w {
+		if q := s.queues[name]; q != nil && q.weight != max(weight, 1) {
+			q.weight, changed = max(weight, 1), true
+		}
+	}
+	if changed {
+		s.broadcastLocked()
+	}
+}
+
+// weight is queue's weight.
+func (s *slots) weight(queue string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.queues[queue].weight
+}
+
+// want records whether queue has work waiting for slots. A queue that stops wanting frees
+// what it was owed for the others.
+func (s *slots) want(queue string, wanting bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := s.queues[queue]
+	if q.wanting == wanting {
+		return
+	}
+	q.wanting = wanting
+	if !wanting {
+		s.broadcastLocked()
+	}
+}
+
+// tryAcquire takes up to n slots for queue without waiting, leaving what the other wanting
+// queues are owed, and returns how many it took. It marks queue as wanting.
+func (s *slots) tryAcquire(queue string, n int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := s.queues[queue]
+	q.wanting = true
+	n = min(n, s.free-s.owedLocked(q))
+	if n <= 0 {
+		return 0
+	}
 	s.free -= n
+	q.held += n
 	return n
 }
 
-// release returns n slots and wakes the waiters.
-func (s *slots) release(n int) {
+// owedLocked is how many free slots the wanting queues other than q are owed: what each
+// holds below its weighted share among the wanting queues and q.
+func (s *slots) owedLocked(q *share) int {
+	var others []*share
+	for _, o := range s.queues {
+		if o != q && o.wanting {
+			others = append(others, o)
+		}
+	}
+	if len(others) == 0 {
+		return 0 // nobody else wants slots
+	}
+	owed := 0
+	for o, fair := range fairShares(s.total, append(others, q)) {
+		if o != q {
+			owed += max(min(fair, o.max)-o.held, 0)
+		}
+	}
+	return owed
+}
+
+// fairShares apportions total slots between qs by weight: each gets the whole part of
+// total × weight ÷ the weights' sum, and the slots left over go one each to the largest
+// remainders (ties to the heavier queue, then by name), so the shares add up to total.
+func fairShares(total int, qs []*share) map[*share]int {
+	sum := 0
+	for _, q := range qs {
+		sum += q.weight
+	}
+	out := make(map[*share]int, len(qs))
+	left := total
+	for _, q := range qs {
+		out[q] = total * q.weight / sum
+		left -= out[q]
+	}
+	byRemainder := slices.Clone(qs)
+	slices.SortFunc(byRemainder, func(a, b *share) int {
+		return cmp.Or(cmp.Compare(total*b.weight%sum, total*a.weight%sum), cmp.Compare(b.weight, a.weight),
+			cmp.Compare(a.name, b.name))
+	})
+	for _, q := range byRemainder[:left] {
+		out[q]++
+	}
+	return out
+}
+
+// release returns n of queue's slots and wakes the waiters.
+func (s *slots) release(queue string, n int) {
 	if n <= 0 {
 		return
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.free += n
-	close(s.changed)
-	s.changed = make(chan struct{})
-	s.mu.Unlock()
+	s.queues[queue].held -= n
+	s.broadcastLocked()
 }
 
-// wait returns a channel closed at the next release.
+func (s *slots) broadcastLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// wait returns a channel closed at the next release (or change of shares).
 func (s *slots) wait() <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()

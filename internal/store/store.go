@@ -94,7 +94,10 @@ type Store interface {
 	// QueueSetPaused pauses or resumes a queue: a paused queue's jobs are not claimed (running
 	// ones finish). Unknown queues are created.
 	QueueSetPaused(ctx context.Context, queue string, paused bool) error
-	// QueueList returns the settings of every queue that has any (paused, limits).
+	// QueueSetWeight stores a queue's fair-share weight (at least 1), fleet-wide; 0 removes
+	// it (each process then uses its own). Unknown queues are created.
+	QueueSetWeight(ctx context.Context, queue string, weight int) error
+	// QueueList returns the settings of every queue that has any (paused, weight).
 	QueueList(ctx context.Context) ([]*QueueSettings, error)
 	// JobCounts returns the number of jobs per queue and state, by queue then state; states
 	// without jobs are left out.
@@ -149,4 +152,5 @@ type JobCount struct {
 type QueueSettings struct {
 	Name   string
 	Paused bool
+	Weight int // 0 when none is stored
 }

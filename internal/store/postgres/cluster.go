@@ -25,15 +25,34 @@ func (s *Store) QueueSetPaused(ctx context.Context, queue string, paused bool) e
 	return nil
 }
 
+// QueueSetWeight stores a queue's fair-share weight; 0 removes it.
+func (s *Store) QueueSetWeight(ctx context.Context, queue string, weight int) error {
+	if weight < 0 {
+		return fmt.Errorf("set queue %q weight %d: %w", queue, weight, store.ErrInvalid)
+	}
+	var stored *int
+	if weight > 0 {
+		stored = &weight
+	}
+	_, err := s.pool.Exec(ctx, s.sql(`INSERT INTO {schema}.queues (name, weight, updated_at)
+		VALUES ($2, $3, coalesce($1::timestamptz, now()))
+		ON CONFLICT (name) DO UPDATE SET weight = excluded.weight, updated_at = excluded.updated_at`),
+		s.nowArg(), queue, stored)
+	if err != nil {
+		return s.wrap(err, "set queue %q weight %d", queue, weight)
+	}
+	return nil
+}
+
 // QueueList returns the stored queue settings, by name.
 func (s *Store) QueueList(ctx context.Context) ([]*store.QueueSettings, error) {
-	rs, err := s.pool.Query(ctx, s.sql(`SELECT name, paused FROM {schema}.queues ORDER BY name COLLATE "C"`))
+	rs, err := s.pool.Query(ctx, s.sql(`SELECT name, paused, coalesce(weight, 0) FROM {schema}.queues ORDER BY name COLLATE "C"`))
 	if err != nil {
 		return nil, s.wrap(err, "list queues")
 	}
 	out, err := pgx.CollectRows(rs, func(r pgx.CollectableRow) (*store.QueueSettings, error) {
 		q := &store.QueueSettings{}
-		return q, r.Scan(&q.Name, &q.Paused)
+		return q, r.Scan(&q.Name, &q.Paused, &q.Weight)
 	})
 	if err != nil {
 		return nil, s.wrap(err, "list queues")

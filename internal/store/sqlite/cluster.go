@@ -23,9 +23,30 @@ func (s *Store) QueueSetPaused(ctx context.Context, queue string, paused bool) e
 	return nil
 }
 
+// QueueSetWeight stores a queue's fair-share weight; 0 removes it.
+func (s *Store) QueueSetWeight(ctx context.Context, queue string, weight int) error {
+	if weight < 0 {
+		return fmt.Errorf("set queue %q weight %d: %w", queue, weight, store.ErrInvalid)
+	}
+	var stored *int
+	if weight > 0 {
+		stored = &weight
+	}
+	err := s.write(ctx, nil, func(ctx context.Context, tx *sql.Tx, _ []*sql.Stmt) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO queues (name, weight, updated_at) VALUES (?1, ?2, ?3)
+			ON CONFLICT (name) DO UPDATE SET weight = excluded.weight, updated_at = excluded.updated_at`,
+			queue, stored, micros(s.clock.Now()))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("set queue %q weight %d: %w", queue, weight, err)
+	}
+	return nil
+}
+
 // QueueList returns the stored queue settings, by name.
 func (s *Store) QueueList(ctx context.Context) ([]*store.QueueSettings, error) {
-	rows, err := s.reader.QueryContext(ctx, `SELECT name, paused FROM queues ORDER BY name`)
+	rows, err := s.reader.QueryContext(ctx, `SELECT name, paused, coalesce(weight, 0) FROM queues ORDER BY name`)
 	if err != nil {
 		return nil, wrap(err, "list queues")
 	}
@@ -33,7 +54,7 @@ func (s *Store) QueueList(ctx context.Context) ([]*store.QueueSettings, error) {
 	var out []*store.QueueSettings
 	for rows.Next() {
 		q := &store.QueueSettings{}
-		if err := rows.Scan(&q.Name, &q.Paused); err != nil {
+		if err := rows.Scan(&q.Name, &q.Paused, &q.Weight); err != nil {
 			return nil, wrap(err, "list queues")
 		}
 		out = append(out, q)

@@ -12,6 +12,7 @@ import (
 
 func testCluster(t *testing.T, opener Opener) {
 	parallel(t, opener, "QueuePause", clusterQueuePause)
+	parallel(t, opener, "QueueWeight", clusterQueueWeight)
 	parallel(t, opener, "Nodes", clusterNodes)
 	parallel(t, opener, "LeaderExclusive", clusterLeaderExclusive)
 	parallel(t, opener, "LeaderResign", clusterLeaderResign)
@@ -54,6 +55,26 @@ func clusterQueuePause(t *testing.T, b *bundle) {
 	qs, err = b.store.QueueList(ctx)
 	require.NoError(t, err)
 	require.False(t, qs[0].Paused)
+}
+
+// Contract 14: a queue's weight is stored fleet-wide, kept apart from its pause flag, and
+// removed with 0; a bad weight is refused and changes nothing.
+func clusterQueueWeight(t *testing.T, b *bundle) {
+	ctx := t.Context()
+	require.NoError(t, b.store.QueueSetWeight(ctx, "mail", 3))
+	require.NoError(t, b.store.QueueSetPaused(ctx, "mail", true))
+	require.NoError(t, b.store.QueueSetPaused(ctx, "other", true))
+	qs, err := b.store.QueueList(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []*store.QueueSettings{{Name: "mail", Paused: true, Weight: 3}, {Name: "other", Paused: true}}, qs,
+		"a weight survives a pause; a queue without one reads 0")
+
+	require.ErrorIs(t, b.store.QueueSetWeight(ctx, "mail", -1), store.ErrInvalid)
+	require.NoError(t, b.store.QueueSetWeight(ctx, "mail", 0))
+	require.NoError(t, b.store.QueueSetWeight(ctx, "fresh", 2))
+	qs, err = b.store.QueueList(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []*store.QueueSettings{{Name: "fresh", Weight: 2}, {Name: "mail", Paused: true}, {Name: "other", Paused: true}}, qs)
 }
 
 func clusterNodes(t *testing.T, b *bundle) {

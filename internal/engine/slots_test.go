@@ -1,0 +1,73 @@
+package engine
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestFairSharesAddUpToThePool(t *testing.T) {
+	a, b, c := &share{name: "a", weight: 3}, &share{name: "b", weight: 1}, &share{name: "c", weight: 1}
+	require.Equal(t, map[*share]int{a: 15, b: 5}, fairShares(20, []*share{a, b}))
+	require.Equal(t, map[*share]int{a: 8, b: 2}, fairShares(10, []*share{b, a}), "7.5 and 2.5: the heavier queue takes the odd slot")
+	require.Equal(t, map[*share]int{a: 6, b: 2, c: 2}, fairShares(10, []*share{a, b, c}))
+	require.Equal(t, map[*share]int{b: 1, c: 0}, fairShares(1, []*share{c, b}), "equal remainders: by name")
+}
+
+// A queue that holds every slot gives them up, as its jobs finish, to a queue that wakes up
+// with work, until each holds its weighted share; a queue with nothing to do is owed nothing.
+func TestAFloodedQueueGivesWayToAnotherByWeight(t *testing.T) {
+	for _, tc := range []struct {
+		flood, trickle int // weights
+		want           int // slots the trickle queue ends up holding, of 20
+	}{{1, 1, 10}, {3, 1, 5}, {1, 3, 15}} {
+		s := newSlots(20)
+		s.add("flood", 20)
+		s.add("trickle", 20)
+		s.setWeights(map[string]int{"flood": tc.flood, "trickle": tc.trickle})
+		require.Equal(t, 20, s.tryAcquire("flood", 200), "alone, a queue takes the whole pool")
+		require.Zero(t, s.tryAcquire("trickle", 200), "the pool is full: trickle waits, wanting")
+
+		// Jobs finish one at a time, each queue's producer tries for the freed slot (the
+		// flood's first, the worse order for the trickle), and the queue that gets it runs a job
+		// that also finishes in turn, oldest first.
+		var running []string
+		for range 20 {
+			running = append(running, "flood")
+		}
+		for range 400 {
+			done := running[0]
+			running = running[1:]
+			s.release(done, 1)
+			for _, q := range []string{"flood", "trickle"} {
+				if s.tryAcquire(q, 200) == 1 {
+					running = append(running, q)
+				}
+			}
+			require.Len(t, running, 20, "a freed slot never stays free while a queue wants it")
+		}
+		require.Equal(t, tc.want, s.queues["trickle"].held, "weights %d:%d", tc.flood, tc.trickle)
+
+		// The trickle queue runs dry: it stops wanting, and the flood takes its slots back.
+		s.want("trickle", false)
+		for s.queues["trickle"].held > 0 {
+			s.release("trickle", 1)
+			require.Equal(t, 1, s.tryAcquire("flood", 200))
+		}
+		require.Equal(t, 20, s.queues["flood"].held)
+	}
+}
+
+// Weights stay within each queue's own concurrency: a queue owed more than it may run leaves
+// the rest to the others.
+func TestAShareIsBoundedByTheQueuesConcurrency(t *testing.T) {
+	s := newSlots(20)
+	s.add("big", 20)
+	s.add("small", 4)
+	s.setWeights(map[string]int{"small": 10})
+	require.Equal(t, 20, s.tryAcquire("big", 200))
+	require.Zero(t, s.tryAcquire("small", 4), "small wants (its producer asks for no more than its concurrency)")
+	s.release("big", 20)
+	require.Equal(t, 16, s.tryAcquire("big", 200), "small is owed its concurrency, 4, not its weighted share, 18")
+	require.Equal(t, 4, s.tryAcquire("small", 4))
+}
