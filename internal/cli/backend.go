@@ -17,6 +17,7 @@ import (
 	"github.com/hopperjobs/hopper/gen/hopper/v1/hopperv1connect"
 	remoteworker "github.com/hopperjobs/hopper/remote"
 	"github.com/spf13/cobra"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
@@ -41,6 +42,8 @@ type backend interface {
 	Queues(ctx context.Context) ([]*hopper.QueueInfo, error)
 	PauseQueue(ctx context.Context, queue string) error
 	ResumeQueue(ctx context.Context, queue string) error
+	// SetQueue sets the queue's weight and fleet-wide cap, those that are not nil (0 removes).
+	SetQueue(ctx context.Context, queue string, weight, maxRunning *int) error
 	Nodes(ctx context.Context) ([]*hopper.Node, error)
 	// The dead-letter queue (dlq.go).
 	DeadLetters(ctx context.Context, p *hopper.DeadLetterParams) (*hopper.ListResult, error)
@@ -73,6 +76,21 @@ func serverURL(cmd *cobra.Command) string {
 
 // local is a database opened by the CLI.
 type local struct{ *hopper.Client }
+
+func (l local) SetQueue(ctx context.Context, queue string, weight, maxRunning *int) error {
+	if maxRunning != nil && *maxRunning < 0 { // checked first: a refused command changes nothing
+		return l.SetLimit(ctx, hopper.Limit{Queue: queue, MaxRunning: *maxRunning})
+	}
+	if weight != nil {
+		if err := l.SetQueueWeight(ctx, queue, *weight); err != nil {
+			return err
+		}
+	}
+	if maxRunning != nil {
+		return l.SetLimit(ctx, hopper.Limit{Queue: queue, MaxRunning: *maxRunning})
+	}
+	return nil
+}
 
 func (l local) Enqueue(ctx context.Context, args hopper.RawArgs, opts *hopper.InsertOpts) (*hopper.InsertResult, error) {
 	return l.Client.Enqueue(ctx, args, opts)
@@ -225,13 +243,26 @@ func (r *remote) Queues(ctx context.Context) ([]*hopper.QueueInfo, error) {
 		for st, n := range q.GetCounts() {
 			counts[hopper.JobState(st)] = n
 		}
-		out[i] = &hopper.QueueInfo{Name: q.GetName(), Paused: q.GetPaused(), MaxRunning: int(q.GetMaxRunning()), Counts: counts}
+		out[i] = &hopper.QueueInfo{Name: q.GetName(), Paused: q.GetPaused(), Weight: int(q.GetWeight()),
+			MaxRunning: int(q.GetMaxRunning()), Counts: counts}
 	}
 	return out, nil
 }
 
 func (r *remote) PauseQueue(ctx context.Context, queue string) error {
 	_, err := r.queues.Pause(ctx, &hopperv1.PauseRequest{Queue: queue})
+	return remoteErr(err)
+}
+
+func (r *remote) SetQueue(ctx context.Context, queue string, weight, maxRunning *int) error {
+	req := &hopperv1.QueueServiceSetRequest{Queue: queue}
+	if weight != nil {
+		req.Weight = proto.Int32(int32(*weight))
+	}
+	if maxRunning != nil {
+		req.MaxRunning = proto.Int32(int32(*maxRunning))
+	}
+	_, err := r.queues.Set(ctx, req)
 	return remoteErr(err)
 }
 

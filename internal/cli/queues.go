@@ -36,7 +36,46 @@ func newQueuesCmd() *cobra.Command {
 	}
 	addJSONFlag(ls)
 	cmd.AddCommand(ls, queueToggle("pause", "Stop starting jobs of QUEUE; running jobs finish", true),
-		queueToggle("resume", "Let a paused QUEUE's jobs start again", false))
+		queueToggle("resume", "Let a paused QUEUE's jobs start again", false), newQueueSetCmd())
+	return cmd
+}
+
+func newQueueSetCmd() *cobra.Command {
+	var weight, maxRunning int
+	cmd := &cobra.Command{
+		Use:   "set QUEUE",
+		Short: "Set QUEUE's fair-share weight and fleet-wide cap on running jobs",
+		Long: `set changes the settings of QUEUE that are given, for every process that works it.
+
+--weight is the queue's share of a process's workers when queues compete for them: a queue
+with work gets weight / (sum of the weights of the queues with work) of them (1–1000; 0 removes
+the stored weight, and each process goes back to its configured one, default 1). --cap bounds
+the queue's running jobs across the fleet (0 removes the cap). See docs/flow-control.md.`,
+		Example: `  hopper queues set reports --weight 3
+  hopper queues set emails --cap 20 --weight 1`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var w, c *int
+			if cmd.Flags().Changed("weight") {
+				w = &weight
+			}
+			if cmd.Flags().Changed("cap") {
+				c = &maxRunning
+			}
+			if w == nil && c == nil {
+				return usageErrorf("give --weight, --cap or both")
+			}
+			return withBackend(cmd, false, func(client backend) error {
+				if err := client.SetQueue(cmd.Context(), args[0], w, c); err != nil {
+					return err
+				}
+				_, err := fmt.Fprintf(cmd.OutOrStdout(), "queue %s set\n", args[0])
+				return err
+			})
+		},
+	}
+	cmd.Flags().IntVar(&weight, "weight", 0, "fair-share weight, 1–1000 (0 removes it)")
+	cmd.Flags().IntVar(&maxRunning, "cap", 0, "most running jobs across the fleet (0 removes the cap)")
 	return cmd
 }
 
@@ -71,20 +110,23 @@ func printQueues(w io.Writer, qs []*hopper.QueueInfo) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprint(tw, "QUEUE\tPAUSED\tCAP")
+	fmt.Fprint(tw, "QUEUE\tPAUSED\tWEIGHT\tCAP")
 	for _, s := range queueStates {
 		fmt.Fprintf(tw, "\t%s", s)
 	}
 	fmt.Fprintln(tw)
 	for _, q := range qs {
-		paused, limit := "no", "-"
+		paused, weight, limit := "no", "-", "-"
 		if q.Paused {
 			paused = "yes"
+		}
+		if q.Weight > 0 {
+			weight = fmt.Sprint(q.Weight)
 		}
 		if q.MaxRunning > 0 {
 			limit = fmt.Sprint(q.MaxRunning)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s", q.Name, paused, limit)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s", q.Name, paused, weight, limit)
 		for _, s := range queueStates {
 			fmt.Fprintf(tw, "\t%d", q.Counts[s])
 		}
@@ -96,6 +138,7 @@ func printQueues(w io.Writer, qs []*hopper.QueueInfo) error {
 type queueJSON struct {
 	Name       string           `json:"name"`
 	Paused     bool             `json:"paused"`
+	Weight     int              `json:"weight,omitempty"`
 	MaxRunning int              `json:"max_running,omitempty"`
 	Counts     map[string]int64 `json:"counts"`
 }
@@ -107,7 +150,7 @@ func queuesJSON(qs []*hopper.QueueInfo) any {
 		for _, s := range queueStates {
 			counts[string(s)] = q.Counts[s]
 		}
-		out[i] = queueJSON{Name: q.Name, Paused: q.Paused, MaxRunning: q.MaxRunning, Counts: counts}
+		out[i] = queueJSON{Name: q.Name, Paused: q.Paused, Weight: q.Weight, MaxRunning: q.MaxRunning, Counts: counts}
 	}
 	return struct {
 		Queues []queueJSON `json:"queues"`

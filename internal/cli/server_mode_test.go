@@ -132,10 +132,28 @@ func TestQueueCommandsBothWays(t *testing.T) {
 		res = runner(t, "queues", "ls")
 		require.Equal(t, ExitOK, res.code, res.stderr)
 		require.Contains(t, res.stdout, "QUEUE")
-		require.Regexp(t, `reports\s+no\s+-\s+0\s+1`, res.stdout)
+		require.Regexp(t, `reports\s+no\s+-\s+-\s+0\s+1`, res.stdout)
 
 		res = runner(t, "queues", "pause", "bad name")
 		require.Equal(t, ExitUsage, res.code, res.stderr)
+
+		res = runner(t, "queues", "set", "reports", "--weight", "3", "--cap", "7")
+		require.Equal(t, ExitOK, res.code, res.stderr)
+		res = runner(t, "queues", "ls")
+		require.Regexp(t, `reports\s+no\s+3\s+7\s+0\s+1`, res.stdout)
+		res = runner(t, "queues", "ls", "--json")
+		require.Contains(t, res.stdout, `"weight": 3`)
+		require.Contains(t, res.stdout, `"max_running": 7`)
+		for _, bad := range [][]string{{"--weight", "0", "--cap", "-1"}, {"--weight", "1001"}, {}} {
+			res = runner(t, append([]string{"queues", "set", "reports"}, bad...)...)
+			require.Equal(t, ExitUsage, res.code, "%v: %s", bad, res.stderr)
+		}
+		res = runner(t, "queues", "ls")
+		require.Regexp(t, `reports\s+no\s+3\s+7\s+0\s+1`, res.stdout, "a refused set changes nothing")
+		res = runner(t, "queues", "set", "reports", "--weight", "0", "--cap", "0")
+		require.Equal(t, ExitOK, res.code, res.stderr)
+		res = runner(t, "queues", "ls")
+		require.Regexp(t, `reports\s+no\s+-\s+-\s+0\s+1`, res.stdout, "0 removes both")
 	}
 }
 

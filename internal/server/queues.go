@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"fmt"
 
+	"github.com/hopperjobs/hopper"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
 	"github.com/hopperjobs/hopper/internal/apiview"
 )
@@ -21,7 +23,8 @@ func (q *queueService) List(ctx context.Context, _ *hopperv1.QueueServiceListReq
 		for st, n := range info.Counts {
 			counts[string(st)] = n
 		}
-		out.Queues[i] = &hopperv1.Queue{Name: info.Name, Paused: info.Paused, MaxRunning: int32(info.MaxRunning), Counts: counts}
+		out.Queues[i] = &hopperv1.Queue{Name: info.Name, Paused: info.Paused, MaxRunning: int32(info.MaxRunning),
+			Weight: int32(info.Weight), Counts: counts}
 	}
 	return out, nil
 }
@@ -38,6 +41,27 @@ func (q *queueService) Resume(ctx context.Context, req *hopperv1.ResumeRequest) 
 		return nil, rpcError("resume queue", err)
 	}
 	return &hopperv1.ResumeResponse{}, nil
+}
+
+// Set applies the settings the request carries.
+func (q *queueService) Set(ctx context.Context, req *hopperv1.QueueServiceSetRequest) (*hopperv1.QueueServiceSetResponse, error) {
+	if req.Weight == nil && req.MaxRunning == nil {
+		return nil, invalidArg("weight", "set at least one of weight and max_running")
+	}
+	if req.GetMaxRunning() < 0 { // checked first: a refused request changes nothing
+		return nil, invalidArg("max_running", fmt.Sprintf("%d is negative", req.GetMaxRunning()))
+	}
+	if req.Weight != nil {
+		if err := q.s.client.SetQueueWeight(ctx, req.GetQueue(), int(req.GetWeight())); err != nil {
+			return nil, rpcError("set queue weight", err)
+		}
+	}
+	if req.MaxRunning != nil {
+		if err := q.s.client.SetLimit(ctx, hopper.Limit{Queue: req.GetQueue(), MaxRunning: int(req.GetMaxRunning())}); err != nil {
+			return nil, rpcError("set queue cap", err)
+		}
+	}
+	return &hopperv1.QueueServiceSetResponse{}, nil
 }
 
 // adminService implements hopper.v1.AdminService.

@@ -340,6 +340,7 @@ var procedureScopes = map[string]Scope{
 	hopperv1connect.QueueServiceListProcedure:   ScopeRead,
 	hopperv1connect.QueueServicePauseProcedure:  ScopeAdmin,
 	hopperv1connect.QueueServiceResumeProcedure: ScopeAdmin,
+	hopperv1connect.QueueServiceSetProcedure:    ScopeAdmin,
 
 	hopperv1connect.AdminServiceListNodesProcedure:   ScopeRead,
 	hopperv1connect.AdminServiceListWorkersProcedure: ScopeRead,

@@ -24,6 +24,7 @@ import (
 	"github.com/hopperjobs/hopper/sqlitestore"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 )
 
@@ -463,6 +464,35 @@ func TestQueuesAndAdmin(t *testing.T) {
 	require.Len(t, e.activate(t, &hopperv1.ActivateRequest{}), 1)
 	_, err = e.queues.Pause(t.Context(), &hopperv1.PauseRequest{Queue: "no spaces"})
 	requireCode(t, connect.CodeInvalidArgument, err)
+
+	// Set: a weight and a cap, listed; a bad value is refused naming its field, and a refused
+	// weight changes nothing.
+	_, err = e.queues.Set(t.Context(), &hopperv1.QueueServiceSetRequest{Queue: "default", Weight: proto.Int32(3), MaxRunning: proto.Int32(7)})
+	require.NoError(t, err)
+	for _, bad := range []struct {
+		req   *hopperv1.QueueServiceSetRequest
+		field string
+	}{
+		{&hopperv1.QueueServiceSetRequest{Queue: "default", Weight: proto.Int32(-1)}, "weight"},
+		{&hopperv1.QueueServiceSetRequest{Queue: "default", Weight: proto.Int32(1001), MaxRunning: proto.Int32(1)}, "weight"},
+		{&hopperv1.QueueServiceSetRequest{Queue: "default", MaxRunning: proto.Int32(-2)}, "max_running"},
+		{&hopperv1.QueueServiceSetRequest{Queue: "default"}, "weight"},
+		{&hopperv1.QueueServiceSetRequest{Queue: "no spaces", Weight: proto.Int32(2)}, "queue"},
+	} {
+		_, err = e.queues.Set(t.Context(), bad.req)
+		requireCode(t, connect.CodeInvalidArgument, err)
+		require.ErrorContains(t, err, bad.field)
+	}
+	res, err = e.queues.List(t.Context(), &hopperv1.QueueServiceListRequest{})
+	require.NoError(t, err)
+	require.Equal(t, int32(3), res.GetQueues()[0].GetWeight())
+	require.Equal(t, int32(7), res.GetQueues()[0].GetMaxRunning())
+	_, err = e.queues.Set(t.Context(), &hopperv1.QueueServiceSetRequest{Queue: "default", Weight: proto.Int32(0), MaxRunning: proto.Int32(0)})
+	require.NoError(t, err)
+	res, err = e.queues.List(t.Context(), &hopperv1.QueueServiceListRequest{})
+	require.NoError(t, err)
+	require.Zero(t, res.GetQueues()[0].GetWeight(), "0 removes the weight")
+	require.Zero(t, res.GetQueues()[0].GetMaxRunning(), "and the cap")
 
 	require.Eventually(t, func() bool {
 		nodes, err := e.admin.ListNodes(t.Context(), &hopperv1.ListNodesRequest{})

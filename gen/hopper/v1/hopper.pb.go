@@ -3778,7 +3778,10 @@ type Queue struct {
 	// max_running is the fleet-wide cap on running jobs (0: none).
 	MaxRunning int32 `protobuf:"varint,3,opt,name=max_running,json=maxRunning,proto3" json:"max_running,omitempty"`
 	// counts holds the number of jobs per state.
-	Counts        map[string]int64 `protobuf:"bytes,4,rep,name=counts,proto3" json:"counts,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	Counts map[string]int64 `protobuf:"bytes,4,rep,name=counts,proto3" json:"counts,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	// weight is the fleet-wide fair-share weight an operator stored (0: none; each process
+	// uses its own configured weight, default 1).
+	Weight        int32 `protobuf:"varint,5,opt,name=weight,proto3" json:"weight,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3839,6 +3842,13 @@ func (x *Queue) GetCounts() map[string]int64 {
 		return x.Counts
 	}
 	return nil
+}
+
+func (x *Queue) GetWeight() int32 {
+	if x != nil {
+		return x.Weight
+	}
+	return 0
 }
 
 type QueueServiceListRequest struct {
@@ -3921,6 +3931,104 @@ func (x *QueueServiceListResponse) GetQueues() []*Queue {
 	return nil
 }
 
+type QueueServiceSetRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Queue string                 `protobuf:"bytes,1,opt,name=queue,proto3" json:"queue,omitempty"`
+	// weight is the queue's fair-share weight in every process (1–1000; 0 removes it).
+	Weight *int32 `protobuf:"varint,2,opt,name=weight,proto3,oneof" json:"weight,omitempty"`
+	// max_running is the fleet-wide cap on the queue's running jobs (0 removes it).
+	MaxRunning    *int32 `protobuf:"varint,3,opt,name=max_running,json=maxRunning,proto3,oneof" json:"max_running,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QueueServiceSetRequest) Reset() {
+	*x = QueueServiceSetRequest{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueueServiceSetRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueueServiceSetRequest) ProtoMessage() {}
+
+func (x *QueueServiceSetRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueueServiceSetRequest.ProtoReflect.Descriptor instead.
+func (*QueueServiceSetRequest) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *QueueServiceSetRequest) GetQueue() string {
+	if x != nil {
+		return x.Queue
+	}
+	return ""
+}
+
+func (x *QueueServiceSetRequest) GetWeight() int32 {
+	if x != nil && x.Weight != nil {
+		return *x.Weight
+	}
+	return 0
+}
+
+func (x *QueueServiceSetRequest) GetMaxRunning() int32 {
+	if x != nil && x.MaxRunning != nil {
+		return *x.MaxRunning
+	}
+	return 0
+}
+
+type QueueServiceSetResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QueueServiceSetResponse) Reset() {
+	*x = QueueServiceSetResponse{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueueServiceSetResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueueServiceSetResponse) ProtoMessage() {}
+
+func (x *QueueServiceSetResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueueServiceSetResponse.ProtoReflect.Descriptor instead.
+func (*QueueServiceSetResponse) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{59}
+}
+
 type PauseRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Queue         string                 `protobuf:"bytes,1,opt,name=queue,proto3" json:"queue,omitempty"`
@@ -3930,7 +4038,7 @@ type PauseRequest struct {
 
 func (x *PauseRequest) Reset() {
 	*x = PauseRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3942,7 +4050,7 @@ func (x *PauseRequest) String() string {
 func (*PauseRequest) ProtoMessage() {}
 
 func (x *PauseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3955,7 +4063,7 @@ func (x *PauseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseRequest.ProtoReflect.Descriptor instead.
 func (*PauseRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{58}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *PauseRequest) GetQueue() string {
@@ -3973,7 +4081,7 @@ type PauseResponse struct {
 
 func (x *PauseResponse) Reset() {
 	*x = PauseResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3985,7 +4093,7 @@ func (x *PauseResponse) String() string {
 func (*PauseResponse) ProtoMessage() {}
 
 func (x *PauseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3998,7 +4106,7 @@ func (x *PauseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseResponse.ProtoReflect.Descriptor instead.
 func (*PauseResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{59}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{61}
 }
 
 type ResumeRequest struct {
@@ -4010,7 +4118,7 @@ type ResumeRequest struct {
 
 func (x *ResumeRequest) Reset() {
 	*x = ResumeRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4022,7 +4130,7 @@ func (x *ResumeRequest) String() string {
 func (*ResumeRequest) ProtoMessage() {}
 
 func (x *ResumeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4035,7 +4143,7 @@ func (x *ResumeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeRequest.ProtoReflect.Descriptor instead.
 func (*ResumeRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{60}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ResumeRequest) GetQueue() string {
@@ -4053,7 +4161,7 @@ type ResumeResponse struct {
 
 func (x *ResumeResponse) Reset() {
 	*x = ResumeResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4065,7 +4173,7 @@ func (x *ResumeResponse) String() string {
 func (*ResumeResponse) ProtoMessage() {}
 
 func (x *ResumeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4078,7 +4186,7 @@ func (x *ResumeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeResponse.ProtoReflect.Descriptor instead.
 func (*ResumeResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{61}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{63}
 }
 
 type Node struct {
@@ -4095,7 +4203,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4107,7 +4215,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4120,7 +4228,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{62}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *Node) GetId() string {
@@ -4173,7 +4281,7 @@ type ListNodesRequest struct {
 
 func (x *ListNodesRequest) Reset() {
 	*x = ListNodesRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4185,7 +4293,7 @@ func (x *ListNodesRequest) String() string {
 func (*ListNodesRequest) ProtoMessage() {}
 
 func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4198,7 +4306,7 @@ func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesRequest.ProtoReflect.Descriptor instead.
 func (*ListNodesRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{63}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{65}
 }
 
 type ListNodesResponse struct {
@@ -4210,7 +4318,7 @@ type ListNodesResponse struct {
 
 func (x *ListNodesResponse) Reset() {
 	*x = ListNodesResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4222,7 +4330,7 @@ func (x *ListNodesResponse) String() string {
 func (*ListNodesResponse) ProtoMessage() {}
 
 func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4235,7 +4343,7 @@ func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesResponse.ProtoReflect.Descriptor instead.
 func (*ListNodesResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{64}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *ListNodesResponse) GetNodes() []*Node {
@@ -4261,7 +4369,7 @@ type Worker struct {
 
 func (x *Worker) Reset() {
 	*x = Worker{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4273,7 +4381,7 @@ func (x *Worker) String() string {
 func (*Worker) ProtoMessage() {}
 
 func (x *Worker) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4286,7 +4394,7 @@ func (x *Worker) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Worker.ProtoReflect.Descriptor instead.
 func (*Worker) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{65}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *Worker) GetName() string {
@@ -4346,7 +4454,7 @@ type ListWorkersRequest struct {
 
 func (x *ListWorkersRequest) Reset() {
 	*x = ListWorkersRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4358,7 +4466,7 @@ func (x *ListWorkersRequest) String() string {
 func (*ListWorkersRequest) ProtoMessage() {}
 
 func (x *ListWorkersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4371,7 +4479,7 @@ func (x *ListWorkersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWorkersRequest.ProtoReflect.Descriptor instead.
 func (*ListWorkersRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{66}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{68}
 }
 
 type ListWorkersResponse struct {
@@ -4383,7 +4491,7 @@ type ListWorkersResponse struct {
 
 func (x *ListWorkersResponse) Reset() {
 	*x = ListWorkersResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4395,7 +4503,7 @@ func (x *ListWorkersResponse) String() string {
 func (*ListWorkersResponse) ProtoMessage() {}
 
 func (x *ListWorkersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4408,7 +4516,7 @@ func (x *ListWorkersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWorkersResponse.ProtoReflect.Descriptor instead.
 func (*ListWorkersResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{67}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *ListWorkersResponse) GetWorkers() []*Worker {
@@ -4439,7 +4547,7 @@ type Stream struct {
 
 func (x *Stream) Reset() {
 	*x = Stream{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4451,7 +4559,7 @@ func (x *Stream) String() string {
 func (*Stream) ProtoMessage() {}
 
 func (x *Stream) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4464,7 +4572,7 @@ func (x *Stream) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stream.ProtoReflect.Descriptor instead.
 func (*Stream) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{68}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *Stream) GetId() string {
@@ -4552,7 +4660,7 @@ type ListStreamsRequest struct {
 
 func (x *ListStreamsRequest) Reset() {
 	*x = ListStreamsRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4564,7 +4672,7 @@ func (x *ListStreamsRequest) String() string {
 func (*ListStreamsRequest) ProtoMessage() {}
 
 func (x *ListStreamsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4577,7 +4685,7 @@ func (x *ListStreamsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStreamsRequest.ProtoReflect.Descriptor instead.
 func (*ListStreamsRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{69}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{71}
 }
 
 type ListStreamsResponse struct {
@@ -4589,7 +4697,7 @@ type ListStreamsResponse struct {
 
 func (x *ListStreamsResponse) Reset() {
 	*x = ListStreamsResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4601,7 +4709,7 @@ func (x *ListStreamsResponse) String() string {
 func (*ListStreamsResponse) ProtoMessage() {}
 
 func (x *ListStreamsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4614,7 +4722,7 @@ func (x *ListStreamsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStreamsResponse.ProtoReflect.Descriptor instead.
 func (*ListStreamsResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{70}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *ListStreamsResponse) GetStreams() []*Stream {
@@ -4640,7 +4748,7 @@ type APIKey struct {
 
 func (x *APIKey) Reset() {
 	*x = APIKey{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4652,7 +4760,7 @@ func (x *APIKey) String() string {
 func (*APIKey) ProtoMessage() {}
 
 func (x *APIKey) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4665,7 +4773,7 @@ func (x *APIKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use APIKey.ProtoReflect.Descriptor instead.
 func (*APIKey) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{71}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *APIKey) GetId() string {
@@ -4720,7 +4828,7 @@ type CreateKeyRequest struct {
 
 func (x *CreateKeyRequest) Reset() {
 	*x = CreateKeyRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4732,7 +4840,7 @@ func (x *CreateKeyRequest) String() string {
 func (*CreateKeyRequest) ProtoMessage() {}
 
 func (x *CreateKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4745,7 +4853,7 @@ func (x *CreateKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyRequest.ProtoReflect.Descriptor instead.
 func (*CreateKeyRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{72}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *CreateKeyRequest) GetName() string {
@@ -4773,7 +4881,7 @@ type CreateKeyResponse struct {
 
 func (x *CreateKeyResponse) Reset() {
 	*x = CreateKeyResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[73]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4785,7 +4893,7 @@ func (x *CreateKeyResponse) String() string {
 func (*CreateKeyResponse) ProtoMessage() {}
 
 func (x *CreateKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[73]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4798,7 +4906,7 @@ func (x *CreateKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyResponse.ProtoReflect.Descriptor instead.
 func (*CreateKeyResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{73}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *CreateKeyResponse) GetKey() *APIKey {
@@ -4823,7 +4931,7 @@ type ListKeysRequest struct {
 
 func (x *ListKeysRequest) Reset() {
 	*x = ListKeysRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[74]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4835,7 +4943,7 @@ func (x *ListKeysRequest) String() string {
 func (*ListKeysRequest) ProtoMessage() {}
 
 func (x *ListKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[74]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4848,7 +4956,7 @@ func (x *ListKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeysRequest.ProtoReflect.Descriptor instead.
 func (*ListKeysRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{74}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{76}
 }
 
 type ListKeysResponse struct {
@@ -4860,7 +4968,7 @@ type ListKeysResponse struct {
 
 func (x *ListKeysResponse) Reset() {
 	*x = ListKeysResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[75]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4872,7 +4980,7 @@ func (x *ListKeysResponse) String() string {
 func (*ListKeysResponse) ProtoMessage() {}
 
 func (x *ListKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[75]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4885,7 +4993,7 @@ func (x *ListKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeysResponse.ProtoReflect.Descriptor instead.
 func (*ListKeysResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{75}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *ListKeysResponse) GetKeys() []*APIKey {
@@ -4904,7 +5012,7 @@ type RevokeKeyRequest struct {
 
 func (x *RevokeKeyRequest) Reset() {
 	*x = RevokeKeyRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[76]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4916,7 +5024,7 @@ func (x *RevokeKeyRequest) String() string {
 func (*RevokeKeyRequest) ProtoMessage() {}
 
 func (x *RevokeKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[76]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4929,7 +5037,7 @@ func (x *RevokeKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeKeyRequest.ProtoReflect.Descriptor instead.
 func (*RevokeKeyRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{76}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *RevokeKeyRequest) GetIdOrName() string {
@@ -4948,7 +5056,7 @@ type RevokeKeyResponse struct {
 
 func (x *RevokeKeyResponse) Reset() {
 	*x = RevokeKeyResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[77]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4960,7 +5068,7 @@ func (x *RevokeKeyResponse) String() string {
 func (*RevokeKeyResponse) ProtoMessage() {}
 
 func (x *RevokeKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[77]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4973,7 +5081,7 @@ func (x *RevokeKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeKeyResponse.ProtoReflect.Descriptor instead.
 func (*RevokeKeyResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{77}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *RevokeKeyResponse) GetKey() *APIKey {
@@ -4997,7 +5105,7 @@ type DeadLetterFilter struct {
 
 func (x *DeadLetterFilter) Reset() {
 	*x = DeadLetterFilter{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[78]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5009,7 +5117,7 @@ func (x *DeadLetterFilter) String() string {
 func (*DeadLetterFilter) ProtoMessage() {}
 
 func (x *DeadLetterFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[78]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5022,7 +5130,7 @@ func (x *DeadLetterFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterFilter.ProtoReflect.Descriptor instead.
 func (*DeadLetterFilter) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{78}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *DeadLetterFilter) GetQueues() []string {
@@ -5066,7 +5174,7 @@ type DeadLetterServiceListRequest struct {
 
 func (x *DeadLetterServiceListRequest) Reset() {
 	*x = DeadLetterServiceListRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[79]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5078,7 +5186,7 @@ func (x *DeadLetterServiceListRequest) String() string {
 func (*DeadLetterServiceListRequest) ProtoMessage() {}
 
 func (x *DeadLetterServiceListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[79]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5091,7 +5199,7 @@ func (x *DeadLetterServiceListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceListRequest.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceListRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{79}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *DeadLetterServiceListRequest) GetFilter() *DeadLetterFilter {
@@ -5126,7 +5234,7 @@ type DeadLetterServiceListResponse struct {
 
 func (x *DeadLetterServiceListResponse) Reset() {
 	*x = DeadLetterServiceListResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[80]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5138,7 +5246,7 @@ func (x *DeadLetterServiceListResponse) String() string {
 func (*DeadLetterServiceListResponse) ProtoMessage() {}
 
 func (x *DeadLetterServiceListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[80]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5151,7 +5259,7 @@ func (x *DeadLetterServiceListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceListResponse.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceListResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{80}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *DeadLetterServiceListResponse) GetJobs() []*Job {
@@ -5176,7 +5284,7 @@ type DeadLetterServiceStatsRequest struct {
 
 func (x *DeadLetterServiceStatsRequest) Reset() {
 	*x = DeadLetterServiceStatsRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[81]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5188,7 +5296,7 @@ func (x *DeadLetterServiceStatsRequest) String() string {
 func (*DeadLetterServiceStatsRequest) ProtoMessage() {}
 
 func (x *DeadLetterServiceStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[81]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5201,7 +5309,7 @@ func (x *DeadLetterServiceStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceStatsRequest.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceStatsRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{81}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{83}
 }
 
 type DeadLetterServiceStatsResponse struct {
@@ -5218,7 +5326,7 @@ type DeadLetterServiceStatsResponse struct {
 
 func (x *DeadLetterServiceStatsResponse) Reset() {
 	*x = DeadLetterServiceStatsResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[82]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5230,7 +5338,7 @@ func (x *DeadLetterServiceStatsResponse) String() string {
 func (*DeadLetterServiceStatsResponse) ProtoMessage() {}
 
 func (x *DeadLetterServiceStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[82]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5243,7 +5351,7 @@ func (x *DeadLetterServiceStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceStatsResponse.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceStatsResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{82}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *DeadLetterServiceStatsResponse) GetCount() int64 {
@@ -5276,7 +5384,7 @@ type ReplayRequest struct {
 
 func (x *ReplayRequest) Reset() {
 	*x = ReplayRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[83]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5288,7 +5396,7 @@ func (x *ReplayRequest) String() string {
 func (*ReplayRequest) ProtoMessage() {}
 
 func (x *ReplayRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[83]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5301,7 +5409,7 @@ func (x *ReplayRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayRequest.ProtoReflect.Descriptor instead.
 func (*ReplayRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{83}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *ReplayRequest) GetId() string {
@@ -5323,7 +5431,7 @@ type ReplayResponse struct {
 
 func (x *ReplayResponse) Reset() {
 	*x = ReplayResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[84]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5335,7 +5443,7 @@ func (x *ReplayResponse) String() string {
 func (*ReplayResponse) ProtoMessage() {}
 
 func (x *ReplayResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[84]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5348,7 +5456,7 @@ func (x *ReplayResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayResponse.ProtoReflect.Descriptor instead.
 func (*ReplayResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{84}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *ReplayResponse) GetJob() *Job {
@@ -5376,7 +5484,7 @@ type ReplayManyRequest struct {
 
 func (x *ReplayManyRequest) Reset() {
 	*x = ReplayManyRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[85]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5388,7 +5496,7 @@ func (x *ReplayManyRequest) String() string {
 func (*ReplayManyRequest) ProtoMessage() {}
 
 func (x *ReplayManyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[85]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5401,7 +5509,7 @@ func (x *ReplayManyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayManyRequest.ProtoReflect.Descriptor instead.
 func (*ReplayManyRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{85}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *ReplayManyRequest) GetFilter() *DeadLetterFilter {
@@ -5429,7 +5537,7 @@ type ReplayManyResponse struct {
 
 func (x *ReplayManyResponse) Reset() {
 	*x = ReplayManyResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[86]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5441,7 +5549,7 @@ func (x *ReplayManyResponse) String() string {
 func (*ReplayManyResponse) ProtoMessage() {}
 
 func (x *ReplayManyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[86]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5454,7 +5562,7 @@ func (x *ReplayManyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayManyResponse.ProtoReflect.Descriptor instead.
 func (*ReplayManyResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{86}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *ReplayManyResponse) GetJobs() []*Job {
@@ -5489,7 +5597,7 @@ type ReplayRecord struct {
 
 func (x *ReplayRecord) Reset() {
 	*x = ReplayRecord{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[87]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5501,7 +5609,7 @@ func (x *ReplayRecord) String() string {
 func (*ReplayRecord) ProtoMessage() {}
 
 func (x *ReplayRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[87]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5514,7 +5622,7 @@ func (x *ReplayRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayRecord.ProtoReflect.Descriptor instead.
 func (*ReplayRecord) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{87}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *ReplayRecord) GetId() int64 {
@@ -5584,7 +5692,7 @@ type ListReplaysRequest struct {
 
 func (x *ListReplaysRequest) Reset() {
 	*x = ListReplaysRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[88]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5596,7 +5704,7 @@ func (x *ListReplaysRequest) String() string {
 func (*ListReplaysRequest) ProtoMessage() {}
 
 func (x *ListReplaysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[88]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5609,7 +5717,7 @@ func (x *ListReplaysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReplaysRequest.ProtoReflect.Descriptor instead.
 func (*ListReplaysRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{88}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *ListReplaysRequest) GetSourceJobId() string {
@@ -5671,7 +5779,7 @@ type ListReplaysResponse struct {
 
 func (x *ListReplaysResponse) Reset() {
 	*x = ListReplaysResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[89]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5683,7 +5791,7 @@ func (x *ListReplaysResponse) String() string {
 func (*ListReplaysResponse) ProtoMessage() {}
 
 func (x *ListReplaysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[89]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5696,7 +5804,7 @@ func (x *ListReplaysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReplaysResponse.ProtoReflect.Descriptor instead.
 func (*ListReplaysResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{89}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *ListReplaysResponse) GetReplays() []*ReplayRecord {
@@ -6033,19 +6141,28 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"leaseToken\x12\x18\n" +
 	"\apercent\x18\x03 \x01(\x05R\apercent\x12\x18\n" +
 	"\amessage\x18\x04 \x01(\tR\amessage\"\x18\n" +
-	"\x16ReportProgressResponse\"\xc5\x01\n" +
+	"\x16ReportProgressResponse\"\xdd\x01\n" +
 	"\x05Queue\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06paused\x18\x02 \x01(\bR\x06paused\x12\x1f\n" +
 	"\vmax_running\x18\x03 \x01(\x05R\n" +
 	"maxRunning\x124\n" +
-	"\x06counts\x18\x04 \x03(\v2\x1c.hopper.v1.Queue.CountsEntryR\x06counts\x1a9\n" +
+	"\x06counts\x18\x04 \x03(\v2\x1c.hopper.v1.Queue.CountsEntryR\x06counts\x12\x16\n" +
+	"\x06weight\x18\x05 \x01(\x05R\x06weight\x1a9\n" +
 	"\vCountsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\x19\n" +
 	"\x17QueueServiceListRequest\"D\n" +
 	"\x18QueueServiceListResponse\x12(\n" +
-	"\x06queues\x18\x01 \x03(\v2\x10.hopper.v1.QueueR\x06queues\"$\n" +
+	"\x06queues\x18\x01 \x03(\v2\x10.hopper.v1.QueueR\x06queues\"\x8c\x01\n" +
+	"\x16QueueServiceSetRequest\x12\x14\n" +
+	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x1b\n" +
+	"\x06weight\x18\x02 \x01(\x05H\x00R\x06weight\x88\x01\x01\x12$\n" +
+	"\vmax_running\x18\x03 \x01(\x05H\x01R\n" +
+	"maxRunning\x88\x01\x01B\t\n" +
+	"\a_weightB\x0e\n" +
+	"\f_max_running\"\x19\n" +
+	"\x17QueueServiceSetResponse\"$\n" +
 	"\fPauseRequest\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\"\x0f\n" +
 	"\rPauseResponse\"%\n" +
@@ -6194,11 +6311,12 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\vExtendLease\x12\x1d.hopper.v1.ExtendLeaseRequest\x1a\x1e.hopper.v1.ExtendLeaseResponse\x12F\n" +
 	"\tHeartbeat\x12\x1b.hopper.v1.HeartbeatRequest\x1a\x1c.hopper.v1.HeartbeatResponse\x12U\n" +
 	"\x0eReportProgress\x12 .hopper.v1.ReportProgressRequest\x1a!.hopper.v1.ReportProgressResponse\x12=\n" +
-	"\x06Report\x12\x18.hopper.v1.ReportRequest\x1a\x19.hopper.v1.ReportResponse2\xdf\x01\n" +
+	"\x06Report\x12\x18.hopper.v1.ReportRequest\x1a\x19.hopper.v1.ReportResponse2\xb2\x02\n" +
 	"\fQueueService\x12T\n" +
 	"\x04List\x12\".hopper.v1.QueueServiceListRequest\x1a#.hopper.v1.QueueServiceListResponse\"\x03\x90\x02\x01\x12:\n" +
 	"\x05Pause\x12\x17.hopper.v1.PauseRequest\x1a\x18.hopper.v1.PauseResponse\x12=\n" +
-	"\x06Resume\x12\x18.hopper.v1.ResumeRequest\x1a\x19.hopper.v1.ResumeResponse2\xdb\x03\n" +
+	"\x06Resume\x12\x18.hopper.v1.ResumeRequest\x1a\x19.hopper.v1.ResumeResponse\x12Q\n" +
+	"\x03Set\x12!.hopper.v1.QueueServiceSetRequest\x1a\".hopper.v1.QueueServiceSetResponse\"\x03\x90\x02\x022\xdb\x03\n" +
 	"\fAdminService\x12K\n" +
 	"\tListNodes\x12\x1b.hopper.v1.ListNodesRequest\x1a\x1c.hopper.v1.ListNodesResponse\"\x03\x90\x02\x01\x12Q\n" +
 	"\vListWorkers\x12\x1d.hopper.v1.ListWorkersRequest\x1a\x1e.hopper.v1.ListWorkersResponse\"\x03\x90\x02\x01\x12Q\n" +
@@ -6232,7 +6350,7 @@ func file_hopper_v1_hopper_proto_rawDescGZIP() []byte {
 	return file_hopper_v1_hopper_proto_rawDescData
 }
 
-var file_hopper_v1_hopper_proto_msgTypes = make([]protoimpl.MessageInfo, 95)
+var file_hopper_v1_hopper_proto_msgTypes = make([]protoimpl.MessageInfo, 97)
 var file_hopper_v1_hopper_proto_goTypes = []any{
 	(*Schedule)(nil),                       // 0: hopper.v1.Schedule
 	(*ScheduleServiceListRequest)(nil),     // 1: hopper.v1.ScheduleServiceListRequest
@@ -6292,112 +6410,114 @@ var file_hopper_v1_hopper_proto_goTypes = []any{
 	(*Queue)(nil),                          // 55: hopper.v1.Queue
 	(*QueueServiceListRequest)(nil),        // 56: hopper.v1.QueueServiceListRequest
 	(*QueueServiceListResponse)(nil),       // 57: hopper.v1.QueueServiceListResponse
-	(*PauseRequest)(nil),                   // 58: hopper.v1.PauseRequest
-	(*PauseResponse)(nil),                  // 59: hopper.v1.PauseResponse
-	(*ResumeRequest)(nil),                  // 60: hopper.v1.ResumeRequest
-	(*ResumeResponse)(nil),                 // 61: hopper.v1.ResumeResponse
-	(*Node)(nil),                           // 62: hopper.v1.Node
-	(*ListNodesRequest)(nil),               // 63: hopper.v1.ListNodesRequest
-	(*ListNodesResponse)(nil),              // 64: hopper.v1.ListNodesResponse
-	(*Worker)(nil),                         // 65: hopper.v1.Worker
-	(*ListWorkersRequest)(nil),             // 66: hopper.v1.ListWorkersRequest
-	(*ListWorkersResponse)(nil),            // 67: hopper.v1.ListWorkersResponse
-	(*Stream)(nil),                         // 68: hopper.v1.Stream
-	(*ListStreamsRequest)(nil),             // 69: hopper.v1.ListStreamsRequest
-	(*ListStreamsResponse)(nil),            // 70: hopper.v1.ListStreamsResponse
-	(*APIKey)(nil),                         // 71: hopper.v1.APIKey
-	(*CreateKeyRequest)(nil),               // 72: hopper.v1.CreateKeyRequest
-	(*CreateKeyResponse)(nil),              // 73: hopper.v1.CreateKeyResponse
-	(*ListKeysRequest)(nil),                // 74: hopper.v1.ListKeysRequest
-	(*ListKeysResponse)(nil),               // 75: hopper.v1.ListKeysResponse
-	(*RevokeKeyRequest)(nil),               // 76: hopper.v1.RevokeKeyRequest
-	(*RevokeKeyResponse)(nil),              // 77: hopper.v1.RevokeKeyResponse
-	(*DeadLetterFilter)(nil),               // 78: hopper.v1.DeadLetterFilter
-	(*DeadLetterServiceListRequest)(nil),   // 79: hopper.v1.DeadLetterServiceListRequest
-	(*DeadLetterServiceListResponse)(nil),  // 80: hopper.v1.DeadLetterServiceListResponse
-	(*DeadLetterServiceStatsRequest)(nil),  // 81: hopper.v1.DeadLetterServiceStatsRequest
-	(*DeadLetterServiceStatsResponse)(nil), // 82: hopper.v1.DeadLetterServiceStatsResponse
-	(*ReplayRequest)(nil),                  // 83: hopper.v1.ReplayRequest
-	(*ReplayResponse)(nil),                 // 84: hopper.v1.ReplayResponse
-	(*ReplayManyRequest)(nil),              // 85: hopper.v1.ReplayManyRequest
-	(*ReplayManyResponse)(nil),             // 86: hopper.v1.ReplayManyResponse
-	(*ReplayRecord)(nil),                   // 87: hopper.v1.ReplayRecord
-	(*ListReplaysRequest)(nil),             // 88: hopper.v1.ListReplaysRequest
-	(*ListReplaysResponse)(nil),            // 89: hopper.v1.ListReplaysResponse
-	nil,                                    // 90: hopper.v1.Schedule.HeadersEntry
-	nil,                                    // 91: hopper.v1.Job.HeadersEntry
-	nil,                                    // 92: hopper.v1.JobSpec.HeadersEntry
-	nil,                                    // 93: hopper.v1.ActivatedJob.HeadersEntry
-	nil,                                    // 94: hopper.v1.Queue.CountsEntry
-	(*durationpb.Duration)(nil),            // 95: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),          // 96: google.protobuf.Timestamp
+	(*QueueServiceSetRequest)(nil),         // 58: hopper.v1.QueueServiceSetRequest
+	(*QueueServiceSetResponse)(nil),        // 59: hopper.v1.QueueServiceSetResponse
+	(*PauseRequest)(nil),                   // 60: hopper.v1.PauseRequest
+	(*PauseResponse)(nil),                  // 61: hopper.v1.PauseResponse
+	(*ResumeRequest)(nil),                  // 62: hopper.v1.ResumeRequest
+	(*ResumeResponse)(nil),                 // 63: hopper.v1.ResumeResponse
+	(*Node)(nil),                           // 64: hopper.v1.Node
+	(*ListNodesRequest)(nil),               // 65: hopper.v1.ListNodesRequest
+	(*ListNodesResponse)(nil),              // 66: hopper.v1.ListNodesResponse
+	(*Worker)(nil),                         // 67: hopper.v1.Worker
+	(*ListWorkersRequest)(nil),             // 68: hopper.v1.ListWorkersRequest
+	(*ListWorkersResponse)(nil),            // 69: hopper.v1.ListWorkersResponse
+	(*Stream)(nil),                         // 70: hopper.v1.Stream
+	(*ListStreamsRequest)(nil),             // 71: hopper.v1.ListStreamsRequest
+	(*ListStreamsResponse)(nil),            // 72: hopper.v1.ListStreamsResponse
+	(*APIKey)(nil),                         // 73: hopper.v1.APIKey
+	(*CreateKeyRequest)(nil),               // 74: hopper.v1.CreateKeyRequest
+	(*CreateKeyResponse)(nil),              // 75: hopper.v1.CreateKeyResponse
+	(*ListKeysRequest)(nil),                // 76: hopper.v1.ListKeysRequest
+	(*ListKeysResponse)(nil),               // 77: hopper.v1.ListKeysResponse
+	(*RevokeKeyRequest)(nil),               // 78: hopper.v1.RevokeKeyRequest
+	(*RevokeKeyResponse)(nil),              // 79: hopper.v1.RevokeKeyResponse
+	(*DeadLetterFilter)(nil),               // 80: hopper.v1.DeadLetterFilter
+	(*DeadLetterServiceListRequest)(nil),   // 81: hopper.v1.DeadLetterServiceListRequest
+	(*DeadLetterServiceListResponse)(nil),  // 82: hopper.v1.DeadLetterServiceListResponse
+	(*DeadLetterServiceStatsRequest)(nil),  // 83: hopper.v1.DeadLetterServiceStatsRequest
+	(*DeadLetterServiceStatsResponse)(nil), // 84: hopper.v1.DeadLetterServiceStatsResponse
+	(*ReplayRequest)(nil),                  // 85: hopper.v1.ReplayRequest
+	(*ReplayResponse)(nil),                 // 86: hopper.v1.ReplayResponse
+	(*ReplayManyRequest)(nil),              // 87: hopper.v1.ReplayManyRequest
+	(*ReplayManyResponse)(nil),             // 88: hopper.v1.ReplayManyResponse
+	(*ReplayRecord)(nil),                   // 89: hopper.v1.ReplayRecord
+	(*ListReplaysRequest)(nil),             // 90: hopper.v1.ListReplaysRequest
+	(*ListReplaysResponse)(nil),            // 91: hopper.v1.ListReplaysResponse
+	nil,                                    // 92: hopper.v1.Schedule.HeadersEntry
+	nil,                                    // 93: hopper.v1.Job.HeadersEntry
+	nil,                                    // 94: hopper.v1.JobSpec.HeadersEntry
+	nil,                                    // 95: hopper.v1.ActivatedJob.HeadersEntry
+	nil,                                    // 96: hopper.v1.Queue.CountsEntry
+	(*durationpb.Duration)(nil),            // 97: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),          // 98: google.protobuf.Timestamp
 }
 var file_hopper_v1_hopper_proto_depIdxs = []int32{
-	95,  // 0: hopper.v1.Schedule.every:type_name -> google.protobuf.Duration
-	95,  // 1: hopper.v1.Schedule.fixed_delay:type_name -> google.protobuf.Duration
-	95,  // 2: hopper.v1.Schedule.timeout:type_name -> google.protobuf.Duration
-	90,  // 3: hopper.v1.Schedule.headers:type_name -> hopper.v1.Schedule.HeadersEntry
-	95,  // 4: hopper.v1.Schedule.jitter:type_name -> google.protobuf.Duration
-	96,  // 5: hopper.v1.Schedule.last_fire_at:type_name -> google.protobuf.Timestamp
-	96,  // 6: hopper.v1.Schedule.next_fire_at:type_name -> google.protobuf.Timestamp
-	96,  // 7: hopper.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
-	96,  // 8: hopper.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
+	97,  // 0: hopper.v1.Schedule.every:type_name -> google.protobuf.Duration
+	97,  // 1: hopper.v1.Schedule.fixed_delay:type_name -> google.protobuf.Duration
+	97,  // 2: hopper.v1.Schedule.timeout:type_name -> google.protobuf.Duration
+	92,  // 3: hopper.v1.Schedule.headers:type_name -> hopper.v1.Schedule.HeadersEntry
+	97,  // 4: hopper.v1.Schedule.jitter:type_name -> google.protobuf.Duration
+	98,  // 5: hopper.v1.Schedule.last_fire_at:type_name -> google.protobuf.Timestamp
+	98,  // 6: hopper.v1.Schedule.next_fire_at:type_name -> google.protobuf.Timestamp
+	98,  // 7: hopper.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
+	98,  // 8: hopper.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
 	0,   // 9: hopper.v1.ScheduleServiceListResponse.schedules:type_name -> hopper.v1.Schedule
 	0,   // 10: hopper.v1.ScheduleServiceAddRequest.schedule:type_name -> hopper.v1.Schedule
 	0,   // 11: hopper.v1.ScheduleServiceAddResponse.schedule:type_name -> hopper.v1.Schedule
-	91,  // 12: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
-	96,  // 13: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
-	95,  // 14: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
-	96,  // 15: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
-	96,  // 16: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
-	96,  // 17: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	96,  // 18: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
-	96,  // 19: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
-	96,  // 20: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	96,  // 21: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
-	96,  // 22: hopper.v1.Job.deadline_at:type_name -> google.protobuf.Timestamp
-	96,  // 23: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
-	95,  // 24: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
-	95,  // 25: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
-	92,  // 26: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
-	95,  // 27: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
+	93,  // 12: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
+	98,  // 13: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
+	97,  // 14: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
+	98,  // 15: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
+	98,  // 16: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
+	98,  // 17: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	98,  // 18: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
+	98,  // 19: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
+	98,  // 20: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	98,  // 21: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
+	98,  // 22: hopper.v1.Job.deadline_at:type_name -> google.protobuf.Timestamp
+	98,  // 23: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
+	97,  // 24: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
+	97,  // 25: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
+	94,  // 26: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
+	97,  // 27: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
 	13,  // 28: hopper.v1.JobSpec.retry_policy:type_name -> hopper.v1.RetryPolicy
-	95,  // 29: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
-	95,  // 30: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
+	97,  // 29: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
+	97,  // 30: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
 	12,  // 31: hopper.v1.EnqueueRequest.job:type_name -> hopper.v1.JobSpec
 	11,  // 32: hopper.v1.EnqueueResponse.job:type_name -> hopper.v1.Job
 	12,  // 33: hopper.v1.EnqueueBatchRequest.jobs:type_name -> hopper.v1.JobSpec
 	15,  // 34: hopper.v1.EnqueueBatchResponse.results:type_name -> hopper.v1.EnqueueResponse
 	11,  // 35: hopper.v1.GetResponse.job:type_name -> hopper.v1.Job
-	96,  // 36: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
-	96,  // 37: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
+	98,  // 36: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
+	98,  // 37: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
 	11,  // 38: hopper.v1.ListResponse.jobs:type_name -> hopper.v1.Job
 	11,  // 39: hopper.v1.CancelResponse.job:type_name -> hopper.v1.Job
 	11,  // 40: hopper.v1.JobServiceResumeResponse.job:type_name -> hopper.v1.Job
-	96,  // 41: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
-	96,  // 42: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
-	96,  // 43: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
+	98,  // 41: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
+	98,  // 42: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
+	98,  // 43: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
 	27,  // 44: hopper.v1.EventsResponse.events:type_name -> hopper.v1.Event
 	28,  // 45: hopper.v1.EventsResponse.attempts:type_name -> hopper.v1.Attempt
-	93,  // 46: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
-	96,  // 47: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
-	95,  // 48: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
-	96,  // 49: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
+	95,  // 46: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
+	98,  // 47: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
+	97,  // 48: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
+	98,  // 49: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
 	13,  // 50: hopper.v1.ActivatedJob.retry_policy:type_name -> hopper.v1.RetryPolicy
-	95,  // 51: hopper.v1.ActivatedJob.default_timeout:type_name -> google.protobuf.Duration
-	95,  // 52: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
-	95,  // 53: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
+	97,  // 51: hopper.v1.ActivatedJob.default_timeout:type_name -> google.protobuf.Duration
+	97,  // 52: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
+	97,  // 53: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
 	30,  // 54: hopper.v1.ActivateResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	95,  // 55: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
+	97,  // 55: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
 	30,  // 56: hopper.v1.StreamJobsResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	95,  // 57: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
+	97,  // 57: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
 	13,  // 58: hopper.v1.FailRequest.retry_policy:type_name -> hopper.v1.RetryPolicy
-	96,  // 59: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
-	95,  // 60: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
-	96,  // 61: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
-	96,  // 62: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
-	95,  // 63: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
-	96,  // 64: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
+	98,  // 59: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
+	97,  // 60: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
+	98,  // 61: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
+	98,  // 62: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
+	97,  // 63: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
+	98,  // 64: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
 	48,  // 65: hopper.v1.ReportRequest.outcomes:type_name -> hopper.v1.Outcome
 	45,  // 66: hopper.v1.ReportRequest.renewals:type_name -> hopper.v1.ExtendLeaseRequest
 	35,  // 67: hopper.v1.Outcome.complete:type_name -> hopper.v1.CompleteRequest
@@ -6408,35 +6528,35 @@ var file_hopper_v1_hopper_proto_depIdxs = []int32{
 	50,  // 72: hopper.v1.ReportResponse.outcomes:type_name -> hopper.v1.Verdict
 	50,  // 73: hopper.v1.ReportResponse.renewals:type_name -> hopper.v1.Verdict
 	38,  // 74: hopper.v1.Verdict.fail:type_name -> hopper.v1.FailResponse
-	96,  // 75: hopper.v1.Verdict.lease_expires_at:type_name -> google.protobuf.Timestamp
-	94,  // 76: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
+	98,  // 75: hopper.v1.Verdict.lease_expires_at:type_name -> google.protobuf.Timestamp
+	96,  // 76: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
 	55,  // 77: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
-	96,  // 78: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
-	96,  // 79: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
-	62,  // 80: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
-	96,  // 81: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
-	65,  // 82: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
-	96,  // 83: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
-	68,  // 84: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
-	96,  // 85: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
-	96,  // 86: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
-	96,  // 87: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
-	71,  // 88: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
-	71,  // 89: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
-	71,  // 90: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
-	96,  // 91: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
-	96,  // 92: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
-	78,  // 93: hopper.v1.DeadLetterServiceListRequest.filter:type_name -> hopper.v1.DeadLetterFilter
+	98,  // 78: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
+	98,  // 79: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
+	64,  // 80: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
+	98,  // 81: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
+	67,  // 82: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
+	98,  // 83: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
+	70,  // 84: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
+	98,  // 85: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
+	98,  // 86: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
+	98,  // 87: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
+	73,  // 88: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
+	73,  // 89: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
+	73,  // 90: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
+	98,  // 91: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
+	98,  // 92: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
+	80,  // 93: hopper.v1.DeadLetterServiceListRequest.filter:type_name -> hopper.v1.DeadLetterFilter
 	11,  // 94: hopper.v1.DeadLetterServiceListResponse.jobs:type_name -> hopper.v1.Job
-	96,  // 95: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
-	95,  // 96: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
+	98,  // 95: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
+	97,  // 96: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
 	11,  // 97: hopper.v1.ReplayResponse.job:type_name -> hopper.v1.Job
-	78,  // 98: hopper.v1.ReplayManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
+	80,  // 98: hopper.v1.ReplayManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
 	11,  // 99: hopper.v1.ReplayManyResponse.jobs:type_name -> hopper.v1.Job
-	96,  // 100: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
-	96,  // 101: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
-	96,  // 102: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
-	87,  // 103: hopper.v1.ListReplaysResponse.replays:type_name -> hopper.v1.ReplayRecord
+	98,  // 100: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
+	98,  // 101: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
+	98,  // 102: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
+	89,  // 103: hopper.v1.ListReplaysResponse.replays:type_name -> hopper.v1.ReplayRecord
 	14,  // 104: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
 	16,  // 105: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
 	18,  // 106: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
@@ -6456,63 +6576,65 @@ var file_hopper_v1_hopper_proto_depIdxs = []int32{
 	53,  // 120: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
 	47,  // 121: hopper.v1.WorkerService.Report:input_type -> hopper.v1.ReportRequest
 	56,  // 122: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
-	58,  // 123: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
-	60,  // 124: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
-	63,  // 125: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
-	66,  // 126: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
-	69,  // 127: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
-	72,  // 128: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
-	74,  // 129: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
-	76,  // 130: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
-	1,   // 131: hopper.v1.ScheduleService.List:input_type -> hopper.v1.ScheduleServiceListRequest
-	3,   // 132: hopper.v1.ScheduleService.Add:input_type -> hopper.v1.ScheduleServiceAddRequest
-	5,   // 133: hopper.v1.ScheduleService.Remove:input_type -> hopper.v1.ScheduleServiceRemoveRequest
-	7,   // 134: hopper.v1.ScheduleService.Pause:input_type -> hopper.v1.ScheduleServicePauseRequest
-	9,   // 135: hopper.v1.ScheduleService.Resume:input_type -> hopper.v1.ScheduleServiceResumeRequest
-	79,  // 136: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
-	81,  // 137: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
-	83,  // 138: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
-	85,  // 139: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
-	88,  // 140: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
-	15,  // 141: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
-	17,  // 142: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
-	19,  // 143: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
-	21,  // 144: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
-	23,  // 145: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
-	29,  // 146: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
-	25,  // 147: hopper.v1.JobService.Resume:output_type -> hopper.v1.JobServiceResumeResponse
-	32,  // 148: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
-	34,  // 149: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
-	36,  // 150: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
-	38,  // 151: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
-	44,  // 152: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
-	40,  // 153: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
-	42,  // 154: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
-	46,  // 155: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
-	52,  // 156: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
-	54,  // 157: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
-	49,  // 158: hopper.v1.WorkerService.Report:output_type -> hopper.v1.ReportResponse
-	57,  // 159: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
-	59,  // 160: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
-	61,  // 161: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
-	64,  // 162: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
-	67,  // 163: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
-	70,  // 164: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
-	73,  // 165: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
-	75,  // 166: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
-	77,  // 167: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
-	2,   // 168: hopper.v1.ScheduleService.List:output_type -> hopper.v1.ScheduleServiceListResponse
-	4,   // 169: hopper.v1.ScheduleService.Add:output_type -> hopper.v1.ScheduleServiceAddResponse
-	6,   // 170: hopper.v1.ScheduleService.Remove:output_type -> hopper.v1.ScheduleServiceRemoveResponse
-	8,   // 171: hopper.v1.ScheduleService.Pause:output_type -> hopper.v1.ScheduleServicePauseResponse
-	10,  // 172: hopper.v1.ScheduleService.Resume:output_type -> hopper.v1.ScheduleServiceResumeResponse
-	80,  // 173: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
-	82,  // 174: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
-	84,  // 175: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
-	86,  // 176: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
-	89,  // 177: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
-	141, // [141:178] is the sub-list for method output_type
-	104, // [104:141] is the sub-list for method input_type
+	60,  // 123: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
+	62,  // 124: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
+	58,  // 125: hopper.v1.QueueService.Set:input_type -> hopper.v1.QueueServiceSetRequest
+	65,  // 126: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
+	68,  // 127: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
+	71,  // 128: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
+	74,  // 129: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
+	76,  // 130: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
+	78,  // 131: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
+	1,   // 132: hopper.v1.ScheduleService.List:input_type -> hopper.v1.ScheduleServiceListRequest
+	3,   // 133: hopper.v1.ScheduleService.Add:input_type -> hopper.v1.ScheduleServiceAddRequest
+	5,   // 134: hopper.v1.ScheduleService.Remove:input_type -> hopper.v1.ScheduleServiceRemoveRequest
+	7,   // 135: hopper.v1.ScheduleService.Pause:input_type -> hopper.v1.ScheduleServicePauseRequest
+	9,   // 136: hopper.v1.ScheduleService.Resume:input_type -> hopper.v1.ScheduleServiceResumeRequest
+	81,  // 137: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
+	83,  // 138: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
+	85,  // 139: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
+	87,  // 140: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
+	90,  // 141: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
+	15,  // 142: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
+	17,  // 143: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
+	19,  // 144: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
+	21,  // 145: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
+	23,  // 146: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
+	29,  // 147: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
+	25,  // 148: hopper.v1.JobService.Resume:output_type -> hopper.v1.JobServiceResumeResponse
+	32,  // 149: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
+	34,  // 150: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
+	36,  // 151: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
+	38,  // 152: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
+	44,  // 153: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
+	40,  // 154: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
+	42,  // 155: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
+	46,  // 156: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
+	52,  // 157: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
+	54,  // 158: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
+	49,  // 159: hopper.v1.WorkerService.Report:output_type -> hopper.v1.ReportResponse
+	57,  // 160: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
+	61,  // 161: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
+	63,  // 162: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
+	59,  // 163: hopper.v1.QueueService.Set:output_type -> hopper.v1.QueueServiceSetResponse
+	66,  // 164: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
+	69,  // 165: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
+	72,  // 166: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
+	75,  // 167: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
+	77,  // 168: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
+	79,  // 169: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
+	2,   // 170: hopper.v1.ScheduleService.List:output_type -> hopper.v1.ScheduleServiceListResponse
+	4,   // 171: hopper.v1.ScheduleService.Add:output_type -> hopper.v1.ScheduleServiceAddResponse
+	6,   // 172: hopper.v1.ScheduleService.Remove:output_type -> hopper.v1.ScheduleServiceRemoveResponse
+	8,   // 173: hopper.v1.ScheduleService.Pause:output_type -> hopper.v1.ScheduleServicePauseResponse
+	10,  // 174: hopper.v1.ScheduleService.Resume:output_type -> hopper.v1.ScheduleServiceResumeResponse
+	82,  // 175: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
+	84,  // 176: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
+	86,  // 177: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
+	88,  // 178: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
+	91,  // 179: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
+	142, // [142:180] is the sub-list for method output_type
+	104, // [104:142] is the sub-list for method input_type
 	104, // [104:104] is the sub-list for extension type_name
 	104, // [104:104] is the sub-list for extension extendee
 	0,   // [0:104] is the sub-list for field type_name
@@ -6532,13 +6654,14 @@ func file_hopper_v1_hopper_proto_init() {
 		(*Outcome_Snooze)(nil),
 		(*Outcome_Suspend)(nil),
 	}
+	file_hopper_v1_hopper_proto_msgTypes[58].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hopper_v1_hopper_proto_rawDesc), len(file_hopper_v1_hopper_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   95,
+			NumMessages:   97,
 			NumExtensions: 0,
 			NumServices:   6,
 		},

@@ -92,6 +92,8 @@ const (
 	QueueServicePauseProcedure = "/hopper.v1.QueueService/Pause"
 	// QueueServiceResumeProcedure is the procedure name of the QueueService's Resume RPC.
 	QueueServiceResumeProcedure = "/hopper.v1.QueueService/Resume"
+	// QueueServiceSetProcedure is the procedure name of the QueueService's Set RPC.
+	QueueServiceSetProcedure = "/hopper.v1.QueueService/Set"
 	// AdminServiceListNodesProcedure is the procedure name of the AdminService's ListNodes RPC.
 	AdminServiceListNodesProcedure = "/hopper.v1.AdminService/ListNodes"
 	// AdminServiceListWorkersProcedure is the procedure name of the AdminService's ListWorkers RPC.
@@ -940,6 +942,14 @@ var (
 			Procedure:  QueueServiceResumeProcedure,
 		}
 	})
+	queueServiceSetSpec = sync.OnceValue(func() connect.Spec {
+		return connect.Spec{
+			StreamType:       connect.StreamTypeUnary,
+			Schema:           v1.File_hopper_v1_hopper_proto.Services().ByName("QueueService").Methods().ByName("Set"),
+			Procedure:        QueueServiceSetProcedure,
+			IdempotencyLevel: connect.IdempotencyIdempotent,
+		}
+	})
 )
 
 // QueueServiceClient is a client for the hopper.v1.QueueService service.
@@ -950,6 +960,8 @@ type QueueServiceClient interface {
 	Pause(context.Context, *v1.PauseRequest) (*v1.PauseResponse, error)
 	// Resume lets a paused queue's jobs be claimed again.
 	Resume(context.Context, *v1.ResumeRequest) (*v1.ResumeResponse, error)
+	// Set changes a queue's settings: only the fields that are set.
+	Set(context.Context, *v1.QueueServiceSetRequest) (*v1.QueueServiceSetResponse, error)
 }
 
 // NewQueueServiceClient constructs a client for the hopper.v1.QueueService service. Multiple
@@ -966,6 +978,8 @@ type QueueServiceHandler interface {
 	Pause(context.Context, *v1.PauseRequest) (*v1.PauseResponse, error)
 	// Resume lets a paused queue's jobs be claimed again.
 	Resume(context.Context, *v1.ResumeRequest) (*v1.ResumeResponse, error)
+	// Set changes a queue's settings: only the fields that are set.
+	Set(context.Context, *v1.QueueServiceSetRequest) (*v1.QueueServiceSetResponse, error)
 }
 
 // RegisterQueueServiceHandler registers svc as the hopper.v1.QueueService implementation on server.
@@ -975,6 +989,7 @@ func RegisterQueueServiceHandler(server *connect.Server, svc QueueServiceHandler
 		connect.Method{Spec: queueServiceListSpec(), Handler: adapter.list},
 		connect.Method{Spec: queueServicePauseSpec(), Handler: adapter.pause},
 		connect.Method{Spec: queueServiceResumeSpec(), Handler: adapter.resume},
+		connect.Method{Spec: queueServiceSetSpec(), Handler: adapter.set},
 	)
 }
 
@@ -991,6 +1006,10 @@ func (UnimplementedQueueServiceHandler) Pause(context.Context, *v1.PauseRequest)
 
 func (UnimplementedQueueServiceHandler) Resume(context.Context, *v1.ResumeRequest) (*v1.ResumeResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, "hopper.v1.QueueService.Resume is not implemented")
+}
+
+func (UnimplementedQueueServiceHandler) Set(context.Context, *v1.QueueServiceSetRequest) (*v1.QueueServiceSetResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, "hopper.v1.QueueService.Set is not implemented")
 }
 
 type queueServiceClient struct {
@@ -1016,6 +1035,14 @@ func (c *queueServiceClient) Pause(ctx context.Context, req *v1.PauseRequest) (*
 func (c *queueServiceClient) Resume(ctx context.Context, req *v1.ResumeRequest) (*v1.ResumeResponse, error) {
 	var res v1.ResumeResponse
 	if err := c.client.CallUnary(ctx, queueServiceResumeSpec(), req, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+func (c *queueServiceClient) Set(ctx context.Context, req *v1.QueueServiceSetRequest) (*v1.QueueServiceSetResponse, error) {
+	var res v1.QueueServiceSetResponse
+	if err := c.client.CallUnary(ctx, queueServiceSetSpec(), req, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil
@@ -1053,6 +1080,18 @@ func (h queueServiceHandler) resume(ctx context.Context, _ connect.Spec, stream 
 		return err
 	}
 	res, err := h.svc.Resume(ctx, &req)
+	if err != nil {
+		return err
+	}
+	return stream.Send(res)
+}
+
+func (h queueServiceHandler) set(ctx context.Context, _ connect.Spec, stream connect.ServerStream) error {
+	var req v1.QueueServiceSetRequest
+	if err := stream.Receive(&req); err != nil {
+		return err
+	}
+	res, err := h.svc.Set(ctx, &req)
 	if err != nil {
 		return err
 	}
