@@ -49,3 +49,24 @@ func TestPercentile(t *testing.T) {
 	require.Equal(t, 99.0, percentileMs(ds, 0.99))
 	require.Equal(t, 0.0, percentileMs(nil, 0.5))
 }
+
+// The fairness scenario runs end to end and reports every field; it asserts no speed and no
+// share (the engine's tests check the shares on a fake clock).
+func TestFairnessSmall(t *testing.T) {
+	fairnessWarmup, fairnessWindow = 50*time.Millisecond, 200*time.Millisecond
+	res, err := Fairness(t.Context(), Config{Jobs: 4000, Workers: 4, LatencyJobs: 20, Rate: 500, Synchronous: "NORMAL"})
+	require.NoError(t, err)
+	require.Equal(t, 20, res.TrickleJobs)
+	require.GreaterOrEqual(t, res.TrickleLatencyP99, res.TrickleLatencyP50)
+	require.Len(t, res.Shares, 2)
+	for _, sh := range res.Shares {
+		require.Positive(t, sh.Starts)
+		require.InDelta(t, 1, sh.Flood+sh.Trickle, 1e-9)
+	}
+	require.Equal(t, [2]int{3, 1}, [2]int{res.Shares[1].FloodWeight, res.Shares[1].TrickleWeight})
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(res.JSON(), &m))
+	for _, k := range []string{"trickle_latency_p50_ms", "trickle_latency_p99_ms", "shares", "flood_left"} {
+		require.Contains(t, m, k)
+	}
+}

@@ -15,6 +15,7 @@ func newBenchCmd() *cobra.Command {
 	var asJSON bool
 	var cpuProfile string
 	var compare bool
+	var scenario string
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure enqueue rate, throughput and enqueue→start latency with no-op jobs",
@@ -28,7 +29,13 @@ worked by a remote worker in this process (--mode stream or poll); they go to a 
 bench-<random> and stay in the server's database. With --compare-remote it measures the same
 workload three times on fresh stores of the same kind: in process, then through a server it
 starts on a loopback port, worked by a remote worker in stream mode and in poll mode, and
-prints each throughput with its ratio to the in-process one.`,
+prints each throughput with its ratio to the in-process one.
+
+--scenario fairness measures weighted fair share between queues in process instead: queue
+flood holds a backlog of --jobs (default 200,000) no-op jobs while queue trickle receives
+--rate (default 100) jobs a second, --latency-jobs of them, worked with --workers (default 20)
+slots; it reports the trickle jobs' enqueue→start latency (weights 1:1), then the share of
+starts each queue gets with both backlogged, at weights 1:1 and 3:1 (docs/flow-control.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if db, _ := cmd.Flags().GetString(flagDatabase); bench.IsPostgres(db) {
@@ -50,6 +57,21 @@ prints each throughput with its ratio to the in-process one.`,
 				defer stop()
 			}
 			out := cmd.OutOrStdout()
+			switch scenario {
+			case "":
+			case "fairness":
+				if compare || cfg.Server != "" {
+					return usageErrorf("--scenario fairness runs in process: no --server or --compare-remote")
+				}
+				for name, v := range map[string]*int{"jobs": &cfg.Jobs, "workers": &cfg.Workers, "rate": &cfg.Rate} {
+					if !cmd.Flags().Changed(name) {
+						*v = 0 // the scenario's own default
+					}
+				}
+				return printFairness(cmd, cfg, asJSON)
+			default:
+				return usageErrorf("--scenario %q: the scenarios are fairness", scenario)
+			}
 			if compare {
 				return printComparison(cmd, cfg, asJSON)
 			}
@@ -90,7 +112,30 @@ prints each throughput with its ratio to the in-process one.`,
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	f.BoolVar(&compare, "compare-remote", false, "measure in process, then through a server this command starts (stream and poll), and print the ratios")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
+	f.StringVar(&scenario, "scenario", "", "run a scenario instead of the standard benchmark: fairness")
 	return cmd
+}
+
+// printFairness runs the fairness scenario and prints what it measured.
+func printFairness(cmd *cobra.Command, cfg bench.Config, asJSON bool) error {
+	res, err := bench.Fairness(cmd.Context(), cfg)
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	if asJSON {
+		fmt.Fprintln(out, string(res.JSON()))
+		return nil
+	}
+	fmt.Fprintf(out, "store            %s (%s), %d CPUs, %s\n", res.Store, res.Durability, res.CPUs, res.GoVersion)
+	fmt.Fprintf(out, "workers          %d, queue flood backlogged with %d jobs\n", res.Workers, res.FloodJobs)
+	fmt.Fprintf(out, "trickle latency  p50 %.2f ms, p99 %.2f ms, max %.2f ms (%d jobs at %d/s, weights 1:1; flood left %d)\n",
+		res.TrickleLatencyP50, res.TrickleLatencyP99, res.TrickleLatencyMax, res.TrickleJobs, res.TrickleRate, res.FloodLeft)
+	for _, sh := range res.Shares {
+		fmt.Fprintf(out, "shares %d:%d       flood %.3f, trickle %.3f (%d starts in %d ms, both backlogged)\n",
+			sh.FloodWeight, sh.TrickleWeight, sh.Flood, sh.Trickle, sh.Starts, res.SharedWindowMillis)
+	}
+	return nil
 }
 
 // startCPUProfile profiles this process into path until the returned stop is called.
