@@ -40,6 +40,7 @@ type options struct {
 	only        string
 	asJSON      bool
 	timeout     time.Duration
+	scenario    string
 
 	riverSchema            string
 	riverMaxConns          int
@@ -135,6 +136,7 @@ func run() error {
 	fs.StringVar(&o.hopperSrc, "hopper-src", "../..", "root of Hopper's main module, built with `go build ./cmd/hopper`")
 	fs.StringVar(&o.hopperBin, "hopper-bin", "", "use this hopper binary instead of building one")
 	fs.StringVar(&hopperArgs, "hopper-args", "", "extra arguments for `hopper bench`, space separated")
+	fs.StringVar(&o.scenario, "scenario", "", "fairness: a flooded queue and a trickle queue (defaults --jobs 200000 --workers 20 --rate 100)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -145,6 +147,17 @@ func run() error {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	o.hopperArgs = strings.Fields(hopperArgs)
+	if o.scenario == "fairness" {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		for name, v := range map[string]*int{"jobs": &o.jobs, "workers": &o.workers, "rate": &o.rate} {
+			if !set[name] {
+				*v = map[string]int{"jobs": 200_000, "workers": 20, "rate": 100}[name]
+			}
+		}
+	} else if o.scenario != "" {
+		return fmt.Errorf("--scenario %q: the scenarios are fairness", o.scenario)
+	}
 	if o.latencyJobs < 0 {
 		o.latencyJobs = 0
 	}
@@ -180,6 +193,9 @@ func run() error {
 		}
 	}
 
+	if o.scenario == "fairness" {
+		return runFairness(ctx, o, bin, doRiver, doHopper, srv)
+	}
 	rep := &report{Server: srv}
 	if err := runRounds(ctx, o, bin, doRiver, doHopper, rep); err != nil {
 		// Show what was measured before the failure, on stderr so stdout stays clean.

@@ -48,46 +48,69 @@ func (w *noopWorker) Work(ctx context.Context, job *river.Job[noopArgs]) error {
 	return nil
 }
 
-// runRiver runs one River measurement in a freshly created schema that it drops afterwards.
-func runRiver(ctx context.Context, o *options) (*result, error) {
+// riverDB is a pool on --database with River's tables in a fresh schema.
+type riverDB struct {
+	pool   *pgxpool.Pool
+	driver *riverpgxv5.Driver
+	schema string
+	logger *slog.Logger
+}
+
+// openRiver creates River's schema (dropping an old one first) and migrates it; close drops
+// the schema and closes the pool.
+func openRiver(ctx context.Context, o *options) (_ *riverDB, close func(), err error) {
 	pcfg, err := pgxpool.ParseConfig(o.database)
 	if err != nil {
-		return nil, fmt.Errorf("river: parse --database: %w", err)
+		return nil, nil, fmt.Errorf("river: parse --database: %w", err)
 	}
 	if o.riverMaxConns > 0 {
 		pcfg.MaxConns = int32(o.riverMaxConns)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
-		return nil, fmt.Errorf("river: connect: %w", err)
+		return nil, nil, fmt.Errorf("river: connect: %w", err)
 	}
-	defer pool.Close()
-
 	schema := o.riverSchema
 	ident := pgx.Identifier{schema}.Sanitize()
-	if _, err := pool.Exec(ctx, "DROP SCHEMA IF EXISTS "+ident+" CASCADE"); err != nil {
-		return nil, fmt.Errorf("river: drop old schema: %w", err)
-	}
-	if _, err := pool.Exec(ctx, "CREATE SCHEMA "+ident); err != nil {
-		return nil, fmt.Errorf("river: create schema: %w", err)
-	}
-	defer func() {
+	close = func() {
 		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if _, err := pool.Exec(cctx, "DROP SCHEMA IF EXISTS "+ident+" CASCADE"); err != nil {
 			fmt.Fprintf(os.Stderr, "river: drop schema %s: %v\n", schema, err)
 		}
+		pool.Close()
+	}
+	defer func() {
+		if err != nil {
+			close()
+		}
 	}()
-
+	if _, err := pool.Exec(ctx, "DROP SCHEMA IF EXISTS "+ident+" CASCADE"); err != nil {
+		return nil, nil, fmt.Errorf("river: drop old schema: %w", err)
+	}
+	if _, err := pool.Exec(ctx, "CREATE SCHEMA "+ident); err != nil {
+		return nil, nil, fmt.Errorf("river: create schema: %w", err)
+	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	driver := riverpgxv5.New(pool)
 	migrator, err := rivermigrate.New(driver, &rivermigrate.Config{Schema: schema, Logger: logger})
 	if err != nil {
-		return nil, fmt.Errorf("river: migrator: %w", err)
+		return nil, nil, fmt.Errorf("river: migrator: %w", err)
 	}
 	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
-		return nil, fmt.Errorf("river: migrate: %w", err)
+		return nil, nil, fmt.Errorf("river: migrate: %w", err)
 	}
+	return &riverDB{pool: pool, driver: driver, schema: schema, logger: logger}, close, nil
+}
+
+// runRiver runs one River measurement in a freshly created schema that it drops afterwards.
+func runRiver(ctx context.Context, o *options) (*result, error) {
+	db, closeDB, err := openRiver(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	defer closeDB()
+	pool, driver, schema, logger := db.pool, db.driver, db.schema, db.logger
 
 	res := &result{Jobs: o.jobs, Workers: o.workers, LatencyRate: o.rate, Version: riverVersion(),
 		Schema: schema}
