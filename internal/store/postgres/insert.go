@@ -198,15 +198,18 @@ func (s *Store) insertPlanned(ctx context.Context, d db, plan *insertPlan) error
 			a.add(p)
 		}
 	}
-	jobs, err := s.insertArrays(ctx, d, a, existingIDs)
+	if len(a.ids) == 0 && len(existingIDs) == 0 {
+		return plan.resolve(nil) // every item merged
+	}
+	jobs, err := s.insertRows(ctx, d, a, existingIDs)
 	if err != nil {
 		return err
 	}
 	return plan.resolve(jobs)
 }
 
-// insertArrays runs insertSQL: the new jobs of a, then the jobs existingIDs names.
-func (s *Store) insertArrays(ctx context.Context, d db, a *insertArrays, existingIDs []string) ([]*hoppertype.JobRow, error) {
+// insertRows runs insertSQL: the new jobs of a, then the jobs existingIDs names.
+func (s *Store) insertRows(ctx context.Context, d db, a *insertArrays, existingIDs []string) ([]*hoppertype.JobRow, error) {
 	args := append(append([]any{s.nowArg()}, a.args()...), existingIDs, a.resultTTLs, a.maxRescues, a.mergePolicies)
 	rs, err := d.query(ctx, s.sql(insertSQL), args...)
 	if err != nil {
