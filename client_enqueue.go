@@ -46,6 +46,16 @@ type InsertOpts struct {
 	IdempotencyRetention time.Duration
 	// GroupKey: jobs sharing it run one at a time, oldest first.
 	GroupKey string
+	// MergeKey merges this enqueue into the job of the same kind with the same key that no
+	// worker has been handed yet (queued or scheduled, never claimed), as Merge says, instead of
+	// adding a job; InsertResult.Merged says so and Job is that job. Once that job has been
+	// claimed, even if it comes back to its queue, the next enqueue makes a new job: no change
+	// is lost. The waiting job keeps its own queue, priority, run_at, headers and other
+	// options. At most 512 bytes. See docs/flow-control.md.
+	MergeKey string
+	// Merge is the merge policy: MergeKeep (the default with a MergeKey), MergeReplace or
+	// MergeAppend. A policy without a MergeKey is a *ValidationError naming merge.
+	Merge MergePolicy
 	// ResultTTL is how long the job is kept once it completes or is canceled (0: the
 	// worker's, then Config.ResultTTL; at most 5 years). It wins over the worker's. A failed
 	// job is kept for Config.DeadLetterRetention instead.
@@ -53,10 +63,12 @@ type InsertOpts struct {
 }
 
 // InsertResult is an enqueued job. Existing is true when an idempotency key returned a job
-// enqueued before.
+// enqueued before; Merged is true when a merge key merged the enqueue into a waiting job: Job
+// is that job as the merge left it.
 type InsertResult struct {
 	Job      *JobRow
 	Existing bool
+	Merged   bool
 }
 
 // EnqueueParams is one job of EnqueueMany.
@@ -88,14 +100,15 @@ func (c *Client) Enqueue(ctx context.Context, args JobArgs, opts *InsertOpts) (*
 	return res[0], nil
 }
 
-// EnqueueMany stores jobs in one transaction: all of them or, on any error, none.
+// EnqueueMany stores jobs in one transaction: all of them or, on any error, none. Jobs with one
+// merge key merge in their order, as if enqueued one after the other.
 func (c *Client) EnqueueMany(ctx context.Context, jobs []EnqueueParams) ([]*InsertResult, error) {
 	res, err := c.insert(ctx, c.store, jobs)
 	if err != nil {
 		return nil, err
 	}
 	for _, r := range res {
-		if r.Existing {
+		if r.Existing || r.Merged {
 			continue
 		}
 		if r.Job.State == hoppertype.StateQueued {
@@ -155,11 +168,11 @@ func (c *Client) insert(ctx context.Context, ins TxInserter, jobs []EnqueueParam
 	}
 	res, err := ins.JobInsertMany(ctx, params)
 	if err != nil {
-		return nil, err
+		return nil, mergeRefused(err, len(jobs))
 	}
 	out := make([]*InsertResult, len(res))
 	for i, r := range res {
-		out[i] = &InsertResult{Job: r.Job, Existing: r.Existing}
+		out[i] = &InsertResult{Job: r.Job, Existing: r.Existing, Merged: r.Merged}
 	}
 	return out, nil
 }
@@ -178,7 +191,10 @@ func (c *Client) insertParams(args JobArgs, opts *InsertOpts, now time.Time) (*s
 		return nil, invalid("args", "is nil")
 	}
 	o := mergeOpts(args, opts)
-	raw, err := encodeArgs(args, c.cfg.MaxArgsBytes)
+	if o.MergeKey != "" && o.Merge == "" {
+		o.Merge = MergeKeep
+	}
+	raw, err := encodeArgs(args, o.Merge == MergeAppend, c.cfg.MaxArgsBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -186,7 +202,8 @@ func (c *Client) insertParams(args JobArgs, opts *InsertOpts, now time.Time) (*s
 		ID: uuid.Must(uuid.NewV7()).String(), Kind: args.Kind(), Queue: o.Queue, Priority: o.Priority,
 		Args: raw, Headers: o.Headers, MaxAttempts: o.MaxAttempts, MaxRescues: o.MaxRescues, Timeout: o.Timeout,
 		RetryPolicy: o.RetryPolicy, IdempotencyKey: o.IdempotencyKey, IdempotencyTTL: o.IdempotencyRetention,
-		GroupKey: o.GroupKey, ResultTTL: o.ResultTTL, Actor: hoppertype.ActorAPI, Reason: "enqueue",
+		GroupKey: o.GroupKey, MergeKey: o.MergeKey, Merge: o.Merge, MaxArgsBytes: c.cfg.MaxArgsBytes,
+		ResultTTL: o.ResultTTL, Actor: hoppertype.ActorAPI, Reason: "enqueue",
 	}
 	if p.Queue == "" {
 		p.Queue = DefaultQueue
@@ -227,6 +244,10 @@ func mergeOpts(args JobArgs, opts *InsertOpts) InsertOpts {
 	set(&o.Queue, opts.Queue)
 	set(&o.IdempotencyKey, opts.IdempotencyKey)
 	set(&o.GroupKey, opts.GroupKey)
+	set(&o.MergeKey, opts.MergeKey)
+	if opts.Merge != "" {
+		o.Merge = opts.Merge
+	}
 	if opts.Priority != 0 {
 		o.Priority = opts.Priority
 	}
@@ -260,10 +281,15 @@ func mergeOpts(args JobArgs, opts *InsertOpts) InsertOpts {
 	return o
 }
 
-func encodeArgs(args JobArgs, limit int) (json.RawMessage, error) {
+// encodeArgs returns args as stored, as the list of a MergeAppend job when list is set, if
+// that is at most limit bytes.
+func encodeArgs(args JobArgs, list bool, limit int) (json.RawMessage, error) {
 	b, err := marshalArgs(args)
 	if err != nil {
 		return nil, err
+	}
+	if list {
+		b = appendList(args, b)
 	}
 	if len(b) > limit {
 		return nil, invalid("args", "%d bytes exceed the limit of %d", len(b), limit)

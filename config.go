@@ -90,7 +90,8 @@ type Config struct {
 	// DisableMaintenance keeps this client out of the leader election, so it never promotes due
 	// jobs or rescues; some other process sharing the store must.
 	DisableMaintenance bool
-	// MaxArgsBytes bounds a job's encoded args (default 1 MiB).
+	// MaxArgsBytes bounds a job's encoded args (default 1 MiB), also the args a merge makes
+	// (InsertOpts.MergeKey with MergeAppend or MergeReplace).
 	MaxArgsBytes int
 	// ResultTTL is how long completed and canceled jobs are kept, unless the job
 	// (InsertOpts.ResultTTL) or its worker (Worker.ResultTTL) says otherwise (default 24 h).

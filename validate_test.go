@@ -41,6 +41,7 @@ func TestEveryClientMethodRefusesBadText(t *testing.T) {
 			return enqueue(sendEmail{}, &InsertOpts{IdempotencyKey: bad})()
 		}},
 		{"enqueue group key", "group_key", func(bad string) error { return enqueue(sendEmail{}, &InsertOpts{GroupKey: bad})() }},
+		{"enqueue merge key", "merge_key", func(bad string) error { return enqueue(sendEmail{}, &InsertOpts{MergeKey: bad})() }},
 		{"enqueue header name", "headers", func(bad string) error {
 			return enqueue(sendEmail{}, &InsertOpts{Headers: map[string]string{bad: "v"}})()
 		}},

@@ -16,16 +16,22 @@ import (
 // AsyncHandler returns a handler that enqueues a job of kind for each POST: the job's args are
 // the request body, a JSON value, and its headers record the request (see the package doc). It
 // answers 202 Accepted with Location: <prefix>/<job id> and the body StatusHandler answers
-// with, {"job": …, "statusUrl": …}, plus "existing": true for a repeated Idempotency-Key.
+// with, {"job": …, "statusUrl": …}, plus "existing": true for a repeated Idempotency-Key and
+// "merged": true for a request a Merge-Key merged into a waiting job.
 //
 // An Idempotency-Key header becomes the job's idempotency key. Within the key's retention (24 h)
 // a request with the same key and the same JSON value (whitespace aside) gets the job of the
 // first request, again with 202, plus Idempotent-Replayed: true; with another value it gets
 // 422. Keys are shared with every other enqueue of the client, of any kind.
 //
-// Errors: 400 for a body that is not JSON in UTF-8, an empty Idempotency-Key, or a kind or
-// key that is not UTF-8 or holds a NUL byte, 405 for a method other
-// than POST, 413 for a body over WithMaxBodyBytes or the client's Config.MaxArgsBytes, 422 for
+// A Merge-Key header becomes the job's merge key (hopper.InsertOpts.MergeKey) and a Merge
+// header its policy: keep (the default), replace or append. A request that merges into a
+// waiting job of the kind gets 202 with that job, "merged": true and Merged: true.
+//
+// Errors: 400 for a body that is not JSON in UTF-8, an empty Idempotency-Key, Merge-Key or
+// Merge, an unknown Merge policy or one without a Merge-Key, or a kind or key that is not
+// UTF-8 or holds a NUL byte, 405 for a method other than POST, 413 for a body over
+// WithMaxBodyBytes or the client's Config.MaxArgsBytes (also the args an append would make), 422 for
 // a reused idempotency key, 431 for headers too large to record (64 KiB), 503 with Retry-After
 // when the store is unavailable (hopper.ErrUnavailable), 500 when it fails otherwise (the
 // message is only the request id; the error goes to WithLogger's logger with it). It panics
@@ -70,14 +76,22 @@ func (h *asyncHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	key, ok := idempotencyKey(w, r)
+	key, ok := oneHeader(w, r, "Idempotency-Key")
+	if !ok {
+		return
+	}
+	mergeKey, ok := oneHeader(w, r, "Merge-Key")
+	if !ok {
+		return
+	}
+	policy, ok := oneHeader(w, r, "Merge")
 	if !ok {
 		return
 	}
 	kind := h.kind(r)
 	res, err := h.client.Enqueue(r.Context(), hopper.RawArgs{KindName: kind, JSON: body}, &hopper.InsertOpts{
 		Queue: h.cfg.queue, Priority: h.cfg.priority, MaxAttempts: h.cfg.maxAttempts,
-		Headers: requestHeaders(r, h.cfg.skip), IdempotencyKey: key,
+		Headers: requestHeaders(r, h.cfg.skip), IdempotencyKey: key, MergeKey: mergeKey, Merge: hopper.MergePolicy(policy),
 	})
 	if err != nil {
 		h.enqueueError(w, r, kind, body, err)
@@ -87,7 +101,10 @@ func (h *asyncHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if res.Existing {
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
-	h.cfg.writeJob(w, r, http.StatusAccepted, res.Job, res.Existing)
+	if res.Merged {
+		w.Header().Set("Merged", "true")
+	}
+	h.cfg.writeJob(w, r, http.StatusAccepted, res.Job, enqueued{existing: res.Existing, merged: res.Merged})
 }
 
 // readBody reads a body of at most maxBody bytes that is one JSON value, or answers with the
@@ -128,27 +145,31 @@ func tooLarge(w http.ResponseWriter, detail string) {
 	writeError(w, http.StatusRequestEntityTooLarge, codeResourceExhausted, "the request body is too large: "+detail)
 }
 
-// idempotencyKey returns the Idempotency-Key header, "" without one. The IETF draft sends it
-// as a quoted string ("abc"), Stripe and others bare (abc): both name the same key.
-func idempotencyKey(w http.ResponseWriter, r *http.Request) (string, bool) {
-	vals := r.Header.Values("Idempotency-Key")
+// oneHeader returns the value of the header name (Idempotency-Key, Merge-Key, Merge), "" without
+// one, or answers 400 for an empty one or several. The IETF draft sends an Idempotency-Key as a
+// quoted string ("abc"), Stripe and others bare (abc): both name the same key, and so for the
+// others.
+func oneHeader(w http.ResponseWriter, r *http.Request, name string) (string, bool) {
+	vals := r.Header.Values(name)
 	if len(vals) == 0 {
 		return "", true
 	}
-	key := strings.TrimSpace(vals[0])
-	if len(key) >= 2 && key[0] == '"' && key[len(key)-1] == '"' {
-		key = key[1 : len(key)-1]
+	v := strings.TrimSpace(vals[0])
+	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
+		v = v[1 : len(v)-1]
 	}
-	if len(vals) > 1 || key == "" {
-		writeError(w, http.StatusBadRequest, codeInvalidArgument, "send one non-empty Idempotency-Key header")
+	if len(vals) > 1 || v == "" {
+		writeError(w, http.StatusBadRequest, codeInvalidArgument, "send one non-empty "+name+" header")
 		return "", false
 	}
-	return key, true
+	return v, true
 }
 
 // requestFields are the inputs of an enqueue that come from the request; a bad one is the
 // caller's error. The others come from the handler's options: a bad one is the program's.
-var requestFields = map[string]bool{"args": true, "headers": true, "idempotency_key": true, "kind": true}
+var requestFields = map[string]bool{
+	"args": true, "headers": true, "idempotency_key": true, "kind": true, "merge_key": true, "merge": true,
+}
 
 func (h *asyncHandler) enqueueError(w http.ResponseWriter, r *http.Request, kind string, body []byte, err error) {
 	var verr *hopper.ValidationError

@@ -187,6 +187,50 @@ func TestAsyncIdempotencyKey(t *testing.T) {
 	require.Len(t, list.Jobs, 1)
 }
 
+// Merge-Key and Merge make a request merge into the job of its kind that waits for a worker
+// (report has none): the answer says merged and points to that job.
+func TestAsyncMergeKey(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{config: func(c *hopper.Config) { c.MaxArgsBytes = 64 }})
+	merge := http.Header{"Merge-Key": {"daily-eu"}, "Merge": {"append"}}
+	r, first := b.post(t, "/v1/async/report", `{"day":1}`, merge)
+	require.False(t, first.Merged)
+	require.Empty(t, r.header.Get("Merged"))
+
+	r, again := b.post(t, "/v1/async/report", `{"day":2}`, http.Header{"Merge-Key": {`"daily-eu"`}, "Merge": {"append"}})
+	require.True(t, again.Merged)
+	require.False(t, again.Existing)
+	require.Equal(t, "true", r.header.Get("Merged"))
+	require.Equal(t, first.Job.ID, again.Job.ID)
+	require.Equal(t, "/v1/jobs/"+first.Job.ID, r.header.Get("Location"))
+	job, err := b.client.Get(t.Context(), first.Job.ID)
+	require.NoError(t, err)
+	require.JSONEq(t, `[{"day":1},{"day":2}]`, string(job.Args))
+	require.Equal(t, "daily-eu", job.MergeKey)
+
+	for name, header := range map[string]http.Header{
+		"empty key":          {"Merge-Key": {" "}},
+		"two keys":           {"Merge-Key": {"a", "b"}},
+		"unknown policy":     {"Merge-Key": {"daily-eu"}, "Merge": {"squash"}},
+		"policy without key": {"Merge": {"replace"}},
+		"another shape":      {"Merge-Key": {"daily-eu"}, "Merge": {"replace"}},
+	} {
+		r := b.do(t, http.MethodPost, "/v1/async/report", `{"day":3}`, header)
+		require.Equal(t, http.StatusBadRequest, r.status, "%s: %s", name, r.body)
+		r.requireError(t, http.StatusBadRequest, "invalid_argument")
+	}
+	r = b.do(t, http.MethodPost, "/v1/async/report", `{"day":"`+strings.Repeat("x", 40)+`"}`, merge) // fits alone, not merged
+	r.requireError(t, http.StatusRequestEntityTooLarge, "resource_exhausted")
+	require.Contains(t, r.body, "limit of 64")
+
+	job, err = b.client.Get(t.Context(), first.Job.ID)
+	require.NoError(t, err)
+	require.JSONEq(t, `[{"day":1},{"day":2}]`, string(job.Args), "refused requests changed nothing")
+	list, err := b.client.List(t.Context(), nil)
+	require.NoError(t, err)
+	require.Len(t, list.Jobs, 1)
+}
+
 func TestAsyncMethodNotAllowed(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{})

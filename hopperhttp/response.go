@@ -72,17 +72,22 @@ type jobBody struct {
 	// Job is the job's status in the shape of a job everywhere in the API (statusView).
 	Job       json.RawMessage `json:"job"`
 	Existing  bool            `json:"existing,omitempty"`
+	Merged    bool            `json:"merged,omitempty"`
 	StatusURL string          `json:"statusUrl"`
 }
 
-// writeJob answers with the status of job; existing says that an Idempotency-Key returned it.
-func (c *config) writeJob(w http.ResponseWriter, r *http.Request, status int, job *hopper.JobRow, existing bool) {
+// enqueued says how an enqueue found its job: an Idempotency-Key returned it (existing), or a
+// Merge-Key merged the request into it (merged). Its zero value is a status answer's.
+type enqueued struct{ existing, merged bool }
+
+// writeJob answers with the status of job and how the request that enqueued it found it.
+func (c *config) writeJob(w http.ResponseWriter, r *http.Request, status int, job *hopper.JobRow, how enqueued) {
 	view, err := jsoncodec.Marshal(statusView(job))
 	if err != nil { // a stored time protobuf cannot carry, say
 		failed(w, r, c.log, "show job", err, "job_id", job.ID)
 		return
 	}
-	writeJSON(w, status, jobBody{Job: view, Existing: existing, StatusURL: c.statusURL(job.ID)})
+	writeJSON(w, status, jobBody{Job: view, Existing: how.existing, Merged: how.merged, StatusURL: c.statusURL(job.ID)})
 }
 
 // statusView is what the async endpoints show of a job: the API's view (package apiview)

@@ -144,6 +144,7 @@ func (b *testBundle) do(t *testing.T, method, path, body string, header http.Hea
 type answer struct {
 	Job       jobView `json:"job"`
 	Existing  bool    `json:"existing"`
+	Merged    bool    `json:"merged"`
 	StatusURL string  `json:"statusUrl"`
 }
 

@@ -78,7 +78,7 @@ func (h *statusHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		failed(w, r, h.cfg.log, "get job", err, "job_id", id)
 	default:
-		h.cfg.writeJob(w, r, http.StatusOK, job, false)
+		h.cfg.writeJob(w, r, http.StatusOK, job, enqueued{})
 	}
 }
 

@@ -36,6 +36,7 @@ func Job(j *hoppertype.JobRow, stalled bool) *hopperv1.Job {
 		FinishedAt: Time(j.FinishedAt), UpdatedAt: Time(j.UpdatedAt), ExpiresAt: Time(j.ExpiresAt),
 		Stalled: stalled, Checkpoint: Payload(j.Checkpoint), DeadlineAt: Time(j.DeadlineAt),
 		ResumeData: Payload(j.ResumeData), Rescues: int32(j.Rescues), MaxRescues: int32(j.MaxRescues),
+		MergeKey: Text(j.MergeKey),
 	}
 }
 

@@ -134,6 +134,7 @@ func (r *remote) Enqueue(ctx context.Context, args hopper.RawArgs, o *hopper.Ins
 		spec.Queue, spec.Priority, spec.MaxAttempts = o.Queue, int32(o.Priority), int32(o.MaxAttempts)
 		spec.Headers, spec.IdempotencyKey, spec.GroupKey = o.Headers, o.IdempotencyKey, o.GroupKey
 		spec.MaxRescues = int32(o.MaxRescues)
+		spec.MergeKey, spec.Merge = o.MergeKey, string(o.Merge)
 		if o.Delay != 0 {
 			spec.Delay = durationpb.New(o.Delay)
 		}
@@ -148,7 +149,7 @@ func (r *remote) Enqueue(ctx context.Context, args hopper.RawArgs, o *hopper.Ins
 	if err != nil {
 		return nil, remoteErr(err)
 	}
-	return &hopper.InsertResult{Job: fromJob(res.GetJob()), Existing: res.GetExisting()}, nil
+	return &hopper.InsertResult{Job: fromJob(res.GetJob()), Existing: res.GetExisting(), Merged: res.GetMerged()}, nil
 }
 
 func (r *remote) Get(ctx context.Context, id string) (*hopper.JobRow, error) {
@@ -300,7 +301,7 @@ func fromJob(j *hopperv1.Job) *hopper.JobRow {
 		LeaseExpiresAt: timeOf(j.GetLeaseExpiresAt()), HeartbeatAt: timeOf(j.GetHeartbeatAt()),
 		ProgressPercent: int(j.GetProgressPercent()), ProgressMessage: j.GetProgressMessage(),
 		Result: rawOrNil(j.GetResult()), LastError: j.GetLastError(), IdempotencyKey: j.GetIdempotencyKey(),
-		GroupKey: j.GetGroupKey(), OriginalID: j.GetOriginalId(), ReplayCount: int(j.GetReplayCount()),
+		GroupKey: j.GetGroupKey(), MergeKey: j.GetMergeKey(), OriginalID: j.GetOriginalId(), ReplayCount: int(j.GetReplayCount()),
 		ReplayedBy: j.GetReplayedBy(), CreatedAt: timeOf(j.GetCreatedAt()), StartedAt: timeOf(j.GetStartedAt()), FinishedAt: timeOf(j.GetFinishedAt()),
 		UpdatedAt: timeOf(j.GetUpdatedAt()), ExpiresAt: timeOf(j.GetExpiresAt()),
 		Checkpoint: rawOrNil(j.GetCheckpoint()), ResumeData: rawOrNil(j.GetResumeData()),

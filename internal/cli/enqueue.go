@@ -20,6 +20,8 @@ type enqueueFlags struct {
 	maxRescues     int
 	timeout        time.Duration
 	idempotencyKey string
+	mergeKey       string
+	merge          string
 	headers        []string
 }
 
@@ -30,6 +32,7 @@ func newEnqueueCmd() *cobra.Command {
 		Short: "Enqueue a job of KIND with JSON args (default {}; - reads them from stdin)",
 		Example: `  hopper enqueue send-invoice '{"invoice_id": 42}'
   hopper enqueue --queue reports --delay 10m build-report
+  hopper enqueue --merge-key user-7 --merge append send-digest '{"event": 981}'
   echo '{"to": "a@example.com"}' | hopper enqueue send-email -`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error { return runEnqueue(cmd, args, &f) },
@@ -43,6 +46,8 @@ func newEnqueueCmd() *cobra.Command {
 	fl.IntVar(&f.maxRescues, "max-rescues", 0, "times the job may lose its worker (crash, hang) and be requeued before it fails, 1 to 1000, or -1 for no limit (default 3)")
 	fl.DurationVar(&f.timeout, "timeout", 0, "time limit of each attempt")
 	fl.StringVar(&f.idempotencyKey, "idempotency-key", "", "de-duplicate enqueues with this key")
+	fl.StringVar(&f.mergeKey, "merge-key", "", "merge into the job of KIND with this key that waits for its first worker, instead of adding a job")
+	fl.StringVar(&f.merge, "merge", "", "what a merge does: keep (default; the waiting job stays), replace (it takes these args) or append (its args are a list of every merged enqueue's)")
 	fl.StringArrayVar(&f.headers, "header", nil, "header as key=value (repeatable)")
 	addJSONFlag(cmd)
 	return cmd
@@ -66,10 +71,14 @@ func runEnqueue(cmd *cobra.Command, args []string, f *enqueueFlags) error {
 			return printJSON(cmd.OutOrStdout(), &struct {
 				Job      apiJSON `json:"job"`
 				Existing bool    `json:"existing,omitempty"`
-			}{apiJob(res.Job), res.Existing})
+				Merged   bool    `json:"merged,omitempty"`
+			}{apiJob(res.Job), res.Existing, res.Merged})
 		}
-		if res.Existing {
+		switch {
+		case res.Existing:
 			fmt.Fprintln(cmd.ErrOrStderr(), "an existing job has this idempotency key; nothing was enqueued")
+		case res.Merged:
+			fmt.Fprintln(cmd.ErrOrStderr(), "merged into the waiting job with this merge key")
 		}
 		_, err = fmt.Fprintln(cmd.OutOrStdout(), res.Job.ID)
 		return err
@@ -95,7 +104,7 @@ func readArgs(stdin io.Reader, args []string) (json.RawMessage, error) {
 func (f *enqueueFlags) insertOpts() (*hopper.InsertOpts, error) {
 	opts := &hopper.InsertOpts{
 		Queue: f.queue, Priority: f.priority, Delay: f.delay, MaxAttempts: f.maxAttempts, MaxRescues: f.maxRescues,
-		Timeout: f.timeout, IdempotencyKey: f.idempotencyKey,
+		Timeout: f.timeout, IdempotencyKey: f.idempotencyKey, MergeKey: f.mergeKey, Merge: hopper.MergePolicy(f.merge),
 	}
 	if f.runAt != "" {
 		t, err := time.Parse(time.RFC3339, f.runAt)

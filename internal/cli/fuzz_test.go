@@ -66,6 +66,7 @@ var (
 	scheduleCmd    = []string{"schedules", "add", "fuzz", "--kind", "fuzz", "--cron", "@daily"}
 	scheduleNoSpec = []string{"schedules", "add", "fuzz", "--kind", "fuzz"}
 	serveCmd       = []string{"serve", "--addr", "127.0.0.1:0", "--no-echo"}
+	queuesSetCmd   = []string{"queues", "set", "fuzz"}
 	benchCmd       = []string{"bench", "--jobs", "1", "--workers", "1", "--batch", "1", "--latency-jobs", "1", "--synchronous", "NORMAL"}
 )
 
@@ -90,6 +91,7 @@ var flagCases = []flagCase{
 	{benchCmd, "rate", slowPace}, {benchCmd, "kind-cap", nil}, {benchCmd, "conns", nil}, {benchCmd, "jobs", work},
 	{benchCmd, "workers", work}, {benchCmd, "batch", work}, {benchCmd, "latency-jobs", work},
 	{enqueueCmd, "max-rescues", nil}, {serveCmd, "max-rescues", nil}, {serveCmd, "conns", nil},
+	{queuesSetCmd, "weight", nil}, {queuesSetCmd, "cap", nil},
 }
 
 // parsedStrings are string flags the CLI parses (times, cursors, zones, specs).

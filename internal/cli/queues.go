@@ -62,8 +62,13 @@ the queue's running jobs across the fleet (0 removes the cap). See docs/flow-con
 			if cmd.Flags().Changed("cap") {
 				c = &maxRunning
 			}
-			if w == nil && c == nil {
+			switch {
+			case w == nil && c == nil:
 				return usageErrorf("give --weight, --cap or both")
+			case w != nil && (weight < 0 || weight > hopper.MaxQueueWeight):
+				return usageErrorf("invalid --weight: %d is outside 1–%d (0 removes it)", weight, hopper.MaxQueueWeight)
+			case c != nil && maxRunning < 0:
+				return usageErrorf("invalid --cap: %d is negative (0 removes the cap)", maxRunning)
 			}
 			return withBackend(cmd, false, func(client backend) error {
 				if err := client.SetQueue(cmd.Context(), args[0], w, c); err != nil {

@@ -52,6 +52,7 @@ type asyncAnswer struct {
 		Result json.RawMessage `json:"result"`
 	} `json:"job"`
 	StatusURL string `json:"statusUrl"`
+	Merged    bool   `json:"merged"`
 }
 
 // requireAsyncJobIsTheAPIJob requires the job of an async endpoint's answer to have the shape

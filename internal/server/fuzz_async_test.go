@@ -31,8 +31,9 @@ const (
 // included), written on a raw connection so that nothing on the client side cleans them up;
 // with the asyncGetAsKey flag it reads GET /v1/jobs/{id} with the kind as the id instead. The
 // server never answers 5xx; a 202's job is readable with GET /v1/jobs/{id}, its args are the
-// body (insignificant white space aside) and its recorded headers are text; a request with a
-// plain kind, a JSON body and plain headers is accepted.
+// body (insignificant white space aside) unless a Merge-Key merged it into a waiting job, and
+// its recorded headers are text; a request with a plain kind, a JSON body and plain headers is
+// accepted.
 func FuzzAsync(f *testing.F) {
 	for _, s := range []struct {
 		kind, query, name, value, key string
@@ -47,6 +48,8 @@ func FuzzAsync(f *testing.F) {
 		{"k\x00", "%FF=%00", "X-\xff", "v", "", `null`, 0},
 		{"k", "q=%ff", "X-Nul", "a\x00b", "\"quoted\"", `"s"`, asyncKey},
 		{"k", "", "Idempotency-Key", "second", "first", `[]`, asyncKey},
+		{"k", "", "Merge-Key", "daily", "", `{"day":1}`, 0},
+		{"k", "", "Merge", "append", "", `{"day":2}`, 0},
 		{"k", "", "", "", "", ``, 0},
 		{"k", "", "", "", "", `{"a":1}{"b":2}`, 0},
 		{"k", "", "", "", "", `{"a":"\ud800"}`, 0},
@@ -138,10 +141,13 @@ var (
 	plainValue = regexp.MustCompile(`^[ -~]{0,256}$`)
 )
 
+// optionHeaders are the headers that set options of the enqueue, which may refuse it.
+var optionHeaders = map[string]bool{"idempotency-key": true, "merge-key": true, "merge": true}
+
 // plain reports whether every part of the request is ordinary, so it must be accepted.
 func (a asyncInput) plain() bool {
 	return plainKind.MatchString(a.kind) && !a.withKey && (a.name == "" || plainToken.MatchString(a.name) &&
-		!strings.EqualFold(a.name, "Idempotency-Key") && plainValue.MatchString(a.value)) &&
+		!optionHeaders[strings.ToLower(a.name)] && plainValue.MatchString(a.value)) &&
 		plainValue.MatchString(a.query) && json.Valid(a.body) && utf8.Valid(a.body) && len(a.body) < 1<<20
 }
 
@@ -157,7 +163,12 @@ func requireAcceptedJob(t *testing.T, s *served, a asyncInput, answer []byte) {
 	require.NoError(t, err)
 	var want bytes.Buffer
 	require.NoError(t, json.Compact(&want, a.body), "an accepted body is JSON")
-	require.Equal(t, want.String(), string(job.Args), "the job's args are the body")
+	if acc.Merged {
+		require.True(t, strings.EqualFold(a.headerName(), "Merge-Key"), "only a Merge-Key merges: %s", answer)
+		require.NotEmpty(t, job.MergeKey)
+	} else {
+		require.Equal(t, want.String(), string(job.Args), "the job's args are the body")
+	}
 	if !a.rawKind && !a.withKey {
 		require.Equal(t, a.kind, job.Kind, "the job's kind is the path's")
 	}

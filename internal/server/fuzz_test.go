@@ -194,6 +194,8 @@ func FuzzRPC(f *testing.F) {
 		{"hopper.v1.JobService.Enqueue", modePostJSON, `{"job":{"kind":"k","retryPolicy":{"multiplier":"NaN","jitter":"Infinity"}}}`},
 		{"hopper.v1.JobService.Enqueue", modePostProto, "\x0a\x05\x0a\x03k\xffk"},
 		{"hopper.v1.JobService.EnqueueBatch", modePostJSON, `{"jobs":[{"kind":"a","idempotencyKey":"x","args":1},{"kind":"a","idempotencyKey":"x","args":2}]}`},
+		{"hopper.v1.JobService.EnqueueBatch", modePostJSON, `{"jobs":[{"kind":"a","mergeKey":"m","merge":"append","args":1},{"kind":"a","mergeKey":"m","merge":"replace","args":2}]}`},
+		{"hopper.v1.JobService.Enqueue", modePostJSON, `{"job":{"kind":"k","args":{"a":1},"mergeKey":"m\u0000","merge":"squash"}}`},
 		{"hopper.v1.JobService.Get", modeGetJSON, `{"id":"\u0000"}`},
 		{"hopper.v1.JobService.Get", modeGetProto, "\x0a\x02\xff\xfe"},
 		{"hopper.v1.JobService.List", modePostJSON, `{"cursor":"aG9wcGVyLWxpc3QtdjE6/w","limit":-1,"states":["nope"]}`},

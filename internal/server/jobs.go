@@ -28,6 +28,7 @@ func enqueueParams(spec *hopperv1.JobSpec) (hopper.EnqueueParams, error) {
 		MaxAttempts: int(spec.GetMaxAttempts()), MaxRescues: int(spec.GetMaxRescues()), Timeout: fromDur(spec.GetTimeout()),
 		Headers: spec.GetHeaders(), IdempotencyKey: spec.GetIdempotencyKey(),
 		IdempotencyRetention: fromDur(spec.GetIdempotencyRetention()), GroupKey: spec.GetGroupKey(),
+		MergeKey: spec.GetMergeKey(), Merge: hopper.MergePolicy(spec.GetMerge()),
 	}
 	if spec.GetRunAt() != nil {
 		opts.RunAt = spec.GetRunAt().AsTime()
@@ -45,7 +46,7 @@ func (j *jobService) Enqueue(ctx context.Context, req *hopperv1.EnqueueRequest) 
 	if err != nil {
 		return nil, rpcError("enqueue", err)
 	}
-	return &hopperv1.EnqueueResponse{Job: j.s.enqueued(ctx, res.Job), Existing: res.Existing}, nil
+	return &hopperv1.EnqueueResponse{Job: j.s.enqueued(ctx, res.Job), Existing: res.Existing, Merged: res.Merged}, nil
 }
 
 func (j *jobService) EnqueueBatch(ctx context.Context, req *hopperv1.EnqueueBatchRequest) (*hopperv1.EnqueueBatchResponse, error) {
@@ -66,7 +67,7 @@ func (j *jobService) EnqueueBatch(ctx context.Context, req *hopperv1.EnqueueBatc
 	}
 	out := &hopperv1.EnqueueBatchResponse{Results: make([]*hopperv1.EnqueueResponse, len(res))}
 	for i, r := range res {
-		out.Results[i] = &hopperv1.EnqueueResponse{Job: j.s.enqueued(ctx, r.Job), Existing: r.Existing}
+		out.Results[i] = &hopperv1.EnqueueResponse{Job: j.s.enqueued(ctx, r.Job), Existing: r.Existing, Merged: r.Merged}
 	}
 	return out, nil
 }

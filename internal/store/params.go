@@ -30,18 +30,28 @@ type InsertParams struct {
 	// IdempotencyTTL is how long the key de-duplicates, from now.
 	IdempotencyTTL time.Duration
 
-	GroupKey   string
-	MergeKey   string
-	ScheduleID string
+	GroupKey string
+	// MergeKey, when set, merges the item into the job of the same kind and key that no
+	// worker has been handed yet, as Merge says (see Merge in merge.go); without such a job
+	// the item makes one.
+	MergeKey string
+	// Merge is the policy of a merge, required with MergeKey. With MergeAppend, Args is a JSON
+	// array: a new job stores it, a merge adds its items to the job's.
+	Merge hoppertype.MergePolicy
+	// MaxArgsBytes bounds the args a merge makes; 0 is unbounded.
+	MaxArgsBytes int
+	ScheduleID   string
 
 	Actor  hoppertype.Actor
 	Reason string
 }
 
-// InsertResult is the job an insert produced, or the existing one an idempotency key named.
+// InsertResult is the job an insert produced, the existing one an idempotency key named
+// (Existing), or the one a merge key merged the item into (Merged), as the merge left it.
 type InsertResult struct {
 	Job      *hoppertype.JobRow
 	Existing bool
+	Merged   bool
 }
 
 // ListParams filters and pages JobList. Zero fields don't filter.

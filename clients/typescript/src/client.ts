@@ -17,10 +17,14 @@ export interface CallOptions {
   signal?: AbortSignal;
 }
 
-/** EnqueueResult is a stored job; existing says an idempotency key returned a job stored before. */
+/**
+ * EnqueueResult is a stored job; existing says an idempotency key returned a job stored before,
+ * merged that a merge key merged the enqueue into a waiting job (job is that job).
+ */
 export interface EnqueueResult<A = unknown> {
   job: Job<A>;
   existing: boolean;
+  merged: boolean;
 }
 
 /** NewJob is one job of Client.enqueueMany. */
@@ -84,14 +88,14 @@ export class Client {
   /** enqueue stores one job of kind with args (any JSON value; unset is {}). */
   async enqueue<A>(kind: string, args?: A, options: EnqueueOptions & CallOptions = {}): Promise<EnqueueResult<A>> {
     const res = await call(this.jobs.enqueue({ job: jobSpec(kind, args, options) }, options));
-    return { job: jobFromProto<A>(res.job!), existing: res.existing };
+    return { job: jobFromProto<A>(res.job!), existing: res.existing, merged: res.merged };
   }
 
   /** enqueueMany stores several jobs in one transaction: all or none. */
   async enqueueMany<A>(jobs: NewJob<A>[], options: CallOptions = {}): Promise<EnqueueResult<A>[]> {
     const specs = jobs.map((j) => jobSpec(j.kind, j.args, j));
     const res = await call(this.jobs.enqueueBatch({ jobs: specs }, options));
-    return res.results.map((r) => ({ job: jobFromProto<A>(r.job!), existing: r.existing }));
+    return res.results.map((r) => ({ job: jobFromProto<A>(r.job!), existing: r.existing, merged: r.merged }));
   }
 
   /** get returns one job; a HopperError of code NotFound when there is none. */

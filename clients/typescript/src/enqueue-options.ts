@@ -36,6 +36,13 @@ export interface EnqueueOptions {
   retryPolicy?: RetryPolicy;
   /** maxRescues bounds how often the job is requeued after losing its worker (1–1000, -1: unbounded). */
   maxRescues?: number;
+  /**
+   * mergeKey merges the enqueue into the job of the same kind and key that waits for its first
+   * worker, instead of adding a job (merged in the result).
+   */
+  mergeKey?: string;
+  /** merge is the merge policy: "keep" (the default), "replace" or "append" (the job's args are a list). */
+  merge?: "keep" | "replace" | "append";
 }
 
 /** jobSpec is the JobSpec of a job of kind with args and options. */
@@ -45,5 +52,6 @@ export function jobSpec(kind: string, args: unknown, o: EnqueueOptions = {}): Jo
     delay: toDuration(o.delay), maxAttempts: o.maxAttempts, timeout: toDuration(o.timeout), headers: o.headers,
     idempotencyKey: o.idempotencyKey, idempotencyRetention: toDuration(o.idempotencyRetention),
     groupKey: o.groupKey, retryPolicy: policyToProto(o.retryPolicy), maxRescues: o.maxRescues,
+    mergeKey: o.mergeKey, merge: o.merge,
   });
 }

@@ -38,6 +38,7 @@ export interface Job<A = unknown, R = unknown> {
   lastError: string;
   idempotencyKey: string;
   groupKey: string;
+  mergeKey: string;
   /** originalId is the first job of a replayed job's lineage. */
   originalId: string;
   replayCount: number;
@@ -65,7 +66,8 @@ export function jobFromProto<A = unknown, R = unknown>(j: JobPb): Job<A, R> {
     leaseToken: j.leaseToken, runAt: fromTimestamp(j.runAt), timeout: fromDuration(j.timeout), workerId: j.workerId,
     leaseExpiresAt: fromTimestamp(j.leaseExpiresAt), heartbeatAt: fromTimestamp(j.heartbeatAt),
     progressPercent: j.progressPercent, progressMessage: j.progressMessage, result: decodeJSON<R>(j.result),
-    lastError: j.lastError, idempotencyKey: j.idempotencyKey, groupKey: j.groupKey, originalId: j.originalId,
+    lastError: j.lastError, idempotencyKey: j.idempotencyKey, groupKey: j.groupKey, mergeKey: j.mergeKey,
+    originalId: j.originalId,
     replayCount: j.replayCount, createdAt: fromTimestamp(j.createdAt), startedAt: fromTimestamp(j.startedAt),
     finishedAt: fromTimestamp(j.finishedAt), updatedAt: fromTimestamp(j.updatedAt),
     expiresAt: fromTimestamp(j.expiresAt), stalled: j.stalled, checkpoint: decodeJSON(j.checkpoint),

@@ -63,6 +63,21 @@ describe("Client", () => {
     assert.equal((await c.list({ queues: [queue] })).jobs.length, 2, "the refused batch stored nothing");
   });
 
+  test("a merge key merges enqueues into the job that waits", async () => {
+    const c = new Client({ url: server().url });
+    const queue = queueName("merge");
+    const options = { queue, mergeKey: queue, merge: "append" } as const;
+    const first = await c.enqueue("digest", { n: 1 }, options);
+    assert.equal(first.merged, false);
+    assert.equal(first.job.mergeKey, queue);
+    const [again] = await c.enqueueMany([{ kind: "digest", args: { n: 2 }, ...options }]);
+    assert.equal(again!.merged, true);
+    assert.equal(again!.job.id, first.job.id);
+    assert.deepEqual((await c.get(first.job.id)).args, [{ n: 1 }, { n: 2 }]);
+    const bad = await rejects(c.enqueue("digest", {}, { queue, merge: "replace" }), Code.InvalidArgument);
+    assert.equal(bad.field, "merge");
+  });
+
   test("list filters and pages; listAll walks every page", async () => {
     const c = new Client({ url: server().url });
     const queue = queueName("list");

@@ -719,7 +719,9 @@ type Job struct {
 	Rescues    int32 `protobuf:"varint,33,opt,name=rescues,proto3" json:"rescues,omitempty"`
 	MaxRescues int32 `protobuf:"varint,34,opt,name=max_rescues,json=maxRescues,proto3" json:"max_rescues,omitempty"`
 	// replayed_by is who replayed the dead letter this job replays (see original_id).
-	ReplayedBy    string `protobuf:"bytes,35,opt,name=replayed_by,json=replayedBy,proto3" json:"replayed_by,omitempty"`
+	ReplayedBy string `protobuf:"bytes,35,opt,name=replayed_by,json=replayedBy,proto3" json:"replayed_by,omitempty"`
+	// merge_key: enqueues with it merge into this job while it waits (JobSpec.merge_key).
+	MergeKey      string `protobuf:"bytes,36,opt,name=merge_key,json=mergeKey,proto3" json:"merge_key,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -999,6 +1001,13 @@ func (x *Job) GetReplayedBy() string {
 	return ""
 }
 
+func (x *Job) GetMergeKey() string {
+	if x != nil {
+		return x.MergeKey
+	}
+	return ""
+}
+
 // JobSpec describes a job to enqueue. Only kind is required.
 type JobSpec struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1021,7 +1030,14 @@ type JobSpec struct {
 	RetryPolicy          *RetryPolicy         `protobuf:"bytes,13,opt,name=retry_policy,json=retryPolicy,proto3" json:"retry_policy,omitempty"`
 	// max_rescues bounds how often the job is rescued when its worker is lost, 1–1000; 0 takes
 	// the server's default (3), -1 is unbounded.
-	MaxRescues    int32 `protobuf:"varint,14,opt,name=max_rescues,json=maxRescues,proto3" json:"max_rescues,omitempty"`
+	MaxRescues int32 `protobuf:"varint,14,opt,name=max_rescues,json=maxRescues,proto3" json:"max_rescues,omitempty"`
+	// merge_key merges this enqueue into the job of the same kind and key that no worker has
+	// been handed yet (queued or scheduled), instead of adding a job (EnqueueResponse.merged).
+	MergeKey string `protobuf:"bytes,15,opt,name=merge_key,json=mergeKey,proto3" json:"merge_key,omitempty"`
+	// merge is the merge policy: "keep" (the default with a merge_key: the waiting job stays as
+	// it is), "replace" (it takes these args) or "append" (its args are a JSON array of every
+	// merged enqueue's args, oldest first).
+	Merge         string `protobuf:"bytes,16,opt,name=merge,proto3" json:"merge,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1154,6 +1170,20 @@ func (x *JobSpec) GetMaxRescues() int32 {
 	return 0
 }
 
+func (x *JobSpec) GetMergeKey() string {
+	if x != nil {
+		return x.MergeKey
+	}
+	return ""
+}
+
+func (x *JobSpec) GetMerge() string {
+	if x != nil {
+		return x.Merge
+	}
+	return ""
+}
+
 // RetryPolicy shapes the backoff between failed attempts: min(cap, base·multiplierⁿ⁻¹) ±
 // jitter. Zero fields take the server's defaults.
 type RetryPolicy struct {
@@ -1272,7 +1302,9 @@ type EnqueueResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Job   *Job                   `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
 	// existing is true when an idempotency key returned a job enqueued before.
-	Existing      bool `protobuf:"varint,2,opt,name=existing,proto3" json:"existing,omitempty"`
+	Existing bool `protobuf:"varint,2,opt,name=existing,proto3" json:"existing,omitempty"`
+	// merged is true when merge_key merged the enqueue into a waiting job: job is that job.
+	Merged        bool `protobuf:"varint,3,opt,name=merged,proto3" json:"merged,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1317,6 +1349,13 @@ func (x *EnqueueResponse) GetJob() *Job {
 func (x *EnqueueResponse) GetExisting() bool {
 	if x != nil {
 		return x.Existing
+	}
+	return false
+}
+
+func (x *EnqueueResponse) GetMerged() bool {
+	if x != nil {
+		return x.Merged
 	}
 	return false
 }
@@ -5873,7 +5912,7 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x1cScheduleServicePauseResponse\"2\n" +
 	"\x1cScheduleServiceResumeRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x1f\n" +
-	"\x1dScheduleServiceResumeResponse\"\xac\v\n" +
+	"\x1dScheduleServiceResumeResponse\"\xc9\v\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x14\n" +
@@ -5924,10 +5963,11 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\vmax_rescues\x18\" \x01(\x05R\n" +
 	"maxRescues\x12\x1f\n" +
 	"\vreplayed_by\x18# \x01(\tR\n" +
-	"replayedBy\x1a:\n" +
+	"replayedBy\x12\x1b\n" +
+	"\tmerge_key\x18$ \x01(\tR\bmergeKey\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x8e\x05\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc1\x05\n" +
 	"\aJobSpec\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x18\n" +
 	"\x04args\x18\x02 \x01(\tB\x04\x88\xe7\x18\x01R\x04args\x12\x14\n" +
@@ -5944,7 +5984,9 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\tgroup_key\x18\f \x01(\tR\bgroupKey\x129\n" +
 	"\fretry_policy\x18\r \x01(\v2\x16.hopper.v1.RetryPolicyR\vretryPolicy\x12\x1f\n" +
 	"\vmax_rescues\x18\x0e \x01(\x05R\n" +
-	"maxRescues\x1a:\n" +
+	"maxRescues\x12\x1b\n" +
+	"\tmerge_key\x18\x0f \x01(\tR\bmergeKey\x12\x14\n" +
+	"\x05merge\x18\x10 \x01(\tR\x05merge\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa1\x01\n" +
@@ -5956,10 +5998,11 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x03cap\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x03cap\x12\x16\n" +
 	"\x06jitter\x18\x04 \x01(\x01R\x06jitter\"6\n" +
 	"\x0eEnqueueRequest\x12$\n" +
-	"\x03job\x18\x01 \x01(\v2\x12.hopper.v1.JobSpecR\x03job\"O\n" +
+	"\x03job\x18\x01 \x01(\v2\x12.hopper.v1.JobSpecR\x03job\"g\n" +
 	"\x0fEnqueueResponse\x12 \n" +
 	"\x03job\x18\x01 \x01(\v2\x0e.hopper.v1.JobR\x03job\x12\x1a\n" +
-	"\bexisting\x18\x02 \x01(\bR\bexisting\"=\n" +
+	"\bexisting\x18\x02 \x01(\bR\bexisting\x12\x16\n" +
+	"\x06merged\x18\x03 \x01(\bR\x06merged\"=\n" +
 	"\x13EnqueueBatchRequest\x12&\n" +
 	"\x04jobs\x18\x01 \x03(\v2\x12.hopper.v1.JobSpecR\x04jobs\"L\n" +
 	"\x14EnqueueBatchResponse\x124\n" +

@@ -15,7 +15,8 @@
 //   - Claim. One statement: a CTE with FOR UPDATE SKIP LOCKED and LIMIT, then UPDATE … FROM
 //     it. Fleet-wide caps take a short transaction that locks only the cap rows involved.
 //   - Batches. Inserts, finishes and lease extensions bind arrays and unnest them: one
-//     statement, one round trip, whatever the batch size.
+//     statement, one round trip, whatever the batch size. Items with a merge key go one by one
+//     in a transaction that first takes a transaction-level advisory lock per key (merge.go).
 //   - Wake-ups. The triggers NOTIFY "<schema>_jobs" once per queue whose jobs became
 //     claimable and once per canceled running job; PostgreSQL sends them at commit and folds
 //     duplicates within a transaction. Subscribe LISTENs on a dedicated connection.

@@ -8,3 +8,10 @@ func OnListening(s *Store, f func()) { s.listening = f }
 
 // SetPingEvery shortens how long a subscription waits before it pings its connection.
 func SetPingEvery(s *Store, d time.Duration) { s.pingEvery = d }
+
+// MergeLock is the advisory lock a merge takes for kind's key, as pg_locks shows it: classid
+// and objid are its high and low 32 bits.
+func MergeLock(s *Store, kind, key string) (classid, objid uint32) {
+	k := uint64(s.mergeLock(kind, key))
+	return uint32(k >> 32), uint32(k)
+}

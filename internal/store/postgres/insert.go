@@ -13,23 +13,23 @@ import (
 
 // insertSQL inserts a batch from arrays (one round trip for any number of jobs) and returns
 // the new rows followed by the existing jobs that idempotency keys named ($18); $19 holds the
-// jobs' result TTLs, $20 their rescue bounds.
+// jobs' result TTLs, $20 their rescue bounds, $21 their merge policies.
 const insertSQL = `WITH clk AS (SELECT coalesce($1::timestamptz, now()) AS now),
 ins AS (
 	INSERT INTO {schema}.jobs (id, kind, queue, priority, args, headers, state, max_attempts, run_at,
 		timeout_us, retry_policy, idempotency_key, group_key, merge_key, schedule_id, last_actor,
-		last_reason, created_at, updated_at, result_ttl_us, max_rescues)
+		last_reason, created_at, updated_at, result_ttl_us, max_rescues, merge_policy)
 	SELECT t.id, t.kind, t.queue, t.priority, t.args, t.headers::json,
 		CASE WHEN t.run_at > clk.now THEN 'scheduled' ELSE 'queued' END, t.max_attempts,
 		CASE WHEN t.run_at > clk.now THEN t.run_at ELSE clk.now END, t.timeout_us,
 		t.retry_policy::jsonb, t.key, t.group_key, t.merge_key, t.schedule_id, t.actor, t.reason,
-		clk.now, clk.now, t.result_ttl_us, t.max_rescues
+		clk.now, clk.now, t.result_ttl_us, t.max_rescues, t.merge_policy
 	FROM unnest($2::text[], $3::text[], $4::text[], $5::int[], $6::bytea[], $7::text[],
 		$8::timestamptz[], $9::int[], $10::bigint[], $11::text[], $12::text[], $13::text[],
-		$14::text[], $15::text[], $16::text[], $17::text[], $19::bigint[], $20::int[])
+		$14::text[], $15::text[], $16::text[], $17::text[], $19::bigint[], $20::int[], $21::text[])
 		AS t(id, kind, queue, priority, args, headers, run_at, max_attempts, timeout_us,
 		     retry_policy, key, group_key, merge_key, schedule_id, actor, reason, result_ttl_us,
-		     max_rescues), clk
+		     max_rescues, merge_policy), clk
 	RETURNING ` + cols + `)
 SELECT ` + cols + ` FROM ins
 UNION ALL
@@ -48,7 +48,8 @@ ON CONFLICT (key) DO UPDATE SET
 RETURNING key, job_id, payload_hash`
 
 // JobInsertMany inserts every job in one statement, all or none. A batch with idempotency
-// keys takes a transaction of two statements: claim the keys, then insert.
+// keys takes a transaction of two statements: claim the keys, then insert. A batch with merge
+// keys takes a transaction too, in which its merge items go one by one (merge.go).
 func (s *Store) JobInsertMany(ctx context.Context, params []*store.InsertParams) ([]*store.InsertResult, error) {
 	return s.insertMany(ctx, pgxDB{s.pool}, params)
 }
@@ -61,7 +62,7 @@ func (s *Store) insertMany(ctx context.Context, d db, params []*store.InsertPara
 	if err != nil {
 		return nil, fmt.Errorf("insert jobs: %w", err)
 	}
-	if len(plan.firstOfKey) == 0 {
+	if len(plan.firstOfKey) == 0 && !plan.merging {
 		err = s.insertPlanned(ctx, d, plan)
 	} else {
 		err = s.insertKeyed(ctx, d, plan)
@@ -77,9 +78,11 @@ func (s *Store) insertMany(ctx context.Context, d db, params []*store.InsertPara
 type insertPlan struct {
 	params     []*store.InsertParams
 	hashes     []string
-	keyed      []int          // -1 when item i has no key
-	firstOfKey map[string]int // key → first item with it
-	existing   map[int]string // first-of-key item → the live job its key names
+	keyed      []int                       // -1 when item i has no key
+	firstOfKey map[string]int              // key → first item with it
+	existing   map[int]string              // first-of-key item → the live job its key names
+	merging    bool                        // some item has a merge key
+	merged     map[int]*store.InsertResult // merge item → its job, merged into or new
 	results    []*store.InsertResult
 }
 
@@ -91,11 +94,12 @@ func planInsert(params []*store.InsertParams) (*insertPlan, error) {
 	}
 	p := &insertPlan{
 		params: params, hashes: make([]string, len(params)), keyed: make([]int, len(params)),
-		firstOfKey: map[string]int{}, existing: map[int]string{},
+		firstOfKey: map[string]int{}, existing: map[int]string{}, merged: map[int]*store.InsertResult{},
 		results: make([]*store.InsertResult, len(params)),
 	}
 	for i, ip := range params {
 		p.keyed[i] = -1
+		p.merging = p.merging || ip.MergeKey != ""
 		if ip.IdempotencyKey == "" {
 			continue
 		}
@@ -110,15 +114,29 @@ func planInsert(params []*store.InsertParams) (*insertPlan, error) {
 	return p, nil
 }
 
-// insertKeyed claims the batch's keys and inserts in one atomic unit.
+// insertKeyed locks the batch's merge keys, claims its idempotency keys, merges and inserts in
+// one atomic unit. Locks are taken in one order (merge keys, then idempotency keys, each
+// sorted), so batches do not deadlock on them.
 func (s *Store) insertKeyed(ctx context.Context, d db, plan *insertPlan) error {
 	tx, err := d.begin(ctx)
 	if err != nil {
 		return err
 	}
 	defer tx.rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after commit
-	if err := s.claimKeys(ctx, tx, plan); err != nil {
-		return err
+	if plan.merging {
+		if err := s.lockMergeKeys(ctx, tx, plan.params); err != nil {
+			return err
+		}
+	}
+	if len(plan.firstOfKey) > 0 {
+		if err := s.claimKeys(ctx, tx, plan); err != nil {
+			return err
+		}
+	}
+	if plan.merging {
+		if err := s.mergeItems(ctx, tx, plan); err != nil {
+			return err
+		}
 	}
 	if err := s.insertPlanned(ctx, tx, plan); err != nil {
 		return err
@@ -163,7 +181,8 @@ func (s *Store) claimKeys(ctx context.Context, d db, plan *insertPlan) error {
 	return nil
 }
 
-// insertPlanned inserts the items that make new jobs and reads the jobs live keys named.
+// insertPlanned inserts the items that make new jobs and reads the jobs live keys named. Merge
+// items are in already (mergeItems).
 func (s *Store) insertPlanned(ctx context.Context, d db, plan *insertPlan) error {
 	a := &insertArrays{}
 	var existingIDs []string
@@ -173,20 +192,30 @@ func (s *Store) insertPlanned(ctx context.Context, d db, plan *insertPlan) error
 			continue // resolved with its key's first item
 		case first >= 0 && plan.existing[i] != "":
 			existingIDs = append(existingIDs, plan.existing[i])
+		case plan.merged[i] != nil:
+			continue
 		default:
 			a.add(p)
 		}
 	}
-	args := append(append([]any{s.nowArg()}, a.args()...), existingIDs, a.resultTTLs, a.maxRescues)
-	rs, err := d.query(ctx, s.sql(insertSQL), args...)
-	if err != nil {
-		return err
+	if len(a.ids) == 0 && len(existingIDs) == 0 {
+		return plan.resolve(nil) // every item merged
 	}
-	jobs, err := scanJobs(rs)
+	jobs, err := s.insertRows(ctx, d, a, existingIDs)
 	if err != nil {
 		return err
 	}
 	return plan.resolve(jobs)
+}
+
+// insertRows runs insertSQL: the new jobs of a, then the jobs existingIDs names.
+func (s *Store) insertRows(ctx context.Context, d db, a *insertArrays, existingIDs []string) ([]*hoppertype.JobRow, error) {
+	args := append(append([]any{s.nowArg()}, a.args()...), existingIDs, a.resultTTLs, a.maxRescues, a.mergePolicies)
+	rs, err := d.query(ctx, s.sql(insertSQL), args...)
+	if err != nil {
+		return nil, err
+	}
+	return scanJobs(rs)
 }
 
 // resolve fills in the results from the rows the insert returned.
@@ -198,10 +227,16 @@ func (plan *insertPlan) resolve(jobs []*hoppertype.JobRow) error {
 	for i, p := range plan.params {
 		first := plan.keyed[i]
 		switch {
+		case first < 0 && plan.merged[i] != nil:
+			plan.results[i] = plan.merged[i]
 		case first < 0:
 			plan.results[i] = &store.InsertResult{Job: byID[p.ID]}
 		case plan.existing[first] != "":
 			plan.results[i] = &store.InsertResult{Job: byID[plan.existing[first]], Existing: true}
+		case plan.merged[first] != nil && first == i:
+			plan.results[i] = plan.merged[i]
+		case plan.merged[first] != nil:
+			plan.results[i] = &store.InsertResult{Job: plan.merged[first].Job, Existing: true}
 		default:
 			plan.results[i] = &store.InsertResult{Job: byID[plan.params[first].ID], Existing: first != i}
 		}
@@ -218,6 +253,7 @@ type insertArrays struct {
 	priorities, maxAttempts, maxRescues                         []int32
 	payloads                                                    [][]byte
 	headers, policies, keys, groups, merges, schedules, reasons []*string
+	mergePolicies                                               []*string
 	runAt                                                       []*time.Time
 	timeouts, resultTTLs                                        []int64
 }
@@ -233,6 +269,11 @@ func (a *insertArrays) add(p *store.InsertParams) {
 	a.keys, a.groups = append(a.keys, nullStr(p.IdempotencyKey)), append(a.groups, nullStr(p.GroupKey))
 	a.merges, a.schedules = append(a.merges, nullStr(p.MergeKey)), append(a.schedules, nullStr(p.ScheduleID))
 	a.actors, a.reasons = append(a.actors, string(p.Actor)), append(a.reasons, nullStr(p.Reason))
+	var policy *string
+	if p.MergeKey != "" {
+		policy = nullStr(string(p.Merge))
+	}
+	a.mergePolicies = append(a.mergePolicies, policy)
 }
 
 // args returns the arrays in insertSQL's parameter order ($2–$17).

@@ -14,10 +14,11 @@ import (
 
 const insertJobSQL = `INSERT INTO jobs (id, kind, queue, priority, args, headers, state, max_attempts,
 	run_at, timeout_us, retry_policy, idempotency_key, group_key, merge_key, schedule_id,
-	last_actor, last_reason, created_at, updated_at, result_ttl_us, max_rescues)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	last_actor, last_reason, created_at, updated_at, result_ttl_us, max_rescues, merge_policy)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
-// JobInsertMany inserts every job in one transaction.
+// JobInsertMany inserts every job in one transaction. Items with a merge key merge in their
+// order (merge.go): the single writer makes each look-up and its write one step.
 func (s *Store) JobInsertMany(ctx context.Context, params []*store.InsertParams) ([]*store.InsertResult, error) {
 	if err := store.CheckBatch(params); err != nil {
 		return nil, fmt.Errorf("insert jobs: %w", err)
@@ -37,6 +38,16 @@ func (s *Store) JobInsertMany(ctx context.Context, params []*store.InsertParams)
 					continue
 				}
 			}
+			if p.MergeKey != "" {
+				merged, err := s.merge(ctx, tx, i, p, now)
+				if err != nil {
+					return err
+				}
+				if merged != nil {
+					out[i] = &store.InsertResult{Job: merged, Merged: true}
+					continue
+				}
+			}
 			row, err := insertRow(ctx, tx, ins, p, now)
 			if err != nil {
 				return err
@@ -52,7 +63,7 @@ func (s *Store) JobInsertMany(ctx context.Context, params []*store.InsertParams)
 }
 
 // insertRow inserts p's job with the prepared insertJobSQL ins and records its idempotency
-// key, inside tx. Callers have checked the key.
+// key, inside tx. Callers have checked the key and looked for a job to merge into.
 func insertRow(ctx context.Context, tx *sql.Tx, ins *sql.Stmt, p *store.InsertParams, now time.Time) (*hoppertype.JobRow, error) {
 	row := newRow(p, now)
 	if _, err := ins.ExecContext(ctx, row.ID, row.Kind, row.Queue, row.Priority, []byte(row.Args),
@@ -60,17 +71,23 @@ func insertRow(ctx context.Context, tx *sql.Tx, ins *sql.Stmt, p *store.InsertPa
 		row.Timeout.Microseconds(), encodePolicy(row.RetryPolicy), nullString(row.IdempotencyKey),
 		nullString(row.GroupKey), nullString(row.MergeKey), nullString(row.ScheduleID),
 		string(p.Actor), nullString(p.Reason), micros(now), micros(now), p.ResultTTL.Microseconds(),
-		row.MaxRescues); err != nil {
+		row.MaxRescues, mergePolicy(p)); err != nil {
 		return nil, fmt.Errorf("insert job %s: %w", row.ID, err)
 	}
-	if p.IdempotencyKey != "" {
-		if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO idempotency_keys (key, job_id, payload_hash, expires_at)
-			VALUES (?, ?, ?, ?)`, p.IdempotencyKey, row.ID, store.PayloadHash(p.Kind, p.Args),
-			micros(now.Add(p.IdempotencyTTL))); err != nil {
-			return nil, fmt.Errorf("record idempotency key: %w", err)
-		}
+	return row, recordKey(ctx, tx, p, row.ID, now)
+}
+
+// recordKey makes p's idempotency key, if it has one, name job jobID.
+func recordKey(ctx context.Context, tx *sql.Tx, p *store.InsertParams, jobID string, now time.Time) error {
+	if p.IdempotencyKey == "" {
+		return nil
 	}
-	return row, nil
+	if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO idempotency_keys (key, job_id, payload_hash, expires_at)
+		VALUES (?, ?, ?, ?)`, p.IdempotencyKey, jobID, store.PayloadHash(p.Kind, p.Args),
+		micros(now.Add(p.IdempotencyTTL))); err != nil {
+		return fmt.Errorf("record idempotency key: %w", err)
+	}
+	return nil
 }
 
 // idempotentJob returns the live job the key names, nil when the key is free, or ErrDuplicate

@@ -19,6 +19,7 @@ func Run(t *testing.T, opener Opener) {
 		{"Progress", testProgress},
 		{"Cancel", testCancel},
 		{"Idempotency", testIdempotency},
+		{"Merge", testMerge},
 		{"History", testHistory},
 		{"List", testList},
 		{"Cluster", testCluster},
