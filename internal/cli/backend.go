@@ -244,7 +244,7 @@ func (r *remote) Queues(ctx context.Context) ([]*hopper.QueueInfo, error) {
 			counts[hopper.JobState(st)] = n
 		}
 		out[i] = &hopper.QueueInfo{Name: q.GetName(), Paused: q.GetPaused(), Weight: int(q.GetWeight()),
-			MaxRunning: int(q.GetMaxRunning()), Counts: counts}
+			MaxRunning: int(q.GetMaxRunning()), Counts: counts, AwaitingCompute: q.GetAwaitingCompute()}
 	}
 	return out, nil
 }
