@@ -279,7 +279,7 @@ func (r *remote) Nodes(ctx context.Context) ([]*hopper.Node, error) {
 	out := make([]*hopper.Node, len(res.GetNodes()))
 	for i, n := range res.GetNodes() {
 		out[i] = &hopper.Node{ID: n.GetId(), Host: n.GetHost(), PID: int(n.GetPid()),
-			StartedAt: timeOf(n.GetStartedAt()), HeartbeatAt: timeOf(n.GetHeartbeatAt())}
+			StartedAt: timeOf(n.GetStartedAt()), HeartbeatAt: timeOf(n.GetHeartbeatAt()), Holding: n.GetHolding()}
 	}
 	return out, nil
 }

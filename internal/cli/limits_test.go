@@ -82,7 +82,8 @@ func TestQueuesLsShowsAwaitingCompute(t *testing.T) {
 }
 
 // Through a server and from the database alike, `queues ls` shows the queued jobs of a queue
-// whose only live worker is held by its governor as awaiting compute.
+// whose only live worker is held by its governor as awaiting compute, and `workers ls` the
+// node that holds.
 func TestQueuesLsAwaitingComputeBothWays(t *testing.T) {
 	b := startServer(t, false)
 	b.enqueue(t, "k", "--queue", "reports")
@@ -95,5 +96,10 @@ func TestQueuesLsAwaitingComputeBothWays(t *testing.T) {
 		res = runner(t, "queues", "ls")
 		require.Equal(t, ExitOK, res.code, res.stderr)
 		require.Regexp(t, `reports\s+no\s+-\s+-\s+0\s+1\s+0\s+0\s+0\s+0\s+0\s+1\n`, res.stdout, name)
+		res = runner(t, "workers", "ls", "--json")
+		require.Equal(t, ExitOK, res.code, res.stderr)
+		require.Contains(t, res.stdout, `"holding": true`, name)
+		res = runner(t, "workers", "ls")
+		require.Regexp(t, `busy\s+h\s+1\s+.*\s+holding\n`, res.stdout, name)
 	}
 }
