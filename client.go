@@ -46,6 +46,13 @@ func NewClient(cfg Config) (*Client, error) {
 		LeaderTTL: cfg.LeaderTTL, NodeTTL: cfg.NodeTTL, Host: hostname(), PID: os.Getpid(),
 		PollOnly: cfg.PollOnly, ResultTTL: cfg.ResultTTL, DeadLetterRetention: cfg.DeadLetterRetention,
 	}
+	if cfg.Workers != nil { // an enqueue-only client claims nothing to hold back
+		gov, err := newGovernor(cfg, c.clock)
+		if err != nil {
+			return nil, err
+		}
+		ecfg.Governor = gov
+	}
 	ecfg.OnAvailable = c.avail.wake
 	if c.dlHook = newDeadLetterHook(cfg); c.dlHook != nil {
 		ecfg.OnOutcome = c.dlHook.outcome

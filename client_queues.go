@@ -16,6 +16,12 @@ type QueueInfo struct {
 	Weight     int // fleet-wide fair-share weight, 0 for none stored (each process's own, default 1)
 	MaxRunning int // fleet-wide cap, 0 for none
 	Counts     map[JobState]int64
+	// AwaitingCompute is how many of the queue's queued jobs wait only because resource
+	// governors hold back (contract 15): all of them while every live worker of the queue is
+	// held by its governor (processes, and remote workers through the server they use), else
+	// 0. A paused queue's jobs wait for its resume instead: 0. See
+	// docs/flow-control.md#awaiting-compute.
+	AwaitingCompute int64
 }
 
 // Queues returns every queue that has jobs or settings, by name. Counting scans the jobs
@@ -45,6 +51,9 @@ func (c *Client) Queues(ctx context.Context) ([]*QueueInfo, error) {
 		q := get(s.Name)
 		q.Paused, q.Weight = s.Paused, s.Weight
 	}
+	if err := c.awaitingCompute(ctx, byName); err != nil {
+		return nil, err
+	}
 	limits, err := c.store.LimitList(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list queues: %w", err)
@@ -60,6 +69,21 @@ func (c *Client) Queues(ctx context.Context) ([]*QueueInfo, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
+}
+
+// awaitingCompute fills in AwaitingCompute: the queued jobs of the queues that every live node
+// working them holds back (read after the counts and settings).
+func (c *Client) awaitingCompute(ctx context.Context, byName map[string]*QueueInfo) error {
+	held, err := c.store.NodeHeldQueues(ctx, c.engine.NodeTTL())
+	if err != nil {
+		return fmt.Errorf("list queues: %w", err)
+	}
+	for _, name := range held {
+		if q := byName[name]; q != nil && !q.Paused {
+			q.AwaitingCompute = q.Counts[StateQueued]
+		}
+	}
+	return nil
 }
 
 // Node is a Hopper process registered in the store.

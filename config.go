@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"time"
 
@@ -112,6 +113,19 @@ type Config struct {
 	// OnDeadLetter: a POST of the job as JSON, with a 5 s timeout and up to 3 tries. Failures
 	// are logged only.
 	DeadLetterWebhook string
+	// MaxCPU is the resource governor's CPU limit (contract 15): while this process uses at
+	// least this fraction of the CPU available to it (0.8 is 80 % of its cgroup's quota, or of
+	// the machine's CPUs outside a limiting cgroup v2), it claims no new jobs. Running jobs are
+	// never interrupted. The use is sampled every second and smoothed over a few; new jobs
+	// start again once it is under 90 % of the limit. 0 (default) is no limit; at most 1.
+	// Linux only (elsewhere NewClient returns ErrGovernorUnsupported). See
+	// docs/flow-control.md#resource-governor.
+	MaxCPU float64
+	// MaxMemory is the resource governor's memory limit in bytes: while this process's cgroup
+	// (or, outside one, the machine) uses at least this much memory, not counting page cache
+	// the kernel can reclaim, it claims no new jobs; it starts them again under 90 % of it.
+	// 0 (default) is no limit.
+	MaxMemory int64
 	// Logger receives structured logs (default: discarded).
 	Logger *slog.Logger
 	// Clock is the time source (default the wall clock); tests inject a fake one.
@@ -193,6 +207,12 @@ func (c Config) validate() error {
 		if d < 0 {
 			errs = append(errs, invalid("Config."+name, "%s is negative", d))
 		}
+	}
+	if math.IsNaN(c.MaxCPU) || c.MaxCPU < 0 || c.MaxCPU > 1 {
+		errs = append(errs, invalid("Config.MaxCPU", "%v is outside 0–1 (a fraction of the CPU available: 0.8 is 80 %%)", c.MaxCPU))
+	}
+	if c.MaxMemory < 0 {
+		errs = append(errs, invalid("Config.MaxMemory", "%d is negative", c.MaxMemory))
 	}
 	if c.LeaderTTL > 0 && c.LeaderTTL < 30*time.Millisecond {
 		errs = append(errs, invalid("Config.LeaderTTL", "%s is under 30ms", c.LeaderTTL))

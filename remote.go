@@ -22,6 +22,17 @@ type WorkerAPI struct{ c *Client }
 // none of it.
 func (c *Client) WorkerAPI() *WorkerAPI { return c.workerAPI }
 
+// SetRemoteQueues tells the client which queues the remote workers it serves work, and
+// which of them are held back by the workers' resource governors (WorkerService.Hold), so
+// that its node heartbeats record them with its own and they count for awaiting compute
+// (QueueInfo.AwaitingCompute). f is called once per heartbeat and must not block; call
+// RemoteQueuesChanged when its answer changes, for a heartbeat at once.
+func (a *WorkerAPI) SetRemoteQueues(f func() (queues, held []string)) { a.c.engine.SetRemoteQueues(f) }
+
+// RemoteQueuesChanged asks for a node heartbeat now, to record a change of SetRemoteQueues's
+// answer. It never blocks.
+func (a *WorkerAPI) RemoteQueuesChanged() { a.c.engine.Beat() }
+
 // Remote workers: A claimed job
 // belongs to its worker until its lease expires; every call about the attempt presents the
 // lease token the claim returned and fails with ErrLeaseLost, changing nothing, when the token

@@ -108,6 +108,13 @@ type Node struct {
 	PID         int
 	StartedAt   time.Time
 	HeartbeatAt time.Time
+	// Holding: the node's resource governor holds back new jobs (contract 15).
+	Holding bool
+	// Queues are the queues the node's workers work: its own, and those of the remote
+	// workers served through it. HeldQueues are those of them where every one of the node's
+	// workers is held back by its resource governor. Both sorted.
+	Queues     []string
+	HeldQueues []string
 }
 
 // Leadership says who holds the leader lease and until when. Term grows by one each time the

@@ -1,7 +1,20 @@
 package remote
 
-import "github.com/hopperjobs/hopper/internal/clock"
+import (
+	"github.com/hopperjobs/hopper/internal/clock"
+	"github.com/hopperjobs/hopper/internal/governor"
+)
 
 // NewOnClock is New with the worker's waits on clk, for tests that move a fake clock instead
 // of sleeping.
 func NewOnClock(cfg Config, clk clock.Clock) (*Worker, error) { return newWorker(cfg, clk) }
+
+// NewGoverned is New with gov as the worker's resource governor (Config.MaxCPU and MaxMemory
+// are ignored), for tests that set what it measures.
+func NewGoverned(cfg Config, gov *governor.Governor) (*Worker, error) {
+	w, err := newWorker(cfg, clock.Real{})
+	if err == nil {
+		w.gov = gov
+	}
+	return w, err
+}

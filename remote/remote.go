@@ -30,6 +30,7 @@ import (
 	"github.com/hopperjobs/hopper/internal/backoff"
 	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/engine"
+	"github.com/hopperjobs/hopper/internal/governor"
 	"github.com/hopperjobs/hopper/internal/lease"
 )
 
@@ -66,7 +67,16 @@ type Config struct {
 	LeaseDuration time.Duration
 	// PollWait is how long one long poll waits for a job (default 30 s).
 	PollWait time.Duration
-	Logger   *slog.Logger
+	// MaxCPU and MaxMemory are the worker's resource governor (contract 15): while this
+	// process uses at least MaxCPU of the CPU available to it (0.8 is 80 % of its cgroup's
+	// quota, or of the machine's CPUs) or MaxMemory bytes, it takes no new job — in Poll mode
+	// it does not poll, in Stream mode the server holds its stream's credit (WorkerService.Hold)
+	// — and its running jobs go on. New jobs come again once use is under 90 % of the limits.
+	// 0 (default) is no limit; MaxCPU at most 1. Linux only (elsewhere New returns
+	// hopper.ErrGovernorUnsupported). See docs/flow-control.md#resource-governor.
+	MaxCPU    float64
+	MaxMemory int64
+	Logger    *slog.Logger
 }
 
 // Worker runs jobs from a server. Start it, then Stop it.
@@ -98,9 +108,11 @@ type Worker struct {
 	declined []*hopperv1.ActivatedJob // pushed to a stopping worker: released once its stream is closed
 	declineC chan struct{}            // a job was declined (buffered 1)
 
-	intake *backoff.Tracker // the stream, or the polls: reconnects and retries back off
-	leases *backoff.Tracker // the lease renewals' outage state
-	keeper lease.Keeper     // renews the running jobs' leases
+	intake *backoff.Tracker   // the stream, or the polls: reconnects and retries back off
+	leases *backoff.Tracker   // the lease renewals' outage state
+	keeper lease.Keeper       // renews the running jobs' leases
+	gov    *governor.Governor // nil without MaxCPU and MaxMemory
+	holds  *backoff.Tracker   // telling the server the governor's state (govern.go)
 }
 
 // attemptKey names one attempt: a job and the lease token it was given with. A job can be
@@ -156,7 +168,12 @@ func newWorker(cfg Config, clk clock.Clock) (*Worker, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	w := &Worker{cfg: cfg, log: cfg.Logger, handlers: cfg.Workers, clock: clk, running: map[attemptKey]*attempt{},
+	gov, err := governor.New(governor.Config{MaxCPU: cfg.MaxCPU, MaxMemory: cfg.MaxMemory, Clock: clk,
+		Logger: cfg.Logger, Attrs: []any{"worker", cfg.Name}})
+	if err != nil {
+		return nil, fmt.Errorf("remote: Config.MaxCPU, MaxMemory: %w", err)
+	}
+	w := &Worker{gov: gov, cfg: cfg, log: cfg.Logger, handlers: cfg.Workers, clock: clk, running: map[attemptKey]*attempt{},
 		declineC: make(chan struct{}, 1)}
 	intake := "job stream"
 	if cfg.Mode == Poll {
@@ -165,6 +182,8 @@ func newWorker(cfg Config, clk clock.Clock) (*Worker, error) {
 	w.intake = backoff.New(backoff.Config{Name: intake, Policy: backoff.WorkPolicy, Clock: clk, Logger: cfg.Logger,
 		Attrs: []any{"worker", cfg.Name, "url", cfg.URL}})
 	w.leases = backoff.New(backoff.Config{Name: "extend leases", Clock: clk, Logger: cfg.Logger, Attrs: []any{"worker", cfg.Name}})
+	w.holds = backoff.New(backoff.Config{Name: "report the governor's state", Policy: backoff.WorkPolicy, Clock: clk,
+		Logger: cfg.Logger, Attrs: []any{"worker", cfg.Name, "url", cfg.URL}})
 	if w.handlers.Len() == 0 {
 		return nil, errors.New("remote: Config.Workers has no workers")
 	}
@@ -204,6 +223,10 @@ func (w *Worker) Start(ctx context.Context) error {
 	w.intakeCtx, w.stopIntake = context.WithCancel(context.WithoutCancel(ctx))
 	w.keepCtx, w.stopKeep = context.WithCancel(context.WithoutCancel(ctx))
 	w.loops.Go(w.keepLeases)
+	if w.gov != nil {
+		w.loops.Go(func() { w.gov.Run(w.intakeCtx) })
+		w.loops.Go(w.reportHolds)
+	}
 	if w.cfg.Mode == Poll {
 		w.loops.Go(w.pollLoop)
 	} else {
@@ -267,6 +290,9 @@ func (w *Worker) Stop(ctx context.Context) error {
 // worker that lives through a server restart reconnects at once however many it saw before.
 func (w *Worker) streamLoop() {
 	for w.intakeCtx.Err() == nil {
+		if !w.untilOpen() { // no stream is opened while the governor holds
+			return
+		}
 		err := w.stream()
 		if w.intakeCtx.Err() != nil {
 			return
@@ -355,6 +381,9 @@ func (w *Worker) pollLoop() {
 			}
 		}
 		coalesce.Stop()
+		if !w.untilOpen() { // no poll while the governor holds
+			return
+		}
 		res, err := w.api.Activate(w.intakeCtx, &hopperv1.ActivateRequest{Worker: w.cfg.Name, Queue: w.cfg.Queue,
 			Kinds: w.kinds, MaxJobs: int32(n), LeaseTimeout: durationOf(w.cfg.LeaseDuration),
 			RequestTimeout: durationOf(w.cfg.PollWait)})

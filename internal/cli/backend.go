@@ -245,7 +245,7 @@ func (r *remote) Queues(ctx context.Context) ([]*hopper.QueueInfo, error) {
 			counts[hopper.JobState(st)] = n
 		}
 		out[i] = &hopper.QueueInfo{Name: q.GetName(), Paused: q.GetPaused(), Weight: int(q.GetWeight()),
-			MaxRunning: int(q.GetMaxRunning()), Counts: counts}
+			MaxRunning: int(q.GetMaxRunning()), Counts: counts, AwaitingCompute: q.GetAwaitingCompute()}
 	}
 	return out, nil
 }
@@ -280,7 +280,7 @@ func (r *remote) Nodes(ctx context.Context) ([]*hopper.Node, error) {
 	out := make([]*hopper.Node, len(res.GetNodes()))
 	for i, n := range res.GetNodes() {
 		out[i] = &hopper.Node{ID: n.GetId(), Host: n.GetHost(), PID: int(n.GetPid()),
-			StartedAt: timeOf(n.GetStartedAt()), HeartbeatAt: timeOf(n.GetHeartbeatAt())}
+			StartedAt: timeOf(n.GetStartedAt()), HeartbeatAt: timeOf(n.GetHeartbeatAt()), Holding: n.GetHolding()}
 	}
 	return out, nil
 }

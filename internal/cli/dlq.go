@@ -493,7 +493,7 @@ func (r *remote) Replays(ctx context.Context, p *hopper.ReplayListParams) (*hopp
 // serveFlags name the flag of each hopper.Config field serve sets from one.
 var serveFlags = map[string]string{"Config.ResultTTL": "--result-ttl",
 	"Config.DeadLetterRetention": "--dead-letter-retention", "Config.DeadLetterWebhook": "--dead-letter-webhook",
-	"Config.MaxRescues": "--max-rescues"}
+	"Config.MaxRescues": "--max-rescues", "Config.MaxCPU": "--max-cpu", "Config.MaxMemory": "--max-memory"}
 
 // serveFlagError turns the client's refusal of a value one of serve's flags set into a usage
 // error naming the flag (the client names its Config field, which the user never saw).

@@ -91,6 +91,7 @@ var flagCases = []flagCase{
 	{benchCmd, "rate", slowPace}, {benchCmd, "kind-cap", nil}, {benchCmd, "conns", nil}, {benchCmd, "jobs", work},
 	{benchCmd, "workers", work}, {benchCmd, "batch", work}, {benchCmd, "latency-jobs", work},
 	{enqueueCmd, "max-rescues", nil}, {serveCmd, "max-rescues", nil}, {serveCmd, "conns", nil},
+	{serveCmd, "max-cpu", nil}, {serveCmd, "max-memory", nil},
 	{queuesSetCmd, "weight", nil}, {queuesSetCmd, "cap", nil},
 }
 
@@ -173,6 +174,8 @@ var seedValues = map[string][]string{
 	"duration": {"1h", "0", "-1s", "2562048h"},
 	"int":      {"1", "0", "-1", "9223372036854775808"},
 	"string":   {"2026-03-01T12:00:00Z", "1h", "aG9wcGVyLWxpc3QtdjE6eA", "\xff"},
+	"fraction": {"0.8", "80%", "1.5", "NaN"},
+	"size":     {"2GiB", "0", "1e400", "9999999TiB"},
 }
 
 // flagType is the type of c's flag, as seedValues names it.

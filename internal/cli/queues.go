@@ -20,7 +20,11 @@ func newQueuesCmd() *cobra.Command {
 		Use:     "ls",
 		Aliases: []string{"list"},
 		Short:   "List queues with their job counts per state",
-		Args:    cobra.NoArgs,
+		Long: `ls lists every queue that has jobs or settings: whether it is paused, its stored weight
+and cap, its jobs per state, and how many of its queued jobs await compute: all of them while
+every live worker of the queue is held back by its resource governor, else 0 (see
+docs/flow-control.md#awaiting-compute).`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withBackend(cmd, true, func(client backend) error {
 				qs, err := client.Queues(cmd.Context())
@@ -119,7 +123,7 @@ func printQueues(w io.Writer, qs []*hopper.QueueInfo) error {
 	for _, s := range queueStates {
 		fmt.Fprintf(tw, "\t%s", s)
 	}
-	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, "\tawaiting compute")
 	for _, q := range qs {
 		paused, weight, limit := "no", "-", "-"
 		if q.Paused {
@@ -135,7 +139,7 @@ func printQueues(w io.Writer, qs []*hopper.QueueInfo) error {
 		for _, s := range queueStates {
 			fmt.Fprintf(tw, "\t%d", q.Counts[s])
 		}
-		fmt.Fprintln(tw)
+		fmt.Fprintf(tw, "\t%d\n", q.AwaitingCompute)
 	}
 	return tw.Flush()
 }
@@ -146,6 +150,8 @@ type queueJSON struct {
 	Weight     int              `json:"weight,omitempty"`
 	MaxRunning int              `json:"max_running,omitempty"`
 	Counts     map[string]int64 `json:"counts"`
+	// AwaitingCompute: queued jobs that wait only for held resource governors.
+	AwaitingCompute int64 `json:"awaiting_compute"`
 }
 
 func queuesJSON(qs []*hopper.QueueInfo) any {
@@ -155,7 +161,8 @@ func queuesJSON(qs []*hopper.QueueInfo) any {
 		for _, s := range queueStates {
 			counts[string(s)] = q.Counts[s]
 		}
-		out[i] = queueJSON{Name: q.Name, Paused: q.Paused, Weight: q.Weight, MaxRunning: q.MaxRunning, Counts: counts}
+		out[i] = queueJSON{Name: q.Name, Paused: q.Paused, Weight: q.Weight, MaxRunning: q.MaxRunning, Counts: counts,
+			AwaitingCompute: q.AwaitingCompute}
 	}
 	return struct {
 		Queues []queueJSON `json:"queues"`

@@ -50,6 +50,8 @@ type serveOptions struct {
 	maxRescues     int
 	tlsCert        string // serve_tls.go
 	tlsKey         string
+	maxCPU         fraction // limits.go
+	maxMemory      byteSize
 }
 
 func newServeCmd() *cobra.Command {
@@ -61,6 +63,10 @@ func newServeCmd() *cobra.Command {
 URL), hands them to workers in any language over the RPC API (Connect: gRPC, gRPC-Web and
 JSON over HTTP at /hopper.v1.<Service>/<Method>) and runs the leader's duties (promoting
 scheduled jobs, rescuing expired leases).
+
+With --max-cpu or --max-memory, a resource governor stops the server from taking new jobs
+for its own workers (hopper.echo) while its process uses that much CPU or memory or more;
+running jobs go on (docs/flow-control.md#resource-governor). Remote workers have their own.
 
 It listens on 127.0.0.1:7070 unless --addr says otherwise. Once any API key exists
 ('hopper keys create'), every request needs one; a non-loopback --addr is refused while no
@@ -87,6 +93,7 @@ given on the command line wins over its variable.`,
 	f.IntVar(&o.maxRescues, "max-rescues", hopper.DefaultMaxRescues, "default number of times a job may lose its worker and be requeued before it fails with worker_lost, 1 to 1000, or -1 for no limit")
 	addRetentionFlags(cmd, &o)
 	addTLSFlags(cmd, &o)
+	addGovernorFlags(cmd, &o)
 	return cmd
 }
 
@@ -127,9 +134,10 @@ func serve(cmd *cobra.Command, o serveOptions) error {
 			})
 		}
 		client, err := hopper.NewClient(hopper.Config{Store: st, Workers: ws, Logger: log, ResultTTL: o.resultTTL,
-			DeadLetterRetention: o.dlqRetention, DeadLetterWebhook: o.dlqWebhook, MaxRescues: o.maxRescues})
+			DeadLetterRetention: o.dlqRetention, DeadLetterWebhook: o.dlqWebhook, MaxRescues: o.maxRescues,
+			MaxCPU: float64(o.maxCPU), MaxMemory: int64(o.maxMemory)})
 		if err != nil {
-			return serveFlagError(err)
+			return governorError(err)
 		}
 		srv, err := server.New(server.Config{Client: client, Logger: log, Auth: auth, Keys: keys, StalledAfter: o.stalledAfter,
 			MaxBodyBytes: o.maxBody, MaxStreamsPerKey: o.maxStreams, MaxPollsPerKey: o.maxPolls})

@@ -52,6 +52,7 @@ type workerJSON struct {
 	WaitingPolls int32    `json:"waiting_polls"`
 	Activated    int64    `json:"activated"`
 	LastSeenAt   string   `json:"last_seen_at"`
+	Held         bool     `json:"held"` // its resource governor holds it back
 }
 
 type streamJSON struct {
@@ -74,6 +75,7 @@ type nodeJSON struct {
 	PID         int    `json:"pid"`
 	StartedAt   string `json:"started_at"`
 	HeartbeatAt string `json:"heartbeat_at"`
+	Holding     bool   `json:"holding"` // its resource governor holds back new jobs
 }
 
 func runWorkersLs(cmd *cobra.Command, _ []string) error {
@@ -85,7 +87,8 @@ func runWorkersLs(cmd *cobra.Command, _ []string) error {
 		}
 		var fleet fleetJSON
 		for _, n := range nodes {
-			fleet.Nodes = append(fleet.Nodes, nodeJSON{n.ID, n.Host, n.PID, jsonTime(n.StartedAt), jsonTime(n.HeartbeatAt)})
+			fleet.Nodes = append(fleet.Nodes, nodeJSON{n.ID, n.Host, n.PID, jsonTime(n.StartedAt), jsonTime(n.HeartbeatAt),
+				n.Holding})
 		}
 		if r, ok := client.(*remote); ok {
 			ws, err := r.admin.ListWorkers(ctx, &hopperv1.ListWorkersRequest{})
@@ -99,7 +102,7 @@ func runWorkersLs(cmd *cobra.Command, _ []string) error {
 			fleet.workers, fleet.streams = ws.GetWorkers(), ss.GetStreams()
 			for _, wk := range fleet.workers {
 				fleet.Workers = append(fleet.Workers, workerJSON{wk.GetName(), wk.GetQueue(), wk.GetKinds(), wk.GetOpenStreams(),
-					wk.GetWaitingPolls(), wk.GetActivated(), jsonTime(timeOf(wk.GetLastSeenAt()))})
+					wk.GetWaitingPolls(), wk.GetActivated(), jsonTime(timeOf(wk.GetLastSeenAt())), wk.GetHeld()})
 			}
 			for _, st := range fleet.streams {
 				fleet.Streams = append(fleet.Streams, streamJSON{st.GetId(), st.GetWorker(), st.GetQueue(), st.GetKinds(),
@@ -119,19 +122,20 @@ func runWorkersLs(cmd *cobra.Command, _ []string) error {
 
 func printFleet(w io.Writer, nodes []*hopper.Node, f *fleetJSON, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tHOST\tPID\tSTARTED\tHEARTBEAT")
+	fmt.Fprintln(tw, "NODE\tHOST\tPID\tSTARTED\tHEARTBEAT\tGOVERNOR")
 	for _, n := range nodes {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", n.ID, n.Host, n.PID, relative(n.StartedAt, now), relative(n.HeartbeatAt, now))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", n.ID, n.Host, n.PID, relative(n.StartedAt, now),
+			relative(n.HeartbeatAt, now), governorState(n.Holding))
 	}
 	if len(f.workers) > 0 {
-		fmt.Fprintln(tw, "\nWORKER\tQUEUE\tKINDS\tSTREAMS\tPOLLING\tACTIVATED\tLAST SEEN")
+		fmt.Fprintln(tw, "\nWORKER\tQUEUE\tKINDS\tSTREAMS\tPOLLING\tACTIVATED\tLAST SEEN\tGOVERNOR")
 		for _, wk := range f.workers {
 			kinds := strings.Join(wk.GetKinds(), ",")
 			if kinds == "" {
 				kinds = "*"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\n", wk.GetName(), wk.GetQueue(), kinds, wk.GetOpenStreams(),
-				wk.GetWaitingPolls(), wk.GetActivated(), relative(wk.GetLastSeenAt().AsTime(), now))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", wk.GetName(), wk.GetQueue(), kinds, wk.GetOpenStreams(),
+				wk.GetWaitingPolls(), wk.GetActivated(), relative(wk.GetLastSeenAt().AsTime(), now), governorState(wk.GetHeld()))
 		}
 	}
 	if len(f.streams) > 0 {
@@ -142,4 +146,12 @@ func printFleet(w io.Writer, nodes []*hopper.Node, f *fleetJSON, now time.Time) 
 		}
 	}
 	return tw.Flush()
+}
+
+// governorState shows whether a resource governor holds a node or a worker back.
+func governorState(holding bool) string {
+	if holding {
+		return "holding"
+	}
+	return "-"
 }

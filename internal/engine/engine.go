@@ -11,11 +11,13 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/backoff"
 	"github.com/hopperjobs/hopper/internal/clock"
+	"github.com/hopperjobs/hopper/internal/governor"
 	"github.com/hopperjobs/hopper/internal/lease"
 	"github.com/hopperjobs/hopper/internal/store"
 )
@@ -98,6 +100,9 @@ type Config struct {
 	// or a release; "" means any queue (notifications may have been missed). It must not
 	// block.
 	OnAvailable func(queue string)
+	// Governor, when set, holds back new claims while the process's CPU or memory use is over
+	// its limits (contract 15); the engine runs it while it works jobs. Nil: no governor.
+	Governor *governor.Governor
 	// ReleaseGrace is how long Stop waits, after canceling handlers at its deadline, before it
 	// releases the jobs of handlers that have not returned (default 500 ms).
 	ReleaseGrace time.Duration
@@ -186,6 +191,11 @@ type Engine struct {
 	leader    *elector
 	loops     backoff.Set // the outage state of every loop that calls the store
 	listening *backoff.Tracker
+	gov       *governor.Governor // nil: no limits
+	// remote says which queues the remote workers served through this process work, and
+	// which of them are held (SetRemoteQueues); beat asks for a node heartbeat now.
+	remote atomic.Pointer[func() (queues, held []string)]
+	beat   chan struct{}
 
 	mu      sync.Mutex
 	running map[string]*runningJob
@@ -221,7 +231,7 @@ func New(cfg Config) (*Engine, error) {
 	e := &Engine{
 		cfg: cfg, store: cfg.Store, clock: cfg.Clock, log: cfg.Logger,
 		slots: newSlots(cfg.MaxWorkers), producers: map[string]*producer{}, running: map[string]*runningJob{},
-		wakeFor: map[string]string{}, canceled: map[string]time.Time{},
+		wakeFor: map[string]string{}, canceled: map[string]time.Time{}, gov: cfg.Governor, beat: make(chan struct{}, 1),
 	}
 	if cfg.Workers != nil {
 		e.kinds = cfg.Workers.Kinds()
@@ -257,6 +267,9 @@ func (e *Engine) Start(ctx context.Context) error {
 	if working {
 		for _, p := range e.producers {
 			e.claimLoops.Go(func() { p.run(claimCtx) })
+		}
+		if e.gov != nil {
+			e.claimLoops.Go(func() { e.gov.Run(claimCtx) })
 		}
 		// Leases, heartbeats and pushed cancels go on until the last running job is done, so
 		// a graceful Stop never lets another node take a job that is still running here.

@@ -22,7 +22,9 @@ type heldJob struct {
 	finish chan struct{}
 }
 
-func (h heldHandler) Prepare(row *hoppertype.JobRow) (Unit, error) { return heldUnit{h, row.Queue}, nil }
+func (h heldHandler) Prepare(row *hoppertype.JobRow) (Unit, error) {
+	return heldUnit{h, row.Queue}, nil
+}
 
 type heldUnit struct {
 	h     heldHandler

@@ -3,22 +3,27 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/backoff"
-	"github.com/hopperjobs/hopper/internal/clock"
+	"github.com/hopperjobs/hopper/internal/governor"
 )
 
 // heartbeatNode keeps this process registered in the store, so the leader can tell a dead
 // node's jobs (rescued at once) from a live node's long-running ones (left alone), and reads
-// the queues' stored weights at the same pace. A failed heartbeat is retried with backoff,
-// never later than the next regular one.
+// the queues' stored weights at the same pace. Each heartbeat records the governor's state
+// (contract 15); a change of it, or of the remote workers' (Beat), heartbeats at once. A
+// failed heartbeat is retried with backoff, never later than the next regular one.
 func (e *Engine) heartbeatNode(ctx context.Context) {
 	node := &hoppertype.Node{ID: e.cfg.WorkerID, Host: e.cfg.Host, PID: e.cfg.PID, StartedAt: e.clock.Now()}
 	retry := e.newTracker("node heartbeat", backoff.DefaultPolicy)
 	for ctx.Err() == nil {
 		wait := e.cfg.NodeTTL / 3
+		var changed <-chan struct{}
+		node.Holding, changed = e.gov.State()
+		node.Queues, node.HeldQueues = e.nodeQueues(node.Holding)
 		err := e.store.NodeHeartbeat(ctx, node)
 		if err == nil {
 			err = e.RefreshWeights(ctx)
@@ -28,9 +33,66 @@ func (e *Engine) heartbeatNode(ctx context.Context) {
 		} else if ctx.Err() == nil {
 			wait = min(wait, retry.Fail(err))
 		}
-		clock.Sleep(ctx, e.clock, wait)
+		t := e.clock.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+		case <-t.C():
+		case <-changed:
+		case <-e.beat:
+		}
+		t.Stop()
 	}
 }
+
+// nodeQueues returns the queues this process's workers work — its producers' when it works
+// jobs, and its remote workers' (SetRemoteQueues) — and those of them where every one of its
+// workers is held back: by the governor (holding) for its own, by theirs for remote ones.
+func (e *Engine) nodeQueues(holding bool) (queues, held []string) {
+	state := map[string]bool{} // queue → every worker here is held
+	add := func(q string, h bool) {
+		prev, seen := state[q]
+		state[q] = (prev || !seen) && h
+	}
+	if len(e.kinds) > 0 {
+		for q := range e.producers {
+			add(q, holding)
+		}
+	}
+	if f := e.remote.Load(); f != nil {
+		rq, rh := (*f)()
+		for _, q := range rq {
+			add(q, slices.Contains(rh, q))
+		}
+	}
+	for q, h := range state {
+		queues = append(queues, q)
+		if h {
+			held = append(held, q)
+		}
+	}
+	slices.Sort(queues)
+	slices.Sort(held)
+	return queues, held
+}
+
+// SetRemoteQueues tells the engine which queues the remote workers served through this
+// process work and which of them are held back by the workers' governors, for its node
+// heartbeats. f is called once per heartbeat and must not block.
+func (e *Engine) SetRemoteQueues(f func() (queues, held []string)) { e.remote.Store(&f) }
+
+// Beat asks for a node heartbeat now (the remote workers' state changed). It never blocks.
+func (e *Engine) Beat() {
+	select {
+	case e.beat <- struct{}{}:
+	default:
+	}
+}
+
+// NodeTTL is how long a node may go without a heartbeat before it counts as dead.
+func (e *Engine) NodeTTL() time.Duration { return e.cfg.NodeTTL }
+
+// Governor returns the engine's governor (nil without limits).
+func (e *Engine) Governor() *governor.Governor { return e.gov }
 
 // deregister removes this node from the store once it holds no jobs.
 func (e *Engine) deregister(ctx context.Context) {

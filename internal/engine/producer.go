@@ -72,8 +72,10 @@ type loopState struct {
 // poll timer); after jobs finish it claims again only while the last claim came back full,
 // and waits briefly (ClaimCoalesce) to gather free slots into one claim. Up to
 // maxClaimsInFlight claims run at once. A failed claim holds further claims back for a
-// backoff (WorkPolicy), so wake-ups during an outage cannot make it spin. On exit it waits for
-// outstanding claims and starts their jobs, so no claimed job is left to lease expiry.
+// backoff (WorkPolicy), so wake-ups during an outage cannot make it spin. While the resource
+// governor holds, no claim starts (claims in flight finish and their jobs run): the loop
+// keeps its state and waits for the governor to open. On exit it waits for outstanding
+// claims and starts their jobs, so no claimed job is left to lease expiry.
 func (p *producer) run(ctx context.Context) {
 	cfg := p.e.cfg
 	st := &loopState{more: true, urgent: true, poll: p.e.clock.NewTimer(cfg.PollInterval)}
@@ -83,7 +85,9 @@ func (p *producer) run(ctx context.Context) {
 	threshold := max(1, min(p.max, cfg.ClaimBatch)/4)
 	for ctx.Err() == nil {
 		free := p.max - int(p.running.Load()) - st.reserved
-		held := p.e.clock.Now().Before(st.holdUntil)
+		// governed: nil while the governor lets new claims start, else closed when it does.
+		governed := p.e.gov.Hold()
+		held := governed != nil || p.e.clock.Now().Before(st.holdUntil)
 		if st.inflight < maxClaimsInFlight && st.more && !held && free > 0 && (st.urgent || free >= threshold) {
 			if n := p.e.slots.tryAcquire(p.queue, min(free, cfg.ClaimBatch)); n > 0 {
 				st.inflight, st.reserved, st.urgent = st.inflight+1, st.reserved+n, false
@@ -107,6 +111,8 @@ func (p *producer) run(ctx context.Context) {
 		case <-coalesceC:
 			st.urgent, coalesceC = true, nil
 		case <-p.e.slots.wait():
+		case <-governed: // open again: work may have come meanwhile, unannounced
+			st.more, st.urgent, st.gen = true, true, st.gen+1
 		}
 		if st.urgent && coalesceC != nil {
 			coalesce.Stop()

@@ -25,6 +25,7 @@ type collector struct {
 	jobs, stalled, deadLetters, oldestDeadLetter, leader *prometheus.Desc
 	storeUp, loopsFailing                                *prometheus.Desc
 	streams, streamInFlight, streamPushed, workers       *prometheus.Desc
+	awaitingCompute, holding, governorCPU, governorMem   *prometheus.Desc
 	scrapeErrors                                         prometheus.Counter
 }
 
@@ -44,6 +45,10 @@ func newCollector(s *Server) *collector {
 		streamInFlight:   d("stream_jobs_in_flight", "Unfinished jobs held by this server's open streams."),
 		streamPushed:     d("stream_jobs_pushed", "Jobs pushed by this server's open streams since they opened."),
 		workers:          d("remote_workers", "Remote workers this server has seen recently."),
+		awaitingCompute:  d("queue_awaiting_compute", "Queued jobs that wait only because every live worker of their queue is held back by its resource governor.", "queue"),
+		holding:          d("governor_holding", "1 while this node's resource governor holds back new jobs (0 without limits)."),
+		governorCPU:      d("governor_cpu", "CPU use this node's resource governor measured, smoothed, as a fraction of the CPU available to it (0 without limits)."),
+		governorMem:      d("governor_memory_bytes", "Memory use this node's resource governor measured, in bytes (0 without limits)."),
 		scrapeErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "hopper_metrics_scrape_errors_total",
 			Help: "Scrapes that could not read part of the state from the store."}),
 	}
@@ -51,7 +56,8 @@ func newCollector(s *Server) *collector {
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.jobs, c.stalled, c.deadLetters, c.oldestDeadLetter, c.leader,
-		c.storeUp, c.loopsFailing, c.streams, c.streamInFlight, c.streamPushed, c.workers} {
+		c.storeUp, c.loopsFailing, c.streams, c.streamInFlight, c.streamPushed, c.workers,
+		c.awaitingCompute, c.holding, c.governorCPU, c.governorMem} {
 		ch <- d
 	}
 	c.scrapeErrors.Describe(ch)
@@ -75,11 +81,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	} else {
 		c.scrapeErrors.Inc() // the store is down: its loops log that, not every scrape
 	}
-	leader := 0.0
-	if client.IsLeader() {
-		leader = 1
-	}
-	gauge(c.leader, leader)
+	gauge(c.leader, boolGauge(client.IsLeader()))
 	streams, workers := c.s.reg.snapshot(c.s.clock.Now())
 	var inFlight, pushed float64
 	for _, st := range streams {
@@ -90,6 +92,10 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.streamInFlight, inFlight)
 	gauge(c.streamPushed, pushed)
 	gauge(c.workers, float64(len(workers)))
+	gov := client.Governor()
+	gauge(c.holding, boolGauge(gov.Holding))
+	gauge(c.governorCPU, gov.CPU)
+	gauge(c.governorMem, float64(gov.Memory))
 	c.scrapeErrors.Collect(ch)
 }
 
@@ -101,6 +107,7 @@ func (c *collector) collectStore(ctx context.Context, gauge func(*prometheus.Des
 			for st, n := range q.Counts {
 				gauge(c.jobs, float64(n), q.Name, string(st))
 			}
+			gauge(c.awaitingCompute, float64(q.AwaitingCompute), q.Name)
 		}
 	} else {
 		c.fail(err)
@@ -124,6 +131,13 @@ func (c *collector) collectStore(ctx context.Context, gauge func(*prometheus.Des
 	} else {
 		c.fail(err)
 	}
+}
+
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func (c *collector) fail(err error) {

@@ -24,7 +24,7 @@ func (q *queueService) List(ctx context.Context, _ *hopperv1.QueueServiceListReq
 			counts[string(st)] = n
 		}
 		out.Queues[i] = &hopperv1.Queue{Name: info.Name, Paused: info.Paused, MaxRunning: int32(info.MaxRunning),
-			Weight: int32(info.Weight), Counts: counts}
+			Weight: int32(info.Weight), Counts: counts, AwaitingCompute: info.AwaitingCompute}
 	}
 	return out, nil
 }
@@ -75,17 +75,19 @@ func (a *adminService) ListNodes(ctx context.Context, _ *hopperv1.ListNodesReque
 	out := &hopperv1.ListNodesResponse{Nodes: make([]*hopperv1.Node, len(nodes))}
 	for i, n := range nodes {
 		out.Nodes[i] = &hopperv1.Node{Id: n.ID, Host: n.Host, Pid: int32(n.PID), StartedAt: apiview.Time(n.StartedAt),
-			HeartbeatAt: apiview.Time(n.HeartbeatAt), Leader: n.ID == a.s.client.NodeID() && a.s.client.IsLeader()}
+			HeartbeatAt: apiview.Time(n.HeartbeatAt), Leader: n.ID == a.s.client.NodeID() && a.s.client.IsLeader(),
+			Holding: n.Holding}
 	}
 	return out, nil
 }
 
 func (a *adminService) ListWorkers(context.Context, *hopperv1.ListWorkersRequest) (*hopperv1.ListWorkersResponse, error) {
-	_, workers := a.s.reg.snapshot(a.s.clock.Now())
+	now := a.s.clock.Now()
+	_, workers := a.s.reg.snapshot(now)
 	out := &hopperv1.ListWorkersResponse{Workers: make([]*hopperv1.Worker, len(workers))}
 	for i, w := range workers {
 		out.Workers[i] = &hopperv1.Worker{Name: w.name, Queue: w.queue, Kinds: w.kinds, LastSeenAt: apiview.Time(w.lastSeen),
-			OpenStreams: int32(w.streams), WaitingPolls: int32(w.polls), Activated: w.activated}
+			OpenStreams: int32(w.streams), WaitingPolls: int32(w.polls), Activated: w.activated, Held: w.heldAt(now)}
 	}
 	return out, nil
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"sort"
 	"strconv"
 	"sync"
@@ -27,6 +28,12 @@ type workerInfo struct {
 	streams     int
 	polls       int
 	activated   int64
+	// heldUntil: the worker's governor holds it back until then (hold.go); zero when not.
+	heldUntil time.Time
+	// unheld ends when the worker becomes held, ending its waiting claims (endWaits); nil
+	// until its first claim (hold.go).
+	unheld   context.Context
+	endWaits context.CancelFunc
 }
 
 func newRegistry() *registry {
@@ -40,15 +47,7 @@ const workerTTL = time.Hour
 func (r *registry) seen(name, queue string, kinds []string, at time.Time, stream bool) func(activated int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(r.workers) >= 256 {
-		r.pruneLocked(at)
-	}
-	key := name + "\x00" + queue
-	w := r.workers[key]
-	if w == nil {
-		w = &workerInfo{name: name, queue: queue}
-		r.workers[key] = w
-	}
+	w := r.workerLocked(name, queue, at)
 	w.kinds, w.lastSeen = kinds, at
 	if stream {
 		w.streams++
@@ -100,6 +99,7 @@ type stream struct {
 	credit            int
 	lease             time.Duration
 	opened            time.Time
+	w                 *workerInfo // its worker's entry (kept while the stream is open)
 
 	reg      *registry
 	inflight map[hopper.LeaseRef]*held // guarded by reg.mu
@@ -114,7 +114,7 @@ func (r *registry) open(worker, queue string, kinds []string, credit int, lease 
 	defer r.mu.Unlock()
 	r.nextID++
 	st := &stream{id: strconv.FormatInt(r.nextID, 10), worker: worker, queue: queue, kinds: kinds,
-		credit: credit, lease: lease, opened: at, reg: r,
+		credit: credit, lease: lease, opened: at, reg: r, w: r.workerLocked(worker, queue, at),
 		inflight: map[hopper.LeaseRef]*held{}, freed: make(chan struct{}, 1)}
 	r.streams[st.id] = st
 	return st
@@ -136,12 +136,24 @@ func (r *registry) close(st *stream) (unsent []hopper.LeaseRef) {
 	return unsent
 }
 
-// free is how many more jobs the stream may push: its credit less the jobs the worker holds
-// (pushed or about to be, and not reported on yet).
-func (st *stream) free() int {
+// free is how many more jobs the stream may push at now: its credit less the jobs the worker
+// holds (pushed or about to be, and not reported on yet); none while the worker's governor
+// holds it back, until heldUntil (zero when it does not).
+func (st *stream) free(now time.Time) (n int, heldUntil time.Time) {
 	st.reg.mu.Lock()
 	defer st.reg.mu.Unlock()
-	return st.credit - len(st.inflight) + st.reported
+	if st.w.heldAt(now) {
+		return 0, st.w.heldUntil
+	}
+	return st.credit - len(st.inflight) + st.reported, time.Time{}
+}
+
+// wake tells the stream's loop that it may push more.
+func (st *stream) wake() {
+	select {
+	case st.freed <- struct{}{}:
+	default:
+	}
 }
 
 // hold records a job pushed (or about to be pushed) to the stream.
@@ -192,10 +204,7 @@ func (r *registry) reporting(refs ...hopper.LeaseRef) {
 	}
 	r.mu.Unlock()
 	for _, st := range freed {
-		select {
-		case st.freed <- struct{}{}:
-		default:
-		}
+		st.wake()
 	}
 }
 
@@ -222,10 +231,7 @@ func (r *registry) done(ref hopper.LeaseRef, o outcome) {
 	case outcomeReleased:
 		st.released.Add(1)
 	}
-	select {
-	case st.freed <- struct{}{}:
-	default:
-	}
+	st.wake()
 }
 
 // streamInfo is a snapshot of one stream for the admin API.

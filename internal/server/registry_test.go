@@ -14,20 +14,102 @@ import (
 func TestReportedJobFreesItsCredit(t *testing.T) {
 	r := &registry{workers: map[string]*workerInfo{}, streams: map[string]*stream{}, byJob: map[hopper.LeaseRef]*stream{}}
 	st := r.open("w", "q", nil, 3, time.Minute, time.Now())
+	free := func() int { n, _ := st.free(time.Now()); return n }
 	a, b, c := hopper.LeaseRef{ID: "a", Token: 1}, hopper.LeaseRef{ID: "b", Token: 1}, hopper.LeaseRef{ID: "c", Token: 1}
 	for _, ref := range []hopper.LeaseRef{a, b, c} {
 		st.hold(ref)
 	}
 	st.sent(a)
 	st.sent(b)
-	require.Equal(t, 0, st.free())
+	require.Equal(t, 0, free())
 	r.reporting(a)
-	require.Equal(t, 1, st.free(), "the credit of a reported job is free")
+	require.Equal(t, 1, free(), "the credit of a reported job is free")
 	r.reporting(a)
-	require.Equal(t, 1, st.free(), "reported once")
+	require.Equal(t, 1, free(), "reported once")
 	r.reporting(hopper.LeaseRef{ID: "b", Token: 2})
-	require.Equal(t, 1, st.free(), "another attempt's report frees nothing")
+	require.Equal(t, 1, free(), "another attempt's report frees nothing")
 	r.done(a, outcomeCompleted)
-	require.Equal(t, 1, st.free())
+	require.Equal(t, 1, free())
 	require.Equal(t, []hopper.LeaseRef{c}, r.close(st), "only the unsent job goes back")
+}
+
+// Contract 15: a held worker's streams have no free credit and its waiting claims end at
+// once; the hold lapses unless repeated; letting the worker go wakes its streams.
+func TestHeldWorkerHasNoCreditUntilLetGo(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	r := newRegistry()
+	done := r.seen("w", "q", nil, now, true)
+	defer done(0)
+	st := r.open("w", "q", nil, 3, time.Minute, now)
+	free := func(at time.Time) int { n, _ := st.free(at); return n }
+	require.Equal(t, 3, free(now))
+
+	waiting, endWaiting := r.untilHeld(t.Context(), "w", "q", now) // a claim waits for jobs
+	require.NoError(t, waiting.Err())
+
+	require.True(t, r.hold("w", "q", true, now))
+	select { // a waiting claim ends when its worker is held
+	case <-waiting.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiting claim did not end when its worker was held")
+	}
+	endWaiting()
+	n, until := st.free(now)
+	require.Zero(t, n)
+	require.Equal(t, now.Add(holdTTL), until)
+	claimCtx, end := r.untilHeld(t.Context(), "w", "q", now)
+	require.Error(t, claimCtx.Err(), "a held worker's claims end at once")
+	end()
+	queues, held := r.queues(now)
+	require.Equal(t, []string{"q"}, queues)
+	require.Equal(t, []string{"q"}, held)
+
+	require.False(t, r.hold("w", "q", true, now.Add(10*time.Second)), "repeated: no change")
+	require.Zero(t, free(now.Add(holdTTL)), "the repeat extended the hold")
+	require.Equal(t, 3, free(now.Add(10*time.Second+holdTTL)), "a hold not repeated lapses")
+	claimCtx, end = r.untilHeld(t.Context(), "w", "q", now.Add(10*time.Second+holdTTL))
+	require.NoError(t, claimCtx.Err(), "claims go on after the lapse")
+
+	require.True(t, r.hold("w", "q", true, now.Add(time.Minute)))
+	select { // a waiting claim ends when its worker is held
+	case <-claimCtx.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiting claim did not end when its worker was held")
+	}
+	end()
+	select {
+	case <-st.freed:
+	default:
+	}
+	require.True(t, r.hold("w", "q", false, now.Add(time.Minute)))
+	select {
+	case <-st.freed:
+	default:
+		t.Fatal("letting the worker go did not wake its stream")
+	}
+	require.Equal(t, 3, free(now.Add(time.Minute)))
+	queues, held = r.queues(now.Add(time.Minute))
+	require.Equal(t, []string{"q"}, queues)
+	require.Empty(t, held)
+}
+
+// A remote worker counts for its queue while it has a stream or a poll open, was seen
+// recently, or is held; every live worker of a queue must be held for it to be held.
+func TestRemoteQueuesForTheHeartbeat(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	r := newRegistry()
+	r.seen("a", "mail", nil, now, false)(0) // a poll, over
+	r.hold("a", "mail", true, now)
+	r.seen("b", "mail", nil, now, false)(0)
+	r.seen("c", "old", nil, now.Add(-time.Hour), false)(0) // gone
+	queues, held := r.queues(now)
+	require.Equal(t, []string{"mail"}, queues)
+	require.Empty(t, held, "b works mail and is not held")
+	r.hold("a", "mail", true, now.Add(20*time.Second)) // repeated
+	queues, held = r.queues(now.Add(remoteLive))
+	require.Equal(t, []string{"mail"}, queues, "b is gone; a is still held")
+	require.Equal(t, []string{"mail"}, held)
+	queues, held = r.queues(now.Add(20*time.Second + holdTTL + remoteLive))
+	require.Empty(t, queues, "a's hold lapsed long ago: a is gone too")
+	require.Empty(t, held)
 }

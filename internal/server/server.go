@@ -168,6 +168,9 @@ func New(cfg Config) (*Server, error) {
 	s.streamClaims = s.loops.New(backoff.Config{Name: "claim jobs for streams", Policy: backoff.WorkPolicy,
 		Clock: s.clock, Logger: s.log})
 
+	// The remote workers this server serves count in its node's heartbeat (awaiting compute).
+	cfg.Client.WorkerAPI().SetRemoteQueues(func() (queues, held []string) { return s.reg.queues(s.clock.Now()) })
+
 	rpc := connect.NewServer(s.guardErrors, unreadableRequests, s.releaseUnsent)
 	hopperv1connect.RegisterJobServiceHandler(rpc, &jobService{s})
 	hopperv1connect.RegisterWorkerServiceHandler(rpc, &workerService{s})
@@ -336,6 +339,7 @@ var procedureScopes = map[string]Scope{
 	hopperv1connect.WorkerServiceReportProcedure:         ScopeWork,
 	hopperv1connect.WorkerServiceHeartbeatProcedure:      ScopeWork,
 	hopperv1connect.WorkerServiceReportProgressProcedure: ScopeWork,
+	hopperv1connect.WorkerServiceHoldProcedure:           ScopeWork,
 
 	hopperv1connect.QueueServiceListProcedure:   ScopeRead,
 	hopperv1connect.QueueServicePauseProcedure:  ScopeAdmin,

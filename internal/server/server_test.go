@@ -951,6 +951,10 @@ func TestMetrics(t *testing.T) {
 		`hopper_jobs_stalled{queue="default"} 1`,
 		`hopper_dead_letters 1`,
 		`hopper_dead_letter_oldest_age_seconds`,
+		`hopper_queue_awaiting_compute{queue="default"} 0`,
+		`hopper_governor_holding 0`,
+		`hopper_governor_cpu 0`,
+		`hopper_governor_memory_bytes 0`,
 		`go_goroutines`,
 	} {
 		require.Contains(t, body, want)

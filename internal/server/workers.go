@@ -66,9 +66,14 @@ func (w *workerService) Activate(ctx context.Context, req *hopperv1.ActivateRequ
 	ctx, stop := s.untilShutdown(ctx)
 	defer stop()
 	done := s.reg.seen(req.GetWorker(), queueOrDefault(req.GetQueue()), req.GetKinds(), s.clock.Now(), false)
-	jobs, err := s.client.WorkerAPI().Activate(ctx, params)
+	claimCtx, endClaim := s.reg.untilHeld(ctx, req.GetWorker(), queueOrDefault(req.GetQueue()), s.clock.Now())
+	defer endClaim()
+	jobs, err := s.client.WorkerAPI().Activate(claimCtx, params)
 	jobs = w.deliverable(ctx, jobs)
 	done(len(jobs))
+	if err != nil && claimCtx.Err() != nil && ctx.Err() == nil {
+		return &hopperv1.ActivateResponse{}, nil // the worker's governor holds it back (Hold)
+	}
 	if err != nil && ctx.Err() != nil && !s.isReady() {
 		return nil, connect.NewError(connect.CodeUnavailable, "server shutting down; retry on another node or later")
 	}
@@ -165,25 +170,38 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 		asked int
 		jobs  []*hopper.JobRow
 		err   error
+		held  bool // ended by the worker's governor (Hold), not by a failure
 	}
 	results := make(chan claimed, maxStreamClaims)
 	var claims sync.WaitGroup
 	inflight, reserved := 0, 0
-	more := true // the last claim came back full: work may be waiting for a second claim
+	more := true          // the last claim came back full: work may be waiting for a second claim
+	var lapse clock.Timer // while the worker is held: fires when its hold lapses
 	defer func() {
+		if lapse != nil {
+			lapse.Stop()
+		}
 		claims.Wait()
 		for range inflight {
 			w.holdAll(st, (<-results).jobs)
 		}
 	}()
 	for {
-		free := st.free() - reserved
+		if lapse != nil {
+			lapse.Stop()
+			lapse = nil
+		}
+		free, heldUntil := st.free(s.clock.Now())
+		free -= reserved
 		if free > 0 && (inflight == 0 || (more && inflight < maxStreamClaims)) {
 			if free < max(credit/4, 1) {
 				// A busy stream frees its credit one job at a time: wait a moment for more, so
 				// one claim fills several slots instead of each completion costing a claim.
 				clock.Sleep(ctx, s.clock, streamCoalesce)
-				free = st.free() - reserved
+				free, _ = st.free(s.clock.Now())
+				if free -= reserved; free <= 0 {
+					continue // its worker was held meanwhile
+				}
 			}
 			p := params
 			p.MaxJobs, p.Wait = free, DefaultStreamPoll
@@ -191,11 +209,19 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 				p.Wait = 0 // a second claim only takes what waits now; the first one waits
 			}
 			inflight, reserved = inflight+1, reserved+free
+			claimCtx, endClaim := s.reg.untilHeld(ctx, params.Worker, params.Queue, s.clock.Now())
 			claims.Go(func() {
-				jobs, err := s.client.WorkerAPI().Activate(ctx, p)
-				results <- claimed{asked: p.MaxJobs, jobs: jobs, err: err}
+				defer endClaim()
+				jobs, err := s.client.WorkerAPI().Activate(claimCtx, p)
+				held := claimCtx.Err() != nil && ctx.Err() == nil
+				results <- claimed{asked: p.MaxJobs, jobs: jobs, err: err, held: held}
 			})
 			continue
+		}
+		var lapsed <-chan time.Time
+		if !heldUntil.IsZero() {
+			lapse = s.clock.NewTimer(heldUntil.Sub(s.clock.Now()))
+			lapsed = lapse.C()
 		}
 		var r claimed
 		select {
@@ -203,9 +229,15 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 			return ended()
 		case <-st.freed:
 			continue
+		case <-lapsed:
+			continue
 		case r = <-results:
 		}
 		inflight, reserved = inflight-1, reserved-r.asked
+		if r.err != nil && r.held {
+			more = false // nothing claimed: the stream waits for its worker to be let go
+			continue
+		}
 		if r.err != nil {
 			if ctx.Err() != nil {
 				return ended()

@@ -109,8 +109,13 @@ type Store interface {
 	// LimitList returns every cap, queues first, by name.
 	LimitList(ctx context.Context) ([]*LimitParams, error)
 
-	// NodeHeartbeat registers a node or refreshes its heartbeat.
+	// NodeHeartbeat registers a node or refreshes its heartbeat, with its governor's state
+	// (Holding, Queues, HeldQueues).
 	NodeHeartbeat(ctx context.Context, node *hoppertype.Node) error
+	// NodeHeldQueues returns, by name, the queues that live nodes (heartbeat within nodeTTL
+	// of the store's clock) work and that every live node working them holds back (see
+	// HeldQueues): the queues whose queued jobs await compute.
+	NodeHeldQueues(ctx context.Context, nodeTTL time.Duration) ([]string, error)
 	// NodeList returns the registered nodes, oldest first.
 	NodeList(ctx context.Context) ([]*hoppertype.Node, error)
 	// NodeRemove deregisters a node (clean shutdown); unknown ids are fine.

@@ -3618,6 +3618,103 @@ func (x *Verdict) GetLeaseExpiresAt() *timestamppb.Timestamp {
 	return nil
 }
 
+type HoldRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Worker string                 `protobuf:"bytes,1,opt,name=worker,proto3" json:"worker,omitempty"`
+	Queue  string                 `protobuf:"bytes,2,opt,name=queue,proto3" json:"queue,omitempty"`
+	// held: the worker takes no new job until it says otherwise (or the hold lapses).
+	Held          bool `protobuf:"varint,3,opt,name=held,proto3" json:"held,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HoldRequest) Reset() {
+	*x = HoldRequest{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HoldRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HoldRequest) ProtoMessage() {}
+
+func (x *HoldRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HoldRequest.ProtoReflect.Descriptor instead.
+func (*HoldRequest) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *HoldRequest) GetWorker() string {
+	if x != nil {
+		return x.Worker
+	}
+	return ""
+}
+
+func (x *HoldRequest) GetQueue() string {
+	if x != nil {
+		return x.Queue
+	}
+	return ""
+}
+
+func (x *HoldRequest) GetHeld() bool {
+	if x != nil {
+		return x.Held
+	}
+	return false
+}
+
+type HoldResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HoldResponse) Reset() {
+	*x = HoldResponse{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HoldResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HoldResponse) ProtoMessage() {}
+
+func (x *HoldResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HoldResponse.ProtoReflect.Descriptor instead.
+func (*HoldResponse) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{52}
+}
+
 type HeartbeatRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -3628,7 +3725,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3640,7 +3737,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3653,7 +3750,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{51}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *HeartbeatRequest) GetId() string {
@@ -3678,7 +3775,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3690,7 +3787,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3703,7 +3800,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{52}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{54}
 }
 
 type ReportProgressRequest struct {
@@ -3718,7 +3815,7 @@ type ReportProgressRequest struct {
 
 func (x *ReportProgressRequest) Reset() {
 	*x = ReportProgressRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3730,7 +3827,7 @@ func (x *ReportProgressRequest) String() string {
 func (*ReportProgressRequest) ProtoMessage() {}
 
 func (x *ReportProgressRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3743,7 +3840,7 @@ func (x *ReportProgressRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportProgressRequest.ProtoReflect.Descriptor instead.
 func (*ReportProgressRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{53}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ReportProgressRequest) GetId() string {
@@ -3782,7 +3879,7 @@ type ReportProgressResponse struct {
 
 func (x *ReportProgressResponse) Reset() {
 	*x = ReportProgressResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3794,7 +3891,7 @@ func (x *ReportProgressResponse) String() string {
 func (*ReportProgressResponse) ProtoMessage() {}
 
 func (x *ReportProgressResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3807,7 +3904,7 @@ func (x *ReportProgressResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportProgressResponse.ProtoReflect.Descriptor instead.
 func (*ReportProgressResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{54}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{56}
 }
 
 type Queue struct {
@@ -3820,14 +3917,18 @@ type Queue struct {
 	Counts map[string]int64 `protobuf:"bytes,4,rep,name=counts,proto3" json:"counts,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
 	// weight is the fleet-wide fair-share weight an operator stored (0: none; each process
 	// uses its own configured weight, default 1).
-	Weight        int32 `protobuf:"varint,5,opt,name=weight,proto3" json:"weight,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Weight int32 `protobuf:"varint,5,opt,name=weight,proto3" json:"weight,omitempty"`
+	// awaiting_compute is how many of the queued jobs wait only because resource governors
+	// hold back: all of them while every live worker of the queue is held, else 0 (and 0 for a
+	// paused queue).
+	AwaitingCompute int64 `protobuf:"varint,6,opt,name=awaiting_compute,json=awaitingCompute,proto3" json:"awaiting_compute,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Queue) Reset() {
 	*x = Queue{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3839,7 +3940,7 @@ func (x *Queue) String() string {
 func (*Queue) ProtoMessage() {}
 
 func (x *Queue) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3852,7 +3953,7 @@ func (x *Queue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Queue.ProtoReflect.Descriptor instead.
 func (*Queue) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{55}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *Queue) GetName() string {
@@ -3890,6 +3991,13 @@ func (x *Queue) GetWeight() int32 {
 	return 0
 }
 
+func (x *Queue) GetAwaitingCompute() int64 {
+	if x != nil {
+		return x.AwaitingCompute
+	}
+	return 0
+}
+
 type QueueServiceListRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -3898,7 +4006,7 @@ type QueueServiceListRequest struct {
 
 func (x *QueueServiceListRequest) Reset() {
 	*x = QueueServiceListRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3910,7 +4018,7 @@ func (x *QueueServiceListRequest) String() string {
 func (*QueueServiceListRequest) ProtoMessage() {}
 
 func (x *QueueServiceListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3923,7 +4031,7 @@ func (x *QueueServiceListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueServiceListRequest.ProtoReflect.Descriptor instead.
 func (*QueueServiceListRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{56}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{58}
 }
 
 type QueueServiceListResponse struct {
@@ -3935,7 +4043,7 @@ type QueueServiceListResponse struct {
 
 func (x *QueueServiceListResponse) Reset() {
 	*x = QueueServiceListResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[57]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3947,7 +4055,7 @@ func (x *QueueServiceListResponse) String() string {
 func (*QueueServiceListResponse) ProtoMessage() {}
 
 func (x *QueueServiceListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[57]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3960,7 +4068,7 @@ func (x *QueueServiceListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueServiceListResponse.ProtoReflect.Descriptor instead.
 func (*QueueServiceListResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{57}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *QueueServiceListResponse) GetQueues() []*Queue {
@@ -3983,7 +4091,7 @@ type QueueServiceSetRequest struct {
 
 func (x *QueueServiceSetRequest) Reset() {
 	*x = QueueServiceSetRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3995,7 +4103,7 @@ func (x *QueueServiceSetRequest) String() string {
 func (*QueueServiceSetRequest) ProtoMessage() {}
 
 func (x *QueueServiceSetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4008,7 +4116,7 @@ func (x *QueueServiceSetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueServiceSetRequest.ProtoReflect.Descriptor instead.
 func (*QueueServiceSetRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{58}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *QueueServiceSetRequest) GetQueue() string {
@@ -4040,7 +4148,7 @@ type QueueServiceSetResponse struct {
 
 func (x *QueueServiceSetResponse) Reset() {
 	*x = QueueServiceSetResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4052,7 +4160,7 @@ func (x *QueueServiceSetResponse) String() string {
 func (*QueueServiceSetResponse) ProtoMessage() {}
 
 func (x *QueueServiceSetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4065,7 +4173,7 @@ func (x *QueueServiceSetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueServiceSetResponse.ProtoReflect.Descriptor instead.
 func (*QueueServiceSetResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{59}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{61}
 }
 
 type PauseRequest struct {
@@ -4077,7 +4185,7 @@ type PauseRequest struct {
 
 func (x *PauseRequest) Reset() {
 	*x = PauseRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4089,7 +4197,7 @@ func (x *PauseRequest) String() string {
 func (*PauseRequest) ProtoMessage() {}
 
 func (x *PauseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4102,7 +4210,7 @@ func (x *PauseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseRequest.ProtoReflect.Descriptor instead.
 func (*PauseRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{60}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *PauseRequest) GetQueue() string {
@@ -4120,7 +4228,7 @@ type PauseResponse struct {
 
 func (x *PauseResponse) Reset() {
 	*x = PauseResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4132,7 +4240,7 @@ func (x *PauseResponse) String() string {
 func (*PauseResponse) ProtoMessage() {}
 
 func (x *PauseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4145,7 +4253,7 @@ func (x *PauseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseResponse.ProtoReflect.Descriptor instead.
 func (*PauseResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{61}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{63}
 }
 
 type ResumeRequest struct {
@@ -4157,7 +4265,7 @@ type ResumeRequest struct {
 
 func (x *ResumeRequest) Reset() {
 	*x = ResumeRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4169,7 +4277,7 @@ func (x *ResumeRequest) String() string {
 func (*ResumeRequest) ProtoMessage() {}
 
 func (x *ResumeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4182,7 +4290,7 @@ func (x *ResumeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeRequest.ProtoReflect.Descriptor instead.
 func (*ResumeRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{62}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *ResumeRequest) GetQueue() string {
@@ -4200,7 +4308,7 @@ type ResumeResponse struct {
 
 func (x *ResumeResponse) Reset() {
 	*x = ResumeResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4212,7 +4320,7 @@ func (x *ResumeResponse) String() string {
 func (*ResumeResponse) ProtoMessage() {}
 
 func (x *ResumeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4225,24 +4333,26 @@ func (x *ResumeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeResponse.ProtoReflect.Descriptor instead.
 func (*ResumeResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{63}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{65}
 }
 
 type Node struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	Host          string                 `protobuf:"bytes,2,opt,name=host,proto3" json:"host,omitempty"`
-	Pid           int32                  `protobuf:"varint,3,opt,name=pid,proto3" json:"pid,omitempty"`
-	StartedAt     *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
-	HeartbeatAt   *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=heartbeat_at,json=heartbeatAt,proto3" json:"heartbeat_at,omitempty"`
-	Leader        bool                   `protobuf:"varint,6,opt,name=leader,proto3" json:"leader,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Id          string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Host        string                 `protobuf:"bytes,2,opt,name=host,proto3" json:"host,omitempty"`
+	Pid         int32                  `protobuf:"varint,3,opt,name=pid,proto3" json:"pid,omitempty"`
+	StartedAt   *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
+	HeartbeatAt *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=heartbeat_at,json=heartbeatAt,proto3" json:"heartbeat_at,omitempty"`
+	Leader      bool                   `protobuf:"varint,6,opt,name=leader,proto3" json:"leader,omitempty"`
+	// holding: the node's resource governor holds back new jobs (as of its last heartbeat).
+	Holding       bool `protobuf:"varint,7,opt,name=holding,proto3" json:"holding,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4254,7 +4364,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4267,7 +4377,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{64}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *Node) GetId() string {
@@ -4312,6 +4422,13 @@ func (x *Node) GetLeader() bool {
 	return false
 }
 
+func (x *Node) GetHolding() bool {
+	if x != nil {
+		return x.Holding
+	}
+	return false
+}
+
 type ListNodesRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -4320,7 +4437,7 @@ type ListNodesRequest struct {
 
 func (x *ListNodesRequest) Reset() {
 	*x = ListNodesRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4332,7 +4449,7 @@ func (x *ListNodesRequest) String() string {
 func (*ListNodesRequest) ProtoMessage() {}
 
 func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4345,7 +4462,7 @@ func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesRequest.ProtoReflect.Descriptor instead.
 func (*ListNodesRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{65}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{67}
 }
 
 type ListNodesResponse struct {
@@ -4357,7 +4474,7 @@ type ListNodesResponse struct {
 
 func (x *ListNodesResponse) Reset() {
 	*x = ListNodesResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4369,7 +4486,7 @@ func (x *ListNodesResponse) String() string {
 func (*ListNodesResponse) ProtoMessage() {}
 
 func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4382,7 +4499,7 @@ func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesResponse.ProtoReflect.Descriptor instead.
 func (*ListNodesResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{66}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *ListNodesResponse) GetNodes() []*Node {
@@ -4394,21 +4511,23 @@ func (x *ListNodesResponse) GetNodes() []*Node {
 
 // Worker is a remote worker this server has seen (Activate or StreamJobs).
 type Worker struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Queue         string                 `protobuf:"bytes,2,opt,name=queue,proto3" json:"queue,omitempty"`
-	Kinds         []string               `protobuf:"bytes,3,rep,name=kinds,proto3" json:"kinds,omitempty"`
-	LastSeenAt    *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=last_seen_at,json=lastSeenAt,proto3" json:"last_seen_at,omitempty"`
-	OpenStreams   int32                  `protobuf:"varint,5,opt,name=open_streams,json=openStreams,proto3" json:"open_streams,omitempty"`
-	WaitingPolls  int32                  `protobuf:"varint,6,opt,name=waiting_polls,json=waitingPolls,proto3" json:"waiting_polls,omitempty"`
-	Activated     int64                  `protobuf:"varint,7,opt,name=activated,proto3" json:"activated,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Name         string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Queue        string                 `protobuf:"bytes,2,opt,name=queue,proto3" json:"queue,omitempty"`
+	Kinds        []string               `protobuf:"bytes,3,rep,name=kinds,proto3" json:"kinds,omitempty"`
+	LastSeenAt   *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=last_seen_at,json=lastSeenAt,proto3" json:"last_seen_at,omitempty"`
+	OpenStreams  int32                  `protobuf:"varint,5,opt,name=open_streams,json=openStreams,proto3" json:"open_streams,omitempty"`
+	WaitingPolls int32                  `protobuf:"varint,6,opt,name=waiting_polls,json=waitingPolls,proto3" json:"waiting_polls,omitempty"`
+	Activated    int64                  `protobuf:"varint,7,opt,name=activated,proto3" json:"activated,omitempty"`
+	// held: the worker's resource governor holds it back (Hold).
+	Held          bool `protobuf:"varint,8,opt,name=held,proto3" json:"held,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Worker) Reset() {
 	*x = Worker{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4420,7 +4539,7 @@ func (x *Worker) String() string {
 func (*Worker) ProtoMessage() {}
 
 func (x *Worker) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4433,7 +4552,7 @@ func (x *Worker) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Worker.ProtoReflect.Descriptor instead.
 func (*Worker) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{67}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *Worker) GetName() string {
@@ -4485,6 +4604,13 @@ func (x *Worker) GetActivated() int64 {
 	return 0
 }
 
+func (x *Worker) GetHeld() bool {
+	if x != nil {
+		return x.Held
+	}
+	return false
+}
+
 type ListWorkersRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -4493,7 +4619,7 @@ type ListWorkersRequest struct {
 
 func (x *ListWorkersRequest) Reset() {
 	*x = ListWorkersRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4505,7 +4631,7 @@ func (x *ListWorkersRequest) String() string {
 func (*ListWorkersRequest) ProtoMessage() {}
 
 func (x *ListWorkersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4518,7 +4644,7 @@ func (x *ListWorkersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWorkersRequest.ProtoReflect.Descriptor instead.
 func (*ListWorkersRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{68}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{70}
 }
 
 type ListWorkersResponse struct {
@@ -4530,7 +4656,7 @@ type ListWorkersResponse struct {
 
 func (x *ListWorkersResponse) Reset() {
 	*x = ListWorkersResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4542,7 +4668,7 @@ func (x *ListWorkersResponse) String() string {
 func (*ListWorkersResponse) ProtoMessage() {}
 
 func (x *ListWorkersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4555,7 +4681,7 @@ func (x *ListWorkersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWorkersResponse.ProtoReflect.Descriptor instead.
 func (*ListWorkersResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{69}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *ListWorkersResponse) GetWorkers() []*Worker {
@@ -4586,7 +4712,7 @@ type Stream struct {
 
 func (x *Stream) Reset() {
 	*x = Stream{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4598,7 +4724,7 @@ func (x *Stream) String() string {
 func (*Stream) ProtoMessage() {}
 
 func (x *Stream) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4611,7 +4737,7 @@ func (x *Stream) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stream.ProtoReflect.Descriptor instead.
 func (*Stream) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{70}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *Stream) GetId() string {
@@ -4699,7 +4825,7 @@ type ListStreamsRequest struct {
 
 func (x *ListStreamsRequest) Reset() {
 	*x = ListStreamsRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4711,7 +4837,7 @@ func (x *ListStreamsRequest) String() string {
 func (*ListStreamsRequest) ProtoMessage() {}
 
 func (x *ListStreamsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4724,7 +4850,7 @@ func (x *ListStreamsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStreamsRequest.ProtoReflect.Descriptor instead.
 func (*ListStreamsRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{71}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{73}
 }
 
 type ListStreamsResponse struct {
@@ -4736,7 +4862,7 @@ type ListStreamsResponse struct {
 
 func (x *ListStreamsResponse) Reset() {
 	*x = ListStreamsResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4748,7 +4874,7 @@ func (x *ListStreamsResponse) String() string {
 func (*ListStreamsResponse) ProtoMessage() {}
 
 func (x *ListStreamsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4761,7 +4887,7 @@ func (x *ListStreamsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStreamsResponse.ProtoReflect.Descriptor instead.
 func (*ListStreamsResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{72}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *ListStreamsResponse) GetStreams() []*Stream {
@@ -4787,7 +4913,7 @@ type APIKey struct {
 
 func (x *APIKey) Reset() {
 	*x = APIKey{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[73]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4799,7 +4925,7 @@ func (x *APIKey) String() string {
 func (*APIKey) ProtoMessage() {}
 
 func (x *APIKey) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[73]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4812,7 +4938,7 @@ func (x *APIKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use APIKey.ProtoReflect.Descriptor instead.
 func (*APIKey) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{73}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *APIKey) GetId() string {
@@ -4867,7 +4993,7 @@ type CreateKeyRequest struct {
 
 func (x *CreateKeyRequest) Reset() {
 	*x = CreateKeyRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[74]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4879,7 +5005,7 @@ func (x *CreateKeyRequest) String() string {
 func (*CreateKeyRequest) ProtoMessage() {}
 
 func (x *CreateKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[74]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4892,7 +5018,7 @@ func (x *CreateKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyRequest.ProtoReflect.Descriptor instead.
 func (*CreateKeyRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{74}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *CreateKeyRequest) GetName() string {
@@ -4920,7 +5046,7 @@ type CreateKeyResponse struct {
 
 func (x *CreateKeyResponse) Reset() {
 	*x = CreateKeyResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[75]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4932,7 +5058,7 @@ func (x *CreateKeyResponse) String() string {
 func (*CreateKeyResponse) ProtoMessage() {}
 
 func (x *CreateKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[75]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4945,7 +5071,7 @@ func (x *CreateKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyResponse.ProtoReflect.Descriptor instead.
 func (*CreateKeyResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{75}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *CreateKeyResponse) GetKey() *APIKey {
@@ -4970,7 +5096,7 @@ type ListKeysRequest struct {
 
 func (x *ListKeysRequest) Reset() {
 	*x = ListKeysRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[76]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4982,7 +5108,7 @@ func (x *ListKeysRequest) String() string {
 func (*ListKeysRequest) ProtoMessage() {}
 
 func (x *ListKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[76]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4995,7 +5121,7 @@ func (x *ListKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeysRequest.ProtoReflect.Descriptor instead.
 func (*ListKeysRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{76}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{78}
 }
 
 type ListKeysResponse struct {
@@ -5007,7 +5133,7 @@ type ListKeysResponse struct {
 
 func (x *ListKeysResponse) Reset() {
 	*x = ListKeysResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[77]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5019,7 +5145,7 @@ func (x *ListKeysResponse) String() string {
 func (*ListKeysResponse) ProtoMessage() {}
 
 func (x *ListKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[77]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5032,7 +5158,7 @@ func (x *ListKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeysResponse.ProtoReflect.Descriptor instead.
 func (*ListKeysResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{77}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *ListKeysResponse) GetKeys() []*APIKey {
@@ -5051,7 +5177,7 @@ type RevokeKeyRequest struct {
 
 func (x *RevokeKeyRequest) Reset() {
 	*x = RevokeKeyRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[78]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5063,7 +5189,7 @@ func (x *RevokeKeyRequest) String() string {
 func (*RevokeKeyRequest) ProtoMessage() {}
 
 func (x *RevokeKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[78]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5076,7 +5202,7 @@ func (x *RevokeKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeKeyRequest.ProtoReflect.Descriptor instead.
 func (*RevokeKeyRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{78}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *RevokeKeyRequest) GetIdOrName() string {
@@ -5095,7 +5221,7 @@ type RevokeKeyResponse struct {
 
 func (x *RevokeKeyResponse) Reset() {
 	*x = RevokeKeyResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[79]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5107,7 +5233,7 @@ func (x *RevokeKeyResponse) String() string {
 func (*RevokeKeyResponse) ProtoMessage() {}
 
 func (x *RevokeKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[79]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5120,7 +5246,7 @@ func (x *RevokeKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeKeyResponse.ProtoReflect.Descriptor instead.
 func (*RevokeKeyResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{79}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *RevokeKeyResponse) GetKey() *APIKey {
@@ -5144,7 +5270,7 @@ type DeadLetterFilter struct {
 
 func (x *DeadLetterFilter) Reset() {
 	*x = DeadLetterFilter{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[80]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5156,7 +5282,7 @@ func (x *DeadLetterFilter) String() string {
 func (*DeadLetterFilter) ProtoMessage() {}
 
 func (x *DeadLetterFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[80]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5169,7 +5295,7 @@ func (x *DeadLetterFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterFilter.ProtoReflect.Descriptor instead.
 func (*DeadLetterFilter) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{80}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *DeadLetterFilter) GetQueues() []string {
@@ -5213,7 +5339,7 @@ type DeadLetterServiceListRequest struct {
 
 func (x *DeadLetterServiceListRequest) Reset() {
 	*x = DeadLetterServiceListRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[81]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5225,7 +5351,7 @@ func (x *DeadLetterServiceListRequest) String() string {
 func (*DeadLetterServiceListRequest) ProtoMessage() {}
 
 func (x *DeadLetterServiceListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[81]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5238,7 +5364,7 @@ func (x *DeadLetterServiceListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceListRequest.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceListRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{81}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *DeadLetterServiceListRequest) GetFilter() *DeadLetterFilter {
@@ -5273,7 +5399,7 @@ type DeadLetterServiceListResponse struct {
 
 func (x *DeadLetterServiceListResponse) Reset() {
 	*x = DeadLetterServiceListResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[82]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5285,7 +5411,7 @@ func (x *DeadLetterServiceListResponse) String() string {
 func (*DeadLetterServiceListResponse) ProtoMessage() {}
 
 func (x *DeadLetterServiceListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[82]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5298,7 +5424,7 @@ func (x *DeadLetterServiceListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceListResponse.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceListResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{82}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *DeadLetterServiceListResponse) GetJobs() []*Job {
@@ -5323,7 +5449,7 @@ type DeadLetterServiceStatsRequest struct {
 
 func (x *DeadLetterServiceStatsRequest) Reset() {
 	*x = DeadLetterServiceStatsRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[83]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5335,7 +5461,7 @@ func (x *DeadLetterServiceStatsRequest) String() string {
 func (*DeadLetterServiceStatsRequest) ProtoMessage() {}
 
 func (x *DeadLetterServiceStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[83]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5348,7 +5474,7 @@ func (x *DeadLetterServiceStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceStatsRequest.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceStatsRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{83}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{85}
 }
 
 type DeadLetterServiceStatsResponse struct {
@@ -5365,7 +5491,7 @@ type DeadLetterServiceStatsResponse struct {
 
 func (x *DeadLetterServiceStatsResponse) Reset() {
 	*x = DeadLetterServiceStatsResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[84]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5377,7 +5503,7 @@ func (x *DeadLetterServiceStatsResponse) String() string {
 func (*DeadLetterServiceStatsResponse) ProtoMessage() {}
 
 func (x *DeadLetterServiceStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[84]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5390,7 +5516,7 @@ func (x *DeadLetterServiceStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceStatsResponse.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceStatsResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{84}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *DeadLetterServiceStatsResponse) GetCount() int64 {
@@ -5423,7 +5549,7 @@ type ReplayRequest struct {
 
 func (x *ReplayRequest) Reset() {
 	*x = ReplayRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[85]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5435,7 +5561,7 @@ func (x *ReplayRequest) String() string {
 func (*ReplayRequest) ProtoMessage() {}
 
 func (x *ReplayRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[85]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5448,7 +5574,7 @@ func (x *ReplayRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayRequest.ProtoReflect.Descriptor instead.
 func (*ReplayRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{85}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *ReplayRequest) GetId() string {
@@ -5470,7 +5596,7 @@ type ReplayResponse struct {
 
 func (x *ReplayResponse) Reset() {
 	*x = ReplayResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[86]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5482,7 +5608,7 @@ func (x *ReplayResponse) String() string {
 func (*ReplayResponse) ProtoMessage() {}
 
 func (x *ReplayResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[86]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5495,7 +5621,7 @@ func (x *ReplayResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayResponse.ProtoReflect.Descriptor instead.
 func (*ReplayResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{86}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *ReplayResponse) GetJob() *Job {
@@ -5523,7 +5649,7 @@ type ReplayManyRequest struct {
 
 func (x *ReplayManyRequest) Reset() {
 	*x = ReplayManyRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[87]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5535,7 +5661,7 @@ func (x *ReplayManyRequest) String() string {
 func (*ReplayManyRequest) ProtoMessage() {}
 
 func (x *ReplayManyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[87]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5548,7 +5674,7 @@ func (x *ReplayManyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayManyRequest.ProtoReflect.Descriptor instead.
 func (*ReplayManyRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{87}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *ReplayManyRequest) GetFilter() *DeadLetterFilter {
@@ -5576,7 +5702,7 @@ type ReplayManyResponse struct {
 
 func (x *ReplayManyResponse) Reset() {
 	*x = ReplayManyResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[88]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5588,7 +5714,7 @@ func (x *ReplayManyResponse) String() string {
 func (*ReplayManyResponse) ProtoMessage() {}
 
 func (x *ReplayManyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[88]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5601,7 +5727,7 @@ func (x *ReplayManyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayManyResponse.ProtoReflect.Descriptor instead.
 func (*ReplayManyResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{88}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *ReplayManyResponse) GetJobs() []*Job {
@@ -5636,7 +5762,7 @@ type ReplayRecord struct {
 
 func (x *ReplayRecord) Reset() {
 	*x = ReplayRecord{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[89]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5648,7 +5774,7 @@ func (x *ReplayRecord) String() string {
 func (*ReplayRecord) ProtoMessage() {}
 
 func (x *ReplayRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[89]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5661,7 +5787,7 @@ func (x *ReplayRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayRecord.ProtoReflect.Descriptor instead.
 func (*ReplayRecord) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{89}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *ReplayRecord) GetId() int64 {
@@ -5731,7 +5857,7 @@ type ListReplaysRequest struct {
 
 func (x *ListReplaysRequest) Reset() {
 	*x = ListReplaysRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[90]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5743,7 +5869,7 @@ func (x *ListReplaysRequest) String() string {
 func (*ListReplaysRequest) ProtoMessage() {}
 
 func (x *ListReplaysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[90]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5756,7 +5882,7 @@ func (x *ListReplaysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReplaysRequest.ProtoReflect.Descriptor instead.
 func (*ListReplaysRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{90}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *ListReplaysRequest) GetSourceJobId() string {
@@ -5818,7 +5944,7 @@ type ListReplaysResponse struct {
 
 func (x *ListReplaysResponse) Reset() {
 	*x = ListReplaysResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[91]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5830,7 +5956,7 @@ func (x *ListReplaysResponse) String() string {
 func (*ListReplaysResponse) ProtoMessage() {}
 
 func (x *ListReplaysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[91]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5843,7 +5969,7 @@ func (x *ListReplaysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReplaysResponse.ProtoReflect.Descriptor instead.
 func (*ListReplaysResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{91}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *ListReplaysResponse) GetReplays() []*ReplayRecord {
@@ -6172,7 +6298,12 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12+\n" +
 	"\x04fail\x18\x03 \x01(\v2\x17.hopper.v1.FailResponseR\x04fail\x12D\n" +
-	"\x10lease_expires_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x0eleaseExpiresAt\"C\n" +
+	"\x10lease_expires_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x0eleaseExpiresAt\"O\n" +
+	"\vHoldRequest\x12\x16\n" +
+	"\x06worker\x18\x01 \x01(\tR\x06worker\x12\x14\n" +
+	"\x05queue\x18\x02 \x01(\tR\x05queue\x12\x12\n" +
+	"\x04held\x18\x03 \x01(\bR\x04held\"\x0e\n" +
+	"\fHoldResponse\"C\n" +
 	"\x10HeartbeatRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
 	"\vlease_token\x18\x02 \x01(\x03R\n" +
@@ -6184,14 +6315,15 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"leaseToken\x12\x18\n" +
 	"\apercent\x18\x03 \x01(\x05R\apercent\x12\x18\n" +
 	"\amessage\x18\x04 \x01(\tR\amessage\"\x18\n" +
-	"\x16ReportProgressResponse\"\xdd\x01\n" +
+	"\x16ReportProgressResponse\"\x88\x02\n" +
 	"\x05Queue\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06paused\x18\x02 \x01(\bR\x06paused\x12\x1f\n" +
 	"\vmax_running\x18\x03 \x01(\x05R\n" +
 	"maxRunning\x124\n" +
 	"\x06counts\x18\x04 \x03(\v2\x1c.hopper.v1.Queue.CountsEntryR\x06counts\x12\x16\n" +
-	"\x06weight\x18\x05 \x01(\x05R\x06weight\x1a9\n" +
+	"\x06weight\x18\x05 \x01(\x05R\x06weight\x12)\n" +
+	"\x10awaiting_compute\x18\x06 \x01(\x03R\x0fawaitingCompute\x1a9\n" +
 	"\vCountsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\x19\n" +
@@ -6211,7 +6343,7 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\rPauseResponse\"%\n" +
 	"\rResumeRequest\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\"\x10\n" +
-	"\x0eResumeResponse\"\xce\x01\n" +
+	"\x0eResumeResponse\"\xe8\x01\n" +
 	"\x04Node\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04host\x18\x02 \x01(\tR\x04host\x12\x10\n" +
@@ -6219,10 +6351,11 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\n" +
 	"started_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12=\n" +
 	"\fheartbeat_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\vheartbeatAt\x12\x16\n" +
-	"\x06leader\x18\x06 \x01(\bR\x06leader\"\x12\n" +
+	"\x06leader\x18\x06 \x01(\bR\x06leader\x12\x18\n" +
+	"\aholding\x18\a \x01(\bR\aholding\"\x12\n" +
 	"\x10ListNodesRequest\":\n" +
 	"\x11ListNodesResponse\x12%\n" +
-	"\x05nodes\x18\x01 \x03(\v2\x0f.hopper.v1.NodeR\x05nodes\"\xec\x01\n" +
+	"\x05nodes\x18\x01 \x03(\v2\x0f.hopper.v1.NodeR\x05nodes\"\x80\x02\n" +
 	"\x06Worker\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05queue\x18\x02 \x01(\tR\x05queue\x12\x14\n" +
@@ -6231,7 +6364,8 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"lastSeenAt\x12!\n" +
 	"\fopen_streams\x18\x05 \x01(\x05R\vopenStreams\x12#\n" +
 	"\rwaiting_polls\x18\x06 \x01(\x05R\fwaitingPolls\x12\x1c\n" +
-	"\tactivated\x18\a \x01(\x03R\tactivated\"\x14\n" +
+	"\tactivated\x18\a \x01(\x03R\tactivated\x12\x12\n" +
+	"\x04held\x18\b \x01(\bR\x04held\"\x14\n" +
 	"\x12ListWorkersRequest\"B\n" +
 	"\x13ListWorkersResponse\x12+\n" +
 	"\aworkers\x18\x01 \x03(\v2\x11.hopper.v1.WorkerR\aworkers\"\xb4\x02\n" +
@@ -6341,7 +6475,7 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x04List\x12\x16.hopper.v1.ListRequest\x1a\x17.hopper.v1.ListResponse\"\x03\x90\x02\x01\x12=\n" +
 	"\x06Cancel\x12\x18.hopper.v1.CancelRequest\x1a\x19.hopper.v1.CancelResponse\x12B\n" +
 	"\x06Events\x12\x18.hopper.v1.EventsRequest\x1a\x19.hopper.v1.EventsResponse\"\x03\x90\x02\x01\x12Q\n" +
-	"\x06Resume\x12\".hopper.v1.JobServiceResumeRequest\x1a#.hopper.v1.JobServiceResumeResponse2\x8e\x06\n" +
+	"\x06Resume\x12\".hopper.v1.JobServiceResumeRequest\x1a#.hopper.v1.JobServiceResumeResponse2\xc7\x06\n" +
 	"\rWorkerService\x12C\n" +
 	"\bActivate\x12\x1a.hopper.v1.ActivateRequest\x1a\x1b.hopper.v1.ActivateResponse\x12K\n" +
 	"\n" +
@@ -6354,7 +6488,8 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\vExtendLease\x12\x1d.hopper.v1.ExtendLeaseRequest\x1a\x1e.hopper.v1.ExtendLeaseResponse\x12F\n" +
 	"\tHeartbeat\x12\x1b.hopper.v1.HeartbeatRequest\x1a\x1c.hopper.v1.HeartbeatResponse\x12U\n" +
 	"\x0eReportProgress\x12 .hopper.v1.ReportProgressRequest\x1a!.hopper.v1.ReportProgressResponse\x12=\n" +
-	"\x06Report\x12\x18.hopper.v1.ReportRequest\x1a\x19.hopper.v1.ReportResponse2\xb2\x02\n" +
+	"\x06Report\x12\x18.hopper.v1.ReportRequest\x1a\x19.hopper.v1.ReportResponse\x127\n" +
+	"\x04Hold\x12\x16.hopper.v1.HoldRequest\x1a\x17.hopper.v1.HoldResponse2\xb2\x02\n" +
 	"\fQueueService\x12T\n" +
 	"\x04List\x12\".hopper.v1.QueueServiceListRequest\x1a#.hopper.v1.QueueServiceListResponse\"\x03\x90\x02\x01\x12:\n" +
 	"\x05Pause\x12\x17.hopper.v1.PauseRequest\x1a\x18.hopper.v1.PauseResponse\x12=\n" +
@@ -6393,7 +6528,7 @@ func file_hopper_v1_hopper_proto_rawDescGZIP() []byte {
 	return file_hopper_v1_hopper_proto_rawDescData
 }
 
-var file_hopper_v1_hopper_proto_msgTypes = make([]protoimpl.MessageInfo, 97)
+var file_hopper_v1_hopper_proto_msgTypes = make([]protoimpl.MessageInfo, 99)
 var file_hopper_v1_hopper_proto_goTypes = []any{
 	(*Schedule)(nil),                       // 0: hopper.v1.Schedule
 	(*ScheduleServiceListRequest)(nil),     // 1: hopper.v1.ScheduleServiceListRequest
@@ -6446,121 +6581,123 @@ var file_hopper_v1_hopper_proto_goTypes = []any{
 	(*Outcome)(nil),                        // 48: hopper.v1.Outcome
 	(*ReportResponse)(nil),                 // 49: hopper.v1.ReportResponse
 	(*Verdict)(nil),                        // 50: hopper.v1.Verdict
-	(*HeartbeatRequest)(nil),               // 51: hopper.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),              // 52: hopper.v1.HeartbeatResponse
-	(*ReportProgressRequest)(nil),          // 53: hopper.v1.ReportProgressRequest
-	(*ReportProgressResponse)(nil),         // 54: hopper.v1.ReportProgressResponse
-	(*Queue)(nil),                          // 55: hopper.v1.Queue
-	(*QueueServiceListRequest)(nil),        // 56: hopper.v1.QueueServiceListRequest
-	(*QueueServiceListResponse)(nil),       // 57: hopper.v1.QueueServiceListResponse
-	(*QueueServiceSetRequest)(nil),         // 58: hopper.v1.QueueServiceSetRequest
-	(*QueueServiceSetResponse)(nil),        // 59: hopper.v1.QueueServiceSetResponse
-	(*PauseRequest)(nil),                   // 60: hopper.v1.PauseRequest
-	(*PauseResponse)(nil),                  // 61: hopper.v1.PauseResponse
-	(*ResumeRequest)(nil),                  // 62: hopper.v1.ResumeRequest
-	(*ResumeResponse)(nil),                 // 63: hopper.v1.ResumeResponse
-	(*Node)(nil),                           // 64: hopper.v1.Node
-	(*ListNodesRequest)(nil),               // 65: hopper.v1.ListNodesRequest
-	(*ListNodesResponse)(nil),              // 66: hopper.v1.ListNodesResponse
-	(*Worker)(nil),                         // 67: hopper.v1.Worker
-	(*ListWorkersRequest)(nil),             // 68: hopper.v1.ListWorkersRequest
-	(*ListWorkersResponse)(nil),            // 69: hopper.v1.ListWorkersResponse
-	(*Stream)(nil),                         // 70: hopper.v1.Stream
-	(*ListStreamsRequest)(nil),             // 71: hopper.v1.ListStreamsRequest
-	(*ListStreamsResponse)(nil),            // 72: hopper.v1.ListStreamsResponse
-	(*APIKey)(nil),                         // 73: hopper.v1.APIKey
-	(*CreateKeyRequest)(nil),               // 74: hopper.v1.CreateKeyRequest
-	(*CreateKeyResponse)(nil),              // 75: hopper.v1.CreateKeyResponse
-	(*ListKeysRequest)(nil),                // 76: hopper.v1.ListKeysRequest
-	(*ListKeysResponse)(nil),               // 77: hopper.v1.ListKeysResponse
-	(*RevokeKeyRequest)(nil),               // 78: hopper.v1.RevokeKeyRequest
-	(*RevokeKeyResponse)(nil),              // 79: hopper.v1.RevokeKeyResponse
-	(*DeadLetterFilter)(nil),               // 80: hopper.v1.DeadLetterFilter
-	(*DeadLetterServiceListRequest)(nil),   // 81: hopper.v1.DeadLetterServiceListRequest
-	(*DeadLetterServiceListResponse)(nil),  // 82: hopper.v1.DeadLetterServiceListResponse
-	(*DeadLetterServiceStatsRequest)(nil),  // 83: hopper.v1.DeadLetterServiceStatsRequest
-	(*DeadLetterServiceStatsResponse)(nil), // 84: hopper.v1.DeadLetterServiceStatsResponse
-	(*ReplayRequest)(nil),                  // 85: hopper.v1.ReplayRequest
-	(*ReplayResponse)(nil),                 // 86: hopper.v1.ReplayResponse
-	(*ReplayManyRequest)(nil),              // 87: hopper.v1.ReplayManyRequest
-	(*ReplayManyResponse)(nil),             // 88: hopper.v1.ReplayManyResponse
-	(*ReplayRecord)(nil),                   // 89: hopper.v1.ReplayRecord
-	(*ListReplaysRequest)(nil),             // 90: hopper.v1.ListReplaysRequest
-	(*ListReplaysResponse)(nil),            // 91: hopper.v1.ListReplaysResponse
-	nil,                                    // 92: hopper.v1.Schedule.HeadersEntry
-	nil,                                    // 93: hopper.v1.Job.HeadersEntry
-	nil,                                    // 94: hopper.v1.JobSpec.HeadersEntry
-	nil,                                    // 95: hopper.v1.ActivatedJob.HeadersEntry
-	nil,                                    // 96: hopper.v1.Queue.CountsEntry
-	(*durationpb.Duration)(nil),            // 97: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),          // 98: google.protobuf.Timestamp
+	(*HoldRequest)(nil),                    // 51: hopper.v1.HoldRequest
+	(*HoldResponse)(nil),                   // 52: hopper.v1.HoldResponse
+	(*HeartbeatRequest)(nil),               // 53: hopper.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),              // 54: hopper.v1.HeartbeatResponse
+	(*ReportProgressRequest)(nil),          // 55: hopper.v1.ReportProgressRequest
+	(*ReportProgressResponse)(nil),         // 56: hopper.v1.ReportProgressResponse
+	(*Queue)(nil),                          // 57: hopper.v1.Queue
+	(*QueueServiceListRequest)(nil),        // 58: hopper.v1.QueueServiceListRequest
+	(*QueueServiceListResponse)(nil),       // 59: hopper.v1.QueueServiceListResponse
+	(*QueueServiceSetRequest)(nil),         // 60: hopper.v1.QueueServiceSetRequest
+	(*QueueServiceSetResponse)(nil),        // 61: hopper.v1.QueueServiceSetResponse
+	(*PauseRequest)(nil),                   // 62: hopper.v1.PauseRequest
+	(*PauseResponse)(nil),                  // 63: hopper.v1.PauseResponse
+	(*ResumeRequest)(nil),                  // 64: hopper.v1.ResumeRequest
+	(*ResumeResponse)(nil),                 // 65: hopper.v1.ResumeResponse
+	(*Node)(nil),                           // 66: hopper.v1.Node
+	(*ListNodesRequest)(nil),               // 67: hopper.v1.ListNodesRequest
+	(*ListNodesResponse)(nil),              // 68: hopper.v1.ListNodesResponse
+	(*Worker)(nil),                         // 69: hopper.v1.Worker
+	(*ListWorkersRequest)(nil),             // 70: hopper.v1.ListWorkersRequest
+	(*ListWorkersResponse)(nil),            // 71: hopper.v1.ListWorkersResponse
+	(*Stream)(nil),                         // 72: hopper.v1.Stream
+	(*ListStreamsRequest)(nil),             // 73: hopper.v1.ListStreamsRequest
+	(*ListStreamsResponse)(nil),            // 74: hopper.v1.ListStreamsResponse
+	(*APIKey)(nil),                         // 75: hopper.v1.APIKey
+	(*CreateKeyRequest)(nil),               // 76: hopper.v1.CreateKeyRequest
+	(*CreateKeyResponse)(nil),              // 77: hopper.v1.CreateKeyResponse
+	(*ListKeysRequest)(nil),                // 78: hopper.v1.ListKeysRequest
+	(*ListKeysResponse)(nil),               // 79: hopper.v1.ListKeysResponse
+	(*RevokeKeyRequest)(nil),               // 80: hopper.v1.RevokeKeyRequest
+	(*RevokeKeyResponse)(nil),              // 81: hopper.v1.RevokeKeyResponse
+	(*DeadLetterFilter)(nil),               // 82: hopper.v1.DeadLetterFilter
+	(*DeadLetterServiceListRequest)(nil),   // 83: hopper.v1.DeadLetterServiceListRequest
+	(*DeadLetterServiceListResponse)(nil),  // 84: hopper.v1.DeadLetterServiceListResponse
+	(*DeadLetterServiceStatsRequest)(nil),  // 85: hopper.v1.DeadLetterServiceStatsRequest
+	(*DeadLetterServiceStatsResponse)(nil), // 86: hopper.v1.DeadLetterServiceStatsResponse
+	(*ReplayRequest)(nil),                  // 87: hopper.v1.ReplayRequest
+	(*ReplayResponse)(nil),                 // 88: hopper.v1.ReplayResponse
+	(*ReplayManyRequest)(nil),              // 89: hopper.v1.ReplayManyRequest
+	(*ReplayManyResponse)(nil),             // 90: hopper.v1.ReplayManyResponse
+	(*ReplayRecord)(nil),                   // 91: hopper.v1.ReplayRecord
+	(*ListReplaysRequest)(nil),             // 92: hopper.v1.ListReplaysRequest
+	(*ListReplaysResponse)(nil),            // 93: hopper.v1.ListReplaysResponse
+	nil,                                    // 94: hopper.v1.Schedule.HeadersEntry
+	nil,                                    // 95: hopper.v1.Job.HeadersEntry
+	nil,                                    // 96: hopper.v1.JobSpec.HeadersEntry
+	nil,                                    // 97: hopper.v1.ActivatedJob.HeadersEntry
+	nil,                                    // 98: hopper.v1.Queue.CountsEntry
+	(*durationpb.Duration)(nil),            // 99: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),          // 100: google.protobuf.Timestamp
 }
 var file_hopper_v1_hopper_proto_depIdxs = []int32{
-	97,  // 0: hopper.v1.Schedule.every:type_name -> google.protobuf.Duration
-	97,  // 1: hopper.v1.Schedule.fixed_delay:type_name -> google.protobuf.Duration
-	97,  // 2: hopper.v1.Schedule.timeout:type_name -> google.protobuf.Duration
-	92,  // 3: hopper.v1.Schedule.headers:type_name -> hopper.v1.Schedule.HeadersEntry
-	97,  // 4: hopper.v1.Schedule.jitter:type_name -> google.protobuf.Duration
-	98,  // 5: hopper.v1.Schedule.last_fire_at:type_name -> google.protobuf.Timestamp
-	98,  // 6: hopper.v1.Schedule.next_fire_at:type_name -> google.protobuf.Timestamp
-	98,  // 7: hopper.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
-	98,  // 8: hopper.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
+	99,  // 0: hopper.v1.Schedule.every:type_name -> google.protobuf.Duration
+	99,  // 1: hopper.v1.Schedule.fixed_delay:type_name -> google.protobuf.Duration
+	99,  // 2: hopper.v1.Schedule.timeout:type_name -> google.protobuf.Duration
+	94,  // 3: hopper.v1.Schedule.headers:type_name -> hopper.v1.Schedule.HeadersEntry
+	99,  // 4: hopper.v1.Schedule.jitter:type_name -> google.protobuf.Duration
+	100, // 5: hopper.v1.Schedule.last_fire_at:type_name -> google.protobuf.Timestamp
+	100, // 6: hopper.v1.Schedule.next_fire_at:type_name -> google.protobuf.Timestamp
+	100, // 7: hopper.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
+	100, // 8: hopper.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
 	0,   // 9: hopper.v1.ScheduleServiceListResponse.schedules:type_name -> hopper.v1.Schedule
 	0,   // 10: hopper.v1.ScheduleServiceAddRequest.schedule:type_name -> hopper.v1.Schedule
 	0,   // 11: hopper.v1.ScheduleServiceAddResponse.schedule:type_name -> hopper.v1.Schedule
-	93,  // 12: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
-	98,  // 13: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
-	97,  // 14: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
-	98,  // 15: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
-	98,  // 16: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
-	98,  // 17: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	98,  // 18: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
-	98,  // 19: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
-	98,  // 20: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	98,  // 21: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
-	98,  // 22: hopper.v1.Job.deadline_at:type_name -> google.protobuf.Timestamp
-	98,  // 23: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
-	97,  // 24: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
-	97,  // 25: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
-	94,  // 26: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
-	97,  // 27: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
+	95,  // 12: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
+	100, // 13: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
+	99,  // 14: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
+	100, // 15: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
+	100, // 16: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
+	100, // 17: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	100, // 18: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
+	100, // 19: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
+	100, // 20: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	100, // 21: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
+	100, // 22: hopper.v1.Job.deadline_at:type_name -> google.protobuf.Timestamp
+	100, // 23: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
+	99,  // 24: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
+	99,  // 25: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
+	96,  // 26: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
+	99,  // 27: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
 	13,  // 28: hopper.v1.JobSpec.retry_policy:type_name -> hopper.v1.RetryPolicy
-	97,  // 29: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
-	97,  // 30: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
+	99,  // 29: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
+	99,  // 30: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
 	12,  // 31: hopper.v1.EnqueueRequest.job:type_name -> hopper.v1.JobSpec
 	11,  // 32: hopper.v1.EnqueueResponse.job:type_name -> hopper.v1.Job
 	12,  // 33: hopper.v1.EnqueueBatchRequest.jobs:type_name -> hopper.v1.JobSpec
 	15,  // 34: hopper.v1.EnqueueBatchResponse.results:type_name -> hopper.v1.EnqueueResponse
 	11,  // 35: hopper.v1.GetResponse.job:type_name -> hopper.v1.Job
-	98,  // 36: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
-	98,  // 37: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
+	100, // 36: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
+	100, // 37: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
 	11,  // 38: hopper.v1.ListResponse.jobs:type_name -> hopper.v1.Job
 	11,  // 39: hopper.v1.CancelResponse.job:type_name -> hopper.v1.Job
 	11,  // 40: hopper.v1.JobServiceResumeResponse.job:type_name -> hopper.v1.Job
-	98,  // 41: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
-	98,  // 42: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
-	98,  // 43: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
+	100, // 41: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
+	100, // 42: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
+	100, // 43: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
 	27,  // 44: hopper.v1.EventsResponse.events:type_name -> hopper.v1.Event
 	28,  // 45: hopper.v1.EventsResponse.attempts:type_name -> hopper.v1.Attempt
-	95,  // 46: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
-	98,  // 47: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
-	97,  // 48: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
-	98,  // 49: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
+	97,  // 46: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
+	100, // 47: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
+	99,  // 48: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
+	100, // 49: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
 	13,  // 50: hopper.v1.ActivatedJob.retry_policy:type_name -> hopper.v1.RetryPolicy
-	97,  // 51: hopper.v1.ActivatedJob.default_timeout:type_name -> google.protobuf.Duration
-	97,  // 52: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
-	97,  // 53: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
+	99,  // 51: hopper.v1.ActivatedJob.default_timeout:type_name -> google.protobuf.Duration
+	99,  // 52: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
+	99,  // 53: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
 	30,  // 54: hopper.v1.ActivateResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	97,  // 55: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
+	99,  // 55: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
 	30,  // 56: hopper.v1.StreamJobsResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	97,  // 57: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
+	99,  // 57: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
 	13,  // 58: hopper.v1.FailRequest.retry_policy:type_name -> hopper.v1.RetryPolicy
-	98,  // 59: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
-	97,  // 60: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
-	98,  // 61: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
-	98,  // 62: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
-	97,  // 63: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
-	98,  // 64: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
+	100, // 59: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
+	99,  // 60: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
+	100, // 61: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
+	100, // 62: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
+	99,  // 63: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
+	100, // 64: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
 	48,  // 65: hopper.v1.ReportRequest.outcomes:type_name -> hopper.v1.Outcome
 	45,  // 66: hopper.v1.ReportRequest.renewals:type_name -> hopper.v1.ExtendLeaseRequest
 	35,  // 67: hopper.v1.Outcome.complete:type_name -> hopper.v1.CompleteRequest
@@ -6571,35 +6708,35 @@ var file_hopper_v1_hopper_proto_depIdxs = []int32{
 	50,  // 72: hopper.v1.ReportResponse.outcomes:type_name -> hopper.v1.Verdict
 	50,  // 73: hopper.v1.ReportResponse.renewals:type_name -> hopper.v1.Verdict
 	38,  // 74: hopper.v1.Verdict.fail:type_name -> hopper.v1.FailResponse
-	98,  // 75: hopper.v1.Verdict.lease_expires_at:type_name -> google.protobuf.Timestamp
-	96,  // 76: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
-	55,  // 77: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
-	98,  // 78: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
-	98,  // 79: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
-	64,  // 80: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
-	98,  // 81: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
-	67,  // 82: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
-	98,  // 83: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
-	70,  // 84: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
-	98,  // 85: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
-	98,  // 86: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
-	98,  // 87: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
-	73,  // 88: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
-	73,  // 89: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
-	73,  // 90: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
-	98,  // 91: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
-	98,  // 92: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
-	80,  // 93: hopper.v1.DeadLetterServiceListRequest.filter:type_name -> hopper.v1.DeadLetterFilter
+	100, // 75: hopper.v1.Verdict.lease_expires_at:type_name -> google.protobuf.Timestamp
+	98,  // 76: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
+	57,  // 77: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
+	100, // 78: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
+	100, // 79: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
+	66,  // 80: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
+	100, // 81: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
+	69,  // 82: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
+	100, // 83: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
+	72,  // 84: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
+	100, // 85: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
+	100, // 86: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
+	100, // 87: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
+	75,  // 88: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
+	75,  // 89: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
+	75,  // 90: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
+	100, // 91: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
+	100, // 92: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
+	82,  // 93: hopper.v1.DeadLetterServiceListRequest.filter:type_name -> hopper.v1.DeadLetterFilter
 	11,  // 94: hopper.v1.DeadLetterServiceListResponse.jobs:type_name -> hopper.v1.Job
-	98,  // 95: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
-	97,  // 96: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
+	100, // 95: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
+	99,  // 96: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
 	11,  // 97: hopper.v1.ReplayResponse.job:type_name -> hopper.v1.Job
-	80,  // 98: hopper.v1.ReplayManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
+	82,  // 98: hopper.v1.ReplayManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
 	11,  // 99: hopper.v1.ReplayManyResponse.jobs:type_name -> hopper.v1.Job
-	98,  // 100: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
-	98,  // 101: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
-	98,  // 102: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
-	89,  // 103: hopper.v1.ListReplaysResponse.replays:type_name -> hopper.v1.ReplayRecord
+	100, // 100: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
+	100, // 101: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
+	100, // 102: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
+	91,  // 103: hopper.v1.ListReplaysResponse.replays:type_name -> hopper.v1.ReplayRecord
 	14,  // 104: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
 	16,  // 105: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
 	18,  // 106: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
@@ -6615,69 +6752,71 @@ var file_hopper_v1_hopper_proto_depIdxs = []int32{
 	39,  // 116: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
 	41,  // 117: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
 	45,  // 118: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
-	51,  // 119: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
-	53,  // 120: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
+	53,  // 119: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
+	55,  // 120: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
 	47,  // 121: hopper.v1.WorkerService.Report:input_type -> hopper.v1.ReportRequest
-	56,  // 122: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
-	60,  // 123: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
-	62,  // 124: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
-	58,  // 125: hopper.v1.QueueService.Set:input_type -> hopper.v1.QueueServiceSetRequest
-	65,  // 126: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
-	68,  // 127: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
-	71,  // 128: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
-	74,  // 129: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
-	76,  // 130: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
-	78,  // 131: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
-	1,   // 132: hopper.v1.ScheduleService.List:input_type -> hopper.v1.ScheduleServiceListRequest
-	3,   // 133: hopper.v1.ScheduleService.Add:input_type -> hopper.v1.ScheduleServiceAddRequest
-	5,   // 134: hopper.v1.ScheduleService.Remove:input_type -> hopper.v1.ScheduleServiceRemoveRequest
-	7,   // 135: hopper.v1.ScheduleService.Pause:input_type -> hopper.v1.ScheduleServicePauseRequest
-	9,   // 136: hopper.v1.ScheduleService.Resume:input_type -> hopper.v1.ScheduleServiceResumeRequest
-	81,  // 137: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
-	83,  // 138: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
-	85,  // 139: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
-	87,  // 140: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
-	90,  // 141: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
-	15,  // 142: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
-	17,  // 143: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
-	19,  // 144: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
-	21,  // 145: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
-	23,  // 146: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
-	29,  // 147: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
-	25,  // 148: hopper.v1.JobService.Resume:output_type -> hopper.v1.JobServiceResumeResponse
-	32,  // 149: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
-	34,  // 150: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
-	36,  // 151: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
-	38,  // 152: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
-	44,  // 153: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
-	40,  // 154: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
-	42,  // 155: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
-	46,  // 156: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
-	52,  // 157: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
-	54,  // 158: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
-	49,  // 159: hopper.v1.WorkerService.Report:output_type -> hopper.v1.ReportResponse
-	57,  // 160: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
-	61,  // 161: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
-	63,  // 162: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
-	59,  // 163: hopper.v1.QueueService.Set:output_type -> hopper.v1.QueueServiceSetResponse
-	66,  // 164: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
-	69,  // 165: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
-	72,  // 166: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
-	75,  // 167: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
-	77,  // 168: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
-	79,  // 169: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
-	2,   // 170: hopper.v1.ScheduleService.List:output_type -> hopper.v1.ScheduleServiceListResponse
-	4,   // 171: hopper.v1.ScheduleService.Add:output_type -> hopper.v1.ScheduleServiceAddResponse
-	6,   // 172: hopper.v1.ScheduleService.Remove:output_type -> hopper.v1.ScheduleServiceRemoveResponse
-	8,   // 173: hopper.v1.ScheduleService.Pause:output_type -> hopper.v1.ScheduleServicePauseResponse
-	10,  // 174: hopper.v1.ScheduleService.Resume:output_type -> hopper.v1.ScheduleServiceResumeResponse
-	82,  // 175: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
-	84,  // 176: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
-	86,  // 177: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
-	88,  // 178: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
-	91,  // 179: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
-	142, // [142:180] is the sub-list for method output_type
-	104, // [104:142] is the sub-list for method input_type
+	51,  // 122: hopper.v1.WorkerService.Hold:input_type -> hopper.v1.HoldRequest
+	58,  // 123: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
+	62,  // 124: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
+	64,  // 125: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
+	60,  // 126: hopper.v1.QueueService.Set:input_type -> hopper.v1.QueueServiceSetRequest
+	67,  // 127: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
+	70,  // 128: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
+	73,  // 129: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
+	76,  // 130: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
+	78,  // 131: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
+	80,  // 132: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
+	1,   // 133: hopper.v1.ScheduleService.List:input_type -> hopper.v1.ScheduleServiceListRequest
+	3,   // 134: hopper.v1.ScheduleService.Add:input_type -> hopper.v1.ScheduleServiceAddRequest
+	5,   // 135: hopper.v1.ScheduleService.Remove:input_type -> hopper.v1.ScheduleServiceRemoveRequest
+	7,   // 136: hopper.v1.ScheduleService.Pause:input_type -> hopper.v1.ScheduleServicePauseRequest
+	9,   // 137: hopper.v1.ScheduleService.Resume:input_type -> hopper.v1.ScheduleServiceResumeRequest
+	83,  // 138: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
+	85,  // 139: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
+	87,  // 140: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
+	89,  // 141: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
+	92,  // 142: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
+	15,  // 143: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
+	17,  // 144: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
+	19,  // 145: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
+	21,  // 146: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
+	23,  // 147: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
+	29,  // 148: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
+	25,  // 149: hopper.v1.JobService.Resume:output_type -> hopper.v1.JobServiceResumeResponse
+	32,  // 150: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
+	34,  // 151: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
+	36,  // 152: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
+	38,  // 153: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
+	44,  // 154: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
+	40,  // 155: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
+	42,  // 156: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
+	46,  // 157: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
+	54,  // 158: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
+	56,  // 159: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
+	49,  // 160: hopper.v1.WorkerService.Report:output_type -> hopper.v1.ReportResponse
+	52,  // 161: hopper.v1.WorkerService.Hold:output_type -> hopper.v1.HoldResponse
+	59,  // 162: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
+	63,  // 163: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
+	65,  // 164: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
+	61,  // 165: hopper.v1.QueueService.Set:output_type -> hopper.v1.QueueServiceSetResponse
+	68,  // 166: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
+	71,  // 167: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
+	74,  // 168: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
+	77,  // 169: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
+	79,  // 170: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
+	81,  // 171: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
+	2,   // 172: hopper.v1.ScheduleService.List:output_type -> hopper.v1.ScheduleServiceListResponse
+	4,   // 173: hopper.v1.ScheduleService.Add:output_type -> hopper.v1.ScheduleServiceAddResponse
+	6,   // 174: hopper.v1.ScheduleService.Remove:output_type -> hopper.v1.ScheduleServiceRemoveResponse
+	8,   // 175: hopper.v1.ScheduleService.Pause:output_type -> hopper.v1.ScheduleServicePauseResponse
+	10,  // 176: hopper.v1.ScheduleService.Resume:output_type -> hopper.v1.ScheduleServiceResumeResponse
+	84,  // 177: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
+	86,  // 178: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
+	88,  // 179: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
+	90,  // 180: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
+	93,  // 181: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
+	143, // [143:182] is the sub-list for method output_type
+	104, // [104:143] is the sub-list for method input_type
 	104, // [104:104] is the sub-list for extension type_name
 	104, // [104:104] is the sub-list for extension extendee
 	0,   // [0:104] is the sub-list for field type_name
@@ -6697,14 +6836,14 @@ func file_hopper_v1_hopper_proto_init() {
 		(*Outcome_Snooze)(nil),
 		(*Outcome_Suspend)(nil),
 	}
-	file_hopper_v1_hopper_proto_msgTypes[58].OneofWrappers = []any{}
+	file_hopper_v1_hopper_proto_msgTypes[60].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hopper_v1_hopper_proto_rawDesc), len(file_hopper_v1_hopper_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   97,
+			NumMessages:   99,
 			NumExtensions: 0,
 			NumServices:   6,
 		},

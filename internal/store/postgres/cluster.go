@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/store"
@@ -77,33 +78,59 @@ func (s *Store) JobCounts(ctx context.Context) ([]*store.JobCount, error) {
 	return out, nil
 }
 
-// NodeHeartbeat registers the node or refreshes its heartbeat (its start time is kept).
+// NodeHeartbeat registers the node or refreshes its heartbeat (its start time is kept) and
+// its governor state.
 func (s *Store) NodeHeartbeat(ctx context.Context, n *hoppertype.Node) error {
-	_, err := s.pool.Exec(ctx, s.sql(`INSERT INTO {schema}.nodes (id, host, pid, started_at, heartbeat_at)
-		VALUES ($2, $3, $4, coalesce($5, $1::timestamptz, now()), coalesce($1::timestamptz, now()))
-		ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at`),
-		s.nowArg(), n.ID, n.Host, n.PID, nullTime(n.StartedAt))
+	_, err := s.pool.Exec(ctx, s.sql(`INSERT INTO {schema}.nodes (id, host, pid, started_at, heartbeat_at, holding, queues, held_queues)
+		VALUES ($2, $3, $4, coalesce($5, $1::timestamptz, now()), coalesce($1::timestamptz, now()), $6, $7, $8)
+		ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at, holding = excluded.holding,
+			queues = excluded.queues, held_queues = excluded.held_queues`),
+		s.nowArg(), n.ID, n.Host, n.PID, nullTime(n.StartedAt), n.Holding, nonNil(n.Queues), nonNil(n.HeldQueues))
 	if err != nil {
 		return s.wrap(err, "node %s heartbeat", n.ID)
 	}
 	return nil
 }
 
+// nonNil stores a nil list as an empty array.
+func nonNil(qs []string) []string {
+	if qs == nil {
+		return []string{}
+	}
+	return qs
+}
+
+const nodeColumns = `id, host, pid, started_at, heartbeat_at, holding, queues, held_queues`
+
 // NodeList returns the registered nodes, oldest first.
 func (s *Store) NodeList(ctx context.Context) ([]*hoppertype.Node, error) {
-	rs, err := s.pool.Query(ctx, s.sql(`SELECT id, host, pid, started_at, heartbeat_at FROM {schema}.nodes
-		ORDER BY started_at, id COLLATE "C"`))
+	return s.nodes(ctx, "list nodes", `SELECT `+nodeColumns+` FROM {schema}.nodes ORDER BY started_at, id COLLATE "C"`)
+}
+
+// NodeHeldQueues returns the queues every live node that works them holds back.
+func (s *Store) NodeHeldQueues(ctx context.Context, nodeTTL time.Duration) ([]string, error) {
+	live, err := s.nodes(ctx, "list held queues", `SELECT `+nodeColumns+` FROM {schema}.nodes
+		WHERE heartbeat_at > coalesce($1::timestamptz, now()) - $2 * interval '1 microsecond'`,
+		s.nowArg(), nodeTTL.Microseconds())
 	if err != nil {
-		return nil, s.wrap(err, "list nodes")
+		return nil, err
+	}
+	return store.HeldQueues(live), nil
+}
+
+func (s *Store) nodes(ctx context.Context, what, query string, args ...any) ([]*hoppertype.Node, error) {
+	rs, err := s.pool.Query(ctx, s.sql(query), args...)
+	if err != nil {
+		return nil, s.wrap(err, what)
 	}
 	out, err := pgx.CollectRows(rs, func(r pgx.CollectableRow) (*hoppertype.Node, error) {
 		n := &hoppertype.Node{}
-		err := r.Scan(&n.ID, &n.Host, &n.PID, &n.StartedAt, &n.HeartbeatAt)
+		err := r.Scan(&n.ID, &n.Host, &n.PID, &n.StartedAt, &n.HeartbeatAt, &n.Holding, &n.Queues, &n.HeldQueues)
 		n.StartedAt, n.HeartbeatAt = n.StartedAt.UTC(), n.HeartbeatAt.UTC()
 		return n, err
 	})
 	if err != nil {
-		return nil, s.wrap(err, "list nodes")
+		return nil, s.wrap(err, what)
 	}
 	return out, nil
 }

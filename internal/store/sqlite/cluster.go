@@ -3,7 +3,9 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/store"
@@ -80,16 +82,20 @@ func (s *Store) JobCounts(ctx context.Context) ([]*store.JobCount, error) {
 	return out, rows.Err()
 }
 
-// NodeHeartbeat registers the node or refreshes its heartbeat.
+// NodeHeartbeat registers the node or refreshes its heartbeat and governor state.
 func (s *Store) NodeHeartbeat(ctx context.Context, n *hoppertype.Node) error {
+	queues, held := queueList(n.Queues), queueList(n.HeldQueues)
 	err := s.write(ctx, nil, func(ctx context.Context, tx *sql.Tx, _ []*sql.Stmt) error {
 		now := micros(s.clock.Now())
 		started := now
 		if !n.StartedAt.IsZero() {
 			started = micros(n.StartedAt)
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO nodes (id, host, pid, started_at, heartbeat_at) VALUES (?1, ?2, ?3, ?4, ?5)
-			ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at`, n.ID, n.Host, n.PID, started, now)
+		_, err := tx.ExecContext(ctx, `INSERT INTO nodes (id, host, pid, started_at, heartbeat_at, holding, queues, held_queues)
+			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+			ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at, holding = excluded.holding,
+				queues = excluded.queues, held_queues = excluded.held_queues`,
+			n.ID, n.Host, n.PID, started, now, n.Holding, queues, held)
 		return err
 	})
 	if err != nil {
@@ -98,24 +104,68 @@ func (s *Store) NodeHeartbeat(ctx context.Context, n *hoppertype.Node) error {
 	return nil
 }
 
+// queueList encodes queue names as a JSON array.
+func queueList(qs []string) string {
+	if len(qs) == 0 {
+		return "[]"
+	}
+	b, _ := json.Marshal(qs) // strings always encode
+	return string(b)
+}
+
+const nodeColumns = `id, host, pid, started_at, heartbeat_at, holding, queues, held_queues`
+
+// scanNode reads a row of nodeColumns.
+func scanNode(rows *sql.Rows) (*hoppertype.Node, error) {
+	n := &hoppertype.Node{}
+	var started, beat int64
+	var queues, held string
+	if err := rows.Scan(&n.ID, &n.Host, &n.PID, &started, &beat, &n.Holding, &queues, &held); err != nil {
+		return nil, err
+	}
+	n.StartedAt, n.HeartbeatAt = fromMicros(started), fromMicros(beat)
+	if err := json.Unmarshal([]byte(queues), &n.Queues); err != nil {
+		return nil, fmt.Errorf("node %s queues: %w", n.ID, err)
+	}
+	if err := json.Unmarshal([]byte(held), &n.HeldQueues); err != nil {
+		return nil, fmt.Errorf("node %s held queues: %w", n.ID, err)
+	}
+	return n, nil
+}
+
 // NodeList returns the registered nodes, oldest first.
 func (s *Store) NodeList(ctx context.Context) ([]*hoppertype.Node, error) {
-	rows, err := s.reader.QueryContext(ctx, `SELECT id, host, pid, started_at, heartbeat_at FROM nodes ORDER BY started_at, id`)
+	return s.nodes(ctx, "list nodes", `SELECT `+nodeColumns+` FROM nodes ORDER BY started_at, id`)
+}
+
+// NodeHeldQueues returns the queues every live node that works them holds back.
+func (s *Store) NodeHeldQueues(ctx context.Context, nodeTTL time.Duration) ([]string, error) {
+	live, err := s.nodes(ctx, "list held queues", `SELECT `+nodeColumns+` FROM nodes WHERE heartbeat_at > ?`,
+		micros(s.clock.Now().Add(-nodeTTL)))
 	if err != nil {
-		return nil, wrap(err, "list nodes")
+		return nil, err
+	}
+	return store.HeldQueues(live), nil
+}
+
+func (s *Store) nodes(ctx context.Context, what, query string, args ...any) ([]*hoppertype.Node, error) {
+	rows, err := s.reader.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, wrap(err, what)
 	}
 	defer rows.Close()
 	var out []*hoppertype.Node
 	for rows.Next() {
-		n := &hoppertype.Node{}
-		var started, beat int64
-		if err := rows.Scan(&n.ID, &n.Host, &n.PID, &started, &beat); err != nil {
-			return nil, wrap(err, "list nodes")
+		n, err := scanNode(rows)
+		if err != nil {
+			return nil, wrap(err, what)
 		}
-		n.StartedAt, n.HeartbeatAt = fromMicros(started), fromMicros(beat)
 		out = append(out, n)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, wrap(err, what)
+	}
+	return out, nil
 }
 
 // NodeRemove deregisters a node.

@@ -14,6 +14,7 @@ func testCluster(t *testing.T, opener Opener) {
 	parallel(t, opener, "QueuePause", clusterQueuePause)
 	parallel(t, opener, "QueueWeight", clusterQueueWeight)
 	parallel(t, opener, "Nodes", clusterNodes)
+	parallel(t, opener, "NodeGovernor", clusterNodeGovernor)
 	parallel(t, opener, "LeaderExclusive", clusterLeaderExclusive)
 	parallel(t, opener, "LeaderResign", clusterLeaderResign)
 	parallel(t, opener, "RescueDeadNodes", clusterRescueDeadNodes)
@@ -101,6 +102,54 @@ func clusterNodes(t *testing.T, b *bundle) {
 	require.NoError(t, err)
 	require.Len(t, nodes, 1)
 	require.Equal(t, "node-b", nodes[0].ID)
+}
+
+// Contract 15: a node's heartbeat records its governor's state, and a queue is held (its
+// queued jobs await compute) while every live node that works it holds it back.
+func clusterNodeGovernor(t *testing.T, b *bundle) {
+	ctx := t.Context()
+	const ttl = 30 * time.Second
+	beat := func(id string, holding bool, queues, held []string) {
+		t.Helper()
+		require.NoError(t, b.store.NodeHeartbeat(ctx, &hoppertype.Node{ID: id, Host: "h", PID: 1, Holding: holding,
+			Queues: queues, HeldQueues: held}))
+	}
+	heldQueues := func() []string {
+		t.Helper()
+		qs, err := b.store.NodeHeldQueues(ctx, ttl)
+		require.NoError(t, err)
+		return qs
+	}
+	require.Empty(t, heldQueues(), "no node, nothing held")
+	beat("node-a", true, []string{"mail", "other"}, []string{"mail", "other"})
+	beat("node-b", false, []string{"other"}, nil)
+	beat("node-c", true, []string{"reports"}, []string{"reports"})
+	beat("node-d", false, nil, nil) // works no queue (maintenance only)
+
+	nodes, err := b.store.NodeList(ctx)
+	require.NoError(t, err)
+	require.Len(t, nodes, 4)
+	require.True(t, nodes[0].Holding)
+	require.Equal(t, []string{"mail", "other"}, nodes[0].Queues)
+	require.Equal(t, []string{"mail", "other"}, nodes[0].HeldQueues)
+	require.False(t, nodes[1].Holding)
+	require.Equal(t, []string{"other"}, nodes[1].Queues)
+	require.Empty(t, nodes[1].HeldQueues)
+	require.Empty(t, nodes[3].Queues)
+
+	require.Equal(t, []string{"mail", "reports"}, heldQueues(), "other is worked by node-b, which is not held")
+
+	b.clock.Advance(ttl)
+	beat("node-a", true, []string{"mail", "other"}, []string{"mail", "other"})
+	beat("node-b", true, []string{"other"}, []string{"other"})
+	require.Equal(t, []string{"mail", "other"}, heldQueues(), "node-c is dead: it holds nothing back")
+
+	beat("node-a", false, []string{"mail", "other"}, nil)
+	require.Empty(t, heldQueues(), "node-a takes new jobs again")
+	nodes, err = b.store.NodeList(ctx)
+	require.NoError(t, err)
+	require.False(t, nodes[0].Holding, "the heartbeat updates the state")
+	require.Empty(t, nodes[0].HeldQueues)
 }
 
 func (b *bundle) elect(t *testing.T, node string, ttl time.Duration) *hoppertype.Leadership {

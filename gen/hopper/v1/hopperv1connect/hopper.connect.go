@@ -86,6 +86,8 @@ const (
 	WorkerServiceReportProgressProcedure = "/hopper.v1.WorkerService/ReportProgress"
 	// WorkerServiceReportProcedure is the procedure name of the WorkerService's Report RPC.
 	WorkerServiceReportProcedure = "/hopper.v1.WorkerService/Report"
+	// WorkerServiceHoldProcedure is the procedure name of the WorkerService's Hold RPC.
+	WorkerServiceHoldProcedure = "/hopper.v1.WorkerService/Hold"
 	// QueueServiceListProcedure is the procedure name of the QueueService's List RPC.
 	QueueServiceListProcedure = "/hopper.v1.QueueService/List"
 	// QueueServicePauseProcedure is the procedure name of the QueueService's Pause RPC.
@@ -502,6 +504,13 @@ var (
 			Procedure:  WorkerServiceReportProcedure,
 		}
 	})
+	workerServiceHoldSpec = sync.OnceValue(func() connect.Spec {
+		return connect.Spec{
+			StreamType: connect.StreamTypeUnary,
+			Schema:     v1.File_hopper_v1_hopper_proto.Services().ByName("WorkerService").Methods().ByName("Hold"),
+			Procedure:  WorkerServiceHoldProcedure,
+		}
+	})
 )
 
 // WorkerServiceClient is a client for the hopper.v1.WorkerService service.
@@ -545,6 +554,15 @@ type WorkerServiceClient interface {
 	// the whole request fails only when the server cannot take it at all (unavailable,
 	// unauthenticated, more than 1000 items).
 	Report(context.Context, *v1.ReportRequest) (*v1.ReportResponse, error)
+	// Hold says that the worker's resource governor holds it back (held: its CPU or memory use
+	// is over its limits) or lets it take jobs again. While a worker is held, the server starts
+	// no claim for its streams on the queue and ends its waiting long polls empty; the jobs it
+	// already has are unaffected (it renews and reports them as usual). A hold lapses after 30 s
+	// unless repeated, so a held worker repeats it every 10 s; while it lasts (or while the
+	// worker has a stream or a poll open) the server counts the worker in its node's heartbeat
+	// for the queue's awaiting compute (QueueService.List). Like outcomes, it must reach the
+	// server of the worker's stream.
+	Hold(context.Context, *v1.HoldRequest) (*v1.HoldResponse, error)
 }
 
 // NewWorkerServiceClient constructs a client for the hopper.v1.WorkerService service. Multiple
@@ -614,6 +632,15 @@ type WorkerServiceHandler interface {
 	// the whole request fails only when the server cannot take it at all (unavailable,
 	// unauthenticated, more than 1000 items).
 	Report(context.Context, *v1.ReportRequest) (*v1.ReportResponse, error)
+	// Hold says that the worker's resource governor holds it back (held: its CPU or memory use
+	// is over its limits) or lets it take jobs again. While a worker is held, the server starts
+	// no claim for its streams on the queue and ends its waiting long polls empty; the jobs it
+	// already has are unaffected (it renews and reports them as usual). A hold lapses after 30 s
+	// unless repeated, so a held worker repeats it every 10 s; while it lasts (or while the
+	// worker has a stream or a poll open) the server counts the worker in its node's heartbeat
+	// for the queue's awaiting compute (QueueService.List). Like outcomes, it must reach the
+	// server of the worker's stream.
+	Hold(context.Context, *v1.HoldRequest) (*v1.HoldResponse, error)
 }
 
 // RegisterWorkerServiceHandler registers svc as the hopper.v1.WorkerService implementation on
@@ -632,6 +659,7 @@ func RegisterWorkerServiceHandler(server *connect.Server, svc WorkerServiceHandl
 		connect.Method{Spec: workerServiceHeartbeatSpec(), Handler: adapter.heartbeat},
 		connect.Method{Spec: workerServiceReportProgressSpec(), Handler: adapter.reportProgress},
 		connect.Method{Spec: workerServiceReportSpec(), Handler: adapter.report},
+		connect.Method{Spec: workerServiceHoldSpec(), Handler: adapter.hold},
 	)
 }
 
@@ -695,6 +723,10 @@ func (UnimplementedWorkerServiceHandler) ReportProgress(context.Context, *v1.Rep
 
 func (UnimplementedWorkerServiceHandler) Report(context.Context, *v1.ReportRequest) (*v1.ReportResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, "hopper.v1.WorkerService.Report is not implemented")
+}
+
+func (UnimplementedWorkerServiceHandler) Hold(context.Context, *v1.HoldRequest) (*v1.HoldResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, "hopper.v1.WorkerService.Hold is not implemented")
 }
 
 type workerServiceClient struct {
@@ -784,6 +816,14 @@ func (c *workerServiceClient) ReportProgress(ctx context.Context, req *v1.Report
 func (c *workerServiceClient) Report(ctx context.Context, req *v1.ReportRequest) (*v1.ReportResponse, error) {
 	var res v1.ReportResponse
 	if err := c.client.CallUnary(ctx, workerServiceReportSpec(), req, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+func (c *workerServiceClient) Hold(ctx context.Context, req *v1.HoldRequest) (*v1.HoldResponse, error) {
+	var res v1.HoldResponse
+	if err := c.client.CallUnary(ctx, workerServiceHoldSpec(), req, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil
@@ -913,6 +953,18 @@ func (h workerServiceHandler) report(ctx context.Context, _ connect.Spec, stream
 		return err
 	}
 	res, err := h.svc.Report(ctx, &req)
+	if err != nil {
+		return err
+	}
+	return stream.Send(res)
+}
+
+func (h workerServiceHandler) hold(ctx context.Context, _ connect.Spec, stream connect.ServerStream) error {
+	var req v1.HoldRequest
+	if err := stream.Receive(&req); err != nil {
+		return err
+	}
+	res, err := h.svc.Hold(ctx, &req)
 	if err != nil {
 		return err
 	}

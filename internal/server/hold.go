@@ -1,0 +1,147 @@
+package server
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/hopperjobs/hopper"
+	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
+)
+
+// A remote worker's resource governor (contract 15) holds it back with WorkerService.Hold.
+// The worker keeps its stream: its credit is the server's, so the server is where new work
+// stops. While the worker is held its streams on the queue start no claim and its waiting
+// claims (a stream's long wait, a long poll) end at once, empty; the jobs it already has are
+// untouched. A hold lapses holdTTL after the worker last said so (it repeats it every
+// holdRefresh, the remote package's constant), so a worker that restarts under the same name
+// without a governor is not held back for good.
+
+// holdTTL is how long a hold lasts unless the worker repeats it.
+const holdTTL = 30 * time.Second
+
+// remoteLive: a remote worker seen this recently (or with a stream or poll open) works its
+// queue, for its node's awaiting compute.
+const remoteLive = 30 * time.Second
+
+// Hold records whether the worker's governor holds it back.
+func (w *workerService) Hold(ctx context.Context, req *hopperv1.HoldRequest) (*hopperv1.HoldResponse, error) {
+	p := hopper.ActivateParams{Worker: req.GetWorker(), Queue: queueOrDefault(req.GetQueue())}
+	if err := p.Check(); err != nil {
+		return nil, rpcError("hold", err)
+	}
+	if w.s.reg.hold(p.Worker, p.Queue, req.GetHeld(), w.s.clock.Now()) {
+		w.s.log.Debug("remote worker governor", "worker", p.Worker, "queue", p.Queue, "held", req.GetHeld())
+		w.s.client.WorkerAPI().RemoteQueuesChanged()
+	}
+	return &hopperv1.HoldResponse{}, nil
+}
+
+// hold records whether worker name's governor holds it back on queue, until holdTTL from at
+// unless repeated, and reports whether that changed. A worker held ends its waiting claims;
+// one let go wakes its streams.
+func (r *registry) hold(name, queue string, held bool, at time.Time) bool {
+	r.mu.Lock()
+	w := r.workerLocked(name, queue, at)
+	was := w.heldAt(at)
+	w.lastSeen = at
+	if held {
+		w.heldUntil = at.Add(holdTTL)
+		if w.endWaits != nil {
+			w.endWaits()
+		}
+	} else {
+		w.heldUntil = time.Time{}
+	}
+	var wake []*stream
+	if !held {
+		for _, st := range r.streams {
+			if st.w == w {
+				wake = append(wake, st)
+			}
+		}
+	}
+	r.mu.Unlock()
+	for _, st := range wake {
+		st.wake()
+	}
+	return was != held
+}
+
+// workerLocked returns the entry of worker name on queue, made if new. r.mu must be held.
+func (r *registry) workerLocked(name, queue string, at time.Time) *workerInfo {
+	if len(r.workers) >= 256 {
+		r.pruneLocked(at)
+	}
+	key := name + "\x00" + queue
+	w := r.workers[key]
+	if w == nil {
+		w = &workerInfo{name: name, queue: queue, lastSeen: at}
+		r.workers[key] = w
+	}
+	return w
+}
+
+// heldAt reports whether the worker is held at now.
+func (w *workerInfo) heldAt(now time.Time) bool { return now.Before(w.heldUntil) }
+
+// untilHeld returns ctx, ended also when worker name on queue becomes held (at once if it
+// is held at now), and the func that releases it. (A worker may say it is held while its
+// first claim waits: every claim pays the small price of a context.)
+func (r *registry) untilHeld(ctx context.Context, name, queue string, now time.Time) (context.Context, func()) {
+	r.mu.Lock()
+	w := r.workers[name+"\x00"+queue]
+	if w == nil { // seen first, so only if pruned meanwhile
+		r.mu.Unlock()
+		return ctx, func() {}
+	}
+	if w.unheld == nil || (!w.heldAt(now) && w.unheld.Err() != nil) { // new, or the hold lapsed
+		w.unheld, w.endWaits = context.WithCancel(context.Background())
+	}
+	if w.heldAt(now) {
+		w.endWaits()
+	}
+	unheld := w.unheld
+	r.mu.Unlock()
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(unheld, cancel)
+	if unheld.Err() != nil {
+		cancel() // held already: AfterFunc would cancel it, but from a goroutine, later
+	}
+	return ctx, func() { stop(); cancel() }
+}
+
+// heldUntil returns when worker name's hold on queue lapses, zero when it is not held at now.
+func (r *registry) heldUntil(name, queue string, now time.Time) time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if w := r.workers[name+"\x00"+queue]; w != nil && w.heldAt(now) {
+		return w.heldUntil
+	}
+	return time.Time{}
+}
+
+// queues returns the queues the live remote workers work (those with a stream or poll open,
+// or seen within remoteLive) and those where every one of them is held, both sorted: this
+// server's part of its node's heartbeat.
+func (r *registry) queues(now time.Time) (queues, held []string) {
+	r.mu.Lock()
+	state := map[string]bool{}
+	for _, w := range r.workers {
+		if w.streams == 0 && w.polls == 0 && now.Sub(w.lastSeen) >= remoteLive && !w.heldAt(now) {
+			continue
+		}
+		h, seen := state[w.queue]
+		state[w.queue] = (h || !seen) && w.heldAt(now)
+	}
+	r.mu.Unlock()
+	for q, h := range state {
+		queues = append(queues, q)
+		if h {
+			held = append(held, q)
+		}
+	}
+	slices.Sort(queues)
+	slices.Sort(held)
+	return queues, held
+}
