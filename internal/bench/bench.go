@@ -139,11 +139,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	defer cleanup()
-	durability := "synchronous=" + cfg.Synchronous
-	if IsPostgres(cfg.Database) {
-		durability = postgresDurability(ctx, cfg.Database)
-	}
-	res := &Result{Jobs: cfg.Jobs, Workers: cfg.Workers, Store: storeName, Durability: durability,
+	res := &Result{Jobs: cfg.Jobs, Workers: cfg.Workers, Store: storeName, Durability: durability(ctx, cfg),
 		CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), LatencyRate: cfg.Rate}
 	if err := throughput(ctx, cfg, st, res); err != nil {
 		return nil, err
@@ -250,17 +246,11 @@ func latency(ctx context.Context, cfg Config, st hopper.Store, res *Result) erro
 		return err
 	}
 	defer client.Stop(context.Background())
-	tick := time.NewTicker(time.Second / time.Duration(cfg.Rate))
-	defer tick.Stop()
-	for range cfg.LatencyJobs {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
-		}
-		if _, err := client.Enqueue(ctx, noop{T: time.Now().UnixNano()}, nil); err != nil {
-			return fmt.Errorf("enqueue: %w", err)
-		}
+	if err := paced(ctx, cfg.Rate, cfg.LatencyJobs, func() error {
+		_, err := client.Enqueue(ctx, noop{T: time.Now().UnixNano()}, nil)
+		return err
+	}); err != nil {
+		return err
 	}
 	select {
 	case <-cnt.allDone:
@@ -273,6 +263,31 @@ func latency(ctx context.Context, cfg Config, st hopper.Store, res *Result) erro
 	res.LatencyP50Ms = percentileMs(cnt.latencies, 0.50)
 	res.LatencyP99Ms = percentileMs(cnt.latencies, 0.99)
 	return nil
+}
+
+// paced calls enqueue n times, rate times a second.
+func paced(ctx context.Context, rate, n int, enqueue func() error) error {
+	tick := time.NewTicker(time.Second / time.Duration(rate))
+	defer tick.Stop()
+	for range n {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+		if err := enqueue(); err != nil {
+			return fmt.Errorf("enqueue: %w", err)
+		}
+	}
+	return nil
+}
+
+// durability names the store's commit durability setting, for the report.
+func durability(ctx context.Context, cfg Config) string {
+	if IsPostgres(cfg.Database) {
+		return postgresDurability(ctx, cfg.Database)
+	}
+	return "synchronous=" + cfg.Synchronous
 }
 
 func percentileMs(ds []time.Duration, p float64) float64 {

@@ -167,25 +167,16 @@ func trickleLatency(ctx context.Context, cfg Config, res *FairnessResult) error 
 		return err
 	}
 	defer cleanup()
-	res.Store, res.Durability = storeName, "synchronous="+cfg.Synchronous
-	if IsPostgres(cfg.Database) {
-		res.Durability = postgresDurability(ctx, cfg.Database)
-	}
+	res.Store, res.Durability = storeName, durability(ctx, cfg)
 	if err := client.Start(ctx); err != nil {
 		return err
 	}
 	defer client.Stop(context.Background())
-	tick := time.NewTicker(time.Second / time.Duration(cfg.Rate))
-	defer tick.Stop()
-	for range cfg.LatencyJobs {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
-		}
-		if _, err := client.Enqueue(ctx, noop{T: time.Now().UnixNano()}, &hopper.InsertOpts{Queue: "trickle"}); err != nil {
-			return fmt.Errorf("enqueue: %w", err)
-		}
+	if err := paced(ctx, cfg.Rate, cfg.LatencyJobs, func() error {
+		_, err := client.Enqueue(ctx, noop{T: time.Now().UnixNano()}, &hopper.InsertOpts{Queue: "trickle"})
+		return err
+	}); err != nil {
+		return err
 	}
 	for range cfg.LatencyJobs {
 		select {
