@@ -34,7 +34,7 @@ func (c *Client) Queues(ctx context.Context) ([]*QueueInfo, error) {
 		return nil, fmt.Errorf("list queues: %w", err)
 	}
 	for _, n := range counts {
-		get(n.Queue).Counts[n.State] = n.Count
+		get(n.Queue).Counts[n.State] += n.Count
 	}
 	settings, err := c.store.QueueList(ctx)
 	if err != nil {

@@ -13,9 +13,13 @@ import (
 
 // candidates selects and locks the best queued jobs of queue $2: FOR UPDATE SKIP LOCKED with
 // a LIMIT takes at most that many rows and never waits for a row another claimer holds. A
-// paused queue yields nothing; a job whose group already has a running job waits, and only
-// the oldest unfinished job of a group is eligible (in order, even while an older one waits
-// for a retry). The group rule is two probes so that each is one index range: "an older
+// paused queue yields nothing, and a disabled kind's jobs are left: the statement reads the
+// disabled kinds once, into a hashed subplan over the few rows of kinds. (Not "j.kind <> ALL
+// (ARRAY(…))": the planner estimates that from j.kind's statistics as if the array held ten
+// unknown kinds, so with few kinds in the table it expects almost no row to pass and scans and
+// sorts the whole table instead of walking jobs_claim. A subplan is estimated to pass half.)
+// A job whose group already has a running job waits, and only the oldest unfinished job of a
+// group is eligible (in order, even while an older one waits for a retry). The group rule is two probes so that each is one index range: "an older
 // unfinished job" (jobs_group, stops at the first hit) and "a running job of the group"
 // (jobs_group_running, which holds only running grouped jobs; the explicit IS NOT NULL lets
 // the planner use it when it hashes the subquery). The first %s adds filters, the second is
@@ -23,6 +27,7 @@ import (
 const candidates = `SELECT j.id, j.priority FROM {schema}.jobs j
 	WHERE j.state = 'queued' AND j.queue = $2 %s
 	  AND NOT EXISTS (SELECT 1 FROM {schema}.queues q WHERE q.name = $2 AND q.paused)
+	  AND j.kind NOT IN (SELECT d.kind FROM {schema}.kinds d WHERE d.disabled)
 	  AND (j.group_key IS NULL OR (
 	        NOT EXISTS (SELECT 1 FROM {schema}.jobs g WHERE g.group_key = j.group_key AND g.id < j.id
 	                    AND g.state IN ('running', 'queued', 'scheduled', 'suspended'))
@@ -46,17 +51,20 @@ WHERE j.id = picked.id
 RETURNING ` + jCols
 
 // The uncapped claim, the common case: one statement. It takes nothing when a fleet-wide cap
-// applies to the claim (the queue's, or a capped kind it may take); capsApplySQL, sent in the
-// same round trip, then says so and JobClaim takes the capped path. $6 is the kinds filter.
+// applies to the claim (the queue's, or a capped kind it may take that is not disabled: a
+// disabled kind's jobs are left anyway); capsApplySQL, sent in the same round trip, then says
+// so and JobClaim takes the capped path. $6 is the kinds filter.
 var (
 	uncappedGuard = `AND NOT EXISTS (SELECT 1 FROM {schema}.queues c WHERE c.name = $2 AND c.max_running IS NOT NULL)
-	  AND NOT EXISTS (SELECT 1 FROM {schema}.kind_limits k WHERE cardinality($6::text[]) = 0 OR k.kind = ANY($6::text[]))
+	  AND NOT EXISTS (SELECT 1 FROM {schema}.kinds k WHERE k.max_running IS NOT NULL AND NOT k.disabled
+	                  AND (cardinality($6::text[]) = 0 OR k.kind = ANY($6::text[])))
 	  AND (cardinality($6::text[]) = 0 OR j.kind = ANY($6::text[]))`
 	claimUncappedSQL = `WITH picked AS MATERIALIZED (` + fmt.Sprintf(candidates, uncappedGuard, "$3") + `)` + claimUpdate
 )
 
 const capsApplySQL = `SELECT EXISTS (SELECT 1 FROM {schema}.queues WHERE name = $1 AND max_running IS NOT NULL)
-	OR EXISTS (SELECT 1 FROM {schema}.kind_limits WHERE cardinality($2::text[]) = 0 OR kind = ANY($2::text[]))`
+	OR EXISTS (SELECT 1 FROM {schema}.kinds WHERE max_running IS NOT NULL AND NOT disabled
+	           AND (cardinality($2::text[]) = 0 OR kind = ANY($2::text[])))`
 
 // JobClaim claims up to params.Limit jobs, in claim order, within the fleet-wide caps.
 func (s *Store) JobClaim(ctx context.Context, p *store.ClaimParams) (jobs []*hoppertype.JobRow, capLimited bool, err error) {
@@ -164,19 +172,22 @@ func claimCappedQuery(kindLeft map[string]int) (string, []any) {
 }
 
 // The capped path's first round trip: lock the caps that apply (queue first, then kinds by
-// name, so lockers never deadlock), then read them with their running counts.
+// name, so lockers never deadlock), then read them with their running counts. A capped kind
+// that is disabled is locked too, so it stays disabled until the claim commits, but it limits
+// nothing: the candidates leave its jobs.
 const (
 	lockQueueCapSQL = `SELECT 1 FROM {schema}.queues WHERE name = $1 AND max_running IS NOT NULL FOR UPDATE`
-	lockKindCapsSQL = `SELECT 1 FROM {schema}.kind_limits
-		WHERE cardinality($1::text[]) = 0 OR kind = ANY($1::text[]) ORDER BY kind FOR UPDATE`
+	lockKindCapsSQL = `SELECT 1 FROM {schema}.kinds
+		WHERE max_running IS NOT NULL AND (cardinality($1::text[]) = 0 OR kind = ANY($1::text[]))
+		ORDER BY kind FOR UPDATE`
 	capsSQL = `SELECT 'queue', q.name, q.max_running, count(r.id)
 	FROM {schema}.queues q LEFT JOIN {schema}.jobs r ON r.state = 'running' AND r.queue = q.name
 	WHERE q.name = $1 AND q.max_running IS NOT NULL
 	GROUP BY q.name, q.max_running
 	UNION ALL
 	SELECT 'kind', k.kind, k.max_running, count(r.id)
-	FROM {schema}.kind_limits k LEFT JOIN {schema}.jobs r ON r.state = 'running' AND r.kind = k.kind
-	WHERE cardinality($2::text[]) = 0 OR k.kind = ANY($2::text[])
+	FROM {schema}.kinds k LEFT JOIN {schema}.jobs r ON r.state = 'running' AND r.kind = k.kind
+	WHERE k.max_running IS NOT NULL AND NOT k.disabled AND (cardinality($2::text[]) = 0 OR k.kind = ANY($2::text[]))
 	GROUP BY k.kind, k.max_running`
 )
 
