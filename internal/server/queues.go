@@ -17,11 +17,8 @@ func (q *queueService) List(ctx context.Context, _ *hopperv1.QueueServiceListReq
 	}
 	out := &hopperv1.QueueServiceListResponse{Queues: make([]*hopperv1.Queue, len(qs))}
 	for i, info := range qs {
-		counts := make(map[string]int64, len(info.Counts))
-		for st, n := range info.Counts {
-			counts[string(st)] = n
-		}
-		out.Queues[i] = &hopperv1.Queue{Name: info.Name, Paused: info.Paused, MaxRunning: int32(info.MaxRunning), Counts: counts}
+		out.Queues[i] = &hopperv1.Queue{Name: info.Name, Paused: info.Paused, MaxRunning: int32(info.MaxRunning),
+			Counts: stateCounts(info.Counts), Disabled: info.Disabled}
 	}
 	return out, nil
 }

@@ -3778,7 +3778,10 @@ type Queue struct {
 	// max_running is the fleet-wide cap on running jobs (0: none).
 	MaxRunning int32 `protobuf:"varint,3,opt,name=max_running,json=maxRunning,proto3" json:"max_running,omitempty"`
 	// counts holds the number of jobs per state.
-	Counts        map[string]int64 `protobuf:"bytes,4,rep,name=counts,proto3" json:"counts,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	Counts map[string]int64 `protobuf:"bytes,4,rep,name=counts,proto3" json:"counts,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	// disabled counts the queued jobs whose kind is disabled (KindService.Disable); they are
+	// in counts["queued"] too.
+	Disabled      int64 `protobuf:"varint,5,opt,name=disabled,proto3" json:"disabled,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3839,6 +3842,13 @@ func (x *Queue) GetCounts() map[string]int64 {
 		return x.Counts
 	}
 	return nil
+}
+
+func (x *Queue) GetDisabled() int64 {
+	if x != nil {
+		return x.Disabled
+	}
+	return 0
 }
 
 type QueueServiceListRequest struct {
@@ -5713,6 +5723,409 @@ func (x *ListReplaysResponse) GetNextCursor() string {
 	return ""
 }
 
+// Kind is a job kind's settings and job counts.
+type Kind struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// disabled: no node or remote worker starts the kind's jobs; they wait, queued.
+	Disabled bool `protobuf:"varint,2,opt,name=disabled,proto3" json:"disabled,omitempty"`
+	// max_running is the fleet-wide cap on the kind's running jobs (0: none). It is kept while
+	// the kind is disabled.
+	MaxRunning int32 `protobuf:"varint,3,opt,name=max_running,json=maxRunning,proto3" json:"max_running,omitempty"`
+	// counts holds the number of jobs per state.
+	Counts        map[string]int64 `protobuf:"bytes,4,rep,name=counts,proto3" json:"counts,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Kind) Reset() {
+	*x = Kind{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[90]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Kind) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Kind) ProtoMessage() {}
+
+func (x *Kind) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[90]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Kind.ProtoReflect.Descriptor instead.
+func (*Kind) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{90}
+}
+
+func (x *Kind) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Kind) GetDisabled() bool {
+	if x != nil {
+		return x.Disabled
+	}
+	return false
+}
+
+func (x *Kind) GetMaxRunning() int32 {
+	if x != nil {
+		return x.MaxRunning
+	}
+	return 0
+}
+
+func (x *Kind) GetCounts() map[string]int64 {
+	if x != nil {
+		return x.Counts
+	}
+	return nil
+}
+
+type KindServiceListRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KindServiceListRequest) Reset() {
+	*x = KindServiceListRequest{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[91]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KindServiceListRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KindServiceListRequest) ProtoMessage() {}
+
+func (x *KindServiceListRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[91]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KindServiceListRequest.ProtoReflect.Descriptor instead.
+func (*KindServiceListRequest) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{91}
+}
+
+type KindServiceListResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Kinds         []*Kind                `protobuf:"bytes,1,rep,name=kinds,proto3" json:"kinds,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KindServiceListResponse) Reset() {
+	*x = KindServiceListResponse{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[92]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KindServiceListResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KindServiceListResponse) ProtoMessage() {}
+
+func (x *KindServiceListResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[92]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KindServiceListResponse.ProtoReflect.Descriptor instead.
+func (*KindServiceListResponse) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{92}
+}
+
+func (x *KindServiceListResponse) GetKinds() []*Kind {
+	if x != nil {
+		return x.Kinds
+	}
+	return nil
+}
+
+type KindServiceSetRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Kind  string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	// max_running: at most this many jobs of the kind run at once across the fleet; 0 removes
+	// the cap. Negative is refused.
+	MaxRunning    int32 `protobuf:"varint,2,opt,name=max_running,json=maxRunning,proto3" json:"max_running,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KindServiceSetRequest) Reset() {
+	*x = KindServiceSetRequest{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[93]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KindServiceSetRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KindServiceSetRequest) ProtoMessage() {}
+
+func (x *KindServiceSetRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[93]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KindServiceSetRequest.ProtoReflect.Descriptor instead.
+func (*KindServiceSetRequest) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{93}
+}
+
+func (x *KindServiceSetRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *KindServiceSetRequest) GetMaxRunning() int32 {
+	if x != nil {
+		return x.MaxRunning
+	}
+	return 0
+}
+
+type KindServiceSetResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KindServiceSetResponse) Reset() {
+	*x = KindServiceSetResponse{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[94]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KindServiceSetResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KindServiceSetResponse) ProtoMessage() {}
+
+func (x *KindServiceSetResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[94]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KindServiceSetResponse.ProtoReflect.Descriptor instead.
+func (*KindServiceSetResponse) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{94}
+}
+
+type KindServiceDisableRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Kind          string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KindServiceDisableRequest) Reset() {
+	*x = KindServiceDisableRequest{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[95]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KindServiceDisableRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KindServiceDisableRequest) ProtoMessage() {}
+
+func (x *KindServiceDisableRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[95]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KindServiceDisableRequest.ProtoReflect.Descriptor instead.
+func (*KindServiceDisableRequest) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{95}
+}
+
+func (x *KindServiceDisableRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+type KindServiceDisableResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KindServiceDisableResponse) Reset() {
+	*x = KindServiceDisableResponse{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[96]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KindServiceDisableResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KindServiceDisableResponse) ProtoMessage() {}
+
+func (x *KindServiceDisableResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[96]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KindServiceDisableResponse.ProtoReflect.Descriptor instead.
+func (*KindServiceDisableResponse) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{96}
+}
+
+type KindServiceEnableRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Kind          string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KindServiceEnableRequest) Reset() {
+	*x = KindServiceEnableRequest{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[97]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KindServiceEnableRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KindServiceEnableRequest) ProtoMessage() {}
+
+func (x *KindServiceEnableRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[97]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KindServiceEnableRequest.ProtoReflect.Descriptor instead.
+func (*KindServiceEnableRequest) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{97}
+}
+
+func (x *KindServiceEnableRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+type KindServiceEnableResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KindServiceEnableResponse) Reset() {
+	*x = KindServiceEnableResponse{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[98]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KindServiceEnableResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KindServiceEnableResponse) ProtoMessage() {}
+
+func (x *KindServiceEnableResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[98]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KindServiceEnableResponse.ProtoReflect.Descriptor instead.
+func (*KindServiceEnableResponse) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{98}
+}
+
 var File_hopper_v1_hopper_proto protoreflect.FileDescriptor
 
 const file_hopper_v1_hopper_proto_rawDesc = "" +
@@ -6033,13 +6446,14 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"leaseToken\x12\x18\n" +
 	"\apercent\x18\x03 \x01(\x05R\apercent\x12\x18\n" +
 	"\amessage\x18\x04 \x01(\tR\amessage\"\x18\n" +
-	"\x16ReportProgressResponse\"\xc5\x01\n" +
+	"\x16ReportProgressResponse\"\xe1\x01\n" +
 	"\x05Queue\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06paused\x18\x02 \x01(\bR\x06paused\x12\x1f\n" +
 	"\vmax_running\x18\x03 \x01(\x05R\n" +
 	"maxRunning\x124\n" +
-	"\x06counts\x18\x04 \x03(\v2\x1c.hopper.v1.Queue.CountsEntryR\x06counts\x1a9\n" +
+	"\x06counts\x18\x04 \x03(\v2\x1c.hopper.v1.Queue.CountsEntryR\x06counts\x12\x1a\n" +
+	"\bdisabled\x18\x05 \x01(\x03R\bdisabled\x1a9\n" +
 	"\vCountsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\x19\n" +
@@ -6172,7 +6586,30 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x13ListReplaysResponse\x121\n" +
 	"\areplays\x18\x01 \x03(\v2\x17.hopper.v1.ReplayRecordR\areplays\x12\x1f\n" +
 	"\vnext_cursor\x18\x02 \x01(\tR\n" +
-	"nextCursor2\xee\x03\n" +
+	"nextCursor\"\xc7\x01\n" +
+	"\x04Kind\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
+	"\bdisabled\x18\x02 \x01(\bR\bdisabled\x12\x1f\n" +
+	"\vmax_running\x18\x03 \x01(\x05R\n" +
+	"maxRunning\x123\n" +
+	"\x06counts\x18\x04 \x03(\v2\x1b.hopper.v1.Kind.CountsEntryR\x06counts\x1a9\n" +
+	"\vCountsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\x18\n" +
+	"\x16KindServiceListRequest\"@\n" +
+	"\x17KindServiceListResponse\x12%\n" +
+	"\x05kinds\x18\x01 \x03(\v2\x0f.hopper.v1.KindR\x05kinds\"L\n" +
+	"\x15KindServiceSetRequest\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1f\n" +
+	"\vmax_running\x18\x02 \x01(\x05R\n" +
+	"maxRunning\"\x18\n" +
+	"\x16KindServiceSetResponse\"/\n" +
+	"\x19KindServiceDisableRequest\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\"\x1c\n" +
+	"\x1aKindServiceDisableResponse\".\n" +
+	"\x18KindServiceEnableRequest\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\"\x1b\n" +
+	"\x19KindServiceEnableResponse2\xee\x03\n" +
 	"\n" +
 	"JobService\x12@\n" +
 	"\aEnqueue\x12\x19.hopper.v1.EnqueueRequest\x1a\x1a.hopper.v1.EnqueueResponse\x12O\n" +
@@ -6218,7 +6655,12 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x06Replay\x12\x18.hopper.v1.ReplayRequest\x1a\x19.hopper.v1.ReplayResponse\x12I\n" +
 	"\n" +
 	"ReplayMany\x12\x1c.hopper.v1.ReplayManyRequest\x1a\x1d.hopper.v1.ReplayManyResponse\x12Q\n" +
-	"\vListReplays\x12\x1d.hopper.v1.ListReplaysRequest\x1a\x1e.hopper.v1.ListReplaysResponse\"\x03\x90\x02\x01B5Z3github.com/hopperjobs/hopper/gen/hopper/v1;hopperv1b\x06proto3"
+	"\vListReplays\x12\x1d.hopper.v1.ListReplaysRequest\x1a\x1e.hopper.v1.ListReplaysResponse\"\x03\x90\x02\x012\xda\x02\n" +
+	"\vKindService\x12R\n" +
+	"\x04List\x12!.hopper.v1.KindServiceListRequest\x1a\".hopper.v1.KindServiceListResponse\"\x03\x90\x02\x01\x12J\n" +
+	"\x03Set\x12 .hopper.v1.KindServiceSetRequest\x1a!.hopper.v1.KindServiceSetResponse\x12V\n" +
+	"\aDisable\x12$.hopper.v1.KindServiceDisableRequest\x1a%.hopper.v1.KindServiceDisableResponse\x12S\n" +
+	"\x06Enable\x12#.hopper.v1.KindServiceEnableRequest\x1a$.hopper.v1.KindServiceEnableResponseB5Z3github.com/hopperjobs/hopper/gen/hopper/v1;hopperv1b\x06proto3"
 
 var (
 	file_hopper_v1_hopper_proto_rawDescOnce sync.Once
@@ -6232,7 +6674,7 @@ func file_hopper_v1_hopper_proto_rawDescGZIP() []byte {
 	return file_hopper_v1_hopper_proto_rawDescData
 }
 
-var file_hopper_v1_hopper_proto_msgTypes = make([]protoimpl.MessageInfo, 95)
+var file_hopper_v1_hopper_proto_msgTypes = make([]protoimpl.MessageInfo, 105)
 var file_hopper_v1_hopper_proto_goTypes = []any{
 	(*Schedule)(nil),                       // 0: hopper.v1.Schedule
 	(*ScheduleServiceListRequest)(nil),     // 1: hopper.v1.ScheduleServiceListRequest
@@ -6324,80 +6766,90 @@ var file_hopper_v1_hopper_proto_goTypes = []any{
 	(*ReplayRecord)(nil),                   // 87: hopper.v1.ReplayRecord
 	(*ListReplaysRequest)(nil),             // 88: hopper.v1.ListReplaysRequest
 	(*ListReplaysResponse)(nil),            // 89: hopper.v1.ListReplaysResponse
-	nil,                                    // 90: hopper.v1.Schedule.HeadersEntry
-	nil,                                    // 91: hopper.v1.Job.HeadersEntry
-	nil,                                    // 92: hopper.v1.JobSpec.HeadersEntry
-	nil,                                    // 93: hopper.v1.ActivatedJob.HeadersEntry
-	nil,                                    // 94: hopper.v1.Queue.CountsEntry
-	(*durationpb.Duration)(nil),            // 95: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),          // 96: google.protobuf.Timestamp
+	(*Kind)(nil),                           // 90: hopper.v1.Kind
+	(*KindServiceListRequest)(nil),         // 91: hopper.v1.KindServiceListRequest
+	(*KindServiceListResponse)(nil),        // 92: hopper.v1.KindServiceListResponse
+	(*KindServiceSetRequest)(nil),          // 93: hopper.v1.KindServiceSetRequest
+	(*KindServiceSetResponse)(nil),         // 94: hopper.v1.KindServiceSetResponse
+	(*KindServiceDisableRequest)(nil),      // 95: hopper.v1.KindServiceDisableRequest
+	(*KindServiceDisableResponse)(nil),     // 96: hopper.v1.KindServiceDisableResponse
+	(*KindServiceEnableRequest)(nil),       // 97: hopper.v1.KindServiceEnableRequest
+	(*KindServiceEnableResponse)(nil),      // 98: hopper.v1.KindServiceEnableResponse
+	nil,                                    // 99: hopper.v1.Schedule.HeadersEntry
+	nil,                                    // 100: hopper.v1.Job.HeadersEntry
+	nil,                                    // 101: hopper.v1.JobSpec.HeadersEntry
+	nil,                                    // 102: hopper.v1.ActivatedJob.HeadersEntry
+	nil,                                    // 103: hopper.v1.Queue.CountsEntry
+	nil,                                    // 104: hopper.v1.Kind.CountsEntry
+	(*durationpb.Duration)(nil),            // 105: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),          // 106: google.protobuf.Timestamp
 }
 var file_hopper_v1_hopper_proto_depIdxs = []int32{
-	95,  // 0: hopper.v1.Schedule.every:type_name -> google.protobuf.Duration
-	95,  // 1: hopper.v1.Schedule.fixed_delay:type_name -> google.protobuf.Duration
-	95,  // 2: hopper.v1.Schedule.timeout:type_name -> google.protobuf.Duration
-	90,  // 3: hopper.v1.Schedule.headers:type_name -> hopper.v1.Schedule.HeadersEntry
-	95,  // 4: hopper.v1.Schedule.jitter:type_name -> google.protobuf.Duration
-	96,  // 5: hopper.v1.Schedule.last_fire_at:type_name -> google.protobuf.Timestamp
-	96,  // 6: hopper.v1.Schedule.next_fire_at:type_name -> google.protobuf.Timestamp
-	96,  // 7: hopper.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
-	96,  // 8: hopper.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
+	105, // 0: hopper.v1.Schedule.every:type_name -> google.protobuf.Duration
+	105, // 1: hopper.v1.Schedule.fixed_delay:type_name -> google.protobuf.Duration
+	105, // 2: hopper.v1.Schedule.timeout:type_name -> google.protobuf.Duration
+	99,  // 3: hopper.v1.Schedule.headers:type_name -> hopper.v1.Schedule.HeadersEntry
+	105, // 4: hopper.v1.Schedule.jitter:type_name -> google.protobuf.Duration
+	106, // 5: hopper.v1.Schedule.last_fire_at:type_name -> google.protobuf.Timestamp
+	106, // 6: hopper.v1.Schedule.next_fire_at:type_name -> google.protobuf.Timestamp
+	106, // 7: hopper.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
+	106, // 8: hopper.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
 	0,   // 9: hopper.v1.ScheduleServiceListResponse.schedules:type_name -> hopper.v1.Schedule
 	0,   // 10: hopper.v1.ScheduleServiceAddRequest.schedule:type_name -> hopper.v1.Schedule
 	0,   // 11: hopper.v1.ScheduleServiceAddResponse.schedule:type_name -> hopper.v1.Schedule
-	91,  // 12: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
-	96,  // 13: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
-	95,  // 14: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
-	96,  // 15: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
-	96,  // 16: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
-	96,  // 17: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	96,  // 18: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
-	96,  // 19: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
-	96,  // 20: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	96,  // 21: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
-	96,  // 22: hopper.v1.Job.deadline_at:type_name -> google.protobuf.Timestamp
-	96,  // 23: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
-	95,  // 24: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
-	95,  // 25: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
-	92,  // 26: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
-	95,  // 27: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
+	100, // 12: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
+	106, // 13: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
+	105, // 14: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
+	106, // 15: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
+	106, // 16: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
+	106, // 17: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	106, // 18: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
+	106, // 19: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
+	106, // 20: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	106, // 21: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
+	106, // 22: hopper.v1.Job.deadline_at:type_name -> google.protobuf.Timestamp
+	106, // 23: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
+	105, // 24: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
+	105, // 25: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
+	101, // 26: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
+	105, // 27: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
 	13,  // 28: hopper.v1.JobSpec.retry_policy:type_name -> hopper.v1.RetryPolicy
-	95,  // 29: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
-	95,  // 30: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
+	105, // 29: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
+	105, // 30: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
 	12,  // 31: hopper.v1.EnqueueRequest.job:type_name -> hopper.v1.JobSpec
 	11,  // 32: hopper.v1.EnqueueResponse.job:type_name -> hopper.v1.Job
 	12,  // 33: hopper.v1.EnqueueBatchRequest.jobs:type_name -> hopper.v1.JobSpec
 	15,  // 34: hopper.v1.EnqueueBatchResponse.results:type_name -> hopper.v1.EnqueueResponse
 	11,  // 35: hopper.v1.GetResponse.job:type_name -> hopper.v1.Job
-	96,  // 36: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
-	96,  // 37: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
+	106, // 36: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
+	106, // 37: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
 	11,  // 38: hopper.v1.ListResponse.jobs:type_name -> hopper.v1.Job
 	11,  // 39: hopper.v1.CancelResponse.job:type_name -> hopper.v1.Job
 	11,  // 40: hopper.v1.JobServiceResumeResponse.job:type_name -> hopper.v1.Job
-	96,  // 41: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
-	96,  // 42: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
-	96,  // 43: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
+	106, // 41: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
+	106, // 42: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
+	106, // 43: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
 	27,  // 44: hopper.v1.EventsResponse.events:type_name -> hopper.v1.Event
 	28,  // 45: hopper.v1.EventsResponse.attempts:type_name -> hopper.v1.Attempt
-	93,  // 46: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
-	96,  // 47: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
-	95,  // 48: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
-	96,  // 49: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
+	102, // 46: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
+	106, // 47: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
+	105, // 48: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
+	106, // 49: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
 	13,  // 50: hopper.v1.ActivatedJob.retry_policy:type_name -> hopper.v1.RetryPolicy
-	95,  // 51: hopper.v1.ActivatedJob.default_timeout:type_name -> google.protobuf.Duration
-	95,  // 52: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
-	95,  // 53: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
+	105, // 51: hopper.v1.ActivatedJob.default_timeout:type_name -> google.protobuf.Duration
+	105, // 52: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
+	105, // 53: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
 	30,  // 54: hopper.v1.ActivateResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	95,  // 55: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
+	105, // 55: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
 	30,  // 56: hopper.v1.StreamJobsResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	95,  // 57: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
+	105, // 57: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
 	13,  // 58: hopper.v1.FailRequest.retry_policy:type_name -> hopper.v1.RetryPolicy
-	96,  // 59: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
-	95,  // 60: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
-	96,  // 61: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
-	96,  // 62: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
-	95,  // 63: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
-	96,  // 64: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
+	106, // 59: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
+	105, // 60: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
+	106, // 61: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
+	106, // 62: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
+	105, // 63: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
+	106, // 64: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
 	48,  // 65: hopper.v1.ReportRequest.outcomes:type_name -> hopper.v1.Outcome
 	45,  // 66: hopper.v1.ReportRequest.renewals:type_name -> hopper.v1.ExtendLeaseRequest
 	35,  // 67: hopper.v1.Outcome.complete:type_name -> hopper.v1.CompleteRequest
@@ -6408,114 +6860,124 @@ var file_hopper_v1_hopper_proto_depIdxs = []int32{
 	50,  // 72: hopper.v1.ReportResponse.outcomes:type_name -> hopper.v1.Verdict
 	50,  // 73: hopper.v1.ReportResponse.renewals:type_name -> hopper.v1.Verdict
 	38,  // 74: hopper.v1.Verdict.fail:type_name -> hopper.v1.FailResponse
-	96,  // 75: hopper.v1.Verdict.lease_expires_at:type_name -> google.protobuf.Timestamp
-	94,  // 76: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
+	106, // 75: hopper.v1.Verdict.lease_expires_at:type_name -> google.protobuf.Timestamp
+	103, // 76: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
 	55,  // 77: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
-	96,  // 78: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
-	96,  // 79: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
+	106, // 78: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
+	106, // 79: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
 	62,  // 80: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
-	96,  // 81: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
+	106, // 81: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
 	65,  // 82: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
-	96,  // 83: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
+	106, // 83: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
 	68,  // 84: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
-	96,  // 85: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
-	96,  // 86: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
-	96,  // 87: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
+	106, // 85: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
+	106, // 86: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
+	106, // 87: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
 	71,  // 88: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
 	71,  // 89: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
 	71,  // 90: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
-	96,  // 91: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
-	96,  // 92: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
+	106, // 91: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
+	106, // 92: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
 	78,  // 93: hopper.v1.DeadLetterServiceListRequest.filter:type_name -> hopper.v1.DeadLetterFilter
 	11,  // 94: hopper.v1.DeadLetterServiceListResponse.jobs:type_name -> hopper.v1.Job
-	96,  // 95: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
-	95,  // 96: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
+	106, // 95: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
+	105, // 96: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
 	11,  // 97: hopper.v1.ReplayResponse.job:type_name -> hopper.v1.Job
 	78,  // 98: hopper.v1.ReplayManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
 	11,  // 99: hopper.v1.ReplayManyResponse.jobs:type_name -> hopper.v1.Job
-	96,  // 100: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
-	96,  // 101: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
-	96,  // 102: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
+	106, // 100: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
+	106, // 101: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
+	106, // 102: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
 	87,  // 103: hopper.v1.ListReplaysResponse.replays:type_name -> hopper.v1.ReplayRecord
-	14,  // 104: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
-	16,  // 105: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
-	18,  // 106: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
-	20,  // 107: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
-	22,  // 108: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
-	26,  // 109: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
-	24,  // 110: hopper.v1.JobService.Resume:input_type -> hopper.v1.JobServiceResumeRequest
-	31,  // 111: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
-	33,  // 112: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
-	35,  // 113: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
-	37,  // 114: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
-	43,  // 115: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
-	39,  // 116: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
-	41,  // 117: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
-	45,  // 118: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
-	51,  // 119: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
-	53,  // 120: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
-	47,  // 121: hopper.v1.WorkerService.Report:input_type -> hopper.v1.ReportRequest
-	56,  // 122: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
-	58,  // 123: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
-	60,  // 124: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
-	63,  // 125: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
-	66,  // 126: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
-	69,  // 127: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
-	72,  // 128: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
-	74,  // 129: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
-	76,  // 130: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
-	1,   // 131: hopper.v1.ScheduleService.List:input_type -> hopper.v1.ScheduleServiceListRequest
-	3,   // 132: hopper.v1.ScheduleService.Add:input_type -> hopper.v1.ScheduleServiceAddRequest
-	5,   // 133: hopper.v1.ScheduleService.Remove:input_type -> hopper.v1.ScheduleServiceRemoveRequest
-	7,   // 134: hopper.v1.ScheduleService.Pause:input_type -> hopper.v1.ScheduleServicePauseRequest
-	9,   // 135: hopper.v1.ScheduleService.Resume:input_type -> hopper.v1.ScheduleServiceResumeRequest
-	79,  // 136: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
-	81,  // 137: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
-	83,  // 138: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
-	85,  // 139: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
-	88,  // 140: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
-	15,  // 141: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
-	17,  // 142: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
-	19,  // 143: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
-	21,  // 144: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
-	23,  // 145: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
-	29,  // 146: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
-	25,  // 147: hopper.v1.JobService.Resume:output_type -> hopper.v1.JobServiceResumeResponse
-	32,  // 148: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
-	34,  // 149: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
-	36,  // 150: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
-	38,  // 151: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
-	44,  // 152: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
-	40,  // 153: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
-	42,  // 154: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
-	46,  // 155: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
-	52,  // 156: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
-	54,  // 157: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
-	49,  // 158: hopper.v1.WorkerService.Report:output_type -> hopper.v1.ReportResponse
-	57,  // 159: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
-	59,  // 160: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
-	61,  // 161: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
-	64,  // 162: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
-	67,  // 163: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
-	70,  // 164: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
-	73,  // 165: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
-	75,  // 166: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
-	77,  // 167: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
-	2,   // 168: hopper.v1.ScheduleService.List:output_type -> hopper.v1.ScheduleServiceListResponse
-	4,   // 169: hopper.v1.ScheduleService.Add:output_type -> hopper.v1.ScheduleServiceAddResponse
-	6,   // 170: hopper.v1.ScheduleService.Remove:output_type -> hopper.v1.ScheduleServiceRemoveResponse
-	8,   // 171: hopper.v1.ScheduleService.Pause:output_type -> hopper.v1.ScheduleServicePauseResponse
-	10,  // 172: hopper.v1.ScheduleService.Resume:output_type -> hopper.v1.ScheduleServiceResumeResponse
-	80,  // 173: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
-	82,  // 174: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
-	84,  // 175: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
-	86,  // 176: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
-	89,  // 177: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
-	141, // [141:178] is the sub-list for method output_type
-	104, // [104:141] is the sub-list for method input_type
-	104, // [104:104] is the sub-list for extension type_name
-	104, // [104:104] is the sub-list for extension extendee
-	0,   // [0:104] is the sub-list for field type_name
+	104, // 104: hopper.v1.Kind.counts:type_name -> hopper.v1.Kind.CountsEntry
+	90,  // 105: hopper.v1.KindServiceListResponse.kinds:type_name -> hopper.v1.Kind
+	14,  // 106: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
+	16,  // 107: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
+	18,  // 108: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
+	20,  // 109: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
+	22,  // 110: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
+	26,  // 111: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
+	24,  // 112: hopper.v1.JobService.Resume:input_type -> hopper.v1.JobServiceResumeRequest
+	31,  // 113: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
+	33,  // 114: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
+	35,  // 115: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
+	37,  // 116: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
+	43,  // 117: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
+	39,  // 118: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
+	41,  // 119: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
+	45,  // 120: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
+	51,  // 121: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
+	53,  // 122: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
+	47,  // 123: hopper.v1.WorkerService.Report:input_type -> hopper.v1.ReportRequest
+	56,  // 124: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
+	58,  // 125: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
+	60,  // 126: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
+	63,  // 127: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
+	66,  // 128: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
+	69,  // 129: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
+	72,  // 130: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
+	74,  // 131: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
+	76,  // 132: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
+	1,   // 133: hopper.v1.ScheduleService.List:input_type -> hopper.v1.ScheduleServiceListRequest
+	3,   // 134: hopper.v1.ScheduleService.Add:input_type -> hopper.v1.ScheduleServiceAddRequest
+	5,   // 135: hopper.v1.ScheduleService.Remove:input_type -> hopper.v1.ScheduleServiceRemoveRequest
+	7,   // 136: hopper.v1.ScheduleService.Pause:input_type -> hopper.v1.ScheduleServicePauseRequest
+	9,   // 137: hopper.v1.ScheduleService.Resume:input_type -> hopper.v1.ScheduleServiceResumeRequest
+	79,  // 138: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
+	81,  // 139: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
+	83,  // 140: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
+	85,  // 141: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
+	88,  // 142: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
+	91,  // 143: hopper.v1.KindService.List:input_type -> hopper.v1.KindServiceListRequest
+	93,  // 144: hopper.v1.KindService.Set:input_type -> hopper.v1.KindServiceSetRequest
+	95,  // 145: hopper.v1.KindService.Disable:input_type -> hopper.v1.KindServiceDisableRequest
+	97,  // 146: hopper.v1.KindService.Enable:input_type -> hopper.v1.KindServiceEnableRequest
+	15,  // 147: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
+	17,  // 148: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
+	19,  // 149: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
+	21,  // 150: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
+	23,  // 151: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
+	29,  // 152: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
+	25,  // 153: hopper.v1.JobService.Resume:output_type -> hopper.v1.JobServiceResumeResponse
+	32,  // 154: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
+	34,  // 155: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
+	36,  // 156: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
+	38,  // 157: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
+	44,  // 158: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
+	40,  // 159: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
+	42,  // 160: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
+	46,  // 161: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
+	52,  // 162: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
+	54,  // 163: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
+	49,  // 164: hopper.v1.WorkerService.Report:output_type -> hopper.v1.ReportResponse
+	57,  // 165: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
+	59,  // 166: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
+	61,  // 167: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
+	64,  // 168: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
+	67,  // 169: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
+	70,  // 170: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
+	73,  // 171: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
+	75,  // 172: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
+	77,  // 173: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
+	2,   // 174: hopper.v1.ScheduleService.List:output_type -> hopper.v1.ScheduleServiceListResponse
+	4,   // 175: hopper.v1.ScheduleService.Add:output_type -> hopper.v1.ScheduleServiceAddResponse
+	6,   // 176: hopper.v1.ScheduleService.Remove:output_type -> hopper.v1.ScheduleServiceRemoveResponse
+	8,   // 177: hopper.v1.ScheduleService.Pause:output_type -> hopper.v1.ScheduleServicePauseResponse
+	10,  // 178: hopper.v1.ScheduleService.Resume:output_type -> hopper.v1.ScheduleServiceResumeResponse
+	80,  // 179: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
+	82,  // 180: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
+	84,  // 181: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
+	86,  // 182: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
+	89,  // 183: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
+	92,  // 184: hopper.v1.KindService.List:output_type -> hopper.v1.KindServiceListResponse
+	94,  // 185: hopper.v1.KindService.Set:output_type -> hopper.v1.KindServiceSetResponse
+	96,  // 186: hopper.v1.KindService.Disable:output_type -> hopper.v1.KindServiceDisableResponse
+	98,  // 187: hopper.v1.KindService.Enable:output_type -> hopper.v1.KindServiceEnableResponse
+	147, // [147:188] is the sub-list for method output_type
+	106, // [106:147] is the sub-list for method input_type
+	106, // [106:106] is the sub-list for extension type_name
+	106, // [106:106] is the sub-list for extension extendee
+	0,   // [0:106] is the sub-list for field type_name
 }
 
 func init() { file_hopper_v1_hopper_proto_init() }
@@ -6538,9 +7000,9 @@ func file_hopper_v1_hopper_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hopper_v1_hopper_proto_rawDesc), len(file_hopper_v1_hopper_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   95,
+			NumMessages:   105,
 			NumExtensions: 0,
-			NumServices:   6,
+			NumServices:   7,
 		},
 		GoTypes:           file_hopper_v1_hopper_proto_goTypes,
 		DependencyIndexes: file_hopper_v1_hopper_proto_depIdxs,
