@@ -67,6 +67,7 @@ var (
 	scheduleNoSpec = []string{"schedules", "add", "fuzz", "--kind", "fuzz"}
 	serveCmd       = []string{"serve", "--addr", "127.0.0.1:0", "--no-echo"}
 	benchCmd       = []string{"bench", "--jobs", "1", "--workers", "1", "--batch", "1", "--latency-jobs", "1", "--synchronous", "NORMAL"}
+	kindsSetCmd    = []string{"kinds", "set", "fuzz"}
 )
 
 // flagCases are the flags FuzzFlags feeds. FuzzFlags fails when a command has a flag with a
@@ -90,6 +91,7 @@ var flagCases = []flagCase{
 	{benchCmd, "rate", slowPace}, {benchCmd, "kind-cap", nil}, {benchCmd, "conns", nil}, {benchCmd, "jobs", work},
 	{benchCmd, "workers", work}, {benchCmd, "batch", work}, {benchCmd, "latency-jobs", work},
 	{enqueueCmd, "max-rescues", nil}, {serveCmd, "max-rescues", nil}, {serveCmd, "conns", nil},
+	{kindsSetCmd, "cap", nil},
 }
 
 // parsedStrings are string flags the CLI parses (times, cursors, zones, specs).
@@ -182,7 +184,7 @@ func flagType(tb testing.TB, c flagCase) string {
 	fl := cmd.Flags().Lookup(c.flag)
 	require.NotNil(tb, fl, "%s has no --%s", cmd.CommandPath(), c.flag)
 	switch t := fl.Value.Type(); t {
-	case "int64":
+	case "int64", "int32":
 		return "int"
 	default:
 		return t

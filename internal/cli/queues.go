@@ -61,7 +61,7 @@ func queueToggle(name, short string, pause bool) *cobra.Command {
 	}
 }
 
-// queueStates are the columns of `queues ls`, in lifecycle order.
+// queueStates are the columns of `queues ls` and `kinds ls`, in lifecycle order.
 var queueStates = []hopper.JobState{hopper.StateScheduled, hopper.StateQueued, hopper.StateRunning,
 	hopper.StateSuspended, hopper.StateCompleted, hopper.StateFailed, hopper.StateCanceled}
 
@@ -74,6 +74,9 @@ func printQueues(w io.Writer, qs []*hopper.QueueInfo) error {
 	fmt.Fprint(tw, "QUEUE\tPAUSED\tCAP")
 	for _, s := range queueStates {
 		fmt.Fprintf(tw, "\t%s", s)
+		if s == hopper.StateQueued {
+			fmt.Fprint(tw, "\t(disabled)")
+		}
 	}
 	fmt.Fprintln(tw)
 	for _, q := range qs {
@@ -87,6 +90,9 @@ func printQueues(w io.Writer, qs []*hopper.QueueInfo) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s", q.Name, paused, limit)
 		for _, s := range queueStates {
 			fmt.Fprintf(tw, "\t%d", q.Counts[s])
+			if s == hopper.StateQueued {
+				fmt.Fprintf(tw, "\t%d", q.Disabled)
+			}
 		}
 		fmt.Fprintln(tw)
 	}
@@ -98,18 +104,25 @@ type queueJSON struct {
 	Paused     bool             `json:"paused"`
 	MaxRunning int              `json:"max_running,omitempty"`
 	Counts     map[string]int64 `json:"counts"`
+	Disabled   int64            `json:"disabled"`
 }
 
 func queuesJSON(qs []*hopper.QueueInfo) any {
 	out := make([]queueJSON, len(qs))
 	for i, q := range qs {
-		counts := map[string]int64{}
-		for _, s := range queueStates {
-			counts[string(s)] = q.Counts[s]
-		}
-		out[i] = queueJSON{Name: q.Name, Paused: q.Paused, MaxRunning: q.MaxRunning, Counts: counts}
+		out[i] = queueJSON{Name: q.Name, Paused: q.Paused, MaxRunning: q.MaxRunning, Counts: stateCountsJSON(q.Counts),
+			Disabled: q.Disabled}
 	}
 	return struct {
 		Queues []queueJSON `json:"queues"`
 	}{out}
+}
+
+// stateCountsJSON is a job count for every state, 0 for the states without jobs.
+func stateCountsJSON(counts map[hopper.JobState]int64) map[string]int64 {
+	out := make(map[string]int64, len(queueStates))
+	for _, s := range queueStates {
+		out[string(s)] = counts[s]
+	}
+	return out
 }
