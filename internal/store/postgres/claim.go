@@ -19,10 +19,11 @@ import (
 // unknown kinds, so with few kinds in the table it expects almost no row to pass and scans and
 // sorts the whole table instead of walking jobs_claim. A subplan is estimated to pass half.)
 // A job whose group already has a running job waits, and only the oldest unfinished job of a
-// group is eligible (in order, even while an older one waits for a retry). The group rule is two probes so that each is one index range: "an older
-// unfinished job" (jobs_group, stops at the first hit) and "a running job of the group"
-// (jobs_group_running, which holds only running grouped jobs; the explicit IS NOT NULL lets
-// the planner use it when it hashes the subquery). The first %s adds filters, the second is
+// group is eligible (in order, even while an older one waits for a retry). The group rule is
+// two probes so that each is one index range: "an older unfinished job" (jobs_group, stops at
+// the first hit) and "a running job of the group" (jobs_group_running, which holds only
+// running grouped jobs; the explicit IS NOT NULL lets the planner use it when it hashes the
+// subquery). The first %s adds filters, the second is
 // the limit.
 const candidates = `SELECT j.id, j.priority FROM {schema}.jobs j
 	WHERE j.state = 'queued' AND j.queue = $2 %s

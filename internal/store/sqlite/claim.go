@@ -177,7 +177,7 @@ func loadKindRules(ctx context.Context, st *sql.Stmt, kinds []string, c *store.C
 			return nil, err
 		}
 		switch {
-		case len(wanted) > 0 && !wanted[kind]:
+		case len(wanted) > 0 && !wanted[kind]: // the claim takes no job of it anyway
 		case off:
 			disabled = append(disabled, kind)
 		case left.Valid:
