@@ -23,8 +23,7 @@ import (
 // two probes so that each is one index range: "an older unfinished job" (jobs_group, stops at
 // the first hit) and "a running job of the group" (jobs_group_running, which holds only
 // running grouped jobs; the explicit IS NOT NULL lets the planner use it when it hashes the
-// subquery). The first %s adds filters, the second is
-// the limit.
+// subquery). The first %s adds filters, the second is the limit.
 const candidates = `SELECT j.id, j.priority FROM {schema}.jobs j
 	WHERE j.state = 'queued' AND j.queue = $2 %s
 	  AND NOT EXISTS (SELECT 1 FROM {schema}.queues q WHERE q.name = $2 AND q.paused)
