@@ -13,21 +13,16 @@ import (
 
 // candidates selects and locks the best queued jobs of queue $2: FOR UPDATE SKIP LOCKED with
 // a LIMIT takes at most that many rows and never waits for a row another claimer holds. A
-// paused queue yields nothing, and a disabled kind's jobs are left: the statement reads the
-// disabled kinds once, into a hashed subplan over the few rows of kinds. (Not "j.kind <> ALL
-// (ARRAY(…))": the planner estimates that from j.kind's statistics as if the array held ten
-// unknown kinds, so with few kinds in the table it expects almost no row to pass and scans and
-// sorts the whole table instead of walking jobs_claim. A subplan is estimated to pass half.)
-// A job whose group already has a running job waits, and only the oldest unfinished job of a
-// group is eligible (in order, even while an older one waits for a retry). The group rule is
-// two probes so that each is one index range: "an older unfinished job" (jobs_group, stops at
-// the first hit) and "a running job of the group" (jobs_group_running, which holds only
-// running grouped jobs; the explicit IS NOT NULL lets the planner use it when it hashes the
-// subquery). The first %s adds filters, the second is the limit.
+// paused queue yields nothing; a job whose group already has a running job waits, and only
+// the oldest unfinished job of a group is eligible (in order, even while an older one waits
+// for a retry). The group rule is two probes so that each is one index range: "an older
+// unfinished job" (jobs_group, stops at the first hit) and "a running job of the group"
+// (jobs_group_running, which holds only running grouped jobs; the explicit IS NOT NULL lets
+// the planner use it when it hashes the subquery). The first %s adds filters, the second is
+// the limit.
 const candidates = `SELECT j.id, j.priority FROM {schema}.jobs j
 	WHERE j.state = 'queued' AND j.queue = $2 %s
 	  AND NOT EXISTS (SELECT 1 FROM {schema}.queues q WHERE q.name = $2 AND q.paused)
-	  AND j.kind NOT IN (SELECT d.kind FROM {schema}.kinds d WHERE d.disabled)
 	  AND (j.group_key IS NULL OR (
 	        NOT EXISTS (SELECT 1 FROM {schema}.jobs g WHERE g.group_key = j.group_key AND g.id < j.id
 	                    AND g.state IN ('running', 'queued', 'scheduled', 'suspended'))
@@ -50,23 +45,27 @@ FROM picked, clk
 WHERE j.id = picked.id
 RETURNING ` + jCols
 
-// The uncapped claim, the common case: one statement. It takes nothing when a fleet-wide cap
-// applies to the claim (the queue's, or a capped kind it may take that is not disabled: a
-// disabled kind's jobs are left anyway); capsApplySQL, sent in the same round trip, then says
-// so and JobClaim takes the capped path. $6 is the kinds filter.
+// The uncapped claim, the common case: one statement. It takes nothing when a kind's setting
+// or a fleet-wide cap applies to the claim (the queue's cap, or a kind it may take that is
+// capped or disabled); capsApplySQL, sent in the same round trip, then says so and JobClaim
+// takes the capped path, which also leaves the jobs of disabled kinds. So a claim that no cap
+// and no disabled kind applies to is the statement it was before kinds could be disabled:
+// PostgreSQL plans it anew for every claim, and one more subquery costs a third more
+// planning. $6 is the kinds filter.
 var (
 	uncappedGuard = `AND NOT EXISTS (SELECT 1 FROM {schema}.queues c WHERE c.name = $2 AND c.max_running IS NOT NULL)
-	  AND NOT EXISTS (SELECT 1 FROM {schema}.kinds k WHERE k.max_running IS NOT NULL AND NOT k.disabled
+	  AND NOT EXISTS (SELECT 1 FROM {schema}.kinds k WHERE (k.max_running IS NOT NULL OR k.disabled)
 	                  AND (cardinality($6::text[]) = 0 OR k.kind = ANY($6::text[])))
 	  AND (cardinality($6::text[]) = 0 OR j.kind = ANY($6::text[]))`
 	claimUncappedSQL = `WITH picked AS MATERIALIZED (` + fmt.Sprintf(candidates, uncappedGuard, "$3") + `)` + claimUpdate
 )
 
 const capsApplySQL = `SELECT EXISTS (SELECT 1 FROM {schema}.queues WHERE name = $1 AND max_running IS NOT NULL)
-	OR EXISTS (SELECT 1 FROM {schema}.kinds WHERE max_running IS NOT NULL AND NOT disabled
+	OR EXISTS (SELECT 1 FROM {schema}.kinds WHERE (max_running IS NOT NULL OR disabled)
 	           AND (cardinality($2::text[]) = 0 OR kind = ANY($2::text[])))`
 
-// JobClaim claims up to params.Limit jobs, in claim order, within the fleet-wide caps.
+// JobClaim claims up to params.Limit jobs, in claim order, within the fleet-wide caps and
+// leaving the jobs of disabled kinds.
 func (s *Store) JobClaim(ctx context.Context, p *store.ClaimParams) (jobs []*hoppertype.JobRow, capLimited bool, err error) {
 	if p.Limit <= 0 {
 		return nil, false, nil
@@ -75,8 +74,8 @@ func (s *Store) JobClaim(ctx context.Context, p *store.ClaimParams) (jobs []*hop
 	if kinds == nil {
 		kinds = []string{}
 	}
-	jobs, capped, err := s.claimUncapped(ctx, p, kinds)
-	if err == nil && capped && len(jobs) == 0 {
+	jobs, restricted, err := s.claimUncapped(ctx, p, kinds)
+	if err == nil && restricted && len(jobs) == 0 {
 		jobs, capLimited, err = s.claimCapped(ctx, p, kinds)
 	}
 	if err != nil {
@@ -86,7 +85,8 @@ func (s *Store) JobClaim(ctx context.Context, p *store.ClaimParams) (jobs []*hop
 	return jobs, capLimited, nil
 }
 
-// claimUncapped runs the uncapped claim and the caps check in one round trip.
+// claimUncapped runs the uncapped claim and capsApplySQL in one round trip; it reports
+// whether a cap or a disabled kind applies to the claim.
 func (s *Store) claimUncapped(ctx context.Context, p *store.ClaimParams, kinds []string) ([]*hoppertype.JobRow, bool, error) {
 	b := &pgx.Batch{}
 	b.Queue(s.sql(claimUncappedSQL), s.nowArg(), p.Queue, p.Limit, p.WorkerID, micros(p.LeaseDuration), kinds)
@@ -101,18 +101,19 @@ func (s *Store) claimUncapped(ctx context.Context, p *store.ClaimParams, kinds [
 	if err != nil {
 		return nil, false, err
 	}
-	var capped bool
-	if err := br.QueryRow().Scan(&capped); err != nil {
+	var restricted bool
+	if err := br.QueryRow().Scan(&restricted); err != nil {
 		return nil, false, err
 	}
-	return jobs, capped, br.Close()
+	return jobs, restricted, br.Close()
 }
 
 // claimCapped claims under fleet-wide caps, exactly even when claims race: it locks the rows
 // of the caps that apply (the queue's, then the capped kinds' in name order, so lockers never
 // deadlock), counts the running jobs only after holding them (a fresh snapshot that sees
-// every claim committed before), and claims within the free slots. Only claims sharing a
-// capped queue or kind wait for each other; all others take the one-statement path.
+// every claim committed before), and claims within the free slots, leaving the jobs of
+// disabled kinds. Only claims sharing a capped queue or kind wait for each other; a claim that
+// only a disabled kind applies to locks nothing; all others take the one-statement path.
 func (s *Store) claimCapped(ctx context.Context, p *store.ClaimParams, kinds []string) (jobs []*hoppertype.JobRow, capLimited bool, err error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
@@ -141,8 +142,16 @@ func (s *Store) claimCapped(ctx context.Context, p *store.ClaimParams, kinds []s
 // claimCappedQuery builds the capped claim: without capped kinds one ordered, limited scan;
 // with them, each capped kind gets its own scan limited to its free slots, merged in claim
 // order. Parameters $1–$6 are claimUncappedSQL's; extra holds $7 on.
+//
+// Every scan but a capped kind's (never a disabled one: the caps read leaves those out, and
+// their locked rows cannot change) leaves the disabled kinds' jobs, read in the statement
+// into a hashed subplan. Not "j.kind <> ALL (ARRAY(…))": the planner estimates that from
+// j.kind's statistics as if the array held ten unknown kinds, so with few kinds in the table
+// it expects almost no row to pass, and scans and sorts the whole table instead of walking
+// jobs_claim. A subplan is estimated to pass half.
 func claimCappedQuery(kindLeft map[string]int) (string, []any) {
-	kindFilter := `AND (cardinality($6::text[]) = 0 OR j.kind = ANY($6::text[]))`
+	kindFilter := `AND (cardinality($6::text[]) = 0 OR j.kind = ANY($6::text[]))
+	  AND j.kind NOT IN (SELECT d.kind FROM {schema}.kinds d WHERE d.disabled)`
 	if len(kindLeft) == 0 {
 		return `WITH picked AS MATERIALIZED (` + fmt.Sprintf(candidates, kindFilter, "$3") + `)` + claimUpdate, nil
 	}
@@ -174,7 +183,7 @@ func claimCappedQuery(kindLeft map[string]int) (string, []any) {
 // The capped path's first round trip: lock the caps that apply (queue first, then kinds by
 // name, so lockers never deadlock), then read them with their running counts. A capped kind
 // that is disabled is locked too, so it stays disabled until the claim commits, but it limits
-// nothing: the candidates leave its jobs.
+// nothing: the scans leave its jobs.
 const (
 	lockQueueCapSQL = `SELECT 1 FROM {schema}.queues WHERE name = $1 AND max_running IS NOT NULL FOR UPDATE`
 	lockKindCapsSQL = `SELECT 1 FROM {schema}.kinds
