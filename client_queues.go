@@ -22,6 +22,9 @@ type QueueInfo struct {
 	// 0. A paused queue's jobs wait for its resume instead: 0. See
 	// docs/flow-control.md#awaiting-compute.
 	AwaitingCompute int64
+	// Disabled counts the queued jobs whose kind is disabled (DisableKind): no process starts
+	// them until their kind is enabled. They are counted in Counts[StateQueued] too.
+	Disabled int64
 }
 
 // Queues returns every queue that has jobs or settings, by name. Counting scans the jobs
@@ -36,12 +39,24 @@ func (c *Client) Queues(ctx context.Context) ([]*QueueInfo, error) {
 		}
 		return q
 	}
+	kinds, err := c.store.KindList(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list queues: %w", err)
+	}
+	disabled := map[string]bool{}
+	for _, k := range kinds {
+		disabled[k.Name] = k.Disabled
+	}
 	counts, err := c.store.JobCounts(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list queues: %w", err)
 	}
 	for _, n := range counts {
-		get(n.Queue).Counts[n.State] = n.Count
+		q := get(n.Queue)
+		q.Counts[n.State] += n.Count
+		if n.State == StateQueued && disabled[n.Kind] {
+			q.Disabled += n.Count
+		}
 	}
 	settings, err := c.store.QueueList(ctx)
 	if err != nil {
@@ -145,7 +160,8 @@ func (c *Client) SetQueueWeight(ctx context.Context, queue string, weight int) e
 
 // Limit is a fleet-wide cap: at most MaxRunning jobs of Queue, or of Kind, run at once across
 // every process sharing the store. Set exactly one of Queue and Kind; MaxRunning 0 removes
-// the cap. A worker that cannot get a slot leaves the job for later.
+// the cap, and it is at most math.MaxInt32. A worker that cannot get a slot leaves the job
+// for later.
 type Limit struct {
 	Queue      string
 	Kind       string
@@ -155,9 +171,10 @@ type Limit struct {
 // SetLimit sets or removes a fleet-wide cap (contract 8).
 func (c *Client) SetLimit(ctx context.Context, l Limit) error {
 	p := &store.LimitParams{MaxRunning: l.MaxRunning}
+	if err := checkMaxRunning(l.MaxRunning); err != nil {
+		return err
+	}
 	switch {
-	case l.MaxRunning < 0:
-		return invalid("max_running", "%d is negative", l.MaxRunning)
 	case (l.Queue == "") == (l.Kind == ""):
 		return invalid("limit", "set exactly one of queue and kind")
 	case l.Queue != "":

@@ -26,7 +26,8 @@ const (
 	maxResultTTL   = MaxRunAtFuture
 	maxHeaderBytes = 64 << 10
 	maxIDLen       = 255
-	maxNameLen     = 255 // filter values, cursors, time zones
+	maxNameLen     = 255           // filter values, cursors, time zones
+	maxCap         = math.MaxInt32 // a fleet-wide cap: the stores keep it in 32 bits
 )
 
 // Limits of free text about a job, in bytes: longer text is refused with a *ValidationError
@@ -166,6 +167,14 @@ func checkKind(kind string) error {
 		return invalid("kind", "is %d bytes, more than %d", len(kind), maxKindLen)
 	case strings.IndexFunc(kind, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0:
 		return invalid("kind", "%q contains white space or control characters", kind)
+	}
+	return nil
+}
+
+// checkMaxRunning checks a fleet-wide cap: 0 (none) up to maxCap.
+func checkMaxRunning(n int) error {
+	if n < 0 || n > maxCap {
+		return invalid("max_running", "%d is outside 0–%d (0 removes the cap)", n, maxCap)
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"sort"
 	"strings"
@@ -107,8 +108,10 @@ func (c Config) Validate() error {
 		return errors.New("bench: jobs, workers, batch and rate must be positive")
 	case c.Rate > MaxRate:
 		return fmt.Errorf("bench: rate %d is more than %d enqueues per second", c.Rate, MaxRate)
-	case c.Conns < 0 || c.KindCap < 0:
-		return errors.New("bench: conns and kind cap must not be negative")
+	case c.Conns < 0:
+		return errors.New("bench: conns must not be negative")
+	case c.KindCap < 0 || c.KindCap > math.MaxInt32:
+		return fmt.Errorf("bench: kind cap %d is outside 0–%d", c.KindCap, math.MaxInt32)
 	case c.LatencyJobs < -1:
 		return errors.New("bench: latency jobs must be positive, 0 for the default or -1 to skip")
 	case c.Mode != "stream" && c.Mode != "poll":

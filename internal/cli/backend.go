@@ -44,6 +44,11 @@ type backend interface {
 	ResumeQueue(ctx context.Context, queue string) error
 	// SetQueue sets the queue's weight and fleet-wide cap, those that are not nil (0 removes).
 	SetQueue(ctx context.Context, queue string, weight, maxRunning *int) error
+	// Job kinds (kinds.go; remote side in kinds_remote.go).
+	Kinds(ctx context.Context) ([]*hopper.KindInfo, error)
+	SetKindCap(ctx context.Context, kind string, maxRunning int) error
+	DisableKind(ctx context.Context, kind string) error
+	EnableKind(ctx context.Context, kind string) error
 	Nodes(ctx context.Context) ([]*hopper.Node, error)
 	// The dead-letter queue (dlq.go).
 	DeadLetters(ctx context.Context, p *hopper.DeadLetterParams) (*hopper.ListResult, error)
@@ -112,6 +117,7 @@ func (l local) Cancel(ctx context.Context, id, reason string) (*hopper.JobRow, e
 type remote struct {
 	jobs   hopperv1connect.JobServiceClient
 	queues hopperv1connect.QueueServiceClient
+	kinds  hopperv1connect.KindServiceClient
 	admin  hopperv1connect.AdminServiceClient
 	dlq    hopperv1connect.DeadLetterServiceClient
 	sched  hopperv1connect.ScheduleServiceClient
@@ -124,8 +130,8 @@ func newRemote(url, key string) *remote {
 	}
 	c := connect.NewClient(connecthttp.NewTransport(&http.Client{Timeout: time.Minute}, url), interceptors...)
 	return &remote{jobs: hopperv1connect.NewJobServiceClient(c), queues: hopperv1connect.NewQueueServiceClient(c),
-		admin: hopperv1connect.NewAdminServiceClient(c), dlq: hopperv1connect.NewDeadLetterServiceClient(c),
-		sched: hopperv1connect.NewScheduleServiceClient(c)}
+		kinds: hopperv1connect.NewKindServiceClient(c), admin: hopperv1connect.NewAdminServiceClient(c),
+		dlq: hopperv1connect.NewDeadLetterServiceClient(c), sched: hopperv1connect.NewScheduleServiceClient(c)}
 }
 
 func (r *remote) Enqueue(ctx context.Context, args hopper.RawArgs, o *hopper.InsertOpts) (*hopper.InsertResult, error) {
@@ -240,14 +246,20 @@ func (r *remote) Queues(ctx context.Context) ([]*hopper.QueueInfo, error) {
 	}
 	out := make([]*hopper.QueueInfo, len(res.GetQueues()))
 	for i, q := range res.GetQueues() {
-		counts := map[hopper.JobState]int64{}
-		for st, n := range q.GetCounts() {
-			counts[hopper.JobState(st)] = n
-		}
 		out[i] = &hopper.QueueInfo{Name: q.GetName(), Paused: q.GetPaused(), Weight: int(q.GetWeight()),
-			MaxRunning: int(q.GetMaxRunning()), Counts: counts, AwaitingCompute: q.GetAwaitingCompute()}
+			MaxRunning: int(q.GetMaxRunning()), Counts: fromCounts(q.GetCounts()), AwaitingCompute: q.GetAwaitingCompute(),
+			Disabled: q.GetDisabled()}
 	}
 	return out, nil
+}
+
+// fromCounts is the API's job counts per state.
+func fromCounts(counts map[string]int64) map[hopper.JobState]int64 {
+	out := make(map[hopper.JobState]int64, len(counts))
+	for st, n := range counts {
+		out[hopper.JobState(st)] = n
+	}
+	return out
 }
 
 func (r *remote) PauseQueue(ctx context.Context, queue string) error {

@@ -68,6 +68,7 @@ var (
 	serveCmd       = []string{"serve", "--addr", "127.0.0.1:0", "--no-echo"}
 	queuesSetCmd   = []string{"queues", "set", "fuzz"}
 	benchCmd       = []string{"bench", "--jobs", "1", "--workers", "1", "--batch", "1", "--latency-jobs", "1", "--synchronous", "NORMAL"}
+	kindsSetCmd    = []string{"kinds", "set", "fuzz"}
 )
 
 // flagCases are the flags FuzzFlags feeds. FuzzFlags fails when a command has a flag with a
@@ -93,6 +94,7 @@ var flagCases = []flagCase{
 	{enqueueCmd, "max-rescues", nil}, {serveCmd, "max-rescues", nil}, {serveCmd, "conns", nil},
 	{serveCmd, "max-cpu", nil}, {serveCmd, "max-memory", nil},
 	{queuesSetCmd, "weight", nil}, {queuesSetCmd, "cap", nil},
+	{kindsSetCmd, "cap", nil},
 }
 
 // parsedStrings are string flags the CLI parses (times, cursors, zones, specs).
@@ -187,7 +189,7 @@ func flagType(tb testing.TB, c flagCase) string {
 	fl := cmd.Flags().Lookup(c.flag)
 	require.NotNil(tb, fl, "%s has no --%s", cmd.CommandPath(), c.flag)
 	switch t := fl.Value.Type(); t {
-	case "int64":
+	case "int64", "int32":
 		return "int"
 	default:
 		return t

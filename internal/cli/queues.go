@@ -109,7 +109,7 @@ func queueToggle(name, short string, pause bool) *cobra.Command {
 	}
 }
 
-// queueStates are the columns of `queues ls`, in lifecycle order.
+// queueStates are the columns of `queues ls` and `kinds ls`, in lifecycle order.
 var queueStates = []hopper.JobState{hopper.StateScheduled, hopper.StateQueued, hopper.StateRunning,
 	hopper.StateSuspended, hopper.StateCompleted, hopper.StateFailed, hopper.StateCanceled}
 
@@ -122,6 +122,9 @@ func printQueues(w io.Writer, qs []*hopper.QueueInfo) error {
 	fmt.Fprint(tw, "QUEUE\tPAUSED\tWEIGHT\tCAP")
 	for _, s := range queueStates {
 		fmt.Fprintf(tw, "\t%s", s)
+		if s == hopper.StateQueued {
+			fmt.Fprint(tw, "\t(disabled)")
+		}
 	}
 	fmt.Fprintln(tw, "\tawaiting compute")
 	for _, q := range qs {
@@ -138,6 +141,9 @@ func printQueues(w io.Writer, qs []*hopper.QueueInfo) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s", q.Name, paused, weight, limit)
 		for _, s := range queueStates {
 			fmt.Fprintf(tw, "\t%d", q.Counts[s])
+			if s == hopper.StateQueued {
+				fmt.Fprintf(tw, "\t%d", q.Disabled)
+			}
 		}
 		fmt.Fprintf(tw, "\t%d\n", q.AwaitingCompute)
 	}
@@ -152,19 +158,25 @@ type queueJSON struct {
 	Counts     map[string]int64 `json:"counts"`
 	// AwaitingCompute: queued jobs that wait only for held resource governors.
 	AwaitingCompute int64 `json:"awaiting_compute"`
+	Disabled        int64 `json:"disabled"`
 }
 
 func queuesJSON(qs []*hopper.QueueInfo) any {
 	out := make([]queueJSON, len(qs))
 	for i, q := range qs {
-		counts := map[string]int64{}
-		for _, s := range queueStates {
-			counts[string(s)] = q.Counts[s]
-		}
-		out[i] = queueJSON{Name: q.Name, Paused: q.Paused, Weight: q.Weight, MaxRunning: q.MaxRunning, Counts: counts,
-			AwaitingCompute: q.AwaitingCompute}
+		out[i] = queueJSON{Name: q.Name, Paused: q.Paused, Weight: q.Weight, MaxRunning: q.MaxRunning,
+			Counts: stateCountsJSON(q.Counts), AwaitingCompute: q.AwaitingCompute, Disabled: q.Disabled}
 	}
 	return struct {
 		Queues []queueJSON `json:"queues"`
 	}{out}
+}
+
+// stateCountsJSON is a job count for every state, 0 for the states without jobs.
+func stateCountsJSON(counts map[hopper.JobState]int64) map[string]int64 {
+	out := make(map[string]int64, len(queueStates))
+	for _, s := range queueStates {
+		out[string(s)] = counts[s]
+	}
+	return out
 }

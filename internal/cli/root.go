@@ -83,7 +83,7 @@ already ended), 5 the server refused the API key, 6 the server is unreachable.`,
 	root.AddCommand(newMigrateCmd(), newEnqueueCmd(), newJobsCmd())
 	root.AddCommand(newBenchCmd())
 	root.AddCommand(newKeysCmd())
-	root.AddCommand(newServeCmd(), newQueuesCmd(), newWorkersCmd())
+	root.AddCommand(newServeCmd(), newQueuesCmd(), newKindsCmd(), newWorkersCmd())
 	root.AddCommand(newDLQCmd())
 	root.AddCommand(newSchedulesCmd())
 	root.AddCommand(newVersionCmd())

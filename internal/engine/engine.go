@@ -301,10 +301,15 @@ func (e *Engine) Failing() []backoff.Status { return e.loops.Failing() }
 // IsLeader reports whether this process holds the leader lease and does the leader's duties.
 func (e *Engine) IsLeader() bool { return e.leader.leading() }
 
-// Notify tells the producer of queue that jobs were enqueued, so it claims without waiting.
+// Notify tells the producer of queue that jobs were enqueued, so it claims without waiting;
+// queue "" tells every producer (jobs may have become claimable anywhere: a kind was enabled).
 func (e *Engine) Notify(queue string) {
 	if p, ok := e.producers[queue]; ok {
 		p.notify()
+	} else if queue == "" {
+		for _, p := range e.producers {
+			p.notify()
+		}
 	}
 	if hook := e.cfg.OnAvailable; hook != nil {
 		hook(queue)

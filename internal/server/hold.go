@@ -47,8 +47,8 @@ func (r *registry) hold(name, queue string, held bool, at time.Time) bool {
 	w.lastSeen = at
 	if held {
 		w.heldUntil = at.Add(holdTTL)
-		if w.endWaits != nil {
-			w.endWaits()
+		for c := range w.waits {
+			c.cancel() // at once, not from a goroutine: the hold has taken effect when it answers
 		}
 	} else {
 		w.heldUntil = time.Time{}
@@ -86,29 +86,30 @@ func (r *registry) workerLocked(name, queue string, at time.Time) *workerInfo {
 func (w *workerInfo) heldAt(now time.Time) bool { return now.Before(w.heldUntil) }
 
 // untilHeld returns ctx, ended also when worker name on queue becomes held (at once if it
-// is held at now), and the func that releases it. (A worker may say it is held while its
-// first claim waits: every claim pays the small price of a context.)
+// is held at now), and the func that releases it. A Hold cancels it before it answers.
 func (r *registry) untilHeld(ctx context.Context, name, queue string, now time.Time) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	w := r.workers[name+"\x00"+queue]
 	if w == nil { // seen first, so only if pruned meanwhile
-		r.mu.Unlock()
-		return ctx, func() {}
-	}
-	if w.unheld == nil || (!w.heldAt(now) && w.unheld.Err() != nil) { // new, or the hold lapsed
-		w.unheld, w.endWaits = context.WithCancel(context.Background())
+		return ctx, cancel
 	}
 	if w.heldAt(now) {
-		w.endWaits()
+		cancel()
+		return ctx, cancel
 	}
-	unheld := w.unheld
-	r.mu.Unlock()
-	ctx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(unheld, cancel)
-	if unheld.Err() != nil {
-		cancel() // held already: AfterFunc would cancel it, but from a goroutine, later
+	c := &claimWait{cancel: cancel}
+	if w.waits == nil {
+		w.waits = map[*claimWait]struct{}{}
 	}
-	return ctx, func() { stop(); cancel() }
+	w.waits[c] = struct{}{}
+	return ctx, func() {
+		r.mu.Lock()
+		delete(w.waits, c)
+		r.mu.Unlock()
+		cancel()
+	}
 }
 
 // heldUntil returns when worker name's hold on queue lapses, zero when it is not held at now.

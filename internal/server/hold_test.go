@@ -89,7 +89,9 @@ func TestHeldStreamWorkerGetsNoNewJob(t *testing.T) {
 	_, err = e.workers.Hold(t.Context(), &hopperv1.HoldRequest{Worker: "streamer", Queue: "mail", Held: true})
 	require.NoError(t, err)
 	first := e.enqueueIn(t, "mail")
-	other := e.activate(t, &hopperv1.ActivateRequest{Worker: "other", Queue: "mail"})
+	// A claim of the stream under way when the hold came may take the job: it goes back to
+	// the queue at once, so the other worker's long poll gets it either way.
+	other := e.activate(t, &hopperv1.ActivateRequest{Worker: "other", Queue: "mail", RequestTimeout: durationpb.New(10 * time.Second)})
 	require.Len(t, other, 1, "the held stream left the job for another worker")
 	require.Equal(t, first, other[0].GetId())
 	require.Empty(t, received)

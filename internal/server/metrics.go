@@ -18,11 +18,13 @@ const metricsTimeout = 10 * time.Second
 const stalledScan = 10000
 
 // collector reads Hopper's state at scrape time: no background loop, nothing to keep in
-// sync. Job counts scan the jobs table, so scrape it every 15 s or more, not every second.
+// sync. Job counts scan the jobs table (twice: per queue, and per kind for the kinds listed),
+// so scrape it every 15 s or more, not every second.
 type collector struct {
 	s *Server
 
 	jobs, stalled, deadLetters, oldestDeadLetter, leader *prometheus.Desc
+	kindDisabled                                         *prometheus.Desc
 	storeUp, loopsFailing                                *prometheus.Desc
 	streams, streamInFlight, streamPushed, workers       *prometheus.Desc
 	awaitingCompute, holding, governorCPU, governorMem   *prometheus.Desc
@@ -36,6 +38,7 @@ func newCollector(s *Server) *collector {
 	return &collector{s: s,
 		jobs:             d("jobs", "Jobs in the store by queue and state.", "queue", "state"),
 		stalled:          d("jobs_stalled", "Running jobs with a valid lease but no sign of life for longer than the stalled threshold.", "queue"),
+		kindDisabled:     d("kind_disabled", "1 when the kind is disabled (no node starts its jobs), else 0; for every kind with jobs or settings.", "kind"),
 		deadLetters:      d("dead_letters", "Failed jobs kept in the dead-letter queue."),
 		oldestDeadLetter: d("dead_letter_oldest_age_seconds", "Age of the oldest dead letter (0 when there is none)."),
 		leader:           d("leader", "1 when this node holds the leader lease."),
@@ -55,7 +58,7 @@ func newCollector(s *Server) *collector {
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.jobs, c.stalled, c.deadLetters, c.oldestDeadLetter, c.leader,
+	for _, d := range []*prometheus.Desc{c.jobs, c.stalled, c.kindDisabled, c.deadLetters, c.oldestDeadLetter, c.leader,
 		c.storeUp, c.loopsFailing, c.streams, c.streamInFlight, c.streamPushed, c.workers,
 		c.awaitingCompute, c.holding, c.governorCPU, c.governorMem} {
 		ch <- d
@@ -108,6 +111,17 @@ func (c *collector) collectStore(ctx context.Context, gauge func(*prometheus.Des
 				gauge(c.jobs, float64(n), q.Name, string(st))
 			}
 			gauge(c.awaitingCompute, float64(q.AwaitingCompute), q.Name)
+		}
+	} else {
+		c.fail(err)
+	}
+	if ks, err := client.Kinds(ctx); err == nil {
+		for _, k := range ks {
+			disabled := 0.0
+			if k.Disabled {
+				disabled = 1
+			}
+			gauge(c.kindDisabled, disabled, k.Name)
 		}
 	} else {
 		c.fail(err)

@@ -19,12 +19,9 @@ func (q *queueService) List(ctx context.Context, _ *hopperv1.QueueServiceListReq
 	}
 	out := &hopperv1.QueueServiceListResponse{Queues: make([]*hopperv1.Queue, len(qs))}
 	for i, info := range qs {
-		counts := make(map[string]int64, len(info.Counts))
-		for st, n := range info.Counts {
-			counts[string(st)] = n
-		}
 		out.Queues[i] = &hopperv1.Queue{Name: info.Name, Paused: info.Paused, MaxRunning: int32(info.MaxRunning),
-			Weight: int32(info.Weight), Counts: counts, AwaitingCompute: info.AwaitingCompute}
+			Weight: int32(info.Weight), Counts: stateCounts(info.Counts), AwaitingCompute: info.AwaitingCompute,
+			Disabled: info.Disabled}
 	}
 	return out, nil
 }

@@ -30,11 +30,13 @@ type workerInfo struct {
 	activated   int64
 	// heldUntil: the worker's governor holds it back until then (hold.go); zero when not.
 	heldUntil time.Time
-	// unheld ends when the worker becomes held, ending its waiting claims (endWaits); nil
-	// until its first claim (hold.go).
-	unheld   context.Context
-	endWaits context.CancelFunc
+	// waits are the cancels of the worker's claims under way (untilHeld): a hold calls them
+	// before it answers, so no claim of the worker starts waiting or claiming after that.
+	waits map[*claimWait]struct{}
 }
+
+// claimWait is one claim under way of a remote worker.
+type claimWait struct{ cancel context.CancelFunc }
 
 func newRegistry() *registry {
 	return &registry{streams: map[string]*stream{}, byJob: map[hopper.LeaseRef]*stream{}, workers: map[string]*workerInfo{}}

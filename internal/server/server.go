@@ -178,6 +178,7 @@ func New(cfg Config) (*Server, error) {
 	hopperv1connect.RegisterAdminServiceHandler(rpc, &adminService{s})
 	hopperv1connect.RegisterDeadLetterServiceHandler(rpc, &deadLetterService{s})
 	hopperv1connect.RegisterScheduleServiceHandler(rpc, &scheduleService{s})
+	hopperv1connect.RegisterKindServiceHandler(rpc, &kindService{s})
 	// gRPC server reflection (v1 and v1alpha), so grpcurl and other gRPC tools can list the
 	// services and describe their messages without a copy of api/.
 	grpcreflect.Register(rpc)
@@ -371,6 +372,12 @@ var procedureScopes = map[string]Scope{
 	hopperv1connect.ScheduleServicePauseProcedure:   ScopeAdmin,
 	hopperv1connect.ScheduleServiceResumeProcedure:  ScopeAdmin,
 	"/" + hopperv1connect.ScheduleServiceName + "/": ScopeRead,
+
+	hopperv1connect.KindServiceListProcedure:    ScopeRead,
+	hopperv1connect.KindServiceSetProcedure:     ScopeAdmin,
+	hopperv1connect.KindServiceDisableProcedure: ScopeAdmin,
+	hopperv1connect.KindServiceEnableProcedure:  ScopeAdmin,
+	"/" + hopperv1connect.KindServiceName + "/": ScopeRead,
 
 	// Reflection reveals the schema, which api/ publishes anyway, and no data: public, as on
 	// most gRPC servers, so that grpcurl can describe a call before any key is involved and a

@@ -40,6 +40,7 @@ type env struct {
 	jobs    hopperv1connect.JobServiceClient
 	workers hopperv1connect.WorkerServiceClient
 	queues  hopperv1connect.QueueServiceClient
+	kinds   hopperv1connect.KindServiceClient
 	admin   hopperv1connect.AdminServiceClient
 }
 
@@ -114,7 +115,8 @@ func newEnv(url string, hc *http.Client, client *hopper.Client, st *sqlitestore.
 	cc := connect.NewClient(connecthttp.NewTransport(hc, url, opts...))
 	return &env{url: url, http: hc, hopper: client, store: st, srv: srv,
 		jobs: hopperv1connect.NewJobServiceClient(cc), workers: hopperv1connect.NewWorkerServiceClient(cc),
-		queues: hopperv1connect.NewQueueServiceClient(cc), admin: hopperv1connect.NewAdminServiceClient(cc)}
+		queues: hopperv1connect.NewQueueServiceClient(cc), kinds: hopperv1connect.NewKindServiceClient(cc),
+		admin: hopperv1connect.NewAdminServiceClient(cc)}
 }
 
 func (e *env) enqueue(t *testing.T, kind, args string) *hopperv1.Job {
@@ -931,6 +933,7 @@ func TestMetrics(t *testing.T) {
 	zero := int32(0)
 	_, err := e.workers.Fail(t.Context(), &hopperv1.FailRequest{Id: a[1].GetId(), LeaseToken: a[1].GetLeaseToken(), Error: "x", Retries: &zero})
 	require.NoError(t, err)
+	require.NoError(t, e.hopper.DisableKind(t.Context(), "off"))
 	time.Sleep(100 * time.Millisecond) // the running one is now stalled
 	var body string
 	require.Eventually(t, func() bool { // the leader flag comes with the first election
@@ -949,6 +952,8 @@ func TestMetrics(t *testing.T) {
 		`hopper_jobs{queue="default",state="running"} 1`,
 		`hopper_jobs{queue="default",state="failed"} 1`,
 		`hopper_jobs_stalled{queue="default"} 1`,
+		`hopper_kind_disabled{kind="m"} 0`,
+		`hopper_kind_disabled{kind="off"} 1`,
 		`hopper_dead_letters 1`,
 		`hopper_dead_letter_oldest_age_seconds`,
 		`hopper_queue_awaiting_compute{queue="default"} 0`,

@@ -234,8 +234,12 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 		case r = <-results:
 		}
 		inflight, reserved = inflight-1, reserved-r.asked
-		if r.err != nil && r.held {
-			more = false // nothing claimed: the stream waits for its worker to be let go
+		if r.held {
+			// The worker was held while this claim ran: what it took (a claim runs to its end)
+			// goes back to the queue, uncounted, and the stream waits for the worker to be let
+			// go. Once a Hold has answered, its worker's streams push nothing new.
+			w.handBack(ctx, refsOf(r.jobs), "remote worker held by its resource governor", s.client.WorkerAPI().ReturnJob)
+			more = false
 			continue
 		}
 		if r.err != nil {
@@ -285,6 +289,15 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 // maxStreamClaims bounds the claims one stream has outstanding (as the engine's producers
 // bound theirs).
 const maxStreamClaims = 2
+
+// refsOf names the attempts of jobs.
+func refsOf(jobs []*hopper.JobRow) []hopper.LeaseRef {
+	refs := make([]hopper.LeaseRef, len(jobs))
+	for i, j := range jobs {
+		refs[i] = hopper.LeaseRef{ID: j.ID, Token: j.Token}
+	}
+	return refs
+}
 
 // holdAll records jobs as held by the stream.
 func (w *workerService) holdAll(st *stream, jobs []*hopper.JobRow) {

@@ -15,7 +15,8 @@ type Notifier interface {
 type NotificationKind string
 
 const (
-	// JobsAvailable: jobs became claimable in Queue (an insert, a promotion, a rescue committed).
+	// JobsAvailable: jobs became claimable in Queue (an insert, a promotion, a rescue committed),
+	// or in any queue when Queue is "" (a kind was enabled).
 	JobsAvailable NotificationKind = "jobs_available"
 	// JobCanceled: JobID was canceled; the process running it should cancel its context.
 	JobCanceled NotificationKind = "job_canceled"

@@ -99,12 +99,21 @@ type Store interface {
 	QueueSetWeight(ctx context.Context, queue string, weight int) error
 	// QueueList returns the settings of every queue that has any (paused, weight).
 	QueueList(ctx context.Context) ([]*QueueSettings, error)
-	// JobCounts returns the number of jobs per queue and state, by queue then state; states
-	// without jobs are left out.
+	// JobCounts returns the number of jobs per queue, kind and state, by queue, kind, then
+	// state; states without jobs are left out.
 	JobCounts(ctx context.Context) ([]*JobCount, error)
 
+	// KindSetDisabled disables or enables a kind everywhere: no claim takes a queued job of a
+	// disabled kind (running ones finish; enqueues still succeed). Enabling a kind that is not
+	// disabled changes nothing. Enabling one wakes the workers of every queue, on every
+	// process where the store pushes notifications (a JobsAvailable with no queue).
+	KindSetDisabled(ctx context.Context, kind string, disabled bool) error
+	// KindList returns the settings of every kind that has any (disabled, a cap), by name.
+	KindList(ctx context.Context) ([]*KindSettings, error)
+
 	// LimitSet sets (MaxRunning > 0) or removes (0) the fleet-wide cap on running jobs of a
-	// queue or a kind. Claims never take a job that would exceed a cap.
+	// queue or a kind. Claims never take a job that would exceed a cap. A kind's cap is kept
+	// while the kind is disabled, and applies again once it is enabled.
 	LimitSet(ctx context.Context, params *LimitParams) error
 	// LimitList returns every cap, queues first, by name.
 	LimitList(ctx context.Context) ([]*LimitParams, error)
@@ -146,9 +155,10 @@ type Store interface {
 // ErrInvalidCursor: a list cursor that no store issued.
 var ErrInvalidCursor = errors.New("invalid cursor")
 
-// JobCount is how many jobs of a queue are in one state.
+// JobCount is how many jobs of a kind in a queue are in one state.
 type JobCount struct {
 	Queue string
+	Kind  string
 	State hoppertype.JobState
 	Count int64
 }
@@ -158,4 +168,11 @@ type QueueSettings struct {
 	Name   string
 	Paused bool
 	Weight int // 0 when none is stored
+}
+
+// KindSettings are a kind's stored settings.
+type KindSettings struct {
+	Name       string
+	Disabled   bool
+	MaxRunning int // the fleet-wide cap, 0 for none
 }

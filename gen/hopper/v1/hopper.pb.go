@@ -3922,8 +3922,11 @@ type Queue struct {
 	// hold back: all of them while every live worker of the queue is held, else 0 (and 0 for a
 	// paused queue).
 	AwaitingCompute int64 `protobuf:"varint,6,opt,name=awaiting_compute,json=awaitingCompute,proto3" json:"awaiting_compute,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// disabled counts the queued jobs whose kind is disabled (KindService.Disable); they are
+	// in counts["queued"] too.
+	Disabled      int64 `protobuf:"varint,7,opt,name=disabled,proto3" json:"disabled,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Queue) Reset() {
@@ -3994,6 +3997,13 @@ func (x *Queue) GetWeight() int32 {
 func (x *Queue) GetAwaitingCompute() int64 {
 	if x != nil {
 		return x.AwaitingCompute
+	}
+	return 0
+}
+
+func (x *Queue) GetDisabled() int64 {
+	if x != nil {
+		return x.Disabled
 	}
 	return 0
 }
@@ -5986,6 +5996,409 @@ func (x *ListReplaysResponse) GetNextCursor() string {
 	return ""
 }
 
+// Kind is a job kind's settings and job counts.
+type Kind struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// disabled: no node or remote worker starts the kind's jobs; they wait, queued.
+	Disabled bool `protobuf:"varint,2,opt,name=disabled,proto3" json:"disabled,omitempty"`
+	// max_running is the fleet-wide cap on the kind's running jobs (0: none). It is kept while
+	// the kind is disabled.
+	MaxRunning int32 `protobuf:"varint,3,opt,name=max_running,json=maxRunning,proto3" json:"max_running,omitempty"`
+	// counts holds the number of jobs per state.
+	Counts        map[string]int64 `protobuf:"bytes,4,rep,name=counts,proto3" json:"counts,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Kind) Reset() {
+	*x = Kind{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[94]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Kind) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Kind) ProtoMessage() {}
+
+func (x *Kind) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[94]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Kind.ProtoReflect.Descriptor instead.
+func (*Kind) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{94}
+}
+
+func (x *Kind) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Kind) GetDisabled() bool {
+	if x != nil {
+		return x.Disabled
+	}
+	return false
+}
+
+func (x *Kind) GetMaxRunning() int32 {
+	if x != nil {
+		return x.MaxRunning
+	}
+	return 0
+}
+
+func (x *Kind) GetCounts() map[string]int64 {
+	if x != nil {
+		return x.Counts
+	}
+	return nil
+}
+
+type KindServiceListRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KindServiceListRequest) Reset() {
+	*x = KindServiceListRequest{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[95]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KindServiceListRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KindServiceListRequest) ProtoMessage() {}
+
+func (x *KindServiceListRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[95]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KindServiceListRequest.ProtoReflect.Descriptor instead.
+func (*KindServiceListRequest) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{95}
+}
+
+type KindServiceListResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Kinds         []*Kind                `protobuf:"bytes,1,rep,name=kinds,proto3" json:"kinds,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KindServiceListResponse) Reset() {
+	*x = KindServiceListResponse{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[96]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KindServiceListResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KindServiceListResponse) ProtoMessage() {}
+
+func (x *KindServiceListResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[96]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KindServiceListResponse.ProtoReflect.Descriptor instead.
+func (*KindServiceListResponse) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{96}
+}
+
+func (x *KindServiceListResponse) GetKinds() []*Kind {
+	if x != nil {
+		return x.Kinds
+	}
+	return nil
+}
+
+type KindServiceSetRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Kind  string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	// max_running: at most this many jobs of the kind run at once across the fleet; 0 removes
+	// the cap. Negative is refused.
+	MaxRunning    int32 `protobuf:"varint,2,opt,name=max_running,json=maxRunning,proto3" json:"max_running,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KindServiceSetRequest) Reset() {
+	*x = KindServiceSetRequest{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[97]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KindServiceSetRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KindServiceSetRequest) ProtoMessage() {}
+
+func (x *KindServiceSetRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[97]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KindServiceSetRequest.ProtoReflect.Descriptor instead.
+func (*KindServiceSetRequest) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{97}
+}
+
+func (x *KindServiceSetRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *KindServiceSetRequest) GetMaxRunning() int32 {
+	if x != nil {
+		return x.MaxRunning
+	}
+	return 0
+}
+
+type KindServiceSetResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KindServiceSetResponse) Reset() {
+	*x = KindServiceSetResponse{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[98]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KindServiceSetResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KindServiceSetResponse) ProtoMessage() {}
+
+func (x *KindServiceSetResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[98]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KindServiceSetResponse.ProtoReflect.Descriptor instead.
+func (*KindServiceSetResponse) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{98}
+}
+
+type KindServiceDisableRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Kind          string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KindServiceDisableRequest) Reset() {
+	*x = KindServiceDisableRequest{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[99]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KindServiceDisableRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KindServiceDisableRequest) ProtoMessage() {}
+
+func (x *KindServiceDisableRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[99]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KindServiceDisableRequest.ProtoReflect.Descriptor instead.
+func (*KindServiceDisableRequest) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{99}
+}
+
+func (x *KindServiceDisableRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+type KindServiceDisableResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KindServiceDisableResponse) Reset() {
+	*x = KindServiceDisableResponse{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[100]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KindServiceDisableResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KindServiceDisableResponse) ProtoMessage() {}
+
+func (x *KindServiceDisableResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[100]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KindServiceDisableResponse.ProtoReflect.Descriptor instead.
+func (*KindServiceDisableResponse) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{100}
+}
+
+type KindServiceEnableRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Kind          string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KindServiceEnableRequest) Reset() {
+	*x = KindServiceEnableRequest{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[101]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KindServiceEnableRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KindServiceEnableRequest) ProtoMessage() {}
+
+func (x *KindServiceEnableRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[101]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KindServiceEnableRequest.ProtoReflect.Descriptor instead.
+func (*KindServiceEnableRequest) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{101}
+}
+
+func (x *KindServiceEnableRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+type KindServiceEnableResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KindServiceEnableResponse) Reset() {
+	*x = KindServiceEnableResponse{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[102]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KindServiceEnableResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KindServiceEnableResponse) ProtoMessage() {}
+
+func (x *KindServiceEnableResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[102]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KindServiceEnableResponse.ProtoReflect.Descriptor instead.
+func (*KindServiceEnableResponse) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{102}
+}
+
 var File_hopper_v1_hopper_proto protoreflect.FileDescriptor
 
 const file_hopper_v1_hopper_proto_rawDesc = "" +
@@ -6315,7 +6728,7 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"leaseToken\x12\x18\n" +
 	"\apercent\x18\x03 \x01(\x05R\apercent\x12\x18\n" +
 	"\amessage\x18\x04 \x01(\tR\amessage\"\x18\n" +
-	"\x16ReportProgressResponse\"\x88\x02\n" +
+	"\x16ReportProgressResponse\"\xa4\x02\n" +
 	"\x05Queue\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06paused\x18\x02 \x01(\bR\x06paused\x12\x1f\n" +
@@ -6323,7 +6736,8 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"maxRunning\x124\n" +
 	"\x06counts\x18\x04 \x03(\v2\x1c.hopper.v1.Queue.CountsEntryR\x06counts\x12\x16\n" +
 	"\x06weight\x18\x05 \x01(\x05R\x06weight\x12)\n" +
-	"\x10awaiting_compute\x18\x06 \x01(\x03R\x0fawaitingCompute\x1a9\n" +
+	"\x10awaiting_compute\x18\x06 \x01(\x03R\x0fawaitingCompute\x12\x1a\n" +
+	"\bdisabled\x18\a \x01(\x03R\bdisabled\x1a9\n" +
 	"\vCountsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\x19\n" +
@@ -6466,7 +6880,30 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x13ListReplaysResponse\x121\n" +
 	"\areplays\x18\x01 \x03(\v2\x17.hopper.v1.ReplayRecordR\areplays\x12\x1f\n" +
 	"\vnext_cursor\x18\x02 \x01(\tR\n" +
-	"nextCursor2\xee\x03\n" +
+	"nextCursor\"\xc7\x01\n" +
+	"\x04Kind\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
+	"\bdisabled\x18\x02 \x01(\bR\bdisabled\x12\x1f\n" +
+	"\vmax_running\x18\x03 \x01(\x05R\n" +
+	"maxRunning\x123\n" +
+	"\x06counts\x18\x04 \x03(\v2\x1b.hopper.v1.Kind.CountsEntryR\x06counts\x1a9\n" +
+	"\vCountsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\x18\n" +
+	"\x16KindServiceListRequest\"@\n" +
+	"\x17KindServiceListResponse\x12%\n" +
+	"\x05kinds\x18\x01 \x03(\v2\x0f.hopper.v1.KindR\x05kinds\"L\n" +
+	"\x15KindServiceSetRequest\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1f\n" +
+	"\vmax_running\x18\x02 \x01(\x05R\n" +
+	"maxRunning\"\x18\n" +
+	"\x16KindServiceSetResponse\"/\n" +
+	"\x19KindServiceDisableRequest\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\"\x1c\n" +
+	"\x1aKindServiceDisableResponse\".\n" +
+	"\x18KindServiceEnableRequest\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\"\x1b\n" +
+	"\x19KindServiceEnableResponse2\xee\x03\n" +
 	"\n" +
 	"JobService\x12@\n" +
 	"\aEnqueue\x12\x19.hopper.v1.EnqueueRequest\x1a\x1a.hopper.v1.EnqueueResponse\x12O\n" +
@@ -6514,7 +6951,12 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x06Replay\x12\x18.hopper.v1.ReplayRequest\x1a\x19.hopper.v1.ReplayResponse\x12I\n" +
 	"\n" +
 	"ReplayMany\x12\x1c.hopper.v1.ReplayManyRequest\x1a\x1d.hopper.v1.ReplayManyResponse\x12Q\n" +
-	"\vListReplays\x12\x1d.hopper.v1.ListReplaysRequest\x1a\x1e.hopper.v1.ListReplaysResponse\"\x03\x90\x02\x01B5Z3github.com/hopperjobs/hopper/gen/hopper/v1;hopperv1b\x06proto3"
+	"\vListReplays\x12\x1d.hopper.v1.ListReplaysRequest\x1a\x1e.hopper.v1.ListReplaysResponse\"\x03\x90\x02\x012\xda\x02\n" +
+	"\vKindService\x12R\n" +
+	"\x04List\x12!.hopper.v1.KindServiceListRequest\x1a\".hopper.v1.KindServiceListResponse\"\x03\x90\x02\x01\x12J\n" +
+	"\x03Set\x12 .hopper.v1.KindServiceSetRequest\x1a!.hopper.v1.KindServiceSetResponse\x12V\n" +
+	"\aDisable\x12$.hopper.v1.KindServiceDisableRequest\x1a%.hopper.v1.KindServiceDisableResponse\x12S\n" +
+	"\x06Enable\x12#.hopper.v1.KindServiceEnableRequest\x1a$.hopper.v1.KindServiceEnableResponseB5Z3github.com/hopperjobs/hopper/gen/hopper/v1;hopperv1b\x06proto3"
 
 var (
 	file_hopper_v1_hopper_proto_rawDescOnce sync.Once
@@ -6528,7 +6970,7 @@ func file_hopper_v1_hopper_proto_rawDescGZIP() []byte {
 	return file_hopper_v1_hopper_proto_rawDescData
 }
 
-var file_hopper_v1_hopper_proto_msgTypes = make([]protoimpl.MessageInfo, 99)
+var file_hopper_v1_hopper_proto_msgTypes = make([]protoimpl.MessageInfo, 109)
 var file_hopper_v1_hopper_proto_goTypes = []any{
 	(*Schedule)(nil),                       // 0: hopper.v1.Schedule
 	(*ScheduleServiceListRequest)(nil),     // 1: hopper.v1.ScheduleServiceListRequest
@@ -6624,80 +7066,90 @@ var file_hopper_v1_hopper_proto_goTypes = []any{
 	(*ReplayRecord)(nil),                   // 91: hopper.v1.ReplayRecord
 	(*ListReplaysRequest)(nil),             // 92: hopper.v1.ListReplaysRequest
 	(*ListReplaysResponse)(nil),            // 93: hopper.v1.ListReplaysResponse
-	nil,                                    // 94: hopper.v1.Schedule.HeadersEntry
-	nil,                                    // 95: hopper.v1.Job.HeadersEntry
-	nil,                                    // 96: hopper.v1.JobSpec.HeadersEntry
-	nil,                                    // 97: hopper.v1.ActivatedJob.HeadersEntry
-	nil,                                    // 98: hopper.v1.Queue.CountsEntry
-	(*durationpb.Duration)(nil),            // 99: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),          // 100: google.protobuf.Timestamp
+	(*Kind)(nil),                           // 94: hopper.v1.Kind
+	(*KindServiceListRequest)(nil),         // 95: hopper.v1.KindServiceListRequest
+	(*KindServiceListResponse)(nil),        // 96: hopper.v1.KindServiceListResponse
+	(*KindServiceSetRequest)(nil),          // 97: hopper.v1.KindServiceSetRequest
+	(*KindServiceSetResponse)(nil),         // 98: hopper.v1.KindServiceSetResponse
+	(*KindServiceDisableRequest)(nil),      // 99: hopper.v1.KindServiceDisableRequest
+	(*KindServiceDisableResponse)(nil),     // 100: hopper.v1.KindServiceDisableResponse
+	(*KindServiceEnableRequest)(nil),       // 101: hopper.v1.KindServiceEnableRequest
+	(*KindServiceEnableResponse)(nil),      // 102: hopper.v1.KindServiceEnableResponse
+	nil,                                    // 103: hopper.v1.Schedule.HeadersEntry
+	nil,                                    // 104: hopper.v1.Job.HeadersEntry
+	nil,                                    // 105: hopper.v1.JobSpec.HeadersEntry
+	nil,                                    // 106: hopper.v1.ActivatedJob.HeadersEntry
+	nil,                                    // 107: hopper.v1.Queue.CountsEntry
+	nil,                                    // 108: hopper.v1.Kind.CountsEntry
+	(*durationpb.Duration)(nil),            // 109: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),          // 110: google.protobuf.Timestamp
 }
 var file_hopper_v1_hopper_proto_depIdxs = []int32{
-	99,  // 0: hopper.v1.Schedule.every:type_name -> google.protobuf.Duration
-	99,  // 1: hopper.v1.Schedule.fixed_delay:type_name -> google.protobuf.Duration
-	99,  // 2: hopper.v1.Schedule.timeout:type_name -> google.protobuf.Duration
-	94,  // 3: hopper.v1.Schedule.headers:type_name -> hopper.v1.Schedule.HeadersEntry
-	99,  // 4: hopper.v1.Schedule.jitter:type_name -> google.protobuf.Duration
-	100, // 5: hopper.v1.Schedule.last_fire_at:type_name -> google.protobuf.Timestamp
-	100, // 6: hopper.v1.Schedule.next_fire_at:type_name -> google.protobuf.Timestamp
-	100, // 7: hopper.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
-	100, // 8: hopper.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
+	109, // 0: hopper.v1.Schedule.every:type_name -> google.protobuf.Duration
+	109, // 1: hopper.v1.Schedule.fixed_delay:type_name -> google.protobuf.Duration
+	109, // 2: hopper.v1.Schedule.timeout:type_name -> google.protobuf.Duration
+	103, // 3: hopper.v1.Schedule.headers:type_name -> hopper.v1.Schedule.HeadersEntry
+	109, // 4: hopper.v1.Schedule.jitter:type_name -> google.protobuf.Duration
+	110, // 5: hopper.v1.Schedule.last_fire_at:type_name -> google.protobuf.Timestamp
+	110, // 6: hopper.v1.Schedule.next_fire_at:type_name -> google.protobuf.Timestamp
+	110, // 7: hopper.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
+	110, // 8: hopper.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
 	0,   // 9: hopper.v1.ScheduleServiceListResponse.schedules:type_name -> hopper.v1.Schedule
 	0,   // 10: hopper.v1.ScheduleServiceAddRequest.schedule:type_name -> hopper.v1.Schedule
 	0,   // 11: hopper.v1.ScheduleServiceAddResponse.schedule:type_name -> hopper.v1.Schedule
-	95,  // 12: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
-	100, // 13: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
-	99,  // 14: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
-	100, // 15: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
-	100, // 16: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
-	100, // 17: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	100, // 18: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
-	100, // 19: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
-	100, // 20: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	100, // 21: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
-	100, // 22: hopper.v1.Job.deadline_at:type_name -> google.protobuf.Timestamp
-	100, // 23: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
-	99,  // 24: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
-	99,  // 25: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
-	96,  // 26: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
-	99,  // 27: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
+	104, // 12: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
+	110, // 13: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
+	109, // 14: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
+	110, // 15: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
+	110, // 16: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
+	110, // 17: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	110, // 18: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
+	110, // 19: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
+	110, // 20: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	110, // 21: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
+	110, // 22: hopper.v1.Job.deadline_at:type_name -> google.protobuf.Timestamp
+	110, // 23: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
+	109, // 24: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
+	109, // 25: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
+	105, // 26: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
+	109, // 27: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
 	13,  // 28: hopper.v1.JobSpec.retry_policy:type_name -> hopper.v1.RetryPolicy
-	99,  // 29: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
-	99,  // 30: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
+	109, // 29: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
+	109, // 30: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
 	12,  // 31: hopper.v1.EnqueueRequest.job:type_name -> hopper.v1.JobSpec
 	11,  // 32: hopper.v1.EnqueueResponse.job:type_name -> hopper.v1.Job
 	12,  // 33: hopper.v1.EnqueueBatchRequest.jobs:type_name -> hopper.v1.JobSpec
 	15,  // 34: hopper.v1.EnqueueBatchResponse.results:type_name -> hopper.v1.EnqueueResponse
 	11,  // 35: hopper.v1.GetResponse.job:type_name -> hopper.v1.Job
-	100, // 36: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
-	100, // 37: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
+	110, // 36: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
+	110, // 37: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
 	11,  // 38: hopper.v1.ListResponse.jobs:type_name -> hopper.v1.Job
 	11,  // 39: hopper.v1.CancelResponse.job:type_name -> hopper.v1.Job
 	11,  // 40: hopper.v1.JobServiceResumeResponse.job:type_name -> hopper.v1.Job
-	100, // 41: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
-	100, // 42: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
-	100, // 43: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
+	110, // 41: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
+	110, // 42: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
+	110, // 43: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
 	27,  // 44: hopper.v1.EventsResponse.events:type_name -> hopper.v1.Event
 	28,  // 45: hopper.v1.EventsResponse.attempts:type_name -> hopper.v1.Attempt
-	97,  // 46: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
-	100, // 47: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
-	99,  // 48: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
-	100, // 49: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
+	106, // 46: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
+	110, // 47: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
+	109, // 48: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
+	110, // 49: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
 	13,  // 50: hopper.v1.ActivatedJob.retry_policy:type_name -> hopper.v1.RetryPolicy
-	99,  // 51: hopper.v1.ActivatedJob.default_timeout:type_name -> google.protobuf.Duration
-	99,  // 52: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
-	99,  // 53: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
+	109, // 51: hopper.v1.ActivatedJob.default_timeout:type_name -> google.protobuf.Duration
+	109, // 52: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
+	109, // 53: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
 	30,  // 54: hopper.v1.ActivateResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	99,  // 55: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
+	109, // 55: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
 	30,  // 56: hopper.v1.StreamJobsResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	99,  // 57: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
+	109, // 57: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
 	13,  // 58: hopper.v1.FailRequest.retry_policy:type_name -> hopper.v1.RetryPolicy
-	100, // 59: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
-	99,  // 60: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
-	100, // 61: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
-	100, // 62: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
-	99,  // 63: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
-	100, // 64: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
+	110, // 59: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
+	109, // 60: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
+	110, // 61: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
+	110, // 62: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
+	109, // 63: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
+	110, // 64: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
 	48,  // 65: hopper.v1.ReportRequest.outcomes:type_name -> hopper.v1.Outcome
 	45,  // 66: hopper.v1.ReportRequest.renewals:type_name -> hopper.v1.ExtendLeaseRequest
 	35,  // 67: hopper.v1.Outcome.complete:type_name -> hopper.v1.CompleteRequest
@@ -6708,118 +7160,128 @@ var file_hopper_v1_hopper_proto_depIdxs = []int32{
 	50,  // 72: hopper.v1.ReportResponse.outcomes:type_name -> hopper.v1.Verdict
 	50,  // 73: hopper.v1.ReportResponse.renewals:type_name -> hopper.v1.Verdict
 	38,  // 74: hopper.v1.Verdict.fail:type_name -> hopper.v1.FailResponse
-	100, // 75: hopper.v1.Verdict.lease_expires_at:type_name -> google.protobuf.Timestamp
-	98,  // 76: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
+	110, // 75: hopper.v1.Verdict.lease_expires_at:type_name -> google.protobuf.Timestamp
+	107, // 76: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
 	57,  // 77: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
-	100, // 78: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
-	100, // 79: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
+	110, // 78: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
+	110, // 79: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
 	66,  // 80: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
-	100, // 81: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
+	110, // 81: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
 	69,  // 82: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
-	100, // 83: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
+	110, // 83: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
 	72,  // 84: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
-	100, // 85: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
-	100, // 86: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
-	100, // 87: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
+	110, // 85: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
+	110, // 86: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
+	110, // 87: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
 	75,  // 88: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
 	75,  // 89: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
 	75,  // 90: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
-	100, // 91: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
-	100, // 92: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
+	110, // 91: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
+	110, // 92: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
 	82,  // 93: hopper.v1.DeadLetterServiceListRequest.filter:type_name -> hopper.v1.DeadLetterFilter
 	11,  // 94: hopper.v1.DeadLetterServiceListResponse.jobs:type_name -> hopper.v1.Job
-	100, // 95: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
-	99,  // 96: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
+	110, // 95: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
+	109, // 96: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
 	11,  // 97: hopper.v1.ReplayResponse.job:type_name -> hopper.v1.Job
 	82,  // 98: hopper.v1.ReplayManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
 	11,  // 99: hopper.v1.ReplayManyResponse.jobs:type_name -> hopper.v1.Job
-	100, // 100: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
-	100, // 101: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
-	100, // 102: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
+	110, // 100: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
+	110, // 101: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
+	110, // 102: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
 	91,  // 103: hopper.v1.ListReplaysResponse.replays:type_name -> hopper.v1.ReplayRecord
-	14,  // 104: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
-	16,  // 105: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
-	18,  // 106: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
-	20,  // 107: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
-	22,  // 108: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
-	26,  // 109: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
-	24,  // 110: hopper.v1.JobService.Resume:input_type -> hopper.v1.JobServiceResumeRequest
-	31,  // 111: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
-	33,  // 112: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
-	35,  // 113: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
-	37,  // 114: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
-	43,  // 115: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
-	39,  // 116: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
-	41,  // 117: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
-	45,  // 118: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
-	53,  // 119: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
-	55,  // 120: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
-	47,  // 121: hopper.v1.WorkerService.Report:input_type -> hopper.v1.ReportRequest
-	51,  // 122: hopper.v1.WorkerService.Hold:input_type -> hopper.v1.HoldRequest
-	58,  // 123: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
-	62,  // 124: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
-	64,  // 125: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
-	60,  // 126: hopper.v1.QueueService.Set:input_type -> hopper.v1.QueueServiceSetRequest
-	67,  // 127: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
-	70,  // 128: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
-	73,  // 129: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
-	76,  // 130: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
-	78,  // 131: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
-	80,  // 132: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
-	1,   // 133: hopper.v1.ScheduleService.List:input_type -> hopper.v1.ScheduleServiceListRequest
-	3,   // 134: hopper.v1.ScheduleService.Add:input_type -> hopper.v1.ScheduleServiceAddRequest
-	5,   // 135: hopper.v1.ScheduleService.Remove:input_type -> hopper.v1.ScheduleServiceRemoveRequest
-	7,   // 136: hopper.v1.ScheduleService.Pause:input_type -> hopper.v1.ScheduleServicePauseRequest
-	9,   // 137: hopper.v1.ScheduleService.Resume:input_type -> hopper.v1.ScheduleServiceResumeRequest
-	83,  // 138: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
-	85,  // 139: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
-	87,  // 140: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
-	89,  // 141: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
-	92,  // 142: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
-	15,  // 143: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
-	17,  // 144: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
-	19,  // 145: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
-	21,  // 146: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
-	23,  // 147: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
-	29,  // 148: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
-	25,  // 149: hopper.v1.JobService.Resume:output_type -> hopper.v1.JobServiceResumeResponse
-	32,  // 150: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
-	34,  // 151: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
-	36,  // 152: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
-	38,  // 153: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
-	44,  // 154: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
-	40,  // 155: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
-	42,  // 156: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
-	46,  // 157: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
-	54,  // 158: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
-	56,  // 159: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
-	49,  // 160: hopper.v1.WorkerService.Report:output_type -> hopper.v1.ReportResponse
-	52,  // 161: hopper.v1.WorkerService.Hold:output_type -> hopper.v1.HoldResponse
-	59,  // 162: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
-	63,  // 163: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
-	65,  // 164: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
-	61,  // 165: hopper.v1.QueueService.Set:output_type -> hopper.v1.QueueServiceSetResponse
-	68,  // 166: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
-	71,  // 167: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
-	74,  // 168: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
-	77,  // 169: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
-	79,  // 170: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
-	81,  // 171: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
-	2,   // 172: hopper.v1.ScheduleService.List:output_type -> hopper.v1.ScheduleServiceListResponse
-	4,   // 173: hopper.v1.ScheduleService.Add:output_type -> hopper.v1.ScheduleServiceAddResponse
-	6,   // 174: hopper.v1.ScheduleService.Remove:output_type -> hopper.v1.ScheduleServiceRemoveResponse
-	8,   // 175: hopper.v1.ScheduleService.Pause:output_type -> hopper.v1.ScheduleServicePauseResponse
-	10,  // 176: hopper.v1.ScheduleService.Resume:output_type -> hopper.v1.ScheduleServiceResumeResponse
-	84,  // 177: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
-	86,  // 178: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
-	88,  // 179: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
-	90,  // 180: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
-	93,  // 181: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
-	143, // [143:182] is the sub-list for method output_type
-	104, // [104:143] is the sub-list for method input_type
-	104, // [104:104] is the sub-list for extension type_name
-	104, // [104:104] is the sub-list for extension extendee
-	0,   // [0:104] is the sub-list for field type_name
+	108, // 104: hopper.v1.Kind.counts:type_name -> hopper.v1.Kind.CountsEntry
+	94,  // 105: hopper.v1.KindServiceListResponse.kinds:type_name -> hopper.v1.Kind
+	14,  // 106: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
+	16,  // 107: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
+	18,  // 108: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
+	20,  // 109: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
+	22,  // 110: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
+	26,  // 111: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
+	24,  // 112: hopper.v1.JobService.Resume:input_type -> hopper.v1.JobServiceResumeRequest
+	31,  // 113: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
+	33,  // 114: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
+	35,  // 115: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
+	37,  // 116: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
+	43,  // 117: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
+	39,  // 118: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
+	41,  // 119: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
+	45,  // 120: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
+	53,  // 121: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
+	55,  // 122: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
+	47,  // 123: hopper.v1.WorkerService.Report:input_type -> hopper.v1.ReportRequest
+	51,  // 124: hopper.v1.WorkerService.Hold:input_type -> hopper.v1.HoldRequest
+	58,  // 125: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
+	62,  // 126: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
+	64,  // 127: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
+	60,  // 128: hopper.v1.QueueService.Set:input_type -> hopper.v1.QueueServiceSetRequest
+	67,  // 129: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
+	70,  // 130: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
+	73,  // 131: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
+	76,  // 132: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
+	78,  // 133: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
+	80,  // 134: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
+	1,   // 135: hopper.v1.ScheduleService.List:input_type -> hopper.v1.ScheduleServiceListRequest
+	3,   // 136: hopper.v1.ScheduleService.Add:input_type -> hopper.v1.ScheduleServiceAddRequest
+	5,   // 137: hopper.v1.ScheduleService.Remove:input_type -> hopper.v1.ScheduleServiceRemoveRequest
+	7,   // 138: hopper.v1.ScheduleService.Pause:input_type -> hopper.v1.ScheduleServicePauseRequest
+	9,   // 139: hopper.v1.ScheduleService.Resume:input_type -> hopper.v1.ScheduleServiceResumeRequest
+	83,  // 140: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
+	85,  // 141: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
+	87,  // 142: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
+	89,  // 143: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
+	92,  // 144: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
+	95,  // 145: hopper.v1.KindService.List:input_type -> hopper.v1.KindServiceListRequest
+	97,  // 146: hopper.v1.KindService.Set:input_type -> hopper.v1.KindServiceSetRequest
+	99,  // 147: hopper.v1.KindService.Disable:input_type -> hopper.v1.KindServiceDisableRequest
+	101, // 148: hopper.v1.KindService.Enable:input_type -> hopper.v1.KindServiceEnableRequest
+	15,  // 149: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
+	17,  // 150: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
+	19,  // 151: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
+	21,  // 152: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
+	23,  // 153: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
+	29,  // 154: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
+	25,  // 155: hopper.v1.JobService.Resume:output_type -> hopper.v1.JobServiceResumeResponse
+	32,  // 156: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
+	34,  // 157: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
+	36,  // 158: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
+	38,  // 159: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
+	44,  // 160: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
+	40,  // 161: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
+	42,  // 162: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
+	46,  // 163: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
+	54,  // 164: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
+	56,  // 165: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
+	49,  // 166: hopper.v1.WorkerService.Report:output_type -> hopper.v1.ReportResponse
+	52,  // 167: hopper.v1.WorkerService.Hold:output_type -> hopper.v1.HoldResponse
+	59,  // 168: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
+	63,  // 169: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
+	65,  // 170: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
+	61,  // 171: hopper.v1.QueueService.Set:output_type -> hopper.v1.QueueServiceSetResponse
+	68,  // 172: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
+	71,  // 173: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
+	74,  // 174: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
+	77,  // 175: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
+	79,  // 176: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
+	81,  // 177: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
+	2,   // 178: hopper.v1.ScheduleService.List:output_type -> hopper.v1.ScheduleServiceListResponse
+	4,   // 179: hopper.v1.ScheduleService.Add:output_type -> hopper.v1.ScheduleServiceAddResponse
+	6,   // 180: hopper.v1.ScheduleService.Remove:output_type -> hopper.v1.ScheduleServiceRemoveResponse
+	8,   // 181: hopper.v1.ScheduleService.Pause:output_type -> hopper.v1.ScheduleServicePauseResponse
+	10,  // 182: hopper.v1.ScheduleService.Resume:output_type -> hopper.v1.ScheduleServiceResumeResponse
+	84,  // 183: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
+	86,  // 184: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
+	88,  // 185: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
+	90,  // 186: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
+	93,  // 187: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
+	96,  // 188: hopper.v1.KindService.List:output_type -> hopper.v1.KindServiceListResponse
+	98,  // 189: hopper.v1.KindService.Set:output_type -> hopper.v1.KindServiceSetResponse
+	100, // 190: hopper.v1.KindService.Disable:output_type -> hopper.v1.KindServiceDisableResponse
+	102, // 191: hopper.v1.KindService.Enable:output_type -> hopper.v1.KindServiceEnableResponse
+	149, // [149:192] is the sub-list for method output_type
+	106, // [106:149] is the sub-list for method input_type
+	106, // [106:106] is the sub-list for extension type_name
+	106, // [106:106] is the sub-list for extension extendee
+	0,   // [0:106] is the sub-list for field type_name
 }
 
 func init() { file_hopper_v1_hopper_proto_init() }
@@ -6843,9 +7305,9 @@ func file_hopper_v1_hopper_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hopper_v1_hopper_proto_rawDesc), len(file_hopper_v1_hopper_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   99,
+			NumMessages:   109,
 			NumExtensions: 0,
-			NumServices:   6,
+			NumServices:   7,
 		},
 		GoTypes:           file_hopper_v1_hopper_proto_goTypes,
 		DependencyIndexes: file_hopper_v1_hopper_proto_depIdxs,

@@ -61,16 +61,16 @@ func (s *Store) QueueList(ctx context.Context) ([]*store.QueueSettings, error) {
 	return out, nil
 }
 
-// JobCounts counts jobs per queue and state (a scan of the jobs table).
+// JobCounts counts jobs per queue, kind and state (a scan of the jobs table).
 func (s *Store) JobCounts(ctx context.Context) ([]*store.JobCount, error) {
-	rs, err := s.pool.Query(ctx, s.sql(`SELECT queue, state, count(*) FROM {schema}.jobs
-		GROUP BY queue, state ORDER BY queue COLLATE "C", state COLLATE "C"`))
+	rs, err := s.pool.Query(ctx, s.sql(`SELECT queue, kind, state, count(*) FROM {schema}.jobs
+		GROUP BY queue, kind, state ORDER BY queue COLLATE "C", kind COLLATE "C", state COLLATE "C"`))
 	if err != nil {
 		return nil, s.wrap(err, "count jobs")
 	}
 	out, err := pgx.CollectRows(rs, func(r pgx.CollectableRow) (*store.JobCount, error) {
 		c := &store.JobCount{}
-		return c, r.Scan(&c.Queue, &c.State, &c.Count)
+		return c, r.Scan(&c.Queue, &c.Kind, &c.State, &c.Count)
 	})
 	if err != nil {
 		return nil, s.wrap(err, "count jobs")
@@ -181,7 +181,8 @@ func (s *Store) LeaderResign(ctx context.Context, nodeID string) error {
 	return nil
 }
 
-// LimitSet sets or removes a fleet-wide cap.
+// LimitSet sets or removes a fleet-wide cap. A kind whose cap is removed keeps its row while
+// it is disabled.
 func (s *Store) LimitSet(ctx context.Context, p *store.LimitParams) error {
 	var query string
 	args := []any{s.nowArg(), p.Name, p.MaxRunning}
@@ -193,10 +194,12 @@ func (s *Store) LimitSet(ctx context.Context, p *store.LimitParams) error {
 		query, args = `UPDATE {schema}.queues SET max_running = NULL, updated_at = coalesce($1::timestamptz, now())
 			WHERE name = $2`, args[:2]
 	case p.Scope == store.LimitKind && p.MaxRunning > 0:
-		query = `INSERT INTO {schema}.kind_limits (kind, max_running, updated_at) VALUES ($2, $3, coalesce($1::timestamptz, now()))
+		query = `INSERT INTO {schema}.kinds (kind, max_running, updated_at) VALUES ($2, $3, coalesce($1::timestamptz, now()))
 			ON CONFLICT (kind) DO UPDATE SET max_running = excluded.max_running, updated_at = excluded.updated_at`
 	case p.Scope == store.LimitKind:
-		query, args = `DELETE FROM {schema}.kind_limits WHERE kind = $1`, []any{p.Name}
+		query, args = `WITH gone AS (DELETE FROM {schema}.kinds WHERE kind = $2 AND NOT disabled)
+			UPDATE {schema}.kinds SET max_running = NULL, updated_at = coalesce($1::timestamptz, now())
+			WHERE kind = $2 AND disabled`, args[:2]
 	default:
 		return fmt.Errorf("set limit: unknown scope %q", p.Scope)
 	}
@@ -209,7 +212,8 @@ func (s *Store) LimitSet(ctx context.Context, p *store.LimitParams) error {
 // LimitList returns every cap, queues first, by name.
 func (s *Store) LimitList(ctx context.Context) ([]*store.LimitParams, error) {
 	rs, err := s.pool.Query(ctx, s.sql(`SELECT 'queue', name COLLATE "C", max_running FROM {schema}.queues WHERE max_running IS NOT NULL
-		UNION ALL SELECT 'kind', kind COLLATE "C", max_running FROM {schema}.kind_limits ORDER BY 1 DESC, 2`))
+		UNION ALL SELECT 'kind', kind COLLATE "C", max_running FROM {schema}.kinds WHERE max_running IS NOT NULL
+		ORDER BY 1 DESC, 2`))
 	if err != nil {
 		return nil, s.wrap(err, "list limits")
 	}

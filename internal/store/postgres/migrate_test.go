@@ -2,12 +2,15 @@ package postgres_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/hopperjobs/hopper/internal/clock"
+	"github.com/hopperjobs/hopper/internal/store"
 	"github.com/hopperjobs/hopper/internal/store/postgres"
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
@@ -62,7 +65,7 @@ func TestMigrationsCreateObjects(t *testing.T) {
 	openStore(t, schema, nil)
 	conn := connect(t)
 	for _, table := range []string{"jobs", "job_events", "job_attempts", "idempotency_keys", "queues",
-		"kind_limits", "nodes", "leader", "schema_migrations"} {
+		"kinds", "nodes", "leader", "schema_migrations"} {
 		var n int
 		require.NoError(t, conn.QueryRow(t.Context(), `SELECT count(*) FROM pg_tables WHERE schemaname = $1 AND tablename = $2`,
 			schema, table).Scan(&n))
@@ -130,4 +133,53 @@ func TestNewerSchemaIsRefused(t *testing.T) {
 	require.NoError(t, err)
 	_, err = postgres.Open(t.Context(), postgres.Config{URL: databaseURL(), Schema: schema, MaxConns: testConns})
 	require.ErrorContains(t, err, "schema version 999, newer than this binary's")
+}
+
+// 0012 moves the caps of kind_limits into kinds, and leaves a kind_limits view from which a
+// node still running an older binary reads (and locks) every cap, and a disabled kind as a cap
+// of 0.
+func TestKindsMigrationKeepsCaps(t *testing.T) {
+	t.Parallel()
+	requireDatabase(t)
+	schema := freshSchema(t)
+	quoted := pgx.Identifier{schema}.Sanitize()
+	conn := connect(t)
+	_, err := conn.Exec(t.Context(), `CREATE SCHEMA `+quoted+`; CREATE TABLE `+quoted+`.schema_migrations (
+		version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL)`)
+	require.NoError(t, err)
+	files, err := filepath.Glob("migrations/000[1-8]_*.sql")
+	require.NoError(t, err)
+	require.Len(t, files, 8)
+	for i, f := range files {
+		body, err := os.ReadFile(f)
+		require.NoError(t, err)
+		_, err = conn.Exec(t.Context(), strings.ReplaceAll(string(body), "{schema}", quoted))
+		require.NoError(t, err, f)
+		_, err = conn.Exec(t.Context(), `INSERT INTO `+quoted+`.schema_migrations VALUES ($1, $2, now())`,
+			i+1, strings.TrimSuffix(filepath.Base(f), ".sql"))
+		require.NoError(t, err)
+	}
+	_, err = conn.Exec(t.Context(), `INSERT INTO `+quoted+`.kind_limits (kind, max_running, updated_at) VALUES ('pdf', 3, now())`)
+	require.NoError(t, err)
+
+	s := openStore(t, schema, nil)
+	ks, err := s.KindList(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, []*store.KindSettings{{Name: "pdf", MaxRunning: 3}}, ks)
+	require.NoError(t, s.KindSetDisabled(t.Context(), "mail", true))
+
+	tx, err := conn.Begin(t.Context())
+	require.NoError(t, err)
+	defer tx.Rollback(context.Background()) //nolint:errcheck // read only
+	rows, err := tx.Query(t.Context(), `SELECT kind, max_running FROM `+quoted+`.kind_limits ORDER BY kind FOR UPDATE`)
+	require.NoError(t, err)
+	caps := map[string]int{}
+	for rows.Next() {
+		var kind string
+		var n int
+		require.NoError(t, rows.Scan(&kind, &n))
+		caps[kind] = n
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, map[string]int{"mail": 0, "pdf": 3}, caps)
 }

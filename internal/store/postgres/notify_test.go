@@ -159,6 +159,25 @@ func TestNotifyPromoteRescueResumeCancel(t *testing.T) {
 	require.Equal(t, store.Notification{Kind: store.JobCanceled, JobID: running}, sub.next(t))
 }
 
+// Enabling a disabled kind wakes the workers of every queue (a JobsAvailable without a
+// queue): its jobs may be anywhere. Disabling, or enabling a kind that is not disabled, sends
+// nothing: the next notification is the resumed queue's.
+func TestNotifyEnabledKind(t *testing.T) {
+	t.Parallel()
+	requireDatabase(t)
+	s := openStore(t, freshSchema(t), nil)
+	ctx := t.Context()
+	sub, _ := subscribe(t, s)
+	require.NoError(t, s.KindSetDisabled(ctx, "pdf", true))
+	require.NoError(t, s.KindSetDisabled(ctx, "pdf", false))
+	require.Equal(t, store.Notification{Kind: store.JobsAvailable}, sub.next(t))
+
+	require.NoError(t, s.KindSetDisabled(ctx, "pdf", false))
+	require.NoError(t, s.KindSetDisabled(ctx, "mail", false))
+	require.NoError(t, s.QueueSetPaused(ctx, "q", false))
+	require.Equal(t, store.Notification{Kind: store.JobsAvailable, Queue: "q"}, sub.next(t))
+}
+
 // Subscribe does not reconnect: when its connection dies it returns the error, and the
 // caller subscribes again.
 func TestSubscribeEndsWhenConnectionDies(t *testing.T) {

@@ -36,16 +36,20 @@ const candidateSQL = `SELECT j.id, j.priority FROM jobs j
 	ORDER BY j.priority DESC, j.id
 	LIMIT +%s`
 
-// JobClaim claims up to params.Limit jobs, within the queue's and the kinds' fleet-wide caps.
+// JobClaim claims up to params.Limit jobs, within the queue's and the kinds' fleet-wide caps,
+// skipping the jobs of disabled kinds.
 func (s *Store) JobClaim(ctx context.Context, p *store.ClaimParams) (jobs []*hoppertype.JobRow, capLimited bool, err error) {
 	if p.Limit <= 0 {
 		return nil, false, nil
 	}
-	fast, fastExtra := claimQuery(p.Kinds, nil) // prepared once: the claim when no kind is capped
-	err = s.write(ctx, []string{fast}, func(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt) error {
+	// The claim when no kind is capped or disabled, and the reads of the settings that apply:
+	// each prepared once.
+	fast, fastExtra := claimQuery(p.Kinds, nil, nil)
+	queries := []string{fast, queueCapSQL, queueRunningSQL, kindRulesSQL}
+	err = s.write(ctx, queries, func(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt) error {
 		now := s.clock.Now() // in the transaction: a queued write must not back-date its claim
 		fixed := []any{p.WorkerID, micros(now.Add(p.LeaseDuration)), micros(now), p.Queue}
-		c, err := loadCaps(ctx, tx, p)
+		c, disabled, err := loadCaps(ctx, stmts[1:], p)
 		if err != nil {
 			return err
 		}
@@ -55,9 +59,9 @@ func (s *Store) JobClaim(ctx context.Context, p *store.ClaimParams) (jobs []*hop
 			return nil
 		}
 		st, extra := stmts[0], fastExtra
-		if len(c.KindLeft) > 0 {
+		if len(c.KindLeft) > 0 || len(disabled) > 0 {
 			var query string
-			query, extra = claimQuery(p.Kinds, c.KindLeft)
+			query, extra = claimQuery(p.Kinds, c.KindLeft, disabled)
 			if st, err = tx.PrepareContext(ctx, query); err != nil {
 				return err
 			}
@@ -77,10 +81,11 @@ func (s *Store) JobClaim(ctx context.Context, p *store.ClaimParams) (jobs []*hop
 }
 
 // claimQuery builds the claim for the kinds asked for, given the capped kinds' free slots
-// (kindLeft). Without capped kinds it is one ordered, limited scan; with them, each capped kind
-// gets its own scan limited to its free slots, merged in claim order. Parameters ?1–?5 are
-// fixed (worker, lease expiry, now, queue, limit); extra holds ?6 on.
-func claimQuery(kinds []string, kindLeft map[string]int) (string, []any) {
+// (kindLeft) and the disabled kinds, whose jobs it leaves. Without capped kinds it is one
+// ordered, limited scan; with them, each capped kind gets its own scan limited to its free
+// slots, merged in claim order. Parameters ?1–?5 are fixed (worker, lease expiry, now, queue,
+// limit); extra holds ?6 on.
+func claimQuery(kinds []string, kindLeft map[string]int, disabled []string) (string, []any) {
 	var extra []any
 	param := func(v any) string {
 		extra = append(extra, v)
@@ -96,6 +101,9 @@ func claimQuery(kinds []string, kindLeft map[string]int) (string, []any) {
 	var filter string
 	if len(kinds) > 0 {
 		filter = "AND j.kind IN (" + in(kinds) + ")"
+	}
+	if len(disabled) > 0 {
+		filter += " AND j.kind NOT IN (" + in(disabled) + ")"
 	}
 	if len(kindLeft) == 0 {
 		return fmt.Sprintf(claimSQL, "SELECT id FROM ("+fmt.Sprintf(candidateSQL, filter, "?5")+")"), extra
@@ -116,42 +124,68 @@ func claimQuery(kinds []string, kindLeft map[string]int) (string, []any) {
 	return fmt.Sprintf(claimSQL, union), extra
 }
 
-func loadCaps(ctx context.Context, tx *sql.Tx, p *store.ClaimParams) (*store.CapsLeft, error) {
+// The reads of the settings that apply to a claim: the queue's cap and its running jobs, and
+// every kind's settings with, for a capped kind that is not disabled, its free slots.
+const (
+	queueCapSQL     = `SELECT max_running FROM queues WHERE name = ?`
+	queueRunningSQL = `SELECT count(*) FROM jobs WHERE state = 'running' AND queue = ?`
+	kindRulesSQL    = `SELECT k.kind, k.disabled, CASE WHEN k.disabled OR k.max_running IS NULL THEN NULL
+		ELSE k.max_running - (SELECT count(*) FROM jobs j WHERE j.state = 'running' AND j.kind = k.kind) END
+		FROM kinds k ORDER BY k.kind`
+)
+
+// loadCaps reads, in the claim's transaction, the free slots under the caps that apply to the
+// claim and the disabled kinds it would otherwise take (by name), with the statements of
+// queueCapSQL, queueRunningSQL and kindRulesSQL. A disabled kind's cap is left out: none of
+// its jobs can be taken, so it cannot hold the claim short.
+func loadCaps(ctx context.Context, stmts []*sql.Stmt, p *store.ClaimParams) (*store.CapsLeft, []string, error) {
 	c := store.NoCaps()
 	var qmax sql.NullInt64
-	err := tx.QueryRowContext(ctx, `SELECT max_running FROM queues WHERE name = ?`, p.Queue).Scan(&qmax)
+	err := stmts[0].QueryRowContext(ctx, p.Queue).Scan(&qmax)
 	if err != nil && err != sql.ErrNoRows {
-		return nil, err
+		return nil, nil, err
 	}
 	if qmax.Valid {
 		var running int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM jobs WHERE state = 'running' AND queue = ?`, p.Queue).Scan(&running); err != nil {
-			return nil, err
+		if err := stmts[1].QueryRowContext(ctx, p.Queue).Scan(&running); err != nil {
+			return nil, nil, err
 		}
 		c.QueueLeft = max(int(qmax.Int64)-running, 0)
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT k.kind, k.max_running - (SELECT count(*) FROM jobs j WHERE j.state = 'running' AND j.kind = k.kind)
-		FROM kind_limits k`)
+	disabled, err := loadKindRules(ctx, stmts[2], p.Kinds, c)
+	return c, disabled, err
+}
+
+// loadKindRules reads the kinds' settings for a claim of kinds (nil: any kind): it fills in
+// c.KindLeft for the capped kinds and returns the disabled ones.
+func loadKindRules(ctx context.Context, st *sql.Stmt, kinds []string, c *store.CapsLeft) ([]string, error) {
+	rows, err := st.QueryContext(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	wanted := map[string]bool{}
-	for _, k := range p.Kinds {
+	for _, k := range kinds {
 		wanted[k] = true
 	}
+	var disabled []string
 	for rows.Next() {
 		var kind string
-		var left int
-		if err := rows.Scan(&kind, &left); err != nil {
+		var off bool
+		var left sql.NullInt64
+		if err := rows.Scan(&kind, &off, &left); err != nil {
 			return nil, err
 		}
-		if len(wanted) == 0 || wanted[kind] {
+		switch {
+		case len(wanted) > 0 && !wanted[kind]: // the claim takes no job of it anyway
+		case off:
+			disabled = append(disabled, kind)
+		case left.Valid:
 			if c.KindLeft == nil {
 				c.KindLeft = map[string]int{}
 			}
-			c.KindLeft[kind] = max(left, 0)
+			c.KindLeft[kind] = max(int(left.Int64), 0)
 		}
 	}
-	return c, rows.Err()
+	return disabled, rows.Err()
 }

@@ -64,9 +64,10 @@ func (s *Store) QueueList(ctx context.Context) ([]*store.QueueSettings, error) {
 	return out, rows.Err()
 }
 
-// JobCounts counts jobs per queue and state (a scan of the jobs table).
+// JobCounts counts jobs per queue, kind and state (a scan of the jobs table).
 func (s *Store) JobCounts(ctx context.Context) ([]*store.JobCount, error) {
-	rows, err := s.reader.QueryContext(ctx, `SELECT queue, state, count(*) FROM jobs GROUP BY queue, state ORDER BY queue, state`)
+	rows, err := s.reader.QueryContext(ctx, `SELECT queue, kind, state, count(*) FROM jobs
+		GROUP BY queue, kind, state ORDER BY queue, kind, state`)
 	if err != nil {
 		return nil, wrap(err, "count jobs")
 	}
@@ -74,7 +75,7 @@ func (s *Store) JobCounts(ctx context.Context) ([]*store.JobCount, error) {
 	var out []*store.JobCount
 	for rows.Next() {
 		c := &store.JobCount{}
-		if err := rows.Scan(&c.Queue, &c.State, &c.Count); err != nil {
+		if err := rows.Scan(&c.Queue, &c.Kind, &c.State, &c.Count); err != nil {
 			return nil, wrap(err, "count jobs")
 		}
 		out = append(out, c)
@@ -217,9 +218,11 @@ func (s *Store) LeaderResign(ctx context.Context, nodeID string) error {
 	return nil
 }
 
-// LimitSet sets or removes a fleet-wide cap.
+// LimitSet sets or removes a fleet-wide cap. A kind whose cap is removed keeps its row while
+// it is disabled.
 func (s *Store) LimitSet(ctx context.Context, p *store.LimitParams) error {
 	var query string
+	var prune bool
 	args := []any{p.Name, p.MaxRunning, micros(s.clock.Now())}
 	switch {
 	case p.Scope == store.LimitQueue && p.MaxRunning > 0:
@@ -228,15 +231,18 @@ func (s *Store) LimitSet(ctx context.Context, p *store.LimitParams) error {
 	case p.Scope == store.LimitQueue:
 		query, args = `UPDATE queues SET max_running = NULL, updated_at = ?2 WHERE name = ?1`, []any{p.Name, args[2]}
 	case p.Scope == store.LimitKind && p.MaxRunning > 0:
-		query = `INSERT INTO kind_limits (kind, max_running, updated_at) VALUES (?1, ?2, ?3)
+		query = `INSERT INTO kinds (kind, max_running, updated_at) VALUES (?1, ?2, ?3)
 			ON CONFLICT (kind) DO UPDATE SET max_running = excluded.max_running, updated_at = excluded.updated_at`
 	case p.Scope == store.LimitKind:
-		query, args = `DELETE FROM kind_limits WHERE kind = ?1`, []any{p.Name}
+		query, args, prune = `UPDATE kinds SET max_running = NULL, updated_at = ?2 WHERE kind = ?1`, []any{p.Name, args[2]}, true
 	default:
 		return fmt.Errorf("set limit: unknown scope %q", p.Scope)
 	}
 	err := s.write(ctx, nil, func(ctx context.Context, tx *sql.Tx, _ []*sql.Stmt) error {
 		_, err := tx.ExecContext(ctx, query, args...)
+		if err == nil && prune {
+			_, err = tx.ExecContext(ctx, pruneKindSQL, p.Name)
+		}
 		return err
 	})
 	if err != nil {
@@ -248,7 +254,7 @@ func (s *Store) LimitSet(ctx context.Context, p *store.LimitParams) error {
 // LimitList returns every cap, queues first, by name.
 func (s *Store) LimitList(ctx context.Context) ([]*store.LimitParams, error) {
 	rows, err := s.reader.QueryContext(ctx, `SELECT 'queue', name, max_running FROM queues WHERE max_running IS NOT NULL
-		UNION ALL SELECT 'kind', kind, max_running FROM kind_limits ORDER BY 1 DESC, 2`)
+		UNION ALL SELECT 'kind', kind, max_running FROM kinds WHERE max_running IS NOT NULL ORDER BY 1 DESC, 2`)
 	if err != nil {
 		return nil, wrap(err, "list limits")
 	}

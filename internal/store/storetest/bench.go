@@ -13,8 +13,10 @@ import (
 )
 
 // Bench runs the store microbenchmarks against the store opener returns, on the wall clock:
-// InsertBatch100 (ns/op per 100 jobs), ClaimEmpty (an idle poll) and ClaimComplete50 (claim
-// 50 jobs and complete them: two durable commits; ns/op per 50 jobs).
+// InsertBatch100 (ns/op per 100 jobs), ClaimEmpty (an idle poll), Claim50 (the claim alone of
+// 50 queued jobs, one durable commit), Claim50OtherKindDisabled (the same by a claim of any
+// kind while another kind is disabled) and ClaimComplete50 (claim 50 jobs and complete them:
+// two durable commits; ns/op per 50 jobs).
 func Bench(b *testing.B, opener Opener) {
 	b.Run("InsertBatch100", func(b *testing.B) {
 		s := openBench(b, opener)
@@ -29,6 +31,14 @@ func Bench(b *testing.B, opener Opener) {
 			require.NoError(b, err)
 		}
 	})
+	b.Run("Claim50", func(b *testing.B) { benchClaim50(b, openBench(b, opener), benchClaim()) })
+	b.Run("Claim50OtherKindDisabled", func(b *testing.B) {
+		s := openBench(b, opener)
+		require.NoError(b, s.KindSetDisabled(b.Context(), "other", true))
+		p := benchClaim()
+		p.Kinds = nil // any kind: the disabled one applies to the claim
+		benchClaim50(b, s, p)
+	})
 	b.Run("ClaimComplete50", func(b *testing.B) {
 		s := openBench(b, opener)
 		for b.Loop() {
@@ -37,15 +47,37 @@ func Bench(b *testing.B, opener Opener) {
 			b.StartTimer()
 			jobs, _, err := s.JobClaim(b.Context(), benchClaim())
 			require.NoError(b, err)
-			fin := make([]*store.FinishParams, len(jobs))
-			for i, j := range jobs {
-				fin[i] = &store.FinishParams{ID: j.ID, Token: j.Token, State: hoppertype.StateCompleted,
-					Outcome: hoppertype.OutcomeOK, Actor: hoppertype.ActorWorker}
-			}
-			_, err = s.JobFinishMany(b.Context(), fin)
-			require.NoError(b, err)
+			benchComplete(b, s, jobs)
 		}
 	})
+}
+
+// benchClaim50 times claims of 50 queued jobs; the inserts before and completions after are
+// untimed.
+func benchClaim50(b *testing.B, s store.Store, p *store.ClaimParams) {
+	for b.Loop() {
+		b.StopTimer()
+		benchInsert(b, s, 50)
+		b.StartTimer()
+		jobs, _, err := s.JobClaim(b.Context(), p)
+		require.NoError(b, err)
+		b.StopTimer()
+		require.Len(b, jobs, 50)
+		benchComplete(b, s, jobs)
+		b.StartTimer()
+	}
+}
+
+// benchComplete completes the claimed jobs.
+func benchComplete(b *testing.B, s store.Store, jobs []*hoppertype.JobRow) {
+	b.Helper()
+	fin := make([]*store.FinishParams, len(jobs))
+	for i, j := range jobs {
+		fin[i] = &store.FinishParams{ID: j.ID, Token: j.Token, State: hoppertype.StateCompleted,
+			Outcome: hoppertype.OutcomeOK, Actor: hoppertype.ActorWorker}
+	}
+	_, err := s.JobFinishMany(b.Context(), fin)
+	require.NoError(b, err)
 }
 
 func openBench(b *testing.B, opener Opener) store.Store {

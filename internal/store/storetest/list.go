@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -152,21 +153,23 @@ func listInvalidCursor(t *testing.T, b *bundle) {
 	}
 }
 
-// JobCounts counts per queue and state, leaving out empty states.
+// JobCounts counts per queue, kind and state, leaving out empty states, in that order.
 func listCounts(t *testing.T, b *bundle) {
 	b.insert(t, inQueue("counts-a"))
 	b.insert(t, inQueue("counts-a"))
+	b.insert(t, inQueue("counts-a"), withKind("pdf"))
 	b.insert(t, inQueue("counts-a"), withRunAt(b.clock.Now().Add(time.Hour)))
 	b.insert(t, inQueue("counts-b"))
 	b.claimOne(t, "counts-b")
 
 	counts, err := b.store.JobCounts(context.Background())
 	require.NoError(t, err)
-	got := map[string]int64{}
+	var got []string
 	for _, c := range counts {
-		got[c.Queue+"/"+string(c.State)] = c.Count
+		got = append(got, fmt.Sprintf("%s/%s/%s=%d", c.Queue, c.Kind, c.State, c.Count))
 	}
-	require.Equal(t, map[string]int64{
-		"counts-a/queued": 2, "counts-a/scheduled": 1, "counts-b/running": 1,
+	require.Equal(t, []string{
+		"counts-a/pdf/queued=1", "counts-a/send-invoice/queued=2", "counts-a/send-invoice/scheduled=1",
+		"counts-b/send-invoice/running=1",
 	}, got)
 }

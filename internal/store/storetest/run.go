@@ -24,6 +24,7 @@ func Run(t *testing.T, opener Opener) {
 		{"List", testList},
 		{"Cluster", testCluster},
 		{"Caps", testCaps},
+		{"Kinds", testKinds},
 		{"Keys", testKeys},
 		{"Schedules", testSchedules},
 		{"Suspend", testSuspend},

@@ -39,6 +39,8 @@ const (
 	ScheduleServiceName = "hopper.v1.ScheduleService"
 	// DeadLetterServiceName is the fully-qualified name of the DeadLetterService service.
 	DeadLetterServiceName = "hopper.v1.DeadLetterService"
+	// KindServiceName is the fully-qualified name of the KindService service.
+	KindServiceName = "hopper.v1.KindService"
 )
 
 // These constants are the procedure names of the RPCs defined in this package. They're exposed at
@@ -130,6 +132,14 @@ const (
 	// DeadLetterServiceListReplaysProcedure is the procedure name of the DeadLetterService's
 	// ListReplays RPC.
 	DeadLetterServiceListReplaysProcedure = "/hopper.v1.DeadLetterService/ListReplays"
+	// KindServiceListProcedure is the procedure name of the KindService's List RPC.
+	KindServiceListProcedure = "/hopper.v1.KindService/List"
+	// KindServiceSetProcedure is the procedure name of the KindService's Set RPC.
+	KindServiceSetProcedure = "/hopper.v1.KindService/Set"
+	// KindServiceDisableProcedure is the procedure name of the KindService's Disable RPC.
+	KindServiceDisableProcedure = "/hopper.v1.KindService/Disable"
+	// KindServiceEnableProcedure is the procedure name of the KindService's Enable RPC.
+	KindServiceEnableProcedure = "/hopper.v1.KindService/Enable"
 )
 
 var (
@@ -1839,6 +1849,188 @@ func (h deadLetterServiceHandler) listReplays(ctx context.Context, _ connect.Spe
 		return err
 	}
 	res, err := h.svc.ListReplays(ctx, &req)
+	if err != nil {
+		return err
+	}
+	return stream.Send(res)
+}
+
+var (
+	kindServiceListSpec = sync.OnceValue(func() connect.Spec {
+		return connect.Spec{
+			StreamType:       connect.StreamTypeUnary,
+			Schema:           v1.File_hopper_v1_hopper_proto.Services().ByName("KindService").Methods().ByName("List"),
+			Procedure:        KindServiceListProcedure,
+			IdempotencyLevel: connect.IdempotencyNoSideEffects,
+		}
+	})
+	kindServiceSetSpec = sync.OnceValue(func() connect.Spec {
+		return connect.Spec{
+			StreamType: connect.StreamTypeUnary,
+			Schema:     v1.File_hopper_v1_hopper_proto.Services().ByName("KindService").Methods().ByName("Set"),
+			Procedure:  KindServiceSetProcedure,
+		}
+	})
+	kindServiceDisableSpec = sync.OnceValue(func() connect.Spec {
+		return connect.Spec{
+			StreamType: connect.StreamTypeUnary,
+			Schema:     v1.File_hopper_v1_hopper_proto.Services().ByName("KindService").Methods().ByName("Disable"),
+			Procedure:  KindServiceDisableProcedure,
+		}
+	})
+	kindServiceEnableSpec = sync.OnceValue(func() connect.Spec {
+		return connect.Spec{
+			StreamType: connect.StreamTypeUnary,
+			Schema:     v1.File_hopper_v1_hopper_proto.Services().ByName("KindService").Methods().ByName("Enable"),
+			Procedure:  KindServiceEnableProcedure,
+		}
+	})
+)
+
+// KindServiceClient is a client for the hopper.v1.KindService service.
+type KindServiceClient interface {
+	// List returns every kind that has jobs or settings, by name, with its job counts per state.
+	List(context.Context, *v1.KindServiceListRequest) (*v1.KindServiceListResponse, error)
+	// Set sets a kind's fleet-wide cap on running jobs; max_running 0 (or unset) removes it.
+	// INVALID_ARGUMENT names the bad field (kind, max_running).
+	Set(context.Context, *v1.KindServiceSetRequest) (*v1.KindServiceSetResponse, error)
+	// Disable stops new claims of the kind's jobs on every node; running jobs finish.
+	Disable(context.Context, *v1.KindServiceDisableRequest) (*v1.KindServiceDisableResponse, error)
+	// Enable lets a disabled kind's jobs be claimed again and wakes the workers waiting for
+	// jobs. Enabling a kind that is not disabled, or unknown, changes nothing.
+	Enable(context.Context, *v1.KindServiceEnableRequest) (*v1.KindServiceEnableResponse, error)
+}
+
+// NewKindServiceClient constructs a client for the hopper.v1.KindService service. Multiple service
+// clients may share a single connect.Client.
+func NewKindServiceClient(client *connect.Client) KindServiceClient {
+	return &kindServiceClient{client: client}
+}
+
+// KindServiceHandler is an implementation of the hopper.v1.KindService service.
+type KindServiceHandler interface {
+	// List returns every kind that has jobs or settings, by name, with its job counts per state.
+	List(context.Context, *v1.KindServiceListRequest) (*v1.KindServiceListResponse, error)
+	// Set sets a kind's fleet-wide cap on running jobs; max_running 0 (or unset) removes it.
+	// INVALID_ARGUMENT names the bad field (kind, max_running).
+	Set(context.Context, *v1.KindServiceSetRequest) (*v1.KindServiceSetResponse, error)
+	// Disable stops new claims of the kind's jobs on every node; running jobs finish.
+	Disable(context.Context, *v1.KindServiceDisableRequest) (*v1.KindServiceDisableResponse, error)
+	// Enable lets a disabled kind's jobs be claimed again and wakes the workers waiting for
+	// jobs. Enabling a kind that is not disabled, or unknown, changes nothing.
+	Enable(context.Context, *v1.KindServiceEnableRequest) (*v1.KindServiceEnableResponse, error)
+}
+
+// RegisterKindServiceHandler registers svc as the hopper.v1.KindService implementation on server.
+func RegisterKindServiceHandler(server *connect.Server, svc KindServiceHandler) {
+	adapter := kindServiceHandler{svc: svc}
+	server.Register(
+		connect.Method{Spec: kindServiceListSpec(), Handler: adapter.list},
+		connect.Method{Spec: kindServiceSetSpec(), Handler: adapter.set},
+		connect.Method{Spec: kindServiceDisableSpec(), Handler: adapter.disable},
+		connect.Method{Spec: kindServiceEnableSpec(), Handler: adapter.enable},
+	)
+}
+
+// UnimplementedKindServiceHandler returns CodeUnimplemented from all methods.
+type UnimplementedKindServiceHandler struct{}
+
+func (UnimplementedKindServiceHandler) List(context.Context, *v1.KindServiceListRequest) (*v1.KindServiceListResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, "hopper.v1.KindService.List is not implemented")
+}
+
+func (UnimplementedKindServiceHandler) Set(context.Context, *v1.KindServiceSetRequest) (*v1.KindServiceSetResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, "hopper.v1.KindService.Set is not implemented")
+}
+
+func (UnimplementedKindServiceHandler) Disable(context.Context, *v1.KindServiceDisableRequest) (*v1.KindServiceDisableResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, "hopper.v1.KindService.Disable is not implemented")
+}
+
+func (UnimplementedKindServiceHandler) Enable(context.Context, *v1.KindServiceEnableRequest) (*v1.KindServiceEnableResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, "hopper.v1.KindService.Enable is not implemented")
+}
+
+type kindServiceClient struct {
+	client *connect.Client
+}
+
+func (c *kindServiceClient) List(ctx context.Context, req *v1.KindServiceListRequest) (*v1.KindServiceListResponse, error) {
+	var res v1.KindServiceListResponse
+	if err := c.client.CallUnary(ctx, kindServiceListSpec(), req, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+func (c *kindServiceClient) Set(ctx context.Context, req *v1.KindServiceSetRequest) (*v1.KindServiceSetResponse, error) {
+	var res v1.KindServiceSetResponse
+	if err := c.client.CallUnary(ctx, kindServiceSetSpec(), req, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+func (c *kindServiceClient) Disable(ctx context.Context, req *v1.KindServiceDisableRequest) (*v1.KindServiceDisableResponse, error) {
+	var res v1.KindServiceDisableResponse
+	if err := c.client.CallUnary(ctx, kindServiceDisableSpec(), req, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+func (c *kindServiceClient) Enable(ctx context.Context, req *v1.KindServiceEnableRequest) (*v1.KindServiceEnableResponse, error) {
+	var res v1.KindServiceEnableResponse
+	if err := c.client.CallUnary(ctx, kindServiceEnableSpec(), req, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+type kindServiceHandler struct{ svc KindServiceHandler }
+
+func (h kindServiceHandler) list(ctx context.Context, _ connect.Spec, stream connect.ServerStream) error {
+	var req v1.KindServiceListRequest
+	if err := stream.Receive(&req); err != nil {
+		return err
+	}
+	res, err := h.svc.List(ctx, &req)
+	if err != nil {
+		return err
+	}
+	return stream.Send(res)
+}
+
+func (h kindServiceHandler) set(ctx context.Context, _ connect.Spec, stream connect.ServerStream) error {
+	var req v1.KindServiceSetRequest
+	if err := stream.Receive(&req); err != nil {
+		return err
+	}
+	res, err := h.svc.Set(ctx, &req)
+	if err != nil {
+		return err
+	}
+	return stream.Send(res)
+}
+
+func (h kindServiceHandler) disable(ctx context.Context, _ connect.Spec, stream connect.ServerStream) error {
+	var req v1.KindServiceDisableRequest
+	if err := stream.Receive(&req); err != nil {
+		return err
+	}
+	res, err := h.svc.Disable(ctx, &req)
+	if err != nil {
+		return err
+	}
+	return stream.Send(res)
+}
+
+func (h kindServiceHandler) enable(ctx context.Context, _ connect.Spec, stream connect.ServerStream) error {
+	var req v1.KindServiceEnableRequest
+	if err := stream.Receive(&req); err != nil {
+		return err
+	}
+	res, err := h.svc.Enable(ctx, &req)
 	if err != nil {
 		return err
 	}

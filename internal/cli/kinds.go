@@ -1,0 +1,136 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/hopperjobs/hopper"
+	"github.com/spf13/cobra"
+)
+
+func newKindsCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "kinds",
+		Short: "List job kinds with their job counts; set their caps, disable and enable them",
+		Args:  cobra.ArbitraryArgs,
+		RunE:  groupRunE,
+	}
+	ls := &cobra.Command{
+		Use:     "ls",
+		Aliases: []string{"list"},
+		Short:   "List kinds with their settings and job counts per state",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withBackend(cmd, true, func(client backend) error {
+				ks, err := client.Kinds(cmd.Context())
+				if err != nil {
+					return fmt.Errorf("list kinds: %w", err)
+				}
+				if wantJSON(cmd) {
+					return printJSON(cmd.OutOrStdout(), kindsJSON(ks))
+				}
+				return printKinds(cmd.OutOrStdout(), ks)
+			})
+		},
+	}
+	addJSONFlag(ls)
+	cmd.AddCommand(ls, newKindsSetCmd(),
+		kindToggle("disable", "Stop every process and remote worker from starting jobs of KIND; running jobs finish", true),
+		kindToggle("enable", "Let a disabled KIND's jobs start again", false))
+	return cmd
+}
+
+func newKindsSetCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "set KIND --cap N",
+		Short: "Set the fleet-wide cap on running jobs of KIND (0 removes it)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			n, err := cmd.Flags().GetInt32("cap")
+			if err != nil {
+				return usageErrorf("invalid --cap: %w", err)
+			}
+			return withBackend(cmd, true, func(client backend) error {
+				if err := client.SetKindCap(cmd.Context(), args[0], int(n)); err != nil {
+					return err
+				}
+				done := fmt.Sprintf("capped at %d running jobs", n)
+				if n == 0 {
+					done = "uncapped"
+				}
+				_, err := fmt.Fprintf(cmd.OutOrStdout(), "kind %s %s\n", args[0], done)
+				return err
+			})
+		},
+	}
+	cmd.Flags().Int32("cap", 0, "at most this many jobs of KIND run at once across all processes; 0 removes the cap")
+	_ = cmd.MarkFlagRequired("cap")
+	return cmd
+}
+
+func kindToggle(name, short string, disable bool) *cobra.Command {
+	return &cobra.Command{
+		Use:   name + " KIND",
+		Short: short,
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withBackend(cmd, true, func(client backend) error {
+				op, done := client.EnableKind, "enabled"
+				if disable {
+					op, done = client.DisableKind, "disabled"
+				}
+				if err := op(cmd.Context(), args[0]); err != nil {
+					return err
+				}
+				_, err := fmt.Fprintf(cmd.OutOrStdout(), "kind %s %s\n", args[0], done)
+				return err
+			})
+		},
+	}
+}
+
+func printKinds(w io.Writer, ks []*hopper.KindInfo) error {
+	if len(ks) == 0 {
+		_, err := fmt.Fprintln(w, "no kinds")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprint(tw, "KIND\tDISABLED\tCAP")
+	for _, s := range queueStates {
+		fmt.Fprintf(tw, "\t%s", s)
+	}
+	fmt.Fprintln(tw)
+	for _, k := range ks {
+		disabled, limit := "no", "-"
+		if k.Disabled {
+			disabled = "yes"
+		}
+		if k.MaxRunning > 0 {
+			limit = fmt.Sprint(k.MaxRunning)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s", k.Name, disabled, limit)
+		for _, s := range queueStates {
+			fmt.Fprintf(tw, "\t%d", k.Counts[s])
+		}
+		fmt.Fprintln(tw)
+	}
+	return tw.Flush()
+}
+
+type kindJSON struct {
+	Name       string           `json:"name"`
+	Disabled   bool             `json:"disabled"`
+	MaxRunning int              `json:"max_running,omitempty"`
+	Counts     map[string]int64 `json:"counts"`
+}
+
+func kindsJSON(ks []*hopper.KindInfo) any {
+	out := make([]kindJSON, len(ks))
+	for i, k := range ks {
+		out[i] = kindJSON{Name: k.Name, Disabled: k.Disabled, MaxRunning: k.MaxRunning, Counts: stateCountsJSON(k.Counts)}
+	}
+	return struct {
+		Kinds []kindJSON `json:"kinds"`
+	}{out}
+}

@@ -1,0 +1,116 @@
+package cli
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// kindsOut is the JSON of `kinds ls --json`.
+type kindsOut struct {
+	Kinds []struct {
+		Name       string           `json:"name"`
+		Disabled   bool             `json:"disabled"`
+		MaxRunning int              `json:"max_running"`
+		Counts     map[string]int64 `json:"counts"`
+	} `json:"kinds"`
+}
+
+// queuesOut is the JSON of `queues ls --json`.
+type queuesOut struct {
+	Queues []struct {
+		Name     string           `json:"name"`
+		Counts   map[string]int64 `json:"counts"`
+		Disabled *int64           `json:"disabled"`
+	} `json:"queues"`
+}
+
+func TestKindCommandsBothWays(t *testing.T) {
+	b := startServer(t, false)
+	b.enqueue(t, "render-pdf", "--queue", "reports")
+	b.enqueue(t, "render-pdf", "--queue", "reports")
+	b.enqueue(t, "send-invoice", "--queue", "reports")
+	for name, runner := range map[string]func(t *testing.T, args ...string) result{"server": b.remote, "database": b.run} {
+		res := runner(t, "kinds", "disable", "render-pdf")
+		require.Equal(t, ExitOK, res.code, "%s: %s", name, res.stderr)
+		require.Equal(t, "kind render-pdf disabled\n", res.stdout)
+		res = runner(t, "kinds", "set", "render-pdf", "--cap", "2")
+		require.Equal(t, ExitOK, res.code, "%s: %s", name, res.stderr)
+		require.Equal(t, "kind render-pdf capped at 2 running jobs\n", res.stdout)
+
+		res = runner(t, "kinds", "ls", "--json")
+		require.Equal(t, ExitOK, res.code, "%s: %s", name, res.stderr)
+		var ks kindsOut
+		require.NoError(t, json.Unmarshal([]byte(res.stdout), &ks))
+		require.Len(t, ks.Kinds, 2)
+		require.Equal(t, "render-pdf", ks.Kinds[0].Name)
+		require.True(t, ks.Kinds[0].Disabled)
+		require.Equal(t, 2, ks.Kinds[0].MaxRunning)
+		require.Equal(t, int64(2), ks.Kinds[0].Counts["queued"])
+		require.Contains(t, ks.Kinds[0].Counts, "canceled", "every state has a count")
+		require.Equal(t, "send-invoice", ks.Kinds[1].Name)
+		require.False(t, ks.Kinds[1].Disabled)
+		require.Zero(t, ks.Kinds[1].MaxRunning)
+
+		res = runner(t, "kinds", "ls")
+		require.Equal(t, ExitOK, res.code, "%s: %s", name, res.stderr)
+		require.Regexp(t, `KIND\s+DISABLED\s+CAP\s+scheduled\s+queued`, res.stdout)
+		require.Regexp(t, `render-pdf\s+yes\s+2\s+0\s+2\s`, res.stdout)
+		require.Regexp(t, `send-invoice\s+no\s+-\s+0\s+1\s`, res.stdout)
+
+		res = runner(t, "queues", "ls", "--json")
+		require.Equal(t, ExitOK, res.code, "%s: %s", name, res.stderr)
+		var qs queuesOut
+		require.NoError(t, json.Unmarshal([]byte(res.stdout), &qs))
+		require.Len(t, qs.Queues, 1)
+		require.Equal(t, int64(3), qs.Queues[0].Counts["queued"])
+		require.NotNil(t, qs.Queues[0].Disabled)
+		require.Equal(t, int64(2), *qs.Queues[0].Disabled, "the queued jobs of the disabled kind")
+		res = runner(t, "queues", "ls")
+		require.Equal(t, ExitOK, res.code, "%s: %s", name, res.stderr)
+		require.Regexp(t, `queued\s+\(disabled\)\s+running`, res.stdout)
+		require.Regexp(t, `reports\s+no\s+-\s+-\s+0\s+3\s+2\s+0`, res.stdout)
+
+		res = runner(t, "kinds", "enable", "render-pdf")
+		require.Equal(t, ExitOK, res.code, "%s: %s", name, res.stderr)
+		require.Equal(t, "kind render-pdf enabled\n", res.stdout)
+		res = runner(t, "kinds", "set", "render-pdf", "--cap", "0")
+		require.Equal(t, ExitOK, res.code, "%s: %s", name, res.stderr)
+		require.Equal(t, "kind render-pdf uncapped\n", res.stdout)
+		res = runner(t, "kinds", "ls", "--json")
+		require.Equal(t, ExitOK, res.code, "%s: %s", name, res.stderr)
+		ks = kindsOut{}
+		require.NoError(t, json.Unmarshal([]byte(res.stdout), &ks))
+		require.False(t, ks.Kinds[0].Disabled)
+		require.Zero(t, ks.Kinds[0].MaxRunning)
+		res = runner(t, "queues", "ls")
+		require.Regexp(t, `reports\s+no\s+-\s+-\s+0\s+3\s+0\s+0`, res.stdout, "nothing disabled any more")
+	}
+}
+
+func TestKindCommandsRefuseBadInput(t *testing.T) {
+	b := startServer(t, false)
+	for name, runner := range map[string]func(t *testing.T, args ...string) result{"server": b.remote, "database": b.run} {
+		for _, args := range [][]string{
+			{"kinds", "disable", "two words"},
+			{"kinds", "enable", ""},
+			{"kinds", "set", "pdf", "--cap", "-1"},
+			{"kinds", "set", "pdf", "--cap", "many"},
+			{"kinds", "set", "pdf", "--cap", "4294967296"},
+			{"kinds", "set", "pdf"},
+			{"kinds", "set", "", "--cap", "1"},
+			{"kinds", "disable"},
+		} {
+			res := runner(t, args...)
+			require.Equal(t, ExitUsage, res.code, "%s %v: %s", name, args, res.stderr)
+		}
+		res := runner(t, "kinds", "set", "pdf", "--cap", "-1")
+		require.Contains(t, res.stderr, "max_running")
+		res = runner(t, "kinds", "enable", "never-seen")
+		require.Equal(t, ExitOK, res.code, "%s: enabling an unknown kind changes nothing: %s", name, res.stderr)
+		res = runner(t, "kinds", "ls")
+		require.Equal(t, ExitOK, res.code, "%s: %s", name, res.stderr)
+		require.Equal(t, "no kinds\n", res.stdout)
+	}
+}

@@ -1,0 +1,58 @@
+package server
+
+import (
+	"context"
+
+	"github.com/hopperjobs/hopper"
+	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
+)
+
+// kindService implements hopper.v1.KindService. The client validates the requests.
+type kindService struct{ s *Server }
+
+func (k *kindService) List(ctx context.Context, _ *hopperv1.KindServiceListRequest) (*hopperv1.KindServiceListResponse, error) {
+	ks, err := k.s.client.Kinds(ctx)
+	if err != nil {
+		return nil, rpcError("list kinds", err)
+	}
+	out := &hopperv1.KindServiceListResponse{Kinds: make([]*hopperv1.Kind, len(ks))}
+	for i, info := range ks {
+		out.Kinds[i] = &hopperv1.Kind{Name: info.Name, Disabled: info.Disabled, MaxRunning: int32(info.MaxRunning),
+			Counts: stateCounts(info.Counts)}
+	}
+	return out, nil
+}
+
+func (k *kindService) Set(ctx context.Context, req *hopperv1.KindServiceSetRequest) (*hopperv1.KindServiceSetResponse, error) {
+	if req.GetKind() == "" { // SetLimit would name its Limit, which this request does not have
+		return nil, invalidArg("kind", "is empty")
+	}
+	err := k.s.client.SetLimit(ctx, hopper.Limit{Kind: req.GetKind(), MaxRunning: int(req.GetMaxRunning())})
+	if err != nil {
+		return nil, rpcError("set kind cap", err)
+	}
+	return &hopperv1.KindServiceSetResponse{}, nil
+}
+
+func (k *kindService) Disable(ctx context.Context, req *hopperv1.KindServiceDisableRequest) (*hopperv1.KindServiceDisableResponse, error) {
+	if err := k.s.client.DisableKind(ctx, req.GetKind()); err != nil {
+		return nil, rpcError("disable kind", err)
+	}
+	return &hopperv1.KindServiceDisableResponse{}, nil
+}
+
+func (k *kindService) Enable(ctx context.Context, req *hopperv1.KindServiceEnableRequest) (*hopperv1.KindServiceEnableResponse, error) {
+	if err := k.s.client.EnableKind(ctx, req.GetKind()); err != nil {
+		return nil, rpcError("enable kind", err)
+	}
+	return &hopperv1.KindServiceEnableResponse{}, nil
+}
+
+// stateCounts is a job count per state as the API names the states.
+func stateCounts(counts map[hopper.JobState]int64) map[string]int64 {
+	out := make(map[string]int64, len(counts))
+	for st, n := range counts {
+		out[string(st)] = n
+	}
+	return out
+}

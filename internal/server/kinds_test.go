@@ -1,0 +1,117 @@
+package server_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect/v2"
+	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/types/known/durationpb"
+)
+
+// A disabled kind's jobs are handed to no remote worker, stay queued and show as disabled in
+// the queue listing; its cap is kept; enabling it hands them out again.
+func TestKindServiceDisablesAKindForRemoteWorkers(t *testing.T) {
+	e := start(t)
+	kinds := e.kinds
+	ctx := t.Context()
+	pdf := e.enqueue(t, "pdf", `{}`)
+	_, err := kinds.Disable(ctx, &hopperv1.KindServiceDisableRequest{Kind: "pdf"})
+	require.NoError(t, err)
+	mail := e.enqueue(t, "mail", `{}`)
+	got := e.activate(t, &hopperv1.ActivateRequest{MaxJobs: 10})
+	require.Len(t, got, 1)
+	require.Equal(t, mail.GetId(), got[0].GetId())
+	require.Equal(t, "queued", e.get(t, pdf.GetId()).GetState())
+
+	qs, err := e.queues.List(ctx, &hopperv1.QueueServiceListRequest{})
+	require.NoError(t, err)
+	require.Equal(t, int64(1), qs.GetQueues()[0].GetDisabled())
+	_, err = kinds.Set(ctx, &hopperv1.KindServiceSetRequest{Kind: "pdf", MaxRunning: 3})
+	require.NoError(t, err)
+	list, err := kinds.List(ctx, &hopperv1.KindServiceListRequest{})
+	require.NoError(t, err)
+	require.Len(t, list.GetKinds(), 2)
+	require.Equal(t, "mail", list.GetKinds()[0].GetName())
+	require.Equal(t, map[string]int64{"running": 1}, list.GetKinds()[0].GetCounts())
+	off := list.GetKinds()[1]
+	require.Equal(t, "pdf", off.GetName())
+	require.True(t, off.GetDisabled())
+	require.Equal(t, int32(3), off.GetMaxRunning())
+	require.Equal(t, map[string]int64{"queued": 1}, off.GetCounts())
+
+	_, err = kinds.Enable(ctx, &hopperv1.KindServiceEnableRequest{Kind: "pdf"})
+	require.NoError(t, err)
+	got = e.activate(t, &hopperv1.ActivateRequest{MaxJobs: 10})
+	require.Len(t, got, 1)
+	require.Equal(t, pdf.GetId(), got[0].GetId())
+	_, err = kinds.Set(ctx, &hopperv1.KindServiceSetRequest{Kind: "pdf"})
+	require.NoError(t, err, "an unset cap removes it")
+	list, err = kinds.List(ctx, &hopperv1.KindServiceListRequest{})
+	require.NoError(t, err)
+	require.Zero(t, list.GetKinds()[1].GetMaxRunning())
+	require.False(t, list.GetKinds()[1].GetDisabled())
+}
+
+// A long poll waiting for a disabled kind's job gets it as soon as the kind is enabled: the
+// wake-up is pushed, not polled.
+func TestEnablingAKindWakesALongPoll(t *testing.T) {
+	e := start(t)
+	kinds := e.kinds
+	_, err := kinds.Disable(t.Context(), &hopperv1.KindServiceDisableRequest{Kind: "pdf"})
+	require.NoError(t, err)
+	job := e.enqueue(t, "pdf", `{}`)
+	type result struct {
+		jobs []*hopperv1.ActivatedJob
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := e.workers.Activate(context.Background(), &hopperv1.ActivateRequest{Worker: "poller",
+			Kinds: []string{"pdf"}, RequestTimeout: durationpb.New(30 * time.Second)})
+		done <- result{res.GetJobs(), err}
+	}()
+	require.Eventually(t, func() bool { return waitingPolls(t, e) == 1 }, 5*time.Second, time.Millisecond)
+	_, err = kinds.Enable(t.Context(), &hopperv1.KindServiceEnableRequest{Kind: "pdf"})
+	require.NoError(t, err)
+	enabled := time.Now()
+	r := <-done
+	require.NoError(t, r.err)
+	require.Len(t, r.jobs, 1)
+	require.Equal(t, job.GetId(), r.jobs[0].GetId())
+	// Pushed, not polled: far below the store poll (1 s).
+	require.Less(t, time.Since(enabled), 500*time.Millisecond)
+}
+
+func TestKindServiceNamesTheBadField(t *testing.T) {
+	e := start(t)
+	kinds := e.kinds
+	ctx := t.Context()
+	for _, tc := range []struct {
+		call  func() error
+		field string
+	}{
+		{func() error { _, err := kinds.Disable(ctx, &hopperv1.KindServiceDisableRequest{}); return err }, "kind"},
+		{func() error {
+			_, err := kinds.Disable(ctx, &hopperv1.KindServiceDisableRequest{Kind: "two words"})
+			return err
+		}, "kind"},
+		{func() error { _, err := kinds.Enable(ctx, &hopperv1.KindServiceEnableRequest{}); return err }, "kind"},
+		{func() error { _, err := kinds.Set(ctx, &hopperv1.KindServiceSetRequest{MaxRunning: 2}); return err }, "kind"},
+		{func() error {
+			_, err := kinds.Set(ctx, &hopperv1.KindServiceSetRequest{Kind: "pdf", MaxRunning: -1})
+			return err
+		}, "max_running"},
+	} {
+		err := tc.call()
+		requireCode(t, connect.CodeInvalidArgument, err)
+		require.Contains(t, err.Error(), "invalid "+tc.field+":")
+	}
+	_, err := kinds.Enable(ctx, &hopperv1.KindServiceEnableRequest{Kind: "never-seen"})
+	require.NoError(t, err, "enabling an unknown kind changes nothing")
+	list, err := kinds.List(ctx, &hopperv1.KindServiceListRequest{})
+	require.NoError(t, err)
+	require.Empty(t, list.GetKinds())
+}

@@ -1,0 +1,57 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/hopperjobs/hopper/internal/store"
+)
+
+// pruneKindSQL deletes the row of kind ? once it holds no setting.
+const pruneKindSQL = `DELETE FROM kinds WHERE kind = ? AND disabled = 0 AND max_running IS NULL`
+
+// KindSetDisabled disables or enables a kind. The claim reads the flag in its own transaction,
+// so once this returns no claim takes the kind's jobs.
+func (s *Store) KindSetDisabled(ctx context.Context, kind string, disabled bool) error {
+	err := s.write(ctx, nil, func(ctx context.Context, tx *sql.Tx, _ []*sql.Stmt) error {
+		now := micros(s.clock.Now())
+		if disabled {
+			_, err := tx.ExecContext(ctx, `INSERT INTO kinds (kind, disabled, updated_at) VALUES (?1, 1, ?2)
+				ON CONFLICT (kind) DO UPDATE SET disabled = 1, updated_at = excluded.updated_at`, kind, now)
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE kinds SET disabled = 0, updated_at = ?2 WHERE kind = ?1 AND disabled = 1`, kind, now)
+		if err == nil {
+			_, err = tx.ExecContext(ctx, pruneKindSQL, kind)
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("set kind %q disabled=%v: %w", kind, disabled, err)
+	}
+	return nil
+}
+
+// KindList returns the stored kind settings, by name.
+func (s *Store) KindList(ctx context.Context) ([]*store.KindSettings, error) {
+	rows, err := s.reader.QueryContext(ctx, `SELECT kind, disabled, max_running FROM kinds ORDER BY kind`)
+	if err != nil {
+		return nil, wrap(err, "list kinds")
+	}
+	defer rows.Close()
+	var out []*store.KindSettings
+	for rows.Next() {
+		k := &store.KindSettings{}
+		var limit sql.NullInt64
+		if err := rows.Scan(&k.Name, &k.Disabled, &limit); err != nil {
+			return nil, wrap(err, "list kinds")
+		}
+		k.MaxRunning = int(limit.Int64)
+		out = append(out, k)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrap(err, "list kinds")
+	}
+	return out, nil
+}
