@@ -39,13 +39,9 @@ func (c *Client) Queues(ctx context.Context) ([]*QueueInfo, error) {
 		}
 		return q
 	}
-	kinds, err := c.store.KindList(ctx)
+	disabled, err := c.disabledKinds(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list queues: %w", err)
-	}
-	disabled := map[string]bool{}
-	for _, k := range kinds {
-		disabled[k.Name] = k.Disabled
 	}
 	counts, err := c.store.JobCounts(ctx)
 	if err != nil {
@@ -99,6 +95,21 @@ func (c *Client) awaitingCompute(ctx context.Context, byName map[string]*QueueIn
 		}
 	}
 	return nil
+}
+
+// disabledKinds returns the set of disabled kinds.
+func (c *Client) disabledKinds(ctx context.Context) (map[string]bool, error) {
+	kinds, err := c.store.KindList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, k := range kinds {
+		if k.Disabled {
+			out[k.Name] = true
+		}
+	}
+	return out, nil
 }
 
 // Node is a Hopper process registered in the store.
