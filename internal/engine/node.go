@@ -48,31 +48,19 @@ func (e *Engine) heartbeatNode(ctx context.Context) {
 // jobs, and its remote workers' (SetRemoteQueues) — and those of them where every one of its
 // workers is held back: by the governor (holding) for its own, by theirs for remote ones.
 func (e *Engine) nodeQueues(holding bool) (queues, held []string) {
-	state := map[string]bool{} // queue → every worker here is held
-	add := func(q string, h bool) {
-		prev, seen := state[q]
-		state[q] = (prev || !seen) && h
-	}
+	holds := governor.Holds{}
 	if len(e.kinds) > 0 {
 		for q := range e.producers {
-			add(q, holding)
+			holds.Add(q, holding)
 		}
 	}
 	if f := e.remote.Load(); f != nil {
 		rq, rh := (*f)()
 		for _, q := range rq {
-			add(q, slices.Contains(rh, q))
+			holds.Add(q, slices.Contains(rh, q))
 		}
 	}
-	for q, h := range state {
-		queues = append(queues, q)
-		if h {
-			held = append(held, q)
-		}
-	}
-	slices.Sort(queues)
-	slices.Sort(held)
-	return queues, held
+	return holds.Lists()
 }
 
 // SetRemoteQueues tells the engine which queues the remote workers served through this

@@ -2,11 +2,11 @@ package server
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"github.com/hopperjobs/hopper"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
+	"github.com/hopperjobs/hopper/internal/governor"
 )
 
 // A remote worker's resource governor (contract 15) holds it back with WorkerService.Hold.
@@ -127,22 +127,13 @@ func (r *registry) heldUntil(name, queue string, now time.Time) time.Time {
 // server's part of its node's heartbeat.
 func (r *registry) queues(now time.Time) (queues, held []string) {
 	r.mu.Lock()
-	state := map[string]bool{}
+	defer r.mu.Unlock()
+	holds := governor.Holds{}
 	for _, w := range r.workers {
 		if w.streams == 0 && w.polls == 0 && now.Sub(w.lastSeen) >= remoteLive && !w.heldAt(now) {
 			continue
 		}
-		h, seen := state[w.queue]
-		state[w.queue] = (h || !seen) && w.heldAt(now)
+		holds.Add(w.queue, w.heldAt(now))
 	}
-	r.mu.Unlock()
-	for q, h := range state {
-		queues = append(queues, q)
-		if h {
-			held = append(held, q)
-		}
-	}
-	slices.Sort(queues)
-	slices.Sort(held)
-	return queues, held
+	return holds.Lists()
 }
