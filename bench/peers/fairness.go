@@ -1,13 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"os/exec"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -101,23 +98,9 @@ func hopperFairness(ctx context.Context, o *options, bin string) (map[string]any
 	args := []string{"bench", "--scenario", "fairness", "--database", o.database,
 		"--jobs", strconv.Itoa(o.jobs), "--workers", strconv.Itoa(o.workers), "--batch", strconv.Itoa(o.batch),
 		"--rate", strconv.Itoa(o.rate), "--latency-jobs", strconv.Itoa(max(o.latencyJobs, 1)), "--json"}
-	args = append(args, o.hopperArgs...)
-	cmd := exec.CommandContext(ctx, bin, args...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return nil, &hopperError{args: redact(args), err: err, stderr: stderr.String(), stdout: stdout.String()}
-	}
-	var line string
-	for _, l := range strings.Split(stdout.String(), "\n") {
-		if l = strings.TrimSpace(l); strings.HasPrefix(l, "{") {
-			line = l
-		}
-	}
 	var out map[string]any
-	if err := json.Unmarshal([]byte(line), &out); err != nil {
-		return nil, &hopperError{args: redact(args), err: fmt.Errorf("parse JSON: %w", err),
-			stderr: stderr.String(), stdout: stdout.String()}
+	if _, err := runHopperJSON(ctx, o, bin, args, &out); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

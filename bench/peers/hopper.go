@@ -66,14 +66,33 @@ func runHopper(ctx context.Context, o *options, bin string) (*result, error) {
 		"--rate", strconv.Itoa(o.rate),
 		"--latency-jobs", strconv.Itoa(latencyJobsFlag(o.latencyJobs)),
 		"--json"}
+	var res result
+	line, err := runHopperJSON(ctx, o, bin, args, &res)
+	if err != nil {
+		return nil, err
+	}
+	var raw map[string]any
+	_ = json.Unmarshal([]byte(line), &raw)
+	res.Raw = raw
+	if res.Jobs != o.jobs || res.JobsPerSec <= 0 {
+		return nil, &hopperError{args: redact(args), err: fmt.Errorf("unexpected result %s", line)}
+	}
+	return &res, nil
+}
+
+// runHopperJSON runs hopper with args (and --hopper-args) and decodes the JSON object it
+// prints, the last line that starts with '{', into v; it returns that line.
+func runHopperJSON(ctx context.Context, o *options, bin string, args []string, v any) (string, error) {
 	args = append(args, o.hopperArgs...)
 	cmd := exec.CommandContext(ctx, bin, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return nil, &hopperError{args: redact(args), err: err, stderr: stderr.String(), stdout: stdout.String()}
+	fail := func(err error) error {
+		return &hopperError{args: redact(args), err: err, stderr: stderr.String(), stdout: stdout.String()}
 	}
-	// The JSON object is the last line that starts with '{'.
+	if err := cmd.Run(); err != nil {
+		return "", fail(err)
+	}
 	var line string
 	for _, l := range strings.Split(stdout.String(), "\n") {
 		if l = strings.TrimSpace(l); strings.HasPrefix(l, "{") {
@@ -81,22 +100,12 @@ func runHopper(ctx context.Context, o *options, bin string) (*result, error) {
 		}
 	}
 	if line == "" {
-		return nil, &hopperError{args: redact(args), err: fmt.Errorf("no JSON object on stdout"),
-			stderr: stderr.String(), stdout: stdout.String()}
+		return "", fail(fmt.Errorf("no JSON object on stdout"))
 	}
-	var res result
-	if err := json.Unmarshal([]byte(line), &res); err != nil {
-		return nil, &hopperError{args: redact(args), err: fmt.Errorf("parse JSON: %w", err),
-			stderr: stderr.String(), stdout: stdout.String()}
+	if err := json.Unmarshal([]byte(line), v); err != nil {
+		return "", fail(fmt.Errorf("parse JSON: %w", err))
 	}
-	var raw map[string]any
-	_ = json.Unmarshal([]byte(line), &raw)
-	res.Raw = raw
-	if res.Jobs != o.jobs || res.JobsPerSec <= 0 {
-		return nil, &hopperError{args: redact(args), err: fmt.Errorf("unexpected result %s", line),
-			stderr: stderr.String(), stdout: stdout.String()}
-	}
-	return &res, nil
+	return line, nil
 }
 
 // latencyJobsFlag maps "no latency phase" (0) to hopper's -1.
