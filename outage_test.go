@@ -92,9 +92,9 @@ func (d *downStore) JobSweepExpired(ctx context.Context, p *store.SweepParams) (
 	return d.Store.JobSweepExpired(ctx, p)
 }
 
-func (d *downStore) JobClaim(ctx context.Context, p *store.ClaimParams) (jobs []*hoppertype.JobRow, capLimited bool, err error) {
+func (d *downStore) JobClaim(ctx context.Context, p *store.ClaimParams) (jobs []*hoppertype.JobRow, hold store.Hold, err error) {
 	if err := d.err(); err != nil {
-		return nil, false, err
+		return nil, store.Hold{}, err
 	}
 	return d.Store.JobClaim(ctx, p)
 }

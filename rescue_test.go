@@ -25,9 +25,9 @@ type frozen struct {
 
 var errFrozen = errors.New("process hung")
 
-func (f *frozen) JobClaim(ctx context.Context, p *store.ClaimParams) (jobs []*hoppertype.JobRow, capLimited bool, err error) {
+func (f *frozen) JobClaim(ctx context.Context, p *store.ClaimParams) (jobs []*hoppertype.JobRow, hold store.Hold, err error) {
 	if f.cut.Load() {
-		return nil, false, errFrozen
+		return nil, store.Hold{}, errFrozen
 	}
 	return f.Store.JobClaim(ctx, p)
 }

@@ -197,13 +197,13 @@ type blipStore struct {
 	failed     chan struct{}
 }
 
-func (b *blipStore) JobClaim(ctx context.Context, p *store.ClaimParams) (jobs []*hopper.JobRow, capLimited bool, err error) {
+func (b *blipStore) JobClaim(ctx context.Context, p *store.ClaimParams) (jobs []*hopper.JobRow, hold store.Hold, err error) {
 	if b.failClaims.Add(-1) >= 0 {
 		select {
 		case b.failed <- struct{}{}:
 		default:
 		}
-		return nil, false, store.ErrUnavailable
+		return nil, store.Hold{}, store.ErrUnavailable
 	}
 	return b.Store.JobClaim(ctx, p)
 }

@@ -23,7 +23,7 @@ type claimCounter struct {
 	claims atomic.Int64
 }
 
-func (c *claimCounter) JobClaim(ctx context.Context, p *store.ClaimParams) ([]*hoppertype.JobRow, bool, error) {
+func (c *claimCounter) JobClaim(ctx context.Context, p *store.ClaimParams) ([]*hoppertype.JobRow, store.Hold, error) {
 	c.claims.Add(1)
 	return c.Store.JobClaim(ctx, p)
 }

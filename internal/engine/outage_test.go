@@ -35,9 +35,9 @@ func (o *outageStore) cut() error {
 	return fmt.Errorf("dial tcp 127.0.0.1:5432: connect: connection refused: %w", store.ErrUnavailable)
 }
 
-func (o *outageStore) JobClaim(ctx context.Context, p *store.ClaimParams) (jobs []*hoppertype.JobRow, capLimited bool, err error) {
+func (o *outageStore) JobClaim(ctx context.Context, p *store.ClaimParams) (jobs []*hoppertype.JobRow, hold store.Hold, err error) {
 	if err := o.cut(); err != nil {
-		return nil, false, err
+		return nil, store.Hold{}, err
 	}
 	return o.Store.JobClaim(ctx, p)
 }

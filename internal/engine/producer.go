@@ -17,6 +17,11 @@ const claimTimeout = 30 * time.Second
 // capRetry is how soon a producer held short by a fleet-wide cap claims again.
 const capRetry = 50 * time.Millisecond
 
+// maxRateWait bounds how long a producer held back by a rate limit waits before it claims
+// again, however far off the limit's next start is: a limit raised or removed meanwhile
+// applies within it.
+const maxRateWait = time.Second
+
 // maxClaimsInFlight bounds the claims one producer has outstanding. A claim waits for its
 // commit to be durable; with two in flight the next batch is on its way while one commits.
 const maxClaimsInFlight = 2
@@ -36,11 +41,11 @@ type producer struct {
 }
 
 type claimResult struct {
-	gen        int // the loop's wake-up generation when the claim was issued
-	asked      int
-	jobs       []*hoppertype.JobRow
-	capLimited bool
-	err        error
+	gen   int // the loop's wake-up generation when the claim was issued
+	asked int
+	jobs  []*hoppertype.JobRow
+	hold  store.Hold
+	err   error
 }
 
 func newProducer(e *Engine, queue string, max int) *producer {
@@ -147,9 +152,21 @@ func (p *producer) received(st *loopState, r claimResult) {
 		return
 	}
 	p.retry.Succeed()
+	if h := r.hold; h.QueueWide && h.Wait > 0 {
+		// The queue's rate limit allows no start before h.Wait: no claim until then, whatever
+		// wakes the loop (enqueues would otherwise each make a claim that takes nothing).
+		wait := min(h.Wait, maxRateWait)
+		st.holdUntil = p.e.clock.Now().Add(wait)
+		st.poll.Stop()
+		st.poll = p.e.clock.NewTimer(wait)
+		st.more, st.urgent = false, false
+		p.e.slots.want(p.queue, false)
+		p.capHeld.Store(false) // a job's end frees no start
+		return
+	}
 	// A claim that got all it asked for suggests more work; one held short by a fleet-wide cap
-	// (not an empty queue) should look again soon, since slots free up as jobs anywhere
-	// finish and no wake-up announces that.
+	// or a kind's rate limit (not an empty queue) should look again soon, since slots free up
+	// as jobs anywhere finish, and starts as time passes, and no wake-up announces that.
 	if r.gen < st.gen {
 		return // woken since this claim was issued: what it saw is stale, so keep looking
 	}
@@ -157,10 +174,15 @@ func (p *producer) received(st *loopState, r claimResult) {
 	if !st.more {
 		p.e.slots.want(p.queue, false) // the queue is empty (or capped): it is owed no slots
 	}
-	p.capHeld.Store(!st.more && r.capLimited)
-	if !st.more && r.capLimited {
+	capped := !st.more && r.hold.Capped
+	p.capHeld.Store(capped)
+	if capped {
+		retry := capRetry
+		if r.hold.Wait > 0 {
+			retry = min(r.hold.Wait, maxRateWait)
+		}
 		st.poll.Stop()
-		st.poll = p.e.clock.NewTimer(capRetry)
+		st.poll = p.e.clock.NewTimer(retry)
 	}
 }
 
@@ -171,8 +193,8 @@ func (p *producer) claim(ctx context.Context, n, gen int) {
 	// jobs running that nobody works until their leases expire. The loop waits for it.
 	claimCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
 	defer cancel()
-	jobs, capLimited, err := p.e.store.JobClaim(claimCtx, &store.ClaimParams{
+	jobs, hold, err := p.e.store.JobClaim(claimCtx, &store.ClaimParams{
 		Queue: p.queue, Kinds: p.e.kinds, Limit: n, WorkerID: p.e.cfg.WorkerID, LeaseDuration: p.e.cfg.LeaseDuration,
 	})
-	p.results <- claimResult{gen: gen, asked: n, jobs: jobs, capLimited: capLimited, err: err}
+	p.results <- claimResult{gen: gen, asked: n, jobs: jobs, hold: hold, err: err}
 }

@@ -26,18 +26,18 @@ type gatedClaims struct {
 	entered, proceed chan struct{}
 }
 
-func (g *gatedClaims) JobClaim(ctx context.Context, p *store.ClaimParams) (jobs []*hopper.JobRow, capLimited bool, err error) {
+func (g *gatedClaims) JobClaim(ctx context.Context, p *store.ClaimParams) (jobs []*hopper.JobRow, hold store.Hold, err error) {
 	select {
 	case <-g.entered:
 	default:
 		close(g.entered)
 		<-g.proceed
 	}
-	jobs, capLimited, err = g.Store.JobClaim(context.WithoutCancel(ctx), p)
+	jobs, hold, err = g.Store.JobClaim(context.WithoutCancel(ctx), p)
 	if ctx.Err() != nil {
-		return nil, false, ctx.Err() // committed, but the answer is lost with the canceled client
+		return nil, store.Hold{}, ctx.Err() // committed, but the answer is lost with the canceled client
 	}
-	return jobs, capLimited, err
+	return jobs, hold, err
 }
 
 // A worker that gives up its Activate while the claim commits: the claim is not cut off by

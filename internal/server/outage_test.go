@@ -84,9 +84,9 @@ func (f *faultyStore) JobInsertMany(ctx context.Context, ps []*store.InsertParam
 	return f.Store.JobInsertMany(ctx, ps)
 }
 
-func (f *faultyStore) JobClaim(ctx context.Context, p *store.ClaimParams) (jobs []*hopper.JobRow, capLimited bool, err error) {
+func (f *faultyStore) JobClaim(ctx context.Context, p *store.ClaimParams) (jobs []*hopper.JobRow, hold store.Hold, err error) {
 	if f.claimsDown.Load() {
-		return nil, false, fmt.Errorf("claim: %w", store.ErrUnavailable)
+		return nil, store.Hold{}, fmt.Errorf("claim: %w", store.ErrUnavailable)
 	}
 	return f.Store.JobClaim(ctx, p)
 }

@@ -66,8 +66,9 @@ type Store interface {
 	JobCancel(ctx context.Context, params *CancelParams) (*hoppertype.JobRow, error)
 
 	// JobClaim moves up to Limit queued jobs of one queue to running under new leases, highest
-	// priority first, then oldest first, each with a new fencing token.
-	JobClaim(ctx context.Context, params *ClaimParams) (jobs []*hoppertype.JobRow, capLimited bool, err error)
+	// priority first, then oldest first, each with a new fencing token, within the fleet-wide
+	// caps and rate limits that apply; the Hold says what they held back.
+	JobClaim(ctx context.Context, params *ClaimParams) (jobs []*hoppertype.JobRow, hold Hold, err error)
 	// JobFinishMany ends running attempts in one transaction. Each item's error is nil, or
 	// ErrLeaseLost when its token is stale, or NoSuchJob when no job has its id, or
 	// ErrInvalidTransition for a bad target state.
@@ -117,6 +118,10 @@ type Store interface {
 	LimitSet(ctx context.Context, params *LimitParams) error
 	// LimitList returns every cap, queues first, by name.
 	LimitList(ctx context.Context) ([]*LimitParams, error)
+	// RateSet sets or removes the fleet-wide rate limit of a queue or a kind. A new limit
+	// starts with a full bucket; a changed one keeps the starts its bucket holds, up to the new
+	// limit. QueueList and KindList show the limits.
+	RateSet(ctx context.Context, params *RateParams) error
 
 	// NodeHeartbeat registers a node or refreshes its heartbeat, with its governor's state
 	// (Holding, Queues, HeldQueues).
@@ -167,12 +172,14 @@ type JobCount struct {
 type QueueSettings struct {
 	Name   string
 	Paused bool
-	Weight int // 0 when none is stored
+	Weight int  // 0 when none is stored
+	Rate   Rate // the fleet-wide rate limit, zero for none
 }
 
 // KindSettings are a kind's stored settings.
 type KindSettings struct {
 	Name       string
 	Disabled   bool
-	MaxRunning int // the fleet-wide cap, 0 for none
+	MaxRunning int  // the fleet-wide cap, 0 for none
+	Rate       Rate // the fleet-wide rate limit, zero for none
 }

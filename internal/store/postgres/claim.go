@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/store"
@@ -46,29 +47,31 @@ WHERE j.id = picked.id
 RETURNING ` + jCols
 
 // The uncapped claim, the common case: one statement. It takes nothing when a kind's setting
-// or a fleet-wide cap applies to the claim (the queue's cap, or a kind it may take that is
-// capped or disabled); capsApplySQL, sent in the same round trip, then says so and JobClaim
-// takes the capped path, which also leaves the jobs of disabled kinds. So a claim that no cap
-// and no disabled kind applies to is the statement it was before kinds could be disabled:
+// or a fleet-wide cap or rate limit applies to the claim (the queue's, or a kind it may take
+// that is capped, rate-limited or disabled); capsApplySQL, sent in the same round trip, then
+// says so and JobClaim takes the capped path, which also leaves the jobs of disabled kinds.
+// So a claim that no setting applies to is the statement it was before kinds could be
+// disabled:
 // PostgreSQL plans it anew for every claim, and one more subquery costs a third more
 // planning. $6 is the kinds filter.
 var (
-	uncappedGuard = `AND NOT EXISTS (SELECT 1 FROM {schema}.queues c WHERE c.name = $2 AND c.max_running IS NOT NULL)
-	  AND NOT EXISTS (SELECT 1 FROM {schema}.kinds k WHERE (k.max_running IS NOT NULL OR k.disabled)
+	uncappedGuard = `AND NOT EXISTS (SELECT 1 FROM {schema}.queues c WHERE c.name = $2
+	                  AND (c.max_running IS NOT NULL OR c.rate_limit IS NOT NULL))
+	  AND NOT EXISTS (SELECT 1 FROM {schema}.kinds k WHERE (k.max_running IS NOT NULL OR k.disabled OR k.rate_limit IS NOT NULL)
 	                  AND (cardinality($6::text[]) = 0 OR k.kind = ANY($6::text[])))
 	  AND (cardinality($6::text[]) = 0 OR j.kind = ANY($6::text[]))`
 	claimUncappedSQL = `WITH picked AS MATERIALIZED (` + fmt.Sprintf(candidates, uncappedGuard, "$3") + `)` + claimUpdate
 )
 
-const capsApplySQL = `SELECT EXISTS (SELECT 1 FROM {schema}.queues WHERE name = $1 AND max_running IS NOT NULL)
-	OR EXISTS (SELECT 1 FROM {schema}.kinds WHERE (max_running IS NOT NULL OR disabled)
+const capsApplySQL = `SELECT EXISTS (SELECT 1 FROM {schema}.queues WHERE name = $1 AND (max_running IS NOT NULL OR rate_limit IS NOT NULL))
+	OR EXISTS (SELECT 1 FROM {schema}.kinds WHERE (max_running IS NOT NULL OR disabled OR rate_limit IS NOT NULL)
 	           AND (cardinality($2::text[]) = 0 OR kind = ANY($2::text[])))`
 
-// JobClaim claims up to params.Limit jobs, in claim order, within the fleet-wide caps and
-// leaving the jobs of disabled kinds.
-func (s *Store) JobClaim(ctx context.Context, p *store.ClaimParams) (jobs []*hoppertype.JobRow, capLimited bool, err error) {
+// JobClaim claims up to params.Limit jobs, in claim order, within the fleet-wide caps and rate
+// limits, leaving the jobs of disabled kinds.
+func (s *Store) JobClaim(ctx context.Context, p *store.ClaimParams) (jobs []*hoppertype.JobRow, hold store.Hold, err error) {
 	if p.Limit <= 0 {
-		return nil, false, nil
+		return nil, hold, nil
 	}
 	kinds := p.Kinds
 	if kinds == nil {
@@ -76,17 +79,17 @@ func (s *Store) JobClaim(ctx context.Context, p *store.ClaimParams) (jobs []*hop
 	}
 	jobs, restricted, err := s.claimUncapped(ctx, p, kinds)
 	if err == nil && restricted && len(jobs) == 0 {
-		jobs, capLimited, err = s.claimCapped(ctx, p, kinds)
+		jobs, hold, err = s.claimCapped(ctx, p, kinds)
 	}
 	if err != nil {
-		return nil, false, s.wrap(err, "claim jobs in queue %q", p.Queue)
+		return nil, store.Hold{}, s.wrap(err, "claim jobs in queue %q", p.Queue)
 	}
 	store.SortClaimed(jobs)
-	return jobs, capLimited, nil
+	return jobs, hold, nil
 }
 
 // claimUncapped runs the uncapped claim and capsApplySQL in one round trip; it reports
-// whether a cap or a disabled kind applies to the claim.
+// whether a cap, a rate limit or a disabled kind applies to the claim.
 func (s *Store) claimUncapped(ctx context.Context, p *store.ClaimParams, kinds []string) ([]*hoppertype.JobRow, bool, error) {
 	b := &pgx.Batch{}
 	b.Queue(s.sql(claimUncappedSQL), s.nowArg(), p.Queue, p.Limit, p.WorkerID, micros(p.LeaseDuration), kinds)
@@ -108,35 +111,68 @@ func (s *Store) claimUncapped(ctx context.Context, p *store.ClaimParams, kinds [
 	return jobs, restricted, br.Close()
 }
 
-// claimCapped claims under fleet-wide caps, exactly even when claims race: it locks the rows
-// of the caps that apply (the queue's, then the capped kinds' in name order, so lockers never
-// deadlock), counts the running jobs only after holding them (a fresh snapshot that sees
-// every claim committed before), and claims within the free slots, leaving the jobs of
-// disabled kinds. Only claims sharing a capped queue or kind wait for each other; a claim that
-// only a disabled kind applies to locks nothing; all others take the one-statement path.
-func (s *Store) claimCapped(ctx context.Context, p *store.ClaimParams, kinds []string) (jobs []*hoppertype.JobRow, capLimited bool, err error) {
+// claimCapped claims under fleet-wide caps and rate limits, exactly even when claims race: it
+// locks the rows of the settings that apply (the queue's, then the kinds' in name order, so
+// lockers never deadlock), counts the running jobs and refills the rate limits' buckets only
+// after holding them (a fresh snapshot that sees every claim committed before), claims within
+// the free slots and starts, leaving the jobs of disabled kinds, and writes back what it took
+// from the buckets. Only claims sharing a capped or rate-limited queue or kind wait for each
+// other; a claim that only a disabled kind applies to locks nothing; all others take the
+// one-statement path.
+func (s *Store) claimCapped(ctx context.Context, p *store.ClaimParams, kinds []string) (jobs []*hoppertype.JobRow, hold store.Hold, err error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return nil, false, err
+		return nil, hold, err
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after Commit
-	c, err := s.lockCaps(ctx, tx, p.Queue, kinds)
+	c, now, err := s.lockCaps(ctx, tx, p.Queue, kinds)
 	if err != nil {
-		return nil, false, err
+		return nil, hold, err
 	}
-	limit, capLimited := c.Limit(p.Limit), c.Limits(p.Limit)
-	if limit > 0 {
+	if limit := c.Limit(p.Limit); limit > 0 {
 		query, extra := claimCappedQuery(c.KindLeft)
 		args := append([]any{s.nowArg(), p.Queue, limit, p.WorkerID, micros(p.LeaseDuration), kinds}, extra...)
 		rs, err := tx.Query(ctx, s.sql(query), args...)
 		if err != nil {
-			return nil, false, err
+			return nil, hold, err
 		}
 		if jobs, err = scanJobs(rs); err != nil {
-			return nil, false, err
+			return nil, hold, err
 		}
 	}
-	return jobs, capLimited, tx.Commit(ctx)
+	hold = c.Spend(p.Limit, jobs)
+	if err := s.writeBuckets(ctx, tx, p.Queue, c, now); err != nil {
+		return nil, hold, err
+	}
+	return jobs, hold, tx.Commit(ctx)
+}
+
+// Writing back the rate-limit buckets a claim took starts from, at the time it refilled them.
+const (
+	writeQueueBucketSQL = `UPDATE {schema}.queues SET rate_tokens = $2, rate_at = $3 WHERE name = $1`
+	writeKindBucketsSQL = `UPDATE {schema}.kinds k SET rate_tokens = b.tokens, rate_at = $3
+		FROM unnest($1::text[], $2::float8[]) AS b(kind, tokens) WHERE k.kind = b.kind`
+)
+
+// writeBuckets writes back, in the claim's transaction, the buckets it took starts from: one
+// round trip, none when it took none.
+func (s *Store) writeBuckets(ctx context.Context, tx pgx.Tx, queue string, c *store.CapsLeft, now time.Time) error {
+	qb, kb := c.Charged()
+	b := &pgx.Batch{}
+	if qb != nil {
+		b.Queue(s.sql(writeQueueBucketSQL), queue, qb.Tokens, now)
+	}
+	if len(kb) > 0 {
+		names, tokens := make([]string, 0, len(kb)), make([]float64, 0, len(kb))
+		for k, bucket := range kb {
+			names, tokens = append(names, k), append(tokens, bucket.Tokens)
+		}
+		b.Queue(s.sql(writeKindBucketsSQL), names, tokens, now)
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	return tx.SendBatch(ctx, b).Close()
 }
 
 // claimCappedQuery builds the capped claim: without capped kinds one ordered, limited scan;
@@ -180,67 +216,87 @@ func claimCappedQuery(kindLeft map[string]int) (string, []any) {
 	return "WITH " + strings.Join(ctes, ", ") + ", " + picked + claimUpdate, extra
 }
 
-// The capped path's first round trip: lock the caps that apply (queue first, then kinds by
-// name, so lockers never deadlock), then read them with their running counts. A capped kind
-// that is disabled is locked too, so it stays disabled until the claim commits, but it limits
-// nothing: the scans leave its jobs.
+// The capped path's first round trip: lock the settings that apply (queue first, then kinds by
+// name, so lockers never deadlock), then read them, with the running counts of the caps and the
+// time the buckets are refilled to: the injected clock's, else the database's at the read (not
+// the transaction's start, which may be long before a lock wait ended, behind the time another
+// claim wrote). A capped kind that is disabled is locked too, so it stays disabled until the
+// claim commits, but it limits nothing: the scans leave its jobs.
 const (
-	lockQueueCapSQL = `SELECT 1 FROM {schema}.queues WHERE name = $1 AND max_running IS NOT NULL FOR UPDATE`
+	lockQueueCapSQL = `SELECT 1 FROM {schema}.queues
+		WHERE name = $1 AND (max_running IS NOT NULL OR rate_limit IS NOT NULL) FOR UPDATE`
 	lockKindCapsSQL = `SELECT 1 FROM {schema}.kinds
-		WHERE max_running IS NOT NULL AND (cardinality($1::text[]) = 0 OR kind = ANY($1::text[]))
+		WHERE (max_running IS NOT NULL OR rate_limit IS NOT NULL) AND (cardinality($1::text[]) = 0 OR kind = ANY($1::text[]))
 		ORDER BY kind FOR UPDATE`
-	capsSQL = `SELECT 'queue', q.name, q.max_running, count(r.id)
-	FROM {schema}.queues q LEFT JOIN {schema}.jobs r ON r.state = 'running' AND r.queue = q.name
-	WHERE q.name = $1 AND q.max_running IS NOT NULL
-	GROUP BY q.name, q.max_running
+	capsSQL = `WITH clk AS (SELECT coalesce($3::timestamptz, clock_timestamp()) AS now)
+	SELECT 'queue', q.name, q.max_running, count(r.id), q.rate_limit, q.rate_period_us, q.rate_tokens, q.rate_at, clk.now
+	FROM {schema}.queues q CROSS JOIN clk
+	LEFT JOIN {schema}.jobs r ON q.max_running IS NOT NULL AND r.state = 'running' AND r.queue = q.name
+	WHERE q.name = $1 AND (q.max_running IS NOT NULL OR q.rate_limit IS NOT NULL)
+	GROUP BY q.name, q.max_running, q.rate_limit, q.rate_period_us, q.rate_tokens, q.rate_at, clk.now
 	UNION ALL
-	SELECT 'kind', k.kind, k.max_running, count(r.id)
-	FROM {schema}.kinds k LEFT JOIN {schema}.jobs r ON r.state = 'running' AND r.kind = k.kind
-	WHERE k.max_running IS NOT NULL AND NOT k.disabled AND (cardinality($2::text[]) = 0 OR k.kind = ANY($2::text[]))
-	GROUP BY k.kind, k.max_running`
+	SELECT 'kind', k.kind, k.max_running, count(r.id), k.rate_limit, k.rate_period_us, k.rate_tokens, k.rate_at, clk.now
+	FROM {schema}.kinds k CROSS JOIN clk
+	LEFT JOIN {schema}.jobs r ON k.max_running IS NOT NULL AND r.state = 'running' AND r.kind = k.kind
+	WHERE (k.max_running IS NOT NULL OR k.rate_limit IS NOT NULL) AND NOT k.disabled
+	  AND (cardinality($2::text[]) = 0 OR k.kind = ANY($2::text[]))
+	GROUP BY k.kind, k.max_running, k.rate_limit, k.rate_period_us, k.rate_tokens, k.rate_at, clk.now`
 )
 
-// lockCaps takes the cap locks and counts the running jobs, in one round trip. The statements
-// of a batch run one after the other, so the count's snapshot is taken once the locks are
-// held and sees every claim committed before.
-func (s *Store) lockCaps(ctx context.Context, tx pgx.Tx, queue string, kinds []string) (*store.CapsLeft, error) {
+// lockCaps takes the locks and reads what the caps and rate limits leave the claim, in one
+// round trip, with the time the buckets were refilled to. The statements of a batch run one
+// after the other, so the read's snapshot is taken once the locks are held and sees every
+// claim committed before.
+func (s *Store) lockCaps(ctx context.Context, tx pgx.Tx, queue string, kinds []string) (*store.CapsLeft, time.Time, error) {
 	b := &pgx.Batch{}
 	b.Queue(s.sql(lockQueueCapSQL), queue)
 	b.Queue(s.sql(lockKindCapsSQL), kinds)
-	b.Queue(s.sql(capsSQL), queue, kinds)
+	b.Queue(s.sql(capsSQL), queue, kinds, s.nowArg())
 	br := tx.SendBatch(ctx, b)
 	defer br.Close()
 	for range 2 {
 		if _, err := br.Exec(); err != nil {
-			return nil, err
+			return nil, time.Time{}, err
 		}
 	}
 	rs, err := br.Query()
 	if err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
 	defer rs.Close()
 	c := store.NoCaps()
+	var now time.Time
 	for rs.Next() {
 		var scope, name string
-		var limit int32
+		var limit, rateLimit *int32
 		var running int64
-		if err := rs.Scan(&scope, &name, &limit, &running); err != nil {
-			return nil, err
+		var period *int64
+		var tokens *float64
+		var at *time.Time
+		if err := rs.Scan(&scope, &name, &limit, &running, &rateLimit, &period, &tokens, &at, &now); err != nil {
+			return nil, time.Time{}, err
 		}
-		left := max(int(limit)-int(running), 0)
-		if scope == string(store.LimitQueue) {
-			c.QueueLeft = left
-			continue
+		queueScope := scope == string(store.LimitQueue)
+		if limit != nil {
+			if queueScope {
+				c.QueueCap(int(*limit), int(running))
+			} else {
+				c.KindCap(name, int(*limit), int(running))
+			}
 		}
-		if c.KindLeft == nil {
-			c.KindLeft = map[string]int{}
+		if rateLimit != nil && period != nil && tokens != nil && at != nil {
+			bucket := store.Bucket{Rate: store.Rate{Limit: int(*rateLimit), Period: time.Duration(*period) * time.Microsecond},
+				Tokens: *tokens, At: *at}
+			if queueScope {
+				c.QueueRateAt(bucket, now)
+			} else {
+				c.KindRateAt(name, bucket, now)
+			}
 		}
-		c.KindLeft[name] = left
 	}
 	if err := rs.Err(); err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
 	rs.Close()
-	return c, br.Close()
+	return c, now, br.Close()
 }

@@ -47,13 +47,17 @@ func (s *Store) QueueSetWeight(ctx context.Context, queue string, weight int) er
 
 // QueueList returns the stored queue settings, by name.
 func (s *Store) QueueList(ctx context.Context) ([]*store.QueueSettings, error) {
-	rs, err := s.pool.Query(ctx, s.sql(`SELECT name, paused, coalesce(weight, 0) FROM {schema}.queues ORDER BY name COLLATE "C"`))
+	rs, err := s.pool.Query(ctx, s.sql(`SELECT name, paused, coalesce(weight, 0), coalesce(rate_limit, 0), coalesce(rate_period_us, 0)
+		FROM {schema}.queues ORDER BY name COLLATE "C"`))
 	if err != nil {
 		return nil, s.wrap(err, "list queues")
 	}
 	out, err := pgx.CollectRows(rs, func(r pgx.CollectableRow) (*store.QueueSettings, error) {
 		q := &store.QueueSettings{}
-		return q, r.Scan(&q.Name, &q.Paused, &q.Weight)
+		var period int64
+		err := r.Scan(&q.Name, &q.Paused, &q.Weight, &q.Rate.Limit, &period)
+		q.Rate.Period = time.Duration(period) * time.Microsecond
+		return q, err
 	})
 	if err != nil {
 		return nil, s.wrap(err, "list queues")
@@ -182,7 +186,7 @@ func (s *Store) LeaderResign(ctx context.Context, nodeID string) error {
 }
 
 // LimitSet sets or removes a fleet-wide cap. A kind whose cap is removed keeps its row while
-// it is disabled.
+// it is disabled or rate-limited.
 func (s *Store) LimitSet(ctx context.Context, p *store.LimitParams) error {
 	var query string
 	args := []any{s.nowArg(), p.Name, p.MaxRunning}
@@ -197,9 +201,9 @@ func (s *Store) LimitSet(ctx context.Context, p *store.LimitParams) error {
 		query = `INSERT INTO {schema}.kinds (kind, max_running, updated_at) VALUES ($2, $3, coalesce($1::timestamptz, now()))
 			ON CONFLICT (kind) DO UPDATE SET max_running = excluded.max_running, updated_at = excluded.updated_at`
 	case p.Scope == store.LimitKind:
-		query, args = `WITH gone AS (DELETE FROM {schema}.kinds WHERE kind = $2 AND NOT disabled)
+		query, args = `WITH gone AS (DELETE FROM {schema}.kinds WHERE kind = $2 AND NOT disabled AND rate_limit IS NULL)
 			UPDATE {schema}.kinds SET max_running = NULL, updated_at = coalesce($1::timestamptz, now())
-			WHERE kind = $2 AND disabled`, args[:2]
+			WHERE kind = $2 AND (disabled OR rate_limit IS NOT NULL)`, args[:2]
 	default:
 		return fmt.Errorf("set limit: unknown scope %q", p.Scope)
 	}
@@ -229,3 +233,42 @@ func (s *Store) LimitList(ctx context.Context) ([]*store.LimitParams, error) {
 	}
 	return out, nil
 }
+
+// RateSet sets or removes a fleet-wide rate limit. A new limit starts with a full bucket; a
+// changed one keeps its bucket, up to the new limit. A kind whose limit is removed keeps its
+// row while it has another setting.
+func (s *Store) RateSet(ctx context.Context, p *store.RateParams) error {
+	var query string
+	args := []any{s.nowArg(), p.Name, p.Rate.Limit, micros(p.Rate.Period)}
+	switch {
+	case p.Scope == store.LimitQueue && !p.Rate.IsZero():
+		query = fmt.Sprintf(setRateSQL, "queues", "name")
+	case p.Scope == store.LimitQueue:
+		query, args = `UPDATE {schema}.queues SET rate_limit = NULL, rate_period_us = NULL, rate_tokens = NULL, rate_at = NULL,
+			updated_at = coalesce($1::timestamptz, now()) WHERE name = $2`, args[:2]
+	case p.Scope == store.LimitKind && !p.Rate.IsZero():
+		query = fmt.Sprintf(setRateSQL, "kinds", "kind")
+	case p.Scope == store.LimitKind:
+		query, args = `WITH gone AS (DELETE FROM {schema}.kinds WHERE kind = $2 AND NOT disabled AND max_running IS NULL)
+			UPDATE {schema}.kinds SET rate_limit = NULL, rate_period_us = NULL, rate_tokens = NULL, rate_at = NULL,
+			updated_at = coalesce($1::timestamptz, now()) WHERE kind = $2 AND (disabled OR max_running IS NOT NULL)`, args[:2]
+	default:
+		return fmt.Errorf("set rate limit: unknown scope %q", p.Scope)
+	}
+	if _, err := s.pool.Exec(ctx, s.sql(query), args...); err != nil {
+		return s.wrap(err, "set %s rate limit of %q", p.Scope, p.Name)
+	}
+	return nil
+}
+
+// setRateSQL stores a rate limit in the row of a queue (%s queues, %s name) or a kind. The
+// bucket is refilled to now under the old rate before the new one applies.
+const setRateSQL = `WITH clk AS (SELECT coalesce($1::timestamptz, clock_timestamp()) AS now)
+	INSERT INTO {schema}.%[1]s AS t (%[2]s, rate_limit, rate_period_us, rate_tokens, rate_at, updated_at)
+	SELECT $2::text, $3::integer, $4::bigint, $3::float8, clk.now, clk.now FROM clk
+	ON CONFLICT (%[2]s) DO UPDATE SET rate_limit = excluded.rate_limit, rate_period_us = excluded.rate_period_us,
+		rate_tokens = CASE WHEN t.rate_limit IS NULL THEN excluded.rate_tokens
+			ELSE least(excluded.rate_limit, t.rate_tokens + greatest(0, extract(epoch FROM excluded.rate_at - t.rate_at) * 1e6)
+			     * t.rate_limit / t.rate_period_us) END,
+		rate_at = CASE WHEN t.rate_limit IS NULL THEN excluded.rate_at ELSE greatest(t.rate_at, excluded.rate_at) END,
+		updated_at = excluded.updated_at`

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/store"
@@ -36,48 +37,71 @@ const candidateSQL = `SELECT j.id, j.priority FROM jobs j
 	ORDER BY j.priority DESC, j.id
 	LIMIT +%s`
 
-// JobClaim claims up to params.Limit jobs, within the queue's and the kinds' fleet-wide caps,
-// skipping the jobs of disabled kinds.
-func (s *Store) JobClaim(ctx context.Context, p *store.ClaimParams) (jobs []*hoppertype.JobRow, capLimited bool, err error) {
+// JobClaim claims up to params.Limit jobs, within the queue's and the kinds' fleet-wide caps
+// and rate limits, skipping the jobs of disabled kinds.
+func (s *Store) JobClaim(ctx context.Context, p *store.ClaimParams) (jobs []*hoppertype.JobRow, hold store.Hold, err error) {
 	if p.Limit <= 0 {
-		return nil, false, nil
+		return nil, hold, nil
 	}
-	// The claim when no kind is capped or disabled, and the reads of the settings that apply:
-	// each prepared once.
+	// The claim when no kind is capped, rate-limited or disabled, the reads of the settings
+	// that apply, and the writes of the rate limits' buckets: each prepared once.
 	fast, fastExtra := claimQuery(p.Kinds, nil, nil)
-	queries := []string{fast, queueCapSQL, queueRunningSQL, kindRulesSQL}
+	queries := []string{fast, queueCapSQL, queueRunningSQL, kindRulesSQL, writeQueueBucketSQL, writeKindBucketSQL}
 	err = s.write(ctx, queries, func(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt) error {
 		now := s.clock.Now() // in the transaction: a queued write must not back-date its claim
 		fixed := []any{p.WorkerID, micros(now.Add(p.LeaseDuration)), micros(now), p.Queue}
-		c, disabled, err := loadCaps(ctx, stmts[1:], p)
+		c, disabled, err := loadCaps(ctx, stmts[1:4], p, now)
 		if err != nil {
 			return err
 		}
-		limit := c.Limit(p.Limit)
-		capLimited = c.Limits(p.Limit)
-		if limit <= 0 {
-			return nil
-		}
-		st, extra := stmts[0], fastExtra
-		if len(c.KindLeft) > 0 || len(disabled) > 0 {
-			var query string
-			query, extra = claimQuery(p.Kinds, c.KindLeft, disabled)
-			if st, err = tx.PrepareContext(ctx, query); err != nil {
+		if limit := c.Limit(p.Limit); limit > 0 {
+			st, extra := stmts[0], fastExtra
+			if len(c.KindLeft) > 0 || len(disabled) > 0 {
+				var query string
+				query, extra = claimQuery(p.Kinds, c.KindLeft, disabled)
+				if st, err = tx.PrepareContext(ctx, query); err != nil {
+					return err
+				}
+			}
+			rows, err := st.QueryContext(ctx, append(append(fixed, limit), extra...)...)
+			if err != nil {
+				return err
+			}
+			if jobs, err = scanJobs(rows); err != nil {
 				return err
 			}
 		}
-		rows, err := st.QueryContext(ctx, append(append(fixed, limit), extra...)...)
-		if err != nil {
-			return err
-		}
-		jobs, err = scanJobs(rows)
-		return err
+		hold = c.Spend(p.Limit, jobs)
+		return writeBuckets(ctx, stmts[4:6], p.Queue, c, now)
 	})
 	if err != nil {
-		return nil, false, fmt.Errorf("claim jobs in queue %q: %w", p.Queue, err)
+		return nil, store.Hold{}, fmt.Errorf("claim jobs in queue %q: %w", p.Queue, err)
 	}
 	store.SortClaimed(jobs)
-	return jobs, capLimited, nil
+	return jobs, hold, nil
+}
+
+// Writing back a rate limit's bucket after a claim took starts from it.
+const (
+	writeQueueBucketSQL = `UPDATE queues SET rate_tokens = ?2, rate_at = ?3 WHERE name = ?1`
+	writeKindBucketSQL  = `UPDATE kinds SET rate_tokens = ?2, rate_at = ?3 WHERE kind = ?1`
+)
+
+// writeBuckets writes back the buckets the claim took starts from, with the statements of
+// writeQueueBucketSQL and writeKindBucketSQL.
+func writeBuckets(ctx context.Context, stmts []*sql.Stmt, queue string, c *store.CapsLeft, now time.Time) error {
+	qb, kb := c.Charged()
+	if qb != nil {
+		if _, err := stmts[0].ExecContext(ctx, queue, qb.Tokens, micros(now)); err != nil {
+			return err
+		}
+	}
+	for kind, b := range kb {
+		if _, err := stmts[1].ExecContext(ctx, kind, b.Tokens, micros(now)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // claimQuery builds the claim for the kinds asked for, given the capped kinds' free slots
@@ -124,24 +148,43 @@ func claimQuery(kinds []string, kindLeft map[string]int, disabled []string) (str
 	return fmt.Sprintf(claimSQL, union), extra
 }
 
-// The reads of the settings that apply to a claim: the queue's cap and its running jobs, and
-// every kind's settings with, for a capped kind that is not disabled, its free slots.
+// The reads of the settings that apply to a claim: the queue's cap, rate limit and running
+// jobs, and every kind's settings with, for a capped kind that is not disabled, its free slots.
 const (
-	queueCapSQL     = `SELECT max_running FROM queues WHERE name = ?`
+	queueCapSQL     = `SELECT max_running, rate_limit, rate_period_us, rate_tokens, rate_at FROM queues WHERE name = ?`
 	queueRunningSQL = `SELECT count(*) FROM jobs WHERE state = 'running' AND queue = ?`
 	kindRulesSQL    = `SELECT k.kind, k.disabled, CASE WHEN k.disabled OR k.max_running IS NULL THEN NULL
-		ELSE k.max_running - (SELECT count(*) FROM jobs j WHERE j.state = 'running' AND j.kind = k.kind) END
+		ELSE k.max_running - (SELECT count(*) FROM jobs j WHERE j.state = 'running' AND j.kind = k.kind) END,
+		k.rate_limit, k.rate_period_us, k.rate_tokens, k.rate_at
 		FROM kinds k ORDER BY k.kind`
 )
 
-// loadCaps reads, in the claim's transaction, the free slots under the caps that apply to the
-// claim and the disabled kinds it would otherwise take (by name), with the statements of
-// queueCapSQL, queueRunningSQL and kindRulesSQL. A disabled kind's cap is left out: none of
-// its jobs can be taken, so it cannot hold the claim short.
-func loadCaps(ctx context.Context, stmts []*sql.Stmt, p *store.ClaimParams) (*store.CapsLeft, []string, error) {
+// storedBucket is a rate limit's bucket as read from a row, valid when the row has one.
+type storedBucket struct {
+	limit, period, at sql.NullInt64
+	tokens            sql.NullFloat64
+}
+
+func (b *storedBucket) dest() []any { return []any{&b.limit, &b.period, &b.tokens, &b.at} }
+
+func (b *storedBucket) bucket() (store.Bucket, bool) {
+	if !b.limit.Valid || !b.period.Valid || !b.tokens.Valid || !b.at.Valid {
+		return store.Bucket{}, false
+	}
+	return store.Bucket{Rate: store.Rate{Limit: int(b.limit.Int64), Period: time.Duration(b.period.Int64) * time.Microsecond},
+		Tokens: b.tokens.Float64, At: fromMicros(b.at.Int64)}, true
+}
+
+// loadCaps reads, in the claim's transaction, what the caps and rate limits that apply to the
+// claim leave it (buckets refilled to now) and the disabled kinds it would otherwise take (by
+// name), with the statements of queueCapSQL, queueRunningSQL and kindRulesSQL. A disabled
+// kind's settings are left out: none of its jobs can be taken, so they cannot hold the claim
+// short.
+func loadCaps(ctx context.Context, stmts []*sql.Stmt, p *store.ClaimParams, now time.Time) (*store.CapsLeft, []string, error) {
 	c := store.NoCaps()
 	var qmax sql.NullInt64
-	err := stmts[0].QueryRowContext(ctx, p.Queue).Scan(&qmax)
+	var rate storedBucket
+	err := stmts[0].QueryRowContext(ctx, p.Queue).Scan(append([]any{&qmax}, rate.dest()...)...)
 	if err != nil && err != sql.ErrNoRows {
 		return nil, nil, err
 	}
@@ -150,15 +193,18 @@ func loadCaps(ctx context.Context, stmts []*sql.Stmt, p *store.ClaimParams) (*st
 		if err := stmts[1].QueryRowContext(ctx, p.Queue).Scan(&running); err != nil {
 			return nil, nil, err
 		}
-		c.QueueLeft = max(int(qmax.Int64)-running, 0)
+		c.QueueCap(int(qmax.Int64), running)
 	}
-	disabled, err := loadKindRules(ctx, stmts[2], p.Kinds, c)
+	if b, ok := rate.bucket(); ok {
+		c.QueueRateAt(b, now)
+	}
+	disabled, err := loadKindRules(ctx, stmts[2], p.Kinds, c, now)
 	return c, disabled, err
 }
 
-// loadKindRules reads the kinds' settings for a claim of kinds (nil: any kind): it fills in
-// c.KindLeft for the capped kinds and returns the disabled ones.
-func loadKindRules(ctx context.Context, st *sql.Stmt, kinds []string, c *store.CapsLeft) ([]string, error) {
+// loadKindRules reads the kinds' settings for a claim of kinds (nil: any kind): it bounds c by
+// the capped and rate-limited kinds and returns the disabled ones.
+func loadKindRules(ctx context.Context, st *sql.Stmt, kinds []string, c *store.CapsLeft, now time.Time) ([]string, error) {
 	rows, err := st.QueryContext(ctx)
 	if err != nil {
 		return nil, err
@@ -173,18 +219,21 @@ func loadKindRules(ctx context.Context, st *sql.Stmt, kinds []string, c *store.C
 		var kind string
 		var off bool
 		var left sql.NullInt64
-		if err := rows.Scan(&kind, &off, &left); err != nil {
+		var rate storedBucket
+		if err := rows.Scan(append([]any{&kind, &off, &left}, rate.dest()...)...); err != nil {
 			return nil, err
 		}
 		switch {
 		case len(wanted) > 0 && !wanted[kind]: // the claim takes no job of it anyway
 		case off:
 			disabled = append(disabled, kind)
-		case left.Valid:
-			if c.KindLeft == nil {
-				c.KindLeft = map[string]int{}
+		default:
+			if left.Valid {
+				c.KindCap(kind, int(left.Int64), 0)
 			}
-			c.KindLeft[kind] = max(int(left.Int64), 0)
+			if b, ok := rate.bucket(); ok {
+				c.KindRateAt(kind, b, now)
+			}
 		}
 	}
 	return disabled, rows.Err()

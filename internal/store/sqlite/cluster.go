@@ -48,7 +48,8 @@ func (s *Store) QueueSetWeight(ctx context.Context, queue string, weight int) er
 
 // QueueList returns the stored queue settings, by name.
 func (s *Store) QueueList(ctx context.Context) ([]*store.QueueSettings, error) {
-	rows, err := s.reader.QueryContext(ctx, `SELECT name, paused, coalesce(weight, 0) FROM queues ORDER BY name`)
+	rows, err := s.reader.QueryContext(ctx, `SELECT name, paused, coalesce(weight, 0), coalesce(rate_limit, 0),
+		coalesce(rate_period_us, 0) FROM queues ORDER BY name`)
 	if err != nil {
 		return nil, wrap(err, "list queues")
 	}
@@ -56,9 +57,11 @@ func (s *Store) QueueList(ctx context.Context) ([]*store.QueueSettings, error) {
 	var out []*store.QueueSettings
 	for rows.Next() {
 		q := &store.QueueSettings{}
-		if err := rows.Scan(&q.Name, &q.Paused, &q.Weight); err != nil {
+		var period int64
+		if err := rows.Scan(&q.Name, &q.Paused, &q.Weight, &q.Rate.Limit, &period); err != nil {
 			return nil, wrap(err, "list queues")
 		}
+		q.Rate.Period = time.Duration(period) * time.Microsecond
 		out = append(out, q)
 	}
 	return out, rows.Err()
@@ -219,7 +222,7 @@ func (s *Store) LeaderResign(ctx context.Context, nodeID string) error {
 }
 
 // LimitSet sets or removes a fleet-wide cap. A kind whose cap is removed keeps its row while
-// it is disabled.
+// it is disabled or rate-limited.
 func (s *Store) LimitSet(ctx context.Context, p *store.LimitParams) error {
 	var query string
 	var prune bool

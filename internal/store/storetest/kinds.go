@@ -54,7 +54,7 @@ func kindsDisabledNotClaimed(t *testing.T, b *bundle) {
 		WorkerID: workerA, LeaseDuration: defaultLease})
 	require.NoError(t, err)
 	require.Equal(t, []string{mail.ID}, ids(jobs), "other kinds are claimed, past the disabled kind's higher priorities")
-	require.False(t, capLimited, "a disabled kind is not a cap: nothing frees it as jobs finish")
+	require.False(t, capLimited.Capped, "a disabled kind is not a cap: nothing frees it as jobs finish")
 	require.Empty(t, b.claimAs(t, &store.ClaimParams{Queue: defaultQueue, Kinds: []string{"pdf", "mail"}, Limit: 10,
 		WorkerID: workerB, LeaseDuration: defaultLease}), "nor through a kinds filter")
 	for _, id := range pdfs {
@@ -81,7 +81,7 @@ func kindsDisabledUnderCaps(t *testing.T, b *bundle) {
 		WorkerID: workerA, LeaseDuration: defaultLease})
 	require.NoError(t, err)
 	require.Equal(t, map[string]int{"pdf": 1}, kindCounts(jobs), "pdf within its cap; mail and sms disabled")
-	require.True(t, capLimited)
+	require.True(t, capLimited.Capped)
 
 	b.disableKind(t, "sms", false)
 	require.Equal(t, map[string]int{"sms": 3}, kindCounts(b.claim(t, defaultQueue, 10)), "sms again, under its kept cap")

@@ -25,6 +25,7 @@ func Run(t *testing.T, opener Opener) {
 		{"Cluster", testCluster},
 		{"Caps", testCaps},
 		{"Kinds", testKinds},
+		{"Rates", testRates},
 		{"Keys", testKeys},
 		{"Schedules", testSchedules},
 		{"Suspend", testSuspend},

@@ -1,0 +1,76 @@
+package store
+
+import (
+	"math"
+	"time"
+)
+
+// Rate is a rate limit: at most Limit job starts per Period. The zero Rate is no limit.
+type Rate struct {
+	Limit  int
+	Period time.Duration
+}
+
+// IsZero reports whether r is no limit.
+func (r Rate) IsZero() bool { return r.Limit == 0 }
+
+// RateParams sets (Rate non-zero) or removes (Rate zero) the rate limit of a queue or a kind.
+type RateParams struct {
+	Scope LimitScope
+	Name  string
+	Rate  Rate
+}
+
+// Bucket is a rate limit's token bucket as the store keeps it: Tokens starts are available at
+// At (whole starts and a part of the next), at most Rate.Limit, refilled continuously at
+// Rate.Limit per Rate.Period. A full bucket lets Rate.Limit jobs start at once; after that
+// starts follow the rate. So over any stretch of time T at most Limit + Limit·T/Period jobs
+// start, and over a long run Limit per Period.
+type Bucket struct {
+	Rate   Rate
+	Tokens float64
+	At     time.Time
+}
+
+// tokenEpsilon absorbs floating-point error, so that a bucket refilled to exactly 3 tokens
+// as 2.9999999999 still allows 3 starts.
+const tokenEpsilon = 1e-9
+
+// Refill returns the bucket as it stands at now. A now before At (another node's claim with a
+// clock a little behind wrote the bucket) refills nothing.
+func (b Bucket) Refill(now time.Time) Bucket {
+	if elapsed := now.Sub(b.At); elapsed > 0 {
+		b.Tokens = min(float64(b.Rate.Limit), b.Tokens+float64(elapsed)*float64(b.Rate.Limit)/float64(b.Rate.Period))
+		b.At = now
+	}
+	return b
+}
+
+// Free is how many jobs the bucket lets start now.
+func (b Bucket) Free() int { return int(math.Floor(b.Tokens + tokenEpsilon)) }
+
+// Take spends n starts (at most Free).
+func (b Bucket) Take(n int) Bucket {
+	b.Tokens = max(b.Tokens-float64(n), 0)
+	return b
+}
+
+// Next is how long after At the bucket lets one more job start than it does at At.
+func (b Bucket) Next() time.Duration {
+	missing := float64(b.Free()+1) - b.Tokens
+	return time.Duration(math.Ceil(missing * float64(b.Rate.Period) / float64(b.Rate.Limit)))
+}
+
+// Hold says what kept a claim from taking as many jobs as it asked for, besides an empty
+// queue (the third result of Store.JobClaim).
+type Hold struct {
+	// Capped: a fleet-wide cap or a rate limit, of the queue or of a kind the claim could
+	// take, left it fewer jobs than it asked for.
+	Capped bool
+	// Wait, when positive, is how long after the claim a rate limit that bounds it allows its
+	// next start. With QueueWide it is the queue's own limit, whose bucket the claim left
+	// empty: no job of the queue can start before then. Otherwise it is the soonest of the
+	// kinds' limits that left the claim short.
+	Wait      time.Duration
+	QueueWide bool
+}
