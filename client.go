@@ -85,6 +85,9 @@ func (c *Client) Start(ctx context.Context) error {
 	if err := c.reconcileSchedules(ctx); err != nil {
 		return err
 	}
+	if err := c.storeDeclaredLimits(ctx); err != nil {
+		return err
+	}
 	c.started = true
 	if c.dlHook != nil {
 		c.dlHook.start()

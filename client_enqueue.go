@@ -179,9 +179,8 @@ func (c *Client) insert(ctx context.Context, ins TxInserter, jobs []EnqueueParam
 
 // inBatch names entry i of a batch in its validation error: jobs[3].queue.
 func inBatch(i int, err error) error {
-	var ve *ValidationError
-	if errors.As(err, &ve) {
-		return &ValidationError{Field: fmt.Sprintf("jobs[%d].%s", i, ve.Field), Reason: ve.Reason}
+	if errors.As(err, new(*ValidationError)) {
+		return prefixField(fmt.Sprintf("jobs[%d].", i), err)
 	}
 	return fmt.Errorf("jobs[%d]: %w", i, err)
 }

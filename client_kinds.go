@@ -11,11 +11,12 @@ type KindInfo struct {
 	Name string
 	// Disabled: no process starts jobs of the kind (DisableKind); they wait in state queued.
 	Disabled   bool
-	MaxRunning int // fleet-wide cap (SetLimit), 0 for none
+	MaxRunning int  // fleet-wide cap (SetLimit), 0 for none
+	Rate       Rate // fleet-wide rate limit (SetRateLimit), zero for none
 	Counts     map[JobState]int64
 }
 
-// Kinds returns every kind that has jobs or settings (a cap, disabled), by name. Counting
+// Kinds returns every kind that has jobs or settings (a cap, a rate limit, disabled), by name. Counting
 // scans the jobs table, so on a store holding millions of jobs it takes a moment. It is safe
 // for concurrent use.
 func (c *Client) Kinds(ctx context.Context) ([]*KindInfo, error) {
@@ -41,7 +42,7 @@ func (c *Client) Kinds(ctx context.Context) ([]*KindInfo, error) {
 	}
 	for _, s := range settings {
 		k := get(s.Name)
-		k.Disabled, k.MaxRunning = s.Disabled, s.MaxRunning
+		k.Disabled, k.MaxRunning, k.Rate = s.Disabled, s.MaxRunning, s.Rate
 	}
 	out := make([]*KindInfo, 0, len(byName))
 	for _, k := range byName {

@@ -13,8 +13,9 @@ import (
 type QueueInfo struct {
 	Name       string
 	Paused     bool
-	Weight     int // fleet-wide fair-share weight, 0 for none stored (each process's own, default 1)
-	MaxRunning int // fleet-wide cap, 0 for none
+	Weight     int  // fleet-wide fair-share weight, 0 for none stored (each process's own, default 1)
+	MaxRunning int  // fleet-wide cap, 0 for none
+	Rate       Rate // fleet-wide rate limit, zero for none
 	Counts     map[JobState]int64
 	// AwaitingCompute is how many of the queue's queued jobs wait only because resource
 	// governors hold back (contract 15): all of them while every live worker of the queue is
@@ -60,7 +61,7 @@ func (c *Client) Queues(ctx context.Context) ([]*QueueInfo, error) {
 	}
 	for _, s := range settings {
 		q := get(s.Name)
-		q.Paused, q.Weight = s.Paused, s.Weight
+		q.Paused, q.Weight, q.Rate = s.Paused, s.Weight, s.Rate
 	}
 	if err := c.awaitingCompute(ctx, byName); err != nil {
 		return nil, err
@@ -181,25 +182,32 @@ type Limit struct {
 
 // SetLimit sets or removes a fleet-wide cap (contract 8).
 func (c *Client) SetLimit(ctx context.Context, l Limit) error {
-	p := &store.LimitParams{MaxRunning: l.MaxRunning}
-	if err := checkMaxRunning(l.MaxRunning); err != nil {
+	p, err := limitParams(l)
+	if err != nil {
 		return err
 	}
-	switch {
-	case (l.Queue == "") == (l.Kind == ""):
-		return invalid("limit", "set exactly one of queue and kind")
-	case l.Queue != "":
-		if err := checkQueueName(l.Queue); err != nil {
-			return err
-		}
-		p.Scope, p.Name = store.LimitQueue, l.Queue
-	default:
-		if err := checkKind(l.Kind); err != nil {
-			return err
-		}
-		p.Scope, p.Name = store.LimitKind, l.Kind
-	}
 	return c.store.LimitSet(ctx, p)
+}
+
+// limitParams checks a cap and names what it applies to.
+func limitParams(l Limit) (*store.LimitParams, error) {
+	if err := checkMaxRunning(l.MaxRunning); err != nil {
+		return nil, err
+	}
+	scope, name, err := limitScope("limit", l.Queue, l.Kind)
+	return &store.LimitParams{Scope: scope, Name: name, MaxRunning: l.MaxRunning}, err
+}
+
+// limitScope checks that exactly one of queue and kind is set, and valid, and says which.
+func limitScope(field, queue, kind string) (store.LimitScope, string, error) {
+	switch {
+	case (queue == "") == (kind == ""):
+		return "", "", invalid(field, "set exactly one of queue and kind")
+	case queue != "":
+		return store.LimitQueue, queue, checkQueueName(queue)
+	default:
+		return store.LimitKind, kind, checkKind(kind)
+	}
 }
 
 // Limits returns every fleet-wide cap.

@@ -276,12 +276,8 @@ func (c *Client) declaredSchedules() (map[string]*store.Schedule, error) {
 	out := make(map[string]*store.Schedule, len(c.cfg.Schedules))
 	for i, s := range c.cfg.Schedules {
 		sc, err := c.storedSchedule(s, store.SourceCode)
-		var ve *ValidationError
-		if errors.As(err, &ve) {
-			return nil, &ValidationError{Field: fmt.Sprintf("Config.Schedules[%d].%s", i, ve.Field), Reason: ve.Reason}
-		}
 		if err != nil {
-			return nil, err
+			return nil, prefixField(fmt.Sprintf("Config.Schedules[%d].", i), err)
 		}
 		if _, dup := out[sc.Name]; dup {
 			return nil, invalid(fmt.Sprintf("Config.Schedules[%d].name", i), "%q is declared twice", sc.Name)

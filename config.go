@@ -136,6 +136,16 @@ type Config struct {
 	// (the default) leaves every stored schedule alone; an empty non-nil slice removes every
 	// code-declared one. Processes sharing a store should declare the same set. See Schedule.
 	Schedules []Schedule
+	// Limits are fleet-wide caps on running jobs (see Limit) that Start stores, as SetLimit
+	// would, before it starts working; RateLimits are fleet-wide rate limits (see RateLimit),
+	// stored as SetRateLimit would (a changed limit keeps its bucket, so a restart lets no
+	// extra burst through). Being fleet-wide, each holds for every process sharing the store
+	// and the last process to start sets it: processes should declare the same. A cap or rate
+	// limit not listed is left as stored (an operator's, set with the CLI or the API, stays
+	// until a process starts with a different declaration of it), and a zero MaxRunning or
+	// Rate removes the one it names. See docs/flow-control.md.
+	Limits     []Limit
+	RateLimits []RateLimit
 }
 
 // QueueConfig configures one queue of a worker process.
@@ -226,6 +236,16 @@ func (c Config) validate() error {
 		}
 		if q.Weight < 0 || q.Weight > MaxQueueWeight {
 			errs = append(errs, invalid("Config.Queues["+name+"].Weight", "%d is outside 0–%d", q.Weight, MaxQueueWeight))
+		}
+	}
+	for i, l := range c.Limits {
+		if _, err := limitParams(l); err != nil {
+			errs = append(errs, prefixField(fmt.Sprintf("Config.Limits[%d].", i), err))
+		}
+	}
+	for i, l := range c.RateLimits {
+		if _, err := rateParams(l); err != nil {
+			errs = append(errs, prefixField(fmt.Sprintf("Config.RateLimits[%d].", i), err))
 		}
 	}
 	if err := checkPolicy("Config.RetryPolicy", &c.RetryPolicy); err != nil {

@@ -61,6 +61,16 @@ func invalid(field, format string, args ...any) error {
 	return &ValidationError{Field: field, Reason: fmt.Sprintf(format, args...)}
 }
 
+// prefixField puts prefix before the field a *ValidationError names (the path of the value in
+// what the caller gave); other errors pass through.
+func prefixField(prefix string, err error) error {
+	var ve *ValidationError
+	if errors.As(err, &ve) {
+		return &ValidationError{Field: prefix + ve.Field, Reason: ve.Reason}
+	}
+	return err
+}
+
 // RetryAfter, returned by a handler, retries the job after d instead of the backoff policy's
 // delay (attempts are still counted; with none left the job fails).
 func RetryAfter(d time.Duration, err error) error {

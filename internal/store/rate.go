@@ -3,16 +3,12 @@ package store
 import (
 	"math"
 	"time"
+
+	"github.com/hopperjobs/hopper/hoppertype"
 )
 
 // Rate is a rate limit: at most Limit job starts per Period. The zero Rate is no limit.
-type Rate struct {
-	Limit  int
-	Period time.Duration
-}
-
-// IsZero reports whether r is no limit.
-func (r Rate) IsZero() bool { return r.Limit == 0 }
+type Rate = hoppertype.Rate
 
 // RateParams sets (Rate non-zero) or removes (Rate zero) the rate limit of a queue or a kind.
 type RateParams struct {
