@@ -104,7 +104,8 @@ func (p *ActivateParams) validate(def time.Duration) error {
 
 // Activate claims up to p.MaxJobs jobs for a remote worker. When none is available it waits
 // up to p.Wait for one, woken within milliseconds by an enqueue through this client or a
-// notification from another node (and polling the store every second meanwhile), and returns
+// notification from another node (and polling the store every second meanwhile, or as soon as
+// a rate limit that held the claim back allows another start), and returns
 // as soon as it has claimed at least one; after p.Wait it returns no jobs and no error.
 //
 // A claim is not cut off by ctx (see claim): when ctx ends while a claim runs, Activate still
@@ -123,7 +124,7 @@ func (a *WorkerAPI) Activate(ctx context.Context, p ActivateParams) ([]*JobRow, 
 		// Subscribe before claiming: a job enqueued between an empty claim and the wait still
 		// wakes us.
 		wake, cancel := c.avail.subscribe(p.Queue)
-		jobs, err := a.claim(ctx, p)
+		jobs, hold, err := a.claim(ctx, p)
 		if err != nil || len(jobs) > 0 {
 			cancel()
 			if err != nil {
@@ -136,7 +137,11 @@ func (a *WorkerAPI) Activate(ctx context.Context, p ActivateParams) ([]*JobRow, 
 			cancel()
 			return nil, nil
 		}
-		t := c.clock.NewTimer(min(left, time.Second))
+		next := time.Second
+		if hold.Wait > 0 { // a rate limit allows the next start sooner
+			next = hold.Wait
+		}
+		t := c.clock.NewTimer(min(left, next))
 		select {
 		case <-ctx.Done():
 		case <-wake:
@@ -155,15 +160,14 @@ const claimTimeout = 30 * time.Second
 // commit a transaction whose client was canceled) would leave its jobs running, with nobody
 // on them, until their leases expire, and their rescue would count against MaxRescues. The
 // engine's producers claim the same way.
-func (a *WorkerAPI) claim(ctx context.Context, p ActivateParams) ([]*JobRow, error) {
+func (a *WorkerAPI) claim(ctx context.Context, p ActivateParams) ([]*JobRow, store.Hold, error) {
 	c := a.c
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
 	defer cancel()
-	jobs, _, err := c.store.JobClaim(ctx, &store.ClaimParams{
+	return c.store.JobClaim(ctx, &store.ClaimParams{
 		Queue: p.Queue, Kinds: p.Kinds, Limit: p.MaxJobs,
 		WorkerID: p.Worker, LeaseDuration: p.LeaseDuration,
 	})
-	return jobs, err
 }
 
 // CompleteJob ends a remote worker's attempt successfully, storing result (a JSON value, or

@@ -42,11 +42,12 @@ type backend interface {
 	Queues(ctx context.Context) ([]*hopper.QueueInfo, error)
 	PauseQueue(ctx context.Context, queue string) error
 	ResumeQueue(ctx context.Context, queue string) error
-	// SetQueue sets the queue's weight and fleet-wide cap, those that are not nil (0 removes).
-	SetQueue(ctx context.Context, queue string, weight, maxRunning *int) error
+	// SetQueue sets the queue's settings that are not nil (settings.go; checked by the caller).
+	SetQueue(ctx context.Context, queue string, s settings) error
 	// Job kinds (kinds.go; remote side in kinds_remote.go).
 	Kinds(ctx context.Context) ([]*hopper.KindInfo, error)
-	SetKindCap(ctx context.Context, kind string, maxRunning int) error
+	// SetKind sets the kind's settings that are not nil (its cap and rate limit).
+	SetKind(ctx context.Context, kind string, s settings) error
 	DisableKind(ctx context.Context, kind string) error
 	EnableKind(ctx context.Context, kind string) error
 	Nodes(ctx context.Context) ([]*hopper.Node, error)
@@ -82,17 +83,24 @@ func serverURL(cmd *cobra.Command) string {
 // local is a database opened by the CLI.
 type local struct{ *hopper.Client }
 
-func (l local) SetQueue(ctx context.Context, queue string, weight, maxRunning *int) error {
-	if maxRunning != nil && *maxRunning < 0 { // checked first: a refused command changes nothing
-		return l.SetLimit(ctx, hopper.Limit{Queue: queue, MaxRunning: *maxRunning})
-	}
-	if weight != nil {
-		if err := l.SetQueueWeight(ctx, queue, *weight); err != nil {
+func (l local) SetQueue(ctx context.Context, queue string, s settings) error {
+	if s.Weight != nil {
+		if err := l.SetQueueWeight(ctx, queue, *s.Weight); err != nil {
 			return err
 		}
 	}
-	if maxRunning != nil {
-		return l.SetLimit(ctx, hopper.Limit{Queue: queue, MaxRunning: *maxRunning})
+	return l.setLimits(ctx, queue, "", s)
+}
+
+// setLimits sets the cap and the rate limit of a queue or a kind, those that are not nil.
+func (l local) setLimits(ctx context.Context, queue, kind string, s settings) error {
+	if s.Cap != nil {
+		if err := l.SetLimit(ctx, hopper.Limit{Queue: queue, Kind: kind, MaxRunning: *s.Cap}); err != nil {
+			return err
+		}
+	}
+	if s.Rate != nil {
+		return l.SetRateLimit(ctx, hopper.RateLimit{Queue: queue, Kind: kind, Rate: *s.Rate})
 	}
 	return nil
 }
@@ -248,7 +256,7 @@ func (r *remote) Queues(ctx context.Context) ([]*hopper.QueueInfo, error) {
 	for i, q := range res.GetQueues() {
 		out[i] = &hopper.QueueInfo{Name: q.GetName(), Paused: q.GetPaused(), Weight: int(q.GetWeight()),
 			MaxRunning: int(q.GetMaxRunning()), Counts: fromCounts(q.GetCounts()), AwaitingCompute: q.GetAwaitingCompute(),
-			Disabled: q.GetDisabled()}
+			Disabled: q.GetDisabled(), Rate: rateOf(q.GetRate())}
 	}
 	return out, nil
 }
@@ -267,16 +275,27 @@ func (r *remote) PauseQueue(ctx context.Context, queue string) error {
 	return remoteErr(err)
 }
 
-func (r *remote) SetQueue(ctx context.Context, queue string, weight, maxRunning *int) error {
-	req := &hopperv1.QueueServiceSetRequest{Queue: queue}
-	if weight != nil {
-		req.Weight = proto.Int32(int32(*weight))
-	}
-	if maxRunning != nil {
-		req.MaxRunning = proto.Int32(int32(*maxRunning))
-	}
+func (r *remote) SetQueue(ctx context.Context, queue string, s settings) error {
+	req := &hopperv1.QueueServiceSetRequest{Queue: queue, Weight: int32Ptr(s.Weight), MaxRunning: int32Ptr(s.Cap),
+		Rate: rateField(s.Rate)}
 	_, err := r.queues.Set(ctx, req)
 	return remoteErr(err)
+}
+
+// int32Ptr is an optional number of a request.
+func int32Ptr(n *int) *int32 {
+	if n == nil {
+		return nil
+	}
+	return proto.Int32(int32(*n))
+}
+
+// rateField is an optional rate limit of a request, as the API writes it.
+func rateField(r *hopper.Rate) *string {
+	if r == nil {
+		return nil
+	}
+	return proto.String(r.String())
 }
 
 func (r *remote) ResumeQueue(ctx context.Context, queue string) error {
@@ -359,4 +378,14 @@ func remoteErr(err error) error {
 		return &exitError{code: ExitUnavailable, msg: "server unavailable: " + err.Error(), err: err}
 	}
 	return err
+}
+
+// rateOf is a rate limit the API wrote: empty for none. The server wrote it, so a value that
+// does not parse (a newer server's) shows as none.
+func rateOf(text string) hopper.Rate {
+	if text == "" {
+		return hopper.Rate{}
+	}
+	r, _ := hopper.ParseRate("rate", text)
+	return r
 }

@@ -95,11 +95,12 @@ var flagCases = []flagCase{
 	{serveCmd, "max-cpu", nil}, {serveCmd, "max-memory", nil},
 	{queuesSetCmd, "weight", nil}, {queuesSetCmd, "cap", nil},
 	{kindsSetCmd, "cap", nil},
+	{queuesSetCmd, "rate", nil}, {kindsSetCmd, "rate", nil},
 }
 
 // parsedStrings are string flags the CLI parses (times, cursors, zones, specs).
 var parsedStrings = map[string]bool{"since": true, "until": true, "run-at": true, "from": true, "cursor": true,
-	"tz": true, "cron": true}
+	"tz": true, "cron": true, "rate": true}
 
 // requireEveryParsedFlag fails when a command has a parsed flag that no case feeds.
 func requireEveryParsedFlag(tb testing.TB) {

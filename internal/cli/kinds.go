@@ -12,7 +12,7 @@ import (
 func newKindsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "kinds",
-		Short: "List job kinds with their job counts; set their caps, disable and enable them",
+		Short: "List job kinds with their job counts; set their caps and rate limits, disable and enable them",
 		Args:  cobra.ArbitraryArgs,
 		RunE:  groupRunE,
 	}
@@ -43,29 +43,47 @@ func newKindsCmd() *cobra.Command {
 
 func newKindsSetCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "set KIND --cap N",
-		Short: "Set the fleet-wide cap on running jobs of KIND (0 removes it)",
-		Args:  cobra.ExactArgs(1),
+		Use:   "set KIND [--cap N] [--rate N/DURATION]",
+		Short: "Set the fleet-wide cap on running jobs of KIND and its rate limit (0 removes either)",
+		Long: `set changes the settings of KIND that are given, for every process and remote worker.
+
+--cap bounds the kind's running jobs across the fleet (0 removes the cap). --rate bounds its
+job starts, in every queue: N/DURATION lets at most N jobs start per DURATION (after a quiet
+spell up to N at once, then at the rate; 0 removes the limit); jobs over it wait, queued. See
+docs/flow-control.md.`,
+		Example: `  hopper kinds set render-pdf --cap 4
+  hopper kinds set send-sms --rate 10/1s
+  hopper kinds set send-sms --rate 0`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			n, err := cmd.Flags().GetInt32("cap")
+			s, err := readSettings(cmd)
 			if err != nil {
-				return usageErrorf("invalid --cap: %w", err)
+				return err
 			}
 			return withBackend(cmd, true, func(client backend) error {
-				if err := client.SetKindCap(cmd.Context(), args[0], int(n)); err != nil {
+				if err := client.SetKind(cmd.Context(), args[0], s); err != nil {
 					return err
 				}
-				done := fmt.Sprintf("capped at %d running jobs", n)
-				if n == 0 {
-					done = "uncapped"
+				out := cmd.OutOrStdout()
+				if s.Cap != nil {
+					done := fmt.Sprintf("capped at %d running jobs", *s.Cap)
+					if *s.Cap == 0 {
+						done = "uncapped"
+					}
+					fmt.Fprintf(out, "kind %s %s\n", args[0], done)
 				}
-				_, err := fmt.Fprintf(cmd.OutOrStdout(), "kind %s %s\n", args[0], done)
-				return err
+				if s.Rate != nil {
+					done := "rate-limited to " + s.Rate.String()
+					if s.Rate.IsZero() {
+						done = "not rate-limited"
+					}
+					fmt.Fprintf(out, "kind %s %s\n", args[0], done)
+				}
+				return nil
 			})
 		},
 	}
-	cmd.Flags().Int32("cap", 0, "at most this many jobs of KIND run at once across all processes; 0 removes the cap")
-	_ = cmd.MarkFlagRequired("cap")
+	addSettingsFlags(cmd, false)
 	return cmd
 }
 
@@ -96,7 +114,7 @@ func printKinds(w io.Writer, ks []*hopper.KindInfo) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprint(tw, "KIND\tDISABLED\tCAP")
+	fmt.Fprint(tw, "KIND\tDISABLED\tCAP\tRATE")
 	for _, s := range queueStates {
 		fmt.Fprintf(tw, "\t%s", s)
 	}
@@ -109,7 +127,7 @@ func printKinds(w io.Writer, ks []*hopper.KindInfo) error {
 		if k.MaxRunning > 0 {
 			limit = fmt.Sprint(k.MaxRunning)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s", k.Name, disabled, limit)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s", k.Name, disabled, limit, rateCell(k.Rate))
 		for _, s := range queueStates {
 			fmt.Fprintf(tw, "\t%d", k.Counts[s])
 		}
@@ -122,13 +140,15 @@ type kindJSON struct {
 	Name       string           `json:"name"`
 	Disabled   bool             `json:"disabled"`
 	MaxRunning int              `json:"max_running,omitempty"`
+	Rate       string           `json:"rate,omitempty"` // N/DURATION
 	Counts     map[string]int64 `json:"counts"`
 }
 
 func kindsJSON(ks []*hopper.KindInfo) any {
 	out := make([]kindJSON, len(ks))
 	for i, k := range ks {
-		out[i] = kindJSON{Name: k.Name, Disabled: k.Disabled, MaxRunning: k.MaxRunning, Counts: stateCountsJSON(k.Counts)}
+		out[i] = kindJSON{Name: k.Name, Disabled: k.Disabled, MaxRunning: k.MaxRunning, Rate: rateJSON(k.Rate),
+			Counts: stateCountsJSON(k.Counts)}
 	}
 	return struct {
 		Kinds []kindJSON `json:"kinds"`

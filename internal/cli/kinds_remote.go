@@ -7,8 +7,8 @@ import (
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
 )
 
-func (l local) SetKindCap(ctx context.Context, kind string, n int) error {
-	return l.SetLimit(ctx, hopper.Limit{Kind: kind, MaxRunning: n})
+func (l local) SetKind(ctx context.Context, kind string, s settings) error {
+	return l.setLimits(ctx, "", kind, s)
 }
 
 func (r *remote) Kinds(ctx context.Context) ([]*hopper.KindInfo, error) {
@@ -19,13 +19,13 @@ func (r *remote) Kinds(ctx context.Context) ([]*hopper.KindInfo, error) {
 	out := make([]*hopper.KindInfo, len(res.GetKinds()))
 	for i, k := range res.GetKinds() {
 		out[i] = &hopper.KindInfo{Name: k.GetName(), Disabled: k.GetDisabled(), MaxRunning: int(k.GetMaxRunning()),
-			Counts: fromCounts(k.GetCounts())}
+			Counts: fromCounts(k.GetCounts()), Rate: rateOf(k.GetRate())}
 	}
 	return out, nil
 }
 
-func (r *remote) SetKindCap(ctx context.Context, kind string, n int) error {
-	_, err := r.kinds.Set(ctx, &hopperv1.KindServiceSetRequest{Kind: kind, MaxRunning: int32(n)})
+func (r *remote) SetKind(ctx context.Context, kind string, s settings) error {
+	_, err := r.kinds.Set(ctx, &hopperv1.KindServiceSetRequest{Kind: kind, MaxRunning: int32Ptr(s.Cap), Rate: rateField(s.Rate)})
 	return remoteErr(err)
 }
 

@@ -13,6 +13,7 @@ type kindsOut struct {
 		Name       string           `json:"name"`
 		Disabled   bool             `json:"disabled"`
 		MaxRunning int              `json:"max_running"`
+		Rate       string           `json:"rate"`
 		Counts     map[string]int64 `json:"counts"`
 	} `json:"kinds"`
 }
@@ -35,9 +36,9 @@ func TestKindCommandsBothWays(t *testing.T) {
 		res := runner(t, "kinds", "disable", "render-pdf")
 		require.Equal(t, ExitOK, res.code, "%s: %s", name, res.stderr)
 		require.Equal(t, "kind render-pdf disabled\n", res.stdout)
-		res = runner(t, "kinds", "set", "render-pdf", "--cap", "2")
+		res = runner(t, "kinds", "set", "render-pdf", "--cap", "2", "--rate", "10/m")
 		require.Equal(t, ExitOK, res.code, "%s: %s", name, res.stderr)
-		require.Equal(t, "kind render-pdf capped at 2 running jobs\n", res.stdout)
+		require.Equal(t, "kind render-pdf capped at 2 running jobs\nkind render-pdf rate-limited to 10/1m\n", res.stdout)
 
 		res = runner(t, "kinds", "ls", "--json")
 		require.Equal(t, ExitOK, res.code, "%s: %s", name, res.stderr)
@@ -47,6 +48,7 @@ func TestKindCommandsBothWays(t *testing.T) {
 		require.Equal(t, "render-pdf", ks.Kinds[0].Name)
 		require.True(t, ks.Kinds[0].Disabled)
 		require.Equal(t, 2, ks.Kinds[0].MaxRunning)
+		require.Equal(t, "10/1m", ks.Kinds[0].Rate)
 		require.Equal(t, int64(2), ks.Kinds[0].Counts["queued"])
 		require.Contains(t, ks.Kinds[0].Counts, "canceled", "every state has a count")
 		require.Equal(t, "send-invoice", ks.Kinds[1].Name)
@@ -55,9 +57,9 @@ func TestKindCommandsBothWays(t *testing.T) {
 
 		res = runner(t, "kinds", "ls")
 		require.Equal(t, ExitOK, res.code, "%s: %s", name, res.stderr)
-		require.Regexp(t, `KIND\s+DISABLED\s+CAP\s+scheduled\s+queued`, res.stdout)
-		require.Regexp(t, `render-pdf\s+yes\s+2\s+0\s+2\s`, res.stdout)
-		require.Regexp(t, `send-invoice\s+no\s+-\s+0\s+1\s`, res.stdout)
+		require.Regexp(t, `KIND\s+DISABLED\s+CAP\s+RATE\s+scheduled\s+queued`, res.stdout)
+		require.Regexp(t, `render-pdf\s+yes\s+2\s+10/1m\s+0\s+2\s`, res.stdout)
+		require.Regexp(t, `send-invoice\s+no\s+-\s+-\s+0\s+1\s`, res.stdout)
 
 		res = runner(t, "queues", "ls", "--json")
 		require.Equal(t, ExitOK, res.code, "%s: %s", name, res.stderr)
@@ -70,7 +72,7 @@ func TestKindCommandsBothWays(t *testing.T) {
 		res = runner(t, "queues", "ls")
 		require.Equal(t, ExitOK, res.code, "%s: %s", name, res.stderr)
 		require.Regexp(t, `queued\s+\(disabled\)\s+running`, res.stdout)
-		require.Regexp(t, `reports\s+no\s+-\s+-\s+0\s+3\s+2\s+0`, res.stdout)
+		require.Regexp(t, `reports\s+no\s+-\s+-\s+-\s+0\s+3\s+2\s+0`, res.stdout)
 
 		res = runner(t, "kinds", "enable", "render-pdf")
 		require.Equal(t, ExitOK, res.code, "%s: %s", name, res.stderr)
@@ -85,7 +87,12 @@ func TestKindCommandsBothWays(t *testing.T) {
 		require.False(t, ks.Kinds[0].Disabled)
 		require.Zero(t, ks.Kinds[0].MaxRunning)
 		res = runner(t, "queues", "ls")
-		require.Regexp(t, `reports\s+no\s+-\s+-\s+0\s+3\s+0\s+0`, res.stdout, "nothing disabled any more")
+		require.Equal(t, "10/1m", ks.Kinds[0].Rate, "the rate limit stays")
+		res = runner(t, "kinds", "set", "render-pdf", "--rate", "0")
+		require.Equal(t, ExitOK, res.code, "%s: %s", name, res.stderr)
+		require.Equal(t, "kind render-pdf not rate-limited\n", res.stdout)
+		res = runner(t, "queues", "ls")
+		require.Regexp(t, `reports\s+no\s+-\s+-\s+-\s+0\s+3\s+0\s+0`, res.stdout, "nothing disabled any more")
 	}
 }
 
@@ -100,13 +107,18 @@ func TestKindCommandsRefuseBadInput(t *testing.T) {
 			{"kinds", "set", "pdf", "--cap", "4294967296"},
 			{"kinds", "set", "pdf"},
 			{"kinds", "set", "", "--cap", "1"},
+			{"kinds", "set", "pdf", "--rate", "0/1s"},
+			{"kinds", "set", "pdf", "--rate", "abc"},
+			{"kinds", "set", "pdf", "--cap", "1", "--rate", "5/0s"},
 			{"kinds", "disable"},
 		} {
 			res := runner(t, args...)
 			require.Equal(t, ExitUsage, res.code, "%s %v: %s", name, args, res.stderr)
 		}
 		res := runner(t, "kinds", "set", "pdf", "--cap", "-1")
-		require.Contains(t, res.stderr, "max_running")
+		require.Contains(t, res.stderr, "invalid --cap:")
+		res = runner(t, "kinds", "set", "pdf", "--rate", "0/1s")
+		require.Contains(t, res.stderr, "invalid --rate:")
 		res = runner(t, "kinds", "enable", "never-seen")
 		require.Equal(t, ExitOK, res.code, "%s: enabling an unknown kind changes nothing: %s", name, res.stderr)
 		res = runner(t, "kinds", "ls")

@@ -75,7 +75,7 @@ func TestQueuesLsShowsAwaitingCompute(t *testing.T) {
 	var out strings.Builder
 	require.NoError(t, printQueues(&out, qs))
 	require.Contains(t, out.String(), "awaiting compute")
-	require.Regexp(t, `mail\s+no\s+-\s+-\s+0\s+7\s+0\s+0\s+0\s+0\s+0\s+0\s+7\n`, out.String(), "queued, then (disabled), then the other states")
+	require.Regexp(t, `mail\s+no\s+-\s+-\s+-\s+0\s+7\s+0\s+0\s+0\s+0\s+0\s+0\s+7\n`, out.String(), "queued, then (disabled), then the other states")
 	raw, err := json.Marshal(queuesJSON(qs))
 	require.NoError(t, err)
 	require.Contains(t, string(raw), `"awaiting_compute":7`)
@@ -95,7 +95,7 @@ func TestQueuesLsAwaitingComputeBothWays(t *testing.T) {
 		require.Contains(t, res.stdout, `"awaiting_compute": 1`, name)
 		res = runner(t, "queues", "ls")
 		require.Equal(t, ExitOK, res.code, res.stderr)
-		require.Regexp(t, `reports\s+no\s+-\s+-\s+0\s+1\s+0\s+0\s+0\s+0\s+0\s+0\s+1\n`, res.stdout, name)
+		require.Regexp(t, `reports\s+no\s+-\s+-\s+-\s+0\s+1\s+0\s+0\s+0\s+0\s+0\s+0\s+1\n`, res.stdout, name)
 		res = runner(t, "workers", "ls", "--json")
 		require.Equal(t, ExitOK, res.code, res.stderr)
 		require.Contains(t, res.stdout, `"holding": true`, name)

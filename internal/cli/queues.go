@@ -45,37 +45,29 @@ docs/flow-control.md#awaiting-compute).`,
 }
 
 func newQueueSetCmd() *cobra.Command {
-	var weight, maxRunning int
 	cmd := &cobra.Command{
 		Use:   "set QUEUE",
-		Short: "Set QUEUE's fair-share weight and fleet-wide cap on running jobs",
+		Short: "Set QUEUE's fair-share weight, fleet-wide cap on running jobs and rate limit",
 		Long: `set changes the settings of QUEUE that are given, for every process that works it.
 
 --weight is the queue's share of a process's workers when queues compete for them: a queue
 with work gets weight / (sum of the weights of the queues with work) of them (1–1000; 0 removes
 the stored weight, and each process goes back to its configured one, default 1). --cap bounds
-the queue's running jobs across the fleet (0 removes the cap). See docs/flow-control.md.`,
+the queue's running jobs across the fleet (0 removes the cap). --rate bounds its job starts
+across the fleet: N/DURATION lets at most N jobs start per DURATION (after a quiet spell up to
+N at once, then at the rate; 0 removes the limit); jobs over it wait, queued. See
+docs/flow-control.md.`,
 		Example: `  hopper queues set reports --weight 3
-  hopper queues set emails --cap 20 --weight 1`,
+  hopper queues set emails --cap 20 --rate 100/1s
+  hopper queues set emails --rate 0`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var w, c *int
-			if cmd.Flags().Changed("weight") {
-				w = &weight
-			}
-			if cmd.Flags().Changed("cap") {
-				c = &maxRunning
-			}
-			switch {
-			case w == nil && c == nil:
-				return usageErrorf("give --weight, --cap or both")
-			case w != nil && (weight < 0 || weight > hopper.MaxQueueWeight):
-				return usageErrorf("invalid --weight: %d is outside 1–%d (0 removes it)", weight, hopper.MaxQueueWeight)
-			case c != nil && maxRunning < 0:
-				return usageErrorf("invalid --cap: %d is negative (0 removes the cap)", maxRunning)
+			s, err := readSettings(cmd)
+			if err != nil {
+				return err
 			}
 			return withBackend(cmd, false, func(client backend) error {
-				if err := client.SetQueue(cmd.Context(), args[0], w, c); err != nil {
+				if err := client.SetQueue(cmd.Context(), args[0], s); err != nil {
 					return err
 				}
 				_, err := fmt.Fprintf(cmd.OutOrStdout(), "queue %s set\n", args[0])
@@ -83,8 +75,7 @@ the queue's running jobs across the fleet (0 removes the cap). See docs/flow-con
 			})
 		},
 	}
-	cmd.Flags().IntVar(&weight, "weight", 0, "fair-share weight, 1–1000 (0 removes it)")
-	cmd.Flags().IntVar(&maxRunning, "cap", 0, "most running jobs across the fleet (0 removes the cap)")
+	addSettingsFlags(cmd, true)
 	return cmd
 }
 
@@ -119,7 +110,7 @@ func printQueues(w io.Writer, qs []*hopper.QueueInfo) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprint(tw, "QUEUE\tPAUSED\tWEIGHT\tCAP")
+	fmt.Fprint(tw, "QUEUE\tPAUSED\tWEIGHT\tCAP\tRATE")
 	for _, s := range queueStates {
 		fmt.Fprintf(tw, "\t%s", s)
 		if s == hopper.StateQueued {
@@ -138,7 +129,7 @@ func printQueues(w io.Writer, qs []*hopper.QueueInfo) error {
 		if q.MaxRunning > 0 {
 			limit = fmt.Sprint(q.MaxRunning)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s", q.Name, paused, weight, limit)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s", q.Name, paused, weight, limit, rateCell(q.Rate))
 		for _, s := range queueStates {
 			fmt.Fprintf(tw, "\t%d", q.Counts[s])
 			if s == hopper.StateQueued {
@@ -155,6 +146,7 @@ type queueJSON struct {
 	Paused     bool             `json:"paused"`
 	Weight     int              `json:"weight,omitempty"`
 	MaxRunning int              `json:"max_running,omitempty"`
+	Rate       string           `json:"rate,omitempty"` // N/DURATION
 	Counts     map[string]int64 `json:"counts"`
 	// AwaitingCompute: queued jobs that wait only for held resource governors.
 	AwaitingCompute int64 `json:"awaiting_compute"`
@@ -165,7 +157,7 @@ func queuesJSON(qs []*hopper.QueueInfo) any {
 	out := make([]queueJSON, len(qs))
 	for i, q := range qs {
 		out[i] = queueJSON{Name: q.Name, Paused: q.Paused, Weight: q.Weight, MaxRunning: q.MaxRunning,
-			Counts: stateCountsJSON(q.Counts), AwaitingCompute: q.AwaitingCompute, Disabled: q.Disabled}
+			Rate: rateJSON(q.Rate), Counts: stateCountsJSON(q.Counts), AwaitingCompute: q.AwaitingCompute, Disabled: q.Disabled}
 	}
 	return struct {
 		Queues []queueJSON `json:"queues"`
@@ -179,4 +171,20 @@ func stateCountsJSON(counts map[hopper.JobState]int64) map[string]int64 {
 		out[string(s)] = counts[s]
 	}
 	return out
+}
+
+// rateCell is a rate limit in a table: N/DURATION, "-" for none.
+func rateCell(r hopper.Rate) string {
+	if r.IsZero() {
+		return "-"
+	}
+	return r.String()
+}
+
+// rateJSON is a rate limit in --json output: N/DURATION, empty (left out) for none.
+func rateJSON(r hopper.Rate) string {
+	if r.IsZero() {
+		return ""
+	}
+	return r.String()
 }

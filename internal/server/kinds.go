@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/hopperjobs/hopper"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
@@ -18,18 +19,34 @@ func (k *kindService) List(ctx context.Context, _ *hopperv1.KindServiceListReque
 	out := &hopperv1.KindServiceListResponse{Kinds: make([]*hopperv1.Kind, len(ks))}
 	for i, info := range ks {
 		out.Kinds[i] = &hopperv1.Kind{Name: info.Name, Disabled: info.Disabled, MaxRunning: int32(info.MaxRunning),
-			Counts: stateCounts(info.Counts)}
+			Counts: stateCounts(info.Counts), Rate: rateText(info.Rate)}
 	}
 	return out, nil
 }
 
+// Set applies the settings the request carries, once all of them are known to be valid.
 func (k *kindService) Set(ctx context.Context, req *hopperv1.KindServiceSetRequest) (*hopperv1.KindServiceSetResponse, error) {
-	if req.GetKind() == "" { // SetLimit would name its Limit, which this request does not have
+	switch {
+	case req.GetKind() == "": // SetLimit would name its Limit, which this request does not have
 		return nil, invalidArg("kind", "is empty")
+	case req.MaxRunning == nil && req.Rate == nil:
+		return nil, invalidArg("max_running", "set at least one of max_running and rate")
+	case req.GetMaxRunning() < 0: // checked first: a refused request changes nothing
+		return nil, invalidArg("max_running", fmt.Sprintf("%d is negative (0 removes the cap)", req.GetMaxRunning()))
 	}
-	err := k.s.client.SetLimit(ctx, hopper.Limit{Kind: req.GetKind(), MaxRunning: int(req.GetMaxRunning())})
+	rate, err := parseRate(req.Rate)
 	if err != nil {
-		return nil, rpcError("set kind cap", err)
+		return nil, rpcError("set kind rate limit", err)
+	}
+	if req.MaxRunning != nil {
+		if err := k.s.client.SetLimit(ctx, hopper.Limit{Kind: req.GetKind(), MaxRunning: int(req.GetMaxRunning())}); err != nil {
+			return nil, rpcError("set kind cap", err)
+		}
+	}
+	if rate != nil {
+		if err := k.s.client.SetRateLimit(ctx, hopper.RateLimit{Kind: req.GetKind(), Rate: *rate}); err != nil {
+			return nil, rpcError("set kind rate limit", err)
+		}
 	}
 	return &hopperv1.KindServiceSetResponse{}, nil
 }

@@ -8,6 +8,7 @@ import (
 	"connectrpc.com/connect/v2"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 )
 
@@ -29,7 +30,7 @@ func TestKindServiceDisablesAKindForRemoteWorkers(t *testing.T) {
 	qs, err := e.queues.List(ctx, &hopperv1.QueueServiceListRequest{})
 	require.NoError(t, err)
 	require.Equal(t, int64(1), qs.GetQueues()[0].GetDisabled())
-	_, err = kinds.Set(ctx, &hopperv1.KindServiceSetRequest{Kind: "pdf", MaxRunning: 3})
+	_, err = kinds.Set(ctx, &hopperv1.KindServiceSetRequest{Kind: "pdf", MaxRunning: proto.Int32(3), Rate: proto.String("5000/1h")})
 	require.NoError(t, err)
 	list, err := kinds.List(ctx, &hopperv1.KindServiceListRequest{})
 	require.NoError(t, err)
@@ -40,6 +41,7 @@ func TestKindServiceDisablesAKindForRemoteWorkers(t *testing.T) {
 	require.Equal(t, "pdf", off.GetName())
 	require.True(t, off.GetDisabled())
 	require.Equal(t, int32(3), off.GetMaxRunning())
+	require.Equal(t, "5000/1h", off.GetRate())
 	require.Equal(t, map[string]int64{"queued": 1}, off.GetCounts())
 
 	_, err = kinds.Enable(ctx, &hopperv1.KindServiceEnableRequest{Kind: "pdf"})
@@ -47,12 +49,19 @@ func TestKindServiceDisablesAKindForRemoteWorkers(t *testing.T) {
 	got = e.activate(t, &hopperv1.ActivateRequest{MaxJobs: 10})
 	require.Len(t, got, 1)
 	require.Equal(t, pdf.GetId(), got[0].GetId())
-	_, err = kinds.Set(ctx, &hopperv1.KindServiceSetRequest{Kind: "pdf"})
-	require.NoError(t, err, "an unset cap removes it")
+	_, err = kinds.Set(ctx, &hopperv1.KindServiceSetRequest{Kind: "pdf", MaxRunning: proto.Int32(0)})
+	require.NoError(t, err, "0 removes the cap")
 	list, err = kinds.List(ctx, &hopperv1.KindServiceListRequest{})
 	require.NoError(t, err)
 	require.Zero(t, list.GetKinds()[1].GetMaxRunning())
+	require.Equal(t, "5000/1h", list.GetKinds()[1].GetRate(), "an unset rate is left as it is")
 	require.False(t, list.GetKinds()[1].GetDisabled())
+	_, err = kinds.Set(ctx, &hopperv1.KindServiceSetRequest{Kind: "pdf", Rate: proto.String("0")})
+	require.NoError(t, err, "0 removes the rate limit")
+	list, err = kinds.List(ctx, &hopperv1.KindServiceListRequest{})
+	require.NoError(t, err)
+	require.Len(t, list.GetKinds(), 2, "pdf has jobs: it is listed without settings")
+	require.Empty(t, list.GetKinds()[1].GetRate())
 }
 
 // A long poll waiting for a disabled kind's job gets it as soon as the kind is enabled: the
@@ -99,11 +108,23 @@ func TestKindServiceNamesTheBadField(t *testing.T) {
 			return err
 		}, "kind"},
 		{func() error { _, err := kinds.Enable(ctx, &hopperv1.KindServiceEnableRequest{}); return err }, "kind"},
-		{func() error { _, err := kinds.Set(ctx, &hopperv1.KindServiceSetRequest{MaxRunning: 2}); return err }, "kind"},
 		{func() error {
-			_, err := kinds.Set(ctx, &hopperv1.KindServiceSetRequest{Kind: "pdf", MaxRunning: -1})
+			_, err := kinds.Set(ctx, &hopperv1.KindServiceSetRequest{MaxRunning: proto.Int32(2)})
+			return err
+		}, "kind"},
+		{func() error {
+			_, err := kinds.Set(ctx, &hopperv1.KindServiceSetRequest{Kind: "pdf", MaxRunning: proto.Int32(-1)})
 			return err
 		}, "max_running"},
+		{func() error { _, err := kinds.Set(ctx, &hopperv1.KindServiceSetRequest{Kind: "pdf"}); return err }, "max_running"},
+		{func() error {
+			_, err := kinds.Set(ctx, &hopperv1.KindServiceSetRequest{Kind: "pdf", MaxRunning: proto.Int32(2), Rate: proto.String("0/1s")})
+			return err
+		}, "rate"},
+		{func() error {
+			_, err := kinds.Set(ctx, &hopperv1.KindServiceSetRequest{Kind: "pdf", Rate: proto.String("abc")})
+			return err
+		}, "rate"},
 	} {
 		err := tc.call()
 		requireCode(t, connect.CodeInvalidArgument, err)

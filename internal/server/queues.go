@@ -21,7 +21,7 @@ func (q *queueService) List(ctx context.Context, _ *hopperv1.QueueServiceListReq
 	for i, info := range qs {
 		out.Queues[i] = &hopperv1.Queue{Name: info.Name, Paused: info.Paused, MaxRunning: int32(info.MaxRunning),
 			Weight: int32(info.Weight), Counts: stateCounts(info.Counts), AwaitingCompute: info.AwaitingCompute,
-			Disabled: info.Disabled}
+			Disabled: info.Disabled, Rate: rateText(info.Rate)}
 	}
 	return out, nil
 }
@@ -40,13 +40,17 @@ func (q *queueService) Resume(ctx context.Context, req *hopperv1.ResumeRequest) 
 	return &hopperv1.ResumeResponse{}, nil
 }
 
-// Set applies the settings the request carries.
+// Set applies the settings the request carries, once all of them are known to be valid.
 func (q *queueService) Set(ctx context.Context, req *hopperv1.QueueServiceSetRequest) (*hopperv1.QueueServiceSetResponse, error) {
-	if req.Weight == nil && req.MaxRunning == nil {
-		return nil, invalidArg("weight", "set at least one of weight and max_running")
+	if req.Weight == nil && req.MaxRunning == nil && req.Rate == nil {
+		return nil, invalidArg("weight", "set at least one of weight, max_running and rate")
 	}
 	if req.GetMaxRunning() < 0 { // checked first: a refused request changes nothing
 		return nil, invalidArg("max_running", fmt.Sprintf("%d is negative", req.GetMaxRunning()))
+	}
+	rate, err := parseRate(req.Rate)
+	if err != nil {
+		return nil, rpcError("set queue rate limit", err)
 	}
 	if req.Weight != nil {
 		if err := q.s.client.SetQueueWeight(ctx, req.GetQueue(), int(req.GetWeight())); err != nil {
@@ -58,7 +62,29 @@ func (q *queueService) Set(ctx context.Context, req *hopperv1.QueueServiceSetReq
 			return nil, rpcError("set queue cap", err)
 		}
 	}
+	if rate != nil {
+		if err := q.s.client.SetRateLimit(ctx, hopper.RateLimit{Queue: req.GetQueue(), Rate: *rate}); err != nil {
+			return nil, rpcError("set queue rate limit", err)
+		}
+	}
 	return &hopperv1.QueueServiceSetResponse{}, nil
+}
+
+// parseRate reads a request's optional rate field: nil when it is not set.
+func parseRate(text *string) (*hopper.Rate, error) {
+	if text == nil {
+		return nil, nil
+	}
+	r, err := hopper.ParseRate("rate", *text)
+	return &r, err
+}
+
+// rateText is a rate limit as the API writes it: empty for none.
+func rateText(r hopper.Rate) string {
+	if r.IsZero() {
+		return ""
+	}
+	return r.String()
 }
 
 // adminService implements hopper.v1.AdminService.

@@ -469,7 +469,8 @@ func TestQueuesAndAdmin(t *testing.T) {
 
 	// Set: a weight and a cap, listed; a bad value is refused naming its field, and a refused
 	// weight changes nothing.
-	_, err = e.queues.Set(t.Context(), &hopperv1.QueueServiceSetRequest{Queue: "default", Weight: proto.Int32(3), MaxRunning: proto.Int32(7)})
+	_, err = e.queues.Set(t.Context(), &hopperv1.QueueServiceSetRequest{Queue: "default", Weight: proto.Int32(3), MaxRunning: proto.Int32(7),
+		Rate: proto.String("100/1s")})
 	require.NoError(t, err)
 	for _, bad := range []struct {
 		req   *hopperv1.QueueServiceSetRequest
@@ -480,6 +481,9 @@ func TestQueuesAndAdmin(t *testing.T) {
 		{&hopperv1.QueueServiceSetRequest{Queue: "default", MaxRunning: proto.Int32(-2)}, "max_running"},
 		{&hopperv1.QueueServiceSetRequest{Queue: "default"}, "weight"},
 		{&hopperv1.QueueServiceSetRequest{Queue: "no spaces", Weight: proto.Int32(2)}, "queue"},
+		{&hopperv1.QueueServiceSetRequest{Queue: "default", Weight: proto.Int32(2), Rate: proto.String("0/1s")}, "rate"},
+		{&hopperv1.QueueServiceSetRequest{Queue: "default", MaxRunning: proto.Int32(2), Rate: proto.String("abc")}, "rate"},
+		{&hopperv1.QueueServiceSetRequest{Queue: "default", Rate: proto.String("1/1000h")}, "rate"},
 	} {
 		_, err = e.queues.Set(t.Context(), bad.req)
 		requireCode(t, connect.CodeInvalidArgument, err)
@@ -489,12 +493,15 @@ func TestQueuesAndAdmin(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int32(3), res.GetQueues()[0].GetWeight())
 	require.Equal(t, int32(7), res.GetQueues()[0].GetMaxRunning())
-	_, err = e.queues.Set(t.Context(), &hopperv1.QueueServiceSetRequest{Queue: "default", Weight: proto.Int32(0), MaxRunning: proto.Int32(0)})
+	require.Equal(t, "100/1s", res.GetQueues()[0].GetRate())
+	_, err = e.queues.Set(t.Context(), &hopperv1.QueueServiceSetRequest{Queue: "default", Weight: proto.Int32(0), MaxRunning: proto.Int32(0),
+		Rate: proto.String("0")})
 	require.NoError(t, err)
 	res, err = e.queues.List(t.Context(), &hopperv1.QueueServiceListRequest{})
 	require.NoError(t, err)
 	require.Zero(t, res.GetQueues()[0].GetWeight(), "0 removes the weight")
 	require.Zero(t, res.GetQueues()[0].GetMaxRunning(), "and the cap")
+	require.Empty(t, res.GetQueues()[0].GetRate(), "and the rate limit")
 
 	require.Eventually(t, func() bool {
 		nodes, err := e.admin.ListNodes(t.Context(), &hopperv1.ListNodesRequest{})

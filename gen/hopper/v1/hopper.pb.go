@@ -3924,7 +3924,10 @@ type Queue struct {
 	AwaitingCompute int64 `protobuf:"varint,6,opt,name=awaiting_compute,json=awaitingCompute,proto3" json:"awaiting_compute,omitempty"`
 	// disabled counts the queued jobs whose kind is disabled (KindService.Disable); they are
 	// in counts["queued"] too.
-	Disabled      int64 `protobuf:"varint,7,opt,name=disabled,proto3" json:"disabled,omitempty"`
+	Disabled int64 `protobuf:"varint,7,opt,name=disabled,proto3" json:"disabled,omitempty"`
+	// rate is the fleet-wide rate limit on job starts, written N/DURATION ("100/1s"); empty for
+	// none.
+	Rate          string `protobuf:"bytes,8,opt,name=rate,proto3" json:"rate,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4006,6 +4009,13 @@ func (x *Queue) GetDisabled() int64 {
 		return x.Disabled
 	}
 	return 0
+}
+
+func (x *Queue) GetRate() string {
+	if x != nil {
+		return x.Rate
+	}
+	return ""
 }
 
 type QueueServiceListRequest struct {
@@ -4094,7 +4104,11 @@ type QueueServiceSetRequest struct {
 	// weight is the queue's fair-share weight in every process (1–1000; 0 removes it).
 	Weight *int32 `protobuf:"varint,2,opt,name=weight,proto3,oneof" json:"weight,omitempty"`
 	// max_running is the fleet-wide cap on the queue's running jobs (0 removes it).
-	MaxRunning    *int32 `protobuf:"varint,3,opt,name=max_running,json=maxRunning,proto3,oneof" json:"max_running,omitempty"`
+	MaxRunning *int32 `protobuf:"varint,3,opt,name=max_running,json=maxRunning,proto3,oneof" json:"max_running,omitempty"`
+	// rate is the fleet-wide rate limit on the queue's job starts, N/DURATION: "100/1s" lets at
+	// most 100 jobs start per second (after a quiet spell up to 100 at once), "5000/1h" 5000 an
+	// hour. N is 1 to 2147483647, DURATION 1ms to 720h; "0" removes the limit.
+	Rate          *string `protobuf:"bytes,4,opt,name=rate,proto3,oneof" json:"rate,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4148,6 +4162,13 @@ func (x *QueueServiceSetRequest) GetMaxRunning() int32 {
 		return *x.MaxRunning
 	}
 	return 0
+}
+
+func (x *QueueServiceSetRequest) GetRate() string {
+	if x != nil && x.Rate != nil {
+		return *x.Rate
+	}
+	return ""
 }
 
 type QueueServiceSetResponse struct {
@@ -6006,7 +6027,10 @@ type Kind struct {
 	// the kind is disabled.
 	MaxRunning int32 `protobuf:"varint,3,opt,name=max_running,json=maxRunning,proto3" json:"max_running,omitempty"`
 	// counts holds the number of jobs per state.
-	Counts        map[string]int64 `protobuf:"bytes,4,rep,name=counts,proto3" json:"counts,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	Counts map[string]int64 `protobuf:"bytes,4,rep,name=counts,proto3" json:"counts,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	// rate is the fleet-wide rate limit on the kind's job starts, in every queue, written
+	// N/DURATION ("100/1s"); empty for none. It is kept while the kind is disabled.
+	Rate          string `protobuf:"bytes,5,opt,name=rate,proto3" json:"rate,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -6067,6 +6091,13 @@ func (x *Kind) GetCounts() map[string]int64 {
 		return x.Counts
 	}
 	return nil
+}
+
+func (x *Kind) GetRate() string {
+	if x != nil {
+		return x.Rate
+	}
+	return ""
 }
 
 type KindServiceListRequest struct {
@@ -6154,7 +6185,10 @@ type KindServiceSetRequest struct {
 	Kind  string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
 	// max_running: at most this many jobs of the kind run at once across the fleet; 0 removes
 	// the cap. Negative is refused.
-	MaxRunning    int32 `protobuf:"varint,2,opt,name=max_running,json=maxRunning,proto3" json:"max_running,omitempty"`
+	MaxRunning *int32 `protobuf:"varint,2,opt,name=max_running,json=maxRunning,proto3,oneof" json:"max_running,omitempty"`
+	// rate is the fleet-wide rate limit on the kind's job starts, N/DURATION ("100/1s",
+	// "5000/1h"; N 1 to 2147483647, DURATION 1ms to 720h); "0" removes the limit.
+	Rate          *string `protobuf:"bytes,3,opt,name=rate,proto3,oneof" json:"rate,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -6197,10 +6231,17 @@ func (x *KindServiceSetRequest) GetKind() string {
 }
 
 func (x *KindServiceSetRequest) GetMaxRunning() int32 {
-	if x != nil {
-		return x.MaxRunning
+	if x != nil && x.MaxRunning != nil {
+		return *x.MaxRunning
 	}
 	return 0
+}
+
+func (x *KindServiceSetRequest) GetRate() string {
+	if x != nil && x.Rate != nil {
+		return *x.Rate
+	}
+	return ""
 }
 
 type KindServiceSetResponse struct {
@@ -6728,7 +6769,7 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"leaseToken\x12\x18\n" +
 	"\apercent\x18\x03 \x01(\x05R\apercent\x12\x18\n" +
 	"\amessage\x18\x04 \x01(\tR\amessage\"\x18\n" +
-	"\x16ReportProgressResponse\"\xa4\x02\n" +
+	"\x16ReportProgressResponse\"\xb8\x02\n" +
 	"\x05Queue\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06paused\x18\x02 \x01(\bR\x06paused\x12\x1f\n" +
@@ -6737,20 +6778,23 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x06counts\x18\x04 \x03(\v2\x1c.hopper.v1.Queue.CountsEntryR\x06counts\x12\x16\n" +
 	"\x06weight\x18\x05 \x01(\x05R\x06weight\x12)\n" +
 	"\x10awaiting_compute\x18\x06 \x01(\x03R\x0fawaitingCompute\x12\x1a\n" +
-	"\bdisabled\x18\a \x01(\x03R\bdisabled\x1a9\n" +
+	"\bdisabled\x18\a \x01(\x03R\bdisabled\x12\x12\n" +
+	"\x04rate\x18\b \x01(\tR\x04rate\x1a9\n" +
 	"\vCountsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\x19\n" +
 	"\x17QueueServiceListRequest\"D\n" +
 	"\x18QueueServiceListResponse\x12(\n" +
-	"\x06queues\x18\x01 \x03(\v2\x10.hopper.v1.QueueR\x06queues\"\x8c\x01\n" +
+	"\x06queues\x18\x01 \x03(\v2\x10.hopper.v1.QueueR\x06queues\"\xae\x01\n" +
 	"\x16QueueServiceSetRequest\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x1b\n" +
 	"\x06weight\x18\x02 \x01(\x05H\x00R\x06weight\x88\x01\x01\x12$\n" +
 	"\vmax_running\x18\x03 \x01(\x05H\x01R\n" +
-	"maxRunning\x88\x01\x01B\t\n" +
+	"maxRunning\x88\x01\x01\x12\x17\n" +
+	"\x04rate\x18\x04 \x01(\tH\x02R\x04rate\x88\x01\x01B\t\n" +
 	"\a_weightB\x0e\n" +
-	"\f_max_running\"\x19\n" +
+	"\f_max_runningB\a\n" +
+	"\x05_rate\"\x19\n" +
 	"\x17QueueServiceSetResponse\"$\n" +
 	"\fPauseRequest\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\"\x0f\n" +
@@ -6880,23 +6924,27 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x13ListReplaysResponse\x121\n" +
 	"\areplays\x18\x01 \x03(\v2\x17.hopper.v1.ReplayRecordR\areplays\x12\x1f\n" +
 	"\vnext_cursor\x18\x02 \x01(\tR\n" +
-	"nextCursor\"\xc7\x01\n" +
+	"nextCursor\"\xdb\x01\n" +
 	"\x04Kind\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bdisabled\x18\x02 \x01(\bR\bdisabled\x12\x1f\n" +
 	"\vmax_running\x18\x03 \x01(\x05R\n" +
 	"maxRunning\x123\n" +
-	"\x06counts\x18\x04 \x03(\v2\x1b.hopper.v1.Kind.CountsEntryR\x06counts\x1a9\n" +
+	"\x06counts\x18\x04 \x03(\v2\x1b.hopper.v1.Kind.CountsEntryR\x06counts\x12\x12\n" +
+	"\x04rate\x18\x05 \x01(\tR\x04rate\x1a9\n" +
 	"\vCountsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\x18\n" +
 	"\x16KindServiceListRequest\"@\n" +
 	"\x17KindServiceListResponse\x12%\n" +
-	"\x05kinds\x18\x01 \x03(\v2\x0f.hopper.v1.KindR\x05kinds\"L\n" +
+	"\x05kinds\x18\x01 \x03(\v2\x0f.hopper.v1.KindR\x05kinds\"\x83\x01\n" +
 	"\x15KindServiceSetRequest\x12\x12\n" +
-	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1f\n" +
-	"\vmax_running\x18\x02 \x01(\x05R\n" +
-	"maxRunning\"\x18\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12$\n" +
+	"\vmax_running\x18\x02 \x01(\x05H\x00R\n" +
+	"maxRunning\x88\x01\x01\x12\x17\n" +
+	"\x04rate\x18\x03 \x01(\tH\x01R\x04rate\x88\x01\x01B\x0e\n" +
+	"\f_max_runningB\a\n" +
+	"\x05_rate\"\x18\n" +
 	"\x16KindServiceSetResponse\"/\n" +
 	"\x19KindServiceDisableRequest\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\"\x1c\n" +
@@ -6951,10 +6999,10 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x06Replay\x12\x18.hopper.v1.ReplayRequest\x1a\x19.hopper.v1.ReplayResponse\x12I\n" +
 	"\n" +
 	"ReplayMany\x12\x1c.hopper.v1.ReplayManyRequest\x1a\x1d.hopper.v1.ReplayManyResponse\x12Q\n" +
-	"\vListReplays\x12\x1d.hopper.v1.ListReplaysRequest\x1a\x1e.hopper.v1.ListReplaysResponse\"\x03\x90\x02\x012\xda\x02\n" +
+	"\vListReplays\x12\x1d.hopper.v1.ListReplaysRequest\x1a\x1e.hopper.v1.ListReplaysResponse\"\x03\x90\x02\x012\xdf\x02\n" +
 	"\vKindService\x12R\n" +
-	"\x04List\x12!.hopper.v1.KindServiceListRequest\x1a\".hopper.v1.KindServiceListResponse\"\x03\x90\x02\x01\x12J\n" +
-	"\x03Set\x12 .hopper.v1.KindServiceSetRequest\x1a!.hopper.v1.KindServiceSetResponse\x12V\n" +
+	"\x04List\x12!.hopper.v1.KindServiceListRequest\x1a\".hopper.v1.KindServiceListResponse\"\x03\x90\x02\x01\x12O\n" +
+	"\x03Set\x12 .hopper.v1.KindServiceSetRequest\x1a!.hopper.v1.KindServiceSetResponse\"\x03\x90\x02\x02\x12V\n" +
 	"\aDisable\x12$.hopper.v1.KindServiceDisableRequest\x1a%.hopper.v1.KindServiceDisableResponse\x12S\n" +
 	"\x06Enable\x12#.hopper.v1.KindServiceEnableRequest\x1a$.hopper.v1.KindServiceEnableResponseB5Z3github.com/hopperjobs/hopper/gen/hopper/v1;hopperv1b\x06proto3"
 
@@ -7299,6 +7347,7 @@ func file_hopper_v1_hopper_proto_init() {
 		(*Outcome_Suspend)(nil),
 	}
 	file_hopper_v1_hopper_proto_msgTypes[60].OneofWrappers = []any{}
+	file_hopper_v1_hopper_proto_msgTypes[97].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

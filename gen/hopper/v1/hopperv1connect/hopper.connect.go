@@ -1866,9 +1866,10 @@ var (
 	})
 	kindServiceSetSpec = sync.OnceValue(func() connect.Spec {
 		return connect.Spec{
-			StreamType: connect.StreamTypeUnary,
-			Schema:     v1.File_hopper_v1_hopper_proto.Services().ByName("KindService").Methods().ByName("Set"),
-			Procedure:  KindServiceSetProcedure,
+			StreamType:       connect.StreamTypeUnary,
+			Schema:           v1.File_hopper_v1_hopper_proto.Services().ByName("KindService").Methods().ByName("Set"),
+			Procedure:        KindServiceSetProcedure,
+			IdempotencyLevel: connect.IdempotencyIdempotent,
 		}
 	})
 	kindServiceDisableSpec = sync.OnceValue(func() connect.Spec {
@@ -1891,8 +1892,9 @@ var (
 type KindServiceClient interface {
 	// List returns every kind that has jobs or settings, by name, with its job counts per state.
 	List(context.Context, *v1.KindServiceListRequest) (*v1.KindServiceListResponse, error)
-	// Set sets a kind's fleet-wide cap on running jobs; max_running 0 (or unset) removes it.
-	// INVALID_ARGUMENT names the bad field (kind, max_running).
+	// Set changes a kind's fleet-wide settings: only the fields that are set (at least one).
+	// INVALID_ARGUMENT names the bad field (kind, max_running, rate); a refused request
+	// changes nothing.
 	Set(context.Context, *v1.KindServiceSetRequest) (*v1.KindServiceSetResponse, error)
 	// Disable stops new claims of the kind's jobs on every node; running jobs finish.
 	Disable(context.Context, *v1.KindServiceDisableRequest) (*v1.KindServiceDisableResponse, error)
@@ -1911,8 +1913,9 @@ func NewKindServiceClient(client *connect.Client) KindServiceClient {
 type KindServiceHandler interface {
 	// List returns every kind that has jobs or settings, by name, with its job counts per state.
 	List(context.Context, *v1.KindServiceListRequest) (*v1.KindServiceListResponse, error)
-	// Set sets a kind's fleet-wide cap on running jobs; max_running 0 (or unset) removes it.
-	// INVALID_ARGUMENT names the bad field (kind, max_running).
+	// Set changes a kind's fleet-wide settings: only the fields that are set (at least one).
+	// INVALID_ARGUMENT names the bad field (kind, max_running, rate); a refused request
+	// changes nothing.
 	Set(context.Context, *v1.KindServiceSetRequest) (*v1.KindServiceSetResponse, error)
 	// Disable stops new claims of the kind's jobs on every node; running jobs finish.
 	Disable(context.Context, *v1.KindServiceDisableRequest) (*v1.KindServiceDisableResponse, error)

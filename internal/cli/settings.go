@@ -1,0 +1,60 @@
+package cli
+
+import (
+	"math"
+
+	"github.com/hopperjobs/hopper"
+	"github.com/spf13/cobra"
+)
+
+// settings are the fleet-wide settings `queues set` and `kinds set` change: those not nil. 0
+// removes a weight or a cap, the zero Rate a rate limit.
+type settings struct {
+	Weight, Cap *int
+	Rate        *hopper.Rate
+}
+
+// addSettingsFlags adds --cap and --rate to a set command, and --weight when weight is true.
+func addSettingsFlags(cmd *cobra.Command, weight bool) {
+	if weight {
+		cmd.Flags().Int("weight", 0, "fair-share weight, 1–1000 (0 removes it)")
+	}
+	cmd.Flags().Int("cap", 0, "most running jobs across the fleet (0 removes the cap)")
+	cmd.Flags().String("rate", "", "most job starts per period across the fleet, N/DURATION such as 100/1s or 5000/1h (0 removes the limit)")
+}
+
+// readSettings reads the settings flags that were given, refusing bad values with a usage
+// error naming the flag, so that a refused command changes nothing.
+func readSettings(cmd *cobra.Command) (settings, error) {
+	var s settings
+	fl := cmd.Flags()
+	if fl.Lookup("weight") != nil && fl.Changed("weight") {
+		w, _ := fl.GetInt("weight")
+		if w < 0 || w > hopper.MaxQueueWeight {
+			return s, usageErrorf("invalid --weight: %d is outside 1–%d (0 removes it)", w, hopper.MaxQueueWeight)
+		}
+		s.Weight = &w
+	}
+	if fl.Changed("cap") {
+		c, _ := fl.GetInt("cap")
+		if c < 0 || c > math.MaxInt32 {
+			return s, usageErrorf("invalid --cap: %d is outside 0–%d (0 removes the cap)", c, math.MaxInt32)
+		}
+		s.Cap = &c
+	}
+	if fl.Changed("rate") {
+		text, _ := fl.GetString("rate")
+		r, err := hopper.ParseRate("--rate", text)
+		if err != nil {
+			return s, usageErrorf("%w", err)
+		}
+		s.Rate = &r
+	}
+	if s.Weight == nil && s.Cap == nil && s.Rate == nil {
+		if fl.Lookup("weight") != nil {
+			return s, usageErrorf("give at least one of --weight, --cap and --rate")
+		}
+		return s, usageErrorf("give --cap, --rate or both")
+	}
+	return s, nil
+}
