@@ -24,7 +24,7 @@ type collector struct {
 	s *Server
 
 	jobs, stalled, deadLetters, oldestDeadLetter, leader *prometheus.Desc
-	kindDisabled                                         *prometheus.Desc
+	kindDisabled, rateLimit                              *prometheus.Desc
 	storeUp, loopsFailing                                *prometheus.Desc
 	streams, streamInFlight, streamPushed, workers       *prometheus.Desc
 	awaitingCompute, holding, governorCPU, governorMem   *prometheus.Desc
@@ -36,9 +36,11 @@ func newCollector(s *Server) *collector {
 		return prometheus.NewDesc("hopper_"+name, help, labels, nil)
 	}
 	return &collector{s: s,
-		jobs:             d("jobs", "Jobs in the store by queue and state.", "queue", "state"),
-		stalled:          d("jobs_stalled", "Running jobs with a valid lease but no sign of life for longer than the stalled threshold.", "queue"),
-		kindDisabled:     d("kind_disabled", "1 when the kind is disabled (no node starts its jobs), else 0; for every kind with jobs or settings.", "kind"),
+		jobs:         d("jobs", "Jobs in the store by queue and state.", "queue", "state"),
+		stalled:      d("jobs_stalled", "Running jobs with a valid lease but no sign of life for longer than the stalled threshold.", "queue"),
+		kindDisabled: d("kind_disabled", "1 when the kind is disabled (no node starts its jobs), else 0; for every kind with jobs or settings.", "kind"),
+		rateLimit: d("rate_limit_starts_per_second", "The fleet-wide rate limit of a queue or a kind, as job starts per second "+
+			"(a limit of 5000/1h reads 1.39); for every queue and kind that has one.", "scope", "name"),
 		deadLetters:      d("dead_letters", "Failed jobs kept in the dead-letter queue."),
 		oldestDeadLetter: d("dead_letter_oldest_age_seconds", "Age of the oldest dead letter (0 when there is none)."),
 		leader:           d("leader", "1 when this node holds the leader lease."),
@@ -58,7 +60,7 @@ func newCollector(s *Server) *collector {
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.jobs, c.stalled, c.kindDisabled, c.deadLetters, c.oldestDeadLetter, c.leader,
+	for _, d := range []*prometheus.Desc{c.jobs, c.stalled, c.kindDisabled, c.rateLimit, c.deadLetters, c.oldestDeadLetter, c.leader,
 		c.storeUp, c.loopsFailing, c.streams, c.streamInFlight, c.streamPushed, c.workers,
 		c.awaitingCompute, c.holding, c.governorCPU, c.governorMem} {
 		ch <- d
@@ -111,6 +113,9 @@ func (c *collector) collectStore(ctx context.Context, gauge func(*prometheus.Des
 				gauge(c.jobs, float64(n), q.Name, string(st))
 			}
 			gauge(c.awaitingCompute, float64(q.AwaitingCompute), q.Name)
+			if !q.Rate.IsZero() {
+				gauge(c.rateLimit, perSecond(q.Rate), "queue", q.Name)
+			}
 		}
 	} else {
 		c.fail(err)
@@ -122,6 +127,9 @@ func (c *collector) collectStore(ctx context.Context, gauge func(*prometheus.Des
 				disabled = 1
 			}
 			gauge(c.kindDisabled, disabled, k.Name)
+			if !k.Rate.IsZero() {
+				gauge(c.rateLimit, perSecond(k.Rate), "kind", k.Name)
+			}
 		}
 	} else {
 		c.fail(err)
@@ -146,6 +154,9 @@ func (c *collector) collectStore(ctx context.Context, gauge func(*prometheus.Des
 		c.fail(err)
 	}
 }
+
+// perSecond is a rate limit as starts per second.
+func perSecond(r hopper.Rate) float64 { return float64(r.Limit) / r.Period.Seconds() }
 
 func boolGauge(b bool) float64 {
 	if b {

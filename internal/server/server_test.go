@@ -941,6 +941,8 @@ func TestMetrics(t *testing.T) {
 	_, err := e.workers.Fail(t.Context(), &hopperv1.FailRequest{Id: a[1].GetId(), LeaseToken: a[1].GetLeaseToken(), Error: "x", Retries: &zero})
 	require.NoError(t, err)
 	require.NoError(t, e.hopper.DisableKind(t.Context(), "off"))
+	require.NoError(t, e.hopper.SetRateLimit(t.Context(), hopper.RateLimit{Kind: "m", Rate: hopper.Rate{Limit: 5000, Period: time.Hour}}))
+	require.NoError(t, e.hopper.SetRateLimit(t.Context(), hopper.RateLimit{Queue: "default", Rate: hopper.Rate{Limit: 100, Period: time.Second}}))
 	time.Sleep(100 * time.Millisecond) // the running one is now stalled
 	var body string
 	require.Eventually(t, func() bool { // the leader flag comes with the first election
@@ -961,6 +963,8 @@ func TestMetrics(t *testing.T) {
 		`hopper_jobs_stalled{queue="default"} 1`,
 		`hopper_kind_disabled{kind="m"} 0`,
 		`hopper_kind_disabled{kind="off"} 1`,
+		`hopper_rate_limit_starts_per_second{name="default",scope="queue"} 100`,
+		`hopper_rate_limit_starts_per_second{name="m",scope="kind"} 1.3888888888888888`,
 		`hopper_dead_letters 1`,
 		`hopper_dead_letter_oldest_age_seconds`,
 		`hopper_queue_awaiting_compute{queue="default"} 0`,
