@@ -62,7 +62,7 @@ func checkRate(field string, r Rate) error {
 	case r.Limit < 1 || r.Limit > maxCap:
 		return invalid(field, "%d starts per period is outside 1–%d (0 removes the limit)", r.Limit, maxCap)
 	case r.Period < MinRatePeriod || r.Period > MaxRatePeriod:
-		return invalid(field, "the period %s is outside %s–%s", r.Period, MinRatePeriod, MaxRatePeriod)
+		return invalid(field, "the period %s is outside 1ms–720h", r.Period)
 	}
 	return nil
 }
