@@ -41,6 +41,10 @@ type Config struct {
 	// KindCap, when positive, sets a fleet-wide cap of that many running jobs on the no-op
 	// kind, to measure what the cap costs.
 	KindCap int
+	// KindRate, when not zero, sets a fleet-wide rate limit on the no-op kind, to measure
+	// what a rate-limited claim costs (with a limit far above the throughput) or that the
+	// throughput follows the limit.
+	KindRate hopper.Rate
 	// Server, when set, measures a running server at this URL instead of a database: jobs go
 	// through its API and are worked by a remote worker in this process.
 	Server string
@@ -62,6 +66,7 @@ type Result struct {
 	LatencyRate   int     `json:"latency_rate"`
 	AllocPerJob   float64 `json:"alloc_bytes_per_job"`
 	KindCap       int     `json:"kind_cap,omitempty"`
+	KindRate      string  `json:"kind_rate,omitempty"` // N/DURATION
 	Store         string  `json:"store"`
 	Durability    string  `json:"durability"`
 	CPUs          int     `json:"cpus"`
@@ -118,8 +123,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("bench: mode %q: want stream or poll", c.Mode)
 	case c.Server != "" && c.Workers > 1000:
 		return errors.New("bench: a remote worker runs at most 1000 jobs at once")
-	case c.Server != "" && c.KindCap > 0:
-		return errors.New("bench: --kind-cap is not supported with --server")
+	case c.Server != "" && (c.KindCap > 0 || !c.KindRate.IsZero()):
+		return errors.New("bench: --kind-cap and --kind-rate are not supported with --server")
 	}
 	switch strings.ToUpper(c.Synchronous) {
 	case "FULL", "EXTRA", "NORMAL":
@@ -195,6 +200,12 @@ func throughput(ctx context.Context, cfg Config, st hopper.Store, res *Result) e
 			return err
 		}
 		res.KindCap = cfg.KindCap
+	}
+	if !cfg.KindRate.IsZero() {
+		if err := enq.SetRateLimit(ctx, hopper.RateLimit{Kind: noop{}.Kind(), Rate: cfg.KindRate}); err != nil {
+			return err
+		}
+		res.KindRate = cfg.KindRate.String()
 	}
 	start := time.Now()
 	for done := 0; done < cfg.Jobs; {

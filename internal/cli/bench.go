@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime/pprof"
 
+	"github.com/hopperjobs/hopper"
 	"github.com/hopperjobs/hopper/internal/bench"
 	"github.com/spf13/cobra"
 )
@@ -15,7 +16,7 @@ func newBenchCmd() *cobra.Command {
 	var asJSON bool
 	var cpuProfile string
 	var compare bool
-	var scenario string
+	var scenario, kindRate string
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure enqueue rate, throughput and enqueue→start latency with no-op jobs",
@@ -35,11 +36,22 @@ prints each throughput with its ratio to the in-process one.
 flood holds a backlog of --jobs (default 200,000) no-op jobs while queue trickle receives
 --rate (default 100) jobs a second, --latency-jobs of them, worked with --workers (default 20)
 slots; it reports the trickle jobs' enqueue→start latency (weights 1:1), then the share of
-starts each queue gets with both backlogged, at weights 1:1 and 3:1 (docs/flow-control.md).`,
+starts each queue gets with both backlogged, at weights 1:1 and 3:1 (docs/flow-control.md).
+
+--kind-cap and --kind-rate set a fleet-wide cap or rate limit on the no-op jobs' kind before
+the run, to measure what a capped or rate-limited claim costs (a limit far above the
+throughput, such as --kind-rate 1000000/1s) or that starts follow the limit.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if db, _ := cmd.Flags().GetString(flagDatabase); bench.IsPostgres(db) {
 				cfg.Database = db // a fresh schema on that server, dropped afterwards
+			}
+			if kindRate != "" {
+				r, err := hopper.ParseRate("--kind-rate", kindRate)
+				if err != nil {
+					return usageErrorf("%w", err)
+				}
+				cfg.KindRate = r
 			}
 			if url := serverURL(cmd); url != "" && compare {
 				return usageErrorf("--compare-remote starts its own server: it takes no --server")
@@ -90,6 +102,9 @@ starts each queue gets with both backlogged, at weights 1:1 and 3:1 (docs/flow-c
 			if res.KindCap > 0 {
 				fmt.Fprintf(out, "kind cap         %d running at most\n", res.KindCap)
 			}
+			if res.KindRate != "" {
+				fmt.Fprintf(out, "kind rate        %s starts at most\n", res.KindRate)
+			}
 			fmt.Fprintf(out, "alloc            %.0f bytes/job\n", res.AllocPerJob)
 			if res.LatencyJobs > 0 {
 				fmt.Fprintf(out, "latency          p50 %.2f ms, p99 %.2f ms (%d jobs at %d/s)\n",
@@ -106,6 +121,7 @@ starts each queue gets with both backlogged, at weights 1:1 and 3:1 (docs/flow-c
 	f.IntVar(&cfg.Rate, "rate", 200, "enqueues per second of the latency phase")
 	f.IntVar(&cfg.Conns, "conns", 16, "PostgreSQL connection pool size")
 	f.IntVar(&cfg.KindCap, "kind-cap", 0, "fleet-wide cap on running no-op jobs (0: none)")
+	f.StringVar(&kindRate, "kind-rate", "", "fleet-wide rate limit on no-op job starts, N/DURATION (default none)")
 	f.StringVar(&cfg.Synchronous, "synchronous", "FULL", "SQLite synchronous setting: FULL or NORMAL")
 	f.StringVar(&cfg.Database, "bench-db", "", "SQLite file to use (default: a fresh temporary file)")
 	f.StringVar(&cfg.Mode, "mode", "stream", "with --server: how the remote worker gets jobs, stream or poll")
