@@ -87,6 +87,20 @@ func (c *CapsLeft) Limit(n int) int {
 	return n
 }
 
+// KindLimits is KindLeft with each left bounded by n, the claim's limit: a capped or
+// rate-limited kind's scan takes (and on PostgreSQL locks) no more rows than the claim can
+// use, however many starts its bucket holds or slots its cap leaves.
+func (c *CapsLeft) KindLimits(n int) map[string]int {
+	if len(c.KindLeft) == 0 {
+		return nil
+	}
+	out := make(map[string]int, len(c.KindLeft))
+	for k, left := range c.KindLeft {
+		out[k] = min(left, n)
+	}
+	return out
+}
+
 // Spend charges the jobs a claim of asked jobs took to the rate limits' buckets, and says what
 // held the claim back. The buckets it took starts from are then Charged.
 func (c *CapsLeft) Spend(asked int, jobs []*hoppertype.JobRow) Hold {

@@ -42,3 +42,14 @@ func TestBucketBoundsStartsOverAnyStretch(t *testing.T) {
 		}
 	})
 }
+
+// A kind's scan is bounded by the claim, however many starts or slots the kind has left.
+func TestKindLimitsAreBoundedByTheClaim(t *testing.T) {
+	c := NoCaps()
+	c.KindCap("pdf", 1000, 10)
+	c.KindRateAt("sms", Bucket{Rate: Rate{Limit: 1_000_000, Period: time.Second}, Tokens: 1_000_000}, time.Unix(0, 0))
+	c.KindCap("mail", 3, 0)
+	require.Equal(t, map[string]int{"pdf": 990, "sms": 1_000_000, "mail": 3}, c.KindLeft)
+	require.Equal(t, map[string]int{"pdf": 50, "sms": 50, "mail": 3}, c.KindLimits(50))
+	require.Nil(t, NoCaps().KindLimits(50))
+}

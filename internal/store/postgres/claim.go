@@ -130,7 +130,7 @@ func (s *Store) claimCapped(ctx context.Context, p *store.ClaimParams, kinds []s
 		return nil, hold, err
 	}
 	if limit := c.Limit(p.Limit); limit > 0 {
-		query, extra := claimCappedQuery(c.KindLeft)
+		query, extra := claimCappedQuery(c.KindLimits(limit))
 		args := append([]any{s.nowArg(), p.Queue, limit, p.WorkerID, micros(p.LeaseDuration), kinds}, extra...)
 		rs, err := tx.Query(ctx, s.sql(query), args...)
 		if err != nil {

@@ -58,7 +58,7 @@ func (s *Store) JobClaim(ctx context.Context, p *store.ClaimParams) (jobs []*hop
 			st, extra := stmts[0], fastExtra
 			if len(c.KindLeft) > 0 || len(disabled) > 0 {
 				var query string
-				query, extra = claimQuery(p.Kinds, c.KindLeft, disabled)
+				query, extra = claimQuery(p.Kinds, c.KindLimits(limit), disabled)
 				if st, err = tx.PrepareContext(ctx, query); err != nil {
 					return err
 				}
