@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/store"
@@ -39,14 +40,18 @@ func ParseRate(field, s string) (Rate, error) {
 		return Rate{}, invalid(field, "%q: %q is not a whole number of job starts", s, n)
 	}
 	per = strings.TrimSpace(per)
-	if per != "" && (per[0] < '0' || per[0] > '9') && per[0] != '.' {
-		per = "1" + per // "10/m": one minute
+	unit := per
+	if per != "" && unicode.IsLetter(rune(per[0])) {
+		unit = "1" + per // "10/m": one minute
 	}
-	period, err := time.ParseDuration(per)
+	period, err := time.ParseDuration(unit)
 	if err != nil {
 		return Rate{}, invalid(field, "%q: %q is not a duration such as 1s, 1m or 1h", s, per)
 	}
 	r := Rate{Limit: int(min(max(limit, -1), maxCap+1)), Period: period}
+	if r.IsZero() { // "0/0": only "0" says no limit
+		return Rate{}, invalid(field, "%q: the limit and the period are 0 (0 alone removes the limit)", s)
+	}
 	if err := checkRate(field, r); err != nil {
 		return Rate{}, err
 	}
@@ -63,6 +68,8 @@ func checkRate(field string, r Rate) error {
 		return invalid(field, "%d starts per period is outside 1–%d (0 removes the limit)", r.Limit, maxCap)
 	case r.Period < MinRatePeriod || r.Period > MaxRatePeriod:
 		return invalid(field, "the period %s is outside 1ms–720h", r.Period)
+	case r.Period%time.Microsecond != 0:
+		return invalid(field, "the period %s is not a whole number of microseconds", r.Period)
 	}
 	return nil
 }

@@ -32,7 +32,7 @@ func TestParseRate(t *testing.T) {
 		}
 	}
 	for _, text := range []string{"", "abc", "0/1s", "-1/1s", "1.5/1s", "10", "10/", "10/abc", "1/0s", "1/-1s",
-		"1/999us", "1/721h", "2147483648/1s", "99999999999999999999/1s", "1/1s/1s"} {
+		"1/999us", "1/721h", "2147483648/1s", "99999999999999999999/1s", "1/1s/1s", "0/0", "0/0s", "1/1.000001ms", "1/1500ns"} {
 		_, err := ParseRate("--rate", text)
 		var ve *ValidationError
 		require.ErrorAs(t, err, &ve, "%q", text)

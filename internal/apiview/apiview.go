@@ -94,3 +94,12 @@ func Headers(m map[string]string) map[string]string {
 	}
 	return m
 }
+
+// Rate is a rate limit as the API and the CLI's JSON write it: N/DURATION ("100/1s"), empty
+// for none.
+func Rate(r hoppertype.Rate) string {
+	if r.IsZero() {
+		return ""
+	}
+	return r.String()
+}

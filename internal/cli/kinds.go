@@ -6,6 +6,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/hopperjobs/hopper"
+	"github.com/hopperjobs/hopper/internal/apiview"
 	"github.com/spf13/cobra"
 )
 
@@ -64,20 +65,23 @@ docs/flow-control.md.`,
 				if err := client.SetKind(cmd.Context(), args[0], s); err != nil {
 					return err
 				}
-				out := cmd.OutOrStdout()
+				var done []string
 				if s.Cap != nil {
-					done := fmt.Sprintf("capped at %d running jobs", *s.Cap)
+					done = append(done, fmt.Sprintf("capped at %d running jobs", *s.Cap))
 					if *s.Cap == 0 {
-						done = "uncapped"
+						done[len(done)-1] = "uncapped"
 					}
-					fmt.Fprintf(out, "kind %s %s\n", args[0], done)
 				}
 				if s.Rate != nil {
-					done := "rate-limited to " + s.Rate.String()
+					done = append(done, "rate-limited to "+s.Rate.String())
 					if s.Rate.IsZero() {
-						done = "not rate-limited"
+						done[len(done)-1] = "not rate-limited"
 					}
-					fmt.Fprintf(out, "kind %s %s\n", args[0], done)
+				}
+				for _, d := range done {
+					if _, err := fmt.Fprintf(cmd.OutOrStdout(), "kind %s %s\n", args[0], d); err != nil {
+						return err
+					}
 				}
 				return nil
 			})
@@ -147,7 +151,7 @@ type kindJSON struct {
 func kindsJSON(ks []*hopper.KindInfo) any {
 	out := make([]kindJSON, len(ks))
 	for i, k := range ks {
-		out[i] = kindJSON{Name: k.Name, Disabled: k.Disabled, MaxRunning: k.MaxRunning, Rate: rateJSON(k.Rate),
+		out[i] = kindJSON{Name: k.Name, Disabled: k.Disabled, MaxRunning: k.MaxRunning, Rate: apiview.Rate(k.Rate),
 			Counts: stateCountsJSON(k.Counts)}
 	}
 	return struct {

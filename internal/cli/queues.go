@@ -6,6 +6,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/hopperjobs/hopper"
+	"github.com/hopperjobs/hopper/internal/apiview"
 	"github.com/spf13/cobra"
 )
 
@@ -157,7 +158,7 @@ func queuesJSON(qs []*hopper.QueueInfo) any {
 	out := make([]queueJSON, len(qs))
 	for i, q := range qs {
 		out[i] = queueJSON{Name: q.Name, Paused: q.Paused, Weight: q.Weight, MaxRunning: q.MaxRunning,
-			Rate: rateJSON(q.Rate), Counts: stateCountsJSON(q.Counts), AwaitingCompute: q.AwaitingCompute, Disabled: q.Disabled}
+			Rate: apiview.Rate(q.Rate), Counts: stateCountsJSON(q.Counts), AwaitingCompute: q.AwaitingCompute, Disabled: q.Disabled}
 	}
 	return struct {
 		Queues []queueJSON `json:"queues"`
@@ -178,13 +179,5 @@ func rateCell(r hopper.Rate) string {
 	if r.IsZero() {
 		return "-"
 	}
-	return r.String()
-}
-
-// rateJSON is a rate limit in --json output: N/DURATION, empty (left out) for none.
-func rateJSON(r hopper.Rate) string {
-	if r.IsZero() {
-		return ""
-	}
-	return r.String()
+	return apiview.Rate(r)
 }

@@ -144,21 +144,15 @@ func (p *producer) received(st *loopState, r claimResult) {
 	if r.err != nil {
 		// Retry after a backoff: the poll timer fires then, and wake-ups until then find the
 		// loop held.
-		wait := p.retry.Fail(r.err)
-		st.holdUntil = p.e.clock.Now().Add(wait)
-		st.poll.Stop()
-		st.poll = p.e.clock.NewTimer(wait)
+		p.holdFor(st, p.retry.Fail(r.err))
 		p.e.slots.want(p.queue, false) // no claim before the backoff: owed nothing meanwhile
 		return
 	}
 	p.retry.Succeed()
-	if h := r.hold; h.QueueWide && h.Wait > 0 {
+	if h := r.hold; h.QueueWide {
 		// The queue's rate limit allows no start before h.Wait: no claim until then, whatever
 		// wakes the loop (enqueues would otherwise each make a claim that takes nothing).
-		wait := min(h.Wait, maxRateWait)
-		st.holdUntil = p.e.clock.Now().Add(wait)
-		st.poll.Stop()
-		st.poll = p.e.clock.NewTimer(wait)
+		p.holdFor(st, h.Retry(capRetry, maxRateWait))
 		st.more, st.urgent = false, false
 		p.e.slots.want(p.queue, false)
 		p.capHeld.Store(false) // a job's end frees no start
@@ -177,13 +171,28 @@ func (p *producer) received(st *loopState, r claimResult) {
 	capped := !st.more && r.hold.Capped
 	p.capHeld.Store(capped)
 	if capped {
-		retry := capRetry
-		if r.hold.Wait > 0 {
-			retry = min(r.hold.Wait, maxRateWait)
-		}
-		st.poll.Stop()
-		st.poll = p.e.clock.NewTimer(retry)
+		p.pollAt(st, r.hold.Retry(capRetry, maxRateWait))
 	}
+}
+
+// holdFor holds claims back for d (or longer, if a hold already runs longer) and arms the poll
+// timer for the hold's end.
+func (p *producer) holdFor(st *loopState, d time.Duration) {
+	if until := p.e.clock.Now().Add(d); until.After(st.holdUntil) {
+		st.holdUntil = until
+	}
+	p.pollAt(st, 0)
+}
+
+// pollAt re-arms the poll timer to fire after d, or when a hold ends if that is later (a timer
+// that fired during the hold would claim nothing and re-arm for a whole PollInterval).
+func (p *producer) pollAt(st *loopState, d time.Duration) {
+	now := p.e.clock.Now()
+	if until := st.holdUntil.Sub(now); until > d {
+		d = until
+	}
+	st.poll.Stop()
+	st.poll = p.e.clock.NewTimer(d)
 }
 
 // claim asks the store for up to n jobs (n slots are already held) and hands the result to

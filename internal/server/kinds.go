@@ -6,6 +6,8 @@ import (
 
 	"github.com/hopperjobs/hopper"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
+	"github.com/hopperjobs/hopper/internal/apiview"
+	"google.golang.org/protobuf/proto"
 )
 
 // kindService implements hopper.v1.KindService. The client validates the requests.
@@ -19,27 +21,31 @@ func (k *kindService) List(ctx context.Context, _ *hopperv1.KindServiceListReque
 	out := &hopperv1.KindServiceListResponse{Kinds: make([]*hopperv1.Kind, len(ks))}
 	for i, info := range ks {
 		out.Kinds[i] = &hopperv1.Kind{Name: info.Name, Disabled: info.Disabled, MaxRunning: int32(info.MaxRunning),
-			Counts: stateCounts(info.Counts), Rate: rateText(info.Rate)}
+			Counts: stateCounts(info.Counts), Rate: apiview.Rate(info.Rate)}
 	}
 	return out, nil
 }
 
 // Set applies the settings the request carries, once all of them are known to be valid.
 func (k *kindService) Set(ctx context.Context, req *hopperv1.KindServiceSetRequest) (*hopperv1.KindServiceSetResponse, error) {
+	maxRunning := req.MaxRunning
+	if maxRunning == nil && req.Rate == nil {
+		// What a request with max_running 0 looked like on the wire before the field was
+		// optional (a client built from that API removing a cap): it still removes the cap.
+		maxRunning = proto.Int32(0)
+	}
 	switch {
 	case req.GetKind() == "": // SetLimit would name its Limit, which this request does not have
 		return nil, invalidArg("kind", "is empty")
-	case req.MaxRunning == nil && req.Rate == nil:
-		return nil, invalidArg("max_running", "set at least one of max_running and rate")
-	case req.GetMaxRunning() < 0: // checked first: a refused request changes nothing
-		return nil, invalidArg("max_running", fmt.Sprintf("%d is negative (0 removes the cap)", req.GetMaxRunning()))
+	case maxRunning != nil && *maxRunning < 0: // checked first: a refused request changes nothing
+		return nil, invalidArg("max_running", fmt.Sprintf("%d is negative (0 removes the cap)", *maxRunning))
 	}
 	rate, err := parseRate(req.Rate)
 	if err != nil {
 		return nil, rpcError("set kind rate limit", err)
 	}
-	if req.MaxRunning != nil {
-		if err := k.s.client.SetLimit(ctx, hopper.Limit{Kind: req.GetKind(), MaxRunning: int(req.GetMaxRunning())}); err != nil {
+	if maxRunning != nil {
+		if err := k.s.client.SetLimit(ctx, hopper.Limit{Kind: req.GetKind(), MaxRunning: int(*maxRunning)}); err != nil {
 			return nil, rpcError("set kind cap", err)
 		}
 	}

@@ -49,8 +49,8 @@ func TestKindServiceDisablesAKindForRemoteWorkers(t *testing.T) {
 	got = e.activate(t, &hopperv1.ActivateRequest{MaxJobs: 10})
 	require.Len(t, got, 1)
 	require.Equal(t, pdf.GetId(), got[0].GetId())
-	_, err = kinds.Set(ctx, &hopperv1.KindServiceSetRequest{Kind: "pdf", MaxRunning: proto.Int32(0)})
-	require.NoError(t, err, "0 removes the cap")
+	_, err = kinds.Set(ctx, &hopperv1.KindServiceSetRequest{Kind: "pdf"})
+	require.NoError(t, err, "a request with neither field removes the cap, as max_running 0 did before it was optional")
 	list, err = kinds.List(ctx, &hopperv1.KindServiceListRequest{})
 	require.NoError(t, err)
 	require.Zero(t, list.GetKinds()[1].GetMaxRunning())
@@ -116,7 +116,6 @@ func TestKindServiceNamesTheBadField(t *testing.T) {
 			_, err := kinds.Set(ctx, &hopperv1.KindServiceSetRequest{Kind: "pdf", MaxRunning: proto.Int32(-1)})
 			return err
 		}, "max_running"},
-		{func() error { _, err := kinds.Set(ctx, &hopperv1.KindServiceSetRequest{Kind: "pdf"}); return err }, "max_running"},
 		{func() error {
 			_, err := kinds.Set(ctx, &hopperv1.KindServiceSetRequest{Kind: "pdf", MaxRunning: proto.Int32(2), Rate: proto.String("0/1s")})
 			return err

@@ -21,7 +21,7 @@ func (q *queueService) List(ctx context.Context, _ *hopperv1.QueueServiceListReq
 	for i, info := range qs {
 		out.Queues[i] = &hopperv1.Queue{Name: info.Name, Paused: info.Paused, MaxRunning: int32(info.MaxRunning),
 			Weight: int32(info.Weight), Counts: stateCounts(info.Counts), AwaitingCompute: info.AwaitingCompute,
-			Disabled: info.Disabled, Rate: rateText(info.Rate)}
+			Disabled: info.Disabled, Rate: apiview.Rate(info.Rate)}
 	}
 	return out, nil
 }
@@ -77,14 +77,6 @@ func parseRate(text *string) (*hopper.Rate, error) {
 	}
 	r, err := hopper.ParseRate("rate", *text)
 	return &r, err
-}
-
-// rateText is a rate limit as the API writes it: empty for none.
-func rateText(r hopper.Rate) string {
-	if r.IsZero() {
-		return ""
-	}
-	return r.String()
 }
 
 // adminService implements hopper.v1.AdminService.

@@ -101,20 +101,20 @@ func (c *CapsLeft) KindLimits(n int) map[string]int {
 	return out
 }
 
-// Spend charges the jobs a claim of asked jobs took to the rate limits' buckets, and says what
-// held the claim back. The buckets it took starts from are then Charged.
-func (c *CapsLeft) Spend(asked int, jobs []*hoppertype.JobRow) Hold {
-	h := Hold{Capped: c.Limits(asked)}
+// Spend charges the jobs a claim of asked jobs took to the rate limits' buckets, and says
+// what held the claim back: a cap or a rate limit held it only when the claim took fewer jobs
+// than asked and all that the bound let it take. A kind the bounds let the claim take none of
+// may have no job waiting at all; waiting, asked only then, says whether jobs of such kinds wait
+// in the queue. The buckets Spend took starts from are then Charged.
+func (c *CapsLeft) Spend(asked int, jobs []*hoppertype.JobRow, waiting func(kinds []string) (bool, error)) (Hold, error) {
+	var h Hold
 	if b := c.QueueRate; b != nil {
 		if len(jobs) > 0 {
 			*b, c.queueCharged = b.Take(len(jobs)), true
 		}
-		if b.Free() == 0 {
+		if b.Free() == 0 { // whatever waits, no job of the queue can start before Next
 			h.Wait, h.QueueWide = b.Next(), true
 		}
-	}
-	if len(c.KindRates) == 0 {
-		return h
 	}
 	perKind := map[string]int{}
 	for _, j := range jobs {
@@ -128,11 +128,37 @@ func (c *CapsLeft) Spend(asked int, jobs []*hoppertype.JobRow) Hold {
 			}
 			c.kindsCharged[kind] = true
 		}
-		if !h.QueueWide && b.Free() == 0 && (h.Wait == 0 || b.Next() < h.Wait) {
+	}
+	if len(jobs) >= asked {
+		return h, nil
+	}
+	h.Capped = c.QueueLeft >= 0 && c.QueueLeft < asked && len(jobs) == c.QueueLeft
+	var bound, none []string // kinds whose bound held the claim; kinds it could take none of
+	for kind, left := range c.KindLeft {
+		switch {
+		case left >= asked || perKind[kind] < left:
+		case left == 0:
+			none = append(none, kind)
+		default:
+			bound = append(bound, kind)
+		}
+	}
+	if len(none) > 0 && !h.Capped && len(bound) == 0 {
+		ok, err := waiting(none)
+		if err != nil {
+			return Hold{}, err
+		}
+		if ok {
+			bound = none
+		}
+	}
+	h.Capped = h.Capped || len(bound) > 0
+	for _, kind := range bound {
+		if b := c.KindRates[kind]; b != nil && !h.QueueWide && b.Free() == 0 && (h.Wait == 0 || b.Next() < h.Wait) {
 			h.Wait = b.Next()
 		}
 	}
-	return h
+	return h, nil
 }
 
 // Charged returns the buckets Spend took starts from, to be written back: the queue's (nil

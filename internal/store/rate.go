@@ -61,7 +61,9 @@ func (b Bucket) Next() time.Duration {
 // queue (the third result of Store.JobClaim).
 type Hold struct {
 	// Capped: a fleet-wide cap or a rate limit, of the queue or of a kind the claim could
-	// take, left it fewer jobs than it asked for.
+	// take, left it fewer jobs than it asked for while more of them wait (as far as the claim
+	// can tell: it took all the bound let it take, or jobs of a kind the bound let it take
+	// none of are queued). A claim short only because the queue ran dry is not Capped.
 	Capped bool
 	// Wait, when positive, is how long after the claim a rate limit that bounds it allows its
 	// next start. With QueueWide it is the queue's own limit, whose bucket the claim left
@@ -69,4 +71,17 @@ type Hold struct {
 	// kinds' limits that left the claim short.
 	Wait      time.Duration
 	QueueWide bool
+}
+
+// Retry is how soon a claimer held back by h should claim again: when the rate limit's next
+// start is due, at most ceiling (so that a limit raised or removed meanwhile applies within
+// it), or after capRetry when only a cap held the claim; 0 when nothing held it.
+func (h Hold) Retry(capRetry, ceiling time.Duration) time.Duration {
+	switch {
+	case h.Wait > 0:
+		return min(h.Wait, ceiling)
+	case h.Capped:
+		return capRetry
+	}
+	return 0
 }

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -131,7 +132,13 @@ func (s *Store) claimCapped(ctx context.Context, p *store.ClaimParams, kinds []s
 	}
 	if limit := c.Limit(p.Limit); limit > 0 {
 		query, extra := claimCappedQuery(c.KindLimits(limit))
-		args := append([]any{s.nowArg(), p.Queue, limit, p.WorkerID, micros(p.LeaseDuration), kinds}, extra...)
+		// The jobs start at the time the buckets were refilled to, so that starts and buckets
+		// share a clock (and a lease does not lose the wait for the locks).
+		var at any = s.nowArg()
+		if !now.IsZero() {
+			at = now
+		}
+		args := append([]any{at, p.Queue, limit, p.WorkerID, micros(p.LeaseDuration), kinds}, extra...)
 		rs, err := tx.Query(ctx, s.sql(query), args...)
 		if err != nil {
 			return nil, hold, err
@@ -140,12 +147,23 @@ func (s *Store) claimCapped(ctx context.Context, p *store.ClaimParams, kinds []s
 			return nil, hold, err
 		}
 	}
-	hold = c.Spend(p.Limit, jobs)
+	hold, err = c.Spend(p.Limit, jobs, func(kinds []string) (bool, error) {
+		var ok bool
+		err := tx.QueryRow(ctx, s.sql(kindsWaitingSQL), p.Queue, kinds).Scan(&ok)
+		return ok, err
+	})
+	if err != nil {
+		return nil, hold, err
+	}
 	if err := s.writeBuckets(ctx, tx, p.Queue, c, now); err != nil {
 		return nil, hold, err
 	}
 	return jobs, hold, tx.Commit(ctx)
 }
+
+// kindsWaitingSQL says whether queued jobs of the kinds $2 wait in queue $1 (kinds a cap or
+// rate limit let a claim take none of).
+const kindsWaitingSQL = `SELECT EXISTS (SELECT 1 FROM {schema}.jobs WHERE state = 'queued' AND queue = $1 AND kind = ANY($2::text[]))`
 
 // Writing back the rate-limit buckets a claim took starts from, at the time it refilled them.
 const (
@@ -223,9 +241,9 @@ func claimCappedQuery(kindLeft map[string]int) (string, []any) {
 // claim wrote). A capped kind that is disabled is locked too, so it stays disabled until the
 // claim commits, but it limits nothing: the scans leave its jobs.
 const (
-	lockQueueCapSQL = `SELECT 1 FROM {schema}.queues
+	lockQueueCapSQL = `SELECT name FROM {schema}.queues
 		WHERE name = $1 AND (max_running IS NOT NULL OR rate_limit IS NOT NULL) FOR UPDATE`
-	lockKindCapsSQL = `SELECT 1 FROM {schema}.kinds
+	lockKindCapsSQL = `SELECT kind FROM {schema}.kinds
 		WHERE (max_running IS NOT NULL OR rate_limit IS NOT NULL) AND (cardinality($1::text[]) = 0 OR kind = ANY($1::text[]))
 		ORDER BY kind FOR UPDATE`
 	capsSQL = `WITH clk AS (SELECT coalesce($3::timestamptz, clock_timestamp()) AS now)
@@ -246,7 +264,8 @@ const (
 // lockCaps takes the locks and reads what the caps and rate limits leave the claim, in one
 // round trip, with the time the buckets were refilled to. The statements of a batch run one
 // after the other, so the read's snapshot is taken once the locks are held and sees every
-// claim committed before.
+// claim committed before. A setting stored between the lock and the read (its row was not
+// locked) is left out: it applies from the next claim.
 func (s *Store) lockCaps(ctx context.Context, tx pgx.Tx, queue string, kinds []string) (*store.CapsLeft, time.Time, error) {
 	b := &pgx.Batch{}
 	b.Queue(s.sql(lockQueueCapSQL), queue)
@@ -254,8 +273,13 @@ func (s *Store) lockCaps(ctx context.Context, tx pgx.Tx, queue string, kinds []s
 	b.Queue(s.sql(capsSQL), queue, kinds, s.nowArg())
 	br := tx.SendBatch(ctx, b)
 	defer br.Close()
-	for range 2 {
-		if _, err := br.Exec(); err != nil {
+	var locked [2][]string // the queue's row (or none), the kinds' rows
+	for i := range locked {
+		rs, err := br.Query()
+		if err != nil {
+			return nil, time.Time{}, err
+		}
+		if locked[i], err = pgx.CollectRows(rs, pgx.RowTo[string]); err != nil {
 			return nil, time.Time{}, err
 		}
 	}
@@ -277,6 +301,9 @@ func (s *Store) lockCaps(ctx context.Context, tx pgx.Tx, queue string, kinds []s
 			return nil, time.Time{}, err
 		}
 		queueScope := scope == string(store.LimitQueue)
+		if queueScope && len(locked[0]) == 0 || !queueScope && !slices.Contains(locked[1], name) {
+			continue
+		}
 		if limit != nil {
 			if queueScope {
 				c.QueueCap(int(*limit), int(running))

@@ -201,9 +201,12 @@ func (s *Store) LimitSet(ctx context.Context, p *store.LimitParams) error {
 		query = `INSERT INTO {schema}.kinds (kind, max_running, updated_at) VALUES ($2, $3, coalesce($1::timestamptz, now()))
 			ON CONFLICT (kind) DO UPDATE SET max_running = excluded.max_running, updated_at = excluded.updated_at`
 	case p.Scope == store.LimitKind:
-		query, args = `WITH gone AS (DELETE FROM {schema}.kinds WHERE kind = $2 AND NOT disabled AND rate_limit IS NULL)
-			UPDATE {schema}.kinds SET max_running = NULL, updated_at = coalesce($1::timestamptz, now())
-			WHERE kind = $2 AND (disabled OR rate_limit IS NOT NULL)`, args[:2]
+		err := s.clearKindSetting(ctx, `UPDATE {schema}.kinds SET max_running = NULL,
+			updated_at = coalesce($1::timestamptz, now()) WHERE kind = $2`, args[:2]...)
+		if err != nil {
+			return s.wrap(err, "set %s limit of %q", p.Scope, p.Name)
+		}
+		return nil
 	default:
 		return fmt.Errorf("set limit: unknown scope %q", p.Scope)
 	}
@@ -249,9 +252,12 @@ func (s *Store) RateSet(ctx context.Context, p *store.RateParams) error {
 	case p.Scope == store.LimitKind && !p.Rate.IsZero():
 		query = fmt.Sprintf(setRateSQL, "kinds", "kind")
 	case p.Scope == store.LimitKind:
-		query, args = `WITH gone AS (DELETE FROM {schema}.kinds WHERE kind = $2 AND NOT disabled AND max_running IS NULL)
-			UPDATE {schema}.kinds SET rate_limit = NULL, rate_period_us = NULL, rate_tokens = NULL, rate_at = NULL,
-			updated_at = coalesce($1::timestamptz, now()) WHERE kind = $2 AND (disabled OR max_running IS NOT NULL)`, args[:2]
+		err := s.clearKindSetting(ctx, `UPDATE {schema}.kinds SET rate_limit = NULL, rate_period_us = NULL,
+			rate_tokens = NULL, rate_at = NULL, updated_at = coalesce($1::timestamptz, now()) WHERE kind = $2`, args[:2]...)
+		if err != nil {
+			return s.wrap(err, "set %s rate limit of %q", p.Scope, p.Name)
+		}
+		return nil
 	default:
 		return fmt.Errorf("set rate limit: unknown scope %q", p.Scope)
 	}
@@ -268,7 +274,7 @@ const setRateSQL = `WITH clk AS (SELECT coalesce($1::timestamptz, clock_timestam
 	SELECT $2::text, $3::integer, $4::bigint, $3::float8, clk.now, clk.now FROM clk
 	ON CONFLICT (%[2]s) DO UPDATE SET rate_limit = excluded.rate_limit, rate_period_us = excluded.rate_period_us,
 		rate_tokens = CASE WHEN t.rate_limit IS NULL THEN excluded.rate_tokens
-			ELSE least(excluded.rate_limit, t.rate_tokens + greatest(0, extract(epoch FROM excluded.rate_at - t.rate_at) * 1e6)
+			ELSE least(excluded.rate_limit, t.rate_limit, t.rate_tokens + greatest(0, extract(epoch FROM excluded.rate_at - t.rate_at) * 1e6)
 			     * t.rate_limit / t.rate_period_us) END,
 		rate_at = CASE WHEN t.rate_limit IS NULL THEN excluded.rate_at ELSE greatest(t.rate_at, excluded.rate_at) END,
 		updated_at = excluded.updated_at`

@@ -9,19 +9,32 @@ import (
 )
 
 // Disabling a kind stores the flag, which every claim reads in its own statement. Enabling one
-// clears it (deleting the row when the kind has no cap or rate limit left) and, when the kind was disabled,
-// wakes the workers of every queue on every node: its jobs may be in any of them.
+// clears it and, when the kind was disabled, wakes the workers of every queue on every node:
+// its jobs may be in any of them.
 const (
 	kindDisableSQL = `INSERT INTO {schema}.kinds (kind, disabled, updated_at) VALUES ($2, true, coalesce($1::timestamptz, now()))
 	ON CONFLICT (kind) DO UPDATE SET disabled = true, updated_at = excluded.updated_at`
-	kindEnableSQL = `WITH gone AS (
-		DELETE FROM {schema}.kinds WHERE kind = $2 AND disabled AND max_running IS NULL AND rate_limit IS NULL RETURNING kind
-	), kept AS (
+	kindEnableSQL = `WITH enabled AS (
 		UPDATE {schema}.kinds SET disabled = false, updated_at = coalesce($1::timestamptz, now())
-		WHERE kind = $2 AND disabled AND (max_running IS NOT NULL OR rate_limit IS NOT NULL) RETURNING kind
+		WHERE kind = $2 AND disabled RETURNING kind
 	)
-	SELECT count(pg_notify($3, '` + payloadQueue + `')) FROM (SELECT kind FROM gone UNION ALL SELECT kind FROM kept) e`
+	SELECT count(pg_notify($3, '` + payloadQueue + `')) FROM enabled`
 )
+
+// pruneKindSQL deletes the row of kind $1 once it holds no setting. A change that clears a
+// setting runs it after, in the same transaction: the delete waits for the row lock of any
+// other change under way, then sees that change, so two changes that clear the last two
+// settings at once leave no row behind, and neither leaves a setting it did not clear.
+const pruneKindSQL = `DELETE FROM {schema}.kinds WHERE kind = $1 AND NOT disabled AND max_running IS NULL AND rate_limit IS NULL`
+
+// clearKindSetting runs update (which clears a setting of kind $2; $1 is the time) and then
+// pruneKindSQL, in one transaction.
+func (s *Store) clearKindSetting(ctx context.Context, update string, args ...any) error {
+	b := &pgx.Batch{}
+	b.Queue(s.sql(update), args...)
+	b.Queue(s.sql(pruneKindSQL), args[1])
+	return s.pool.SendBatch(ctx, b).Close()
+}
 
 // KindSetDisabled disables or enables a kind.
 func (s *Store) KindSetDisabled(ctx context.Context, kind string, disabled bool) error {
@@ -29,7 +42,7 @@ func (s *Store) KindSetDisabled(ctx context.Context, kind string, disabled bool)
 	if disabled {
 		_, err = s.pool.Exec(ctx, s.sql(kindDisableSQL), s.nowArg(), kind)
 	} else {
-		_, err = s.pool.Exec(ctx, s.sql(kindEnableSQL), s.nowArg(), kind, s.channel)
+		err = s.clearKindSetting(ctx, kindEnableSQL, s.nowArg(), kind, s.channel)
 	}
 	if err != nil {
 		return s.wrap(err, "set kind %q disabled=%v", kind, disabled)

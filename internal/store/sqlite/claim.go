@@ -71,7 +71,20 @@ func (s *Store) JobClaim(ctx context.Context, p *store.ClaimParams) (jobs []*hop
 				return err
 			}
 		}
-		hold = c.Spend(p.Limit, jobs)
+		hold, err = c.Spend(p.Limit, jobs, func(kinds []string) (bool, error) {
+			marks := strings.TrimSuffix(strings.Repeat("?,", len(kinds)), ",")
+			args := []any{p.Queue}
+			for _, k := range kinds {
+				args = append(args, k)
+			}
+			var ok bool
+			err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM jobs WHERE state = 'queued' AND queue = ?
+				AND kind IN (`+marks+`))`, args...).Scan(&ok)
+			return ok, err
+		})
+		if err != nil {
+			return err
+		}
 		return writeBuckets(ctx, stmts[4:6], p.Queue, c, now)
 	})
 	if err != nil {

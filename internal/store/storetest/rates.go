@@ -21,6 +21,7 @@ func testRates(t *testing.T, opener Opener) {
 	parallel(t, opener, "Change", ratesChange)
 	parallel(t, opener, "Settings", ratesSettings)
 	parallel(t, opener, "DisabledKind", ratesDisabledKind)
+	parallel(t, opener, "HoldOnlyWhenBound", ratesHoldOnlyWhenBound)
 }
 
 func (b *bundle) setRate(t *testing.T, scope store.LimitScope, name string, limit int, period time.Duration) {
@@ -211,6 +212,10 @@ func ratesChange(t *testing.T, b *bundle) {
 	require.Empty(t, b.claim(t, defaultQueue, 10), "a raised limit refills at its rate, from what is left")
 	b.clock.Advance(50 * time.Millisecond)
 	require.Len(t, b.claim(t, defaultQueue, 10), 5, "100/s: 5 starts in 50 ms")
+	b.setRate(t, store.LimitQueue, defaultQueue, 10, time.Second)
+	b.clock.Advance(time.Hour)
+	b.setRate(t, store.LimitQueue, defaultQueue, 100, time.Second)
+	require.Len(t, b.claim(t, defaultQueue, 50), 10, "a bucket filled under 10/1s holds 10 starts when the limit is raised")
 }
 
 func ratesSettings(t *testing.T, b *bundle) {
@@ -272,4 +277,31 @@ func ratesDisabledKind(t *testing.T, b *bundle) {
 	require.Zero(t, hold.Wait)
 	require.NoError(t, b.store.KindSetDisabled(t.Context(), "pdf", false))
 	require.Len(t, b.claim(t, defaultQueue, 10), 1, "enabled: its bucket is still full")
+}
+
+// A claim is held (Capped) only when a bound kept it from jobs that wait, so that a producer
+// with nothing to do does not claim again and again: not when the queue ran dry under a
+// bound it never reached, and not for a kind with no job waiting.
+func ratesHoldOnlyWhenBound(t *testing.T, b *bundle) {
+	b.setLimit(t, store.LimitQueue, defaultQueue, 20)
+	b.setRate(t, store.LimitKind, "sms", 1, time.Hour)
+	b.insert(t)
+	jobs, hold := b.claimHold(t, defaultQueue, 10)
+	require.Len(t, jobs, 1)
+	require.Equal(t, store.Hold{}, hold, "the queue ran dry: no bound held the claim")
+
+	b.insert(t, withKind("sms"))
+	b.insert(t, withKind("sms"))
+	jobs, hold = b.claimHold(t, defaultQueue, 10)
+	require.Len(t, jobs, 1, "one start in the sms bucket")
+	require.True(t, hold.Capped, "the other sms job waits for the bucket")
+	require.Equal(t, time.Hour, hold.Wait)
+
+	jobs, hold = b.claimHold(t, "other", 10)
+	require.Empty(t, jobs)
+	require.Equal(t, store.Hold{}, hold, "an empty bucket holds nothing back where no job of its kind waits")
+	b.insert(t, inQueue("other"))
+	jobs, hold = b.claimHold(t, "other", 10)
+	require.Len(t, jobs, 1)
+	require.Equal(t, store.Hold{}, hold)
 }

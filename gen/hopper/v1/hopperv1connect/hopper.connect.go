@@ -1892,7 +1892,8 @@ var (
 type KindServiceClient interface {
 	// List returns every kind that has jobs or settings, by name, with its job counts per state.
 	List(context.Context, *v1.KindServiceListRequest) (*v1.KindServiceListResponse, error)
-	// Set changes a kind's fleet-wide settings: only the fields that are set (at least one).
+	// Set changes a kind's fleet-wide settings: only the fields that are set. A request with
+	// neither removes the cap (what max_running 0 meant before the field was optional).
 	// INVALID_ARGUMENT names the bad field (kind, max_running, rate); a refused request
 	// changes nothing.
 	Set(context.Context, *v1.KindServiceSetRequest) (*v1.KindServiceSetResponse, error)
@@ -1913,7 +1914,8 @@ func NewKindServiceClient(client *connect.Client) KindServiceClient {
 type KindServiceHandler interface {
 	// List returns every kind that has jobs or settings, by name, with its job counts per state.
 	List(context.Context, *v1.KindServiceListRequest) (*v1.KindServiceListResponse, error)
-	// Set changes a kind's fleet-wide settings: only the fields that are set (at least one).
+	// Set changes a kind's fleet-wide settings: only the fields that are set. A request with
+	// neither removes the cap (what max_running 0 meant before the field was optional).
 	// INVALID_ARGUMENT names the bad field (kind, max_running, rate); a refused request
 	// changes nothing.
 	Set(context.Context, *v1.KindServiceSetRequest) (*v1.KindServiceSetResponse, error)

@@ -3634,7 +3634,8 @@ export const KindService: GenService<{
     output: typeof KindServiceListResponseSchema;
   },
   /**
-   * Set changes a kind's fleet-wide settings: only the fields that are set (at least one).
+   * Set changes a kind's fleet-wide settings: only the fields that are set. A request with
+   * neither removes the cap (what max_running 0 meant before the field was optional).
    * INVALID_ARGUMENT names the bad field (kind, max_running, rate); a refused request
    * changes nothing.
    *
