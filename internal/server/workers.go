@@ -214,7 +214,7 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 			p.Queues, p.MaxJobs, p.Held = ask.next(), free, st.heldBy()
 			n := ask.launch()
 			inflight, reserved = inflight+1, reserved+free
-			claimCtx, endClaim := s.reg.untilHeld(ctx, params.Worker, p.Queues, s.clock.Now())
+			claimCtx, endClaim := s.reg.untilHeld(ctx, params.Worker, queues, s.clock.Now())
 			claims.Go(func() {
 				defer endClaim()
 				jobs, drained, err := s.client.WorkerAPI().ActivateQueues(claimCtx, p)
