@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -43,16 +44,25 @@ func (a *WorkerAPI) RemoteQueuesChanged() { a.c.engine.Beat() }
 
 // Limits of Activate.
 const (
-	MaxActivateJobs = 1000
-	MaxActivateWait = 5 * time.Minute
+	MaxActivateJobs   = 1000
+	MaxActivateWait   = 5 * time.Minute
+	MaxActivateQueues = 64
 )
 
 // ActivateParams asks for jobs on behalf of a remote worker.
 type ActivateParams struct {
 	// Worker names the worker on its leases and attempts (1–128 characters). Required.
 	Worker string
-	// Queue to take jobs from (default "default").
+	// Queue to take jobs from (default "default" when Queues is empty too).
 	Queue string
+	// Queues to take jobs from as well as Queue: the two are merged, a queue named twice
+	// counting once, into at most MaxActivateQueues queues, which share MaxJobs by weight
+	// (see Activate).
+	Queues []string
+	// Held counts, per queue, the unfinished jobs the worker holds already (a job stream's):
+	// with several queues, MaxJobs goes first to those furthest below their weighted share of
+	// MaxJobs plus what they hold (see Activate). nil: none; negative counts are 0.
+	Held map[string]int
 	// Kinds limits the jobs to these kinds; empty takes any kind.
 	Kinds []string
 	// MaxJobs is the most jobs to claim, 1–MaxActivateJobs (default 1).
@@ -68,8 +78,27 @@ type ActivateParams struct {
 // Check reports whether Activate would accept p, without claiming anything.
 func (p ActivateParams) Check() error { return p.validate(time.Minute) }
 
+// QueueNames returns the queues p asks for: Queue, then Queues, each once; "default" when
+// both are empty.
+func (p ActivateParams) QueueNames() []string {
+	if p.Queue == "" && len(p.Queues) == 0 {
+		return []string{DefaultQueue}
+	}
+	names := p.Queues
+	if p.Queue != "" {
+		names = append([]string{p.Queue}, p.Queues...)
+	}
+	out := make([]string, 0, len(names))
+	for _, q := range names {
+		if !slices.Contains(out, q) {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
 func (p *ActivateParams) validate(def time.Duration) error {
-	if p.Queue == "" {
+	if p.Queue == "" && len(p.Queues) == 0 {
 		p.Queue = DefaultQueue
 	}
 	if p.MaxJobs == 0 {
@@ -91,7 +120,7 @@ func (p *ActivateParams) validate(def time.Duration) error {
 	case p.Wait < 0 || p.Wait > MaxActivateWait:
 		return invalid("request_timeout", "%s is outside 0–%s", p.Wait, MaxActivateWait)
 	}
-	if err := checkQueueName(p.Queue); err != nil {
+	if err := checkQueues(p.Queue, p.Queues); err != nil {
 		return err
 	}
 	for _, k := range p.Kinds {
@@ -105,51 +134,30 @@ func (p *ActivateParams) validate(def time.Duration) error {
 // Activate claims up to p.MaxJobs jobs for a remote worker. When none is available it waits
 // up to p.Wait for one, woken within milliseconds by an enqueue through this client or a
 // notification from another node (and polling the store every second meanwhile, or as soon as
-// a rate limit that held the claim back allows another start), and returns
-// as soon as it has claimed at least one; after p.Wait it returns no jobs and no error.
+// a rate limit that held the claim back allows another start), and returns as soon as it has
+// claimed at least one; after p.Wait it returns no jobs and no error.
+//
+// With several queues (p.Queue and p.Queues), the queues share p.MaxJobs by weight
+// (contract 14): each queue's stored weight (SetQueueWeight), else this process's
+// QueueConfig.Weight, else 1. A queue's part is its weighted share of p.MaxJobs and the jobs
+// the worker holds of the queues (p.Held), less those it holds of it (a queue that holds more
+// than its share gets none); a job that does not divide evenly goes to a queue drawn at random
+// by the fractions, so that each queue gets its share on average even of one-job claims. A
+// queue with fewer ready jobs than its part gives the rest to the others, claimed at once in
+// the same call: Activate never returns fewer jobs than the queues together had ready because
+// of the split. A wake-up of any of the queues ends a wait.
 //
 // A claim is not cut off by ctx (see claim): when ctx ends while a claim runs, Activate still
 // returns the jobs that claim took, with no error, and a caller that can no longer hand them
-// on must give them back (ReleaseJob). Once ctx has ended it claims nothing more.
+// on must give them back (ReleaseJob). Once ctx has ended it claims nothing more. A claim that
+// fails after others of the call took jobs ends the call: those jobs are returned, with no
+// error (a lasting failure will fail the next call).
 func (a *WorkerAPI) Activate(ctx context.Context, p ActivateParams) ([]*JobRow, error) {
-	c := a.c
-	if err := p.validate(c.cfg.LeaseDuration); err != nil {
+	got, err := a.ActivateQueues(ctx, p)
+	if got == nil {
 		return nil, err
 	}
-	deadline := c.clock.Now().Add(p.Wait)
-	for {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		// Subscribe before claiming: a job enqueued between an empty claim and the wait still
-		// wakes us.
-		wake, cancel := c.avail.subscribe(p.Queue)
-		jobs, hold, err := a.claim(ctx, p)
-		if err != nil || len(jobs) > 0 {
-			cancel()
-			if err != nil {
-				return nil, fmt.Errorf("activate jobs: %w", err)
-			}
-			return jobs, nil
-		}
-		left := deadline.Sub(c.clock.Now())
-		if left <= 0 {
-			cancel()
-			return nil, nil
-		}
-		next := time.Second
-		if hold.Wait > 0 { // a rate limit allows the next start sooner
-			next = hold.Wait
-		}
-		t := c.clock.NewTimer(min(left, next))
-		select {
-		case <-ctx.Done():
-		case <-wake:
-		case <-t.C():
-		}
-		t.Stop()
-		cancel()
-	}
+	return got.Jobs, err
 }
 
 // claimTimeout bounds one claim of Activate (as the engine's producers bound theirs).
@@ -493,10 +501,12 @@ func (a *WorkerAPI) JobsAvailable(queue string) (<-chan struct{}, func()) {
 	return c.avail.subscribe(queue)
 }
 
-// availability wakes waiters of a queue when jobs may be claimable there.
+// availability wakes waiters of a queue when jobs may be claimable there, and tells its
+// listeners (Listen).
 type availability struct {
-	mu      sync.Mutex
-	waiters map[string]map[chan struct{}]struct{}
+	mu        sync.Mutex
+	waiters   map[string]map[chan struct{}]struct{}
+	listeners map[*Wakeups]struct{}
 }
 
 func (a *availability) subscribe(queue string) (<-chan struct{}, func()) {
@@ -533,5 +543,8 @@ func (a *availability) wake(queue string) {
 			close(ch)
 		}
 		delete(a.waiters, q)
+	}
+	for l := range a.listeners {
+		l.heardLocked(queue)
 	}
 }

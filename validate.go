@@ -179,13 +179,39 @@ func checkMaxRunning(n int) error {
 	return nil
 }
 
-func checkQueueName(q string) error {
+// checkQueues checks the queues a remote worker asks for: queue (unless empty, when queues
+// are named instead) and each of queues, named queues[i], at most MaxActivateQueues once
+// merged.
+func checkQueues(queue string, queues []string) error {
+	if len(queues) > MaxActivateQueues {
+		return invalid("queues", "%d queues, more than %d", len(queues), MaxActivateQueues)
+	}
+	if queue != "" || len(queues) == 0 {
+		if err := checkQueueName(queue); err != nil {
+			return err
+		}
+	}
+	for i, q := range queues {
+		if err := checkQueueField(fmt.Sprintf("queues[%d]", i), q); err != nil {
+			return err
+		}
+	}
+	if n := len(ActivateParams{Queue: queue, Queues: queues}.QueueNames()); n > MaxActivateQueues {
+		return invalid("queues", "%d queues with queue, more than %d", n, MaxActivateQueues)
+	}
+	return nil
+}
+
+func checkQueueName(q string) error { return checkQueueField("queue", q) }
+
+// checkQueueField checks a queue's name given in field.
+func checkQueueField(field, q string) error {
 	if q == "" || len(q) > maxQueueLen {
-		return invalid("queue", "%q must be 1–%d characters", q, maxQueueLen)
+		return invalid(field, "%q must be 1–%d characters", q, maxQueueLen)
 	}
 	for _, r := range q {
 		if !(r < unicode.MaxASCII && (unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune("_-.:", r))) {
-			return invalid("queue", "%q: only letters, digits, '_', '-', '.' and ':' are allowed", q)
+			return invalid(field, "%q: only letters, digits, '_', '-', '.' and ':' are allowed", q)
 		}
 	}
 	return nil

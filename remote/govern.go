@@ -83,6 +83,7 @@ func (w *Worker) reportHolds() {
 func (w *Worker) tellHold(held bool) error {
 	ctx, cancel := context.WithTimeout(w.intakeCtx, reportTimeout)
 	defer cancel()
-	_, err := w.api.Hold(ctx, &hopperv1.HoldRequest{Worker: w.cfg.Name, Queue: w.cfg.Queue, Held: held})
+	queue, queues := w.asked()
+	_, err := w.api.Hold(ctx, &hopperv1.HoldRequest{Worker: w.cfg.Name, Queue: queue, Queues: queues, Held: held})
 	return err
 }

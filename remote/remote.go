@@ -55,8 +55,14 @@ type Config struct {
 	HTTPClient *http.Client
 	// Workers holds the handlers, as for hopper.Config.Workers.
 	Workers *hopper.Workers
-	// Queue to work (default "default").
+	// Queue to work (default "default" when Queues is empty too).
 	Queue string
+	// Queues to work as well as Queue (merged, a queue named twice counting once; at most
+	// hopper.MaxActivateQueues). The server shares the worker's jobs between them by the
+	// weights stored for the queues (hopper.Client.SetQueueWeight, default 1): a stream's
+	// credit (Concurrency), a poll's jobs. Needs a server that knows of several queues
+	// (older ones work the first only).
+	Queues []string
 	// Concurrency is the most jobs run at once (default 10, at most 1000).
 	Concurrency int
 	// Name identifies this worker on leases and attempts (default host-pid).
@@ -87,6 +93,7 @@ type Worker struct {
 	out      *batcher // attempts' outcomes, in batches
 	handlers *engine.Workers
 	kinds    []string
+	queues   []string // Config.Queue and Queues, merged
 	// clock paces the worker's waits on its jobs (attempt timeouts, lease renewals, report
 	// retries) and on its server (reconnects, poll coalescing): the wall clock, or a fake one
 	// that only this package's tests can set (newWorker).
@@ -146,9 +153,6 @@ func newWorker(cfg Config, clk clock.Clock) (*Worker, error) {
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = http.DefaultClient
 	}
-	if cfg.Queue == "" {
-		cfg.Queue = hopper.DefaultQueue
-	}
 	if cfg.Concurrency == 0 {
 		cfg.Concurrency = 10
 	}
@@ -158,6 +162,10 @@ func newWorker(cfg Config, clk clock.Clock) (*Worker, error) {
 	if cfg.Name == "" {
 		host, _ := os.Hostname()
 		cfg.Name = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	asks := hopper.ActivateParams{Worker: cfg.Name, Queue: cfg.Queue, Queues: cfg.Queues}
+	if err := asks.Check(); err != nil {
+		return nil, fmt.Errorf("remote: Config: %w", err)
 	}
 	if cfg.LeaseDuration == 0 {
 		cfg.LeaseDuration = 30 * time.Second
@@ -174,7 +182,7 @@ func newWorker(cfg Config, clk clock.Clock) (*Worker, error) {
 		return nil, fmt.Errorf("remote: Config.MaxCPU, MaxMemory: %w", err)
 	}
 	w := &Worker{gov: gov, cfg: cfg, log: cfg.Logger, handlers: cfg.Workers, clock: clk, running: map[attemptKey]*attempt{},
-		declineC: make(chan struct{}, 1)}
+		declineC: make(chan struct{}, 1), queues: asks.QueueNames()}
 	intake := "job stream"
 	if cfg.Mode == Poll {
 		intake = "activate jobs"
@@ -314,7 +322,8 @@ func (w *Worker) streamLoop() {
 const streamWorked = 10 * time.Second
 
 func (w *Worker) stream() error {
-	st, err := w.api.StreamJobs(w.intakeCtx, &hopperv1.StreamJobsRequest{Worker: w.cfg.Name, Queue: w.cfg.Queue,
+	queue, queues := w.asked()
+	st, err := w.api.StreamJobs(w.intakeCtx, &hopperv1.StreamJobsRequest{Worker: w.cfg.Name, Queue: queue, Queues: queues,
 		Kinds: w.kinds, Credit: int32(w.cfg.Concurrency), LeaseTimeout: durationOf(w.cfg.LeaseDuration)})
 	if err != nil {
 		return err
@@ -384,7 +393,8 @@ func (w *Worker) pollLoop() {
 		if !w.untilOpen() { // no poll while the governor holds
 			return
 		}
-		res, err := w.api.Activate(w.intakeCtx, &hopperv1.ActivateRequest{Worker: w.cfg.Name, Queue: w.cfg.Queue,
+		queue, queues := w.asked()
+		res, err := w.api.Activate(w.intakeCtx, &hopperv1.ActivateRequest{Worker: w.cfg.Name, Queue: queue, Queues: queues,
 			Kinds: w.kinds, MaxJobs: int32(n), LeaseTimeout: durationOf(w.cfg.LeaseDuration),
 			RequestTimeout: durationOf(w.cfg.PollWait)})
 		jobs := res.GetJobs()
@@ -408,6 +418,16 @@ func (w *Worker) pollLoop() {
 			}
 		}
 	}
+}
+
+// asked returns the queue and queues fields of the worker's requests: its one queue alone,
+// as a server that knows of only one queue expects, or the first and all of them (such a
+// server then works the first).
+func (w *Worker) asked() (string, []string) {
+	if len(w.queues) == 1 {
+		return w.queues[0], nil
+	}
+	return w.queues[0], w.queues
 }
 
 // release hands a job this worker will not run back to its queue.

@@ -166,6 +166,13 @@ func TestRemoteWorkerRefusesBadConfig(t *testing.T) {
 	require.Error(t, err, "no URL")
 	_, err = remote.New(remote.Config{URL: "http://x", Workers: ws, Concurrency: 5000})
 	require.Error(t, err)
+	_, err = remote.New(remote.Config{URL: "http://x", Workers: ws, Queues: []string{"a", "bad queue"}})
+	var ve *hopper.ValidationError
+	require.ErrorAs(t, err, &ve)
+	require.Equal(t, "queues[1]", ve.Field)
+	_, err = remote.New(remote.Config{URL: "http://x", Workers: ws, Queues: make([]string, hopper.MaxActivateQueues+1)})
+	require.ErrorAs(t, err, &ve)
+	require.Equal(t, "queues", ve.Field)
 }
 
 type chapter struct {

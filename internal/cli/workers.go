@@ -58,7 +58,8 @@ type workerJSON struct {
 type streamJSON struct {
 	ID        string   `json:"id"`
 	Worker    string   `json:"worker"`
-	Queue     string   `json:"queue"`
+	Queue     string   `json:"queue"`  // the first of Queues
+	Queues    []string `json:"queues"` // the queues the stream's credit is shared between
 	Kinds     []string `json:"kinds"`
 	Credit    int32    `json:"credit"`
 	InFlight  int32    `json:"in_flight"`
@@ -105,7 +106,7 @@ func runWorkersLs(cmd *cobra.Command, _ []string) error {
 					wk.GetWaitingPolls(), wk.GetActivated(), jsonTime(timeOf(wk.GetLastSeenAt())), wk.GetHeld()})
 			}
 			for _, st := range fleet.streams {
-				fleet.Streams = append(fleet.Streams, streamJSON{st.GetId(), st.GetWorker(), st.GetQueue(), st.GetKinds(),
+				fleet.Streams = append(fleet.Streams, streamJSON{st.GetId(), st.GetWorker(), st.GetQueue(), streamQueues(st), st.GetKinds(),
 					st.GetCredit(), st.GetInFlight(), st.GetPushed(), st.GetCompleted(), st.GetFailed(), st.GetReleased(),
 					jsonTime(timeOf(st.GetOpenedAt()))})
 			}
@@ -141,11 +142,20 @@ func printFleet(w io.Writer, nodes []*hopper.Node, f *fleetJSON, now time.Time) 
 	if len(f.streams) > 0 {
 		fmt.Fprintln(tw, "\nSTREAM\tWORKER\tQUEUE\tCREDIT\tIN FLIGHT\tPUSHED\tCOMPLETED\tFAILED\tRELEASED")
 		for _, s := range f.streams {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\n", s.GetId(), s.GetWorker(), s.GetQueue(), s.GetCredit(),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\n", s.GetId(), s.GetWorker(), strings.Join(streamQueues(s), ","), s.GetCredit(),
 				s.GetInFlight(), s.GetPushed(), s.GetCompleted(), s.GetFailed(), s.GetReleased())
 		}
 	}
 	return tw.Flush()
+}
+
+// streamQueues are a stream's queues (a server that knows of one queue per stream lists
+// only queue).
+func streamQueues(s *hopperv1.Stream) []string {
+	if len(s.GetQueues()) > 0 {
+		return s.GetQueues()
+	}
+	return []string{s.GetQueue()}
 }
 
 // governorState shows whether a resource governor holds a node or a worker back.

@@ -196,6 +196,10 @@ type Engine struct {
 	// which of them are held (SetRemoteQueues); beat asks for a node heartbeat now.
 	remote atomic.Pointer[func() (queues, held []string)]
 	beat   chan struct{}
+	// stored are the queues' stored weights (RefreshWeights), read once remote workers ask
+	// for several queues (remoteShares); nil until first read.
+	stored       atomic.Pointer[map[string]int]
+	remoteShares atomic.Bool
 
 	mu      sync.Mutex
 	running map[string]*runningJob

@@ -93,9 +93,10 @@ func (e *Engine) deregister(ctx context.Context) {
 
 // RefreshWeights reads the queues' stored weights and shares this process's slots by them: a
 // queue's stored weight when it has one, else its configured weight (Config.Weights, default
-// 1). With a single queue there is nothing to share and nothing is read.
+// 1). With a single queue there is nothing to share and nothing is read, unless remote
+// workers served through this process ask for several queues (QueueWeights).
 func (e *Engine) RefreshWeights(ctx context.Context) error {
-	if len(e.producers) < 2 {
+	if len(e.producers) < 2 && !e.remoteShares.Load() {
 		return nil
 	}
 	settings, err := e.store.QueueList(ctx)
@@ -104,17 +105,29 @@ func (e *Engine) RefreshWeights(ctx context.Context) error {
 	}
 	stored := make(map[string]int, len(settings))
 	for _, q := range settings {
-		stored[q.Name] = q.Weight
+		if q.Weight > 0 {
+			stored[q.Name] = q.Weight
+		}
+	}
+	e.stored.Store(&stored)
+	if len(e.producers) < 2 {
+		return nil
 	}
 	weights := make(map[string]int, len(e.producers))
 	for q := range e.producers {
-		weights[q] = max(e.cfg.Weights[q], 1)
-		if w := stored[q]; w > 0 {
-			weights[q] = w
-		}
+		weights[q] = e.weightOf(q, stored)
 	}
 	e.slots.setWeights(weights)
 	return nil
+}
+
+// weightOf is queue's weight given the stored weights: the stored one, else the configured
+// one, else 1.
+func (e *Engine) weightOf(queue string, stored map[string]int) int {
+	if w := stored[queue]; w > 0 {
+		return w
+	}
+	return max(e.cfg.Weights[queue], 1)
 }
 
 // Weights are the weights this process shares its slots by, per queue it works.
@@ -122,6 +135,27 @@ func (e *Engine) Weights() map[string]int {
 	out := make(map[string]int, len(e.producers))
 	for q := range e.producers {
 		out[q] = e.slots.weight(q)
+	}
+	return out
+}
+
+// QueueWeights returns the weights a remote worker's claims on queues are shared by, as this
+// process's slots are (RefreshWeights): each queue's stored weight, else its configured one,
+// else 1. The first call reads the stored weights, and from then on every node heartbeat
+// reads them again; when that first read fails, the configured weights serve until a later
+// call or heartbeat reads them (the heartbeat reports its failures).
+func (e *Engine) QueueWeights(ctx context.Context, queues []string) map[string]int {
+	e.remoteShares.Store(true)
+	if e.stored.Load() == nil {
+		_ = e.RefreshWeights(ctx) // on failure: the configured weights, as said above
+	}
+	var stored map[string]int
+	if p := e.stored.Load(); p != nil {
+		stored = *p
+	}
+	out := make(map[string]int, len(queues))
+	for _, q := range queues {
+		out[q] = e.weightOf(q, stored)
 	}
 	return out
 }

@@ -1,9 +1,9 @@
 package engine
 
 import (
-	"cmp"
-	"slices"
 	"sync"
+
+	"github.com/hopperjobs/hopper/internal/fairshare"
 )
 
 // slots is the process-wide concurrency limit, shared between the queues by weight. A queue
@@ -19,28 +19,19 @@ type slots struct {
 	mu      sync.Mutex
 	total   int
 	free    int
-	queues  map[string]*share
+	queues  map[string]*fairshare.Queue // Max: the queue's own concurrency in this process
 	changed chan struct{}
 }
 
-// share is one queue's part of the pool.
-type share struct {
-	name    string
-	max     int  // the queue's own concurrency in this process
-	weight  int  // its weight (at least 1)
-	held    int  // slots of its outstanding claims and running jobs
-	wanting bool // it has work waiting for slots
-}
-
 func newSlots(n int) *slots {
-	return &slots{total: n, free: n, queues: map[string]*share{}, changed: make(chan struct{})}
+	return &slots{total: n, free: n, queues: map[string]*fairshare.Queue{}, changed: make(chan struct{})}
 }
 
 // add registers queue with its concurrency in this process and weight 1.
 func (s *slots) add(queue string, max int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.queues[queue] = &share{name: queue, max: max, weight: 1}
+	s.queues[queue] = &fairshare.Queue{Name: queue, Max: max, Weight: 1}
 }
 
 // setWeights sets the weights of the queues named in w (weights under 1 count as 1); the
@@ -50,8 +41,8 @@ func (s *slots) setWeights(w map[string]int) {
 	defer s.mu.Unlock()
 	changed := false
 	for name, weight := range w {
-		if q := s.queues[name]; q != nil && q.weight != max(weight, 1) {
-			q.weight, changed = max(weight, 1), true
+		if q := s.queues[name]; q != nil && q.Weight != max(weight, 1) {
+			q.Weight, changed = max(weight, 1), true
 		}
 	}
 	if changed {
@@ -63,7 +54,7 @@ func (s *slots) setWeights(w map[string]int) {
 func (s *slots) weight(queue string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.queues[queue].weight
+	return s.queues[queue].Weight
 }
 
 // want records whether queue has work waiting for slots. A queue that stops wanting frees
@@ -72,10 +63,10 @@ func (s *slots) want(queue string, wanting bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	q := s.queues[queue]
-	if q.wanting == wanting {
+	if q.Wanting == wanting {
 		return
 	}
-	q.wanting = wanting
+	q.Wanting = wanting
 	if !wanting {
 		s.broadcastLocked()
 	}
@@ -87,22 +78,22 @@ func (s *slots) tryAcquire(queue string, n int) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	q := s.queues[queue]
-	q.wanting = true
+	q.Wanting = true
 	n = min(n, s.free-s.owedLocked(q))
 	if n <= 0 {
 		return 0
 	}
 	s.free -= n
-	q.held += n
+	q.Held += n
 	return n
 }
 
 // owedLocked is how many free slots the wanting queues other than q are owed: what each
 // holds below its weighted share among the wanting queues and q.
-func (s *slots) owedLocked(q *share) int {
-	var others []*share
+func (s *slots) owedLocked(q *fairshare.Queue) int {
+	var others []*fairshare.Queue
 	for _, o := range s.queues {
-		if o != q && o.wanting {
+		if o != q && o.Wanting {
 			others = append(others, o)
 		}
 	}
@@ -110,37 +101,12 @@ func (s *slots) owedLocked(q *share) int {
 		return 0 // nobody else wants slots
 	}
 	owed := 0
-	for o, fair := range fairShares(s.total, append(others, q)) {
+	for o, fair := range fairshare.Shares(s.total, append(others, q)) {
 		if o != q {
-			owed += max(min(fair, o.max)-o.held, 0)
+			owed += max(min(fair, o.Max)-o.Held, 0)
 		}
 	}
 	return owed
-}
-
-// fairShares apportions total slots between qs by weight: each gets the whole part of
-// total × weight ÷ the weights' sum, and the slots left over go one each to the largest
-// remainders (ties to the heavier queue, then by name), so the shares add up to total.
-func fairShares(total int, qs []*share) map[*share]int {
-	sum := 0
-	for _, q := range qs {
-		sum += q.weight
-	}
-	out := make(map[*share]int, len(qs))
-	left := total
-	for _, q := range qs {
-		out[q] = total * q.weight / sum
-		left -= out[q]
-	}
-	byRemainder := slices.Clone(qs)
-	slices.SortFunc(byRemainder, func(a, b *share) int {
-		return cmp.Or(cmp.Compare(total*b.weight%sum, total*a.weight%sum), cmp.Compare(b.weight, a.weight),
-			cmp.Compare(a.name, b.name))
-	})
-	for _, q := range byRemainder[:left] {
-		out[q]++
-	}
-	return out
 }
 
 // release returns n of queue's slots and wakes the waiters.
@@ -151,7 +117,7 @@ func (s *slots) release(queue string, n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.free += n
-	s.queues[queue].held -= n
+	s.queues[queue].Held -= n
 	s.broadcastLocked()
 }
 

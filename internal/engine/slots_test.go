@@ -6,14 +6,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestFairSharesAddUpToThePool(t *testing.T) {
-	a, b, c := &share{name: "a", weight: 3}, &share{name: "b", weight: 1}, &share{name: "c", weight: 1}
-	require.Equal(t, map[*share]int{a: 15, b: 5}, fairShares(20, []*share{a, b}))
-	require.Equal(t, map[*share]int{a: 8, b: 2}, fairShares(10, []*share{b, a}), "7.5 and 2.5: the heavier queue takes the odd slot")
-	require.Equal(t, map[*share]int{a: 6, b: 2, c: 2}, fairShares(10, []*share{a, b, c}))
-	require.Equal(t, map[*share]int{b: 1, c: 0}, fairShares(1, []*share{c, b}), "equal remainders: by name")
-}
-
 // A queue that holds every slot gives them up, as its jobs finish, to a queue that wakes up
 // with work, until each holds its weighted share; a queue with nothing to do is owed nothing.
 func TestAFloodedQueueGivesWayToAnotherByWeight(t *testing.T) {
@@ -46,15 +38,15 @@ func TestAFloodedQueueGivesWayToAnotherByWeight(t *testing.T) {
 			}
 			require.Len(t, running, 20, "a freed slot never stays free while a queue wants it")
 		}
-		require.Equal(t, tc.want, s.queues["trickle"].held, "weights %d:%d", tc.flood, tc.trickle)
+		require.Equal(t, tc.want, s.queues["trickle"].Held, "weights %d:%d", tc.flood, tc.trickle)
 
 		// The trickle queue runs dry: it stops wanting, and the flood takes its slots back.
 		s.want("trickle", false)
-		for s.queues["trickle"].held > 0 {
+		for s.queues["trickle"].Held > 0 {
 			s.release("trickle", 1)
 			require.Equal(t, 1, s.tryAcquire("flood", 200))
 		}
-		require.Equal(t, 20, s.queues["flood"].held)
+		require.Equal(t, 20, s.queues["flood"].Held)
 	}
 }
 

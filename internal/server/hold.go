@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/hopperjobs/hopper"
@@ -26,12 +27,18 @@ const remoteLive = 30 * time.Second
 
 // Hold records whether the worker's governor holds it back.
 func (w *workerService) Hold(ctx context.Context, req *hopperv1.HoldRequest) (*hopperv1.HoldResponse, error) {
-	p := hopper.ActivateParams{Worker: req.GetWorker(), Queue: queueOrDefault(req.GetQueue())}
+	p := hopper.ActivateParams{Worker: req.GetWorker(), Queue: req.GetQueue(), Queues: req.GetQueues()}
 	if err := p.Check(); err != nil {
 		return nil, rpcError("hold", err)
 	}
-	if w.s.reg.hold(p.Worker, p.Queue, req.GetHeld(), w.s.clock.Now()) {
-		w.s.log.Debug("remote worker governor", "worker", p.Worker, "queue", p.Queue, "held", req.GetHeld())
+	changed := false
+	for _, q := range p.QueueNames() {
+		if w.s.reg.hold(p.Worker, q, req.GetHeld(), w.s.clock.Now()) {
+			w.s.log.Debug("remote worker governor", "worker", p.Worker, "queue", q, "held", req.GetHeld())
+			changed = true
+		}
+	}
+	if changed {
 		w.s.client.WorkerAPI().RemoteQueuesChanged()
 	}
 	return &hopperv1.HoldResponse{}, nil
@@ -56,7 +63,7 @@ func (r *registry) hold(name, queue string, held bool, at time.Time) bool {
 	var wake []*stream
 	if !held {
 		for _, st := range r.streams {
-			if st.w == w {
+			if slices.Contains(st.ws, w) {
 				wake = append(wake, st)
 			}
 		}
@@ -85,28 +92,33 @@ func (r *registry) workerLocked(name, queue string, at time.Time) *workerInfo {
 // heldAt reports whether the worker is held at now.
 func (w *workerInfo) heldAt(now time.Time) bool { return now.Before(w.heldUntil) }
 
-// untilHeld returns ctx, ended also when worker name on queue becomes held (at once if it
-// is held at now), and the func that releases it. A Hold cancels it before it answers.
-func (r *registry) untilHeld(ctx context.Context, name, queue string, now time.Time) (context.Context, func()) {
+// untilHeld returns ctx, ended also when worker name becomes held on any of queues (at once
+// if it is held at now), and the func that releases it. A Hold cancels it before it answers.
+func (r *registry) untilHeld(ctx context.Context, name string, queues []string, now time.Time) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	w := r.workers[name+"\x00"+queue]
-	if w == nil { // seen first, so only if pruned meanwhile
-		return ctx, cancel
-	}
-	if w.heldAt(now) {
-		cancel()
-		return ctx, cancel
-	}
 	c := &claimWait{cancel: cancel}
-	if w.waits == nil {
-		w.waits = map[*claimWait]struct{}{}
+	var ws []*workerInfo
+	for _, q := range queues {
+		w := r.workers[name+"\x00"+q]
+		if w == nil { // seen first, so only if pruned meanwhile
+			continue
+		}
+		if w.heldAt(now) {
+			cancel()
+		}
+		if w.waits == nil {
+			w.waits = map[*claimWait]struct{}{}
+		}
+		w.waits[c] = struct{}{}
+		ws = append(ws, w)
 	}
-	w.waits[c] = struct{}{}
 	return ctx, func() {
 		r.mu.Lock()
-		delete(w.waits, c)
+		for _, w := range ws {
+			delete(w.waits, c)
+		}
 		r.mu.Unlock()
 		cancel()
 	}

@@ -111,7 +111,7 @@ func (a *adminService) ListStreams(context.Context, *hopperv1.ListStreamsRequest
 	streams, _ := a.s.reg.snapshot(a.s.clock.Now())
 	out := &hopperv1.ListStreamsResponse{Streams: make([]*hopperv1.Stream, len(streams))}
 	for i, st := range streams {
-		out.Streams[i] = &hopperv1.Stream{Id: st.id, Worker: st.worker, Queue: st.queue, Kinds: st.kinds,
+		out.Streams[i] = &hopperv1.Stream{Id: st.id, Worker: st.worker, Queue: st.queues[0], Queues: st.queues, Kinds: st.kinds,
 			Credit: int32(st.credit), InFlight: int32(st.inFlight), Pushed: st.pushed, Completed: st.completed,
 			Failed: st.failed, Released: st.released, OpenedAt: apiview.Time(st.opened)}
 	}

@@ -45,26 +45,33 @@ func newRegistry() *registry {
 // workerTTL is how long an idle worker stays in the registry after its last request.
 const workerTTL = time.Hour
 
-// seen records a worker's request; the returned func undoes the open stream or poll count.
-func (r *registry) seen(name, queue string, kinds []string, at time.Time, stream bool) func(activated int) {
+// seen records a worker's request for jobs of queues; the returned func undoes the open
+// stream or poll count, and counts the jobs activated for it.
+func (r *registry) seen(name string, queues, kinds []string, at time.Time, stream bool) func(activated []*hopper.JobRow) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	w := r.workerLocked(name, queue, at)
-	w.kinds, w.lastSeen = kinds, at
-	if stream {
-		w.streams++
-	} else {
-		w.polls++
+	ws := make([]*workerInfo, len(queues))
+	for i, q := range queues {
+		w := r.workerLocked(name, q, at)
+		w.kinds, w.lastSeen = kinds, at
+		if stream {
+			w.streams++
+		} else {
+			w.polls++
+		}
+		ws[i] = w
 	}
-	return func(activated int) {
+	return func(activated []*hopper.JobRow) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		w.activated += int64(activated)
-		if stream {
-			w.streams--
-		} else {
-			w.polls--
+		for _, w := range ws {
+			if stream {
+				w.streams--
+			} else {
+				w.polls--
+			}
 		}
+		r.countLocked(name, activated)
 	}
 }
 
@@ -77,18 +84,25 @@ func (r *registry) pruneLocked(now time.Time) {
 	}
 }
 
-// count adds activated jobs to a worker's counter.
-func (r *registry) count(name, queue string, n int) {
+// count adds activated jobs to their worker's counters, per queue.
+func (r *registry) count(name string, jobs []*hopper.JobRow) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if w := r.workers[name+"\x00"+queue]; w != nil {
-		w.activated += int64(n)
+	r.countLocked(name, jobs)
+}
+
+func (r *registry) countLocked(name string, jobs []*hopper.JobRow) {
+	for _, j := range jobs {
+		if w := r.workers[name+"\x00"+j.Queue]; w != nil {
+			w.activated++
+		}
 	}
 }
 
 // held is an unfinished job of a stream.
 type held struct {
-	sent bool // pushed to the worker, not only claimed for it
+	queue string
+	sent  bool // pushed to the worker, not only claimed for it
 	// reported: the worker has reported the attempt's outcome, which is being written. The
 	// worker no longer runs it, so its credit is free.
 	reported bool
@@ -96,12 +110,13 @@ type held struct {
 
 // stream is one open StreamJobs call.
 type stream struct {
-	id, worker, queue string
-	kinds             []string
-	credit            int
-	lease             time.Duration
-	opened            time.Time
-	w                 *workerInfo // its worker's entry (kept while the stream is open)
+	id, worker string
+	queues     []string
+	kinds      []string
+	credit     int
+	lease      time.Duration
+	opened     time.Time
+	ws         []*workerInfo // its worker's entries, one per queue (kept while the stream is open)
 
 	reg      *registry
 	inflight map[hopper.LeaseRef]*held // guarded by reg.mu
@@ -111,13 +126,16 @@ type stream struct {
 	pushed, completed, failed, released atomic.Int64
 }
 
-func (r *registry) open(worker, queue string, kinds []string, credit int, lease time.Duration, at time.Time) *stream {
+func (r *registry) open(worker string, queues, kinds []string, credit int, lease time.Duration, at time.Time) *stream {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.nextID++
-	st := &stream{id: strconv.FormatInt(r.nextID, 10), worker: worker, queue: queue, kinds: kinds,
-		credit: credit, lease: lease, opened: at, reg: r, w: r.workerLocked(worker, queue, at),
+	st := &stream{id: strconv.FormatInt(r.nextID, 10), worker: worker, queues: queues, kinds: kinds,
+		credit: credit, lease: lease, opened: at, reg: r,
 		inflight: map[hopper.LeaseRef]*held{}, freed: make(chan struct{}, 1)}
+	for _, q := range queues {
+		st.ws = append(st.ws, r.workerLocked(worker, q, at))
+	}
 	r.streams[st.id] = st
 	return st
 }
@@ -140,14 +158,33 @@ func (r *registry) close(st *stream) (unsent []hopper.LeaseRef) {
 
 // free is how many more jobs the stream may push at now: its credit less the jobs the worker
 // holds (pushed or about to be, and not reported on yet); none while the worker's governor
-// holds it back, until heldUntil (zero when it does not).
+// holds it back on any of the stream's queues, until heldUntil (zero when it does not; the
+// first of the holds to lapse, when several do).
 func (st *stream) free(now time.Time) (n int, heldUntil time.Time) {
 	st.reg.mu.Lock()
 	defer st.reg.mu.Unlock()
-	if st.w.heldAt(now) {
-		return 0, st.w.heldUntil
+	for _, w := range st.ws {
+		if w.heldAt(now) && (heldUntil.IsZero() || w.heldUntil.Before(heldUntil)) {
+			heldUntil = w.heldUntil
+		}
+	}
+	if !heldUntil.IsZero() {
+		return 0, heldUntil
 	}
 	return st.credit - len(st.inflight) + st.reported, time.Time{}
+}
+
+// heldBy counts the stream's unfinished jobs per queue (those not reported on yet).
+func (st *stream) heldBy() map[string]int {
+	st.reg.mu.Lock()
+	defer st.reg.mu.Unlock()
+	out := make(map[string]int, len(st.queues))
+	for _, h := range st.inflight {
+		if !h.reported {
+			out[h.queue]++
+		}
+	}
+	return out
 }
 
 // wake tells the stream's loop that it may push more.
@@ -158,11 +195,11 @@ func (st *stream) wake() {
 	}
 }
 
-// hold records a job pushed (or about to be pushed) to the stream.
-func (st *stream) hold(ref hopper.LeaseRef) {
+// hold records a job of queue pushed (or about to be pushed) to the stream.
+func (st *stream) hold(ref hopper.LeaseRef, queue string) {
 	st.reg.mu.Lock()
 	defer st.reg.mu.Unlock()
-	st.inflight[ref] = &held{}
+	st.inflight[ref] = &held{queue: queue}
 	st.reg.byJob[ref] = st
 }
 
@@ -238,8 +275,8 @@ func (r *registry) done(ref hopper.LeaseRef, o outcome) {
 
 // streamInfo is a snapshot of one stream for the admin API.
 type streamInfo struct {
-	id, worker, queue                   string
-	kinds                               []string
+	id, worker                          string
+	queues, kinds                       []string
 	credit, inFlight                    int
 	pushed, completed, failed, released int64
 	opened                              time.Time
@@ -253,7 +290,7 @@ func (r *registry) snapshot(now time.Time) ([]streamInfo, []workerInfo) {
 	r.pruneLocked(now)
 	streams := make([]streamInfo, 0, len(r.streams))
 	for _, st := range r.streams {
-		streams = append(streams, streamInfo{id: st.id, worker: st.worker, queue: st.queue, kinds: st.kinds,
+		streams = append(streams, streamInfo{id: st.id, worker: st.worker, queues: st.queues, kinds: st.kinds,
 			credit: st.credit, inFlight: len(st.inflight), pushed: st.pushed.Load(), completed: st.completed.Load(),
 			failed: st.failed.Load(), released: st.released.Load(), opened: st.opened})
 	}

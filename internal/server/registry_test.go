@@ -13,11 +13,11 @@ import (
 // worker's to report on).
 func TestReportedJobFreesItsCredit(t *testing.T) {
 	r := &registry{workers: map[string]*workerInfo{}, streams: map[string]*stream{}, byJob: map[hopper.LeaseRef]*stream{}}
-	st := r.open("w", "q", nil, 3, time.Minute, time.Now())
+	st := r.open("w", []string{"q"}, nil, 3, time.Minute, time.Now())
 	free := func() int { n, _ := st.free(time.Now()); return n }
 	a, b, c := hopper.LeaseRef{ID: "a", Token: 1}, hopper.LeaseRef{ID: "b", Token: 1}, hopper.LeaseRef{ID: "c", Token: 1}
 	for _, ref := range []hopper.LeaseRef{a, b, c} {
-		st.hold(ref)
+		st.hold(ref, "q")
 	}
 	st.sent(a)
 	st.sent(b)
@@ -38,13 +38,13 @@ func TestReportedJobFreesItsCredit(t *testing.T) {
 func TestHeldWorkerHasNoCreditUntilLetGo(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	r := newRegistry()
-	done := r.seen("w", "q", nil, now, true)
-	defer done(0)
-	st := r.open("w", "q", nil, 3, time.Minute, now)
+	done := r.seen("w", []string{"q"}, nil, now, true)
+	defer done(nil)
+	st := r.open("w", []string{"q"}, nil, 3, time.Minute, now)
 	free := func(at time.Time) int { n, _ := st.free(at); return n }
 	require.Equal(t, 3, free(now))
 
-	waiting, endWaiting := r.untilHeld(t.Context(), "w", "q", now) // a claim waits for jobs
+	waiting, endWaiting := r.untilHeld(t.Context(), "w", []string{"q"}, now) // a claim waits for jobs
 	require.NoError(t, waiting.Err())
 
 	require.True(t, r.hold("w", "q", true, now))
@@ -57,7 +57,7 @@ func TestHeldWorkerHasNoCreditUntilLetGo(t *testing.T) {
 	n, until := st.free(now)
 	require.Zero(t, n)
 	require.Equal(t, now.Add(holdTTL), until)
-	claimCtx, end := r.untilHeld(t.Context(), "w", "q", now)
+	claimCtx, end := r.untilHeld(t.Context(), "w", []string{"q"}, now)
 	require.Error(t, claimCtx.Err(), "a held worker's claims end at once")
 	end()
 	queues, held := r.queues(now)
@@ -67,7 +67,7 @@ func TestHeldWorkerHasNoCreditUntilLetGo(t *testing.T) {
 	require.False(t, r.hold("w", "q", true, now.Add(10*time.Second)), "repeated: no change")
 	require.Zero(t, free(now.Add(holdTTL)), "the repeat extended the hold")
 	require.Equal(t, 3, free(now.Add(10*time.Second+holdTTL)), "a hold not repeated lapses")
-	claimCtx, end = r.untilHeld(t.Context(), "w", "q", now.Add(10*time.Second+holdTTL))
+	claimCtx, end = r.untilHeld(t.Context(), "w", []string{"q"}, now.Add(10*time.Second+holdTTL))
 	require.NoError(t, claimCtx.Err(), "claims go on after the lapse")
 
 	require.True(t, r.hold("w", "q", true, now.Add(time.Minute)))
@@ -98,10 +98,10 @@ func TestHeldWorkerHasNoCreditUntilLetGo(t *testing.T) {
 func TestRemoteQueuesForTheHeartbeat(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	r := newRegistry()
-	r.seen("a", "mail", nil, now, false)(0) // a poll, over
+	r.seen("a", []string{"mail"}, nil, now, false)(nil) // a poll, over
 	r.hold("a", "mail", true, now)
-	r.seen("b", "mail", nil, now, false)(0)
-	r.seen("c", "old", nil, now.Add(-time.Hour), false)(0) // gone
+	r.seen("b", []string{"mail"}, nil, now, false)(nil)
+	r.seen("c", []string{"old"}, nil, now.Add(-time.Hour), false)(nil) // gone
 	queues, held := r.queues(now)
 	require.Equal(t, []string{"mail"}, queues)
 	require.Empty(t, held, "b works mail and is not held")
@@ -112,4 +112,39 @@ func TestRemoteQueuesForTheHeartbeat(t *testing.T) {
 	queues, held = r.queues(now.Add(20*time.Second + holdTTL + remoteLive))
 	require.Empty(t, queues, "a's hold lapsed long ago: a is gone too")
 	require.Empty(t, held)
+}
+
+// A stream on several queues counts its held jobs per queue, and a hold of its worker on any
+// of its queues holds the whole stream (it is the worker's process that is busy).
+func TestStreamOnSeveralQueues(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	r := newRegistry()
+	queues := []string{"reports", "emails"}
+	done := r.seen("w", queues, nil, now, true)
+	st := r.open("w", queues, nil, 10, time.Minute, now)
+	a, b, c := hopper.LeaseRef{ID: "a", Token: 1}, hopper.LeaseRef{ID: "b", Token: 1}, hopper.LeaseRef{ID: "c", Token: 1}
+	st.hold(a, "reports")
+	st.hold(b, "reports")
+	st.hold(c, "emails")
+	require.Equal(t, map[string]int{"reports": 2, "emails": 1}, st.heldBy())
+	r.reporting(b)
+	require.Equal(t, map[string]int{"reports": 1, "emails": 1}, st.heldBy(), "a reported job no longer counts")
+
+	done([]*hopper.JobRow{{Queue: "reports"}, {Queue: "reports"}, {Queue: "emails"}})
+	_, workers := r.snapshot(now)
+	require.Len(t, workers, 2)
+	require.Equal(t, "emails", workers[0].queue)
+	require.EqualValues(t, 1, workers[0].activated)
+	require.EqualValues(t, 2, workers[1].activated)
+
+	claimCtx, end := r.untilHeld(t.Context(), "w", queues, now)
+	defer end()
+	require.True(t, r.hold("w", "emails", true, now))
+	require.Error(t, claimCtx.Err(), "a claim over both queues ends")
+	n, until := st.free(now)
+	require.Zero(t, n)
+	require.Equal(t, now.Add(holdTTL), until)
+	require.True(t, r.hold("w", "emails", false, now))
+	n, _ = st.free(now)
+	require.Equal(t, 8, n)
 }

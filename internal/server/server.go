@@ -80,9 +80,6 @@ const (
 	DefaultMaxBodyBytes     = 1 << 20
 	DefaultMaxStreamsPerKey = 100
 	DefaultMaxPollsPerKey   = 200
-	// DefaultStreamPoll bounds one wait of a stream for new jobs; each wait also polls the
-	// store, so jobs enqueued elsewhere without a notification arrive within it.
-	DefaultStreamPoll = 30 * time.Second
 )
 
 // Config configures a Server. Client is required.

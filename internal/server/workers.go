@@ -56,21 +56,22 @@ func (w *workerService) Activate(ctx context.Context, req *hopperv1.ActivateRequ
 		defer release()
 	}
 	params := hopper.ActivateParams{
-		Worker: req.GetWorker(), Queue: req.GetQueue(), Kinds: req.GetKinds(), MaxJobs: int(req.GetMaxJobs()),
-		LeaseDuration: fromDur(req.GetLeaseTimeout()), Wait: wait,
+		Worker: req.GetWorker(), Queue: req.GetQueue(), Queues: req.GetQueues(), Kinds: req.GetKinds(),
+		MaxJobs: int(req.GetMaxJobs()), LeaseDuration: fromDur(req.GetLeaseTimeout()), Wait: wait,
 	}
 	if err := params.Check(); err != nil {
 		return nil, rpcError("activate", err)
 	}
+	queues := params.QueueNames()
 	callCtx := ctx
 	ctx, stop := s.untilShutdown(ctx)
 	defer stop()
-	done := s.reg.seen(req.GetWorker(), queueOrDefault(req.GetQueue()), req.GetKinds(), s.clock.Now(), false)
-	claimCtx, endClaim := s.reg.untilHeld(ctx, req.GetWorker(), queueOrDefault(req.GetQueue()), s.clock.Now())
+	done := s.reg.seen(req.GetWorker(), queues, req.GetKinds(), s.clock.Now(), false)
+	claimCtx, endClaim := s.reg.untilHeld(ctx, req.GetWorker(), queues, s.clock.Now())
 	defer endClaim()
 	jobs, err := s.client.WorkerAPI().Activate(claimCtx, params)
 	jobs = w.deliverable(ctx, jobs)
-	done(len(jobs))
+	done(jobs)
 	if err != nil && claimCtx.Err() != nil && ctx.Err() == nil {
 		return &hopperv1.ActivateResponse{}, nil // the worker's governor holds it back (Hold)
 	}
@@ -97,17 +98,12 @@ func (w *workerService) Activate(ctx context.Context, req *hopperv1.ActivateRequ
 	return out, nil
 }
 
-func queueOrDefault(q string) string {
-	if q == "" {
-		return hopper.DefaultQueue
-	}
-	return q
-}
-
 // StreamJobs pushes jobs within the stream's credit until the caller goes away, the server
 // shuts down or the caller's key is revoked; nothing else ends it (a failed claim is retried
 // with backoff). Its jobs' leases are kept alive while it is open; when it ends, its
-// unfinished jobs go back to their queue (closeStream).
+// unfinished jobs go back to their queue (closeStream). A stream on several queues shares its
+// credit between them by weight: each claim asks the queues not found drained (asking) for
+// the free credit, shared by their weights and the jobs the stream holds of each.
 func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobsRequest, out hopperv1connect.WorkerServiceStreamJobsServerStream) (endErr error) {
 	s := w.s
 	credit := int(req.GetCredit())
@@ -118,11 +114,13 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 	if lease == 0 {
 		lease = defaultLease
 	}
-	params := hopper.ActivateParams{Worker: req.GetWorker(), Queue: queueOrDefault(req.GetQueue()),
+	params := hopper.ActivateParams{Worker: req.GetWorker(), Queue: req.GetQueue(), Queues: req.GetQueues(),
 		Kinds: req.GetKinds(), MaxJobs: 1, LeaseDuration: lease}
 	if err := params.Check(); err != nil {
 		return rpcError("stream jobs", err)
 	}
+	queues := params.QueueNames()
+	params.Queue = "" // each claim names the queues it asks (Queues)
 	release, ok := s.limits.acquire("stream", principalFrom(ctx).KeyID, s.cfg.MaxStreamsPerKey)
 	if !ok {
 		return overLimit(ctx, "streams")
@@ -130,8 +128,8 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 	defer release()
 
 	now := s.clock.Now()
-	seenDone := s.reg.seen(params.Worker, params.Queue, params.Kinds, now, true)
-	st := s.reg.open(params.Worker, params.Queue, params.Kinds, credit, lease, now)
+	seenDone := s.reg.seen(params.Worker, queues, params.Kinds, now, true)
+	st := s.reg.open(params.Worker, queues, params.Kinds, credit, lease, now)
 	// The stream ends when the worker goes away, when the server shuts down, or when its key
 	// is revoked (the keeper cancels it with errKeyRevoked).
 	ctx, stopAtShutdown := s.untilShutdown(ctx)
@@ -145,7 +143,7 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 		stopKeeping()
 		keeper.Wait()
 		w.closeStream(ctx, st, endErr) // nil endErr: the worker went away
-		seenDone(0)
+		seenDone(nil)
 	}()
 	// ended says why the stream stops: an error the worker should act on, or nil when the
 	// worker itself went away.
@@ -165,21 +163,32 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 	// Up to maxStreamClaims claims run at once, each on credit reserved for it: the next batch
 	// is on its way while one commits. They run on their own goroutines, which the loop waits
 	// for before it returns, and whose jobs it holds before closeStream gives back what was
-	// not sent.
+	// not sent. A claim takes what is ready and never waits: when no queue has ready jobs,
+	// the loop waits for a wake-up of one of them, or looks again after streamRecheck.
 	type claimed struct {
-		asked int
-		jobs  []*hopper.JobRow
-		err   error
-		held  bool // ended by the worker's governor (Hold), not by a failure
+		n       int // the claim's number (asking.launch)
+		asked   int
+		jobs    []*hopper.JobRow
+		drained []string
+		retry   time.Duration // when a rate limit lets a drained queue start a job again
+		err     error
+		held    bool // ended by the worker's governor (Hold), not by a failure
 	}
 	results := make(chan claimed, maxStreamClaims)
 	var claims sync.WaitGroup
 	inflight, reserved := 0, 0
 	more := true          // the last claim came back full: work may be waiting for a second claim
 	var lapse clock.Timer // while the worker is held: fires when its hold lapses
+	ask := newAsking(queues)
+	wakes := s.client.WorkerAPI().Listen(queues)
+	var recheck clock.Timer // while some queue is drained: fires when the stream looks again
+	var soon time.Duration  // a rate limit's next start, sooner than streamRecheck (0: none)
 	defer func() {
-		if lapse != nil {
-			lapse.Stop()
+		wakes.Stop()
+		for _, t := range []clock.Timer{lapse, recheck} {
+			if t != nil {
+				t.Stop()
+			}
 		}
 		claims.Wait()
 		for range inflight {
@@ -193,7 +202,7 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 		}
 		free, heldUntil := st.free(s.clock.Now())
 		free -= reserved
-		if free > 0 && (inflight == 0 || (more && inflight < maxStreamClaims)) {
+		if free > 0 && len(ask.next()) > 0 && (inflight == 0 || (more && inflight < maxStreamClaims)) {
 			if free < max(credit/4, 1) {
 				// A busy stream frees its credit one job at a time: wait a moment for more, so
 				// one claim fills several slots instead of each completion costing a claim.
@@ -204,24 +213,40 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 				}
 			}
 			p := params
-			p.MaxJobs, p.Wait = free, DefaultStreamPoll
-			if inflight > 0 {
-				p.Wait = 0 // a second claim only takes what waits now; the first one waits
-			}
+			p.Queues, p.MaxJobs, p.Held = ask.next(), free, st.heldBy()
+			n := ask.launch()
 			inflight, reserved = inflight+1, reserved+free
-			claimCtx, endClaim := s.reg.untilHeld(ctx, params.Worker, params.Queue, s.clock.Now())
+			claimCtx, endClaim := s.reg.untilHeld(ctx, params.Worker, queues, s.clock.Now())
 			claims.Go(func() {
 				defer endClaim()
-				jobs, err := s.client.WorkerAPI().Activate(claimCtx, p)
+				got, err := s.client.WorkerAPI().ActivateQueues(claimCtx, p)
 				held := claimCtx.Err() != nil && ctx.Err() == nil
-				results <- claimed{asked: p.MaxJobs, jobs: jobs, err: err, held: held}
+				r := claimed{n: n, asked: p.MaxJobs, err: err, held: held}
+				if got != nil {
+					r.jobs, r.drained, r.retry = got.Jobs, got.Drained, got.Retry
+				}
+				results <- r
 			})
 			continue
 		}
-		var lapsed <-chan time.Time
+		var lapsed, rechecked <-chan time.Time
 		if !heldUntil.IsZero() {
 			lapse = s.clock.NewTimer(heldUntil.Sub(s.clock.Now()))
 			lapsed = lapse.C()
+		}
+		switch {
+		case ask.anyDrained() && recheck == nil:
+			d := streamRecheck
+			if soon > 0 {
+				d, soon = min(d, soon), 0
+			}
+			recheck = s.clock.NewTimer(d)
+		case !ask.anyDrained() && recheck != nil:
+			recheck.Stop()
+			recheck = nil
+		}
+		if recheck != nil {
+			rechecked = recheck.C()
 		}
 		var r claimed
 		select {
@@ -230,6 +255,13 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 		case <-st.freed:
 			continue
 		case <-lapsed:
+			continue
+		case <-wakes.C():
+			ask.woken(wakes.Take())
+			continue
+		case <-rechecked:
+			recheck = nil
+			ask.all()
 			continue
 		case r = <-results:
 		}
@@ -256,9 +288,18 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 			continue
 		}
 		s.streamClaims.Succeed()
+		ask.found(r.n, r.drained)
+		if r.retry > 0 {
+			// A rate limit lets a drained queue start a job before the recheck: look then.
+			soon = r.retry
+			if recheck != nil {
+				recheck.Stop()
+				recheck = nil
+			}
+		}
 		more = len(r.jobs) == r.asked
 		jobs := w.deliverable(ctx, r.jobs)
-		s.reg.count(params.Worker, params.Queue, len(jobs))
+		s.reg.count(params.Worker, jobs)
 		// Hold every claimed job before the first push: if a push fails, closing the stream
 		// gives all of them back at once.
 		w.holdAll(st, jobs)
@@ -302,7 +343,7 @@ func refsOf(jobs []*hopper.JobRow) []hopper.LeaseRef {
 // holdAll records jobs as held by the stream.
 func (w *workerService) holdAll(st *stream, jobs []*hopper.JobRow) {
 	for _, j := range jobs {
-		st.hold(hopper.LeaseRef{ID: j.ID, Token: j.Token})
+		st.hold(hopper.LeaseRef{ID: j.ID, Token: j.Token}, j.Queue)
 	}
 }
 

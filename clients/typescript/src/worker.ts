@@ -29,8 +29,15 @@ import { toDuration } from "./time.js";
 export interface WorkerOptions extends ConnectionOptions {
   /** handlers maps each kind this worker takes to its handler. */
   handlers: Handlers;
-  /** queue to work (default "default"). */
+  /** queue to work (default "default" when queues is empty too). */
   queue?: string;
+  /**
+   * queues to work as well as queue: merged, a queue named twice counting once, at most 64.
+   * The server shares the worker's jobs between them by the weights stored for the queues
+   * (default 1): a stream's credit (concurrency), a poll's jobs. Needs a server that knows of
+   * several queues (an older one works the first only).
+   */
+  queues?: string[];
   /** concurrency is the most jobs run at once (default 10, 1–1000); in stream mode, the stream's credit. */
   concurrency?: number;
   /** name identifies this worker on leases and attempts (default host-pid). */
@@ -44,6 +51,9 @@ export interface WorkerOptions extends ConnectionOptions {
   /** logger hears of outages, recoveries and unreported outcomes (default: nothing is logged). */
   logger?: Logger;
 }
+
+/** The most queues one worker works (the server's limit). */
+const maxQueues = 64;
 
 /** How long stop waits for handlers after aborting them at its deadline. */
 const stopGrace = 500;
@@ -74,7 +84,7 @@ export class Worker {
   private readonly concurrency: number;
   private readonly lease: number;
   private readonly pollWait: number;
-  private readonly queue: string;
+  private readonly queues: string[];
   /** name is this worker's name on leases and attempts. */
   readonly name: string;
 
@@ -94,7 +104,10 @@ export class Worker {
     this.concurrency = options.concurrency ?? 10;
     this.lease = options.leaseDuration ?? 30_000;
     this.pollWait = options.pollWait ?? 30_000;
-    this.queue = options.queue ?? "default";
+    for (const [i, q] of (options.queues ?? []).entries()) check(typeof q === "string" && q !== "", `queues[${i}] is empty`);
+    this.queues = [...new Set([...(options.queue ? [options.queue] : []), ...(options.queues ?? [])])];
+    if (this.queues.length === 0) this.queues.push("default");
+    check(this.queues.length <= maxQueues, `queues: ${this.queues.length} queues, more than ${maxQueues}`);
     this.name = options.name ?? `${hostname()}-${process.pid}`;
     this.log = options.logger ?? silent;
     for (const [kind, h] of Object.entries(options.handlers ?? {})) {
@@ -128,7 +141,9 @@ export class Worker {
     if (this.state !== "new") throw new Error("hopper: worker already started");
     this.state = "started";
     const kinds = [...this.handlers.keys()].sort();
-    const common = { worker: this.name, queue: this.queue, kinds, leaseTimeout: toDuration(this.lease) };
+    // One queue alone, as a server that knows of only one expects; several: the first and all.
+    const queues = this.queues.length > 1 ? this.queues : [];
+    const common = { worker: this.name, queue: this.queues[0], queues, kinds, leaseTimeout: toDuration(this.lease) };
     this.loops.push(this.leases.run(this.keeping.signal));
     if (this.mode === "stream") {
       const request = create(StreamJobsRequestSchema, { ...common, credit: this.concurrency });

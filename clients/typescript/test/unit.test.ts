@@ -59,6 +59,10 @@ describe("WorkerOptions", () => {
     bad({ a: { handle: () => {}, retryPolicy: { multiplier: 0.5 } } }, /multiplier 0\.5 must be at least 1/);
     bad({ a: { handle: () => {}, retryPolicy: { jitter: 2 } } }, /jitter 2 must be at most 1/);
     assert.throws(() => new Worker({ url, handlers: { a: () => {} }, concurrency: 0 }), /concurrency 0 is outside 1–1000/);
+    assert.throws(() => new Worker({ url, handlers: { a: () => {} }, queues: ["a", ""] }), /queues\[1\] is empty/);
+    const many = Array.from({ length: 65 }, (_, i) => `q${i}`);
+    assert.throws(() => new Worker({ url, handlers: { a: () => {} }, queues: many }), /queues: 65 queues, more than 64/);
+    new Worker({ url, handlers: { a: () => {} }, queue: "q0", queues: many.slice(0, 64) }); // q0 counts once
     new Worker({ url, handlers: { a: { handle: () => {}, timeout: 100, retryPolicy: { base: 10, jitter: -1 } } } });
   });
 });

@@ -2351,11 +2351,12 @@ type ActivateRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// worker names the worker in leases, attempts and the worker registry. Required.
 	Worker string `protobuf:"bytes,1,opt,name=worker,proto3" json:"worker,omitempty"`
-	// queue defaults to "default".
+	// queue defaults to "default" when queues is empty too.
 	Queue string `protobuf:"bytes,2,opt,name=queue,proto3" json:"queue,omitempty"`
 	// kinds limits the jobs to these kinds; empty takes any kind.
 	Kinds []string `protobuf:"bytes,3,rep,name=kinds,proto3" json:"kinds,omitempty"`
-	// max_jobs is at most 1000 (default 1).
+	// max_jobs is at most 1000 (default 1). With several queues they share it by weight (see
+	// queues).
 	MaxJobs int32 `protobuf:"varint,4,opt,name=max_jobs,json=maxJobs,proto3" json:"max_jobs,omitempty"`
 	// lease_timeout is how long the worker has before the job may be given to another (default
 	// 30 s). Extend it with ExtendLease.
@@ -2364,7 +2365,13 @@ type ActivateRequest struct {
 	// 5 minutes).
 	RequestTimeout *durationpb.Duration `protobuf:"bytes,6,opt,name=request_timeout,json=requestTimeout,proto3" json:"request_timeout,omitempty"`
 	// fetch_fields, when not empty, returns only these top-level fields of args.
-	FetchFields   []string `protobuf:"bytes,7,rep,name=fetch_fields,json=fetchFields,proto3" json:"fetch_fields,omitempty"`
+	FetchFields []string `protobuf:"bytes,7,rep,name=fetch_fields,json=fetchFields,proto3" json:"fetch_fields,omitempty"`
+	// queues to take jobs from as well as queue: the two are merged, a queue named twice
+	// counting once, into at most 64 queues. They share max_jobs by weight (the weights stored
+	// with QueueService.Set, default 1): each its weighted share, and the share of a queue with
+	// fewer ready jobs goes to the others in the same call. Each name is checked as queue is
+	// (INVALID_ARGUMENT naming queues[i]); more than 64 is INVALID_ARGUMENT naming queues.
+	Queues        []string `protobuf:"bytes,8,rep,name=queues,proto3" json:"queues,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2448,6 +2455,13 @@ func (x *ActivateRequest) GetFetchFields() []string {
 	return nil
 }
 
+func (x *ActivateRequest) GetQueues() []string {
+	if x != nil {
+		return x.Queues
+	}
+	return nil
+}
+
 type ActivateResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Jobs          []*ActivatedJob        `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs,omitempty"`
@@ -2495,12 +2509,18 @@ func (x *ActivateResponse) GetJobs() []*ActivatedJob {
 type StreamJobsRequest struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Worker string                 `protobuf:"bytes,1,opt,name=worker,proto3" json:"worker,omitempty"`
-	Queue  string                 `protobuf:"bytes,2,opt,name=queue,proto3" json:"queue,omitempty"`
-	Kinds  []string               `protobuf:"bytes,3,rep,name=kinds,proto3" json:"kinds,omitempty"`
+	// queue defaults to "default" when queues is empty too.
+	Queue string   `protobuf:"bytes,2,opt,name=queue,proto3" json:"queue,omitempty"`
+	Kinds []string `protobuf:"bytes,3,rep,name=kinds,proto3" json:"kinds,omitempty"`
 	// credit is how many unfinished jobs the stream may hold at once (1–1000). Required.
-	Credit        int32                `protobuf:"varint,4,opt,name=credit,proto3" json:"credit,omitempty"`
-	LeaseTimeout  *durationpb.Duration `protobuf:"bytes,5,opt,name=lease_timeout,json=leaseTimeout,proto3" json:"lease_timeout,omitempty"`
-	FetchFields   []string             `protobuf:"bytes,6,rep,name=fetch_fields,json=fetchFields,proto3" json:"fetch_fields,omitempty"`
+	Credit       int32                `protobuf:"varint,4,opt,name=credit,proto3" json:"credit,omitempty"`
+	LeaseTimeout *durationpb.Duration `protobuf:"bytes,5,opt,name=lease_timeout,json=leaseTimeout,proto3" json:"lease_timeout,omitempty"`
+	FetchFields  []string             `protobuf:"bytes,6,rep,name=fetch_fields,json=fetchFields,proto3" json:"fetch_fields,omitempty"`
+	// queues to take jobs from as well as queue, merged as in ActivateRequest (at most 64).
+	// They share the credit by weight: while several have ready jobs, each holds about its
+	// weighted share of the credit, and a queue that wakes up with work gets its share as
+	// credit comes free; a queue without ready jobs leaves its share to the others.
+	Queues        []string `protobuf:"bytes,7,rep,name=queues,proto3" json:"queues,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2573,6 +2593,13 @@ func (x *StreamJobsRequest) GetLeaseTimeout() *durationpb.Duration {
 func (x *StreamJobsRequest) GetFetchFields() []string {
 	if x != nil {
 		return x.FetchFields
+	}
+	return nil
+}
+
+func (x *StreamJobsRequest) GetQueues() []string {
+	if x != nil {
+		return x.Queues
 	}
 	return nil
 }
@@ -3623,7 +3650,10 @@ type HoldRequest struct {
 	Worker string                 `protobuf:"bytes,1,opt,name=worker,proto3" json:"worker,omitempty"`
 	Queue  string                 `protobuf:"bytes,2,opt,name=queue,proto3" json:"queue,omitempty"`
 	// held: the worker takes no new job until it says otherwise (or the hold lapses).
-	Held          bool `protobuf:"varint,3,opt,name=held,proto3" json:"held,omitempty"`
+	Held bool `protobuf:"varint,3,opt,name=held,proto3" json:"held,omitempty"`
+	// queues held or let go as well as queue, merged as in ActivateRequest: a worker on
+	// several queues names them all. A stream is held while any of its queues is.
+	Queues        []string `protobuf:"bytes,4,rep,name=queues,proto3" json:"queues,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3677,6 +3707,13 @@ func (x *HoldRequest) GetHeld() bool {
 		return x.Held
 	}
 	return false
+}
+
+func (x *HoldRequest) GetQueues() []string {
+	if x != nil {
+		return x.Queues
+	}
+	return nil
 }
 
 type HoldResponse struct {
@@ -4735,8 +4772,10 @@ type Stream struct {
 	Completed int64                  `protobuf:"varint,8,opt,name=completed,proto3" json:"completed,omitempty"`
 	Failed    int64                  `protobuf:"varint,9,opt,name=failed,proto3" json:"failed,omitempty"`
 	// released counts jobs given back to the queue (undeliverable, or the stream closed).
-	Released      int64                  `protobuf:"varint,10,opt,name=released,proto3" json:"released,omitempty"`
-	OpenedAt      *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=opened_at,json=openedAt,proto3" json:"opened_at,omitempty"`
+	Released int64                  `protobuf:"varint,10,opt,name=released,proto3" json:"released,omitempty"`
+	OpenedAt *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=opened_at,json=openedAt,proto3" json:"opened_at,omitempty"`
+	// queues are the stream's queues, queue being the first.
+	Queues        []string `protobuf:"bytes,12,rep,name=queues,proto3" json:"queues,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4844,6 +4883,13 @@ func (x *Stream) GetReleased() int64 {
 func (x *Stream) GetOpenedAt() *timestamppb.Timestamp {
 	if x != nil {
 		return x.OpenedAt
+	}
+	return nil
+}
+
+func (x *Stream) GetQueues() []string {
+	if x != nil {
+		return x.Queues
 	}
 	return nil
 }
@@ -6663,7 +6709,7 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x0fdefault_timeout\x18\x0f \x01(\v2\x19.google.protobuf.DurationR\x0edefaultTimeout\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x97\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xaf\x02\n" +
 	"\x0fActivateRequest\x12\x16\n" +
 	"\x06worker\x18\x01 \x01(\tR\x06worker\x12\x14\n" +
 	"\x05queue\x18\x02 \x01(\tR\x05queue\x12\x14\n" +
@@ -6671,16 +6717,18 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\bmax_jobs\x18\x04 \x01(\x05R\amaxJobs\x12>\n" +
 	"\rlease_timeout\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\fleaseTimeout\x12B\n" +
 	"\x0frequest_timeout\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\x0erequestTimeout\x12!\n" +
-	"\ffetch_fields\x18\a \x03(\tR\vfetchFields\"?\n" +
+	"\ffetch_fields\x18\a \x03(\tR\vfetchFields\x12\x16\n" +
+	"\x06queues\x18\b \x03(\tR\x06queues\"?\n" +
 	"\x10ActivateResponse\x12+\n" +
-	"\x04jobs\x18\x01 \x03(\v2\x17.hopper.v1.ActivatedJobR\x04jobs\"\xd2\x01\n" +
+	"\x04jobs\x18\x01 \x03(\v2\x17.hopper.v1.ActivatedJobR\x04jobs\"\xea\x01\n" +
 	"\x11StreamJobsRequest\x12\x16\n" +
 	"\x06worker\x18\x01 \x01(\tR\x06worker\x12\x14\n" +
 	"\x05queue\x18\x02 \x01(\tR\x05queue\x12\x14\n" +
 	"\x05kinds\x18\x03 \x03(\tR\x05kinds\x12\x16\n" +
 	"\x06credit\x18\x04 \x01(\x05R\x06credit\x12>\n" +
 	"\rlease_timeout\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\fleaseTimeout\x12!\n" +
-	"\ffetch_fields\x18\x06 \x03(\tR\vfetchFields\"S\n" +
+	"\ffetch_fields\x18\x06 \x03(\tR\vfetchFields\x12\x16\n" +
+	"\x06queues\x18\a \x03(\tR\x06queues\"S\n" +
 	"\x12StreamJobsResponse\x12+\n" +
 	"\x04jobs\x18\x01 \x03(\v2\x17.hopper.v1.ActivatedJobR\x04jobsJ\x04\b\x02\x10\x03R\n" +
 	"lease_lost\"`\n" +
@@ -6752,11 +6800,12 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12+\n" +
 	"\x04fail\x18\x03 \x01(\v2\x17.hopper.v1.FailResponseR\x04fail\x12D\n" +
-	"\x10lease_expires_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x0eleaseExpiresAt\"O\n" +
+	"\x10lease_expires_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x0eleaseExpiresAt\"g\n" +
 	"\vHoldRequest\x12\x16\n" +
 	"\x06worker\x18\x01 \x01(\tR\x06worker\x12\x14\n" +
 	"\x05queue\x18\x02 \x01(\tR\x05queue\x12\x12\n" +
-	"\x04held\x18\x03 \x01(\bR\x04held\"\x0e\n" +
+	"\x04held\x18\x03 \x01(\bR\x04held\x12\x16\n" +
+	"\x06queues\x18\x04 \x03(\tR\x06queues\"\x0e\n" +
 	"\fHoldResponse\"C\n" +
 	"\x10HeartbeatRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
@@ -6826,7 +6875,7 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x04held\x18\b \x01(\bR\x04held\"\x14\n" +
 	"\x12ListWorkersRequest\"B\n" +
 	"\x13ListWorkersResponse\x12+\n" +
-	"\aworkers\x18\x01 \x03(\v2\x11.hopper.v1.WorkerR\aworkers\"\xb4\x02\n" +
+	"\aworkers\x18\x01 \x03(\v2\x11.hopper.v1.WorkerR\aworkers\"\xcc\x02\n" +
 	"\x06Stream\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06worker\x18\x02 \x01(\tR\x06worker\x12\x14\n" +
@@ -6839,7 +6888,8 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x06failed\x18\t \x01(\x03R\x06failed\x12\x1a\n" +
 	"\breleased\x18\n" +
 	" \x01(\x03R\breleased\x127\n" +
-	"\topened_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\bopenedAt\"\x14\n" +
+	"\topened_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\bopenedAt\x12\x16\n" +
+	"\x06queues\x18\f \x03(\tR\x06queues\"\x14\n" +
 	"\x12ListStreamsRequest\"B\n" +
 	"\x13ListStreamsResponse\x12+\n" +
 	"\astreams\x18\x01 \x03(\v2\x11.hopper.v1.StreamR\astreams\"\xf8\x01\n" +

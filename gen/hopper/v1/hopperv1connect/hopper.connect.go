@@ -527,9 +527,10 @@ var (
 type WorkerServiceClient interface {
 	// Activate claims up to max_jobs jobs, waiting up to request_timeout (long poll) for the
 	// first one. It returns as soon as at least one job is claimed, or empty at the timeout.
+	// Asked for several queues, it shares max_jobs between them by weight.
 	Activate(context.Context, *v1.ActivateRequest) (*v1.ActivateResponse, error)
 	// StreamJobs pushes jobs as they become available, never more unfinished jobs to the
-	// stream than its credit. A job is unfinished from its push until the worker reports its
+	// stream than its credit, which several queues share by weight. A job is unfinished from its push until the worker reports its
 	// outcome (Complete, Fail, Release, Snooze, Suspend, or an item of Report) or loses its
 	// lease. The worker renews its jobs' leases itself (ExtendLease, or renewals in Report,
 	// every third of the lease): a worker that hangs loses its jobs within one lease, and its
@@ -605,9 +606,10 @@ func (s WorkerServiceStreamJobsClientStream) Close() error {
 type WorkerServiceHandler interface {
 	// Activate claims up to max_jobs jobs, waiting up to request_timeout (long poll) for the
 	// first one. It returns as soon as at least one job is claimed, or empty at the timeout.
+	// Asked for several queues, it shares max_jobs between them by weight.
 	Activate(context.Context, *v1.ActivateRequest) (*v1.ActivateResponse, error)
 	// StreamJobs pushes jobs as they become available, never more unfinished jobs to the
-	// stream than its credit. A job is unfinished from its push until the worker reports its
+	// stream than its credit, which several queues share by weight. A job is unfinished from its push until the worker reports its
 	// outcome (Complete, Fail, Release, Snooze, Suspend, or an item of Report) or loses its
 	// lease. The worker renews its jobs' leases itself (ExtendLease, or renewals in Report,
 	// every third of the lease): a worker that hangs loses its jobs within one lease, and its

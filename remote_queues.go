@@ -1,0 +1,210 @@
+package hopper
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/hopperjobs/hopper/internal/fairshare"
+)
+
+// A remote worker may ask for several queues at once (ActivateParams.Queues): one poll, or
+// one job stream, shares its jobs between them by weight, as a process shares its workers
+// (contract 14, internal/fairshare).
+
+// activatePoll is how often a waiting Activate looks at its queues without a wake-up, for
+// jobs that no notification announced.
+const activatePoll = time.Second
+
+// Activated is what ActivateQueues found.
+type Activated struct {
+	Jobs []*JobRow
+	// Drained are the queues found without ready jobs (of the claim's kinds) at the last look,
+	// or held back by a cap or rate limit.
+	Drained []string
+	// Retry, when positive, is how soon a rate limit that held a claim back allows another
+	// start (at most a second): when to look at the drained queues again.
+	Retry time.Duration
+}
+
+// ActivateQueues is Activate that also says which queues it found without ready jobs at its
+// last look, and when a rate limit lets one start again: a caller that asks again and again
+// for one worker (a job stream) need not ask those again until Listen says they may have
+// more, or Retry has passed.
+func (a *WorkerAPI) ActivateQueues(ctx context.Context, p ActivateParams) (*Activated, error) {
+	c := a.c
+	if err := p.validate(c.cfg.LeaseDuration); err != nil {
+		return nil, err
+	}
+	queues := p.QueueNames()
+	weights := map[string]int{}
+	if len(queues) > 1 {
+		weights = c.engine.QueueWeights(ctx, queues)
+	}
+	deadline := c.clock.Now().Add(p.Wait)
+	var wakes *Wakeups
+	if p.Wait > 0 {
+		// Listen before claiming: a job enqueued between an empty claim and the wait still
+		// wakes us.
+		wakes = a.Listen(queues)
+		defer wakes.Stop()
+	}
+	empty := map[string]bool{}
+	asking := queues
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		jobs, retry, err := a.claimShared(ctx, p, asking, weights, empty)
+		if err != nil {
+			return nil, fmt.Errorf("activate jobs: %w", err)
+		}
+		left := deadline.Sub(c.clock.Now())
+		if len(jobs) > 0 || left <= 0 {
+			got := &Activated{Jobs: jobs, Retry: retry}
+			for _, q := range queues {
+				if empty[q] {
+					got.Drained = append(got.Drained, q)
+				}
+			}
+			return got, nil
+		}
+		next := activatePoll
+		if retry > 0 {
+			next = retry
+		}
+		t := c.clock.NewTimer(min(left, next))
+		select {
+		case <-ctx.Done():
+		case <-wakes.C():
+			asking = wakes.Take()
+		case <-t.C():
+			wakes.Take() // every queue is looked at anyway
+			asking = queues
+		}
+		t.Stop()
+	}
+}
+
+// claimShared claims up to p.MaxJobs jobs from asking, shared by weights and p.Held
+// (fairshare.Split), in rounds: the part of a queue that had fewer ready jobs goes to the
+// others in the next round, until p.MaxJobs are claimed or every queue came back short. It
+// records in empty whether each queue asked had fewer ready jobs than it was asked for, and
+// returns how soon a rate limit that held one of its claims back allows another start (0 when
+// none did; at most activatePoll).
+func (a *WorkerAPI) claimShared(ctx context.Context, p ActivateParams, asking []string, weights map[string]int,
+	empty map[string]bool) (jobs []*JobRow, retry time.Duration, err error) {
+	qs := make([]*fairshare.Queue, len(asking))
+	for i, name := range asking {
+		qs[i] = &fairshare.Queue{Name: name, Weight: max(weights[name], 1), Held: max(p.Held[name], 0)}
+		empty[name] = false
+	}
+	for left := p.MaxJobs; left > 0 && len(qs) > 0; {
+		parts := fairshare.Split(left, qs, rand.Float64())
+		next := qs[:0:0]
+		for _, q := range qs {
+			n := parts[q]
+			if n == 0 {
+				next = append(next, q)
+				continue
+			}
+			if ctx.Err() != nil {
+				return jobs, retry, nil // claims nothing more (Activate)
+			}
+			one := p
+			one.Queue, one.MaxJobs = q.Name, n
+			got, hold, err := a.claim(ctx, one)
+			if err != nil && len(jobs) == 0 {
+				return nil, 0, err
+			}
+			if err != nil {
+				return jobs, retry, nil // the jobs claimed are the caller's (Activate)
+			}
+			if r := hold.Retry(activatePoll, activatePoll); hold.Wait > 0 && (retry == 0 || r < retry) {
+				retry = r
+			}
+			jobs = append(jobs, got...)
+			left -= len(got)
+			q.Held += len(got)
+			empty[q.Name] = len(got) < n
+			if len(got) == n {
+				next = append(next, q)
+			}
+		}
+		qs = next
+	}
+	return jobs, retry, nil
+}
+
+// Wakeups hears when jobs may have become claimable in any of a set of queues (as
+// JobsAvailable does for one queue), for as long as it listens: a caller that claims from
+// several queues again and again (a job stream) learns which to look at again. Its methods
+// are safe for concurrent use.
+type Wakeups struct {
+	a      *availability
+	queues []string
+	c      chan struct{}   // buffered 1: something to Take
+	woken  map[string]bool // guarded by a.mu
+}
+
+// Listen starts listening for wake-ups of queues; Stop ends it.
+func (a *WorkerAPI) Listen(queues []string) *Wakeups {
+	av := &a.c.avail
+	w := &Wakeups{a: av, queues: slices.Clone(queues), c: make(chan struct{}, 1), woken: map[string]bool{}}
+	av.mu.Lock()
+	defer av.mu.Unlock()
+	if av.listeners == nil {
+		av.listeners = map[*Wakeups]struct{}{}
+	}
+	av.listeners[w] = struct{}{}
+	return w
+}
+
+// C receives when Take has queues to return. A nil Wakeups's never does.
+func (w *Wakeups) C() <-chan struct{} {
+	if w == nil {
+		return nil
+	}
+	return w.c
+}
+
+// Take returns the queues woken since the last Take, in the order Listen was given them.
+func (w *Wakeups) Take() []string {
+	w.a.mu.Lock()
+	defer w.a.mu.Unlock()
+	var out []string
+	for _, q := range w.queues {
+		if w.woken[q] {
+			out = append(out, q)
+		}
+	}
+	clear(w.woken)
+	return out
+}
+
+// Stop ends the listening.
+func (w *Wakeups) Stop() {
+	w.a.mu.Lock()
+	defer w.a.mu.Unlock()
+	delete(w.a.listeners, w)
+}
+
+// heardLocked records a wake-up of queue ("": of every queue). a.mu is held.
+func (w *Wakeups) heardLocked(queue string) {
+	switch {
+	case queue == "":
+		for _, q := range w.queues {
+			w.woken[q] = true
+		}
+	case slices.Contains(w.queues, queue):
+		w.woken[queue] = true
+	default:
+		return
+	}
+	select {
+	case w.c <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,136 @@
+package hopper
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// enqueueIn enqueues n jobs in queue.
+func enqueueIn(t *testing.T, b *testBundle, queue string, n int) {
+	t.Helper()
+	items := make([]EnqueueParams, n)
+	for i := range items {
+		items[i] = EnqueueParams{Args: sendEmail{To: fmt.Sprint(i)}, Opts: &InsertOpts{Queue: queue}}
+	}
+	_, err := b.client.EnqueueMany(t.Context(), items)
+	require.NoError(t, err)
+}
+
+func countByQueue(jobs []*JobRow) map[string]int {
+	out := map[string]int{}
+	for _, j := range jobs {
+		out[j.Queue]++
+	}
+	return out
+}
+
+// Contract 14 for remote workers: one Activate over several queues shares its jobs by the
+// stored weights, counting what the worker holds.
+func TestActivateSharesItsJobsBetweenQueuesByWeight(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, nil)
+	require.NoError(t, b.client.SetQueueWeight(t.Context(), "reports", 3))
+	enqueueIn(t, b, "reports", 200)
+	enqueueIn(t, b, "emails", 200)
+	p := ActivateParams{Queue: "reports", Queues: []string{"emails", "reports"}, MaxJobs: 20}
+	require.Equal(t, map[string]int{"reports": 15, "emails": 5}, countByQueue(activate(t, b, p)))
+
+	p.Held = map[string]int{"reports": 60}
+	require.Equal(t, map[string]int{"emails": 20}, countByQueue(activate(t, b, p)),
+		"the worker holds 60 of reports already: 60 and 20 is 3:1 of 80")
+}
+
+// A queue with fewer ready jobs than its part gives the rest to the others in the same call,
+// and is named as drained.
+func TestActivateIsWorkConservingAcrossQueues(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, nil)
+	require.NoError(t, b.client.SetQueueWeight(t.Context(), "reports", 3))
+	enqueueIn(t, b, "reports", 200)
+	enqueueIn(t, b, "emails", 3)
+	got, err := b.client.WorkerAPI().ActivateQueues(t.Context(),
+		ActivateParams{Worker: "w", Queues: []string{"reports", "emails"}, MaxJobs: 20})
+	require.NoError(t, err)
+	require.Equal(t, map[string]int{"reports": 17, "emails": 3}, countByQueue(got.Jobs))
+	require.Equal(t, []string{"emails"}, got.Drained)
+
+	got, err = b.client.WorkerAPI().ActivateQueues(t.Context(),
+		ActivateParams{Worker: "w", Queues: []string{"reports", "emails", "idle"}, MaxJobs: 1000})
+	require.NoError(t, err)
+	require.Equal(t, map[string]int{"reports": 183}, countByQueue(got.Jobs), "every ready job, whatever the split")
+	require.Equal(t, []string{"reports", "emails", "idle"}, got.Drained)
+	require.Zero(t, got.Retry, "no rate limit held a claim")
+}
+
+// Polls of one job, with no memory of each other, still follow the weights: the odd job goes
+// to a queue drawn by its fraction.
+func TestOneJobPollsFollowTheWeights(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, nil)
+	require.NoError(t, b.client.SetQueueWeight(t.Context(), "reports", 3))
+	enqueueIn(t, b, "reports", 800)
+	enqueueIn(t, b, "emails", 800)
+	got := map[string]int{}
+	for range 800 {
+		for q, n := range countByQueue(activate(t, b, ActivateParams{Queues: []string{"reports", "emails"}})) {
+			got[q] += n
+		}
+	}
+	require.InDelta(t, 600, got["reports"], 60, "3:1 of 800 within 10%% (%v)", got)
+	require.Equal(t, 800, got["reports"]+got["emails"])
+}
+
+// A wait over several queues ends at a wake-up of any of them.
+func TestActivateWaitWakesOnAnyOfItsQueues(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, nil) // a fake clock that never moves: only a wake-up ends the wait
+	got := make(chan []*JobRow, 1)
+	go func() {
+		jobs, err := b.client.WorkerAPI().Activate(t.Context(), ActivateParams{Worker: "w",
+			Queues: []string{"reports", "emails"}, Wait: time.Minute})
+		if err != nil {
+			jobs = nil
+		}
+		got <- jobs
+	}()
+	res, err := b.client.Enqueue(t.Context(), sendEmail{}, &InsertOpts{Queue: "emails"})
+	require.NoError(t, err)
+	jobs := recv(t, got)
+	require.Len(t, jobs, 1)
+	require.Equal(t, res.Job.ID, jobs[0].ID)
+}
+
+func TestActivateRefusesBadQueuesNamingTheField(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, nil)
+	many := make([]string, MaxActivateQueues+1)
+	for i := range many {
+		many[i] = fmt.Sprintf("q%d", i)
+	}
+	for _, tc := range []struct {
+		p     ActivateParams
+		field string
+	}{
+		{ActivateParams{Queues: many}, "queues"},
+		{ActivateParams{Queue: "extra", Queues: many[:MaxActivateQueues]}, "queues"},
+		{ActivateParams{Queues: []string{"a", ""}}, "queues[1]"},
+		{ActivateParams{Queues: []string{"bad queue"}}, "queues[0]"},
+		{ActivateParams{Queue: "bad queue", Queues: []string{"a"}}, "queue"},
+	} {
+		tc.p.Worker = "w"
+		_, err := b.client.WorkerAPI().Activate(t.Context(), tc.p)
+		var ve *ValidationError
+		require.True(t, errors.As(err, &ve), "%v", err)
+		require.Equal(t, tc.field, ve.Field)
+	}
+	require.Equal(t, []string{"a", "b"}, ActivateParams{Queue: "a", Queues: []string{"b", "a", "b"}}.QueueNames(),
+		"merged, each once")
+	require.Equal(t, []string{DefaultQueue}, ActivateParams{}.QueueNames())
+	_, err := b.client.WorkerAPI().Activate(t.Context(), ActivateParams{Worker: "w", Queue: "a",
+		Queues: append([]string{"a"}, many[:MaxActivateQueues-1]...)})
+	require.NoError(t, err, "a queue named twice counts once")
+}
