@@ -1,11 +1,13 @@
 package hopper
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -133,4 +135,40 @@ func TestActivateRefusesBadQueuesNamingTheField(t *testing.T) {
 	_, err := b.client.WorkerAPI().Activate(t.Context(), ActivateParams{Worker: "w", Queue: "a",
 		Queues: append([]string{"a"}, many[:MaxActivateQueues-1]...)})
 	require.NoError(t, err, "a queue named twice counts once")
+}
+
+// A long poll held back by a rate limit looks again when the limit's next start is due, not
+// at its next once-a-second look: at 5/1s the next job comes 200 ms (of fake time) later.
+func TestActivateWaitsForARateLimitsNextStart(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, nil)
+	ctx := t.Context()
+	require.NoError(t, b.client.SetRateLimit(ctx, RateLimit{Queue: "reports", Rate: Rate{Limit: 5, Period: time.Second}}))
+	enqueueIn(t, b, "reports", 10)
+	api := b.client.WorkerAPI()
+	got, err := api.ActivateQueues(ctx, ActivateParams{Worker: "w", Queue: "reports", MaxJobs: 10})
+	require.NoError(t, err)
+	require.Len(t, got.Jobs, 5, "the full bucket")
+	require.Equal(t, []string{"reports"}, got.Drained)
+	require.Equal(t, 200*time.Millisecond, got.Retry)
+
+	start := b.clock.Now()
+	done := make(chan []*JobRow, 1)
+	go func() {
+		jobs, err := api.Activate(context.Background(), ActivateParams{Worker: "w", Queue: "reports", MaxJobs: 10, Wait: 30 * time.Second})
+		assert.NoError(t, err)
+		done <- jobs
+	}()
+	var jobs []*JobRow
+	require.Eventually(t, func() bool {
+		select {
+		case jobs = <-done:
+			return true
+		default:
+			b.clock.Advance(10 * time.Millisecond)
+			return false
+		}
+	}, 10*time.Second, time.Millisecond)
+	require.Len(t, jobs, 1)
+	require.Less(t, b.clock.Now().Sub(start), time.Second, "woken for the next start, not by the once-a-second look")
 }
