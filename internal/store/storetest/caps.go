@@ -102,34 +102,7 @@ func capsConcurrentKind(t *testing.T, b *bundle) {
 		b.insertMany(t, ps...)
 		b.setLimit(t, store.LimitKind, kind, maxRunning)
 
-		var mu sync.Mutex
-		taken := map[string]int{}
-		var errs []error
-		start := make(chan struct{})
-		var wg sync.WaitGroup
-		for w := range claimers {
-			p := &store.ClaimParams{Queue: queue, Limit: limit, WorkerID: fmt.Sprintf("w%d", w), LeaseDuration: defaultLease}
-			if w%2 == 0 {
-				p.Kinds = []string{kind}
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				jobs, _, err := b.store.JobClaim(t.Context(), p)
-				mu.Lock()
-				defer mu.Unlock()
-				if err != nil {
-					errs = append(errs, err)
-				}
-				for _, j := range jobs {
-					taken[j.Kind]++
-				}
-			}()
-		}
-		close(start)
-		wg.Wait()
-		require.Empty(t, errs)
+		taken := b.raceClaims(t, queue, kind, claimers, limit)
 		require.Equal(t, maxRunning, taken[kind], "round %d: running jobs of the capped kind", r)
 	}
 }
@@ -146,4 +119,37 @@ func capsList(t *testing.T, b *bundle) {
 		{Scope: store.LimitKind, Name: "pdf", MaxRunning: 3},
 	}, ls)
 	require.Error(t, b.store.LimitSet(t.Context(), &store.LimitParams{Scope: "galaxy", Name: "x", MaxRunning: 1}))
+}
+
+// raceClaims releases claimers claims of up to limit jobs of queue at once, every other one
+// asking only for kind and the others for any kind, and counts the jobs they took per kind.
+func (b *bundle) raceClaims(t *testing.T, queue, kind string, claimers, limit int) map[string]int {
+	t.Helper()
+	var mu sync.Mutex
+	taken := map[string]int{}
+	var errs []error
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range claimers {
+		p := &store.ClaimParams{Queue: queue, Limit: limit, WorkerID: fmt.Sprintf("w%d", w), LeaseDuration: defaultLease}
+		if w%2 == 0 {
+			p.Kinds = []string{kind}
+		}
+		wg.Go(func() {
+			<-start
+			jobs, _, err := b.store.JobClaim(t.Context(), p)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+			}
+			for _, j := range jobs {
+				taken[j.Kind]++
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	require.Empty(t, errs)
+	return taken
 }

@@ -2,7 +2,6 @@ package storetest
 
 import (
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -138,34 +137,7 @@ func ratesConcurrent(t *testing.T, b *bundle) {
 			b.setRate(t, store.LimitQueue, queue, rate, time.Hour)
 		}
 
-		var mu sync.Mutex
-		taken := map[string]int{}
-		var errs []error
-		start := make(chan struct{})
-		var wg sync.WaitGroup
-		for w := range claimers {
-			p := &store.ClaimParams{Queue: queue, Limit: limit, WorkerID: fmt.Sprintf("w%d", w), LeaseDuration: defaultLease}
-			if w%2 == 0 {
-				p.Kinds = []string{kind}
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				jobs, _, err := b.store.JobClaim(t.Context(), p)
-				mu.Lock()
-				defer mu.Unlock()
-				if err != nil {
-					errs = append(errs, err)
-				}
-				for _, j := range jobs {
-					taken[j.Kind]++
-				}
-			}()
-		}
-		close(start)
-		wg.Wait()
-		require.Empty(t, errs)
+		taken := b.raceClaims(t, queue, kind, claimers, limit)
 		if r%2 == 0 {
 			require.Equal(t, rate, taken[kind], "round %d: starts of the rate-limited kind", r)
 			require.Equal(t, 10, taken["mail"], "round %d: the other kind is not limited", r)
