@@ -169,7 +169,7 @@ func (p *producer) received(st *loopState, r claimResult) {
 		p.e.slots.want(p.queue, false) // the queue is empty (or capped): it is owed no slots
 	}
 	capped := !st.more && r.hold.Capped
-	p.capHeld.Store(capped)
+	p.capHeld.Store(capped && r.hold.Wait == 0) // a job's end frees a cap's slot, not a rate limit's start
 	if capped {
 		p.pollAt(st, r.hold.Retry(capRetry, maxRateWait))
 	}

@@ -85,6 +85,7 @@ func (s *slots) tryAcquire(queue string, n int) int {
 	}
 	s.free -= n
 	q.Held += n
+	q.Served += int64(n)
 	return n
 }
 

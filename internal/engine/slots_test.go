@@ -63,3 +63,26 @@ func TestAShareIsBoundedByTheQueuesConcurrency(t *testing.T) {
 	require.Equal(t, 16, s.tryAcquire("big", 200), "small is owed its concurrency, 4, not its weighted share, 18")
 	require.Equal(t, 4, s.tryAcquire("small", 4))
 }
+
+// A process with fewer slots than its backlogged queues' shares need (one slot, weights 3:1)
+// still gives each queue its turn by weight over time: the light queue is not starved.
+func TestOneSlotIsSharedByWeightOverTime(t *testing.T) {
+	s := newSlots(1)
+	s.add("heavy", 1)
+	s.add("light", 1)
+	s.setWeights(map[string]int{"heavy": 3, "light": 1})
+	ran := map[string]int{}
+	for range 400 {
+		for _, q := range []string{"heavy", "light"} { // the heavy queue's producer first
+			if s.tryAcquire(q, 1) == 1 {
+				ran[q]++
+				s.release(q, 1)
+				break
+			}
+		}
+		s.want("heavy", true)
+		s.want("light", true)
+	}
+	require.InDelta(t, 300, ran["heavy"], 30, "%v", ran)
+	require.InDelta(t, 100, ran["light"], 10, "%v", ran)
+}

@@ -16,17 +16,25 @@ type Queue struct {
 	Max     int  // the most it may hold (the engine's per-queue concurrency)
 	Held    int  // units it holds
 	Wanting bool // it has work waiting for units
+	// Served counts the units granted to it over time (the engine's slots): Shares gives the
+	// units left over after the whole parts to the queues served least for their weight first,
+	// so that over time even a pool too small for every queue's share (one slot, three queues)
+	// follows the weights instead of always favouring the same queue.
+	Served int64
 }
 
 // Shares apportions total units between qs by weight: each gets the whole part of
-// total × weight ÷ the weights' sum, and the units left over go one each to the largest
+// total × weight ÷ the weights' sum, and the units left over go one each to the queues with a
+// remainder that were served least for their weight (Served ÷ Weight), then to the largest
 // remainders (ties to the heavier queue, then by name), so the shares add up to total.
 func Shares(total int, qs []*Queue) map[*Queue]int {
 	out, sum, left := wholeParts(total, qs)
 	byRemainder := slices.Clone(qs)
 	slices.SortFunc(byRemainder, func(a, b *Queue) int {
-		return cmp.Or(cmp.Compare(total*b.Weight%sum, total*a.Weight%sum), cmp.Compare(b.Weight, a.Weight),
-			cmp.Compare(a.Name, b.Name))
+		ra, rb := total*a.Weight%sum, total*b.Weight%sum
+		return cmp.Or(cmp.Compare(boolRank(ra == 0), boolRank(rb == 0)),
+			cmp.Compare(a.Served*int64(b.Weight), b.Served*int64(a.Weight)),
+			cmp.Compare(rb, ra), cmp.Compare(b.Weight, a.Weight), cmp.Compare(a.Name, b.Name))
 	})
 	for _, q := range byRemainder[:left] {
 		out[q]++
@@ -110,4 +118,12 @@ func Split(free int, qs []*Queue, u float64) map[*Queue]int {
 		out[q] = shares[q] - q.Held
 	}
 	return out
+}
+
+// boolRank orders false before true.
+func boolRank(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -94,3 +94,18 @@ func TestSplitIsWorkConservingAndMaxMin(t *testing.T) {
 		}
 	})
 }
+
+// A pool too small for every queue's share (one unit, weights 3:1) follows the weights over
+// time: the unit left over goes to the queue served least for its weight, not always to the
+// heavier one.
+func TestSharesOfASmallPoolFollowTheWeightsOverTime(t *testing.T) {
+	heavy := &Queue{Name: "heavy", Weight: 3, Max: 10, Wanting: true}
+	light := &Queue{Name: "light", Weight: 1, Max: 10, Wanting: true}
+	for range 400 {
+		for q, n := range Shares(1, []*Queue{heavy, light}) {
+			q.Served += int64(n)
+		}
+	}
+	require.Equal(t, int64(300), heavy.Served)
+	require.Equal(t, int64(100), light.Served)
+}
