@@ -37,8 +37,9 @@ func newKindsCmd() *cobra.Command {
 	}
 	addJSONFlag(ls)
 	cmd.AddCommand(ls, newKindsSetCmd(),
-		kindToggle("disable", "Stop every process and remote worker from starting jobs of KIND; running jobs finish", true),
-		kindToggle("enable", "Let a disabled KIND's jobs start again", false))
+		toggleCmd("kind", "disable", "Stop every process and remote worker from starting jobs of KIND; running jobs finish",
+			"disabled", backend.DisableKind),
+		toggleCmd("kind", "enable", "Let a disabled KIND's jobs start again", "enabled", backend.EnableKind))
 	return cmd
 }
 
@@ -89,27 +90,6 @@ docs/flow-control.md.`,
 	}
 	addSettingsFlags(cmd, false)
 	return cmd
-}
-
-func kindToggle(name, short string, disable bool) *cobra.Command {
-	return &cobra.Command{
-		Use:   name + " KIND",
-		Short: short,
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return withBackend(cmd, true, func(client backend) error {
-				op, done := client.EnableKind, "enabled"
-				if disable {
-					op, done = client.DisableKind, "disabled"
-				}
-				if err := op(cmd.Context(), args[0]); err != nil {
-					return err
-				}
-				_, err := fmt.Fprintf(cmd.OutOrStdout(), "kind %s %s\n", args[0], done)
-				return err
-			})
-		},
-	}
 }
 
 func printKinds(w io.Writer, ks []*hopper.KindInfo) error {

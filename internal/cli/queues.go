@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/hopperjobs/hopper"
@@ -40,8 +42,8 @@ docs/flow-control.md#awaiting-compute).`,
 		},
 	}
 	addJSONFlag(ls)
-	cmd.AddCommand(ls, queueToggle("pause", "Stop starting jobs of QUEUE; running jobs finish", true),
-		queueToggle("resume", "Let a paused QUEUE's jobs start again", false), newQueueSetCmd())
+	cmd.AddCommand(ls, toggleCmd("queue", "pause", "Stop starting jobs of QUEUE; running jobs finish", "paused", backend.PauseQueue),
+		toggleCmd("queue", "resume", "Let a paused QUEUE's jobs start again", "resumed", backend.ResumeQueue), newQueueSetCmd())
 	return cmd
 }
 
@@ -80,21 +82,19 @@ docs/flow-control.md.`,
 	return cmd
 }
 
-func queueToggle(name, short string, pause bool) *cobra.Command {
+// toggleCmd is a command that switches one setting of the queue or kind it names (noun):
+// op on the backend, then "<noun> NAME <done>".
+func toggleCmd(noun, name, short, done string, op func(backend, context.Context, string) error) *cobra.Command {
 	return &cobra.Command{
-		Use:   name + " QUEUE",
+		Use:   name + " " + strings.ToUpper(noun),
 		Short: short,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withBackend(cmd, true, func(client backend) error {
-				op, done := client.ResumeQueue, "resumed"
-				if pause {
-					op, done = client.PauseQueue, "paused"
-				}
-				if err := op(cmd.Context(), args[0]); err != nil {
+				if err := op(client, cmd.Context(), args[0]); err != nil {
 					return err
 				}
-				_, err := fmt.Fprintf(cmd.OutOrStdout(), "queue %s %s\n", args[0], done)
+				_, err := fmt.Fprintf(cmd.OutOrStdout(), "%s %s %s\n", noun, args[0], done)
 				return err
 			})
 		},

@@ -272,3 +272,49 @@ func (s *Store) LimitList(ctx context.Context) ([]*store.LimitParams, error) {
 	}
 	return out, rows.Err()
 }
+
+// RateSet sets or removes a fleet-wide rate limit. A new limit starts with a full bucket; a
+// changed one keeps its bucket (refilled to now under the old rate), up to the new limit. A
+// kind whose limit is removed keeps its row while it has another setting.
+func (s *Store) RateSet(ctx context.Context, p *store.RateParams) error {
+	table, key := "queues", "name"
+	switch p.Scope {
+	case store.LimitQueue:
+	case store.LimitKind:
+		table, key = "kinds", "kind"
+	default:
+		return fmt.Errorf("set rate limit: unknown scope %q", p.Scope)
+	}
+	err := s.write(ctx, nil, func(ctx context.Context, tx *sql.Tx, _ []*sql.Stmt) error {
+		now := s.clock.Now()
+		if p.Rate.IsZero() {
+			_, err := tx.ExecContext(ctx, `UPDATE `+table+` SET rate_limit = NULL, rate_period_us = NULL, rate_tokens = NULL,
+				rate_at = NULL, updated_at = ?2 WHERE `+key+` = ?1`, p.Name, micros(now))
+			if err == nil && p.Scope == store.LimitKind {
+				_, err = tx.ExecContext(ctx, pruneKindSQL, p.Name)
+			}
+			return err
+		}
+		b := store.Bucket{Rate: p.Rate, Tokens: float64(p.Rate.Limit), At: now}
+		var old storedBucket
+		err := tx.QueryRowContext(ctx, `SELECT rate_limit, rate_period_us, rate_tokens, rate_at FROM `+table+` WHERE `+key+` = ?`,
+			p.Name).Scan(old.dest()...)
+		if err != nil && err != sql.ErrNoRows {
+			return err
+		}
+		if ob, ok := old.bucket(); ok {
+			ob = ob.Refill(now)
+			b.Tokens, b.At = min(ob.Tokens, b.Tokens), ob.At
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO `+table+` (`+key+`, rate_limit, rate_period_us, rate_tokens, rate_at, updated_at)
+			VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+			ON CONFLICT (`+key+`) DO UPDATE SET rate_limit = excluded.rate_limit, rate_period_us = excluded.rate_period_us,
+				rate_tokens = excluded.rate_tokens, rate_at = excluded.rate_at, updated_at = excluded.updated_at`,
+			p.Name, p.Rate.Limit, p.Rate.Period.Microseconds(), b.Tokens, micros(b.At), micros(now))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("set %s rate limit of %q: %w", p.Scope, p.Name, err)
+	}
+	return nil
+}
