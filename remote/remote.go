@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"os"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -51,7 +52,12 @@ type Config struct {
 	URL string
 	// APIKey is sent as "Authorization: Bearer <key>" (a key with the work scope).
 	APIKey string
-	// HTTPClient carries the calls (default http.DefaultClient).
+	// HTTPClient carries the calls. By default the worker uses its own: HTTP/1.1 (or HTTP/2
+	// over TLS) for calls, and for the stream on which it reports outcomes HTTP/2, over TLS
+	// or in plain text (h2c, which `hopper serve` speaks). A client given here carries the
+	// report stream too when it speaks HTTP/2 to the server; when it does not (an HTTP/1.1
+	// transport or proxy), outcomes go in Report requests, which is slower under load but
+	// works the same.
 	HTTPClient *http.Client
 	// Workers holds the handlers, as for hopper.Config.Workers.
 	Workers *hopper.Workers
@@ -119,6 +125,7 @@ type Worker struct {
 	leases *backoff.Tracker   // the lease renewals' outage state
 	keeper lease.Keeper       // renews the running jobs' leases
 	gov    *governor.Governor // nil without MaxCPU and MaxMemory
+	own    *ownClients        // the HTTP clients the worker made itself (no Config.HTTPClient)
 	holds  *backoff.Tracker   // telling the server the governor's state (govern.go)
 }
 
@@ -150,8 +157,11 @@ func newWorker(cfg Config, clk clock.Clock) (*Worker, error) {
 	if cfg.Workers == nil {
 		return nil, errors.New("remote: Config.Workers is required")
 	}
+	streamClient := cfg.HTTPClient
+	var own *ownClients
 	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = http.DefaultClient
+		own = newOwnClients(cfg.URL)
+		cfg.HTTPClient, streamClient = own.calls, own.stream
 	}
 	if cfg.Concurrency == 0 {
 		cfg.Concurrency = 10
@@ -203,8 +213,40 @@ func newWorker(cfg Config, clk clock.Clock) (*Worker, error) {
 	}
 	w.api = hopperv1connect.NewWorkerServiceClient(connect.NewClient(
 		connecthttp.NewTransport(cfg.HTTPClient, cfg.URL), interceptors...))
-	w.out = &batcher{api: w.api}
+	w.out = &batcher{api: w.api, clock: clk, stream: hopperv1connect.NewWorkerServiceClient(connect.NewClient(
+		connecthttp.NewTransport(streamClient, cfg.URL), interceptors...))}
+	w.own = own
 	return w, nil
+}
+
+// ownClients are the HTTP clients of a worker given none: one for calls, one for the report
+// stream, which needs HTTP/2.
+type ownClients struct {
+	calls, stream *http.Client
+	transports    []*http.Transport
+}
+
+func newOwnClients(url string) *ownClients {
+	calls := http.DefaultTransport.(*http.Transport).Clone()
+	calls.MaxIdleConnsPerHost = 16 // a report, a renewal and a poll can be on the wire at once
+	stream := calls
+	if strings.HasPrefix(url, "http://") {
+		stream = calls.Clone()
+		stream.Protocols = new(http.Protocols)
+		stream.Protocols.SetUnencryptedHTTP2(true)
+	}
+	return &ownClients{calls: &http.Client{Transport: calls}, stream: &http.Client{Transport: stream},
+		transports: []*http.Transport{calls, stream}}
+}
+
+// close closes the idle connections of the clients, and with them their goroutines.
+func (o *ownClients) close() {
+	if o == nil {
+		return
+	}
+	for _, t := range o.transports {
+		t.CloseIdleConnections()
+	}
 }
 
 // Bearer is a Connect client interceptor that sends key as "Authorization: Bearer <key>" with
@@ -289,6 +331,8 @@ func (w *Worker) Stop(ctx context.Context) error {
 	w.stopKeep()
 	w.loops.Wait()
 	w.releaseDeclined()
+	w.out.close()
+	w.own.close()
 	w.cancelWork(hopper.ErrShutdown)
 	return nil
 }

@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -19,6 +20,10 @@ type ServeOptions struct {
 	Clock *clock.Fake                     // the store's, the client's and the server's clock (nil: the wall clock)
 	Wrap  func(hopper.Store) hopper.Store // wraps the store, to inject faults
 	Mod   func(*hopper.Config)            // adjusts the client's configuration
+	// HTTP1Only serves HTTP/1.1 only, as a proxy might: no report stream.
+	HTTP1Only bool
+	// Handler wraps the server's handler, to watch or break requests.
+	Handler func(http.Handler) http.Handler
 }
 
 // ServeForTest starts a real server over a fresh SQLite store and a client on it (the client
@@ -43,7 +48,17 @@ func ServeForTest(t testing.TB, o ServeOptions) (*httptest.Server, *hopper.Clien
 	require.NoError(t, client.Start(context.Background()))
 	srv, err := server.New(server.Config{Client: client})
 	require.NoError(t, err)
-	ts := httptest.NewServer(srv)
+	// As `hopper serve` does, the server speaks HTTP/1.1 and HTTP/2 in plain text (h2c), so
+	// workers report on a report stream; HTTP1Only leaves them Report requests.
+	var h http.Handler = srv
+	if o.Handler != nil {
+		h = o.Handler(srv)
+	}
+	ts := httptest.NewUnstartedServer(h)
+	ts.Config.Protocols = new(http.Protocols)
+	ts.Config.Protocols.SetHTTP1(true)
+	ts.Config.Protocols.SetUnencryptedHTTP2(!o.HTTP1Only)
+	ts.Start()
 	t.Cleanup(func() {
 		ts.CloseClientConnections()
 		ts.Close()

@@ -35,7 +35,7 @@ func runRemote(ctx context.Context, cfg Config) (*Result, error) {
 	res := &Result{Jobs: cfg.Jobs, Workers: cfg.Workers, Store: "server " + cfg.Mode, Durability: "the server's",
 		CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), LatencyRate: cfg.Rate}
 	newWorker := func(cnt *counter) (*remote.Worker, error) {
-		return remote.New(remote.Config{URL: cfg.Server, APIKey: cfg.APIKey, HTTPClient: hc, Workers: cnt.workers(),
+		return remote.New(remote.Config{URL: cfg.Server, APIKey: cfg.APIKey, Workers: cnt.workers(),
 			Queue: queue, Concurrency: cfg.Workers, Mode: mode, Name: "hopper-bench"})
 	}
 

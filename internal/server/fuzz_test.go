@@ -263,7 +263,11 @@ func callRaw(t *testing.T, s *served, m protoreflect.MethodDescriptor, mode uint
 	require.NoError(t, err)
 	req.Header.Set("Connect-Protocol-Version", "1")
 	req.Header.Set("Connect-Timeout-Ms", strconv.FormatInt(rpcTimeout.Milliseconds(), 10))
-	resp, err := s.ts.Client().Do(req)
+	hc := s.ts.Client()
+	if m.IsStreamingClient() {
+		hc = h2cClient(t) // a client stream needs HTTP/2
+	}
+	resp, err := hc.Do(req)
 	require.NoError(t, err, "%s: no answer (hung or connection dropped)", m.FullName())
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)

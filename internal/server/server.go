@@ -299,8 +299,16 @@ func (s *Server) handle(pattern string, scope Scope, h http.Handler) {
 		panic("server: route registered twice: " + pattern)
 	}
 	s.routes[pattern] = scope
-	s.mux.Handle(pattern, s.limitBody(s.authorize(scope, h)))
+	h = s.authorize(scope, h)
+	if !streamedRequests[pattern] {
+		h = s.limitBody(h)
+	}
+	s.mux.Handle(pattern, h)
 }
+
+// streamedRequests are the procedures whose request is a long-lived stream of messages: each
+// message is bounded by MaxBodyBytes (Connect's read limit), the stream as a whole is not.
+var streamedRequests = map[string]bool{hopperv1connect.WorkerServiceReportStreamProcedure: true}
 
 // policyMux registers Connect's routes with the scope of each procedure; a procedure
 // without a policy panics at start-up, so none can be served unguarded.
@@ -335,6 +343,7 @@ var procedureScopes = map[string]Scope{
 	hopperv1connect.WorkerServiceSnoozeProcedure:         ScopeWork,
 	hopperv1connect.WorkerServiceSuspendProcedure:        ScopeWork,
 	hopperv1connect.WorkerServiceReportProcedure:         ScopeWork,
+	hopperv1connect.WorkerServiceReportStreamProcedure:   ScopeWork,
 	hopperv1connect.WorkerServiceHeartbeatProcedure:      ScopeWork,
 	hopperv1connect.WorkerServiceReportProgressProcedure: ScopeWork,
 	hopperv1connect.WorkerServiceHoldProcedure:           ScopeWork,

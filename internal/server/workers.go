@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -568,11 +567,15 @@ const maxReportItems = 1000
 // at once, each answered on its own: the items run concurrently, so the engine's completer
 // writes their outcomes in a few shared transactions.
 func (w *workerService) Report(ctx context.Context, req *hopperv1.ReportRequest) (*hopperv1.ReportResponse, error) {
-	outcomes, renewals := req.GetOutcomes(), req.GetRenewals()
-	if n := len(outcomes) + len(renewals); n > maxReportItems {
-		return nil, connect.NewError(connect.CodeInvalidArgument,
-			fmt.Sprintf("outcomes and renewals: %d items, more than %d", n, maxReportItems))
+	if err := checkReportSize(req); err != nil {
+		return nil, err
 	}
+	return w.report(ctx, req), nil
+}
+
+// report applies the items of req (at most maxReportItems) and answers each.
+func (w *workerService) report(ctx context.Context, req *hopperv1.ReportRequest) *hopperv1.ReportResponse {
+	outcomes, renewals := req.GetOutcomes(), req.GetRenewals()
 	res := &hopperv1.ReportResponse{Outcomes: make([]*hopperv1.Verdict, len(outcomes)),
 		Renewals: make([]*hopperv1.Verdict, len(renewals))}
 	refs := make([]hopper.LeaseRef, 0, len(outcomes))
@@ -601,7 +604,7 @@ func (w *workerService) Report(ctx context.Context, req *hopperv1.ReportRequest)
 		}
 		res.Renewals[i-len(outcomes)] = v
 	})
-	return res, nil
+	return res
 }
 
 // outcome applies one outcome of a Report; the FailResponse of an accepted fail.

@@ -3569,6 +3569,114 @@ func (x *ReportResponse) GetRenewals() []*Verdict {
 	return nil
 }
 
+// ReportStreamRequest is one batch of a report stream.
+type ReportStreamRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id names the batch on its stream; its answer carries the same id.
+	Id            uint64         `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Report        *ReportRequest `protobuf:"bytes,2,opt,name=report,proto3" json:"report,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportStreamRequest) Reset() {
+	*x = ReportStreamRequest{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportStreamRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportStreamRequest) ProtoMessage() {}
+
+func (x *ReportStreamRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportStreamRequest.ProtoReflect.Descriptor instead.
+func (*ReportStreamRequest) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *ReportStreamRequest) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *ReportStreamRequest) GetReport() *ReportRequest {
+	if x != nil {
+		return x.Report
+	}
+	return nil
+}
+
+// ReportStreamResponse answers one batch of a report stream.
+type ReportStreamResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id is the id of the batch answered.
+	Id            uint64          `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Report        *ReportResponse `protobuf:"bytes,2,opt,name=report,proto3" json:"report,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportStreamResponse) Reset() {
+	*x = ReportStreamResponse{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportStreamResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportStreamResponse) ProtoMessage() {}
+
+func (x *ReportStreamResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportStreamResponse.ProtoReflect.Descriptor instead.
+func (*ReportStreamResponse) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *ReportStreamResponse) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *ReportStreamResponse) GetReport() *ReportResponse {
+	if x != nil {
+		return x.Report
+	}
+	return nil
+}
+
 // Verdict is the server's answer to one item of a Report.
 type Verdict struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -3589,7 +3697,7 @@ type Verdict struct {
 
 func (x *Verdict) Reset() {
 	*x = Verdict{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[50]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3601,7 +3709,7 @@ func (x *Verdict) String() string {
 func (*Verdict) ProtoMessage() {}
 
 func (x *Verdict) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[50]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3614,7 +3722,7 @@ func (x *Verdict) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Verdict.ProtoReflect.Descriptor instead.
 func (*Verdict) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{50}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *Verdict) GetCode() string {
@@ -3660,7 +3768,7 @@ type HoldRequest struct {
 
 func (x *HoldRequest) Reset() {
 	*x = HoldRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3672,7 +3780,7 @@ func (x *HoldRequest) String() string {
 func (*HoldRequest) ProtoMessage() {}
 
 func (x *HoldRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3685,7 +3793,7 @@ func (x *HoldRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HoldRequest.ProtoReflect.Descriptor instead.
 func (*HoldRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{51}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *HoldRequest) GetWorker() string {
@@ -3724,7 +3832,7 @@ type HoldResponse struct {
 
 func (x *HoldResponse) Reset() {
 	*x = HoldResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3736,7 +3844,7 @@ func (x *HoldResponse) String() string {
 func (*HoldResponse) ProtoMessage() {}
 
 func (x *HoldResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3749,7 +3857,7 @@ func (x *HoldResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HoldResponse.ProtoReflect.Descriptor instead.
 func (*HoldResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{52}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{54}
 }
 
 type HeartbeatRequest struct {
@@ -3762,7 +3870,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3774,7 +3882,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3787,7 +3895,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{53}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *HeartbeatRequest) GetId() string {
@@ -3812,7 +3920,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3824,7 +3932,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3837,7 +3945,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{54}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{56}
 }
 
 type ReportProgressRequest struct {
@@ -3852,7 +3960,7 @@ type ReportProgressRequest struct {
 
 func (x *ReportProgressRequest) Reset() {
 	*x = ReportProgressRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3864,7 +3972,7 @@ func (x *ReportProgressRequest) String() string {
 func (*ReportProgressRequest) ProtoMessage() {}
 
 func (x *ReportProgressRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3877,7 +3985,7 @@ func (x *ReportProgressRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportProgressRequest.ProtoReflect.Descriptor instead.
 func (*ReportProgressRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{55}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ReportProgressRequest) GetId() string {
@@ -3916,7 +4024,7 @@ type ReportProgressResponse struct {
 
 func (x *ReportProgressResponse) Reset() {
 	*x = ReportProgressResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3928,7 +4036,7 @@ func (x *ReportProgressResponse) String() string {
 func (*ReportProgressResponse) ProtoMessage() {}
 
 func (x *ReportProgressResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3941,7 +4049,7 @@ func (x *ReportProgressResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportProgressResponse.ProtoReflect.Descriptor instead.
 func (*ReportProgressResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{56}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{58}
 }
 
 type Queue struct {
@@ -3971,7 +4079,7 @@ type Queue struct {
 
 func (x *Queue) Reset() {
 	*x = Queue{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[57]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3983,7 +4091,7 @@ func (x *Queue) String() string {
 func (*Queue) ProtoMessage() {}
 
 func (x *Queue) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[57]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3996,7 +4104,7 @@ func (x *Queue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Queue.ProtoReflect.Descriptor instead.
 func (*Queue) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{57}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *Queue) GetName() string {
@@ -4063,7 +4171,7 @@ type QueueServiceListRequest struct {
 
 func (x *QueueServiceListRequest) Reset() {
 	*x = QueueServiceListRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4075,7 +4183,7 @@ func (x *QueueServiceListRequest) String() string {
 func (*QueueServiceListRequest) ProtoMessage() {}
 
 func (x *QueueServiceListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4088,7 +4196,7 @@ func (x *QueueServiceListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueServiceListRequest.ProtoReflect.Descriptor instead.
 func (*QueueServiceListRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{58}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{60}
 }
 
 type QueueServiceListResponse struct {
@@ -4100,7 +4208,7 @@ type QueueServiceListResponse struct {
 
 func (x *QueueServiceListResponse) Reset() {
 	*x = QueueServiceListResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4112,7 +4220,7 @@ func (x *QueueServiceListResponse) String() string {
 func (*QueueServiceListResponse) ProtoMessage() {}
 
 func (x *QueueServiceListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4125,7 +4233,7 @@ func (x *QueueServiceListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueServiceListResponse.ProtoReflect.Descriptor instead.
 func (*QueueServiceListResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{59}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *QueueServiceListResponse) GetQueues() []*Queue {
@@ -4152,7 +4260,7 @@ type QueueServiceSetRequest struct {
 
 func (x *QueueServiceSetRequest) Reset() {
 	*x = QueueServiceSetRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4164,7 +4272,7 @@ func (x *QueueServiceSetRequest) String() string {
 func (*QueueServiceSetRequest) ProtoMessage() {}
 
 func (x *QueueServiceSetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4177,7 +4285,7 @@ func (x *QueueServiceSetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueServiceSetRequest.ProtoReflect.Descriptor instead.
 func (*QueueServiceSetRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{60}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *QueueServiceSetRequest) GetQueue() string {
@@ -4216,7 +4324,7 @@ type QueueServiceSetResponse struct {
 
 func (x *QueueServiceSetResponse) Reset() {
 	*x = QueueServiceSetResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4228,7 +4336,7 @@ func (x *QueueServiceSetResponse) String() string {
 func (*QueueServiceSetResponse) ProtoMessage() {}
 
 func (x *QueueServiceSetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4241,7 +4349,7 @@ func (x *QueueServiceSetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueServiceSetResponse.ProtoReflect.Descriptor instead.
 func (*QueueServiceSetResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{61}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{63}
 }
 
 type PauseRequest struct {
@@ -4253,7 +4361,7 @@ type PauseRequest struct {
 
 func (x *PauseRequest) Reset() {
 	*x = PauseRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4265,7 +4373,7 @@ func (x *PauseRequest) String() string {
 func (*PauseRequest) ProtoMessage() {}
 
 func (x *PauseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4278,7 +4386,7 @@ func (x *PauseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseRequest.ProtoReflect.Descriptor instead.
 func (*PauseRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{62}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *PauseRequest) GetQueue() string {
@@ -4296,7 +4404,7 @@ type PauseResponse struct {
 
 func (x *PauseResponse) Reset() {
 	*x = PauseResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4308,7 +4416,7 @@ func (x *PauseResponse) String() string {
 func (*PauseResponse) ProtoMessage() {}
 
 func (x *PauseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4321,7 +4429,7 @@ func (x *PauseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseResponse.ProtoReflect.Descriptor instead.
 func (*PauseResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{63}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{65}
 }
 
 type ResumeRequest struct {
@@ -4333,7 +4441,7 @@ type ResumeRequest struct {
 
 func (x *ResumeRequest) Reset() {
 	*x = ResumeRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4345,7 +4453,7 @@ func (x *ResumeRequest) String() string {
 func (*ResumeRequest) ProtoMessage() {}
 
 func (x *ResumeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4358,7 +4466,7 @@ func (x *ResumeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeRequest.ProtoReflect.Descriptor instead.
 func (*ResumeRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{64}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *ResumeRequest) GetQueue() string {
@@ -4376,7 +4484,7 @@ type ResumeResponse struct {
 
 func (x *ResumeResponse) Reset() {
 	*x = ResumeResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4388,7 +4496,7 @@ func (x *ResumeResponse) String() string {
 func (*ResumeResponse) ProtoMessage() {}
 
 func (x *ResumeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4401,7 +4509,7 @@ func (x *ResumeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeResponse.ProtoReflect.Descriptor instead.
 func (*ResumeResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{65}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{67}
 }
 
 type Node struct {
@@ -4420,7 +4528,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4432,7 +4540,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4445,7 +4553,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{66}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *Node) GetId() string {
@@ -4505,7 +4613,7 @@ type ListNodesRequest struct {
 
 func (x *ListNodesRequest) Reset() {
 	*x = ListNodesRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4517,7 +4625,7 @@ func (x *ListNodesRequest) String() string {
 func (*ListNodesRequest) ProtoMessage() {}
 
 func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4530,7 +4638,7 @@ func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesRequest.ProtoReflect.Descriptor instead.
 func (*ListNodesRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{67}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{69}
 }
 
 type ListNodesResponse struct {
@@ -4542,7 +4650,7 @@ type ListNodesResponse struct {
 
 func (x *ListNodesResponse) Reset() {
 	*x = ListNodesResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4554,7 +4662,7 @@ func (x *ListNodesResponse) String() string {
 func (*ListNodesResponse) ProtoMessage() {}
 
 func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4567,7 +4675,7 @@ func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesResponse.ProtoReflect.Descriptor instead.
 func (*ListNodesResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{68}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *ListNodesResponse) GetNodes() []*Node {
@@ -4595,7 +4703,7 @@ type Worker struct {
 
 func (x *Worker) Reset() {
 	*x = Worker{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4607,7 +4715,7 @@ func (x *Worker) String() string {
 func (*Worker) ProtoMessage() {}
 
 func (x *Worker) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4620,7 +4728,7 @@ func (x *Worker) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Worker.ProtoReflect.Descriptor instead.
 func (*Worker) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{69}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *Worker) GetName() string {
@@ -4687,7 +4795,7 @@ type ListWorkersRequest struct {
 
 func (x *ListWorkersRequest) Reset() {
 	*x = ListWorkersRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4699,7 +4807,7 @@ func (x *ListWorkersRequest) String() string {
 func (*ListWorkersRequest) ProtoMessage() {}
 
 func (x *ListWorkersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4712,7 +4820,7 @@ func (x *ListWorkersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWorkersRequest.ProtoReflect.Descriptor instead.
 func (*ListWorkersRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{70}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{72}
 }
 
 type ListWorkersResponse struct {
@@ -4724,7 +4832,7 @@ type ListWorkersResponse struct {
 
 func (x *ListWorkersResponse) Reset() {
 	*x = ListWorkersResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4736,7 +4844,7 @@ func (x *ListWorkersResponse) String() string {
 func (*ListWorkersResponse) ProtoMessage() {}
 
 func (x *ListWorkersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4749,7 +4857,7 @@ func (x *ListWorkersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWorkersResponse.ProtoReflect.Descriptor instead.
 func (*ListWorkersResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{71}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *ListWorkersResponse) GetWorkers() []*Worker {
@@ -4782,7 +4890,7 @@ type Stream struct {
 
 func (x *Stream) Reset() {
 	*x = Stream{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4794,7 +4902,7 @@ func (x *Stream) String() string {
 func (*Stream) ProtoMessage() {}
 
 func (x *Stream) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4807,7 +4915,7 @@ func (x *Stream) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stream.ProtoReflect.Descriptor instead.
 func (*Stream) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{72}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *Stream) GetId() string {
@@ -4902,7 +5010,7 @@ type ListStreamsRequest struct {
 
 func (x *ListStreamsRequest) Reset() {
 	*x = ListStreamsRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[73]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4914,7 +5022,7 @@ func (x *ListStreamsRequest) String() string {
 func (*ListStreamsRequest) ProtoMessage() {}
 
 func (x *ListStreamsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[73]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4927,7 +5035,7 @@ func (x *ListStreamsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStreamsRequest.ProtoReflect.Descriptor instead.
 func (*ListStreamsRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{73}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{75}
 }
 
 type ListStreamsResponse struct {
@@ -4939,7 +5047,7 @@ type ListStreamsResponse struct {
 
 func (x *ListStreamsResponse) Reset() {
 	*x = ListStreamsResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[74]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4951,7 +5059,7 @@ func (x *ListStreamsResponse) String() string {
 func (*ListStreamsResponse) ProtoMessage() {}
 
 func (x *ListStreamsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[74]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4964,7 +5072,7 @@ func (x *ListStreamsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStreamsResponse.ProtoReflect.Descriptor instead.
 func (*ListStreamsResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{74}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *ListStreamsResponse) GetStreams() []*Stream {
@@ -4990,7 +5098,7 @@ type APIKey struct {
 
 func (x *APIKey) Reset() {
 	*x = APIKey{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[75]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5002,7 +5110,7 @@ func (x *APIKey) String() string {
 func (*APIKey) ProtoMessage() {}
 
 func (x *APIKey) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[75]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5015,7 +5123,7 @@ func (x *APIKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use APIKey.ProtoReflect.Descriptor instead.
 func (*APIKey) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{75}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *APIKey) GetId() string {
@@ -5070,7 +5178,7 @@ type CreateKeyRequest struct {
 
 func (x *CreateKeyRequest) Reset() {
 	*x = CreateKeyRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[76]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5082,7 +5190,7 @@ func (x *CreateKeyRequest) String() string {
 func (*CreateKeyRequest) ProtoMessage() {}
 
 func (x *CreateKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[76]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5095,7 +5203,7 @@ func (x *CreateKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyRequest.ProtoReflect.Descriptor instead.
 func (*CreateKeyRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{76}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *CreateKeyRequest) GetName() string {
@@ -5123,7 +5231,7 @@ type CreateKeyResponse struct {
 
 func (x *CreateKeyResponse) Reset() {
 	*x = CreateKeyResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[77]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5135,7 +5243,7 @@ func (x *CreateKeyResponse) String() string {
 func (*CreateKeyResponse) ProtoMessage() {}
 
 func (x *CreateKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[77]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5148,7 +5256,7 @@ func (x *CreateKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyResponse.ProtoReflect.Descriptor instead.
 func (*CreateKeyResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{77}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *CreateKeyResponse) GetKey() *APIKey {
@@ -5173,7 +5281,7 @@ type ListKeysRequest struct {
 
 func (x *ListKeysRequest) Reset() {
 	*x = ListKeysRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[78]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5185,7 +5293,7 @@ func (x *ListKeysRequest) String() string {
 func (*ListKeysRequest) ProtoMessage() {}
 
 func (x *ListKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[78]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5198,7 +5306,7 @@ func (x *ListKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeysRequest.ProtoReflect.Descriptor instead.
 func (*ListKeysRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{78}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{80}
 }
 
 type ListKeysResponse struct {
@@ -5210,7 +5318,7 @@ type ListKeysResponse struct {
 
 func (x *ListKeysResponse) Reset() {
 	*x = ListKeysResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[79]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5222,7 +5330,7 @@ func (x *ListKeysResponse) String() string {
 func (*ListKeysResponse) ProtoMessage() {}
 
 func (x *ListKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[79]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5235,7 +5343,7 @@ func (x *ListKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeysResponse.ProtoReflect.Descriptor instead.
 func (*ListKeysResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{79}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *ListKeysResponse) GetKeys() []*APIKey {
@@ -5254,7 +5362,7 @@ type RevokeKeyRequest struct {
 
 func (x *RevokeKeyRequest) Reset() {
 	*x = RevokeKeyRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[80]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5266,7 +5374,7 @@ func (x *RevokeKeyRequest) String() string {
 func (*RevokeKeyRequest) ProtoMessage() {}
 
 func (x *RevokeKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[80]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5279,7 +5387,7 @@ func (x *RevokeKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeKeyRequest.ProtoReflect.Descriptor instead.
 func (*RevokeKeyRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{80}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *RevokeKeyRequest) GetIdOrName() string {
@@ -5298,7 +5406,7 @@ type RevokeKeyResponse struct {
 
 func (x *RevokeKeyResponse) Reset() {
 	*x = RevokeKeyResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[81]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5310,7 +5418,7 @@ func (x *RevokeKeyResponse) String() string {
 func (*RevokeKeyResponse) ProtoMessage() {}
 
 func (x *RevokeKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[81]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5323,7 +5431,7 @@ func (x *RevokeKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeKeyResponse.ProtoReflect.Descriptor instead.
 func (*RevokeKeyResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{81}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *RevokeKeyResponse) GetKey() *APIKey {
@@ -5347,7 +5455,7 @@ type DeadLetterFilter struct {
 
 func (x *DeadLetterFilter) Reset() {
 	*x = DeadLetterFilter{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[82]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5359,7 +5467,7 @@ func (x *DeadLetterFilter) String() string {
 func (*DeadLetterFilter) ProtoMessage() {}
 
 func (x *DeadLetterFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[82]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5372,7 +5480,7 @@ func (x *DeadLetterFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterFilter.ProtoReflect.Descriptor instead.
 func (*DeadLetterFilter) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{82}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *DeadLetterFilter) GetQueues() []string {
@@ -5416,7 +5524,7 @@ type DeadLetterServiceListRequest struct {
 
 func (x *DeadLetterServiceListRequest) Reset() {
 	*x = DeadLetterServiceListRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[83]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5428,7 +5536,7 @@ func (x *DeadLetterServiceListRequest) String() string {
 func (*DeadLetterServiceListRequest) ProtoMessage() {}
 
 func (x *DeadLetterServiceListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[83]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5441,7 +5549,7 @@ func (x *DeadLetterServiceListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceListRequest.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceListRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{83}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *DeadLetterServiceListRequest) GetFilter() *DeadLetterFilter {
@@ -5476,7 +5584,7 @@ type DeadLetterServiceListResponse struct {
 
 func (x *DeadLetterServiceListResponse) Reset() {
 	*x = DeadLetterServiceListResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[84]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5488,7 +5596,7 @@ func (x *DeadLetterServiceListResponse) String() string {
 func (*DeadLetterServiceListResponse) ProtoMessage() {}
 
 func (x *DeadLetterServiceListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[84]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5501,7 +5609,7 @@ func (x *DeadLetterServiceListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceListResponse.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceListResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{84}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *DeadLetterServiceListResponse) GetJobs() []*Job {
@@ -5526,7 +5634,7 @@ type DeadLetterServiceStatsRequest struct {
 
 func (x *DeadLetterServiceStatsRequest) Reset() {
 	*x = DeadLetterServiceStatsRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[85]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5538,7 +5646,7 @@ func (x *DeadLetterServiceStatsRequest) String() string {
 func (*DeadLetterServiceStatsRequest) ProtoMessage() {}
 
 func (x *DeadLetterServiceStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[85]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5551,7 +5659,7 @@ func (x *DeadLetterServiceStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceStatsRequest.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceStatsRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{85}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{87}
 }
 
 type DeadLetterServiceStatsResponse struct {
@@ -5568,7 +5676,7 @@ type DeadLetterServiceStatsResponse struct {
 
 func (x *DeadLetterServiceStatsResponse) Reset() {
 	*x = DeadLetterServiceStatsResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[86]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5580,7 +5688,7 @@ func (x *DeadLetterServiceStatsResponse) String() string {
 func (*DeadLetterServiceStatsResponse) ProtoMessage() {}
 
 func (x *DeadLetterServiceStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[86]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5593,7 +5701,7 @@ func (x *DeadLetterServiceStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceStatsResponse.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceStatsResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{86}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *DeadLetterServiceStatsResponse) GetCount() int64 {
@@ -5626,7 +5734,7 @@ type ReplayRequest struct {
 
 func (x *ReplayRequest) Reset() {
 	*x = ReplayRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[87]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5638,7 +5746,7 @@ func (x *ReplayRequest) String() string {
 func (*ReplayRequest) ProtoMessage() {}
 
 func (x *ReplayRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[87]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5651,7 +5759,7 @@ func (x *ReplayRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayRequest.ProtoReflect.Descriptor instead.
 func (*ReplayRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{87}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *ReplayRequest) GetId() string {
@@ -5673,7 +5781,7 @@ type ReplayResponse struct {
 
 func (x *ReplayResponse) Reset() {
 	*x = ReplayResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[88]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5685,7 +5793,7 @@ func (x *ReplayResponse) String() string {
 func (*ReplayResponse) ProtoMessage() {}
 
 func (x *ReplayResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[88]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5698,7 +5806,7 @@ func (x *ReplayResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayResponse.ProtoReflect.Descriptor instead.
 func (*ReplayResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{88}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *ReplayResponse) GetJob() *Job {
@@ -5726,7 +5834,7 @@ type ReplayManyRequest struct {
 
 func (x *ReplayManyRequest) Reset() {
 	*x = ReplayManyRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[89]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5738,7 +5846,7 @@ func (x *ReplayManyRequest) String() string {
 func (*ReplayManyRequest) ProtoMessage() {}
 
 func (x *ReplayManyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[89]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5751,7 +5859,7 @@ func (x *ReplayManyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayManyRequest.ProtoReflect.Descriptor instead.
 func (*ReplayManyRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{89}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *ReplayManyRequest) GetFilter() *DeadLetterFilter {
@@ -5779,7 +5887,7 @@ type ReplayManyResponse struct {
 
 func (x *ReplayManyResponse) Reset() {
 	*x = ReplayManyResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[90]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5791,7 +5899,7 @@ func (x *ReplayManyResponse) String() string {
 func (*ReplayManyResponse) ProtoMessage() {}
 
 func (x *ReplayManyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[90]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5804,7 +5912,7 @@ func (x *ReplayManyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayManyResponse.ProtoReflect.Descriptor instead.
 func (*ReplayManyResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{90}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *ReplayManyResponse) GetJobs() []*Job {
@@ -5839,7 +5947,7 @@ type ReplayRecord struct {
 
 func (x *ReplayRecord) Reset() {
 	*x = ReplayRecord{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[91]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5851,7 +5959,7 @@ func (x *ReplayRecord) String() string {
 func (*ReplayRecord) ProtoMessage() {}
 
 func (x *ReplayRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[91]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5864,7 +5972,7 @@ func (x *ReplayRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayRecord.ProtoReflect.Descriptor instead.
 func (*ReplayRecord) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{91}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *ReplayRecord) GetId() int64 {
@@ -5934,7 +6042,7 @@ type ListReplaysRequest struct {
 
 func (x *ListReplaysRequest) Reset() {
 	*x = ListReplaysRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[92]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5946,7 +6054,7 @@ func (x *ListReplaysRequest) String() string {
 func (*ListReplaysRequest) ProtoMessage() {}
 
 func (x *ListReplaysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[92]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5959,7 +6067,7 @@ func (x *ListReplaysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReplaysRequest.ProtoReflect.Descriptor instead.
 func (*ListReplaysRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{92}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *ListReplaysRequest) GetSourceJobId() string {
@@ -6021,7 +6129,7 @@ type ListReplaysResponse struct {
 
 func (x *ListReplaysResponse) Reset() {
 	*x = ListReplaysResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[93]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6033,7 +6141,7 @@ func (x *ListReplaysResponse) String() string {
 func (*ListReplaysResponse) ProtoMessage() {}
 
 func (x *ListReplaysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[93]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6046,7 +6154,7 @@ func (x *ListReplaysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReplaysResponse.ProtoReflect.Descriptor instead.
 func (*ListReplaysResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{93}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *ListReplaysResponse) GetReplays() []*ReplayRecord {
@@ -6083,7 +6191,7 @@ type Kind struct {
 
 func (x *Kind) Reset() {
 	*x = Kind{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[94]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6095,7 +6203,7 @@ func (x *Kind) String() string {
 func (*Kind) ProtoMessage() {}
 
 func (x *Kind) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[94]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6108,7 +6216,7 @@ func (x *Kind) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Kind.ProtoReflect.Descriptor instead.
 func (*Kind) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{94}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *Kind) GetName() string {
@@ -6154,7 +6262,7 @@ type KindServiceListRequest struct {
 
 func (x *KindServiceListRequest) Reset() {
 	*x = KindServiceListRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[95]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6166,7 +6274,7 @@ func (x *KindServiceListRequest) String() string {
 func (*KindServiceListRequest) ProtoMessage() {}
 
 func (x *KindServiceListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[95]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6179,7 +6287,7 @@ func (x *KindServiceListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceListRequest.ProtoReflect.Descriptor instead.
 func (*KindServiceListRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{95}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{97}
 }
 
 type KindServiceListResponse struct {
@@ -6191,7 +6299,7 @@ type KindServiceListResponse struct {
 
 func (x *KindServiceListResponse) Reset() {
 	*x = KindServiceListResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[96]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6203,7 +6311,7 @@ func (x *KindServiceListResponse) String() string {
 func (*KindServiceListResponse) ProtoMessage() {}
 
 func (x *KindServiceListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[96]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6216,7 +6324,7 @@ func (x *KindServiceListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceListResponse.ProtoReflect.Descriptor instead.
 func (*KindServiceListResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{96}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *KindServiceListResponse) GetKinds() []*Kind {
@@ -6241,7 +6349,7 @@ type KindServiceSetRequest struct {
 
 func (x *KindServiceSetRequest) Reset() {
 	*x = KindServiceSetRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[97]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6253,7 +6361,7 @@ func (x *KindServiceSetRequest) String() string {
 func (*KindServiceSetRequest) ProtoMessage() {}
 
 func (x *KindServiceSetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[97]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6266,7 +6374,7 @@ func (x *KindServiceSetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceSetRequest.ProtoReflect.Descriptor instead.
 func (*KindServiceSetRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{97}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *KindServiceSetRequest) GetKind() string {
@@ -6298,7 +6406,7 @@ type KindServiceSetResponse struct {
 
 func (x *KindServiceSetResponse) Reset() {
 	*x = KindServiceSetResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[98]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6310,7 +6418,7 @@ func (x *KindServiceSetResponse) String() string {
 func (*KindServiceSetResponse) ProtoMessage() {}
 
 func (x *KindServiceSetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[98]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6323,7 +6431,7 @@ func (x *KindServiceSetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceSetResponse.ProtoReflect.Descriptor instead.
 func (*KindServiceSetResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{98}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{100}
 }
 
 type KindServiceDisableRequest struct {
@@ -6335,7 +6443,7 @@ type KindServiceDisableRequest struct {
 
 func (x *KindServiceDisableRequest) Reset() {
 	*x = KindServiceDisableRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[99]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6347,7 +6455,7 @@ func (x *KindServiceDisableRequest) String() string {
 func (*KindServiceDisableRequest) ProtoMessage() {}
 
 func (x *KindServiceDisableRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[99]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6360,7 +6468,7 @@ func (x *KindServiceDisableRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceDisableRequest.ProtoReflect.Descriptor instead.
 func (*KindServiceDisableRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{99}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *KindServiceDisableRequest) GetKind() string {
@@ -6378,7 +6486,7 @@ type KindServiceDisableResponse struct {
 
 func (x *KindServiceDisableResponse) Reset() {
 	*x = KindServiceDisableResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[100]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6390,7 +6498,7 @@ func (x *KindServiceDisableResponse) String() string {
 func (*KindServiceDisableResponse) ProtoMessage() {}
 
 func (x *KindServiceDisableResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[100]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6403,7 +6511,7 @@ func (x *KindServiceDisableResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceDisableResponse.ProtoReflect.Descriptor instead.
 func (*KindServiceDisableResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{100}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{102}
 }
 
 type KindServiceEnableRequest struct {
@@ -6415,7 +6523,7 @@ type KindServiceEnableRequest struct {
 
 func (x *KindServiceEnableRequest) Reset() {
 	*x = KindServiceEnableRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[101]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6427,7 +6535,7 @@ func (x *KindServiceEnableRequest) String() string {
 func (*KindServiceEnableRequest) ProtoMessage() {}
 
 func (x *KindServiceEnableRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[101]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6440,7 +6548,7 @@ func (x *KindServiceEnableRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceEnableRequest.ProtoReflect.Descriptor instead.
 func (*KindServiceEnableRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{101}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *KindServiceEnableRequest) GetKind() string {
@@ -6458,7 +6566,7 @@ type KindServiceEnableResponse struct {
 
 func (x *KindServiceEnableResponse) Reset() {
 	*x = KindServiceEnableResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[102]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6470,7 +6578,7 @@ func (x *KindServiceEnableResponse) String() string {
 func (*KindServiceEnableResponse) ProtoMessage() {}
 
 func (x *KindServiceEnableResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[102]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6483,7 +6591,7 @@ func (x *KindServiceEnableResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceEnableResponse.ProtoReflect.Descriptor instead.
 func (*KindServiceEnableResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{102}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{104}
 }
 
 var File_hopper_v1_hopper_proto protoreflect.FileDescriptor
@@ -6795,7 +6903,13 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\aoutcome\"p\n" +
 	"\x0eReportResponse\x12.\n" +
 	"\boutcomes\x18\x01 \x03(\v2\x12.hopper.v1.VerdictR\boutcomes\x12.\n" +
-	"\brenewals\x18\x02 \x03(\v2\x12.hopper.v1.VerdictR\brenewals\"\xaa\x01\n" +
+	"\brenewals\x18\x02 \x03(\v2\x12.hopper.v1.VerdictR\brenewals\"W\n" +
+	"\x13ReportStreamRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x120\n" +
+	"\x06report\x18\x02 \x01(\v2\x18.hopper.v1.ReportRequestR\x06report\"Y\n" +
+	"\x14ReportStreamResponse\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x121\n" +
+	"\x06report\x18\x02 \x01(\v2\x19.hopper.v1.ReportResponseR\x06report\"\xaa\x01\n" +
 	"\aVerdict\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12+\n" +
@@ -7010,7 +7124,7 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x04List\x12\x16.hopper.v1.ListRequest\x1a\x17.hopper.v1.ListResponse\"\x03\x90\x02\x01\x12=\n" +
 	"\x06Cancel\x12\x18.hopper.v1.CancelRequest\x1a\x19.hopper.v1.CancelResponse\x12B\n" +
 	"\x06Events\x12\x18.hopper.v1.EventsRequest\x1a\x19.hopper.v1.EventsResponse\"\x03\x90\x02\x01\x12Q\n" +
-	"\x06Resume\x12\".hopper.v1.JobServiceResumeRequest\x1a#.hopper.v1.JobServiceResumeResponse2\xc7\x06\n" +
+	"\x06Resume\x12\".hopper.v1.JobServiceResumeRequest\x1a#.hopper.v1.JobServiceResumeResponse2\x9c\a\n" +
 	"\rWorkerService\x12C\n" +
 	"\bActivate\x12\x1a.hopper.v1.ActivateRequest\x1a\x1b.hopper.v1.ActivateResponse\x12K\n" +
 	"\n" +
@@ -7023,7 +7137,8 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\vExtendLease\x12\x1d.hopper.v1.ExtendLeaseRequest\x1a\x1e.hopper.v1.ExtendLeaseResponse\x12F\n" +
 	"\tHeartbeat\x12\x1b.hopper.v1.HeartbeatRequest\x1a\x1c.hopper.v1.HeartbeatResponse\x12U\n" +
 	"\x0eReportProgress\x12 .hopper.v1.ReportProgressRequest\x1a!.hopper.v1.ReportProgressResponse\x12=\n" +
-	"\x06Report\x12\x18.hopper.v1.ReportRequest\x1a\x19.hopper.v1.ReportResponse\x127\n" +
+	"\x06Report\x12\x18.hopper.v1.ReportRequest\x1a\x19.hopper.v1.ReportResponse\x12S\n" +
+	"\fReportStream\x12\x1e.hopper.v1.ReportStreamRequest\x1a\x1f.hopper.v1.ReportStreamResponse(\x010\x01\x127\n" +
 	"\x04Hold\x12\x16.hopper.v1.HoldRequest\x1a\x17.hopper.v1.HoldResponse2\xb2\x02\n" +
 	"\fQueueService\x12T\n" +
 	"\x04List\x12\".hopper.v1.QueueServiceListRequest\x1a#.hopper.v1.QueueServiceListResponse\"\x03\x90\x02\x01\x12:\n" +
@@ -7068,7 +7183,7 @@ func file_hopper_v1_hopper_proto_rawDescGZIP() []byte {
 	return file_hopper_v1_hopper_proto_rawDescData
 }
 
-var file_hopper_v1_hopper_proto_msgTypes = make([]protoimpl.MessageInfo, 109)
+var file_hopper_v1_hopper_proto_msgTypes = make([]protoimpl.MessageInfo, 111)
 var file_hopper_v1_hopper_proto_goTypes = []any{
 	(*Schedule)(nil),                       // 0: hopper.v1.Schedule
 	(*ScheduleServiceListRequest)(nil),     // 1: hopper.v1.ScheduleServiceListRequest
@@ -7120,134 +7235,136 @@ var file_hopper_v1_hopper_proto_goTypes = []any{
 	(*ReportRequest)(nil),                  // 47: hopper.v1.ReportRequest
 	(*Outcome)(nil),                        // 48: hopper.v1.Outcome
 	(*ReportResponse)(nil),                 // 49: hopper.v1.ReportResponse
-	(*Verdict)(nil),                        // 50: hopper.v1.Verdict
-	(*HoldRequest)(nil),                    // 51: hopper.v1.HoldRequest
-	(*HoldResponse)(nil),                   // 52: hopper.v1.HoldResponse
-	(*HeartbeatRequest)(nil),               // 53: hopper.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),              // 54: hopper.v1.HeartbeatResponse
-	(*ReportProgressRequest)(nil),          // 55: hopper.v1.ReportProgressRequest
-	(*ReportProgressResponse)(nil),         // 56: hopper.v1.ReportProgressResponse
-	(*Queue)(nil),                          // 57: hopper.v1.Queue
-	(*QueueServiceListRequest)(nil),        // 58: hopper.v1.QueueServiceListRequest
-	(*QueueServiceListResponse)(nil),       // 59: hopper.v1.QueueServiceListResponse
-	(*QueueServiceSetRequest)(nil),         // 60: hopper.v1.QueueServiceSetRequest
-	(*QueueServiceSetResponse)(nil),        // 61: hopper.v1.QueueServiceSetResponse
-	(*PauseRequest)(nil),                   // 62: hopper.v1.PauseRequest
-	(*PauseResponse)(nil),                  // 63: hopper.v1.PauseResponse
-	(*ResumeRequest)(nil),                  // 64: hopper.v1.ResumeRequest
-	(*ResumeResponse)(nil),                 // 65: hopper.v1.ResumeResponse
-	(*Node)(nil),                           // 66: hopper.v1.Node
-	(*ListNodesRequest)(nil),               // 67: hopper.v1.ListNodesRequest
-	(*ListNodesResponse)(nil),              // 68: hopper.v1.ListNodesResponse
-	(*Worker)(nil),                         // 69: hopper.v1.Worker
-	(*ListWorkersRequest)(nil),             // 70: hopper.v1.ListWorkersRequest
-	(*ListWorkersResponse)(nil),            // 71: hopper.v1.ListWorkersResponse
-	(*Stream)(nil),                         // 72: hopper.v1.Stream
-	(*ListStreamsRequest)(nil),             // 73: hopper.v1.ListStreamsRequest
-	(*ListStreamsResponse)(nil),            // 74: hopper.v1.ListStreamsResponse
-	(*APIKey)(nil),                         // 75: hopper.v1.APIKey
-	(*CreateKeyRequest)(nil),               // 76: hopper.v1.CreateKeyRequest
-	(*CreateKeyResponse)(nil),              // 77: hopper.v1.CreateKeyResponse
-	(*ListKeysRequest)(nil),                // 78: hopper.v1.ListKeysRequest
-	(*ListKeysResponse)(nil),               // 79: hopper.v1.ListKeysResponse
-	(*RevokeKeyRequest)(nil),               // 80: hopper.v1.RevokeKeyRequest
-	(*RevokeKeyResponse)(nil),              // 81: hopper.v1.RevokeKeyResponse
-	(*DeadLetterFilter)(nil),               // 82: hopper.v1.DeadLetterFilter
-	(*DeadLetterServiceListRequest)(nil),   // 83: hopper.v1.DeadLetterServiceListRequest
-	(*DeadLetterServiceListResponse)(nil),  // 84: hopper.v1.DeadLetterServiceListResponse
-	(*DeadLetterServiceStatsRequest)(nil),  // 85: hopper.v1.DeadLetterServiceStatsRequest
-	(*DeadLetterServiceStatsResponse)(nil), // 86: hopper.v1.DeadLetterServiceStatsResponse
-	(*ReplayRequest)(nil),                  // 87: hopper.v1.ReplayRequest
-	(*ReplayResponse)(nil),                 // 88: hopper.v1.ReplayResponse
-	(*ReplayManyRequest)(nil),              // 89: hopper.v1.ReplayManyRequest
-	(*ReplayManyResponse)(nil),             // 90: hopper.v1.ReplayManyResponse
-	(*ReplayRecord)(nil),                   // 91: hopper.v1.ReplayRecord
-	(*ListReplaysRequest)(nil),             // 92: hopper.v1.ListReplaysRequest
-	(*ListReplaysResponse)(nil),            // 93: hopper.v1.ListReplaysResponse
-	(*Kind)(nil),                           // 94: hopper.v1.Kind
-	(*KindServiceListRequest)(nil),         // 95: hopper.v1.KindServiceListRequest
-	(*KindServiceListResponse)(nil),        // 96: hopper.v1.KindServiceListResponse
-	(*KindServiceSetRequest)(nil),          // 97: hopper.v1.KindServiceSetRequest
-	(*KindServiceSetResponse)(nil),         // 98: hopper.v1.KindServiceSetResponse
-	(*KindServiceDisableRequest)(nil),      // 99: hopper.v1.KindServiceDisableRequest
-	(*KindServiceDisableResponse)(nil),     // 100: hopper.v1.KindServiceDisableResponse
-	(*KindServiceEnableRequest)(nil),       // 101: hopper.v1.KindServiceEnableRequest
-	(*KindServiceEnableResponse)(nil),      // 102: hopper.v1.KindServiceEnableResponse
-	nil,                                    // 103: hopper.v1.Schedule.HeadersEntry
-	nil,                                    // 104: hopper.v1.Job.HeadersEntry
-	nil,                                    // 105: hopper.v1.JobSpec.HeadersEntry
-	nil,                                    // 106: hopper.v1.ActivatedJob.HeadersEntry
-	nil,                                    // 107: hopper.v1.Queue.CountsEntry
-	nil,                                    // 108: hopper.v1.Kind.CountsEntry
-	(*durationpb.Duration)(nil),            // 109: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),          // 110: google.protobuf.Timestamp
+	(*ReportStreamRequest)(nil),            // 50: hopper.v1.ReportStreamRequest
+	(*ReportStreamResponse)(nil),           // 51: hopper.v1.ReportStreamResponse
+	(*Verdict)(nil),                        // 52: hopper.v1.Verdict
+	(*HoldRequest)(nil),                    // 53: hopper.v1.HoldRequest
+	(*HoldResponse)(nil),                   // 54: hopper.v1.HoldResponse
+	(*HeartbeatRequest)(nil),               // 55: hopper.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),              // 56: hopper.v1.HeartbeatResponse
+	(*ReportProgressRequest)(nil),          // 57: hopper.v1.ReportProgressRequest
+	(*ReportProgressResponse)(nil),         // 58: hopper.v1.ReportProgressResponse
+	(*Queue)(nil),                          // 59: hopper.v1.Queue
+	(*QueueServiceListRequest)(nil),        // 60: hopper.v1.QueueServiceListRequest
+	(*QueueServiceListResponse)(nil),       // 61: hopper.v1.QueueServiceListResponse
+	(*QueueServiceSetRequest)(nil),         // 62: hopper.v1.QueueServiceSetRequest
+	(*QueueServiceSetResponse)(nil),        // 63: hopper.v1.QueueServiceSetResponse
+	(*PauseRequest)(nil),                   // 64: hopper.v1.PauseRequest
+	(*PauseResponse)(nil),                  // 65: hopper.v1.PauseResponse
+	(*ResumeRequest)(nil),                  // 66: hopper.v1.ResumeRequest
+	(*ResumeResponse)(nil),                 // 67: hopper.v1.ResumeResponse
+	(*Node)(nil),                           // 68: hopper.v1.Node
+	(*ListNodesRequest)(nil),               // 69: hopper.v1.ListNodesRequest
+	(*ListNodesResponse)(nil),              // 70: hopper.v1.ListNodesResponse
+	(*Worker)(nil),                         // 71: hopper.v1.Worker
+	(*ListWorkersRequest)(nil),             // 72: hopper.v1.ListWorkersRequest
+	(*ListWorkersResponse)(nil),            // 73: hopper.v1.ListWorkersResponse
+	(*Stream)(nil),                         // 74: hopper.v1.Stream
+	(*ListStreamsRequest)(nil),             // 75: hopper.v1.ListStreamsRequest
+	(*ListStreamsResponse)(nil),            // 76: hopper.v1.ListStreamsResponse
+	(*APIKey)(nil),                         // 77: hopper.v1.APIKey
+	(*CreateKeyRequest)(nil),               // 78: hopper.v1.CreateKeyRequest
+	(*CreateKeyResponse)(nil),              // 79: hopper.v1.CreateKeyResponse
+	(*ListKeysRequest)(nil),                // 80: hopper.v1.ListKeysRequest
+	(*ListKeysResponse)(nil),               // 81: hopper.v1.ListKeysResponse
+	(*RevokeKeyRequest)(nil),               // 82: hopper.v1.RevokeKeyRequest
+	(*RevokeKeyResponse)(nil),              // 83: hopper.v1.RevokeKeyResponse
+	(*DeadLetterFilter)(nil),               // 84: hopper.v1.DeadLetterFilter
+	(*DeadLetterServiceListRequest)(nil),   // 85: hopper.v1.DeadLetterServiceListRequest
+	(*DeadLetterServiceListResponse)(nil),  // 86: hopper.v1.DeadLetterServiceListResponse
+	(*DeadLetterServiceStatsRequest)(nil),  // 87: hopper.v1.DeadLetterServiceStatsRequest
+	(*DeadLetterServiceStatsResponse)(nil), // 88: hopper.v1.DeadLetterServiceStatsResponse
+	(*ReplayRequest)(nil),                  // 89: hopper.v1.ReplayRequest
+	(*ReplayResponse)(nil),                 // 90: hopper.v1.ReplayResponse
+	(*ReplayManyRequest)(nil),              // 91: hopper.v1.ReplayManyRequest
+	(*ReplayManyResponse)(nil),             // 92: hopper.v1.ReplayManyResponse
+	(*ReplayRecord)(nil),                   // 93: hopper.v1.ReplayRecord
+	(*ListReplaysRequest)(nil),             // 94: hopper.v1.ListReplaysRequest
+	(*ListReplaysResponse)(nil),            // 95: hopper.v1.ListReplaysResponse
+	(*Kind)(nil),                           // 96: hopper.v1.Kind
+	(*KindServiceListRequest)(nil),         // 97: hopper.v1.KindServiceListRequest
+	(*KindServiceListResponse)(nil),        // 98: hopper.v1.KindServiceListResponse
+	(*KindServiceSetRequest)(nil),          // 99: hopper.v1.KindServiceSetRequest
+	(*KindServiceSetResponse)(nil),         // 100: hopper.v1.KindServiceSetResponse
+	(*KindServiceDisableRequest)(nil),      // 101: hopper.v1.KindServiceDisableRequest
+	(*KindServiceDisableResponse)(nil),     // 102: hopper.v1.KindServiceDisableResponse
+	(*KindServiceEnableRequest)(nil),       // 103: hopper.v1.KindServiceEnableRequest
+	(*KindServiceEnableResponse)(nil),      // 104: hopper.v1.KindServiceEnableResponse
+	nil,                                    // 105: hopper.v1.Schedule.HeadersEntry
+	nil,                                    // 106: hopper.v1.Job.HeadersEntry
+	nil,                                    // 107: hopper.v1.JobSpec.HeadersEntry
+	nil,                                    // 108: hopper.v1.ActivatedJob.HeadersEntry
+	nil,                                    // 109: hopper.v1.Queue.CountsEntry
+	nil,                                    // 110: hopper.v1.Kind.CountsEntry
+	(*durationpb.Duration)(nil),            // 111: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),          // 112: google.protobuf.Timestamp
 }
 var file_hopper_v1_hopper_proto_depIdxs = []int32{
-	109, // 0: hopper.v1.Schedule.every:type_name -> google.protobuf.Duration
-	109, // 1: hopper.v1.Schedule.fixed_delay:type_name -> google.protobuf.Duration
-	109, // 2: hopper.v1.Schedule.timeout:type_name -> google.protobuf.Duration
-	103, // 3: hopper.v1.Schedule.headers:type_name -> hopper.v1.Schedule.HeadersEntry
-	109, // 4: hopper.v1.Schedule.jitter:type_name -> google.protobuf.Duration
-	110, // 5: hopper.v1.Schedule.last_fire_at:type_name -> google.protobuf.Timestamp
-	110, // 6: hopper.v1.Schedule.next_fire_at:type_name -> google.protobuf.Timestamp
-	110, // 7: hopper.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
-	110, // 8: hopper.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
+	111, // 0: hopper.v1.Schedule.every:type_name -> google.protobuf.Duration
+	111, // 1: hopper.v1.Schedule.fixed_delay:type_name -> google.protobuf.Duration
+	111, // 2: hopper.v1.Schedule.timeout:type_name -> google.protobuf.Duration
+	105, // 3: hopper.v1.Schedule.headers:type_name -> hopper.v1.Schedule.HeadersEntry
+	111, // 4: hopper.v1.Schedule.jitter:type_name -> google.protobuf.Duration
+	112, // 5: hopper.v1.Schedule.last_fire_at:type_name -> google.protobuf.Timestamp
+	112, // 6: hopper.v1.Schedule.next_fire_at:type_name -> google.protobuf.Timestamp
+	112, // 7: hopper.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
+	112, // 8: hopper.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
 	0,   // 9: hopper.v1.ScheduleServiceListResponse.schedules:type_name -> hopper.v1.Schedule
 	0,   // 10: hopper.v1.ScheduleServiceAddRequest.schedule:type_name -> hopper.v1.Schedule
 	0,   // 11: hopper.v1.ScheduleServiceAddResponse.schedule:type_name -> hopper.v1.Schedule
-	104, // 12: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
-	110, // 13: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
-	109, // 14: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
-	110, // 15: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
-	110, // 16: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
-	110, // 17: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	110, // 18: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
-	110, // 19: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
-	110, // 20: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	110, // 21: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
-	110, // 22: hopper.v1.Job.deadline_at:type_name -> google.protobuf.Timestamp
-	110, // 23: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
-	109, // 24: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
-	109, // 25: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
-	105, // 26: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
-	109, // 27: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
+	106, // 12: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
+	112, // 13: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
+	111, // 14: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
+	112, // 15: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
+	112, // 16: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
+	112, // 17: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	112, // 18: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
+	112, // 19: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
+	112, // 20: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	112, // 21: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
+	112, // 22: hopper.v1.Job.deadline_at:type_name -> google.protobuf.Timestamp
+	112, // 23: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
+	111, // 24: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
+	111, // 25: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
+	107, // 26: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
+	111, // 27: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
 	13,  // 28: hopper.v1.JobSpec.retry_policy:type_name -> hopper.v1.RetryPolicy
-	109, // 29: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
-	109, // 30: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
+	111, // 29: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
+	111, // 30: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
 	12,  // 31: hopper.v1.EnqueueRequest.job:type_name -> hopper.v1.JobSpec
 	11,  // 32: hopper.v1.EnqueueResponse.job:type_name -> hopper.v1.Job
 	12,  // 33: hopper.v1.EnqueueBatchRequest.jobs:type_name -> hopper.v1.JobSpec
 	15,  // 34: hopper.v1.EnqueueBatchResponse.results:type_name -> hopper.v1.EnqueueResponse
 	11,  // 35: hopper.v1.GetResponse.job:type_name -> hopper.v1.Job
-	110, // 36: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
-	110, // 37: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
+	112, // 36: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
+	112, // 37: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
 	11,  // 38: hopper.v1.ListResponse.jobs:type_name -> hopper.v1.Job
 	11,  // 39: hopper.v1.CancelResponse.job:type_name -> hopper.v1.Job
 	11,  // 40: hopper.v1.JobServiceResumeResponse.job:type_name -> hopper.v1.Job
-	110, // 41: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
-	110, // 42: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
-	110, // 43: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
+	112, // 41: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
+	112, // 42: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
+	112, // 43: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
 	27,  // 44: hopper.v1.EventsResponse.events:type_name -> hopper.v1.Event
 	28,  // 45: hopper.v1.EventsResponse.attempts:type_name -> hopper.v1.Attempt
-	106, // 46: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
-	110, // 47: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
-	109, // 48: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
-	110, // 49: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
+	108, // 46: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
+	112, // 47: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
+	111, // 48: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
+	112, // 49: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
 	13,  // 50: hopper.v1.ActivatedJob.retry_policy:type_name -> hopper.v1.RetryPolicy
-	109, // 51: hopper.v1.ActivatedJob.default_timeout:type_name -> google.protobuf.Duration
-	109, // 52: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
-	109, // 53: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
+	111, // 51: hopper.v1.ActivatedJob.default_timeout:type_name -> google.protobuf.Duration
+	111, // 52: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
+	111, // 53: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
 	30,  // 54: hopper.v1.ActivateResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	109, // 55: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
+	111, // 55: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
 	30,  // 56: hopper.v1.StreamJobsResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	109, // 57: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
+	111, // 57: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
 	13,  // 58: hopper.v1.FailRequest.retry_policy:type_name -> hopper.v1.RetryPolicy
-	110, // 59: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
-	109, // 60: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
-	110, // 61: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
-	110, // 62: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
-	109, // 63: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
-	110, // 64: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
+	112, // 59: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
+	111, // 60: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
+	112, // 61: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
+	112, // 62: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
+	111, // 63: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
+	112, // 64: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
 	48,  // 65: hopper.v1.ReportRequest.outcomes:type_name -> hopper.v1.Outcome
 	45,  // 66: hopper.v1.ReportRequest.renewals:type_name -> hopper.v1.ExtendLeaseRequest
 	35,  // 67: hopper.v1.Outcome.complete:type_name -> hopper.v1.CompleteRequest
@@ -7255,131 +7372,135 @@ var file_hopper_v1_hopper_proto_depIdxs = []int32{
 	43,  // 69: hopper.v1.Outcome.release:type_name -> hopper.v1.ReleaseRequest
 	39,  // 70: hopper.v1.Outcome.snooze:type_name -> hopper.v1.SnoozeRequest
 	41,  // 71: hopper.v1.Outcome.suspend:type_name -> hopper.v1.SuspendRequest
-	50,  // 72: hopper.v1.ReportResponse.outcomes:type_name -> hopper.v1.Verdict
-	50,  // 73: hopper.v1.ReportResponse.renewals:type_name -> hopper.v1.Verdict
-	38,  // 74: hopper.v1.Verdict.fail:type_name -> hopper.v1.FailResponse
-	110, // 75: hopper.v1.Verdict.lease_expires_at:type_name -> google.protobuf.Timestamp
-	107, // 76: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
-	57,  // 77: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
-	110, // 78: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
-	110, // 79: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
-	66,  // 80: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
-	110, // 81: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
-	69,  // 82: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
-	110, // 83: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
-	72,  // 84: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
-	110, // 85: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
-	110, // 86: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
-	110, // 87: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
-	75,  // 88: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
-	75,  // 89: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
-	75,  // 90: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
-	110, // 91: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
-	110, // 92: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
-	82,  // 93: hopper.v1.DeadLetterServiceListRequest.filter:type_name -> hopper.v1.DeadLetterFilter
-	11,  // 94: hopper.v1.DeadLetterServiceListResponse.jobs:type_name -> hopper.v1.Job
-	110, // 95: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
-	109, // 96: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
-	11,  // 97: hopper.v1.ReplayResponse.job:type_name -> hopper.v1.Job
-	82,  // 98: hopper.v1.ReplayManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
-	11,  // 99: hopper.v1.ReplayManyResponse.jobs:type_name -> hopper.v1.Job
-	110, // 100: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
-	110, // 101: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
-	110, // 102: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
-	91,  // 103: hopper.v1.ListReplaysResponse.replays:type_name -> hopper.v1.ReplayRecord
-	108, // 104: hopper.v1.Kind.counts:type_name -> hopper.v1.Kind.CountsEntry
-	94,  // 105: hopper.v1.KindServiceListResponse.kinds:type_name -> hopper.v1.Kind
-	14,  // 106: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
-	16,  // 107: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
-	18,  // 108: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
-	20,  // 109: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
-	22,  // 110: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
-	26,  // 111: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
-	24,  // 112: hopper.v1.JobService.Resume:input_type -> hopper.v1.JobServiceResumeRequest
-	31,  // 113: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
-	33,  // 114: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
-	35,  // 115: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
-	37,  // 116: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
-	43,  // 117: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
-	39,  // 118: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
-	41,  // 119: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
-	45,  // 120: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
-	53,  // 121: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
-	55,  // 122: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
-	47,  // 123: hopper.v1.WorkerService.Report:input_type -> hopper.v1.ReportRequest
-	51,  // 124: hopper.v1.WorkerService.Hold:input_type -> hopper.v1.HoldRequest
-	58,  // 125: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
-	62,  // 126: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
-	64,  // 127: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
-	60,  // 128: hopper.v1.QueueService.Set:input_type -> hopper.v1.QueueServiceSetRequest
-	67,  // 129: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
-	70,  // 130: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
-	73,  // 131: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
-	76,  // 132: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
-	78,  // 133: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
-	80,  // 134: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
-	1,   // 135: hopper.v1.ScheduleService.List:input_type -> hopper.v1.ScheduleServiceListRequest
-	3,   // 136: hopper.v1.ScheduleService.Add:input_type -> hopper.v1.ScheduleServiceAddRequest
-	5,   // 137: hopper.v1.ScheduleService.Remove:input_type -> hopper.v1.ScheduleServiceRemoveRequest
-	7,   // 138: hopper.v1.ScheduleService.Pause:input_type -> hopper.v1.ScheduleServicePauseRequest
-	9,   // 139: hopper.v1.ScheduleService.Resume:input_type -> hopper.v1.ScheduleServiceResumeRequest
-	83,  // 140: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
-	85,  // 141: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
-	87,  // 142: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
-	89,  // 143: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
-	92,  // 144: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
-	95,  // 145: hopper.v1.KindService.List:input_type -> hopper.v1.KindServiceListRequest
-	97,  // 146: hopper.v1.KindService.Set:input_type -> hopper.v1.KindServiceSetRequest
-	99,  // 147: hopper.v1.KindService.Disable:input_type -> hopper.v1.KindServiceDisableRequest
-	101, // 148: hopper.v1.KindService.Enable:input_type -> hopper.v1.KindServiceEnableRequest
-	15,  // 149: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
-	17,  // 150: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
-	19,  // 151: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
-	21,  // 152: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
-	23,  // 153: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
-	29,  // 154: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
-	25,  // 155: hopper.v1.JobService.Resume:output_type -> hopper.v1.JobServiceResumeResponse
-	32,  // 156: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
-	34,  // 157: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
-	36,  // 158: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
-	38,  // 159: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
-	44,  // 160: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
-	40,  // 161: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
-	42,  // 162: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
-	46,  // 163: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
-	54,  // 164: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
-	56,  // 165: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
-	49,  // 166: hopper.v1.WorkerService.Report:output_type -> hopper.v1.ReportResponse
-	52,  // 167: hopper.v1.WorkerService.Hold:output_type -> hopper.v1.HoldResponse
-	59,  // 168: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
-	63,  // 169: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
-	65,  // 170: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
-	61,  // 171: hopper.v1.QueueService.Set:output_type -> hopper.v1.QueueServiceSetResponse
-	68,  // 172: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
-	71,  // 173: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
-	74,  // 174: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
-	77,  // 175: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
-	79,  // 176: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
-	81,  // 177: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
-	2,   // 178: hopper.v1.ScheduleService.List:output_type -> hopper.v1.ScheduleServiceListResponse
-	4,   // 179: hopper.v1.ScheduleService.Add:output_type -> hopper.v1.ScheduleServiceAddResponse
-	6,   // 180: hopper.v1.ScheduleService.Remove:output_type -> hopper.v1.ScheduleServiceRemoveResponse
-	8,   // 181: hopper.v1.ScheduleService.Pause:output_type -> hopper.v1.ScheduleServicePauseResponse
-	10,  // 182: hopper.v1.ScheduleService.Resume:output_type -> hopper.v1.ScheduleServiceResumeResponse
-	84,  // 183: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
-	86,  // 184: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
-	88,  // 185: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
-	90,  // 186: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
-	93,  // 187: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
-	96,  // 188: hopper.v1.KindService.List:output_type -> hopper.v1.KindServiceListResponse
-	98,  // 189: hopper.v1.KindService.Set:output_type -> hopper.v1.KindServiceSetResponse
-	100, // 190: hopper.v1.KindService.Disable:output_type -> hopper.v1.KindServiceDisableResponse
-	102, // 191: hopper.v1.KindService.Enable:output_type -> hopper.v1.KindServiceEnableResponse
-	149, // [149:192] is the sub-list for method output_type
-	106, // [106:149] is the sub-list for method input_type
-	106, // [106:106] is the sub-list for extension type_name
-	106, // [106:106] is the sub-list for extension extendee
-	0,   // [0:106] is the sub-list for field type_name
+	52,  // 72: hopper.v1.ReportResponse.outcomes:type_name -> hopper.v1.Verdict
+	52,  // 73: hopper.v1.ReportResponse.renewals:type_name -> hopper.v1.Verdict
+	47,  // 74: hopper.v1.ReportStreamRequest.report:type_name -> hopper.v1.ReportRequest
+	49,  // 75: hopper.v1.ReportStreamResponse.report:type_name -> hopper.v1.ReportResponse
+	38,  // 76: hopper.v1.Verdict.fail:type_name -> hopper.v1.FailResponse
+	112, // 77: hopper.v1.Verdict.lease_expires_at:type_name -> google.protobuf.Timestamp
+	109, // 78: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
+	59,  // 79: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
+	112, // 80: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
+	112, // 81: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
+	68,  // 82: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
+	112, // 83: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
+	71,  // 84: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
+	112, // 85: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
+	74,  // 86: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
+	112, // 87: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
+	112, // 88: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
+	112, // 89: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
+	77,  // 90: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
+	77,  // 91: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
+	77,  // 92: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
+	112, // 93: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
+	112, // 94: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
+	84,  // 95: hopper.v1.DeadLetterServiceListRequest.filter:type_name -> hopper.v1.DeadLetterFilter
+	11,  // 96: hopper.v1.DeadLetterServiceListResponse.jobs:type_name -> hopper.v1.Job
+	112, // 97: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
+	111, // 98: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
+	11,  // 99: hopper.v1.ReplayResponse.job:type_name -> hopper.v1.Job
+	84,  // 100: hopper.v1.ReplayManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
+	11,  // 101: hopper.v1.ReplayManyResponse.jobs:type_name -> hopper.v1.Job
+	112, // 102: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
+	112, // 103: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
+	112, // 104: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
+	93,  // 105: hopper.v1.ListReplaysResponse.replays:type_name -> hopper.v1.ReplayRecord
+	110, // 106: hopper.v1.Kind.counts:type_name -> hopper.v1.Kind.CountsEntry
+	96,  // 107: hopper.v1.KindServiceListResponse.kinds:type_name -> hopper.v1.Kind
+	14,  // 108: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
+	16,  // 109: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
+	18,  // 110: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
+	20,  // 111: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
+	22,  // 112: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
+	26,  // 113: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
+	24,  // 114: hopper.v1.JobService.Resume:input_type -> hopper.v1.JobServiceResumeRequest
+	31,  // 115: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
+	33,  // 116: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
+	35,  // 117: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
+	37,  // 118: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
+	43,  // 119: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
+	39,  // 120: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
+	41,  // 121: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
+	45,  // 122: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
+	55,  // 123: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
+	57,  // 124: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
+	47,  // 125: hopper.v1.WorkerService.Report:input_type -> hopper.v1.ReportRequest
+	50,  // 126: hopper.v1.WorkerService.ReportStream:input_type -> hopper.v1.ReportStreamRequest
+	53,  // 127: hopper.v1.WorkerService.Hold:input_type -> hopper.v1.HoldRequest
+	60,  // 128: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
+	64,  // 129: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
+	66,  // 130: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
+	62,  // 131: hopper.v1.QueueService.Set:input_type -> hopper.v1.QueueServiceSetRequest
+	69,  // 132: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
+	72,  // 133: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
+	75,  // 134: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
+	78,  // 135: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
+	80,  // 136: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
+	82,  // 137: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
+	1,   // 138: hopper.v1.ScheduleService.List:input_type -> hopper.v1.ScheduleServiceListRequest
+	3,   // 139: hopper.v1.ScheduleService.Add:input_type -> hopper.v1.ScheduleServiceAddRequest
+	5,   // 140: hopper.v1.ScheduleService.Remove:input_type -> hopper.v1.ScheduleServiceRemoveRequest
+	7,   // 141: hopper.v1.ScheduleService.Pause:input_type -> hopper.v1.ScheduleServicePauseRequest
+	9,   // 142: hopper.v1.ScheduleService.Resume:input_type -> hopper.v1.ScheduleServiceResumeRequest
+	85,  // 143: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
+	87,  // 144: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
+	89,  // 145: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
+	91,  // 146: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
+	94,  // 147: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
+	97,  // 148: hopper.v1.KindService.List:input_type -> hopper.v1.KindServiceListRequest
+	99,  // 149: hopper.v1.KindService.Set:input_type -> hopper.v1.KindServiceSetRequest
+	101, // 150: hopper.v1.KindService.Disable:input_type -> hopper.v1.KindServiceDisableRequest
+	103, // 151: hopper.v1.KindService.Enable:input_type -> hopper.v1.KindServiceEnableRequest
+	15,  // 152: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
+	17,  // 153: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
+	19,  // 154: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
+	21,  // 155: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
+	23,  // 156: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
+	29,  // 157: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
+	25,  // 158: hopper.v1.JobService.Resume:output_type -> hopper.v1.JobServiceResumeResponse
+	32,  // 159: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
+	34,  // 160: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
+	36,  // 161: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
+	38,  // 162: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
+	44,  // 163: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
+	40,  // 164: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
+	42,  // 165: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
+	46,  // 166: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
+	56,  // 167: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
+	58,  // 168: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
+	49,  // 169: hopper.v1.WorkerService.Report:output_type -> hopper.v1.ReportResponse
+	51,  // 170: hopper.v1.WorkerService.ReportStream:output_type -> hopper.v1.ReportStreamResponse
+	54,  // 171: hopper.v1.WorkerService.Hold:output_type -> hopper.v1.HoldResponse
+	61,  // 172: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
+	65,  // 173: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
+	67,  // 174: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
+	63,  // 175: hopper.v1.QueueService.Set:output_type -> hopper.v1.QueueServiceSetResponse
+	70,  // 176: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
+	73,  // 177: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
+	76,  // 178: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
+	79,  // 179: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
+	81,  // 180: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
+	83,  // 181: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
+	2,   // 182: hopper.v1.ScheduleService.List:output_type -> hopper.v1.ScheduleServiceListResponse
+	4,   // 183: hopper.v1.ScheduleService.Add:output_type -> hopper.v1.ScheduleServiceAddResponse
+	6,   // 184: hopper.v1.ScheduleService.Remove:output_type -> hopper.v1.ScheduleServiceRemoveResponse
+	8,   // 185: hopper.v1.ScheduleService.Pause:output_type -> hopper.v1.ScheduleServicePauseResponse
+	10,  // 186: hopper.v1.ScheduleService.Resume:output_type -> hopper.v1.ScheduleServiceResumeResponse
+	86,  // 187: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
+	88,  // 188: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
+	90,  // 189: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
+	92,  // 190: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
+	95,  // 191: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
+	98,  // 192: hopper.v1.KindService.List:output_type -> hopper.v1.KindServiceListResponse
+	100, // 193: hopper.v1.KindService.Set:output_type -> hopper.v1.KindServiceSetResponse
+	102, // 194: hopper.v1.KindService.Disable:output_type -> hopper.v1.KindServiceDisableResponse
+	104, // 195: hopper.v1.KindService.Enable:output_type -> hopper.v1.KindServiceEnableResponse
+	152, // [152:196] is the sub-list for method output_type
+	108, // [108:152] is the sub-list for method input_type
+	108, // [108:108] is the sub-list for extension type_name
+	108, // [108:108] is the sub-list for extension extendee
+	0,   // [0:108] is the sub-list for field type_name
 }
 
 func init() { file_hopper_v1_hopper_proto_init() }
@@ -7396,15 +7517,15 @@ func file_hopper_v1_hopper_proto_init() {
 		(*Outcome_Snooze)(nil),
 		(*Outcome_Suspend)(nil),
 	}
-	file_hopper_v1_hopper_proto_msgTypes[60].OneofWrappers = []any{}
-	file_hopper_v1_hopper_proto_msgTypes[97].OneofWrappers = []any{}
+	file_hopper_v1_hopper_proto_msgTypes[62].OneofWrappers = []any{}
+	file_hopper_v1_hopper_proto_msgTypes[99].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hopper_v1_hopper_proto_rawDesc), len(file_hopper_v1_hopper_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   109,
+			NumMessages:   111,
 			NumExtensions: 0,
 			NumServices:   7,
 		},

@@ -88,6 +88,8 @@ const (
 	WorkerServiceReportProgressProcedure = "/hopper.v1.WorkerService/ReportProgress"
 	// WorkerServiceReportProcedure is the procedure name of the WorkerService's Report RPC.
 	WorkerServiceReportProcedure = "/hopper.v1.WorkerService/Report"
+	// WorkerServiceReportStreamProcedure is the procedure name of the WorkerService's ReportStream RPC.
+	WorkerServiceReportStreamProcedure = "/hopper.v1.WorkerService/ReportStream"
 	// WorkerServiceHoldProcedure is the procedure name of the WorkerService's Hold RPC.
 	WorkerServiceHoldProcedure = "/hopper.v1.WorkerService/Hold"
 	// QueueServiceListProcedure is the procedure name of the QueueService's List RPC.
@@ -514,6 +516,13 @@ var (
 			Procedure:  WorkerServiceReportProcedure,
 		}
 	})
+	workerServiceReportStreamSpec = sync.OnceValue(func() connect.Spec {
+		return connect.Spec{
+			StreamType: connect.StreamTypeBidi,
+			Schema:     v1.File_hopper_v1_hopper_proto.Services().ByName("WorkerService").Methods().ByName("ReportStream"),
+			Procedure:  WorkerServiceReportStreamProcedure,
+		}
+	})
 	workerServiceHoldSpec = sync.OnceValue(func() connect.Spec {
 		return connect.Spec{
 			StreamType: connect.StreamTypeUnary,
@@ -565,6 +574,16 @@ type WorkerServiceClient interface {
 	// the whole request fails only when the server cannot take it at all (unavailable,
 	// unauthenticated, more than 1000 items).
 	Report(context.Context, *v1.ReportRequest) (*v1.ReportResponse, error)
+	// ReportStream carries Reports on one long-lived stream (it needs HTTP/2): the worker sends
+	// each batch as soon as it has one, without waiting for the verdicts of the batches before
+	// it, and the server answers each batch, under its id, as soon as its items are decided,
+	// not necessarily in the order they were sent. Each item is fenced and answered as in
+	// Report. A batch the server could not take (more than 1000 items) ends the stream with
+	// INVALID_ARGUMENT; a stream that breaks leaves the verdicts of its unanswered batches
+	// unknown, so the worker sends them again (an item already applied is then answered
+	// failed_precondition). The server ends the stream when it shuts down, after answering
+	// the batches it received.
+	ReportStream(context.Context) (WorkerServiceReportStreamClientStream, error)
 	// Hold says that the worker's resource governor holds it back (held: its CPU or memory use
 	// is over its limits) or lets it take jobs again. While a worker is held, the server starts
 	// no claim for its streams on the queue and ends its waiting long polls empty; the jobs it
@@ -599,6 +618,43 @@ func (s WorkerServiceStreamJobsClientStream) Receive() (*v1.StreamJobsResponse, 
 // Close releases the stream's resources. It is idempotent and is typically deferred to clean up a
 // stream abandoned before io.EOF.
 func (s WorkerServiceStreamJobsClientStream) Close() error {
+	return s.stream.Close()
+}
+
+// WorkerServiceReportStreamClientStream is the client stream for the WorkerService's ReportStream
+// RPC.
+type WorkerServiceReportStreamClientStream struct {
+	stream connect.ClientStream
+}
+
+// SendHeaders opens the stream and flushes the request headers without a message. The first Send or
+// Receive does this implicitly.
+func (s WorkerServiceReportStreamClientStream) SendHeaders() error {
+	return s.stream.SendHeaders()
+}
+
+// Send sends a request message to the server.
+func (s WorkerServiceReportStreamClientStream) Send(req *v1.ReportStreamRequest) error {
+	return s.stream.Send(req)
+}
+
+// CloseSend closes the request side of the stream.
+func (s WorkerServiceReportStreamClientStream) CloseSend() error {
+	return s.stream.CloseSend()
+}
+
+// Receive returns the next response message from the server.
+func (s WorkerServiceReportStreamClientStream) Receive() (*v1.ReportStreamResponse, error) {
+	var res v1.ReportStreamResponse
+	if err := s.stream.Receive(&res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// Close releases the stream's resources. It is idempotent and is typically deferred to clean up a
+// stream abandoned before io.EOF.
+func (s WorkerServiceReportStreamClientStream) Close() error {
 	return s.stream.Close()
 }
 
@@ -644,6 +700,16 @@ type WorkerServiceHandler interface {
 	// the whole request fails only when the server cannot take it at all (unavailable,
 	// unauthenticated, more than 1000 items).
 	Report(context.Context, *v1.ReportRequest) (*v1.ReportResponse, error)
+	// ReportStream carries Reports on one long-lived stream (it needs HTTP/2): the worker sends
+	// each batch as soon as it has one, without waiting for the verdicts of the batches before
+	// it, and the server answers each batch, under its id, as soon as its items are decided,
+	// not necessarily in the order they were sent. Each item is fenced and answered as in
+	// Report. A batch the server could not take (more than 1000 items) ends the stream with
+	// INVALID_ARGUMENT; a stream that breaks leaves the verdicts of its unanswered batches
+	// unknown, so the worker sends them again (an item already applied is then answered
+	// failed_precondition). The server ends the stream when it shuts down, after answering
+	// the batches it received.
+	ReportStream(context.Context, WorkerServiceReportStreamServerStream) error
 	// Hold says that the worker's resource governor holds it back (held: its CPU or memory use
 	// is over its limits) or lets it take jobs again. While a worker is held, the server starts
 	// no claim for its streams on the queue and ends its waiting long polls empty; the jobs it
@@ -671,6 +737,7 @@ func RegisterWorkerServiceHandler(server *connect.Server, svc WorkerServiceHandl
 		connect.Method{Spec: workerServiceHeartbeatSpec(), Handler: adapter.heartbeat},
 		connect.Method{Spec: workerServiceReportProgressSpec(), Handler: adapter.reportProgress},
 		connect.Method{Spec: workerServiceReportSpec(), Handler: adapter.report},
+		connect.Method{Spec: workerServiceReportStreamSpec(), Handler: adapter.reportStream},
 		connect.Method{Spec: workerServiceHoldSpec(), Handler: adapter.hold},
 	)
 }
@@ -687,6 +754,31 @@ func (s WorkerServiceStreamJobsServerStream) SendHeaders() error {
 
 // Send sends a response message to the client.
 func (s WorkerServiceStreamJobsServerStream) Send(res *v1.StreamJobsResponse) error {
+	return s.stream.Send(res)
+}
+
+// WorkerServiceReportStreamServerStream is the server stream for the WorkerService's ReportStream
+// RPC.
+type WorkerServiceReportStreamServerStream struct {
+	stream connect.ServerStream
+}
+
+// Receive returns the next request message from the client.
+func (s WorkerServiceReportStreamServerStream) Receive() (*v1.ReportStreamRequest, error) {
+	var req v1.ReportStreamRequest
+	if err := s.stream.Receive(&req); err != nil {
+		return nil, err
+	}
+	return &req, nil
+}
+
+// SendHeaders flushes the response headers without a message. The first Send does this implicitly.
+func (s WorkerServiceReportStreamServerStream) SendHeaders() error {
+	return s.stream.SendHeaders()
+}
+
+// Send sends a response message to the client.
+func (s WorkerServiceReportStreamServerStream) Send(res *v1.ReportStreamResponse) error {
 	return s.stream.Send(res)
 }
 
@@ -735,6 +827,10 @@ func (UnimplementedWorkerServiceHandler) ReportProgress(context.Context, *v1.Rep
 
 func (UnimplementedWorkerServiceHandler) Report(context.Context, *v1.ReportRequest) (*v1.ReportResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, "hopper.v1.WorkerService.Report is not implemented")
+}
+
+func (UnimplementedWorkerServiceHandler) ReportStream(context.Context, WorkerServiceReportStreamServerStream) error {
+	return connect.NewError(connect.CodeUnimplemented, "hopper.v1.WorkerService.ReportStream is not implemented")
 }
 
 func (UnimplementedWorkerServiceHandler) Hold(context.Context, *v1.HoldRequest) (*v1.HoldResponse, error) {
@@ -831,6 +927,14 @@ func (c *workerServiceClient) Report(ctx context.Context, req *v1.ReportRequest)
 		return nil, err
 	}
 	return &res, nil
+}
+
+func (c *workerServiceClient) ReportStream(ctx context.Context) (WorkerServiceReportStreamClientStream, error) {
+	stream, err := c.client.CallClientStream(ctx, workerServiceReportStreamSpec())
+	if err != nil {
+		return WorkerServiceReportStreamClientStream{}, err
+	}
+	return WorkerServiceReportStreamClientStream{stream: stream}, nil
 }
 
 func (c *workerServiceClient) Hold(ctx context.Context, req *v1.HoldRequest) (*v1.HoldResponse, error) {
@@ -969,6 +1073,10 @@ func (h workerServiceHandler) report(ctx context.Context, _ connect.Spec, stream
 		return err
 	}
 	return stream.Send(res)
+}
+
+func (h workerServiceHandler) reportStream(ctx context.Context, _ connect.Spec, stream connect.ServerStream) error {
+	return h.svc.ReportStream(ctx, WorkerServiceReportStreamServerStream{stream: stream})
 }
 
 func (h workerServiceHandler) hold(ctx context.Context, _ connect.Spec, stream connect.ServerStream) error {
