@@ -13,6 +13,7 @@ import (
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
 	"github.com/hopperjobs/hopper/gen/hopper/v1/hopperv1connect"
 	"github.com/hopperjobs/hopper/internal/clock"
+	"github.com/hopperjobs/hopper/internal/server"
 	"github.com/stretchr/testify/require"
 )
 
@@ -50,9 +51,7 @@ func TestAnUnansweredBatchBreaksItsStream(t *testing.T) {
 	mux := http.NewServeMux()
 	connecthttp.Mount(mux, rpc)
 	ts := httptest.NewUnstartedServer(mux)
-	ts.Config.Protocols = new(http.Protocols)
-	ts.Config.Protocols.SetHTTP1(true)
-	ts.Config.Protocols.SetUnencryptedHTTP2(true)
+	ts.Config.Protocols = server.Protocols()
 	ts.Start()
 	defer ts.Close()
 	own := newOwnClients(ts.URL)

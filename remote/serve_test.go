@@ -55,8 +55,7 @@ func ServeForTest(t testing.TB, o ServeOptions) (*httptest.Server, *hopper.Clien
 		h = o.Handler(srv)
 	}
 	ts := httptest.NewUnstartedServer(h)
-	ts.Config.Protocols = new(http.Protocols)
-	ts.Config.Protocols.SetHTTP1(true)
+	ts.Config.Protocols = server.Protocols()
 	ts.Config.Protocols.SetUnencryptedHTTP2(!o.HTTP1Only)
 	ts.Start()
 	t.Cleanup(func() {

@@ -86,10 +86,7 @@ func throughServer(ctx context.Context, cfg Config, mode string) (_ *Result, err
 	if err != nil {
 		return nil, err
 	}
-	protocols := new(http.Protocols)
-	protocols.SetHTTP1(true)
-	protocols.SetUnencryptedHTTP2(true)
-	httpSrv := &http.Server{Handler: srv, Protocols: protocols, ReadHeaderTimeout: 10 * time.Second}
+	httpSrv := &http.Server{Handler: srv, Protocols: server.Protocols(), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- httpSrv.Serve(ln) }()
 	srv.SetReady(true)

@@ -40,13 +40,6 @@ func loadTLS(certFile, keyFile string) (*tls.Config, error) {
 // as gRPC clients without TLS (grpcurl -plaintext) speak it. Its own errors (a failed TLS
 // handshake, a connection it could not serve) go to log.
 func newHTTPServer(o serveOptions, srv *server.Server, tlsCfg *tls.Config, log *slog.Logger) *http.Server {
-	protocols := new(http.Protocols)
-	protocols.SetHTTP1(true)
-	if tlsCfg != nil {
-		protocols.SetHTTP2(true)
-	} else {
-		protocols.SetUnencryptedHTTP2(true)
-	}
-	return &http.Server{Handler: srv, ReadHeaderTimeout: o.readHeaderWait, Protocols: protocols, TLSConfig: tlsCfg,
+	return &http.Server{Handler: srv, ReadHeaderTimeout: o.readHeaderWait, Protocols: server.Protocols(), TLSConfig: tlsCfg,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 }

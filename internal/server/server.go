@@ -306,6 +306,17 @@ func (s *Server) handle(pattern string, scope Scope, h http.Handler) {
 	s.mux.Handle(pattern, h)
 }
 
+// Protocols are the HTTP versions a Hopper server speaks: HTTP/1.1, and HTTP/2, chosen by ALPN
+// over TLS and with prior knowledge in plain text (h2c), as gRPC clients without TLS and the
+// report streams of remote workers (WorkerService.ReportStream) need it.
+func Protocols() *http.Protocols {
+	p := new(http.Protocols)
+	p.SetHTTP1(true)
+	p.SetHTTP2(true)
+	p.SetUnencryptedHTTP2(true)
+	return p
+}
+
 // streamedRequests are the procedures whose request is a long-lived stream of messages: each
 // message is bounded by MaxBodyBytes (Connect's read limit), the stream as a whole is not.
 var streamedRequests = map[string]bool{hopperv1connect.WorkerServiceReportStreamProcedure: true}

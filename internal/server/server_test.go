@@ -91,9 +91,7 @@ func newServed(t testing.TB, path string, clk *clock.Fake, hc func(*hopper.Confi
 	srv.SetReady(true)
 	// As `hopper serve` does, it speaks HTTP/1.1 and, in plain text, HTTP/2 (h2c).
 	ts := httptest.NewUnstartedServer(srv)
-	ts.Config.Protocols = new(http.Protocols)
-	ts.Config.Protocols.SetHTTP1(true)
-	ts.Config.Protocols.SetUnencryptedHTTP2(true)
+	ts.Config.Protocols = server.Protocols()
 	ts.Start()
 	return &served{ts: ts, client: client, store: st, srv: srv}
 }
