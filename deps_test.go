@@ -11,7 +11,8 @@ import (
 // The library's core stays free of what only the server, the CLI or a store needs: an
 // application that embeds Hopper on one store links no other store's driver, no RPC stack, no
 // CLI framework and no metrics library, and the dependency points from the server to the
-// library, never back.
+// library, never back. Tracing uses the OpenTelemetry API only: the SDK and its exporters are
+// the application's choice (hopper serve's, for the server).
 func TestCorePackagesImportNoDriverNorServerStack(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list")
@@ -26,8 +27,10 @@ func TestCorePackagesImportNoDriverNorServerStack(t *testing.T) {
 		"github.com/hopperjobs/hopper/internal/server", // the server
 		"github.com/hopperjobs/hopper/internal/cli",    // the CLI commands
 		"github.com/hopperjobs/hopper/gen/",            // the generated RPC code
+		"go.opentelemetry.io/otel/sdk",                 // tracing: the API only, the application picks the SDK
+		"go.opentelemetry.io/otel/exporters/",          // likewise
 	}
-	for _, pkg := range []string{".", "./hoppertype", "./internal/store", "./internal/engine"} {
+	for _, pkg := range []string{".", "./hoppertype", "./internal/store", "./internal/engine", "./internal/jobtrace"} {
 		out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
 		require.NoError(t, err, "go list -deps %s: %s", pkg, out)
 		for _, dep := range strings.Fields(string(out)) {
