@@ -7,6 +7,7 @@ package jobtrace
 
 import (
 	"context"
+	"net/http"
 
 	"github.com/hopperjobs/hopper/hoppertype"
 	"go.opentelemetry.io/otel/attribute"
@@ -52,6 +53,15 @@ func Extract(ctx context.Context, headers map[string]string) context.Context {
 		return ctx
 	}
 	return w3c.Extract(ctx, propagation.MapCarrier(headers))
+}
+
+// FromHTTP returns ctx with the trace context of an HTTP request's headers (traceparent),
+// unless ctx has a span already (a tracing middleware's, which continues it).
+func FromHTTP(ctx context.Context, h http.Header) context.Context {
+	if trace.SpanContextFromContext(ctx).IsValid() || h.Get(TraceParent) == "" {
+		return ctx
+	}
+	return w3c.Extract(ctx, propagation.HeaderCarrier(h))
 }
 
 // Start starts the span of one attempt of row, a consumer span named "process <kind>" whose

@@ -695,10 +695,10 @@ func TestEveryRouteHasAnAuthPolicy(t *testing.T) {
 	for pattern, scope := range routes {
 		require.True(t, known[scope], "route %s has unknown scope %q", pattern, scope)
 		if scope == server.ScopePublic {
-			require.True(t, strings.HasSuffix(pattern, "/healthz") || strings.HasSuffix(pattern, "/readyz") ||
+			require.True(t, strings.HasSuffix(pattern, "/livez") || strings.HasSuffix(pattern, "/healthz") || strings.HasSuffix(pattern, "/readyz") ||
 				strings.HasPrefix(pattern, "/"+grpcreflect.ReflectV1ServiceName+"/") ||
 				strings.HasPrefix(pattern, "/"+grpcreflect.ReflectV1AlphaServiceName+"/"),
-				"only health checks and reflection are public, not %s", pattern)
+				"only the probes and reflection are public, not %s", pattern)
 		}
 	}
 	// Every RPC method of every service is routed.
