@@ -63,7 +63,7 @@ func NewJobMetrics() *JobMetrics {
 		rescued:   counter("rescued", "Jobs returned to their queue because their worker was lost (lease expired, node dead, stream closed)."),
 		wait: histogram("wait", "Time from when a job became due (enqueued, or its delay or backoff ended) to the start of its attempt.",
 			"queue"),
-		run: histogram("run", "Time from an attempt's start to its outcome being written.", "queue", "kind"),
+		run:    histogram("run", "Time from an attempt's start to its outcome being written.", "queue", "kind"),
 		queues: labelCap{max: MaxQueueLabels}, kinds: labelCap{max: MaxKindLabels},
 		series: map[[2]string]*jobSeries{},
 	}
