@@ -70,6 +70,21 @@ func (e *Engine) rescued(res *store.RescueResult, what string, actor hoppertype.
 	}
 }
 
+// jobAttrs are the log attributes naming one job: its id, kind, queue and attempt.
+func jobAttrs(row *hoppertype.JobRow) []any {
+	return []any{"job_id", row.ID, "kind", row.Kind, "queue", row.Queue, "attempt", row.Attempt}
+}
+
+// outcomeAttrs are the log attributes of an outcome: the job (by id alone when p.Job is nil),
+// and the state and outcome it asked for.
+func outcomeAttrs(p *store.FinishParams) []any {
+	attrs := []any{"job_id", p.ID}
+	if p.Job != nil {
+		attrs = jobAttrs(p.Job)
+	}
+	return append(attrs, "state", p.State, "outcome", p.Outcome)
+}
+
 // rescueAttrs are the log attributes naming jobs: the job's id, kind and queue for one;
 // for many, their count, the first logIDs ids, and their kinds and queues.
 func rescueAttrs(jobs []store.RescuedJob) []any {
