@@ -66,7 +66,10 @@ func throughServer(ctx context.Context, cfg Config, mode string) (_ *Result, err
 	}
 	defer cleanup()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	client, err := hopper.NewClient(hopper.Config{Store: st, WorkerID: "bench-server", Logger: quiet})
+	// Job metrics as in hopper serve: the server counts every remote attempt.
+	metrics := server.NewJobMetrics()
+	client, err := hopper.NewClient(hopper.Config{Store: st, WorkerID: "bench-server", Logger: quiet,
+		Observers: []hopper.Observer{metrics}})
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +81,7 @@ func throughServer(ctx context.Context, cfg Config, mode string) (_ *Result, err
 		defer cancel()
 		err = errors.Join(err, client.Stop(stopCtx))
 	}()
-	srv, err := server.New(server.Config{Client: client, Logger: quiet})
+	srv, err := server.New(server.Config{Client: client, Logger: quiet, Metrics: metrics})
 	if err != nil {
 		return nil, err
 	}

@@ -64,20 +64,26 @@ func FromHTTP(ctx context.Context, h http.Header) context.Context {
 	return w3c.Extract(ctx, propagation.HeaderCarrier(h))
 }
 
+// consumer is the start option of every attempt's span, made once: a span that records
+// nothing (no tracer provider set) costs no allocation for its options.
+var consumer = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer)}
+
 // Start starts the span of one attempt of row, a consumer span named "process <kind>" whose
 // parent is the trace context the job carries (its enqueuer's), or ctx's span when it carries
-// none. End it with End.
+// none. Its attributes are set only when it records. End it with End.
 func Start(ctx context.Context, tracer trace.Tracer, row *hoppertype.JobRow) (context.Context, trace.Span) {
-	parent := Extract(ctx, row.Headers)
-	return tracer.Start(parent, "process "+row.Kind, trace.WithSpanKind(trace.SpanKindConsumer),
-		trace.WithAttributes(
+	ctx, span := tracer.Start(Extract(ctx, row.Headers), "process "+row.Kind, consumer...)
+	if span.IsRecording() {
+		span.SetAttributes(
 			attribute.String("messaging.system", "hopper"),
 			attribute.String("messaging.operation.type", "process"),
 			attribute.String("messaging.destination.name", row.Queue),
 			attribute.String("messaging.message.id", row.ID),
 			attribute.String("hopper.job.kind", row.Kind),
 			attribute.Int("hopper.job.attempt", row.Attempt),
-		))
+		)
+	}
+	return ctx, span
 }
 
 // End ends an attempt's span with its outcome: an error status when the attempt failed.
