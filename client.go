@@ -65,6 +65,25 @@ func NewClient(cfg Config) (*Client, error) {
 	}
 	ecfg.OnAvailable = c.avail.wake
 	c.dlHook = newDeadLetterHook(cfg)
+	c.hookEngine(&ecfg)
+	if cfg.Workers != nil {
+		ecfg.Workers = cfg.Workers
+		for name, q := range cfg.Queues {
+			ecfg.Queues[name] = q.MaxWorkers
+			ecfg.Weights[name] = q.Weight
+		}
+	}
+	eng, err := engine.New(ecfg)
+	if err != nil {
+		return nil, err
+	}
+	c.engine = eng
+	return c, nil
+}
+
+// hookEngine sets the engine's hooks the client needs: the dead-letter hook's and the
+// observers'. With neither, the engine calls none (nothing on the hot path).
+func (c *Client) hookEngine(ecfg *engine.Config) {
 	switch {
 	case c.dlHook != nil && c.obs.enabled():
 		ecfg.OnOutcome = func(p *store.FinishParams, err error) {
@@ -81,19 +100,6 @@ func NewClient(cfg Config) (*Client, error) {
 		ecfg.OnRescued = c.obs.rescued
 		ecfg.OnInserted = func(rows []*JobRow) { c.obs.inserted(context.Background(), rows...) }
 	}
-	if cfg.Workers != nil {
-		ecfg.Workers = cfg.Workers
-		for name, q := range cfg.Queues {
-			ecfg.Queues[name] = q.MaxWorkers
-			ecfg.Weights[name] = q.Weight
-		}
-	}
-	eng, err := engine.New(ecfg)
-	if err != nil {
-		return nil, err
-	}
-	c.engine = eng
-	return c, nil
 }
 
 // Start begins working jobs (when Workers are configured) and the maintenance duties

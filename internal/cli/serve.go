@@ -124,14 +124,7 @@ func serve(cmd *cobra.Command, o serveOptions) error {
 	if err != nil {
 		return err
 	}
-	defer func() {
-		// Real time: this bounds the export of the last spans at exit.
-		flushCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := stopTracing(flushCtx); err != nil {
-			log.Warn("export the last traces", "err", err)
-		}
-	}()
+	defer stopTracing(log)
 	metrics := server.NewJobMetrics()
 	return withStoreAs(cmd, false, pgPool{maxConns: o.conns, listen: true}, func(st store) error {
 		keys, ok := st.(istore.KeyStore)

@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -18,8 +20,9 @@ var otlpEndpointVars = []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OT
 
 // otlpTracing returns the tracer provider of serve: one that exports spans with OTLP over
 // HTTP (protobuf) in batches, when one of otlpEndpointVars is set; nil otherwise (the global
-// provider, which records nothing). shutdown flushes the spans not yet exported.
-func otlpTracing(ctx context.Context, lookup func(string) (string, bool)) (_ trace.TracerProvider, shutdown func(context.Context) error, _ error) {
+// provider, which records nothing). shutdown exports the spans not yet exported, within
+// flushTimeout, and logs a failure.
+func otlpTracing(ctx context.Context, lookup func(string) (string, bool)) (_ trace.TracerProvider, shutdown func(*slog.Logger), _ error) {
 	configured := false
 	for _, v := range otlpEndpointVars {
 		if s, ok := lookup(v); ok && s != "" {
@@ -27,7 +30,7 @@ func otlpTracing(ctx context.Context, lookup func(string) (string, bool)) (_ tra
 		}
 	}
 	if !configured {
-		return nil, func(context.Context) error { return nil }, nil
+		return nil, func(*slog.Logger) {}, nil
 	}
 	exp, err := otlptracehttp.New(ctx)
 	if err != nil {
@@ -40,5 +43,15 @@ func otlpTracing(ctx context.Context, lookup func(string) (string, bool)) (_ tra
 		return nil, nil, fmt.Errorf("OTLP trace resource: %w", err)
 	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
-	return tp, tp.Shutdown, nil
+	return tp, func(log *slog.Logger) {
+		// Real time: this bounds the export of the last spans at exit.
+		ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
+		defer cancel()
+		if err := tp.Shutdown(ctx); err != nil {
+			log.Warn("export the last traces", "err", err)
+		}
+	}, nil
 }
+
+// flushTimeout bounds the export of the last spans when serve exits.
+const flushTimeout = 5 * time.Second

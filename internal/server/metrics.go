@@ -168,7 +168,8 @@ func (c *collector) collectStore(ctx context.Context, gauge func(*prometheus.Des
 }
 
 // oldestQueuedAge is how long the oldest queued job of q, by enqueue, has been due (0 when
-// it has none): one indexed read of one row per queue.
+// it has none): one read of one row per queue, through the claim index, after the job
+// counts that scan the jobs table anyway.
 func (c *collector) oldestQueuedAge(ctx context.Context, q *hopper.QueueInfo) (time.Duration, error) {
 	if q.Counts[hopper.StateQueued] == 0 {
 		return 0, nil
