@@ -57,8 +57,12 @@ func TestObserverHearsInProcessJobs(t *testing.T) {
 	t.Parallel()
 	ws := NewWorkers()
 	var b *testBundle
+	release := make(chan struct{})
 	AddWorkerFunc(ws, func(ctx context.Context, job *Job[observed]) error {
 		switch job.Args.Mode {
+		case "block":
+			<-release
+			return nil
 		case "slow":
 			b.clock.Advance(3 * time.Second) // the attempt "runs" 3 s on the fake clock
 			return nil
@@ -69,15 +73,22 @@ func TestObserverHearsInProcessJobs(t *testing.T) {
 		}
 	})
 	log := &eventLog{}
-	b = setup(t, ws, func(c *Config) { c.Observers = []Observer{log} })
+	b = setup(t, ws, func(c *Config) {
+		c.Observers = []Observer{log}
+		c.Queues = map[string]QueueConfig{"default": {MaxWorkers: 1}} // one job at a time
+	})
 	ctx := t.Context()
 
-	slow, err := b.client.Enqueue(ctx, observed{Mode: "slow"}, &InsertOpts{Queue: "default", Delay: 5 * time.Second})
+	// The one slot is busy while the next job is due: it waits 10 s (on the fake clock).
+	blocker, err := b.client.Enqueue(ctx, observed{Mode: "block"}, nil)
 	require.NoError(t, err)
-	require.Len(t, log.of(slow.Job.ID), 1)
-	b.clock.Advance(15 * time.Second) // due for 10 s when it is promoted and starts
+	log.waitEvents(t, blocker.Job.ID, 2)
+	slow, err := b.client.Enqueue(ctx, observed{Mode: "slow"}, &InsertOpts{Queue: "default"})
+	require.NoError(t, err)
+	b.clock.Advance(10 * time.Second)
+	close(release)
 	evs := log.waitEvents(t, slow.Job.ID, 3)
-	require.Equal(t, JobEvent{Type: JobEnqueued, JobID: slow.Job.ID, Kind: "observed", Queue: "default", State: StateScheduled}, evs[0])
+	require.Equal(t, JobEvent{Type: JobEnqueued, JobID: slow.Job.ID, Kind: "observed", Queue: "default", State: StateQueued}, evs[0])
 	require.Equal(t, JobEvent{Type: JobStarted, JobID: slow.Job.ID, Kind: "observed", Queue: "default", Attempt: 1,
 		State: StateRunning, Wait: 10 * time.Second}, evs[1])
 	require.Equal(t, JobEvent{Type: JobEnded, JobID: slow.Job.ID, Kind: "observed", Queue: "default", Attempt: 1,
