@@ -2,6 +2,7 @@ package hopper_test
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -31,12 +32,21 @@ func TestCorePackagesImportNoDriverNorServerStack(t *testing.T) {
 		"go.opentelemetry.io/otel/exporters/",          // likewise
 	}
 	for _, pkg := range []string{".", "./hoppertype", "./internal/store", "./internal/engine", "./internal/jobtrace"} {
-		out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
-		require.NoError(t, err, "go list -deps %s: %s", pkg, out)
-		for _, dep := range strings.Fields(string(out)) {
-			for _, f := range forbidden {
-				require.False(t, strings.HasPrefix(dep, f), "%s imports %s", pkg, dep)
-			}
+		requireNoDeps(t, pkg, forbidden)
+	}
+	// hopperprom is Prometheus for library users: Prometheus and the library, not the server.
+	requireNoDeps(t, "./hopperprom", slices.DeleteFunc(slices.Clone(forbidden),
+		func(f string) bool { return f == "github.com/prometheus/" }))
+}
+
+// requireNoDeps fails when pkg depends on a package whose path starts with one of forbidden.
+func requireNoDeps(t *testing.T, pkg string, forbidden []string) {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
+	require.NoError(t, err, "go list -deps %s: %s", pkg, out)
+	for _, dep := range strings.Fields(string(out)) {
+		for _, f := range forbidden {
+			require.False(t, strings.HasPrefix(dep, f), "%s imports %s", pkg, dep)
 		}
 	}
 }

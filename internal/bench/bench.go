@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper"
-	"github.com/hopperjobs/hopper/internal/server"
+	"github.com/hopperjobs/hopper/hopperprom"
 )
 
 // Config says what to measure. Zero fields take the defaults in their comments.
@@ -47,7 +47,7 @@ type Config struct {
 	// throughput follows the limit.
 	KindRate hopper.Rate
 	// Metrics counts every job with hopper serve's Prometheus job metrics (a
-	// server.JobMetrics among the client's observers), to measure what they cost.
+	// hopperprom.Metrics among the client's observers), to measure what they cost.
 	Metrics bool
 	// Server, when set, measures a running server at this URL instead of a database: jobs go
 	// through its API and are worked by a remote worker in this process.
@@ -199,7 +199,7 @@ func observers(cfg Config) []hopper.Observer {
 	if !cfg.Metrics {
 		return nil
 	}
-	return []hopper.Observer{server.NewJobMetrics()}
+	return []hopper.Observer{hopperprom.New()}
 }
 
 func throughput(ctx context.Context, cfg Config, st hopper.Store, res *Result) error {

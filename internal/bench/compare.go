@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper"
+	"github.com/hopperjobs/hopper/hopperprom"
 	"github.com/hopperjobs/hopper/internal/server"
 )
 
@@ -67,7 +68,7 @@ func throughServer(ctx context.Context, cfg Config, mode string) (_ *Result, err
 	defer cleanup()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	// Job metrics as in hopper serve: the server counts every remote attempt.
-	metrics := server.NewJobMetrics()
+	metrics := hopperprom.New()
 	client, err := hopper.NewClient(hopper.Config{Store: st, WorkerID: "bench-server", Logger: quiet,
 		Observers: []hopper.Observer{metrics}})
 	if err != nil {

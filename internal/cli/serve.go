@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper"
+	"github.com/hopperjobs/hopper/hopperprom"
 	"github.com/hopperjobs/hopper/internal/server"
 	istore "github.com/hopperjobs/hopper/internal/store"
 	"github.com/spf13/cobra"
@@ -125,7 +126,7 @@ func serve(cmd *cobra.Command, o serveOptions) error {
 		return err
 	}
 	defer stopTracing(log)
-	metrics := server.NewJobMetrics()
+	metrics := hopperprom.New()
 	return withStoreAs(cmd, false, pgPool{maxConns: o.conns, listen: true}, func(st store) error {
 		keys, ok := st.(istore.KeyStore)
 		if !ok {

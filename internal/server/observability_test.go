@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -11,11 +10,10 @@ import (
 	"connectrpc.com/connect/v2"
 	"github.com/hopperjobs/hopper"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
+	"github.com/hopperjobs/hopper/hopperprom"
 	"github.com/hopperjobs/hopper/internal/jobtrace"
 	"github.com/hopperjobs/hopper/internal/server"
 	"github.com/hopperjobs/hopper/sqlitestore"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	"github.com/stretchr/testify/require"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -24,10 +22,10 @@ import (
 )
 
 // withMetrics serves job metrics: the client's observer and the server's /metrics share one
-// JobMetrics, as in hopper serve.
+// hopperprom.Metrics, as in hopper serve.
 func withMetrics(t *testing.T) (*served, *env) {
 	t.Helper()
-	m := server.NewJobMetrics()
+	m := hopperprom.New()
 	s := serve(t, nil, func(c *hopper.Config) { c.Observers = []hopper.Observer{m} },
 		func(c *server.Config, _ *sqlitestore.Store) { c.Metrics = m })
 	return s, newEnv(s.ts.URL, s.ts.Client(), s.client, s.store, s.srv)
@@ -90,7 +88,7 @@ func TestJobMetricsCountRemoteAttempts(t *testing.T) {
 // In-process attempts go through the same observer: one count per outcome, whoever ran it.
 func TestJobMetricsCountInProcessAttempts(t *testing.T) {
 	t.Parallel()
-	m := server.NewJobMetrics()
+	m := hopperprom.New()
 	ws := hopper.NewWorkers()
 	hopper.AddWorkerFunc(ws, func(ctx context.Context, job *hopper.Job[traced]) error { return nil })
 	s := serve(t, nil, func(c *hopper.Config) {
@@ -106,58 +104,6 @@ func TestJobMetricsCountInProcessAttempts(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return strings.Contains(scrape(t, s.ts.URL), `hopper_jobs_completed_total{kind="traced",queue="local"} 1`)
 	}, 5*time.Second, 5*time.Millisecond)
-}
-
-// The queue and kind labels take a bounded number of values: past the bound, new ones are
-// counted under "other", so a kind invented per job cannot grow a series per job.
-func TestJobMetricsLabelsAreBounded(t *testing.T) {
-	t.Parallel()
-	m := server.NewJobMetrics()
-	for i := range server.MaxQueueLabels + 10 {
-		m.ObserveJob(t.Context(), hopper.JobEvent{Type: hopper.JobEnqueued, Queue: fmt.Sprintf("q%d", i), Kind: "k"})
-	}
-	for i := range server.MaxKindLabels + 10 {
-		m.ObserveJob(t.Context(), hopper.JobEvent{Type: hopper.JobEnqueued, Queue: "q0", Kind: fmt.Sprintf("k%d", i)})
-	}
-	m.ObserveJob(t.Context(), hopper.JobEvent{Type: hopper.JobEnded, State: hopper.StateCompleted})
-	n := testutil.CollectAndCount(m, "hopper_jobs_enqueued_total")
-	// q0..q49 with k; q0 with k0..k198 (k counts among the kinds); other with k, q0 with
-	// other; and unknown with unknown at 0, from the JobEnded without kind and queue (every
-	// family gets the pair's series).
-	require.Equal(t, server.MaxQueueLabels+server.MaxKindLabels-1+3, n)
-	require.Equal(t, 10.0, counter(t, m, "hopper_jobs_enqueued_total", "other", "k"))
-	require.Equal(t, 11.0, counter(t, m, "hopper_jobs_enqueued_total", "q0", "other"), "k199 to k209 (k is one of the kinds)")
-	require.Equal(t, 1.0, counter(t, m, "hopper_jobs_enqueued_total", "q7", "k"))
-	require.Equal(t, 1.0, counter(t, m, "hopper_jobs_completed_total", "unknown", "unknown"))
-	require.Equal(t, 0.0, counter(t, m, "hopper_jobs_completed_total", "q7", "k"), "a pair's counters start at 0")
-	lint, err := testutil.CollectAndLint(m)
-	require.NoError(t, err)
-	require.Empty(t, lint)
-}
-
-// counter reads the counter name of (queue, kind).
-func counter(t *testing.T, m *server.JobMetrics, name, queue, kind string) float64 {
-	t.Helper()
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(m)
-	families, err := reg.Gather()
-	require.NoError(t, err)
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, mt := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range mt.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["queue"] == queue && labels["kind"] == kind {
-				return mt.GetCounter().GetValue()
-			}
-		}
-	}
-	t.Fatalf("no series queue=%q kind=%q", queue, kind)
-	return 0
 }
 
 // traced is the kind of the in-process jobs of these tests.

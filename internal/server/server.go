@@ -25,6 +25,7 @@ import (
 	"connectrpc.com/otelconnect"
 	"github.com/hopperjobs/hopper"
 	"github.com/hopperjobs/hopper/gen/hopper/v1/hopperv1connect"
+	"github.com/hopperjobs/hopper/hopperprom"
 	"github.com/hopperjobs/hopper/internal/apierr"
 	"github.com/hopperjobs/hopper/internal/backoff"
 	"github.com/hopperjobs/hopper/internal/clock"
@@ -112,9 +113,9 @@ type Config struct {
 	// its timestamps are written with.
 	Clock clock.Clock
 	// Metrics, when set, is served on /metrics with the gauges read at scrape time: the job
-	// counters and histograms, which count only when the same JobMetrics is one of the
-	// client's Config.Observers.
-	Metrics *JobMetrics
+	// counters and histograms, which count only when the same Metrics is one of the client's
+	// Config.Observers.
+	Metrics *hopperprom.Metrics
 	// TracerProvider makes the spans of the RPC API (otelconnect: one server span per call,
 	// continuing the caller's traceparent, whose trace an enqueue records in the job).
 	// Default the OpenTelemetry global provider.

@@ -1,4 +1,14 @@
-package server
+// Package hopperprom counts what happens to Hopper's jobs as Prometheus metrics: a
+// hopper.Observer that is also a prometheus.Collector. `hopper serve` serves it on /metrics; a
+// program that embeds Hopper registers it with its own registry:
+//
+//	m := hopperprom.New()
+//	prometheus.MustRegister(m)
+//	client, _ := hopper.NewClient(hopper.Config{Store: st, Workers: ws, Observers: []hopper.Observer{m}})
+//
+// The metrics, their labels and the bound on the labels' values are listed in
+// docs/observability.md.
+package hopperprom
 
 import (
 	"context"
@@ -8,7 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Label bounds of JobMetrics: the queue label takes at most MaxQueueLabels values and the
+// Label bounds of Metrics: the queue label takes at most MaxQueueLabels values and the
 // kind label MaxKindLabels, the first seen; later ones are counted under OtherLabel, so that
 // a bug that invents a kind per job cannot make a series per job. A kind or queue the server
 // does not know (an outcome reported to it for an attempt claimed through another node) is
@@ -24,12 +34,12 @@ const (
 // to an hour.
 var durationBuckets = []float64{.001, .005, .01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600}
 
-// JobMetrics counts what happens to jobs, as Prometheus counters and histograms, from the
+// Metrics counts what happens to jobs, as Prometheus counters and histograms, from a
 // client's job events: it is a hopper.Observer (give it to hopper.Config.Observers) and a
-// prometheus.Collector (Config.Metrics serves it on /metrics). Every attempt the client
-// sees is counted, its own workers' and the remote workers' it serves. Safe for concurrent
-// use; the zero value is not: use NewJobMetrics.
-type JobMetrics struct {
+// prometheus.Collector (register it). Every attempt the client sees is counted, its own
+// workers' and the remote workers' it serves through WorkerAPI. A (queue, kind) pair gets
+// its series, at 0, when first seen. Safe for concurrent use; the zero value is not: use New.
+type Metrics struct {
 	enqueued, completed, failed, retried, rescued *prometheus.CounterVec
 	wait, run                                     *prometheus.HistogramVec
 
@@ -45,8 +55,8 @@ type jobSeries struct {
 	wait, run                                     prometheus.Observer
 }
 
-// NewJobMetrics returns job metrics with no series yet.
-func NewJobMetrics() *JobMetrics {
+// New returns job metrics with no series yet.
+func New() *Metrics {
 	counter := func(name, help string) *prometheus.CounterVec {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hopper_jobs_" + name + "_total", Help: help},
 			[]string{"queue", "kind"})
@@ -55,7 +65,7 @@ func NewJobMetrics() *JobMetrics {
 		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "hopper_job_" + name + "_seconds", Help: help,
 			Buckets: durationBuckets}, labels)
 	}
-	return &JobMetrics{
+	return &Metrics{
 		enqueued:  counter("enqueued", "Jobs inserted: enqueued (not idempotent repeats nor merges), fired by schedules, replayed."),
 		completed: counter("completed", "Attempts that completed their job."),
 		failed:    counter("failed", "Jobs that failed for good (the dead-letter queue): out of attempts, not retryable, out of rescues, undeliverable."),
@@ -70,7 +80,7 @@ func NewJobMetrics() *JobMetrics {
 }
 
 // ObserveJob counts one event.
-func (m *JobMetrics) ObserveJob(_ context.Context, ev hopper.JobEvent) {
+func (m *Metrics) ObserveJob(_ context.Context, ev hopper.JobEvent) {
 	s := m.seriesOf(ev.Queue, ev.Kind)
 	switch ev.Type {
 	case hopper.JobEnqueued:
@@ -95,7 +105,7 @@ func (m *JobMetrics) ObserveJob(_ context.Context, ev hopper.JobEvent) {
 }
 
 // seriesOf returns the series of (queue, kind), creating them on first use.
-func (m *JobMetrics) seriesOf(queue, kind string) *jobSeries {
+func (m *Metrics) seriesOf(queue, kind string) *jobSeries {
 	key := [2]string{queue, kind}
 	m.mu.RLock()
 	s, ok := m.series[key]
@@ -120,26 +130,26 @@ func (m *JobMetrics) seriesOf(queue, kind string) *jobSeries {
 	return s
 }
 
-// Describe and Collect make JobMetrics a prometheus.Collector.
-func (m *JobMetrics) Describe(ch chan<- *prometheus.Desc) {
+// Describe and Collect make Metrics a prometheus.Collector.
+func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, c := range m.collectors() {
 		c.Describe(ch)
 	}
 }
 
 // Collect sends every series.
-func (m *JobMetrics) Collect(ch chan<- prometheus.Metric) {
+func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	for _, c := range m.collectors() {
 		c.Collect(ch)
 	}
 }
 
-func (m *JobMetrics) collectors() []prometheus.Collector {
+func (m *Metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.enqueued, m.completed, m.failed, m.retried, m.rescued, m.wait, m.run}
 }
 
 // labelCap hands out label values: the first max distinct ones as they are, later ones as
-// OtherLabel, and "" as UnknownLabel. Guarded by its JobMetrics' mutex.
+// OtherLabel, and "" as UnknownLabel. Guarded by its Metrics' mutex.
 type labelCap struct {
 	max  int
 	seen map[string]bool
