@@ -10,6 +10,9 @@ import (
 	"github.com/hopperjobs/hopper/internal/backoff"
 	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/engine"
+	"github.com/hopperjobs/hopper/internal/jobtrace"
+	"github.com/hopperjobs/hopper/internal/store"
+	"go.opentelemetry.io/otel"
 )
 
 // Client enqueues, inspects and cancels jobs, and (with Workers) works them. It is safe for
@@ -21,6 +24,7 @@ type Client struct {
 	engine *engine.Engine
 	avail  availability    // remote workers waiting for jobs (Activate)
 	dlHook *deadLetterHook // nil without Config.OnDeadLetter and DeadLetterWebhook
+	obs    *observers
 
 	workerAPI *WorkerAPI
 
@@ -38,6 +42,11 @@ func NewClient(cfg Config) (*Client, error) {
 	}
 	c := &Client{cfg: cfg, store: cfg.Store, clock: clock.OrReal(cfg.Clock)}
 	c.workerAPI = &WorkerAPI{c: c}
+	c.obs = &observers{list: cfg.Observers, clock: c.clock, log: logger(cfg.Logger)}
+	tp := cfg.TracerProvider
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
 	ecfg := engine.Config{
 		Store: cfg.Store, Clock: c.clock, Logger: cfg.Logger, WorkerID: cfg.WorkerID,
 		Queues: map[string]int{}, Weights: map[string]int{}, MaxWorkers: cfg.MaxWorkers, LeaseDuration: cfg.LeaseDuration,
@@ -45,6 +54,7 @@ func NewClient(cfg Config) (*Client, error) {
 		RescueInterval: cfg.RescueInterval, Maintenance: !cfg.DisableMaintenance, MaxRescues: cfg.MaxRescues,
 		LeaderTTL: cfg.LeaderTTL, NodeTTL: cfg.NodeTTL, Host: hostname(), PID: os.Getpid(),
 		PollOnly: cfg.PollOnly, ResultTTL: cfg.ResultTTL, DeadLetterRetention: cfg.DeadLetterRetention,
+		Tracer: tp.Tracer(jobtrace.ScopeName),
 	}
 	if cfg.Workers != nil { // an enqueue-only client claims nothing to hold back
 		gov, err := newGovernor(cfg, c.clock)
@@ -54,9 +64,8 @@ func NewClient(cfg Config) (*Client, error) {
 		ecfg.Governor = gov
 	}
 	ecfg.OnAvailable = c.avail.wake
-	if c.dlHook = newDeadLetterHook(cfg); c.dlHook != nil {
-		ecfg.OnOutcome = c.dlHook.outcome
-	}
+	c.dlHook = newDeadLetterHook(cfg)
+	c.hookEngine(&ecfg)
 	if cfg.Workers != nil {
 		ecfg.Workers = cfg.Workers
 		for name, q := range cfg.Queues {
@@ -70,6 +79,27 @@ func NewClient(cfg Config) (*Client, error) {
 	}
 	c.engine = eng
 	return c, nil
+}
+
+// hookEngine sets the engine's hooks the client needs: the dead-letter hook's and the
+// observers'. With neither, the engine calls none (nothing on the hot path).
+func (c *Client) hookEngine(ecfg *engine.Config) {
+	switch {
+	case c.dlHook != nil && c.obs.enabled():
+		ecfg.OnOutcome = func(p *store.FinishParams, err error) {
+			c.dlHook.outcome(p, err)
+			c.obs.outcome(p, err)
+		}
+	case c.dlHook != nil:
+		ecfg.OnOutcome = c.dlHook.outcome
+	case c.obs.enabled():
+		ecfg.OnOutcome = c.obs.outcome
+	}
+	if c.obs.enabled() {
+		ecfg.OnClaimed = func(rows []*JobRow) { c.obs.claimed(rows, false, 0) }
+		ecfg.OnRescued = c.obs.rescued
+		ecfg.OnInserted = func(rows []*JobRow) { c.obs.inserted(context.Background(), rows...) }
+	}
 }
 
 // Start begins working jobs (when Workers are configured) and the maintenance duties

@@ -140,6 +140,7 @@ func (c *Client) Replay(ctx context.Context, id, by string) (*JobRow, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.obs.inserted(ctx, r.Job)
 	c.engine.Notify(r.Job.Queue)
 	return r.Job, nil
 }
@@ -178,6 +179,7 @@ func (c *Client) ReplayMany(ctx context.Context, f DeadLetterFilter, limit int, 
 		out[i] = r.Job
 		queues[r.Job.Queue] = true
 	}
+	c.obs.inserted(ctx, out...)
 	for q := range queues {
 		c.engine.Notify(q)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/jobtrace"
 	"github.com/hopperjobs/hopper/internal/store"
 )
 
@@ -151,7 +152,7 @@ func (c *Client) insert(ctx context.Context, ins TxInserter, jobs []EnqueueParam
 	params := make([]*store.InsertParams, len(jobs))
 	now := c.clock.Now()
 	for i, j := range jobs {
-		p, err := c.insertParams(j.Args, j.Opts, now)
+		p, err := c.insertParams(ctx, j.Args, j.Opts, now)
 		if err != nil {
 			if len(jobs) > 1 {
 				return nil, inBatch(i, err)
@@ -174,6 +175,7 @@ func (c *Client) insert(ctx context.Context, ins TxInserter, jobs []EnqueueParam
 	for i, r := range res {
 		out[i] = &InsertResult{Job: r.Job, Existing: r.Existing, Merged: r.Merged}
 	}
+	c.obs.enqueued(ctx, out)
 	return out, nil
 }
 
@@ -185,7 +187,9 @@ func inBatch(i int, err error) error {
 	return fmt.Errorf("jobs[%d]: %w", i, err)
 }
 
-func (c *Client) insertParams(args JobArgs, opts *InsertOpts, now time.Time) (*store.InsertParams, error) {
+// insertParams builds the store's insert of one job, with the trace context of ctx's span
+// in its headers (traceparent) unless they carry one.
+func (c *Client) insertParams(ctx context.Context, args JobArgs, opts *InsertOpts, now time.Time) (*store.InsertParams, error) {
 	if args == nil {
 		return nil, invalid("args", "is nil")
 	}
@@ -219,6 +223,7 @@ func (c *Client) insertParams(args JobArgs, opts *InsertOpts, now time.Time) (*s
 	if err := checkInsert(p, o, now); err != nil {
 		return nil, err
 	}
+	p.Headers = jobtrace.Inject(ctx, p.Headers)
 	p.RunAt = o.RunAt
 	if o.Delay > 0 {
 		p.RunAt = now.Add(o.Delay)

@@ -287,9 +287,4 @@ func (c *Client) declaredSchedules() (map[string]*store.Schedule, error) {
 	return out, nil
 }
 
-func (c *Client) scheduleLog() *slog.Logger {
-	if c.cfg.Logger != nil {
-		return c.cfg.Logger
-	}
-	return slog.New(slog.DiscardHandler)
-}
+func (c *Client) scheduleLog() *slog.Logger { return logger(c.cfg.Logger) }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hopperjobs/hopper/internal/store"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Defaults and limits of a Client, documented in docs/jobs.md.
@@ -128,6 +129,16 @@ type Config struct {
 	MaxMemory int64
 	// Logger receives structured logs (default: discarded).
 	Logger *slog.Logger
+	// Observers hear of every job this client enqueues, every attempt it starts (its own
+	// workers' and remote workers' served through WorkerAPI), every outcome it writes and
+	// every rescue its leader makes: the hook for metrics (see Observer). Default none.
+	Observers []Observer
+	// TracerProvider makes the spans each attempt of this process's workers runs in, whose
+	// parent is the trace context the job carries (see docs/observability.md). Default the
+	// OpenTelemetry global provider, which records nothing until the application sets one.
+	// Enqueues record the caller's span context in the job's traceparent header whatever
+	// the provider.
+	TracerProvider trace.TracerProvider
 	// Clock is the time source (default the wall clock); tests inject a fake one.
 	Clock Clock
 	// Schedules are recurring schedules declared in code. Start reconciles the store with
@@ -263,4 +274,12 @@ func hostname() string {
 		return "unknown"
 	}
 	return host
+}
+
+// logger is l, or a logger that discards when l is nil (Config.Logger's default).
+func logger(l *slog.Logger) *slog.Logger {
+	if l != nil {
+		return l
+	}
+	return slog.New(slog.DiscardHandler)
 }

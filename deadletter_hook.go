@@ -73,10 +73,7 @@ func newDeadLetterHook(cfg Config) *deadLetterHook {
 	if cfg.OnDeadLetter == nil && cfg.DeadLetterWebhook == "" {
 		return nil
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := logger(cfg.Logger)
 	h := &deadLetterHook{
 		fn: cfg.OnDeadLetter, webhook: cfg.DeadLetterWebhook, http: &http.Client{Timeout: webhookTimeout},
 		store: cfg.Store, log: log, clock: clock.OrReal(cfg.Clock), policy: webhookPolicy,

@@ -2,6 +2,7 @@ package hopper_test
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,7 +12,8 @@ import (
 // The library's core stays free of what only the server, the CLI or a store needs: an
 // application that embeds Hopper on one store links no other store's driver, no RPC stack, no
 // CLI framework and no metrics library, and the dependency points from the server to the
-// library, never back.
+// library, never back. Tracing uses the OpenTelemetry API only: the SDK and its exporters are
+// the application's choice (hopper serve's, for the server).
 func TestCorePackagesImportNoDriverNorServerStack(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list")
@@ -26,14 +28,25 @@ func TestCorePackagesImportNoDriverNorServerStack(t *testing.T) {
 		"github.com/hopperjobs/hopper/internal/server", // the server
 		"github.com/hopperjobs/hopper/internal/cli",    // the CLI commands
 		"github.com/hopperjobs/hopper/gen/",            // the generated RPC code
+		"go.opentelemetry.io/otel/sdk",                 // tracing: the API only, the application picks the SDK
+		"go.opentelemetry.io/otel/exporters/",          // likewise
 	}
-	for _, pkg := range []string{".", "./hoppertype", "./internal/store", "./internal/engine"} {
-		out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
-		require.NoError(t, err, "go list -deps %s: %s", pkg, out)
-		for _, dep := range strings.Fields(string(out)) {
-			for _, f := range forbidden {
-				require.False(t, strings.HasPrefix(dep, f), "%s imports %s", pkg, dep)
-			}
+	for _, pkg := range []string{".", "./hoppertype", "./internal/store", "./internal/engine", "./internal/jobtrace"} {
+		requireNoDeps(t, pkg, forbidden)
+	}
+	// hopperprom is Prometheus for library users: Prometheus and the library, not the server.
+	requireNoDeps(t, "./hopperprom", slices.DeleteFunc(slices.Clone(forbidden),
+		func(f string) bool { return f == "github.com/prometheus/" }))
+}
+
+// requireNoDeps fails when pkg depends on a package whose path starts with one of forbidden.
+func requireNoDeps(t *testing.T, pkg string, forbidden []string) {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
+	require.NoError(t, err, "go list -deps %s: %s", pkg, out)
+	for _, dep := range strings.Fields(string(out)) {
+		for _, f := range forbidden {
+			require.False(t, strings.HasPrefix(dep, f), "%s imports %s", pkg, dep)
 		}
 	}
 }

@@ -172,10 +172,14 @@ func (a *WorkerAPI) claim(ctx context.Context, p ActivateParams) ([]*JobRow, sto
 	c := a.c
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
 	defer cancel()
-	return c.store.JobClaim(ctx, &store.ClaimParams{
+	jobs, hold, err := c.store.JobClaim(ctx, &store.ClaimParams{
 		Queue: p.Queue, Kinds: p.Kinds, Limit: p.MaxJobs,
 		WorkerID: p.Worker, LeaseDuration: p.LeaseDuration,
 	})
+	if len(jobs) > 0 {
+		c.obs.claimed(jobs, true, p.LeaseDuration)
+	}
+	return jobs, hold, err
 }
 
 // CompleteJob ends a remote worker's attempt successfully, storing result (a JSON value, or
@@ -323,7 +327,7 @@ func (a *WorkerAPI) release(ctx context.Context, id string, token int64, actor A
 	}
 	err = c.engine.Finish(ctx, &store.FinishParams{ID: id, Token: token, State: hoppertype.StateQueued,
 		Outcome: hoppertype.OutcomeCanceled, GiveBack: true, Error: why,
-		Actor: actor, Reason: reason})
+		Actor: actor, Reason: reason, Job: row})
 	if err == nil {
 		c.engine.Notify(row.Queue)
 	}
@@ -340,7 +344,8 @@ func (a *WorkerAPI) FailUndeliverable(ctx context.Context, job *JobRow, why stri
 	c := a.c
 	err := c.engine.Finish(ctx, &store.FinishParams{ID: job.ID, Token: job.Token, State: hoppertype.StateFailed,
 		Outcome: hoppertype.OutcomeUndeliverable, Error: "cannot deliver to a remote worker: " + why,
-		Actor: hoppertype.ActorServer, Reason: "undeliverable", ExpiresAt: c.engine.ExpiresAt(job, nil, StateFailed)})
+		Actor: hoppertype.ActorServer, Reason: "undeliverable", ExpiresAt: c.engine.ExpiresAt(job, nil, StateFailed),
+		Job: job})
 	return a.attemptErr("fail undeliverable job", job.ID, err)
 }
 
@@ -446,6 +451,14 @@ func (a *WorkerAPI) ExtendJobLeases(ctx context.Context, refs []LeaseRef, d time
 	errs, err := c.store.JobExtendLeases(ctx, ps)
 	if err != nil {
 		return nil, fmt.Errorf("extend leases: %w", err)
+	}
+	if c.obs.enabled() {
+		until := c.clock.Now().Add(d)
+		for i, r := range refs {
+			if errs[i] == nil {
+				c.obs.remote.renewed(r, until)
+			}
+		}
 	}
 	return errs, nil
 }

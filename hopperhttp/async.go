@@ -11,6 +11,7 @@ import (
 
 	"github.com/hopperjobs/hopper"
 	"github.com/hopperjobs/hopper/internal/apierr"
+	"github.com/hopperjobs/hopper/internal/jobtrace"
 )
 
 // AsyncHandler returns a handler that enqueues a job of kind for each POST: the job's args are
@@ -89,7 +90,9 @@ func (h *asyncHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	kind := h.kind(r)
-	res, err := h.client.Enqueue(r.Context(), hopper.RawArgs{KindName: kind, JSON: body}, &hopper.InsertOpts{
+	// The caller's trace context (its traceparent header) goes with the job: its attempts
+	// join the caller's trace.
+	res, err := h.client.Enqueue(jobtrace.FromHTTP(r.Context(), r.Header), hopper.RawArgs{KindName: kind, JSON: body}, &hopper.InsertOpts{
 		Queue: h.cfg.queue, Priority: h.cfg.priority, MaxAttempts: h.cfg.maxAttempts,
 		Headers: requestHeaders(r, h.cfg.skip), IdempotencyKey: key, MergeKey: mergeKey, Merge: hopper.MergePolicy(policy),
 	})

@@ -14,6 +14,7 @@ import (
 	"github.com/hopperjobs/hopper/internal/backoff"
 	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/engine"
+	"github.com/hopperjobs/hopper/internal/jobtrace"
 	"github.com/hopperjobs/hopper/internal/store"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -32,6 +33,7 @@ func (w *Worker) execute(ctx context.Context, job *hopperv1.ActivatedJob, handle
 	row := toRow(job, w.cfg.Name)
 	ops := &rpcOps{w: w, job: job}
 	ex := engine.NewExecution(row, ops)
+	ctx, span := jobtrace.Start(ctx, w.tracer, row)
 	var unit engine.Unit
 	h, ok := w.handlers.Handler(row.Kind)
 	var err error
@@ -52,6 +54,7 @@ func (w *Worker) execute(ctx context.Context, job *hopperv1.ActivatedJob, handle
 		cause = context.Cause(ctx)
 	}
 	end := engine.Classify(err, cause, timeout)
+	jobtrace.End(span, end.Outcome, err)
 	handlerDone()
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reportTimeout)
 	defer cancel()

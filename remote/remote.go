@@ -32,7 +32,10 @@ import (
 	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/engine"
 	"github.com/hopperjobs/hopper/internal/governor"
+	"github.com/hopperjobs/hopper/internal/jobtrace"
 	"github.com/hopperjobs/hopper/internal/lease"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Mode is how a worker gets its jobs.
@@ -89,6 +92,10 @@ type Config struct {
 	MaxCPU    float64
 	MaxMemory int64
 	Logger    *slog.Logger
+	// TracerProvider makes the span each attempt runs in, whose parent is the trace context
+	// the job carries (its enqueuer's traceparent), as in process. Default the OpenTelemetry
+	// global provider, which records nothing until the application sets one.
+	TracerProvider trace.TracerProvider
 }
 
 // Worker runs jobs from a server. Start it, then Stop it.
@@ -103,7 +110,8 @@ type Worker struct {
 	// clock paces the worker's waits on its jobs (attempt timeouts, lease renewals, report
 	// retries) and on its server (reconnects, poll coalescing): the wall clock, or a fake one
 	// that only this package's tests can set (newWorker).
-	clock clock.Clock
+	clock  clock.Clock
+	tracer trace.Tracer
 
 	workCtx    context.Context // handlers' parent: canceled with ErrShutdown at a hard stop
 	cancelWork context.CancelCauseFunc
@@ -191,7 +199,12 @@ func newWorker(cfg Config, clk clock.Clock) (*Worker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("remote: Config.MaxCPU, MaxMemory: %w", err)
 	}
+	tp := cfg.TracerProvider
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
 	w := &Worker{gov: gov, cfg: cfg, log: cfg.Logger, handlers: cfg.Workers, clock: clk, running: map[attemptKey]*attempt{},
+		tracer:   tp.Tracer(jobtrace.ScopeName),
 		declineC: make(chan struct{}, 1), queues: asks.QueueNames()}
 	intake := "job stream"
 	if cfg.Mode == Poll {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper"
+	"github.com/hopperjobs/hopper/hopperprom"
 )
 
 // Config says what to measure. Zero fields take the defaults in their comments.
@@ -45,6 +46,9 @@ type Config struct {
 	// what a rate-limited claim costs (with a limit far above the throughput) or that the
 	// throughput follows the limit.
 	KindRate hopper.Rate
+	// Metrics counts every job with hopper serve's Prometheus job metrics (a
+	// hopperprom.Metrics among the client's observers), to measure what they cost.
+	Metrics bool
 	// Server, when set, measures a running server at this URL instead of a database: jobs go
 	// through its API and are worked by a remote worker in this process.
 	Server string
@@ -187,7 +191,15 @@ func (c *counter) workers() *hopper.Workers {
 }
 
 func newClient(cfg Config, st hopper.Store, ws *hopper.Workers) (*hopper.Client, error) {
-	return hopper.NewClient(hopper.Config{Store: st, Workers: ws, MaxWorkers: cfg.Workers})
+	return hopper.NewClient(hopper.Config{Store: st, Workers: ws, MaxWorkers: cfg.Workers, Observers: observers(cfg)})
+}
+
+// observers are the client's observers: hopper serve's job metrics with Config.Metrics.
+func observers(cfg Config) []hopper.Observer {
+	if !cfg.Metrics {
+		return nil
+	}
+	return []hopper.Observer{hopperprom.New()}
 }
 
 func throughput(ctx context.Context, cfg Config, st hopper.Store, res *Result) error {

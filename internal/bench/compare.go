@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper"
+	"github.com/hopperjobs/hopper/hopperprom"
 	"github.com/hopperjobs/hopper/internal/server"
 )
 
@@ -66,7 +67,10 @@ func throughServer(ctx context.Context, cfg Config, mode string) (_ *Result, err
 	}
 	defer cleanup()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	client, err := hopper.NewClient(hopper.Config{Store: st, WorkerID: "bench-server", Logger: quiet})
+	// Job metrics as in hopper serve: the server counts every remote attempt.
+	metrics := hopperprom.New()
+	client, err := hopper.NewClient(hopper.Config{Store: st, WorkerID: "bench-server", Logger: quiet,
+		Observers: []hopper.Observer{metrics}})
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +82,7 @@ func throughServer(ctx context.Context, cfg Config, mode string) (_ *Result, err
 		defer cancel()
 		err = errors.Join(err, client.Stop(stopCtx))
 	}()
-	srv, err := server.New(server.Config{Client: client, Logger: quiet})
+	srv, err := server.New(server.Config{Client: client, Logger: quiet, Metrics: metrics})
 	if err != nil {
 		return nil, err
 	}

@@ -121,6 +121,7 @@ throughput, such as --kind-rate 1000000/1s) or that starts follow the limit.`,
 	f.IntVar(&cfg.Rate, "rate", 200, "enqueues per second of the latency phase")
 	f.IntVar(&cfg.Conns, "conns", 16, "PostgreSQL connection pool size")
 	f.IntVar(&cfg.KindCap, "kind-cap", 0, "fleet-wide cap on running no-op jobs (0: none)")
+	f.BoolVar(&cfg.Metrics, "metrics", false, "in process: count every job with hopper serve's job metrics, to measure their cost")
 	f.StringVar(&kindRate, "kind-rate", "", "fleet-wide rate limit on no-op job starts, N/DURATION (default none)")
 	f.StringVar(&cfg.Synchronous, "synchronous", "FULL", "SQLite synchronous setting: FULL or NORMAL")
 	f.StringVar(&cfg.Database, "bench-db", "", "SQLite file to use (default: a fresh temporary file)")

@@ -100,6 +100,7 @@ var flagCases = []flagCase{
 	{kindsSetCmd, "cap", nil},
 	{queuesSetCmd, "rate", nil}, {kindsSetCmd, "rate", nil},
 	{benchOneJob, "kind-rate", nil},
+	{serveCmd, "log-format", nil}, {serveCmd, "log-level", nil},
 }
 
 // parsedStrings are string flags the CLI parses (times, cursors, zones, specs).
@@ -178,11 +179,13 @@ func FuzzFlags(f *testing.F) {
 // seedValues are the seeds of each type of flag (few: every seed runs before fuzzing starts,
 // and CI fuzzes each target for seconds).
 var seedValues = map[string][]string{
-	"duration": {"1h", "0", "-1s", "2562048h"},
-	"int":      {"1", "0", "-1", "9223372036854775808"},
-	"string":   {"2026-03-01T12:00:00Z", "1h", "aG9wcGVyLWxpc3QtdjE6eA", "\xff"},
-	"fraction": {"0.8", "80%", "1.5", "NaN"},
-	"size":     {"2GiB", "0", "1e400", "9999999TiB"},
+	"duration":  {"1h", "0", "-1s", "2562048h"},
+	"int":       {"1", "0", "-1", "9223372036854775808"},
+	"string":    {"2026-03-01T12:00:00Z", "1h", "aG9wcGVyLWxpc3QtdjE6eA", "\xff"},
+	"fraction":  {"0.8", "80%", "1.5", "NaN"},
+	"size":      {"2GiB", "0", "1e400", "9999999TiB"},
+	"logFormat": {"json", "text", "xml", ""},
+	"logLevel":  {"debug", "WARN", "loud", ""},
 }
 
 // flagType is the type of c's flag, as seedValues names it.

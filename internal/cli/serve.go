@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper"
+	"github.com/hopperjobs/hopper/hopperprom"
 	"github.com/hopperjobs/hopper/internal/server"
 	istore "github.com/hopperjobs/hopper/internal/store"
 	"github.com/spf13/cobra"
@@ -52,6 +53,8 @@ type serveOptions struct {
 	tlsKey         string
 	maxCPU         fraction // limits.go
 	maxMemory      byteSize
+	logFormat      logFormat // serve_log.go
+	logLevel       logLevel
 }
 
 func newServeCmd() *cobra.Command {
@@ -72,6 +75,10 @@ It listens on 127.0.0.1:7070 unless --addr says otherwise. Once any API key exis
 ('hopper keys create'), every request needs one; a non-loopback --addr is refused while no
 key exists. It works jobs of kind hopper.echo itself (they complete with their args as
 result) unless --no-echo.
+
+It logs to standard error, as text or JSON (--log-format) from --log-level on. /metrics has
+Prometheus metrics, /livez and /readyz are the probes; with OTEL_EXPORTER_OTLP_ENDPOINT set,
+it exports traces with OTLP over HTTP (docs/observability.md).
 
 Every flag can also be set with an environment variable: HOPPER_ and the flag's name in upper
 case with "-" as "_" (--database is HOPPER_DATABASE, --max-rescues HOPPER_MAX_RESCUES). A flag
@@ -94,6 +101,7 @@ given on the command line wins over its variable.`,
 	addRetentionFlags(cmd, &o)
 	addTLSFlags(cmd, &o)
 	addGovernorFlags(cmd, &o)
+	addLogFlags(cmd, &o)
 	return cmd
 }
 
@@ -104,7 +112,7 @@ func serve(cmd *cobra.Command, o serveOptions) error {
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))
+	log := newLogger(cmd.ErrOrStderr(), o.logFormat, o.logLevel)
 
 	if o.conns < 1 {
 		return usageErrorf("--conns %d: want at least 1", o.conns)
@@ -113,6 +121,12 @@ func serve(cmd *cobra.Command, o serveOptions) error {
 	if err != nil {
 		return err
 	}
+	tp, stopTracing, err := otlpTracing(ctx, os.LookupEnv)
+	if err != nil {
+		return err
+	}
+	defer stopTracing(log)
+	metrics := hopperprom.New()
 	return withStoreAs(cmd, false, pgPool{maxConns: o.conns, listen: true}, func(st store) error {
 		keys, ok := st.(istore.KeyStore)
 		if !ok {
@@ -135,12 +149,14 @@ func serve(cmd *cobra.Command, o serveOptions) error {
 		}
 		client, err := hopper.NewClient(hopper.Config{Store: st, Workers: ws, Logger: log, ResultTTL: o.resultTTL,
 			DeadLetterRetention: o.dlqRetention, DeadLetterWebhook: o.dlqWebhook, MaxRescues: o.maxRescues,
-			MaxCPU: float64(o.maxCPU), MaxMemory: int64(o.maxMemory)})
+			MaxCPU: float64(o.maxCPU), MaxMemory: int64(o.maxMemory),
+			Observers: []hopper.Observer{metrics}, TracerProvider: tp})
 		if err != nil {
 			return governorError(err)
 		}
 		srv, err := server.New(server.Config{Client: client, Logger: log, Auth: auth, Keys: keys, StalledAfter: o.stalledAfter,
-			MaxBodyBytes: o.maxBody, MaxStreamsPerKey: o.maxStreams, MaxPollsPerKey: o.maxPolls})
+			MaxBodyBytes: o.maxBody, MaxStreamsPerKey: o.maxStreams, MaxPollsPerKey: o.maxPolls,
+			Metrics: metrics, TracerProvider: tp})
 		if err != nil {
 			return err
 		}

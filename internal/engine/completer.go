@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -179,8 +180,7 @@ func (c *completer) isolate(ctx context.Context, batch []*store.FinishParams) ([
 		return nil, nil, lastErr
 	}
 	for i, p := range failed {
-		c.e.log.Error("job outcome refused by the database", "job_id", p.ID, "wanted_state", p.State,
-			"outcome", p.Outcome, "err", failedErrs[i])
+		c.e.log.Error("job outcome refused by the database", append(outcomeAttrs(p), "err", failedErrs[i])...)
 		done, errs = append(done, p), append(errs, fmt.Errorf("write outcome of job %s: %w", p.ID, failedErrs[i]))
 	}
 	c.putBack(later)
@@ -236,14 +236,15 @@ func (c *completer) report(batch []*store.FinishParams, errs []error) {
 			hook(batch[i], err)
 		}
 		if err != nil {
-			c.e.log.Warn("job outcome refused", "job_id", batch[i].ID, "wanted_state", batch[i].State,
-				"outcome", batch[i].Outcome, "err", err)
+			c.e.log.Warn("job outcome refused", append(outcomeAttrs(batch[i]), "err", err)...)
 			continue
 		}
 		if batch[i].State == hoppertype.StateScheduled {
 			c.e.maint.nudge(batch[i].RunAt) // a retry due soon is promoted on time
 		}
-		c.e.log.Debug("job finished", "job_id", batch[i].ID, "state", batch[i].State, "outcome", batch[i].Outcome)
+		if c.e.log.Enabled(context.Background(), slog.LevelDebug) {
+			c.e.log.Debug("job finished", outcomeAttrs(batch[i])...)
+		}
 	}
 }
 

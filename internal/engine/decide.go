@@ -149,5 +149,5 @@ func deadReason(e Ending, row *hoppertype.JobRow) string {
 func releaseParams(row *hoppertype.JobRow, why string) *store.FinishParams {
 	return &store.FinishParams{ID: row.ID, Token: row.Token, State: hoppertype.StateQueued,
 		Outcome: hoppertype.OutcomeCanceled, GiveBack: true, Error: why,
-		Actor: hoppertype.ActorWorker, Reason: "released on shutdown"}
+		Actor: hoppertype.ActorWorker, Reason: "released on shutdown", Job: row}
 }

@@ -20,6 +20,8 @@ import (
 	"github.com/hopperjobs/hopper/internal/governor"
 	"github.com/hopperjobs/hopper/internal/lease"
 	"github.com/hopperjobs/hopper/internal/store"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // Handler runs the jobs of one kind.
@@ -93,8 +95,23 @@ type Config struct {
 	Host string
 	PID  int
 	// OnOutcome, when set, is called after each attempt outcome is written (err is nil) or
-	// refused by the store (err wraps ErrLeaseLost or ErrInvalidTransition).
+	// refused by the store (err wraps ErrLeaseLost or ErrInvalidTransition), and for each
+	// job that failed outside an attempt (out of rescues, past a suspension's deadline). p.Job
+	// is the job as claimed when the engine knows it (its own attempts, jobs out of rescues:
+	// ID, Kind and Queue). Calls come from the completer's goroutines: it must not block.
 	OnOutcome func(p *store.FinishParams, err error)
+	// OnClaimed, when set, is called with the jobs each claim of this process's producers
+	// took, before they start. It must not block.
+	OnClaimed func(rows []*hoppertype.JobRow)
+	// OnInserted, when set, is called with the jobs each schedule's fire inserted. It must
+	// not block.
+	OnInserted func(rows []*hoppertype.JobRow)
+	// OnRescued, when set, is called with the jobs each rescue returned to their queues
+	// (the jobs that failed instead reach OnOutcome). It must not block.
+	OnRescued func(jobs []store.RescuedJob)
+	// Tracer starts the span each attempt of this process runs in (package jobtrace).
+	// Default: a tracer that records nothing.
+	Tracer trace.Tracer
 	// OnAvailable, when set, is called whenever jobs may have become claimable in a queue: an
 	// enqueue through this process, a notification from another node, a promotion, a rescue
 	// or a release; "" means any queue (notifications may have been missed). It must not
@@ -121,6 +138,9 @@ type Config struct {
 
 func (c Config) withDefaults() Config {
 	c.Clock = clock.OrReal(c.Clock)
+	if c.Tracer == nil {
+		c.Tracer = noop.NewTracerProvider().Tracer("")
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -363,6 +383,7 @@ func (e *Engine) Decide(row *hoppertype.JobRow, u Unit, end Ending) *store.Finis
 	p := Decide(row, end, &e.cfg.RetryPolicy, e.clock.Now())
 	if p != nil {
 		e.stampExpiry(p, row, u) // contract 12: ended jobs expire
+		p.Job = row
 	}
 	return p
 }

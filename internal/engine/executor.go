@@ -7,6 +7,7 @@ import (
 
 	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/clock"
+	"github.com/hopperjobs/hopper/internal/jobtrace"
 	"github.com/hopperjobs/hopper/internal/store"
 )
 
@@ -21,6 +22,7 @@ func (e *Engine) execute(p *producer, row *hoppertype.JobRow) {
 	defer cancel(nil)
 	e.register(&runningJob{row: row, cancel: cancel, lease: e.cfg.LeaseDuration})
 	ex := NewExecution(row, localOps{e: e, row: row})
+	ctx, span := jobtrace.Start(ctx, e.cfg.Tracer, row)
 	var cause error
 	h, _ := e.cfg.Workers.Handler(row.Kind) // claims take only the registered kinds
 	unit, err := h.Prepare(row)
@@ -36,9 +38,16 @@ func (e *Engine) execute(p *producer, row *hoppertype.JobRow) {
 		cause = context.Cause(ctx)
 	}
 	if !e.unregister(row.ID, row.Token) {
+		jobtrace.End(span, hoppertype.OutcomeCanceled, err)
 		return // released by Stop, or superseded by a newer attempt: this outcome is stale
 	}
-	if params := e.outcome(unit, ex, err, cause); params != nil {
+	params := e.outcome(unit, ex, err, cause)
+	if params == nil {
+		jobtrace.End(span, hoppertype.OutcomeCanceled, err)
+	} else {
+		jobtrace.End(span, params.Outcome, err)
+	}
+	if params != nil {
 		if row.GroupKey != "" || p.capHeld.Load() {
 			// The group's next job, or a slot under a fleet-wide cap, becomes free then.
 			e.wakeAfterWrite(row.ID, row.Queue)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/store"
 )
 
@@ -30,8 +31,10 @@ func (e *Engine) shortestLease() time.Duration {
 func (e *Engine) extendAll(ctx context.Context) (renewed bool, err error) {
 	e.mu.Lock()
 	params := make([]*store.ExtendParams, 0, len(e.running))
+	rows := make([]*hoppertype.JobRow, 0, len(e.running))
 	for _, r := range e.running {
 		params = append(params, &store.ExtendParams{ID: r.row.ID, Token: r.row.Token, Duration: r.lease})
+		rows = append(rows, r.row)
 	}
 	e.mu.Unlock()
 	if len(params) == 0 {
@@ -43,7 +46,7 @@ func (e *Engine) extendAll(ctx context.Context) (renewed bool, err error) {
 	}
 	for i, err := range errs {
 		if errors.Is(err, store.ErrLeaseLost) {
-			e.log.Warn("lease lost; canceling attempt", "job_id", params[i].ID)
+			e.log.Warn("lease lost; canceling attempt", jobAttrs(rows[i])...)
 			e.cancelAttempt(params[i].ID, params[i].Token, ErrLeaseLost)
 		}
 	}

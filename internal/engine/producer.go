@@ -136,6 +136,9 @@ func (p *producer) run(ctx context.Context) {
 func (p *producer) received(st *loopState, r claimResult) {
 	st.inflight, st.reserved = st.inflight-1, st.reserved-r.asked
 	p.e.slots.release(p.queue, r.asked-len(r.jobs))
+	if hook := p.e.cfg.OnClaimed; hook != nil && len(r.jobs) > 0 {
+		hook(r.jobs)
+	}
 	for _, row := range r.jobs {
 		p.running.Add(1)
 		p.e.execs.Add(1)

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
@@ -36,23 +37,77 @@ func (e *Engine) deadLetterExpiry() time.Time { return e.clock.Now().Add(e.cfg.D
 
 // rescued reports what a rescue did: it wakes the queues that jobs went back to, and logs and
 // hands on as dead letters the jobs that ran out of rescues. what says whose jobs they were.
-// It logs one line per kind of outcome, with the count and the first few ids, however many
-// jobs a pass took (up to 1,000).
+// It logs one line per kind of outcome however many jobs a pass took (up to 1,000): a line
+// about one job names it (job_id, kind, queue); a line about many names the first few ids
+// and every kind and queue among them.
 func (e *Engine) rescued(res *store.RescueResult, what string, actor hoppertype.Actor) {
-	if len(res.JobIDs) > 0 {
-		e.log.Warn("rescued jobs "+what, "jobs", len(res.JobIDs), "job_ids", someIDs(res.JobIDs))
+	var back, failed []store.RescuedJob
+	for _, j := range res.Jobs {
+		if j.State == hoppertype.StateFailed {
+			failed = append(failed, j)
+		} else {
+			back = append(back, j)
+		}
+	}
+	if len(back) > 0 {
+		e.log.Warn("rescued jobs "+what, rescueAttrs(back)...)
+		if hook := e.cfg.OnRescued; hook != nil {
+			hook(back)
+		}
 	}
 	for _, q := range res.Queues {
 		e.Notify(q)
 	}
-	if len(res.Failed) > 0 {
+	if len(failed) > 0 {
 		e.log.Warn("jobs "+what+" failed with worker_lost: they lost their worker more often than their max_rescues allow",
-			"jobs", len(res.Failed), "job_ids", someIDs(res.Failed))
+			rescueAttrs(failed)...)
 	}
-	e.deadLettered(res.Failed, actor)
+	if hook := e.cfg.OnOutcome; hook != nil {
+		for _, j := range failed {
+			hook(&store.FinishParams{ID: j.ID, State: hoppertype.StateFailed, Outcome: hoppertype.OutcomeWorkerLost,
+				Actor: actor, Job: &hoppertype.JobRow{ID: j.ID, Kind: j.Kind, Queue: j.Queue}}, nil)
+		}
+	}
 }
 
-// logIDs is how many job ids a log line about many jobs names.
+// jobAttrs are the log attributes naming one job: its id, kind, queue and attempt.
+func jobAttrs(row *hoppertype.JobRow) []any {
+	return []any{"job_id", row.ID, "kind", row.Kind, "queue", row.Queue, "attempt", row.Attempt}
+}
+
+// outcomeAttrs are the log attributes of an outcome: the job (by id alone when p.Job is nil),
+// and the state and outcome it asked for.
+func outcomeAttrs(p *store.FinishParams) []any {
+	attrs := []any{"job_id", p.ID}
+	if p.Job != nil {
+		attrs = jobAttrs(p.Job)
+	}
+	return append(attrs, "state", p.State, "outcome", p.Outcome)
+}
+
+// rescueAttrs are the log attributes naming jobs: the job's id, kind and queue for one;
+// for many, their count, the first logIDs ids, and their kinds and queues.
+func rescueAttrs(jobs []store.RescuedJob) []any {
+	if len(jobs) == 1 {
+		return []any{"job_id", jobs[0].ID, "kind", jobs[0].Kind, "queue", jobs[0].Queue}
+	}
+	ids := make([]string, 0, logIDs)
+	var kinds, queues []string
+	for i, j := range jobs {
+		if i < logIDs {
+			ids = append(ids, j.ID)
+		}
+		if !slices.Contains(kinds, j.Kind) {
+			kinds = append(kinds, j.Kind)
+		}
+		if !slices.Contains(queues, j.Queue) {
+			queues = append(queues, j.Queue)
+		}
+	}
+	return []any{"jobs", len(jobs), "job_ids", ids, "kinds", someIDs(kinds), "queues", someIDs(queues)}
+}
+
+// logIDs is how many job ids (and kinds, and queues) a log line about many jobs names.
 const logIDs = 5
 
 // someIDs returns the first logIDs of ids.

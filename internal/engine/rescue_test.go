@@ -33,7 +33,7 @@ func TestRescuedLogsOncePerPass(t *testing.T) {
 		if i%2 == 1 {
 			state = hoppertype.StateFailed
 		}
-		res.Add(fmt.Sprintf("job-%04d", i), "default", state)
+		res.Add(fmt.Sprintf("job-%04d", i), "kind-"+fmt.Sprint(i%3), "default", state)
 	}
 	e.rescued(res, "with expired leases", hoppertype.ActorLeader)
 
@@ -42,5 +42,37 @@ func TestRescuedLogsOncePerPass(t *testing.T) {
 	require.Contains(t, lines[0], `msg="rescued jobs with expired leases" jobs=1000 job_ids="[job-0000 job-0002 job-0004 job-0006 job-0008]"`)
 	require.Contains(t, lines[1], "jobs with expired leases failed with worker_lost: ")
 	require.Contains(t, lines[1], `jobs=1000 job_ids="[job-0001 job-0003 job-0005 job-0007 job-0009]"`)
+	require.Contains(t, lines[0], `kinds="[kind-0 kind-2 kind-1]" queues=[default]`, "the kinds and queues among them")
 	require.Equal(t, int32(1000), deadLetters.Load(), "every failed job is a dead letter")
+}
+
+// A rescue warning about one job names it: its id, kind and queue, as keys a log search
+// can filter on; the rescue is handed to OnRescued with them, and a job out of rescues
+// reaches OnOutcome with its kind and queue.
+func TestRescuedNamesTheJob(t *testing.T) {
+	t.Parallel()
+	logs := &lockedBuffer{}
+	var rescued []store.RescuedJob
+	var failed []*hoppertype.JobRow
+	e, err := New(Config{Store: struct{ store.Store }{}, WorkerID: "node-1",
+		Logger:    slog.New(slog.NewTextHandler(logs, nil)),
+		OnRescued: func(jobs []store.RescuedJob) { rescued = append(rescued, jobs...) },
+		OnOutcome: func(p *store.FinishParams, err error) {
+			require.Equal(t, hoppertype.OutcomeWorkerLost, p.Outcome)
+			failed = append(failed, p.Job)
+		}})
+	require.NoError(t, err)
+	res := &store.RescueResult{}
+	res.Add("job-1", "send-invoice", "billing", hoppertype.StateQueued)
+	res.Add("job-2", "resize", "images", hoppertype.StateFailed)
+	e.rescued(res, "with expired leases", hoppertype.ActorLeader)
+
+	lines := logs.lines(true)
+	require.Len(t, lines, 2)
+	require.Contains(t, lines[0], `msg="rescued jobs with expired leases" job_id=job-1 kind=send-invoice queue=billing`)
+	require.Contains(t, lines[1], `job_id=job-2 kind=resize queue=images`)
+	require.Equal(t, []store.RescuedJob{{ID: "job-1", Kind: "send-invoice", Queue: "billing", State: hoppertype.StateQueued}}, rescued)
+	require.Len(t, failed, 1)
+	require.Equal(t, "resize", failed[0].Kind)
+	require.Equal(t, "images", failed[0].Queue)
 }

@@ -227,6 +227,9 @@ func (s *scheduler) apply(ctx context.Context, sc *store.Schedule, fires []time.
 		s.e.log.Debug("schedule changed since it was read; not fired", "schedule", sc.Name)
 		return nil
 	}
+	if hook := s.e.cfg.OnInserted; hook != nil && len(res.Jobs) > 0 {
+		hook(res.Jobs)
+	}
 	for _, j := range res.Jobs {
 		s.e.log.Debug("schedule fired", "schedule", sc.Name, "job_id", j.ID, "kind", j.Kind, "queue", j.Queue,
 			"fire_time", j.Headers[FireTimeHeader])

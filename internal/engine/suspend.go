@@ -18,7 +18,7 @@ func (m *maintainer) failOverdue(ctx context.Context) error {
 			return err
 		}
 		if len(ids) > 0 {
-			m.e.log.Warn("failed jobs still suspended at their deadline", "jobs", len(ids))
+			m.e.log.Warn("failed jobs still suspended at their deadline", "jobs", len(ids), "job_ids", someIDs(ids))
 		}
 		m.e.deadLettered(ids, hoppertype.ActorLeader)
 		if len(ids) < 1000 {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper"
+	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -27,6 +28,7 @@ type collector struct {
 	kindDisabled, rateLimit                              *prometheus.Desc
 	storeUp, loopsFailing                                *prometheus.Desc
 	streams, streamInFlight, streamPushed, workers       *prometheus.Desc
+	streamPushedTotal, oldestQueued                      *prometheus.Desc
 	awaitingCompute, holding, governorCPU, governorMem   *prometheus.Desc
 	scrapeErrors                                         prometheus.Counter
 }
@@ -36,7 +38,9 @@ func newCollector(s *Server) *collector {
 		return prometheus.NewDesc("hopper_"+name, help, labels, nil)
 	}
 	return &collector{s: s,
-		jobs:         d("jobs", "Jobs in the store by queue and state.", "queue", "state"),
+		jobs: d("jobs", "Jobs in the store by queue and state (every state of every queue, 0 when it has none).", "queue", "state"),
+		oldestQueued: d("queue_oldest_job_age_seconds", "How long the oldest queued job of the queue (by enqueue) has been due, "+
+			"from its run_at; 0 when the queue has no queued job.", "queue"),
 		stalled:      d("jobs_stalled", "Running jobs with a valid lease but no sign of life for longer than the stalled threshold.", "queue"),
 		kindDisabled: d("kind_disabled", "1 when the kind is disabled (no node starts its jobs), else 0; for every kind with jobs or settings.", "kind"),
 		rateLimit: d("rate_limit_starts_per_second", "The fleet-wide rate limit of a queue or a kind, as job starts per second "+
@@ -48,12 +52,14 @@ func newCollector(s *Server) *collector {
 		loopsFailing:     d("background_loops_failing", "Background loops of this node whose last call to the store failed."),
 		streams:          d("streams_open", "Open job streams on this server."),
 		streamInFlight:   d("stream_jobs_in_flight", "Unfinished jobs held by this server's open streams."),
-		streamPushed:     d("stream_jobs_pushed", "Jobs pushed by this server's open streams since they opened."),
-		workers:          d("remote_workers", "Remote workers this server has seen recently."),
-		awaitingCompute:  d("queue_awaiting_compute", "Queued jobs that wait only because every live worker of their queue is held back by its resource governor.", "queue"),
-		holding:          d("governor_holding", "1 while this node's resource governor holds back new jobs (0 without limits)."),
-		governorCPU:      d("governor_cpu", "CPU use this node's resource governor measured, smoothed, as a fraction of the CPU available to it (0 without limits)."),
-		governorMem:      d("governor_memory_bytes", "Memory use this node's resource governor measured, in bytes (0 without limits)."),
+		streamPushed:     d("stream_jobs_pushed", "Jobs pushed by this server's open streams since they opened (falls when a stream closes: use hopper_stream_jobs_pushed_total for rates)."),
+		streamPushedTotal: prometheus.NewDesc("hopper_stream_jobs_pushed_total",
+			"Jobs pushed to remote workers by this server's job streams since it started.", nil, nil),
+		workers:         d("remote_workers", "Remote workers this server has seen recently."),
+		awaitingCompute: d("queue_awaiting_compute", "Queued jobs that wait only because every live worker of their queue is held back by its resource governor.", "queue"),
+		holding:         d("governor_holding", "1 while this node's resource governor holds back new jobs (0 without limits)."),
+		governorCPU:     d("governor_cpu", "CPU use this node's resource governor measured, smoothed, as a fraction of the CPU available to it (0 without limits)."),
+		governorMem:     d("governor_memory_bytes", "Memory use this node's resource governor measured, in bytes (0 without limits)."),
 		scrapeErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "hopper_metrics_scrape_errors_total",
 			Help: "Scrapes that could not read part of the state from the store."}),
 	}
@@ -61,7 +67,7 @@ func newCollector(s *Server) *collector {
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.jobs, c.stalled, c.kindDisabled, c.rateLimit, c.deadLetters, c.oldestDeadLetter, c.leader,
-		c.storeUp, c.loopsFailing, c.streams, c.streamInFlight, c.streamPushed, c.workers,
+		c.storeUp, c.loopsFailing, c.streams, c.streamInFlight, c.streamPushed, c.streamPushedTotal, c.oldestQueued, c.workers,
 		c.awaitingCompute, c.holding, c.governorCPU, c.governorMem} {
 		ch <- d
 	}
@@ -96,6 +102,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.streams, float64(len(streams)))
 	gauge(c.streamInFlight, inFlight)
 	gauge(c.streamPushed, pushed)
+	ch <- prometheus.MustNewConstMetric(c.streamPushedTotal, prometheus.CounterValue, float64(c.s.reg.pushedTotal.Load()))
 	gauge(c.workers, float64(len(workers)))
 	gov := client.Governor()
 	gauge(c.holding, boolGauge(gov.Holding))
@@ -109,8 +116,13 @@ func (c *collector) collectStore(ctx context.Context, gauge func(*prometheus.Des
 	client := c.s.client
 	if qs, err := client.Queues(ctx); err == nil {
 		for _, q := range qs {
-			for st, n := range q.Counts {
-				gauge(c.jobs, float64(n), q.Name, string(st))
+			for _, st := range hoppertype.AllStates {
+				gauge(c.jobs, float64(q.Counts[st]), q.Name, string(st)) // 0 too: a series that vanishes can't alert
+			}
+			if age, err := c.oldestQueuedAge(ctx, q); err == nil {
+				gauge(c.oldestQueued, age.Seconds(), q.Name)
+			} else {
+				c.fail(err)
 			}
 			gauge(c.awaitingCompute, float64(q.AwaitingCompute), q.Name)
 			if !q.Rate.IsZero() {
@@ -155,6 +167,21 @@ func (c *collector) collectStore(ctx context.Context, gauge func(*prometheus.Des
 	}
 }
 
+// oldestQueuedAge is how long the oldest queued job of q, by enqueue, has been due (0 when
+// it has none): one read of one row per queue, through the claim index, after the job
+// counts that scan the jobs table anyway.
+func (c *collector) oldestQueuedAge(ctx context.Context, q *hopper.QueueInfo) (time.Duration, error) {
+	if q.Counts[hopper.StateQueued] == 0 {
+		return 0, nil
+	}
+	res, err := c.s.client.List(ctx, &hopper.ListParams{States: []hopper.JobState{hopper.StateQueued},
+		Queues: []string{q.Name}, Limit: 1, Ascending: true})
+	if err != nil || len(res.Jobs) == 0 {
+		return 0, err
+	}
+	return max(c.s.client.Now().Sub(res.Jobs[0].RunAt), 0), nil
+}
+
 // perSecond is a rate limit as starts per second.
 func perSecond(r hopper.Rate) float64 { return float64(r.Limit) / r.Period.Seconds() }
 
@@ -170,10 +197,13 @@ func (c *collector) fail(err error) {
 	c.s.log.Warn("metrics scrape", "err", err)
 }
 
-// metricsHandler serves Prometheus metrics: Hopper's (read at scrape time) and the Go
-// runtime's and process's.
+// metricsHandler serves Prometheus metrics: Hopper's gauges (read at scrape time), its job
+// counters and histograms (Config.Metrics), and the Go runtime's and process's.
 func (s *Server) metricsHandler() http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(newCollector(s), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if s.cfg.Metrics != nil {
+		reg.MustRegister(s.cfg.Metrics)
+	}
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: nil})
 }

@@ -180,8 +180,8 @@ func errorBody(t *testing.T, body string) (code, message string) {
 	return e.Code, e.Message
 }
 
-// /readyz follows the store, and so does hopper_store_up; /healthz, the liveness probe, does
-// not. /readyz is public: it says the store is unreachable, never the driver's words (hosts,
+// /readyz follows the store, and so does hopper_store_up; /livez, the liveness probe, and
+// /healthz do not; /livez answers while the server is not ready too. /readyz is public: it says the store is unreachable, never the driver's words (hosts,
 // ports, users), which are the log's.
 func TestReadyzReportsTheStoreAndHealthzDoesNot(t *testing.T) {
 	t.Parallel()
@@ -198,6 +198,9 @@ func TestReadyzReportsTheStoreAndHealthzDoesNot(t *testing.T) {
 	require.NotContains(t, body, "connection refused")
 	resp, _ = get(t, s.ts.URL+"/healthz")
 	require.Equal(t, http.StatusOK, resp.StatusCode, "the process serves: alive")
+	resp, body = get(t, s.ts.URL+"/livez")
+	require.Equal(t, http.StatusOK, resp.StatusCode, "alive whatever the store")
+	require.Equal(t, "ok\n", body)
 	_, body = get(t, s.ts.URL+"/metrics")
 	require.Contains(t, body, "\nhopper_store_up 0\n")
 
@@ -211,6 +214,8 @@ func TestReadyzReportsTheStoreAndHealthzDoesNot(t *testing.T) {
 	resp, body = get(t, s.ts.URL+"/readyz")
 	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 	require.Contains(t, body, "not ready")
+	resp, _ = get(t, s.ts.URL+"/livez")
+	require.Equal(t, http.StatusOK, resp.StatusCode, "starting or stopping is still alive")
 }
 
 // A store that cannot be reached is UNAVAILABLE (503, Retry-After) on the RPC API and the

@@ -19,6 +19,8 @@ type registry struct {
 	streams map[string]*stream
 	byJob   map[hopper.LeaseRef]*stream // unfinished streamed jobs
 	workers map[string]*workerInfo      // by worker name and queue
+	// pushedTotal counts the jobs every stream ever pushed (hopper_stream_jobs_pushed_total).
+	pushedTotal atomic.Int64
 }
 
 type workerInfo struct {
@@ -206,6 +208,7 @@ func (st *stream) hold(ref hopper.LeaseRef, queue string) {
 // sent records that a held job was pushed to the worker.
 func (st *stream) sent(ref hopper.LeaseRef) {
 	st.pushed.Add(1)
+	st.reg.pushedTotal.Add(1)
 	st.reg.mu.Lock()
 	defer st.reg.mu.Unlock()
 	if h := st.inflight[ref]; h != nil {

@@ -1,6 +1,6 @@
 // Package server is `hopper serve`: the Connect RPC API (gRPC, gRPC-Web and JSON over HTTP)
-// for clients and remote workers in any language, gRPC server reflection, /healthz and /readyz,
-// on one http.Handler.
+// for clients and remote workers in any language, gRPC server reflection, /metrics, and the
+// probes /livez, /healthz and /readyz, on one http.Handler.
 // Every route is registered with the scope a caller's API key needs, so no route can be added
 // without an auth policy. Every request gets an id (X-Request-Id); an INTERNAL answer carries
 // only that id, and the error goes to the log with it (package apierr).
@@ -22,13 +22,18 @@ import (
 	"connectrpc.com/connect/v2/connecthttp"
 	"connectrpc.com/connect/v2/connectproto"
 	"connectrpc.com/grpcreflect/v2"
+	"connectrpc.com/otelconnect"
 	"github.com/hopperjobs/hopper"
 	"github.com/hopperjobs/hopper/gen/hopper/v1/hopperv1connect"
+	"github.com/hopperjobs/hopper/hopperprom"
 	"github.com/hopperjobs/hopper/internal/apierr"
 	"github.com/hopperjobs/hopper/internal/backoff"
 	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/jsoncodec"
 	"github.com/hopperjobs/hopper/internal/store"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Scope is what an API key allows.
@@ -40,7 +45,7 @@ const (
 	ScopeWork    Scope = "work"    // Activate, StreamJobs and the calls fenced by a lease
 	ScopeRead    Scope = "read"    // Get, List, Events, queue, node, worker and stream listings
 	ScopeAdmin   Scope = "admin"   // everything: cancel, pause, resume, keys
-	// ScopePublic marks routes anyone may call (the health checks /healthz and /readyz).
+	// ScopePublic marks routes anyone may call (the probes /livez, /healthz and /readyz).
 	ScopePublic Scope = "public"
 )
 
@@ -107,6 +112,14 @@ type Config struct {
 	// server's too. Whether a job is stalled is still judged on the client's clock, the one
 	// its timestamps are written with.
 	Clock clock.Clock
+	// Metrics, when set, is served on /metrics with the gauges read at scrape time: the job
+	// counters and histograms, which count only when the same Metrics is one of the client's
+	// Config.Observers.
+	Metrics *hopperprom.Metrics
+	// TracerProvider makes the spans of the RPC API (otelconnect: one server span per call,
+	// continuing the caller's traceparent, whose trace an enqueue records in the job).
+	// Default the OpenTelemetry global provider.
+	TracerProvider trace.TracerProvider
 }
 
 // Server serves the API. Create it with New; it is an http.Handler.
@@ -168,7 +181,11 @@ func New(cfg Config) (*Server, error) {
 	// The remote workers this server serves count in its node's heartbeat (awaiting compute).
 	cfg.Client.WorkerAPI().SetRemoteQueues(func() (queues, held []string) { return s.reg.queues(s.clock.Now()) })
 
-	rpc := connect.NewServer(s.guardErrors, unreadableRequests, s.releaseUnsent)
+	traced, err := tracing(cfg.TracerProvider)
+	if err != nil {
+		return nil, err
+	}
+	rpc := connect.NewServer(traced, s.guardErrors, unreadableRequests, s.releaseUnsent)
 	hopperv1connect.RegisterJobServiceHandler(rpc, &jobService{s})
 	hopperv1connect.RegisterWorkerServiceHandler(rpc, &workerService{s})
 	hopperv1connect.RegisterQueueServiceHandler(rpc, &queueService{s})
@@ -186,12 +203,29 @@ func New(cfg Config) (*Server, error) {
 		connecthttp.WithCompressMinBytes(compressMinBytes),
 		connecthttp.WithCodecs(connectproto.NewBinaryCodec(), jsoncodec.Codec{}))
 
+	s.handle("GET /livez", ScopePublic, http.HandlerFunc(livez))
 	s.handle("GET /healthz", ScopePublic, http.HandlerFunc(s.healthz))
 	s.handle("GET /readyz", ScopePublic, http.HandlerFunc(s.readyz))
 	s.handle("GET /metrics", ScopeRead, s.metricsHandler())
 	s.handle("POST /v1/async/{kind}", ScopeEnqueue, s.asyncEnqueue())
 	s.handle("GET /v1/jobs/{id}", ScopeRead, s.asyncStatus())
 	return s, nil
+}
+
+// tracing is the RPC API's OpenTelemetry interceptor (otelconnect), on tp or the global
+// provider. A caller's traceparent is trusted, so that the server span, and the jobs it
+// enqueues, continue the caller's trace (otelconnect's default starts a new trace linked to
+// it). Its metrics are off: /metrics has Hopper's own.
+func tracing(tp trace.TracerProvider) (connect.ServerInterceptor, error) {
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	i, err := otelconnect.NewServerInterceptor(otelconnect.WithTracerProvider(tp),
+		otelconnect.WithPropagator(propagation.TraceContext{}), otelconnect.WithTrustRemote(), otelconnect.WithoutMetrics())
+	if err != nil {
+		return nil, fmt.Errorf("server: tracing interceptor: %w", err)
+	}
+	return i, nil
 }
 
 // compressMinBytes is the smallest answer the server compresses when the caller accepts it.
@@ -228,6 +262,15 @@ func (s *Server) isReady() bool {
 	s.readyMu.RLock()
 	defer s.readyMu.RUnlock()
 	return s.ready
+}
+
+// livez is the liveness probe: 200 while the process serves HTTP at all, whatever its store
+// and readiness (restarting a process whose database is down helps nothing: /readyz says
+// that).
+func livez(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	io.WriteString(w, "ok\n") //nolint:errcheck // best effort
 }
 
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {

@@ -454,6 +454,9 @@ func TestClosedStreamLeavesItsPushedJobsToTheWorker(t *testing.T) {
 		require.NoError(t, err)
 		return len(streams.GetStreams()) == 0
 	}, 5*time.Second, 5*time.Millisecond, "the stream is closed")
+	_, body := get(t, e.url+"/metrics")
+	require.Contains(t, body, "\nhopper_stream_jobs_pushed_total 3\n", "the pushes stay counted once their stream is closed")
+	require.Contains(t, body, "\nhopper_stream_jobs_pushed 0\n", "unlike the open streams' gauge")
 	require.Empty(t, e.activate(t, &hopperv1.ActivateRequest{Worker: "other", MaxJobs: 3}), "no job was given back")
 	for _, j := range pushed {
 		_, err := e.workers.Complete(t.Context(), &hopperv1.CompleteRequest{Id: j.GetId(), LeaseToken: j.GetLeaseToken()})
@@ -707,10 +710,10 @@ func TestEveryRouteHasAnAuthPolicy(t *testing.T) {
 	for pattern, scope := range routes {
 		require.True(t, known[scope], "route %s has unknown scope %q", pattern, scope)
 		if scope == server.ScopePublic {
-			require.True(t, strings.HasSuffix(pattern, "/healthz") || strings.HasSuffix(pattern, "/readyz") ||
+			require.True(t, strings.HasSuffix(pattern, "/livez") || strings.HasSuffix(pattern, "/healthz") || strings.HasSuffix(pattern, "/readyz") ||
 				strings.HasPrefix(pattern, "/"+grpcreflect.ReflectV1ServiceName+"/") ||
 				strings.HasPrefix(pattern, "/"+grpcreflect.ReflectV1AlphaServiceName+"/"),
-				"only health checks and reflection are public, not %s", pattern)
+				"only the probes and reflection are public, not %s", pattern)
 		}
 	}
 	// Every RPC method of every service is routed.

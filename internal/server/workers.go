@@ -393,7 +393,8 @@ func (w *workerService) deliverable(ctx context.Context, jobs []*hopper.JobRow) 
 			w.s.log.Error("fail undeliverable job", "job_id", apiview.Text(bad[i].ID), "why", whys[i], "err", err)
 			return
 		}
-		w.s.log.Warn("job cannot be delivered to a remote worker; failed", "job_id", apiview.Text(bad[i].ID), "why", whys[i])
+		w.s.log.Warn("job cannot be delivered to a remote worker; failed", "job_id", apiview.Text(bad[i].ID),
+			"kind", apiview.Text(bad[i].Kind), "queue", apiview.Text(bad[i].Queue), "why", whys[i])
 	})
 	return ok
 }

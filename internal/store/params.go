@@ -124,6 +124,10 @@ type FinishParams struct {
 	DeadlineAt   time.Time // for suspended jobs: when waiting ends in failure
 	Actor        hoppertype.Actor
 	Reason       string
+	// Job is the attempt's job as it was claimed, when whoever decided the outcome has it
+	// (nil otherwise). Stores ignore it: it tells the engine's OnOutcome which kind and
+	// queue the outcome is about, and when the attempt started.
+	Job *hoppertype.JobRow
 }
 
 // ExtendParams moves one lease's expiry to Duration from now.
@@ -156,11 +160,20 @@ type RescueParams struct {
 }
 
 // RescueResult says what a rescue pass did: JobIDs went back to the queues Queues, Failed ran
-// out of rescues and failed with outcome worker_lost.
+// out of rescues and failed with outcome worker_lost. Jobs lists every job of both, with its
+// kind and queue, in the order the store returned them.
 type RescueResult struct {
 	JobIDs []string
 	Queues []string
 	Failed []string
+	Jobs   []RescuedJob
+}
+
+// RescuedJob is one job a rescue moved: back to its queue (State queued) or, out of rescues,
+// to failed.
+type RescuedJob struct {
+	ID, Kind, Queue string
+	State           hoppertype.JobState
 }
 
 // PromoteParams bounds one promotion pass.

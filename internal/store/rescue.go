@@ -54,8 +54,10 @@ type RescueLeasesParams struct {
 	ExpiresAt time.Time
 }
 
-// Add records one job a rescue moved to state: failed (out of rescues), or back to queue.
-func (r *RescueResult) Add(id, queue string, state hoppertype.JobState) {
+// Add records one job of kind a rescue moved to state: failed (out of rescues), or back to
+// queue.
+func (r *RescueResult) Add(id, kind, queue string, state hoppertype.JobState) {
+	r.Jobs = append(r.Jobs, RescuedJob{ID: id, Kind: kind, Queue: queue, State: state})
 	if state == hoppertype.StateFailed {
 		r.Failed = append(r.Failed, id)
 		return

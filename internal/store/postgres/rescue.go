@@ -43,7 +43,7 @@ var rescueExpiredSQL = `WITH picked AS MATERIALIZED (
 )
 UPDATE {schema}.jobs j SET ` + rescueSet(`$5::text`) + `
 FROM picked WHERE j.id = picked.id
-RETURNING j.id, j.queue, j.state`
+RETURNING j.id, j.kind, j.queue, j.state`
 
 // rescueLeasesSQL rescues the running attempts named by ids $6 and tokens $7. Rows another
 // transaction holds are skipped, as by the other rescues: a finish in flight ends the attempt
@@ -56,7 +56,7 @@ var rescueLeasesSQL = `WITH picked AS MATERIALIZED (
 )
 UPDATE {schema}.jobs j SET ` + rescueSet(`$5::text`) + `
 FROM picked WHERE j.id = picked.id
-RETURNING j.id, j.queue, j.state`
+RETURNING j.id, j.kind, j.queue, j.state`
 
 // rescueDeadSQL rescues the running jobs of nodes whose heartbeat is older than $5
 // microseconds ($6 the limit) and deregisters those nodes once none of their jobs is left
@@ -73,14 +73,14 @@ var rescueDeadSQL = `WITH dead AS MATERIALIZED (
 ), rescued AS (
 	UPDATE {schema}.jobs j SET ` + rescueSet(`('node ' || j.worker_id || ' stopped heartbeating')`) + `
 	FROM picked WHERE j.id = picked.id
-	RETURNING j.id, j.queue, j.state
+	RETURNING j.id, j.kind, j.queue, j.state
 ), removed AS (
 	DELETE FROM {schema}.nodes n
 	WHERE n.id IN (SELECT id FROM dead)
 	  AND NOT EXISTS (SELECT 1 FROM {schema}.jobs r WHERE r.state = 'running' AND r.worker_id = n.id
 	                  AND r.id NOT IN (SELECT id FROM rescued))
 )
-SELECT id, queue, state FROM rescued`
+SELECT id, kind, queue, state FROM rescued`
 
 // JobRescueExpired rescues running jobs with expired leases.
 func (s *Store) JobRescueExpired(ctx context.Context, p *store.RescueParams) (*store.RescueResult, error) {
@@ -131,15 +131,15 @@ func (s *Store) JobRescueDeadNodes(ctx context.Context, p *store.RescueDeadParam
 	return res, nil
 }
 
-// readRescued adds the (id, queue, state) rows of a rescue to res and closes rs.
+// readRescued adds the (id, kind, queue, state) rows of a rescue to res and closes rs.
 func readRescued(rs rows, res *store.RescueResult) error {
 	defer rs.Close()
 	for rs.Next() {
-		var id, queue, state string
-		if err := rs.Scan(&id, &queue, &state); err != nil {
+		var id, kind, queue, state string
+		if err := rs.Scan(&id, &kind, &queue, &state); err != nil {
 			return err
 		}
-		res.Add(id, queue, hoppertype.JobState(state))
+		res.Add(id, kind, queue, hoppertype.JobState(state))
 	}
 	return rs.Err()
 }

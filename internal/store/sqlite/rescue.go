@@ -39,19 +39,19 @@ func rescueSet(errExpr string) string {
 var rescueExpiredSQL = `UPDATE jobs SET ` + rescueSet(`?5`) + `
 	WHERE id IN (SELECT id FROM jobs WHERE state = 'running' AND lease_expires_at <= ?1
 	             ORDER BY lease_expires_at LIMIT ?6)
-	RETURNING id, queue, state`
+	RETURNING id, kind, queue, state`
 
 // rescueLeaseSQL rescues one attempt, fenced by its token (?6 the id, ?7 the token).
 var rescueLeaseSQL = `UPDATE jobs SET ` + rescueSet(`?5`) + `
 	WHERE id = ?6 AND token = ?7 AND state = 'running'
-	RETURNING id, queue, state`
+	RETURNING id, kind, queue, state`
 
 // rescueDeadSQL rescues the running jobs of nodes whose heartbeat is at or before ?5 (?6 the
 // limit; ?5 and ?6 stand where the others have their error).
 var rescueDeadSQL = `UPDATE jobs SET ` + rescueSet(`('node ' || worker_id || ' stopped heartbeating')`) + `
 	WHERE id IN (SELECT id FROM jobs WHERE state = 'running'
 	             AND worker_id IN (SELECT id FROM nodes WHERE heartbeat_at <= ?5) LIMIT +?6)
-	RETURNING id, queue, state`
+	RETURNING id, kind, queue, state`
 
 // JobRescueExpired rescues running jobs with expired leases.
 func (s *Store) JobRescueExpired(ctx context.Context, p *store.RescueParams) (*store.RescueResult, error) {
@@ -121,15 +121,15 @@ func (s *Store) JobRescueDeadNodes(ctx context.Context, p *store.RescueDeadParam
 	return res, nil
 }
 
-// readRescued adds the (id, queue, state) rows of a rescue to res.
+// readRescued adds the (id, kind, queue, state) rows of a rescue to res.
 func readRescued(rows *sql.Rows, res *store.RescueResult) error {
 	defer rows.Close()
 	for rows.Next() {
-		var id, queue, state string
-		if err := rows.Scan(&id, &queue, &state); err != nil {
+		var id, kind, queue, state string
+		if err := rows.Scan(&id, &kind, &queue, &state); err != nil {
 			return err
 		}
-		res.Add(id, queue, hoppertype.JobState(state))
+		res.Add(id, kind, queue, hoppertype.JobState(state))
 	}
 	return rows.Err()
 }

@@ -57,6 +57,8 @@ func rescuesUnderBoundRequeue(t *testing.T, b *bundle) {
 		require.Equal(t, []string{job.ID}, res.JobIDs)
 		require.Equal(t, []string{job.Queue}, res.Queues)
 		require.Empty(t, res.Failed)
+		require.Equal(t, []store.RescuedJob{{ID: job.ID, Kind: job.Kind, Queue: job.Queue, State: hoppertype.StateQueued}},
+			res.Jobs, "each job with its kind and queue (rescue logs and metrics name them)")
 		got := b.get(t, job.ID)
 		require.Equal(t, hoppertype.StateQueued, got.State)
 		require.Equal(t, n, got.Rescues)
@@ -83,6 +85,7 @@ func rescuesAtBoundFail(t *testing.T, b *bundle) {
 	require.Empty(t, res.JobIDs)
 	require.Empty(t, res.Queues, "nothing went back to a queue")
 	require.Equal(t, []string{job.ID}, res.Failed)
+	require.Equal(t, []store.RescuedJob{{ID: job.ID, Kind: job.Kind, Queue: job.Queue, State: hoppertype.StateFailed}}, res.Jobs)
 
 	got := b.get(t, job.ID)
 	wantErr := store.WorkerLostError(3, 2, leaseLost)
@@ -151,6 +154,7 @@ func rescuesDeadNodeAtBound(t *testing.T, b *bundle) {
 	res := rescueDead(workerA)
 	require.Equal(t, []string{job.ID}, res.JobIDs)
 	require.Empty(t, res.Failed)
+	require.Equal(t, []store.RescuedJob{{ID: job.ID, Kind: job.Kind, Queue: job.Queue, State: hoppertype.StateQueued}}, res.Jobs)
 	require.Equal(t, 1, b.get(t, job.ID).Rescues)
 
 	b.claimAs(t, &store.ClaimParams{Queue: job.Queue, Limit: 1, WorkerID: workerB, LeaseDuration: time.Hour})
@@ -193,6 +197,7 @@ func rescuesLeases(t *testing.T, b *bundle) {
 	require.Equal(t, []string{job.ID}, res.JobIDs)
 	require.Equal(t, []string{job.Queue}, res.Queues)
 	require.Empty(t, res.Failed)
+	require.Equal(t, []store.RescuedJob{{ID: job.ID, Kind: job.Kind, Queue: job.Queue, State: hoppertype.StateQueued}}, res.Jobs)
 
 	got := b.get(t, job.ID)
 	require.Equal(t, hoppertype.StateQueued, got.State)

@@ -1,0 +1,173 @@
+// Package hopperprom counts what happens to Hopper's jobs as Prometheus metrics: a
+// hopper.Observer that is also a prometheus.Collector. `hopper serve` serves it on /metrics; a
+// program that embeds Hopper registers it with its own registry:
+//
+//	m := hopperprom.New()
+//	prometheus.MustRegister(m)
+//	client, _ := hopper.NewClient(hopper.Config{Store: st, Workers: ws, Observers: []hopper.Observer{m}})
+//
+// The metrics, their labels and the bound on the labels' values are listed in
+// docs/observability.md.
+package hopperprom
+
+import (
+	"context"
+	"sync"
+
+	"github.com/hopperjobs/hopper"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Label bounds of Metrics: the queue label takes at most MaxQueueLabels values and the
+// kind label MaxKindLabels, the first seen; later ones are counted under OtherLabel, so that
+// a bug that invents a kind per job cannot make a series per job. A kind or queue the server
+// does not know (an outcome reported to it for an attempt claimed through another node) is
+// UnknownLabel.
+const (
+	MaxQueueLabels = 50
+	MaxKindLabels  = 200
+	OtherLabel     = "other"
+	UnknownLabel   = "unknown"
+)
+
+// durationBuckets are the buckets, in seconds, of the wait and run histograms: a millisecond
+// to an hour.
+var durationBuckets = []float64{.001, .005, .01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600}
+
+// Metrics counts what happens to jobs, as Prometheus counters and histograms, from a
+// client's job events: it is a hopper.Observer (give it to hopper.Config.Observers) and a
+// prometheus.Collector (register it). Every attempt the client sees is counted, its own
+// workers' and the remote workers' it serves through WorkerAPI. A (queue, kind) pair gets
+// its series, at 0, when first seen. Safe for concurrent use; the zero value is not: use New.
+type Metrics struct {
+	enqueued, completed, failed, retried, rescued *prometheus.CounterVec
+	wait, run                                     *prometheus.HistogramVec
+
+	mu     sync.RWMutex
+	queues labelCap
+	kinds  labelCap
+	series map[[2]string]*jobSeries // by (queue, kind) as the events name them
+}
+
+// jobSeries are the series of one (queue, kind), resolved once: an event costs a map read.
+type jobSeries struct {
+	enqueued, completed, failed, retried, rescued prometheus.Counter
+	wait, run                                     prometheus.Observer
+}
+
+// New returns job metrics with no series yet.
+func New() *Metrics {
+	counter := func(name, help string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hopper_jobs_" + name + "_total", Help: help},
+			[]string{"queue", "kind"})
+	}
+	histogram := func(name, help string, labels ...string) *prometheus.HistogramVec {
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "hopper_job_" + name + "_seconds", Help: help,
+			Buckets: durationBuckets}, labels)
+	}
+	return &Metrics{
+		enqueued:  counter("enqueued", "Jobs inserted: enqueued (not idempotent repeats nor merges), fired by schedules, replayed."),
+		completed: counter("completed", "Attempts that completed their job."),
+		failed:    counter("failed", "Jobs that failed for good (the dead-letter queue): out of attempts, not retryable, out of rescues, undeliverable."),
+		retried:   counter("retried", "Attempts that failed (error, panic, timeout) with attempts left: their job will be retried."),
+		rescued:   counter("rescued", "Jobs returned to their queue because their worker was lost (lease expired, node dead, stream closed)."),
+		wait: histogram("wait", "Time from when a job became due (enqueued, or its delay or backoff ended) to the start of its attempt.",
+			"queue"),
+		run:    histogram("run", "Time from an attempt's start to its outcome being written.", "queue", "kind"),
+		queues: labelCap{max: MaxQueueLabels}, kinds: labelCap{max: MaxKindLabels},
+		series: map[[2]string]*jobSeries{},
+	}
+}
+
+// ObserveJob counts one event.
+func (m *Metrics) ObserveJob(_ context.Context, ev hopper.JobEvent) {
+	s := m.seriesOf(ev.Queue, ev.Kind)
+	switch ev.Type {
+	case hopper.JobEnqueued:
+		s.enqueued.Inc()
+	case hopper.JobStarted:
+		s.wait.Observe(ev.Wait.Seconds())
+	case hopper.JobRescued:
+		s.rescued.Inc()
+	case hopper.JobEnded:
+		switch {
+		case ev.State == hopper.StateCompleted:
+			s.completed.Inc()
+		case ev.State == hopper.StateFailed:
+			s.failed.Inc()
+		case ev.Retried():
+			s.retried.Inc()
+		}
+		if ev.Run > 0 {
+			s.run.Observe(ev.Run.Seconds())
+		}
+	}
+}
+
+// seriesOf returns the series of (queue, kind), creating them on first use.
+func (m *Metrics) seriesOf(queue, kind string) *jobSeries {
+	key := [2]string{queue, kind}
+	m.mu.RLock()
+	s, ok := m.series[key]
+	m.mu.RUnlock()
+	if ok {
+		return s
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s, ok := m.series[key]; ok {
+		return s
+	}
+	q, k := m.queues.value(queue), m.kinds.value(kind)
+	s = &jobSeries{
+		enqueued: m.enqueued.WithLabelValues(q, k), completed: m.completed.WithLabelValues(q, k),
+		failed: m.failed.WithLabelValues(q, k), retried: m.retried.WithLabelValues(q, k),
+		rescued: m.rescued.WithLabelValues(q, k), wait: m.wait.WithLabelValues(q), run: m.run.WithLabelValues(q, k),
+	}
+	if q != OtherLabel && k != OtherLabel {
+		m.series[key] = s // bounded: at most MaxQueueLabels × MaxKindLabels keys
+	}
+	return s
+}
+
+// Describe and Collect make Metrics a prometheus.Collector.
+func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, c := range m.collectors() {
+		c.Describe(ch)
+	}
+}
+
+// Collect sends every series.
+func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
+	for _, c := range m.collectors() {
+		c.Collect(ch)
+	}
+}
+
+func (m *Metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.enqueued, m.completed, m.failed, m.retried, m.rescued, m.wait, m.run}
+}
+
+// labelCap hands out label values: the first max distinct ones as they are, later ones as
+// OtherLabel, and "" as UnknownLabel. Guarded by its Metrics' mutex.
+type labelCap struct {
+	max  int
+	seen map[string]bool
+}
+
+func (c *labelCap) value(v string) string {
+	if v == "" {
+		return UnknownLabel
+	}
+	if c.seen[v] {
+		return v
+	}
+	if len(c.seen) >= c.max {
+		return OtherLabel
+	}
+	if c.seen == nil {
+		c.seen = map[string]bool{}
+	}
+	c.seen[v] = true
+	return v
+}

@@ -1,0 +1,121 @@
+package hopperprom_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hopperjobs/hopper"
+	"github.com/hopperjobs/hopper/hopperprom"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+)
+
+// The queue and kind labels take a bounded number of values: past the bound, new ones are
+// counted under "other", so a kind invented per job cannot grow a series per job.
+func TestJobMetricsLabelsAreBounded(t *testing.T) {
+	t.Parallel()
+	m := hopperprom.New()
+	for i := range hopperprom.MaxQueueLabels + 10 {
+		m.ObserveJob(t.Context(), hopper.JobEvent{Type: hopper.JobEnqueued, Queue: fmt.Sprintf("q%d", i), Kind: "k"})
+	}
+	for i := range hopperprom.MaxKindLabels + 10 {
+		m.ObserveJob(t.Context(), hopper.JobEvent{Type: hopper.JobEnqueued, Queue: "q0", Kind: fmt.Sprintf("k%d", i)})
+	}
+	m.ObserveJob(t.Context(), hopper.JobEvent{Type: hopper.JobEnded, State: hopper.StateCompleted})
+	n := testutil.CollectAndCount(m, "hopper_jobs_enqueued_total")
+	// q0..q49 with k; q0 with k0..k198 (k counts among the kinds); other with k, q0 with
+	// other; and unknown with unknown at 0, from the JobEnded without kind and queue (every
+	// family gets the pair's series).
+	require.Equal(t, hopperprom.MaxQueueLabels+hopperprom.MaxKindLabels-1+3, n)
+	require.Equal(t, 10.0, counter(t, m, "hopper_jobs_enqueued_total", "other", "k"))
+	require.Equal(t, 11.0, counter(t, m, "hopper_jobs_enqueued_total", "q0", "other"), "k199 to k209 (k is one of the kinds)")
+	require.Equal(t, 1.0, counter(t, m, "hopper_jobs_enqueued_total", "q7", "k"))
+	require.Equal(t, 1.0, counter(t, m, "hopper_jobs_completed_total", "unknown", "unknown"))
+	require.Equal(t, 0.0, counter(t, m, "hopper_jobs_completed_total", "q7", "k"), "a pair's counters start at 0")
+	lint, err := testutil.CollectAndLint(m)
+	require.NoError(t, err)
+	require.Empty(t, lint)
+}
+
+// counter reads the counter name of (queue, kind).
+func counter(t *testing.T, m *hopperprom.Metrics, name, queue, kind string) float64 {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m)
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, mt := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range mt.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["queue"] == queue && labels["kind"] == kind {
+				return mt.GetCounter().GetValue()
+			}
+		}
+	}
+	t.Fatalf("no series queue=%q kind=%q", queue, kind)
+	return 0
+}
+
+// Each event lands in its metric: an outcome by the state it led to, a failure with
+// attempts left as a retry, snoozes in none of the counters but in the run time.
+func TestEventsLandInTheirMetrics(t *testing.T) {
+	t.Parallel()
+	m := hopperprom.New()
+	ev := func(e hopper.JobEvent) {
+		e.Queue, e.Kind = "q", "k"
+		m.ObserveJob(t.Context(), e)
+	}
+	ev(hopper.JobEvent{Type: hopper.JobEnqueued, State: hopper.StateQueued})
+	ev(hopper.JobEvent{Type: hopper.JobStarted, Wait: 2 * time.Second})
+	ev(hopper.JobEvent{Type: hopper.JobEnded, State: hopper.StateCompleted, Outcome: hopper.OutcomeOK, Run: time.Second})
+	ev(hopper.JobEvent{Type: hopper.JobEnded, State: hopper.StateFailed, Outcome: hopper.OutcomeError, Run: time.Second})
+	ev(hopper.JobEvent{Type: hopper.JobEnded, State: hopper.StateScheduled, Outcome: hopper.OutcomePanic, Run: time.Second})
+	ev(hopper.JobEvent{Type: hopper.JobEnded, State: hopper.StateScheduled, Outcome: hopper.OutcomeSnoozed, Run: time.Second})
+	ev(hopper.JobEvent{Type: hopper.JobRescued, State: hopper.StateQueued})
+	for name, want := range map[string]float64{"hopper_jobs_enqueued_total": 1, "hopper_jobs_completed_total": 1,
+		"hopper_jobs_failed_total": 1, "hopper_jobs_retried_total": 1, "hopper_jobs_rescued_total": 1} {
+		require.Equal(t, want, counter(t, m, name, "q", "k"), name)
+	}
+	require.NoError(t, testutil.CollectAndCompare(m, strings.NewReader(`
+# HELP hopper_job_wait_seconds Time from when a job became due (enqueued, or its delay or backoff ended) to the start of its attempt.
+# TYPE hopper_job_wait_seconds histogram
+hopper_job_wait_seconds_bucket{queue="q",le="0.001"} 0
+hopper_job_wait_seconds_bucket{queue="q",le="0.005"} 0
+hopper_job_wait_seconds_bucket{queue="q",le="0.01"} 0
+hopper_job_wait_seconds_bucket{queue="q",le="0.05"} 0
+hopper_job_wait_seconds_bucket{queue="q",le="0.1"} 0
+hopper_job_wait_seconds_bucket{queue="q",le="0.25"} 0
+hopper_job_wait_seconds_bucket{queue="q",le="0.5"} 0
+hopper_job_wait_seconds_bucket{queue="q",le="1"} 0
+hopper_job_wait_seconds_bucket{queue="q",le="2.5"} 1
+hopper_job_wait_seconds_bucket{queue="q",le="5"} 1
+hopper_job_wait_seconds_bucket{queue="q",le="10"} 1
+hopper_job_wait_seconds_bucket{queue="q",le="30"} 1
+hopper_job_wait_seconds_bucket{queue="q",le="60"} 1
+hopper_job_wait_seconds_bucket{queue="q",le="300"} 1
+hopper_job_wait_seconds_bucket{queue="q",le="900"} 1
+hopper_job_wait_seconds_bucket{queue="q",le="3600"} 1
+hopper_job_wait_seconds_bucket{queue="q",le="+Inf"} 1
+hopper_job_wait_seconds_sum{queue="q"} 2
+hopper_job_wait_seconds_count{queue="q"} 1
+`), "hopper_job_wait_seconds"))
+	require.Equal(t, 1, testutil.CollectAndCount(m, "hopper_job_run_seconds"), "one series")
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m)
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() == "hopper_job_run_seconds" {
+			require.Equal(t, uint64(4), f.GetMetric()[0].GetHistogram().GetSampleCount(), "every ended attempt's run time")
+		}
+	}
+}

@@ -1,0 +1,82 @@
+package hopper
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// remoteAttempts remembers the attempts claimed for remote workers through this client, from
+// the claim to the outcome, so that an outcome reported by id and token only (CompleteJob, on
+// a path that reads no row) is observed with its kind, queue and run time. An entry leaves at
+// its outcome or, for an attempt whose outcome never comes here (its
+// worker vanished and another node rescued it, its job was canceled), once its lease has been
+// over for remoteForget: a sweep looks at most once per remoteSweep, from the claim path.
+type remoteAttempts struct {
+	n  atomic.Int64 // entries, read without the lock: no lock on the outcomes of local attempts
+	mu sync.Mutex
+	m  map[LeaseRef]*remoteAttempt
+	// swept is when the last sweep ran.
+	swept time.Time
+}
+
+type remoteAttempt struct {
+	kind, queue string
+	attempt     int
+	started     time.Time
+	leaseUntil  time.Time
+}
+
+// Sweep timing of remoteAttempts.
+const (
+	remoteSweep  = time.Minute
+	remoteForget = 5 * time.Minute
+)
+
+func (r *remoteAttempts) add(rows []*JobRow, now time.Time, lease time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = map[LeaseRef]*remoteAttempt{}
+	}
+	for _, row := range rows {
+		r.m[LeaseRef{ID: row.ID, Token: row.Token}] = &remoteAttempt{kind: row.Kind, queue: row.Queue,
+			attempt: row.Attempt, started: row.StartedAt, leaseUntil: now.Add(lease)}
+	}
+	if now.Sub(r.swept) >= remoteSweep {
+		r.swept = now
+		for ref, a := range r.m {
+			if now.Sub(a.leaseUntil) > remoteForget {
+				delete(r.m, ref)
+			}
+		}
+	}
+	r.n.Store(int64(len(r.m)))
+}
+
+// take removes and returns the attempt ref names.
+func (r *remoteAttempts) take(ref LeaseRef) (*remoteAttempt, bool) {
+	if r.n.Load() == 0 {
+		return nil, false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	a, ok := r.m[ref]
+	if ok {
+		delete(r.m, ref)
+		r.n.Store(int64(len(r.m)))
+	}
+	return a, ok
+}
+
+// renewed moves the lease end of the attempt ref names, if remembered.
+func (r *remoteAttempts) renewed(ref LeaseRef, until time.Time) {
+	if r.n.Load() == 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if a, ok := r.m[ref]; ok {
+		a.leaseUntil = until
+	}
+}

@@ -1,0 +1,189 @@
+package hopper
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// eventLog is an Observer that keeps every event.
+type eventLog struct {
+	mu     sync.Mutex
+	events []JobEvent
+}
+
+func (l *eventLog) ObserveJob(_ context.Context, ev JobEvent) {
+	l.mu.Lock()
+	l.events = append(l.events, ev)
+	l.mu.Unlock()
+}
+
+// of returns the events of job id, in order.
+func (l *eventLog) of(id string) []JobEvent {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []JobEvent
+	for _, ev := range l.events {
+		if ev.JobID == id {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// waitEvents waits until job id has n events and returns them.
+func (l *eventLog) waitEvents(t *testing.T, id string, n int) []JobEvent {
+	t.Helper()
+	require.Eventually(t, func() bool { return len(l.of(id)) >= n }, 10*time.Second, time.Millisecond,
+		"job %s: want %d events", id, n)
+	evs := l.of(id)
+	require.Len(t, evs, n, "job %s: no more events than that", id)
+	return evs
+}
+
+type observed struct {
+	Mode string `json:"mode"`
+}
+
+func (observed) Kind() string { return "observed" }
+
+// Every in-process attempt is observed from its enqueue to its outcome, with its kind and
+// queue, how long it waited since it was due, how long it ran, and whether it will be retried.
+func TestObserverHearsInProcessJobs(t *testing.T) {
+	t.Parallel()
+	ws := NewWorkers()
+	var b *testBundle
+	release := make(chan struct{})
+	AddWorkerFunc(ws, func(ctx context.Context, job *Job[observed]) error {
+		switch job.Args.Mode {
+		case "block":
+			<-release
+			return nil
+		case "slow":
+			b.clock.Advance(3 * time.Second) // the attempt "runs" 3 s on the fake clock
+			return nil
+		case "retry":
+			return errors.New("try again")
+		default:
+			return NoRetry(errors.New("give up"))
+		}
+	})
+	log := &eventLog{}
+	b = setup(t, ws, func(c *Config) {
+		c.Observers = []Observer{log}
+		c.Queues = map[string]QueueConfig{"default": {MaxWorkers: 1}} // one job at a time
+	})
+	ctx := t.Context()
+
+	// The one slot is busy while the next job is due: it waits 10 s (on the fake clock).
+	blocker, err := b.client.Enqueue(ctx, observed{Mode: "block"}, nil)
+	require.NoError(t, err)
+	log.waitEvents(t, blocker.Job.ID, 2)
+	slow, err := b.client.Enqueue(ctx, observed{Mode: "slow"}, &InsertOpts{Queue: "default"})
+	require.NoError(t, err)
+	b.clock.Advance(10 * time.Second)
+	close(release)
+	evs := log.waitEvents(t, slow.Job.ID, 3)
+	require.Equal(t, JobEvent{Type: JobEnqueued, JobID: slow.Job.ID, Kind: "observed", Queue: "default", State: StateQueued}, evs[0])
+	require.Equal(t, JobEvent{Type: JobStarted, JobID: slow.Job.ID, Kind: "observed", Queue: "default", Attempt: 1,
+		State: StateRunning, Wait: 10 * time.Second}, evs[1])
+	require.Equal(t, JobEvent{Type: JobEnded, JobID: slow.Job.ID, Kind: "observed", Queue: "default", Attempt: 1,
+		State: StateCompleted, Outcome: OutcomeOK, Run: 3 * time.Second}, evs[2])
+	require.False(t, evs[2].Retried())
+
+	retry, err := b.client.Enqueue(ctx, observed{Mode: "retry"}, &InsertOpts{MaxAttempts: 3})
+	require.NoError(t, err)
+	evs = log.waitEvents(t, retry.Job.ID, 3)
+	require.Equal(t, StateScheduled, evs[2].State)
+	require.Equal(t, OutcomeError, evs[2].Outcome)
+	require.True(t, evs[2].Retried(), "an error with attempts left is a retry")
+
+	fail, err := b.client.Enqueue(ctx, observed{Mode: "fail"}, nil)
+	require.NoError(t, err)
+	evs = log.waitEvents(t, fail.Job.ID, 3)
+	require.Equal(t, StateFailed, evs[2].State)
+	require.False(t, evs[2].Retried())
+
+	// An idempotent repeat inserts nothing: nothing is observed.
+	key := &InsertOpts{IdempotencyKey: "once", Queue: "elsewhere"}
+	first, err := b.client.Enqueue(ctx, observed{}, key)
+	require.NoError(t, err)
+	_, err = b.client.Enqueue(ctx, observed{}, key)
+	require.NoError(t, err)
+	require.Len(t, log.of(first.Job.ID), 1, "one enqueue event for the key")
+}
+
+// A remote worker's attempt is observed through the WorkerAPI: its start at the claim and its
+// outcome with the kind, queue and run time the claim remembered, although CompleteJob names
+// the attempt by id and token only.
+func TestObserverHearsRemoteAttempts(t *testing.T) {
+	t.Parallel()
+	log := &eventLog{}
+	b := setup(t, nil, func(c *Config) { c.Observers = []Observer{log} })
+	ctx := t.Context()
+	res, err := b.client.Enqueue(ctx, observed{}, &InsertOpts{Queue: "remote-q"})
+	require.NoError(t, err)
+	jobs, err := b.client.WorkerAPI().Activate(ctx, ActivateParams{Worker: "w1", Queue: "remote-q"})
+	require.NoError(t, err)
+	require.Len(t, jobs, 1)
+	b.clock.Advance(2 * time.Second)
+	require.NoError(t, b.client.WorkerAPI().CompleteJob(ctx, jobs[0].ID, jobs[0].Token, nil))
+
+	evs := log.waitEvents(t, res.Job.ID, 3)
+	require.Equal(t, JobEvent{Type: JobStarted, JobID: res.Job.ID, Kind: "observed", Queue: "remote-q", Attempt: 1,
+		State: StateRunning, Remote: true}, evs[1])
+	require.Equal(t, JobEvent{Type: JobEnded, JobID: res.Job.ID, Kind: "observed", Queue: "remote-q", Attempt: 1,
+		State: StateCompleted, Outcome: OutcomeOK, Run: 2 * time.Second, Remote: true}, evs[2])
+
+	// A stale token's outcome is refused: not observed, and the claim is forgotten all the same.
+	res, err = b.client.Enqueue(ctx, observed{}, &InsertOpts{Queue: "remote-q"})
+	require.NoError(t, err)
+	jobs, err = b.client.WorkerAPI().Activate(ctx, ActivateParams{Worker: "w1", Queue: "remote-q"})
+	require.NoError(t, err)
+	_, err = b.client.WorkerAPI().FailJob(ctx, jobs[0].ID, jobs[0].Token+1, FailParams{Error: "x"})
+	require.ErrorIs(t, err, ErrLeaseLost)
+	_, err = b.client.WorkerAPI().FailJob(ctx, jobs[0].ID, jobs[0].Token, FailParams{Error: "boom", NoRetry: true})
+	require.NoError(t, err)
+	evs = log.waitEvents(t, res.Job.ID, 3)
+	require.Equal(t, StateFailed, evs[2].State)
+	require.Equal(t, "remote-q", evs[2].Queue)
+	require.True(t, evs[2].Remote)
+	require.Zero(t, b.client.obs.remote.n.Load(), "no claim is remembered once its outcome is written")
+}
+
+// The claims of remote attempts whose outcome never comes are forgotten once their lease has
+// been over for a while, so the table stays bounded whatever workers do.
+func TestRemoteAttemptsAreForgottenAfterTheirLease(t *testing.T) {
+	t.Parallel()
+	var r remoteAttempts
+	now := testStart
+	r.add([]*JobRow{{ID: "a", Token: 1}}, now, time.Minute)
+	r.add([]*JobRow{{ID: "b", Token: 1}}, now, time.Hour)
+	r.renewed(LeaseRef{ID: "a", Token: 1}, now.Add(2*time.Minute))
+	now = now.Add(2*time.Minute + remoteForget + time.Second)
+	r.add([]*JobRow{{ID: "c", Token: 1}}, now, time.Minute) // sweeps: a's lease is long over
+	_, ok := r.take(LeaseRef{ID: "a", Token: 1})
+	require.False(t, ok, "a is forgotten")
+	_, ok = r.take(LeaseRef{ID: "b", Token: 1})
+	require.True(t, ok, "b's lease still runs")
+	_, ok = r.take(LeaseRef{ID: "c", Token: 1})
+	require.True(t, ok)
+	require.Zero(t, r.n.Load())
+}
+
+// An observer that panics is logged and changes nothing: the job still runs and completes.
+func TestObserverPanicIsContained(t *testing.T) {
+	t.Parallel()
+	ws := NewWorkers()
+	AddWorkerFunc(ws, func(ctx context.Context, job *Job[observed]) error { return nil })
+	b := setup(t, ws, func(c *Config) {
+		c.Observers = []Observer{ObserverFunc(func(context.Context, JobEvent) { panic("observer bug") })}
+	})
+	res, err := b.client.Enqueue(t.Context(), observed{}, nil)
+	require.NoError(t, err)
+	b.waitFor(t, res.Job.ID, StateCompleted)
+}
