@@ -78,6 +78,11 @@ func (m *maintainer) sweep(ctx context.Context) (more bool, err error) {
 			m.e.log.Debug("swept expired jobs", "jobs", total)
 		}
 	}()
+	if m.sweepFrom == "" {
+		if err := m.pruneStats(ctx); err != nil {
+			return false, err
+		}
+	}
 	for range sweepPass {
 		if ctx.Err() != nil || !m.e.leader.leading() {
 			return false, nil
@@ -93,4 +98,14 @@ func (m *maintainer) sweep(ctx context.Context) (more bool, err error) {
 		}
 	}
 	return true, nil
+}
+
+// pruneStats deletes the minute stats older than hoppertype.StatsRetention, once per walk of
+// the sweep.
+func (m *maintainer) pruneStats(ctx context.Context) error {
+	n, err := m.e.store.StatsPrune(ctx, m.e.store.Now().Add(-hoppertype.StatsRetention))
+	if n > 0 {
+		m.e.log.Debug("pruned job stats", "rows", n)
+	}
+	return err
 }

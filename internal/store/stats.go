@@ -1,0 +1,115 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/hopperjobs/hopper/hoppertype"
+)
+
+// StatsStore keeps per-minute aggregates of what happened to jobs (hoppertype.MinuteStats).
+// Stores write them in the transactions that insert jobs (JobInsertMany: Enqueued) and finish
+// attempts (JobFinishMany: Completed, Failed, Retried and the wait histogram), one row per
+// minute, queue and kind per transaction however many jobs it holds, so the hot path pays one
+// upsert per batch, not one per job.
+type StatsStore interface {
+	// StatsList returns the aggregates of the minutes from p.Since on (whole minutes), by
+	// minute, queue, then kind, optionally for one queue or one kind.
+	StatsList(ctx context.Context, p *StatsParams) ([]*hoppertype.MinuteStats, error)
+	// StatsPrune deletes the aggregates of the minutes before before and returns how many rows
+	// it removed.
+	StatsPrune(ctx context.Context, before time.Time) (int64, error)
+}
+
+// StatsParams filters StatsList.
+type StatsParams struct {
+	Since time.Time
+	Queue string // "" for every queue
+	Kind  string // "" for every kind
+}
+
+// StatsCounter is the counter of MinuteStats an attempt's end adds to.
+type StatsCounter string
+
+// The counters an attempt's end adds to; StatsNone for an end that counts in none (a snooze,
+// a suspension, a cancel).
+const (
+	StatsNone      StatsCounter = ""
+	StatsCompleted StatsCounter = "completed"
+	StatsFailed    StatsCounter = "failed"
+	StatsRetried   StatsCounter = "retried"
+)
+
+// Counter is the counter p's outcome adds to. Both stores count with it: SQLite in Go,
+// PostgreSQL by passing it in with each item of its finish statement.
+func (p *FinishParams) Counter() StatsCounter {
+	switch p.State {
+	case hoppertype.StateCompleted:
+		return StatsCompleted
+	case hoppertype.StateFailed:
+		return StatsFailed
+	case hoppertype.StateScheduled, hoppertype.StateQueued:
+		switch p.Outcome {
+		case hoppertype.OutcomeError, hoppertype.OutcomeTimeout, hoppertype.OutcomePanic:
+			return StatsRetried
+		}
+	}
+	return StatsNone
+}
+
+// StatsBatch gathers one transaction's aggregates in memory, one entry per queue and kind, so
+// the store writes one row each at the end of the transaction. The zero value is not usable:
+// make one with NewStatsBatch.
+type StatsBatch struct {
+	minute time.Time
+	rows   map[[2]string]*hoppertype.MinuteStats
+	order  [][2]string
+}
+
+// NewStatsBatch starts a batch for the minute that holds now.
+func NewStatsBatch(now time.Time) *StatsBatch {
+	return &StatsBatch{minute: now.UTC().Truncate(time.Minute), rows: map[[2]string]*hoppertype.MinuteStats{}}
+}
+
+func (b *StatsBatch) row(queue, kind string) *hoppertype.MinuteStats {
+	k := [2]string{queue, kind}
+	r, ok := b.rows[k]
+	if !ok {
+		r = &hoppertype.MinuteStats{Minute: b.minute, Queue: queue, Kind: kind}
+		b.rows[k] = r
+		b.order = append(b.order, k)
+	}
+	return r
+}
+
+// Enqueued counts an inserted job.
+func (b *StatsBatch) Enqueued(queue, kind string) { b.row(queue, kind).Enqueued++ }
+
+// Finished counts an attempt's end; wait is nil when the attempt's wait is not counted (its
+// run_at changed).
+func (b *StatsBatch) Finished(queue, kind string, c StatsCounter, wait *time.Duration) {
+	if c == StatsNone && wait == nil {
+		return
+	}
+	r := b.row(queue, kind)
+	switch c {
+	case StatsCompleted:
+		r.Completed++
+	case StatsFailed:
+		r.Failed++
+	case StatsRetried:
+		r.Retried++
+	}
+	if wait != nil {
+		r.Wait.Add(*wait)
+	}
+}
+
+// Rows returns the batch's aggregates in the order they were first counted.
+func (b *StatsBatch) Rows() []*hoppertype.MinuteStats {
+	out := make([]*hoppertype.MinuteStats, len(b.order))
+	for i, k := range b.order {
+		out[i] = b.rows[k]
+	}
+	return out
+}
