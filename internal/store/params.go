@@ -64,6 +64,9 @@ type ListParams struct {
 	// FinishedAfter (inclusive) and FinishedBefore (exclusive) bound when a job ended.
 	FinishedAfter  time.Time
 	FinishedBefore time.Time
+	// ArgsContains keeps the jobs whose args, as stored JSON bytes, contain it (case
+	// sensitive; "" doesn't filter). No index serves it: the list scans until its page is full.
+	ArgsContains string
 	// Cursor is the NextCursor of the previous page; empty for the first page.
 	Cursor string
 	// Limit is the page size (default 100, at most 10,000).
