@@ -57,8 +57,8 @@ func (p *FinishParams) Counter() StatsCounter {
 	return StatsNone
 }
 
-// StatsBatch gathers one transaction's aggregates in memory, one entry per queue and kind, so
-// the store writes one row each at the end of the transaction. The zero value is not usable:
+// StatsBatch gathers one insert transaction's counts in memory, one entry per queue and
+// kind, so the store writes one row each at the end of the transaction. The zero value is not usable:
 // make one with NewStatsBatch.
 type StatsBatch struct {
 	minute time.Time
@@ -84,26 +84,6 @@ func (b *StatsBatch) row(queue, kind string) *hoppertype.MinuteStats {
 
 // Enqueued counts an inserted job.
 func (b *StatsBatch) Enqueued(queue, kind string) { b.row(queue, kind).Enqueued++ }
-
-// Finished counts an attempt's end; wait is nil when the attempt's wait is not counted (its
-// run_at changed).
-func (b *StatsBatch) Finished(queue, kind string, c StatsCounter, wait *time.Duration) {
-	if c == StatsNone && wait == nil {
-		return
-	}
-	r := b.row(queue, kind)
-	switch c {
-	case StatsCompleted:
-		r.Completed++
-	case StatsFailed:
-		r.Failed++
-	case StatsRetried:
-		r.Retried++
-	}
-	if wait != nil {
-		r.Wait.Add(*wait)
-	}
-}
 
 // Rows returns the batch's aggregates in the order they were first counted.
 func (b *StatsBatch) Rows() []*hoppertype.MinuteStats {

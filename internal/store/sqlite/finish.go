@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
@@ -23,30 +22,31 @@ const finishSQL = `UPDATE jobs SET
 		expires_at), deadline_at = ?14,
 	max_attempts = coalesce(?17, max_attempts),
 	resume_data = CASE WHEN ?8 = 'suspended' THEN NULL ELSE resume_data END
-WHERE id = ?15 AND token = ?16 AND state = 'running'
-RETURNING queue, kind, CASE WHEN ?3 IS NULL THEN started_at - run_at END`
+WHERE id = ?15 AND token = ?16 AND state = 'running'`
 
 // JobFinishMany ends running attempts in one transaction.
 func (s *Store) JobFinishMany(ctx context.Context, params []*store.FinishParams) ([]error, error) {
 	errs := make([]error, len(params))
-	err := s.write(ctx, []string{finishSQL, statsSQL}, func(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt) error {
+	err := s.write(ctx, []string{finishSQL, statsFinishedSQL}, func(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt) error {
 		st := stmts[0]
 		now := s.clock.Now()
-		stats := store.NewStatsBatch(now)
+		var ended finishedBatch
 		for i, p := range params {
 			if err := jobstate.Check(hoppertype.StateRunning, p.State); err != nil {
 				errs[i] = err
 				continue
 			}
-			matched, err := s.finishOne(ctx, st, p, now, stats)
+			matched, err := s.finishOne(ctx, st, p, now)
 			if err != nil {
 				return err
 			}
 			if !matched {
 				errs[i] = refused(ctx, tx, p.ID, p.Token)
+				continue
 			}
+			ended.add(p)
 		}
-		return writeStats(ctx, stmts[1], stats)
+		return ended.write(ctx, stmts[1], now)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("finish jobs: %w", err)
@@ -54,9 +54,8 @@ func (s *Store) JobFinishMany(ctx context.Context, params []*store.FinishParams)
 	return errs, nil
 }
 
-// finishOne reports whether the token matched a running attempt, and counts the attempt's
-// end in stats when it did.
-func (s *Store) finishOne(ctx context.Context, st *sql.Stmt, p *store.FinishParams, now time.Time, stats *store.StatsBatch) (bool, error) {
+// finishOne reports whether the token matched a running attempt.
+func (s *Store) finishOne(ctx context.Context, st *sql.Stmt, p *store.FinishParams, now time.Time) (bool, error) {
 	giveBack := 0
 	if p.GiveBack {
 		giveBack = 1
@@ -65,25 +64,15 @@ func (s *Store) finishOne(ctx context.Context, st *sql.Stmt, p *store.FinishPara
 	if p.State.Terminal() {
 		finished = now.UnixMicro()
 	}
-	var queue, kind string
-	var waitUS sql.NullInt64
-	err := st.QueryRowContext(ctx, string(p.State), giveBack, nullMicros(p.RunAt), now.UnixMicro(), finished,
+	res, err := st.ExecContext(ctx, string(p.State), giveBack, nullMicros(p.RunAt), now.UnixMicro(), finished,
 		nullBytes(p.Result), nullString(p.Error), string(p.Outcome), nullString(p.Stack), string(p.Actor),
 		nullString(p.Reason), nullBytes(p.Checkpoint), nullMicros(p.ExpiresAt), nullMicros(p.DeadlineAt),
-		p.ID, p.Token, nullPositive(p.MaxAttempts), nullPositive(int(p.ExpiresAfter.Microseconds()))).Scan(&queue, &kind, &waitUS)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
-	}
+		p.ID, p.Token, nullPositive(p.MaxAttempts), nullPositive(int(p.ExpiresAfter.Microseconds())))
 	if err != nil {
 		return false, fmt.Errorf("finish job %s: %w", p.ID, err)
 	}
-	var wait *time.Duration
-	if waitUS.Valid {
-		d := time.Duration(waitUS.Int64) * time.Microsecond
-		wait = &d
-	}
-	stats.Finished(queue, kind, p.Counter(), wait)
-	return true, nil
+	n, err := res.RowsAffected()
+	return n == 1, err
 }
 
 const extendSQL = `UPDATE jobs SET lease_expires_at = ? WHERE id = ? AND token = ? AND state = 'running'`
