@@ -52,8 +52,8 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request, v *view) erro
 	hourFrom := now.Truncate(time.Minute).Add(-59 * time.Minute)
 	to := now.Truncate(time.Minute).Add(time.Minute)
 	d := &overviewData{Leader: h.client.LeaderID(), Self: h.client.NodeID(), Queues: rows, DeadLetters: dl,
-		Hour: throughput("Last hour, per minute", stats, hourFrom, to, time.Minute),
-		Day:  throughput("Last 24 hours, per 10 minutes", stats, to.Add(-24*time.Hour), to, 10*time.Minute),
+		Hour:   throughput("Last hour, per minute", stats, hourFrom, to, time.Minute),
+		Day:    throughput("Last 24 hours, per 10 minutes", stats, to.Add(-24*time.Hour), to, 10*time.Minute),
 		Totals: map[hopper.JobState]int64{}, States: states}
 	for _, q := range rows {
 		for s, n := range q.Counts {
