@@ -2,7 +2,9 @@ package hopperui_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"strings"
@@ -194,6 +196,13 @@ func eval[T any](tb *tab, expr string) T {
 	return get(tb, chromedp.Evaluate[T](expr))
 }
 
+// await evaluates a JavaScript expression whose value is a promise, and returns what it
+// resolves to.
+func await[T any](tb *tab, expr string) T {
+	tb.t.Helper()
+	return get(tb, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
+}
+
 // click clicks sel and waits for the page it leads to: the current page is marked, and the
 // click has led somewhere once a page without the mark has loaded.
 func (tb *tab) click(sel string) {
@@ -233,14 +242,31 @@ func (tb *tab) waitText(sel, want string) {
 
 // expectBadRequest waits for the console's report of the 400 answer a bad input got, and
 // takes it (with nothing else) off the console's record.
-func (tb *tab) expectBadRequest() {
+func (tb *tab) expectBadRequest() { tb.t.Helper(); tb.expectStatus(http.StatusBadRequest) }
+
+// expectStatus waits for the console's report of an answer with status code (the browser
+// reports 4xx answers), and takes it, with nothing else, off the console's record.
+func (tb *tab) expectStatus(code int) {
 	tb.t.Helper()
 	var got []string
 	require.Eventually(tb.t, func() bool {
 		got = append(got, tb.consoleErrors()...)
 		return len(got) > 0
-	}, 5*time.Second, 10*time.Millisecond, "the console reports the 400")
+	}, 5*time.Second, 10*time.Millisecond, "the console reports the %d", code)
 	for _, m := range got {
-		require.Contains(tb.t, m, "400 (Bad Request)")
+		require.Contains(tb.t, m, fmt.Sprintf("status of %d", code))
 	}
+}
+
+type chromedpAction = chromedp.Action[chromedp.Void]
+
+func setValue(sel, v string) chromedpAction { return chromedp.SetValue(chromedp.CSS(sel), v) }
+
+// jsString is s as a JavaScript string literal.
+func jsString(s string) string {
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
 }
