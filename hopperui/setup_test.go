@@ -41,6 +41,7 @@ type progressStep struct {
 type setupOpts struct {
 	ui      func(*hopperui.Config)
 	workers func(*hopper.Workers, *env)
+	dbPath  func(path string) // called before the client opens the store
 }
 
 func setup(t *testing.T, opts *setupOpts) *env {
@@ -48,7 +49,11 @@ func setup(t *testing.T, opts *setupOpts) *env {
 	if opts == nil {
 		opts = &setupOpts{}
 	}
-	st, err := sqlitestore.Open(t.Context(), sqlitestore.Config{Path: t.TempDir() + "/hopper.db"})
+	path := t.TempDir() + "/hopper.db"
+	if opts.dbPath != nil {
+		opts.dbPath(path)
+	}
+	st, err := sqlitestore.Open(t.Context(), sqlitestore.Config{Path: path})
 	require.NoError(t, err)
 	e := &env{store: st, progress: make(chan progressStep)}
 	ws := hopper.NewWorkers()
