@@ -62,7 +62,9 @@ type dashboardDenied struct{}
 func (dashboardDenied) Login(context.Context, string) (*hopperui.Principal, error) {
 	return nil, hopperui.ErrBadKey
 }
-func (dashboardDenied) StillValid(context.Context, *hopperui.Principal) (bool, error) { return false, nil }
+func (dashboardDenied) StillValid(context.Context, *hopperui.Principal) (bool, error) {
+	return false, nil
+}
 func (dashboardDenied) Open(context.Context, *http.Request) (*hopperui.Principal, error) {
 	return nil, nil
 }
