@@ -16,6 +16,24 @@ func testStats(t *testing.T, opener Opener) {
 	parallel(t, opener, "KeysAndStaleTokensNotCounted", statsKeysAndStaleTokensNotCounted)
 	parallel(t, opener, "MinutesAndFilters", statsMinutesAndFilters)
 	parallel(t, opener, "Prune", statsPrune)
+	parallel(t, opener, "ScheduleFireCounts", statsScheduleFire)
+}
+
+// The jobs a schedule's fire enqueues count as enqueued; a fire time already enqueued (its
+// key live) does not count again.
+func statsScheduleFire(t *testing.T, b *bundle) {
+	b.upsertSchedule(t, newSchedule("s", Start))
+	b.clock.Advance(time.Minute)
+	at := Start.Add(time.Minute)
+	job := fireJob(t, "s", at, `{}`)
+	again := fireJob(t, "s", at, `{}`)
+	res := b.fire(t, &store.ScheduleFireParams{Name: "s", ExpectedLast: Start, NewLast: at,
+		NewNext: at.Add(time.Minute), Jobs: []*store.InsertParams{job, again}})
+	require.Len(t, res.Jobs, 1)
+	rows := b.stats(t, store.StatsParams{Since: Start})
+	require.Len(t, rows, 1)
+	require.Equal(t, int64(1), rows[0].Enqueued)
+	require.Equal(t, job.Queue, rows[0].Queue)
 }
 
 func (b *bundle) stats(t *testing.T, p store.StatsParams) []*hoppertype.MinuteStats {
