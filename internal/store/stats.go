@@ -57,8 +57,8 @@ func (p *FinishParams) Counter() StatsCounter {
 	return StatsNone
 }
 
-// StatsBatch gathers one insert transaction's counts in memory, one entry per queue and
-// kind, so the store writes one row each at the end of the transaction. The zero value is not usable:
+// StatsBatch gathers one transaction's counts in memory, one entry per queue and kind, so the
+// store writes one row each at the end of the transaction. The zero value is not usable:
 // make one with NewStatsBatch.
 type StatsBatch struct {
 	minute time.Time
@@ -84,6 +84,42 @@ func (b *StatsBatch) row(queue, kind string) *hoppertype.MinuteStats {
 
 // Enqueued counts an inserted job.
 func (b *StatsBatch) Enqueued(queue, kind string) { b.row(queue, kind).Enqueued++ }
+
+// Finished counts an attempt's end under c, and its wait unless wait is nil (its run_at
+// changed).
+func (b *StatsBatch) Finished(queue, kind string, c StatsCounter, wait *time.Duration) {
+	if c == StatsNone && wait == nil {
+		return
+	}
+	r := b.row(queue, kind)
+	switch c {
+	case StatsCompleted:
+		r.Completed++
+	case StatsFailed:
+		r.Failed++
+	case StatsRetried:
+		r.Retried++
+	}
+	if wait != nil {
+		r.Wait.Add(*wait)
+	}
+}
+
+// FinishStats is what the minute stats count an attempt's end under: its job's queue and
+// kind, and the attempt's wait (run_at to its start).
+type FinishStats struct {
+	Queue, Kind string
+	Wait        time.Duration
+}
+
+// FinishStatsOf is the FinishStats of an attempt of the claimed row; nil for a row that does
+// not say (no queue or no start).
+func FinishStatsOf(row *hoppertype.JobRow) *FinishStats {
+	if row == nil || row.Queue == "" || row.StartedAt.IsZero() {
+		return nil
+	}
+	return &FinishStats{Queue: row.Queue, Kind: row.Kind, Wait: row.StartedAt.Sub(row.RunAt)}
+}
 
 // Rows returns the batch's aggregates in the order they were first counted.
 func (b *StatsBatch) Rows() []*hoppertype.MinuteStats {

@@ -27,10 +27,11 @@ WHERE id = ?15 AND token = ?16 AND state = 'running'`
 // JobFinishMany ends running attempts in one transaction.
 func (s *Store) JobFinishMany(ctx context.Context, params []*store.FinishParams) ([]error, error) {
 	errs := make([]error, len(params))
-	err := s.write(ctx, []string{finishSQL, statsFinishedSQL}, func(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt) error {
+	err := s.write(ctx, []string{finishSQL, statsFinishedSQL, statsSQL}, func(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt) error {
 		st := stmts[0]
 		now := s.clock.Now()
-		var ended finishedBatch
+		stats := store.NewStatsBatch(now)
+		var ended finishedBatch // the ends without Stats: counted from their rows
 		for i, p := range params {
 			if err := jobstate.Check(hoppertype.StateRunning, p.State); err != nil {
 				errs[i] = err
@@ -44,7 +45,18 @@ func (s *Store) JobFinishMany(ctx context.Context, params []*store.FinishParams)
 				errs[i] = refused(ctx, tx, p.ID, p.Token)
 				continue
 			}
-			ended.add(p)
+			if p.Stats == nil {
+				ended.add(p)
+				continue
+			}
+			var wait *time.Duration
+			if p.RunAt.IsZero() {
+				wait = &p.Stats.Wait
+			}
+			stats.Finished(p.Stats.Queue, p.Stats.Kind, p.Counter(), wait)
+		}
+		if err := writeStats(ctx, stmts[2], stats); err != nil {
+			return err
 		}
 		return ended.write(ctx, stmts[1], now)
 	})
