@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
@@ -40,8 +41,9 @@ const (
 	StatsRetried   StatsCounter = "retried"
 )
 
-// Counter is the counter p's outcome adds to. Both stores count with it: SQLite in Go,
-// PostgreSQL by passing it in with each item of its finish statement.
+// Counter is the counter p's outcome adds to. SQLite counts with it; PostgreSQL's finish
+// statement computes the same in SQL (counterSQL, from RetriedOutcomes), and the conformance
+// suite holds both to it.
 func (p *FinishParams) Counter() StatsCounter {
 	switch p.State {
 	case hoppertype.StateCompleted:
@@ -49,13 +51,17 @@ func (p *FinishParams) Counter() StatsCounter {
 	case hoppertype.StateFailed:
 		return StatsFailed
 	case hoppertype.StateScheduled, hoppertype.StateQueued:
-		switch p.Outcome {
-		case hoppertype.OutcomeError, hoppertype.OutcomeTimeout, hoppertype.OutcomePanic:
+		if slices.Contains(RetriedOutcomes, p.Outcome) {
 			return StatsRetried
 		}
 	}
 	return StatsNone
 }
+
+// RetriedOutcomes are the outcomes of a failed attempt: one that ends in state scheduled or
+// queued with one of them is a retry (StatsRetried). PostgreSQL's finish statement builds its
+// test from this list.
+var RetriedOutcomes = []hoppertype.Outcome{hoppertype.OutcomeError, hoppertype.OutcomeTimeout, hoppertype.OutcomePanic}
 
 // StatsBatch gathers one transaction's counts in memory, one entry per queue and kind, so the
 // store writes one row each at the end of the transaction. The zero value is not usable:

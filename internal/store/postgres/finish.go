@@ -14,8 +14,8 @@ import (
 // finishSQL ends a batch of running attempts in one statement. The token fences each item: a
 // stale token matches no row. RETURNING names the items (by ordinal) that matched; a job named
 // twice in one batch is finished once, and the second item's lease is lost, as in SQLite.
-// The same statement counts the ends in the minute's stats (stats.go): $19 holds each item's
-// counter (store.FinishParams.Counter), $20 the wait histogram's bounds in microseconds.
+// The same statement counts the ends in the minute's stats (stats.go): $19 holds the wait
+// histogram's bounds in microseconds.
 var finishSQL = `WITH done AS (UPDATE {schema}.jobs AS j SET
 	state = u.state, version = j.version + 1, attempt = j.attempt - u.give_back,
 	run_at = coalesce(u.run_at, j.run_at), worker_id = NULL, lease_expires_at = NULL,
@@ -31,14 +31,14 @@ var finishSQL = `WITH done AS (UPDATE {schema}.jobs AS j SET
 	resume_data = CASE WHEN u.outcome = 'suspended' THEN NULL ELSE j.resume_data END
 FROM unnest($2::int[], $3::text[], $4::bigint[], $5::text[], $6::int[], $7::timestamptz[],
 	$8::bytea[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::bytea[],
-	$15::timestamptz[], $16::timestamptz[], $17::int[], $18::bigint[], $19::text[])
+	$15::timestamptz[], $16::timestamptz[], $17::int[], $18::bigint[])
 	AS u(ord, id, token, state, give_back, run_at, result, error, outcome, stack, actor, reason,
-	     checkpoint, expires_at, deadline_at, max_attempts, expires_after_us, counter),
+	     checkpoint, expires_at, deadline_at, max_attempts, expires_after_us),
 	(SELECT coalesce($1::timestamptz, now()) AS now) clk
 WHERE j.id = u.id AND j.token = u.token AND j.state = 'running'
-RETURNING u.ord, j.queue, j.kind, u.counter, clk.now,
+RETURNING u.ord, j.queue, j.kind, ` + counterSQL + ` AS counter, clk.now,
 	CASE WHEN u.run_at IS NULL AND j.started_at IS NOT NULL THEN
-		width_bucket(extract(epoch FROM j.started_at - j.run_at) * 1000000, $20::float8[]) END AS wb),
+		width_bucket(extract(epoch FROM j.started_at - j.run_at) * 1000000, $19::float8[]) END AS wb),
 agg AS (` + statsFinishedSQL + `)
 SELECT ord FROM done`
 
@@ -125,7 +125,6 @@ type finishArrays struct {
 	ords, giveBack                []int32
 	maxAttempts                   []*int32
 	expiresAfter                  []*int64
-	counters                      []string
 	ids, states, outcomes, actors []string
 	tokens                        []int64
 	runAt, expiresAt, deadlineAt  []*time.Time
@@ -159,14 +158,13 @@ func (a *finishArrays) add(i int, p *store.FinishParams) {
 		after = &us
 	}
 	a.expiresAfter = append(a.expiresAfter, after)
-	a.counters = append(a.counters, string(p.Counter()))
 }
 
-// args returns the arrays in finishSQL's parameter order ($2–$20).
+// args returns the arrays in finishSQL's parameter order ($2–$19).
 func (a *finishArrays) args() []any {
 	return []any{a.ords, a.ids, a.tokens, a.states, a.giveBack, a.runAt, a.results, a.errors,
 		a.outcomes, a.stacks, a.actors, a.reasons, a.checkpoints, a.expiresAt, a.deadlineAt, a.maxAttempts,
-		a.expiresAfter, a.counters, waitBoundsUS}
+		a.expiresAfter, waitBoundsUS}
 }
 
 // ordinals reads a column of item ordinals into a set.

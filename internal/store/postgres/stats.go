@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
@@ -41,6 +42,17 @@ var statsFinishedSQL = `INSERT INTO {schema}.job_stats AS s (minute, queue, kind
 		w3 = s.w3 + excluded.w3, w4 = s.w4 + excluded.w4, w5 = s.w5 + excluded.w5,
 		w6 = s.w6 + excluded.w6, w7 = s.w7 + excluded.w7, w8 = s.w8 + excluded.w8,
 		w9 = s.w9 + excluded.w9`
+
+// counterSQL is store.FinishParams.Counter of finishSQL's item u, in SQL.
+var counterSQL = func() string {
+	retried := make([]string, len(store.RetriedOutcomes))
+	for i, o := range store.RetriedOutcomes {
+		retried[i] = "'" + string(o) + "'"
+	}
+	return `CASE WHEN u.state IN ('completed', 'failed') THEN u.state
+		WHEN u.state IN ('scheduled', 'queued') AND u.outcome IN (` + strings.Join(retried, ", ") + `) THEN 'retried'
+		ELSE '' END`
+}()
 
 // waitBoundsUS are hoppertype.WaitBounds in microseconds, for width_bucket.
 var waitBoundsUS = func() []float64 {
