@@ -78,11 +78,6 @@ func (m *maintainer) sweep(ctx context.Context) (more bool, err error) {
 			m.e.log.Debug("swept expired jobs", "jobs", total)
 		}
 	}()
-	if m.sweepFrom == "" {
-		if err := m.pruneStats(ctx); err != nil {
-			return false, err
-		}
-	}
 	for range sweepPass {
 		if ctx.Err() != nil || !m.e.leader.leading() {
 			return false, nil
@@ -94,7 +89,7 @@ func (m *maintainer) sweep(ctx context.Context) (more bool, err error) {
 		total += res.Deleted
 		m.sweepFrom = res.Next
 		if res.Next == "" {
-			return false, nil // the walk is done; the next one starts at the front
+			return false, m.pruneStats(ctx) // the walk is done; the next one starts at the front
 		}
 	}
 	return true, nil
