@@ -367,7 +367,7 @@ func (e *Engine) Decide(row *hoppertype.JobRow, u Unit, end Ending) *store.Finis
 	p := Decide(row, end, &e.cfg.RetryPolicy, e.clock.Now())
 	if p != nil {
 		e.stampExpiry(p, row, u) // contract 12: ended jobs expire
-		p.Stats = store.FinishStatsOf(row)
+		p.Job = row
 	}
 	return p
 }

@@ -127,10 +127,10 @@ type FinishParams struct {
 	DeadlineAt   time.Time // for suspended jobs: when waiting ends in failure
 	Actor        hoppertype.Actor
 	Reason       string
-	// Stats, when set, is what the minute stats count this end under, from the row the caller
-	// holds; a store that would otherwise read the job's row for it (SQLite) is spared the
-	// read. nil: the store takes them from the row.
-	Stats *FinishStats
+	// Job is the attempt's job as it was claimed, when whoever decided the outcome has it
+	// (nil otherwise). The SQLite store counts the minute stats from it (queue, kind, the
+	// attempt's wait) instead of reading the row; stores need nothing else from it.
+	Job *hoppertype.JobRow
 }
 
 // ExtendParams moves one lease's expiry to Duration from now.

@@ -111,20 +111,16 @@ func (b *StatsBatch) Finished(queue, kind string, c StatsCounter, wait *time.Dur
 	}
 }
 
-// FinishStats is what the minute stats count an attempt's end under: its job's queue and
-// kind, and the attempt's wait (run_at to its start).
-type FinishStats struct {
-	Queue, Kind string
-	Wait        time.Duration
-}
-
-// FinishStatsOf is the FinishStats of an attempt of the claimed row; nil for a row that does
-// not say (no queue or no start).
-func FinishStatsOf(row *hoppertype.JobRow) *FinishStats {
-	if row == nil || row.Queue == "" || row.StartedAt.IsZero() {
-		return nil
+// FinishedJob counts the end p of an attempt of job (the row as it was claimed): under p's
+// counter, and with the attempt's wait (run_at to its start) unless p gives the job a new
+// run_at.
+func (b *StatsBatch) FinishedJob(job *hoppertype.JobRow, p *FinishParams) {
+	var wait *time.Duration
+	if p.RunAt.IsZero() && !job.StartedAt.IsZero() {
+		w := job.StartedAt.Sub(job.RunAt)
+		wait = &w
 	}
-	return &FinishStats{Queue: row.Queue, Kind: row.Kind, Wait: row.StartedAt.Sub(row.RunAt)}
+	b.Finished(job.Queue, job.Kind, p.Counter(), wait)
 }
 
 // Rows returns the batch's aggregates in the order they were first counted.

@@ -31,7 +31,7 @@ func (s *Store) JobFinishMany(ctx context.Context, params []*store.FinishParams)
 		st := stmts[0]
 		now := s.clock.Now()
 		stats := store.NewStatsBatch(now)
-		var ended finishedBatch // the ends without Stats: counted from their rows
+		var ended finishedBatch // the ends without their Job: counted from their rows
 		for i, p := range params {
 			if err := jobstate.Check(hoppertype.StateRunning, p.State); err != nil {
 				errs[i] = err
@@ -45,15 +45,11 @@ func (s *Store) JobFinishMany(ctx context.Context, params []*store.FinishParams)
 				errs[i] = refused(ctx, tx, p.ID, p.Token)
 				continue
 			}
-			if p.Stats == nil {
+			if p.Job == nil || p.Job.ID != p.ID {
 				ended.add(p)
 				continue
 			}
-			var wait *time.Duration
-			if p.RunAt.IsZero() {
-				wait = &p.Stats.Wait
-			}
-			stats.Finished(p.Stats.Queue, p.Stats.Kind, p.Counter(), wait)
+			stats.FinishedJob(p.Job, p)
 		}
 		if err := writeStats(ctx, stmts[2], stats); err != nil {
 			return err

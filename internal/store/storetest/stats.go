@@ -58,11 +58,11 @@ func statsEnqueueAndFinish(t *testing.T, b *bundle) {
 	retry.RunAt = b.clock.Now().Add(time.Minute)
 	snooze := finishing(byKind["b"][0], hoppertype.StateScheduled)
 	snooze.Outcome, snooze.GiveBack, snooze.RunAt = hoppertype.OutcomeSnoozed, true, b.clock.Now().Add(time.Minute)
-	// The completed end says what it counts under (Stats, as the engine's do); the others
-	// leave the store to read it from their rows. Both count alike.
+	// The completed end carries its claimed Job, as the engine's do; the others leave the
+	// store to read their rows. Both count alike.
 	done := finishing(a[0], hoppertype.StateCompleted)
-	done.Stats = store.FinishStatsOf(a[0])
-	require.Equal(t, 250*time.Millisecond, done.Stats.Wait)
+	done.Job = a[0]
+	require.Equal(t, 250*time.Millisecond, a[0].StartedAt.Sub(a[0].RunAt))
 	errs, err := b.store.JobFinishMany(t.Context(), []*store.FinishParams{
 		done, finishing(a[1], hoppertype.StateFailed), retry, snooze})
 	require.NoError(t, err)
