@@ -1,5 +1,5 @@
 # The README's commands. `make test` (and `make chaos-short`, `make fuzz-ci`) is what CI runs.
-.PHONY: test run build bench tools gen gen-check chaos chaos-short fuzz fuzz-ci ts-test ts-gen ts-gen-check ts-bench
+.PHONY: test run build bench tools gen gen-check chaos chaos-short fuzz fuzz-ci ts-test ts-gen ts-gen-check ts-bench screenshots
 
 test:
 	go test -race -count=1 -timeout 15m -p 2 ./...
@@ -33,6 +33,11 @@ build:
 
 bench:
 	go run ./cmd/hopper bench --jobs 20000
+
+# The dashboard's screenshots in docs/dashboard/ (docs/dashboard.md), taken by headless
+# chromium (Debian: apt-get install chromium) from a store with an hour of history.
+screenshots:
+	go test -count=1 -run TestScreenshots ./hopperui/ -args -screenshots=$(CURDIR)/docs/dashboard
 
 # Code generation: the protobuf API in api/ becomes the committed code in gen/.
 BUF_VERSION := v1.75.0

@@ -147,6 +147,10 @@ func (c *Client) Stop(ctx context.Context) error {
 // IsLeader reports whether this client holds the leader lease (and does the maintenance).
 func (c *Client) IsLeader() bool { return c.engine.IsLeader() }
 
+// LeaderID is the WorkerID of the node that held the leader lease when this client last took
+// part in the election (every third of LeaderTTL); "" before its first election succeeded.
+func (c *Client) LeaderID() string { return c.engine.LeaderID() }
+
 // Ping checks that the client's store answers, within 2 s: a round trip to PostgreSQL; a
 // read of the SQLite file, and its last write did not fail for want of disk or access. The
 // error wraps ErrUnavailable when the store cannot be reached or cannot take writes.

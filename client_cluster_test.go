@@ -48,6 +48,9 @@ func TestOneLeaderAndFailover(t *testing.T) {
 	clk.Advance(5 * time.Second) // b's next election: a's lease is live
 	require.Never(t, b.IsLeader, 50*time.Millisecond, time.Millisecond)
 	require.True(t, a.IsLeader())
+	require.Eventually(t, func() bool { return b.LeaderID() == "node-a" }, 5*time.Second, time.Millisecond,
+		"b knows who leads")
+	require.Equal(t, "node-a", a.LeaderID())
 
 	// A job due in a minute: only a leader promotes it. a stops (resigning); b takes over.
 	res, err := b.Enqueue(t.Context(), sendEmail{}, &InsertOpts{Delay: time.Minute})
@@ -58,6 +61,7 @@ func TestOneLeaderAndFailover(t *testing.T) {
 		clk.Advance(time.Second)
 		return b.IsLeader()
 	}, 10*time.Second, time.Millisecond)
+	require.Equal(t, "node-b", b.LeaderID())
 	clk.Advance(time.Minute)
 	(&testBundle{client: b, clock: clk}).waitStepping(t, res.Job.ID, time.Second, StateCompleted)
 	attempts, err := b.Attempts(t.Context(), res.Job.ID)

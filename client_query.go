@@ -16,6 +16,9 @@ type ListParams struct {
 	Kinds         []string
 	CreatedAfter  time.Time // inclusive
 	CreatedBefore time.Time // exclusive
+	// ArgsContains keeps the jobs whose args, as JSON text, contain it (case sensitive; at
+	// most 255 bytes). No index serves it: on a large store a rare match takes a scan.
+	ArgsContains string
 	// Cursor continues from a previous page's NextCursor.
 	Cursor string
 	// Limit is the page size (default 100, at most 10,000).
@@ -56,9 +59,13 @@ func (c *Client) List(ctx context.Context, p *ListParams) (*ListResult, error) {
 	if err := checkFilter(p.Queues, p.Kinds, p.Cursor); err != nil {
 		return nil, err
 	}
+	if err := checkLimited("args_contains", p.ArgsContains, maxNameLen); err != nil {
+		return nil, err
+	}
 	res, err := c.store.JobList(ctx, &store.ListParams{
 		States: p.States, Queues: p.Queues, Kinds: p.Kinds, CreatedAfter: p.CreatedAfter,
-		CreatedBefore: p.CreatedBefore, Cursor: p.Cursor, Limit: p.Limit, Ascending: p.Ascending,
+		CreatedBefore: p.CreatedBefore, ArgsContains: p.ArgsContains, Cursor: p.Cursor, Limit: p.Limit,
+		Ascending: p.Ascending,
 	})
 	if errors.Is(err, store.ErrInvalidCursor) {
 		return nil, invalid("cursor", "%q is not a cursor a List call returned", p.Cursor)

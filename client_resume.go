@@ -51,15 +51,23 @@ func (c *Client) ResumeBy(ctx context.Context, id string, data any, actor Actor,
 	// resume that races it finds the job still running. Give the suspension that moment.
 	// (Real time, not the client's clock: this waits for goroutines, not for the schedule.)
 	deadline := time.Now().Add(resumeRaceWait)
-	for errors.Is(err, ErrInvalidTransition) && time.Now().Before(deadline) && c.stillRunning(ctx, id) {
-		t := time.NewTimer(20 * time.Millisecond)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, fmt.Errorf("resume: %w", ctx.Err())
-		case <-t.C:
+	for errors.Is(err, ErrInvalidTransition) && time.Now().Before(deadline) {
+		// The suspension may land between the refused resume and this look: a job no longer
+		// running gets one more try, whose answer is final.
+		running := c.stillRunning(ctx, id)
+		if running {
+			t := time.NewTimer(20 * time.Millisecond)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil, fmt.Errorf("resume: %w", ctx.Err())
+			case <-t.C:
+			}
 		}
 		job, err = c.store.JobResume(ctx, params)
+		if !running {
+			break
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("resume: %w", err)

@@ -288,3 +288,30 @@ func (c *Client) declaredSchedules() (map[string]*store.Schedule, error) {
 }
 
 func (c *Client) scheduleLog() *slog.Logger { return logger(c.cfg.Logger) }
+
+// NextFireTimes returns up to n fire times from NextFireAt on, NextFireAt first, in the
+// schedule's time zone. A FixedDelay schedule has only NextFireAt: its later times depend on
+// when its runs end. It returns nil for n < 1, a schedule that has no next fire time, or one
+// whose timing does not parse.
+func (s *ScheduleInfo) NextFireTimes(n int) []time.Time {
+	if n < 1 || s.NextFireAt.IsZero() {
+		return nil
+	}
+	spec, err := scheduleSpec(s.Schedule)
+	if err != nil {
+		return nil
+	}
+	loc := spec.Location()
+	out := []time.Time{s.NextFireAt.In(loc)}
+	if s.FixedDelay != 0 {
+		return out
+	}
+	for len(out) < n {
+		next := spec.Next(out[len(out)-1])
+		if next.IsZero() {
+			break
+		}
+		out = append(out, next)
+	}
+	return out
+}

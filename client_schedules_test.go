@@ -495,3 +495,24 @@ func TestScheduleCatchUpAllWithOverlapSkipRunsOnlyTheOldest(t *testing.T) {
 	b.advanceTo(t, "s", testStart.Add(7*time.Minute))
 	requireTimes(t, minutes(testStart, 1, 2), b.fireTimes(t, "s"))
 }
+
+// NextFireTimes lists the coming fire times in the schedule's zone; a fixed-delay schedule
+// knows only its next one.
+func TestScheduleNextFireTimes(t *testing.T) {
+	t.Parallel()
+	b := setup(t, NewWorkers(), nil)
+	hourly, err := b.client.AddSchedule(t.Context(), Schedule{Name: "hourly", Cron: "30 * * * *", TZ: "Asia/Kolkata", Kind: "report"})
+	require.NoError(t, err)
+	times := hourly.NextFireTimes(3)
+	require.Len(t, times, 3)
+	require.Equal(t, hourly.NextFireAt.UTC(), times[0].UTC())
+	require.Equal(t, "Asia/Kolkata", times[0].Location().String())
+	require.Equal(t, time.Hour, times[1].Sub(times[0]))
+	require.Equal(t, time.Hour, times[2].Sub(times[1]))
+	require.Equal(t, 30, times[1].Minute())
+
+	delay, err := b.client.AddSchedule(t.Context(), Schedule{Name: "delay", FixedDelay: time.Minute, Kind: "report"})
+	require.NoError(t, err)
+	require.Len(t, delay.NextFireTimes(3), 1)
+	require.Nil(t, delay.NextFireTimes(0))
+}

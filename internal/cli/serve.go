@@ -61,11 +61,13 @@ func newServeCmd() *cobra.Command {
 	var o serveOptions
 	cmd := &cobra.Command{
 		Use:   "serve",
-		Short: "Run the Hopper server: the RPC API for clients and remote workers, and /healthz",
+		Short: "Run the Hopper server: the RPC API for clients and remote workers, the dashboard at /ui/, and /healthz",
 		Long: `serve stores jobs in --database (a SQLite file, created if needed, or a postgres://
 URL), hands them to workers in any language over the RPC API (Connect: gRPC, gRPC-Web and
 JSON over HTTP at /hopper.v1.<Service>/<Method>) and runs the leader's duties (promoting
-scheduled jobs, rescuing expired leases).
+scheduled jobs, rescuing expired leases). The web dashboard is at /ui/ (/ leads there), behind a
+login with an API key (admin to change things, read to look) once any key exists
+(docs/dashboard.md).
 
 With --max-cpu or --max-memory, a resource governor stops the server from taking new jobs
 for its own workers (hopper.echo) while its process uses that much CPU or memory or more;
@@ -193,6 +195,7 @@ func serveUntilDone(ctx context.Context, cmd *cobra.Command, o serveOptions, ln 
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "hopper serving on %s://%s (%s), database %s\n", scheme, ln.Addr(), auth,
 		describe(cmd, mustDatabase(cmd)))
+	fmt.Fprintf(cmd.OutOrStdout(), "dashboard: %s://%s/ui/\n", scheme, ln.Addr())
 	if !o.noEcho {
 		fmt.Fprintf(cmd.OutOrStdout(), "try: curl -s -H 'Content-Type: application/json' "+
 			"-d '{\"job\":{\"kind\":\"hopper.echo\",\"args\":{\"hello\":\"world\"}}}' "+

@@ -325,6 +325,10 @@ func (e *Engine) Failing() []backoff.Status { return e.loops.Failing() }
 // IsLeader reports whether this process holds the leader lease and does the leader's duties.
 func (e *Engine) IsLeader() bool { return e.leader.leading() }
 
+// LeaderID is the node that held the leader lease at this process's last successful election
+// (every third of LeaderTTL); "" before the first.
+func (e *Engine) LeaderID() string { return e.leader.holderID() }
+
 // Notify tells the producer of queue that jobs were enqueued, so it claims without waiting;
 // queue "" tells every producer (jobs may have become claimable anywhere: a kind was enabled).
 func (e *Engine) Notify(queue string) {

@@ -89,8 +89,32 @@ func (m *maintainer) sweep(ctx context.Context) (more bool, err error) {
 		total += res.Deleted
 		m.sweepFrom = res.Next
 		if res.Next == "" {
+			m.pruneStats(ctx)
 			return false, nil // the walk is done; the next one starts at the front
 		}
 	}
 	return true, nil
+}
+
+// statsPruneEvery is how often the leader deletes the minute stats older than
+// hoppertype.StatsRetention: their rows are kept a week, so an hour late is nothing.
+const statsPruneEvery = time.Hour
+
+// pruneStats deletes the minute stats older than hoppertype.StatsRetention, after a complete
+// walk of the sweep, at most every statsPruneEvery. A failure only delays it to the next walk:
+// it must not hold up the duties that matter (rescues, promotion).
+func (m *maintainer) pruneStats(ctx context.Context) {
+	now := m.e.store.Now()
+	if !m.prunedAt.IsZero() && now.Sub(m.prunedAt) < statsPruneEvery {
+		return
+	}
+	n, err := m.e.store.StatsPrune(ctx, now.Add(-hoppertype.StatsRetention))
+	if err != nil {
+		m.e.log.Warn("prune job stats (retried after the next sweep)", "err", err)
+		return
+	}
+	m.prunedAt = now
+	if n > 0 {
+		m.e.log.Debug("pruned job stats", "rows", n)
+	}
 }

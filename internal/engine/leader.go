@@ -29,6 +29,7 @@ type elector struct {
 	term    int64
 	gained  int       // how often this process became leader (from not leading)
 	failed  time.Time // when an election last failed (the store did not answer)
+	holder  string    // the leader the last successful election named ("" before one)
 	changed chan struct{}
 }
 
@@ -49,6 +50,13 @@ func (l *elector) leadership() (leading bool, gained int, failed time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return !l.until.IsZero() && l.e.clock.Now().Before(l.until), l.gained, l.failed
+}
+
+// holderID is the node the last successful election named as leader ("" before one).
+func (l *elector) holderID() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.holder
 }
 
 // wait returns a channel closed at the next election outcome.
@@ -116,6 +124,9 @@ func (l *elector) elect(ctx context.Context, ttl time.Duration) time.Duration {
 		return min(wait, until.Sub(now)) // wake at the lapse, to notice it
 	}
 	l.retry.Succeed()
+	l.mu.Lock()
+	l.holder = lead.NodeID
+	l.mu.Unlock()
 	if lead.NodeID == l.e.cfg.WorkerID {
 		if !l.set(asked.Add(ttl), lead.Term) {
 			l.e.log.Info("leadership acquired", "term", lead.Term, "worker", l.e.cfg.WorkerID)

@@ -27,7 +27,8 @@ type maintainer struct {
 	nudgeC chan struct{}
 
 	// Used by the run loop only:
-	sweepFrom string // where the sweep's walk of the jobs goes on
+	sweepFrom string    // where the sweep's walk of the jobs goes on
+	prunedAt  time.Time // when the minute stats were last pruned
 	retry     *backoff.Tracker
 	held      bool      // the store failed lately (holdAfterOutage): the rescues wait for a pass that works
 	started   time.Time // when run began

@@ -66,6 +66,21 @@ func (a *KeyAuth) now() time.Time {
 	return time.Now()
 }
 
+// keyless returns anonymous for a request made on this machine while no live key exists,
+// nil when keys exist, and an error wrapping ErrUnauthenticated for a request from elsewhere
+// (another host, a web page of another site) while none does.
+func (a *KeyAuth) keyless(ctx context.Context, r *http.Request) (*Principal, error) {
+	open, err := a.open(ctx)
+	if err != nil || !open {
+		return nil, err
+	}
+	if why := notLocal(r); why != "" {
+		return nil, fmt.Errorf("%w: without API keys this server answers only requests made on this machine, "+
+			"not from web pages (%s)", ErrUnauthenticated, why)
+	}
+	return anonymous, nil
+}
+
 // touchEvery bounds how often a key's last use is written.
 const touchEvery = time.Minute
 
@@ -80,21 +95,19 @@ func (a *KeyAuth) Authenticate(ctx context.Context, r *http.Request) (*Principal
 		plaintext = strings.TrimSpace(token)
 	}
 	if plaintext == "" && a.OpenWithoutKeys {
-		open, err := a.open(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if open {
-			if why := notLocal(r); why != "" {
-				return nil, fmt.Errorf("%w: without API keys this server answers only requests made on this machine, "+
-					"not from web pages (%s)", ErrUnauthenticated, why)
-			}
-			return anonymous, nil
+		p, err := a.keyless(ctx, r)
+		if p != nil || err != nil {
+			return p, err
 		}
 	}
 	if plaintext == "" {
 		return nil, fmt.Errorf("%w: an API key is required (Authorization: Bearer <key>)", ErrUnauthenticated)
 	}
+	return a.check(ctx, plaintext)
+}
+
+// check authenticates one key: the API's headers and the dashboard's login page both call it.
+func (a *KeyAuth) check(ctx context.Context, plaintext string) (*Principal, error) {
 	k, err := apikey.Authenticate(ctx, a.Keys, plaintext)
 	switch {
 	case errors.Is(err, apikey.ErrMalformed), errors.Is(err, apikey.ErrInvalid), errors.Is(err, apikey.ErrRevoked):

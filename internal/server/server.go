@@ -209,6 +209,9 @@ func New(cfg Config) (*Server, error) {
 	s.handle("GET /metrics", ScopeRead, s.metricsHandler())
 	s.handle("POST /v1/async/{kind}", ScopeEnqueue, s.asyncEnqueue())
 	s.handle("GET /v1/jobs/{id}", ScopeRead, s.asyncStatus())
+	if err := s.mountDashboard(); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 

@@ -706,9 +706,12 @@ func TestEveryRouteHasAnAuthPolicy(t *testing.T) {
 	routes := e.srv.Routes()
 	require.NotEmpty(t, routes)
 	known := map[server.Scope]bool{server.ScopeEnqueue: true, server.ScopeWork: true, server.ScopeRead: true,
-		server.ScopeAdmin: true, server.ScopePublic: true}
+		server.ScopeAdmin: true, server.ScopePublic: true, server.ScopeDashboard: true}
 	for pattern, scope := range routes {
 		require.True(t, known[scope], "route %s has unknown scope %q", pattern, scope)
+		if scope == server.ScopeDashboard { // its own login (hopperui), tested there
+			require.True(t, pattern == "/ui/" || pattern == "GET /{$}", "only the dashboard checks its own sessions, not %s", pattern)
+		}
 		if scope == server.ScopePublic {
 			require.True(t, strings.HasSuffix(pattern, "/livez") || strings.HasSuffix(pattern, "/healthz") || strings.HasSuffix(pattern, "/readyz") ||
 				strings.HasPrefix(pattern, "/"+grpcreflect.ReflectV1ServiceName+"/") ||

@@ -64,6 +64,9 @@ type ListParams struct {
 	// FinishedAfter (inclusive) and FinishedBefore (exclusive) bound when a job ended.
 	FinishedAfter  time.Time
 	FinishedBefore time.Time
+	// ArgsContains keeps the jobs whose args, as stored JSON bytes, contain it (case
+	// sensitive; "" doesn't filter). No index serves it: the list scans until its page is full.
+	ArgsContains string
 	// Cursor is the NextCursor of the previous page; empty for the first page.
 	Cursor string
 	// Limit is the page size (default 100, at most 10,000).
@@ -125,8 +128,9 @@ type FinishParams struct {
 	Actor        hoppertype.Actor
 	Reason       string
 	// Job is the attempt's job as it was claimed, when whoever decided the outcome has it
-	// (nil otherwise). Stores ignore it: it tells the engine's OnOutcome which kind and
-	// queue the outcome is about, and when the attempt started.
+	// (nil otherwise). It tells the engine's OnOutcome which kind and queue the outcome is
+	// about, and when the attempt started; the SQLite store counts the minute stats from it
+	// (queue, kind, the attempt's wait) instead of reading the row.
 	Job *hoppertype.JobRow
 }
 

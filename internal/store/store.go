@@ -49,6 +49,7 @@ type Store interface {
 	SuspendStore
 	KeyStore
 	Sweeper
+	StatsStore
 
 	// JobInsertMany inserts jobs in one transaction: all or none. A job whose idempotency key is
 	// live returns the existing job (Existing=true) or ErrDuplicate when its payload differs.

@@ -14,7 +14,9 @@ import (
 // finishSQL ends a batch of running attempts in one statement. The token fences each item: a
 // stale token matches no row. RETURNING names the items (by ordinal) that matched; a job named
 // twice in one batch is finished once, and the second item's lease is lost, as in SQLite.
-const finishSQL = `UPDATE {schema}.jobs AS j SET
+// The same statement counts the ends in the minute's stats (stats.go): $19 holds the wait
+// histogram's bounds in microseconds.
+var finishSQL = `WITH done AS (UPDATE {schema}.jobs AS j SET
 	state = u.state, version = j.version + 1, attempt = j.attempt - u.give_back,
 	run_at = coalesce(u.run_at, j.run_at), worker_id = NULL, lease_expires_at = NULL,
 	updated_at = clk.now,
@@ -34,7 +36,11 @@ FROM unnest($2::int[], $3::text[], $4::bigint[], $5::text[], $6::int[], $7::time
 	     checkpoint, expires_at, deadline_at, max_attempts, expires_after_us),
 	(SELECT coalesce($1::timestamptz, now()) AS now) clk
 WHERE j.id = u.id AND j.token = u.token AND j.state = 'running'
-RETURNING u.ord`
+RETURNING u.ord, j.queue, j.kind, ` + counterSQL + ` AS counter, clk.now,
+	CASE WHEN u.run_at IS NULL AND j.started_at IS NOT NULL THEN
+		width_bucket(extract(epoch FROM j.started_at - j.run_at) * 1000000, $19::float8[]) END AS wb),
+agg AS (` + statsFinishedSQL + `)
+SELECT ord FROM done`
 
 // JobFinishMany ends running attempts in one statement. Items the state machine refuses get
 // ErrInvalidTransition without reaching the database; stale tokens get ErrLeaseLost.
@@ -154,10 +160,11 @@ func (a *finishArrays) add(i int, p *store.FinishParams) {
 	a.expiresAfter = append(a.expiresAfter, after)
 }
 
-// args returns the arrays in finishSQL's parameter order ($2–$18).
+// args returns the arrays in finishSQL's parameter order ($2–$19).
 func (a *finishArrays) args() []any {
 	return []any{a.ords, a.ids, a.tokens, a.states, a.giveBack, a.runAt, a.results, a.errors,
-		a.outcomes, a.stacks, a.actors, a.reasons, a.checkpoints, a.expiresAt, a.deadlineAt, a.maxAttempts, a.expiresAfter}
+		a.outcomes, a.stacks, a.actors, a.reasons, a.checkpoints, a.expiresAt, a.deadlineAt, a.maxAttempts,
+		a.expiresAfter, waitBoundsUS}
 }
 
 // ordinals reads a column of item ordinals into a set.

@@ -13,8 +13,9 @@ import (
 
 // insertSQL inserts a batch from arrays (one round trip for any number of jobs) and returns
 // the new rows followed by the existing jobs that idempotency keys named ($18); $19 holds the
-// jobs' result TTLs, $20 their rescue bounds, $21 their merge policies.
-const insertSQL = `WITH clk AS (SELECT coalesce($1::timestamptz, now()) AS now),
+// jobs' result TTLs, $20 their rescue bounds, $21 their merge policies. The same statement
+// counts the new jobs in the minute's stats (stats.go).
+var insertSQL = `WITH clk AS (SELECT coalesce($1::timestamptz, now()) AS now),
 ins AS (
 	INSERT INTO {schema}.jobs (id, kind, queue, priority, args, headers, state, max_attempts, run_at,
 		timeout_us, retry_policy, idempotency_key, group_key, merge_key, schedule_id, last_actor,
@@ -30,7 +31,8 @@ ins AS (
 		AS t(id, kind, queue, priority, args, headers, run_at, max_attempts, timeout_us,
 		     retry_policy, key, group_key, merge_key, schedule_id, actor, reason, result_ttl_us,
 		     max_rescues, merge_policy), clk
-	RETURNING ` + cols + `)
+	RETURNING ` + cols + `),
+agg AS (` + statsEnqueuedSQL + `)
 SELECT ` + cols + ` FROM ins
 UNION ALL
 SELECT ` + cols + ` FROM {schema}.jobs WHERE id = ANY($18::text[])`

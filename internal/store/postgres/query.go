@@ -108,6 +108,9 @@ func listQuery(p *store.ListParams, now any) (string, []any, error) {
 	if !p.FinishedBefore.IsZero() {
 		add("finished_at < $%d", p.FinishedBefore)
 	}
+	if p.ArgsContains != "" {
+		add("position($%d::bytea IN args) > 0", []byte(p.ArgsContains))
+	}
 	order, cmp := "DESC", "<"
 	if p.Ascending {
 		order, cmp = "ASC", ">"

@@ -27,9 +27,11 @@ WHERE id = ?15 AND token = ?16 AND state = 'running'`
 // JobFinishMany ends running attempts in one transaction.
 func (s *Store) JobFinishMany(ctx context.Context, params []*store.FinishParams) ([]error, error) {
 	errs := make([]error, len(params))
-	err := s.write(ctx, []string{finishSQL}, func(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt) error {
+	err := s.write(ctx, []string{finishSQL, statsFinishedSQL, statsSQL}, func(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt) error {
 		st := stmts[0]
 		now := s.clock.Now()
+		stats := store.NewStatsBatch(now)
+		var ended finishedBatch // the ends without their Job: counted from their rows
 		for i, p := range params {
 			if err := jobstate.Check(hoppertype.StateRunning, p.State); err != nil {
 				errs[i] = err
@@ -41,9 +43,18 @@ func (s *Store) JobFinishMany(ctx context.Context, params []*store.FinishParams)
 			}
 			if !matched {
 				errs[i] = refused(ctx, tx, p.ID, p.Token)
+				continue
 			}
+			if p.Job == nil || p.Job.ID != p.ID {
+				ended.add(p)
+				continue
+			}
+			stats.FinishedJob(p.Job, p)
 		}
-		return nil
+		if err := writeStats(ctx, stmts[2], stats); err != nil {
+			return err
+		}
+		return ended.write(ctx, stmts[1], now)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("finish jobs: %w", err)

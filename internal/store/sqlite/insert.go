@@ -24,9 +24,10 @@ func (s *Store) JobInsertMany(ctx context.Context, params []*store.InsertParams)
 		return nil, fmt.Errorf("insert jobs: %w", err)
 	}
 	out := make([]*store.InsertResult, len(params))
-	err := s.write(ctx, []string{insertJobSQL}, func(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt) error {
+	err := s.write(ctx, []string{insertJobSQL, statsSQL}, func(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt) error {
 		ins := stmts[0]
 		now := s.clock.Now()
+		stats := store.NewStatsBatch(now)
 		for i, p := range params {
 			if p.IdempotencyKey != "" {
 				existing, err := s.idempotentJob(ctx, tx, p)
@@ -53,8 +54,9 @@ func (s *Store) JobInsertMany(ctx context.Context, params []*store.InsertParams)
 				return err
 			}
 			out[i] = &store.InsertResult{Job: row}
+			stats.Enqueued(row.Queue, row.Kind)
 		}
-		return nil
+		return writeStats(ctx, stmts[1], stats)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("insert jobs: %w", err)

@@ -84,6 +84,9 @@ func (s *Store) JobList(ctx context.Context, p *store.ListParams) (*store.ListRe
 	if !p.FinishedBefore.IsZero() {
 		where, args = append(where, "finished_at < ?"), append(args, micros(p.FinishedBefore))
 	}
+	if p.ArgsContains != "" {
+		where, args = append(where, "instr(args, ?) > 0"), append(args, []byte(p.ArgsContains))
+	}
 	order, cmp := "DESC", "<"
 	if p.Ascending {
 		order, cmp = "ASC", ">"

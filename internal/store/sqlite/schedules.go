@@ -147,9 +147,10 @@ func (s *Store) ScheduleSetPaused(ctx context.Context, name string, paused bool)
 // ScheduleFire compare-and-sets the schedule's fire times and inserts its jobs, atomically.
 func (s *Store) ScheduleFire(ctx context.Context, p *store.ScheduleFireParams) (*store.ScheduleFireResult, error) {
 	var out *store.ScheduleFireResult
-	err := s.write(ctx, []string{insertJobSQL}, func(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt) error {
+	err := s.write(ctx, []string{insertJobSQL, statsSQL}, func(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt) error {
 		out = &store.ScheduleFireResult{}
 		now := s.clock.Now()
+		stats := store.NewStatsBatch(now)
 		res, err := tx.ExecContext(ctx, `UPDATE schedules SET last_fire_at = ?, next_fire_at = ?, updated_at = ?
 			WHERE name = ? AND last_fire_at IS ? AND NOT paused`, nullMicros(p.NewLast), nullMicros(p.NewNext), micros(now),
 			p.Name, nullMicros(p.ExpectedLast))
@@ -169,10 +170,14 @@ func (s *Store) ScheduleFire(ctx context.Context, p *store.ScheduleFireParams) (
 			lastJob = id
 			if row != nil {
 				out.Jobs = append(out.Jobs, row)
+				stats.Enqueued(row.Queue, row.Kind)
 			}
 		}
 		if lastJob == "" {
 			return nil
+		}
+		if err := writeStats(ctx, stmts[1], stats); err != nil {
+			return err
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE schedules SET last_job_id = ? WHERE name = ?`, lastJob, p.Name)
 		return err

@@ -19,6 +19,22 @@ func testList(t *testing.T, opener Opener) {
 	parallel(t, opener, "PagesFiltered", listPagesFiltered)
 	parallel(t, opener, "StableUnderInserts", listStableUnderInserts)
 	parallel(t, opener, "InvalidCursor", listInvalidCursor)
+	parallel(t, opener, "ArgsContains", listArgsContains)
+}
+
+// ArgsContains matches a substring of the stored JSON, with other filters and paging.
+func listArgsContains(t *testing.T, b *bundle) {
+	inv := b.insert(t, inQueue("a"), withArgs(`{"invoice":"INV-7731","amount":12}`))
+	b.insert(t, inQueue("a"), withArgs(`{"invoice":"INV-1000"}`))
+	other := b.insert(t, inQueue("b"), withArgs(`{"note":"INV-7731 again"}`))
+	require.Equal(t, []string{other.ID, inv.ID}, ids(b.listAll(t, store.ListParams{ArgsContains: "INV-7731"})))
+	require.Equal(t, []string{inv.ID}, ids(b.listAll(t, store.ListParams{ArgsContains: "INV-7731", Queues: []string{"a"}})))
+	require.Equal(t, []string{inv.ID}, ids(b.listAll(t, store.ListParams{ArgsContains: `"amount":12`})))
+	require.Empty(t, b.listAll(t, store.ListParams{ArgsContains: "inv-7731"}), "case sensitive")
+	page, err := b.store.JobList(t.Context(), &store.ListParams{ArgsContains: "INV-", Limit: 2})
+	require.NoError(t, err)
+	require.Len(t, page.Jobs, 2)
+	require.NotEmpty(t, page.NextCursor)
 }
 
 // listFilters creates one job a minute: (queue, kind, state) =

@@ -33,6 +33,7 @@ func Run(t *testing.T, opener Opener) {
 		{"DeadLetters", testDeadLetters},
 		{"Text", testText},
 		{"Rescues", testRescues},
+		{"Stats", testStats},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

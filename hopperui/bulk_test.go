@@ -1,0 +1,86 @@
+package hopperui_test
+
+import (
+	"io"
+	"net/http"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/hopperjobs/hopper"
+	"github.com/stretchr/testify/require"
+)
+
+// post sends a form as a program would (no browser: CrossOriginProtection lets requests
+// without Origin or Sec-Fetch-Site through) and returns the status and page.
+func post(t *testing.T, u string, form url.Values) (int, string) {
+	t.Helper()
+	resp, err := http.PostForm(u, form)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(body)
+}
+
+// Bulk actions on a search change at most their limit of matching jobs, each through the
+// Client's own audited call; their bounds are checked and named.
+func TestBulkActionsOnASearch(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	var waiting []string
+	for range 5 {
+		waiting = append(waiting, e.enqueue(t, steps{Note: "bulk"}, &hopper.InsertOpts{Queue: "mail", Delay: time.Hour}).ID)
+	}
+	other := e.enqueue(t, steps{Note: "other"}, &hopper.InsertOpts{Queue: "reports", Delay: time.Hour})
+
+	status, page := post(t, e.url+"/jobs/bulk", url.Values{"action": {"cancel-filter"}, "queue": {"mail"}, "bulk_limit": {"3"}})
+	require.Equal(t, http.StatusOK, status)
+	require.Contains(t, page, "Canceled 3 job(s).")
+	canceled := 0
+	for _, id := range waiting {
+		j, err := e.client.Get(t.Context(), id)
+		require.NoError(t, err)
+		if j.State == hopper.StateCanceled {
+			canceled++
+			events, err := e.client.Events(t.Context(), id)
+			require.NoError(t, err)
+			last := events[len(events)-1]
+			require.Equal(t, hopper.ActorOperator, last.Actor)
+			require.Equal(t, "dashboard bulk cancel by dashboard", last.Reason)
+		}
+	}
+	require.Equal(t, 3, canceled)
+	j, err := e.client.Get(t.Context(), other.ID)
+	require.NoError(t, err)
+	require.Equal(t, hopper.StateScheduled, j.State, "outside the search")
+
+	d1, d2 := e.failed(t, "one"), e.failed(t, "two")
+	status, page = post(t, e.url+"/jobs/bulk", url.Values{"action": {"retry-filter"}, "q": {"two"}})
+	require.Equal(t, http.StatusOK, status)
+	require.Contains(t, page, "Replayed 1 job(s).")
+	for id, n := range map[string]int{d1.ID: 0, d2.ID: 1} {
+		rs, err := e.client.Replays(t.Context(), &hopper.ReplayListParams{SourceJobID: id})
+		require.NoError(t, err)
+		require.Len(t, rs.Replays, n)
+	}
+
+	for _, bad := range []struct {
+		form  url.Values
+		field string
+	}{
+		{url.Values{"action": {"cancel-filter"}, "bulk_limit": {"1001"}}, "bulk_limit"},
+		{url.Values{"action": {"cancel"}, "bulk_limit": {"1"}, "select": {waiting[0], waiting[1]}}, "select"},
+		{url.Values{"action": {"cancel"}}, "select"},
+		{url.Values{"action": {"explode"}}, "action"},
+		{url.Values{"action": {"retry-filter"}, "state": {"queued"}}, "state"},
+		{url.Values{"action": {"cancel-filter"}, "from": {"soon"}}, "from"},
+	} {
+		status, page := post(t, e.url+"/jobs/bulk", bad.form)
+		require.Equal(t, http.StatusOK, status, "the list is shown again, with the error")
+		require.Contains(t, page, "Invalid "+bad.field, bad.form)
+	}
+	j, err = e.client.Get(t.Context(), waiting[0]) // the search lists newest first: the first cancel left the two oldest
+	require.NoError(t, err)
+	require.NotEqual(t, hopper.StateCanceled, j.State, "a refused action changes nothing")
+}

@@ -1,0 +1,82 @@
+package hopperui
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/hopperjobs/hopper"
+)
+
+type deadLettersData struct {
+	Stats      *hopper.DeadLetterStats
+	Jobs       []*hopper.JobRow
+	NextURL    string
+	Replays    []*hopper.Replay
+	Queue      string
+	Kind       string
+	ReplayMax  int
+	ReplayDflt int
+}
+
+func (h *Handler) deadLetters(w http.ResponseWriter, r *http.Request, v *view) error {
+	ctx := r.Context()
+	q := r.URL.Query()
+	d := &deadLettersData{Queue: strings.TrimSpace(q.Get("queue")), Kind: strings.TrimSpace(q.Get("kind")),
+		ReplayMax: hopper.MaxReplayLimit, ReplayDflt: hopper.DefaultReplayLimit}
+	stats, err := h.client.DeadLetterStats(ctx)
+	if err != nil {
+		return err
+	}
+	d.Stats = stats
+	p := &hopper.DeadLetterParams{Cursor: q.Get("cursor"), Limit: defaultPage, DeadLetterFilter: d.filter()}
+	page, err := h.client.DeadLetters(ctx, p)
+	if err != nil {
+		return err
+	}
+	d.Jobs = page.Jobs
+	if page.NextCursor != "" {
+		d.NextURL = "?" + url.Values{"cursor": {page.NextCursor}, "queue": {d.Queue}, "kind": {d.Kind}}.Encode()
+	}
+	replays, err := h.client.Replays(ctx, &hopper.ReplayListParams{Limit: 20})
+	if err != nil {
+		return err
+	}
+	d.Replays = replays.Replays
+	v.Title, v.Data = "Dead letters", d
+	h.render(w, r, http.StatusOK, "deadletters", v)
+	return nil
+}
+
+func (d *deadLettersData) filter() hopper.DeadLetterFilter {
+	var f hopper.DeadLetterFilter
+	if d.Queue != "" {
+		f.Queues = []string{d.Queue}
+	}
+	if d.Kind != "" {
+		f.Kinds = []string{d.Kind}
+	}
+	return f
+}
+
+// deadLettersReplay replays the dead letters of the form's queue and kind that were never
+// replayed, oldest first, at most limit (hopper.Client.ReplayMany: bounded, one transaction,
+// each replay in the audit log).
+func (h *Handler) deadLettersReplay(w http.ResponseWriter, r *http.Request, v *view) error {
+	d := &deadLettersData{Queue: strings.TrimSpace(r.PostFormValue("queue")), Kind: strings.TrimSpace(r.PostFormValue("kind"))}
+	limit := 0
+	if s := strings.TrimSpace(r.PostFormValue("limit")); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return invalid("limit", "%q is not a whole number", s)
+		}
+		limit = n
+	}
+	jobs, err := h.client.ReplayMany(r.Context(), d.filter(), limit, v.User.Name)
+	if err != nil {
+		return err
+	}
+	v.Notice = "Replayed " + strconv.Itoa(len(jobs)) + " dead letter(s)."
+	return h.deadLetters(w, r, v)
+}

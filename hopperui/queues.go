@@ -1,0 +1,82 @@
+package hopperui
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/hopperjobs/hopper"
+)
+
+type queuesData struct {
+	Queues []*queueRow
+	States []hopper.JobState
+	Kinds  []*hopper.KindInfo
+}
+
+func (h *Handler) queues(w http.ResponseWriter, r *http.Request, v *view) error {
+	rows, err := h.queueRows(r.Context(), v.Now)
+	if err != nil {
+		return err
+	}
+	kinds, err := h.client.Kinds(r.Context())
+	if err != nil {
+		return err
+	}
+	v.Title, v.Data = "Queues", &queuesData{Queues: rows, States: states, Kinds: kinds}
+	h.render(w, r, http.StatusOK, "queues", v)
+	return nil
+}
+
+func (h *Handler) queuePause(w http.ResponseWriter, r *http.Request, v *view) error {
+	if err := h.client.PauseQueue(r.Context(), r.PathValue("name")); err != nil {
+		return err
+	}
+	return h.afterQueueChange(w, r, v, "Paused queue "+r.PathValue("name")+".")
+}
+
+func (h *Handler) queueResume(w http.ResponseWriter, r *http.Request, v *view) error {
+	if err := h.client.ResumeQueue(r.Context(), r.PathValue("name")); err != nil {
+		return err
+	}
+	return h.afterQueueChange(w, r, v, "Resumed queue "+r.PathValue("name")+".")
+}
+
+// queueSettings sets a queue's weight, cap and rate limit from the queue page's form; an
+// empty field leaves its setting alone, 0 removes it.
+func (h *Handler) queueSettings(w http.ResponseWriter, r *http.Request, v *view) error {
+	ctx, name := r.Context(), r.PathValue("name")
+	if s := strings.TrimSpace(r.PostFormValue("weight")); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return invalid("weight", "%q is not a whole number", s)
+		}
+		if err := h.client.SetQueueWeight(ctx, name, n); err != nil {
+			return err
+		}
+	}
+	if s := strings.TrimSpace(r.PostFormValue("max_running")); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return invalid("max_running", "%q is not a whole number", s)
+		}
+		if err := h.client.SetLimit(ctx, hopper.Limit{Queue: name, MaxRunning: n}); err != nil {
+			return err
+		}
+	}
+	if s := strings.TrimSpace(r.PostFormValue("rate")); s != "" {
+		rate, err := hopper.ParseRate("rate", s)
+		if err != nil {
+			return err
+		}
+		if err := h.client.SetRateLimit(ctx, hopper.RateLimit{Queue: name, Rate: rate}); err != nil {
+			return err
+		}
+	}
+	return h.afterQueueChange(w, r, v, "Saved the settings of queue "+name+".")
+}
+
+func (h *Handler) afterQueueChange(w http.ResponseWriter, r *http.Request, v *view, notice string) error {
+	v.Notice = notice
+	return h.queues(w, r, v)
+}

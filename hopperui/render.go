@@ -1,0 +1,179 @@
+package hopperui
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/hopperjobs/hopper"
+)
+
+// view is what every page's template gets: the frame (user, navigation, messages) and the
+// page's own Data.
+type view struct {
+	Prefix   string
+	Title    string
+	User     *Principal
+	CanWrite bool
+	LoginOn  bool // the user logged in with a key (show "log out")
+	Error    string
+	Notice   string
+	Now      time.Time
+	Data     any
+}
+
+func (h *Handler) newView(r *http.Request, p *Principal, title string) *view {
+	return &view{Prefix: h.cfg.Prefix, Title: title, User: p, CanWrite: p != nil && p.CanWrite,
+		LoginOn: h.cfg.Auth != nil && p != nil && p.KeyID != "", Now: h.client.Now()}
+}
+
+// pageNames are the templates of web/templates, each rendered inside layout.html.
+var pageNames = []string{"login", "error", "overview", "jobs", "job", "queues", "deadletters", "schedules", "workers"}
+
+func parsePages() (map[string]*template.Template, error) {
+	layout, err := template.New("layout.html").Funcs(funcs).ParseFS(webFS, "web/templates/layout.html")
+	if err != nil {
+		return nil, fmt.Errorf("hopperui: parse layout: %w", err)
+	}
+	pages := map[string]*template.Template{}
+	for _, name := range pageNames {
+		t, err := template.Must(layout.Clone()).ParseFS(webFS, "web/templates/"+name+".html")
+		if err != nil {
+			return nil, fmt.Errorf("hopperui: parse page %s: %w", name, err)
+		}
+		pages[name] = t
+	}
+	return pages, nil
+}
+
+// render writes a page (its layout around it) or, with a "#fragment" suffix, one template of
+// the page alone (an htmx swap).
+func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, name string, v *view) {
+	page, fragment, _ := strings.Cut(name, "#")
+	t := h.pages[page]
+	if fragment == "" {
+		fragment = "layout.html"
+	}
+	var buf bytes.Buffer
+	if err := t.ExecuteTemplate(&buf, fragment, v); err != nil {
+		h.cfg.Logger.Error("render dashboard page", "page", name, "err", err)
+		http.Error(w, "the page could not be rendered", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = buf.WriteTo(w)
+}
+
+// run serves fn to p, turning its error into a page that says what went wrong.
+func (h *Handler) run(w http.ResponseWriter, r *http.Request, p *Principal, fn pageFunc) {
+	v := h.newView(r, p, "")
+	if err := fn(w, r, v); err != nil {
+		status, msg := explain(err)
+		if status == http.StatusInternalServerError {
+			h.cfg.Logger.Error("dashboard request", "path", r.URL.Path, "err", err)
+		}
+		v.Title, v.Error = http.StatusText(status), msg
+		h.render(w, r, status, "error", v)
+	}
+}
+
+// explain turns an error into a status and a message for the page: bad input names its field.
+func explain(err error) (int, string) {
+	var verr *hopper.ValidationError
+	switch {
+	case errors.As(err, &verr):
+		return http.StatusBadRequest, fmt.Sprintf("Invalid %s: %s.", verr.Field, verr.Reason)
+	case errors.Is(err, hopper.ErrNotFound):
+		return http.StatusNotFound, "Not found: " + err.Error() + "."
+	case errors.Is(err, hopper.ErrInvalidTransition):
+		return http.StatusConflict, "Refused: " + err.Error() + "."
+	case errors.Is(err, hopper.ErrInvalid):
+		return http.StatusBadRequest, "Invalid input: " + err.Error() + "."
+	case errors.Is(err, hopper.ErrUnavailable):
+		return http.StatusServiceUnavailable, "The database cannot be reached right now; try again in a moment."
+	}
+	return http.StatusInternalServerError, "Something went wrong on the server; it has been logged."
+}
+
+// fail answers with an error page outside any page handler.
+func (h *Handler) fail(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	v := h.newView(r, nil, http.StatusText(status))
+	v.Error = msg
+	h.render(w, r, status, "error", v)
+}
+
+func (h *Handler) internal(w http.ResponseWriter, r *http.Request, doing string, err error) {
+	h.cfg.Logger.Error("dashboard: "+doing, "path", r.URL.Path, "err", err)
+	status, msg := explain(err)
+	h.fail(w, r, status, msg)
+}
+
+// invalid is a bad form or query field, in the Client's own error type so every page reports
+// it the same way.
+func invalid(field, format string, args ...any) error {
+	return &hopper.ValidationError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+var funcs = template.FuncMap{
+	"ts":       formatTime,
+	"ago":      ago,
+	"dur":      formatDuration,
+	"pretty":   prettyJSON,
+	"esc":      url.PathEscape,
+	"add":      func(a, b int) int { return a + b },
+	"terminal": func(s hopper.JobState) bool { return s.Terminal() },
+}
+
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05.000 UTC")
+}
+
+// ago is how long before now t was ("3m 20s ago"), or "in …" for a time to come.
+func ago(now, t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	d := now.Sub(t)
+	if d < 0 {
+		return "in " + formatDuration(-d)
+	}
+	return formatDuration(d) + " ago"
+}
+
+func formatDuration(d time.Duration) string {
+	switch {
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	case d < 48*time.Hour:
+		return d.Round(time.Second).String()
+	}
+	return fmt.Sprintf("%dd %s", int(d.Hours())/24, (d % (24 * time.Hour)).Round(time.Minute))
+}
+
+// prettyJSON indents a JSON value for a <pre>; what is not JSON is shown as it is. The result
+// is text: the template escapes it.
+func prettyJSON(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, raw, "", "  "); err != nil {
+		return string(raw)
+	}
+	return buf.String()
+}
+
+func pathEscape(s string) string { return url.PathEscape(s) }

@@ -1,0 +1,110 @@
+package hopperui_test
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/google/uuid"
+	"github.com/hopperjobs/hopper"
+	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/clock"
+	"github.com/hopperjobs/hopper/internal/store"
+	"github.com/hopperjobs/hopper/sqlitestore"
+	"github.com/stretchr/testify/require"
+)
+
+// screenshots is where TestScreenshots writes a PNG of each page (make screenshots writes
+// docs/dashboard/); without it the test does nothing.
+var screenshots = flag.String("screenshots", "", "write a PNG of each dashboard page to this directory")
+
+// TestScreenshots fills a store with an hour of history and jobs in every state, and takes a
+// picture of each page.
+func TestScreenshots(t *testing.T) {
+	if *screenshots == "" {
+		t.Skip("run with -screenshots DIR (make screenshots)")
+	}
+	dir, err := filepath.Abs(*screenshots)
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	e := setup(t, &setupOpts{dbPath: func(p string) { history(t, p) }})
+	tb := newTab(t)
+
+	running := e.enqueue(t, steps{Note: "resize 4 images"}, &hopper.InsertOpts{Queue: "reports"})
+	e.waitState(t, running.ID, hopper.StateRunning)
+	e.progress <- progressStep{62, "image 3 of 4"}
+	t.Cleanup(func() { close(e.progress) })
+	e.failed(t, "smtp: 550 mailbox unavailable")
+	for i := range 3 {
+		e.enqueue(t, steps{Note: fmt.Sprintf("invoice %d", i)}, &hopper.InsertOpts{Queue: "mail", Delay: time.Hour})
+	}
+	require.NoError(t, e.client.PauseQueue(t.Context(), "mail"))
+	_, err = e.client.AddSchedule(t.Context(), hopper.Schedule{Name: "nightly-report", Cron: "0 3 * * *", TZ: "Europe/Paris", Kind: "steps", Queue: "reports"})
+	require.NoError(t, err)
+	_, err = e.client.AddSchedule(t.Context(), hopper.Schedule{Name: "cleanup", Every: 15 * time.Minute, Kind: "steps"})
+	require.NoError(t, err)
+
+	shots := map[string]string{
+		"overview":     "/",
+		"jobs":         "/jobs",
+		"job":          "/jobs/" + running.ID,
+		"queues":       "/queues",
+		"dead-letters": "/dead-letters",
+		"schedules":    "/schedules",
+		"workers":      "/workers",
+	}
+	for name, page := range shots {
+		tb.open(e.url + page)
+		if name == "job" {
+			tb.waitText("#percent", "62%")
+		}
+		png := get(tb, chromedp.CaptureScreenshot()) // the window (1400×1000): long lists are cut
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644))
+		require.Empty(t, tb.consoleErrors(), page)
+	}
+}
+
+// history writes an hour of enqueues and outcomes, minute by minute, into the store at path,
+// through the store on a clock that walks that hour.
+func history(t *testing.T, path string) {
+	t.Helper()
+	clk := clock.NewFake(time.Now().Add(-time.Hour))
+	st, err := sqlitestore.Open(t.Context(), sqlitestore.Config{Path: path, Clock: clk})
+	require.NoError(t, err)
+	defer st.Close()
+	ctx := context.Background()
+	for m := range 60 {
+		for q, kind := range map[string]string{"default": "send-email", "media": "resize-image"} {
+			n := 20 + int(15*math.Sin(float64(m)/6)) + len(q)
+			var ps []*store.InsertParams
+			for range n {
+				ps = append(ps, &store.InsertParams{ID: uuid.Must(uuid.NewV7()).String(), Kind: kind, Queue: q,
+					Args: json.RawMessage(`{}`), MaxAttempts: 3, Actor: hoppertype.ActorAPI})
+			}
+			_, err := st.JobInsertMany(ctx, ps)
+			require.NoError(t, err)
+			clk.Advance(time.Duration(50+m*10) * time.Millisecond)
+			jobs, _, err := st.JobClaim(ctx, &store.ClaimParams{Queue: q, Limit: n, WorkerID: "history", LeaseDuration: time.Minute})
+			require.NoError(t, err)
+			var fs []*store.FinishParams
+			for i, j := range jobs {
+				f := &store.FinishParams{ID: j.ID, Token: j.Token, State: hoppertype.StateCompleted,
+					Outcome: hoppertype.OutcomeOK, Actor: hoppertype.ActorWorker, ExpiresAt: clk.Now().Add(time.Hour)}
+				if i%17 == m%5 {
+					f.State, f.Outcome, f.Error = hoppertype.StateFailed, hoppertype.OutcomeError, "timeout talking to upstream"
+				}
+				fs = append(fs, f)
+			}
+			_, err = st.JobFinishMany(ctx, fs)
+			require.NoError(t, err)
+		}
+		clk.Advance(time.Minute - time.Duration(2*(50+m*10))*time.Millisecond)
+	}
+}

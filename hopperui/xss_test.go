@@ -1,0 +1,105 @@
+package hopperui_test
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hopperjobs/hopper"
+	"github.com/stretchr/testify/require"
+)
+
+// Payloads that would run script if a page put them in as markup. Each sets
+// window.hopperXSS; CSP would also block them and report a violation in the console.
+const (
+	xssImg    = `<img src=x onerror="window.hopperXSS='img'">`
+	xssScript = `<script>window.hopperXSS='script'</script>`
+	xssAttr   = `"><img src=x onerror="window.hopperXSS='attr'">`
+)
+
+// kindImg and kindScript are kinds (no white space allowed) that are markup.
+type (
+	kindImg    struct{ Mode string }
+	kindScript struct{ Mode string }
+)
+
+func (kindImg) Kind() string    { return `<img/src=x/onerror=window.hopperXSS='kind'>` }
+func (kindScript) Kind() string { return `"><script>window.hopperXSS='kind2'</script>` }
+
+// xssWork fails with a markup error, or reports a markup progress message and runs until
+// stopped.
+func xssWork(ctx context.Context, mode string) error {
+	if mode == "fail" {
+		return hopper.NoRetry(errors.New("failed: " + xssImg + xssScript + xssAttr))
+	}
+	if err := hopper.ReportProgress(ctx, 50, "progress "+xssImg+xssScript); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// Everything a job carries (kind, args, headers, error, progress message) and what a search
+// echoes is shown as text on every page: no payload runs, none becomes an element, and the
+// console reports no blocked script (which would mean markup got through and only CSP
+// stopped it). Queue names cannot hold markup at all: the client refuses them.
+func TestJobDataIsEscapedEverywhere(t *testing.T) {
+	e := setup(t, &setupOpts{workers: func(ws *hopper.Workers, _ *env) {
+		hopper.AddWorkerFunc(ws, func(ctx context.Context, j *hopper.Job[kindImg]) error { return xssWork(ctx, j.Args.Mode) })
+		hopper.AddWorkerFunc(ws, func(ctx context.Context, j *hopper.Job[kindScript]) error { return xssWork(ctx, j.Args.Mode) })
+	}})
+	tb := newTab(t)
+	headers := map[string]string{"x-note": xssImg + xssAttr, "x-script": xssScript}
+	args := func(mode string) *hopper.InsertOpts { return &hopper.InsertOpts{Headers: headers} }
+	failed := e.enqueue(t, kindImg{Mode: "fail"}, args("fail"))
+	running := e.enqueue(t, kindScript{Mode: "run"}, args("run"))
+	raw := e.enqueue(t, hopper.RawArgs{KindName: "steps", JSON: mustJSON(t, map[string]string{
+		"note": xssScript, "img": xssImg, "attr": xssAttr})}, &hopper.InsertOpts{Delay: time.Hour, Headers: headers})
+	t.Cleanup(func() { _, _ = e.client.Cancel(context.Background(), running.ID) }) // before the client stops
+	e.waitState(t, failed.ID, hopper.StateFailed)
+	require.Eventually(t, func() bool {
+		j, err := e.client.Get(t.Context(), running.ID)
+		require.NoError(t, err)
+		return strings.HasPrefix(j.ProgressMessage, "progress")
+	}, 15*time.Second, 10*time.Millisecond)
+	_, err := e.client.AddSchedule(t.Context(), hopper.Schedule{Name: "xss", Every: time.Hour, Kind: kindImg{}.Kind(), Args: map[string]string{"m": xssScript}})
+	require.NoError(t, err)
+
+	_, err = e.client.Enqueue(t.Context(), steps{}, &hopper.InsertOpts{Queue: "<b>q</b>"})
+	var verr *hopper.ValidationError
+	require.ErrorAs(t, err, &verr, "a queue name cannot hold markup")
+	require.Equal(t, "queue", verr.Field)
+
+	pages := map[string]string{ // page → a payload it must show as text
+		"/":     "",
+		"/jobs": kindImg{}.Kind(),
+		"/jobs?kind=" + url.QueryEscape(xssAttr+xssScript): "",
+		"/jobs?q=" + url.QueryEscape(xssImg):               "",
+		"/jobs/" + failed.ID:                               "failed: " + xssImg,
+		"/jobs/" + running.ID:                              "progress " + xssImg,
+		"/jobs/" + raw.ID:                                  xssAttr,
+		"/queues":                                          kindScript{}.Kind(),
+		"/dead-letters":                                    xssAttr,
+		"/schedules":                                       kindImg{}.Kind(),
+		"/workers":                                         "",
+	}
+	for path, text := range pages {
+		tb.open(e.url + path)
+		if path == "/jobs/"+running.ID {
+			tb.waitText("#progress-message", "progress "+xssImg+xssScript) // after a live swap too
+		}
+		if text != "" {
+			require.Contains(t, tb.text("main"), text, "%s shows the payload as text", path)
+		}
+		require.Nil(t, eval[any](tb, `window.hopperXSS`), "a payload ran on %s", path)
+		require.Zero(t, eval[int](tb, `document.querySelectorAll('img').length`), "markup became an element on %s", path)
+		require.Equal(t, 1, eval[int](tb, `document.scripts.length`), "only htmx is a script on %s", path)
+		require.Empty(t, tb.consoleErrors(), "console of %s", path)
+	}
+	// The search form echoes what was typed as the input's value, not as markup.
+	tb.open(e.url + "/jobs?kind=" + url.QueryEscape(xssAttr))
+	require.Equal(t, xssAttr, eval[string](tb, `document.querySelector('#search input[name=kind]').value`))
+}

@@ -1,0 +1,47 @@
+package hopper
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/hopperjobs/hopper/internal/store"
+	"github.com/stretchr/testify/require"
+)
+
+// The per-minute stats count what the client enqueues and what its workers finish, and the
+// leader's sweep prunes them after StatsRetention.
+func TestStatsCountedThenPruned(t *testing.T) {
+	t.Parallel()
+	ws := NewWorkers()
+	AddWorkerFunc(ws, func(context.Context, *Job[sendEmail]) error { return nil })
+	b := setup(t, ws, func(c *Config) { c.RescueInterval = time.Hour })
+	res, err := b.client.Enqueue(t.Context(), sendEmail{}, nil)
+	require.NoError(t, err)
+	b.waitFor(t, res.Job.ID, StateCompleted)
+
+	stats, err := b.client.Stats(t.Context(), nil)
+	require.NoError(t, err)
+	require.Len(t, stats, 1)
+	require.Equal(t, res.Job.Queue, stats[0].Queue)
+	require.Equal(t, res.Job.Kind, stats[0].Kind)
+	require.Equal(t, int64(1), stats[0].Enqueued)
+	require.Equal(t, int64(1), stats[0].Completed)
+	require.Equal(t, int64(1), stats[0].Wait.Count())
+
+	_, err = b.client.Stats(t.Context(), &StatsParams{Queue: "bad\x00queue"})
+	var verr *ValidationError
+	require.ErrorAs(t, err, &verr)
+	require.Equal(t, "queue", verr.Field)
+
+	require.Eventually(t, b.client.IsLeader, 10*time.Second, time.Millisecond)
+	b.clock.Advance(StatsRetention + time.Hour)
+	// Steps of a second: the leader lease (LeaderTTL 15 s by default) stays held between them,
+	// and the maintainer sweeps each minute, pruning after a complete walk.
+	require.Eventually(t, func() bool {
+		b.clock.Advance(time.Second)
+		left, err := b.store.StatsList(t.Context(), &store.StatsParams{Since: testStart})
+		require.NoError(t, err)
+		return len(left) == 0
+	}, 10*time.Second, time.Millisecond, "the sweep prunes stats older than 7 days")
+}
