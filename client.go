@@ -25,6 +25,7 @@ type Client struct {
 	avail  availability    // remote workers waiting for jobs (Activate)
 	dlHook *deadLetterHook // nil without Config.OnDeadLetter and DeadLetterWebhook
 	obs    *observers
+	remote remoteAttempts // attempts claimed for remote workers, until their outcome
 
 	workerAPI *WorkerAPI
 
@@ -84,19 +85,16 @@ func NewClient(cfg Config) (*Client, error) {
 // hookEngine sets the engine's hooks the client needs: the dead-letter hook's and the
 // observers'. With neither, the engine calls none (nothing on the hot path).
 func (c *Client) hookEngine(ecfg *engine.Config) {
-	switch {
-	case c.dlHook != nil && c.obs.enabled():
-		ecfg.OnOutcome = func(p *store.FinishParams, err error) {
+	ecfg.OnOutcome = func(p *store.FinishParams, err error) {
+		// The attempt is over, whether the store took its outcome or found it stale.
+		remote := c.remote.take(LeaseRef{ID: p.ID, Token: p.Token})
+		if c.dlHook != nil {
 			c.dlHook.outcome(p, err)
-			c.obs.outcome(p, err)
 		}
-	case c.dlHook != nil:
-		ecfg.OnOutcome = c.dlHook.outcome
-	case c.obs.enabled():
-		ecfg.OnOutcome = c.obs.outcome
+		c.obs.outcome(p, err, remote)
 	}
 	if c.obs.enabled() {
-		ecfg.OnClaimed = func(rows []*JobRow) { c.obs.claimed(rows, false, 0) }
+		ecfg.OnClaimed = func(rows []*JobRow) { c.obs.claimed(rows, false) }
 		ecfg.OnRescued = c.obs.rescued
 		ecfg.OnInserted = func(rows []*JobRow) { c.obs.inserted(context.Background(), rows...) }
 	}

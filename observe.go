@@ -93,10 +93,9 @@ func (ev JobEvent) Retried() bool {
 // observers calls a client's observers. Its zero value, with none, does nothing and costs a
 // length check per event.
 type observers struct {
-	list   []Observer
-	clock  clock.Clock
-	log    *slog.Logger
-	remote remoteAttempts // attempts claimed for remote workers, for their outcomes' labels
+	list  []Observer
+	clock clock.Clock
+	log   *slog.Logger
 }
 
 func (o *observers) enabled() bool { return len(o.list) > 0 }
@@ -138,15 +137,10 @@ func (o *observers) inserted(ctx context.Context, jobs ...*JobRow) {
 	}
 }
 
-// claimed reports attempts that start; remote ones are remembered until their outcome, whose
-// report names the attempt only (CompleteJob), for lease (the claim's lease duration).
-func (o *observers) claimed(rows []*JobRow, remote bool, lease time.Duration) {
+// claimed reports attempts that start, for remote workers or not.
+func (o *observers) claimed(rows []*JobRow, remote bool) {
 	if !o.enabled() {
 		return
-	}
-	now := o.clock.Now()
-	if remote {
-		o.remote.add(rows, now, lease)
 	}
 	ctx := context.Background()
 	for _, r := range rows {
@@ -155,21 +149,13 @@ func (o *observers) claimed(rows []*JobRow, remote bool, lease time.Duration) {
 	}
 }
 
-// outcome is the engine's OnOutcome: it reports each outcome the store accepted.
-func (o *observers) outcome(p *store.FinishParams, err error) {
-	if !o.enabled() {
+// outcome reports each outcome the store accepted; remote says it ended an attempt claimed
+// for a remote worker.
+func (o *observers) outcome(p *store.FinishParams, err error, remote bool) {
+	if !o.enabled() || err != nil {
 		return
 	}
-	job, remote := p.Job, false
-	if a, ok := o.remote.take(LeaseRef{ID: p.ID, Token: p.Token}); ok {
-		remote = true
-		if job == nil {
-			job = &JobRow{ID: p.ID, Kind: a.kind, Queue: a.queue, Attempt: a.attempt, StartedAt: a.started}
-		}
-	}
-	if err != nil {
-		return
-	}
+	job := p.Job
 	ev := JobEvent{Type: JobEnded, JobID: p.ID, State: p.State, Outcome: p.Outcome, Remote: remote}
 	if job != nil {
 		ev.Kind, ev.Queue, ev.Attempt = job.Kind, job.Queue, job.Attempt

@@ -8,8 +8,9 @@ import (
 
 // remoteAttempts remembers the attempts claimed for remote workers through this client, from
 // the claim to the outcome, so that an outcome reported by id and token only (CompleteJob, on
-// a path that reads no row) is observed with its kind, queue and run time. An entry leaves at
-// its outcome or, for an attempt whose outcome never comes here (its
+// a path that reads no row) still names its job: the store counts its minute stats from the
+// claimed row instead of reading it again, and observers see its kind, queue and run time.
+// An entry leaves at its outcome or, for an attempt whose outcome never comes here (its
 // worker vanished and another node rescued it, its job was canceled), once its lease has been
 // over for remoteForget: a sweep looks at most once per remoteSweep, from the claim path.
 type remoteAttempts struct {
@@ -21,10 +22,8 @@ type remoteAttempts struct {
 }
 
 type remoteAttempt struct {
-	kind, queue string
-	attempt     int
-	started     time.Time
-	leaseUntil  time.Time
+	row        *JobRow // what an outcome needs of the claimed row: no payloads
+	leaseUntil time.Time
 }
 
 // Sweep timing of remoteAttempts.
@@ -40,8 +39,9 @@ func (r *remoteAttempts) add(rows []*JobRow, now time.Time, lease time.Duration)
 		r.m = map[LeaseRef]*remoteAttempt{}
 	}
 	for _, row := range rows {
-		r.m[LeaseRef{ID: row.ID, Token: row.Token}] = &remoteAttempt{kind: row.Kind, queue: row.Queue,
-			attempt: row.Attempt, started: row.StartedAt, leaseUntil: now.Add(lease)}
+		r.m[LeaseRef{ID: row.ID, Token: row.Token}] = &remoteAttempt{leaseUntil: now.Add(lease),
+			row: &JobRow{ID: row.ID, Token: row.Token, Kind: row.Kind, Queue: row.Queue, Attempt: row.Attempt,
+				State: row.State, RunAt: row.RunAt, StartedAt: row.StartedAt}}
 	}
 	if now.Sub(r.swept) >= remoteSweep {
 		r.swept = now
@@ -54,19 +54,32 @@ func (r *remoteAttempts) add(rows []*JobRow, now time.Time, lease time.Duration)
 	r.n.Store(int64(len(r.m)))
 }
 
-// take removes and returns the attempt ref names.
-func (r *remoteAttempts) take(ref LeaseRef) (*remoteAttempt, bool) {
+// take removes the attempt ref names and says whether it was remembered.
+func (r *remoteAttempts) take(ref LeaseRef) bool {
 	if r.n.Load() == 0 {
-		return nil, false
+		return false
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	a, ok := r.m[ref]
+	_, ok := r.m[ref]
 	if ok {
 		delete(r.m, ref)
 		r.n.Store(int64(len(r.m)))
 	}
-	return a, ok
+	return ok
+}
+
+// row is the claimed row of the attempt ref names (without payloads), or nil.
+func (r *remoteAttempts) row(ref LeaseRef) *JobRow {
+	if r.n.Load() == 0 {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if a, ok := r.m[ref]; ok {
+		return a.row
+	}
+	return nil
 }
 
 // renewed moves the lease end of the attempt ref names, if remembered.

@@ -177,7 +177,8 @@ func (a *WorkerAPI) claim(ctx context.Context, p ActivateParams) ([]*JobRow, sto
 		WorkerID: p.Worker, LeaseDuration: p.LeaseDuration,
 	})
 	if len(jobs) > 0 {
-		c.obs.claimed(jobs, true, p.LeaseDuration)
+		c.remote.add(jobs, c.clock.Now(), p.LeaseDuration)
+		c.obs.claimed(jobs, true)
 	}
 	return jobs, hold, err
 }
@@ -198,9 +199,11 @@ func (a *WorkerAPI) CompleteJob(ctx context.Context, id string, token int64, res
 		return invalid("result", "is %d bytes, more than the limit of %d", len(result), c.cfg.MaxArgsBytes)
 	}
 	// The job's own result TTL, if it has one, is applied by the store: no read on this path.
+	// The claimed row, when this client claimed the attempt, names the job for the stats.
 	err := c.engine.Finish(ctx, &store.FinishParams{ID: id, Token: token, State: hoppertype.StateCompleted,
 		Outcome: hoppertype.OutcomeOK, Result: result, Actor: hoppertype.ActorWorker, Reason: "success",
-		ExpiresAfter: c.engine.Retention(nil, nil, hoppertype.StateCompleted)})
+		ExpiresAfter: c.engine.Retention(nil, nil, hoppertype.StateCompleted),
+		Job: c.remote.row(LeaseRef{ID: id, Token: token})})
 	return a.attemptErr("complete job", id, err)
 }
 
@@ -452,12 +455,10 @@ func (a *WorkerAPI) ExtendJobLeases(ctx context.Context, refs []LeaseRef, d time
 	if err != nil {
 		return nil, fmt.Errorf("extend leases: %w", err)
 	}
-	if c.obs.enabled() {
-		until := c.clock.Now().Add(d)
-		for i, r := range refs {
-			if errs[i] == nil {
-				c.obs.remote.renewed(r, until)
-			}
+	until := c.clock.Now().Add(d)
+	for i, r := range refs {
+		if errs[i] == nil {
+			c.remote.renewed(r, until)
 		}
 	}
 	return errs, nil
