@@ -203,7 +203,7 @@ func (a *WorkerAPI) CompleteJob(ctx context.Context, id string, token int64, res
 	err := c.engine.Finish(ctx, &store.FinishParams{ID: id, Token: token, State: hoppertype.StateCompleted,
 		Outcome: hoppertype.OutcomeOK, Result: result, Actor: hoppertype.ActorWorker, Reason: "success",
 		ExpiresAfter: c.engine.Retention(nil, nil, hoppertype.StateCompleted),
-		Job: c.remote.row(LeaseRef{ID: id, Token: token})})
+		Job:          c.remote.row(LeaseRef{ID: id, Token: token})})
 	return a.attemptErr("complete job", id, err)
 }
 
