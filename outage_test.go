@@ -268,7 +268,11 @@ func TestAnOutageDoesNotRescueLiveWorkers(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			n := newOutageNode(t, tc.lease, tc.nodeTTL)
+			// A leader lease of 30 s: renewed every 10 s of fake time, which the steps below
+			// (a second each) leave the leader many looks of real time to do, even on a loaded
+			// machine. With 3 s, the clock outran the renewals and leadership flapped, each
+			// new leadership holding the rescues back again.
+			n := newOutageCluster(t, outageConfig{lease: tc.lease, nodeTTL: tc.nodeTTL, leaderTTL: 30 * time.Second})
 			ghost := n.ghost(t, "ghost", tc.lease)
 			period := min(tc.lease, tc.nodeTTL)
 			n.outage(t, period+10*time.Second, period/3, tc.renewer)
@@ -280,8 +284,11 @@ func TestAnOutageDoesNotRescueLiveWorkers(t *testing.T) {
 				var err error
 				job, err = n.client.Get(t.Context(), ghost)
 				require.NoError(t, err)
+				if job.State != StateQueued && testing.Verbose() {
+					t.Logf("at %s the ghost job is %s; leader: %v", n.clock.Now().Format(time.TimeOnly), job.State, n.client.IsLeader())
+				}
 				return job.State == StateQueued
-			}, 10*time.Second, time.Millisecond)
+			}, 10*time.Second, time.Millisecond, "the dead worker's job is rescued")
 			require.Equal(t, 1, job.Rescues)
 			n.requireUntouched(t)
 
