@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/store"
@@ -226,4 +227,16 @@ func (c *Client) Limits(ctx context.Context) ([]Limit, error) {
 		}
 	}
 	return out, nil
+}
+
+// OldestQueuedAt is when the oldest queued job of queue (by enqueue) became due, its run_at,
+// or the zero time when the queue has no queued job: one row read through the claim index.
+// The age of this job is what a queue's users wait for; the dashboard and the metrics show it.
+func (c *Client) OldestQueuedAt(ctx context.Context, queue string) (time.Time, error) {
+	res, err := c.List(ctx, &ListParams{States: []JobState{StateQueued}, Queues: []string{queue}, Limit: 1,
+		Ascending: true})
+	if err != nil || len(res.Jobs) == 0 {
+		return time.Time{}, err
+	}
+	return res.Jobs[0].RunAt, nil
 }

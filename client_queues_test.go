@@ -58,3 +58,24 @@ func TestPauseAndResumeQueue(t *testing.T) {
 	b.waitFor(t, res.Job.ID, StateCompleted)
 	require.ErrorIs(t, b.client.PauseQueue(t.Context(), "bad name"), ErrInvalid)
 }
+
+// The oldest queued job of a queue is the earliest enqueued, with the time it became due;
+// a queue with none queued answers the zero time.
+func TestOldestQueuedAt(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, nil)
+	at, err := b.client.OldestQueuedAt(t.Context(), "mail")
+	require.NoError(t, err)
+	require.True(t, at.IsZero(), "no queued job")
+	_, err = b.client.Enqueue(t.Context(), sendEmail{}, &InsertOpts{Queue: "mail"})
+	require.NoError(t, err)
+	first := b.clock.Now()
+	b.clock.Advance(time.Minute)
+	_, err = b.client.Enqueue(t.Context(), sendEmail{}, &InsertOpts{Queue: "mail"})
+	require.NoError(t, err)
+	_, err = b.client.Enqueue(t.Context(), sendEmail{}, &InsertOpts{Queue: "other"})
+	require.NoError(t, err)
+	at, err = b.client.OldestQueuedAt(t.Context(), "mail")
+	require.NoError(t, err)
+	require.True(t, at.Equal(first), "the first job's run_at: %s, not %s", at, first)
+}

@@ -82,14 +82,17 @@ func (r *remoteAttempts) row(ref LeaseRef) *JobRow {
 	return nil
 }
 
-// renewed moves the lease end of the attempt ref names, if remembered.
-func (r *remoteAttempts) renewed(ref LeaseRef, until time.Time) {
+// renewed moves to until the lease end of the remembered attempts of refs whose renewal
+// worked (errs[i] nil).
+func (r *remoteAttempts) renewed(refs []LeaseRef, errs []error, until time.Time) {
 	if r.n.Load() == 0 {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if a, ok := r.m[ref]; ok {
-		a.leaseUntil = until
+	for i, ref := range refs {
+		if a, ok := r.m[ref]; ok && errs[i] == nil {
+			a.leaseUntil = until
+		}
 	}
 }

@@ -163,7 +163,7 @@ func TestRemoteAttemptsAreForgottenAfterTheirLease(t *testing.T) {
 	now := testStart
 	r.add([]*JobRow{{ID: "a", Token: 1}}, now, time.Minute)
 	r.add([]*JobRow{{ID: "b", Token: 1}}, now, time.Hour)
-	r.renewed(LeaseRef{ID: "a", Token: 1}, now.Add(2*time.Minute))
+	r.renewed([]LeaseRef{{ID: "a", Token: 1}}, []error{nil}, now.Add(2*time.Minute))
 	now = now.Add(2*time.Minute + remoteForget + time.Second)
 	r.add([]*JobRow{{ID: "c", Token: 1}}, now, time.Minute) // sweeps: a's lease is long over
 	require.False(t, r.take(LeaseRef{ID: "a", Token: 1}), "a is forgotten")

@@ -455,12 +455,7 @@ func (a *WorkerAPI) ExtendJobLeases(ctx context.Context, refs []LeaseRef, d time
 	if err != nil {
 		return nil, fmt.Errorf("extend leases: %w", err)
 	}
-	until := c.clock.Now().Add(d)
-	for i, r := range refs {
-		if errs[i] == nil {
-			c.remote.renewed(r, until)
-		}
-	}
+	c.remote.renewed(refs, errs, c.clock.Now().Add(d))
 	return errs, nil
 }
 

@@ -83,13 +83,8 @@ func (h *Handler) queueRows(ctx context.Context, now time.Time) ([]*queueRow, er
 		if q.Counts[hopper.StateQueued] == 0 {
 			continue
 		}
-		oldest, err := h.client.List(ctx, &hopper.ListParams{States: []hopper.JobState{hopper.StateQueued},
-			Queues: []string{q.Name}, Ascending: true, Limit: 1})
-		if err != nil {
+		if rows[i].OldestQueued, err = h.client.OldestQueuedAt(ctx, q.Name); err != nil {
 			return nil, err
-		}
-		if len(oldest.Jobs) > 0 {
-			rows[i].OldestQueued = oldest.Jobs[0].RunAt
 		}
 	}
 	waits := map[string]*hopper.WaitHistogram{}

@@ -174,12 +174,11 @@ func (c *collector) oldestQueuedAge(ctx context.Context, q *hopper.QueueInfo) (t
 	if q.Counts[hopper.StateQueued] == 0 {
 		return 0, nil
 	}
-	res, err := c.s.client.List(ctx, &hopper.ListParams{States: []hopper.JobState{hopper.StateQueued},
-		Queues: []string{q.Name}, Limit: 1, Ascending: true})
-	if err != nil || len(res.Jobs) == 0 {
+	at, err := c.s.client.OldestQueuedAt(ctx, q.Name)
+	if err != nil || at.IsZero() {
 		return 0, err
 	}
-	return max(c.s.client.Now().Sub(res.Jobs[0].RunAt), 0), nil
+	return max(c.s.client.Now().Sub(at), 0), nil
 }
 
 // perSecond is a rate limit as starts per second.

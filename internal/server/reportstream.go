@@ -97,6 +97,11 @@ func shutdownErr(ctx context.Context) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
+	return errShuttingDown()
+}
+
+// errShuttingDown tells a worker on a stream or a long poll that this server is going away.
+func errShuttingDown() error {
 	return connect.NewError(connect.CodeUnavailable, "server shutting down; reconnect to another node or later")
 }
 

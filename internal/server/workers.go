@@ -75,7 +75,7 @@ func (w *workerService) Activate(ctx context.Context, req *hopperv1.ActivateRequ
 		return &hopperv1.ActivateResponse{}, nil // the worker's governor holds it back (Hold)
 	}
 	if err != nil && ctx.Err() != nil && !s.isReady() {
-		return nil, connect.NewError(connect.CodeUnavailable, "server shutting down; retry on another node or later")
+		return nil, errShuttingDown()
 	}
 	if err != nil {
 		return nil, rpcError("activate", err)
@@ -151,7 +151,7 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 		case errors.Is(context.Cause(ctx), errKeyRevoked):
 			return connect.NewError(connect.CodeUnauthenticated, "the stream's API key was revoked")
 		case !s.isReady() || s.shuttingDown():
-			return connect.NewError(connect.CodeUnavailable, "server shutting down; reconnect to another node or later")
+			return errShuttingDown()
 		}
 		return nil
 	}
