@@ -137,6 +137,7 @@ func (c *Client) AddSchedule(ctx context.Context, s Schedule) (*ScheduleInfo, er
 	if err != nil {
 		return nil, err
 	}
+	c.engine.NotifySchedules()
 	return scheduleInfo(out), nil
 }
 
@@ -168,8 +169,13 @@ func (c *Client) setSchedulePaused(ctx context.Context, name string, paused bool
 	if err := checkText("name", name); err != nil {
 		return err
 	}
-	_, err := c.store.ScheduleSetPaused(ctx, name, paused)
-	return err
+	if _, err := c.store.ScheduleSetPaused(ctx, name, paused); err != nil {
+		return err
+	}
+	if !paused {
+		c.engine.NotifySchedules()
+	}
+	return nil
 }
 
 // Schedules returns every schedule, by name, with its last and next fire times.

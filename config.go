@@ -59,7 +59,8 @@ type Config struct {
 	LeaseDuration time.Duration
 	// PollInterval is how often an idle worker checks for jobs it was not told about (default
 	// 1 s; 5 s on PostgreSQL, where LISTEN/NOTIFY wakes workers at once and polling is only a
-	// fallback). Local enqueues always wake workers at once.
+	// fallback; while the subscription is up, once a minute). Local enqueues always wake
+	// workers at once.
 	PollInterval time.Duration
 	// PollOnly stops this client from listening for pushed notifications (PostgreSQL
 	// LISTEN/NOTIFY), for databases behind a connection pooler in transaction mode. Workers

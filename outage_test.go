@@ -64,18 +64,11 @@ func (d *downStore) LeaderElect(ctx context.Context, p *store.LeaderParams) (*ho
 	return d.Store.LeaderElect(ctx, p)
 }
 
-func (d *downStore) JobRescueExpired(ctx context.Context, p *store.RescueParams) (*store.RescueResult, error) {
+func (d *downStore) JobRescuePass(ctx context.Context, p *store.RescuePassParams) (*store.RescuePassResult, error) {
 	if err := d.err(); err != nil {
 		return nil, err
 	}
-	return d.Store.JobRescueExpired(ctx, p)
-}
-
-func (d *downStore) JobRescueDeadNodes(ctx context.Context, p *store.RescueDeadParams) (*store.RescueResult, error) {
-	if err := d.err(); err != nil {
-		return nil, err
-	}
-	return d.Store.JobRescueDeadNodes(ctx, p)
+	return d.Store.JobRescuePass(ctx, p)
 }
 
 func (d *downStore) JobPromoteScheduled(ctx context.Context, p *store.PromoteParams) (*store.PromoteResult, error) {

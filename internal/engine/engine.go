@@ -211,6 +211,7 @@ type Engine struct {
 	leader    *elector
 	loops     backoff.Set // the outage state of every loop that calls the store
 	listening *backoff.Tracker
+	pushed    atomic.Bool        // a subscription to the store's notifications is listening
 	gov       *governor.Governor // nil: no limits
 	// remote says which queues the remote workers served through this process work, and
 	// which of them are held (SetRemoteQueues); beat asks for a node heartbeat now.
@@ -394,6 +395,9 @@ func (e *Engine) Decide(row *hoppertype.JobRow, u Unit, end Ending) *store.Finis
 
 // NotifyScheduled tells the maintainer a job is due at runAt, so it promotes it on time.
 func (e *Engine) NotifyScheduled(runAt time.Time) { e.maint.nudge(runAt) }
+
+// NotifySchedules tells the scheduler a schedule was created or resumed, so it fires on time.
+func (e *Engine) NotifySchedules() { e.sched.nudge() }
 
 // CancelRunning cancels the context of a job running in this process, if it runs here, with
 // cause ErrJobCanceled. It reports whether the job ran here. A cancel that arrives while the

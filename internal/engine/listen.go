@@ -26,13 +26,20 @@ func (e *Engine) listen(ctx context.Context, n store.Notifier) {
 		err := n.Subscribe(ctx, func(note store.Notification) {
 			if note.Kind == store.Subscribed {
 				works.start(e.clock, e.listening.Succeed)
+				e.pushed.Store(true)
 			}
 			e.onNotification(note)
 		})
 		works.stop()
+		e.pushed.Store(false)
 		if ctx.Err() != nil {
 			return
 		}
+		// The producers and the leader's loops may sleep for pollWait, counting on
+		// notifications: they look now and plan their waits again without them.
+		e.Notify("")
+		e.maint.nudge(e.clock.Now())
+		e.sched.nudge()
 		if err == nil {
 			err = errors.New("subscription ended")
 		}
@@ -70,14 +77,34 @@ func (e *Engine) onNotification(n store.Notification) {
 		e.Notify(n.Queue)
 	case store.JobCanceled:
 		e.CancelRunning(n.JobID)
+	case store.JobsScheduled:
+		e.maint.nudge(n.At)
+	case store.SchedulesChanged:
+		e.sched.nudge()
 	case store.Subscribed:
 		// Jobs committed while the subscription was being set up (at start, or after a lost
 		// connection) sent notifications nobody heard: look for them now, not at the next poll.
 		for q := range e.producers {
 			e.Notify(q)
 		}
+		e.maint.nudge(e.clock.Now())
+		e.sched.nudge()
 		if hook := e.cfg.OnAvailable; hook != nil {
 			hook("")
 		}
 	}
+}
+
+// pushedPoll is the longest the leader's loops wait between looks at the store while its
+// notifications arrive: they nudge the loops for every job scheduled and every schedule
+// changed anywhere, so a look only bounds what a lost notification could delay.
+const pushedPoll = time.Minute
+
+// pollWait is how long a loop that polls every d waits between looks: d, or pushedPoll while
+// the store's notifications arrive (an idle node then costs the database little).
+func (e *Engine) pollWait(d time.Duration) time.Duration {
+	if e.pushed.Load() {
+		return max(d, pushedPoll)
+	}
+	return d
 }

@@ -12,7 +12,9 @@ import (
 )
 
 // maintainer does the leader's duties for the jobs table: it promotes scheduled jobs when
-// their run_at comes (waking at the earliest one, at least every PromoteInterval), rescues
+// their run_at comes (waking at the earliest one it knows of, nudged by the jobs scheduled
+// here and, when the store pushes notifications, anywhere, and at least every PromoteInterval
+// or, while notifications arrive, every pollWait of it), rescues
 // running jobs whose lease expired or whose node died every RescueInterval (rescue.go), and
 // deletes expired jobs every SweepInterval (expiry.go). When the store fails it backs off (a
 // Tracker), so an outage costs a few calls and log lines, not a spin.
@@ -61,7 +63,7 @@ func (m *maintainer) nudge(runAt time.Time) {
 func (m *maintainer) run(ctx context.Context) {
 	e := m.e
 	nextRescue := e.clock.Now()
-	nextSweep := nextRescue
+	nextSweep, nextPromote := nextRescue, nextRescue
 	m.started = nextRescue
 	for ctx.Err() == nil {
 		leading, gained, failed := e.leader.leadership()
@@ -76,7 +78,7 @@ func (m *maintainer) run(ctx context.Context) {
 		}
 		now := e.clock.Now()
 		m.holdAfterOutage(now, gained, failed)
-		err := m.duties(ctx, now, &nextRescue, &nextSweep)
+		err := m.duties(ctx, now, &nextRescue, &nextSweep, &nextPromote)
 		m.lastPass = now
 		if ctx.Err() != nil {
 			return
@@ -93,7 +95,7 @@ func (m *maintainer) run(ctx context.Context) {
 			m.held = false
 			nextRescue = m.startGrace(now)
 		}
-		t := e.clock.NewTimer(m.nextWake(now, nextRescue, nextSweep).Sub(e.clock.Now()))
+		t := e.clock.NewTimer(m.nextWake(nextRescue, nextSweep, nextPromote).Sub(e.clock.Now()))
 		select {
 		case <-ctx.Done():
 		case <-t.C():
@@ -106,15 +108,18 @@ func (m *maintainer) run(ctx context.Context) {
 
 // duties runs the duties that are due, stopping at the first that fails, and moves their next
 // times on.
-func (m *maintainer) duties(ctx context.Context, now time.Time, nextRescue, nextSweep *time.Time) error {
+func (m *maintainer) duties(ctx context.Context, now time.Time, nextRescue, nextSweep, nextPromote *time.Time) error {
 	if !now.Before(*nextRescue) {
 		if err := m.rescue(ctx, now); err != nil {
 			return err
 		}
 		*nextRescue = now.Add(m.e.cfg.RescueInterval)
 	}
-	if err := m.promote(ctx); err != nil {
-		return err
+	if m.promoteDue(now, *nextPromote) {
+		if err := m.promote(ctx); err != nil {
+			return err
+		}
+		*nextPromote = now.Add(m.e.pollWait(m.e.cfg.PromoteInterval))
 	}
 	if !now.Before(*nextSweep) {
 		more, err := m.sweep(ctx)
@@ -129,22 +134,32 @@ func (m *maintainer) duties(ctx context.Context, now time.Time, nextRescue, next
 	return nil
 }
 
-// nextWake is when the duties are next due: the rescue, the sweep or the earliest known
-// run_at, and at most PromoteInterval away.
-func (m *maintainer) nextWake(now, nextRescue, nextSweep time.Time) time.Time {
+// nextWake is when the duties are next due: the rescue, the sweep, the earliest known run_at
+// or the next promotion poll.
+func (m *maintainer) nextWake(nextRescue, nextSweep, nextPromote time.Time) time.Time {
 	wake := nextRescue
-	if nextSweep.Before(wake) {
-		wake = nextSweep
-	}
-	m.mu.Lock()
-	if !m.next.IsZero() && m.next.Before(wake) {
-		wake = m.next
-	}
-	m.mu.Unlock()
-	if limit := now.Add(m.e.cfg.PromoteInterval); limit.Before(wake) {
-		wake = limit
+	for _, t := range []time.Time{nextSweep, nextPromote, m.nextRunAt()} {
+		if !t.IsZero() && t.Before(wake) {
+			wake = t
+		}
 	}
 	return wake
+}
+
+// promoteDue says whether a promotion pass is due: a known run_at has come, or the poll for
+// jobs this process was not told of (nextPromote: PromoteInterval after the last pass, or
+// pollWait of it while the store pushes notifications, which nudge the maintainer for every
+// job scheduled anywhere).
+func (m *maintainer) promoteDue(now, nextPromote time.Time) bool {
+	next := m.nextRunAt()
+	return !now.Before(nextPromote) || (!next.IsZero() && !now.Before(next))
+}
+
+// nextRunAt is the earliest run_at of a scheduled job the maintainer knows of (zero: none).
+func (m *maintainer) nextRunAt() time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.next
 }
 
 func (m *maintainer) promote(ctx context.Context) error {
@@ -167,26 +182,36 @@ func (m *maintainer) promote(ctx context.Context) error {
 }
 
 // rescue requeues the jobs whose lease expired and those of dead nodes, unless their grace
-// runs (see startGrace), and fails the suspended jobs past their deadline.
+// runs (see startGrace), and fails the suspended jobs past their deadline: one pass of the
+// store (JobRescuePass), then more of the overdue ones while a pass found a full batch.
 func (m *maintainer) rescue(ctx context.Context, now time.Time) error {
 	e := m.e
+	p := &store.RescuePassParams{Overdue: &store.OverdueParams{Limit: rescueBatch, ExpiresAt: e.deadLetterExpiry()}}
 	if !m.held && !now.Before(m.leasesAt) {
-		res, err := e.store.JobRescueExpired(ctx, &store.RescueParams{Limit: 1000, ExpiresAt: e.deadLetterExpiry()})
-		if err != nil {
-			return err
-		}
-		e.rescued(res, "with expired leases", hoppertype.ActorLeader)
+		p.Expired = &store.RescueParams{Limit: rescueBatch, ExpiresAt: e.deadLetterExpiry()}
 	}
 	if !m.held && !now.Before(m.nodesAt) {
-		dead, err := e.store.JobRescueDeadNodes(ctx, &store.RescueDeadParams{NodeTTL: e.cfg.NodeTTL, Limit: 1000,
-			ExpiresAt: e.deadLetterExpiry()})
-		if err != nil {
-			return err
-		}
-		e.rescued(dead, "of dead nodes", hoppertype.ActorLeader)
+		p.Dead = &store.RescueDeadParams{NodeTTL: e.cfg.NodeTTL, Limit: rescueBatch, ExpiresAt: e.deadLetterExpiry()}
+	}
+	res, err := e.store.JobRescuePass(ctx, p)
+	if err != nil {
+		return err
+	}
+	if res.Expired != nil {
+		e.rescued(res.Expired, "with expired leases", hoppertype.ActorLeader)
+	}
+	if res.Dead != nil {
+		e.rescued(res.Dead, "of dead nodes", hoppertype.ActorLeader)
+	}
+	m.failedOverdue(res.Overdue)
+	if len(res.Overdue) < rescueBatch {
+		return nil
 	}
 	return m.failOverdue(ctx)
 }
+
+// rescueBatch bounds the jobs each part of a rescue pass moves.
+const rescueBatch = 1000
 
 // holdAfterOutage holds the rescues back until a pass of duties works and a grace has passed
 // after it (startGrace) when live workers may not have renewed yet what an outage held up.

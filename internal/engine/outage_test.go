@@ -63,18 +63,11 @@ func (o *outageStore) JobPromoteScheduled(ctx context.Context, p *store.PromoteP
 	return o.Store.JobPromoteScheduled(ctx, p)
 }
 
-func (o *outageStore) JobRescueExpired(ctx context.Context, p *store.RescueParams) (*store.RescueResult, error) {
+func (o *outageStore) JobRescuePass(ctx context.Context, p *store.RescuePassParams) (*store.RescuePassResult, error) {
 	if err := o.cut(); err != nil {
 		return nil, err
 	}
-	return o.Store.JobRescueExpired(ctx, p)
-}
-
-func (o *outageStore) JobRescueDeadNodes(ctx context.Context, p *store.RescueDeadParams) (*store.RescueResult, error) {
-	if err := o.cut(); err != nil {
-		return nil, err
-	}
-	return o.Store.JobRescueDeadNodes(ctx, p)
+	return o.Store.JobRescuePass(ctx, p)
 }
 
 func (o *outageStore) JobFailOverdue(ctx context.Context, p *store.OverdueParams) ([]string, error) {
@@ -105,9 +98,9 @@ func (o *outageStore) LeaderElect(ctx context.Context, p *store.LeaderParams) (*
 	return o.Store.LeaderElect(ctx, p)
 }
 
-func (o *outageStore) ScheduleDue(ctx context.Context, now time.Time, limit int) ([]*store.Schedule, error) {
+func (o *outageStore) ScheduleDue(ctx context.Context, now time.Time, limit int) ([]*store.Schedule, time.Time, error) {
 	if err := o.cut(); err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
 	return o.Store.ScheduleDue(ctx, now, limit)
 }

@@ -68,13 +68,15 @@ type loopState struct {
 	reserved     int  // slots held by outstanding claims
 	gen          int  // counts wake-ups, so a claim issued before one cannot undo it
 	poll         clock.Timer
+	pollEvery    time.Duration // the regular poll's period, as last armed (pollWait)
 	// holdUntil: after a failed claim, no claim before this time, whatever wakes the loop
 	// (the poll timer is set to fire then).
 	holdUntil time.Time
 }
 
-// run is the claim loop. It claims at once after a wake-up (a local enqueue, a promotion, the
-// poll timer); after jobs finish it claims again only while the last claim came back full,
+// run is the claim loop. It claims at once after a wake-up (a local enqueue, a promotion, a
+// notification, the poll timer: every PollInterval, or pollWait of it while the store's
+// notifications arrive); after jobs finish it claims again only while the last claim came back full,
 // and waits briefly (ClaimCoalesce) to gather free slots into one claim. Up to
 // maxClaimsInFlight claims run at once. A failed claim holds further claims back for a
 // backoff (WorkPolicy), so wake-ups during an outage cannot make it spin. While the resource
@@ -83,7 +85,7 @@ type loopState struct {
 // claims and starts their jobs, so no claimed job is left to lease expiry.
 func (p *producer) run(ctx context.Context) {
 	cfg := p.e.cfg
-	st := &loopState{more: true, urgent: true, poll: p.e.clock.NewTimer(cfg.PollInterval)}
+	st := &loopState{more: true, urgent: true, poll: p.e.clock.NewTimer(cfg.PollInterval), pollEvery: cfg.PollInterval}
 	defer func() { st.poll.Stop() }()
 	var coalesce clock.Timer
 	var coalesceC <-chan struct{}
@@ -110,9 +112,16 @@ func (p *producer) run(ctx context.Context) {
 			p.received(st, r)
 		case <-p.wake:
 			st.more, st.urgent, st.gen = true, true, st.gen+1
+			if st.pollEvery > cfg.PollInterval && !p.e.pushed.Load() {
+				// The store's notifications stopped (the engine wakes its producers then):
+				// poll at the short period again until they are back.
+				st.pollEvery = cfg.PollInterval
+				p.pollAt(st, st.pollEvery)
+			}
 		case <-st.poll.C():
 			st.more, st.urgent, st.gen = true, true, st.gen+1
-			st.poll = p.e.clock.NewTimer(cfg.PollInterval)
+			st.pollEvery = p.e.pollWait(cfg.PollInterval)
+			st.poll = p.e.clock.NewTimer(st.pollEvery)
 		case <-coalesceC:
 			st.urgent, coalesceC = true, nil
 		case <-p.e.slots.wait():

@@ -9,7 +9,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/backoff"
-	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/schedule"
 	"github.com/hopperjobs/hopper/internal/store"
 )
@@ -32,8 +31,10 @@ const (
 	liveRecheck = 5 * time.Second
 )
 
-// scheduler is the leader's duty of firing recurring schedules (contract 10). Every tick it
-// asks the store for the schedules due, computes their fire times with package schedule and
+// scheduler is the leader's duty of firing recurring schedules (contract 10). It wakes at the
+// earliest next fire time, when nudged (a schedule changed) and at least every tick (every
+// pollWait of it while the store pushes notifications, which nudge it for every change), asks
+// the store for the schedules due, computes their fire times with package schedule and
 // hands each schedule's fire step to the store, which compare-and-sets the last fire time and
 // inserts the jobs in one transaction. A leader that lost its lease mid-tick and its successor
 // may both compute from the same last fire time: only the first fire step applies, and each
@@ -44,11 +45,13 @@ type scheduler struct {
 	tick  time.Duration
 	grace time.Duration
 	retry *backoff.Tracker
+	// nudgeC wakes the run loop before its wait is over (nudge).
+	nudgeC chan struct{}
 }
 
 func newScheduler(e *Engine) *scheduler {
 	s := &scheduler{e: e, tick: e.cfg.ScheduleTick, grace: e.cfg.ScheduleGrace,
-		retry: e.newTracker("fire schedules", backoff.DefaultPolicy)}
+		retry: e.newTracker("fire schedules", backoff.DefaultPolicy), nudgeC: make(chan struct{}, 1)}
 	s.store = e.store
 	if s.tick <= 0 {
 		s.tick = DefaultScheduleTick
@@ -73,7 +76,7 @@ func (s *scheduler) run(ctx context.Context) {
 			}
 			continue
 		}
-		wait := s.tick
+		wait := s.e.pollWait(s.tick)
 		next, err := s.fireDue(ctx)
 		switch {
 		case ctx.Err() != nil:
@@ -86,11 +89,27 @@ func (s *scheduler) run(ctx context.Context) {
 				wait = d // fire on time rather than up to a tick late
 			}
 		}
-		clock.Sleep(ctx, e.clock, wait)
+		t := e.clock.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+		case <-t.C():
+		case <-s.nudgeC:
+		}
+		t.Stop()
 	}
 }
 
-// fireDue fires the schedules due now and returns the earliest next fire time among them. It
+// nudge makes the scheduler look at the schedules now: one was created, changed or deleted,
+// here or (with a store that pushes notifications) anywhere.
+func (s *scheduler) nudge() {
+	select {
+	case s.nudgeC <- struct{}{}:
+	default:
+	}
+}
+
+// fireDue fires the schedules due now and returns the earliest next fire time of every
+// schedule (zero when unknown). It
 // stops at an error of the store itself (it cannot list the due schedules, or is unavailable).
 func (s *scheduler) fireDue(ctx context.Context) (time.Time, error) {
 	var earliest time.Time
@@ -114,16 +133,16 @@ func (s *scheduler) fireDue(ctx context.Context) (time.Time, error) {
 // maxBatchesPerTick bounds one tick's work (10 × 100 schedules).
 const maxBatchesPerTick = 10
 
-// fireBatch fires one batch of due schedules; full says the batch was full. A schedule whose
+// fireBatch fires one batch of due schedules and returns the earliest next fire time of those
+// it fired and of those not yet due; full says the batch was full. A schedule whose
 // fire step fails for a reason of its own is logged and skipped; an unavailable store ends
 // the batch with its error.
 func (s *scheduler) fireBatch(ctx context.Context) (time.Time, bool, error) {
 	now := s.e.clock.Now()
-	due, err := s.store.ScheduleDue(ctx, now, scheduleBatch)
+	due, earliest, err := s.store.ScheduleDue(ctx, now, scheduleBatch)
 	if err != nil {
 		return time.Time{}, false, err
 	}
-	var earliest time.Time
 	for _, sc := range due {
 		// A leader whose lease lapsed stops here; a step already sent is safe either way.
 		if ctx.Err() != nil || !s.e.leader.leading() {

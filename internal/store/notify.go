@@ -1,6 +1,9 @@
 package store
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Notifier is implemented by stores that can push events to every process sharing them
 // (PostgreSQL LISTEN/NOTIFY). The engine subscribes when the store has it and falls back to
@@ -20,6 +23,12 @@ const (
 	JobsAvailable NotificationKind = "jobs_available"
 	// JobCanceled: JobID was canceled; the process running it should cancel its context.
 	JobCanceled NotificationKind = "job_canceled"
+	// JobsScheduled: jobs became scheduled (an enqueue for later, a retry's backoff, a
+	// snooze); At is the earliest run_at among them. The leader promotes them when it comes.
+	JobsScheduled NotificationKind = "jobs_scheduled"
+	// SchedulesChanged: a schedule was created, changed or deleted (its fire times may be
+	// earlier than the leader planned for).
+	SchedulesChanged NotificationKind = "schedules_changed"
 	// Subscribed: the subscription is now listening. Notifications sent before were not
 	// heard, so the subscriber should look for work it may have missed.
 	Subscribed NotificationKind = "subscribed"
@@ -30,6 +39,7 @@ type Notification struct {
 	Kind  NotificationKind
 	Queue string
 	JobID string
+	At    time.Time // JobsScheduled only
 }
 
 // TxInserter inserts jobs inside a transaction the application owns, so a job exists if and

@@ -208,6 +208,21 @@ type RescueDeadParams struct {
 	ExpiresAt time.Time
 }
 
+// RescuePassParams names the parts of a rescue pass to run (JobRescuePass); a nil part is
+// skipped.
+type RescuePassParams struct {
+	Expired *RescueParams
+	Dead    *RescueDeadParams
+	Overdue *OverdueParams
+}
+
+// RescuePassResult is what each part of a rescue pass did; nil (empty) for a part skipped.
+type RescuePassResult struct {
+	Expired *RescueResult
+	Dead    *RescueResult
+	Overdue []string // the jobs failed at their suspension's deadline
+}
+
 // LimitScope says what a fleet-wide cap applies to.
 type LimitScope string
 

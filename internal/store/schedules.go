@@ -36,8 +36,10 @@ type ScheduleStore interface {
 	// is none. A paused schedule is never due.
 	ScheduleSetPaused(ctx context.Context, name string, paused bool) (*Schedule, error)
 	// ScheduleDue returns up to limit schedules that are not paused and whose NextFireAt is
-	// at or before now, earliest first.
-	ScheduleDue(ctx context.Context, now time.Time, limit int) ([]*Schedule, error)
+	// at or before now, earliest first, and the earliest NextFireAt after now among the other
+	// unpaused schedules (zero when there is none, or when more than limit are due), so the
+	// leader can sleep until then.
+	ScheduleDue(ctx context.Context, now time.Time, limit int) (due []*Schedule, next time.Time, err error)
 	// ScheduleFire is one fire step, in one transaction: it sets the schedule's LastFireAt and
 	// NextFireAt if its LastFireAt is still ExpectedLast, and inserts Jobs. If the schedule
 	// changed meanwhile (another leader fired it, it was deleted or re-timed) nothing is
@@ -127,4 +129,19 @@ const FireKeyRetention = 7 * 24 * time.Hour
 // "schedule:<name>:<fire time in unix microseconds>".
 func FireKey(name string, at time.Time) string {
 	return "schedule:" + name + ":" + strconv.FormatInt(at.UnixMicro(), 10)
+}
+
+// SplitDue splits schedules in next fire time order (up to limit+1 of them, as a store's
+// ScheduleDue reads them) into those due at now (at most limit) and the next fire time after
+// now: zero when none is after now among them.
+func SplitDue(ordered []*Schedule, now time.Time, limit int) (due []*Schedule, next time.Time) {
+	for _, sc := range ordered {
+		if sc.NextFireAt.After(now) {
+			return due, sc.NextFireAt
+		}
+		if len(due) < limit {
+			due = append(due, sc)
+		}
+	}
+	return due, time.Time{}
 }

@@ -146,6 +146,11 @@ type Store interface {
 	// a job out of rescues fails instead) and removes those nodes. Jobs of live nodes are left
 	// alone however long they run.
 	JobRescueDeadNodes(ctx context.Context, params *RescueDeadParams) (*RescueResult, error)
+	// JobRescuePass runs the leader's periodic pass: JobRescueExpired, JobRescueDeadNodes and
+	// JobFailOverdue, each when its parameters are set, in that order, in one round trip where
+	// the store can (PostgreSQL: one transaction), so an idle leader costs the database one
+	// transaction a pass.
+	JobRescuePass(ctx context.Context, params *RescuePassParams) (*RescuePassResult, error)
 
 	// Ping checks that the database answers, cheaply and within about 2 s (PostgreSQL: a round
 	// trip; SQLite: a read, and the last write did not fail for want of disk or access). Its

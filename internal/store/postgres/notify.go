@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"time"
 
@@ -15,6 +16,9 @@ import (
 const (
 	payloadQueue  = "q:" // + queue: jobs became claimable there
 	payloadCancel = "c:" // + job id: a running job was canceled
+	// + unix microseconds: jobs became scheduled, the earliest of them due then (0015)
+	payloadScheduled = "s:"
+	payloadSchedules = "S" // a schedule was created, changed or deleted (0015)
 )
 
 // defaultPingEvery is how long a subscription waits without a notification before it checks
@@ -92,6 +96,16 @@ func parseNotification(payload string) (store.Notification, bool) {
 	}
 	if id, ok := strings.CutPrefix(payload, payloadCancel); ok {
 		return store.Notification{Kind: store.JobCanceled, JobID: id}, true
+	}
+	if at, ok := strings.CutPrefix(payload, payloadScheduled); ok {
+		us, err := strconv.ParseInt(at, 10, 64)
+		if err != nil {
+			return store.Notification{}, false
+		}
+		return store.Notification{Kind: store.JobsScheduled, At: time.UnixMicro(us)}, true
+	}
+	if payload == payloadSchedules {
+		return store.Notification{Kind: store.SchedulesChanged}, true
 	}
 	return store.Notification{}, false
 }

@@ -262,3 +262,43 @@ func TestSubscribePingsWhenIdle(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, store.Notification{Kind: store.JobsAvailable, Queue: "after-pings"}, sub.next(t))
 }
+
+// Jobs that become scheduled (an enqueue for later, a retry's backoff) send their earliest
+// run_at, so the leader promotes them on time without polling; a schedule changed anywhere
+// sends SchedulesChanged.
+func TestNotifyScheduledJobsAndSchedules(t *testing.T) {
+	t.Parallel()
+	requireDatabase(t)
+	s := openStore(t, freshSchema(t), nil)
+	ctx := t.Context()
+	sub, _ := subscribe(t, s)
+
+	soon, later := s.Now().Add(time.Hour).Truncate(time.Microsecond), s.Now().Add(2*time.Hour)
+	ps := insertParams("sched", 3)
+	ps[0].RunAt, ps[1].RunAt = later, soon
+	_, err := s.JobInsertMany(ctx, ps)
+	require.NoError(t, err)
+	got := []store.Notification{sub.next(t), sub.next(t)}
+	require.ElementsMatch(t, []store.Notification{
+		{Kind: store.JobsAvailable, Queue: "sched"},
+		{Kind: store.JobsScheduled, At: time.UnixMicro(soon.UnixMicro())},
+	}, got, "one insert: the queued job's queue and the earliest scheduled run_at")
+
+	jobs, _, err := s.JobClaim(ctx, &store.ClaimParams{Queue: "sched", Limit: 1, WorkerID: "w", LeaseDuration: time.Hour})
+	require.NoError(t, err)
+	require.Len(t, jobs, 1)
+	retryAt := s.Now().Add(time.Minute).Truncate(time.Microsecond)
+	errs, err := s.JobFinishMany(ctx, []*store.FinishParams{{ID: jobs[0].ID, Token: jobs[0].Token,
+		State: hoppertype.StateScheduled, Outcome: hoppertype.OutcomeError, RunAt: retryAt, Error: "boom",
+		Actor: hoppertype.ActorWorker}})
+	require.NoError(t, err)
+	require.NoError(t, errs[0])
+	require.Equal(t, store.Notification{Kind: store.JobsScheduled, At: time.UnixMicro(retryAt.UnixMicro())}, sub.next(t),
+		"a retry's backoff")
+
+	_, err = s.ScheduleUpsert(ctx, &store.Schedule{Name: "nightly", Spec: "0 3 * * *", Mode: "cron", TZ: "UTC",
+		Kind: "noop", Queue: "default", Args: []byte(`{}`), MaxAttempts: 3, CatchUp: "skip", Overlap: "skip",
+		Source: store.SourceAPI, LastFireAt: s.Now(), NextFireAt: s.Now().Add(time.Hour)})
+	require.NoError(t, err)
+	require.Equal(t, store.Notification{Kind: store.SchedulesChanged}, sub.next(t))
+}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/store"
+	"github.com/jackc/pgx/v5"
 )
 
 // outOfRescues holds for a job whose worker is lost once more than its max_rescues allow.
@@ -84,16 +85,18 @@ SELECT id, kind, queue, state FROM rescued`
 
 // JobRescueExpired rescues running jobs with expired leases.
 func (s *Store) JobRescueExpired(ctx context.Context, p *store.RescueParams) (*store.RescueResult, error) {
-	rs, err := s.pool.Query(ctx, s.sql(rescueExpiredSQL), s.nowArg(), string(hoppertype.ActorLeader), "lease expired",
-		nullTime(p.ExpiresAt), "lease expired before the attempt ended", limitOr(p.Limit, 1000))
-	if err != nil {
-		return nil, s.wrap(err, "rescue expired leases")
-	}
 	res := &store.RescueResult{}
-	if err := readRescued(rs, res); err != nil {
-		return nil, s.wrap(err, "rescue expired leases")
+	if err := s.runSteps(ctx, s.expiredStep(p, res)); err != nil {
+		return nil, err
 	}
 	return res, nil
+}
+
+func (s *Store) expiredStep(p *store.RescueParams, res *store.RescueResult) step {
+	return step{what: "rescue expired leases", sql: rescueExpiredSQL,
+		args: []any{s.nowArg(), string(hoppertype.ActorLeader), "lease expired", nullTime(p.ExpiresAt),
+			"lease expired before the attempt ended", limitOr(p.Limit, 1000)},
+		read: func(rs pgx.Rows) error { return readRescued(rs, res) }}
 }
 
 // JobRescueLeases rescues the named attempts, skipping stale tokens.
@@ -116,19 +119,96 @@ func (s *Store) JobRescueLeases(ctx context.Context, p *store.RescueLeasesParams
 
 // JobRescueDeadNodes rescues the running jobs of nodes that stopped heartbeating.
 func (s *Store) JobRescueDeadNodes(ctx context.Context, p *store.RescueDeadParams) (*store.RescueResult, error) {
-	if p.NodeTTL <= 0 {
-		return nil, errors.New("rescue dead nodes: NodeTTL must be positive")
-	}
-	rs, err := s.pool.Query(ctx, s.sql(rescueDeadSQL), s.nowArg(), string(hoppertype.ActorLeader), "node dead",
-		nullTime(p.ExpiresAt), micros(p.NodeTTL), limitOr(p.Limit, 1000))
-	if err != nil {
-		return nil, s.wrap(err, "rescue jobs of dead nodes")
-	}
 	res := &store.RescueResult{}
-	if err := readRescued(rs, res); err != nil {
-		return nil, s.wrap(err, "rescue jobs of dead nodes")
+	st, err := s.deadStep(p, res)
+	if err == nil {
+		err = s.runSteps(ctx, st)
+	}
+	if err != nil {
+		return nil, err
 	}
 	return res, nil
+}
+
+func (s *Store) deadStep(p *store.RescueDeadParams, res *store.RescueResult) (step, error) {
+	if p.NodeTTL <= 0 {
+		return step{}, errors.New("rescue dead nodes: NodeTTL must be positive")
+	}
+	return step{what: "rescue jobs of dead nodes", sql: rescueDeadSQL,
+		args: []any{s.nowArg(), string(hoppertype.ActorLeader), "node dead", nullTime(p.ExpiresAt),
+			micros(p.NodeTTL), limitOr(p.Limit, 1000)},
+		read: func(rs pgx.Rows) error { return readRescued(rs, res) }}, nil
+}
+
+// JobRescuePass runs the parts of the leader's rescue pass that are set in one batch: one
+// round trip and one transaction.
+func (s *Store) JobRescuePass(ctx context.Context, p *store.RescuePassParams) (*store.RescuePassResult, error) {
+	res := &store.RescuePassResult{}
+	var steps []step
+	if p.Expired != nil {
+		res.Expired = &store.RescueResult{}
+		steps = append(steps, s.expiredStep(p.Expired, res.Expired))
+	}
+	if p.Dead != nil {
+		res.Dead = &store.RescueResult{}
+		st, err := s.deadStep(p.Dead, res.Dead)
+		if err != nil {
+			return nil, err
+		}
+		steps = append(steps, st)
+	}
+	if p.Overdue != nil {
+		steps = append(steps, s.overdueStep(p.Overdue, &res.Overdue))
+	}
+	if err := s.runSteps(ctx, steps...); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// step is one statement of a batch: what it does (for errors), its SQL (with {schema}), its
+// arguments and what reads its rows (and must close them).
+type step struct {
+	what string
+	sql  string
+	args []any
+	read func(pgx.Rows) error
+}
+
+// runSteps runs one step as a query, several as one batch: one round trip, and one
+// transaction (a batch outside a transaction runs in an implicit one), so a failed step
+// undoes those before it.
+func (s *Store) runSteps(ctx context.Context, steps ...step) error {
+	if len(steps) == 1 {
+		st := steps[0]
+		rs, err := s.pool.Query(ctx, s.sql(st.sql), st.args...)
+		if err == nil {
+			err = st.read(rs)
+		}
+		if err != nil {
+			return s.wrap(err, "%s", st.what)
+		}
+		return nil
+	}
+	b := &pgx.Batch{}
+	for _, st := range steps {
+		b.Queue(s.sql(st.sql), st.args...)
+	}
+	br := s.pool.SendBatch(ctx, b)
+	for _, st := range steps {
+		rs, err := br.Query()
+		if err == nil {
+			err = st.read(rs)
+		}
+		if err != nil {
+			br.Close() //nolint:errcheck // the step's error says what failed
+			return s.wrap(err, "%s", st.what)
+		}
+	}
+	if err := br.Close(); err != nil {
+		return s.wrap(err, "rescue pass")
+	}
+	return nil
 }
 
 // readRescued adds the (id, kind, queue, state) rows of a rescue to res and closes rs.

@@ -72,14 +72,17 @@ func (s *Store) ScheduleList(ctx context.Context) ([]*store.Schedule, error) {
 	return out, nil
 }
 
-// ScheduleDue returns the unpaused schedules whose next fire time has come, earliest first.
-func (s *Store) ScheduleDue(ctx context.Context, now time.Time, limit int) ([]*store.Schedule, error) {
+// ScheduleDue returns the unpaused schedules whose next fire time has come, earliest first,
+// and the next fire time after now: one row more than limit, in next fire time order.
+func (s *Store) ScheduleDue(ctx context.Context, now time.Time, limit int) ([]*store.Schedule, time.Time, error) {
+	limit = limitOr(limit, 100)
 	out, err := s.querySchedules(ctx, `SELECT `+scheduleColumns+` FROM {schema}.schedules
-		WHERE NOT paused AND next_fire_at <= $1 ORDER BY next_fire_at, name LIMIT $2`, now, limitOr(limit, 100))
+		WHERE NOT paused AND next_fire_at IS NOT NULL ORDER BY next_fire_at, name LIMIT $1`, limit+1)
 	if err != nil {
-		return nil, s.wrap(err, "list due schedules")
+		return nil, time.Time{}, s.wrap(err, "list due schedules")
 	}
-	return out, nil
+	due, next := store.SplitDue(out, now, limit)
+	return due, next, nil
 }
 
 func (s *Store) querySchedules(ctx context.Context, query string, args ...any) ([]*store.Schedule, error) {

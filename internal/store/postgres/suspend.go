@@ -65,17 +65,23 @@ RETURNING j.id`
 
 // JobFailOverdue fails suspended jobs whose deadline has passed.
 func (s *Store) JobFailOverdue(ctx context.Context, p *store.OverdueParams) ([]string, error) {
+	var ids []string
+	if err := s.runSteps(ctx, s.overdueStep(p, &ids)); err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
+func (s *Store) overdueStep(p *store.OverdueParams, ids *[]string) step {
 	limit := p.Limit
 	if limit <= 0 {
 		limit = 1000
 	}
-	rs, err := s.pool.Query(ctx, s.sql(overdueSQL), s.nowArg(), limit, nullTime(p.ExpiresAt))
-	if err != nil {
-		return nil, s.wrap(err, "fail overdue suspended jobs")
-	}
-	ids, err := pgx.CollectRows(rs, pgx.RowTo[string])
-	if err != nil {
-		return nil, s.wrap(err, "fail overdue suspended jobs")
-	}
-	return ids, nil
+	return step{what: "fail overdue suspended jobs", sql: overdueSQL,
+		args: []any{s.nowArg(), limit, nullTime(p.ExpiresAt)},
+		read: func(rs pgx.Rows) error {
+			out, err := pgx.CollectRows(rs, pgx.RowTo[string])
+			*ids = out
+			return err
+		}}
 }

@@ -121,6 +121,29 @@ func (s *Store) JobRescueDeadNodes(ctx context.Context, p *store.RescueDeadParam
 	return res, nil
 }
 
+// JobRescuePass runs the parts of the leader's rescue pass that are set, one after the other:
+// on one local file a pass costs no round trips, and one that finds nothing writes nothing.
+func (s *Store) JobRescuePass(ctx context.Context, p *store.RescuePassParams) (*store.RescuePassResult, error) {
+	res := &store.RescuePassResult{}
+	var err error
+	if p.Expired != nil {
+		if res.Expired, err = s.JobRescueExpired(ctx, p.Expired); err != nil {
+			return nil, err
+		}
+	}
+	if p.Dead != nil {
+		if res.Dead, err = s.JobRescueDeadNodes(ctx, p.Dead); err != nil {
+			return nil, err
+		}
+	}
+	if p.Overdue != nil {
+		if res.Overdue, err = s.JobFailOverdue(ctx, p.Overdue); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
 // readRescued adds the (id, kind, queue, state) rows of a rescue to res.
 func readRescued(rows *sql.Rows, res *store.RescueResult) error {
 	defer rows.Close()

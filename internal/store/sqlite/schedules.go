@@ -77,17 +77,19 @@ func (s *Store) ScheduleList(ctx context.Context) ([]*store.Schedule, error) {
 	return out, nil
 }
 
-// ScheduleDue returns the unpaused schedules whose next fire time has come, earliest first.
-func (s *Store) ScheduleDue(ctx context.Context, now time.Time, limit int) ([]*store.Schedule, error) {
+// ScheduleDue returns the unpaused schedules whose next fire time has come, earliest first,
+// and the next fire time after now: one row more than limit, in next fire time order.
+func (s *Store) ScheduleDue(ctx context.Context, now time.Time, limit int) ([]*store.Schedule, time.Time, error) {
 	if limit <= 0 {
 		limit = 100
 	}
 	out, err := s.querySchedules(ctx, `SELECT `+scheduleColumns+` FROM schedules
-		WHERE paused = 0 AND next_fire_at <= ? ORDER BY next_fire_at, name LIMIT ?`, micros(now), limit)
+		WHERE paused = 0 AND next_fire_at IS NOT NULL ORDER BY next_fire_at, name LIMIT ?`, limit+1)
 	if err != nil {
-		return nil, fmt.Errorf("list due schedules: %w", err)
+		return nil, time.Time{}, fmt.Errorf("list due schedules: %w", err)
 	}
-	return out, nil
+	due, next := store.SplitDue(out, now, limit)
+	return due, next, nil
 }
 
 func (s *Store) querySchedules(ctx context.Context, query string, args ...any) ([]*store.Schedule, error) {

@@ -22,6 +22,7 @@ func testRescues(t *testing.T, opener Opener) {
 	parallel(t, opener, "LeasesFenced", rescuesLeasesFenced)
 	parallel(t, opener, "LeasesAtBound", rescuesLeasesAtBound)
 	parallel(t, opener, "ReplayStartsAfresh", rescuesReplayStartsAfresh)
+	parallel(t, opener, "Pass", rescuesPass)
 }
 
 func withMaxRescues(n int) option { return func(p *store.InsertParams) { p.MaxRescues = n } }
@@ -272,4 +273,48 @@ func rescuesReplayStartsAfresh(t *testing.T, b *bundle) {
 	require.Equal(t, 1, got.MaxRescues)
 	require.Equal(t, 0, r.Job.Rescues)
 	require.Equal(t, 1, r.Job.MaxRescues)
+}
+
+// A rescue pass runs the parts it is given, each as its own call would: an expired lease, a
+// dead node's job and an overdue suspension in one pass; a part not given is not run.
+func rescuesPass(t *testing.T, b *bundle) {
+	ctx := t.Context()
+	const nodeTTL = 30 * time.Second
+	require.NoError(t, b.store.NodeHeartbeat(ctx, &hoppertype.Node{ID: workerB, Host: "h", PID: 2}))
+	expired := b.running(t) // workerA, defaultLease
+	overdue := b.suspended(t, b.clock.Now().Add(time.Minute))
+	queued := b.insert(t)
+	dead := b.claimAs(t, &store.ClaimParams{Queue: queued.Queue, Limit: 1, WorkerID: workerB, LeaseDuration: time.Hour})[0]
+	require.NoError(t, b.store.NodeHeartbeat(ctx, &hoppertype.Node{ID: workerA, Host: "h", PID: 1}))
+	b.clock.Advance(2 * time.Minute)
+	require.NoError(t, b.store.NodeHeartbeat(ctx, &hoppertype.Node{ID: workerA, Host: "h", PID: 1}))
+	expires := b.clock.Now().Add(time.Hour)
+
+	res, err := b.store.JobRescuePass(ctx, &store.RescuePassParams{Overdue: &store.OverdueParams{Limit: 10, ExpiresAt: expires}})
+	require.NoError(t, err)
+	require.Nil(t, res.Expired, "a part not asked for")
+	require.Nil(t, res.Dead, "a part not asked for")
+	require.Equal(t, []string{overdue.ID}, res.Overdue)
+	require.Equal(t, hoppertype.StateRunning, b.get(t, expired.ID).State, "no expired-lease rescue ran")
+	require.Equal(t, hoppertype.StateRunning, b.get(t, dead.ID).State, "no dead-node rescue ran")
+
+	res, err = b.store.JobRescuePass(ctx, &store.RescuePassParams{
+		Expired: &store.RescueParams{ExpiresAt: expires},
+		Dead:    &store.RescueDeadParams{NodeTTL: nodeTTL, ExpiresAt: expires},
+		Overdue: &store.OverdueParams{Limit: 10, ExpiresAt: expires},
+	})
+	require.NoError(t, err)
+	require.Equal(t, []string{expired.ID}, res.Expired.JobIDs)
+	require.Equal(t, []string{dead.ID}, res.Dead.JobIDs)
+	require.Empty(t, res.Overdue)
+	require.Equal(t, hoppertype.StateFailed, b.get(t, overdue.ID).State)
+	for _, id := range []string{expired.ID, dead.ID} {
+		got := b.get(t, id)
+		require.Equal(t, hoppertype.StateQueued, got.State)
+		require.Equal(t, 1, got.Rescues)
+	}
+	nodes, err := b.store.NodeList(ctx)
+	require.NoError(t, err)
+	require.Len(t, nodes, 1, "the dead node is deregistered, the live one stays")
+	require.Equal(t, workerA, nodes[0].ID)
 }

@@ -187,7 +187,7 @@ func schedulesPauseAndDelete(t *testing.T, b *bundle) {
 	b.upsertSchedule(t, newSchedule("s", Start))
 	b.clock.Advance(time.Minute)
 	now := b.clock.Now()
-	due, err := ss.ScheduleDue(t.Context(), now, 10)
+	due, _, err := ss.ScheduleDue(t.Context(), now, 10)
 	require.NoError(t, err)
 	require.Len(t, due, 1)
 
@@ -196,9 +196,10 @@ func schedulesPauseAndDelete(t *testing.T, b *bundle) {
 	require.NoError(t, err)
 	require.True(t, paused.Paused)
 	sameTime(t, b.clock.Now(), paused.UpdatedAt, "updated_at")
-	due, err = ss.ScheduleDue(t.Context(), now, 10)
+	due, next, err := ss.ScheduleDue(t.Context(), now, 10)
 	require.NoError(t, err)
 	require.Empty(t, due, "a paused schedule is never due")
+	require.True(t, next.IsZero(), "nor next: %v", next)
 	_, err = ss.ScheduleSetPaused(t.Context(), "nope", true)
 	require.ErrorIs(t, err, store.ErrNotFound)
 
@@ -235,15 +236,22 @@ func schedulesDue(t *testing.T, b *bundle) {
 		}
 		b.upsertSchedule(t, sc)
 	}
-	due, err := ss.ScheduleDue(t.Context(), Start.Add(3*time.Second), 10)
+	due, next, err := ss.ScheduleDue(t.Context(), Start.Add(3*time.Second), 10)
 	require.NoError(t, err)
 	require.Equal(t, []string{"b", "a", "c"}, scheduleNames(due))
-	due, err = ss.ScheduleDue(t.Context(), Start.Add(2*time.Second), 10)
+	sameTime(t, Start.Add(time.Hour), next, "the next fire time after now")
+	due, next, err = ss.ScheduleDue(t.Context(), Start.Add(2*time.Second), 10)
 	require.NoError(t, err)
 	require.Equal(t, []string{"b", "a"}, scheduleNames(due), "next_fire_at <= now")
-	due, err = ss.ScheduleDue(t.Context(), Start.Add(3*time.Second), 1)
+	sameTime(t, Start.Add(3*time.Second), next, "the next fire time after now")
+	due, next, err = ss.ScheduleDue(t.Context(), Start.Add(3*time.Second), 1)
 	require.NoError(t, err)
 	require.Equal(t, []string{"b"}, scheduleNames(due))
+	require.True(t, next.IsZero(), "more are due than the limit: no next fire time, %v", next)
+	due, next, err = ss.ScheduleDue(t.Context(), Start, 10)
+	require.NoError(t, err)
+	require.Empty(t, due)
+	sameTime(t, Start.Add(time.Second), next, "nothing due: the earliest fire time")
 }
 
 func scheduleNames(ss []*store.Schedule) []string {
