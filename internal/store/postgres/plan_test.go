@@ -13,8 +13,9 @@ import (
 )
 
 // In a table of mostly finished jobs, analyzed (as autovacuum does), PostgreSQL estimates the
-// running jobs at about one row. The statements that find jobs by id must still go through the
-// primary key: a scan of jobs_lease is O(running jobs) and, joined to a batch, quadratic
+// running and the expired jobs at about one row. The statements that find jobs by id, and the
+// sweep's window, must still go through the primary key: a scan of jobs_lease is O(running jobs)
+// and, joined to a batch, quadratic; a sequential scan reads the whole table
 // (docs/benchmarks.md#at-scale). The plans are asserted, not the times.
 func TestPlansAtScaleUseThePrimaryKey(t *testing.T) {
 	t.Parallel()
@@ -49,6 +50,8 @@ func TestPlansAtScaleUseThePrimaryKey(t *testing.T) {
 			Outcome: hoppertype.OutcomeOK, Actor: hoppertype.ActorWorker})
 		ids, tokens, durations = append(ids, j.ID), append(tokens, j.Token), append(durations, 60_000_000)
 	}
+	var last string
+	require.NoError(t, s.pool.QueryRow(ctx, s.sql(sweepWindowSQL), "", 5000).Scan(&last, new(int64)))
 	for name, q := range map[string]struct {
 		sql  string
 		args []any
@@ -57,6 +60,7 @@ func TestPlansAtScaleUseThePrimaryKey(t *testing.T) {
 		"extend":    {extendSQL, []any{nil, ids, tokens, durations}},
 		"heartbeat": {`UPDATE {schema}.jobs AS j SET heartbeat_at = now() WHERE j.id = $1 AND j.token = $2 AND ` + runningByID, []any{ids[0], tokens[0]}},
 		"rescue":    {rescueLeasesSQL, []any{nil, "leader", "lost", nil, "lost", ids, tokens}},
+		"sweep":     {sweepSQL, []any{"", last, nil}},
 	} {
 		plan := explain(t, s, q.sql, q.args...)
 		require.Contains(t, plan, "jobs_pkey", "%s:\n%s", name, plan)
