@@ -16,7 +16,7 @@ func newBenchCmd() *cobra.Command {
 	var cfg bench.Config
 	var asJSON bool
 	var cpuProfile string
-	var compare bool
+	var compare, pin bool
 	var scenario, kindRate string
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -44,6 +44,13 @@ finished jobs and their history before the standard benchmark, as a store that h
 day holds them: 97 % completed (3 % of them after a retry), 2 % failed after three attempts,
 1 % canceled, all within their retention. It reports the fill's time and the database's size
 beside the usual figures; --rows 0 runs the same steps on the empty store, the baseline.
+
+--scenario horizon (PostgreSQL only) holds a REPEATABLE READ snapshot open on another
+connection for the whole run, so PostgreSQL can remove no row version the run leaves behind,
+while --jobs (default 500,000) jobs are enqueued and worked, then the latency phase runs. It
+reports the throughput, the time of the store's claim calls (p50, p99, max), the latency and
+the jobs table's dead row versions at the end; --pin=false runs it without the snapshot, the
+baseline.
 
 --kind-cap and --kind-rate set a fleet-wide cap or rate limit on the no-op jobs' kind before
 the run, to measure what a capped or rate-limited claim costs (a limit far above the
@@ -82,6 +89,11 @@ throughput, such as --kind-rate 1000000/1s) or that starts follow the limit.`,
 			case "retained":
 				cfg.Progress = cmd.ErrOrStderr()
 				return printRetained(cmd, cfg, asJSON)
+			case "horizon":
+				if !cmd.Flags().Changed("jobs") {
+					cfg.Jobs = bench.DefaultHorizonJobs
+				}
+				return printHorizon(cmd, cfg, pin, asJSON)
 			case "fairness":
 				for name, v := range map[string]*int{"jobs": &cfg.Jobs, "workers": &cfg.Workers, "rate": &cfg.Rate} {
 					if !cmd.Flags().Changed(name) {
@@ -121,8 +133,9 @@ throughput, such as --kind-rate 1000000/1s) or that starts follow the limit.`,
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	f.BoolVar(&compare, "compare-remote", false, "measure in process, then through a server this command starts (stream and poll), and print the ratios")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
-	f.StringVar(&scenario, "scenario", "", "run a scenario instead of the standard benchmark: fairness or retained")
+	f.StringVar(&scenario, "scenario", "", "run a scenario instead of the standard benchmark: fairness, retained or horizon")
 	f.IntVar(&cfg.Rows, "rows", 0, "with --scenario retained: finished jobs to fill the store with before the benchmark")
+	f.BoolVar(&pin, "pin", true, "with --scenario horizon: hold the snapshot (--pin=false measures the baseline)")
 	return cmd
 }
 
@@ -175,16 +188,21 @@ func checkScenarioFlags(cmd *cobra.Command, scenario string, cfg bench.Config, c
 		return usageErrorf("--rows %d is outside 0–%d", cfg.Rows, bench.MaxRows)
 	case cmd.Flags().Changed("rows") && scenario != "retained":
 		return usageErrorf("--rows is the retained scenario's: add --scenario retained")
+	case cmd.Flags().Changed("pin") && scenario != "horizon":
+		return usageErrorf("--pin is the horizon scenario's: add --scenario horizon")
 	}
 	switch scenario {
 	case "":
 		return nil
-	case "fairness", "retained":
+	case "fairness", "retained", "horizon":
 	default:
-		return usageErrorf("--scenario %q: the scenarios are fairness and retained", scenario)
+		return usageErrorf("--scenario %q: the scenarios are fairness, retained and horizon", scenario)
 	}
 	if compare || cfg.Server != "" {
 		return usageErrorf("--scenario %s runs in process: no --server or --compare-remote", scenario)
+	}
+	if scenario == "horizon" && !bench.IsPostgres(cfg.Database) {
+		return usageErrorf("--scenario horizon holds a PostgreSQL snapshot: it needs --database postgres://…, not SQLite")
 	}
 	return nil
 }
@@ -203,6 +221,29 @@ func printRetained(cmd *cobra.Command, cfg bench.Config, asJSON bool) error {
 	fmt.Fprintf(out, "retained         %d finished jobs, filled in %.1f s; database %.1f MiB\n",
 		res.RetainedRows, res.FillSeconds, float64(res.DBBytes)/(1<<20))
 	printResult(out, &res.Result, cfg.Batch)
+	return nil
+}
+
+// printHorizon runs the horizon scenario and prints what it measured.
+func printHorizon(cmd *cobra.Command, cfg bench.Config, pin, asJSON bool) error {
+	res, err := bench.Horizon(cmd.Context(), cfg, pin)
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	if asJSON {
+		fmt.Fprintln(out, string(res.JSON()))
+		return nil
+	}
+	held := "held by another connection for the whole run"
+	if !res.Pinned {
+		held = "none held (the baseline)"
+	}
+	fmt.Fprintf(out, "snapshot         %s\n", held)
+	printResult(out, &res.Result, cfg.Batch)
+	fmt.Fprintf(out, "claims           p50 %.2f ms, p99 %.2f ms, max %.2f ms (%d calls in the throughput phase)\n",
+		res.ClaimP50Ms, res.ClaimP99Ms, res.ClaimMaxMs, res.Claims)
+	fmt.Fprintf(out, "jobs table       %d dead row versions, %.1f MiB with its indexes\n", res.DeadTuples, float64(res.JobsBytes)/(1<<20))
 	return nil
 }
 

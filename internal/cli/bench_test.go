@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// A scenario's flags are refused with a usage error that names them: a bad --rows, --rows
-// without its scenario, an unknown scenario.
+// A scenario's flags are refused with a usage error that names them: a bad --rows, --rows or
+// --pin without their scenario, the horizon scenario on SQLite, an unknown scenario.
 func TestBenchScenarioFlags(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -20,6 +20,9 @@ func TestBenchScenarioFlags(t *testing.T) {
 		{[]string{"--scenario", "retained", "--rows", "100000001"}, "--rows"},
 		{[]string{"--rows", "5"}, "--rows"},
 		{[]string{"--scenario", "fairness", "--rows", "5"}, "--rows"},
+		{[]string{"--pin=false"}, "--pin"},
+		{[]string{"--scenario", "horizon"}, "--scenario horizon"},
+		{[]string{"--scenario", "horizon", "--pin=false"}, "--scenario horizon"},
 		{[]string{"--scenario", "retained", "--server", "http://127.0.0.1:1"}, "--scenario retained"},
 		{[]string{"--scenario", "frob"}, "--scenario"},
 	} {
