@@ -42,7 +42,10 @@ type options struct {
 	timeout     time.Duration
 	scenario    string
 
+	pin bool // the horizon scenario: hold the snapshot
+
 	riverSchema            string
+	riverAppName           string // River's sessions' application_name (default pgx's)
 	riverMaxConns          int
 	riverFetchCooldown     time.Duration
 	riverFetchPollInterval time.Duration
@@ -136,7 +139,9 @@ func run() error {
 	fs.StringVar(&o.hopperSrc, "hopper-src", "../..", "root of Hopper's main module, built with `go build ./cmd/hopper`")
 	fs.StringVar(&o.hopperBin, "hopper-bin", "", "use this hopper binary instead of building one")
 	fs.StringVar(&hopperArgs, "hopper-args", "", "extra arguments for `hopper bench`, space separated")
-	fs.StringVar(&o.scenario, "scenario", "", "fairness: a flooded queue and a trickle queue (defaults --jobs 200000 --workers 20 --rate 100)")
+	fs.StringVar(&o.scenario, "scenario", "", "fairness: a flooded queue and a trickle queue (defaults --jobs 200000 --workers 20 --rate 100); "+
+		"horizon: the jobs worked while another connection holds a snapshot (default --jobs 500000)")
+	fs.BoolVar(&o.pin, "pin", true, "with --scenario horizon: hold the snapshot (--pin=false is the baseline)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -155,8 +160,14 @@ func run() error {
 				*v = map[string]int{"jobs": 200_000, "workers": 20, "rate": 100}[name]
 			}
 		}
+	} else if o.scenario == "horizon" {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if !set["jobs"] {
+			o.jobs = 500_000
+		}
 	} else if o.scenario != "" {
-		return fmt.Errorf("--scenario %q: the scenarios are fairness", o.scenario)
+		return fmt.Errorf("--scenario %q: the scenarios are fairness and horizon", o.scenario)
 	}
 	if o.latencyJobs < 0 {
 		o.latencyJobs = 0
@@ -193,8 +204,11 @@ func run() error {
 		}
 	}
 
-	if o.scenario == "fairness" {
+	switch o.scenario {
+	case "fairness":
 		return runFairness(ctx, o, bin, doRiver, doHopper, srv)
+	case "horizon":
+		return runHorizon(ctx, o, bin, doRiver, doHopper, srv)
 	}
 	rep := &report{Server: srv}
 	if err := runRounds(ctx, o, bin, doRiver, doHopper, rep); err != nil {

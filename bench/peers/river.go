@@ -66,6 +66,9 @@ func openRiver(ctx context.Context, o *options) (_ *riverDB, close func(), err e
 	if o.riverMaxConns > 0 {
 		pcfg.MaxConns = int32(o.riverMaxConns)
 	}
+	if o.riverAppName != "" {
+		pcfg.ConnConfig.RuntimeParams["application_name"] = o.riverAppName
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("river: connect: %w", err)

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"runtime"
 	"sort"
@@ -56,6 +57,12 @@ type Config struct {
 	Mode string
 	// APIKey is sent to Server.
 	APIKey string
+	// Rows is the number of finished jobs the retained scenario fills the store with before it
+	// measures (0, the default, measures the empty store the same way). Other runs ignore it.
+	Rows int
+	// Progress, when set, receives a line for each step of a long scenario (the retained
+	// scenario's fill). Nil is silent.
+	Progress io.Writer
 }
 
 // Result is what one run measured. The JSON names are stable: scripts read them.
@@ -121,6 +128,8 @@ func (c Config) Validate() error {
 		return errors.New("bench: conns must not be negative")
 	case c.KindCap < 0 || c.KindCap > math.MaxInt32:
 		return fmt.Errorf("bench: kind cap %d is outside 0–%d", c.KindCap, math.MaxInt32)
+	case c.Rows < 0 || c.Rows > MaxRows:
+		return fmt.Errorf("bench: rows %d is outside 0–%d", c.Rows, MaxRows)
 	case c.LatencyJobs < -1:
 		return errors.New("bench: latency jobs must be positive, 0 for the default or -1 to skip")
 	case c.Mode != "stream" && c.Mode != "poll":
@@ -151,17 +160,28 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	defer cleanup()
-	res := &Result{Jobs: cfg.Jobs, Workers: cfg.Workers, Store: storeName, Durability: durability(ctx, cfg),
-		CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), LatencyRate: cfg.Rate}
-	if err := throughput(ctx, cfg, st, res); err != nil {
+	res := newResult(ctx, cfg, storeName)
+	if err := measure(ctx, cfg, st, res); err != nil {
 		return nil, err
 	}
-	if cfg.LatencyJobs > 0 {
-		if err := latency(ctx, cfg, st, res); err != nil {
-			return nil, err
-		}
-	}
 	return res, nil
+}
+
+// newResult is a Result with the run's settings filled in.
+func newResult(ctx context.Context, cfg Config, storeName string) *Result {
+	return &Result{Jobs: cfg.Jobs, Workers: cfg.Workers, Store: storeName, Durability: durability(ctx, cfg),
+		CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), LatencyRate: cfg.Rate}
+}
+
+// measure runs the standard benchmark on st: the throughput phase, then the latency phase.
+func measure(ctx context.Context, cfg Config, st hopper.Store, res *Result) error {
+	if err := throughput(ctx, cfg, st, res); err != nil {
+		return err
+	}
+	if cfg.LatencyJobs > 0 {
+		return latency(ctx, cfg, st, res)
+	}
+	return nil
 }
 
 // counter is a no-op worker that counts starts and records enqueue→start latencies.

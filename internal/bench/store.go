@@ -21,9 +21,29 @@ func IsPostgres(db string) bool {
 	return strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://")
 }
 
+// target is the store a run measures, with what a scenario needs to reach its database
+// directly: the SQLite file, or the PostgreSQL URL and schema.
+type target struct {
+	store   hopper.Store
+	name    string // "sqlite" or "postgres"
+	path    string // the SQLite file
+	url     string // the PostgreSQL server
+	schema  string // the PostgreSQL schema, unquoted
+	cleanup func()
+}
+
 // openStore opens the store the run measures and returns a cleanup that closes it and removes
 // what the run created (a temporary SQLite file, a PostgreSQL schema).
 func openStore(ctx context.Context, cfg Config) (hopper.Store, string, func(), error) {
+	t, err := openTarget(ctx, cfg)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	return t.store, t.name, t.cleanup, nil
+}
+
+// openTarget is openStore's work.
+func openTarget(ctx context.Context, cfg Config) (*target, error) {
 	if IsPostgres(cfg.Database) {
 		return openPostgres(ctx, cfg)
 	}
@@ -31,35 +51,35 @@ func openStore(ctx context.Context, cfg Config) (hopper.Store, string, func(), e
 	if path == "" {
 		var err error
 		if dir, err = os.MkdirTemp("", "hopper-bench-"); err != nil {
-			return nil, "", nil, err
+			return nil, err
 		}
 		path = filepath.Join(dir, "bench.db")
 	}
 	st, err := sqlitestore.Open(ctx, sqlitestore.Config{Path: path, Synchronous: cfg.Synchronous})
 	if err != nil {
 		os.RemoveAll(dir)
-		return nil, "", nil, err
+		return nil, err
 	}
-	return st, "sqlite", func() {
+	return &target{store: st, name: "sqlite", path: path, cleanup: func() {
 		st.Close()
 		if dir != "" {
 			os.RemoveAll(dir)
 		}
-	}, nil
+	}}, nil
 }
 
-func openPostgres(ctx context.Context, cfg Config) (hopper.Store, string, func(), error) {
+func openPostgres(ctx context.Context, cfg Config) (*target, error) {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	schema := "hopper_bench_" + hex.EncodeToString(b)
 	st, err := pgstore.Open(ctx, pgstore.Config{URL: cfg.Database, Schema: schema, MaxConns: cfg.Conns})
 	if err != nil {
-		return nil, "", nil, errors.Join(err, dropSchema(cfg.Database, schema))
+		return nil, errors.Join(err, dropSchema(cfg.Database, schema))
 	}
-	return st, "postgres", func() {
+	return &target{store: st, name: "postgres", url: cfg.Database, schema: schema, cleanup: func() {
 		st.Close()
 		_ = dropSchema(cfg.Database, schema)
-	}, nil
+	}}, nil
 }
 
 // postgresDurability reads the server's commit durability setting, for the report.

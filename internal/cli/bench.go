@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"runtime/pprof"
 
@@ -15,7 +16,7 @@ func newBenchCmd() *cobra.Command {
 	var cfg bench.Config
 	var asJSON bool
 	var cpuProfile string
-	var compare bool
+	var compare, pin bool
 	var scenario, kindRate string
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -38,6 +39,19 @@ flood holds a backlog of --jobs (default 200,000) no-op jobs while queue trickle
 slots; it reports the trickle jobs' enqueue→start latency (weights 1:1), then the share of
 starts each queue gets with both backlogged, at weights 1:1 and 3:1 (docs/flow-control.md).
 
+--scenario retained --rows N fills the store (SQLite, or PostgreSQL with --database) with N
+finished jobs and their history before the standard benchmark, as a store that has run for a
+day holds them: 97 % completed (3 % of them after a retry), 2 % failed after three attempts,
+1 % canceled, all within their retention. It reports the fill's time and the database's size
+beside the usual figures; --rows 0 runs the same steps on the empty store, the baseline.
+
+--scenario horizon (PostgreSQL only) holds a REPEATABLE READ snapshot open on another
+connection for the whole run, so PostgreSQL can remove no row version the run leaves behind,
+while --jobs (default 500,000) jobs are enqueued and worked, then the latency phase runs. It
+reports the throughput, the time of the store's claim calls (p50, p99, max), the latency and
+the jobs table's dead row versions at the end; --pin=false runs it without the snapshot, the
+baseline.
+
 --kind-cap and --kind-rate set a fleet-wide cap or rate limit on the no-op jobs' kind before
 the run, to measure what a capped or rate-limited claim costs (a limit far above the
 throughput, such as --kind-rate 1000000/1s) or that starts follow the limit.`,
@@ -58,6 +72,9 @@ throughput, such as --kind-rate 1000000/1s) or that starts follow the limit.`,
 			} else if url != "" {
 				cfg.Server, cfg.APIKey = url, os.Getenv(envAPIKey)
 			}
+			if err := checkScenarioFlags(cmd, scenario, cfg, compare); err != nil {
+				return err
+			}
 			if err := cfg.Validate(); err != nil {
 				return usageErrorf("%v", err)
 			}
@@ -68,21 +85,22 @@ throughput, such as --kind-rate 1000000/1s) or that starts follow the limit.`,
 				}
 				defer stop()
 			}
-			out := cmd.OutOrStdout()
 			switch scenario {
-			case "":
-			case "fairness":
-				if compare || cfg.Server != "" {
-					return usageErrorf("--scenario fairness runs in process: no --server or --compare-remote")
+			case "retained":
+				cfg.Progress = cmd.ErrOrStderr()
+				return printRetained(cmd, cfg, asJSON)
+			case "horizon":
+				if !cmd.Flags().Changed("jobs") {
+					cfg.Jobs = bench.DefaultHorizonJobs
 				}
+				return printHorizon(cmd, cfg, pin, asJSON)
+			case "fairness":
 				for name, v := range map[string]*int{"jobs": &cfg.Jobs, "workers": &cfg.Workers, "rate": &cfg.Rate} {
 					if !cmd.Flags().Changed(name) {
 						*v = 0 // the scenario's own default
 					}
 				}
 				return printFairness(cmd, cfg, asJSON)
-			default:
-				return usageErrorf("--scenario %q: the scenarios are fairness", scenario)
 			}
 			if compare {
 				return printComparison(cmd, cfg, asJSON)
@@ -92,24 +110,10 @@ throughput, such as --kind-rate 1000000/1s) or that starts follow the limit.`,
 				return err
 			}
 			if asJSON {
-				fmt.Fprintln(out, string(res.JSON()))
+				fmt.Fprintln(cmd.OutOrStdout(), string(res.JSON()))
 				return nil
 			}
-			fmt.Fprintf(out, "store            %s (%s), %d CPUs, %s\n", res.Store, res.Durability, res.CPUs, res.GoVersion)
-			fmt.Fprintf(out, "jobs             %d no-op jobs, %d workers\n", res.Jobs, res.Workers)
-			fmt.Fprintf(out, "enqueue          %.0f jobs/s (batches of %d)\n", res.EnqueuePerSec, cfg.Batch)
-			fmt.Fprintf(out, "throughput       %.0f jobs/s\n", res.JobsPerSec)
-			if res.KindCap > 0 {
-				fmt.Fprintf(out, "kind cap         %d running at most\n", res.KindCap)
-			}
-			if res.KindRate != "" {
-				fmt.Fprintf(out, "kind rate        %s starts at most\n", res.KindRate)
-			}
-			fmt.Fprintf(out, "alloc            %.0f bytes/job\n", res.AllocPerJob)
-			if res.LatencyJobs > 0 {
-				fmt.Fprintf(out, "latency          p50 %.2f ms, p99 %.2f ms (%d jobs at %d/s)\n",
-					res.LatencyP50Ms, res.LatencyP99Ms, res.LatencyJobs, res.LatencyRate)
-			}
+			printResult(cmd.OutOrStdout(), res, cfg.Batch)
 			return nil
 		},
 	}
@@ -129,8 +133,29 @@ throughput, such as --kind-rate 1000000/1s) or that starts follow the limit.`,
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	f.BoolVar(&compare, "compare-remote", false, "measure in process, then through a server this command starts (stream and poll), and print the ratios")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
-	f.StringVar(&scenario, "scenario", "", "run a scenario instead of the standard benchmark: fairness")
+	f.StringVar(&scenario, "scenario", "", "run a scenario instead of the standard benchmark: fairness, retained or horizon")
+	f.IntVar(&cfg.Rows, "rows", 0, "with --scenario retained: finished jobs to fill the store with before the benchmark")
+	f.BoolVar(&pin, "pin", true, "with --scenario horizon: hold the snapshot (--pin=false measures the baseline)")
 	return cmd
+}
+
+// printResult prints the standard benchmark's figures.
+func printResult(out io.Writer, res *bench.Result, batch int) {
+	fmt.Fprintf(out, "store            %s (%s), %d CPUs, %s\n", res.Store, res.Durability, res.CPUs, res.GoVersion)
+	fmt.Fprintf(out, "jobs             %d no-op jobs, %d workers\n", res.Jobs, res.Workers)
+	fmt.Fprintf(out, "enqueue          %.0f jobs/s (batches of %d)\n", res.EnqueuePerSec, batch)
+	fmt.Fprintf(out, "throughput       %.0f jobs/s\n", res.JobsPerSec)
+	if res.KindCap > 0 {
+		fmt.Fprintf(out, "kind cap         %d running at most\n", res.KindCap)
+	}
+	if res.KindRate != "" {
+		fmt.Fprintf(out, "kind rate        %s starts at most\n", res.KindRate)
+	}
+	fmt.Fprintf(out, "alloc            %.0f bytes/job\n", res.AllocPerJob)
+	if res.LatencyJobs > 0 {
+		fmt.Fprintf(out, "latency          p50 %.2f ms, p99 %.2f ms (%d jobs at %d/s)\n",
+			res.LatencyP50Ms, res.LatencyP99Ms, res.LatencyJobs, res.LatencyRate)
+	}
 }
 
 // printFairness runs the fairness scenario and prints what it measured.
@@ -152,6 +177,73 @@ func printFairness(cmd *cobra.Command, cfg bench.Config, asJSON bool) error {
 		fmt.Fprintf(out, "shares %d:%d       flood %.3f, trickle %.3f (%d starts in %d ms, both backlogged)\n",
 			sh.FloodWeight, sh.TrickleWeight, sh.Flood, sh.Trickle, sh.Starts, res.SharedWindowMillis)
 	}
+	return nil
+}
+
+// checkScenarioFlags refuses a scenario that does not exist, a scenario's flag without it, and
+// a scenario with flags it cannot take.
+func checkScenarioFlags(cmd *cobra.Command, scenario string, cfg bench.Config, compare bool) error {
+	switch {
+	case cfg.Rows < 0 || cfg.Rows > bench.MaxRows:
+		return usageErrorf("--rows %d is outside 0–%d", cfg.Rows, bench.MaxRows)
+	case cmd.Flags().Changed("rows") && scenario != "retained":
+		return usageErrorf("--rows is the retained scenario's: add --scenario retained")
+	case cmd.Flags().Changed("pin") && scenario != "horizon":
+		return usageErrorf("--pin is the horizon scenario's: add --scenario horizon")
+	}
+	switch scenario {
+	case "":
+		return nil
+	case "fairness", "retained", "horizon":
+	default:
+		return usageErrorf("--scenario %q: the scenarios are fairness, retained and horizon", scenario)
+	}
+	if compare || cfg.Server != "" {
+		return usageErrorf("--scenario %s runs in process: no --server or --compare-remote", scenario)
+	}
+	if scenario == "horizon" && !bench.IsPostgres(cfg.Database) {
+		return usageErrorf("--scenario horizon holds a PostgreSQL snapshot: it needs --database postgres://…, not SQLite")
+	}
+	return nil
+}
+
+// printRetained runs the retained scenario and prints what it measured.
+func printRetained(cmd *cobra.Command, cfg bench.Config, asJSON bool) error {
+	res, err := bench.Retained(cmd.Context(), cfg)
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	if asJSON {
+		fmt.Fprintln(out, string(res.JSON()))
+		return nil
+	}
+	fmt.Fprintf(out, "retained         %d finished jobs, filled in %.1f s; database %.1f MiB\n",
+		res.RetainedRows, res.FillSeconds, float64(res.DBBytes)/(1<<20))
+	printResult(out, &res.Result, cfg.Batch)
+	return nil
+}
+
+// printHorizon runs the horizon scenario and prints what it measured.
+func printHorizon(cmd *cobra.Command, cfg bench.Config, pin, asJSON bool) error {
+	res, err := bench.Horizon(cmd.Context(), cfg, pin)
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	if asJSON {
+		fmt.Fprintln(out, string(res.JSON()))
+		return nil
+	}
+	held := "held by another connection for the whole run"
+	if !res.Pinned {
+		held = "none held (the baseline)"
+	}
+	fmt.Fprintf(out, "snapshot         %s\n", held)
+	printResult(out, &res.Result, cfg.Batch)
+	fmt.Fprintf(out, "claims           p50 %.2f ms, p99 %.2f ms, max %.2f ms (%d calls in the throughput phase)\n",
+		res.ClaimP50Ms, res.ClaimP99Ms, res.ClaimMaxMs, res.Claims)
+	fmt.Fprintf(out, "jobs table       %d dead row versions, %.1f MiB with its indexes\n", res.DeadTuples, float64(res.JobsBytes)/(1<<20))
 	return nil
 }
 

@@ -72,6 +72,8 @@ var (
 	// benchOneJob works one job and skips the latency phase: any rate limit lets one start
 	// at once (a bucket starts full), so no --kind-rate value makes it slow.
 	benchOneJob = []string{"bench", "--jobs", "1", "--workers", "1", "--batch", "1", "--latency-jobs", "-1", "--synchronous", "NORMAL"}
+	// retainedCmd is the retained scenario on one job.
+	retainedCmd = append([]string{"bench", "--scenario", "retained"}, benchOneJob[1:]...)
 )
 
 // flagCases are the flags FuzzFlags feeds. FuzzFlags fails when a command has a flag with a
@@ -101,6 +103,7 @@ var flagCases = []flagCase{
 	{queuesSetCmd, "rate", nil}, {kindsSetCmd, "rate", nil},
 	{benchOneJob, "kind-rate", nil},
 	{serveCmd, "log-format", nil}, {serveCmd, "log-level", nil},
+	{retainedCmd, "rows", work},
 }
 
 // parsedStrings are string flags the CLI parses (times, cursors, zones, specs).

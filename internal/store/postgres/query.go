@@ -130,7 +130,7 @@ func listQuery(p *store.ListParams, now any) (string, []any, error) {
 
 // eventsSQL merges a job's history (see the schema): its event rows, the claim and the end of
 // every ended attempt, and the claim of the attempt running now.
-const eventsSQL = `SELECT seq, at, from_state, to_state, actor, reason FROM (
+var eventsSQL = `SELECT seq, at, from_state, to_state, actor, reason FROM (
 	SELECT seq, at, coalesce(from_state, '') AS from_state, to_state, actor, coalesce(reason, '') AS reason
 	FROM {schema}.job_events WHERE job_id = $1
 	UNION ALL
@@ -138,7 +138,7 @@ const eventsSQL = `SELECT seq, at, from_state, to_state, actor, reason FROM (
 	UNION ALL
 	SELECT end_seq, ended_at, 'running', to_state, actor, coalesce(reason, '') FROM {schema}.job_attempts WHERE job_id = $1
 	UNION ALL
-	SELECT version, started_at, 'queued', 'running', 'worker', 'claim' FROM {schema}.jobs WHERE id = $1 AND state = 'running'
+	SELECT version, started_at, 'queued', 'running', 'worker', 'claim' FROM {schema}.jobs j WHERE j.id = $1 AND ` + runningByID + `
 ) h WHERE NOT EXISTS (SELECT 1 FROM {schema}.jobs WHERE id = $1 AND expires_at <= coalesce($2::timestamptz, now()))
 ORDER BY seq`
 

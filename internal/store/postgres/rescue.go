@@ -52,7 +52,7 @@ RETURNING j.id, j.kind, j.queue, j.state`
 var rescueLeasesSQL = `WITH picked AS MATERIALIZED (
 	SELECT j.id FROM {schema}.jobs j
 	JOIN unnest($6::text[], $7::bigint[]) AS l(id, token) ON j.id = l.id AND j.token = l.token
-	WHERE j.state = 'running'
+	WHERE ` + runningByID + `
 	FOR UPDATE OF j SKIP LOCKED
 )
 UPDATE {schema}.jobs j SET ` + rescueSet(`$5::text`) + `

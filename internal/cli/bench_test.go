@@ -1,0 +1,54 @@
+package cli
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// A scenario's flags are refused with a usage error that names them: a bad --rows, --rows or
+// --pin without their scenario, the horizon scenario on SQLite, an unknown scenario.
+func TestBenchScenarioFlags(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--scenario", "retained", "--rows", "-1"}, "--rows"},
+		{[]string{"--scenario", "retained", "--rows", "100000001"}, "--rows"},
+		{[]string{"--rows", "5"}, "--rows"},
+		{[]string{"--scenario", "fairness", "--rows", "5"}, "--rows"},
+		{[]string{"--pin=false"}, "--pin"},
+		{[]string{"--scenario", "horizon"}, "--scenario horizon"},
+		{[]string{"--scenario", "horizon", "--pin=false"}, "--scenario horizon"},
+		{[]string{"--scenario", "retained", "--server", "http://127.0.0.1:1"}, "--scenario retained"},
+		{[]string{"--scenario", "frob"}, "--scenario"},
+	} {
+		res := b.run(t, append([]string{"bench"}, c.args...)...)
+		require.Equal(t, ExitUsage, res.code, "%v: %s", c.args, res.stderr)
+		require.Contains(t, res.stderr, c.want, "%v", c.args)
+	}
+}
+
+// bench --scenario retained fills the store, then measures, and says both.
+func TestBenchRetained(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	small := []string{"bench", "--scenario", "retained", "--rows", "300", "--jobs", "50", "--workers", "5",
+		"--batch", "50", "--latency-jobs", "5", "--rate", "500", "--synchronous", "NORMAL", "--bench-db", t.TempDir() + "/r.db"}
+	res := b.run(t, small...)
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	require.Contains(t, res.stdout, "retained         300 finished jobs")
+	require.Contains(t, res.stdout, "throughput")
+	require.Contains(t, res.stderr, "retained: 300 of 300 jobs")
+
+	small[len(small)-1] = t.TempDir() + "/j.db"
+	res = b.run(t, append(small, "--json")...)
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	var got map[string]any
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &got))
+	require.Equal(t, 300.0, got["retained_rows"])
+	require.Contains(t, got, "db_bytes")
+}

@@ -1,0 +1,86 @@
+package postgres
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/pgtest"
+	"github.com/hopperjobs/hopper/internal/store"
+	"github.com/stretchr/testify/require"
+)
+
+// In a table of mostly finished jobs, analyzed (as autovacuum does), PostgreSQL estimates the
+// running and the expired jobs at about one row. The statements that find jobs by id, and the
+// sweep's window, must still go through the primary key: a scan of jobs_lease is O(running jobs)
+// and, joined to a batch, quadratic; a sequential scan reads the whole table
+// (docs/benchmarks.md#at-scale). The plans are asserted, not the times.
+func TestPlansAtScaleUseThePrimaryKey(t *testing.T) {
+	t.Parallel()
+	pgtest.Require(t)
+	s, err := Open(t.Context(), Config{URL: pgtest.URL(), Schema: pgtest.FreshSchema(t, "hopper_test_plan_"), MaxConns: 2})
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	ctx := t.Context()
+	_, err = s.pool.Exec(ctx, s.sql(`INSERT INTO {schema}.jobs (id, kind, queue, args, state, attempt, max_attempts,
+		token, version, run_at, last_actor, created_at, updated_at, finished_at, expires_at)
+		SELECT '0000' || lpad(i::text, 32, '0'), 'old', 'default', '{}', 'completed', 1, 25, 1, 3, now(), 'worker',
+			now(), now(), now(), now() + interval '1 day'
+		FROM generate_series(1, 50000) i`))
+	require.NoError(t, err)
+	_, err = s.pool.Exec(ctx, s.sql(`ANALYZE {schema}.jobs`)) // as autovacuum would, while no job runs
+	require.NoError(t, err)
+	params := make([]*store.InsertParams, 300)
+	for i := range params {
+		params[i] = &store.InsertParams{ID: uuid.Must(uuid.NewV7()).String(), Kind: "noop", Queue: "default",
+			Args: []byte(`{}`), MaxAttempts: 3, Actor: hoppertype.ActorAPI, Reason: "enqueue"}
+	}
+	_, err = s.JobInsertMany(ctx, params)
+	require.NoError(t, err)
+	jobs, _, err := s.JobClaim(ctx, &store.ClaimParams{Queue: "default", Limit: 300, WorkerID: "w", LeaseDuration: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, jobs, 300)
+
+	fin := &finishArrays{}
+	ids, tokens, durations := []string{}, []int64{}, []int64{}
+	for i, j := range jobs {
+		fin.add(i, &store.FinishParams{ID: j.ID, Token: j.Token, State: hoppertype.StateCompleted,
+			Outcome: hoppertype.OutcomeOK, Actor: hoppertype.ActorWorker})
+		ids, tokens, durations = append(ids, j.ID), append(tokens, j.Token), append(durations, 60_000_000)
+	}
+	var last string
+	require.NoError(t, s.pool.QueryRow(ctx, s.sql(sweepWindowSQL), "", 5000).Scan(&last, new(int64)))
+	for name, q := range map[string]struct {
+		sql  string
+		args []any
+	}{
+		"finish":    {finishSQL, append([]any{nil}, fin.args()...)},
+		"extend":    {extendSQL, []any{nil, ids, tokens, durations}},
+		"heartbeat": {`UPDATE {schema}.jobs AS j SET heartbeat_at = now() WHERE j.id = $1 AND j.token = $2 AND ` + runningByID, []any{ids[0], tokens[0]}},
+		"rescue":    {rescueLeasesSQL, []any{nil, "leader", "lost", nil, "lost", ids, tokens}},
+		"sweep":     {sweepSQL, []any{"", last, nil}},
+	} {
+		plan := explain(t, s, q.sql, q.args...)
+		require.Contains(t, plan, "jobs_pkey", "%s:\n%s", name, plan)
+		require.NotContains(t, plan, "jobs_lease", "%s:\n%s", name, plan)
+		require.NotContains(t, plan, "Seq Scan on jobs", "%s:\n%s", name, plan)
+	}
+}
+
+// explain returns the plan PostgreSQL makes for the statement with these arguments.
+func explain(t *testing.T, s *Store, query string, args ...any) string {
+	t.Helper()
+	rs, err := s.pool.Query(t.Context(), "EXPLAIN "+s.sql(query), args...)
+	require.NoError(t, err)
+	defer rs.Close()
+	var lines []string
+	for rs.Next() {
+		var line string
+		require.NoError(t, rs.Scan(&line))
+		lines = append(lines, line)
+	}
+	require.NoError(t, rs.Err())
+	return strings.Join(lines, "\n")
+}
