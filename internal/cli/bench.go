@@ -17,6 +17,7 @@ func newBenchCmd() *cobra.Command {
 	var cpuProfile string
 	var compare bool
 	var scenario, kindRate string
+	var soak bench.SoakConfig
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure enqueue rate, throughput and enqueue→start latency with no-op jobs",
@@ -37,6 +38,21 @@ flood holds a backlog of --jobs (default 200,000) no-op jobs while queue trickle
 --rate (default 100) jobs a second, --latency-jobs of them, worked with --workers (default 20)
 slots; it reports the trickle jobs' enqueue→start latency (weights 1:1), then the share of
 starts each queue gets with both backlogged, at weights 1:1 and 3:1 (docs/flow-control.md).
+
+--scenario soak holds a steady load for --duration (default 30m) in process: --rate enqueues a
+second (if --rate is not given, it first measures the maximum throughput with 20,000 jobs on a
+fresh store and runs at half of it), one job in five by Enqueue and the rest in small
+EnqueueMany batches, every 10 ms; one job in 100 fails its first attempt and is retried;
+completed jobs are kept --result-ttl (default 5m) and swept every --sweep-interval (default
+1m). Every --soak-interval (default 1m) it prints a row: jobs enqueued, completed, failed and
+retried, enqueue→start p50 and p99 of first attempts, the store's claim p99 (all claims, and
+those that overlapped a sweep), the longest sweep window and the jobs swept, the process's RSS,
+goroutines and Go heap in use, the database's size, its WAL written (PostgreSQL: the server's
+WAL position; SQLite: the bytes this process wrote) and the rows in the jobs table. At the end
+a verdict per series compares the mean of the first 5 rows after the warm-up (result TTL plus
+one sweep) with the last 5 (a fifth of the rows each in short runs): "flat", or "rising +x %"
+above 10 %. --json prints {"rows": [...], "summary": {...}}; --profile-dir writes heap and
+goroutine profiles after the warm-up and at the end (docs/benchmarks.md#soak).
 
 --kind-cap and --kind-rate set a fleet-wide cap or rate limit on the no-op jobs' kind before
 the run, to measure what a capped or rate-limited claim costs (a limit far above the
@@ -61,6 +77,9 @@ throughput, such as --kind-rate 1000000/1s) or that starts follow the limit.`,
 			if err := cfg.Validate(); err != nil {
 				return usageErrorf("%v", err)
 			}
+			if err := checkSoakFlags(cmd, soak); err != nil {
+				return err
+			}
 			if cpuProfile != "" {
 				stop, err := startCPUProfile(cpuProfile)
 				if err != nil {
@@ -81,8 +100,13 @@ throughput, such as --kind-rate 1000000/1s) or that starts follow the limit.`,
 					}
 				}
 				return printFairness(cmd, cfg, asJSON)
+			case "soak":
+				if compare || cfg.Server != "" {
+					return usageErrorf("--scenario soak runs in process: no --server or --compare-remote")
+				}
+				return printSoak(cmd, cfg, soak, asJSON)
 			default:
-				return usageErrorf("--scenario %q: the scenarios are fairness", scenario)
+				return usageErrorf("--scenario %q: the scenarios are fairness and soak", scenario)
 			}
 			if compare {
 				return printComparison(cmd, cfg, asJSON)
@@ -129,7 +153,8 @@ throughput, such as --kind-rate 1000000/1s) or that starts follow the limit.`,
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	f.BoolVar(&compare, "compare-remote", false, "measure in process, then through a server this command starts (stream and poll), and print the ratios")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
-	f.StringVar(&scenario, "scenario", "", "run a scenario instead of the standard benchmark: fairness")
+	f.StringVar(&scenario, "scenario", "", "run a scenario instead of the standard benchmark: fairness or soak")
+	addSoakFlags(f, &soak)
 	return cmd
 }
 

@@ -101,6 +101,8 @@ var flagCases = []flagCase{
 	{queuesSetCmd, "rate", nil}, {kindsSetCmd, "rate", nil},
 	{benchOneJob, "kind-rate", nil},
 	{serveCmd, "log-format", nil}, {serveCmd, "log-level", nil},
+	{benchOneJob, "duration", nil}, {benchOneJob, "soak-interval", nil}, {benchOneJob, "result-ttl", nil},
+	{benchOneJob, "sweep-interval", nil},
 }
 
 // parsedStrings are string flags the CLI parses (times, cursors, zones, specs).
