@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -42,7 +43,8 @@ type SoakRow struct {
 	Swept           int64   `json:"swept"`        // jobs the sweep deleted
 	RSSBytes        int64   `json:"rss_bytes,omitempty"`
 	Goroutines      int     `json:"goroutines"`
-	HeapInuseBytes  int64   `json:"heap_inuse_bytes"`
+	HeapInuseBytes  int64   `json:"heap_inuse_bytes"` // runtime.MemStats.HeapInuse: live and not yet collected
+	HeapLiveBytes   int64   `json:"heap_live_bytes"`  // live as of the last collection (/gc/heap/live:bytes)
 	DBBytes         int64   `json:"db_bytes"`
 	WALBytes        int64   `json:"wal_bytes"` // written during the row (SoakSummary.WriteCounter)
 	JobsRows        int64   `json:"jobs_rows"` // rows in the jobs table, expired or not
@@ -91,6 +93,11 @@ func (s *sampler) process(r *SoakRow) {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	r.HeapInuseBytes = int64(m.HeapInuse)
+	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(live)
+	if live[0].Value.Kind() == metrics.KindUint64 {
+		r.HeapLiveBytes = int64(live[0].Value.Uint64())
+	}
 }
 
 // database fills in what the database holds and wrote.

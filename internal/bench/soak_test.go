@@ -108,6 +108,8 @@ func TestVerdicts(t *testing.T) {
 	require.Equal(t, map[string]string{
 		"latency_p50_ms": "flat", "latency_p99_ms": "rising +533 %", "claim_p99_ms": "flat",
 		"sweep_max_ms": "rising (from 0)", "rss_bytes": "flat", "goroutines": "flat",
-		"heap_inuse_bytes": "flat", "wal_bytes": "flat", "jobs_rows": "flat",
+		"heap_inuse_bytes": "flat", "heap_live_bytes": "flat", "wal_bytes": "flat", "jobs_rows": "flat",
 	}, got, "db_bytes was never read")
+	_, k = verdicts(make([]SoakRow, 24)) // a 30-minute run after 6 rows of warm-up
+	require.Equal(t, 5, k)
 }

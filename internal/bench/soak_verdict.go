@@ -33,19 +33,20 @@ var soakSeries = []struct {
 	{"rss_bytes", func(r SoakRow) (float64, bool) { return float64(r.RSSBytes), r.RSSBytes > 0 }},
 	{"goroutines", func(r SoakRow) (float64, bool) { return float64(r.Goroutines), true }},
 	{"heap_inuse_bytes", func(r SoakRow) (float64, bool) { return float64(r.HeapInuseBytes), true }},
+	{"heap_live_bytes", func(r SoakRow) (float64, bool) { return float64(r.HeapLiveBytes), true }},
 	{"db_bytes", func(r SoakRow) (float64, bool) { return float64(r.DBBytes), r.DBBytes >= 0 }},
 	{"wal_bytes", func(r SoakRow) (float64, bool) { return float64(r.WALBytes), r.WALBytes >= 0 }},
 	{"jobs_rows", func(r SoakRow) (float64, bool) { return float64(r.JobsRows), r.JobsRows >= 0 }},
 }
 
 // verdicts judges each series of rows: the mean of the first 5 rows against the mean of the
-// last 5, or of the first and last fifth of fewer than 25 rows (at least one row each). It
-// returns the verdicts and the number of rows averaged at each end.
+// last 5, or of the first and last fifth (rounded up) of fewer than 21 rows. It returns the
+// verdicts and the number of rows averaged at each end.
 func verdicts(rows []SoakRow) ([]Verdict, int) {
 	if len(rows) < 2 {
 		return nil, 0
 	}
-	k := max(1, min(5, len(rows)/5))
+	k := min(5, (len(rows)+4)/5)
 	var out []Verdict
 	for _, s := range soakSeries {
 		first, okFirst := mean(rows[:k], s.value)

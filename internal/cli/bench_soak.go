@@ -67,11 +67,11 @@ func printSoak(cmd *cobra.Command, cfg bench.Config, soak bench.SoakConfig, asJS
 	return nil
 }
 
-const soakColumns = "%4s %7s %7s %5s %5s %7s %7s %7s %7s %7s %7s %7s %5s %7s %8s %7s %8s %5s\n"
+const soakColumns = "%4s %7s %7s %5s %5s %7s %7s %7s %7s %7s %7s %7s %5s %7s %7s %8s %7s %8s %5s\n"
 
 func printSoakHeader(out io.Writer) {
 	fmt.Fprintf(out, soakColumns, "row", "enq", "done", "fail", "retry", "p50 ms", "p99 ms", "claim99", "in swp",
-		"sweep", "swept", "RSS MB", "gor", "heap MB", "db MB", "wal MB", "rows", "load")
+		"sweep", "swept", "RSS MB", "gor", "heap MB", "live MB", "db MB", "wal MB", "rows", "load")
 }
 
 func printSoakRow(out io.Writer, r bench.SoakRow) {
@@ -81,7 +81,7 @@ func printSoakRow(out io.Writer, r bench.SoakRow) {
 	}
 	fmt.Fprintf(out, soakColumns, fmt.Sprint(r.Row), fmt.Sprint(r.Enqueued), fmt.Sprint(r.Completed), fmt.Sprint(r.Failed),
 		fmt.Sprint(r.Retried), f2(r.LatencyP50Ms), f2(r.LatencyP99Ms), f2(r.ClaimP99Ms), f2(r.ClaimInSweepP99),
-		f2(r.SweepMaxMs), fmt.Sprint(r.Swept), rss, fmt.Sprint(r.Goroutines), mb(r.HeapInuseBytes), mb(r.DBBytes),
+		f2(r.SweepMaxMs), fmt.Sprint(r.Swept), rss, fmt.Sprint(r.Goroutines), mb(r.HeapInuseBytes), mb(r.HeapLiveBytes), mb(r.DBBytes),
 		mb(r.WALBytes), fmt.Sprint(r.JobsRows), fmt.Sprintf("%.1f", r.Load1))
 }
 
