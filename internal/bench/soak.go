@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/hopperjobs/hopper"
@@ -246,14 +247,12 @@ func (r *soakRig) loop(ctx context.Context, res *SoakResult) error {
 	cfg := r.cfg
 	paceCtx, stopPace := context.WithCancel(ctx)
 	pacer := newPacer(r.client, r.load, cfg.Rate)
-	paceDone := make(chan struct{})
-	go func() {
-		defer close(paceDone)
-		pacer.run(paceCtx)
-	}()
+	var wg sync.WaitGroup
+	wg.Go(func() { pacer.run(paceCtx) })
+	wg.Go(func() { r.sampler.floor.run(paceCtx, min(time.Second, cfg.Interval/4)) })
 	defer func() {
 		stopPace()
-		<-paceDone
+		wg.Wait()
 	}()
 	rows, warmup := cfg.rows(), cfg.warmupRows()
 	start := time.Now()

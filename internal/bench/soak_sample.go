@@ -42,7 +42,8 @@ type SoakRow struct {
 	SweepMaxMs      float64 `json:"sweep_max_ms"` // the longest sweep window (one transaction)
 	Swept           int64   `json:"swept"`        // jobs the sweep deleted
 	RSSBytes        int64   `json:"rss_bytes,omitempty"`
-	Goroutines      int     `json:"goroutines"`
+	Goroutines      int     `json:"goroutines"`       // at the row's end
+	GoroutinesMin   int     `json:"goroutines_min"`   // the fewest seen in the row, looking every second
 	HeapInuseBytes  int64   `json:"heap_inuse_bytes"` // runtime.MemStats.HeapInuse: live and not yet collected
 	HeapLiveBytes   int64   `json:"heap_live_bytes"`  // live as of the last collection (/gc/heap/live:bytes)
 	DBBytes         int64   `json:"db_bytes"`
@@ -53,6 +54,7 @@ type SoakRow struct {
 // sampler measures the rows.
 type sampler struct {
 	probe     dbProbe
+	floor     *goroutineFloor
 	written   int64 // the write counter at the last row
 	latencies []time.Duration
 	claims    claimTimes
@@ -63,7 +65,7 @@ func newSampler(ctx context.Context, probe dbProbe) *sampler {
 	if err != nil {
 		w = -1
 	}
-	return &sampler{probe: probe, written: w}
+	return &sampler{probe: probe, written: w, floor: newGoroutineFloor()}
 }
 
 // row measures row i, elapsed into the run.
@@ -89,7 +91,7 @@ func (s *sampler) process(r *SoakRow) {
 	if rss, err := procRSS(); err == nil {
 		r.RSSBytes = rss
 	}
-	r.Goroutines = runtime.NumGoroutine()
+	r.Goroutines, r.GoroutinesMin = runtime.NumGoroutine(), s.floor.take()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	r.HeapInuseBytes = int64(m.HeapInuse)

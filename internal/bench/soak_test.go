@@ -48,7 +48,8 @@ func requireSoak(t *testing.T, res *SoakResult) {
 	last := res.Rows[len(res.Rows)-1]
 	require.Less(t, last.JobsRows, s.Enqueued, "swept rows are gone from the table")
 	require.Positive(t, last.DBBytes)
-	require.Positive(t, last.Goroutines)
+	require.Positive(t, last.GoroutinesMin)
+	require.GreaterOrEqual(t, last.Goroutines, last.GoroutinesMin)
 	require.Positive(t, last.HeapInuseBytes)
 	for _, r := range res.Rows {
 		require.GreaterOrEqual(t, r.LatencyP99Ms, r.LatencyP50Ms, "row %d", r.Row)
@@ -95,7 +96,7 @@ func TestVerdicts(t *testing.T) {
 	t.Parallel()
 	rows := make([]SoakRow, 10)
 	for i := range rows {
-		rows[i] = SoakRow{Enqueued: 1, Claims: 1, LatencyP50Ms: 1, LatencyP99Ms: float64(1 + i), Goroutines: 50,
+		rows[i] = SoakRow{Enqueued: 1, Claims: 1, LatencyP50Ms: 1, LatencyP99Ms: float64(1 + i), GoroutinesMin: 50,
 			HeapInuseBytes: int64(100 + i), DBBytes: -1, WALBytes: 10, JobsRows: 1000, RSSBytes: 1}
 	}
 	rows[9].SweepMaxMs = 3
@@ -107,7 +108,7 @@ func TestVerdicts(t *testing.T) {
 	}
 	require.Equal(t, map[string]string{
 		"latency_p50_ms": "flat", "latency_p99_ms": "rising +533 %", "claim_p99_ms": "flat",
-		"sweep_max_ms": "rising (from 0)", "rss_bytes": "flat", "goroutines": "flat",
+		"sweep_max_ms": "rising (from 0)", "rss_bytes": "flat", "goroutines_min": "flat",
 		"heap_inuse_bytes": "flat", "heap_live_bytes": "flat", "wal_bytes": "flat", "jobs_rows": "flat",
 	}, got, "db_bytes was never read")
 	_, k = verdicts(make([]SoakRow, 24)) // a 30-minute run after 6 rows of warm-up

@@ -31,7 +31,7 @@ var soakSeries = []struct {
 	{"claim_p99_ms", func(r SoakRow) (float64, bool) { return r.ClaimP99Ms, r.Claims > 0 }},
 	{"sweep_max_ms", func(r SoakRow) (float64, bool) { return r.SweepMaxMs, true }},
 	{"rss_bytes", func(r SoakRow) (float64, bool) { return float64(r.RSSBytes), r.RSSBytes > 0 }},
-	{"goroutines", func(r SoakRow) (float64, bool) { return float64(r.Goroutines), true }},
+	{"goroutines_min", func(r SoakRow) (float64, bool) { return float64(r.GoroutinesMin), true }},
 	{"heap_inuse_bytes", func(r SoakRow) (float64, bool) { return float64(r.HeapInuseBytes), true }},
 	{"heap_live_bytes", func(r SoakRow) (float64, bool) { return float64(r.HeapLiveBytes), true }},
 	{"db_bytes", func(r SoakRow) (float64, bool) { return float64(r.DBBytes), r.DBBytes >= 0 }},

@@ -81,7 +81,7 @@ func printSoakRow(out io.Writer, r bench.SoakRow) {
 	}
 	fmt.Fprintf(out, soakColumns, fmt.Sprint(r.Row), fmt.Sprint(r.Enqueued), fmt.Sprint(r.Completed), fmt.Sprint(r.Failed),
 		fmt.Sprint(r.Retried), f2(r.LatencyP50Ms), f2(r.LatencyP99Ms), f2(r.ClaimP99Ms), f2(r.ClaimInSweepP99),
-		f2(r.SweepMaxMs), fmt.Sprint(r.Swept), rss, fmt.Sprint(r.Goroutines), mb(r.HeapInuseBytes), mb(r.HeapLiveBytes), mb(r.DBBytes),
+		f2(r.SweepMaxMs), fmt.Sprint(r.Swept), rss, fmt.Sprint(r.GoroutinesMin), mb(r.HeapInuseBytes), mb(r.HeapLiveBytes), mb(r.DBBytes),
 		mb(r.WALBytes), fmt.Sprint(r.JobsRows), fmt.Sprintf("%.1f", r.Load1))
 }
 
