@@ -40,6 +40,9 @@ type SoakConfig struct {
 	SweepInterval time.Duration
 	// FailEvery: one job in FailEvery fails its first attempt and is retried (default 100).
 	FailEvery int
+	// Vacuum, on PostgreSQL, runs VACUUM (ANALYZE) on the soak's tables every Vacuum, as
+	// autovacuum would, for a server whose autovacuum is off (default never).
+	Vacuum time.Duration
 	// ProfileDir, when set, receives heap and goroutine profiles of the process after the
 	// first row past the warm-up and after the last row (heap-N.pprof, goroutine-N.pprof, N
 	// the row), to compare with go tool pprof -base.
@@ -97,6 +100,8 @@ func (c SoakConfig) Validate() error {
 		return fmt.Errorf("soak: result ttl %s must not be negative", c.ResultTTL)
 	case c.SweepInterval < 0 || c.SweepInterval > 0 && c.SweepInterval < 100*time.Millisecond:
 		return fmt.Errorf("soak: sweep interval %s must be at least 100ms (0 for the default)", c.SweepInterval)
+	case c.Vacuum < 0:
+		return fmt.Errorf("soak: vacuum every %s must not be negative", c.Vacuum)
 	case c.FailEvery < 1:
 		return fmt.Errorf("soak: fail every %d must be positive", c.FailEvery)
 	case c.Workers < 1 || c.Conns < 0:
@@ -134,7 +139,9 @@ type SoakSummary struct {
 	// WarmupRows are the first rows, before the first jobs could be swept (ResultTTL plus one
 	// SweepInterval), left out of the verdicts: until then the table only fills.
 	WarmupRows   int       `json:"warmup_rows"`
-	Compared     int       `json:"compared_rows"` // rows averaged at each end of the verdicts
+	Compared     int       `json:"compared_rows"`              // rows averaged at each end of the verdicts
+	Autovacuum   string    `json:"autovacuum,omitempty"`       // PostgreSQL: the server's setting
+	VacuumSec    float64   `json:"vacuum_every_sec,omitempty"` // the soak's own vacuum (SoakConfig.Vacuum)
 	ClaimP99Max  float64   `json:"claim_p99_max_ms"`
 	SweepMaxMs   float64   `json:"sweep_max_ms"`
 	Verdicts     []Verdict `json:"verdicts"`
@@ -208,7 +215,7 @@ func soakRun(ctx context.Context, cfg SoakConfig, res *SoakResult) error {
 	}
 	defer db.close()
 	res.Summary.Store, res.Summary.Durability = db.name, durability(ctx, Config{Database: cfg.Database, Synchronous: cfg.Synchronous})
-	res.Summary.WriteCounter = db.probe.counter()
+	res.Summary.WriteCounter, res.Summary.Autovacuum = db.probe.counter(), db.probe.autovacuum(ctx)
 	timed := newTimedStore(db.store)
 	load := newSoakLoad(cfg.FailEvery)
 	client, err := hopper.NewClient(hopper.Config{Store: timed.wrapped(), Workers: load.workers(),
@@ -226,6 +233,10 @@ func soakRun(ctx context.Context, cfg SoakConfig, res *SoakResult) error {
 		_ = client.Stop(stopCtx) // the rows are measured; a slow stop changes none of them
 	}()
 	r := &soakRig{cfg: cfg, client: client, timed: timed, load: load, sampler: newSampler(ctx, db.probe)}
+	if db.schema != "" && cfg.Vacuum > 0 {
+		r.vacuum = &vacuumer{url: cfg.Database, schema: db.schema, every: cfg.Vacuum}
+		res.Summary.VacuumSec = cfg.Vacuum.Seconds()
+	}
 	return r.loop(ctx, res)
 }
 
@@ -240,6 +251,7 @@ type soakRig struct {
 	timed   *timedStore
 	load    *soakLoad
 	sampler *sampler
+	vacuum  *vacuumer // nil unless SoakConfig.Vacuum on PostgreSQL
 }
 
 // loop paces the enqueues and measures one row each interval until the duration is over.
@@ -250,6 +262,9 @@ func (r *soakRig) loop(ctx context.Context, res *SoakResult) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { pacer.run(paceCtx) })
 	wg.Go(func() { r.sampler.floor.run(paceCtx, min(time.Second, cfg.Interval/4)) })
+	if r.vacuum != nil {
+		wg.Go(func() { r.vacuum.run(paceCtx) })
+	}
 	defer func() {
 		stopPace()
 		wg.Wait()
@@ -265,6 +280,8 @@ func (r *soakRig) loop(ctx context.Context, res *SoakResult) error {
 		case <-t.C:
 		}
 		row := r.sampler.row(ctx, i, time.Since(start), r.timed, r.load)
+		vac, vacErrs := r.vacuum.take()
+		row.VacuumMs, row.VacuumErrors = ms(vac), vacErrs
 		res.Rows = append(res.Rows, row)
 		res.Summary.add(row)
 		if cfg.OnRow != nil {

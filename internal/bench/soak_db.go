@@ -19,10 +19,11 @@ import (
 
 // soakDB is the soak's fresh store and what measures it from outside the store.
 type soakDB struct {
-	store hopper.Store
-	name  string
-	probe dbProbe
-	close func()
+	store  hopper.Store
+	name   string
+	schema string // PostgreSQL: the fresh schema
+	probe  dbProbe
+	close  func()
 }
 
 // dbProbe measures a store's database from its own connection.
@@ -36,6 +37,8 @@ type dbProbe interface {
 	counter() string
 	// rows is the number of rows in the jobs table, expired or not.
 	rows(ctx context.Context) (int64, error)
+	// autovacuum is the server's autovacuum setting, "" where there is none.
+	autovacuum(ctx context.Context) string
 	close()
 }
 
@@ -85,7 +88,7 @@ func openSoakPostgres(ctx context.Context, cfg SoakConfig) (*soakDB, error) {
 		return nil, errors.Join(err, dropSchema(cfg.Database, schema))
 	}
 	p := &postgresProbe{conn: conn, schema: schema}
-	return &soakDB{store: st, name: "postgres", probe: p, close: func() {
+	return &soakDB{store: st, name: "postgres", schema: schema, probe: p, close: func() {
 		p.close()
 		st.Close()
 		_ = dropSchema(cfg.Database, schema)
@@ -129,6 +132,8 @@ func (p *sqliteProbe) rows(ctx context.Context) (int64, error) {
 	return n, err
 }
 
+func (p *sqliteProbe) autovacuum(context.Context) string { return "" }
+
 func (p *sqliteProbe) close() { p.db.Close() }
 
 // postgresProbe measures a PostgreSQL store's schema from a connection of its own.
@@ -162,6 +167,14 @@ func (p *postgresProbe) rows(ctx context.Context) (int64, error) {
 	var n int64
 	err := p.conn.QueryRow(ctx, fmt.Sprintf(`SELECT count(*) FROM %s.jobs`, pgx.Identifier{p.schema}.Sanitize())).Scan(&n)
 	return n, err
+}
+
+func (p *postgresProbe) autovacuum(ctx context.Context) string {
+	var s string
+	if err := p.conn.QueryRow(ctx, `SELECT current_setting('autovacuum')`).Scan(&s); err != nil {
+		return "unknown"
+	}
+	return s
 }
 
 func (p *postgresProbe) close() { p.conn.Close(context.Background()) }

@@ -49,6 +49,9 @@ type SoakRow struct {
 	DBBytes         int64   `json:"db_bytes"`
 	WALBytes        int64   `json:"wal_bytes"` // written during the row (SoakSummary.WriteCounter)
 	JobsRows        int64   `json:"jobs_rows"` // rows in the jobs table, expired or not
+	// The soak's own vacuum (SoakConfig.Vacuum): time spent in the row, failed passes.
+	VacuumMs     float64 `json:"vacuum_ms,omitempty"`
+	VacuumErrors int64   `json:"vacuum_errors,omitempty"`
 }
 
 // sampler measures the rows.

@@ -26,10 +26,22 @@ func TestSoakShort(t *testing.T) {
 			var streamed []SoakRow
 			res, err := Soak(t.Context(), SoakConfig{Database: db, Synchronous: "NORMAL", Workers: 10, Rate: 100,
 				Duration: 5 * time.Second, Interval: time.Second, ResultTTL: time.Second,
-				SweepInterval: 500 * time.Millisecond, FailEvery: 10, OnRow: func(r SoakRow) { streamed = append(streamed, r) }})
+				SweepInterval: 500 * time.Millisecond, FailEvery: 10, Vacuum: time.Second,
+				OnRow: func(r SoakRow) { streamed = append(streamed, r) }})
 			require.NoError(t, err)
 			requireSoak(t, res)
 			require.Equal(t, res.Rows, streamed, "OnRow hears every row")
+			var vacuumed float64
+			for _, r := range res.Rows {
+				require.Zero(t, r.VacuumErrors)
+				vacuumed += r.VacuumMs
+			}
+			if db != "" {
+				require.Positive(t, vacuumed, "the soak vacuumed its tables")
+				require.NotEmpty(t, res.Summary.Autovacuum)
+			} else {
+				require.Zero(t, vacuumed, "nothing to vacuum on SQLite")
+			}
 		})
 	}
 }

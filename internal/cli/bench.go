@@ -52,7 +52,8 @@ WAL position; SQLite: the bytes this process wrote) and the rows in the jobs tab
 a verdict per series compares the mean of the first 5 rows after the warm-up (result TTL plus
 one sweep) with the last 5 (a fifth of the rows each in short runs): "flat", or "rising +x %"
 above 10 %. --json prints {"rows": [...], "summary": {...}}; --profile-dir writes heap and
-goroutine profiles after the warm-up and at the end (docs/benchmarks.md#soak).
+goroutine profiles after the warm-up and at the end; --vacuum-every, on PostgreSQL, vacuums
+the soak's tables that often, for a server whose autovacuum is off (docs/benchmarks.md#soak).
 
 --kind-cap and --kind-rate set a fleet-wide cap or rate limit on the no-op jobs' kind before
 the run, to measure what a capped or rate-limited claim costs (a limit far above the

@@ -17,6 +17,7 @@ func addSoakFlags(f *pflag.FlagSet, soak *bench.SoakConfig) {
 	f.DurationVar(&soak.Interval, "soak-interval", bench.DefaultSoakInterval, "--scenario soak: the time one row of the table covers")
 	f.DurationVar(&soak.ResultTTL, "result-ttl", bench.DefaultSoakResultTTL, "--scenario soak: how long completed jobs are kept")
 	f.DurationVar(&soak.SweepInterval, "sweep-interval", 0, "--scenario soak: how often the leader sweeps expired jobs (default the client's, 1m)")
+	f.DurationVar(&soak.Vacuum, "vacuum-every", 0, "--scenario soak on PostgreSQL: VACUUM (ANALYZE) the soak's tables this often, for a server whose autovacuum is off (default never)")
 	f.StringVar(&soak.ProfileDir, "profile-dir", "", "--scenario soak: write heap and goroutine profiles here after the warm-up and at the end")
 }
 
@@ -67,11 +68,11 @@ func printSoak(cmd *cobra.Command, cfg bench.Config, soak bench.SoakConfig, asJS
 	return nil
 }
 
-const soakColumns = "%4s %7s %7s %5s %5s %7s %7s %7s %7s %7s %7s %7s %5s %7s %7s %8s %7s %8s %5s\n"
+const soakColumns = "%4s %7s %7s %5s %5s %7s %7s %7s %7s %7s %7s %7s %5s %7s %7s %8s %7s %8s %7s %5s\n"
 
 func printSoakHeader(out io.Writer) {
 	fmt.Fprintf(out, soakColumns, "row", "enq", "done", "fail", "retry", "p50 ms", "p99 ms", "claim99", "in swp",
-		"sweep", "swept", "RSS MB", "gor", "heap MB", "live MB", "db MB", "wal MB", "rows", "load")
+		"sweep", "swept", "RSS MB", "gor", "heap MB", "live MB", "db MB", "wal MB", "rows", "vacuum", "load")
 }
 
 func printSoakRow(out io.Writer, r bench.SoakRow) {
@@ -82,7 +83,7 @@ func printSoakRow(out io.Writer, r bench.SoakRow) {
 	fmt.Fprintf(out, soakColumns, fmt.Sprint(r.Row), fmt.Sprint(r.Enqueued), fmt.Sprint(r.Completed), fmt.Sprint(r.Failed),
 		fmt.Sprint(r.Retried), f2(r.LatencyP50Ms), f2(r.LatencyP99Ms), f2(r.ClaimP99Ms), f2(r.ClaimInSweepP99),
 		f2(r.SweepMaxMs), fmt.Sprint(r.Swept), rss, fmt.Sprint(r.GoroutinesMin), mb(r.HeapInuseBytes), mb(r.HeapLiveBytes), mb(r.DBBytes),
-		mb(r.WALBytes), fmt.Sprint(r.JobsRows), fmt.Sprintf("%.1f", r.Load1))
+		mb(r.WALBytes), fmt.Sprint(r.JobsRows), f2(r.VacuumMs), fmt.Sprintf("%.1f", r.Load1))
 }
 
 func f2(v float64) string { return fmt.Sprintf("%.2f", v) }
@@ -106,6 +107,14 @@ func printSoakSummary(out io.Writer, res *bench.SoakResult) {
 		rate, sec(s.DurationSec), s.Workers, s.FailEvery)
 	fmt.Fprintf(out, "results          kept %s, swept every %s; rows every %s\n", sec(s.ResultTTLSec), sec(s.SweepSec), sec(s.IntervalSec))
 	fmt.Fprintf(out, "wal MB           %s\n", s.WriteCounter)
+	switch {
+	case s.Autovacuum == "off" && s.VacuumSec > 0:
+		fmt.Fprintf(out, "vacuum           the server's autovacuum is off: the soak vacuumed its tables every %s (vacuum: ms spent per row)\n", sec(s.VacuumSec))
+	case s.Autovacuum == "off":
+		fmt.Fprintln(out, "vacuum           the server's autovacuum is off and nothing vacuumed: dead rows stayed (see --vacuum-every)")
+	case s.VacuumSec > 0:
+		fmt.Fprintf(out, "vacuum           autovacuum %s, and the soak vacuumed its tables every %s\n", s.Autovacuum, sec(s.VacuumSec))
+	}
 	fmt.Fprintf(out, "totals           enqueued %d, completed %d, failed %d, retried %d, swept %d, enqueue errors %d\n",
 		s.Enqueued, s.Completed, s.Failed, s.Retried, s.Swept, s.EnqueueErrs)
 	target := "met"

@@ -22,6 +22,7 @@ func TestBenchSoakRefusesBadFlags(t *testing.T) {
 		{"--rate", "-1", "rate"},
 		{"--result-ttl", "-1s", "result ttl"},
 		{"--sweep-interval", "1ms", "sweep interval"},
+		{"--vacuum-every", "-1s", "vacuum every"},
 	} {
 		res := b.run(t, "bench", "--scenario", "soak", c.flag, c.value)
 		require.Equal(t, ExitUsage, res.code, "%s %s: %s", c.flag, c.value, res.stderr)

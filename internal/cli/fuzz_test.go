@@ -102,7 +102,7 @@ var flagCases = []flagCase{
 	{benchOneJob, "kind-rate", nil},
 	{serveCmd, "log-format", nil}, {serveCmd, "log-level", nil},
 	{benchOneJob, "duration", nil}, {benchOneJob, "soak-interval", nil}, {benchOneJob, "result-ttl", nil},
-	{benchOneJob, "sweep-interval", nil},
+	{benchOneJob, "sweep-interval", nil}, {benchOneJob, "vacuum-every", nil},
 }
 
 // parsedStrings are string flags the CLI parses (times, cursors, zones, specs).
