@@ -142,3 +142,42 @@ func TestRemoteOutcomesExpire(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, job.FinishedAt.Add(7*24*time.Hour), job.ExpiresAt, "the default dead-letter retention")
 }
+
+// Config.SweepInterval sets how often the leader sweeps: with 5 s, a job expired 30 s after
+// the start is deleted by 40 s, long before the default minute's second sweep.
+func TestSweepInterval(t *testing.T) {
+	t.Parallel()
+	ws := NewWorkers()
+	AddWorkerFunc(ws, func(context.Context, *Job[sendEmail]) error { return nil })
+	path := t.TempDir() + "/hopper.db"
+	clk := clock.NewFake(testStart)
+	st, err := sqlite.Open(t.Context(), sqlite.Config{Path: path, Clock: clk})
+	require.NoError(t, err)
+	c, err := NewClient(Config{Store: st, Workers: ws, Clock: clk, PollInterval: time.Hour, WorkerID: "sweeper",
+		ResultTTL: 30 * time.Second, SweepInterval: 5 * time.Second, RescueInterval: time.Hour})
+	require.NoError(t, err)
+	require.NoError(t, c.Start(context.Background()))
+	t.Cleanup(func() {
+		stoptest.Within(t, c, 10*time.Second)
+		require.NoError(t, st.Close())
+	})
+	b := &testBundle{client: c, store: st, clock: clk}
+	require.Eventually(t, c.IsLeader, 10*time.Second, time.Millisecond)
+	res, err := c.Enqueue(t.Context(), sendEmail{}, nil)
+	require.NoError(t, err)
+	b.waitFor(t, res.Job.ID, StateCompleted)
+	past, err := sqlite.Open(t.Context(), sqlite.Config{Path: path, Clock: clock.NewFake(testStart)})
+	require.NoError(t, err)
+	defer past.Close()
+
+	for range 40 {
+		clk.Advance(time.Second)
+	}
+	require.Eventually(t, func() bool {
+		_, err := past.JobGet(t.Context(), res.Job.ID)
+		return errors.Is(err, ErrNotFound)
+	}, 10*time.Second, 5*time.Millisecond, "swept within 40 s of fake time")
+
+	_, err = NewClient(Config{Store: st, SweepInterval: time.Millisecond})
+	require.ErrorIs(t, err, ErrInvalid)
+}

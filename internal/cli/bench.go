@@ -18,6 +18,7 @@ func newBenchCmd() *cobra.Command {
 	var cpuProfile string
 	var compare, pin bool
 	var scenario, kindRate string
+	var soak bench.SoakConfig
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure enqueue rate, throughput and enqueue→start latency with no-op jobs",
@@ -52,6 +53,22 @@ reports the throughput, the time of the store's claim calls (p50, p99, max), the
 the jobs table's dead row versions at the end; --pin=false runs it without the snapshot, the
 baseline.
 
+--scenario soak holds a steady load for --duration (default 30m) in process: --rate enqueues a
+second (if --rate is not given, it first measures the maximum throughput with 20,000 jobs on a
+fresh store and runs at half of it), one job in five by Enqueue and the rest in small
+EnqueueMany batches, every 10 ms; one job in 100 fails its first attempt and is retried;
+completed jobs are kept --result-ttl (default 5m) and swept every --sweep-interval (default
+1m). Every --soak-interval (default 1m) it prints a row: jobs enqueued, completed, failed and
+retried, enqueue→start p50 and p99 of first attempts, the store's claim p99 (all claims, and
+those that overlapped a sweep), the longest sweep window and the jobs swept, the process's RSS,
+goroutines and Go heap in use, the database's size, its WAL written (PostgreSQL: the server's
+WAL position; SQLite: the bytes this process wrote) and the rows in the jobs table. At the end
+a verdict per series compares the mean of the first 5 rows after the warm-up (result TTL plus
+one sweep) with the last 5 (a fifth of the rows each in short runs): "flat", or "rising +x %"
+above 10 %. --json prints {"rows": [...], "summary": {...}}; --profile-dir writes heap and
+goroutine profiles after the warm-up and at the end; --vacuum-every, on PostgreSQL, vacuums
+the soak's tables that often, for a server whose autovacuum is off (docs/benchmarks.md#soak).
+
 --kind-cap and --kind-rate set a fleet-wide cap or rate limit on the no-op jobs' kind before
 the run, to measure what a capped or rate-limited claim costs (a limit far above the
 throughput, such as --kind-rate 1000000/1s) or that starts follow the limit.`,
@@ -78,6 +95,9 @@ throughput, such as --kind-rate 1000000/1s) or that starts follow the limit.`,
 			if err := cfg.Validate(); err != nil {
 				return usageErrorf("%v", err)
 			}
+			if err := checkSoakFlags(cmd, soak); err != nil {
+				return err
+			}
 			if cpuProfile != "" {
 				stop, err := startCPUProfile(cpuProfile)
 				if err != nil {
@@ -101,6 +121,8 @@ throughput, such as --kind-rate 1000000/1s) or that starts follow the limit.`,
 					}
 				}
 				return printFairness(cmd, cfg, asJSON)
+			case "soak":
+				return printSoak(cmd, cfg, soak, asJSON)
 			}
 			if compare {
 				return printComparison(cmd, cfg, asJSON)
@@ -133,9 +155,10 @@ throughput, such as --kind-rate 1000000/1s) or that starts follow the limit.`,
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	f.BoolVar(&compare, "compare-remote", false, "measure in process, then through a server this command starts (stream and poll), and print the ratios")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
-	f.StringVar(&scenario, "scenario", "", "run a scenario instead of the standard benchmark: fairness, retained or horizon")
+	f.StringVar(&scenario, "scenario", "", "run a scenario instead of the standard benchmark: fairness, retained, horizon or soak")
 	f.IntVar(&cfg.Rows, "rows", 0, "with --scenario retained: finished jobs to fill the store with before the benchmark")
 	f.BoolVar(&pin, "pin", true, "with --scenario horizon: hold the snapshot (--pin=false measures the baseline)")
+	addSoakFlags(f, &soak)
 	return cmd
 }
 
@@ -194,9 +217,9 @@ func checkScenarioFlags(cmd *cobra.Command, scenario string, cfg bench.Config, c
 	switch scenario {
 	case "":
 		return nil
-	case "fairness", "retained", "horizon":
+	case "fairness", "retained", "horizon", "soak":
 	default:
-		return usageErrorf("--scenario %q: the scenarios are fairness, retained and horizon", scenario)
+		return usageErrorf("--scenario %q: the scenarios are fairness, retained, horizon and soak", scenario)
 	}
 	if compare || cfg.Server != "" {
 		return usageErrorf("--scenario %s runs in process: no --server or --compare-remote", scenario)

@@ -104,6 +104,8 @@ var flagCases = []flagCase{
 	{benchOneJob, "kind-rate", nil},
 	{serveCmd, "log-format", nil}, {serveCmd, "log-level", nil},
 	{retainedCmd, "rows", work},
+	{benchOneJob, "duration", nil}, {benchOneJob, "soak-interval", nil}, {benchOneJob, "result-ttl", nil},
+	{benchOneJob, "sweep-interval", nil}, {benchOneJob, "vacuum-every", nil},
 }
 
 // parsedStrings are string flags the CLI parses (times, cursors, zones, specs).
