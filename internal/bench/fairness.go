@@ -101,11 +101,16 @@ type fairWorker struct {
 	starts    map[string]int64
 	latencies []time.Duration
 	trickled  chan struct{} // one send per trickle job started
+	started   chan struct{} // closed at the first start (shares only)
+	once      sync.Once
 }
 
 func (f *fairWorker) workers() *hopper.Workers {
 	ws := hopper.NewWorkers()
 	hopper.AddWorkerFunc(ws, func(ctx context.Context, job *hopper.Job[noop]) error {
+		if f.started != nil {
+			f.once.Do(func() { close(f.started) })
+		}
 		f.mu.Lock()
 		if f.counting {
 			f.starts[job.Queue]++
@@ -205,7 +210,7 @@ func trickleLatency(ctx context.Context, cfg Config, res *FairnessResult) error 
 
 // shares: both queues backlogged with cfg.Jobs/2 jobs each; the starts of each in a window.
 func shares(ctx context.Context, cfg Config, wFlood, wTrickle int) (*Share, error) {
-	f := &fairWorker{starts: map[string]int64{}, trickled: make(chan struct{})}
+	f := &fairWorker{starts: map[string]int64{}, trickled: make(chan struct{}), started: make(chan struct{})}
 	backlog := map[string]int{"flood": cfg.Jobs / 2, "trickle": cfg.Jobs / 2}
 	client, cleanup, _, err := fairClient(ctx, cfg, f, backlog, wFlood, wTrickle)
 	if err != nil {
@@ -223,6 +228,13 @@ func shares(ctx context.Context, cfg Config, wFlood, wTrickle int) (*Share, erro
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+	}
+	// The warm-up runs from the first start: a loaded machine may take longer than the whole
+	// window to open the store and claim.
+	select {
+	case <-f.started:
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
 	if err := wait(fairnessWarmup); err != nil {
 		return nil, err
