@@ -50,7 +50,9 @@ type riverHorizon struct {
 	ClaimP99Ms    float64 `json:"claim_p99_ms"`
 	ClaimMaxMs    float64 `json:"claim_max_ms"`
 	DeadTuples    int64   `json:"dead_tuples"`
-	JobsBytes     int64   `json:"jobs_bytes"` // river_job with its indexes
+	Updates       int64   `json:"updates"`     // n_tup_upd of river_job
+	HOTUpdates    int64   `json:"hot_updates"` // n_tup_hot_upd of river_job
+	JobsBytes     int64   `json:"jobs_bytes"`  // river_job with its indexes
 }
 
 func runHorizon(ctx context.Context, o *options, bin string, doRiver, doHopper bool, srv server) error {
@@ -87,16 +89,17 @@ func runHorizon(ctx context.Context, o *options, bin string, doRiver, doHopper b
 func printHorizon(o *options, rep *horizonReport) {
 	fmt.Printf("PostgreSQL %s, %d CPUs, %s; %d jobs, %d workers, snapshot held: %v\n",
 		rep.Server.Version, rep.Server.CPUs, rep.Server.GoVersion, o.jobs, o.workers, o.pin)
-	line := func(name string, jobsPerSec, c50, c99, l50, l99, dead any, held any) {
-		fmt.Printf("%-14s %8.0f jobs/s  claims p50 %6.2f ms, p99 %7.2f ms  latency p50 %6.2f ms, p99 %7.2f ms  dead rows %v  pin held %v\n",
-			name, jobsPerSec, c50, c99, l50, l99, dead, held)
+	line := func(name string, jobsPerSec, c50, c99, l50, l99, dead, hot, held any) {
+		fmt.Printf("%-14s %8.0f jobs/s  claims p50 %6.2f ms, p99 %7.2f ms  latency p50 %6.2f ms, p99 %7.2f ms  dead rows %v  HOT updates %v  pin held %v\n",
+			name, jobsPerSec, c50, c99, l50, l99, dead, hot, held)
 	}
 	if r := rep.River; r != nil {
-		line("river "+r.Version, r.JobsPerSec, r.ClaimP50Ms, r.ClaimP99Ms, r.LatencyP50Ms, r.LatencyP99Ms, r.DeadTuples, r.PinHeld)
+		line("river "+r.Version, r.JobsPerSec, r.ClaimP50Ms, r.ClaimP99Ms, r.LatencyP50Ms, r.LatencyP99Ms, r.DeadTuples,
+			r.HOTUpdates, r.PinHeld)
 	}
 	if h := rep.Hopper; h != nil {
 		line("hopper", h["jobs_per_sec"], h["claim_p50_ms"], h["claim_p99_ms"], h["latency_p50_ms"], h["latency_p99_ms"],
-			h["dead_tuples"], h["pin_held"])
+			h["dead_tuples"], h["hot_updates"], h["pin_held"])
 	}
 }
 
@@ -250,8 +253,9 @@ func riverTableStats(ctx context.Context, dsn, appName, schema string, p *snapsh
 			return err
 		}
 	}
-	return conn.QueryRow(ctx, `SELECT n_dead_tup, pg_total_relation_size(relid) FROM pg_stat_user_tables
-		WHERE relid = $1::regclass`, pgx.Identifier{schema, "river_job"}.Sanitize()).Scan(&res.DeadTuples, &res.JobsBytes)
+	return conn.QueryRow(ctx, `SELECT n_dead_tup, n_tup_upd, n_tup_hot_upd, pg_total_relation_size(relid)
+		FROM pg_stat_user_tables WHERE relid = $1::regclass`, pgx.Identifier{schema, "river_job"}.Sanitize()).
+		Scan(&res.DeadTuples, &res.Updates, &res.HOTUpdates, &res.JobsBytes)
 }
 
 func randomHex() string {

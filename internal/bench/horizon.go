@@ -37,6 +37,10 @@ type HorizonResult struct {
 	// DeadTuples is pg_stat_user_tables.n_dead_tup of the jobs table after the run, read once
 	// the store's connections have closed (and so reported their counts).
 	DeadTuples int64 `json:"dead_tuples"`
+	// Updates and HOTUpdates are n_tup_upd and n_tup_hot_upd of the jobs table: the updates,
+	// and those that added no index entry (heap-only tuples).
+	Updates    int64 `json:"updates"`
+	HOTUpdates int64 `json:"hot_updates"`
 	JobsBytes  int64 `json:"jobs_bytes"` // the jobs table with its indexes, after the run
 }
 
@@ -205,8 +209,9 @@ func jobsTableStats(ctx context.Context, t *target, appName string, p *pin, res 
 		time.Sleep(20 * time.Millisecond)
 	}
 	jobs := pgx.Identifier{t.schema, "jobs"}.Sanitize()
-	return conn.QueryRow(ctx, `SELECT n_dead_tup, pg_total_relation_size(relid) FROM pg_stat_user_tables
-		WHERE relid = $1::regclass`, jobs).Scan(&res.DeadTuples, &res.JobsBytes)
+	return conn.QueryRow(ctx, `SELECT n_dead_tup, n_tup_upd, n_tup_hot_upd, pg_total_relation_size(relid)
+		FROM pg_stat_user_tables WHERE relid = $1::regclass`, jobs).
+		Scan(&res.DeadTuples, &res.Updates, &res.HOTUpdates, &res.JobsBytes)
 }
 
 // withParam sets a query parameter of a postgres:// URL.

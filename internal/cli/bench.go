@@ -266,7 +266,8 @@ func printHorizon(cmd *cobra.Command, cfg bench.Config, pin, asJSON bool) error 
 	printResult(out, &res.Result, cfg.Batch)
 	fmt.Fprintf(out, "claims           p50 %.2f ms, p99 %.2f ms, max %.2f ms (%d calls in the throughput phase)\n",
 		res.ClaimP50Ms, res.ClaimP99Ms, res.ClaimMaxMs, res.Claims)
-	fmt.Fprintf(out, "jobs table       %d dead row versions, %.1f MiB with its indexes\n", res.DeadTuples, float64(res.JobsBytes)/(1<<20))
+	fmt.Fprintf(out, "jobs table       %d dead row versions, %d updates (%d HOT), %.1f MiB with its indexes\n",
+		res.DeadTuples, res.Updates, res.HOTUpdates, float64(res.JobsBytes)/(1<<20))
 	return nil
 }
 

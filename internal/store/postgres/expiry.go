@@ -9,9 +9,9 @@ import (
 var _ store.Sweeper = (*Store)(nil)
 
 // sweepWindowSQL reads a window of the id walk: the last id of the (at most) $2 jobs after $1,
-// and how many there are (an index-only scan of the primary key).
-const sweepWindowSQL = `SELECT max(id), count(*) FROM (
-	SELECT id FROM {schema}.jobs WHERE id > $1 ORDER BY id LIMIT $2) w`
+// how many there are, and how many of them have expired by $3.
+const sweepWindowSQL = `SELECT max(id), count(*), count(*) FILTER (WHERE expires_at <= coalesce($3::timestamptz, now()))
+	FROM (SELECT id, expires_at FROM {schema}.jobs WHERE id > $1 ORDER BY id LIMIT $2) w`
 
 // sweepSQL deletes the expired jobs of the window ($1, $2] of the id walk, except those whose
 // idempotency key is still live (the key must de-duplicate for its whole retention); the
@@ -32,24 +32,27 @@ const sweepSQL = `WITH picked AS MATERIALIZED (
 )
 DELETE FROM {schema}.jobs j USING picked WHERE j.id = picked.id`
 
-// JobSweepExpired deletes the expired jobs of one window of the id walk.
+// JobSweepExpired deletes the expired jobs of one window of the id walk; a window without any
+// costs one read.
 func (s *Store) JobSweepExpired(ctx context.Context, p *store.SweepParams) (*store.SweepResult, error) {
 	scan := limitOr(p.Scan, 5000)
 	var last *string
-	var seen int64
-	if err := s.pool.QueryRow(ctx, s.sql(sweepWindowSQL), p.After, scan).Scan(&last, &seen); err != nil {
+	var seen, expired int64
+	err := s.pool.QueryRow(ctx, s.sql(sweepWindowSQL), p.After, scan, nullTime(p.Now)).Scan(&last, &seen, &expired)
+	if err != nil {
 		return nil, s.wrap(err, "sweep expired jobs")
 	}
-	if last == nil {
-		return &store.SweepResult{}, nil
+	res := &store.SweepResult{}
+	if last != nil && seen == int64(scan) {
+		res.Next = *last
+	}
+	if expired == 0 {
+		return res, nil
 	}
 	tag, err := s.pool.Exec(ctx, s.sql(sweepSQL), p.After, *last, nullTime(p.Now))
 	if err != nil {
 		return nil, s.wrap(err, "sweep expired jobs")
 	}
-	res := &store.SweepResult{Deleted: int(tag.RowsAffected())}
-	if seen == int64(scan) {
-		res.Next = *last
-	}
+	res.Deleted = int(tag.RowsAffected())
 	return res, nil
 }

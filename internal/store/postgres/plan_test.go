@@ -51,7 +51,7 @@ func TestPlansAtScaleUseThePrimaryKey(t *testing.T) {
 		ids, tokens, durations = append(ids, j.ID), append(tokens, j.Token), append(durations, 60_000_000)
 	}
 	var last string
-	require.NoError(t, s.pool.QueryRow(ctx, s.sql(sweepWindowSQL), "", 5000).Scan(&last, new(int64)))
+	require.NoError(t, s.pool.QueryRow(ctx, s.sql(sweepWindowSQL), "", 5000, nil).Scan(&last, new(int64), new(int64)))
 	for name, q := range map[string]struct {
 		sql  string
 		args []any
@@ -60,6 +60,7 @@ func TestPlansAtScaleUseThePrimaryKey(t *testing.T) {
 		"extend":    {extendSQL, []any{nil, ids, tokens, durations}},
 		"heartbeat": {`UPDATE {schema}.jobs AS j SET heartbeat_at = now() WHERE j.id = $1 AND j.token = $2 AND ` + runningByID, []any{ids[0], tokens[0]}},
 		"rescue":    {rescueLeasesSQL, []any{nil, "leader", "lost", nil, "lost", ids, tokens}},
+		"window":    {sweepWindowSQL, []any{"", 5000, nil}},
 		"sweep":     {sweepSQL, []any{"", last, nil}},
 	} {
 		plan := explain(t, s, q.sql, q.args...)
