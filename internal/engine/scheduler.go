@@ -85,7 +85,13 @@ func (s *scheduler) run(ctx context.Context) {
 			wait = max(wait, s.retry.Fail(err)) // the store fails: back off
 		default:
 			s.retry.Succeed()
-			if d := next.Sub(e.clock.Now()); !next.IsZero() && d > 0 && d < wait {
+			switch d := next.Sub(e.clock.Now()); {
+			case next.IsZero():
+			case d <= 0:
+				// Due already (time moved on while this pass ran): look again within a tick,
+				// not after the longer wait of a store that pushes notifications.
+				wait = min(wait, s.tick)
+			case d < wait:
 				wait = d // fire on time rather than up to a tick late
 			}
 		}
