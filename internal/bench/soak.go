@@ -243,8 +243,8 @@ func soakRun(ctx context.Context, cfg SoakConfig, res *SoakResult) error {
 // soakRetry retries a failed first attempt soon, so the retries happen within the run.
 var soakRetry = hopper.RetryPolicy{Base: 200 * time.Millisecond, Multiplier: 2, Cap: 2 * time.Second}
 
-// soakRig is what a soak runs: the client, the timed store under it, the load and the
-// sampler.
+// soakRig is what a soak runs: the client, the timed store under it, the load, the sampler
+// and the vacuum.
 type soakRig struct {
 	cfg     SoakConfig
 	client  *hopper.Client
