@@ -21,9 +21,17 @@ const (
 // sweepWindow bounds the jobs one sweep transaction looks at, so a sweep never holds
 // SQLite's single writer (or PostgreSQL row locks) for long; sweepPass bounds the windows of
 // one maintainer pass, so a long walk does not hold up promotion and rescue.
+//
+// sweepIdlePause paces the walk where it finds nothing to delete: a pass that deleted nothing
+// is followed by a rest of sweepIdlePause times its own length, so that walking jobs which
+// have not expired takes at most a twentieth of the time of whoever walks them (the leader
+// and the database). Unpaced, the walk read the windows of a table of 10 million retained
+// jobs back to back and took more CPU than the jobs being worked (docs/benchmarks.md#at-scale).
+// A pass that deleted jobs is followed by the next at once: expired jobs are a backlog.
 const (
-	sweepWindow = 5000
-	sweepPass   = 20
+	sweepWindow    = 5000
+	sweepPass      = 20
+	sweepIdlePause = 19
 )
 
 // ResultTTLer is a Unit whose kind sets how long its completed and canceled jobs are kept.
@@ -68,10 +76,13 @@ func (e *Engine) stampExpiry(p *store.FinishParams, row *hoppertype.JobRow, u Un
 }
 
 // sweep walks the jobs table a window at a time, deleting the expired jobs of each window,
-// while this process leads. It reports whether it stopped before the end of the table (the
-// maintainer then comes back at once, after its other duties); the walk goes on from there.
-func (m *maintainer) sweep(ctx context.Context) (more bool, err error) {
+// while this process leads. It returns when the next pass is due: at once after a pass that
+// deleted jobs (the maintainer comes back after its other duties), after a rest after one that
+// found none (sweepIdlePause), and SweepInterval after now once the walk reached the end of
+// the table (the next walk starts at the front). The walk goes on from where a pass stopped.
+func (m *maintainer) sweep(ctx context.Context, now time.Time) (next time.Time, err error) {
 	sw := m.e.store
+	start := m.e.clock.Now()
 	total := 0
 	defer func() {
 		if total > 0 {
@@ -80,20 +91,24 @@ func (m *maintainer) sweep(ctx context.Context) (more bool, err error) {
 	}()
 	for range sweepPass {
 		if ctx.Err() != nil || !m.e.leader.leading() {
-			return false, nil
+			return now.Add(m.e.cfg.SweepInterval), nil
 		}
 		res, err := sw.JobSweepExpired(ctx, &store.SweepParams{Now: m.e.store.Now(), After: m.sweepFrom, Scan: sweepWindow})
 		if err != nil {
-			return false, err
+			return time.Time{}, err
 		}
 		total += res.Deleted
 		m.sweepFrom = res.Next
 		if res.Next == "" {
 			m.pruneStats(ctx)
-			return false, nil // the walk is done; the next one starts at the front
+			return now.Add(m.e.cfg.SweepInterval), nil // the walk is done; the next one starts at the front
 		}
 	}
-	return true, nil
+	if total > 0 {
+		return now, nil
+	}
+	end := m.e.clock.Now()
+	return end.Add(sweepIdlePause * end.Sub(start)), nil
 }
 
 // statsPruneEvery is how often the leader deletes the minute stats older than

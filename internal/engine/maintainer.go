@@ -122,14 +122,11 @@ func (m *maintainer) duties(ctx context.Context, now time.Time, nextRescue, next
 		*nextPromote = now.Add(m.e.pollWait(m.e.cfg.PromoteInterval))
 	}
 	if !now.Before(*nextSweep) {
-		more, err := m.sweep(ctx)
+		next, err := m.sweep(ctx, now)
 		if err != nil {
 			return err
 		}
-		*nextSweep = now.Add(m.e.cfg.SweepInterval)
-		if more {
-			*nextSweep = now // a backlog: more after a look at the other duties
-		}
+		*nextSweep = next
 	}
 	return nil
 }
