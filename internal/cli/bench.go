@@ -61,13 +61,14 @@ completed jobs are kept --result-ttl (default 5m) and swept every --sweep-interv
 1m). Every --soak-interval (default 1m) it prints a row: jobs enqueued, completed, failed and
 retried, enqueue→start p50 and p99 of first attempts, the store's claim p99 (all claims, and
 those that overlapped a sweep), the longest sweep window and the jobs swept, the process's RSS,
-goroutines and Go heap in use, the database's size, its WAL written (PostgreSQL: the server's
-WAL position; SQLite: the bytes this process wrote) and the rows in the jobs table. At the end
-a verdict per series compares the mean of the first 5 rows after the warm-up (result TTL plus
-one sweep) with the last 5 (a fifth of the rows each in short runs): "flat", or "rising +x %"
-above 10 %. --json prints {"rows": [...], "summary": {...}}; --profile-dir writes heap and
-goroutine profiles after the warm-up and at the end; --vacuum-every, on PostgreSQL, vacuums
-the soak's tables that often, for a server whose autovacuum is off (docs/benchmarks.md#soak).
+fewest goroutines and Go heap (in use, live), the database's size, its WAL written (PostgreSQL:
+the server's WAL position; SQLite: the bytes this process wrote) and the rows in the jobs
+table. At the end a verdict per series compares the mean of the first 5 rows after the warm-up
+(result TTL plus one sweep) with the last 5 (a fifth of the rows each in short runs): "flat",
+or "rising +x %" above 10 %. --json prints {"rows": [...], "summary": {...}}; --profile-dir
+writes heap and goroutine profiles after the warm-up and at the end; --vacuum-every, on
+PostgreSQL, vacuums the soak's tables that often, for a server whose autovacuum is off
+(docs/benchmarks.md#soak).
 
 --kind-cap and --kind-rate set a fleet-wide cap or rate limit on the no-op jobs' kind before
 the run, to measure what a capped or rate-limited claim costs (a limit far above the
