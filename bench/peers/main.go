@@ -65,6 +65,10 @@ type result struct {
 	LatencyP99Ms  float64 `json:"latency_p99_ms"`
 	LatencyJobs   int     `json:"latency_jobs"`
 	LatencyRate   int     `json:"latency_rate"`
+	// The server's WAL bytes and write transactions (transaction ids assigned) per job during
+	// the throughput phase's work; `hopper bench` reports the same names.
+	WALPerJob        float64 `json:"wal_bytes_per_job,omitempty"`
+	WriteXactsPerJob float64 `json:"write_xacts_per_job,omitempty"`
 
 	// River only.
 	JobsPerSecInclStop float64 `json:"jobs_per_sec_incl_stop,omitempty"`
@@ -298,7 +302,7 @@ func printTable(w io.Writer, o *options, rep *report) {
 	fmt.Fprintf(w, "%d no-op jobs enqueued in batches of %d, %d workers; latency: %d jobs at %d/s\n\n",
 		o.jobs, o.batch, o.workers, o.latencyJobs, o.rate)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "round\tsystem\tjobs\tworkers\tenqueue/s\tjobs/s\tp50 ms\tp99 ms\t")
+	fmt.Fprintln(tw, "round\tsystem\tjobs\tworkers\tenqueue/s\tjobs/s\tp50 ms\tp99 ms\tWAL B/job\twrite tx/job\t")
 	for _, r := range rep.Rounds {
 		for _, sys := range r.Order {
 			res := r.River
@@ -308,8 +312,8 @@ func printTable(w io.Writer, o *options, rep *report) {
 			if res == nil {
 				continue
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%.0f\t%.0f\t%.2f\t%.2f\t\n", r.Round, sys, res.Jobs, res.Workers,
-				res.EnqueuePerSec, res.JobsPerSec, res.LatencyP50Ms, res.LatencyP99Ms)
+			fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%.0f\t%.0f\t%.2f\t%.2f\t%.0f\t%.3f\t\n", r.Round, sys, res.Jobs, res.Workers,
+				res.EnqueuePerSec, res.JobsPerSec, res.LatencyP50Ms, res.LatencyP99Ms, res.WALPerJob, res.WriteXactsPerJob)
 		}
 	}
 	tw.Flush()

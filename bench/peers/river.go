@@ -172,6 +172,10 @@ func riverThroughput(ctx context.Context, o *options, pool *pgxpool.Pool,
 	})
 	defer cancelSub()
 
+	costBefore, err := readCost(ctx, pool)
+	if err != nil {
+		return err
+	}
 	start = time.Now()
 	if err := client.Start(ctx); err != nil {
 		return fmt.Errorf("river: start: %w", err)
@@ -190,6 +194,12 @@ func riverThroughput(ctx context.Context, o *options, pool *pgxpool.Pool,
 	}
 	elapsed := time.Since(start)
 	res.JobsPerSec = float64(o.jobs) / elapsed.Seconds()
+	costAfter, err := readCost(ctx, pool)
+	if err != nil {
+		return err
+	}
+	res.WALPerJob = float64(costAfter.wal-costBefore.wal) / float64(o.jobs)
+	res.WriteXactsPerJob = float64(costAfter.xids-costBefore.xids) / float64(o.jobs)
 
 	stopCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -258,4 +268,18 @@ func riverLatency(ctx context.Context, o *options, newClient func(*recorder) (*r
 		return errors.New("river: latency phase lost samples")
 	}
 	return nil
+}
+
+// cost is a reading of the whole server's WAL position and next transaction id (a transaction
+// gets one when it first writes), as `hopper bench` takes around its work phase.
+type cost struct{ wal, xids int64 }
+
+func readCost(ctx context.Context, pool *pgxpool.Pool) (cost, error) {
+	var c cost
+	err := pool.QueryRow(ctx, `SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint,
+		pg_snapshot_xmax(pg_current_snapshot())::text::bigint`).Scan(&c.wal, &c.xids)
+	if err != nil {
+		return c, fmt.Errorf("river: server cost: %w", err)
+	}
+	return c, nil
 }

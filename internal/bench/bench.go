@@ -76,6 +76,11 @@ type Result struct {
 	LatencyJobs   int     `json:"latency_jobs"`
 	LatencyRate   int     `json:"latency_rate"`
 	AllocPerJob   float64 `json:"alloc_bytes_per_job"`
+	// WALPerJob and WriteXactsPerJob (PostgreSQL only) are the server's WAL bytes and write
+	// transactions (transaction ids assigned) during the throughput phase's work, per job:
+	// the whole server's, so a quiet server is needed for them to mean anything.
+	WALPerJob        float64 `json:"wal_bytes_per_job,omitempty"`
+	WriteXactsPerJob float64 `json:"write_xacts_per_job,omitempty"`
 	KindCap       int     `json:"kind_cap,omitempty"`
 	KindRate      string  `json:"kind_rate,omitempty"` // N/DURATION
 	Store         string  `json:"store"`
@@ -258,6 +263,17 @@ func throughput(ctx context.Context, cfg Config, st hopper.Store, res *Result) e
 	if err != nil {
 		return err
 	}
+	var cost *serverCost
+	var costBefore costReading
+	if IsPostgres(cfg.Database) {
+		if cost, err = openServerCost(ctx, cfg.Database); err != nil {
+			return err
+		}
+		defer cost.close()
+		if costBefore, err = cost.read(ctx); err != nil {
+			return err
+		}
+	}
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	start = time.Now()
@@ -279,6 +295,13 @@ func throughput(ctx context.Context, cfg Config, st hopper.Store, res *Result) e
 	runtime.ReadMemStats(&after)
 	res.JobsPerSec = float64(cfg.Jobs) / elapsed.Seconds()
 	res.AllocPerJob = float64(after.TotalAlloc-before.TotalAlloc) / float64(cfg.Jobs)
+	if cost != nil {
+		costAfter, err := cost.read(ctx)
+		if err != nil {
+			return err
+		}
+		res.WALPerJob, res.WriteXactsPerJob = costBefore.perJob(costAfter, cfg.Jobs)
+	}
 	return nil
 }
 

@@ -176,6 +176,10 @@ func printResult(out io.Writer, res *bench.Result, batch int) {
 		fmt.Fprintf(out, "kind rate        %s starts at most\n", res.KindRate)
 	}
 	fmt.Fprintf(out, "alloc            %.0f bytes/job\n", res.AllocPerJob)
+	if res.WriteXactsPerJob > 0 {
+		fmt.Fprintf(out, "server cost      %.0f WAL bytes/job, %.3f write transactions/job (whole server, work phase)\n",
+			res.WALPerJob, res.WriteXactsPerJob)
+	}
 	if res.LatencyJobs > 0 {
 		fmt.Fprintf(out, "latency          p50 %.2f ms, p99 %.2f ms (%d jobs at %d/s)\n",
 			res.LatencyP50Ms, res.LatencyP99Ms, res.LatencyJobs, res.LatencyRate)
