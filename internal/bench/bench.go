@@ -81,12 +81,12 @@ type Result struct {
 	// the whole server's, so a quiet server is needed for them to mean anything.
 	WALPerJob        float64 `json:"wal_bytes_per_job,omitempty"`
 	WriteXactsPerJob float64 `json:"write_xacts_per_job,omitempty"`
-	KindCap       int     `json:"kind_cap,omitempty"`
-	KindRate      string  `json:"kind_rate,omitempty"` // N/DURATION
-	Store         string  `json:"store"`
-	Durability    string  `json:"durability"`
-	CPUs          int     `json:"cpus"`
-	GoVersion     string  `json:"go_version"`
+	KindCap          int     `json:"kind_cap,omitempty"`
+	KindRate         string  `json:"kind_rate,omitempty"` // N/DURATION
+	Store            string  `json:"store"`
+	Durability       string  `json:"durability"`
+	CPUs             int     `json:"cpus"`
+	GoVersion        string  `json:"go_version"`
 }
 
 func (c Config) withDefaults() Config {
