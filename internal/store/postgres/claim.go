@@ -62,6 +62,21 @@ var (
 	                  AND (cardinality($6::text[]) = 0 OR k.kind = ANY($6::text[])))
 	  AND (cardinality($6::text[]) = 0 OR j.kind = ANY($6::text[]))`
 	claimUncappedSQL = `WITH picked AS MATERIALIZED (` + fmt.Sprintf(candidates, uncappedGuard, "$3") + `)` + claimUpdate
+
+	// claimCursorSQL is the uncapped claim from a cursor (cursor.go): priority $7, id $8. It
+	// scans three ranges of jobs_claim in claim order, each only for what the ranges before it
+	// did not find: the higher priorities, priority $7 from id $8 on, the lower priorities. It
+	// leaves out the jobs of priority $7 below id $8, whose index entries the claims before
+	// left behind. The higher and lower ranges are empty in a queue of one priority.
+	claimCursorSQL = `WITH above AS MATERIALIZED (` +
+		fmt.Sprintf(candidates, uncappedGuard+` AND j.priority > $7`, "$3") + `),
+	at AS MATERIALIZED (` +
+		fmt.Sprintf(candidates, uncappedGuard+` AND j.priority = $7 AND j.id >= $8::text`,
+			"$3 - (SELECT count(*) FROM above)") + `),
+	below AS MATERIALIZED (` +
+		fmt.Sprintf(candidates, uncappedGuard+` AND j.priority < $7`,
+			"$3 - (SELECT count(*) FROM above) - (SELECT count(*) FROM at)") + `),
+	picked AS (SELECT id FROM above UNION ALL SELECT id FROM at UNION ALL SELECT id FROM below)` + claimUpdate
 )
 
 const capsApplySQL = `SELECT EXISTS (SELECT 1 FROM {schema}.queues WHERE name = $1 AND (max_running IS NOT NULL OR rate_limit IS NOT NULL))
@@ -89,11 +104,19 @@ func (s *Store) JobClaim(ctx context.Context, p *store.ClaimParams) (jobs []*hop
 	return jobs, hold, nil
 }
 
-// claimUncapped runs the uncapped claim and capsApplySQL in one round trip; it reports
-// whether a cap, a rate limit or a disabled kind applies to the claim.
+// claimUncapped runs the uncapped claim, from the queue's cursor when it has one, and
+// capsApplySQL in one round trip; it reports whether a cap, a rate limit or a disabled kind
+// applies to the claim.
 func (s *Store) claimUncapped(ctx context.Context, p *store.ClaimParams, kinds []string) ([]*hoppertype.JobRow, bool, error) {
+	kindsKey := strings.Join(kinds, "\x00")
+	use := s.cursors.start(p.Queue, kindsKey, s.Now())
 	b := &pgx.Batch{}
-	b.Queue(s.sql(claimUncappedSQL), s.nowArg(), p.Queue, p.Limit, p.WorkerID, micros(p.LeaseDuration), kinds)
+	if use.from == nil {
+		b.Queue(s.sql(claimUncappedSQL), s.nowArg(), p.Queue, p.Limit, p.WorkerID, micros(p.LeaseDuration), kinds)
+	} else {
+		b.Queue(s.sql(claimCursorSQL), s.nowArg(), p.Queue, p.Limit, p.WorkerID, micros(p.LeaseDuration), kinds,
+			use.from.priority, use.from.id)
+	}
 	b.Queue(s.sql(capsApplySQL), p.Queue, kinds)
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()
@@ -109,7 +132,20 @@ func (s *Store) claimUncapped(ctx context.Context, p *store.ClaimParams, kinds [
 	if err := br.QueryRow().Scan(&restricted); err != nil {
 		return nil, false, err
 	}
-	return jobs, restricted, br.Close()
+	if err := br.Close(); err != nil {
+		return nil, false, err
+	}
+	if restricted {
+		s.cursors.forget(p.Queue, kindsKey)
+	} else {
+		var first *hoppertype.JobRow
+		if len(jobs) > 0 {
+			store.SortClaimed(jobs)
+			first = jobs[0]
+		}
+		s.cursors.done(use, first, s.Now())
+	}
+	return jobs, restricted, nil
 }
 
 // claimCapped claims under fleet-wide caps and rate limits, exactly even when claims race: it

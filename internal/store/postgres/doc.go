@@ -14,12 +14,17 @@
 //     transition tables: a batch of 1,000 rows costs one INSERT … SELECT, not 1,000 calls.
 //   - Claim. One statement: a CTE with FOR UPDATE SKIP LOCKED and LIMIT, then UPDATE … FROM
 //     it. Fleet-wide caps take a short transaction that locks only the cap rows involved.
+//     While a subscription listens, a claim starts where the last claim of its queue found its
+//     first job (cursor.go), so that a long transaction elsewhere, which keeps the index
+//     entries of claimed jobs from being removed, does not make every claim walk them.
 //   - Batches. Inserts, finishes and lease extensions bind arrays and unnest them: one
 //     statement, one round trip, whatever the batch size. Items with a merge key go one by one
 //     in a transaction that first takes a transaction-level advisory lock per key (merge.go).
 //   - Wake-ups. The triggers NOTIFY "<schema>_jobs" once per queue whose jobs became
-//     claimable and once per canceled running job; PostgreSQL sends them at commit and folds
-//     duplicates within a transaction. Subscribe LISTENs on a dedicated connection.
+//     claimable (with the smallest of their ids, for the claim cursors), once per canceled
+//     running job, and with the earliest run_at of jobs that became scheduled; PostgreSQL
+//     sends them at commit and folds duplicates within a transaction. Subscribe LISTENs on a
+//     dedicated connection.
 //   - Time. With Config.Clock nil every time is the database's now(), one clock for the whole
 //     cluster; a Clock (tests' fake one) is passed as a parameter instead:
 //     coalesce($1::timestamptz, now()) in every statement.

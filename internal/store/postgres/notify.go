@@ -14,7 +14,10 @@ import (
 // The notification payloads the triggers (migrations/0001_init.sql) and QueueSetPaused send
 // on the channel "<schema>_jobs".
 const (
-	payloadQueue  = "q:" // + queue: jobs became claimable there
+	// + queue, then (0016) a space and the smallest id of the jobs: jobs became claimable
+	// there. Without an id (QueueSetPaused, 0001–0015) any of them may be concerned; "q:"
+	// alone is every queue (a kind was enabled).
+	payloadQueue  = "q:"
 	payloadCancel = "c:" // + job id: a running job was canceled
 	// + unix microseconds: jobs became scheduled, the earliest of them due then (0015)
 	payloadScheduled = "s:"
@@ -53,6 +56,10 @@ func (s *Store) Subscribe(ctx context.Context, fn func(store.Notification)) erro
 	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{s.channel}.Sanitize()); err != nil {
 		return s.wrap(err, "subscribe: listen on %q", s.channel)
 	}
+	// The claim cursors may be used only while every wake-up is heard: from now on, and not
+	// after this subscription ends (notifications sent meanwhile are lost).
+	s.cursors.subscribed(+1)
+	defer s.cursors.subscribed(-1)
 	if s.listening != nil {
 		s.listening()
 	}
@@ -71,7 +78,12 @@ func (s *Store) waitOne(ctx context.Context, conn *pgx.Conn, fn func(store.Notif
 	cancel()
 	switch {
 	case err == nil:
-		if note, ok := parseNotification(n.Payload); ok {
+		note, first, ok := parseNotification(n.Payload)
+		if ok && note.Kind == store.JobsAvailable {
+			// Before fn: a claim that fn starts must not start from a cursor past these jobs.
+			s.cursors.heard(note.Queue, first)
+		}
+		if ok {
 			fn(note)
 		}
 		return nil
@@ -90,22 +102,25 @@ func (s *Store) waitOne(ctx context.Context, conn *pgx.Conn, fn func(store.Notif
 	}
 }
 
-func parseNotification(payload string) (store.Notification, bool) {
+// parseNotification reads a payload; first is the smallest id of the jobs a queue wake-up
+// names, "" when it names none.
+func parseNotification(payload string) (note store.Notification, first string, ok bool) {
 	if q, ok := strings.CutPrefix(payload, payloadQueue); ok {
-		return store.Notification{Kind: store.JobsAvailable, Queue: q}, true
+		q, first, _ = strings.Cut(q, " ") // queue names hold no space
+		return store.Notification{Kind: store.JobsAvailable, Queue: q}, first, true
 	}
 	if id, ok := strings.CutPrefix(payload, payloadCancel); ok {
-		return store.Notification{Kind: store.JobCanceled, JobID: id}, true
+		return store.Notification{Kind: store.JobCanceled, JobID: id}, "", true
 	}
 	if at, ok := strings.CutPrefix(payload, payloadScheduled); ok {
 		us, err := strconv.ParseInt(at, 10, 64)
 		if err != nil {
-			return store.Notification{}, false
+			return store.Notification{}, "", false
 		}
-		return store.Notification{Kind: store.JobsScheduled, At: time.UnixMicro(us)}, true
+		return store.Notification{Kind: store.JobsScheduled, At: time.UnixMicro(us)}, "", true
 	}
 	if payload == payloadSchedules {
-		return store.Notification{Kind: store.SchedulesChanged}, true
+		return store.Notification{Kind: store.SchedulesChanged}, "", true
 	}
-	return store.Notification{}, false
+	return store.Notification{}, "", false
 }

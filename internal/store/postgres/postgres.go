@@ -79,6 +79,7 @@ type Store struct {
 	closed atomic.Bool
 
 	queries sync.Map // SQL template → text with the schema filled in
+	cursors claimCursors
 
 	// pingEvery is how long a subscription waits for a notification before it pings.
 	pingEvery time.Duration

@@ -1,0 +1,211 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/clock"
+	"github.com/hopperjobs/hopper/internal/pgtest"
+	"github.com/hopperjobs/hopper/internal/store"
+	"github.com/stretchr/testify/require"
+)
+
+func TestClaimCursorBookkeeping(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	job := func(p int, id string) *hoppertype.JobRow { return &hoppertype.JobRow{ID: id, Priority: p} }
+	var c claimCursors
+
+	// Without a subscription nothing is recorded: a wake-up could go unheard.
+	c.done(c.start("q", "", t0), job(0, "b"), t0)
+	require.Nil(t, c.start("q", "", t0).from)
+
+	c.subscribed(+1)
+	use := c.start("q", "", t0)
+	require.Nil(t, use.from, "no cursor yet: from the start")
+	c.done(use, job(2, "b"), t0)
+	from := c.start("q", "", t0.Add(time.Millisecond)).from
+	require.NotNil(t, from)
+	require.Equal(t, 2, from.priority)
+	require.Equal(t, "b", from.id)
+	require.Nil(t, c.start("q", "k1", t0).from, "a cursor is per kinds filter")
+	require.Nil(t, c.start("other", "", t0).from, "and per queue")
+
+	// A claim that found nothing keeps the cursor; one that found jobs moves it.
+	use = c.start("q", "", t0)
+	c.done(use, nil, t0)
+	require.Equal(t, "b", c.start("q", "", t0).from.id)
+	c.done(c.start("q", "", t0), job(2, "d"), t0)
+	require.Equal(t, "d", c.start("q", "", t0).from.id)
+
+	// Wake-ups: jobs after the cursor leave it; jobs before it, an unknown id, or any queue
+	// ("") forget it.
+	c.heard("q", "e")
+	require.NotNil(t, c.start("q", "", t0).from)
+	c.heard("other", "a")
+	require.NotNil(t, c.start("q", "", t0).from)
+	c.heard("q", "c")
+	require.Nil(t, c.start("q", "", t0).from)
+	c.done(c.start("q", "", t0), job(2, "d"), t0)
+	c.heard("q", "")
+	require.Nil(t, c.start("q", "", t0).from)
+	c.done(c.start("q", "", t0), job(2, "d"), t0)
+	c.heard("", "z")
+	require.Nil(t, c.start("q", "", t0).from)
+
+	// A claim running while the cursor was forgotten records nothing: what it saw may be
+	// older than what was heard.
+	c.done(c.start("q", "", t0), job(2, "d"), t0)
+	use = c.start("q", "", t0)
+	c.heard("q", "a")
+	c.done(use, job(2, "f"), t0)
+	require.Nil(t, c.start("q", "", t0).from)
+
+	// At least every claimRescan a claim scans from the start.
+	c.done(c.start("q", "", t0), job(2, "d"), t0)
+	require.NotNil(t, c.start("q", "", t0.Add(claimRescan-time.Millisecond)).from)
+	require.Nil(t, c.start("q", "", t0.Add(claimRescan)).from)
+
+	// A scan from the start that took long stretches the time to the next one.
+	t1 := t0.Add(claimRescan)
+	use = c.start("q", "", t1)
+	require.Nil(t, use.from)
+	c.done(use, job(2, "d"), t1.Add(50*time.Millisecond))
+	require.NotNil(t, c.start("q", "", t1.Add(4*time.Second)).from)
+	require.Nil(t, c.start("q", "", t1.Add(5*time.Second)).from)
+
+	// A cap forgets the cursor; so does the end of a subscription.
+	c.done(c.start("q", "", t0), job(2, "d"), t0)
+	c.forget("q", "")
+	require.Nil(t, c.start("q", "", t0).from)
+	c.done(c.start("q", "", t0), job(2, "d"), t0)
+	c.subscribed(-1)
+	require.Nil(t, c.start("q", "", t0).from)
+}
+
+// The claim from a cursor starts its scan of priority $7 at id $8 in jobs_claim (an index
+// condition, not a filter on rows already fetched), so the entries before it are not read.
+func TestClaimCursorPlanStartsAtTheCursor(t *testing.T) {
+	t.Parallel()
+	pgtest.Require(t)
+	s, err := Open(t.Context(), Config{URL: pgtest.URL(), Schema: pgtest.FreshSchema(t, "hopper_test_cursor_"), MaxConns: 2})
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	plan := explain(t, s, claimCursorSQL, nil, "default", 10, "w", int64(1e6), []string{}, 0, "0190")
+	var conds []string
+	for _, line := range strings.Split(plan, "\n") {
+		if strings.Contains(line, "Index Cond") && strings.Contains(line, "priority =") {
+			conds = append(conds, line)
+		}
+	}
+	require.Len(t, conds, 1, plan)
+	require.Contains(t, conds[0], "id >=", plan)
+}
+
+// A job that becomes claimable behind the cursor is claimed by the next claim once its wake-up
+// is heard; one that no wake-up announces (its row was locked when a claim passed it) waits
+// for the next scan from the start, at most claimRescan later.
+func TestClaimCursorHole(t *testing.T) {
+	t.Parallel()
+	pgtest.Require(t)
+	ctx := t.Context()
+	clk := clock.NewFake(time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC))
+	s, err := Open(ctx, Config{URL: pgtest.URL(), Schema: pgtest.FreshSchema(t, "hopper_test_cursor_"), MaxConns: 4, Clock: clk})
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+
+	notes := make(chan store.Notification, 100)
+	subCtx, cancel := context.WithCancel(context.Background())
+	subDone := make(chan error, 1)
+	go func() { subDone <- s.Subscribe(subCtx, func(n store.Notification) { notes <- n }) }()
+	t.Cleanup(func() { cancel(); <-subDone })
+	next := func() store.Notification {
+		t.Helper()
+		select {
+		case n := <-notes:
+			return n
+		case <-time.After(10 * time.Second):
+			t.Fatal("no notification")
+			return store.Notification{}
+		}
+	}
+	require.Equal(t, store.Subscribed, next().Kind)
+
+	params := make([]*store.InsertParams, 10)
+	for i := range params {
+		params[i] = &store.InsertParams{ID: fmt.Sprintf("j-%02d", i), Kind: "noop", Queue: "q", Args: []byte(`{}`),
+			MaxAttempts: 3, Actor: hoppertype.ActorAPI, Reason: "enqueue"}
+	}
+	_, err = s.JobInsertMany(ctx, params)
+	require.NoError(t, err)
+	require.Equal(t, "q", next().Queue)
+	claim := func(n int) []string {
+		t.Helper()
+		jobs, _, err := s.JobClaim(ctx, &store.ClaimParams{Queue: "q", Limit: n, WorkerID: "w", LeaseDuration: time.Minute})
+		require.NoError(t, err)
+		ids := make([]string, len(jobs))
+		for i, j := range jobs {
+			ids[i] = j.ID
+		}
+		return ids
+	}
+
+	// j-00 is locked by another writer as the first claim passes it, then stays queued.
+	locker, err := s.pool.Begin(ctx)
+	require.NoError(t, err)
+	_, err = locker.Exec(ctx, s.sql(`SELECT 1 FROM {schema}.jobs WHERE id = 'j-00' FOR UPDATE`))
+	require.NoError(t, err)
+	require.Equal(t, []string{"j-01", "j-02", "j-03"}, claim(3))
+	require.NoError(t, locker.Rollback(ctx))
+	require.Equal(t, []string{"j-04", "j-05"}, claim(2), "from the cursor: j-00 is behind it, unannounced")
+	clk.Advance(claimRescan)
+	require.Equal(t, []string{"j-00"}, claim(1), "the scan from the start after claimRescan finds it")
+
+	// j-02 goes back to the queue: its wake-up forgets the cursor before it is delivered.
+	require.Equal(t, []string{"j-06"}, claim(1))
+	_, err = s.pool.Exec(ctx, s.sql(`UPDATE {schema}.jobs SET state = 'queued', worker_id = NULL,
+		lease_expires_at = NULL WHERE id = 'j-02'`))
+	require.NoError(t, err)
+	require.Equal(t, store.Notification{Kind: store.JobsAvailable, Queue: "q"}, next())
+	require.Equal(t, []string{"j-02", "j-07"}, claim(2))
+
+	// New jobs, after the cursor, leave it in place.
+	_, err = s.JobInsertMany(ctx, []*store.InsertParams{{ID: "j-20", Kind: "noop", Queue: "q", Args: []byte(`{}`),
+		MaxAttempts: 3, Actor: hoppertype.ActorAPI, Reason: "enqueue"}})
+	require.NoError(t, err)
+	require.Equal(t, "q", next().Queue)
+	require.NotNil(t, s.cursors.start("q", "", clk.Now()).from)
+	require.Equal(t, []string{"j-08", "j-09", "j-20"}, claim(5))
+
+	// A grouped job that finishes announces its queue, so the next job of its group, which
+	// waited behind the cursor, is claimed.
+	grouped := []*store.InsertParams{
+		{ID: "g-00", GroupKey: "grp"}, {ID: "g-01", GroupKey: "grp"}, {ID: "h-00"},
+	}
+	for _, p := range grouped {
+		p.Kind, p.Queue, p.Args, p.MaxAttempts, p.Actor, p.Reason = "noop", "g", []byte(`{}`), 3, hoppertype.ActorAPI, "enqueue"
+	}
+	_, err = s.JobInsertMany(ctx, grouped)
+	require.NoError(t, err)
+	require.Equal(t, "g", next().Queue)
+	claimG := func() []string {
+		t.Helper()
+		jobs, _, err := s.JobClaim(ctx, &store.ClaimParams{Queue: "g", Limit: 1, WorkerID: "w", LeaseDuration: time.Minute})
+		require.NoError(t, err)
+		ids := []string{}
+		for _, j := range jobs {
+			ids = append(ids, j.ID)
+		}
+		return ids
+	}
+	require.Equal(t, []string{"g-00"}, claimG())
+	require.Equal(t, []string{"h-00"}, claimG(), "g-01 waits for its group; the cursor passes it")
+	require.Empty(t, claimG())
+	_, err = s.pool.Exec(ctx, s.sql(`UPDATE {schema}.jobs SET state = 'completed', finished_at = now() WHERE id = 'g-00'`))
+	require.NoError(t, err)
+	require.Equal(t, store.Notification{Kind: store.JobsAvailable, Queue: "g"}, next())
+	require.Equal(t, []string{"g-01"}, claimG())
+}
