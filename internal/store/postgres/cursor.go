@@ -49,7 +49,7 @@ const (
 // claimCursor is the position of the first job the last claim found.
 type claimCursor struct {
 	priority int
-	id       string // "" when none is known
+	id       string        // "" when none is known
 	fullAt   time.Time     // when the last scan from the start began
 	fullTook time.Duration // how long it took
 }
