@@ -2,16 +2,13 @@ package bench
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
 	"github.com/hopperjobs/hopper"
-	"github.com/hopperjobs/hopper/pgstore"
 	"github.com/hopperjobs/hopper/sqlitestore"
 	"github.com/jackc/pgx/v5"
 	_ "modernc.org/sqlite" // the read connection that counts the rows
@@ -75,23 +72,19 @@ func openSoakDB(ctx context.Context, cfg SoakConfig) (*soakDB, error) {
 }
 
 func openSoakPostgres(ctx context.Context, cfg SoakConfig) (*soakDB, error) {
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	schema := "hopper_soak_" + hex.EncodeToString(b)
-	st, err := pgstore.Open(ctx, pgstore.Config{URL: cfg.Database, Schema: schema, MaxConns: cfg.Conns})
+	t, err := openFreshSchema(ctx, cfg.Database, "hopper_soak_", cfg.Conns)
 	if err != nil {
-		return nil, errors.Join(err, dropSchema(cfg.Database, schema))
+		return nil, err
 	}
 	conn, err := pgx.Connect(ctx, cfg.Database)
 	if err != nil {
-		st.Close()
-		return nil, errors.Join(err, dropSchema(cfg.Database, schema))
+		t.cleanup()
+		return nil, err
 	}
-	p := &postgresProbe{conn: conn, schema: schema}
-	return &soakDB{store: st, name: "postgres", schema: schema, probe: p, close: func() {
+	p := &postgresProbe{conn: conn, schema: t.schema}
+	return &soakDB{store: t.store, name: "postgres", schema: t.schema, probe: p, close: func() {
 		p.close()
-		st.Close()
-		_ = dropSchema(cfg.Database, schema)
+		t.cleanup()
 	}}, nil
 }
 

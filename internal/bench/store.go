@@ -69,16 +69,22 @@ func openTarget(ctx context.Context, cfg Config) (*target, error) {
 }
 
 func openPostgres(ctx context.Context, cfg Config) (*target, error) {
+	return openFreshSchema(ctx, cfg.Database, "hopper_bench_", cfg.Conns)
+}
+
+// openFreshSchema opens a store on a fresh schema, prefix then random, of the server url,
+// with a pool of conns; its cleanup drops the schema.
+func openFreshSchema(ctx context.Context, url, prefix string, conns int) (*target, error) {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
-	schema := "hopper_bench_" + hex.EncodeToString(b)
-	st, err := pgstore.Open(ctx, pgstore.Config{URL: cfg.Database, Schema: schema, MaxConns: cfg.Conns})
+	schema := prefix + hex.EncodeToString(b)
+	st, err := pgstore.Open(ctx, pgstore.Config{URL: url, Schema: schema, MaxConns: conns})
 	if err != nil {
-		return nil, errors.Join(err, dropSchema(cfg.Database, schema))
+		return nil, errors.Join(err, dropSchema(url, schema))
 	}
-	return &target{store: st, name: "postgres", url: cfg.Database, schema: schema, cleanup: func() {
+	return &target{store: st, name: "postgres", url: url, schema: schema, cleanup: func() {
 		st.Close()
-		_ = dropSchema(cfg.Database, schema)
+		_ = dropSchema(url, schema)
 	}}, nil
 }
 

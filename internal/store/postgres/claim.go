@@ -93,20 +93,20 @@ func (s *Store) JobClaim(ctx context.Context, p *store.ClaimParams) (jobs []*hop
 	if kinds == nil {
 		kinds = []string{}
 	}
-	jobs, restricted, err := s.claimUncapped(ctx, p, kinds)
+	jobs, restricted, err := s.claimUncapped(ctx, p, kinds) // in claim order
 	if err == nil && restricted && len(jobs) == 0 {
 		jobs, hold, err = s.claimCapped(ctx, p, kinds)
+		store.SortClaimed(jobs)
 	}
 	if err != nil {
 		return nil, store.Hold{}, s.wrap(err, "claim jobs in queue %q", p.Queue)
 	}
-	store.SortClaimed(jobs)
 	return jobs, hold, nil
 }
 
 // claimUncapped runs the uncapped claim, from the queue's cursor when it has one, and
-// capsApplySQL in one round trip; it reports whether a cap, a rate limit or a disabled kind
-// applies to the claim.
+// capsApplySQL in one round trip, and returns the jobs in claim order; it reports whether a
+// cap, a rate limit or a disabled kind applies to the claim.
 func (s *Store) claimUncapped(ctx context.Context, p *store.ClaimParams, kinds []string) ([]*hoppertype.JobRow, bool, error) {
 	kindsKey := strings.Join(kinds, "\x00")
 	use := s.cursors.start(p.Queue, kindsKey, s.Now())
@@ -135,12 +135,12 @@ func (s *Store) claimUncapped(ctx context.Context, p *store.ClaimParams, kinds [
 	if err := br.Close(); err != nil {
 		return nil, false, err
 	}
+	store.SortClaimed(jobs)
 	if restricted {
 		s.cursors.forget(p.Queue, kindsKey)
 	} else {
 		var first *hoppertype.JobRow
 		if len(jobs) > 0 {
-			store.SortClaimed(jobs)
 			first = jobs[0]
 		}
 		s.cursors.done(use, first, s.Now())
