@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -63,10 +65,250 @@ func TestSweepPacesAWalkThatFindsNothing(t *testing.T) {
 			require.Equal(t, c.want, next.Sub(start))
 			if c.end == 0 {
 				require.Equal(t, sweepPass, st.windows, "a pass reads sweepPass windows")
-				require.Equal(t, strconv.Itoa(sweepPass), m.sweepFrom, "the next pass goes on from there")
+				require.Equal(t, strconv.Itoa(sweepPass), m.sweeping.from, "the next pass goes on from there")
 			} else {
-				require.Empty(t, m.sweepFrom, "the next walk starts at the front")
+				require.Empty(t, m.sweeping.from, "the next walk starts at the front")
 			}
 		})
 	}
+}
+
+// tableStore is a jobs table for the sweep: rows in id order, each live until its end and
+// expiring ttl after it. A window reads scan rows and takes 2 ms of the fake clock.
+type tableStore struct {
+	store.Store
+	clk     *clock.Fake
+	offset  time.Duration // the store's clock runs this far ahead of the engine's
+	scan    int
+	rows    []tableRow // deleted rows are marked gone until compacted
+	gone    int
+	read    int // rows the windows read
+	deleted int
+}
+
+type tableRow struct {
+	id       string
+	end, exp time.Time
+	gone     bool
+}
+
+func (s *tableStore) Now() time.Time { return s.clk.Now().Add(s.offset) }
+
+func (s *tableStore) StatsPrune(context.Context, time.Time) (int64, error) { return 0, nil }
+
+// add appends the job numbered n (ids are zero-padded: the walk compares them as bytes).
+func (s *tableStore) add(n int, end time.Time, ttl time.Duration) {
+	s.rows = append(s.rows, tableRow{id: fmt.Sprintf("%08d", n), end: end, exp: end.Add(ttl)})
+}
+
+func (r tableRow) expired(now time.Time) bool { return !now.Before(r.end) && !now.Before(r.exp) }
+
+// backlog is how many rows have expired but are still there.
+func (s *tableStore) backlog() int {
+	n := 0
+	for _, r := range s.rows {
+		if !r.gone && r.expired(s.Now()) {
+			n++
+		}
+	}
+	return n
+}
+
+func (s *tableStore) JobSweepExpired(_ context.Context, p *store.SweepParams) (*store.SweepResult, error) {
+	s.clk.Advance(2 * time.Millisecond)
+	i, _ := slices.BinarySearchFunc(s.rows, p.After, func(r tableRow, after string) int {
+		if r.id <= after {
+			return -1
+		}
+		return 1
+	})
+	res, seen := &store.SweepResult{}, 0
+	for ; i < len(s.rows) && seen < s.scan; i++ {
+		r := &s.rows[i]
+		if r.gone {
+			continue
+		}
+		seen++
+		res.Next = r.id
+		switch {
+		case r.expired(p.Now):
+			r.gone = true
+			s.gone++
+			s.deleted++
+			res.Deleted++
+		case !p.Now.Before(r.end) && (res.Soonest.IsZero() || r.exp.Before(res.Soonest)):
+			res.Soonest = r.exp
+		}
+	}
+	if seen < s.scan {
+		res.Next = ""
+	}
+	s.read += seen
+	if s.gone > len(s.rows)/4 {
+		s.rows = slices.DeleteFunc(s.rows, func(r tableRow) bool { return r.gone })
+		s.gone = 0
+	}
+	return res, nil
+}
+
+// sweepSim runs a leader's sweep against a tableStore whose clock is an hour ahead of the
+// engine's, a second at a time: each second adds its jobs, then the sweep runs whenever it
+// is due within the second.
+type sweepSim struct {
+	t    *testing.T
+	clk  *clock.Fake
+	st   *tableStore
+	m    *maintainer
+	next time.Time
+}
+
+func newSweepSim(t *testing.T) *sweepSim {
+	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	st := &tableStore{clk: clk, scan: 50, offset: time.Hour}
+	e, err := New(Config{Store: st, Clock: clk, WorkerID: "node-1"})
+	require.NoError(t, err)
+	e.leader.set(clk.Now().Add(24*time.Hour), 1)
+	return &sweepSim{t: t, clk: clk, st: st, m: newMaintainer(e), next: clk.Now()}
+}
+
+// second adds jobs (numbered on from id) and runs the sweeps due within the second.
+func (s *sweepSim) second(add func(now time.Time)) {
+	add(s.st.Now())
+	end := s.clk.Now().Add(time.Second)
+	for s.next.Before(end) {
+		if d := s.next.Sub(s.clk.Now()); d > 0 {
+			s.clk.Advance(d)
+		}
+		next, err := s.m.sweep(s.t.Context(), s.clk.Now())
+		require.NoError(s.t, err)
+		s.next = next
+	}
+	s.clk.Advance(end.Sub(s.clk.Now()))
+}
+
+// Jobs that end at a steady rate and expire five minutes later are deleted as they expire, not
+// in bursts: the head walk keeps up with the front of the expiring jobs, past the dead letters
+// (kept a week) behind it, the jobs retried for a while and the retained jobs before them,
+// which the full walk reads in its paced walks of the table; and again after a lull.
+func TestSweepKeepsUpWithTheFront(t *testing.T) {
+	t.Parallel()
+	sim := newSweepSim(t)
+	const perSecond = 100
+	id := 0
+	for range 5000 { // retained before the run
+		sim.st.add(id, sim.st.Now(), 24*time.Hour)
+		id++
+	}
+	worst := 0
+	for sec := range 20 * 60 {
+		lull := sec >= 9*60 && sec < 11*60 // nothing ends for two minutes
+		sim.second(func(now time.Time) {
+			for i := range perSecond {
+				if lull {
+					break
+				}
+				switch {
+				case i == 0: // a dead letter
+					sim.st.add(id, now, 7*24*time.Hour)
+				case i == 1: // retried: it ends half a minute later
+					sim.st.add(id, now.Add(30*time.Second), 5*time.Minute)
+				default:
+					sim.st.add(id, now, 5*time.Minute)
+				}
+				id++
+			}
+		})
+		if sec >= 5*60 && sec%5 == 0 { // from when the first jobs expire
+			worst = max(worst, sim.st.backlog())
+		}
+	}
+	require.Greater(t, sim.st.deleted, 13*60*perSecond*97/100, "the expired jobs were deleted")
+	require.LessOrEqual(t, worst, 2*perSecond, "at most two seconds of expired jobs wait for the sweep")
+	// The full walk reads the 30,000 jobs of the last five minutes (and the retained ones)
+	// about once a minute; the head walk's laps a few windows at the front.
+	require.Less(t, sim.st.read, 40*sim.st.deleted/3, "rows read")
+	t.Logf("rows read %d for %d deleted; worst backlog %d", sim.st.read, sim.st.deleted, worst)
+}
+
+// With few jobs a window holds more than SweepInterval of expiries, and after a lull nothing
+// expires soon anywhere: the head walk's laps still read a few windows at the front, not the
+// whole unexpired tail each time, and keep up.
+func TestSweepLapsStayShortWithFewJobs(t *testing.T) {
+	t.Parallel()
+	sim := newSweepSim(t)
+	id, worst := 0, 0
+	for sec := range 60 * 60 {
+		lull := sec >= 15*60 && sec < 20*60
+		sim.second(func(now time.Time) {
+			if !lull && sec%2 == 0 {
+				sim.st.add(id, now, 30*time.Minute)
+				id++
+			}
+		})
+		if sec >= 30*60 {
+			worst = max(worst, sim.st.backlog())
+		}
+	}
+	require.Greater(t, sim.st.deleted, 700, "the jobs of the first half hour")
+	require.LessOrEqual(t, worst, 1, "each job is deleted within a lap of its expiry")
+	// 900 unexpired jobs: the full walk reads them about once a minute (some 54,000 in
+	// the hour); laps that ran on to the end of the table would read them every few seconds.
+	require.Less(t, sim.st.read, 150_000, "rows read")
+	t.Logf("rows read %d for %d deleted; worst backlog %d", sim.st.read, sim.st.deleted, worst)
+}
+
+// Without jobs that expire soon the head walk waits for the earliest expiry a full walk saw:
+// until then only the full walk reads the table, once a SweepInterval.
+func TestSweepHeadWalkWaitsForTheEarliestExpiry(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	st := &tableStore{clk: clk, scan: 50, offset: -time.Hour}
+	for n := range 1000 {
+		st.add(n, st.Now(), 24*time.Hour+time.Duration(1000-n)*time.Second)
+	}
+	e, err := New(Config{Store: st, Clock: clk, WorkerID: "node-1"})
+	require.NoError(t, err)
+	e.leader.set(clk.Now().Add(48*time.Hour), 1)
+	m := newMaintainer(e)
+	first := st.rows[999].exp.Add(-st.offset) // the last window holds the earliest expiry; on the engine's clock
+	next, walks := clk.Now(), 0
+	for end := clk.Now().Add(5 * time.Minute); next.Before(end); {
+		if d := next.Sub(clk.Now()); d > 0 {
+			clk.Advance(d)
+		}
+		next, err = m.sweep(t.Context(), clk.Now())
+		require.NoError(t, err)
+		if m.sweeping.from == "" {
+			walks++
+			require.True(t, m.sweeping.headKnown)
+			require.Equal(t, "00000949", m.sweeping.head, "the window of the earliest expiry")
+			require.Equal(t, first, m.sweeping.headAt)
+		}
+	}
+	require.Equal(t, 1000*walks, st.read, "each walk read the table once; no lap")
+	require.GreaterOrEqual(t, walks, 4)
+
+	clk.Advance(first.Sub(clk.Now()))
+	before := st.read
+	_, err = m.sweepHead(t.Context(), clk.Now())
+	require.NoError(t, err)
+	require.Equal(t, 999, len(st.rows)-st.gone, "the lap deleted the job that expired")
+	require.Less(t, st.read-before, 200, "in a lap from its window")
+}
+
+// A lap ends after sweepPass windows in a row with nothing to delete past the front, even
+// when the last lap ended far beyond them: what a lap reads stays bounded when jobs stopped
+// ending in id order.
+func TestSweepLapEndsAfterAPassOfNothing(t *testing.T) {
+	t.Parallel()
+	sim := newSweepSim(t)
+	for n := range 3000 { // each window expires within the minute; nothing yet
+		sim.st.add(n, sim.st.Now(), 30*time.Second)
+	}
+	sim.m.sweeping = sweepWalks{headKnown: true, end: fmt.Sprintf("%08d", 2950), fullAt: sim.clk.Now().Add(time.Hour)}
+	_, err := sim.m.sweepHead(t.Context(), sim.clk.Now())
+	require.NoError(t, err)
+	require.Equal(t, sweepPass*50, sim.st.read, "a pass of windows, not the 2,950 jobs before where the last lap ended")
+	require.False(t, sim.m.sweeping.lapping, "the lap ended")
+	require.Empty(t, sim.m.sweeping.head, "the front stays at the first window")
 }

@@ -29,15 +29,15 @@ type maintainer struct {
 	nudgeC chan struct{}
 
 	// Used by the run loop only:
-	sweepFrom string    // where the sweep's walk of the jobs goes on
-	prunedAt  time.Time // when the minute stats were last pruned
-	retry     *backoff.Tracker
-	held      bool      // the store failed lately (holdAfterOutage): the rescues wait for a pass that works
-	started   time.Time // when run began
-	gained    int       // the elector's count of gained leaderships, as last seen
-	lastPass  time.Time // when the last pass of duties began; zero since leadership was gained
-	leasesAt  time.Time // no rescue of expired leases before this
-	nodesAt   time.Time // no rescue of dead nodes' jobs before this
+	sweeping sweepWalks // where the sweep's walks of the jobs are
+	prunedAt time.Time  // when the minute stats were last pruned
+	retry    *backoff.Tracker
+	held     bool      // the store failed lately (holdAfterOutage): the rescues wait for a pass that works
+	started  time.Time // when run began
+	gained   int       // the elector's count of gained leaderships, as last seen
+	lastPass time.Time // when the last pass of duties began; zero since leadership was gained
+	leasesAt time.Time // no rescue of expired leases before this
+	nodesAt  time.Time // no rescue of dead nodes' jobs before this
 }
 
 func newMaintainer(e *Engine) *maintainer {

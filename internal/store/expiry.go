@@ -19,7 +19,8 @@ type Sweeper interface {
 	// JobSweepExpired looks at the (at most) p.Scan jobs that follow p.After in id order and
 	// deletes those whose expires_at is at or before p.Now, with their history (events,
 	// attempts) and idempotency keys, in one short transaction. Result.Next is where the walk
-	// goes on, or "" when it reached the end of the table.
+	// goes on, or "" when it reached the end of the table. Id order is the order of the ids'
+	// bytes (both stores collate ids so), which the sweep compares positions of its walk by.
 	JobSweepExpired(ctx context.Context, p *SweepParams) (*SweepResult, error)
 }
 
@@ -34,4 +35,9 @@ type SweepParams struct {
 type SweepResult struct {
 	Deleted int
 	Next    string // "" when the walk reached the end
+	// Soonest is the earliest expiry among the window's jobs that have not expired by
+	// p.Now; zero when none of them has one (they are all live, or the window is empty).
+	// The sweep's head walk uses it to tell the front of the expiring jobs from jobs kept
+	// for long.
+	Soonest time.Time
 }

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"time"
 
 	"github.com/hopperjobs/hopper/internal/store"
 )
@@ -9,8 +10,10 @@ import (
 var _ store.Sweeper = (*Store)(nil)
 
 // sweepWindowSQL reads a window of the id walk: the last id of the (at most) $2 jobs after $1,
-// how many there are, and how many of them have expired by $3.
-const sweepWindowSQL = `SELECT max(id), count(*), count(*) FILTER (WHERE expires_at <= coalesce($3::timestamptz, now()))
+// how many there are, how many of them have expired by $3 and the earliest expiry of the
+// others.
+const sweepWindowSQL = `SELECT max(id), count(*), count(*) FILTER (WHERE expires_at <= coalesce($3::timestamptz, now())),
+	min(expires_at) FILTER (WHERE expires_at > coalesce($3::timestamptz, now()))
 	FROM (SELECT id, expires_at FROM {schema}.jobs WHERE id > $1 ORDER BY id LIMIT $2) w`
 
 // sweepSQL deletes the expired jobs of the window ($1, $2] of the id walk, except those whose
@@ -38,11 +41,15 @@ func (s *Store) JobSweepExpired(ctx context.Context, p *store.SweepParams) (*sto
 	scan := limitOr(p.Scan, 5000)
 	var last *string
 	var seen, expired int64
-	err := s.pool.QueryRow(ctx, s.sql(sweepWindowSQL), p.After, scan, nullTime(p.Now)).Scan(&last, &seen, &expired)
+	var soonest *time.Time
+	err := s.pool.QueryRow(ctx, s.sql(sweepWindowSQL), p.After, scan, nullTime(p.Now)).Scan(&last, &seen, &expired, &soonest)
 	if err != nil {
 		return nil, s.wrap(err, "sweep expired jobs")
 	}
 	res := &store.SweepResult{}
+	if soonest != nil {
+		res.Soonest = soonest.UTC()
+	}
 	if last != nil && seen == int64(scan) {
 		res.Next = *last
 	}

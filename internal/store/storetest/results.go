@@ -19,6 +19,8 @@ func testResults(t *testing.T, opener Opener) {
 	parallel(t, opener, "ReadRemovesExpired", resultsReadRemovesExpired)
 	parallel(t, opener, "NotSweptBeforeExpiry", resultsNotSweptBeforeExpiry)
 	parallel(t, opener, "SweptInBatches", resultsSweptInBatches)
+	parallel(t, opener, "SweepSaysSoonest", resultsSweepSaysSoonest)
+	parallel(t, opener, "SweptManyInAWindow", resultsSweptManyInAWindow)
 	parallel(t, opener, "SweepTakesHistoryAndKey", resultsSweepTakesHistoryAndKey)
 	parallel(t, opener, "ListFinishedBetween", resultsListFinishedBetween)
 	parallel(t, opener, "ExpiresAfter", resultsExpiresAfter)
@@ -196,6 +198,68 @@ func resultsSweptInBatches(t *testing.T, b *bundle) {
 		again.ID = id
 		b.insertMany(t, again) // the id is free: the row is gone
 	}
+}
+
+// A window deletes all its expired jobs however many (a store may delete them in several
+// transactions), and keeps those that have not expired, between and after them.
+func resultsSweptManyInAWindow(t *testing.T, b *bundle) {
+	const n = 1234
+	ps := make([]*store.InsertParams, n)
+	for i := range ps {
+		ps[i] = params(t, inQueue("many"))
+	}
+	b.insertMany(t, ps...)
+	jobs := b.claim(t, "many", n)
+	require.Len(t, jobs, n)
+	finish := make([]*store.FinishParams, n)
+	var kept []string
+	for i, job := range jobs {
+		finish[i] = finishing(job, hoppertype.StateCompleted)
+		finish[i].ExpiresAt = b.clock.Now().Add(time.Minute)
+		if i%100 == 7 {
+			finish[i].ExpiresAt = b.clock.Now().Add(time.Hour)
+			kept = append(kept, job.ID)
+		}
+	}
+	errs, err := b.store.JobFinishMany(t.Context(), finish)
+	require.NoError(t, err)
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	b.clock.Advance(time.Minute)
+
+	res := b.sweepWindow(t, "", 5000)
+	require.Equal(t, n-len(kept), res.Deleted)
+	require.Empty(t, res.Next)
+	require.ElementsMatch(t, kept, ids(b.listAll(t, store.ListParams{})))
+}
+
+// A window says when the earliest of its jobs that have not expired will: the expired ones,
+// those without an expiry (waiting, running) and those of other windows do not count.
+func resultsSweepSaysSoonest(t *testing.T, b *bundle) {
+	b.expiring(t, hoppertype.StateCompleted, time.Minute)
+	late := b.expiring(t, hoppertype.StateFailed, 3*time.Hour)
+	b.insert(t)
+	b.running(t)
+	soon := b.clock.Now().Add(90 * time.Minute)
+	b.expiring(t, hoppertype.StateCompleted, 90*time.Minute)
+	nextWindow := b.expiring(t, hoppertype.StateCompleted, 10*time.Minute)
+	b.clock.Advance(5 * time.Minute)
+
+	first := b.sweepWindow(t, "", 5)
+	require.Equal(t, 1, first.Deleted)
+	sameTime(t, soon, first.Soonest, "the earliest expiry of the window's unexpired jobs")
+	second := b.sweepWindow(t, first.Next, 5)
+	require.Zero(t, second.Deleted)
+	require.Empty(t, second.Next)
+	require.Equal(t, b.get(t, nextWindow.ID).ExpiresAt.UnixMicro(), second.Soonest.UnixMicro(), "its own window's")
+
+	b.clock.Advance(3 * time.Hour)
+	require.Equal(t, 3, b.sweep(t, 5))
+	live := b.sweepWindow(t, "", 5)
+	require.True(t, live.Soonest.IsZero(), "only live jobs are left: no expiry, got %v", live.Soonest)
+	_, err := b.store.JobGet(t.Context(), late.ID)
+	require.ErrorIs(t, err, store.ErrNotFound)
 }
 
 // A swept job takes its history and its idempotency key along, once the key has expired: its
