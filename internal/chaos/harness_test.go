@@ -44,7 +44,32 @@ func newHarness(t *testing.T) *harness {
 		require.NoError(t, err)
 		t.Logf("logs kept in %s", dir)
 	}
+	t.Cleanup(func() { logTailsOnFailure(t, dir, "*.log", "*.err") })
 	return &harness{t: t, dir: dir}
+}
+
+// tailLines is how much of each log a failed scenario prints.
+const tailLines = 40
+
+// logTailsOnFailure prints the last lines of the logs in dir matching patterns when t has
+// failed, so that a failure in CI, whose directories are gone afterwards, says what the
+// processes were doing. It runs as a cleanup, after the processes were stopped.
+func logTailsOnFailure(t *testing.T, dir string, patterns ...string) {
+	if !t.Failed() {
+		return
+	}
+	for _, pattern := range patterns {
+		paths, _ := filepath.Glob(filepath.Join(dir, pattern))
+		for _, path := range paths {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				continue
+			}
+			lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+			lines = lines[max(0, len(lines)-tailLines):]
+			t.Logf("last %d lines of %s:\n%s", len(lines), filepath.Base(path), strings.Join(lines, "\n"))
+		}
+	}
 }
 
 // server is `hopper serve` on a fixed loopback address (chosen at its first start, kept

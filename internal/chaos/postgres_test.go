@@ -119,7 +119,10 @@ func startPGCluster(t *testing.T) *pgCluster {
 		"-c", "fsync=off", "-c", "max_connections=50"}
 	c.URL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
 	c.start()
-	t.Cleanup(func() { c.stop(syscall.SIGQUIT) }) // before dir is removed (cleanups run last first)
+	t.Cleanup(func() {
+		c.stop(syscall.SIGQUIT)
+		logTailsOnFailure(t, dir, "postgres.log")
+	}) // before dir is removed (cleanups run last first)
 	return c
 }
 
