@@ -53,7 +53,7 @@ func NewClient(cfg Config) (*Client, error) {
 		Queues: map[string]int{}, Weights: map[string]int{}, MaxWorkers: cfg.MaxWorkers, LeaseDuration: cfg.LeaseDuration,
 		PollInterval: cfg.PollInterval, RetryPolicy: cfg.RetryPolicy, JobTimeout: cfg.JobTimeout,
 		RescueInterval: cfg.RescueInterval, Maintenance: !cfg.DisableMaintenance, MaxRescues: cfg.MaxRescues,
-		LeaderTTL: cfg.LeaderTTL, NodeTTL: cfg.NodeTTL, Host: hostname(), PID: os.Getpid(),
+		LeaderTTL: cfg.LeaderTTL, LeaderIdleAfter: cfg.LeaderIdleAfter, NodeTTL: cfg.NodeTTL, Host: hostname(), PID: os.Getpid(),
 		PollOnly: cfg.PollOnly, ResultTTL: cfg.ResultTTL, DeadLetterRetention: cfg.DeadLetterRetention,
 		SweepInterval: cfg.SweepInterval, Tracer: tp.Tracer(jobtrace.ScopeName),
 	}
@@ -146,7 +146,9 @@ func (c *Client) Stop(ctx context.Context) error {
 func (c *Client) IsLeader() bool { return c.engine.IsLeader() }
 
 // LeaderID is the WorkerID of the node that held the leader lease when this client last took
-// part in the election (every third of LeaderTTL); "" before its first election succeeded.
+// part in the election or read the lease (every third of LeaderTTL, or RescueInterval while
+// it does not lead); "" before the first, and while no node holds a live lease (an idle
+// cluster: Config.LeaderIdleAfter).
 func (c *Client) LeaderID() string { return c.engine.LeaderID() }
 
 // Ping checks that the client's store answers, within 2 s: a round trip to PostgreSQL; a

@@ -87,6 +87,15 @@ type Config struct {
 	// maintenance (promoting due jobs, rescuing). It is renewed every third of it; when its
 	// holder dies another process takes over within about 1⅓ of it (default 15 s).
 	LeaderTTL time.Duration
+	// LeaderIdleAfter lets an idle cluster hold no leader: a leader whose process was not
+	// active (no job enqueued, scheduled or started through it, no schedule changed) for this
+	// long, and that finds no job running and nothing falling due within it (a scheduled
+	// job, a schedule's fire, a suspension's deadline, a result's expiry), stops renewing its
+	// lease and lets it lapse. Processes then only read, every RescueInterval and when the
+	// earliest of those comes, and one takes the lease again as soon as something is due or
+	// it is active. An idle SQLite server then writes nothing. Default 1 min; -1 keeps the
+	// lease held for as long as its holder lives.
+	LeaderIdleAfter time.Duration
 	// NodeTTL: a process that has not heartbeated for this long is dead and the leader requeues
 	// its running jobs at once, without waiting for their leases (default 30 s).
 	NodeTTL time.Duration

@@ -178,6 +178,7 @@ func (a *WorkerAPI) claim(ctx context.Context, p ActivateParams) ([]*JobRow, sto
 	})
 	if len(jobs) > 0 {
 		c.remote.add(jobs, c.clock.Now(), p.LeaseDuration)
+		c.engine.Claimed()
 		c.obs.claimed(jobs, true)
 	}
 	return jobs, hold, err

@@ -115,6 +115,10 @@ type Node struct {
 	// workers is held back by its resource governor. Both sorted.
 	Queues     []string
 	HeldQueues []string
+	// Idle: the node holds no jobs and does not heartbeat until it does; HeartbeatAt is then
+	// when it went idle (or, idle for 12 hours or more, when it last said it still was). An
+	// idle node is not dead, however old its heartbeat.
+	Idle bool
 }
 
 // Leadership says who holds the leader lease and until when. Term grows by one each time the

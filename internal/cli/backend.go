@@ -311,7 +311,8 @@ func (r *remote) Nodes(ctx context.Context) ([]*hopper.Node, error) {
 	out := make([]*hopper.Node, len(res.GetNodes()))
 	for i, n := range res.GetNodes() {
 		out[i] = &hopper.Node{ID: n.GetId(), Host: n.GetHost(), PID: int(n.GetPid()),
-			StartedAt: timeOf(n.GetStartedAt()), HeartbeatAt: timeOf(n.GetHeartbeatAt()), Holding: n.GetHolding()}
+			StartedAt: timeOf(n.GetStartedAt()), HeartbeatAt: timeOf(n.GetHeartbeatAt()), Holding: n.GetHolding(),
+			Idle: n.GetIdle()}
 	}
 	return out, nil
 }

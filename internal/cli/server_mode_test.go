@@ -182,6 +182,17 @@ func TestWorkersLsShowsNodesAndStreams(t *testing.T) {
 	res := b.remote(t, "workers", "ls")
 	require.Equal(t, ExitOK, res.code, res.stderr)
 	require.Contains(t, res.stdout, "WORKER")
+
+	// No job runs in the server's process: its node is idle, from the database and through
+	// the server alike.
+	for name, runner := range map[string]func(t *testing.T, args ...string) result{"server": b.remote, "database": b.run} {
+		res = runner(t, "workers", "ls")
+		require.Equal(t, ExitOK, res.code, res.stderr)
+		require.Regexp(t, `cli-test-server\s+\S+\s+\d+\s+.+ ago\s+idle since .+ ago\s+-\n`, res.stdout, name)
+		res = runner(t, "workers", "ls", "--json")
+		require.Equal(t, ExitOK, res.code, res.stderr)
+		require.Contains(t, res.stdout, `"idle": true`, name)
+	}
 	time.Sleep(1100 * time.Millisecond) // let the poll end before the server stops
 }
 

@@ -77,6 +77,9 @@ type nodeJSON struct {
 	StartedAt   string `json:"started_at"`
 	HeartbeatAt string `json:"heartbeat_at"`
 	Holding     bool   `json:"holding"` // its resource governor holds back new jobs
+	// Idle: the node holds no jobs and does not heartbeat until it does; heartbeat_at is
+	// then when it said so.
+	Idle bool `json:"idle"`
 }
 
 func runWorkersLs(cmd *cobra.Command, _ []string) error {
@@ -89,7 +92,7 @@ func runWorkersLs(cmd *cobra.Command, _ []string) error {
 		var fleet fleetJSON
 		for _, n := range nodes {
 			fleet.Nodes = append(fleet.Nodes, nodeJSON{n.ID, n.Host, n.PID, jsonTime(n.StartedAt), jsonTime(n.HeartbeatAt),
-				n.Holding})
+				n.Holding, n.Idle})
 		}
 		if r, ok := client.(*remote); ok {
 			ws, err := r.admin.ListWorkers(ctx, &hopperv1.ListWorkersRequest{})
@@ -126,7 +129,7 @@ func printFleet(w io.Writer, nodes []*hopper.Node, f *fleetJSON, now time.Time) 
 	fmt.Fprintln(tw, "NODE\tHOST\tPID\tSTARTED\tHEARTBEAT\tGOVERNOR")
 	for _, n := range nodes {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", n.ID, n.Host, n.PID, relative(n.StartedAt, now),
-			relative(n.HeartbeatAt, now), governorState(n.Holding))
+			heartbeat(n, now), governorState(n.Holding))
 	}
 	if len(f.workers) > 0 {
 		fmt.Fprintln(tw, "\nWORKER\tQUEUE\tKINDS\tSTREAMS\tPOLLING\tACTIVATED\tLAST SEEN\tGOVERNOR")
@@ -156,6 +159,15 @@ func streamQueues(s *hopperv1.Stream) []string {
 		return s.GetQueues()
 	}
 	return []string{s.GetQueue()}
+}
+
+// heartbeat shows a node's last heartbeat; an idle node's says since when it is idle: it does
+// not heartbeat until it holds a job, so an old heartbeat is no sign of death.
+func heartbeat(n *hopper.Node, now time.Time) string {
+	if n.Idle {
+		return "idle since " + relative(n.HeartbeatAt, now)
+	}
+	return relative(n.HeartbeatAt, now)
 }
 
 // governorState shows whether a resource governor holds a node or a worker back.

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hopperjobs/hopper"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
 	"github.com/stretchr/testify/require"
 )
@@ -21,4 +22,19 @@ func TestWorkersLsShowsAStreamsQueues(t *testing.T) {
 	require.NoError(t, printFleet(&out, nil, f, time.Now()))
 	require.Regexp(t, `1\s+w\s+reports,emails\s+20`, out.String())
 	require.Regexp(t, `2\s+old\s+mail\s+5`, out.String())
+}
+
+// An idle node's heartbeat says since when it is idle (it does not heartbeat until it runs a
+// job, so an old heartbeat is no sign of death); a busy node's is its age alone.
+func TestWorkersLsShowsIdleNodes(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	nodes := []*hopper.Node{
+		{ID: "busy", Host: "h1", PID: 1, StartedAt: now.Add(-time.Hour), HeartbeatAt: now.Add(-5 * time.Second)},
+		{ID: "quiet", Host: "h2", PID: 2, StartedAt: now.Add(-time.Hour), HeartbeatAt: now.Add(-5 * time.Minute), Idle: true},
+	}
+	var out bytes.Buffer
+	require.NoError(t, printFleet(&out, nodes, &fleetJSON{}, now))
+	require.Regexp(t, `busy\s+h1\s+1\s+1h0m0s ago\s+5s ago\s+-\n`, out.String())
+	require.Regexp(t, `quiet\s+h2\s+2\s+1h0m0s ago\s+idle since 5m0s ago\s+-\n`, out.String())
 }

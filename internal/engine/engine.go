@@ -85,6 +85,11 @@ type Config struct {
 	// LeaderTTL is the leader lease; it is renewed every third of it, and a leader that cannot
 	// renew stops its duties within it (default 15 s).
 	LeaderTTL time.Duration
+	// LeaderIdleAfter: a leader that was not active (no job enqueued, scheduled or started
+	// here, no schedule changed) for this long, and finds no job running and nothing due
+	// within it, lets its lease lapse; a node takes the lease again when something is due
+	// (see elector). Default 1 min; negative: the leader keeps its lease while it lives.
+	LeaderIdleAfter time.Duration
 	// NodeTTL: a node that has not heartbeated for this long is dead and its running jobs are
 	// rescued at once; nodes heartbeat every third of it (default 30 s).
 	NodeTTL time.Duration
@@ -167,6 +172,7 @@ func (c Config) withDefaults() Config {
 	def(&c.PromoteInterval, time.Second)
 	def(&c.RescueInterval, 5*time.Second)
 	def(&c.LeaderTTL, 15*time.Second)
+	def(&c.LeaderIdleAfter, time.Minute)
 	def(&c.NodeTTL, 30*time.Second)
 	def(&c.ReleaseGrace, 500*time.Millisecond)
 	def(&c.ResultTTL, DefaultResultTTL)
@@ -327,12 +333,13 @@ func (e *Engine) Failing() []backoff.Status { return e.loops.Failing() }
 func (e *Engine) IsLeader() bool { return e.leader.leading() }
 
 // LeaderID is the node that held the leader lease at this process's last successful election
-// (every third of LeaderTTL); "" before the first.
+// or read of the lease; "" before the first and while no node holds a live lease.
 func (e *Engine) LeaderID() string { return e.leader.holderID() }
 
 // Notify tells the producer of queue that jobs were enqueued, so it claims without waiting;
 // queue "" tells every producer (jobs may have become claimable anywhere: a kind was enabled).
 func (e *Engine) Notify(queue string) {
+	e.leader.wake()
 	if p, ok := e.producers[queue]; ok {
 		p.notify()
 	} else if queue == "" {
@@ -394,10 +401,21 @@ func (e *Engine) Decide(row *hoppertype.JobRow, u Unit, end Ending) *store.Finis
 }
 
 // NotifyScheduled tells the maintainer a job is due at runAt, so it promotes it on time.
-func (e *Engine) NotifyScheduled(runAt time.Time) { e.maint.nudge(runAt) }
+func (e *Engine) NotifyScheduled(runAt time.Time) {
+	e.maint.nudge(runAt)
+	e.leader.wake()
+}
 
 // NotifySchedules tells the scheduler a schedule was created or resumed, so it fires on time.
-func (e *Engine) NotifySchedules() { e.sched.nudge() }
+func (e *Engine) NotifySchedules() {
+	e.sched.nudge()
+	e.leader.wake()
+}
+
+// Claimed tells the engine that jobs were claimed outside its producers (by remote workers
+// through this process): a leader must watch their leases, so the lease is not left to lapse
+// (Config.LeaderIdleAfter). It never blocks.
+func (e *Engine) Claimed() { e.leader.wake() }
 
 // CancelRunning cancels the context of a job running in this process, if it runs here, with
 // cause ErrJobCanceled. It reports whether the job ran here. A cancel that arrives while the
@@ -490,14 +508,19 @@ func (e *Engine) releaseStragglers() {
 
 // register records a running attempt. An older attempt of the same job still registered here
 // (its lease was lost and the job came back to this process) is canceled with ErrLeaseLost:
-// the job has one owner, the newest token.
+// the job has one owner, the newest token. The first job to run in an idle process asks for a
+// node heartbeat at once: the node's last one may have said it was idle (heartbeatNode).
 func (e *Engine) register(r *runningJob) {
 	e.mu.Lock()
 	old, ok := e.running[r.row.ID]
 	e.running[r.row.ID] = r
+	first := !ok && len(e.running) == 1
 	_, canceled := e.canceled[r.row.ID]
 	delete(e.canceled, r.row.ID)
 	e.mu.Unlock()
+	if first {
+		e.Beat()
+	}
 	if ok {
 		old.cancel(ErrLeaseLost)
 	}

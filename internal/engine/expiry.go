@@ -125,8 +125,9 @@ func (m *maintainer) sweep(ctx context.Context, now time.Time) (time.Time, error
 
 // sweepWalks is where the sweep's two walks are, for the maintainer's run loop.
 type sweepWalks struct {
-	from  string // where the full walk goes on
-	found bool   // the full walk found the front in this walk of the table
+	from  string    // where the full walk goes on
+	began time.Time // when this walk of the table began (store time)
+	found bool      // the full walk found the front in this walk of the table
 	// The earliest expiry this walk of the table saw, and the window where.
 	earliest     time.Time
 	earliestFrom string
@@ -168,6 +169,9 @@ func (m *maintainer) sweepFull(ctx context.Context, now time.Time) (next time.Ti
 			return now.Add(m.e.cfg.SweepInterval), nil
 		}
 		from := w.from
+		if from == "" {
+			w.began = m.e.store.Now()
+		}
 		res, soon, err := m.window(ctx, from)
 		if err != nil {
 			return time.Time{}, err
@@ -191,6 +195,9 @@ func (m *maintainer) sweepFull(ctx context.Context, now time.Time) (next time.Ti
 				w.headAt = m.onClock(w.earliest)
 			}
 			w.found, w.earliest = false, time.Time{}
+			m.mu.Lock()
+			m.swept = w.began
+			m.mu.Unlock()
 			m.pruneStats(ctx)
 			return now.Add(m.e.cfg.SweepInterval), nil // the walk is done; the next one starts at the front
 		}

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper/internal/backoff"
-	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/store"
 )
 
@@ -16,25 +15,39 @@ import (
 // that deadline no later than the store's, so a leader that cannot renew stops its duties
 // within one lease period, before another node can take over.
 //
-// Every change of leadership is logged: acquired (Info), lost because renewals failed until
-// the lease lapsed (Warn, with the error), lost to another node (Warn), released at Stop
-// (Info). A failed election is retried with backoff, but never later than the next regular
-// election nor than the lapse of a held lease, so the lapse is noticed and logged when it
-// happens.
+// A lease is taken only while the leader's duties have something to do (LeaderIdleAfter): an
+// idle cluster holds none, and writes nothing for it. A node that does not lead reads what is
+// due (store.LeaderDue) every RescueInterval, when the earliest of it comes and when something
+// happens here (wake); it takes the lease when no live leader holds it and a job is running,
+// something falls due, or this process was active within LeaderIdleAfter. A leader that was
+// not active for LeaderIdleAfter and finds nothing running nor due within LeaderIdleAfter
+// stops renewing, and its lease lapses (it rests).
+//
+// Every change of leadership is logged: acquired (Info), rested because nothing was due
+// (Info), lost because renewals failed until the lease lapsed (Warn, with the error), lost to
+// another node (Warn), released at Stop (Info). A failed election or read is retried with
+// backoff, but never later than the next regular election nor than the lapse of a held lease,
+// so the lapse is noticed and logged when it happens.
 type elector struct {
 	e       *Engine
-	retry   *backoff.Tracker
+	retry   *backoff.Tracker // the elections
+	reads   *backoff.Tracker // the reads of what is due: a store may answer reads but not writes
 	mu      sync.Mutex
 	until   time.Time // zero when not leading
 	term    int64
 	gained  int       // how often this process became leader (from not leading)
 	failed  time.Time // when an election last failed (the store did not answer)
-	holder  string    // the leader the last successful election named ("" before one)
+	holder  string    // the leader the last successful election or read named ("" before one)
+	active  time.Time // when this process last did something that may give the leader work
+	resting bool      // the lease is left to lapse: nothing is due
+	other   time.Time // until when another node's lease, as last read, is live
 	changed chan struct{}
+	wakeC   chan struct{} // wake: something happened here
 }
 
 func newElector(e *Engine) *elector {
-	return &elector{e: e, changed: make(chan struct{}), retry: e.newTracker("elect leader", backoff.DefaultPolicy)}
+	return &elector{e: e, changed: make(chan struct{}), wakeC: make(chan struct{}, 1), active: e.clock.Now(),
+		retry: e.newTracker("elect leader", backoff.DefaultPolicy), reads: e.newTracker("read what the leader has due", backoff.DefaultPolicy)}
 }
 
 // leading reports whether this process holds a live leader lease.
@@ -83,9 +96,19 @@ func (l *elector) set(until time.Time, term int64) (was bool) {
 }
 
 func (l *elector) run(ctx context.Context) {
-	ttl := l.e.cfg.LeaderTTL
 	for ctx.Err() == nil {
-		clock.Sleep(ctx, l.e.clock, l.elect(ctx, ttl))
+		t := l.e.clock.NewTimer(l.step(ctx))
+		for waiting := true; waiting; {
+			select {
+			case <-ctx.Done():
+				waiting = false
+			case <-t.C():
+				waiting = false
+			case <-l.wakeC:
+				waiting = !l.heeds()
+			}
+		}
+		t.Stop()
 	}
 	if l.leading() {
 		resignCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -97,6 +120,132 @@ func (l *elector) run(ctx context.Context) {
 	if l.set(time.Time{}, 0) {
 		l.e.log.Info("leadership released", "worker", l.e.cfg.WorkerID)
 	}
+}
+
+// wake tells the elector that this process did something that may give the leader work (a
+// job enqueued, scheduled or started here, a schedule changed): a node that does not lead
+// looks at once whether to take the lease, and a leader does not rest for LeaderIdleAfter.
+// It never blocks.
+func (l *elector) wake() {
+	l.mu.Lock()
+	l.active = l.e.clock.Now()
+	l.mu.Unlock()
+	select {
+	case l.wakeC <- struct{}{}:
+	default:
+	}
+}
+
+// heeds says whether a wake cuts the wait for the next step short: this process rests, or
+// does not lead while no other node is known to.
+func (l *elector) heeds() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.e.clock.Now()
+	if !l.until.IsZero() && now.Before(l.until) {
+		return l.resting
+	}
+	return !now.Before(l.other)
+}
+
+// step takes part in the leadership as described on elector and returns how long to wait
+// before the next step.
+func (l *elector) step(ctx context.Context) time.Duration {
+	ttl, idleAfter := l.e.cfg.LeaderTTL, l.e.cfg.LeaderIdleAfter
+	if idleAfter < 0 {
+		return l.elect(ctx, ttl) // leadership never rests
+	}
+	now := l.e.clock.Now()
+	l.mu.Lock()
+	until, resting, active := l.until, l.resting, l.active
+	l.mu.Unlock()
+	leading := !until.IsZero() && now.Before(until)
+	switch {
+	case leading && resting && now.Sub(active) < idleAfter:
+		l.mu.Lock()
+		l.resting = false // active again before the lease lapsed: renew it
+		l.mu.Unlock()
+		return l.elect(ctx, ttl)
+	case leading && resting:
+		return until.Sub(now) // the lease lapses then
+	case !until.IsZero() && resting:
+		l.mu.Lock()
+		l.resting = false
+		l.mu.Unlock()
+		if l.set(time.Time{}, 0) {
+			l.e.log.Info("leadership rested: nothing due", "worker", l.e.cfg.WorkerID)
+		}
+	case !until.IsZero() && !leading:
+		// The lease lapsed before its renewal (the process stalled, the clock jumped): renew
+		// it if nobody took it, as any election does.
+		return l.elect(ctx, ttl)
+	case leading && now.Sub(active) < idleAfter:
+		return l.elect(ctx, ttl)
+	case leading:
+		// Renew on time first, then look whether the next renewals can be left out.
+		wait := l.elect(ctx, ttl)
+		if l.leading() && l.nothingDue(ctx, idleAfter) {
+			l.mu.Lock()
+			l.resting = true
+			wait = l.until.Sub(l.e.clock.Now())
+			l.mu.Unlock()
+		}
+		return wait
+	}
+	due, err := l.readDue(ctx)
+	switch {
+	case ctx.Err() != nil:
+		return 0
+	case err != nil:
+		l.mu.Lock()
+		l.failed = now
+		l.mu.Unlock()
+		return min(l.reads.Fail(err), l.e.cfg.RescueInterval)
+	}
+	l.reads.Succeed()
+	storeNow := l.e.store.Now()
+	next := due.Earliest()
+	lease := due.Leader
+	live := lease != nil && lease.ExpiresAt.After(storeNow)
+	l.mu.Lock()
+	l.holder = ""
+	if live {
+		l.holder = lease.NodeID
+	}
+	l.mu.Unlock()
+	if live && lease.NodeID != l.e.cfg.WorkerID {
+		// Another node leads: look again when its lease would lapse, if it is not renewed.
+		left := lease.ExpiresAt.Sub(storeNow) + time.Millisecond
+		l.mu.Lock()
+		l.other = now.Add(left)
+		l.mu.Unlock()
+		return left
+	}
+	if due.Running || now.Sub(active) < idleAfter || (!next.IsZero() && !next.After(storeNow)) {
+		return l.elect(ctx, ttl)
+	}
+	wait := l.e.cfg.RescueInterval
+	if !next.IsZero() {
+		wait = min(wait, next.Sub(storeNow))
+	}
+	return wait
+}
+
+// readDue reads the lease and what the leader's duties have due (store.LeaderDue), with
+// the expiries after the sweep's last complete walk began.
+func (l *elector) readDue(ctx context.Context) (*store.Due, error) {
+	return l.e.store.LeaderDue(ctx, &store.DueParams{ExpiringAfter: l.e.maint.sweptBefore()})
+}
+
+// nothingDue says whether a leader may rest: no job is running and nothing falls due within
+// idleAfter. A failed read says no (the renewals go on; the elections report the store).
+func (l *elector) nothingDue(ctx context.Context, idleAfter time.Duration) bool {
+	due, err := l.readDue(ctx)
+	if err != nil {
+		return false
+	}
+	next := due.Earliest()
+	return !due.Running && (next.IsZero() || next.Sub(l.e.store.Now()) >= idleAfter)
 }
 
 // elect takes part in one election and returns how long to wait before the next.

@@ -78,9 +78,9 @@ func (e *Engine) onNotification(n store.Notification) {
 	case store.JobCanceled:
 		e.CancelRunning(n.JobID)
 	case store.JobsScheduled:
-		e.maint.nudge(n.At)
+		e.NotifyScheduled(n.At)
 	case store.SchedulesChanged:
-		e.sched.nudge()
+		e.NotifySchedules()
 	case store.Subscribed:
 		// Jobs committed while the subscription was being set up (at start, or after a lost
 		// connection) sent notifications nobody heard: look for them now, not at the next poll.

@@ -26,6 +26,7 @@ type maintainer struct {
 	e      *Engine
 	mu     sync.Mutex
 	next   time.Time // earliest known run_at of a scheduled job
+	swept  time.Time // when the sweep's last complete walk of the table began (store time)
 	nudgeC chan struct{}
 
 	// Used by the run loop only:
@@ -150,6 +151,15 @@ func (m *maintainer) nextWake(nextRescue, nextSweep, nextPromote time.Time) time
 func (m *maintainer) promoteDue(now, nextPromote time.Time) bool {
 	next := m.nextRunAt()
 	return !now.Before(nextPromote) || (!next.IsZero() && !now.Before(next))
+}
+
+// sweptBefore is when the sweep's last complete walk of the table began, in the store's time
+// (zero: none yet): every job that expired before then was deleted by it or is kept by an
+// idempotency key.
+func (m *maintainer) sweptBefore() time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.swept
 }
 
 // nextRunAt is the earliest run_at of a scheduled job the maintainer knows of (zero: none).

@@ -9,22 +9,42 @@ import (
 	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/backoff"
 	"github.com/hopperjobs/hopper/internal/governor"
+	"github.com/hopperjobs/hopper/internal/store"
 )
+
+// idleReminder is how long an idle node goes without a heartbeat before it writes its idle
+// heartbeat again, unchanged: well within store.IdleNodeTTL, after which the leader removes an
+// idle node's row, so a live idle node stays listed however long it idles.
+const idleReminder = store.IdleNodeTTL / 2
 
 // heartbeatNode keeps this process registered in the store, so the leader can tell a dead
 // node's jobs (rescued at once) from a live node's long-running ones (left alone), and reads
 // the queues' stored weights at the same pace. Each heartbeat records the governor's state
 // (contract 15); a change of it, or of the remote workers' (Beat), heartbeats at once. A
 // failed heartbeat is retried with backoff, never later than the next regular one.
+//
+// A node that holds no jobs is idle (idleNode): it says so once and then writes nothing while
+// nothing changes (but every idleReminder), so an idle process writes nothing to its
+// database. The leader does not take an idle node for dead, however old its heartbeat. The
+// first job that starts here wakes the loop (register), which heartbeats at once, not idle.
 func (e *Engine) heartbeatNode(ctx context.Context) {
 	node := &hoppertype.Node{ID: e.cfg.WorkerID, Host: e.cfg.Host, PID: e.cfg.PID, StartedAt: e.clock.Now()}
+	var last *hoppertype.Node // what the last successful heartbeat recorded; nil before the first
+	var lastAt time.Time
 	retry := e.newTracker("node heartbeat", backoff.DefaultPolicy)
 	for ctx.Err() == nil {
 		wait := e.cfg.NodeTTL / 3
 		var changed <-chan struct{}
 		node.Holding, changed = e.gov.State()
 		node.Queues, node.HeldQueues = e.nodeQueues(node.Holding)
-		err := e.store.NodeHeartbeat(ctx, node)
+		node.Idle = e.idleNode(node)
+		var err error
+		if now := e.clock.Now(); !stillIdle(node, last) || now.Sub(lastAt) >= idleReminder {
+			if err = e.store.NodeHeartbeat(ctx, node); err == nil {
+				recorded := *node // its lists are new at each heartbeat, never changed
+				last, lastAt = &recorded, now
+			}
+		}
 		if err == nil {
 			err = e.RefreshWeights(ctx)
 		}
@@ -42,6 +62,21 @@ func (e *Engine) heartbeatNode(ctx context.Context) {
 		}
 		t.Stop()
 	}
+}
+
+// idleNode reports whether node, this process's node about to heartbeat, is idle: no job runs
+// in this process and nothing of it is held back, by its governor or by the governors of the
+// remote workers served through it (an idle node counts for its queues as a live one that
+// holds nothing back: NodeHeldQueues).
+func (e *Engine) idleNode(node *hoppertype.Node) bool {
+	return e.Running() == 0 && !node.Holding && len(node.HeldQueues) == 0
+}
+
+// stillIdle reports whether node is idle and last, what its last successful heartbeat
+// recorded, already says exactly that: the heartbeat may be left out.
+func stillIdle(node, last *hoppertype.Node) bool {
+	return node.Idle && last != nil && last.Idle && last.Holding == node.Holding &&
+		slices.Equal(last.Queues, node.Queues) && slices.Equal(last.HeldQueues, node.HeldQueues)
 }
 
 // nodeQueues returns the queues this process's workers work — its producers' when it works

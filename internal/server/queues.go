@@ -91,7 +91,7 @@ func (a *adminService) ListNodes(ctx context.Context, _ *hopperv1.ListNodesReque
 	for i, n := range nodes {
 		out.Nodes[i] = &hopperv1.Node{Id: n.ID, Host: n.Host, Pid: int32(n.PID), StartedAt: apiview.Time(n.StartedAt),
 			HeartbeatAt: apiview.Time(n.HeartbeatAt), Leader: n.ID == a.s.client.NodeID() && a.s.client.IsLeader(),
-			Holding: n.Holding}
+			Holding: n.Holding, Idle: n.Idle}
 	}
 	return out, nil
 }

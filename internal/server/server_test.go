@@ -521,8 +521,9 @@ func TestQueuesAndAdmin(t *testing.T) {
 	require.Eventually(t, func() bool {
 		nodes, err := e.admin.ListNodes(t.Context(), &hopperv1.ListNodesRequest{})
 		require.NoError(t, err)
-		return len(nodes.GetNodes()) == 1 && nodes.GetNodes()[0].GetId() == "server-test" && nodes.GetNodes()[0].GetLeader()
-	}, 5*time.Second, 10*time.Millisecond)
+		return len(nodes.GetNodes()) == 1 && nodes.GetNodes()[0].GetId() == "server-test" && nodes.GetNodes()[0].GetLeader() &&
+			nodes.GetNodes()[0].GetIdle()
+	}, 5*time.Second, 10*time.Millisecond, "the server's node leads and is idle: no job runs in its process")
 	workers, err := e.admin.ListWorkers(t.Context(), &hopperv1.ListWorkersRequest{})
 	require.NoError(t, err)
 	require.Len(t, workers.GetWorkers(), 1)

@@ -18,6 +18,13 @@ import (
 // DefaultMaxRescues is the bound of a job inserted with MaxRescues 0.
 const DefaultMaxRescues = 3
 
+// IdleNodeTTL is how long a node marked idle (hoppertype.Node.Idle) stays registered without
+// a heartbeat: the leader's dead-node rescue removes it after that. An idle node holds no jobs
+// and is never taken for dead (its jobs are not rescued, it is not removed, with NodeTTL), so
+// without this bound one that crashed while idle would be listed for ever. A live idle node
+// heartbeats again well within it.
+const IdleNodeTTL = 24 * time.Hour
+
 // RescueBound is the max_rescues a store keeps for n: DefaultMaxRescues for 0, -1 (unbounded)
 // for any negative n, else n.
 func RescueBound(n int) int {

@@ -128,8 +128,8 @@ type Store interface {
 	// (Holding, Queues, HeldQueues).
 	NodeHeartbeat(ctx context.Context, node *hoppertype.Node) error
 	// NodeHeldQueues returns, by name, the queues that live nodes (heartbeat within nodeTTL
-	// of the store's clock) work and that every live node working them holds back (see
-	// HeldQueues): the queues whose queued jobs await compute.
+	// of the store's clock, or marked idle) work and that every live node working them holds
+	// back (see HeldQueues): the queues whose queued jobs await compute.
 	NodeHeldQueues(ctx context.Context, nodeTTL time.Duration) ([]string, error)
 	// NodeList returns the registered nodes, oldest first.
 	NodeList(ctx context.Context) ([]*hoppertype.Node, error)
@@ -141,10 +141,14 @@ type Store interface {
 	LeaderElect(ctx context.Context, params *LeaderParams) (*hoppertype.Leadership, error)
 	// LeaderResign gives up the lease if nodeID holds it.
 	LeaderResign(ctx context.Context, nodeID string) error
+	// LeaderDue reads, without writing, the leader lease and when the leader's duties next
+	// have work (Due): a node takes the lease only while some of it is due.
+	LeaderDue(ctx context.Context, params *DueParams) (*Due, error)
 	// JobRescueDeadNodes returns to queued the running jobs of nodes whose heartbeat is older
 	// than NodeTTL (without consuming an attempt; outcome lease_expired; counting a rescue, so
 	// a job out of rescues fails instead) and removes those nodes. Jobs of live nodes are left
-	// alone however long they run.
+	// alone however long they run. A node marked idle is not dead whatever its heartbeat's
+	// age (it heartbeats again when it runs a job); it is removed once idle for IdleNodeTTL.
 	JobRescueDeadNodes(ctx context.Context, params *RescueDeadParams) (*RescueResult, error)
 	// JobRescuePass runs the leader's periodic pass: JobRescueExpired, JobRescueDeadNodes and
 	// JobFailOverdue, each when its parameters are set, in that order, in one round trip where

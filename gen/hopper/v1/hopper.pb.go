@@ -4521,7 +4521,10 @@ type Node struct {
 	HeartbeatAt *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=heartbeat_at,json=heartbeatAt,proto3" json:"heartbeat_at,omitempty"`
 	Leader      bool                   `protobuf:"varint,6,opt,name=leader,proto3" json:"leader,omitempty"`
 	// holding: the node's resource governor holds back new jobs (as of its last heartbeat).
-	Holding       bool `protobuf:"varint,7,opt,name=holding,proto3" json:"holding,omitempty"`
+	Holding bool `protobuf:"varint,7,opt,name=holding,proto3" json:"holding,omitempty"`
+	// idle: the node holds no jobs and does not heartbeat until it does (it is not dead,
+	// however old its heartbeat); heartbeat_at is then when it said so.
+	Idle          bool `protobuf:"varint,8,opt,name=idle,proto3" json:"idle,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4601,6 +4604,13 @@ func (x *Node) GetLeader() bool {
 func (x *Node) GetHolding() bool {
 	if x != nil {
 		return x.Holding
+	}
+	return false
+}
+
+func (x *Node) GetIdle() bool {
+	if x != nil {
+		return x.Idle
 	}
 	return false
 }
@@ -6964,7 +6974,7 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\rPauseResponse\"%\n" +
 	"\rResumeRequest\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\"\x10\n" +
-	"\x0eResumeResponse\"\xe8\x01\n" +
+	"\x0eResumeResponse\"\xfc\x01\n" +
 	"\x04Node\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04host\x18\x02 \x01(\tR\x04host\x12\x10\n" +
@@ -6973,7 +6983,8 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"started_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12=\n" +
 	"\fheartbeat_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\vheartbeatAt\x12\x16\n" +
 	"\x06leader\x18\x06 \x01(\bR\x06leader\x12\x18\n" +
-	"\aholding\x18\a \x01(\bR\aholding\"\x12\n" +
+	"\aholding\x18\a \x01(\bR\aholding\x12\x12\n" +
+	"\x04idle\x18\b \x01(\bR\x04idle\"\x12\n" +
 	"\x10ListNodesRequest\":\n" +
 	"\x11ListNodesResponse\x12%\n" +
 	"\x05nodes\x18\x01 \x03(\v2\x0f.hopper.v1.NodeR\x05nodes\"\x80\x02\n" +

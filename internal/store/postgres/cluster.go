@@ -82,14 +82,14 @@ func (s *Store) JobCounts(ctx context.Context) ([]*store.JobCount, error) {
 	return out, nil
 }
 
-// NodeHeartbeat registers the node or refreshes its heartbeat (its start time is kept) and
-// its governor state.
+// NodeHeartbeat registers the node or refreshes its heartbeat (its start time is kept), its
+// governor state and whether it is idle.
 func (s *Store) NodeHeartbeat(ctx context.Context, n *hoppertype.Node) error {
-	_, err := s.pool.Exec(ctx, s.sql(`INSERT INTO {schema}.nodes (id, host, pid, started_at, heartbeat_at, holding, queues, held_queues)
-		VALUES ($2, $3, $4, coalesce($5, $1::timestamptz, now()), coalesce($1::timestamptz, now()), $6, $7, $8)
+	_, err := s.pool.Exec(ctx, s.sql(`INSERT INTO {schema}.nodes (id, host, pid, started_at, heartbeat_at, holding, queues, held_queues, idle)
+		VALUES ($2, $3, $4, coalesce($5, $1::timestamptz, now()), coalesce($1::timestamptz, now()), $6, $7, $8, $9)
 		ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at, holding = excluded.holding,
-			queues = excluded.queues, held_queues = excluded.held_queues`),
-		s.nowArg(), n.ID, n.Host, n.PID, nullTime(n.StartedAt), n.Holding, nonNil(n.Queues), nonNil(n.HeldQueues))
+			queues = excluded.queues, held_queues = excluded.held_queues, idle = excluded.idle`),
+		s.nowArg(), n.ID, n.Host, n.PID, nullTime(n.StartedAt), n.Holding, nonNil(n.Queues), nonNil(n.HeldQueues), n.Idle)
 	if err != nil {
 		return s.wrap(err, "node %s heartbeat", n.ID)
 	}
@@ -104,17 +104,19 @@ func nonNil(qs []string) []string {
 	return qs
 }
 
-const nodeColumns = `id, host, pid, started_at, heartbeat_at, holding, queues, held_queues`
+const nodeColumns = `id, host, pid, started_at, heartbeat_at, holding, queues, held_queues, idle`
 
 // NodeList returns the registered nodes, oldest first.
 func (s *Store) NodeList(ctx context.Context) ([]*hoppertype.Node, error) {
 	return s.nodes(ctx, "list nodes", `SELECT `+nodeColumns+` FROM {schema}.nodes ORDER BY started_at, id COLLATE "C"`)
 }
 
-// NodeHeldQueues returns the queues every live node that works them holds back.
+// NodeHeldQueues returns the queues every live node that works them holds back. A node is live
+// while its heartbeat is within nodeTTL, or while it is idle: it works its queues and holds
+// nothing back.
 func (s *Store) NodeHeldQueues(ctx context.Context, nodeTTL time.Duration) ([]string, error) {
 	live, err := s.nodes(ctx, "list held queues", `SELECT `+nodeColumns+` FROM {schema}.nodes
-		WHERE heartbeat_at > coalesce($1::timestamptz, now()) - $2 * interval '1 microsecond'`,
+		WHERE heartbeat_at > coalesce($1::timestamptz, now()) - $2 * interval '1 microsecond' OR idle`,
 		s.nowArg(), nodeTTL.Microseconds())
 	if err != nil {
 		return nil, err
@@ -129,7 +131,7 @@ func (s *Store) nodes(ctx context.Context, what, query string, args ...any) ([]*
 	}
 	out, err := pgx.CollectRows(rs, func(r pgx.CollectableRow) (*hoppertype.Node, error) {
 		n := &hoppertype.Node{}
-		err := r.Scan(&n.ID, &n.Host, &n.PID, &n.StartedAt, &n.HeartbeatAt, &n.Holding, &n.Queues, &n.HeldQueues)
+		err := r.Scan(&n.ID, &n.Host, &n.PID, &n.StartedAt, &n.HeartbeatAt, &n.Holding, &n.Queues, &n.HeldQueues, &n.Idle)
 		n.StartedAt, n.HeartbeatAt = n.StartedAt.UTC(), n.HeartbeatAt.UTC()
 		return n, err
 	})

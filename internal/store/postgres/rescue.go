@@ -62,13 +62,17 @@ RETURNING j.id, j.kind, j.queue, j.state`
 // rescueDeadSQL rescues the running jobs of nodes whose heartbeat is older than $5
 // microseconds ($6 the limit) and deregisters those nodes once none of their jobs is left
 // running (a job skipped because another transaction holds it keeps its node for the next
-// pass).
+// pass). Idle nodes are not dead, however old their heartbeat: they hold no jobs. One that
+// claims a job and crashes before its next heartbeat (which says it is no longer idle) leaves
+// that job to the rescue of expired leases. An idle node whose heartbeat (when it went idle)
+// is older than $7 microseconds (store.IdleNodeTTL) is deregistered like a dead one.
 var rescueDeadSQL = `WITH dead AS MATERIALIZED (
-	SELECT id FROM {schema}.nodes
-	WHERE heartbeat_at <= coalesce($1::timestamptz, now()) - $5 * interval '1 microsecond'
+	SELECT id, idle FROM {schema}.nodes
+	WHERE heartbeat_at <= coalesce($1::timestamptz, now())
+		- CASE WHEN idle THEN $7::bigint ELSE $5::bigint END * interval '1 microsecond'
 ), picked AS MATERIALIZED (
 	SELECT id FROM {schema}.jobs
-	WHERE state = 'running' AND worker_id IN (SELECT id FROM dead)
+	WHERE state = 'running' AND worker_id IN (SELECT id FROM dead WHERE NOT idle)
 	LIMIT $6
 	FOR UPDATE SKIP LOCKED
 ), rescued AS (
@@ -117,7 +121,8 @@ func (s *Store) JobRescueLeases(ctx context.Context, p *store.RescueLeasesParams
 	return res, nil
 }
 
-// JobRescueDeadNodes rescues the running jobs of nodes that stopped heartbeating.
+// JobRescueDeadNodes rescues the running jobs of nodes that stopped heartbeating. Idle nodes
+// are left alone until they have been idle for store.IdleNodeTTL; then they are removed.
 func (s *Store) JobRescueDeadNodes(ctx context.Context, p *store.RescueDeadParams) (*store.RescueResult, error) {
 	res := &store.RescueResult{}
 	st, err := s.deadStep(p, res)
@@ -136,7 +141,7 @@ func (s *Store) deadStep(p *store.RescueDeadParams, res *store.RescueResult) (st
 	}
 	return step{what: "rescue jobs of dead nodes", sql: rescueDeadSQL,
 		args: []any{s.nowArg(), string(hoppertype.ActorLeader), "node dead", nullTime(p.ExpiresAt),
-			micros(p.NodeTTL), limitOr(p.Limit, 1000)},
+			micros(p.NodeTTL), limitOr(p.Limit, 1000), micros(store.IdleNodeTTL)},
 		read: func(rs pgx.Rows) error { return readRescued(rs, res) }}, nil
 }
 

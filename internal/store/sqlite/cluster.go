@@ -86,7 +86,8 @@ func (s *Store) JobCounts(ctx context.Context) ([]*store.JobCount, error) {
 	return out, rows.Err()
 }
 
-// NodeHeartbeat registers the node or refreshes its heartbeat and governor state.
+// NodeHeartbeat registers the node or refreshes its heartbeat, its governor state and whether
+// it is idle.
 func (s *Store) NodeHeartbeat(ctx context.Context, n *hoppertype.Node) error {
 	queues, held := queueList(n.Queues), queueList(n.HeldQueues)
 	err := s.write(ctx, nil, func(ctx context.Context, tx *sql.Tx, _ []*sql.Stmt) error {
@@ -95,11 +96,11 @@ func (s *Store) NodeHeartbeat(ctx context.Context, n *hoppertype.Node) error {
 		if !n.StartedAt.IsZero() {
 			started = micros(n.StartedAt)
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO nodes (id, host, pid, started_at, heartbeat_at, holding, queues, held_queues)
-			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+		_, err := tx.ExecContext(ctx, `INSERT INTO nodes (id, host, pid, started_at, heartbeat_at, holding, queues, held_queues, idle)
+			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
 			ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at, holding = excluded.holding,
-				queues = excluded.queues, held_queues = excluded.held_queues`,
-			n.ID, n.Host, n.PID, started, now, n.Holding, queues, held)
+				queues = excluded.queues, held_queues = excluded.held_queues, idle = excluded.idle`,
+			n.ID, n.Host, n.PID, started, now, n.Holding, queues, held, n.Idle)
 		return err
 	})
 	if err != nil {
@@ -117,14 +118,14 @@ func queueList(qs []string) string {
 	return string(b)
 }
 
-const nodeColumns = `id, host, pid, started_at, heartbeat_at, holding, queues, held_queues`
+const nodeColumns = `id, host, pid, started_at, heartbeat_at, holding, queues, held_queues, idle`
 
 // scanNode reads a row of nodeColumns.
 func scanNode(rows *sql.Rows) (*hoppertype.Node, error) {
 	n := &hoppertype.Node{}
 	var started, beat int64
 	var queues, held string
-	if err := rows.Scan(&n.ID, &n.Host, &n.PID, &started, &beat, &n.Holding, &queues, &held); err != nil {
+	if err := rows.Scan(&n.ID, &n.Host, &n.PID, &started, &beat, &n.Holding, &queues, &held, &n.Idle); err != nil {
 		return nil, err
 	}
 	n.StartedAt, n.HeartbeatAt = fromMicros(started), fromMicros(beat)
@@ -142,9 +143,11 @@ func (s *Store) NodeList(ctx context.Context) ([]*hoppertype.Node, error) {
 	return s.nodes(ctx, "list nodes", `SELECT `+nodeColumns+` FROM nodes ORDER BY started_at, id`)
 }
 
-// NodeHeldQueues returns the queues every live node that works them holds back.
+// NodeHeldQueues returns the queues every live node that works them holds back. A node is live
+// while its heartbeat is within nodeTTL, or while it is idle: it works its queues and holds
+// nothing back.
 func (s *Store) NodeHeldQueues(ctx context.Context, nodeTTL time.Duration) ([]string, error) {
-	live, err := s.nodes(ctx, "list held queues", `SELECT `+nodeColumns+` FROM nodes WHERE heartbeat_at > ?`,
+	live, err := s.nodes(ctx, "list held queues", `SELECT `+nodeColumns+` FROM nodes WHERE heartbeat_at > ? OR idle`,
 		micros(s.clock.Now().Add(-nodeTTL)))
 	if err != nil {
 		return nil, err

@@ -47,11 +47,18 @@ var rescueLeaseSQL = `UPDATE jobs SET ` + rescueSet(`?5`) + `
 	RETURNING id, kind, queue, state`
 
 // rescueDeadSQL rescues the running jobs of nodes whose heartbeat is at or before ?5 (?6 the
-// limit; ?5 and ?6 stand where the others have their error).
+// limit; ?5 and ?6 stand where the others have their error). Idle nodes are not dead, however
+// old their heartbeat: they hold no jobs. One that claims a job and crashes before its next
+// heartbeat (which says it is no longer idle) leaves that job to the rescue of expired leases.
 var rescueDeadSQL = `UPDATE jobs SET ` + rescueSet(`('node ' || worker_id || ' stopped heartbeating')`) + `
 	WHERE id IN (SELECT id FROM jobs WHERE state = 'running'
-	             AND worker_id IN (SELECT id FROM nodes WHERE heartbeat_at <= ?5) LIMIT +?6)
+	             AND worker_id IN (SELECT id FROM nodes WHERE heartbeat_at <= ?5 AND NOT idle) LIMIT +?6)
 	RETURNING id, kind, queue, state`
+
+// removeDeadSQL removes the nodes that stopped heartbeating at or before ?1 (idle ones: at or
+// before ?2, store.IdleNodeTTL ago) once none of their jobs is left running.
+const removeDeadSQL = `DELETE FROM nodes WHERE heartbeat_at <= CASE WHEN idle THEN ?2 ELSE ?1 END
+	AND NOT EXISTS (SELECT 1 FROM jobs WHERE state = 'running' AND worker_id = nodes.id)`
 
 // JobRescueExpired rescues running jobs with expired leases.
 func (s *Store) JobRescueExpired(ctx context.Context, p *store.RescueParams) (*store.RescueResult, error) {
@@ -94,7 +101,8 @@ func (s *Store) JobRescueLeases(ctx context.Context, p *store.RescueLeasesParams
 }
 
 // JobRescueDeadNodes rescues the running jobs of nodes that stopped heartbeating and removes
-// those nodes once none of their jobs is left running.
+// those nodes once none of their jobs is left running. Idle nodes are left alone until they
+// have been idle for store.IdleNodeTTL; then they are removed.
 func (s *Store) JobRescueDeadNodes(ctx context.Context, p *store.RescueDeadParams) (*store.RescueResult, error) {
 	if p.NodeTTL <= 0 {
 		return nil, errors.New("rescue dead nodes: NodeTTL must be positive")
@@ -111,8 +119,7 @@ func (s *Store) JobRescueDeadNodes(ctx context.Context, p *store.RescueDeadParam
 		if err := readRescued(rows, res); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `DELETE FROM nodes WHERE heartbeat_at <= ?1
-			AND NOT EXISTS (SELECT 1 FROM jobs WHERE state = 'running' AND worker_id = nodes.id)`, cutoff)
+		_, err = tx.ExecContext(ctx, removeDeadSQL, cutoff, micros(now.Add(-store.IdleNodeTTL)))
 		return err
 	})
 	if err != nil {

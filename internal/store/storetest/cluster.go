@@ -18,6 +18,7 @@ func testCluster(t *testing.T, opener Opener) {
 	parallel(t, opener, "LeaderExclusive", clusterLeaderExclusive)
 	parallel(t, opener, "LeaderResign", clusterLeaderResign)
 	parallel(t, opener, "RescueDeadNodes", clusterRescueDeadNodes)
+	parallel(t, opener, "IdleNodes", clusterIdleNodes)
 	parallel(t, opener, "Ping", clusterPing)
 }
 
@@ -95,6 +96,16 @@ func clusterNodes(t *testing.T, b *bundle) {
 	sameTime(t, Start, nodes[0].StartedAt, "started_at kept across heartbeats")
 	sameTime(t, Start.Add(2*time.Second), nodes[0].HeartbeatAt, "heartbeat refreshed")
 	sameTime(t, Start.Add(time.Second), nodes[1].HeartbeatAt, "node-b heartbeat")
+	require.False(t, nodes[0].Idle)
+	require.False(t, nodes[1].Idle)
+
+	b.clock.Advance(time.Second)
+	require.NoError(t, b.store.NodeHeartbeat(ctx, &hoppertype.Node{ID: "node-b", Host: "h2", PID: 22, Idle: true}))
+	nodes, err = b.store.NodeList(ctx)
+	require.NoError(t, err)
+	require.True(t, nodes[1].Idle, "the heartbeat records that the node is idle")
+	sameTime(t, Start.Add(3*time.Second), nodes[1].HeartbeatAt, "when it went idle")
+	require.False(t, nodes[0].Idle)
 
 	require.NoError(t, b.store.NodeRemove(ctx, "node-a"))
 	require.NoError(t, b.store.NodeRemove(ctx, "no-such-node"))
@@ -231,4 +242,68 @@ func clusterRescueDeadNodes(t *testing.T, b *bundle) {
 	require.NoError(t, err)
 	require.Len(t, nodes, 1, "the dead node is deregistered")
 	require.Equal(t, workerB, nodes[0].ID)
+}
+
+// An idle node holds no jobs and does not heartbeat until it does: the dead-node rescue leaves
+// it alone however old its heartbeat, even with a job it claimed after its idle heartbeat
+// (that job's lease expires instead), while a node that is not idle is dead after NodeTTL. An
+// idle node counts as live for the held queues. After store.IdleNodeTTL it is removed.
+func clusterIdleNodes(t *testing.T, b *bundle) {
+	ctx := t.Context()
+	const nodeTTL = 30 * time.Second
+	beat := func(n *hoppertype.Node) {
+		t.Helper()
+		require.NoError(t, b.store.NodeHeartbeat(ctx, n))
+	}
+	rescueDead := func() *store.RescueResult {
+		t.Helper()
+		res, err := b.store.JobRescueDeadNodes(ctx, &store.RescueDeadParams{NodeTTL: nodeTTL})
+		require.NoError(t, err)
+		return res
+	}
+	nodeIDs := func() []string {
+		t.Helper()
+		nodes, err := b.store.NodeList(ctx)
+		require.NoError(t, err)
+		var out []string
+		for _, n := range nodes {
+			out = append(out, n.ID)
+		}
+		return out
+	}
+	beat(&hoppertype.Node{ID: workerA, Host: "h", PID: 1, Idle: true, Queues: []string{"mail"}})
+	beat(&hoppertype.Node{ID: workerB, Host: "h", PID: 2})
+	claimedIdle := b.running(t) // by workerA, after its idle heartbeat: it crashes before the next
+	queue := "q-" + newID(t)
+	b.insert(t, inQueue(queue))
+	dead := b.claimAs(t, &store.ClaimParams{Queue: queue, Limit: 1, WorkerID: workerB, LeaseDuration: time.Hour})[0]
+
+	b.clock.Advance(nodeTTL + time.Second)
+	beat(&hoppertype.Node{ID: "node-c", Host: "h", PID: 3, Holding: true, Queues: []string{"mail"}, HeldQueues: []string{"mail"}})
+	held, err := b.store.NodeHeldQueues(ctx, nodeTTL)
+	require.NoError(t, err)
+	require.Empty(t, held, "the idle node, its heartbeat older than NodeTTL, is live and works mail without holding it")
+
+	res := rescueDead()
+	require.Equal(t, []string{dead.ID}, res.JobIDs, "the node that is not idle is dead; the idle one is not")
+	require.Equal(t, hoppertype.StateQueued, b.get(t, dead.ID).State)
+	got := b.get(t, claimedIdle.ID)
+	require.Equal(t, hoppertype.StateRunning, got.State, "the idle node's job is left to its lease")
+	require.Equal(t, workerA, got.WorkerID)
+	require.Equal(t, []string{workerA, "node-c"}, nodeIDs(), "the dead node is removed, the idle one stays")
+
+	expired, err := b.store.JobRescueExpired(ctx, &store.RescueParams{})
+	require.NoError(t, err)
+	require.Equal(t, []string{claimedIdle.ID}, expired.JobIDs, "its lease expired: rescued as any other")
+
+	b.clock.Advance(store.IdleNodeTTL - nodeTTL - 2*time.Second) // the idle heartbeat is a second short of IdleNodeTTL old
+	beat(&hoppertype.Node{ID: "node-c", Host: "h", PID: 3})
+	rescueDead()
+	require.Equal(t, []string{workerA, "node-c"}, nodeIDs(), "an idle node stays for IdleNodeTTL")
+
+	b.clock.Advance(time.Second)
+	pass, err := b.store.JobRescuePass(ctx, &store.RescuePassParams{Dead: &store.RescueDeadParams{NodeTTL: nodeTTL}})
+	require.NoError(t, err)
+	require.Empty(t, pass.Dead.JobIDs)
+	require.Equal(t, []string{"node-c"}, nodeIDs(), "an idle node gone quiet for IdleNodeTTL is removed")
 }

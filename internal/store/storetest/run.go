@@ -23,6 +23,7 @@ func Run(t *testing.T, opener Opener) {
 		{"History", testHistory},
 		{"List", testList},
 		{"Cluster", testCluster},
+		{"Due", testDue},
 		{"Caps", testCaps},
 		{"Kinds", testKinds},
 		{"Rates", testRates},

@@ -1,0 +1,44 @@
+package hopperui_test
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hopperjobs/hopper"
+	"github.com/stretchr/testify/require"
+)
+
+// The workers page says since when a node is idle (it holds no jobs and does not heartbeat
+// until it runs one, so an old heartbeat is no sign of death), and shows a busy node's
+// heartbeat alone.
+func TestWorkersPageShowsIdleNodes(t *testing.T) {
+	e := setup(t, nil) // its process runs no job: its node is idle
+	require.NoError(t, e.store.NodeHeartbeat(t.Context(), &hopper.Node{ID: "busy-node", Host: "h", PID: 1}))
+	// row returns the table row of node on the workers page ("" when it is not listed).
+	row := func(page, node string) string {
+		for r := range strings.SplitSeq(page, "<tr>") {
+			if strings.Contains(r, `<td class="mono">`+node) {
+				return r
+			}
+		}
+		return ""
+	}
+	var page string
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(e.url + "/workers")
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		page = string(body)
+		return strings.Contains(row(page, "ui-test-node"), "idle since")
+	}, 10*time.Second, 10*time.Millisecond, "the idle node's heartbeat says since when it is idle")
+	busy := row(page, "busy-node")
+	require.NotEmpty(t, busy)
+	require.NotContains(t, busy, "idle since", "a node that is not idle shows its heartbeat alone")
+	require.Contains(t, busy, " ago</td>")
+}

@@ -1,0 +1,164 @@
+package engine
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/clock"
+	"github.com/hopperjobs/hopper/internal/store"
+	"github.com/hopperjobs/hopper/internal/store/sqlite"
+	"github.com/stretchr/testify/require"
+)
+
+// electingStore is a real store that counts the elections and the reads of what is due.
+type electingStore struct {
+	*sqlite.Store
+	elects atomic.Int32
+	dues   atomic.Int32
+}
+
+func (s *electingStore) LeaderElect(ctx context.Context, p *store.LeaderParams) (*hoppertype.Leadership, error) {
+	s.elects.Add(1)
+	return s.Store.LeaderElect(ctx, p)
+}
+
+func (s *electingStore) LeaderDue(ctx context.Context, p *store.DueParams) (*store.Due, error) {
+	s.dues.Add(1)
+	return s.Store.LeaderDue(ctx, p)
+}
+
+// restingEngine starts a maintaining engine (no workers) on a fresh SQLite store with a fake
+// clock, and returns it with its store and a function that moves the clock on by d in steps
+// of 100 ms, letting the loops run between steps.
+func restingEngine(t *testing.T, cfg Config) (*Engine, *electingStore, *clock.Fake, func(d time.Duration)) {
+	t.Helper()
+	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	base, err := sqlite.Open(t.Context(), sqlite.Config{Path: filepath.Join(t.TempDir(), "hopper.db"), Clock: clk})
+	require.NoError(t, err)
+	st := &electingStore{Store: base}
+	cfg.Store, cfg.Clock, cfg.Maintenance = st, clk, true
+	if cfg.WorkerID == "" {
+		cfg.WorkerID = "node-1"
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	e, err := New(cfg)
+	require.NoError(t, err)
+	require.NoError(t, e.Start(context.Background()))
+	t.Cleanup(func() {
+		stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, e.Stop(stopCtx))
+		require.NoError(t, base.Close())
+	})
+	advance := func(d time.Duration) {
+		for range d / (100 * time.Millisecond) {
+			clk.Advance(100 * time.Millisecond)
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+	return e, st, clk, advance
+}
+
+// A leader with nothing to do lets its lease lapse after LeaderIdleAfter and then takes part
+// in no election (an idle SQLite server writes nothing for its leadership). It takes the lease
+// again when a job another process scheduled falls due (promoting it on time), when a job
+// runs anywhere, and at once when this process is active. Without the rest the leader renews
+// every LeaderTTL/3 for ever.
+func TestAnIdleLeaderLetsItsLeaseLapse(t *testing.T) {
+	t.Parallel()
+	e, st, clk, advance := restingEngine(t, Config{})
+	require.Eventually(t, e.IsLeader, 5*time.Second, time.Millisecond, "a starting process leads: it is active")
+
+	advance(90 * time.Second) // a minute idle, a renewal's wait and the lapse of the lease
+	require.Eventually(t, func() bool { return !e.IsLeader() }, 5*time.Second, time.Millisecond, "rested")
+	elects, dues := st.elects.Load(), st.dues.Load()
+	advance(3 * time.Minute)
+	require.Equal(t, elects, st.elects.Load(), "elections while nothing is due")
+	require.GreaterOrEqual(t, st.dues.Load()-dues, int32(18), "reads of what is due, every RescueInterval")
+	require.False(t, e.IsLeader())
+
+	// A job another process scheduled (no notification: SQLite pushes none) is found by a
+	// read and promoted when due.
+	runAt := clk.Now().Add(12 * time.Second)
+	_, err := st.JobInsertMany(t.Context(), []*store.InsertParams{{ID: "later", Kind: "k", Queue: "default",
+		Args: []byte(`{}`), MaxAttempts: 3, RunAt: runAt, Actor: hoppertype.ActorAPI}})
+	require.NoError(t, err)
+	advance(11 * time.Second)
+	require.False(t, e.IsLeader(), "not before the job is due")
+	advance(2 * time.Second)
+	require.Eventually(t, func() bool {
+		job, err := st.JobGet(t.Context(), "later")
+		require.NoError(t, err)
+		return job.State == hoppertype.StateQueued
+	}, 5*time.Second, time.Millisecond, "promoted when due")
+	require.True(t, e.IsLeader())
+
+	// Idle again: it rests. A job that runs (claimed by another process) brings it back
+	// within a RescueInterval, to watch the job's lease.
+	advance(2 * time.Minute)
+	require.Eventually(t, func() bool { return !e.IsLeader() }, 5*time.Second, time.Millisecond, "rested again")
+	claimed, _, err := st.JobClaim(t.Context(), &store.ClaimParams{Queue: "default", Limit: 1, WorkerID: "other",
+		LeaseDuration: 10 * time.Minute})
+	require.NoError(t, err)
+	require.Len(t, claimed, 1)
+	advance(6 * time.Second)
+	require.Eventually(t, e.IsLeader, 5*time.Second, time.Millisecond, "leads while a job runs")
+	advance(3 * time.Minute)
+	require.True(t, e.IsLeader(), "keeps leading while the job runs")
+
+	// The job ends; idle again, it rests. Activity here (a schedule changed) takes the lease
+	// at once, without the clock moving.
+	errs, err := st.JobFinishMany(t.Context(), []*store.FinishParams{{ID: "later", Token: claimed[0].Token,
+		State: hoppertype.StateCompleted, Outcome: hoppertype.OutcomeOK, Actor: hoppertype.ActorWorker,
+		ExpiresAt: clk.Now().Add(24 * time.Hour)}})
+	require.NoError(t, err)
+	require.NoError(t, errs[0])
+	advance(3 * time.Minute)
+	require.Eventually(t, func() bool { return !e.IsLeader() }, 5*time.Second, time.Millisecond, "rested once the job ended")
+	e.NotifySchedules()
+	require.Eventually(t, e.IsLeader, 5*time.Second, time.Millisecond, "active: leads at once")
+}
+
+// With LeaderIdleAfter negative the leader renews its lease for as long as it lives.
+func TestALeaderThatNeverRests(t *testing.T) {
+	t.Parallel()
+	e, st, _, advance := restingEngine(t, Config{LeaderIdleAfter: -1})
+	require.Eventually(t, e.IsLeader, 5*time.Second, time.Millisecond)
+	advance(3 * time.Minute)
+	require.True(t, e.IsLeader())
+	require.GreaterOrEqual(t, st.elects.Load(), int32(30), "a renewal every LeaderTTL/3")
+	require.Zero(t, st.dues.Load(), "no reads of what is due")
+}
+
+// A node that does not lead never takes the lease from a live leader, and takes it when the
+// leader's lease lapses while a job runs.
+func TestAFollowerTakesOverWhenWorkIsDue(t *testing.T) {
+	t.Parallel()
+	e, st, _, advance := restingEngine(t, Config{WorkerID: "node-2"})
+	// Another node holds the lease before this one looks (the engine's first election may
+	// already have run: take it from there by letting it lapse).
+	require.Eventually(t, e.IsLeader, 5*time.Second, time.Millisecond)
+	advance(90 * time.Second)
+	require.Eventually(t, func() bool { return !e.IsLeader() }, 5*time.Second, time.Millisecond, "rested")
+	lead, err := st.Store.LeaderElect(t.Context(), &store.LeaderParams{NodeID: "node-1", TTL: 15 * time.Second})
+	require.NoError(t, err)
+	require.Equal(t, "node-1", lead.NodeID)
+	_, err = st.JobInsertMany(t.Context(), []*store.InsertParams{{ID: "job", Kind: "k", Queue: "default",
+		Args: []byte(`{}`), MaxAttempts: 3, Actor: hoppertype.ActorAPI}})
+	require.NoError(t, err)
+	_, _, err = st.JobClaim(t.Context(), &store.ClaimParams{Queue: "default", Limit: 1, WorkerID: "node-1",
+		LeaseDuration: time.Minute})
+	require.NoError(t, err)
+	e.NotifySchedules() // active, but node-1 leads
+	advance(10 * time.Second)
+	require.False(t, e.IsLeader(), "node-1's lease is live")
+	require.Equal(t, "node-1", e.LeaderID())
+	advance(10 * time.Second) // node-1 died: its lease lapsed while its job runs
+	require.Eventually(t, e.IsLeader, 5*time.Second, time.Millisecond, "takes over")
+}

@@ -1,0 +1,43 @@
+package store
+
+import (
+	"time"
+
+	"github.com/hopperjobs/hopper/hoppertype"
+)
+
+// DueParams asks LeaderDue what the leader's duties have to do next.
+type DueParams struct {
+	// ExpiringAfter: only expiries after this count for Due.NextExpiry (the store's time when
+	// the sweep's last complete walk of the table began: everything that expired before it was
+	// deleted by that walk or is kept by an idempotency key, whose own expiry counts). Zero
+	// counts every expiry.
+	ExpiringAfter time.Time
+}
+
+// Due is what the leader's duties have to do next, read without writing: a node leaves the
+// leader lease unheld while none of it is due, and takes it when some of it is.
+type Due struct {
+	// Leader is the leader lease as stored, nil when there never was one. It is live while
+	// ExpiresAt is after the store's clock.
+	Leader *hoppertype.Leadership
+	// Running: some job is running (its lease must be watched).
+	Running bool
+	// The earliest run_at of a scheduled job, deadline of a suspended job, next fire time of
+	// a schedule that is not paused, and expiry (of a job or an idempotency key) after
+	// DueParams.ExpiringAfter. Zero: none.
+	NextRunAt, NextDeadline, NextFire, NextExpiry time.Time
+}
+
+// Earliest is the earliest of the times in d (zero: none).
+func (d *Due) Earliest() time.Time {
+	return Earlier(Earlier(d.NextRunAt, d.NextDeadline), Earlier(d.NextFire, d.NextExpiry))
+}
+
+// Earlier is the earlier of two times, zero meaning none.
+func Earlier(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
+}

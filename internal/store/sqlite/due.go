@@ -1,0 +1,47 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+
+	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/store"
+)
+
+// dueSQL reads the leader lease and what the leader's duties have next in one read (every
+// part an index seek: jobs_lease, jobs_scheduled, jobs_state_rare, schedules_due,
+// jobs_expires, idempotency_keys_expires). ?1 is DueParams.ExpiringAfter.
+const dueSQL = `SELECT l.node_id, l.term, l.expires_at,
+	EXISTS (SELECT 1 FROM jobs WHERE state = 'running'),
+	(SELECT min(run_at) FROM jobs WHERE state = 'scheduled'),
+	(SELECT min(deadline_at) FROM jobs WHERE state = 'suspended' AND state IN ('failed', 'canceled', 'suspended')),
+	(SELECT min(next_fire_at) FROM schedules WHERE paused = 0),
+	(SELECT min(expires_at) FROM jobs WHERE expires_at IS NOT NULL AND expires_at > ?1),
+	(SELECT min(expires_at) FROM idempotency_keys WHERE expires_at > ?1)
+FROM (SELECT 1) LEFT JOIN leader l ON l.id = 1`
+
+// LeaderDue reads the leader lease and when the leader's duties next have work, on the reader:
+// it writes nothing.
+func (s *Store) LeaderDue(ctx context.Context, p *store.DueParams) (*store.Due, error) {
+	var (
+		node                                  sql.NullString
+		term, lease                           sql.NullInt64
+		runAt, deadline, fire, jobExp, keyExp sql.NullInt64
+		due                                   store.Due
+	)
+	after := int64(0)
+	if !p.ExpiringAfter.IsZero() {
+		after = micros(p.ExpiringAfter)
+	}
+	err := s.reader.QueryRowContext(ctx, dueSQL, after).Scan(&node, &term, &lease, &due.Running,
+		&runAt, &deadline, &fire, &jobExp, &keyExp)
+	if err != nil {
+		return nil, wrap(err, "read what the leader has due")
+	}
+	if node.Valid {
+		due.Leader = &hoppertype.Leadership{NodeID: node.String, Term: term.Int64, ExpiresAt: fromMicros(lease.Int64)}
+	}
+	due.NextRunAt, due.NextDeadline, due.NextFire = nullTime(runAt), nullTime(deadline), nullTime(fire)
+	due.NextExpiry = store.Earlier(nullTime(jobExp), nullTime(keyExp))
+	return &due, nil
+}

@@ -1,0 +1,104 @@
+package storetest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/store"
+	"github.com/stretchr/testify/require"
+)
+
+func testDue(t *testing.T, opener Opener) {
+	parallel(t, opener, "Empty", dueEmpty)
+	parallel(t, opener, "Lease", dueLease)
+	parallel(t, opener, "Jobs", dueJobs)
+	parallel(t, opener, "Expiries", dueExpiries)
+	parallel(t, opener, "Schedules", dueSchedules)
+}
+
+func (b *bundle) due(t *testing.T, after time.Time) *store.Due {
+	t.Helper()
+	d, err := b.store.LeaderDue(t.Context(), &store.DueParams{ExpiringAfter: after})
+	require.NoError(t, err)
+	return d
+}
+
+// An empty store has no lease and nothing due.
+func dueEmpty(t *testing.T, b *bundle) {
+	require.Equal(t, &store.Due{}, b.due(t, time.Time{}))
+}
+
+// The lease read is the lease as stored, live or lapsed, and reading it takes nothing.
+func dueLease(t *testing.T, b *bundle) {
+	ctx := t.Context()
+	_, err := b.store.LeaderElect(ctx, &store.LeaderParams{NodeID: "node-a", TTL: 15 * time.Second})
+	require.NoError(t, err)
+	d := b.due(t, time.Time{})
+	require.NotNil(t, d.Leader)
+	require.Equal(t, "node-a", d.Leader.NodeID)
+	require.EqualValues(t, 1, d.Leader.Term)
+	sameTime(t, Start.Add(15*time.Second), d.Leader.ExpiresAt, "lease expiry")
+
+	b.clock.Advance(20 * time.Second)
+	d = b.due(t, time.Time{})
+	require.Equal(t, "node-a", d.Leader.NodeID, "a lapsed lease is read as stored")
+	lead, err := b.store.LeaderElect(ctx, &store.LeaderParams{NodeID: "node-b", TTL: 15 * time.Second})
+	require.NoError(t, err)
+	require.Equal(t, "node-b", lead.NodeID, "reading the lapsed lease did not renew it")
+	require.EqualValues(t, 2, b.due(t, time.Time{}).Leader.Term)
+}
+
+// Running jobs, the earliest run_at of a scheduled job and the earliest deadline of a
+// suspended one are due; queued and ended jobs are not.
+func dueJobs(t *testing.T, b *bundle) {
+	b.insert(t) // queued: the workers' business, not the leader's
+	b.insert(t, withRunAt(Start.Add(time.Hour)))
+	b.insert(t, withRunAt(Start.Add(30*time.Minute)))
+	d := b.due(t, time.Time{})
+	require.False(t, d.Running)
+	sameTime(t, Start.Add(30*time.Minute), d.NextRunAt, "earliest run_at")
+	require.True(t, d.NextDeadline.IsZero())
+
+	job := b.running(t)
+	require.True(t, b.due(t, time.Time{}).Running)
+	p := finishing(job, hoppertype.StateCompleted)
+	p.ExpiresAt = Start.Add(2 * time.Hour)
+	require.NoError(t, b.finish(t, p))
+	require.False(t, b.due(t, time.Time{}).Running, "an ended job is not running")
+
+	b.suspended(t, Start.Add(3*time.Hour))
+	b.suspended(t, Start.Add(45*time.Minute))
+	d = b.due(t, time.Time{})
+	sameTime(t, Start.Add(45*time.Minute), d.NextDeadline, "earliest deadline")
+	sameTime(t, Start.Add(30*time.Minute), d.Earliest(), "the earliest of all")
+}
+
+// NextExpiry is the earliest expiry of a job or an idempotency key after ExpiringAfter.
+func dueExpiries(t *testing.T, b *bundle) {
+	for _, at := range []time.Duration{time.Hour, 2 * time.Hour} {
+		job := b.running(t)
+		p := finishing(job, hoppertype.StateCompleted)
+		p.ExpiresAt = Start.Add(at)
+		require.NoError(t, b.finish(t, p))
+	}
+	sameTime(t, Start.Add(time.Hour), b.due(t, time.Time{}).NextExpiry, "every expiry counts")
+	sameTime(t, Start.Add(2*time.Hour), b.due(t, Start.Add(time.Hour)).NextExpiry, "only those after ExpiringAfter")
+	require.True(t, b.due(t, Start.Add(2*time.Hour)).NextExpiry.IsZero(), "none after the last")
+
+	// A job kept by its idempotency key past its own expiry goes when the key does.
+	b.insert(t, withKey("invoice-7", 90*time.Minute))
+	sameTime(t, Start.Add(90*time.Minute), b.due(t, Start.Add(time.Hour)).NextExpiry, "a key's expiry counts")
+}
+
+// NextFire is the earliest next fire time of a schedule that is not paused.
+func dueSchedules(t *testing.T, b *bundle) {
+	b.upsertSchedule(t, newSchedule("every-minute", Start))
+	later := newSchedule("hourly", Start)
+	later.Spec, later.NextFireAt = "0 * * * *", Start.Add(time.Hour)
+	b.upsertSchedule(t, later)
+	sameTime(t, Start.Add(time.Minute), b.due(t, time.Time{}).NextFire, "the earliest fire")
+	_, err := b.scheduleStore(t).ScheduleSetPaused(t.Context(), "every-minute", true)
+	require.NoError(t, err)
+	sameTime(t, Start.Add(time.Hour), b.due(t, time.Time{}).NextFire, "a paused schedule is not due")
+}
