@@ -223,6 +223,9 @@ type Engine struct {
 	// which of them are held (SetRemoteQueues); beat asks for a node heartbeat now.
 	remote atomic.Pointer[func() (queues, held []string)]
 	beat   chan struct{}
+	// idleBeat: the last heartbeat written said the node was idle, so the first job that
+	// starts must heartbeat at once (register).
+	idleBeat atomic.Bool
 	// stored are the queues' stored weights (RefreshWeights), read once remote workers ask
 	// for several queues (remoteShares); nil until first read.
 	stored       atomic.Pointer[map[string]int]
@@ -519,7 +522,10 @@ func (e *Engine) register(r *runningJob) {
 	delete(e.canceled, r.row.ID)
 	e.mu.Unlock()
 	if first {
-		e.Beat()
+		if e.idleBeat.Load() {
+			e.Beat() // no longer idle: say so before the leader could take this node for dead
+		}
+		e.leader.wake() // a job runs: a leader must watch its lease
 	}
 	if ok {
 		old.cancel(ErrLeaseLost)

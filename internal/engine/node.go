@@ -26,7 +26,8 @@ const idleReminder = store.IdleNodeTTL / 2
 // A node that holds no jobs is idle (idleNode): it says so once and then writes nothing while
 // nothing changes (but every idleReminder), so an idle process writes nothing to its
 // database. The leader does not take an idle node for dead, however old its heartbeat. The
-// first job that starts here wakes the loop (register), which heartbeats at once, not idle.
+// first job that starts here after an idle heartbeat wakes the loop (register, idleBeat),
+// which heartbeats at once, not idle; while the node is busy, jobs starting do not.
 func (e *Engine) heartbeatNode(ctx context.Context) {
 	node := &hoppertype.Node{ID: e.cfg.WorkerID, Host: e.cfg.Host, PID: e.cfg.PID, StartedAt: e.clock.Now()}
 	var last *hoppertype.Node // what the last successful heartbeat recorded; nil before the first
@@ -43,6 +44,7 @@ func (e *Engine) heartbeatNode(ctx context.Context) {
 			if err = e.store.NodeHeartbeat(ctx, node); err == nil {
 				recorded := *node // its lists are new at each heartbeat, never changed
 				last, lastAt = &recorded, now
+				e.idleBeat.Store(node.Idle)
 			}
 		}
 		if err == nil {

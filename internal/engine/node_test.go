@@ -110,6 +110,24 @@ func TestAnIdleNodeHeartbeatsOnlyWhenItsStateChanges(t *testing.T) {
 	require.Eventually(t, func() bool { return countState(t, sq, hoppertype.StateCompleted) == 1 },
 		10*time.Second, time.Millisecond)
 	require.Eventually(t, func() bool { return e.Running() == 0 }, 10*time.Second, time.Millisecond)
+
+	// Another job starts before the node said it was idle: no heartbeat for it (a busy node
+	// does not heartbeat per job).
+	_, err = sq.JobInsertMany(t.Context(), []*store.InsertParams{{ID: "job-2", Kind: "k", Queue: "default",
+		Args: []byte(`{}`), MaxAttempts: 1, RunAt: clk.Now(), Actor: hoppertype.ActorAPI}})
+	require.NoError(t, err)
+	e.Notify("default")
+	select {
+	case job = <-h.started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second job did not start")
+	}
+	close(job.finish)
+	require.Eventually(t, func() bool { return countState(t, sq, hoppertype.StateCompleted) == 2 },
+		10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return e.Running() == 0 }, 10*time.Second, time.Millisecond)
+	beatsAre([]bool{true, false, false}, "a job that starts on a busy node writes no heartbeat")
+
 	advance(nodeTTL / 3)
 	beatsAre([]bool{true, false, false, true}, "idle again: one heartbeat says so")
 	require.True(t, storedIdle())
