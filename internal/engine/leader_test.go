@@ -47,22 +47,31 @@ func restingEngine(t *testing.T, cfg Config) (*Engine, *electingStore, *clock.Fa
 		cfg.WorkerID = "node-1"
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	t.Cleanup(func() { require.NoError(t, base.Close()) }) // after the engine stops
 	e, err := New(cfg)
 	require.NoError(t, err)
+	started(t, e)
+	return e, st, clk, func(d time.Duration) { stepClock(clk, d, 100*time.Millisecond, 2*time.Millisecond) }
+}
+
+// started starts e and stops it (within 10 s) when the test ends.
+func started(t *testing.T, e *Engine) {
+	t.Helper()
 	require.NoError(t, e.Start(context.Background()))
 	t.Cleanup(func() {
 		stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		require.NoError(t, e.Stop(stopCtx))
-		require.NoError(t, base.Close())
 	})
-	advance := func(d time.Duration) {
-		for range d / (100 * time.Millisecond) {
-			clk.Advance(100 * time.Millisecond)
-			time.Sleep(2 * time.Millisecond)
-		}
+}
+
+// stepClock moves clk on by d in steps of step, sleeping pause after each so that the loops
+// waiting on it run in between.
+func stepClock(clk *clock.Fake, d, step, pause time.Duration) {
+	for range d / step {
+		clk.Advance(step)
+		time.Sleep(pause)
 	}
-	return e, st, clk, advance
 }
 
 // A leader with nothing to do lets its lease lapse after LeaderIdleAfter and then takes part

@@ -59,19 +59,8 @@ func TestAnIdleNodeHeartbeatsOnlyWhenItsStateChanges(t *testing.T) {
 	e, err := New(Config{Store: st, Clock: clk, WorkerID: "node-1", Workers: workersOf("k", h), MaxWorkers: 1,
 		Queues: map[string]int{"default": 1}, NodeTTL: nodeTTL, PollInterval: time.Second})
 	require.NoError(t, err)
-	require.NoError(t, e.Start(context.Background()))
-	t.Cleanup(func() {
-		stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		require.NoError(t, e.Stop(stopCtx))
-	})
-	// advance moves the clock on by d a second at a time, letting the loops run in between.
-	advance := func(d time.Duration) {
-		for range d / time.Second {
-			clk.Advance(time.Second)
-			time.Sleep(time.Millisecond)
-		}
-	}
+	started(t, e)
+	advance := func(d time.Duration) { stepClock(clk, d, time.Second, time.Millisecond) }
 	beatsAre := func(want []bool, msg string) {
 		t.Helper()
 		require.Eventually(t, func() bool { return len(st.idle()) >= len(want) }, 10*time.Second, time.Millisecond, msg)
