@@ -41,6 +41,7 @@ type elector struct {
 	active  time.Time // when this process last did something that may give the leader work
 	resting bool      // the lease is left to lapse: nothing is due
 	other   time.Time // until when another node's lease, as last read, is live
+	retryAt time.Time // a failed election or read backs off until then: wakes wait for it
 	changed chan struct{}
 	wakeC   chan struct{} // wake: something happened here
 }
@@ -145,7 +146,15 @@ func (l *elector) heeds() bool {
 	if !l.until.IsZero() && now.Before(l.until) {
 		return l.resting
 	}
-	return !now.Before(l.other)
+	return !now.Before(l.other) && !now.Before(l.retryAt)
+}
+
+// backOff records that a failed election or read waits wait: wakes do not cut it short.
+func (l *elector) backOff(wait time.Duration) time.Duration {
+	l.mu.Lock()
+	l.retryAt = l.e.clock.Now().Add(wait)
+	l.mu.Unlock()
+	return wait
 }
 
 // step takes part in the leadership as described on elector and returns how long to wait
@@ -166,8 +175,13 @@ func (l *elector) step(ctx context.Context) time.Duration {
 		l.resting = false // active again before the lease lapsed: renew it
 		l.mu.Unlock()
 		return l.elect(ctx, ttl)
+	case leading && resting && !l.nothingDue(ctx, idleAfter):
+		l.mu.Lock()
+		l.resting = false // work came before the lease lapsed (a job started elsewhere): renew it
+		l.mu.Unlock()
+		return l.elect(ctx, ttl)
 	case leading && resting:
-		return until.Sub(now) // the lease lapses then
+		return min(until.Sub(now), ttl/3) // the lease lapses then; look again meanwhile
 	case !until.IsZero() && resting:
 		l.mu.Lock()
 		l.resting = false
@@ -200,7 +214,7 @@ func (l *elector) step(ctx context.Context) time.Duration {
 		l.mu.Lock()
 		l.failed = now
 		l.mu.Unlock()
-		return min(l.reads.Fail(err), l.e.cfg.RescueInterval)
+		return l.backOff(min(l.reads.Fail(err), l.e.cfg.RescueInterval))
 	}
 	l.reads.Succeed()
 	storeNow := l.e.store.Now()
@@ -214,12 +228,13 @@ func (l *elector) step(ctx context.Context) time.Duration {
 	}
 	l.mu.Unlock()
 	if live && lease.NodeID != l.e.cfg.WorkerID {
-		// Another node leads: look again when its lease would lapse, if it is not renewed.
+		// Another node leads: wakes wait until its lease would lapse, if it is not renewed;
+		// look again then, or within a third of a lease (it may resign at Stop).
 		left := lease.ExpiresAt.Sub(storeNow) + time.Millisecond
 		l.mu.Lock()
 		l.other = now.Add(left)
 		l.mu.Unlock()
-		return left
+		return min(left, ttl/3)
 	}
 	if due.Running || now.Sub(active) < idleAfter || (!next.IsZero() && !next.After(storeNow)) {
 		return l.elect(ctx, ttl)
@@ -232,7 +247,8 @@ func (l *elector) step(ctx context.Context) time.Duration {
 }
 
 // readDue reads the lease and what the leader's duties have due (store.LeaderDue), with
-// the expiries after the sweep's last complete walk began.
+// the expiries after the sweep's last complete walk began (as this process knows it, or as
+// the lease row keeps it from the last leader's elections, whichever is later).
 func (l *elector) readDue(ctx context.Context) (*store.Due, error) {
 	return l.e.store.LeaderDue(ctx, &store.DueParams{ExpiringAfter: l.e.maint.sweptBefore()})
 }
@@ -251,12 +267,13 @@ func (l *elector) nothingDue(ctx context.Context, idleAfter time.Duration) bool 
 // elect takes part in one election and returns how long to wait before the next.
 func (l *elector) elect(ctx context.Context, ttl time.Duration) time.Duration {
 	asked := l.e.clock.Now()
-	lead, err := l.e.store.LeaderElect(ctx, &store.LeaderParams{NodeID: l.e.cfg.WorkerID, TTL: ttl})
+	lead, err := l.e.store.LeaderElect(ctx, &store.LeaderParams{NodeID: l.e.cfg.WorkerID, TTL: ttl,
+		SweptBefore: l.e.maint.sweptBefore()})
 	switch {
 	case ctx.Err() != nil:
 		return 0
 	case err != nil:
-		wait := min(l.retry.Fail(err), ttl/3)
+		wait := l.backOff(min(l.retry.Fail(err), ttl/3))
 		now := l.e.clock.Now()
 		l.mu.Lock()
 		until := l.until

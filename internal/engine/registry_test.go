@@ -10,11 +10,19 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// registryEngine is an engine with only what registering attempts uses: the registry, a clock
+// and the elector that a first running job wakes.
+func registryEngine() *Engine {
+	e := &Engine{running: map[string]*runningJob{}, canceled: map[string]time.Time{}, clock: clock.NewFake(time.Now())}
+	e.leader = newElector(e)
+	return e
+}
+
 // When a job comes back to this process under a new token while its old attempt still runs
 // here, the old attempt is canceled as stale and cannot remove or outlive the new one.
 func TestRegistryKeepsTheNewestAttempt(t *testing.T) {
 	t.Parallel()
-	e := &Engine{running: map[string]*runningJob{}, canceled: map[string]time.Time{}}
+	e := registryEngine()
 	ctx1, cancel1 := context.WithCancelCause(context.Background())
 	ctx2, cancel2 := context.WithCancelCause(context.Background())
 	defer cancel1(nil)
@@ -36,7 +44,7 @@ func TestRegistryKeepsTheNewestAttempt(t *testing.T) {
 // A cancel that arrives between the claim and the handler's start still reaches the handler.
 func TestCancelBeforeRegisterIsApplied(t *testing.T) {
 	t.Parallel()
-	e := &Engine{running: map[string]*runningJob{}, canceled: map[string]time.Time{}, clock: clock.NewFake(time.Now())}
+	e := registryEngine()
 	require.False(t, e.CancelRunning("j"), "nothing runs yet")
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)

@@ -10,8 +10,9 @@ import (
 type DueParams struct {
 	// ExpiringAfter: only expiries after this count for Due.NextExpiry (the store's time when
 	// the sweep's last complete walk of the table began: everything that expired before it was
-	// deleted by that walk or is kept by an idempotency key, whose own expiry counts). Zero
-	// counts every expiry.
+	// deleted by that walk or is kept by an idempotency key, whose own expiry counts). The
+	// later of it and the time the lease row keeps (LeaderParams.SweptBefore) counts; zero and
+	// none count every expiry.
 	ExpiringAfter time.Time
 }
 

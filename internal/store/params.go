@@ -197,6 +197,10 @@ type PromoteResult struct {
 type LeaderParams struct {
 	NodeID string
 	TTL    time.Duration
+	// SweptBefore, when set, is when the sweep's last complete walk known to this process
+	// began (the store's time): the lease row keeps the latest such time any election brought
+	// (LeaderDue counts expiries after it).
+	SweptBefore time.Time
 }
 
 // RescueDeadParams bounds one dead-node rescue pass.

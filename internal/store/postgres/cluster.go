@@ -154,9 +154,10 @@ func (s *Store) NodeRemove(ctx context.Context, id string) error {
 // RETURNING always yields the current holder, also after waiting for a concurrent election:
 // a conditional ON CONFLICT … WHERE would return nothing, and a second SELECT could read a
 // stale holder from the statement's snapshot.
-const leaderSQL = `INSERT INTO {schema}.leader AS l (id, node_id, term, expires_at)
-VALUES (1, $2, 1, coalesce($1::timestamptz, now()) + $3 * interval '1 microsecond')
+const leaderSQL = `INSERT INTO {schema}.leader AS l (id, node_id, term, expires_at, swept_before)
+VALUES (1, $2, 1, coalesce($1::timestamptz, now()) + $3 * interval '1 microsecond', $4)
 ON CONFLICT (id) DO UPDATE SET
+	swept_before = greatest(l.swept_before, excluded.swept_before),
 	term = CASE WHEN l.node_id = excluded.node_id THEN l.term
 	            WHEN l.expires_at <= coalesce($1::timestamptz, now()) THEN l.term + 1
 	            ELSE l.term END,
@@ -169,7 +170,7 @@ RETURNING node_id, term, expires_at`
 // database clock (or Config.Clock), and the term is issued by the database.
 func (s *Store) LeaderElect(ctx context.Context, p *store.LeaderParams) (*hoppertype.Leadership, error) {
 	var l hoppertype.Leadership
-	err := s.pool.QueryRow(ctx, s.sql(leaderSQL), s.nowArg(), p.NodeID, micros(p.TTL)).Scan(&l.NodeID, &l.Term, &l.ExpiresAt)
+	err := s.pool.QueryRow(ctx, s.sql(leaderSQL), s.nowArg(), p.NodeID, micros(p.TTL), nullTime(p.SweptBefore)).Scan(&l.NodeID, &l.Term, &l.ExpiresAt)
 	if err != nil {
 		return nil, s.wrap(err, "elect leader")
 	}

@@ -9,15 +9,16 @@ import (
 )
 
 // dueSQL reads the leader lease and what the leader's duties have next in one statement (every
-// part an index seek: jobs_lease, jobs_scheduled, jobs_state_rare, schedules_due,
-// jobs_expires, idempotency_keys_expires). $1 is DueParams.ExpiringAfter (NULL: every expiry).
+// part an index seek: jobs_lease, jobs_scheduled, jobs_deadline, schedules_due, jobs_expires,
+// idempotency_keys_expires). $1 is DueParams.ExpiringAfter (NULL: none); the later of it and
+// the lease row's swept_before counts.
 const dueSQL = `SELECT l.node_id, l.term, l.expires_at,
 	EXISTS (SELECT 1 FROM {schema}.jobs WHERE state = 'running'),
 	(SELECT min(run_at) FROM {schema}.jobs WHERE state = 'scheduled'),
-	(SELECT min(deadline_at) FROM {schema}.jobs WHERE state = 'suspended' AND state IN ('failed', 'canceled', 'suspended')),
+	(SELECT min(deadline_at) FROM {schema}.jobs WHERE state = 'suspended'),
 	(SELECT min(next_fire_at) FROM {schema}.schedules WHERE NOT paused),
-	(SELECT min(expires_at) FROM {schema}.jobs WHERE expires_at IS NOT NULL AND expires_at > coalesce($1, '-infinity'::timestamptz)),
-	(SELECT min(expires_at) FROM {schema}.idempotency_keys WHERE expires_at > coalesce($1, '-infinity'::timestamptz))
+	(SELECT min(expires_at) FROM {schema}.jobs WHERE expires_at IS NOT NULL AND expires_at > greatest($1, l.swept_before, '-infinity'::timestamptz)),
+	(SELECT min(expires_at) FROM {schema}.idempotency_keys WHERE expires_at > greatest($1, l.swept_before, '-infinity'::timestamptz))
 FROM (SELECT 1) one LEFT JOIN {schema}.leader l ON true`
 
 // LeaderDue reads the leader lease and when the leader's duties next have work: one read-only

@@ -192,12 +192,13 @@ func (s *Store) LeaderElect(ctx context.Context, p *store.LeaderParams) (*hopper
 	var l hoppertype.Leadership
 	err := s.write(ctx, nil, func(ctx context.Context, tx *sql.Tx, _ []*sql.Stmt) error {
 		now := s.clock.Now()
-		if _, err := tx.ExecContext(ctx, `INSERT INTO leader (id, node_id, term, expires_at) VALUES (1, ?1, 1, ?2)
+		if _, err := tx.ExecContext(ctx, `INSERT INTO leader (id, node_id, term, expires_at, swept_before) VALUES (1, ?1, 1, ?2, ?4)
 			ON CONFLICT (id) DO UPDATE SET
 				term = CASE WHEN leader.node_id = excluded.node_id THEN leader.term ELSE leader.term + 1 END,
-				node_id = excluded.node_id, expires_at = excluded.expires_at
+				node_id = excluded.node_id, expires_at = excluded.expires_at,
+				swept_before = nullif(max(coalesce(leader.swept_before, 0), coalesce(excluded.swept_before, 0)), 0)
 			WHERE leader.node_id = excluded.node_id OR leader.expires_at <= ?3`,
-			p.NodeID, micros(now.Add(p.TTL)), micros(now)); err != nil {
+			p.NodeID, micros(now.Add(p.TTL)), micros(now), nullMicros(p.SweptBefore)); err != nil {
 			return err
 		}
 		var exp int64

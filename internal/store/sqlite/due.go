@@ -9,15 +9,16 @@ import (
 )
 
 // dueSQL reads the leader lease and what the leader's duties have next in one read (every
-// part an index seek: jobs_lease, jobs_scheduled, jobs_state_rare, schedules_due,
-// jobs_expires, idempotency_keys_expires). ?1 is DueParams.ExpiringAfter.
+// part an index seek: jobs_lease, jobs_scheduled, jobs_deadline, schedules_due, jobs_expires,
+// idempotency_keys_expires). ?1 is DueParams.ExpiringAfter; the later of it and the lease
+// row's swept_before counts.
 const dueSQL = `SELECT l.node_id, l.term, l.expires_at,
 	EXISTS (SELECT 1 FROM jobs WHERE state = 'running'),
 	(SELECT min(run_at) FROM jobs WHERE state = 'scheduled'),
-	(SELECT min(deadline_at) FROM jobs WHERE state = 'suspended' AND state IN ('failed', 'canceled', 'suspended')),
+	(SELECT min(deadline_at) FROM jobs WHERE state = 'suspended'),
 	(SELECT min(next_fire_at) FROM schedules WHERE paused = 0),
-	(SELECT min(expires_at) FROM jobs WHERE expires_at IS NOT NULL AND expires_at > ?1),
-	(SELECT min(expires_at) FROM idempotency_keys WHERE expires_at > ?1)
+	(SELECT min(expires_at) FROM jobs WHERE expires_at IS NOT NULL AND expires_at > max(?1, coalesce(l.swept_before, 0))),
+	(SELECT min(expires_at) FROM idempotency_keys WHERE expires_at > max(?1, coalesce(l.swept_before, 0)))
 FROM (SELECT 1) LEFT JOIN leader l ON l.id = 1`
 
 // LeaderDue reads the leader lease and when the leader's duties next have work, on the reader:

@@ -86,6 +86,19 @@ func dueExpiries(t *testing.T, b *bundle) {
 	sameTime(t, Start.Add(2*time.Hour), b.due(t, Start.Add(time.Hour)).NextExpiry, "only those after ExpiringAfter")
 	require.True(t, b.due(t, Start.Add(2*time.Hour)).NextExpiry.IsZero(), "none after the last")
 
+	// The lease row keeps the latest walk any election brought, never an earlier one; reads
+	// count expiries after the later of it and their own.
+	elect := func(node string, swept time.Time) {
+		_, err := b.store.LeaderElect(t.Context(), &store.LeaderParams{NodeID: node, TTL: time.Minute, SweptBefore: swept})
+		require.NoError(t, err)
+	}
+	elect("node-a", Start.Add(time.Hour))
+	sameTime(t, Start.Add(2*time.Hour), b.due(t, time.Time{}).NextExpiry, "after the walk the lease row keeps")
+	elect("node-a", time.Time{})
+	elect("node-b", Start.Add(time.Minute)) // does not take the lease, nor lower the walk
+	sameTime(t, Start.Add(2*time.Hour), b.due(t, Start).NextExpiry, "the row's walk is later than the read's")
+	require.True(t, b.due(t, Start.Add(2*time.Hour)).NextExpiry.IsZero(), "the read's walk is later than the row's")
+
 	// A job kept by its idempotency key past its own expiry goes when the key does.
 	b.insert(t, withKey("invoice-7", 90*time.Minute))
 	sameTime(t, Start.Add(90*time.Minute), b.due(t, Start.Add(time.Hour)).NextExpiry, "a key's expiry counts")
