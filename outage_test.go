@@ -181,15 +181,17 @@ func newOutageCluster(t *testing.T, oc outageConfig) *outageNode {
 	return n
 }
 
-// step moves the clock forward by d, a second at a time, letting the loops run in between,
-// and heartbeats the ghost's node while it is alive.
+// step moves the clock forward by d, a second at a time, letting the loops run in between
+// (3 ms of real time a second: a leader's renewal that lags the clock by tens of seconds lets
+// its lease lapse, and another node takes it), and heartbeats the ghost's node while it is
+// alive.
 func (n *outageNode) step(d time.Duration) {
 	for end := n.clock.Now().Add(d); n.clock.Now().Before(end); {
 		if id := n.alive.Load(); id != nil {
 			_ = n.store.Store.NodeHeartbeat(context.Background(), &hoppertype.Node{ID: *id, Host: "h", PID: 1})
 		}
 		n.clock.Advance(time.Second)
-		time.Sleep(time.Millisecond)
+		time.Sleep(3 * time.Millisecond)
 	}
 }
 
@@ -346,7 +348,8 @@ func TestAFailoverWithoutAnOutageRescuesAtOnce(t *testing.T) {
 	ghost := n.ghost(t, "node-0", time.Hour) // node-0 holds a job
 	node0 := "node-0"
 	n.alive.Store(&node0)
-	n.step(time.Minute)            // node-1 has long been up
+	n.step(time.Minute) // node-1 has long been up
+	require.False(t, n.client.IsLeader(), "node-0 still leads (its renewals kept up with the clock)")
 	n.leaderStore.down.Store(true) // node-0 dies: it neither heartbeats nor renews its lease
 	n.alive.Store(nil)
 	// Its leader lease lapses 20–30 s later, by then its node is dead (15 s).
