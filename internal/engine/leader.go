@@ -201,7 +201,7 @@ func (l *elector) step(ctx context.Context) time.Duration {
 		if l.leading() && l.nothingDue(ctx, idleAfter) {
 			l.mu.Lock()
 			l.resting = true
-			wait = l.until.Sub(l.e.clock.Now())
+			wait = min(l.until.Sub(l.e.clock.Now()), ttl/3) // look again before it lapses
 			l.mu.Unlock()
 		}
 		return wait

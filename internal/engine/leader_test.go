@@ -171,3 +171,76 @@ func TestAFollowerTakesOverWhenWorkIsDue(t *testing.T) {
 	advance(10 * time.Second) // node-1 died: its lease lapsed while its job runs
 	require.Eventually(t, e.IsLeader, 5*time.Second, time.Millisecond, "takes over")
 }
+
+// failingElections is a store whose elections fail while down is set (a full disk: reads
+// still work).
+type failingElections struct {
+	*electingStore
+	down atomic.Bool
+}
+
+func (s *failingElections) LeaderElect(ctx context.Context, p *store.LeaderParams) (*hoppertype.Leadership, error) {
+	s.elects.Add(1)
+	if s.down.Load() {
+		return nil, store.ErrUnavailable
+	}
+	return s.Store.LeaderElect(ctx, p)
+}
+
+// Wakes (every enqueue, every notification) do not cut a failed election's backoff short: a
+// process whose elections fail tries a few times in a second of wakes, not once per wake.
+func TestWakesDoNotCutTheBackoffShort(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	base, err := sqlite.Open(t.Context(), sqlite.Config{Path: filepath.Join(t.TempDir(), "hopper.db"), Clock: clk})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, base.Close()) })
+	st := &failingElections{electingStore: &electingStore{Store: base}}
+	st.down.Store(true)
+	e, err := New(Config{Store: st, Clock: clk, WorkerID: "node-1", Maintenance: true,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	started(t, e)
+	require.Eventually(t, func() bool { return st.elects.Load() >= 1 }, 5*time.Second, time.Millisecond)
+	for range 200 {
+		e.Notify("default")
+		time.Sleep(time.Millisecond)
+	}
+	require.LessOrEqual(t, st.elects.Load(), int32(2), "elections in 200 wakes without the clock moving")
+	st.down.Store(false)
+	stepClock(clk, time.Second, 10*time.Millisecond, time.Millisecond)
+	require.Eventually(t, e.IsLeader, 5*time.Second, time.Millisecond, "leads once the backoff is over")
+}
+
+// A leader that decided to rest renews after all when a job starts elsewhere before its lease
+// lapses: it does not lapse and come back.
+func TestARestingLeaderRenewsWhenWorkComes(t *testing.T) {
+	t.Parallel()
+	e, st, clk, advance := restingEngine(t, Config{})
+	require.Eventually(t, e.IsLeader, 5*time.Second, time.Millisecond)
+	// Idle for a minute: the next renewal is its last. Stop there, the lease still live.
+	for i := 0; ; i++ {
+		require.Less(t, i, 2000, "decides to rest")
+		e.leader.mu.Lock()
+		resting := e.leader.resting
+		e.leader.mu.Unlock()
+		if resting {
+			break
+		}
+		clk.Advance(100 * time.Millisecond)
+		time.Sleep(2 * time.Millisecond)
+	}
+	require.True(t, e.IsLeader())
+	_, err := st.JobInsertMany(t.Context(), []*store.InsertParams{{ID: "job", Kind: "k", Queue: "default",
+		Args: []byte(`{}`), MaxAttempts: 3, Actor: hoppertype.ActorAPI}})
+	require.NoError(t, err)
+	_, _, err = st.JobClaim(t.Context(), &store.ClaimParams{Queue: "default", Limit: 1, WorkerID: "other",
+		LeaseDuration: time.Hour})
+	require.NoError(t, err)
+	advance(time.Minute)
+	require.True(t, e.IsLeader(), "renewed: a job runs")
+	e.leader.mu.Lock()
+	defer e.leader.mu.Unlock()
+	require.False(t, e.leader.resting)
+	require.Equal(t, 1, e.leader.gained, "never lost the lease")
+}
