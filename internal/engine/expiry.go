@@ -182,7 +182,7 @@ func (m *maintainer) sweepFull(ctx context.Context, now time.Time) (next time.Ti
 			w.found, w.headKnown, w.head, w.lapping, w.headAt = true, true, from, false, now
 			w.end = max(w.end, from) // where the laps end stays, unless the front passed it
 		}
-		if e := earlier(w.earliest, res.Soonest); !e.Equal(w.earliest) {
+		if e := store.Earlier(w.earliest, res.Soonest); !e.Equal(w.earliest) {
 			w.earliest, w.earliestFrom = e, from
 		}
 		w.from = res.Next
@@ -228,7 +228,7 @@ func (m *maintainer) sweepHead(ctx context.Context, now time.Time) (time.Time, e
 			return time.Time{}, err
 		}
 		total += res.Deleted
-		w.soonest = earlier(w.soonest, res.Soonest)
+		w.soonest = store.Earlier(w.soonest, res.Soonest)
 		pinnedBefore := w.pinned
 		if soon {
 			w.pinned = true
@@ -290,14 +290,6 @@ func (m *maintainer) logSwept(total *int) {
 // store's times, the maintainer's timers the engine's.
 func (m *maintainer) onClock(t time.Time) time.Time {
 	return m.e.clock.Now().Add(t.Sub(m.e.store.Now()))
-}
-
-// earlier is the earlier of two times, zero meaning none.
-func earlier(a, b time.Time) time.Time {
-	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
-		return b
-	}
-	return a
 }
 
 func maxTime(t time.Time, more ...time.Time) time.Time {

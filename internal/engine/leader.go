@@ -149,6 +149,20 @@ func (l *elector) heeds() bool {
 	return !now.Before(l.other) && !now.Before(l.retryAt)
 }
 
+// leaseLeft is how long this process's lease has left on its own clock.
+func (l *elector) leaseLeft() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.until.Sub(l.e.clock.Now())
+}
+
+// rest sets whether the lease is left to lapse.
+func (l *elector) rest(resting bool) {
+	l.mu.Lock()
+	l.resting = resting
+	l.mu.Unlock()
+}
+
 // backOff records that a failed election or read waits wait: wakes do not cut it short.
 func (l *elector) backOff(wait time.Duration) time.Duration {
 	l.mu.Lock()
@@ -170,22 +184,14 @@ func (l *elector) step(ctx context.Context) time.Duration {
 	l.mu.Unlock()
 	leading := !until.IsZero() && now.Before(until)
 	switch {
-	case leading && resting && now.Sub(active) < idleAfter:
-		l.mu.Lock()
-		l.resting = false // active again before the lease lapsed: renew it
-		l.mu.Unlock()
-		return l.elect(ctx, ttl)
-	case leading && resting && !l.nothingDue(ctx, idleAfter):
-		l.mu.Lock()
-		l.resting = false // work came before the lease lapsed (a job started elsewhere): renew it
-		l.mu.Unlock()
+	case leading && resting && (now.Sub(active) < idleAfter || !l.nothingDue(ctx, idleAfter)):
+		// Active again, or work came (a job started elsewhere), before the lease lapsed.
+		l.rest(false)
 		return l.elect(ctx, ttl)
 	case leading && resting:
 		return min(until.Sub(now), ttl/3) // the lease lapses then; look again meanwhile
 	case !until.IsZero() && resting:
-		l.mu.Lock()
-		l.resting = false
-		l.mu.Unlock()
+		l.rest(false)
 		if l.set(time.Time{}, 0) {
 			l.e.log.Info("leadership rested: nothing due", "worker", l.e.cfg.WorkerID)
 		}
@@ -199,10 +205,8 @@ func (l *elector) step(ctx context.Context) time.Duration {
 		// Renew on time first, then look whether the next renewals can be left out.
 		wait := l.elect(ctx, ttl)
 		if l.leading() && l.nothingDue(ctx, idleAfter) {
-			l.mu.Lock()
-			l.resting = true
-			wait = min(l.until.Sub(l.e.clock.Now()), ttl/3) // look again before it lapses
-			l.mu.Unlock()
+			l.rest(true)
+			return min(l.leaseLeft(), ttl/3) // look again before it lapses
 		}
 		return wait
 	}
