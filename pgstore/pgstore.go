@@ -8,6 +8,7 @@ package pgstore
 
 import (
 	"context"
+	"time"
 
 	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/store/postgres"
@@ -32,6 +33,13 @@ type Config struct {
 	// production: every node then judges leases, schedules and leadership by the database's
 	// now(), one clock for the whole cluster.
 	Clock clock.Clock
+	// WakeInterval spaces the notifications that tell other processes of this store's
+	// enqueues: at most one per queue per interval, the first at once and the jobs enqueued
+	// during an interval announced together when it ends, because PostgreSQL commits
+	// notifying transactions one at a time. 0 means 5 ms; negative notifies with every
+	// enqueue. This process's own workers are woken at once either way, and enqueues in the
+	// application's transaction (Tx, SQLTx) always notify at their commit.
+	WakeInterval time.Duration
 }
 
 // Store is an open PostgreSQL store; pass it as hopper.Config.Store and Close it after the
@@ -43,5 +51,6 @@ type Store = postgres.Store
 func Open(ctx context.Context, cfg Config) (*Store, error) {
 	return postgres.Open(ctx, postgres.Config{
 		URL: cfg.URL, Schema: cfg.Schema, MaxConns: cfg.MaxConns, PollOnly: cfg.PollOnly, Clock: cfg.Clock,
+		WakeInterval: cfg.WakeInterval,
 	})
 }

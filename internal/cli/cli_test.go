@@ -14,6 +14,7 @@ import (
 	"github.com/hopperjobs/hopper"
 	"github.com/hopperjobs/hopper/internal/pgtest"
 	"github.com/hopperjobs/hopper/internal/stoptest"
+	"github.com/hopperjobs/hopper/internal/store/postgres"
 	"github.com/hopperjobs/hopper/internal/store/sqlite"
 	"github.com/hopperjobs/hopper/sqlitestore"
 	"github.com/stretchr/testify/require"
@@ -237,7 +238,7 @@ func TestPostgres(t *testing.T) {
 	require.Contains(t, res.stderr, "does not exist")
 	res = b.run(t, append(pg, "migrate")...)
 	require.Equal(t, ExitOK, res.code, res.stderr)
-	require.Contains(t, res.stdout, fmt.Sprintf("schema version %d", sqlite.LatestVersion()))
+	require.Contains(t, res.stdout, fmt.Sprintf("schema version %d", postgres.LatestVersion()))
 	require.NotContains(t, res.stdout, "postgres://", "the URL (and any password in it) is not printed")
 
 	res = b.run(t, append(pg, "enqueue", "send-email", `{"to":"a@example.com"}`)...)

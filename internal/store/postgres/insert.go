@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -13,9 +14,11 @@ import (
 
 // insertSQL inserts a batch from arrays (one round trip for any number of jobs) and returns
 // the new rows followed by the existing jobs that idempotency keys named ($18); $19 holds the
-// jobs' result TTLs, $20 their rescue bounds, $21 their merge policies. The same statement
-// counts the new jobs in the minute's stats (stats.go).
-var insertSQL = `WITH clk AS (SELECT coalesce($1::timestamptz, now()) AS now),
+// jobs' result TTLs, $20 their rescue bounds, $21 their merge policies, $22 the wake-ups its
+// trigger leaves out (wakes.go), set before the rows go in. The same statement counts the new
+// jobs in the minute's stats (stats.go).
+var insertSQL = `WITH held AS (SELECT set_config('hopper.held_wakes', $22::text[]::text, true)),
+clk AS (SELECT coalesce($1::timestamptz, now()) AS now FROM held),
 ins AS (
 	INSERT INTO {schema}.jobs (id, kind, queue, priority, args, headers, state, max_attempts, run_at,
 		timeout_us, retry_policy, idempotency_key, group_key, merge_key, schedule_id, last_actor,
@@ -52,11 +55,15 @@ RETURNING key, job_id, payload_hash`
 // JobInsertMany inserts every job in one statement, all or none. A batch with idempotency
 // keys takes a transaction of two statements: claim the keys, then insert. A batch with merge
 // keys takes a transaction too, in which its merge items go one by one (merge.go).
+//
+// Its wake-ups to other processes are spaced by Config.WakeInterval (wakes.go).
 func (s *Store) JobInsertMany(ctx context.Context, params []*store.InsertParams) ([]*store.InsertResult, error) {
-	return s.insertMany(ctx, pgxDB{s.pool}, params)
+	return s.insertMany(ctx, pgxDB{s.pool}, params, s.wakes)
 }
 
-func (s *Store) insertMany(ctx context.Context, d db, params []*store.InsertParams) ([]*store.InsertResult, error) {
+// insertMany inserts through d. With wakes (only when d is the pool: the batch commits before
+// insertMany returns) the insert leaves out the wake-ups the limiter holds, which it sends later.
+func (s *Store) insertMany(ctx context.Context, d db, params []*store.InsertParams, wakes *wakeLimiter) ([]*store.InsertResult, error) {
 	if len(params) == 0 {
 		return nil, nil
 	}
@@ -64,6 +71,7 @@ func (s *Store) insertMany(ctx context.Context, d db, params []*store.InsertPara
 	if err != nil {
 		return nil, fmt.Errorf("insert jobs: %w", err)
 	}
+	plan.held = wakes.hold(wakeKeys(params, s.Now()))
 	if len(plan.firstOfKey) == 0 && !plan.merging {
 		err = s.insertPlanned(ctx, d, plan)
 	} else {
@@ -72,7 +80,27 @@ func (s *Store) insertMany(ctx context.Context, d db, params []*store.InsertPara
 	if err != nil {
 		return nil, s.wrap(err, "insert jobs")
 	}
+	wakes.committed(plan.held, plan.inserted)
 	return plan.results, nil
+}
+
+// wakeKeys names the wake-ups a batch's insert would send: its queues' for jobs due by now, and
+// the scheduled jobs' one. A guess that proves wrong (the database's clock is the judge) only
+// leaves that wake-up unheld.
+func wakeKeys(params []*store.InsertParams, now time.Time) []string {
+	seen := map[string]bool{}
+	var keys []string
+	for _, p := range params {
+		k := queueKey(p.Queue)
+		if p.RunAt.After(now) {
+			k = scheduledKey
+		}
+		if !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+	}
+	return keys
 }
 
 // insertPlan is a batch on its way in. Items sharing an idempotency key resolve to the first
@@ -86,6 +114,8 @@ type insertPlan struct {
 	merging    bool                        // some item has a merge key
 	merged     map[int]*store.InsertResult // merge item → its job, merged into or new
 	results    []*store.InsertResult
+	held       []string             // wake-ups the insert statement leaves out (wakes.go)
+	inserted   []*hoppertype.JobRow // the rows that statement inserted
 }
 
 // planInsert groups items by idempotency key. A batch store.CheckBatch refuses (two items
@@ -203,16 +233,26 @@ func (s *Store) insertPlanned(ctx context.Context, d db, plan *insertPlan) error
 	if len(a.ids) == 0 && len(existingIDs) == 0 {
 		return plan.resolve(nil) // every item merged
 	}
-	jobs, err := s.insertRows(ctx, d, a, existingIDs)
+	jobs, err := s.insertRows(ctx, d, a, existingIDs, plan.held)
 	if err != nil {
 		return err
+	}
+	plan.inserted = jobs
+	if len(existingIDs) > 0 {
+		plan.inserted = slices.DeleteFunc(slices.Clone(jobs), func(j *hoppertype.JobRow) bool {
+			return slices.Contains(existingIDs, j.ID)
+		})
 	}
 	return plan.resolve(jobs)
 }
 
-// insertRows runs insertSQL: the new jobs of a, then the jobs existingIDs names.
-func (s *Store) insertRows(ctx context.Context, d db, a *insertArrays, existingIDs []string) ([]*hoppertype.JobRow, error) {
-	args := append(append([]any{s.nowArg()}, a.args()...), existingIDs, a.resultTTLs, a.maxRescues, a.mergePolicies)
+// insertRows runs insertSQL: the new jobs of a, then the jobs existingIDs names. The trigger
+// leaves out the wake-ups held names (migration 0019).
+func (s *Store) insertRows(ctx context.Context, d db, a *insertArrays, existingIDs, held []string) ([]*hoppertype.JobRow, error) {
+	if held == nil {
+		held = []string{}
+	}
+	args := append(append([]any{s.nowArg()}, a.args()...), existingIDs, a.resultTTLs, a.maxRescues, a.mergePolicies, held)
 	rs, err := d.query(ctx, s.sql(insertSQL), args...)
 	if err != nil {
 		return nil, err

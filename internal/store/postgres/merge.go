@@ -110,7 +110,7 @@ func (s *Store) mergeItem(ctx context.Context, d db, i int, p *store.InsertParam
 	if t == nil {
 		a := &insertArrays{}
 		a.add(p)
-		jobs, err := s.insertRows(ctx, d, a, nil)
+		jobs, err := s.insertRows(ctx, d, a, nil, nil)
 		if err != nil {
 			return nil, err
 		}

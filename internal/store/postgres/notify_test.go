@@ -3,12 +3,14 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/store"
 	"github.com/hopperjobs/hopper/internal/store/postgres"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 )
 
@@ -301,4 +303,94 @@ func TestNotifyScheduledJobsAndSchedules(t *testing.T) {
 		Source: store.SourceAPI, LastFireAt: s.Now(), NextFireAt: s.Now().Add(time.Hour)})
 	require.NoError(t, err)
 	require.Equal(t, store.Notification{Kind: store.SchedulesChanged}, sub.next(t))
+}
+
+// listenRaw LISTENs on a schema's channel and returns the payloads as they arrive.
+func listenRaw(t *testing.T, schema string) <-chan string {
+	t.Helper()
+	conn := connect(t)
+	_, err := conn.Exec(t.Context(), "LISTEN "+pgx.Identifier{schema + "_jobs"}.Sanitize())
+	require.NoError(t, err)
+	payloads := make(chan string, 100)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			n, err := conn.WaitForNotification(ctx)
+			if err != nil {
+				return
+			}
+			payloads <- n.Payload
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return payloads
+}
+
+// nextPayload returns the next payload, failing the test after 10 s without one.
+func nextPayload(t *testing.T, payloads <-chan string) string {
+	t.Helper()
+	select {
+	case p := <-payloads:
+		return p
+	case <-time.After(10 * time.Second):
+		t.Fatal("no notification within 10 s")
+	}
+	return ""
+}
+
+// The store's own inserts into a queue send one wake-up per WakeInterval: the first at its
+// commit, the ones within the interval after it together when it is over, with the smallest of
+// their ids (what the claim cursors need). Another queue, and an insert in the application's
+// transaction, notify at once. Scheduled jobs are held the same way, with their earliest run_at.
+func TestHeldWakeUps(t *testing.T) {
+	t.Parallel()
+	requireDatabase(t)
+	schema := freshSchema(t)
+	const interval = 3 * time.Second // long enough that the inserts below fall within it
+	s, err := postgres.Open(t.Context(), postgres.Config{URL: databaseURL(), Schema: schema, MaxConns: testConns, WakeInterval: interval})
+	require.NoError(t, err)
+	defer s.Close()
+	payloads := listenRaw(t, schema)
+	insert := func(queue string, runAt time.Time) string {
+		t.Helper()
+		p := insertParams(queue, 1)
+		p[0].RunAt = runAt
+		_, err := s.JobInsertMany(t.Context(), p)
+		require.NoError(t, err)
+		return p[0].ID
+	}
+
+	start := time.Now()
+	first := insert("q", time.Time{})
+	require.Equal(t, "q:q "+first, nextPayload(t, payloads), "the first insert notifies at its commit")
+	b, c := insert("q", time.Time{}), insert("q", time.Time{})
+	other := insert("other", time.Time{})
+	require.Equal(t, "q:other "+other, nextPayload(t, payloads), "another queue is not held")
+	soon, later := time.Now().Add(time.Hour).Truncate(time.Microsecond), time.Now().Add(2*time.Hour)
+	insert("q", later)
+	require.Equal(t, "s:"+strconv.FormatInt(later.Truncate(time.Microsecond).UnixMicro(), 10), nextPayload(t, payloads))
+	insert("q", soon) // held: the scheduled wake-up was just sent
+
+	tx, err := connect(t).Begin(t.Context())
+	require.NoError(t, err)
+	inTx := insertParams("q", 1)
+	_, err = s.Tx(tx).JobInsertMany(t.Context(), inTx)
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit(t.Context()))
+	require.Equal(t, "q:q "+inTx[0].ID, nextPayload(t, payloads), "the application's transaction notifies at its commit")
+	require.Less(t, time.Since(start), interval, "the inserts took longer than the interval; the test cannot tell held from sent")
+
+	held := []string{nextPayload(t, payloads), nextPayload(t, payloads)}
+	require.GreaterOrEqual(t, time.Since(start), interval, "held wake-ups are sent when the interval is over")
+	require.ElementsMatch(t, []string{"q:q " + min(b, c), "s:" + strconv.FormatInt(soon.UnixMicro(), 10)}, held)
+	select {
+	case p := <-payloads:
+		t.Fatalf("unexpected notification %q", p)
+	case <-time.After(200 * time.Millisecond):
+	}
 }

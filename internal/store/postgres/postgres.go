@@ -45,11 +45,20 @@ type Config struct {
 	// database's now() is used everywhere, so leases, schedules and the leader lease are judged
 	// on one clock for the whole cluster, never a node's.
 	Clock clock.Clock
+	// WakeInterval spaces the notifications that tell other processes' workers of this store's
+	// inserts: at most one per queue per interval, the first at once, the jobs inserted
+	// during an interval announced together when it is over (wakes.go). 0 means
+	// DefaultWakeInterval (5 ms); negative notifies in every insert's transaction. Inserts in
+	// the application's transactions (Tx, SQLTx) always notify at their commit.
+	WakeInterval time.Duration
 }
 
 func (c Config) withDefaults() Config {
 	if c.Schema == "" {
 		c.Schema = DefaultSchema
+	}
+	if c.WakeInterval == 0 {
+		c.WakeInterval = DefaultWakeInterval
 	}
 	return c
 }
@@ -80,6 +89,7 @@ type Store struct {
 
 	queries sync.Map // SQL template → text with the schema filled in
 	cursors claimCursors
+	wakes   *wakeLimiter // nil when every insert notifies
 
 	// pingEvery is how long a subscription waits for a notification before it pings.
 	pingEvery time.Duration
@@ -117,6 +127,10 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		cfg: cfg, pool: pool, clock: cfg.Clock,
 		schema: pgx.Identifier{cfg.Schema}.Sanitize(), channel: cfg.Schema + "_jobs",
 		pingEvery: defaultPingEvery,
+	}
+	if cfg.WakeInterval > 0 {
+		// The real clock even when Config.Clock is fake: the interval spaces real commits.
+		s.wakes = newWakeLimiter(cfg.WakeInterval, clock.Real{}, s.sendWakes)
 	}
 	if err := s.Migrate(ctx); err != nil {
 		pool.Close()
@@ -179,6 +193,7 @@ func (s *Store) Schema() string { return s.cfg.Schema }
 // Close closes the connection pool. Calls after Close fail with store.ErrClosed.
 func (s *Store) Close() error {
 	if s.closed.CompareAndSwap(false, true) {
+		s.wakes.close() // sends the wake-ups it holds, before the pool goes
 		s.pool.Close()
 	}
 	return nil

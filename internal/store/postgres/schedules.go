@@ -165,7 +165,7 @@ func (s *Store) fire(ctx context.Context, p *store.ScheduleFireParams) (*store.S
 		}
 	}
 	if len(fresh) > 0 {
-		res, err := s.insertMany(ctx, pgxDB{tx}, fresh)
+		res, err := s.insertMany(ctx, pgxDB{tx}, fresh, nil)
 		if err != nil {
 			return nil, err
 		}

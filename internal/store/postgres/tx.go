@@ -32,5 +32,5 @@ type txInserter struct {
 
 // JobInsertMany inserts the jobs in the application's transaction.
 func (t *txInserter) JobInsertMany(ctx context.Context, params []*store.InsertParams) ([]*store.InsertResult, error) {
-	return t.s.insertMany(ctx, t.db, params)
+	return t.s.insertMany(ctx, t.db, params, nil)
 }
