@@ -64,19 +64,27 @@ var (
 	claimUncappedSQL = `WITH picked AS MATERIALIZED (` + fmt.Sprintf(candidates, uncappedGuard, "$3") + `)` + claimUpdate
 
 	// claimCursorSQL is the uncapped claim from a cursor (cursor.go): priority $7, id $8. It
-	// scans three ranges of jobs_claim in claim order, each only for what the ranges before it
-	// did not find: the higher priorities, priority $7 from id $8 on, the lower priorities. It
-	// leaves out the jobs of priority $7 below id $8, whose index entries the claims before
-	// left behind. The higher and lower ranges are empty in a queue of one priority.
+	// scans three ranges of jobs_claim in claim order, each only when the ranges before it did
+	// not fill the claim: the higher priorities, priority $7 from id $8 on, the lower
+	// priorities. It leaves out the jobs of priority $7 below id $8, whose index entries the
+	// claims before left behind. The higher and lower ranges are empty in a queue of one
+	// priority. Each range's LIMIT is $3, a constant to the planner, and picked takes the first
+	// $3 of them in claim order, as the capped claim does: a LIMIT of "$3 minus what the ranges
+	// before found" is not a constant, and the planner then expects a tenth of the queue to be
+	// read, which with a backlog of queued jobs made it walk the primary key from $8 and join
+	// the update to a sequential scan of the table (TestClaimPlansWithABacklog). A range that
+	// runs after another found some jobs may lock up to that many jobs it does not claim, until
+	// the statement commits.
 	claimCursorSQL = `WITH above AS MATERIALIZED (` +
 		fmt.Sprintf(candidates, uncappedGuard+` AND j.priority > $7`, "$3") + `),
 	at AS MATERIALIZED (` +
-		fmt.Sprintf(candidates, uncappedGuard+` AND j.priority = $7 AND j.id >= $8::text`,
-			"$3 - (SELECT count(*) FROM above)") + `),
+		fmt.Sprintf(candidates, uncappedGuard+` AND j.priority = $7 AND j.id >= $8::text
+	  AND (SELECT count(*) FROM above) < $3`, "$3") + `),
 	below AS MATERIALIZED (` +
-		fmt.Sprintf(candidates, uncappedGuard+` AND j.priority < $7`,
-			"$3 - (SELECT count(*) FROM above) - (SELECT count(*) FROM at)") + `),
-	picked AS (SELECT id FROM above UNION ALL SELECT id FROM at UNION ALL SELECT id FROM below)` + claimUpdate
+		fmt.Sprintf(candidates, uncappedGuard+` AND j.priority < $7
+	  AND (SELECT count(*) FROM above) + (SELECT count(*) FROM at) < $3`, "$3") + `),
+	picked AS MATERIALIZED (SELECT id FROM (SELECT * FROM above UNION ALL SELECT * FROM at UNION ALL SELECT * FROM below) u
+		ORDER BY priority DESC, id LIMIT $3)` + claimUpdate
 )
 
 const capsApplySQL = `SELECT EXISTS (SELECT 1 FROM {schema}.queues WHERE name = $1 AND (max_running IS NOT NULL OR rate_limit IS NOT NULL))

@@ -85,3 +85,44 @@ func explain(t *testing.T, s *Store, query string, args ...any) string {
 	require.NoError(t, rs.Err())
 	return strings.Join(lines, "\n")
 }
+
+// With a backlog of queued jobs, analyzed, a claim from a cursor must still read only about as
+// many jobs as it claims: each range walks jobs_claim under a constant LIMIT, and the update
+// finds the picked jobs by primary key. Its ranges' LIMITs were "$3 minus what the ranges before
+// found", which the planner estimates as a tenth of the queue: it walked the primary key
+// and hash-joined the update to a sequential scan of the table, a second per claim with
+// 800,000 queued jobs in the PostgreSQL soak (docs/benchmarks.md#soak).
+func TestClaimPlansWithABacklog(t *testing.T) {
+	t.Parallel()
+	pgtest.Require(t)
+	s, err := Open(t.Context(), Config{URL: pgtest.URL(), Schema: pgtest.FreshSchema(t, "hopper_test_plan_"), MaxConns: 2})
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	ctx := t.Context()
+	_, err = s.pool.Exec(ctx, s.sql(`INSERT INTO {schema}.jobs (id, kind, queue, args, state, attempt, max_attempts,
+		token, version, run_at, last_actor, created_at, updated_at, finished_at, expires_at)
+		SELECT '0000' || lpad(i::text, 32, '0'), 'noop', CASE WHEN i % 4 = 0 THEN 'other' ELSE 'default' END, '{}',
+			CASE WHEN i <= 50000 THEN 'completed' ELSE 'queued' END, 0, 25, 0, 1, now(), 'api', now(), now(),
+			CASE WHEN i <= 50000 THEN now() END, CASE WHEN i <= 50000 THEN now() + interval '1 day' END
+		FROM generate_series(1, 250000) i`))
+	require.NoError(t, err)
+	_, err = s.pool.Exec(ctx, s.sql(`ANALYZE {schema}.jobs`))
+	require.NoError(t, err)
+	cursor := "0000" + strings.Repeat("0", 27) + "60001" // the first queued job of the claims to come
+	for name, q := range map[string]struct {
+		sql  string
+		args []any
+	}{
+		"cursor":   {claimCursorSQL, []any{nil, "default", 100, "w", int64(60_000_000), []string{}, 0, cursor}},
+		"uncapped": {claimUncappedSQL, []any{nil, "default", 100, "w", int64(60_000_000), []string{}}},
+	} {
+		plan := explain(t, s, q.sql, q.args...)
+		require.NotContains(t, plan, "Seq Scan on jobs", "%s:\n%s", name, plan)
+		require.NotContains(t, plan, "Hash Join", "%s:\n%s", name, plan)
+		require.Contains(t, plan, "Nested Loop", "%s:\n%s", name, plan)
+	}
+	// And it claims in claim order from the cursor, as before.
+	jobs, _, err := s.JobClaim(ctx, &store.ClaimParams{Queue: "default", Limit: 3, WorkerID: "w", LeaseDuration: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, jobs, 3)
+}
