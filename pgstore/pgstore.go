@@ -34,11 +34,12 @@ type Config struct {
 	// now(), one clock for the whole cluster.
 	Clock clock.Clock
 	// WakeInterval spaces the notifications that tell other processes of this store's
-	// enqueues: at most one per queue per interval, the first at once and the jobs enqueued
-	// during an interval announced together when it ends, because PostgreSQL commits
-	// notifying transactions one at a time. 0 means 5 ms; negative notifies with every
-	// enqueue. This process's own workers are woken at once either way, and enqueues in the
-	// application's transaction (Tx, SQLTx) always notify at their commit.
+	// enqueues, because PostgreSQL commits notifying transactions one at a time: per queue, at
+	// most one notifying statement in flight, and one started per interval once a burst of 10
+	// is spent. An enqueue that finds the queue's turn taken leaves its notification out, and
+	// the jobs so held are announced together as soon as the turn is free. 0 means 2 ms;
+	// negative notifies with every enqueue. This process's own workers are woken at once either way, and enqueues in
+	// the application's transaction (Tx, SQLTx) always notify at their commit.
 	WakeInterval time.Duration
 }
 

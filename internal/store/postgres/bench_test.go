@@ -24,7 +24,7 @@ func BenchmarkInsertOneEach(b *testing.B) {
 	for _, bc := range []struct {
 		name     string
 		interval time.Duration
-	}{{"notify-each", -1}, {"held-5ms", 0}} {
+	}{{"notify-each", -1}, {"paced-2ms", 0}, {"paced-5ms", 5 * time.Millisecond}} {
 		b.Run(bc.name, func(b *testing.B) {
 			s, err := postgres.Open(b.Context(), postgres.Config{
 				URL: databaseURL(), Schema: freshSchema(b), MaxConns: 16, WakeInterval: bc.interval,

@@ -15,3 +15,6 @@ func MergeLock(s *Store, kind, key string) (classid, objid uint32) {
 	k := uint64(s.mergeLock(kind, key))
 	return uint32(k >> 32), uint32(k)
 }
+
+// WakeBurst is how many wake-ups a queue's inserts send before they are paced.
+const WakeBurst = wakeBurst

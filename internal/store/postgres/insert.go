@@ -71,16 +71,21 @@ func (s *Store) insertMany(ctx context.Context, d db, params []*store.InsertPara
 	if err != nil {
 		return nil, fmt.Errorf("insert jobs: %w", err)
 	}
-	plan.held = wakes.hold(wakeKeys(params, s.Now()))
+	var turn wakeTurn
+	if wakes != nil {
+		turn = wakes.reserve(wakeKeys(params, s.Now()))
+		plan.held = turn.held
+	}
 	if len(plan.firstOfKey) == 0 && !plan.merging {
 		err = s.insertPlanned(ctx, d, plan)
 	} else {
 		err = s.insertKeyed(ctx, d, plan)
 	}
 	if err != nil {
+		wakes.release(turn, nil)
 		return nil, s.wrap(err, "insert jobs")
 	}
-	wakes.committed(plan.held, plan.inserted)
+	wakes.release(turn, plan.inserted)
 	return plan.results, nil
 }
 

@@ -343,15 +343,15 @@ func nextPayload(t *testing.T, payloads <-chan string) string {
 	return ""
 }
 
-// The store's own inserts into a queue send one wake-up per WakeInterval: the first at its
-// commit, the ones within the interval after it together when it is over, with the smallest of
-// their ids (what the claim cursors need). Another queue, and an insert in the application's
+// The store's own inserts into a queue notify at their commit for a burst, then at one wake-up
+// per WakeInterval: the ones held meanwhile together when the interval is over, with the
+// smallest of their ids (what the claim cursors need). Another queue, and an insert in the application's
 // transaction, notify at once. Scheduled jobs are held the same way, with their earliest run_at.
 func TestHeldWakeUps(t *testing.T) {
 	t.Parallel()
 	requireDatabase(t)
 	schema := freshSchema(t)
-	const interval = 3 * time.Second // long enough that the inserts below fall within it
+	const interval = 3 * time.Second // long enough that the held inserts below fall within it
 	s, err := postgres.Open(t.Context(), postgres.Config{URL: databaseURL(), Schema: schema, MaxConns: testConns, WakeInterval: interval})
 	require.NoError(t, err)
 	defer s.Close()
@@ -366,15 +366,19 @@ func TestHeldWakeUps(t *testing.T) {
 	}
 
 	start := time.Now()
-	first := insert("q", time.Time{})
-	require.Equal(t, "q:q "+first, nextPayload(t, payloads), "the first insert notifies at its commit")
+	for range postgres.WakeBurst {
+		id := insert("q", time.Time{})
+		require.Equal(t, "q:q "+id, nextPayload(t, payloads), "each insert of the burst notifies at its commit")
+	}
 	b, c := insert("q", time.Time{}), insert("q", time.Time{})
 	other := insert("other", time.Time{})
 	require.Equal(t, "q:other "+other, nextPayload(t, payloads), "another queue is not held")
 	soon, later := time.Now().Add(time.Hour).Truncate(time.Microsecond), time.Now().Add(2*time.Hour)
-	insert("q", later)
-	require.Equal(t, "s:"+strconv.FormatInt(later.Truncate(time.Microsecond).UnixMicro(), 10), nextPayload(t, payloads))
-	insert("q", soon) // held: the scheduled wake-up was just sent
+	for range postgres.WakeBurst {
+		insert("q", later)
+		require.Equal(t, "s:"+strconv.FormatInt(later.Truncate(time.Microsecond).UnixMicro(), 10), nextPayload(t, payloads))
+	}
+	insert("q", soon) // held: the scheduled jobs' burst is spent
 
 	tx, err := connect(t).Begin(t.Context())
 	require.NoError(t, err)

@@ -45,11 +45,13 @@ type Config struct {
 	// database's now() is used everywhere, so leases, schedules and the leader lease are judged
 	// on one clock for the whole cluster, never a node's.
 	Clock clock.Clock
-	// WakeInterval spaces the notifications that tell other processes' workers of this store's
-	// inserts: at most one per queue per interval, the first at once, the jobs inserted
-	// during an interval announced together when it is over (wakes.go). 0 means
-	// DefaultWakeInterval (5 ms); negative notifies in every insert's transaction. Inserts in
-	// the application's transactions (Tx, SQLTx) always notify at their commit.
+	// WakeInterval paces the notifications that tell other processes' workers of this store's
+	// inserts: per queue, at most one notifying statement in flight, and one started per
+	// interval once a burst of 10 is spent; an insert that finds the queue's turn taken leaves
+	// its notification out, and the jobs so held are announced together when the turn is free
+	// (wakes.go). 0 means DefaultWakeInterval (2 ms); negative notifies in every insert's
+	// transaction. Inserts in the application's transactions (Tx, SQLTx) always notify at
+	// their commit.
 	WakeInterval time.Duration
 }
 

@@ -10,24 +10,33 @@ import (
 	"github.com/hopperjobs/hopper/internal/clock"
 )
 
-// DefaultWakeInterval is how long a store waits, after it sent a wake-up for its own inserts
-// into a queue, before it sends the next one for that queue (Config.WakeInterval).
-const DefaultWakeInterval = 5 * time.Millisecond
+// DefaultWakeInterval is the pace of the wake-ups a store sends for its own inserts into one
+// queue once their burst is spent: one per interval (Config.WakeInterval).
+const DefaultWakeInterval = 2 * time.Millisecond
+
+// wakeBurst is how many wake-ups a queue's inserts may send at once, or in quicker succession
+// than the interval, before they are paced.
+const wakeBurst = 10
 
 // wakeLimiter spaces the wake-ups a store sends for its own inserts (migration 0019). A
 // transaction that notifies commits under a server-wide lock held until its commit is flushed,
 // so inserts of one or a few jobs each, when every one notifies, commit one at a time: about a
 // thousand a second on a machine whose disk flushes several thousand plain commits.
 //
-// Per wake-up key ("q:<queue>", or "s:" for scheduled jobs): the first insert after a quiet
-// interval notifies in its own transaction, at once. An insert within the interval after that
-// leaves its wake-up out (the statement names it in hopper.held_wakes) and, once it has
-// committed, records the smallest id (or earliest run_at) it would have sent; when the interval
-// is over the limiter sends one notification per key carrying the smallest of them, in a
-// statement of its own. Every notification is so sent at or after the commit of the jobs it
-// names, as the claim cursors need (cursor.go): a listener that hears it finds them. Under a
-// steady stream a key sends one notification per interval; the process that inserted wakes its
-// own workers itself, so the interval delays only other processes' workers.
+// Per wake-up key ("q:<queue>", or "s:" for scheduled jobs) a store has at most one notifying
+// statement in flight, and starts them at the pace of one per interval after a burst of
+// wakeBurst (a GCRA: tat is when the key's pace is back to a full burst). An insert notifies
+// in its own transaction, at once, unless the key's last notification is in flight or its
+// burst is spent: then it leaves its wake-up out (the statement names it in
+// hopper.held_wakes) and, once it has committed, records the smallest id (or earliest run_at)
+// it would have sent. When the key is free again, the limiter sends one notification carrying
+// the smallest of them, in a statement of its own. Every notification is so sent at or after
+// the commit of the jobs it names, as the claim cursors need (cursor.go): a listener that
+// hears it finds them. Below a few hundred inserts a second nearly every insert finds the key
+// free and is heard at its commit as before; under a steady stream the limiter sends one
+// notification per interval or per commit, whichever is longer, instead of one per insert.
+// The process that inserted wakes its own workers itself, so holding delays only other
+// processes' workers.
 //
 // Inserts in the application's transactions (Tx) are never held: the limiter cannot know when
 // they commit.
@@ -37,20 +46,39 @@ type wakeLimiter struct {
 	send  func(ctx context.Context, payloads []string) error
 
 	mu      sync.Mutex
-	last    map[string]time.Time // key → when its last wake-up was sent, or reserved by an insert
-	pending map[string]string    // key → the smallest id (queue) or run_at (scheduled) held back
-	timer   clock.Timer          // set while pending is not empty
-	flushAt time.Time            // when timer fires
+	keys    map[string]*wakeState
+	timer   clock.Timer // armed while a held key waits for its interval to end
+	flushAt time.Time   // when timer fires
 	closed  bool
 	flushes sync.WaitGroup // timer callbacks scheduled or running
 }
 
-// pruneAbove is the number of keys above which hold forgets the quiet ones, so a store that
+// wakeState is one wake-up key's.
+type wakeState struct {
+	tat      time.Time // each notification started moves it an interval on, from now at least
+	inflight bool      // the last notifying statement has not returned
+	first    string    // the smallest id (queue) or run_at (scheduled) held back; "" for none
+}
+
+// freeAt is when the key's pace lets it start a notification.
+func (l *wakeLimiter) freeAt(w *wakeState) time.Time {
+	return w.tat.Add(-(wakeBurst - 1) * l.every)
+}
+
+// start records a notification of w starting at now.
+func (l *wakeLimiter) start(w *wakeState, now time.Time) {
+	if w.tat.Before(now) {
+		w.tat = now
+	}
+	w.tat, w.inflight = w.tat.Add(l.every), true
+}
+
+// pruneAbove is the number of keys above which reserve forgets the quiet ones, so a store that
 // inserts into many short-lived queues does not keep one entry per queue forever.
 const pruneAbove = 256
 
 func newWakeLimiter(every time.Duration, c clock.Clock, send func(context.Context, []string) error) *wakeLimiter {
-	return &wakeLimiter{every: every, clock: c, send: send, last: map[string]time.Time{}, pending: map[string]string{}}
+	return &wakeLimiter{every: every, clock: c, send: send, keys: map[string]*wakeState{}}
 }
 
 // queueKey and scheduledKey name wake-ups, as hopper.held_wakes lists them.
@@ -58,56 +86,78 @@ func queueKey(queue string) string { return payloadQueue + queue }
 
 const scheduledKey = payloadScheduled
 
-// hold decides, for an insert about to run, which of keys it must leave out: those sent or
-// reserved within the interval. The others are reserved for the insert, which notifies them
-// itself. A nil limiter (WakeInterval negative) holds nothing.
-func (l *wakeLimiter) hold(keys []string) []string {
+// wakeTurn is what reserve decided for one insert: the keys it notifies itself (in flight
+// until release) and those it leaves out.
+type wakeTurn struct {
+	sending, held []string
+}
+
+// reserve decides, for an insert about to run, which of keys it notifies itself and which it
+// leaves out. A nil limiter (WakeInterval negative) holds nothing.
+func (l *wakeLimiter) reserve(keys []string) wakeTurn {
+	var turn wakeTurn
 	if l == nil {
-		return nil
+		return turn
 	}
 	now := l.clock.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		return nil
+		return turn
 	}
-	if len(l.last) > pruneAbove {
-		for k, at := range l.last {
-			if _, held := l.pending[k]; !held && now.Sub(at) >= l.every {
-				delete(l.last, k)
+	if len(l.keys) > pruneAbove {
+		for k, w := range l.keys {
+			if l.quiet(w, now) {
+				delete(l.keys, k)
 			}
 		}
 	}
-	var held []string
 	for _, k := range keys {
-		if at, ok := l.last[k]; ok && now.Sub(at) < l.every {
-			held = append(held, k)
+		w := l.keys[k]
+		if w == nil {
+			w = &wakeState{}
+			l.keys[k] = w
+		}
+		if w.inflight || now.Before(l.freeAt(w)) {
+			turn.held = append(turn.held, k)
 			continue
 		}
-		l.last[k] = now
+		l.start(w, now)
+		turn.sending = append(turn.sending, k)
 	}
-	return held
+	return turn
 }
 
-// committed records what a committed insert held back, from the rows it returned, and makes
-// sure a flush is due when the earliest held key's interval is over.
-func (l *wakeLimiter) committed(held []string, jobs []*hoppertype.JobRow) {
-	if l == nil || len(held) == 0 {
+// quiet reports whether a key's state says no more than an absent one would.
+func (l *wakeLimiter) quiet(w *wakeState, now time.Time) bool {
+	return !w.inflight && w.first == "" && !w.tat.After(now)
+}
+
+// release ends an insert's turn: the keys it notified are free again and, if it committed
+// (jobs holds the rows it inserted), the wake-ups it held are recorded, to be sent when their
+// keys are free.
+func (l *wakeLimiter) release(turn wakeTurn, jobs []*hoppertype.JobRow) {
+	if l == nil || len(turn.sending)+len(turn.held) == 0 {
 		return
 	}
-	first := heldFirsts(held, jobs)
-	if len(first) == 0 {
-		return // nothing held became queued or scheduled (existing jobs, merges)
-	}
+	first := heldFirsts(turn.held, jobs)
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
 		l.sendNow(first) // the limiter closed while the insert ran
 		return
 	}
+	for _, k := range turn.sending {
+		l.keys[k].inflight = false
+	}
 	for k, v := range first {
-		if old, ok := l.pending[k]; !ok || earlier(k, v, old) {
-			l.pending[k] = v
+		w := l.keys[k]
+		if w == nil { // pruned while the insert ran
+			w = &wakeState{}
+			l.keys[k] = w
+		}
+		if w.first == "" || earlier(k, v, w.first) {
+			w.first = v
 		}
 	}
 	l.scheduleLocked()
@@ -117,6 +167,9 @@ func (l *wakeLimiter) committed(held []string, jobs []*hoppertype.JobRow) {
 // heldFirsts returns, per held key, the smallest id of the rows that became queued in its
 // queue, or the earliest run_at (microseconds) of those that became scheduled.
 func heldFirsts(held []string, jobs []*hoppertype.JobRow) map[string]string {
+	if len(held) == 0 {
+		return nil
+	}
 	isHeld := make(map[string]bool, len(held))
 	for _, k := range held {
 		isHeld[k] = true
@@ -150,14 +203,20 @@ func earlier(k, v, old string) bool {
 	return a < b
 }
 
-// scheduleLocked arms the timer for the earliest pending key whose interval ends, unless it
-// is armed for that time already.
+// scheduleLocked arms the timer for the earliest time a held key is free, unless it is armed
+// for that time or earlier already. A key in flight is rescheduled when its statement returns.
 func (l *wakeLimiter) scheduleLocked() {
 	var due time.Time
-	for k := range l.pending {
-		if at := l.last[k].Add(l.every); due.IsZero() || at.Before(due) {
+	for _, w := range l.keys {
+		if w.first == "" || w.inflight {
+			continue
+		}
+		if at := l.freeAt(w); due.IsZero() || at.Before(due) {
 			due = at
 		}
+	}
+	if due.IsZero() {
+		return
 	}
 	if l.timer != nil {
 		if !l.flushAt.After(due) {
@@ -173,30 +232,39 @@ func (l *wakeLimiter) scheduleLocked() {
 	l.timer = l.clock.AfterFunc(due.Sub(l.clock.Now()), l.flush)
 }
 
-// flush sends the pending wake-ups whose interval is over, each reserving a new interval, and
-// rearms for the rest.
+// flush sends, in one statement, the held wake-ups whose keys are free, and rearms for the
+// rest.
 func (l *wakeLimiter) flush() {
 	defer l.flushes.Done()
-	now := l.clock.Now()
 	l.mu.Lock()
 	l.timer = nil
 	if l.closed {
 		l.mu.Unlock()
 		return
 	}
+	now := l.clock.Now()
 	due := map[string]string{}
-	for k, v := range l.pending {
-		if now.Sub(l.last[k]) >= l.every {
-			due[k] = v
-			delete(l.pending, k)
-			l.last[k] = now
+	for k, w := range l.keys {
+		if w.first != "" && !w.inflight && !now.Before(l.freeAt(w)) {
+			due[k] = w.first
+			w.first = ""
+			l.start(w, now)
 		}
 	}
-	if len(l.pending) > 0 {
+	l.scheduleLocked()
+	l.mu.Unlock()
+	if len(due) == 0 {
+		return
+	}
+	l.sendNow(due)
+	l.mu.Lock()
+	for k := range due {
+		l.keys[k].inflight = false // never pruned while in flight
+	}
+	if !l.closed {
 		l.scheduleLocked()
 	}
 	l.mu.Unlock()
-	l.sendNow(due)
 }
 
 // sendNow sends the wake-ups, worded as the triggers word them, in one statement. When it
@@ -219,7 +287,7 @@ func (l *wakeLimiter) sendNow(first map[string]string) {
 	_ = l.send(ctx, payloads) //nolint:errcheck // see above
 }
 
-// close sends what is pending and stops the limiter: inserts after it are not held, and it
+// close sends what is held and stops the limiter: inserts after it are not held, and it
 // returns once no flush runs.
 func (l *wakeLimiter) close() {
 	if l == nil {
@@ -235,10 +303,14 @@ func (l *wakeLimiter) close() {
 		l.flushes.Done()
 	}
 	l.timer = nil
-	pending := l.pending
-	l.pending = map[string]string{}
+	held := map[string]string{}
+	for k, w := range l.keys {
+		if w.first != "" {
+			held[k] = w.first
+		}
+	}
 	l.mu.Unlock()
-	l.sendNow(pending)
+	l.sendNow(held)
 	l.flushes.Wait()
 }
 

@@ -44,40 +44,91 @@ func scheduled(queue, id string, at time.Time) *hoppertype.JobRow {
 	return &hoppertype.JobRow{ID: id, Queue: queue, State: hoppertype.StateScheduled, RunAt: at}
 }
 
-// The first insert into a queue after a quiet interval notifies itself; the inserts within the
-// interval after it are held, and one notification with the smallest of their ids goes out
-// when the interval is over. Another queue has an interval of its own.
-func TestWakeLimiterSpacesAQueuesWakeUps(t *testing.T) {
+// keys is a test's shorthand for a list of wake-up keys.
+func keys(k ...string) []string { return k }
+
+// spend makes key's burst of notifications, each sent by its insert.
+func spend(t *testing.T, l *wakeLimiter, key string) {
+	t.Helper()
+	for range wakeBurst {
+		turn := l.reserve(keys(key))
+		require.Equal(t, keys(key), turn.sending)
+		l.release(turn, nil)
+	}
+}
+
+// Inserts into a queue notify themselves for a burst; once it is spent, the inserts are held,
+// and one notification with the smallest of their ids goes out per interval. Another queue has
+// its own pace.
+func TestWakeLimiterPacesAQueuesWakeUps(t *testing.T) {
 	fake := clock.NewFake(time.Unix(1_000_000, 0))
 	rec := &sentWakes{}
 	l := newWakeLimiter(10*time.Millisecond, fake, rec.send)
 	defer l.close()
 
-	require.Empty(t, l.hold([]string{"q:a"}), "the first insert notifies at once")
-	require.Equal(t, []string{"q:a"}, l.hold([]string{"q:a", "q:b"}), "b is fresh; a was sent within the interval")
-	l.committed([]string{"q:a"}, []*hoppertype.JobRow{queued("a", "05"), queued("b", "01")})
+	spend(t, l, "q:a")
+	turn := l.reserve(keys("q:a", "q:b"))
+	require.Equal(t, wakeTurn{sending: keys("q:b"), held: keys("q:a")}, turn, "a's burst is spent, b's is whole")
+	l.release(turn, []*hoppertype.JobRow{queued("a", "05"), queued("b", "01")})
 	fake.Advance(2 * time.Millisecond)
-	require.Equal(t, []string{"q:a"}, l.hold([]string{"q:a"}))
-	l.committed([]string{"q:a"}, []*hoppertype.JobRow{queued("a", "03"), queued("a", "07")})
-	require.Equal(t, []string{"q:a"}, l.hold([]string{"q:a"}))
-	l.committed([]string{"q:a"}, nil) // its rows were existing jobs: nothing to announce
+	turn = l.reserve(keys("q:a"))
+	require.Equal(t, wakeTurn{held: keys("q:a")}, turn)
+	l.release(turn, []*hoppertype.JobRow{queued("a", "03"), queued("a", "07")})
+	l.release(l.reserve(keys("q:a")), nil) // a failed insert, or existing jobs: nothing to announce
 
-	fake.Advance(7 * time.Millisecond) // 9 ms after the first insert
+	fake.Advance(7 * time.Millisecond) // 9 ms after the burst
 	require.Empty(t, rec.all(), "nothing is sent before the interval is over")
 	fake.Advance(time.Millisecond)
 	require.Eventually(t, func() bool { return len(rec.all()) == 1 }, 5*time.Second, time.Millisecond)
-	require.Equal(t, [][]string{{"q:a 03"}}, rec.all(), "one wake-up, with the smallest held id; b's was the insert's own")
+	require.Equal(t, [][]string{{"q:a 03"}}, rec.all(), "one wake-up, with the smallest held id; b's was its insert's own")
 
-	// The flush opened a new interval: an insert within it is held, one after a quiet one is not.
+	// The flush took the interval's turn: an insert within the next one is held too.
 	fake.Advance(5 * time.Millisecond)
-	require.Equal(t, []string{"q:a"}, l.hold([]string{"q:a"}))
-	l.committed([]string{"q:a"}, []*hoppertype.JobRow{queued("a", "09")})
+	turn = l.reserve(keys("q:a"))
+	require.Equal(t, keys("q:a"), turn.held)
+	l.release(turn, []*hoppertype.JobRow{queued("a", "09")})
 	fake.Advance(5 * time.Millisecond)
 	require.Eventually(t, func() bool { return len(rec.all()) == 2 }, 5*time.Second, time.Millisecond)
 	require.Equal(t, []string{"q:a 09"}, rec.all()[1])
-	fake.Advance(10 * time.Millisecond)
-	require.Empty(t, l.hold([]string{"q:a"}), "a quiet interval later the insert notifies itself again")
-	require.Zero(t, fake.Pending(), "no timer is left while nothing is held")
+
+	// A quiet spell of a burst's intervals restores the whole burst.
+	fake.Advance(wakeBurst * 10 * time.Millisecond)
+	require.Eventually(t, func() bool { return len(l.reserve(keys("q:c")).sending) == 1 }, 5*time.Second, time.Millisecond)
+	spend(t, l, "q:a")
+	require.Equal(t, keys("q:a"), l.reserve(keys("q:a")).held)
+}
+
+// A key is held while its notifying statement is in flight, however long that takes, and the
+// held wake-up goes out as soon as it returns; a flush in flight holds the key the same way.
+func TestWakeLimiterHoldsWhileANotificationIsInFlight(t *testing.T) {
+	fake := clock.NewFake(time.Unix(1_000_000, 0))
+	rec := &sentWakes{}
+	unblock := make(chan struct{})
+	sending := make(chan struct{}, 10)
+	l := newWakeLimiter(time.Millisecond, fake, func(ctx context.Context, p []string) error {
+		sending <- struct{}{}
+		<-unblock
+		return rec.send(ctx, p)
+	})
+	defer l.close()
+
+	slow := l.reserve(keys("q:a"))
+	fake.Advance(50 * time.Millisecond) // the statement takes long: the interval is long over
+	held := l.reserve(keys("q:a"))
+	require.Equal(t, keys("q:a"), held.held, "held while the first statement is in flight")
+	l.release(held, []*hoppertype.JobRow{queued("a", "04")})
+	require.Zero(t, fake.Pending(), "nothing is armed while the key is in flight")
+	l.release(slow, []*hoppertype.JobRow{queued("a", "01")})
+	<-sending // the flush, armed when the key came free, is sending
+	during := l.reserve(keys("q:a"))
+	require.Equal(t, keys("q:a"), during.held, "held while the flush is in flight")
+	l.release(during, []*hoppertype.JobRow{queued("a", "06")})
+	unblock <- struct{}{}
+	fake.Advance(time.Millisecond)
+	<-sending
+	unblock <- struct{}{}
+	require.Eventually(t, func() bool { return len(rec.all()) == 2 }, 5*time.Second, time.Millisecond)
+	require.Equal(t, [][]string{{"q:a 04"}, {"q:a 06"}}, rec.all())
 }
 
 // Scheduled jobs share one key; its held wake-up carries the earliest run_at, as the trigger's.
@@ -88,10 +139,10 @@ func TestWakeLimiterHoldsScheduledWakeUps(t *testing.T) {
 	defer l.close()
 
 	later, sooner := time.Unix(2_000_000, 0), time.Unix(1_500_000, 0)
-	require.Empty(t, l.hold([]string{scheduledKey}))
-	held := l.hold([]string{scheduledKey, "q:a"})
-	require.Equal(t, []string{scheduledKey}, held)
-	l.committed(held, []*hoppertype.JobRow{scheduled("x", "02", later), scheduled("y", "01", sooner), queued("a", "03")})
+	spend(t, l, scheduledKey)
+	turn := l.reserve(keys(scheduledKey, "q:a"))
+	require.Equal(t, wakeTurn{sending: keys("q:a"), held: keys(scheduledKey)}, turn)
+	l.release(turn, []*hoppertype.JobRow{scheduled("x", "02", later), scheduled("y", "01", sooner), queued("a", "03")})
 	fake.Advance(10 * time.Millisecond)
 	require.Eventually(t, func() bool { return len(rec.all()) == 1 }, 5*time.Second, time.Millisecond)
 	require.Equal(t, [][]string{{"s:" + strconv.FormatInt(sooner.UnixMicro(), 10)}}, rec.all())
@@ -104,28 +155,28 @@ func TestWakeLimiterClose(t *testing.T) {
 	rec := &sentWakes{}
 	l := newWakeLimiter(time.Hour, fake, rec.send)
 
-	l.hold([]string{"q:a"})
-	held := l.hold([]string{"q:a"})
-	l.committed(held, []*hoppertype.JobRow{queued("a", "02")})
-	late := l.hold([]string{"q:a"})
-	require.Equal(t, []string{"q:a"}, late)
+	spend(t, l, "q:a")
+	l.release(l.reserve(keys("q:a")), []*hoppertype.JobRow{queued("a", "02")})
+	late := l.reserve(keys("q:a"))
+	require.Equal(t, keys("q:a"), late.held)
 	l.close()
 	require.Equal(t, [][]string{{"q:a 02"}}, rec.all())
 	require.Zero(t, fake.Pending())
-	require.Empty(t, l.hold([]string{"q:a"}), "a closed limiter holds nothing")
-	l.committed(late, []*hoppertype.JobRow{queued("a", "04")})
+	require.Equal(t, wakeTurn{}, l.reserve(keys("q:a")), "a closed limiter holds nothing")
+	l.release(late, []*hoppertype.JobRow{queued("a", "04")})
 	require.Equal(t, [][]string{{"q:a 02"}, {"q:a 04"}}, rec.all())
 	l.close() // twice is fine
 
 	rec2 := &sentWakes{fail: true}
 	l2 := newWakeLimiter(10*time.Millisecond, fake, rec2.send)
 	defer l2.close()
-	l2.hold([]string{"q:a"})
-	l2.committed(l2.hold([]string{"q:a"}), []*hoppertype.JobRow{queued("a", "01")})
+	spend(t, l2, "q:a")
+	l2.release(l2.reserve(keys("q:a")), []*hoppertype.JobRow{queued("a", "01")})
 	fake.Advance(10 * time.Millisecond)
 	require.Eventually(t, func() bool { return len(rec2.all()) == 1 }, 5*time.Second, time.Millisecond)
 	fake.Advance(10 * time.Millisecond)
-	require.Empty(t, l2.hold([]string{"q:a"}), "after a failed send the next quiet insert notifies itself")
+	require.Eventually(t, func() bool { return len(l2.reserve(keys("q:b")).sending) == 1 }, 5*time.Second, time.Millisecond)
+	require.Equal(t, keys("q:a"), l2.reserve(keys("q:a")).sending, "after a failed send the next insert notifies itself")
 	require.Len(t, rec2.all(), 1, "a failed send is not retried")
 }
 
@@ -135,18 +186,18 @@ func TestWakeLimiterForgetsQuietQueues(t *testing.T) {
 	l := newWakeLimiter(10*time.Millisecond, fake, (&sentWakes{}).send)
 	defer l.close()
 	for i := range 10 * pruneAbove {
-		l.hold([]string{"q:" + strconv.Itoa(i)})
+		l.release(l.reserve(keys("q:"+strconv.Itoa(i))), nil)
 		fake.Advance(time.Millisecond)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	require.LessOrEqual(t, len(l.last), pruneAbove+1)
+	require.LessOrEqual(t, len(l.keys), pruneAbove+1)
 }
 
 // A nil limiter (WakeInterval negative) holds nothing.
 func TestNoWakeLimiter(t *testing.T) {
 	var l *wakeLimiter
-	require.Empty(t, l.hold([]string{"q:a"}))
-	l.committed([]string{"q:a"}, []*hoppertype.JobRow{queued("a", "01")})
+	require.Equal(t, wakeTurn{}, l.reserve(keys("q:a")))
+	l.release(wakeTurn{held: keys("q:a")}, []*hoppertype.JobRow{queued("a", "01")})
 	l.close()
 }

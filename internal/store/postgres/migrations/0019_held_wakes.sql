@@ -1,10 +1,10 @@
 -- Held wake-ups (wakes.go). A transaction that sends a notification commits under a lock on
 -- the whole server's notification queue, held until its commit is flushed, so enqueues in
--- small transactions that each notify commit one at a time. A store now sends at most one
--- wake-up per queue per interval for its own inserts: an insert statement may name, in the
+-- small transactions that each notify commit one at a time. A store now takes turns for the
+-- wake-ups of its own inserts, per queue: an insert statement may name, in the
 -- transaction-local setting hopper.held_wakes (a text array), the wake-ups its trigger must
 -- leave out ('q:<queue>' for jobs that become queued there, 's:' for scheduled ones); the
--- store sends them itself once the interval is over, after the insert has committed. Any other
+-- store sends them itself when the turn is free, after the insert has committed. Any other
 -- insert, and every older binary, leaves the setting empty and notifies as before.
 CREATE OR REPLACE FUNCTION {schema}.jobs_after_insert() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
