@@ -19,12 +19,9 @@ import (
 // (docs/benchmarks.md#at-scale). The plans are asserted, not the times.
 func TestPlansAtScaleUseThePrimaryKey(t *testing.T) {
 	t.Parallel()
-	pgtest.Require(t)
-	s, err := Open(t.Context(), Config{URL: pgtest.URL(), Schema: pgtest.FreshSchema(t, "hopper_test_plan_"), MaxConns: 2})
-	require.NoError(t, err)
-	t.Cleanup(func() { s.Close() })
+	s := openPlanStore(t)
 	ctx := t.Context()
-	_, err = s.pool.Exec(ctx, s.sql(`INSERT INTO {schema}.jobs (id, kind, queue, args, state, attempt, max_attempts,
+	_, err := s.pool.Exec(ctx, s.sql(`INSERT INTO {schema}.jobs (id, kind, queue, args, state, attempt, max_attempts,
 		token, version, run_at, last_actor, created_at, updated_at, finished_at, expires_at)
 		SELECT '0000' || lpad(i::text, 32, '0'), 'old', 'default', '{}', 'completed', 1, 25, 1, 3, now(), 'worker',
 			now(), now(), now(), now() + interval '1 day'
@@ -70,6 +67,17 @@ func TestPlansAtScaleUseThePrimaryKey(t *testing.T) {
 	}
 }
 
+// openPlanStore opens a store on a fresh schema, closed at cleanup, for a test that fills its
+// tables with SQL and reads plans.
+func openPlanStore(t *testing.T) *Store {
+	t.Helper()
+	pgtest.Require(t)
+	s, err := Open(t.Context(), Config{URL: pgtest.URL(), Schema: pgtest.FreshSchema(t, "hopper_test_plan_"), MaxConns: 2})
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // explain returns the plan PostgreSQL makes for the statement with these arguments.
 func explain(t *testing.T, s *Store, query string, args ...any) string {
 	t.Helper()
@@ -94,12 +102,9 @@ func explain(t *testing.T, s *Store, query string, args ...any) string {
 // 800,000 queued jobs in the PostgreSQL soak (docs/benchmarks.md#soak).
 func TestClaimPlansWithABacklog(t *testing.T) {
 	t.Parallel()
-	pgtest.Require(t)
-	s, err := Open(t.Context(), Config{URL: pgtest.URL(), Schema: pgtest.FreshSchema(t, "hopper_test_plan_"), MaxConns: 2})
-	require.NoError(t, err)
-	t.Cleanup(func() { s.Close() })
+	s := openPlanStore(t)
 	ctx := t.Context()
-	_, err = s.pool.Exec(ctx, s.sql(`INSERT INTO {schema}.jobs (id, kind, queue, args, state, attempt, max_attempts,
+	_, err := s.pool.Exec(ctx, s.sql(`INSERT INTO {schema}.jobs (id, kind, queue, args, state, attempt, max_attempts,
 		token, version, run_at, last_actor, created_at, updated_at, finished_at, expires_at)
 		SELECT '0000' || lpad(i::text, 32, '0'), 'noop', CASE WHEN i % 4 = 0 THEN 'other' ELSE 'default' END, '{}',
 			CASE WHEN i <= 50000 THEN 'completed' ELSE 'queued' END, 0, 25, 0, 1, now(), 'api', now(), now(),
