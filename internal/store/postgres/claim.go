@@ -64,26 +64,37 @@ var (
 	claimUncappedSQL = `WITH picked AS MATERIALIZED (` + fmt.Sprintf(candidates, uncappedGuard, "$3") + `)` + claimUpdate
 
 	// claimCursorSQL is the uncapped claim from a cursor (cursor.go): priority $7, id $8. It
-	// scans three ranges of jobs_claim in claim order, each only when the ranges before it did
-	// not fill the claim: the higher priorities, priority $7 from id $8 on, the lower
-	// priorities. It leaves out the jobs of priority $7 below id $8, whose index entries the
-	// claims before left behind. The higher and lower ranges are empty in a queue of one
-	// priority. Each range's LIMIT is $3, a constant to the planner, and picked takes the first
-	// $3 of them in claim order, as the capped claim does: a LIMIT of "$3 minus what the ranges
-	// before found" is not a constant, and the planner then expects a tenth of the queue to be
-	// read, which with a backlog of queued jobs made it walk the primary key from $8 and join
-	// the update to a sequential scan of the table (TestClaimPlansWithABacklog). A range that
-	// runs after another found some jobs may lock up to that many jobs it does not claim, until
-	// the statement commits.
+	// scans three ranges of jobs_claim in claim order, each only for what the ranges before it
+	// did not find: the higher priorities, priority $7 from id $8 on, the lower priorities. It
+	// leaves out the jobs of priority $7 below id $8, whose index entries the claims before
+	// left behind. The higher and lower ranges are empty in a queue of one priority.
+	//
+	// Each range locks no more jobs than the claim takes: a job locked and not claimed would be
+	// skipped by a concurrent claim, whose cursor would then pass it unannounced. So the
+	// ranges after the first come in two forms, of which one runs: under the claim's own limit
+	// $3 when the ranges before found nothing (the common case), under what is left of it
+	// when they found some. A planner sees a constant LIMIT in the first form, while it
+	// estimates a computed one as a tenth of the rows, which with an analyzed backlog of
+	// queued jobs made it walk the primary key from $8; and picked's outer LIMIT keeps the
+	// update's join at $3 rows estimated, where the sum of the ranges' estimates made it
+	// hash-join a sequential scan of the table (TestClaimPlansWithABacklog).
 	claimCursorSQL = `WITH above AS MATERIALIZED (` +
 		fmt.Sprintf(candidates, uncappedGuard+` AND j.priority > $7`, "$3") + `),
-	at AS MATERIALIZED (` +
+	at_all AS MATERIALIZED (` +
 		fmt.Sprintf(candidates, uncappedGuard+` AND j.priority = $7 AND j.id >= $8::text
-	  AND (SELECT count(*) FROM above) < $3`, "$3") + `),
-	below AS MATERIALIZED (` +
+	  AND (SELECT count(*) FROM above) = 0`, "$3") + `),
+	at_rest AS MATERIALIZED (` +
+		fmt.Sprintf(candidates, uncappedGuard+` AND j.priority = $7 AND j.id >= $8::text
+	  AND (SELECT count(*) FROM above) BETWEEN 1 AND $3 - 1`, "$3 - (SELECT count(*) FROM above)") + `),
+	found AS (SELECT (SELECT count(*) FROM above) + (SELECT count(*) FROM at_all) + (SELECT count(*) FROM at_rest) AS n),
+	below_all AS MATERIALIZED (` +
 		fmt.Sprintf(candidates, uncappedGuard+` AND j.priority < $7
-	  AND (SELECT count(*) FROM above) + (SELECT count(*) FROM at) < $3`, "$3") + `),
-	picked AS MATERIALIZED (SELECT id FROM (SELECT * FROM above UNION ALL SELECT * FROM at UNION ALL SELECT * FROM below) u
+	  AND (SELECT n FROM found) = 0`, "$3") + `),
+	below_rest AS MATERIALIZED (` +
+		fmt.Sprintf(candidates, uncappedGuard+` AND j.priority < $7
+	  AND (SELECT n FROM found) BETWEEN 1 AND $3 - 1`, "$3 - (SELECT n FROM found)") + `),
+	picked AS MATERIALIZED (SELECT id FROM (SELECT * FROM above UNION ALL SELECT * FROM at_all
+		UNION ALL SELECT * FROM at_rest UNION ALL SELECT * FROM below_all UNION ALL SELECT * FROM below_rest) u
 		ORDER BY priority DESC, id LIMIT $3)` + claimUpdate
 )
 

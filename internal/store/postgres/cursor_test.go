@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/pgtest"
@@ -87,7 +88,8 @@ func TestClaimCursorBookkeeping(t *testing.T) {
 }
 
 // The claim from a cursor starts its scan of priority $7 at id $8 in jobs_claim (an index
-// condition, not a filter on rows already fetched), so the entries before it are not read.
+// condition, not a filter on rows already fetched), so the entries before it are not read: in
+// both forms of that range (the whole claim, and what the higher priorities left of it).
 func TestClaimCursorPlanStartsAtTheCursor(t *testing.T) {
 	t.Parallel()
 	pgtest.Require(t)
@@ -101,8 +103,10 @@ func TestClaimCursorPlanStartsAtTheCursor(t *testing.T) {
 			conds = append(conds, line)
 		}
 	}
-	require.Len(t, conds, 1, plan)
-	require.Contains(t, conds[0], "id >=", plan)
+	require.Len(t, conds, 2, plan)
+	for _, c := range conds {
+		require.Contains(t, c, "id >=", plan)
+	}
 }
 
 // A job that becomes claimable behind the cursor is claimed by the next claim once its wake-up
@@ -208,4 +212,58 @@ func TestClaimCursorHole(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, store.Notification{Kind: store.JobsAvailable, Queue: "g"}, next())
 	require.Equal(t, []string{"g-01"}, claimG())
+}
+
+// A claim from a cursor locks only the jobs it claims, when the higher priorities fill part of
+// it and when the lower ones fill the rest: a job locked and left queued would be skipped by a
+// concurrent claim, whose cursor would pass it unannounced. And it claims in claim order.
+func TestClaimCursorLocksOnlyWhatItClaims(t *testing.T) {
+	t.Parallel()
+	pgtest.Require(t)
+	s, err := Open(t.Context(), Config{URL: pgtest.URL(), Schema: pgtest.FreshSchema(t, "hopper_test_cursor_"), MaxConns: 2})
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	ctx := t.Context()
+	insert := func(priority int) string {
+		t.Helper()
+		id := uuid.Must(uuid.NewV7()).String()
+		_, err := s.JobInsertMany(ctx, []*store.InsertParams{{ID: id, Kind: "noop", Queue: "default", Priority: priority,
+			Args: []byte(`{}`), MaxAttempts: 3, Actor: hoppertype.ActorAPI, Reason: "enqueue"}})
+		require.NoError(t, err)
+		return id
+	}
+	var low []string
+	for range 5 {
+		low = append(low, insert(0))
+	}
+	high := insert(5)
+
+	for name, c := range map[string]struct {
+		priority int
+		from     string
+		want     []string
+	}{
+		"higher priorities fill part": {0, low[0], []string{high, low[0], low[1]}},
+		"lower priorities fill part":  {5, high, []string{high, low[0], low[1]}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tx, err := s.pool.Begin(ctx)
+			require.NoError(t, err)
+			defer tx.Rollback(context.Background()) //nolint:errcheck // the claim is only looked at
+			rs, err := tx.Query(ctx, s.sql(claimCursorSQL), nil, "default", 3, "w", int64(60_000_000), []string{}, c.priority, c.from)
+			require.NoError(t, err)
+			jobs, err := scanJobs(rs)
+			require.NoError(t, err)
+			store.SortClaimed(jobs)
+			var got []string
+			for _, j := range jobs {
+				got = append(got, j.ID)
+			}
+			require.Equal(t, c.want, got)
+			var unlocked int
+			require.NoError(t, s.pool.QueryRow(ctx, s.sql(`SELECT count(*) FROM (SELECT id FROM {schema}.jobs
+				WHERE state = 'queued' FOR UPDATE SKIP LOCKED) x`)).Scan(&unlocked))
+			require.Equal(t, 6-3, unlocked, "the claim locked jobs it did not claim")
+		})
+	}
 }

@@ -63,18 +63,24 @@ func (s *Store) JobInsertMany(ctx context.Context, params []*store.InsertParams)
 
 // insertMany inserts through d. With wakes (only when d is the pool: the batch commits before
 // insertMany returns) the insert leaves out the wake-ups the limiter holds, which it sends later.
-func (s *Store) insertMany(ctx context.Context, d db, params []*store.InsertParams, wakes *wakeLimiter) ([]*store.InsertResult, error) {
+func (s *Store) insertMany(ctx context.Context, d db, params []*store.InsertParams, wakes *wakeLimiter) (_ []*store.InsertResult, err error) {
 	if len(params) == 0 {
 		return nil, nil
 	}
-	plan, err := planInsert(params)
-	if err != nil {
-		return nil, fmt.Errorf("insert jobs: %w", err)
+	plan, perr := planInsert(params)
+	if perr != nil {
+		return nil, fmt.Errorf("insert jobs: %w", perr)
 	}
-	var turn wakeTurn
 	if wakes != nil {
-		turn = wakes.reserve(wakeKeys(params, s.Now()))
+		now := s.Now()
+		turn := wakes.reserve(wakeKeys(params, now))
 		plan.held = turn.held
+		defer func() {
+			if err != nil { // it may have committed all the same (a connection lost at commit)
+				plan.inserted = mayHaveInserted(params, now)
+			}
+			wakes.release(turn, plan.inserted)
+		}()
 	}
 	if len(plan.firstOfKey) == 0 && !plan.merging {
 		err = s.insertPlanned(ctx, d, plan)
@@ -82,11 +88,22 @@ func (s *Store) insertMany(ctx context.Context, d db, params []*store.InsertPara
 		err = s.insertKeyed(ctx, d, plan)
 	}
 	if err != nil {
-		wakes.release(turn, nil)
 		return nil, s.wrap(err, "insert jobs")
 	}
-	wakes.release(turn, plan.inserted)
 	return plan.results, nil
+}
+
+// mayHaveInserted is the rows of a batch whose insert failed, as wakeKeys guessed them, for the
+// wake-ups it held.
+func mayHaveInserted(params []*store.InsertParams, now time.Time) []*hoppertype.JobRow {
+	rows := make([]*hoppertype.JobRow, len(params))
+	for i, p := range params {
+		rows[i] = &hoppertype.JobRow{ID: p.ID, Queue: p.Queue, State: hoppertype.StateQueued, RunAt: p.RunAt}
+		if p.RunAt.After(now) {
+			rows[i].State = hoppertype.StateScheduled
+		}
+	}
+	return rows
 }
 
 // wakeKeys names the wake-ups a batch's insert would send: its queues' for jobs due by now, and
@@ -120,7 +137,7 @@ type insertPlan struct {
 	merged     map[int]*store.InsertResult // merge item → its job, merged into or new
 	results    []*store.InsertResult
 	held       []string             // wake-ups the insert statement leaves out (wakes.go)
-	inserted   []*hoppertype.JobRow // the rows that statement inserted
+	inserted   []*hoppertype.JobRow // the rows its statements inserted (merges' too)
 }
 
 // planInsert groups items by idempotency key. A batch store.CheckBatch refuses (two items
@@ -242,11 +259,10 @@ func (s *Store) insertPlanned(ctx context.Context, d db, plan *insertPlan) error
 	if err != nil {
 		return err
 	}
-	plan.inserted = jobs
-	if len(existingIDs) > 0 {
-		plan.inserted = slices.DeleteFunc(slices.Clone(jobs), func(j *hoppertype.JobRow) bool {
-			return slices.Contains(existingIDs, j.ID)
-		})
+	for _, j := range jobs {
+		if !slices.Contains(existingIDs, j.ID) {
+			plan.inserted = append(plan.inserted, j)
+		}
 	}
 	return plan.resolve(jobs)
 }

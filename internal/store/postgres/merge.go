@@ -92,7 +92,7 @@ func (s *Store) mergeItems(ctx context.Context, d db, plan *insertPlan) error {
 		if p.MergeKey == "" || (first >= 0 && (first != i || plan.existing[i] != "")) {
 			continue
 		}
-		res, err := s.mergeItem(ctx, d, i, p)
+		res, err := s.mergeItem(ctx, d, i, p, plan)
 		if err != nil {
 			return err
 		}
@@ -101,8 +101,9 @@ func (s *Store) mergeItems(ctx context.Context, d db, plan *insertPlan) error {
 	return nil
 }
 
-// mergeItem merges item i into the job its key names, or inserts it when there is none.
-func (s *Store) mergeItem(ctx context.Context, d db, i int, p *store.InsertParams) (*store.InsertResult, error) {
+// mergeItem merges item i into the job its key names, or inserts it when there is none (as
+// one of plan's inserts, leaving out the wake-ups it holds).
+func (s *Store) mergeItem(ctx context.Context, d db, i int, p *store.InsertParams, plan *insertPlan) (*store.InsertResult, error) {
 	t, err := s.mergeTarget(ctx, d, p)
 	if err != nil {
 		return nil, err
@@ -110,13 +111,14 @@ func (s *Store) mergeItem(ctx context.Context, d db, i int, p *store.InsertParam
 	if t == nil {
 		a := &insertArrays{}
 		a.add(p)
-		jobs, err := s.insertRows(ctx, d, a, nil, nil)
+		jobs, err := s.insertRows(ctx, d, a, nil, plan.held)
 		if err != nil {
 			return nil, err
 		}
 		if len(jobs) != 1 {
 			return nil, fmt.Errorf("job %s (item %d) missing after insert", p.ID, i)
 		}
+		plan.inserted = append(plan.inserted, jobs[0])
 		return &store.InsertResult{Job: jobs[0]}, nil
 	}
 	args, err := store.MergedArgs(t, i, p)

@@ -18,13 +18,18 @@ const DefaultWakeInterval = 2 * time.Millisecond
 // than the interval, before they are paced.
 const wakeBurst = 10
 
+// wakeStuckAfter is how long a notifying statement in flight holds its key's other wake-ups
+// back: one that waits longer (for a lock, a connection, a big batch) no longer delays the
+// jobs committed meanwhile.
+const wakeStuckAfter = 50 * time.Millisecond
+
 // wakeLimiter spaces the wake-ups a store sends for its own inserts (migration 0019). A
 // transaction that notifies commits under a server-wide lock held until its commit is flushed,
 // so inserts of one or a few jobs each, when every one notifies, commit one at a time: about a
 // thousand a second on a machine whose disk flushes several thousand plain commits.
 //
 // Per wake-up key ("q:<queue>", or "s:" for scheduled jobs) a store has at most one notifying
-// statement in flight, and starts them at the pace of one per interval after a burst of
+// statement in flight (for wakeStuckAfter at most), and starts them at the pace of one per interval after a burst of
 // wakeBurst (a GCRA: tat is when the key's pace is back to a full burst). An insert notifies
 // in its own transaction, at once, unless the key's last notification is in flight or its
 // burst is spent: then it leaves its wake-up out (the statement names it in
@@ -47,17 +52,25 @@ type wakeLimiter struct {
 
 	mu      sync.Mutex
 	keys    map[string]*wakeState
-	timer   clock.Timer // armed while a held key waits for its interval to end
+	timer   clock.Timer // armed while a held key waits for its turn
 	flushAt time.Time   // when timer fires
 	closed  bool
 	flushes sync.WaitGroup // timer callbacks scheduled or running
+	turns   sync.WaitGroup // inserts between reserve and release
 }
 
 // wakeState is one wake-up key's.
 type wakeState struct {
 	tat      time.Time // each notification started moves it an interval on, from now at least
-	inflight bool      // the last notifying statement has not returned
+	inflight int       // notifying statements that have not returned
+	since    time.Time // when the oldest of them started
 	first    string    // the smallest id (queue) or run_at (scheduled) held back; "" for none
+}
+
+// busy reports whether a statement in flight holds w's wake-ups back at now, and until when.
+func (w *wakeState) busy(now time.Time) (bool, time.Time) {
+	until := w.since.Add(wakeStuckAfter)
+	return w.inflight > 0 && now.Before(until), until
 }
 
 // freeAt is when the key's pace lets it start a notification.
@@ -70,7 +83,18 @@ func (l *wakeLimiter) start(w *wakeState, now time.Time) {
 	if w.tat.Before(now) {
 		w.tat = now
 	}
-	w.tat, w.inflight = w.tat.Add(l.every), true
+	w.tat = w.tat.Add(l.every)
+	if w.inflight == 0 {
+		w.since = now
+	}
+	w.inflight++
+}
+
+// free reports whether w may start a notification at now: nothing in flight holds it back,
+// its pace allows one, and (for an insert) no held wake-up waits for the turn before it.
+func (l *wakeLimiter) free(w *wakeState, now time.Time) bool {
+	busy, _ := w.busy(now)
+	return !busy && !now.Before(l.freeAt(w))
 }
 
 // pruneAbove is the number of keys above which reserve forgets the quiet ones, so a store that
@@ -90,10 +114,12 @@ const scheduledKey = payloadScheduled
 // until release) and those it leaves out.
 type wakeTurn struct {
 	sending, held []string
+	taken         bool // counted in turns: release must end it
 }
 
 // reserve decides, for an insert about to run, which of keys it notifies itself and which it
-// leaves out. A nil limiter (WakeInterval negative) holds nothing.
+// leaves out; the insert must release the turn. A nil limiter (WakeInterval negative) holds
+// nothing.
 func (l *wakeLimiter) reserve(keys []string) wakeTurn {
 	var turn wakeTurn
 	if l == nil {
@@ -105,6 +131,8 @@ func (l *wakeLimiter) reserve(keys []string) wakeTurn {
 	if l.closed {
 		return turn
 	}
+	l.turns.Add(1)
+	turn.taken = true
 	if len(l.keys) > pruneAbove {
 		for k, w := range l.keys {
 			if l.quiet(w, now) {
@@ -118,7 +146,7 @@ func (l *wakeLimiter) reserve(keys []string) wakeTurn {
 			w = &wakeState{}
 			l.keys[k] = w
 		}
-		if w.inflight || now.Before(l.freeAt(w)) {
+		if w.first != "" || !l.free(w, now) { // a held wake-up goes first
 			turn.held = append(turn.held, k)
 			continue
 		}
@@ -130,25 +158,27 @@ func (l *wakeLimiter) reserve(keys []string) wakeTurn {
 
 // quiet reports whether a key's state says no more than an absent one would.
 func (l *wakeLimiter) quiet(w *wakeState, now time.Time) bool {
-	return !w.inflight && w.first == "" && !w.tat.After(now)
+	return w.inflight == 0 && w.first == "" && !w.tat.After(now)
 }
 
-// release ends an insert's turn: the keys it notified are free again and, if it committed
-// (jobs holds the rows it inserted), the wake-ups it held are recorded, to be sent when their
-// keys are free.
+// release ends an insert's turn, whatever its outcome: the keys it notified are free again,
+// and the wake-ups it held are recorded from jobs, the rows it inserted, to be sent when their
+// keys are free. After an error that may have followed the commit, jobs are the rows it may
+// have inserted: a wake-up for jobs that do not exist costs a claim that finds nothing.
 func (l *wakeLimiter) release(turn wakeTurn, jobs []*hoppertype.JobRow) {
-	if l == nil || len(turn.sending)+len(turn.held) == 0 {
+	if l == nil || !turn.taken {
 		return
 	}
+	defer l.turns.Done()
 	first := heldFirsts(turn.held, jobs)
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
-		l.sendNow(first) // the limiter closed while the insert ran
+		l.sendNow(first) // the limiter closed while the insert ran; close waits for this
 		return
 	}
 	for _, k := range turn.sending {
-		l.keys[k].inflight = false
+		l.keys[k].inflight--
 	}
 	for k, v := range first {
 		w := l.keys[k]
@@ -204,14 +234,20 @@ func earlier(k, v, old string) bool {
 }
 
 // scheduleLocked arms the timer for the earliest time a held key is free, unless it is armed
-// for that time or earlier already. A key in flight is rescheduled when its statement returns.
+// for that time or earlier already. A key in flight is rescheduled when its statement
+// returns, and looked at again once it has been in flight for wakeStuckAfter.
 func (l *wakeLimiter) scheduleLocked() {
 	var due time.Time
+	now := l.clock.Now()
 	for _, w := range l.keys {
-		if w.first == "" || w.inflight {
+		if w.first == "" {
 			continue
 		}
-		if at := l.freeAt(w); due.IsZero() || at.Before(due) {
+		at := l.freeAt(w)
+		if busy, until := w.busy(now); busy && until.After(at) {
+			at = until
+		}
+		if due.IsZero() || at.Before(due) {
 			due = at
 		}
 	}
@@ -245,7 +281,7 @@ func (l *wakeLimiter) flush() {
 	now := l.clock.Now()
 	due := map[string]string{}
 	for k, w := range l.keys {
-		if w.first != "" && !w.inflight && !now.Before(l.freeAt(w)) {
+		if w.first != "" && l.free(w, now) {
 			due[k] = w.first
 			w.first = ""
 			l.start(w, now)
@@ -259,7 +295,7 @@ func (l *wakeLimiter) flush() {
 	l.sendNow(due)
 	l.mu.Lock()
 	for k := range due {
-		l.keys[k].inflight = false // never pruned while in flight
+		l.keys[k].inflight-- // never pruned while in flight
 	}
 	if !l.closed {
 		l.scheduleLocked()
@@ -288,7 +324,8 @@ func (l *wakeLimiter) sendNow(first map[string]string) {
 }
 
 // close sends what is held and stops the limiter: inserts after it are not held, and it
-// returns once no flush runs.
+// returns once the inserts under way have released their turns and no flush runs, so that the
+// store's pool is still open for every send.
 func (l *wakeLimiter) close() {
 	if l == nil {
 		return
@@ -303,6 +340,9 @@ func (l *wakeLimiter) close() {
 		l.flushes.Done()
 	}
 	l.timer = nil
+	l.mu.Unlock()
+	l.turns.Wait() // each sends what it held itself, now that the limiter is closed
+	l.mu.Lock()
 	held := map[string]string{}
 	for k, w := range l.keys {
 		if w.first != "" {

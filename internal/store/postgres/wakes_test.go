@@ -47,14 +47,29 @@ func scheduled(queue, id string, at time.Time) *hoppertype.JobRow {
 // keys is a test's shorthand for a list of wake-up keys.
 func keys(k ...string) []string { return k }
 
+// try returns what the limiter decides for an insert of keys that then fails before it commits.
+func try(l *wakeLimiter, k ...string) wakeTurn {
+	turn := l.reserve(keys(k...))
+	l.release(turn, nil)
+	return turn
+}
+
 // spend makes key's burst of notifications, each sent by its insert.
 func spend(t *testing.T, l *wakeLimiter, key string) {
 	t.Helper()
 	for range wakeBurst {
-		turn := l.reserve(keys(key))
-		require.Equal(t, keys(key), turn.sending)
-		l.release(turn, nil)
+		require.Equal(t, keys(key), try(l, key).sending)
 	}
+}
+
+// waitIdle waits until no notification of key is in flight (a flush has returned).
+func waitIdle(t *testing.T, l *wakeLimiter, key string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.keys[key].inflight == 0
+	}, 5*time.Second, time.Millisecond)
 }
 
 // Inserts into a queue notify themselves for a burst; once it is spent, the inserts are held,
@@ -68,38 +83,57 @@ func TestWakeLimiterPacesAQueuesWakeUps(t *testing.T) {
 
 	spend(t, l, "q:a")
 	turn := l.reserve(keys("q:a", "q:b"))
-	require.Equal(t, wakeTurn{sending: keys("q:b"), held: keys("q:a")}, turn, "a's burst is spent, b's is whole")
 	l.release(turn, []*hoppertype.JobRow{queued("a", "05"), queued("b", "01")})
+	require.Equal(t, keys("q:b"), turn.sending, "b's burst is whole")
+	require.Equal(t, keys("q:a"), turn.held, "a's is spent")
 	fake.Advance(2 * time.Millisecond)
 	turn = l.reserve(keys("q:a"))
-	require.Equal(t, wakeTurn{held: keys("q:a")}, turn)
 	l.release(turn, []*hoppertype.JobRow{queued("a", "03"), queued("a", "07")})
-	l.release(l.reserve(keys("q:a")), nil) // a failed insert, or existing jobs: nothing to announce
+	require.Equal(t, keys("q:a"), turn.held)
+	require.Equal(t, keys("q:a"), try(l, "q:a").held) // a failed insert: nothing more to announce
 
 	fake.Advance(7 * time.Millisecond) // 9 ms after the burst
 	require.Empty(t, rec.all(), "nothing is sent before the interval is over")
 	fake.Advance(time.Millisecond)
 	require.Eventually(t, func() bool { return len(rec.all()) == 1 }, 5*time.Second, time.Millisecond)
 	require.Equal(t, [][]string{{"q:a 03"}}, rec.all(), "one wake-up, with the smallest held id; b's was its insert's own")
+	waitIdle(t, l, "q:a")
 
 	// The flush took the interval's turn: an insert within the next one is held too.
 	fake.Advance(5 * time.Millisecond)
 	turn = l.reserve(keys("q:a"))
-	require.Equal(t, keys("q:a"), turn.held)
 	l.release(turn, []*hoppertype.JobRow{queued("a", "09")})
+	require.Equal(t, keys("q:a"), turn.held)
 	fake.Advance(5 * time.Millisecond)
 	require.Eventually(t, func() bool { return len(rec.all()) == 2 }, 5*time.Second, time.Millisecond)
 	require.Equal(t, []string{"q:a 09"}, rec.all()[1])
+	waitIdle(t, l, "q:a")
 
 	// A quiet spell of a burst's intervals restores the whole burst.
 	fake.Advance(wakeBurst * 10 * time.Millisecond)
-	require.Eventually(t, func() bool { return len(l.reserve(keys("q:c")).sending) == 1 }, 5*time.Second, time.Millisecond)
 	spend(t, l, "q:a")
-	require.Equal(t, keys("q:a"), l.reserve(keys("q:a")).held)
+	require.Equal(t, keys("q:a"), try(l, "q:a").held)
 }
 
-// A key is held while its notifying statement is in flight, however long that takes, and the
-// held wake-up goes out as soon as it returns; a flush in flight holds the key the same way.
+// While a held wake-up waits for its turn (its flush is armed but has not run), a new insert
+// does not take the turn before it: it is held too, and the flush carries the smaller id.
+func TestWakeLimiterHeldWakeUpsGoFirst(t *testing.T) {
+	fake := clock.NewFake(time.Unix(1_000_000, 0))
+	rec := &sentWakes{}
+	l := newWakeLimiter(10*time.Millisecond, fake, rec.send)
+	l.mu.Lock()
+	l.keys["q:a"] = &wakeState{first: "04"} // free by pace and in flight, as before a flush runs
+	l.mu.Unlock()
+	turn := l.reserve(keys("q:a"))
+	l.release(turn, []*hoppertype.JobRow{queued("a", "02")})
+	require.Equal(t, wakeTurn{held: keys("q:a"), taken: true}, turn)
+	l.close()
+	require.Equal(t, [][]string{{"q:a 02"}}, rec.all())
+}
+
+// A key is held while its notifying statement is in flight, and the held wake-up goes out as
+// soon as it returns; a flush in flight holds the key the same way. A statement in flight for
+// longer than wakeStuckAfter holds nothing back any more.
 func TestWakeLimiterHoldsWhileANotificationIsInFlight(t *testing.T) {
 	fake := clock.NewFake(time.Unix(1_000_000, 0))
 	rec := &sentWakes{}
@@ -113,22 +147,44 @@ func TestWakeLimiterHoldsWhileANotificationIsInFlight(t *testing.T) {
 	defer l.close()
 
 	slow := l.reserve(keys("q:a"))
-	fake.Advance(50 * time.Millisecond) // the statement takes long: the interval is long over
+	fake.Advance(10 * time.Millisecond) // the interval is long over; the statement still runs
 	held := l.reserve(keys("q:a"))
-	require.Equal(t, keys("q:a"), held.held, "held while the first statement is in flight")
 	l.release(held, []*hoppertype.JobRow{queued("a", "04")})
-	require.Zero(t, fake.Pending(), "nothing is armed while the key is in flight")
+	require.Equal(t, keys("q:a"), held.held, "held while the first statement is in flight")
+	require.Empty(t, sending)
 	l.release(slow, []*hoppertype.JobRow{queued("a", "01")})
-	<-sending // the flush, armed when the key came free, is sending
+	recv(t, sending) // the flush, armed when the key came free, is sending
 	during := l.reserve(keys("q:a"))
-	require.Equal(t, keys("q:a"), during.held, "held while the flush is in flight")
 	l.release(during, []*hoppertype.JobRow{queued("a", "06")})
+	require.Equal(t, keys("q:a"), during.held, "held while the flush is in flight")
 	unblock <- struct{}{}
 	fake.Advance(time.Millisecond)
-	<-sending
+	recv(t, sending)
 	unblock <- struct{}{}
 	require.Eventually(t, func() bool { return len(rec.all()) == 2 }, 5*time.Second, time.Millisecond)
 	require.Equal(t, [][]string{{"q:a 04"}, {"q:a 06"}}, rec.all())
+
+	stuck := l.reserve(keys("q:b"))
+	defer l.release(stuck, nil) // before close
+	held = l.reserve(keys("q:b"))
+	l.release(held, []*hoppertype.JobRow{queued("b", "07")})
+	fake.Advance(wakeStuckAfter - time.Millisecond)
+	require.Empty(t, sending, "held while the statement is in flight")
+	fake.Advance(time.Millisecond)
+	recv(t, sending)
+	unblock <- struct{}{}
+	require.Eventually(t, func() bool { return len(rec.all()) == 3 }, 5*time.Second, time.Millisecond)
+	require.Equal(t, []string{"q:b 07"}, rec.all()[2], "a stuck statement holds nothing back")
+}
+
+// recv waits for a flush to start sending, failing the test after 5 s.
+func recv(t *testing.T, sending <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-sending:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no flush within 5 s")
+	}
 }
 
 // Scheduled jobs share one key; its held wake-up carries the earliest run_at, as the trigger's.
@@ -141,42 +197,58 @@ func TestWakeLimiterHoldsScheduledWakeUps(t *testing.T) {
 	later, sooner := time.Unix(2_000_000, 0), time.Unix(1_500_000, 0)
 	spend(t, l, scheduledKey)
 	turn := l.reserve(keys(scheduledKey, "q:a"))
-	require.Equal(t, wakeTurn{sending: keys("q:a"), held: keys(scheduledKey)}, turn)
 	l.release(turn, []*hoppertype.JobRow{scheduled("x", "02", later), scheduled("y", "01", sooner), queued("a", "03")})
+	require.Equal(t, keys("q:a"), turn.sending)
+	require.Equal(t, keys(scheduledKey), turn.held)
 	fake.Advance(10 * time.Millisecond)
 	require.Eventually(t, func() bool { return len(rec.all()) == 1 }, 5*time.Second, time.Millisecond)
 	require.Equal(t, [][]string{{"s:" + strconv.FormatInt(sooner.UnixMicro(), 10)}}, rec.all())
 }
 
-// Close sends what is held at once and stops holding; a held insert that commits after Close
-// sends its own. A failed send drops the wake-ups (workers poll) and does not stop the limiter.
+// Close waits for the inserts under way, which send what they held themselves, then sends
+// what is held and stops holding. A failed send drops the wake-ups (workers poll) and does
+// not stop the limiter.
 func TestWakeLimiterClose(t *testing.T) {
 	fake := clock.NewFake(time.Unix(1_000_000, 0))
 	rec := &sentWakes{}
 	l := newWakeLimiter(time.Hour, fake, rec.send)
 
 	spend(t, l, "q:a")
-	l.release(l.reserve(keys("q:a")), []*hoppertype.JobRow{queued("a", "02")})
+	turn := l.reserve(keys("q:a"))
+	l.release(turn, []*hoppertype.JobRow{queued("a", "02")})
 	late := l.reserve(keys("q:a"))
 	require.Equal(t, keys("q:a"), late.held)
-	l.close()
-	require.Equal(t, [][]string{{"q:a 02"}}, rec.all())
-	require.Zero(t, fake.Pending())
-	require.Equal(t, wakeTurn{}, l.reserve(keys("q:a")), "a closed limiter holds nothing")
+	closed := make(chan struct{})
+	go func() {
+		l.close()
+		close(closed)
+	}()
+	require.Never(t, func() bool {
+		select {
+		case <-closed:
+			return true
+		default:
+			return false
+		}
+	}, 50*time.Millisecond, time.Millisecond, "close waits for the insert under way")
 	l.release(late, []*hoppertype.JobRow{queued("a", "04")})
-	require.Equal(t, [][]string{{"q:a 02"}, {"q:a 04"}}, rec.all())
+	<-closed
+	require.Equal(t, [][]string{{"q:a 04"}, {"q:a 02"}}, rec.all())
+	require.Zero(t, fake.Pending())
+	require.Equal(t, wakeTurn{}, try(l, "q:a"), "a closed limiter holds nothing")
 	l.close() // twice is fine
 
 	rec2 := &sentWakes{fail: true}
 	l2 := newWakeLimiter(10*time.Millisecond, fake, rec2.send)
 	defer l2.close()
 	spend(t, l2, "q:a")
-	l2.release(l2.reserve(keys("q:a")), []*hoppertype.JobRow{queued("a", "01")})
+	turn = l2.reserve(keys("q:a"))
+	l2.release(turn, []*hoppertype.JobRow{queued("a", "01")})
 	fake.Advance(10 * time.Millisecond)
 	require.Eventually(t, func() bool { return len(rec2.all()) == 1 }, 5*time.Second, time.Millisecond)
+	waitIdle(t, l2, "q:a")
 	fake.Advance(10 * time.Millisecond)
-	require.Eventually(t, func() bool { return len(l2.reserve(keys("q:b")).sending) == 1 }, 5*time.Second, time.Millisecond)
-	require.Equal(t, keys("q:a"), l2.reserve(keys("q:a")).sending, "after a failed send the next insert notifies itself")
+	require.Equal(t, keys("q:a"), try(l2, "q:a").sending, "after a failed send the next insert notifies itself")
 	require.Len(t, rec2.all(), 1, "a failed send is not retried")
 }
 
@@ -186,7 +258,7 @@ func TestWakeLimiterForgetsQuietQueues(t *testing.T) {
 	l := newWakeLimiter(10*time.Millisecond, fake, (&sentWakes{}).send)
 	defer l.close()
 	for i := range 10 * pruneAbove {
-		l.release(l.reserve(keys("q:"+strconv.Itoa(i))), nil)
+		try(l, "q:"+strconv.Itoa(i))
 		fake.Advance(time.Millisecond)
 	}
 	l.mu.Lock()
