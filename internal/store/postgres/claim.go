@@ -67,35 +67,25 @@ var (
 	// scans three ranges of jobs_claim in claim order, each only for what the ranges before it
 	// did not find: the higher priorities, priority $7 from id $8 on, the lower priorities. It
 	// leaves out the jobs of priority $7 below id $8, whose index entries the claims before
-	// left behind. The higher and lower ranges are empty in a queue of one priority.
+	// left behind. The higher and lower ranges are empty in a queue of one priority. Each
+	// range locks no more jobs than the claim takes: a job locked and left queued would be
+	// skipped by a concurrent claim, whose cursor would then pass it unannounced.
 	//
-	// Each range locks no more jobs than the claim takes: a job locked and not claimed would be
-	// skipped by a concurrent claim, whose cursor would then pass it unannounced. So the
-	// ranges after the first come in two forms, of which one runs: under the claim's own limit
-	// $3 when the ranges before found nothing (the common case), under what is left of it
-	// when they found some. A planner sees a constant LIMIT in the first form, while it
-	// estimates a computed one as a tenth of the rows, which with an analyzed backlog of
-	// queued jobs made it walk the primary key from $8; and picked's outer LIMIT keeps the
-	// update's join at $3 rows estimated, where the sum of the ranges' estimates made it
-	// hash-join a sequential scan of the table (TestClaimPlansWithABacklog).
+	// picked's LIMIT $3 changes nothing it returns (the ranges' limits add up to $3) but what
+	// the planner expects of it: it estimates a computed LIMIT such as the later ranges' as a
+	// tenth of the rows, and the sum of those estimates made it hash-join the update to a
+	// sequential scan of jobs once a backlog of queued jobs had been analyzed
+	// (TestClaimPlansWithABacklog).
 	claimCursorSQL = `WITH above AS MATERIALIZED (` +
 		fmt.Sprintf(candidates, uncappedGuard+` AND j.priority > $7`, "$3") + `),
-	at_all AS MATERIALIZED (` +
-		fmt.Sprintf(candidates, uncappedGuard+` AND j.priority = $7 AND j.id >= $8::text
-	  AND (SELECT count(*) FROM above) = 0`, "$3") + `),
-	at_rest AS MATERIALIZED (` +
-		fmt.Sprintf(candidates, uncappedGuard+` AND j.priority = $7 AND j.id >= $8::text
-	  AND (SELECT count(*) FROM above) BETWEEN 1 AND $3 - 1`, "$3 - (SELECT count(*) FROM above)") + `),
-	found AS (SELECT (SELECT count(*) FROM above) + (SELECT count(*) FROM at_all) + (SELECT count(*) FROM at_rest) AS n),
-	below_all AS MATERIALIZED (` +
-		fmt.Sprintf(candidates, uncappedGuard+` AND j.priority < $7
-	  AND (SELECT n FROM found) = 0`, "$3") + `),
-	below_rest AS MATERIALIZED (` +
-		fmt.Sprintf(candidates, uncappedGuard+` AND j.priority < $7
-	  AND (SELECT n FROM found) BETWEEN 1 AND $3 - 1`, "$3 - (SELECT n FROM found)") + `),
-	picked AS MATERIALIZED (SELECT id FROM (SELECT * FROM above UNION ALL SELECT * FROM at_all
-		UNION ALL SELECT * FROM at_rest UNION ALL SELECT * FROM below_all UNION ALL SELECT * FROM below_rest) u
-		ORDER BY priority DESC, id LIMIT $3)` + claimUpdate
+	at AS MATERIALIZED (` +
+		fmt.Sprintf(candidates, uncappedGuard+` AND j.priority = $7 AND j.id >= $8::text`,
+			"$3 - (SELECT count(*) FROM above)") + `),
+	below AS MATERIALIZED (` +
+		fmt.Sprintf(candidates, uncappedGuard+` AND j.priority < $7`,
+			"$3 - (SELECT count(*) FROM above) - (SELECT count(*) FROM at)") + `),
+	picked AS MATERIALIZED (SELECT id FROM (SELECT id FROM above UNION ALL SELECT id FROM at
+		UNION ALL SELECT id FROM below) u LIMIT $3)` + claimUpdate
 )
 
 const capsApplySQL = `SELECT EXISTS (SELECT 1 FROM {schema}.queues WHERE name = $1 AND (max_running IS NOT NULL OR rate_limit IS NOT NULL))
