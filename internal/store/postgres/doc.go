@@ -24,7 +24,8 @@
 //     claimable (with the smallest of their ids, for the claim cursors), once per canceled
 //     running job, and with the earliest run_at of jobs that became scheduled; PostgreSQL
 //     sends them at commit and folds duplicates within a transaction. Subscribe LISTENs on a
-//     dedicated connection.
+//     dedicated connection. A store paces the wake-ups of its own inserts (wakes.go): one
+//     notifying statement in flight per queue, the others' wake-ups held and sent together.
 //   - Time. With Config.Clock nil every time is the database's now(), one clock for the whole
 //     cluster; a Clock (tests' fake one) is passed as a parameter instead:
 //     coalesce($1::timestamptz, now()) in every statement.
