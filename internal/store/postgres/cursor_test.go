@@ -91,10 +91,7 @@ func TestClaimCursorBookkeeping(t *testing.T) {
 // condition, not a filter on rows already fetched), so the entries before it are not read.
 func TestClaimCursorPlanStartsAtTheCursor(t *testing.T) {
 	t.Parallel()
-	pgtest.Require(t)
-	s, err := Open(t.Context(), Config{URL: pgtest.URL(), Schema: pgtest.FreshSchema(t, "hopper_test_cursor_"), MaxConns: 2})
-	require.NoError(t, err)
-	t.Cleanup(func() { s.Close() })
+	s := openPlanStore(t)
 	plan := explain(t, s, claimCursorSQL, nil, "default", 10, "w", int64(1e6), []string{}, 0, "0190")
 	var conds []string
 	for _, line := range strings.Split(plan, "\n") {
@@ -216,10 +213,7 @@ func TestClaimCursorHole(t *testing.T) {
 // concurrent claim, whose cursor would pass it unannounced. And it claims in claim order.
 func TestClaimCursorLocksOnlyWhatItClaims(t *testing.T) {
 	t.Parallel()
-	pgtest.Require(t)
-	s, err := Open(t.Context(), Config{URL: pgtest.URL(), Schema: pgtest.FreshSchema(t, "hopper_test_cursor_"), MaxConns: 2})
-	require.NoError(t, err)
-	t.Cleanup(func() { s.Close() })
+	s := openPlanStore(t)
 	ctx := t.Context()
 	insert := func(priority int) string {
 		t.Helper()

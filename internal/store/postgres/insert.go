@@ -98,12 +98,17 @@ func (s *Store) insertMany(ctx context.Context, d db, params []*store.InsertPara
 func mayHaveInserted(params []*store.InsertParams, now time.Time) []*hoppertype.JobRow {
 	rows := make([]*hoppertype.JobRow, len(params))
 	for i, p := range params {
-		rows[i] = &hoppertype.JobRow{ID: p.ID, Queue: p.Queue, State: hoppertype.StateQueued, RunAt: p.RunAt}
-		if p.RunAt.After(now) {
-			rows[i].State = hoppertype.StateScheduled
-		}
+		rows[i] = &hoppertype.JobRow{ID: p.ID, Queue: p.Queue, State: guessedState(p, now), RunAt: p.RunAt}
 	}
 	return rows
+}
+
+// guessedState is the state an insert at now gives the job, by the local clock.
+func guessedState(p *store.InsertParams, now time.Time) hoppertype.JobState {
+	if p.RunAt.After(now) {
+		return hoppertype.StateScheduled
+	}
+	return hoppertype.StateQueued
 }
 
 // wakeKeys names the wake-ups a batch's insert would send: its queues' for jobs due by now, and
@@ -113,10 +118,7 @@ func wakeKeys(params []*store.InsertParams, now time.Time) []string {
 	seen := map[string]bool{}
 	var keys []string
 	for _, p := range params {
-		k := queueKey(p.Queue)
-		if p.RunAt.After(now) {
-			k = scheduledKey
-		}
+		k, _ := wakeKeyOf(p.Queue, guessedState(p, now))
 		if !seen[k] {
 			seen[k] = true
 			keys = append(keys, k)

@@ -67,8 +67,8 @@ func TestPlansAtScaleUseThePrimaryKey(t *testing.T) {
 	}
 }
 
-// openPlanStore opens a store on a fresh schema, closed at cleanup, for a test that fills its
-// tables with SQL and reads plans.
+// openPlanStore opens a store on a fresh schema, closed at cleanup, for the tests that look
+// inside its statements (plans, locks).
 func openPlanStore(t *testing.T) *Store {
 	t.Helper()
 	pgtest.Require(t)

@@ -52,6 +52,7 @@ type wakeLimiter struct {
 
 	mu      sync.Mutex
 	keys    map[string]*wakeState
+	pruneAt int         // len(keys) above which reserve next forgets quiet keys (at least pruneAbove)
 	timer   clock.Timer // armed while a held key waits for its turn
 	flushAt time.Time   // when timer fires
 	closed  bool
@@ -110,6 +111,18 @@ func queueKey(queue string) string { return payloadQueue + queue }
 
 const scheduledKey = payloadScheduled
 
+// wakeKeyOf names the wake-up the insert trigger sends for a job of queue that became state:
+// ok is false for a state that sends none.
+func wakeKeyOf(queue string, state hoppertype.JobState) (key string, ok bool) {
+	switch state {
+	case hoppertype.StateQueued:
+		return queueKey(queue), true
+	case hoppertype.StateScheduled:
+		return scheduledKey, true
+	}
+	return "", false
+}
+
 // wakeTurn is what reserve decided for one insert: the keys it notifies itself (in flight
 // until release) and those it leaves out.
 type wakeTurn struct {
@@ -133,12 +146,13 @@ func (l *wakeLimiter) reserve(keys []string) wakeTurn {
 	}
 	l.turns.Add(1)
 	turn.taken = true
-	if len(l.keys) > pruneAbove {
+	if len(l.keys) > max(pruneAbove, l.pruneAt) {
 		for k, w := range l.keys {
 			if l.quiet(w, now) {
 				delete(l.keys, k)
 			}
 		}
+		l.pruneAt = 2 * len(l.keys) // many busy keys: not a scan per insert
 	}
 	for _, k := range keys {
 		w := l.keys[k]
@@ -206,16 +220,15 @@ func heldFirsts(held []string, jobs []*hoppertype.JobRow) map[string]string {
 	}
 	first := map[string]string{}
 	for _, j := range jobs {
-		var k, v string
-		switch j.State {
-		case hoppertype.StateQueued:
-			k, v = queueKey(j.Queue), j.ID
-		case hoppertype.StateScheduled:
-			k, v = scheduledKey, strconv.FormatInt(j.RunAt.UnixMicro(), 10)
-		default:
+		k, ok := wakeKeyOf(j.Queue, j.State)
+		if !ok || !isHeld[k] {
 			continue
 		}
-		if old, ok := first[k]; isHeld[k] && (!ok || earlier(k, v, old)) {
+		v := j.ID
+		if k == scheduledKey {
+			v = strconv.FormatInt(j.RunAt.UnixMicro(), 10)
+		}
+		if old, ok := first[k]; !ok || earlier(k, v, old) {
 			first[k] = v
 		}
 	}
