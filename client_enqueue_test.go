@@ -208,3 +208,20 @@ func TestConfigRejectsNegativeDurations(t *testing.T) {
 		require.ErrorIs(t, err, ErrInvalid)
 	}
 }
+
+// ClaimAhead takes NoClaimAhead, the default or a bound within one claim; above it, the error
+// names the field.
+func TestConfigClaimAhead(t *testing.T) {
+	t.Parallel()
+	st, err := sqlite.Open(t.Context(), sqlite.Config{Path: t.TempDir() + "/c.db"})
+	require.NoError(t, err)
+	defer st.Close()
+	for _, n := range []int{NoClaimAhead, 0, 1, maxClaimAhead} {
+		c, err := NewClient(Config{Store: st, ClaimAhead: n})
+		require.NoError(t, err, n)
+		require.NoError(t, c.Stop(t.Context()))
+	}
+	_, err = NewClient(Config{Store: st, ClaimAhead: maxClaimAhead + 1})
+	require.ErrorIs(t, err, ErrInvalid)
+	require.ErrorContains(t, err, "Config.ClaimAhead")
+}

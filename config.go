@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hopperjobs/hopper/internal/engine"
 	"log/slog"
 	"math"
 	"os"
@@ -31,6 +32,10 @@ const (
 	DefaultMaxRescues = store.DefaultMaxRescues
 	// UnlimitedRescues, as a MaxRescues, lets a job be rescued any number of times.
 	UnlimitedRescues = -1
+	// NoClaimAhead, as Config.ClaimAhead, has workers claim jobs only for their free slots.
+	NoClaimAhead = -1
+	// maxClaimAhead: jobs claimed ahead come within one claim's jobs.
+	maxClaimAhead = engine.DefaultClaimBatch
 	// MaxArgsBytes is the default bound on a job's encoded args (1 MiB).
 	MaxArgsBytes = 1 << 20
 	// MaxRunAtPast: a RunAt more than this far in the past is refused as a likely bug.
@@ -52,6 +57,12 @@ type Config struct {
 	Queues map[string]QueueConfig
 	// MaxWorkers bounds concurrent jobs across all queues of this process (default 100).
 	MaxWorkers int
+	// ClaimAhead bounds the jobs a queue's workers claim beyond their free slots, for the slots
+	// that free up while a claim is on its way (docs/workers.md, "Claiming ahead"). Such a job
+	// is running in the store but waits for a slot, at most a second, before its handler
+	// starts. 0 takes the default (up to the 1,000 jobs of one claim); NoClaimAhead claims
+	// only for free slots; at most 1,000.
+	ClaimAhead int
 	// WorkerID names this process in leases and attempts (default host-pid-random).
 	WorkerID string
 	// LeaseDuration is how long a claim holds a job without renewal; the client renews running
@@ -225,6 +236,9 @@ func (c Config) validate() error {
 	var errs []error
 	if c.MaxWorkers < 0 {
 		errs = append(errs, invalid("Config.MaxWorkers", "%d is negative", c.MaxWorkers))
+	}
+	if c.ClaimAhead > maxClaimAhead {
+		errs = append(errs, invalid("Config.ClaimAhead", "%d is above %d, the jobs of one claim", c.ClaimAhead, maxClaimAhead))
 	}
 	if c.MaxAttempts < 0 || c.MaxAttempts > 1000 {
 		errs = append(errs, invalid("Config.MaxAttempts", "%d is outside 1–1000", c.MaxAttempts))

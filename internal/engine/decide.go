@@ -109,7 +109,7 @@ func Decide(row *hoppertype.JobRow, e Ending, retry *hoppertype.RetryPolicy, now
 		}
 		return ParkParams(row.ID, row.Token, su, now)
 	case hoppertype.OutcomeCanceled:
-		return releaseParams(row, e.Error)
+		return releaseParams(row, e.Error, "released on shutdown")
 	}
 	p := &store.FinishParams{ID: row.ID, Token: row.Token, Outcome: e.Outcome, Error: e.Error,
 		Stack: e.Stack, Actor: hoppertype.ActorWorker}
@@ -146,8 +146,8 @@ func deadReason(e Ending, row *hoppertype.JobRow) string {
 }
 
 // releaseParams hands a job back to the queue without consuming its attempt.
-func releaseParams(row *hoppertype.JobRow, why string) *store.FinishParams {
+func releaseParams(row *hoppertype.JobRow, why, reason string) *store.FinishParams {
 	return &store.FinishParams{ID: row.ID, Token: row.Token, State: hoppertype.StateQueued,
 		Outcome: hoppertype.OutcomeCanceled, GiveBack: true, Error: why,
-		Actor: hoppertype.ActorWorker, Reason: "released on shutdown", Job: row}
+		Actor: hoppertype.ActorWorker, Reason: reason, Job: row}
 }

@@ -41,6 +41,9 @@ type Unit interface {
 	RetryPolicy() *hoppertype.RetryPolicy
 }
 
+// DefaultClaimBatch is the most jobs one claim takes unless Config.ClaimBatch says otherwise.
+const DefaultClaimBatch = 1000
+
 // Config configures an Engine. Zero fields take the defaults documented on each.
 type Config struct {
 	Store    store.Store
@@ -55,8 +58,12 @@ type Config struct {
 	Weights map[string]int
 	// MaxWorkers bounds concurrent jobs across all queues of this process (default 100).
 	MaxWorkers int
-	// ClaimBatch bounds the jobs one claim takes (default 200).
+	// ClaimBatch bounds the jobs one claim takes (default DefaultClaimBatch).
 	ClaimBatch int
+	// ClaimAhead bounds the jobs a queue's producer claims beyond its free slots, for the
+	// slots that free up while the claim is on its way (see producer.go, "Claiming ahead");
+	// 0 takes ClaimBatch, negative claims only for free slots.
+	ClaimAhead int
 	// LeaseDuration is the lease a claim takes; it is extended every third of it (default 30 s).
 	LeaseDuration time.Duration
 	// PollInterval is how often an idle producer looks for work it was not told about, such as
@@ -158,7 +165,10 @@ func (c Config) withDefaults() Config {
 		c.MaxWorkers = 100
 	}
 	if c.ClaimBatch == 0 {
-		c.ClaimBatch = 200
+		c.ClaimBatch = DefaultClaimBatch
+	}
+	if c.ClaimAhead == 0 {
+		c.ClaimAhead = c.ClaimBatch
 	}
 	def(&c.LeaseDuration, 30*time.Second)
 	if po, ok := c.Store.(interface{ PollOnly() bool }); ok && po.PollOnly() {
@@ -504,7 +514,7 @@ func (e *Engine) releaseStragglers() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for id, r := range e.running {
-		e.completer.add(releaseParams(r.row, "handler did not return after shutdown cancel"))
+		e.completer.add(releaseParams(r.row, "handler did not return after shutdown cancel", "released on shutdown"))
 		delete(e.running, id)
 	}
 }

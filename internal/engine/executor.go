@@ -11,23 +11,55 @@ import (
 	"github.com/hopperjobs/hopper/internal/store"
 )
 
-// execute runs one claimed job and hands its outcome to the completer.
-func (e *Engine) execute(p *producer, row *hoppertype.JobRow) {
+// claimedJob is a job this process claimed, registered from the claim on (its lease is
+// renewed, a cancel reaches ctx) whether its handler runs or it waits for a slot.
+type claimedJob struct {
+	row    *hoppertype.JobRow
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	at     time.Time // claimed (engine clock)
+}
+
+// own registers a job a claim of this process took.
+func (e *Engine) own(row *hoppertype.JobRow) *claimedJob {
+	ctx, cancel := context.WithCancelCause(e.workCtx)
+	e.register(&runningJob{row: row, cancel: cancel, lease: e.cfg.LeaseDuration})
+	return &claimedJob{row: row, ctx: ctx, cancel: cancel, at: e.clock.Now()}
+}
+
+// giveBack returns a claimed job that has not started to its queue, attempt unspent (why is
+// recorded as the attempt's error, reason as the transition's). A job whose attempt is
+// already gone (canceled, lease lost, released by Stop) is only forgotten.
+func (e *Engine) giveBack(j *claimedJob, why, reason string) {
+	defer j.cancel(nil)
+	if !e.unregister(j.row.ID, j.row.Token) || Classify(nil, context.Cause(j.ctx), 0).Gone {
+		return
+	}
+	e.wakeAfterWrite(j.row.ID, j.row.Queue) // a slot elsewhere in this process may take it
+	e.completer.add(releaseParams(j.row, why, reason))
+}
+
+// execute runs one claimed job and hands its outcome to the completer. A job whose context
+// ended before its start (canceled or its lease lost while it waited for a slot, a hard stop)
+// does not run its handler: its outcome follows from the cause alone.
+func (e *Engine) execute(p *producer, j *claimedJob) {
 	defer e.execs.Done()
 	defer func() {
 		p.running.Add(-1)
+		p.ended.Add(1)
 		e.slots.release(p.queue, 1)
 	}()
-	ctx, cancel := context.WithCancelCause(e.workCtx)
-	defer cancel(nil)
-	e.register(&runningJob{row: row, cancel: cancel, lease: e.cfg.LeaseDuration})
+	row := j.row
+	defer j.cancel(nil)
 	ex := NewExecution(row, localOps{e: e, row: row})
-	ctx, span := jobtrace.Start(ctx, e.cfg.Tracer, row)
+	ctx, span := jobtrace.Start(j.ctx, e.cfg.Tracer, row)
 	var cause error
 	h, _ := e.cfg.Workers.Handler(row.Kind) // claims take only the registered kinds
 	unit, err := h.Prepare(row)
 	if err != nil {
 		err = &NoRetryError{Err: err}
+	} else if cause = context.Cause(ctx); cause != nil {
+		err = cause
 	} else {
 		tctx, stop := WithTimeout(ctx, e.clock, e.timeout(unit, row))
 		err = RunUnit(WithExecution(tctx, ex), unit)

@@ -26,12 +26,30 @@ const maxRateWait = time.Second
 // commit to be durable; with two in flight the next batch is on its way while one commits.
 const maxClaimsInFlight = 2
 
+// aheadMaxWait bounds how long a job claimed ahead waits for a slot: past it the producer
+// gives its claimed-ahead jobs back to the queue (another process may have free slots).
+const aheadMaxWait = time.Second
+
 // producer claims jobs of one queue whenever it has free slots and reason to think work waits.
+//
+// Claiming ahead: a claim holds its slots for its whole round trip, and jobs that take less
+// time than that finish meanwhile, so with short jobs most slots would wait for claims rather
+// than run jobs, and claims would be small. A producer therefore asks, beyond its free slots,
+// for as many jobs as its jobs ended during its last claim's round trip (at most
+// Config.ClaimAhead): the slots that will be free when the claim returns. Such jobs are claimed
+// (running in the store, their leases renewed, a cancel reaches them) and wait here for a
+// slot; they start before any new claim, in claim order. None are asked for while some wait,
+// after a claim held short by a cap or rate limit, or for jobs that run longer than a claim's
+// round trip (then few end during one). A job that waits aheadMaxWait without a slot is
+// given back to its queue, attempt unspent, and the producer asks for none ahead until its
+// jobs end during a round trip again.
 type producer struct {
 	e       *Engine
 	queue   string
 	max     int
-	running atomic.Int64
+	running atomic.Int64  // jobs whose handlers run (each holds a slot)
+	ended   atomic.Int64  // jobs ended since start, to count the ends during a claim's round trip
+	ahead   []*claimedJob // claimed ahead, waiting for a slot, in claim order; the loop's own
 	wake    chan struct{}
 	results chan claimResult
 	// capHeld: the last claim was held short by a fleet-wide cap, so a local job's end (which
@@ -41,8 +59,10 @@ type producer struct {
 }
 
 type claimResult struct {
-	gen   int // the loop's wake-up generation when the claim was issued
-	asked int
+	gen   int   // the loop's wake-up generation when the claim was issued
+	asked int   // slots held for the claim
+	extra int   // jobs asked for beyond them (claiming ahead)
+	ended int64 // the producer's ended count when the claim was issued
 	jobs  []*hoppertype.JobRow
 	hold  store.Hold
 	err   error
@@ -63,10 +83,12 @@ func (p *producer) notify() {
 
 // loopState is the producer loop's bookkeeping.
 type loopState struct {
-	more, urgent bool // more: work may be waiting; urgent: claim without gathering slots
-	inflight     int  // claims outstanding
-	reserved     int  // slots held by outstanding claims
-	gen          int  // counts wake-ups, so a claim issued before one cannot undo it
+	more, urgent bool        // more: work may be waiting; urgent: claim without gathering slots
+	inflight     int         // claims outstanding
+	reserved     int         // slots held by outstanding claims
+	ahead        int         // jobs to ask for beyond the free slots (claiming ahead)
+	aheadT       clock.Timer // fires when the oldest job claimed ahead has waited aheadMaxWait
+	gen          int         // counts wake-ups, so a claim issued before one cannot undo it
 	poll         clock.Timer
 	pollEvery    time.Duration // the regular poll's period, as last armed (pollWait)
 	// holdUntil: after a failed claim, no claim before this time, whatever wakes the loop
@@ -85,24 +107,35 @@ type loopState struct {
 // claims and starts their jobs, so no claimed job is left to lease expiry.
 func (p *producer) run(ctx context.Context) {
 	cfg := p.e.cfg
-	st := &loopState{more: true, urgent: true, poll: p.e.clock.NewTimer(cfg.PollInterval), pollEvery: cfg.PollInterval}
+	st := &loopState{more: true, urgent: true, poll: p.e.clock.NewTimer(cfg.PollInterval), pollEvery: cfg.PollInterval,
+		aheadT: p.e.clock.NewTimer(aheadMaxWait)}
+	st.aheadT.Stop()
 	defer func() { st.poll.Stop() }()
 	var coalesce clock.Timer
 	var coalesceC <-chan struct{}
 	threshold := max(1, min(p.max, cfg.ClaimBatch)/4)
 	for ctx.Err() == nil {
+		// Taken before the slots are counted, so a slot freed after the count wakes the loop.
+		slotFreed := p.e.slots.wait()
+		p.startAhead(st)
 		free := p.max - int(p.running.Load()) - st.reserved
 		// governed: nil while the governor lets new claims start, else closed when it does.
 		governed := p.e.gov.Hold()
 		held := governed != nil || p.e.clock.Now().Before(st.holdUntil)
-		if st.inflight < maxClaimsInFlight && st.more && !held && free > 0 && (st.urgent || free >= threshold) {
+		waiting := len(p.ahead) > 0 // claimed jobs wait for slots: no claim before they start
+		if !waiting && st.inflight < maxClaimsInFlight && st.more && !held && free > 0 && (st.urgent || free >= threshold) {
 			if n := p.e.slots.tryAcquire(p.queue, min(free, cfg.ClaimBatch)); n > 0 {
+				extra := min(st.ahead, cfg.ClaimBatch-n)
 				st.inflight, st.reserved, st.urgent = st.inflight+1, st.reserved+n, false
-				go p.claim(ctx, n, st.gen)
+				go p.claim(ctx, n, extra, st.gen)
 				continue
 			}
 		}
-		if st.more && !held && free > 0 && !st.urgent && coalesceC == nil {
+		var aheadC <-chan time.Time
+		if waiting {
+			aheadC = st.aheadT.C()
+		}
+		if !waiting && st.more && !held && free > 0 && !st.urgent && coalesceC == nil {
 			ch := make(chan struct{})
 			coalesce, coalesceC = p.e.clock.AfterFunc(cfg.ClaimCoalesce, func() { close(ch) }), ch
 		}
@@ -124,7 +157,8 @@ func (p *producer) run(ctx context.Context) {
 			st.poll = p.e.clock.NewTimer(st.pollEvery)
 		case <-coalesceC:
 			st.urgent, coalesceC = true, nil
-		case <-p.e.slots.wait():
+		case <-slotFreed:
+		case <-aheadC: // the oldest job claimed ahead waited too long: startAhead gives them back
 		case <-governed: // open again: work may have come meanwhile, unannounced
 			st.more, st.urgent, st.gen = true, true, st.gen+1
 		}
@@ -139,19 +173,33 @@ func (p *producer) run(ctx context.Context) {
 	for st.inflight > 0 {
 		p.received(st, <-p.results)
 	}
+	p.giveBackAhead(st, "claimed ahead, not started before the worker stopped", "released on shutdown")
 }
 
 // received starts a finished claim's jobs and updates the loop's view of the queue.
 func (p *producer) received(st *loopState, r claimResult) {
 	st.inflight, st.reserved = st.inflight-1, st.reserved-r.asked
-	p.e.slots.release(p.queue, r.asked-len(r.jobs))
+	now := min(len(r.jobs), r.asked) // the jobs the claim's slots start; the rest wait for slots
+	p.e.slots.release(p.queue, r.asked-now)
 	if hook := p.e.cfg.OnClaimed; hook != nil && len(r.jobs) > 0 {
 		hook(r.jobs)
 	}
-	for _, row := range r.jobs {
-		p.running.Add(1)
-		p.e.execs.Add(1)
-		go p.e.execute(p, row)
+	for i, row := range r.jobs {
+		j := p.e.own(row)
+		if i < now {
+			p.start(j)
+			continue
+		}
+		p.ahead = append(p.ahead, j)
+		if len(p.ahead) == 1 {
+			p.armAhead(st)
+		}
+	}
+	// The next claim asks ahead for what ended during this one's round trip, unless this one
+	// was held short by a cap or a rate limit (jobs claimed ahead would hold the cap idle).
+	st.ahead = 0
+	if r.err == nil && r.hold == (store.Hold{}) && p.e.cfg.ClaimAhead > 0 {
+		st.ahead = min(int(p.ended.Load()-r.ended), p.e.cfg.ClaimAhead)
 	}
 	if r.err != nil {
 		// Retry after a backoff: the poll timer fires then, and wake-ups until then find the
@@ -176,7 +224,7 @@ func (p *producer) received(st *loopState, r claimResult) {
 	if r.gen < st.gen {
 		return // woken since this claim was issued: what it saw is stale, so keep looking
 	}
-	st.more = len(r.jobs) == r.asked
+	st.more = len(r.jobs) == r.asked+r.extra
 	if !st.more {
 		p.e.slots.want(p.queue, false) // the queue is empty (or capped): it is owed no slots
 	}
@@ -207,15 +255,70 @@ func (p *producer) pollAt(st *loopState, d time.Duration) {
 	st.poll = p.e.clock.NewTimer(d)
 }
 
-// claim asks the store for up to n jobs (n slots are already held) and hands the result to
-// the loop.
-func (p *producer) claim(ctx context.Context, n, gen int) {
+// claim asks the store for up to n+extra jobs (n slots are already held; extra jobs are claimed
+// ahead) and hands the result to the loop.
+func (p *producer) claim(ctx context.Context, n, extra, gen int) {
 	// Not canceled with the loop: a claim that commits while its caller gives up would leave
 	// jobs running that nobody works until their leases expire. The loop waits for it.
 	claimCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
 	defer cancel()
+	ended := p.ended.Load()
 	jobs, hold, err := p.e.store.JobClaim(claimCtx, &store.ClaimParams{
-		Queue: p.queue, Kinds: p.e.kinds, Limit: n, WorkerID: p.e.cfg.WorkerID, LeaseDuration: p.e.cfg.LeaseDuration,
+		Queue: p.queue, Kinds: p.e.kinds, Limit: n + extra, WorkerID: p.e.cfg.WorkerID, LeaseDuration: p.e.cfg.LeaseDuration,
 	})
-	p.results <- claimResult{gen: gen, asked: n, jobs: jobs, hold: hold, err: err}
+	p.results <- claimResult{gen: gen, asked: n, extra: extra, ended: ended, jobs: jobs, hold: hold, err: err}
+}
+
+// start runs j on a slot the producer holds for it.
+func (p *producer) start(j *claimedJob) {
+	p.running.Add(1)
+	p.e.execs.Add(1)
+	go p.e.execute(p, j)
+}
+
+// startAhead starts the jobs claimed ahead on the slots that are free, in claim order, or gives
+// them all back when the oldest has waited aheadMaxWait.
+func (p *producer) startAhead(st *loopState) {
+	if len(p.ahead) == 0 {
+		return
+	}
+	if p.e.clock.Now().Sub(p.ahead[0].at) >= aheadMaxWait {
+		p.giveBackAhead(st, "claimed ahead, no slot freed for it within "+aheadMaxWait.String(), "released unstarted")
+		return
+	}
+	free := p.max - int(p.running.Load()) - st.reserved
+	n := p.e.slots.tryAcquire(p.queue, min(free, len(p.ahead)))
+	if n <= 0 {
+		return
+	}
+	for _, j := range p.ahead[:n] {
+		p.start(j)
+	}
+	p.ahead = p.ahead[n:]
+	if len(p.ahead) == 0 {
+		p.ahead = nil
+	}
+	p.armAhead(st)
+}
+
+// armAhead sets the timer for the oldest job claimed ahead to wait aheadMaxWait, or stops it
+// when none waits.
+func (p *producer) armAhead(st *loopState) {
+	st.aheadT.Stop()
+	if len(p.ahead) > 0 {
+		st.aheadT = p.e.clock.NewTimer(p.ahead[0].at.Add(aheadMaxWait).Sub(p.e.clock.Now()))
+	}
+}
+
+// giveBackAhead returns the jobs claimed ahead to their queue and asks for none ahead until
+// jobs end during a claim again.
+func (p *producer) giveBackAhead(st *loopState, why, reason string) {
+	for _, j := range p.ahead {
+		p.e.giveBack(j, why, reason)
+	}
+	if len(p.ahead) > 0 {
+		p.e.log.Info("gave back jobs claimed ahead", "queue", p.queue, "jobs", len(p.ahead), "why", why)
+	}
+	p.ahead, st.ahead = nil, 0
+	st.aheadT.Stop()
 }
