@@ -54,8 +54,9 @@ func (c *Client) Kinds(ctx context.Context) ([]*KindInfo, error) {
 
 // DisableKind stops every process sharing the store, and every remote worker of a server
 // using it, from starting jobs of kind, until EnableKind. The claim reads the setting in the
-// store, so it holds across a cluster from the moment DisableKind returns. Jobs of the kind
-// that run finish normally; queued ones, and ones enqueued meanwhile (enqueues succeed), wait
+// store, so it holds across a cluster from the moment DisableKind returns (jobs of the kind
+// a process had claimed ahead, waiting for a slot, may still start within a second of their
+// claim: docs/workers.md, "Claiming ahead"). Jobs of the kind that run finish normally; queued ones, and ones enqueued meanwhile (enqueues succeed), wait
 // in state queued, counted as disabled in QueueInfo. A disabled kind's cap is kept. Disabling
 // a disabled kind changes nothing. It returns a *ValidationError for an invalid kind name.
 func (c *Client) DisableKind(ctx context.Context, kind string) error {

@@ -129,7 +129,8 @@ func (c *Client) Nodes(ctx context.Context) ([]*Node, error) {
 // NodeID is the id this process registers as a node (its WorkerID).
 func (c *Client) NodeID() string { return c.cfg.WorkerID }
 
-// PauseQueue stops every process from starting jobs of queue; running jobs finish.
+// PauseQueue stops every process from claiming jobs of queue; running jobs finish, and so may
+// jobs a process claimed ahead before the pause (docs/workers.md, "Claiming ahead").
 func (c *Client) PauseQueue(ctx context.Context, queue string) error {
 	if err := checkQueueName(queue); err != nil {
 		return err

@@ -46,8 +46,8 @@ func TestHorizonNeedsPostgres(t *testing.T) {
 
 // On PostgreSQL the standard run reports the server's WAL bytes and write transactions per job
 // of its work phase. Other tests write to the same server meanwhile, so only floors are
-// asserted: each job's claim and completion write WAL, and no claim takes more than 200 jobs
-// (the engine's claim batch, jobs claimed ahead included), so the 300 jobs take at least two
+// asserted: each job's claim and completion write WAL, and the first claim takes at most the
+// 10 free slots (nothing has ended yet to claim ahead for), so the 300 jobs take at least two
 // claims and one outcome batch, each a write transaction of its own. On SQLite the fields are
 // absent.
 func TestRunReportsServerCost(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/clock"
+	"github.com/hopperjobs/hopper/internal/governor"
 	"github.com/hopperjobs/hopper/internal/store"
 	"github.com/hopperjobs/hopper/internal/store/sqlite"
 	"github.com/stretchr/testify/require"
@@ -75,7 +76,7 @@ type aheadRig struct {
 	start []string
 }
 
-func newAheadRig(t *testing.T, claimAhead int) *aheadRig {
+func newAheadRig(t *testing.T, claimAhead int, gov ...*governor.Governor) *aheadRig {
 	t.Helper()
 	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	sq, err := sqlite.Open(t.Context(), sqlite.Config{Path: filepath.Join(t.TempDir(), "hopper.db"), Clock: clk})
@@ -88,10 +89,14 @@ func newAheadRig(t *testing.T, claimAhead int) *aheadRig {
 	}
 	_, err = sq.JobInsertMany(t.Context(), ps)
 	require.NoError(t, err)
+	cfgGov := (*governor.Governor)(nil)
+	if len(gov) > 0 {
+		cfgGov = gov[0]
+	}
 	r := &aheadRig{t: t, clk: clk, st: sq, h: idHandler{started: make(chan idRun, 64)},
 		gate: &gatedClaims{Store: sq, asked: make(chan *gatedClaim, 8)}}
 	r.e, err = New(Config{Store: r.gate, Clock: clk, WorkerID: "node-1", Workers: workersOf("k", r.h),
-		MaxWorkers: 4, Queues: map[string]int{"q": 4}, PollInterval: time.Hour, ClaimAhead: claimAhead})
+		MaxWorkers: 4, Queues: map[string]int{"q": 4}, PollInterval: time.Hour, ClaimAhead: claimAhead, Governor: cfgGov})
 	require.NoError(t, err)
 	require.NoError(t, r.e.Start(context.Background()))
 	return r
@@ -260,6 +265,36 @@ func TestClaimAheadGivesBackWhatWaitsTooLong(t *testing.T) {
 	r.claim(1, "none ahead after a give-back")
 	require.Equal(t, []string{"q-08"}, r.started(1), "the given-back jobs come first")
 	r.finish(len(r.runs))
+}
+
+// When the resource governor holds, the jobs claimed ahead go back to the queue instead of
+// starting (the process takes no new work), and none starts while it holds.
+func TestClaimAheadGivenBackWhenGoverned(t *testing.T) {
+	t.Parallel()
+	cpu := &cpuReader{}
+	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	gov, err := governor.New(governor.Config{MaxCPU: 0.5, Reader: cpu, Clock: clk})
+	require.NoError(t, err)
+	r := newAheadRig(t, 0, gov)
+	defer r.stop()
+	r.rampAhead()
+	cpu.set(1)
+	gov.Sample()
+	require.NotNil(t, gov.Hold())
+	r.e.Notify("q")
+	require.Eventually(t, func() bool { return r.state("q-10").State == hoppertype.StateQueued }, 10*time.Second, 5*time.Millisecond)
+	for _, id := range []string{"q-08", "q-09", "q-10"} {
+		require.Equal(t, hoppertype.StateQueued, r.state(id).State, id)
+		require.Equal(t, "released unstarted", r.lastReason(id), id)
+	}
+	r.finish(len(r.runs))
+	r.quiet("the governor holds: nothing starts, no claim")
+	cpu.set(0)
+	for gov.Hold() != nil {
+		gov.Sample()
+	}
+	r.claim(4, "open again: a claim for the free slots")
+	require.Equal(t, []string{"q-08", "q-09", "q-10", "q-11"}, r.started(4), "the given-back jobs first")
 }
 
 // Stop gives the jobs claimed ahead back to their queue at once, and waits for the running ones.

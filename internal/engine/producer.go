@@ -83,14 +83,15 @@ func (p *producer) notify() {
 
 // loopState is the producer loop's bookkeeping.
 type loopState struct {
-	more, urgent bool        // more: work may be waiting; urgent: claim without gathering slots
-	inflight     int         // claims outstanding
-	reserved     int         // slots held by outstanding claims
-	ahead        int         // jobs to ask for beyond the free slots (claiming ahead)
-	aheadT       clock.Timer // fires when the oldest job claimed ahead has waited aheadMaxWait
-	gen          int         // counts wake-ups, so a claim issued before one cannot undo it
-	poll         clock.Timer
-	pollEvery    time.Duration // the regular poll's period, as last armed (pollWait)
+	more, urgent  bool        // more: work may be waiting; urgent: claim without gathering slots
+	inflight      int         // claims outstanding
+	reserved      int         // slots held by outstanding claims
+	ahead         int         // jobs to ask for beyond the free slots (claiming ahead)
+	aheadInFlight int         // jobs asked ahead by the claims outstanding
+	aheadT        clock.Timer // fires when the oldest job claimed ahead has waited aheadMaxWait
+	gen           int         // counts wake-ups, so a claim issued before one cannot undo it
+	poll          clock.Timer
+	pollEvery     time.Duration // the regular poll's period, as last armed (pollWait)
 	// holdUntil: after a failed claim, no claim before this time, whatever wakes the loop
 	// (the poll timer is set to fire then).
 	holdUntil time.Time
@@ -117,16 +118,22 @@ func (p *producer) run(ctx context.Context) {
 	for ctx.Err() == nil {
 		// Taken before the slots are counted, so a slot freed after the count wakes the loop.
 		slotFreed := p.e.slots.wait()
-		p.startAhead(st)
-		free := p.max - int(p.running.Load()) - st.reserved
 		// governed: nil while the governor lets new claims start, else closed when it does.
 		governed := p.e.gov.Hold()
+		if governed != nil && len(p.ahead) > 0 {
+			// Over its limits the process takes no new work: what it claimed ahead goes back.
+			p.giveBackAhead(st, "claimed ahead, not started: the resource governor holds", "released unstarted")
+		}
+		p.startAhead(st)
+		free := p.max - int(p.running.Load()) - st.reserved
 		held := governed != nil || p.e.clock.Now().Before(st.holdUntil)
 		waiting := len(p.ahead) > 0 // claimed jobs wait for slots: no claim before they start
 		if !waiting && st.inflight < maxClaimsInFlight && st.more && !held && free > 0 && (st.urgent || free >= threshold) {
 			if n := p.e.slots.tryAcquire(p.queue, min(free, cfg.ClaimBatch)); n > 0 {
-				extra := min(st.ahead, cfg.ClaimBatch-n)
+				// The claims in flight ask ahead for the same ends: count them once.
+				extra := max(min(st.ahead-st.aheadInFlight, cfg.ClaimBatch-n), 0)
 				st.inflight, st.reserved, st.urgent = st.inflight+1, st.reserved+n, false
+				st.aheadInFlight += extra
 				go p.claim(ctx, n, extra, st.gen)
 				continue
 			}
@@ -178,27 +185,30 @@ func (p *producer) run(ctx context.Context) {
 
 // received starts a finished claim's jobs and updates the loop's view of the queue.
 func (p *producer) received(st *loopState, r claimResult) {
-	st.inflight, st.reserved = st.inflight-1, st.reserved-r.asked
-	now := min(len(r.jobs), r.asked) // the jobs the claim's slots start; the rest wait for slots
-	p.e.slots.release(p.queue, r.asked-now)
+	st.inflight, st.reserved, st.aheadInFlight = st.inflight-1, st.reserved-r.asked, st.aheadInFlight-r.extra
 	if hook := p.e.cfg.OnClaimed; hook != nil && len(r.jobs) > 0 {
 		hook(r.jobs)
 	}
-	for i, row := range r.jobs {
-		j := p.e.own(row)
-		if i < now {
-			p.start(j)
-			continue
-		}
-		p.ahead = append(p.ahead, j)
-		if len(p.ahead) == 1 {
-			p.armAhead(st)
-		}
+	// The claim's jobs queue up behind those claimed ahead before, so that jobs start in
+	// claim order; the claim's slots start the oldest, and the rest wait for slots.
+	waited := len(p.ahead) > 0
+	for _, row := range r.jobs {
+		p.ahead = append(p.ahead, p.e.own(row))
+	}
+	n := min(len(p.ahead), r.asked)
+	for _, j := range p.ahead[:n] {
+		p.start(j)
+	}
+	p.ahead = p.ahead[n:]
+	p.e.slots.release(p.queue, r.asked-n)
+	if n > 0 || !waited {
+		p.armAhead(st)
 	}
 	// The next claim asks ahead for what ended during this one's round trip, unless this one
-	// was held short by a cap or a rate limit (jobs claimed ahead would hold the cap idle).
+	// came back short (the queue ran dry, or a cap, a rate limit or a disabled kind applies:
+	// the store then took none ahead).
 	st.ahead = 0
-	if r.err == nil && r.hold == (store.Hold{}) && p.e.cfg.ClaimAhead > 0 {
+	if r.err == nil && !r.hold.Restricted && len(r.jobs) == r.asked+r.extra && p.e.cfg.ClaimAhead > 0 {
 		st.ahead = min(int(p.ended.Load()-r.ended), p.e.cfg.ClaimAhead)
 	}
 	if r.err != nil {
@@ -224,7 +234,7 @@ func (p *producer) received(st *loopState, r claimResult) {
 	if r.gen < st.gen {
 		return // woken since this claim was issued: what it saw is stale, so keep looking
 	}
-	st.more = len(r.jobs) == r.asked+r.extra
+	st.more = len(r.jobs) == r.asked+r.extra || (r.hold.Restricted && len(r.jobs) == r.asked)
 	if !st.more {
 		p.e.slots.want(p.queue, false) // the queue is empty (or capped): it is owed no slots
 	}
@@ -264,7 +274,7 @@ func (p *producer) claim(ctx context.Context, n, extra, gen int) {
 	defer cancel()
 	ended := p.ended.Load()
 	jobs, hold, err := p.e.store.JobClaim(claimCtx, &store.ClaimParams{
-		Queue: p.queue, Kinds: p.e.kinds, Limit: n + extra, WorkerID: p.e.cfg.WorkerID, LeaseDuration: p.e.cfg.LeaseDuration,
+		Queue: p.queue, Kinds: p.e.kinds, Limit: n + extra, Ahead: extra, WorkerID: p.e.cfg.WorkerID, LeaseDuration: p.e.cfg.LeaseDuration,
 	})
 	p.results <- claimResult{gen: gen, asked: n, extra: extra, ended: ended, jobs: jobs, hold: hold, err: err}
 }
@@ -276,36 +286,36 @@ func (p *producer) start(j *claimedJob) {
 	go p.e.execute(p, j)
 }
 
-// startAhead starts the jobs claimed ahead on the slots that are free, in claim order, or gives
-// them all back when the oldest has waited aheadMaxWait.
+// startAhead starts the jobs claimed ahead on the slots that are free, in claim order, then
+// gives back those left if the oldest has waited aheadMaxWait. When none is left and the
+// queue ran dry, the queue stops wanting slots (tryAcquire marked it wanting).
 func (p *producer) startAhead(st *loopState) {
 	if len(p.ahead) == 0 {
 		return
 	}
-	if p.e.clock.Now().Sub(p.ahead[0].at) >= aheadMaxWait {
-		p.giveBackAhead(st, "claimed ahead, no slot freed for it within "+aheadMaxWait.String(), "released unstarted")
-		return
-	}
 	free := p.max - int(p.running.Load()) - st.reserved
-	n := p.e.slots.tryAcquire(p.queue, min(free, len(p.ahead)))
-	if n <= 0 {
-		return
+	if n := p.e.slots.tryAcquire(p.queue, min(free, len(p.ahead))); n > 0 {
+		for _, j := range p.ahead[:n] {
+			p.start(j)
+		}
+		p.ahead = p.ahead[n:]
+		p.armAhead(st)
 	}
-	for _, j := range p.ahead[:n] {
-		p.start(j)
+	if len(p.ahead) > 0 && p.e.clock.Now().Sub(p.ahead[0].at) >= aheadMaxWait {
+		p.giveBackAhead(st, "claimed ahead, no slot freed for it within "+aheadMaxWait.String(), "released unstarted")
 	}
-	p.ahead = p.ahead[n:]
-	if len(p.ahead) == 0 {
-		p.ahead = nil
+	if len(p.ahead) == 0 && !st.more {
+		p.e.slots.want(p.queue, false)
 	}
-	p.armAhead(st)
 }
 
 // armAhead sets the timer for the oldest job claimed ahead to wait aheadMaxWait, or stops it
 // when none waits.
 func (p *producer) armAhead(st *loopState) {
 	st.aheadT.Stop()
-	if len(p.ahead) > 0 {
+	if len(p.ahead) == 0 {
+		p.ahead = nil
+	} else {
 		st.aheadT = p.e.clock.NewTimer(p.ahead[0].at.Add(aheadMaxWait).Sub(p.e.clock.Now()))
 	}
 }

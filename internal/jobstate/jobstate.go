@@ -37,7 +37,7 @@ var table = map[s]map[s]string{
 		hoppertype.StateCompleted: "success",
 		hoppertype.StateFailed:    "no attempts left or not retryable",
 		hoppertype.StateScheduled: "retry with backoff, snooze or suspend until a time",
-		hoppertype.StateQueued:    "lease expired, node dead or released on shutdown",
+		hoppertype.StateQueued:    "lease expired, node dead, released on shutdown or unstarted",
 		hoppertype.StateSuspended: "suspend until resumed",
 		hoppertype.StateCanceled:  "cancel",
 	},

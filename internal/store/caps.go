@@ -79,6 +79,11 @@ func (c *CapsLeft) Limits(n int) bool {
 	return false
 }
 
+// Apply reports whether a cap or a rate limit, of the queue or of a kind, bounds the claim.
+func (c *CapsLeft) Apply() bool {
+	return c.QueueLeft >= 0 || len(c.KindLeft) > 0 || c.QueueRate != nil || len(c.KindRates) > 0
+}
+
 // Limit is n bounded by what the queue's cap and rate limit let the claim take.
 func (c *CapsLeft) Limit(n int) int {
 	if c.QueueLeft >= 0 {

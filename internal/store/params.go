@@ -94,8 +94,13 @@ type CancelParams struct {
 type ClaimParams struct {
 	Queue string
 	// Kinds restricts the claim to jobs of these kinds; empty claims every kind.
-	Kinds         []string
-	Limit         int
+	Kinds []string
+	Limit int
+	// Ahead is how many of Limit the claimer asks for ahead of its free slots: jobs it will
+	// start as slots free up. A claim that a fleet-wide cap, a rate limit or a disabled kind
+	// applies to takes at most Limit-Ahead and says so (Hold.Restricted), so that jobs claimed
+	// ahead never hold a cap's slots or a rate limit's starts unused.
+	Ahead         int
 	WorkerID      string
 	LeaseDuration time.Duration
 }

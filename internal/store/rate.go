@@ -71,6 +71,9 @@ type Hold struct {
 	// kinds' limits that left the claim short.
 	Wait      time.Duration
 	QueueWide bool
+	// Restricted: a fleet-wide cap, a rate limit or a disabled kind applies to the claim (the
+	// queue's, or a kind's it could take), so it took none of ClaimParams.Ahead.
+	Restricted bool
 }
 
 // Retry is how soon a claimer held back by h should claim again: when the rate limit's next

@@ -104,8 +104,13 @@ func (s *Store) JobClaim(ctx context.Context, p *store.ClaimParams) (jobs []*hop
 	}
 	jobs, restricted, err := s.claimUncapped(ctx, p, kinds) // in claim order
 	if err == nil && restricted && len(jobs) == 0 {
-		jobs, hold, err = s.claimCapped(ctx, p, kinds)
-		store.SortClaimed(jobs)
+		capped := *p
+		capped.Limit, capped.Ahead = p.Limit-max(p.Ahead, 0), 0
+		if capped.Limit > 0 {
+			jobs, hold, err = s.claimCapped(ctx, &capped, kinds)
+			store.SortClaimed(jobs)
+		}
+		hold.Restricted = true
 	}
 	if err != nil {
 		return nil, store.Hold{}, s.wrap(err, "claim jobs in queue %q", p.Queue)

@@ -43,6 +43,7 @@ func (s *Store) JobClaim(ctx context.Context, p *store.ClaimParams) (jobs []*hop
 	if p.Limit <= 0 {
 		return nil, hold, nil
 	}
+	var restricted bool
 	// The claim when no kind is capped, rate-limited or disabled, the reads of the settings
 	// that apply, and the writes of the rate limits' buckets: each prepared once.
 	fast, fastExtra := claimQuery(p.Kinds, nil, nil)
@@ -54,7 +55,11 @@ func (s *Store) JobClaim(ctx context.Context, p *store.ClaimParams) (jobs []*hop
 		if err != nil {
 			return err
 		}
-		if limit := c.Limit(p.Limit); limit > 0 {
+		asked := p.Limit
+		if c.Apply() || len(disabled) > 0 {
+			asked, restricted = p.Limit-max(p.Ahead, 0), true
+		}
+		if limit := c.Limit(asked); limit > 0 {
 			st, extra := stmts[0], fastExtra
 			if len(c.KindLeft) > 0 || len(disabled) > 0 {
 				var query string
@@ -71,7 +76,7 @@ func (s *Store) JobClaim(ctx context.Context, p *store.ClaimParams) (jobs []*hop
 				return err
 			}
 		}
-		hold, err = c.Spend(p.Limit, jobs, func(kinds []string) (bool, error) {
+		hold, err = c.Spend(asked, jobs, func(kinds []string) (bool, error) {
 			marks := strings.TrimSuffix(strings.Repeat("?,", len(kinds)), ",")
 			args := []any{p.Queue}
 			for _, k := range kinds {
@@ -91,6 +96,7 @@ func (s *Store) JobClaim(ctx context.Context, p *store.ClaimParams) (jobs []*hop
 		return nil, store.Hold{}, fmt.Errorf("claim jobs in queue %q: %w", p.Queue, err)
 	}
 	store.SortClaimed(jobs)
+	hold.Restricted = restricted
 	return jobs, hold, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/store"
@@ -17,6 +18,7 @@ func testCaps(t *testing.T, opener Opener) {
 	parallel(t, opener, "ConcurrentClaims", capsConcurrent)
 	parallel(t, opener, "ConcurrentKindClaims", capsConcurrentKind)
 	parallel(t, opener, "List", capsList)
+	parallel(t, opener, "Ahead", capsAhead)
 }
 
 func (b *bundle) setLimit(t *testing.T, scope store.LimitScope, name string, n int) {
@@ -152,4 +154,47 @@ func (b *bundle) raceClaims(t *testing.T, queue, kind string, claimers, limit in
 	wg.Wait()
 	require.Empty(t, errs)
 	return taken
+}
+
+// A claim asks for some jobs ahead of its free slots (ClaimParams.Ahead). No cap, rate limit or
+// disabled kind applying, it takes them all; when one applies (even one it does not reach),
+// it takes none of them and says so (Hold.Restricted), so that jobs claimed ahead never hold a
+// cap's slots or a rate limit's starts unused.
+func capsAhead(t *testing.T, b *bundle) {
+	for range 30 {
+		b.insert(t)
+	}
+	claim := func(limit, ahead int) ([]*hoppertype.JobRow, store.Hold) {
+		t.Helper()
+		jobs, hold, err := b.store.JobClaim(t.Context(), &store.ClaimParams{Queue: defaultQueue, Limit: limit, Ahead: ahead,
+			WorkerID: workerA, LeaseDuration: defaultLease})
+		require.NoError(t, err)
+		return jobs, hold
+	}
+	jobs, hold := claim(5, 3)
+	require.Len(t, jobs, 5, "nothing applies: the jobs ahead too")
+	require.False(t, hold.Restricted)
+
+	b.setLimit(t, store.LimitQueue, defaultQueue, 100)
+	jobs, hold = claim(5, 3)
+	require.Len(t, jobs, 2, "a queue cap applies, even far from reached: none ahead")
+	require.True(t, hold.Restricted)
+	require.False(t, hold.Capped, "held short of what it asked without the jobs ahead? no")
+	b.setLimit(t, store.LimitQueue, defaultQueue, 0)
+
+	b.setRate(t, store.LimitKind, defaultKind, 1000, time.Second)
+	jobs, hold = claim(4, 3)
+	require.Len(t, jobs, 1, "a kind's rate limit applies: none ahead")
+	require.True(t, hold.Restricted)
+	b.setRate(t, store.LimitKind, defaultKind, 0, 0)
+
+	require.NoError(t, b.store.KindSetDisabled(t.Context(), "other-kind", true))
+	jobs, hold = claim(4, 3)
+	require.Len(t, jobs, 1, "a disabled kind applies: none ahead")
+	require.True(t, hold.Restricted)
+	require.NoError(t, b.store.KindSetDisabled(t.Context(), "other-kind", false))
+
+	jobs, hold = claim(4, 3)
+	require.Len(t, jobs, 4, "settings removed: the jobs ahead again")
+	require.False(t, hold.Restricted)
 }

@@ -72,7 +72,7 @@ func ratesQueue(t *testing.T, b *bundle) {
 	b.clock.Advance(time.Hour)
 	jobs, hold = b.claimHold(t, defaultQueue, 2)
 	require.Len(t, jobs, 2)
-	require.Equal(t, store.Hold{}, hold)
+	require.Equal(t, store.Hold{Restricted: true}, hold, "the limit applies but holds nothing back")
 
 	b.setRate(t, store.LimitQueue, defaultQueue, 0, 0)
 	require.Len(t, b.claim(t, defaultQueue, 10), 3, "a removed limit holds nothing back")
@@ -260,7 +260,7 @@ func ratesHoldOnlyWhenBound(t *testing.T, b *bundle) {
 	b.insert(t)
 	jobs, hold := b.claimHold(t, defaultQueue, 10)
 	require.Len(t, jobs, 1)
-	require.Equal(t, store.Hold{}, hold, "the queue ran dry: no bound held the claim")
+	require.Equal(t, store.Hold{Restricted: true}, hold, "the queue ran dry: no bound held the claim")
 
 	b.insert(t, withKind("sms"))
 	b.insert(t, withKind("sms"))
@@ -271,9 +271,9 @@ func ratesHoldOnlyWhenBound(t *testing.T, b *bundle) {
 
 	jobs, hold = b.claimHold(t, "other", 10)
 	require.Empty(t, jobs)
-	require.Equal(t, store.Hold{}, hold, "an empty bucket holds nothing back where no job of its kind waits")
+	require.Equal(t, store.Hold{Restricted: true}, hold, "an empty bucket holds nothing back where no job of its kind waits")
 	b.insert(t, inQueue("other"))
 	jobs, hold = b.claimHold(t, "other", 10)
 	require.Len(t, jobs, 1)
-	require.Equal(t, store.Hold{}, hold)
+	require.Equal(t, store.Hold{Restricted: true}, hold)
 }
