@@ -130,10 +130,12 @@ func (p *producer) run(ctx context.Context) {
 		waiting := len(p.ahead) > 0 // claimed jobs wait for slots: no claim before they start
 		if !waiting && st.inflight < maxClaimsInFlight && st.more && !held && free > 0 && (st.urgent || free >= threshold) {
 			if n := p.e.slots.tryAcquire(p.queue, min(free, cfg.ClaimBatch)); n > 0 {
-				// The claims in flight ask ahead for the same ends: count them once.
-				extra := max(min(st.ahead-st.aheadInFlight, cfg.ClaimBatch-n), 0)
+				// Both claims in flight ask ahead for the ends of one round trip, about twice
+				// what frees up before each returns: the extra jobs wait up to another round
+				// trip, and the larger claims measured faster than counting the ends once
+				// (docs/benchmarks.md, "Throughput rung").
+				extra := min(st.ahead, cfg.ClaimBatch-n)
 				st.inflight, st.reserved, st.urgent = st.inflight+1, st.reserved+n, false
-				st.aheadInFlight += extra
 				go p.claim(ctx, n, extra, st.gen)
 				continue
 			}
@@ -185,7 +187,7 @@ func (p *producer) run(ctx context.Context) {
 
 // received starts a finished claim's jobs and updates the loop's view of the queue.
 func (p *producer) received(st *loopState, r claimResult) {
-	st.inflight, st.reserved, st.aheadInFlight = st.inflight-1, st.reserved-r.asked, st.aheadInFlight-r.extra
+	st.inflight, st.reserved = st.inflight-1, st.reserved-r.asked
 	if hook := p.e.cfg.OnClaimed; hook != nil && len(r.jobs) > 0 {
 		hook(r.jobs)
 	}
