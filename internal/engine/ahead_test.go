@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// gatedClaims holds each claim until the test lets it through, and tells the test what each
+// gatedClaims holds each claim of queue q until the test lets it through, and tells the test what each
 // claim asked for.
 type gatedClaims struct {
 	store.Store
@@ -30,6 +30,9 @@ type gatedClaim struct {
 }
 
 func (g *gatedClaims) JobClaim(ctx context.Context, p *store.ClaimParams) ([]*hoppertype.JobRow, store.Hold, error) {
+	if p.Queue != "q" {
+		return g.Store.JobClaim(ctx, p) // the other queue's claims pass
+	}
 	c := &gatedClaim{limit: p.Limit, open: make(chan struct{})}
 	g.asked <- c
 	<-c.open
@@ -78,11 +81,17 @@ type aheadRig struct {
 
 func newAheadRig(t *testing.T, claimAhead int, gov ...*governor.Governor) *aheadRig {
 	t.Helper()
+	return newAheadRigOf(t, 40, claimAhead, gov...)
+}
+
+// newAheadRigOf is newAheadRig with n jobs, and a second queue r (no jobs) sharing the slots.
+func newAheadRigOf(t *testing.T, n, claimAhead int, gov ...*governor.Governor) *aheadRig {
+	t.Helper()
 	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	sq, err := sqlite.Open(t.Context(), sqlite.Config{Path: filepath.Join(t.TempDir(), "hopper.db"), Clock: clk})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, sq.Close()) })
-	ps := make([]*store.InsertParams, 40)
+	ps := make([]*store.InsertParams, n)
 	for i := range ps {
 		ps[i] = &store.InsertParams{ID: fmt.Sprintf("q-%02d", i), Kind: "k", Queue: "q", Args: []byte(`{}`),
 			MaxAttempts: 3, RunAt: clk.Now(), Actor: hoppertype.ActorOperator}
@@ -96,7 +105,7 @@ func newAheadRig(t *testing.T, claimAhead int, gov ...*governor.Governor) *ahead
 	r := &aheadRig{t: t, clk: clk, st: sq, h: idHandler{started: make(chan idRun, 64)},
 		gate: &gatedClaims{Store: sq, asked: make(chan *gatedClaim, 8)}}
 	r.e, err = New(Config{Store: r.gate, Clock: clk, WorkerID: "node-1", Workers: workersOf("k", r.h),
-		MaxWorkers: 4, Queues: map[string]int{"q": 4}, PollInterval: time.Hour, ClaimAhead: claimAhead, Governor: cfgGov})
+		MaxWorkers: 4, Queues: map[string]int{"q": 4, "r": 4}, PollInterval: time.Hour, ClaimAhead: claimAhead, Governor: cfgGov})
 	require.NoError(t, err)
 	require.NoError(t, r.e.Start(context.Background()))
 	return r
@@ -242,6 +251,25 @@ func TestClaimAheadOffOrBounded(t *testing.T) {
 		r.started(2)
 		r.stop()
 	}
+}
+
+// A queue whose last claim came back short stops wanting slots once its jobs claimed ahead
+// have started, so another queue can take every free slot.
+func TestClaimAheadDrainedQueueWantsNoSlots(t *testing.T) {
+	t.Parallel()
+	r := newAheadRigOf(t, 10, 0)
+	defer r.stop()
+	r.rampAhead() // the last claim asked for 5 and found 4: q-08 and q-09 wait claimed ahead
+	r.finish(2)
+	require.Equal(t, []string{"q-08", "q-09"}, r.started(2))
+	r.finish(len(r.runs))
+	require.Eventually(t, func() bool {
+		r.e.slots.mu.Lock()
+		defer r.e.slots.mu.Unlock()
+		return r.e.slots.free == 4
+	}, 10*time.Second, time.Millisecond)
+	require.Equal(t, 4, r.e.slots.tryAcquire("r", 4), "queue r may take every slot: q wants none")
+	r.e.slots.release("r", 4)
 }
 
 // A job claimed ahead that waits aheadMaxWait without a slot goes back to its queue with

@@ -29,56 +29,71 @@ const (
 // scanner is a row of pgx (pgx.Row, pgx.Rows) or of database/sql (*sql.Rows).
 type scanner interface{ Scan(dest ...any) error }
 
-func scanJob(sc scanner) (*hoppertype.JobRow, error) {
-	var (
-		j                                       hoppertype.JobRow
-		args, headers, retry, result, checkpnt  []byte
-		resume                                  []byte
-		workerID, progressMsg, lastErr          *string
-		idemKey, groupKey, mergeKey, originalID *string
-		replayedBy, scheduleID                  *string
-		runAt, createdAt, updatedAt             time.Time
-		lease, heartbeat, started, finished     *time.Time
-		expires, deadline                       *time.Time
-		timeoutUS, resultTTL                    int64
-		state                                   string
-	)
-	err := sc.Scan(&j.ID, &j.Kind, &j.Queue, &j.Priority, &args, &headers, &state, &j.Attempt,
-		&j.MaxAttempts, &j.Token, &runAt, &timeoutUS, &workerID, &lease, &heartbeat,
-		&j.ProgressPercent, &progressMsg, &result, &lastErr, &checkpnt, &retry, &idemKey,
-		&groupKey, &mergeKey, &originalID, &j.ReplayCount, &replayedBy, &scheduleID, &createdAt,
-		&started, &finished, &updatedAt, &expires, &deadline, &resultTTL, &resume, &j.Rescues, &j.MaxRescues)
-	if err != nil {
+func scanJob(sc scanner) (*hoppertype.JobRow, error) { return newJobScan().scan(sc) }
+
+// jobScan holds the scan targets of a job row, so that the rows of one result share them
+// instead of each allocating its own (about twenty values a row). Reusing them is safe: pgx
+// and database/sql copy every value they store in a target.
+type jobScan struct {
+	j                                       hoppertype.JobRow
+	args, headers, retry, result, checkpnt  []byte
+	resume                                  []byte
+	workerID, progressMsg, lastErr          *string
+	idemKey, groupKey, mergeKey, originalID *string
+	replayedBy, scheduleID                  *string
+	runAt, createdAt, updatedAt             time.Time
+	lease, heartbeat, started, finished     *time.Time
+	expires, deadline                       *time.Time
+	timeoutUS, resultTTL                    int64
+	state                                   string
+	dest                                    []any
+}
+
+func newJobScan() *jobScan {
+	s := &jobScan{}
+	j := &s.j
+	s.dest = []any{&j.ID, &j.Kind, &j.Queue, &j.Priority, &s.args, &s.headers, &s.state, &j.Attempt,
+		&j.MaxAttempts, &j.Token, &s.runAt, &s.timeoutUS, &s.workerID, &s.lease, &s.heartbeat,
+		&j.ProgressPercent, &s.progressMsg, &s.result, &s.lastErr, &s.checkpnt, &s.retry, &s.idemKey,
+		&s.groupKey, &s.mergeKey, &s.originalID, &j.ReplayCount, &s.replayedBy, &s.scheduleID, &s.createdAt,
+		&s.started, &s.finished, &s.updatedAt, &s.expires, &s.deadline, &s.resultTTL, &s.resume, &j.Rescues, &j.MaxRescues}
+	return s
+}
+
+// scan reads one row (columns cols) into a new JobRow.
+func (s *jobScan) scan(sc scanner) (*hoppertype.JobRow, error) {
+	if err := sc.Scan(s.dest...); err != nil {
 		return nil, err
 	}
-	j.Args = args
-	j.State = hoppertype.JobState(state)
-	j.Timeout = time.Duration(timeoutUS) * time.Microsecond
-	j.ResultTTL = time.Duration(resultTTL) * time.Microsecond
-	j.RunAt, j.CreatedAt, j.UpdatedAt = runAt.UTC(), createdAt.UTC(), updatedAt.UTC()
-	j.LeaseExpiresAt, j.HeartbeatAt = utc(lease), utc(heartbeat)
-	j.StartedAt, j.FinishedAt = utc(started), utc(finished)
-	j.ExpiresAt, j.DeadlineAt = utc(expires), utc(deadline)
-	j.WorkerID, j.ProgressMessage, j.LastError = str(workerID), str(progressMsg), str(lastErr)
-	j.IdempotencyKey, j.GroupKey, j.MergeKey = str(idemKey), str(groupKey), str(mergeKey)
-	j.OriginalID, j.ReplayedBy, j.ScheduleID = str(originalID), str(replayedBy), str(scheduleID)
-	if len(result) > 0 {
-		j.Result = result
+	j := s.j // the scanned fields; the others are set below from the targets
+	j.Args = s.args
+	j.State = hoppertype.JobState(s.state)
+	j.Timeout = time.Duration(s.timeoutUS) * time.Microsecond
+	j.ResultTTL = time.Duration(s.resultTTL) * time.Microsecond
+	j.RunAt, j.CreatedAt, j.UpdatedAt = s.runAt.UTC(), s.createdAt.UTC(), s.updatedAt.UTC()
+	j.LeaseExpiresAt, j.HeartbeatAt = utc(s.lease), utc(s.heartbeat)
+	j.StartedAt, j.FinishedAt = utc(s.started), utc(s.finished)
+	j.ExpiresAt, j.DeadlineAt = utc(s.expires), utc(s.deadline)
+	j.WorkerID, j.ProgressMessage, j.LastError = str(s.workerID), str(s.progressMsg), str(s.lastErr)
+	j.IdempotencyKey, j.GroupKey, j.MergeKey = str(s.idemKey), str(s.groupKey), str(s.mergeKey)
+	j.OriginalID, j.ReplayedBy, j.ScheduleID = str(s.originalID), str(s.replayedBy), str(s.scheduleID)
+	if len(s.result) > 0 {
+		j.Result = s.result
 	}
-	if len(checkpnt) > 0 {
-		j.Checkpoint = checkpnt
+	if len(s.checkpnt) > 0 {
+		j.Checkpoint = s.checkpnt
 	}
-	if len(resume) > 0 {
-		j.ResumeData = resume
+	if len(s.resume) > 0 {
+		j.ResumeData = s.resume
 	}
-	if len(headers) > 0 {
-		if err := json.Unmarshal(headers, &j.Headers); err != nil {
+	if len(s.headers) > 0 {
+		if err := json.Unmarshal(s.headers, &j.Headers); err != nil {
 			return nil, fmt.Errorf("job %s: decode headers: %w", j.ID, err)
 		}
 	}
-	if len(retry) > 0 {
+	if len(s.retry) > 0 {
 		j.RetryPolicy = new(hoppertype.RetryPolicy)
-		if err := json.Unmarshal(retry, j.RetryPolicy); err != nil {
+		if err := json.Unmarshal(s.retry, j.RetryPolicy); err != nil {
 			return nil, fmt.Errorf("job %s: decode retry policy: %w", j.ID, err)
 		}
 	}
@@ -97,8 +112,9 @@ type rows interface {
 func scanJobs(rs rows) ([]*hoppertype.JobRow, error) {
 	defer rs.Close()
 	var out []*hoppertype.JobRow
+	s := newJobScan()
 	for rs.Next() {
-		j, err := scanJob(rs)
+		j, err := s.scan(rs)
 		if err != nil {
 			return nil, err
 		}
