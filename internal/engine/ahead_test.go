@@ -84,7 +84,8 @@ func newAheadRig(t *testing.T, claimAhead int, gov ...*governor.Governor) *ahead
 	return newAheadRigOf(t, 40, claimAhead, gov...)
 }
 
-// newAheadRigOf is newAheadRig with n jobs, and a second queue r (no jobs) sharing the slots.
+// newAheadRigOf is newAheadRig with n jobs. Its slot pool also knows a queue r, which has no
+// producer: the test takes r's slots itself.
 func newAheadRigOf(t *testing.T, n, claimAhead int, gov ...*governor.Governor) *aheadRig {
 	t.Helper()
 	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
@@ -105,8 +106,9 @@ func newAheadRigOf(t *testing.T, n, claimAhead int, gov ...*governor.Governor) *
 	r := &aheadRig{t: t, clk: clk, st: sq, h: idHandler{started: make(chan idRun, 64)},
 		gate: &gatedClaims{Store: sq, asked: make(chan *gatedClaim, 8)}}
 	r.e, err = New(Config{Store: r.gate, Clock: clk, WorkerID: "node-1", Workers: workersOf("k", r.h),
-		MaxWorkers: 4, Queues: map[string]int{"q": 4, "r": 4}, PollInterval: time.Hour, ClaimAhead: claimAhead, Governor: cfgGov})
+		MaxWorkers: 4, Queues: map[string]int{"q": 4}, PollInterval: time.Hour, ClaimAhead: claimAhead, Governor: cfgGov})
 	require.NoError(t, err)
+	r.e.slots.add("r", 4)
 	require.NoError(t, r.e.Start(context.Background()))
 	return r
 }
@@ -182,7 +184,10 @@ func (r *aheadRig) state(id string) *hoppertype.JobRow {
 // each are on their way, three of them during the first, so the claim after it asks for its
 // two free slots and three jobs ahead. It leaves q-04 … q-07 running and q-08 … q-10 claimed
 // ahead.
-func (r *aheadRig) rampAhead() {
+func (r *aheadRig) rampAhead() { r.rampAheadAsking(2+3) }
+
+// rampAheadAsking is rampAhead where the claim after the first of the two asks for asks jobs.
+func (r *aheadRig) rampAheadAsking(asks int) {
 	r.claim(4, "the first claim asks for the free slots")
 	r.started(4)
 	r.finish(1)
@@ -193,7 +198,7 @@ func (r *aheadRig) rampAhead() {
 	r.quiet("two claims in flight: no third")
 	close(b.open) // three jobs ended during b's round trip
 	r.started(1)
-	d := r.asked(2+3, "two free slots, and three ahead")
+	d := r.asked(asks, "two free slots, and three ahead (at most ClaimAhead)")
 	close(c.open)
 	r.started(1)
 	r.quiet("every slot taken or held by a claim")
@@ -235,20 +240,7 @@ func TestClaimAheadOffOrBounded(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ claimAhead, asks int }{{-1, 2}, {2, 2 + 2}} {
 		r := newAheadRig(t, tc.claimAhead)
-		r.claim(4, "the first claim asks for the free slots")
-		r.started(4)
-		r.finish(1)
-		b := r.asked(1, "first claim")
-		r.finish(1)
-		c := r.asked(1, "second claim")
-		r.finish(2)
-		close(b.open)
-		r.started(1)
-		d := r.asked(tc.asks, fmt.Sprintf("ClaimAhead %d: three ended during the claim", tc.claimAhead))
-		close(c.open)
-		r.started(1)
-		close(d.open)
-		r.started(2)
+		r.rampAheadAsking(tc.asks)
 		r.stop()
 	}
 }
@@ -268,7 +260,7 @@ func TestClaimAheadDrainedQueueWantsNoSlots(t *testing.T) {
 		defer r.e.slots.mu.Unlock()
 		return r.e.slots.free == 4
 	}, 10*time.Second, time.Millisecond)
-	require.Equal(t, 4, r.e.slots.tryAcquire("r", 4), "queue r may take every slot: q wants none")
+	require.Equal(t, 4, r.e.slots.tryAcquire("r", 4), "another queue may take every slot: q wants none")
 	r.e.slots.release("r", 4)
 }
 
