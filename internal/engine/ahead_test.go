@@ -184,7 +184,7 @@ func (r *aheadRig) state(id string) *hoppertype.JobRow {
 // each are on their way, three of them during the first, so the claim after it asks for its
 // two free slots and three jobs ahead. It leaves q-04 … q-07 running and q-08 … q-10 claimed
 // ahead.
-func (r *aheadRig) rampAhead() { r.rampAheadAsking(2+3) }
+func (r *aheadRig) rampAhead() { r.rampAheadAsking(2 + 3) }
 
 // rampAheadAsking is rampAhead where the claim after the first of the two asks for asks jobs.
 func (r *aheadRig) rampAheadAsking(asks int) {
