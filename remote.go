@@ -67,6 +67,12 @@ type ActivateParams struct {
 	Kinds []string
 	// MaxJobs is the most jobs to claim, 1–MaxActivateJobs (default 1).
 	MaxJobs int
+	// Ahead is how many of MaxJobs the caller asks for beyond what its worker can take now,
+	// to hand on as the worker frees up (a job stream's server claiming ahead,
+	// docs/workers.md "Claiming ahead"); 0 to MaxJobs-1, and only with a single queue. Where a
+	// fleet-wide cap, a rate limit or a disabled kind applies, the claim takes none of them
+	// and says so (Activated.Restricted).
+	Ahead int
 	// LeaseDuration is how long the worker holds each job before it may be given to another
 	// (default Config.LeaseDuration, at most 24 h).
 	LeaseDuration time.Duration
@@ -115,6 +121,10 @@ func (p *ActivateParams) validate(def time.Duration) error {
 		return invalid("worker", "must be 1–128 characters")
 	case p.MaxJobs < 1 || p.MaxJobs > MaxActivateJobs:
 		return invalid("max_jobs", "%d is outside 1–%d", p.MaxJobs, MaxActivateJobs)
+	case p.Ahead < 0 || p.Ahead >= p.MaxJobs:
+		return invalid("ahead", "%d is outside 0–%d (max_jobs - 1)", p.Ahead, p.MaxJobs-1)
+	case p.Ahead > 0 && len(p.QueueNames()) > 1:
+		return invalid("ahead", "needs a single queue, not %d", len(p.QueueNames()))
 	case p.LeaseDuration < time.Second || p.LeaseDuration > 24*time.Hour:
 		return invalid("lease_timeout", "%s is outside 1s–24h", p.LeaseDuration)
 	case p.Wait < 0 || p.Wait > MaxActivateWait:
@@ -173,7 +183,7 @@ func (a *WorkerAPI) claim(ctx context.Context, p ActivateParams) ([]*JobRow, sto
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
 	defer cancel()
 	jobs, hold, err := c.store.JobClaim(ctx, &store.ClaimParams{
-		Queue: p.Queue, Kinds: p.Kinds, Limit: p.MaxJobs,
+		Queue: p.Queue, Kinds: p.Kinds, Limit: p.MaxJobs, Ahead: p.Ahead,
 		WorkerID: p.Worker, LeaseDuration: p.LeaseDuration,
 	})
 	if len(jobs) > 0 {

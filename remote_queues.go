@@ -27,6 +27,9 @@ type Activated struct {
 	// Retry, when positive, is how soon a rate limit that held a claim back allows another
 	// start (at most a second): when to look at the drained queues again.
 	Retry time.Duration
+	// Restricted: a cap, a rate limit or a disabled kind applied to a claim, which then took
+	// none of ActivateParams.Ahead.
+	Restricted bool
 }
 
 // ActivateQueues is Activate that also says which queues it found without ready jobs at its
@@ -57,13 +60,13 @@ func (a *WorkerAPI) ActivateQueues(ctx context.Context, p ActivateParams) (*Acti
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		jobs, retry, err := a.claimShared(ctx, p, asking, weights, empty)
+		jobs, retry, restricted, err := a.claimShared(ctx, p, asking, weights, empty)
 		if err != nil {
 			return nil, fmt.Errorf("activate jobs: %w", err)
 		}
 		left := deadline.Sub(c.clock.Now())
 		if len(jobs) > 0 || left <= 0 {
-			got := &Activated{Jobs: jobs, Retry: retry}
+			got := &Activated{Jobs: jobs, Retry: retry, Restricted: restricted}
 			for _, q := range queues {
 				if empty[q] {
 					got.Drained = append(got.Drained, q)
@@ -93,9 +96,10 @@ func (a *WorkerAPI) ActivateQueues(ctx context.Context, p ActivateParams) (*Acti
 // others in the next round, until p.MaxJobs are claimed or every queue came back short. It
 // records in empty whether each queue asked had fewer ready jobs than it was asked for, and
 // returns how soon a rate limit that held one of its claims back allows another start (0 when
-// none did; at most activatePoll).
+// none did; at most activatePoll), and whether a cap, rate limit or disabled kind applied to a
+// claim. Only a single queue's first claim asks ahead (p.Ahead).
 func (a *WorkerAPI) claimShared(ctx context.Context, p ActivateParams, asking []string, weights map[string]int,
-	empty map[string]bool) (jobs []*JobRow, retry time.Duration, err error) {
+	empty map[string]bool) (jobs []*JobRow, retry time.Duration, restricted bool, err error) {
 	qs := make([]*fairshare.Queue, len(asking))
 	for i, name := range asking {
 		qs[i] = &fairshare.Queue{Name: name, Weight: max(weights[name], 1), Held: max(p.Held[name], 0)}
@@ -111,16 +115,23 @@ func (a *WorkerAPI) claimShared(ctx context.Context, p ActivateParams, asking []
 				continue
 			}
 			if ctx.Err() != nil {
-				return jobs, retry, nil // claims nothing more (Activate)
+				return jobs, retry, restricted, nil // claims nothing more (Activate)
 			}
 			one := p
-			one.Queue, one.MaxJobs = q.Name, n
+			one.Queue, one.MaxJobs, one.Ahead = q.Name, n, 0
+			if len(asking) == 1 && n == p.MaxJobs {
+				one.Ahead = p.Ahead
+			}
 			got, hold, err := a.claim(ctx, one)
 			if err != nil && len(jobs) == 0 {
-				return nil, 0, err
+				return nil, 0, false, err
 			}
 			if err != nil {
-				return jobs, retry, nil // the jobs claimed are the caller's (Activate)
+				return jobs, retry, restricted, nil // the jobs claimed are the caller's (Activate)
+			}
+			restricted = restricted || hold.Restricted
+			if hold.Restricted { // the claim asked for none ahead, and no later round may
+				n, left = n-one.Ahead, left-one.Ahead
 			}
 			if r := hold.Retry(activatePoll, activatePoll); hold.Wait > 0 && (retry == 0 || r < retry) {
 				retry = r
@@ -135,7 +146,7 @@ func (a *WorkerAPI) claimShared(ctx context.Context, p ActivateParams, asking []
 		}
 		qs = next
 	}
-	return jobs, retry, nil
+	return jobs, retry, restricted, nil
 }
 
 // Wakeups hears when jobs may have become claimable in any of a set of queues (as

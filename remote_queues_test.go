@@ -172,3 +172,34 @@ func TestActivateWaitsForARateLimitsNextStart(t *testing.T) {
 	require.Len(t, jobs, 1)
 	require.Less(t, b.clock.Now().Sub(start), time.Second, "woken for the next start, not by the once-a-second look")
 }
+
+// Ahead (a stream's server claiming beyond its worker's credit) is taken when nothing
+// restricts the queue, and left when a cap applies, which the result says; it needs a single
+// queue and must leave at least one job for the worker's credit.
+func TestActivateAhead(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, nil)
+	enqueueIn(t, b, "solo", 20)
+	got, err := b.client.WorkerAPI().ActivateQueues(t.Context(), ActivateParams{Worker: "w", Queue: "solo", MaxJobs: 5, Ahead: 3})
+	require.NoError(t, err)
+	require.Len(t, got.Jobs, 5)
+	require.False(t, got.Restricted)
+
+	require.NoError(t, b.client.SetLimit(t.Context(), Limit{Queue: "solo", MaxRunning: 100}))
+	got, err = b.client.WorkerAPI().ActivateQueues(t.Context(), ActivateParams{Worker: "w", Queue: "solo", MaxJobs: 5, Ahead: 3})
+	require.NoError(t, err)
+	require.Len(t, got.Jobs, 2, "a cap applies: none ahead, in no later round either")
+	require.True(t, got.Restricted)
+
+	for _, p := range []ActivateParams{
+		{Queue: "solo", MaxJobs: 5, Ahead: 5},
+		{Queue: "solo", MaxJobs: 5, Ahead: -1},
+		{Queues: []string{"a", "b"}, MaxJobs: 5, Ahead: 1},
+	} {
+		p.Worker = "w"
+		_, err := b.client.WorkerAPI().Activate(t.Context(), p)
+		var ve *ValidationError
+		require.True(t, errors.As(err, &ve), "%v", err)
+		require.Equal(t, "ahead", ve.Field)
+	}
+}

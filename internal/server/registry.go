@@ -124,6 +124,9 @@ type stream struct {
 	inflight map[hopper.LeaseRef]*held // guarded by reg.mu
 	reported int                       // how many of inflight are reported; guarded by reg.mu
 	freed    chan struct{}             // a slot came free (buffered 1)
+	// frees counts the slots that came free, so the stream can tell how many did during a
+	// claim's round trip (claiming ahead).
+	frees atomic.Int64
 
 	pushed, completed, failed, released atomic.Int64
 }
@@ -241,6 +244,7 @@ func (r *registry) reporting(refs ...hopper.LeaseRef) {
 		if h := st.inflight[ref]; h != nil && !h.reported {
 			h.reported = true
 			st.reported++
+			st.frees.Add(1)
 			freed = append(freed, st)
 		}
 	}
@@ -257,6 +261,8 @@ func (r *registry) done(ref hopper.LeaseRef, o outcome) {
 	if st != nil {
 		if h := st.inflight[ref]; h != nil && h.reported {
 			st.reported--
+		} else if h != nil {
+			st.frees.Add(1)
 		}
 		delete(r.byJob, ref)
 		delete(st.inflight, ref)

@@ -165,13 +165,16 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 	// not sent. A claim takes what is ready and never waits: when no queue has ready jobs,
 	// the loop waits for a wake-up of one of them, or looks again after streamRecheck.
 	type claimed struct {
-		n       int // the claim's number (asking.launch)
-		asked   int
-		jobs    []*hopper.JobRow
-		drained []string
-		retry   time.Duration // when a rate limit lets a drained queue start a job again
-		err     error
-		held    bool // ended by the worker's governor (Hold), not by a failure
+		n          int   // the claim's number (asking.launch)
+		asked      int   // credit reserved for the claim
+		extra      int   // jobs asked for beyond it (claiming ahead)
+		frees      int64 // the stream's frees when the claim was launched
+		jobs       []*hopper.JobRow
+		restricted bool // a cap, rate limit or disabled kind applied: none was claimed ahead
+		drained    []string
+		retry      time.Duration // when a rate limit lets a drained queue start a job again
+		err        error
+		held       bool // ended by the worker's governor (Hold), not by a failure
 	}
 	results := make(chan claimed, maxStreamClaims)
 	var claims sync.WaitGroup
@@ -182,9 +185,18 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 	wakes := s.client.WorkerAPI().Listen(queues)
 	var recheck clock.Timer // while some queue is drained: fires when the stream looks again
 	var soon time.Duration  // a rate limit's next start, sooner than streamRecheck (0: none)
+	// Claiming ahead (as the engine's producers do, docs/workers.md): a single-queue stream's
+	// claim also asks for as many jobs as freed credit during its previous claim's round trip.
+	// Those wait here, in claim order, not held and not pushed, until credit frees; no claim is
+	// made while some wait. They go back to the queue after aheadMaxWait, when the worker is
+	// held, and with the stream (held at its end, so closeStream returns them).
+	var ahead []*hopper.JobRow
+	var aheadAt time.Time  // when the oldest of them was claimed
+	var aheadT clock.Timer // fires aheadMaxWait after aheadAt
+	aheadN := 0            // jobs the next claim asks ahead
 	defer func() {
 		wakes.Stop()
-		for _, t := range []clock.Timer{lapse, recheck} {
+		for _, t := range []clock.Timer{lapse, recheck, aheadT} {
 			if t != nil {
 				t.Stop()
 			}
@@ -193,7 +205,38 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 		for range inflight {
 			w.holdAll(st, (<-results).jobs)
 		}
+		w.holdAll(st, ahead)
 	}()
+	// push holds jobs for the stream and sends them; it reports why the stream must end, if it
+	// must (stop): the stream ended as it sent (ended()), or the worker went away (nil).
+	push := func(jobs []*hopper.JobRow) (stop bool, err error) {
+		s.reg.count(params.Worker, jobs)
+		// Hold every job before the first push: if a push fails, closing the stream gives all
+		// of them back at once.
+		w.holdAll(st, jobs)
+		// The jobs go out together, in messages of about maxPushBytes: one write and one flush
+		// for many jobs.
+		for len(jobs) > 0 {
+			if ctx.Err() != nil {
+				// Claimed as the stream ended (a claim runs to its end: WorkerAPI.Activate): the
+				// jobs not sent go back at once, uncounted.
+				return true, ended()
+			}
+			msg := &hopperv1.StreamJobsResponse{}
+			for size := 0; len(jobs) > 0 && (size == 0 || size < maxPushBytes); jobs = jobs[1:] {
+				j := jobs[0]
+				msg.Jobs = append(msg.Jobs, toActivated(j, req.GetFetchFields(), s.jobTimeout))
+				size += len(j.Args) + len(j.Checkpoint) + len(j.ResumeData) + 256
+			}
+			if err := out.Send(msg); err != nil {
+				return true, nil // the worker went away; the deferred close releases what it held
+			}
+			for _, a := range msg.Jobs {
+				st.sent(hopper.LeaseRef{ID: a.GetId(), Token: a.GetLeaseToken()})
+			}
+		}
+		return false, nil
+	}
 	for {
 		if lapse != nil {
 			lapse.Stop()
@@ -201,7 +244,31 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 		}
 		free, heldUntil := st.free(s.clock.Now())
 		free -= reserved
-		if free > 0 && len(ask.next()) > 0 && (inflight == 0 || (more && inflight < maxStreamClaims)) {
+		if len(ahead) > 0 {
+			switch {
+			case !heldUntil.IsZero():
+				w.handBack(ctx, refsOf(ahead), "claimed ahead; remote worker held by its resource governor", s.client.WorkerAPI().ReturnJob)
+				ahead, aheadN = nil, 0
+			case s.clock.Now().Sub(aheadAt) >= aheadMaxWait:
+				w.handBack(ctx, refsOf(ahead), "claimed ahead; no credit freed for it within "+aheadMaxWait.String(), s.client.WorkerAPI().ReturnJob)
+				ahead, aheadN = nil, 0
+			case free > 0:
+				n := min(free, len(ahead))
+				jobs := ahead[:n]
+				if ahead = ahead[n:]; len(ahead) == 0 {
+					ahead = nil
+				}
+				if stop, err := push(jobs); stop {
+					return err
+				}
+				continue
+			}
+		}
+		if len(ahead) == 0 && aheadT != nil {
+			aheadT.Stop()
+			aheadT = nil
+		}
+		if len(ahead) == 0 && free > 0 && len(ask.next()) > 0 && (inflight == 0 || (more && inflight < maxStreamClaims)) {
 			if free < max(credit/4, 1) {
 				// A busy stream frees its credit one job at a time: wait a moment for more, so
 				// one claim fills several slots instead of each completion costing a claim.
@@ -212,17 +279,22 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 				}
 			}
 			p := params
-			p.Queues, p.MaxJobs, p.Held = ask.next(), free, st.heldBy()
+			p.Queues, p.Held = ask.next(), st.heldBy()
+			if len(queues) == 1 {
+				p.Ahead = min(aheadN, credit, hopper.MaxActivateJobs-free)
+			}
+			p.MaxJobs = free + p.Ahead
 			n := ask.launch()
 			inflight, reserved = inflight+1, reserved+free
 			claimCtx, endClaim := s.reg.untilHeld(ctx, params.Worker, queues, s.clock.Now())
+			frees := st.frees.Load()
 			claims.Go(func() {
 				defer endClaim()
 				got, err := s.client.WorkerAPI().ActivateQueues(claimCtx, p)
 				held := claimCtx.Err() != nil && ctx.Err() == nil
-				r := claimed{n: n, asked: p.MaxJobs, err: err, held: held}
+				r := claimed{n: n, asked: free, extra: p.Ahead, frees: frees, err: err, held: held}
 				if got != nil {
-					r.jobs, r.drained, r.retry = got.Jobs, got.Drained, got.Retry
+					r.jobs, r.drained, r.retry, r.restricted = got.Jobs, got.Drained, got.Retry, got.Restricted
 				}
 				results <- r
 			})
@@ -247,6 +319,13 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 		if recheck != nil {
 			rechecked = recheck.C()
 		}
+		var aheadC <-chan time.Time
+		if len(ahead) > 0 {
+			if aheadT == nil {
+				aheadT = s.clock.NewTimer(aheadAt.Add(aheadMaxWait).Sub(s.clock.Now()))
+			}
+			aheadC = aheadT.C()
+		}
 		var r claimed
 		select {
 		case <-ctx.Done():
@@ -261,6 +340,9 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 		case <-rechecked:
 			recheck = nil
 			ask.all()
+			continue
+		case <-aheadC: // the jobs claimed ahead waited too long: the loop's top gives them back
+			aheadT = nil
 			continue
 		case r = <-results:
 		}
@@ -296,35 +378,34 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 				recheck = nil
 			}
 		}
-		more = len(r.jobs) == r.asked
-		jobs := w.deliverable(ctx, r.jobs)
-		s.reg.count(params.Worker, jobs)
-		// Hold every claimed job before the first push: if a push fails, closing the stream
-		// gives all of them back at once.
-		w.holdAll(st, jobs)
-		// The claimed jobs go out together, in messages of about maxPushBytes: one write and
-		// one flush for many jobs.
-		for len(jobs) > 0 {
-			if ctx.Err() != nil {
-				// Claimed as the stream ended (a claim runs to its end: WorkerAPI.Activate): the
-				// jobs not sent go back at once, uncounted.
-				return ended()
-			}
-			msg := &hopperv1.StreamJobsResponse{}
-			for size := 0; len(jobs) > 0 && (size == 0 || size < maxPushBytes); jobs = jobs[1:] {
-				j := jobs[0]
-				msg.Jobs = append(msg.Jobs, toActivated(j, req.GetFetchFields(), s.jobTimeout))
-				size += len(j.Args) + len(j.Checkpoint) + len(j.ResumeData) + 256
-			}
-			if err := out.Send(msg); err != nil {
-				return nil // the worker went away; the deferred close releases what it held
-			}
-			for _, a := range msg.Jobs {
-				st.sent(hopper.LeaseRef{ID: a.GetId(), Token: a.GetLeaseToken()})
-			}
+		more = len(r.jobs) == r.asked+r.extra || (r.restricted && len(r.jobs) == r.asked)
+		// The next claim asks ahead for the credit that freed during this one's round trip,
+		// unless it came back short (the queue ran dry, or a cap, a rate limit or a disabled
+		// kind applies).
+		aheadN = 0
+		if !r.restricted && len(r.jobs) == r.asked+r.extra {
+			aheadN = int(st.frees.Load() - r.frees)
+		}
+		// The claim's jobs queue up behind those claimed ahead before (claim order); the
+		// claim's credit sends the oldest.
+		waited := len(ahead) > 0
+		ahead = append(ahead, w.deliverable(ctx, r.jobs)...)
+		n := min(len(ahead), r.asked)
+		jobs := ahead[:n]
+		if ahead = ahead[n:]; len(ahead) == 0 {
+			ahead = nil
+		} else if !waited {
+			aheadAt = s.clock.Now()
+		}
+		if stop, err := push(jobs); stop {
+			return err
 		}
 	}
 }
+
+// aheadMaxWait bounds how long a job a stream claimed ahead waits for credit before it goes
+// back to its queue (as the engine's producers bound theirs).
+const aheadMaxWait = time.Second
 
 // maxStreamClaims bounds the claims one stream has outstanding (as the engine's producers
 // bound theirs).

@@ -1,0 +1,195 @@
+package server_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hopperjobs/hopper"
+	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
+	"github.com/hopperjobs/hopper/internal/store"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/types/known/durationpb"
+)
+
+// gatedStore holds each claim of worker "ahead" until the test lets it through, and tells
+// the test what it asked for.
+type gatedStore struct {
+	store.Store
+	asked chan *gatedClaim
+}
+
+type gatedClaim struct {
+	limit, ahead int
+	open         chan struct{}
+	once         sync.Once
+}
+
+// let lets the claim through (once).
+func (c *gatedClaim) let() { c.once.Do(func() { close(c.open) }) }
+
+func (g *gatedStore) JobClaim(ctx context.Context, p *store.ClaimParams) ([]*hopper.JobRow, store.Hold, error) {
+	if p.WorkerID != "ahead" {
+		return g.Store.JobClaim(ctx, p)
+	}
+	c := &gatedClaim{limit: p.Limit, ahead: p.Ahead, open: make(chan struct{})}
+	g.asked <- c
+	<-c.open
+	return g.Store.JobClaim(ctx, p)
+}
+
+// aheadStream is a stream of credit 2 for worker "ahead", its claims through gatedStore.
+type aheadStream struct {
+	t        *testing.T
+	e        *env
+	gate     *gatedStore
+	cancel   context.CancelFunc
+	received chan *hopperv1.ActivatedJob
+}
+
+func openAheadStream(t *testing.T) *aheadStream {
+	t.Helper()
+	gate := &gatedStore{asked: make(chan *gatedClaim, 4)}
+	s := serve(t, nil, func(c *hopper.Config) {
+		gate.Store = c.Store
+		c.Store = gate
+	}, nil)
+	e := newEnv(s.ts.URL, s.ts.Client(), s.client, s.store, s.srv)
+	ctx, cancel := context.WithCancel(t.Context())
+	stream, err := e.workers.StreamJobs(ctx, &hopperv1.StreamJobsRequest{Worker: "ahead", Credit: 2,
+		LeaseTimeout: durationpb.New(time.Hour)})
+	require.NoError(t, err)
+	a := &aheadStream{t: t, e: e, gate: gate, cancel: cancel, received: make(chan *hopperv1.ActivatedJob, 16)}
+	go func() {
+		defer close(a.received)
+		for {
+			msg, err := stream.Receive()
+			if err != nil {
+				return
+			}
+			for _, j := range msg.GetJobs() {
+				a.received <- j
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		stream.Close()
+		for { // let claims in flight through so the stream can end
+			select {
+			case c := <-gate.asked:
+				c.let()
+			case _, ok := <-a.received:
+				if !ok {
+					return
+				}
+			}
+		}
+	})
+	return a
+}
+
+func (a *aheadStream) claim(limit, ahead int, msg string) *gatedClaim {
+	a.t.Helper()
+	select {
+	case c := <-a.gate.asked:
+		a.t.Cleanup(c.let) // a failing test must not leave the stream's claim waiting
+		require.Equal(a.t, limit, c.limit, msg)
+		require.Equal(a.t, ahead, c.ahead, msg)
+		return c
+	case <-time.After(10 * time.Second):
+		a.t.Fatal("no claim: " + msg)
+		return nil
+	}
+}
+
+func (a *aheadStream) next() *hopperv1.ActivatedJob {
+	a.t.Helper()
+	select {
+	case j := <-a.received:
+		return j
+	case <-time.After(10 * time.Second):
+		a.t.Fatal("no job pushed")
+		return nil
+	}
+}
+
+func (a *aheadStream) quiet(msg string) {
+	a.t.Helper()
+	select {
+	case j := <-a.received:
+		a.t.Fatalf("%s: job %s pushed", msg, j.GetId())
+	case c := <-a.gate.asked:
+		a.t.Cleanup(c.let)
+		a.t.Fatalf("%s: a claim asked for %d", msg, c.limit)
+	case <-time.After(100 * time.Millisecond):
+	}
+}
+
+func (a *aheadStream) complete(j *hopperv1.ActivatedJob) {
+	a.t.Helper()
+	_, err := a.e.workers.Complete(a.t.Context(), &hopperv1.CompleteRequest{Id: j.GetId(), LeaseToken: j.GetLeaseToken()})
+	require.NoError(a.t, err)
+}
+
+// ramp brings the stream to a job claimed ahead: one job's credit freed while a claim was on
+// its way, so the next claim asks for its one free credit and one job ahead. It returns the
+// two jobs pushed and the job claimed ahead (running in the store, not pushed).
+func (a *aheadStream) ramp() (pushed []*hopperv1.ActivatedJob, ahead *hopperv1.Job) {
+	a.t.Helper()
+	first := a.e.enqueue(a.t, "push", `{}`)
+	a.claim(2, 0, "the first claim: the free credit").let()
+	j1 := a.next()
+	require.Equal(a.t, first.GetId(), j1.GetId())
+	var queued []*hopperv1.Job
+	for range 6 {
+		queued = append(queued, a.e.enqueue(a.t, "push", `{}`))
+	}
+	b := a.claim(1, 0, "the queue came back short before: none ahead")
+	a.complete(j1) // credit frees while b is on its way
+	a.quiet("the last claim came back short: one claim at a time")
+	b.let()
+	j2 := a.next()
+	c := a.claim(1+1, 1, "one free credit, and one ahead: one credit freed during b")
+	c.let()
+	j3 := a.next()
+	a.quiet("the job claimed ahead waits for credit, and no claim while it waits")
+	require.Equal(a.t, []string{queued[0].GetId(), queued[1].GetId()}, []string{j2.GetId(), j3.GetId()})
+	ahead = a.e.get(a.t, queued[2].GetId())
+	require.Equal(a.t, "running", ahead.GetState(), "claimed ahead: running in the store")
+	return []*hopperv1.ActivatedJob{j2, j3}, ahead
+}
+
+// A stream's claim asks ahead for the credit that freed during its previous claim; the job
+// claimed ahead is pushed when credit frees, never beyond the credit.
+func TestStreamClaimsAhead(t *testing.T) {
+	a := openAheadStream(t)
+	pushed, ahead := a.ramp()
+	a.complete(pushed[0])
+	j := a.next()
+	require.Equal(t, ahead.GetId(), j.GetId(), "freed credit goes to the job claimed ahead")
+	streams, err := a.e.admin.ListStreams(t.Context(), &hopperv1.ListStreamsRequest{})
+	require.NoError(t, err)
+	require.Equal(t, int32(2), streams.GetStreams()[0].GetInFlight(), "never more than the credit in flight")
+	a.complete(pushed[1])
+	c := a.claim(1, 0, "claims resume once nothing waits; none ahead: no credit freed during the last claim")
+	c.let()
+	a.next()
+}
+
+// A job claimed ahead that waits a second without credit goes back to its queue, unspent, and
+// so does one still waiting when the stream closes.
+func TestStreamGivesBackWhatItClaimedAhead(t *testing.T) {
+	a := openAheadStream(t)
+	_, ahead := a.ramp()
+	require.Eventually(t, func() bool { return a.e.get(t, ahead.GetId()).GetState() == "queued" },
+		5*time.Second, 10*time.Millisecond, "given back after a second without credit")
+	require.Equal(t, int32(0), a.e.get(t, ahead.GetId()).GetAttempt(), "its attempt is given back")
+
+	b := openAheadStream(t)
+	_, ahead = b.ramp()
+	b.cancel()
+	require.Eventually(t, func() bool { return b.e.get(t, ahead.GetId()).GetState() == "queued" },
+		5*time.Second, 10*time.Millisecond, "given back when the stream closes")
+}
