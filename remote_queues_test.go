@@ -190,6 +190,7 @@ func TestActivateAhead(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, got.Jobs, 2, "a cap applies: none ahead, in no later round either")
 	require.True(t, got.Restricted)
+	require.Empty(t, got.Drained, "it got all it could ask for: not drained")
 
 	for _, p := range []ActivateParams{
 		{Queue: "solo", MaxJobs: 5, Ahead: 5},

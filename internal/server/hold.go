@@ -60,12 +60,12 @@ func (r *registry) hold(name, queue string, held bool, at time.Time) bool {
 	} else {
 		w.heldUntil = time.Time{}
 	}
+	// Its streams look again: let go, they may push; held, they give back what they claimed
+	// ahead.
 	var wake []*stream
-	if !held {
-		for _, st := range r.streams {
-			if slices.Contains(st.ws, w) {
-				wake = append(wake, st)
-			}
+	for _, st := range r.streams {
+		if slices.Contains(st.ws, w) {
+			wake = append(wake, st)
 		}
 	}
 	r.mu.Unlock()

@@ -188,12 +188,25 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 	// Claiming ahead (as the engine's producers do, docs/workers.md): a single-queue stream's
 	// claim also asks for as many jobs as freed credit during its previous claim's round trip.
 	// Those wait here, in claim order, not held and not pushed, until credit frees; no claim is
-	// made while some wait. They go back to the queue after aheadMaxWait, when the worker is
-	// held, and with the stream (held at its end, so closeStream returns them).
-	var ahead []*hopper.JobRow
-	var aheadAt time.Time  // when the oldest of them was claimed
-	var aheadT clock.Timer // fires aheadMaxWait after aheadAt
+	// made while some wait. They go back to the queue after maxWait, when the worker is held,
+	// when a claim fails, and with the stream (held at its end, so closeStream returns them).
+	var ahead aheadJobs
+	var aheadT clock.Timer // fires when the oldest of them has waited maxWait
 	aheadN := 0            // jobs the next claim asks ahead
+	// A job claimed ahead uses up its lease while it waits (its worker renews it only once
+	// pushed): it waits at most a quarter of the stream's lease.
+	maxWait := min(aheadMaxWait, lease/4)
+	stopAheadT := func() {
+		if aheadT != nil {
+			aheadT.Stop()
+			aheadT = nil
+		}
+	}
+	giveBack := func(why string) {
+		w.handBack(ctx, refsOf(ahead.all()), "claimed ahead; "+why, s.client.WorkerAPI().ReturnJob)
+		aheadN = 0
+		stopAheadT()
+	}
 	defer func() {
 		wakes.Stop()
 		for _, t := range []clock.Timer{lapse, recheck, aheadT} {
@@ -205,7 +218,7 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 		for range inflight {
 			w.holdAll(st, (<-results).jobs)
 		}
-		w.holdAll(st, ahead)
+		w.holdAll(st, ahead.all())
 	}()
 	// push holds jobs for the stream and sends them; it reports why the stream must end, if it
 	// must (stop): the stream ended as it sent (ended()), or the worker went away (nil).
@@ -244,31 +257,21 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 		}
 		free, heldUntil := st.free(s.clock.Now())
 		free -= reserved
-		if len(ahead) > 0 {
+		if ahead.len() > 0 {
 			switch {
 			case !heldUntil.IsZero():
-				w.handBack(ctx, refsOf(ahead), "claimed ahead; remote worker held by its resource governor", s.client.WorkerAPI().ReturnJob)
-				ahead, aheadN = nil, 0
-			case s.clock.Now().Sub(aheadAt) >= aheadMaxWait:
-				w.handBack(ctx, refsOf(ahead), "claimed ahead; no credit freed for it within "+aheadMaxWait.String(), s.client.WorkerAPI().ReturnJob)
-				ahead, aheadN = nil, 0
-			case free > 0:
-				n := min(free, len(ahead))
-				jobs := ahead[:n]
-				if ahead = ahead[n:]; len(ahead) == 0 {
-					ahead = nil
-				}
-				if stop, err := push(jobs); stop {
+				giveBack("remote worker held by its resource governor")
+			case free > 0: // freed credit first, then the timeout for what is left
+				stopAheadT()
+				if stop, err := push(ahead.take(free)); stop {
 					return err
 				}
 				continue
+			case s.clock.Now().Sub(ahead.oldest()) >= maxWait:
+				giveBack("no credit freed for it within " + maxWait.String())
 			}
 		}
-		if len(ahead) == 0 && aheadT != nil {
-			aheadT.Stop()
-			aheadT = nil
-		}
-		if len(ahead) == 0 && free > 0 && len(ask.next()) > 0 && (inflight == 0 || (more && inflight < maxStreamClaims)) {
+		if ahead.len() == 0 && free > 0 && len(ask.next()) > 0 && (inflight == 0 || (more && inflight < maxStreamClaims)) {
 			if free < max(credit/4, 1) {
 				// A busy stream frees its credit one job at a time: wait a moment for more, so
 				// one claim fills several slots instead of each completion costing a claim.
@@ -320,9 +323,9 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 			rechecked = recheck.C()
 		}
 		var aheadC <-chan time.Time
-		if len(ahead) > 0 {
+		if ahead.len() > 0 {
 			if aheadT == nil {
-				aheadT = s.clock.NewTimer(aheadAt.Add(aheadMaxWait).Sub(s.clock.Now()))
+				aheadT = s.clock.NewTimer(ahead.oldest().Add(maxWait).Sub(s.clock.Now()))
 			}
 			aheadC = aheadT.C()
 		}
@@ -341,7 +344,7 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 			recheck = nil
 			ask.all()
 			continue
-		case <-aheadC: // the jobs claimed ahead waited too long: the loop's top gives them back
+		case <-aheadC: // the oldest job claimed ahead waited maxWait: the loop's top gives them back
 			aheadT = nil
 			continue
 		case r = <-results:
@@ -361,8 +364,12 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 			}
 			// A failed claim (the store is away a moment) ends nothing: the stream keeps its
 			// pushed jobs and claims again after a backoff, logged once for all streams
-			// (Server.streamClaims).
+			// (Server.streamClaims). What it claimed ahead goes back first: it would wait
+			// through the backoff.
 			more = false
+			if ahead.len() > 0 {
+				giveBack("a claim of the stream failed")
+			}
 			if !clock.Sleep(ctx, s.clock, s.streamClaims.Fail(r.err)) {
 				return ended()
 			}
@@ -388,24 +395,52 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 		}
 		// The claim's jobs queue up behind those claimed ahead before (claim order); the
 		// claim's credit sends the oldest.
-		waited := len(ahead) > 0
-		ahead = append(ahead, w.deliverable(ctx, r.jobs)...)
-		n := min(len(ahead), r.asked)
-		jobs := ahead[:n]
-		if ahead = ahead[n:]; len(ahead) == 0 {
-			ahead = nil
-		} else if !waited {
-			aheadAt = s.clock.Now()
+		ahead.add(w.deliverable(ctx, r.jobs), s.clock.Now())
+		if r.asked > 0 {
+			stopAheadT() // the oldest may change: the timer is set again from the new one
 		}
-		if stop, err := push(jobs); stop {
+		if stop, err := push(ahead.take(r.asked)); stop {
 			return err
 		}
 	}
 }
 
 // aheadMaxWait bounds how long a job a stream claimed ahead waits for credit before it goes
-// back to its queue (as the engine's producers bound theirs).
+// back to its queue (as the engine's producers bound theirs), unless a quarter of the
+// stream's lease is shorter.
 const aheadMaxWait = time.Second
+
+// aheadJobs are a stream's jobs claimed ahead, in claim order, each with its claim's time.
+type aheadJobs struct {
+	rows []*hopper.JobRow
+	at   []time.Time
+}
+
+func (a *aheadJobs) len() int { return len(a.rows) }
+
+// add appends the jobs of a claim made at at.
+func (a *aheadJobs) add(rows []*hopper.JobRow, at time.Time) {
+	for _, r := range rows {
+		a.rows, a.at = append(a.rows, r), append(a.at, at)
+	}
+}
+
+// take removes and returns the n oldest (fewer if fewer wait).
+func (a *aheadJobs) take(n int) []*hopper.JobRow {
+	n = max(min(n, len(a.rows)), 0)
+	out := a.rows[:n:n]
+	a.rows, a.at = a.rows[n:], a.at[n:]
+	if len(a.rows) == 0 {
+		a.rows, a.at = nil, nil
+	}
+	return out
+}
+
+// all removes and returns every job.
+func (a *aheadJobs) all() []*hopper.JobRow { return a.take(len(a.rows)) }
+
+// oldest is the claim time of the job that waited longest (len > 0).
+func (a *aheadJobs) oldest() time.Time { return a.at[0] }
 
 // maxStreamClaims bounds the claims one stream has outstanding (as the engine's producers
 // bound theirs).
