@@ -196,6 +196,8 @@ func (r *aheadRig) rampAheadAsking(asks int) {
 	c := r.asked(1, "a second claim, none ahead")
 	r.finish(2)
 	r.quiet("two claims in flight: no third")
+	require.Eventually(r.t, func() bool { return r.e.producers["q"].ended.Load() == 4 }, 10*time.Second, time.Millisecond,
+		"the four jobs ended before b returns")
 	close(b.open) // three jobs ended during b's round trip
 	r.started(1)
 	d := r.asked(asks, "two free slots, and three ahead (at most ClaimAhead)")

@@ -39,8 +39,9 @@ const aheadMaxWait = time.Second
 // Config.ClaimAhead): the slots that will be free when the claim returns. Such jobs are claimed
 // (running in the store, their leases renewed, a cancel reaches them) and wait here for a
 // slot; they start before any new claim, in claim order. None are asked for while some wait,
-// after a claim held short by a cap or rate limit, or for jobs that run longer than a claim's
-// round trip (then few end during one). A job that waits aheadMaxWait without a slot is
+// where a cap, a rate limit or a disabled kind applies (the store takes none: Hold.Restricted),
+// after a claim that came back short, or for jobs that run longer than a claim's round trip
+// (then few end during one). A job that waits aheadMaxWait without a slot is
 // given back to its queue, attempt unspent, and the producer asks for none ahead until its
 // jobs end during a round trip again.
 type producer struct {
@@ -83,15 +84,14 @@ func (p *producer) notify() {
 
 // loopState is the producer loop's bookkeeping.
 type loopState struct {
-	more, urgent  bool        // more: work may be waiting; urgent: claim without gathering slots
-	inflight      int         // claims outstanding
-	reserved      int         // slots held by outstanding claims
-	ahead         int         // jobs to ask for beyond the free slots (claiming ahead)
-	aheadInFlight int         // jobs asked ahead by the claims outstanding
-	aheadT        clock.Timer // fires when the oldest job claimed ahead has waited aheadMaxWait
-	gen           int         // counts wake-ups, so a claim issued before one cannot undo it
-	poll          clock.Timer
-	pollEvery     time.Duration // the regular poll's period, as last armed (pollWait)
+	more, urgent bool        // more: work may be waiting; urgent: claim without gathering slots
+	inflight     int         // claims outstanding
+	reserved     int         // slots held by outstanding claims
+	ahead        int         // jobs to ask for beyond the free slots (claiming ahead)
+	aheadT       clock.Timer // fires when the oldest job claimed ahead has waited aheadMaxWait
+	gen          int         // counts wake-ups, so a claim issued before one cannot undo it
+	poll         clock.Timer
+	pollEvery    time.Duration // the regular poll's period, as last armed (pollWait)
 	// holdUntil: after a failed claim, no claim before this time, whatever wakes the loop
 	// (the poll timer is set to fire then).
 	holdUntil time.Time
@@ -210,7 +210,7 @@ func (p *producer) received(st *loopState, r claimResult) {
 	// came back short (the queue ran dry, or a cap, a rate limit or a disabled kind applies:
 	// the store then took none ahead).
 	st.ahead = 0
-	if r.err == nil && !r.hold.Restricted && len(r.jobs) == r.asked+r.extra && p.e.cfg.ClaimAhead > 0 {
+	if r.err == nil && !r.hold.Restricted && r.hold.Full(len(r.jobs), r.asked, r.extra) && p.e.cfg.ClaimAhead > 0 {
 		st.ahead = min(int(p.ended.Load()-r.ended), p.e.cfg.ClaimAhead)
 	}
 	if r.err != nil {
@@ -236,7 +236,7 @@ func (p *producer) received(st *loopState, r claimResult) {
 	if r.gen < st.gen {
 		return // woken since this claim was issued: what it saw is stale, so keep looking
 	}
-	st.more = len(r.jobs) == r.asked+r.extra || (r.hold.Restricted && len(r.jobs) == r.asked)
+	st.more = r.hold.Full(len(r.jobs), r.asked, r.extra)
 	if !st.more {
 		p.e.slots.want(p.queue, false) // the queue is empty (or capped): it is owed no slots
 	}

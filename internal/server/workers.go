@@ -13,6 +13,7 @@ import (
 	"github.com/hopperjobs/hopper/gen/hopper/v1/hopperv1connect"
 	"github.com/hopperjobs/hopper/internal/apiview"
 	"github.com/hopperjobs/hopper/internal/clock"
+	"github.com/hopperjobs/hopper/internal/store"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -385,12 +386,12 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 				recheck = nil
 			}
 		}
-		more = len(r.jobs) == r.asked+r.extra || (r.restricted && len(r.jobs) == r.asked)
+		more = store.Hold{Restricted: r.restricted}.Full(len(r.jobs), r.asked, r.extra)
 		// The next claim asks ahead for the credit that freed during this one's round trip,
 		// unless it came back short (the queue ran dry, or a cap, a rate limit or a disabled
 		// kind applies).
 		aheadN = 0
-		if !r.restricted && len(r.jobs) == r.asked+r.extra {
+		if !r.restricted && more {
 			aheadN = int(st.frees.Load() - r.frees)
 		}
 		// The claim's jobs queue up behind those claimed ahead before (claim order); the

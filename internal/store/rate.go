@@ -76,6 +76,16 @@ type Hold struct {
 	Restricted bool
 }
 
+// Full reports whether a claim that held asked slots and asked for ahead jobs beyond them got
+// all it could: ahead does not count where a restriction applied (the store took none of them).
+// A full claim suggests more work waits.
+func (h Hold) Full(got, asked, ahead int) bool {
+	if h.Restricted {
+		return got == asked
+	}
+	return got == asked+ahead
+}
+
 // Retry is how soon a claimer held back by h should claim again: when the rate limit's next
 // start is due, at most ceiling (so that a limit raised or removed meanwhile applies within
 // it), or after capRetry when only a cap held the claim; 0 when nothing held it.
