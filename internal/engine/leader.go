@@ -189,7 +189,7 @@ func (l *elector) step(ctx context.Context) time.Duration {
 		l.rest(false)
 		return l.elect(ctx, ttl)
 	case leading && resting:
-		return min(until.Sub(now), ttl/3) // the lease lapses then; look again meanwhile
+		return restingLook(until.Sub(now), ttl) // the lease lapses then; look again meanwhile
 	case !until.IsZero() && resting:
 		l.rest(false)
 		if l.set(time.Time{}, 0) {
@@ -206,7 +206,7 @@ func (l *elector) step(ctx context.Context) time.Duration {
 		wait := l.elect(ctx, ttl)
 		if l.leading() && l.nothingDue(ctx, idleAfter) {
 			l.rest(true)
-			return min(l.leaseLeft(), ttl/3) // look again before it lapses
+			return restingLook(l.leaseLeft(), ttl) // look again before it lapses
 		}
 		return wait
 	}
@@ -248,6 +248,19 @@ func (l *elector) step(ctx context.Context) time.Duration {
 		wait = min(wait, next.Sub(storeNow))
 	}
 	return wait
+}
+
+// restingLook is how long a resting leader, its lease held for left more, waits before it
+// looks again whether work came: every third of a lease, and a last time a tenth of a lease (at most
+// a second) before the lapse, so that a job that started meanwhile is seen while the lease is
+// still held and the leader renews instead of letting it lapse and taking it again. Only the
+// wait from that last look runs to the lapse itself.
+func restingLook(left, ttl time.Duration) time.Duration {
+	margin := min(ttl/10, time.Second)
+	if left > margin {
+		return min(left-margin, ttl/3)
+	}
+	return left
 }
 
 // readDue reads the lease and what the leader's duties have due (store.LeaderDue), with

@@ -65,6 +65,21 @@ func started(t *testing.T, e *Engine) {
 	})
 }
 
+// requireRests requires e's leader to have let its lease lapse, moving clk on (by at most two
+// minutes) until it has: a loaded machine may have stalled the leader's looks while the test
+// moved the clock, leaving the lapse a little later than the test's steps reached.
+func requireRests(t *testing.T, e *Engine, clk *clock.Fake, msg string) {
+	t.Helper()
+	for range 1200 {
+		if !e.IsLeader() {
+			return
+		}
+		clk.Advance(100 * time.Millisecond)
+		time.Sleep(2 * time.Millisecond)
+	}
+	t.Fatal(msg + ": still leads")
+}
+
 // stepClock moves clk on by d in steps of step, sleeping pause after each so that the loops
 // waiting on it run in between.
 func stepClock(clk *clock.Fake, d, step, pause time.Duration) {
@@ -85,7 +100,7 @@ func TestAnIdleLeaderLetsItsLeaseLapse(t *testing.T) {
 	require.Eventually(t, e.IsLeader, 5*time.Second, time.Millisecond, "a starting process leads: it is active")
 
 	advance(90 * time.Second) // a minute idle, a renewal's wait and the lapse of the lease
-	require.Eventually(t, func() bool { return !e.IsLeader() }, 5*time.Second, time.Millisecond, "rested")
+	requireRests(t, e, clk, "rested")
 	elects, dues := st.elects.Load(), st.dues.Load()
 	advance(3 * time.Minute)
 	require.Equal(t, elects, st.elects.Load(), "elections while nothing is due")
@@ -111,7 +126,7 @@ func TestAnIdleLeaderLetsItsLeaseLapse(t *testing.T) {
 	// Idle again: it rests. A job that runs (claimed by another process) brings it back
 	// within a RescueInterval, to watch the job's lease.
 	advance(2 * time.Minute)
-	require.Eventually(t, func() bool { return !e.IsLeader() }, 5*time.Second, time.Millisecond, "rested again")
+	requireRests(t, e, clk, "rested again")
 	claimed, _, err := st.JobClaim(t.Context(), &store.ClaimParams{Queue: "default", Limit: 1, WorkerID: "other",
 		LeaseDuration: 10 * time.Minute})
 	require.NoError(t, err)
@@ -129,7 +144,7 @@ func TestAnIdleLeaderLetsItsLeaseLapse(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, errs[0])
 	advance(3 * time.Minute)
-	require.Eventually(t, func() bool { return !e.IsLeader() }, 5*time.Second, time.Millisecond, "rested once the job ended")
+	requireRests(t, e, clk, "rested once the job ended")
 	e.NotifySchedules()
 	require.Eventually(t, e.IsLeader, 5*time.Second, time.Millisecond, "active: leads at once")
 }
@@ -149,12 +164,12 @@ func TestALeaderThatNeverRests(t *testing.T) {
 // leader's lease lapses while a job runs.
 func TestAFollowerTakesOverWhenWorkIsDue(t *testing.T) {
 	t.Parallel()
-	e, st, _, advance := restingEngine(t, Config{WorkerID: "node-2"})
+	e, st, clk, advance := restingEngine(t, Config{WorkerID: "node-2"})
 	// Another node holds the lease before this one looks (the engine's first election may
 	// already have run: take it from there by letting it lapse).
 	require.Eventually(t, e.IsLeader, 5*time.Second, time.Millisecond)
 	advance(90 * time.Second)
-	require.Eventually(t, func() bool { return !e.IsLeader() }, 5*time.Second, time.Millisecond, "rested")
+	requireRests(t, e, clk, "rested")
 	lead, err := st.Store.LeaderElect(t.Context(), &store.LeaderParams{NodeID: "node-1", TTL: 15 * time.Second})
 	require.NoError(t, err)
 	require.Equal(t, "node-1", lead.NodeID)
@@ -212,31 +227,86 @@ func TestWakesDoNotCutTheBackoffShort(t *testing.T) {
 	require.Eventually(t, e.IsLeader, 5*time.Second, time.Millisecond, "leads once the backoff is over")
 }
 
-// A leader that decided to rest renews after all when a job starts elsewhere before its lease
-// lapses: it does not lapse and come back.
-func TestARestingLeaderRenewsWhenWorkComes(t *testing.T) {
-	t.Parallel()
-	e, st, clk, advance := restingEngine(t, Config{})
-	require.Eventually(t, e.IsLeader, 5*time.Second, time.Millisecond)
-	// Idle for a minute: the next renewal is its last. Stop there, the lease still live.
+// The resting leader's tests count the leases gained, so the fake clock runs at ten times the
+// wall clock there (restStep, restPause), not fifty: a look that a loaded machine stalls by more
+// than the time left to the lease's lapse lets it lapse however the leader decided, and at this
+// pace that takes a stall of a few hundred milliseconds.
+const restStep, restPause = 100 * time.Millisecond, 10 * time.Millisecond
+
+// restingUntil steps the clock until e's leader rests, and returns when its lease lapses.
+func restingUntil(t *testing.T, e *Engine, clk *clock.Fake) time.Time {
+	t.Helper()
 	for i := 0; ; i++ {
 		require.Less(t, i, 2000, "decides to rest")
 		e.leader.mu.Lock()
-		resting := e.leader.resting
+		resting, until := e.leader.resting, e.leader.until
 		e.leader.mu.Unlock()
 		if resting {
-			break
+			return until
 		}
-		clk.Advance(100 * time.Millisecond)
-		time.Sleep(2 * time.Millisecond)
+		clk.Advance(restStep)
+		time.Sleep(restPause)
 	}
-	require.True(t, e.IsLeader())
+}
+
+// startElsewhere enqueues a job and starts it as another process would, straight through st
+// (this process is not active).
+func startElsewhere(t *testing.T, st store.Store) {
+	t.Helper()
 	_, err := st.JobInsertMany(t.Context(), []*store.InsertParams{{ID: "job", Kind: "k", Queue: "default",
 		Args: []byte(`{}`), MaxAttempts: 3, Actor: hoppertype.ActorAPI}})
 	require.NoError(t, err)
 	_, _, err = st.JobClaim(t.Context(), &store.ClaimParams{Queue: "default", Limit: 1, WorkerID: "other",
 		LeaseDuration: time.Hour})
 	require.NoError(t, err)
+}
+
+// A resting leader looks a last time shortly before its lease lapses (restingLook): a job that
+// started elsewhere in the lease's last third is seen then, and the leader renews instead of
+// letting the lease lapse and taking it again.
+func TestARestingLeaderLooksOnceMoreBeforeItsLeaseLapses(t *testing.T) {
+	t.Parallel()
+	e, st, clk, _ := restingEngine(t, Config{})
+	advance := func(d time.Duration) { stepClock(clk, d, restStep, restPause) }
+	require.Eventually(t, e.IsLeader, 5*time.Second, time.Millisecond)
+	until := restingUntil(t, e, clk)
+	ttl := e.cfg.LeaderTTL
+	advance(until.Sub(clk.Now()) - ttl/3 + time.Second) // past the look at two thirds of the lease
+	require.True(t, e.IsLeader())
+	startElsewhere(t, st)
+	advance(ttl / 3)
+	require.True(t, e.IsLeader(), "renewed at the last look: a job runs")
+	e.leader.mu.Lock()
+	defer e.leader.mu.Unlock()
+	require.False(t, e.leader.resting)
+	require.Equal(t, 1, e.leader.gained, "never lost the lease")
+}
+
+func TestRestingLook(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ left, ttl, want time.Duration }{
+		{15 * time.Second, 15 * time.Second, 5 * time.Second},             // a third of the lease
+		{5 * time.Second, 15 * time.Second, 4 * time.Second},              // the last look, a second before the lapse
+		{time.Second, 15 * time.Second, time.Second},                      // then the lapse
+		{1500 * time.Millisecond, 3 * time.Second, time.Second},           // a third of a short lease
+		{time.Second, 3 * time.Second, 700 * time.Millisecond},            // its last look, a tenth before the lapse
+		{200 * time.Millisecond, 3 * time.Second, 200 * time.Millisecond}, // the lapse
+	} {
+		require.Equal(t, c.want, restingLook(c.left, c.ttl), "left %s of %s", c.left, c.ttl)
+	}
+}
+
+// A leader that decided to rest renews after all when a job starts elsewhere before its lease
+// lapses: it does not lapse and come back.
+func TestARestingLeaderRenewsWhenWorkComes(t *testing.T) {
+	t.Parallel()
+	e, st, clk, _ := restingEngine(t, Config{})
+	advance := func(d time.Duration) { stepClock(clk, d, restStep, restPause) }
+	require.Eventually(t, e.IsLeader, 5*time.Second, time.Millisecond)
+	// Idle for a minute: the next renewal is its last. Stop there, the lease still live.
+	restingUntil(t, e, clk)
+	require.True(t, e.IsLeader())
+	startElsewhere(t, st)
 	advance(time.Minute)
 	require.True(t, e.IsLeader(), "renewed: a job runs")
 	e.leader.mu.Lock()

@@ -67,13 +67,16 @@ func (m *maintainer) run(ctx context.Context) {
 	nextSweep, nextPromote := nextRescue, nextRescue
 	m.started = nextRescue
 	for ctx.Err() == nil {
+		// The channel is taken before the look at the leadership: an election that lands
+		// between the two closes it, where one taken after would wait for the next election.
+		elected := e.leader.wait()
 		leading, gained, failed := e.leader.leadership()
 		if !leading {
 			// Only the leader does these duties; not trying, they are not failing.
 			m.retry.Reset()
 			select {
 			case <-ctx.Done():
-			case <-e.leader.wait():
+			case <-elected:
 			}
 			continue
 		}
@@ -101,7 +104,7 @@ func (m *maintainer) run(ctx context.Context) {
 		case <-ctx.Done():
 		case <-t.C():
 		case <-m.nudgeC:
-		case <-e.leader.wait():
+		case <-elected:
 		}
 		t.Stop()
 	}

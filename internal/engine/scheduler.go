@@ -67,12 +67,13 @@ func newScheduler(e *Engine) *scheduler {
 func (s *scheduler) run(ctx context.Context) {
 	e := s.e
 	for s.store != nil && ctx.Err() == nil {
+		elected := e.leader.wait() // before the look, as in the maintainer's loop
 		if !e.leader.leading() {
 			// Only the leader fires schedules; not trying, it is not failing.
 			s.retry.Reset()
 			select {
 			case <-ctx.Done():
-			case <-e.leader.wait():
+			case <-elected:
 			}
 			continue
 		}

@@ -6,6 +6,15 @@ import (
 	"github.com/hopperjobs/hopper/hoppertype"
 )
 
+// DueHeadJobs bounds the jobs whose expiries LeaderDue reads: the first DueHeadJobs of the
+// table in id order (its oldest), an index range, whatever the table holds. There is no index
+// on expires_at (it cost every finish an entry); reading every job's expiry scanned the whole
+// table, seconds for ten million retained jobs, on every read of every node that does not lead
+// (docs/benchmarks.md#at-scale). Jobs mostly end in id order with one retention, so the oldest
+// expire first; a newer job with a shorter retention than all of them is swept when they
+// expire or when the cluster is next active (reads never show a job past its expiry).
+const DueHeadJobs = 5000
+
 // DueParams asks LeaderDue what the leader's duties have to do next.
 type DueParams struct {
 	// ExpiringAfter: only expiries after this count for Due.NextExpiry (the store's time when

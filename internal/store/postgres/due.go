@@ -2,22 +2,25 @@ package postgres
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/store"
 )
 
-// dueSQL reads the leader lease and what the leader's duties have next in one statement (every
-// part an index seek: jobs_lease, jobs_scheduled, jobs_deadline, schedules_due, jobs_expires,
-// idempotency_keys_expires). $1 is DueParams.ExpiringAfter (NULL: none); the later of it and
-// the lease row's swept_before counts.
-const dueSQL = `SELECT l.node_id, l.term, l.expires_at,
+// dueSQL reads the leader lease and what the leader's duties have next in one statement
+// (index seeks on jobs_lease, jobs_scheduled, jobs_deadline, schedules_due and
+// idempotency_keys_expires; the job expiries of the first store.DueHeadJobs jobs by id, a range
+// of jobs_pkey). $1 is DueParams.ExpiringAfter (NULL: none); the later of it and the lease
+// row's swept_before counts.
+var dueSQL = `SELECT l.node_id, l.term, l.expires_at,
 	EXISTS (SELECT 1 FROM {schema}.jobs WHERE state = 'running'),
 	(SELECT min(run_at) FROM {schema}.jobs WHERE state = 'scheduled'),
 	(SELECT min(deadline_at) FROM {schema}.jobs WHERE state = 'suspended'),
 	(SELECT min(next_fire_at) FROM {schema}.schedules WHERE NOT paused),
-	(SELECT min(expires_at) FROM {schema}.jobs WHERE expires_at IS NOT NULL AND expires_at > greatest($1, l.swept_before, '-infinity'::timestamptz)),
+	(SELECT min(h.expires_at) FROM (SELECT expires_at FROM {schema}.jobs ORDER BY id LIMIT ` + strconv.Itoa(store.DueHeadJobs) + `) h
+	 WHERE h.expires_at > greatest($1, l.swept_before, '-infinity'::timestamptz)),
 	(SELECT min(expires_at) FROM {schema}.idempotency_keys WHERE expires_at > greatest($1, l.swept_before, '-infinity'::timestamptz))
 FROM (SELECT 1) one LEFT JOIN {schema}.leader l ON true`
 

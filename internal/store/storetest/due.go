@@ -14,6 +14,7 @@ func testDue(t *testing.T, opener Opener) {
 	parallel(t, opener, "Lease", dueLease)
 	parallel(t, opener, "Jobs", dueJobs)
 	parallel(t, opener, "Expiries", dueExpiries)
+	parallel(t, opener, "ExpiriesOfTheHead", dueExpiriesOfTheHead)
 	parallel(t, opener, "Schedules", dueSchedules)
 }
 
@@ -102,6 +103,37 @@ func dueExpiries(t *testing.T, b *bundle) {
 	// A job kept by its idempotency key past its own expiry goes when the key does.
 	b.insert(t, withKey("invoice-7", 90*time.Minute))
 	sameTime(t, Start.Add(90*time.Minute), b.due(t, Start.Add(time.Hour)).NextExpiry, "a key's expiry counts")
+}
+
+// Only the expiries of the oldest store.DueHeadJobs jobs count: the read is an index range
+// whatever the table holds. A newer job with a shorter retention does not make the store look
+// due before them.
+func dueExpiriesOfTheHead(t *testing.T, b *bundle) {
+	head := make([]*store.InsertParams, store.DueHeadJobs)
+	for i := range head {
+		head[i] = params(t)
+	}
+	b.insertMany(t, head...)
+	for claimed := 0; claimed < len(head); {
+		jobs := b.claim(t, defaultQueue, 1000)
+		require.NotEmpty(t, jobs)
+		ends := make([]*store.FinishParams, len(jobs))
+		for i, j := range jobs {
+			ends[i] = finishing(j, hoppertype.StateCompleted)
+			ends[i].ExpiresAt = Start.Add(3 * time.Hour)
+		}
+		errs, err := b.store.JobFinishMany(t.Context(), ends)
+		require.NoError(t, err)
+		for _, err := range errs {
+			require.NoError(t, err)
+		}
+		claimed += len(jobs)
+	}
+	newer := b.running(t)
+	p := finishing(newer, hoppertype.StateCompleted)
+	p.ExpiresAt = Start.Add(time.Hour)
+	require.NoError(t, b.finish(t, p))
+	sameTime(t, Start.Add(3*time.Hour), b.due(t, time.Time{}).NextExpiry, "the oldest jobs' expiry")
 }
 
 // NextFire is the earliest next fire time of a schedule that is not paused.
