@@ -11,7 +11,9 @@
 //     jsonb would reorder keys; json would parse every payload and refuse bytes that are not
 //     UTF-8.
 //   - History. job_events and job_attempts are written by statement-level AFTER triggers with
-//     transition tables: a batch of 1,000 rows costs one INSERT … SELECT, not 1,000 calls.
+//     transition tables: a batch of 1,000 rows costs one INSERT … SELECT, not 1,000 calls. The
+//     job row holds its creation and the attempt that ended the job (history.go), so a job
+//     that runs once writes no history row.
 //   - Claim. One statement: a CTE with FOR UPDATE SKIP LOCKED and LIMIT, then UPDATE … FROM
 //     it. Fleet-wide caps take a short transaction that locks only the cap rows involved.
 //     While a subscription listens, a claim starts where the last claim of its queue found its

@@ -1,6 +1,9 @@
 package postgres
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // OnListening makes Subscribe call f once its LISTEN is in place, so tests know when
 // notifications can no longer be missed.
@@ -18,3 +21,11 @@ func MergeLock(s *Store, kind, key string) (classid, objid uint32) {
 
 // WakeBurst is how many wake-ups a queue's inserts send before they are paced.
 const WakeBurst = wakeBurst
+
+// HistoryRows counts job id's rows in job_events and job_attempts.
+func HistoryRows(s *Store, id string) (events, attempts int, err error) {
+	err = s.pool.QueryRow(context.Background(), s.sql(`SELECT
+		(SELECT count(*) FROM {schema}.job_events WHERE job_id = $1),
+		(SELECT count(*) FROM {schema}.job_attempts WHERE job_id = $1)`), id).Scan(&events, &attempts)
+	return events, attempts, err
+}

@@ -24,11 +24,14 @@ const runningByID = `(j.state || '') = 'running'`
 // finishSQL ends a batch of running attempts in one statement. The token fences each item: a
 // stale token matches no row. RETURNING names the items (by ordinal) that matched; a job named
 // twice in one batch is finished once, and the second item's lease is lost, as in SQLite.
+// An attempt that ends the job leaves its worker_id in the row, which then holds the attempt
+// in place of a job_attempts row (migration 0020, history.go).
 // The same statement counts the ends in the minute's stats (stats.go): $19 holds the wait
 // histogram's bounds in microseconds.
 var finishSQL = `WITH done AS (UPDATE {schema}.jobs AS j SET
 	state = u.state, version = j.version + 1, attempt = j.attempt - u.give_back,
-	run_at = coalesce(u.run_at, j.run_at), worker_id = NULL, lease_expires_at = NULL,
+	run_at = coalesce(u.run_at, j.run_at), lease_expires_at = NULL,
+	worker_id = CASE WHEN u.state IN ('completed', 'failed', 'canceled') THEN j.worker_id END,
 	updated_at = clk.now,
 	finished_at = CASE WHEN u.state IN ('completed', 'failed', 'canceled') THEN clk.now END,
 	result = coalesce(u.result, j.result), last_error = u.error, last_outcome = u.outcome,

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
@@ -17,28 +19,60 @@ import (
 // jobs' result TTLs, $20 their rescue bounds, $21 their merge policies, $22 the wake-ups its
 // trigger leaves out (wakes.go), set before the rows go in. The same statement counts the new
 // jobs in the minute's stats (stats.go).
-var insertSQL = `WITH held AS (SELECT set_config('hopper.held_wakes', $22::text[]::text, true)),
+//
+// insertOneSQL is the same statement for one new job and no existing one, its fields as
+// scalars ($2–$17, $19–$21) instead of arrays ($18 is empty). PostgreSQL plans a statement
+// over arrays anew on every call (the plan for the arrays it is given looks cheaper than a
+// generic one), 0.29 ms of the 0.6 ms of a single enqueue; over scalars it keeps one generic
+// plan, and a single enqueue, the common case and the one a waiting worker waits for, skips
+// the planning.
+var insertSQL, insertOneSQL = insertStatement(true), insertStatement(false)
+
+// insertColumns are the fields of the new jobs: their parameter numbers, types and names.
+var insertColumns = []struct{ param, typ, name string }{
+	{"2", "text", "id"}, {"3", "text", "kind"}, {"4", "text", "queue"}, {"5", "int", "priority"},
+	{"6", "bytea", "args"}, {"7", "text", "headers"}, {"8", "timestamptz", "run_at"},
+	{"9", "int", "max_attempts"}, {"10", "bigint", "timeout_us"}, {"11", "text", "retry_policy"},
+	{"12", "text", "key"}, {"13", "text", "group_key"}, {"14", "text", "merge_key"},
+	{"15", "text", "schedule_id"}, {"16", "text", "actor"}, {"17", "text", "reason"},
+	{"19", "bigint", "result_ttl_us"}, {"20", "int", "max_rescues"}, {"21", "text", "merge_policy"},
+}
+
+// insertStatement builds insertSQL (batch: the fields as arrays, unnested) or insertOneSQL.
+func insertStatement(batch bool) string {
+	params, names := make([]string, len(insertColumns)), make([]string, len(insertColumns))
+	for i, c := range insertColumns {
+		params[i], names[i] = "$"+c.param+"::"+c.typ, c.name
+		if batch {
+			params[i] += "[]"
+		}
+	}
+	rows := `unnest(` + strings.Join(params, ", ") + `)`
+	existing := `
+UNION ALL
+SELECT ` + cols + ` FROM {schema}.jobs WHERE id = ANY($18::text[])`
+	if !batch {
+		// No existing jobs: a plan that may have to look some up costs more than one that
+		// knows there are none, and PostgreSQL would plan every call again to know it.
+		rows, existing = `(VALUES (`+strings.Join(params, ", ")+`))`, ` WHERE coalesce(cardinality($18::text[]), 0) = 0`
+	}
+	return `WITH held AS (SELECT set_config('hopper.held_wakes', $22::text[]::text, true)),
 clk AS (SELECT coalesce($1::timestamptz, now()) AS now FROM held),
 ins AS (
 	INSERT INTO {schema}.jobs (id, kind, queue, priority, args, headers, state, max_attempts, run_at,
 		timeout_us, retry_policy, idempotency_key, group_key, merge_key, schedule_id, last_actor,
-		last_reason, created_at, updated_at, result_ttl_us, max_rescues, merge_policy)
+		last_reason, created_actor, created_reason, created_at, updated_at, result_ttl_us, max_rescues,
+		merge_policy)
 	SELECT t.id, t.kind, t.queue, t.priority, t.args, t.headers::json,
 		CASE WHEN t.run_at > clk.now THEN 'scheduled' ELSE 'queued' END, t.max_attempts,
 		CASE WHEN t.run_at > clk.now THEN t.run_at ELSE clk.now END, t.timeout_us,
 		t.retry_policy::jsonb, t.key, t.group_key, t.merge_key, t.schedule_id, t.actor, t.reason,
-		clk.now, clk.now, t.result_ttl_us, t.max_rescues, t.merge_policy
-	FROM unnest($2::text[], $3::text[], $4::text[], $5::int[], $6::bytea[], $7::text[],
-		$8::timestamptz[], $9::int[], $10::bigint[], $11::text[], $12::text[], $13::text[],
-		$14::text[], $15::text[], $16::text[], $17::text[], $19::bigint[], $20::int[], $21::text[])
-		AS t(id, kind, queue, priority, args, headers, run_at, max_attempts, timeout_us,
-		     retry_policy, key, group_key, merge_key, schedule_id, actor, reason, result_ttl_us,
-		     max_rescues, merge_policy), clk
+		t.actor, t.reason, clk.now, clk.now, t.result_ttl_us, t.max_rescues, t.merge_policy
+	FROM ` + rows + ` AS t(` + strings.Join(names, ", ") + `), clk
 	RETURNING ` + cols + `),
 agg AS (` + statsEnqueuedSQL + `)
-SELECT ` + cols + ` FROM ins
-UNION ALL
-SELECT ` + cols + ` FROM {schema}.jobs WHERE id = ANY($18::text[])`
+SELECT ` + cols + ` FROM ins` + existing
+}
 
 // claimKeysSQL takes each idempotency key for its job unless a live key holds it. The update
 // is unconditional (it rewrites a live key unchanged) so that RETURNING always yields the key's
@@ -275,8 +309,17 @@ func (s *Store) insertRows(ctx context.Context, d db, a *insertArrays, existingI
 	if held == nil {
 		held = []string{}
 	}
-	args := append(append([]any{s.nowArg()}, a.args()...), existingIDs, a.resultTTLs, a.maxRescues, a.mergePolicies, held)
-	rs, err := d.query(ctx, s.sql(insertSQL), args...)
+	query, fields := insertSQL, append(a.args(), a.resultTTLs, a.maxRescues, a.mergePolicies)
+	if len(a.ids) == 1 && len(existingIDs) == 0 {
+		query = insertOneSQL
+		for i, f := range fields {
+			fields[i] = reflect.ValueOf(f).Index(0).Interface() // the one job's field
+		}
+	}
+	const beforeExisting = 16 // the fields $2–$17; $18 is existingIDs, then $19–$21
+	args := append(append([]any{s.nowArg()}, fields[:beforeExisting]...), existingIDs)
+	args = append(append(args, fields[beforeExisting:]...), held)
+	rs, err := d.query(ctx, s.sql(query), args...)
 	if err != nil {
 		return nil, err
 	}

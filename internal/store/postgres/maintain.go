@@ -16,7 +16,8 @@ import (
 // notification, which reaches the node running it.
 const cancelSQL = `UPDATE {schema}.jobs SET
 	state = 'canceled', version = version + 1, finished_at = clk.now, updated_at = clk.now,
-	worker_id = NULL, lease_expires_at = NULL, last_actor = $2, last_reason = $3,
+	worker_id = CASE WHEN state = 'running' THEN worker_id END, lease_expires_at = NULL,
+	last_actor = $2, last_reason = $3,
 	last_outcome = CASE WHEN state = 'running' THEN 'canceled' ELSE last_outcome END,
 	last_error = CASE WHEN state = 'running' THEN $4 ELSE last_error END,
 	last_stack = NULL, expires_at = $6

@@ -2,6 +2,8 @@ package postgres_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,9 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/store"
 	"github.com/hopperjobs/hopper/internal/store/postgres"
+	"github.com/hopperjobs/hopper/internal/store/storetest"
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 )
@@ -142,24 +147,9 @@ func TestKindsMigrationKeepsCaps(t *testing.T) {
 	t.Parallel()
 	requireDatabase(t)
 	schema := freshSchema(t)
-	quoted := pgx.Identifier{schema}.Sanitize()
 	conn := connect(t)
-	_, err := conn.Exec(t.Context(), `CREATE SCHEMA `+quoted+`; CREATE TABLE `+quoted+`.schema_migrations (
-		version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL)`)
-	require.NoError(t, err)
-	files, err := filepath.Glob("migrations/000[1-8]_*.sql")
-	require.NoError(t, err)
-	require.Len(t, files, 8)
-	for i, f := range files {
-		body, err := os.ReadFile(f)
-		require.NoError(t, err)
-		_, err = conn.Exec(t.Context(), strings.ReplaceAll(string(body), "{schema}", quoted))
-		require.NoError(t, err, f)
-		_, err = conn.Exec(t.Context(), `INSERT INTO `+quoted+`.schema_migrations VALUES ($1, $2, now())`,
-			i+1, strings.TrimSuffix(filepath.Base(f), ".sql"))
-		require.NoError(t, err)
-	}
-	_, err = conn.Exec(t.Context(), `INSERT INTO `+quoted+`.kind_limits (kind, max_running, updated_at) VALUES ('pdf', 3, now())`)
+	quoted := migrateTo(t, conn, schema, 8)
+	_, err := conn.Exec(t.Context(), `INSERT INTO `+quoted+`.kind_limits (kind, max_running, updated_at) VALUES ('pdf', 3, now())`)
 	require.NoError(t, err)
 
 	s := openStore(t, schema, nil)
@@ -182,4 +172,86 @@ func TestKindsMigrationKeepsCaps(t *testing.T) {
 	}
 	require.NoError(t, rows.Err())
 	require.Equal(t, map[string]int{"mail": 0, "pdf": 3}, caps)
+}
+
+// migrateTo creates schema with the first n migrations applied, as an older binary left it,
+// and returns its quoted name.
+func migrateTo(t *testing.T, conn *pgx.Conn, schema string, n int) string {
+	t.Helper()
+	quoted := pgx.Identifier{schema}.Sanitize()
+	_, err := conn.Exec(t.Context(), `CREATE SCHEMA `+quoted+`; CREATE TABLE `+quoted+`.schema_migrations (
+		version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL)`)
+	require.NoError(t, err)
+	files, err := filepath.Glob("migrations/*.sql")
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(files), n)
+	for i, f := range files[:n] {
+		body, err := os.ReadFile(f)
+		require.NoError(t, err)
+		_, err = conn.Exec(t.Context(), strings.ReplaceAll(string(body), "{schema}", quoted))
+		require.NoError(t, err, f)
+		_, err = conn.Exec(t.Context(), `INSERT INTO `+quoted+`.schema_migrations VALUES ($1, $2, now())`,
+			i+1, strings.TrimSuffix(filepath.Base(f), ".sql"))
+		require.NoError(t, err)
+	}
+	return quoted
+}
+
+// Statements as a binary from before migration 0020 (lean history) ran them: an insert that
+// leaves created_actor unset, a claim, and a finish that clears worker_id.
+const (
+	oldInsertSQL = `INSERT INTO %[1]s.jobs (id, kind, queue, args, state, max_attempts, run_at, last_actor,
+		last_reason, created_at, updated_at) VALUES ($1, 'old', 'default', '{}', 'queued', 5, now(), 'api', 'enqueue', now(), now())`
+	oldClaimSQL = `UPDATE %[1]s.jobs SET state = 'running', attempt = attempt + 1, token = token + 1,
+		version = version + 1, worker_id = 'old-worker', started_at = now(), updated_at = now(),
+		lease_expires_at = now() + interval '1 hour', last_actor = 'worker', last_reason = 'claim' WHERE id = $1`
+	oldFinishSQL = `UPDATE %[1]s.jobs SET state = 'completed', version = version + 1, worker_id = NULL,
+		lease_expires_at = NULL, finished_at = now(), updated_at = now(), last_outcome = 'ok',
+		last_actor = 'worker', last_reason = 'success' WHERE id = $1`
+)
+
+// Migration 0020 keeps a job's creation and its last attempt in the job row. History written
+// before it, and by older binaries still running beside a newer one after it, reads the same:
+// every transition once, every attempt once.
+func TestLeanHistoryReadsOlderBinaries(t *testing.T) {
+	t.Parallel()
+	requireDatabase(t)
+	schema := freshSchema(t)
+	conn := connect(t)
+	quoted := migrateTo(t, conn, schema, 19)
+	exec := func(query, id string) {
+		t.Helper()
+		_, err := conn.Exec(t.Context(), fmt.Sprintf(query, quoted), id)
+		require.NoError(t, err)
+	}
+	id := func() string { return uuid.Must(uuid.NewV7()).String() }
+	before, runningBefore, after := id(), id(), id()
+	exec(oldInsertSQL, before) // finished before the migration
+	exec(oldClaimSQL, before)
+	exec(oldFinishSQL, before)
+	exec(oldInsertSQL, runningBefore) // running across the migration, finished by the new binary
+	exec(oldClaimSQL, runningBefore)
+
+	s := openStore(t, schema, nil)
+	var token int64
+	require.NoError(t, conn.QueryRow(t.Context(), `SELECT token FROM `+quoted+`.jobs WHERE id = $1`, runningBefore).Scan(&token))
+	errs, err := s.JobFinishMany(t.Context(), []*store.FinishParams{{ID: runningBefore, Token: token,
+		State: hoppertype.StateCompleted, Outcome: hoppertype.OutcomeOK, Actor: hoppertype.ActorWorker, Reason: "success"}})
+	require.NoError(t, err)
+	require.NoError(t, errs[0])
+
+	res, err := s.JobInsertMany(t.Context(), []*store.InsertParams{{ID: after, Kind: "new", Queue: "default",
+		Args: json.RawMessage(`{}`), MaxAttempts: 5, Actor: hoppertype.ActorAPI, Reason: "enqueue"}})
+	require.NoError(t, err)
+	require.Len(t, res, 1)
+	exec(oldClaimSQL, after) // an older binary works a job a newer one enqueued
+	exec(oldFinishSQL, after)
+
+	oldInsertedAfter := id()
+	exec(oldInsertSQL, oldInsertedAfter)
+
+	for _, id := range []string{before, runningBefore, after} {
+		storetest.RequireCompletedOnce(t, s, id, "old-worker")
+	}
+	storetest.RequireJustEnqueued(t, s, oldInsertedAfter)
 }

@@ -65,6 +65,11 @@ func TestPlansAtScaleUseThePrimaryKey(t *testing.T) {
 		require.NotContains(t, plan, "jobs_lease", "%s:\n%s", name, plan)
 		require.NotContains(t, plan, "Seq Scan on jobs", "%s:\n%s", name, plan)
 	}
+	// What is due reads the expiries of the oldest jobs through the primary key (and asks
+	// jobs_lease whether any job runs), never every job's.
+	plan := explain(t, s, dueSQL, nil)
+	require.Contains(t, plan, "jobs_pkey", plan)
+	require.NotContains(t, plan, "Seq Scan on jobs", plan)
 }
 
 // openPlanStore opens a store on a fresh schema, closed at cleanup, for the tests that look

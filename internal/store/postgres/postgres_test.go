@@ -48,6 +48,17 @@ func TestConformance(t *testing.T) {
 	storetest.Run(t, opener)
 }
 
+// The job row holds what it can of the history (history.go): the rows written are counted.
+func TestLeanHistory(t *testing.T) {
+	t.Parallel()
+	requireDatabase(t)
+	storetest.RunLeanHistory(t, opener, func(t *testing.T, st store.Store, id string) (int, int) {
+		events, attempts, err := postgres.HistoryRows(st.(*postgres.Store), id)
+		require.NoError(t, err)
+		return events, attempts
+	})
+}
+
 // opener opens the store under test on a fresh database.
 func opener(t testing.TB, clk clock.Clock) func() store.Store {
 	schema := freshSchema(t)

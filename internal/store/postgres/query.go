@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/store"
@@ -128,91 +127,5 @@ func listQuery(p *store.ListParams, now any) (string, []any, error) {
 	return query, args, nil
 }
 
-// eventsSQL merges a job's history (see the schema): its event rows, the claim and the end of
-// every ended attempt, and the claim of the attempt running now.
-var eventsSQL = `SELECT seq, at, from_state, to_state, actor, reason FROM (
-	SELECT seq, at, coalesce(from_state, '') AS from_state, to_state, actor, coalesce(reason, '') AS reason
-	FROM {schema}.job_events WHERE job_id = $1
-	UNION ALL
-	SELECT start_seq, started_at, 'queued', 'running', 'worker', 'claim' FROM {schema}.job_attempts WHERE job_id = $1
-	UNION ALL
-	SELECT end_seq, ended_at, 'running', to_state, actor, coalesce(reason, '') FROM {schema}.job_attempts WHERE job_id = $1
-	UNION ALL
-	SELECT version, started_at, 'queued', 'running', 'worker', 'claim' FROM {schema}.jobs j WHERE j.id = $1 AND ` + runningByID + `
-) h WHERE NOT EXISTS (SELECT 1 FROM {schema}.jobs WHERE id = $1 AND expires_at <= coalesce($2::timestamptz, now()))
-ORDER BY seq`
-
 // live is the condition of a job that has not expired, with the store's nowArg as $2.
 const live = `(expires_at IS NULL OR expires_at > coalesce($2::timestamptz, now()))`
-
-// JobEvents returns a job's history, oldest first.
-func (s *Store) JobEvents(ctx context.Context, id string) ([]*hoppertype.Event, error) {
-	rs, err := s.pool.Query(ctx, s.sql(eventsSQL), id, s.nowArg())
-	if err != nil {
-		return nil, s.wrap(err, "job %s events", id)
-	}
-	defer rs.Close()
-	var out []*hoppertype.Event
-	for rs.Next() {
-		e := &hoppertype.Event{JobID: id}
-		var from, to, actor string
-		if err := rs.Scan(&e.Seq, &e.At, &from, &to, &actor, &e.Reason); err != nil {
-			return nil, s.wrap(err, "job %s events", id)
-		}
-		e.At, e.From, e.To, e.Actor = e.At.UTC(), hoppertype.JobState(from), hoppertype.JobState(to), hoppertype.Actor(actor)
-		out = append(out, e)
-	}
-	if err := rs.Err(); err != nil {
-		return nil, s.wrap(err, "job %s events", id)
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("job %s: %w", id, store.ErrNotFound)
-	}
-	return out, nil
-}
-
-// attemptsSQL returns one row per attempt, or a single row of NULLs for a job without any,
-// or no row for an unknown job: existence and attempts in one round trip.
-const attemptsSQL = `SELECT a.token, a.attempt, a.worker_id, a.started_at, a.ended_at, a.outcome, a.error, a.stack
-FROM {schema}.jobs j LEFT JOIN {schema}.job_attempts a ON a.job_id = j.id
-WHERE j.id = $1 AND (j.expires_at IS NULL OR j.expires_at > coalesce($2::timestamptz, now()))
-ORDER BY a.token`
-
-// JobAttempts returns a job's ended attempts, oldest first.
-func (s *Store) JobAttempts(ctx context.Context, id string) ([]*hoppertype.AttemptRecord, error) {
-	rs, err := s.pool.Query(ctx, s.sql(attemptsSQL), id, s.nowArg())
-	if err != nil {
-		return nil, s.wrap(err, "job %s attempts", id)
-	}
-	defer rs.Close()
-	var out []*hoppertype.AttemptRecord
-	found := false
-	for rs.Next() {
-		found = true
-		var (
-			token           *int64
-			attempt         *int32
-			worker, outcome *string
-			errText, stack  *string
-			started, ended  *time.Time
-		)
-		if err := rs.Scan(&token, &attempt, &worker, &started, &ended, &outcome, &errText, &stack); err != nil {
-			return nil, s.wrap(err, "job %s attempts", id)
-		}
-		if token == nil {
-			continue // the job has no attempt yet
-		}
-		out = append(out, &hoppertype.AttemptRecord{
-			JobID: id, Token: *token, Attempt: int(*attempt), WorkerID: str(worker),
-			StartedAt: utc(started), EndedAt: utc(ended), Outcome: hoppertype.Outcome(str(outcome)),
-			Error: str(errText), Stack: str(stack),
-		})
-	}
-	if err := rs.Err(); err != nil {
-		return nil, s.wrap(err, "job %s attempts", id)
-	}
-	if !found {
-		return nil, fmt.Errorf("job %s: %w", id, store.ErrNotFound)
-	}
-	return out, nil
-}

@@ -74,7 +74,10 @@ func (s *jobScan) scan(sc scanner) (*hoppertype.JobRow, error) {
 	j.LeaseExpiresAt, j.HeartbeatAt = utc(s.lease), utc(s.heartbeat)
 	j.StartedAt, j.FinishedAt = utc(s.started), utc(s.finished)
 	j.ExpiresAt, j.DeadlineAt = utc(s.expires), utc(s.deadline)
-	j.WorkerID, j.ProgressMessage, j.LastError = str(s.workerID), str(s.progressMsg), str(s.lastErr)
+	j.ProgressMessage, j.LastError = str(s.progressMsg), str(s.lastErr)
+	if j.State == hoppertype.StateRunning { // a finished row keeps its last attempt's worker (history.go)
+		j.WorkerID = str(s.workerID)
+	}
 	j.IdempotencyKey, j.GroupKey, j.MergeKey = str(s.idemKey), str(s.groupKey), str(s.mergeKey)
 	j.OriginalID, j.ReplayedBy, j.ScheduleID = str(s.originalID), str(s.replayedBy), str(s.scheduleID)
 	if len(s.result) > 0 {

@@ -11,10 +11,13 @@ import (
 	"github.com/hopperjobs/hopper/internal/store"
 )
 
-// finishSQL ends a running attempt. The token fences it: a stale token matches no row.
+// finishSQL ends a running attempt. The token fences it: a stale token matches no row. An
+// attempt that ends the job leaves its worker_id in the row, which then holds the attempt in
+// place of a job_attempts row (migration 0019, history.go).
 const finishSQL = `UPDATE jobs SET
 	state = ?1, version = version + 1, attempt = attempt - ?2,
-	run_at = coalesce(?3, run_at), worker_id = NULL, lease_expires_at = NULL,
+	run_at = coalesce(?3, run_at), lease_expires_at = NULL,
+	worker_id = CASE WHEN ?1 IN ('completed', 'failed', 'canceled') THEN worker_id END,
 	updated_at = ?4, finished_at = ?5, result = coalesce(?6, result), last_error = ?7,
 	last_outcome = ?8, last_stack = ?9, last_actor = ?10, last_reason = ?11,
 	checkpoint = coalesce(?12, checkpoint), expires_at = coalesce(?13,

@@ -14,8 +14,10 @@ import (
 
 const insertJobSQL = `INSERT INTO jobs (id, kind, queue, priority, args, headers, state, max_attempts,
 	run_at, timeout_us, retry_policy, idempotency_key, group_key, merge_key, schedule_id,
-	last_actor, last_reason, created_at, updated_at, result_ttl_us, max_rescues, merge_policy)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	last_actor, last_reason, created_actor, created_reason, created_at, updated_at, result_ttl_us,
+	max_rescues, merge_policy)
+	VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?16, ?17, ?18, ?19, ?20,
+	?21, ?22)`
 
 // JobInsertMany inserts every job in one transaction. Items with a merge key merge in their
 // order (merge.go): the single writer makes each look-up and its write one step.

@@ -19,7 +19,8 @@ func (s *Store) JobCancel(ctx context.Context, p *store.CancelParams) (*hopperty
 		var err error
 		job, err = scanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET
 			state = 'canceled', version = version + 1, finished_at = ?1, updated_at = ?1,
-			worker_id = NULL, lease_expires_at = NULL, last_actor = ?2, last_reason = ?3,
+			worker_id = CASE WHEN state = 'running' THEN worker_id END, lease_expires_at = NULL,
+			last_actor = ?2, last_reason = ?3,
 			last_outcome = CASE WHEN state = 'running' THEN 'canceled' ELSE last_outcome END,
 			last_error = CASE WHEN state = 'running' THEN ?4 ELSE last_error END,
 			last_stack = NULL, expires_at = ?6

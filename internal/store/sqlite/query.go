@@ -117,74 +117,8 @@ func (s *Store) JobList(ctx context.Context, p *store.ListParams) (*store.ListRe
 	return res, nil
 }
 
-// eventsSQL merges a job's history (see the schema): its event rows, the claim and the end of
-// every ended attempt, and the claim of the attempt running now.
-const eventsSQL = `SELECT seq, at, from_state, to_state, actor, reason FROM (
-	SELECT seq, at, coalesce(from_state, '') AS from_state, to_state, actor, coalesce(reason, '') AS reason
-	FROM job_events WHERE job_id = ?1
-	UNION ALL
-	SELECT start_seq, started_at, 'queued', 'running', 'worker', 'claim' FROM job_attempts WHERE job_id = ?1
-	UNION ALL
-	SELECT end_seq, ended_at, 'running', to_state, actor, coalesce(reason, '') FROM job_attempts WHERE job_id = ?1
-	UNION ALL
-	SELECT version, started_at, 'queued', 'running', 'worker', 'claim' FROM jobs WHERE id = ?1 AND state = 'running'
-) WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE id = ?1 AND expires_at <= ?2) ORDER BY seq`
-
 // live is the condition of a job that has not expired, with the store's clock as ?2.
 const live = `(expires_at IS NULL OR expires_at > ?2)`
-
-// JobEvents returns a job's history, oldest first.
-func (s *Store) JobEvents(ctx context.Context, id string) ([]*hoppertype.Event, error) {
-	rows, err := s.reader.QueryContext(ctx, eventsSQL, id, micros(s.clock.Now()))
-	if err != nil {
-		return nil, wrap(err, "job %s events", id)
-	}
-	defer rows.Close()
-	var out []*hoppertype.Event
-	for rows.Next() {
-		e := &hoppertype.Event{JobID: id}
-		var at int64
-		var from, to, actor string
-		if err := rows.Scan(&e.Seq, &at, &from, &to, &actor, &e.Reason); err != nil {
-			return nil, wrap(err, "job %s events", id)
-		}
-		e.At, e.From, e.To, e.Actor = fromMicros(at), hoppertype.JobState(from), hoppertype.JobState(to), hoppertype.Actor(actor)
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, wrap(err, "job %s events", id)
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("job %s: %w", id, store.ErrNotFound)
-	}
-	return out, nil
-}
-
-// JobAttempts returns a job's ended attempts, oldest first.
-func (s *Store) JobAttempts(ctx context.Context, id string) ([]*hoppertype.AttemptRecord, error) {
-	if _, err := s.JobGet(ctx, id); err != nil {
-		return nil, err
-	}
-	rows, err := s.reader.QueryContext(ctx, `SELECT token, attempt, coalesce(worker_id, ''), started_at, ended_at,
-		outcome, coalesce(error, ''), coalesce(stack, '') FROM job_attempts WHERE job_id = ? ORDER BY token`, id)
-	if err != nil {
-		return nil, wrap(err, "job %s attempts", id)
-	}
-	defer rows.Close()
-	var out []*hoppertype.AttemptRecord
-	for rows.Next() {
-		a := &hoppertype.AttemptRecord{JobID: id}
-		var started sql.NullInt64
-		var ended int64
-		var outcome string
-		if err := rows.Scan(&a.Token, &a.Attempt, &a.WorkerID, &started, &ended, &outcome, &a.Error, &a.Stack); err != nil {
-			return nil, wrap(err, "job %s attempts", id)
-		}
-		a.StartedAt, a.EndedAt, a.Outcome = nullTime(started), fromMicros(ended), hoppertype.Outcome(outcome)
-		out = append(out, a)
-	}
-	return out, rows.Err()
-}
 
 // onlyRare reports whether states is not empty and holds only the states jobs_state_rare
 // indexes.

@@ -44,7 +44,10 @@ func scanJob(sc scanner) (*hoppertype.JobRow, error) {
 	j.RunAt = fromMicros(runAt)
 	j.Timeout = time.Duration(timeoutUS) * time.Microsecond
 	j.ResultTTL = time.Duration(resultTTL) * time.Microsecond
-	j.WorkerID, j.ProgressMessage, j.LastError = workerID.String, progressMsg.String, lastErr.String
+	j.ProgressMessage, j.LastError = progressMsg.String, lastErr.String
+	if j.State == hoppertype.StateRunning { // a finished row keeps its last attempt's worker (history.go)
+		j.WorkerID = workerID.String
+	}
 	j.IdempotencyKey, j.GroupKey, j.MergeKey = idemKey.String, groupKey.String, mergeKey.String
 	j.OriginalID, j.ReplayedBy, j.ScheduleID = originalID.String, replayedBy.String, scheduleID.String
 	j.LeaseExpiresAt, j.HeartbeatAt = nullTime(lease), nullTime(heartbeat)

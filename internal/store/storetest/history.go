@@ -14,6 +14,8 @@ func testHistory(t *testing.T, opener Opener) {
 	parallel(t, opener, "Attempts", historyAttempts)
 	parallel(t, opener, "NoAttemptsYet", historyNoAttemptsYet)
 	parallel(t, opener, "Unknown", historyUnknown)
+	parallel(t, opener, "EveryEnd", historyEveryEnd)
+	parallel(t, opener, "CreatedScheduled", historyCreatedScheduled)
 }
 
 // wantEvent is one expected history entry; an empty reason means "any non-empty reason" (the
@@ -143,4 +145,114 @@ func historyUnknown(t *testing.T, b *bundle) {
 	require.ErrorIs(t, err, store.ErrNotFound)
 	_, err = b.store.JobAttempts(t.Context(), newID(t))
 	require.ErrorIs(t, err, store.ErrNotFound)
+}
+
+// Every way an attempt can end the job (a finish in each terminal state, a cancel, a rescue
+// out of rescues) leaves the same history, whatever the store keeps it in: every transition
+// numbered from 1 without a gap, the last claim and the end, and the attempt that ended the
+// job with its worker, token, times, outcome and error. The job itself no longer names a
+// worker.
+func historyEveryEnd(t *testing.T, b *bundle) {
+	type ending struct {
+		name    string
+		to      hoppertype.JobState
+		outcome hoppertype.Outcome
+		actor   hoppertype.Actor
+		lost    bool // the job loses its worker once first, then again, out of rescues
+		end     func(job *hoppertype.JobRow)
+	}
+	finishAs := func(state hoppertype.JobState, outcome hoppertype.Outcome) func(*hoppertype.JobRow) {
+		return func(job *hoppertype.JobRow) {
+			p := finishing(job, state)
+			p.Outcome, p.Error, p.Stack = outcome, "why "+string(state), "stack "+string(state)
+			require.NoError(t, b.finish(t, p))
+		}
+	}
+	rescued := func(job *hoppertype.JobRow) {
+		b.clock.Advance(defaultLease)
+		res := b.rescue(t)
+		require.Equal(t, []string{job.ID}, append(res.JobIDs, res.Failed...))
+	}
+	endings := []ending{
+		{"completed", hoppertype.StateCompleted, hoppertype.OutcomeOK, hoppertype.ActorWorker, false,
+			finishAs(hoppertype.StateCompleted, hoppertype.OutcomeOK)},
+		{"failed", hoppertype.StateFailed, hoppertype.OutcomeError, hoppertype.ActorWorker, false,
+			finishAs(hoppertype.StateFailed, hoppertype.OutcomeError)},
+		{"canceled by its worker", hoppertype.StateCanceled, hoppertype.OutcomeCanceled, hoppertype.ActorWorker, false,
+			finishAs(hoppertype.StateCanceled, hoppertype.OutcomeCanceled)},
+		{"canceled", hoppertype.StateCanceled, hoppertype.OutcomeCanceled, hoppertype.ActorOperator, false,
+			func(job *hoppertype.JobRow) { b.cancel(t, job.ID) }},
+		{"worker lost", hoppertype.StateFailed, hoppertype.OutcomeWorkerLost, hoppertype.ActorLeader, true, rescued},
+	}
+	for _, e := range endings {
+		created := b.clock.Now()
+		job := b.running(t, withMaxRescues(1))
+		if e.lost {
+			rescued(job)
+			job = b.claimOne(t, job.Queue)
+		}
+		b.clock.Advance(time.Second)
+		b.signsOfLife(t, job) // no transitions: the numbering below has no gap for them
+		e.end(job)
+		ended := b.clock.Now()
+		b.clock.Advance(time.Second)
+
+		got := b.get(t, job.ID)
+		require.Equal(t, e.to, got.State, e.name)
+		require.Empty(t, got.WorkerID, e.name)
+
+		evs := b.events(t, job.ID)
+		for i, ev := range evs {
+			require.Equal(t, int64(i+1), ev.Seq, "%s: event %d seq", e.name, i)
+		}
+		first, last := evs[:1], evs[len(evs)-2:]
+		requireEvents(t, job.ID, []wantEvent{{"", hoppertype.StateQueued, hoppertype.ActorAPI, "enqueue", created}}, first)
+		requireEvents(t, job.ID, []wantEvent{
+			{hoppertype.StateQueued, hoppertype.StateRunning, hoppertype.ActorWorker, "", job.StartedAt},
+			{hoppertype.StateRunning, e.to, e.actor, "", ended},
+		}, last)
+
+		as := b.attempts(t, job.ID)
+		wantAttempts := 1
+		if e.lost {
+			wantAttempts = 2
+			require.Len(t, evs, 5, e.name)
+			require.Equal(t, hoppertype.OutcomeLeaseExpired, as[0].Outcome, e.name)
+		} else {
+			require.Len(t, evs, 3, e.name)
+		}
+		require.Len(t, as, wantAttempts, e.name)
+		a := as[len(as)-1]
+		require.Equal(t, job.Token, a.Token, e.name)
+		require.Equal(t, 1, a.Attempt, e.name) // a rescue gives its attempt back
+		require.Equal(t, workerA, a.WorkerID, e.name)
+		require.Equal(t, e.outcome, a.Outcome, e.name)
+		require.Equal(t, got.LastError, a.Error, e.name)
+		sameTime(t, job.StartedAt, a.StartedAt, e.name+": attempt start")
+		sameTime(t, ended, a.EndedAt, e.name+": attempt end")
+		if e.actor == hoppertype.ActorWorker {
+			require.Equal(t, "why "+string(e.to), a.Error, e.name)
+			require.Equal(t, "stack "+string(e.to), a.Stack, e.name)
+		}
+	}
+}
+
+// A job created scheduled says so in its history before and after it moves on.
+func historyCreatedScheduled(t *testing.T, b *bundle) {
+	t0 := b.clock.Now()
+	job := b.insert(t, withRunAt(t0.Add(time.Minute)))
+	require.Equal(t, hoppertype.StateScheduled, job.State)
+	requireEvents(t, job.ID, []wantEvent{{"", hoppertype.StateScheduled, hoppertype.ActorAPI, "enqueue", t0}}, b.events(t, job.ID))
+
+	b.clock.Advance(time.Minute)
+	t1 := b.clock.Now()
+	require.Equal(t, 1, b.promote(t).Promoted)
+	running := b.claimOne(t, defaultQueue)
+	require.NoError(t, b.finish(t, finishing(running, hoppertype.StateCompleted)))
+	requireEvents(t, job.ID, []wantEvent{
+		{"", hoppertype.StateScheduled, hoppertype.ActorAPI, "enqueue", t0},
+		{hoppertype.StateScheduled, hoppertype.StateQueued, hoppertype.ActorLeader, "", t1},
+		{hoppertype.StateQueued, hoppertype.StateRunning, hoppertype.ActorWorker, "", t1},
+		{hoppertype.StateRunning, hoppertype.StateCompleted, hoppertype.ActorWorker, "", t1},
+	}, b.events(t, job.ID))
 }
