@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/ahead"
 	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/governor"
 	"github.com/hopperjobs/hopper/internal/store"
@@ -266,7 +267,7 @@ func TestClaimAheadDrainedQueueWantsNoSlots(t *testing.T) {
 	r.e.slots.release("r", 4)
 }
 
-// A job claimed ahead that waits aheadMaxWait without a slot goes back to its queue with
+// A job claimed ahead that waits ahead.MaxWait without a slot goes back to its queue with
 // its attempt unspent, and the next claim asks for none ahead.
 func TestClaimAheadGivesBackWhatWaitsTooLong(t *testing.T) {
 	t.Parallel()
@@ -274,7 +275,7 @@ func TestClaimAheadGivesBackWhatWaitsTooLong(t *testing.T) {
 	defer r.stop()
 	r.rampAhead()
 	before := r.state("q-08")
-	r.clk.Advance(aheadMaxWait)
+	r.clk.Advance(ahead.MaxWait)
 	require.Eventually(t, func() bool { return r.state("q-10").State == hoppertype.StateQueued }, 10*time.Second, 5*time.Millisecond)
 	for _, id := range []string{"q-08", "q-09", "q-10"} {
 		row := r.state(id)

@@ -17,14 +17,13 @@ type claimedJob struct {
 	row    *hoppertype.JobRow
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	at     time.Time // claimed (engine clock)
 }
 
 // own registers a job a claim of this process took.
 func (e *Engine) own(row *hoppertype.JobRow) *claimedJob {
 	ctx, cancel := context.WithCancelCause(e.workCtx)
 	e.register(&runningJob{row: row, cancel: cancel, lease: e.cfg.LeaseDuration})
-	return &claimedJob{row: row, ctx: ctx, cancel: cancel, at: e.clock.Now()}
+	return &claimedJob{row: row, ctx: ctx, cancel: cancel}
 }
 
 // giveBack returns a claimed job that has not started to its queue, attempt unspent (why is

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/ahead"
 	"github.com/hopperjobs/hopper/internal/backoff"
 	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/store"
@@ -26,10 +27,6 @@ const maxRateWait = time.Second
 // commit to be durable; with two in flight the next batch is on its way while one commits.
 const maxClaimsInFlight = 2
 
-// aheadMaxWait bounds how long a job claimed ahead waits for a slot: past it the producer
-// gives its claimed-ahead jobs back to the queue (another process may have free slots).
-const aheadMaxWait = time.Second
-
 // producer claims jobs of one queue whenever it has free slots and reason to think work waits.
 //
 // Claiming ahead: a claim holds its slots for its whole round trip, and jobs that take less
@@ -41,16 +38,16 @@ const aheadMaxWait = time.Second
 // slot; they start before any new claim, in claim order. None are asked for while some wait,
 // where a cap, a rate limit or a disabled kind applies (the store takes none: Hold.Restricted),
 // after a claim that came back short, or for jobs that run longer than a claim's round trip
-// (then few end during one). A job that waits aheadMaxWait without a slot is
+// (then few end during one). A job that waits ahead.MaxWait without a slot is
 // given back to its queue, attempt unspent, and the producer asks for none ahead until its
 // jobs end during a round trip again.
 type producer struct {
 	e       *Engine
 	queue   string
 	max     int
-	running atomic.Int64  // jobs whose handlers run (each holds a slot)
-	ended   atomic.Int64  // jobs ended since start, to count the ends during a claim's round trip
-	ahead   []*claimedJob // claimed ahead, waiting for a slot, in claim order; the loop's own
+	running atomic.Int64             // jobs whose handlers run (each holds a slot)
+	ended   atomic.Int64             // jobs ended since start, to count the ends during a claim's round trip
+	waiting ahead.Queue[*claimedJob] // claimed ahead, waiting for a slot; the loop's own
 	wake    chan struct{}
 	results chan claimResult
 	// capHeld: the last claim was held short by a fleet-wide cap, so a local job's end (which
@@ -88,7 +85,7 @@ type loopState struct {
 	inflight     int         // claims outstanding
 	reserved     int         // slots held by outstanding claims
 	ahead        int         // jobs to ask for beyond the free slots (claiming ahead)
-	aheadT       clock.Timer // fires when the oldest job claimed ahead has waited aheadMaxWait
+	aheadT       clock.Timer // fires when the oldest job claimed ahead has waited ahead.MaxWait
 	gen          int         // counts wake-ups, so a claim issued before one cannot undo it
 	poll         clock.Timer
 	pollEvery    time.Duration // the regular poll's period, as last armed (pollWait)
@@ -109,7 +106,7 @@ type loopState struct {
 func (p *producer) run(ctx context.Context) {
 	cfg := p.e.cfg
 	st := &loopState{more: true, urgent: true, poll: p.e.clock.NewTimer(cfg.PollInterval), pollEvery: cfg.PollInterval,
-		aheadT: p.e.clock.NewTimer(aheadMaxWait)}
+		aheadT: p.e.clock.NewTimer(ahead.MaxWait)}
 	st.aheadT.Stop()
 	defer func() { st.poll.Stop() }()
 	var coalesce clock.Timer
@@ -120,14 +117,14 @@ func (p *producer) run(ctx context.Context) {
 		slotFreed := p.e.slots.wait()
 		// governed: nil while the governor lets new claims start, else closed when it does.
 		governed := p.e.gov.Hold()
-		if governed != nil && len(p.ahead) > 0 {
+		if governed != nil && p.waiting.Len() > 0 {
 			// Over its limits the process takes no new work: what it claimed ahead goes back.
 			p.giveBackAhead(st, "claimed ahead, not started: the resource governor holds", "released unstarted")
 		}
 		p.startAhead(st)
 		free := p.max - int(p.running.Load()) - st.reserved
 		held := governed != nil || p.e.clock.Now().Before(st.holdUntil)
-		waiting := len(p.ahead) > 0 // claimed jobs wait for slots: no claim before they start
+		waiting := p.waiting.Len() > 0 // claimed jobs wait for slots: no claim before they start
 		if !waiting && st.inflight < maxClaimsInFlight && st.more && !held && free > 0 && (st.urgent || free >= threshold) {
 			if n := p.e.slots.tryAcquire(p.queue, min(free, cfg.ClaimBatch)); n > 0 {
 				// Both claims in flight ask ahead for the ends of one round trip, about twice
@@ -193,15 +190,16 @@ func (p *producer) received(st *loopState, r claimResult) {
 	}
 	// The claim's jobs queue up behind those claimed ahead before, so that jobs start in
 	// claim order; the claim's slots start the oldest, and the rest wait for slots.
-	waited := len(p.ahead) > 0
+	waited := p.waiting.Len() > 0
+	now := p.e.clock.Now()
 	for _, row := range r.jobs {
-		p.ahead = append(p.ahead, p.e.own(row))
+		p.waiting.Add(now, p.e.own(row))
 	}
-	n := min(len(p.ahead), r.asked)
-	for _, j := range p.ahead[:n] {
+	started := p.waiting.Take(r.asked)
+	for _, j := range started {
 		p.start(j)
 	}
-	p.ahead = p.ahead[n:]
+	n := len(started)
 	p.e.slots.release(p.queue, r.asked-n)
 	if n > 0 || !waited {
 		p.armAhead(st)
@@ -210,8 +208,8 @@ func (p *producer) received(st *loopState, r claimResult) {
 	// came back short (the queue ran dry, or a cap, a rate limit or a disabled kind applies:
 	// the store then took none ahead).
 	st.ahead = 0
-	if r.err == nil && !r.hold.Restricted && r.hold.Full(len(r.jobs), r.asked, r.extra) && p.e.cfg.ClaimAhead > 0 {
-		st.ahead = min(int(p.ended.Load()-r.ended), p.e.cfg.ClaimAhead)
+	if r.err == nil {
+		st.ahead = ahead.Next(r.hold, len(r.jobs), r.asked, r.extra, int(p.ended.Load()-r.ended), p.e.cfg.ClaimAhead)
 	}
 	if r.err != nil {
 		// Retry after a backoff: the poll timer fires then, and wake-ups until then find the
@@ -289,48 +287,46 @@ func (p *producer) start(j *claimedJob) {
 }
 
 // startAhead starts the jobs claimed ahead on the slots that are free, in claim order, then
-// gives back those left if the oldest has waited aheadMaxWait. When none is left and the
+// gives back those left if the oldest has waited ahead.MaxWait. When none is left and the
 // queue ran dry, the queue stops wanting slots (tryAcquire marked it wanting).
 func (p *producer) startAhead(st *loopState) {
-	if len(p.ahead) == 0 {
+	if p.waiting.Len() == 0 {
 		return
 	}
 	free := p.max - int(p.running.Load()) - st.reserved
-	if n := p.e.slots.tryAcquire(p.queue, min(free, len(p.ahead))); n > 0 {
-		for _, j := range p.ahead[:n] {
+	if n := p.e.slots.tryAcquire(p.queue, min(free, p.waiting.Len())); n > 0 {
+		for _, j := range p.waiting.Take(n) {
 			p.start(j)
 		}
-		p.ahead = p.ahead[n:]
 		p.armAhead(st)
 	}
-	if len(p.ahead) > 0 && p.e.clock.Now().Sub(p.ahead[0].at) >= aheadMaxWait {
-		p.giveBackAhead(st, "claimed ahead, no slot freed for it within "+aheadMaxWait.String(), "released unstarted")
+	if p.waiting.Expired(p.e.clock.Now(), ahead.MaxWait) {
+		p.giveBackAhead(st, "claimed ahead, no slot freed for it within "+ahead.MaxWait.String(), "released unstarted")
 	}
-	if len(p.ahead) == 0 && !st.more {
+	if p.waiting.Len() == 0 && !st.more {
 		p.e.slots.want(p.queue, false)
 	}
 }
 
-// armAhead sets the timer for the oldest job claimed ahead to wait aheadMaxWait, or stops it
+// armAhead sets the timer for the oldest job claimed ahead to wait ahead.MaxWait, or stops it
 // when none waits.
 func (p *producer) armAhead(st *loopState) {
 	st.aheadT.Stop()
-	if len(p.ahead) == 0 {
-		p.ahead = nil
-	} else {
-		st.aheadT = p.e.clock.NewTimer(p.ahead[0].at.Add(aheadMaxWait).Sub(p.e.clock.Now()))
+	if p.waiting.Len() > 0 {
+		st.aheadT = p.e.clock.NewTimer(p.waiting.Due(ahead.MaxWait).Sub(p.e.clock.Now()))
 	}
 }
 
 // giveBackAhead returns the jobs claimed ahead to their queue and asks for none ahead until
 // jobs end during a claim again.
 func (p *producer) giveBackAhead(st *loopState, why, reason string) {
-	for _, j := range p.ahead {
+	jobs := p.waiting.All()
+	for _, j := range jobs {
 		p.e.giveBack(j, why, reason)
 	}
-	if len(p.ahead) > 0 {
-		p.e.log.Info("gave back jobs claimed ahead", "queue", p.queue, "jobs", len(p.ahead), "why", why)
+	if len(jobs) > 0 {
+		p.e.log.Info("gave back jobs claimed ahead", "queue", p.queue, "jobs", len(jobs), "why", why)
 	}
-	p.ahead, st.ahead = nil, 0
+	st.ahead = 0
 	st.aheadT.Stop()
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"connectrpc.com/connect/v2"
 	"github.com/hopperjobs/hopper"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
 	"github.com/hopperjobs/hopper/internal/store"
@@ -50,6 +51,13 @@ type aheadStream struct {
 
 func openAheadStream(t *testing.T) *aheadStream {
 	t.Helper()
+	return openGatedStream(t, &hopperv1.StreamJobsRequest{Worker: "ahead", Credit: 2,
+		LeaseTimeout: durationpb.New(time.Hour)})
+}
+
+// openGatedStream opens req's stream (its worker "ahead"), its claims through gatedStore.
+func openGatedStream(t *testing.T, req *hopperv1.StreamJobsRequest) *aheadStream {
+	t.Helper()
 	gate := &gatedStore{asked: make(chan *gatedClaim, 4)}
 	s := serve(t, nil, func(c *hopper.Config) {
 		gate.Store = c.Store
@@ -57,8 +65,7 @@ func openAheadStream(t *testing.T) *aheadStream {
 	}, nil)
 	e := newEnv(s.ts.URL, s.ts.Client(), s.client, s.store, s.srv)
 	ctx, cancel := context.WithCancel(t.Context())
-	stream, err := e.workers.StreamJobs(ctx, &hopperv1.StreamJobsRequest{Worker: "ahead", Credit: 2,
-		LeaseTimeout: durationpb.New(time.Hour)})
+	stream, err := e.workers.StreamJobs(ctx, req)
 	require.NoError(t, err)
 	a := &aheadStream{t: t, e: e, gate: gate, cancel: cancel, received: make(chan *hopperv1.ActivatedJob, 16)}
 	go func() {
@@ -192,4 +199,80 @@ func TestStreamGivesBackWhatItClaimedAhead(t *testing.T) {
 	b.cancel()
 	require.Eventually(t, func() bool { return b.e.get(t, ahead.GetId()).GetState() == "queued" },
 		5*time.Second, 10*time.Millisecond, "given back when the stream closes")
+}
+
+// A hold (the worker's resource governor) gives back what the stream claimed ahead at once,
+// not after its second of waiting.
+func TestStreamHoldGivesBackWhatItClaimedAhead(t *testing.T) {
+	a := openAheadStream(t)
+	_, ahead := a.ramp()
+	_, err := a.e.workers.Hold(t.Context(), &hopperv1.HoldRequest{Worker: "ahead", Held: true})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return a.e.get(t, ahead.GetId()).GetState() == "queued" },
+		5*time.Second, 10*time.Millisecond, "given back")
+	job := a.e.get(t, ahead.GetId())
+	require.Equal(t, int32(0), job.GetAttempt(), "its attempt is given back")
+	require.Contains(t, job.GetLastError(), "held by its resource governor", "for the hold, not the wait")
+}
+
+// Where a fleet-wide cap applies, a stream's claim that asks ahead takes none of them (the
+// store restricts it: jobs claimed ahead would hold the cap's slots idle), and the stream
+// pushes what it took and claims on.
+func TestStreamClaimsNoneAheadUnderACap(t *testing.T) {
+	a := openAheadStream(t)
+	pushed, ahead := a.ramp()
+	extra := a.e.enqueue(t, "push", `{}`) // ramp enqueued six: with this one, two left for z
+	a.complete(pushed[0])
+	aj := a.next()
+	require.Equal(t, ahead.GetId(), aj.GetId(), "freed credit goes to the job claimed ahead")
+	a.complete(pushed[1])
+	x := a.claim(1, 0, "no credit freed during the last claim: none ahead")
+	a.complete(aj) // credit frees during x
+	y := a.claim(1, 0, "x is on its way and the last claim came back full: a second claim")
+	y.let()
+	yj := a.next()
+	x.let() // x comes back last: one credit freed during it
+	a.next()
+	a.complete(yj)
+	z := a.claim(2, 1, "one credit freed during x: one ahead")
+	require.NoError(t, a.e.hopper.SetLimit(t.Context(), hopper.Limit{Queue: hopper.DefaultQueue, MaxRunning: 100}))
+	z.let()
+	j := a.next()
+	a.quiet("z took only its free credit's job")
+	require.Equal(t, "queued", a.e.get(t, extra.GetId()).GetState(), "restricted by the cap: nothing claimed ahead")
+	a.complete(j)
+	a.claim(1, 0, "claims go on, none ahead: nothing freed during z").let()
+	require.Equal(t, extra.GetId(), a.next().GetId())
+}
+
+// Activate's ahead reaches the claim: the worker gets max_jobs jobs, of which it asked for
+// ahead beyond its free slots; where a cap applies the claim takes none of them and the answer
+// says so (restricted), and an ahead the call cannot have is INVALID_ARGUMENT naming ahead.
+func TestActivateAheadOverRPC(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	for range 20 {
+		e.enqueue(t, "solo", `{}`)
+	}
+	res, err := e.workers.Activate(t.Context(), &hopperv1.ActivateRequest{Worker: "w", MaxJobs: 5, Ahead: 3})
+	require.NoError(t, err)
+	require.Len(t, res.GetJobs(), 5)
+	require.False(t, res.GetRestricted())
+
+	require.NoError(t, e.hopper.SetLimit(t.Context(), hopper.Limit{Queue: hopper.DefaultQueue, MaxRunning: 100}))
+	res, err = e.workers.Activate(t.Context(), &hopperv1.ActivateRequest{Worker: "w", MaxJobs: 5, Ahead: 3})
+	require.NoError(t, err)
+	require.Len(t, res.GetJobs(), 2, "a cap applies: none ahead")
+	require.True(t, res.GetRestricted())
+
+	for _, req := range []*hopperv1.ActivateRequest{
+		{MaxJobs: 5, Ahead: 5},
+		{MaxJobs: 5, Ahead: -1},
+		{Queues: []string{"a", "b"}, MaxJobs: 5, Ahead: 1},
+	} {
+		req.Worker = "w"
+		_, err := e.workers.Activate(t.Context(), req)
+		requireCode(t, connect.CodeInvalidArgument, err)
+		require.Contains(t, err.Error(), "ahead")
+	}
 }

@@ -449,3 +449,30 @@ func TestAStoreRefusalIsInvalidArgumentWithoutTheDriversWords(t *testing.T) {
 		require.NotContains(t, body, "SQLSTATE", r.path)
 	}
 }
+
+// A Report whose items find the store away answers each of them UNAVAILABLE, from items
+// decided at the same time: an item's answer must not touch the call's own (its Retry-After
+// header), which concurrent items once wrote at once and crashed the server with "concurrent
+// map writes".
+func TestAReportDuringAnOutageAnswersEachItemUnavailable(t *testing.T) {
+	t.Parallel()
+	s, fs, _ := faulty(t, nil)
+	e := newEnv(s.ts.URL, s.ts.Client(), s.client, s.store, s.srv)
+	for range 40 {
+		e.enqueue(t, "k", `{}`)
+	}
+	jobs := e.activate(t, &hopperv1.ActivateRequest{MaxJobs: 40, LeaseTimeout: durationpb.New(time.Hour)})
+	require.Len(t, jobs, 40)
+	req := &hopperv1.ReportRequest{}
+	for _, j := range jobs {
+		req.Renewals = append(req.Renewals, &hopperv1.ExtendLeaseRequest{Id: j.GetId(), LeaseToken: j.GetLeaseToken(),
+			Duration: durationpb.New(time.Hour)})
+	}
+	fs.mode.Store(down)
+	res, err := e.workers.Report(t.Context(), req)
+	require.NoError(t, err, "the call is answered; its items are not applied")
+	require.Len(t, res.GetRenewals(), 40)
+	for _, v := range res.GetRenewals() {
+		require.Equal(t, "unavailable", v.GetCode())
+	}
+}

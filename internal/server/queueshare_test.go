@@ -12,6 +12,7 @@ import (
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
 	"github.com/hopperjobs/hopper/gen/hopper/v1/hopperv1connect"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 // Contract 14 for remote workers: a worker that asks for several queues, by long poll or by
@@ -90,6 +91,29 @@ func TestStreamSharesItsCreditBetweenQueuesByWeight(t *testing.T) {
 		}
 		require.InDelta(t, 3.0, float64(got["reports"])/float64(got["emails"]), 0.3, "3:1 within 10%% (%v)", got)
 	})
+}
+
+// A stream on several queues makes one claim at a time: a claim shares its credit by what
+// each queue holds, and a second one beside it would not count the first one's jobs (the
+// lighter queue then drifted above its weight). A single-queue stream makes two (ramp, in
+// TestStreamClaimsNoneAheadUnderACap).
+func TestAStreamOnSeveralQueuesClaimsOneAtATime(t *testing.T) {
+	a := openGatedStream(t, &hopperv1.StreamJobsRequest{Worker: "ahead", Queues: []string{"reports", "emails"},
+		Credit: 2, LeaseTimeout: durationpb.New(time.Hour)})
+	fill(t, a.e, "reports", 10)
+	fill(t, a.e, "emails", 10)
+	// Equal weights: the first claim takes one job of each queue, a claim of each.
+	a.claim(1, 0, "the first claim, reports' half of the credit").let()
+	a.claim(1, 0, "the first claim, emails' half of the credit").let()
+	first, second := a.next(), a.next()
+	a.complete(first)
+	x := a.claim(1, 0, "a credit freed: a claim")
+	a.complete(second) // credit frees while x is on its way, and x's queues came back full
+	a.quiet("a second claim while x is on its way")
+	x.let()
+	a.next()
+	a.claim(1, 0, "x came back: the next claim").let()
+	a.next()
 }
 
 // A queue that wakes up with work while another's backlog holds the whole credit gets its

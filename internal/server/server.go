@@ -501,8 +501,21 @@ func (s *Server) guardErrors(next connect.ServerFunc) connect.ServerFunc {
 	}
 }
 
-// answer is the error the caller of procedure gets for err.
+// answer is the error the caller of procedure gets for err; an UNAVAILABLE answer also tells
+// the caller when to retry (Retry-After).
 func (s *Server) answer(ctx context.Context, procedure string, err error) error {
+	err = s.itemAnswer(ctx, procedure, err)
+	if connect.CodeOf(err) == connect.CodeUnavailable {
+		if info, ok := connect.CallInfoForServerContext(ctx); ok {
+			info.ResponseHeader().Set("Retry-After", apierr.RetryAfter)
+		}
+	}
+	return err
+}
+
+// itemAnswer is answer without touching the call's headers: the answer to one item of a
+// batch (a Report's), whose items are decided concurrently and share the call's headers.
+func (s *Server) itemAnswer(ctx context.Context, procedure string, err error) error {
 	switch {
 	case err == nil:
 		return nil
@@ -520,10 +533,6 @@ func (s *Server) answer(ctx context.Context, procedure string, err error) error 
 		if apierr.StoreRefusal(err) { // a value the checks at the door should have refused
 			s.log.Warn("the store refused a request's value", "procedure", procedure,
 				"request_id", apierr.IDFrom(ctx), "err", errors.Unwrap(err)) // the cause, not the answer
-		}
-	case connect.CodeUnavailable:
-		if info, ok := connect.CallInfoForServerContext(ctx); ok {
-			info.ResponseHeader().Set("Retry-After", apierr.RetryAfter)
 		}
 	}
 	return err

@@ -11,6 +11,7 @@ import (
 	"github.com/hopperjobs/hopper"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
 	"github.com/hopperjobs/hopper/gen/hopper/v1/hopperv1connect"
+	"github.com/hopperjobs/hopper/internal/ahead"
 	"github.com/hopperjobs/hopper/internal/apiview"
 	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/store"
@@ -18,7 +19,7 @@ import (
 )
 
 // MaxCredit bounds a stream's credit.
-const MaxCredit = 1000
+const MaxCredit = hopper.MaxStreamCredit
 
 // defaultLease is a remote job's lease when the worker names none.
 const defaultLease = 30 * time.Second
@@ -57,7 +58,7 @@ func (w *workerService) Activate(ctx context.Context, req *hopperv1.ActivateRequ
 	}
 	params := hopper.ActivateParams{
 		Worker: req.GetWorker(), Queue: req.GetQueue(), Queues: req.GetQueues(), Kinds: req.GetKinds(),
-		MaxJobs: int(req.GetMaxJobs()), LeaseDuration: fromDur(req.GetLeaseTimeout()), Wait: wait,
+		MaxJobs: int(req.GetMaxJobs()), Ahead: int(req.GetAhead()), LeaseDuration: fromDur(req.GetLeaseTimeout()), Wait: wait,
 	}
 	if err := params.Check(); err != nil {
 		return nil, rpcError("activate", err)
@@ -69,8 +70,11 @@ func (w *workerService) Activate(ctx context.Context, req *hopperv1.ActivateRequ
 	done := s.reg.seen(req.GetWorker(), queues, req.GetKinds(), s.clock.Now(), false)
 	claimCtx, endClaim := s.reg.untilHeld(ctx, req.GetWorker(), queues, s.clock.Now())
 	defer endClaim()
-	jobs, err := s.client.WorkerAPI().Activate(claimCtx, params)
-	jobs = w.deliverable(ctx, jobs)
+	got, err := s.client.WorkerAPI().ActivateQueues(claimCtx, params)
+	var jobs []*hopper.JobRow
+	if got != nil {
+		jobs = w.deliverable(ctx, got.Jobs)
+	}
 	done(jobs)
 	if err != nil && claimCtx.Err() != nil && ctx.Err() == nil {
 		return &hopperv1.ActivateResponse{}, nil // the worker's governor holds it back (Hold)
@@ -91,7 +95,7 @@ func (w *workerService) Activate(ctx context.Context, req *hopperv1.ActivateRequ
 		w.release(ctx, refs, "activation abandoned by the worker")
 		return nil, rpcError("activate", callCtx.Err())
 	}
-	out := &hopperv1.ActivateResponse{Jobs: make([]*hopperv1.ActivatedJob, len(jobs))}
+	out := &hopperv1.ActivateResponse{Jobs: make([]*hopperv1.ActivatedJob, len(jobs)), Restricted: got.Restricted}
 	for i, j := range jobs {
 		out.Jobs[i] = toActivated(j, req.GetFetchFields(), s.jobTimeout)
 	}
@@ -165,6 +169,12 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 	// for before it returns, and whose jobs it holds before closeStream gives back what was
 	// not sent. A claim takes what is ready and never waits: when no queue has ready jobs,
 	// the loop waits for a wake-up of one of them, or looks again after streamRecheck.
+	//
+	// A stream on several queues makes one claim at a time: a claim shares its credit by what
+	// each queue holds (fairshare.Split), and one launched beside another would not count the
+	// other's jobs, so the queue that came out over its share kept the excess (a queue over
+	// its share gets nothing, one under it never less): the lighter queue drifted above its
+	// weight, 3:1 weights ran at 2.9:1.
 	type claimed struct {
 		n          int   // the claim's number (asking.launch)
 		asked      int   // credit reserved for the claim
@@ -183,6 +193,10 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 	more := true          // the last claim came back full: work may be waiting for a second claim
 	var lapse clock.Timer // while the worker is held: fires when its hold lapses
 	ask := newAsking(queues)
+	maxClaims := maxStreamClaims
+	if len(queues) > 1 {
+		maxClaims = 1
+	}
 	wakes := s.client.WorkerAPI().Listen(queues)
 	var recheck clock.Timer // while some queue is drained: fires when the stream looks again
 	var soon time.Duration  // a rate limit's next start, sooner than streamRecheck (0: none)
@@ -191,12 +205,12 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 	// Those wait here, in claim order, not held and not pushed, until credit frees; no claim is
 	// made while some wait. They go back to the queue after maxWait, when the worker is held,
 	// when a claim fails, and with the stream (held at its end, so closeStream returns them).
-	var ahead aheadJobs
+	var waiting ahead.Queue[*hopper.JobRow]
 	var aheadT clock.Timer // fires when the oldest of them has waited maxWait
 	aheadN := 0            // jobs the next claim asks ahead
 	// A job claimed ahead uses up its lease while it waits (its worker renews it only once
 	// pushed): it waits at most a quarter of the stream's lease.
-	maxWait := min(aheadMaxWait, lease/4)
+	maxWait := ahead.Unrenewed(lease)
 	stopAheadT := func() {
 		if aheadT != nil {
 			aheadT.Stop()
@@ -204,7 +218,7 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 		}
 	}
 	giveBack := func(why string) {
-		w.handBack(ctx, refsOf(ahead.all()), "claimed ahead; "+why, s.client.WorkerAPI().ReturnJob)
+		w.handBack(ctx, refsOf(waiting.All()), "claimed ahead; "+why, s.client.WorkerAPI().ReturnJob)
 		aheadN = 0
 		stopAheadT()
 	}
@@ -219,7 +233,7 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 		for range inflight {
 			w.holdAll(st, (<-results).jobs)
 		}
-		w.holdAll(st, ahead.all())
+		w.holdAll(st, waiting.All())
 	}()
 	// push holds jobs for the stream and sends them; it reports why the stream must end, if it
 	// must (stop): the stream ended as it sent (ended()), or the worker went away (nil).
@@ -258,21 +272,21 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 		}
 		free, heldUntil := st.free(s.clock.Now())
 		free -= reserved
-		if ahead.len() > 0 {
+		if waiting.Len() > 0 {
 			switch {
 			case !heldUntil.IsZero():
 				giveBack("remote worker held by its resource governor")
 			case free > 0: // freed credit first, then the timeout for what is left
 				stopAheadT()
-				if stop, err := push(ahead.take(free)); stop {
+				if stop, err := push(waiting.Take(free)); stop {
 					return err
 				}
 				continue
-			case s.clock.Now().Sub(ahead.oldest()) >= maxWait:
+			case waiting.Expired(s.clock.Now(), maxWait):
 				giveBack("no credit freed for it within " + maxWait.String())
 			}
 		}
-		if ahead.len() == 0 && free > 0 && len(ask.next()) > 0 && (inflight == 0 || (more && inflight < maxStreamClaims)) {
+		if waiting.Len() == 0 && free > 0 && len(ask.next()) > 0 && (inflight == 0 || (more && inflight < maxClaims)) {
 			if free < max(credit/4, 1) {
 				// A busy stream frees its credit one job at a time: wait a moment for more, so
 				// one claim fills several slots instead of each completion costing a claim.
@@ -324,9 +338,9 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 			rechecked = recheck.C()
 		}
 		var aheadC <-chan time.Time
-		if ahead.len() > 0 {
+		if waiting.Len() > 0 {
 			if aheadT == nil {
-				aheadT = s.clock.NewTimer(ahead.oldest().Add(maxWait).Sub(s.clock.Now()))
+				aheadT = s.clock.NewTimer(waiting.Due(maxWait).Sub(s.clock.Now()))
 			}
 			aheadC = aheadT.C()
 		}
@@ -368,7 +382,7 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 			// (Server.streamClaims). What it claimed ahead goes back first: it would wait
 			// through the backoff.
 			more = false
-			if ahead.len() > 0 {
+			if waiting.Len() > 0 {
 				giveBack("a claim of the stream failed")
 			}
 			if !clock.Sleep(ctx, s.clock, s.streamClaims.Fail(r.err)) {
@@ -386,62 +400,23 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 				recheck = nil
 			}
 		}
-		more = store.Hold{Restricted: r.restricted}.Full(len(r.jobs), r.asked, r.extra)
+		hold := store.Hold{Restricted: r.restricted}
+		more = hold.Full(len(r.jobs), r.asked, r.extra)
 		// The next claim asks ahead for the credit that freed during this one's round trip,
 		// unless it came back short (the queue ran dry, or a cap, a rate limit or a disabled
 		// kind applies).
-		aheadN = 0
-		if !r.restricted && more {
-			aheadN = int(st.frees.Load() - r.frees)
-		}
+		aheadN = ahead.Next(hold, len(r.jobs), r.asked, r.extra, int(st.frees.Load()-r.frees), credit)
 		// The claim's jobs queue up behind those claimed ahead before (claim order); the
 		// claim's credit sends the oldest.
-		ahead.add(w.deliverable(ctx, r.jobs), s.clock.Now())
+		waiting.Add(s.clock.Now(), w.deliverable(ctx, r.jobs)...)
 		if r.asked > 0 {
 			stopAheadT() // the oldest may change: the timer is set again from the new one
 		}
-		if stop, err := push(ahead.take(r.asked)); stop {
+		if stop, err := push(waiting.Take(r.asked)); stop {
 			return err
 		}
 	}
 }
-
-// aheadMaxWait bounds how long a job a stream claimed ahead waits for credit before it goes
-// back to its queue (as the engine's producers bound theirs), unless a quarter of the
-// stream's lease is shorter.
-const aheadMaxWait = time.Second
-
-// aheadJobs are a stream's jobs claimed ahead, in claim order, each with its claim's time.
-type aheadJobs struct {
-	rows []*hopper.JobRow
-	at   []time.Time
-}
-
-func (a *aheadJobs) len() int { return len(a.rows) }
-
-// add appends the jobs of a claim made at at.
-func (a *aheadJobs) add(rows []*hopper.JobRow, at time.Time) {
-	for _, r := range rows {
-		a.rows, a.at = append(a.rows, r), append(a.at, at)
-	}
-}
-
-// take removes and returns the n oldest (fewer if fewer wait).
-func (a *aheadJobs) take(n int) []*hopper.JobRow {
-	n = max(min(n, len(a.rows)), 0)
-	out := a.rows[:n:n]
-	a.rows, a.at = a.rows[n:], a.at[n:]
-	if len(a.rows) == 0 {
-		a.rows, a.at = nil, nil
-	}
-	return out
-}
-
-// all removes and returns every job.
-func (a *aheadJobs) all() []*hopper.JobRow { return a.take(len(a.rows)) }
-
-// oldest is the claim time of the job that waited longest (len > 0).
-func (a *aheadJobs) oldest() time.Time { return a.at[0] }
 
 // maxStreamClaims bounds the claims one stream has outstanding (as the engine's producers
 // bound theirs).
@@ -774,7 +749,7 @@ func (w *workerService) verdict(ctx context.Context, fail *hopperv1.FailResponse
 	if err == nil {
 		return &hopperv1.Verdict{Code: "ok", Fail: fail}
 	}
-	err = w.s.answer(ctx, hopperv1connect.WorkerServiceReportProcedure, err)
+	err = w.s.itemAnswer(ctx, hopperv1connect.WorkerServiceReportProcedure, err)
 	var ce *connect.Error
 	msg := err.Error()
 	if errors.As(err, &ce) {
