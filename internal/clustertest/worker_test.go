@@ -3,6 +3,7 @@ package clustertest
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -62,6 +63,9 @@ func work(ctx context.Context) error {
 		Store: st, Workers: ws, WorkerID: os.Getenv(envID), MaxWorkers: 20,
 		LeaderTTL: leaderTTL, NodeTTL: nodeTTL, RescueInterval: 500 * time.Millisecond,
 		LeaseDuration: 30 * time.Second, PollInterval: 200 * time.Millisecond,
+		// Warnings (a failed claim, a lost lease) reach the test's output, so that a failure
+		// says what the workers saw.
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})).With("worker", os.Getenv(envID)),
 	})
 	if err != nil {
 		return err
