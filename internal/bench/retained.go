@@ -25,9 +25,10 @@ import (
 //	99    canceled by the API while it was queued
 //
 // Each job has the rows the store's triggers write for that history (job_events for the
-// enqueue, the promotions of its retries and a cancel; job_attempts for each attempt) and is
-// counted in the minute stats (job_stats). Ids are UUIDv7 text: the creation time in
-// milliseconds, then i, so they sort before the ids of the jobs the benchmark enqueues.
+// promotions of its retries and a cancel; job_attempts for each attempt but the last, which
+// the job row holds with its creation) and is counted in the minute stats (job_stats). Ids
+// are UUIDv7 text: the creation time in milliseconds, then i, so they sort before the ids of
+// the jobs the benchmark enqueues.
 
 // Shapes of the retained jobs, shared by both stores' SQL (retained_postgres.go,
 // retained_sqlite.go): a is the number of attempts (0 for a canceled job), c the creation time
@@ -188,17 +189,18 @@ func (d retainedSQL) insertJobs() string {
 	started := `CASE WHEN a > 0 THEN run + 2000 END`
 	finished := `CASE WHEN a > 0 THEN run + 10000 ELSE c + 500000 END`
 	return `INSERT INTO ` + d.table("jobs") + ` (id, kind, queue, args, state, attempt, max_attempts, token,
-		version, run_at, heartbeat_at, last_error, last_outcome, last_actor, last_reason, created_at,
-		started_at, finished_at, updated_at, expires_at)
+		version, run_at, heartbeat_at, worker_id, last_error, last_outcome, last_actor, last_reason,
+		created_actor, created_reason, created_at, started_at, finished_at, updated_at, expires_at)
 	SELECT ` + d.id("c", "i") + `, kind, queue,
 		` + d.blob(`'{"account_id":' || i || ',"template":"welcome-v2","locale":"en-US"}'`) + `,
 		CASE a WHEN 0 THEN 'canceled' WHEN 3 THEN 'failed' ELSE 'completed' END,
 		a, CASE a WHEN 3 THEN 3 ELSE 25 END, a, CASE a WHEN 0 THEN 2 ELSE 3 * a END,
-		` + d.time("run") + `, ` + d.time(started) + `, CASE a WHEN 3 THEN ` + retainedError + ` END,
+		` + d.time("run") + `, ` + d.time(started) + `, CASE WHEN a > 0 THEN ` + workerSQL + ` END,
+		CASE a WHEN 3 THEN ` + retainedError + ` END,
 		CASE a WHEN 0 THEN NULL WHEN 3 THEN 'error' ELSE 'ok' END,
 		CASE a WHEN 0 THEN 'api' ELSE 'worker' END,
 		CASE a WHEN 0 THEN 'canceled by API' WHEN 3 THEN 'no attempts left (3 of 3)' ELSE 'success' END,
-		` + d.time("c") + `, ` + d.time(started) + `, ` + d.time(finished) + `, ` + d.time(finished) + `,
+		'api', 'enqueue', ` + d.time("c") + `, ` + d.time(started) + `, ` + d.time(finished) + `, ` + d.time(finished) + `,
 		` + d.time(finished+` + CASE a WHEN 3 THEN `+d.param(7)+` ELSE `+d.param(6)+` END`) + `
 	FROM ` + d.jobs()
 }
@@ -206,31 +208,35 @@ func (d retainedSQL) insertJobs() string {
 // steps joins each job to the numbers 1–3 (its events, its attempts).
 const steps = `(SELECT 1 AS k UNION ALL SELECT 2 UNION ALL SELECT 3) AS st`
 
-// insertEvents writes each job's enqueue (seq 1), the promotions of its retries (seq 4 and 7,
-// as the leader makes them) and a cancel (seq 2).
+// workerSQL names the worker of job i's attempts.
+const workerSQL = `'worker-' || (i % 4 + 1) || '-4242-5f3a9c1e'`
+
+// insertEvents writes the promotions of each job's retries (seq 4 and 7, as the leader makes
+// them) and a cancel (seq 2); the enqueue (seq 1) is the job row's.
 func (d retainedSQL) insertEvents() string {
 	return `INSERT INTO ` + d.table("job_events") + ` (job_id, seq, at, from_state, to_state, actor, reason)
-	SELECT ` + d.id("c", "i") + `, CASE WHEN k = 1 THEN 1 WHEN a = 0 THEN 2 ELSE 3 * k - 2 END,
-		` + d.time(`CASE WHEN k = 1 THEN c WHEN a = 0 THEN c + 500000 ELSE c + (k - 1) * k / 2 * 1000000 END`) + `,
-		CASE WHEN k = 1 THEN NULL WHEN a = 0 THEN 'queued' ELSE 'scheduled' END,
-		CASE WHEN k > 1 AND a = 0 THEN 'canceled' ELSE 'queued' END,
-		CASE WHEN k = 1 OR a = 0 THEN 'api' ELSE 'leader' END,
-		CASE WHEN k = 1 THEN 'enqueue' WHEN a = 0 THEN 'canceled by API' ELSE 'run_at reached' END
-	FROM ` + d.jobs() + ` JOIN ` + steps + ` ON k = 1 OR k <= a OR (a = 0 AND k = 2)`
+	SELECT ` + d.id("c", "i") + `, CASE WHEN a = 0 THEN 2 ELSE 3 * k - 2 END,
+		` + d.time(`CASE WHEN a = 0 THEN c + 500000 ELSE c + (k - 1) * k / 2 * 1000000 END`) + `,
+		CASE WHEN a = 0 THEN 'queued' ELSE 'scheduled' END,
+		CASE WHEN a = 0 THEN 'canceled' ELSE 'queued' END,
+		CASE WHEN a = 0 THEN 'api' ELSE 'leader' END,
+		CASE WHEN a = 0 THEN 'canceled by API' ELSE 'run_at reached' END
+	FROM ` + d.jobs() + ` JOIN ` + steps + ` ON (k > 1 AND k <= a) OR (a = 0 AND k = 2)`
 }
 
-// insertAttempts writes each job's attempts.
+// insertAttempts writes each job's attempts but the last, which ended the job: the job row
+// holds that one.
 func (d retainedSQL) insertAttempts() string {
 	start := `c + (k - 1) * k / 2 * 1000000 + 2000`
 	failed := `(k < a OR a = 3)`
 	return `INSERT INTO ` + d.table("job_attempts") + ` (job_id, token, attempt, worker_id, started_at, ended_at,
 		outcome, error, start_seq, end_seq, to_state, actor, reason)
-	SELECT ` + d.id("c", "i") + `, k, k, 'worker-' || (i % 4 + 1) || '-4242-5f3a9c1e',
+	SELECT ` + d.id("c", "i") + `, k, k, ` + workerSQL + `,
 		` + d.time(start) + `, ` + d.time(start+` + 8000`) + `,
 		CASE WHEN ` + failed + ` THEN 'error' ELSE 'ok' END, CASE WHEN ` + failed + ` THEN ` + retainedError + ` END,
 		3 * k - 1, 3 * k, CASE WHEN k < a THEN 'scheduled' WHEN a = 3 THEN 'failed' ELSE 'completed' END, 'worker',
 		CASE WHEN k < a THEN 'retry' WHEN a = 3 THEN 'no attempts left (3 of 3)' ELSE 'success' END
-	FROM ` + d.jobs() + ` JOIN ` + steps + ` ON k <= a`
+	FROM ` + d.jobs() + ` JOIN ` + steps + ` ON k < a`
 }
 
 // statsColumns are the minute stats of the chunk's jobs (each counted in the minute it was

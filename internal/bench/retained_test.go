@@ -62,10 +62,13 @@ func requireRetained(t *testing.T, st store.Store, n int) {
 	require.NoError(t, err)
 	require.Len(t, attempts, 3)
 	require.Equal(t, hoppertype.Outcome("error"), attempts[2].Outcome)
+	require.Equal(t, attempts[0].WorkerID, attempts[2].WorkerID)
+	require.NotEmpty(t, attempts[2].WorkerID)
 	events, err := st.JobEvents(ctx, f.ID)
 	require.NoError(t, err)
 	var path []hoppertype.JobState
-	for _, e := range events {
+	for i, e := range events {
+		require.Equal(t, int64(i+1), e.Seq, "the history has every transition once")
 		path = append(path, e.To)
 	}
 	require.Equal(t, []hoppertype.JobState{"queued", "running", "scheduled", "queued", "running", "scheduled",
