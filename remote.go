@@ -49,6 +49,10 @@ const (
 	MaxActivateQueues = 64
 )
 
+// MaxStreamCredit bounds a job stream's credit (StreamJobsRequest.credit): the unfinished
+// jobs one stream may hold, running and waiting for a slot.
+const MaxStreamCredit = 1000
+
 // ActivateParams asks for jobs on behalf of a remote worker.
 type ActivateParams struct {
 	// Worker names the worker on its leases and attempts (1–128 characters). Required.

@@ -18,3 +18,12 @@ func NewGoverned(cfg Config, gov *governor.Governor) (*Worker, error) {
 	}
 	return w, err
 }
+
+// NewOnClockGoverned is NewOnClock with gov as the worker's resource governor (nil: none).
+func NewOnClockGoverned(cfg Config, clk clock.Clock, gov *governor.Governor) (*Worker, error) {
+	w, err := newWorker(cfg, clk)
+	if err == nil && gov != nil {
+		w.gov = gov
+	}
+	return w, err
+}

@@ -82,6 +82,29 @@ type Config struct {
 	LeaseDuration time.Duration
 	// PollWait is how long one long poll waits for a job (default 30 s).
 	PollWait time.Duration
+	// ClaimAhead bounds the jobs a worker in Poll mode asks for beyond its free slots, for the
+	// slots its running jobs free while a poll is on its way (docs/workers.md, "Claiming
+	// ahead"). Such a job is running on the server but waits in this process, at most a
+	// second (or a quarter of LeaseDuration), for a slot; if the process dies meanwhile it is
+	// rescued when its lease expires, which counts towards its MaxRescues. 0 takes the
+	// default (up to the 1,000 jobs of one poll); hopper.NoClaimAhead asks only for free
+	// slots; at most 1,000. Only a worker of a single queue claims ahead. In Stream mode the
+	// server claims ahead for the stream and holds those jobs itself. The server takes none
+	// ahead where a fleet-wide cap, a rate limit or a disabled kind applies; a server older
+	// than ActivateRequest.ahead does not know that field and claims the whole max_jobs, caps
+	// or not: with such a server and capped queues, use hopper.NoClaimAhead.
+	ClaimAhead int
+	// Prefetch is how many jobs a worker in Stream mode holds beyond Concurrency: its stream's
+	// credit is Concurrency+Prefetch (at most 1,000), and the jobs pushed while every slot is
+	// busy wait here, in the order they came, for a slot, their leases renewed with the
+	// running jobs'. A job that ends frees its slot to one that waits at once, instead of
+	// after a round trip to the server (report, claim, push), so short jobs run faster
+	// (docs/benchmarks.md, "Through the server"); but a waiting job waits for a running one
+	// to end, however long that takes, while another worker may have a free slot: set it for
+	// short jobs. Jobs still waiting when the worker stops go back to their queue, attempt
+	// unspent. Default 0: the worker holds no more jobs than it runs. Poll mode claims ahead
+	// instead (ClaimAhead).
+	Prefetch int
 	// MaxCPU and MaxMemory are the worker's resource governor (contract 15): while this
 	// process uses at least MaxCPU of the CPU available to it (0.8 is 80 % of its cgroup's
 	// quota, or of the machine's CPUs) or MaxMemory bytes, it takes no new job — in Poll mode
@@ -126,6 +149,8 @@ type Worker struct {
 	started  bool
 	stopping bool
 	running  map[attemptKey]*attempt
+	busy     int                      // Stream mode: slots taken by handlers, at most Config.Concurrency
+	waiting  []*attempt               // Stream mode: pushed while every slot was busy (Config.Prefetch), in push order
 	declined []*hopperv1.ActivatedJob // pushed to a stopping worker: released once its stream is closed
 	declineC chan struct{}            // a job was declined (buffered 1)
 
@@ -149,6 +174,7 @@ func keyOf(j *hopperv1.ActivatedJob) attemptKey { return attemptKey{j.GetId(), j
 
 type attempt struct {
 	job    *hopperv1.ActivatedJob
+	ctx    context.Context // the handler's; canceled when its lease is lost, even before it starts
 	cancel context.CancelCauseFunc
 	lease  time.Duration
 	done   chan struct{} // closed when its handler and report have returned
@@ -174,8 +200,23 @@ func newWorker(cfg Config, clk clock.Clock) (*Worker, error) {
 	if cfg.Concurrency == 0 {
 		cfg.Concurrency = 10
 	}
-	if cfg.Concurrency < 1 || cfg.Concurrency > 1000 {
-		return nil, fmt.Errorf("remote: Config.Concurrency %d is outside 1–1000", cfg.Concurrency)
+	if cfg.Concurrency < 1 || cfg.Concurrency > hopper.MaxStreamCredit {
+		return nil, fmt.Errorf("remote: Config.Concurrency %d is outside 1–%d", cfg.Concurrency, hopper.MaxStreamCredit)
+	}
+	switch {
+	case cfg.Prefetch < 0:
+		return nil, fmt.Errorf("remote: Config.Prefetch %d is negative", cfg.Prefetch)
+	case cfg.Prefetch > 0 && cfg.Mode == Poll:
+		return nil, errors.New("remote: Config.Prefetch is for Stream mode; Poll mode claims ahead (ClaimAhead)")
+	case cfg.Concurrency+cfg.Prefetch > hopper.MaxStreamCredit:
+		return nil, fmt.Errorf("remote: Config.Concurrency %d and Prefetch %d: together at most %d, a stream's credit",
+			cfg.Concurrency, cfg.Prefetch, hopper.MaxStreamCredit)
+	}
+	switch {
+	case cfg.ClaimAhead > hopper.MaxActivateJobs:
+		return nil, fmt.Errorf("remote: Config.ClaimAhead %d is above %d, the jobs of one poll", cfg.ClaimAhead, hopper.MaxActivateJobs)
+	case cfg.ClaimAhead == 0:
+		cfg.ClaimAhead = hopper.MaxActivateJobs
 	}
 	if cfg.Name == "" {
 		host, _ := os.Hostname()
@@ -187,6 +228,10 @@ func newWorker(cfg Config, clk clock.Clock) (*Worker, error) {
 	}
 	if cfg.LeaseDuration == 0 {
 		cfg.LeaseDuration = 30 * time.Second
+	}
+	if cfg.LeaseDuration < time.Second || cfg.LeaseDuration > 24*time.Hour {
+		// What the server takes: a stream or poll asking for another would be refused, again and again.
+		return nil, fmt.Errorf("remote: Config.LeaseDuration %s is outside 1s–24h", cfg.LeaseDuration)
 	}
 	if cfg.PollWait == 0 {
 		cfg.PollWait = 30 * time.Second
@@ -319,6 +364,7 @@ func (w *Worker) Stop(ctx context.Context) error {
 	}
 	w.stopping = true
 	w.mu.Unlock()
+	w.declineWaiting()
 	if w.cfg.Mode == Poll {
 		w.stopIntake() // no more polls; a stream stays open until its jobs are done
 	}
@@ -381,7 +427,7 @@ const streamWorked = 10 * time.Second
 func (w *Worker) stream() error {
 	queue, queues := w.asked()
 	st, err := w.api.StreamJobs(w.intakeCtx, &hopperv1.StreamJobsRequest{Worker: w.cfg.Name, Queue: queue, Queues: queues,
-		Kinds: w.kinds, Credit: int32(w.cfg.Concurrency), LeaseTimeout: durationOf(w.cfg.LeaseDuration)})
+		Kinds: w.kinds, Credit: int32(w.cfg.Concurrency + w.cfg.Prefetch), LeaseTimeout: durationOf(w.cfg.LeaseDuration)})
 	if err != nil {
 		return err
 	}
@@ -401,78 +447,7 @@ func (w *Worker) stream() error {
 			w.intake.Succeed()
 		}
 		for _, job := range msg.GetJobs() {
-			if w.launch(job) == nil {
-				w.decline(job) // pushed while stopping
-			}
-		}
-	}
-}
-
-// pollCoalesce is how long a poll with few free slots waits for more.
-const pollCoalesce = time.Millisecond
-
-// pollLoop asks for as many jobs as there are free slots, waiting for one with long polls. A
-// failed poll is retried with backoff.
-func (w *Worker) pollLoop() {
-	slots := make(chan struct{}, w.cfg.Concurrency)
-	for w.intakeCtx.Err() == nil && !w.isStopping() {
-		select { // wait for one free slot
-		case slots <- struct{}{}:
-		case <-w.intakeCtx.Done():
-			return
-		}
-		n := 1
-		// A busy worker frees its slots one job at a time: when few are free, wait a moment
-		// (pollCoalesce) for more, so one poll fills several slots instead of each job
-		// costing a round trip and a claim.
-		coalesce := w.clock.NewTimer(pollCoalesce)
-	more:
-		for n < w.cfg.Concurrency {
-			if n >= max(w.cfg.Concurrency/4, 1) {
-				select {
-				case slots <- struct{}{}:
-					n++
-					continue
-				default:
-					break more
-				}
-			}
-			select {
-			case slots <- struct{}{}:
-				n++
-			case <-coalesce.C():
-				break more
-			case <-w.intakeCtx.Done():
-				break more
-			}
-		}
-		coalesce.Stop()
-		if !w.untilOpen() { // no poll while the governor holds
-			return
-		}
-		queue, queues := w.asked()
-		res, err := w.api.Activate(w.intakeCtx, &hopperv1.ActivateRequest{Worker: w.cfg.Name, Queue: queue, Queues: queues,
-			Kinds: w.kinds, MaxJobs: int32(n), LeaseTimeout: durationOf(w.cfg.LeaseDuration),
-			RequestTimeout: durationOf(w.cfg.PollWait)})
-		jobs := res.GetJobs()
-		for range n - len(jobs) {
-			<-slots
-		}
-		if err != nil {
-			if w.intakeCtx.Err() != nil {
-				return
-			}
-			if !clock.Sleep(w.intakeCtx, w.clock, w.intake.Fail(unavailable(err))) {
-				return
-			}
-			continue
-		}
-		w.intake.Succeed()
-		for _, j := range jobs {
-			if w.launchThen(j, func() { <-slots }) == nil {
-				<-slots
-				w.release(j, "worker stopping")
-			}
+			w.admit(job)
 		}
 	}
 }
@@ -508,32 +483,100 @@ func (w *Worker) isStopping() bool {
 	return w.stopping
 }
 
-func (w *Worker) launch(job *hopperv1.ActivatedJob) *attempt { return w.launchThen(job, func() {}) }
+// newAttempt makes job's attempt, not started; its context is the handler's.
+func (w *Worker) newAttempt(job *hopperv1.ActivatedJob) *attempt {
+	ctx, cancel := context.WithCancelCause(w.workCtx)
+	return &attempt{job: job, ctx: ctx, cancel: cancel, lease: w.cfg.LeaseDuration, done: make(chan struct{})}
+}
 
 // launchThen runs job in its own goroutine and calls done once its handler has returned
 // (its outcome may still be on its way: the slot is free for the next job meanwhile); nil
 // when stopping.
 func (w *Worker) launchThen(job *hopperv1.ActivatedJob, done func()) *attempt {
+	a := w.newAttempt(job)
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	if w.stopping {
-		w.mu.Unlock()
+		a.cancel(nil)
 		return nil
 	}
-	ctx, cancel := context.WithCancelCause(w.workCtx)
-	a := &attempt{job: job, cancel: cancel, lease: w.cfg.LeaseDuration, done: make(chan struct{})}
-	w.running[keyOf(job)] = a
-	w.jobs.Add(1)
-	w.mu.Unlock()
-	go func() {
-		defer w.jobs.Done()
-		defer close(a.done)
-		defer cancel(nil)
-		w.execute(ctx, job, sync.OnceFunc(done))
-		w.mu.Lock()
-		delete(w.running, keyOf(job))
-		w.mu.Unlock()
-	}()
+	w.startLocked(a, done)
 	return a
+}
+
+// startLocked runs a in its own goroutine (w.mu held), calling done once its handler has
+// returned.
+func (w *Worker) startLocked(a *attempt, done func()) {
+	w.running[keyOf(a.job)] = a
+	w.jobs.Go(func() {
+		defer close(a.done)
+		defer a.cancel(nil)
+		w.execute(a.ctx, a.job, sync.OnceFunc(done))
+		w.mu.Lock()
+		delete(w.running, keyOf(a.job))
+		w.mu.Unlock()
+	})
+}
+
+// admit takes a job pushed on the stream: it starts at once on a free slot, else waits for
+// one (Config.Prefetch: the server pushes no more than the stream's credit); while the worker
+// stops it is declined, to be released once the stream is closed.
+func (w *Worker) admit(job *hopperv1.ActivatedJob) {
+	a := w.newAttempt(job)
+	w.mu.Lock()
+	switch {
+	case w.stopping:
+		w.mu.Unlock()
+		a.cancel(nil)
+		w.decline(job)
+		return
+	case w.busy < w.cfg.Concurrency:
+		w.busy++
+		w.startLocked(a, w.slotFreed)
+	default:
+		w.waiting = append(w.waiting, a)
+	}
+	w.mu.Unlock()
+}
+
+// slotFreed hands a slot whose handler returned to the job that has waited longest. A job
+// whose lease was lost while it waited (a renewal refused it: canceled, say) is not run; it
+// is released, which the server refuses as the lease is gone, and that frees its credit.
+// While the resource governor holds, the worker takes no new work: the waiting jobs go back
+// to their queue, attempt unspent (the server pushes none meanwhile).
+func (w *Worker) slotFreed() {
+	governed := w.gov.Hold() != nil
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for len(w.waiting) > 0 && !w.stopping {
+		a := w.waiting[0]
+		w.waiting[0], w.waiting = nil, w.waiting[1:]
+		why := "lease lost while waiting for a slot"
+		switch {
+		case a.ctx.Err() != nil:
+		case governed:
+			why = "waiting for a slot, not started: the resource governor holds"
+			a.cancel(nil)
+		default:
+			w.startLocked(a, w.slotFreed)
+			return
+		}
+		w.jobs.Go(func() { w.release(a.job, why) })
+	}
+	w.busy--
+}
+
+// declineWaiting declines the jobs waiting for a slot (the worker is stopping): they are
+// released once the stream is closed.
+func (w *Worker) declineWaiting() {
+	w.mu.Lock()
+	waiting := w.waiting
+	w.waiting = nil
+	w.mu.Unlock()
+	for _, a := range waiting {
+		a.cancel(nil)
+		w.decline(a.job)
+	}
 }
 
 // keepLeases renews the leases of the running jobs, in both modes, with a lease.Keeper: every
@@ -560,15 +603,17 @@ func (w *Worker) shortestLease() time.Duration {
 	return d
 }
 
-// extendAll renews the lease of every running job, in Report batches, and says how many it
-// asked for. A lease found lost cancels its handler; a request that fails (the server is
+// extendAll renews the lease of every running job and of every job waiting for a slot, in
+// Report batches, and says how many it asked for. A lease found lost cancels its handler (or
+// the waiting job's context, so it never starts); a request that fails (the server is
 // unreachable) ends the round.
 func (w *Worker) extendAll() (int, error) {
 	w.mu.Lock()
-	running := make([]*attempt, 0, len(w.running))
+	running := make([]*attempt, 0, len(w.running)+len(w.waiting))
 	for _, a := range w.running {
 		running = append(running, a)
 	}
+	running = append(running, w.waiting...) // pushed, waiting for a slot: theirs too
 	w.mu.Unlock()
 	asked := 0
 	for len(running) > 0 {

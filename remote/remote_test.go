@@ -166,6 +166,8 @@ func TestRemoteWorkerRefusesBadConfig(t *testing.T) {
 	require.Error(t, err, "no URL")
 	_, err = remote.New(remote.Config{URL: "http://x", Workers: ws, Concurrency: 5000})
 	require.Error(t, err)
+	_, err = remote.New(remote.Config{URL: "http://x", Workers: ws, LeaseDuration: 500 * time.Millisecond})
+	require.ErrorContains(t, err, "LeaseDuration", "a lease the server refuses")
 	_, err = remote.New(remote.Config{URL: "http://x", Workers: ws, Queues: []string{"a", "bad queue"}})
 	var ve *hopper.ValidationError
 	require.ErrorAs(t, err, &ve)

@@ -42,7 +42,7 @@ func (w *Worker) settle() {
 	defer limit.Stop()
 	for {
 		w.mu.Lock()
-		full := len(w.declined)+len(w.running) >= w.cfg.Concurrency
+		full := len(w.declined)+len(w.running) >= w.cfg.Concurrency+w.cfg.Prefetch
 		w.mu.Unlock()
 		if full {
 			return

@@ -2371,7 +2371,16 @@ type ActivateRequest struct {
 	// with QueueService.Set, default 1): each its weighted share, and the share of a queue with
 	// fewer ready jobs goes to the others in the same call. Each name is checked as queue is
 	// (INVALID_ARGUMENT naming queues[i]); more than 64 is INVALID_ARGUMENT naming queues.
-	Queues        []string `protobuf:"bytes,8,rep,name=queues,proto3" json:"queues,omitempty"`
+	Queues []string `protobuf:"bytes,8,rep,name=queues,proto3" json:"queues,omitempty"`
+	// ahead is how many of max_jobs the worker asks for beyond the jobs it can start now, to
+	// start as its running jobs end ("claiming ahead": a worker that polls again only once its
+	// slots are free leaves them idle for the poll's round trip). 0 (default) to max_jobs - 1,
+	// and only with a single queue (else INVALID_ARGUMENT naming ahead). Where a fleet-wide cap,
+	// a rate limit or a disabled kind applies to the claim, it takes none of them and says so
+	// (ActivateResponse.restricted): jobs claimed ahead would hold the cap's slots or the rate's
+	// starts while they wait. The worker should start them within a second, or give them back
+	// (Release): their leases run meanwhile.
+	Ahead         int32 `protobuf:"varint,9,opt,name=ahead,proto3" json:"ahead,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2462,9 +2471,20 @@ func (x *ActivateRequest) GetQueues() []string {
 	return nil
 }
 
+func (x *ActivateRequest) GetAhead() int32 {
+	if x != nil {
+		return x.Ahead
+	}
+	return 0
+}
+
 type ActivateResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Jobs          []*ActivatedJob        `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Jobs  []*ActivatedJob        `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs,omitempty"`
+	// restricted: a fleet-wide cap, a rate limit or a disabled kind applied to the claim, which
+	// then took none of ActivateRequest.ahead (so fewer jobs than max_jobs does not mean the
+	// queue ran dry).
+	Restricted    bool `protobuf:"varint,2,opt,name=restricted,proto3" json:"restricted,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2504,6 +2524,13 @@ func (x *ActivateResponse) GetJobs() []*ActivatedJob {
 		return x.Jobs
 	}
 	return nil
+}
+
+func (x *ActivateResponse) GetRestricted() bool {
+	if x != nil {
+		return x.Restricted
+	}
+	return false
 }
 
 type StreamJobsRequest struct {
@@ -6827,7 +6854,7 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x0fdefault_timeout\x18\x0f \x01(\v2\x19.google.protobuf.DurationR\x0edefaultTimeout\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xaf\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc5\x02\n" +
 	"\x0fActivateRequest\x12\x16\n" +
 	"\x06worker\x18\x01 \x01(\tR\x06worker\x12\x14\n" +
 	"\x05queue\x18\x02 \x01(\tR\x05queue\x12\x14\n" +
@@ -6836,9 +6863,13 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\rlease_timeout\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\fleaseTimeout\x12B\n" +
 	"\x0frequest_timeout\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\x0erequestTimeout\x12!\n" +
 	"\ffetch_fields\x18\a \x03(\tR\vfetchFields\x12\x16\n" +
-	"\x06queues\x18\b \x03(\tR\x06queues\"?\n" +
+	"\x06queues\x18\b \x03(\tR\x06queues\x12\x14\n" +
+	"\x05ahead\x18\t \x01(\x05R\x05ahead\"_\n" +
 	"\x10ActivateResponse\x12+\n" +
-	"\x04jobs\x18\x01 \x03(\v2\x17.hopper.v1.ActivatedJobR\x04jobs\"\xea\x01\n" +
+	"\x04jobs\x18\x01 \x03(\v2\x17.hopper.v1.ActivatedJobR\x04jobs\x12\x1e\n" +
+	"\n" +
+	"restricted\x18\x02 \x01(\bR\n" +
+	"restricted\"\xea\x01\n" +
 	"\x11StreamJobsRequest\x12\x16\n" +
 	"\x06worker\x18\x01 \x01(\tR\x06worker\x12\x14\n" +
 	"\x05queue\x18\x02 \x01(\tR\x05queue\x12\x14\n" +
