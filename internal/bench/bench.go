@@ -26,6 +26,10 @@ type Config struct {
 	Jobs int
 	// Workers is the client's MaxWorkers (default 100).
 	Workers int
+	// Work is how long each job's handler takes (it sleeps; default 0, a no-op job), to
+	// measure jobs that are not instant: where a worker's slots wait on the round trips
+	// between jobs.
+	Work time.Duration
 	// Batch is the EnqueueMany batch size of the throughput phase (default 1,000).
 	Batch int
 	// LatencyJobs is the number of jobs of the latency phase, enqueued one by one at Rate
@@ -55,6 +59,9 @@ type Config struct {
 	Server string
 	// Mode is how the remote worker gets jobs from Server: "stream" (default) or "poll".
 	Mode string
+	// Prefetch is the remote worker's Config.Prefetch in stream mode (with Server, or in
+	// Compare's stream run): jobs it holds beyond Workers, waiting for a slot.
+	Prefetch int
 	// APIKey is sent to Server.
 	APIKey string
 	// Rows is the number of finished jobs the retained scenario fills the store with before it
@@ -69,6 +76,8 @@ type Config struct {
 type Result struct {
 	Jobs          int     `json:"jobs"`
 	Workers       int     `json:"workers"`
+	WorkMs        float64 `json:"work_ms,omitempty"`  // Config.Work: how long each job took
+	Prefetch      int     `json:"prefetch,omitempty"` // Config.Prefetch of a remote stream run
 	EnqueuePerSec float64 `json:"enqueue_per_sec"`
 	JobsPerSec    float64 `json:"jobs_per_sec"`
 	LatencyP50Ms  float64 `json:"latency_p50_ms"`
@@ -135,12 +144,18 @@ func (c Config) Validate() error {
 		return fmt.Errorf("bench: kind cap %d is outside 0–%d", c.KindCap, math.MaxInt32)
 	case c.Rows < 0 || c.Rows > MaxRows:
 		return fmt.Errorf("bench: rows %d is outside 0–%d", c.Rows, MaxRows)
+	case c.Work < 0 || c.Work > MaxWork:
+		return fmt.Errorf("bench: work %s is outside 0–%s", c.Work, MaxWork)
 	case c.LatencyJobs < -1:
 		return errors.New("bench: latency jobs must be positive, 0 for the default or -1 to skip")
 	case c.Mode != "stream" && c.Mode != "poll":
 		return fmt.Errorf("bench: mode %q: want stream or poll", c.Mode)
-	case c.Server != "" && c.Workers > 1000:
-		return errors.New("bench: a remote worker runs at most 1000 jobs at once")
+	case c.Server != "" && c.Workers > hopper.MaxStreamCredit:
+		return fmt.Errorf("bench: a remote worker runs at most %d jobs at once", hopper.MaxStreamCredit)
+	case c.Prefetch < 0 || c.Prefetch > 0 && c.Workers+c.Prefetch > hopper.MaxStreamCredit:
+		return fmt.Errorf("bench: prefetch %d: workers and prefetch together are a stream's credit, at most %d", c.Prefetch, hopper.MaxStreamCredit)
+	case c.Prefetch > 0 && c.Mode == "poll":
+		return errors.New("bench: prefetch is for stream mode (poll mode claims ahead)")
 	case c.Server != "" && (c.KindCap > 0 || !c.KindRate.IsZero()):
 		return errors.New("bench: --kind-cap and --kind-rate are not supported with --server")
 	}
@@ -174,7 +189,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 // newResult is a Result with the run's settings filled in.
 func newResult(ctx context.Context, cfg Config, storeName string) *Result {
-	return &Result{Jobs: cfg.Jobs, Workers: cfg.Workers, Store: storeName, Durability: durability(ctx, cfg),
+	return &Result{Jobs: cfg.Jobs, Workers: cfg.Workers, WorkMs: ms(cfg.Work), Store: storeName, Durability: durability(ctx, cfg),
 		CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), LatencyRate: cfg.Rate}
 }
 
@@ -189,8 +204,13 @@ func measure(ctx context.Context, cfg Config, st hopper.Store, res *Result) erro
 	return nil
 }
 
-// counter is a no-op worker that counts starts and records enqueue→start latencies.
+// MaxWork bounds Config.Work.
+const MaxWork = time.Minute
+
+// counter is the benchmark's worker: it counts starts, records enqueue→start latencies and
+// takes work for each job (no time at all by default).
 type counter struct {
+	work      time.Duration // each job's handler sleeps this long
 	started   atomic.Int64
 	allDone   chan struct{}
 	target    int64
@@ -206,6 +226,14 @@ func (c *counter) workers() *hopper.Workers {
 			c.mu.Lock()
 			c.latencies = append(c.latencies, d)
 			c.mu.Unlock()
+		}
+		if c.work > 0 {
+			t := time.NewTimer(c.work)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+			}
+			t.Stop()
 		}
 		if c.started.Add(1) == c.target {
 			close(c.allDone)
@@ -258,7 +286,7 @@ func throughput(ctx context.Context, cfg Config, st hopper.Store, res *Result) e
 	}
 	res.EnqueuePerSec = float64(cfg.Jobs) / time.Since(start).Seconds()
 
-	cnt := &counter{allDone: make(chan struct{}), target: int64(cfg.Jobs)}
+	cnt := &counter{work: cfg.Work, allDone: make(chan struct{}), target: int64(cfg.Jobs)}
 	client, err := newClient(cfg, st, cnt.workers())
 	if err != nil {
 		return err

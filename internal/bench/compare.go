@@ -30,8 +30,8 @@ func (c *Comparison) PollRatio() float64 { return c.Poll.JobsPerSec / c.InProces
 
 // Compare measures cfg's workload three times on fresh stores of the same kind and settings:
 // in process, then through a server that this process starts on a loopback port (as `hopper
-// serve` does) and works with a remote worker, in stream mode and in poll mode. cfg.Server and
-// cfg.Mode are ignored.
+// serve` does) and works with a remote worker, in stream mode (with cfg.Prefetch) and in poll
+// mode. cfg.Server and cfg.Mode are ignored.
 func Compare(ctx context.Context, cfg Config) (*Comparison, error) {
 	cfg.Server, cfg.Mode = "", ""
 	if err := cfg.Validate(); err != nil {
@@ -104,6 +104,9 @@ func throughServer(ctx context.Context, cfg Config, mode string) (_ *Result, err
 		}
 	}()
 	cfg.Server, cfg.Mode = "http://"+ln.Addr().String(), mode
+	if mode == "poll" {
+		cfg.Prefetch = 0 // the stream's; a poll claims ahead
+	}
 	res, err := runRemote(ctx, cfg)
 	if err != nil {
 		return nil, err

@@ -32,11 +32,11 @@ func runRemote(ctx context.Context, cfg Config) (*Result, error) {
 		interceptors = append(interceptors, remote.Bearer(cfg.APIKey))
 	}
 	jobs := hopperv1connect.NewJobServiceClient(connect.NewClient(connecthttp.NewTransport(hc, cfg.Server), interceptors...))
-	res := &Result{Jobs: cfg.Jobs, Workers: cfg.Workers, Store: "server " + cfg.Mode, Durability: "the server's",
+	res := &Result{Jobs: cfg.Jobs, Workers: cfg.Workers, WorkMs: ms(cfg.Work), Prefetch: cfg.Prefetch, Store: "server " + cfg.Mode, Durability: "the server's",
 		CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), LatencyRate: cfg.Rate}
 	newWorker := func(cnt *counter) (*remote.Worker, error) {
 		return remote.New(remote.Config{URL: cfg.Server, APIKey: cfg.APIKey, Workers: cnt.workers(),
-			Queue: queue, Concurrency: cfg.Workers, Mode: mode, Name: "hopper-bench"})
+			Queue: queue, Concurrency: cfg.Workers, Prefetch: cfg.Prefetch, Mode: mode, Name: "hopper-bench"})
 	}
 
 	// Throughput: enqueue in batches, then work them all.
@@ -53,7 +53,7 @@ func runRemote(ctx context.Context, cfg Config) (*Result, error) {
 		done += n
 	}
 	res.EnqueuePerSec = float64(cfg.Jobs) / time.Since(start).Seconds()
-	cnt := &counter{allDone: make(chan struct{}), target: int64(cfg.Jobs)}
+	cnt := &counter{work: cfg.Work, allDone: make(chan struct{}), target: int64(cfg.Jobs)}
 	w, err := newWorker(cnt)
 	if err != nil {
 		return nil, err

@@ -23,7 +23,8 @@ func newBenchCmd() *cobra.Command {
 		Use:   "bench",
 		Short: "Measure enqueue rate, throughput and enqueue→start latency with no-op jobs",
 		Long: `bench enqueues --jobs no-op jobs in batches, works them with --workers workers and
-reports the enqueue rate and the throughput (all outcomes durable). Then it enqueues
+reports the enqueue rate and the throughput (all outcomes durable); --work makes each job
+take that long (its handler sleeps) instead of nothing. Then it enqueues
 --latency-jobs jobs one by one at --rate per second and reports the enqueue→start latency.
 It uses a fresh SQLite file in a temporary directory unless --bench-db is given, or, with
 --database postgres://…, a fresh schema on that server, dropped afterwards. With --server URL
@@ -143,6 +144,7 @@ throughput, such as --kind-rate 1000000/1s) or that starts follow the limit.`,
 	f := cmd.Flags()
 	f.IntVar(&cfg.Jobs, "jobs", 20000, "jobs of the throughput phase")
 	f.IntVar(&cfg.Workers, "workers", 100, "concurrent workers")
+	f.DurationVar(&cfg.Work, "work", 0, "how long each job takes (its handler sleeps; default 0, no-op jobs)")
 	f.IntVar(&cfg.Batch, "batch", 1000, "enqueue batch size of the throughput phase")
 	f.IntVar(&cfg.LatencyJobs, "latency-jobs", 1000, "jobs of the latency phase (-1 skips it)")
 	f.IntVar(&cfg.Rate, "rate", 200, "enqueues per second of the latency phase")
@@ -153,6 +155,7 @@ throughput, such as --kind-rate 1000000/1s) or that starts follow the limit.`,
 	f.StringVar(&cfg.Synchronous, "synchronous", "FULL", "SQLite synchronous setting: FULL or NORMAL")
 	f.StringVar(&cfg.Database, "bench-db", "", "SQLite file to use (default: a fresh temporary file)")
 	f.StringVar(&cfg.Mode, "mode", "stream", "with --server: how the remote worker gets jobs, stream or poll")
+	f.IntVar(&cfg.Prefetch, "prefetch", 0, "with --server in stream mode or --compare-remote: jobs the remote worker holds beyond --workers, waiting for a slot (its Config.Prefetch)")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	f.BoolVar(&compare, "compare-remote", false, "measure in process, then through a server this command starts (stream and poll), and print the ratios")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
@@ -163,10 +166,28 @@ throughput, such as --kind-rate 1000000/1s) or that starts follow the limit.`,
 	return cmd
 }
 
+// prefetchNote says a remote stream run's prefetch, if it had one: " (prefetch N)".
+func prefetchNote(res *bench.Result) string {
+	if res.Prefetch == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (prefetch %d)", res.Prefetch)
+}
+
+// printJobs prints the line that says what jobs a run worked.
+func printJobs(out io.Writer, res *bench.Result) {
+	prefetch := prefetchNote(res)
+	if res.WorkMs > 0 {
+		fmt.Fprintf(out, "jobs             %d jobs of %g ms each, %d workers%s\n", res.Jobs, res.WorkMs, res.Workers, prefetch)
+		return
+	}
+	fmt.Fprintf(out, "jobs             %d no-op jobs, %d workers%s\n", res.Jobs, res.Workers, prefetch)
+}
+
 // printResult prints the standard benchmark's figures.
 func printResult(out io.Writer, res *bench.Result, batch int) {
 	fmt.Fprintf(out, "store            %s (%s), %d CPUs, %s\n", res.Store, res.Durability, res.CPUs, res.GoVersion)
-	fmt.Fprintf(out, "jobs             %d no-op jobs, %d workers\n", res.Jobs, res.Workers)
+	printJobs(out, res)
 	fmt.Fprintf(out, "enqueue          %.0f jobs/s (batches of %d)\n", res.EnqueuePerSec, batch)
 	fmt.Fprintf(out, "throughput       %.0f jobs/s\n", res.JobsPerSec)
 	if res.KindCap > 0 {
@@ -218,6 +239,16 @@ func checkScenarioFlags(cmd *cobra.Command, scenario string, cfg bench.Config, c
 		return usageErrorf("--rows is the retained scenario's: add --scenario retained")
 	case cmd.Flags().Changed("pin") && scenario != "horizon":
 		return usageErrorf("--pin is the horizon scenario's: add --scenario horizon")
+	case cfg.Work < 0 || cfg.Work > bench.MaxWork:
+		return usageErrorf("--work %s is outside 0–%s", cfg.Work, bench.MaxWork)
+	case cmd.Flags().Changed("work") && (scenario == "fairness" || scenario == "soak"):
+		return usageErrorf("--work is not supported with --scenario %s", scenario)
+	case cmd.Flags().Changed("prefetch") && cfg.Server == "" && !compare:
+		return usageErrorf("--prefetch is the remote worker's: add --server or --compare-remote")
+	case cfg.Prefetch < 0 || cfg.Prefetch > 0 && cfg.Workers+cfg.Prefetch > hopper.MaxStreamCredit:
+		return usageErrorf("--prefetch %d: --workers and --prefetch together are a stream's credit, at most %d", cfg.Prefetch, hopper.MaxStreamCredit)
+	case cfg.Prefetch > 0 && cfg.Server != "" && cfg.Mode == "poll":
+		return usageErrorf("--prefetch is for --mode stream (poll mode claims ahead)")
 	}
 	switch scenario {
 	case "":
@@ -306,9 +337,9 @@ func printComparison(cmd *cobra.Command, cfg bench.Config, asJSON bool) error {
 	}
 	in := cmp.InProcess
 	fmt.Fprintf(out, "store            %s (%s), %d CPUs, %s\n", in.Store, in.Durability, in.CPUs, in.GoVersion)
-	fmt.Fprintf(out, "jobs             %d no-op jobs, %d workers\n", in.Jobs, in.Workers)
+	printJobs(out, in)
 	fmt.Fprintf(out, "in process       %6.0f jobs/s\n", in.JobsPerSec)
-	fmt.Fprintf(out, "server, stream   %6.0f jobs/s  %.2f× of in process\n", cmp.Stream.JobsPerSec, cmp.StreamRatio())
+	fmt.Fprintf(out, "server, stream   %6.0f jobs/s  %.2f× of in process%s\n", cmp.Stream.JobsPerSec, cmp.StreamRatio(), prefetchNote(cmp.Stream))
 	fmt.Fprintf(out, "server, poll     %6.0f jobs/s  %.2f× of in process\n", cmp.Poll.JobsPerSec, cmp.PollRatio())
 	for _, r := range []*bench.Result{in, cmp.Stream, cmp.Poll} {
 		if r.LatencyJobs > 0 {

@@ -8,7 +8,8 @@ import (
 )
 
 // A scenario's flags are refused with a usage error that names them: a bad --rows, --rows or
-// --pin without their scenario, the horizon scenario on SQLite, an unknown scenario.
+// --pin without their scenario, the horizon scenario on SQLite, an unknown scenario, a bad
+// --work or one with a scenario whose jobs are its own.
 func TestBenchScenarioFlags(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -25,6 +26,14 @@ func TestBenchScenarioFlags(t *testing.T) {
 		{[]string{"--scenario", "horizon", "--pin=false"}, "--scenario horizon"},
 		{[]string{"--scenario", "retained", "--server", "http://127.0.0.1:1"}, "--scenario retained"},
 		{[]string{"--scenario", "frob"}, "--scenario"},
+		{[]string{"--work", "-1ms"}, "--work"},
+		{[]string{"--work", "61s"}, "--work"},
+		{[]string{"--scenario", "soak", "--work", "1ms"}, "--work"},
+		{[]string{"--scenario", "fairness", "--work", "1ms"}, "--work"},
+		{[]string{"--prefetch", "5"}, "--prefetch"},
+		{[]string{"--compare-remote", "--prefetch", "-1"}, "--prefetch"},
+		{[]string{"--compare-remote", "--workers", "900", "--prefetch", "101"}, "--prefetch"},
+		{[]string{"--server", "http://127.0.0.1:1", "--mode", "poll", "--prefetch", "5"}, "--prefetch"},
 	} {
 		res := b.run(t, append([]string{"bench"}, c.args...)...)
 		require.Equal(t, ExitUsage, res.code, "%v: %s", c.args, res.stderr)
@@ -51,4 +60,20 @@ func TestBenchRetained(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(res.stdout), &got))
 	require.Equal(t, 300.0, got["retained_rows"])
 	require.Contains(t, got, "db_bytes")
+}
+
+// bench --work makes every job take that long: 50 jobs of 20 ms on 5 workers take at least
+// 200 ms, so no run of them reports more than 250 jobs a second; the report says how long
+// each took.
+func TestBenchWork(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	res := b.run(t, "bench", "--jobs", "50", "--workers", "5", "--batch", "50", "--latency-jobs", "-1",
+		"--work", "20ms", "--synchronous", "NORMAL", "--bench-db", t.TempDir()+"/w.db", "--json")
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	var got map[string]any
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &got))
+	require.Equal(t, 20.0, got["work_ms"])
+	require.LessOrEqual(t, got["jobs_per_sec"], 250.0, "each job slept 20 ms")
+	require.Positive(t, got["jobs_per_sec"])
 }

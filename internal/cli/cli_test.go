@@ -378,4 +378,19 @@ func TestBenchComparesInProcessWithTheServer(t *testing.T) {
 	}
 	res = b.run(t, "bench", "--compare-remote", "--server", "http://127.0.0.1:1")
 	require.Equal(t, ExitUsage, res.code, res.stderr)
+
+	// With --prefetch the stream's worker holds jobs beyond --workers; poll mode claims ahead.
+	res = b.run(t, "bench", "--compare-remote", "--jobs", "300", "--workers", "10", "--batch", "100",
+		"--latency-jobs", "-1", "--synchronous", "NORMAL", "--prefetch", "20", "--json")
+	require.Equal(t, 0, res.code, res.stderr)
+	var cmp struct {
+		Stream, Poll struct {
+			Jobs     int `json:"jobs"`
+			Prefetch int `json:"prefetch"`
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &cmp))
+	require.Equal(t, 300, cmp.Stream.Jobs)
+	require.Equal(t, 20, cmp.Stream.Prefetch)
+	require.Zero(t, cmp.Poll.Prefetch)
 }

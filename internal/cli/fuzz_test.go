@@ -45,8 +45,22 @@ type flagCase struct {
 	args []string
 	flag string
 	// slow, when set, tells the integer values that would make the run slow (an amount of
-	// work, or its default): those are not run.
+	// work, or its default): those are not run. A duration flag's values are given to it in
+	// nanoseconds.
 	slow func(n int64) bool
+}
+
+// isSlow says whether value, read as an integer or as a duration (in nanoseconds), is one of
+// c's slow values.
+func (c flagCase) isSlow(value string) bool {
+	if c.slow == nil {
+		return false
+	}
+	if n, err := strconv.ParseInt(value, 0, 64); err == nil {
+		return c.slow(n)
+	}
+	d, err := time.ParseDuration(value)
+	return err == nil && c.slow(int64(d))
 }
 
 // Integer values of bench's flags that take their time: more work than 20 jobs (or the
@@ -54,6 +68,7 @@ type flagCase struct {
 var (
 	work     = func(n int64) bool { return n == 0 || n > 20 }
 	slowPace = func(n int64) bool { return n >= 0 && n < 100 }
+	longJobs = func(n int64) bool { return time.Duration(n) > time.Second } // --work
 )
 
 var (
@@ -106,6 +121,8 @@ var flagCases = []flagCase{
 	{retainedCmd, "rows", work},
 	{benchOneJob, "duration", nil}, {benchOneJob, "soak-interval", nil}, {benchOneJob, "result-ttl", nil},
 	{benchOneJob, "sweep-interval", nil}, {benchOneJob, "vacuum-every", nil},
+	{benchOneJob, "work", longJobs},
+	{benchOneJob, "prefetch", nil},
 }
 
 // parsedStrings are string flags the CLI parses (times, cursors, zones, specs).
@@ -174,7 +191,7 @@ func FuzzFlags(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, which uint8, value string) {
 		c := flagCases[int(which)%len(flagCases)]
-		if n, err := strconv.ParseInt(value, 0, 64); c.slow != nil && err == nil && c.slow(n) {
+		if c.isSlow(value) {
 			return // keep each input quick
 		}
 		runFlag(t, db, c, value)
