@@ -6,7 +6,7 @@ import type { Tracker } from "./backoff.js";
 import { toHopperError } from "./errors.js";
 import type { ActivateRequest, ActivatedJob, WorkerService } from "./gen/hopper/v1/hopper_pb.js";
 import { Notifier } from "./notifier.js";
-import type { Attempt } from "./running-job.js";
+import { type Attempt, once } from "./running-job.js";
 import { sleep } from "./sleep.js";
 
 /** PollIntake is what the poll loop needs from its worker. */
@@ -89,13 +89,4 @@ class Slots {
     }
     return signal.aborted ? 0 : this.size - this.busy;
   }
-}
-
-function once(f: () => void): () => void {
-  let called = false;
-  return () => {
-    if (called) return;
-    called = true;
-    f();
-  };
 }

@@ -25,13 +25,13 @@ export class Attempt {
   private reason: unknown;
   private controller: AbortController | undefined;
 
-  /** handled is called once the handler has returned, before the outcome is reported (and at the latest when it is). */
+  /** handled is called once the handler has returned, before the outcome is reported (and at the latest when it is); it runs once, however often it is called. */
   readonly handled: () => void;
 
   constructor(readonly job: ActivatedJob, lease: number, handled?: () => void) {
     this.key = attemptKey(job.id, job.leaseToken);
     this.lease = lease;
-    this.handled = handled ?? noop;
+    this.handled = once(handled ?? noop);
   }
 
   /** abort tells the handler to stop, for reason; only the first reason counts. */
@@ -123,4 +123,14 @@ export class Running<A> implements RunningJob<A> {
       throw lost;
     }
   }
+}
+
+/** once returns f made to run at most once. */
+export function once(f: () => void): () => void {
+  let called = false;
+  return () => {
+    if (called) return;
+    called = true;
+    f();
+  };
 }

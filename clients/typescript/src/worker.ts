@@ -38,8 +38,19 @@ export interface WorkerOptions extends ConnectionOptions {
    * several queues (an older one works the first only).
    */
   queues?: string[];
-  /** concurrency is the most jobs run at once (default 10, 1–1000); in stream mode, the stream's credit. */
+  /** concurrency is the most jobs run at once (default 10, 1–1000); in stream mode, the stream's credit with prefetch. */
   concurrency?: number;
+  /**
+   * prefetch is how many jobs a worker in stream mode holds beyond concurrency (default 0):
+   * its stream's credit is concurrency + prefetch (at most 1000), and the jobs pushed while
+   * every slot is busy wait in the worker, in the order they came, for a slot, their leases
+   * renewed with the running jobs'. A freed slot takes the job that waited longest at once,
+   * instead of after a round trip to the server, so short jobs run faster; but a waiting job
+   * waits for a running one to end, however long, while another worker may have a free slot:
+   * set it for short jobs. Jobs still waiting when the worker stops go back to their queue,
+   * attempt unspent. Poll mode does not take it.
+   */
+  prefetch?: number;
   /** name identifies this worker on leases and attempts (default host-pid). */
   name?: string;
   /** mode: "stream" (default) has the server push jobs; "poll" asks for them with long polls. */
@@ -82,6 +93,7 @@ export class Worker {
   private readonly log: Logger;
   private readonly mode: "stream" | "poll";
   private readonly concurrency: number;
+  private readonly prefetch: number;
   private readonly lease: number;
   private readonly pollWait: number;
   private readonly queues: string[];
@@ -90,6 +102,9 @@ export class Worker {
 
   private readonly attempts = new Map<string, Attempt>();
   private declined: ActivatedJob[] = []; // pushed to a stopping worker: released once its stream is closed
+  private busy = 0; // stream mode: slots taken by handlers, at most concurrency
+  private waiting: Attempt[] = []; // stream mode: pushed while every slot was busy (prefetch), in push order
+  private readonly releasing = new Set<Promise<void>>(); // releases of waiting jobs whose leases were lost
   private readonly declines = new Notifier();
   private readonly intake = new AbortController(); // the stream or the polls
   private readonly leases: LeaseKeeper; // renews the running jobs' leases, in both modes
@@ -102,6 +117,7 @@ export class Worker {
   constructor(options: WorkerOptions) {
     this.mode = options.mode ?? "stream";
     this.concurrency = options.concurrency ?? 10;
+    this.prefetch = options.prefetch ?? 0;
     this.lease = options.leaseDuration ?? 30_000;
     this.pollWait = options.pollWait ?? 30_000;
     for (const [i, q] of (options.queues ?? []).entries()) check(typeof q === "string" && q !== "", `queues[${i}] is empty`);
@@ -117,13 +133,16 @@ export class Worker {
     for (const [kind, h] of this.handlers) checkHandler(kind, h);
     check(this.mode === "stream" || this.mode === "poll", `mode ${JSON.stringify(this.mode)} is neither "stream" nor "poll"`);
     check(Number.isInteger(this.concurrency) && this.concurrency >= 1 && this.concurrency <= 1000, `concurrency ${this.concurrency} is outside 1–1000`);
+    check(Number.isInteger(this.prefetch) && this.prefetch >= 0, `prefetch ${this.prefetch} is not a whole number of jobs`);
+    check(this.prefetch === 0 || this.mode === "stream", "prefetch is for stream mode; a poll asks only for free slots");
+    check(this.concurrency + this.prefetch <= 1000, `concurrency ${this.concurrency} and prefetch ${this.prefetch}: together at most 1000, a stream's credit`);
     check(this.lease >= 1000, `leaseDuration ${this.lease} is under 1000 ms`);
     check(this.pollWait > 0 && this.pollWait <= 300_000, `pollWait ${this.pollWait} is outside 1–300000 ms`);
     this.api = createClient(WorkerService, createTransport(options));
     this.reporter = new Batcher(this.api);
     this.leases = new LeaseKeeper({
       api: this.api, lease: this.lease, backoff: new Tracker("extend leases", loopPolicy, this.log, { worker: this.name }),
-      running: () => this.attempts.values(),
+      running: () => [...this.attempts.values(), ...this.waiting], // a waiting job's lease is the worker's too
     });
     this.executor = {
       api: this.api, reporter: this.reporter, mode: this.mode, log: this.log,
@@ -146,10 +165,10 @@ export class Worker {
     const common = { worker: this.name, queue: this.queues[0], queues, kinds, leaseTimeout: toDuration(this.lease) };
     this.loops.push(this.leases.run(this.keeping.signal));
     if (this.mode === "stream") {
-      const request = create(StreamJobsRequestSchema, { ...common, credit: this.concurrency });
+      const request = create(StreamJobsRequestSchema, { ...common, credit: this.concurrency + this.prefetch });
       const backoff = new Tracker("job stream", workPolicy, this.log, { worker: this.name });
       this.loops.push(streamLoop({
-        api: this.api, request, backoff, launch: (j) => this.launch(j), decline: (j) => this.decline(j),
+        api: this.api, request, backoff, launch: (j) => this.admit(j), decline: (j) => this.decline(j),
       }, this.intake.signal));
       return;
     }
@@ -179,6 +198,7 @@ export class Worker {
 
   private async shutdown(signal: AbortSignal | undefined): Promise<void> {
     this.state = "stopping";
+    for (const a of this.waiting.splice(0)) this.decline(a.job); // never started: released with the stream closed
     if (this.mode === "poll") this.intake.abort(); // no more polls; a stream stays open until its jobs are done
     const drained = Promise.all([...this.attempts.values()].map((a) => a.done)).then(() => true);
     if (!(await Promise.race([drained, aborted(signal).then(() => false)]))) {
@@ -191,6 +211,7 @@ export class Worker {
     this.intake.abort();
     this.keeping.abort();
     await Promise.all(this.loops);
+    await Promise.all(this.releasing);
     await this.releaseDeclined();
     this.abortAll();
   }
@@ -206,6 +227,49 @@ export class Worker {
   private launch(job: ActivatedJob, handled?: () => void): Attempt | undefined {
     if (this.state !== "started") return undefined;
     const a = new Attempt(job, this.lease, handled);
+    this.run(a);
+    return a;
+  }
+
+  /**
+   * admit takes a job pushed on the stream: it starts at once on a free slot, else waits for
+   * one (prefetch: the server pushes no more than the stream's credit); undefined when the
+   * worker is stopping.
+   */
+  private admit(job: ActivatedJob): Attempt | undefined {
+    if (this.state !== "started") return undefined;
+    const a = new Attempt(job, this.lease, () => this.slotFreed());
+    if (this.busy < this.concurrency) {
+      this.busy++;
+      this.run(a);
+    } else {
+      this.waiting.push(a);
+    }
+    return a;
+  }
+
+  /**
+   * slotFreed hands a slot whose handler returned to the job that has waited longest. A job
+   * whose lease was lost while it waited (a renewal refused it: canceled, say) is not run; it
+   * is released, which the server refuses as the lease is gone, and that frees its credit.
+   */
+  private slotFreed(): void {
+    while (this.waiting.length > 0 && this.state === "started") {
+      const a = this.waiting.shift()!;
+      if (a.cause === undefined) {
+        this.run(a);
+        return;
+      }
+      const p = this.release(a.job, "lease lost while waiting for a slot");
+      this.releasing.add(p);
+      void p.finally(() => this.releasing.delete(p));
+    }
+    this.busy--;
+  }
+
+  /** run starts a's handler; a.handled is called once it has returned. */
+  private run(a: Attempt): void {
+    const job = a.job;
     const key = a.key;
     this.attempts.set(key, a);
     a.done = execute(this.executor, a)
@@ -214,7 +278,6 @@ export class Worker {
         this.attempts.delete(key);
         a.handled();
       });
-    return a;
   }
 
   /** release hands a job this worker will not run back to its queue, with one try. */
@@ -246,7 +309,7 @@ export class Worker {
    */
   private async settle(): Promise<void> {
     const deadline = Date.now() + settleMax;
-    while (this.declined.length + this.attempts.size < this.concurrency) {
+    while (this.declined.length + this.attempts.size < this.concurrency + this.prefetch) {
       const left = deadline - Date.now();
       if (left <= 0) return;
       const quiet = new AbortController();
