@@ -83,6 +83,11 @@ func TestMigrationsCreateObjects(t *testing.T) {
 			WHERE n.nspname = $1 AND tg.tgname = $2`, schema, trigger).Scan(&n))
 		require.Equal(t, 1, n, "trigger %s", trigger)
 	}
+	// New rows and new row versions stay out of the pages of retained jobs (migration 0021).
+	var options []string
+	require.NoError(t, conn.QueryRow(t.Context(), `SELECT coalesce(c.reloptions, '{}') FROM pg_class c
+		JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = 'jobs'`, schema).Scan(&options))
+	require.Contains(t, options, "fillfactor=70")
 }
 
 // An odd schema name is quoted everywhere, and a too-long one is refused.
