@@ -124,6 +124,11 @@ func (s *Store) JobClaim(ctx context.Context, p *store.ClaimParams) (jobs []*hop
 func (s *Store) claimUncapped(ctx context.Context, p *store.ClaimParams, kinds []string) ([]*hoppertype.JobRow, bool, error) {
 	kindsKey := strings.Join(kinds, "\x00")
 	use := s.cursors.start(p.Queue, kindsKey, s.Now())
+	var (
+		found bool
+		first *hoppertype.JobRow
+	)
+	defer func() { s.cursors.done(use, found, first, s.Now()) }()
 	b := &pgx.Batch{}
 	if use.from == nil {
 		b.Queue(s.sql(claimUncappedSQL), s.nowArg(), p.Queue, p.Limit, p.WorkerID, micros(p.LeaseDuration), kinds)
@@ -152,12 +157,8 @@ func (s *Store) claimUncapped(ctx context.Context, p *store.ClaimParams, kinds [
 	store.SortClaimed(jobs)
 	if restricted {
 		s.cursors.forget(p.Queue, kindsKey)
-	} else {
-		var first *hoppertype.JobRow
-		if len(jobs) > 0 {
-			first = jobs[0]
-		}
-		s.cursors.done(use, first, s.Now())
+	} else if found = true; len(jobs) > 0 {
+		first = jobs[0]
 	}
 	return jobs, restricted, nil
 }

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
@@ -33,10 +34,12 @@ import (
 // this keeps it to a hundredth of the claims' time.
 type claimCursors struct {
 	mu   sync.Mutex
-	subs int    // subscriptions listening
-	gen  uint64 // counts the times cursors were forgotten
+	subs int // subscriptions listening
 	// byQueue holds the cursors of a queue by kinds filter.
 	byQueue map[string]map[string]*claimCursor
+	// running holds the claims between start and done, so that what is heard meanwhile reaches
+	// them: a job that became claimable after a claim's snapshot was not seen by it.
+	running map[*cursorUse]struct{}
 }
 
 // claimRescan is how often a claim of a queue with a cursor scans from the start anyway, at
@@ -54,36 +57,49 @@ type claimCursor struct {
 	fullTook time.Duration // how long it took
 }
 
-// cursorUse is what a claim starts from: a position, or none (a scan from the start), and the
-// generation to hand back to done.
+// cursorUse is a claim between start and done: what it starts from, and what was heard while
+// it ran.
 type cursorUse struct {
 	queue, kinds string
-	gen          uint64
 	at           time.Time    // when the claim began
 	from         *claimCursor // nil: scan from the start
+	// stale: cursors were forgotten while it ran (a subscription began or ended, a wake-up
+	// without an id, a cap), so what it saw may predate what was heard: it records nothing.
+	stale bool
+	// heardLow is the smallest id of the jobs announced in its queue while it ran, "" for none.
+	heardLow string
 }
 
-// start returns where a claim of queue with the kinds filter kinds may start at now.
-func (c *claimCursors) start(queue, kinds string, now time.Time) cursorUse {
+// start returns where a claim of queue with the kinds filter kinds may start at now. The
+// caller hands it back to done once the claim has ended, whatever its outcome.
+func (c *claimCursors) start(queue, kinds string, now time.Time) *cursorUse {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	use := cursorUse{queue: queue, kinds: kinds, gen: c.gen, at: now}
+	use := &cursorUse{queue: queue, kinds: kinds, at: now}
 	cur := c.byQueue[queue][kinds]
 	if c.subs > 0 && cur != nil && cur.id != "" && now.Sub(cur.fullAt) < max(claimRescan, rescanFactor*cur.fullTook) {
 		from := *cur
 		use.from = &from
 	}
+	if c.running == nil {
+		c.running = map[*cursorUse]struct{}{}
+	}
+	c.running[use] = struct{}{}
 	return use
 }
 
-// done records what a claim that started with use found: first is the first job in claim order
-// of those it claimed, nil for none (the cursor stays: nothing became claimable before it).
-// A claim that ran while cursors were forgotten records nothing, since what it saw may predate
-// what was heard; a claim that scanned from the start records the time, for claimRescan.
-func (c *claimCursors) done(use cursorUse, first *hoppertype.JobRow, now time.Time) {
+// done records what a claim that started with use found, when ok (the claim succeeded and
+// no cap applied): first is the first job in claim order of those it claimed, nil for none.
+// The cursor moves to first. A scan from the start that found nothing moves it just below the
+// jobs enqueued from now on (uuidV7Floor); one from the cursor that found nothing leaves it.
+// A claim that ran while cursors were forgotten records nothing, and one that heard of a job
+// before the new position while it ran leaves the cursor where it is: its snapshot may not
+// have held that job. A claim that scanned from the start records the time, for claimRescan.
+func (c *claimCursors) done(use *cursorUse, ok bool, first *hoppertype.JobRow, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if use.gen != c.gen || c.subs == 0 {
+	delete(c.running, use)
+	if !ok || use.stale || c.subs == 0 {
 		return
 	}
 	if c.byQueue == nil {
@@ -102,9 +118,28 @@ func (c *claimCursors) done(use cursorUse, first *hoppertype.JobRow, now time.Ti
 	if use.from == nil {
 		cur.fullAt, cur.fullTook = use.at, now.Sub(use.at)
 	}
-	if first != nil {
-		cur.priority, cur.id = first.Priority, first.ID
+	priority, id := cur.priority, ""
+	switch {
+	case first != nil:
+		priority, id = first.Priority, first.ID
+	case use.from == nil:
+		// A scan from the start found no claimable job in the whole queue, so every position
+		// is a cursor. The one that leaves out the most is just below the jobs enqueued from
+		// now on: ids are UUIDv7, which begin with their creation time. A job whose id sorts
+		// below it (a client whose clock is behind by more than idClockSlack) is announced
+		// with its id, and hearing it forgets the cursor. The priority is the last job found's
+		// (0, the default, for a queue never claimed from here). Without this, the claims of
+		// an idle queue, or the first after a store starts listening, would each walk the
+		// dead entries a long transaction keeps, until one found a job.
+		id = uuidV7Floor(use.at.Add(-idClockSlack))
+		if cur.id != "" && cur.id > id {
+			return // the cursor it has leaves out more
+		}
 	}
+	if id == "" || (use.heardLow != "" && use.heardLow < id) {
+		return
+	}
+	cur.priority, cur.id = priority, id
 }
 
 // forget drops the cursor of queue and kinds (the claim found a cap or rate limit applying:
@@ -112,30 +147,40 @@ func (c *claimCursors) done(use cursorUse, first *hoppertype.JobRow, now time.Ti
 func (c *claimCursors) forget(queue, kinds string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if cur := c.byQueue[queue][kinds]; cur != nil && cur.id != "" {
+	if cur := c.byQueue[queue][kinds]; cur != nil {
 		cur.id = ""
-		c.gen++
+	}
+	for use := range c.running {
+		if use.queue == queue && use.kinds == kinds {
+			use.stale = true
+		}
 	}
 }
 
 // heard handles a wake-up: jobs became claimable in queue ("": in any queue), the smallest of
-// their ids first ("" when unknown). Cursors past one of them are forgotten.
+// their ids first ("" when unknown). Cursors past one of them are forgotten, and the claims
+// running learn of them.
 func (c *claimCursors) heard(queue, first string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	forgot := false
 	for q, kinds := range c.byQueue {
 		if queue != "" && q != queue {
 			continue
 		}
 		for _, cur := range kinds {
 			if cur.id != "" && (queue == "" || first == "" || first < cur.id) {
-				cur.id, forgot = "", true
+				cur.id = ""
 			}
 		}
 	}
-	if forgot {
-		c.gen++
+	for use := range c.running {
+		switch {
+		case queue != "" && use.queue != queue:
+		case queue == "" || first == "":
+			use.stale = true
+		case use.heardLow == "" || first < use.heardLow:
+			use.heardLow = first
+		}
 	}
 }
 
@@ -146,5 +191,18 @@ func (c *claimCursors) subscribed(delta int) {
 	defer c.mu.Unlock()
 	c.subs += delta
 	c.byQueue = nil
-	c.gen++
+	for use := range c.running {
+		use.stale = true
+	}
+}
+
+// idClockSlack is how far behind this process's clock the clocks of the clients that
+// enqueue may be for a cursor set by a scan that found nothing to stay in place.
+const idClockSlack = time.Second
+
+// uuidV7Floor is the smallest UUIDv7, in its text form, of a job created at t or later: its
+// first 48 bits are the Unix time in milliseconds.
+func uuidV7Floor(t time.Time) string {
+	ms := uint64(max(t.UnixMilli(), 0))
+	return fmt.Sprintf("%08x-%04x", ms>>16&0xffffffff, ms&0xffff)
 }

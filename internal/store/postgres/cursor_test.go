@@ -21,13 +21,13 @@ func TestClaimCursorBookkeeping(t *testing.T) {
 	var c claimCursors
 
 	// Without a subscription nothing is recorded: a wake-up could go unheard.
-	c.done(c.start("q", "", t0), job(0, "b"), t0)
+	c.done(c.start("q", "", t0), true, job(0, "b"), t0)
 	require.Nil(t, c.start("q", "", t0).from)
 
 	c.subscribed(+1)
 	use := c.start("q", "", t0)
 	require.Nil(t, use.from, "no cursor yet: from the start")
-	c.done(use, job(2, "b"), t0)
+	c.done(use, true, job(2, "b"), t0)
 	from := c.start("q", "", t0.Add(time.Millisecond)).from
 	require.NotNil(t, from)
 	require.Equal(t, 2, from.priority)
@@ -37,9 +37,9 @@ func TestClaimCursorBookkeeping(t *testing.T) {
 
 	// A claim that found nothing keeps the cursor; one that found jobs moves it.
 	use = c.start("q", "", t0)
-	c.done(use, nil, t0)
+	c.done(use, true, nil, t0)
 	require.Equal(t, "b", c.start("q", "", t0).from.id)
-	c.done(c.start("q", "", t0), job(2, "d"), t0)
+	c.done(c.start("q", "", t0), true, job(2, "d"), t0)
 	require.Equal(t, "d", c.start("q", "", t0).from.id)
 
 	// Wake-ups: jobs after the cursor leave it; jobs before it, an unknown id, or any queue
@@ -50,23 +50,56 @@ func TestClaimCursorBookkeeping(t *testing.T) {
 	require.NotNil(t, c.start("q", "", t0).from)
 	c.heard("q", "c")
 	require.Nil(t, c.start("q", "", t0).from)
-	c.done(c.start("q", "", t0), job(2, "d"), t0)
+	c.done(c.start("q", "", t0), true, job(2, "d"), t0)
 	c.heard("q", "")
 	require.Nil(t, c.start("q", "", t0).from)
-	c.done(c.start("q", "", t0), job(2, "d"), t0)
+	c.done(c.start("q", "", t0), true, job(2, "d"), t0)
 	c.heard("", "z")
 	require.Nil(t, c.start("q", "", t0).from)
 
 	// A claim running while the cursor was forgotten records nothing: what it saw may be
 	// older than what was heard.
-	c.done(c.start("q", "", t0), job(2, "d"), t0)
+	c.done(c.start("q", "", t0), true, job(2, "d"), t0)
 	use = c.start("q", "", t0)
 	c.heard("q", "a")
-	c.done(use, job(2, "f"), t0)
+	c.done(use, true, job(2, "f"), t0)
 	require.Nil(t, c.start("q", "", t0).from)
 
+	// A claim that heard, while it ran, of a job before the position it found leaves the cursor
+	// where it is: its snapshot may not have held that job. Jobs heard after it do not matter.
+	c.done(c.start("q", "", t0), true, job(2, "d"), t0)
+	use = c.start("q", "", t0)
+	c.heard("q", "e")
+	c.done(use, true, job(2, "g"), t0)
+	require.Equal(t, "d", c.start("q", "", t0).from.id, "e was heard during the claim that found g")
+	use = c.start("q", "", t0)
+	c.heard("q", "h")
+	c.heard("other", "a")
+	c.done(use, true, job(2, "g"), t0)
+	require.Equal(t, "g", c.start("q", "", t0).from.id)
+	// A wake-up without an id, a cap and a new subscription make a running claim record nothing.
+	for name, during := range map[string]func(){
+		"no id":     func() { c.heard("q", "") },
+		"any queue": func() { c.heard("", "z") },
+		"a cap":     func() { c.forget("q", "") },
+	} {
+		c.done(c.start("q", "", t0), true, job(2, "g"), t0)
+		use = c.start("q", "", t0)
+		during()
+		c.done(use, true, job(2, "k"), t0)
+		require.Nil(t, c.start("q", "", t0).from, name)
+	}
+	// A claim that failed records nothing, and no claim stays registered after done.
+	c.done(c.start("q", "", t0), true, job(2, "g"), t0)
+	c.done(c.start("q", "", t0), false, job(2, "k"), t0)
+	require.Equal(t, "g", c.start("q", "", t0).from.id)
+	for use := range c.running {
+		c.done(use, false, nil, t0) // the starts above that were only looked at
+	}
+	require.Empty(t, c.running)
+
 	// At least every claimRescan a claim scans from the start.
-	c.done(c.start("q", "", t0), job(2, "d"), t0)
+	c.done(c.start("q", "", t0), true, job(2, "d"), t0)
 	require.NotNil(t, c.start("q", "", t0.Add(claimRescan-time.Millisecond)).from)
 	require.Nil(t, c.start("q", "", t0.Add(claimRescan)).from)
 
@@ -74,17 +107,64 @@ func TestClaimCursorBookkeeping(t *testing.T) {
 	t1 := t0.Add(claimRescan)
 	use = c.start("q", "", t1)
 	require.Nil(t, use.from)
-	c.done(use, job(2, "d"), t1.Add(50*time.Millisecond))
+	c.done(use, true, job(2, "d"), t1.Add(50*time.Millisecond))
 	require.NotNil(t, c.start("q", "", t1.Add(4*time.Second)).from)
 	require.Nil(t, c.start("q", "", t1.Add(5*time.Second)).from)
 
+	// A scan from the start that found nothing leaves a cursor just below the ids of the jobs
+	// enqueued from then on, at the last job found's priority; a cursor found above that stays.
+	c.heard("q", "")
+	t2 := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	use = c.start("q", "", t2)
+	require.Nil(t, use.from)
+	c.done(use, true, nil, t2)
+	from = c.start("q", "", t2).from
+	require.NotNil(t, from, "an empty scan from the start sets a cursor")
+	require.Equal(t, 2, from.priority)
+	require.Equal(t, uuidV7Floor(t2.Add(-idClockSlack)), from.id)
+	above := uuidV7Floor(t2) + "-7000-8000-000000000000"
+	c.done(c.start("q", "", t2), true, job(2, above), t2)
+	use = c.start("q", "", t2.Add(claimRescan))
+	require.Nil(t, use.from)
+	c.done(use, true, nil, t2.Add(claimRescan))
+	require.Equal(t, above, c.start("q", "", t2.Add(claimRescan)).from.id, "an empty scan keeps a cursor above its own")
+	t3 := t2.Add(5 * time.Second)
+	use = c.start("q", "", t3)
+	require.Nil(t, use.from)
+	c.done(use, true, nil, t3)
+	require.Equal(t, uuidV7Floor(t3.Add(-idClockSlack)), c.start("q", "", t3).from.id, "and moves one below it on")
+	use = c.start("new", "", t2)
+	c.done(use, true, nil, t2)
+	require.Equal(t, 0, c.start("new", "", t2).from.priority, "a queue never claimed from: the default priority")
+
 	// A cap forgets the cursor; so does the end of a subscription.
-	c.done(c.start("q", "", t0), job(2, "d"), t0)
+	c.done(c.start("q", "", t0), true, job(2, "d"), t0)
 	c.forget("q", "")
 	require.Nil(t, c.start("q", "", t0).from)
-	c.done(c.start("q", "", t0), job(2, "d"), t0)
+	c.done(c.start("q", "", t0), true, job(2, "d"), t0)
 	c.subscribed(-1)
 	require.Nil(t, c.start("q", "", t0).from)
+}
+
+// uuidV7Floor sorts, as the jobs table's ids do (COLLATE "C", byte order), below every UUIDv7
+// made at its time or later and above every one made earlier.
+func TestUUIDv7Floor(t *testing.T) {
+	at := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	mint := func(t time.Time) string {
+		var b [16]byte
+		ms := uint64(t.UnixMilli())
+		for i := range 6 {
+			b[i] = byte(ms >> (40 - 8*i))
+		}
+		b[6], b[8] = 0x70, 0x80 // version 7, RFC 4122 variant, the smallest of that millisecond
+		return uuid.UUID(b).String()
+	}
+	floor := uuidV7Floor(at)
+	require.Len(t, floor, 13)
+	require.Less(t, floor, mint(at))
+	require.Less(t, mint(at.Add(-time.Millisecond)), floor)
+	require.Less(t, floor, uuid.Must(uuid.NewV7()).String(), "a job made now sorts after the floor of a past time")
+	require.Less(t, uuidV7Floor(time.Now().Add(time.Hour)), uuidV7Floor(time.Now().Add(2*time.Hour)))
 }
 
 // The claim from a cursor starts its scan of priority $7 at id $8 in jobs_claim (an index
@@ -206,6 +286,37 @@ func TestClaimCursorHole(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, store.Notification{Kind: store.JobsAvailable, Queue: "g"}, next())
 	require.Equal(t, []string{"g-01"}, claimG())
+
+	// An empty queue: the scan from the start finds nothing and leaves a cursor just below the
+	// jobs enqueued from then on, which the next claim takes from it. A job whose id sorts
+	// below the cursor (its client's clock is behind) is announced and claimed all the same.
+	claimE := func() []string {
+		t.Helper()
+		jobs, _, err := s.JobClaim(ctx, &store.ClaimParams{Queue: "e", Limit: 5, WorkerID: "w", LeaseDuration: time.Minute})
+		require.NoError(t, err)
+		ids := []string{}
+		for _, j := range jobs {
+			ids = append(ids, j.ID)
+		}
+		return ids
+	}
+	insertE := func(id string) {
+		t.Helper()
+		_, err := s.JobInsertMany(ctx, []*store.InsertParams{{ID: id, Kind: "noop", Queue: "e", Args: []byte(`{}`),
+			MaxAttempts: 3, Actor: hoppertype.ActorAPI, Reason: "enqueue"}})
+		require.NoError(t, err)
+		require.Equal(t, "e", next().Queue)
+	}
+	require.Empty(t, claimE())
+	require.NotNil(t, s.cursors.start("e", "", clk.Now()).from, "the empty scan left a cursor")
+	later := uuidV7Floor(clk.Now()) + "-7000-8000-000000000001"
+	insertE(later)
+	require.NotNil(t, s.cursors.start("e", "", clk.Now()).from, "a job after the cursor leaves it")
+	require.Equal(t, []string{later}, claimE())
+	behind := uuidV7Floor(clk.Now().Add(-time.Hour)) + "-7000-8000-000000000001"
+	insertE(behind)
+	require.Nil(t, s.cursors.start("e", "", clk.Now()).from, "a job behind the cursor forgets it")
+	require.Equal(t, []string{behind}, claimE())
 }
 
 // A claim from a cursor locks only the jobs it claims, when the higher priorities fill part of
