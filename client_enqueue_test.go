@@ -209,8 +209,8 @@ func TestConfigRejectsNegativeDurations(t *testing.T) {
 	}
 }
 
-// ClaimAhead takes NoClaimAhead, the default or a bound within one claim; above it, the error
-// names the field.
+// ClaimAhead takes NoClaimAhead, the default or a bound within one claim; above it or below
+// NoClaimAhead, the error names the field.
 func TestConfigClaimAhead(t *testing.T) {
 	t.Parallel()
 	st, err := sqlite.Open(t.Context(), sqlite.Config{Path: t.TempDir() + "/c.db"})
@@ -221,7 +221,9 @@ func TestConfigClaimAhead(t *testing.T) {
 		require.NoError(t, err, n)
 		require.NoError(t, c.Stop(t.Context()))
 	}
-	_, err = NewClient(Config{Store: st, ClaimAhead: maxClaimAhead + 1})
-	require.ErrorIs(t, err, ErrInvalid)
-	require.ErrorContains(t, err, "Config.ClaimAhead")
+	for _, n := range []int{maxClaimAhead + 1, NoClaimAhead - 1} {
+		_, err = NewClient(Config{Store: st, ClaimAhead: n})
+		require.ErrorIs(t, err, ErrInvalid, n)
+		require.ErrorContains(t, err, "Config.ClaimAhead", n)
+	}
 }

@@ -237,8 +237,11 @@ func (c Config) validate() error {
 	if c.MaxWorkers < 0 {
 		errs = append(errs, invalid("Config.MaxWorkers", "%d is negative", c.MaxWorkers))
 	}
-	if c.ClaimAhead > maxClaimAhead {
+	switch {
+	case c.ClaimAhead > maxClaimAhead:
 		errs = append(errs, invalid("Config.ClaimAhead", "%d is above %d, the jobs of one claim", c.ClaimAhead, maxClaimAhead))
+	case c.ClaimAhead < NoClaimAhead:
+		errs = append(errs, invalid("Config.ClaimAhead", "%d is negative: NoClaimAhead (-1) claims only for free slots", c.ClaimAhead))
 	}
 	if c.MaxAttempts < 0 || c.MaxAttempts > 1000 {
 		errs = append(errs, invalid("Config.MaxAttempts", "%d is outside 1–1000", c.MaxAttempts))

@@ -342,8 +342,10 @@ func TestPollClaimsAheadOff(t *testing.T) {
 			r.startedNext(5)
 		})
 	}
-	_, err := remote.New(remote.Config{URL: "http://127.0.0.1:1", Workers: hopper.NewWorkers(), ClaimAhead: 1001})
-	require.ErrorContains(t, err, "Config.ClaimAhead")
+	for _, n := range []int{1001, hopper.NoClaimAhead - 1} {
+		_, err := remote.New(remote.Config{URL: "http://127.0.0.1:1", Workers: hopper.NewWorkers(), ClaimAhead: n})
+		require.ErrorContains(t, err, "Config.ClaimAhead", n)
+	}
 }
 
 // A polling worker whose polls fail backs off (on its clock) instead of polling again at once.

@@ -215,6 +215,8 @@ func newWorker(cfg Config, clk clock.Clock) (*Worker, error) {
 	switch {
 	case cfg.ClaimAhead > hopper.MaxActivateJobs:
 		return nil, fmt.Errorf("remote: Config.ClaimAhead %d is above %d, the jobs of one poll", cfg.ClaimAhead, hopper.MaxActivateJobs)
+	case cfg.ClaimAhead < hopper.NoClaimAhead:
+		return nil, fmt.Errorf("remote: Config.ClaimAhead %d is negative: hopper.NoClaimAhead (-1) asks only for free slots", cfg.ClaimAhead)
 	case cfg.ClaimAhead == 0:
 		cfg.ClaimAhead = hopper.MaxActivateJobs
 	}
