@@ -62,6 +62,9 @@ type Config struct {
 	// Prefetch is the remote worker's Config.Prefetch in stream mode (with Server, or in
 	// Compare's stream run): jobs it holds beyond Workers, waiting for a slot.
 	Prefetch int
+	// ClaimAhead is the in-process client's Config.ClaimAhead: 0 the default,
+	// hopper.NoClaimAhead none, at most a claim's 1,000 jobs.
+	ClaimAhead int
 	// APIKey is sent to Server.
 	APIKey string
 	// Rows is the number of finished jobs the retained scenario fills the store with before it
@@ -76,8 +79,9 @@ type Config struct {
 type Result struct {
 	Jobs          int     `json:"jobs"`
 	Workers       int     `json:"workers"`
-	WorkMs        float64 `json:"work_ms,omitempty"`  // Config.Work: how long each job took
-	Prefetch      int     `json:"prefetch,omitempty"` // Config.Prefetch of a remote stream run
+	WorkMs        float64 `json:"work_ms,omitempty"`     // Config.Work: how long each job took
+	Prefetch      int     `json:"prefetch,omitempty"`    // Config.Prefetch of a remote stream run
+	ClaimAhead    int     `json:"claim_ahead,omitempty"` // Config.ClaimAhead of an in-process run, when set
 	EnqueuePerSec float64 `json:"enqueue_per_sec"`
 	JobsPerSec    float64 `json:"jobs_per_sec"`
 	LatencyP50Ms  float64 `json:"latency_p50_ms"`
@@ -130,6 +134,9 @@ func (noop) Kind() string { return "bench-noop" }
 // stay a positive interval (and one job a microsecond is already more than any store takes).
 const MaxRate = 1_000_000
 
+// MaxClaimAhead bounds Config.ClaimAhead: the jobs of one claim, as hopper.Config's.
+const MaxClaimAhead = 1000
+
 // Validate reports the first bad setting of cfg (after defaults).
 func (c Config) Validate() error {
 	c = c.withDefaults()
@@ -156,6 +163,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("bench: prefetch %d: workers and prefetch together are a stream's credit, at most %d", c.Prefetch, hopper.MaxStreamCredit)
 	case c.Prefetch > 0 && c.Mode == "poll":
 		return errors.New("bench: prefetch is for stream mode (poll mode claims ahead)")
+	case c.ClaimAhead < hopper.NoClaimAhead || c.ClaimAhead > MaxClaimAhead:
+		return fmt.Errorf("bench: claim ahead %d is outside -1–%d", c.ClaimAhead, MaxClaimAhead)
+	case c.ClaimAhead != 0 && c.Server != "":
+		return errors.New("bench: claim ahead is the in-process client's (a remote worker's is --prefetch)")
 	case c.Server != "" && (c.KindCap > 0 || !c.KindRate.IsZero()):
 		return errors.New("bench: --kind-cap and --kind-rate are not supported with --server")
 	}
@@ -189,7 +200,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 // newResult is a Result with the run's settings filled in.
 func newResult(ctx context.Context, cfg Config, storeName string) *Result {
-	return &Result{Jobs: cfg.Jobs, Workers: cfg.Workers, WorkMs: ms(cfg.Work), Store: storeName, Durability: durability(ctx, cfg),
+	return &Result{Jobs: cfg.Jobs, Workers: cfg.Workers, WorkMs: ms(cfg.Work), ClaimAhead: cfg.ClaimAhead, Store: storeName, Durability: durability(ctx, cfg),
 		CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), LatencyRate: cfg.Rate}
 }
 
@@ -244,7 +255,8 @@ func (c *counter) workers() *hopper.Workers {
 }
 
 func newClient(cfg Config, st hopper.Store, ws *hopper.Workers) (*hopper.Client, error) {
-	return hopper.NewClient(hopper.Config{Store: st, Workers: ws, MaxWorkers: cfg.Workers, Observers: observers(cfg)})
+	return hopper.NewClient(hopper.Config{Store: st, Workers: ws, MaxWorkers: cfg.Workers, ClaimAhead: cfg.ClaimAhead,
+		Observers: observers(cfg)})
 }
 
 // observers are the client's observers: hopper serve's job metrics with Config.Metrics.

@@ -152,7 +152,7 @@ func fairClient(ctx context.Context, cfg Config, f *fairWorker, backlog map[stri
 			done += len(batch)
 		}
 	}
-	client, err := hopper.NewClient(hopper.Config{Store: st, Workers: f.workers(), MaxWorkers: cfg.Workers,
+	client, err := hopper.NewClient(hopper.Config{Store: st, Workers: f.workers(), MaxWorkers: cfg.Workers, ClaimAhead: cfg.ClaimAhead,
 		Queues: map[string]hopper.QueueConfig{
 			"flood":   {MaxWorkers: cfg.Workers, Weight: wFlood},
 			"trickle": {MaxWorkers: cfg.Workers, Weight: wTrickle},

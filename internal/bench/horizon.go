@@ -30,7 +30,9 @@ type HorizonResult struct {
 	Pinned  bool `json:"pinned"`
 	PinHeld bool `json:"pin_held"` // the snapshot still held its xmin horizon at the end
 
-	Claims     int     `json:"claims"` // the store's claim calls in the throughput phase
+	Claims int `json:"claims"` // the store's claim calls in the throughput phase
+	// ClaimJobs is the jobs those calls returned, on average: a claim's time grows with them.
+	ClaimJobs  float64 `json:"claim_jobs_mean"`
 	ClaimP50Ms float64 `json:"claim_p50_ms"`
 	ClaimP99Ms float64 `json:"claim_p99_ms"`
 	ClaimMaxMs float64 `json:"claim_max_ms"`
@@ -92,8 +94,11 @@ func Horizon(ctx context.Context, cfg Config, pinned bool) (*HorizonResult, erro
 	if err := throughput(ctx, cfg, timed, &res.Result); err != nil {
 		return nil, err
 	}
-	ds := timed.stop()
+	ds, jobs := timed.stop()
 	res.Claims = len(ds)
+	if len(ds) > 0 {
+		res.ClaimJobs = float64(jobs) / float64(len(ds))
+	}
 	res.ClaimP50Ms, res.ClaimP99Ms, res.ClaimMaxMs = percentileMs(ds, 0.50), percentileMs(ds, 0.99), percentileMs(ds, 1)
 	if cfg.LatencyJobs > 0 {
 		if err := latency(ctx, cfg, timed, &res.Result); err != nil {
@@ -113,6 +118,7 @@ type claimTimer struct {
 	*pgstore.Store
 	mu      sync.Mutex
 	times   []time.Duration
+	jobs    int // returned by the claims timed
 	stopped bool
 }
 
@@ -123,17 +129,18 @@ func (c *claimTimer) JobClaim(ctx context.Context, p *store.ClaimParams) ([]*hop
 	c.mu.Lock()
 	if err == nil && !c.stopped {
 		c.times = append(c.times, d)
+		c.jobs += len(jobs)
 	}
 	c.mu.Unlock()
 	return jobs, hold, err
 }
 
-// stop ends the timing and returns the claims' durations.
-func (c *claimTimer) stop() []time.Duration {
+// stop ends the timing and returns the claims' durations and the jobs they returned.
+func (c *claimTimer) stop() ([]time.Duration, int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.stopped = true
-	return c.times
+	return c.times, c.jobs
 }
 
 var _ hopper.Store = (*claimTimer)(nil)

@@ -2,8 +2,10 @@ package bench
 
 import (
 	"encoding/json"
+	"math"
 	"testing"
 
+	"github.com/hopperjobs/hopper"
 	"github.com/hopperjobs/hopper/internal/pgtest"
 	"github.com/stretchr/testify/require"
 )
@@ -23,19 +25,24 @@ func TestHorizonPinsTheSnapshot(t *testing.T) {
 	require.Equal(t, 20, res.LatencyJobs)
 	require.Positive(t, res.Claims)
 	require.GreaterOrEqual(t, res.ClaimP99Ms, res.ClaimP50Ms)
+	require.GreaterOrEqual(t, math.Round(res.ClaimJobs*float64(res.Claims)), 300.0, "the claims returned every job")
 	require.GreaterOrEqual(t, res.DeadTuples, int64(2*(300+20)))
 	require.Positive(t, res.JobsBytes)
 	var m map[string]any
 	require.NoError(t, json.Unmarshal(res.JSON(), &m))
-	for _, k := range []string{"pinned", "pin_held", "claim_p50_ms", "claim_p99_ms", "dead_tuples", "jobs_per_sec", "latency_p99_ms"} {
+	for _, k := range []string{"pinned", "pin_held", "claim_p50_ms", "claim_p99_ms", "claim_jobs_mean", "dead_tuples", "jobs_per_sec", "latency_p99_ms"} {
 		require.Contains(t, m, k)
 	}
 
+	// The baseline, with claiming ahead off: no claim asks for more than the free slots.
+	cfg.ClaimAhead = hopper.NoClaimAhead
 	res, err = Horizon(t.Context(), cfg, false)
 	require.NoError(t, err)
 	require.False(t, res.Pinned)
 	require.False(t, res.PinHeld)
 	require.Positive(t, res.Claims)
+	require.LessOrEqual(t, res.ClaimJobs, 10.0)
+	require.Equal(t, hopper.NoClaimAhead, res.ClaimAhead)
 }
 
 func TestHorizonNeedsPostgres(t *testing.T) {

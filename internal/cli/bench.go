@@ -156,6 +156,7 @@ throughput, such as --kind-rate 1000000/1s) or that starts follow the limit.`,
 	f.StringVar(&cfg.Database, "bench-db", "", "SQLite file to use (default: a fresh temporary file)")
 	f.StringVar(&cfg.Mode, "mode", "stream", "with --server: how the remote worker gets jobs, stream or poll")
 	f.IntVar(&cfg.Prefetch, "prefetch", 0, "with --server in stream mode or --compare-remote: jobs the remote worker holds beyond --workers, waiting for a slot (its Config.Prefetch)")
+	f.IntVar(&cfg.ClaimAhead, "claim-ahead", 0, "in process: jobs the workers claim beyond their free slots (the client's Config.ClaimAhead; 0 the default, up to 1000; -1 none)")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	f.BoolVar(&compare, "compare-remote", false, "measure in process, then through a server this command starts (stream and poll), and print the ratios")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
@@ -166,12 +167,18 @@ throughput, such as --kind-rate 1000000/1s) or that starts follow the limit.`,
 	return cmd
 }
 
-// prefetchNote says a remote stream run's prefetch, if it had one: " (prefetch N)".
+// prefetchNote says a remote stream run's prefetch, or an in-process run's claim ahead, if
+// it had one: " (prefetch N)".
 func prefetchNote(res *bench.Result) string {
-	if res.Prefetch == 0 {
-		return ""
+	switch {
+	case res.Prefetch != 0:
+		return fmt.Sprintf(" (prefetch %d)", res.Prefetch)
+	case res.ClaimAhead == hopper.NoClaimAhead:
+		return " (no claim ahead)"
+	case res.ClaimAhead != 0:
+		return fmt.Sprintf(" (claim ahead up to %d)", res.ClaimAhead)
 	}
-	return fmt.Sprintf(" (prefetch %d)", res.Prefetch)
+	return ""
 }
 
 // printJobs prints the line that says what jobs a run worked.
@@ -243,6 +250,12 @@ func checkScenarioFlags(cmd *cobra.Command, scenario string, cfg bench.Config, c
 		return usageErrorf("--work %s is outside 0–%s", cfg.Work, bench.MaxWork)
 	case cmd.Flags().Changed("work") && (scenario == "fairness" || scenario == "soak"):
 		return usageErrorf("--work is not supported with --scenario %s", scenario)
+	case cfg.ClaimAhead < hopper.NoClaimAhead || cfg.ClaimAhead > bench.MaxClaimAhead:
+		return usageErrorf("--claim-ahead %d is outside -1–%d", cfg.ClaimAhead, bench.MaxClaimAhead)
+	case cmd.Flags().Changed("claim-ahead") && (cfg.Server != "" || compare):
+		return usageErrorf("--claim-ahead is the in-process client's: a remote worker's is --prefetch")
+	case cmd.Flags().Changed("claim-ahead") && scenario == "soak":
+		return usageErrorf("--claim-ahead is not supported with --scenario soak")
 	case cmd.Flags().Changed("prefetch") && cfg.Server == "" && !compare:
 		return usageErrorf("--prefetch is the remote worker's: add --server or --compare-remote")
 	case cfg.Prefetch < 0 || cfg.Prefetch > 0 && cfg.Workers+cfg.Prefetch > hopper.MaxStreamCredit:
@@ -300,8 +313,8 @@ func printHorizon(cmd *cobra.Command, cfg bench.Config, pin, asJSON bool) error 
 	}
 	fmt.Fprintf(out, "snapshot         %s\n", held)
 	printResult(out, &res.Result, cfg.Batch)
-	fmt.Fprintf(out, "claims           p50 %.2f ms, p99 %.2f ms, max %.2f ms (%d calls in the throughput phase)\n",
-		res.ClaimP50Ms, res.ClaimP99Ms, res.ClaimMaxMs, res.Claims)
+	fmt.Fprintf(out, "claims           p50 %.2f ms, p99 %.2f ms, max %.2f ms (%d calls in the throughput phase, %.1f jobs each)\n",
+		res.ClaimP50Ms, res.ClaimP99Ms, res.ClaimMaxMs, res.Claims, res.ClaimJobs)
 	fmt.Fprintf(out, "jobs table       %d dead row versions, %d updates (%d HOT), %.1f MiB with its indexes\n",
 		res.DeadTuples, res.Updates, res.HOTUpdates, float64(res.JobsBytes)/(1<<20))
 	return nil

@@ -34,6 +34,11 @@ func TestBenchScenarioFlags(t *testing.T) {
 		{[]string{"--compare-remote", "--prefetch", "-1"}, "--prefetch"},
 		{[]string{"--compare-remote", "--workers", "900", "--prefetch", "101"}, "--prefetch"},
 		{[]string{"--server", "http://127.0.0.1:1", "--mode", "poll", "--prefetch", "5"}, "--prefetch"},
+		{[]string{"--claim-ahead", "-2"}, "--claim-ahead"},
+		{[]string{"--claim-ahead", "1001"}, "--claim-ahead"},
+		{[]string{"--compare-remote", "--claim-ahead", "5"}, "--claim-ahead"},
+		{[]string{"--server", "http://127.0.0.1:1", "--claim-ahead", "5"}, "--claim-ahead"},
+		{[]string{"--scenario", "soak", "--claim-ahead", "5"}, "--claim-ahead"},
 	} {
 		res := b.run(t, append([]string{"bench"}, c.args...)...)
 		require.Equal(t, ExitUsage, res.code, "%v: %s", c.args, res.stderr)
@@ -76,4 +81,20 @@ func TestBenchWork(t *testing.T) {
 	require.Equal(t, 20.0, got["work_ms"])
 	require.LessOrEqual(t, got["jobs_per_sec"], 250.0, "each job slept 20 ms")
 	require.Positive(t, got["jobs_per_sec"])
+}
+
+// bench --claim-ahead sets the in-process client's claiming ahead, and says so.
+func TestBenchClaimAhead(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	args := []string{"bench", "--jobs", "50", "--workers", "5", "--batch", "50", "--latency-jobs", "-1",
+		"--synchronous", "NORMAL", "--claim-ahead", "-1"}
+	res := b.run(t, args...)
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	require.Contains(t, res.stdout, "5 workers (no claim ahead)")
+	res = b.run(t, append(args[:len(args)-1], "20", "--json")...)
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	var got map[string]any
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &got))
+	require.Equal(t, 20.0, got["claim_ahead"])
 }

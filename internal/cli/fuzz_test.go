@@ -122,7 +122,7 @@ var flagCases = []flagCase{
 	{benchOneJob, "duration", nil}, {benchOneJob, "soak-interval", nil}, {benchOneJob, "result-ttl", nil},
 	{benchOneJob, "sweep-interval", nil}, {benchOneJob, "vacuum-every", nil},
 	{benchOneJob, "work", longJobs},
-	{benchOneJob, "prefetch", nil},
+	{benchOneJob, "prefetch", nil}, {benchOneJob, "claim-ahead", nil},
 }
 
 // parsedStrings are string flags the CLI parses (times, cursors, zones, specs).
