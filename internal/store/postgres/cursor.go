@@ -40,6 +40,9 @@ type claimCursors struct {
 	// running holds the claims between start and done, so that what is heard meanwhile reaches
 	// them: a job that became claimable after a claim's snapshot was not seen by it.
 	running map[*cursorUse]struct{}
+	// wall reads the clock job ids are drawn on (uuid.NewV7 reads the system's): nil is
+	// time.Now. Not the store's clock, which tests move at will.
+	wall func() time.Time
 }
 
 // claimRescan is how often a claim of a queue with a cursor scans from the start anyway, at
@@ -62,6 +65,7 @@ type claimCursor struct {
 type cursorUse struct {
 	queue, kinds string
 	at           time.Time    // when the claim began
+	wallAt       time.Time    // the same on the clock ids are drawn on
 	from         *claimCursor // nil: scan from the start
 	// stale: cursors were forgotten while it ran (a subscription began or ended, a wake-up
 	// without an id, a cap), so what it saw may predate what was heard: it records nothing.
@@ -75,7 +79,10 @@ type cursorUse struct {
 func (c *claimCursors) start(queue, kinds string, now time.Time) *cursorUse {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	use := &cursorUse{queue: queue, kinds: kinds, at: now}
+	use := &cursorUse{queue: queue, kinds: kinds, at: now, wallAt: time.Now()}
+	if c.wall != nil {
+		use.wallAt = c.wall()
+	}
 	cur := c.byQueue[queue][kinds]
 	if c.subs > 0 && cur != nil && cur.id != "" && now.Sub(cur.fullAt) < max(claimRescan, rescanFactor*cur.fullTook) {
 		from := *cur
@@ -131,7 +138,7 @@ func (c *claimCursors) done(use *cursorUse, ok bool, first *hoppertype.JobRow, n
 		// (0, the default, for a queue never claimed from here). Without this, the claims of
 		// an idle queue, or the first after a store starts listening, would each walk the
 		// dead entries a long transaction keeps, until one found a job.
-		id = uuidV7Floor(use.at.Add(-idClockSlack))
+		id = uuidV7Floor(use.wallAt.Add(-idClockSlack))
 		if cur.id != "" && cur.id > id {
 			return // the cursor it has leaves out more
 		}

@@ -115,24 +115,27 @@ func TestClaimCursorBookkeeping(t *testing.T) {
 	// enqueued from then on, at the last job found's priority; a cursor found above that stays.
 	c.heard("q", "")
 	t2 := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	wall := t2.Add(time.Hour) // the clock ids are drawn on, not the store's
+	c.wall = func() time.Time { return wall }
 	use = c.start("q", "", t2)
 	require.Nil(t, use.from)
 	c.done(use, true, nil, t2)
 	from = c.start("q", "", t2).from
 	require.NotNil(t, from, "an empty scan from the start sets a cursor")
 	require.Equal(t, 2, from.priority)
-	require.Equal(t, uuidV7Floor(t2.Add(-idClockSlack)), from.id)
-	above := uuidV7Floor(t2) + "-7000-8000-000000000000"
+	require.Equal(t, uuidV7Floor(wall.Add(-idClockSlack)), from.id, "the floor is on the clock ids are drawn on")
+	above := uuidV7Floor(wall) + "-7000-8000-000000000000"
 	c.done(c.start("q", "", t2), true, job(2, above), t2)
 	use = c.start("q", "", t2.Add(claimRescan))
 	require.Nil(t, use.from)
 	c.done(use, true, nil, t2.Add(claimRescan))
 	require.Equal(t, above, c.start("q", "", t2.Add(claimRescan)).from.id, "an empty scan keeps a cursor above its own")
 	t3 := t2.Add(5 * time.Second)
+	wall = wall.Add(5 * time.Second)
 	use = c.start("q", "", t3)
 	require.Nil(t, use.from)
 	c.done(use, true, nil, t3)
-	require.Equal(t, uuidV7Floor(t3.Add(-idClockSlack)), c.start("q", "", t3).from.id, "and moves one below it on")
+	require.Equal(t, uuidV7Floor(wall.Add(-idClockSlack)), c.start("q", "", t3).from.id, "and moves one below it on")
 	use = c.start("new", "", t2)
 	c.done(use, true, nil, t2)
 	require.Equal(t, 0, c.start("new", "", t2).from.priority, "a queue never claimed from: the default priority")
@@ -309,11 +312,11 @@ func TestClaimCursorHole(t *testing.T) {
 	}
 	require.Empty(t, claimE())
 	require.NotNil(t, s.cursors.start("e", "", clk.Now()).from, "the empty scan left a cursor")
-	later := uuidV7Floor(clk.Now()) + "-7000-8000-000000000001"
+	later := uuid.Must(uuid.NewV7()).String()
 	insertE(later)
 	require.NotNil(t, s.cursors.start("e", "", clk.Now()).from, "a job after the cursor leaves it")
 	require.Equal(t, []string{later}, claimE())
-	behind := uuidV7Floor(clk.Now().Add(-time.Hour)) + "-7000-8000-000000000001"
+	behind := uuidV7Floor(time.Now().Add(-time.Hour)) + "-7000-8000-000000000001"
 	insertE(behind)
 	require.Nil(t, s.cursors.start("e", "", clk.Now()).from, "a job behind the cursor forgets it")
 	require.Equal(t, []string{behind}, claimE())
