@@ -223,9 +223,9 @@ func TestClaimCursorHole(t *testing.T) {
 	_, err = s.JobInsertMany(ctx, params)
 	require.NoError(t, err)
 	require.Equal(t, "q", next().Queue)
-	claim := func(n int) []string {
+	claimFrom := func(queue string, n int) []string {
 		t.Helper()
-		jobs, _, err := s.JobClaim(ctx, &store.ClaimParams{Queue: "q", Limit: n, WorkerID: "w", LeaseDuration: time.Minute})
+		jobs, _, err := s.JobClaim(ctx, &store.ClaimParams{Queue: queue, Limit: n, WorkerID: "w", LeaseDuration: time.Minute})
 		require.NoError(t, err)
 		ids := make([]string, len(jobs))
 		for i, j := range jobs {
@@ -233,6 +233,7 @@ func TestClaimCursorHole(t *testing.T) {
 		}
 		return ids
 	}
+	claim := func(n int) []string { t.Helper(); return claimFrom("q", n) }
 
 	// j-00 is locked by another writer as the first claim passes it, then stays queued.
 	locker, err := s.pool.Begin(ctx)
@@ -272,16 +273,7 @@ func TestClaimCursorHole(t *testing.T) {
 	_, err = s.JobInsertMany(ctx, grouped)
 	require.NoError(t, err)
 	require.Equal(t, "g", next().Queue)
-	claimG := func() []string {
-		t.Helper()
-		jobs, _, err := s.JobClaim(ctx, &store.ClaimParams{Queue: "g", Limit: 1, WorkerID: "w", LeaseDuration: time.Minute})
-		require.NoError(t, err)
-		ids := []string{}
-		for _, j := range jobs {
-			ids = append(ids, j.ID)
-		}
-		return ids
-	}
+	claimG := func() []string { t.Helper(); return claimFrom("g", 1) }
 	require.Equal(t, []string{"g-00"}, claimG())
 	require.Equal(t, []string{"h-00"}, claimG(), "g-01 waits for its group; the cursor passes it")
 	require.Empty(t, claimG())
@@ -293,16 +285,7 @@ func TestClaimCursorHole(t *testing.T) {
 	// An empty queue: the scan from the start finds nothing and leaves a cursor just below the
 	// jobs enqueued from then on, which the next claim takes from it. A job whose id sorts
 	// below the cursor (its client's clock is behind) is announced and claimed all the same.
-	claimE := func() []string {
-		t.Helper()
-		jobs, _, err := s.JobClaim(ctx, &store.ClaimParams{Queue: "e", Limit: 5, WorkerID: "w", LeaseDuration: time.Minute})
-		require.NoError(t, err)
-		ids := []string{}
-		for _, j := range jobs {
-			ids = append(ids, j.ID)
-		}
-		return ids
-	}
+	claimE := func() []string { t.Helper(); return claimFrom("e", 5) }
 	insertE := func(id string) {
 		t.Helper()
 		_, err := s.JobInsertMany(ctx, []*store.InsertParams{{ID: id, Kind: "noop", Queue: "e", Args: []byte(`{}`),
