@@ -188,6 +188,16 @@ func (s *Store) LeaderResign(ctx context.Context, nodeID string) error {
 	return nil
 }
 
+// clearedQueueWakeSQL and clearedKindWakeSQL wrap a statement that clears a queue's cap or rate limit (the CTE cleared,
+// returning the queue's name) or a kind's (returning the kind): when it cleared one,
+// it wakes the workers of that queue, or of every queue for a kind. Jobs the limit held back
+// are claimable now, and a claim that read the limit in one statement and its absence in the
+// next took the queue for empty: its claim cursor must be forgotten (cursor.go).
+const (
+	clearedQueueWakeSQL = `WITH cleared AS (%s RETURNING name) SELECT count(pg_notify($3, '` + payloadQueue + `' || name)) FROM cleared`
+	clearedKindWakeSQL  = `WITH cleared AS (%s RETURNING kind) SELECT count(pg_notify($3, '` + payloadQueue + `')) FROM cleared`
+)
+
 // LimitSet sets or removes a fleet-wide cap. A kind whose cap is removed keeps its row while
 // it is disabled or rate-limited.
 func (s *Store) LimitSet(ctx context.Context, p *store.LimitParams) error {
@@ -198,14 +208,15 @@ func (s *Store) LimitSet(ctx context.Context, p *store.LimitParams) error {
 		query = `INSERT INTO {schema}.queues (name, max_running, updated_at) VALUES ($2, $3, coalesce($1::timestamptz, now()))
 			ON CONFLICT (name) DO UPDATE SET max_running = excluded.max_running, updated_at = excluded.updated_at`
 	case p.Scope == store.LimitQueue:
-		query, args = `UPDATE {schema}.queues SET max_running = NULL, updated_at = coalesce($1::timestamptz, now())
-			WHERE name = $2`, args[:2]
+		query = fmt.Sprintf(clearedQueueWakeSQL, `UPDATE {schema}.queues SET max_running = NULL,
+			updated_at = coalesce($1::timestamptz, now()) WHERE name = $2 AND max_running IS NOT NULL`)
+		args = []any{args[0], args[1], s.channel}
 	case p.Scope == store.LimitKind && p.MaxRunning > 0:
 		query = `INSERT INTO {schema}.kinds (kind, max_running, updated_at) VALUES ($2, $3, coalesce($1::timestamptz, now()))
 			ON CONFLICT (kind) DO UPDATE SET max_running = excluded.max_running, updated_at = excluded.updated_at`
 	case p.Scope == store.LimitKind:
-		err := s.clearKindSetting(ctx, `UPDATE {schema}.kinds SET max_running = NULL,
-			updated_at = coalesce($1::timestamptz, now()) WHERE kind = $2`, args[:2]...)
+		err := s.clearKindSetting(ctx, fmt.Sprintf(clearedKindWakeSQL, `UPDATE {schema}.kinds SET max_running = NULL,
+			updated_at = coalesce($1::timestamptz, now()) WHERE kind = $2 AND max_running IS NOT NULL`), args[0], args[1], s.channel)
 		if err != nil {
 			return s.wrap(err, "set %s limit of %q", p.Scope, p.Name)
 		}
@@ -250,13 +261,16 @@ func (s *Store) RateSet(ctx context.Context, p *store.RateParams) error {
 	case p.Scope == store.LimitQueue && !p.Rate.IsZero():
 		query = fmt.Sprintf(setRateSQL, "queues", "name")
 	case p.Scope == store.LimitQueue:
-		query, args = `UPDATE {schema}.queues SET rate_limit = NULL, rate_period_us = NULL, rate_tokens = NULL, rate_at = NULL,
-			updated_at = coalesce($1::timestamptz, now()) WHERE name = $2`, args[:2]
+		query = fmt.Sprintf(clearedQueueWakeSQL, `UPDATE {schema}.queues SET rate_limit = NULL, rate_period_us = NULL,
+			rate_tokens = NULL, rate_at = NULL, updated_at = coalesce($1::timestamptz, now())
+			WHERE name = $2 AND rate_limit IS NOT NULL`)
+		args = []any{args[0], args[1], s.channel}
 	case p.Scope == store.LimitKind && !p.Rate.IsZero():
 		query = fmt.Sprintf(setRateSQL, "kinds", "kind")
 	case p.Scope == store.LimitKind:
-		err := s.clearKindSetting(ctx, `UPDATE {schema}.kinds SET rate_limit = NULL, rate_period_us = NULL,
-			rate_tokens = NULL, rate_at = NULL, updated_at = coalesce($1::timestamptz, now()) WHERE kind = $2`, args[:2]...)
+		err := s.clearKindSetting(ctx, fmt.Sprintf(clearedKindWakeSQL, `UPDATE {schema}.kinds SET rate_limit = NULL,
+			rate_period_us = NULL, rate_tokens = NULL, rate_at = NULL, updated_at = coalesce($1::timestamptz, now())
+			WHERE kind = $2 AND rate_limit IS NOT NULL`), args[0], args[1], s.channel)
 		if err != nil {
 			return s.wrap(err, "set %s rate limit of %q", p.Scope, p.Name)
 		}

@@ -180,6 +180,51 @@ func TestNotifyEnabledKind(t *testing.T) {
 	require.Equal(t, store.Notification{Kind: store.JobsAvailable, Queue: "q"}, sub.next(t))
 }
 
+// Removing a cap or rate limit wakes the workers of its queue, or of every queue for a kind's:
+// the jobs it held back are claimable, and a claim that read the limit, then its absence,
+// took the queue for empty and left a claim cursor past them. Setting one, or removing one that
+// is not set, sends nothing: the next notification is the resumed queue's.
+func TestNotifyClearedLimits(t *testing.T) {
+	t.Parallel()
+	requireDatabase(t)
+	s := openStore(t, freshSchema(t), nil)
+	ctx := t.Context()
+	sub, _ := subscribe(t, s)
+	perMinute := store.Rate{Limit: 5, Period: time.Minute}
+	for name, c := range map[string]struct {
+		set, clear func() error
+		want       store.Notification
+	}{
+		"queue cap": {
+			func() error { return s.LimitSet(ctx, &store.LimitParams{Scope: store.LimitQueue, Name: "q", MaxRunning: 3}) },
+			func() error { return s.LimitSet(ctx, &store.LimitParams{Scope: store.LimitQueue, Name: "q"}) },
+			store.Notification{Kind: store.JobsAvailable, Queue: "q"},
+		},
+		"queue rate": {
+			func() error { return s.RateSet(ctx, &store.RateParams{Scope: store.LimitQueue, Name: "q", Rate: perMinute}) },
+			func() error { return s.RateSet(ctx, &store.RateParams{Scope: store.LimitQueue, Name: "q"}) },
+			store.Notification{Kind: store.JobsAvailable, Queue: "q"},
+		},
+		"kind cap": {
+			func() error { return s.LimitSet(ctx, &store.LimitParams{Scope: store.LimitKind, Name: "pdf", MaxRunning: 3}) },
+			func() error { return s.LimitSet(ctx, &store.LimitParams{Scope: store.LimitKind, Name: "pdf"}) },
+			store.Notification{Kind: store.JobsAvailable},
+		},
+		"kind rate": {
+			func() error { return s.RateSet(ctx, &store.RateParams{Scope: store.LimitKind, Name: "pdf", Rate: perMinute}) },
+			func() error { return s.RateSet(ctx, &store.RateParams{Scope: store.LimitKind, Name: "pdf"}) },
+			store.Notification{Kind: store.JobsAvailable},
+		},
+	} {
+		require.NoError(t, c.set(), name)
+		require.NoError(t, c.clear(), name)
+		require.Equal(t, c.want, sub.next(t), name)
+		require.NoError(t, c.clear(), name) // not set: nothing
+	}
+	require.NoError(t, s.QueueSetPaused(ctx, "z", false))
+	require.Equal(t, store.Notification{Kind: store.JobsAvailable, Queue: "z"}, sub.next(t))
+}
+
 // Subscribe does not reconnect: when its connection dies it returns the error, and the
 // caller subscribes again.
 func TestSubscribeEndsWhenConnectionDies(t *testing.T) {
