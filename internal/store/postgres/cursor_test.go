@@ -15,6 +15,31 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// peek is where a claim of queue with kinds would start at now: nil for the start.
+func (c *claimCursors) peek(queue, kinds string, now time.Time) *claimCursor {
+	use := c.start(queue, kinds, now)
+	c.done(use, false, nil, now)
+	return use.from
+}
+
+// cursorID is the id of the cursor of queue and kinds, "" for none, whether or not a claim
+// would use it now.
+func (c *claimCursors) cursorID(queue, kinds string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cur := c.byQueue[queue][kinds]; cur != nil {
+		return cur.id
+	}
+	return ""
+}
+
+// runningClaims is the number of claims between start and done.
+func (c *claimCursors) runningClaims() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.running)
+}
+
 func TestClaimCursorBookkeeping(t *testing.T) {
 	t0 := time.Unix(1_000_000, 0)
 	job := func(p int, id string) *hoppertype.JobRow { return &hoppertype.JobRow{ID: id, Priority: p} }
@@ -22,40 +47,40 @@ func TestClaimCursorBookkeeping(t *testing.T) {
 
 	// Without a subscription nothing is recorded: a wake-up could go unheard.
 	c.done(c.start("q", "", t0), true, job(0, "b"), t0)
-	require.Nil(t, c.start("q", "", t0).from)
+	require.Nil(t, c.peek("q", "", t0))
 
 	c.subscribed(+1)
 	use := c.start("q", "", t0)
 	require.Nil(t, use.from, "no cursor yet: from the start")
 	c.done(use, true, job(2, "b"), t0)
-	from := c.start("q", "", t0.Add(time.Millisecond)).from
+	from := c.peek("q", "", t0.Add(time.Millisecond))
 	require.NotNil(t, from)
 	require.Equal(t, 2, from.priority)
 	require.Equal(t, "b", from.id)
-	require.Nil(t, c.start("q", "k1", t0).from, "a cursor is per kinds filter")
-	require.Nil(t, c.start("other", "", t0).from, "and per queue")
+	require.Nil(t, c.peek("q", "k1", t0), "a cursor is per kinds filter")
+	require.Nil(t, c.peek("other", "", t0), "and per queue")
 
 	// A claim that found nothing keeps the cursor; one that found jobs moves it.
 	use = c.start("q", "", t0)
 	c.done(use, true, nil, t0)
-	require.Equal(t, "b", c.start("q", "", t0).from.id)
+	require.Equal(t, "b", c.peek("q", "", t0).id)
 	c.done(c.start("q", "", t0), true, job(2, "d"), t0)
-	require.Equal(t, "d", c.start("q", "", t0).from.id)
+	require.Equal(t, "d", c.peek("q", "", t0).id)
 
 	// Wake-ups: jobs after the cursor leave it; jobs before it, an unknown id, or any queue
 	// ("") forget it.
 	c.heard("q", "e")
-	require.NotNil(t, c.start("q", "", t0).from)
+	require.NotNil(t, c.peek("q", "", t0))
 	c.heard("other", "a")
-	require.NotNil(t, c.start("q", "", t0).from)
+	require.NotNil(t, c.peek("q", "", t0))
 	c.heard("q", "c")
-	require.Nil(t, c.start("q", "", t0).from)
+	require.Nil(t, c.peek("q", "", t0))
 	c.done(c.start("q", "", t0), true, job(2, "d"), t0)
 	c.heard("q", "")
-	require.Nil(t, c.start("q", "", t0).from)
+	require.Nil(t, c.peek("q", "", t0))
 	c.done(c.start("q", "", t0), true, job(2, "d"), t0)
 	c.heard("", "z")
-	require.Nil(t, c.start("q", "", t0).from)
+	require.Nil(t, c.peek("q", "", t0))
 
 	// A claim running while the cursor was forgotten records nothing: what it saw may be
 	// older than what was heard.
@@ -63,7 +88,7 @@ func TestClaimCursorBookkeeping(t *testing.T) {
 	use = c.start("q", "", t0)
 	c.heard("q", "a")
 	c.done(use, true, job(2, "f"), t0)
-	require.Nil(t, c.start("q", "", t0).from)
+	require.Nil(t, c.peek("q", "", t0))
 
 	// A claim that heard, while it ran, of a job before the position it found leaves the cursor
 	// where it is: its snapshot may not have held that job. Jobs heard after it do not matter.
@@ -71,45 +96,46 @@ func TestClaimCursorBookkeeping(t *testing.T) {
 	use = c.start("q", "", t0)
 	c.heard("q", "e")
 	c.done(use, true, job(2, "g"), t0)
-	require.Equal(t, "d", c.start("q", "", t0).from.id, "e was heard during the claim that found g")
+	require.Equal(t, "d", c.peek("q", "", t0).id, "e was heard during the claim that found g")
 	use = c.start("q", "", t0)
 	c.heard("q", "h")
 	c.heard("other", "a")
 	c.done(use, true, job(2, "g"), t0)
-	require.Equal(t, "g", c.start("q", "", t0).from.id)
+	require.Equal(t, "g", c.peek("q", "", t0).id)
 	// A wake-up without an id, a cap and a new subscription make a running claim record nothing.
 	for name, during := range map[string]func(){
 		"no id":     func() { c.heard("q", "") },
 		"any queue": func() { c.heard("", "z") },
 		"a cap":     func() { c.forget("q", "") },
+		"a subscription began and ended": func() {
+			c.subscribed(+1)
+			c.subscribed(-1)
+		},
 	} {
 		c.done(c.start("q", "", t0), true, job(2, "g"), t0)
 		use = c.start("q", "", t0)
 		during()
 		c.done(use, true, job(2, "k"), t0)
-		require.Nil(t, c.start("q", "", t0).from, name)
+		require.Empty(t, c.cursorID("q", ""), name)
 	}
 	// A claim that failed records nothing, and no claim stays registered after done.
 	c.done(c.start("q", "", t0), true, job(2, "g"), t0)
 	c.done(c.start("q", "", t0), false, job(2, "k"), t0)
-	require.Equal(t, "g", c.start("q", "", t0).from.id)
-	for use := range c.running {
-		c.done(use, false, nil, t0) // the starts above that were only looked at
-	}
-	require.Empty(t, c.running)
+	require.Equal(t, "g", c.peek("q", "", t0).id)
+	require.Zero(t, c.runningClaims())
 
 	// At least every claimRescan a claim scans from the start.
 	c.done(c.start("q", "", t0), true, job(2, "d"), t0)
-	require.NotNil(t, c.start("q", "", t0.Add(claimRescan-time.Millisecond)).from)
-	require.Nil(t, c.start("q", "", t0.Add(claimRescan)).from)
+	require.NotNil(t, c.peek("q", "", t0.Add(claimRescan-time.Millisecond)))
+	require.Nil(t, c.peek("q", "", t0.Add(claimRescan)))
 
 	// A scan from the start that took long stretches the time to the next one.
 	t1 := t0.Add(claimRescan)
 	use = c.start("q", "", t1)
 	require.Nil(t, use.from)
 	c.done(use, true, job(2, "d"), t1.Add(50*time.Millisecond))
-	require.NotNil(t, c.start("q", "", t1.Add(4*time.Second)).from)
-	require.Nil(t, c.start("q", "", t1.Add(5*time.Second)).from)
+	require.NotNil(t, c.peek("q", "", t1.Add(4*time.Second)))
+	require.Nil(t, c.peek("q", "", t1.Add(5*time.Second)))
 
 	// A scan from the start that found nothing leaves a cursor just below the ids of the jobs
 	// enqueued from then on, at the last job found's priority; a cursor found above that stays.
@@ -120,7 +146,7 @@ func TestClaimCursorBookkeeping(t *testing.T) {
 	use = c.start("q", "", t2)
 	require.Nil(t, use.from)
 	c.done(use, true, nil, t2)
-	from = c.start("q", "", t2).from
+	from = c.peek("q", "", t2)
 	require.NotNil(t, from, "an empty scan from the start sets a cursor")
 	require.Equal(t, 2, from.priority)
 	require.Equal(t, uuidV7Floor(wall.Add(-idClockSlack)), from.id, "the floor is on the clock ids are drawn on")
@@ -129,24 +155,34 @@ func TestClaimCursorBookkeeping(t *testing.T) {
 	use = c.start("q", "", t2.Add(claimRescan))
 	require.Nil(t, use.from)
 	c.done(use, true, nil, t2.Add(claimRescan))
-	require.Equal(t, above, c.start("q", "", t2.Add(claimRescan)).from.id, "an empty scan keeps a cursor above its own")
+	require.Equal(t, above, c.peek("q", "", t2.Add(claimRescan)).id, "an empty scan keeps a cursor above its own")
 	t3 := t2.Add(5 * time.Second)
 	wall = wall.Add(5 * time.Second)
 	use = c.start("q", "", t3)
 	require.Nil(t, use.from)
 	c.done(use, true, nil, t3)
-	require.Equal(t, uuidV7Floor(wall.Add(-idClockSlack)), c.start("q", "", t3).from.id, "and moves one below it on")
+	require.Equal(t, uuidV7Floor(wall.Add(-idClockSlack)), c.peek("q", "", t3).id, "and moves one below it on")
 	use = c.start("new", "", t2)
 	c.done(use, true, nil, t2)
-	require.Equal(t, 0, c.start("new", "", t2).from.priority, "a queue never claimed from: the default priority")
+	require.Equal(t, 0, c.peek("new", "", t2).priority, "a queue never claimed from: the default priority")
+	// An empty scan that heard, while it ran, of a job below its floor sets none: its snapshot
+	// may have been taken before that job was committed.
+	use = c.start("late", "", t2)
+	c.heard("late", uuidV7Floor(wall.Add(-time.Minute))+"-7000-8000-000000000000")
+	c.done(use, true, nil, t2)
+	require.Nil(t, c.peek("late", "", t2))
+	use = c.start("late", "", t2)
+	c.heard("late", uuidV7Floor(wall)+"-7000-8000-000000000000")
+	c.done(use, true, nil, t2)
+	require.NotNil(t, c.peek("late", "", t2), "a job heard above the floor leaves it")
 
 	// A cap forgets the cursor; so does the end of a subscription.
 	c.done(c.start("q", "", t0), true, job(2, "d"), t0)
 	c.forget("q", "")
-	require.Nil(t, c.start("q", "", t0).from)
+	require.Nil(t, c.peek("q", "", t0))
 	c.done(c.start("q", "", t0), true, job(2, "d"), t0)
 	c.subscribed(-1)
-	require.Nil(t, c.start("q", "", t0).from)
+	require.Nil(t, c.peek("q", "", t0))
 }
 
 // uuidV7Floor sorts, as the jobs table's ids do (COLLATE "C", byte order), below every UUIDv7
@@ -259,7 +295,7 @@ func TestClaimCursorHole(t *testing.T) {
 		MaxAttempts: 3, Actor: hoppertype.ActorAPI, Reason: "enqueue"}})
 	require.NoError(t, err)
 	require.Equal(t, "q", next().Queue)
-	require.NotNil(t, s.cursors.start("q", "", clk.Now()).from)
+	require.NotNil(t, s.cursors.peek("q", "", clk.Now()))
 	require.Equal(t, []string{"j-08", "j-09", "j-20"}, claim(5))
 
 	// A grouped job that finishes announces its queue, so the next job of its group, which
@@ -294,15 +330,22 @@ func TestClaimCursorHole(t *testing.T) {
 		require.Equal(t, "e", next().Queue)
 	}
 	require.Empty(t, claimE())
-	require.NotNil(t, s.cursors.start("e", "", clk.Now()).from, "the empty scan left a cursor")
+	require.NotNil(t, s.cursors.peek("e", "", clk.Now()), "the empty scan left a cursor")
 	later := uuid.Must(uuid.NewV7()).String()
 	insertE(later)
-	require.NotNil(t, s.cursors.start("e", "", clk.Now()).from, "a job after the cursor leaves it")
+	require.NotNil(t, s.cursors.peek("e", "", clk.Now()), "a job after the cursor leaves it")
 	require.Equal(t, []string{later}, claimE())
 	behind := uuidV7Floor(time.Now().Add(-time.Hour)) + "-7000-8000-000000000001"
 	insertE(behind)
-	require.Nil(t, s.cursors.start("e", "", clk.Now()).from, "a job behind the cursor forgets it")
+	require.Nil(t, s.cursors.peek("e", "", clk.Now()), "a job behind the cursor forgets it")
 	require.Equal(t, []string{behind}, claimE())
+
+	// A claim that fails leaves no registration behind.
+	canceled, cancelClaim := context.WithCancel(ctx)
+	cancelClaim()
+	_, _, err = s.JobClaim(canceled, &store.ClaimParams{Queue: "e", Limit: 1, WorkerID: "w", LeaseDuration: time.Minute})
+	require.Error(t, err)
+	require.Zero(t, s.cursors.runningClaims())
 }
 
 // A claim from a cursor locks only the jobs it claims, when the higher priorities fill part of
