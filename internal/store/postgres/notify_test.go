@@ -196,22 +196,30 @@ func TestNotifyClearedLimits(t *testing.T) {
 		want       store.Notification
 	}{
 		"queue cap": {
-			func() error { return s.LimitSet(ctx, &store.LimitParams{Scope: store.LimitQueue, Name: "q", MaxRunning: 3}) },
+			func() error {
+				return s.LimitSet(ctx, &store.LimitParams{Scope: store.LimitQueue, Name: "q", MaxRunning: 3})
+			},
 			func() error { return s.LimitSet(ctx, &store.LimitParams{Scope: store.LimitQueue, Name: "q"}) },
 			store.Notification{Kind: store.JobsAvailable, Queue: "q"},
 		},
 		"queue rate": {
-			func() error { return s.RateSet(ctx, &store.RateParams{Scope: store.LimitQueue, Name: "q", Rate: perMinute}) },
+			func() error {
+				return s.RateSet(ctx, &store.RateParams{Scope: store.LimitQueue, Name: "q", Rate: perMinute})
+			},
 			func() error { return s.RateSet(ctx, &store.RateParams{Scope: store.LimitQueue, Name: "q"}) },
 			store.Notification{Kind: store.JobsAvailable, Queue: "q"},
 		},
 		"kind cap": {
-			func() error { return s.LimitSet(ctx, &store.LimitParams{Scope: store.LimitKind, Name: "pdf", MaxRunning: 3}) },
+			func() error {
+				return s.LimitSet(ctx, &store.LimitParams{Scope: store.LimitKind, Name: "pdf", MaxRunning: 3})
+			},
 			func() error { return s.LimitSet(ctx, &store.LimitParams{Scope: store.LimitKind, Name: "pdf"}) },
 			store.Notification{Kind: store.JobsAvailable},
 		},
 		"kind rate": {
-			func() error { return s.RateSet(ctx, &store.RateParams{Scope: store.LimitKind, Name: "pdf", Rate: perMinute}) },
+			func() error {
+				return s.RateSet(ctx, &store.RateParams{Scope: store.LimitKind, Name: "pdf", Rate: perMinute})
+			},
 			func() error { return s.RateSet(ctx, &store.RateParams{Scope: store.LimitKind, Name: "pdf"}) },
 			store.Notification{Kind: store.JobsAvailable},
 		},
