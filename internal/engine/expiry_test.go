@@ -37,8 +37,8 @@ func (s *sweepStore) Now() time.Time { return s.clk.Now() }
 
 func (s *sweepStore) StatsPrune(context.Context, time.Time) (int64, error) { return 0, nil }
 
-// The walk goes on at once while it deletes, rests nineteen times a pass's length after a pass
-// that found nothing to delete (a twentieth of the time walking), and starts again from the
+// The walk goes on at once while it deletes, rests sweepIdlePause times a pass's length after a
+// pass that found nothing to delete (a hundredth of the time walking), and starts again from the
 // front SweepInterval after it reached the end.
 func TestSweepPacesAWalkThatFindsNothing(t *testing.T) {
 	t.Parallel()
@@ -47,7 +47,7 @@ func TestSweepPacesAWalkThatFindsNothing(t *testing.T) {
 		deleted, end int
 		want         time.Duration // after the pass's start
 	}{
-		{"nothing expired", 0, 0, 200*time.Millisecond + 19*200*time.Millisecond},
+		{"nothing expired", 0, 0, 200*time.Millisecond + 99*200*time.Millisecond},
 		{"expired jobs", 3, 0, 0},
 		{"the end of the table", 0, 5, time.Minute},
 	} {
