@@ -216,12 +216,12 @@ func TestConfigClaimAhead(t *testing.T) {
 	st, err := sqlite.Open(t.Context(), sqlite.Config{Path: t.TempDir() + "/c.db"})
 	require.NoError(t, err)
 	defer st.Close()
-	for _, n := range []int{NoClaimAhead, 0, 1, maxClaimAhead} {
+	for _, n := range []int{NoClaimAhead, 0, 1, MaxClaimAhead} {
 		c, err := NewClient(Config{Store: st, ClaimAhead: n})
 		require.NoError(t, err, n)
 		require.NoError(t, c.Stop(t.Context()))
 	}
-	for _, n := range []int{maxClaimAhead + 1, NoClaimAhead - 1} {
+	for _, n := range []int{MaxClaimAhead + 1, NoClaimAhead - 1} {
 		_, err = NewClient(Config{Store: st, ClaimAhead: n})
 		require.ErrorIs(t, err, ErrInvalid, n)
 		require.ErrorContains(t, err, "Config.ClaimAhead", n)

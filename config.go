@@ -34,8 +34,8 @@ const (
 	UnlimitedRescues = -1
 	// NoClaimAhead, as Config.ClaimAhead, has workers claim jobs only for their free slots.
 	NoClaimAhead = -1
-	// maxClaimAhead: jobs claimed ahead come within one claim's jobs.
-	maxClaimAhead = engine.DefaultClaimBatch
+	// MaxClaimAhead bounds Config.ClaimAhead: jobs claimed ahead come within one claim's jobs.
+	MaxClaimAhead = engine.DefaultClaimBatch
 	// MaxArgsBytes is the default bound on a job's encoded args (1 MiB).
 	MaxArgsBytes = 1 << 20
 	// MaxRunAtPast: a RunAt more than this far in the past is refused as a likely bug.
@@ -238,8 +238,8 @@ func (c Config) validate() error {
 		errs = append(errs, invalid("Config.MaxWorkers", "%d is negative", c.MaxWorkers))
 	}
 	switch {
-	case c.ClaimAhead > maxClaimAhead:
-		errs = append(errs, invalid("Config.ClaimAhead", "%d is above %d, the jobs of one claim", c.ClaimAhead, maxClaimAhead))
+	case c.ClaimAhead > MaxClaimAhead:
+		errs = append(errs, invalid("Config.ClaimAhead", "%d is above %d, the jobs of one claim", c.ClaimAhead, MaxClaimAhead))
 	case c.ClaimAhead < NoClaimAhead:
 		errs = append(errs, invalid("Config.ClaimAhead", "%d is negative: NoClaimAhead (-1) claims only for free slots", c.ClaimAhead))
 	}

@@ -63,7 +63,7 @@ type Config struct {
 	// Compare's stream run): jobs it holds beyond Workers, waiting for a slot.
 	Prefetch int
 	// ClaimAhead is the in-process client's Config.ClaimAhead: 0 the default,
-	// hopper.NoClaimAhead none, at most a claim's 1,000 jobs.
+	// hopper.NoClaimAhead none, at most hopper.MaxClaimAhead.
 	ClaimAhead int
 	// APIKey is sent to Server.
 	APIKey string
@@ -134,9 +134,6 @@ func (noop) Kind() string { return "bench-noop" }
 // stay a positive interval (and one job a microsecond is already more than any store takes).
 const MaxRate = 1_000_000
 
-// MaxClaimAhead bounds Config.ClaimAhead: the jobs of one claim, as hopper.Config's.
-const MaxClaimAhead = 1000
-
 // Validate reports the first bad setting of cfg (after defaults).
 func (c Config) Validate() error {
 	c = c.withDefaults()
@@ -163,8 +160,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("bench: prefetch %d: workers and prefetch together are a stream's credit, at most %d", c.Prefetch, hopper.MaxStreamCredit)
 	case c.Prefetch > 0 && c.Mode == "poll":
 		return errors.New("bench: prefetch is for stream mode (poll mode claims ahead)")
-	case c.ClaimAhead < hopper.NoClaimAhead || c.ClaimAhead > MaxClaimAhead:
-		return fmt.Errorf("bench: claim ahead %d is outside -1–%d", c.ClaimAhead, MaxClaimAhead)
+	case c.ClaimAhead < hopper.NoClaimAhead || c.ClaimAhead > hopper.MaxClaimAhead:
+		return fmt.Errorf("bench: claim ahead %d is outside -1–%d", c.ClaimAhead, hopper.MaxClaimAhead)
 	case c.ClaimAhead != 0 && c.Server != "":
 		return errors.New("bench: claim ahead is the in-process client's (a remote worker's is --prefetch)")
 	case c.Server != "" && (c.KindCap > 0 || !c.KindRate.IsZero()):

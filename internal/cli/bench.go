@@ -250,8 +250,8 @@ func checkScenarioFlags(cmd *cobra.Command, scenario string, cfg bench.Config, c
 		return usageErrorf("--work %s is outside 0–%s", cfg.Work, bench.MaxWork)
 	case cmd.Flags().Changed("work") && (scenario == "fairness" || scenario == "soak"):
 		return usageErrorf("--work is not supported with --scenario %s", scenario)
-	case cfg.ClaimAhead < hopper.NoClaimAhead || cfg.ClaimAhead > bench.MaxClaimAhead:
-		return usageErrorf("--claim-ahead %d is outside -1–%d", cfg.ClaimAhead, bench.MaxClaimAhead)
+	case cfg.ClaimAhead < hopper.NoClaimAhead || cfg.ClaimAhead > hopper.MaxClaimAhead:
+		return usageErrorf("--claim-ahead %d is outside -1–%d", cfg.ClaimAhead, hopper.MaxClaimAhead)
 	case cmd.Flags().Changed("claim-ahead") && (cfg.Server != "" || compare):
 		return usageErrorf("--claim-ahead is the in-process client's: a remote worker's is --prefetch")
 	case cmd.Flags().Changed("claim-ahead") && scenario == "soak":

@@ -125,10 +125,10 @@ func (s *Store) claimUncapped(ctx context.Context, p *store.ClaimParams, kinds [
 	kindsKey := strings.Join(kinds, "\x00")
 	use := s.cursors.start(p.Queue, kindsKey, s.Now())
 	var (
-		found bool
+		ok    bool // the claim succeeded and no cap applied: its result may move the cursor
 		first *hoppertype.JobRow
 	)
-	defer func() { s.cursors.done(use, found, first, s.Now()) }()
+	defer func() { s.cursors.done(use, ok, first, s.Now()) }()
 	b := &pgx.Batch{}
 	if use.from == nil {
 		b.Queue(s.sql(claimUncappedSQL), s.nowArg(), p.Queue, p.Limit, p.WorkerID, micros(p.LeaseDuration), kinds)
@@ -157,7 +157,9 @@ func (s *Store) claimUncapped(ctx context.Context, p *store.ClaimParams, kinds [
 	store.SortClaimed(jobs)
 	if restricted {
 		s.cursors.forget(p.Queue, kindsKey)
-	} else if found = true; len(jobs) > 0 {
+	}
+	ok = !restricted
+	if len(jobs) > 0 {
 		first = jobs[0]
 	}
 	return jobs, restricted, nil
