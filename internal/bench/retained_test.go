@@ -22,7 +22,7 @@ func TestRetainedFill(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			cfg := Config{Jobs: 200, Workers: 10, Batch: 100, LatencyJobs: 20, Rate: 500, Rows: 1000,
+			cfg := Config{Jobs: 200, Workers: 10, Batch: 100, LatencyJobs: 20, Rate: 500, Rows: 12000,
 				Database: db(t), Synchronous: "NORMAL"}.withDefaults()
 			tg, err := openTarget(t.Context(), cfg)
 			require.NoError(t, err)
@@ -30,13 +30,23 @@ func TestRetainedFill(t *testing.T) {
 			res := &RetainedResult{}
 			require.NoError(t, fillRetained(t.Context(), cfg, tg, res))
 			require.Positive(t, res.DBBytes)
-			requireRetained(t, tg.store, 1000)
+			require.Positive(t, res.WalkSeconds)
+			requireRetained(t, tg.store, 12000)
+
+			// The sweep's first walk saved the two full windows of 5,000 retained jobs as
+			// settled (the last, where new jobs go, is not).
+			ws, err := tg.store.SweepSettled(t.Context())
+			require.NoError(t, err)
+			require.Len(t, ws, 2)
+			require.Empty(t, ws[0].After)
+			require.Equal(t, ws[0].Last, ws[1].After)
+			require.True(t, ws[0].Soonest.After(time.Now().Add(time.Hour)), "within the jobs' retention")
 
 			require.NoError(t, measure(t.Context(), cfg, tg.store, &res.Result))
 			require.Positive(t, res.JobsPerSec)
 			require.Equal(t, 20, res.LatencyJobs)
 			counts := stateCounts(t, tg.store)
-			require.Equal(t, int64(970+200+20), counts[hoppertype.StateCompleted], "the benchmark's jobs completed too")
+			require.Equal(t, int64(12000*97/100+200+20), counts[hoppertype.StateCompleted], "the benchmark's jobs completed too")
 		})
 	}
 }
@@ -52,7 +62,7 @@ func requireRetained(t *testing.T, st store.Store, n int) {
 	require.NoError(t, err)
 	require.Empty(t, jobs, "a retained job was claimed")
 
-	failed, err := st.JobList(ctx, &store.ListParams{States: []hoppertype.JobState{hoppertype.StateFailed}, Limit: 100, Ascending: true})
+	failed, err := st.JobList(ctx, &store.ListParams{States: []hoppertype.JobState{hoppertype.StateFailed}, Limit: 500, Ascending: true})
 	require.NoError(t, err)
 	require.Len(t, failed.Jobs, n*2/100)
 	f := failed.Jobs[0]
@@ -111,7 +121,7 @@ func TestRetainedBaseline(t *testing.T) {
 	require.Positive(t, res.DBBytes)
 	var m map[string]any
 	require.NoError(t, json.Unmarshal(res.JSON(), &m))
-	for _, k := range []string{"retained_rows", "fill_seconds", "db_bytes", "jobs_per_sec", "latency_p99_ms"} {
+	for _, k := range []string{"retained_rows", "fill_seconds", "walk_seconds", "db_bytes", "jobs_per_sec", "latency_p99_ms"} {
 		require.Contains(t, m, k)
 	}
 }

@@ -2,8 +2,12 @@ package engine
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/store"
 )
@@ -54,11 +58,26 @@ const (
 //
 // sweepHeadRest is the least rest between two laps of the head walk: each lap reads the window
 // at the front at least once, and deletes what expired in about this long.
+//
+// Settled windows: a window the full walk read whose jobs had all ended and none expired holds
+// nothing due before the earliest expiry among them (an ended job's expiry never changes; new
+// jobs take new ids, after it). The full walk skips such a window until then without reading
+// it, and saves the settled windows at the end of each walk that changed them
+// (store.SettledWindow), so that the next leader skips them too. A table of millions of
+// retained jobs then costs a walk only once, not every SweepInterval (and not on every
+// restart or change of leader): afterwards a walk reads the windows whose jobs have begun to
+// expire or are still live. sweepIDSkew bounds the clocks' skew this trusts: a window is
+// taken as settled only when its last id was drawn (UUIDv7 ids hold their time) at least that
+// long ago, so that the jobs enqueued since, on any node whose clock is less far behind, take
+// ids after it. A job that does land in a settled window (a clock further behind) is deleted
+// late, when its window is read again; it is hidden from reads from its expiry on, as every
+// expired job is.
 const (
 	sweepWindow    = 5000
 	sweepPass      = 20
 	sweepIdlePause = 99
 	sweepHeadRest  = 500 * time.Millisecond
+	sweepIDSkew    = time.Minute
 )
 
 // ResultTTLer is a Unit whose kind sets how long its completed and canceled jobs are kept.
@@ -135,6 +154,14 @@ type sweepWalks struct {
 	earliest     time.Time
 	earliestFrom string
 	fullAt       time.Time // when the full walk's next pass is due
+	// settled are the windows the full walk skips until their Soonest, in id order: those the
+	// last walk found (or the store kept, loaded as a walk starts after this process gained
+	// the leadership); settling are those this walk found or skipped, in the order it went.
+	settled   []store.SettledWindow
+	settling  []store.SettledWindow
+	loaded    bool
+	loadedFor int  // the count of gained leaderships settled was loaded for
+	unsaved   bool // the last save failed
 
 	headKnown bool      // a full walk found the front: the head walk runs
 	head      string    // the front of the expiring jobs: where the head walk's laps start
@@ -155,7 +182,133 @@ func (m *maintainer) window(ctx context.Context, from string) (res *store.SweepR
 	if err != nil {
 		return nil, false, err
 	}
-	return res, !res.Soonest.IsZero() && res.Soonest.Before(now.Add(m.e.cfg.SweepInterval)), nil
+	return res, m.soon(now, res.Soonest), nil
+}
+
+// soon says whether an expiry (zero: none) comes within SweepInterval of now (store time).
+func (m *maintainer) soon(now, expiry time.Time) bool {
+	return !expiry.IsZero() && expiry.Before(now.Add(m.e.cfg.SweepInterval))
+}
+
+// fullWindow is the full walk's window after from: skipped to the end of the settled window
+// that holds from while none of its jobs has expired (read says whether it was read), else
+// swept and, when it turns out settled, recorded as such. A window read anew may end inside a
+// settled one (jobs before it were deleted): the rest of that one is skipped as the next.
+func (m *maintainer) fullWindow(ctx context.Context, from string) (res *store.SweepResult, soon, read bool, err error) {
+	w := &m.sweeping
+	if s, ok := settledAt(w.settled, from); ok {
+		if now := m.e.store.Now(); now.Before(s.Soonest) {
+			s.After = from
+			w.settling = append(w.settling, s)
+			return &store.SweepResult{Next: s.Last, Soonest: s.Soonest}, m.soon(now, s.Soonest), false, nil
+		}
+	}
+	res, soon, err = m.window(ctx, from)
+	if err != nil {
+		return nil, false, true, err
+	}
+	if s, ok := settledWindow(from, res, m.wall()); ok {
+		w.settling = append(w.settling, s)
+	}
+	return res, soon, true, nil
+}
+
+// settledAt is the window of ws (in id order) that holds the ids just after from, if any.
+func settledAt(ws []store.SettledWindow, from string) (store.SettledWindow, bool) {
+	i, _ := slices.BinarySearchFunc(ws, from, func(w store.SettledWindow, from string) int {
+		if w.After <= from {
+			return -1
+		}
+		return 1
+	})
+	if i == 0 || from >= ws[i-1].Last {
+		return store.SettledWindow{}, false
+	}
+	return ws[i-1], true
+}
+
+// settledWindow is the window after from that res read as a settled window (see sweepIDSkew), if it
+// is one: every job in it has ended, none has expired, it is not the table's last window
+// (where new jobs go) and its last id was drawn sweepIDSkew before wall (the system's clock,
+// which ids are drawn on) or earlier.
+func settledWindow(from string, res *store.SweepResult, wall time.Time) (store.SettledWindow, bool) {
+	if res.Next == "" || res.Deleted > 0 || res.Expired > 0 || res.Unended > 0 || res.Soonest.IsZero() {
+		return store.SettledWindow{}, false
+	}
+	drawn, ok := idTime(res.Next)
+	if !ok || wall.Sub(drawn) < sweepIDSkew {
+		return store.SettledWindow{}, false
+	}
+	return store.SettledWindow{After: from, Last: res.Next, Soonest: res.Soonest}, true
+}
+
+// SettleSweep walks the whole jobs table of st once, unpaced, as the sweep's full walk does
+// (deleting what expired), and saves the settled windows it found: what a store's leader has
+// done after its first walk. It is for a store filled by other means than its clients, like
+// the bench's retained jobs.
+func SettleSweep(ctx context.Context, st store.Store) error {
+	var ws []store.SettledWindow
+	for from := ""; ; {
+		res, err := st.JobSweepExpired(ctx, &store.SweepParams{Now: st.Now(), After: from, Scan: sweepWindow})
+		if err != nil {
+			return fmt.Errorf("settle the sweep: %w", err)
+		}
+		if s, ok := settledWindow(from, res, time.Now()); ok {
+			ws = append(ws, s)
+		}
+		if res.Next == "" {
+			break
+		}
+		from = res.Next
+	}
+	if err := st.SweepSettle(ctx, ws); err != nil {
+		return fmt.Errorf("settle the sweep: %w", err)
+	}
+	return nil
+}
+
+// idTime is when a UUIDv7 id was drawn; ok is false for any other id.
+func idTime(id string) (time.Time, bool) {
+	u, err := uuid.Parse(id)
+	if err != nil || u.Version() != 7 {
+		return time.Time{}, false
+	}
+	sec, nsec := u.Time().UnixTime()
+	return time.Unix(sec, nsec), true
+}
+
+// startWalk begins a walk of the table: the settled windows are loaded from the store after
+// this process gained the leadership (another leader may have saved newer ones).
+func (m *maintainer) startWalk(ctx context.Context) error {
+	w := &m.sweeping
+	w.began = m.e.store.Now()
+	if !w.loaded || w.loadedFor != m.gained {
+		ws, err := m.e.store.SweepSettled(ctx)
+		if err != nil {
+			return err
+		}
+		slices.SortFunc(ws, func(a, b store.SettledWindow) int { return strings.Compare(a.After, b.After) })
+		w.settled, w.loaded, w.loadedFor = ws, true, m.gained
+	}
+	w.settling = make([]store.SettledWindow, 0, len(w.settled))
+	return nil
+}
+
+// endWalk keeps the settled windows the walk found for the next, and saves them when they
+// changed. A failure to save is logged and only costs the next leader the reads.
+func (m *maintainer) endWalk(ctx context.Context) {
+	w := &m.sweeping
+	changed := w.unsaved || !slices.EqualFunc(w.settled, w.settling, func(a, b store.SettledWindow) bool {
+		return a.After == b.After && a.Last == b.Last && a.Soonest.Equal(b.Soonest)
+	})
+	w.settled, w.settling = w.settling, nil
+	if !changed {
+		return
+	}
+	err := m.e.store.SweepSettle(ctx, w.settled)
+	if w.unsaved = err != nil; w.unsaved {
+		m.e.log.Warn("save the sweep's settled windows (saved again after the next walk)", "err", err)
+	}
 }
 
 // sweepFull is a pass of the full walk. It returns when the next is due: at once after a pass
@@ -167,17 +320,22 @@ func (m *maintainer) sweepFull(ctx context.Context, now time.Time) (next time.Ti
 	start := m.e.clock.Now()
 	total := 0
 	defer m.logSwept(&total)
-	for range sweepPass {
+	for reads := 0; reads < sweepPass; {
 		if ctx.Err() != nil || !m.e.leader.leading() {
 			return now.Add(m.e.cfg.SweepInterval), nil
 		}
 		from := w.from
 		if from == "" {
-			w.began = m.e.store.Now()
+			if err := m.startWalk(ctx); err != nil {
+				return time.Time{}, err
+			}
 		}
-		res, soon, err := m.window(ctx, from)
+		res, soon, read, err := m.fullWindow(ctx, from)
 		if err != nil {
 			return time.Time{}, err
+		}
+		if read {
+			reads++
 		}
 		total += res.Deleted
 		if soon && !w.found {
@@ -198,6 +356,7 @@ func (m *maintainer) sweepFull(ctx context.Context, now time.Time) (next time.Ti
 				w.headAt = m.onClock(w.earliest)
 			}
 			w.found, w.earliest = false, time.Time{}
+			m.endWalk(ctx)
 			m.mu.Lock()
 			m.swept = w.began
 			m.mu.Unlock()

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -36,6 +37,10 @@ func (s *sweepStore) JobSweepExpired(context.Context, *store.SweepParams) (*stor
 func (s *sweepStore) Now() time.Time { return s.clk.Now() }
 
 func (s *sweepStore) StatsPrune(context.Context, time.Time) (int64, error) { return 0, nil }
+
+func (s *sweepStore) SweepSettled(context.Context) ([]store.SettledWindow, error) { return nil, nil }
+
+func (s *sweepStore) SweepSettle(context.Context, []store.SettledWindow) error { return nil }
 
 // The walk goes on at once while it deletes, rests sweepIdlePause times a pass's length after a
 // pass that found nothing to delete (a hundredth of the time walking), and starts again from the
@@ -84,6 +89,12 @@ type tableStore struct {
 	gone    int
 	read    int // rows the windows read
 	deleted int
+	// drawn, when set, makes ids UUIDv7 drawn at drawn plus a millisecond per job number
+	// (else zero-padded numbers, which are never settled).
+	drawn   time.Time
+	settled []store.SettledWindow // as saved
+	saves   int
+	saveErr error
 }
 
 type tableRow struct {
@@ -96,9 +107,31 @@ func (s *tableStore) Now() time.Time { return s.clk.Now().Add(s.offset) }
 
 func (s *tableStore) StatsPrune(context.Context, time.Time) (int64, error) { return 0, nil }
 
-// add appends the job numbered n (ids are zero-padded: the walk compares them as bytes).
+func (s *tableStore) SweepSettled(context.Context) ([]store.SettledWindow, error) {
+	return slices.Clone(s.settled), nil
+}
+
+func (s *tableStore) SweepSettle(_ context.Context, ws []store.SettledWindow) error {
+	s.saves++
+	if s.saveErr != nil {
+		return s.saveErr
+	}
+	s.settled = slices.Clone(ws)
+	return nil
+}
+
+// add appends the job numbered n (the walk compares ids as bytes: numbers are zero-padded,
+// UUIDv7 ids are hex of fixed width).
 func (s *tableStore) add(n int, end time.Time, ttl time.Duration) {
-	s.rows = append(s.rows, tableRow{id: fmt.Sprintf("%08d", n), end: end, exp: end.Add(ttl)})
+	s.rows = append(s.rows, tableRow{id: s.id(n), end: end, exp: end.Add(ttl)})
+}
+
+func (s *tableStore) id(n int) string {
+	if s.drawn.IsZero() {
+		return fmt.Sprintf("%08d", n)
+	}
+	ms := fmt.Sprintf("%012x", s.drawn.UnixMilli()+int64(n))
+	return fmt.Sprintf("%s-%s-7000-8000-%012x", ms[:8], ms[8:], n)
 }
 
 func (r tableRow) expired(now time.Time) bool { return !now.Before(r.end) && !now.Before(r.exp) }
@@ -136,6 +169,9 @@ func (s *tableStore) JobSweepExpired(_ context.Context, p *store.SweepParams) (*
 			s.gone++
 			s.deleted++
 			res.Deleted++
+			res.Expired++
+		case p.Now.Before(r.end):
+			res.Unended++
 		case !p.Now.Before(r.end) && (res.Soonest.IsZero() || r.exp.Before(res.Soonest)):
 			res.Soonest = r.exp
 		}
@@ -311,4 +347,138 @@ func TestSweepLapEndsAfterAPassOfNothing(t *testing.T) {
 	require.Equal(t, sweepPass*50, sim.st.read, "a pass of windows, not the 2,950 jobs before where the last lap ended")
 	require.False(t, sim.m.sweeping.lapping, "the lap ended")
 	require.Empty(t, sim.m.sweeping.head, "the front stays at the first window")
+}
+
+// newSettleSim is a leader over a table of 1,000 jobs (20 windows) that ended now and are
+// kept a day, their ids drawn from an hour before now on the fake clock, which is also the
+// maintainer's wall clock.
+func newSettleSim(t *testing.T, st *tableStore) (*clock.Fake, *maintainer) {
+	t.Helper()
+	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	st.clk, st.scan = clk, 50
+	if st.rows == nil {
+		st.drawn = clk.Now().Add(-time.Hour)
+		for n := range 1000 {
+			st.add(n, clk.Now(), 24*time.Hour+time.Duration(n)*time.Second)
+		}
+	}
+	return clk, newSettleLeader(t, st)
+}
+
+func newSettleLeader(t *testing.T, st *tableStore) *maintainer {
+	t.Helper()
+	e, err := New(Config{Store: st, Clock: st.clk, WorkerID: "node-1"})
+	require.NoError(t, err)
+	e.leader.set(st.clk.Now().Add(48*time.Hour), 1)
+	m := newMaintainer(e)
+	m.wall = st.clk.Now
+	return m
+}
+
+// walk runs the full walk of m through the whole table and returns the rows it read.
+func walk(t *testing.T, st *tableStore, m *maintainer) int {
+	t.Helper()
+	before := st.read
+	for first := true; first || m.sweeping.from != ""; first = false {
+		_, err := m.sweepFull(t.Context(), st.clk.Now())
+		require.NoError(t, err)
+	}
+	return st.read - before
+}
+
+// A window whose jobs have all ended and none expired is read once, then skipped until its
+// earliest expiry; the windows found so are saved, and a new leader skips them too.
+func TestSweepSkipsSettledWindows(t *testing.T) {
+	t.Parallel()
+	st := &tableStore{}
+	clk, m := newSettleSim(t, st)
+	require.Equal(t, 1000, walk(t, st, m), "the first walk reads every window")
+	require.Len(t, st.settled, 20, "every full window is settled (new jobs go after the last)")
+	require.Equal(t, st.rows[49].id, st.settled[1].After, "windows are saved in id order")
+	require.Equal(t, st.rows[0].exp, st.settled[0].Soonest, "with the earliest expiry of their jobs")
+
+	clk.Advance(time.Minute)
+	require.Zero(t, walk(t, st, m), "the next walk reads only the end of the table")
+	require.Equal(t, 1, st.saves, "and saves nothing: the settled windows did not change")
+	require.True(t, m.sweeping.from == "" && !m.sweptBefore().IsZero(), "each walk still completes")
+
+	other := newSettleLeader(t, st)
+	require.Zero(t, walk(t, st, other), "a new leader skips the saved windows")
+
+	// The first window's first job expires: that window is read again (its job deleted), then
+	// read once more by the next walk, which finds it settled anew; the others are skipped.
+	clk.Advance(st.rows[0].exp.Sub(clk.Now()))
+	require.Equal(t, 50, walk(t, st, other), "the window whose job expired")
+	require.Equal(t, 1, st.deleted)
+	require.Equal(t, 2, st.saves, "the first window changed")
+	require.Len(t, st.settled, 19, "a window that deleted jobs is not settled")
+	clk.Advance(500 * time.Millisecond) // before the next job expires
+	require.Equal(t, 50, walk(t, st, other), "the first window once more, which now ends inside the next: the rest of that is skipped")
+	require.Len(t, st.settled, 20)
+	require.Equal(t, st.rows[1].exp, st.settled[0].Soonest, "its new earliest expiry")
+	require.Equal(t, st.rows[50].id, st.settled[1].After, "the next one skipped from where the first ended")
+}
+
+// A window with a job that has not ended is read on every walk, as is one whose ids were drawn
+// within sweepIDSkew of now (a node whose clock is behind may still add jobs to it).
+func TestSweepReadsUnsettledWindows(t *testing.T) {
+	t.Parallel()
+	st := &tableStore{}
+	clk, m := newSettleSim(t, st)
+	st.rows[10].end = clk.Now().Add(time.Hour)                        // live for another hour
+	st.drawn = clk.Now().Add(-30*time.Second - 1000*time.Millisecond) // jobs 1000 on, drawn 30 s ago
+	for n := 1000; n < 1100; n++ {
+		st.add(n, clk.Now(), 24*time.Hour)
+	}
+	require.Equal(t, 1100, walk(t, st, m))
+	clk.Advance(10 * time.Second)
+	require.Equal(t, 50+100, walk(t, st, m), "the window of the live job and the two drawn within the skew")
+	clk.Advance(30 * time.Second)
+	require.Equal(t, 50+100, walk(t, st, m), "the jobs drawn 70 s ago: read once more, now settled")
+	clk.Advance(10 * time.Second)
+	require.Equal(t, 50, walk(t, st, m), "only the window of the live job")
+}
+
+// A save that fails is logged and tried again at the end of the next walk, changed or not.
+func TestSweepSavesSettledWindowsAgain(t *testing.T) {
+	t.Parallel()
+	st := &tableStore{saveErr: errors.New("database is locked")}
+	clk, m := newSettleSim(t, st)
+	walk(t, st, m)
+	require.Equal(t, 1, st.saves)
+	require.Empty(t, st.settled)
+	st.saveErr = nil
+	clk.Advance(time.Minute)
+	require.Zero(t, walk(t, st, m), "the windows are skipped from memory")
+	require.Equal(t, 2, st.saves)
+	require.Len(t, st.settled, 20)
+}
+
+func TestSettledWindow(t *testing.T) {
+	t.Parallel()
+	wall := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	soonest := wall.Add(time.Hour)
+	old := (&tableStore{drawn: wall.Add(-sweepIDSkew)}).id(0)
+	recent := (&tableStore{drawn: wall.Add(-sweepIDSkew + time.Millisecond)}).id(0)
+	for _, c := range []struct {
+		name string
+		res  store.SweepResult
+		ok   bool
+	}{
+		{"settled", store.SweepResult{Next: old, Soonest: soonest}, true},
+		{"the last window", store.SweepResult{Soonest: soonest}, false},
+		{"jobs deleted", store.SweepResult{Next: old, Soonest: soonest, Deleted: 1, Expired: 1}, false},
+		{"a job expired and kept", store.SweepResult{Next: old, Soonest: soonest, Expired: 1}, false},
+		{"a job not ended", store.SweepResult{Next: old, Soonest: soonest, Unended: 1}, false},
+		{"no expiry", store.SweepResult{Next: old}, false},
+		{"ids drawn within the skew", store.SweepResult{Next: recent, Soonest: soonest}, false},
+		{"not a UUIDv7", store.SweepResult{Next: "00000049", Soonest: soonest}, false},
+		{"a UUIDv4", store.SweepResult{Next: "0f8fad5b-d9cb-469f-a165-70867728950e", Soonest: soonest}, false},
+	} {
+		w, ok := settledWindow("a", &c.res, wall)
+		require.Equal(t, c.ok, ok, c.name)
+		if ok {
+			require.Equal(t, store.SettledWindow{After: "a", Last: old, Soonest: soonest}, w)
+		}
+	}
 }

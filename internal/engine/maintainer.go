@@ -28,6 +28,7 @@ type maintainer struct {
 	next   time.Time // earliest known run_at of a scheduled job
 	swept  time.Time // when the sweep's last complete walk of the table began (store time)
 	nudgeC chan struct{}
+	wall   func() time.Time // the system's clock, which job ids are drawn on (settled windows)
 
 	// Used by the run loop only:
 	sweeping sweepWalks // where the sweep's walks of the jobs are
@@ -42,7 +43,7 @@ type maintainer struct {
 }
 
 func newMaintainer(e *Engine) *maintainer {
-	return &maintainer{e: e, nudgeC: make(chan struct{}, 1), retry: e.newTracker("leader maintenance", backoff.DefaultPolicy)}
+	return &maintainer{e: e, nudgeC: make(chan struct{}, 1), wall: time.Now, retry: e.newTracker("leader maintenance", backoff.DefaultPolicy)}
 }
 
 // nudge makes the maintainer wake by runAt if that is earlier than its plan.

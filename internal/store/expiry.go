@@ -22,6 +22,19 @@ type Sweeper interface {
 	// goes on, or "" when it reached the end of the table. Id order is the order of the ids'
 	// bytes (both stores collate ids so), which the sweep compares positions of its walk by.
 	JobSweepExpired(ctx context.Context, p *SweepParams) (*SweepResult, error)
+	// SweepSettled returns the settled windows last saved by SweepSettle, in id order.
+	SweepSettled(ctx context.Context) ([]SettledWindow, error)
+	// SweepSettle replaces the saved settled windows with ws, in one transaction.
+	SweepSettle(ctx context.Context, ws []SettledWindow) error
+}
+
+// SettledWindow is a window of the sweep's walk whose jobs had all ended and none expired
+// when it was read: nothing in (After, Last] expires before Soonest, since an ended job's
+// expiry never changes and new jobs take new ids, after it. The leader skips such a window
+// until Soonest, and saves them so that the next leader does too (engine/expiry.go).
+type SettledWindow struct {
+	After, Last string
+	Soonest     time.Time
 }
 
 // SweepParams is one window of a sweep.
@@ -34,7 +47,11 @@ type SweepParams struct {
 // SweepResult is what one window did.
 type SweepResult struct {
 	Deleted int
-	Next    string // "" when the walk reached the end
+	// Expired counts the window's jobs whose expiry had passed by p.Now, deleted or not (a
+	// live idempotency key keeps its job; another transaction may hold a row); Unended its
+	// jobs that have not ended (no expiry).
+	Expired, Unended int
+	Next             string // "" when the walk reached the end
 	// Soonest is the earliest expiry among the window's jobs that have not expired by
 	// p.Now; zero when none of them has one (they are all live, or the window is empty).
 	// The sweep's head walk uses it to tell the front of the expiring jobs from jobs kept

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper/internal/store"
+	"github.com/jackc/pgx/v5"
 )
 
 var _ store.Sweeper = (*Store)(nil)
@@ -13,7 +14,7 @@ var _ store.Sweeper = (*Store)(nil)
 // how many there are, how many of them have expired by $3 and the earliest expiry of the
 // others.
 const sweepWindowSQL = `SELECT max(id), count(*), count(*) FILTER (WHERE expires_at <= coalesce($3::timestamptz, now())),
-	min(expires_at) FILTER (WHERE expires_at > coalesce($3::timestamptz, now()))
+	min(expires_at) FILTER (WHERE expires_at > coalesce($3::timestamptz, now())), count(*) FILTER (WHERE expires_at IS NULL)
 	FROM (SELECT id, expires_at FROM {schema}.jobs WHERE id > $1 ORDER BY id LIMIT $2) w`
 
 // sweepSQL deletes the expired jobs of the window ($1, $2] of the id walk, except those whose
@@ -40,13 +41,13 @@ DELETE FROM {schema}.jobs j USING picked WHERE j.id = picked.id`
 func (s *Store) JobSweepExpired(ctx context.Context, p *store.SweepParams) (*store.SweepResult, error) {
 	scan := limitOr(p.Scan, 5000)
 	var last *string
-	var seen, expired int64
+	var seen, expired, unended int64
 	var soonest *time.Time
-	err := s.pool.QueryRow(ctx, s.sql(sweepWindowSQL), p.After, scan, nullTime(p.Now)).Scan(&last, &seen, &expired, &soonest)
+	err := s.pool.QueryRow(ctx, s.sql(sweepWindowSQL), p.After, scan, nullTime(p.Now)).Scan(&last, &seen, &expired, &soonest, &unended)
 	if err != nil {
 		return nil, s.wrap(err, "sweep expired jobs")
 	}
-	res := &store.SweepResult{}
+	res := &store.SweepResult{Expired: int(expired), Unended: int(unended)}
 	if soonest != nil {
 		res.Soonest = soonest.UTC()
 	}
@@ -62,4 +63,42 @@ func (s *Store) JobSweepExpired(ctx context.Context, p *store.SweepParams) (*sto
 	}
 	res.Deleted = int(tag.RowsAffected())
 	return res, nil
+}
+
+// SweepSettled returns the saved settled windows of the sweep, in id order.
+func (s *Store) SweepSettled(ctx context.Context) ([]store.SettledWindow, error) {
+	rows, err := s.pool.Query(ctx, s.sql(`SELECT after_id, last_id, soonest FROM {schema}.sweep_settled ORDER BY after_id`))
+	if err != nil {
+		return nil, s.wrap(err, "read settled sweep windows")
+	}
+	ws, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.SettledWindow, error) {
+		var w store.SettledWindow
+		err := row.Scan(&w.After, &w.Last, &w.Soonest)
+		w.Soonest = w.Soonest.UTC()
+		return w, err
+	})
+	if err != nil {
+		return nil, s.wrap(err, "read settled sweep windows")
+	}
+	return ws, nil
+}
+
+// SweepSettle replaces the saved settled windows of the sweep.
+func (s *Store) SweepSettle(ctx context.Context, ws []store.SettledWindow) error {
+	after, last, soonest := make([]string, len(ws)), make([]string, len(ws)), make([]time.Time, len(ws))
+	for i, w := range ws {
+		after[i], last[i], soonest[i] = w.After, w.Last, w.Soonest
+	}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, s.sql(`DELETE FROM {schema}.sweep_settled`)); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, s.sql(`INSERT INTO {schema}.sweep_settled (after_id, last_id, soonest)
+			SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[])`), after, last, soonest)
+		return err
+	})
+	if err != nil {
+		return s.wrap(err, "save settled sweep windows")
+	}
+	return nil
 }

@@ -48,7 +48,7 @@ func TestPlansAtScaleUseThePrimaryKey(t *testing.T) {
 		ids, tokens, durations = append(ids, j.ID), append(tokens, j.Token), append(durations, 60_000_000)
 	}
 	var last string
-	require.NoError(t, s.pool.QueryRow(ctx, s.sql(sweepWindowSQL), "", 5000, nil).Scan(&last, new(int64), new(int64), new(*time.Time)))
+	require.NoError(t, s.pool.QueryRow(ctx, s.sql(sweepWindowSQL), "", 5000, nil).Scan(&last, new(int64), new(int64), new(*time.Time), new(int64)))
 	for name, q := range map[string]struct {
 		sql  string
 		args []any

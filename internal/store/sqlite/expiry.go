@@ -29,9 +29,9 @@ const sweepDeleteSQL = `DELETE FROM jobs WHERE id > ?1 AND id <= ?2 AND expires_
 	AND NOT EXISTS (SELECT 1 FROM idempotency_keys k WHERE k.job_id = jobs.id AND k.expires_at > ?3)`
 
 // sweepWindowSQL reads a window of the id walk: its last id, its size, how many of its jobs
-// have expired and the earliest expiry of the others.
+// have expired, the earliest expiry of the others and how many have none.
 const sweepWindowSQL = `SELECT max(id), count(*), coalesce(sum(expires_at <= ?3), 0),
-	min(CASE WHEN expires_at > ?3 THEN expires_at END) FROM (
+	min(CASE WHEN expires_at > ?3 THEN expires_at END), coalesce(sum(expires_at IS NULL), 0) FROM (
 	SELECT id, expires_at FROM jobs WHERE id > ?1 ORDER BY id LIMIT ?2)`
 
 // chunkBounds returns where the deletes of the window (from, to] end: one range when it holds
@@ -68,13 +68,13 @@ func (s *Store) chunkBounds(ctx context.Context, from, to string, now time.Time,
 func (s *Store) JobSweepExpired(ctx context.Context, p *store.SweepParams) (*store.SweepResult, error) {
 	scan := limitOr(p.Scan, 5000)
 	var last sql.NullString
-	var seen, expired int
+	var seen, expired, unended int
 	var soonest sql.NullInt64
-	err := s.reader.QueryRowContext(ctx, sweepWindowSQL, p.After, scan, micros(p.Now)).Scan(&last, &seen, &expired, &soonest)
+	err := s.reader.QueryRowContext(ctx, sweepWindowSQL, p.After, scan, micros(p.Now)).Scan(&last, &seen, &expired, &soonest, &unended)
 	if err != nil {
 		return nil, wrap(err, "sweep expired jobs")
 	}
-	res := &store.SweepResult{Soonest: nullTime(soonest)}
+	res := &store.SweepResult{Soonest: nullTime(soonest), Expired: expired, Unended: unended}
 	if seen == scan {
 		res.Next = last.String
 	}
@@ -106,4 +106,47 @@ func (s *Store) JobSweepExpired(ctx context.Context, p *store.SweepParams) (*sto
 		from = to
 	}
 	return res, nil
+}
+
+// SweepSettled returns the saved settled windows of the sweep, in id order.
+func (s *Store) SweepSettled(ctx context.Context) ([]store.SettledWindow, error) {
+	rows, err := s.reader.QueryContext(ctx, `SELECT after_id, last_id, soonest FROM sweep_settled ORDER BY after_id`)
+	if err != nil {
+		return nil, wrap(err, "read settled sweep windows")
+	}
+	defer rows.Close()
+	var ws []store.SettledWindow
+	for rows.Next() {
+		var w store.SettledWindow
+		var soonest int64
+		if err := rows.Scan(&w.After, &w.Last, &soonest); err != nil {
+			return nil, wrap(err, "read settled sweep windows")
+		}
+		w.Soonest = fromMicros(soonest)
+		ws = append(ws, w)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrap(err, "read settled sweep windows")
+	}
+	return ws, nil
+}
+
+// SweepSettle replaces the saved settled windows of the sweep.
+func (s *Store) SweepSettle(ctx context.Context, ws []store.SettledWindow) error {
+	err := s.write(ctx, []string{`INSERT INTO sweep_settled (after_id, last_id, soonest) VALUES (?, ?, ?)`},
+		func(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt) error {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM sweep_settled`); err != nil {
+				return err
+			}
+			for _, w := range ws {
+				if _, err := stmts[0].ExecContext(ctx, w.After, w.Last, micros(w.Soonest)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	if err != nil {
+		return fmt.Errorf("save settled sweep windows: %w", err)
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -20,6 +21,8 @@ func testResults(t *testing.T, opener Opener) {
 	parallel(t, opener, "NotSweptBeforeExpiry", resultsNotSweptBeforeExpiry)
 	parallel(t, opener, "SweptInBatches", resultsSweptInBatches)
 	parallel(t, opener, "SweepSaysSoonest", resultsSweepSaysSoonest)
+	parallel(t, opener, "ExpiredKeptCounted", resultsExpiredKeptCounted)
+	parallel(t, opener, "SettledWindowsSaved", resultsSettledWindowsSaved)
 	parallel(t, opener, "SweptManyInAWindow", resultsSweptManyInAWindow)
 	parallel(t, opener, "SweepTakesHistoryAndKey", resultsSweepTakesHistoryAndKey)
 	parallel(t, opener, "ListFinishedBetween", resultsListFinishedBetween)
@@ -248,9 +251,13 @@ func resultsSweepSaysSoonest(t *testing.T, b *bundle) {
 
 	first := b.sweepWindow(t, "", 5)
 	require.Equal(t, 1, first.Deleted)
+	require.Equal(t, 1, first.Expired, "the expired job")
+	require.Equal(t, 2, first.Unended, "the queued and the running job")
 	sameTime(t, soon, first.Soonest, "the earliest expiry of the window's unexpired jobs")
 	second := b.sweepWindow(t, first.Next, 5)
 	require.Zero(t, second.Deleted)
+	require.Zero(t, second.Expired)
+	require.Zero(t, second.Unended)
 	require.Empty(t, second.Next)
 	require.Equal(t, b.get(t, nextWindow.ID).ExpiresAt.UnixMicro(), second.Soonest.UnixMicro(), "its own window's")
 
@@ -335,4 +342,51 @@ func resultsExpiresAfter(t *testing.T, b *bundle) {
 		require.NoError(t, b.finish(t, p))
 		sameTime(t, c.want, b.get(t, c.job.ID).ExpiresAt, "expires_at of "+c.job.ID)
 	}
+}
+
+// A job kept past its expiry by its live idempotency key counts as expired, though not
+// deleted: the sweep must not take its window for settled.
+func resultsExpiredKeptCounted(t *testing.T, b *bundle) {
+	job := b.running(t, withKey("kept-"+newID(t), 2*time.Hour))
+	b.finishExpiring(t, job, hoppertype.StateCompleted, time.Minute)
+	b.clock.Advance(5 * time.Minute)
+	res := b.sweepWindow(t, "", 5)
+	require.Zero(t, res.Deleted, "the key keeps its job")
+	require.Equal(t, 1, res.Expired)
+	require.Zero(t, res.Unended)
+	require.Zero(t, res.Soonest, "no job left that expires later")
+}
+
+// The sweep's settled windows are saved and read back (in id order, times to the
+// microsecond), and each save replaces the last.
+func resultsSettledWindowsSaved(t *testing.T, b *bundle) {
+	ctx := t.Context()
+	got, err := b.store.SweepSettled(ctx)
+	require.NoError(t, err)
+	require.Empty(t, got, "a new store has none")
+	at := b.clock.Now().Truncate(time.Microsecond)
+	ids := []string{newID(t), newID(t), newID(t)}
+	ws := []store.SettledWindow{
+		{After: "", Last: ids[0], Soonest: at.Add(time.Hour)},
+		{After: ids[0], Last: ids[1], Soonest: at.Add(90*time.Minute + 7*time.Microsecond)},
+		{After: ids[1], Last: ids[2], Soonest: at.Add(time.Minute)},
+	}
+	require.NoError(t, b.store.SweepSettle(ctx, ws))
+	got, err = b.store.SweepSettled(ctx)
+	require.NoError(t, err)
+	require.Len(t, got, 3)
+	for i := range ws {
+		require.Equal(t, ws[i].After, got[i].After)
+		require.Equal(t, ws[i].Last, got[i].Last)
+		sameTime(t, ws[i].Soonest, got[i].Soonest, fmt.Sprintf("window %d", i))
+	}
+	require.NoError(t, b.store.SweepSettle(ctx, ws[1:2]))
+	got, err = b.store.SweepSettled(ctx)
+	require.NoError(t, err)
+	require.Len(t, got, 1, "a save replaces the last")
+	require.Equal(t, ws[1].Last, got[0].Last)
+	require.NoError(t, b.store.SweepSettle(ctx, nil))
+	got, err = b.store.SweepSettled(ctx)
+	require.NoError(t, err)
+	require.Empty(t, got)
 }
