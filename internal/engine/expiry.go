@@ -43,7 +43,12 @@ const (
 //
 // sweepWindow bounds the jobs one sweep transaction looks at, so a sweep never holds
 // SQLite's single writer (or PostgreSQL row locks) for long; sweepPass bounds the windows of
-// one pass of either walk, so a long walk does not hold up promotion and rescue.
+// one pass of either walk, so a long walk does not hold up promotion and rescue. A pass of the
+// full walk also ends after the window that takes it past sweepPassTime: windows of jobs just
+// worked cost tens of milliseconds each on PostgreSQL (the first read of freshly updated rows
+// prunes and hints their pages), and a new leader whose walk skips the settled windows
+// reaches them at once; read back to back they raised the p99 of the jobs started meanwhile
+// several times over (docs/benchmarks.md#settled-windows-2026-11-28-later).
 //
 // sweepIdlePause paces the walks where they find nothing to delete: a pass that deleted
 // nothing is followed by a rest of sweepIdlePause times its own length, so that walking jobs
@@ -78,6 +83,7 @@ const (
 	sweepIdlePause = 99
 	sweepHeadRest  = 500 * time.Millisecond
 	sweepIDSkew    = time.Minute
+	sweepPassTime  = 20 * time.Millisecond
 )
 
 // ResultTTLer is a Unit whose kind sets how long its completed and canceled jobs are kept.
@@ -311,7 +317,8 @@ func (m *maintainer) endWalk(ctx context.Context) {
 	}
 }
 
-// sweepFull is a pass of the full walk. It returns when the next is due: at once after a pass
+// sweepFull is a pass of the full walk: sweepPass windows read, or fewer that took
+// sweepPassTime (settled windows skipped are not read). It returns when the next is due: at once after a pass
 // that deleted jobs (the maintainer comes back after its other duties), after a rest after one
 // that deleted none (sweepIdlePause), and SweepInterval after now once the walk reached the end
 // of the table (the next walk starts at the front). The walk goes on from where a pass stopped.
@@ -320,7 +327,7 @@ func (m *maintainer) sweepFull(ctx context.Context, now time.Time) (next time.Ti
 	start := m.e.clock.Now()
 	total := 0
 	defer m.logSwept(&total)
-	for reads := 0; reads < sweepPass; {
+	for reads := 0; reads < sweepPass && (reads == 0 || m.e.clock.Now().Sub(start) < sweepPassTime); {
 		if ctx.Err() != nil || !m.e.leader.leading() {
 			return now.Add(m.e.cfg.SweepInterval), nil
 		}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,18 +15,20 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// sweepStore is a store whose sweep windows each take 10 ms of its fake clock and delete
-// deleted jobs; the window numbered end reaches the end of the table (0: none does).
+// sweepStore is a store whose sweep windows each take took of its fake clock (default 1 ms)
+// and delete deleted jobs; the window numbered end reaches the end of the table (0: none
+// does).
 type sweepStore struct {
 	store.Store
 	clk     *clock.Fake
+	took    time.Duration
 	deleted int
 	end     int
 	windows int
 }
 
 func (s *sweepStore) JobSweepExpired(context.Context, *store.SweepParams) (*store.SweepResult, error) {
-	s.clk.Advance(10 * time.Millisecond)
+	s.clk.Advance(cmp.Or(s.took, time.Millisecond))
 	s.windows++
 	res := &store.SweepResult{Deleted: s.deleted, Next: strconv.Itoa(s.windows)}
 	if s.windows == s.end {
@@ -44,22 +47,26 @@ func (s *sweepStore) SweepSettle(context.Context, []store.SettledWindow) error {
 
 // The walk goes on at once while it deletes, rests sweepIdlePause times a pass's length after a
 // pass that found nothing to delete (a hundredth of the time walking), and starts again from the
-// front SweepInterval after it reached the end.
+// front SweepInterval after it reached the end. A pass reads sweepPass windows, or fewer when
+// they took sweepPassTime.
 func TestSweepPacesAWalkThatFindsNothing(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
 		name         string
+		took         time.Duration // each window
 		deleted, end int
+		windows      int           // read in the pass
 		want         time.Duration // after the pass's start
 	}{
-		{"nothing expired", 0, 0, 200*time.Millisecond + 99*200*time.Millisecond},
-		{"expired jobs", 3, 0, 0},
-		{"the end of the table", 0, 5, time.Minute},
+		{"nothing expired", 0, 0, 0, sweepPass, 20*time.Millisecond + 99*20*time.Millisecond},
+		{"costly windows", 8 * time.Millisecond, 0, 0, 3, 24*time.Millisecond + 99*24*time.Millisecond},
+		{"expired jobs", 0, 3, 0, sweepPass, 0},
+		{"the end of the table", 0, 0, 5, 5, time.Minute},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-			st := &sweepStore{clk: clk, deleted: c.deleted, end: c.end}
+			st := &sweepStore{clk: clk, took: c.took, deleted: c.deleted, end: c.end}
 			e, err := New(Config{Store: st, Clock: clk, WorkerID: "node-1"})
 			require.NoError(t, err)
 			e.leader.set(clk.Now().Add(time.Hour), 1)
@@ -68,9 +75,9 @@ func TestSweepPacesAWalkThatFindsNothing(t *testing.T) {
 			next, err := m.sweep(t.Context(), start)
 			require.NoError(t, err)
 			require.Equal(t, c.want, next.Sub(start))
+			require.Equal(t, c.windows, st.windows)
 			if c.end == 0 {
-				require.Equal(t, sweepPass, st.windows, "a pass reads sweepPass windows")
-				require.Equal(t, strconv.Itoa(sweepPass), m.sweeping.from, "the next pass goes on from there")
+				require.Equal(t, strconv.Itoa(c.windows), m.sweeping.from, "the next pass goes on from there")
 			} else {
 				require.Empty(t, m.sweeping.from, "the next walk starts at the front")
 			}
