@@ -44,8 +44,10 @@ starts each queue gets with both backlogged, at weights 1:1 and 3:1 (docs/flow-c
 --scenario retained --rows N fills the store (SQLite, or PostgreSQL with --database) with N
 finished jobs and their history before the standard benchmark, as a store that has run for a
 day holds them: 97 % completed (3 % of them after a retry), 2 % failed after three attempts,
-1 % canceled, all within their retention. It reports the fill's time and the database's size
-beside the usual figures; --rows 0 runs the same steps on the empty store, the baseline.
+1 % canceled, all within their retention, then walks them once as the leader's sweep does
+(saving their windows as settled). It reports the fill's time (the walk's apart) and the
+database's size beside the usual figures; --rows 0 runs the same steps on the empty store,
+the baseline.
 
 --scenario horizon (PostgreSQL only) holds a REPEATABLE READ snapshot open on another
 connection for the whole run, so PostgreSQL can remove no row version the run leaves behind,
