@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -293,8 +292,7 @@ func (m *maintainer) startWalk(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		slices.SortFunc(ws, func(a, b store.SettledWindow) int { return strings.Compare(a.After, b.After) })
-		w.settled, w.loaded, w.loadedFor = ws, true, m.gained
+		w.settled, w.loaded, w.loadedFor = ws, true, m.gained // in id order, as the store returns them
 	}
 	w.settling = make([]store.SettledWindow, 0, len(w.settled))
 	return nil
@@ -318,10 +316,11 @@ func (m *maintainer) endWalk(ctx context.Context) {
 }
 
 // sweepFull is a pass of the full walk: sweepPass windows read, or fewer that took
-// sweepPassTime (settled windows skipped are not read). It returns when the next is due: at once after a pass
-// that deleted jobs (the maintainer comes back after its other duties), after a rest after one
-// that deleted none (sweepIdlePause), and SweepInterval after now once the walk reached the end
-// of the table (the next walk starts at the front). The walk goes on from where a pass stopped.
+// sweepPassTime (settled windows skipped are not read). It returns when the next is due: at
+// once after a pass that deleted jobs (the maintainer comes back after its other duties),
+// after a rest after one that deleted none (sweepIdlePause), and SweepInterval after now once
+// the walk reached the end of the table (the next walk starts at the front). The walk goes on
+// from where a pass stopped.
 func (m *maintainer) sweepFull(ctx context.Context, now time.Time) (next time.Time, err error) {
 	w := &m.sweeping
 	start := m.e.clock.Now()
