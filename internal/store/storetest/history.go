@@ -47,8 +47,9 @@ func requireEvents(t *testing.T, id string, want []wantEvent, got []*hoppertype.
 	}
 }
 
-// Contract 11 (audit): insert → claim → retry → promote → claim → complete, every transition
-// recorded in order with who did it, why and when.
+// The job's history (a rule under every contract, with no number of its own): insert → claim →
+// retry → promote → claim → complete, every transition recorded in order with who did it, why
+// and when.
 func historyLifecycle(t *testing.T, b *bundle) {
 	t0 := b.clock.Now()
 	job := b.insert(t)
