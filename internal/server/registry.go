@@ -12,7 +12,8 @@ import (
 )
 
 // registry knows the remote workers this server has seen and its open job streams, with
-// their push counters (the job-stream registry of the job-workers seed).
+// their push counters (ListStreams shows them, as Zeebe's /actuator/jobstreams does; contract
+// 16).
 type registry struct {
 	mu      sync.Mutex
 	nextID  int64

@@ -1,6 +1,7 @@
 -- Hopper schema, SQLite dialect. Times are unix microseconds (UTC); NULL means "not set".
--- The jobs table holds the columns every contract of DESIGN.md needs, including those later
--- issues implement (group, merge, lineage, schedules, suspend deadline, result TTL).
+-- The jobs table holds the columns every contract (docs/architecture.md, "Contracts") needs,
+-- including those later issues implement (group, merge, lineage, schedules, suspend deadline,
+-- result TTL).
 CREATE TABLE jobs (
     id               TEXT PRIMARY KEY,
     kind             TEXT    NOT NULL,
