@@ -1,9 +1,9 @@
 // Package lease keeps leases alive. Every component that holds leases renews them with one
-// Keeper: the engine for the jobs it runs, the server for the jobs of a stream, a remote
-// worker in poll mode for its own. They share the cadence (a third of the shortest lease
-// held, so a lease a handler shortened never lapses between renewals), the fixed beat (a slow
-// renewal does not push the next one later) and the retry rule (a failed renewal is retried
-// with backoff, never later than the cadence).
+// Keeper: the engine for the jobs it runs, a remote worker for its own, in stream and poll
+// mode alike (the server renews no lease for a stream). They share the cadence (a third of the
+// shortest lease held, so a lease a handler shortened never lapses between renewals), the
+// fixed beat (a slow renewal does not push the next one later) and the retry rule (a failed
+// renewal is retried with backoff, never later than the cadence).
 package lease
 
 import (
