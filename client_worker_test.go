@@ -3,6 +3,7 @@ package hopper
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -236,7 +237,9 @@ func TestShortRetryIsPromotedOnTime(t *testing.T) {
 }
 
 // While Stop waits for a long job, its lease is still renewed: no other process may take a
-// job that is still running here.
+// job that is still running here. The clock moves only once Stop has begun (the elector, one
+// of the loops Stop ends before it waits for the handlers, has resigned), and each step waits
+// for its renewal, so a keeper that Stop ends early fails this test every time.
 func TestLeaseRenewedWhileStopWaits(t *testing.T) {
 	t.Parallel()
 	ws := NewWorkers()
@@ -246,33 +249,62 @@ func TestLeaseRenewedWhileStopWaits(t *testing.T) {
 		<-unblock
 		return nil
 	})
-	b := setup(t, ws, func(c *Config) { c.LeaseDuration = 30 * time.Second })
+	var st *stopWatch
+	b := setup(t, ws, func(c *Config) {
+		c.LeaseDuration = 30 * time.Second
+		st = &stopWatch{Store: c.Store.(*sqlite.Store), resigned: make(chan struct{}), renewed: make(chan struct{}, 16)}
+		c.Store = st
+	})
 	res, err := b.client.Enqueue(t.Context(), sendEmail{}, nil)
 	require.NoError(t, err)
 	recv(t, started)
+	require.Eventually(t, b.client.IsLeader, 5*time.Second, time.Millisecond)
 	stopped := make(chan error, 1)
 	go func() { stopped <- b.client.Stop(context.Background()) }()
+	recv(t, st.resigned)
 	for range 9 { // 90 s: three leases long
-		b.clock.Advance(10 * time.Second)
-		// Renewed by now: at least 20 s of the 30 s lease are left after each step.
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			job, err := b.client.Get(context.Background(), res.Job.ID)
-			require.NoError(t, err)
-			if job.State == StateRunning && job.LeaseExpiresAt.Sub(b.clock.Now()) >= 20*time.Second {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("lease not renewed by %s: lease %s, state %s", b.clock.Now(), job.LeaseExpiresAt, job.State)
-			}
-			time.Sleep(time.Millisecond)
+		b.clock.Advance(10 * time.Second) // a third of the lease: a renewal is due
+		select {
+		case <-st.renewed:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no lease renewal at %s while Stop waits for the handler", b.clock.Now())
 		}
+		job, err := b.client.Get(t.Context(), res.Job.ID)
+		require.NoError(t, err)
+		require.Equal(t, StateRunning, job.State)
+		require.Equal(t, b.clock.Now().Add(30*time.Second), job.LeaseExpiresAt, "renewed for the whole lease")
 	}
 	close(unblock)
 	require.NoError(t, recv(t, stopped))
 	job, err := b.client.Get(t.Context(), res.Job.ID)
 	require.NoError(t, err)
 	require.Equal(t, StateCompleted, job.State)
+}
+
+// stopWatch is a store that tells when its node resigns the leadership (its Stop has begun)
+// and when leases were renewed.
+type stopWatch struct {
+	*sqlite.Store
+	once     sync.Once
+	resigned chan struct{} // closed at the first resignation
+	renewed  chan struct{} // one per renewal that reached the store
+}
+
+func (s *stopWatch) LeaderResign(ctx context.Context, nodeID string) error {
+	err := s.Store.LeaderResign(ctx, nodeID)
+	s.once.Do(func() { close(s.resigned) })
+	return err
+}
+
+func (s *stopWatch) JobExtendLeases(ctx context.Context, ps []*store.ExtendParams) ([]error, error) {
+	errs, err := s.Store.JobExtendLeases(ctx, ps)
+	if err == nil {
+		select {
+		case s.renewed <- struct{}{}:
+		default:
+		}
+	}
+	return errs, err
 }
 
 // ExtendLease sets the duration later automatic renewals use (longer or shorter).

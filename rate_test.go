@@ -195,3 +195,37 @@ func TestKindRateLimitHoldsOnlyItsKind(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, Rate{Limit: 1, Period: time.Minute}, ks[0].Rate)
 }
+
+// A producer held back by a rate limit looks again within a second, however far off the
+// limit's next start: a queue limited to one start an hour whose limit is then raised to 100
+// a second starts its next job about a second later, not an hour.
+func TestRaisedRateLimitAppliesWithinASecond(t *testing.T) {
+	t.Parallel()
+	starts := &startTimes{}
+	ws := NewWorkers()
+	AddWorkerFunc(ws, func(ctx context.Context, job *Job[sendEmail]) error {
+		starts.record(job.JobRow)
+		return nil
+	})
+	b := setup(t, ws, nil)
+	starts.clock = b.clock
+	ctx := t.Context()
+	require.NoError(t, b.client.SetRateLimit(ctx, RateLimit{Queue: DefaultQueue, Rate: Rate{Limit: 1, Period: time.Hour}}))
+	_, err := b.client.EnqueueMany(ctx, []EnqueueParams{{Args: sendEmail{}}, {Args: sendEmail{}}})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return len(starts.get()) == 1 }, 10*time.Second, time.Millisecond)
+
+	require.NoError(t, b.client.SetRateLimit(ctx, RateLimit{Queue: DefaultQueue, Rate: Rate{Limit: 100, Period: time.Second}}))
+	require.Eventually(t, func() bool { // a minute at most, in steps of 100 ms
+		if len(starts.get()) == 2 || b.clock.Now().Sub(testStart) >= time.Minute {
+			return true
+		}
+		b.clock.Advance(100 * time.Millisecond)
+		return false
+	}, 20*time.Second, 2*time.Millisecond)
+	at := starts.get()
+	require.Len(t, at, 2, "the second job had not started a minute after the limit was raised")
+	// About a second (the ceiling on a rate limit's wait); the slack is for the steps the
+	// clock takes while the claim runs.
+	require.LessOrEqual(t, at[1], 10*time.Second, "the second job started %s after the limit was raised", at[1])
+}

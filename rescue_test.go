@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -137,6 +138,91 @@ func TestPoisonJobEndsInTheDeadLetterQueue(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{id}, jobIDs(dls.Jobs))
 	require.Never(t, func() bool { return len(dead) > 0 }, 20*time.Millisecond, time.Millisecond, "the hook hears once")
+}
+
+// A job whose worker node dies (it stops heartbeating, its lease still long) more often than
+// its MaxRescues allow fails with outcome worker_lost, and the on-dead-letter hook hears of it
+// as of any dead letter.
+func TestDeadNodesJobOutOfRescuesReachesTheDeadLetterHook(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewFake(testStart)
+	path := t.TempDir() + "/hopper.db"
+	open := func() *sqlite.Store {
+		st, err := sqlite.Open(t.Context(), sqlite.Config{Path: path, Clock: clk})
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, st.Close()) })
+		return st
+	}
+	dead := make(chan *JobRow, 10)
+	leader, err := NewClient(Config{Store: open(), Clock: clk, WorkerID: "leader", NodeTTL: 30 * time.Second,
+		OnDeadLetter: func(_ context.Context, job *JobRow) { dead <- job }})
+	require.NoError(t, err)
+	require.NoError(t, leader.Start(context.Background()))
+	t.Cleanup(func() { require.NoError(t, leader.Stop(context.Background())) })
+	require.Eventually(t, leader.IsLeader, 5*time.Second, time.Millisecond)
+	res, err := leader.Enqueue(t.Context(), sendEmail{To: "poison"}, &InsertOpts{MaxRescues: 1})
+	require.NoError(t, err)
+	id := res.Job.ID
+
+	started := make(chan int64, 1)
+	ws := NewWorkers()
+	AddWorkerFunc(ws, func(ctx context.Context, job *Job[sendEmail]) error {
+		started <- job.Token
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	const losses = 2 // one rescue, then the loss that fails the job
+	for n := 1; n <= losses; n++ {
+		node := fmt.Sprintf("worker-%d", n)
+		st := &frozen{Store: open()}
+		w, err := NewClient(Config{Store: st, Workers: ws, Clock: clk, WorkerID: node, PollInterval: time.Hour,
+			LeaseDuration: time.Hour, NodeTTL: 30 * time.Second, DisableMaintenance: true})
+		require.NoError(t, err)
+		require.NoError(t, w.Start(context.Background()))
+		t.Cleanup(func() {
+			st.cut.Store(false)
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			require.NoError(t, w.Stop(ctx))
+		})
+		token := recv(t, started)
+		require.Eventually(t, func() bool { // its heartbeat says it holds a job: it can be taken for dead
+			ns, err := leader.Nodes(context.Background())
+			require.NoError(t, err)
+			return slices.ContainsFunc(ns, func(x *Node) bool { return x.ID == node && !x.Idle })
+		}, 5*time.Second, time.Millisecond)
+		st.cut.Store(true)
+
+		var job *JobRow
+		require.Eventually(t, func() bool {
+			clk.Advance(time.Second)
+			job, err = leader.Get(context.Background(), id)
+			require.NoError(t, err)
+			return job.Token == token && job.State != StateRunning
+		}, 10*time.Second, time.Millisecond, "loss %d", n)
+		require.Less(t, clk.Now().Sub(testStart), time.Hour, "rescued as its node died, not as its lease ran out")
+		want := StateQueued
+		if n == losses {
+			want = StateFailed
+		}
+		require.Equal(t, want, job.State, "loss %d", n)
+		require.Equal(t, 1, job.Rescues, "loss %d", n)
+	}
+
+	var job *JobRow
+	select {
+	case job = <-dead:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the on-dead-letter hook never heard of the job its dead nodes lost")
+	}
+	require.Equal(t, id, job.ID)
+	require.Equal(t, StateFailed, job.State)
+	require.Equal(t, store.WorkerLostError(losses, 1, "node worker-2 stopped heartbeating"), job.LastError)
+	attempts, err := leader.Attempts(t.Context(), id)
+	require.NoError(t, err)
+	require.Len(t, attempts, losses)
+	require.Equal(t, OutcomeLeaseExpired, attempts[0].Outcome, "the first loss was rescued")
+	require.Equal(t, OutcomeWorkerLost, attempts[1].Outcome)
 }
 
 type rescueArgs struct{}

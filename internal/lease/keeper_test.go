@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -66,4 +67,85 @@ func TestKeeperFollowsTheShortestLease(t *testing.T) {
 	defer mu.Unlock()
 	require.Equal(t, []time.Duration{10 * time.Second, 11 * time.Second, 12 * time.Second, 12500 * time.Millisecond,
 		13500 * time.Millisecond}, renewals)
+}
+
+// startKeeper runs k until the test ends.
+func startKeeper(t *testing.T, k *Keeper) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); k.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// parked waits until the keeper, alone on clk, sleeps on its timer: whatever the last Advance
+// fired has run.
+func parked(t *testing.T, clk *clock.Fake) {
+	t.Helper()
+	require.Eventually(t, func() bool { return clk.Pending() > 0 }, 5*time.Second, time.Millisecond)
+}
+
+// While the store keeps failing, the retries back off but never leave more than a third of
+// the lease between two tries: a lease outlives one failed renewal and the retry after it,
+// however long the outage has lasted.
+func TestKeeperRetriesWithinAThirdOfTheLease(t *testing.T) {
+	t.Parallel()
+	const lease = 30 * time.Second
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clk := clock.NewFake(start)
+	var mu sync.Mutex
+	var tries []time.Time
+	k := &Keeper{Clock: clk, Shortest: func() time.Duration { return lease },
+		Renew: func(context.Context) (bool, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			tries = append(tries, clk.Now())
+			return true, errors.New("store unreachable")
+		},
+		Retry: backoff.New(backoff.Config{Name: "test", Clock: clk, // 5 s, 10 s, 20 s, 40 s…
+			Policy: hoppertype.RetryPolicy{Base: 5 * time.Second, Multiplier: 2, Cap: time.Hour, Jitter: -1}})}
+	startKeeper(t, k)
+	for clk.Now().Before(start.Add(3 * time.Minute)) {
+		parked(t, clk)
+		clk.Advance(time.Second)
+	}
+	parked(t, clk)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Greater(t, len(tries), 5)
+	require.Equal(t, 5*time.Second, tries[1].Sub(tries[0]), "the first retry follows the backoff")
+	last := start
+	for _, at := range tries {
+		require.LessOrEqual(t, at.Sub(last), lease/3, "%s without a try, at %s", at.Sub(last), at.Sub(start))
+		last = at
+	}
+}
+
+// Shortened brings the next renewal forward to a third of the new shortest lease after the
+// last beat, instead of the one planned for the longer lease. It never blocks: called before
+// Run, or again before the keeper wakes, it only asks for one look.
+func TestKeeperShortenedRenewsInTimeForTheShorterLease(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clk := clock.NewFake(start)
+	var shortest atomic.Int64
+	shortest.Store(int64(30 * time.Second))
+	renewed := make(chan time.Time, 10)
+	k := &Keeper{Clock: clk, Shortest: func() time.Duration { return time.Duration(shortest.Load()) },
+		Renew: func(context.Context) (bool, error) { renewed <- clk.Now(); return true, nil },
+		Retry: backoff.New(backoff.Config{Name: "test", Clock: clk})}
+	k.Shortened()
+	k.Shortened()
+	startKeeper(t, k)
+	parked(t, clk) // the first renewal is planned 10 s after the start
+
+	shortest.Store(int64(3 * time.Second)) // a handler shortened its lease
+	k.Shortened()
+	clk.Advance(time.Second)
+	select {
+	case at := <-renewed:
+		require.Equal(t, start.Add(time.Second), at, "a third of the 3 s lease after the start")
+	case <-time.After(5 * time.Second):
+		t.Fatal("no renewal a third of the shortened lease after the last beat")
+	}
 }

@@ -143,10 +143,12 @@ func deadLettersReplayCopies(t *testing.T, b *bundle) {
 	require.Equal(t, job.ID, b.claimOne(t, src.Queue).ID, "the replay can be claimed")
 }
 
-// Replaying a replay keeps the first job as original and counts every replay.
+// Replaying a replay keeps the first job as original and counts every replay; the audit log,
+// listed by original, finds every replay of the lineage, each row naming the original.
 func deadLettersReplayLineage(t *testing.T, b *bundle) {
 	src := b.failedIn(t, "lineage")
-	first := b.replay(t, src.ID, "alice").Job
+	firstReplay := b.replay(t, src.ID, "alice")
+	first := firstReplay.Job
 	claimed := b.claimOne(t, "lineage")
 	require.Equal(t, first.ID, claimed.ID)
 	require.NoError(t, b.finish(t, finishing(claimed, hoppertype.StateFailed)))
@@ -159,6 +161,13 @@ func deadLettersReplayLineage(t *testing.T, b *bundle) {
 
 	again := b.replay(t, src.ID, "carol")
 	require.Equal(t, 1, again.Job.ReplayCount, "a job may be replayed more than once, one at a time")
+
+	lineage := b.replayPages(t, store.ReplayListParams{OriginalID: src.ID})
+	require.Equal(t, []int64{again.ID, second.ID, firstReplay.ID}, replayIDs(lineage))
+	for _, r := range lineage {
+		require.Equal(t, src.ID, r.OriginalID, "audit row %d", r.ID)
+	}
+	require.Equal(t, first.ID, lineage[1].SourceJobID, "the replay of a replay names its own source")
 }
 
 // Only failed jobs are replayed; unknown and expired ones are not found.
