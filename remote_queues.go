@@ -158,6 +158,7 @@ type Wakeups struct {
 	queues []string
 	c      chan struct{}   // buffered 1: something to Take
 	woken  map[string]bool // guarded by a.mu
+	fn     func(queue string)
 }
 
 // Listen starts listening for wake-ups of queues; Stop ends it.
@@ -171,6 +172,27 @@ func (a *WorkerAPI) Listen(queues []string) *Wakeups {
 	}
 	av.listeners[w] = struct{}{}
 	return w
+}
+
+// ListenFunc calls fn with the name of each of queues that jobs may have become claimable in,
+// from then until stop is called; fn is called with a.mu held, so it must not block nor call
+// back into the API. A job stream's claim loop listens so.
+func (a *WorkerAPI) ListenFunc(queues []string, fn func(queue string)) (stop func()) {
+	av := &a.c.avail
+	w := &Wakeups{a: av, queues: slices.Clone(queues), fn: fn}
+	av.mu.Lock()
+	defer av.mu.Unlock()
+	if av.listeners == nil {
+		av.listeners = map[*Wakeups]struct{}{}
+	}
+	av.listeners[w] = struct{}{}
+	return w.Stop
+}
+
+// QueueWeights returns the weights a remote worker's jobs of several queues are shared by:
+// each queue's stored weight, else this process's QueueConfig.Weight, else 1.
+func (a *WorkerAPI) QueueWeights(ctx context.Context, queues []string) map[string]int {
+	return a.c.engine.QueueWeights(ctx, queues)
 }
 
 // C receives when Take has queues to return. A nil Wakeups's never does.
@@ -204,6 +226,14 @@ func (w *Wakeups) Stop() {
 
 // heardLocked records a wake-up of queue ("": of every queue). a.mu is held.
 func (w *Wakeups) heardLocked(queue string) {
+	if w.fn != nil {
+		for _, q := range w.queues {
+			if queue == "" || q == queue {
+				w.fn(q)
+			}
+		}
+		return
+	}
 	switch {
 	case queue == "":
 		for _, q := range w.queues {

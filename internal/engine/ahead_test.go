@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
-	"github.com/hopperjobs/hopper/internal/ahead"
 	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/governor"
 	"github.com/hopperjobs/hopper/internal/store"
@@ -82,12 +81,12 @@ type aheadRig struct {
 
 func newAheadRig(t *testing.T, claimAhead int, gov ...*governor.Governor) *aheadRig {
 	t.Helper()
-	return newAheadRigOf(t, 40, claimAhead, gov...)
+	return newAheadRigOf(t, 40, claimAhead, false, gov...)
 }
 
-// newAheadRigOf is newAheadRig with n jobs. Its slot pool also knows a queue r, which has no
-// producer: the test takes r's slots itself.
-func newAheadRigOf(t *testing.T, n, claimAhead int, gov ...*governor.Governor) *aheadRig {
+// newAheadRigOf is newAheadRig with n jobs and, with alsoR, a queue r that the engine works
+// too, of no jobs unless the test inserts some; its claims pass the gate.
+func newAheadRigOf(t *testing.T, n, claimAhead int, alsoR bool, gov ...*governor.Governor) *aheadRig {
 	t.Helper()
 	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	sq, err := sqlite.Open(t.Context(), sqlite.Config{Path: filepath.Join(t.TempDir(), "hopper.db"), Clock: clk})
@@ -106,10 +105,13 @@ func newAheadRigOf(t *testing.T, n, claimAhead int, gov ...*governor.Governor) *
 	}
 	r := &aheadRig{t: t, clk: clk, st: sq, h: idHandler{started: make(chan idRun, 64)},
 		gate: &gatedClaims{Store: sq, asked: make(chan *gatedClaim, 8)}}
+	queues := map[string]int{"q": 4}
+	if alsoR {
+		queues["r"] = 4
+	}
 	r.e, err = New(Config{Store: r.gate, Clock: clk, WorkerID: "node-1", Workers: workersOf("k", r.h),
-		MaxWorkers: 4, Queues: map[string]int{"q": 4}, PollInterval: time.Hour, ClaimAhead: claimAhead, Governor: cfgGov})
+		MaxWorkers: 4, Queues: queues, PollInterval: time.Hour, ClaimAhead: claimAhead, Governor: cfgGov})
 	require.NoError(t, err)
-	r.e.slots.add("r", 4)
 	require.NoError(t, r.e.Start(context.Background()))
 	return r
 }
@@ -197,8 +199,8 @@ func (r *aheadRig) rampAheadAsking(asks int) {
 	c := r.asked(1, "a second claim, none ahead")
 	r.finish(2)
 	r.quiet("two claims in flight: no third")
-	require.Eventually(r.t, func() bool { return r.e.producers["q"].ended.Load() == 4 }, 10*time.Second, time.Millisecond,
-		"the four jobs ended before b returns")
+	require.Eventually(r.t, func() bool { return r.state("q-03").State == hoppertype.StateCompleted }, 10*time.Second,
+		time.Millisecond, "the four jobs ended before b returns (a job's slot is free once its outcome is on its way)")
 	close(b.open) // three jobs ended during b's round trip
 	r.started(1)
 	d := r.asked(asks, "two free slots, and three ahead (at most ClaimAhead)")
@@ -248,26 +250,33 @@ func TestClaimAheadOffOrBounded(t *testing.T) {
 	}
 }
 
-// A queue whose last claim came back short stops wanting slots once its jobs claimed ahead
-// have started, so another queue can take every free slot.
+// A queue whose last claim came back short stops wanting slots once its jobs have started,
+// so another queue can take every free slot.
 func TestClaimAheadDrainedQueueWantsNoSlots(t *testing.T) {
 	t.Parallel()
-	r := newAheadRigOf(t, 10, 0)
+	r := newAheadRigOf(t, 10, 0, true)
 	defer r.stop()
-	r.rampAhead() // the last claim asked for 5 and found 4: q-08 and q-09 wait claimed ahead
-	r.finish(2)
-	require.Equal(t, []string{"q-08", "q-09"}, r.started(2))
-	r.finish(len(r.runs))
-	require.Eventually(t, func() bool {
-		r.e.slots.mu.Lock()
-		defer r.e.slots.mu.Unlock()
-		return r.e.slots.free == 4
-	}, 10*time.Second, time.Millisecond)
-	require.Equal(t, 4, r.e.slots.tryAcquire("r", 4), "another queue may take every slot: q wants none")
-	r.e.slots.release("r", 4)
+	for r.state("q-09").State != hoppertype.StateCompleted { // q's jobs run to their ends
+		select {
+		case c := <-r.gate.asked:
+			close(c.open)
+		case run := <-r.h.started:
+			close(run.finish)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	ps := make([]*store.InsertParams, 4)
+	for i := range ps {
+		ps[i] = &store.InsertParams{ID: fmt.Sprintf("r-%02d", i), Kind: "k", Queue: "r", Args: []byte(`{}`),
+			MaxAttempts: 3, RunAt: r.clk.Now(), Actor: hoppertype.ActorOperator}
+	}
+	_, err := r.st.JobInsertMany(t.Context(), ps)
+	require.NoError(t, err)
+	r.e.Notify("r")
+	require.Equal(t, []string{"r-00", "r-01", "r-02", "r-03"}, r.started(4), "r takes every slot: q wants none")
 }
 
-// A job claimed ahead that waits ahead.MaxWait without a slot goes back to its queue with
+// A job claimed ahead that waits a second (claim.Config.MaxWait) without a slot goes back to its queue with
 // its attempt unspent, and the next claim asks for none ahead.
 func TestClaimAheadGivesBackWhatWaitsTooLong(t *testing.T) {
 	t.Parallel()
@@ -275,7 +284,7 @@ func TestClaimAheadGivesBackWhatWaitsTooLong(t *testing.T) {
 	defer r.stop()
 	r.rampAhead()
 	before := r.state("q-08")
-	r.clk.Advance(ahead.MaxWait)
+	r.clk.Advance(time.Second) // a job claimed ahead waits at most a second
 	require.Eventually(t, func() bool { return r.state("q-10").State == hoppertype.StateQueued }, 10*time.Second, 5*time.Millisecond)
 	for _, id := range []string{"q-08", "q-09", "q-10"} {
 		row := r.state(id)

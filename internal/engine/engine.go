@@ -213,13 +213,14 @@ func (c Config) validate() error {
 
 // Engine works jobs for one process. Start it once and Stop it once.
 type Engine struct {
-	cfg       Config
-	store     store.Store
-	clock     clock.Clock
-	log       *slog.Logger
-	kinds     []string
-	slots     *slots
-	producers map[string]*producer
+	cfg      Config
+	store    store.Store
+	clock    clock.Clock
+	log      *slog.Logger
+	kinds    []string
+	producer *producer // claims and starts the jobs of cfg.Queues
+	// weights are the weights the queues share this process's slots by (RefreshWeights).
+	weights   atomic.Pointer[map[string]int]
 	completer *completer
 	leases    *lease.Keeper // renews the running jobs' leases
 	maint     *maintainer
@@ -274,18 +275,25 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e := &Engine{
 		cfg: cfg, store: cfg.Store, clock: cfg.Clock, log: cfg.Logger,
-		slots: newSlots(cfg.MaxWorkers), producers: map[string]*producer{}, running: map[string]*runningJob{},
+		running: map[string]*runningJob{},
 		wakeFor: map[string]string{}, canceled: map[string]time.Time{}, gov: cfg.Governor, beat: make(chan struct{}, 1),
 	}
 	if cfg.Workers != nil {
 		e.kinds = cfg.Workers.Kinds()
 	}
 	sort.Strings(e.kinds)
-	for q, n := range cfg.Queues {
-		e.producers[q] = newProducer(e, q, n)
-		e.slots.add(q, n)
+	weights := make(map[string]int, len(cfg.Queues))
+	for q := range cfg.Queues {
+		weights[q] = max(cfg.Weights[q], 1)
 	}
-	e.slots.setWeights(cfg.Weights)
+	e.weights.Store(&weights)
+	if len(cfg.Queues) > 0 {
+		p, err := newProducer(e)
+		if err != nil {
+			return nil, err
+		}
+		e.producer = p
+	}
 	e.completer = newCompleter(e)
 	e.leases = &lease.Keeper{Clock: e.clock, Shortest: e.shortestLease, Renew: e.extendAll,
 		Retry: e.newTracker("extend leases", backoff.DefaultPolicy)}
@@ -307,11 +315,9 @@ func (e *Engine) Start(ctx context.Context) error {
 	aliveCtx, stopAlive := context.WithCancel(context.WithoutCancel(ctx))
 	e.stopClaims, e.stopAlive = stopClaims, stopAlive
 	e.completer.start()
-	working := len(e.kinds) > 0 && len(e.producers) > 0
+	working := len(e.kinds) > 0 && e.producer != nil
 	if working {
-		for _, p := range e.producers {
-			e.claimLoops.Go(func() { p.run(claimCtx) })
-		}
+		e.claimLoops.Go(func() { _ = e.producer.loop.Run(claimCtx) }) // its Start never fails
 		if e.gov != nil {
 			e.claimLoops.Go(func() { e.gov.Run(claimCtx) })
 		}
@@ -353,12 +359,8 @@ func (e *Engine) LeaderID() string { return e.leader.holderID() }
 // queue "" tells every producer (jobs may have become claimable anywhere: a kind was enabled).
 func (e *Engine) Notify(queue string) {
 	e.leader.wake()
-	if p, ok := e.producers[queue]; ok {
-		p.notify()
-	} else if queue == "" {
-		for _, p := range e.producers {
-			p.notify()
-		}
+	if e.producer != nil {
+		e.producer.loop.Wake(queue)
 	}
 	if hook := e.cfg.OnAvailable; hook != nil {
 		hook(queue)

@@ -41,13 +41,8 @@ func (e *Engine) giveBack(j *claimedJob, why, reason string) {
 // execute runs one claimed job and hands its outcome to the completer. A job whose context
 // ended before its start (canceled or its lease lost while it waited for a slot, a hard stop)
 // does not run its handler: its outcome follows from the cause alone.
-func (e *Engine) execute(p *producer, j *claimedJob) {
+func (e *Engine) execute(q *queueLane, j *claimedJob) {
 	defer e.execs.Done()
-	defer func() {
-		p.running.Add(-1)
-		p.ended.Add(1)
-		e.slots.release(p.queue, 1)
-	}()
 	row := j.row
 	defer j.cancel(nil)
 	ex := NewExecution(row, localOps{e: e, row: row})
@@ -68,6 +63,9 @@ func (e *Engine) execute(p *producer, j *claimedJob) {
 	if cause == nil {
 		cause = context.Cause(ctx)
 	}
+	// The handler returned: its slot is free, before the outcome is on its way (whoever sees
+	// the outcome written sees the slot free).
+	q.lane.Done(1)
 	if !e.unregister(row.ID, row.Token) {
 		jobtrace.End(span, hoppertype.OutcomeCanceled, err)
 		return // released by Stop, or superseded by a newer attempt: this outcome is stale
@@ -79,7 +77,7 @@ func (e *Engine) execute(p *producer, j *claimedJob) {
 		jobtrace.End(span, params.Outcome, err)
 	}
 	if params != nil {
-		if row.GroupKey != "" || p.capHeld.Load() {
+		if row.GroupKey != "" || q.capHeld.Load() {
 			// The group's next job, or a slot under a fleet-wide cap, becomes free then.
 			e.wakeAfterWrite(row.ID, row.Queue)
 		}

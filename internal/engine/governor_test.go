@@ -107,12 +107,11 @@ func TestGovernorHoldsClaimsAndRunningJobsFinish(t *testing.T) {
 	require.Eventually(t, func() bool { return countState(t, st, hoppertype.StateCompleted) == 2 },
 		10*time.Second, time.Millisecond)
 	// Free slots, an enqueue's wake-up and the poll timer: none starts a claim while held.
-	p := e.producers["default"]
+	p := e.producer.loop
 	for range 3 {
 		e.Notify("default")
 		clk.Advance(time.Second) // poll timer (the governor samples 1 s again: still busy)
-		require.Eventually(t, func() bool { return len(p.wake) == 0 }, 10*time.Second, time.Millisecond,
-			"the producer took the wake-up")
+		require.Eventually(t, p.Settled, 10*time.Second, time.Millisecond, "the producer took the wake-up")
 	}
 	require.Equal(t, claims, st.claims.Load(), "no claim while the governor holds")
 	require.Equal(t, 2, countState(t, st, hoppertype.StateQueued))

@@ -84,7 +84,7 @@ func (e *Engine) onNotification(n store.Notification) {
 	case store.Subscribed:
 		// Jobs committed while the subscription was being set up (at start, or after a lost
 		// connection) sent notifications nobody heard: look for them now, not at the next poll.
-		for q := range e.producers {
+		for q := range e.cfg.Queues {
 			e.Notify(q)
 		}
 		e.maint.nudge(e.clock.Now())

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -87,7 +88,7 @@ func stillIdle(node, last *hoppertype.Node) bool {
 func (e *Engine) nodeQueues(holding bool) (queues, held []string) {
 	holds := governor.Holds{}
 	if len(e.kinds) > 0 {
-		for q := range e.producers {
+		for q := range e.cfg.Queues {
 			holds.Add(q, holding)
 		}
 	}
@@ -133,7 +134,7 @@ func (e *Engine) deregister(ctx context.Context) {
 // 1). With a single queue there is nothing to share and nothing is read, unless remote
 // workers served through this process ask for several queues (QueueWeights).
 func (e *Engine) RefreshWeights(ctx context.Context) error {
-	if len(e.producers) < 2 && !e.remoteShares.Load() {
+	if len(e.cfg.Queues) < 2 && !e.remoteShares.Load() {
 		return nil
 	}
 	settings, err := e.store.QueueList(ctx)
@@ -147,14 +148,15 @@ func (e *Engine) RefreshWeights(ctx context.Context) error {
 		}
 	}
 	e.stored.Store(&stored)
-	if len(e.producers) < 2 {
+	if len(e.cfg.Queues) < 2 {
 		return nil
 	}
-	weights := make(map[string]int, len(e.producers))
-	for q := range e.producers {
+	weights := make(map[string]int, len(e.cfg.Queues))
+	for q := range e.cfg.Queues {
 		weights[q] = e.weightOf(q, stored)
 	}
-	e.slots.setWeights(weights)
+	e.weights.Store(&weights)
+	e.producer.loop.SetWeights(weights)
 	return nil
 }
 
@@ -169,11 +171,7 @@ func (e *Engine) weightOf(queue string, stored map[string]int) int {
 
 // Weights are the weights this process shares its slots by, per queue it works.
 func (e *Engine) Weights() map[string]int {
-	out := make(map[string]int, len(e.producers))
-	for q := range e.producers {
-		out[q] = e.slots.weight(q)
-	}
-	return out
+	return maps.Clone(*e.weights.Load())
 }
 
 // QueueWeights returns the weights a remote worker's claims on queues are shared by, as this

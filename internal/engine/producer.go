@@ -5,10 +5,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hopperjobs/hopper/hoppertype"
-	"github.com/hopperjobs/hopper/internal/ahead"
 	"github.com/hopperjobs/hopper/internal/backoff"
-	"github.com/hopperjobs/hopper/internal/clock"
+	"github.com/hopperjobs/hopper/internal/claim"
 	"github.com/hopperjobs/hopper/internal/store"
 )
 
@@ -23,310 +21,110 @@ const capRetry = 50 * time.Millisecond
 // applies within it.
 const maxRateWait = time.Second
 
-// maxClaimsInFlight bounds the claims one producer has outstanding. A claim waits for its
-// commit to be durable; with two in flight the next batch is on its way while one commits.
-const maxClaimsInFlight = 2
-
-// producer claims jobs of one queue whenever it has free slots and reason to think work waits.
-//
-// Claiming ahead: a claim holds its slots for its whole round trip, and jobs that take less
-// time than that finish meanwhile, so with short jobs most slots would wait for claims rather
-// than run jobs, and claims would be small. A producer therefore asks, beyond its free slots,
-// for as many jobs as its jobs ended during its last claim's round trip (at most
-// Config.ClaimAhead): the slots that will be free when the claim returns. Such jobs are claimed
-// (running in the store, their leases renewed, a cancel reaches them) and wait here for a
-// slot; they start before any new claim, in claim order. None are asked for while some wait,
-// where a cap, a rate limit or a disabled kind applies (the store takes none: Hold.Restricted),
-// after a claim that came back short, or for jobs that run longer than a claim's round trip
-// (then few end during one). A job that waits ahead.MaxWait without a slot is
-// given back to its queue, attempt unspent, and the producer asks for none ahead until its
-// jobs end during a round trip again.
+// producer claims the jobs of this process's queues and starts them on its slots: it is the
+// engine's Driver of the one claim loop (package claim), with a lane per queue, the process's
+// MaxWorkers as the units the queues share by weight, and each queue's concurrency as its
+// lane's bound. The loop decides when to claim and how much (claiming ahead included: a job
+// claimed ahead is running in the store, its lease renewed and a cancel reaching it, while it
+// waits here for a slot); the producer makes the claims and runs their jobs.
 type producer struct {
-	e       *Engine
-	queue   string
-	max     int
-	running atomic.Int64             // jobs whose handlers run (each holds a slot)
-	ended   atomic.Int64             // jobs ended since start, to count the ends during a claim's round trip
-	waiting ahead.Queue[*claimedJob] // claimed ahead, waiting for a slot; the loop's own
-	wake    chan struct{}
-	results chan claimResult
+	e      *Engine
+	loop   *claim.Loop[*claimedJob]
+	queues map[string]*queueLane
+}
+
+// queueLane is what the engine keeps of one queue's lane.
+type queueLane struct {
+	name string
+	lane *claim.Lane
 	// capHeld: the last claim was held short by a fleet-wide cap, so a local job's end (which
-	// frees a slot under the cap) should wake the producer once it is written.
+	// frees a slot under the cap) should wake the queue once its outcome is written.
 	capHeld atomic.Bool
-	retry   *backoff.Tracker // failed claims
 }
 
-type claimResult struct {
-	gen   int   // the loop's wake-up generation when the claim was issued
-	asked int   // slots held for the claim
-	extra int   // jobs asked for beyond them (claiming ahead)
-	ended int64 // the producer's ended count when the claim was issued
-	jobs  []*hoppertype.JobRow
-	hold  store.Hold
-	err   error
-}
-
-func newProducer(e *Engine, queue string, max int) *producer {
-	return &producer{e: e, queue: queue, max: max, wake: make(chan struct{}, 1),
-		results: make(chan claimResult, maxClaimsInFlight),
-		retry:   e.newTracker("claim jobs", backoff.WorkPolicy, "queue", queue)}
-}
-
-func (p *producer) notify() {
-	select {
-	case p.wake <- struct{}{}:
-	default:
-	}
-}
-
-// loopState is the producer loop's bookkeeping.
-type loopState struct {
-	more, urgent bool        // more: work may be waiting; urgent: claim without gathering slots
-	inflight     int         // claims outstanding
-	reserved     int         // slots held by outstanding claims
-	ahead        int         // jobs to ask for beyond the free slots (claiming ahead)
-	aheadT       clock.Timer // fires when the oldest job claimed ahead has waited ahead.MaxWait
-	gen          int         // counts wake-ups, so a claim issued before one cannot undo it
-	poll         clock.Timer
-	pollEvery    time.Duration // the regular poll's period, as last armed (pollWait)
-	// holdUntil: after a failed claim, no claim before this time, whatever wakes the loop
-	// (the poll timer is set to fire then).
-	holdUntil time.Time
-}
-
-// run is the claim loop. It claims at once after a wake-up (a local enqueue, a promotion, a
-// notification, the poll timer: every PollInterval, or pollWait of it while the store's
-// notifications arrive); after jobs finish it claims again only while the last claim came back full,
-// and waits briefly (ClaimCoalesce) to gather free slots into one claim. Up to
-// maxClaimsInFlight claims run at once. A failed claim holds further claims back for a
-// backoff (WorkPolicy), so wake-ups during an outage cannot make it spin. While the resource
-// governor holds, no claim starts (claims in flight finish and their jobs run): the loop
-// keeps its state and waits for the governor to open. On exit it waits for outstanding
-// claims and starts their jobs, so no claimed job is left to lease expiry.
-func (p *producer) run(ctx context.Context) {
-	cfg := p.e.cfg
-	st := &loopState{more: true, urgent: true, poll: p.e.clock.NewTimer(cfg.PollInterval), pollEvery: cfg.PollInterval,
-		aheadT: p.e.clock.NewTimer(ahead.MaxWait)}
-	st.aheadT.Stop()
-	defer func() { st.poll.Stop() }()
-	var coalesce clock.Timer
-	var coalesceC <-chan struct{}
-	threshold := max(1, min(p.max, cfg.ClaimBatch)/4)
-	for ctx.Err() == nil {
-		// Taken before the slots are counted, so a slot freed after the count wakes the loop.
-		slotFreed := p.e.slots.wait()
-		// governed: nil while the governor lets new claims start, else closed when it does.
-		governed := p.e.gov.Hold()
-		if governed != nil && p.waiting.Len() > 0 {
-			// Over its limits the process takes no new work: what it claimed ahead goes back.
-			p.giveBackAhead(st, "claimed ahead, not started: the resource governor holds", "released unstarted")
-		}
-		p.startAhead(st)
-		free := p.max - int(p.running.Load()) - st.reserved
-		held := governed != nil || p.e.clock.Now().Before(st.holdUntil)
-		waiting := p.waiting.Len() > 0 // claimed jobs wait for slots: no claim before they start
-		if !waiting && st.inflight < maxClaimsInFlight && st.more && !held && free > 0 && (st.urgent || free >= threshold) {
-			if n := p.e.slots.tryAcquire(p.queue, min(free, cfg.ClaimBatch)); n > 0 {
-				// Both claims in flight ask ahead for the ends of one round trip, about twice
-				// what frees up before each returns: the extra jobs wait up to another round
-				// trip, and the larger claims measured faster than counting the ends once
-				// (docs/benchmarks.md, "Throughput rung").
-				extra := min(st.ahead, cfg.ClaimBatch-n)
-				st.inflight, st.reserved, st.urgent = st.inflight+1, st.reserved+n, false
-				go p.claim(ctx, n, extra, st.gen)
-				continue
-			}
-		}
-		var aheadC <-chan time.Time
-		if waiting {
-			aheadC = st.aheadT.C()
-		}
-		if !waiting && st.more && !held && free > 0 && !st.urgent && coalesceC == nil {
-			ch := make(chan struct{})
-			coalesce, coalesceC = p.e.clock.AfterFunc(cfg.ClaimCoalesce, func() { close(ch) }), ch
-		}
-		select {
-		case <-ctx.Done():
-		case r := <-p.results:
-			p.received(st, r)
-		case <-p.wake:
-			st.more, st.urgent, st.gen = true, true, st.gen+1
-			if st.pollEvery > cfg.PollInterval && !p.e.pushed.Load() {
-				// The store's notifications stopped (the engine wakes its producers then):
-				// poll at the short period again until they are back.
-				st.pollEvery = cfg.PollInterval
-				p.pollAt(st, st.pollEvery)
-			}
-		case <-st.poll.C():
-			st.more, st.urgent, st.gen = true, true, st.gen+1
-			st.pollEvery = p.e.pollWait(cfg.PollInterval)
-			st.poll = p.e.clock.NewTimer(st.pollEvery)
-		case <-coalesceC:
-			st.urgent, coalesceC = true, nil
-		case <-slotFreed:
-		case <-aheadC: // the oldest job claimed ahead waited too long: startAhead gives them back
-		case <-governed: // open again: work may have come meanwhile, unannounced
-			st.more, st.urgent, st.gen = true, true, st.gen+1
-		}
-		if st.urgent && coalesceC != nil {
-			coalesce.Stop()
-			coalesceC = nil
+func newProducer(e *Engine) (*producer, error) {
+	cfg := e.cfg
+	p := &producer{e: e, queues: map[string]*queueLane{}}
+	lcfg := claim.Config{Clock: e.clock, Units: cfg.MaxWorkers, Batch: cfg.ClaimBatch, AheadLimit: max(cfg.ClaimAhead, 0),
+		Coalesce: cfg.ClaimCoalesce, Poll: func() time.Duration { return e.pollWait(cfg.PollInterval) }, Logger: e.log}
+	if e.gov != nil {
+		lcfg.Held = func(time.Time) (bool, time.Time, <-chan struct{}) {
+			open := e.gov.Hold()
+			return open != nil, time.Time{}, open
 		}
 	}
-	if coalesce != nil {
-		coalesce.Stop()
+	for q, n := range cfg.Queues {
+		lcfg.Lanes = append(lcfg.Lanes, claim.LaneConfig{Name: q, Max: n, Weight: cfg.Weights[q],
+			Retry: e.newTracker("claim jobs", backoff.WorkPolicy, "queue", q)})
 	}
-	for st.inflight > 0 {
-		p.received(st, <-p.results)
+	loop, err := claim.New(lcfg, p)
+	if err != nil {
+		return nil, err
 	}
-	p.giveBackAhead(st, "claimed ahead, not started before the worker stopped", "released on shutdown")
+	p.loop = loop
+	for q := range cfg.Queues {
+		p.queues[q] = &queueLane{name: q, lane: loop.Lane(q)}
+	}
+	return p, nil
 }
 
-// received starts a finished claim's jobs and updates the loop's view of the queue.
-func (p *producer) received(st *loopState, r claimResult) {
-	st.inflight, st.reserved = st.inflight-1, st.reserved-r.asked
-	if hook := p.e.cfg.OnClaimed; hook != nil && len(r.jobs) > 0 {
-		hook(r.jobs)
-	}
-	// The claim's jobs queue up behind those claimed ahead before, so that jobs start in
-	// claim order; the claim's slots start the oldest, and the rest wait for slots.
-	waited := p.waiting.Len() > 0
-	now := p.e.clock.Now()
-	for _, row := range r.jobs {
-		p.waiting.Add(now, p.e.own(row))
-	}
-	started := p.waiting.Take(r.asked)
-	for _, j := range started {
-		p.start(j)
-	}
-	n := len(started)
-	p.e.slots.release(p.queue, r.asked-n)
-	if n > 0 || !waited {
-		p.armAhead(st)
-	}
-	// The next claim asks ahead for what ended during this one's round trip, unless this one
-	// came back short (the queue ran dry, or a cap, a rate limit or a disabled kind applies:
-	// the store then took none ahead).
-	st.ahead = 0
-	if r.err == nil {
-		st.ahead = ahead.Next(r.hold, len(r.jobs), r.asked, r.extra, int(p.ended.Load()-r.ended), p.e.cfg.ClaimAhead)
-	}
-	if r.err != nil {
-		// Retry after a backoff: the poll timer fires then, and wake-ups until then find the
-		// loop held.
-		p.holdFor(st, p.retry.Fail(r.err))
-		p.e.slots.want(p.queue, false) // no claim before the backoff: owed nothing meanwhile
-		return
-	}
-	p.retry.Succeed()
-	if h := r.hold; h.QueueWide {
-		// The queue's rate limit allows no start before h.Wait: no claim until then, whatever
-		// wakes the loop (enqueues would otherwise each make a claim that takes nothing).
-		p.holdFor(st, h.Retry(capRetry, maxRateWait))
-		st.more, st.urgent = false, false
-		p.e.slots.want(p.queue, false)
-		p.capHeld.Store(false) // a job's end frees no start
-		return
-	}
-	// A claim that got all it asked for suggests more work; one held short by a fleet-wide cap
-	// or a kind's rate limit (not an empty queue) should look again soon, since slots free up
-	// as jobs anywhere finish, and starts as time passes, and no wake-up announces that.
-	if r.gen < st.gen {
-		return // woken since this claim was issued: what it saw is stale, so keep looking
-	}
-	st.more = r.hold.Full(len(r.jobs), r.asked, r.extra)
-	if !st.more {
-		p.e.slots.want(p.queue, false) // the queue is empty (or capped): it is owed no slots
-	}
-	capped := !st.more && r.hold.Capped
-	p.capHeld.Store(capped && r.hold.Wait == 0) // a job's end frees a cap's slot, not a rate limit's start
-	if capped {
-		p.pollAt(st, r.hold.Retry(capRetry, maxRateWait))
-	}
-}
-
-// holdFor holds claims back for d (or longer, if a hold already runs longer) and arms the poll
-// timer for the hold's end.
-func (p *producer) holdFor(st *loopState, d time.Duration) {
-	if until := p.e.clock.Now().Add(d); until.After(st.holdUntil) {
-		st.holdUntil = until
-	}
-	p.pollAt(st, 0)
-}
-
-// pollAt re-arms the poll timer to fire after d, or when a hold ends if that is later (a timer
-// that fired during the hold would claim nothing and re-arm for a whole PollInterval).
-func (p *producer) pollAt(st *loopState, d time.Duration) {
-	now := p.e.clock.Now()
-	if until := st.holdUntil.Sub(now); until > d {
-		d = until
-	}
-	st.poll.Stop()
-	st.poll = p.e.clock.NewTimer(d)
-}
-
-// claim asks the store for up to n+extra jobs (n slots are already held; extra jobs are claimed
-// ahead) and hands the result to the loop.
-func (p *producer) claim(ctx context.Context, n, extra, gen int) {
+// Claim asks the store for the jobs of one claim and registers them as this process's.
+func (p *producer) Claim(ctx context.Context, r claim.Request) claim.Result[*claimedJob] {
 	// Not canceled with the loop: a claim that commits while its caller gives up would leave
 	// jobs running that nobody works until their leases expire. The loop waits for it.
-	claimCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
 	defer cancel()
-	ended := p.ended.Load()
-	jobs, hold, err := p.e.store.JobClaim(claimCtx, &store.ClaimParams{
-		Queue: p.queue, Kinds: p.e.kinds, Limit: n + extra, Ahead: extra, WorkerID: p.e.cfg.WorkerID, LeaseDuration: p.e.cfg.LeaseDuration,
-	})
-	p.results <- claimResult{gen: gen, asked: n, extra: extra, ended: ended, jobs: jobs, hold: hold, err: err}
+	e := p.e
+	rows, hold, err := e.store.JobClaim(ctx, &store.ClaimParams{Queue: r.Lane, Kinds: e.kinds, Limit: r.Units + r.Ahead,
+		Ahead: r.Ahead, WorkerID: e.cfg.WorkerID, LeaseDuration: e.cfg.LeaseDuration})
+	if hook := e.cfg.OnClaimed; hook != nil && len(rows) > 0 {
+		hook(rows)
+	}
+	out := claim.Result[*claimedJob]{Jobs: make([]*claimedJob, len(rows)), Err: err, Restricted: hold.Restricted}
+	for i, row := range rows {
+		out.Jobs[i] = e.own(row)
+	}
+	if err != nil {
+		return out
+	}
+	q := p.queues[r.Lane]
+	if hold.QueueWide {
+		// The queue's rate limit allows no start before hold.Wait: no claim until then.
+		out.Hold = hold.Retry(capRetry, maxRateWait)
+		q.capHeld.Store(false) // a job's end frees no start
+		return out
+	}
+	// A claim held short by a fleet-wide cap or a kind's rate limit (not an empty queue)
+	// looks again soon: slots free up as jobs anywhere finish, and starts as time passes, and
+	// no wake-up announces that.
+	capped := !hold.Full(len(rows), r.Units, r.Ahead) && hold.Capped
+	if capped {
+		out.Retry = hold.Retry(capRetry, maxRateWait)
+	}
+	q.capHeld.Store(capped && hold.Wait == 0) // a job's end frees a cap's slot, not a rate limit's start
+	return out
 }
 
-// start runs j on a slot the producer holds for it.
-func (p *producer) start(j *claimedJob) {
-	p.running.Add(1)
-	p.e.execs.Add(1)
-	go p.e.execute(p, j)
-}
-
-// startAhead starts the jobs claimed ahead on the slots that are free, in claim order, then
-// gives back those left if the oldest has waited ahead.MaxWait. When none is left and the
-// queue ran dry, the queue stops wanting slots (tryAcquire marked it wanting).
-func (p *producer) startAhead(st *loopState) {
-	if p.waiting.Len() == 0 {
-		return
-	}
-	free := p.max - int(p.running.Load()) - st.reserved
-	if n := p.e.slots.tryAcquire(p.queue, min(free, p.waiting.Len())); n > 0 {
-		for _, j := range p.waiting.Take(n) {
-			p.start(j)
-		}
-		p.armAhead(st)
-	}
-	if p.waiting.Expired(p.e.clock.Now(), ahead.MaxWait) {
-		p.giveBackAhead(st, "claimed ahead, no slot freed for it within "+ahead.MaxWait.String(), "released unstarted")
-	}
-	if p.waiting.Len() == 0 && !st.more {
-		p.e.slots.want(p.queue, false)
-	}
-}
-
-// armAhead sets the timer for the oldest job claimed ahead to wait ahead.MaxWait, or stops it
-// when none waits.
-func (p *producer) armAhead(st *loopState) {
-	st.aheadT.Stop()
-	if p.waiting.Len() > 0 {
-		st.aheadT = p.e.clock.NewTimer(p.waiting.Due(ahead.MaxWait).Sub(p.e.clock.Now()))
-	}
-}
-
-// giveBackAhead returns the jobs claimed ahead to their queue and asks for none ahead until
-// jobs end during a claim again.
-func (p *producer) giveBackAhead(st *loopState, why, reason string) {
-	jobs := p.waiting.All()
+// Start runs each job on a slot the loop holds for it.
+func (p *producer) Start(queue string, jobs []*claimedJob) error {
+	q := p.queues[queue]
 	for _, j := range jobs {
-		p.e.giveBack(j, why, reason)
+		p.e.execs.Add(1)
+		go p.e.execute(q, j)
 	}
-	if len(jobs) > 0 {
-		p.e.log.Info("gave back jobs claimed ahead", "queue", p.queue, "jobs", len(jobs), "why", why)
+	return nil
+}
+
+// GiveBack returns jobs claimed ahead that will not start to their queue.
+func (p *producer) GiveBack(_ string, jobs []*claimedJob, why claim.Why) {
+	text, reason := "claimed ahead, no slot freed for it within "+time.Second.String(), "released unstarted"
+	switch why {
+	case claim.Governed:
+		text = "claimed ahead, not started: the resource governor holds"
+	case claim.Stopping:
+		text, reason = "claimed ahead, not started before the worker stopped", "released on shutdown"
 	}
-	st.ahead = 0
-	st.aheadT.Stop()
+	for _, j := range jobs {
+		p.e.giveBack(j, text, reason)
+	}
 }

@@ -22,6 +22,7 @@ type gatedStore struct {
 }
 
 type gatedClaim struct {
+	queue        string
 	limit, ahead int
 	open         chan struct{}
 	once         sync.Once
@@ -34,7 +35,7 @@ func (g *gatedStore) JobClaim(ctx context.Context, p *store.ClaimParams) ([]*hop
 	if p.WorkerID != "ahead" {
 		return g.Store.JobClaim(ctx, p)
 	}
-	c := &gatedClaim{limit: p.Limit, ahead: p.Ahead, open: make(chan struct{})}
+	c := &gatedClaim{queue: p.Queue, limit: p.Limit, ahead: p.Ahead, open: make(chan struct{})}
 	g.asked <- c
 	<-c.open
 	return g.Store.JobClaim(ctx, p)

@@ -93,26 +93,37 @@ func TestStreamSharesItsCreditBetweenQueuesByWeight(t *testing.T) {
 	})
 }
 
-// A stream on several queues makes one claim at a time: a claim shares its credit by what
-// each queue holds, and a second one beside it would not count the first one's jobs (the
-// lighter queue then drifted above its weight). A single-queue stream makes two (ramp, in
-// TestStreamClaimsNoneAheadUnderACap).
-func TestAStreamOnSeveralQueuesClaimsOneAtATime(t *testing.T) {
+// A stream on several queues claims for each queue apart, each within its share of the
+// credit: its claim loop counts every claim's credit, so claims of two queues may be out at
+// once, and a queue whose claim came back full has a second out beside it.
+func TestAStreamOnSeveralQueuesClaimsForEachQueue(t *testing.T) {
 	a := openGatedStream(t, &hopperv1.StreamJobsRequest{Worker: "ahead", Queues: []string{"reports", "emails"},
-		Credit: 2, LeaseTimeout: durationpb.New(time.Hour)})
+		Credit: 4, LeaseTimeout: durationpb.New(time.Hour)})
 	fill(t, a.e, "reports", 10)
 	fill(t, a.e, "emails", 10)
-	// Equal weights: the first claim takes one job of each queue, a claim of each.
-	a.claim(1, 0, "the first claim, reports' half of the credit").let()
-	a.claim(1, 0, "the first claim, emails' half of the credit").let()
-	first, second := a.next(), a.next()
-	a.complete(first)
-	x := a.claim(1, 0, "a credit freed: a claim")
-	a.complete(second) // credit frees while x is on its way, and x's queues came back full
-	a.quiet("a second claim while x is on its way")
+	// Equal weights: a claim of each queue for its half of the credit, both out at once.
+	c1, c2 := a.claim(2, 0, "the first claims"), a.claim(2, 0, "the first claims")
+	require.ElementsMatch(t, []string{"reports", "emails"}, []string{c1.queue, c2.queue})
+	c1.let()
+	c2.let()
+	byQueue := map[string][]*hopperv1.ActivatedJob{}
+	for range 4 {
+		j := a.next()
+		byQueue[j.GetQueue()] = append(byQueue[j.GetQueue()], j)
+	}
+	a.complete(byQueue["reports"][0])
+	x := a.claim(1, 0, "reports freed a credit: a claim of reports, none ahead (nothing ended during its last)")
+	require.Equal(t, "reports", x.queue)
+	a.complete(byQueue["reports"][1]) // a credit of reports frees while x is on its way
+	y := a.claim(1, 0, "x's queue came back full: a second claim beside it")
 	x.let()
+	y.let()
 	a.next()
-	a.claim(1, 0, "x came back: the next claim").let()
+	a.next()
+	a.complete(byQueue["emails"][0])
+	z := a.claim(1, 0, "emails freed a credit")
+	require.Equal(t, "emails", z.queue)
+	z.let()
 	a.next()
 }
 

@@ -123,24 +123,22 @@ type stream struct {
 
 	reg      *registry
 	inflight map[hopper.LeaseRef]*held // guarded by reg.mu
-	reported int                       // how many of inflight are reported; guarded by reg.mu
-	freed    chan struct{}             // a slot came free (buffered 1)
-	// frees counts the slots that came free, so the stream can tell how many did during a
-	// claim's round trip (claiming ahead).
-	frees atomic.Int64
+	// freed is called, once per job, when a job's credit comes free (its outcome reported,
+	// or its hold ended), with the job's queue; woken when the worker's hold changes. Both
+	// are its claim loop's, set before the stream is registered, and must not block.
+	freed func(queue string)
+	woken func()
 
 	pushed, completed, failed, released atomic.Int64
 }
 
-func (r *registry) open(worker string, queues, kinds []string, credit int, lease time.Duration, at time.Time) *stream {
+func (r *registry) open(st *stream, at time.Time) *stream {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.nextID++
-	st := &stream{id: strconv.FormatInt(r.nextID, 10), worker: worker, queues: queues, kinds: kinds,
-		credit: credit, lease: lease, opened: at, reg: r,
-		inflight: map[hopper.LeaseRef]*held{}, freed: make(chan struct{}, 1)}
-	for _, q := range queues {
-		st.ws = append(st.ws, r.workerLocked(worker, q, at))
+	st.id, st.opened, st.reg, st.inflight = strconv.FormatInt(r.nextID, 10), at, r, map[hopper.LeaseRef]*held{}
+	for _, q := range st.queues {
+		st.ws = append(st.ws, r.workerLocked(st.worker, q, at))
 	}
 	r.streams[st.id] = st
 	return st
@@ -158,46 +156,28 @@ func (r *registry) close(st *stream) (unsent []hopper.LeaseRef) {
 		}
 		delete(r.byJob, ref)
 	}
-	st.inflight, st.reported = map[hopper.LeaseRef]*held{}, 0
+	st.inflight = map[hopper.LeaseRef]*held{}
 	return unsent
 }
 
-// free is how many more jobs the stream may push at now: its credit less the jobs the worker
-// holds (pushed or about to be, and not reported on yet); none while the worker's governor
-// holds it back on any of the stream's queues, until heldUntil (zero when it does not; the
-// first of the holds to lapse, when several do).
-func (st *stream) free(now time.Time) (n int, heldUntil time.Time) {
+// heldUntil is when the hold of the stream's worker lapses, zero when it is not held at now:
+// while the worker's governor holds it back on any of the stream's queues the stream pushes
+// nothing new (the first of the holds to lapse, when several do).
+func (st *stream) heldUntil(now time.Time) (until time.Time) {
 	st.reg.mu.Lock()
 	defer st.reg.mu.Unlock()
 	for _, w := range st.ws {
-		if w.heldAt(now) && (heldUntil.IsZero() || w.heldUntil.Before(heldUntil)) {
-			heldUntil = w.heldUntil
+		if w.heldAt(now) && (until.IsZero() || w.heldUntil.Before(until)) {
+			until = w.heldUntil
 		}
 	}
-	if !heldUntil.IsZero() {
-		return 0, heldUntil
-	}
-	return st.credit - len(st.inflight) + st.reported, time.Time{}
+	return until
 }
 
-// heldBy counts the stream's unfinished jobs per queue (those not reported on yet).
-func (st *stream) heldBy() map[string]int {
-	st.reg.mu.Lock()
-	defer st.reg.mu.Unlock()
-	out := make(map[string]int, len(st.queues))
-	for _, h := range st.inflight {
-		if !h.reported {
-			out[h.queue]++
-		}
-	}
-	return out
-}
-
-// wake tells the stream's loop that it may push more.
+// wake tells the stream's loop that its worker's hold changed.
 func (st *stream) wake() {
-	select {
-	case st.freed <- struct{}{}:
-	default:
+	if st.woken != nil {
+		st.woken()
 	}
 }
 
@@ -235,7 +215,11 @@ const (
 // would otherwise wait for every commit). A report's outcomes are noted together, so the
 // stream claims once for all of them.
 func (r *registry) reporting(refs ...hopper.LeaseRef) {
-	var freed []*stream
+	type freed struct {
+		st    *stream
+		queue string
+	}
+	var out []freed
 	r.mu.Lock()
 	for _, ref := range refs {
 		st := r.byJob[ref]
@@ -244,14 +228,19 @@ func (r *registry) reporting(refs ...hopper.LeaseRef) {
 		}
 		if h := st.inflight[ref]; h != nil && !h.reported {
 			h.reported = true
-			st.reported++
-			st.frees.Add(1)
-			freed = append(freed, st)
+			out = append(out, freed{st, h.queue})
 		}
 	}
 	r.mu.Unlock()
-	for _, st := range freed {
-		st.wake()
+	for _, f := range out {
+		f.st.free(f.queue)
+	}
+}
+
+// free tells the stream's loop that a job of queue no longer holds credit.
+func (st *stream) free(queue string) {
+	if st.freed != nil {
+		st.freed(queue)
 	}
 }
 
@@ -259,18 +248,18 @@ func (r *registry) reporting(refs ...hopper.LeaseRef) {
 func (r *registry) done(ref hopper.LeaseRef, o outcome) {
 	r.mu.Lock()
 	st := r.byJob[ref]
+	var h *held
 	if st != nil {
-		if h := st.inflight[ref]; h != nil && h.reported {
-			st.reported--
-		} else if h != nil {
-			st.frees.Add(1)
-		}
+		h = st.inflight[ref]
 		delete(r.byJob, ref)
 		delete(st.inflight, ref)
 	}
 	r.mu.Unlock()
 	if st == nil {
 		return
+	}
+	if h != nil && !h.reported {
+		st.free(h.queue)
 	}
 	switch o {
 	case outcomeCompleted:
@@ -280,7 +269,6 @@ func (r *registry) done(ref hopper.LeaseRef, o outcome) {
 	case outcomeReleased:
 		st.released.Add(1)
 	}
-	st.wake()
 }
 
 // streamInfo is a snapshot of one stream for the admin API.

@@ -12,24 +12,26 @@ import (
 // written; a closed stream gives back only the jobs it never sent (the others are their
 // worker's to report on).
 func TestReportedJobFreesItsCredit(t *testing.T) {
-	r := &registry{workers: map[string]*workerInfo{}, streams: map[string]*stream{}, byJob: map[hopper.LeaseRef]*stream{}}
-	st := r.open("w", []string{"q"}, nil, 3, time.Minute, time.Now())
-	free := func() int { n, _ := st.free(time.Now()); return n }
+	r := newRegistry()
+	freed := map[string]int{}
+	st := r.open(&stream{worker: "w", queues: []string{"q"}, credit: 3, lease: time.Minute,
+		freed: func(q string) { freed[q]++ }}, time.Now())
 	a, b, c := hopper.LeaseRef{ID: "a", Token: 1}, hopper.LeaseRef{ID: "b", Token: 1}, hopper.LeaseRef{ID: "c", Token: 1}
 	for _, ref := range []hopper.LeaseRef{a, b, c} {
 		st.hold(ref, "q")
 	}
 	st.sent(a)
 	st.sent(b)
-	require.Equal(t, 0, free())
 	r.reporting(a)
-	require.Equal(t, 1, free(), "the credit of a reported job is free")
+	require.Equal(t, 1, freed["q"], "the credit of a reported job is free")
 	r.reporting(a)
-	require.Equal(t, 1, free(), "reported once")
+	require.Equal(t, 1, freed["q"], "reported once")
 	r.reporting(hopper.LeaseRef{ID: "b", Token: 2})
-	require.Equal(t, 1, free(), "another attempt's report frees nothing")
+	require.Equal(t, 1, freed["q"], "another attempt's report frees nothing")
 	r.done(a, outcomeCompleted)
-	require.Equal(t, 1, free())
+	require.Equal(t, 1, freed["q"], "freed when reported, not again when written")
+	r.done(b, outcomeLost)
+	require.Equal(t, 2, freed["q"], "a job that ends unreported frees its credit then")
 	require.Equal(t, []hopper.LeaseRef{c}, r.close(st), "only the unsent job goes back")
 }
 
@@ -40,9 +42,9 @@ func TestHeldWorkerHasNoCreditUntilLetGo(t *testing.T) {
 	r := newRegistry()
 	done := r.seen("w", []string{"q"}, nil, now, true)
 	defer done(nil)
-	st := r.open("w", []string{"q"}, nil, 3, time.Minute, now)
-	free := func(at time.Time) int { n, _ := st.free(at); return n }
-	require.Equal(t, 3, free(now))
+	woken := 0
+	st := r.open(&stream{worker: "w", queues: []string{"q"}, credit: 3, lease: time.Minute, woken: func() { woken++ }}, now)
+	require.Zero(t, st.heldUntil(now))
 
 	waiting, endWaiting := r.untilHeld(t.Context(), "w", []string{"q"}, now) // a claim waits for jobs
 	require.NoError(t, waiting.Err())
@@ -54,9 +56,7 @@ func TestHeldWorkerHasNoCreditUntilLetGo(t *testing.T) {
 		t.Fatal("the waiting claim did not end when its worker was held")
 	}
 	endWaiting()
-	n, until := st.free(now)
-	require.Zero(t, n)
-	require.Equal(t, now.Add(holdTTL), until)
+	require.Equal(t, now.Add(holdTTL), st.heldUntil(now))
 	claimCtx, end := r.untilHeld(t.Context(), "w", []string{"q"}, now)
 	require.Error(t, claimCtx.Err(), "a held worker's claims end at once")
 	end()
@@ -65,8 +65,8 @@ func TestHeldWorkerHasNoCreditUntilLetGo(t *testing.T) {
 	require.Equal(t, []string{"q"}, held)
 
 	require.False(t, r.hold("w", "q", true, now.Add(10*time.Second)), "repeated: no change")
-	require.Zero(t, free(now.Add(holdTTL)), "the repeat extended the hold")
-	require.Equal(t, 3, free(now.Add(10*time.Second+holdTTL)), "a hold not repeated lapses")
+	require.False(t, st.heldUntil(now.Add(holdTTL)).IsZero(), "the repeat extended the hold")
+	require.Zero(t, st.heldUntil(now.Add(10*time.Second+holdTTL)), "a hold not repeated lapses")
 	claimCtx, end = r.untilHeld(t.Context(), "w", []string{"q"}, now.Add(10*time.Second+holdTTL))
 	require.NoError(t, claimCtx.Err(), "claims go on after the lapse")
 
@@ -77,17 +77,10 @@ func TestHeldWorkerHasNoCreditUntilLetGo(t *testing.T) {
 		t.Fatal("the waiting claim did not end when its worker was held")
 	}
 	end()
-	select {
-	case <-st.freed:
-	default:
-	}
+	before := woken
 	require.True(t, r.hold("w", "q", false, now.Add(time.Minute)))
-	select {
-	case <-st.freed:
-	default:
-		t.Fatal("letting the worker go did not wake its stream")
-	}
-	require.Equal(t, 3, free(now.Add(time.Minute)))
+	require.Greater(t, woken, before, "letting the worker go wakes its stream")
+	require.Zero(t, st.heldUntil(now.Add(time.Minute)))
 	queues, held = r.queues(now.Add(time.Minute))
 	require.Equal(t, []string{"q"}, queues)
 	require.Empty(t, held)
@@ -121,14 +114,15 @@ func TestStreamOnSeveralQueues(t *testing.T) {
 	r := newRegistry()
 	queues := []string{"reports", "emails"}
 	done := r.seen("w", queues, nil, now, true)
-	st := r.open("w", queues, nil, 10, time.Minute, now)
+	freed := map[string]int{}
+	st := r.open(&stream{worker: "w", queues: queues, credit: 10, lease: time.Minute, freed: func(q string) { freed[q]++ }}, now)
 	a, b, c := hopper.LeaseRef{ID: "a", Token: 1}, hopper.LeaseRef{ID: "b", Token: 1}, hopper.LeaseRef{ID: "c", Token: 1}
 	st.hold(a, "reports")
 	st.hold(b, "reports")
 	st.hold(c, "emails")
-	require.Equal(t, map[string]int{"reports": 2, "emails": 1}, st.heldBy())
 	r.reporting(b)
-	require.Equal(t, map[string]int{"reports": 1, "emails": 1}, st.heldBy(), "a reported job no longer counts")
+	r.done(c, outcomeLost)
+	require.Equal(t, map[string]int{"reports": 1, "emails": 1}, freed, "credit comes back to the job's queue")
 
 	done([]*hopper.JobRow{{Queue: "reports"}, {Queue: "reports"}, {Queue: "emails"}})
 	_, workers := r.snapshot(now)
@@ -141,10 +135,7 @@ func TestStreamOnSeveralQueues(t *testing.T) {
 	defer end()
 	require.True(t, r.hold("w", "emails", true, now))
 	require.Error(t, claimCtx.Err(), "a claim over both queues ends")
-	n, until := st.free(now)
-	require.Zero(t, n)
-	require.Equal(t, now.Add(holdTTL), until)
+	require.Equal(t, now.Add(holdTTL), st.heldUntil(now))
 	require.True(t, r.hold("w", "emails", false, now))
-	n, _ = st.free(now)
-	require.Equal(t, 8, n)
+	require.Zero(t, st.heldUntil(now))
 }

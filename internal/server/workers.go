@@ -11,10 +11,8 @@ import (
 	"github.com/hopperjobs/hopper"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
 	"github.com/hopperjobs/hopper/gen/hopper/v1/hopperv1connect"
-	"github.com/hopperjobs/hopper/internal/ahead"
 	"github.com/hopperjobs/hopper/internal/apiview"
 	"github.com/hopperjobs/hopper/internal/clock"
-	"github.com/hopperjobs/hopper/internal/store"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -23,9 +21,6 @@ const MaxCredit = hopper.MaxStreamCredit
 
 // defaultLease is a remote job's lease when the worker names none.
 const defaultLease = 30 * time.Second
-
-// streamCoalesce is how long a stream with little free credit waits for more before claiming.
-const streamCoalesce = 500 * time.Microsecond
 
 // releaseTimeout bounds giving a closed stream's jobs back.
 const releaseTimeout = 10 * time.Second
@@ -104,15 +99,51 @@ func (w *workerService) Activate(ctx context.Context, req *hopperv1.ActivateRequ
 
 // StreamJobs pushes jobs within the stream's credit until the caller goes away, the server
 // shuts down or the caller's key is revoked; nothing else ends it (a failed claim is retried
-// with backoff). Its jobs' leases are kept alive while it is open; when it ends, its
-// unfinished jobs go back to their queue (closeStream). A stream on several queues shares its
-// credit between them by weight: each claim asks the queues not found drained (asking) for
-// the free credit, shared by their weights and the jobs the stream holds of each.
+// with backoff). Its claim loop (streamer, package claim) shares the credit between the
+// stream's queues by weight and claims ahead. When it ends, its unfinished jobs go back to
+// their queue (closeStream).
 func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobsRequest, out hopperv1connect.WorkerServiceStreamJobsServerStream) (endErr error) {
 	s := w.s
-	credit := int(req.GetCredit())
-	if credit < 1 || credit > MaxCredit {
-		return invalidArg("credit", "must be 1–1000")
+	params, err := streamParams(req)
+	if err != nil {
+		return err
+	}
+	release, ok := s.limits.acquire("stream", principalFrom(ctx).KeyID, s.cfg.MaxStreamsPerKey)
+	if !ok {
+		return overLimit(ctx, "streams")
+	}
+	defer release()
+	seenDone := s.reg.seen(params.Worker, params.QueueNames(), params.Kinds, s.clock.Now(), true)
+	// The stream ends when the worker goes away, when the server shuts down, or when its key
+	// is revoked (the keeper cancels it with errKeyRevoked).
+	ctx, stopAtShutdown := s.untilShutdown(ctx)
+	defer stopAtShutdown()
+	ctx, endStream := context.WithCancelCause(ctx)
+	defer endStream(nil)
+	sj, err := w.newStreamer(ctx, req, params, out)
+	if err != nil {
+		seenDone(nil)
+		return rpcError("stream jobs", err)
+	}
+	keepCtx, stopKeeping := context.WithCancel(ctx)
+	var keeper sync.WaitGroup
+	keeper.Go(func() { w.watchKey(keepCtx, sj.st, principalFrom(ctx), endStream) })
+	defer func() {
+		stopKeeping()
+		keeper.Wait()
+		w.closeStream(ctx, sj.st, endErr) // nil endErr: the worker went away
+		seenDone(nil)
+	}()
+	if err := out.SendHeaders(); err != nil { // the worker knows the stream is open
+		return nil
+	}
+	return sj.run()
+}
+
+// streamParams checks a stream's request.
+func streamParams(req *hopperv1.StreamJobsRequest) (hopper.ActivateParams, error) {
+	if credit := req.GetCredit(); credit < 1 || credit > MaxCredit {
+		return hopper.ActivateParams{}, invalidArg("credit", "must be 1–1000")
 	}
 	lease := fromDur(req.GetLeaseTimeout())
 	if lease == 0 {
@@ -121,306 +152,22 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 	params := hopper.ActivateParams{Worker: req.GetWorker(), Queue: req.GetQueue(), Queues: req.GetQueues(),
 		Kinds: req.GetKinds(), MaxJobs: 1, LeaseDuration: lease}
 	if err := params.Check(); err != nil {
-		return rpcError("stream jobs", err)
+		return params, rpcError("stream jobs", err)
 	}
-	queues := params.QueueNames()
-	params.Queue = "" // each claim names the queues it asks (Queues)
-	release, ok := s.limits.acquire("stream", principalFrom(ctx).KeyID, s.cfg.MaxStreamsPerKey)
-	if !ok {
-		return overLimit(ctx, "streams")
-	}
-	defer release()
-
-	now := s.clock.Now()
-	seenDone := s.reg.seen(params.Worker, queues, params.Kinds, now, true)
-	st := s.reg.open(params.Worker, queues, params.Kinds, credit, lease, now)
-	// The stream ends when the worker goes away, when the server shuts down, or when its key
-	// is revoked (the keeper cancels it with errKeyRevoked).
-	ctx, stopAtShutdown := s.untilShutdown(ctx)
-	defer stopAtShutdown()
-	ctx, endStream := context.WithCancelCause(ctx)
-	defer endStream(nil)
-	keepCtx, stopKeeping := context.WithCancel(ctx)
-	var keeper sync.WaitGroup
-	keeper.Go(func() { w.watchKey(keepCtx, st, principalFrom(ctx), endStream) })
-	defer func() {
-		stopKeeping()
-		keeper.Wait()
-		w.closeStream(ctx, st, endErr) // nil endErr: the worker went away
-		seenDone(nil)
-	}()
-	// ended says why the stream stops: an error the worker should act on, or nil when the
-	// worker itself went away.
-	ended := func() error {
-		switch {
-		case errors.Is(context.Cause(ctx), errKeyRevoked):
-			return connect.NewError(connect.CodeUnauthenticated, "the stream's API key was revoked")
-		case !s.isReady() || s.shuttingDown():
-			return errShuttingDown()
-		}
-		return nil
-	}
-
-	if err := out.SendHeaders(); err != nil { // the worker knows the stream is open
-		return nil
-	}
-	// Up to maxStreamClaims claims run at once, each on credit reserved for it: the next batch
-	// is on its way while one commits. They run on their own goroutines, which the loop waits
-	// for before it returns, and whose jobs it holds before closeStream gives back what was
-	// not sent. A claim takes what is ready and never waits: when no queue has ready jobs,
-	// the loop waits for a wake-up of one of them, or looks again after streamRecheck.
-	//
-	// A stream on several queues makes one claim at a time: a claim shares its credit by what
-	// each queue holds (fairshare.Split), and one launched beside another would not count the
-	// other's jobs, so the queue that came out over its share kept the excess (a queue over
-	// its share gets nothing, one under it never less): the lighter queue drifted above its
-	// weight, 3:1 weights ran at 2.9:1.
-	type claimed struct {
-		n          int   // the claim's number (asking.launch)
-		asked      int   // credit reserved for the claim
-		extra      int   // jobs asked for beyond it (claiming ahead)
-		frees      int64 // the stream's frees when the claim was launched
-		jobs       []*hopper.JobRow
-		restricted bool // a cap, rate limit or disabled kind applied: none was claimed ahead
-		drained    []string
-		retry      time.Duration // when a rate limit lets a drained queue start a job again
-		err        error
-		held       bool // ended by the worker's governor (Hold), not by a failure
-	}
-	results := make(chan claimed, maxStreamClaims)
-	var claims sync.WaitGroup
-	inflight, reserved := 0, 0
-	more := true          // the last claim came back full: work may be waiting for a second claim
-	var lapse clock.Timer // while the worker is held: fires when its hold lapses
-	ask := newAsking(queues)
-	maxClaims := maxStreamClaims
-	if len(queues) > 1 {
-		maxClaims = 1
-	}
-	wakes := s.client.WorkerAPI().Listen(queues)
-	var recheck clock.Timer // while some queue is drained: fires when the stream looks again
-	var soon time.Duration  // a rate limit's next start, sooner than streamRecheck (0: none)
-	// Claiming ahead (as the engine's producers do, docs/workers.md): a single-queue stream's
-	// claim also asks for as many jobs as freed credit during its previous claim's round trip.
-	// Those wait here, in claim order, not held and not pushed, until credit frees; no claim is
-	// made while some wait. They go back to the queue after maxWait, when the worker is held,
-	// when a claim fails, and with the stream (held at its end, so closeStream returns them).
-	var waiting ahead.Queue[*hopper.JobRow]
-	var aheadT clock.Timer // fires when the oldest of them has waited maxWait
-	aheadN := 0            // jobs the next claim asks ahead
-	// A job claimed ahead uses up its lease while it waits (its worker renews it only once
-	// pushed): it waits at most a quarter of the stream's lease.
-	maxWait := ahead.Unrenewed(lease)
-	stopAheadT := func() {
-		if aheadT != nil {
-			aheadT.Stop()
-			aheadT = nil
-		}
-	}
-	giveBack := func(why string) {
-		w.handBack(ctx, refsOf(waiting.All()), "claimed ahead; "+why, s.client.WorkerAPI().ReturnJob)
-		aheadN = 0
-		stopAheadT()
-	}
-	defer func() {
-		wakes.Stop()
-		for _, t := range []clock.Timer{lapse, recheck, aheadT} {
-			if t != nil {
-				t.Stop()
-			}
-		}
-		claims.Wait()
-		for range inflight {
-			w.holdAll(st, (<-results).jobs)
-		}
-		w.holdAll(st, waiting.All())
-	}()
-	// push holds jobs for the stream and sends them; it reports why the stream must end, if it
-	// must (stop): the stream ended as it sent (ended()), or the worker went away (nil).
-	push := func(jobs []*hopper.JobRow) (stop bool, err error) {
-		s.reg.count(params.Worker, jobs)
-		// Hold every job before the first push: if a push fails, closing the stream gives all
-		// of them back at once.
-		w.holdAll(st, jobs)
-		// The jobs go out together, in messages of about maxPushBytes: one write and one flush
-		// for many jobs.
-		for len(jobs) > 0 {
-			if ctx.Err() != nil {
-				// Claimed as the stream ended (a claim runs to its end: WorkerAPI.Activate): the
-				// jobs not sent go back at once, uncounted.
-				return true, ended()
-			}
-			msg := &hopperv1.StreamJobsResponse{}
-			for size := 0; len(jobs) > 0 && (size == 0 || size < maxPushBytes); jobs = jobs[1:] {
-				j := jobs[0]
-				msg.Jobs = append(msg.Jobs, toActivated(j, req.GetFetchFields(), s.jobTimeout))
-				size += len(j.Args) + len(j.Checkpoint) + len(j.ResumeData) + 256
-			}
-			if err := out.Send(msg); err != nil {
-				return true, nil // the worker went away; the deferred close releases what it held
-			}
-			for _, a := range msg.Jobs {
-				st.sent(hopper.LeaseRef{ID: a.GetId(), Token: a.GetLeaseToken()})
-			}
-		}
-		return false, nil
-	}
-	for {
-		if lapse != nil {
-			lapse.Stop()
-			lapse = nil
-		}
-		free, heldUntil := st.free(s.clock.Now())
-		free -= reserved
-		if waiting.Len() > 0 {
-			switch {
-			case !heldUntil.IsZero():
-				giveBack("remote worker held by its resource governor")
-			case free > 0: // freed credit first, then the timeout for what is left
-				stopAheadT()
-				if stop, err := push(waiting.Take(free)); stop {
-					return err
-				}
-				continue
-			case waiting.Expired(s.clock.Now(), maxWait):
-				giveBack("no credit freed for it within " + maxWait.String())
-			}
-		}
-		if waiting.Len() == 0 && free > 0 && len(ask.next()) > 0 && (inflight == 0 || (more && inflight < maxClaims)) {
-			if free < max(credit/4, 1) {
-				// A busy stream frees its credit one job at a time: wait a moment for more, so
-				// one claim fills several slots instead of each completion costing a claim.
-				clock.Sleep(ctx, s.clock, streamCoalesce)
-				free, _ = st.free(s.clock.Now())
-				if free -= reserved; free <= 0 {
-					continue // its worker was held meanwhile
-				}
-			}
-			p := params
-			p.Queues, p.Held = ask.next(), st.heldBy()
-			if len(queues) == 1 {
-				p.Ahead = min(aheadN, credit, hopper.MaxActivateJobs-free)
-			}
-			p.MaxJobs = free + p.Ahead
-			n := ask.launch()
-			inflight, reserved = inflight+1, reserved+free
-			claimCtx, endClaim := s.reg.untilHeld(ctx, params.Worker, queues, s.clock.Now())
-			frees := st.frees.Load()
-			claims.Go(func() {
-				defer endClaim()
-				got, err := s.client.WorkerAPI().ActivateQueues(claimCtx, p)
-				held := claimCtx.Err() != nil && ctx.Err() == nil
-				r := claimed{n: n, asked: free, extra: p.Ahead, frees: frees, err: err, held: held}
-				if got != nil {
-					r.jobs, r.drained, r.retry, r.restricted = got.Jobs, got.Drained, got.Retry, got.Restricted
-				}
-				results <- r
-			})
-			continue
-		}
-		var lapsed, rechecked <-chan time.Time
-		if !heldUntil.IsZero() {
-			lapse = s.clock.NewTimer(heldUntil.Sub(s.clock.Now()))
-			lapsed = lapse.C()
-		}
-		switch {
-		case ask.anyDrained() && recheck == nil:
-			d := streamRecheck
-			if soon > 0 {
-				d, soon = min(d, soon), 0
-			}
-			recheck = s.clock.NewTimer(d)
-		case !ask.anyDrained() && recheck != nil:
-			recheck.Stop()
-			recheck = nil
-		}
-		if recheck != nil {
-			rechecked = recheck.C()
-		}
-		var aheadC <-chan time.Time
-		if waiting.Len() > 0 {
-			if aheadT == nil {
-				aheadT = s.clock.NewTimer(waiting.Due(maxWait).Sub(s.clock.Now()))
-			}
-			aheadC = aheadT.C()
-		}
-		var r claimed
-		select {
-		case <-ctx.Done():
-			return ended()
-		case <-st.freed:
-			continue
-		case <-lapsed:
-			continue
-		case <-wakes.C():
-			ask.woken(wakes.Take())
-			continue
-		case <-rechecked:
-			recheck = nil
-			ask.all()
-			continue
-		case <-aheadC: // the oldest job claimed ahead waited maxWait: the loop's top gives them back
-			aheadT = nil
-			continue
-		case r = <-results:
-		}
-		inflight, reserved = inflight-1, reserved-r.asked
-		if r.held {
-			// The worker was held while this claim ran: what it took (a claim runs to its end)
-			// goes back to the queue, uncounted, and the stream waits for the worker to be let
-			// go. Once a Hold has answered, its worker's streams push nothing new.
-			w.handBack(ctx, refsOf(r.jobs), "remote worker held by its resource governor", s.client.WorkerAPI().ReturnJob)
-			more = false
-			continue
-		}
-		if r.err != nil {
-			if ctx.Err() != nil {
-				return ended()
-			}
-			// A failed claim (the store is away a moment) ends nothing: the stream keeps its
-			// pushed jobs and claims again after a backoff, logged once for all streams
-			// (Server.streamClaims). What it claimed ahead goes back first: it would wait
-			// through the backoff.
-			more = false
-			if waiting.Len() > 0 {
-				giveBack("a claim of the stream failed")
-			}
-			if !clock.Sleep(ctx, s.clock, s.streamClaims.Fail(r.err)) {
-				return ended()
-			}
-			continue
-		}
-		s.streamClaims.Succeed()
-		ask.found(r.n, r.drained)
-		if r.retry > 0 {
-			// A rate limit lets a drained queue start a job before the recheck: look then.
-			soon = r.retry
-			if recheck != nil {
-				recheck.Stop()
-				recheck = nil
-			}
-		}
-		hold := store.Hold{Restricted: r.restricted}
-		more = hold.Full(len(r.jobs), r.asked, r.extra)
-		// The next claim asks ahead for the credit that freed during this one's round trip,
-		// unless it came back short (the queue ran dry, or a cap, a rate limit or a disabled
-		// kind applies).
-		aheadN = ahead.Next(hold, len(r.jobs), r.asked, r.extra, int(st.frees.Load()-r.frees), credit)
-		// The claim's jobs queue up behind those claimed ahead before (claim order); the
-		// claim's credit sends the oldest.
-		waiting.Add(s.clock.Now(), w.deliverable(ctx, r.jobs)...)
-		if r.asked > 0 {
-			stopAheadT() // the oldest may change: the timer is set again from the new one
-		}
-		if stop, err := push(waiting.Take(r.asked)); stop {
-			return err
-		}
-	}
+	return params, nil
 }
 
-// maxStreamClaims bounds the claims one stream has outstanding (as the engine's producers
-// bound theirs).
-const maxStreamClaims = 2
+// ended says why a stream whose context ended stops: an error the worker should act on, or
+// nil when the worker itself went away.
+func (w *workerService) ended(ctx context.Context) error {
+	switch {
+	case errors.Is(context.Cause(ctx), errKeyRevoked):
+		return connect.NewError(connect.CodeUnauthenticated, "the stream's API key was revoked")
+	case !w.s.isReady() || w.s.shuttingDown():
+		return errShuttingDown()
+	}
+	return nil
+}
 
 // refsOf names the attempts of jobs.
 func refsOf(jobs []*hopper.JobRow) []hopper.LeaseRef {

@@ -1,0 +1,186 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"sync"
+	"time"
+
+	"github.com/hopperjobs/hopper"
+	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
+	"github.com/hopperjobs/hopper/gen/hopper/v1/hopperv1connect"
+	"github.com/hopperjobs/hopper/internal/claim"
+)
+
+// streamCoalesce is how long a stream with little free credit waits for more before claiming.
+const streamCoalesce = 500 * time.Microsecond
+
+// streamRecheck is how often a stream looks again at its queues found without ready jobs, for
+// jobs that no wake-up announced (as a long poll does, hopper.WorkerAPI.Activate).
+const streamRecheck = time.Second
+
+// errStreamStopped stops a stream's claim loop once a push found the stream over.
+var errStreamStopped = errors.New("stream stopped")
+
+// streamer is a job stream's Driver of the one claim loop (package claim): a lane per queue
+// of the stream, its credit as the units the queues share by weight (contract 14), claims
+// through the worker API, and pushes. Claiming ahead (docs/workers.md): the loop also claims
+// the jobs that will have been reported by the time a claim returns; those wait in the loop,
+// not held and not pushed, until credit frees, at most a quarter of the stream's lease (the
+// worker renews a job's lease only once it has it), and go back to the queue when they wait
+// longer, when the worker is held, and with the stream (held at its end, so closeStream
+// returns them).
+type streamer struct {
+	w      *workerService
+	st     *stream
+	out    hopperv1connect.WorkerServiceStreamJobsServerStream
+	ctx    context.Context // the stream's: the worker's request, a shutdown, a revoked key end it
+	params hopper.ActivateParams
+	fetch  []string
+	loop   *claim.Loop[*hopper.JobRow]
+	// weights are those the loop shares credit by, for a stream on several queues; its
+	// claims, on goroutines of their own, look for changes (refreshWeights).
+	mu      sync.Mutex
+	weights map[string]int
+	// stopped: a push found the stream over; endErr is what StreamJobs returns then (nil:
+	// the worker went away). The loop's goroutine owns both.
+	stopped bool
+	endErr  error
+}
+
+// newStreamer makes the stream's claim loop and registers the stream.
+func (w *workerService) newStreamer(ctx context.Context, req *hopperv1.StreamJobsRequest, params hopper.ActivateParams,
+	out hopperv1connect.WorkerServiceStreamJobsServerStream) (*streamer, error) {
+	s := w.s
+	queues := params.QueueNames()
+	sj := &streamer{w: w, out: out, ctx: ctx, params: params, fetch: req.GetFetchFields()}
+	sj.params.Queue, sj.params.Queues = "", nil // each claim names its lane's queue
+	credit := int(req.GetCredit())
+	cfg := claim.Config{Clock: s.clock, Units: credit, Batch: hopper.MaxActivateJobs, AheadLimit: credit,
+		MaxWait: claim.Unrenewed(params.LeaseDuration), Coalesce: streamCoalesce, Logger: s.log,
+		Poll: func() time.Duration { return streamRecheck }}
+	if len(queues) > 1 {
+		sj.weights = s.client.WorkerAPI().QueueWeights(ctx, queues)
+	}
+	for _, q := range queues {
+		cfg.Lanes = append(cfg.Lanes, claim.LaneConfig{Name: q, Weight: sj.weights[q], Retry: s.streamClaims})
+	}
+	st := &stream{worker: params.Worker, queues: queues, kinds: params.Kinds, credit: credit, lease: params.LeaseDuration}
+	cfg.Held = func(now time.Time) (bool, time.Time, <-chan struct{}) {
+		until := st.heldUntil(now)
+		return !until.IsZero(), until, nil
+	}
+	loop, err := claim.New(cfg, sj)
+	if err != nil {
+		return nil, err
+	}
+	sj.loop = loop
+	st.freed = func(queue string) { loop.Lane(queue).Done(1) }
+	st.woken = func() { loop.Wake("") } // the worker was held or let go: look again
+	sj.st = s.reg.open(st, s.clock.Now())
+	return sj, nil
+}
+
+// run claims and pushes until the stream ends, and returns why it ended: an error the worker
+// should act on, or nil when the worker itself went away.
+func (sj *streamer) run() error {
+	stop := sj.w.s.client.WorkerAPI().ListenFunc(sj.st.queues, sj.loop.Wake)
+	defer stop()
+	if err := sj.loop.Run(sj.ctx); err != nil {
+		return sj.endErr
+	}
+	return sj.w.ended(sj.ctx)
+}
+
+// Claim claims for one lane (queue) of the stream; it never waits for jobs to come. A claim
+// that the worker's hold ended (Hold) returns its jobs to be given back.
+func (sj *streamer) Claim(ctx context.Context, r claim.Request) claim.Result[*hopper.JobRow] {
+	s := sj.w.s
+	p := sj.params
+	p.Queue, p.MaxJobs, p.Ahead = r.Lane, r.Units+r.Ahead, r.Ahead
+	sj.refreshWeights(ctx)
+	claimCtx, endClaim := s.reg.untilHeld(ctx, p.Worker, sj.st.queues, s.clock.Now())
+	defer endClaim()
+	got, err := s.client.WorkerAPI().ActivateQueues(claimCtx, p)
+	out := claim.Result[*hopper.JobRow]{Err: err}
+	if got != nil {
+		out.Jobs, out.Restricted, out.Retry = sj.w.deliverable(ctx, got.Jobs), got.Restricted, got.Retry
+	}
+	switch {
+	case claimCtx.Err() != nil && ctx.Err() == nil: // the worker was held while it ran
+		out.Err, out.Return = nil, true
+	case ctx.Err() != nil:
+		out.Err = nil // the stream ends: not an outage
+	}
+	return out
+}
+
+// refreshWeights applies the queues' weights to a stream on several queues when they changed
+// (an operator set one: the engine rereads them with its heartbeats).
+func (sj *streamer) refreshWeights(ctx context.Context) {
+	if len(sj.st.queues) < 2 {
+		return
+	}
+	w := sj.w.s.client.WorkerAPI().QueueWeights(ctx, sj.st.queues)
+	sj.mu.Lock()
+	defer sj.mu.Unlock()
+	if !maps.Equal(w, sj.weights) {
+		sj.weights = w
+		sj.loop.SetWeights(w)
+	}
+}
+
+// Start holds jobs for the stream and pushes them, in messages of about maxPushBytes: one
+// write and one flush for many jobs. Every job is held before the first push, so that if a
+// push fails, closing the stream gives all of them back at once.
+func (sj *streamer) Start(_ string, jobs []*hopper.JobRow) error {
+	s, st := sj.w.s, sj.st
+	sj.w.holdAll(st, jobs)
+	if sj.stopped {
+		return errStreamStopped // claimed as the stream ended: closeStream gives them back
+	}
+	s.reg.count(sj.params.Worker, jobs)
+	for len(jobs) > 0 {
+		if sj.ctx.Err() != nil {
+			sj.stop(sj.w.ended(sj.ctx)) // the jobs not sent go back at once, uncounted
+			return errStreamStopped
+		}
+		msg := &hopperv1.StreamJobsResponse{}
+		for size := 0; len(jobs) > 0 && (size == 0 || size < maxPushBytes); jobs = jobs[1:] {
+			j := jobs[0]
+			msg.Jobs = append(msg.Jobs, toActivated(j, sj.fetch, s.jobTimeout))
+			size += len(j.Args) + len(j.Checkpoint) + len(j.ResumeData) + 256
+		}
+		if err := sj.out.Send(msg); err != nil {
+			sj.stop(nil) // the worker went away; closeStream releases what it held
+			return errStreamStopped
+		}
+		for _, a := range msg.Jobs {
+			st.sent(hopper.LeaseRef{ID: a.GetId(), Token: a.GetLeaseToken()})
+		}
+	}
+	return nil
+}
+
+func (sj *streamer) stop(endErr error) {
+	if !sj.stopped {
+		sj.stopped, sj.endErr = true, endErr
+	}
+}
+
+// GiveBack returns jobs claimed ahead to their queue at once, uncounted; at the stream's end
+// it holds them, so that closeStream returns them with the reason the stream closed.
+func (sj *streamer) GiveBack(_ string, jobs []*hopper.JobRow, why claim.Why) {
+	text := "claimed ahead; no credit freed for it within " + claim.Unrenewed(sj.params.LeaseDuration).String()
+	switch why {
+	case claim.Stopping:
+		sj.w.holdAll(sj.st, jobs)
+		return
+	case claim.Governed:
+		text = "claimed ahead; remote worker held by its resource governor"
+	case claim.Returned:
+		text = "remote worker held by its resource governor"
+	}
+	sj.w.handBack(sj.ctx, refsOf(jobs), text, sj.w.s.client.WorkerAPI().ReturnJob)
+}
