@@ -47,9 +47,9 @@ func (r *rec) giveBack(lane string, jobs []string, why Why) {
 
 // machine is a state machine with its recorder and its own time.
 type machine struct {
-	t   *testing.T
-	s   *state[string]
-	r   *rec
+	t     *testing.T
+	s     *state[string]
+	r     *rec
 	now   time.Time
 	ids   int
 	ended int // jobs churn ended: the oldest running is m.r.order[ended]
