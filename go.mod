@@ -1,6 +1,8 @@
 module github.com/hopperjobs/hopper
 
-go 1.26.8
+go 1.26.0
+
+toolchain go1.26.8
 
 require (
 	connectrpc.com/connect/v2 v2.0.2
