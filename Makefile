@@ -1,18 +1,32 @@
-# The README's commands. `make test` (and `make chaos-short`, `make fuzz-ci`) is what CI runs.
-.PHONY: test run build bench tools gen gen-check chaos chaos-short fuzz fuzz-ci ts-test ts-gen ts-gen-check ts-bench screenshots
+# The README's commands. CI (.ci/run) runs vet, test, e2e, chaos-short and fuzz-ci among them.
+.PHONY: test vet e2e run build bench tools gen gen-check chaos chaos-short fuzz fuzz-ci ts-test ts-gen ts-gen-check ts-bench screenshots
 
+# The hopper module's tests. The repository holds two more modules, each with its own go.mod,
+# which `./...` here does not reach: e2e (browser and chaos tests, make e2e and make chaos) and
+# bench/peers (Hopper beside River, docs/benchmarks.md).
 test:
 	go test -race -count=1 -timeout 15m -p 2 ./...
 
-# The chaos suite (internal/chaos, build tag chaos; docs/reliability.md): faults injected into
-# the built hopper binary and remote workers. chaos-short is what CI runs (under 5 minutes);
-# chaos runs every scenario's full variant. Its scenarios wait on processes more than they
-# compute, so more of them run at once than there are cores.
+# go vet in every module, the chaos suite's files (build tag chaos) included.
+vet:
+	go vet ./...
+	cd e2e && go vet ./... && go vet -tags chaos ./chaos/...
+	cd bench/peers && go vet ./...
+
+# The e2e module's tests without the build tag chaos: the dashboard's browser tests
+# (e2e/dashboard, headless chromium; docs/dashboard.md).
+e2e:
+	cd e2e && go test -race -count=1 -timeout 10m ./...
+
+# The chaos suite (e2e/chaos, build tag chaos; docs/reliability.md): faults injected into the
+# built hopper binary and remote workers. chaos-short is what CI runs (under 5 minutes); chaos
+# runs every scenario's full variant. Its scenarios wait on processes more than they compute,
+# so more of them run at once than there are cores.
 chaos:
-	go test -tags chaos -count=1 -timeout 60m -parallel 4 -v ./internal/chaos/ -args -full
+	cd e2e && go test -tags chaos -count=1 -timeout 60m -parallel 4 -v ./chaos/ -args -full
 
 chaos-short:
-	go test -tags chaos -count=1 -timeout 10m -parallel 8 -v ./internal/chaos/
+	cd e2e && go test -tags chaos -count=1 -timeout 10m -parallel 8 -v ./chaos/
 
 # Fuzzing (docs/development.md#fuzzing): every target for FUZZTIME each; FUZZ=regexp picks
 # targets by name (make fuzz FUZZ=FuzzRPC FUZZTIME=10m). CI runs fuzz-ci.
@@ -37,7 +51,7 @@ bench:
 # The dashboard's screenshots in docs/dashboard/ (docs/dashboard.md), taken by headless
 # chromium (Debian: apt-get install chromium) from a store with an hour of history.
 screenshots:
-	go test -count=1 -run TestScreenshots ./hopperui/ -args -screenshots=$(CURDIR)/docs/dashboard
+	cd e2e && go test -count=1 -run TestScreenshots ./dashboard/ -args -screenshots=$(CURDIR)/docs/dashboard
 
 # Code generation: the protobuf API in api/ becomes the committed code in gen/.
 BUF_VERSION := v1.75.0

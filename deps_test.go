@@ -1,7 +1,9 @@
 package hopper_test
 
 import (
+	"os"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -49,4 +51,35 @@ func requireNoDeps(t *testing.T, pkg string, forbidden []string) {
 			require.False(t, strings.HasPrefix(dep, f), "%s imports %s", pkg, dep)
 		}
 	}
+}
+
+// Importing the library stays cheap: every module this go.mod requires is in the module graph
+// of every program that imports Hopper, so browser, chaos and benchmark tooling is required by
+// the modules that use it (e2e, bench/peers), never here. The go line names a minor release
+// (1.N.0), the lowest the dependencies allow, so importers are not forced onto a patch
+// release; the toolchain line names the exact one.
+func TestModuleRequiresNoTestTooling(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("go.mod")
+	require.NoError(t, err)
+	forbidden := []string{
+		"github.com/chromedp/",          // the browser tests (e2e/dashboard)
+		"github.com/Shopify/toxiproxy/", // the chaos suite (e2e/chaos)
+		"github.com/rs/zerolog",         // toxiproxy's logger
+		"github.com/riverqueue/",        // bench/peers
+	}
+	var goLine string
+	for line := range strings.Lines(string(b)) {
+		fields := strings.Fields(strings.TrimPrefix(strings.TrimSpace(line), "require "))
+		if len(fields) == 0 {
+			continue
+		}
+		if fields[0] == "go" && len(fields) == 2 {
+			goLine = fields[1]
+		}
+		for _, f := range forbidden {
+			require.False(t, strings.HasPrefix(fields[0], f), "go.mod requires %s", fields[0])
+		}
+	}
+	require.Regexp(t, regexp.MustCompile(`^1\.[0-9]+\.0$`), goLine, "go.mod's go line names a minor release")
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper"
+	"github.com/hopperjobs/hopper/internal/uitest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -27,23 +28,23 @@ func post(t *testing.T, u string, form url.Values) (int, string) {
 // Client's own audited call; their bounds are checked and named.
 func TestBulkActionsOnASearch(t *testing.T) {
 	t.Parallel()
-	e := setup(t, nil)
+	e := uitest.Start(t, nil)
 	var waiting []string
 	for range 5 {
-		waiting = append(waiting, e.enqueue(t, steps{Note: "bulk"}, &hopper.InsertOpts{Queue: "mail", Delay: time.Hour}).ID)
+		waiting = append(waiting, e.Enqueue(t, uitest.Steps{Note: "bulk"}, &hopper.InsertOpts{Queue: "mail", Delay: time.Hour}).ID)
 	}
-	other := e.enqueue(t, steps{Note: "other"}, &hopper.InsertOpts{Queue: "reports", Delay: time.Hour})
+	other := e.Enqueue(t, uitest.Steps{Note: "other"}, &hopper.InsertOpts{Queue: "reports", Delay: time.Hour})
 
-	status, page := post(t, e.url+"/jobs/bulk", url.Values{"action": {"cancel-filter"}, "queue": {"mail"}, "bulk_limit": {"3"}})
+	status, page := post(t, e.URL+"/jobs/bulk", url.Values{"action": {"cancel-filter"}, "queue": {"mail"}, "bulk_limit": {"3"}})
 	require.Equal(t, http.StatusOK, status)
 	require.Contains(t, page, "Canceled 3 job(s).")
 	canceled := 0
 	for _, id := range waiting {
-		j, err := e.client.Get(t.Context(), id)
+		j, err := e.Client.Get(t.Context(), id)
 		require.NoError(t, err)
 		if j.State == hopper.StateCanceled {
 			canceled++
-			events, err := e.client.Events(t.Context(), id)
+			events, err := e.Client.Events(t.Context(), id)
 			require.NoError(t, err)
 			last := events[len(events)-1]
 			require.Equal(t, hopper.ActorOperator, last.Actor)
@@ -51,16 +52,16 @@ func TestBulkActionsOnASearch(t *testing.T) {
 		}
 	}
 	require.Equal(t, 3, canceled)
-	j, err := e.client.Get(t.Context(), other.ID)
+	j, err := e.Client.Get(t.Context(), other.ID)
 	require.NoError(t, err)
 	require.Equal(t, hopper.StateScheduled, j.State, "outside the search")
 
-	d1, d2 := e.failed(t, "one"), e.failed(t, "two")
-	status, page = post(t, e.url+"/jobs/bulk", url.Values{"action": {"retry-filter"}, "q": {"two"}})
+	d1, d2 := e.Failed(t, "one"), e.Failed(t, "two")
+	status, page = post(t, e.URL+"/jobs/bulk", url.Values{"action": {"retry-filter"}, "q": {"two"}})
 	require.Equal(t, http.StatusOK, status)
 	require.Contains(t, page, "Replayed 1 job(s).")
 	for id, n := range map[string]int{d1.ID: 0, d2.ID: 1} {
-		rs, err := e.client.Replays(t.Context(), &hopper.ReplayListParams{SourceJobID: id})
+		rs, err := e.Client.Replays(t.Context(), &hopper.ReplayListParams{SourceJobID: id})
 		require.NoError(t, err)
 		require.Len(t, rs.Replays, n)
 	}
@@ -76,11 +77,11 @@ func TestBulkActionsOnASearch(t *testing.T) {
 		{url.Values{"action": {"retry-filter"}, "state": {"queued"}}, "state"},
 		{url.Values{"action": {"cancel-filter"}, "from": {"soon"}}, "from"},
 	} {
-		status, page := post(t, e.url+"/jobs/bulk", bad.form)
+		status, page := post(t, e.URL+"/jobs/bulk", bad.form)
 		require.Equal(t, http.StatusOK, status, "the list is shown again, with the error")
 		require.Contains(t, page, "Invalid "+bad.field, bad.form)
 	}
-	j, err = e.client.Get(t.Context(), waiting[0]) // the search lists newest first: the first cancel left the two oldest
+	j, err = e.Client.Get(t.Context(), waiting[0]) // the search lists newest first: the first cancel left the two oldest
 	require.NoError(t, err)
 	require.NotEqual(t, hopper.StateCanceled, j.State, "a refused action changes nothing")
 }

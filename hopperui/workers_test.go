@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper"
+	"github.com/hopperjobs/hopper/internal/uitest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -15,8 +16,8 @@ import (
 // until it runs one, so an old heartbeat is no sign of death), and shows a busy node's
 // heartbeat alone.
 func TestWorkersPageShowsIdleNodes(t *testing.T) {
-	e := setup(t, nil) // its process runs no job: its node is idle
-	require.NoError(t, e.store.NodeHeartbeat(t.Context(), &hopper.Node{ID: "busy-node", Host: "h", PID: 1}))
+	e := uitest.Start(t, nil) // its process runs no job: its node is idle
+	require.NoError(t, e.Store.NodeHeartbeat(t.Context(), &hopper.Node{ID: "busy-node", Host: "h", PID: 1}))
 	// row returns the table row of node on the workers page ("" when it is not listed).
 	row := func(page, node string) string {
 		for r := range strings.SplitSeq(page, "<tr>") {
@@ -28,7 +29,7 @@ func TestWorkersPageShowsIdleNodes(t *testing.T) {
 	}
 	var page string
 	require.Eventually(t, func() bool {
-		resp, err := http.Get(e.url + "/workers")
+		resp, err := http.Get(e.URL + "/workers")
 		require.NoError(t, err)
 		defer resp.Body.Close()
 		require.Equal(t, http.StatusOK, resp.StatusCode)

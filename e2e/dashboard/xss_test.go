@@ -1,7 +1,8 @@
-package hopperui_test
+package dashboard
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/url"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper"
+	"github.com/hopperjobs/hopper/internal/uitest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -47,28 +49,28 @@ func xssWork(ctx context.Context, mode string) error {
 // console reports no blocked script (which would mean markup got through and only CSP
 // stopped it). Queue names cannot hold markup at all: the client refuses them.
 func TestJobDataIsEscapedEverywhere(t *testing.T) {
-	e := setup(t, &setupOpts{workers: func(ws *hopper.Workers, _ *env) {
+	e := uitest.Start(t, &uitest.Opts{Workers: func(ws *hopper.Workers, _ *uitest.Env) {
 		hopper.AddWorkerFunc(ws, func(ctx context.Context, j *hopper.Job[kindImg]) error { return xssWork(ctx, j.Args.Mode) })
 		hopper.AddWorkerFunc(ws, func(ctx context.Context, j *hopper.Job[kindScript]) error { return xssWork(ctx, j.Args.Mode) })
 	}})
 	tb := newTab(t)
 	headers := map[string]string{"x-note": xssImg + xssAttr, "x-script": xssScript}
 	args := func(mode string) *hopper.InsertOpts { return &hopper.InsertOpts{Headers: headers} }
-	failed := e.enqueue(t, kindImg{Mode: "fail"}, args("fail"))
-	running := e.enqueue(t, kindScript{Mode: "run"}, args("run"))
-	raw := e.enqueue(t, hopper.RawArgs{KindName: "steps", JSON: mustJSON(t, map[string]string{
+	failed := e.Enqueue(t, kindImg{Mode: "fail"}, args("fail"))
+	running := e.Enqueue(t, kindScript{Mode: "run"}, args("run"))
+	raw := e.Enqueue(t, hopper.RawArgs{KindName: "steps", JSON: mustJSON(t, map[string]string{
 		"note": xssScript, "img": xssImg, "attr": xssAttr})}, &hopper.InsertOpts{Delay: time.Hour, Headers: headers})
-	t.Cleanup(func() { _, _ = e.client.Cancel(context.Background(), running.ID) }) // before the client stops
-	e.waitState(t, failed.ID, hopper.StateFailed)
+	t.Cleanup(func() { _, _ = e.Client.Cancel(context.Background(), running.ID) }) // before the client stops
+	e.WaitState(t, failed.ID, hopper.StateFailed)
 	require.Eventually(t, func() bool {
-		j, err := e.client.Get(t.Context(), running.ID)
+		j, err := e.Client.Get(t.Context(), running.ID)
 		require.NoError(t, err)
 		return strings.HasPrefix(j.ProgressMessage, "progress")
 	}, 15*time.Second, 10*time.Millisecond)
-	_, err := e.client.AddSchedule(t.Context(), hopper.Schedule{Name: "xss", Every: time.Hour, Kind: kindImg{}.Kind(), Args: map[string]string{"m": xssScript}})
+	_, err := e.Client.AddSchedule(t.Context(), hopper.Schedule{Name: "xss", Every: time.Hour, Kind: kindImg{}.Kind(), Args: map[string]string{"m": xssScript}})
 	require.NoError(t, err)
 
-	_, err = e.client.Enqueue(t.Context(), steps{}, &hopper.InsertOpts{Queue: "<b>q</b>"})
+	_, err = e.Client.Enqueue(t.Context(), uitest.Steps{}, &hopper.InsertOpts{Queue: "<b>q</b>"})
 	var verr *hopper.ValidationError
 	require.ErrorAs(t, err, &verr, "a queue name cannot hold markup")
 	require.Equal(t, "queue", verr.Field)
@@ -87,7 +89,7 @@ func TestJobDataIsEscapedEverywhere(t *testing.T) {
 		"/workers":                                         "",
 	}
 	for path, text := range pages {
-		tb.open(e.url + path)
+		tb.open(e.URL + path)
 		if path == "/jobs/"+running.ID {
 			tb.waitText("#progress-message", "progress "+xssImg+xssScript) // after a live swap too
 		}
@@ -100,6 +102,13 @@ func TestJobDataIsEscapedEverywhere(t *testing.T) {
 		require.Empty(t, tb.consoleErrors(), "console of %s", path)
 	}
 	// The search form echoes what was typed as the input's value, not as markup.
-	tb.open(e.url + "/jobs?kind=" + url.QueryEscape(xssAttr))
+	tb.open(e.URL + "/jobs?kind=" + url.QueryEscape(xssAttr))
 	require.Equal(t, xssAttr, eval[string](tb, `document.querySelector('#search input[name=kind]').value`))
+}
+
+func mustJSON(t *testing.T, v any) json.RawMessage {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return b
 }

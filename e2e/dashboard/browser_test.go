@@ -1,4 +1,4 @@
-package hopperui_test
+package dashboard
 
 import (
 	"context"

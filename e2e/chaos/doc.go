@@ -6,7 +6,9 @@
 // acknowledged job was lost and every extra run is explained by a recorded attempt. Each
 // scenario prints its figures as a table row.
 //
-// The tests are behind the build tag chaos, so `go test ./...` does not run them:
+// It lives in the e2e module (its own go.mod), so toxiproxy stays out of the hopper module's
+// requirements, and its tests are behind the build tag chaos, so `go test ./...` in e2e runs
+// the browser tests without them. From the repository's root:
 //
 //	make chaos-short   # the short variants, as CI runs them (under 5 minutes)
 //	make chaos         # the full variants (-args -full)

@@ -1,4 +1,4 @@
-package hopperui_test
+package dashboard
 
 import (
 	"fmt"
@@ -7,21 +7,22 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/hopperjobs/hopper"
+	"github.com/hopperjobs/hopper/internal/uitest"
 	"github.com/stretchr/testify/require"
 )
 
 // Every page loads in a real browser without a console error, exception or CSP violation,
 // and shows what the store holds.
 func TestEveryPageLoadsCleanly(t *testing.T) {
-	e := setup(t, nil)
+	e := uitest.Start(t, nil)
 	tb := newTab(t)
-	dead := e.failed(t, "boom")
-	running := e.enqueue(t, steps{Note: "long"}, &hopper.InsertOpts{Queue: "reports"})
-	e.waitState(t, running.ID, hopper.StateRunning)
-	e.progress <- progressStep{40, "halfway there"}
-	_, err := e.client.AddSchedule(t.Context(), hopper.Schedule{Name: "nightly", Cron: "0 3 * * *", TZ: "Europe/Paris", Kind: "steps"})
+	dead := e.Failed(t, "boom")
+	running := e.Enqueue(t, uitest.Steps{Note: "long"}, &hopper.InsertOpts{Queue: "reports"})
+	e.WaitState(t, running.ID, hopper.StateRunning)
+	e.Progress <- uitest.Progress{Percent: 40, Message: "halfway there"}
+	_, err := e.Client.AddSchedule(t.Context(), hopper.Schedule{Name: "nightly", Cron: "0 3 * * *", TZ: "Europe/Paris", Kind: "steps"})
 	require.NoError(t, err)
-	defer close(e.progress)
+	defer close(e.Progress)
 
 	pages := []struct{ path, h1, contains string }{
 		{"/", "Overview", "reports"},
@@ -34,7 +35,7 @@ func TestEveryPageLoadsCleanly(t *testing.T) {
 		{"/workers", "Workers", "ui-test-node"},
 	}
 	for _, p := range pages {
-		tb.open(e.url + p.path)
+		tb.open(e.URL + p.path)
 		require.Equal(t, p.h1, tb.text("h1"), p.path)
 		require.Contains(t, tb.text("main"), p.contains, p.path)
 		require.Empty(t, tb.consoleErrors(), "console of %s", p.path)
@@ -42,7 +43,7 @@ func TestEveryPageLoadsCleanly(t *testing.T) {
 	require.Contains(t, tb.text("#nodes"), "leader", "the leader is marked")
 
 	// A path that is no page answers with one, not a crash.
-	tb.open(e.url + "/nowhere")
+	tb.open(e.URL + "/nowhere")
 	require.Equal(t, "Not Found", tb.text("h1"))
 
 	// The listener hears the console: the checks above are not vacuous.
@@ -53,23 +54,23 @@ func TestEveryPageLoadsCleanly(t *testing.T) {
 // Search finds a job by text in its args, by kind and by id; bad input is shown in the page,
 // naming the field, with the form still filled in.
 func TestSearchFindsAJob(t *testing.T) {
-	e := setup(t, nil)
+	e := uitest.Start(t, nil)
 	tb := newTab(t)
-	want := e.enqueue(t, steps{Note: "invoice INV-7731"}, &hopper.InsertOpts{Queue: "billing", Delay: time.Hour})
+	want := e.Enqueue(t, uitest.Steps{Note: "invoice INV-7731"}, &hopper.InsertOpts{Queue: "billing", Delay: time.Hour})
 	for i := range 3 {
-		e.enqueue(t, steps{Note: fmt.Sprintf("other %d", i)}, &hopper.InsertOpts{Queue: "billing", Delay: time.Hour})
+		e.Enqueue(t, uitest.Steps{Note: fmt.Sprintf("other %d", i)}, &hopper.InsertOpts{Queue: "billing", Delay: time.Hour})
 	}
-	tb.open(e.url + "/jobs")
+	tb.open(e.URL + "/jobs")
 	tb.run(chromedp.SendKeys(chromedp.CSS(`#search input[name=q]`), "INV-7731"))
 	tb.click(`#search button[type=submit]`)
 	rows := eval[[]string](tb, `[...document.querySelectorAll('#jobs tbody tr td.mono')].map(td => td.textContent.trim())`)
 	require.Equal(t, []string{want.ID}, rows)
 
-	tb.open(e.url + "/jobs?id=" + want.ID)
+	tb.open(e.URL + "/jobs?id=" + want.ID)
 	rows = eval[[]string](tb, `[...document.querySelectorAll('#jobs tbody tr td.mono')].map(td => td.textContent.trim())`)
 	require.Equal(t, []string{want.ID}, rows)
 
-	tb.open(e.url + "/jobs?state=lost&kind=steps")
+	tb.open(e.URL + "/jobs?state=lost&kind=steps")
 	require.Contains(t, tb.text("#error"), "states")
 	tb.expectBadRequest()
 	require.Equal(t, "steps", eval[string](tb, `document.querySelector('#search input[name=kind]').value`),
@@ -80,20 +81,20 @@ func TestSearchFindsAJob(t *testing.T) {
 // The job page's progress bar and heartbeat follow a running job without a reload, and the
 // page stops polling once the job ends.
 func TestLiveProgressMoves(t *testing.T) {
-	e := setup(t, nil)
+	e := uitest.Start(t, nil)
 	tb := newTab(t)
-	job := e.enqueue(t, steps{Note: "live"}, nil)
-	e.waitState(t, job.ID, hopper.StateRunning)
-	tb.open(e.url + "/jobs/" + job.ID)
+	job := e.Enqueue(t, uitest.Steps{Note: "live"}, nil)
+	e.WaitState(t, job.ID, hopper.StateRunning)
+	tb.open(e.URL + "/jobs/" + job.ID)
 	tb.waitText("#percent", "0%")
-	e.progress <- progressStep{25, "a quarter"}
+	e.Progress <- uitest.Progress{Percent: 25, Message: "a quarter"}
 	tb.waitText("#percent", "25%")
 	tb.waitText("#progress-message", "a quarter")
 	require.Equal(t, 25.0, eval[float64](tb, `document.querySelector('#progress').value`))
 	require.NotEqual(t, "—", tb.text("#heartbeat"), "the progress report is a heartbeat")
-	e.progress <- progressStep{80, "nearly"}
+	e.Progress <- uitest.Progress{Percent: 80, Message: "nearly"}
 	tb.waitText("#percent", "80%")
-	close(e.progress)
+	close(e.Progress)
 	tb.waitText("#state", "completed")
 	require.False(t, eval[bool](tb, `document.querySelector('#live').hasAttribute('hx-trigger')`),
 		"an ended job is not polled")
@@ -102,11 +103,11 @@ func TestLiveProgressMoves(t *testing.T) {
 
 // Pause, cancel, replay and bulk retry, clicked in the browser, change the store.
 func TestChangesReachTheStore(t *testing.T) {
-	e := setup(t, nil)
+	e := uitest.Start(t, nil)
 	tb := newTab(t)
-	later := e.enqueue(t, steps{Note: "later"}, &hopper.InsertOpts{Queue: "mail", Delay: time.Hour})
+	later := e.Enqueue(t, uitest.Steps{Note: "later"}, &hopper.InsertOpts{Queue: "mail", Delay: time.Hour})
 
-	tb.open(e.url + "/queues")
+	tb.open(e.URL + "/queues")
 	tb.click(`#queue-mail button.pause`)
 	require.Contains(t, tb.text("#notice"), "Paused queue mail")
 	require.True(t, queue(t, e, "mail").Paused)
@@ -121,40 +122,40 @@ func TestChangesReachTheStore(t *testing.T) {
 	require.Contains(t, tb.text("#error"), "Invalid rate", "bad input names its field")
 	tb.expectBadRequest()
 
-	tb.open(e.url + "/jobs/" + later.ID)
+	tb.open(e.URL + "/jobs/" + later.ID)
 	tb.click(`#cancel`)
 	require.Equal(t, "canceled", tb.text("#state"))
-	got, err := e.client.Get(t.Context(), later.ID)
+	got, err := e.Client.Get(t.Context(), later.ID)
 	require.NoError(t, err)
 	require.Equal(t, hopper.StateCanceled, got.State)
-	events, err := e.client.Events(t.Context(), later.ID)
+	events, err := e.Client.Events(t.Context(), later.ID)
 	require.NoError(t, err)
 	require.Equal(t, hopper.ActorOperator, events[len(events)-1].Actor, "audited as an operator's change")
 
-	dead := e.failed(t, "boom")
-	tb.open(e.url + "/jobs/" + dead.ID)
+	dead := e.Failed(t, "boom")
+	tb.open(e.URL + "/jobs/" + dead.ID)
 	tb.click(`#replay`)
-	replays, err := e.client.Replays(t.Context(), &hopper.ReplayListParams{SourceJobID: dead.ID})
+	replays, err := e.Client.Replays(t.Context(), &hopper.ReplayListParams{SourceJobID: dead.ID})
 	require.NoError(t, err)
 	require.Len(t, replays.Replays, 1)
 	require.Equal(t, "dashboard", replays.Replays[0].ReplayedBy)
 	require.Contains(t, tb.text("h1"), replays.Replays[0].NewJobID, "the replay's page follows")
 
 	// Bulk retry of two ticked dead letters out of three.
-	d1, d2, d3 := e.failed(t, "one"), e.failed(t, "two"), e.failed(t, "three")
-	tb.open(e.url + "/jobs?state=failed")
+	d1, d2, d3 := e.Failed(t, "one"), e.Failed(t, "two"), e.Failed(t, "three")
+	tb.open(e.URL + "/jobs?state=failed")
 	tb.run(chromedp.Click(chromedp.CSS(`input[value="`+d1.ID+`"]`)), chromedp.Click(chromedp.CSS(`input[value="`+d3.ID+`"]`)))
 	tb.click(`button[value=retry]`)
 	require.Contains(t, tb.text("#notice"), "Replayed 2 job(s)")
 	for id, n := range map[string]int{d1.ID: 1, d2.ID: 0, d3.ID: 1} {
-		rs, err := e.client.Replays(t.Context(), &hopper.ReplayListParams{SourceJobID: id})
+		rs, err := e.Client.Replays(t.Context(), &hopper.ReplayListParams{SourceJobID: id})
 		require.NoError(t, err)
 		require.Len(t, rs.Replays, n, id)
 	}
 
 	// Replay all on the dead-letters page: the ones never replayed (d2, and the first "boom"
 	// was replayed already), bounded by the form's limit.
-	tb.open(e.url + "/dead-letters")
+	tb.open(e.URL + "/dead-letters")
 	tb.run(chromedp.SetValue(chromedp.CSS(`#replay-all input[name=limit]`), "1"))
 	tb.click(`#replay-all button`)
 	require.Contains(t, tb.text("#notice"), "Replayed 1 dead letter(s)")
@@ -162,9 +163,9 @@ func TestChangesReachTheStore(t *testing.T) {
 	require.Empty(t, tb.consoleErrors())
 }
 
-func queue(t *testing.T, e *env, name string) *hopper.QueueInfo {
+func queue(t *testing.T, e *uitest.Env, name string) *hopper.QueueInfo {
 	t.Helper()
-	qs, err := e.client.Queues(t.Context())
+	qs, err := e.Client.Queues(t.Context())
 	require.NoError(t, err)
 	for _, q := range qs {
 		if q.Name == name {

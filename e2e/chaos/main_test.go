@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -41,19 +42,27 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// build compiles the hopper command and the chaos worker into dir, both at once.
+// build compiles the hopper command and the chaos worker into dir, both at once. The hopper
+// command is built in its own module's directory (the repository's root), with that module's
+// dependency versions, as its users build it; the chaos worker is built in this module.
 func build(dir string) error {
 	start := time.Now()
+	root, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/hopperjobs/hopper").Output()
+	if err != nil {
+		return fmt.Errorf("find the hopper module: %w", err)
+	}
 	bins.hopper, bins.worker = filepath.Join(dir, "hopper"), filepath.Join(dir, "chaosworker")
 	errs := make(chan error, 2)
-	for out, pkg := range map[string]string{
-		bins.hopper: "github.com/hopperjobs/hopper/cmd/hopper",
-		bins.worker: "github.com/hopperjobs/hopper/internal/chaos/chaosworker",
+	for out, src := range map[string]struct{ dir, pkg string }{
+		bins.hopper: {strings.TrimSpace(string(root)), "./cmd/hopper"},
+		bins.worker: {"", "github.com/hopperjobs/hopper/e2e/chaos/chaosworker"},
 	} {
 		go func() {
-			b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput()
+			cmd := exec.Command("go", "build", "-o", out, src.pkg)
+			cmd.Dir = src.dir
+			b, err := cmd.CombinedOutput()
 			if err != nil {
-				err = fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
+				err = fmt.Errorf("go build %s: %v\n%s", src.pkg, err, b)
 			}
 			errs <- err
 		}()

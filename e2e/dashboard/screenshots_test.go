@@ -1,4 +1,4 @@
-package hopperui_test
+package dashboard
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/store"
+	"github.com/hopperjobs/hopper/internal/uitest"
 	"github.com/hopperjobs/hopper/sqlitestore"
 	"github.com/stretchr/testify/require"
 )
@@ -34,21 +35,21 @@ func TestScreenshots(t *testing.T) {
 	dir, err := filepath.Abs(*screenshots)
 	require.NoError(t, err)
 	require.NoError(t, os.MkdirAll(dir, 0o755))
-	e := setup(t, &setupOpts{dbPath: func(p string) { history(t, p) }})
+	e := uitest.Start(t, &uitest.Opts{DBPath: func(p string) { history(t, p) }})
 	tb := newTab(t)
 
-	running := e.enqueue(t, steps{Note: "resize 4 images"}, &hopper.InsertOpts{Queue: "reports"})
-	e.waitState(t, running.ID, hopper.StateRunning)
-	e.progress <- progressStep{62, "image 3 of 4"}
-	t.Cleanup(func() { close(e.progress) })
-	e.failed(t, "smtp: 550 mailbox unavailable")
+	running := e.Enqueue(t, uitest.Steps{Note: "resize 4 images"}, &hopper.InsertOpts{Queue: "reports"})
+	e.WaitState(t, running.ID, hopper.StateRunning)
+	e.Progress <- uitest.Progress{Percent: 62, Message: "image 3 of 4"}
+	t.Cleanup(func() { close(e.Progress) })
+	e.Failed(t, "smtp: 550 mailbox unavailable")
 	for i := range 3 {
-		e.enqueue(t, steps{Note: fmt.Sprintf("invoice %d", i)}, &hopper.InsertOpts{Queue: "mail", Delay: time.Hour})
+		e.Enqueue(t, uitest.Steps{Note: fmt.Sprintf("invoice %d", i)}, &hopper.InsertOpts{Queue: "mail", Delay: time.Hour})
 	}
-	require.NoError(t, e.client.PauseQueue(t.Context(), "mail"))
-	_, err = e.client.AddSchedule(t.Context(), hopper.Schedule{Name: "nightly-report", Cron: "0 3 * * *", TZ: "Europe/Paris", Kind: "steps", Queue: "reports"})
+	require.NoError(t, e.Client.PauseQueue(t.Context(), "mail"))
+	_, err = e.Client.AddSchedule(t.Context(), hopper.Schedule{Name: "nightly-report", Cron: "0 3 * * *", TZ: "Europe/Paris", Kind: "steps", Queue: "reports"})
 	require.NoError(t, err)
-	_, err = e.client.AddSchedule(t.Context(), hopper.Schedule{Name: "cleanup", Every: 15 * time.Minute, Kind: "steps"})
+	_, err = e.Client.AddSchedule(t.Context(), hopper.Schedule{Name: "cleanup", Every: 15 * time.Minute, Kind: "steps"})
 	require.NoError(t, err)
 
 	shots := map[string]string{
@@ -61,7 +62,7 @@ func TestScreenshots(t *testing.T) {
 		"workers":      "/workers",
 	}
 	for name, page := range shots {
-		tb.open(e.url + page)
+		tb.open(e.URL + page)
 		if name == "job" {
 			tb.waitText("#percent", "62%")
 		}

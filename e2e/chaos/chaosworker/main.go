@@ -1,4 +1,4 @@
-// Command chaosworker is the remote worker the chaos suite (package internal/chaos) starts,
+// Command chaosworker is the remote worker the chaos suite (package e2e/chaos) starts,
 // kills, stops and resumes. It runs jobs of kind "chaos" from a `hopper serve` through the Go
 // remote worker (package remote) and appends one JSON line per event to its log file: a
 // handler's start and outcome (job id, lease token, attempt, worker name, pid), a failed
@@ -36,8 +36,8 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper"
+	"github.com/hopperjobs/hopper/e2e/chaos"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
-	"github.com/hopperjobs/hopper/internal/chaos"
 	"github.com/hopperjobs/hopper/remote"
 	"google.golang.org/protobuf/proto"
 )
