@@ -61,6 +61,9 @@ func (p *poller) Claim(ctx context.Context, r claim.Request) claim.Result[*hoppe
 		req.RequestTimeout = durationOf(w.cfg.PollWait)
 	}
 	res, err := w.api.Activate(ctx, req)
+	if refused(err) {
+		w.giveUp(err) // ends ctx, and so the loop
+	}
 	if err != nil && ctx.Err() != nil {
 		err = nil // the worker stops: not an outage
 	}

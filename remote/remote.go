@@ -154,12 +154,15 @@ type Worker struct {
 	declined []*hopperv1.ActivatedJob // pushed to a stopping worker: released once its stream is closed
 	declineC chan struct{}            // a job was declined (buffered 1)
 
-	intake *backoff.Tracker   // the stream, or the polls: reconnects and retries back off
-	leases *backoff.Tracker   // the lease renewals' outage state
-	keeper lease.Keeper       // renews the running jobs' leases
-	gov    *governor.Governor // nil without MaxCPU and MaxMemory
-	own    *ownClients        // the HTTP clients the worker made itself (no Config.HTTPClient)
-	holds  *backoff.Tracker   // telling the server the governor's state (govern.go)
+	intake *backoff.Tracker // the stream, or the polls: reconnects and retries back off
+	// refusal is why the worker stopped taking jobs on its own: the server refused its API
+	// key (giveUp). Guarded by mu.
+	refusal error
+	leases  *backoff.Tracker   // the lease renewals' outage state
+	keeper  lease.Keeper       // renews the running jobs' leases
+	gov     *governor.Governor // nil without MaxCPU and MaxMemory
+	own     *ownClients        // the HTTP clients the worker made itself (no Config.HTTPClient)
+	holds   *backoff.Tracker   // telling the server the governor's state (govern.go)
 }
 
 // attemptKey names one attempt: a job and the lease token it was given with. A job can be
@@ -410,6 +413,10 @@ func (w *Worker) streamLoop() {
 		if w.intakeCtx.Err() != nil {
 			return
 		}
+		if refused(err) {
+			w.giveUp(err)
+			return
+		}
 		if err == nil {
 			err = errors.New("the server ended the stream")
 		}
@@ -417,6 +424,40 @@ func (w *Worker) streamLoop() {
 			return
 		}
 	}
+}
+
+// refused reports whether err is the server refusing the worker's credentials (no key, a bad
+// or revoked key, a key without the work scope): asking again cannot help.
+func refused(err error) bool {
+	code := connect.CodeOf(err)
+	return err != nil && (code == connect.CodeUnauthenticated || code == connect.CodePermissionDenied)
+}
+
+// giveUp stops the worker taking jobs, for good, after the server refused its API key, and
+// says so once (Err reports it). Its running jobs go on; their outcomes may be refused too,
+// and their leases then expire.
+func (w *Worker) giveUp(err error) {
+	w.mu.Lock()
+	first := w.refusal == nil
+	if first {
+		w.refusal = err
+	}
+	w.mu.Unlock()
+	if first {
+		w.log.Error("the server refused the worker's API key: it takes no more jobs until it is started again with a valid key",
+			"worker", w.cfg.Name, "url", w.cfg.URL, "err", err)
+		w.stopIntake()
+	}
+}
+
+// Err returns why the worker stopped taking jobs by itself: the server refused its API key
+// (connect.CodeUnauthenticated or CodePermissionDenied: no key where one is required, a bad or
+// revoked key, a key without the work scope). Asking again cannot help, so the worker does
+// not: start a new one with a valid key. Nil when it did not stop by itself.
+func (w *Worker) Err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.refusal
 }
 
 // streamWorked is how long a stream must stay open, without a message, to count as working.

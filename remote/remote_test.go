@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"connectrpc.com/connect/v2"
 	"github.com/hopperjobs/hopper"
 	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/stoptest"
@@ -487,4 +489,45 @@ func (c *closeSignal) Close() error {
 	default:
 	}
 	return err
+}
+
+// A worker whose key the server refuses stops taking jobs at once, in both modes, and says
+// why in one log line instead of retrying for ever (Err reports it).
+func TestRemoteWorkerStopsWhenItsKeyIsRefused(t *testing.T) {
+	t.Parallel()
+	for name, mode := range map[string]remote.Mode{"stream": remote.Stream, "poll": remote.Poll} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ts, _ := remote.ServeForTest(t, remote.ServeOptions{Keys: true})
+			var logs lockedLog
+			ws := hopper.NewWorkers()
+			hopper.AddWorkerFunc(ws, func(ctx context.Context, job *hopper.Job[resize]) error { return nil })
+			w, err := remote.New(remote.Config{URL: ts.URL, APIKey: "hop_notakey", Workers: ws, Mode: mode,
+				Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			require.NoError(t, err)
+			require.NoError(t, w.Start(context.Background()))
+			defer stoptest.Within(t, w, 10*time.Second)
+			require.Eventually(t, func() bool { return w.Err() != nil }, 10*time.Second, 5*time.Millisecond)
+			require.Equal(t, connect.CodeUnauthenticated, connect.CodeOf(w.Err()))
+			require.Equal(t, 1, strings.Count(logs.String(), "refused the worker's API key"), logs.String())
+		})
+	}
+}
+
+// lockedLog is a log destination several goroutines write to.
+type lockedLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -24,6 +24,8 @@ type ServeOptions struct {
 	HTTP1Only bool
 	// Handler wraps the server's handler, to watch or break requests.
 	Handler func(http.Handler) http.Handler
+	// Keys: the server checks API keys, stored in the store (none exists: every call is refused).
+	Keys bool
 }
 
 // ServeForTest starts a real server over a fresh SQLite store and a client on it (the client
@@ -46,7 +48,11 @@ func ServeForTest(t testing.TB, o ServeOptions) (*httptest.Server, *hopper.Clien
 	client, err := hopper.NewClient(hcfg)
 	require.NoError(t, err)
 	require.NoError(t, client.Start(context.Background()))
-	srv, err := server.New(server.Config{Client: client})
+	scfg2 := server.Config{Client: client}
+	if o.Keys {
+		scfg2.Auth, scfg2.Keys = &server.KeyAuth{Keys: st}, st
+	}
+	srv, err := server.New(scfg2)
 	require.NoError(t, err)
 	// As `hopper serve` does, the server speaks HTTP/1.1 and HTTP/2 in plain text (h2c), so
 	// workers report on a report stream; HTTP1Only leaves them Report requests.

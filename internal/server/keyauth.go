@@ -30,6 +30,13 @@ type KeyAuth struct {
 	touched map[string]time.Time
 	checked time.Time // when anyLive was last read
 	anyLive bool
+	valid   map[string]validity // StillValid's answers, by key id
+}
+
+// validity is what StillValid last found of a key, and when.
+type validity struct {
+	at    time.Time
+	valid bool
 }
 
 // liveCheckEvery bounds how often OpenWithoutKeys looks for live keys.
@@ -139,16 +146,48 @@ func (a *KeyAuth) touch(ctx context.Context, id string) {
 	_ = a.Keys.KeyTouch(context.WithoutCancel(ctx), id, now) // best effort: last use is informational
 }
 
-// StillValid implements Revalidator: the key exists and is not revoked.
+// StillValid implements Revalidator: the key exists and is not revoked; for a caller that came
+// without a key, the server still lets such callers in (no live key exists). Answers are read
+// at most every few seconds per key, however many streams ask.
 func (a *KeyAuth) StillValid(ctx context.Context, p *Principal) (bool, error) {
+	if p.KeyID == "" {
+		if !a.OpenWithoutKeys {
+			return false, nil
+		}
+		return a.open(ctx)
+	}
+	now := a.now()
+	a.mu.Lock()
+	v, ok := a.valid[p.KeyID]
+	a.mu.Unlock()
+	if ok && now.Sub(v.at) < liveCheckEvery {
+		return v.valid, nil
+	}
 	k, err := a.Keys.KeyLookup(ctx, p.KeyID)
-	if errors.Is(err, store.ErrNotFound) {
-		return false, nil
-	}
-	if err != nil {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		v = validity{at: now}
+	case err != nil:
 		return false, err
+	default:
+		v = validity{at: now, valid: !k.Revoked()}
 	}
-	return !k.Revoked(), nil
+	a.mu.Lock()
+	if a.valid == nil {
+		a.valid = map[string]validity{}
+	}
+	a.valid[p.KeyID] = v
+	a.mu.Unlock()
+	return v.valid, nil
+}
+
+// Changed tells the authenticator that keys were created or revoked (through this server):
+// its next checks read the keys instead of answering from what it read last.
+func (a *KeyAuth) Changed() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.checked = time.Time{}
+	clear(a.valid)
 }
 
 // notLocal says why a keyless request may not come from a program on this machine: a web page

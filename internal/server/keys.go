@@ -19,6 +19,21 @@ func (a *adminService) keys() (store.KeyStore, error) {
 	return a.s.cfg.Keys, nil
 }
 
+// keysChanged applies a key created or revoked through this server at once, before the call
+// answers: the authenticator reads the keys again, and the job streams of keyID ("": those
+// opened without a key, once a key exists) end with cause, pushed nothing more (contract 16:
+// their unreported jobs go back to the queue at once, closeStream). Keys changed elsewhere
+// (another node, `hopper keys` on the database) take effect within keyRecheck.
+func (s *Server) keysChanged(keyID string, cause error) {
+	if _, ok := s.cfg.Auth.(Revalidator); !ok {
+		return // no keys are checked: nothing changes for the streams
+	}
+	if c, ok := s.cfg.Auth.(interface{ Changed() }); ok {
+		c.Changed()
+	}
+	s.reg.endStreams(keyID, cause)
+}
+
 func toKey(k *store.APIKey) *hopperv1.APIKey {
 	return &hopperv1.APIKey{Id: k.ID, Name: k.Name, Scopes: k.Scopes, CreatedAt: apiview.Time(k.CreatedAt),
 		LastUsedAt: apiview.Time(k.LastUsedAt), RevokedAt: apiview.Time(k.RevokedAt)}
@@ -43,6 +58,7 @@ func (a *adminService) CreateKey(ctx context.Context, req *hopperv1.CreateKeyReq
 		}
 		return nil, rpcError("create key", err)
 	}
+	a.s.keysChanged("", errKeyRequired) // a live key exists: keyless callers are refused from now on
 	return &hopperv1.CreateKeyResponse{Key: toKey(k), Plaintext: plaintext}, nil
 }
 
@@ -77,6 +93,7 @@ func (a *adminService) RevokeKey(ctx context.Context, req *hopperv1.RevokeKeyReq
 		}
 		return nil, rpcError("revoke key", err)
 	}
+	a.s.keysChanged(k.ID, errKeyRevoked)
 	return &hopperv1.RevokeKeyResponse{Key: toKey(k)}, nil
 }
 

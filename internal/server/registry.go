@@ -123,6 +123,9 @@ type stream struct {
 
 	reg      *registry
 	inflight map[hopper.LeaseRef]*held // guarded by reg.mu
+	// caller is who opened the stream; end ends it, with a cause (a revoked key).
+	caller *Principal
+	end    context.CancelCauseFunc
 	// freed is called, once per job, when a job's credit comes free (its outcome reported,
 	// or its hold ended), with the job's queue; woken when the worker's hold changes. Both
 	// are its claim loop's, set before the stream is registered, and must not block.
@@ -144,14 +147,15 @@ func (r *registry) open(st *stream, at time.Time) *stream {
 	return st
 }
 
-// close forgets the stream and returns the jobs claimed for it but never sent. The jobs
-// pushed to the worker are the worker's to report on (closeStream).
-func (r *registry) close(st *stream) (unsent []hopper.LeaseRef) {
+// close forgets the stream and returns the jobs claimed for it but never sent, and with
+// pushed, also those pushed to the worker and not reported on yet. Otherwise the jobs pushed
+// are the worker's to report on (closeStream).
+func (r *registry) close(st *stream, pushed bool) (unsent []hopper.LeaseRef) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.streams, st.id)
 	for ref, h := range st.inflight {
-		if !h.sent {
+		if !h.sent || pushed && !h.reported {
 			unsent = append(unsent, ref)
 		}
 		delete(r.byJob, ref)
@@ -268,6 +272,22 @@ func (r *registry) done(ref hopper.LeaseRef, o outcome) {
 		st.failed.Add(1)
 	case outcomeReleased:
 		st.released.Add(1)
+	}
+}
+
+// endStreams ends the open streams whose caller matches: opened without a key (keyID "")
+// once a key exists, or with a key that was revoked.
+func (r *registry) endStreams(keyID string, cause error) {
+	r.mu.Lock()
+	var ends []context.CancelCauseFunc
+	for _, st := range r.streams {
+		if st.caller != nil && st.caller.KeyID == keyID && st.end != nil {
+			ends = append(ends, st.end)
+		}
+	}
+	r.mu.Unlock()
+	for _, end := range ends {
+		end(cause)
 	}
 }
 

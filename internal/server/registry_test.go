@@ -32,7 +32,21 @@ func TestReportedJobFreesItsCredit(t *testing.T) {
 	require.Equal(t, 1, freed["q"], "freed when reported, not again when written")
 	r.done(b, outcomeLost)
 	require.Equal(t, 2, freed["q"], "a job that ends unreported frees its credit then")
-	require.Equal(t, []hopper.LeaseRef{c}, r.close(st), "only the unsent job goes back")
+	require.Equal(t, []hopper.LeaseRef{c}, r.close(st, false), "only the unsent job goes back")
+}
+
+// A stream closed because its caller may no longer have it gives back the jobs it pushed and
+// that were not reported on too.
+func TestStreamClosedForItsKeyGivesBackWhatWasPushed(t *testing.T) {
+	r := newRegistry()
+	st := r.open(&stream{worker: "w", queues: []string{"q"}, credit: 3, lease: time.Minute}, time.Now())
+	a, b, c := hopper.LeaseRef{ID: "a", Token: 1}, hopper.LeaseRef{ID: "b", Token: 1}, hopper.LeaseRef{ID: "c", Token: 1}
+	for _, ref := range []hopper.LeaseRef{a, b, c} {
+		st.hold(ref, "q")
+		st.sent(ref)
+	}
+	r.reporting(a)
+	require.ElementsMatch(t, []hopper.LeaseRef{b, c}, r.close(st, true), "the reported job is its worker's")
 }
 
 // Contract 15: a held worker's streams have no free credit and its waiting claims end at

@@ -863,8 +863,9 @@ func TestAnOpenStreamKeepsNoLeaseAlive(t *testing.T) {
 	require.True(t, job.GetLeaseExpiresAt().AsTime().Before(time.Now()), "the lease lapsed: %s", job.GetLeaseExpiresAt().AsTime())
 }
 
-// A stream rechecks its key every third of its lease, on the server's clock: here a fake one,
-// moved once past the recheck instead of waited for.
+// A stream rechecks its key every 2 s (keyRecheck), on the server's clock: here a fake one,
+// moved once past the recheck instead of waited for. (A key revoked through the server ends
+// its streams at once: TestStreamsFollowTheKeys.)
 func TestRevokingAKeyEndsItsStreams(t *testing.T) {
 	e := start(t)
 	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
@@ -888,11 +889,11 @@ func TestRevokingAKeyEndsItsStreams(t *testing.T) {
 	defer stream.Close()
 	_, err = e.store.KeyRevoke(t.Context(), "worker")
 	require.NoError(t, err)
-	// Two timers: the key check (a third of the lease) and, the queue being empty, the
-	// stream's recheck (streamRecheck, 1 s), which the advance below does not reach.
+	// Two timers: the key check (2 s) and, the queue being empty, the stream's look at it
+	// again (streamRecheck, 1 s).
 	require.Eventually(t, func() bool { return clk.Pending() == 2 }, 5*time.Second, time.Millisecond,
 		"the stream waits for its next key check")
-	clk.Advance(time.Second / 3)
+	clk.Advance(2 * time.Second)
 	_, err = stream.Receive()
 	requireCode(t, connect.CodeUnauthenticated, err)
 }

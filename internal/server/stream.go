@@ -51,7 +51,7 @@ type streamer struct {
 
 // newStreamer makes the stream's claim loop and registers the stream.
 func (w *workerService) newStreamer(ctx context.Context, req *hopperv1.StreamJobsRequest, params hopper.ActivateParams,
-	out hopperv1connect.WorkerServiceStreamJobsServerStream) (*streamer, error) {
+	out hopperv1connect.WorkerServiceStreamJobsServerStream, end context.CancelCauseFunc) (*streamer, error) {
 	s := w.s
 	queues := params.QueueNames()
 	sj := &streamer{w: w, out: out, ctx: ctx, params: params, fetch: req.GetFetchFields()}
@@ -66,7 +66,8 @@ func (w *workerService) newStreamer(ctx context.Context, req *hopperv1.StreamJob
 	for _, q := range queues {
 		cfg.Lanes = append(cfg.Lanes, claim.LaneConfig{Name: q, Weight: sj.weights[q], Retry: s.streamClaims})
 	}
-	st := &stream{worker: params.Worker, queues: queues, kinds: params.Kinds, credit: credit, lease: params.LeaseDuration}
+	st := &stream{worker: params.Worker, queues: queues, kinds: params.Kinds, credit: credit, lease: params.LeaseDuration,
+		caller: principalFrom(ctx), end: end}
 	cfg.Held = func(now time.Time) (bool, time.Time, <-chan struct{}) {
 		until := st.heldUntil(now)
 		return !until.IsZero(), until, nil

@@ -20,8 +20,15 @@ const reasonWorkerGone = "stream closed: worker went away"
 // or hangs, stops renewing: its jobs' leases expire within one lease and the leader rescues
 // them, each counting a rescue (bounded by the job's max_rescues); its late reports are
 // refused. endErr is what StreamJobs returns: nil when the worker went away.
+//
+// A stream that ended because its caller may no longer have it (its key revoked, or opened
+// without a key that the server now requires) also gives back, at once, the jobs pushed to
+// it and not reported on: its worker's reports will be refused, so they would otherwise wait
+// for their leases to expire, and count a rescue.
 func (w *workerService) closeStream(ctx context.Context, st *stream, endErr error) {
-	w.handBack(ctx, w.s.reg.close(st), w.closeReason(ctx, endErr), w.s.client.WorkerAPI().ReturnJob)
+	cause := context.Cause(ctx)
+	lapsed := errors.Is(cause, errKeyRevoked) || errors.Is(cause, errKeyRequired)
+	w.handBack(ctx, w.s.reg.close(st, lapsed), w.closeReason(ctx, endErr), w.s.client.WorkerAPI().ReturnJob)
 }
 
 // closeReason says why a stream ended: the server ended it, or the worker went away. ctx is
@@ -30,6 +37,8 @@ func (w *workerService) closeReason(ctx context.Context, endErr error) string {
 	switch {
 	case errors.Is(context.Cause(ctx), errKeyRevoked):
 		return "stream closed: API key revoked"
+	case errors.Is(context.Cause(ctx), errKeyRequired):
+		return "stream closed: opened without an API key, which the server now requires"
 	case w.s.shuttingDown():
 		return "stream closed: server shutting down"
 	case endErr == nil || ctx.Err() != nil:

@@ -120,14 +120,14 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 	defer stopAtShutdown()
 	ctx, endStream := context.WithCancelCause(ctx)
 	defer endStream(nil)
-	sj, err := w.newStreamer(ctx, req, params, out)
+	sj, err := w.newStreamer(ctx, req, params, out, endStream)
 	if err != nil {
 		seenDone(nil)
 		return rpcError("stream jobs", err)
 	}
 	keepCtx, stopKeeping := context.WithCancel(ctx)
 	var keeper sync.WaitGroup
-	keeper.Go(func() { w.watchKey(keepCtx, sj.st, principalFrom(ctx), endStream) })
+	keeper.Go(func() { w.watchKey(keepCtx, sj.st) })
 	defer func() {
 		stopKeeping()
 		keeper.Wait()
@@ -163,6 +163,9 @@ func (w *workerService) ended(ctx context.Context) error {
 	switch {
 	case errors.Is(context.Cause(ctx), errKeyRevoked):
 		return connect.NewError(connect.CodeUnauthenticated, "the stream's API key was revoked")
+	case errors.Is(context.Cause(ctx), errKeyRequired):
+		return connect.NewError(connect.CodeUnauthenticated,
+			"an API key was created: this server now requires one (Authorization: Bearer <key>)")
 	case !w.s.isReady() || w.s.shuttingDown():
 		return errShuttingDown()
 	}
@@ -189,23 +192,40 @@ func (w *workerService) holdAll(st *stream, jobs []*hopper.JobRow) {
 // job, and more while they fit.
 const maxPushBytes = 256 << 10
 
-// errKeyRevoked ends a stream whose API key was revoked.
-var errKeyRevoked = errors.New("API key revoked")
+// errKeyRevoked ends a stream whose API key was revoked; errKeyRequired one opened without a
+// key once a key exists.
+var (
+	errKeyRevoked  = errors.New("API key revoked")
+	errKeyRequired = errors.New("an API key is required now")
+)
 
-// watchKey ends the stream when its API key has been revoked, checking every third of the
-// stream's lease. (The leases of a stream's jobs are its worker's to renew: a worker that
-// hangs loses them within one lease.)
-func (w *workerService) watchKey(ctx context.Context, st *stream, p *Principal, endStream context.CancelCauseFunc) {
+// keyRecheck is how often a stream checks that its caller may still have it: that its key is
+// not revoked or, for a stream opened without a key, that no key exists yet. A key created or
+// revoked through this server ends the streams it concerns at once (Server.keysChanged).
+const keyRecheck = 2 * time.Second
+
+// watchKey ends the stream once its caller may no longer have it, checking every keyRecheck.
+// (The leases of a stream's jobs are its worker's to renew: a worker that hangs loses them
+// within one lease.)
+func (w *workerService) watchKey(ctx context.Context, st *stream) {
 	rv, ok := w.s.cfg.Auth.(Revalidator)
-	if !ok || p.KeyID == "" {
+	if !ok {
 		return
 	}
-	for clock.Sleep(ctx, w.s.clock, st.lease/3) {
-		if valid, err := rv.StillValid(ctx, p); err == nil && !valid {
-			endStream(errKeyRevoked)
+	for clock.Sleep(ctx, w.s.clock, keyRecheck) {
+		if valid, err := rv.StillValid(ctx, st.caller); err == nil && !valid {
+			st.end(authEnded(st.caller))
 			return
 		}
 	}
+}
+
+// authEnded is why a stream of caller ends when its authorization lapses.
+func authEnded(caller *Principal) error {
+	if caller.KeyID == "" {
+		return errKeyRequired
+	}
+	return errKeyRevoked
 }
 
 // deliverable returns the claimed jobs that can be sent to a remote worker. Each of the others

@@ -47,6 +47,14 @@ export function toHopperError(err: unknown): HopperError {
   return new HopperError(code, message, { cause: err, requestId: ce.metadata.get("x-request-id") ?? undefined });
 }
 
+/**
+ * isRefusal reports whether err is the server refusing the caller's credentials (no key where
+ * one is required, a bad or revoked key, a key without the scope): asking again cannot help.
+ */
+export function isRefusal(err: HopperError): boolean {
+  return err.code === Code.Unauthenticated || err.code === Code.PermissionDenied;
+}
+
 // The codes a broken connection reaches a caller with: connect-node says Internal or Unknown
 // for a stream cut mid-message, Aborted for a reset, Canceled for an HTTP/2 stream the dying
 // server's connection took down with it.

@@ -3,7 +3,7 @@
 
 import type { Client as RpcClient } from "@connectrpc/connect";
 import type { Tracker } from "./backoff.js";
-import { toHopperError } from "./errors.js";
+import { type HopperError, isRefusal, toHopperError } from "./errors.js";
 import type { ActivateRequest, ActivatedJob, WorkerService } from "./gen/hopper/v1/hopper_pb.js";
 import { Notifier } from "./notifier.js";
 import { type Attempt, once } from "./running-job.js";
@@ -20,6 +20,8 @@ export interface PollIntake {
   launch(job: ActivatedJob, handled: () => void): Attempt | undefined;
   /** release hands a job this worker will not run back to its queue. */
   release(job: ActivatedJob, reason: string): Promise<void>;
+  /** refused stops the worker taking jobs: the server refused its API key. */
+  refused(err: HopperError): void;
 }
 
 /**
@@ -36,7 +38,12 @@ export async function pollLoop(p: PollIntake, signal: AbortSignal): Promise<void
       jobs = (await p.api.activate({ ...p.request, maxJobs: n }, { signal })).jobs;
     } catch (err) {
       if (signal.aborted) return;
-      await sleep(p.backoff.fail(toHopperError(err).message), signal);
+      const he = toHopperError(err);
+      if (isRefusal(he)) {
+        p.refused(he); // asking again cannot help
+        return;
+      }
+      await sleep(p.backoff.fail(he.message), signal);
       continue;
     }
     p.backoff.succeed();

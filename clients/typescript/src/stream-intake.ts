@@ -6,7 +6,7 @@
 
 import type { Client as RpcClient } from "@connectrpc/connect";
 import type { Tracker } from "./backoff.js";
-import { toHopperError } from "./errors.js";
+import { type HopperError, isRefusal, toHopperError } from "./errors.js";
 import type { ActivatedJob, StreamJobsRequest, WorkerService } from "./gen/hopper/v1/hopper_pb.js";
 import type { Attempt } from "./running-job.js";
 import { sleep } from "./sleep.js";
@@ -20,6 +20,8 @@ export interface StreamIntake {
   launch(job: ActivatedJob): Attempt | undefined;
   /** decline keeps a job pushed to a stopping worker, to release once the stream is closed. */
   decline(job: ActivatedJob): void;
+  /** refused stops the worker taking jobs: the server refused its API key. */
+  refused(err: HopperError): void;
 }
 
 /**
@@ -43,7 +45,12 @@ export async function streamLoop(s: StreamIntake, signal: AbortSignal): Promise<
       err = e;
     }
     if (signal.aborted) return;
-    await sleep(s.backoff.fail(toHopperError(err).message), signal);
+    const he = toHopperError(err);
+    if (isRefusal(he)) {
+      s.refused(he); // asking again cannot help
+      return;
+    }
+    await sleep(s.backoff.fail(he.message), signal);
   }
 }
 

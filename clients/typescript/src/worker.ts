@@ -5,7 +5,7 @@ import type { Client as RpcClient } from "@connectrpc/connect";
 import { loopPolicy, Tracker, workPolicy } from "./backoff.js";
 import { createTransport } from "./connection.js";
 import type { ConnectionOptions } from "./connection.js";
-import { toHopperError } from "./errors.js";
+import { type HopperError, toHopperError } from "./errors.js";
 import { execute } from "./execute.js";
 import type { Executor } from "./execute.js";
 import { ActivateRequestSchema, StreamJobsRequestSchema, WorkerService } from "./gen/hopper/v1/hopper_pb.js";
@@ -112,6 +112,7 @@ export class Worker {
   private loops: Promise<void>[] = [];
   private state: "new" | "started" | "stopping" = "new";
   private stopped: Promise<void> | undefined;
+  private refusal: HopperError | undefined;
 
   /** The constructor checks options; it throws a TypeError naming a bad one. */
   constructor(options: WorkerOptions) {
@@ -150,6 +151,26 @@ export class Worker {
     };
   }
 
+  /**
+   * error is why the worker stopped taking jobs by itself: the server refused its API key
+   * (code Unauthenticated or PermissionDenied: no key where one is required, a bad or revoked
+   * key, a key without the work scope). Asking again cannot help, so the worker does not:
+   * start a new one with a valid key. Undefined while it did not stop by itself.
+   */
+  get error(): HopperError | undefined {
+    return this.refusal;
+  }
+
+  /** refused stops the worker taking jobs, for good, and says why once. */
+  private refused(err: HopperError): void {
+    if (this.refusal) return;
+    this.refusal = err;
+    this.log.error("the server refused the worker's API key: it takes no more jobs until it is started again with a valid key", {
+      worker: this.name, err: err.message,
+    });
+    this.intake.abort();
+  }
+
   /** running is the number of jobs this worker runs now. */
   get running(): number {
     return this.attempts.size;
@@ -169,6 +190,7 @@ export class Worker {
       const backoff = new Tracker("job stream", workPolicy, this.log, { worker: this.name });
       this.loops.push(streamLoop({
         api: this.api, request, backoff, launch: (j) => this.admit(j), decline: (j) => this.decline(j),
+        refused: (err) => this.refused(err),
       }, this.intake.signal));
       return;
     }
@@ -176,6 +198,7 @@ export class Worker {
     this.loops.push(pollLoop({
       api: this.api, request, backoff: new Tracker("activate jobs", workPolicy, this.log, { worker: this.name }),
       concurrency: this.concurrency, launch: (j, handled) => this.launch(j, handled), release: (j, why) => this.release(j, why),
+      refused: (err) => this.refused(err),
     }, this.intake.signal));
   }
 

@@ -31,7 +31,7 @@ describe("pollLoop", () => {
         handled.push(h);
         return new Attempt(job, 1000);
       },
-      release: async () => {},
+      release: async () => {}, refused: () => {},
     }, stop.signal);
 
     await eventually(() => asked.length === 1, "the first poll");

@@ -3,7 +3,7 @@
 
 import * as assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { createClient } from "@connectrpc/connect";
+import { Code, createClient } from "@connectrpc/connect";
 import {
   Client, JobTimeoutError, LeaseLostError, NoRetryError, RetryAfterError, ShutdownError, SnoozeError, SuspendError,
 } from "../src/index.js";
@@ -305,6 +305,18 @@ describe("Worker with API keys", () => {
       startWorker(server(), { queue, mode, handlers: { echo: (job: RunningJob) => job.args } }, (fn) => t.after(fn));
       const { job } = await c.enqueue("echo", { hi: 1 }, { queue });
       assert.deepEqual((await waitForState(c, job.id, "completed")).result, { hi: 1 });
+    });
+
+    test(`stops at once, saying why once, when the server refuses its key, ${mode} mode`, async (t) => {
+      const errors: string[] = [];
+      const logger = { debug() {}, info() {}, warn() {}, error: (m: string) => errors.push(m) };
+      const w = startWorker(server(), {
+        queue: queueName(`refused-${mode}`), mode, apiKey: "hop_notakeyatall", logger, handlers: { echo: (job: RunningJob) => job.args },
+      }, (fn) => t.after(fn));
+      await eventually(() => w.error !== undefined, "the refusal");
+      assert.equal(w.error?.code, Code.Unauthenticated);
+      await new Promise((r) => setTimeout(r, 300)); // a worker that retried would have logged again (backoff starts at 100 ms)
+      assert.deepEqual(errors.filter((m) => m.includes("refused")).length, 1, errors.join("; "));
     });
   }
 });
