@@ -3,6 +3,7 @@ package hopper
 import (
 	"context"
 	"errors"
+	"github.com/hopperjobs/hopper/internal/workerapi"
 	"os"
 	"sync"
 	"time"
@@ -27,7 +28,7 @@ type Client struct {
 	obs    *observers
 	remote remoteAttempts // attempts claimed for remote workers, until their outcome
 
-	workerAPI *WorkerAPI
+	workerAPI *workerAPI
 
 	mu      sync.Mutex
 	started bool
@@ -42,7 +43,7 @@ func NewClient(cfg Config) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{cfg: cfg, store: cfg.Store, clock: clock.OrReal(cfg.Clock)}
-	c.workerAPI = &WorkerAPI{c: c}
+	c.workerAPI = &workerAPI{c: c}
 	c.obs = &observers{list: cfg.Observers, clock: c.clock, log: logger(cfg.Logger)}
 	tp := cfg.TracerProvider
 	if tp == nil {
@@ -87,7 +88,7 @@ func NewClient(cfg Config) (*Client, error) {
 func (c *Client) hookEngine(ecfg *engine.Config) {
 	ecfg.OnOutcome = func(p *store.FinishParams, err error) {
 		// The attempt is over, whether the store took its outcome or found it stale.
-		remote := c.remote.take(LeaseRef{ID: p.ID, Token: p.Token})
+		remote := c.remote.take(workerapi.LeaseRef{ID: p.ID, Token: p.Token})
 		if c.dlHook != nil {
 			c.dlHook.outcome(p, err)
 		}

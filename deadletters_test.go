@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hopperjobs/hopper/internal/workerapi"
 	"io"
 	"log/slog"
 	"net/http"
@@ -111,10 +112,10 @@ func TestReplayManyIsBoundedAndDoesNotDuplicate(t *testing.T) {
 	for range 5 {
 		res, err := b.client.Enqueue(t.Context(), sendEmail{}, &InsertOpts{Queue: "bulk"})
 		require.NoError(t, err)
-		jobs, err := b.client.WorkerAPI().Activate(t.Context(), ActivateParams{Worker: "w", Queue: "bulk"})
+		jobs, err := b.client.workerAPI.Activate(t.Context(), workerapi.ActivateParams{Worker: "w", Queue: "bulk"})
 		require.NoError(t, err)
 		zero := 0
-		_, err = b.client.WorkerAPI().FailJob(t.Context(), res.Job.ID, jobs[0].Token, FailParams{Error: "x", RetriesLeft: &zero})
+		_, err = b.client.workerAPI.FailJob(t.Context(), res.Job.ID, jobs[0].Token, workerapi.FailParams{Error: "x", RetriesLeft: &zero})
 		require.NoError(t, err)
 		dead = append(dead, res.Job.ID)
 	}

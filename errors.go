@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/field"
 	"time"
 
 	"github.com/hopperjobs/hopper/internal/engine"
@@ -45,21 +47,9 @@ var (
 )
 
 // ValidationError says which input field was wrong and why. errors.Is(err, ErrInvalid) holds.
-type ValidationError struct {
-	Field  string
-	Reason string
-}
+type ValidationError = hoppertype.ValidationError
 
-func (e *ValidationError) Error() string {
-	return fmt.Sprintf("invalid %s: %s", e.Field, e.Reason)
-}
-
-// Is makes errors.Is(err, ErrInvalid) true.
-func (e *ValidationError) Is(target error) bool { return target == ErrInvalid }
-
-func invalid(field, format string, args ...any) error {
-	return &ValidationError{Field: field, Reason: fmt.Sprintf(format, args...)}
-}
+func invalid(name, format string, args ...any) error { return field.Invalid(name, format, args...) }
 
 // prefixField puts prefix before the field a *ValidationError names (the path of the value in
 // what the caller gave); other errors pass through.

@@ -1,6 +1,7 @@
 package hopper
 
 import (
+	"github.com/hopperjobs/hopper/internal/workerapi"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,7 +17,7 @@ import (
 type remoteAttempts struct {
 	n  atomic.Int64 // entries, read without the lock: no lock on the outcomes of local attempts
 	mu sync.Mutex
-	m  map[LeaseRef]*remoteAttempt
+	m  map[workerapi.LeaseRef]*remoteAttempt
 	// swept is when the last sweep ran.
 	swept time.Time
 }
@@ -36,10 +37,10 @@ func (r *remoteAttempts) add(rows []*JobRow, now time.Time, lease time.Duration)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.m == nil {
-		r.m = map[LeaseRef]*remoteAttempt{}
+		r.m = map[workerapi.LeaseRef]*remoteAttempt{}
 	}
 	for _, row := range rows {
-		r.m[LeaseRef{ID: row.ID, Token: row.Token}] = &remoteAttempt{leaseUntil: now.Add(lease),
+		r.m[workerapi.LeaseRef{ID: row.ID, Token: row.Token}] = &remoteAttempt{leaseUntil: now.Add(lease),
 			row: &JobRow{ID: row.ID, Token: row.Token, Kind: row.Kind, Queue: row.Queue, Attempt: row.Attempt,
 				State: row.State, RunAt: row.RunAt, StartedAt: row.StartedAt}}
 	}
@@ -55,7 +56,7 @@ func (r *remoteAttempts) add(rows []*JobRow, now time.Time, lease time.Duration)
 }
 
 // take removes the attempt ref names and says whether it was remembered.
-func (r *remoteAttempts) take(ref LeaseRef) bool {
+func (r *remoteAttempts) take(ref workerapi.LeaseRef) bool {
 	if r.n.Load() == 0 {
 		return false
 	}
@@ -70,7 +71,7 @@ func (r *remoteAttempts) take(ref LeaseRef) bool {
 }
 
 // row is the claimed row of the attempt ref names (without payloads), or nil.
-func (r *remoteAttempts) row(ref LeaseRef) *JobRow {
+func (r *remoteAttempts) row(ref workerapi.LeaseRef) *JobRow {
 	if r.n.Load() == 0 {
 		return nil
 	}
@@ -84,7 +85,7 @@ func (r *remoteAttempts) row(ref LeaseRef) *JobRow {
 
 // renewed moves to until the lease end of the remembered attempts of refs whose renewal
 // worked (errs[i] nil).
-func (r *remoteAttempts) renewed(refs []LeaseRef, errs []error, until time.Time) {
+func (r *remoteAttempts) renewed(refs []workerapi.LeaseRef, errs []error, until time.Time) {
 	if r.n.Load() == 0 {
 		return
 	}

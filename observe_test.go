@@ -3,6 +3,7 @@ package hopper
 import (
 	"context"
 	"errors"
+	"github.com/hopperjobs/hopper/internal/workerapi"
 	"sync"
 	"testing"
 	"time"
@@ -127,11 +128,11 @@ func TestObserverHearsRemoteAttempts(t *testing.T) {
 	ctx := t.Context()
 	res, err := b.client.Enqueue(ctx, observed{}, &InsertOpts{Queue: "remote-q"})
 	require.NoError(t, err)
-	jobs, err := b.client.WorkerAPI().Activate(ctx, ActivateParams{Worker: "w1", Queue: "remote-q"})
+	jobs, err := b.client.workerAPI.Activate(ctx, workerapi.ActivateParams{Worker: "w1", Queue: "remote-q"})
 	require.NoError(t, err)
 	require.Len(t, jobs, 1)
 	b.clock.Advance(2 * time.Second)
-	require.NoError(t, b.client.WorkerAPI().CompleteJob(ctx, jobs[0].ID, jobs[0].Token, nil))
+	require.NoError(t, b.client.workerAPI.CompleteJob(ctx, jobs[0].ID, jobs[0].Token, nil))
 
 	evs := log.waitEvents(t, res.Job.ID, 3)
 	require.Equal(t, JobEvent{Type: JobStarted, JobID: res.Job.ID, Kind: "observed", Queue: "remote-q", Attempt: 1,
@@ -142,11 +143,11 @@ func TestObserverHearsRemoteAttempts(t *testing.T) {
 	// A stale token's outcome is refused: not observed, and the claim is forgotten all the same.
 	res, err = b.client.Enqueue(ctx, observed{}, &InsertOpts{Queue: "remote-q"})
 	require.NoError(t, err)
-	jobs, err = b.client.WorkerAPI().Activate(ctx, ActivateParams{Worker: "w1", Queue: "remote-q"})
+	jobs, err = b.client.workerAPI.Activate(ctx, workerapi.ActivateParams{Worker: "w1", Queue: "remote-q"})
 	require.NoError(t, err)
-	_, err = b.client.WorkerAPI().FailJob(ctx, jobs[0].ID, jobs[0].Token+1, FailParams{Error: "x"})
+	_, err = b.client.workerAPI.FailJob(ctx, jobs[0].ID, jobs[0].Token+1, workerapi.FailParams{Error: "x"})
 	require.ErrorIs(t, err, ErrLeaseLost)
-	_, err = b.client.WorkerAPI().FailJob(ctx, jobs[0].ID, jobs[0].Token, FailParams{Error: "boom", NoRetry: true})
+	_, err = b.client.workerAPI.FailJob(ctx, jobs[0].ID, jobs[0].Token, workerapi.FailParams{Error: "boom", NoRetry: true})
 	require.NoError(t, err)
 	evs = log.waitEvents(t, res.Job.ID, 3)
 	require.Equal(t, StateFailed, evs[2].State)
@@ -163,12 +164,12 @@ func TestRemoteAttemptsAreForgottenAfterTheirLease(t *testing.T) {
 	now := testStart
 	r.add([]*JobRow{{ID: "a", Token: 1}}, now, time.Minute)
 	r.add([]*JobRow{{ID: "b", Token: 1}}, now, time.Hour)
-	r.renewed([]LeaseRef{{ID: "a", Token: 1}}, []error{nil}, now.Add(2*time.Minute))
+	r.renewed([]workerapi.LeaseRef{{ID: "a", Token: 1}}, []error{nil}, now.Add(2*time.Minute))
 	now = now.Add(2*time.Minute + remoteForget + time.Second)
 	r.add([]*JobRow{{ID: "c", Token: 1}}, now, time.Minute) // sweeps: a's lease is long over
-	require.False(t, r.take(LeaseRef{ID: "a", Token: 1}), "a is forgotten")
-	require.True(t, r.take(LeaseRef{ID: "b", Token: 1}), "b's lease still runs")
-	require.True(t, r.take(LeaseRef{ID: "c", Token: 1}))
+	require.False(t, r.take(workerapi.LeaseRef{ID: "a", Token: 1}), "a is forgotten")
+	require.True(t, r.take(workerapi.LeaseRef{ID: "b", Token: 1}), "b's lease still runs")
+	require.True(t, r.take(workerapi.LeaseRef{ID: "c", Token: 1}))
 	require.Zero(t, r.n.Load())
 }
 

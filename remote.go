@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
+	"github.com/hopperjobs/hopper/internal/workerapi"
 	"sync"
 	"time"
 
@@ -13,137 +13,28 @@ import (
 	"github.com/hopperjobs/hopper/internal/store"
 )
 
-// WorkerAPI is the server side of Hopper's remote-worker protocol: the primitives `hopper serve`
-// builds its worker API on, for code that hands jobs to workers outside this process (another
-// language, another transport). Get it from Client.WorkerAPI; its errors name the fields of
-// the wire protocol (lease_timeout, retry_backoff…).
-type WorkerAPI struct{ c *Client }
+// workerAPI is the client's side of the remote-worker protocol (workerapi.API): what `hopper
+// serve` does on a remote worker's behalf through this client. See package workerapi.
+type workerAPI struct{ c *Client }
 
-// WorkerAPI returns the client's remote-worker protocol. In-process workers (AddWorker) need
-// none of it.
-func (c *Client) WorkerAPI() *WorkerAPI { return c.workerAPI }
+var _ workerapi.API = (*workerAPI)(nil)
+
+func init() {
+	// The server reaches a client's worker API through package workerapi, which cannot import
+	// this one: it is told how here.
+	workerapi.Register(func(c any) workerapi.API { return c.(*Client).workerAPI })
+}
 
 // SetRemoteQueues tells the client which queues the remote workers it serves work, and
 // which of them are held back by the workers' resource governors (WorkerService.Hold), so
 // that its node heartbeats record them with its own and they count for awaiting compute
 // (QueueInfo.AwaitingCompute). f is called once per heartbeat and must not block; call
 // RemoteQueuesChanged when its answer changes, for a heartbeat at once.
-func (a *WorkerAPI) SetRemoteQueues(f func() (queues, held []string)) { a.c.engine.SetRemoteQueues(f) }
+func (a *workerAPI) SetRemoteQueues(f func() (queues, held []string)) { a.c.engine.SetRemoteQueues(f) }
 
 // RemoteQueuesChanged asks for a node heartbeat now, to record a change of SetRemoteQueues's
 // answer. It never blocks.
-func (a *WorkerAPI) RemoteQueuesChanged() { a.c.engine.Beat() }
-
-// Remote workers: A claimed job
-// belongs to its worker until its lease expires; every call about the attempt presents the
-// lease token the claim returned and fails with ErrLeaseLost, changing nothing, when the token
-// is no longer the job's current lease, or with ErrNotFound (which matches ErrLeaseLost too)
-// when no job has the id. Ids and text must be valid UTF-8 without NUL bytes, and JSON valid
-// JSON in UTF-8: anything else is a *ValidationError. In-process workers (AddWorker) need none
-// of this.
-
-// Limits of Activate.
-const (
-	MaxActivateJobs   = 1000
-	MaxActivateWait   = 5 * time.Minute
-	MaxActivateQueues = 64
-)
-
-// MaxStreamCredit bounds a job stream's credit (StreamJobsRequest.credit): the unfinished
-// jobs one stream may hold, running and waiting for a slot.
-const MaxStreamCredit = 1000
-
-// ActivateParams asks for jobs on behalf of a remote worker.
-type ActivateParams struct {
-	// Worker names the worker on its leases and attempts (1–128 characters). Required.
-	Worker string
-	// Queue to take jobs from (default "default" when Queues is empty too).
-	Queue string
-	// Queues to take jobs from as well as Queue: the two are merged, a queue named twice
-	// counting once, into at most MaxActivateQueues queues, which share MaxJobs by weight
-	// (see Activate).
-	Queues []string
-	// Held counts, per queue, the unfinished jobs the worker holds already (a job stream's):
-	// with several queues, MaxJobs goes first to those furthest below their weighted share of
-	// MaxJobs plus what they hold (see Activate). nil: none; negative counts are 0.
-	Held map[string]int
-	// Kinds limits the jobs to these kinds; empty takes any kind.
-	Kinds []string
-	// MaxJobs is the most jobs to claim, 1–MaxActivateJobs (default 1).
-	MaxJobs int
-	// Ahead is how many of MaxJobs the caller asks for beyond what its worker can take now,
-	// to hand on as the worker frees up (a job stream's server claiming ahead,
-	// docs/workers.md "Claiming ahead"); 0 to MaxJobs-1, and only with a single queue. Where a
-	// fleet-wide cap, a rate limit or a disabled kind applies, the claim takes none of them
-	// and says so (Activated.Restricted).
-	Ahead int
-	// LeaseDuration is how long the worker holds each job before it may be given to another
-	// (default Config.LeaseDuration, at most 24 h).
-	LeaseDuration time.Duration
-	// Wait is how long to wait for a first job when none is available (long poll); 0 answers
-	// at once. At most MaxActivateWait.
-	Wait time.Duration
-}
-
-// Check reports whether Activate would accept p, without claiming anything.
-func (p ActivateParams) Check() error { return p.validate(time.Minute) }
-
-// QueueNames returns the queues p asks for: Queue, then Queues, each once; "default" when
-// both are empty.
-func (p ActivateParams) QueueNames() []string {
-	if p.Queue == "" && len(p.Queues) == 0 {
-		return []string{DefaultQueue}
-	}
-	names := p.Queues
-	if p.Queue != "" {
-		names = append([]string{p.Queue}, p.Queues...)
-	}
-	out := make([]string, 0, len(names))
-	for _, q := range names {
-		if !slices.Contains(out, q) {
-			out = append(out, q)
-		}
-	}
-	return out
-}
-
-func (p *ActivateParams) validate(def time.Duration) error {
-	if p.Queue == "" && len(p.Queues) == 0 {
-		p.Queue = DefaultQueue
-	}
-	if p.MaxJobs == 0 {
-		p.MaxJobs = 1
-	}
-	if p.LeaseDuration == 0 {
-		p.LeaseDuration = def
-	}
-	if err := checkText("worker", p.Worker); err != nil {
-		return err
-	}
-	switch {
-	case p.Worker == "" || len(p.Worker) > 128:
-		return invalid("worker", "must be 1–128 characters")
-	case p.MaxJobs < 1 || p.MaxJobs > MaxActivateJobs:
-		return invalid("max_jobs", "%d is outside 1–%d", p.MaxJobs, MaxActivateJobs)
-	case p.Ahead < 0 || p.Ahead >= p.MaxJobs:
-		return invalid("ahead", "%d is outside 0–%d (max_jobs - 1)", p.Ahead, p.MaxJobs-1)
-	case p.Ahead > 0 && len(p.QueueNames()) > 1:
-		return invalid("ahead", "needs a single queue, not %d", len(p.QueueNames()))
-	case p.LeaseDuration < time.Second || p.LeaseDuration > 24*time.Hour:
-		return invalid("lease_timeout", "%s is outside 1s–24h", p.LeaseDuration)
-	case p.Wait < 0 || p.Wait > MaxActivateWait:
-		return invalid("request_timeout", "%s is outside 0–%s", p.Wait, MaxActivateWait)
-	}
-	if err := checkQueues(p.Queue, p.Queues); err != nil {
-		return err
-	}
-	for _, k := range p.Kinds {
-		if err := checkKind(k); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+func (a *workerAPI) RemoteQueuesChanged() { a.c.engine.Beat() }
 
 // Activate claims up to p.MaxJobs jobs for a remote worker. When none is available it waits
 // up to p.Wait for one, woken within milliseconds by an enqueue through this client or a
@@ -166,7 +57,7 @@ func (p *ActivateParams) validate(def time.Duration) error {
 // on must give them back (ReleaseJob). Once ctx has ended it claims nothing more. A claim that
 // fails after others of the call took jobs ends the call: those jobs are returned, with no
 // error (a lasting failure will fail the next call).
-func (a *WorkerAPI) Activate(ctx context.Context, p ActivateParams) ([]*JobRow, error) {
+func (a *workerAPI) Activate(ctx context.Context, p workerapi.ActivateParams) ([]*JobRow, error) {
 	got, err := a.ActivateQueues(ctx, p)
 	if got == nil {
 		return nil, err
@@ -182,7 +73,7 @@ const claimTimeout = 30 * time.Second
 // commit a transaction whose client was canceled) would leave its jobs running, with nobody
 // on them, until their leases expire, and their rescue would count against MaxRescues. The
 // engine's producers claim the same way.
-func (a *WorkerAPI) claim(ctx context.Context, p ActivateParams) ([]*JobRow, store.Hold, error) {
+func (a *workerAPI) claim(ctx context.Context, p workerapi.ActivateParams) ([]*JobRow, store.Hold, error) {
 	c := a.c
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
 	defer cancel()
@@ -200,7 +91,7 @@ func (a *WorkerAPI) claim(ctx context.Context, p ActivateParams) ([]*JobRow, sto
 
 // CompleteJob ends a remote worker's attempt successfully, storing result (a JSON value, or
 // nil). Concurrent calls share transactions.
-func (a *WorkerAPI) CompleteJob(ctx context.Context, id string, token int64, result json.RawMessage) error {
+func (a *workerAPI) CompleteJob(ctx context.Context, id string, token int64, result json.RawMessage) error {
 	c := a.c
 	if err := checkID("id", id); err != nil {
 		return err
@@ -218,55 +109,17 @@ func (a *WorkerAPI) CompleteJob(ctx context.Context, id string, token int64, res
 	err := c.engine.Finish(ctx, &store.FinishParams{ID: id, Token: token, State: hoppertype.StateCompleted,
 		Outcome: hoppertype.OutcomeOK, Result: result, Actor: hoppertype.ActorWorker, Reason: "success",
 		ExpiresAfter: c.engine.Retention(nil, nil, hoppertype.StateCompleted),
-		Job:          c.remote.row(LeaseRef{ID: id, Token: token})})
+		Job:          c.remote.row(workerapi.LeaseRef{ID: id, Token: token})})
 	return a.attemptErr("complete job", id, err)
 }
 
-// OutcomeBatch makes the outcomes of several attempts, reported in one request, be written
-// together: each item calls one of CompleteJob, FailJob, ReleaseJob, SnoozeJob or SuspendJob
-// under the context Item gives it, and the outcomes go to the store at once when every item
-// has either made its call or ended. Items run concurrently (each call waits for its write).
-type OutcomeBatch struct{ g *engine.Gather }
-
-// Batch starts a batch of n items.
-func (a *WorkerAPI) Batch(n int) *OutcomeBatch { return &OutcomeBatch{g: a.c.engine.Gather(n)} }
-
-// Item returns the context of one item and the func that ends it, which the item must call
-// when its work is over (a deferred call), whether or not it reached the store.
-func (b *OutcomeBatch) Item(ctx context.Context) (context.Context, func()) { return b.g.Item(ctx) }
-
-// FailParams says how a remote worker's attempt failed.
-type FailParams struct {
-	// Error is recorded with the attempt (required, at most MaxErrorBytes).
-	Error string
-	// Outcome is OutcomeError (the default), OutcomePanic (the handler crashed) or
-	// OutcomeTimeout (it ran past its execution limit).
-	Outcome Outcome
-	// Stack is a crashed handler's stack, recorded apart from Error (at most MaxErrorBytes).
-	Stack string
-	// NoRetry fails the job for good, whatever attempts it has left.
-	NoRetry bool
-	// RetriesLeft, when set, overrides the attempts left: 0 or less fails the job for good,
-	// n > 0 allows n more attempts whatever the job's budget was.
-	RetriesLeft *int
-	// Backoff, when set, is the wait before the retry instead of the job's backoff policy.
-	Backoff *time.Duration
-	// KindPolicy is the backoff of the job's kind on the worker, if it has one: it is merged
-	// under the job's own policy and over Config.RetryPolicy, as for in-process workers.
-	KindPolicy *RetryPolicy
-}
-
-// FailResult is where a failed attempt sent the job.
-type FailResult struct {
-	// State is StateScheduled (it will be retried at RunAt) or StateFailed.
-	State JobState
-	RunAt time.Time
-}
+// Batch starts a batch of n outcomes written together (the engine's Gather).
+func (a *workerAPI) Batch(n int) workerapi.Batch { return a.c.engine.Gather(n) }
 
 // FailJob ends a remote worker's attempt with an error: the job is retried after its backoff
 // while it has attempts left (or RetriesLeft allows), else it fails for good. The decision is
 // the one the engine takes for an in-process attempt that ended the same way.
-func (a *WorkerAPI) FailJob(ctx context.Context, id string, token int64, p FailParams) (*FailResult, error) {
+func (a *workerAPI) FailJob(ctx context.Context, id string, token int64, p workerapi.FailParams) (*workerapi.FailResult, error) {
 	c := a.c
 	if err := checkID("id", id); err != nil {
 		return nil, err
@@ -307,13 +160,13 @@ func (a *WorkerAPI) FailJob(ctx context.Context, id string, token int64, p FailP
 	if err := a.attemptErr("fail job", id, c.engine.Finish(ctx, fp)); err != nil {
 		return nil, err
 	}
-	return &FailResult{State: fp.State, RunAt: fp.RunAt}, nil
+	return &workerapi.FailResult{State: fp.State, RunAt: fp.RunAt}, nil
 }
 
 // ReleaseJob hands a remote worker's job back to its queue at once, at the worker's request,
 // without consuming its attempt (the worker will not run it: it is shutting down or not
 // ready). why is at most MaxReasonBytes.
-func (a *WorkerAPI) ReleaseJob(ctx context.Context, id string, token int64, why string) error {
+func (a *workerAPI) ReleaseJob(ctx context.Context, id string, token int64, why string) error {
 	if err := checkID("id", id); err != nil {
 		return err
 	}
@@ -330,14 +183,14 @@ func (a *WorkerAPI) ReleaseJob(ctx context.Context, id string, token int64, why 
 // account (ActorServer, with reason why), without consuming its attempt or counting a
 // rescue: the server stops serving the worker through no fault of the worker's or the job's
 // (it is shutting down).
-func (a *WorkerAPI) ReturnJob(ctx context.Context, id string, token int64, why string) error {
+func (a *workerAPI) ReturnJob(ctx context.Context, id string, token int64, why string) error {
 	if why == "" {
 		why = "returned by the server"
 	}
 	return a.release(ctx, id, token, hoppertype.ActorServer, store.CleanText(why), why)
 }
 
-func (a *WorkerAPI) release(ctx context.Context, id string, token int64, actor Actor, reason, why string) error {
+func (a *workerAPI) release(ctx context.Context, id string, token int64, actor Actor, reason, why string) error {
 	c := a.c
 	row, err := c.store.JobGet(ctx, id)
 	if err != nil {
@@ -358,7 +211,7 @@ func (a *WorkerAPI) release(ctx context.Context, id string, token int64, actor A
 // outcome undeliverable, no retry and why as its error, so it reaches the dead-letter queue
 // (and its hook) instead of being claimed, stranded and rescued again and again. job is the
 // claimed row Activate returned.
-func (a *WorkerAPI) FailUndeliverable(ctx context.Context, job *JobRow, why string) error {
+func (a *workerAPI) FailUndeliverable(ctx context.Context, job *JobRow, why string) error {
 	c := a.c
 	err := c.engine.Finish(ctx, &store.FinishParams{ID: job.ID, Token: job.Token, State: hoppertype.StateFailed,
 		Outcome: hoppertype.OutcomeUndeliverable, Error: "cannot deliver to a remote worker: " + why,
@@ -373,7 +226,7 @@ func (a *WorkerAPI) FailUndeliverable(ctx context.Context, job *JobRow, why stri
 // a dead letter that Config.OnDeadLetter hears of. They are recorded as the server's doing
 // (ActorServer) with reason why. Stale tokens are skipped. It returns the ids of the jobs
 // that failed.
-func (a *WorkerAPI) RescueJobs(ctx context.Context, refs []LeaseRef, why string) ([]string, error) {
+func (a *workerAPI) RescueJobs(ctx context.Context, refs []workerapi.LeaseRef, why string) ([]string, error) {
 	c := a.c
 	if why == "" {
 		why = "worker went away"
@@ -391,7 +244,7 @@ func (a *WorkerAPI) RescueJobs(ctx context.Context, refs []LeaseRef, why string)
 
 // SnoozeJob ends a remote worker's attempt with "not now": the job runs again after d
 // without consuming an attempt.
-func (a *WorkerAPI) SnoozeJob(ctx context.Context, id string, token int64, d time.Duration) error {
+func (a *workerAPI) SnoozeJob(ctx context.Context, id string, token int64, d time.Duration) error {
 	if err := checkID("id", id); err != nil {
 		return err
 	}
@@ -404,7 +257,8 @@ func (a *WorkerAPI) SnoozeJob(ctx context.Context, id string, token int64, d tim
 // SuspendJob ends a remote worker's attempt by parking the job with checkpoint (a JSON value,
 // or nil to keep the previous one) until opts.Until or until Resume, without consuming an
 // attempt.
-func (a *WorkerAPI) SuspendJob(ctx context.Context, id string, token int64, checkpoint json.RawMessage, opts SuspendOpts) error {
+func (a *workerAPI) SuspendJob(ctx context.Context, id string, token int64, checkpoint json.RawMessage, p workerapi.SuspendParams) error {
+	opts := SuspendOpts{Until: p.Until, Deadline: p.Deadline}
 	c := a.c
 	if err := checkID("id", id); err != nil {
 		return err
@@ -440,21 +294,15 @@ func checkSuspend(o SuspendOpts, now time.Time) error {
 	return nil
 }
 
-func (a *WorkerAPI) park(ctx context.Context, op, id string, token int64, why error) error {
+func (a *workerAPI) park(ctx context.Context, op, id string, token int64, why error) error {
 	c := a.c
 	p := engine.ParkParams(id, token, why, c.clock.Now())
 	return a.attemptErr(op, id, c.engine.Finish(ctx, p))
 }
 
-// LeaseRef names one attempt: a job and its lease token.
-type LeaseRef struct {
-	ID    string
-	Token int64
-}
-
 // ExtendJobLeases sets each attempt's lease to expire d from now (it may shorten it). The
 // error of each item is nil or wraps ErrLeaseLost.
-func (a *WorkerAPI) ExtendJobLeases(ctx context.Context, refs []LeaseRef, d time.Duration) ([]error, error) {
+func (a *workerAPI) ExtendJobLeases(ctx context.Context, refs []workerapi.LeaseRef, d time.Duration) ([]error, error) {
 	c := a.c
 	if d < time.Second || d > 24*time.Hour {
 		return nil, invalid("duration", "%s is outside 1s–24h", d)
@@ -475,9 +323,9 @@ func (a *WorkerAPI) ExtendJobLeases(ctx context.Context, refs []LeaseRef, d time
 }
 
 // ExtendJobLease sets one attempt's lease to expire d from now and returns the new expiry.
-func (a *WorkerAPI) ExtendJobLease(ctx context.Context, id string, token int64, d time.Duration) (time.Time, error) {
+func (a *workerAPI) ExtendJobLease(ctx context.Context, id string, token int64, d time.Duration) (time.Time, error) {
 	c := a.c
-	errs, err := a.ExtendJobLeases(ctx, []LeaseRef{{ID: id, Token: token}}, d)
+	errs, err := a.ExtendJobLeases(ctx, []workerapi.LeaseRef{{ID: id, Token: token}}, d)
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -488,7 +336,7 @@ func (a *WorkerAPI) ExtendJobLease(ctx context.Context, id string, token int64, 
 }
 
 // HeartbeatJob records a sign of life of a remote worker's attempt (separate from its lease).
-func (a *WorkerAPI) HeartbeatJob(ctx context.Context, id string, token int64) error {
+func (a *workerAPI) HeartbeatJob(ctx context.Context, id string, token int64) error {
 	c := a.c
 	if err := checkID("id", id); err != nil {
 		return err
@@ -498,7 +346,7 @@ func (a *WorkerAPI) HeartbeatJob(ctx context.Context, id string, token int64) er
 
 // ReportJobProgress stores a remote worker's progress (percent clamped to 0–100; message at
 // most MaxProgressMessageBytes) and counts as a heartbeat.
-func (a *WorkerAPI) ReportJobProgress(ctx context.Context, id string, token int64, percent int, message string) error {
+func (a *workerAPI) ReportJobProgress(ctx context.Context, id string, token int64, percent int, message string) error {
 	c := a.c
 	if err := checkID("id", id); err != nil {
 		return err
@@ -511,7 +359,7 @@ func (a *WorkerAPI) ReportJobProgress(ctx context.Context, id string, token int6
 }
 
 // attemptErr wraps a store verdict on an attempt; ErrLeaseLost stays visible to errors.Is.
-func (a *WorkerAPI) attemptErr(op, id string, err error) error {
+func (a *workerAPI) attemptErr(op, id string, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -520,17 +368,17 @@ func (a *WorkerAPI) attemptErr(op, id string, err error) error {
 
 // JobsAvailable returns a channel closed the next time jobs may have become claimable in
 // queue (see Activate), and a function to call when no longer waiting.
-func (a *WorkerAPI) JobsAvailable(queue string) (<-chan struct{}, func()) {
+func (a *workerAPI) JobsAvailable(queue string) (<-chan struct{}, func()) {
 	c := a.c
 	return c.avail.subscribe(queue)
 }
 
 // availability wakes waiters of a queue when jobs may be claimable there, and tells its
-// listeners (Listen).
+// listeners (listen, ListenFunc).
 type availability struct {
 	mu        sync.Mutex
 	waiters   map[string]map[chan struct{}]struct{}
-	listeners map[*Wakeups]struct{}
+	listeners map[*wakeups]struct{}
 }
 
 func (a *availability) subscribe(queue string) (<-chan struct{}, func()) {

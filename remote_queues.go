@@ -3,6 +3,7 @@ package hopper
 import (
 	"context"
 	"fmt"
+	"github.com/hopperjobs/hopper/internal/workerapi"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -18,27 +19,13 @@ import (
 // jobs that no notification announced.
 const activatePoll = time.Second
 
-// Activated is what ActivateQueues found.
-type Activated struct {
-	Jobs []*JobRow
-	// Drained are the queues found without ready jobs (of the claim's kinds) at the last look,
-	// or held back by a cap or rate limit.
-	Drained []string
-	// Retry, when positive, is how soon a rate limit that held a claim back allows another
-	// start (at most a second): when to look at the drained queues again.
-	Retry time.Duration
-	// Restricted: a cap, a rate limit or a disabled kind applied to a claim, which then took
-	// none of ActivateParams.Ahead.
-	Restricted bool
-}
-
 // ActivateQueues is Activate that also says which queues it found without ready jobs at its
 // last look, and when a rate limit lets one start again: a caller that asks again and again
-// for one worker (a job stream) need not ask those again until Listen says they may have
+// for one worker (a job stream) need not ask those again until a wake-up says they may have
 // more, or Retry has passed.
-func (a *WorkerAPI) ActivateQueues(ctx context.Context, p ActivateParams) (*Activated, error) {
+func (a *workerAPI) ActivateQueues(ctx context.Context, p workerapi.ActivateParams) (*workerapi.Activated, error) {
 	c := a.c
-	if err := p.validate(c.cfg.LeaseDuration); err != nil {
+	if err := p.Validate(c.cfg.LeaseDuration); err != nil {
 		return nil, err
 	}
 	queues := p.QueueNames()
@@ -47,11 +34,11 @@ func (a *WorkerAPI) ActivateQueues(ctx context.Context, p ActivateParams) (*Acti
 		weights = c.engine.QueueWeights(ctx, queues)
 	}
 	deadline := c.clock.Now().Add(p.Wait)
-	var wakes *Wakeups
+	var wakes *wakeups
 	if p.Wait > 0 {
 		// Listen before claiming: a job enqueued between an empty claim and the wait still
 		// wakes us.
-		wakes = a.Listen(queues)
+		wakes = a.listen(queues)
 		defer wakes.Stop()
 	}
 	empty := map[string]bool{}
@@ -66,7 +53,7 @@ func (a *WorkerAPI) ActivateQueues(ctx context.Context, p ActivateParams) (*Acti
 		}
 		left := deadline.Sub(c.clock.Now())
 		if len(jobs) > 0 || left <= 0 {
-			got := &Activated{Jobs: jobs, Retry: retry, Restricted: restricted}
+			got := &workerapi.Activated{Jobs: jobs, Retry: retry, Restricted: restricted}
 			for _, q := range queues {
 				if empty[q] {
 					got.Drained = append(got.Drained, q)
@@ -98,7 +85,7 @@ func (a *WorkerAPI) ActivateQueues(ctx context.Context, p ActivateParams) (*Acti
 // returns how soon a rate limit that held one of its claims back allows another start (0 when
 // none did; at most activatePoll), and whether a cap, rate limit or disabled kind applied to a
 // claim. Only a single queue's first claim asks ahead (p.Ahead).
-func (a *WorkerAPI) claimShared(ctx context.Context, p ActivateParams, asking []string, weights map[string]int,
+func (a *workerAPI) claimShared(ctx context.Context, p workerapi.ActivateParams, asking []string, weights map[string]int,
 	empty map[string]bool) (jobs []*JobRow, retry time.Duration, restricted bool, err error) {
 	qs := make([]*fairshare.Queue, len(asking))
 	for i, name := range asking {
@@ -149,11 +136,11 @@ func (a *WorkerAPI) claimShared(ctx context.Context, p ActivateParams, asking []
 	return jobs, retry, restricted, nil
 }
 
-// Wakeups hears when jobs may have become claimable in any of a set of queues (as
+// wakeups hears when jobs may have become claimable in any of a set of queues (as
 // JobsAvailable does for one queue), for as long as it listens: a caller that claims from
 // several queues again and again (a job stream) learns which to look at again. Its methods
 // are safe for concurrent use.
-type Wakeups struct {
+type wakeups struct {
 	a      *availability
 	queues []string
 	c      chan struct{}   // buffered 1: something to Take
@@ -161,14 +148,14 @@ type Wakeups struct {
 	fn     func(queue string)
 }
 
-// Listen starts listening for wake-ups of queues; Stop ends it.
-func (a *WorkerAPI) Listen(queues []string) *Wakeups {
+// listen starts listening for wake-ups of queues; Stop ends it.
+func (a *workerAPI) listen(queues []string) *wakeups {
 	av := &a.c.avail
-	w := &Wakeups{a: av, queues: slices.Clone(queues), c: make(chan struct{}, 1), woken: map[string]bool{}}
+	w := &wakeups{a: av, queues: slices.Clone(queues), c: make(chan struct{}, 1), woken: map[string]bool{}}
 	av.mu.Lock()
 	defer av.mu.Unlock()
 	if av.listeners == nil {
-		av.listeners = map[*Wakeups]struct{}{}
+		av.listeners = map[*wakeups]struct{}{}
 	}
 	av.listeners[w] = struct{}{}
 	return w
@@ -177,13 +164,13 @@ func (a *WorkerAPI) Listen(queues []string) *Wakeups {
 // ListenFunc calls fn with the name of each of queues that jobs may have become claimable in,
 // from then until stop is called; fn is called with a.mu held, so it must not block nor call
 // back into the API. A job stream's claim loop listens so.
-func (a *WorkerAPI) ListenFunc(queues []string, fn func(queue string)) (stop func()) {
+func (a *workerAPI) ListenFunc(queues []string, fn func(queue string)) (stop func()) {
 	av := &a.c.avail
-	w := &Wakeups{a: av, queues: slices.Clone(queues), fn: fn}
+	w := &wakeups{a: av, queues: slices.Clone(queues), fn: fn}
 	av.mu.Lock()
 	defer av.mu.Unlock()
 	if av.listeners == nil {
-		av.listeners = map[*Wakeups]struct{}{}
+		av.listeners = map[*wakeups]struct{}{}
 	}
 	av.listeners[w] = struct{}{}
 	return w.Stop
@@ -191,20 +178,20 @@ func (a *WorkerAPI) ListenFunc(queues []string, fn func(queue string)) (stop fun
 
 // QueueWeights returns the weights a remote worker's jobs of several queues are shared by:
 // each queue's stored weight, else this process's QueueConfig.Weight, else 1.
-func (a *WorkerAPI) QueueWeights(ctx context.Context, queues []string) map[string]int {
+func (a *workerAPI) QueueWeights(ctx context.Context, queues []string) map[string]int {
 	return a.c.engine.QueueWeights(ctx, queues)
 }
 
-// C receives when Take has queues to return. A nil Wakeups's never does.
-func (w *Wakeups) C() <-chan struct{} {
+// C receives when Take has queues to return. A nil wakeups's never does.
+func (w *wakeups) C() <-chan struct{} {
 	if w == nil {
 		return nil
 	}
 	return w.c
 }
 
-// Take returns the queues woken since the last Take, in the order Listen was given them.
-func (w *Wakeups) Take() []string {
+// Take returns the queues woken since the last Take, in the order listen was given them.
+func (w *wakeups) Take() []string {
 	w.a.mu.Lock()
 	defer w.a.mu.Unlock()
 	var out []string
@@ -218,14 +205,14 @@ func (w *Wakeups) Take() []string {
 }
 
 // Stop ends the listening.
-func (w *Wakeups) Stop() {
+func (w *wakeups) Stop() {
 	w.a.mu.Lock()
 	defer w.a.mu.Unlock()
 	delete(w.a.listeners, w)
 }
 
 // heardLocked records a wake-up of queue ("": of every queue). a.mu is held.
-func (w *Wakeups) heardLocked(queue string) {
+func (w *wakeups) heardLocked(queue string) {
 	if w.fn != nil {
 		for _, q := range w.queues {
 			if queue == "" || q == queue {

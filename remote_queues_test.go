@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hopperjobs/hopper/internal/workerapi"
 	"testing"
 	"time"
 
@@ -38,7 +39,7 @@ func TestActivateSharesItsJobsBetweenQueuesByWeight(t *testing.T) {
 	require.NoError(t, b.client.SetQueueWeight(t.Context(), "reports", 3))
 	enqueueIn(t, b, "reports", 200)
 	enqueueIn(t, b, "emails", 200)
-	p := ActivateParams{Queue: "reports", Queues: []string{"emails", "reports"}, MaxJobs: 20}
+	p := workerapi.ActivateParams{Queue: "reports", Queues: []string{"emails", "reports"}, MaxJobs: 20}
 	require.Equal(t, map[string]int{"reports": 15, "emails": 5}, countByQueue(activate(t, b, p)))
 
 	p.Held = map[string]int{"reports": 60}
@@ -54,14 +55,14 @@ func TestActivateIsWorkConservingAcrossQueues(t *testing.T) {
 	require.NoError(t, b.client.SetQueueWeight(t.Context(), "reports", 3))
 	enqueueIn(t, b, "reports", 200)
 	enqueueIn(t, b, "emails", 3)
-	got, err := b.client.WorkerAPI().ActivateQueues(t.Context(),
-		ActivateParams{Worker: "w", Queues: []string{"reports", "emails"}, MaxJobs: 20})
+	got, err := b.client.workerAPI.ActivateQueues(t.Context(),
+		workerapi.ActivateParams{Worker: "w", Queues: []string{"reports", "emails"}, MaxJobs: 20})
 	require.NoError(t, err)
 	require.Equal(t, map[string]int{"reports": 17, "emails": 3}, countByQueue(got.Jobs))
 	require.Equal(t, []string{"emails"}, got.Drained)
 
-	got, err = b.client.WorkerAPI().ActivateQueues(t.Context(),
-		ActivateParams{Worker: "w", Queues: []string{"reports", "emails", "idle"}, MaxJobs: 1000})
+	got, err = b.client.workerAPI.ActivateQueues(t.Context(),
+		workerapi.ActivateParams{Worker: "w", Queues: []string{"reports", "emails", "idle"}, MaxJobs: 1000})
 	require.NoError(t, err)
 	require.Equal(t, map[string]int{"reports": 183}, countByQueue(got.Jobs), "every ready job, whatever the split")
 	require.Equal(t, []string{"reports", "emails", "idle"}, got.Drained)
@@ -78,7 +79,7 @@ func TestOneJobPollsFollowTheWeights(t *testing.T) {
 	enqueueIn(t, b, "emails", 800)
 	got := map[string]int{}
 	for range 800 {
-		for q, n := range countByQueue(activate(t, b, ActivateParams{Queues: []string{"reports", "emails"}})) {
+		for q, n := range countByQueue(activate(t, b, workerapi.ActivateParams{Queues: []string{"reports", "emails"}})) {
 			got[q] += n
 		}
 	}
@@ -92,7 +93,7 @@ func TestActivateWaitWakesOnAnyOfItsQueues(t *testing.T) {
 	b := setup(t, nil, nil) // a fake clock that never moves: only a wake-up ends the wait
 	got := make(chan []*JobRow, 1)
 	go func() {
-		jobs, err := b.client.WorkerAPI().Activate(t.Context(), ActivateParams{Worker: "w",
+		jobs, err := b.client.workerAPI.Activate(t.Context(), workerapi.ActivateParams{Worker: "w",
 			Queues: []string{"reports", "emails"}, Wait: time.Minute})
 		if err != nil {
 			jobs = nil
@@ -109,31 +110,31 @@ func TestActivateWaitWakesOnAnyOfItsQueues(t *testing.T) {
 func TestActivateRefusesBadQueuesNamingTheField(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil, nil)
-	many := make([]string, MaxActivateQueues+1)
+	many := make([]string, workerapi.MaxActivateQueues+1)
 	for i := range many {
 		many[i] = fmt.Sprintf("q%d", i)
 	}
 	for _, tc := range []struct {
-		p     ActivateParams
+		p     workerapi.ActivateParams
 		field string
 	}{
-		{ActivateParams{Queues: many}, "queues"},
-		{ActivateParams{Queue: "extra", Queues: many[:MaxActivateQueues]}, "queues"},
-		{ActivateParams{Queues: []string{"a", ""}}, "queues[1]"},
-		{ActivateParams{Queues: []string{"bad queue"}}, "queues[0]"},
-		{ActivateParams{Queue: "bad queue", Queues: []string{"a"}}, "queue"},
+		{workerapi.ActivateParams{Queues: many}, "queues"},
+		{workerapi.ActivateParams{Queue: "extra", Queues: many[:workerapi.MaxActivateQueues]}, "queues"},
+		{workerapi.ActivateParams{Queues: []string{"a", ""}}, "queues[1]"},
+		{workerapi.ActivateParams{Queues: []string{"bad queue"}}, "queues[0]"},
+		{workerapi.ActivateParams{Queue: "bad queue", Queues: []string{"a"}}, "queue"},
 	} {
 		tc.p.Worker = "w"
-		_, err := b.client.WorkerAPI().Activate(t.Context(), tc.p)
+		_, err := b.client.workerAPI.Activate(t.Context(), tc.p)
 		var ve *ValidationError
 		require.True(t, errors.As(err, &ve), "%v", err)
 		require.Equal(t, tc.field, ve.Field)
 	}
-	require.Equal(t, []string{"a", "b"}, ActivateParams{Queue: "a", Queues: []string{"b", "a", "b"}}.QueueNames(),
+	require.Equal(t, []string{"a", "b"}, workerapi.ActivateParams{Queue: "a", Queues: []string{"b", "a", "b"}}.QueueNames(),
 		"merged, each once")
-	require.Equal(t, []string{DefaultQueue}, ActivateParams{}.QueueNames())
-	_, err := b.client.WorkerAPI().Activate(t.Context(), ActivateParams{Worker: "w", Queue: "a",
-		Queues: append([]string{"a"}, many[:MaxActivateQueues-1]...)})
+	require.Equal(t, []string{DefaultQueue}, workerapi.ActivateParams{}.QueueNames())
+	_, err := b.client.workerAPI.Activate(t.Context(), workerapi.ActivateParams{Worker: "w", Queue: "a",
+		Queues: append([]string{"a"}, many[:workerapi.MaxActivateQueues-1]...)})
 	require.NoError(t, err, "a queue named twice counts once")
 }
 
@@ -145,8 +146,8 @@ func TestActivateWaitsForARateLimitsNextStart(t *testing.T) {
 	ctx := t.Context()
 	require.NoError(t, b.client.SetRateLimit(ctx, RateLimit{Queue: "reports", Rate: Rate{Limit: 5, Period: time.Second}}))
 	enqueueIn(t, b, "reports", 10)
-	api := b.client.WorkerAPI()
-	got, err := api.ActivateQueues(ctx, ActivateParams{Worker: "w", Queue: "reports", MaxJobs: 10})
+	api := b.client.workerAPI
+	got, err := api.ActivateQueues(ctx, workerapi.ActivateParams{Worker: "w", Queue: "reports", MaxJobs: 10})
 	require.NoError(t, err)
 	require.Len(t, got.Jobs, 5, "the full bucket")
 	require.Equal(t, []string{"reports"}, got.Drained)
@@ -155,7 +156,7 @@ func TestActivateWaitsForARateLimitsNextStart(t *testing.T) {
 	start := b.clock.Now()
 	done := make(chan []*JobRow, 1)
 	go func() {
-		jobs, err := api.Activate(context.Background(), ActivateParams{Worker: "w", Queue: "reports", MaxJobs: 10, Wait: 30 * time.Second})
+		jobs, err := api.Activate(context.Background(), workerapi.ActivateParams{Worker: "w", Queue: "reports", MaxJobs: 10, Wait: 30 * time.Second})
 		assert.NoError(t, err)
 		done <- jobs
 	}()
@@ -180,25 +181,25 @@ func TestActivateAhead(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil, nil)
 	enqueueIn(t, b, "solo", 20)
-	got, err := b.client.WorkerAPI().ActivateQueues(t.Context(), ActivateParams{Worker: "w", Queue: "solo", MaxJobs: 5, Ahead: 3})
+	got, err := b.client.workerAPI.ActivateQueues(t.Context(), workerapi.ActivateParams{Worker: "w", Queue: "solo", MaxJobs: 5, Ahead: 3})
 	require.NoError(t, err)
 	require.Len(t, got.Jobs, 5)
 	require.False(t, got.Restricted)
 
 	require.NoError(t, b.client.SetLimit(t.Context(), Limit{Queue: "solo", MaxRunning: 100}))
-	got, err = b.client.WorkerAPI().ActivateQueues(t.Context(), ActivateParams{Worker: "w", Queue: "solo", MaxJobs: 5, Ahead: 3})
+	got, err = b.client.workerAPI.ActivateQueues(t.Context(), workerapi.ActivateParams{Worker: "w", Queue: "solo", MaxJobs: 5, Ahead: 3})
 	require.NoError(t, err)
 	require.Len(t, got.Jobs, 2, "a cap applies: none ahead, in no later round either")
 	require.True(t, got.Restricted)
 	require.Empty(t, got.Drained, "it got all it could ask for: not drained")
 
-	for _, p := range []ActivateParams{
+	for _, p := range []workerapi.ActivateParams{
 		{Queue: "solo", MaxJobs: 5, Ahead: 5},
 		{Queue: "solo", MaxJobs: 5, Ahead: -1},
 		{Queues: []string{"a", "b"}, MaxJobs: 5, Ahead: 1},
 	} {
 		p.Worker = "w"
-		_, err := b.client.WorkerAPI().Activate(t.Context(), p)
+		_, err := b.client.workerAPI.Activate(t.Context(), p)
 		var ve *ValidationError
 		require.True(t, errors.As(err, &ve), "%v", err)
 		require.Equal(t, "ahead", ve.Field)

@@ -2,18 +2,19 @@ package hopper
 
 import (
 	"encoding/json"
+	"github.com/hopperjobs/hopper/internal/workerapi"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 )
 
-func activate(t *testing.T, b *testBundle, p ActivateParams) []*JobRow {
+func activate(t *testing.T, b *testBundle, p workerapi.ActivateParams) []*JobRow {
 	t.Helper()
 	if p.Worker == "" {
 		p.Worker = "remote-1"
 	}
-	jobs, err := b.client.WorkerAPI().Activate(t.Context(), p)
+	jobs, err := b.client.workerAPI.Activate(t.Context(), p)
 	require.NoError(t, err)
 	return jobs
 }
@@ -25,15 +26,15 @@ func TestActivateClaimsWithTheWorkersLease(t *testing.T) {
 		_, err := b.client.Enqueue(t.Context(), sendEmail{To: "a"}, nil)
 		require.NoError(t, err)
 	}
-	jobs := activate(t, b, ActivateParams{MaxJobs: 2, LeaseDuration: time.Minute})
+	jobs := activate(t, b, workerapi.ActivateParams{MaxJobs: 2, LeaseDuration: time.Minute})
 	require.Len(t, jobs, 2)
 	for _, j := range jobs {
 		require.Equal(t, StateRunning, j.State)
 		require.Equal(t, "remote-1", j.WorkerID)
 		require.Equal(t, b.clock.Now().Add(time.Minute), j.LeaseExpiresAt)
 	}
-	require.Len(t, activate(t, b, ActivateParams{MaxJobs: 5}), 1)
-	require.Empty(t, activate(t, b, ActivateParams{MaxJobs: 5}), "nothing left, no wait: empty at once")
+	require.Len(t, activate(t, b, workerapi.ActivateParams{MaxJobs: 5}), 1)
+	require.Empty(t, activate(t, b, workerapi.ActivateParams{MaxJobs: 5}), "nothing left, no wait: empty at once")
 }
 
 func TestActivateLongPollWakesOnEnqueueAndTimesOut(t *testing.T) {
@@ -41,7 +42,7 @@ func TestActivateLongPollWakesOnEnqueueAndTimesOut(t *testing.T) {
 	b := setup(t, nil, func(c *Config) { c.Clock = nil }) // real time: the wait is the point
 	got := make(chan []*JobRow, 1)
 	go func() {
-		jobs, err := b.client.WorkerAPI().Activate(t.Context(), ActivateParams{Worker: "w", Wait: 10 * time.Second})
+		jobs, err := b.client.workerAPI.Activate(t.Context(), workerapi.ActivateParams{Worker: "w", Wait: 10 * time.Second})
 		if err != nil {
 			jobs = nil
 		}
@@ -57,7 +58,7 @@ func TestActivateLongPollWakesOnEnqueueAndTimesOut(t *testing.T) {
 	require.Less(t, time.Since(start), 5*time.Second, "woken by the enqueue, not by the timeout")
 
 	start = time.Now()
-	jobs, err = b.client.WorkerAPI().Activate(t.Context(), ActivateParams{Worker: "w", Wait: 100 * time.Millisecond})
+	jobs, err = b.client.workerAPI.Activate(t.Context(), workerapi.ActivateParams{Worker: "w", Wait: 100 * time.Millisecond})
 	require.NoError(t, err)
 	require.Empty(t, jobs)
 	require.GreaterOrEqual(t, time.Since(start), 100*time.Millisecond)
@@ -66,15 +67,15 @@ func TestActivateLongPollWakesOnEnqueueAndTimesOut(t *testing.T) {
 func TestActivateRefusesBadInput(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil, nil)
-	for _, p := range []ActivateParams{
+	for _, p := range []workerapi.ActivateParams{
 		{},
-		{Worker: "w", MaxJobs: MaxActivateJobs + 1},
+		{Worker: "w", MaxJobs: workerapi.MaxActivateJobs + 1},
 		{Worker: "w", LeaseDuration: time.Millisecond},
-		{Worker: "w", Wait: MaxActivateWait + time.Second},
+		{Worker: "w", Wait: workerapi.MaxActivateWait + time.Second},
 		{Worker: "w", Queue: "bad queue"},
 		{Worker: "w", Kinds: []string{""}},
 	} {
-		_, err := b.client.WorkerAPI().Activate(t.Context(), p)
+		_, err := b.client.workerAPI.Activate(t.Context(), p)
 		require.ErrorIs(t, err, ErrInvalid, "%+v", p)
 	}
 }
@@ -84,16 +85,16 @@ func TestCompleteJobIsFencedByTheLeaseToken(t *testing.T) {
 	b := setup(t, nil, nil)
 	res, err := b.client.Enqueue(t.Context(), sendEmail{}, nil)
 	require.NoError(t, err)
-	job := activate(t, b, ActivateParams{})[0]
+	job := activate(t, b, workerapi.ActivateParams{})[0]
 
-	require.ErrorIs(t, b.client.WorkerAPI().CompleteJob(t.Context(), job.ID, job.Token+1, nil), ErrLeaseLost)
-	require.ErrorIs(t, b.client.WorkerAPI().CompleteJob(t.Context(), job.ID, job.Token, json.RawMessage(`{`)), ErrInvalid)
-	require.NoError(t, b.client.WorkerAPI().CompleteJob(t.Context(), job.ID, job.Token, json.RawMessage(`{"sent":true}`)))
+	require.ErrorIs(t, b.client.workerAPI.CompleteJob(t.Context(), job.ID, job.Token+1, nil), ErrLeaseLost)
+	require.ErrorIs(t, b.client.workerAPI.CompleteJob(t.Context(), job.ID, job.Token, json.RawMessage(`{`)), ErrInvalid)
+	require.NoError(t, b.client.workerAPI.CompleteJob(t.Context(), job.ID, job.Token, json.RawMessage(`{"sent":true}`)))
 	got, err := b.client.Get(t.Context(), res.Job.ID)
 	require.NoError(t, err)
 	require.Equal(t, StateCompleted, got.State)
 	require.JSONEq(t, `{"sent":true}`, string(got.Result))
-	require.ErrorIs(t, b.client.WorkerAPI().CompleteJob(t.Context(), job.ID, job.Token, nil), ErrLeaseLost, "completing twice")
+	require.ErrorIs(t, b.client.workerAPI.CompleteJob(t.Context(), job.ID, job.Token, nil), ErrLeaseLost, "completing twice")
 }
 
 func TestFailJobRetriesThenFails(t *testing.T) {
@@ -103,15 +104,15 @@ func TestFailJobRetriesThenFails(t *testing.T) {
 		RetryPolicy: &RetryPolicy{Base: time.Minute, Jitter: -1}})
 	require.NoError(t, err)
 
-	job := activate(t, b, ActivateParams{})[0]
-	res, err := b.client.WorkerAPI().FailJob(t.Context(), job.ID, job.Token, FailParams{Error: "smtp down"})
+	job := activate(t, b, workerapi.ActivateParams{})[0]
+	res, err := b.client.workerAPI.FailJob(t.Context(), job.ID, job.Token, workerapi.FailParams{Error: "smtp down"})
 	require.NoError(t, err)
 	require.Equal(t, StateScheduled, res.State)
 	require.Equal(t, b.clock.Now().Add(time.Minute), res.RunAt, "the job's own backoff")
 
 	b.clock.Advance(time.Minute)
 	job = activateEventually(t, b)
-	res, err = b.client.WorkerAPI().FailJob(t.Context(), job.ID, job.Token, FailParams{Error: "smtp down again"})
+	res, err = b.client.workerAPI.FailJob(t.Context(), job.ID, job.Token, workerapi.FailParams{Error: "smtp down again"})
 	require.NoError(t, err)
 	require.Equal(t, StateFailed, res.State, "no attempts left")
 	got, err := b.client.Get(t.Context(), job.ID)
@@ -119,9 +120,9 @@ func TestFailJobRetriesThenFails(t *testing.T) {
 	require.Equal(t, StateFailed, got.State)
 	require.Equal(t, "smtp down again", got.LastError)
 
-	_, err = b.client.WorkerAPI().FailJob(t.Context(), job.ID, job.Token, FailParams{Error: "x"})
+	_, err = b.client.workerAPI.FailJob(t.Context(), job.ID, job.Token, workerapi.FailParams{Error: "x"})
 	require.ErrorIs(t, err, ErrLeaseLost)
-	_, err = b.client.WorkerAPI().FailJob(t.Context(), job.ID, job.Token, FailParams{})
+	_, err = b.client.workerAPI.FailJob(t.Context(), job.ID, job.Token, workerapi.FailParams{})
 	require.ErrorIs(t, err, ErrInvalid, "an error message is required")
 }
 
@@ -130,9 +131,9 @@ func TestFailJobRetriesOverrideAndBackoff(t *testing.T) {
 	b := setup(t, nil, nil)
 	_, err := b.client.Enqueue(t.Context(), sendEmail{}, &InsertOpts{MaxAttempts: 1})
 	require.NoError(t, err)
-	job := activate(t, b, ActivateParams{})[0]
+	job := activate(t, b, workerapi.ActivateParams{})[0]
 	three, backoff := 3, 5*time.Second
-	res, err := b.client.WorkerAPI().FailJob(t.Context(), job.ID, job.Token, FailParams{Error: "e", RetriesLeft: &three, Backoff: &backoff})
+	res, err := b.client.workerAPI.FailJob(t.Context(), job.ID, job.Token, workerapi.FailParams{Error: "e", RetriesLeft: &three, Backoff: &backoff})
 	require.NoError(t, err)
 	require.Equal(t, StateScheduled, res.State, "retries left override the budget of 1")
 	require.Equal(t, b.clock.Now().Add(5*time.Second), res.RunAt)
@@ -143,7 +144,7 @@ func TestFailJobRetriesOverrideAndBackoff(t *testing.T) {
 	b.clock.Advance(5 * time.Second)
 	job = activateEventually(t, b)
 	zero := 0
-	res, err = b.client.WorkerAPI().FailJob(t.Context(), job.ID, job.Token, FailParams{Error: "give up", RetriesLeft: &zero})
+	res, err = b.client.workerAPI.FailJob(t.Context(), job.ID, job.Token, workerapi.FailParams{Error: "give up", RetriesLeft: &zero})
 	require.NoError(t, err)
 	require.Equal(t, StateFailed, res.State)
 }
@@ -153,22 +154,22 @@ func TestReleaseExtendHeartbeatProgress(t *testing.T) {
 	b := setup(t, nil, nil)
 	_, err := b.client.Enqueue(t.Context(), sendEmail{}, nil)
 	require.NoError(t, err)
-	job := activate(t, b, ActivateParams{LeaseDuration: time.Minute})[0]
+	job := activate(t, b, workerapi.ActivateParams{LeaseDuration: time.Minute})[0]
 
-	until, err := b.client.WorkerAPI().ExtendJobLease(t.Context(), job.ID, job.Token, 10*time.Second)
+	until, err := b.client.workerAPI.ExtendJobLease(t.Context(), job.ID, job.Token, 10*time.Second)
 	require.NoError(t, err)
 	require.Equal(t, b.clock.Now().Add(10*time.Second), until, "a lease may be shortened")
-	_, err = b.client.WorkerAPI().ExtendJobLease(t.Context(), job.ID, job.Token+1, time.Minute)
+	_, err = b.client.workerAPI.ExtendJobLease(t.Context(), job.ID, job.Token+1, time.Minute)
 	require.ErrorIs(t, err, ErrLeaseLost)
-	require.NoError(t, b.client.WorkerAPI().HeartbeatJob(t.Context(), job.ID, job.Token))
-	require.NoError(t, b.client.WorkerAPI().ReportJobProgress(t.Context(), job.ID, job.Token, 140, "almost"))
+	require.NoError(t, b.client.workerAPI.HeartbeatJob(t.Context(), job.ID, job.Token))
+	require.NoError(t, b.client.workerAPI.ReportJobProgress(t.Context(), job.ID, job.Token, 140, "almost"))
 	got, err := b.client.Get(t.Context(), job.ID)
 	require.NoError(t, err)
 	require.Equal(t, 100, got.ProgressPercent)
-	require.ErrorIs(t, b.client.WorkerAPI().HeartbeatJob(t.Context(), job.ID, job.Token+1), ErrLeaseLost)
+	require.ErrorIs(t, b.client.workerAPI.HeartbeatJob(t.Context(), job.ID, job.Token+1), ErrLeaseLost)
 
-	require.NoError(t, b.client.WorkerAPI().ReleaseJob(t.Context(), job.ID, job.Token, "stream closed"))
-	again := activate(t, b, ActivateParams{})
+	require.NoError(t, b.client.workerAPI.ReleaseJob(t.Context(), job.ID, job.Token, "stream closed"))
+	again := activate(t, b, workerapi.ActivateParams{})
 	require.Len(t, again, 1, "a released job is claimable at once")
 	require.Equal(t, 1, again[0].Attempt, "the release gave its attempt back")
 }
@@ -180,7 +181,7 @@ func TestQueuesCountsPerState(t *testing.T) {
 		_, err := b.client.Enqueue(t.Context(), sendEmail{}, &InsertOpts{Queue: "mail"})
 		require.NoError(t, err)
 	}
-	activate(t, b, ActivateParams{Queue: "mail"})
+	activate(t, b, workerapi.ActivateParams{Queue: "mail"})
 	require.NoError(t, b.client.PauseQueue(t.Context(), "idle"))
 	require.NoError(t, b.client.SetLimit(t.Context(), Limit{Queue: "mail", MaxRunning: 5}))
 	qs, err := b.client.Queues(t.Context())
@@ -196,7 +197,7 @@ func activateEventually(t *testing.T, b *testBundle) *JobRow {
 	t.Helper()
 	var jobs []*JobRow
 	require.Eventually(t, func() bool {
-		jobs = activate(t, b, ActivateParams{})
+		jobs = activate(t, b, workerapi.ActivateParams{})
 		return len(jobs) == 1
 	}, 10*time.Second, 5*time.Millisecond)
 	return jobs[0]
@@ -211,7 +212,7 @@ func TestVanishedRemoteWorkersJobComesBackAfterItsLease(t *testing.T) {
 	b := setup(t, nil, func(c *Config) { c.RescueInterval = 5 * time.Second; c.NodeTTL = time.Hour })
 	res, err := b.client.Enqueue(t.Context(), sendEmail{To: "a"}, nil)
 	require.NoError(t, err)
-	lost := activate(t, b, ActivateParams{Worker: "vanished", LeaseDuration: 30 * time.Second})[0]
+	lost := activate(t, b, workerapi.ActivateParams{Worker: "vanished", LeaseDuration: 30 * time.Second})[0]
 
 	b.clock.Advance(31 * time.Second)
 	job := b.waitStepping(t, res.Job.ID, time.Second, StateQueued)
@@ -223,12 +224,12 @@ func TestVanishedRemoteWorkersJobComesBackAfterItsLease(t *testing.T) {
 	require.Equal(t, OutcomeLeaseExpired, attempts[0].Outcome)
 	require.Equal(t, "vanished", attempts[0].WorkerID)
 
-	again := activate(t, b, ActivateParams{Worker: "survivor"})
+	again := activate(t, b, workerapi.ActivateParams{Worker: "survivor"})
 	require.Len(t, again, 1)
 	require.Equal(t, 1, again[0].Attempt)
-	require.ErrorIs(t, b.client.WorkerAPI().CompleteJob(t.Context(), lost.ID, lost.Token, nil), ErrLeaseLost,
+	require.ErrorIs(t, b.client.workerAPI.CompleteJob(t.Context(), lost.ID, lost.Token, nil), ErrLeaseLost,
 		"the vanished worker's late report changes nothing")
-	require.NoError(t, b.client.WorkerAPI().CompleteJob(t.Context(), again[0].ID, again[0].Token, nil))
+	require.NoError(t, b.client.workerAPI.CompleteJob(t.Context(), again[0].ID, again[0].Token, nil))
 	job, err = b.client.Get(t.Context(), res.Job.ID)
 	require.NoError(t, err)
 	require.Equal(t, StateCompleted, job.State)
@@ -247,11 +248,11 @@ func TestFailJobBackoffGrowsWithTheAttempt(t *testing.T) {
 	policy := &RetryPolicy{Base: 10 * time.Second, Multiplier: 3, Cap: time.Hour, Jitter: -1}
 	res, err := b.client.Enqueue(t.Context(), sendEmail{}, &InsertOpts{MaxAttempts: 4, RetryPolicy: policy})
 	require.NoError(t, err)
-	job := activate(t, b, ActivateParams{})[0]
+	job := activate(t, b, workerapi.ActivateParams{})[0]
 	for i, want := range []time.Duration{10 * time.Second, 30 * time.Second, 90 * time.Second} {
 		require.Equal(t, i+1, job.Attempt)
 		failedAt := b.clock.Now()
-		fr, err := b.client.WorkerAPI().FailJob(t.Context(), job.ID, job.Token, FailParams{Error: "smtp down"})
+		fr, err := b.client.workerAPI.FailJob(t.Context(), job.ID, job.Token, workerapi.FailParams{Error: "smtp down"})
 		require.NoError(t, err)
 		require.Equal(t, StateScheduled, fr.State)
 		require.Equal(t, failedAt.Add(want), fr.RunAt, "retry after failure %d", i+1)
@@ -271,10 +272,10 @@ func TestRescueJobsCountsARescue(t *testing.T) {
 	b := setup(t, nil, nil)
 	first, err := b.client.Enqueue(t.Context(), sendEmail{To: "a"}, &InsertOpts{MaxRescues: 1})
 	require.NoError(t, err)
-	jobs := activate(t, b, ActivateParams{})
+	jobs := activate(t, b, workerapi.ActivateParams{})
 	require.Len(t, jobs, 1)
-	stale := LeaseRef{ID: jobs[0].ID, Token: jobs[0].Token + 1}
-	failed, err := b.client.WorkerAPI().RescueJobs(t.Context(), []LeaseRef{{ID: jobs[0].ID, Token: jobs[0].Token}, stale}, "worker gone")
+	stale := workerapi.LeaseRef{ID: jobs[0].ID, Token: jobs[0].Token + 1}
+	failed, err := b.client.workerAPI.RescueJobs(t.Context(), []workerapi.LeaseRef{{ID: jobs[0].ID, Token: jobs[0].Token}, stale}, "worker gone")
 	require.NoError(t, err)
 	require.Empty(t, failed)
 	job, err := b.client.Get(t.Context(), first.Job.ID)
@@ -282,8 +283,8 @@ func TestRescueJobsCountsARescue(t *testing.T) {
 	require.Equal(t, StateQueued, job.State)
 	require.Equal(t, 1, job.Rescues)
 
-	jobs = activate(t, b, ActivateParams{})
-	failed, err = b.client.WorkerAPI().RescueJobs(t.Context(), []LeaseRef{{ID: jobs[0].ID, Token: jobs[0].Token}}, "worker gone again")
+	jobs = activate(t, b, workerapi.ActivateParams{})
+	failed, err = b.client.workerAPI.RescueJobs(t.Context(), []workerapi.LeaseRef{{ID: jobs[0].ID, Token: jobs[0].Token}}, "worker gone again")
 	require.NoError(t, err)
 	require.Equal(t, []string{first.Job.ID}, failed, "out of rescues")
 	job, err = b.client.Get(t.Context(), first.Job.ID)

@@ -3,6 +3,7 @@ package hopper
 import (
 	"context"
 	"errors"
+	"github.com/hopperjobs/hopper/internal/workerapi"
 	"testing"
 	"time"
 
@@ -125,17 +126,17 @@ func TestRemoteOutcomesExpire(t *testing.T) {
 	require.NoError(t, err)
 	res2, err := b.client.Enqueue(t.Context(), sendEmail{}, nil)
 	require.NoError(t, err)
-	jobs, err := b.client.WorkerAPI().Activate(t.Context(), ActivateParams{Worker: "w", MaxJobs: 2})
+	jobs, err := b.client.workerAPI.Activate(t.Context(), workerapi.ActivateParams{Worker: "w", MaxJobs: 2})
 	require.NoError(t, err)
 	require.Len(t, jobs, 2)
 
-	require.NoError(t, b.client.WorkerAPI().CompleteJob(t.Context(), res.Job.ID, jobs[0].Token, nil))
+	require.NoError(t, b.client.workerAPI.CompleteJob(t.Context(), res.Job.ID, jobs[0].Token, nil))
 	job, err := b.client.Get(t.Context(), res.Job.ID)
 	require.NoError(t, err)
 	require.Equal(t, job.FinishedAt.Add(10*time.Minute), job.ExpiresAt)
 
 	zero := 0
-	fr, err := b.client.WorkerAPI().FailJob(t.Context(), res2.Job.ID, jobs[1].Token, FailParams{Error: "no", RetriesLeft: &zero})
+	fr, err := b.client.workerAPI.FailJob(t.Context(), res2.Job.ID, jobs[1].Token, workerapi.FailParams{Error: "no", RetriesLeft: &zero})
 	require.NoError(t, err)
 	require.Equal(t, StateFailed, fr.State)
 	job, err = b.client.Get(t.Context(), res2.Job.ID)

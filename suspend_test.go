@@ -3,6 +3,7 @@ package hopper
 import (
 	"context"
 	"encoding/json"
+	"github.com/hopperjobs/hopper/internal/workerapi"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -95,10 +96,10 @@ func TestSuspendRefusesTimesAStoreCannotKeep(t *testing.T) {
 	b := setup(t, nil, nil)
 	_, err := b.client.Enqueue(t.Context(), sendEmail{}, nil)
 	require.NoError(t, err)
-	job := activate(t, b, ActivateParams{})[0]
-	err = b.client.WorkerAPI().SuspendJob(t.Context(), job.ID, job.Token, nil, SuspendOpts{Until: far})
+	job := activate(t, b, workerapi.ActivateParams{})[0]
+	err = b.client.workerAPI.SuspendJob(t.Context(), job.ID, job.Token, nil, workerapi.SuspendParams{Until: far})
 	require.ErrorIs(t, err, ErrInvalid)
-	err = b.client.WorkerAPI().SuspendJob(t.Context(), job.ID, job.Token, nil, SuspendOpts{Deadline: b.clock.Now().Add(-time.Second)})
+	err = b.client.workerAPI.SuspendJob(t.Context(), job.ID, job.Token, nil, workerapi.SuspendParams{Deadline: b.clock.Now().Add(-time.Second)})
 	require.ErrorIs(t, err, ErrInvalid)
 	got, err := b.client.Get(t.Context(), job.ID)
 	require.NoError(t, err)

@@ -3,10 +3,10 @@ package hopper
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/hopperjobs/hopper/internal/field"
+	"github.com/hopperjobs/hopper/internal/workerapi"
 	"math"
-	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/hopperjobs/hopper/internal/engine"
@@ -15,8 +15,7 @@ import (
 
 // Input limits, documented in docs/jobs.md.
 const (
-	maxKindLen     = 255
-	maxQueueLen    = 128
+	maxKindLen     = field.MaxKindLen
 	maxKeyLen      = 512
 	maxPriority    = 1000
 	maxAttemptsCap = engine.MaxAttemptsCap
@@ -48,52 +47,14 @@ const (
 // to a remote worker. These checks run at the library's API boundary, so the Go API, the RPC
 // API, the async endpoints and the CLI refuse the same input with the same error.
 
-// checkText refuses a string that is not valid UTF-8 or holds a NUL byte.
-func checkText(field, s string) error {
-	if why := textProblem(s); why != "" {
-		return invalid(field, "%s", why)
-	}
-	return nil
-}
-
-// textProblem says what makes s unusable as text; "" when nothing does.
-func textProblem(s string) string {
-	switch i := badText(s); {
-	case i < 0:
-		return ""
-	case s[i] == 0:
-		return fmt.Sprintf("contains a NUL byte at byte %d", i)
-	default:
-		return fmt.Sprintf("not valid UTF-8 at byte %d", i)
-	}
-}
+// checkText refuses a string that is not valid UTF-8 or holds a NUL byte (field.Text).
+func checkText(name, s string) error { return field.Text(name, s) }
 
 // badText returns the offset of the first byte that makes s unusable as text, or -1.
-func badText(s string) int {
-	for i := 0; i < len(s); {
-		if s[i] == 0 {
-			return i
-		}
-		if s[i] < utf8.RuneSelf {
-			i++
-			continue
-		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && n == 1 {
-			return i
-		}
-		i += n
-	}
-	return -1
-}
+func badText(s string) int { return field.BadText(s) }
 
 // checkLimited is checkText with a length limit.
-func checkLimited(field, s string, limit int) error {
-	if len(s) > limit {
-		return invalid(field, "is %d bytes, more than %d", len(s), limit)
-	}
-	return checkText(field, s)
-}
+func checkLimited(name, s string, limit int) error { return field.Limited(name, s, limit) }
 
 // checkChange checks what a caller says about a change to job id: the id, who made it and why,
 // as the job's history records them.
@@ -156,20 +117,7 @@ func checkJSON(field string, b []byte) error {
 	return nil
 }
 
-func checkKind(kind string) error {
-	if err := checkText("kind", kind); err != nil {
-		return err
-	}
-	switch {
-	case kind == "":
-		return invalid("kind", "is empty")
-	case len(kind) > maxKindLen:
-		return invalid("kind", "is %d bytes, more than %d", len(kind), maxKindLen)
-	case strings.IndexFunc(kind, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0:
-		return invalid("kind", "%q contains white space or control characters", kind)
-	}
-	return nil
-}
+func checkKind(kind string) error { return field.Kind(kind) }
 
 // checkMaxRunning checks a fleet-wide cap: 0 (none) up to maxCap.
 func checkMaxRunning(n int) error {
@@ -179,43 +127,12 @@ func checkMaxRunning(n int) error {
 	return nil
 }
 
-// checkQueues checks the queues a remote worker asks for: queue (unless empty, when queues
-// are named instead) and each of queues, named queues[i], at most MaxActivateQueues once
-// merged.
+// checkQueues checks the queues a remote worker asks for (field.Queues).
 func checkQueues(queue string, queues []string) error {
-	if len(queues) > MaxActivateQueues {
-		return invalid("queues", "%d queues, more than %d", len(queues), MaxActivateQueues)
-	}
-	if queue != "" || len(queues) == 0 {
-		if err := checkQueueName(queue); err != nil {
-			return err
-		}
-	}
-	for i, q := range queues {
-		if err := checkQueueField(fmt.Sprintf("queues[%d]", i), q); err != nil {
-			return err
-		}
-	}
-	if n := len(ActivateParams{Queue: queue, Queues: queues}.QueueNames()); n > MaxActivateQueues {
-		return invalid("queues", "%d queues with queue, more than %d", n, MaxActivateQueues)
-	}
-	return nil
+	return field.Queues(queue, queues, workerapi.MaxActivateQueues)
 }
 
-func checkQueueName(q string) error { return checkQueueField("queue", q) }
-
-// checkQueueField checks a queue's name given in field.
-func checkQueueField(field, q string) error {
-	if q == "" || len(q) > maxQueueLen {
-		return invalid(field, "%q must be 1–%d characters", q, maxQueueLen)
-	}
-	for _, r := range q {
-		if !(r < unicode.MaxASCII && (unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune("_-.:", r))) {
-			return invalid(field, "%q: only letters, digits, '_', '-', '.' and ':' are allowed", q)
-		}
-	}
-	return nil
-}
+func checkQueueName(q string) error { return field.Queue("queue", q) }
 
 func checkPolicy(field string, p *RetryPolicy) error {
 	switch {
@@ -302,10 +219,10 @@ func checkHeaders(h map[string]string) error {
 		if k == "" {
 			return invalid("headers", "a header name is empty")
 		}
-		if why := textProblem(k); why != "" {
+		if why := field.TextProblem(k); why != "" {
 			return invalid("headers", "the name %q: %s", k, why)
 		}
-		if why := textProblem(v); why != "" {
+		if why := field.TextProblem(v); why != "" {
 			return invalid("headers", "the value of %q: %s", k, why)
 		}
 		size += len(k) + len(v)

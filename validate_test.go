@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/hopperjobs/hopper/internal/workerapi"
 	"strings"
 	"testing"
 	"time"
@@ -85,43 +86,45 @@ func TestEveryClientMethodRefusesBadText(t *testing.T) {
 			return err
 		}},
 		{"activate worker", "worker", func(bad string) error {
-			_, err := b.client.WorkerAPI().Activate(ctx, ActivateParams{Worker: bad})
+			_, err := b.client.workerAPI.Activate(ctx, workerapi.ActivateParams{Worker: bad})
 			return err
 		}},
 		{"activate kinds", "kind", func(bad string) error {
-			_, err := b.client.WorkerAPI().Activate(ctx, ActivateParams{Worker: "w", Kinds: []string{bad}})
+			_, err := b.client.workerAPI.Activate(ctx, workerapi.ActivateParams{Worker: "w", Kinds: []string{bad}})
 			return err
 		}},
 		{"activate queue", "queue", func(bad string) error {
-			_, err := b.client.WorkerAPI().Activate(ctx, ActivateParams{Worker: "w", Queue: bad})
+			_, err := b.client.workerAPI.Activate(ctx, workerapi.ActivateParams{Worker: "w", Queue: bad})
 			return err
 		}},
-		{"complete id", "id", func(bad string) error { return b.client.WorkerAPI().CompleteJob(ctx, bad, 1, nil) }},
+		{"complete id", "id", func(bad string) error { return b.client.workerAPI.CompleteJob(ctx, bad, 1, nil) }},
 		{"complete result", "result", func(bad string) error {
-			return b.client.WorkerAPI().CompleteJob(ctx, id, 1, json.RawMessage(`"`+bad+`"`))
+			return b.client.workerAPI.CompleteJob(ctx, id, 1, json.RawMessage(`"`+bad+`"`))
 		}},
 		{"fail id", "id", func(bad string) error {
-			_, err := b.client.WorkerAPI().FailJob(ctx, bad, 1, FailParams{Error: "x"})
+			_, err := b.client.workerAPI.FailJob(ctx, bad, 1, workerapi.FailParams{Error: "x"})
 			return err
 		}},
 		{"fail error", "error", func(bad string) error {
-			_, err := b.client.WorkerAPI().FailJob(ctx, id, 1, FailParams{Error: bad, RetriesLeft: &zero})
+			_, err := b.client.workerAPI.FailJob(ctx, id, 1, workerapi.FailParams{Error: bad, RetriesLeft: &zero})
 			return err
 		}},
-		{"release id", "id", func(bad string) error { return b.client.WorkerAPI().ReleaseJob(ctx, bad, 1, "") }},
-		{"release reason", "reason", func(bad string) error { return b.client.WorkerAPI().ReleaseJob(ctx, id, 1, bad) }},
-		{"snooze id", "id", func(bad string) error { return b.client.WorkerAPI().SnoozeJob(ctx, bad, 1, time.Second) }},
-		{"suspend id", "id", func(bad string) error { return b.client.WorkerAPI().SuspendJob(ctx, bad, 1, nil, SuspendOpts{}) }},
+		{"release id", "id", func(bad string) error { return b.client.workerAPI.ReleaseJob(ctx, bad, 1, "") }},
+		{"release reason", "reason", func(bad string) error { return b.client.workerAPI.ReleaseJob(ctx, id, 1, bad) }},
+		{"snooze id", "id", func(bad string) error { return b.client.workerAPI.SnoozeJob(ctx, bad, 1, time.Second) }},
+		{"suspend id", "id", func(bad string) error {
+			return b.client.workerAPI.SuspendJob(ctx, bad, 1, nil, workerapi.SuspendParams{})
+		}},
 		{"suspend checkpoint", "checkpoint", func(bad string) error {
-			return b.client.WorkerAPI().SuspendJob(ctx, id, 1, json.RawMessage(`"`+bad+`"`), SuspendOpts{})
+			return b.client.workerAPI.SuspendJob(ctx, id, 1, json.RawMessage(`"`+bad+`"`), workerapi.SuspendParams{})
 		}},
 		{"extend id", "id", func(bad string) error {
-			_, err := b.client.WorkerAPI().ExtendJobLease(ctx, bad, 1, time.Minute)
+			_, err := b.client.workerAPI.ExtendJobLease(ctx, bad, 1, time.Minute)
 			return err
 		}},
-		{"heartbeat id", "id", func(bad string) error { return b.client.WorkerAPI().HeartbeatJob(ctx, bad, 1) }},
-		{"progress id", "id", func(bad string) error { return b.client.WorkerAPI().ReportJobProgress(ctx, bad, 1, 5, "") }},
-		{"progress message", "message", func(bad string) error { return b.client.WorkerAPI().ReportJobProgress(ctx, id, 1, 5, bad) }},
+		{"heartbeat id", "id", func(bad string) error { return b.client.workerAPI.HeartbeatJob(ctx, bad, 1) }},
+		{"progress id", "id", func(bad string) error { return b.client.workerAPI.ReportJobProgress(ctx, bad, 1, 5, "") }},
+		{"progress message", "message", func(bad string) error { return b.client.workerAPI.ReportJobProgress(ctx, id, 1, 5, bad) }},
 		{"schedule kind", "kind", func(bad string) error {
 			_, err := b.client.AddSchedule(ctx, Schedule{Name: "s", Every: time.Minute, Kind: bad})
 			return err
@@ -201,12 +204,12 @@ func TestTextLimits(t *testing.T) {
 	// What a remote worker reports about an attempt: the limits remote workers cut their text to.
 	for field, call := range map[string]func(text string) error{
 		"error": func(text string) error {
-			_, err := b.client.WorkerAPI().FailJob(t.Context(), res.Job.ID, 1, FailParams{Error: text})
+			_, err := b.client.workerAPI.FailJob(t.Context(), res.Job.ID, 1, workerapi.FailParams{Error: text})
 			return err
 		},
-		"reason": func(text string) error { return b.client.WorkerAPI().ReleaseJob(t.Context(), res.Job.ID, 1, text) },
+		"reason": func(text string) error { return b.client.workerAPI.ReleaseJob(t.Context(), res.Job.ID, 1, text) },
 		"message": func(text string) error {
-			return b.client.WorkerAPI().ReportJobProgress(t.Context(), res.Job.ID, 1, 5, text)
+			return b.client.workerAPI.ReportJobProgress(t.Context(), res.Job.ID, 1, 5, text)
 		},
 	} {
 		limit := map[string]int{"error": MaxErrorBytes, "reason": MaxReasonBytes, "message": MaxProgressMessageBytes}[field]

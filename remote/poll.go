@@ -2,10 +2,10 @@ package remote
 
 import (
 	"context"
+	"github.com/hopperjobs/hopper/internal/workerapi"
 	"sync"
 	"time"
 
-	"github.com/hopperjobs/hopper"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
 	"github.com/hopperjobs/hopper/internal/claim"
 )
@@ -37,7 +37,7 @@ func (w *Worker) pollLoop() {
 		aheadLimit = 0 // the server takes jobs ahead of a single queue only
 	}
 	loop, err := claim.New(claim.Config{Clock: w.clock, Units: w.cfg.Concurrency, Lanes: []claim.LaneConfig{{Name: ""}},
-		Batch: hopper.MaxActivateJobs, AheadLimit: aheadLimit, MaxWait: claim.Unrenewed(w.cfg.LeaseDuration),
+		Batch: workerapi.MaxActivateJobs, AheadLimit: aheadLimit, MaxWait: claim.Unrenewed(w.cfg.LeaseDuration),
 		Coalesce: pollCoalesce, LongPoll: true, Retry: w.intake, Logger: w.log, Held: func(time.Time) (bool, time.Time, <-chan struct{}) {
 			held, changed := w.gov.State()
 			return held, time.Time{}, changed

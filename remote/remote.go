@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hopperjobs/hopper/internal/workerapi"
 	"io"
 	"log/slog"
 	"net/http"
@@ -67,7 +68,7 @@ type Config struct {
 	// Queue to work (default "default" when Queues is empty too).
 	Queue string
 	// Queues to work as well as Queue (merged, a queue named twice counting once; at most
-	// hopper.MaxActivateQueues). The server shares the worker's jobs between them by the
+	// workerapi.MaxActivateQueues). The server shares the worker's jobs between them by the
 	// weights stored for the queues (hopper.Client.SetQueueWeight, default 1): a stream's
 	// credit (Concurrency), a poll's jobs. Needs a server that knows of several queues
 	// (older ones work the first only).
@@ -203,31 +204,31 @@ func newWorker(cfg Config, clk clock.Clock) (*Worker, error) {
 	if cfg.Concurrency == 0 {
 		cfg.Concurrency = 10
 	}
-	if cfg.Concurrency < 1 || cfg.Concurrency > hopper.MaxStreamCredit {
-		return nil, fmt.Errorf("remote: Config.Concurrency %d is outside 1–%d", cfg.Concurrency, hopper.MaxStreamCredit)
+	if cfg.Concurrency < 1 || cfg.Concurrency > workerapi.MaxStreamCredit {
+		return nil, fmt.Errorf("remote: Config.Concurrency %d is outside 1–%d", cfg.Concurrency, workerapi.MaxStreamCredit)
 	}
 	switch {
 	case cfg.Prefetch < 0:
 		return nil, fmt.Errorf("remote: Config.Prefetch %d is negative", cfg.Prefetch)
 	case cfg.Prefetch > 0 && cfg.Mode == Poll:
 		return nil, errors.New("remote: Config.Prefetch is for Stream mode; Poll mode claims ahead (ClaimAhead)")
-	case cfg.Concurrency+cfg.Prefetch > hopper.MaxStreamCredit:
+	case cfg.Concurrency+cfg.Prefetch > workerapi.MaxStreamCredit:
 		return nil, fmt.Errorf("remote: Config.Concurrency %d and Prefetch %d: together at most %d, a stream's credit",
-			cfg.Concurrency, cfg.Prefetch, hopper.MaxStreamCredit)
+			cfg.Concurrency, cfg.Prefetch, workerapi.MaxStreamCredit)
 	}
 	switch {
-	case cfg.ClaimAhead > hopper.MaxActivateJobs:
-		return nil, fmt.Errorf("remote: Config.ClaimAhead %d is above %d, the jobs of one poll", cfg.ClaimAhead, hopper.MaxActivateJobs)
+	case cfg.ClaimAhead > workerapi.MaxActivateJobs:
+		return nil, fmt.Errorf("remote: Config.ClaimAhead %d is above %d, the jobs of one poll", cfg.ClaimAhead, workerapi.MaxActivateJobs)
 	case cfg.ClaimAhead < hopper.NoClaimAhead:
 		return nil, fmt.Errorf("remote: Config.ClaimAhead %d is negative: hopper.NoClaimAhead (-1) asks only for free slots", cfg.ClaimAhead)
 	case cfg.ClaimAhead == 0:
-		cfg.ClaimAhead = hopper.MaxActivateJobs
+		cfg.ClaimAhead = workerapi.MaxActivateJobs
 	}
 	if cfg.Name == "" {
 		host, _ := os.Hostname()
 		cfg.Name = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
-	asks := hopper.ActivateParams{Worker: cfg.Name, Queue: cfg.Queue, Queues: cfg.Queues}
+	asks := workerapi.ActivateParams{Worker: cfg.Name, Queue: cfg.Queue, Queues: cfg.Queues}
 	if err := asks.Check(); err != nil {
 		return nil, fmt.Errorf("remote: Config: %w", err)
 	}

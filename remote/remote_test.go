@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hopperjobs/hopper/internal/workerapi"
 	"io"
 	"log/slog"
 	"net/http"
@@ -174,7 +175,7 @@ func TestRemoteWorkerRefusesBadConfig(t *testing.T) {
 	var ve *hopper.ValidationError
 	require.ErrorAs(t, err, &ve)
 	require.Equal(t, "queues[1]", ve.Field)
-	_, err = remote.New(remote.Config{URL: "http://x", Workers: ws, Queues: make([]string, hopper.MaxActivateQueues+1)})
+	_, err = remote.New(remote.Config{URL: "http://x", Workers: ws, Queues: make([]string, workerapi.MaxActivateQueues+1)})
 	require.ErrorAs(t, err, &ve)
 	require.Equal(t, "queues", ve.Field)
 }

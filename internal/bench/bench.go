@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hopperjobs/hopper/internal/workerapi"
 	"io"
 	"math"
 	"runtime"
@@ -154,10 +155,10 @@ func (c Config) Validate() error {
 		return errors.New("bench: latency jobs must be positive, 0 for the default or -1 to skip")
 	case c.Mode != "stream" && c.Mode != "poll":
 		return fmt.Errorf("bench: mode %q: want stream or poll", c.Mode)
-	case c.Server != "" && c.Workers > hopper.MaxStreamCredit:
-		return fmt.Errorf("bench: a remote worker runs at most %d jobs at once", hopper.MaxStreamCredit)
-	case c.Prefetch < 0 || c.Prefetch > 0 && c.Workers+c.Prefetch > hopper.MaxStreamCredit:
-		return fmt.Errorf("bench: prefetch %d: workers and prefetch together are a stream's credit, at most %d", c.Prefetch, hopper.MaxStreamCredit)
+	case c.Server != "" && c.Workers > workerapi.MaxStreamCredit:
+		return fmt.Errorf("bench: a remote worker runs at most %d jobs at once", workerapi.MaxStreamCredit)
+	case c.Prefetch < 0 || c.Prefetch > 0 && c.Workers+c.Prefetch > workerapi.MaxStreamCredit:
+		return fmt.Errorf("bench: prefetch %d: workers and prefetch together are a stream's credit, at most %d", c.Prefetch, workerapi.MaxStreamCredit)
 	case c.Prefetch > 0 && c.Mode == "poll":
 		return errors.New("bench: prefetch is for stream mode (poll mode claims ahead)")
 	case c.ClaimAhead < hopper.NoClaimAhead || c.ClaimAhead > hopper.MaxClaimAhead:

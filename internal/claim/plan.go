@@ -247,7 +247,10 @@ func (s *state[J]) received(c claimed, r Result[J], now time.Time, fx effects[J]
 	full := r.Restricted && len(r.Jobs) == c.req.Units || !r.Restricted && len(r.Jobs) == c.req.Units+c.req.Ahead
 	l.full, l.aheadN = full, 0
 	if full && !r.Restricted {
-		l.aheadN = max(min(int(l.ended-c.ended), s.cfg.AheadLimit, s.entitled(l)), 0)
+		l.aheadN = max(min(int(l.ended-c.ended), s.cfg.AheadLimit), 0)
+		if s.cfg.AheadWithinShare {
+			l.aheadN = min(l.aheadN, s.entitled(l))
+		}
 	}
 	switch {
 	case r.Hold > 0:

@@ -154,29 +154,36 @@ func TestClaimAheadAsksForTheEndsOfARoundTrip(t *testing.T) {
 	require.Equal(t, []string{"q-19", "q-20"}, m.r.started["q"][18:])
 }
 
-// A lane asks ahead for at most its share of the units: a flooded lane whose claims ran long
-// would otherwise ask for ever more, each claim longer than the last (the store is the
-// bottleneck), and every other lane's claims would wait behind them.
+// On a store whose writes are serial, a lane asks ahead for at most its share of the units: a
+// flooded lane whose claims ran long would otherwise ask for ever more, each claim longer than
+// the last (the store is the bottleneck), and every other lane's claims would wait behind
+// them. Elsewhere it asks for what ended during its last claim.
 func TestClaimAheadIsBoundedByTheLanesShare(t *testing.T) {
 	t.Parallel()
-	m := newMachine(t, Config{Units: 20, AheadLimit: 1000, Batch: 1000,
-		Lanes: []LaneConfig{{Name: "flood", Weight: 3}, {Name: "trickle", Weight: 1}}})
-	cs := m.step()
-	require.Len(t, cs, 2)
-	for _, c := range cs {
-		m.answer(c, Result[string]{Jobs: m.jobs(c.req.Lane, c.req.Units)})
+	for _, within := range []bool{true, false} {
+		m := newMachine(t, Config{Units: 20, AheadLimit: 1000, Batch: 1000, AheadWithinShare: within,
+			Lanes: []LaneConfig{{Name: "flood", Weight: 3}, {Name: "trickle", Weight: 1}}})
+		cs := m.step()
+		require.Len(t, cs, 2)
+		for _, c := range cs {
+			m.answer(c, Result[string]{Jobs: m.jobs(c.req.Lane, c.req.Units)})
+		}
+		m.done("flood", m.lane("flood").inUse)
+		m.done("trickle", m.lane("trickle").inUse)
+		cs = m.step()
+		require.Len(t, cs, 2)
+		for _, c := range cs {
+			m.lane(c.req.Lane).inUse += 500 // as if 500 jobs started and ended during the claim
+			m.done(c.req.Lane, 500)
+			m.answer(c, Result[string]{Jobs: m.jobs(c.req.Lane, c.req.Units)})
+		}
+		if within {
+			require.Equal(t, 15, m.lane("flood").aheadN, "3/4 of 20 units")
+			require.Equal(t, 5, m.lane("trickle").aheadN, "1/4 of 20 units")
+		} else {
+			require.Equal(t, 500, m.lane("flood").aheadN, "what ended during its claim")
+		}
 	}
-	m.done("flood", m.lane("flood").inUse)
-	m.done("trickle", m.lane("trickle").inUse)
-	cs = m.step()
-	require.Len(t, cs, 2)
-	for _, c := range cs {
-		m.lane(c.req.Lane).inUse += 500 // as if 500 jobs started and ended during the claim
-		m.done(c.req.Lane, 500)
-		m.answer(c, Result[string]{Jobs: m.jobs(c.req.Lane, c.req.Units)})
-	}
-	require.Equal(t, 15, m.lane("flood").aheadN, "3/4 of 20 units")
-	require.Equal(t, 5, m.lane("trickle").aheadN, "1/4 of 20 units")
 }
 
 func TestJobsClaimedAheadThatWaitTooLongGoBack(t *testing.T) {

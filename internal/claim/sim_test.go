@@ -130,7 +130,7 @@ func (m *sim) giveBack(lane string, jobs []string, _ Why) {
 
 func runSim(t *testing.T, cfg simConfig) simResult {
 	t.Helper()
-	s, err := newState[string](Config{Units: cfg.units, Batch: 1000, AheadLimit: cfg.aheadLimit,
+	s, err := newState[string](Config{Units: cfg.units, Batch: 1000, AheadLimit: cfg.aheadLimit, AheadWithinShare: true,
 		Lanes: []LaneConfig{{Name: "flood", Weight: cfg.flood}, {Name: "trickle", Weight: cfg.trickle}}})
 	require.NoError(t, err)
 	m := &sim{cfg: cfg, s: s, now: t0, storeFree: t0, arrivals: map[string]time.Time{},

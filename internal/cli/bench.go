@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/hopperjobs/hopper/internal/workerapi"
 	"io"
 	"os"
 	"runtime/pprof"
@@ -260,8 +261,8 @@ func checkScenarioFlags(cmd *cobra.Command, scenario string, cfg bench.Config, c
 		return usageErrorf("--claim-ahead is not supported with --scenario soak")
 	case cmd.Flags().Changed("prefetch") && cfg.Server == "" && !compare:
 		return usageErrorf("--prefetch is the remote worker's: add --server or --compare-remote")
-	case cfg.Prefetch < 0 || cfg.Prefetch > 0 && cfg.Workers+cfg.Prefetch > hopper.MaxStreamCredit:
-		return usageErrorf("--prefetch %d: --workers and --prefetch together are a stream's credit, at most %d", cfg.Prefetch, hopper.MaxStreamCredit)
+	case cfg.Prefetch < 0 || cfg.Prefetch > 0 && cfg.Workers+cfg.Prefetch > workerapi.MaxStreamCredit:
+		return usageErrorf("--prefetch %d: --workers and --prefetch together are a stream's credit, at most %d", cfg.Prefetch, workerapi.MaxStreamCredit)
 	case cfg.Prefetch > 0 && cfg.Server != "" && cfg.Mode == "poll":
 		return usageErrorf("--prefetch is for --mode stream (poll mode claims ahead)")
 	}

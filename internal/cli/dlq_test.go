@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/hopperjobs/hopper/internal/workerapi"
 	"strings"
 	"testing"
 	"time"
@@ -26,11 +27,11 @@ func (b *serverBundle) deadLetters(t *testing.T, queues ...string) []string {
 	for _, q := range queues {
 		res, err := c.Enqueue(t.Context(), hopper.RawArgs{KindName: "charge", JSON: []byte(`{"card":1}`)}, &hopper.InsertOpts{Queue: q})
 		require.NoError(t, err)
-		jobs, err := c.WorkerAPI().Activate(t.Context(), hopper.ActivateParams{Worker: "w", Queue: q})
+		jobs, err := workerapi.Of(c).Activate(t.Context(), workerapi.ActivateParams{Worker: "w", Queue: q})
 		require.NoError(t, err)
 		require.Len(t, jobs, 1)
 		zero := 0
-		_, err = c.WorkerAPI().FailJob(t.Context(), res.Job.ID, jobs[0].Token, hopper.FailParams{Error: "card\ndeclined", RetriesLeft: &zero})
+		_, err = workerapi.Of(c).FailJob(t.Context(), res.Job.ID, jobs[0].Token, workerapi.FailParams{Error: "card\ndeclined", RetriesLeft: &zero})
 		require.NoError(t, err)
 		ids = append(ids, res.Job.ID)
 	}

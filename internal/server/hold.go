@@ -2,10 +2,10 @@ package server
 
 import (
 	"context"
+	"github.com/hopperjobs/hopper/internal/workerapi"
 	"slices"
 	"time"
 
-	"github.com/hopperjobs/hopper"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
 	"github.com/hopperjobs/hopper/internal/governor"
 )
@@ -27,7 +27,7 @@ const remoteLive = 30 * time.Second
 
 // Hold records whether the worker's governor holds it back.
 func (w *workerService) Hold(ctx context.Context, req *hopperv1.HoldRequest) (*hopperv1.HoldResponse, error) {
-	p := hopper.ActivateParams{Worker: req.GetWorker(), Queue: req.GetQueue(), Queues: req.GetQueues()}
+	p := workerapi.ActivateParams{Worker: req.GetWorker(), Queue: req.GetQueue(), Queues: req.GetQueues()}
 	if err := p.Check(); err != nil {
 		return nil, rpcError("hold", err)
 	}
@@ -39,7 +39,7 @@ func (w *workerService) Hold(ctx context.Context, req *hopperv1.HoldRequest) (*h
 		}
 	}
 	if changed {
-		w.s.client.WorkerAPI().RemoteQueuesChanged()
+		w.s.api.RemoteQueuesChanged()
 	}
 	return &hopperv1.HoldResponse{}, nil
 }

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"github.com/hopperjobs/hopper/internal/workerapi"
 	"net/http"
 	"strings"
 	"testing"
@@ -64,7 +65,7 @@ func TestJobMetricsCountRemoteAttempts(t *testing.T) {
 		Fail: &hopperv1.FailRequest{Id: a[2].GetId(), LeaseToken: a[2].GetLeaseToken(), Error: "again"}}}}})
 	require.NoError(t, err)
 	require.Equal(t, "ok", res.GetOutcomes()[0].GetCode())
-	_, err = s.client.WorkerAPI().RescueJobs(ctx, []hopper.LeaseRef{{ID: a[3].GetId(), Token: a[3].GetLeaseToken()}}, "gone")
+	_, err = workerapi.Of(s.client).RescueJobs(ctx, []workerapi.LeaseRef{{ID: a[3].GetId(), Token: a[3].GetLeaseToken()}}, "gone")
 	require.NoError(t, err)
 
 	body := scrape(t, e.url)

@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"fmt"
+	"github.com/hopperjobs/hopper/internal/workerapi"
 	"testing"
 	"time"
 
@@ -206,7 +207,7 @@ func TestActivateSharesMaxJobsBetweenQueuesByWeight(t *testing.T) {
 func TestBadQueuesAreInvalidArgumentNamingTheField(t *testing.T) {
 	t.Parallel()
 	e := start(t)
-	many := make([]string, hopper.MaxActivateQueues+1)
+	many := make([]string, workerapi.MaxActivateQueues+1)
 	for i := range many {
 		many[i] = fmt.Sprintf("q%d", i)
 	}
@@ -216,7 +217,7 @@ func TestBadQueuesAreInvalidArgumentNamingTheField(t *testing.T) {
 		field  string
 	}{
 		{"", many, "queues"},
-		{"extra", many[:hopper.MaxActivateQueues], "queues"},
+		{"extra", many[:workerapi.MaxActivateQueues], "queues"},
 		{"", []string{"a", ""}, "queues[1]"},
 		{"", []string{"bad queue"}, "queues[0]"},
 		{"", []string{"a", "b\x00"}, "queues[1]"},
@@ -244,7 +245,7 @@ func TestBadQueuesAreInvalidArgumentNamingTheField(t *testing.T) {
 	}
 	// A queue named twice counts once.
 	_, err := e.workers.Activate(t.Context(), &hopperv1.ActivateRequest{Worker: "w", Queue: "a",
-		Queues: append([]string{"a"}, many[:hopper.MaxActivateQueues-1]...)})
+		Queues: append([]string{"a"}, many[:workerapi.MaxActivateQueues-1]...)})
 	require.NoError(t, err)
 }
 

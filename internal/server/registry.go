@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"github.com/hopperjobs/hopper/internal/workerapi"
 	"sort"
 	"strconv"
 	"sync"
@@ -18,8 +19,8 @@ type registry struct {
 	mu      sync.Mutex
 	nextID  int64
 	streams map[string]*stream
-	byJob   map[hopper.LeaseRef]*stream // unfinished streamed jobs
-	workers map[string]*workerInfo      // by worker name and queue
+	byJob   map[workerapi.LeaseRef]*stream // unfinished streamed jobs
+	workers map[string]*workerInfo         // by worker name and queue
 	// pushedTotal counts the jobs every stream ever pushed (hopper_stream_jobs_pushed_total).
 	pushedTotal atomic.Int64
 }
@@ -42,7 +43,7 @@ type workerInfo struct {
 type claimWait struct{ cancel context.CancelFunc }
 
 func newRegistry() *registry {
-	return &registry{streams: map[string]*stream{}, byJob: map[hopper.LeaseRef]*stream{}, workers: map[string]*workerInfo{}}
+	return &registry{streams: map[string]*stream{}, byJob: map[workerapi.LeaseRef]*stream{}, workers: map[string]*workerInfo{}}
 }
 
 // workerTTL is how long an idle worker stays in the registry after its last request.
@@ -122,7 +123,7 @@ type stream struct {
 	ws         []*workerInfo // its worker's entries, one per queue (kept while the stream is open)
 
 	reg      *registry
-	inflight map[hopper.LeaseRef]*held // guarded by reg.mu
+	inflight map[workerapi.LeaseRef]*held // guarded by reg.mu
 	// caller is who opened the stream; end ends it, with a cause (a revoked key).
 	caller *Principal
 	end    context.CancelCauseFunc
@@ -139,7 +140,7 @@ func (r *registry) open(st *stream, at time.Time) *stream {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.nextID++
-	st.id, st.opened, st.reg, st.inflight = strconv.FormatInt(r.nextID, 10), at, r, map[hopper.LeaseRef]*held{}
+	st.id, st.opened, st.reg, st.inflight = strconv.FormatInt(r.nextID, 10), at, r, map[workerapi.LeaseRef]*held{}
 	for _, q := range st.queues {
 		st.ws = append(st.ws, r.workerLocked(st.worker, q, at))
 	}
@@ -150,7 +151,7 @@ func (r *registry) open(st *stream, at time.Time) *stream {
 // close forgets the stream and returns the jobs claimed for it but never sent, and with
 // pushed, also those pushed to the worker and not reported on yet. Otherwise the jobs pushed
 // are the worker's to report on (closeStream).
-func (r *registry) close(st *stream, pushed bool) (unsent []hopper.LeaseRef) {
+func (r *registry) close(st *stream, pushed bool) (unsent []workerapi.LeaseRef) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.streams, st.id)
@@ -160,7 +161,7 @@ func (r *registry) close(st *stream, pushed bool) (unsent []hopper.LeaseRef) {
 		}
 		delete(r.byJob, ref)
 	}
-	st.inflight = map[hopper.LeaseRef]*held{}
+	st.inflight = map[workerapi.LeaseRef]*held{}
 	return unsent
 }
 
@@ -186,7 +187,7 @@ func (st *stream) wake() {
 }
 
 // hold records a job of queue pushed (or about to be pushed) to the stream.
-func (st *stream) hold(ref hopper.LeaseRef, queue string) {
+func (st *stream) hold(ref workerapi.LeaseRef, queue string) {
 	st.reg.mu.Lock()
 	defer st.reg.mu.Unlock()
 	st.inflight[ref] = &held{queue: queue}
@@ -194,7 +195,7 @@ func (st *stream) hold(ref hopper.LeaseRef, queue string) {
 }
 
 // sent records that a held job was pushed to the worker.
-func (st *stream) sent(ref hopper.LeaseRef) {
+func (st *stream) sent(ref workerapi.LeaseRef) {
 	st.pushed.Add(1)
 	st.reg.pushedTotal.Add(1)
 	st.reg.mu.Lock()
@@ -218,7 +219,7 @@ const (
 // holds: their credit is free at once, before the outcomes are written (a stream's throughput
 // would otherwise wait for every commit). A report's outcomes are noted together, so the
 // stream claims once for all of them.
-func (r *registry) reporting(refs ...hopper.LeaseRef) {
+func (r *registry) reporting(refs ...workerapi.LeaseRef) {
 	type freed struct {
 		st    *stream
 		queue string
@@ -249,7 +250,7 @@ func (st *stream) free(queue string) {
 }
 
 // done ends a streamed job's hold, if a stream holds it, freeing its credit.
-func (r *registry) done(ref hopper.LeaseRef, o outcome) {
+func (r *registry) done(ref workerapi.LeaseRef, o outcome) {
 	r.mu.Lock()
 	st := r.byJob[ref]
 	var h *held

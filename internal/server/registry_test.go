@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/hopperjobs/hopper/internal/workerapi"
 	"testing"
 	"time"
 
@@ -16,8 +17,8 @@ func TestReportedJobFreesItsCredit(t *testing.T) {
 	freed := map[string]int{}
 	st := r.open(&stream{worker: "w", queues: []string{"q"}, credit: 3, lease: time.Minute,
 		freed: func(q string) { freed[q]++ }}, time.Now())
-	a, b, c := hopper.LeaseRef{ID: "a", Token: 1}, hopper.LeaseRef{ID: "b", Token: 1}, hopper.LeaseRef{ID: "c", Token: 1}
-	for _, ref := range []hopper.LeaseRef{a, b, c} {
+	a, b, c := workerapi.LeaseRef{ID: "a", Token: 1}, workerapi.LeaseRef{ID: "b", Token: 1}, workerapi.LeaseRef{ID: "c", Token: 1}
+	for _, ref := range []workerapi.LeaseRef{a, b, c} {
 		st.hold(ref, "q")
 	}
 	st.sent(a)
@@ -26,13 +27,13 @@ func TestReportedJobFreesItsCredit(t *testing.T) {
 	require.Equal(t, 1, freed["q"], "the credit of a reported job is free")
 	r.reporting(a)
 	require.Equal(t, 1, freed["q"], "reported once")
-	r.reporting(hopper.LeaseRef{ID: "b", Token: 2})
+	r.reporting(workerapi.LeaseRef{ID: "b", Token: 2})
 	require.Equal(t, 1, freed["q"], "another attempt's report frees nothing")
 	r.done(a, outcomeCompleted)
 	require.Equal(t, 1, freed["q"], "freed when reported, not again when written")
 	r.done(b, outcomeLost)
 	require.Equal(t, 2, freed["q"], "a job that ends unreported frees its credit then")
-	require.Equal(t, []hopper.LeaseRef{c}, r.close(st, false), "only the unsent job goes back")
+	require.Equal(t, []workerapi.LeaseRef{c}, r.close(st, false), "only the unsent job goes back")
 }
 
 // A stream closed because its caller may no longer have it gives back the jobs it pushed and
@@ -40,13 +41,13 @@ func TestReportedJobFreesItsCredit(t *testing.T) {
 func TestStreamClosedForItsKeyGivesBackWhatWasPushed(t *testing.T) {
 	r := newRegistry()
 	st := r.open(&stream{worker: "w", queues: []string{"q"}, credit: 3, lease: time.Minute}, time.Now())
-	a, b, c := hopper.LeaseRef{ID: "a", Token: 1}, hopper.LeaseRef{ID: "b", Token: 1}, hopper.LeaseRef{ID: "c", Token: 1}
-	for _, ref := range []hopper.LeaseRef{a, b, c} {
+	a, b, c := workerapi.LeaseRef{ID: "a", Token: 1}, workerapi.LeaseRef{ID: "b", Token: 1}, workerapi.LeaseRef{ID: "c", Token: 1}
+	for _, ref := range []workerapi.LeaseRef{a, b, c} {
 		st.hold(ref, "q")
 		st.sent(ref)
 	}
 	r.reporting(a)
-	require.ElementsMatch(t, []hopper.LeaseRef{b, c}, r.close(st, true), "the reported job is its worker's")
+	require.ElementsMatch(t, []workerapi.LeaseRef{b, c}, r.close(st, true), "the reported job is its worker's")
 }
 
 // Contract 15: a held worker's streams have no free credit and its waiting claims end at
@@ -130,7 +131,7 @@ func TestStreamOnSeveralQueues(t *testing.T) {
 	done := r.seen("w", queues, nil, now, true)
 	freed := map[string]int{}
 	st := r.open(&stream{worker: "w", queues: queues, credit: 10, lease: time.Minute, freed: func(q string) { freed[q]++ }}, now)
-	a, b, c := hopper.LeaseRef{ID: "a", Token: 1}, hopper.LeaseRef{ID: "b", Token: 1}, hopper.LeaseRef{ID: "c", Token: 1}
+	a, b, c := workerapi.LeaseRef{ID: "a", Token: 1}, workerapi.LeaseRef{ID: "b", Token: 1}, workerapi.LeaseRef{ID: "c", Token: 1}
 	st.hold(a, "reports")
 	st.hold(b, "reports")
 	st.hold(c, "emails")

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hopperjobs/hopper/internal/workerapi"
 	"io"
 	"log/slog"
 	"net/http"
@@ -126,6 +127,7 @@ type Config struct {
 type Server struct {
 	cfg    Config
 	client *hopper.Client
+	api    workerapi.API // the client's side of the remote-worker protocol
 	clock  clock.Clock
 	// jobTimeout is the client's Config.JobTimeout, sent with every job to remote workers.
 	jobTimeout time.Duration
@@ -170,7 +172,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.OrReal(cfg.Client.Config().Clock)
 	}
-	s := &Server{cfg: cfg, client: cfg.Client, clock: cfg.Clock, jobTimeout: cfg.Client.Config().JobTimeout,
+	s := &Server{cfg: cfg, client: cfg.Client, api: workerapi.Of(cfg.Client), clock: cfg.Clock, jobTimeout: cfg.Client.Config().JobTimeout,
 		log: cfg.Logger, mux: http.NewServeMux(),
 		routes: map[string]Scope{}, errs: connecthttp.NewErrorWriter(), reg: newRegistry(), limits: newLimiter()}
 	s.shutdownCtx, s.shutdown = context.WithCancel(context.Background())
@@ -179,7 +181,7 @@ func New(cfg Config) (*Server, error) {
 		Clock: s.clock, Logger: s.log})
 
 	// The remote workers this server serves count in its node's heartbeat (awaiting compute).
-	cfg.Client.WorkerAPI().SetRemoteQueues(func() (queues, held []string) { return s.reg.queues(s.clock.Now()) })
+	workerapi.Of(cfg.Client).SetRemoteQueues(func() (queues, held []string) { return s.reg.queues(s.clock.Now()) })
 
 	traced, err := tracing(cfg.TracerProvider)
 	if err != nil {

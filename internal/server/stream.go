@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"github.com/hopperjobs/hopper/internal/workerapi"
 	"maps"
 	"sync"
 	"time"
@@ -11,6 +12,7 @@ import (
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
 	"github.com/hopperjobs/hopper/gen/hopper/v1/hopperv1connect"
 	"github.com/hopperjobs/hopper/internal/claim"
+	"github.com/hopperjobs/hopper/internal/store"
 )
 
 // streamCoalesce is how long a stream with little free credit waits for more before claiming.
@@ -36,7 +38,7 @@ type streamer struct {
 	st     *stream
 	out    hopperv1connect.WorkerServiceStreamJobsServerStream
 	ctx    context.Context // the stream's: the worker's request, a shutdown, a revoked key end it
-	params hopper.ActivateParams
+	params workerapi.ActivateParams
 	fetch  []string
 	loop   *claim.Loop[*hopper.JobRow]
 	// weights are those the loop shares credit by, for a stream on several queues; its
@@ -50,18 +52,19 @@ type streamer struct {
 }
 
 // newStreamer makes the stream's claim loop and registers the stream.
-func (w *workerService) newStreamer(ctx context.Context, req *hopperv1.StreamJobsRequest, params hopper.ActivateParams,
+func (w *workerService) newStreamer(ctx context.Context, req *hopperv1.StreamJobsRequest, params workerapi.ActivateParams,
 	out hopperv1connect.WorkerServiceStreamJobsServerStream, end context.CancelCauseFunc) (*streamer, error) {
 	s := w.s
 	queues := params.QueueNames()
 	sj := &streamer{w: w, out: out, ctx: ctx, params: params, fetch: req.GetFetchFields()}
 	sj.params.Queue, sj.params.Queues = "", nil // each claim names its lane's queue
 	credit := int(req.GetCredit())
-	cfg := claim.Config{Clock: s.clock, Units: credit, Batch: hopper.MaxActivateJobs, AheadLimit: credit,
-		MaxWait: claim.Unrenewed(params.LeaseDuration), Coalesce: streamCoalesce, Logger: s.log,
+	cfg := claim.Config{Clock: s.clock, Units: credit, Batch: workerapi.MaxActivateJobs, AheadLimit: credit,
+		AheadWithinShare: store.SerialWrites(s.client.Config().Store),
+		MaxWait:          claim.Unrenewed(params.LeaseDuration), Coalesce: streamCoalesce, Logger: s.log,
 		Poll: func() time.Duration { return streamRecheck }}
 	if len(queues) > 1 {
-		sj.weights = s.client.WorkerAPI().QueueWeights(ctx, queues)
+		sj.weights = s.api.QueueWeights(ctx, queues)
 	}
 	for _, q := range queues {
 		cfg.Lanes = append(cfg.Lanes, claim.LaneConfig{Name: q, Weight: sj.weights[q], Retry: s.streamClaims})
@@ -86,7 +89,7 @@ func (w *workerService) newStreamer(ctx context.Context, req *hopperv1.StreamJob
 // run claims and pushes until the stream ends, and returns why it ended: an error the worker
 // should act on, or nil when the worker itself went away.
 func (sj *streamer) run() error {
-	stop := sj.w.s.client.WorkerAPI().ListenFunc(sj.st.queues, sj.loop.Wake)
+	stop := sj.w.s.api.ListenFunc(sj.st.queues, sj.loop.Wake)
 	defer stop()
 	if err := sj.loop.Run(sj.ctx); err != nil {
 		return sj.endErr
@@ -103,7 +106,7 @@ func (sj *streamer) Claim(ctx context.Context, r claim.Request) claim.Result[*ho
 	sj.refreshWeights(ctx)
 	claimCtx, endClaim := s.reg.untilHeld(ctx, p.Worker, sj.st.queues, s.clock.Now())
 	defer endClaim()
-	got, err := s.client.WorkerAPI().ActivateQueues(claimCtx, p)
+	got, err := s.api.ActivateQueues(claimCtx, p)
 	out := claim.Result[*hopper.JobRow]{Err: err}
 	if got != nil {
 		out.Jobs, out.Restricted, out.Retry = sj.w.deliverable(ctx, got.Jobs), got.Restricted, got.Retry
@@ -123,7 +126,7 @@ func (sj *streamer) refreshWeights(ctx context.Context) {
 	if len(sj.st.queues) < 2 {
 		return
 	}
-	w := sj.w.s.client.WorkerAPI().QueueWeights(ctx, sj.st.queues)
+	w := sj.w.s.api.QueueWeights(ctx, sj.st.queues)
 	sj.mu.Lock()
 	defer sj.mu.Unlock()
 	if !maps.Equal(w, sj.weights) {
@@ -158,7 +161,7 @@ func (sj *streamer) Start(_ string, jobs []*hopper.JobRow) error {
 			return errStreamStopped
 		}
 		for _, a := range msg.Jobs {
-			st.sent(hopper.LeaseRef{ID: a.GetId(), Token: a.GetLeaseToken()})
+			st.sent(workerapi.LeaseRef{ID: a.GetId(), Token: a.GetLeaseToken()})
 		}
 	}
 	return nil
@@ -183,5 +186,5 @@ func (sj *streamer) GiveBack(_ string, jobs []*hopper.JobRow, why claim.Why) {
 	case claim.Returned:
 		text = "remote worker held by its resource governor"
 	}
-	sj.w.handBack(sj.ctx, refsOf(jobs), text, sj.w.s.client.WorkerAPI().ReturnJob)
+	sj.w.handBack(sj.ctx, refsOf(jobs), text, sj.w.s.api.ReturnJob)
 }

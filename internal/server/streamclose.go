@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"github.com/hopperjobs/hopper/internal/workerapi"
 	"sync"
 
 	"github.com/hopperjobs/hopper"
@@ -28,7 +29,7 @@ const reasonWorkerGone = "stream closed: worker went away"
 func (w *workerService) closeStream(ctx context.Context, st *stream, endErr error) {
 	cause := context.Cause(ctx)
 	lapsed := errors.Is(cause, errKeyRevoked) || errors.Is(cause, errKeyRequired)
-	w.handBack(ctx, w.s.reg.close(st, lapsed), w.closeReason(ctx, endErr), w.s.client.WorkerAPI().ReturnJob)
+	w.handBack(ctx, w.s.reg.close(st, lapsed), w.closeReason(ctx, endErr), w.s.api.ReturnJob)
 }
 
 // closeReason says why a stream ended: the server ended it, or the worker went away. ctx is
@@ -49,13 +50,13 @@ func (w *workerService) closeReason(ctx context.Context, endErr error) string {
 
 // release gives jobs back to their queue at once at the worker's request, without consuming
 // their attempts.
-func (w *workerService) release(ctx context.Context, refs []hopper.LeaseRef, why string) {
-	w.handBack(ctx, refs, why, w.s.client.WorkerAPI().ReleaseJob)
+func (w *workerService) release(ctx context.Context, refs []workerapi.LeaseRef, why string) {
+	w.handBack(ctx, refs, why, w.s.api.ReleaseJob)
 }
 
 // handBack gives jobs back through give (the client's ReleaseJob or ReturnJob), concurrently,
 // so the completer writes them in a few transactions. Stale leases are skipped.
-func (w *workerService) handBack(ctx context.Context, refs []hopper.LeaseRef, why string,
+func (w *workerService) handBack(ctx context.Context, refs []workerapi.LeaseRef, why string,
 	give func(ctx context.Context, id string, token int64, why string) error) {
 	if len(refs) == 0 {
 		return

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"github.com/hopperjobs/hopper/internal/workerapi"
 	"testing"
 	"time"
 
@@ -93,7 +94,7 @@ func TestShutdownLeavesStreamedJobsToTheirWorker(t *testing.T) {
 	require.Equal(t, "running", got.GetState())
 	require.Equal(t, job.GetLeaseToken(), got.GetLeaseToken(), "still the worker's attempt")
 	// The worker reports to another node of the cluster (here: the library on the same store).
-	require.NoError(t, e.hopper.WorkerAPI().CompleteJob(t.Context(), id, job.GetLeaseToken(), nil))
+	require.NoError(t, workerapi.Of(e.hopper).CompleteJob(t.Context(), id, job.GetLeaseToken(), nil))
 	require.Equal(t, "completed", e.get(t, id).GetState())
 	require.Equal(t, int32(0), e.get(t, id).GetRescues())
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/hopperjobs/hopper/internal/workerapi"
 	"io"
 	"net/http"
 	"net/url"
@@ -364,7 +365,7 @@ func TestActivatedJobsThatCannotBeSentGoBackAtOnce(t *testing.T) {
 	t.Parallel()
 	e := start(t)
 	job := e.enqueue(t, "k", `{}`)
-	claimed, err := e.hopper.WorkerAPI().Activate(t.Context(), hopper.ActivateParams{Worker: "w", LeaseDuration: time.Hour})
+	claimed, err := workerapi.Of(e.hopper).Activate(t.Context(), workerapi.ActivateParams{Worker: "w", LeaseDuration: time.Hour})
 	require.NoError(t, err)
 	require.Len(t, claimed, 1)
 	handler := e.srv.ReleaseUnsent(func(_ context.Context, _ connect.Spec, stream connect.ServerStream) error {

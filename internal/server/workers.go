@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/hopperjobs/hopper/internal/workerapi"
 	"sync"
 	"time"
 
@@ -17,7 +18,7 @@ import (
 )
 
 // MaxCredit bounds a stream's credit.
-const MaxCredit = hopper.MaxStreamCredit
+const MaxCredit = workerapi.MaxStreamCredit
 
 // defaultLease is a remote job's lease when the worker names none.
 const defaultLease = 30 * time.Second
@@ -51,7 +52,7 @@ func (w *workerService) Activate(ctx context.Context, req *hopperv1.ActivateRequ
 		}
 		defer release()
 	}
-	params := hopper.ActivateParams{
+	params := workerapi.ActivateParams{
 		Worker: req.GetWorker(), Queue: req.GetQueue(), Queues: req.GetQueues(), Kinds: req.GetKinds(),
 		MaxJobs: int(req.GetMaxJobs()), Ahead: int(req.GetAhead()), LeaseDuration: fromDur(req.GetLeaseTimeout()), Wait: wait,
 	}
@@ -65,7 +66,7 @@ func (w *workerService) Activate(ctx context.Context, req *hopperv1.ActivateRequ
 	done := s.reg.seen(req.GetWorker(), queues, req.GetKinds(), s.clock.Now(), false)
 	claimCtx, endClaim := s.reg.untilHeld(ctx, req.GetWorker(), queues, s.clock.Now())
 	defer endClaim()
-	got, err := s.client.WorkerAPI().ActivateQueues(claimCtx, params)
+	got, err := s.api.ActivateQueues(claimCtx, params)
 	var jobs []*hopper.JobRow
 	if got != nil {
 		jobs = w.deliverable(ctx, got.Jobs)
@@ -83,9 +84,9 @@ func (w *workerService) Activate(ctx context.Context, req *hopperv1.ActivateRequ
 	if callCtx.Err() != nil && len(jobs) > 0 {
 		// The caller gave up as the jobs were claimed: give them back rather than let them
 		// wait for their leases.
-		refs := make([]hopper.LeaseRef, len(jobs))
+		refs := make([]workerapi.LeaseRef, len(jobs))
 		for i, j := range jobs {
-			refs[i] = hopper.LeaseRef{ID: j.ID, Token: j.Token}
+			refs[i] = workerapi.LeaseRef{ID: j.ID, Token: j.Token}
 		}
 		w.release(ctx, refs, "activation abandoned by the worker")
 		return nil, rpcError("activate", callCtx.Err())
@@ -141,15 +142,15 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 }
 
 // streamParams checks a stream's request.
-func streamParams(req *hopperv1.StreamJobsRequest) (hopper.ActivateParams, error) {
+func streamParams(req *hopperv1.StreamJobsRequest) (workerapi.ActivateParams, error) {
 	if credit := req.GetCredit(); credit < 1 || credit > MaxCredit {
-		return hopper.ActivateParams{}, invalidArg("credit", "must be 1–1000")
+		return workerapi.ActivateParams{}, invalidArg("credit", "must be 1–1000")
 	}
 	lease := fromDur(req.GetLeaseTimeout())
 	if lease == 0 {
 		lease = defaultLease
 	}
-	params := hopper.ActivateParams{Worker: req.GetWorker(), Queue: req.GetQueue(), Queues: req.GetQueues(),
+	params := workerapi.ActivateParams{Worker: req.GetWorker(), Queue: req.GetQueue(), Queues: req.GetQueues(),
 		Kinds: req.GetKinds(), MaxJobs: 1, LeaseDuration: lease}
 	if err := params.Check(); err != nil {
 		return params, rpcError("stream jobs", err)
@@ -173,10 +174,10 @@ func (w *workerService) ended(ctx context.Context) error {
 }
 
 // refsOf names the attempts of jobs.
-func refsOf(jobs []*hopper.JobRow) []hopper.LeaseRef {
-	refs := make([]hopper.LeaseRef, len(jobs))
+func refsOf(jobs []*hopper.JobRow) []workerapi.LeaseRef {
+	refs := make([]workerapi.LeaseRef, len(jobs))
 	for i, j := range jobs {
-		refs[i] = hopper.LeaseRef{ID: j.ID, Token: j.Token}
+		refs[i] = workerapi.LeaseRef{ID: j.ID, Token: j.Token}
 	}
 	return refs
 }
@@ -184,7 +185,7 @@ func refsOf(jobs []*hopper.JobRow) []hopper.LeaseRef {
 // holdAll records jobs as held by the stream.
 func (w *workerService) holdAll(st *stream, jobs []*hopper.JobRow) {
 	for _, j := range jobs {
-		st.hold(hopper.LeaseRef{ID: j.ID, Token: j.Token}, j.Queue)
+		st.hold(workerapi.LeaseRef{ID: j.ID, Token: j.Token}, j.Queue)
 	}
 }
 
@@ -248,7 +249,7 @@ func (w *workerService) deliverable(ctx context.Context, jobs []*hopper.JobRow) 
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
 	concurrently(len(bad), 32, func(i int) {
-		if err := w.s.client.WorkerAPI().FailUndeliverable(ctx, bad[i], whys[i]); err != nil {
+		if err := w.s.api.FailUndeliverable(ctx, bad[i], whys[i]); err != nil {
 			w.s.log.Error("fail undeliverable job", "job_id", apiview.Text(bad[i].ID), "why", whys[i], "err", err)
 			return
 		}
@@ -283,12 +284,12 @@ func (a *activateStream) Send(msg any) error {
 	if err == nil || !ok || len(res.GetJobs()) == 0 {
 		return err
 	}
-	refs := make([]hopper.LeaseRef, len(res.GetJobs()))
+	refs := make([]workerapi.LeaseRef, len(res.GetJobs()))
 	for i, j := range res.GetJobs() {
-		refs[i] = hopper.LeaseRef{ID: j.GetId(), Token: j.GetLeaseToken()}
+		refs[i] = workerapi.LeaseRef{ID: j.GetId(), Token: j.GetLeaseToken()}
 	}
 	a.w.s.log.Warn("activated jobs could not be sent; released", "jobs", len(refs), "err", err)
-	a.w.handBack(a.ctx, refs, "the answer to the worker could not be sent", a.w.s.client.WorkerAPI().ReturnJob)
+	a.w.handBack(a.ctx, refs, "the answer to the worker could not be sent", a.w.s.api.ReturnJob)
 	return err
 }
 
@@ -304,7 +305,7 @@ func concurrently(n, limit int, fn func(i int)) {
 }
 
 // finished updates the stream registry after a call that ends or may end an attempt.
-func (w *workerService) finished(ref hopper.LeaseRef, o outcome, err error) {
+func (w *workerService) finished(ref workerapi.LeaseRef, o outcome, err error) {
 	switch {
 	case err == nil:
 		w.s.reg.done(ref, o)
@@ -318,9 +319,9 @@ func (w *workerService) Complete(ctx context.Context, req *hopperv1.CompleteRequ
 	if req.GetResult() != "" {
 		result = json.RawMessage(req.GetResult())
 	}
-	ref := hopper.LeaseRef{ID: req.GetId(), Token: req.GetLeaseToken()}
+	ref := workerapi.LeaseRef{ID: req.GetId(), Token: req.GetLeaseToken()}
 	w.s.reg.reporting(ref)
-	err := w.s.client.WorkerAPI().CompleteJob(ctx, ref.ID, ref.Token, result)
+	err := w.s.api.CompleteJob(ctx, ref.ID, ref.Token, result)
 	w.finished(ref, outcomeCompleted, err)
 	if err != nil {
 		return nil, rpcError("complete job", err)
@@ -329,7 +330,7 @@ func (w *workerService) Complete(ctx context.Context, req *hopperv1.CompleteRequ
 }
 
 func (w *workerService) Fail(ctx context.Context, req *hopperv1.FailRequest) (*hopperv1.FailResponse, error) {
-	p := hopper.FailParams{Error: req.GetError(), Outcome: hopper.Outcome(req.GetOutcome()),
+	p := workerapi.FailParams{Error: req.GetError(), Outcome: hopper.Outcome(req.GetOutcome()),
 		Stack: req.GetStack(), NoRetry: req.GetNoRetry(), KindPolicy: fromPolicy(req.GetRetryPolicy())}
 	if req.Retries != nil {
 		n := int(req.GetRetries())
@@ -339,9 +340,9 @@ func (w *workerService) Fail(ctx context.Context, req *hopperv1.FailRequest) (*h
 		d := req.GetRetryBackoff().AsDuration()
 		p.Backoff = &d
 	}
-	ref := hopper.LeaseRef{ID: req.GetId(), Token: req.GetLeaseToken()}
+	ref := workerapi.LeaseRef{ID: req.GetId(), Token: req.GetLeaseToken()}
 	w.s.reg.reporting(ref)
-	res, err := w.s.client.WorkerAPI().FailJob(ctx, ref.ID, ref.Token, p)
+	res, err := w.s.api.FailJob(ctx, ref.ID, ref.Token, p)
 	w.finished(ref, outcomeFailed, err)
 	if err != nil {
 		return nil, rpcError("fail job", err)
@@ -350,9 +351,9 @@ func (w *workerService) Fail(ctx context.Context, req *hopperv1.FailRequest) (*h
 }
 
 func (w *workerService) Release(ctx context.Context, req *hopperv1.ReleaseRequest) (*hopperv1.ReleaseResponse, error) {
-	ref := hopper.LeaseRef{ID: req.GetId(), Token: req.GetLeaseToken()}
+	ref := workerapi.LeaseRef{ID: req.GetId(), Token: req.GetLeaseToken()}
 	w.s.reg.reporting(ref)
-	err := w.s.client.WorkerAPI().ReleaseJob(ctx, ref.ID, ref.Token, req.GetReason())
+	err := w.s.api.ReleaseJob(ctx, ref.ID, ref.Token, req.GetReason())
 	w.finished(ref, outcomeReleased, err)
 	if err != nil {
 		return nil, rpcError("release job", err)
@@ -361,9 +362,9 @@ func (w *workerService) Release(ctx context.Context, req *hopperv1.ReleaseReques
 }
 
 func (w *workerService) Snooze(ctx context.Context, req *hopperv1.SnoozeRequest) (*hopperv1.SnoozeResponse, error) {
-	ref := hopper.LeaseRef{ID: req.GetId(), Token: req.GetLeaseToken()}
+	ref := workerapi.LeaseRef{ID: req.GetId(), Token: req.GetLeaseToken()}
 	w.s.reg.reporting(ref)
-	err := w.s.client.WorkerAPI().SnoozeJob(ctx, ref.ID, ref.Token, fromDur(req.GetDelay()))
+	err := w.s.api.SnoozeJob(ctx, ref.ID, ref.Token, fromDur(req.GetDelay()))
 	w.finished(ref, outcomeReleased, err)
 	if err != nil {
 		return nil, rpcError("snooze job", err)
@@ -372,9 +373,9 @@ func (w *workerService) Snooze(ctx context.Context, req *hopperv1.SnoozeRequest)
 }
 
 func (w *workerService) Suspend(ctx context.Context, req *hopperv1.SuspendRequest) (*hopperv1.SuspendResponse, error) {
-	ref := hopper.LeaseRef{ID: req.GetId(), Token: req.GetLeaseToken()}
+	ref := workerapi.LeaseRef{ID: req.GetId(), Token: req.GetLeaseToken()}
 	w.s.reg.reporting(ref)
-	var opts hopper.SuspendOpts
+	var opts workerapi.SuspendParams
 	if t := req.GetUntil(); t != nil {
 		opts.Until = t.AsTime()
 	}
@@ -385,7 +386,7 @@ func (w *workerService) Suspend(ctx context.Context, req *hopperv1.SuspendReques
 	if req.GetCheckpoint() != "" {
 		checkpoint = json.RawMessage(req.GetCheckpoint())
 	}
-	err := w.s.client.WorkerAPI().SuspendJob(ctx, ref.ID, ref.Token, checkpoint, opts)
+	err := w.s.api.SuspendJob(ctx, ref.ID, ref.Token, checkpoint, opts)
 	w.finished(ref, outcomeReleased, err)
 	if err != nil {
 		return nil, rpcError("suspend job", err)
@@ -395,9 +396,9 @@ func (w *workerService) Suspend(ctx context.Context, req *hopperv1.SuspendReques
 
 func (w *workerService) ExtendLease(ctx context.Context, req *hopperv1.ExtendLeaseRequest) (*hopperv1.ExtendLeaseResponse, error) {
 	d := fromDur(req.GetDuration())
-	until, err := w.s.client.WorkerAPI().ExtendJobLease(ctx, req.GetId(), req.GetLeaseToken(), d)
+	until, err := w.s.api.ExtendJobLease(ctx, req.GetId(), req.GetLeaseToken(), d)
 	if errors.Is(err, hopper.ErrLeaseLost) {
-		w.finished(hopper.LeaseRef{ID: req.GetId(), Token: req.GetLeaseToken()}, outcomeLost, err)
+		w.finished(workerapi.LeaseRef{ID: req.GetId(), Token: req.GetLeaseToken()}, outcomeLost, err)
 	}
 	if err != nil {
 		return nil, rpcError("extend lease", err)
@@ -406,14 +407,14 @@ func (w *workerService) ExtendLease(ctx context.Context, req *hopperv1.ExtendLea
 }
 
 func (w *workerService) Heartbeat(ctx context.Context, req *hopperv1.HeartbeatRequest) (*hopperv1.HeartbeatResponse, error) {
-	if err := w.s.client.WorkerAPI().HeartbeatJob(ctx, req.GetId(), req.GetLeaseToken()); err != nil {
+	if err := w.s.api.HeartbeatJob(ctx, req.GetId(), req.GetLeaseToken()); err != nil {
 		return nil, rpcError("heartbeat", err)
 	}
 	return &hopperv1.HeartbeatResponse{}, nil
 }
 
 func (w *workerService) ReportProgress(ctx context.Context, req *hopperv1.ReportProgressRequest) (*hopperv1.ReportProgressResponse, error) {
-	err := w.s.client.WorkerAPI().ReportJobProgress(ctx, req.GetId(), req.GetLeaseToken(), int(req.GetPercent()), req.GetMessage())
+	err := w.s.api.ReportJobProgress(ctx, req.GetId(), req.GetLeaseToken(), int(req.GetPercent()), req.GetMessage())
 	if err != nil {
 		return nil, rpcError("report progress", err)
 	}
@@ -438,7 +439,7 @@ func (w *workerService) report(ctx context.Context, req *hopperv1.ReportRequest)
 	outcomes, renewals := req.GetOutcomes(), req.GetRenewals()
 	res := &hopperv1.ReportResponse{Outcomes: make([]*hopperv1.Verdict, len(outcomes)),
 		Renewals: make([]*hopperv1.Verdict, len(renewals))}
-	refs := make([]hopper.LeaseRef, 0, len(outcomes))
+	refs := make([]workerapi.LeaseRef, 0, len(outcomes))
 	for _, o := range outcomes {
 		if ref, ok := refOf(o); ok {
 			refs = append(refs, ref)
@@ -447,7 +448,7 @@ func (w *workerService) report(ctx context.Context, req *hopperv1.ReportRequest)
 	w.s.reg.reporting(refs...)
 	// Every item at once (at most maxReportItems), the outcomes as one batch: the completer
 	// writes them together.
-	batch := w.s.client.WorkerAPI().Batch(len(outcomes))
+	batch := w.s.api.Batch(len(outcomes))
 	concurrently(len(outcomes)+len(renewals), maxReportItems, func(i int) {
 		if i < len(outcomes) {
 			ctx, end := batch.Item(ctx)
@@ -488,7 +489,7 @@ func (w *workerService) outcome(ctx context.Context, o *hopperv1.Outcome) (*hopp
 }
 
 // refOf names the attempt an outcome is about.
-func refOf(o *hopperv1.Outcome) (hopper.LeaseRef, bool) {
+func refOf(o *hopperv1.Outcome) (workerapi.LeaseRef, bool) {
 	var m interface {
 		GetId() string
 		GetLeaseToken() int64
@@ -505,9 +506,9 @@ func refOf(o *hopperv1.Outcome) (hopper.LeaseRef, bool) {
 	case *hopperv1.Outcome_Suspend:
 		m = x.Suspend
 	default:
-		return hopper.LeaseRef{}, false
+		return workerapi.LeaseRef{}, false
 	}
-	return hopper.LeaseRef{ID: m.GetId(), Token: m.GetLeaseToken()}, true
+	return workerapi.LeaseRef{ID: m.GetId(), Token: m.GetLeaseToken()}, true
 }
 
 // verdict is the answer to one item that ended with err, as the single-item call would have

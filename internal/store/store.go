@@ -16,10 +16,10 @@ import (
 // Errors every store returns for the cases callers must tell apart.
 var (
 	// ErrNotFound: no job (or other object) with that id.
-	ErrNotFound = errors.New("not found")
+	ErrNotFound = hoppertype.ErrNotFound
 	// ErrLeaseLost: the fencing token presented is not the job's current lease (the job was
 	// rescued, re-claimed, canceled or finished). Nothing was changed.
-	ErrLeaseLost = errors.New("lease lost: fencing token is not the current lease")
+	ErrLeaseLost = hoppertype.ErrLeaseLost
 	// ErrDuplicate: an idempotency key already names a job with a different payload.
 	ErrDuplicate = errors.New("duplicate idempotency key with a different payload")
 	// ErrInvalidTransition: the state machine does not allow the move.
@@ -29,7 +29,7 @@ var (
 	// ErrInvalid: a value the store cannot keep (a NUL byte or bytes that are not UTF-8 in
 	// text PostgreSQL keeps, a number or time out of its range). Callers validate first; a
 	// store returns it so that bad input it still receives is the caller's error, not its own.
-	ErrInvalid = errors.New("invalid input")
+	ErrInvalid = hoppertype.ErrInvalid
 )
 
 // ErrUnavailable: the database cannot be reached or cannot take writes right now (connection
@@ -38,6 +38,14 @@ var (
 // lost while it committed may have taken effect: retry what is idempotent (fenced outcomes,
 // enqueues with an idempotency key). Stores wrap it around the driver's error.
 var ErrUnavailable = errors.New("store unavailable")
+
+// SerialWrites reports whether st runs its writes one at a time (SQLite's one writer): a large
+// claim then holds up every write behind it, and claimers keep their claims ahead within
+// their share of the units (claim.Config.AheadWithinShare).
+func SerialWrites(st any) bool {
+	s, ok := st.(interface{ SerialWrites() bool })
+	return ok && s.SerialWrites()
+}
 
 // Store is what the engine and the client need from a database. Implementations are safe for
 // concurrent use. Times are taken from the store's clock unless a parameter says otherwise.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/hopperjobs/hopper/internal/workerapi"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -133,12 +134,12 @@ func (in roundTrip) throughClient(t *testing.T, c *hopper.Client) (accepted bool
 	if in.op&opWorker != 0 {
 		worker = in.text
 	}
-	params := hopper.ActivateParams{Worker: worker, Queue: job.Queue, Kinds: []string{job.Kind}}
-	claimed, err := c.WorkerAPI().Activate(ctx, params)
+	params := workerapi.ActivateParams{Worker: worker, Queue: job.Queue, Kinds: []string{job.Kind}}
+	claimed, err := workerapi.Of(c).Activate(ctx, params)
 	if err != nil {
 		requireRefused(t, err, "activate as "+worker, "worker")
 		params.Worker, worker = "fuzz-worker", "fuzz-worker"
-		claimed, err = c.WorkerAPI().Activate(ctx, params)
+		claimed, err = workerapi.Of(c).Activate(ctx, params)
 		require.NoError(t, err)
 	}
 	require.Len(t, claimed, 1, "the job just enqueued is claimed")
@@ -146,7 +147,7 @@ func (in roundTrip) throughClient(t *testing.T, c *hopper.Client) (accepted bool
 	job = claimed[0]
 	require.Equal(t, worker, job.WorkerID)
 
-	if err := c.WorkerAPI().ReportJobProgress(ctx, job.ID, job.Token, 50, in.text); err != nil {
+	if err := workerapi.Of(c).ReportJobProgress(ctx, job.ID, job.Token, 50, in.text); err != nil {
 		requireRefused(t, err, "progress", "message")
 	} else {
 		require.Equal(t, in.text, in.get(t, c, job.ID).ProgressMessage, "progress message")
@@ -204,9 +205,9 @@ func (in roundTrip) enqueue(t *testing.T, c *hopper.Client) (*hopper.JobRow, boo
 func (in roundTrip) complete(t *testing.T, c *hopper.Client, job *hopper.JobRow) {
 	t.Helper()
 	result := in.json()
-	if err := c.WorkerAPI().CompleteJob(t.Context(), job.ID, job.Token, result); err != nil {
+	if err := workerapi.Of(c).CompleteJob(t.Context(), job.ID, job.Token, result); err != nil {
 		requireRefused(t, err, "complete", "result")
-		require.NoError(t, c.WorkerAPI().CompleteJob(t.Context(), job.ID, job.Token, nil))
+		require.NoError(t, workerapi.Of(c).CompleteJob(t.Context(), job.ID, job.Token, nil))
 		return
 	}
 	got := in.get(t, c, job.ID)
@@ -217,12 +218,12 @@ func (in roundTrip) complete(t *testing.T, c *hopper.Client, job *hopper.JobRow)
 func (in roundTrip) fail(t *testing.T, c *hopper.Client, job *hopper.JobRow, worker string) {
 	t.Helper()
 	none := 0
-	_, err := c.WorkerAPI().FailJob(t.Context(), job.ID, job.Token, hopper.FailParams{Error: in.text, RetriesLeft: &none})
+	_, err := workerapi.Of(c).FailJob(t.Context(), job.ID, job.Token, workerapi.FailParams{Error: in.text, RetriesLeft: &none})
 	want := in.text
 	if err != nil {
 		requireRefused(t, err, "fail", "error")
 		want = "refused error text"
-		_, err = c.WorkerAPI().FailJob(t.Context(), job.ID, job.Token, hopper.FailParams{Error: want, RetriesLeft: &none})
+		_, err = workerapi.Of(c).FailJob(t.Context(), job.ID, job.Token, workerapi.FailParams{Error: want, RetriesLeft: &none})
 		require.NoError(t, err)
 	}
 	require.Equal(t, hopper.StateFailed, in.get(t, c, job.ID).State)
@@ -238,10 +239,10 @@ func (in roundTrip) suspend(t *testing.T, c *hopper.Client, job *hopper.JobRow) 
 	t.Helper()
 	ctx := t.Context()
 	payload := in.json()
-	err := c.WorkerAPI().SuspendJob(ctx, job.ID, job.Token, payload, hopper.SuspendOpts{})
+	err := workerapi.Of(c).SuspendJob(ctx, job.ID, job.Token, payload, workerapi.SuspendParams{})
 	if err != nil {
 		requireRefused(t, err, "suspend", "checkpoint")
-		require.NoError(t, c.WorkerAPI().SuspendJob(ctx, job.ID, job.Token, nil, hopper.SuspendOpts{}))
+		require.NoError(t, workerapi.Of(c).SuspendJob(ctx, job.ID, job.Token, nil, workerapi.SuspendParams{}))
 	} else {
 		require.Equal(t, string(payload), string(in.get(t, c, job.ID).Checkpoint), "checkpoint as sent")
 	}
@@ -255,9 +256,9 @@ func (in roundTrip) suspend(t *testing.T, c *hopper.Client, job *hopper.JobRow) 
 // release gives the job back with the text as reason, recorded as the attempt's error.
 func (in roundTrip) release(t *testing.T, c *hopper.Client, job *hopper.JobRow, worker string) {
 	t.Helper()
-	if err := c.WorkerAPI().ReleaseJob(t.Context(), job.ID, job.Token, in.text); err != nil {
+	if err := workerapi.Of(c).ReleaseJob(t.Context(), job.ID, job.Token, in.text); err != nil {
 		requireRefused(t, err, "release", "reason")
-		require.NoError(t, c.WorkerAPI().ReleaseJob(t.Context(), job.ID, job.Token, "refused reason"))
+		require.NoError(t, workerapi.Of(c).ReleaseJob(t.Context(), job.ID, job.Token, "refused reason"))
 		return
 	}
 	attempts, err := c.Attempts(t.Context(), job.ID)

@@ -1,0 +1,149 @@
+// Package field holds the rules a value from outside is checked against, one place for every
+// door (the Go API, the RPC API, the async endpoints, the CLI, the remote worker's own
+// configuration): text that is valid UTF-8 without NUL bytes, bounded lengths, names of kinds
+// and queues. A bad value is a *hoppertype.ValidationError naming the field. It imports no
+// store, so the remote worker checks its configuration by the server's rules without linking
+// one.
+package field
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/hopperjobs/hopper/hoppertype"
+)
+
+// Lengths of names, in bytes.
+const (
+	MaxKindLen  = 255
+	MaxQueueLen = 128
+)
+
+// Invalid is a *hoppertype.ValidationError of field, its reason formatted.
+func Invalid(field, format string, args ...any) error {
+	return &hoppertype.ValidationError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// Text refuses a string that is not valid UTF-8 or holds a NUL byte: PostgreSQL's text
+// refuses both, SQLite would keep them, and a job holding them could be neither shown through
+// the API (protobuf strings are UTF-8) nor handed to a remote worker.
+func Text(field, s string) error {
+	if why := TextProblem(s); why != "" {
+		return Invalid(field, "%s", why)
+	}
+	return nil
+}
+
+// TextProblem says what makes s unusable as text; "" when nothing does.
+func TextProblem(s string) string {
+	switch i := BadText(s); {
+	case i < 0:
+		return ""
+	case s[i] == 0:
+		return fmt.Sprintf("contains a NUL byte at byte %d", i)
+	default:
+		return fmt.Sprintf("not valid UTF-8 at byte %d", i)
+	}
+}
+
+// BadText returns the offset of the first byte that makes s unusable as text, or -1.
+func BadText(s string) int {
+	for i := 0; i < len(s); {
+		if s[i] == 0 {
+			return i
+		}
+		if s[i] < utf8.RuneSelf {
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			return i
+		}
+		i += n
+	}
+	return -1
+}
+
+// Limited is Text with a length limit in bytes.
+func Limited(field, s string, limit int) error {
+	if len(s) > limit {
+		return Invalid(field, "is %d bytes, more than %d", len(s), limit)
+	}
+	return Text(field, s)
+}
+
+// Kind checks a job kind's name: text, 1–MaxKindLen bytes, no white space or control
+// characters.
+func Kind(kind string) error {
+	if err := Text("kind", kind); err != nil {
+		return err
+	}
+	switch {
+	case kind == "":
+		return Invalid("kind", "is empty")
+	case len(kind) > MaxKindLen:
+		return Invalid("kind", "is %d bytes, more than %d", len(kind), MaxKindLen)
+	case strings.IndexFunc(kind, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0:
+		return Invalid("kind", "%q contains white space or control characters", kind)
+	}
+	return nil
+}
+
+// Queue checks a queue's name given in field: 1–MaxQueueLen characters, letters, digits and
+// '_', '-', '.', ':'.
+func Queue(field, q string) error {
+	if q == "" || len(q) > MaxQueueLen {
+		return Invalid(field, "%q must be 1–%d characters", q, MaxQueueLen)
+	}
+	for _, r := range q {
+		if !(r < unicode.MaxASCII && (unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune("_-.:", r))) {
+			return Invalid(field, "%q: only letters, digits, '_', '-', '.' and ':' are allowed", q)
+		}
+	}
+	return nil
+}
+
+// QueueNames returns the queues that queue and queues name together: queue, then queues,
+// each once; def when both are empty.
+func QueueNames(queue string, queues []string, def string) []string {
+	if queue == "" && len(queues) == 0 {
+		return []string{def}
+	}
+	names := queues
+	if queue != "" {
+		names = append([]string{queue}, queues...)
+	}
+	out := make([]string, 0, len(names))
+	for _, q := range names {
+		if !slices.Contains(out, q) {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+// Queues checks the queues a remote worker asks for: queue (unless empty, when queues are
+// named instead) and each of queues, named queues[i], at most most once merged.
+func Queues(queue string, queues []string, most int) error {
+	if len(queues) > most {
+		return Invalid("queues", "%d queues, more than %d", len(queues), most)
+	}
+	if queue != "" || len(queues) == 0 {
+		if err := Queue("queue", queue); err != nil {
+			return err
+		}
+	}
+	for i, q := range queues {
+		if err := Queue(fmt.Sprintf("queues[%d]", i), q); err != nil {
+			return err
+		}
+	}
+	if n := len(QueueNames(queue, queues, "")); n > most {
+		return Invalid("queues", "%d queues with queue, more than %d", n, most)
+	}
+	return nil
+}
