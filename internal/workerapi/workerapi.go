@@ -146,7 +146,9 @@ func (p ActivateParams) Check() error { return p.Validate(time.Minute) }
 
 // QueueNames returns the queues p asks for: Queue, then Queues, each once; "default" when
 // both are empty.
-func (p ActivateParams) QueueNames() []string { return field.QueueNames(p.Queue, p.Queues, DefaultQueue) }
+func (p ActivateParams) QueueNames() []string {
+	return field.QueueNames(p.Queue, p.Queues, DefaultQueue)
+}
 
 // Validate fills p's defaults (def: the lease) and checks it.
 func (p *ActivateParams) Validate(def time.Duration) error {
