@@ -2,26 +2,76 @@ package hopper
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/hopperjobs/hopper/internal/store"
+	"github.com/hopperjobs/hopper/internal/store/sqlite"
 	"github.com/stretchr/testify/require"
 )
+
+// claimWatch is a store that counts the claims that start and end, so that a test can wait
+// for a claim that started after some point to be over.
+type claimWatch struct {
+	*sqlite.Store
+	mu            sync.Mutex
+	started, done int
+	ended         chan struct{} // closed when a claim ends, then replaced
+}
+
+func (s *claimWatch) JobClaim(ctx context.Context, p *store.ClaimParams) ([]*JobRow, store.Hold, error) {
+	s.mu.Lock()
+	s.started++
+	s.mu.Unlock()
+	jobs, hold, err := s.Store.JobClaim(ctx, p)
+	s.mu.Lock()
+	s.done++
+	close(s.ended)
+	s.ended = make(chan struct{})
+	s.mu.Unlock()
+	return jobs, hold, err
+}
+
+// nextClaim waits until a claim that started after the call has ended, or ctx ends.
+func (s *claimWatch) nextClaim(ctx context.Context) {
+	s.mu.Lock()
+	want := s.started + 1 // more claims ended than had started: one of them started since
+	s.mu.Unlock()
+	for {
+		s.mu.Lock()
+		done, ended := s.done, s.ended
+		s.mu.Unlock()
+		if done >= want {
+			return
+		}
+		select {
+		case <-ended:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
 
 func TestKindLimitHoldsAcrossTheProcess(t *testing.T) {
 	t.Parallel()
 	ws := NewWorkers()
 	var running, peak atomic.Int32
+	var st *claimWatch
 	AddWorkerFunc(ws, func(ctx context.Context, job *Job[sendEmail]) error {
 		n := running.Add(1)
 		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
 		}
-		time.Sleep(time.Millisecond) // let the others try to start meanwhile
+		st.nextClaim(ctx) // the others try to start meanwhile
 		running.Add(-1)
 		return nil
 	})
-	b := setup(t, ws, func(c *Config) { c.MaxWorkers = 10; c.PollInterval = 5 * time.Millisecond; c.Clock = nil })
+	b := setup(t, ws, func(c *Config) {
+		c.MaxWorkers, c.PollInterval, c.Clock = 10, 5*time.Millisecond, nil
+		st = &claimWatch{Store: c.Store.(*sqlite.Store), ended: make(chan struct{})}
+		c.Store = st
+	})
 	require.NoError(t, b.client.SetLimit(t.Context(), Limit{Kind: "send-email", MaxRunning: 2}))
 	batch := make([]EnqueueParams, 30)
 	for i := range batch {

@@ -48,8 +48,15 @@ func ExampleClient_Replay() {
 		}
 	})
 	dead := make(chan string, 1)
+	// The observer tells when an attempt ends the job; a real program would keep running instead.
+	ended := make(chan string, 10)
+	ends := hopper.ObserverFunc(func(_ context.Context, ev hopper.JobEvent) {
+		if ev.Type == hopper.JobEnded && ev.State.Terminal() {
+			ended <- ev.JobID
+		}
+	})
 	client, err := hopper.NewClient(hopper.Config{
-		Store: st, Workers: workers,
+		Store: st, Workers: workers, Observers: []hopper.Observer{ends},
 		DeadLetterRetention: 30 * 24 * time.Hour, // keep dead letters a month
 		OnDeadLetter: func(ctx context.Context, job *hopper.JobRow) {
 			dead <- job.ID // page someone; this cannot change the dead letter
@@ -79,11 +86,13 @@ func ExampleClient_Replay() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	for replay.State != hopper.StateCompleted {
-		time.Sleep(10 * time.Millisecond)
-		if replay, err = client.Get(ctx, replay.ID); err != nil {
-			log.Fatal(err)
+	for jobID := range ended { // the original's end came first
+		if jobID == replay.ID {
+			break
 		}
+	}
+	if replay, err = client.Get(ctx, replay.ID); err != nil {
+		log.Fatal(err)
 	}
 	fmt.Println("replay", replay.ReplayCount, "of the original:", replay.OriginalID == id, "-", replay.State)
 	audit, err := client.Replays(ctx, &hopper.ReplayListParams{OriginalID: id})
@@ -115,7 +124,15 @@ func ExampleInsertOpts_resultTTL() {
 	hopper.AddWorkerFunc(workers, func(ctx context.Context, job *hopper.Job[Refund]) error {
 		return hopper.SetResult(ctx, map[string]int{"refunded": job.Args.OrderID})
 	})
-	client, err := hopper.NewClient(hopper.Config{Store: st, Workers: workers, ResultTTL: time.Hour})
+	// The observer tells when an attempt ends the job; a real program would keep running instead.
+	ended := make(chan string, 10)
+	ends := hopper.ObserverFunc(func(_ context.Context, ev hopper.JobEvent) {
+		if ev.Type == hopper.JobEnded && ev.State.Terminal() {
+			ended <- ev.JobID
+		}
+	})
+	client, err := hopper.NewClient(hopper.Config{Store: st, Workers: workers, ResultTTL: time.Hour,
+		Observers: []hopper.Observer{ends}})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -128,12 +145,10 @@ func ExampleInsertOpts_resultTTL() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	job := res.Job
-	for job.State != hopper.StateCompleted {
-		time.Sleep(10 * time.Millisecond)
-		if job, err = client.Get(ctx, job.ID); err != nil {
-			log.Fatal(err)
-		}
+	<-ended
+	job, err := client.Get(ctx, res.Job.ID)
+	if err != nil {
+		log.Fatal(err)
 	}
 	fmt.Println(string(job.Result), "kept for", job.ExpiresAt.Sub(job.FinishedAt).Round(time.Minute))
 	// Output:

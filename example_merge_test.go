@@ -6,7 +6,6 @@ import (
 	"log"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/hopperjobs/hopper"
 	"github.com/hopperjobs/hopper/sqlitestore"
@@ -42,7 +41,14 @@ func ExampleInsertOpts_mergeKey() {
 		}
 		return nil
 	})
-	client, err := hopper.NewClient(hopper.Config{Store: st, Workers: workers})
+	// The observer tells when an attempt ends the job; a real program would keep running instead.
+	ended := make(chan string, 10)
+	ends := hopper.ObserverFunc(func(_ context.Context, ev hopper.JobEvent) {
+		if ev.Type == hopper.JobEnded && ev.State.Terminal() {
+			ended <- ev.JobID
+		}
+	})
+	client, err := hopper.NewClient(hopper.Config{Store: st, Workers: workers, Observers: []hopper.Observer{ends}})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -65,17 +71,12 @@ func ExampleInsertOpts_mergeKey() {
 		log.Fatal(err)
 	}
 	defer client.Stop(ctx)
-	for {
-		job, err := client.Get(ctx, first.Job.ID)
-		if err != nil {
-			log.Fatal(err)
-		}
-		if job.State.Terminal() {
-			fmt.Println(job.State, string(job.Args))
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
+	<-ended
+	job, err := client.Get(ctx, first.Job.ID)
+	if err != nil {
+		log.Fatal(err)
 	}
+	fmt.Println(job.State, string(job.Args))
 	// Output:
 	// merged: false same job: true
 	// merged: true same job: true

@@ -52,7 +52,14 @@ func ExampleSuspend() {
 		fmt.Printf("order %d: resumed with checkpoint %s and decision %s\n", job.Args.Order, job.Checkpoint, job.ResumeData)
 		return nil
 	})
-	client, err := hopper.NewClient(hopper.Config{Store: st, Workers: workers})
+	// The observer tells how each attempt left the job; a real program would keep running instead.
+	ended := make(chan hopper.JobState, 10)
+	ends := hopper.ObserverFunc(func(_ context.Context, ev hopper.JobEvent) {
+		if ev.Type == hopper.JobEnded {
+			ended <- ev.State
+		}
+	})
+	client, err := hopper.NewClient(hopper.Config{Store: st, Workers: workers, Observers: []hopper.Observer{ends}})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -65,25 +72,21 @@ func ExampleSuspend() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	wait := func(state hopper.JobState) *hopper.JobRow {
-		for {
-			job, err := client.Get(ctx, res.Job.ID)
-			if err != nil {
-				log.Fatal(err)
-			}
-			if job.State == state {
-				return job
-			}
-			time.Sleep(5 * time.Millisecond)
+	wait := func() *hopper.JobRow { // for the attempt to end
+		<-ended
+		job, err := client.Get(ctx, res.Job.ID)
+		if err != nil {
+			log.Fatal(err)
 		}
+		return job
 	}
-	job := wait(hopper.StateSuspended)
+	job := wait()
 	fmt.Println("state:", job.State, "attempts used:", job.Attempt)
 
 	if _, err := client.Resume(ctx, res.Job.ID, decision{Approved: true, By: "ada"}); err != nil {
 		log.Fatal(err)
 	}
-	job = wait(hopper.StateCompleted)
+	job = wait()
 	fmt.Println("state:", job.State, "attempts used:", job.Attempt)
 	// Output:
 	// order 42: refund of 1500 checked, waiting for approval

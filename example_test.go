@@ -46,7 +46,14 @@ func ExampleAddWorkerFunc() {
 		}
 		return nil
 	})
-	client, err := hopper.NewClient(hopper.Config{Store: st, Workers: workers})
+	// The observer tells when an attempt ends the job; a real program would keep running instead.
+	ended := make(chan string, 10)
+	ends := hopper.ObserverFunc(func(_ context.Context, ev hopper.JobEvent) {
+		if ev.Type == hopper.JobEnded && ev.State.Terminal() {
+			ended <- ev.JobID
+		}
+	})
+	client, err := hopper.NewClient(hopper.Config{Store: st, Workers: workers, Observers: []hopper.Observer{ends}})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -59,17 +66,12 @@ func ExampleAddWorkerFunc() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	for {
-		job, err := client.Get(ctx, res.Job.ID)
-		if err != nil {
-			log.Fatal(err)
-		}
-		if job.State.Terminal() {
-			fmt.Println(job.State, "after", job.Attempt, "attempts")
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
+	<-ended
+	job, err := client.Get(ctx, res.Job.ID)
+	if err != nil {
+		log.Fatal(err)
 	}
+	fmt.Println(job.State, "after", job.Attempt, "attempts")
 	// Output:
 	// invoice 7, attempt 1 of 3
 	// invoice 7, attempt 2 of 3
@@ -94,7 +96,14 @@ func ExampleClient_Enqueue() {
 		log.Fatal(err)
 	}
 	defer st.Close() // after Stop
-	client, err := hopper.NewClient(hopper.Config{Store: st, Workers: workers})
+	// The observer tells when an attempt ends the job; a real program would keep running instead.
+	ended := make(chan string, 10)
+	ends := hopper.ObserverFunc(func(_ context.Context, ev hopper.JobEvent) {
+		if ev.Type == hopper.JobEnded && ev.State.Terminal() {
+			ended <- ev.JobID
+		}
+	})
+	client, err := hopper.NewClient(hopper.Config{Store: st, Workers: workers, Observers: []hopper.Observer{ends}})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -112,17 +121,12 @@ func ExampleClient_Enqueue() {
 	}
 	fmt.Println(res.Job.State, res.Job.MaxAttempts, res.Job.Timeout)
 
-	for { // a real program would keep running instead
-		job, err := client.Get(ctx, res.Job.ID)
-		if err != nil {
-			log.Fatal(err)
-		}
-		if job.State.Terminal() {
-			fmt.Println(job.State)
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
+	<-ended
+	job, err := client.Get(ctx, res.Job.ID)
+	if err != nil {
+		log.Fatal(err)
 	}
+	fmt.Println(job.State)
 	// Output:
 	// queued 5 30s
 	// completed

@@ -106,6 +106,7 @@ type outageNode struct {
 	client      *Client
 	store       *downStore
 	clock       *clock.Fake
+	leader      *Client    // node-0, with another leader
 	leaderStore *downStore // node-0's, with another leader
 	job         string
 	release     func()       // the handler returns
@@ -151,9 +152,8 @@ func newOutageCluster(t *testing.T, oc outageConfig) *outageNode {
 		return c, ds
 	}
 	if oc.anotherLeader {
-		var leader *Client
-		leader, n.leaderStore = open("node-0", nil)
-		require.Eventually(t, leader.IsLeader, 5*time.Second, time.Millisecond)
+		n.leader, n.leaderStore = open("node-0", nil)
+		require.Eventually(t, n.leader.IsLeader, 5*time.Second, time.Millisecond)
 	}
 	release := make(chan struct{})
 	n.release = sync.OnceFunc(func() { close(release) })
@@ -183,9 +183,9 @@ func newOutageCluster(t *testing.T, oc outageConfig) *outageNode {
 }
 
 // stepWhileLeading is step for a test that needs leader to keep its lease meanwhile: before
-// each second it waits (in real time) while the lease has less than half of its length left
-// until leader has renewed it, as it would have on a real clock. (On a loaded machine a
-// renewal may lag the fake clock by tens of seconds, and the lease lapse to another node.)
+// each second it requires (waiting in real time for the store to show it) that leader has
+// renewed the lease before less than half of its length was left, as it would on a real
+// clock.
 func (n *outageNode) stepWhileLeading(t *testing.T, leader string, d time.Duration) {
 	t.Helper()
 	for end := n.clock.Now().Add(d); n.clock.Now().Before(end); {
@@ -195,22 +195,62 @@ func (n *outageNode) stepWhileLeading(t *testing.T, leader string, d time.Durati
 			lease := due.Leader
 			return lease != nil && lease.NodeID == leader && lease.ExpiresAt.Sub(n.clock.Now()) > n.leaderTTL/2
 		}, 10*time.Second, time.Millisecond, "%s renews its lease", leader)
-		n.step(time.Second)
+		n.step(t, time.Second)
 	}
 }
 
-// step moves the clock forward by d, a second at a time, letting the loops run in between
-// (3 ms of real time a second: a leader's renewal that lags the clock by tens of seconds lets
-// its lease lapse, and another node takes it), and heartbeats the ghost's node while it is
-// alive.
-func (n *outageNode) step(d time.Duration) {
+// step moves the clock forward by d, a second at a time, and heartbeats the ghost's node while
+// it is alive. Before each second and after the last it waits until the loops wait on the
+// clock again (settle), so that they never lag it: a leader's renewal that lagged the clock
+// by tens of seconds would let its lease lapse, and another node take it.
+func (n *outageNode) step(t *testing.T, d time.Duration) {
+	t.Helper()
 	for end := n.clock.Now().Add(d); n.clock.Now().Before(end); {
 		if id := n.alive.Load(); id != nil {
 			_ = n.store.Store.NodeHeartbeat(context.Background(), &hoppertype.Node{ID: *id, Host: "h", PID: 1})
 		}
+		n.settle(t)
 		n.clock.Advance(time.Second)
-		time.Sleep(3 * time.Millisecond)
 	}
+	n.settle(t)
+}
+
+// settle waits until every loop of the cluster waits on the clock: node-1's producer and
+// lease keeper, and each node's maintaining loops (maintainerTimers).
+func (n *outageNode) settle(t *testing.T) {
+	t.Helper()
+	requireSettled(t, func() bool {
+		want := 2 + maintainerTimers(n.client)
+		if n.leader != nil {
+			want += maintainerTimers(n.leader)
+		}
+		return n.clock.Pending() == want
+	})
+}
+
+// maintainerTimers is how many of a maintaining client's loops wait on the clock between
+// looks: its node heartbeat and its elector always, and its maintainer and its scheduler
+// while it leads or, once it lost the lead, while they back off from a failing store (they
+// look at the lead again only when their backoff is over; otherwise they wait for an
+// election, not on the clock).
+func maintainerTimers(c *Client) int {
+	if c.IsLeader() {
+		return 4
+	}
+	n := 2
+	for _, l := range c.FailingLoops() {
+		if l.Name == "leader maintenance" || l.Name == "fire schedules" {
+			n++
+		}
+	}
+	return n
+}
+
+// requireSettled waits (in real time, up to 10 s) until settled reports that the loops wait
+// on the fake clock again.
+func requireSettled(t *testing.T, settled func() bool) {
+	t.Helper()
+	require.Eventually(t, settled, 10*time.Second, 200*time.Microsecond, "the loops wait on the clock again")
 }
 
 // renewer names the loop that keeps a live worker's job from a rescue: the lease keeper or the
@@ -229,19 +269,18 @@ func (n *outageNode) outage(t *testing.T, cut, period time.Duration, r renewer) 
 	failed, ok := r(n.store)
 	renewed := ok.Load()
 	n.store.down.Store(true)
-	n.step(cut)
+	n.step(t, cut)
 	before := failed.Load()
 	for i := 0; failed.Load() == before; i++ {
 		require.Less(t, i, 10_000, "the renewer tries during the outage")
 		n.clock.Advance(100 * time.Millisecond)
-		time.Sleep(time.Millisecond)
+		n.settle(t)
 	}
-	n.store.down.Store(false)
-	time.Sleep(20 * time.Millisecond) // the renewer plans its next try from now, not later
-	n.step(period)
+	n.store.down.Store(false) // the renewer plans its next try from now (step settles first)
+	n.step(t, period)
 	require.Eventually(t, func() bool { return ok.Load() > renewed }, 10*time.Second, time.Millisecond,
 		"the live node renews")
-	n.step(time.Minute) // 60 rescue passes, the grace over
+	n.step(t, time.Minute) // 60 rescue passes, the grace over
 }
 
 // ghost claims a job in the queue "ghosts" (which node-1 does not work) for worker, which
@@ -375,20 +414,21 @@ func TestAFailoverWithoutAnOutageRescuesAtOnce(t *testing.T) {
 	for i := 0; !n.client.IsLeader(); i++ {
 		require.Less(t, i, 10_000, "node-1 takes over")
 		n.clock.Advance(100 * time.Millisecond)
-		time.Sleep(time.Millisecond)
+		n.settle(t)
 	}
 	tookOver = n.clock.Now()
 	var job *JobRow
-	require.Eventually(t, func() bool {
+	for i := 0; ; i++ {
 		var err error
 		job, err = n.client.Get(t.Context(), ghost)
 		require.NoError(t, err)
 		if job.State == StateQueued {
-			return true
+			break
 		}
+		require.Less(t, i, 10_000, "node-1 rescues node-0's job")
 		n.clock.Advance(100 * time.Millisecond)
-		return false
-	}, 10*time.Second, time.Millisecond)
+		n.settle(t)
+	}
 	require.Less(t, n.clock.Now().Sub(tookOver), 3*time.Second,
 		"rescued at once, not a grace (NodeTTL/3 + RescueInterval = 6 s) later")
 	require.Equal(t, 1, job.Rescues)
@@ -420,6 +460,12 @@ func TestANewProcessGivesWorkersTimeToRenew(t *testing.T) {
 	require.NoError(t, c.Start(context.Background()))
 	t.Cleanup(func() { stoptest.Within(t, c, 10*time.Second) })
 	require.Eventually(t, c.IsLeader, 5*time.Second, time.Millisecond)
+	// Its node heartbeat, its elector and, while it leads, its maintainer and scheduler wait
+	// on the clock between looks.
+	settle := func() {
+		t.Helper()
+		requireSettled(t, func() bool { return clk.Pending() == maintainerTimers(c) })
+	}
 
 	state := func() JobState {
 		job, err := c.Get(ctx, "remote-job")
@@ -433,15 +479,17 @@ func TestANewProcessGivesWorkersTimeToRenew(t *testing.T) {
 		require.NoError(t, errs[0])
 	}
 	for range 5 { // the worker reconnects after 5 s, then renews every second
+		settle()
 		clk.Advance(time.Second)
-		time.Sleep(5 * time.Millisecond)
 	}
+	settle()
 	require.Equal(t, StateRunning, state(), "not rescued before the worker could renew")
 	for range 30 {
 		renew()
+		settle()
 		clk.Advance(time.Second)
-		time.Sleep(2 * time.Millisecond)
 	}
+	settle()
 	require.Equal(t, StateRunning, state(), "a worker that renews keeps its job")
 	require.Eventually(t, func() bool { // it stops renewing
 		clk.Advance(100 * time.Millisecond)

@@ -37,31 +37,48 @@ func TestActivateClaimsWithTheWorkersLease(t *testing.T) {
 	require.Empty(t, activate(t, b, workerapi.ActivateParams{MaxJobs: 5}), "nothing left, no wait: empty at once")
 }
 
+// A long poll waits on the client's clock: an enqueue wakes it with the clock standing still
+// (neither its poll nor its timeout can have ended the wait), and with nothing enqueued it
+// returns no jobs once the clock has passed its wait, not before. The client takes no part in
+// the leadership, so that the clock's only timers are the long poll's.
 func TestActivateLongPollWakesOnEnqueueAndTimesOut(t *testing.T) {
 	t.Parallel()
-	b := setup(t, nil, func(c *Config) { c.Clock = nil }) // real time: the wait is the point
-	got := make(chan []*JobRow, 1)
-	go func() {
-		jobs, err := b.client.workerAPI.Activate(t.Context(), workerapi.ActivateParams{Worker: "w", Wait: 10 * time.Second})
-		if err != nil {
-			jobs = nil
-		}
-		got <- jobs
-	}()
-	time.Sleep(50 * time.Millisecond) // let it wait
+	b := setup(t, nil, func(c *Config) { c.DisableMaintenance = true })
+	waiting := func() {
+		t.Helper()
+		require.Eventually(t, func() bool { return b.clock.Pending() == 1 }, 10*time.Second, time.Millisecond,
+			"Activate waits on the clock")
+	}
+	type activated struct {
+		jobs []*JobRow
+		err  error
+	}
+	activate := func(wait time.Duration) <-chan activated {
+		got := make(chan activated, 1)
+		go func() {
+			jobs, err := b.client.workerAPI.Activate(t.Context(), workerapi.ActivateParams{Worker: "w", Wait: wait})
+			got <- activated{jobs, err}
+		}()
+		return got
+	}
+
+	got := activate(10 * time.Second)
+	waiting()
 	res, err := b.client.Enqueue(t.Context(), sendEmail{}, nil)
 	require.NoError(t, err)
-	start := time.Now()
-	jobs := recv(t, got)
-	require.Len(t, jobs, 1)
-	require.Equal(t, res.Job.ID, jobs[0].ID)
-	require.Less(t, time.Since(start), 5*time.Second, "woken by the enqueue, not by the timeout")
+	a := recv(t, got)
+	require.NoError(t, a.err)
+	require.Len(t, a.jobs, 1, "woken by the enqueue, not by the timeout")
+	require.Equal(t, res.Job.ID, a.jobs[0].ID)
 
-	start = time.Now()
-	jobs, err = b.client.workerAPI.Activate(t.Context(), workerapi.ActivateParams{Worker: "w", Wait: 100 * time.Millisecond})
-	require.NoError(t, err)
-	require.Empty(t, jobs)
-	require.GreaterOrEqual(t, time.Since(start), 100*time.Millisecond)
+	got = activate(100 * time.Millisecond)
+	waiting()
+	b.clock.Advance(99 * time.Millisecond)
+	waiting() // still: the wait is not over
+	b.clock.Advance(time.Millisecond)
+	a = recv(t, got)
+	require.NoError(t, a.err)
+	require.Empty(t, a.jobs)
 }
 
 func TestActivateRefusesBadInput(t *testing.T) {

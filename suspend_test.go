@@ -3,11 +3,15 @@ package hopper
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"sync"
+
 	"github.com/hopperjobs/hopper/internal/workerapi"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/hopperjobs/hopper/internal/store"
 	"github.com/hopperjobs/hopper/internal/store/sqlite"
 	"github.com/stretchr/testify/require"
 )
@@ -185,6 +189,22 @@ func TestSuspendOnShutdownKeepsTheCheckpoint(t *testing.T) {
 	require.Equal(t, 0, job.Attempt)
 }
 
+// refusingResumes is a store that tells when it first refused a resume (the job was not
+// suspended).
+type refusingResumes struct {
+	*sqlite.Store
+	once    sync.Once
+	refused chan struct{}
+}
+
+func (s *refusingResumes) JobResume(ctx context.Context, p *store.ResumeParams) (*JobRow, error) {
+	job, err := s.Store.JobResume(ctx, p)
+	if errors.Is(err, ErrInvalidTransition) {
+		s.once.Do(func() { close(s.refused) })
+	}
+	return job, err
+}
+
 // A Resume sent while the handler is returning its Suspend (the outcome is written a moment
 // later) still resumes the job.
 func TestResumeRacingTheSuspensionStillResumes(t *testing.T) {
@@ -202,12 +222,19 @@ func TestResumeRacingTheSuspensionStillResumes(t *testing.T) {
 		<-release
 		return Suspend(nil, SuspendOpts{})
 	})
-	b := setup(t, ws, func(c *Config) { c.Clock = nil })
+	var st *refusingResumes
+	b := setup(t, ws, func(c *Config) {
+		st = &refusingResumes{Store: c.Store.(*sqlite.Store), refused: make(chan struct{})}
+		c.Store = st
+	})
 	_, err := b.client.Enqueue(t.Context(), sendEmail{}, nil)
 	require.NoError(t, err)
 	id := <-suspending
 	go func() {
-		time.Sleep(50 * time.Millisecond) // the resume below finds the job still running
+		select { // the resume below has found the job still running
+		case <-st.refused:
+		case <-t.Context().Done():
+		}
 		close(release)
 	}()
 	_, err = b.client.Resume(t.Context(), id, map[string]int{"ok": 1})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hopperjobs/hopper"
 	"github.com/hopperjobs/hopper/hopperhttp"
+	"github.com/hopperjobs/hopper/hoppertest"
 	"github.com/hopperjobs/hopper/internal/stoptest"
 	"github.com/hopperjobs/hopper/sqlitestore"
 	"github.com/stretchr/testify/require"
@@ -45,6 +46,7 @@ func (b *testBundle) release() { b.once.Do(func() { close(b.gate) }) }
 type setupOpts struct {
 	config  func(*hopper.Config)
 	options []hopperhttp.Option
+	clock   *hoppertest.FakeClock // the store's and the client's clock (default the wall clock)
 }
 
 // setup starts a client over a fresh SQLite store with a send-email worker, and a server with
@@ -57,7 +59,11 @@ type setupOpts struct {
 //	/v1/jobs/{id}                       StatusHandler, every method
 func setup(t *testing.T, o setupOpts) *testBundle {
 	t.Helper()
-	st, err := sqlitestore.Open(t.Context(), sqlitestore.Config{Path: t.TempDir() + "/hopper.db"})
+	var clk hopper.Clock // nil, not a nil *FakeClock, when the options have none
+	if o.clock != nil {
+		clk = o.clock
+	}
+	st, err := sqlitestore.Open(t.Context(), sqlitestore.Config{Path: t.TempDir() + "/hopper.db", Clock: clk})
 	require.NoError(t, err)
 	b := &testBundle{gate: make(chan struct{})}
 	ws := hopper.NewWorkers()
@@ -72,7 +78,7 @@ func setup(t *testing.T, o setupOpts) *testBundle {
 		}
 		return hopper.SetResult(ctx, map[string]string{"sent_to": job.Args.To})
 	})
-	cfg := hopper.Config{Store: st, Workers: ws, WorkerID: "hopperhttp-test"}
+	cfg := hopper.Config{Store: st, Workers: ws, WorkerID: "hopperhttp-test", Clock: clk}
 	if o.config != nil {
 		o.config(&cfg)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hopperjobs/hopper"
 	"github.com/hopperjobs/hopper/internal/apierr"
+	"github.com/hopperjobs/hopper/internal/clock"
 )
 
 // MaxWait bounds the ?wait= of a status request.
@@ -30,7 +31,7 @@ const (
 //
 // With ?wait=<Go duration> (at most 60s) it answers as soon as the job is completed, failed
 // or canceled, or when the wait ends, with the state then (still 200). It stops at once when
-// the request ends.
+// the request ends. The wait is timed on the client's clock (hopper.Config.Clock).
 //
 // Errors: 400 for a bad wait or an id that is not UTF-8 or holds a NUL byte, 404 for an
 // unknown job, 405 for a method other than GET or HEAD, 503 with Retry-After when the store is
@@ -95,27 +96,29 @@ func parseWait(s string) (time.Duration, error) {
 }
 
 // waitForJob returns the job once it is completed, failed or canceled, or when wait has
-// passed. It polls: it re-reads the job every 5 ms at first, backing off to every 100 ms.
-// Polling needs no notification from whichever process (local or remote worker, another
-// node) ends the job, and its cost is bounded: at most ten reads a second per waiting request.
+// passed on the client's clock. It polls: it re-reads the job every 5 ms at first, backing off
+// to every 100 ms. Polling needs no notification from whichever process (local or remote
+// worker, another node) ends the job, and its cost is bounded: at most ten reads a second per
+// waiting request.
 func waitForJob(ctx context.Context, c *hopper.Client, id string, wait time.Duration) (*hopper.JobRow, error) {
-	deadline := time.Now().Add(wait)
+	clk := clock.OrReal(c.Config().Clock)
+	deadline := clk.Now().Add(wait)
 	interval := firstPoll
 	for {
 		job, err := c.Get(ctx, id)
 		if err != nil {
 			return nil, err
 		}
-		left := time.Until(deadline)
+		left := deadline.Sub(clk.Now())
 		if job.State.Terminal() || left <= 0 {
 			return job, nil
 		}
-		t := time.NewTimer(min(interval, left))
+		t := clk.NewTimer(min(interval, left))
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return nil, context.Cause(ctx)
-		case <-t.C:
+		case <-t.C():
 		}
 		interval = min(2*interval, maxPoll)
 	}

@@ -168,7 +168,9 @@ func TestWorkersLsShowsNodesAndStreams(t *testing.T) {
 	}, 10*time.Second, 20*time.Millisecond, "the server's node is registered")
 
 	// A remote worker long-polls: the server knows it.
+	polled := make(chan struct{})
 	go func() {
+		defer close(polled)
 		body := `{"worker":"poller-1","requestTimeout":"1s"}`
 		resp, err := http.Post(b.url+"/hopper.v1.WorkerService/Activate", "application/json", strings.NewReader(body))
 		if err == nil {
@@ -193,7 +195,11 @@ func TestWorkersLsShowsNodesAndStreams(t *testing.T) {
 		require.Equal(t, ExitOK, res.code, res.stderr)
 		require.Contains(t, res.stdout, `"idle": true`, name)
 	}
-	time.Sleep(1100 * time.Millisecond) // let the poll end before the server stops
+	select { // the poll ends (its 1 s timeout, on the server's clock) before the server stops
+	case <-polled:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the long poll did not end")
+	}
 }
 
 func TestServerAuthExitCodes(t *testing.T) {

@@ -79,6 +79,8 @@ func measureRate(t *testing.T, limit int, window time.Duration) rateRun {
 		c.start(id)
 	}
 	first := c.firstStart(30 * time.Second)
+	// Real time: the window is measured on the database clock, in three real processes that no
+	// fake clock reaches; the second after it lets the last starts of the window commit.
 	time.Sleep(time.Until(first.Add(window + time.Second)))
 	c.stopAll()
 	r := rateRun{perSecond: make([]int, window/time.Second), slowest: probe.stop(first, first.Add(window))}

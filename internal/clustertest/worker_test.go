@@ -56,6 +56,7 @@ func work(ctx context.Context) error {
 		if _, err := log.WriteString(job.ID + "\n"); err != nil {
 			return err
 		}
+		// Real work in a real process: jobs are still running on the node the test kills.
 		time.Sleep(time.Duration(job.Args.SleepMS) * time.Millisecond)
 		return nil
 	})

@@ -102,13 +102,16 @@ func TestOutcomesDuringAnOutageWaitForTheBackoff(t *testing.T) {
 	defer e.Stop(context.Background()) //nolint:errcheck // test cleanup
 
 	st.down.Store(true)
+	// The completer took its kick, and its store calls back off: it waits on the clock for
+	// the retry (a flush that fails schedules one).
+	settled := func() bool { return len(e.completer.kick) == 0 && e.completer.held() && clk.Pending() > 0 }
 	var ids []string
 	for i := range 200 { // 200 outcomes over 10 s
 		id := fmt.Sprintf("job-%03d", i)
 		ids = append(ids, id)
 		e.completer.add(&store.FinishParams{ID: id, Token: 1, State: hoppertype.StateCompleted})
+		requireSettled(t, settled)
 		clk.Advance(50 * time.Millisecond)
-		time.Sleep(100 * time.Microsecond) // let the completer run between steps
 	}
 	calls := st.calls.Load()
 	t.Logf("%d store calls for 200 outcomes during a 10 s outage", calls)

@@ -35,7 +35,7 @@ func (s *electingStore) LeaderDue(ctx context.Context, p *store.DueParams) (*sto
 
 // restingEngine starts a maintaining engine (no workers) on a fresh SQLite store with a fake
 // clock, and returns it with its store and a function that moves the clock on by d in steps
-// of 100 ms, letting the loops run between steps.
+// of 100 ms, letting the loops run between steps (see maintaining).
 func restingEngine(t *testing.T, cfg Config) (*Engine, *electingStore, *clock.Fake, func(d time.Duration)) {
 	t.Helper()
 	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
@@ -51,7 +51,7 @@ func restingEngine(t *testing.T, cfg Config) (*Engine, *electingStore, *clock.Fa
 	e, err := New(cfg)
 	require.NoError(t, err)
 	started(t, e)
-	return e, st, clk, func(d time.Duration) { stepClock(clk, d, 100*time.Millisecond, 2*time.Millisecond) }
+	return e, st, clk, func(d time.Duration) { stepClock(t, clk, d, 100*time.Millisecond, maintaining(e, clk)) }
 }
 
 // started starts e and stops it (within 10 s) when the test ends.
@@ -65,9 +65,8 @@ func started(t *testing.T, e *Engine) {
 	})
 }
 
-// requireRests requires e's leader to have let its lease lapse, moving clk on (by at most two
-// minutes) until it has: a loaded machine may have stalled the leader's looks while the test
-// moved the clock, leaving the lapse a little later than the test's steps reached.
+// requireRests requires e's leader to have let its lease lapse, moving clk on in steps of
+// 100 ms (by at most two minutes) until it has.
 func requireRests(t *testing.T, e *Engine, clk *clock.Fake, msg string) {
 	t.Helper()
 	for range 1200 {
@@ -75,17 +74,39 @@ func requireRests(t *testing.T, e *Engine, clk *clock.Fake, msg string) {
 			return
 		}
 		clk.Advance(100 * time.Millisecond)
-		time.Sleep(2 * time.Millisecond)
+		requireSettled(t, maintaining(e, clk))
 	}
 	t.Fatal(msg + ": still leads")
 }
 
-// stepClock moves clk on by d in steps of step, sleeping pause after each so that the loops
-// waiting on it run in between.
-func stepClock(clk *clock.Fake, d, step, pause time.Duration) {
+// stepClock moves clk on by d in steps of step. Before each step and after the last it waits
+// until settled reports that the loops wait on the clock again, so that the clock never runs
+// ahead of them however slow the machine.
+func stepClock(t *testing.T, clk *clock.Fake, d, step time.Duration, settled func() bool) {
+	t.Helper()
 	for range d / step {
+		requireSettled(t, settled)
 		clk.Advance(step)
-		time.Sleep(pause)
+	}
+	requireSettled(t, settled)
+}
+
+// requireSettled waits (in real time, up to 10 s) until settled reports true.
+func requireSettled(t *testing.T, settled func() bool) {
+	t.Helper()
+	require.Eventually(t, settled, 10*time.Second, 50*time.Microsecond, "the loops wait on the clock again")
+}
+
+// maintaining reports whether the loops of e, a maintaining engine without workers, all wait
+// on clk: its node heartbeat and its elector always do, its maintainer and its scheduler while
+// it leads (otherwise they wait for an election, not on the clock).
+func maintaining(e *Engine, clk *clock.Fake) func() bool {
+	return func() bool {
+		want := 2
+		if e.IsLeader() {
+			want = 4
+		}
+		return clk.Pending() == want
 	}
 }
 
@@ -217,21 +238,21 @@ func TestWakesDoNotCutTheBackoffShort(t *testing.T) {
 	require.NoError(t, err)
 	started(t, e)
 	require.Eventually(t, func() bool { return st.elects.Load() >= 1 }, 5*time.Second, time.Millisecond)
+	settled := maintaining(e, clk)
+	requireSettled(t, settled)
 	for range 200 {
 		e.Notify("default")
-		time.Sleep(time.Millisecond)
+		// The elector took the wake, and heeded it or not: it waits on the clock again.
+		requireSettled(t, func() bool { return len(e.leader.wakeC) == 0 && settled() })
 	}
 	require.LessOrEqual(t, st.elects.Load(), int32(2), "elections in 200 wakes without the clock moving")
 	st.down.Store(false)
-	stepClock(clk, time.Second, 10*time.Millisecond, time.Millisecond)
+	stepClock(t, clk, time.Second, 10*time.Millisecond, settled)
 	require.Eventually(t, e.IsLeader, 5*time.Second, time.Millisecond, "leads once the backoff is over")
 }
 
-// The resting leader's tests count the leases gained, so the fake clock runs at ten times the
-// wall clock there (restStep, restPause), not fifty: a look that a loaded machine stalls by more
-// than the time left to the lease's lapse lets it lapse however the leader decided, and at this
-// pace that takes a stall of a few hundred milliseconds.
-const restStep, restPause = 100 * time.Millisecond, 10 * time.Millisecond
+// restStep is how far the resting leader's tests move the clock at a time.
+const restStep = 100 * time.Millisecond
 
 // restingUntil steps the clock until e's leader rests, and returns when its lease lapses.
 func restingUntil(t *testing.T, e *Engine, clk *clock.Fake) time.Time {
@@ -245,7 +266,7 @@ func restingUntil(t *testing.T, e *Engine, clk *clock.Fake) time.Time {
 			return until
 		}
 		clk.Advance(restStep)
-		time.Sleep(restPause)
+		requireSettled(t, maintaining(e, clk))
 	}
 }
 
@@ -267,7 +288,7 @@ func startElsewhere(t *testing.T, st store.Store) {
 func TestARestingLeaderLooksOnceMoreBeforeItsLeaseLapses(t *testing.T) {
 	t.Parallel()
 	e, st, clk, _ := restingEngine(t, Config{})
-	advance := func(d time.Duration) { stepClock(clk, d, restStep, restPause) }
+	advance := func(d time.Duration) { stepClock(t, clk, d, restStep, maintaining(e, clk)) }
 	require.Eventually(t, e.IsLeader, 5*time.Second, time.Millisecond)
 	until := restingUntil(t, e, clk)
 	ttl := e.cfg.LeaderTTL
@@ -301,7 +322,7 @@ func TestRestingLook(t *testing.T) {
 func TestARestingLeaderRenewsWhenWorkComes(t *testing.T) {
 	t.Parallel()
 	e, st, clk, _ := restingEngine(t, Config{})
-	advance := func(d time.Duration) { stepClock(clk, d, restStep, restPause) }
+	advance := func(d time.Duration) { stepClock(t, clk, d, restStep, maintaining(e, clk)) }
 	require.Eventually(t, e.IsLeader, 5*time.Second, time.Millisecond)
 	// Idle for a minute: the next renewal is its last. Stop there, the lease still live.
 	restingUntil(t, e, clk)

@@ -60,11 +60,13 @@ func TestAnIdleNodeHeartbeatsOnlyWhenItsStateChanges(t *testing.T) {
 		Queues: map[string]int{"default": 1}, NodeTTL: nodeTTL, PollInterval: time.Second})
 	require.NoError(t, err)
 	started(t, e)
-	advance := func(d time.Duration) { stepClock(clk, d, time.Second, time.Millisecond) }
+	// Its producer, its node heartbeat and its lease keeper wait on the clock between looks.
+	settled := func() bool { return clk.Pending() == 3 }
+	advance := func(d time.Duration) { stepClock(t, clk, d, time.Second, settled) }
 	beatsAre := func(want []bool, msg string) {
 		t.Helper()
 		require.Eventually(t, func() bool { return len(st.idle()) >= len(want) }, 10*time.Second, time.Millisecond, msg)
-		time.Sleep(20 * time.Millisecond) // a heartbeat too many would land meanwhile
+		requireSettled(t, settled) // a heartbeat too many would land before the loops wait again
 		require.Equal(t, want, st.idle(), msg)
 	}
 	storedIdle := func() bool {

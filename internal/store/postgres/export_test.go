@@ -3,6 +3,8 @@ package postgres
 import (
 	"context"
 	"time"
+
+	"github.com/hopperjobs/hopper/internal/clock"
 )
 
 // OnListening makes Subscribe call f once its LISTEN is in place, so tests know when
@@ -11,6 +13,10 @@ func OnListening(s *Store, f func()) { s.listening = f }
 
 // SetPingEvery shortens how long a subscription waits before it pings its connection.
 func SetPingEvery(s *Store, d time.Duration) { s.pingEvery = d }
+
+// SetWakeClock paces the wake-ups of s (opened with a WakeInterval) on c instead of the wall
+// clock. It must be called before s inserts anything.
+func SetWakeClock(s *Store, c clock.Clock) { s.wakes.clock = c }
 
 // MergeLock is the advisory lock a merge takes for kind's key, as pg_locks shows it: classid
 // and objid are its high and low 32 bits.

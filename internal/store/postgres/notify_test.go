@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/store"
 	"github.com/hopperjobs/hopper/internal/store/postgres"
 	"github.com/jackc/pgx/v5"
@@ -400,14 +401,17 @@ func nextPayload(t *testing.T, payloads <-chan string) string {
 // per WakeInterval: the ones held meanwhile together when the interval is over, with the
 // smallest of their ids (what the claim cursors need). Another queue, and an insert in the application's
 // transaction, notify at once. Scheduled jobs are held the same way, with their earliest run_at.
+// The wake-ups are paced on a fake clock, which stands still while the test inserts.
 func TestHeldWakeUps(t *testing.T) {
 	t.Parallel()
 	requireDatabase(t)
 	schema := freshSchema(t)
-	const interval = 3 * time.Second // long enough that the held inserts below fall within it
+	const interval = 3 * time.Second
 	s, err := postgres.Open(t.Context(), postgres.Config{URL: databaseURL(), Schema: schema, MaxConns: testConns, WakeInterval: interval})
 	require.NoError(t, err)
 	defer s.Close()
+	pace := clock.NewFake(time.Now())
+	postgres.SetWakeClock(s, pace)
 	payloads := listenRaw(t, schema)
 	insert := func(queue string, runAt time.Time) string {
 		t.Helper()
@@ -418,7 +422,6 @@ func TestHeldWakeUps(t *testing.T) {
 		return p[0].ID
 	}
 
-	start := time.Now()
 	for range postgres.WakeBurst {
 		id := insert("q", time.Time{})
 		require.Equal(t, "q:q "+id, nextPayload(t, payloads), "each insert of the burst notifies at its commit")
@@ -440,10 +443,12 @@ func TestHeldWakeUps(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, tx.Commit(t.Context()))
 	require.Equal(t, "q:q "+inTx[0].ID, nextPayload(t, payloads), "the application's transaction notifies at its commit")
-	require.Less(t, time.Since(start), interval, "the inserts took longer than the interval; the test cannot tell held from sent")
 
+	// The held wake-ups wait for the interval: one timer, due when it is over.
+	pace.Advance(interval - time.Microsecond)
+	require.Equal(t, 1, pace.Pending(), "held wake-ups wait for the interval")
+	pace.Advance(time.Microsecond)
 	held := []string{nextPayload(t, payloads), nextPayload(t, payloads)}
-	require.GreaterOrEqual(t, time.Since(start), interval, "held wake-ups are sent when the interval is over")
 	require.ElementsMatch(t, []string{"q:q " + min(b, c), "s:" + strconv.FormatInt(soon.UnixMicro(), 10)}, held)
 	select {
 	case p := <-payloads:
