@@ -3,6 +3,7 @@ package hopperhttp
 import (
 	"io"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"strings"
 )
@@ -27,6 +28,9 @@ type config struct {
 	maxBody     int64
 	skip        map[string]bool
 	log         *slog.Logger
+	// identityOnly reports whether an enqueue's caller may see no more of its job than what
+	// identifies it (WithIdentityOnly).
+	identityOnly func(*http.Request) bool
 }
 
 func newConfig(opts []Option) config {
@@ -77,6 +81,16 @@ func WithoutHeaders(names ...string) Option {
 			c.skip[strings.ToLower(n)] = true
 		}
 	}
+}
+
+// WithIdentityOnly shows the caller of an enqueue, when only returns true for its request, no
+// more of the job than what identifies it: its id, kind, queue, state and times, not its
+// result, last error or progress. An Idempotency-Key can return a job someone else enqueued,
+// and a caller allowed to enqueue may not be allowed to read jobs: `hopper serve` sets it for
+// API keys without the read scope. Status answers (StatusHandler) are not affected: guard
+// their route instead.
+func WithIdentityOnly(only func(r *http.Request) bool) Option {
+	return func(c *config) { c.identityOnly = only }
 }
 
 // WithLogger receives errors the caller cannot act on (a failing store); default: discarded.

@@ -82,7 +82,12 @@ type enqueued struct{ existing, merged bool }
 
 // writeJob answers with the status of job and how the request that enqueued it found it.
 func (c *config) writeJob(w http.ResponseWriter, r *http.Request, status int, job *hopper.JobRow, how enqueued) {
-	view, err := jsoncodec.Marshal(statusView(job))
+	shown := statusView(job)
+	if status == http.StatusAccepted && c.identityOnly != nil && c.identityOnly(r) {
+		shown = &hopperv1.Job{Id: shown.Id, Kind: shown.Kind, Queue: shown.Queue, State: shown.State,
+			RunAt: shown.RunAt, CreatedAt: shown.CreatedAt, StartedAt: shown.StartedAt, FinishedAt: shown.FinishedAt}
+	}
+	view, err := jsoncodec.Marshal(shown)
 	if err != nil { // a stored time protobuf cannot carry, say
 		failed(w, r, c.log, "show job", err, "job_id", job.ID)
 		return

@@ -41,6 +41,9 @@ func (s *Server) asyncStatus() http.Handler {
 func (s *Server) asyncOptions() []hopperhttp.Option {
 	return []hopperhttp.Option{
 		hopperhttp.WithStatusPrefix("/v1/jobs"),
+		// An enqueue-only key learns of the job it enqueued, or that its Idempotency-Key
+		// returned, what identifies it: not another caller's result (as Enqueue over RPC).
+		hopperhttp.WithIdentityOnly(func(r *http.Request) bool { return !principalFrom(r.Context()).Allows(ScopeRead) }),
 		hopperhttp.WithMaxBodyBytes(s.cfg.MaxBodyBytes),
 		hopperhttp.WithLogger(s.log),
 	}

@@ -1,6 +1,9 @@
 package server_test
 
 import (
+	"encoding/json"
+	"net/http"
+	"strings"
 	"testing"
 
 	"connectrpc.com/connect/v2"
@@ -70,4 +73,47 @@ func requireIdentityOnly(t *testing.T, want, got *hopperv1.Job) {
 	require.Empty(t, got.GetHeaders(), "headers")
 	require.Empty(t, got.GetResult(), "result")
 	require.True(t, proto.Equal(want, got), "only what identifies the job:\nwant %v\ngot  %v", want, got)
+}
+
+// The async endpoints answer an enqueue-only key likewise: an Idempotency-Key that returns a
+// job another key enqueued, completed since, shows its identity and state, not its result.
+func TestAsyncEnqueueAnswersAKeyWithoutReadOnlyTheJobsIdentity(t *testing.T) {
+	t.Parallel()
+	s := serve(t, nil, nil, func(c *server.Config, st *sqlitestore.Store) { c.Auth = &server.KeyAuth{Keys: st} })
+	key := func(scopes ...apikey.Scope) string {
+		plain, k, err := apikey.New("key-"+string(scopes[len(scopes)-1]), scopes)
+		require.NoError(t, err)
+		require.NoError(t, s.store.KeyCreate(t.Context(), k))
+		return plain
+	}
+	owner, producer := key(apikey.ScopeEnqueue, apikey.ScopeWork, apikey.ScopeRead), key(apikey.ScopeEnqueue)
+	post := func(key string) map[string]any {
+		req, err := http.NewRequest(http.MethodPost, s.ts.URL+"/v1/async/charge", strings.NewReader(`{"card":"4242"}`))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Idempotency-Key", "order-1")
+		resp, err := s.ts.Client().Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		require.Equal(t, http.StatusAccepted, resp.StatusCode)
+		var body struct{ Job map[string]any }
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
+		return body.Job
+	}
+	job := post(owner)
+	workers := hopperv1connect.NewWorkerServiceClient(connect.NewClient(connecthttp.NewTransport(s.ts.Client(), s.ts.URL),
+		remote.Bearer(owner)))
+	act, err := workers.Activate(t.Context(), &hopperv1.ActivateRequest{Worker: "w1", Kinds: []string{"charge"}})
+	require.NoError(t, err)
+	require.Len(t, act.GetJobs(), 1)
+	_, err = workers.Complete(t.Context(), &hopperv1.CompleteRequest{Id: job["id"].(string),
+		LeaseToken: act.GetJobs()[0].GetLeaseToken(), Result: `{"receipt":"r-1"}`})
+	require.NoError(t, err)
+
+	require.Equal(t, map[string]any{"receipt": "r-1"}, post(owner)["result"], "a key with read sees the result")
+	again := post(producer)
+	require.Equal(t, job["id"], again["id"])
+	require.Equal(t, "completed", again["state"])
+	require.NotContains(t, again, "result")
 }
