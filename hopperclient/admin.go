@@ -8,13 +8,15 @@ import (
 	"github.com/hopperjobs/hopper/internal/apiview"
 )
 
-// WorkerInfo, StreamInfo and APIKey are what the server says of its remote workers, its open
-// job streams and its API keys.
-type (
-	WorkerInfo = hoppertype.WorkerInfo
-	StreamInfo = hoppertype.StreamInfo
-	APIKey     = hoppertype.APIKey
-)
+// WorkerInfo is a remote worker as the server saw it (Workers).
+type WorkerInfo = hoppertype.WorkerInfo
+
+// StreamInfo is a job stream open on the server (Streams).
+type StreamInfo = hoppertype.StreamInfo
+
+// APIKey describes one of the server's API keys, never its secret (CreateKey, Keys,
+// RevokeKey).
+type APIKey = hoppertype.APIKey
 
 // Workers returns the remote workers the server has seen lately (a stream open, a poll
 // waiting, a recent activation), by name and queue. It needs the read scope.
