@@ -193,7 +193,7 @@ func (c *Client) insertParams(ctx context.Context, args JobArgs, opts *InsertOpt
 	if args == nil {
 		return nil, invalid("args", "is nil")
 	}
-	o := mergeOpts(args, opts)
+	o := InsertOptsFor(args, opts)
 	if o.MergeKey != "" && o.Merge == "" {
 		o.Merge = MergeKeep
 	}
@@ -231,8 +231,11 @@ func (c *Client) insertParams(ctx context.Context, args JobArgs, opts *InsertOpt
 	return p, nil
 }
 
-// mergeOpts lays opts over the args type's own defaults, field by field.
-func mergeOpts(args JobArgs, opts *InsertOpts) InsertOpts {
+// InsertOptsFor returns the options an enqueue of args with opts takes: opts laid over the
+// args type's own defaults (JobArgsWithInsertOpts), field by field, a zero field of opts
+// keeping the default. Enqueue applies it, and so does a client of a server (package
+// hopperclient) before it sends the job. It is safe for concurrent use if args' InsertOpts is.
+func InsertOptsFor(args JobArgs, opts *InsertOpts) InsertOpts {
 	var o InsertOpts
 	if d, ok := args.(JobArgsWithInsertOpts); ok {
 		o = d.InsertOpts()

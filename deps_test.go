@@ -41,6 +41,36 @@ func TestCorePackagesImportNoDriverNorServerStack(t *testing.T) {
 		func(f string) bool { return f == "github.com/prometheus/" }))
 }
 
+// The Go client of a server links the RPC stack and the library's types, never a database
+// driver, the server, the CLI or metrics; it and the conversion layer it shares with the
+// server reach the store and the engine only through the root package's types.
+func TestServerClientImportsNoDriverNorServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	requireNoDeps(t, "./hopperclient", []string{
+		"github.com/jackc/pgx", "modernc.org/sqlite", "github.com/spf13/cobra", "github.com/prometheus/",
+		"github.com/hopperjobs/hopper/internal/server", "github.com/hopperjobs/hopper/internal/cli",
+		"go.opentelemetry.io/otel/sdk", "go.opentelemetry.io/otel/exporters/",
+	})
+	internals := []string{"github.com/hopperjobs/hopper/internal/store", "github.com/hopperjobs/hopper/internal/engine"}
+	requireNoImports(t, "./hopperclient", internals)
+	requireNoImports(t, "./internal/apiview", append(internals, "connectrpc.com/"))
+}
+
+// requireNoImports fails when pkg itself (not its dependencies) imports a package whose path
+// starts with one of forbidden.
+func requireNoImports(t *testing.T, pkg string, forbidden []string) {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-f", `{{join .Imports "\n"}}`, pkg).CombinedOutput()
+	require.NoError(t, err, "go list %s: %s", pkg, out)
+	for _, imp := range strings.Fields(string(out)) {
+		for _, f := range forbidden {
+			require.False(t, strings.HasPrefix(imp, f), "%s imports %s", pkg, imp)
+		}
+	}
+}
+
 // requireNoDeps fails when pkg depends on a package whose path starts with one of forbidden.
 func requireNoDeps(t *testing.T, pkg string, forbidden []string) {
 	t.Helper()

@@ -2,7 +2,6 @@ package remote
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/hopperjobs/hopper"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
 	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/apiview"
 	"github.com/hopperjobs/hopper/internal/backoff"
 	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/engine"
@@ -30,7 +30,7 @@ const reportTimeout = 30 * time.Second
 // when execute returns).
 func (w *Worker) execute(ctx context.Context, job *hopperv1.ActivatedJob, handlerDone func()) {
 	defer handlerDone()
-	row := toRow(job, w.cfg.Name)
+	row := apiview.FromActivatedJob(job, w.cfg.Name)
 	ops := &rpcOps{w: w, job: job}
 	ex := engine.NewExecution(row, ops)
 	ctx, span := jobtrace.Start(ctx, w.tracer, row)
@@ -203,40 +203,9 @@ func failRequest(job *hopperv1.ActivatedJob, unit engine.Unit, err error, end en
 		req.RetryBackoff = boundDelay(*end.RetryAfter)
 	}
 	if unit != nil {
-		if p := unit.RetryPolicy(); p != nil {
-			req.RetryPolicy = &hopperv1.RetryPolicy{Base: durationpb.New(p.Base), Multiplier: p.Multiplier,
-				Cap: durationpb.New(p.Cap), Jitter: p.Jitter}
-		}
+		req.RetryPolicy = apiview.RetryPolicy(unit.RetryPolicy())
 	}
 	return req
-}
-
-func toRow(j *hopperv1.ActivatedJob, worker string) *hoppertype.JobRow {
-	row := &hoppertype.JobRow{
-		ID: j.GetId(), Kind: j.GetKind(), Queue: j.GetQueue(), Args: json.RawMessage(j.GetArgs()),
-		Headers: j.GetHeaders(), State: hoppertype.StateRunning, Attempt: int(j.GetAttempt()),
-		MaxAttempts: int(j.GetMaxAttempts()), Token: j.GetLeaseToken(), WorkerID: worker,
-		Timeout: j.GetTimeout().AsDuration(), Checkpoint: rawOrNil(j.GetCheckpoint()),
-		ResumeData: rawOrNil(j.GetResumeData()),
-	}
-	if t := j.GetLeaseExpiresAt(); t != nil {
-		row.LeaseExpiresAt = t.AsTime()
-	}
-	if t := j.GetCreatedAt(); t != nil {
-		row.CreatedAt = t.AsTime()
-	}
-	if p := j.GetRetryPolicy(); p != nil {
-		row.RetryPolicy = &hoppertype.RetryPolicy{Base: p.GetBase().AsDuration(), Multiplier: p.GetMultiplier(),
-			Cap: p.GetCap().AsDuration(), Jitter: p.GetJitter()}
-	}
-	return row
-}
-
-func rawOrNil(s string) json.RawMessage {
-	if s == "" {
-		return nil
-	}
-	return json.RawMessage(s)
 }
 
 func durationOf(d time.Duration) *durationpb.Duration { return durationpb.New(d) }

@@ -1,57 +1,35 @@
-// Package apiview is how Hopper shows its values outside Go: as the messages of its API
-// (package hopperv1), built from the rows the hopper package returns. The Connect API, the
-// CLI's --json and the async endpoints all show a job through Job, and its JSON through
-// package jsoncodec, so a job has one shape wherever it is shown.
+// Package apiview converts between Hopper's Go values and the messages of its API (package
+// hopperv1), both ways. The server answers with it, the CLI's --json and the async endpoints
+// show a job through Job, the Go client of a server (package hopperclient) reads the answers
+// and writes the requests with it, and a remote worker reads the jobs it is handed with it:
+// a field is converted in one place, so a field added to the API is added here once.
+//
+// The functions named after a message (Job, JobSpec, Queue…) build that message from Go
+// values; those named From… read one. A nil message reads as the zero value: a nil
+// timestamp is the zero time, a nil duration 0, an empty payload nil.
 //
 // A view shows what is stored, but protobuf strings must be UTF-8: a value stored before
 // Hopper validated its input (or written to the database by other means) would fail the
-// whole answer. A view shows U+FFFD for each bad byte sequence; the stored row is never
+// whole answer. An answer shows U+FFFD for each bad byte sequence; the stored row is never
 // rewritten.
+//
+// It imports the root package for its types (InsertOpts, QueueInfo, Schedule…), hoppertype,
+// the generated messages and protobuf's well-known types, never a store or the engine.
 package apiview
 
 import (
+	"encoding/json"
+	"math"
 	"strings"
 	"time"
 	"unicode/utf8"
 
-	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
+	"github.com/hopperjobs/hopper"
 	"github.com/hopperjobs/hopper/hoppertype"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
-
-// Job is j as the API shows it. stalled is whether j counts as stalled for whoever shows it
-// (JobRow.Stalled with their clock and threshold).
-func Job(j *hoppertype.JobRow, stalled bool) *hopperv1.Job {
-	return &hopperv1.Job{
-		Id: Text(j.ID), Kind: Text(j.Kind), Queue: Text(j.Queue), Priority: int32(j.Priority),
-		Args: Payload(j.Args), Headers: Headers(j.Headers), State: string(j.State),
-		Attempt: int32(j.Attempt), MaxAttempts: int32(j.MaxAttempts), LeaseToken: j.Token,
-		RunAt: Time(j.RunAt), Timeout: Duration(j.Timeout), WorkerId: Text(j.WorkerID),
-		LeaseExpiresAt: Time(j.LeaseExpiresAt), HeartbeatAt: Time(j.HeartbeatAt),
-		ProgressPercent: int32(j.ProgressPercent), ProgressMessage: Text(j.ProgressMessage),
-		Result: Payload(j.Result), LastError: Text(j.LastError), IdempotencyKey: Text(j.IdempotencyKey),
-		GroupKey: Text(j.GroupKey), OriginalId: Text(j.OriginalID), ReplayCount: int32(j.ReplayCount),
-		ReplayedBy: Text(j.ReplayedBy), CreatedAt: Time(j.CreatedAt), StartedAt: Time(j.StartedAt),
-		FinishedAt: Time(j.FinishedAt), UpdatedAt: Time(j.UpdatedAt), ExpiresAt: Time(j.ExpiresAt),
-		Stalled: stalled, Checkpoint: Payload(j.Checkpoint), DeadlineAt: Time(j.DeadlineAt),
-		ResumeData: Payload(j.ResumeData), Rescues: int32(j.Rescues), MaxRescues: int32(j.MaxRescues),
-		MergeKey: Text(j.MergeKey),
-	}
-}
-
-// Event is one state transition of a job as the API shows it.
-func Event(e *hoppertype.Event) *hopperv1.Event {
-	return &hopperv1.Event{Seq: e.Seq, At: Time(e.At), From: Text(string(e.From)), To: Text(string(e.To)),
-		Actor: Text(string(e.Actor)), Reason: Text(e.Reason)}
-}
-
-// Attempt is one attempt of a job as the API shows it.
-func Attempt(a *hoppertype.AttemptRecord) *hopperv1.Attempt {
-	return &hopperv1.Attempt{LeaseToken: a.Token, Attempt: int32(a.Attempt), WorkerId: Text(a.WorkerID),
-		StartedAt: Time(a.StartedAt), EndedAt: Time(a.EndedAt), Outcome: Text(string(a.Outcome)),
-		Error: Text(a.Error), Stack: Text(a.Stack)}
-}
 
 // Time is t as a protobuf timestamp; nil (not set) for the zero time.
 func Time(t time.Time) *timestamppb.Timestamp {
@@ -61,12 +39,28 @@ func Time(t time.Time) *timestamppb.Timestamp {
 	return timestamppb.New(t)
 }
 
+// FromTime reads an optional timestamp: the zero time for nil.
+func FromTime(t *timestamppb.Timestamp) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.AsTime()
+}
+
 // Duration is d as a protobuf duration; nil (not set) for 0.
 func Duration(d time.Duration) *durationpb.Duration {
 	if d == 0 {
 		return nil
 	}
 	return durationpb.New(d)
+}
+
+// FromDuration reads an optional duration: 0 for nil.
+func FromDuration(d *durationpb.Duration) time.Duration {
+	if d == nil {
+		return 0
+	}
+	return d.AsDuration()
 }
 
 // Text is a stored string as the API shows it.
@@ -79,6 +73,14 @@ func Payload(b []byte) string {
 		return string(b)
 	}
 	return strings.ToValidUTF8(string(b), "\uFFFD")
+}
+
+// FromPayload reads a JSON value of a message: nil for "" (none).
+func FromPayload(s string) json.RawMessage {
+	if s == "" {
+		return nil
+	}
+	return json.RawMessage(s)
 }
 
 // Headers are a job's stored headers as the API shows them.
@@ -102,4 +104,64 @@ func Rate(r hoppertype.Rate) string {
 		return ""
 	}
 	return r.String()
+}
+
+// FromRate reads a rate limit the server wrote: empty for none. A value that does not parse
+// (a newer server's) reads as none.
+func FromRate(text string) hoppertype.Rate {
+	if text == "" {
+		return hoppertype.Rate{}
+	}
+	r, _ := hopper.ParseRate("rate", text)
+	return r
+}
+
+// OptionalRate is an optional rate limit of a request: nil when r is nil, "0" for no limit.
+func OptionalRate(r *hoppertype.Rate) *string {
+	if r == nil {
+		return nil
+	}
+	return proto.String(r.String())
+}
+
+// FromOptionalRate reads the optional rate limit of a request a caller wrote: nil when it is
+// not set, a *hopper.ValidationError naming "rate" when it does not parse.
+func FromOptionalRate(text *string) (*hoppertype.Rate, error) {
+	if text == nil {
+		return nil, nil
+	}
+	r, err := hopper.ParseRate("rate", *text)
+	return &r, err
+}
+
+// OptionalInt is an optional number of a request: nil when n is nil.
+func OptionalInt(n *int) *int32 {
+	if n == nil {
+		return nil
+	}
+	return proto.Int32(Int32(*n))
+}
+
+// Int32 is n as a number of a request. One out of int32's range is held at its bound rather
+// than wrapped, so that the server refuses it by name instead of taking another number.
+func Int32(n int) int32 {
+	return int32(min(max(n, math.MinInt32), math.MaxInt32))
+}
+
+// Counts are job counts per state as the API names the states.
+func Counts(counts map[hoppertype.JobState]int64) map[string]int64 {
+	out := make(map[string]int64, len(counts))
+	for st, n := range counts {
+		out[string(st)] = n
+	}
+	return out
+}
+
+// FromCounts reads job counts per state.
+func FromCounts(counts map[string]int64) map[hoppertype.JobState]int64 {
+	out := make(map[hoppertype.JobState]int64, len(counts))
+	for st, n := range counts {
+		out[hoppertype.JobState(st)] = n
+	}
+	return out
 }

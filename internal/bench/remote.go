@@ -4,16 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
-	"fmt"
 	"net/http"
 	"runtime"
 	"time"
 
-	"connectrpc.com/connect/v2"
-	"connectrpc.com/connect/v2/connecthttp"
-	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
-	"github.com/hopperjobs/hopper/gen/hopper/v1/hopperv1connect"
+	"github.com/hopperjobs/hopper"
+	"github.com/hopperjobs/hopper/hopperclient"
 	"github.com/hopperjobs/hopper/remote"
 )
 
@@ -27,11 +23,10 @@ func runRemote(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	queue := "bench-" + randomSuffix()
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-	var interceptors []connect.ClientInterceptor
-	if cfg.APIKey != "" {
-		interceptors = append(interceptors, remote.Bearer(cfg.APIKey))
+	jobs, err := hopperclient.New(hopperclient.Config{URL: cfg.Server, APIKey: cfg.APIKey, HTTPClient: hc})
+	if err != nil {
+		return nil, err
 	}
-	jobs := hopperv1connect.NewJobServiceClient(connect.NewClient(connecthttp.NewTransport(hc, cfg.Server), interceptors...))
 	res := &Result{Jobs: cfg.Jobs, Workers: cfg.Workers, WorkMs: ms(cfg.Work), Prefetch: cfg.Prefetch, Store: "server " + cfg.Mode, Durability: "the server's",
 		CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), LatencyRate: cfg.Rate}
 	newWorker := func(cnt *counter) (*remote.Worker, error) {
@@ -43,12 +38,12 @@ func runRemote(ctx context.Context, cfg Config) (*Result, error) {
 	start := time.Now()
 	for done := 0; done < cfg.Jobs; {
 		n := min(cfg.Batch, cfg.Jobs-done)
-		req := &hopperv1.EnqueueBatchRequest{Jobs: make([]*hopperv1.JobSpec, n)}
-		for i := range req.Jobs {
-			req.Jobs[i] = &hopperv1.JobSpec{Kind: noop{}.Kind(), Queue: queue, Args: "{}"}
+		batch := make([]hopper.EnqueueParams, n)
+		for i := range batch {
+			batch[i] = hopper.EnqueueParams{Args: noop{}, Opts: &hopper.InsertOpts{Queue: queue}}
 		}
-		if _, err := jobs.EnqueueBatch(ctx, req); err != nil {
-			return nil, fmt.Errorf("enqueue: %w", err)
+		if _, err := jobs.EnqueueMany(ctx, batch); err != nil {
+			return nil, err
 		}
 		done += n
 	}
@@ -101,9 +96,8 @@ func runRemote(ctx context.Context, cfg Config) (*Result, error) {
 			return nil, ctx.Err()
 		case <-tick.C:
 		}
-		args, _ := json.Marshal(noop{T: time.Now().UnixNano()})
-		if _, err := jobs.Enqueue(ctx, &hopperv1.EnqueueRequest{Job: &hopperv1.JobSpec{Kind: noop{}.Kind(), Queue: queue, Args: string(args)}}); err != nil {
-			return nil, fmt.Errorf("enqueue: %w", err)
+		if _, err := jobs.Enqueue(ctx, noop{T: time.Now().UnixNano()}, &hopper.InsertOpts{Queue: queue}); err != nil {
+			return nil, err
 		}
 	}
 	select {

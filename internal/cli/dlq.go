@@ -12,9 +12,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper"
-	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
 	"github.com/spf13/cobra"
-	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 func newDLQCmd() *cobra.Command {
@@ -409,85 +407,6 @@ func (l local) Replay(ctx context.Context, id string) (*hopper.JobRow, error) {
 
 func (l local) ReplayMany(ctx context.Context, f hopper.DeadLetterFilter, limit int) ([]*hopper.JobRow, error) {
 	return l.Client.ReplayMany(ctx, f, limit, cliActor())
-}
-
-// The dead-letter calls of a server (DeadLetterService); it records the API key's name.
-
-func dlqFilterProto(f hopper.DeadLetterFilter) *hopperv1.DeadLetterFilter {
-	out := &hopperv1.DeadLetterFilter{Queues: f.Queues, Kinds: f.Kinds}
-	if !f.Since.IsZero() {
-		out.FailedAfter = timestamppb.New(f.Since)
-	}
-	if !f.Until.IsZero() {
-		out.FailedBefore = timestamppb.New(f.Until)
-	}
-	return out
-}
-
-func (r *remote) DeadLetters(ctx context.Context, p *hopper.DeadLetterParams) (*hopper.ListResult, error) {
-	res, err := r.dlq.List(ctx, &hopperv1.DeadLetterServiceListRequest{Filter: dlqFilterProto(p.DeadLetterFilter),
-		Cursor: p.Cursor, Limit: int32(p.Limit)})
-	if err != nil {
-		return nil, remoteErr(err)
-	}
-	out := &hopper.ListResult{NextCursor: res.GetNextCursor()}
-	for _, j := range res.GetJobs() {
-		out.Jobs = append(out.Jobs, fromJob(j))
-	}
-	return out, nil
-}
-
-func (r *remote) DeadLetterStats(ctx context.Context) (*hopper.DeadLetterStats, error) {
-	res, err := r.dlq.Stats(ctx, &hopperv1.DeadLetterServiceStatsRequest{})
-	if err != nil {
-		return nil, remoteErr(err)
-	}
-	return &hopper.DeadLetterStats{Count: res.GetCount(), Oldest: timeOf(res.GetOldestFailedAt())}, nil
-}
-
-func (r *remote) Replay(ctx context.Context, id string) (*hopper.JobRow, error) {
-	res, err := r.dlq.Replay(ctx, &hopperv1.ReplayRequest{Id: id})
-	if err != nil {
-		return nil, remoteErr(err)
-	}
-	job := fromJob(res.GetJob())
-	job.ReplayedBy = res.GetReplayedBy()
-	return job, nil
-}
-
-func (r *remote) ReplayMany(ctx context.Context, f hopper.DeadLetterFilter, limit int) ([]*hopper.JobRow, error) {
-	res, err := r.dlq.ReplayMany(ctx, &hopperv1.ReplayManyRequest{Filter: dlqFilterProto(f), Limit: int32(limit)})
-	if err != nil {
-		return nil, remoteErr(err)
-	}
-	out := make([]*hopper.JobRow, len(res.GetJobs()))
-	for i, j := range res.GetJobs() {
-		out[i] = fromJob(j)
-		out[i].ReplayedBy = res.GetReplayedBy()
-	}
-	return out, nil
-}
-
-func (r *remote) Replays(ctx context.Context, p *hopper.ReplayListParams) (*hopper.ReplayListResult, error) {
-	req := &hopperv1.ListReplaysRequest{SourceJobId: p.SourceJobID, OriginalId: p.OriginalID,
-		ReplayedBy: p.ReplayedBy, Cursor: p.Cursor, Limit: int32(p.Limit)}
-	if !p.Since.IsZero() {
-		req.Since = timestamppb.New(p.Since)
-	}
-	if !p.Until.IsZero() {
-		req.Until = timestamppb.New(p.Until)
-	}
-	res, err := r.dlq.ListReplays(ctx, req)
-	if err != nil {
-		return nil, remoteErr(err)
-	}
-	out := &hopper.ReplayListResult{NextCursor: res.GetNextCursor(), Replays: make([]*hopper.Replay, len(res.GetReplays()))}
-	for i, rp := range res.GetReplays() {
-		out.Replays[i] = &hopper.Replay{ID: rp.GetId(), SourceJobID: rp.GetSourceJobId(), NewJobID: rp.GetNewJobId(),
-			OriginalID: rp.GetOriginalId(), ReplayedBy: rp.GetReplayedBy(), ReplayedAt: timeOf(rp.GetReplayedAt()),
-			Reason: rp.GetReason()}
-	}
-	return out, nil
 }
 
 // serveFlags name the flag of each hopper.Config field serve sets from one.

@@ -18,7 +18,7 @@ func newJobsResumeCmd() *cobra.Command {
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := args[0]
-			var raw json.RawMessage
+			var raw any // none without --data
 			if data != "" {
 				if !json.Valid([]byte(data)) {
 					return usageErrorf("invalid --data: not valid JSON")

@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 
-	"connectrpc.com/connect/v2"
-	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
+	"github.com/hopperjobs/hopper/hopperclient"
 	"github.com/hopperjobs/hopper/internal/apikey"
 	// Named hstore because this package's store interface (open.go) takes the name store.
 	hstore "github.com/hopperjobs/hopper/internal/store"
@@ -32,19 +30,28 @@ once, when created.`,
 	return cmd
 }
 
-// keyManager creates, lists and revokes keys: in the database (--database) or through a
-// server's admin API (--server).
+// keyManager creates, lists and revokes keys: in the database (--database, localKeys) or
+// through a server's admin API (--server, a *hopperclient.Client).
 type keyManager interface {
-	create(ctx context.Context, name string, scopes []apikey.Scope) (plaintext string, key *hstore.APIKey, err error)
-	list(ctx context.Context) ([]*hstore.APIKey, error)
-	revoke(ctx context.Context, idOrName string) (*hstore.APIKey, error)
+	CreateKey(ctx context.Context, name string, scopes ...string) (plaintext string, key *hopperclient.APIKey, err error)
+	Keys(ctx context.Context) ([]*hopperclient.APIKey, error)
+	RevokeKey(ctx context.Context, idOrName string) (*hopperclient.APIKey, error)
 }
+
+var (
+	_ keyManager = localKeys{}
+	_ keyManager = (*hopperclient.Client)(nil)
+)
 
 // withKeys runs fn with the keys of --server, or of the database named by --database, which
 // must exist.
 func withKeys(cmd *cobra.Command, fn func(keyManager) error) error {
 	if url := serverURL(cmd); url != "" {
-		return fn(newRemote(url, os.Getenv(envAPIKey)))
+		c, err := newRemote(url)
+		if err != nil {
+			return err
+		}
+		return remoteErr(fn(c))
 	}
 	return withStore(cmd, true, func(st store) error {
 		ks, ok := st.(hstore.KeyStore)
@@ -57,69 +64,53 @@ func withKeys(cmd *cobra.Command, fn func(keyManager) error) error {
 
 type localKeys struct{ hstore.KeyStore }
 
-func (l localKeys) create(ctx context.Context, name string, scopes []apikey.Scope) (string, *hstore.APIKey, error) {
-	plaintext, key, err := apikey.New(name, scopes)
+func (l localKeys) CreateKey(ctx context.Context, name string, scopes ...string) (string, *hopperclient.APIKey, error) {
+	parsed, err := apikey.ParseScopes(scopes)
+	if err != nil {
+		return "", nil, usageErrorf("invalid --scope: %v", err)
+	}
+	plaintext, key, err := apikey.New(name, parsed)
 	if errors.Is(err, apikey.ErrInvalidName) {
 		return "", nil, usageErrorf("invalid --name: %v", err)
 	}
 	if err != nil {
 		return "", nil, err
 	}
-	return plaintext, key, l.KeyCreate(ctx, key)
+	if err := l.KeyCreate(ctx, key); err != nil {
+		return "", nil, err
+	}
+	return plaintext, keyOf(key), nil
 }
 
-func (l localKeys) list(ctx context.Context) ([]*hstore.APIKey, error) { return l.KeyList(ctx) }
+func (l localKeys) Keys(ctx context.Context) ([]*hopperclient.APIKey, error) {
+	keys, err := l.KeyList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*hopperclient.APIKey, len(keys))
+	for i, k := range keys {
+		out[i] = keyOf(k)
+	}
+	return out, nil
+}
 
-func (l localKeys) revoke(ctx context.Context, idOrName string) (*hstore.APIKey, error) {
+func (l localKeys) RevokeKey(ctx context.Context, idOrName string) (*hopperclient.APIKey, error) {
 	// Key ids and names are both of the name alphabet: anything else names no key, and a
 	// byte PostgreSQL cannot keep (NUL) must not reach it.
 	if err := apikey.ValidateName(idOrName); err != nil {
 		return nil, usageErrorf("no API key has id or name %q: ids and names are 1 to 64 letters, digits, '.', '_' or '-'", idOrName)
 	}
-	return l.KeyRevoke(ctx, idOrName)
-}
-
-func (r *remote) create(ctx context.Context, name string, scopes []apikey.Scope) (string, *hstore.APIKey, error) {
-	req := &hopperv1.CreateKeyRequest{Name: name}
-	for _, s := range scopes {
-		req.Scopes = append(req.Scopes, string(s))
-	}
-	res, err := r.admin.CreateKey(ctx, req)
-	if connect.CodeOf(err) == connect.CodeAlreadyExists {
-		return "", nil, fmt.Errorf("%w: %w", hstore.ErrDuplicate, err)
-	}
+	k, err := l.KeyRevoke(ctx, idOrName)
 	if err != nil {
-		return "", nil, remoteErr(err)
+		return nil, err
 	}
-	return res.GetPlaintext(), fromKey(res.GetKey()), nil
+	return keyOf(k), nil
 }
 
-func (r *remote) list(ctx context.Context) ([]*hstore.APIKey, error) {
-	res, err := r.admin.ListKeys(ctx, &hopperv1.ListKeysRequest{})
-	if err != nil {
-		return nil, remoteErr(err)
-	}
-	out := make([]*hstore.APIKey, len(res.GetKeys()))
-	for i, k := range res.GetKeys() {
-		out[i] = fromKey(k)
-	}
-	return out, nil
-}
-
-func (r *remote) revoke(ctx context.Context, idOrName string) (*hstore.APIKey, error) {
-	res, err := r.admin.RevokeKey(ctx, &hopperv1.RevokeKeyRequest{IdOrName: idOrName})
-	if connect.CodeOf(err) == connect.CodeNotFound {
-		return nil, fmt.Errorf("%w: %w", hstore.ErrNotFound, err)
-	}
-	if err != nil {
-		return nil, remoteErr(err)
-	}
-	return fromKey(res.GetKey()), nil
-}
-
-func fromKey(k *hopperv1.APIKey) *hstore.APIKey {
-	return &hstore.APIKey{ID: k.GetId(), Name: k.GetName(), Scopes: k.GetScopes(), CreatedAt: timeOf(k.GetCreatedAt()),
-		LastUsedAt: timeOf(k.GetLastUsedAt()), RevokedAt: timeOf(k.GetRevokedAt())}
+// keyOf is a stored key as the CLI shows it: without its hash.
+func keyOf(k *hstore.APIKey) *hopperclient.APIKey {
+	return &hopperclient.APIKey{ID: k.ID, Name: k.Name, Scopes: k.Scopes, CreatedAt: k.CreatedAt,
+		LastUsedAt: k.LastUsedAt, RevokedAt: k.RevokedAt}
 }
 
 type keysCreateFlags struct {
@@ -155,7 +146,11 @@ func runKeysCreate(cmd *cobra.Command, f *keysCreateFlags) error {
 		return usageErrorf("invalid --name: %v", err)
 	}
 	return withKeys(cmd, func(km keyManager) error {
-		plaintext, key, err := km.create(cmd.Context(), f.name, scopes)
+		names := make([]string, len(scopes))
+		for i, s := range scopes {
+			names[i] = string(s)
+		}
+		plaintext, key, err := km.CreateKey(cmd.Context(), f.name, names...)
 		if errors.Is(err, hstore.ErrDuplicate) {
 			msg := fmt.Sprintf("an API key named %q exists: revoke it first, or choose another name", f.name)
 			return &exitError{code: ExitConflict, msg: msg, err: err}
@@ -190,7 +185,7 @@ func newKeysLsCmd() *cobra.Command {
 
 func runKeysLs(cmd *cobra.Command, _ []string) error {
 	return withKeys(cmd, func(km keyManager) error {
-		keys, err := km.list(cmd.Context())
+		keys, err := km.Keys(cmd.Context())
 		if err != nil {
 			return err
 		}
@@ -207,7 +202,7 @@ func runKeysLs(cmd *cobra.Command, _ []string) error {
 	})
 }
 
-func printKeyTable(w io.Writer, keys []*hstore.APIKey) error {
+func printKeyTable(w io.Writer, keys []*hopperclient.APIKey) error {
 	if len(keys) == 0 {
 		_, err := fmt.Fprintln(w, "no API keys")
 		return err
@@ -236,7 +231,7 @@ when no key has that id, the name of a live key. Revoking a revoked key changes 
 
 func runKeysRevoke(cmd *cobra.Command, args []string) error {
 	return withKeys(cmd, func(km keyManager) error {
-		k, err := km.revoke(cmd.Context(), args[0])
+		k, err := km.RevokeKey(cmd.Context(), args[0])
 		if errors.Is(err, hstore.ErrNotFound) {
 			msg := fmt.Sprintf("no API key has id or name %q", args[0])
 			return &exitError{code: ExitNotFound, msg: msg, err: err}
@@ -265,7 +260,7 @@ type keyJSON struct {
 	RevokedAt  string   `json:"revoked_at,omitempty"`
 }
 
-func newKeyJSON(k *hstore.APIKey) *keyJSON {
+func newKeyJSON(k *hopperclient.APIKey) *keyJSON {
 	scopes := k.Scopes
 	if scopes == nil {
 		scopes = []string{}

@@ -63,7 +63,7 @@ docs/flow-control.md.`,
 				return err
 			}
 			return withBackend(cmd, true, func(client backend) error {
-				if err := client.SetKind(cmd.Context(), args[0], s); err != nil {
+				if err := client.SetKind(cmd.Context(), args[0], s.kind()); err != nil {
 					return err
 				}
 				var done []string

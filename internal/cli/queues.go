@@ -70,7 +70,7 @@ docs/flow-control.md.`,
 				return err
 			}
 			return withBackend(cmd, false, func(client backend) error {
-				if err := client.SetQueue(cmd.Context(), args[0], s); err != nil {
+				if err := client.SetQueue(cmd.Context(), args[0], s.queue()); err != nil {
 					return err
 				}
 				_, err := fmt.Fprintf(cmd.OutOrStdout(), "queue %s set\n", args[0])

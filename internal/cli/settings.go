@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/hopperjobs/hopper"
+	"github.com/hopperjobs/hopper/hopperclient"
 	"github.com/spf13/cobra"
 )
 
@@ -12,6 +13,16 @@ import (
 type settings struct {
 	Weight, Cap *int
 	Rate        *hopper.Rate
+}
+
+// queue is s for a queue.
+func (s settings) queue() hopperclient.QueueSettings {
+	return hopperclient.QueueSettings{Weight: s.Weight, MaxRunning: s.Cap, Rate: s.Rate}
+}
+
+// kind is s for a kind (which has no weight).
+func (s settings) kind() hopperclient.KindSettings {
+	return hopperclient.KindSettings{MaxRunning: s.Cap, Rate: s.Rate}
 }
 
 // addSettingsFlags adds --cap and --rate to a set command, and --weight when weight is true.

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -8,7 +9,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper"
-	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
+	"github.com/hopperjobs/hopper/hopperclient"
 	"github.com/spf13/cobra"
 )
 
@@ -40,8 +41,8 @@ type fleetJSON struct {
 	Workers []workerJSON `json:"workers,omitempty"`
 	Streams []streamJSON `json:"streams,omitempty"`
 
-	workers []*hopperv1.Worker
-	streams []*hopperv1.Stream
+	workers []*hopperclient.WorkerInfo
+	streams []*hopperclient.StreamInfo
 }
 
 type workerJSON struct {
@@ -94,24 +95,9 @@ func runWorkersLs(cmd *cobra.Command, _ []string) error {
 			fleet.Nodes = append(fleet.Nodes, nodeJSON{n.ID, n.Host, n.PID, jsonTime(n.StartedAt), jsonTime(n.HeartbeatAt),
 				n.Holding, n.Idle})
 		}
-		if r, ok := client.(*remote); ok {
-			ws, err := r.admin.ListWorkers(ctx, &hopperv1.ListWorkersRequest{})
-			if err != nil {
-				return remoteErr(err)
-			}
-			ss, err := r.admin.ListStreams(ctx, &hopperv1.ListStreamsRequest{})
-			if err != nil {
-				return remoteErr(err)
-			}
-			fleet.workers, fleet.streams = ws.GetWorkers(), ss.GetStreams()
-			for _, wk := range fleet.workers {
-				fleet.Workers = append(fleet.Workers, workerJSON{wk.GetName(), wk.GetQueue(), wk.GetKinds(), wk.GetOpenStreams(),
-					wk.GetWaitingPolls(), wk.GetActivated(), jsonTime(timeOf(wk.GetLastSeenAt())), wk.GetHeld()})
-			}
-			for _, st := range fleet.streams {
-				fleet.Streams = append(fleet.Streams, streamJSON{st.GetId(), st.GetWorker(), st.GetQueue(), streamQueues(st), st.GetKinds(),
-					st.GetCredit(), st.GetInFlight(), st.GetPushed(), st.GetCompleted(), st.GetFailed(), st.GetReleased(),
-					jsonTime(timeOf(st.GetOpenedAt()))})
+		if server, ok := client.(*hopperclient.Client); ok {
+			if err := fleet.addRemote(ctx, server); err != nil {
+				return err
 			}
 		}
 		if wantJSON(cmd) {
@@ -124,6 +110,26 @@ func runWorkersLs(cmd *cobra.Command, _ []string) error {
 	})
 }
 
+// addRemote adds the remote workers and the job streams of server.
+func (f *fleetJSON) addRemote(ctx context.Context, server *hopperclient.Client) error {
+	var err error
+	if f.workers, err = server.Workers(ctx); err != nil {
+		return err
+	}
+	if f.streams, err = server.Streams(ctx); err != nil {
+		return err
+	}
+	for _, wk := range f.workers {
+		f.Workers = append(f.Workers, workerJSON{wk.Name, wk.Queue, wk.Kinds, int32(wk.OpenStreams),
+			int32(wk.WaitingPolls), wk.Activated, jsonTime(wk.LastSeenAt), wk.Held})
+	}
+	for _, st := range f.streams {
+		f.Streams = append(f.Streams, streamJSON{st.ID, st.Worker, firstQueue(st), st.Queues, st.Kinds,
+			int32(st.Credit), int32(st.InFlight), st.Pushed, st.Completed, st.Failed, st.Released, jsonTime(st.OpenedAt)})
+	}
+	return nil
+}
+
 func printFleet(w io.Writer, nodes []*hopper.Node, f *fleetJSON, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tHOST\tPID\tSTARTED\tHEARTBEAT\tGOVERNOR")
@@ -134,31 +140,30 @@ func printFleet(w io.Writer, nodes []*hopper.Node, f *fleetJSON, now time.Time) 
 	if len(f.workers) > 0 {
 		fmt.Fprintln(tw, "\nWORKER\tQUEUE\tKINDS\tSTREAMS\tPOLLING\tACTIVATED\tLAST SEEN\tGOVERNOR")
 		for _, wk := range f.workers {
-			kinds := strings.Join(wk.GetKinds(), ",")
+			kinds := strings.Join(wk.Kinds, ",")
 			if kinds == "" {
 				kinds = "*"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", wk.GetName(), wk.GetQueue(), kinds, wk.GetOpenStreams(),
-				wk.GetWaitingPolls(), wk.GetActivated(), relative(wk.GetLastSeenAt().AsTime(), now), governorState(wk.GetHeld()))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", wk.Name, wk.Queue, kinds, wk.OpenStreams,
+				wk.WaitingPolls, wk.Activated, relative(wk.LastSeenAt, now), governorState(wk.Held))
 		}
 	}
 	if len(f.streams) > 0 {
 		fmt.Fprintln(tw, "\nSTREAM\tWORKER\tQUEUE\tCREDIT\tIN FLIGHT\tPUSHED\tCOMPLETED\tFAILED\tRELEASED")
 		for _, s := range f.streams {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\n", s.GetId(), s.GetWorker(), strings.Join(streamQueues(s), ","), s.GetCredit(),
-				s.GetInFlight(), s.GetPushed(), s.GetCompleted(), s.GetFailed(), s.GetReleased())
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\n", s.ID, s.Worker, strings.Join(s.Queues, ","), s.Credit,
+				s.InFlight, s.Pushed, s.Completed, s.Failed, s.Released)
 		}
 	}
 	return tw.Flush()
 }
 
-// streamQueues are a stream's queues (a server that knows of one queue per stream lists
-// only queue).
-func streamQueues(s *hopperv1.Stream) []string {
-	if len(s.GetQueues()) > 0 {
-		return s.GetQueues()
+// firstQueue is the first of a stream's queues, "" without one.
+func firstQueue(s *hopperclient.StreamInfo) string {
+	if len(s.Queues) == 0 {
+		return ""
 	}
-	return []string{s.GetQueue()}
+	return s.Queues[0]
 }
 
 // heartbeat shows a node's last heartbeat; an idle node's says since when it is idle: it does

@@ -7,6 +7,8 @@ import (
 
 	"github.com/hopperjobs/hopper"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
+	"github.com/hopperjobs/hopper/hopperclient"
+	"github.com/hopperjobs/hopper/internal/apiview"
 	"github.com/stretchr/testify/require"
 )
 
@@ -14,9 +16,9 @@ import (
 // stream shows its queue.
 func TestWorkersLsShowsAStreamsQueues(t *testing.T) {
 	t.Parallel()
-	f := &fleetJSON{streams: []*hopperv1.Stream{
-		{Id: "1", Worker: "w", Queue: "reports", Queues: []string{"reports", "emails"}, Credit: 20},
-		{Id: "2", Worker: "old", Queue: "mail", Credit: 5},
+	f := &fleetJSON{streams: []*hopperclient.StreamInfo{
+		apiview.FromStream(&hopperv1.Stream{Id: "1", Worker: "w", Queue: "reports", Queues: []string{"reports", "emails"}, Credit: 20}),
+		apiview.FromStream(&hopperv1.Stream{Id: "2", Worker: "old", Queue: "mail", Credit: 5}),
 	}}
 	var out bytes.Buffer
 	require.NoError(t, printFleet(&out, nil, f, time.Now()))

@@ -9,16 +9,14 @@ import (
 	"github.com/hopperjobs/hopper"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
 	"github.com/hopperjobs/hopper/internal/apiview"
-	"google.golang.org/protobuf/types/known/durationpb"
 )
 
-// fromDur reads an optional duration; nil is 0.
-func fromDur(d *durationpb.Duration) time.Duration {
-	if d == nil {
-		return 0
-	}
-	return d.AsDuration()
-}
+// fromDur and fromPolicy read a request's optional duration (nil is 0) and backoff, under
+// the names the worker service calls.
+var (
+	fromDur    = apiview.FromDuration
+	fromPolicy = apiview.FromRetryPolicy
+)
 
 // toJob is j as the API shows it, stalled by the server's clock and threshold.
 func (s *Server) toJob(j *hopper.JobRow) *hopperv1.Job {
@@ -52,27 +50,11 @@ func undeliverable(j *hopper.JobRow) string {
 // toActivated is what a worker gets for a claimed job; fields, when not empty, keeps only
 // those top-level fields of an object payload.
 func toActivated(j *hopper.JobRow, fields []string, defaultTimeout time.Duration) *hopperv1.ActivatedJob {
-	return &hopperv1.ActivatedJob{DefaultTimeout: apiview.Duration(defaultTimeout),
-		Id: j.ID, Kind: j.Kind, Queue: j.Queue, Args: string(pickFields(j.Args, fields)), Headers: j.Headers,
-		Attempt: int32(j.Attempt), MaxAttempts: int32(j.MaxAttempts), LeaseToken: j.Token,
-		LeaseExpiresAt: apiview.Time(j.LeaseExpiresAt), Timeout: apiview.Duration(j.Timeout), CreatedAt: apiview.Time(j.CreatedAt),
-		RetryPolicy: toPolicy(j.RetryPolicy), Checkpoint: string(j.Checkpoint), ResumeData: string(j.ResumeData),
+	a := apiview.ActivatedJob(j, defaultTimeout)
+	if len(fields) > 0 {
+		a.Args = string(pickFields(j.Args, fields))
 	}
-}
-
-func fromPolicy(p *hopperv1.RetryPolicy) *hopper.RetryPolicy {
-	if p == nil {
-		return nil
-	}
-	return &hopper.RetryPolicy{Base: fromDur(p.GetBase()), Multiplier: p.GetMultiplier(),
-		Cap: fromDur(p.GetCap()), Jitter: p.GetJitter()}
-}
-
-func toPolicy(p *hopper.RetryPolicy) *hopperv1.RetryPolicy {
-	if p == nil {
-		return nil
-	}
-	return &hopperv1.RetryPolicy{Base: apiview.Duration(p.Base), Multiplier: p.Multiplier, Cap: apiview.Duration(p.Cap), Jitter: p.Jitter}
+	return a
 }
 
 func pickFields(args json.RawMessage, fields []string) json.RawMessage {

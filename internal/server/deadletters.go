@@ -2,12 +2,10 @@ package server
 
 import (
 	"context"
-	"time"
 
 	"github.com/hopperjobs/hopper"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
 	"github.com/hopperjobs/hopper/internal/apiview"
-	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 // deadLetterService implements hopper.v1.DeadLetterService.
@@ -26,18 +24,6 @@ func replayedBy(ctx context.Context) string {
 	return string(hopper.ActorAPI)
 }
 
-func deadLetterFilter(f *hopperv1.DeadLetterFilter) hopper.DeadLetterFilter {
-	return hopper.DeadLetterFilter{Queues: f.GetQueues(), Kinds: f.GetKinds(),
-		Since: timeOrZero(f.GetFailedAfter()), Until: timeOrZero(f.GetFailedBefore())}
-}
-
-func timeOrZero(t *timestamppb.Timestamp) time.Time {
-	if t == nil {
-		return time.Time{}
-	}
-	return t.AsTime()
-}
-
 func (d *deadLetterService) toJobs(jobs []*hopper.JobRow) []*hopperv1.Job {
 	out := make([]*hopperv1.Job, len(jobs))
 	for i, j := range jobs {
@@ -47,8 +33,7 @@ func (d *deadLetterService) toJobs(jobs []*hopper.JobRow) []*hopperv1.Job {
 }
 
 func (d *deadLetterService) List(ctx context.Context, req *hopperv1.DeadLetterServiceListRequest) (*hopperv1.DeadLetterServiceListResponse, error) {
-	res, err := d.s.client.DeadLetters(ctx, &hopper.DeadLetterParams{DeadLetterFilter: deadLetterFilter(req.GetFilter()),
-		Cursor: req.GetCursor(), Limit: int(req.GetLimit())})
+	res, err := d.s.client.DeadLetters(ctx, apiview.FromDeadLetterListRequest(req))
 	if err != nil {
 		return nil, rpcError("list dead letters", err)
 	}
@@ -60,11 +45,7 @@ func (d *deadLetterService) Stats(ctx context.Context, _ *hopperv1.DeadLetterSer
 	if err != nil {
 		return nil, rpcError("dead-letter stats", err)
 	}
-	out := &hopperv1.DeadLetterServiceStatsResponse{Count: st.Count, OldestFailedAt: apiview.Time(st.Oldest)}
-	if !st.Oldest.IsZero() {
-		out.OldestAge = apiview.Duration(max(st.OldestAge(d.s.client.Now()), time.Nanosecond)) // set, even when tiny
-	}
-	return out, nil
+	return apiview.DeadLetterStats(st, d.s.client.Now()), nil
 }
 
 func (d *deadLetterService) Replay(ctx context.Context, req *hopperv1.ReplayRequest) (*hopperv1.ReplayResponse, error) {
@@ -78,7 +59,7 @@ func (d *deadLetterService) Replay(ctx context.Context, req *hopperv1.ReplayRequ
 
 func (d *deadLetterService) ReplayMany(ctx context.Context, req *hopperv1.ReplayManyRequest) (*hopperv1.ReplayManyResponse, error) {
 	by := replayedBy(ctx)
-	jobs, err := d.s.client.ReplayMany(ctx, deadLetterFilter(req.GetFilter()), int(req.GetLimit()), by)
+	jobs, err := d.s.client.ReplayMany(ctx, apiview.FromDeadLetterFilter(req.GetFilter()), int(req.GetLimit()), by)
 	if err != nil {
 		return nil, rpcError("replay dead letters", err)
 	}
@@ -86,16 +67,13 @@ func (d *deadLetterService) ReplayMany(ctx context.Context, req *hopperv1.Replay
 }
 
 func (d *deadLetterService) ListReplays(ctx context.Context, req *hopperv1.ListReplaysRequest) (*hopperv1.ListReplaysResponse, error) {
-	res, err := d.s.client.Replays(ctx, &hopper.ReplayListParams{SourceJobID: req.GetSourceJobId(),
-		OriginalID: req.GetOriginalId(), ReplayedBy: req.GetReplayedBy(), Since: timeOrZero(req.GetSince()),
-		Until: timeOrZero(req.GetUntil()), Cursor: req.GetCursor(), Limit: int(req.GetLimit())})
+	res, err := d.s.client.Replays(ctx, apiview.FromListReplaysRequest(req))
 	if err != nil {
 		return nil, rpcError("list replays", err)
 	}
 	out := &hopperv1.ListReplaysResponse{NextCursor: res.NextCursor, Replays: make([]*hopperv1.ReplayRecord, len(res.Replays))}
 	for i, r := range res.Replays {
-		out.Replays[i] = &hopperv1.ReplayRecord{Id: r.ID, SourceJobId: r.SourceJobID, NewJobId: r.NewJobID,
-			OriginalId: r.OriginalID, ReplayedBy: r.ReplayedBy, ReplayedAt: apiview.Time(r.ReplayedAt), Reason: r.Reason}
+		out.Replays[i] = apiview.ReplayRecord(r)
 	}
 	return out, nil
 }

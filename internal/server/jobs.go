@@ -15,26 +15,10 @@ type jobService struct{ s *Server }
 // MaxBatch bounds EnqueueBatch.
 const MaxBatch = 10000
 
+// enqueueParams reads a job to enqueue, refusing a missing one by name.
 func enqueueParams(spec *hopperv1.JobSpec) (hopper.EnqueueParams, error) {
-	if spec == nil {
-		return hopper.EnqueueParams{}, invalidArg("job", "is required")
-	}
-	args := spec.GetArgs()
-	if args == "" {
-		args = "{}"
-	}
-	opts := &hopper.InsertOpts{
-		Queue: spec.GetQueue(), Priority: int(spec.GetPriority()), Delay: fromDur(spec.GetDelay()),
-		MaxAttempts: int(spec.GetMaxAttempts()), MaxRescues: int(spec.GetMaxRescues()), Timeout: fromDur(spec.GetTimeout()),
-		Headers: spec.GetHeaders(), IdempotencyKey: spec.GetIdempotencyKey(),
-		IdempotencyRetention: fromDur(spec.GetIdempotencyRetention()), GroupKey: spec.GetGroupKey(),
-		MergeKey: spec.GetMergeKey(), Merge: hopper.MergePolicy(spec.GetMerge()),
-	}
-	if spec.GetRunAt() != nil {
-		opts.RunAt = spec.GetRunAt().AsTime()
-	}
-	opts.RetryPolicy = fromPolicy(spec.GetRetryPolicy())
-	return hopper.EnqueueParams{Args: hopper.RawArgs{KindName: spec.GetKind(), JSON: json.RawMessage(args)}, Opts: opts}, nil
+	p, err := apiview.FromJobSpec(spec)
+	return p, rpcError("enqueue", err)
 }
 
 func (j *jobService) Enqueue(ctx context.Context, req *hopperv1.EnqueueRequest) (*hopperv1.EnqueueResponse, error) {
@@ -81,18 +65,7 @@ func (j *jobService) Get(ctx context.Context, req *hopperv1.GetRequest) (*hopper
 }
 
 func (j *jobService) List(ctx context.Context, req *hopperv1.ListRequest) (*hopperv1.ListResponse, error) {
-	p := &hopper.ListParams{Queues: req.GetQueues(), Kinds: req.GetKinds(), Cursor: req.GetCursor(),
-		Limit: int(req.GetLimit()), Ascending: req.GetAscending()}
-	for _, st := range req.GetStates() {
-		p.States = append(p.States, hopper.JobState(st))
-	}
-	if t := req.GetCreatedAfter(); t != nil {
-		p.CreatedAfter = t.AsTime()
-	}
-	if t := req.GetCreatedBefore(); t != nil {
-		p.CreatedBefore = t.AsTime()
-	}
-	res, err := j.s.client.List(ctx, p)
+	res, err := j.s.client.List(ctx, apiview.FromListRequest(req))
 	if err != nil {
 		return nil, rpcError("list jobs", err)
 	}

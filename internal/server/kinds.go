@@ -20,8 +20,7 @@ func (k *kindService) List(ctx context.Context, _ *hopperv1.KindServiceListReque
 	}
 	out := &hopperv1.KindServiceListResponse{Kinds: make([]*hopperv1.Kind, len(ks))}
 	for i, info := range ks {
-		out.Kinds[i] = &hopperv1.Kind{Name: info.Name, Disabled: info.Disabled, MaxRunning: int32(info.MaxRunning),
-			Counts: stateCounts(info.Counts), Rate: apiview.Rate(info.Rate)}
+		out.Kinds[i] = apiview.Kind(info)
 	}
 	return out, nil
 }
@@ -40,7 +39,7 @@ func (k *kindService) Set(ctx context.Context, req *hopperv1.KindServiceSetReque
 	case maxRunning != nil && *maxRunning < 0: // checked first: a refused request changes nothing
 		return nil, invalidArg("max_running", fmt.Sprintf("%d is negative (0 removes the cap)", *maxRunning))
 	}
-	rate, err := parseRate(req.Rate)
+	rate, err := apiview.FromOptionalRate(req.Rate)
 	if err != nil {
 		return nil, rpcError("set kind rate limit", err)
 	}
@@ -69,13 +68,4 @@ func (k *kindService) Enable(ctx context.Context, req *hopperv1.KindServiceEnabl
 		return nil, rpcError("enable kind", err)
 	}
 	return &hopperv1.KindServiceEnableResponse{}, nil
-}
-
-// stateCounts is a job count per state as the API names the states.
-func stateCounts(counts map[hopper.JobState]int64) map[string]int64 {
-	out := make(map[string]int64, len(counts))
-	for st, n := range counts {
-		out[string(st)] = n
-	}
-	return out
 }

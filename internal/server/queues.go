@@ -6,6 +6,7 @@ import (
 
 	"github.com/hopperjobs/hopper"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
+	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/apiview"
 )
 
@@ -19,9 +20,7 @@ func (q *queueService) List(ctx context.Context, _ *hopperv1.QueueServiceListReq
 	}
 	out := &hopperv1.QueueServiceListResponse{Queues: make([]*hopperv1.Queue, len(qs))}
 	for i, info := range qs {
-		out.Queues[i] = &hopperv1.Queue{Name: info.Name, Paused: info.Paused, MaxRunning: int32(info.MaxRunning),
-			Weight: int32(info.Weight), Counts: stateCounts(info.Counts), AwaitingCompute: info.AwaitingCompute,
-			Disabled: info.Disabled, Rate: apiview.Rate(info.Rate)}
+		out.Queues[i] = apiview.Queue(info)
 	}
 	return out, nil
 }
@@ -48,7 +47,7 @@ func (q *queueService) Set(ctx context.Context, req *hopperv1.QueueServiceSetReq
 	if req.GetMaxRunning() < 0 { // checked first: a refused request changes nothing
 		return nil, invalidArg("max_running", fmt.Sprintf("%d is negative", req.GetMaxRunning()))
 	}
-	rate, err := parseRate(req.Rate)
+	rate, err := apiview.FromOptionalRate(req.Rate)
 	if err != nil {
 		return nil, rpcError("set queue rate limit", err)
 	}
@@ -70,15 +69,6 @@ func (q *queueService) Set(ctx context.Context, req *hopperv1.QueueServiceSetReq
 	return &hopperv1.QueueServiceSetResponse{}, nil
 }
 
-// parseRate reads a request's optional rate field: nil when it is not set.
-func parseRate(text *string) (*hopper.Rate, error) {
-	if text == nil {
-		return nil, nil
-	}
-	r, err := hopper.ParseRate("rate", *text)
-	return &r, err
-}
-
 // adminService implements hopper.v1.AdminService.
 type adminService struct{ s *Server }
 
@@ -89,9 +79,7 @@ func (a *adminService) ListNodes(ctx context.Context, _ *hopperv1.ListNodesReque
 	}
 	out := &hopperv1.ListNodesResponse{Nodes: make([]*hopperv1.Node, len(nodes))}
 	for i, n := range nodes {
-		out.Nodes[i] = &hopperv1.Node{Id: n.ID, Host: n.Host, Pid: int32(n.PID), StartedAt: apiview.Time(n.StartedAt),
-			HeartbeatAt: apiview.Time(n.HeartbeatAt), Leader: n.ID == a.s.client.NodeID() && a.s.client.IsLeader(),
-			Holding: n.Holding, Idle: n.Idle}
+		out.Nodes[i] = apiview.Node(n, n.ID == a.s.client.NodeID() && a.s.client.IsLeader())
 	}
 	return out, nil
 }
@@ -101,8 +89,8 @@ func (a *adminService) ListWorkers(context.Context, *hopperv1.ListWorkersRequest
 	_, workers := a.s.reg.snapshot(now)
 	out := &hopperv1.ListWorkersResponse{Workers: make([]*hopperv1.Worker, len(workers))}
 	for i, w := range workers {
-		out.Workers[i] = &hopperv1.Worker{Name: w.name, Queue: w.queue, Kinds: w.kinds, LastSeenAt: apiview.Time(w.lastSeen),
-			OpenStreams: int32(w.streams), WaitingPolls: int32(w.polls), Activated: w.activated, Held: w.heldAt(now)}
+		out.Workers[i] = apiview.Worker(&hoppertype.WorkerInfo{Name: w.name, Queue: w.queue, Kinds: w.kinds,
+			LastSeenAt: w.lastSeen, OpenStreams: w.streams, WaitingPolls: w.polls, Activated: w.activated, Held: w.heldAt(now)})
 	}
 	return out, nil
 }
@@ -111,9 +99,9 @@ func (a *adminService) ListStreams(context.Context, *hopperv1.ListStreamsRequest
 	streams, _ := a.s.reg.snapshot(a.s.clock.Now())
 	out := &hopperv1.ListStreamsResponse{Streams: make([]*hopperv1.Stream, len(streams))}
 	for i, st := range streams {
-		out.Streams[i] = &hopperv1.Stream{Id: st.id, Worker: st.worker, Queue: st.queues[0], Queues: st.queues, Kinds: st.kinds,
-			Credit: int32(st.credit), InFlight: int32(st.inFlight), Pushed: st.pushed, Completed: st.completed,
-			Failed: st.failed, Released: st.released, OpenedAt: apiview.Time(st.opened)}
+		out.Streams[i] = apiview.Stream(&hoppertype.StreamInfo{ID: st.id, Worker: st.worker, Queues: st.queues,
+			Kinds: st.kinds, Credit: st.credit, InFlight: st.inFlight, Pushed: st.pushed, Completed: st.completed,
+			Failed: st.failed, Released: st.released, OpenedAt: st.opened})
 	}
 	return out, nil
 }

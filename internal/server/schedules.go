@@ -2,9 +2,7 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 
-	"github.com/hopperjobs/hopper"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
 	"github.com/hopperjobs/hopper/internal/apiview"
 )
@@ -19,7 +17,7 @@ func (ss *scheduleService) List(ctx context.Context, _ *hopperv1.ScheduleService
 	}
 	out := &hopperv1.ScheduleServiceListResponse{Schedules: make([]*hopperv1.Schedule, len(list))}
 	for i, info := range list {
-		out.Schedules[i] = toSchedule(info)
+		out.Schedules[i] = apiview.Schedule(info)
 	}
 	return out, nil
 }
@@ -29,11 +27,11 @@ func (ss *scheduleService) Add(ctx context.Context, req *hopperv1.ScheduleServic
 	if spec == nil {
 		return nil, invalidArg("schedule", "is required")
 	}
-	info, err := ss.s.client.AddSchedule(ctx, fromSchedule(spec))
+	info, err := ss.s.client.AddSchedule(ctx, apiview.FromSchedule(spec).Schedule) // the client validates it
 	if err != nil {
 		return nil, rpcError("add schedule", err)
 	}
-	return &hopperv1.ScheduleServiceAddResponse{Schedule: toSchedule(info)}, nil
+	return &hopperv1.ScheduleServiceAddResponse{Schedule: apiview.Schedule(info)}, nil
 }
 
 func (ss *scheduleService) Remove(ctx context.Context, req *hopperv1.ScheduleServiceRemoveRequest) (*hopperv1.ScheduleServiceRemoveResponse, error) {
@@ -55,31 +53,4 @@ func (ss *scheduleService) Resume(ctx context.Context, req *hopperv1.ScheduleSer
 		return nil, rpcError("resume schedule", err)
 	}
 	return &hopperv1.ScheduleServiceResumeResponse{}, nil
-}
-
-// fromSchedule reads a schedule to add; the client validates it.
-func fromSchedule(s *hopperv1.Schedule) hopper.Schedule {
-	out := hopper.Schedule{
-		Name: s.GetName(), Cron: s.GetCron(), Every: fromDur(s.GetEvery()), FixedDelay: fromDur(s.GetFixedDelay()),
-		TZ: s.GetTz(), Kind: s.GetKind(), Queue: s.GetQueue(), Priority: int(s.GetPriority()),
-		MaxAttempts: int(s.GetMaxAttempts()), Timeout: fromDur(s.GetTimeout()), Headers: s.GetHeaders(),
-		CatchUp: hopper.CatchUp(s.GetCatchUp()), Overlap: hopper.Overlap(s.GetOverlap()),
-		Jitter: fromDur(s.GetJitter()), Paused: s.GetPaused(),
-	}
-	if s.GetArgs() != "" {
-		out.Args = json.RawMessage(s.GetArgs())
-	}
-	return out
-}
-
-func toSchedule(info *hopper.ScheduleInfo) *hopperv1.Schedule {
-	args, _ := info.Args.(json.RawMessage) // a ScheduleInfo's Args always is
-	return &hopperv1.Schedule{
-		Name: apiview.Text(info.Name), Cron: apiview.Text(info.Cron), Every: apiview.Duration(info.Every), FixedDelay: apiview.Duration(info.FixedDelay), Tz: apiview.Text(info.TZ),
-		Kind: apiview.Text(info.Kind), Args: apiview.Payload(args), Queue: apiview.Text(info.Queue), Priority: int32(info.Priority),
-		MaxAttempts: int32(info.MaxAttempts), Timeout: apiview.Duration(info.Timeout), Headers: apiview.Headers(info.Headers),
-		CatchUp: string(info.CatchUp), Overlap: string(info.Overlap), Jitter: apiview.Duration(info.Jitter), Paused: info.Paused,
-		Source: info.Source, LastFireAt: apiview.Time(info.LastFireAt), NextFireAt: apiview.Time(info.NextFireAt),
-		LastJobId: info.LastJobID, CreatedAt: apiview.Time(info.CreatedAt), UpdatedAt: apiview.Time(info.UpdatedAt),
-	}
 }

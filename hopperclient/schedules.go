@@ -1,0 +1,61 @@
+package hopperclient
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hopperjobs/hopper"
+	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
+	"github.com/hopperjobs/hopper/internal/apiview"
+)
+
+// Schedules returns every schedule, with its last and next fire times. It needs the read
+// scope.
+func (c *Client) Schedules(ctx context.Context) ([]*hopper.ScheduleInfo, error) {
+	res, err := c.schedules.List(ctx, &hopperv1.ScheduleServiceListRequest{})
+	if err != nil {
+		return nil, callErr("list schedules", err)
+	}
+	out := make([]*hopper.ScheduleInfo, len(res.GetSchedules()))
+	for i, s := range res.GetSchedules() {
+		out[i] = apiview.FromSchedule(s)
+	}
+	return out, nil
+}
+
+// AddSchedule creates a schedule, or replaces the definition of the one with its name, as
+// hopper.Client.AddSchedule does: s.Args is encoded as JSON (a json.RawMessage as it is) and
+// s.Kind defaults to the Args' kind. Bad input is a *hopper.ValidationError; a schedule
+// declared in the server's code is an error wrapping hopper.ErrDuplicate. It needs the admin
+// scope.
+func (c *Client) AddSchedule(ctx context.Context, s hopper.Schedule) (*hopper.ScheduleInfo, error) {
+	spec, err := apiview.ScheduleSpec(s)
+	if err != nil {
+		return nil, fmt.Errorf("add schedule %s: %w", s.Name, err)
+	}
+	res, err := c.schedules.Add(ctx, &hopperv1.ScheduleServiceAddRequest{Schedule: spec})
+	if err != nil {
+		return nil, callErr("add schedule "+s.Name, err)
+	}
+	return apiview.FromSchedule(res.GetSchedule()), nil
+}
+
+// RemoveSchedule deletes a schedule; jobs it enqueued stay. An unknown name is an error
+// wrapping hopper.ErrNotFound. It needs the admin scope.
+func (c *Client) RemoveSchedule(ctx context.Context, name string) error {
+	_, err := c.schedules.Remove(ctx, &hopperv1.ScheduleServiceRemoveRequest{Name: name})
+	return callErr("remove schedule "+name, err)
+}
+
+// PauseSchedule stops a schedule from firing until ResumeSchedule. It needs the admin scope.
+func (c *Client) PauseSchedule(ctx context.Context, name string) error {
+	_, err := c.schedules.Pause(ctx, &hopperv1.ScheduleServicePauseRequest{Name: name})
+	return callErr("pause schedule "+name, err)
+}
+
+// ResumeSchedule lets a paused schedule fire again, as its catch-up policy says. It needs the
+// admin scope.
+func (c *Client) ResumeSchedule(ctx context.Context, name string) error {
+	_, err := c.schedules.Resume(ctx, &hopperv1.ScheduleServiceResumeRequest{Name: name})
+	return callErr("resume schedule "+name, err)
+}

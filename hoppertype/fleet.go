@@ -1,0 +1,52 @@
+package hoppertype
+
+import "time"
+
+// WorkerInfo is a worker outside the server's process (a remote worker) as a server saw it:
+// one entry per worker name and queue.
+type WorkerInfo struct {
+	Name  string
+	Queue string
+	// Kinds are the kinds the worker takes; empty for any.
+	Kinds        []string
+	LastSeenAt   time.Time
+	OpenStreams  int
+	WaitingPolls int
+	// Activated counts the jobs the server handed to the worker.
+	Activated int64
+	// Held: the worker's resource governor holds it back (it takes no new job).
+	Held bool
+}
+
+// StreamInfo is a job stream open on a server, with its counters.
+type StreamInfo struct {
+	ID     string
+	Worker string
+	// Queues are the queues whose jobs the stream shares its credit between, the first
+	// first.
+	Queues []string
+	Kinds  []string
+	// Credit is the most jobs the stream has unfinished; InFlight how many it has now.
+	Credit    int
+	InFlight  int
+	Pushed    int64
+	Completed int64
+	Failed    int64
+	Released  int64
+	OpenedAt  time.Time
+}
+
+// APIKey describes an API key of a server. Its secret is not part of it: a server shows a
+// key's secret once, when it creates the key.
+type APIKey struct {
+	// ID is the key's public part.
+	ID string
+	// Name says what the key is for; unique among keys not revoked.
+	Name string
+	// Scopes are what the key may do: "enqueue", "work", "read", "admin".
+	Scopes    []string
+	CreatedAt time.Time
+	// LastUsedAt is zero for a key never used; RevokedAt for a key not revoked.
+	LastUsedAt time.Time
+	RevokedAt  time.Time
+}

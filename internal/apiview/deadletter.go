@@ -1,0 +1,80 @@
+package apiview
+
+import (
+	"time"
+
+	"github.com/hopperjobs/hopper"
+	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
+)
+
+// DeadLetterFilter is a selection of dead letters as the API carries it.
+func DeadLetterFilter(f hopper.DeadLetterFilter) *hopperv1.DeadLetterFilter {
+	return &hopperv1.DeadLetterFilter{Queues: f.Queues, Kinds: f.Kinds, FailedAfter: Time(f.Since), FailedBefore: Time(f.Until)}
+}
+
+// FromDeadLetterFilter reads a selection of dead letters; nil selects all.
+func FromDeadLetterFilter(f *hopperv1.DeadLetterFilter) hopper.DeadLetterFilter {
+	return hopper.DeadLetterFilter{Queues: f.GetQueues(), Kinds: f.GetKinds(),
+		Since: FromTime(f.GetFailedAfter()), Until: FromTime(f.GetFailedBefore())}
+}
+
+// DeadLetterListRequest is a page of dead letters to list as the API asks for it (p nil: the
+// first page of all).
+func DeadLetterListRequest(p *hopper.DeadLetterParams) *hopperv1.DeadLetterServiceListRequest {
+	if p == nil {
+		p = &hopper.DeadLetterParams{}
+	}
+	return &hopperv1.DeadLetterServiceListRequest{Filter: DeadLetterFilter(p.DeadLetterFilter), Cursor: p.Cursor,
+		Limit: Int32(p.Limit)}
+}
+
+// FromDeadLetterListRequest reads a page of dead letters to list.
+func FromDeadLetterListRequest(req *hopperv1.DeadLetterServiceListRequest) *hopper.DeadLetterParams {
+	return &hopper.DeadLetterParams{DeadLetterFilter: FromDeadLetterFilter(req.GetFilter()), Cursor: req.GetCursor(),
+		Limit: int(req.GetLimit())}
+}
+
+// DeadLetterStats is the dead-letter queue's summary as the API shows it at now: its
+// oldest_age is set whenever there is a dead letter, however young.
+func DeadLetterStats(st *hopper.DeadLetterStats, now time.Time) *hopperv1.DeadLetterServiceStatsResponse {
+	out := &hopperv1.DeadLetterServiceStatsResponse{Count: st.Count, OldestFailedAt: Time(st.Oldest)}
+	if !st.Oldest.IsZero() {
+		out.OldestAge = Duration(max(st.OldestAge(now), time.Nanosecond))
+	}
+	return out
+}
+
+// FromDeadLetterStats reads the dead-letter queue's summary.
+func FromDeadLetterStats(res *hopperv1.DeadLetterServiceStatsResponse) *hopper.DeadLetterStats {
+	return &hopper.DeadLetterStats{Count: res.GetCount(), Oldest: FromTime(res.GetOldestFailedAt())}
+}
+
+// ReplayRecord is one entry of the replay audit log as the API shows it.
+func ReplayRecord(r *hopper.Replay) *hopperv1.ReplayRecord {
+	return &hopperv1.ReplayRecord{Id: r.ID, SourceJobId: Text(r.SourceJobID), NewJobId: Text(r.NewJobID),
+		OriginalId: Text(r.OriginalID), ReplayedBy: Text(r.ReplayedBy), ReplayedAt: Time(r.ReplayedAt), Reason: Text(r.Reason)}
+}
+
+// FromReplayRecord reads one entry of the replay audit log.
+func FromReplayRecord(r *hopperv1.ReplayRecord) *hopper.Replay {
+	return &hopper.Replay{ID: r.GetId(), SourceJobID: r.GetSourceJobId(), NewJobID: r.GetNewJobId(),
+		OriginalID: r.GetOriginalId(), ReplayedBy: r.GetReplayedBy(), ReplayedAt: FromTime(r.GetReplayedAt()),
+		Reason: r.GetReason()}
+}
+
+// ListReplaysRequest is a page of the replay audit log as the API asks for it (p nil: the
+// first page of all).
+func ListReplaysRequest(p *hopper.ReplayListParams) *hopperv1.ListReplaysRequest {
+	if p == nil {
+		p = &hopper.ReplayListParams{}
+	}
+	return &hopperv1.ListReplaysRequest{SourceJobId: p.SourceJobID, OriginalId: p.OriginalID, ReplayedBy: p.ReplayedBy,
+		Since: Time(p.Since), Until: Time(p.Until), Cursor: p.Cursor, Limit: Int32(p.Limit)}
+}
+
+// FromListReplaysRequest reads a page of the replay audit log to list.
+func FromListReplaysRequest(req *hopperv1.ListReplaysRequest) *hopper.ReplayListParams {
+	return &hopper.ReplayListParams{SourceJobID: req.GetSourceJobId(), OriginalID: req.GetOriginalId(),
+		ReplayedBy: req.GetReplayedBy(), Since: FromTime(req.GetSince()), Until: FromTime(req.GetUntil()),
+		Cursor: req.GetCursor(), Limit: int(req.GetLimit())}
+}

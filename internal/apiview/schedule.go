@@ -1,0 +1,80 @@
+package apiview
+
+import (
+	"encoding/json"
+
+	"github.com/hopperjobs/hopper"
+	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
+)
+
+// Schedule is a stored schedule with its state as the API shows it.
+func Schedule(info *hopper.ScheduleInfo) *hopperv1.Schedule {
+	args, _ := info.Args.(json.RawMessage) // a ScheduleInfo's Args always is
+	out := scheduleSpec(info.Schedule, Payload(args), Text)
+	out.Source, out.LastJobId = info.Source, info.LastJobID
+	out.LastFireAt, out.NextFireAt = Time(info.LastFireAt), Time(info.NextFireAt)
+	out.CreatedAt, out.UpdatedAt = Time(info.CreatedAt), Time(info.UpdatedAt)
+	return out
+}
+
+// ScheduleSpec is a schedule to add as the API carries it. Its Args are encoded as JSON (a
+// json.RawMessage as it is; nil sends none, so that the server's default applies), and its
+// Kind defaults to the Args' kind when they are a hopper.JobArgs, as AddSchedule does. Args
+// that do not encode are a *hopper.ValidationError naming args.
+func ScheduleSpec(s hopper.Schedule) (*hopperv1.Schedule, error) {
+	var args []byte
+	switch a := s.Args.(type) {
+	case nil:
+	case json.RawMessage:
+		args = a
+	default:
+		b, err := json.Marshal(a)
+		if err != nil {
+			return nil, &hopper.ValidationError{Field: "args", Reason: "cannot encode as JSON: " + err.Error()}
+		}
+		args = b
+	}
+	if ja, ok := s.Args.(hopper.JobArgs); ok && s.Kind == "" {
+		s.Kind = ja.Kind()
+	}
+	return scheduleSpec(s, string(args), func(s string) string { return s }), nil
+}
+
+// scheduleSpec is s with args; text shows its stored strings (Text in an answer, as they
+// are in a request, which the server checks).
+func scheduleSpec(s hopper.Schedule, args string, text func(string) string) *hopperv1.Schedule {
+	headers := s.Headers
+	if len(headers) > 0 {
+		headers = make(map[string]string, len(s.Headers))
+		for k, v := range s.Headers {
+			headers[text(k)] = text(v)
+		}
+	}
+	return &hopperv1.Schedule{
+		Name: text(s.Name), Cron: text(s.Cron), Every: Duration(s.Every), FixedDelay: Duration(s.FixedDelay),
+		Tz: text(s.TZ), Kind: text(s.Kind), Args: args, Queue: text(s.Queue), Priority: Int32(s.Priority),
+		MaxAttempts: Int32(s.MaxAttempts), Timeout: Duration(s.Timeout), Headers: headers,
+		CatchUp: string(s.CatchUp), Overlap: string(s.Overlap), Jitter: Duration(s.Jitter), Paused: s.Paused,
+	}
+}
+
+// FromSchedule reads a schedule: to add, its Schedule; as listed, with its state. Its Args
+// are a json.RawMessage, or nil when the message has none.
+func FromSchedule(s *hopperv1.Schedule) *hopper.ScheduleInfo {
+	out := &hopper.ScheduleInfo{
+		Schedule: hopper.Schedule{
+			Name: s.GetName(), Cron: s.GetCron(), Every: FromDuration(s.GetEvery()),
+			FixedDelay: FromDuration(s.GetFixedDelay()), TZ: s.GetTz(), Kind: s.GetKind(),
+			Queue: s.GetQueue(), Priority: int(s.GetPriority()), MaxAttempts: int(s.GetMaxAttempts()),
+			Timeout: FromDuration(s.GetTimeout()), Headers: s.GetHeaders(),
+			CatchUp: hopper.CatchUp(s.GetCatchUp()), Overlap: hopper.Overlap(s.GetOverlap()),
+			Jitter: FromDuration(s.GetJitter()), Paused: s.GetPaused(),
+		},
+		Source: s.GetSource(), LastFireAt: FromTime(s.GetLastFireAt()), NextFireAt: FromTime(s.GetNextFireAt()),
+		LastJobID: s.GetLastJobId(), CreatedAt: FromTime(s.GetCreatedAt()), UpdatedAt: FromTime(s.GetUpdatedAt()),
+	}
+	if s.GetArgs() != "" {
+		out.Args = json.RawMessage(s.GetArgs()) // nil otherwise: an interface holding a nil RawMessage is not nil
+	}
+	return out
+}
