@@ -119,14 +119,9 @@ type Config struct {
 	// Batch bounds the jobs of one claim, units and ahead together (default Units).
 	Batch int
 	// AheadLimit bounds the jobs one claim asks for ahead; 0 asks none ahead. A lane asks
-	// ahead for the jobs of its that ended during its last claim's round trip, at most
-	// AheadLimit.
+	// ahead for its share of the units that freed during its last claim's round trip, at most
+	// its share of the units and AheadLimit.
 	AheadLimit int
-	// AheadWithinShare bounds what a lane asks for ahead by its share of the units too: for a
-	// store that runs its writes one at a time (SQLite), where a flooded lane's ever larger
-	// claims (each job ended during a claim asks for one more) would hold up every claim
-	// behind them, its own and the other lanes'.
-	AheadWithinShare bool
 	// MaxWait bounds how long a job claimed ahead waits for a unit (default 1 s).
 	MaxWait time.Duration
 	// Coalesce is how long a lane with fewer than a quarter of its units free waits for more

@@ -13,20 +13,19 @@ import (
 type lane[J any] struct {
 	name  string
 	retry *backoff.Tracker
-	// share is the lane's part of the units: Held = inUse + reserved; Wanting while it has jobs
-	// waiting or may have work to claim.
+	// share is the lane's part of the units: Held = inUse; Wanting while it has jobs waiting
+	// or may have work to claim.
 	share    fairshare.Queue
 	inUse    int // units of started jobs not yet Done
-	reserved int // units held by the lane's claims out
+	reserved int // units the lane's claims out asked for (sizing the next claim; not held)
 	inflight int // claims out
 	waiting  queue[J]
 	// more: work may be waiting (a wake-up, or the last claim came back full): claim when no
 	// claim is out. full: the last claim came back full, so a second may go out beside one.
 	// urgent: claim without waiting for a quarter of the units to be free.
 	more, full, urgent bool
-	gen                int   // counts wake-ups, so a claim made before one cannot undo it
-	ended              int64 // started jobs that ended, to count those that end during a claim
-	aheadN             int   // jobs the next claim asks for ahead
+	gen                int // counts wake-ups, so a claim made before one cannot undo it
+	aheadN             int // jobs the next claim asks for ahead
 	holdUntil          time.Time
 	lookAt             time.Time // wake the lane then though nothing else does (Result.Retry)
 	coalesceAt         time.Time // claim then even with few units free

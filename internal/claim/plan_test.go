@@ -154,14 +154,14 @@ func TestClaimAheadAsksForTheEndsOfARoundTrip(t *testing.T) {
 	require.Equal(t, []string{"q-19", "q-20"}, m.r.started["q"][18:])
 }
 
-// On a store whose writes are serial, a lane asks ahead for at most its share of the units: a
-// flooded lane whose claims ran long would otherwise ask for ever more, each claim longer than
-// the last (the store is the bottleneck), and every other lane's claims would wait behind
-// them. Elsewhere it asks for what ended during its last claim.
+// A lane asks ahead for its share of what every lane's units freed during its last claim,
+// at most its share of the units: a flooded lane whose claims ran long would otherwise ask
+// for ever more, each claim longer than the last, and every other lane's claims would wait
+// behind them (SQLite), or it would take more than its weight (PostgreSQL).
 func TestClaimAheadIsBoundedByTheLanesShare(t *testing.T) {
 	t.Parallel()
-	for _, within := range []bool{true, false} {
-		m := newMachine(t, Config{Units: 20, AheadLimit: 1000, Batch: 1000, AheadWithinShare: within,
+	for _, ended := range []int{500, 4} {
+		m := newMachine(t, Config{Units: 20, AheadLimit: 1000, Batch: 1000,
 			Lanes: []LaneConfig{{Name: "flood", Weight: 3}, {Name: "trickle", Weight: 1}}})
 		cs := m.step()
 		require.Len(t, cs, 2)
@@ -172,16 +172,18 @@ func TestClaimAheadIsBoundedByTheLanesShare(t *testing.T) {
 		m.done("trickle", m.lane("trickle").inUse)
 		cs = m.step()
 		require.Len(t, cs, 2)
+		m.lane("flood").inUse += ended // as if so many of the flood's jobs started and ended during the claims
+		m.done("flood", ended)
 		for _, c := range cs {
-			m.lane(c.req.Lane).inUse += 500 // as if 500 jobs started and ended during the claim
-			m.done(c.req.Lane, 500)
 			m.answer(c, Result[string]{Jobs: m.jobs(c.req.Lane, c.req.Units)})
 		}
-		if within {
+		if ended == 500 {
 			require.Equal(t, 15, m.lane("flood").aheadN, "3/4 of 20 units")
-			require.Equal(t, 5, m.lane("trickle").aheadN, "1/4 of 20 units")
+			require.Equal(t, 5, m.lane("trickle").aheadN, "1/4 of 20 units, though none of its jobs ended")
 		} else {
-			require.Equal(t, 500, m.lane("flood").aheadN, "what ended during its claim")
+			// The 20 units turned over a fifth of a time: each lane asks for its share of that.
+			require.Equal(t, 3, m.lane("flood").aheadN, "15 units × 4/20")
+			require.Equal(t, 1, m.lane("trickle").aheadN, "5 units × 4/20")
 		}
 	}
 }

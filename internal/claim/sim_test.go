@@ -12,9 +12,9 @@ import (
 )
 
 // A simulated process on a simulated store, on simulated time: the store runs one write at a
-// time (SQLite's single writer; a busy PostgreSQL behaves alike), a claim costs it a fixed
-// part and a part per job, every job's outcome costs it a write too, and handlers take
-// jobDur. Queue "flood" holds an endless backlog; queue "trickle" receives a job every
+// time (SQLite's single writer), a claim costs it a fixed part and a part per job, every
+// job's outcome costs it a write too, and handlers take jobDur; or (concurrent) claims run
+// side by side, each taking its time (PostgreSQL). Queue "flood" holds an endless backlog; queue "trickle" receives a job every
 // trickleEvery, or holds an endless backlog too (shares). This is the fairness scenario of
 // `hopper bench` (docs/benchmarks.md), without a store and without a clock's noise.
 
@@ -27,6 +27,7 @@ type simConfig struct {
 	perOutcome, jobDur time.Duration
 	run                time.Duration
 	aheadLimit         int
+	concurrent         bool // claims run side by side (PostgreSQL), not one at a time (SQLite)
 }
 
 type simResult struct {
@@ -105,7 +106,12 @@ func (m *sim) launch(c claimed) {
 	}
 	m.res.maxClaim = max(m.res.maxClaim, asked)
 	// The claim takes its jobs when the store gets to it.
-	m.push(&event{at: m.write(m.cfg.claimBase + time.Duration(n)*m.cfg.perJob), kind: evClaim, c: c, n: n})
+	cost := m.cfg.claimBase + time.Duration(n)*m.cfg.perJob
+	if m.cfg.concurrent { // PostgreSQL: claims do not wait for each other
+		m.push(&event{at: m.now.Add(cost), kind: evClaim, c: c, n: n})
+		return
+	}
+	m.push(&event{at: m.write(cost), kind: evClaim, c: c, n: n})
 }
 
 func (m *sim) start(name string, jobs []string) error {
@@ -130,7 +136,7 @@ func (m *sim) giveBack(lane string, jobs []string, _ Why) {
 
 func runSim(t *testing.T, cfg simConfig) simResult {
 	t.Helper()
-	s, err := newState[string](Config{Units: cfg.units, Batch: 1000, AheadLimit: cfg.aheadLimit, AheadWithinShare: true,
+	s, err := newState[string](Config{Units: cfg.units, Batch: 1000, AheadLimit: cfg.aheadLimit,
 		Lanes: []LaneConfig{{Name: "flood", Weight: cfg.flood}, {Name: "trickle", Weight: cfg.trickle}}})
 	require.NoError(t, err)
 	m := &sim{cfg: cfg, s: s, now: t0, storeFree: t0, arrivals: map[string]time.Time{},
@@ -153,7 +159,9 @@ func runSim(t *testing.T, cfg simConfig) simResult {
 			s.received(e.c, Result[string]{Jobs: m.take(e.c.req.Lane, e.n)}, m.now, m)
 		case evEnd:
 			s.lanes[e.n].done.Add(1)
-			m.write(cfg.perOutcome)
+			if !cfg.concurrent {
+				m.write(cfg.perOutcome)
+			}
 		case evArrive:
 			m.ids++
 			id := fmt.Sprintf("t-%d", m.ids)
@@ -210,11 +218,18 @@ func TestClaimingAheadKeepsFairShare(t *testing.T) {
 		require.LessOrEqual(t, p99(r.latencies), 10*time.Millisecond, "trickle p99 (of %d)", len(r.latencies))
 		require.LessOrEqual(t, r.maxClaim, 40, "no claim larger than a lane's units and its share ahead")
 	})
-	for _, w := range [][2]int{{1, 1}, {3, 1}} {
-		t.Run(fmt.Sprintf("shares %d:%d", w[0], w[1]), func(t *testing.T) {
+	for _, tc := range []struct {
+		w          [2]int
+		concurrent bool
+	}{{[2]int{1, 1}, false}, {[2]int{3, 1}, false}, {[2]int{1, 1}, true}, {[2]int{3, 1}, true}} {
+		w := tc.w
+		t.Run(fmt.Sprintf("shares %d:%d concurrent %v", w[0], w[1], tc.concurrent), func(t *testing.T) {
 			t.Parallel()
 			cfg := simCosts
-			cfg.flood, cfg.trickle, cfg.trickleBacklogged = w[0], w[1], true
+			cfg.flood, cfg.trickle, cfg.trickleBacklogged, cfg.concurrent = w[0], w[1], true, tc.concurrent
+			if tc.concurrent {
+				cfg.claimBase, cfg.perJob = 5*time.Millisecond, 50*time.Microsecond
+			}
 			r := runSim(t, cfg)
 			total := r.starts["flood"] + r.starts["trickle"]
 			want := float64(w[0]) / float64(w[0]+w[1])

@@ -46,8 +46,8 @@ func newProducer(e *Engine) (*producer, error) {
 	cfg := e.cfg
 	p := &producer{e: e, queues: map[string]*queueLane{}}
 	lcfg := claim.Config{Clock: e.clock, Units: cfg.MaxWorkers, Batch: cfg.ClaimBatch, AheadLimit: max(cfg.ClaimAhead, 0),
-		AheadWithinShare: store.SerialWrites(e.store),
-		Coalesce:         cfg.ClaimCoalesce, Poll: func() time.Duration { return e.pollWait(cfg.PollInterval) }, Logger: e.log}
+
+		Coalesce: cfg.ClaimCoalesce, Poll: func() time.Duration { return e.pollWait(cfg.PollInterval) }, Logger: e.log}
 	if e.gov != nil {
 		lcfg.Held = func(time.Time) (bool, time.Time, <-chan struct{}) {
 			open := e.gov.Hold()

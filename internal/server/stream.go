@@ -12,7 +12,6 @@ import (
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
 	"github.com/hopperjobs/hopper/gen/hopper/v1/hopperv1connect"
 	"github.com/hopperjobs/hopper/internal/claim"
-	"github.com/hopperjobs/hopper/internal/store"
 )
 
 // streamCoalesce is how long a stream with little free credit waits for more before claiming.
@@ -60,8 +59,8 @@ func (w *workerService) newStreamer(ctx context.Context, req *hopperv1.StreamJob
 	sj.params.Queue, sj.params.Queues = "", nil // each claim names its lane's queue
 	credit := int(req.GetCredit())
 	cfg := claim.Config{Clock: s.clock, Units: credit, Batch: workerapi.MaxActivateJobs, AheadLimit: credit,
-		AheadWithinShare: store.SerialWrites(s.client.Config().Store),
-		MaxWait:          claim.Unrenewed(params.LeaseDuration), Coalesce: streamCoalesce, Logger: s.log,
+
+		MaxWait: claim.Unrenewed(params.LeaseDuration), Coalesce: streamCoalesce, Logger: s.log,
 		Poll: func() time.Duration { return streamRecheck }}
 	if len(queues) > 1 {
 		sj.weights = s.api.QueueWeights(ctx, queues)

@@ -39,14 +39,6 @@ var (
 // enqueues with an idempotency key). Stores wrap it around the driver's error.
 var ErrUnavailable = errors.New("store unavailable")
 
-// SerialWrites reports whether st runs its writes one at a time (SQLite's one writer): a large
-// claim then holds up every write behind it, and claimers keep their claims ahead within
-// their share of the units (claim.Config.AheadWithinShare).
-func SerialWrites(st any) bool {
-	s, ok := st.(interface{ SerialWrites() bool })
-	return ok && s.SerialWrites()
-}
-
 // Store is what the engine and the client need from a database. Implementations are safe for
 // concurrent use. Times are taken from the store's clock unless a parameter says otherwise.
 // Every store keeps dead letters, schedules, suspended jobs and API keys and sweeps expired

@@ -207,11 +207,6 @@ const pingTimeout = 2 * time.Second
 // Ping checks that the database answers: a read of one row through the reader pool, within
 // 2 s, and that the last write did not fail for want of disk space or access. Its error wraps
 // store.ErrUnavailable when the file cannot be read or written.
-// SerialWrites reports that this store runs its writes one at a time (one writer, group
-// commits): a large claim holds up every write queued behind it, so claimers keep their
-// claims ahead within their share (package claim).
-func (s *Store) SerialWrites() bool { return true }
-
 func (s *Store) Ping(ctx context.Context) error {
 	select {
 	case <-s.quit:
