@@ -4,15 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/google/uuid"
+	"github.com/hopperjobs/hopper/internal/claim"
 	"github.com/hopperjobs/hopper/internal/engine"
+	"github.com/hopperjobs/hopper/internal/field"
+	"github.com/hopperjobs/hopper/internal/store"
+	"go.opentelemetry.io/otel/trace"
 	"log/slog"
 	"math"
 	"os"
 	"time"
-
-	"github.com/google/uuid"
-	"github.com/hopperjobs/hopper/internal/store"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // Defaults and limits of a Client, documented in docs/jobs.md.
@@ -33,15 +34,15 @@ const (
 	// UnlimitedRescues, as a MaxRescues, lets a job be rescued any number of times.
 	UnlimitedRescues = -1
 	// NoClaimAhead, as Config.ClaimAhead, has workers claim jobs only for their free slots.
-	NoClaimAhead = -1
+	NoClaimAhead = claim.NoAhead
 	// MaxClaimAhead bounds Config.ClaimAhead: jobs claimed ahead come within one claim's jobs.
 	MaxClaimAhead = engine.DefaultClaimBatch
 	// MaxArgsBytes is the default bound on a job's encoded args (1 MiB).
 	MaxArgsBytes = 1 << 20
 	// MaxRunAtPast: a RunAt more than this far in the past is refused as a likely bug.
-	MaxRunAtPast = 24 * time.Hour
+	MaxRunAtPast = field.MaxRunAtPast
 	// MaxRunAtFuture: a RunAt (or Delay) more than this far ahead is refused.
-	MaxRunAtFuture = 5 * 365 * 24 * time.Hour
+	MaxRunAtFuture = field.MaxRunAtFuture
 )
 
 // Config configures a Client. Only Store is required; the zero value of every other field

@@ -58,6 +58,27 @@ func TestServerClientImportsNoDriverNorServer(t *testing.T) {
 	requireNoImports(t, "./internal/apiview", append(internals, "connectrpc.com/"))
 }
 
+// The Go remote worker links the protocol, the claim loop and the handler's side of an
+// attempt (internal/attempt), never a store, the engine or the hopper package's client that
+// runs on one: a program that only works a server's jobs links no database layer. The
+// conversions it shares with the server (internal/apiview) likewise.
+func TestRemoteWorkerLinksNoStore(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	for _, pkg := range []string{"./remote", "./internal/apiview", "./internal/attempt", "./internal/workerapi", "./internal/claim"} {
+		out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
+		require.NoError(t, err, "go list -deps %s: %s", pkg, out)
+		for _, dep := range strings.Fields(string(out)) {
+			require.NotEqual(t, "github.com/hopperjobs/hopper", dep, "%s imports the hopper package", pkg)
+			for _, f := range []string{"github.com/hopperjobs/hopper/internal/store", "github.com/hopperjobs/hopper/internal/engine",
+				"github.com/jackc/pgx", "modernc.org/sqlite"} {
+				require.False(t, strings.HasPrefix(dep, f), "%s imports %s", pkg, dep)
+			}
+		}
+	}
+}
+
 // requireNoImports fails when pkg itself (not its dependencies) imports a package whose path
 // starts with one of forbidden.
 func requireNoImports(t *testing.T, pkg string, forbidden []string) {

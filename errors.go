@@ -4,11 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/hopperjobs/hopper/hoppertype"
-	"github.com/hopperjobs/hopper/internal/field"
 	"time"
 
-	"github.com/hopperjobs/hopper/internal/engine"
+	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/attempt"
+	"github.com/hopperjobs/hopper/internal/field"
 	"github.com/hopperjobs/hopper/internal/store"
 )
 
@@ -38,11 +38,11 @@ var (
 // Causes of a handler's canceled context; tell them apart with context.Cause(ctx).
 var (
 	// ErrJobTimeout: the attempt ran past its execution timeout.
-	ErrJobTimeout = engine.ErrTimeout
+	ErrJobTimeout = attempt.ErrTimeout
 	// ErrJobCanceled: the job was canceled while it ran.
-	ErrJobCanceled = engine.ErrJobCanceled
+	ErrJobCanceled = attempt.ErrJobCanceled
 	// ErrShutdown: the process is stopping; the job will be released back to the queue.
-	ErrShutdown = engine.ErrShutdown
+	ErrShutdown = attempt.ErrShutdown
 	// (ErrLeaseLost above: the lease was lost; another worker may run the job now.)
 )
 
@@ -64,19 +64,19 @@ func prefixField(prefix string, err error) error {
 // RetryAfter, returned by a handler, retries the job after d instead of the backoff policy's
 // delay (attempts are still counted; with none left the job fails).
 func RetryAfter(d time.Duration, err error) error {
-	return &engine.RetryAfterError{Delay: d, Err: err}
+	return &attempt.RetryAfterError{Delay: d, Err: err}
 }
 
 // NoRetry, returned by a handler, fails the job at once: it goes to the dead-letter queue.
 func NoRetry(err error) error {
-	return &engine.NoRetryError{Err: err}
+	return &attempt.NoRetryError{Err: err}
 }
 
 // Snooze, returned by a handler, runs the job again after d without consuming an attempt
 // (contract 13): "not now" rather than "failed". The attempt is recorded with outcome
 // snoozed.
 func Snooze(d time.Duration) error {
-	return &engine.SnoozeError{Delay: d}
+	return &attempt.SnoozeError{Delay: d}
 }
 
 // SuspendOpts says how long a suspended job waits.
@@ -112,5 +112,5 @@ func Suspend(checkpoint any, opts SuspendOpts) error {
 		}
 		raw = b
 	}
-	return &engine.SuspendError{Checkpoint: raw, Until: opts.Until, Deadline: opts.Deadline}
+	return &attempt.SuspendError{Checkpoint: raw, Until: opts.Until, Deadline: opts.Deadline}
 }

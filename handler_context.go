@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hopperjobs/hopper/internal/engine"
+	"github.com/hopperjobs/hopper/internal/attempt"
 )
 
-func execution(ctx context.Context) (*engine.Execution, error) {
-	ex := engine.ExecutionFrom(ctx)
+func execution(ctx context.Context) (*attempt.Execution, error) {
+	ex := attempt.ExecutionFrom(ctx)
 	if ex == nil {
 		return nil, ErrNotInHandler
 	}

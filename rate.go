@@ -3,12 +3,9 @@ package hopper
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
-	"time"
-	"unicode"
 
 	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/field"
 	"github.com/hopperjobs/hopper/internal/store"
 )
 
@@ -18,61 +15,19 @@ type Rate = hoppertype.Rate
 
 // The bounds of a rate limit.
 const (
-	MinRatePeriod = time.Millisecond
-	MaxRatePeriod = 30 * 24 * time.Hour
+	MinRatePeriod = field.MinRatePeriod
+	MaxRatePeriod = field.MaxRatePeriod
 )
 
 // ParseRate reads a rate limit written N/DURATION: "100/1s", "5000/1h", "10/m" (a bare unit is
 // one of it), with N from 1 to 2³¹−1 and DURATION a Go duration from 1ms to 720h. "0" is no
 // limit (the zero Rate), which removes one. It returns a *ValidationError naming field for
 // anything else, such as "0/1s" or "abc".
-func ParseRate(field, s string) (Rate, error) {
-	text := strings.TrimSpace(s)
-	if text == "0" {
-		return Rate{}, nil
-	}
-	n, per, ok := strings.Cut(text, "/")
-	if !ok {
-		return Rate{}, invalid(field, "%q is not N/DURATION, such as 100/1s or 5000/1h (0 removes the limit)", s)
-	}
-	limit, err := strconv.ParseInt(strings.TrimSpace(n), 10, 64)
-	if err != nil {
-		return Rate{}, invalid(field, "%q: %q is not a whole number of job starts", s, n)
-	}
-	per = strings.TrimSpace(per)
-	unit := per
-	if per != "" && unicode.IsLetter(rune(per[0])) {
-		unit = "1" + per // "10/m": one minute
-	}
-	period, err := time.ParseDuration(unit)
-	if err != nil {
-		return Rate{}, invalid(field, "%q: %q is not a duration such as 1s, 1m or 1h", s, per)
-	}
-	r := Rate{Limit: int(min(max(limit, -1), maxCap+1)), Period: period}
-	if r.IsZero() { // "0/0": only "0" says no limit
-		return Rate{}, invalid(field, "%q: the limit and the period are 0 (0 alone removes the limit)", s)
-	}
-	if err := checkRate(field, r); err != nil {
-		return Rate{}, err
-	}
-	return r, nil
-}
+func ParseRate(name, s string) (Rate, error) { return field.ParseRate(name, s) }
 
 // checkRate checks a rate limit: the zero Rate (none), or 1 to 2³¹−1 starts per
 // MinRatePeriod to MaxRatePeriod.
-func checkRate(field string, r Rate) error {
-	switch {
-	case r.IsZero():
-		return nil
-	case r.Limit < 1 || r.Limit > maxCap:
-		return invalid(field, "%d starts per period is outside 1–%d (0 removes the limit)", r.Limit, maxCap)
-	case r.Period < MinRatePeriod || r.Period > MaxRatePeriod:
-		return invalid(field, "the period %s is outside 1ms–720h", r.Period)
-	case r.Period%time.Microsecond != 0:
-		return invalid(field, "the period %s is not a whole number of microseconds", r.Period)
-	}
-	return nil
-}
+func checkRate(name string, r Rate) error { return field.CheckRate(name, r) }
 
 // RateLimit is a fleet-wide rate limit: at most Rate.Limit jobs of Queue, or of Kind, start
 // per Rate.Period across every process and remote worker sharing the store. Set exactly one

@@ -4,13 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/hopperjobs/hopper/internal/workerapi"
 	"sync"
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/attempt"
 	"github.com/hopperjobs/hopper/internal/engine"
+	"github.com/hopperjobs/hopper/internal/field"
 	"github.com/hopperjobs/hopper/internal/store"
+	"github.com/hopperjobs/hopper/internal/workerapi"
 )
 
 // workerAPI is the client's side of the remote-worker protocol (workerapi.API): what `hopper
@@ -155,7 +157,7 @@ func (a *workerAPI) FailJob(ctx context.Context, id string, token int64, p worke
 	if row.Token != token || row.State != StateRunning {
 		return nil, fmt.Errorf("fail job %s token %d: %w", id, token, ErrLeaseLost)
 	}
-	fp := c.engine.Decide(row, nil, engine.Ending{Outcome: p.Outcome, Error: p.Error, Stack: p.Stack,
+	fp := c.engine.Decide(row, nil, attempt.Ending{Outcome: p.Outcome, Error: p.Error, Stack: p.Stack,
 		NoRetry: p.NoRetry, RetriesLeft: p.RetriesLeft, RetryAfter: p.Backoff, KindPolicy: p.KindPolicy})
 	if err := a.attemptErr("fail job", id, c.engine.Finish(ctx, fp)); err != nil {
 		return nil, err
@@ -187,7 +189,7 @@ func (a *workerAPI) ReturnJob(ctx context.Context, id string, token int64, why s
 	if why == "" {
 		why = "returned by the server"
 	}
-	return a.release(ctx, id, token, hoppertype.ActorServer, store.CleanText(why), why)
+	return a.release(ctx, id, token, hoppertype.ActorServer, field.Clean(why), why)
 }
 
 func (a *workerAPI) release(ctx context.Context, id string, token int64, actor Actor, reason, why string) error {
@@ -235,7 +237,7 @@ func (a *workerAPI) RescueJobs(ctx context.Context, refs []workerapi.LeaseRef, w
 	for i, r := range refs {
 		leases[i] = store.LeaseRef(r)
 	}
-	res, err := c.engine.RescueLeases(ctx, leases, hoppertype.ActorServer, store.CleanText(why))
+	res, err := c.engine.RescueLeases(ctx, leases, hoppertype.ActorServer, field.Clean(why))
 	if err != nil {
 		return nil, fmt.Errorf("rescue %d jobs: %w", len(refs), err)
 	}
@@ -275,7 +277,7 @@ func (a *workerAPI) SuspendJob(ctx context.Context, id string, token int64, chec
 		return err
 	}
 	return a.park(ctx, "suspend job", id, token,
-		&engine.SuspendError{Checkpoint: checkpoint, Until: opts.Until, Deadline: opts.Deadline})
+		&attempt.SuspendError{Checkpoint: checkpoint, Until: opts.Until, Deadline: opts.Deadline})
 }
 
 // checkSuspend bounds a suspension's times like an enqueue's run_at: a time a database

@@ -3,14 +3,13 @@ package hopper
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/hopperjobs/hopper/internal/engine"
 	"github.com/hopperjobs/hopper/internal/field"
+	"github.com/hopperjobs/hopper/internal/store"
 	"github.com/hopperjobs/hopper/internal/workerapi"
 	"math"
 	"time"
 	"unicode/utf8"
-
-	"github.com/hopperjobs/hopper/internal/engine"
-	"github.com/hopperjobs/hopper/internal/store"
 )
 
 // Input limits, documented in docs/jobs.md.
@@ -34,11 +33,11 @@ const (
 // its is refused for its length.
 const (
 	// MaxReasonBytes bounds a reason: of a release, a cancel, a resume.
-	MaxReasonBytes = 4 << 10
+	MaxReasonBytes = field.MaxReasonBytes
 	// MaxProgressMessageBytes bounds a progress message (ReportJobProgress).
-	MaxProgressMessageBytes = 4 << 10
+	MaxProgressMessageBytes = field.MaxProgressMessageBytes
 	// MaxErrorBytes bounds the error text of an attempt a remote worker failed (FailJob).
-	MaxErrorBytes = 64 << 10
+	MaxErrorBytes = field.MaxErrorBytes
 )
 
 // Text from outside (every string a Client method takes, every JSON payload) must be valid

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hopperjobs/hopper/internal/engine"
+	"github.com/hopperjobs/hopper/internal/attempt"
 )
 
 // JobArgs is a job's payload type; Kind names the handler that runs it ("send-invoice").
@@ -57,10 +57,10 @@ func (WorkerDefaults[T]) ResultTTL(*Job[T]) time.Duration { return 0 }
 
 // Workers maps kinds to their workers. Build it before NewClient (or remote.New); it is not
 // safe to change while a client uses it.
-type Workers = engine.Workers
+type Workers = attempt.Workers
 
 // NewWorkers returns an empty registry.
-func NewWorkers() *Workers { return engine.NewWorkers() }
+func NewWorkers() *Workers { return attempt.NewWorkers() }
 
 // AddWorker registers w for the kind of T. It panics when the kind is empty or registered
 // twice: both are programming errors found at start-up.
@@ -90,7 +90,7 @@ type handler[T JobArgs] struct {
 
 // Prepare decodes the args once per attempt; the engine fails a job whose args do not decode
 // without retrying it.
-func (h *handler[T]) Prepare(row *JobRow) (engine.Unit, error) {
+func (h *handler[T]) Prepare(row *JobRow) (attempt.Unit, error) {
 	var args T
 	if err := json.Unmarshal(row.Args, &args); err != nil {
 		return nil, fmt.Errorf("decode args of kind %q into %T: %w", h.kind, args, err)

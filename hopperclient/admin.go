@@ -5,7 +5,7 @@ import (
 
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
 	"github.com/hopperjobs/hopper/hoppertype"
-	"github.com/hopperjobs/hopper/internal/apiview"
+	"github.com/hopperjobs/hopper/internal/apispec"
 )
 
 // WorkerInfo is a remote worker as the server saw it (Workers).
@@ -27,7 +27,7 @@ func (c *Client) Workers(ctx context.Context) ([]*WorkerInfo, error) {
 	}
 	out := make([]*WorkerInfo, len(res.GetWorkers()))
 	for i, w := range res.GetWorkers() {
-		out[i] = apiview.FromWorker(w)
+		out[i] = apispec.FromWorker(w)
 	}
 	return out, nil
 }
@@ -41,7 +41,7 @@ func (c *Client) Streams(ctx context.Context) ([]*StreamInfo, error) {
 	}
 	out := make([]*StreamInfo, len(res.GetStreams()))
 	for i, s := range res.GetStreams() {
-		out[i] = apiview.FromStream(s)
+		out[i] = apispec.FromStream(s)
 	}
 	return out, nil
 }
@@ -56,7 +56,7 @@ func (c *Client) CreateKey(ctx context.Context, name string, scopes ...string) (
 	if err != nil {
 		return "", nil, callErr("create API key "+name, err)
 	}
-	return res.GetPlaintext(), apiview.FromAPIKey(res.GetKey()), nil
+	return res.GetPlaintext(), apispec.FromAPIKey(res.GetKey()), nil
 }
 
 // Keys returns every API key, revoked ones included, by name; never their secrets. It needs
@@ -68,7 +68,7 @@ func (c *Client) Keys(ctx context.Context) ([]*APIKey, error) {
 	}
 	out := make([]*APIKey, len(res.GetKeys()))
 	for i, k := range res.GetKeys() {
-		out[i] = apiview.FromAPIKey(k)
+		out[i] = apispec.FromAPIKey(k)
 	}
 	return out, nil
 }
@@ -82,5 +82,5 @@ func (c *Client) RevokeKey(ctx context.Context, idOrName string) (*APIKey, error
 	if err != nil {
 		return nil, callErr("revoke API key "+idOrName, err)
 	}
-	return apiview.FromAPIKey(res.GetKey()), nil
+	return apispec.FromAPIKey(res.GetKey()), nil
 }

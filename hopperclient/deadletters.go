@@ -5,13 +5,14 @@ import (
 
 	"github.com/hopperjobs/hopper"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
+	"github.com/hopperjobs/hopper/internal/apispec"
 	"github.com/hopperjobs/hopper/internal/apiview"
 )
 
 // DeadLetters returns one page of dead letters (failed jobs), newest first, filtered by p
 // (nil: all); NextCursor continues. It needs the read scope.
 func (c *Client) DeadLetters(ctx context.Context, p *hopper.DeadLetterParams) (*hopper.ListResult, error) {
-	res, err := c.dlq.List(ctx, apiview.DeadLetterListRequest(p))
+	res, err := c.dlq.List(ctx, apispec.DeadLetterListRequest(p))
 	if err != nil {
 		return nil, callErr("list dead letters", err)
 	}
@@ -25,7 +26,7 @@ func (c *Client) DeadLetterStats(ctx context.Context) (*hopper.DeadLetterStats, 
 	if err != nil {
 		return nil, callErr("dead-letter stats", err)
 	}
-	return apiview.FromDeadLetterStats(res), nil
+	return apispec.FromDeadLetterStats(res), nil
 }
 
 // Replay replays the dead letter id as a new job, queued, with its lineage (OriginalID,
@@ -47,7 +48,7 @@ func (c *Client) Replay(ctx context.Context, id string) (*hopper.JobRow, error) 
 // the order of their dead letters: calling it again continues where it stopped. It needs the
 // admin scope.
 func (c *Client) ReplayMany(ctx context.Context, f hopper.DeadLetterFilter, limit int) ([]*hopper.JobRow, error) {
-	res, err := c.dlq.ReplayMany(ctx, &hopperv1.ReplayManyRequest{Filter: apiview.DeadLetterFilter(f), Limit: apiview.Int32(limit)})
+	res, err := c.dlq.ReplayMany(ctx, &hopperv1.ReplayManyRequest{Filter: apispec.DeadLetterFilter(f), Limit: apiview.Int32(limit)})
 	if err != nil {
 		return nil, callErr("replay dead letters", err)
 	}
@@ -62,13 +63,13 @@ func (c *Client) ReplayMany(ctx context.Context, f hopper.DeadLetterFilter, limi
 // Replays returns one page of the replay audit log, newest first, filtered by p (nil: all).
 // It needs the read scope.
 func (c *Client) Replays(ctx context.Context, p *hopper.ReplayListParams) (*hopper.ReplayListResult, error) {
-	res, err := c.dlq.ListReplays(ctx, apiview.ListReplaysRequest(p))
+	res, err := c.dlq.ListReplays(ctx, apispec.ListReplaysRequest(p))
 	if err != nil {
 		return nil, callErr("list replays", err)
 	}
 	out := &hopper.ReplayListResult{NextCursor: res.GetNextCursor(), Replays: make([]*hopper.Replay, len(res.GetReplays()))}
 	for i, r := range res.GetReplays() {
-		out.Replays[i] = apiview.FromReplayRecord(r)
+		out.Replays[i] = apispec.FromReplayRecord(r)
 	}
 	return out, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hopperjobs/hopper"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
+	"github.com/hopperjobs/hopper/internal/apispec"
 	"github.com/hopperjobs/hopper/internal/apiview"
 )
 
@@ -69,7 +70,7 @@ func jobSpec(args hopper.JobArgs, opts *hopper.InsertOpts) (*hopperv1.JobSpec, e
 		return nil, err
 	}
 	o := hopper.InsertOptsFor(args, opts)
-	return apiview.JobSpec(args.Kind(), raw, &o)
+	return apispec.JobSpec(args.Kind(), raw, &o)
 }
 
 // encode is v as JSON, a json.RawMessage or hopper.RawArgs as it is (the server checks it).
@@ -113,7 +114,7 @@ func (c *Client) Get(ctx context.Context, id string) (*hopper.JobRow, error) {
 // NextCursor continues. It needs the read scope. p.ArgsContains is refused: the API does not
 // filter on it.
 func (c *Client) List(ctx context.Context, p *hopper.ListParams) (*hopper.ListResult, error) {
-	req, err := apiview.ListRequest(p)
+	req, err := apispec.ListRequest(p)
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/hopperjobs/hopper"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
+	"github.com/hopperjobs/hopper/internal/apispec"
 	"github.com/hopperjobs/hopper/internal/apiview"
 )
 
@@ -18,7 +19,7 @@ func (c *Client) Kinds(ctx context.Context) ([]*hopper.KindInfo, error) {
 	}
 	out := make([]*hopper.KindInfo, len(res.GetKinds()))
 	for i, k := range res.GetKinds() {
-		out[i] = apiview.FromKind(k)
+		out[i] = apispec.FromKind(k)
 	}
 	return out, nil
 }

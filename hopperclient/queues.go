@@ -6,6 +6,7 @@ import (
 
 	"github.com/hopperjobs/hopper"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
+	"github.com/hopperjobs/hopper/internal/apispec"
 	"github.com/hopperjobs/hopper/internal/apiview"
 )
 
@@ -18,7 +19,7 @@ func (c *Client) Queues(ctx context.Context) ([]*hopper.QueueInfo, error) {
 	}
 	out := make([]*hopper.QueueInfo, len(res.GetQueues()))
 	for i, q := range res.GetQueues() {
-		out[i] = apiview.FromQueue(q)
+		out[i] = apispec.FromQueue(q)
 	}
 	return out, nil
 }
@@ -97,7 +98,7 @@ func (c *Client) Nodes(ctx context.Context) ([]*hopper.Node, error) {
 	}
 	out := make([]*hopper.Node, len(res.GetNodes()))
 	for i, n := range res.GetNodes() {
-		out[i] = apiview.FromNode(n)
+		out[i] = apispec.FromNode(n)
 	}
 	return out, nil
 }

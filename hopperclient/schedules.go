@@ -6,7 +6,7 @@ import (
 
 	"github.com/hopperjobs/hopper"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
-	"github.com/hopperjobs/hopper/internal/apiview"
+	"github.com/hopperjobs/hopper/internal/apispec"
 )
 
 // Schedules returns every schedule, with its last and next fire times. It needs the read
@@ -18,7 +18,7 @@ func (c *Client) Schedules(ctx context.Context) ([]*hopper.ScheduleInfo, error) 
 	}
 	out := make([]*hopper.ScheduleInfo, len(res.GetSchedules()))
 	for i, s := range res.GetSchedules() {
-		out[i] = apiview.FromSchedule(s)
+		out[i] = apispec.FromSchedule(s)
 	}
 	return out, nil
 }
@@ -29,7 +29,7 @@ func (c *Client) Schedules(ctx context.Context) ([]*hopper.ScheduleInfo, error) 
 // declared in the server's code is an error wrapping hopper.ErrDuplicate. It needs the admin
 // scope.
 func (c *Client) AddSchedule(ctx context.Context, s hopper.Schedule) (*hopper.ScheduleInfo, error) {
-	spec, err := apiview.ScheduleSpec(s)
+	spec, err := apispec.ScheduleSpec(s)
 	if err != nil {
 		return nil, fmt.Errorf("add schedule %s: %w", s.Name, err)
 	}
@@ -37,7 +37,7 @@ func (c *Client) AddSchedule(ctx context.Context, s hopper.Schedule) (*hopper.Sc
 	if err != nil {
 		return nil, callErr("add schedule "+s.Name, err)
 	}
-	return apiview.FromSchedule(res.GetSchedule()), nil
+	return apispec.FromSchedule(res.GetSchedule()), nil
 }
 
 // RemoveSchedule deletes a schedule; jobs it enqueued stay. An unknown name is an error

@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/hopperjobs/hopper/internal/store"
+	"github.com/hopperjobs/hopper/internal/field"
 )
 
 // credentialHeaders are never recorded: job headers are stored in the clear and shown by the
@@ -20,7 +20,7 @@ var credentialHeaders = map[string]bool{
 func requestHeaders(r *http.Request, skip map[string]bool) map[string]string {
 	h := record(r, skip)
 	for k, v := range h {
-		if ck, cv := store.CleanText(k), store.CleanText(v); ck != k || cv != v {
+		if ck, cv := field.Clean(k), field.Clean(v); ck != k || cv != v {
 			delete(h, k)
 			h[ck] = cv
 		}

@@ -7,15 +7,14 @@ import (
 	"time"
 
 	"connectrpc.com/connect/v2"
-	"github.com/hopperjobs/hopper"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
 	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/apiview"
+	"github.com/hopperjobs/hopper/internal/attempt"
 	"github.com/hopperjobs/hopper/internal/backoff"
 	"github.com/hopperjobs/hopper/internal/clock"
-	"github.com/hopperjobs/hopper/internal/engine"
+	"github.com/hopperjobs/hopper/internal/field"
 	"github.com/hopperjobs/hopper/internal/jobtrace"
-	"github.com/hopperjobs/hopper/internal/store"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
@@ -25,35 +24,35 @@ const reportTimeout = 30 * time.Second
 
 // execute runs one job's attempt with its handler and reports the outcome to the server. The
 // server decides what the outcome does to the job, as the engine does for an in-process
-// attempt (engine.Decide); the worker says how the attempt ended (engine.Classify).
+// attempt (engine.Decide); the worker says how the attempt ended (attempt.Classify).
 // handlerDone is called once the handler has returned, before the report (and at the latest
 // when execute returns).
 func (w *Worker) execute(ctx context.Context, job *hopperv1.ActivatedJob, handlerDone func()) {
 	defer handlerDone()
 	row := apiview.FromActivatedJob(job, w.cfg.Name)
 	ops := &rpcOps{w: w, job: job}
-	ex := engine.NewExecution(row, ops)
+	ex := attempt.NewExecution(row, ops)
 	ctx, span := jobtrace.Start(ctx, w.tracer, row)
-	var unit engine.Unit
+	var unit attempt.Unit
 	h, ok := w.handlers.Handler(row.Kind)
 	var err error
 	if !ok {
-		err = &engine.NoRetryError{Err: fmt.Errorf("no worker for kind %q", row.Kind)}
+		err = &attempt.NoRetryError{Err: fmt.Errorf("no worker for kind %q", row.Kind)}
 	} else if unit, err = h.Prepare(row); err != nil {
-		err = &engine.NoRetryError{Err: err}
+		err = &attempt.NoRetryError{Err: err}
 	}
-	timeout := engine.AttemptTimeout(row, unit, job.GetDefaultTimeout().AsDuration())
+	timeout := attempt.AttemptTimeout(row, unit, job.GetDefaultTimeout().AsDuration())
 	var cause error
 	if err == nil {
-		tctx, stop := engine.WithTimeout(ctx, w.clock, timeout)
-		err = engine.RunUnit(engine.WithExecution(tctx, ex), unit)
+		tctx, stop := attempt.WithTimeout(ctx, w.clock, timeout)
+		err = attempt.RunUnit(attempt.WithExecution(tctx, ex), unit)
 		cause = context.Cause(tctx)
 		stop()
 	}
 	if cause == nil {
 		cause = context.Cause(ctx)
 	}
-	end := engine.Classify(err, cause, timeout)
+	end := attempt.Classify(err, cause, timeout)
 	jobtrace.End(span, end.Outcome, err)
 	handlerDone()
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reportTimeout)
@@ -102,7 +101,7 @@ func (w *Worker) execute(ctx context.Context, job *hopperv1.ActivatedJob, handle
 		err = w.reportWithRetry(rctx, func(ctx context.Context) error {
 			return w.out.send(ctx, &hopperv1.Outcome{Outcome: &hopperv1.Outcome_Fail{Fail: &hopperv1.FailRequest{
 				Id: job.GetId(), LeaseToken: job.GetLeaseToken(),
-				Error: store.ClipText("the server refused the attempt's outcome: "+refused.Error(), hopper.MaxErrorBytes)}}})
+				Error: field.Clip("the server refused the attempt's outcome: "+refused.Error(), field.MaxErrorBytes)}}})
 		})
 	}
 	if err != nil {
@@ -113,26 +112,26 @@ func (w *Worker) execute(ctx context.Context, job *hopperv1.ActivatedJob, handle
 // reportRetry spaces the tries of an outcome report: 50 ms doubling to 2 s, ±20 %.
 var reportRetry = hoppertype.RetryPolicy{Base: 50 * time.Millisecond, Multiplier: 2, Cap: 2 * time.Second, Jitter: 0.2}
 
-// The server takes delays and times within hopper.MaxRunAtFuture (a job that far off is as
-// good as never) and times at most hopper.MaxRunAtPast ago: outcomes are reported within
+// The server takes delays and times within field.MaxRunAtFuture (a job that far off is as
+// good as never) and times at most field.MaxRunAtPast ago: outcomes are reported within
 // them, so that a handler's Snooze(100 years), RetryAfter of a huge delay or suspension until
 // 1970 ends its attempt as it would in process.
 
-// boundDelay is d within 0 and hopper.MaxRunAtFuture.
+// boundDelay is d within 0 and field.MaxRunAtFuture.
 func boundDelay(d time.Duration) *durationpb.Duration {
-	return durationpb.New(min(max(d, 0), hopper.MaxRunAtFuture))
+	return durationpb.New(min(max(d, 0), field.MaxRunAtFuture))
 }
 
 // clockSlack leaves room for the server's clock to be ahead of this one.
 const clockSlack = time.Hour
 
 // boundUntil is t within now (a time past runs the job at once, as in process) and
-// hopper.MaxRunAtFuture from now.
+// field.MaxRunAtFuture from now.
 func boundUntil(t, now time.Time) *timestamppb.Timestamp {
 	if t.Before(now) {
 		t = now
 	}
-	if latest := now.Add(hopper.MaxRunAtFuture - clockSlack); t.After(latest) {
+	if latest := now.Add(field.MaxRunAtFuture - clockSlack); t.After(latest) {
 		t = latest
 	}
 	return timestamppb.New(t)
@@ -165,11 +164,11 @@ func (w *Worker) reportWithRetry(ctx context.Context, report func(context.Contex
 // releaseCall releases job with reason why, cleaned and cut to what the server takes.
 func (w *Worker) releaseCall(ctx context.Context, job *hopperv1.ActivatedJob, why string) error {
 	return w.out.send(ctx, &hopperv1.Outcome{Outcome: &hopperv1.Outcome_Release{Release: &hopperv1.ReleaseRequest{
-		Id: job.GetId(), LeaseToken: job.GetLeaseToken(), Reason: store.ClipText(why, hopper.MaxReasonBytes)}}})
+		Id: job.GetId(), LeaseToken: job.GetLeaseToken(), Reason: field.Clip(why, field.MaxReasonBytes)}}})
 }
 
 // park reports a snooze or a suspension.
-func (w *Worker) park(ctx context.Context, job *hopperv1.ActivatedJob, end engine.Ending) error {
+func (w *Worker) park(ctx context.Context, job *hopperv1.ActivatedJob, end attempt.Ending) error {
 	if end.Outcome == hoppertype.OutcomeSnoozed {
 		return w.out.send(ctx, &hopperv1.Outcome{Outcome: &hopperv1.Outcome_Snooze{Snooze: &hopperv1.SnoozeRequest{
 			Id: job.GetId(), LeaseToken: job.GetLeaseToken(), Delay: boundDelay(end.Snooze)}}})
@@ -190,12 +189,12 @@ func (w *Worker) park(ctx context.Context, job *hopperv1.ActivatedJob, end engin
 // failRequest says how an attempt failed (end, of the handler's error err); the server
 // decides what follows, with the kind's backoff the worker sends along. The texts are the
 // handler's: bytes the server would refuse (not UTF-8, NUL) become U+FFFD, and text past
-// hopper.MaxErrorBytes is cut, so an odd or huge error message never makes the report itself
+// field.MaxErrorBytes is cut, so an odd or huge error message never makes the report itself
 // fail.
-func failRequest(job *hopperv1.ActivatedJob, unit engine.Unit, err error, end engine.Ending) *hopperv1.FailRequest {
+func failRequest(job *hopperv1.ActivatedJob, unit attempt.Unit, err error, end attempt.Ending) *hopperv1.FailRequest {
 	req := &hopperv1.FailRequest{Id: job.GetId(), LeaseToken: job.GetLeaseToken(),
-		Error: store.ClipText(end.Error, hopper.MaxErrorBytes), Outcome: string(end.Outcome),
-		Stack: store.ClipText(end.Stack, hopper.MaxErrorBytes), NoRetry: end.NoRetry}
+		Error: field.Clip(end.Error, field.MaxErrorBytes), Outcome: string(end.Outcome),
+		Stack: field.Clip(end.Stack, field.MaxErrorBytes), NoRetry: end.NoRetry}
 	if req.Error == "" { // the server requires error text
 		req.Error = fmt.Sprintf("%T with an empty message", err)
 	}
@@ -220,7 +219,7 @@ type rpcOps struct {
 // refused.
 func (o *rpcOps) Progress(ctx context.Context, percent int, message string) error {
 	_, err := o.w.api.ReportProgress(ctx, &hopperv1.ReportProgressRequest{Id: o.job.GetId(),
-		LeaseToken: o.job.GetLeaseToken(), Percent: int32(percent), Message: store.ClipText(message, hopper.MaxProgressMessageBytes)})
+		LeaseToken: o.job.GetLeaseToken(), Percent: int32(percent), Message: field.Clip(message, field.MaxProgressMessageBytes)})
 	return o.err(err)
 }
 
@@ -243,7 +242,7 @@ func (o *rpcOps) ExtendLease(ctx context.Context, d time.Duration) error {
 	return o.err(err)
 }
 
-// err maps a refused lease (or a job the server no longer has) to hopper.ErrLeaseLost and
+// err maps a refused lease (or a job the server no longer has) to hoppertype.ErrLeaseLost and
 // cancels the attempt, as in process.
 func (o *rpcOps) err(err error) error {
 	if err == nil {
@@ -254,9 +253,9 @@ func (o *rpcOps) err(err error) error {
 		a := o.w.running[keyOf(o.job)]
 		o.w.mu.Unlock()
 		if a != nil {
-			a.cancel(hopper.ErrLeaseLost)
+			a.cancel(hoppertype.ErrLeaseLost)
 		}
-		return fmt.Errorf("job %s: %w", o.job.GetId(), hopper.ErrLeaseLost)
+		return fmt.Errorf("job %s: %w", o.job.GetId(), hoppertype.ErrLeaseLost)
 	}
 	return err
 }

@@ -2,12 +2,12 @@ package remote
 
 import (
 	"context"
-	"github.com/hopperjobs/hopper/internal/workerapi"
 	"sync"
 	"time"
 
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
 	"github.com/hopperjobs/hopper/internal/claim"
+	"github.com/hopperjobs/hopper/internal/workerapi"
 )
 
 // pollCoalesce is how long a poll with few free slots waits for more.

@@ -14,7 +14,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/hopperjobs/hopper/internal/workerapi"
 	"io"
 	"log/slog"
 	"net/http"
@@ -26,15 +25,17 @@ import (
 
 	"connectrpc.com/connect/v2"
 	"connectrpc.com/connect/v2/connecthttp"
-	"github.com/hopperjobs/hopper"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
 	"github.com/hopperjobs/hopper/gen/hopper/v1/hopperv1connect"
+	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/attempt"
 	"github.com/hopperjobs/hopper/internal/backoff"
+	"github.com/hopperjobs/hopper/internal/claim"
 	"github.com/hopperjobs/hopper/internal/clock"
-	"github.com/hopperjobs/hopper/internal/engine"
 	"github.com/hopperjobs/hopper/internal/governor"
 	"github.com/hopperjobs/hopper/internal/jobtrace"
 	"github.com/hopperjobs/hopper/internal/lease"
+	"github.com/hopperjobs/hopper/internal/workerapi"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -64,7 +65,7 @@ type Config struct {
 	// works the same.
 	HTTPClient *http.Client
 	// Workers holds the handlers, as for hopper.Config.Workers.
-	Workers *hopper.Workers
+	Workers *attempt.Workers
 	// Queue to work (default "default" when Queues is empty too).
 	Queue string
 	// Queues to work as well as Queue (merged, a queue named twice counting once; at most
@@ -88,12 +89,12 @@ type Config struct {
 	// ahead"). Such a job is running on the server but waits in this process, at most a
 	// second (or a quarter of LeaseDuration), for a slot; if the process dies meanwhile it is
 	// rescued when its lease expires, which counts towards its MaxRescues. 0 takes the
-	// default (up to the 1,000 jobs of one poll); hopper.NoClaimAhead asks only for free
+	// default (up to the 1,000 jobs of one poll); claim.NoAhead asks only for free
 	// slots; at most 1,000. Only a worker of a single queue claims ahead. In Stream mode the
 	// server claims ahead for the stream and holds those jobs itself. The server takes none
 	// ahead where a fleet-wide cap, a rate limit or a disabled kind applies; a server older
 	// than ActivateRequest.ahead does not know that field and claims the whole max_jobs, caps
-	// or not: with such a server and capped queues, use hopper.NoClaimAhead.
+	// or not: with such a server and capped queues, use claim.NoAhead.
 	ClaimAhead int
 	// Prefetch is how many jobs a worker in Stream mode holds beyond Concurrency: its stream's
 	// credit is Concurrency+Prefetch (at most 1,000), and the jobs pushed while every slot is
@@ -128,7 +129,7 @@ type Worker struct {
 	log      *slog.Logger
 	api      hopperv1connect.WorkerServiceClient
 	out      *batcher // attempts' outcomes, in batches
-	handlers *engine.Workers
+	handlers *attempt.Workers
 	kinds    []string
 	queues   []string // Config.Queue and Queues, merged
 	// clock paces the worker's waits on its jobs (attempt timeouts, lease renewals, report
@@ -149,9 +150,9 @@ type Worker struct {
 	mu       sync.Mutex
 	started  bool
 	stopping bool
-	running  map[attemptKey]*attempt
+	running  map[attemptKey]*run
 	busy     int                      // Stream mode: slots taken by handlers, at most Config.Concurrency
-	waiting  []*attempt               // Stream mode: pushed while every slot was busy (Config.Prefetch), in push order
+	waiting  []*run                   // Stream mode: pushed while every slot was busy (Config.Prefetch), in push order
 	declined []*hopperv1.ActivatedJob // pushed to a stopping worker: released once its stream is closed
 	declineC chan struct{}            // a job was declined (buffered 1)
 
@@ -176,7 +177,7 @@ type attemptKey struct {
 
 func keyOf(j *hopperv1.ActivatedJob) attemptKey { return attemptKey{j.GetId(), j.GetLeaseToken()} }
 
-type attempt struct {
+type run struct {
 	job    *hopperv1.ActivatedJob
 	ctx    context.Context // the handler's; canceled when its lease is lost, even before it starts
 	cancel context.CancelCauseFunc
@@ -219,8 +220,8 @@ func newWorker(cfg Config, clk clock.Clock) (*Worker, error) {
 	switch {
 	case cfg.ClaimAhead > workerapi.MaxActivateJobs:
 		return nil, fmt.Errorf("remote: Config.ClaimAhead %d is above %d, the jobs of one poll", cfg.ClaimAhead, workerapi.MaxActivateJobs)
-	case cfg.ClaimAhead < hopper.NoClaimAhead:
-		return nil, fmt.Errorf("remote: Config.ClaimAhead %d is negative: hopper.NoClaimAhead (-1) asks only for free slots", cfg.ClaimAhead)
+	case cfg.ClaimAhead < claim.NoAhead:
+		return nil, fmt.Errorf("remote: Config.ClaimAhead %d is negative: claim.NoAhead (-1) asks only for free slots", cfg.ClaimAhead)
 	case cfg.ClaimAhead == 0:
 		cfg.ClaimAhead = workerapi.MaxActivateJobs
 	}
@@ -254,7 +255,7 @@ func newWorker(cfg Config, clk clock.Clock) (*Worker, error) {
 	if tp == nil {
 		tp = otel.GetTracerProvider()
 	}
-	w := &Worker{gov: gov, cfg: cfg, log: cfg.Logger, handlers: cfg.Workers, clock: clk, running: map[attemptKey]*attempt{},
+	w := &Worker{gov: gov, cfg: cfg, log: cfg.Logger, handlers: cfg.Workers, clock: clk, running: map[attemptKey]*run{},
 		tracer:   tp.Tracer(jobtrace.ScopeName),
 		declineC: make(chan struct{}, 1), queues: asks.QueueNames()}
 	intake := "job stream"
@@ -356,7 +357,7 @@ func (w *Worker) Start(ctx context.Context) error {
 const stopGrace = 500 * time.Millisecond
 
 // Stop shuts down gracefully: it starts no new job, lets running jobs finish until ctx ends,
-// then cancels their contexts (cause hopper.ErrShutdown) and waits a moment (500 ms) for them.
+// then cancels their contexts (cause attempt.ErrShutdown) and waits a moment (500 ms) for them.
 // Jobs it will not run are released back to the queue at once. A handler that ignores its
 // context is left running (Stop returns without it) and its job is not released: its lease,
 // no longer renewed, expires and the leader rescues it, counted as a lost worker (a rescue,
@@ -380,7 +381,7 @@ func (w *Worker) Stop(ctx context.Context) error {
 	select {
 	case <-drained:
 	case <-ctx.Done():
-		w.cancelWork(hopper.ErrShutdown)
+		w.cancelWork(attempt.ErrShutdown)
 		t := time.NewTimer(stopGrace)
 		select {
 		case <-drained:
@@ -398,7 +399,7 @@ func (w *Worker) Stop(ctx context.Context) error {
 	w.releaseDeclined()
 	w.out.close()
 	w.own.close()
-	w.cancelWork(hopper.ErrShutdown)
+	w.cancelWork(attempt.ErrShutdown)
 	return nil
 }
 
@@ -528,15 +529,15 @@ func (w *Worker) isStopping() bool {
 }
 
 // newAttempt makes job's attempt, not started; its context is the handler's.
-func (w *Worker) newAttempt(job *hopperv1.ActivatedJob) *attempt {
+func (w *Worker) newAttempt(job *hopperv1.ActivatedJob) *run {
 	ctx, cancel := context.WithCancelCause(w.workCtx)
-	return &attempt{job: job, ctx: ctx, cancel: cancel, lease: w.cfg.LeaseDuration, done: make(chan struct{})}
+	return &run{job: job, ctx: ctx, cancel: cancel, lease: w.cfg.LeaseDuration, done: make(chan struct{})}
 }
 
 // launchThen runs job in its own goroutine and calls done once its handler has returned
 // (its outcome may still be on its way: the slot is free for the next job meanwhile); nil
 // when stopping.
-func (w *Worker) launchThen(job *hopperv1.ActivatedJob, done func()) *attempt {
+func (w *Worker) launchThen(job *hopperv1.ActivatedJob, done func()) *run {
 	a := w.newAttempt(job)
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -550,7 +551,7 @@ func (w *Worker) launchThen(job *hopperv1.ActivatedJob, done func()) *attempt {
 
 // startLocked runs a in its own goroutine (w.mu held), calling done once its handler has
 // returned.
-func (w *Worker) startLocked(a *attempt, done func()) {
+func (w *Worker) startLocked(a *run, done func()) {
 	w.running[keyOf(a.job)] = a
 	w.jobs.Go(func() {
 		defer close(a.done)
@@ -653,7 +654,7 @@ func (w *Worker) shortestLease() time.Duration {
 // unreachable) ends the round.
 func (w *Worker) extendAll() (int, error) {
 	w.mu.Lock()
-	running := make([]*attempt, 0, len(w.running)+len(w.waiting))
+	running := make([]*run, 0, len(w.running)+len(w.waiting))
 	for _, a := range w.running {
 		running = append(running, a)
 	}
@@ -679,7 +680,7 @@ func (w *Worker) extendAll() (int, error) {
 		for i, a := range batch {
 			switch connect.CodeOf(verdictErr(res.GetRenewals()[i])) {
 			case connect.CodeFailedPrecondition, connect.CodeNotFound:
-				a.cancel(hopper.ErrLeaseLost)
+				a.cancel(hoppertype.ErrLeaseLost)
 			}
 		}
 	}

@@ -1,10 +1,13 @@
-// Package apiview converts between Hopper's Go values and the messages of its API (package
-// hopperv1), both ways. The server answers with it, the CLI's --json and the async endpoints
-// show a job through Job, the Go client of a server (package hopperclient) reads the answers
-// and writes the requests with it, and a remote worker reads the jobs it is handed with it:
-// a field is converted in one place, so a field added to the API is added here once.
+// Package apiview converts between Hopper's plain values (package hoppertype: jobs, their
+// events and attempts, retry policies, rates, times) and the messages of its API (package
+// hopperv1), both ways; package apispec does the same for the hopper package's own values
+// (enqueue options, list filters, queues, kinds, schedules, dead letters), on top of this
+// one. The server answers with them, the CLI's --json and the async endpoints show a job
+// through Job, the Go client of a server (package hopperclient) reads the answers and writes
+// the requests with them, and a remote worker reads the jobs it is handed with this one: a
+// field is converted in one place, so a field added to the API is added there once.
 //
-// The functions named after a message (Job, JobSpec, Queue…) build that message from Go
+// The functions named after a message (Job, ActivatedJob…) build that message from Go
 // values; those named From… read one. A nil message reads as the zero value: a nil
 // timestamp is the zero time, a nil duration 0, an empty payload nil.
 //
@@ -13,8 +16,8 @@
 // whole answer. An answer shows U+FFFD for each bad byte sequence; the stored row is never
 // rewritten.
 //
-// It imports the root package for its types (InsertOpts, QueueInfo, Schedule…), hoppertype,
-// the generated messages and protobuf's well-known types, never a store or the engine.
+// It imports hoppertype, the field rules, the generated messages and protobuf's well-known
+// types: never the hopper package, a store or the engine, so the remote worker links none.
 package apiview
 
 import (
@@ -24,8 +27,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/hopperjobs/hopper"
 	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/field"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -112,7 +115,7 @@ func FromRate(text string) hoppertype.Rate {
 	if text == "" {
 		return hoppertype.Rate{}
 	}
-	r, _ := hopper.ParseRate("rate", text)
+	r, _ := field.ParseRate("rate", text)
 	return r
 }
 
@@ -125,12 +128,12 @@ func OptionalRate(r *hoppertype.Rate) *string {
 }
 
 // FromOptionalRate reads the optional rate limit of a request a caller wrote: nil when it is
-// not set, a *hopper.ValidationError naming "rate" when it does not parse.
+// not set, a *hoppertype.ValidationError naming "rate" when it does not parse.
 func FromOptionalRate(text *string) (*hoppertype.Rate, error) {
 	if text == nil {
 		return nil, nil
 	}
-	r, err := hopper.ParseRate("rate", *text)
+	r, err := field.ParseRate("rate", *text)
 	return &r, err
 }
 

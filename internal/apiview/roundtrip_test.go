@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hopperjobs/hopper"
-	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
 	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
@@ -103,177 +101,6 @@ func TestHistoryRoundTrip(t *testing.T) {
 	require.Equal(t, running, FromAttempt("j", Attempt(running)))
 }
 
-// Options sent to a server are the options the server enqueues with.
-func TestJobSpecRoundTrip(t *testing.T) {
-	t.Parallel()
-	opts := &hopper.InsertOpts{Queue: "q", Priority: 3, RunAt: at, Delay: time.Minute, MaxAttempts: 4, MaxRescues: -1,
-		Timeout: time.Hour, RetryPolicy: &hopper.RetryPolicy{Base: time.Second, Multiplier: 1.5, Cap: time.Minute, Jitter: -1},
-		Headers: map[string]string{"h": "v"}, IdempotencyKey: "i", IdempotencyRetention: 48 * time.Hour,
-		GroupKey: "g", MergeKey: "m", Merge: hopper.MergeAppend}
-	requireAllSet(t, *opts, "ResultTTL")
-	spec, err := JobSpec("k", json.RawMessage(`{"a":1}`), opts)
-	require.NoError(t, err)
-	p, err := FromJobSpec(spec)
-	require.NoError(t, err)
-	require.Equal(t, hopper.RawArgs{KindName: "k", JSON: json.RawMessage(`{"a":1}`)}, p.Args)
-	require.Equal(t, opts, p.Opts)
-
-	// No options: nothing set, and the server's defaults; no args: {}.
-	spec, err = JobSpec("k", nil, nil)
-	require.NoError(t, err)
-	require.True(t, proto.Equal(&hopperv1.JobSpec{Kind: "k"}, spec))
-	p, err = FromJobSpec(spec)
-	require.NoError(t, err)
-	require.Equal(t, hopper.RawArgs{KindName: "k", JSON: json.RawMessage(`{}`)}, p.Args)
-	require.Equal(t, &hopper.InsertOpts{}, p.Opts)
-
-	_, err = FromJobSpec(nil)
-	requireField(t, err, "job")
-	_, err = JobSpec("k", nil, &hopper.InsertOpts{ResultTTL: time.Hour})
-	requireField(t, err, "result_ttl")
-}
-
-// A number out of int32's range is held at its bound, so that the server refuses it by
-// name rather than take a number that wrapped around.
-func TestNumbersOutOfRangeAreHeldAtTheirBound(t *testing.T) {
-	t.Parallel()
-	spec, err := JobSpec("k", nil, &hopper.InsertOpts{Priority: 1 << 40, MaxAttempts: -(1 << 40)})
-	require.NoError(t, err)
-	require.Equal(t, int32(1<<31-1), spec.GetPriority())
-	require.Equal(t, int32(-1<<31), spec.GetMaxAttempts())
-	n := 1<<32 + 5
-	require.Equal(t, int32(1<<31-1), *OptionalInt(&n))
-	require.Nil(t, OptionalInt(nil))
-}
-
-func requireField(t *testing.T, err error, field string) {
-	t.Helper()
-	var ve *hopper.ValidationError
-	require.ErrorAs(t, err, &ve)
-	require.Equal(t, field, ve.Field)
-}
-
-func TestListRequestRoundTrip(t *testing.T) {
-	t.Parallel()
-	p := &hopper.ListParams{States: []hopper.JobState{hopper.StateFailed, hopper.StateQueued}, Queues: []string{"q"},
-		Kinds: []string{"k"}, CreatedAfter: at, CreatedBefore: later, Cursor: "c", Limit: 10, Ascending: true}
-	requireAllSet(t, *p, "ArgsContains")
-	req, err := ListRequest(p)
-	require.NoError(t, err)
-	require.Equal(t, p, FromListRequest(req))
-
-	req, err = ListRequest(nil)
-	require.NoError(t, err)
-	require.Equal(t, &hopper.ListParams{}, FromListRequest(req))
-	_, err = ListRequest(&hopper.ListParams{ArgsContains: "x"})
-	requireField(t, err, "args_contains")
-}
-
-func TestQueueAndKindRoundTrip(t *testing.T) {
-	t.Parallel()
-	q := &hopper.QueueInfo{Name: "q", Paused: true, Weight: 3, MaxRunning: 10, Rate: hopper.Rate{Limit: 100, Period: time.Second},
-		Counts: map[hopper.JobState]int64{hopper.StateQueued: 4, hopper.StateFailed: 1}, AwaitingCompute: 2, Disabled: 1}
-	requireAllSet(t, *q)
-	require.Equal(t, q, FromQueue(Queue(q)))
-	empty := &hopper.QueueInfo{Name: "e", Counts: map[hopper.JobState]int64{}}
-	require.Equal(t, empty, FromQueue(Queue(empty)))
-
-	k := &hopper.KindInfo{Name: "k", Disabled: true, MaxRunning: 2, Rate: hopper.Rate{Limit: 5, Period: time.Minute},
-		Counts: map[hopper.JobState]int64{hopper.StateRunning: 2}}
-	requireAllSet(t, *k)
-	require.Equal(t, k, FromKind(Kind(k)))
-}
-
-func TestFleetRoundTrip(t *testing.T) {
-	t.Parallel()
-	n := &hoppertype.Node{ID: "n", Host: "h", PID: 42, StartedAt: at, HeartbeatAt: later, Holding: true, Idle: true}
-	requireAllSet(t, *n, "Queues", "HeldQueues") // not carried by the API
-	require.Equal(t, n, FromNode(Node(n, true)))
-	require.True(t, Node(n, true).GetLeader())
-
-	w := &hoppertype.WorkerInfo{Name: "w", Queue: "q", Kinds: []string{"k"}, LastSeenAt: at, OpenStreams: 1,
-		WaitingPolls: 2, Activated: 30, Held: true}
-	requireAllSet(t, *w)
-	require.Equal(t, w, FromWorker(Worker(w)))
-
-	s := &hoppertype.StreamInfo{ID: "s", Worker: "w", Queues: []string{"a", "b"}, Kinds: []string{"k"}, Credit: 10,
-		InFlight: 3, Pushed: 100, Completed: 90, Failed: 5, Released: 2, OpenedAt: at}
-	requireAllSet(t, *s)
-	msg := Stream(s)
-	require.Equal(t, "a", msg.GetQueue())
-	require.Equal(t, s, FromStream(msg))
-	// A server that knows of one queue per stream sends only queue.
-	require.Equal(t, []string{"a"}, FromStream(&hopperv1.Stream{Queue: "a"}).Queues)
-
-	k := &hoppertype.APIKey{ID: "id", Name: "ops", Scopes: []string{"admin"}, CreatedAt: at, LastUsedAt: later,
-		RevokedAt: later.Add(time.Hour)}
-	requireAllSet(t, *k)
-	require.Equal(t, k, FromAPIKey(APIKey(k)))
-	live := &hoppertype.APIKey{ID: "id", Name: "ops", Scopes: []string{"read"}, CreatedAt: at}
-	require.Equal(t, live, FromAPIKey(APIKey(live)))
-	require.Nil(t, FromAPIKey(nil))
-}
-
-func TestScheduleRoundTrip(t *testing.T) {
-	t.Parallel()
-	info := &hopper.ScheduleInfo{
-		Schedule: hopper.Schedule{Name: "s", Cron: "*/5 * * * *", Every: time.Minute, FixedDelay: time.Hour, TZ: "Europe/Paris",
-			Kind: "k", Args: json.RawMessage(`{"a":1}`), Queue: "q", Priority: 2, MaxAttempts: 3, Timeout: time.Minute,
-			Headers: map[string]string{"h": "v"}, CatchUp: "all", Overlap: "allow", Jitter: time.Second, Paused: true},
-		Source: hopper.ScheduleSourceAPI, LastFireAt: at, NextFireAt: later, LastJobID: "j", CreatedAt: at, UpdatedAt: later,
-	}
-	requireAllSet(t, info.Schedule)
-	requireAllSet(t, *info)
-	require.Equal(t, info, FromSchedule(Schedule(info)))
-
-	// A schedule to add: its own fields only; no args send none.
-	spec, err := ScheduleSpec(info.Schedule)
-	require.NoError(t, err)
-	require.Equal(t, info.Schedule, FromSchedule(spec).Schedule)
-	spec, err = ScheduleSpec(hopper.Schedule{Name: "s", Every: time.Minute, Kind: "k"})
-	require.NoError(t, err)
-	require.Empty(t, spec.GetArgs())
-	require.Nil(t, FromSchedule(spec).Args) // a nil interface, so that the client's default applies
-
-	// Args of a Go type are encoded, and give the kind.
-	spec, err = ScheduleSpec(hopper.Schedule{Name: "s", Every: time.Minute, Args: hopper.RawArgs{KindName: "raw", JSON: json.RawMessage(`[1]`)}})
-	require.NoError(t, err)
-	require.Equal(t, "raw", spec.GetKind())
-	require.Equal(t, `[1]`, spec.GetArgs())
-	_, err = ScheduleSpec(hopper.Schedule{Name: "s", Args: func() {}})
-	requireField(t, err, "args")
-}
-
-func TestDeadLetterRoundTrip(t *testing.T) {
-	t.Parallel()
-	p := &hopper.DeadLetterParams{DeadLetterFilter: hopper.DeadLetterFilter{Queues: []string{"q"}, Kinds: []string{"k"},
-		Since: at, Until: later}, Cursor: "c", Limit: 5}
-	requireAllSet(t, p.DeadLetterFilter)
-	requireAllSet(t, *p)
-	require.Equal(t, p, FromDeadLetterListRequest(DeadLetterListRequest(p)))
-	require.Equal(t, &hopper.DeadLetterParams{}, FromDeadLetterListRequest(DeadLetterListRequest(nil)))
-	require.Equal(t, hopper.DeadLetterFilter{}, FromDeadLetterFilter(nil))
-
-	st := &hopper.DeadLetterStats{Count: 3, Oldest: at}
-	msg := DeadLetterStats(st, later)
-	require.Equal(t, 90*time.Minute, FromDuration(msg.GetOldestAge()))
-	require.Equal(t, st, FromDeadLetterStats(msg))
-	require.Positive(t, FromDuration(DeadLetterStats(st, at).GetOldestAge()), "set, however young")
-	none := DeadLetterStats(&hopper.DeadLetterStats{}, later)
-	require.Nil(t, none.GetOldestFailedAt())
-	require.Nil(t, none.GetOldestAge())
-	require.Equal(t, &hopper.DeadLetterStats{}, FromDeadLetterStats(none))
-
-	r := &hopper.Replay{ID: 9, SourceJobID: "s", NewJobID: "n", OriginalID: "o", ReplayedBy: "ops", ReplayedAt: at, Reason: "why"}
-	requireAllSet(t, *r)
-	require.Equal(t, r, FromReplayRecord(ReplayRecord(r)))
-
-	rp := &hopper.ReplayListParams{SourceJobID: "s", OriginalID: "o", ReplayedBy: "ops", Since: at, Until: later, Cursor: "c", Limit: 7}
-	requireAllSet(t, *rp)
-	require.Equal(t, rp, FromListReplaysRequest(ListReplaysRequest(rp)))
-	require.Equal(t, &hopper.ReplayListParams{}, FromListReplaysRequest(ListReplaysRequest(nil)))
-}
-
 func TestScalars(t *testing.T) {
 	t.Parallel()
 	require.Nil(t, Time(time.Time{}))
@@ -290,13 +117,13 @@ func TestScalars(t *testing.T) {
 	require.Nil(t, FromPayload(""))
 	require.Equal(t, json.RawMessage(`null`), FromPayload("null"))
 
-	require.Empty(t, Rate(hopper.Rate{}))
-	require.Equal(t, hopper.Rate{}, FromRate(""))
-	r := hopper.Rate{Limit: 100, Period: time.Second}
+	require.Empty(t, Rate(hoppertype.Rate{}))
+	require.Equal(t, hoppertype.Rate{}, FromRate(""))
+	r := hoppertype.Rate{Limit: 100, Period: time.Second}
 	require.Equal(t, r, FromRate(Rate(r)))
-	require.Equal(t, hopper.Rate{}, FromRate("not a rate"), "a newer server's rate reads as none")
+	require.Equal(t, hoppertype.Rate{}, FromRate("not a rate"), "a newer server's rate reads as none")
 	require.Nil(t, OptionalRate(nil))
-	require.Equal(t, "0", *OptionalRate(&hopper.Rate{}))
+	require.Equal(t, "0", *OptionalRate(&hoppertype.Rate{}))
 	back, err := FromOptionalRate(OptionalRate(&r))
 	require.NoError(t, err)
 	require.Equal(t, r, *back)
@@ -308,5 +135,12 @@ func TestScalars(t *testing.T) {
 
 	require.Nil(t, RetryPolicy(nil))
 	require.Nil(t, FromRetryPolicy(nil))
-	require.Equal(t, map[hopper.JobState]int64{}, FromCounts(nil))
+	require.Equal(t, map[hoppertype.JobState]int64{}, FromCounts(nil))
+}
+
+func requireField(t *testing.T, err error, field string) {
+	t.Helper()
+	var ve *hoppertype.ValidationError
+	require.ErrorAs(t, err, &ve)
+	require.Equal(t, field, ve.Field)
 }

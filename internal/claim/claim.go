@@ -148,6 +148,10 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// NoAhead, as a worker's configured claim-ahead bound (hopper.Config.ClaimAhead,
+// remote.Config.ClaimAhead), claims jobs only for free slots.
+const NoAhead = -1
+
 const (
 	defaultMaxWait     = time.Second
 	defaultCoalesce    = time.Millisecond

@@ -8,7 +8,7 @@ import (
 	"github.com/hopperjobs/hopper"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
 	"github.com/hopperjobs/hopper/hopperclient"
-	"github.com/hopperjobs/hopper/internal/apiview"
+	"github.com/hopperjobs/hopper/internal/apispec"
 	"github.com/stretchr/testify/require"
 )
 
@@ -17,8 +17,8 @@ import (
 func TestWorkersLsShowsAStreamsQueues(t *testing.T) {
 	t.Parallel()
 	f := &fleetJSON{streams: []*hopperclient.StreamInfo{
-		apiview.FromStream(&hopperv1.Stream{Id: "1", Worker: "w", Queue: "reports", Queues: []string{"reports", "emails"}, Credit: 20}),
-		apiview.FromStream(&hopperv1.Stream{Id: "2", Worker: "old", Queue: "mail", Credit: 5}),
+		apispec.FromStream(&hopperv1.Stream{Id: "1", Worker: "w", Queue: "reports", Queues: []string{"reports", "emails"}, Credit: 20}),
+		apispec.FromStream(&hopperv1.Stream{Id: "2", Worker: "old", Queue: "mail", Credit: 5}),
 	}}
 	var out bytes.Buffer
 	require.NoError(t, printFleet(&out, nil, f, time.Now()))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/attempt"
 	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/governor"
 	"github.com/hopperjobs/hopper/internal/store"
@@ -47,7 +48,9 @@ type idRun struct {
 	finish chan struct{}
 }
 
-func (h idHandler) Prepare(row *hoppertype.JobRow) (Unit, error) { return idUnit{h, row.ID}, nil }
+func (h idHandler) Prepare(row *hoppertype.JobRow) (attempt.Unit, error) {
+	return idUnit{h, row.ID}, nil
+}
 
 type idUnit struct {
 	h  idHandler
@@ -228,7 +231,7 @@ func TestClaimAheadWaitsForSlots(t *testing.T) {
 	// Cancel q-09 while it waits: the cancel reaches it as it would a running job.
 	_, err := r.st.JobCancel(t.Context(), &store.CancelParams{ID: "q-09", Actor: hoppertype.ActorOperator})
 	require.NoError(t, err)
-	require.True(t, r.e.cancelRunning("q-09", ErrJobCanceled), "a job claimed ahead is registered")
+	require.True(t, r.e.cancelRunning("q-09", attempt.ErrJobCanceled), "a job claimed ahead is registered")
 
 	r.finish(2)
 	require.Equal(t, []string{"q-08", "q-10"}, r.started(2), "freed slots go to the jobs claimed ahead, in order; q-09 never runs")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/backoff"
+	"github.com/hopperjobs/hopper/internal/field"
 	"github.com/hopperjobs/hopper/internal/store"
 )
 
@@ -52,7 +53,7 @@ func (c *completer) addWaiting(p *store.FinishParams, done chan error) {
 // receives the store's verdict on ps[i].
 func (c *completer) addAll(ps []*store.FinishParams, dones []chan error) {
 	for _, p := range ps {
-		p.Error, p.Stack, p.Reason = store.CleanText(p.Error), store.CleanText(p.Stack), store.CleanText(p.Reason)
+		p.Error, p.Stack, p.Reason = field.Clean(p.Error), field.Clean(p.Stack), field.Clean(p.Reason)
 	}
 	c.mu.Lock()
 	c.pending = append(c.pending, ps...)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/attempt"
 	"github.com/stretchr/testify/require"
 )
 
@@ -29,21 +30,21 @@ func TestClassifyAndDecide(t *testing.T) {
 		wantMaxAttmps int
 	}{
 		{name: "success", state: hoppertype.StateCompleted, outcome: hoppertype.OutcomeOK, reason: "success"},
-		{name: "lease lost", err: errors.New("x"), cause: ErrLeaseLost, nilParams: true},
-		{name: "canceled, even a success", cause: ErrJobCanceled, nilParams: true},
+		{name: "lease lost", err: errors.New("x"), cause: attempt.ErrLeaseLost, nilParams: true},
+		{name: "canceled, even a success", cause: attempt.ErrJobCanceled, nilParams: true},
 		{name: "error: job's multiplier, kind's base", err: errors.New("x"), state: hoppertype.StateScheduled,
 			outcome: hoppertype.OutcomeError, reason: "retry", delay: 10 * time.Minute},
-		{name: "panic", err: &PanicError{Value: 1, Stack: "s"}, state: hoppertype.StateScheduled,
+		{name: "panic", err: &attempt.PanicError{Value: 1, Stack: "s"}, state: hoppertype.StateScheduled,
 			outcome: hoppertype.OutcomePanic, reason: "retry", delay: 10 * time.Minute},
-		{name: "timeout", err: context.Canceled, cause: ErrTimeout, state: hoppertype.StateScheduled,
+		{name: "timeout", err: context.Canceled, cause: attempt.ErrTimeout, state: hoppertype.StateScheduled,
 			outcome: hoppertype.OutcomeTimeout, reason: "retry", delay: 10 * time.Minute},
-		{name: "retry after", err: &RetryAfterError{Delay: hour, Err: errors.New("x")},
+		{name: "retry after", err: &attempt.RetryAfterError{Delay: hour, Err: errors.New("x")},
 			state: hoppertype.StateScheduled, outcome: hoppertype.OutcomeError, reason: "retry", delay: hour},
-		{name: "no retry", err: &NoRetryError{Err: errors.New("x")}, state: hoppertype.StateFailed,
+		{name: "no retry", err: &attempt.NoRetryError{Err: errors.New("x")}, state: hoppertype.StateFailed,
 			outcome: hoppertype.OutcomeError, reason: "not retryable"},
-		{name: "shutdown", err: context.Canceled, cause: ErrShutdown, state: hoppertype.StateQueued,
+		{name: "shutdown", err: context.Canceled, cause: attempt.ErrShutdown, state: hoppertype.StateQueued,
 			outcome: hoppertype.OutcomeCanceled, reason: "released on shutdown"},
-		{name: "snooze wins over shutdown", err: &SnoozeError{Delay: hour}, cause: ErrShutdown,
+		{name: "snooze wins over shutdown", err: &attempt.SnoozeError{Delay: hour}, cause: attempt.ErrShutdown,
 			state: hoppertype.StateScheduled, outcome: hoppertype.OutcomeSnoozed, reason: "snoozed for 1h0m0s", delay: hour},
 		{name: "worker gives no retries", err: errors.New("x"), retriesLeft: new(int),
 			state: hoppertype.StateFailed, outcome: hoppertype.OutcomeError, reason: "no retries left (set by the worker)"},
@@ -52,7 +53,7 @@ func TestClassifyAndDecide(t *testing.T) {
 			wantMaxAttmps: 7},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			end := Classify(tc.err, tc.cause, time.Second)
+			end := attempt.Classify(tc.err, tc.cause, time.Second)
 			end.KindPolicy, end.RetriesLeft = kind, tc.retriesLeft
 			p := Decide(row, end, def, now)
 			if tc.nilParams {
@@ -71,7 +72,7 @@ func TestClassifyAndDecide(t *testing.T) {
 	t.Run("the last attempt fails the job", func(t *testing.T) {
 		last := *row
 		last.Attempt = 3
-		p := Decide(&last, Classify(errors.New("x"), nil, 0), def, now)
+		p := Decide(&last, attempt.Classify(errors.New("x"), nil, 0), def, now)
 		require.Equal(t, hoppertype.StateFailed, p.State)
 		require.Equal(t, "no attempts left (3 of 3)", p.Reason)
 	})

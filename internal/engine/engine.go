@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/attempt"
 	"github.com/hopperjobs/hopper/internal/backoff"
 	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/governor"
@@ -24,33 +25,16 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 )
 
-// Handler runs the jobs of one kind.
-type Handler interface {
-	// Prepare decodes a claimed job for its attempt. An error fails the attempt without retry
-	// (retrying cannot fix a payload that does not decode).
-	Prepare(row *hoppertype.JobRow) (Unit, error)
-}
-
-// Unit is one prepared attempt.
-type Unit interface {
-	// Work runs the attempt. Its context ends at the timeout, on cancel and on shutdown.
-	Work(ctx context.Context) error
-	// Timeout is the kind's execution limit; 0 defers to the job and the config.
-	Timeout() time.Duration
-	// RetryPolicy is the kind's backoff; nil defers to the job and the config.
-	RetryPolicy() *hoppertype.RetryPolicy
-}
-
 // DefaultClaimBatch is the most jobs one claim takes unless Config.ClaimBatch says otherwise.
 const DefaultClaimBatch = 1000
 
 // Config configures an Engine. Zero fields take the defaults documented on each.
 type Config struct {
 	Store    store.Store
-	Clock    clock.Clock  // default the wall clock
-	Logger   *slog.Logger // default discards
-	WorkerID string       // required: recorded on every claim
-	Workers  *Workers     // the handlers of the kinds this process works; nil: none
+	Clock    clock.Clock      // default the wall clock
+	Logger   *slog.Logger     // default discards
+	WorkerID string           // required: recorded on every claim
+	Workers  *attempt.Workers // the handlers of the kinds this process works; nil: none
 	// Queues maps each queue this process works to its maximum concurrent jobs.
 	Queues map[string]int
 	// Weights are the queues' weights in this process's share of MaxWorkers (default 1 each);
@@ -378,7 +362,7 @@ func (e *Engine) Finish(ctx context.Context, p *store.FinishParams) error {
 	}
 	select {
 	case <-e.completer.done:
-		return ErrShutdown
+		return attempt.ErrShutdown
 	default:
 	}
 	done := make(chan error, 1)
@@ -398,7 +382,7 @@ func (e *Engine) Finish(ctx context.Context, p *store.FinishParams) error {
 		case err := <-done:
 			return err
 		default:
-			return ErrShutdown
+			return attempt.ErrShutdown
 		}
 	}
 }
@@ -406,7 +390,7 @@ func (e *Engine) Finish(ctx context.Context, p *store.FinishParams) error {
 // Decide is the store's outcome of an attempt of row that ended as end, by this engine's retry
 // policy and clock, with the expiry of a job it ends; nil when the job is no longer the
 // attempt's. In-process attempts and remote workers' reports are decided here alike.
-func (e *Engine) Decide(row *hoppertype.JobRow, u Unit, end Ending) *store.FinishParams {
+func (e *Engine) Decide(row *hoppertype.JobRow, u attempt.Unit, end attempt.Ending) *store.FinishParams {
 	p := Decide(row, end, &e.cfg.RetryPolicy, e.clock.Now())
 	if p != nil {
 		e.stampExpiry(p, row, u) // contract 12: ended jobs expire
@@ -437,7 +421,7 @@ func (e *Engine) Claimed() { e.leader.wake() }
 // job is being claimed here (after the claim, before its handler is registered) is kept for a
 // minute and applied when it registers.
 func (e *Engine) CancelRunning(id string) bool {
-	if e.cancelRunning(id, ErrJobCanceled) {
+	if e.cancelRunning(id, attempt.ErrJobCanceled) {
 		return true
 	}
 	e.mu.Lock()
@@ -489,7 +473,7 @@ func (e *Engine) Stop(ctx context.Context) error {
 	select {
 	case <-done:
 	case <-ctx.Done():
-		e.workCancel(ErrShutdown)
+		e.workCancel(attempt.ErrShutdown)
 		// Real time, not the engine clock: this bounds a shutdown, not job semantics.
 		grace := time.NewTimer(e.cfg.ReleaseGrace)
 		select {
@@ -499,7 +483,7 @@ func (e *Engine) Stop(ctx context.Context) error {
 		}
 		grace.Stop()
 	}
-	e.workCancel(ErrShutdown)
+	e.workCancel(attempt.ErrShutdown)
 	e.stopAlive()
 	e.aliveLoops.Wait()
 	flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -540,10 +524,10 @@ func (e *Engine) register(r *runningJob) {
 		e.leader.wake() // a job runs: a leader must watch its lease
 	}
 	if ok {
-		old.cancel(ErrLeaseLost)
+		old.cancel(attempt.ErrLeaseLost)
 	}
 	if canceled {
-		r.cancel(ErrJobCanceled) // canceled while it was being claimed
+		r.cancel(attempt.ErrJobCanceled) // canceled while it was being claimed
 	}
 }
 

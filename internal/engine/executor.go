@@ -2,11 +2,10 @@ package engine
 
 import (
 	"context"
-	"runtime/debug"
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
-	"github.com/hopperjobs/hopper/internal/clock"
+	"github.com/hopperjobs/hopper/internal/attempt"
 	"github.com/hopperjobs/hopper/internal/jobtrace"
 	"github.com/hopperjobs/hopper/internal/store"
 )
@@ -31,7 +30,7 @@ func (e *Engine) own(row *hoppertype.JobRow) *claimedJob {
 // already gone (canceled, lease lost, released by Stop) is only forgotten.
 func (e *Engine) giveBack(j *claimedJob, why, reason string) {
 	defer j.cancel(nil)
-	if !e.unregister(j.row.ID, j.row.Token) || Classify(nil, context.Cause(j.ctx), 0).Gone {
+	if !e.unregister(j.row.ID, j.row.Token) || attempt.Classify(nil, context.Cause(j.ctx), 0).Gone {
 		return
 	}
 	e.wakeAfterWrite(j.row.ID, j.row.Queue) // a slot elsewhere in this process may take it
@@ -45,18 +44,18 @@ func (e *Engine) execute(q *queueLane, j *claimedJob) {
 	defer e.execs.Done()
 	row := j.row
 	defer j.cancel(nil)
-	ex := NewExecution(row, localOps{e: e, row: row})
+	ex := attempt.NewExecution(row, localOps{e: e, row: row})
 	ctx, span := jobtrace.Start(j.ctx, e.cfg.Tracer, row)
 	var cause error
 	h, _ := e.cfg.Workers.Handler(row.Kind) // claims take only the registered kinds
 	unit, err := h.Prepare(row)
 	if err != nil {
-		err = &NoRetryError{Err: err}
+		err = &attempt.NoRetryError{Err: err}
 	} else if cause = context.Cause(ctx); cause != nil {
 		err = cause
 	} else {
-		tctx, stop := WithTimeout(ctx, e.clock, e.timeout(unit, row))
-		err = RunUnit(WithExecution(tctx, ex), unit)
+		tctx, stop := attempt.WithTimeout(ctx, e.clock, e.timeout(unit, row))
+		err = attempt.RunUnit(attempt.WithExecution(tctx, ex), unit)
 		cause = context.Cause(tctx)
 		stop()
 	}
@@ -85,53 +84,14 @@ func (e *Engine) execute(q *queueLane, j *claimedJob) {
 	}
 }
 
-func (e *Engine) timeout(u Unit, row *hoppertype.JobRow) time.Duration {
-	return AttemptTimeout(row, u, e.cfg.JobTimeout)
-}
-
-// AttemptTimeout is the execution limit of an attempt of row run by u: the job's own timeout,
-// else its kind's, else def (0: none).
-func AttemptTimeout(row *hoppertype.JobRow, u Unit, def time.Duration) time.Duration {
-	if row.Timeout > 0 {
-		return row.Timeout
-	}
-	if u != nil {
-		if t := u.Timeout(); t > 0 {
-			return t
-		}
-	}
-	return def
-}
-
-// WithTimeout is ctx ended with cause ErrTimeout after d on clk (0: never); stop releases its
-// timer. Every worker limits its attempts so, so that a handler sees the same context error
-// in process and remote.
-func WithTimeout(ctx context.Context, clk clock.Clock, d time.Duration) (_ context.Context, stop func()) {
-	if d <= 0 {
-		return ctx, func() {}
-	}
-	ctx, cancel := context.WithCancelCause(ctx)
-	t := clk.AfterFunc(d, func() { cancel(ErrTimeout) })
-	return ctx, func() {
-		t.Stop()
-		cancel(nil)
-	}
-}
-
-// RunUnit calls the handler, turning a panic into a *PanicError with its stack.
-func RunUnit(ctx context.Context, u Unit) (err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = &PanicError{Value: v, Stack: string(debug.Stack())}
-		}
-	}()
-	return u.Work(ctx)
+func (e *Engine) timeout(u attempt.Unit, row *hoppertype.JobRow) time.Duration {
+	return attempt.AttemptTimeout(row, u, e.cfg.JobTimeout)
 }
 
 // outcome decides what an attempt's result does to the job; nil when the job is no longer ours.
-func (e *Engine) outcome(u Unit, ex *Execution, err, cause error) *store.FinishParams {
-	end := Classify(err, cause, e.timeout(u, ex.Row))
-	end.Result = ex.result
+func (e *Engine) outcome(u attempt.Unit, ex *attempt.Execution, err, cause error) *store.FinishParams {
+	end := attempt.Classify(err, cause, e.timeout(u, ex.Row))
+	end.Result = ex.Result()
 	if u != nil {
 		end.KindPolicy = u.RetryPolicy()
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/attempt"
 	"github.com/hopperjobs/hopper/internal/store"
 )
 
@@ -94,7 +95,7 @@ type ResultTTLer interface {
 // Retention is how long a job that ends in state is kept: the dead-letter retention for a
 // failed job; otherwise the job's own result TTL, then its kind's (u, which may be nil), then
 // the engine's.
-func (e *Engine) Retention(row *hoppertype.JobRow, u Unit, state hoppertype.JobState) time.Duration {
+func (e *Engine) Retention(row *hoppertype.JobRow, u attempt.Unit, state hoppertype.JobState) time.Duration {
 	if state == hoppertype.StateFailed {
 		return e.cfg.DeadLetterRetention
 	}
@@ -112,7 +113,7 @@ func (e *Engine) Retention(row *hoppertype.JobRow, u Unit, state hoppertype.JobS
 // ExpiresAt is when a job that ends in state now may be removed; zero for a state that is
 // not terminal. Every path that ends a job (local outcomes, remote workers' Complete and
 // Fail, cancels) takes its expiry from here.
-func (e *Engine) ExpiresAt(row *hoppertype.JobRow, u Unit, state hoppertype.JobState) time.Time {
+func (e *Engine) ExpiresAt(row *hoppertype.JobRow, u attempt.Unit, state hoppertype.JobState) time.Time {
 	if !state.Terminal() {
 		return time.Time{}
 	}
@@ -120,7 +121,7 @@ func (e *Engine) ExpiresAt(row *hoppertype.JobRow, u Unit, state hoppertype.JobS
 }
 
 // stampExpiry sets the expiry of an outcome that ends its job, unless it has one.
-func (e *Engine) stampExpiry(p *store.FinishParams, row *hoppertype.JobRow, u Unit) {
+func (e *Engine) stampExpiry(p *store.FinishParams, row *hoppertype.JobRow, u attempt.Unit) {
 	if p.ExpiresAt.IsZero() {
 		p.ExpiresAt = e.ExpiresAt(row, u, p.State)
 	}

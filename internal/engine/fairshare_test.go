@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/attempt"
 	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/store"
 	"github.com/hopperjobs/hopper/internal/store/sqlite"
@@ -22,7 +23,7 @@ type heldJob struct {
 	finish chan struct{}
 }
 
-func (h heldHandler) Prepare(row *hoppertype.JobRow) (Unit, error) {
+func (h heldHandler) Prepare(row *hoppertype.JobRow) (attempt.Unit, error) {
 	return heldUnit{h, row.Queue}, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/attempt"
 	"github.com/hopperjobs/hopper/internal/store"
 )
 
@@ -47,7 +48,7 @@ func (e *Engine) extendAll(ctx context.Context) (renewed bool, err error) {
 	for i, err := range errs {
 		if errors.Is(err, store.ErrLeaseLost) {
 			e.log.Warn("lease lost; canceling attempt", jobAttrs(rows[i])...)
-			e.cancelAttempt(params[i].ID, params[i].Token, ErrLeaseLost)
+			e.cancelAttempt(params[i].ID, params[i].Token, attempt.ErrLeaseLost)
 		}
 	}
 	return true, nil

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hopperjobs/hopper/internal/attempt"
 	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/store"
 	"github.com/hopperjobs/hopper/internal/store/sqlite"
@@ -136,8 +137,8 @@ func TestASubscriptionWorksOnceItLastedAMinute(t *testing.T) {
 }
 
 // workersOf is a registry of h for kind.
-func workersOf(kind string, h Handler) *Workers {
-	ws := NewWorkers()
+func workersOf(kind string, h attempt.Handler) *attempt.Workers {
+	ws := attempt.NewWorkers()
 	ws.Add(kind, h, h)
 	return ws
 }

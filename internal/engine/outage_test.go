@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/attempt"
 	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/store"
 	"github.com/hopperjobs/hopper/internal/store/sqlite"
@@ -149,7 +150,9 @@ func (b *lockedBuffer) count(substr string) int {
 
 type okHandler struct{ ran chan string }
 
-func (h okHandler) Prepare(row *hoppertype.JobRow) (Unit, error) { return okUnit{h, row.ID}, nil }
+func (h okHandler) Prepare(row *hoppertype.JobRow) (attempt.Unit, error) {
+	return okUnit{h, row.ID}, nil
+}
 
 type okUnit struct {
 	h  okHandler

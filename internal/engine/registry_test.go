@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/attempt"
 	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/stretchr/testify/require"
 )
@@ -29,14 +30,14 @@ func TestRegistryKeepsTheNewestAttempt(t *testing.T) {
 	defer cancel2(nil)
 	e.register(&runningJob{row: &hoppertype.JobRow{ID: "j", Token: 1}, cancel: cancel1})
 	e.register(&runningJob{row: &hoppertype.JobRow{ID: "j", Token: 2}, cancel: cancel2})
-	require.ErrorIs(t, context.Cause(ctx1), ErrLeaseLost, "the superseded attempt is canceled")
+	require.ErrorIs(t, context.Cause(ctx1), attempt.ErrLeaseLost, "the superseded attempt is canceled")
 	require.NoError(t, ctx2.Err())
 
 	require.False(t, e.unregister("j", 1), "the old attempt's end does not remove the new one")
-	require.False(t, e.cancelAttempt("j", 1, ErrLeaseLost), "a lease loss of the old token spares the new")
+	require.False(t, e.cancelAttempt("j", 1, attempt.ErrLeaseLost), "a lease loss of the old token spares the new")
 	require.NoError(t, ctx2.Err())
-	require.True(t, e.cancelAttempt("j", 2, ErrJobCanceled))
-	require.ErrorIs(t, context.Cause(ctx2), ErrJobCanceled)
+	require.True(t, e.cancelAttempt("j", 2, attempt.ErrJobCanceled))
+	require.ErrorIs(t, context.Cause(ctx2), attempt.ErrJobCanceled)
 	require.True(t, e.unregister("j", 2))
 	require.Empty(t, e.running)
 }
@@ -49,6 +50,6 @@ func TestCancelBeforeRegisterIsApplied(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	e.register(&runningJob{row: &hoppertype.JobRow{ID: "j", Token: 1}, cancel: cancel})
-	require.ErrorIs(t, context.Cause(ctx), ErrJobCanceled)
+	require.ErrorIs(t, context.Cause(ctx), attempt.ErrJobCanceled)
 	require.Empty(t, e.canceled)
 }

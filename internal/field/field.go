@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -20,6 +21,21 @@ import (
 const (
 	MaxKindLen  = 255
 	MaxQueueLen = 128
+)
+
+// Limits of free text about a job, in bytes (hopper re-exports them): longer text is refused
+// with a *ValidationError naming the field; the remote worker clips what it reports to fit.
+const (
+	MaxReasonBytes          = 4 << 10
+	MaxProgressMessageBytes = 4 << 10
+	MaxErrorBytes           = 64 << 10
+)
+
+// Limits of times (hopper re-exports them): a run-at further in the past is refused as a
+// likely bug, one further ahead (or a delay) as good as never.
+const (
+	MaxRunAtPast   = 24 * time.Hour
+	MaxRunAtFuture = 5 * 365 * 24 * time.Hour
 )
 
 // Invalid is a *hoppertype.ValidationError of field, its reason formatted.
@@ -146,4 +162,37 @@ func Queues(queue string, queues []string, most int) error {
 		return Invalid("queues", "%d queues with queue, more than %d", n, most)
 	}
 	return nil
+}
+
+// Clean makes free text (errors, stacks, reasons, progress messages) storable in any
+// store: valid UTF-8 without NUL bytes, which PostgreSQL's text type refuses.
+func Clean(s string) string {
+	if utf8.ValidString(s) && !strings.ContainsRune(s, 0) {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+}
+
+// ClipText is Clean(s) cut to at most limit bytes, at a rune boundary, ending with "…"
+// when it was cut: free text a program writes from what it cannot refuse (a handler's error,
+// a release reason), made to fit a field's limit, so a report is never refused for its length.
+// A limit under 4 bytes cuts without the mark.
+func Clip(s string, limit int) string {
+	s = Clean(s)
+	if len(s) <= limit {
+		return s
+	}
+	const mark = "…"
+	if limit < len(mark)+1 {
+		return cutRunes(s, max(limit, 0))
+	}
+	return cutRunes(s, limit-len(mark)) + mark
+}
+
+// cutRunes returns the longest prefix of valid UTF-8 s that holds whole runes in at most n bytes.
+func cutRunes(s string, n int) string {
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }

@@ -5,7 +5,7 @@ import (
 
 	"github.com/hopperjobs/hopper"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
-	"github.com/hopperjobs/hopper/internal/apiview"
+	"github.com/hopperjobs/hopper/internal/apispec"
 )
 
 // deadLetterService implements hopper.v1.DeadLetterService.
@@ -33,7 +33,7 @@ func (d *deadLetterService) toJobs(jobs []*hopper.JobRow) []*hopperv1.Job {
 }
 
 func (d *deadLetterService) List(ctx context.Context, req *hopperv1.DeadLetterServiceListRequest) (*hopperv1.DeadLetterServiceListResponse, error) {
-	res, err := d.s.client.DeadLetters(ctx, apiview.FromDeadLetterListRequest(req))
+	res, err := d.s.client.DeadLetters(ctx, apispec.FromDeadLetterListRequest(req))
 	if err != nil {
 		return nil, rpcError("list dead letters", err)
 	}
@@ -45,7 +45,7 @@ func (d *deadLetterService) Stats(ctx context.Context, _ *hopperv1.DeadLetterSer
 	if err != nil {
 		return nil, rpcError("dead-letter stats", err)
 	}
-	return apiview.DeadLetterStats(st, d.s.client.Now()), nil
+	return apispec.DeadLetterStats(st, d.s.client.Now()), nil
 }
 
 func (d *deadLetterService) Replay(ctx context.Context, req *hopperv1.ReplayRequest) (*hopperv1.ReplayResponse, error) {
@@ -59,7 +59,7 @@ func (d *deadLetterService) Replay(ctx context.Context, req *hopperv1.ReplayRequ
 
 func (d *deadLetterService) ReplayMany(ctx context.Context, req *hopperv1.ReplayManyRequest) (*hopperv1.ReplayManyResponse, error) {
 	by := replayedBy(ctx)
-	jobs, err := d.s.client.ReplayMany(ctx, apiview.FromDeadLetterFilter(req.GetFilter()), int(req.GetLimit()), by)
+	jobs, err := d.s.client.ReplayMany(ctx, apispec.FromDeadLetterFilter(req.GetFilter()), int(req.GetLimit()), by)
 	if err != nil {
 		return nil, rpcError("replay dead letters", err)
 	}
@@ -67,13 +67,13 @@ func (d *deadLetterService) ReplayMany(ctx context.Context, req *hopperv1.Replay
 }
 
 func (d *deadLetterService) ListReplays(ctx context.Context, req *hopperv1.ListReplaysRequest) (*hopperv1.ListReplaysResponse, error) {
-	res, err := d.s.client.Replays(ctx, apiview.FromListReplaysRequest(req))
+	res, err := d.s.client.Replays(ctx, apispec.FromListReplaysRequest(req))
 	if err != nil {
 		return nil, rpcError("list replays", err)
 	}
 	out := &hopperv1.ListReplaysResponse{NextCursor: res.NextCursor, Replays: make([]*hopperv1.ReplayRecord, len(res.Replays))}
 	for i, r := range res.Replays {
-		out.Replays[i] = apiview.ReplayRecord(r)
+		out.Replays[i] = apispec.ReplayRecord(r)
 	}
 	return out, nil
 }

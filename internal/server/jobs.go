@@ -6,6 +6,7 @@ import (
 
 	"github.com/hopperjobs/hopper"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
+	"github.com/hopperjobs/hopper/internal/apispec"
 	"github.com/hopperjobs/hopper/internal/apiview"
 )
 
@@ -17,7 +18,7 @@ const MaxBatch = 10000
 
 // enqueueParams reads a job to enqueue, refusing a missing one by name.
 func enqueueParams(spec *hopperv1.JobSpec) (hopper.EnqueueParams, error) {
-	p, err := apiview.FromJobSpec(spec)
+	p, err := apispec.FromJobSpec(spec)
 	return p, rpcError("enqueue", err)
 }
 
@@ -65,7 +66,7 @@ func (j *jobService) Get(ctx context.Context, req *hopperv1.GetRequest) (*hopper
 }
 
 func (j *jobService) List(ctx context.Context, req *hopperv1.ListRequest) (*hopperv1.ListResponse, error) {
-	res, err := j.s.client.List(ctx, apiview.FromListRequest(req))
+	res, err := j.s.client.List(ctx, apispec.FromListRequest(req))
 	if err != nil {
 		return nil, rpcError("list jobs", err)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/hopperjobs/hopper"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
+	"github.com/hopperjobs/hopper/internal/apispec"
 	"github.com/hopperjobs/hopper/internal/apiview"
 	"google.golang.org/protobuf/proto"
 )
@@ -20,7 +21,7 @@ func (k *kindService) List(ctx context.Context, _ *hopperv1.KindServiceListReque
 	}
 	out := &hopperv1.KindServiceListResponse{Kinds: make([]*hopperv1.Kind, len(ks))}
 	for i, info := range ks {
-		out.Kinds[i] = apiview.Kind(info)
+		out.Kinds[i] = apispec.Kind(info)
 	}
 	return out, nil
 }

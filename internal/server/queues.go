@@ -7,6 +7,7 @@ import (
 	"github.com/hopperjobs/hopper"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
 	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/apispec"
 	"github.com/hopperjobs/hopper/internal/apiview"
 )
 
@@ -20,7 +21,7 @@ func (q *queueService) List(ctx context.Context, _ *hopperv1.QueueServiceListReq
 	}
 	out := &hopperv1.QueueServiceListResponse{Queues: make([]*hopperv1.Queue, len(qs))}
 	for i, info := range qs {
-		out.Queues[i] = apiview.Queue(info)
+		out.Queues[i] = apispec.Queue(info)
 	}
 	return out, nil
 }
@@ -79,7 +80,7 @@ func (a *adminService) ListNodes(ctx context.Context, _ *hopperv1.ListNodesReque
 	}
 	out := &hopperv1.ListNodesResponse{Nodes: make([]*hopperv1.Node, len(nodes))}
 	for i, n := range nodes {
-		out.Nodes[i] = apiview.Node(n, n.ID == a.s.client.NodeID() && a.s.client.IsLeader())
+		out.Nodes[i] = apispec.Node(n, n.ID == a.s.client.NodeID() && a.s.client.IsLeader())
 	}
 	return out, nil
 }
@@ -89,7 +90,7 @@ func (a *adminService) ListWorkers(context.Context, *hopperv1.ListWorkersRequest
 	_, workers := a.s.reg.snapshot(now)
 	out := &hopperv1.ListWorkersResponse{Workers: make([]*hopperv1.Worker, len(workers))}
 	for i, w := range workers {
-		out.Workers[i] = apiview.Worker(&hoppertype.WorkerInfo{Name: w.name, Queue: w.queue, Kinds: w.kinds,
+		out.Workers[i] = apispec.Worker(&hoppertype.WorkerInfo{Name: w.name, Queue: w.queue, Kinds: w.kinds,
 			LastSeenAt: w.lastSeen, OpenStreams: w.streams, WaitingPolls: w.polls, Activated: w.activated, Held: w.heldAt(now)})
 	}
 	return out, nil
@@ -99,7 +100,7 @@ func (a *adminService) ListStreams(context.Context, *hopperv1.ListStreamsRequest
 	streams, _ := a.s.reg.snapshot(a.s.clock.Now())
 	out := &hopperv1.ListStreamsResponse{Streams: make([]*hopperv1.Stream, len(streams))}
 	for i, st := range streams {
-		out.Streams[i] = apiview.Stream(&hoppertype.StreamInfo{ID: st.id, Worker: st.worker, Queues: st.queues,
+		out.Streams[i] = apispec.Stream(&hoppertype.StreamInfo{ID: st.id, Worker: st.worker, Queues: st.queues,
 			Kinds: st.kinds, Credit: st.credit, InFlight: st.inFlight, Pushed: st.pushed, Completed: st.completed,
 			Failed: st.failed, Released: st.released, OpenedAt: st.opened})
 	}

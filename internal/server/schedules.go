@@ -4,7 +4,7 @@ import (
 	"context"
 
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
-	"github.com/hopperjobs/hopper/internal/apiview"
+	"github.com/hopperjobs/hopper/internal/apispec"
 )
 
 // scheduleService implements hopper.v1.ScheduleService.
@@ -17,7 +17,7 @@ func (ss *scheduleService) List(ctx context.Context, _ *hopperv1.ScheduleService
 	}
 	out := &hopperv1.ScheduleServiceListResponse{Schedules: make([]*hopperv1.Schedule, len(list))}
 	for i, info := range list {
-		out.Schedules[i] = apiview.Schedule(info)
+		out.Schedules[i] = apispec.Schedule(info)
 	}
 	return out, nil
 }
@@ -27,11 +27,11 @@ func (ss *scheduleService) Add(ctx context.Context, req *hopperv1.ScheduleServic
 	if spec == nil {
 		return nil, invalidArg("schedule", "is required")
 	}
-	info, err := ss.s.client.AddSchedule(ctx, apiview.FromSchedule(spec).Schedule) // the client validates it
+	info, err := ss.s.client.AddSchedule(ctx, apispec.FromSchedule(spec).Schedule) // the client validates it
 	if err != nil {
 		return nil, rpcError("add schedule", err)
 	}
-	return &hopperv1.ScheduleServiceAddResponse{Schedule: apiview.Schedule(info)}, nil
+	return &hopperv1.ScheduleServiceAddResponse{Schedule: apispec.Schedule(info)}, nil
 }
 
 func (ss *scheduleService) Remove(ctx context.Context, req *hopperv1.ScheduleServiceRemoveRequest) (*hopperv1.ScheduleServiceRemoveResponse, error) {

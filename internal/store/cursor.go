@@ -3,10 +3,10 @@ package store
 import (
 	"encoding/base64"
 	"fmt"
+	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/field"
 	"sort"
 	"strings"
-
-	"github.com/hopperjobs/hopper/hoppertype"
 )
 
 // cursorPrefix marks the list cursors stores issue, so that any other text that happens to be
@@ -24,7 +24,7 @@ func DecodeCursor(c string) (string, error) {
 	b, err := base64.RawURLEncoding.DecodeString(c)
 	id, ok := strings.CutPrefix(string(b), cursorPrefix)
 	// A store issues cursors for job ids, which are text: anything else was made up.
-	if err != nil || !ok || id == "" || CleanText(id) != id {
+	if err != nil || !ok || id == "" || field.Clean(id) != id {
 		return "", fmt.Errorf("list jobs: cursor %q is not one this store issued: %w", c, ErrInvalidCursor)
 	}
 	return id, nil

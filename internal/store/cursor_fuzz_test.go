@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"github.com/hopperjobs/hopper/internal/field"
 	"testing"
 )
 
@@ -23,7 +24,7 @@ func FuzzDecodeCursor(f *testing.F) {
 				t.Fatalf("DecodeCursor(%q) = %v, not ErrInvalidCursor", c, err)
 			}
 		} else {
-			if id == "" || CleanText(id) != id {
+			if id == "" || field.Clean(id) != id {
 				t.Fatalf("DecodeCursor(%q) = %q, not a job id", c, id)
 			}
 			if again, err := DecodeCursor(EncodeCursor(id)); err != nil || again != id {

@@ -2,42 +2,8 @@ package store
 
 import (
 	"fmt"
-	"strings"
 	"unicode/utf8"
 )
-
-// CleanText makes free text (errors, stacks, reasons, progress messages) storable in any
-// store: valid UTF-8 without NUL bytes, which PostgreSQL's text type refuses.
-func CleanText(s string) string {
-	if utf8.ValidString(s) && !strings.ContainsRune(s, 0) {
-		return s
-	}
-	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
-}
-
-// ClipText is CleanText(s) cut to at most limit bytes, at a rune boundary, ending with "…"
-// when it was cut: free text a program writes from what it cannot refuse (a handler's error,
-// a release reason), made to fit a field's limit, so a report is never refused for its length.
-// A limit under 4 bytes cuts without the mark.
-func ClipText(s string, limit int) string {
-	s = CleanText(s)
-	if len(s) <= limit {
-		return s
-	}
-	const mark = "…"
-	if limit < len(mark)+1 {
-		return cutRunes(s, max(limit, 0))
-	}
-	return cutRunes(s, limit-len(mark)) + mark
-}
-
-// cutRunes returns the longest prefix of valid UTF-8 s that holds whole runes in at most n bytes.
-func cutRunes(s string, n int) string {
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
 
 // RepeatedKey finds two items of one batch that name the same idempotency key with different
 // payloads, which no store can insert: it returns their indexes, or -1, -1 when there are none.

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
-	"time"
-
 	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/field"
 	"github.com/hopperjobs/hopper/internal/store"
 	"github.com/jackc/pgx/v5"
+	"strings"
+	"time"
 )
 
 var _ store.DeadLetterStore = (*Store)(nil)
@@ -62,7 +62,7 @@ func (s *Store) replay(ctx context.Context, tx pgx.Tx, sources, newIDs []string,
 	if len(sources) == 0 {
 		return nil, nil
 	}
-	by, reason = store.CleanText(by), store.CleanText(reason)
+	by, reason = field.Clean(by), field.Clean(reason)
 	rs, err := tx.Query(ctx, s.sql(replaySQL), s.nowArg(), sources, newIDs, by, string(actor), nullStr(reason))
 	if err != nil {
 		return nil, err

@@ -3,12 +3,12 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"sort"
-	"time"
-
 	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/field"
 	"github.com/hopperjobs/hopper/internal/jobstate"
 	"github.com/hopperjobs/hopper/internal/store"
+	"sort"
+	"time"
 )
 
 // runningByID is "job j is running" in the statements that find their jobs by id (finishes,
@@ -155,9 +155,9 @@ func (a *finishArrays) add(i int, p *store.FinishParams) {
 	a.runAt, a.results = append(a.runAt, nullTime(p.RunAt)), append(a.results, nullBytes(p.Result))
 	// Free text is cleaned: one error message PostgreSQL's text type refuses (a NUL byte,
 	// invalid UTF-8) would otherwise fail the whole batch, again at every retry.
-	a.errors, a.outcomes = append(a.errors, nullStr(store.CleanText(p.Error))), append(a.outcomes, string(p.Outcome))
-	a.stacks, a.actors = append(a.stacks, nullStr(store.CleanText(p.Stack))), append(a.actors, string(p.Actor))
-	a.reasons, a.checkpoints = append(a.reasons, nullStr(store.CleanText(p.Reason))), append(a.checkpoints, nullBytes(p.Checkpoint))
+	a.errors, a.outcomes = append(a.errors, nullStr(field.Clean(p.Error))), append(a.outcomes, string(p.Outcome))
+	a.stacks, a.actors = append(a.stacks, nullStr(field.Clean(p.Stack))), append(a.actors, string(p.Actor))
+	a.reasons, a.checkpoints = append(a.reasons, nullStr(field.Clean(p.Reason))), append(a.checkpoints, nullBytes(p.Checkpoint))
 	a.expiresAt, a.deadlineAt = append(a.expiresAt, nullTime(p.ExpiresAt)), append(a.deadlineAt, nullTime(p.DeadlineAt))
 	var maxAttempts *int32
 	if p.MaxAttempts > 0 {
@@ -260,7 +260,7 @@ func (s *Store) JobHeartbeat(ctx context.Context, p *store.HeartbeatParams) erro
 func (s *Store) JobProgress(ctx context.Context, p *store.ProgressParams) error {
 	return s.touch(ctx, p.ID, p.Token, `UPDATE {schema}.jobs AS j SET heartbeat_at = coalesce($1::timestamptz, now()),
 		progress_percent = $4, progress_message = $5 WHERE j.id = $2 AND j.token = $3 AND `+runningByID,
-		store.ClampPercent(p.Percent), nullStr(store.CleanText(p.Message)))
+		store.ClampPercent(p.Percent), nullStr(field.Clean(p.Message)))
 }
 
 func (s *Store) touch(ctx context.Context, id string, token int64, query string, extra ...any) error {

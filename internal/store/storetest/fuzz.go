@@ -5,19 +5,19 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/hopperjobs/hopper/internal/workerapi"
-	"strings"
-	"sync/atomic"
-	"testing"
-	"time"
-
 	"github.com/google/uuid"
 	"github.com/hopperjobs/hopper"
 	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/clock"
+	"github.com/hopperjobs/hopper/internal/field"
 	"github.com/hopperjobs/hopper/internal/stoptest"
 	"github.com/hopperjobs/hopper/internal/store"
+	"github.com/hopperjobs/hopper/internal/workerapi"
 	"github.com/stretchr/testify/require"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
 )
 
 // FuzzRoundTrip writes any strings a store keeps (kind, queue, a header's name and value, an
@@ -318,7 +318,7 @@ func (in roundTrip) throughStore(t *testing.T, st store.Store, clientAccepted bo
 		require.Equal(t, p.Headers, got.Headers, "headers kept exactly")
 	}
 	reason := in.text
-	if store.CleanText(reason) != reason || len(reason) > 4<<10 {
+	if field.Clean(reason) != reason || len(reason) > 4<<10 {
 		reason = "fuzz"
 	}
 	_, err = st.JobCancel(ctx, &store.CancelParams{ID: id, Actor: hoppertype.ActorOperator, Reason: reason})

@@ -1,21 +1,22 @@
-package apiview
+package apispec
 
 import (
 	"time"
 
 	"github.com/hopperjobs/hopper"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
+	"github.com/hopperjobs/hopper/internal/apiview"
 )
 
 // DeadLetterFilter is a selection of dead letters as the API carries it.
 func DeadLetterFilter(f hopper.DeadLetterFilter) *hopperv1.DeadLetterFilter {
-	return &hopperv1.DeadLetterFilter{Queues: f.Queues, Kinds: f.Kinds, FailedAfter: Time(f.Since), FailedBefore: Time(f.Until)}
+	return &hopperv1.DeadLetterFilter{Queues: f.Queues, Kinds: f.Kinds, FailedAfter: apiview.Time(f.Since), FailedBefore: apiview.Time(f.Until)}
 }
 
 // FromDeadLetterFilter reads a selection of dead letters; nil selects all.
 func FromDeadLetterFilter(f *hopperv1.DeadLetterFilter) hopper.DeadLetterFilter {
 	return hopper.DeadLetterFilter{Queues: f.GetQueues(), Kinds: f.GetKinds(),
-		Since: FromTime(f.GetFailedAfter()), Until: FromTime(f.GetFailedBefore())}
+		Since: apiview.FromTime(f.GetFailedAfter()), Until: apiview.FromTime(f.GetFailedBefore())}
 }
 
 // DeadLetterListRequest is a page of dead letters to list as the API asks for it (p nil: the
@@ -25,7 +26,7 @@ func DeadLetterListRequest(p *hopper.DeadLetterParams) *hopperv1.DeadLetterServi
 		p = &hopper.DeadLetterParams{}
 	}
 	return &hopperv1.DeadLetterServiceListRequest{Filter: DeadLetterFilter(p.DeadLetterFilter), Cursor: p.Cursor,
-		Limit: Int32(p.Limit)}
+		Limit: apiview.Int32(p.Limit)}
 }
 
 // FromDeadLetterListRequest reads a page of dead letters to list.
@@ -37,28 +38,28 @@ func FromDeadLetterListRequest(req *hopperv1.DeadLetterServiceListRequest) *hopp
 // DeadLetterStats is the dead-letter queue's summary as the API shows it at now: its
 // oldest_age is set whenever there is a dead letter, however young.
 func DeadLetterStats(st *hopper.DeadLetterStats, now time.Time) *hopperv1.DeadLetterServiceStatsResponse {
-	out := &hopperv1.DeadLetterServiceStatsResponse{Count: st.Count, OldestFailedAt: Time(st.Oldest)}
+	out := &hopperv1.DeadLetterServiceStatsResponse{Count: st.Count, OldestFailedAt: apiview.Time(st.Oldest)}
 	if !st.Oldest.IsZero() {
-		out.OldestAge = Duration(max(st.OldestAge(now), time.Nanosecond))
+		out.OldestAge = apiview.Duration(max(st.OldestAge(now), time.Nanosecond))
 	}
 	return out
 }
 
 // FromDeadLetterStats reads the dead-letter queue's summary.
 func FromDeadLetterStats(res *hopperv1.DeadLetterServiceStatsResponse) *hopper.DeadLetterStats {
-	return &hopper.DeadLetterStats{Count: res.GetCount(), Oldest: FromTime(res.GetOldestFailedAt())}
+	return &hopper.DeadLetterStats{Count: res.GetCount(), Oldest: apiview.FromTime(res.GetOldestFailedAt())}
 }
 
 // ReplayRecord is one entry of the replay audit log as the API shows it.
 func ReplayRecord(r *hopper.Replay) *hopperv1.ReplayRecord {
-	return &hopperv1.ReplayRecord{Id: r.ID, SourceJobId: Text(r.SourceJobID), NewJobId: Text(r.NewJobID),
-		OriginalId: Text(r.OriginalID), ReplayedBy: Text(r.ReplayedBy), ReplayedAt: Time(r.ReplayedAt), Reason: Text(r.Reason)}
+	return &hopperv1.ReplayRecord{Id: r.ID, SourceJobId: apiview.Text(r.SourceJobID), NewJobId: apiview.Text(r.NewJobID),
+		OriginalId: apiview.Text(r.OriginalID), ReplayedBy: apiview.Text(r.ReplayedBy), ReplayedAt: apiview.Time(r.ReplayedAt), Reason: apiview.Text(r.Reason)}
 }
 
 // FromReplayRecord reads one entry of the replay audit log.
 func FromReplayRecord(r *hopperv1.ReplayRecord) *hopper.Replay {
 	return &hopper.Replay{ID: r.GetId(), SourceJobID: r.GetSourceJobId(), NewJobID: r.GetNewJobId(),
-		OriginalID: r.GetOriginalId(), ReplayedBy: r.GetReplayedBy(), ReplayedAt: FromTime(r.GetReplayedAt()),
+		OriginalID: r.GetOriginalId(), ReplayedBy: r.GetReplayedBy(), ReplayedAt: apiview.FromTime(r.GetReplayedAt()),
 		Reason: r.GetReason()}
 }
 
@@ -69,12 +70,12 @@ func ListReplaysRequest(p *hopper.ReplayListParams) *hopperv1.ListReplaysRequest
 		p = &hopper.ReplayListParams{}
 	}
 	return &hopperv1.ListReplaysRequest{SourceJobId: p.SourceJobID, OriginalId: p.OriginalID, ReplayedBy: p.ReplayedBy,
-		Since: Time(p.Since), Until: Time(p.Until), Cursor: p.Cursor, Limit: Int32(p.Limit)}
+		Since: apiview.Time(p.Since), Until: apiview.Time(p.Until), Cursor: p.Cursor, Limit: apiview.Int32(p.Limit)}
 }
 
 // FromListReplaysRequest reads a page of the replay audit log to list.
 func FromListReplaysRequest(req *hopperv1.ListReplaysRequest) *hopper.ReplayListParams {
 	return &hopper.ReplayListParams{SourceJobID: req.GetSourceJobId(), OriginalID: req.GetOriginalId(),
-		ReplayedBy: req.GetReplayedBy(), Since: FromTime(req.GetSince()), Until: FromTime(req.GetUntil()),
+		ReplayedBy: req.GetReplayedBy(), Since: apiview.FromTime(req.GetSince()), Until: apiview.FromTime(req.GetUntil()),
 		Cursor: req.GetCursor(), Limit: int(req.GetLimit())}
 }

@@ -1,10 +1,15 @@
-package apiview
+// Package apispec converts between the hopper package's values (InsertOpts, ListParams,
+// QueueInfo, KindInfo, Schedule, the dead letters' filters and stats…) and the messages of
+// its API, both ways, on top of package apiview, which does the plain values: between them,
+// the one place where Go values and the API's messages meet.
+package apispec
 
 import (
 	"encoding/json"
 
 	"github.com/hopperjobs/hopper"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
+	"github.com/hopperjobs/hopper/internal/apiview"
 )
 
 // JobSpec is a job to enqueue as the API carries it: its kind, its args (JSON) and its
@@ -20,11 +25,11 @@ func JobSpec(kind string, args json.RawMessage, o *hopper.InsertOpts) (*hopperv1
 		return nil, &hopper.ValidationError{Field: "result_ttl",
 			Reason: "a server's API does not take it: the server's own (hopper serve --result-ttl) applies"}
 	}
-	spec.Queue, spec.Priority = o.Queue, Int32(o.Priority)
-	spec.RunAt, spec.Delay = Time(o.RunAt), Duration(o.Delay)
-	spec.MaxAttempts, spec.MaxRescues = Int32(o.MaxAttempts), Int32(o.MaxRescues)
-	spec.Timeout, spec.RetryPolicy, spec.Headers = Duration(o.Timeout), RetryPolicy(o.RetryPolicy), o.Headers
-	spec.IdempotencyKey, spec.IdempotencyRetention = o.IdempotencyKey, Duration(o.IdempotencyRetention)
+	spec.Queue, spec.Priority = o.Queue, apiview.Int32(o.Priority)
+	spec.RunAt, spec.Delay = apiview.Time(o.RunAt), apiview.Duration(o.Delay)
+	spec.MaxAttempts, spec.MaxRescues = apiview.Int32(o.MaxAttempts), apiview.Int32(o.MaxRescues)
+	spec.Timeout, spec.RetryPolicy, spec.Headers = apiview.Duration(o.Timeout), apiview.RetryPolicy(o.RetryPolicy), o.Headers
+	spec.IdempotencyKey, spec.IdempotencyRetention = o.IdempotencyKey, apiview.Duration(o.IdempotencyRetention)
 	spec.GroupKey, spec.MergeKey, spec.Merge = o.GroupKey, o.MergeKey, string(o.Merge)
 	return spec, nil
 }
@@ -42,11 +47,11 @@ func FromJobSpec(spec *hopperv1.JobSpec) (hopper.EnqueueParams, error) {
 	}
 	opts := &hopper.InsertOpts{
 		Queue: spec.GetQueue(), Priority: int(spec.GetPriority()),
-		RunAt: FromTime(spec.GetRunAt()), Delay: FromDuration(spec.GetDelay()),
+		RunAt: apiview.FromTime(spec.GetRunAt()), Delay: apiview.FromDuration(spec.GetDelay()),
 		MaxAttempts: int(spec.GetMaxAttempts()), MaxRescues: int(spec.GetMaxRescues()),
-		Timeout: FromDuration(spec.GetTimeout()), RetryPolicy: FromRetryPolicy(spec.GetRetryPolicy()),
+		Timeout: apiview.FromDuration(spec.GetTimeout()), RetryPolicy: apiview.FromRetryPolicy(spec.GetRetryPolicy()),
 		Headers: spec.GetHeaders(), IdempotencyKey: spec.GetIdempotencyKey(),
-		IdempotencyRetention: FromDuration(spec.GetIdempotencyRetention()), GroupKey: spec.GetGroupKey(),
+		IdempotencyRetention: apiview.FromDuration(spec.GetIdempotencyRetention()), GroupKey: spec.GetGroupKey(),
 		MergeKey: spec.GetMergeKey(), Merge: hopper.MergePolicy(spec.GetMerge()),
 	}
 	return hopper.EnqueueParams{Args: hopper.RawArgs{KindName: spec.GetKind(), JSON: json.RawMessage(args)}, Opts: opts}, nil
@@ -62,8 +67,8 @@ func ListRequest(p *hopper.ListParams) (*hopperv1.ListRequest, error) {
 	if p.ArgsContains != "" {
 		return nil, &hopper.ValidationError{Field: "args_contains", Reason: "a server's API does not filter on it"}
 	}
-	req := &hopperv1.ListRequest{Queues: p.Queues, Kinds: p.Kinds, Cursor: p.Cursor, Limit: Int32(p.Limit),
-		Ascending: p.Ascending, CreatedAfter: Time(p.CreatedAfter), CreatedBefore: Time(p.CreatedBefore)}
+	req := &hopperv1.ListRequest{Queues: p.Queues, Kinds: p.Kinds, Cursor: p.Cursor, Limit: apiview.Int32(p.Limit),
+		Ascending: p.Ascending, CreatedAfter: apiview.Time(p.CreatedAfter), CreatedBefore: apiview.Time(p.CreatedBefore)}
 	for _, s := range p.States {
 		req.States = append(req.States, string(s))
 	}
@@ -74,7 +79,7 @@ func ListRequest(p *hopper.ListParams) (*hopperv1.ListRequest, error) {
 func FromListRequest(req *hopperv1.ListRequest) *hopper.ListParams {
 	p := &hopper.ListParams{Queues: req.GetQueues(), Kinds: req.GetKinds(), Cursor: req.GetCursor(),
 		Limit: int(req.GetLimit()), Ascending: req.GetAscending(),
-		CreatedAfter: FromTime(req.GetCreatedAfter()), CreatedBefore: FromTime(req.GetCreatedBefore())}
+		CreatedAfter: apiview.FromTime(req.GetCreatedAfter()), CreatedBefore: apiview.FromTime(req.GetCreatedBefore())}
 	for _, st := range req.GetStates() {
 		p.States = append(p.States, hopper.JobState(st))
 	}

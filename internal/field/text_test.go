@@ -1,4 +1,4 @@
-package store
+package field
 
 import (
 	"strings"
@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestClipText(t *testing.T) {
+func TestClip(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
 		in    string
@@ -25,14 +25,14 @@ func TestClipText(t *testing.T) {
 		{"éé", 3, "é"},
 		{"abc", 0, ""},
 	} {
-		got := ClipText(c.in, c.limit)
-		require.Equal(t, c.want, got, "ClipText(%q, %d)", c.in, c.limit)
+		got := Clip(c.in, c.limit)
+		require.Equal(t, c.want, got, "Clip(%q, %d)", c.in, c.limit)
 	}
 }
 
-// FuzzClipText: whatever the text and the limit, the result is storable text within the
+// FuzzClip: whatever the text and the limit, the result is storable text within the
 // limit, and a prefix of the cleaned text (with the mark when it was cut).
-func FuzzClipText(f *testing.F) {
+func FuzzClip(f *testing.F) {
 	for _, seed := range []struct {
 		s     string
 		limit int
@@ -41,22 +41,22 @@ func FuzzClipText(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string, limit int) {
 		limit %= 1 << 16
-		got := ClipText(s, limit)
-		clean := CleanText(s)
+		got := Clip(s, limit)
+		clean := Clean(s)
 		if !utf8.ValidString(got) || strings.ContainsRune(got, 0) {
-			t.Fatalf("ClipText(%q, %d) = %q: not storable text", s, limit, got)
+			t.Fatalf("Clip(%q, %d) = %q: not storable text", s, limit, got)
 		}
 		if len(clean) <= max(limit, 0) {
 			if got != clean {
-				t.Fatalf("ClipText(%q, %d) = %q, want it whole: %q", s, limit, got, clean)
+				t.Fatalf("Clip(%q, %d) = %q, want it whole: %q", s, limit, got, clean)
 			}
 			return
 		}
 		if len(got) > max(limit, 0) {
-			t.Fatalf("ClipText(%q, %d) = %q: %d bytes", s, limit, got, len(got))
+			t.Fatalf("Clip(%q, %d) = %q: %d bytes", s, limit, got, len(got))
 		}
 		if !strings.HasPrefix(clean, strings.TrimSuffix(got, "…")) {
-			t.Fatalf("ClipText(%q, %d) = %q: not a prefix of %q", s, limit, got, clean)
+			t.Fatalf("Clip(%q, %d) = %q: not a prefix of %q", s, limit, got, clean)
 		}
 	})
 }

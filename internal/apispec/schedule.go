@@ -1,19 +1,20 @@
-package apiview
+package apispec
 
 import (
 	"encoding/json"
 
 	"github.com/hopperjobs/hopper"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
+	"github.com/hopperjobs/hopper/internal/apiview"
 )
 
 // Schedule is a stored schedule with its state as the API shows it.
 func Schedule(info *hopper.ScheduleInfo) *hopperv1.Schedule {
 	args, _ := info.Args.(json.RawMessage) // a ScheduleInfo's Args always is
-	out := scheduleSpec(info.Schedule, Payload(args), Text)
+	out := scheduleSpec(info.Schedule, apiview.Payload(args), apiview.Text)
 	out.Source, out.LastJobId = info.Source, info.LastJobID
-	out.LastFireAt, out.NextFireAt = Time(info.LastFireAt), Time(info.NextFireAt)
-	out.CreatedAt, out.UpdatedAt = Time(info.CreatedAt), Time(info.UpdatedAt)
+	out.LastFireAt, out.NextFireAt = apiview.Time(info.LastFireAt), apiview.Time(info.NextFireAt)
+	out.CreatedAt, out.UpdatedAt = apiview.Time(info.CreatedAt), apiview.Time(info.UpdatedAt)
 	return out
 }
 
@@ -51,10 +52,10 @@ func scheduleSpec(s hopper.Schedule, args string, text func(string) string) *hop
 		}
 	}
 	return &hopperv1.Schedule{
-		Name: text(s.Name), Cron: text(s.Cron), Every: Duration(s.Every), FixedDelay: Duration(s.FixedDelay),
-		Tz: text(s.TZ), Kind: text(s.Kind), Args: args, Queue: text(s.Queue), Priority: Int32(s.Priority),
-		MaxAttempts: Int32(s.MaxAttempts), Timeout: Duration(s.Timeout), Headers: headers,
-		CatchUp: string(s.CatchUp), Overlap: string(s.Overlap), Jitter: Duration(s.Jitter), Paused: s.Paused,
+		Name: text(s.Name), Cron: text(s.Cron), Every: apiview.Duration(s.Every), FixedDelay: apiview.Duration(s.FixedDelay),
+		Tz: text(s.TZ), Kind: text(s.Kind), Args: args, Queue: text(s.Queue), Priority: apiview.Int32(s.Priority),
+		MaxAttempts: apiview.Int32(s.MaxAttempts), Timeout: apiview.Duration(s.Timeout), Headers: headers,
+		CatchUp: string(s.CatchUp), Overlap: string(s.Overlap), Jitter: apiview.Duration(s.Jitter), Paused: s.Paused,
 	}
 }
 
@@ -63,15 +64,15 @@ func scheduleSpec(s hopper.Schedule, args string, text func(string) string) *hop
 func FromSchedule(s *hopperv1.Schedule) *hopper.ScheduleInfo {
 	out := &hopper.ScheduleInfo{
 		Schedule: hopper.Schedule{
-			Name: s.GetName(), Cron: s.GetCron(), Every: FromDuration(s.GetEvery()),
-			FixedDelay: FromDuration(s.GetFixedDelay()), TZ: s.GetTz(), Kind: s.GetKind(),
+			Name: s.GetName(), Cron: s.GetCron(), Every: apiview.FromDuration(s.GetEvery()),
+			FixedDelay: apiview.FromDuration(s.GetFixedDelay()), TZ: s.GetTz(), Kind: s.GetKind(),
 			Queue: s.GetQueue(), Priority: int(s.GetPriority()), MaxAttempts: int(s.GetMaxAttempts()),
-			Timeout: FromDuration(s.GetTimeout()), Headers: s.GetHeaders(),
+			Timeout: apiview.FromDuration(s.GetTimeout()), Headers: s.GetHeaders(),
 			CatchUp: hopper.CatchUp(s.GetCatchUp()), Overlap: hopper.Overlap(s.GetOverlap()),
-			Jitter: FromDuration(s.GetJitter()), Paused: s.GetPaused(),
+			Jitter: apiview.FromDuration(s.GetJitter()), Paused: s.GetPaused(),
 		},
-		Source: s.GetSource(), LastFireAt: FromTime(s.GetLastFireAt()), NextFireAt: FromTime(s.GetNextFireAt()),
-		LastJobID: s.GetLastJobId(), CreatedAt: FromTime(s.GetCreatedAt()), UpdatedAt: FromTime(s.GetUpdatedAt()),
+		Source: s.GetSource(), LastFireAt: apiview.FromTime(s.GetLastFireAt()), NextFireAt: apiview.FromTime(s.GetNextFireAt()),
+		LastJobID: s.GetLastJobId(), CreatedAt: apiview.FromTime(s.GetCreatedAt()), UpdatedAt: apiview.FromTime(s.GetUpdatedAt()),
 	}
 	if s.GetArgs() != "" {
 		out.Args = json.RawMessage(s.GetArgs()) // nil otherwise: an interface holding a nil RawMessage is not nil

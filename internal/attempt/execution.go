@@ -1,0 +1,111 @@
+package attempt
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/clock"
+	"github.com/hopperjobs/hopper/internal/field"
+)
+
+// Execution is a handler's handle on its running attempt: progress, heartbeat, lease and result,
+// each fenced by the attempt's token. Where the calls go depends on who runs the attempt: the
+// engine writes to its store; a remote worker sends them to the server (AttemptOps).
+type Execution struct {
+	Row    *hoppertype.JobRow
+	ops    AttemptOps
+	result json.RawMessage
+}
+
+// AttemptOps carries a running attempt's calls to whoever holds its lease. Each returns an
+// error wrapping store.ErrLeaseLost when the attempt no longer owns the job.
+type AttemptOps interface {
+	Progress(ctx context.Context, percent int, message string) error
+	Heartbeat(ctx context.Context) error
+	ExtendLease(ctx context.Context, d time.Duration) error
+}
+
+// NewExecution is the execution of row, whose calls go to ops.
+func NewExecution(row *hoppertype.JobRow, ops AttemptOps) *Execution {
+	return &Execution{Row: row, ops: ops}
+}
+
+type executionKey struct{}
+
+// WithExecution returns ctx carrying ex, for the handler-context functions.
+func WithExecution(ctx context.Context, ex *Execution) context.Context {
+	return context.WithValue(ctx, executionKey{}, ex)
+}
+
+// ExecutionFrom returns the execution running under ctx, or nil outside a handler.
+func ExecutionFrom(ctx context.Context) *Execution {
+	ex, _ := ctx.Value(executionKey{}).(*Execution)
+	return ex
+}
+
+// SetResult records the value stored with the job when the attempt succeeds.
+func (x *Execution) SetResult(v json.RawMessage) { x.result = v }
+
+// Result is the value SetResult recorded, if any.
+func (x *Execution) Result() json.RawMessage { return x.result }
+
+// Progress stores percent (clamped to 0–100) and a message; it counts as a heartbeat. The
+// message is free text from the handler: bytes no store or wire can carry become U+FFFD.
+func (x *Execution) Progress(ctx context.Context, percent int, message string) error {
+	return x.ops.Progress(ctx, percent, field.Clean(message))
+}
+
+// Heartbeat records a sign of life, separate from the lease.
+func (x *Execution) Heartbeat(ctx context.Context) error { return x.ops.Heartbeat(ctx) }
+
+// ExtendLease sets the lease to expire d from now; it may shorten it. The automatic renewals
+// that follow renew it for d too.
+func (x *Execution) ExtendLease(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return fmt.Errorf("extend lease: duration %s must be positive", d)
+	}
+	return x.ops.ExtendLease(ctx, d)
+}
+
+// AttemptTimeout is the execution limit of an attempt of row run by u: the job's own timeout,
+// else its kind's, else def (0: none).
+func AttemptTimeout(row *hoppertype.JobRow, u Unit, def time.Duration) time.Duration {
+	if row.Timeout > 0 {
+		return row.Timeout
+	}
+	if u != nil {
+		if t := u.Timeout(); t > 0 {
+			return t
+		}
+	}
+	return def
+}
+
+// WithTimeout is ctx ended with cause ErrTimeout after d on clk (0: never); stop releases its
+// timer. Every worker limits its attempts so, so that a handler sees the same context error
+// in process and remote.
+func WithTimeout(ctx context.Context, clk clock.Clock, d time.Duration) (_ context.Context, stop func()) {
+	if d <= 0 {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	t := clk.AfterFunc(d, func() { cancel(ErrTimeout) })
+	return ctx, func() {
+		t.Stop()
+		cancel(nil)
+	}
+}
+
+// RunUnit calls the handler, turning a panic into a *PanicError with its stack.
+func RunUnit(ctx context.Context, u Unit) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Value: v, Stack: string(debug.Stack())}
+		}
+	}()
+	return u.Work(ctx)
+}
