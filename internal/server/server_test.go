@@ -881,9 +881,11 @@ func TestStreamWorkerLearnsOfALostLeaseFromItsRenewal(t *testing.T) {
 
 // A worker that holds its stream open but shows no sign of life (hung, stopped) keeps nothing:
 // the server does not renew its jobs' leases, so they lapse within one lease and the leader
-// can give them to another worker.
+// can give them to another worker. The server runs on a fake clock, moved past the lease
+// once the stream waits on it; the client takes no part in the leadership, so that no rescue
+// takes the job meanwhile.
 func TestAnOpenStreamKeepsNoLeaseAlive(t *testing.T) {
-	e := start(t)
+	e, clk := startOnClock(t)
 	e.enqueue(t, "push", `{}`)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
@@ -893,10 +895,15 @@ func TestAnOpenStreamKeepsNoLeaseAlive(t *testing.T) {
 	defer stream.Close()
 	msg, err := stream.Receive()
 	require.NoError(t, err)
-	time.Sleep(1500 * time.Millisecond) // more than the lease, with the stream open
+	// The stream's only timer is its next look at the empty queue (streamRecheck): once it
+	// waits on it again after the clock has passed the lease, whatever the server's clock
+	// paces has run.
+	waitOnClock(t, clk, 1)
+	clk.Advance(1500 * time.Millisecond) // more than the lease, with the stream open
+	waitOnClock(t, clk, 1)
 	job := e.get(t, msg.GetJobs()[0].GetId())
 	require.Equal(t, "running", job.GetState())
-	require.True(t, job.GetLeaseExpiresAt().AsTime().Before(time.Now()), "the lease lapsed: %s", job.GetLeaseExpiresAt().AsTime())
+	require.True(t, job.GetLeaseExpiresAt().AsTime().Before(clk.Now()), "the lease lapsed: %s", job.GetLeaseExpiresAt().AsTime())
 }
 
 // A stream rechecks its key every 2 s (keyRecheck), on the server's clock: here a fake one,
