@@ -996,7 +996,9 @@ func TestSuspendAndResumeOverTheAPI(t *testing.T) {
 }
 
 func TestMetrics(t *testing.T) {
-	e := start(t, func(c *server.Config) { c.StalledAfter = 50 * time.Millisecond })
+	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	s := serve(t, clk, nil, func(c *server.Config, _ *sqlitestore.Store) { c.StalledAfter = 50 * time.Millisecond })
+	e := newEnv(s.ts.URL, s.ts.Client(), s.client, s.store, s.srv)
 	e.enqueue(t, "m", `{}`)
 	e.enqueue(t, "m", `{}`)
 	e.enqueue(t, "m", `{}`)
@@ -1008,7 +1010,7 @@ func TestMetrics(t *testing.T) {
 	require.NoError(t, e.hopper.DisableKind(t.Context(), "off"))
 	require.NoError(t, e.hopper.SetRateLimit(t.Context(), hopper.RateLimit{Kind: "m", Rate: hopper.Rate{Limit: 5000, Period: time.Hour}}))
 	require.NoError(t, e.hopper.SetRateLimit(t.Context(), hopper.RateLimit{Queue: "default", Rate: hopper.Rate{Limit: 100, Period: time.Second}}))
-	time.Sleep(100 * time.Millisecond) // the running one is now stalled
+	clk.Advance(100 * time.Millisecond) // the running one is now stalled
 	var body string
 	require.Eventually(t, func() bool { // the leader flag comes with the first election
 		resp, err := http.Get(e.url + "/metrics")
