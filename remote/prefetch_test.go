@@ -252,7 +252,8 @@ func TestStopReleasesPrefetchedJobs(t *testing.T) {
 		defer cancel()
 		stopped <- p.w.Stop(ctx)
 	}()
-	time.Sleep(50 * time.Millisecond) // Stop waits for the running job
+	require.Eventually(t, func() bool { return p.w.Declined() == 2 }, 10*time.Second, time.Millisecond,
+		"Stop has begun: it keeps the waiting jobs, to release, and waits for the running one")
 	g.next <- struct{}{}
 	require.NoError(t, <-stopped)
 
