@@ -362,14 +362,21 @@ func TestPollBacksOffAfterAFailedPoll(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, w.Start(context.Background()))
 	defer stoptest.Within(t, w, 10*time.Second)
+	// Once its poll has failed, the worker waits on its clock: its lease keeper, and its poll
+	// loop for the backoff. A loop that polled again at once would not wait on it.
+	backingOff := func() {
+		t.Helper()
+		require.Eventually(t, func() bool { return clk.Pending() == 2 }, 10*time.Second, time.Millisecond,
+			"the poll loop waits on the clock for its backoff")
+	}
 	require.Eventually(t, func() bool { return gate.failed.Load() == 1 }, 10*time.Second, time.Millisecond)
-	time.Sleep(200 * time.Millisecond)
+	backingOff()
 	require.Equal(t, int64(1), gate.failed.Load(), "no second poll before the backoff has passed")
 	for i := int64(2); i <= 4; i++ {
 		clk.Advance(time.Minute)
 		require.Eventually(t, func() bool { return gate.failed.Load() == i }, 10*time.Second, time.Millisecond,
 			"one poll after each backoff")
-		time.Sleep(50 * time.Millisecond)
+		backingOff()
 		require.Equal(t, i, gate.failed.Load())
 	}
 }
