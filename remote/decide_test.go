@@ -129,22 +129,16 @@ func TestRemoteAndInProcessAttemptsEndAlike(t *testing.T) {
 
 // A handler that shortens its lease with ExtendLease keeps the job: the renewals follow the
 // shortest lease held, in process (the engine's keeper) and in a remote worker (its own, in
-// stream and poll mode alike). The remote cases run the server and the worker on one fake
-// clock, which the test moves a renewal's cadence at a time, waiting for each renewal to land,
-// instead of sleeping through the leases. The in-process case sleeps on the wall clock: on a
-// fake one it missed a renewal about once in a few runs under -race, for a reason not found.
+// stream and poll mode alike). The client, the server and the worker run on one fake clock,
+// which the test moves a renewal's cadence at a time, waiting for each renewal to land,
+// instead of sleeping through the leases.
 func TestAShortenedLeaseIsKept(t *testing.T) {
 	t.Parallel()
 	const shortened = 1200 * time.Millisecond
 	for _, name := range []string{"in process", "stream", "poll"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			var clk *clock.Fake
-			now := time.Now
-			if name != "in process" {
-				clk = clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-				now = clk.Now
-			}
+			clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 			started, finish := make(chan struct{}), make(chan struct{})
 			ws := hopper.NewWorkers()
 			hopper.AddWorkerFunc(ws, func(ctx context.Context, job *hopper.Job[resize]) error {
@@ -161,7 +155,7 @@ func TestAShortenedLeaseIsKept(t *testing.T) {
 			})
 			var client *hopper.Client
 			if name == "in process" {
-				_, client = remote.ServeForTest(t, remote.ServeOptions{Mod: func(c *hopper.Config) {
+				_, client = remote.ServeForTest(t, remote.ServeOptions{Clock: clk, Mod: func(c *hopper.Config) {
 					c.Workers, c.LeaseDuration = ws, 30*time.Second
 				}})
 			} else {
@@ -180,10 +174,7 @@ func TestAShortenedLeaseIsKept(t *testing.T) {
 			res, err := client.Enqueue(t.Context(), resize{}, nil)
 			require.NoError(t, err)
 			<-started
-			if clk == nil {
-				time.Sleep(3 * time.Second) // two and a half shortened leases
-			}
-			for i := 0; clk != nil && i < 8; i++ { // 3.2 s, a renewal (a third of a lease) at a time
+			for range 8 { // 3.2 s, two and a half shortened leases, a renewal (a third of a lease) at a time
 				clk.Advance(shortened / 3)
 				require.Eventually(t, func() bool {
 					job, err := client.Get(t.Context(), res.Job.ID)
@@ -193,8 +184,8 @@ func TestAShortenedLeaseIsKept(t *testing.T) {
 			}
 			job, err := client.Get(t.Context(), res.Job.ID)
 			require.NoError(t, err)
-			require.True(t, job.LeaseExpiresAt.After(now()), "the lease, expiring %s, lapsed", job.LeaseExpiresAt)
-			require.WithinDuration(t, now(), job.LeaseExpiresAt, shortened, "renewed for 1.2 s")
+			require.True(t, job.LeaseExpiresAt.After(clk.Now()), "the lease, expiring %s, lapsed", job.LeaseExpiresAt)
+			require.WithinDuration(t, clk.Now(), job.LeaseExpiresAt, shortened, "renewed for 1.2 s")
 			close(finish)
 			job = waitFor(t, client, res.Job.ID, hopper.StateCompleted)
 			require.Equal(t, 1, job.Attempt)

@@ -27,3 +27,15 @@ func NewOnClockGoverned(cfg Config, clk clock.Clock, gov *governor.Governor) (*W
 	}
 	return w, err
 }
+
+// Stopping reports whether Stop has begun: from then on the worker starts no new job.
+func (w *Worker) Stopping() bool { return w.isStopping() }
+
+// Declined is how many jobs a stopping worker in Stream mode keeps, not started, to release
+// once its stream is closed: those that waited for a slot when Stop began, and those pushed
+// since.
+func (w *Worker) Declined() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.declined)
+}

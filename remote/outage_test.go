@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper"
+	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/stoptest"
 	"github.com/hopperjobs/hopper/internal/store"
 	"github.com/hopperjobs/hopper/remote"
@@ -113,10 +114,13 @@ func TestAServerCrashMidStreamIsUnavailable(t *testing.T) {
 
 // A stream that drops under a running job does not stop it: the job stays the worker's (it
 // renews the lease itself), the handler runs on, and its success is reported over a new
-// connection and kept. The job runs once, never twice at once, with no rescue.
+// connection and kept. The job runs once, never twice at once, with no rescue. The server and
+// the worker run on one fake clock, moved past the lease a renewal's cadence at a time.
 func TestADroppedStreamDoesNotStopItsJobs(t *testing.T) {
 	t.Parallel()
-	ts, client := remote.ServeForTest(t, remote.ServeOptions{})
+	const lease = 3 * time.Second
+	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	ts, client := remote.ServeForTest(t, remote.ServeOptions{Clock: clk})
 
 	var runs, running, peak atomic.Int32
 	started, finish := make(chan struct{}, 10), make(chan struct{})
@@ -133,7 +137,7 @@ func TestADroppedStreamDoesNotStopItsJobs(t *testing.T) {
 		causes <- context.Cause(ctx)
 		return hopper.SetResult(ctx, "done")
 	})
-	w, err := remote.New(remote.Config{URL: ts.URL, Workers: ws, Concurrency: 1, LeaseDuration: 3 * time.Second})
+	w, err := remote.NewOnClock(remote.Config{URL: ts.URL, Workers: ws, Concurrency: 1, LeaseDuration: lease}, clk)
 	require.NoError(t, err)
 	require.NoError(t, w.Start(context.Background()))
 	defer stoptest.Within(t, w, 10*time.Second)
@@ -142,7 +146,19 @@ func TestADroppedStreamDoesNotStopItsJobs(t *testing.T) {
 	require.NoError(t, err)
 	<-started
 	ts.CloseClientConnections() // the stream drops
-	time.Sleep(4 * time.Second) // longer than the lease: the worker renews it over new connections
+	// Longer than the lease: the worker renews it over new connections, a renewal (a third
+	// of the lease) at each step.
+	for range 5 {
+		job, err := client.Get(t.Context(), res.Job.ID)
+		require.NoError(t, err)
+		was := job.LeaseExpiresAt
+		clk.Advance(lease / 3)
+		require.Eventually(t, func() bool {
+			job, err := client.Get(t.Context(), res.Job.ID)
+			require.NoError(t, err)
+			return job.State == hopper.StateRunning && job.LeaseExpiresAt.After(was)
+		}, 10*time.Second, time.Millisecond, "the worker renews the lease")
+	}
 	close(finish)
 	require.NoError(t, <-causes, "the handler was not stopped")
 	job := waitFor(t, client, res.Job.ID, hopper.StateCompleted)

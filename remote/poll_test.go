@@ -23,12 +23,14 @@ import (
 
 // gatedPolls holds each Activate at the server's door until the test lets it in, and tells
 // the test what it asked for. Once opened, it holds none; while failing, it answers each
-// UNAVAILABLE at once. It counts the long polls (request_timeout > 0) inside the server.
+// UNAVAILABLE at once. It counts the polls, and the long polls (request_timeout > 0), inside
+// the server.
 type gatedPolls struct {
 	polls   chan *gatedPoll
 	open    atomic.Bool
 	failing atomic.Bool
 	failed  atomic.Int64 // polls answered UNAVAILABLE
+	inside  atomic.Int64 // polls inside the server now, long or not
 	waiting atomic.Int64 // long polls inside the server now
 	most    atomic.Int64 // most long polls inside the server at once
 }
@@ -63,6 +65,8 @@ func (g *gatedPolls) wrap(next http.Handler) http.Handler {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
+		g.inside.Add(1)
+		defer g.inside.Add(-1)
 		if req.GetRequestTimeout().AsDuration() > 0 {
 			now := g.waiting.Add(1)
 			defer g.waiting.Add(-1)
@@ -360,14 +364,21 @@ func TestPollBacksOffAfterAFailedPoll(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, w.Start(context.Background()))
 	defer stoptest.Within(t, w, 10*time.Second)
+	// Once its poll has failed, the worker waits on its clock: its lease keeper, and its poll
+	// loop for the backoff. A loop that polled again at once would not wait on it.
+	backingOff := func() {
+		t.Helper()
+		require.Eventually(t, func() bool { return clk.Pending() == 2 }, 10*time.Second, time.Millisecond,
+			"the poll loop waits on the clock for its backoff")
+	}
 	require.Eventually(t, func() bool { return gate.failed.Load() == 1 }, 10*time.Second, time.Millisecond)
-	time.Sleep(200 * time.Millisecond)
+	backingOff()
 	require.Equal(t, int64(1), gate.failed.Load(), "no second poll before the backoff has passed")
 	for i := int64(2); i <= 4; i++ {
 		clk.Advance(time.Minute)
 		require.Eventually(t, func() bool { return gate.failed.Load() == i }, 10*time.Second, time.Millisecond,
 			"one poll after each backoff")
-		time.Sleep(50 * time.Millisecond)
+		backingOff()
 		require.Equal(t, i, gate.failed.Load())
 	}
 }
@@ -380,9 +391,13 @@ func TestPollWaitsOnAnEmptyQueueWithOneLongPoll(t *testing.T) {
 	gate.open.Store(true)
 	ts, client := remote.ServeForTest(t, remote.ServeOptions{Handler: gate.wrap})
 	ws := hopper.NewWorkers()
-	done := make(chan int, 64)
+	next, done := make(chan struct{}), make(chan int, 64)
 	hopper.AddWorkerFunc(ws, func(ctx context.Context, job *hopper.Job[seq]) error {
-		time.Sleep(time.Duration(job.Args.N) * time.Millisecond) // they end one at a time
+		select {
+		case <-next: // the test ends them one at a time
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 		done <- job.Args.N
 		return nil
 	})
@@ -394,19 +409,29 @@ func TestPollWaitsOnAnEmptyQueueWithOneLongPoll(t *testing.T) {
 	for round := range 3 {
 		var specs []hopper.EnqueueParams
 		for n := 1; n <= 8; n++ {
-			specs = append(specs, hopper.EnqueueParams{Args: seq{N: 5 * n}})
+			specs = append(specs, hopper.EnqueueParams{Args: seq{N: n}})
 		}
-		_, err := client.EnqueueMany(t.Context(), specs)
+		res, err := client.EnqueueMany(t.Context(), specs)
 		require.NoError(t, err)
 		for range 8 {
 			select {
-			case <-done:
+			case next <- struct{}{}:
 			case <-time.After(10 * time.Second):
 				t.Fatalf("round %d: a job never ran", round)
 			}
+			var n int
+			select {
+			case n = <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("round %d: a job never ended", round)
+			}
+			// Its outcome is in: the worker has counted its slot free, and polls for it.
+			waitFor(t, client, res[n-1].Job.ID, hopper.StateCompleted)
 		}
-		time.Sleep(100 * time.Millisecond) // the polls sent as the jobs ended come back or wait
-		require.Equal(t, int64(1), gate.waiting.Load(), "round %d: one long poll waits", round)
+		// The polls sent as the jobs ended come back, or wait: in the end only one long poll
+		// is inside the server.
+		require.Eventually(t, func() bool { return gate.inside.Load() == 1 && gate.waiting.Load() == 1 },
+			10*time.Second, time.Millisecond, "round %d: one long poll waits, and no other poll is out", round)
 	}
 	require.Equal(t, int64(1), gate.most.Load(), "never two long polls at once")
 }

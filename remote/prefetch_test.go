@@ -83,13 +83,21 @@ type prefetching struct {
 // startPrefetching enqueues n gated jobs and starts a worker on cfg (URL and Workers set
 // here), with gov as its resource governor when not nil.
 func startPrefetching(t *testing.T, n int, cfg remote.Config, gov *governor.Governor) *prefetching {
-	url, client := serve(t)
+	return startPrefetchingOn(t, n, cfg, gov, nil)
+}
+
+// startPrefetchingOn is startPrefetching with the server, its store and the worker on clk (nil:
+// the wall clock).
+func startPrefetchingOn(t *testing.T, n int, cfg remote.Config, gov *governor.Governor, clk *clock.Fake) *prefetching {
+	url, client := serveOn(t, clk)
 	ws := hopper.NewWorkers()
 	p := &prefetching{client: client, g: newTurnstile(ws)}
 	p.ids = enqueueGated(t, client, n)
 	cfg.URL, cfg.Workers = url, ws
 	var err error
-	if gov != nil {
+	if clk != nil {
+		p.w, err = remote.NewOnClockGoverned(cfg, clk, gov)
+	} else if gov != nil {
 		p.w, err = remote.NewGoverned(cfg, gov)
 	} else {
 		p.w, err = remote.New(cfg)
@@ -145,10 +153,12 @@ func TestPrefetchHoldsJobsBeyondConcurrency(t *testing.T) {
 }
 
 // The leases of jobs waiting for a slot are renewed with the running jobs': a job that waits
-// longer than its lease is still the worker's.
+// longer than its lease is still the worker's. The server and the worker run on one fake
+// clock, moved a renewal's cadence at a time.
 func TestPrefetchedJobsKeepTheirLeases(t *testing.T) {
 	const lease = time.Second
-	p := startPrefetching(t, 2, remote.Config{Concurrency: 1, Prefetch: 1, LeaseDuration: lease}, nil)
+	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	p := startPrefetchingOn(t, 2, remote.Config{Concurrency: 1, Prefetch: 1, LeaseDuration: lease}, nil, clk)
 	defer stoptest.Within(t, p.w, 10*time.Second)
 	client, g, ids := p.client, p.g, p.ids
 
@@ -157,7 +167,9 @@ func TestPrefetchedJobsKeepTheirLeases(t *testing.T) {
 	waiting, err := client.Get(t.Context(), ids[1])
 	require.NoError(t, err)
 	first := waiting.LeaseExpiresAt
-	time.Sleep(2 * lease)
+	for range 6 { // two leases
+		p.renewal(t, clk, lease/3)
+	}
 	waiting, err = client.Get(t.Context(), ids[1])
 	require.NoError(t, err)
 	require.Equal(t, hopper.StateRunning, waiting.State)
@@ -173,10 +185,39 @@ func TestPrefetchedJobsKeepTheirLeases(t *testing.T) {
 	}
 }
 
+// renewal moves clk on by cadence, the worker's renewals' (a third of the lease), and waits
+// until the renewal it brings has moved the lease of every job running for the worker (the
+// running one and those waiting for a slot), each still running.
+func (p *prefetching) renewal(t *testing.T, clk *clock.Fake, cadence time.Duration) {
+	t.Helper()
+	before := map[string]time.Time{}
+	for _, id := range p.ids {
+		j, err := p.client.Get(t.Context(), id)
+		require.NoError(t, err)
+		if j.State == hopper.StateRunning {
+			before[id] = j.LeaseExpiresAt
+		}
+	}
+	clk.Advance(cadence)
+	require.Eventually(t, func() bool {
+		for id, was := range before {
+			j, err := p.client.Get(t.Context(), id)
+			require.NoError(t, err)
+			if j.State != hopper.StateRunning || !j.LeaseExpiresAt.After(was) {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, time.Millisecond, "the worker renews the leases of its jobs, waiting ones too")
+}
+
 // A job canceled while it waits for a slot never starts, and its credit comes back: the next
-// job is pushed and takes the slot.
+// job is pushed and takes the slot. The server and the worker run on one fake clock: the
+// renewal after the cancel finds the waiting job's lease gone.
 func TestAPrefetchedJobCanceledWhileItWaitsNeverStarts(t *testing.T) {
-	p := startPrefetching(t, 2, remote.Config{Concurrency: 1, Prefetch: 1, LeaseDuration: time.Second}, nil)
+	const lease = time.Second
+	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	p := startPrefetchingOn(t, 2, remote.Config{Concurrency: 1, Prefetch: 1, LeaseDuration: lease}, nil, clk)
 	defer stoptest.Within(t, p.w, 10*time.Second)
 	client, g, ids := p.client, p.g, p.ids
 
@@ -184,7 +225,10 @@ func TestAPrefetchedJobCanceledWhileItWaitsNeverStarts(t *testing.T) {
 	p.waitRunning(t, 2)
 	_, err := client.Cancel(t.Context(), ids[1])
 	require.NoError(t, err)
-	time.Sleep(time.Second) // renewals (every third of the lease) find its lease gone
+	// The renewal after the cancel finds the waiting job's lease gone; a renewal after that
+	// one shows the worker has taken in its answer (it renews one batch at a time).
+	p.renewal(t, clk, lease/3)
+	p.renewal(t, clk, lease/3)
 	third, err := client.Enqueue(t.Context(), gated{N: 3}, nil)
 	require.NoError(t, err)
 	g.next <- struct{}{}
@@ -208,7 +252,8 @@ func TestStopReleasesPrefetchedJobs(t *testing.T) {
 		defer cancel()
 		stopped <- p.w.Stop(ctx)
 	}()
-	time.Sleep(50 * time.Millisecond) // Stop waits for the running job
+	require.Eventually(t, func() bool { return p.w.Declined() == 2 }, 10*time.Second, time.Millisecond,
+		"Stop has begun: it keeps the waiting jobs, to release, and waits for the running one")
 	g.next <- struct{}{}
 	require.NoError(t, <-stopped)
 

@@ -268,15 +268,19 @@ func TestCancelReachesAStreamingWorker(t *testing.T) {
 	require.ErrorIs(t, <-causes, hopper.ErrLeaseLost)
 }
 
+// Stop lets a handler that runs when it is called finish, and returns once its outcome is
+// reported: the handler runs on until Stop has begun, and returns with its context alive.
 func TestRemoteWorkerStopLetsRunningJobsFinish(t *testing.T) {
 	for name, mode := range map[string]remote.Mode{"stream": remote.Stream, "poll": remote.Poll} {
 		t.Run(name, func(t *testing.T) {
 			url, client := serve(t)
-			started := make(chan struct{}, 1)
+			started, finish := make(chan struct{}, 1), make(chan struct{})
+			release := sync.OnceFunc(func() { close(finish) })
+			t.Cleanup(release) // a failing test lets the handler, and so Stop, end
 			ws := hopper.NewWorkers()
 			hopper.AddWorkerFunc(ws, func(ctx context.Context, job *hopper.Job[block]) error {
 				started <- struct{}{}
-				time.Sleep(200 * time.Millisecond)
+				<-finish
 				return ctx.Err()
 			})
 			w, err := remote.New(remote.Config{URL: url, Workers: ws, Mode: mode, PollWait: time.Second})
@@ -285,9 +289,20 @@ func TestRemoteWorkerStopLetsRunningJobsFinish(t *testing.T) {
 			res, err := client.Enqueue(t.Context(), block{}, nil)
 			require.NoError(t, err)
 			<-started
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			require.NoError(t, w.Stop(ctx))
+			stopped := make(chan error, 1)
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				stopped <- w.Stop(ctx)
+			}()
+			require.Eventually(t, w.Stopping, 10*time.Second, time.Millisecond, "Stop begins")
+			select {
+			case err := <-stopped:
+				t.Fatalf("Stop returned (%v) while a handler ran", err)
+			default:
+			}
+			release()
+			require.NoError(t, <-stopped)
 			job, err := client.Get(t.Context(), res.Job.ID)
 			require.NoError(t, err)
 			require.Equal(t, hopper.StateCompleted, job.State, "Stop waited for the handler and its report")

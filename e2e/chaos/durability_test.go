@@ -49,6 +49,7 @@ func TestSQLiteKillDuringGroupCommit(t *testing.T) {
 				e.run(ctx, func() []*api { return []*api{srv.api} }, 50, 0, quickJob)
 			}()
 		}
+		// Real time: the kill lands at a random point of the server's work on its wall clock.
 		time.Sleep(300*time.Millisecond + rand.N(1200*time.Millisecond))
 		srv.kill()
 		cancel()
@@ -144,7 +145,9 @@ func TestSQLiteFullDisk(t *testing.T) {
 	require.True(t, pollUntil(60*time.Second, 0, func() bool { refusal = batch(); return refusal != nil }),
 		"enqueues are refused once the disk is full")
 	fullAt := time.Now()
-	for time.Since(fullAt) < 3*time.Second { // it stays refused, promptly
+	// It stays refused, promptly: the server process takes 3 s of writes on a full disk, in
+	// real time, as a client that retries would send them.
+	for time.Since(fullAt) < 3*time.Second {
 		_ = batch()
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -110,7 +110,7 @@ func (e *enqueuer) run(ctx context.Context, apis func() []*api, size int, interv
 		if slow := time.Duration(e.slow.Load()); slow > 0 {
 			wait = slow
 		}
-		if d := wait - time.Since(start); d > 0 {
+		if d := wait - time.Since(start); d > 0 { // real time: load paced as a client would send it
 			sleepCtx(ctx, d)
 		}
 	}

@@ -301,7 +301,8 @@ func (h *harness) waitDrained(a func() *api, want int, within time.Duration) tim
 	return time.Now()
 }
 
-// pollUntil calls cond every tick until it holds or within has passed.
+// pollUntil calls cond every tick until it holds or within has passed. Its ticks are real
+// time: what it waits for happens in processes and databases that run on the wall clock.
 func pollUntil(within, tick time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(within)
 	for {
@@ -315,7 +316,8 @@ func pollUntil(within, tick time.Duration, cond func() bool) bool {
 	}
 }
 
-// sleepJitter sleeps d ± 25 %.
+// sleepJitter sleeps d ± 25 % of real time: it spaces faults dealt to processes that run on
+// the wall clock.
 func sleepJitter(d time.Duration) {
 	time.Sleep(d*3/4 + rand.N(d/2+1))
 }

@@ -100,7 +100,7 @@ func runKills(t *testing.T, h *harness, servers []*server, p killParams) {
 	killAt := func(k int) time.Time {
 		return start.Add(time.Duration(k+1) * (p.duration * 2 / 3) / time.Duration(p.serverKills+1))
 	}
-	for time.Since(start) < p.duration {
+	for time.Since(start) < p.duration { // real time: the processes run on the wall clock
 		sleepJitter(p.workerKillEvery)
 		ws := h.liveWorkers()
 		victim := ws[rand.N(len(ws))]
@@ -184,7 +184,7 @@ func killServer(t *testing.T, h *harness, servers []*server, k int, down time.Du
 	sk := &serverKill{name: victim.name, leader: victim == leader}
 	victim.kill()
 	sk.killed = time.Now()
-	time.Sleep(down)
+	time.Sleep(down) // real time: the server stays dead while the others carry on
 	sk.restarted = victim.restart()
 	t.Logf("killed %s (leader: %t), back after %s", victim.name, sk.leader, secs(sk.restarted.Sub(sk.killed)))
 	return sk

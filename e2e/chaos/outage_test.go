@@ -125,6 +125,8 @@ func testNetworkOutage(t *testing.T) {
 	proxy := newPGProxy(t, hostPort(t, pgtest.URL()))
 	r := newOutageRig(t, "--database", proxy.viaProxy(pgtest.URL()), "--schema", schema)
 
+	// The sleeps below are real time: each is a stretch of the processes' wall clock, a fault
+	// or the flow between two, whose completion rate, log lines and CPU are measured.
 	start := time.Now()
 	time.Sleep(5 * time.Second)
 	baseline := r.rate(start, time.Now())
@@ -146,7 +148,7 @@ func testNetworkOutage(t *testing.T) {
 	r.windows = append(r.windows, "3 s of connection resets: "+w.end().String())
 
 	t.Logf("resets ended; jobs complete again after %s; cutting PostgreSQL off", secs(resetRecovery))
-	time.Sleep(2 * time.Second)
+	time.Sleep(2 * time.Second) // jobs flow a while between the two faults
 	cut := pick(20*time.Second, 20*time.Second)
 	r.e.slow.Store(int64(cutEnqueueEvery))
 	w = r.srv.measure()
@@ -159,7 +161,7 @@ func testNetworkOutage(t *testing.T) {
 	r.windows = append(r.windows, fmt.Sprintf("%s cut: %s", secs(cut), cutWindow))
 	completed, enqueued := r.recovery(restored)
 	t.Logf("cut over (%s); completions again after %s, enqueues after %s; draining", cutWindow, secs(completed), secs(enqueued))
-	time.Sleep(3 * time.Second)
+	time.Sleep(3 * time.Second) // jobs flow a while before the enqueues stop
 	r.finish(fig)
 
 	fig.Recovery = fmt.Sprintf("cut restored → completions %s, enqueues %s; resets ended → completions %s",
@@ -179,7 +181,7 @@ func testPostgresRestart(t *testing.T) {
 	fig := figures(t)
 	pg := startPGCluster(t)
 	r := newOutageRig(t, "--database", pg.URL, "--schema", "hopper")
-	time.Sleep(5 * time.Second)
+	time.Sleep(5 * time.Second) // real time: jobs flow on the processes' wall clock before the first restart
 	var recoveries []string
 	var windows []*window
 	for _, mode := range pick([]string{"fast"}, []string{"fast", "immediate", "fast"}) {
@@ -194,7 +196,7 @@ func testPostgresRestart(t *testing.T) {
 		r.windows = append(r.windows, fmt.Sprintf("restart -m %s (down %s) until jobs flowed: %s", mode, secs(up.Sub(began)), w))
 		recoveries = append(recoveries, fmt.Sprintf("-m %s: completions %s, enqueues %s after it was up", mode,
 			secs(completed), secs(enqueued)))
-		time.Sleep(5 * time.Second)
+		time.Sleep(5 * time.Second) // real time: jobs flow again a while before the next restart
 	}
 	r.finish(fig)
 	fig.Recovery = strings.Join(recoveries, "; ")

@@ -94,7 +94,7 @@ func supervise(ctx context.Context, workers []*worker) int {
 				n++
 			}
 		}
-		sleepCtx(ctx, 100*time.Millisecond)
+		sleepCtx(ctx, 100*time.Millisecond) // real time: it watches processes, which say nothing when they exit
 	}
 	return n
 }

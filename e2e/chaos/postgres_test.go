@@ -172,7 +172,7 @@ func (c *pgCluster) stop(sig syscall.Signal) {
 func (c *pgCluster) restart(mode string, down time.Duration) {
 	c.t.Helper()
 	c.stop(map[string]syscall.Signal{"fast": syscall.SIGINT, "immediate": syscall.SIGQUIT}[mode])
-	time.Sleep(down)
+	time.Sleep(down) // real time: the outage the hopper process lives through, on its wall clock
 	c.start()
 }
 

@@ -41,17 +41,23 @@ func TestScheduleLeaderKillsPostgres(t *testing.T) {
 		var leader *server
 		require.True(t, pollUntil(60*time.Second, 100*time.Millisecond, func() bool { leader = h.leader(); return leader != nil }),
 			"a node leads")
-		time.Sleep(3 * time.Second) // it fires for a while
+		time.Sleep(3 * time.Second) // real time: it fires for a while, once a second of its wall clock
 		leader.kill()
 		killed := time.Now()
-		time.Sleep(2 * time.Second)
+		time.Sleep(2 * time.Second) // real time: the leader stays dead while the others take over
 		leader.restart()
 		require.True(t, pollUntil(60*time.Second, 100*time.Millisecond, func() bool { return h.leader() != nil }),
 			"a node leads again within 60 s")
 		takeovers = append(takeovers, time.Since(killed))
 		t.Logf("killed the leader %s; a node leads again after %s", leader.name, secs(time.Since(killed)))
 	}
-	time.Sleep(5 * time.Second) // the new leader catches up and fires on
+	// The new leader catches up and fires on: until it has fired for a few seconds past the
+	// takeover (once a second of the processes' wall clock).
+	ledAgain := time.Now()
+	require.True(t, pollUntil(60*time.Second, 200*time.Millisecond, func() bool {
+		fires, _, _ := fireTimes(t, nodes[0].api)
+		return len(fires) > 0 && fires[len(fires)-1].After(ledAgain.Add(4*time.Second))
+	}), "the new leader fires on")
 
 	fires, dups, keys := fireTimes(t, nodes[0].api)
 	require.NotEmpty(t, fires)

@@ -82,7 +82,10 @@ func stoppedWorkerIsFenced(t *testing.T, mode string) {
 		}
 		return true
 	}), "the resumed worker's handlers end")
-	time.Sleep(2 * time.Second) // its last reports, if any, reach the server
+	// Stopped, the worker returns once its calls are answered (its handlers' outcomes too):
+	// nothing more of it can reach the server.
+	ended, err := frozen.stop(10 * time.Second)
+	require.True(t, ended, "the resumed worker stops: %v", err)
 	after := snapshot(t, srv.api, ids)
 
 	logs := readWorkerLogs(t, h.dir)

@@ -215,7 +215,9 @@ func (tb *tab) click(sel string) {
 }
 
 // until evaluates cond until it is true, for at most 20 s, through navigations (an
-// evaluation that a navigation interrupts counts as false).
+// evaluation that a navigation interrupts counts as false). It polls from here, every 20 ms
+// of real time, as the page changes in a real browser: chromedp.Poll evaluates in the page,
+// and a navigation ends it.
 func (tb *tab) until(cond string) bool {
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {

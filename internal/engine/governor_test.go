@@ -17,15 +17,22 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// claimCounter counts the claims that reach the store.
+// claimCounter counts the claims that reach the store, those under way and the jobs they
+// took.
 type claimCounter struct {
 	store.Store
 	claims atomic.Int64
+	active atomic.Int64
+	took   atomic.Int64
 }
 
 func (c *claimCounter) JobClaim(ctx context.Context, p *store.ClaimParams) ([]*hoppertype.JobRow, store.Hold, error) {
 	c.claims.Add(1)
-	return c.Store.JobClaim(ctx, p)
+	c.active.Add(1)
+	defer c.active.Add(-1)
+	rows, hold, err := c.Store.JobClaim(ctx, p)
+	c.took.Add(int64(len(rows)))
+	return rows, hold, err
 }
 
 // cpuReader reports the CPU use the test sets.

@@ -205,12 +205,16 @@ func TestAStoreOutageCostsFewCallsAndLogLines(t *testing.T) {
 	before := len(logs.lines(false))
 
 	// 20 s without a store, in steps of 50 ms, with a wake-up of the producer at each step.
+	// Each step waits until the loops wait on the clock again (waitingLoops), so that they
+	// never lag it however slow the machine.
 	st.down.Store(true)
+	settled := func() bool { return clk.Pending() == waitingLoops(e) }
 	for range 400 {
+		requireSettled(t, settled)
 		clk.Advance(50 * time.Millisecond)
 		e.Notify("default")
-		time.Sleep(100 * time.Microsecond) // let the loops run between steps
 	}
+	requireSettled(t, settled)
 	require.Eventually(t, func() bool { return logs.count("leadership lost: could not renew the leader lease") == 1 },
 		5*time.Second, time.Millisecond, "the lapsed lease is logged:\n%s", strings.Join(logs.lines(true), "\n"))
 	require.False(t, e.IsLeader())
@@ -252,6 +256,23 @@ func TestAStoreOutageCostsFewCallsAndLogLines(t *testing.T) {
 		}
 	}, 10*time.Second, time.Millisecond)
 	require.Equal(t, "due-job", ran)
+}
+
+// waitingLoops is how many loops of e, a maintaining engine with a worker, wait on the clock
+// between looks: its producer, its lease keeper, its node heartbeat and its elector always,
+// and its maintainer and its scheduler while it leads or, once it lost the lead, while they
+// back off from a failing store (otherwise they wait for an election, not on the clock).
+func waitingLoops(e *Engine) int {
+	if e.IsLeader() {
+		return 6
+	}
+	n := 4
+	for _, l := range e.Failing() {
+		if l.Name == "leader maintenance" || l.Name == "fire schedules" {
+			n++
+		}
+	}
+	return n
 }
 
 // outageLoops returns the names of the loops whose first failure is among lines.

@@ -17,7 +17,8 @@ import (
 // A rate limit makes no producer spin: with a kind's limit set and nothing to do, the
 // producer claims once and then waits for its (hour-long) poll; with jobs of the kind waiting
 // for its bucket, it claims about once per start the limit allows, not every few
-// milliseconds. Five seconds of fake time pass in 50 ms steps.
+// milliseconds. Five seconds of fake time pass in 50 ms steps, each once the engine waits on
+// the clock again.
 func TestRateLimitedProducerDoesNotSpin(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -57,19 +58,24 @@ func TestRateLimitedProducerDoesNotSpin(t *testing.T) {
 				require.NoError(t, e.Stop(stopCtx))
 			})
 			require.Eventually(t, func() bool { return st.claims.Load() >= 1 }, 5*time.Second, time.Millisecond)
+			started := int64(0) // the jobs that ran, less those still in ran
 			if tc.waiting > 0 {
 				select {
 				case <-ran: // the bucket's first start
+					started++
 				case <-time.After(10 * time.Second):
 					t.Fatal("the bucket's first start never ran")
 				}
 			}
-			for range 100 {
-				clk.Advance(50 * time.Millisecond)
-				time.Sleep(time.Millisecond)
+			// Each step waits until the producer is between claims, every job it claimed has
+			// run, and the engine's loops wait on the clock (the producer, the lease keeper and
+			// the node heartbeat), so the producer keeps up with the clock.
+			settled := func() bool {
+				return st.active.Load() == 0 && started+int64(len(ran)) == st.took.Load() && clk.Pending() == 3
 			}
-			// How many starts the limit's refills made depends on how fast the producer keeps up
-			// with the clock, so only the claims are bounded.
+			stepClock(t, clk, 5*time.Second, 50*time.Millisecond, settled)
+			// How many starts the limit's refills made depends on how the producer's looks fall
+			// against the refills, so only the claims are bounded.
 			require.LessOrEqual(t, st.claims.Load(), tc.maxClaims, "claims in 5 s of fake time")
 		})
 	}

@@ -123,6 +123,37 @@ func start(t *testing.T, opts ...option) *env {
 	return newEnv(s.ts.URL, s.ts.Client(), s.client, s.store, s.srv)
 }
 
+// startOnClock is start with the client, its store and the server on a fake clock that
+// the test moves. The client takes no part in the leadership (DisableMaintenance) and runs no
+// jobs, so the clock's only timers are those of the requests the test makes.
+func startOnClock(t *testing.T) (*env, *clock.Fake) {
+	t.Helper()
+	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	s := serve(t, clk, func(c *hopper.Config) { c.DisableMaintenance = true }, nil)
+	return newEnv(s.ts.URL, s.ts.Client(), s.client, s.store, s.srv), clk
+}
+
+// waitOnClock waits (in real time, up to 10 s) until n timers wait on clk: the requests the
+// test made wait on it (a long poll holds one timer, for its next look at the store or its
+// end, whichever comes first).
+func waitOnClock(t *testing.T, clk *clock.Fake, n int) {
+	t.Helper()
+	require.Eventually(t, func() bool { return clk.Pending() == n }, 10*time.Second, time.Millisecond,
+		"%d timers wait on the clock", n)
+}
+
+// recv receives from ch, failing the test instead of hanging when nothing comes.
+func recv[T any](t *testing.T, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatal("nothing came on the channel within 10 s")
+		panic("unreachable")
+	}
+}
+
 func newEnv(url string, hc *http.Client, client *hopper.Client, st *sqlitestore.Store, srv *server.Server, opts ...connecthttp.Option) *env {
 	cc := connect.NewClient(connecthttp.NewTransport(hc, url, opts...))
 	return &env{url: url, http: hc, hopper: client, store: st, srv: srv,
@@ -326,36 +357,41 @@ func TestFailBackoffGrowsWithTheAttempt(t *testing.T) {
 	require.Equal(t, int32(4), a.GetAttempt())
 }
 
+// A long poll waits on the server's clock: an enqueue wakes it with the clock standing still
+// (neither the store poll, every second, nor its timeout can have ended the wait: the wake-up
+// is pushed, not polled), and with nothing enqueued it returns no jobs, and no error, once the
+// clock has passed its wait, not before.
 func TestLongPollWakesOnEnqueueAndTimesOutCleanly(t *testing.T) {
-	e := start(t)
+	e, clk := startOnClock(t)
 	type result struct {
 		jobs []*hopperv1.ActivatedJob
-		at   time.Time
 		err  error
 	}
-	done := make(chan result, 1)
-	go func() {
-		res, err := e.workers.Activate(context.Background(), &hopperv1.ActivateRequest{Worker: "poller",
-			RequestTimeout: durationpb.New(30 * time.Second)})
-		done <- result{res.GetJobs(), time.Now(), err}
-	}()
-	require.Eventually(t, func() bool { return waitingPolls(t, e) == 1 }, 5*time.Second, time.Millisecond)
+	poll := func(wait time.Duration) <-chan result {
+		done := make(chan result, 1)
+		go func() {
+			res, err := e.workers.Activate(t.Context(), &hopperv1.ActivateRequest{Worker: "poller",
+				RequestTimeout: durationpb.New(wait)})
+			done <- result{res.GetJobs(), err}
+		}()
+		return done
+	}
+	done := poll(30 * time.Second)
+	waitOnClock(t, clk, 1)
 	job := e.enqueue(t, "wake", `{}`)
-	enqueued := time.Now()
-	r := <-done
+	r := recv(t, done)
 	require.NoError(t, r.err)
-	require.Len(t, r.jobs, 1)
+	require.Len(t, r.jobs, 1, "woken by the enqueue, the clock standing still")
 	require.Equal(t, job.GetId(), r.jobs[0].GetId())
-	// The wake-up is pushed, not polled: far below the store poll (1 s). Typically 1–3 ms.
-	require.Less(t, r.at.Sub(enqueued), 500*time.Millisecond)
-	t.Logf("long poll answered %s after the enqueue returned", r.at.Sub(enqueued))
 
-	start := time.Now()
-	res, err := e.workers.Activate(t.Context(), &hopperv1.ActivateRequest{Worker: "poller",
-		RequestTimeout: durationpb.New(200 * time.Millisecond)})
-	require.NoError(t, err, "a timed-out long poll is an empty answer, not an error")
-	require.Empty(t, res.GetJobs())
-	require.GreaterOrEqual(t, time.Since(start), 200*time.Millisecond)
+	done = poll(200 * time.Millisecond)
+	waitOnClock(t, clk, 1)
+	clk.Advance(199 * time.Millisecond)
+	waitOnClock(t, clk, 1) // still: the wait is not over (a poll that ended would hold no timer)
+	clk.Advance(time.Millisecond)
+	r = recv(t, done)
+	require.NoError(t, r.err, "a timed-out long poll is an empty answer, not an error")
+	require.Empty(t, r.jobs)
 }
 
 func waitingPolls(t *testing.T, e *env) int32 {
@@ -845,9 +881,11 @@ func TestStreamWorkerLearnsOfALostLeaseFromItsRenewal(t *testing.T) {
 
 // A worker that holds its stream open but shows no sign of life (hung, stopped) keeps nothing:
 // the server does not renew its jobs' leases, so they lapse within one lease and the leader
-// can give them to another worker.
+// can give them to another worker. The server runs on a fake clock, moved past the lease
+// once the stream waits on it; the client takes no part in the leadership, so that no rescue
+// takes the job meanwhile.
 func TestAnOpenStreamKeepsNoLeaseAlive(t *testing.T) {
-	e := start(t)
+	e, clk := startOnClock(t)
 	e.enqueue(t, "push", `{}`)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
@@ -857,10 +895,15 @@ func TestAnOpenStreamKeepsNoLeaseAlive(t *testing.T) {
 	defer stream.Close()
 	msg, err := stream.Receive()
 	require.NoError(t, err)
-	time.Sleep(1500 * time.Millisecond) // more than the lease, with the stream open
+	// The stream's only timer is its next look at the empty queue (streamRecheck): once it
+	// waits on it again after the clock has passed the lease, whatever the server's clock
+	// paces has run.
+	waitOnClock(t, clk, 1)
+	clk.Advance(1500 * time.Millisecond) // more than the lease, with the stream open
+	waitOnClock(t, clk, 1)
 	job := e.get(t, msg.GetJobs()[0].GetId())
 	require.Equal(t, "running", job.GetState())
-	require.True(t, job.GetLeaseExpiresAt().AsTime().Before(time.Now()), "the lease lapsed: %s", job.GetLeaseExpiresAt().AsTime())
+	require.True(t, job.GetLeaseExpiresAt().AsTime().Before(clk.Now()), "the lease lapsed: %s", job.GetLeaseExpiresAt().AsTime())
 }
 
 // A stream rechecks its key every 2 s (keyRecheck), on the server's clock: here a fake one,
@@ -953,7 +996,9 @@ func TestSuspendAndResumeOverTheAPI(t *testing.T) {
 }
 
 func TestMetrics(t *testing.T) {
-	e := start(t, func(c *server.Config) { c.StalledAfter = 50 * time.Millisecond })
+	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	s := serve(t, clk, nil, func(c *server.Config, _ *sqlitestore.Store) { c.StalledAfter = 50 * time.Millisecond })
+	e := newEnv(s.ts.URL, s.ts.Client(), s.client, s.store, s.srv)
 	e.enqueue(t, "m", `{}`)
 	e.enqueue(t, "m", `{}`)
 	e.enqueue(t, "m", `{}`)
@@ -965,7 +1010,7 @@ func TestMetrics(t *testing.T) {
 	require.NoError(t, e.hopper.DisableKind(t.Context(), "off"))
 	require.NoError(t, e.hopper.SetRateLimit(t.Context(), hopper.RateLimit{Kind: "m", Rate: hopper.Rate{Limit: 5000, Period: time.Hour}}))
 	require.NoError(t, e.hopper.SetRateLimit(t.Context(), hopper.RateLimit{Queue: "default", Rate: hopper.Rate{Limit: 100, Period: time.Second}}))
-	time.Sleep(100 * time.Millisecond) // the running one is now stalled
+	clk.Advance(100 * time.Millisecond) // the running one is now stalled
 	var body string
 	require.Eventually(t, func() bool { // the leader flag comes with the first election
 		resp, err := http.Get(e.url + "/metrics")
