@@ -157,7 +157,7 @@ type Config struct {
 	// Logger receives structured logs (default: discarded).
 	Logger *slog.Logger
 	// Observers hear of every job this client enqueues, every attempt it starts (its own
-	// workers' and remote workers' served through WorkerAPI), every outcome it writes and
+	// workers' and remote workers' served through hopper serve), every outcome it writes and
 	// every rescue its leader makes: the hook for metrics (see Observer). Default none.
 	Observers []Observer
 	// TracerProvider makes the spans each attempt of this process's workers runs in, whose

@@ -11,7 +11,7 @@ import (
 )
 
 // Observer hears what happens to jobs through a Client: the jobs it enqueues, the attempts it
-// starts (its own workers' and the remote workers' it serves through WorkerAPI), the attempt
+// starts (its own workers' and the remote workers' it serves through the server), the attempt
 // outcomes it writes and the rescues its leader makes. It is the seam for metrics (`hopper
 // serve` builds its Prometheus counters and histograms on it) without Hopper depending on a
 // metrics library. See Config.Observers and docs/observability.md.
@@ -73,7 +73,7 @@ type JobEvent struct {
 	// Run is how long an ended attempt ran, from its claim to its outcome being written; 0
 	// when unknown.
 	Run time.Duration
-	// Remote is true for the attempts of remote workers served through WorkerAPI.
+	// Remote is true for the attempts of remote workers served through the server (hopper serve).
 	Remote bool
 }
 

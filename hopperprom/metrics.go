@@ -37,7 +37,7 @@ var durationBuckets = []float64{.001, .005, .01, .05, .1, .25, .5, 1, 2.5, 5, 10
 // Metrics counts what happens to jobs, as Prometheus counters and histograms, from a
 // client's job events: it is a hopper.Observer (give it to hopper.Config.Observers) and a
 // prometheus.Collector (register it). Every attempt the client sees is counted, its own
-// workers' and the remote workers' it serves through WorkerAPI. A (queue, kind) pair gets
+// workers' and the remote workers' it serves as hopper serve. A (queue, kind) pair gets
 // its series, at 0, when first seen. Safe for concurrent use; the zero value is not: use New.
 type Metrics struct {
 	enqueued, completed, failed, retried, rescued *prometheus.CounterVec

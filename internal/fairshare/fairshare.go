@@ -1,6 +1,6 @@
 // Package fairshare divides a pool of units between queues by weight (contract 14): a
 // process's worker slots (the engine), a remote worker's stream credit and the jobs of one
-// poll (the server, through hopper.WorkerAPI). It is arithmetic only: callers keep the
+// poll (the server, through its worker API, internal/workerapi). It is arithmetic only: callers keep the
 // state (what each queue holds, whether it wants more) and their own locks.
 package fairshare
 

@@ -18,7 +18,7 @@ import (
 const streamCoalesce = 500 * time.Microsecond
 
 // streamRecheck is how often a stream looks again at its queues found without ready jobs, for
-// jobs that no wake-up announced (as a long poll does, hopper.WorkerAPI.Activate).
+// jobs that no wake-up announced (as a long poll does: the worker API's ActivateQueues).
 const streamRecheck = time.Second
 
 // errStreamStopped stops a stream's claim loop once a push found the stream over.
