@@ -271,7 +271,8 @@ func (s *state[J]) received(c claimed, r Result[J], now time.Time, fx effects[J]
 // ahead is how many jobs l's next claim asks for beyond its free units, after a claim during
 // whose round trip ended jobs ended (of every lane): the lane's share of the units times how
 // many times the units turned over meanwhile (what its share will free while the next claim
-// is on its way), at most its share of the units and AheadLimit.
+// is on its way), at most AheadLimit and, where the loop has several lanes, at most the
+// lane's share of the units.
 //
 // Counting every lane's ends, not the lane's own, keeps the weights where claims are the
 // bottleneck (short jobs): a lane's own ends follow its own claims, so any split between
@@ -279,11 +280,17 @@ func (s *state[J]) received(c claimed, r Result[J], now time.Time, fx effects[J]
 // longer: asking for each job that ended during the last claim, a busy lane's claims grew
 // with every one (measured: to 500-1,000 jobs, 50-200 ms of SQLite's one writer, which every
 // other lane's claims waited behind; on PostgreSQL the heavy lane's larger claims, each
-// longer, gave it 2 starts for the light lane's 1 at weights 3:1).
+// longer, gave it 2 starts for the light lane's 1 at weights 3:1). A loop of one lane has no
+// other lane to hold up or outweigh, and on PostgreSQL its larger claims run faster (a
+// process of one queue and 100 workers: 18,900 no-op jobs/s against 12,700 within its share).
 func (s *state[J]) ahead(l *lane[J], ended int64) int {
 	share := int64(s.entitled(l))
 	n := share * ended / int64(s.cfg.Units)
-	return int(max(min(n, share, int64(s.cfg.AheadLimit)), 0))
+	limit := int64(s.cfg.AheadLimit)
+	if len(s.lanes) > 1 {
+		limit = min(limit, share)
+	}
+	return int(max(min(n, limit), 0))
 }
 
 // take takes up to n free units for l, leaving what the other wanting lanes are owed and

@@ -401,3 +401,18 @@ func TestUnitsAreSharedByWeight(t *testing.T) {
 	require.Equal(t, "a", cs[0].req.Lane)
 	require.Equal(t, 5, cs[0].req.Units)
 }
+
+// A loop of one lane has no other lane for its claims to hold up or outweigh: it asks ahead
+// for what its units freed during its last claim, at most AheadLimit, beyond its own units.
+func TestALoneLaneClaimsAheadBeyondItsUnits(t *testing.T) {
+	t.Parallel()
+	m := newMachine(t, one(10, 100))
+	c := m.step()[0]
+	m.answer(c, Result[string]{Jobs: m.jobs("q", 10)})
+	m.done("q", 10)
+	c = m.step()[0]
+	m.lane("q").inUse += 500 // as if 500 jobs started and ended during the claim
+	m.done("q", 500)
+	m.answer(c, Result[string]{Jobs: m.jobs("q", c.req.Units)})
+	require.Equal(t, 100, m.lane("q").aheadN, "AheadLimit, not the 10 units")
+}
