@@ -46,6 +46,11 @@ func (e *Engine) heartbeatNode(ctx context.Context) {
 				recorded := *node // its lists are new at each heartbeat, never changed
 				last, lastAt = &recorded, now
 				e.idleBeat.Store(node.Idle)
+				if node.Idle && e.Running() > 0 {
+					// A job registered while the idle heartbeat was on its way: it saw no idle
+					// heartbeat yet, so it asked for none. Say at once that the node is busy.
+					e.Beat()
+				}
 			}
 		}
 		if err == nil {
