@@ -14,7 +14,8 @@ vet:
 	cd bench/peers && go vet ./...
 
 # The e2e module's tests without the build tag chaos: the dashboard's browser tests
-# (e2e/dashboard, headless chromium; docs/dashboard.md).
+# (e2e/dashboard, headless chromium; docs/dashboard.md) and the cluster test (e2e/cluster:
+# worker processes on one PostgreSQL schema, one killed; docs/development.md).
 e2e:
 	cd e2e && go test -race -count=1 -timeout 10m ./...
 

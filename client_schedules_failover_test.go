@@ -27,7 +27,7 @@ func (crashingStore) LeaderResign(context.Context, string) error { return nil }
 // elector loops end at once (a fire step in flight is canceled and rolls back), handlers are
 // canceled, and the lease stays held until it expires, so the takeover waits out LeaderTTL.
 // What differs from a kill -9 is only local: Stop writes back outcomes of running jobs and
-// deregisters the node (internal/clustertest SIGKILLs real processes).
+// deregisters the node (e2e/cluster SIGKILLs real processes).
 //
 // The first leader holds a 7 s lease, the second a 1 s one: the takeover then comes 4.7 s or
 // more after the stop, so the first fire times of the window are older than the new leader's

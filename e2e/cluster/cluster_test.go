@@ -1,6 +1,6 @@
 // Package clustertest runs Hopper as a real cluster: several worker processes (this test
 // binary, re-executed) on one PostgreSQL schema, one of them killed mid-run.
-package clustertest
+package cluster
 
 import (
 	"bufio"
