@@ -22,7 +22,8 @@ const maxStreamBatches = 64
 // it sent), when the worker goes away, or when the server shuts down (after answering the
 // batches received).
 func (w *workerService) ReportStream(ctx context.Context, stream hopperv1connect.WorkerServiceReportStreamServerStream) error {
-	release, ok := w.s.limits.acquire("report stream", principalFrom(ctx).KeyID, w.s.cfg.MaxStreamsPerKey)
+	caller := principalFrom(ctx)
+	release, ok := w.s.limits.acquire("report stream", caller.KeyID, w.s.cfg.MaxStreamsPerKey)
 	if !ok {
 		return overLimit(ctx, "report streams")
 	}
@@ -70,6 +71,11 @@ func (w *workerService) ReportStream(ctx context.Context, stream hopperv1connect
 			return nil
 		case r.err != nil:
 			return r.err
+		}
+		// A report stream follows the keys as a job stream does (contract 16): once its caller's
+		// key is revoked, or a key exists for a caller that came without one, it applies no more.
+		if !w.stillAllowed(ctx, caller) {
+			return lapsedError(authEnded(caller))
 		}
 		report := r.req.GetReport()
 		if err := checkReportSize(report); err != nil {

@@ -197,3 +197,66 @@ func TestAStreamThatLostItsKeyGivesBackWhatItPushed(t *testing.T) {
 		LeaseToken: msg.GetJobs()[0].GetLeaseToken()})
 	requireCode(t, connect.CodeUnauthenticated, err)
 }
+
+// A report stream follows the keys as a job stream does: once a key exists, a report stream
+// opened without one applies nothing more and ends with UNAUTHENTICATED; so does one whose key
+// is revoked. The jobs its reports would have completed stay as they were.
+func TestAReportStreamFollowsTheKeys(t *testing.T) {
+	t.Parallel()
+	for _, revoked := range []bool{false, true} {
+		name := map[bool]string{false: "opened without a key", true: "its key revoked"}[revoked]
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s := serve(t, nil, nil, func(c *server.Config, st *sqlitestore.Store) {
+				c.Auth, c.Keys = &server.KeyAuth{Keys: st, OpenWithoutKeys: true}, st
+			})
+			var key, admin string
+			if revoked {
+				admin = createKey(t, s, "", "admin", "admin")
+				key = createKey(t, s, admin, "worker", "work", "enqueue")
+			}
+			var opts []connect.ClientInterceptor
+			if key != "" {
+				opts = append(opts, remote.Bearer(key))
+			}
+			cc := connect.NewClient(connecthttp.NewTransport(h2cClient(t), s.ts.URL), opts...)
+			jobs, workers := hopperv1connect.NewJobServiceClient(cc), hopperv1connect.NewWorkerServiceClient(cc)
+			var ids []string
+			for range 2 {
+				res, err := jobs.Enqueue(t.Context(), &hopperv1.EnqueueRequest{Job: &hopperv1.JobSpec{Kind: "k", Args: `{}`}})
+				require.NoError(t, err)
+				ids = append(ids, res.GetJob().GetId())
+			}
+			act, err := workers.Activate(t.Context(), &hopperv1.ActivateRequest{Worker: "w", MaxJobs: 2,
+				LeaseTimeout: durationpb.New(time.Hour)})
+			require.NoError(t, err)
+			require.Len(t, act.GetJobs(), 2)
+			first, second := act.GetJobs()[0], act.GetJobs()[1]
+
+			rs, err := workers.ReportStream(t.Context())
+			require.NoError(t, err)
+			defer rs.Close()
+			require.NoError(t, rs.Send(&hopperv1.ReportStreamRequest{Id: 1, Report: &hopperv1.ReportRequest{
+				Outcomes: []*hopperv1.Outcome{completeOutcome(first, first.GetLeaseToken())}}}))
+			res, err := rs.Receive()
+			require.NoError(t, err)
+			require.Equal(t, "ok", res.GetReport().GetOutcomes()[0].GetCode(), "applied while the caller may")
+
+			if revoked {
+				revoke(t, s, admin, "worker")
+			} else {
+				createKey(t, s, "", "first", "admin")
+			}
+			require.NoError(t, rs.Send(&hopperv1.ReportStreamRequest{Id: 2, Report: &hopperv1.ReportRequest{
+				Outcomes: []*hopperv1.Outcome{completeOutcome(second, second.GetLeaseToken())}}}))
+			_, err = rs.Receive()
+			requireCode(t, connect.CodeUnauthenticated, err)
+			got, err := s.client.Get(t.Context(), second.GetId())
+			require.NoError(t, err)
+			require.Equal(t, hopper.StateRunning, got.State, "the report after the key lapsed is not applied")
+			got, err = s.client.Get(t.Context(), first.GetId())
+			require.NoError(t, err)
+			require.Equal(t, hopper.StateCompleted, got.State)
+		})
+	}
+}

@@ -161,16 +161,36 @@ func streamParams(req *hopperv1.StreamJobsRequest) (workerapi.ActivateParams, er
 // ended says why a stream whose context ended stops: an error the worker should act on, or
 // nil when the worker itself went away.
 func (w *workerService) ended(ctx context.Context) error {
-	switch {
-	case errors.Is(context.Cause(ctx), errKeyRevoked):
-		return connect.NewError(connect.CodeUnauthenticated, "the stream's API key was revoked")
-	case errors.Is(context.Cause(ctx), errKeyRequired):
-		return connect.NewError(connect.CodeUnauthenticated,
-			"an API key was created: this server now requires one (Authorization: Bearer <key>)")
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, errKeyRevoked), errors.Is(cause, errKeyRequired):
+		return lapsedError(cause)
 	case !w.s.isReady() || w.s.shuttingDown():
 		return errShuttingDown()
 	}
 	return nil
+}
+
+// lapsedError is what a stream whose caller's authorization lapsed (cause: errKeyRevoked or
+// errKeyRequired) ends with.
+func lapsedError(cause error) error {
+	if errors.Is(cause, errKeyRequired) {
+		return connect.NewError(connect.CodeUnauthenticated,
+			"an API key was created: this server now requires one (Authorization: Bearer <key>)")
+	}
+	return connect.NewError(connect.CodeUnauthenticated, "the stream's API key was revoked")
+}
+
+// stillAllowed reports whether caller may still use a stream it opened: its key is not
+// revoked or, for a caller without a key, no key exists yet. The answer is cached per key for
+// a few seconds (KeyAuth.StillValid), so asking for each message costs no store read. An
+// error reading the keys allows: an outage must not end streams.
+func (w *workerService) stillAllowed(ctx context.Context, caller *Principal) bool {
+	rv, ok := w.s.cfg.Auth.(Revalidator)
+	if !ok {
+		return true
+	}
+	valid, err := rv.StillValid(ctx, caller)
+	return err != nil || valid
 }
 
 // refsOf names the attempts of jobs.
@@ -209,12 +229,11 @@ const keyRecheck = 2 * time.Second
 // (The leases of a stream's jobs are its worker's to renew: a worker that hangs loses them
 // within one lease.)
 func (w *workerService) watchKey(ctx context.Context, st *stream) {
-	rv, ok := w.s.cfg.Auth.(Revalidator)
-	if !ok {
+	if _, ok := w.s.cfg.Auth.(Revalidator); !ok {
 		return
 	}
 	for clock.Sleep(ctx, w.s.clock, keyRecheck) {
-		if valid, err := rv.StillValid(ctx, st.caller); err == nil && !valid {
+		if !w.stillAllowed(ctx, st.caller) {
 			st.end(authEnded(st.caller))
 			return
 		}
