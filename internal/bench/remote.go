@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"net/http"
 	"runtime"
 	"time"
@@ -59,9 +60,9 @@ func runRemote(ctx context.Context, cfg Config) (*Result, error) {
 	if err := w.Start(ctx); err != nil {
 		return nil, err
 	}
-	select {
-	case <-cnt.allDone:
-	case <-ctx.Done():
+	if err := waitFor(ctx, w, cnt.allDone); err != nil {
+		w.Stop(context.Background()) //nolint:errcheck // the refusal is what to report
+		return nil, err
 	}
 	// Stop waits for every handler and its Complete call: the clock stops once all N
 	// outcomes are written.
@@ -100,10 +101,11 @@ func runRemote(ctx context.Context, cfg Config) (*Result, error) {
 			return nil, err
 		}
 	}
-	select {
-	case <-lat.allDone:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	if err := waitFor(ctx, w, lat.allDone); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	lat.mu.Lock()
 	defer lat.mu.Unlock()
@@ -111,6 +113,29 @@ func runRemote(ctx context.Context, cfg Config) (*Result, error) {
 	res.LatencyP50Ms = percentileMs(lat.latencies, 0.50)
 	res.LatencyP99Ms = percentileMs(lat.latencies, 0.99)
 	return res, nil
+}
+
+// refusalCheck is how often waitFor looks whether the worker stopped by itself.
+const refusalCheck = 100 * time.Millisecond
+
+// waitFor waits until done is closed or ctx ends, and returns the worker's refusal (the
+// server refused its API key: it takes no more jobs, so the run could never end) if it stops
+// by itself meanwhile.
+func waitFor(ctx context.Context, w *remote.Worker, done <-chan struct{}) error {
+	tick := time.NewTicker(refusalCheck)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return nil
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+			if err := w.Err(); err != nil {
+				return fmt.Errorf("remote worker stopped: %w", err)
+			}
+		}
+	}
 }
 
 func randomSuffix() string {
