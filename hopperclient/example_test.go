@@ -182,7 +182,8 @@ func startServer(workers *hopper.Workers) *servertest.Server {
 	return srv
 }
 
-// waitFor waits until job id is in state want.
+// waitFor waits until job id is in state want, asking the server every 10 ms (real time: the
+// server works the job in real time, and an example has no test's helpers to wait with).
 func waitFor(client *hopperclient.Client, id string, want hopper.JobState) {
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		job, err := client.Get(context.Background(), id)

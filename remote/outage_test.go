@@ -183,6 +183,7 @@ func TestAStreamDroppedSoonAfterItOpensIsNoRecovery(t *testing.T) {
 		w.WriteHeader(http.StatusOK)
 		w.(http.Flusher).Flush() // accepted
 		select {
+		// Real time: the stream is held open by a real HTTP handler, then dropped, as a proxy would.
 		case <-time.After(1500 * time.Millisecond):
 		case <-r.Context().Done():
 			return

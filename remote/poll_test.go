@@ -206,6 +206,8 @@ func (r *pollRig) notStarted() {
 	select {
 	case n := <-r.started:
 		r.t.Fatalf("job %d started on no free slot", n)
+	// Real time: that nothing happens can only be seen by waiting a moment (a broken
+	// rule shows within it; a slow machine can only make the check pass, never fail).
 	case <-time.After(50 * time.Millisecond):
 	}
 }
@@ -315,6 +317,8 @@ func TestPollGivesBackWhatItClaimedAhead(t *testing.T) {
 		select {
 		case p := <-r.gate.polls:
 			t.Fatalf("a poll for %d jobs while the governor holds", p.req.GetMaxJobs())
+		// Real time: that nothing happens can only be seen by waiting a moment (a broken
+		// rule shows within it; a slow machine can only make the check pass, never fail).
 		case <-time.After(100 * time.Millisecond):
 		}
 	})

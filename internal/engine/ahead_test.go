@@ -175,6 +175,8 @@ func (r *aheadRig) quiet(msg string) {
 		r.t.Fatalf("%s: job %s started", msg, run.id)
 	case c := <-r.gate.asked:
 		r.t.Fatalf("%s: a claim asked for %d", msg, c.limit)
+	// Real time: that nothing happens can only be seen by waiting a moment (a broken
+	// rule shows within it; a slow machine can only make the check pass, never fail).
 	case <-time.After(50 * time.Millisecond):
 	}
 }
@@ -265,6 +267,7 @@ func TestClaimAheadDrainedQueueWantsNoSlots(t *testing.T) {
 			close(c.open)
 		case run := <-r.h.started:
 			close(run.finish)
+		// Real time: a short wait for the next event, then the loop looks at the job's state again.
 		case <-time.After(10 * time.Millisecond):
 		}
 	}

@@ -87,6 +87,7 @@ func TestBackloggedQueuesShareSlotsByWeight(t *testing.T) {
 			case j := <-h.started:
 				running = append(running, j)
 				return j
+			// Real time: how long to let the loops run before the fake clock moves on.
 			case <-time.After(time.Millisecond):
 				clk.Advance(time.Millisecond)
 			case <-deadline:

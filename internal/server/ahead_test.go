@@ -131,6 +131,8 @@ func (a *aheadStream) quiet(msg string) {
 	case c := <-a.gate.asked:
 		a.t.Cleanup(c.let)
 		a.t.Fatalf("%s: a claim asked for %d", msg, c.limit)
+	// Real time: that nothing happens can only be seen by waiting a moment (a broken
+	// rule shows within it; a slow machine can only make the check pass, never fail).
 	case <-time.After(100 * time.Millisecond):
 	}
 }
