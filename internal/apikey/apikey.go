@@ -52,10 +52,7 @@ func New(name string, scopes []Scope) (plaintext string, key *store.APIKey, err 
 	if err := ValidateName(name); err != nil {
 		return "", nil, err
 	}
-	names := make([]string, len(scopes))
-	for i, s := range scopes {
-		names[i] = string(s)
-	}
+	names := scopeNames(scopes)
 	if _, err := ParseScopes(names); err != nil {
 		return "", nil, err
 	}
@@ -64,8 +61,22 @@ func New(name string, scopes []Scope) (plaintext string, key *store.APIKey, err 
 		return "", nil, fmt.Errorf("new API key %q: %w", name, err)
 	}
 	key = &store.APIKey{ID: id, Name: name, Hash: hash(secret), Scopes: names}
-	return Prefix + id + "_" + secret, key, nil
+	return format(id, secret), key, nil
 }
+
+// Generate returns a new plaintext key, stored nowhere: for a secret manager, to be given to
+// the server later with Import (`hopper keys generate`, then `hopper keys import` or
+// `hopper serve --bootstrap-key-file`). It fails only when the system's random source does.
+func Generate() (string, error) {
+	id, secret, err := random()
+	if err != nil {
+		return "", fmt.Errorf("generate API key: %w", err)
+	}
+	return format(id, secret), nil
+}
+
+// format writes a key from its parts.
+func format(id, secret string) string { return Prefix + id + "_" + secret }
 
 // random returns a new id and secret from crypto/rand.
 func random() (id, secret string, err error) {

@@ -14,6 +14,14 @@ type KeyStore interface {
 	// ErrKeyExists (which matches ErrDuplicate) when a key has the same id or a key that is not
 	// revoked has the same name: a revoked key's name may be reused.
 	KeyCreate(ctx context.Context, k *APIKey) error
+	// KeyImport stores k unless a key with k.ID is stored already, revoked or not: it never
+	// changes a stored key. When it stores k it sets k.CreatedAt to the store's clock and
+	// returns k and created true; else it returns the stored key with that id, as it is, and
+	// created false, for the caller to compare (package apikey's Import). Concurrent imports of
+	// one id, from any number of processes on one database, store it once: one of them gets
+	// created true, the others the stored key. ErrKeyExists (which matches ErrDuplicate) when no
+	// key has k.ID but a key that is not revoked has k.Name.
+	KeyImport(ctx context.Context, k *APIKey) (stored *APIKey, created bool, err error)
 	// KeyList returns every key, revoked ones included, by name, then newest first.
 	KeyList(ctx context.Context) ([]*APIKey, error)
 	// KeyRevoke revokes the key with id idOrName or, when no key has that id, the key with that
@@ -52,7 +60,7 @@ type APIKey struct {
 // Revoked reports whether the key was revoked.
 func (k *APIKey) Revoked() bool { return !k.RevokedAt.IsZero() }
 
-// ErrKeyExists is KeyCreate's error for a taken id or name. errors.Is(err, ErrDuplicate) holds
+// ErrKeyExists is KeyCreate's error for a taken id or name, and KeyImport's for a taken name. errors.Is(err, ErrDuplicate) holds
 // for it too, so callers that map ErrDuplicate to a conflict need nothing more.
 var ErrKeyExists error = &duplicateError{"an API key with that id, or a live API key with that name, exists"}
 

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/hopperjobs/hopper/internal/store"
@@ -36,6 +37,35 @@ func (s *Store) KeyCreate(ctx context.Context, k *store.APIKey) error {
 	}
 	k.CreatedAt = created.UTC()
 	return nil
+}
+
+// KeyImport stores k unless its id is stored; else it returns the stored key, untouched.
+// The insert's DO NOTHING covers the id and the live name alike, and waits for a concurrent
+// insert of either to commit or abort, so two imports of one key store it once and neither
+// fails. Which one refused is read after, in a statement of its own: in READ COMMITTED it sees
+// the row that the insert found, which a CTE beside the insert (the insert's snapshot) would not.
+func (s *Store) KeyImport(ctx context.Context, k *store.APIKey) (*store.APIKey, bool, error) {
+	scopes := k.Scopes
+	if scopes == nil {
+		scopes = []string{} // NOT NULL: no scopes is '{}'
+	}
+	var created time.Time
+	err := s.pool.QueryRow(ctx, s.sql(keyCreateSQL), s.nowArg(), k.ID, k.Name, k.Hash, scopes).Scan(&created)
+	if err == nil {
+		k.CreatedAt = created.UTC()
+		return k, true, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return nil, false, s.wrap(err, "import api key %s (%q)", k.ID, k.Name)
+	}
+	stored, err := s.KeyLookup(ctx, k.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, false, s.wrap(store.ErrKeyExists, "import api key %s (%q)", k.ID, k.Name) // the name of a live key
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("import api key %s (%q): %w", k.ID, k.Name, err)
+	}
+	return stored, false, nil
 }
 
 // KeyList returns every API key by name, then newest first.

@@ -44,6 +44,46 @@ func (s *Store) KeyCreate(ctx context.Context, k *store.APIKey) error {
 	return nil
 }
 
+// KeyImport stores k unless its id is stored; else it returns the stored key, untouched.
+// The single writer serializes imports: the insert and the read that follows it see one
+// state of the table.
+func (s *Store) KeyImport(ctx context.Context, k *store.APIKey) (*store.APIKey, bool, error) {
+	scopes, err := json.Marshal(nonNil(k.Scopes))
+	if err != nil {
+		return nil, false, fmt.Errorf("import api key %s: %w", k.ID, err)
+	}
+	var (
+		stored  *store.APIKey
+		created time.Time
+	)
+	err = s.write(ctx, nil, func(ctx context.Context, tx *sql.Tx, _ []*sql.Stmt) error {
+		created = s.clock.Now()
+		// DO NOTHING covers the id and the live name alike; which one refused is read below.
+		res, err := tx.ExecContext(ctx, `INSERT INTO api_keys (id, name, hash, scopes, created_at)
+			VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING`,
+			k.ID, k.Name, k.Hash, string(scopes), micros(created))
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 1 {
+			return err
+		}
+		stored, err = scanKey(tx.QueryRowContext(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE id = ?`, k.ID))
+		if errors.Is(err, sql.ErrNoRows) {
+			return store.ErrKeyExists // not the id: the name of a live key
+		}
+		return err
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("import api key %s (%q): %w", k.ID, k.Name, err)
+	}
+	if stored != nil {
+		return stored, false, nil
+	}
+	k.CreatedAt = fromMicros(micros(created))
+	return k, true, nil
+}
+
 // KeyList returns every API key by name, then newest first.
 func (s *Store) KeyList(ctx context.Context) ([]*store.APIKey, error) {
 	rows, err := s.reader.QueryContext(ctx, `SELECT `+keyColumns+` FROM api_keys ORDER BY name, created_at DESC, id`)

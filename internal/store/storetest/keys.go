@@ -1,6 +1,9 @@
 package storetest
 
 import (
+	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +19,10 @@ func testKeys(t *testing.T, opener Opener) {
 	parallel(t, opener, "RevokeUnknown", keysRevokeUnknown)
 	parallel(t, opener, "List", keysList)
 	parallel(t, opener, "Touch", keysTouch)
+	parallel(t, opener, "Import", keysImport)
+	parallel(t, opener, "ImportStoredID", keysImportStoredID)
+	parallel(t, opener, "ImportNameTaken", keysImportNameTaken)
+	parallel(t, opener, "ImportConcurrent", keysImportConcurrent)
 }
 
 // keyStore is the bundle's store as a KeyStore: every store keeps keys.
@@ -180,4 +187,142 @@ func keysTouch(t *testing.T, b *bundle) {
 	got, err := ks.KeyLookup(t.Context(), "k1")
 	require.NoError(t, err)
 	sameTime(t, later, got.LastUsedAt, "last_used_at")
+}
+
+// An imported key is stored as given, with its hash, and found by id.
+func keysImport(t *testing.T, b *bundle) {
+	ks := b.keyStore(t)
+	k := newKey("k1", "bootstrap", "admin")
+	got, created, err := ks.KeyImport(t.Context(), k)
+	require.NoError(t, err)
+	require.True(t, created)
+	require.Same(t, k, got)
+	sameTime(t, Start, got.CreatedAt, "KeyImport sets CreatedAt from the store's clock")
+
+	stored, err := ks.KeyLookup(t.Context(), "k1")
+	require.NoError(t, err)
+	require.Equal(t, "bootstrap", stored.Name)
+	require.Equal(t, []byte("hash-of-k1"), stored.Hash)
+	require.Equal(t, []string{"admin"}, stored.Scopes)
+	sameTime(t, Start, stored.CreatedAt, "created_at")
+}
+
+// Importing an id that is stored changes nothing and returns the stored key as it is, revoked
+// or not, whatever the import says of its name, hash and scopes: the caller compares.
+func keysImportStoredID(t *testing.T, b *bundle) {
+	ks := b.keyStore(t)
+	b.createKey(t, newKey("k1", "ci", "work"))
+	b.clock.Advance(time.Minute)
+
+	again := &store.APIKey{ID: "k1", Name: "other", Hash: []byte("another-hash"), Scopes: []string{"admin"}}
+	got, created, err := ks.KeyImport(t.Context(), again)
+	require.NoError(t, err)
+	require.False(t, created)
+	require.Equal(t, "ci", got.Name)
+	require.Equal(t, []byte("hash-of-k1"), got.Hash)
+	require.Equal(t, []string{"work"}, got.Scopes)
+	sameTime(t, Start, got.CreatedAt, "the stored key's created_at")
+	require.False(t, got.Revoked())
+
+	_, err = ks.KeyRevoke(t.Context(), "k1")
+	require.NoError(t, err)
+	b.clock.Advance(time.Minute)
+	got, created, err = ks.KeyImport(t.Context(), newKey("k1", "ci", "work"))
+	require.NoError(t, err)
+	require.False(t, created, "a revoked key is not imported again")
+	require.True(t, got.Revoked())
+	sameTime(t, Start.Add(time.Minute), got.RevokedAt, "revoked_at kept")
+
+	stored, err := ks.KeyLookup(t.Context(), "k1")
+	require.NoError(t, err)
+	require.True(t, stored.Revoked(), "still revoked")
+	require.Equal(t, "ci", stored.Name)
+	keys, err := ks.KeyList(t.Context())
+	require.NoError(t, err)
+	require.Len(t, keys, 1)
+}
+
+// A new id under the name of a live key is refused; under a revoked key's name it is stored.
+func keysImportNameTaken(t *testing.T, b *bundle) {
+	ks := b.keyStore(t)
+	b.createKey(t, newKey("k1", "ci", "work"))
+	_, _, err := ks.KeyImport(t.Context(), newKey("k2", "ci", "work"))
+	require.ErrorIs(t, err, store.ErrKeyExists)
+	require.ErrorIs(t, err, store.ErrDuplicate)
+	_, err = ks.KeyLookup(t.Context(), "k2")
+	require.ErrorIs(t, err, store.ErrNotFound, "the refused key was not stored")
+
+	_, err = ks.KeyRevoke(t.Context(), "ci")
+	require.NoError(t, err)
+	_, created, err := ks.KeyImport(t.Context(), newKey("k2", "ci", "work"))
+	require.NoError(t, err)
+	require.True(t, created)
+}
+
+// Imports of one key through several handles at once (servers starting together on one
+// database) store it once, without error: one import creates it, the others find it. Of two
+// keys with one name imported at once, one is stored and the other refused.
+func keysImportConcurrent(t *testing.T, b *bundle) {
+	handles := []store.KeyStore{b.keyStore(t)}
+	for range 3 {
+		h := b.open()
+		t.Cleanup(func() { h.Close() })
+		handles = append(handles, h)
+	}
+	const rounds, perHandle = 8, 2
+	for r := range rounds {
+		id := fmt.Sprintf("k%d", r)
+		n := len(handles) * perHandle
+		created, errs := make([]bool, n), make([]error, n)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				<-start
+				var got *store.APIKey
+				got, created[i], errs[i] = handles[i%len(handles)].KeyImport(t.Context(), newKey(id, "bootstrap-"+id, "admin"))
+				if errs[i] == nil && got.ID != id {
+					errs[i] = fmt.Errorf("import %s returned key %s", id, got.ID)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		made := 0
+		for i := range n {
+			require.NoError(t, errs[i], "round %d, import %d", r, i)
+			if created[i] {
+				made++
+			}
+		}
+		require.Equal(t, 1, made, "round %d: exactly one import stores the key", r)
+	}
+	keys, err := b.keyStore(t).KeyList(t.Context())
+	require.NoError(t, err)
+	require.Len(t, keys, rounds, "one row per key")
+
+	// Two ids, one name, at once: one stored, one refused.
+	results := make([]error, 2)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range results {
+		wg.Go(func() {
+			<-start
+			_, _, results[i] = handles[i].KeyImport(t.Context(), newKey(fmt.Sprintf("same-name-%d", i), "shared", "read"))
+		})
+	}
+	close(start)
+	wg.Wait()
+	var stored, refused int
+	for _, err := range results {
+		switch {
+		case err == nil:
+			stored++
+		case errors.Is(err, store.ErrKeyExists):
+			refused++
+		default:
+			require.NoError(t, err)
+		}
+	}
+	require.Equal(t, [2]int{1, 1}, [2]int{stored, refused}, "stored, refused")
 }
