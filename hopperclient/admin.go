@@ -14,8 +14,8 @@ type WorkerInfo = hoppertype.WorkerInfo
 // StreamInfo is a job stream open on the server (Streams).
 type StreamInfo = hoppertype.StreamInfo
 
-// APIKey describes one of the server's API keys, never its secret (CreateKey, Keys,
-// RevokeKey).
+// APIKey describes one of the server's API keys, never its secret (CreateKey, ImportKey,
+// Keys, RevokeKey).
 type APIKey = hoppertype.APIKey
 
 // Workers returns the remote workers the server has seen lately (a stream open, a poll
@@ -57,6 +57,23 @@ func (c *Client) CreateKey(ctx context.Context, name string, scopes ...string) (
 		return "", nil, callErr("create API key "+name, err)
 	}
 	return res.GetPlaintext(), apispec.FromAPIKey(res.GetKey()), nil
+}
+
+// ImportKey stores plaintext, a key made elsewhere (`hopper keys generate`, or any tool
+// following the format of docs/security.md), under name with scopes, as CreateKey would
+// store a key it made: the server keeps only its hash. Importing a key that is stored already
+// under that name with those scopes changes nothing and returns it with created false. A
+// malformed key, a bad name or scope is a *hopper.ValidationError naming the field ("key",
+// "name", "scopes"); a key whose id is another key's, that is stored under another name or
+// with other scopes, or was revoked (never imported again), or a name a live key of another
+// id has, is an error wrapping hopper.ErrDuplicate. It needs the admin scope, and a server
+// that manages keys. The error never holds the key's secret.
+func (c *Client) ImportKey(ctx context.Context, plaintext, name string, scopes ...string) (key *APIKey, created bool, err error) {
+	res, err := c.admin.ImportKey(ctx, &hopperv1.ImportKeyRequest{Key: plaintext, Name: name, Scopes: scopes})
+	if err != nil {
+		return nil, false, callErr("import API key "+name, err)
+	}
+	return apispec.FromAPIKey(res.GetKey()), res.GetCreated(), nil
 }
 
 // Keys returns every API key, revoked ones included, by name; never their secrets. It needs

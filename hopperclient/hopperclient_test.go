@@ -10,6 +10,7 @@ import (
 
 	"github.com/hopperjobs/hopper"
 	"github.com/hopperjobs/hopper/hopperclient"
+	"github.com/hopperjobs/hopper/internal/apikey"
 	"github.com/hopperjobs/hopper/internal/servertest"
 	"github.com/hopperjobs/hopper/internal/stoptest"
 	"github.com/hopperjobs/hopper/remote"
@@ -473,4 +474,51 @@ func TestKeys(t *testing.T) {
 	require.ErrorIs(t, err, hopper.ErrNotFound)
 	_, err = b.client.RevokeKey(ctx, "no\x00pe")
 	requireField(t, err, "id_or_name")
+}
+
+// A key made elsewhere is imported with its secret, works at once, and imports again as a
+// no-op; conflicts and bad input are refused by field.
+func TestImportKey(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	plain, err := apikey.Generate()
+	require.NoError(t, err)
+	id, secret, err := apikey.Parse(plain)
+	require.NoError(t, err)
+
+	key, created, err := b.client.ImportKey(ctx, plain, "importer", "read")
+	require.NoError(t, err)
+	require.True(t, created)
+	require.Equal(t, id, key.ID)
+	require.Equal(t, "importer", key.Name)
+	require.Equal(t, []string{"read"}, key.Scopes)
+	require.False(t, key.CreatedAt.IsZero())
+	reader := newClient(t, b.srv.URL, plain)
+	_, err = reader.Queues(ctx)
+	require.NoError(t, err, "the imported key is accepted")
+
+	again, created, err := b.client.ImportKey(ctx, plain, "importer", "read")
+	require.NoError(t, err)
+	require.False(t, created, "the same import again changes nothing")
+	require.True(t, key.CreatedAt.Equal(again.CreatedAt))
+
+	_, _, err = b.client.ImportKey(ctx, plain, "importer", "admin")
+	require.ErrorIs(t, err, hopper.ErrDuplicate)
+	require.ErrorContains(t, err, "conflicting scopes: key "+id+" is stored with scopes read")
+	_, _, err = b.client.ImportKey(ctx, plain, "importer", "write")
+	requireField(t, err, "scopes")
+	_, _, err = b.client.ImportKey(ctx, "hop_"+secret, "importer", "read")
+	requireField(t, err, "key")
+	require.NotContains(t, err.Error(), secret, "an error never shows a secret")
+	_, _, err = b.client.ImportKey(ctx, plain, "has space", "read")
+	requireField(t, err, "name")
+
+	_, err = b.client.RevokeKey(ctx, id)
+	require.NoError(t, err)
+	_, _, err = b.client.ImportKey(ctx, plain, "importer", "read")
+	require.ErrorIs(t, err, hopper.ErrDuplicate)
+	require.ErrorContains(t, err, "never imported again")
+	_, err = reader.Queues(ctx)
+	require.ErrorIs(t, err, hopperclient.ErrUnauthenticated, "a revoked key is not brought back")
 }

@@ -213,6 +213,7 @@ func FuzzRPC(f *testing.F) {
 		{"hopper.v1.QueueService.Pause", modePostJSON, `{"queue":"a b"}`},
 		{"hopper.v1.AdminService.CreateKey", modePostJSON, `{"name":"k","scopes":["admin","nope"]}`},
 		{"hopper.v1.AdminService.RevokeKey", modePostJSON, `{"idOrName":"\u0000"}`},
+		{"hopper.v1.AdminService.ImportKey", modePostJSON, `{"key":"hop_aaaaaaaaaaaa_\u0000","name":"k\u0000","scopes":["admin"]}`},
 		{"hopper.v1.ScheduleService.Add", modePostJSON, `{"schedule":{"name":"s","kind":"k","cron":"@every 1ns","tz":"Mars/Olympus"}}`},
 		{"hopper.v1.ScheduleService.Add", modePostJSON, `{"schedule":{"name":"s","kind":"k","cron":"0 0 30 2 *"}}`},
 		{"hopper.v1.DeadLetterService.ReplayMany", modePostJSON, `{"limit":2147483647,"filter":{"failedAfter":"0001-01-01T00:00:00Z"}}`},

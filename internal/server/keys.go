@@ -19,7 +19,7 @@ func (a *adminService) keys() (store.KeyStore, error) {
 	return a.s.cfg.Keys, nil
 }
 
-// keysChanged applies a key created or revoked through this server at once, before the call
+// keysChanged applies a key created, imported or revoked through this server at once, before the call
 // answers: the authenticator reads the keys again, and the job streams of keyID ("": those
 // opened without a key, once a key exists) end with cause, pushed nothing more (contract 16:
 // their unreported jobs go back to the queue at once, closeStream). Keys changed elsewhere
@@ -95,6 +95,33 @@ func (a *adminService) RevokeKey(ctx context.Context, req *hopperv1.RevokeKeyReq
 	}
 	a.s.keysChanged(k.ID, errKeyRevoked)
 	return &hopperv1.RevokeKeyResponse{Key: toKey(k)}, nil
+}
+
+func (a *adminService) ImportKey(ctx context.Context, req *hopperv1.ImportKeyRequest) (*hopperv1.ImportKeyResponse, error) {
+	keys, err := a.keys()
+	if err != nil {
+		return nil, err
+	}
+	scopes, err := apikey.ParseScopes(req.GetScopes())
+	if err != nil {
+		return nil, invalidArg("scopes", err.Error())
+	}
+	k, created, err := apikey.Import(ctx, keys, req.GetKey(), req.GetName(), scopes)
+	if ce, ok := errors.AsType[*apikey.ConflictError](err); ok {
+		return nil, connect.NewError(connect.CodeAlreadyExists, ce.Error())
+	}
+	switch {
+	case errors.Is(err, apikey.ErrMalformed):
+		return nil, invalidArg("key", err.Error())
+	case errors.Is(err, apikey.ErrInvalidName):
+		return nil, invalidArg("name", err.Error())
+	case err != nil:
+		return nil, rpcError("import key", err)
+	}
+	if created {
+		a.s.keysChanged("", errKeyRequired) // a live key exists: keyless callers are refused from now on
+	}
+	return &hopperv1.ImportKeyResponse{Key: toKey(k), Created: created}, nil
 }
 
 // checkKeyRef refuses, naming the field, an id_or_name that no key can have: an id is 12

@@ -418,6 +418,7 @@ var procedureScopes = map[string]Scope{
 	hopperv1connect.AdminServiceCreateKeyProcedure:   ScopeAdmin,
 	hopperv1connect.AdminServiceListKeysProcedure:    ScopeAdmin,
 	hopperv1connect.AdminServiceRevokeKeyProcedure:   ScopeAdmin,
+	hopperv1connect.AdminServiceImportKeyProcedure:   ScopeAdmin,
 
 	"/" + hopperv1connect.JobServiceName + "/":    ScopeRead,
 	"/" + hopperv1connect.WorkerServiceName + "/": ScopeRead,

@@ -112,6 +112,8 @@ const (
 	AdminServiceListKeysProcedure = "/hopper.v1.AdminService/ListKeys"
 	// AdminServiceRevokeKeyProcedure is the procedure name of the AdminService's RevokeKey RPC.
 	AdminServiceRevokeKeyProcedure = "/hopper.v1.AdminService/RevokeKey"
+	// AdminServiceImportKeyProcedure is the procedure name of the AdminService's ImportKey RPC.
+	AdminServiceImportKeyProcedure = "/hopper.v1.AdminService/ImportKey"
 	// ScheduleServiceListProcedure is the procedure name of the ScheduleService's List RPC.
 	ScheduleServiceListProcedure = "/hopper.v1.ScheduleService/List"
 	// ScheduleServiceAddProcedure is the procedure name of the ScheduleService's Add RPC.
@@ -1317,6 +1319,14 @@ var (
 			Procedure:  AdminServiceRevokeKeyProcedure,
 		}
 	})
+	adminServiceImportKeySpec = sync.OnceValue(func() connect.Spec {
+		return connect.Spec{
+			StreamType:       connect.StreamTypeUnary,
+			Schema:           v1.File_hopper_v1_hopper_proto.Services().ByName("AdminService").Methods().ByName("ImportKey"),
+			Procedure:        AdminServiceImportKeyProcedure,
+			IdempotencyLevel: connect.IdempotencyIdempotent,
+		}
+	})
 )
 
 // AdminServiceClient is a client for the hopper.v1.AdminService service.
@@ -1330,6 +1340,13 @@ type AdminServiceClient interface {
 	ListKeys(context.Context, *v1.ListKeysRequest) (*v1.ListKeysResponse, error)
 	// RevokeKey revokes a key by id, or by the name of a live key.
 	RevokeKey(context.Context, *v1.RevokeKeyRequest) (*v1.RevokeKeyResponse, error)
+	// ImportKey stores a key made elsewhere (`hopper keys generate`, or any tool following the
+	// format of docs/security.md): its secret is given, not generated, and only its hash is
+	// stored. Importing a key stored already under the same name with the same scopes changes
+	// nothing (created is false). ALREADY_EXISTS when the key's id is another key's, the key is
+	// stored under another name or with other scopes, or was revoked (a revoked key is never
+	// imported again), or a live key of another id has the name.
+	ImportKey(context.Context, *v1.ImportKeyRequest) (*v1.ImportKeyResponse, error)
 }
 
 // NewAdminServiceClient constructs a client for the hopper.v1.AdminService service. Multiple
@@ -1349,6 +1366,13 @@ type AdminServiceHandler interface {
 	ListKeys(context.Context, *v1.ListKeysRequest) (*v1.ListKeysResponse, error)
 	// RevokeKey revokes a key by id, or by the name of a live key.
 	RevokeKey(context.Context, *v1.RevokeKeyRequest) (*v1.RevokeKeyResponse, error)
+	// ImportKey stores a key made elsewhere (`hopper keys generate`, or any tool following the
+	// format of docs/security.md): its secret is given, not generated, and only its hash is
+	// stored. Importing a key stored already under the same name with the same scopes changes
+	// nothing (created is false). ALREADY_EXISTS when the key's id is another key's, the key is
+	// stored under another name or with other scopes, or was revoked (a revoked key is never
+	// imported again), or a live key of another id has the name.
+	ImportKey(context.Context, *v1.ImportKeyRequest) (*v1.ImportKeyResponse, error)
 }
 
 // RegisterAdminServiceHandler registers svc as the hopper.v1.AdminService implementation on server.
@@ -1361,6 +1385,7 @@ func RegisterAdminServiceHandler(server *connect.Server, svc AdminServiceHandler
 		connect.Method{Spec: adminServiceCreateKeySpec(), Handler: adapter.createKey},
 		connect.Method{Spec: adminServiceListKeysSpec(), Handler: adapter.listKeys},
 		connect.Method{Spec: adminServiceRevokeKeySpec(), Handler: adapter.revokeKey},
+		connect.Method{Spec: adminServiceImportKeySpec(), Handler: adapter.importKey},
 	)
 }
 
@@ -1389,6 +1414,10 @@ func (UnimplementedAdminServiceHandler) ListKeys(context.Context, *v1.ListKeysRe
 
 func (UnimplementedAdminServiceHandler) RevokeKey(context.Context, *v1.RevokeKeyRequest) (*v1.RevokeKeyResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, "hopper.v1.AdminService.RevokeKey is not implemented")
+}
+
+func (UnimplementedAdminServiceHandler) ImportKey(context.Context, *v1.ImportKeyRequest) (*v1.ImportKeyResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, "hopper.v1.AdminService.ImportKey is not implemented")
 }
 
 type adminServiceClient struct {
@@ -1438,6 +1467,14 @@ func (c *adminServiceClient) ListKeys(ctx context.Context, req *v1.ListKeysReque
 func (c *adminServiceClient) RevokeKey(ctx context.Context, req *v1.RevokeKeyRequest) (*v1.RevokeKeyResponse, error) {
 	var res v1.RevokeKeyResponse
 	if err := c.client.CallUnary(ctx, adminServiceRevokeKeySpec(), req, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+func (c *adminServiceClient) ImportKey(ctx context.Context, req *v1.ImportKeyRequest) (*v1.ImportKeyResponse, error) {
+	var res v1.ImportKeyResponse
+	if err := c.client.CallUnary(ctx, adminServiceImportKeySpec(), req, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil
@@ -1511,6 +1548,18 @@ func (h adminServiceHandler) revokeKey(ctx context.Context, _ connect.Spec, stre
 		return err
 	}
 	res, err := h.svc.RevokeKey(ctx, &req)
+	if err != nil {
+		return err
+	}
+	return stream.Send(res)
+}
+
+func (h adminServiceHandler) importKey(ctx context.Context, _ connect.Spec, stream connect.ServerStream) error {
+	var req v1.ImportKeyRequest
+	if err := stream.Receive(&req); err != nil {
+		return err
+	}
+	res, err := h.svc.ImportKey(ctx, &req)
 	if err != nil {
 		return err
 	}
