@@ -19,11 +19,11 @@ func (a *adminService) keys() (store.KeyStore, error) {
 	return a.s.cfg.Keys, nil
 }
 
-// keysChanged applies a key created, imported or revoked through this server at once, before the call
-// answers: the authenticator reads the keys again, and the job streams of keyID ("": those
-// opened without a key, once a key exists) end with cause, pushed nothing more (contract 16:
-// their unreported jobs go back to the queue at once, closeStream). Keys changed elsewhere
-// (another node, `hopper keys` on the database) take effect within keyRecheck.
+// keysChanged applies a key created, imported or revoked through this server at once, before
+// the call answers: the authenticator reads the keys again, and the job streams of keyID ("":
+// those opened without a key, once a key exists) end with cause, pushed nothing more
+// (contract 16: their unreported jobs go back to the queue at once, closeStream). Keys changed
+// elsewhere (another node, `hopper keys` on the database) take effect within keyRecheck.
 func (s *Server) keysChanged(keyID string, cause error) {
 	if _, ok := s.cfg.Auth.(Revalidator); !ok {
 		return // no keys are checked: nothing changes for the streams
