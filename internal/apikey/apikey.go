@@ -52,7 +52,7 @@ func New(name string, scopes []Scope) (plaintext string, key *store.APIKey, err 
 	if err := ValidateName(name); err != nil {
 		return "", nil, err
 	}
-	names := scopeNames(scopes)
+	names := ScopeNames(scopes)
 	if _, err := ParseScopes(names); err != nil {
 		return "", nil, err
 	}

@@ -18,13 +18,17 @@ type ConflictError struct {
 	// Field is what of the import clashes: "key" (its id is another key's, or the key was
 	// revoked), "name" or "scopes".
 	Field string
-	// Reason says how, and what to do.
+	// Reason says how.
 	Reason string
+	// Hint says what to do at an import.
+	Hint string
 	// Revoked: the key was imported or created before, then revoked.
 	Revoked bool
 }
 
-func (e *ConflictError) Error() string { return "conflicting " + e.Field + ": " + e.Reason }
+func (e *ConflictError) Error() string {
+	return "conflicting " + e.Field + ": " + e.Reason + ": " + e.Hint
+}
 
 // Is makes errors.Is(err, store.ErrDuplicate) true, and errors.Is(err, ErrRevoked) for a
 // revoked key.
@@ -54,15 +58,15 @@ func Import(ctx context.Context, keys store.KeyStore, plaintext, name string, sc
 	if err := ValidateName(name); err != nil {
 		return nil, false, err
 	}
-	canonical, err := ParseScopes(scopeNames(scopes))
+	canonical, err := ParseScopes(ScopeNames(scopes))
 	if err != nil {
 		return nil, false, err
 	}
-	want := &store.APIKey{ID: id, Name: name, Hash: hash(secret), Scopes: scopeNames(canonical)}
+	want := &store.APIKey{ID: id, Name: name, Hash: hash(secret), Scopes: ScopeNames(canonical)}
 	stored, created, err := keys.KeyImport(ctx, want)
 	if errors.Is(err, store.ErrKeyExists) {
-		return nil, false, &ConflictError{Field: "name",
-			Reason: fmt.Sprintf("a live key of another id is named %q: revoke it first, or choose another name", name)}
+		return nil, false, &ConflictError{Field: "name", Reason: fmt.Sprintf("a live key of another id is named %q", name),
+			Hint: "revoke it first, or choose another name"}
 	}
 	if err != nil {
 		return nil, false, fmt.Errorf("import API key %s: %w", id, err)
@@ -84,28 +88,19 @@ func sameKey(stored, want *store.APIKey, secret string) error {
 	storedScopes, err := ParseScopes(stored.Scopes)
 	switch {
 	case !Verify(stored, secret):
-		return &ConflictError{Field: "key",
-			Reason: fmt.Sprintf("id %s is another key's (named %q): ids are unique; generate a new key", id, stored.Name)}
+		return &ConflictError{Field: "key", Reason: fmt.Sprintf("id %s is another key's (named %q)", id, stored.Name),
+			Hint: "ids are unique; generate a new key"}
 	case stored.Revoked():
 		return &ConflictError{Field: "key", Revoked: true,
-			Reason: fmt.Sprintf("key %s (named %q) was revoked at %s, and a revoked key is never imported again: generate a new key",
-				id, stored.Name, stored.RevokedAt.UTC().Format(time.RFC3339))}
+			Reason: fmt.Sprintf("key %s (named %q) was revoked at %s, and a revoked key is never imported again",
+				id, stored.Name, stored.RevokedAt.UTC().Format(time.RFC3339)),
+			Hint: "generate a new key"}
 	case stored.Name != want.Name:
-		return &ConflictError{Field: "name",
-			Reason: fmt.Sprintf("key %s is stored as %q: import it under that name, or revoke it and import a new key", id, stored.Name)}
-	case err != nil || !slices.Equal(scopeNames(storedScopes), want.Scopes):
-		return &ConflictError{Field: "scopes",
-			Reason: fmt.Sprintf("key %s is stored with scopes %s: import it with those, or revoke it and import a new key",
-				id, strings.Join(stored.Scopes, ", "))}
+		return &ConflictError{Field: "name", Reason: fmt.Sprintf("key %s is stored as %q", id, stored.Name),
+			Hint: "import it under that name, or revoke it and import a new key"}
+	case err != nil || !slices.Equal(ScopeNames(storedScopes), want.Scopes):
+		return &ConflictError{Field: "scopes", Reason: fmt.Sprintf("key %s is stored with scopes %s", id, strings.Join(stored.Scopes, ", ")),
+			Hint: "import it with those, or revoke it and import a new key"}
 	}
 	return nil
-}
-
-// scopeNames is scopes as the store keeps them.
-func scopeNames(scopes []Scope) []string {
-	out := make([]string, len(scopes))
-	for i, s := range scopes {
-		out[i] = string(s)
-	}
-	return out
 }

@@ -62,6 +62,15 @@ func ParseScopes(names []string) ([]Scope, error) {
 	return out, nil
 }
 
+// ScopeNames is scopes as the store and the API name them, in the same order.
+func ScopeNames(scopes []Scope) []string {
+	out := make([]string, len(scopes))
+	for i, s := range scopes {
+		out[i] = string(s)
+	}
+	return out
+}
+
 // Allows reports whether k may do what scope s covers: k is live and holds s or admin. A
 // revoked key allows nothing. Unknown stored scope names are ignored.
 func Allows(k *store.APIKey, s Scope) bool {

@@ -32,7 +32,8 @@ func (e env) lookup(name string) (string, bool) {
 func TestEnvNames(t *testing.T) {
 	t.Parallel()
 	for flag, name := range map[string]string{"database": "HOPPER_DATABASE", "max-rescues": "HOPPER_MAX_RESCUES",
-		"tls-cert": "HOPPER_TLS_CERT", "max-streams-per-key": "HOPPER_MAX_STREAMS_PER_KEY"} {
+		"tls-cert": "HOPPER_TLS_CERT", "max-streams-per-key": "HOPPER_MAX_STREAMS_PER_KEY",
+		"bootstrap-key-file": "HOPPER_BOOTSTRAP_KEY_FILE"} { // deploy/ and docs name it
 		require.Equal(t, name, envName(flag))
 	}
 }

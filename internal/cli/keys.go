@@ -18,22 +18,26 @@ import (
 func newKeysCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "keys",
-		Short: "Create, list and revoke API keys",
+		Short: "Create, import, generate, list and revoke API keys",
 		Long: `API keys let programs call 'hopper serve'. Each key has scopes: enqueue (add jobs),
 work (run jobs), read (look at jobs, queues and workers) and admin (everything, including
 pausing queues, canceling jobs and managing keys). Only a hash of a key is stored: it is shown
-once, when created.`,
+once, when created. A key can also be made elsewhere ('keys generate', a secret manager) and
+imported with its secret ('keys import').`,
 		Args: cobra.ArbitraryArgs,
 		RunE: groupRunE,
 	}
-	cmd.AddCommand(newKeysCreateCmd(), newKeysLsCmd(), newKeysRevokeCmd())
+	cmd.AddCommand(newKeysCreateCmd(), newKeysImportCmd(), newKeysGenerateCmd(), newKeysLsCmd(), newKeysRevokeCmd())
 	return cmd
 }
 
-// keyManager creates, lists and revokes keys: in the database (--database, localKeys) or
+// keyManager creates, imports, lists and revokes keys: in the database (--database, localKeys) or
 // through a server's admin API (--server, a *hopperclient.Client).
 type keyManager interface {
 	CreateKey(ctx context.Context, name string, scopes ...string) (plaintext string, key *hopperclient.APIKey, err error)
+	// ImportKey stores a key made elsewhere (keys_import.go); created is false when it was
+	// stored already, alike.
+	ImportKey(ctx context.Context, plaintext, name string, scopes ...string) (key *hopperclient.APIKey, created bool, err error)
 	Keys(ctx context.Context) ([]*hopperclient.APIKey, error)
 	RevokeKey(ctx context.Context, idOrName string) (*hopperclient.APIKey, error)
 }
@@ -146,11 +150,7 @@ func runKeysCreate(cmd *cobra.Command, f *keysCreateFlags) error {
 		return usageErrorf("invalid --name: %v", err)
 	}
 	return withKeys(cmd, func(km keyManager) error {
-		names := make([]string, len(scopes))
-		for i, s := range scopes {
-			names[i] = string(s)
-		}
-		plaintext, key, err := km.CreateKey(cmd.Context(), f.name, names...)
+		plaintext, key, err := km.CreateKey(cmd.Context(), f.name, apikey.ScopeNames(scopes)...)
 		if errors.Is(err, hstore.ErrDuplicate) {
 			msg := fmt.Sprintf("an API key named %q exists: revoke it first, or choose another name", f.name)
 			return &exitError{code: ExitConflict, msg: msg, err: err}

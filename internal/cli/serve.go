@@ -36,25 +36,26 @@ func (a *echoArgs) UnmarshalJSON(b []byte) error {
 }
 
 type serveOptions struct {
-	addr           string
-	noEcho         bool
-	maxBody        int64
-	maxStreams     int
-	maxPolls       int
-	shutdownGrace  time.Duration
-	readHeaderWait time.Duration
-	stalledAfter   time.Duration
-	resultTTL      time.Duration // dlq.go
-	dlqRetention   time.Duration
-	dlqWebhook     string
-	conns          int
-	maxRescues     int
-	tlsCert        string // serve_tls.go
-	tlsKey         string
-	maxCPU         fraction // limits.go
-	maxMemory      byteSize
-	logFormat      logFormat // serve_log.go
-	logLevel       logLevel
+	addr             string
+	noEcho           bool
+	maxBody          int64
+	maxStreams       int
+	maxPolls         int
+	shutdownGrace    time.Duration
+	readHeaderWait   time.Duration
+	stalledAfter     time.Duration
+	resultTTL        time.Duration // dlq.go
+	dlqRetention     time.Duration
+	dlqWebhook       string
+	conns            int
+	maxRescues       int
+	tlsCert          string // serve_tls.go
+	tlsKey           string
+	maxCPU           fraction // limits.go
+	maxMemory        byteSize
+	logFormat        logFormat // serve_log.go
+	logLevel         logLevel
+	bootstrapKeyFile string // serve_keys.go
 }
 
 func newServeCmd() *cobra.Command {
@@ -75,7 +76,9 @@ running jobs go on (docs/flow-control.md#resource-governor). Remote workers have
 
 It listens on 127.0.0.1:7070 unless --addr says otherwise. Once any API key exists
 ('hopper keys create'), every request needs one; a non-loopback --addr is refused while no
-key exists. It works jobs of kind hopper.echo itself (they complete with their args as
+key exists. With --bootstrap-key-file (HOPPER_BOOTSTRAP_KEY_FILE, a Secret mounted as a
+file) it imports the admin key that file holds at start, unless it is stored already, so a
+container needs no key made by hand (docs/security.md#a-bootstrap-admin-key). It works jobs of kind hopper.echo itself (they complete with their args as
 result) unless --no-echo.
 
 It logs to standard error, as text or JSON (--log-format) from --log-level on. /metrics has
@@ -104,6 +107,7 @@ given on the command line wins over its variable.`,
 	addTLSFlags(cmd, &o)
 	addGovernorFlags(cmd, &o)
 	addLogFlags(cmd, &o)
+	addBootstrapFlags(cmd, &o)
 	return cmd
 }
 
@@ -123,6 +127,10 @@ func serve(cmd *cobra.Command, o serveOptions) error {
 	if err != nil {
 		return err
 	}
+	bootstrapKey, err := readBootstrapKey(o.bootstrapKeyFile, cmd.InOrStdin())
+	if err != nil {
+		return err
+	}
 	tp, stopTracing, err := otlpTracing(ctx, os.LookupEnv)
 	if err != nil {
 		return err
@@ -134,14 +142,19 @@ func serve(cmd *cobra.Command, o serveOptions) error {
 		if !ok {
 			return fmt.Errorf("this store keeps no API keys")
 		}
+		if bootstrapKey != "" {
+			if err := importBootstrapKey(ctx, keys, bootstrapKey, o.bootstrapKeyFile, log); err != nil {
+				return err
+			}
+		}
 		auth, anyLive, err := keyAuth(ctx, keys, isLoopback(host))
 		if err != nil {
 			return err
 		}
 		if !anyLive && !isLoopback(host) {
 			return usageErrorf("refusing to listen on %s without API keys: anyone who can reach it could run "+
-				"and change jobs. Create a key first ('hopper keys create --name admin --scope admin') or listen "+
-				"on 127.0.0.1", o.addr)
+				"and change jobs. Create a key first ('hopper keys create --name admin --scope admin', or "+
+				"--bootstrap-key-file with a key from 'hopper keys generate') or listen on 127.0.0.1", o.addr)
 		}
 		ws := hopper.NewWorkers()
 		if !o.noEcho {

@@ -28,16 +28,48 @@ type runningServe struct {
 // runServe starts `hopper serve` on a fresh SQLite file with args, and waits until it listens.
 func runServe(t *testing.T, args ...string) *runningServe {
 	t.Helper()
+	return runServeOn(t, []string{"--database", filepath.Join(t.TempDir(), "hopper.db")}, args...)
+}
+
+// runServeOn starts `hopper serve` with the global flags global (its database) and args, and
+// waits until it listens.
+func runServeOn(t *testing.T, global []string, args ...string) *runningServe {
+	t.Helper()
+	s := launchServe(t, global, args...)
+	s.waitListening(t)
+	return s
+}
+
+// launchServe starts `hopper serve` on a port of its own with the global flags global and
+// args, without waiting: waitListening waits. It is stopped at cleanup unless stopped before.
+func launchServe(t *testing.T, global []string, args ...string) *runningServe {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &runningServe{stdout: &syncBuffer{}, stderr: &syncBuffer{}, cancel: cancel, done: make(chan int, 1)}
-	args = append([]string{"--database", filepath.Join(t.TempDir(), "hopper.db"), "serve", "--addr", "127.0.0.1:0"}, args...)
+	args = append(append(append([]string(nil), global...), "serve", "--addr", "127.0.0.1:0"), args...)
 	go func() { s.done <- run(ctx, args, strings.NewReader(""), s.stdout, s.stderr) }()
 	t.Cleanup(func() { s.stop(t) })
-	require.Eventually(t, func() bool { return servingOn.MatchString(s.stdout.String()) }, 15*time.Second, 5*time.Millisecond,
-		"hopper serve did not start: %s", s.stderr.String())
+	return s
+}
+
+// waitListening waits until the server listens, and sets its url. A server that exits first
+// fails the test with its output.
+func (s *runningServe) waitListening(t *testing.T) {
+	t.Helper()
+	exited := false
+	require.Eventually(t, func() bool {
+		select {
+		case code := <-s.done:
+			s.done <- code // for stop
+			exited = true
+			return true
+		default:
+		}
+		return servingOn.MatchString(s.stdout.String())
+	}, 15*time.Second, 5*time.Millisecond, "hopper serve did not start: %s", s.stderr.String())
+	require.False(t, exited, "hopper serve exited: %s", s.stderr.String())
 	m := servingOn.FindStringSubmatch(s.stdout.String())
 	s.url = m[1] + "://" + m[2]
-	return s
 }
 
 // stop stops the server once, and requires a clean exit.
