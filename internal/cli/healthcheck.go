@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"time"
 
@@ -69,7 +70,12 @@ func healthcheck(cmd *cobra.Command, o healthcheckOptions) error {
 	hc := &http.Client{Transport: tr, Timeout: healthcheckTimeout}
 	resp, err := hc.Get(url)
 	if err != nil {
-		return &exitError{code: ExitUnavailable, msg: fmt.Sprintf("%s: %v", url, err), err: err}
+		cause := err
+		var ue *neturl.Error
+		if errors.As(err, &ue) {
+			cause = ue.Err // without the method and URL, which the message names already
+		}
+		return &exitError{code: ExitUnavailable, msg: fmt.Sprintf("%s: %v", url, cause), err: err}
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<10))
