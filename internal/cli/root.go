@@ -87,6 +87,7 @@ already ended), 5 the server refused the API key, 6 the server is unreachable.`,
 	root.AddCommand(newDLQCmd())
 	root.AddCommand(newSchedulesCmd())
 	root.AddCommand(newVersionCmd())
+	root.AddCommand(newHealthcheckCmd())
 	documentEnvFlags(root)
 	return root
 }
