@@ -77,7 +77,8 @@ revoked key (never imported again) or a name a live key of another id has is a c
 	fl := cmd.Flags()
 	fl.StringVar(&f.name, "name", "", "what the key is for: 1 to 64 letters, digits, '.', '_' or '-'; unique among live keys")
 	fl.StringSliceVar(&f.scopes, "scope", nil, "enqueue, work, read or admin (repeatable or comma-separated)")
-	fl.StringVar(&f.fromFile, "from-file", "", "the file holding the key, or - for stdin (never the key itself: it would be in the shell's history)")
+	fl.StringVar(&f.fromFile, "from-file", "",
+		"the file holding the key, or - for stdin (never the key itself: it would be in the shell's history)")
 	for _, name := range []string{"name", "scope", "from-file"} {
 		_ = cmd.MarkFlagRequired(name)
 	}
