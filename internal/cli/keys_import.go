@@ -18,7 +18,7 @@ import (
 func newKeysGenerateCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "generate",
-		Short: "Print a new API key, stored nowhere: for a secret manager, then 'keys import' or serve --bootstrap-key-file",
+		Short: "Print a new API key, stored nowhere, for a secret manager (then import it)",
 		Long: `generate prints a new API key and nothing else, touching no database and no server: the
 key is valid for no one until it is imported ('hopper keys import', or 'hopper serve
 --bootstrap-key-file' for an admin key). Put it in a secret manager, a Kubernetes Secret or a
