@@ -50,7 +50,8 @@ func (e *ConflictError) Is(target error) bool {
 // *ConflictError when the key's id is another key's (another secret), the key is stored under
 // another name or with other scopes, or was revoked, or when a live key of another id has the
 // name; or the store's error.
-func Import(ctx context.Context, keys store.KeyStore, plaintext, name string, scopes []Scope) (k *store.APIKey, created bool, err error) {
+func Import(ctx context.Context, keys store.KeyStore, plaintext, name string,
+	scopes []Scope) (k *store.APIKey, created bool, err error) {
 	id, secret, err := Parse(plaintext)
 	if err != nil {
 		return nil, false, err
@@ -99,8 +100,9 @@ func sameKey(stored, want *store.APIKey, secret string) error {
 		return &ConflictError{Field: "name", Reason: fmt.Sprintf("key %s is stored as %q", id, stored.Name),
 			Hint: "import it under that name, or revoke it and import a new key"}
 	case err != nil || !slices.Equal(ScopeNames(storedScopes), want.Scopes):
-		return &ConflictError{Field: "scopes", Reason: fmt.Sprintf("key %s is stored with scopes %s", id, strings.Join(stored.Scopes, ", ")),
-			Hint: "import it with those, or revoke it and import a new key"}
+		return &ConflictError{Field: "scopes",
+			Reason: fmt.Sprintf("key %s is stored with scopes %s", id, strings.Join(stored.Scopes, ", ")),
+			Hint:   "import it with those, or revoke it and import a new key"}
 	}
 	return nil
 }

@@ -31,8 +31,8 @@ imported with its secret ('keys import').`,
 	return cmd
 }
 
-// keyManager creates, imports, lists and revokes keys: in the database (--database, localKeys) or
-// through a server's admin API (--server, a *hopperclient.Client).
+// keyManager creates, imports, lists and revokes keys: in the database (--database,
+// localKeys) or through a server's admin API (--server, a *hopperclient.Client).
 type keyManager interface {
 	CreateKey(ctx context.Context, name string, scopes ...string) (plaintext string, key *hopperclient.APIKey, err error)
 	// ImportKey stores a key made elsewhere (keys_import.go); created is false when it was

@@ -18,7 +18,7 @@ import (
 func newKeysGenerateCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "generate",
-		Short: "Print a new API key, stored nowhere: for a secret manager, then 'keys import' or serve --bootstrap-key-file",
+		Short: "Print a new API key, stored nowhere, for a secret manager (then import it)",
 		Long: `generate prints a new API key and nothing else, touching no database and no server: the
 key is valid for no one until it is imported ('hopper keys import', or 'hopper serve
 --bootstrap-key-file' for an admin key). Put it in a secret manager, a Kubernetes Secret or a
@@ -77,7 +77,8 @@ revoked key (never imported again) or a name a live key of another id has is a c
 	fl := cmd.Flags()
 	fl.StringVar(&f.name, "name", "", "what the key is for: 1 to 64 letters, digits, '.', '_' or '-'; unique among live keys")
 	fl.StringSliceVar(&f.scopes, "scope", nil, "enqueue, work, read or admin (repeatable or comma-separated)")
-	fl.StringVar(&f.fromFile, "from-file", "", "the file holding the key, or - for stdin (never the key itself: it would be in the shell's history)")
+	fl.StringVar(&f.fromFile, "from-file", "",
+		"the file holding the key, or - for stdin (never the key itself: it would be in the shell's history)")
 	for _, name := range []string{"name", "scope", "from-file"} {
 		_ = cmd.MarkFlagRequired(name)
 	}

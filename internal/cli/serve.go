@@ -36,25 +36,26 @@ func (a *echoArgs) UnmarshalJSON(b []byte) error {
 }
 
 type serveOptions struct {
-	addr             string
-	noEcho           bool
-	maxBody          int64
-	maxStreams       int
-	maxPolls         int
-	shutdownGrace    time.Duration
-	readHeaderWait   time.Duration
-	stalledAfter     time.Duration
-	resultTTL        time.Duration // dlq.go
-	dlqRetention     time.Duration
-	dlqWebhook       string
-	conns            int
-	maxRescues       int
-	tlsCert          string // serve_tls.go
-	tlsKey           string
-	maxCPU           fraction // limits.go
-	maxMemory        byteSize
-	logFormat        logFormat // serve_log.go
-	logLevel         logLevel
+	addr           string
+	noEcho         bool
+	maxBody        int64
+	maxStreams     int
+	maxPolls       int
+	shutdownGrace  time.Duration
+	readHeaderWait time.Duration
+	stalledAfter   time.Duration
+	resultTTL      time.Duration // dlq.go
+	dlqRetention   time.Duration
+	dlqWebhook     string
+	conns          int
+	maxRescues     int
+	tlsCert        string // serve_tls.go
+	tlsKey         string
+	maxCPU         fraction // limits.go
+	maxMemory      byteSize
+	logFormat      logFormat // serve_log.go
+	logLevel       logLevel
+
 	bootstrapKeyFile string // serve_keys.go
 }
 
@@ -76,10 +77,12 @@ running jobs go on (docs/flow-control.md#resource-governor). Remote workers have
 
 It listens on 127.0.0.1:7070 unless --addr says otherwise. Once any API key exists
 ('hopper keys create'), every request needs one; a non-loopback --addr is refused while no
-key exists. With --bootstrap-key-file (HOPPER_BOOTSTRAP_KEY_FILE, a Secret mounted as a
-file) it imports the admin key that file holds at start, unless it is stored already, so a
-container needs no key made by hand (docs/security.md#a-bootstrap-admin-key). It works jobs of kind hopper.echo itself (they complete with their args as
+key exists. It works jobs of kind hopper.echo itself (they complete with their args as
 result) unless --no-echo.
+
+With --bootstrap-key-file (HOPPER_BOOTSTRAP_KEY_FILE: a Secret mounted as a file) it imports
+the admin key that file holds at start, unless it is stored already, so a container needs no
+key made by hand (docs/security.md#a-bootstrap-admin-key).
 
 It logs to standard error, as text or JSON (--log-format) from --log-level on. /metrics has
 Prometheus metrics, /livez and /readyz are the probes; with OTEL_EXPORTER_OTLP_ENDPOINT set,

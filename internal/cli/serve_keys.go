@@ -58,7 +58,8 @@ func importBootstrapKey(ctx context.Context, keys istore.KeyStore, plaintext, pa
 	}
 	if ce, ok := errors.AsType[*apikey.ConflictError](err); ok {
 		msg := fmt.Sprintf("--%s %s: conflicting %s: %s (a bootstrap key is named %s, with the admin scope): "+
-			"put a new key in the file ('hopper keys generate'), or leave the flag unset", flagBootstrapKey, path, ce.Field, ce.Reason, name)
+			"put a new key in the file ('hopper keys generate'), or leave the flag unset",
+			flagBootstrapKey, path, ce.Field, ce.Reason, name)
 		return &exitError{code: ExitConflict, msg: msg, err: err}
 	}
 	if err != nil {
