@@ -45,7 +45,7 @@ type backend interface {
 	EnableKind(ctx context.Context, kind string) error
 	Nodes(ctx context.Context) ([]*hopper.Node, error)
 	// The dead-letter queue (dlq.go).
-	DeadLetters(ctx context.Context, p *hopper.DeadLetterParams) (*hopper.ListResult, error)
+	DeadLetters(ctx context.Context, p *hopper.DeadLetterParams) (*hopper.DeadLetterPage, error)
 	DeadLetterStats(ctx context.Context) (*hopper.DeadLetterStats, error)
 	Replay(ctx context.Context, id string) (*hopper.JobRow, error)
 	ReplayMany(ctx context.Context, f hopper.DeadLetterFilter, limit int) ([]*hopper.JobRow, error)
