@@ -204,7 +204,7 @@ func TestDeadLetterRoundTrip(t *testing.T) {
 	replays := DeadLetterReplays(page.DeadLetters)
 	require.Len(t, replays, 1)
 	require.Equal(t, page, FromDeadLetterList(&hopperv1.DeadLetterServiceListResponse{
-		Jobs: []*hopperv1.Job{apiview.Job(marked.JobRow, false), apiview.Job(plain.JobRow, false)},
+		Jobs:    []*hopperv1.Job{apiview.Job(marked.JobRow, false), apiview.Job(plain.JobRow, false)},
 		Replays: replays, NextCursor: "n"}))
 	require.NotNil(t, DeadLetterReplays(nil), "never nil: the CLI prints {} for none")
 
