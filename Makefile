@@ -1,5 +1,5 @@
 # The README's commands. CI (.ci/run) runs vet, test, e2e, chaos-short and fuzz-ci among them.
-.PHONY: test vet e2e run build bench tools gen gen-check chaos chaos-short fuzz fuzz-ci ts-test ts-gen ts-gen-check ts-bench screenshots
+.PHONY: test vet e2e run build bench tools gen gen-check chaos chaos-short fuzz fuzz-ci ts-test ts-gen ts-gen-check ts-bench screenshots docs-cli
 
 # The hopper module's tests. The repository holds two more modules, each with its own go.mod,
 # which `./...` here does not reach: e2e (browser and chaos tests, make e2e and make chaos) and
@@ -53,6 +53,12 @@ bench:
 # chromium (Debian: apt-get install chromium) from a store with an hour of history.
 screenshots:
 	cd e2e && go test -count=1 -run TestScreenshots ./dashboard/ -args -screenshots=$(CURDIR)/docs/dashboard
+
+# The outputs the docs show under a "<!-- make docs-cli runs: … -->" comment (docs/cli.md,
+# docs/dead-letters.md) and the schema versions they quote, rewritten from the hopper command
+# itself. make test fails when they are stale (TestDocsShowTheRealOutput in internal/cli).
+docs-cli:
+	go test -count=1 -run '^TestDocsShowTheRealOutput$$' ./internal/cli/ -update-docs
 
 # Code generation: the protobuf API in api/ becomes the committed code in gen/.
 BUF_VERSION := v1.75.0

@@ -119,6 +119,20 @@ func (l local) Cancel(ctx context.Context, id, reason string) (*hopper.JobRow, e
 	return l.CancelBy(ctx, id, hopper.ActorOperator, reason)
 }
 
+// checkServerURL checks a --server URL (given as name) as the server's client does, so that a
+// URL without a scheme (127.0.0.1:7070) is a usage error for every command, before anything
+// runs. "" (no server) is fine.
+func checkServerURL(name, url string) error {
+	if url == "" {
+		return nil
+	}
+	_, err := hopperclient.New(hopperclient.Config{URL: url})
+	if ve, ok := errors.AsType[*hopper.ValidationError](err); ok && ve.Field == "Config.URL" {
+		return usageErrorf("invalid %s: %s", name, ve.Reason)
+	}
+	return err
+}
+
 // newRemote is the client of the server at url (--server), with the key in $HOPPER_API_KEY.
 // A URL it cannot use is a usage error.
 func newRemote(url string) (*hopperclient.Client, error) {

@@ -427,7 +427,7 @@ func printReplays(w io.Writer, res *hopper.ReplayListResult) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "REPLAYED\tBY\tDEAD LETTER\tNEW JOB\tORIGINAL")
+	fmt.Fprintln(tw, "REPLAYED\tBY\tDEAD_LETTER\tNEW_JOB\tORIGINAL")
 	for _, r := range res.Replays {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", showTime(r.ReplayedAt, tableTime), r.ReplayedBy, r.SourceJobID,
 			r.NewJobID, r.OriginalID)

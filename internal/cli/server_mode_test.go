@@ -231,6 +231,27 @@ func TestUnreachableServerExitCode(t *testing.T) {
 	require.Equal(t, ExitUnavailable, code, stderr.String())
 }
 
+// A --server URL the client cannot use (127.0.0.1:7070 has no scheme) is a usage error saying
+// what to write, for every command, before it opens anything: no ./hopper.db is created.
+func TestServerURLWithoutASchemeIsAUsageError(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, args := range [][]string{{"jobs", "ls"}, {"dlq", "stats"}, {"keys", "ls"}, {"bench", "--jobs", "10"},
+		{"migrate"}, {"enqueue", "x"}} {
+		var stdout, stderr bytes.Buffer
+		all := append([]string{"--database", dir + "/hopper.db", "--server", "127.0.0.1:7070"}, args...)
+		code := run(t.Context(), all, strings.NewReader(""), &stdout, &stderr)
+		require.Equal(t, ExitUsage, code, "%v: %s", args, stderr.String())
+		require.Contains(t, stderr.String(),
+			`hopper: invalid --server: "127.0.0.1:7070" has no scheme: write http://127.0.0.1:7070 (or https:// for a server with TLS)`, args)
+	}
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), []string{"--server", "ftp://example.com", "jobs", "ls"}, strings.NewReader(""), &stdout, &stderr)
+	require.Equal(t, ExitUsage, code)
+	require.Contains(t, stderr.String(), `invalid --server: "ftp://example.com" is not an http or https URL`)
+	require.NoFileExists(t, dir+"/hopper.db")
+}
+
 func TestServeRefusesAnOpenAddressWithoutKeys(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
