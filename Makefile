@@ -71,14 +71,19 @@ tools:
 	GOBIN=$(TOOLS) go install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
 	GOBIN=$(TOOLS) go install connectrpc.com/connect/v2/cmd/protoc-gen-connect-go@$(CONNECT_VERSION)
 
+# REFLECTION is api/'s files with their comments (source info, which the generated Go code
+# leaves out), embedded by the server for gRPC reflection (internal/server/reflection.go).
+REFLECTION := internal/server/reflection.binpb
+
 gen: tools
 	PATH="$(TOOLS):$$PATH" buf lint
 	rm -rf gen && PATH="$(TOOLS):$$PATH" buf generate
+	PATH="$(TOOLS):$$PATH" buf build --as-file-descriptor-set --exclude-imports -o $(REFLECTION)
 
-# gen-check fails when gen/ is not what api/ generates.
+# gen-check fails when gen/ or $(REFLECTION) is not what api/ generates.
 gen-check: gen
-	@git diff --exit-code --stat -- gen || (echo "gen/ is stale: run make gen and commit it"; exit 1)
-	@test -z "$$(git ls-files --others --exclude-standard gen)" || (echo "gen/ has uncommitted files: run make gen and commit them"; exit 1)
+	@git diff --exit-code --stat -- gen $(REFLECTION) || (echo "gen/ is stale: run make gen and commit it"; exit 1)
+	@test -z "$$(git ls-files --others --exclude-standard gen $(REFLECTION))" || (echo "gen/ has uncommitted files: run make gen and commit them"; exit 1)
 
 # The TypeScript SDK (clients/typescript, docs/workers-other-languages.md): its dependencies
 # come from its package-lock.json (npm ci, which also builds it), its tests run against a
