@@ -1,5 +1,5 @@
-// Package cli implements the hopper command: inspect, enqueue and cancel jobs in a Hopper
-// database. cmd/hopper calls Execute.
+// Package cli implements the hopper command: the server (serve), and the operator's commands
+// on a Hopper database or through a running server. cmd/hopper calls Execute.
 package cli
 
 import (
