@@ -1,5 +1,5 @@
 # The README's commands. CI (.ci/run) runs vet, test, e2e, chaos-short and fuzz-ci among them.
-.PHONY: test vet e2e run build bench tools gen gen-check chaos chaos-short fuzz fuzz-ci ts-test ts-gen ts-gen-check ts-bench screenshots
+.PHONY: test vet e2e run build bench tools gen gen-check chaos chaos-short fuzz fuzz-ci ts-test ts-gen ts-gen-check ts-bench screenshots docs-cli
 
 # The hopper module's tests. The repository holds two more modules, each with its own go.mod,
 # which `./...` here does not reach: e2e (browser and chaos tests, make e2e and make chaos) and
@@ -54,6 +54,12 @@ bench:
 screenshots:
 	cd e2e && go test -count=1 -run TestScreenshots ./dashboard/ -args -screenshots=$(CURDIR)/docs/dashboard
 
+# The outputs the docs show under a "<!-- make docs-cli runs: … -->" comment (docs/cli.md,
+# docs/dead-letters.md) and the schema versions they quote, rewritten from the hopper command
+# itself. make test fails when they are stale (TestDocsShowTheRealOutput in internal/cli).
+docs-cli:
+	go test -count=1 -run '^TestDocsShowTheRealOutput$$' ./internal/cli/ -update-docs
+
 # Code generation: the protobuf API in api/ becomes the committed code in gen/.
 BUF_VERSION := v1.75.0
 PROTOC_GEN_GO_VERSION := v1.36.12
@@ -65,14 +71,19 @@ tools:
 	GOBIN=$(TOOLS) go install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
 	GOBIN=$(TOOLS) go install connectrpc.com/connect/v2/cmd/protoc-gen-connect-go@$(CONNECT_VERSION)
 
+# REFLECTION is api/'s files with their comments (source info, which the generated Go code
+# leaves out), embedded by the server for gRPC reflection (internal/server/reflection.go).
+REFLECTION := internal/server/reflection.binpb
+
 gen: tools
 	PATH="$(TOOLS):$$PATH" buf lint
 	rm -rf gen && PATH="$(TOOLS):$$PATH" buf generate
+	PATH="$(TOOLS):$$PATH" buf build --as-file-descriptor-set --exclude-imports -o $(REFLECTION)
 
-# gen-check fails when gen/ is not what api/ generates.
+# gen-check fails when gen/ or $(REFLECTION) is not what api/ generates.
 gen-check: gen
-	@git diff --exit-code --stat -- gen || (echo "gen/ is stale: run make gen and commit it"; exit 1)
-	@test -z "$$(git ls-files --others --exclude-standard gen)" || (echo "gen/ has uncommitted files: run make gen and commit them"; exit 1)
+	@git diff --exit-code --stat -- gen $(REFLECTION) || (echo "gen/ is stale: run make gen and commit it"; exit 1)
+	@test -z "$$(git ls-files --others --exclude-standard gen $(REFLECTION))" || (echo "gen/ has uncommitted files: run make gen and commit them"; exit 1)
 
 # The TypeScript SDK (clients/typescript, docs/workers-other-languages.md): its dependencies
 # come from its package-lock.json (npm ci, which also builds it), its tests run against a

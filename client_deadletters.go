@@ -12,7 +12,10 @@ import (
 // The dead-letter queue (contract 11): jobs in state failed, kept for
 // Config.DeadLetterRetention. They can be listed, counted and replayed; a replay creates a new
 // job with the failed one's work and lineage, records who did it in an audit log, and leaves
-// the dead letter as it was.
+// the dead letter as it was. A replayed dead letter has been dealt with, as one retried from
+// Sidekiq's dead set or Oban's discarded jobs: DeadLetters leaves it out unless asked
+// (IncludeReplayed), and DeadLetterStats counts it apart (Replayed), so that the count is
+// always the number of dead letters listed.
 
 // Limits of ReplayMany.
 const (
@@ -33,18 +36,51 @@ type DeadLetterFilter struct {
 // DeadLetterParams filters and pages DeadLetters.
 type DeadLetterParams struct {
 	DeadLetterFilter
+	// IncludeReplayed lists the dead letters that were replayed too (marked: their
+	// DeadLetter.Replays is more than 0). By default they are left out, as dealt with.
+	IncludeReplayed bool
 	// Cursor continues from a previous page's NextCursor.
 	Cursor string
 	// Limit is the page size (default 100, at most 10,000).
 	Limit int
 }
 
-// DeadLetterStats sums up the dead-letter queue.
+// DeadLetter is a failed job as the dead-letter queue lists it: the job, and its replays.
+type DeadLetter struct {
+	*JobRow
+	// Replays is how often this dead letter was replayed; 0 when never. (The job's own
+	// ReplayCount says instead which replay of its OriginalID the job is.)
+	Replays int
+	// LastReplayID is the job the newest replay created and LastReplayedAt when; empty when
+	// never replayed.
+	LastReplayID   string
+	LastReplayedAt time.Time
+}
+
+// DeadLetterPage is one page of dead letters; NextCursor is empty on the last page.
+type DeadLetterPage struct {
+	DeadLetters []*DeadLetter
+	NextCursor  string
+}
+
+// Jobs returns the page's jobs, in order.
+func (p *DeadLetterPage) Jobs() []*JobRow {
+	out := make([]*JobRow, len(p.DeadLetters))
+	for i, d := range p.DeadLetters {
+		out[i] = d.JobRow
+	}
+	return out
+}
+
+// DeadLetterStats sums up the dead-letter queue. Count is the number of dead letters
+// DeadLetters lists, Count + Replayed the number it lists with IncludeReplayed.
 type DeadLetterStats struct {
-	// Count is the number of failed jobs not yet expired.
+	// Count is the number of failed jobs neither expired nor replayed.
 	Count int64
 	// Oldest is when the oldest of them failed; zero when there is none.
 	Oldest time.Time
+	// Replayed is the number of failed jobs not yet expired that were replayed.
+	Replayed int64
 }
 
 // OldestAge is how long the oldest dead letter has waited at now; 0 when there is none.
@@ -87,9 +123,10 @@ type ReplayListResult struct {
 	NextCursor string
 }
 
-// DeadLetters returns one page of failed jobs, newest first, filtered. An error wraps
+// DeadLetters returns one page of failed jobs, newest first, filtered: those never replayed,
+// or with p.IncludeReplayed all of them, each with a summary of its replays. An error wraps
 // ErrInvalid for a bad limit or cursor.
-func (c *Client) DeadLetters(ctx context.Context, p *DeadLetterParams) (*ListResult, error) {
+func (c *Client) DeadLetters(ctx context.Context, p *DeadLetterParams) (*DeadLetterPage, error) {
 	if p == nil {
 		p = &DeadLetterParams{}
 	}
@@ -100,24 +137,40 @@ func (c *Client) DeadLetters(ctx context.Context, p *DeadLetterParams) (*ListRes
 		return nil, err
 	}
 	res, err := c.store.JobList(ctx, &store.ListParams{States: []JobState{StateFailed}, Queues: p.Queues,
-		Kinds: p.Kinds, FinishedAfter: p.Since, FinishedBefore: p.Until, Cursor: p.Cursor, Limit: p.Limit})
+		Kinds: p.Kinds, FinishedAfter: p.Since, FinishedBefore: p.Until, ExcludeReplayed: !p.IncludeReplayed,
+		Cursor: p.Cursor, Limit: p.Limit})
 	if errors.Is(err, store.ErrInvalidCursor) {
 		return nil, invalid("cursor", "%q is not a cursor a DeadLetters call returned", p.Cursor)
 	}
 	if err != nil {
 		return nil, err
 	}
-	return &ListResult{Jobs: res.Jobs, NextCursor: res.NextCursor}, nil
-}
-
-// DeadLetterStats counts the dead letters and finds when the oldest failed, in one query.
-func (c *Client) DeadLetterStats(ctx context.Context) (*DeadLetterStats, error) {
-	dl := c.store
-	st, err := dl.DeadLetterStats(ctx)
+	page := &DeadLetterPage{NextCursor: res.NextCursor, DeadLetters: make([]*DeadLetter, len(res.Jobs))}
+	ids := make([]string, len(res.Jobs))
+	for i, j := range res.Jobs {
+		page.DeadLetters[i], ids[i] = &DeadLetter{JobRow: j}, j.ID
+	}
+	// Even without IncludeReplayed: a dead letter replayed since the listing's read shows so.
+	replays, err := c.store.ReplaySummaries(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
-	return &DeadLetterStats{Count: st.Count, Oldest: st.Oldest}, nil
+	for _, d := range page.DeadLetters {
+		if r := replays[d.ID]; r != nil {
+			d.Replays, d.LastReplayID, d.LastReplayedAt = r.Count, r.LastJobID, r.LastAt
+		}
+	}
+	return page, nil
+}
+
+// DeadLetterStats counts the dead letters, finds when the oldest failed, and counts the
+// replayed ones apart, in one query.
+func (c *Client) DeadLetterStats(ctx context.Context) (*DeadLetterStats, error) {
+	st, err := c.store.DeadLetterStats(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &DeadLetterStats{Count: st.Count, Oldest: st.Oldest, Replayed: st.Replayed}, nil
 }
 
 // Replay enqueues a new job that does a failed job's work again: same kind, queue, args,

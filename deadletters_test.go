@@ -57,13 +57,13 @@ func TestDeadLettersListReplayAndAudit(t *testing.T) {
 	second := b.deadLetter(t, nil)
 	page, err := b.client.DeadLetters(t.Context(), &DeadLetterParams{Limit: 1})
 	require.NoError(t, err)
-	require.Equal(t, []string{second.ID}, jobIDs(page.Jobs), "newest first")
+	require.Equal(t, []string{second.ID}, jobIDs(page.Jobs()), "newest first")
 	page, err = b.client.DeadLetters(t.Context(), &DeadLetterParams{Cursor: page.NextCursor})
 	require.NoError(t, err)
-	require.Equal(t, []string{first.ID}, jobIDs(page.Jobs))
+	require.Equal(t, []string{first.ID}, jobIDs(page.Jobs()))
 	page, err = b.client.DeadLetters(t.Context(), &DeadLetterParams{DeadLetterFilter: DeadLetterFilter{Since: second.FinishedAt}})
 	require.NoError(t, err)
-	require.Equal(t, []string{second.ID}, jobIDs(page.Jobs))
+	require.Equal(t, []string{second.ID}, jobIDs(page.Jobs()))
 
 	st, err = b.client.DeadLetterStats(t.Context())
 	require.NoError(t, err)
@@ -102,6 +102,42 @@ func TestDeadLettersListReplayAndAudit(t *testing.T) {
 	require.ErrorIs(t, err, ErrInvalidTransition, "only failed jobs are replayed")
 	_, err = b.client.Replay(t.Context(), "01a2ffff-0000-7000-8000-000000000000", "alice")
 	require.ErrorIs(t, err, ErrNotFound)
+}
+
+// A replayed dead letter has been dealt with: DeadLetters leaves it out unless asked, and then
+// marks it with its replays; DeadLetterStats counts what each listing holds.
+func TestDeadLettersCountWhatTheyList(t *testing.T) {
+	t.Parallel()
+	b := setup(t, flaky(), nil)
+	first := b.deadLetter(t, nil)
+	second := b.deadLetter(t, nil)
+	r1, err := b.client.Replay(t.Context(), first.ID, "alice")
+	require.NoError(t, err)
+	b.waitFor(t, r1.ID, StateFailed) // the replay fails too: a dead letter of its own
+	b.clock.Advance(time.Second)
+	r2, err := b.client.Replay(t.Context(), first.ID, "bob")
+	require.NoError(t, err)
+	b.waitFor(t, r2.ID, StateFailed)
+
+	page, err := b.client.DeadLetters(t.Context(), nil)
+	require.NoError(t, err)
+	require.Equal(t, []string{r2.ID, r1.ID, second.ID}, jobIDs(page.Jobs()), "the replayed one is left out")
+	for _, d := range page.DeadLetters {
+		require.Zero(t, d.Replays, d.ID)
+	}
+	all, err := b.client.DeadLetters(t.Context(), &DeadLetterParams{IncludeReplayed: true})
+	require.NoError(t, err)
+	require.Equal(t, []string{r2.ID, r1.ID, second.ID, first.ID}, jobIDs(all.Jobs()))
+	marked := all.DeadLetters[3]
+	require.Equal(t, 2, marked.Replays)
+	require.Equal(t, r2.ID, marked.LastReplayID, "the newest replay")
+	require.Equal(t, r2.CreatedAt, marked.LastReplayedAt)
+
+	st, err := b.client.DeadLetterStats(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, int64(len(page.DeadLetters)), st.Count)
+	require.Equal(t, int64(len(all.DeadLetters)), st.Count+st.Replayed)
+	require.Equal(t, second.FinishedAt, st.Oldest, "the oldest not replayed")
 }
 
 // ReplayMany is bounded and never replays a job twice: calling it again continues.

@@ -100,10 +100,24 @@ func ExampleClient_Replay() {
 		log.Fatal(err)
 	}
 	fmt.Println("replayed by", audit.Replays[0].ReplayedBy)
+
+	// The replayed dead letter has been dealt with: no longer listed nor counted, unless asked.
+	if stats, err = client.DeadLetterStats(ctx); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("dead letters:", stats.Count, "- replayed:", stats.Replayed)
+	all, err := client.DeadLetters(ctx, &hopper.DeadLetterParams{IncludeReplayed: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	d := all.DeadLetters[0]
+	fmt.Println("with the replayed:", len(all.DeadLetters), "- replayed", d.Replays, "time(s), as our replay:", d.LastReplayID == replay.ID)
 	// Output:
 	// dead letters: 1 - the hook saw our job: true
 	// replay 1 of the original: true - completed
 	// replayed by alice
+	// dead letters: 0 - replayed: 1
+	// with the replayed: 1 - replayed 1 time(s), as our replay: true
 }
 
 // Completed jobs are kept for their result TTL: the job's own, else its worker's, else the

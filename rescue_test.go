@@ -136,7 +136,7 @@ func TestPoisonJobEndsInTheDeadLetterQueue(t *testing.T) {
 	}
 	dls, err := leader.DeadLetters(t.Context(), nil)
 	require.NoError(t, err)
-	require.Equal(t, []string{id}, jobIDs(dls.Jobs))
+	require.Equal(t, []string{id}, jobIDs(dls.Jobs()))
 	require.Never(t, func() bool { return len(dead) > 0 }, 20*time.Millisecond, time.Millisecond, "the hook hears once")
 }
 

@@ -63,6 +63,10 @@ func (cfg *Config) validate() error {
 	if cfg.URL == "" {
 		return &hopper.ValidationError{Field: "Config.URL", Reason: "is required"}
 	}
+	if !strings.Contains(cfg.URL, "://") {
+		return &hopper.ValidationError{Field: "Config.URL",
+			Reason: fmt.Sprintf("%q has no scheme: write http://%s (or https:// for a server with TLS)", cfg.URL, cfg.URL)}
+	}
 	u, err := url.Parse(cfg.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return &hopper.ValidationError{Field: "Config.URL",

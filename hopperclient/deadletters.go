@@ -10,17 +10,18 @@ import (
 )
 
 // DeadLetters returns one page of dead letters (failed jobs), newest first, filtered by p
-// (nil: all); NextCursor continues. It needs the read scope.
-func (c *Client) DeadLetters(ctx context.Context, p *hopper.DeadLetterParams) (*hopper.ListResult, error) {
+// (nil: all never replayed), each with a summary of its replays; NextCursor continues. It
+// needs the read scope.
+func (c *Client) DeadLetters(ctx context.Context, p *hopper.DeadLetterParams) (*hopper.DeadLetterPage, error) {
 	res, err := c.dlq.List(ctx, apispec.DeadLetterListRequest(p))
 	if err != nil {
 		return nil, callErr("list dead letters", err)
 	}
-	return listResult(res.GetJobs(), res.GetNextCursor()), nil
+	return apispec.FromDeadLetterList(res), nil
 }
 
-// DeadLetterStats counts the dead letters and says when the oldest one failed. It needs the
-// read scope.
+// DeadLetterStats counts the dead letters that DeadLetters lists, says when the oldest one
+// failed, and counts the replayed ones apart. It needs the read scope.
 func (c *Client) DeadLetterStats(ctx context.Context) (*hopper.DeadLetterStats, error) {
 	res, err := c.dlq.Stats(ctx, &hopperv1.DeadLetterServiceStatsRequest{})
 	if err != nil {

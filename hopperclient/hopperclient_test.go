@@ -335,8 +335,8 @@ func TestDeadLettersAndReplays(t *testing.T) {
 
 	page, err := b.client.DeadLetters(ctx, &hopper.DeadLetterParams{DeadLetterFilter: hopper.DeadLetterFilter{Kinds: []string{"refund"}}})
 	require.NoError(t, err)
-	require.Len(t, page.Jobs, 3)
-	require.Contains(t, page.Jobs[0].LastError, "card declined")
+	require.Len(t, page.DeadLetters, 3)
+	require.Contains(t, page.DeadLetters[0].LastError, "card declined")
 	st, err := b.client.DeadLetterStats(ctx)
 	require.NoError(t, err)
 	require.Equal(t, int64(3), st.Count)
@@ -368,6 +368,35 @@ func TestDeadLettersAndReplays(t *testing.T) {
 	all, err := b.client.Replays(ctx, nil)
 	require.NoError(t, err)
 	require.Len(t, all.Replays, 4)
+
+	// The four replayed dead letters are dealt with: left out, counted apart, listed on request
+	// and marked. Their three replays, failed again, are what is left.
+	for _, j := range many {
+		b.waitState(t, j.ID, hopper.StateFailed)
+	}
+	page, err = b.client.DeadLetters(ctx, nil)
+	require.NoError(t, err)
+	require.Equal(t, []string{many[2].ID, many[1].ID, many[0].ID}, deadLetterIDs(page))
+	st, err = b.client.DeadLetterStats(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(3), st.Count)
+	require.Equal(t, int64(4), st.Replayed)
+	page, err = b.client.DeadLetters(ctx, &hopper.DeadLetterParams{IncludeReplayed: true})
+	require.NoError(t, err)
+	require.Equal(t, []string{many[2].ID, many[1].ID, many[0].ID, replayed.ID, ids[2], ids[1], ids[0]}, deadLetterIDs(page))
+	require.Zero(t, page.DeadLetters[0].Replays)
+	marked := page.DeadLetters[3]
+	require.Equal(t, 1, marked.Replays)
+	require.Equal(t, many[2].ID, marked.LastReplayID)
+	require.Equal(t, many[2].CreatedAt, marked.LastReplayedAt)
+}
+
+func deadLetterIDs(p *hopper.DeadLetterPage) []string {
+	out := make([]string, len(p.DeadLetters))
+	for i, d := range p.DeadLetters {
+		out[i] = d.ID
+	}
+	return out
 }
 
 func TestSchedules(t *testing.T) {

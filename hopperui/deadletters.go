@@ -10,34 +10,41 @@ import (
 )
 
 type deadLettersData struct {
-	Stats      *hopper.DeadLetterStats
-	Jobs       []*hopper.JobRow
-	NextURL    string
-	Replays    []*hopper.Replay
-	Queue      string
-	Kind       string
-	ReplayMax  int
-	ReplayDflt int
+	Stats       *hopper.DeadLetterStats
+	DeadLetters []*hopper.DeadLetter
+	NextURL     string
+	Replays     []*hopper.Replay
+	Queue       string
+	Kind        string
+	// IncludeReplayed lists the replayed dead letters too (marked), as ?replayed=1 asks.
+	IncludeReplayed bool
+	ReplayMax       int
+	ReplayDflt      int
 }
 
 func (h *Handler) deadLetters(w http.ResponseWriter, r *http.Request, v *view) error {
 	ctx := r.Context()
 	q := r.URL.Query()
 	d := &deadLettersData{Queue: strings.TrimSpace(q.Get("queue")), Kind: strings.TrimSpace(q.Get("kind")),
-		ReplayMax: hopper.MaxReplayLimit, ReplayDflt: hopper.DefaultReplayLimit}
+		IncludeReplayed: q.Get("replayed") == "1", ReplayMax: hopper.MaxReplayLimit, ReplayDflt: hopper.DefaultReplayLimit}
 	stats, err := h.client.DeadLetterStats(ctx)
 	if err != nil {
 		return err
 	}
 	d.Stats = stats
-	p := &hopper.DeadLetterParams{Cursor: q.Get("cursor"), Limit: defaultPage, DeadLetterFilter: d.filter()}
+	p := &hopper.DeadLetterParams{Cursor: q.Get("cursor"), Limit: defaultPage, DeadLetterFilter: d.filter(),
+		IncludeReplayed: d.IncludeReplayed}
 	page, err := h.client.DeadLetters(ctx, p)
 	if err != nil {
 		return err
 	}
-	d.Jobs = page.Jobs
+	d.DeadLetters = page.DeadLetters
 	if page.NextCursor != "" {
-		d.NextURL = "?" + url.Values{"cursor": {page.NextCursor}, "queue": {d.Queue}, "kind": {d.Kind}}.Encode()
+		next := url.Values{"cursor": {page.NextCursor}, "queue": {d.Queue}, "kind": {d.Kind}}
+		if d.IncludeReplayed {
+			next.Set("replayed", "1")
+		}
+		d.NextURL = "?" + next.Encode()
 	}
 	replays, err := h.client.Replays(ctx, &hopper.ReplayListParams{Limit: 20})
 	if err != nil {

@@ -26,19 +26,47 @@ func DeadLetterListRequest(p *hopper.DeadLetterParams) *hopperv1.DeadLetterServi
 		p = &hopper.DeadLetterParams{}
 	}
 	return &hopperv1.DeadLetterServiceListRequest{Filter: DeadLetterFilter(p.DeadLetterFilter), Cursor: p.Cursor,
-		Limit: apiview.Int32(p.Limit)}
+		Limit: apiview.Int32(p.Limit), IncludeReplayed: p.IncludeReplayed}
 }
 
 // FromDeadLetterListRequest reads a page of dead letters to list.
 func FromDeadLetterListRequest(req *hopperv1.DeadLetterServiceListRequest) *hopper.DeadLetterParams {
 	return &hopper.DeadLetterParams{DeadLetterFilter: FromDeadLetterFilter(req.GetFilter()), Cursor: req.GetCursor(),
-		Limit: int(req.GetLimit())}
+		Limit: int(req.GetLimit()), IncludeReplayed: req.GetIncludeReplayed()}
+}
+
+// DeadLetterReplays marks the replayed dead letters of a page as the API does: by job id, a
+// summary of each one's replays; the others have no entry. Never nil.
+func DeadLetterReplays(ds []*hopper.DeadLetter) map[string]*hopperv1.ReplaySummary {
+	out := map[string]*hopperv1.ReplaySummary{}
+	for _, d := range ds {
+		if d.Replays > 0 {
+			out[apiview.Text(d.ID)] = &hopperv1.ReplaySummary{Count: apiview.Int32(d.Replays),
+				LastJobId: apiview.Text(d.LastReplayID), LastReplayedAt: apiview.Time(d.LastReplayedAt)}
+		}
+	}
+	return out
+}
+
+// FromDeadLetterList reads a page of dead letters: each job with its replays.
+func FromDeadLetterList(res *hopperv1.DeadLetterServiceListResponse) *hopper.DeadLetterPage {
+	page := &hopper.DeadLetterPage{NextCursor: res.GetNextCursor(), DeadLetters: make([]*hopper.DeadLetter, len(res.GetJobs()))}
+	replays := res.GetReplays()
+	for i, j := range res.GetJobs() {
+		d := &hopper.DeadLetter{JobRow: apiview.FromJob(j)}
+		if r := replays[j.GetId()]; r != nil {
+			d.Replays, d.LastReplayID, d.LastReplayedAt = int(r.GetCount()), r.GetLastJobId(), apiview.FromTime(r.GetLastReplayedAt())
+		}
+		page.DeadLetters[i] = d
+	}
+	return page
 }
 
 // DeadLetterStats is the dead-letter queue's summary as the API shows it at now: its
 // oldest_age is set whenever there is a dead letter, however young.
 func DeadLetterStats(st *hopper.DeadLetterStats, now time.Time) *hopperv1.DeadLetterServiceStatsResponse {
-	out := &hopperv1.DeadLetterServiceStatsResponse{Count: st.Count, OldestFailedAt: apiview.Time(st.Oldest)}
+	out := &hopperv1.DeadLetterServiceStatsResponse{Count: st.Count, OldestFailedAt: apiview.Time(st.Oldest),
+		Replayed: st.Replayed}
 	if !st.Oldest.IsZero() {
 		out.OldestAge = apiview.Duration(max(st.OldestAge(now), time.Nanosecond))
 	}
@@ -47,7 +75,8 @@ func DeadLetterStats(st *hopper.DeadLetterStats, now time.Time) *hopperv1.DeadLe
 
 // FromDeadLetterStats reads the dead-letter queue's summary.
 func FromDeadLetterStats(res *hopperv1.DeadLetterServiceStatsResponse) *hopper.DeadLetterStats {
-	return &hopper.DeadLetterStats{Count: res.GetCount(), Oldest: apiview.FromTime(res.GetOldestFailedAt())}
+	return &hopper.DeadLetterStats{Count: res.GetCount(), Oldest: apiview.FromTime(res.GetOldestFailedAt()),
+		Replayed: res.GetReplayed()}
 }
 
 // ReplayRecord is one entry of the replay audit log as the API shows it.

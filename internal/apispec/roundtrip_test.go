@@ -177,14 +177,15 @@ func TestScheduleRoundTrip(t *testing.T) {
 func TestDeadLetterRoundTrip(t *testing.T) {
 	t.Parallel()
 	p := &hopper.DeadLetterParams{DeadLetterFilter: hopper.DeadLetterFilter{Queues: []string{"q"}, Kinds: []string{"k"},
-		Since: at, Until: later}, Cursor: "c", Limit: 5}
+		Since: at, Until: later}, IncludeReplayed: true, Cursor: "c", Limit: 5}
 	requireAllSet(t, p.DeadLetterFilter)
 	requireAllSet(t, *p)
 	require.Equal(t, p, FromDeadLetterListRequest(DeadLetterListRequest(p)))
 	require.Equal(t, &hopper.DeadLetterParams{}, FromDeadLetterListRequest(DeadLetterListRequest(nil)))
 	require.Equal(t, hopper.DeadLetterFilter{}, FromDeadLetterFilter(nil))
 
-	st := &hopper.DeadLetterStats{Count: 3, Oldest: at}
+	st := &hopper.DeadLetterStats{Count: 3, Oldest: at, Replayed: 2}
+	requireAllSet(t, *st)
 	msg := DeadLetterStats(st, later)
 	require.Equal(t, 90*time.Minute, apiview.FromDuration(msg.GetOldestAge()))
 	require.Equal(t, st, FromDeadLetterStats(msg))
@@ -193,6 +194,19 @@ func TestDeadLetterRoundTrip(t *testing.T) {
 	require.Nil(t, none.GetOldestFailedAt())
 	require.Nil(t, none.GetOldestAge())
 	require.Equal(t, &hopper.DeadLetterStats{}, FromDeadLetterStats(none))
+
+	// A page of dead letters: the replayed ones marked by id, the others not.
+	marked := &hopper.DeadLetter{JobRow: &hopper.JobRow{ID: "a", Kind: "k", State: hopper.StateFailed}, Replays: 2,
+		LastReplayID: "b", LastReplayedAt: at}
+	requireAllSet(t, *marked)
+	plain := &hopper.DeadLetter{JobRow: &hopper.JobRow{ID: "c", Kind: "k", State: hopper.StateFailed}}
+	page := &hopper.DeadLetterPage{DeadLetters: []*hopper.DeadLetter{marked, plain}, NextCursor: "n"}
+	replays := DeadLetterReplays(page.DeadLetters)
+	require.Len(t, replays, 1)
+	require.Equal(t, page, FromDeadLetterList(&hopperv1.DeadLetterServiceListResponse{
+		Jobs:    []*hopperv1.Job{apiview.Job(marked.JobRow, false), apiview.Job(plain.JobRow, false)},
+		Replays: replays, NextCursor: "n"}))
+	require.NotNil(t, DeadLetterReplays(nil), "never nil: the CLI prints {} for none")
 
 	r := &hopper.Replay{ID: 9, SourceJobID: "s", NewJobID: "n", OriginalID: "o", ReplayedBy: "ops", ReplayedAt: at, Reason: "why"}
 	requireAllSet(t, *r)

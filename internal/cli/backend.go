@@ -45,7 +45,7 @@ type backend interface {
 	EnableKind(ctx context.Context, kind string) error
 	Nodes(ctx context.Context) ([]*hopper.Node, error)
 	// The dead-letter queue (dlq.go).
-	DeadLetters(ctx context.Context, p *hopper.DeadLetterParams) (*hopper.ListResult, error)
+	DeadLetters(ctx context.Context, p *hopper.DeadLetterParams) (*hopper.DeadLetterPage, error)
 	DeadLetterStats(ctx context.Context) (*hopper.DeadLetterStats, error)
 	Replay(ctx context.Context, id string) (*hopper.JobRow, error)
 	ReplayMany(ctx context.Context, f hopper.DeadLetterFilter, limit int) ([]*hopper.JobRow, error)
@@ -117,6 +117,20 @@ func (l local) Resume(ctx context.Context, id string, data any, reason string) (
 
 func (l local) Cancel(ctx context.Context, id, reason string) (*hopper.JobRow, error) {
 	return l.CancelBy(ctx, id, hopper.ActorOperator, reason)
+}
+
+// checkServerURL checks a --server URL (given as name) as the server's client does, so that a
+// URL without a scheme (127.0.0.1:7070) is a usage error for every command, before anything
+// runs. "" (no server) is fine.
+func checkServerURL(name, url string) error {
+	if url == "" {
+		return nil
+	}
+	_, err := hopperclient.New(hopperclient.Config{URL: url})
+	if ve, ok := errors.AsType[*hopper.ValidationError](err); ok && ve.Field == "Config.URL" {
+		return usageErrorf("invalid %s: %s", name, ve.Reason)
+	}
+	return err
 }
 
 // newRemote is the client of the server at url (--server), with the key in $HOPPER_API_KEY.

@@ -128,6 +128,38 @@ func TestListPages(t *testing.T) {
 	require.Contains(t, res.stdout, first)
 }
 
+// jobs ls shows when each job may run and its last error, on one line and cut.
+func TestJobsLsShowsRunAtAndLastError(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	names := docFixture(t, dir)
+	b := &testBundle{db: dir + "/doc.db"}
+	res := b.run(t, "jobs", "ls")
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	lines := strings.Split(strings.TrimSpace(res.stdout), "\n")
+	require.Equal(t, []string{"ID", "KIND", "QUEUE", "STATE", "ATTEMPT", "CREATED", "RUN_AT", "LAST_ERROR"}, strings.Fields(lines[0]))
+	row := func(id string) []string {
+		for _, l := range lines {
+			if strings.HasPrefix(l, id) {
+				return strings.Fields(l)
+			}
+		}
+		t.Fatalf("no row for %s in\n%s", id, res.stdout)
+		return nil
+	}
+	report, err := time.ParseInLocation(tableTime, row(names["report"])[6], time.Local)
+	require.NoError(t, err)
+	created, err := time.ParseInLocation(tableTime, row(names["report"])[5], time.Local)
+	require.NoError(t, err)
+	require.InDelta(t, 10*time.Minute, report.Sub(created), float64(2*time.Second), "the delayed job's run-at")
+	require.Equal(t, "-", row(names["invoice"])[7], "no error")
+	require.Equal(t, "card declined: insufficient funds", strings.Join(row(names["charge1"])[7:], " "))
+
+	long := strings.Repeat("word ", 30)
+	require.Equal(t, "first line second …", oneLine("first line\nsecond "+long, 19))
+	require.Len(t, []rune(oneLine(long+"\n"+long, 60)), 60)
+}
+
 func TestShowJSONHasEvents(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper"
+	"github.com/hopperjobs/hopper/internal/apispec"
 	"github.com/spf13/cobra"
 )
 
@@ -59,55 +60,90 @@ func (f *dlqFilterFlags) filter(now time.Time) (hopper.DeadLetterFilter, error) 
 	return out, nil
 }
 
+type dlqLsFlags struct {
+	dlqFilterFlags
+	limit           int
+	cursor          string
+	includeReplayed bool
+}
+
 func newDLQLsCmd() *cobra.Command {
-	var f dlqFilterFlags
-	var limit int
-	var cursor string
+	var f dlqLsFlags
 	cmd := &cobra.Command{
 		Use:     "ls",
 		Aliases: []string{"list"},
 		Short:   "List dead letters, newest first",
+		Long: `List the dead letters, newest first: those never replayed, which 'hopper dlq stats' counts.
+A replayed dead letter has been dealt with and is left out; --include-replayed lists it too,
+marked in the REPLAYED column (how often it was replayed) and, with --json, in "replays".`,
 		Example: `  hopper dlq ls --queue billing --since 24h
-  hopper dlq ls --kind send-invoice --limit 10 --json`,
+  hopper dlq ls --kind send-invoice --limit 10 --json
+  hopper dlq ls --include-replayed`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if limit < 1 || limit > 10000 {
-				return usageErrorf("invalid --limit: %d is outside 1–10000", limit)
-			}
-			filter, err := f.filter(time.Now())
-			if err != nil {
-				return err
-			}
-			return withBackend(cmd, true, func(client backend) error {
-				res, err := client.DeadLetters(cmd.Context(), &hopper.DeadLetterParams{DeadLetterFilter: filter,
-					Cursor: cursor, Limit: limit})
-				if err != nil {
-					return fmt.Errorf("list dead letters: %w", err)
-				}
-				if wantJSON(cmd) {
-					return printJSON(cmd.OutOrStdout(), jobsPage{apiJobs(res.Jobs), res.NextCursor})
-				}
-				return printDeadLetters(cmd.OutOrStdout(), res)
-			})
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return runDLQLs(cmd, &f) },
 	}
 	f.add(cmd)
-	cmd.Flags().IntVar(&limit, "limit", 50, "page size, 1 to 10000")
-	cmd.Flags().StringVar(&cursor, "cursor", "", "continue from a previous page's next cursor")
+	cmd.Flags().BoolVar(&f.includeReplayed, "include-replayed", false, "list the dead letters that were replayed too, marked")
+	cmd.Flags().IntVar(&f.limit, "limit", 50, "page size, 1 to 10000")
+	cmd.Flags().StringVar(&f.cursor, "cursor", "", "continue from a previous page's next cursor")
 	addJSONFlag(cmd)
 	return cmd
 }
 
-func printDeadLetters(w io.Writer, res *hopper.ListResult) error {
-	if len(res.Jobs) == 0 {
-		_, err := fmt.Fprintln(w, "no dead letters")
+func runDLQLs(cmd *cobra.Command, f *dlqLsFlags) error {
+	if f.limit < 1 || f.limit > 10000 {
+		return usageErrorf("invalid --limit: %d is outside 1–10000", f.limit)
+	}
+	filter, err := f.filter(time.Now())
+	if err != nil {
+		return err
+	}
+	return withBackend(cmd, true, func(client backend) error {
+		res, err := client.DeadLetters(cmd.Context(), &hopper.DeadLetterParams{DeadLetterFilter: filter,
+			IncludeReplayed: f.includeReplayed, Cursor: f.cursor, Limit: f.limit})
+		if err != nil {
+			return fmt.Errorf("list dead letters: %w", err)
+		}
+		if wantJSON(cmd) {
+			return printJSON(cmd.OutOrStdout(), newDeadLettersPage(res))
+		}
+		return printDeadLetters(cmd.OutOrStdout(), res, f.includeReplayed)
+	})
+}
+
+// deadLettersPage is a page of dead letters: DeadLetterService.List's answer.
+type deadLettersPage struct {
+	Jobs       []apiJSON          `json:"jobs"`
+	Replays    map[string]apiJSON `json:"replays"`
+	NextCursor string             `json:"nextCursor"`
+}
+
+func newDeadLettersPage(res *hopper.DeadLetterPage) deadLettersPage {
+	out := deadLettersPage{Jobs: apiJobs(res.Jobs()), Replays: map[string]apiJSON{}, NextCursor: res.NextCursor}
+	for id, r := range apispec.DeadLetterReplays(res.DeadLetters) {
+		out.Replays[id] = apiJSON{r}
+	}
+	return out
+}
+
+func printDeadLetters(w io.Writer, res *hopper.DeadLetterPage, includeReplayed bool) error {
+	if len(res.DeadLetters) == 0 {
+		msg := "no dead letters"
+		if !includeReplayed {
+			msg += " (never replayed; --include-replayed lists the replayed ones too)"
+		}
+		_, err := fmt.Fprintln(w, msg)
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tKIND\tQUEUE\tATTEMPT\tFAILED\tREPLAY\tERROR")
-	for _, j := range res.Jobs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", j.ID, j.Kind, j.Queue, attemptCount(j.Attempt, j.MaxAttempts),
-			showTime(j.FinishedAt, tableTime), j.ReplayCount, oneLine(j.LastError, 60))
+	fmt.Fprintln(tw, "ID\tKIND\tQUEUE\tATTEMPT\tFAILED\tREPLAY\tREPLAYED\tLAST_ERROR")
+	for _, d := range res.DeadLetters {
+		replayed := "-"
+		if d.Replays > 0 {
+			replayed = fmt.Sprint(d.Replays)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", d.ID, d.Kind, d.Queue, attemptCount(d.Attempt, d.MaxAttempts),
+			showTime(d.FinishedAt, tableTime), d.ReplayCount, replayed, oneLine(d.LastError, 60))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -132,39 +168,54 @@ func newDLQStatsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "stats",
 		Short: "Count the dead letters and show how long the oldest has waited",
-		Args:  cobra.NoArgs,
+		Long: `Count the dead letters that 'hopper dlq ls' lists (those never replayed) and show when the
+oldest of them failed; count the replayed ones apart (those 'hopper dlq ls --include-replayed'
+lists in addition).`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withBackend(cmd, true, func(client backend) error {
 				st, err := client.DeadLetterStats(cmd.Context())
 				if err != nil {
 					return fmt.Errorf("dead-letter stats: %w", err)
 				}
-				now := time.Now()
 				if wantJSON(cmd) {
-					out := struct {
-						Count             int64   `json:"count"`
-						OldestFailedAt    string  `json:"oldest_failed_at,omitempty"`
-						OldestAgeSeconds  float64 `json:"oldest_age_seconds,omitempty"`
-						OldestAgeReadable string  `json:"oldest_age,omitempty"`
-					}{Count: st.Count, OldestFailedAt: jsonTime(st.Oldest)}
-					if age := st.OldestAge(now); age > 0 {
-						out.OldestAgeSeconds, out.OldestAgeReadable = age.Seconds(), roundDuration(age).String()
-					}
-					return printJSON(cmd.OutOrStdout(), out)
+					return printJSON(cmd.OutOrStdout(), newDLQStatsJSON(st, time.Now()))
 				}
-				w := cmd.OutOrStdout()
-				if st.Count == 0 {
-					_, err := fmt.Fprintln(w, "no dead letters")
-					return err
-				}
-				_, err = fmt.Fprintf(w, "dead letters: %d\noldest:       %s (%s)\n", st.Count,
-					showTime(st.Oldest, detailTime), relative(st.Oldest, now))
-				return err
+				return printDLQStats(cmd.OutOrStdout(), st, time.Now())
 			})
 		},
 	}
 	addJSONFlag(cmd)
 	return cmd
+}
+
+type dlqStatsJSON struct {
+	Count             int64   `json:"count"`
+	OldestFailedAt    string  `json:"oldest_failed_at,omitempty"`
+	OldestAgeSeconds  float64 `json:"oldest_age_seconds,omitempty"`
+	OldestAgeReadable string  `json:"oldest_age,omitempty"`
+	Replayed          int64   `json:"replayed"`
+}
+
+func newDLQStatsJSON(st *hopper.DeadLetterStats, now time.Time) dlqStatsJSON {
+	out := dlqStatsJSON{Count: st.Count, OldestFailedAt: jsonTime(st.Oldest), Replayed: st.Replayed}
+	if age := st.OldestAge(now); age > 0 {
+		out.OldestAgeSeconds, out.OldestAgeReadable = age.Seconds(), roundDuration(age).String()
+	}
+	return out
+}
+
+func printDLQStats(w io.Writer, st *hopper.DeadLetterStats, now time.Time) error {
+	if st.Count == 0 {
+		fmt.Fprintln(w, "no dead letters")
+	} else {
+		fmt.Fprintf(w, "dead letters: %d\noldest:       %s (%s)\n", st.Count, showTime(st.Oldest, detailTime), relative(st.Oldest, now))
+	}
+	var err error
+	if st.Replayed > 0 {
+		_, err = fmt.Fprintf(w, "replayed:     %d (dealt with: dlq ls --include-replayed lists them)\n", st.Replayed)
+	}
+	return err
 }
 
 type dlqReplayFlags struct {
@@ -376,7 +427,7 @@ func printReplays(w io.Writer, res *hopper.ReplayListResult) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "REPLAYED\tBY\tDEAD LETTER\tNEW JOB\tORIGINAL")
+	fmt.Fprintln(tw, "REPLAYED\tBY\tDEAD_LETTER\tNEW_JOB\tORIGINAL")
 	for _, r := range res.Replays {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", showTime(r.ReplayedAt, tableTime), r.ReplayedBy, r.SourceJobID,
 			r.NewJobID, r.OriginalID)

@@ -66,7 +66,7 @@ func TestDLQListAndStatsBothWays(t *testing.T) {
 
 		res = runner(t, "dlq", "ls", "--queue", "billing", "--since", "1h")
 		require.Equal(t, ExitOK, res.code, res.stderr)
-		require.Contains(t, res.stdout, "ERROR")
+		require.Contains(t, res.stdout, "LAST_ERROR")
 		require.Contains(t, res.stdout, "card declined", "the error on one line")
 		require.Contains(t, res.stdout, ids[0])
 		require.NotContains(t, res.stdout, ids[2])
@@ -159,6 +159,71 @@ func TestDLQReplayBothWays(t *testing.T) {
 		res = b.run(t, args...)
 		require.Equal(t, ExitUsage, res.code, "%v: %s", args, res.stderr)
 	}
+}
+
+// dlq ls, dlq stats and the API agree: stats count what ls lists (the dead letters never
+// replayed), and the replayed ones apart, which ls --include-replayed lists marked.
+func TestDLQCountsWhatItListsBothWays(t *testing.T) {
+	b := startServer(t, false)
+	ids := b.deadLetters(t, "billing", "billing", "mail")
+	require.Equal(t, ExitOK, b.run(t, "dlq", "replay", ids[0]).code)
+	require.Equal(t, ExitOK, b.run(t, "dlq", "replay", ids[0]).code)
+	for _, runner := range []func(t *testing.T, args ...string) result{b.remote, b.run} {
+		res := runner(t, "dlq", "stats", "--json")
+		require.Equal(t, ExitOK, res.code, res.stderr)
+		var st struct{ Count, Replayed int }
+		require.NoError(t, json.Unmarshal([]byte(res.stdout), &st))
+		require.Equal(t, 2, st.Count)
+		require.Equal(t, 1, st.Replayed)
+		res = runner(t, "dlq", "stats")
+		require.Equal(t, ExitOK, res.code, res.stderr)
+		require.Contains(t, res.stdout, "dead letters: 2\n")
+		require.Contains(t, res.stdout, "replayed:     1 ")
+
+		res = runner(t, "dlq", "ls", "--json")
+		require.Equal(t, ExitOK, res.code, res.stderr)
+		var page struct {
+			Jobs    []struct{ ID string } `json:"jobs"`
+			Replays map[string]struct {
+				Count     int    `json:"count"`
+				LastJobID string `json:"lastJobId"`
+			} `json:"replays"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(res.stdout), &page))
+		require.Len(t, page.Jobs, st.Count, "ls lists what stats counts")
+		require.Empty(t, page.Replays)
+		require.Contains(t, res.stdout, `"replays": {}`, "printed even when empty")
+
+		res = runner(t, "dlq", "ls", "--include-replayed", "--json")
+		require.Equal(t, ExitOK, res.code, res.stderr)
+		require.NoError(t, json.Unmarshal([]byte(res.stdout), &page))
+		require.Len(t, page.Jobs, st.Count+st.Replayed)
+		require.Len(t, page.Replays, 1)
+		require.Equal(t, 2, page.Replays[ids[0]].Count)
+		require.NotEmpty(t, page.Replays[ids[0]].LastJobID)
+
+		res = runner(t, "dlq", "ls", "--include-replayed")
+		require.Equal(t, ExitOK, res.code, res.stderr)
+		lines := strings.Split(strings.TrimSpace(res.stdout), "\n")
+		require.Equal(t, []string{"ID", "KIND", "QUEUE", "ATTEMPT", "FAILED", "REPLAY", "REPLAYED", "LAST_ERROR"},
+			strings.Fields(lines[0]))
+		require.Len(t, lines, 4)
+		for _, l := range lines[1:] {
+			cells := strings.Fields(l)
+			want := "-"
+			if cells[0] == ids[0] {
+				want = "2"
+			}
+			require.Equal(t, want, cells[6], "the REPLAYED column of %s", cells[0])
+		}
+	}
+	res := b.run(t, "dlq", "replay", "--all", "--yes")
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	res = b.run(t, "dlq", "ls")
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	require.Contains(t, res.stdout, "no dead letters (never replayed; --include-replayed")
+	res = b.run(t, "dlq", "stats")
+	require.Equal(t, "no dead letters\nreplayed:     3 (dealt with: dlq ls --include-replayed lists them)\n", res.stdout)
 }
 
 func TestDLQReplayNeedsTheAdminScope(t *testing.T) {

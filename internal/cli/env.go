@@ -57,9 +57,17 @@ func flagsFromEnv(cmd *cobra.Command, lookup func(string) (string, bool)) error 
 }
 
 // applyEnvFlags is the root command's hook that runs before every command: flags from the
-// process's environment.
+// process's environment, then the check of --server, whatever the command.
 func applyEnvFlags(cmd *cobra.Command, _ []string) error {
-	return flagsFromEnv(cmd, os.LookupEnv)
+	onLine := cmd.Flags().Changed(flagServer)
+	if err := flagsFromEnv(cmd, os.LookupEnv); err != nil {
+		return err
+	}
+	name := "--" + flagServer
+	if !onLine {
+		name = envName(flagServer)
+	}
+	return checkServerURL(name, serverURL(cmd))
 }
 
 // documentEnvFlags adds its variable to the help of each flag that may come from the

@@ -94,6 +94,12 @@ func TestCommandsReadTheEnvironment(t *testing.T) {
 	require.Equal(t, ExitOK, res.code, res.stderr)
 	require.Contains(t, res.stdout, "from-env")
 
+	t.Setenv("HOPPER_SERVER", "localhost:7070")
+	res = runArgs(t, "jobs", "ls")
+	require.Equal(t, ExitUsage, res.code)
+	require.Contains(t, res.stderr, `invalid HOPPER_SERVER: "localhost:7070" has no scheme`, "names the variable")
+	t.Setenv("HOPPER_SERVER", "")
+
 	t.Setenv("HOPPER_MAX_RESCUES", "lots")
 	res = runArgs(t, "serve", "--addr", "127.0.0.1:0")
 	require.Equal(t, ExitUsage, res.code)

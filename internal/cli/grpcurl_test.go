@@ -105,6 +105,13 @@ func TestGRPCurlDrivesTheServer(t *testing.T) {
 	out, code = grpcurlRun(t, bin, nil, addr, "describe", "hopper.v1.CompleteRequest")
 	require.Equal(t, 0, code, out)
 	require.Contains(t, out, "int64 lease_token = 2;")
+	// With api/'s comments, which reflection serves though the generated code has none.
+	out, code = grpcurlRun(t, bin, nil, addr, "describe", "hopper.v1.JobService.Enqueue")
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "// Enqueue stores one job.")
+	out, code = grpcurlRun(t, bin, nil, addr, "describe", "hopper.v1.EnqueueResponse")
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "  // existing is true when an idempotency key returned a job enqueued before.\n  bool existing = 2;")
 
 	// Without the key: the status, as gRPC tools show it.
 	enqueue := `{"job": {"kind": "grpcurl.test", "args": "{\"n\": 1}"}}`

@@ -1,7 +1,7 @@
 package cli
 
 import (
-	"fmt"
+	"bytes"
 
 	"github.com/spf13/cobra"
 )
@@ -25,13 +25,16 @@ func newJobsEventsCmd() *cobra.Command {
 				if wantJSON(cmd) {
 					return printJSON(cmd.OutOrStdout(), newHistory(events, attempts))
 				}
-				w := cmd.OutOrStdout()
-				fmt.Fprintln(w, "History")
-				if err := printHistory(w, events); err != nil {
+				// Each section starts with a blank line, as under jobs show's job: not at the top.
+				var out bytes.Buffer
+				if err := printHistory(&out, events); err != nil {
 					return err
 				}
-				fmt.Fprintln(w, "\nAttempts")
-				return printAttempts(w, attempts)
+				if err := printAttempts(&out, attempts); err != nil {
+					return err
+				}
+				_, err = cmd.OutOrStdout().Write(bytes.TrimPrefix(out.Bytes(), []byte("\n")))
+				return err
 			})
 		},
 	}

@@ -89,10 +89,14 @@ func printJobTable(w io.Writer, res *hopper.ListResult) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tKIND\tQUEUE\tSTATE\tATTEMPT\tCREATED")
+	fmt.Fprintln(tw, "ID\tKIND\tQUEUE\tSTATE\tATTEMPT\tCREATED\tRUN_AT\tLAST_ERROR")
 	for _, j := range res.Jobs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, j.Kind, j.Queue, stateText(j),
-			attemptCount(j.Attempt, j.MaxAttempts), showTime(j.CreatedAt, tableTime))
+		lastError := oneLine(j.LastError, 60)
+		if lastError == "" {
+			lastError = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, j.Kind, j.Queue, stateCell(j),
+			attemptCount(j.Attempt, j.MaxAttempts), showTime(j.CreatedAt, tableTime), showTime(j.RunAt, tableTime), lastError)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

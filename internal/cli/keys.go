@@ -208,7 +208,7 @@ func printKeyTable(w io.Writer, keys []*hopperclient.APIKey) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tNAME\tSCOPES\tCREATED\tLAST USED\tREVOKED")
+	fmt.Fprintln(tw, "ID\tNAME\tSCOPES\tCREATED\tLAST_USED\tREVOKED")
 	for _, k := range keys {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Name, strings.Join(k.Scopes, ","),
 			showTime(k.CreatedAt, tableTime), showTime(k.LastUsedAt, tableTime), showTime(k.RevokedAt, tableTime))

@@ -69,7 +69,7 @@ func TestKeysCreateListRevoke(t *testing.T) {
 
 	res = b.run(t, "keys", "ls")
 	require.Equal(t, ExitOK, res.code, res.stderr)
-	require.Contains(t, res.stdout, "LAST USED")
+	require.Contains(t, res.stdout, "LAST_USED")
 	require.Contains(t, res.stdout, id)
 	require.Contains(t, res.stdout, "enqueue,work")
 	require.NotContains(t, res.stdout, secret)

@@ -100,7 +100,7 @@ func printKinds(w io.Writer, ks []*hopper.KindInfo) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprint(tw, "KIND\tDISABLED\tCAP\tRATE")
 	for _, s := range queueStates {
-		fmt.Fprintf(tw, "\t%s", s)
+		fmt.Fprintf(tw, "\t%s", stateHeader(s))
 	}
 	fmt.Fprintln(tw)
 	for _, k := range ks {

@@ -57,7 +57,7 @@ func TestKindCommandsBothWays(t *testing.T) {
 
 		res = runner(t, "kinds", "ls")
 		require.Equal(t, ExitOK, res.code, "%s: %s", name, res.stderr)
-		require.Regexp(t, `KIND\s+DISABLED\s+CAP\s+RATE\s+scheduled\s+queued`, res.stdout)
+		require.Regexp(t, `KIND\s+DISABLED\s+CAP\s+RATE\s+SCHEDULED\s+QUEUED`, res.stdout)
 		require.Regexp(t, `render-pdf\s+yes\s+2\s+10/1m\s+0\s+2\s`, res.stdout)
 		require.Regexp(t, `send-invoice\s+no\s+-\s+-\s+0\s+1\s`, res.stdout)
 
@@ -71,7 +71,7 @@ func TestKindCommandsBothWays(t *testing.T) {
 		require.Equal(t, int64(2), *qs.Queues[0].Disabled, "the queued jobs of the disabled kind")
 		res = runner(t, "queues", "ls")
 		require.Equal(t, ExitOK, res.code, "%s: %s", name, res.stderr)
-		require.Regexp(t, `queued\s+\(disabled\)\s+running`, res.stdout)
+		require.Regexp(t, `QUEUED\s+QUEUED_DISABLED\s+RUNNING`, res.stdout)
 		require.Regexp(t, `reports\s+no\s+-\s+-\s+-\s+0\s+3\s+2\s+0`, res.stdout)
 
 		res = runner(t, "kinds", "enable", "render-pdf")

@@ -74,8 +74,9 @@ func TestQueuesLsShowsAwaitingCompute(t *testing.T) {
 	qs := []*hopper.QueueInfo{{Name: "mail", Counts: map[hopper.JobState]int64{hopper.StateQueued: 7}, AwaitingCompute: 7}}
 	var out strings.Builder
 	require.NoError(t, printQueues(&out, qs))
-	require.Contains(t, out.String(), "awaiting compute")
-	require.Regexp(t, `mail\s+no\s+-\s+-\s+-\s+0\s+7\s+0\s+0\s+0\s+0\s+0\s+0\s+7\n`, out.String(), "queued, then (disabled), then the other states")
+	require.Contains(t, out.String(), "QUEUED_DISABLED")
+	require.Contains(t, out.String(), "AWAITING_COMPUTE")
+	require.Regexp(t, `mail\s+no\s+-\s+-\s+-\s+0\s+7\s+0\s+0\s+0\s+0\s+0\s+0\s+7\n`, out.String(), "queued, then the disabled ones, then the other states")
 	raw, err := json.Marshal(queuesJSON(qs))
 	require.NoError(t, err)
 	require.Contains(t, string(raw), `"awaiting_compute":7`)

@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/hopperjobs/hopper"
@@ -77,10 +78,13 @@ func printJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// stateText is a job's state for tables: a stalled running job says so.
+// stateText is a job's state for people: a stalled running job says so.
 func stateText(j *hopper.JobRow) string {
 	if j.Stalled(time.Now(), hopper.DefaultStalledAfter) {
 		return string(j.State) + " (stalled)"
 	}
 	return string(j.State)
 }
+
+// stateCell is stateText as one word, for tables: running(stalled).
+func stateCell(j *hopper.JobRow) string { return strings.ReplaceAll(stateText(j), " ", "") }

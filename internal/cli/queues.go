@@ -102,6 +102,10 @@ func toggleCmd(noun, name, short, done string, op func(backend, context.Context,
 }
 
 // queueStates are the columns of `queues ls` and `kinds ls`, in lifecycle order.
+// stateHeader is the header of a table's column of jobs in state s: its name in upper case, as
+// every header is (one word each, so that columns split on blanks).
+func stateHeader(s hopper.JobState) string { return strings.ToUpper(string(s)) }
+
 var queueStates = []hopper.JobState{hopper.StateScheduled, hopper.StateQueued, hopper.StateRunning,
 	hopper.StateSuspended, hopper.StateCompleted, hopper.StateFailed, hopper.StateCanceled}
 
@@ -113,12 +117,12 @@ func printQueues(w io.Writer, qs []*hopper.QueueInfo) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprint(tw, "QUEUE\tPAUSED\tWEIGHT\tCAP\tRATE")
 	for _, s := range queueStates {
-		fmt.Fprintf(tw, "\t%s", s)
+		fmt.Fprintf(tw, "\t%s", stateHeader(s))
 		if s == hopper.StateQueued {
-			fmt.Fprint(tw, "\t(disabled)")
+			fmt.Fprint(tw, "\tQUEUED_DISABLED")
 		}
 	}
-	fmt.Fprintln(tw, "\tawaiting compute")
+	fmt.Fprintln(tw, "\tAWAITING_COMPUTE")
 	for _, q := range qs {
 		paused, weight, limit := "no", "-", "-"
 		if q.Paused {

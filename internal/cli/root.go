@@ -1,5 +1,5 @@
-// Package cli implements the hopper command: inspect, enqueue and cancel jobs in a Hopper
-// database. cmd/hopper calls Execute.
+// Package cli implements the hopper command: the server (serve), and the operator's commands
+// on a Hopper database or through a running server. cmd/hopper calls Execute.
 package cli
 
 import (
@@ -61,9 +61,16 @@ func markRun(cmd *cobra.Command, ran *bool) {
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "hopper",
-		Short: "Inspect, enqueue and cancel Hopper background jobs",
-		Long: `hopper works on a Hopper job database: apply migrations, enqueue jobs, list them,
-show a job's attempts and history, and cancel jobs.
+		Short: "Run Hopper's server and operate its jobs, queues, schedules and dead letters",
+		// Long names every command, in parentheses (TestRootHelpNamesEveryCommand).
+		Long: `hopper runs the Hopper server (serve) and works on a Hopper database, a SQLite file or a
+PostgreSQL schema (--database), or through a running server (--server): it creates the
+database or applies its migrations (migrate), enqueues jobs (enqueue), lists, shows, cancels
+and resumes them (jobs), lists, pauses, weighs, caps and rate-limits queues (queues) and job
+kinds (kinds), manages recurring schedules (schedules), lists, counts and replays dead letters
+(dlq), shows the worker nodes and a server's remote workers (workers), manages API keys
+(keys), measures throughput and latency (bench) and prints the version it was built at
+(version).
 
 The global flags --database, --schema and --server can also be set with the environment
 variables HOPPER_DATABASE, HOPPER_SCHEMA and HOPPER_SERVER (every flag of 'hopper serve' has

@@ -129,7 +129,7 @@ func printSchedules(w io.Writer, list []*hopper.ScheduleInfo) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSPEC\tTZ\tKIND\tQUEUE\tSOURCE\tPAUSED\tLAST FIRE\tNEXT FIRE")
+	fmt.Fprintln(tw, "NAME\tSPEC\tTZ\tKIND\tQUEUE\tSOURCE\tPAUSED\tLAST_FIRE\tNEXT_FIRE")
 	for _, s := range list {
 		paused, last, next := "no", zoned(s.LastFireAt, s.TZ), zoned(s.NextFireAt, s.TZ)
 		if s.Paused {

@@ -51,7 +51,7 @@ func TestSchedulesCommandsBothWays(t *testing.T) {
 		res = runner(t, "schedules", "ls")
 		require.Equal(t, ExitOK, res.code, res.stderr)
 		require.Contains(t, res.stdout, "NAME")
-		require.Contains(t, res.stdout, "NEXT FIRE")
+		require.Contains(t, res.stdout, "NEXT_FIRE")
 		require.Regexp(t, name+`-nightly\s+30 2 \* \* \*\s+America/New_York\s+report\s+reports\s+api\s+no\s+\S+\s+\S+T02:30:00-0[45]:00`, res.stdout)
 		require.Regexp(t, name+`-cleanup\s+fixed-delay 5m0s\s+UTC\s+cleanup\s+default\s+api\s+yes\s+\S+\s+paused`, res.stdout)
 		require.Regexp(t, name+`-sync\s+@every 1m30s\s+UTC\s+sync`, res.stdout)

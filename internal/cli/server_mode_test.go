@@ -231,6 +231,54 @@ func TestUnreachableServerExitCode(t *testing.T) {
 	require.Equal(t, ExitUnavailable, code, stderr.String())
 }
 
+// jobs cancel --reason records the reason in the job's history, on a database and through a
+// server; a reason the rules refuse (too long, a NUL byte) is a usage error naming it, and
+// cancels nothing.
+func TestJobsCancelReasonBothWays(t *testing.T) {
+	b := startServer(t, false)
+	for name, runner := range map[string]func(t *testing.T, args ...string) result{"server": b.remote, "database": b.run} {
+		id := b.enqueue(t, "send-email", "--delay", "1h")
+		for _, bad := range []string{strings.Repeat("x", hopper.MaxReasonBytes+1), "a\x00b"} {
+			res := runner(t, "jobs", "cancel", id, "--reason", bad)
+			require.Equal(t, ExitUsage, res.code, "%s: %s", name, res.stderr)
+			require.Contains(t, res.stderr, "reason", name)
+		}
+		res := runner(t, "jobs", "cancel", id, "--reason", "customer asked to stop")
+		require.Equal(t, ExitOK, res.code, "%s: %s", name, res.stderr)
+		res = runner(t, "jobs", "events", id, "--json")
+		require.Equal(t, ExitOK, res.code, res.stderr)
+		var ev struct {
+			Events []struct{ To, Actor, Reason string } `json:"events"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(res.stdout), &ev))
+		require.Len(t, ev.Events, 2, "%s: the bad reasons canceled nothing", name)
+		require.Equal(t, "canceled", ev.Events[1].To)
+		require.Equal(t, "operator", ev.Events[1].Actor)
+		require.Equal(t, "customer asked to stop", ev.Events[1].Reason, name)
+	}
+}
+
+// A --server URL the client cannot use (127.0.0.1:7070 has no scheme) is a usage error saying
+// what to write, for every command, before it opens anything: no ./hopper.db is created.
+func TestServerURLWithoutASchemeIsAUsageError(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, args := range [][]string{{"jobs", "ls"}, {"dlq", "stats"}, {"keys", "ls"}, {"bench", "--jobs", "10"},
+		{"migrate"}, {"enqueue", "x"}} {
+		var stdout, stderr bytes.Buffer
+		all := append([]string{"--database", dir + "/hopper.db", "--server", "127.0.0.1:7070"}, args...)
+		code := run(t.Context(), all, strings.NewReader(""), &stdout, &stderr)
+		require.Equal(t, ExitUsage, code, "%v: %s", args, stderr.String())
+		require.Contains(t, stderr.String(),
+			`hopper: invalid --server: "127.0.0.1:7070" has no scheme: write http://127.0.0.1:7070 (or https:// for a server with TLS)`, args)
+	}
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), []string{"--server", "ftp://example.com", "jobs", "ls"}, strings.NewReader(""), &stdout, &stderr)
+	require.Equal(t, ExitUsage, code)
+	require.Contains(t, stderr.String(), `invalid --server: "ftp://example.com" is not an http or https URL`)
+	require.NoFileExists(t, dir+"/hopper.db")
+}
+
 func TestServeRefusesAnOpenAddressWithoutKeys(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

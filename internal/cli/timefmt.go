@@ -6,7 +6,8 @@ import (
 )
 
 const (
-	tableTime  = "2006-01-02 15:04:05"
+	// tableTime is one word, so that a table's columns split on blanks (awk, cut -w).
+	tableTime  = "2006-01-02T15:04:05"
 	detailTime = "2006-01-02 15:04:05.000 MST"
 )
 

@@ -138,7 +138,7 @@ func printFleet(w io.Writer, nodes []*hopper.Node, f *fleetJSON, now time.Time) 
 			heartbeat(n, now), governorState(n.Holding))
 	}
 	if len(f.workers) > 0 {
-		fmt.Fprintln(tw, "\nWORKER\tQUEUE\tKINDS\tSTREAMS\tPOLLING\tACTIVATED\tLAST SEEN\tGOVERNOR")
+		fmt.Fprintln(tw, "\nWORKER\tQUEUE\tKINDS\tSTREAMS\tPOLLING\tACTIVATED\tLAST_SEEN\tGOVERNOR")
 		for _, wk := range f.workers {
 			kinds := strings.Join(wk.Kinds, ",")
 			if kinds == "" {
@@ -149,7 +149,7 @@ func printFleet(w io.Writer, nodes []*hopper.Node, f *fleetJSON, now time.Time) 
 		}
 	}
 	if len(f.streams) > 0 {
-		fmt.Fprintln(tw, "\nSTREAM\tWORKER\tQUEUE\tCREDIT\tIN FLIGHT\tPUSHED\tCOMPLETED\tFAILED\tRELEASED")
+		fmt.Fprintln(tw, "\nSTREAM\tWORKER\tQUEUE\tCREDIT\tIN_FLIGHT\tPUSHED\tCOMPLETED\tFAILED\tRELEASED")
 		for _, s := range f.streams {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\n", s.ID, s.Worker, strings.Join(s.Queues, ","), s.Credit,
 				s.InFlight, s.Pushed, s.Completed, s.Failed, s.Released)

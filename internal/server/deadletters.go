@@ -37,7 +37,8 @@ func (d *deadLetterService) List(ctx context.Context, req *hopperv1.DeadLetterSe
 	if err != nil {
 		return nil, rpcError("list dead letters", err)
 	}
-	return &hopperv1.DeadLetterServiceListResponse{Jobs: d.toJobs(res.Jobs), NextCursor: res.NextCursor}, nil
+	return &hopperv1.DeadLetterServiceListResponse{Jobs: d.toJobs(res.Jobs()), NextCursor: res.NextCursor,
+		Replays: apispec.DeadLetterReplays(res.DeadLetters)}, nil
 }
 
 func (d *deadLetterService) Stats(ctx context.Context, _ *hopperv1.DeadLetterServiceStatsRequest) (*hopperv1.DeadLetterServiceStatsResponse, error) {

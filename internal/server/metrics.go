@@ -45,8 +45,8 @@ func newCollector(s *Server) *collector {
 		kindDisabled: d("kind_disabled", "1 when the kind is disabled (no node starts its jobs), else 0; for every kind with jobs or settings.", "kind"),
 		rateLimit: d("rate_limit_starts_per_second", "The fleet-wide rate limit of a queue or a kind, as job starts per second "+
 			"(a limit of 5000/1h reads 1.39); for every queue and kind that has one.", "scope", "name"),
-		deadLetters:      d("dead_letters", "Failed jobs kept in the dead-letter queue."),
-		oldestDeadLetter: d("dead_letter_oldest_age_seconds", "Age of the oldest dead letter (0 when there is none)."),
+		deadLetters:      d("dead_letters", "Failed jobs kept in the dead-letter queue and not yet replayed."),
+		oldestDeadLetter: d("dead_letter_oldest_age_seconds", "Age of the oldest dead letter not yet replayed (0 when there is none)."),
 		leader:           d("leader", "1 when this node holds the leader lease."),
 		storeUp:          d("store_up", "1 when the store answered a ping (within 2 s) at scrape time, 0 when it did not."),
 		loopsFailing:     d("background_loops_failing", "Background loops of this node whose last call to the store failed."),

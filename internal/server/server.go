@@ -196,8 +196,12 @@ func New(cfg Config) (*Server, error) {
 	hopperv1connect.RegisterScheduleServiceHandler(rpc, &scheduleService{s})
 	hopperv1connect.RegisterKindServiceHandler(rpc, &kindService{s})
 	// gRPC server reflection (v1 and v1alpha), so grpcurl and other gRPC tools can list the
-	// services and describe their messages without a copy of api/.
-	grpcreflect.Register(rpc)
+	// services and describe their messages, with api/'s comments, without a copy of api/.
+	reflection, err := reflectionOptions()
+	if err != nil { // a tree whose make gen did not run: serve the API without its comments
+		s.log.Warn("gRPC reflection serves the API without its comments", "err", err)
+	}
+	grpcreflect.Register(rpc, reflection...)
 	// Answers under compressMinBytes go uncompressed: most are a few bytes (Complete answers
 	// nothing), and setting up gzip for each cost a quarter of a streaming worker's server time.
 	// JSON is Hopper's own encoding (package jsoncodec): payloads inline, unknown fields refused.

@@ -299,8 +299,8 @@ func requireUndeliverable(t *testing.T, e *env, bad string) {
 	require.Equal(t, string(hopper.OutcomeUndeliverable), ev.GetAttempts()[0].GetOutcome())
 	dead, err := e.hopper.DeadLetters(t.Context(), nil)
 	require.NoError(t, err)
-	require.Len(t, dead.Jobs, 1)
-	require.Equal(t, bad, dead.Jobs[0].ID, "in the dead-letter queue")
+	require.Len(t, dead.DeadLetters, 1)
+	require.Equal(t, bad, dead.DeadLetters[0].ID, "in the dead-letter queue")
 	require.Empty(t, e.activate(t, &hopperv1.ActivateRequest{MaxJobs: 10}), "never claimed again")
 }
 

@@ -12,15 +12,20 @@ import (
 
 // DeadLetterStore keeps what the dead-letter queue needs beyond the jobs table: counts, and
 // replays with their audit log (contract 11). A dead letter is a job in state failed; its
-// listing is JobList with States = [failed]. Replays never change their source job: each
+// listing is JobList with States = [failed] (and ExcludeReplayed for the ones not dealt with
+// yet), marked with ReplaySummaries. Replays never change their source job: each
 // creates a new job, with lineage (original_id, replay_count, replayed_by), and an audit row,
 // in one transaction. Both stores implement it; implementations are safe for concurrent use.
 // Expired jobs (see Sweeper) are neither counted nor replayed.
 type DeadLetterStore interface {
 	// DeadLetterStats counts the failed jobs not yet replayed (a replayed one has been dealt
-	// with: it stays listed, for its audit trail, but no longer counts) and finds the oldest
-	// one's finish time, in one query.
+	// with: it stays, for its audit trail, but no longer counts), finds the oldest one's finish
+	// time, and counts the replayed ones apart, in one query: Count is the length of JobList
+	// with States = [failed] and ExcludeReplayed, Count + Replayed its length without.
 	DeadLetterStats(ctx context.Context) (*DeadLetterStats, error)
+	// ReplaySummaries sums up the replays of each of ids that has been replayed (ids never
+	// replayed, or unknown, are absent from the map), in one query.
+	ReplaySummaries(ctx context.Context, ids []string) (map[string]*ReplaySummary, error)
 	// JobReplay replays one failed job. ErrNotFound for an unknown or expired job,
 	// ErrInvalidTransition for a job that is not failed.
 	JobReplay(ctx context.Context, p *ReplayParams) (*Replay, error)
@@ -34,9 +39,21 @@ type DeadLetterStore interface {
 
 // DeadLetterStats sums up the dead-letter queue.
 type DeadLetterStats struct {
+	// Count is the number of failed jobs not yet replayed.
 	Count int64
-	// Oldest is the earliest finish time of a failed job; zero when there is none.
+	// Oldest is the earliest finish time of those; zero when there is none.
 	Oldest time.Time
+	// Replayed is the number of failed jobs that have been replayed.
+	Replayed int64
+}
+
+// ReplaySummary sums up the replays of one dead letter.
+type ReplaySummary struct {
+	// Count is how often it was replayed.
+	Count int
+	// LastJobID is the job its newest replay created, LastAt when that was.
+	LastJobID string
+	LastAt    time.Time
 }
 
 // ReplayParams replays one job.

@@ -67,6 +67,9 @@ type ListParams struct {
 	// ArgsContains keeps the jobs whose args, as stored JSON bytes, contain it (case
 	// sensitive; "" doesn't filter). No index serves it: the list scans until its page is full.
 	ArgsContains string
+	// ExcludeReplayed leaves out the jobs a replay names as its source: the dead letters that
+	// have been dealt with (DeadLetterStore).
+	ExcludeReplayed bool
 	// Cursor is the NextCursor of the previous page; empty for the first page.
 	Cursor string
 	// Limit is the page size (default 100, at most 10,000).

@@ -64,6 +64,14 @@ export interface DeadLetterFilter {
   failedBefore?: Date;
 }
 
+/**
+ * DeadLetterPage is a page of dead letters; replays marks the replayed ones: by job id, how
+ * often it was replayed and its newest replay (a job never replayed has no entry).
+ */
+export interface DeadLetterPage extends Page {
+  replays: Record<string, { count: number; lastJobId: string; lastReplayedAt?: Date }>;
+}
+
 /** Replayed is what a replay made: the new jobs, and whom the replay is recorded as done by. */
 export interface Replayed {
   jobs: Job[];
@@ -148,16 +156,35 @@ export class Client {
     return jobFromProto(res.job!);
   }
 
-  /** listDeadLetters returns a page of dead letters (failed jobs), newest first. */
-  async listDeadLetters(options: DeadLetterFilter & { cursor?: string; limit?: number } & CallOptions = {}): Promise<Page> {
-    const res = await call(this.deadLetters.list({ filter: filter(options), cursor: options.cursor, limit: options.limit }, options));
-    return { jobs: res.jobs.map((j) => jobFromProto(j)), nextCursor: res.nextCursor };
+  /**
+   * listDeadLetters returns a page of dead letters (failed jobs), newest first: those never
+   * replayed, or with includeReplayed all of them, the replayed ones marked in replays.
+   */
+  async listDeadLetters(
+    options: DeadLetterFilter & { includeReplayed?: boolean; cursor?: string; limit?: number } & CallOptions = {},
+  ): Promise<DeadLetterPage> {
+    const res = await call(this.deadLetters.list({
+      filter: filter(options), cursor: options.cursor, limit: options.limit, includeReplayed: options.includeReplayed,
+    }, options));
+    const replays: DeadLetterPage["replays"] = {};
+    for (const [id, r] of Object.entries(res.replays)) {
+      replays[id] = { count: r.count, lastJobId: r.lastJobId, lastReplayedAt: fromTimestamp(r.lastReplayedAt) };
+    }
+    return { jobs: res.jobs.map((j) => jobFromProto(j)), nextCursor: res.nextCursor, replays };
   }
 
-  /** deadLetterStats counts the dead letters and says how long the oldest has waited (ms). */
-  async deadLetterStats(options: CallOptions = {}): Promise<{ count: number; oldestFailedAt?: Date; oldestAge?: number }> {
+  /**
+   * deadLetterStats counts the dead letters listDeadLetters lists, says how long the oldest has
+   * waited (ms), and counts the replayed ones apart.
+   */
+  async deadLetterStats(
+    options: CallOptions = {},
+  ): Promise<{ count: number; oldestFailedAt?: Date; oldestAge?: number; replayed: number }> {
     const res = await call(this.deadLetters.stats({}, options));
-    return { count: Number(res.count), oldestFailedAt: fromTimestamp(res.oldestFailedAt), oldestAge: fromDuration(res.oldestAge) };
+    return {
+      count: Number(res.count), oldestFailedAt: fromTimestamp(res.oldestFailedAt), oldestAge: fromDuration(res.oldestAge),
+      replayed: Number(res.replayed),
+    };
   }
 
   /**

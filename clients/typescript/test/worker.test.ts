@@ -141,6 +141,11 @@ for (const mode of ["stream", "poll"] as const) {
       assert.deepEqual((await waitForState(c, replay.job.id, "completed")).result, { charged: -5 });
       assert.equal((await c.get(job.id)).state, "failed", "the dead letter stays as it was");
       assert.deepEqual((await c.replayMany({ queues: [queue] })).jobs, [], "it was replayed already");
+      assert.deepEqual((await c.listDeadLetters({ queues: [queue] })).jobs, [], "dealt with: left out");
+      const all = await c.listDeadLetters({ queues: [queue], includeReplayed: true });
+      assert.deepEqual(all.jobs.map((j) => j.id), [job.id]);
+      assert.equal(all.replays[job.id]?.count, 1);
+      assert.equal(all.replays[job.id]?.lastJobId, replay.job.id);
     });
 
     test("a snooze runs the job again later without using an attempt", async (t) => {

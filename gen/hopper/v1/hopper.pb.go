@@ -5673,9 +5673,12 @@ type DeadLetterServiceListRequest struct {
 	// cursor continues from a previous page's next_cursor.
 	Cursor string `protobuf:"bytes,2,opt,name=cursor,proto3" json:"cursor,omitempty"`
 	// limit is the page size (default 100, at most 10,000).
-	Limit         int32 `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Limit int32 `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
+	// include_replayed lists the dead letters that were replayed too. By default they are left
+	// out: a replayed dead letter has been dealt with (Stats counts it apart, as replayed).
+	IncludeReplayed bool `protobuf:"varint,4,opt,name=include_replayed,json=includeReplayed,proto3" json:"include_replayed,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *DeadLetterServiceListRequest) Reset() {
@@ -5729,11 +5732,21 @@ func (x *DeadLetterServiceListRequest) GetLimit() int32 {
 	return 0
 }
 
+func (x *DeadLetterServiceListRequest) GetIncludeReplayed() bool {
+	if x != nil {
+		return x.IncludeReplayed
+	}
+	return false
+}
+
 type DeadLetterServiceListResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Jobs  []*Job                 `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs,omitempty"`
 	// next_cursor is empty on the last page.
-	NextCursor    string `protobuf:"bytes,2,opt,name=next_cursor,json=nextCursor,proto3" json:"next_cursor,omitempty"`
+	NextCursor string `protobuf:"bytes,2,opt,name=next_cursor,json=nextCursor,proto3" json:"next_cursor,omitempty"`
+	// replays marks the jobs that were replayed: by job id, a summary of its replays. A job
+	// never replayed has no entry.
+	Replays       map[string]*ReplaySummary `protobuf:"bytes,3,rep,name=replays,proto3" json:"replays,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -5782,6 +5795,77 @@ func (x *DeadLetterServiceListResponse) GetNextCursor() string {
 	return ""
 }
 
+func (x *DeadLetterServiceListResponse) GetReplays() map[string]*ReplaySummary {
+	if x != nil {
+		return x.Replays
+	}
+	return nil
+}
+
+// ReplaySummary sums up the replays of one dead letter.
+type ReplaySummary struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// count is how often the dead letter was replayed (not Job.replay_count, which says which
+	// replay of its original a job is).
+	Count int32 `protobuf:"varint,1,opt,name=count,proto3" json:"count,omitempty"`
+	// last_job_id is the job the newest replay created; last_replayed_at is when.
+	LastJobId      string                 `protobuf:"bytes,2,opt,name=last_job_id,json=lastJobId,proto3" json:"last_job_id,omitempty"`
+	LastReplayedAt *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=last_replayed_at,json=lastReplayedAt,proto3" json:"last_replayed_at,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ReplaySummary) Reset() {
+	*x = ReplaySummary{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[89]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplaySummary) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplaySummary) ProtoMessage() {}
+
+func (x *ReplaySummary) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[89]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplaySummary.ProtoReflect.Descriptor instead.
+func (*ReplaySummary) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{89}
+}
+
+func (x *ReplaySummary) GetCount() int32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *ReplaySummary) GetLastJobId() string {
+	if x != nil {
+		return x.LastJobId
+	}
+	return ""
+}
+
+func (x *ReplaySummary) GetLastReplayedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastReplayedAt
+	}
+	return nil
+}
+
 type DeadLetterServiceStatsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -5790,7 +5874,7 @@ type DeadLetterServiceStatsRequest struct {
 
 func (x *DeadLetterServiceStatsRequest) Reset() {
 	*x = DeadLetterServiceStatsRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[89]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5802,7 +5886,7 @@ func (x *DeadLetterServiceStatsRequest) String() string {
 func (*DeadLetterServiceStatsRequest) ProtoMessage() {}
 
 func (x *DeadLetterServiceStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[89]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5815,24 +5899,27 @@ func (x *DeadLetterServiceStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceStatsRequest.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceStatsRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{89}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{90}
 }
 
 type DeadLetterServiceStatsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// count is the number of dead letters not yet expired.
+	// count is the number of dead letters neither expired nor replayed: what List lists.
 	Count int64 `protobuf:"varint,1,opt,name=count,proto3" json:"count,omitempty"`
-	// oldest_failed_at is when the oldest dead letter failed; unset when there is none.
+	// oldest_failed_at is when the oldest of them failed; unset when there is none.
 	OldestFailedAt *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=oldest_failed_at,json=oldestFailedAt,proto3" json:"oldest_failed_at,omitempty"`
-	// oldest_age is how long the oldest dead letter has waited, by the server's clock.
-	OldestAge     *durationpb.Duration `protobuf:"bytes,3,opt,name=oldest_age,json=oldestAge,proto3" json:"oldest_age,omitempty"`
+	// oldest_age is how long the oldest of them has waited, by the server's clock.
+	OldestAge *durationpb.Duration `protobuf:"bytes,3,opt,name=oldest_age,json=oldestAge,proto3" json:"oldest_age,omitempty"`
+	// replayed is the number of dead letters not yet expired that were replayed: what List
+	// lists in addition with include_replayed.
+	Replayed      int64 `protobuf:"varint,4,opt,name=replayed,proto3" json:"replayed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DeadLetterServiceStatsResponse) Reset() {
 	*x = DeadLetterServiceStatsResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[90]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5844,7 +5931,7 @@ func (x *DeadLetterServiceStatsResponse) String() string {
 func (*DeadLetterServiceStatsResponse) ProtoMessage() {}
 
 func (x *DeadLetterServiceStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[90]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5857,7 +5944,7 @@ func (x *DeadLetterServiceStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceStatsResponse.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceStatsResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{90}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *DeadLetterServiceStatsResponse) GetCount() int64 {
@@ -5881,6 +5968,13 @@ func (x *DeadLetterServiceStatsResponse) GetOldestAge() *durationpb.Duration {
 	return nil
 }
 
+func (x *DeadLetterServiceStatsResponse) GetReplayed() int64 {
+	if x != nil {
+		return x.Replayed
+	}
+	return 0
+}
+
 type ReplayRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -5890,7 +5984,7 @@ type ReplayRequest struct {
 
 func (x *ReplayRequest) Reset() {
 	*x = ReplayRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[91]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5902,7 +5996,7 @@ func (x *ReplayRequest) String() string {
 func (*ReplayRequest) ProtoMessage() {}
 
 func (x *ReplayRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[91]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5915,7 +6009,7 @@ func (x *ReplayRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayRequest.ProtoReflect.Descriptor instead.
 func (*ReplayRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{91}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *ReplayRequest) GetId() string {
@@ -5937,7 +6031,7 @@ type ReplayResponse struct {
 
 func (x *ReplayResponse) Reset() {
 	*x = ReplayResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[92]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5949,7 +6043,7 @@ func (x *ReplayResponse) String() string {
 func (*ReplayResponse) ProtoMessage() {}
 
 func (x *ReplayResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[92]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5962,7 +6056,7 @@ func (x *ReplayResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayResponse.ProtoReflect.Descriptor instead.
 func (*ReplayResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{92}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *ReplayResponse) GetJob() *Job {
@@ -5990,7 +6084,7 @@ type ReplayManyRequest struct {
 
 func (x *ReplayManyRequest) Reset() {
 	*x = ReplayManyRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[93]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6002,7 +6096,7 @@ func (x *ReplayManyRequest) String() string {
 func (*ReplayManyRequest) ProtoMessage() {}
 
 func (x *ReplayManyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[93]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6015,7 +6109,7 @@ func (x *ReplayManyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayManyRequest.ProtoReflect.Descriptor instead.
 func (*ReplayManyRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{93}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *ReplayManyRequest) GetFilter() *DeadLetterFilter {
@@ -6043,7 +6137,7 @@ type ReplayManyResponse struct {
 
 func (x *ReplayManyResponse) Reset() {
 	*x = ReplayManyResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[94]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6055,7 +6149,7 @@ func (x *ReplayManyResponse) String() string {
 func (*ReplayManyResponse) ProtoMessage() {}
 
 func (x *ReplayManyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[94]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6068,7 +6162,7 @@ func (x *ReplayManyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayManyResponse.ProtoReflect.Descriptor instead.
 func (*ReplayManyResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{94}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *ReplayManyResponse) GetJobs() []*Job {
@@ -6103,7 +6197,7 @@ type ReplayRecord struct {
 
 func (x *ReplayRecord) Reset() {
 	*x = ReplayRecord{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[95]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6115,7 +6209,7 @@ func (x *ReplayRecord) String() string {
 func (*ReplayRecord) ProtoMessage() {}
 
 func (x *ReplayRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[95]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6128,7 +6222,7 @@ func (x *ReplayRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayRecord.ProtoReflect.Descriptor instead.
 func (*ReplayRecord) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{95}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *ReplayRecord) GetId() int64 {
@@ -6198,7 +6292,7 @@ type ListReplaysRequest struct {
 
 func (x *ListReplaysRequest) Reset() {
 	*x = ListReplaysRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[96]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6210,7 +6304,7 @@ func (x *ListReplaysRequest) String() string {
 func (*ListReplaysRequest) ProtoMessage() {}
 
 func (x *ListReplaysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[96]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6223,7 +6317,7 @@ func (x *ListReplaysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReplaysRequest.ProtoReflect.Descriptor instead.
 func (*ListReplaysRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{96}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *ListReplaysRequest) GetSourceJobId() string {
@@ -6285,7 +6379,7 @@ type ListReplaysResponse struct {
 
 func (x *ListReplaysResponse) Reset() {
 	*x = ListReplaysResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[97]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6297,7 +6391,7 @@ func (x *ListReplaysResponse) String() string {
 func (*ListReplaysResponse) ProtoMessage() {}
 
 func (x *ListReplaysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[97]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6310,7 +6404,7 @@ func (x *ListReplaysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReplaysResponse.ProtoReflect.Descriptor instead.
 func (*ListReplaysResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{97}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *ListReplaysResponse) GetReplays() []*ReplayRecord {
@@ -6347,7 +6441,7 @@ type Kind struct {
 
 func (x *Kind) Reset() {
 	*x = Kind{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[98]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6359,7 +6453,7 @@ func (x *Kind) String() string {
 func (*Kind) ProtoMessage() {}
 
 func (x *Kind) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[98]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6372,7 +6466,7 @@ func (x *Kind) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Kind.ProtoReflect.Descriptor instead.
 func (*Kind) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{98}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *Kind) GetName() string {
@@ -6418,7 +6512,7 @@ type KindServiceListRequest struct {
 
 func (x *KindServiceListRequest) Reset() {
 	*x = KindServiceListRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[99]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6430,7 +6524,7 @@ func (x *KindServiceListRequest) String() string {
 func (*KindServiceListRequest) ProtoMessage() {}
 
 func (x *KindServiceListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[99]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6443,7 +6537,7 @@ func (x *KindServiceListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceListRequest.ProtoReflect.Descriptor instead.
 func (*KindServiceListRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{99}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{100}
 }
 
 type KindServiceListResponse struct {
@@ -6455,7 +6549,7 @@ type KindServiceListResponse struct {
 
 func (x *KindServiceListResponse) Reset() {
 	*x = KindServiceListResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[100]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6467,7 +6561,7 @@ func (x *KindServiceListResponse) String() string {
 func (*KindServiceListResponse) ProtoMessage() {}
 
 func (x *KindServiceListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[100]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6480,7 +6574,7 @@ func (x *KindServiceListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceListResponse.ProtoReflect.Descriptor instead.
 func (*KindServiceListResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{100}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *KindServiceListResponse) GetKinds() []*Kind {
@@ -6505,7 +6599,7 @@ type KindServiceSetRequest struct {
 
 func (x *KindServiceSetRequest) Reset() {
 	*x = KindServiceSetRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[101]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6517,7 +6611,7 @@ func (x *KindServiceSetRequest) String() string {
 func (*KindServiceSetRequest) ProtoMessage() {}
 
 func (x *KindServiceSetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[101]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6530,7 +6624,7 @@ func (x *KindServiceSetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceSetRequest.ProtoReflect.Descriptor instead.
 func (*KindServiceSetRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{101}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *KindServiceSetRequest) GetKind() string {
@@ -6562,7 +6656,7 @@ type KindServiceSetResponse struct {
 
 func (x *KindServiceSetResponse) Reset() {
 	*x = KindServiceSetResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[102]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6574,7 +6668,7 @@ func (x *KindServiceSetResponse) String() string {
 func (*KindServiceSetResponse) ProtoMessage() {}
 
 func (x *KindServiceSetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[102]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6587,7 +6681,7 @@ func (x *KindServiceSetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceSetResponse.ProtoReflect.Descriptor instead.
 func (*KindServiceSetResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{102}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{103}
 }
 
 type KindServiceDisableRequest struct {
@@ -6599,7 +6693,7 @@ type KindServiceDisableRequest struct {
 
 func (x *KindServiceDisableRequest) Reset() {
 	*x = KindServiceDisableRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[103]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6611,7 +6705,7 @@ func (x *KindServiceDisableRequest) String() string {
 func (*KindServiceDisableRequest) ProtoMessage() {}
 
 func (x *KindServiceDisableRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[103]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6624,7 +6718,7 @@ func (x *KindServiceDisableRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceDisableRequest.ProtoReflect.Descriptor instead.
 func (*KindServiceDisableRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{103}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *KindServiceDisableRequest) GetKind() string {
@@ -6642,7 +6736,7 @@ type KindServiceDisableResponse struct {
 
 func (x *KindServiceDisableResponse) Reset() {
 	*x = KindServiceDisableResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[104]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6654,7 +6748,7 @@ func (x *KindServiceDisableResponse) String() string {
 func (*KindServiceDisableResponse) ProtoMessage() {}
 
 func (x *KindServiceDisableResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[104]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6667,7 +6761,7 @@ func (x *KindServiceDisableResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceDisableResponse.ProtoReflect.Descriptor instead.
 func (*KindServiceDisableResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{104}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{105}
 }
 
 type KindServiceEnableRequest struct {
@@ -6679,7 +6773,7 @@ type KindServiceEnableRequest struct {
 
 func (x *KindServiceEnableRequest) Reset() {
 	*x = KindServiceEnableRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[105]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6691,7 +6785,7 @@ func (x *KindServiceEnableRequest) String() string {
 func (*KindServiceEnableRequest) ProtoMessage() {}
 
 func (x *KindServiceEnableRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[105]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6704,7 +6798,7 @@ func (x *KindServiceEnableRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceEnableRequest.ProtoReflect.Descriptor instead.
 func (*KindServiceEnableRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{105}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *KindServiceEnableRequest) GetKind() string {
@@ -6722,7 +6816,7 @@ type KindServiceEnableResponse struct {
 
 func (x *KindServiceEnableResponse) Reset() {
 	*x = KindServiceEnableResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[106]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6734,7 +6828,7 @@ func (x *KindServiceEnableResponse) String() string {
 func (*KindServiceEnableResponse) ProtoMessage() {}
 
 func (x *KindServiceEnableResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[106]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6747,7 +6841,7 @@ func (x *KindServiceEnableResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceEnableResponse.ProtoReflect.Descriptor instead.
 func (*KindServiceEnableResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{106}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{107}
 }
 
 var File_hopper_v1_hopper_proto protoreflect.FileDescriptor
@@ -7203,21 +7297,31 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x06queues\x18\x01 \x03(\tR\x06queues\x12\x14\n" +
 	"\x05kinds\x18\x02 \x03(\tR\x05kinds\x12=\n" +
 	"\ffailed_after\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\vfailedAfter\x12?\n" +
-	"\rfailed_before\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\ffailedBefore\"\x81\x01\n" +
+	"\rfailed_before\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\ffailedBefore\"\xac\x01\n" +
 	"\x1cDeadLetterServiceListRequest\x123\n" +
 	"\x06filter\x18\x01 \x01(\v2\x1b.hopper.v1.DeadLetterFilterR\x06filter\x12\x16\n" +
 	"\x06cursor\x18\x02 \x01(\tR\x06cursor\x12\x14\n" +
-	"\x05limit\x18\x03 \x01(\x05R\x05limit\"d\n" +
+	"\x05limit\x18\x03 \x01(\x05R\x05limit\x12)\n" +
+	"\x10include_replayed\x18\x04 \x01(\bR\x0fincludeReplayed\"\x8b\x02\n" +
 	"\x1dDeadLetterServiceListResponse\x12\"\n" +
 	"\x04jobs\x18\x01 \x03(\v2\x0e.hopper.v1.JobR\x04jobs\x12\x1f\n" +
 	"\vnext_cursor\x18\x02 \x01(\tR\n" +
-	"nextCursor\"\x1f\n" +
-	"\x1dDeadLetterServiceStatsRequest\"\xb6\x01\n" +
+	"nextCursor\x12O\n" +
+	"\areplays\x18\x03 \x03(\v25.hopper.v1.DeadLetterServiceListResponse.ReplaysEntryR\areplays\x1aT\n" +
+	"\fReplaysEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12.\n" +
+	"\x05value\x18\x02 \x01(\v2\x18.hopper.v1.ReplaySummaryR\x05value:\x028\x01\"\x8b\x01\n" +
+	"\rReplaySummary\x12\x14\n" +
+	"\x05count\x18\x01 \x01(\x05R\x05count\x12\x1e\n" +
+	"\vlast_job_id\x18\x02 \x01(\tR\tlastJobId\x12D\n" +
+	"\x10last_replayed_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x0elastReplayedAt\"\x1f\n" +
+	"\x1dDeadLetterServiceStatsRequest\"\xd2\x01\n" +
 	"\x1eDeadLetterServiceStatsResponse\x12\x14\n" +
 	"\x05count\x18\x01 \x01(\x03R\x05count\x12D\n" +
 	"\x10oldest_failed_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x0eoldestFailedAt\x128\n" +
 	"\n" +
-	"oldest_age\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\toldestAge\"\x1f\n" +
+	"oldest_age\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\toldestAge\x12\x1a\n" +
+	"\breplayed\x18\x04 \x01(\x03R\breplayed\"\x1f\n" +
 	"\rReplayRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"S\n" +
 	"\x0eReplayResponse\x12 \n" +
@@ -7352,7 +7456,7 @@ func file_hopper_v1_hopper_proto_rawDescGZIP() []byte {
 	return file_hopper_v1_hopper_proto_rawDescData
 }
 
-var file_hopper_v1_hopper_proto_msgTypes = make([]protoimpl.MessageInfo, 113)
+var file_hopper_v1_hopper_proto_msgTypes = make([]protoimpl.MessageInfo, 115)
 var file_hopper_v1_hopper_proto_goTypes = []any{
 	(*Schedule)(nil),                       // 0: hopper.v1.Schedule
 	(*ScheduleServiceListRequest)(nil),     // 1: hopper.v1.ScheduleServiceListRequest
@@ -7443,99 +7547,101 @@ var file_hopper_v1_hopper_proto_goTypes = []any{
 	(*DeadLetterFilter)(nil),               // 86: hopper.v1.DeadLetterFilter
 	(*DeadLetterServiceListRequest)(nil),   // 87: hopper.v1.DeadLetterServiceListRequest
 	(*DeadLetterServiceListResponse)(nil),  // 88: hopper.v1.DeadLetterServiceListResponse
-	(*DeadLetterServiceStatsRequest)(nil),  // 89: hopper.v1.DeadLetterServiceStatsRequest
-	(*DeadLetterServiceStatsResponse)(nil), // 90: hopper.v1.DeadLetterServiceStatsResponse
-	(*ReplayRequest)(nil),                  // 91: hopper.v1.ReplayRequest
-	(*ReplayResponse)(nil),                 // 92: hopper.v1.ReplayResponse
-	(*ReplayManyRequest)(nil),              // 93: hopper.v1.ReplayManyRequest
-	(*ReplayManyResponse)(nil),             // 94: hopper.v1.ReplayManyResponse
-	(*ReplayRecord)(nil),                   // 95: hopper.v1.ReplayRecord
-	(*ListReplaysRequest)(nil),             // 96: hopper.v1.ListReplaysRequest
-	(*ListReplaysResponse)(nil),            // 97: hopper.v1.ListReplaysResponse
-	(*Kind)(nil),                           // 98: hopper.v1.Kind
-	(*KindServiceListRequest)(nil),         // 99: hopper.v1.KindServiceListRequest
-	(*KindServiceListResponse)(nil),        // 100: hopper.v1.KindServiceListResponse
-	(*KindServiceSetRequest)(nil),          // 101: hopper.v1.KindServiceSetRequest
-	(*KindServiceSetResponse)(nil),         // 102: hopper.v1.KindServiceSetResponse
-	(*KindServiceDisableRequest)(nil),      // 103: hopper.v1.KindServiceDisableRequest
-	(*KindServiceDisableResponse)(nil),     // 104: hopper.v1.KindServiceDisableResponse
-	(*KindServiceEnableRequest)(nil),       // 105: hopper.v1.KindServiceEnableRequest
-	(*KindServiceEnableResponse)(nil),      // 106: hopper.v1.KindServiceEnableResponse
-	nil,                                    // 107: hopper.v1.Schedule.HeadersEntry
-	nil,                                    // 108: hopper.v1.Job.HeadersEntry
-	nil,                                    // 109: hopper.v1.JobSpec.HeadersEntry
-	nil,                                    // 110: hopper.v1.ActivatedJob.HeadersEntry
-	nil,                                    // 111: hopper.v1.Queue.CountsEntry
-	nil,                                    // 112: hopper.v1.Kind.CountsEntry
-	(*durationpb.Duration)(nil),            // 113: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),          // 114: google.protobuf.Timestamp
+	(*ReplaySummary)(nil),                  // 89: hopper.v1.ReplaySummary
+	(*DeadLetterServiceStatsRequest)(nil),  // 90: hopper.v1.DeadLetterServiceStatsRequest
+	(*DeadLetterServiceStatsResponse)(nil), // 91: hopper.v1.DeadLetterServiceStatsResponse
+	(*ReplayRequest)(nil),                  // 92: hopper.v1.ReplayRequest
+	(*ReplayResponse)(nil),                 // 93: hopper.v1.ReplayResponse
+	(*ReplayManyRequest)(nil),              // 94: hopper.v1.ReplayManyRequest
+	(*ReplayManyResponse)(nil),             // 95: hopper.v1.ReplayManyResponse
+	(*ReplayRecord)(nil),                   // 96: hopper.v1.ReplayRecord
+	(*ListReplaysRequest)(nil),             // 97: hopper.v1.ListReplaysRequest
+	(*ListReplaysResponse)(nil),            // 98: hopper.v1.ListReplaysResponse
+	(*Kind)(nil),                           // 99: hopper.v1.Kind
+	(*KindServiceListRequest)(nil),         // 100: hopper.v1.KindServiceListRequest
+	(*KindServiceListResponse)(nil),        // 101: hopper.v1.KindServiceListResponse
+	(*KindServiceSetRequest)(nil),          // 102: hopper.v1.KindServiceSetRequest
+	(*KindServiceSetResponse)(nil),         // 103: hopper.v1.KindServiceSetResponse
+	(*KindServiceDisableRequest)(nil),      // 104: hopper.v1.KindServiceDisableRequest
+	(*KindServiceDisableResponse)(nil),     // 105: hopper.v1.KindServiceDisableResponse
+	(*KindServiceEnableRequest)(nil),       // 106: hopper.v1.KindServiceEnableRequest
+	(*KindServiceEnableResponse)(nil),      // 107: hopper.v1.KindServiceEnableResponse
+	nil,                                    // 108: hopper.v1.Schedule.HeadersEntry
+	nil,                                    // 109: hopper.v1.Job.HeadersEntry
+	nil,                                    // 110: hopper.v1.JobSpec.HeadersEntry
+	nil,                                    // 111: hopper.v1.ActivatedJob.HeadersEntry
+	nil,                                    // 112: hopper.v1.Queue.CountsEntry
+	nil,                                    // 113: hopper.v1.DeadLetterServiceListResponse.ReplaysEntry
+	nil,                                    // 114: hopper.v1.Kind.CountsEntry
+	(*durationpb.Duration)(nil),            // 115: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),          // 116: google.protobuf.Timestamp
 }
 var file_hopper_v1_hopper_proto_depIdxs = []int32{
-	113, // 0: hopper.v1.Schedule.every:type_name -> google.protobuf.Duration
-	113, // 1: hopper.v1.Schedule.fixed_delay:type_name -> google.protobuf.Duration
-	113, // 2: hopper.v1.Schedule.timeout:type_name -> google.protobuf.Duration
-	107, // 3: hopper.v1.Schedule.headers:type_name -> hopper.v1.Schedule.HeadersEntry
-	113, // 4: hopper.v1.Schedule.jitter:type_name -> google.protobuf.Duration
-	114, // 5: hopper.v1.Schedule.last_fire_at:type_name -> google.protobuf.Timestamp
-	114, // 6: hopper.v1.Schedule.next_fire_at:type_name -> google.protobuf.Timestamp
-	114, // 7: hopper.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
-	114, // 8: hopper.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
+	115, // 0: hopper.v1.Schedule.every:type_name -> google.protobuf.Duration
+	115, // 1: hopper.v1.Schedule.fixed_delay:type_name -> google.protobuf.Duration
+	115, // 2: hopper.v1.Schedule.timeout:type_name -> google.protobuf.Duration
+	108, // 3: hopper.v1.Schedule.headers:type_name -> hopper.v1.Schedule.HeadersEntry
+	115, // 4: hopper.v1.Schedule.jitter:type_name -> google.protobuf.Duration
+	116, // 5: hopper.v1.Schedule.last_fire_at:type_name -> google.protobuf.Timestamp
+	116, // 6: hopper.v1.Schedule.next_fire_at:type_name -> google.protobuf.Timestamp
+	116, // 7: hopper.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
+	116, // 8: hopper.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
 	0,   // 9: hopper.v1.ScheduleServiceListResponse.schedules:type_name -> hopper.v1.Schedule
 	0,   // 10: hopper.v1.ScheduleServiceAddRequest.schedule:type_name -> hopper.v1.Schedule
 	0,   // 11: hopper.v1.ScheduleServiceAddResponse.schedule:type_name -> hopper.v1.Schedule
-	108, // 12: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
-	114, // 13: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
-	113, // 14: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
-	114, // 15: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
-	114, // 16: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
-	114, // 17: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	114, // 18: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
-	114, // 19: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
-	114, // 20: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	114, // 21: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
-	114, // 22: hopper.v1.Job.deadline_at:type_name -> google.protobuf.Timestamp
-	114, // 23: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
-	113, // 24: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
-	113, // 25: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
-	109, // 26: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
-	113, // 27: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
+	109, // 12: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
+	116, // 13: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
+	115, // 14: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
+	116, // 15: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
+	116, // 16: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
+	116, // 17: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	116, // 18: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
+	116, // 19: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
+	116, // 20: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	116, // 21: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
+	116, // 22: hopper.v1.Job.deadline_at:type_name -> google.protobuf.Timestamp
+	116, // 23: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
+	115, // 24: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
+	115, // 25: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
+	110, // 26: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
+	115, // 27: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
 	13,  // 28: hopper.v1.JobSpec.retry_policy:type_name -> hopper.v1.RetryPolicy
-	113, // 29: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
-	113, // 30: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
+	115, // 29: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
+	115, // 30: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
 	12,  // 31: hopper.v1.EnqueueRequest.job:type_name -> hopper.v1.JobSpec
 	11,  // 32: hopper.v1.EnqueueResponse.job:type_name -> hopper.v1.Job
 	12,  // 33: hopper.v1.EnqueueBatchRequest.jobs:type_name -> hopper.v1.JobSpec
 	15,  // 34: hopper.v1.EnqueueBatchResponse.results:type_name -> hopper.v1.EnqueueResponse
 	11,  // 35: hopper.v1.GetResponse.job:type_name -> hopper.v1.Job
-	114, // 36: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
-	114, // 37: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
+	116, // 36: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
+	116, // 37: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
 	11,  // 38: hopper.v1.ListResponse.jobs:type_name -> hopper.v1.Job
 	11,  // 39: hopper.v1.CancelResponse.job:type_name -> hopper.v1.Job
 	11,  // 40: hopper.v1.JobServiceResumeResponse.job:type_name -> hopper.v1.Job
-	114, // 41: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
-	114, // 42: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
-	114, // 43: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
+	116, // 41: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
+	116, // 42: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
+	116, // 43: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
 	27,  // 44: hopper.v1.EventsResponse.events:type_name -> hopper.v1.Event
 	28,  // 45: hopper.v1.EventsResponse.attempts:type_name -> hopper.v1.Attempt
-	110, // 46: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
-	114, // 47: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
-	113, // 48: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
-	114, // 49: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
+	111, // 46: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
+	116, // 47: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
+	115, // 48: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
+	116, // 49: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
 	13,  // 50: hopper.v1.ActivatedJob.retry_policy:type_name -> hopper.v1.RetryPolicy
-	113, // 51: hopper.v1.ActivatedJob.default_timeout:type_name -> google.protobuf.Duration
-	113, // 52: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
-	113, // 53: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
+	115, // 51: hopper.v1.ActivatedJob.default_timeout:type_name -> google.protobuf.Duration
+	115, // 52: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
+	115, // 53: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
 	30,  // 54: hopper.v1.ActivateResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	113, // 55: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
+	115, // 55: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
 	30,  // 56: hopper.v1.StreamJobsResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	113, // 57: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
+	115, // 57: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
 	13,  // 58: hopper.v1.FailRequest.retry_policy:type_name -> hopper.v1.RetryPolicy
-	114, // 59: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
-	113, // 60: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
-	114, // 61: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
-	114, // 62: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
-	113, // 63: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
-	114, // 64: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
+	116, // 59: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
+	115, // 60: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
+	116, // 61: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
+	116, // 62: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
+	115, // 63: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
+	116, // 64: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
 	48,  // 65: hopper.v1.ReportRequest.outcomes:type_name -> hopper.v1.Outcome
 	45,  // 66: hopper.v1.ReportRequest.renewals:type_name -> hopper.v1.ExtendLeaseRequest
 	35,  // 67: hopper.v1.Outcome.complete:type_name -> hopper.v1.CompleteRequest
@@ -7548,133 +7654,136 @@ var file_hopper_v1_hopper_proto_depIdxs = []int32{
 	47,  // 74: hopper.v1.ReportStreamRequest.report:type_name -> hopper.v1.ReportRequest
 	49,  // 75: hopper.v1.ReportStreamResponse.report:type_name -> hopper.v1.ReportResponse
 	38,  // 76: hopper.v1.Verdict.fail:type_name -> hopper.v1.FailResponse
-	114, // 77: hopper.v1.Verdict.lease_expires_at:type_name -> google.protobuf.Timestamp
-	111, // 78: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
+	116, // 77: hopper.v1.Verdict.lease_expires_at:type_name -> google.protobuf.Timestamp
+	112, // 78: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
 	59,  // 79: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
-	114, // 80: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
-	114, // 81: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
+	116, // 80: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
+	116, // 81: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
 	68,  // 82: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
-	114, // 83: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
+	116, // 83: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
 	71,  // 84: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
-	114, // 85: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
+	116, // 85: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
 	74,  // 86: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
-	114, // 87: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
-	114, // 88: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
-	114, // 89: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
+	116, // 87: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
+	116, // 88: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
+	116, // 89: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
 	77,  // 90: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
 	77,  // 91: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
 	77,  // 92: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
 	77,  // 93: hopper.v1.ImportKeyResponse.key:type_name -> hopper.v1.APIKey
-	114, // 94: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
-	114, // 95: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
+	116, // 94: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
+	116, // 95: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
 	86,  // 96: hopper.v1.DeadLetterServiceListRequest.filter:type_name -> hopper.v1.DeadLetterFilter
 	11,  // 97: hopper.v1.DeadLetterServiceListResponse.jobs:type_name -> hopper.v1.Job
-	114, // 98: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
-	113, // 99: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
-	11,  // 100: hopper.v1.ReplayResponse.job:type_name -> hopper.v1.Job
-	86,  // 101: hopper.v1.ReplayManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
-	11,  // 102: hopper.v1.ReplayManyResponse.jobs:type_name -> hopper.v1.Job
-	114, // 103: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
-	114, // 104: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
-	114, // 105: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
-	95,  // 106: hopper.v1.ListReplaysResponse.replays:type_name -> hopper.v1.ReplayRecord
-	112, // 107: hopper.v1.Kind.counts:type_name -> hopper.v1.Kind.CountsEntry
-	98,  // 108: hopper.v1.KindServiceListResponse.kinds:type_name -> hopper.v1.Kind
-	14,  // 109: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
-	16,  // 110: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
-	18,  // 111: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
-	20,  // 112: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
-	22,  // 113: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
-	26,  // 114: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
-	24,  // 115: hopper.v1.JobService.Resume:input_type -> hopper.v1.JobServiceResumeRequest
-	31,  // 116: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
-	33,  // 117: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
-	35,  // 118: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
-	37,  // 119: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
-	43,  // 120: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
-	39,  // 121: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
-	41,  // 122: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
-	45,  // 123: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
-	55,  // 124: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
-	57,  // 125: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
-	47,  // 126: hopper.v1.WorkerService.Report:input_type -> hopper.v1.ReportRequest
-	50,  // 127: hopper.v1.WorkerService.ReportStream:input_type -> hopper.v1.ReportStreamRequest
-	53,  // 128: hopper.v1.WorkerService.Hold:input_type -> hopper.v1.HoldRequest
-	60,  // 129: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
-	64,  // 130: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
-	66,  // 131: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
-	62,  // 132: hopper.v1.QueueService.Set:input_type -> hopper.v1.QueueServiceSetRequest
-	69,  // 133: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
-	72,  // 134: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
-	75,  // 135: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
-	78,  // 136: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
-	80,  // 137: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
-	82,  // 138: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
-	84,  // 139: hopper.v1.AdminService.ImportKey:input_type -> hopper.v1.ImportKeyRequest
-	1,   // 140: hopper.v1.ScheduleService.List:input_type -> hopper.v1.ScheduleServiceListRequest
-	3,   // 141: hopper.v1.ScheduleService.Add:input_type -> hopper.v1.ScheduleServiceAddRequest
-	5,   // 142: hopper.v1.ScheduleService.Remove:input_type -> hopper.v1.ScheduleServiceRemoveRequest
-	7,   // 143: hopper.v1.ScheduleService.Pause:input_type -> hopper.v1.ScheduleServicePauseRequest
-	9,   // 144: hopper.v1.ScheduleService.Resume:input_type -> hopper.v1.ScheduleServiceResumeRequest
-	87,  // 145: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
-	89,  // 146: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
-	91,  // 147: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
-	93,  // 148: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
-	96,  // 149: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
-	99,  // 150: hopper.v1.KindService.List:input_type -> hopper.v1.KindServiceListRequest
-	101, // 151: hopper.v1.KindService.Set:input_type -> hopper.v1.KindServiceSetRequest
-	103, // 152: hopper.v1.KindService.Disable:input_type -> hopper.v1.KindServiceDisableRequest
-	105, // 153: hopper.v1.KindService.Enable:input_type -> hopper.v1.KindServiceEnableRequest
-	15,  // 154: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
-	17,  // 155: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
-	19,  // 156: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
-	21,  // 157: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
-	23,  // 158: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
-	29,  // 159: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
-	25,  // 160: hopper.v1.JobService.Resume:output_type -> hopper.v1.JobServiceResumeResponse
-	32,  // 161: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
-	34,  // 162: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
-	36,  // 163: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
-	38,  // 164: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
-	44,  // 165: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
-	40,  // 166: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
-	42,  // 167: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
-	46,  // 168: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
-	56,  // 169: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
-	58,  // 170: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
-	49,  // 171: hopper.v1.WorkerService.Report:output_type -> hopper.v1.ReportResponse
-	51,  // 172: hopper.v1.WorkerService.ReportStream:output_type -> hopper.v1.ReportStreamResponse
-	54,  // 173: hopper.v1.WorkerService.Hold:output_type -> hopper.v1.HoldResponse
-	61,  // 174: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
-	65,  // 175: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
-	67,  // 176: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
-	63,  // 177: hopper.v1.QueueService.Set:output_type -> hopper.v1.QueueServiceSetResponse
-	70,  // 178: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
-	73,  // 179: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
-	76,  // 180: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
-	79,  // 181: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
-	81,  // 182: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
-	83,  // 183: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
-	85,  // 184: hopper.v1.AdminService.ImportKey:output_type -> hopper.v1.ImportKeyResponse
-	2,   // 185: hopper.v1.ScheduleService.List:output_type -> hopper.v1.ScheduleServiceListResponse
-	4,   // 186: hopper.v1.ScheduleService.Add:output_type -> hopper.v1.ScheduleServiceAddResponse
-	6,   // 187: hopper.v1.ScheduleService.Remove:output_type -> hopper.v1.ScheduleServiceRemoveResponse
-	8,   // 188: hopper.v1.ScheduleService.Pause:output_type -> hopper.v1.ScheduleServicePauseResponse
-	10,  // 189: hopper.v1.ScheduleService.Resume:output_type -> hopper.v1.ScheduleServiceResumeResponse
-	88,  // 190: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
-	90,  // 191: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
-	92,  // 192: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
-	94,  // 193: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
-	97,  // 194: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
-	100, // 195: hopper.v1.KindService.List:output_type -> hopper.v1.KindServiceListResponse
-	102, // 196: hopper.v1.KindService.Set:output_type -> hopper.v1.KindServiceSetResponse
-	104, // 197: hopper.v1.KindService.Disable:output_type -> hopper.v1.KindServiceDisableResponse
-	106, // 198: hopper.v1.KindService.Enable:output_type -> hopper.v1.KindServiceEnableResponse
-	154, // [154:199] is the sub-list for method output_type
-	109, // [109:154] is the sub-list for method input_type
-	109, // [109:109] is the sub-list for extension type_name
-	109, // [109:109] is the sub-list for extension extendee
-	0,   // [0:109] is the sub-list for field type_name
+	113, // 98: hopper.v1.DeadLetterServiceListResponse.replays:type_name -> hopper.v1.DeadLetterServiceListResponse.ReplaysEntry
+	116, // 99: hopper.v1.ReplaySummary.last_replayed_at:type_name -> google.protobuf.Timestamp
+	116, // 100: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
+	115, // 101: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
+	11,  // 102: hopper.v1.ReplayResponse.job:type_name -> hopper.v1.Job
+	86,  // 103: hopper.v1.ReplayManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
+	11,  // 104: hopper.v1.ReplayManyResponse.jobs:type_name -> hopper.v1.Job
+	116, // 105: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
+	116, // 106: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
+	116, // 107: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
+	96,  // 108: hopper.v1.ListReplaysResponse.replays:type_name -> hopper.v1.ReplayRecord
+	114, // 109: hopper.v1.Kind.counts:type_name -> hopper.v1.Kind.CountsEntry
+	99,  // 110: hopper.v1.KindServiceListResponse.kinds:type_name -> hopper.v1.Kind
+	89,  // 111: hopper.v1.DeadLetterServiceListResponse.ReplaysEntry.value:type_name -> hopper.v1.ReplaySummary
+	14,  // 112: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
+	16,  // 113: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
+	18,  // 114: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
+	20,  // 115: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
+	22,  // 116: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
+	26,  // 117: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
+	24,  // 118: hopper.v1.JobService.Resume:input_type -> hopper.v1.JobServiceResumeRequest
+	31,  // 119: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
+	33,  // 120: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
+	35,  // 121: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
+	37,  // 122: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
+	43,  // 123: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
+	39,  // 124: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
+	41,  // 125: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
+	45,  // 126: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
+	55,  // 127: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
+	57,  // 128: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
+	47,  // 129: hopper.v1.WorkerService.Report:input_type -> hopper.v1.ReportRequest
+	50,  // 130: hopper.v1.WorkerService.ReportStream:input_type -> hopper.v1.ReportStreamRequest
+	53,  // 131: hopper.v1.WorkerService.Hold:input_type -> hopper.v1.HoldRequest
+	60,  // 132: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
+	64,  // 133: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
+	66,  // 134: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
+	62,  // 135: hopper.v1.QueueService.Set:input_type -> hopper.v1.QueueServiceSetRequest
+	69,  // 136: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
+	72,  // 137: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
+	75,  // 138: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
+	78,  // 139: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
+	80,  // 140: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
+	82,  // 141: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
+	84,  // 142: hopper.v1.AdminService.ImportKey:input_type -> hopper.v1.ImportKeyRequest
+	1,   // 143: hopper.v1.ScheduleService.List:input_type -> hopper.v1.ScheduleServiceListRequest
+	3,   // 144: hopper.v1.ScheduleService.Add:input_type -> hopper.v1.ScheduleServiceAddRequest
+	5,   // 145: hopper.v1.ScheduleService.Remove:input_type -> hopper.v1.ScheduleServiceRemoveRequest
+	7,   // 146: hopper.v1.ScheduleService.Pause:input_type -> hopper.v1.ScheduleServicePauseRequest
+	9,   // 147: hopper.v1.ScheduleService.Resume:input_type -> hopper.v1.ScheduleServiceResumeRequest
+	87,  // 148: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
+	90,  // 149: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
+	92,  // 150: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
+	94,  // 151: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
+	97,  // 152: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
+	100, // 153: hopper.v1.KindService.List:input_type -> hopper.v1.KindServiceListRequest
+	102, // 154: hopper.v1.KindService.Set:input_type -> hopper.v1.KindServiceSetRequest
+	104, // 155: hopper.v1.KindService.Disable:input_type -> hopper.v1.KindServiceDisableRequest
+	106, // 156: hopper.v1.KindService.Enable:input_type -> hopper.v1.KindServiceEnableRequest
+	15,  // 157: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
+	17,  // 158: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
+	19,  // 159: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
+	21,  // 160: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
+	23,  // 161: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
+	29,  // 162: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
+	25,  // 163: hopper.v1.JobService.Resume:output_type -> hopper.v1.JobServiceResumeResponse
+	32,  // 164: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
+	34,  // 165: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
+	36,  // 166: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
+	38,  // 167: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
+	44,  // 168: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
+	40,  // 169: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
+	42,  // 170: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
+	46,  // 171: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
+	56,  // 172: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
+	58,  // 173: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
+	49,  // 174: hopper.v1.WorkerService.Report:output_type -> hopper.v1.ReportResponse
+	51,  // 175: hopper.v1.WorkerService.ReportStream:output_type -> hopper.v1.ReportStreamResponse
+	54,  // 176: hopper.v1.WorkerService.Hold:output_type -> hopper.v1.HoldResponse
+	61,  // 177: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
+	65,  // 178: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
+	67,  // 179: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
+	63,  // 180: hopper.v1.QueueService.Set:output_type -> hopper.v1.QueueServiceSetResponse
+	70,  // 181: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
+	73,  // 182: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
+	76,  // 183: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
+	79,  // 184: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
+	81,  // 185: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
+	83,  // 186: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
+	85,  // 187: hopper.v1.AdminService.ImportKey:output_type -> hopper.v1.ImportKeyResponse
+	2,   // 188: hopper.v1.ScheduleService.List:output_type -> hopper.v1.ScheduleServiceListResponse
+	4,   // 189: hopper.v1.ScheduleService.Add:output_type -> hopper.v1.ScheduleServiceAddResponse
+	6,   // 190: hopper.v1.ScheduleService.Remove:output_type -> hopper.v1.ScheduleServiceRemoveResponse
+	8,   // 191: hopper.v1.ScheduleService.Pause:output_type -> hopper.v1.ScheduleServicePauseResponse
+	10,  // 192: hopper.v1.ScheduleService.Resume:output_type -> hopper.v1.ScheduleServiceResumeResponse
+	88,  // 193: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
+	91,  // 194: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
+	93,  // 195: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
+	95,  // 196: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
+	98,  // 197: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
+	101, // 198: hopper.v1.KindService.List:output_type -> hopper.v1.KindServiceListResponse
+	103, // 199: hopper.v1.KindService.Set:output_type -> hopper.v1.KindServiceSetResponse
+	105, // 200: hopper.v1.KindService.Disable:output_type -> hopper.v1.KindServiceDisableResponse
+	107, // 201: hopper.v1.KindService.Enable:output_type -> hopper.v1.KindServiceEnableResponse
+	157, // [157:202] is the sub-list for method output_type
+	112, // [112:157] is the sub-list for method input_type
+	112, // [112:112] is the sub-list for extension type_name
+	112, // [112:112] is the sub-list for extension extendee
+	0,   // [0:112] is the sub-list for field type_name
 }
 
 func init() { file_hopper_v1_hopper_proto_init() }
@@ -7692,14 +7801,14 @@ func file_hopper_v1_hopper_proto_init() {
 		(*Outcome_Suspend)(nil),
 	}
 	file_hopper_v1_hopper_proto_msgTypes[62].OneofWrappers = []any{}
-	file_hopper_v1_hopper_proto_msgTypes[101].OneofWrappers = []any{}
+	file_hopper_v1_hopper_proto_msgTypes[102].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hopper_v1_hopper_proto_rawDesc), len(file_hopper_v1_hopper_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   113,
+			NumMessages:   115,
 			NumExtensions: 0,
 			NumServices:   7,
 		},

@@ -14,20 +14,59 @@ import (
 
 var _ store.DeadLetterStore = (*Store)(nil)
 
-const deadLetterStatsSQL = `SELECT count(*), min(finished_at) FROM {schema}.jobs
-WHERE state = 'failed' AND (expires_at IS NULL OR expires_at > coalesce($1::timestamptz, now()))
-  AND NOT EXISTS (SELECT 1 FROM {schema}.job_replays r WHERE r.source_job_id = jobs.id)`
+// notReplayed is the condition of a job (the table named jobs) that no replay names as its
+// source: a dead letter not yet dealt with.
+const notReplayed = "NOT EXISTS (SELECT 1 FROM {schema}.job_replays r WHERE r.source_job_id = jobs.id)"
 
-// DeadLetterStats counts the failed jobs that have not expired and have not been replayed,
-// and finds the oldest.
+const deadLetterStatsSQL = `SELECT count(*) FILTER (WHERE NOT replayed), min(finished_at) FILTER (WHERE NOT replayed),
+	count(*) FILTER (WHERE replayed)
+FROM (SELECT finished_at, NOT ` + notReplayed + ` AS replayed FROM {schema}.jobs
+	WHERE state = 'failed' AND (expires_at IS NULL OR expires_at > coalesce($1::timestamptz, now()))) jobs`
+
+// DeadLetterStats counts the failed jobs that have not expired, those not replayed (with the
+// oldest's finish) and those replayed apart.
 func (s *Store) DeadLetterStats(ctx context.Context) (*store.DeadLetterStats, error) {
 	var st store.DeadLetterStats
 	var oldest *time.Time
-	if err := s.pool.QueryRow(ctx, s.sql(deadLetterStatsSQL), s.nowArg()).Scan(&st.Count, &oldest); err != nil {
+	if err := s.pool.QueryRow(ctx, s.sql(deadLetterStatsSQL), s.nowArg()).Scan(&st.Count, &oldest, &st.Replayed); err != nil {
 		return nil, s.wrap(err, "dead-letter stats")
 	}
 	st.Oldest = utc(oldest)
 	return &st, nil
+}
+
+// replaySummariesSQL sums up the replays of the dead letters $1: their number and the newest,
+// from the audit log's index on source_job_id.
+const replaySummariesSQL = `SELECT DISTINCT ON (source_job_id) source_job_id,
+	count(*) OVER (PARTITION BY source_job_id), new_job_id, replayed_at
+FROM {schema}.job_replays WHERE source_job_id = ANY($1::text[])
+ORDER BY source_job_id, id DESC`
+
+// ReplaySummaries sums up the replays of each of ids that was replayed.
+func (s *Store) ReplaySummaries(ctx context.Context, ids []string) (map[string]*store.ReplaySummary, error) {
+	out := map[string]*store.ReplaySummary{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rs, err := s.pool.Query(ctx, s.sql(replaySummariesSQL), ids)
+	if err != nil {
+		return nil, s.wrap(err, "replay summaries")
+	}
+	defer rs.Close()
+	for rs.Next() {
+		var id string
+		var n int64
+		r := &store.ReplaySummary{}
+		if err := rs.Scan(&id, &n, &r.LastJobID, &r.LastAt); err != nil {
+			return nil, s.wrap(err, "replay summaries")
+		}
+		r.Count, r.LastAt = int(n), r.LastAt.UTC()
+		out[id] = r
+	}
+	if err := rs.Err(); err != nil {
+		return nil, s.wrap(err, "replay summaries")
+	}
+	return out, nil
 }
 
 // replaySQL creates, for each source job ($2) and new id ($3), a queued copy of the source

@@ -110,6 +110,9 @@ func listQuery(p *store.ListParams, now any) (string, []any, error) {
 	if p.ArgsContains != "" {
 		add("position($%d::bytea IN args) > 0", []byte(p.ArgsContains))
 	}
+	if p.ExcludeReplayed {
+		where = append(where, notReplayed)
+	}
 	order, cmp := "DESC", "<"
 	if p.Ascending {
 		order, cmp = "ASC", ">"

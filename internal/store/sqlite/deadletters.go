@@ -14,18 +14,57 @@ import (
 
 var _ store.DeadLetterStore = (*Store)(nil)
 
-// DeadLetterStats counts the failed jobs that have not expired and finds the oldest.
+// notReplayed is the condition of a job no replay names as its source: a dead letter not yet
+// dealt with.
+const notReplayed = "NOT EXISTS (SELECT 1 FROM job_replays r WHERE r.source_job_id = jobs.id)"
+
+// DeadLetterStats counts the failed jobs that have not expired, those not replayed (with the
+// oldest's finish) and those replayed apart.
 func (s *Store) DeadLetterStats(ctx context.Context) (*store.DeadLetterStats, error) {
 	var st store.DeadLetterStats
 	var oldest sql.NullInt64
-	err := s.reader.QueryRowContext(ctx, `SELECT count(*), min(finished_at) FROM jobs
-		WHERE state = 'failed' AND state IN ('failed', 'canceled', 'suspended') AND (expires_at IS NULL OR expires_at > ?)
-		AND NOT EXISTS (SELECT 1 FROM job_replays r WHERE r.source_job_id = jobs.id)`, micros(s.clock.Now())).Scan(&st.Count, &oldest)
+	err := s.reader.QueryRowContext(ctx, `SELECT count(*) FILTER (WHERE NOT replayed),
+		min(finished_at) FILTER (WHERE NOT replayed), count(*) FILTER (WHERE replayed)
+		FROM (SELECT finished_at, NOT `+notReplayed+` AS replayed FROM jobs
+			WHERE state = 'failed' AND state IN ('failed', 'canceled', 'suspended') AND (expires_at IS NULL OR expires_at > ?))`,
+		micros(s.clock.Now())).Scan(&st.Count, &oldest, &st.Replayed)
 	if err != nil {
 		return nil, wrap(err, "dead-letter stats")
 	}
 	st.Oldest = nullTime(oldest)
 	return &st, nil
+}
+
+// ReplaySummaries sums up the replays of each of ids that was replayed: their number and the
+// newest, from the audit log's index on source_job_id.
+func (s *Store) ReplaySummaries(ctx context.Context, ids []string) (map[string]*store.ReplaySummary, error) {
+	out := map[string]*store.ReplaySummary{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	where, args := inList(nil, nil, "source_job_id", ids)
+	rows, err := s.reader.QueryContext(ctx, `SELECT source_job_id, n, new_job_id, replayed_at FROM (
+		SELECT source_job_id, new_job_id, replayed_at, count(*) OVER w AS n,
+			row_number() OVER (w ORDER BY id DESC) AS newest
+		FROM job_replays WHERE `+where[0]+` WINDOW w AS (PARTITION BY source_job_id)) WHERE newest = 1`, args...)
+	if err != nil {
+		return nil, wrap(err, "replay summaries")
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var at int64
+		r := &store.ReplaySummary{}
+		if err := rows.Scan(&id, &r.Count, &r.LastJobID, &at); err != nil {
+			return nil, wrap(err, "replay summaries")
+		}
+		r.LastAt = fromMicros(at)
+		out[id] = r
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrap(err, "replay summaries")
+	}
+	return out, nil
 }
 
 // replaySQL creates the replay of job ?6: a queued copy with the lineage of its source.
@@ -95,7 +134,7 @@ func (s *Store) JobReplayMany(ctx context.Context, p *store.ReplayManyParams) ([
 // row as source, oldest first.
 func unreplayed(ctx context.Context, tx *sql.Tx, p *store.ReplayManyParams, now time.Time) ([]string, error) {
 	where := []string{"state = 'failed'", "state IN ('failed', 'canceled', 'suspended')", "(expires_at IS NULL OR expires_at > ?)",
-		"NOT EXISTS (SELECT 1 FROM job_replays r WHERE r.source_job_id = jobs.id)"}
+		notReplayed}
 	args := []any{micros(now)}
 	where, args = inList(where, args, "queue", p.Queues)
 	where, args = inList(where, args, "kind", p.Kinds)

@@ -87,6 +87,9 @@ func (s *Store) JobList(ctx context.Context, p *store.ListParams) (*store.ListRe
 	if p.ArgsContains != "" {
 		where, args = append(where, "instr(args, ?) > 0"), append(args, []byte(p.ArgsContains))
 	}
+	if p.ExcludeReplayed {
+		where = append(where, notReplayed)
+	}
 	order, cmp := "DESC", "<"
 	if p.Ascending {
 		order, cmp = "ASC", ">"

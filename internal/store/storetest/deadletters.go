@@ -23,6 +23,7 @@ func testDeadLetters(t *testing.T, opener Opener) {
 	parallel(t, opener, "ReplayManyConcurrent", deadLettersReplayManyConcurrent)
 	parallel(t, opener, "ReplayList", deadLettersReplayList)
 	parallel(t, opener, "StatsLeaveOutReplayed", deadLettersStatsLeaveOutReplayed)
+	parallel(t, opener, "CountsAgreeWithTheListing", deadLettersCountsAgreeWithTheListing)
 }
 
 // deadLetters is the bundle's store as a DeadLetterStore: every store keeps dead letters.
@@ -348,4 +349,48 @@ func deadLettersStatsLeaveOutReplayed(t *testing.T, b *bundle) {
 	st, err = b.deadLetters(t).DeadLetterStats(t.Context())
 	require.NoError(t, err)
 	require.Zero(t, st.Count)
+}
+
+// The counts and the listing agree: Count is the number of failed jobs the listing without
+// the replayed ones holds, Count + Replayed the number the whole listing holds; and exactly
+// the replayed ones are marked, with how often and by which newest job. Expired dead letters,
+// replayed or not, are in neither.
+func deadLettersCountsAgreeWithTheListing(t *testing.T, b *bundle) {
+	once := b.jobIn(t, hoppertype.StateFailed, withKind("a"))
+	twice := b.jobIn(t, hoppertype.StateFailed, withKind("b"))
+	pending := b.jobIn(t, hoppertype.StateFailed, withKind("c"))
+	gone := b.expiring(t, hoppertype.StateFailed, time.Minute)
+	b.jobIn(t, hoppertype.StateCompleted)
+	b.jobIn(t, hoppertype.StateCanceled)
+	b.replay(t, once.ID, "ops")
+	b.replay(t, twice.ID, "ops")
+	b.clock.Advance(time.Second)
+	last := b.replay(t, twice.ID, "alice")
+	b.replay(t, gone.ID, "ops")
+	b.clock.Advance(time.Minute) // gone expires, replayed
+
+	failed := store.ListParams{States: []hoppertype.JobState{hoppertype.StateFailed}, Limit: 2}
+	all := b.listAll(t, failed)
+	failed.ExcludeReplayed = true
+	unreplayed := b.listAll(t, failed)
+	st, err := b.deadLetters(t).DeadLetterStats(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, []string{pending.ID}, ids(unreplayed), "the listing without the replayed")
+	require.Equal(t, []string{pending.ID, twice.ID, once.ID}, ids(all), "the whole listing, newest first")
+	require.Equal(t, int64(len(unreplayed)), st.Count, "Count is what the listing without the replayed holds")
+	require.Equal(t, int64(len(all)), st.Count+st.Replayed, "Count + Replayed is what the whole listing holds")
+	sameTime(t, pending.FinishedAt, st.Oldest, "oldest unreplayed")
+
+	marks, err := b.deadLetters(t).ReplaySummaries(t.Context(), append(ids(all), "no-such-job"))
+	require.NoError(t, err)
+	require.Len(t, marks, int(st.Replayed), "exactly the replayed ones are marked")
+	require.Equal(t, 1, marks[once.ID].Count)
+	require.Equal(t, 2, marks[twice.ID].Count)
+	require.Equal(t, last.NewJobID, marks[twice.ID].LastJobID, "the newest replay")
+	sameTime(t, last.ReplayedAt, marks[twice.ID].LastAt, "newest replay's time")
+	require.NotContains(t, marks, pending.ID)
+
+	none, err := b.deadLetters(t).ReplaySummaries(t.Context(), nil)
+	require.NoError(t, err)
+	require.Empty(t, none)
 }

@@ -1832,9 +1832,11 @@ var (
 
 // DeadLetterServiceClient is a client for the hopper.v1.DeadLetterService service.
 type DeadLetterServiceClient interface {
-	// List returns a page of dead letters, newest first, with a cursor for the next.
+	// List returns a page of dead letters, newest first, with a cursor for the next: those never
+	// replayed, or with include_replayed all, the replayed ones marked (replays).
 	List(context.Context, *v1.DeadLetterServiceListRequest) (*v1.DeadLetterServiceListResponse, error)
-	// Stats counts the dead letters and says when the oldest one failed.
+	// Stats counts the dead letters that List lists and says when the oldest one failed; it
+	// counts the replayed ones apart.
 	Stats(context.Context, *v1.DeadLetterServiceStatsRequest) (*v1.DeadLetterServiceStatsResponse, error)
 	// Replay replays one dead letter and returns the new job. NOT_FOUND when there is no such
 	// job (or it expired), FAILED_PRECONDITION when it is not failed. A job may be replayed
@@ -1856,9 +1858,11 @@ func NewDeadLetterServiceClient(client *connect.Client) DeadLetterServiceClient 
 
 // DeadLetterServiceHandler is an implementation of the hopper.v1.DeadLetterService service.
 type DeadLetterServiceHandler interface {
-	// List returns a page of dead letters, newest first, with a cursor for the next.
+	// List returns a page of dead letters, newest first, with a cursor for the next: those never
+	// replayed, or with include_replayed all, the replayed ones marked (replays).
 	List(context.Context, *v1.DeadLetterServiceListRequest) (*v1.DeadLetterServiceListResponse, error)
-	// Stats counts the dead letters and says when the oldest one failed.
+	// Stats counts the dead letters that List lists and says when the oldest one failed; it
+	// counts the replayed ones apart.
 	Stats(context.Context, *v1.DeadLetterServiceStatsRequest) (*v1.DeadLetterServiceStatsResponse, error)
 	// Replay replays one dead letter and returns the new job. NOT_FOUND when there is no such
 	// job (or it expired), FAILED_PRECONDITION when it is not failed. A job may be replayed
