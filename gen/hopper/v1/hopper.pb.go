@@ -69,14 +69,21 @@ type Schedule struct {
 	Jitter *durationpb.Duration `protobuf:"bytes,15,opt,name=jitter,proto3" json:"jitter,omitempty"`
 	Paused bool                 `protobuf:"varint,16,opt,name=paused,proto3" json:"paused,omitempty"`
 	// source: code (declared in a program's Config.Schedules) or api.
-	Source        string                 `protobuf:"bytes,17,opt,name=source,proto3" json:"source,omitempty"`
-	LastFireAt    *timestamppb.Timestamp `protobuf:"bytes,18,opt,name=last_fire_at,json=lastFireAt,proto3" json:"last_fire_at,omitempty"`
-	NextFireAt    *timestamppb.Timestamp `protobuf:"bytes,19,opt,name=next_fire_at,json=nextFireAt,proto3" json:"next_fire_at,omitempty"`
-	LastJobId     string                 `protobuf:"bytes,20,opt,name=last_job_id,json=lastJobId,proto3" json:"last_job_id,omitempty"`
-	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,21,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
-	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,22,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Source string `protobuf:"bytes,17,opt,name=source,proto3" json:"source,omitempty"`
+	// last_fire_at: the fire time of last_job_id, the latest fire that enqueued a job (a fire
+	// time skipped by the overlap or catch-up policy is none); unset while none has.
+	LastFireAt *timestamppb.Timestamp `protobuf:"bytes,18,opt,name=last_fire_at,json=lastFireAt,proto3" json:"last_fire_at,omitempty"`
+	NextFireAt *timestamppb.Timestamp `protobuf:"bytes,19,opt,name=next_fire_at,json=nextFireAt,proto3" json:"next_fire_at,omitempty"`
+	// last_job_id: the newest job a fire enqueued.
+	LastJobId string                 `protobuf:"bytes,20,opt,name=last_job_id,json=lastJobId,proto3" json:"last_job_id,omitempty"`
+	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,21,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	UpdatedAt *timestamppb.Timestamp `protobuf:"bytes,22,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	// last_manual_fire_at: when the schedule was last run by hand (Run); unset if never.
+	LastManualFireAt *timestamppb.Timestamp `protobuf:"bytes,23,opt,name=last_manual_fire_at,json=lastManualFireAt,proto3" json:"last_manual_fire_at,omitempty"`
+	// last_manual_job_id: the job of that run.
+	LastManualJobId string `protobuf:"bytes,24,opt,name=last_manual_job_id,json=lastManualJobId,proto3" json:"last_manual_job_id,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Schedule) Reset() {
@@ -261,6 +268,20 @@ func (x *Schedule) GetUpdatedAt() *timestamppb.Timestamp {
 		return x.UpdatedAt
 	}
 	return nil
+}
+
+func (x *Schedule) GetLastManualFireAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastManualFireAt
+	}
+	return nil
+}
+
+func (x *Schedule) GetLastManualJobId() string {
+	if x != nil {
+		return x.LastManualJobId
+	}
+	return ""
 }
 
 type ScheduleServiceListRequest struct {
@@ -671,6 +692,95 @@ func (*ScheduleServiceResumeResponse) Descriptor() ([]byte, []int) {
 	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{10}
 }
 
+type ScheduleServiceRunRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScheduleServiceRunRequest) Reset() {
+	*x = ScheduleServiceRunRequest{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduleServiceRunRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduleServiceRunRequest) ProtoMessage() {}
+
+func (x *ScheduleServiceRunRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduleServiceRunRequest.ProtoReflect.Descriptor instead.
+func (*ScheduleServiceRunRequest) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *ScheduleServiceRunRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type ScheduleServiceRunResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// job: the job enqueued.
+	Job           *Job `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScheduleServiceRunResponse) Reset() {
+	*x = ScheduleServiceRunResponse{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduleServiceRunResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduleServiceRunResponse) ProtoMessage() {}
+
+func (x *ScheduleServiceRunResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduleServiceRunResponse.ProtoReflect.Descriptor instead.
+func (*ScheduleServiceRunResponse) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ScheduleServiceRunResponse) GetJob() *Job {
+	if x != nil {
+		return x.Job
+	}
+	return nil
+}
+
 // Job is a job as stored.
 type Job struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
@@ -728,7 +838,7 @@ type Job struct {
 
 func (x *Job) Reset() {
 	*x = Job{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[11]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -740,7 +850,7 @@ func (x *Job) String() string {
 func (*Job) ProtoMessage() {}
 
 func (x *Job) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[11]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -753,7 +863,7 @@ func (x *Job) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Job.ProtoReflect.Descriptor instead.
 func (*Job) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{11}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Job) GetId() string {
@@ -1044,7 +1154,7 @@ type JobSpec struct {
 
 func (x *JobSpec) Reset() {
 	*x = JobSpec{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[12]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1056,7 +1166,7 @@ func (x *JobSpec) String() string {
 func (*JobSpec) ProtoMessage() {}
 
 func (x *JobSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[12]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1069,7 +1179,7 @@ func (x *JobSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobSpec.ProtoReflect.Descriptor instead.
 func (*JobSpec) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{12}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *JobSpec) GetKind() string {
@@ -1198,7 +1308,7 @@ type RetryPolicy struct {
 
 func (x *RetryPolicy) Reset() {
 	*x = RetryPolicy{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[13]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1210,7 +1320,7 @@ func (x *RetryPolicy) String() string {
 func (*RetryPolicy) ProtoMessage() {}
 
 func (x *RetryPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[13]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1223,7 +1333,7 @@ func (x *RetryPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetryPolicy.ProtoReflect.Descriptor instead.
 func (*RetryPolicy) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{13}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RetryPolicy) GetBase() *durationpb.Duration {
@@ -1263,7 +1373,7 @@ type EnqueueRequest struct {
 
 func (x *EnqueueRequest) Reset() {
 	*x = EnqueueRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[14]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1275,7 +1385,7 @@ func (x *EnqueueRequest) String() string {
 func (*EnqueueRequest) ProtoMessage() {}
 
 func (x *EnqueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[14]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1288,7 +1398,7 @@ func (x *EnqueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnqueueRequest.ProtoReflect.Descriptor instead.
 func (*EnqueueRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{14}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *EnqueueRequest) GetJob() *JobSpec {
@@ -1311,7 +1421,7 @@ type EnqueueResponse struct {
 
 func (x *EnqueueResponse) Reset() {
 	*x = EnqueueResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[15]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1323,7 +1433,7 @@ func (x *EnqueueResponse) String() string {
 func (*EnqueueResponse) ProtoMessage() {}
 
 func (x *EnqueueResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[15]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1336,7 +1446,7 @@ func (x *EnqueueResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnqueueResponse.ProtoReflect.Descriptor instead.
 func (*EnqueueResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{15}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *EnqueueResponse) GetJob() *Job {
@@ -1369,7 +1479,7 @@ type EnqueueBatchRequest struct {
 
 func (x *EnqueueBatchRequest) Reset() {
 	*x = EnqueueBatchRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[16]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1381,7 +1491,7 @@ func (x *EnqueueBatchRequest) String() string {
 func (*EnqueueBatchRequest) ProtoMessage() {}
 
 func (x *EnqueueBatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[16]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1394,7 +1504,7 @@ func (x *EnqueueBatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnqueueBatchRequest.ProtoReflect.Descriptor instead.
 func (*EnqueueBatchRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{16}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *EnqueueBatchRequest) GetJobs() []*JobSpec {
@@ -1413,7 +1523,7 @@ type EnqueueBatchResponse struct {
 
 func (x *EnqueueBatchResponse) Reset() {
 	*x = EnqueueBatchResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[17]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1425,7 +1535,7 @@ func (x *EnqueueBatchResponse) String() string {
 func (*EnqueueBatchResponse) ProtoMessage() {}
 
 func (x *EnqueueBatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[17]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1438,7 +1548,7 @@ func (x *EnqueueBatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnqueueBatchResponse.ProtoReflect.Descriptor instead.
 func (*EnqueueBatchResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{17}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *EnqueueBatchResponse) GetResults() []*EnqueueResponse {
@@ -1457,7 +1567,7 @@ type GetRequest struct {
 
 func (x *GetRequest) Reset() {
 	*x = GetRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[18]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1469,7 +1579,7 @@ func (x *GetRequest) String() string {
 func (*GetRequest) ProtoMessage() {}
 
 func (x *GetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[18]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1482,7 +1592,7 @@ func (x *GetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRequest.ProtoReflect.Descriptor instead.
 func (*GetRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{18}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GetRequest) GetId() string {
@@ -1501,7 +1611,7 @@ type GetResponse struct {
 
 func (x *GetResponse) Reset() {
 	*x = GetResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[19]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1513,7 +1623,7 @@ func (x *GetResponse) String() string {
 func (*GetResponse) ProtoMessage() {}
 
 func (x *GetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[19]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1526,7 +1636,7 @@ func (x *GetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResponse.ProtoReflect.Descriptor instead.
 func (*GetResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{19}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GetResponse) GetJob() *Job {
@@ -1555,7 +1665,7 @@ type ListRequest struct {
 
 func (x *ListRequest) Reset() {
 	*x = ListRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[20]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1567,7 +1677,7 @@ func (x *ListRequest) String() string {
 func (*ListRequest) ProtoMessage() {}
 
 func (x *ListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[20]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1580,7 +1690,7 @@ func (x *ListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRequest.ProtoReflect.Descriptor instead.
 func (*ListRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{20}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ListRequest) GetStates() []string {
@@ -1650,7 +1760,7 @@ type ListResponse struct {
 
 func (x *ListResponse) Reset() {
 	*x = ListResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[21]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1662,7 +1772,7 @@ func (x *ListResponse) String() string {
 func (*ListResponse) ProtoMessage() {}
 
 func (x *ListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[21]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1675,7 +1785,7 @@ func (x *ListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResponse.ProtoReflect.Descriptor instead.
 func (*ListResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{21}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListResponse) GetJobs() []*Job {
@@ -1703,7 +1813,7 @@ type CancelRequest struct {
 
 func (x *CancelRequest) Reset() {
 	*x = CancelRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[22]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1715,7 +1825,7 @@ func (x *CancelRequest) String() string {
 func (*CancelRequest) ProtoMessage() {}
 
 func (x *CancelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[22]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1728,7 +1838,7 @@ func (x *CancelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRequest.ProtoReflect.Descriptor instead.
 func (*CancelRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{22}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *CancelRequest) GetId() string {
@@ -1754,7 +1864,7 @@ type CancelResponse struct {
 
 func (x *CancelResponse) Reset() {
 	*x = CancelResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[23]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1766,7 +1876,7 @@ func (x *CancelResponse) String() string {
 func (*CancelResponse) ProtoMessage() {}
 
 func (x *CancelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[23]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1779,7 +1889,7 @@ func (x *CancelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelResponse.ProtoReflect.Descriptor instead.
 func (*CancelResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{23}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *CancelResponse) GetJob() *Job {
@@ -1802,7 +1912,7 @@ type JobServiceResumeRequest struct {
 
 func (x *JobServiceResumeRequest) Reset() {
 	*x = JobServiceResumeRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[24]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1814,7 +1924,7 @@ func (x *JobServiceResumeRequest) String() string {
 func (*JobServiceResumeRequest) ProtoMessage() {}
 
 func (x *JobServiceResumeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[24]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1827,7 +1937,7 @@ func (x *JobServiceResumeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobServiceResumeRequest.ProtoReflect.Descriptor instead.
 func (*JobServiceResumeRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{24}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *JobServiceResumeRequest) GetId() string {
@@ -1860,7 +1970,7 @@ type JobServiceResumeResponse struct {
 
 func (x *JobServiceResumeResponse) Reset() {
 	*x = JobServiceResumeResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[25]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1872,7 +1982,7 @@ func (x *JobServiceResumeResponse) String() string {
 func (*JobServiceResumeResponse) ProtoMessage() {}
 
 func (x *JobServiceResumeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[25]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1885,7 +1995,7 @@ func (x *JobServiceResumeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobServiceResumeResponse.ProtoReflect.Descriptor instead.
 func (*JobServiceResumeResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{25}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *JobServiceResumeResponse) GetJob() *Job {
@@ -1904,7 +2014,7 @@ type EventsRequest struct {
 
 func (x *EventsRequest) Reset() {
 	*x = EventsRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[26]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1916,7 +2026,7 @@ func (x *EventsRequest) String() string {
 func (*EventsRequest) ProtoMessage() {}
 
 func (x *EventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[26]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1929,7 +2039,7 @@ func (x *EventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventsRequest.ProtoReflect.Descriptor instead.
 func (*EventsRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{26}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *EventsRequest) GetId() string {
@@ -1956,7 +2066,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[27]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1968,7 +2078,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[27]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1981,7 +2091,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{27}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Event) GetSeq() int64 {
@@ -2044,7 +2154,7 @@ type Attempt struct {
 
 func (x *Attempt) Reset() {
 	*x = Attempt{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[28]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2056,7 +2166,7 @@ func (x *Attempt) String() string {
 func (*Attempt) ProtoMessage() {}
 
 func (x *Attempt) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[28]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2069,7 +2179,7 @@ func (x *Attempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attempt.ProtoReflect.Descriptor instead.
 func (*Attempt) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{28}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Attempt) GetLeaseToken() int64 {
@@ -2138,7 +2248,7 @@ type EventsResponse struct {
 
 func (x *EventsResponse) Reset() {
 	*x = EventsResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[29]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2150,7 +2260,7 @@ func (x *EventsResponse) String() string {
 func (*EventsResponse) ProtoMessage() {}
 
 func (x *EventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[29]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2163,7 +2273,7 @@ func (x *EventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventsResponse.ProtoReflect.Descriptor instead.
 func (*EventsResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{29}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *EventsResponse) GetEvents() []*Event {
@@ -2214,7 +2324,7 @@ type ActivatedJob struct {
 
 func (x *ActivatedJob) Reset() {
 	*x = ActivatedJob{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[30]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2226,7 +2336,7 @@ func (x *ActivatedJob) String() string {
 func (*ActivatedJob) ProtoMessage() {}
 
 func (x *ActivatedJob) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[30]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2239,7 +2349,7 @@ func (x *ActivatedJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActivatedJob.ProtoReflect.Descriptor instead.
 func (*ActivatedJob) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{30}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ActivatedJob) GetId() string {
@@ -2387,7 +2497,7 @@ type ActivateRequest struct {
 
 func (x *ActivateRequest) Reset() {
 	*x = ActivateRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[31]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2399,7 +2509,7 @@ func (x *ActivateRequest) String() string {
 func (*ActivateRequest) ProtoMessage() {}
 
 func (x *ActivateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[31]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2412,7 +2522,7 @@ func (x *ActivateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActivateRequest.ProtoReflect.Descriptor instead.
 func (*ActivateRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{31}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ActivateRequest) GetWorker() string {
@@ -2491,7 +2601,7 @@ type ActivateResponse struct {
 
 func (x *ActivateResponse) Reset() {
 	*x = ActivateResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[32]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2503,7 +2613,7 @@ func (x *ActivateResponse) String() string {
 func (*ActivateResponse) ProtoMessage() {}
 
 func (x *ActivateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[32]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2516,7 +2626,7 @@ func (x *ActivateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActivateResponse.ProtoReflect.Descriptor instead.
 func (*ActivateResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{32}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ActivateResponse) GetJobs() []*ActivatedJob {
@@ -2554,7 +2664,7 @@ type StreamJobsRequest struct {
 
 func (x *StreamJobsRequest) Reset() {
 	*x = StreamJobsRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[33]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2566,7 +2676,7 @@ func (x *StreamJobsRequest) String() string {
 func (*StreamJobsRequest) ProtoMessage() {}
 
 func (x *StreamJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[33]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2579,7 +2689,7 @@ func (x *StreamJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamJobsRequest.ProtoReflect.Descriptor instead.
 func (*StreamJobsRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{33}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *StreamJobsRequest) GetWorker() string {
@@ -2642,7 +2752,7 @@ type StreamJobsResponse struct {
 
 func (x *StreamJobsResponse) Reset() {
 	*x = StreamJobsResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[34]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2654,7 +2764,7 @@ func (x *StreamJobsResponse) String() string {
 func (*StreamJobsResponse) ProtoMessage() {}
 
 func (x *StreamJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[34]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2667,7 +2777,7 @@ func (x *StreamJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamJobsResponse.ProtoReflect.Descriptor instead.
 func (*StreamJobsResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{34}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *StreamJobsResponse) GetJobs() []*ActivatedJob {
@@ -2689,7 +2799,7 @@ type CompleteRequest struct {
 
 func (x *CompleteRequest) Reset() {
 	*x = CompleteRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[35]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2701,7 +2811,7 @@ func (x *CompleteRequest) String() string {
 func (*CompleteRequest) ProtoMessage() {}
 
 func (x *CompleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[35]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2714,7 +2824,7 @@ func (x *CompleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteRequest.ProtoReflect.Descriptor instead.
 func (*CompleteRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{35}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *CompleteRequest) GetId() string {
@@ -2746,7 +2856,7 @@ type CompleteResponse struct {
 
 func (x *CompleteResponse) Reset() {
 	*x = CompleteResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[36]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2758,7 +2868,7 @@ func (x *CompleteResponse) String() string {
 func (*CompleteResponse) ProtoMessage() {}
 
 func (x *CompleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[36]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2771,7 +2881,7 @@ func (x *CompleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteResponse.ProtoReflect.Descriptor instead.
 func (*CompleteResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{36}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{38}
 }
 
 type FailRequest struct {
@@ -2801,7 +2911,7 @@ type FailRequest struct {
 
 func (x *FailRequest) Reset() {
 	*x = FailRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[37]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2813,7 +2923,7 @@ func (x *FailRequest) String() string {
 func (*FailRequest) ProtoMessage() {}
 
 func (x *FailRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[37]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2826,7 +2936,7 @@ func (x *FailRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailRequest.ProtoReflect.Descriptor instead.
 func (*FailRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{37}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *FailRequest) GetId() string {
@@ -2903,7 +3013,7 @@ type FailResponse struct {
 
 func (x *FailResponse) Reset() {
 	*x = FailResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[38]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2915,7 +3025,7 @@ func (x *FailResponse) String() string {
 func (*FailResponse) ProtoMessage() {}
 
 func (x *FailResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[38]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2928,7 +3038,7 @@ func (x *FailResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailResponse.ProtoReflect.Descriptor instead.
 func (*FailResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{38}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *FailResponse) GetState() string {
@@ -2956,7 +3066,7 @@ type SnoozeRequest struct {
 
 func (x *SnoozeRequest) Reset() {
 	*x = SnoozeRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[39]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2968,7 +3078,7 @@ func (x *SnoozeRequest) String() string {
 func (*SnoozeRequest) ProtoMessage() {}
 
 func (x *SnoozeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[39]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2981,7 +3091,7 @@ func (x *SnoozeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnoozeRequest.ProtoReflect.Descriptor instead.
 func (*SnoozeRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{39}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *SnoozeRequest) GetId() string {
@@ -3013,7 +3123,7 @@ type SnoozeResponse struct {
 
 func (x *SnoozeResponse) Reset() {
 	*x = SnoozeResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[40]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3025,7 +3135,7 @@ func (x *SnoozeResponse) String() string {
 func (*SnoozeResponse) ProtoMessage() {}
 
 func (x *SnoozeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[40]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3038,7 +3148,7 @@ func (x *SnoozeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnoozeResponse.ProtoReflect.Descriptor instead.
 func (*SnoozeResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{40}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{42}
 }
 
 type SuspendRequest struct {
@@ -3057,7 +3167,7 @@ type SuspendRequest struct {
 
 func (x *SuspendRequest) Reset() {
 	*x = SuspendRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[41]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3069,7 +3179,7 @@ func (x *SuspendRequest) String() string {
 func (*SuspendRequest) ProtoMessage() {}
 
 func (x *SuspendRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[41]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3082,7 +3192,7 @@ func (x *SuspendRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SuspendRequest.ProtoReflect.Descriptor instead.
 func (*SuspendRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{41}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *SuspendRequest) GetId() string {
@@ -3128,7 +3238,7 @@ type SuspendResponse struct {
 
 func (x *SuspendResponse) Reset() {
 	*x = SuspendResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[42]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3140,7 +3250,7 @@ func (x *SuspendResponse) String() string {
 func (*SuspendResponse) ProtoMessage() {}
 
 func (x *SuspendResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[42]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3153,7 +3263,7 @@ func (x *SuspendResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SuspendResponse.ProtoReflect.Descriptor instead.
 func (*SuspendResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{42}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{44}
 }
 
 type ReleaseRequest struct {
@@ -3168,7 +3278,7 @@ type ReleaseRequest struct {
 
 func (x *ReleaseRequest) Reset() {
 	*x = ReleaseRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[43]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3180,7 +3290,7 @@ func (x *ReleaseRequest) String() string {
 func (*ReleaseRequest) ProtoMessage() {}
 
 func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[43]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3193,7 +3303,7 @@ func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseRequest.ProtoReflect.Descriptor instead.
 func (*ReleaseRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{43}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ReleaseRequest) GetId() string {
@@ -3225,7 +3335,7 @@ type ReleaseResponse struct {
 
 func (x *ReleaseResponse) Reset() {
 	*x = ReleaseResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[44]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3237,7 +3347,7 @@ func (x *ReleaseResponse) String() string {
 func (*ReleaseResponse) ProtoMessage() {}
 
 func (x *ReleaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[44]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3250,7 +3360,7 @@ func (x *ReleaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseResponse.ProtoReflect.Descriptor instead.
 func (*ReleaseResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{44}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{46}
 }
 
 type ExtendLeaseRequest struct {
@@ -3264,7 +3374,7 @@ type ExtendLeaseRequest struct {
 
 func (x *ExtendLeaseRequest) Reset() {
 	*x = ExtendLeaseRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[45]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3276,7 +3386,7 @@ func (x *ExtendLeaseRequest) String() string {
 func (*ExtendLeaseRequest) ProtoMessage() {}
 
 func (x *ExtendLeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[45]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3289,7 +3399,7 @@ func (x *ExtendLeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendLeaseRequest.ProtoReflect.Descriptor instead.
 func (*ExtendLeaseRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{45}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ExtendLeaseRequest) GetId() string {
@@ -3322,7 +3432,7 @@ type ExtendLeaseResponse struct {
 
 func (x *ExtendLeaseResponse) Reset() {
 	*x = ExtendLeaseResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[46]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3334,7 +3444,7 @@ func (x *ExtendLeaseResponse) String() string {
 func (*ExtendLeaseResponse) ProtoMessage() {}
 
 func (x *ExtendLeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[46]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3347,7 +3457,7 @@ func (x *ExtendLeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendLeaseResponse.ProtoReflect.Descriptor instead.
 func (*ExtendLeaseResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{46}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ExtendLeaseResponse) GetLeaseExpiresAt() *timestamppb.Timestamp {
@@ -3369,7 +3479,7 @@ type ReportRequest struct {
 
 func (x *ReportRequest) Reset() {
 	*x = ReportRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[47]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3381,7 +3491,7 @@ func (x *ReportRequest) String() string {
 func (*ReportRequest) ProtoMessage() {}
 
 func (x *ReportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[47]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3394,7 +3504,7 @@ func (x *ReportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportRequest.ProtoReflect.Descriptor instead.
 func (*ReportRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{47}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ReportRequest) GetOutcomes() []*Outcome {
@@ -3428,7 +3538,7 @@ type Outcome struct {
 
 func (x *Outcome) Reset() {
 	*x = Outcome{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[48]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3440,7 +3550,7 @@ func (x *Outcome) String() string {
 func (*Outcome) ProtoMessage() {}
 
 func (x *Outcome) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[48]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3453,7 +3563,7 @@ func (x *Outcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Outcome.ProtoReflect.Descriptor instead.
 func (*Outcome) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{48}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *Outcome) GetOutcome() isOutcome_Outcome {
@@ -3554,7 +3664,7 @@ type ReportResponse struct {
 
 func (x *ReportResponse) Reset() {
 	*x = ReportResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[49]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3566,7 +3676,7 @@ func (x *ReportResponse) String() string {
 func (*ReportResponse) ProtoMessage() {}
 
 func (x *ReportResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[49]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3579,7 +3689,7 @@ func (x *ReportResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportResponse.ProtoReflect.Descriptor instead.
 func (*ReportResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{49}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ReportResponse) GetOutcomes() []*Verdict {
@@ -3608,7 +3718,7 @@ type ReportStreamRequest struct {
 
 func (x *ReportStreamRequest) Reset() {
 	*x = ReportStreamRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[50]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3620,7 +3730,7 @@ func (x *ReportStreamRequest) String() string {
 func (*ReportStreamRequest) ProtoMessage() {}
 
 func (x *ReportStreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[50]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3633,7 +3743,7 @@ func (x *ReportStreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportStreamRequest.ProtoReflect.Descriptor instead.
 func (*ReportStreamRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{50}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ReportStreamRequest) GetId() uint64 {
@@ -3662,7 +3772,7 @@ type ReportStreamResponse struct {
 
 func (x *ReportStreamResponse) Reset() {
 	*x = ReportStreamResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3674,7 +3784,7 @@ func (x *ReportStreamResponse) String() string {
 func (*ReportStreamResponse) ProtoMessage() {}
 
 func (x *ReportStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3687,7 +3797,7 @@ func (x *ReportStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportStreamResponse.ProtoReflect.Descriptor instead.
 func (*ReportStreamResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{51}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ReportStreamResponse) GetId() uint64 {
@@ -3724,7 +3834,7 @@ type Verdict struct {
 
 func (x *Verdict) Reset() {
 	*x = Verdict{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3736,7 +3846,7 @@ func (x *Verdict) String() string {
 func (*Verdict) ProtoMessage() {}
 
 func (x *Verdict) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3749,7 +3859,7 @@ func (x *Verdict) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Verdict.ProtoReflect.Descriptor instead.
 func (*Verdict) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{52}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *Verdict) GetCode() string {
@@ -3795,7 +3905,7 @@ type HoldRequest struct {
 
 func (x *HoldRequest) Reset() {
 	*x = HoldRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3807,7 +3917,7 @@ func (x *HoldRequest) String() string {
 func (*HoldRequest) ProtoMessage() {}
 
 func (x *HoldRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3820,7 +3930,7 @@ func (x *HoldRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HoldRequest.ProtoReflect.Descriptor instead.
 func (*HoldRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{53}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *HoldRequest) GetWorker() string {
@@ -3859,7 +3969,7 @@ type HoldResponse struct {
 
 func (x *HoldResponse) Reset() {
 	*x = HoldResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3871,7 +3981,7 @@ func (x *HoldResponse) String() string {
 func (*HoldResponse) ProtoMessage() {}
 
 func (x *HoldResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3884,7 +3994,7 @@ func (x *HoldResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HoldResponse.ProtoReflect.Descriptor instead.
 func (*HoldResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{54}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{56}
 }
 
 type HeartbeatRequest struct {
@@ -3897,7 +4007,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3909,7 +4019,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3922,7 +4032,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{55}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *HeartbeatRequest) GetId() string {
@@ -3947,7 +4057,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3959,7 +4069,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3972,7 +4082,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{56}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{58}
 }
 
 type ReportProgressRequest struct {
@@ -3987,7 +4097,7 @@ type ReportProgressRequest struct {
 
 func (x *ReportProgressRequest) Reset() {
 	*x = ReportProgressRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[57]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3999,7 +4109,7 @@ func (x *ReportProgressRequest) String() string {
 func (*ReportProgressRequest) ProtoMessage() {}
 
 func (x *ReportProgressRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[57]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4012,7 +4122,7 @@ func (x *ReportProgressRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportProgressRequest.ProtoReflect.Descriptor instead.
 func (*ReportProgressRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{57}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ReportProgressRequest) GetId() string {
@@ -4051,7 +4161,7 @@ type ReportProgressResponse struct {
 
 func (x *ReportProgressResponse) Reset() {
 	*x = ReportProgressResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4063,7 +4173,7 @@ func (x *ReportProgressResponse) String() string {
 func (*ReportProgressResponse) ProtoMessage() {}
 
 func (x *ReportProgressResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4076,7 +4186,7 @@ func (x *ReportProgressResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportProgressResponse.ProtoReflect.Descriptor instead.
 func (*ReportProgressResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{58}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{60}
 }
 
 type Queue struct {
@@ -4106,7 +4216,7 @@ type Queue struct {
 
 func (x *Queue) Reset() {
 	*x = Queue{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4118,7 +4228,7 @@ func (x *Queue) String() string {
 func (*Queue) ProtoMessage() {}
 
 func (x *Queue) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4131,7 +4241,7 @@ func (x *Queue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Queue.ProtoReflect.Descriptor instead.
 func (*Queue) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{59}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *Queue) GetName() string {
@@ -4198,7 +4308,7 @@ type QueueServiceListRequest struct {
 
 func (x *QueueServiceListRequest) Reset() {
 	*x = QueueServiceListRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4210,7 +4320,7 @@ func (x *QueueServiceListRequest) String() string {
 func (*QueueServiceListRequest) ProtoMessage() {}
 
 func (x *QueueServiceListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4223,7 +4333,7 @@ func (x *QueueServiceListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueServiceListRequest.ProtoReflect.Descriptor instead.
 func (*QueueServiceListRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{60}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{62}
 }
 
 type QueueServiceListResponse struct {
@@ -4235,7 +4345,7 @@ type QueueServiceListResponse struct {
 
 func (x *QueueServiceListResponse) Reset() {
 	*x = QueueServiceListResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4247,7 +4357,7 @@ func (x *QueueServiceListResponse) String() string {
 func (*QueueServiceListResponse) ProtoMessage() {}
 
 func (x *QueueServiceListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4260,7 +4370,7 @@ func (x *QueueServiceListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueServiceListResponse.ProtoReflect.Descriptor instead.
 func (*QueueServiceListResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{61}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *QueueServiceListResponse) GetQueues() []*Queue {
@@ -4287,7 +4397,7 @@ type QueueServiceSetRequest struct {
 
 func (x *QueueServiceSetRequest) Reset() {
 	*x = QueueServiceSetRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4299,7 +4409,7 @@ func (x *QueueServiceSetRequest) String() string {
 func (*QueueServiceSetRequest) ProtoMessage() {}
 
 func (x *QueueServiceSetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4312,7 +4422,7 @@ func (x *QueueServiceSetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueServiceSetRequest.ProtoReflect.Descriptor instead.
 func (*QueueServiceSetRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{62}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *QueueServiceSetRequest) GetQueue() string {
@@ -4351,7 +4461,7 @@ type QueueServiceSetResponse struct {
 
 func (x *QueueServiceSetResponse) Reset() {
 	*x = QueueServiceSetResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4363,7 +4473,7 @@ func (x *QueueServiceSetResponse) String() string {
 func (*QueueServiceSetResponse) ProtoMessage() {}
 
 func (x *QueueServiceSetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4376,7 +4486,7 @@ func (x *QueueServiceSetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueServiceSetResponse.ProtoReflect.Descriptor instead.
 func (*QueueServiceSetResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{63}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{65}
 }
 
 type PauseRequest struct {
@@ -4388,7 +4498,7 @@ type PauseRequest struct {
 
 func (x *PauseRequest) Reset() {
 	*x = PauseRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4400,7 +4510,7 @@ func (x *PauseRequest) String() string {
 func (*PauseRequest) ProtoMessage() {}
 
 func (x *PauseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4413,7 +4523,7 @@ func (x *PauseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseRequest.ProtoReflect.Descriptor instead.
 func (*PauseRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{64}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *PauseRequest) GetQueue() string {
@@ -4431,7 +4541,7 @@ type PauseResponse struct {
 
 func (x *PauseResponse) Reset() {
 	*x = PauseResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4443,7 +4553,7 @@ func (x *PauseResponse) String() string {
 func (*PauseResponse) ProtoMessage() {}
 
 func (x *PauseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4456,7 +4566,7 @@ func (x *PauseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseResponse.ProtoReflect.Descriptor instead.
 func (*PauseResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{65}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{67}
 }
 
 type ResumeRequest struct {
@@ -4468,7 +4578,7 @@ type ResumeRequest struct {
 
 func (x *ResumeRequest) Reset() {
 	*x = ResumeRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4480,7 +4590,7 @@ func (x *ResumeRequest) String() string {
 func (*ResumeRequest) ProtoMessage() {}
 
 func (x *ResumeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4493,7 +4603,7 @@ func (x *ResumeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeRequest.ProtoReflect.Descriptor instead.
 func (*ResumeRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{66}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *ResumeRequest) GetQueue() string {
@@ -4511,7 +4621,7 @@ type ResumeResponse struct {
 
 func (x *ResumeResponse) Reset() {
 	*x = ResumeResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4523,7 +4633,7 @@ func (x *ResumeResponse) String() string {
 func (*ResumeResponse) ProtoMessage() {}
 
 func (x *ResumeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4536,7 +4646,7 @@ func (x *ResumeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeResponse.ProtoReflect.Descriptor instead.
 func (*ResumeResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{67}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{69}
 }
 
 type Node struct {
@@ -4558,7 +4668,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4570,7 +4680,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4583,7 +4693,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{68}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *Node) GetId() string {
@@ -4650,7 +4760,7 @@ type ListNodesRequest struct {
 
 func (x *ListNodesRequest) Reset() {
 	*x = ListNodesRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4662,7 +4772,7 @@ func (x *ListNodesRequest) String() string {
 func (*ListNodesRequest) ProtoMessage() {}
 
 func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4675,7 +4785,7 @@ func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesRequest.ProtoReflect.Descriptor instead.
 func (*ListNodesRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{69}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{71}
 }
 
 type ListNodesResponse struct {
@@ -4687,7 +4797,7 @@ type ListNodesResponse struct {
 
 func (x *ListNodesResponse) Reset() {
 	*x = ListNodesResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4699,7 +4809,7 @@ func (x *ListNodesResponse) String() string {
 func (*ListNodesResponse) ProtoMessage() {}
 
 func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4712,7 +4822,7 @@ func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesResponse.ProtoReflect.Descriptor instead.
 func (*ListNodesResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{70}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *ListNodesResponse) GetNodes() []*Node {
@@ -4740,7 +4850,7 @@ type Worker struct {
 
 func (x *Worker) Reset() {
 	*x = Worker{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4752,7 +4862,7 @@ func (x *Worker) String() string {
 func (*Worker) ProtoMessage() {}
 
 func (x *Worker) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4765,7 +4875,7 @@ func (x *Worker) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Worker.ProtoReflect.Descriptor instead.
 func (*Worker) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{71}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *Worker) GetName() string {
@@ -4832,7 +4942,7 @@ type ListWorkersRequest struct {
 
 func (x *ListWorkersRequest) Reset() {
 	*x = ListWorkersRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4844,7 +4954,7 @@ func (x *ListWorkersRequest) String() string {
 func (*ListWorkersRequest) ProtoMessage() {}
 
 func (x *ListWorkersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4857,7 +4967,7 @@ func (x *ListWorkersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWorkersRequest.ProtoReflect.Descriptor instead.
 func (*ListWorkersRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{72}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{74}
 }
 
 type ListWorkersResponse struct {
@@ -4869,7 +4979,7 @@ type ListWorkersResponse struct {
 
 func (x *ListWorkersResponse) Reset() {
 	*x = ListWorkersResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[73]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4881,7 +4991,7 @@ func (x *ListWorkersResponse) String() string {
 func (*ListWorkersResponse) ProtoMessage() {}
 
 func (x *ListWorkersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[73]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4894,7 +5004,7 @@ func (x *ListWorkersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWorkersResponse.ProtoReflect.Descriptor instead.
 func (*ListWorkersResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{73}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *ListWorkersResponse) GetWorkers() []*Worker {
@@ -4927,7 +5037,7 @@ type Stream struct {
 
 func (x *Stream) Reset() {
 	*x = Stream{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[74]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4939,7 +5049,7 @@ func (x *Stream) String() string {
 func (*Stream) ProtoMessage() {}
 
 func (x *Stream) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[74]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4952,7 +5062,7 @@ func (x *Stream) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stream.ProtoReflect.Descriptor instead.
 func (*Stream) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{74}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *Stream) GetId() string {
@@ -5047,7 +5157,7 @@ type ListStreamsRequest struct {
 
 func (x *ListStreamsRequest) Reset() {
 	*x = ListStreamsRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[75]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5059,7 +5169,7 @@ func (x *ListStreamsRequest) String() string {
 func (*ListStreamsRequest) ProtoMessage() {}
 
 func (x *ListStreamsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[75]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5072,7 +5182,7 @@ func (x *ListStreamsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStreamsRequest.ProtoReflect.Descriptor instead.
 func (*ListStreamsRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{75}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{77}
 }
 
 type ListStreamsResponse struct {
@@ -5084,7 +5194,7 @@ type ListStreamsResponse struct {
 
 func (x *ListStreamsResponse) Reset() {
 	*x = ListStreamsResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[76]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5096,7 +5206,7 @@ func (x *ListStreamsResponse) String() string {
 func (*ListStreamsResponse) ProtoMessage() {}
 
 func (x *ListStreamsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[76]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5109,7 +5219,7 @@ func (x *ListStreamsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStreamsResponse.ProtoReflect.Descriptor instead.
 func (*ListStreamsResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{76}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *ListStreamsResponse) GetStreams() []*Stream {
@@ -5135,7 +5245,7 @@ type APIKey struct {
 
 func (x *APIKey) Reset() {
 	*x = APIKey{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[77]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5147,7 +5257,7 @@ func (x *APIKey) String() string {
 func (*APIKey) ProtoMessage() {}
 
 func (x *APIKey) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[77]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5160,7 +5270,7 @@ func (x *APIKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use APIKey.ProtoReflect.Descriptor instead.
 func (*APIKey) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{77}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *APIKey) GetId() string {
@@ -5215,7 +5325,7 @@ type CreateKeyRequest struct {
 
 func (x *CreateKeyRequest) Reset() {
 	*x = CreateKeyRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[78]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5227,7 +5337,7 @@ func (x *CreateKeyRequest) String() string {
 func (*CreateKeyRequest) ProtoMessage() {}
 
 func (x *CreateKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[78]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5240,7 +5350,7 @@ func (x *CreateKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyRequest.ProtoReflect.Descriptor instead.
 func (*CreateKeyRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{78}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *CreateKeyRequest) GetName() string {
@@ -5268,7 +5378,7 @@ type CreateKeyResponse struct {
 
 func (x *CreateKeyResponse) Reset() {
 	*x = CreateKeyResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[79]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5280,7 +5390,7 @@ func (x *CreateKeyResponse) String() string {
 func (*CreateKeyResponse) ProtoMessage() {}
 
 func (x *CreateKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[79]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5293,7 +5403,7 @@ func (x *CreateKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyResponse.ProtoReflect.Descriptor instead.
 func (*CreateKeyResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{79}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *CreateKeyResponse) GetKey() *APIKey {
@@ -5318,7 +5428,7 @@ type ListKeysRequest struct {
 
 func (x *ListKeysRequest) Reset() {
 	*x = ListKeysRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[80]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5330,7 +5440,7 @@ func (x *ListKeysRequest) String() string {
 func (*ListKeysRequest) ProtoMessage() {}
 
 func (x *ListKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[80]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5343,7 +5453,7 @@ func (x *ListKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeysRequest.ProtoReflect.Descriptor instead.
 func (*ListKeysRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{80}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{82}
 }
 
 type ListKeysResponse struct {
@@ -5355,7 +5465,7 @@ type ListKeysResponse struct {
 
 func (x *ListKeysResponse) Reset() {
 	*x = ListKeysResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[81]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5367,7 +5477,7 @@ func (x *ListKeysResponse) String() string {
 func (*ListKeysResponse) ProtoMessage() {}
 
 func (x *ListKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[81]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5380,7 +5490,7 @@ func (x *ListKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeysResponse.ProtoReflect.Descriptor instead.
 func (*ListKeysResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{81}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *ListKeysResponse) GetKeys() []*APIKey {
@@ -5399,7 +5509,7 @@ type RevokeKeyRequest struct {
 
 func (x *RevokeKeyRequest) Reset() {
 	*x = RevokeKeyRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[82]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5411,7 +5521,7 @@ func (x *RevokeKeyRequest) String() string {
 func (*RevokeKeyRequest) ProtoMessage() {}
 
 func (x *RevokeKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[82]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5424,7 +5534,7 @@ func (x *RevokeKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeKeyRequest.ProtoReflect.Descriptor instead.
 func (*RevokeKeyRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{82}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *RevokeKeyRequest) GetIdOrName() string {
@@ -5443,7 +5553,7 @@ type RevokeKeyResponse struct {
 
 func (x *RevokeKeyResponse) Reset() {
 	*x = RevokeKeyResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[83]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5455,7 +5565,7 @@ func (x *RevokeKeyResponse) String() string {
 func (*RevokeKeyResponse) ProtoMessage() {}
 
 func (x *RevokeKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[83]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5468,7 +5578,7 @@ func (x *RevokeKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeKeyResponse.ProtoReflect.Descriptor instead.
 func (*RevokeKeyResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{83}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *RevokeKeyResponse) GetKey() *APIKey {
@@ -5492,7 +5602,7 @@ type DeadLetterFilter struct {
 
 func (x *DeadLetterFilter) Reset() {
 	*x = DeadLetterFilter{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[84]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5504,7 +5614,7 @@ func (x *DeadLetterFilter) String() string {
 func (*DeadLetterFilter) ProtoMessage() {}
 
 func (x *DeadLetterFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[84]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5517,7 +5627,7 @@ func (x *DeadLetterFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterFilter.ProtoReflect.Descriptor instead.
 func (*DeadLetterFilter) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{84}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *DeadLetterFilter) GetQueues() []string {
@@ -5561,7 +5671,7 @@ type DeadLetterServiceListRequest struct {
 
 func (x *DeadLetterServiceListRequest) Reset() {
 	*x = DeadLetterServiceListRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[85]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5573,7 +5683,7 @@ func (x *DeadLetterServiceListRequest) String() string {
 func (*DeadLetterServiceListRequest) ProtoMessage() {}
 
 func (x *DeadLetterServiceListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[85]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5586,7 +5696,7 @@ func (x *DeadLetterServiceListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceListRequest.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceListRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{85}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *DeadLetterServiceListRequest) GetFilter() *DeadLetterFilter {
@@ -5621,7 +5731,7 @@ type DeadLetterServiceListResponse struct {
 
 func (x *DeadLetterServiceListResponse) Reset() {
 	*x = DeadLetterServiceListResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[86]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5633,7 +5743,7 @@ func (x *DeadLetterServiceListResponse) String() string {
 func (*DeadLetterServiceListResponse) ProtoMessage() {}
 
 func (x *DeadLetterServiceListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[86]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5646,7 +5756,7 @@ func (x *DeadLetterServiceListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceListResponse.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceListResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{86}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *DeadLetterServiceListResponse) GetJobs() []*Job {
@@ -5671,7 +5781,7 @@ type DeadLetterServiceStatsRequest struct {
 
 func (x *DeadLetterServiceStatsRequest) Reset() {
 	*x = DeadLetterServiceStatsRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[87]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5683,7 +5793,7 @@ func (x *DeadLetterServiceStatsRequest) String() string {
 func (*DeadLetterServiceStatsRequest) ProtoMessage() {}
 
 func (x *DeadLetterServiceStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[87]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5696,7 +5806,7 @@ func (x *DeadLetterServiceStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceStatsRequest.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceStatsRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{87}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{89}
 }
 
 type DeadLetterServiceStatsResponse struct {
@@ -5713,7 +5823,7 @@ type DeadLetterServiceStatsResponse struct {
 
 func (x *DeadLetterServiceStatsResponse) Reset() {
 	*x = DeadLetterServiceStatsResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[88]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5725,7 +5835,7 @@ func (x *DeadLetterServiceStatsResponse) String() string {
 func (*DeadLetterServiceStatsResponse) ProtoMessage() {}
 
 func (x *DeadLetterServiceStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[88]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5738,7 +5848,7 @@ func (x *DeadLetterServiceStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceStatsResponse.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceStatsResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{88}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *DeadLetterServiceStatsResponse) GetCount() int64 {
@@ -5771,7 +5881,7 @@ type ReplayRequest struct {
 
 func (x *ReplayRequest) Reset() {
 	*x = ReplayRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[89]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5783,7 +5893,7 @@ func (x *ReplayRequest) String() string {
 func (*ReplayRequest) ProtoMessage() {}
 
 func (x *ReplayRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[89]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5796,7 +5906,7 @@ func (x *ReplayRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayRequest.ProtoReflect.Descriptor instead.
 func (*ReplayRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{89}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *ReplayRequest) GetId() string {
@@ -5818,7 +5928,7 @@ type ReplayResponse struct {
 
 func (x *ReplayResponse) Reset() {
 	*x = ReplayResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[90]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5830,7 +5940,7 @@ func (x *ReplayResponse) String() string {
 func (*ReplayResponse) ProtoMessage() {}
 
 func (x *ReplayResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[90]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5843,7 +5953,7 @@ func (x *ReplayResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayResponse.ProtoReflect.Descriptor instead.
 func (*ReplayResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{90}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *ReplayResponse) GetJob() *Job {
@@ -5871,7 +5981,7 @@ type ReplayManyRequest struct {
 
 func (x *ReplayManyRequest) Reset() {
 	*x = ReplayManyRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[91]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5883,7 +5993,7 @@ func (x *ReplayManyRequest) String() string {
 func (*ReplayManyRequest) ProtoMessage() {}
 
 func (x *ReplayManyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[91]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5896,7 +6006,7 @@ func (x *ReplayManyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayManyRequest.ProtoReflect.Descriptor instead.
 func (*ReplayManyRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{91}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *ReplayManyRequest) GetFilter() *DeadLetterFilter {
@@ -5924,7 +6034,7 @@ type ReplayManyResponse struct {
 
 func (x *ReplayManyResponse) Reset() {
 	*x = ReplayManyResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[92]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5936,7 +6046,7 @@ func (x *ReplayManyResponse) String() string {
 func (*ReplayManyResponse) ProtoMessage() {}
 
 func (x *ReplayManyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[92]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5949,7 +6059,7 @@ func (x *ReplayManyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayManyResponse.ProtoReflect.Descriptor instead.
 func (*ReplayManyResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{92}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *ReplayManyResponse) GetJobs() []*Job {
@@ -5984,7 +6094,7 @@ type ReplayRecord struct {
 
 func (x *ReplayRecord) Reset() {
 	*x = ReplayRecord{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[93]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5996,7 +6106,7 @@ func (x *ReplayRecord) String() string {
 func (*ReplayRecord) ProtoMessage() {}
 
 func (x *ReplayRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[93]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6009,7 +6119,7 @@ func (x *ReplayRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayRecord.ProtoReflect.Descriptor instead.
 func (*ReplayRecord) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{93}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *ReplayRecord) GetId() int64 {
@@ -6079,7 +6189,7 @@ type ListReplaysRequest struct {
 
 func (x *ListReplaysRequest) Reset() {
 	*x = ListReplaysRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[94]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6091,7 +6201,7 @@ func (x *ListReplaysRequest) String() string {
 func (*ListReplaysRequest) ProtoMessage() {}
 
 func (x *ListReplaysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[94]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6104,7 +6214,7 @@ func (x *ListReplaysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReplaysRequest.ProtoReflect.Descriptor instead.
 func (*ListReplaysRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{94}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *ListReplaysRequest) GetSourceJobId() string {
@@ -6166,7 +6276,7 @@ type ListReplaysResponse struct {
 
 func (x *ListReplaysResponse) Reset() {
 	*x = ListReplaysResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[95]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6178,7 +6288,7 @@ func (x *ListReplaysResponse) String() string {
 func (*ListReplaysResponse) ProtoMessage() {}
 
 func (x *ListReplaysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[95]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6191,7 +6301,7 @@ func (x *ListReplaysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReplaysResponse.ProtoReflect.Descriptor instead.
 func (*ListReplaysResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{95}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *ListReplaysResponse) GetReplays() []*ReplayRecord {
@@ -6228,7 +6338,7 @@ type Kind struct {
 
 func (x *Kind) Reset() {
 	*x = Kind{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[96]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6240,7 +6350,7 @@ func (x *Kind) String() string {
 func (*Kind) ProtoMessage() {}
 
 func (x *Kind) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[96]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6253,7 +6363,7 @@ func (x *Kind) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Kind.ProtoReflect.Descriptor instead.
 func (*Kind) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{96}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *Kind) GetName() string {
@@ -6299,7 +6409,7 @@ type KindServiceListRequest struct {
 
 func (x *KindServiceListRequest) Reset() {
 	*x = KindServiceListRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[97]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6311,7 +6421,7 @@ func (x *KindServiceListRequest) String() string {
 func (*KindServiceListRequest) ProtoMessage() {}
 
 func (x *KindServiceListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[97]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6324,7 +6434,7 @@ func (x *KindServiceListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceListRequest.ProtoReflect.Descriptor instead.
 func (*KindServiceListRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{97}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{99}
 }
 
 type KindServiceListResponse struct {
@@ -6336,7 +6446,7 @@ type KindServiceListResponse struct {
 
 func (x *KindServiceListResponse) Reset() {
 	*x = KindServiceListResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[98]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6348,7 +6458,7 @@ func (x *KindServiceListResponse) String() string {
 func (*KindServiceListResponse) ProtoMessage() {}
 
 func (x *KindServiceListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[98]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6361,7 +6471,7 @@ func (x *KindServiceListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceListResponse.ProtoReflect.Descriptor instead.
 func (*KindServiceListResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{98}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *KindServiceListResponse) GetKinds() []*Kind {
@@ -6386,7 +6496,7 @@ type KindServiceSetRequest struct {
 
 func (x *KindServiceSetRequest) Reset() {
 	*x = KindServiceSetRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[99]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6398,7 +6508,7 @@ func (x *KindServiceSetRequest) String() string {
 func (*KindServiceSetRequest) ProtoMessage() {}
 
 func (x *KindServiceSetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[99]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6411,7 +6521,7 @@ func (x *KindServiceSetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceSetRequest.ProtoReflect.Descriptor instead.
 func (*KindServiceSetRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{99}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *KindServiceSetRequest) GetKind() string {
@@ -6443,7 +6553,7 @@ type KindServiceSetResponse struct {
 
 func (x *KindServiceSetResponse) Reset() {
 	*x = KindServiceSetResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[100]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6455,7 +6565,7 @@ func (x *KindServiceSetResponse) String() string {
 func (*KindServiceSetResponse) ProtoMessage() {}
 
 func (x *KindServiceSetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[100]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6468,7 +6578,7 @@ func (x *KindServiceSetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceSetResponse.ProtoReflect.Descriptor instead.
 func (*KindServiceSetResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{100}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{102}
 }
 
 type KindServiceDisableRequest struct {
@@ -6480,7 +6590,7 @@ type KindServiceDisableRequest struct {
 
 func (x *KindServiceDisableRequest) Reset() {
 	*x = KindServiceDisableRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[101]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6492,7 +6602,7 @@ func (x *KindServiceDisableRequest) String() string {
 func (*KindServiceDisableRequest) ProtoMessage() {}
 
 func (x *KindServiceDisableRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[101]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6505,7 +6615,7 @@ func (x *KindServiceDisableRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceDisableRequest.ProtoReflect.Descriptor instead.
 func (*KindServiceDisableRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{101}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *KindServiceDisableRequest) GetKind() string {
@@ -6523,7 +6633,7 @@ type KindServiceDisableResponse struct {
 
 func (x *KindServiceDisableResponse) Reset() {
 	*x = KindServiceDisableResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[102]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6535,7 +6645,7 @@ func (x *KindServiceDisableResponse) String() string {
 func (*KindServiceDisableResponse) ProtoMessage() {}
 
 func (x *KindServiceDisableResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[102]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6548,7 +6658,7 @@ func (x *KindServiceDisableResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceDisableResponse.ProtoReflect.Descriptor instead.
 func (*KindServiceDisableResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{102}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{104}
 }
 
 type KindServiceEnableRequest struct {
@@ -6560,7 +6670,7 @@ type KindServiceEnableRequest struct {
 
 func (x *KindServiceEnableRequest) Reset() {
 	*x = KindServiceEnableRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[103]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6572,7 +6682,7 @@ func (x *KindServiceEnableRequest) String() string {
 func (*KindServiceEnableRequest) ProtoMessage() {}
 
 func (x *KindServiceEnableRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[103]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6585,7 +6695,7 @@ func (x *KindServiceEnableRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceEnableRequest.ProtoReflect.Descriptor instead.
 func (*KindServiceEnableRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{103}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *KindServiceEnableRequest) GetKind() string {
@@ -6603,7 +6713,7 @@ type KindServiceEnableResponse struct {
 
 func (x *KindServiceEnableResponse) Reset() {
 	*x = KindServiceEnableResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[104]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6615,7 +6725,7 @@ func (x *KindServiceEnableResponse) String() string {
 func (*KindServiceEnableResponse) ProtoMessage() {}
 
 func (x *KindServiceEnableResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[104]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6628,14 +6738,14 @@ func (x *KindServiceEnableResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceEnableResponse.ProtoReflect.Descriptor instead.
 func (*KindServiceEnableResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{104}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{106}
 }
 
 var File_hopper_v1_hopper_proto protoreflect.FileDescriptor
 
 const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\n" +
-	"\x16hopper/v1/hopper.proto\x12\thopper.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17hopper/v1/options.proto\"\x89\a\n" +
+	"\x16hopper/v1/hopper.proto\x12\thopper.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17hopper/v1/options.proto\"\x81\b\n" +
 	"\bSchedule\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04cron\x18\x02 \x01(\tR\x04cron\x12/\n" +
@@ -6664,7 +6774,9 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\x15 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
-	"updated_at\x18\x16 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x1a:\n" +
+	"updated_at\x18\x16 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12I\n" +
+	"\x13last_manual_fire_at\x18\x17 \x01(\v2\x1a.google.protobuf.TimestampR\x10lastManualFireAt\x12+\n" +
+	"\x12last_manual_job_id\x18\x18 \x01(\tR\x0flastManualJobId\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x1c\n" +
@@ -6683,7 +6795,11 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x1cScheduleServicePauseResponse\"2\n" +
 	"\x1cScheduleServiceResumeRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x1f\n" +
-	"\x1dScheduleServiceResumeResponse\"\xc9\v\n" +
+	"\x1dScheduleServiceResumeResponse\"/\n" +
+	"\x19ScheduleServiceRunRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\">\n" +
+	"\x1aScheduleServiceRunResponse\x12 \n" +
+	"\x03job\x18\x01 \x01(\v2\x0e.hopper.v1.JobR\x03job\"\xc9\v\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x14\n" +
@@ -7193,13 +7309,14 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\vListStreams\x12\x1d.hopper.v1.ListStreamsRequest\x1a\x1e.hopper.v1.ListStreamsResponse\"\x03\x90\x02\x01\x12F\n" +
 	"\tCreateKey\x12\x1b.hopper.v1.CreateKeyRequest\x1a\x1c.hopper.v1.CreateKeyResponse\x12H\n" +
 	"\bListKeys\x12\x1a.hopper.v1.ListKeysRequest\x1a\x1b.hopper.v1.ListKeysResponse\"\x03\x90\x02\x01\x12F\n" +
-	"\tRevokeKey\x12\x1b.hopper.v1.RevokeKeyRequest\x1a\x1c.hopper.v1.RevokeKeyResponse2\xd5\x03\n" +
+	"\tRevokeKey\x12\x1b.hopper.v1.RevokeKeyRequest\x1a\x1c.hopper.v1.RevokeKeyResponse2\xa9\x04\n" +
 	"\x0fScheduleService\x12Z\n" +
 	"\x04List\x12%.hopper.v1.ScheduleServiceListRequest\x1a&.hopper.v1.ScheduleServiceListResponse\"\x03\x90\x02\x01\x12R\n" +
 	"\x03Add\x12$.hopper.v1.ScheduleServiceAddRequest\x1a%.hopper.v1.ScheduleServiceAddResponse\x12[\n" +
 	"\x06Remove\x12'.hopper.v1.ScheduleServiceRemoveRequest\x1a(.hopper.v1.ScheduleServiceRemoveResponse\x12X\n" +
 	"\x05Pause\x12&.hopper.v1.ScheduleServicePauseRequest\x1a'.hopper.v1.ScheduleServicePauseResponse\x12[\n" +
-	"\x06Resume\x12'.hopper.v1.ScheduleServiceResumeRequest\x1a(.hopper.v1.ScheduleServiceResumeResponse2\xb3\x03\n" +
+	"\x06Resume\x12'.hopper.v1.ScheduleServiceResumeRequest\x1a(.hopper.v1.ScheduleServiceResumeResponse\x12R\n" +
+	"\x03Run\x12$.hopper.v1.ScheduleServiceRunRequest\x1a%.hopper.v1.ScheduleServiceRunResponse2\xb3\x03\n" +
 	"\x11DeadLetterService\x12^\n" +
 	"\x04List\x12'.hopper.v1.DeadLetterServiceListRequest\x1a(.hopper.v1.DeadLetterServiceListResponse\"\x03\x90\x02\x01\x12a\n" +
 	"\x05Stats\x12(.hopper.v1.DeadLetterServiceStatsRequest\x1a).hopper.v1.DeadLetterServiceStatsResponse\"\x03\x90\x02\x01\x12=\n" +
@@ -7225,7 +7342,7 @@ func file_hopper_v1_hopper_proto_rawDescGZIP() []byte {
 	return file_hopper_v1_hopper_proto_rawDescData
 }
 
-var file_hopper_v1_hopper_proto_msgTypes = make([]protoimpl.MessageInfo, 111)
+var file_hopper_v1_hopper_proto_msgTypes = make([]protoimpl.MessageInfo, 113)
 var file_hopper_v1_hopper_proto_goTypes = []any{
 	(*Schedule)(nil),                       // 0: hopper.v1.Schedule
 	(*ScheduleServiceListRequest)(nil),     // 1: hopper.v1.ScheduleServiceListRequest
@@ -7238,311 +7355,317 @@ var file_hopper_v1_hopper_proto_goTypes = []any{
 	(*ScheduleServicePauseResponse)(nil),   // 8: hopper.v1.ScheduleServicePauseResponse
 	(*ScheduleServiceResumeRequest)(nil),   // 9: hopper.v1.ScheduleServiceResumeRequest
 	(*ScheduleServiceResumeResponse)(nil),  // 10: hopper.v1.ScheduleServiceResumeResponse
-	(*Job)(nil),                            // 11: hopper.v1.Job
-	(*JobSpec)(nil),                        // 12: hopper.v1.JobSpec
-	(*RetryPolicy)(nil),                    // 13: hopper.v1.RetryPolicy
-	(*EnqueueRequest)(nil),                 // 14: hopper.v1.EnqueueRequest
-	(*EnqueueResponse)(nil),                // 15: hopper.v1.EnqueueResponse
-	(*EnqueueBatchRequest)(nil),            // 16: hopper.v1.EnqueueBatchRequest
-	(*EnqueueBatchResponse)(nil),           // 17: hopper.v1.EnqueueBatchResponse
-	(*GetRequest)(nil),                     // 18: hopper.v1.GetRequest
-	(*GetResponse)(nil),                    // 19: hopper.v1.GetResponse
-	(*ListRequest)(nil),                    // 20: hopper.v1.ListRequest
-	(*ListResponse)(nil),                   // 21: hopper.v1.ListResponse
-	(*CancelRequest)(nil),                  // 22: hopper.v1.CancelRequest
-	(*CancelResponse)(nil),                 // 23: hopper.v1.CancelResponse
-	(*JobServiceResumeRequest)(nil),        // 24: hopper.v1.JobServiceResumeRequest
-	(*JobServiceResumeResponse)(nil),       // 25: hopper.v1.JobServiceResumeResponse
-	(*EventsRequest)(nil),                  // 26: hopper.v1.EventsRequest
-	(*Event)(nil),                          // 27: hopper.v1.Event
-	(*Attempt)(nil),                        // 28: hopper.v1.Attempt
-	(*EventsResponse)(nil),                 // 29: hopper.v1.EventsResponse
-	(*ActivatedJob)(nil),                   // 30: hopper.v1.ActivatedJob
-	(*ActivateRequest)(nil),                // 31: hopper.v1.ActivateRequest
-	(*ActivateResponse)(nil),               // 32: hopper.v1.ActivateResponse
-	(*StreamJobsRequest)(nil),              // 33: hopper.v1.StreamJobsRequest
-	(*StreamJobsResponse)(nil),             // 34: hopper.v1.StreamJobsResponse
-	(*CompleteRequest)(nil),                // 35: hopper.v1.CompleteRequest
-	(*CompleteResponse)(nil),               // 36: hopper.v1.CompleteResponse
-	(*FailRequest)(nil),                    // 37: hopper.v1.FailRequest
-	(*FailResponse)(nil),                   // 38: hopper.v1.FailResponse
-	(*SnoozeRequest)(nil),                  // 39: hopper.v1.SnoozeRequest
-	(*SnoozeResponse)(nil),                 // 40: hopper.v1.SnoozeResponse
-	(*SuspendRequest)(nil),                 // 41: hopper.v1.SuspendRequest
-	(*SuspendResponse)(nil),                // 42: hopper.v1.SuspendResponse
-	(*ReleaseRequest)(nil),                 // 43: hopper.v1.ReleaseRequest
-	(*ReleaseResponse)(nil),                // 44: hopper.v1.ReleaseResponse
-	(*ExtendLeaseRequest)(nil),             // 45: hopper.v1.ExtendLeaseRequest
-	(*ExtendLeaseResponse)(nil),            // 46: hopper.v1.ExtendLeaseResponse
-	(*ReportRequest)(nil),                  // 47: hopper.v1.ReportRequest
-	(*Outcome)(nil),                        // 48: hopper.v1.Outcome
-	(*ReportResponse)(nil),                 // 49: hopper.v1.ReportResponse
-	(*ReportStreamRequest)(nil),            // 50: hopper.v1.ReportStreamRequest
-	(*ReportStreamResponse)(nil),           // 51: hopper.v1.ReportStreamResponse
-	(*Verdict)(nil),                        // 52: hopper.v1.Verdict
-	(*HoldRequest)(nil),                    // 53: hopper.v1.HoldRequest
-	(*HoldResponse)(nil),                   // 54: hopper.v1.HoldResponse
-	(*HeartbeatRequest)(nil),               // 55: hopper.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),              // 56: hopper.v1.HeartbeatResponse
-	(*ReportProgressRequest)(nil),          // 57: hopper.v1.ReportProgressRequest
-	(*ReportProgressResponse)(nil),         // 58: hopper.v1.ReportProgressResponse
-	(*Queue)(nil),                          // 59: hopper.v1.Queue
-	(*QueueServiceListRequest)(nil),        // 60: hopper.v1.QueueServiceListRequest
-	(*QueueServiceListResponse)(nil),       // 61: hopper.v1.QueueServiceListResponse
-	(*QueueServiceSetRequest)(nil),         // 62: hopper.v1.QueueServiceSetRequest
-	(*QueueServiceSetResponse)(nil),        // 63: hopper.v1.QueueServiceSetResponse
-	(*PauseRequest)(nil),                   // 64: hopper.v1.PauseRequest
-	(*PauseResponse)(nil),                  // 65: hopper.v1.PauseResponse
-	(*ResumeRequest)(nil),                  // 66: hopper.v1.ResumeRequest
-	(*ResumeResponse)(nil),                 // 67: hopper.v1.ResumeResponse
-	(*Node)(nil),                           // 68: hopper.v1.Node
-	(*ListNodesRequest)(nil),               // 69: hopper.v1.ListNodesRequest
-	(*ListNodesResponse)(nil),              // 70: hopper.v1.ListNodesResponse
-	(*Worker)(nil),                         // 71: hopper.v1.Worker
-	(*ListWorkersRequest)(nil),             // 72: hopper.v1.ListWorkersRequest
-	(*ListWorkersResponse)(nil),            // 73: hopper.v1.ListWorkersResponse
-	(*Stream)(nil),                         // 74: hopper.v1.Stream
-	(*ListStreamsRequest)(nil),             // 75: hopper.v1.ListStreamsRequest
-	(*ListStreamsResponse)(nil),            // 76: hopper.v1.ListStreamsResponse
-	(*APIKey)(nil),                         // 77: hopper.v1.APIKey
-	(*CreateKeyRequest)(nil),               // 78: hopper.v1.CreateKeyRequest
-	(*CreateKeyResponse)(nil),              // 79: hopper.v1.CreateKeyResponse
-	(*ListKeysRequest)(nil),                // 80: hopper.v1.ListKeysRequest
-	(*ListKeysResponse)(nil),               // 81: hopper.v1.ListKeysResponse
-	(*RevokeKeyRequest)(nil),               // 82: hopper.v1.RevokeKeyRequest
-	(*RevokeKeyResponse)(nil),              // 83: hopper.v1.RevokeKeyResponse
-	(*DeadLetterFilter)(nil),               // 84: hopper.v1.DeadLetterFilter
-	(*DeadLetterServiceListRequest)(nil),   // 85: hopper.v1.DeadLetterServiceListRequest
-	(*DeadLetterServiceListResponse)(nil),  // 86: hopper.v1.DeadLetterServiceListResponse
-	(*DeadLetterServiceStatsRequest)(nil),  // 87: hopper.v1.DeadLetterServiceStatsRequest
-	(*DeadLetterServiceStatsResponse)(nil), // 88: hopper.v1.DeadLetterServiceStatsResponse
-	(*ReplayRequest)(nil),                  // 89: hopper.v1.ReplayRequest
-	(*ReplayResponse)(nil),                 // 90: hopper.v1.ReplayResponse
-	(*ReplayManyRequest)(nil),              // 91: hopper.v1.ReplayManyRequest
-	(*ReplayManyResponse)(nil),             // 92: hopper.v1.ReplayManyResponse
-	(*ReplayRecord)(nil),                   // 93: hopper.v1.ReplayRecord
-	(*ListReplaysRequest)(nil),             // 94: hopper.v1.ListReplaysRequest
-	(*ListReplaysResponse)(nil),            // 95: hopper.v1.ListReplaysResponse
-	(*Kind)(nil),                           // 96: hopper.v1.Kind
-	(*KindServiceListRequest)(nil),         // 97: hopper.v1.KindServiceListRequest
-	(*KindServiceListResponse)(nil),        // 98: hopper.v1.KindServiceListResponse
-	(*KindServiceSetRequest)(nil),          // 99: hopper.v1.KindServiceSetRequest
-	(*KindServiceSetResponse)(nil),         // 100: hopper.v1.KindServiceSetResponse
-	(*KindServiceDisableRequest)(nil),      // 101: hopper.v1.KindServiceDisableRequest
-	(*KindServiceDisableResponse)(nil),     // 102: hopper.v1.KindServiceDisableResponse
-	(*KindServiceEnableRequest)(nil),       // 103: hopper.v1.KindServiceEnableRequest
-	(*KindServiceEnableResponse)(nil),      // 104: hopper.v1.KindServiceEnableResponse
-	nil,                                    // 105: hopper.v1.Schedule.HeadersEntry
-	nil,                                    // 106: hopper.v1.Job.HeadersEntry
-	nil,                                    // 107: hopper.v1.JobSpec.HeadersEntry
-	nil,                                    // 108: hopper.v1.ActivatedJob.HeadersEntry
-	nil,                                    // 109: hopper.v1.Queue.CountsEntry
-	nil,                                    // 110: hopper.v1.Kind.CountsEntry
-	(*durationpb.Duration)(nil),            // 111: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),          // 112: google.protobuf.Timestamp
+	(*ScheduleServiceRunRequest)(nil),      // 11: hopper.v1.ScheduleServiceRunRequest
+	(*ScheduleServiceRunResponse)(nil),     // 12: hopper.v1.ScheduleServiceRunResponse
+	(*Job)(nil),                            // 13: hopper.v1.Job
+	(*JobSpec)(nil),                        // 14: hopper.v1.JobSpec
+	(*RetryPolicy)(nil),                    // 15: hopper.v1.RetryPolicy
+	(*EnqueueRequest)(nil),                 // 16: hopper.v1.EnqueueRequest
+	(*EnqueueResponse)(nil),                // 17: hopper.v1.EnqueueResponse
+	(*EnqueueBatchRequest)(nil),            // 18: hopper.v1.EnqueueBatchRequest
+	(*EnqueueBatchResponse)(nil),           // 19: hopper.v1.EnqueueBatchResponse
+	(*GetRequest)(nil),                     // 20: hopper.v1.GetRequest
+	(*GetResponse)(nil),                    // 21: hopper.v1.GetResponse
+	(*ListRequest)(nil),                    // 22: hopper.v1.ListRequest
+	(*ListResponse)(nil),                   // 23: hopper.v1.ListResponse
+	(*CancelRequest)(nil),                  // 24: hopper.v1.CancelRequest
+	(*CancelResponse)(nil),                 // 25: hopper.v1.CancelResponse
+	(*JobServiceResumeRequest)(nil),        // 26: hopper.v1.JobServiceResumeRequest
+	(*JobServiceResumeResponse)(nil),       // 27: hopper.v1.JobServiceResumeResponse
+	(*EventsRequest)(nil),                  // 28: hopper.v1.EventsRequest
+	(*Event)(nil),                          // 29: hopper.v1.Event
+	(*Attempt)(nil),                        // 30: hopper.v1.Attempt
+	(*EventsResponse)(nil),                 // 31: hopper.v1.EventsResponse
+	(*ActivatedJob)(nil),                   // 32: hopper.v1.ActivatedJob
+	(*ActivateRequest)(nil),                // 33: hopper.v1.ActivateRequest
+	(*ActivateResponse)(nil),               // 34: hopper.v1.ActivateResponse
+	(*StreamJobsRequest)(nil),              // 35: hopper.v1.StreamJobsRequest
+	(*StreamJobsResponse)(nil),             // 36: hopper.v1.StreamJobsResponse
+	(*CompleteRequest)(nil),                // 37: hopper.v1.CompleteRequest
+	(*CompleteResponse)(nil),               // 38: hopper.v1.CompleteResponse
+	(*FailRequest)(nil),                    // 39: hopper.v1.FailRequest
+	(*FailResponse)(nil),                   // 40: hopper.v1.FailResponse
+	(*SnoozeRequest)(nil),                  // 41: hopper.v1.SnoozeRequest
+	(*SnoozeResponse)(nil),                 // 42: hopper.v1.SnoozeResponse
+	(*SuspendRequest)(nil),                 // 43: hopper.v1.SuspendRequest
+	(*SuspendResponse)(nil),                // 44: hopper.v1.SuspendResponse
+	(*ReleaseRequest)(nil),                 // 45: hopper.v1.ReleaseRequest
+	(*ReleaseResponse)(nil),                // 46: hopper.v1.ReleaseResponse
+	(*ExtendLeaseRequest)(nil),             // 47: hopper.v1.ExtendLeaseRequest
+	(*ExtendLeaseResponse)(nil),            // 48: hopper.v1.ExtendLeaseResponse
+	(*ReportRequest)(nil),                  // 49: hopper.v1.ReportRequest
+	(*Outcome)(nil),                        // 50: hopper.v1.Outcome
+	(*ReportResponse)(nil),                 // 51: hopper.v1.ReportResponse
+	(*ReportStreamRequest)(nil),            // 52: hopper.v1.ReportStreamRequest
+	(*ReportStreamResponse)(nil),           // 53: hopper.v1.ReportStreamResponse
+	(*Verdict)(nil),                        // 54: hopper.v1.Verdict
+	(*HoldRequest)(nil),                    // 55: hopper.v1.HoldRequest
+	(*HoldResponse)(nil),                   // 56: hopper.v1.HoldResponse
+	(*HeartbeatRequest)(nil),               // 57: hopper.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),              // 58: hopper.v1.HeartbeatResponse
+	(*ReportProgressRequest)(nil),          // 59: hopper.v1.ReportProgressRequest
+	(*ReportProgressResponse)(nil),         // 60: hopper.v1.ReportProgressResponse
+	(*Queue)(nil),                          // 61: hopper.v1.Queue
+	(*QueueServiceListRequest)(nil),        // 62: hopper.v1.QueueServiceListRequest
+	(*QueueServiceListResponse)(nil),       // 63: hopper.v1.QueueServiceListResponse
+	(*QueueServiceSetRequest)(nil),         // 64: hopper.v1.QueueServiceSetRequest
+	(*QueueServiceSetResponse)(nil),        // 65: hopper.v1.QueueServiceSetResponse
+	(*PauseRequest)(nil),                   // 66: hopper.v1.PauseRequest
+	(*PauseResponse)(nil),                  // 67: hopper.v1.PauseResponse
+	(*ResumeRequest)(nil),                  // 68: hopper.v1.ResumeRequest
+	(*ResumeResponse)(nil),                 // 69: hopper.v1.ResumeResponse
+	(*Node)(nil),                           // 70: hopper.v1.Node
+	(*ListNodesRequest)(nil),               // 71: hopper.v1.ListNodesRequest
+	(*ListNodesResponse)(nil),              // 72: hopper.v1.ListNodesResponse
+	(*Worker)(nil),                         // 73: hopper.v1.Worker
+	(*ListWorkersRequest)(nil),             // 74: hopper.v1.ListWorkersRequest
+	(*ListWorkersResponse)(nil),            // 75: hopper.v1.ListWorkersResponse
+	(*Stream)(nil),                         // 76: hopper.v1.Stream
+	(*ListStreamsRequest)(nil),             // 77: hopper.v1.ListStreamsRequest
+	(*ListStreamsResponse)(nil),            // 78: hopper.v1.ListStreamsResponse
+	(*APIKey)(nil),                         // 79: hopper.v1.APIKey
+	(*CreateKeyRequest)(nil),               // 80: hopper.v1.CreateKeyRequest
+	(*CreateKeyResponse)(nil),              // 81: hopper.v1.CreateKeyResponse
+	(*ListKeysRequest)(nil),                // 82: hopper.v1.ListKeysRequest
+	(*ListKeysResponse)(nil),               // 83: hopper.v1.ListKeysResponse
+	(*RevokeKeyRequest)(nil),               // 84: hopper.v1.RevokeKeyRequest
+	(*RevokeKeyResponse)(nil),              // 85: hopper.v1.RevokeKeyResponse
+	(*DeadLetterFilter)(nil),               // 86: hopper.v1.DeadLetterFilter
+	(*DeadLetterServiceListRequest)(nil),   // 87: hopper.v1.DeadLetterServiceListRequest
+	(*DeadLetterServiceListResponse)(nil),  // 88: hopper.v1.DeadLetterServiceListResponse
+	(*DeadLetterServiceStatsRequest)(nil),  // 89: hopper.v1.DeadLetterServiceStatsRequest
+	(*DeadLetterServiceStatsResponse)(nil), // 90: hopper.v1.DeadLetterServiceStatsResponse
+	(*ReplayRequest)(nil),                  // 91: hopper.v1.ReplayRequest
+	(*ReplayResponse)(nil),                 // 92: hopper.v1.ReplayResponse
+	(*ReplayManyRequest)(nil),              // 93: hopper.v1.ReplayManyRequest
+	(*ReplayManyResponse)(nil),             // 94: hopper.v1.ReplayManyResponse
+	(*ReplayRecord)(nil),                   // 95: hopper.v1.ReplayRecord
+	(*ListReplaysRequest)(nil),             // 96: hopper.v1.ListReplaysRequest
+	(*ListReplaysResponse)(nil),            // 97: hopper.v1.ListReplaysResponse
+	(*Kind)(nil),                           // 98: hopper.v1.Kind
+	(*KindServiceListRequest)(nil),         // 99: hopper.v1.KindServiceListRequest
+	(*KindServiceListResponse)(nil),        // 100: hopper.v1.KindServiceListResponse
+	(*KindServiceSetRequest)(nil),          // 101: hopper.v1.KindServiceSetRequest
+	(*KindServiceSetResponse)(nil),         // 102: hopper.v1.KindServiceSetResponse
+	(*KindServiceDisableRequest)(nil),      // 103: hopper.v1.KindServiceDisableRequest
+	(*KindServiceDisableResponse)(nil),     // 104: hopper.v1.KindServiceDisableResponse
+	(*KindServiceEnableRequest)(nil),       // 105: hopper.v1.KindServiceEnableRequest
+	(*KindServiceEnableResponse)(nil),      // 106: hopper.v1.KindServiceEnableResponse
+	nil,                                    // 107: hopper.v1.Schedule.HeadersEntry
+	nil,                                    // 108: hopper.v1.Job.HeadersEntry
+	nil,                                    // 109: hopper.v1.JobSpec.HeadersEntry
+	nil,                                    // 110: hopper.v1.ActivatedJob.HeadersEntry
+	nil,                                    // 111: hopper.v1.Queue.CountsEntry
+	nil,                                    // 112: hopper.v1.Kind.CountsEntry
+	(*durationpb.Duration)(nil),            // 113: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),          // 114: google.protobuf.Timestamp
 }
 var file_hopper_v1_hopper_proto_depIdxs = []int32{
-	111, // 0: hopper.v1.Schedule.every:type_name -> google.protobuf.Duration
-	111, // 1: hopper.v1.Schedule.fixed_delay:type_name -> google.protobuf.Duration
-	111, // 2: hopper.v1.Schedule.timeout:type_name -> google.protobuf.Duration
-	105, // 3: hopper.v1.Schedule.headers:type_name -> hopper.v1.Schedule.HeadersEntry
-	111, // 4: hopper.v1.Schedule.jitter:type_name -> google.protobuf.Duration
-	112, // 5: hopper.v1.Schedule.last_fire_at:type_name -> google.protobuf.Timestamp
-	112, // 6: hopper.v1.Schedule.next_fire_at:type_name -> google.protobuf.Timestamp
-	112, // 7: hopper.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
-	112, // 8: hopper.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
-	0,   // 9: hopper.v1.ScheduleServiceListResponse.schedules:type_name -> hopper.v1.Schedule
-	0,   // 10: hopper.v1.ScheduleServiceAddRequest.schedule:type_name -> hopper.v1.Schedule
-	0,   // 11: hopper.v1.ScheduleServiceAddResponse.schedule:type_name -> hopper.v1.Schedule
-	106, // 12: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
-	112, // 13: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
-	111, // 14: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
-	112, // 15: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
-	112, // 16: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
-	112, // 17: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	112, // 18: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
-	112, // 19: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
-	112, // 20: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	112, // 21: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
-	112, // 22: hopper.v1.Job.deadline_at:type_name -> google.protobuf.Timestamp
-	112, // 23: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
-	111, // 24: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
-	111, // 25: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
-	107, // 26: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
-	111, // 27: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
-	13,  // 28: hopper.v1.JobSpec.retry_policy:type_name -> hopper.v1.RetryPolicy
-	111, // 29: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
-	111, // 30: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
-	12,  // 31: hopper.v1.EnqueueRequest.job:type_name -> hopper.v1.JobSpec
-	11,  // 32: hopper.v1.EnqueueResponse.job:type_name -> hopper.v1.Job
-	12,  // 33: hopper.v1.EnqueueBatchRequest.jobs:type_name -> hopper.v1.JobSpec
-	15,  // 34: hopper.v1.EnqueueBatchResponse.results:type_name -> hopper.v1.EnqueueResponse
-	11,  // 35: hopper.v1.GetResponse.job:type_name -> hopper.v1.Job
-	112, // 36: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
-	112, // 37: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
-	11,  // 38: hopper.v1.ListResponse.jobs:type_name -> hopper.v1.Job
-	11,  // 39: hopper.v1.CancelResponse.job:type_name -> hopper.v1.Job
-	11,  // 40: hopper.v1.JobServiceResumeResponse.job:type_name -> hopper.v1.Job
-	112, // 41: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
-	112, // 42: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
-	112, // 43: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
-	27,  // 44: hopper.v1.EventsResponse.events:type_name -> hopper.v1.Event
-	28,  // 45: hopper.v1.EventsResponse.attempts:type_name -> hopper.v1.Attempt
-	108, // 46: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
-	112, // 47: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
-	111, // 48: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
-	112, // 49: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
-	13,  // 50: hopper.v1.ActivatedJob.retry_policy:type_name -> hopper.v1.RetryPolicy
-	111, // 51: hopper.v1.ActivatedJob.default_timeout:type_name -> google.protobuf.Duration
-	111, // 52: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
-	111, // 53: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
-	30,  // 54: hopper.v1.ActivateResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	111, // 55: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
-	30,  // 56: hopper.v1.StreamJobsResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	111, // 57: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
-	13,  // 58: hopper.v1.FailRequest.retry_policy:type_name -> hopper.v1.RetryPolicy
-	112, // 59: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
-	111, // 60: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
-	112, // 61: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
-	112, // 62: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
-	111, // 63: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
-	112, // 64: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
-	48,  // 65: hopper.v1.ReportRequest.outcomes:type_name -> hopper.v1.Outcome
-	45,  // 66: hopper.v1.ReportRequest.renewals:type_name -> hopper.v1.ExtendLeaseRequest
-	35,  // 67: hopper.v1.Outcome.complete:type_name -> hopper.v1.CompleteRequest
-	37,  // 68: hopper.v1.Outcome.fail:type_name -> hopper.v1.FailRequest
-	43,  // 69: hopper.v1.Outcome.release:type_name -> hopper.v1.ReleaseRequest
-	39,  // 70: hopper.v1.Outcome.snooze:type_name -> hopper.v1.SnoozeRequest
-	41,  // 71: hopper.v1.Outcome.suspend:type_name -> hopper.v1.SuspendRequest
-	52,  // 72: hopper.v1.ReportResponse.outcomes:type_name -> hopper.v1.Verdict
-	52,  // 73: hopper.v1.ReportResponse.renewals:type_name -> hopper.v1.Verdict
-	47,  // 74: hopper.v1.ReportStreamRequest.report:type_name -> hopper.v1.ReportRequest
-	49,  // 75: hopper.v1.ReportStreamResponse.report:type_name -> hopper.v1.ReportResponse
-	38,  // 76: hopper.v1.Verdict.fail:type_name -> hopper.v1.FailResponse
-	112, // 77: hopper.v1.Verdict.lease_expires_at:type_name -> google.protobuf.Timestamp
-	109, // 78: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
-	59,  // 79: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
-	112, // 80: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
-	112, // 81: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
-	68,  // 82: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
-	112, // 83: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
-	71,  // 84: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
-	112, // 85: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
-	74,  // 86: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
-	112, // 87: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
-	112, // 88: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
-	112, // 89: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
-	77,  // 90: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
-	77,  // 91: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
-	77,  // 92: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
-	112, // 93: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
-	112, // 94: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
-	84,  // 95: hopper.v1.DeadLetterServiceListRequest.filter:type_name -> hopper.v1.DeadLetterFilter
-	11,  // 96: hopper.v1.DeadLetterServiceListResponse.jobs:type_name -> hopper.v1.Job
-	112, // 97: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
-	111, // 98: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
-	11,  // 99: hopper.v1.ReplayResponse.job:type_name -> hopper.v1.Job
-	84,  // 100: hopper.v1.ReplayManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
-	11,  // 101: hopper.v1.ReplayManyResponse.jobs:type_name -> hopper.v1.Job
-	112, // 102: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
-	112, // 103: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
-	112, // 104: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
-	93,  // 105: hopper.v1.ListReplaysResponse.replays:type_name -> hopper.v1.ReplayRecord
-	110, // 106: hopper.v1.Kind.counts:type_name -> hopper.v1.Kind.CountsEntry
-	96,  // 107: hopper.v1.KindServiceListResponse.kinds:type_name -> hopper.v1.Kind
-	14,  // 108: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
-	16,  // 109: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
-	18,  // 110: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
-	20,  // 111: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
-	22,  // 112: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
-	26,  // 113: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
-	24,  // 114: hopper.v1.JobService.Resume:input_type -> hopper.v1.JobServiceResumeRequest
-	31,  // 115: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
-	33,  // 116: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
-	35,  // 117: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
-	37,  // 118: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
-	43,  // 119: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
-	39,  // 120: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
-	41,  // 121: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
-	45,  // 122: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
-	55,  // 123: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
-	57,  // 124: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
-	47,  // 125: hopper.v1.WorkerService.Report:input_type -> hopper.v1.ReportRequest
-	50,  // 126: hopper.v1.WorkerService.ReportStream:input_type -> hopper.v1.ReportStreamRequest
-	53,  // 127: hopper.v1.WorkerService.Hold:input_type -> hopper.v1.HoldRequest
-	60,  // 128: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
-	64,  // 129: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
-	66,  // 130: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
-	62,  // 131: hopper.v1.QueueService.Set:input_type -> hopper.v1.QueueServiceSetRequest
-	69,  // 132: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
-	72,  // 133: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
-	75,  // 134: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
-	78,  // 135: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
-	80,  // 136: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
-	82,  // 137: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
-	1,   // 138: hopper.v1.ScheduleService.List:input_type -> hopper.v1.ScheduleServiceListRequest
-	3,   // 139: hopper.v1.ScheduleService.Add:input_type -> hopper.v1.ScheduleServiceAddRequest
-	5,   // 140: hopper.v1.ScheduleService.Remove:input_type -> hopper.v1.ScheduleServiceRemoveRequest
-	7,   // 141: hopper.v1.ScheduleService.Pause:input_type -> hopper.v1.ScheduleServicePauseRequest
-	9,   // 142: hopper.v1.ScheduleService.Resume:input_type -> hopper.v1.ScheduleServiceResumeRequest
-	85,  // 143: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
-	87,  // 144: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
-	89,  // 145: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
-	91,  // 146: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
-	94,  // 147: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
-	97,  // 148: hopper.v1.KindService.List:input_type -> hopper.v1.KindServiceListRequest
-	99,  // 149: hopper.v1.KindService.Set:input_type -> hopper.v1.KindServiceSetRequest
-	101, // 150: hopper.v1.KindService.Disable:input_type -> hopper.v1.KindServiceDisableRequest
-	103, // 151: hopper.v1.KindService.Enable:input_type -> hopper.v1.KindServiceEnableRequest
-	15,  // 152: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
-	17,  // 153: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
-	19,  // 154: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
-	21,  // 155: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
-	23,  // 156: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
-	29,  // 157: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
-	25,  // 158: hopper.v1.JobService.Resume:output_type -> hopper.v1.JobServiceResumeResponse
-	32,  // 159: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
-	34,  // 160: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
-	36,  // 161: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
-	38,  // 162: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
-	44,  // 163: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
-	40,  // 164: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
-	42,  // 165: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
-	46,  // 166: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
-	56,  // 167: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
-	58,  // 168: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
-	49,  // 169: hopper.v1.WorkerService.Report:output_type -> hopper.v1.ReportResponse
-	51,  // 170: hopper.v1.WorkerService.ReportStream:output_type -> hopper.v1.ReportStreamResponse
-	54,  // 171: hopper.v1.WorkerService.Hold:output_type -> hopper.v1.HoldResponse
-	61,  // 172: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
-	65,  // 173: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
-	67,  // 174: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
-	63,  // 175: hopper.v1.QueueService.Set:output_type -> hopper.v1.QueueServiceSetResponse
-	70,  // 176: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
-	73,  // 177: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
-	76,  // 178: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
-	79,  // 179: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
-	81,  // 180: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
-	83,  // 181: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
-	2,   // 182: hopper.v1.ScheduleService.List:output_type -> hopper.v1.ScheduleServiceListResponse
-	4,   // 183: hopper.v1.ScheduleService.Add:output_type -> hopper.v1.ScheduleServiceAddResponse
-	6,   // 184: hopper.v1.ScheduleService.Remove:output_type -> hopper.v1.ScheduleServiceRemoveResponse
-	8,   // 185: hopper.v1.ScheduleService.Pause:output_type -> hopper.v1.ScheduleServicePauseResponse
-	10,  // 186: hopper.v1.ScheduleService.Resume:output_type -> hopper.v1.ScheduleServiceResumeResponse
-	86,  // 187: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
-	88,  // 188: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
-	90,  // 189: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
-	92,  // 190: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
-	95,  // 191: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
-	98,  // 192: hopper.v1.KindService.List:output_type -> hopper.v1.KindServiceListResponse
-	100, // 193: hopper.v1.KindService.Set:output_type -> hopper.v1.KindServiceSetResponse
-	102, // 194: hopper.v1.KindService.Disable:output_type -> hopper.v1.KindServiceDisableResponse
-	104, // 195: hopper.v1.KindService.Enable:output_type -> hopper.v1.KindServiceEnableResponse
-	152, // [152:196] is the sub-list for method output_type
-	108, // [108:152] is the sub-list for method input_type
-	108, // [108:108] is the sub-list for extension type_name
-	108, // [108:108] is the sub-list for extension extendee
-	0,   // [0:108] is the sub-list for field type_name
+	113, // 0: hopper.v1.Schedule.every:type_name -> google.protobuf.Duration
+	113, // 1: hopper.v1.Schedule.fixed_delay:type_name -> google.protobuf.Duration
+	113, // 2: hopper.v1.Schedule.timeout:type_name -> google.protobuf.Duration
+	107, // 3: hopper.v1.Schedule.headers:type_name -> hopper.v1.Schedule.HeadersEntry
+	113, // 4: hopper.v1.Schedule.jitter:type_name -> google.protobuf.Duration
+	114, // 5: hopper.v1.Schedule.last_fire_at:type_name -> google.protobuf.Timestamp
+	114, // 6: hopper.v1.Schedule.next_fire_at:type_name -> google.protobuf.Timestamp
+	114, // 7: hopper.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
+	114, // 8: hopper.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
+	114, // 9: hopper.v1.Schedule.last_manual_fire_at:type_name -> google.protobuf.Timestamp
+	0,   // 10: hopper.v1.ScheduleServiceListResponse.schedules:type_name -> hopper.v1.Schedule
+	0,   // 11: hopper.v1.ScheduleServiceAddRequest.schedule:type_name -> hopper.v1.Schedule
+	0,   // 12: hopper.v1.ScheduleServiceAddResponse.schedule:type_name -> hopper.v1.Schedule
+	13,  // 13: hopper.v1.ScheduleServiceRunResponse.job:type_name -> hopper.v1.Job
+	108, // 14: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
+	114, // 15: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
+	113, // 16: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
+	114, // 17: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
+	114, // 18: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
+	114, // 19: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	114, // 20: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
+	114, // 21: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
+	114, // 22: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	114, // 23: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
+	114, // 24: hopper.v1.Job.deadline_at:type_name -> google.protobuf.Timestamp
+	114, // 25: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
+	113, // 26: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
+	113, // 27: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
+	109, // 28: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
+	113, // 29: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
+	15,  // 30: hopper.v1.JobSpec.retry_policy:type_name -> hopper.v1.RetryPolicy
+	113, // 31: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
+	113, // 32: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
+	14,  // 33: hopper.v1.EnqueueRequest.job:type_name -> hopper.v1.JobSpec
+	13,  // 34: hopper.v1.EnqueueResponse.job:type_name -> hopper.v1.Job
+	14,  // 35: hopper.v1.EnqueueBatchRequest.jobs:type_name -> hopper.v1.JobSpec
+	17,  // 36: hopper.v1.EnqueueBatchResponse.results:type_name -> hopper.v1.EnqueueResponse
+	13,  // 37: hopper.v1.GetResponse.job:type_name -> hopper.v1.Job
+	114, // 38: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
+	114, // 39: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
+	13,  // 40: hopper.v1.ListResponse.jobs:type_name -> hopper.v1.Job
+	13,  // 41: hopper.v1.CancelResponse.job:type_name -> hopper.v1.Job
+	13,  // 42: hopper.v1.JobServiceResumeResponse.job:type_name -> hopper.v1.Job
+	114, // 43: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
+	114, // 44: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
+	114, // 45: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
+	29,  // 46: hopper.v1.EventsResponse.events:type_name -> hopper.v1.Event
+	30,  // 47: hopper.v1.EventsResponse.attempts:type_name -> hopper.v1.Attempt
+	110, // 48: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
+	114, // 49: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
+	113, // 50: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
+	114, // 51: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
+	15,  // 52: hopper.v1.ActivatedJob.retry_policy:type_name -> hopper.v1.RetryPolicy
+	113, // 53: hopper.v1.ActivatedJob.default_timeout:type_name -> google.protobuf.Duration
+	113, // 54: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
+	113, // 55: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
+	32,  // 56: hopper.v1.ActivateResponse.jobs:type_name -> hopper.v1.ActivatedJob
+	113, // 57: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
+	32,  // 58: hopper.v1.StreamJobsResponse.jobs:type_name -> hopper.v1.ActivatedJob
+	113, // 59: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
+	15,  // 60: hopper.v1.FailRequest.retry_policy:type_name -> hopper.v1.RetryPolicy
+	114, // 61: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
+	113, // 62: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
+	114, // 63: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
+	114, // 64: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
+	113, // 65: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
+	114, // 66: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
+	50,  // 67: hopper.v1.ReportRequest.outcomes:type_name -> hopper.v1.Outcome
+	47,  // 68: hopper.v1.ReportRequest.renewals:type_name -> hopper.v1.ExtendLeaseRequest
+	37,  // 69: hopper.v1.Outcome.complete:type_name -> hopper.v1.CompleteRequest
+	39,  // 70: hopper.v1.Outcome.fail:type_name -> hopper.v1.FailRequest
+	45,  // 71: hopper.v1.Outcome.release:type_name -> hopper.v1.ReleaseRequest
+	41,  // 72: hopper.v1.Outcome.snooze:type_name -> hopper.v1.SnoozeRequest
+	43,  // 73: hopper.v1.Outcome.suspend:type_name -> hopper.v1.SuspendRequest
+	54,  // 74: hopper.v1.ReportResponse.outcomes:type_name -> hopper.v1.Verdict
+	54,  // 75: hopper.v1.ReportResponse.renewals:type_name -> hopper.v1.Verdict
+	49,  // 76: hopper.v1.ReportStreamRequest.report:type_name -> hopper.v1.ReportRequest
+	51,  // 77: hopper.v1.ReportStreamResponse.report:type_name -> hopper.v1.ReportResponse
+	40,  // 78: hopper.v1.Verdict.fail:type_name -> hopper.v1.FailResponse
+	114, // 79: hopper.v1.Verdict.lease_expires_at:type_name -> google.protobuf.Timestamp
+	111, // 80: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
+	61,  // 81: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
+	114, // 82: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
+	114, // 83: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
+	70,  // 84: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
+	114, // 85: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
+	73,  // 86: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
+	114, // 87: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
+	76,  // 88: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
+	114, // 89: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
+	114, // 90: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
+	114, // 91: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
+	79,  // 92: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
+	79,  // 93: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
+	79,  // 94: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
+	114, // 95: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
+	114, // 96: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
+	86,  // 97: hopper.v1.DeadLetterServiceListRequest.filter:type_name -> hopper.v1.DeadLetterFilter
+	13,  // 98: hopper.v1.DeadLetterServiceListResponse.jobs:type_name -> hopper.v1.Job
+	114, // 99: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
+	113, // 100: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
+	13,  // 101: hopper.v1.ReplayResponse.job:type_name -> hopper.v1.Job
+	86,  // 102: hopper.v1.ReplayManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
+	13,  // 103: hopper.v1.ReplayManyResponse.jobs:type_name -> hopper.v1.Job
+	114, // 104: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
+	114, // 105: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
+	114, // 106: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
+	95,  // 107: hopper.v1.ListReplaysResponse.replays:type_name -> hopper.v1.ReplayRecord
+	112, // 108: hopper.v1.Kind.counts:type_name -> hopper.v1.Kind.CountsEntry
+	98,  // 109: hopper.v1.KindServiceListResponse.kinds:type_name -> hopper.v1.Kind
+	16,  // 110: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
+	18,  // 111: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
+	20,  // 112: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
+	22,  // 113: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
+	24,  // 114: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
+	28,  // 115: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
+	26,  // 116: hopper.v1.JobService.Resume:input_type -> hopper.v1.JobServiceResumeRequest
+	33,  // 117: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
+	35,  // 118: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
+	37,  // 119: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
+	39,  // 120: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
+	45,  // 121: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
+	41,  // 122: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
+	43,  // 123: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
+	47,  // 124: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
+	57,  // 125: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
+	59,  // 126: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
+	49,  // 127: hopper.v1.WorkerService.Report:input_type -> hopper.v1.ReportRequest
+	52,  // 128: hopper.v1.WorkerService.ReportStream:input_type -> hopper.v1.ReportStreamRequest
+	55,  // 129: hopper.v1.WorkerService.Hold:input_type -> hopper.v1.HoldRequest
+	62,  // 130: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
+	66,  // 131: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
+	68,  // 132: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
+	64,  // 133: hopper.v1.QueueService.Set:input_type -> hopper.v1.QueueServiceSetRequest
+	71,  // 134: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
+	74,  // 135: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
+	77,  // 136: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
+	80,  // 137: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
+	82,  // 138: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
+	84,  // 139: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
+	1,   // 140: hopper.v1.ScheduleService.List:input_type -> hopper.v1.ScheduleServiceListRequest
+	3,   // 141: hopper.v1.ScheduleService.Add:input_type -> hopper.v1.ScheduleServiceAddRequest
+	5,   // 142: hopper.v1.ScheduleService.Remove:input_type -> hopper.v1.ScheduleServiceRemoveRequest
+	7,   // 143: hopper.v1.ScheduleService.Pause:input_type -> hopper.v1.ScheduleServicePauseRequest
+	9,   // 144: hopper.v1.ScheduleService.Resume:input_type -> hopper.v1.ScheduleServiceResumeRequest
+	11,  // 145: hopper.v1.ScheduleService.Run:input_type -> hopper.v1.ScheduleServiceRunRequest
+	87,  // 146: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
+	89,  // 147: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
+	91,  // 148: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
+	93,  // 149: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
+	96,  // 150: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
+	99,  // 151: hopper.v1.KindService.List:input_type -> hopper.v1.KindServiceListRequest
+	101, // 152: hopper.v1.KindService.Set:input_type -> hopper.v1.KindServiceSetRequest
+	103, // 153: hopper.v1.KindService.Disable:input_type -> hopper.v1.KindServiceDisableRequest
+	105, // 154: hopper.v1.KindService.Enable:input_type -> hopper.v1.KindServiceEnableRequest
+	17,  // 155: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
+	19,  // 156: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
+	21,  // 157: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
+	23,  // 158: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
+	25,  // 159: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
+	31,  // 160: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
+	27,  // 161: hopper.v1.JobService.Resume:output_type -> hopper.v1.JobServiceResumeResponse
+	34,  // 162: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
+	36,  // 163: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
+	38,  // 164: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
+	40,  // 165: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
+	46,  // 166: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
+	42,  // 167: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
+	44,  // 168: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
+	48,  // 169: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
+	58,  // 170: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
+	60,  // 171: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
+	51,  // 172: hopper.v1.WorkerService.Report:output_type -> hopper.v1.ReportResponse
+	53,  // 173: hopper.v1.WorkerService.ReportStream:output_type -> hopper.v1.ReportStreamResponse
+	56,  // 174: hopper.v1.WorkerService.Hold:output_type -> hopper.v1.HoldResponse
+	63,  // 175: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
+	67,  // 176: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
+	69,  // 177: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
+	65,  // 178: hopper.v1.QueueService.Set:output_type -> hopper.v1.QueueServiceSetResponse
+	72,  // 179: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
+	75,  // 180: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
+	78,  // 181: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
+	81,  // 182: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
+	83,  // 183: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
+	85,  // 184: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
+	2,   // 185: hopper.v1.ScheduleService.List:output_type -> hopper.v1.ScheduleServiceListResponse
+	4,   // 186: hopper.v1.ScheduleService.Add:output_type -> hopper.v1.ScheduleServiceAddResponse
+	6,   // 187: hopper.v1.ScheduleService.Remove:output_type -> hopper.v1.ScheduleServiceRemoveResponse
+	8,   // 188: hopper.v1.ScheduleService.Pause:output_type -> hopper.v1.ScheduleServicePauseResponse
+	10,  // 189: hopper.v1.ScheduleService.Resume:output_type -> hopper.v1.ScheduleServiceResumeResponse
+	12,  // 190: hopper.v1.ScheduleService.Run:output_type -> hopper.v1.ScheduleServiceRunResponse
+	88,  // 191: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
+	90,  // 192: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
+	92,  // 193: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
+	94,  // 194: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
+	97,  // 195: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
+	100, // 196: hopper.v1.KindService.List:output_type -> hopper.v1.KindServiceListResponse
+	102, // 197: hopper.v1.KindService.Set:output_type -> hopper.v1.KindServiceSetResponse
+	104, // 198: hopper.v1.KindService.Disable:output_type -> hopper.v1.KindServiceDisableResponse
+	106, // 199: hopper.v1.KindService.Enable:output_type -> hopper.v1.KindServiceEnableResponse
+	155, // [155:200] is the sub-list for method output_type
+	110, // [110:155] is the sub-list for method input_type
+	110, // [110:110] is the sub-list for extension type_name
+	110, // [110:110] is the sub-list for extension extendee
+	0,   // [0:110] is the sub-list for field type_name
 }
 
 func init() { file_hopper_v1_hopper_proto_init() }
@@ -7551,23 +7674,23 @@ func file_hopper_v1_hopper_proto_init() {
 		return
 	}
 	file_hopper_v1_options_proto_init()
-	file_hopper_v1_hopper_proto_msgTypes[37].OneofWrappers = []any{}
-	file_hopper_v1_hopper_proto_msgTypes[48].OneofWrappers = []any{
+	file_hopper_v1_hopper_proto_msgTypes[39].OneofWrappers = []any{}
+	file_hopper_v1_hopper_proto_msgTypes[50].OneofWrappers = []any{
 		(*Outcome_Complete)(nil),
 		(*Outcome_Fail)(nil),
 		(*Outcome_Release)(nil),
 		(*Outcome_Snooze)(nil),
 		(*Outcome_Suspend)(nil),
 	}
-	file_hopper_v1_hopper_proto_msgTypes[62].OneofWrappers = []any{}
-	file_hopper_v1_hopper_proto_msgTypes[99].OneofWrappers = []any{}
+	file_hopper_v1_hopper_proto_msgTypes[64].OneofWrappers = []any{}
+	file_hopper_v1_hopper_proto_msgTypes[101].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hopper_v1_hopper_proto_rawDesc), len(file_hopper_v1_hopper_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   111,
+			NumMessages:   113,
 			NumExtensions: 0,
 			NumServices:   7,
 		},
