@@ -49,6 +49,11 @@ type Config struct {
 	Remote RemoteSource
 	// SessionTTL is how long a login lasts (default 12 h).
 	SessionTTL time.Duration
+	// Refresh is how often the overview, queues and workers pages refresh while they are open
+	// (default DefaultRefresh, 5 s; at least 1 s); negative turns the refresh off. Each refresh
+	// reads what the page shows: the overview and the queues page count the jobs per state, a
+	// scan of the jobs table, as Client.Queues does.
+	Refresh time.Duration
 	// Logger receives errors the pages could not show (default: discarded).
 	Logger *slog.Logger
 }
@@ -81,6 +86,12 @@ func New(cfg Config) (*Handler, error) {
 	}
 	if cfg.SessionTTL <= 0 {
 		cfg.SessionTTL = 12 * time.Hour
+	}
+	switch {
+	case cfg.Refresh == 0:
+		cfg.Refresh = DefaultRefresh
+	case cfg.Refresh > 0 && cfg.Refresh < time.Second:
+		return nil, errors.New("hopperui: Config.Refresh must be at least 1s (or negative: no refresh)")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -37,7 +37,7 @@ var states = []hopper.JobState{hopper.StateQueued, hopper.StateScheduled, hopper
 func (h *Handler) overview(w http.ResponseWriter, r *http.Request, v *view) error {
 	ctx := r.Context()
 	now := v.Now
-	v.live(h.cfg.Prefix+"/", refreshEvery)
+	h.refreshing(v, "/")
 	rows, err := h.queueRows(ctx, now)
 	if err != nil {
 		return err

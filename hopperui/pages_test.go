@@ -376,3 +376,20 @@ func TestOverviewCountsAndCharts(t *testing.T) {
 	require.GreaterOrEqual(t, strings.Count(body, `class="ytick"`), 4, "count ticks")
 	require.Regexp(t, `class="xtick" [^>]*>\d\d:\d\d</text>`, body, "time ticks")
 }
+
+// Config.Refresh sets how often the overview, queues and workers pages refresh; negative
+// turns it off (a running job's page still follows its progress); under a second is refused.
+func TestRefreshIsConfigurable(t *testing.T) {
+	slow := uitest.Start(t, &uitest.Opts{UI: func(c *hopperui.Config) { c.Refresh = 2500 * time.Millisecond }})
+	require.Contains(t, page(t, slow.URL+"/queues"), `hx-trigger="every 2500ms"`)
+	off := uitest.Start(t, &uitest.Opts{UI: func(c *hopperui.Config) { c.Refresh = -1 }})
+	for _, path := range []string{"/", "/queues", "/workers"} {
+		require.NotContains(t, page(t, off.URL+path), "hx-trigger", path)
+	}
+	running := off.Enqueue(t, uitest.Steps{Note: "live"}, nil)
+	off.WaitState(t, running.ID, hopper.StateRunning)
+	defer close(off.Progress)
+	require.Contains(t, page(t, off.URL+"/jobs/"+running.ID), `hx-trigger="every 1s"`)
+	_, err := hopperui.New(hopperui.Config{Client: off.Client, Refresh: 500 * time.Millisecond})
+	require.ErrorContains(t, err, "Config.Refresh")
+}

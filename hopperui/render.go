@@ -65,11 +65,28 @@ func parsePages() (map[string]*template.Template, error) {
 // writes the "live" template alone. Handlers may skip the work the live part does not show.
 const (
 	liveID = "live"
-	// refreshEvery is how often the overview, queues and workers pages refresh.
-	refreshEvery = "5s"
+	// DefaultRefresh is how often the overview, queues and workers pages refresh unless
+	// Config.Refresh says otherwise.
+	DefaultRefresh = 5 * time.Second
 	// liveEvery is how often a job page that has not ended polls for its progress.
 	liveEvery = "1s"
 )
+
+// htmxInterval is d as htmx's hx-trigger reads it ("5s", "1500ms").
+func htmxInterval(d time.Duration) string {
+	if d%time.Second == 0 {
+		return fmt.Sprintf("%ds", d/time.Second)
+	}
+	return fmt.Sprintf("%dms", d.Milliseconds())
+}
+
+// refreshing makes the live part of the page at path (the overview, queues, workers) refresh
+// every Config.Refresh, unless refreshing is off.
+func (h *Handler) refreshing(v *view, path string) {
+	if h.cfg.Refresh > 0 {
+		v.live(h.cfg.Prefix+path, htmxInterval(h.cfg.Refresh))
+	}
+}
 
 // liveRequest reports whether r is htmx's request for a page's live part.
 func liveRequest(r *http.Request) bool {

@@ -51,7 +51,7 @@ type workersData struct {
 }
 
 func (h *Handler) workers(w http.ResponseWriter, r *http.Request, v *view) error {
-	v.live(h.cfg.Prefix+"/workers", refreshEvery)
+	h.refreshing(v, "/workers")
 	nodes, err := h.client.Nodes(r.Context())
 	if err != nil {
 		return err
