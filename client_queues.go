@@ -29,6 +29,29 @@ type QueueInfo struct {
 	Disabled int64
 }
 
+// StateCounts returns how many jobs of queue and kind ("" for every queue or every kind) are
+// in each state; states without jobs are left out. A queue or kind that is not text is a
+// *ValidationError naming the field. Counting scans the jobs table, as Queues does.
+func (c *Client) StateCounts(ctx context.Context, queue, kind string) (map[JobState]int64, error) {
+	if err := checkLimited("queue", queue, maxNameLen); err != nil {
+		return nil, err
+	}
+	if err := checkLimited("kind", kind, maxNameLen); err != nil {
+		return nil, err
+	}
+	counts, err := c.store.JobCounts(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("count jobs: %w", err)
+	}
+	out := map[JobState]int64{}
+	for _, n := range counts {
+		if (queue == "" || n.Queue == queue) && (kind == "" || n.Kind == kind) {
+			out[n.State] += n.Count
+		}
+	}
+	return out, nil
+}
+
 // Queues returns every queue that has jobs or settings, by name. Counting scans the jobs
 // table, so on a store holding millions of jobs it takes a moment.
 func (c *Client) Queues(ctx context.Context) ([]*QueueInfo, error) {

@@ -129,3 +129,35 @@ func TestOldestQueuedAt(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, at.Equal(first), "the first job's run_at: %s, not %s", at, first)
 }
+
+// StateCounts counts the jobs of a queue, a kind, both or neither, per state.
+func TestStateCounts(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, nil)
+	for _, e := range []struct {
+		args  JobArgs
+		queue string
+		delay time.Duration
+	}{{sendEmail{}, "mail", 0}, {sendEmail{}, "mail", time.Hour}, {sendEmail{}, "other", 0}, {RawArgs{KindName: "pdf", JSON: []byte(`{}`)}, "mail", 0}} {
+		_, err := b.client.Enqueue(t.Context(), e.args, &InsertOpts{Queue: e.queue, Delay: e.delay})
+		require.NoError(t, err)
+	}
+	for _, tc := range []struct {
+		queue, kind string
+		want        map[JobState]int64
+	}{
+		{"", "", map[JobState]int64{StateQueued: 3, StateScheduled: 1}},
+		{"mail", "", map[JobState]int64{StateQueued: 2, StateScheduled: 1}},
+		{"", "pdf", map[JobState]int64{StateQueued: 1}},
+		{"mail", sendEmail{}.Kind(), map[JobState]int64{StateQueued: 1, StateScheduled: 1}},
+		{"nowhere", "", map[JobState]int64{}},
+	} {
+		got, err := b.client.StateCounts(t.Context(), tc.queue, tc.kind)
+		require.NoError(t, err)
+		require.Equal(t, tc.want, got, "queue %q kind %q", tc.queue, tc.kind)
+	}
+	_, err := b.client.StateCounts(t.Context(), "bad\x00", "")
+	var verr *ValidationError
+	require.ErrorAs(t, err, &verr)
+	require.Equal(t, "queue", verr.Field)
+}

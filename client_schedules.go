@@ -108,17 +108,26 @@ type ScheduleInfo struct {
 	Schedule
 	// Source is ScheduleSourceCode or ScheduleSourceAPI.
 	Source string
-	// LastFireAt is the latest fire time accounted for (enqueued or skipped); at creation,
-	// the creation time.
+	// LastFireAt is the fire time of LastJobID: the latest fire that enqueued a job (a fire
+	// time skipped by the Overlap or CatchUp policy is none). Zero while the schedule has never
+	// enqueued one.
 	LastFireAt time.Time
 	// NextFireAt is the next fire time. For a FixedDelay schedule whose job is still going
 	// it is the earliest the next run can be.
 	NextFireAt time.Time
-	// LastJobID is the newest job the schedule enqueued.
+	// LastJobID is the newest job a fire of the schedule enqueued ("" while none has).
 	LastJobID string
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	// LastManualFireAt is when the schedule was last run by hand (RunSchedule), zero if never;
+	// LastManualJobID is that run's job.
+	LastManualFireAt time.Time
+	LastManualJobID  string
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
 }
+
+// ManualFireHeader marks the job of a manual fire (RunSchedule) with the value "true"; its
+// FireTimeHeader is when the run was asked for.
+const ManualFireHeader = engine.ManualFireHeader
 
 // AddSchedule creates a schedule, or replaces the definition of the one with its name
 // (keeping its fire times unless its timing changed: a new spec starts from now). It returns
@@ -178,6 +187,45 @@ func (c *Client) setSchedulePaused(ctx context.Context, name string, paused bool
 	return nil
 }
 
+// RunSchedule enqueues the job of schedule name now, outside its timing ("run now"), recorded
+// as done by the API: see RunScheduleBy.
+func (c *Client) RunSchedule(ctx context.Context, name string) (*JobRow, error) {
+	return c.RunScheduleBy(ctx, name, ActorAPI, "run now")
+}
+
+// RunScheduleBy enqueues the job of schedule name now, outside its timing, with actor and
+// reason recorded in the job's history (the dashboard and the server record an operator and
+// who it was). The job is the one a fire would enqueue (kind, args, queue, priority, headers,
+// and FireTimeHeader: now), queued at once, marked with ManualFireHeader and without a fire
+// time's idempotency key, so each call enqueues a job. The schedule records it as its
+// LastManualFireAt and LastManualJobID and nothing else changes: its next fire times, its
+// catch-up, its last fire and last job (which a FixedDelay schedule waits on) stay as they
+// were. A paused schedule runs too. The Overlap policy does not hold back a manual run, but
+// while its job has not ended a fire of an OverlapSkip schedule is skipped, as for any of the
+// schedule's jobs. ErrNotFound when there is no such schedule.
+func (c *Client) RunScheduleBy(ctx context.Context, name string, actor Actor, reason string) (*JobRow, error) {
+	if err := checkScheduleName(name); err != nil {
+		return nil, err
+	}
+	if err := checkLimited("reason", reason, MaxReasonBytes); err != nil {
+		return nil, err
+	}
+	if err := checkActor(actor); err != nil {
+		return nil, err
+	}
+	at := c.clock.Now()
+	job, err := c.store.ScheduleRun(ctx, &store.ScheduleRunParams{Name: name, At: at,
+		Job: func(sc *store.Schedule) *store.InsertParams {
+			return engine.ManualFireJob(sc, at, c.cfg.MaxRescues, actor, reason)
+		}})
+	if err != nil {
+		return nil, err
+	}
+	c.obs.inserted(ctx, job)
+	c.engine.Notify(job.Queue)
+	return job, nil
+}
+
 // Schedules returns every schedule, by name, with its last and next fire times.
 func (c *Client) Schedules(ctx context.Context) ([]*ScheduleInfo, error) {
 	ss := c.store
@@ -234,8 +282,11 @@ func scheduleInfo(sc *store.Schedule) *ScheduleInfo {
 	default:
 		s.Cron = sc.Spec
 	}
-	return &ScheduleInfo{Schedule: s, Source: sc.Source, LastFireAt: sc.LastFireAt, NextFireAt: sc.NextFireAt,
-		LastJobID: sc.LastJobID, CreatedAt: sc.CreatedAt, UpdatedAt: sc.UpdatedAt}
+	// sc.LastFireAt is the fire step's cursor (at creation, the creation time): what a user
+	// calls the last fire is the fire time of the last job, FiredAt.
+	return &ScheduleInfo{Schedule: s, Source: sc.Source, LastFireAt: sc.FiredAt, NextFireAt: sc.NextFireAt,
+		LastJobID: sc.LastJobID, LastManualFireAt: sc.ManualFireAt, LastManualJobID: sc.ManualJobID,
+		CreatedAt: sc.CreatedAt, UpdatedAt: sc.UpdatedAt}
 }
 
 // reconcileSchedules makes the stored code-declared schedules what Config.Schedules declares:

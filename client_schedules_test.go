@@ -155,7 +155,8 @@ func TestScheduleFiresOncePerMinute(t *testing.T) {
 	require.Equal(t, "digest", info.Kind, "from the args type")
 	require.Equal(t, ScheduleSourceAPI, info.Source)
 	require.Equal(t, testStart.Add(time.Minute), info.NextFireAt)
-	require.Equal(t, testStart, info.LastFireAt)
+	require.True(t, info.LastFireAt.IsZero(), "never fired, not fired when saved: %v", info.LastFireAt)
+	require.Empty(t, info.LastJobID)
 
 	for m := 1; m <= 5; m++ {
 		n.advanceTo(t, "minutely", testStart.Add(time.Duration(m)*time.Minute))
@@ -241,6 +242,84 @@ func TestScheduleOverlapSkipHoldsFires(t *testing.T) {
 	(&testBundle{client: n.client, clock: n.clock}).waitFor(t, info.LastJobID, StateCompleted)
 	n.advanceTo(t, "s", testStart.Add(4*time.Minute))
 	requireTimes(t, minutes(testStart, 1, 4), n.fireTimes(t, "s"))
+}
+
+// A manual run enqueues the schedule's job at once, recorded as such, and its fires go on as if
+// it had not run: the next fire time, the last fire and job, and a fixed-delay schedule's wait
+// (which does not wait on the manual job) are untouched. Paused schedules run too.
+func TestRunScheduleLeavesFiresAlone(t *testing.T) {
+	t.Parallel()
+	n := scheduleAt(t, testStart, nil) // no workers: jobs stay queued
+	_, err := n.client.AddSchedule(t.Context(), Schedule{Name: "minutely", Cron: "* * * * *",
+		Args: digest{List: "ops"}, Queue: "reports", Headers: map[string]string{"team": "ops"}, Overlap: OverlapAllow})
+	require.NoError(t, err)
+	n.advanceTo(t, "minutely", testStart.Add(time.Minute))
+	before, err := n.client.GetSchedule(t.Context(), "minutely")
+	require.NoError(t, err)
+	require.Equal(t, testStart.Add(time.Minute), before.LastFireAt)
+
+	n.clock.Advance(20 * time.Second)
+	at := n.clock.Now()
+	job, err := n.client.RunSchedule(t.Context(), "minutely")
+	require.NoError(t, err)
+	require.Equal(t, StateQueued, job.State)
+	require.Equal(t, "digest", job.Kind)
+	require.Equal(t, "reports", job.Queue)
+	require.JSONEq(t, `{"list":"ops"}`, string(job.Args))
+	require.Equal(t, "minutely", job.ScheduleID)
+	require.Empty(t, job.IdempotencyKey, "no fire time's key: each run is a job of its own")
+	require.Equal(t, map[string]string{"team": "ops", FireTimeHeader: at.Format(time.RFC3339Nano), ManualFireHeader: "true"},
+		job.Headers)
+	events, err := n.client.Events(t.Context(), job.ID)
+	require.NoError(t, err)
+	require.Equal(t, ActorAPI, events[0].Actor)
+	require.Equal(t, "run now", events[0].Reason)
+
+	after, err := n.client.GetSchedule(t.Context(), "minutely")
+	require.NoError(t, err)
+	require.Equal(t, at, after.LastManualFireAt)
+	require.Equal(t, job.ID, after.LastManualJobID)
+	require.Equal(t, before.LastFireAt, after.LastFireAt, "the last fire is a fire's")
+	require.Equal(t, before.LastJobID, after.LastJobID)
+	require.Equal(t, before.NextFireAt, after.NextFireAt)
+	again, err := n.client.RunSchedule(t.Context(), "minutely")
+	require.NoError(t, err)
+	require.NotEqual(t, job.ID, again.ID, "each run enqueues a job")
+	n.advanceTo(t, "minutely", testStart.Add(2*time.Minute))
+	requireTimes(t, []time.Time{testStart.Add(time.Minute), at, at, testStart.Add(2 * time.Minute)}, n.fireTimes(t, "minutely"))
+
+	// A fixed-delay schedule fires one delay after its last fire's job ended: a manual job
+	// that has not ended does not hold it back. Paused, it runs by hand all the same.
+	_, err = n.client.AddSchedule(t.Context(), Schedule{Name: "d", FixedDelay: 5 * time.Minute, Kind: "digest"})
+	require.NoError(t, err)
+	d, err := n.client.GetSchedule(t.Context(), "d")
+	require.NoError(t, err)
+	require.NoError(t, n.client.PauseSchedule(t.Context(), "d"))
+	manual, err := n.client.RunScheduleBy(t.Context(), "d", ActorOperator, "run now by alice")
+	require.NoError(t, err)
+	events, err = n.client.Events(t.Context(), manual.ID)
+	require.NoError(t, err)
+	require.Equal(t, ActorOperator, events[0].Actor)
+	require.Equal(t, "run now by alice", events[0].Reason)
+	require.NoError(t, n.client.ResumeSchedule(t.Context(), "d"))
+	n.advanceTo(t, "d", d.NextFireAt)
+	fires := n.fireTimes(t, "d")
+	require.Len(t, fires, 2, "the manual run and the fire at its time")
+	require.Equal(t, d.NextFireAt, fires[1])
+
+	_, err = n.client.RunSchedule(t.Context(), "no-such")
+	require.ErrorIs(t, err, ErrNotFound)
+	for _, bad := range []struct {
+		name   string
+		actor  Actor
+		reason string
+		field  string
+	}{{"", ActorAPI, "", "name"}, {"d", "someone", "", "actor"}, {"d", ActorAPI, string(make([]byte, MaxReasonBytes+1)), "reason"}} {
+		_, err = n.client.RunScheduleBy(t.Context(), bad.name, bad.actor, bad.reason)
+		var verr *ValidationError
+		require.ErrorAs(t, err, &verr)
+		require.Equal(t, bad.field, verr.Field)
+	}
 }
 
 // Contract 10's DST rule, end to end: "30 2 * * *" in New York runs once on 2026-03-08, at

@@ -72,10 +72,14 @@ type MinuteStats struct {
 	Kind      string
 	Enqueued  int64 // jobs inserted (not those an idempotency key or a merge key folded into another)
 	Completed int64 // attempts that ended completed
-	Failed    int64 // attempts that ended failed: new dead letters
-	Retried   int64 // attempts that failed (error, timeout, panic) with attempts left
+	// Failed counts the new dead letters: attempts that ended failed, jobs failed because their
+	// worker was lost once more than their MaxRescues allow (outcome worker_lost), and
+	// suspended jobs failed at their deadline.
+	Failed  int64
+	Retried int64 // attempts that failed (error, timeout, panic) with attempts left
 	// Wait counts the waits of the attempts that ended this minute without a new run_at (every
-	// completed or failed attempt; not a retry, a snooze or a suspension).
+	// completed or failed attempt; not a retry, a snooze or a suspension, nor a job failed by
+	// the leader: a lost worker's, an overdue suspension's).
 	Wait WaitHistogram
 }
 

@@ -152,6 +152,13 @@ func (h *Handler) reader(fn pageFunc) http.Handler {
 			return
 		}
 		if p == nil {
+			if r.Header.Get("HX-Request") == "true" {
+				// A live part's poll after the session ended: htmx would follow a redirect
+				// and swap the login page into the part; this sends the whole page there.
+				w.Header().Set("HX-Redirect", h.cfg.Prefix+"/login")
+				w.WriteHeader(http.StatusUnauthorized)
+				return
+			}
 			http.Redirect(w, r, h.cfg.Prefix+"/login", http.StatusSeeOther)
 			return
 		}

@@ -35,7 +35,22 @@ func TestBulkActionsOnASearch(t *testing.T) {
 	}
 	other := e.Enqueue(t, uitest.Steps{Note: "other"}, &hopper.InsertOpts{Queue: "reports", Delay: time.Hour})
 
-	status, page := post(t, e.URL+"/jobs/bulk", url.Values{"action": {"cancel-filter"}, "queue": {"mail"}, "bulk_limit": {"3"}})
+	form := url.Values{"action": {"cancel-filter"}, "queue": {"mail"}, "bulk_limit": {"3"}}
+	status, page := post(t, e.URL+"/jobs/bulk", form)
+	require.Equal(t, http.StatusOK, status)
+	require.Contains(t, page, "Cancel the 3 job(s) the search finds now?", "a bulk action asks first")
+	for _, id := range waiting[2:] { // newest first: the three it would cancel
+		require.Contains(t, page, id)
+	}
+	require.NotContains(t, page, waiting[0])
+	require.Contains(t, page, `<input type="hidden" name="confirm" value="yes">`)
+	for _, id := range waiting {
+		j, err := e.Client.Get(t.Context(), id)
+		require.NoError(t, err)
+		require.Equal(t, hopper.StateScheduled, j.State, "nothing changes before it is confirmed")
+	}
+	form.Set("confirm", "yes")
+	status, page = post(t, e.URL+"/jobs/bulk", form)
 	require.Equal(t, http.StatusOK, status)
 	require.Contains(t, page, "Canceled 3 job(s).")
 	canceled := 0
@@ -59,6 +74,10 @@ func TestBulkActionsOnASearch(t *testing.T) {
 	d1, d2 := e.Failed(t, "one"), e.Failed(t, "two")
 	status, page = post(t, e.URL+"/jobs/bulk", url.Values{"action": {"retry-filter"}, "q": {"two"}})
 	require.Equal(t, http.StatusOK, status)
+	require.Contains(t, page, "Replay the 1 failed job(s) the search finds now?")
+	require.Contains(t, page, d2.ID)
+	status, page = post(t, e.URL+"/jobs/bulk", url.Values{"action": {"retry-filter"}, "q": {"two"}, "confirm": {"yes"}})
+	require.Equal(t, http.StatusOK, status)
 	require.Contains(t, page, "Replayed 1 job(s).")
 	for id, n := range map[string]int{d1.ID: 0, d2.ID: 1} {
 		rs, err := e.Client.Replays(t.Context(), &hopper.ReplayListParams{SourceJobID: id})
@@ -79,6 +98,7 @@ func TestBulkActionsOnASearch(t *testing.T) {
 	} {
 		status, page := post(t, e.URL+"/jobs/bulk", bad.form)
 		require.Equal(t, http.StatusOK, status, "the list is shown again, with the error")
+		require.NotContains(t, page, `id="confirmation"`, "bad input is refused, not asked about")
 		require.Contains(t, page, "Invalid "+bad.field, bad.form)
 	}
 	j, err = e.Client.Get(t.Context(), waiting[0]) // the search lists newest first: the first cancel left the two oldest

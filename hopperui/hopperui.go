@@ -49,6 +49,11 @@ type Config struct {
 	Remote RemoteSource
 	// SessionTTL is how long a login lasts (default 12 h).
 	SessionTTL time.Duration
+	// Refresh is how often the overview, queues and workers pages refresh while they are open
+	// (default DefaultRefresh, 5 s; at least 1 s); negative turns the refresh off. Each refresh
+	// reads what the page shows: the overview and the queues page count the jobs per state, a
+	// scan of the jobs table, as Client.Queues does.
+	Refresh time.Duration
 	// Logger receives errors the pages could not show (default: discarded).
 	Logger *slog.Logger
 }
@@ -81,6 +86,12 @@ func New(cfg Config) (*Handler, error) {
 	}
 	if cfg.SessionTTL <= 0 {
 		cfg.SessionTTL = 12 * time.Hour
+	}
+	switch {
+	case cfg.Refresh == 0:
+		cfg.Refresh = DefaultRefresh
+	case cfg.Refresh > 0 && cfg.Refresh < time.Second:
+		return nil, errors.New("hopperui: Config.Refresh must be at least 1s (or negative: no refresh)")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -118,20 +129,22 @@ func (h *Handler) routes() {
 	read("/{$}", h.overview)
 	read("/jobs", h.jobs)
 	read("/jobs/{id}", h.job)
-	read("/jobs/{id}/live", h.jobLive)
 	read("/queues", h.queues)
 	read("/dead-letters", h.deadLetters)
 	read("/schedules", h.schedules)
 	read("/workers", h.workers)
-	write("/jobs/bulk", h.jobsBulk)
-	write("/jobs/{id}/cancel", h.jobCancel)
+	// Destructive and bulk changes ask first (confirm.go).
+	write("/jobs/bulk", h.confirmed(h.askBulk, h.jobsBulk))
+	write("/jobs/{id}/cancel", h.confirmed(h.askCancel, h.jobCancel))
 	write("/jobs/{id}/replay", h.jobReplay)
 	write("/queues/{name}/pause", h.queuePause)
 	write("/queues/{name}/resume", h.queueResume)
 	write("/queues/{name}/settings", h.queueSettings)
-	write("/dead-letters/replay", h.deadLettersReplay)
+	write("/dead-letters/replay", h.confirmed(h.askReplayAll, h.deadLettersReplay))
 	write("/schedules/{name}/pause", h.schedulePause)
 	write("/schedules/{name}/resume", h.scheduleResume)
+	write("/schedules/{name}/run", h.confirmed(h.askScheduleRun, h.scheduleRun))
+	write("/schedules/{name}/remove", h.confirmed(h.askScheduleRemove, h.scheduleRemove))
 	h.mux.HandleFunc(p+"/", func(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusNotFound, "No such page.")
 	})

@@ -14,19 +14,34 @@ type jobData struct {
 	Replays  []*hopper.Replay // replays of this job
 	Headers  []header
 	Stalled  bool
+	// Unworked: a queued job that no worker this process knows of has asked for.
+	Unworked *noWorker
 }
 
 type header struct{ Name, Value string }
 
-// liveEvery is how often a job page that has not ended polls for its progress.
-const liveEvery = "1s"
-
+// job is a job's page. Its live part (state, progress, heartbeat, lease) polls while the job
+// has not ended; its requests read the job alone.
 func (h *Handler) job(w http.ResponseWriter, r *http.Request, v *view) error {
 	ctx := r.Context()
 	id := r.PathValue("id")
 	job, err := h.client.Get(ctx, id)
 	if err != nil {
 		return err
+	}
+	if !job.State.Terminal() {
+		v.live(h.cfg.Prefix+"/jobs/"+pathEscape(id), liveEvery)
+	}
+	d := &jobData{Job: job, Stalled: job.Stalled(v.Now, hopper.DefaultStalledAfter)}
+	if job.State == hopper.StateQueued {
+		if d.Unworked, err = h.unworked(ctx, job); err != nil {
+			return err
+		}
+	}
+	v.Title, v.Data = "Job "+job.ID, d
+	if liveRequest(r) {
+		h.render(w, r, http.StatusOK, "job", v)
+		return nil
 	}
 	attempts, err := h.client.Attempts(ctx, id)
 	if err != nil {
@@ -40,26 +55,12 @@ func (h *Handler) job(w http.ResponseWriter, r *http.Request, v *view) error {
 	if err != nil {
 		return err
 	}
-	d := &jobData{Job: job, Attempts: attempts, Events: events, Replays: replays.Replays,
-		Stalled: job.Stalled(v.Now, hopper.DefaultStalledAfter)}
+	d.Attempts, d.Events, d.Replays = attempts, events, replays.Replays
 	for k, val := range job.Headers {
 		d.Headers = append(d.Headers, header{k, val})
 	}
 	sort.Slice(d.Headers, func(i, j int) bool { return d.Headers[i].Name < d.Headers[j].Name })
-	v.Title, v.Data = "Job "+job.ID, d
 	h.render(w, r, http.StatusOK, "job", v)
-	return nil
-}
-
-// jobLive is the part of the job page that changes while the job runs (state, progress,
-// heartbeat, lease), for htmx to swap in every liveEvery until the job ends.
-func (h *Handler) jobLive(w http.ResponseWriter, r *http.Request, v *view) error {
-	job, err := h.client.Get(r.Context(), r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	v.Data = &jobData{Job: job, Stalled: job.Stalled(v.Now, hopper.DefaultStalledAfter)}
-	h.render(w, r, http.StatusOK, "job#live", v)
 	return nil
 }
 

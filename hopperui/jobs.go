@@ -27,10 +27,22 @@ type jobFilter struct {
 type jobsData struct {
 	Filter     jobFilter
 	States     []hopper.JobState
+	Tabs       []stateTab
 	Jobs       []*hopper.JobRow
 	NextCursor string
 	NextURL    string
 	BulkLimit  int
+	// Unworked are the hints of the queued jobs listed that no worker has asked for, by id.
+	Unworked map[string]*noWorker
+}
+
+// stateTab is a tab of the jobs page: the search in one state (or any), with how many jobs
+// of the search's queue and kind are in it.
+type stateTab struct {
+	State   string // "" for any
+	Count   int64
+	URL     string
+	Current bool
 }
 
 // timeLayout is what <input type="datetime-local"> sends; the dashboard reads it as UTC.
@@ -150,6 +162,53 @@ func (h *Handler) search(r *http.Request, d *jobsData) error {
 	d.Jobs, d.NextCursor = res.Jobs, res.NextCursor
 	if res.NextCursor != "" {
 		d.NextURL = "?" + f.query(res.NextCursor)
+	}
+	if err := h.tabs(r, d); err != nil {
+		return err
+	}
+	return h.hints(r, d)
+}
+
+// tabs fills the state tabs: the search in each state, counted over the search's queue and
+// kind (whatever its times and text, which no count could follow without reading the jobs).
+func (h *Handler) tabs(r *http.Request, d *jobsData) error {
+	counts, err := h.client.StateCounts(r.Context(), d.Filter.Queue, d.Filter.Kind)
+	if err != nil {
+		return err
+	}
+	tab := func(state string, n int64) stateTab {
+		f := d.Filter
+		f.State, f.Limit = state, defaultPage
+		return stateTab{State: state, Count: n, URL: "?" + f.query(""), Current: d.Filter.State == state}
+	}
+	var all int64
+	for _, s := range states {
+		all += counts[s]
+	}
+	d.Tabs = append(d.Tabs, tab("", all))
+	for _, s := range states {
+		d.Tabs = append(d.Tabs, tab(string(s), counts[s]))
+	}
+	return nil
+}
+
+// hints finds the queued jobs listed that no worker has asked for.
+func (h *Handler) hints(r *http.Request, d *jobsData) error {
+	var sight *workerSight
+	for _, j := range d.Jobs {
+		if j.State != hopper.StateQueued {
+			continue
+		}
+		if sight == nil {
+			var err error
+			if sight, err = h.workerSight(r.Context()); err != nil {
+				return err
+			}
+			d.Unworked = map[string]*noWorker{}
+		}
+		if hint := sight.hint(j.Queue, j.Kind); hint != nil {
+			d.Unworked[j.ID] = hint
+		}
 	}
 	return nil
 }

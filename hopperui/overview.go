@@ -24,6 +24,7 @@ type queueRow struct {
 	OldestQueued time.Time // run_at of the longest-waiting queued job; zero when none
 	HourDone     int64
 	HourFailed   int64
+	HourRetried  int64
 	WaitP50      time.Duration
 	WaitP95      time.Duration
 	Waits        int64
@@ -36,6 +37,7 @@ var states = []hopper.JobState{hopper.StateQueued, hopper.StateScheduled, hopper
 func (h *Handler) overview(w http.ResponseWriter, r *http.Request, v *view) error {
 	ctx := r.Context()
 	now := v.Now
+	h.refreshing(v, "/")
 	rows, err := h.queueRows(ctx, now)
 	if err != nil {
 		return err
@@ -95,6 +97,7 @@ func (h *Handler) queueRows(ctx context.Context, now time.Time) ([]*queueRow, er
 		}
 		q.HourDone += s.Completed
 		q.HourFailed += s.Failed
+		q.HourRetried += s.Retried
 		if waits[s.Queue] == nil {
 			waits[s.Queue] = &hopper.WaitHistogram{}
 		}

@@ -15,6 +15,7 @@ type queuesData struct {
 }
 
 func (h *Handler) queues(w http.ResponseWriter, r *http.Request, v *view) error {
+	h.refreshing(v, "/queues")
 	rows, err := h.queueRows(r.Context(), v.Now)
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package hopperui
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hopperjobs/hopper"
 )
@@ -25,7 +27,10 @@ type view struct {
 	Error    string
 	Notice   string
 	Now      time.Time
-	Data     any
+	// Live is the URL the page's live part polls (htmx), "" for none; LiveEvery how often.
+	Live      string
+	LiveEvery string
+	Data      any
 }
 
 func (h *Handler) newView(r *http.Request, p *Principal, title string) *view {
@@ -34,7 +39,7 @@ func (h *Handler) newView(r *http.Request, p *Principal, title string) *view {
 }
 
 // pageNames are the templates of web/templates, each rendered inside layout.html.
-var pageNames = []string{"login", "error", "overview", "jobs", "job", "queues", "deadletters", "schedules", "workers"}
+var pageNames = []string{"login", "error", "overview", "jobs", "job", "queues", "deadletters", "schedules", "workers", "confirm"}
 
 func parsePages() (map[string]*template.Template, error) {
 	layout, err := template.New("layout.html").Funcs(funcs).ParseFS(webFS, "web/templates/layout.html")
@@ -52,11 +57,53 @@ func parsePages() (map[string]*template.Template, error) {
 	return pages, nil
 }
 
+// Live parts. A page that changes while it is watched (the overview, queues, workers, a job
+// that has not ended) defines a "live" template: a <div id="live"> whose attributes (the
+// "live-attrs" template of layout.html) make htmx fetch the page's own URL (view.Live) every
+// view.LiveEvery and swap the answer in its place. The page's handler serves that request as
+// it serves the page: render sees it is htmx's request for the live part (liveRequest) and
+// writes the "live" template alone. Handlers may skip the work the live part does not show.
+const (
+	liveID = "live"
+	// DefaultRefresh is how often the overview, queues and workers pages refresh unless
+	// Config.Refresh says otherwise.
+	DefaultRefresh = 5 * time.Second
+	// liveEvery is how often a job page that has not ended polls for its progress.
+	liveEvery = "1s"
+)
+
+// htmxInterval is d as htmx's hx-trigger reads it ("5s", "1500ms").
+func htmxInterval(d time.Duration) string {
+	if d%time.Second == 0 {
+		return fmt.Sprintf("%ds", d/time.Second)
+	}
+	return fmt.Sprintf("%dms", d.Milliseconds())
+}
+
+// refreshing makes the live part of the page at path (the overview, queues, workers) refresh
+// every Config.Refresh, unless refreshing is off.
+func (h *Handler) refreshing(v *view, path string) {
+	if h.cfg.Refresh > 0 {
+		v.live(h.cfg.Prefix+path, htmxInterval(h.cfg.Refresh))
+	}
+}
+
+// liveRequest reports whether r is htmx's request for a page's live part.
+func liveRequest(r *http.Request) bool {
+	return r.Method == http.MethodGet && r.Header.Get("HX-Request") == "true" && r.Header.Get("HX-Target") == liveID
+}
+
+// live makes the page's live part poll url every every.
+func (v *view) live(url, every string) { v.Live, v.LiveEvery = url, every }
+
 // render writes a page (its layout around it) or, with a "#fragment" suffix, one template of
-// the page alone (an htmx swap).
+// the page alone; htmx's request for a page's live part gets its "live" template alone.
 func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, name string, v *view) {
 	page, fragment, _ := strings.Cut(name, "#")
 	t := h.pages[page]
+	if fragment == "" && liveRequest(r) && t.Lookup(liveID) != nil {
+		fragment = liveID
+	}
 	if fragment == "" {
 		fragment = "layout.html"
 	}
@@ -68,6 +115,7 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, nam
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Vary", "HX-Request, HX-Target")
 	w.WriteHeader(status)
 	_, _ = buf.WriteTo(w)
 }
@@ -93,7 +141,7 @@ func explain(err error) (int, string) {
 		return http.StatusBadRequest, fmt.Sprintf("Invalid %s: %s.", verr.Field, verr.Reason)
 	case errors.Is(err, hopper.ErrNotFound):
 		return http.StatusNotFound, "Not found: " + err.Error() + "."
-	case errors.Is(err, hopper.ErrInvalidTransition):
+	case errors.Is(err, hopper.ErrInvalidTransition), errors.Is(err, hopper.ErrDuplicate):
 		return http.StatusConflict, "Refused: " + err.Error() + "."
 	case errors.Is(err, hopper.ErrInvalid):
 		return http.StatusBadRequest, "Invalid input: " + err.Error() + "."
@@ -130,6 +178,38 @@ var funcs = template.FuncMap{
 	"esc":      url.PathEscape,
 	"add":      func(a, b int) int { return a + b },
 	"terminal": func(s hopper.JobState) bool { return s.Terminal() },
+	"hexid":    func(s string) string { return hex.EncodeToString([]byte(s)) },
+	"preview":  argsPreview,
+	"zoned":    zonedTime,
+}
+
+// argsPreview is a job's args on one line (compact JSON), clipped to n characters with an
+// ellipsis (the jobs list shows 60, and up to 500 when the pointer rests on them). The result
+// is text: the template escapes it.
+func argsPreview(raw json.RawMessage, n int) string {
+	var buf bytes.Buffer
+	s := string(raw)
+	if err := json.Compact(&buf, raw); err == nil {
+		s = buf.String()
+	}
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+// zonedTime is t in the IANA zone tz (UTC when it is unknown here), with its zone's name.
+func zonedTime(t time.Time, tz string) string {
+	if t.IsZero() {
+		return "—"
+	}
+	if loc, err := time.LoadLocation(tz); err == nil && tz != "" {
+		t = t.In(loc)
+	} else {
+		t = t.UTC()
+	}
+	return t.Format("2006-01-02 15:04:05 MST")
 }
 
 func formatTime(t time.Time) string {

@@ -2,6 +2,7 @@ package hopperui
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/hopperjobs/hopper"
 )
@@ -11,7 +12,7 @@ const nextFires = 3
 
 type scheduleRow struct {
 	*hopper.ScheduleInfo
-	Next []string
+	Next []time.Time // in the schedule's time zone
 }
 
 func (h *Handler) schedules(w http.ResponseWriter, r *http.Request, v *view) error {
@@ -21,10 +22,7 @@ func (h *Handler) schedules(w http.ResponseWriter, r *http.Request, v *view) err
 	}
 	rows := make([]*scheduleRow, len(list))
 	for i, s := range list {
-		rows[i] = &scheduleRow{ScheduleInfo: s}
-		for _, t := range s.NextFireTimes(nextFires) {
-			rows[i].Next = append(rows[i].Next, t.Format("2006-01-02 15:04:05 MST"))
-		}
+		rows[i] = &scheduleRow{ScheduleInfo: s, Next: s.NextFireTimes(nextFires)}
 	}
 	v.Title, v.Data = "Schedules", rows
 	h.render(w, r, http.StatusOK, "schedules", v)
@@ -44,5 +42,27 @@ func (h *Handler) scheduleResume(w http.ResponseWriter, r *http.Request, v *view
 		return err
 	}
 	v.Notice = "Resumed schedule " + r.PathValue("name") + "."
+	return h.schedules(w, r, v)
+}
+
+// scheduleRun enqueues the schedule's job now, recorded as the user's manual run; its next
+// fire times stay as they are.
+func (h *Handler) scheduleRun(w http.ResponseWriter, r *http.Request, v *view) error {
+	name := r.PathValue("name")
+	job, err := h.client.RunScheduleBy(r.Context(), name, hopper.ActorOperator, "dashboard run now by "+v.User.Name)
+	if err != nil {
+		return err
+	}
+	v.Notice = "Ran schedule " + name + ": job " + job.ID + " is " + string(job.State) + "."
+	return h.schedules(w, r, v)
+}
+
+// scheduleRemove removes a schedule (its jobs stay); one declared in code is refused.
+func (h *Handler) scheduleRemove(w http.ResponseWriter, r *http.Request, v *view) error {
+	name := r.PathValue("name")
+	if err := h.client.RemoveSchedule(r.Context(), name); err != nil {
+		return err
+	}
+	v.Notice = "Removed schedule " + name + "; the jobs it enqueued stay."
 	return h.schedules(w, r, v)
 }

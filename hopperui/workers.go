@@ -24,6 +24,11 @@ type RemoteWorker struct {
 	Polls     int   // long polls waiting
 	Activated int64 // jobs handed to it
 	HeldUntil time.Time
+	// Stale: the worker has no stream or long poll open and has not called the server for a
+	// while (hopper serve: 30 s, longer than a polling worker waits between calls); the
+	// server's node no longer counts its queue as worked. It is forgotten an hour after its
+	// last call.
+	Stale bool
 }
 
 // Stream is one open job stream: its credit and the jobs in flight to it.
@@ -46,6 +51,7 @@ type workersData struct {
 }
 
 func (h *Handler) workers(w http.ResponseWriter, r *http.Request, v *view) error {
+	h.refreshing(v, "/workers")
 	nodes, err := h.client.Nodes(r.Context())
 	if err != nil {
 		return err

@@ -122,10 +122,19 @@ func TestChangesReachTheStore(t *testing.T) {
 	require.Contains(t, tb.text("#error"), "Invalid rate", "bad input names its field")
 	tb.expectBadRequest()
 
+	// Cancel asks first: going back changes nothing; confirming cancels.
 	tb.open(e.URL + "/jobs/" + later.ID)
 	tb.click(`#cancel`)
-	require.Equal(t, "canceled", tb.text("#state"))
+	require.Equal(t, "Cancel job "+later.ID+"?", tb.text("h1"))
 	got, err := e.Client.Get(t.Context(), later.ID)
+	require.NoError(t, err)
+	require.Equal(t, hopper.StateScheduled, got.State, "asked, not done")
+	tb.click(`#back`)
+	require.Equal(t, "scheduled", tb.text("#state"))
+	tb.click(`#cancel`)
+	tb.click(`#confirm`)
+	require.Equal(t, "canceled", tb.text("#state"))
+	got, err = e.Client.Get(t.Context(), later.ID)
 	require.NoError(t, err)
 	require.Equal(t, hopper.StateCanceled, got.State)
 	events, err := e.Client.Events(t.Context(), later.ID)
@@ -146,6 +155,9 @@ func TestChangesReachTheStore(t *testing.T) {
 	tb.open(e.URL + "/jobs?state=failed")
 	tb.run(chromedp.Click(chromedp.CSS(`input[value="`+d1.ID+`"]`)), chromedp.Click(chromedp.CSS(`input[value="`+d3.ID+`"]`)))
 	tb.click(`button[value=retry]`)
+	require.Equal(t, "Replay the 2 ticked job(s)?", tb.text("h1"))
+	require.ElementsMatch(t, []string{d1.ID, d3.ID}, eval[[]string](tb, `[...document.querySelectorAll('#confirm-ids li')].map(li => li.textContent.trim())`))
+	tb.click(`#confirm`)
 	require.Contains(t, tb.text("#notice"), "Replayed 2 job(s)")
 	for id, n := range map[string]int{d1.ID: 1, d2.ID: 0, d3.ID: 1} {
 		rs, err := e.Client.Replays(t.Context(), &hopper.ReplayListParams{SourceJobID: id})
@@ -158,8 +170,79 @@ func TestChangesReachTheStore(t *testing.T) {
 	tb.open(e.URL + "/dead-letters")
 	tb.run(chromedp.SetValue(chromedp.CSS(`#replay-all input[name=limit]`), "1"))
 	tb.click(`#replay-all button`)
+	require.Equal(t, "Replay up to 1 dead letter(s)?", tb.text("h1"))
+	tb.click(`#confirm`)
 	require.Contains(t, tb.text("#notice"), "Replayed 1 dead letter(s)")
 	require.Contains(t, tb.text("#replays"), "dashboard")
+	require.Empty(t, tb.consoleErrors())
+}
+
+// The overview, queues and workers pages follow the store without a reload; a queue's
+// settings being typed survive the refresh; the jobs page has state tabs.
+func TestPagesRefreshLive(t *testing.T) {
+	e := uitest.Start(t, nil)
+	tb := newTab(t)
+	e.Enqueue(t, uitest.Steps{Note: "later"}, &hopper.InsertOpts{Queue: "mail", Delay: time.Hour})
+
+	tb.open(e.URL + "/queues")
+	tb.waitText(`#queue-mail .count-scheduled`, "1")
+	eval[bool](tb, `window.hopperStale = true`) // no page load from here on
+	tb.run(chromedp.SendKeys(chromedp.CSS(`#queue-mail input[name=weight]`), "7"))
+	refreshed := tb.text(".refreshed")
+	e.Enqueue(t, uitest.Steps{Note: "later"}, &hopper.InsertOpts{Queue: "mail", Delay: time.Hour})
+	tb.waitText(`#queue-mail .count-scheduled`, "2")
+	require.NotEqual(t, refreshed, tb.text(".refreshed"), "the live part was swapped")
+	require.True(t, eval[bool](tb, `window.hopperStale === true`), "by htmx, not by a reload")
+	require.Equal(t, "7", eval[string](tb, `document.querySelector('#queue-mail input[name=weight]').value`),
+		"what is being typed survives the refresh")
+	tb.click(`#queue-mail form[action$="/settings"] button`)
+	require.Equal(t, 7, queue(t, e, "mail").Weight)
+
+	tb.open(e.URL + "/")
+	tb.waitText(`#total-scheduled`, "2")
+	e.Enqueue(t, uitest.Steps{Note: "later"}, &hopper.InsertOpts{Queue: "mail", Delay: time.Hour})
+	tb.waitText(`#total-scheduled`, "3")
+
+	tb.open(e.URL + "/workers")
+	require.NotContains(t, tb.text("#nodes"), "node-b")
+	require.NoError(t, e.Store.NodeHeartbeat(t.Context(), &hopper.Node{ID: "node-b", Host: "h", PID: 2}))
+	if !tb.until(`document.querySelector('#nodes').textContent.includes('node-b')`) {
+		t.Fatal("the workers page did not show the new node")
+	}
+
+	tb.open(e.URL + "/jobs?queue=mail")
+	require.Equal(t, "3", tb.text(`#state-tabs a[data-state=scheduled] .count`))
+	tb.click(`#state-tabs a[data-state=queued]`)
+	require.Equal(t, "queued", eval[string](tb, `document.querySelector('#search select[name=state]').value`))
+	require.Equal(t, "mail", eval[string](tb, `document.querySelector('#search input[name=queue]').value`))
+	require.Equal(t, "No jobs match.", tb.text("#jobs tbody td"))
+	require.Empty(t, tb.consoleErrors())
+}
+
+// The schedules page runs a schedule now and removes one, each once confirmed.
+func TestSchedulesRunAndRemove(t *testing.T) {
+	e := uitest.Start(t, nil)
+	tb := newTab(t)
+	info, err := e.Client.AddSchedule(t.Context(), hopper.Schedule{Name: "nightly", Cron: "0 3 * * *", Kind: "steps", Queue: "archive"})
+	require.NoError(t, err)
+	tb.open(e.URL + "/schedules")
+	require.Equal(t, "never", tb.text(`#schedule-nightly .last-fire`))
+	tb.click(`#schedule-nightly button.run`)
+	require.Equal(t, "Run schedule nightly now?", tb.text("h1"))
+	tb.click(`#confirm`)
+	require.Contains(t, tb.text("#notice"), "Ran schedule nightly")
+	after, err := e.Client.GetSchedule(t.Context(), "nightly")
+	require.NoError(t, err)
+	require.NotEmpty(t, after.LastManualJobID)
+	require.Equal(t, info.NextFireAt, after.NextFireAt)
+	require.Contains(t, tb.text(`#schedule-nightly .last-manual`), after.LastManualJobID)
+
+	tb.click(`#schedule-nightly button.remove`)
+	require.Equal(t, "Remove schedule nightly?", tb.text("h1"))
+	tb.click(`#confirm`)
+	require.Contains(t, tb.text("#notice"), "Removed schedule nightly")
+	_, err = e.Client.GetSchedule(t.Context(), "nightly")
+	require.ErrorIs(t, err, hopper.ErrNotFound)
 	require.Empty(t, tb.consoleErrors())
 }
 

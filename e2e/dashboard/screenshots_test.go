@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hopperjobs/hopper"
 	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/hopperui"
 	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/store"
 	"github.com/hopperjobs/hopper/internal/uitest"
@@ -35,7 +36,14 @@ func TestScreenshots(t *testing.T) {
 	dir, err := filepath.Abs(*screenshots)
 	require.NoError(t, err)
 	require.NoError(t, os.MkdirAll(dir, 0o755))
-	e := uitest.Start(t, &uitest.Opts{DBPath: func(p string) { history(t, p) }})
+	now := time.Now()
+	e := uitest.Start(t, &uitest.Opts{DBPath: func(p string) { history(t, p) }, UI: func(c *hopperui.Config) {
+		c.Remote = remoteWorkers{ // as hopper serve's registry would list them
+			{Name: "media-1", Queue: "media", Kinds: []string{"resize-image"}, LastSeen: now, Polls: 1, Activated: 1517},
+			{Name: "mailer-2", Queue: "default", LastSeen: now.Add(-2 * time.Second), Polls: 1, Activated: 1628},
+			{Name: "mailer-old", Queue: "default", LastSeen: now.Add(-25 * time.Minute), Activated: 312, Stale: true},
+		}
+	}})
 	tb := newTab(t)
 
 	running := e.Enqueue(t, uitest.Steps{Note: "resize 4 images"}, &hopper.InsertOpts{Queue: "reports"})
@@ -47,9 +55,14 @@ func TestScreenshots(t *testing.T) {
 		e.Enqueue(t, uitest.Steps{Note: fmt.Sprintf("invoice %d", i)}, &hopper.InsertOpts{Queue: "mail", Delay: time.Hour})
 	}
 	require.NoError(t, e.Client.PauseQueue(t.Context(), "mail"))
+	_, err = e.Client.Enqueue(t.Context(), hopper.RawArgs{KindName: "render-pdf", JSON: json.RawMessage(`{"invoice":1042}`)},
+		&hopper.InsertOpts{Queue: "reports"}) // a kind nobody works: its row says so
+	require.NoError(t, err)
 	_, err = e.Client.AddSchedule(t.Context(), hopper.Schedule{Name: "nightly-report", Cron: "0 3 * * *", TZ: "Europe/Paris", Kind: "steps", Queue: "reports"})
 	require.NoError(t, err)
 	_, err = e.Client.AddSchedule(t.Context(), hopper.Schedule{Name: "cleanup", Every: 15 * time.Minute, Kind: "steps"})
+	require.NoError(t, err)
+	_, err = e.Client.RunScheduleBy(t.Context(), "nightly-report", hopper.ActorOperator, "run now by ops")
 	require.NoError(t, err)
 
 	shots := map[string]string{
@@ -70,6 +83,13 @@ func TestScreenshots(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644))
 		require.Empty(t, tb.consoleErrors(), page)
 	}
+}
+
+// remoteWorkers is a RemoteSource of workers and no streams.
+type remoteWorkers []hopperui.RemoteWorker
+
+func (r remoteWorkers) Remote(context.Context) ([]hopperui.RemoteWorker, []hopperui.Stream) {
+	return r, nil
 }
 
 // history writes an hour of enqueues and outcomes, minute by minute, into the store at path,
@@ -98,8 +118,12 @@ func history(t *testing.T, path string) {
 			for i, j := range jobs {
 				f := &store.FinishParams{ID: j.ID, Token: j.Token, State: hoppertype.StateCompleted,
 					Outcome: hoppertype.OutcomeOK, Actor: hoppertype.ActorWorker, ExpiresAt: clk.Now().Add(time.Hour)}
-				if i%17 == m%5 {
+				switch {
+				case i%17 == m%5:
 					f.State, f.Outcome, f.Error = hoppertype.StateFailed, hoppertype.OutcomeError, "timeout talking to upstream"
+				case i%11 == (m/3)%11:
+					f.State, f.Outcome, f.Error = hoppertype.StateScheduled, hoppertype.OutcomeError, "503 from upstream"
+					f.RunAt = clk.Now().Add(time.Minute)
 				}
 				fs = append(fs, f)
 			}

@@ -101,6 +101,20 @@ func TestJobDataIsEscapedEverywhere(t *testing.T) {
 		require.Equal(t, 1, eval[int](tb, `document.scripts.length`), "only htmx is a script on %s", path)
 		require.Empty(t, tb.consoleErrors(), "console of %s", path)
 	}
+	// A confirmation names what it would change as text too.
+	for _, c := range []struct{ page, button, text string }{
+		{"/jobs/" + running.ID, `#cancel`, kindScript{}.Kind()},
+		{"/schedules", `#schedule-xss button.run`, kindImg{}.Kind()},
+	} {
+		tb.open(e.URL + c.page)
+		tb.click(c.button)
+		require.NotNil(t, eval[any](tb, `document.querySelector('#confirmation')`), "%s asks", c.button)
+		require.Contains(t, tb.text("main"), c.text)
+		require.Nil(t, eval[any](tb, `window.hopperXSS`), "a payload ran on the confirmation of %s", c.button)
+		require.Zero(t, eval[int](tb, `document.querySelectorAll('img').length`))
+		require.Equal(t, 1, eval[int](tb, `document.scripts.length`))
+		require.Empty(t, tb.consoleErrors())
+	}
 	// The search form echoes what was typed as the input's value, not as markup.
 	tb.open(e.URL + "/jobs?kind=" + url.QueryEscape(xssAttr))
 	require.Equal(t, xssAttr, eval[string](tb, `document.querySelector('#search input[name=kind]').value`))

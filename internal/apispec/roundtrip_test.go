@@ -151,6 +151,7 @@ func TestScheduleRoundTrip(t *testing.T) {
 			Kind: "k", Args: json.RawMessage(`{"a":1}`), Queue: "q", Priority: 2, MaxAttempts: 3, Timeout: time.Minute,
 			Headers: map[string]string{"h": "v"}, CatchUp: "all", Overlap: "allow", Jitter: time.Second, Paused: true},
 		Source: hopper.ScheduleSourceAPI, LastFireAt: at, NextFireAt: later, LastJobID: "j", CreatedAt: at, UpdatedAt: later,
+		LastManualFireAt: later, LastManualJobID: "m",
 	}
 	requireAllSet(t, info.Schedule)
 	requireAllSet(t, *info)

@@ -15,6 +15,7 @@ func Schedule(info *hopper.ScheduleInfo) *hopperv1.Schedule {
 	out.Source, out.LastJobId = info.Source, info.LastJobID
 	out.LastFireAt, out.NextFireAt = apiview.Time(info.LastFireAt), apiview.Time(info.NextFireAt)
 	out.CreatedAt, out.UpdatedAt = apiview.Time(info.CreatedAt), apiview.Time(info.UpdatedAt)
+	out.LastManualFireAt, out.LastManualJobId = apiview.Time(info.LastManualFireAt), info.LastManualJobID
 	return out
 }
 
@@ -73,6 +74,7 @@ func FromSchedule(s *hopperv1.Schedule) *hopper.ScheduleInfo {
 		},
 		Source: s.GetSource(), LastFireAt: apiview.FromTime(s.GetLastFireAt()), NextFireAt: apiview.FromTime(s.GetNextFireAt()),
 		LastJobID: s.GetLastJobId(), CreatedAt: apiview.FromTime(s.GetCreatedAt()), UpdatedAt: apiview.FromTime(s.GetUpdatedAt()),
+		LastManualFireAt: apiview.FromTime(s.GetLastManualFireAt()), LastManualJobID: s.GetLastManualJobId(),
 	}
 	if s.GetArgs() != "" {
 		out.Args = json.RawMessage(s.GetArgs()) // nil otherwise: an interface holding a nil RawMessage is not nil

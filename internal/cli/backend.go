@@ -52,6 +52,8 @@ type backend interface {
 	Replays(ctx context.Context, p *hopper.ReplayListParams) (*hopper.ReplayListResult, error)
 	// Recurring schedules (schedules.go).
 	Schedules(ctx context.Context) ([]*hopper.ScheduleInfo, error)
+	GetSchedule(ctx context.Context, name string) (*hopper.ScheduleInfo, error)
+	RunSchedule(ctx context.Context, name string) (*hopper.JobRow, error)
 	AddSchedule(ctx context.Context, s hopper.Schedule) (*hopper.ScheduleInfo, error)
 	RemoveSchedule(ctx context.Context, name string) error
 	PauseSchedule(ctx context.Context, name string) error
@@ -131,6 +133,10 @@ func checkServerURL(name, url string) error {
 		return usageErrorf("invalid %s: %s", name, ve.Reason)
 	}
 	return err
+}
+
+func (l local) RunSchedule(ctx context.Context, name string) (*hopper.JobRow, error) {
+	return l.RunScheduleBy(ctx, name, hopper.ActorOperator, "run now with the CLI")
 }
 
 // newRemote is the client of the server at url (--server), with the key in $HOPPER_API_KEY.

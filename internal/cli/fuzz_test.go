@@ -123,6 +123,7 @@ var flagCases = []flagCase{
 	{benchOneJob, "sweep-interval", nil}, {benchOneJob, "vacuum-every", nil},
 	{benchOneJob, "work", longJobs},
 	{benchOneJob, "prefetch", nil}, {benchOneJob, "claim-ahead", nil},
+	{[]string{"schedules", "show", "fuzz"}, "count", nil},
 }
 
 // parsedStrings are string flags the CLI parses (times, cursors, zones, specs).

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -18,14 +19,14 @@ const maxPreview = 1000
 func newSchedulesCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "schedules",
-		Short: "List, add, remove, pause and resume recurring schedules; preview a spec's fire times",
+		Short: "List, show, add, remove, pause, resume and run recurring schedules; preview a spec's fire times",
 		Args:  cobra.ArbitraryArgs,
 		RunE:  groupRunE,
 	}
-	cmd.AddCommand(newSchedulesLsCmd(), newSchedulesAddCmd(), newSchedulesRmCmd(),
+	cmd.AddCommand(newSchedulesLsCmd(), newSchedulesShowCmd(), newSchedulesAddCmd(), newSchedulesRmCmd(),
 		scheduleToggle("pause", "Stop schedule NAME from firing until it is resumed", true),
 		scheduleToggle("resume", "Let paused schedule NAME fire again", false),
-		newSchedulesPreviewCmd())
+		newSchedulesRunCmd(), newSchedulesPreviewCmd())
 	return cmd
 }
 
@@ -97,7 +98,8 @@ func newSchedulesLsCmd() *cobra.Command {
 		Aliases: []string{"list"},
 		Short:   "List schedules with their last and next fire times",
 		Long: `ls lists every schedule by name. Fire times are shown in each schedule's time zone; a
-paused schedule's next fire shows "paused". SOURCE is "code" for schedules a program declares
+paused schedule's next fire shows "paused", and a schedule that has never enqueued a job shows
+"never" as its last fire (null in JSON). SOURCE is "code" for schedules a program declares
 (Config.Schedules; change them there) and "api" for those added with 'schedules add' or the API.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -131,12 +133,9 @@ func printSchedules(w io.Writer, list []*hopper.ScheduleInfo) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tSPEC\tTZ\tKIND\tQUEUE\tSOURCE\tPAUSED\tLAST_FIRE\tNEXT_FIRE")
 	for _, s := range list {
-		paused, last, next := "no", zoned(s.LastFireAt, s.TZ), zoned(s.NextFireAt, s.TZ)
+		paused, last, next := "no", lastFire(s.LastFireAt, s.TZ), zoned(s.NextFireAt, s.TZ)
 		if s.Paused {
 			paused, next = "yes", "paused"
-		}
-		if s.LastJobID == "" {
-			last = "-" // never enqueued a job: LastFireAt is when it was created (or re-timed)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, specText(&s.Schedule), s.TZ, s.Kind,
 			s.Queue, s.Source, paused, last, next)
@@ -153,6 +152,15 @@ func specText(s *hopper.Schedule) string {
 		return "@every " + s.Every.String()
 	}
 	return s.Cron
+}
+
+// lastFire shows a schedule's last fire (or last manual run) in its zone: "never" when there
+// was none.
+func lastFire(t time.Time, tz string) string {
+	if t.IsZero() {
+		return "never"
+	}
+	return zoned(t, tz)
 }
 
 // zoned shows t in RFC 3339 in the IANA zone tz (UTC when the zone is unknown here); "-" for
@@ -185,22 +193,31 @@ type scheduleJSON struct {
 	Jitter      string            `json:"jitter,omitempty"`
 	Paused      bool              `json:"paused"`
 	Source      string            `json:"source"`
-	LastFireAt  string            `json:"last_fire_at,omitempty"`
-	NextFireAt  string            `json:"next_fire_at,omitempty"`
-	LastJobID   string            `json:"last_job_id,omitempty"`
+	// LastFireAt and LastManualFireAt are null when there was none.
+	LastFireAt       *string `json:"last_fire_at"`
+	NextFireAt       string  `json:"next_fire_at,omitempty"`
+	LastJobID        string  `json:"last_job_id,omitempty"`
+	LastManualFireAt *string `json:"last_manual_fire_at"`
+	LastManualJobID  string  `json:"last_manual_job_id,omitempty"`
+}
+
+// nullTime is t as JSON: null for the zero time.
+func nullTime(t time.Time) *string {
+	if t.IsZero() {
+		return nil
+	}
+	s := jsonTime(t)
+	return &s
 }
 
 func newScheduleJSON(s *hopper.ScheduleInfo) *scheduleJSON {
-	args, _ := s.Args.(json.RawMessage)
-	if len(args) == 0 {
-		args = json.RawMessage("{}")
-	}
 	return &scheduleJSON{
 		Name: s.Name, Cron: s.Cron, Every: durText(s.Every), FixedDelay: durText(s.FixedDelay), TZ: s.TZ,
-		Kind: s.Kind, Queue: s.Queue, Args: args, Headers: s.Headers, Priority: s.Priority,
+		Kind: s.Kind, Queue: s.Queue, Args: argsOf(s), Headers: s.Headers, Priority: s.Priority,
 		MaxAttempts: s.MaxAttempts, Timeout: durText(s.Timeout), CatchUp: string(s.CatchUp),
 		Overlap: string(s.Overlap), Jitter: durText(s.Jitter), Paused: s.Paused, Source: s.Source,
-		LastFireAt: jsonTime(s.LastFireAt), NextFireAt: jsonTime(s.NextFireAt), LastJobID: s.LastJobID,
+		LastFireAt: nullTime(s.LastFireAt), NextFireAt: jsonTime(s.NextFireAt), LastJobID: s.LastJobID,
+		LastManualFireAt: nullTime(s.LastManualFireAt), LastManualJobID: s.LastManualJobID,
 	}
 }
 
@@ -315,4 +332,153 @@ func scheduleToggle(name, short string, pause bool) *cobra.Command {
 			})
 		},
 	}
+}
+
+// defaultShowFires is how many next fire times `schedules show` prints.
+const defaultShowFires = 5
+
+func newSchedulesShowCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "show NAME [-n N]",
+		Short: "Show schedule NAME with its next fire times",
+		Long: `show prints a schedule's definition and state (last fire and its job, last manual run
+and its job, "never" when there was none) and its next N fire times in its time zone,
+computed from its spec as the leader computes them. A fixed-delay schedule has one: its
+later fires depend on when each run ends. A paused schedule fires none of them until it is
+resumed (then its catch-up policy decides about those that passed). --json prints the
+schedule as 'ls --json' does, with "next_fires", an array of RFC 3339 times.`,
+		Example: `  hopper schedules show nightly-report -n 3`,
+		Args:    cobra.ExactArgs(1),
+		RunE:    runSchedulesShow,
+	}
+	cmd.Flags().IntP("count", "n", defaultShowFires, fmt.Sprintf("how many next fire times to print (at most %d)", maxPreview))
+	addJSONFlag(cmd)
+	return cmd
+}
+
+func runSchedulesShow(cmd *cobra.Command, args []string) error {
+	n, _ := cmd.Flags().GetInt("count")
+	if n < 1 || n > maxPreview {
+		return usageErrorf("--count (-n) must be between 1 and %d, not %d", maxPreview, n)
+	}
+	return withBackend(cmd, true, func(client backend) error {
+		s, err := client.GetSchedule(cmd.Context(), args[0])
+		if err != nil {
+			return scheduleNotFound(args[0], err)
+		}
+		fires := s.NextFireTimes(n)
+		if wantJSON(cmd) {
+			next := make([]string, len(fires))
+			for i, t := range fires {
+				next[i] = t.Format(time.RFC3339Nano)
+			}
+			return printJSON(cmd.OutOrStdout(), &struct {
+				*scheduleJSON
+				NextFires []string `json:"next_fires"`
+			}{newScheduleJSON(s), next})
+		}
+		return printSchedule(cmd.OutOrStdout(), s, fires)
+	})
+}
+
+// printSchedule prints one schedule and its next fire times.
+func printSchedule(w io.Writer, s *hopper.ScheduleInfo, fires []time.Time) error {
+	fmt.Fprintf(w, "Schedule %s\n\n", s.Name)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(k, v string) { fmt.Fprintf(tw, "  %s\t%s\n", k, v) }
+	row("timing", specText(&s.Schedule))
+	row("time zone", s.TZ)
+	row("kind", s.Kind)
+	row("queue", s.Queue)
+	row("args", string(argsOf(s)))
+	if len(s.Headers) > 0 {
+		row("headers", formatHeaders(s.Headers))
+	}
+	row("priority", fmt.Sprint(s.Priority))
+	row("max attempts", fmt.Sprint(s.MaxAttempts))
+	if s.Timeout != 0 {
+		row("timeout", s.Timeout.String())
+	}
+	row("catch-up", string(s.CatchUp))
+	row("overlap", string(s.Overlap))
+	if s.Jitter != 0 {
+		row("jitter", s.Jitter.String())
+	}
+	row("source", s.Source)
+	row("paused", map[bool]string{true: "yes", false: "no"}[s.Paused])
+	row("last fire", withJob(lastFire(s.LastFireAt, s.TZ), s.LastJobID))
+	row("last manual run", withJob(lastFire(s.LastManualFireAt, s.TZ), s.LastManualJobID))
+	row("created", zoned(s.CreatedAt, s.TZ))
+	row("updated", zoned(s.UpdatedAt, s.TZ))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	head := "\nNext fire times"
+	switch {
+	case len(fires) == 0:
+		head += ": none"
+	case s.Paused:
+		head += " (paused: it fires none of them until it is resumed)"
+	case s.FixedDelay != 0:
+		head += " (fixed delay: the earliest; the next ones depend on when each run ends)"
+	}
+	fmt.Fprintln(w, head)
+	for _, t := range fires {
+		fmt.Fprintf(w, "  %s\n", t.Format(time.RFC3339))
+	}
+	return nil
+}
+
+func withJob(when, job string) string {
+	if job == "" {
+		return when
+	}
+	return when + " (job " + job + ")"
+}
+
+// argsOf is a schedule's job args as JSON ({} when none).
+func argsOf(s *hopper.ScheduleInfo) json.RawMessage {
+	if args, _ := s.Args.(json.RawMessage); len(args) > 0 {
+		return args
+	}
+	return json.RawMessage("{}")
+}
+
+// scheduleNotFound says which schedule a command could not find (exit code 3).
+func scheduleNotFound(name string, err error) error {
+	if errors.Is(err, hopper.ErrNotFound) {
+		return &exitError{code: ExitNotFound, msg: fmt.Sprintf("schedule %s not found", name), err: err}
+	}
+	return err
+}
+
+func newSchedulesRunCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "run NAME",
+		Short: "Enqueue schedule NAME's job now, without changing its next fire times",
+		Long: `run enqueues the job schedule NAME would enqueue (kind, args, queue, headers), queued at
+once, with the header hopper-manual-fire: true. The schedule records it as its last manual
+run; its next fire times, last fire and last job are left as they were, and a paused schedule
+runs too. Each run enqueues a job. The job's history says it was run by an operator (through
+a server: by the key's name). --json prints the job.`,
+		Example: `  hopper schedules run nightly-report`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withBackend(cmd, true, func(client backend) error {
+				job, err := client.RunSchedule(cmd.Context(), args[0])
+				if err != nil {
+					return scheduleNotFound(args[0], err)
+				}
+				if wantJSON(cmd) {
+					return printJSON(cmd.OutOrStdout(), &struct {
+						Job apiJSON `json:"job"`
+					}{apiJob(job)})
+				}
+				_, err = fmt.Fprintf(cmd.OutOrStdout(), "schedule %s run: job %s %s\n", args[0], job.ID, job.State)
+				return err
+			})
+		},
+	}
+	addJSONFlag(cmd)
+	return cmd
 }

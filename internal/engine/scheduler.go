@@ -18,6 +18,10 @@ import (
 // than its fire time; this says which one it stands for.
 const FireTimeHeader = "hopper-fire-time"
 
+// ManualFireHeader marks the job of a manual fire ("run now"), with the value "true"; its
+// FireTimeHeader is when it was asked for.
+const ManualFireHeader = "hopper-manual-fire"
+
 // Scheduler defaults.
 const (
 	DefaultScheduleTick = time.Second
@@ -244,6 +248,7 @@ func (s *scheduler) apply(ctx context.Context, sc *store.Schedule, fires []time.
 	p := &store.ScheduleFireParams{Name: sc.Name, ExpectedLast: sc.LastFireAt, NewLast: through, NewNext: next}
 	for _, f := range fires {
 		p.Jobs = append(p.Jobs, fireJob(sc, f, s.e.cfg.MaxRescues))
+		p.FiredAt = f
 	}
 	res, err := s.store.ScheduleFire(ctx, p)
 	if err != nil {
@@ -284,6 +289,18 @@ func fireJob(sc *store.Schedule, at time.Time, maxRescues int) *store.InsertPara
 		IdempotencyTTL: store.FireKeyRetention, ScheduleID: sc.Name, Actor: hoppertype.ActorLeader,
 		Reason: "schedule " + sc.Name,
 	}
+}
+
+// ManualFireJob is the job of a manual fire of sc at at ("run now"): the job a fire at at
+// would enqueue, but due at once (no jitter), marked with ManualFireHeader, and without the
+// fire time's idempotency key, so that each manual fire enqueues its own job and takes no
+// fire time's place. actor and reason go into the job's history.
+func ManualFireJob(sc *store.Schedule, at time.Time, maxRescues int, actor hoppertype.Actor, reason string) *store.InsertParams {
+	p := fireJob(sc, at, maxRescues)
+	p.RunAt, p.IdempotencyKey, p.IdempotencyTTL = time.Time{}, "", 0
+	p.Headers[ManualFireHeader] = "true"
+	p.Actor, p.Reason = actor, reason
+	return p
 }
 
 // SpecOf parses a stored schedule's timing: its cron or "@every" spec in its time zone, or its

@@ -73,11 +73,12 @@ func (dashboardDenied) Open(context.Context, *http.Request) (*hopperui.Principal
 type remoteSource struct{ s *Server }
 
 func (rs remoteSource) Remote(context.Context) ([]hopperui.RemoteWorker, []hopperui.Stream) {
-	streams, workers := rs.s.reg.snapshot(rs.s.clock.Now())
+	now := rs.s.clock.Now()
+	streams, workers := rs.s.reg.snapshot(now)
 	ws := make([]hopperui.RemoteWorker, len(workers))
 	for i, w := range workers {
 		ws[i] = hopperui.RemoteWorker{Name: w.name, Queue: w.queue, Kinds: w.kinds, LastSeen: w.lastSeen,
-			Streams: w.streams, Polls: w.polls, Activated: w.activated, HeldUntil: w.heldUntil}
+			Streams: w.streams, Polls: w.polls, Activated: w.activated, HeldUntil: w.heldUntil, Stale: !w.liveAt(now)}
 	}
 	ss := make([]hopperui.Stream, len(streams))
 	for i, st := range streams {

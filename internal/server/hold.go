@@ -89,6 +89,14 @@ func (r *registry) workerLocked(name, queue string, at time.Time) *workerInfo {
 	return w
 }
 
+// liveAt reports whether the worker works its queue at now: it has a stream or a long poll
+// open, was seen within remoteLive (a polling worker calls again as soon as a poll ends;
+// PollWait is 30 s), or is held back by its governor. Its node counts the queue of a live
+// worker as worked (queues); the dashboard marks the others stale.
+func (w *workerInfo) liveAt(now time.Time) bool {
+	return w.streams > 0 || w.polls > 0 || now.Sub(w.lastSeen) < remoteLive || w.heldAt(now)
+}
+
 // heldAt reports whether the worker is held at now.
 func (w *workerInfo) heldAt(now time.Time) bool { return now.Before(w.heldUntil) }
 
@@ -142,7 +150,7 @@ func (r *registry) queues(now time.Time) (queues, held []string) {
 	defer r.mu.Unlock()
 	holds := governor.Holds{}
 	for _, w := range r.workers {
-		if w.streams == 0 && w.polls == 0 && now.Sub(w.lastSeen) >= remoteLive && !w.heldAt(now) {
+		if !w.liveAt(now) {
 			continue
 		}
 		holds.Add(w.queue, w.heldAt(now))

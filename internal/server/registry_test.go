@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper"
+	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/stretchr/testify/require"
 )
 
@@ -120,6 +121,31 @@ func TestRemoteQueuesForTheHeartbeat(t *testing.T) {
 	queues, held = r.queues(now.Add(20*time.Second + holdTTL + remoteLive))
 	require.Empty(t, queues, "a's hold lapsed long ago: a is gone too")
 	require.Empty(t, held)
+}
+
+// The dashboard marks a remote worker stale by the rule its node's heartbeat uses: no stream
+// or poll open, not seen within remoteLive, not held.
+func TestDashboardMarksStaleWorkers(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	clk := clock.NewFake(now)
+	s := &Server{reg: newRegistry(), clock: clk}
+	s.reg.seen("polled", []string{"mail"}, nil, now, false)(nil) // a poll, over
+	s.reg.seen("streaming", []string{"mail"}, nil, now, true)    // a stream, open
+	stale := func() map[string]bool {
+		ws, _ := remoteSource{s}.Remote(t.Context())
+		out := map[string]bool{}
+		for _, w := range ws {
+			out[w.Name] = w.Stale
+		}
+		return out
+	}
+	require.Equal(t, map[string]bool{"polled": false, "streaming": false}, stale())
+	clk.Advance(remoteLive - time.Second)
+	require.Equal(t, map[string]bool{"polled": false, "streaming": false}, stale())
+	clk.Advance(time.Second)
+	require.Equal(t, map[string]bool{"polled": true, "streaming": false}, stale(), "no call for remoteLive")
+	queues, _ := s.reg.queues(clk.Now())
+	require.Equal(t, []string{"mail"}, queues, "the open stream still works mail")
 }
 
 // A stream on several queues counts its held jobs per queue, and a hold of its worker on any

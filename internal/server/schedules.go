@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 
+	"github.com/hopperjobs/hopper"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
 	"github.com/hopperjobs/hopper/internal/apispec"
 )
@@ -53,4 +54,14 @@ func (ss *scheduleService) Resume(ctx context.Context, req *hopperv1.ScheduleSer
 		return nil, rpcError("resume schedule", err)
 	}
 	return &hopperv1.ScheduleServiceResumeResponse{}, nil
+}
+
+// Run enqueues the schedule's job now, recorded in the job's history as an operator's run by
+// the caller's key.
+func (ss *scheduleService) Run(ctx context.Context, req *hopperv1.ScheduleServiceRunRequest) (*hopperv1.ScheduleServiceRunResponse, error) {
+	job, err := ss.s.client.RunScheduleBy(ctx, req.GetName(), hopper.ActorOperator, "run now by "+replayedBy(ctx))
+	if err != nil {
+		return nil, rpcError("run schedule", err)
+	}
+	return &hopperv1.ScheduleServiceRunResponse{Job: ss.s.toJob(job)}, nil
 }

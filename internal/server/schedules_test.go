@@ -83,7 +83,8 @@ func TestScheduleServiceAddListPauseResumeRemove(t *testing.T) {
 	require.Equal(t, time.Minute, s.GetJitter().AsDuration())
 	require.Equal(t, "api", s.GetSource())
 	require.Equal(t, "2026-03-02T07:30:00Z", s.GetNextFireAt().AsTime().Format(time.RFC3339), "02:30 EST")
-	require.Equal(t, schedStart, s.GetLastFireAt().AsTime())
+	require.Nil(t, s.GetLastFireAt(), "never fired: no last fire (not the time it was saved)")
+	require.Nil(t, s.GetLastManualFireAt())
 
 	_, err = admin.Add(t.Context(), &hopperv1.ScheduleServiceAddRequest{Schedule: &hopperv1.Schedule{
 		Name: "cleanup", FixedDelay: durationpb.New(5 * time.Minute), Kind: "cleanup"}})
@@ -171,6 +172,42 @@ func TestScheduleServiceErrorsAndScopes(t *testing.T) {
 	requireCode(t, connect.CodePermissionDenied, err)
 	_, err = worker.List(t.Context(), &hopperv1.ScheduleServiceListRequest{})
 	requireCode(t, connect.CodePermissionDenied, err)
+}
+
+// Run enqueues the schedule's job now, recorded as an operator's run by the caller's key, and
+// the listing shows it as the last manual fire; it needs the admin scope.
+func TestScheduleServiceRun(t *testing.T) {
+	t.Parallel()
+	e := startSchedules(t)
+	admin, reader := e.as(t, apikey.ScopeAdmin), e.as(t, apikey.ScopeRead)
+	_, err := admin.Add(t.Context(), &hopperv1.ScheduleServiceAddRequest{Schedule: &hopperv1.Schedule{
+		Name: "nightly", Cron: "30 2 * * *", Kind: "report", Args: `{"n":1}`, Queue: "reports"}})
+	require.NoError(t, err)
+	_, err = reader.Run(t.Context(), &hopperv1.ScheduleServiceRunRequest{Name: "nightly"})
+	requireCode(t, connect.CodePermissionDenied, err)
+	_, err = admin.Run(t.Context(), &hopperv1.ScheduleServiceRunRequest{Name: "nope"})
+	requireCode(t, connect.CodeNotFound, err)
+	_, err = admin.Run(t.Context(), &hopperv1.ScheduleServiceRunRequest{Name: ""})
+	requireCode(t, connect.CodeInvalidArgument, err)
+
+	res, err := admin.Run(t.Context(), &hopperv1.ScheduleServiceRunRequest{Name: "nightly"})
+	require.NoError(t, err)
+	job := res.GetJob()
+	require.Equal(t, "report", job.GetKind())
+	require.Equal(t, "reports", job.GetQueue())
+	require.Equal(t, "true", job.GetHeaders()[hopper.ManualFireHeader])
+	events, err := e.client.Events(t.Context(), job.GetId())
+	require.NoError(t, err)
+	require.Equal(t, hopper.ActorOperator, events[0].Actor)
+	require.Equal(t, "run now by key-admin", events[0].Reason)
+
+	list, err := reader.List(t.Context(), &hopperv1.ScheduleServiceListRequest{})
+	require.NoError(t, err)
+	s := list.GetSchedules()[0]
+	require.Equal(t, job.GetId(), s.GetLastManualJobId())
+	require.Equal(t, schedStart, s.GetLastManualFireAt().AsTime())
+	require.Nil(t, s.GetLastFireAt(), "a manual run is no fire")
+	require.Empty(t, s.GetLastJobId())
 }
 
 // A schedule added through the API is fired by the server's leader, once per fire time, and

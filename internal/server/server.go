@@ -441,6 +441,7 @@ var procedureScopes = map[string]Scope{
 	hopperv1connect.ScheduleServiceRemoveProcedure:  ScopeAdmin,
 	hopperv1connect.ScheduleServicePauseProcedure:   ScopeAdmin,
 	hopperv1connect.ScheduleServiceResumeProcedure:  ScopeAdmin,
+	hopperv1connect.ScheduleServiceRunProcedure:     ScopeAdmin,
 	"/" + hopperv1connect.ScheduleServiceName + "/": ScopeRead,
 
 	hopperv1connect.KindServiceListProcedure:    ScopeRead,

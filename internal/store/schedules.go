@@ -46,8 +46,14 @@ type ScheduleStore interface {
 	// written and Fired is false. A job whose idempotency key is live is not inserted again
 	// (whatever its payload): each job of a fire time carries the key of that fire time, so a
 	// fire time enqueues at most one job. LastJobID becomes the newest job of Jobs, inserted
-	// or found by its key.
+	// or found by its key, and FiredAt p.FiredAt.
 	ScheduleFire(ctx context.Context, p *ScheduleFireParams) (*ScheduleFireResult, error)
+	// ScheduleRun is a manual fire ("run now", contract 10), in one transaction: it reads the
+	// schedule, inserts the job p.Job builds from it and records it as the schedule's
+	// ManualFireAt (p.At) and ManualJobID. The schedule's fire times, LastJobID and FiredAt
+	// are left alone, so its fires go on as if it had not run; a paused schedule runs too.
+	// ErrNotFound when there is no schedule of p.Name.
+	ScheduleRun(ctx context.Context, p *ScheduleRunParams) (*hoppertype.JobRow, error)
 	// ScheduleLiveJob reports whether a job of the schedule is scheduled, queued, running or
 	// suspended (the overlap check).
 	ScheduleLiveJob(ctx context.Context, name string) (bool, error)
@@ -91,14 +97,29 @@ type Schedule struct {
 	// Source is SourceCode or SourceAPI.
 	Source string
 
-	// LastFireAt is the latest fire time accounted for (schedule.Due's through); at creation,
-	// the creation time. NextFireAt is the next fire time as last computed: what the leader's
-	// due query and listings use. LastJobID is the newest job a fire enqueued.
+	// LastFireAt is the latest fire time accounted for (schedule.Due's through), the cursor
+	// of the fire step's compare-and-set; at creation (and re-timing), that moment. NextFireAt
+	// is the next fire time as last computed: what the leader's due query and listings use.
+	// LastJobID is the newest job a fire enqueued, FiredAt its fire time (zero while no fire
+	// has enqueued a job): what listings show as the last fire.
 	LastFireAt time.Time
 	NextFireAt time.Time
 	LastJobID  string
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
+	FiredAt    time.Time
+	// ManualFireAt is the latest manual fire (ScheduleRun), zero if none; ManualJobID its job.
+	ManualFireAt time.Time
+	ManualJobID  string
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+}
+
+// ScheduleRunParams is one manual fire of a schedule.
+type ScheduleRunParams struct {
+	Name string
+	// At is the time of the manual fire (the schedule's ManualFireAt).
+	At time.Time
+	// Job builds the job to insert from the schedule as the transaction read it.
+	Job func(*Schedule) *InsertParams
 }
 
 // ScheduleFireParams is one fire step of a schedule.
@@ -112,6 +133,9 @@ type ScheduleFireParams struct {
 	// Jobs are the fire's jobs, oldest fire time first, each with its fire time's idempotency
 	// key (FireKey) and ScheduleID set. Empty advances the schedule without enqueuing.
 	Jobs []*InsertParams
+	// FiredAt is the fire time of the last of Jobs (the schedule's FiredAt, with its job as
+	// LastJobID); ignored without Jobs.
+	FiredAt time.Time
 }
 
 // ScheduleFireResult says what a fire step did.

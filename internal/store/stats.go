@@ -12,7 +12,9 @@ import (
 // Stores write them in the transactions that insert jobs (JobInsertMany: Enqueued) and finish
 // attempts (JobFinishMany: Completed, Failed, Retried and the wait histogram), one row per
 // minute, queue and kind per transaction however many jobs it holds, so the hot path pays one
-// upsert per batch, not one per job.
+// upsert per batch, not one per job. The leader's transactions that fail jobs count them as
+// Failed too: a rescue's jobs out of rescues (worker_lost) and suspended jobs at their
+// deadline (JobFailOverdue), so Failed counts every new dead letter.
 type StatsStore interface {
 	// StatsList returns the aggregates of the minutes from p.Since on (whole minutes), by
 	// minute, queue, then kind, optionally for one queue or one kind.
@@ -108,6 +110,20 @@ func (b *StatsBatch) Finished(queue, kind string, c StatsCounter, wait *time.Dur
 	}
 	if wait != nil {
 		r.Wait.Add(*wait)
+	}
+}
+
+// Failed counts a job that failed without an attempt's end (JobFinishMany) failing it: a
+// rescue's job out of rescues, a suspended job at its deadline.
+func (b *StatsBatch) Failed(queue, kind string) { b.row(queue, kind).Failed++ }
+
+// Rescued counts the jobs a rescue failed (out of rescues: outcome worker_lost) as failed;
+// those it gave back to their queue count in no counter.
+func (b *StatsBatch) Rescued(jobs []RescuedJob) {
+	for _, j := range jobs {
+		if j.State == hoppertype.StateFailed {
+			b.Failed(j.Queue, j.Kind)
+		}
 	}
 }
 

@@ -48,6 +48,7 @@ type Opts struct {
 	UI      func(*hopperui.Config)      // changes the dashboard's config
 	Workers func(*hopper.Workers, *Env) // adds workers besides Steps'
 	DBPath  func(path string)           // called before the client opens the store
+	Client  func(*hopper.Config)        // changes the client's config
 }
 
 // Start starts a client on queues default, reports and mail, with node id ui-test-node, and
@@ -69,16 +70,20 @@ func Start(t *testing.T, opts *Opts) *Env {
 	if opts.Workers != nil {
 		opts.Workers(ws, e)
 	}
-	c, err := hopper.NewClient(hopper.Config{Store: st, Workers: ws, WorkerID: "ui-test-node",
-		PollInterval: 50 * time.Millisecond, Queues: map[string]hopper.QueueConfig{"default": {}, "reports": {}, "mail": {}}})
+	cfg := hopper.Config{Store: st, Workers: ws, WorkerID: "ui-test-node",
+		PollInterval: 50 * time.Millisecond, Queues: map[string]hopper.QueueConfig{"default": {}, "reports": {}, "mail": {}}}
+	if opts.Client != nil {
+		opts.Client(&cfg)
+	}
+	c, err := hopper.NewClient(cfg)
 	require.NoError(t, err)
 	require.NoError(t, c.Start(context.Background()))
 	e.Client = c
-	cfg := hopperui.Config{Client: c, Prefix: "/ui"}
+	uiCfg := hopperui.Config{Client: c, Prefix: "/ui"}
 	if opts.UI != nil {
-		opts.UI(&cfg)
+		opts.UI(&uiCfg)
 	}
-	ui, err := hopperui.New(cfg)
+	ui, err := hopperui.New(uiCfg)
 	require.NoError(t, err)
 	ts := httptest.NewServer(ui)
 	e.URL = ts.URL + "/ui"

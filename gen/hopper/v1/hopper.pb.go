@@ -69,14 +69,21 @@ type Schedule struct {
 	Jitter *durationpb.Duration `protobuf:"bytes,15,opt,name=jitter,proto3" json:"jitter,omitempty"`
 	Paused bool                 `protobuf:"varint,16,opt,name=paused,proto3" json:"paused,omitempty"`
 	// source: code (declared in a program's Config.Schedules) or api.
-	Source        string                 `protobuf:"bytes,17,opt,name=source,proto3" json:"source,omitempty"`
-	LastFireAt    *timestamppb.Timestamp `protobuf:"bytes,18,opt,name=last_fire_at,json=lastFireAt,proto3" json:"last_fire_at,omitempty"`
-	NextFireAt    *timestamppb.Timestamp `protobuf:"bytes,19,opt,name=next_fire_at,json=nextFireAt,proto3" json:"next_fire_at,omitempty"`
-	LastJobId     string                 `protobuf:"bytes,20,opt,name=last_job_id,json=lastJobId,proto3" json:"last_job_id,omitempty"`
-	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,21,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
-	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,22,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Source string `protobuf:"bytes,17,opt,name=source,proto3" json:"source,omitempty"`
+	// last_fire_at: the fire time of last_job_id, the latest fire that enqueued a job (a fire
+	// time skipped by the overlap or catch-up policy is none); unset while none has.
+	LastFireAt *timestamppb.Timestamp `protobuf:"bytes,18,opt,name=last_fire_at,json=lastFireAt,proto3" json:"last_fire_at,omitempty"`
+	NextFireAt *timestamppb.Timestamp `protobuf:"bytes,19,opt,name=next_fire_at,json=nextFireAt,proto3" json:"next_fire_at,omitempty"`
+	// last_job_id: the newest job a fire enqueued.
+	LastJobId string                 `protobuf:"bytes,20,opt,name=last_job_id,json=lastJobId,proto3" json:"last_job_id,omitempty"`
+	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,21,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	UpdatedAt *timestamppb.Timestamp `protobuf:"bytes,22,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	// last_manual_fire_at: when the schedule was last run by hand (Run); unset if never.
+	LastManualFireAt *timestamppb.Timestamp `protobuf:"bytes,23,opt,name=last_manual_fire_at,json=lastManualFireAt,proto3" json:"last_manual_fire_at,omitempty"`
+	// last_manual_job_id: the job of that run.
+	LastManualJobId string `protobuf:"bytes,24,opt,name=last_manual_job_id,json=lastManualJobId,proto3" json:"last_manual_job_id,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Schedule) Reset() {
@@ -261,6 +268,20 @@ func (x *Schedule) GetUpdatedAt() *timestamppb.Timestamp {
 		return x.UpdatedAt
 	}
 	return nil
+}
+
+func (x *Schedule) GetLastManualFireAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastManualFireAt
+	}
+	return nil
+}
+
+func (x *Schedule) GetLastManualJobId() string {
+	if x != nil {
+		return x.LastManualJobId
+	}
+	return ""
 }
 
 type ScheduleServiceListRequest struct {
@@ -671,6 +692,95 @@ func (*ScheduleServiceResumeResponse) Descriptor() ([]byte, []int) {
 	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{10}
 }
 
+type ScheduleServiceRunRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScheduleServiceRunRequest) Reset() {
+	*x = ScheduleServiceRunRequest{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduleServiceRunRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduleServiceRunRequest) ProtoMessage() {}
+
+func (x *ScheduleServiceRunRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduleServiceRunRequest.ProtoReflect.Descriptor instead.
+func (*ScheduleServiceRunRequest) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *ScheduleServiceRunRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type ScheduleServiceRunResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// job: the job enqueued.
+	Job           *Job `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScheduleServiceRunResponse) Reset() {
+	*x = ScheduleServiceRunResponse{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduleServiceRunResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduleServiceRunResponse) ProtoMessage() {}
+
+func (x *ScheduleServiceRunResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduleServiceRunResponse.ProtoReflect.Descriptor instead.
+func (*ScheduleServiceRunResponse) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ScheduleServiceRunResponse) GetJob() *Job {
+	if x != nil {
+		return x.Job
+	}
+	return nil
+}
+
 // Job is a job as stored.
 type Job struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
@@ -728,7 +838,7 @@ type Job struct {
 
 func (x *Job) Reset() {
 	*x = Job{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[11]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -740,7 +850,7 @@ func (x *Job) String() string {
 func (*Job) ProtoMessage() {}
 
 func (x *Job) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[11]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -753,7 +863,7 @@ func (x *Job) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Job.ProtoReflect.Descriptor instead.
 func (*Job) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{11}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Job) GetId() string {
@@ -1044,7 +1154,7 @@ type JobSpec struct {
 
 func (x *JobSpec) Reset() {
 	*x = JobSpec{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[12]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1056,7 +1166,7 @@ func (x *JobSpec) String() string {
 func (*JobSpec) ProtoMessage() {}
 
 func (x *JobSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[12]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1069,7 +1179,7 @@ func (x *JobSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobSpec.ProtoReflect.Descriptor instead.
 func (*JobSpec) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{12}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *JobSpec) GetKind() string {
@@ -1198,7 +1308,7 @@ type RetryPolicy struct {
 
 func (x *RetryPolicy) Reset() {
 	*x = RetryPolicy{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[13]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1210,7 +1320,7 @@ func (x *RetryPolicy) String() string {
 func (*RetryPolicy) ProtoMessage() {}
 
 func (x *RetryPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[13]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1223,7 +1333,7 @@ func (x *RetryPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetryPolicy.ProtoReflect.Descriptor instead.
 func (*RetryPolicy) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{13}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RetryPolicy) GetBase() *durationpb.Duration {
@@ -1263,7 +1373,7 @@ type EnqueueRequest struct {
 
 func (x *EnqueueRequest) Reset() {
 	*x = EnqueueRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[14]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1275,7 +1385,7 @@ func (x *EnqueueRequest) String() string {
 func (*EnqueueRequest) ProtoMessage() {}
 
 func (x *EnqueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[14]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1288,7 +1398,7 @@ func (x *EnqueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnqueueRequest.ProtoReflect.Descriptor instead.
 func (*EnqueueRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{14}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *EnqueueRequest) GetJob() *JobSpec {
@@ -1311,7 +1421,7 @@ type EnqueueResponse struct {
 
 func (x *EnqueueResponse) Reset() {
 	*x = EnqueueResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[15]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1323,7 +1433,7 @@ func (x *EnqueueResponse) String() string {
 func (*EnqueueResponse) ProtoMessage() {}
 
 func (x *EnqueueResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[15]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1336,7 +1446,7 @@ func (x *EnqueueResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnqueueResponse.ProtoReflect.Descriptor instead.
 func (*EnqueueResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{15}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *EnqueueResponse) GetJob() *Job {
@@ -1369,7 +1479,7 @@ type EnqueueBatchRequest struct {
 
 func (x *EnqueueBatchRequest) Reset() {
 	*x = EnqueueBatchRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[16]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1381,7 +1491,7 @@ func (x *EnqueueBatchRequest) String() string {
 func (*EnqueueBatchRequest) ProtoMessage() {}
 
 func (x *EnqueueBatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[16]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1394,7 +1504,7 @@ func (x *EnqueueBatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnqueueBatchRequest.ProtoReflect.Descriptor instead.
 func (*EnqueueBatchRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{16}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *EnqueueBatchRequest) GetJobs() []*JobSpec {
@@ -1413,7 +1523,7 @@ type EnqueueBatchResponse struct {
 
 func (x *EnqueueBatchResponse) Reset() {
 	*x = EnqueueBatchResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[17]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1425,7 +1535,7 @@ func (x *EnqueueBatchResponse) String() string {
 func (*EnqueueBatchResponse) ProtoMessage() {}
 
 func (x *EnqueueBatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[17]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1438,7 +1548,7 @@ func (x *EnqueueBatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnqueueBatchResponse.ProtoReflect.Descriptor instead.
 func (*EnqueueBatchResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{17}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *EnqueueBatchResponse) GetResults() []*EnqueueResponse {
@@ -1457,7 +1567,7 @@ type GetRequest struct {
 
 func (x *GetRequest) Reset() {
 	*x = GetRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[18]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1469,7 +1579,7 @@ func (x *GetRequest) String() string {
 func (*GetRequest) ProtoMessage() {}
 
 func (x *GetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[18]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1482,7 +1592,7 @@ func (x *GetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRequest.ProtoReflect.Descriptor instead.
 func (*GetRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{18}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GetRequest) GetId() string {
@@ -1501,7 +1611,7 @@ type GetResponse struct {
 
 func (x *GetResponse) Reset() {
 	*x = GetResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[19]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1513,7 +1623,7 @@ func (x *GetResponse) String() string {
 func (*GetResponse) ProtoMessage() {}
 
 func (x *GetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[19]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1526,7 +1636,7 @@ func (x *GetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResponse.ProtoReflect.Descriptor instead.
 func (*GetResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{19}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GetResponse) GetJob() *Job {
@@ -1555,7 +1665,7 @@ type ListRequest struct {
 
 func (x *ListRequest) Reset() {
 	*x = ListRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[20]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1567,7 +1677,7 @@ func (x *ListRequest) String() string {
 func (*ListRequest) ProtoMessage() {}
 
 func (x *ListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[20]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1580,7 +1690,7 @@ func (x *ListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRequest.ProtoReflect.Descriptor instead.
 func (*ListRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{20}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ListRequest) GetStates() []string {
@@ -1650,7 +1760,7 @@ type ListResponse struct {
 
 func (x *ListResponse) Reset() {
 	*x = ListResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[21]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1662,7 +1772,7 @@ func (x *ListResponse) String() string {
 func (*ListResponse) ProtoMessage() {}
 
 func (x *ListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[21]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1675,7 +1785,7 @@ func (x *ListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResponse.ProtoReflect.Descriptor instead.
 func (*ListResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{21}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListResponse) GetJobs() []*Job {
@@ -1703,7 +1813,7 @@ type CancelRequest struct {
 
 func (x *CancelRequest) Reset() {
 	*x = CancelRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[22]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1715,7 +1825,7 @@ func (x *CancelRequest) String() string {
 func (*CancelRequest) ProtoMessage() {}
 
 func (x *CancelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[22]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1728,7 +1838,7 @@ func (x *CancelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRequest.ProtoReflect.Descriptor instead.
 func (*CancelRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{22}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *CancelRequest) GetId() string {
@@ -1754,7 +1864,7 @@ type CancelResponse struct {
 
 func (x *CancelResponse) Reset() {
 	*x = CancelResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[23]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1766,7 +1876,7 @@ func (x *CancelResponse) String() string {
 func (*CancelResponse) ProtoMessage() {}
 
 func (x *CancelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[23]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1779,7 +1889,7 @@ func (x *CancelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelResponse.ProtoReflect.Descriptor instead.
 func (*CancelResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{23}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *CancelResponse) GetJob() *Job {
@@ -1802,7 +1912,7 @@ type JobServiceResumeRequest struct {
 
 func (x *JobServiceResumeRequest) Reset() {
 	*x = JobServiceResumeRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[24]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1814,7 +1924,7 @@ func (x *JobServiceResumeRequest) String() string {
 func (*JobServiceResumeRequest) ProtoMessage() {}
 
 func (x *JobServiceResumeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[24]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1827,7 +1937,7 @@ func (x *JobServiceResumeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobServiceResumeRequest.ProtoReflect.Descriptor instead.
 func (*JobServiceResumeRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{24}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *JobServiceResumeRequest) GetId() string {
@@ -1860,7 +1970,7 @@ type JobServiceResumeResponse struct {
 
 func (x *JobServiceResumeResponse) Reset() {
 	*x = JobServiceResumeResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[25]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1872,7 +1982,7 @@ func (x *JobServiceResumeResponse) String() string {
 func (*JobServiceResumeResponse) ProtoMessage() {}
 
 func (x *JobServiceResumeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[25]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1885,7 +1995,7 @@ func (x *JobServiceResumeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobServiceResumeResponse.ProtoReflect.Descriptor instead.
 func (*JobServiceResumeResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{25}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *JobServiceResumeResponse) GetJob() *Job {
@@ -1904,7 +2014,7 @@ type EventsRequest struct {
 
 func (x *EventsRequest) Reset() {
 	*x = EventsRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[26]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1916,7 +2026,7 @@ func (x *EventsRequest) String() string {
 func (*EventsRequest) ProtoMessage() {}
 
 func (x *EventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[26]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1929,7 +2039,7 @@ func (x *EventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventsRequest.ProtoReflect.Descriptor instead.
 func (*EventsRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{26}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *EventsRequest) GetId() string {
@@ -1956,7 +2066,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[27]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1968,7 +2078,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[27]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1981,7 +2091,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{27}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Event) GetSeq() int64 {
@@ -2044,7 +2154,7 @@ type Attempt struct {
 
 func (x *Attempt) Reset() {
 	*x = Attempt{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[28]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2056,7 +2166,7 @@ func (x *Attempt) String() string {
 func (*Attempt) ProtoMessage() {}
 
 func (x *Attempt) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[28]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2069,7 +2179,7 @@ func (x *Attempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attempt.ProtoReflect.Descriptor instead.
 func (*Attempt) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{28}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Attempt) GetLeaseToken() int64 {
@@ -2138,7 +2248,7 @@ type EventsResponse struct {
 
 func (x *EventsResponse) Reset() {
 	*x = EventsResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[29]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2150,7 +2260,7 @@ func (x *EventsResponse) String() string {
 func (*EventsResponse) ProtoMessage() {}
 
 func (x *EventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[29]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2163,7 +2273,7 @@ func (x *EventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventsResponse.ProtoReflect.Descriptor instead.
 func (*EventsResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{29}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *EventsResponse) GetEvents() []*Event {
@@ -2214,7 +2324,7 @@ type ActivatedJob struct {
 
 func (x *ActivatedJob) Reset() {
 	*x = ActivatedJob{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[30]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2226,7 +2336,7 @@ func (x *ActivatedJob) String() string {
 func (*ActivatedJob) ProtoMessage() {}
 
 func (x *ActivatedJob) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[30]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2239,7 +2349,7 @@ func (x *ActivatedJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActivatedJob.ProtoReflect.Descriptor instead.
 func (*ActivatedJob) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{30}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ActivatedJob) GetId() string {
@@ -2387,7 +2497,7 @@ type ActivateRequest struct {
 
 func (x *ActivateRequest) Reset() {
 	*x = ActivateRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[31]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2399,7 +2509,7 @@ func (x *ActivateRequest) String() string {
 func (*ActivateRequest) ProtoMessage() {}
 
 func (x *ActivateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[31]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2412,7 +2522,7 @@ func (x *ActivateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActivateRequest.ProtoReflect.Descriptor instead.
 func (*ActivateRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{31}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ActivateRequest) GetWorker() string {
@@ -2491,7 +2601,7 @@ type ActivateResponse struct {
 
 func (x *ActivateResponse) Reset() {
 	*x = ActivateResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[32]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2503,7 +2613,7 @@ func (x *ActivateResponse) String() string {
 func (*ActivateResponse) ProtoMessage() {}
 
 func (x *ActivateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[32]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2516,7 +2626,7 @@ func (x *ActivateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActivateResponse.ProtoReflect.Descriptor instead.
 func (*ActivateResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{32}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ActivateResponse) GetJobs() []*ActivatedJob {
@@ -2554,7 +2664,7 @@ type StreamJobsRequest struct {
 
 func (x *StreamJobsRequest) Reset() {
 	*x = StreamJobsRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[33]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2566,7 +2676,7 @@ func (x *StreamJobsRequest) String() string {
 func (*StreamJobsRequest) ProtoMessage() {}
 
 func (x *StreamJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[33]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2579,7 +2689,7 @@ func (x *StreamJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamJobsRequest.ProtoReflect.Descriptor instead.
 func (*StreamJobsRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{33}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *StreamJobsRequest) GetWorker() string {
@@ -2642,7 +2752,7 @@ type StreamJobsResponse struct {
 
 func (x *StreamJobsResponse) Reset() {
 	*x = StreamJobsResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[34]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2654,7 +2764,7 @@ func (x *StreamJobsResponse) String() string {
 func (*StreamJobsResponse) ProtoMessage() {}
 
 func (x *StreamJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[34]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2667,7 +2777,7 @@ func (x *StreamJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamJobsResponse.ProtoReflect.Descriptor instead.
 func (*StreamJobsResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{34}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *StreamJobsResponse) GetJobs() []*ActivatedJob {
@@ -2689,7 +2799,7 @@ type CompleteRequest struct {
 
 func (x *CompleteRequest) Reset() {
 	*x = CompleteRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[35]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2701,7 +2811,7 @@ func (x *CompleteRequest) String() string {
 func (*CompleteRequest) ProtoMessage() {}
 
 func (x *CompleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[35]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2714,7 +2824,7 @@ func (x *CompleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteRequest.ProtoReflect.Descriptor instead.
 func (*CompleteRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{35}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *CompleteRequest) GetId() string {
@@ -2746,7 +2856,7 @@ type CompleteResponse struct {
 
 func (x *CompleteResponse) Reset() {
 	*x = CompleteResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[36]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2758,7 +2868,7 @@ func (x *CompleteResponse) String() string {
 func (*CompleteResponse) ProtoMessage() {}
 
 func (x *CompleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[36]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2771,7 +2881,7 @@ func (x *CompleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteResponse.ProtoReflect.Descriptor instead.
 func (*CompleteResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{36}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{38}
 }
 
 type FailRequest struct {
@@ -2801,7 +2911,7 @@ type FailRequest struct {
 
 func (x *FailRequest) Reset() {
 	*x = FailRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[37]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2813,7 +2923,7 @@ func (x *FailRequest) String() string {
 func (*FailRequest) ProtoMessage() {}
 
 func (x *FailRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[37]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2826,7 +2936,7 @@ func (x *FailRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailRequest.ProtoReflect.Descriptor instead.
 func (*FailRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{37}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *FailRequest) GetId() string {
@@ -2903,7 +3013,7 @@ type FailResponse struct {
 
 func (x *FailResponse) Reset() {
 	*x = FailResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[38]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2915,7 +3025,7 @@ func (x *FailResponse) String() string {
 func (*FailResponse) ProtoMessage() {}
 
 func (x *FailResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[38]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2928,7 +3038,7 @@ func (x *FailResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailResponse.ProtoReflect.Descriptor instead.
 func (*FailResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{38}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *FailResponse) GetState() string {
@@ -2956,7 +3066,7 @@ type SnoozeRequest struct {
 
 func (x *SnoozeRequest) Reset() {
 	*x = SnoozeRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[39]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2968,7 +3078,7 @@ func (x *SnoozeRequest) String() string {
 func (*SnoozeRequest) ProtoMessage() {}
 
 func (x *SnoozeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[39]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2981,7 +3091,7 @@ func (x *SnoozeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnoozeRequest.ProtoReflect.Descriptor instead.
 func (*SnoozeRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{39}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *SnoozeRequest) GetId() string {
@@ -3013,7 +3123,7 @@ type SnoozeResponse struct {
 
 func (x *SnoozeResponse) Reset() {
 	*x = SnoozeResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[40]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3025,7 +3135,7 @@ func (x *SnoozeResponse) String() string {
 func (*SnoozeResponse) ProtoMessage() {}
 
 func (x *SnoozeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[40]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3038,7 +3148,7 @@ func (x *SnoozeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnoozeResponse.ProtoReflect.Descriptor instead.
 func (*SnoozeResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{40}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{42}
 }
 
 type SuspendRequest struct {
@@ -3057,7 +3167,7 @@ type SuspendRequest struct {
 
 func (x *SuspendRequest) Reset() {
 	*x = SuspendRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[41]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3069,7 +3179,7 @@ func (x *SuspendRequest) String() string {
 func (*SuspendRequest) ProtoMessage() {}
 
 func (x *SuspendRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[41]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3082,7 +3192,7 @@ func (x *SuspendRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SuspendRequest.ProtoReflect.Descriptor instead.
 func (*SuspendRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{41}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *SuspendRequest) GetId() string {
@@ -3128,7 +3238,7 @@ type SuspendResponse struct {
 
 func (x *SuspendResponse) Reset() {
 	*x = SuspendResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[42]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3140,7 +3250,7 @@ func (x *SuspendResponse) String() string {
 func (*SuspendResponse) ProtoMessage() {}
 
 func (x *SuspendResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[42]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3153,7 +3263,7 @@ func (x *SuspendResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SuspendResponse.ProtoReflect.Descriptor instead.
 func (*SuspendResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{42}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{44}
 }
 
 type ReleaseRequest struct {
@@ -3168,7 +3278,7 @@ type ReleaseRequest struct {
 
 func (x *ReleaseRequest) Reset() {
 	*x = ReleaseRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[43]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3180,7 +3290,7 @@ func (x *ReleaseRequest) String() string {
 func (*ReleaseRequest) ProtoMessage() {}
 
 func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[43]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3193,7 +3303,7 @@ func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseRequest.ProtoReflect.Descriptor instead.
 func (*ReleaseRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{43}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ReleaseRequest) GetId() string {
@@ -3225,7 +3335,7 @@ type ReleaseResponse struct {
 
 func (x *ReleaseResponse) Reset() {
 	*x = ReleaseResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[44]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3237,7 +3347,7 @@ func (x *ReleaseResponse) String() string {
 func (*ReleaseResponse) ProtoMessage() {}
 
 func (x *ReleaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[44]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3250,7 +3360,7 @@ func (x *ReleaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseResponse.ProtoReflect.Descriptor instead.
 func (*ReleaseResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{44}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{46}
 }
 
 type ExtendLeaseRequest struct {
@@ -3264,7 +3374,7 @@ type ExtendLeaseRequest struct {
 
 func (x *ExtendLeaseRequest) Reset() {
 	*x = ExtendLeaseRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[45]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3276,7 +3386,7 @@ func (x *ExtendLeaseRequest) String() string {
 func (*ExtendLeaseRequest) ProtoMessage() {}
 
 func (x *ExtendLeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[45]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3289,7 +3399,7 @@ func (x *ExtendLeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendLeaseRequest.ProtoReflect.Descriptor instead.
 func (*ExtendLeaseRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{45}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ExtendLeaseRequest) GetId() string {
@@ -3322,7 +3432,7 @@ type ExtendLeaseResponse struct {
 
 func (x *ExtendLeaseResponse) Reset() {
 	*x = ExtendLeaseResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[46]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3334,7 +3444,7 @@ func (x *ExtendLeaseResponse) String() string {
 func (*ExtendLeaseResponse) ProtoMessage() {}
 
 func (x *ExtendLeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[46]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3347,7 +3457,7 @@ func (x *ExtendLeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendLeaseResponse.ProtoReflect.Descriptor instead.
 func (*ExtendLeaseResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{46}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ExtendLeaseResponse) GetLeaseExpiresAt() *timestamppb.Timestamp {
@@ -3369,7 +3479,7 @@ type ReportRequest struct {
 
 func (x *ReportRequest) Reset() {
 	*x = ReportRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[47]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3381,7 +3491,7 @@ func (x *ReportRequest) String() string {
 func (*ReportRequest) ProtoMessage() {}
 
 func (x *ReportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[47]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3394,7 +3504,7 @@ func (x *ReportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportRequest.ProtoReflect.Descriptor instead.
 func (*ReportRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{47}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ReportRequest) GetOutcomes() []*Outcome {
@@ -3428,7 +3538,7 @@ type Outcome struct {
 
 func (x *Outcome) Reset() {
 	*x = Outcome{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[48]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3440,7 +3550,7 @@ func (x *Outcome) String() string {
 func (*Outcome) ProtoMessage() {}
 
 func (x *Outcome) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[48]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3453,7 +3563,7 @@ func (x *Outcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Outcome.ProtoReflect.Descriptor instead.
 func (*Outcome) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{48}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *Outcome) GetOutcome() isOutcome_Outcome {
@@ -3554,7 +3664,7 @@ type ReportResponse struct {
 
 func (x *ReportResponse) Reset() {
 	*x = ReportResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[49]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3566,7 +3676,7 @@ func (x *ReportResponse) String() string {
 func (*ReportResponse) ProtoMessage() {}
 
 func (x *ReportResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[49]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3579,7 +3689,7 @@ func (x *ReportResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportResponse.ProtoReflect.Descriptor instead.
 func (*ReportResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{49}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ReportResponse) GetOutcomes() []*Verdict {
@@ -3608,7 +3718,7 @@ type ReportStreamRequest struct {
 
 func (x *ReportStreamRequest) Reset() {
 	*x = ReportStreamRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[50]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3620,7 +3730,7 @@ func (x *ReportStreamRequest) String() string {
 func (*ReportStreamRequest) ProtoMessage() {}
 
 func (x *ReportStreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[50]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3633,7 +3743,7 @@ func (x *ReportStreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportStreamRequest.ProtoReflect.Descriptor instead.
 func (*ReportStreamRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{50}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ReportStreamRequest) GetId() uint64 {
@@ -3662,7 +3772,7 @@ type ReportStreamResponse struct {
 
 func (x *ReportStreamResponse) Reset() {
 	*x = ReportStreamResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3674,7 +3784,7 @@ func (x *ReportStreamResponse) String() string {
 func (*ReportStreamResponse) ProtoMessage() {}
 
 func (x *ReportStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3687,7 +3797,7 @@ func (x *ReportStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportStreamResponse.ProtoReflect.Descriptor instead.
 func (*ReportStreamResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{51}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ReportStreamResponse) GetId() uint64 {
@@ -3724,7 +3834,7 @@ type Verdict struct {
 
 func (x *Verdict) Reset() {
 	*x = Verdict{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3736,7 +3846,7 @@ func (x *Verdict) String() string {
 func (*Verdict) ProtoMessage() {}
 
 func (x *Verdict) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3749,7 +3859,7 @@ func (x *Verdict) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Verdict.ProtoReflect.Descriptor instead.
 func (*Verdict) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{52}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *Verdict) GetCode() string {
@@ -3795,7 +3905,7 @@ type HoldRequest struct {
 
 func (x *HoldRequest) Reset() {
 	*x = HoldRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3807,7 +3917,7 @@ func (x *HoldRequest) String() string {
 func (*HoldRequest) ProtoMessage() {}
 
 func (x *HoldRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3820,7 +3930,7 @@ func (x *HoldRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HoldRequest.ProtoReflect.Descriptor instead.
 func (*HoldRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{53}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *HoldRequest) GetWorker() string {
@@ -3859,7 +3969,7 @@ type HoldResponse struct {
 
 func (x *HoldResponse) Reset() {
 	*x = HoldResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3871,7 +3981,7 @@ func (x *HoldResponse) String() string {
 func (*HoldResponse) ProtoMessage() {}
 
 func (x *HoldResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3884,7 +3994,7 @@ func (x *HoldResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HoldResponse.ProtoReflect.Descriptor instead.
 func (*HoldResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{54}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{56}
 }
 
 type HeartbeatRequest struct {
@@ -3897,7 +4007,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3909,7 +4019,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3922,7 +4032,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{55}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *HeartbeatRequest) GetId() string {
@@ -3947,7 +4057,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3959,7 +4069,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3972,7 +4082,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{56}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{58}
 }
 
 type ReportProgressRequest struct {
@@ -3987,7 +4097,7 @@ type ReportProgressRequest struct {
 
 func (x *ReportProgressRequest) Reset() {
 	*x = ReportProgressRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[57]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3999,7 +4109,7 @@ func (x *ReportProgressRequest) String() string {
 func (*ReportProgressRequest) ProtoMessage() {}
 
 func (x *ReportProgressRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[57]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4012,7 +4122,7 @@ func (x *ReportProgressRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportProgressRequest.ProtoReflect.Descriptor instead.
 func (*ReportProgressRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{57}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ReportProgressRequest) GetId() string {
@@ -4051,7 +4161,7 @@ type ReportProgressResponse struct {
 
 func (x *ReportProgressResponse) Reset() {
 	*x = ReportProgressResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4063,7 +4173,7 @@ func (x *ReportProgressResponse) String() string {
 func (*ReportProgressResponse) ProtoMessage() {}
 
 func (x *ReportProgressResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4076,7 +4186,7 @@ func (x *ReportProgressResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportProgressResponse.ProtoReflect.Descriptor instead.
 func (*ReportProgressResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{58}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{60}
 }
 
 type Queue struct {
@@ -4106,7 +4216,7 @@ type Queue struct {
 
 func (x *Queue) Reset() {
 	*x = Queue{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4118,7 +4228,7 @@ func (x *Queue) String() string {
 func (*Queue) ProtoMessage() {}
 
 func (x *Queue) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4131,7 +4241,7 @@ func (x *Queue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Queue.ProtoReflect.Descriptor instead.
 func (*Queue) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{59}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *Queue) GetName() string {
@@ -4198,7 +4308,7 @@ type QueueServiceListRequest struct {
 
 func (x *QueueServiceListRequest) Reset() {
 	*x = QueueServiceListRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4210,7 +4320,7 @@ func (x *QueueServiceListRequest) String() string {
 func (*QueueServiceListRequest) ProtoMessage() {}
 
 func (x *QueueServiceListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4223,7 +4333,7 @@ func (x *QueueServiceListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueServiceListRequest.ProtoReflect.Descriptor instead.
 func (*QueueServiceListRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{60}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{62}
 }
 
 type QueueServiceListResponse struct {
@@ -4235,7 +4345,7 @@ type QueueServiceListResponse struct {
 
 func (x *QueueServiceListResponse) Reset() {
 	*x = QueueServiceListResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4247,7 +4357,7 @@ func (x *QueueServiceListResponse) String() string {
 func (*QueueServiceListResponse) ProtoMessage() {}
 
 func (x *QueueServiceListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4260,7 +4370,7 @@ func (x *QueueServiceListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueServiceListResponse.ProtoReflect.Descriptor instead.
 func (*QueueServiceListResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{61}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *QueueServiceListResponse) GetQueues() []*Queue {
@@ -4287,7 +4397,7 @@ type QueueServiceSetRequest struct {
 
 func (x *QueueServiceSetRequest) Reset() {
 	*x = QueueServiceSetRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4299,7 +4409,7 @@ func (x *QueueServiceSetRequest) String() string {
 func (*QueueServiceSetRequest) ProtoMessage() {}
 
 func (x *QueueServiceSetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4312,7 +4422,7 @@ func (x *QueueServiceSetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueServiceSetRequest.ProtoReflect.Descriptor instead.
 func (*QueueServiceSetRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{62}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *QueueServiceSetRequest) GetQueue() string {
@@ -4351,7 +4461,7 @@ type QueueServiceSetResponse struct {
 
 func (x *QueueServiceSetResponse) Reset() {
 	*x = QueueServiceSetResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4363,7 +4473,7 @@ func (x *QueueServiceSetResponse) String() string {
 func (*QueueServiceSetResponse) ProtoMessage() {}
 
 func (x *QueueServiceSetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4376,7 +4486,7 @@ func (x *QueueServiceSetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueServiceSetResponse.ProtoReflect.Descriptor instead.
 func (*QueueServiceSetResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{63}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{65}
 }
 
 type PauseRequest struct {
@@ -4388,7 +4498,7 @@ type PauseRequest struct {
 
 func (x *PauseRequest) Reset() {
 	*x = PauseRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4400,7 +4510,7 @@ func (x *PauseRequest) String() string {
 func (*PauseRequest) ProtoMessage() {}
 
 func (x *PauseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4413,7 +4523,7 @@ func (x *PauseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseRequest.ProtoReflect.Descriptor instead.
 func (*PauseRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{64}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *PauseRequest) GetQueue() string {
@@ -4431,7 +4541,7 @@ type PauseResponse struct {
 
 func (x *PauseResponse) Reset() {
 	*x = PauseResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4443,7 +4553,7 @@ func (x *PauseResponse) String() string {
 func (*PauseResponse) ProtoMessage() {}
 
 func (x *PauseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4456,7 +4566,7 @@ func (x *PauseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseResponse.ProtoReflect.Descriptor instead.
 func (*PauseResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{65}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{67}
 }
 
 type ResumeRequest struct {
@@ -4468,7 +4578,7 @@ type ResumeRequest struct {
 
 func (x *ResumeRequest) Reset() {
 	*x = ResumeRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4480,7 +4590,7 @@ func (x *ResumeRequest) String() string {
 func (*ResumeRequest) ProtoMessage() {}
 
 func (x *ResumeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4493,7 +4603,7 @@ func (x *ResumeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeRequest.ProtoReflect.Descriptor instead.
 func (*ResumeRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{66}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *ResumeRequest) GetQueue() string {
@@ -4511,7 +4621,7 @@ type ResumeResponse struct {
 
 func (x *ResumeResponse) Reset() {
 	*x = ResumeResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4523,7 +4633,7 @@ func (x *ResumeResponse) String() string {
 func (*ResumeResponse) ProtoMessage() {}
 
 func (x *ResumeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4536,7 +4646,7 @@ func (x *ResumeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeResponse.ProtoReflect.Descriptor instead.
 func (*ResumeResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{67}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{69}
 }
 
 type Node struct {
@@ -4558,7 +4668,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4570,7 +4680,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4583,7 +4693,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{68}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *Node) GetId() string {
@@ -4650,7 +4760,7 @@ type ListNodesRequest struct {
 
 func (x *ListNodesRequest) Reset() {
 	*x = ListNodesRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4662,7 +4772,7 @@ func (x *ListNodesRequest) String() string {
 func (*ListNodesRequest) ProtoMessage() {}
 
 func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4675,7 +4785,7 @@ func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesRequest.ProtoReflect.Descriptor instead.
 func (*ListNodesRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{69}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{71}
 }
 
 type ListNodesResponse struct {
@@ -4687,7 +4797,7 @@ type ListNodesResponse struct {
 
 func (x *ListNodesResponse) Reset() {
 	*x = ListNodesResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4699,7 +4809,7 @@ func (x *ListNodesResponse) String() string {
 func (*ListNodesResponse) ProtoMessage() {}
 
 func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4712,7 +4822,7 @@ func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesResponse.ProtoReflect.Descriptor instead.
 func (*ListNodesResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{70}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *ListNodesResponse) GetNodes() []*Node {
@@ -4740,7 +4850,7 @@ type Worker struct {
 
 func (x *Worker) Reset() {
 	*x = Worker{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4752,7 +4862,7 @@ func (x *Worker) String() string {
 func (*Worker) ProtoMessage() {}
 
 func (x *Worker) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4765,7 +4875,7 @@ func (x *Worker) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Worker.ProtoReflect.Descriptor instead.
 func (*Worker) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{71}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *Worker) GetName() string {
@@ -4832,7 +4942,7 @@ type ListWorkersRequest struct {
 
 func (x *ListWorkersRequest) Reset() {
 	*x = ListWorkersRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4844,7 +4954,7 @@ func (x *ListWorkersRequest) String() string {
 func (*ListWorkersRequest) ProtoMessage() {}
 
 func (x *ListWorkersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4857,7 +4967,7 @@ func (x *ListWorkersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWorkersRequest.ProtoReflect.Descriptor instead.
 func (*ListWorkersRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{72}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{74}
 }
 
 type ListWorkersResponse struct {
@@ -4869,7 +4979,7 @@ type ListWorkersResponse struct {
 
 func (x *ListWorkersResponse) Reset() {
 	*x = ListWorkersResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[73]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4881,7 +4991,7 @@ func (x *ListWorkersResponse) String() string {
 func (*ListWorkersResponse) ProtoMessage() {}
 
 func (x *ListWorkersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[73]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4894,7 +5004,7 @@ func (x *ListWorkersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWorkersResponse.ProtoReflect.Descriptor instead.
 func (*ListWorkersResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{73}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *ListWorkersResponse) GetWorkers() []*Worker {
@@ -4927,7 +5037,7 @@ type Stream struct {
 
 func (x *Stream) Reset() {
 	*x = Stream{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[74]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4939,7 +5049,7 @@ func (x *Stream) String() string {
 func (*Stream) ProtoMessage() {}
 
 func (x *Stream) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[74]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4952,7 +5062,7 @@ func (x *Stream) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stream.ProtoReflect.Descriptor instead.
 func (*Stream) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{74}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *Stream) GetId() string {
@@ -5047,7 +5157,7 @@ type ListStreamsRequest struct {
 
 func (x *ListStreamsRequest) Reset() {
 	*x = ListStreamsRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[75]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5059,7 +5169,7 @@ func (x *ListStreamsRequest) String() string {
 func (*ListStreamsRequest) ProtoMessage() {}
 
 func (x *ListStreamsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[75]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5072,7 +5182,7 @@ func (x *ListStreamsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStreamsRequest.ProtoReflect.Descriptor instead.
 func (*ListStreamsRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{75}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{77}
 }
 
 type ListStreamsResponse struct {
@@ -5084,7 +5194,7 @@ type ListStreamsResponse struct {
 
 func (x *ListStreamsResponse) Reset() {
 	*x = ListStreamsResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[76]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5096,7 +5206,7 @@ func (x *ListStreamsResponse) String() string {
 func (*ListStreamsResponse) ProtoMessage() {}
 
 func (x *ListStreamsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[76]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5109,7 +5219,7 @@ func (x *ListStreamsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStreamsResponse.ProtoReflect.Descriptor instead.
 func (*ListStreamsResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{76}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *ListStreamsResponse) GetStreams() []*Stream {
@@ -5135,7 +5245,7 @@ type APIKey struct {
 
 func (x *APIKey) Reset() {
 	*x = APIKey{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[77]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5147,7 +5257,7 @@ func (x *APIKey) String() string {
 func (*APIKey) ProtoMessage() {}
 
 func (x *APIKey) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[77]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5160,7 +5270,7 @@ func (x *APIKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use APIKey.ProtoReflect.Descriptor instead.
 func (*APIKey) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{77}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *APIKey) GetId() string {
@@ -5215,7 +5325,7 @@ type CreateKeyRequest struct {
 
 func (x *CreateKeyRequest) Reset() {
 	*x = CreateKeyRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[78]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5227,7 +5337,7 @@ func (x *CreateKeyRequest) String() string {
 func (*CreateKeyRequest) ProtoMessage() {}
 
 func (x *CreateKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[78]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5240,7 +5350,7 @@ func (x *CreateKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyRequest.ProtoReflect.Descriptor instead.
 func (*CreateKeyRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{78}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *CreateKeyRequest) GetName() string {
@@ -5268,7 +5378,7 @@ type CreateKeyResponse struct {
 
 func (x *CreateKeyResponse) Reset() {
 	*x = CreateKeyResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[79]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5280,7 +5390,7 @@ func (x *CreateKeyResponse) String() string {
 func (*CreateKeyResponse) ProtoMessage() {}
 
 func (x *CreateKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[79]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5293,7 +5403,7 @@ func (x *CreateKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyResponse.ProtoReflect.Descriptor instead.
 func (*CreateKeyResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{79}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *CreateKeyResponse) GetKey() *APIKey {
@@ -5318,7 +5428,7 @@ type ListKeysRequest struct {
 
 func (x *ListKeysRequest) Reset() {
 	*x = ListKeysRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[80]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5330,7 +5440,7 @@ func (x *ListKeysRequest) String() string {
 func (*ListKeysRequest) ProtoMessage() {}
 
 func (x *ListKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[80]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5343,7 +5453,7 @@ func (x *ListKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeysRequest.ProtoReflect.Descriptor instead.
 func (*ListKeysRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{80}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{82}
 }
 
 type ListKeysResponse struct {
@@ -5355,7 +5465,7 @@ type ListKeysResponse struct {
 
 func (x *ListKeysResponse) Reset() {
 	*x = ListKeysResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[81]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5367,7 +5477,7 @@ func (x *ListKeysResponse) String() string {
 func (*ListKeysResponse) ProtoMessage() {}
 
 func (x *ListKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[81]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5380,7 +5490,7 @@ func (x *ListKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeysResponse.ProtoReflect.Descriptor instead.
 func (*ListKeysResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{81}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *ListKeysResponse) GetKeys() []*APIKey {
@@ -5399,7 +5509,7 @@ type RevokeKeyRequest struct {
 
 func (x *RevokeKeyRequest) Reset() {
 	*x = RevokeKeyRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[82]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5411,7 +5521,7 @@ func (x *RevokeKeyRequest) String() string {
 func (*RevokeKeyRequest) ProtoMessage() {}
 
 func (x *RevokeKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[82]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5424,7 +5534,7 @@ func (x *RevokeKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeKeyRequest.ProtoReflect.Descriptor instead.
 func (*RevokeKeyRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{82}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *RevokeKeyRequest) GetIdOrName() string {
@@ -5443,7 +5553,7 @@ type RevokeKeyResponse struct {
 
 func (x *RevokeKeyResponse) Reset() {
 	*x = RevokeKeyResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[83]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5455,7 +5565,7 @@ func (x *RevokeKeyResponse) String() string {
 func (*RevokeKeyResponse) ProtoMessage() {}
 
 func (x *RevokeKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[83]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5468,7 +5578,7 @@ func (x *RevokeKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeKeyResponse.ProtoReflect.Descriptor instead.
 func (*RevokeKeyResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{83}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *RevokeKeyResponse) GetKey() *APIKey {
@@ -5494,7 +5604,7 @@ type ImportKeyRequest struct {
 
 func (x *ImportKeyRequest) Reset() {
 	*x = ImportKeyRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[84]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5506,7 +5616,7 @@ func (x *ImportKeyRequest) String() string {
 func (*ImportKeyRequest) ProtoMessage() {}
 
 func (x *ImportKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[84]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5519,7 +5629,7 @@ func (x *ImportKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportKeyRequest.ProtoReflect.Descriptor instead.
 func (*ImportKeyRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{84}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *ImportKeyRequest) GetKey() string {
@@ -5555,7 +5665,7 @@ type ImportKeyResponse struct {
 
 func (x *ImportKeyResponse) Reset() {
 	*x = ImportKeyResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[85]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5567,7 +5677,7 @@ func (x *ImportKeyResponse) String() string {
 func (*ImportKeyResponse) ProtoMessage() {}
 
 func (x *ImportKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[85]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5580,7 +5690,7 @@ func (x *ImportKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportKeyResponse.ProtoReflect.Descriptor instead.
 func (*ImportKeyResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{85}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *ImportKeyResponse) GetKey() *APIKey {
@@ -5611,7 +5721,7 @@ type DeadLetterFilter struct {
 
 func (x *DeadLetterFilter) Reset() {
 	*x = DeadLetterFilter{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[86]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5623,7 +5733,7 @@ func (x *DeadLetterFilter) String() string {
 func (*DeadLetterFilter) ProtoMessage() {}
 
 func (x *DeadLetterFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[86]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5636,7 +5746,7 @@ func (x *DeadLetterFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterFilter.ProtoReflect.Descriptor instead.
 func (*DeadLetterFilter) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{86}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *DeadLetterFilter) GetQueues() []string {
@@ -5683,7 +5793,7 @@ type DeadLetterServiceListRequest struct {
 
 func (x *DeadLetterServiceListRequest) Reset() {
 	*x = DeadLetterServiceListRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[87]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5695,7 +5805,7 @@ func (x *DeadLetterServiceListRequest) String() string {
 func (*DeadLetterServiceListRequest) ProtoMessage() {}
 
 func (x *DeadLetterServiceListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[87]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5708,7 +5818,7 @@ func (x *DeadLetterServiceListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceListRequest.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceListRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{87}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *DeadLetterServiceListRequest) GetFilter() *DeadLetterFilter {
@@ -5753,7 +5863,7 @@ type DeadLetterServiceListResponse struct {
 
 func (x *DeadLetterServiceListResponse) Reset() {
 	*x = DeadLetterServiceListResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[88]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5765,7 +5875,7 @@ func (x *DeadLetterServiceListResponse) String() string {
 func (*DeadLetterServiceListResponse) ProtoMessage() {}
 
 func (x *DeadLetterServiceListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[88]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5778,7 +5888,7 @@ func (x *DeadLetterServiceListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceListResponse.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceListResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{88}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *DeadLetterServiceListResponse) GetJobs() []*Job {
@@ -5817,7 +5927,7 @@ type ReplaySummary struct {
 
 func (x *ReplaySummary) Reset() {
 	*x = ReplaySummary{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[89]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5829,7 +5939,7 @@ func (x *ReplaySummary) String() string {
 func (*ReplaySummary) ProtoMessage() {}
 
 func (x *ReplaySummary) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[89]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5842,7 +5952,7 @@ func (x *ReplaySummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplaySummary.ProtoReflect.Descriptor instead.
 func (*ReplaySummary) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{89}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *ReplaySummary) GetCount() int32 {
@@ -5874,7 +5984,7 @@ type DeadLetterServiceStatsRequest struct {
 
 func (x *DeadLetterServiceStatsRequest) Reset() {
 	*x = DeadLetterServiceStatsRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[90]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5886,7 +5996,7 @@ func (x *DeadLetterServiceStatsRequest) String() string {
 func (*DeadLetterServiceStatsRequest) ProtoMessage() {}
 
 func (x *DeadLetterServiceStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[90]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5899,7 +6009,7 @@ func (x *DeadLetterServiceStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceStatsRequest.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceStatsRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{90}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{92}
 }
 
 type DeadLetterServiceStatsResponse struct {
@@ -5919,7 +6029,7 @@ type DeadLetterServiceStatsResponse struct {
 
 func (x *DeadLetterServiceStatsResponse) Reset() {
 	*x = DeadLetterServiceStatsResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[91]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5931,7 +6041,7 @@ func (x *DeadLetterServiceStatsResponse) String() string {
 func (*DeadLetterServiceStatsResponse) ProtoMessage() {}
 
 func (x *DeadLetterServiceStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[91]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5944,7 +6054,7 @@ func (x *DeadLetterServiceStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceStatsResponse.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceStatsResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{91}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *DeadLetterServiceStatsResponse) GetCount() int64 {
@@ -5984,7 +6094,7 @@ type ReplayRequest struct {
 
 func (x *ReplayRequest) Reset() {
 	*x = ReplayRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[92]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5996,7 +6106,7 @@ func (x *ReplayRequest) String() string {
 func (*ReplayRequest) ProtoMessage() {}
 
 func (x *ReplayRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[92]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6009,7 +6119,7 @@ func (x *ReplayRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayRequest.ProtoReflect.Descriptor instead.
 func (*ReplayRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{92}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *ReplayRequest) GetId() string {
@@ -6031,7 +6141,7 @@ type ReplayResponse struct {
 
 func (x *ReplayResponse) Reset() {
 	*x = ReplayResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[93]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6043,7 +6153,7 @@ func (x *ReplayResponse) String() string {
 func (*ReplayResponse) ProtoMessage() {}
 
 func (x *ReplayResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[93]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6056,7 +6166,7 @@ func (x *ReplayResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayResponse.ProtoReflect.Descriptor instead.
 func (*ReplayResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{93}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *ReplayResponse) GetJob() *Job {
@@ -6084,7 +6194,7 @@ type ReplayManyRequest struct {
 
 func (x *ReplayManyRequest) Reset() {
 	*x = ReplayManyRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[94]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6096,7 +6206,7 @@ func (x *ReplayManyRequest) String() string {
 func (*ReplayManyRequest) ProtoMessage() {}
 
 func (x *ReplayManyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[94]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6109,7 +6219,7 @@ func (x *ReplayManyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayManyRequest.ProtoReflect.Descriptor instead.
 func (*ReplayManyRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{94}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *ReplayManyRequest) GetFilter() *DeadLetterFilter {
@@ -6137,7 +6247,7 @@ type ReplayManyResponse struct {
 
 func (x *ReplayManyResponse) Reset() {
 	*x = ReplayManyResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[95]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6149,7 +6259,7 @@ func (x *ReplayManyResponse) String() string {
 func (*ReplayManyResponse) ProtoMessage() {}
 
 func (x *ReplayManyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[95]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6162,7 +6272,7 @@ func (x *ReplayManyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayManyResponse.ProtoReflect.Descriptor instead.
 func (*ReplayManyResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{95}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *ReplayManyResponse) GetJobs() []*Job {
@@ -6197,7 +6307,7 @@ type ReplayRecord struct {
 
 func (x *ReplayRecord) Reset() {
 	*x = ReplayRecord{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[96]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6209,7 +6319,7 @@ func (x *ReplayRecord) String() string {
 func (*ReplayRecord) ProtoMessage() {}
 
 func (x *ReplayRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[96]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6222,7 +6332,7 @@ func (x *ReplayRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayRecord.ProtoReflect.Descriptor instead.
 func (*ReplayRecord) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{96}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *ReplayRecord) GetId() int64 {
@@ -6292,7 +6402,7 @@ type ListReplaysRequest struct {
 
 func (x *ListReplaysRequest) Reset() {
 	*x = ListReplaysRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[97]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6304,7 +6414,7 @@ func (x *ListReplaysRequest) String() string {
 func (*ListReplaysRequest) ProtoMessage() {}
 
 func (x *ListReplaysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[97]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6317,7 +6427,7 @@ func (x *ListReplaysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReplaysRequest.ProtoReflect.Descriptor instead.
 func (*ListReplaysRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{97}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *ListReplaysRequest) GetSourceJobId() string {
@@ -6379,7 +6489,7 @@ type ListReplaysResponse struct {
 
 func (x *ListReplaysResponse) Reset() {
 	*x = ListReplaysResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[98]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6391,7 +6501,7 @@ func (x *ListReplaysResponse) String() string {
 func (*ListReplaysResponse) ProtoMessage() {}
 
 func (x *ListReplaysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[98]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6404,7 +6514,7 @@ func (x *ListReplaysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReplaysResponse.ProtoReflect.Descriptor instead.
 func (*ListReplaysResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{98}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *ListReplaysResponse) GetReplays() []*ReplayRecord {
@@ -6441,7 +6551,7 @@ type Kind struct {
 
 func (x *Kind) Reset() {
 	*x = Kind{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[99]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6453,7 +6563,7 @@ func (x *Kind) String() string {
 func (*Kind) ProtoMessage() {}
 
 func (x *Kind) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[99]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6466,7 +6576,7 @@ func (x *Kind) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Kind.ProtoReflect.Descriptor instead.
 func (*Kind) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{99}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *Kind) GetName() string {
@@ -6512,7 +6622,7 @@ type KindServiceListRequest struct {
 
 func (x *KindServiceListRequest) Reset() {
 	*x = KindServiceListRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[100]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6524,7 +6634,7 @@ func (x *KindServiceListRequest) String() string {
 func (*KindServiceListRequest) ProtoMessage() {}
 
 func (x *KindServiceListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[100]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6537,7 +6647,7 @@ func (x *KindServiceListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceListRequest.ProtoReflect.Descriptor instead.
 func (*KindServiceListRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{100}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{102}
 }
 
 type KindServiceListResponse struct {
@@ -6549,7 +6659,7 @@ type KindServiceListResponse struct {
 
 func (x *KindServiceListResponse) Reset() {
 	*x = KindServiceListResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[101]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6561,7 +6671,7 @@ func (x *KindServiceListResponse) String() string {
 func (*KindServiceListResponse) ProtoMessage() {}
 
 func (x *KindServiceListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[101]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6574,7 +6684,7 @@ func (x *KindServiceListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceListResponse.ProtoReflect.Descriptor instead.
 func (*KindServiceListResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{101}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *KindServiceListResponse) GetKinds() []*Kind {
@@ -6599,7 +6709,7 @@ type KindServiceSetRequest struct {
 
 func (x *KindServiceSetRequest) Reset() {
 	*x = KindServiceSetRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[102]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6611,7 +6721,7 @@ func (x *KindServiceSetRequest) String() string {
 func (*KindServiceSetRequest) ProtoMessage() {}
 
 func (x *KindServiceSetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[102]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6624,7 +6734,7 @@ func (x *KindServiceSetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceSetRequest.ProtoReflect.Descriptor instead.
 func (*KindServiceSetRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{102}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *KindServiceSetRequest) GetKind() string {
@@ -6656,7 +6766,7 @@ type KindServiceSetResponse struct {
 
 func (x *KindServiceSetResponse) Reset() {
 	*x = KindServiceSetResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[103]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6668,7 +6778,7 @@ func (x *KindServiceSetResponse) String() string {
 func (*KindServiceSetResponse) ProtoMessage() {}
 
 func (x *KindServiceSetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[103]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6681,7 +6791,7 @@ func (x *KindServiceSetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceSetResponse.ProtoReflect.Descriptor instead.
 func (*KindServiceSetResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{103}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{105}
 }
 
 type KindServiceDisableRequest struct {
@@ -6693,7 +6803,7 @@ type KindServiceDisableRequest struct {
 
 func (x *KindServiceDisableRequest) Reset() {
 	*x = KindServiceDisableRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[104]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6705,7 +6815,7 @@ func (x *KindServiceDisableRequest) String() string {
 func (*KindServiceDisableRequest) ProtoMessage() {}
 
 func (x *KindServiceDisableRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[104]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6718,7 +6828,7 @@ func (x *KindServiceDisableRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceDisableRequest.ProtoReflect.Descriptor instead.
 func (*KindServiceDisableRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{104}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *KindServiceDisableRequest) GetKind() string {
@@ -6736,7 +6846,7 @@ type KindServiceDisableResponse struct {
 
 func (x *KindServiceDisableResponse) Reset() {
 	*x = KindServiceDisableResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[105]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6748,7 +6858,7 @@ func (x *KindServiceDisableResponse) String() string {
 func (*KindServiceDisableResponse) ProtoMessage() {}
 
 func (x *KindServiceDisableResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[105]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6761,7 +6871,7 @@ func (x *KindServiceDisableResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceDisableResponse.ProtoReflect.Descriptor instead.
 func (*KindServiceDisableResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{105}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{107}
 }
 
 type KindServiceEnableRequest struct {
@@ -6773,7 +6883,7 @@ type KindServiceEnableRequest struct {
 
 func (x *KindServiceEnableRequest) Reset() {
 	*x = KindServiceEnableRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[106]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6785,7 +6895,7 @@ func (x *KindServiceEnableRequest) String() string {
 func (*KindServiceEnableRequest) ProtoMessage() {}
 
 func (x *KindServiceEnableRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[106]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6798,7 +6908,7 @@ func (x *KindServiceEnableRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceEnableRequest.ProtoReflect.Descriptor instead.
 func (*KindServiceEnableRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{106}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{108}
 }
 
 func (x *KindServiceEnableRequest) GetKind() string {
@@ -6816,7 +6926,7 @@ type KindServiceEnableResponse struct {
 
 func (x *KindServiceEnableResponse) Reset() {
 	*x = KindServiceEnableResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[107]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6828,7 +6938,7 @@ func (x *KindServiceEnableResponse) String() string {
 func (*KindServiceEnableResponse) ProtoMessage() {}
 
 func (x *KindServiceEnableResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[107]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6841,14 +6951,14 @@ func (x *KindServiceEnableResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceEnableResponse.ProtoReflect.Descriptor instead.
 func (*KindServiceEnableResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{107}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{109}
 }
 
 var File_hopper_v1_hopper_proto protoreflect.FileDescriptor
 
 const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\n" +
-	"\x16hopper/v1/hopper.proto\x12\thopper.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17hopper/v1/options.proto\"\x89\a\n" +
+	"\x16hopper/v1/hopper.proto\x12\thopper.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17hopper/v1/options.proto\"\x81\b\n" +
 	"\bSchedule\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04cron\x18\x02 \x01(\tR\x04cron\x12/\n" +
@@ -6877,7 +6987,9 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\x15 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
-	"updated_at\x18\x16 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x1a:\n" +
+	"updated_at\x18\x16 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12I\n" +
+	"\x13last_manual_fire_at\x18\x17 \x01(\v2\x1a.google.protobuf.TimestampR\x10lastManualFireAt\x12+\n" +
+	"\x12last_manual_job_id\x18\x18 \x01(\tR\x0flastManualJobId\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x1c\n" +
@@ -6896,7 +7008,11 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x1cScheduleServicePauseResponse\"2\n" +
 	"\x1cScheduleServiceResumeRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x1f\n" +
-	"\x1dScheduleServiceResumeResponse\"\xc9\v\n" +
+	"\x1dScheduleServiceResumeResponse\"/\n" +
+	"\x19ScheduleServiceRunRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\">\n" +
+	"\x1aScheduleServiceRunResponse\x12 \n" +
+	"\x03job\x18\x01 \x01(\v2\x0e.hopper.v1.JobR\x03job\"\xc9\v\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x14\n" +
@@ -7424,13 +7540,14 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\tCreateKey\x12\x1b.hopper.v1.CreateKeyRequest\x1a\x1c.hopper.v1.CreateKeyResponse\x12H\n" +
 	"\bListKeys\x12\x1a.hopper.v1.ListKeysRequest\x1a\x1b.hopper.v1.ListKeysResponse\"\x03\x90\x02\x01\x12F\n" +
 	"\tRevokeKey\x12\x1b.hopper.v1.RevokeKeyRequest\x1a\x1c.hopper.v1.RevokeKeyResponse\x12K\n" +
-	"\tImportKey\x12\x1b.hopper.v1.ImportKeyRequest\x1a\x1c.hopper.v1.ImportKeyResponse\"\x03\x90\x02\x022\xd5\x03\n" +
+	"\tImportKey\x12\x1b.hopper.v1.ImportKeyRequest\x1a\x1c.hopper.v1.ImportKeyResponse\"\x03\x90\x02\x022\xa9\x04\n" +
 	"\x0fScheduleService\x12Z\n" +
 	"\x04List\x12%.hopper.v1.ScheduleServiceListRequest\x1a&.hopper.v1.ScheduleServiceListResponse\"\x03\x90\x02\x01\x12R\n" +
 	"\x03Add\x12$.hopper.v1.ScheduleServiceAddRequest\x1a%.hopper.v1.ScheduleServiceAddResponse\x12[\n" +
 	"\x06Remove\x12'.hopper.v1.ScheduleServiceRemoveRequest\x1a(.hopper.v1.ScheduleServiceRemoveResponse\x12X\n" +
 	"\x05Pause\x12&.hopper.v1.ScheduleServicePauseRequest\x1a'.hopper.v1.ScheduleServicePauseResponse\x12[\n" +
-	"\x06Resume\x12'.hopper.v1.ScheduleServiceResumeRequest\x1a(.hopper.v1.ScheduleServiceResumeResponse2\xb3\x03\n" +
+	"\x06Resume\x12'.hopper.v1.ScheduleServiceResumeRequest\x1a(.hopper.v1.ScheduleServiceResumeResponse\x12R\n" +
+	"\x03Run\x12$.hopper.v1.ScheduleServiceRunRequest\x1a%.hopper.v1.ScheduleServiceRunResponse2\xb3\x03\n" +
 	"\x11DeadLetterService\x12^\n" +
 	"\x04List\x12'.hopper.v1.DeadLetterServiceListRequest\x1a(.hopper.v1.DeadLetterServiceListResponse\"\x03\x90\x02\x01\x12a\n" +
 	"\x05Stats\x12(.hopper.v1.DeadLetterServiceStatsRequest\x1a).hopper.v1.DeadLetterServiceStatsResponse\"\x03\x90\x02\x01\x12=\n" +
@@ -7456,7 +7573,7 @@ func file_hopper_v1_hopper_proto_rawDescGZIP() []byte {
 	return file_hopper_v1_hopper_proto_rawDescData
 }
 
-var file_hopper_v1_hopper_proto_msgTypes = make([]protoimpl.MessageInfo, 115)
+var file_hopper_v1_hopper_proto_msgTypes = make([]protoimpl.MessageInfo, 117)
 var file_hopper_v1_hopper_proto_goTypes = []any{
 	(*Schedule)(nil),                       // 0: hopper.v1.Schedule
 	(*ScheduleServiceListRequest)(nil),     // 1: hopper.v1.ScheduleServiceListRequest
@@ -7469,321 +7586,327 @@ var file_hopper_v1_hopper_proto_goTypes = []any{
 	(*ScheduleServicePauseResponse)(nil),   // 8: hopper.v1.ScheduleServicePauseResponse
 	(*ScheduleServiceResumeRequest)(nil),   // 9: hopper.v1.ScheduleServiceResumeRequest
 	(*ScheduleServiceResumeResponse)(nil),  // 10: hopper.v1.ScheduleServiceResumeResponse
-	(*Job)(nil),                            // 11: hopper.v1.Job
-	(*JobSpec)(nil),                        // 12: hopper.v1.JobSpec
-	(*RetryPolicy)(nil),                    // 13: hopper.v1.RetryPolicy
-	(*EnqueueRequest)(nil),                 // 14: hopper.v1.EnqueueRequest
-	(*EnqueueResponse)(nil),                // 15: hopper.v1.EnqueueResponse
-	(*EnqueueBatchRequest)(nil),            // 16: hopper.v1.EnqueueBatchRequest
-	(*EnqueueBatchResponse)(nil),           // 17: hopper.v1.EnqueueBatchResponse
-	(*GetRequest)(nil),                     // 18: hopper.v1.GetRequest
-	(*GetResponse)(nil),                    // 19: hopper.v1.GetResponse
-	(*ListRequest)(nil),                    // 20: hopper.v1.ListRequest
-	(*ListResponse)(nil),                   // 21: hopper.v1.ListResponse
-	(*CancelRequest)(nil),                  // 22: hopper.v1.CancelRequest
-	(*CancelResponse)(nil),                 // 23: hopper.v1.CancelResponse
-	(*JobServiceResumeRequest)(nil),        // 24: hopper.v1.JobServiceResumeRequest
-	(*JobServiceResumeResponse)(nil),       // 25: hopper.v1.JobServiceResumeResponse
-	(*EventsRequest)(nil),                  // 26: hopper.v1.EventsRequest
-	(*Event)(nil),                          // 27: hopper.v1.Event
-	(*Attempt)(nil),                        // 28: hopper.v1.Attempt
-	(*EventsResponse)(nil),                 // 29: hopper.v1.EventsResponse
-	(*ActivatedJob)(nil),                   // 30: hopper.v1.ActivatedJob
-	(*ActivateRequest)(nil),                // 31: hopper.v1.ActivateRequest
-	(*ActivateResponse)(nil),               // 32: hopper.v1.ActivateResponse
-	(*StreamJobsRequest)(nil),              // 33: hopper.v1.StreamJobsRequest
-	(*StreamJobsResponse)(nil),             // 34: hopper.v1.StreamJobsResponse
-	(*CompleteRequest)(nil),                // 35: hopper.v1.CompleteRequest
-	(*CompleteResponse)(nil),               // 36: hopper.v1.CompleteResponse
-	(*FailRequest)(nil),                    // 37: hopper.v1.FailRequest
-	(*FailResponse)(nil),                   // 38: hopper.v1.FailResponse
-	(*SnoozeRequest)(nil),                  // 39: hopper.v1.SnoozeRequest
-	(*SnoozeResponse)(nil),                 // 40: hopper.v1.SnoozeResponse
-	(*SuspendRequest)(nil),                 // 41: hopper.v1.SuspendRequest
-	(*SuspendResponse)(nil),                // 42: hopper.v1.SuspendResponse
-	(*ReleaseRequest)(nil),                 // 43: hopper.v1.ReleaseRequest
-	(*ReleaseResponse)(nil),                // 44: hopper.v1.ReleaseResponse
-	(*ExtendLeaseRequest)(nil),             // 45: hopper.v1.ExtendLeaseRequest
-	(*ExtendLeaseResponse)(nil),            // 46: hopper.v1.ExtendLeaseResponse
-	(*ReportRequest)(nil),                  // 47: hopper.v1.ReportRequest
-	(*Outcome)(nil),                        // 48: hopper.v1.Outcome
-	(*ReportResponse)(nil),                 // 49: hopper.v1.ReportResponse
-	(*ReportStreamRequest)(nil),            // 50: hopper.v1.ReportStreamRequest
-	(*ReportStreamResponse)(nil),           // 51: hopper.v1.ReportStreamResponse
-	(*Verdict)(nil),                        // 52: hopper.v1.Verdict
-	(*HoldRequest)(nil),                    // 53: hopper.v1.HoldRequest
-	(*HoldResponse)(nil),                   // 54: hopper.v1.HoldResponse
-	(*HeartbeatRequest)(nil),               // 55: hopper.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),              // 56: hopper.v1.HeartbeatResponse
-	(*ReportProgressRequest)(nil),          // 57: hopper.v1.ReportProgressRequest
-	(*ReportProgressResponse)(nil),         // 58: hopper.v1.ReportProgressResponse
-	(*Queue)(nil),                          // 59: hopper.v1.Queue
-	(*QueueServiceListRequest)(nil),        // 60: hopper.v1.QueueServiceListRequest
-	(*QueueServiceListResponse)(nil),       // 61: hopper.v1.QueueServiceListResponse
-	(*QueueServiceSetRequest)(nil),         // 62: hopper.v1.QueueServiceSetRequest
-	(*QueueServiceSetResponse)(nil),        // 63: hopper.v1.QueueServiceSetResponse
-	(*PauseRequest)(nil),                   // 64: hopper.v1.PauseRequest
-	(*PauseResponse)(nil),                  // 65: hopper.v1.PauseResponse
-	(*ResumeRequest)(nil),                  // 66: hopper.v1.ResumeRequest
-	(*ResumeResponse)(nil),                 // 67: hopper.v1.ResumeResponse
-	(*Node)(nil),                           // 68: hopper.v1.Node
-	(*ListNodesRequest)(nil),               // 69: hopper.v1.ListNodesRequest
-	(*ListNodesResponse)(nil),              // 70: hopper.v1.ListNodesResponse
-	(*Worker)(nil),                         // 71: hopper.v1.Worker
-	(*ListWorkersRequest)(nil),             // 72: hopper.v1.ListWorkersRequest
-	(*ListWorkersResponse)(nil),            // 73: hopper.v1.ListWorkersResponse
-	(*Stream)(nil),                         // 74: hopper.v1.Stream
-	(*ListStreamsRequest)(nil),             // 75: hopper.v1.ListStreamsRequest
-	(*ListStreamsResponse)(nil),            // 76: hopper.v1.ListStreamsResponse
-	(*APIKey)(nil),                         // 77: hopper.v1.APIKey
-	(*CreateKeyRequest)(nil),               // 78: hopper.v1.CreateKeyRequest
-	(*CreateKeyResponse)(nil),              // 79: hopper.v1.CreateKeyResponse
-	(*ListKeysRequest)(nil),                // 80: hopper.v1.ListKeysRequest
-	(*ListKeysResponse)(nil),               // 81: hopper.v1.ListKeysResponse
-	(*RevokeKeyRequest)(nil),               // 82: hopper.v1.RevokeKeyRequest
-	(*RevokeKeyResponse)(nil),              // 83: hopper.v1.RevokeKeyResponse
-	(*ImportKeyRequest)(nil),               // 84: hopper.v1.ImportKeyRequest
-	(*ImportKeyResponse)(nil),              // 85: hopper.v1.ImportKeyResponse
-	(*DeadLetterFilter)(nil),               // 86: hopper.v1.DeadLetterFilter
-	(*DeadLetterServiceListRequest)(nil),   // 87: hopper.v1.DeadLetterServiceListRequest
-	(*DeadLetterServiceListResponse)(nil),  // 88: hopper.v1.DeadLetterServiceListResponse
-	(*ReplaySummary)(nil),                  // 89: hopper.v1.ReplaySummary
-	(*DeadLetterServiceStatsRequest)(nil),  // 90: hopper.v1.DeadLetterServiceStatsRequest
-	(*DeadLetterServiceStatsResponse)(nil), // 91: hopper.v1.DeadLetterServiceStatsResponse
-	(*ReplayRequest)(nil),                  // 92: hopper.v1.ReplayRequest
-	(*ReplayResponse)(nil),                 // 93: hopper.v1.ReplayResponse
-	(*ReplayManyRequest)(nil),              // 94: hopper.v1.ReplayManyRequest
-	(*ReplayManyResponse)(nil),             // 95: hopper.v1.ReplayManyResponse
-	(*ReplayRecord)(nil),                   // 96: hopper.v1.ReplayRecord
-	(*ListReplaysRequest)(nil),             // 97: hopper.v1.ListReplaysRequest
-	(*ListReplaysResponse)(nil),            // 98: hopper.v1.ListReplaysResponse
-	(*Kind)(nil),                           // 99: hopper.v1.Kind
-	(*KindServiceListRequest)(nil),         // 100: hopper.v1.KindServiceListRequest
-	(*KindServiceListResponse)(nil),        // 101: hopper.v1.KindServiceListResponse
-	(*KindServiceSetRequest)(nil),          // 102: hopper.v1.KindServiceSetRequest
-	(*KindServiceSetResponse)(nil),         // 103: hopper.v1.KindServiceSetResponse
-	(*KindServiceDisableRequest)(nil),      // 104: hopper.v1.KindServiceDisableRequest
-	(*KindServiceDisableResponse)(nil),     // 105: hopper.v1.KindServiceDisableResponse
-	(*KindServiceEnableRequest)(nil),       // 106: hopper.v1.KindServiceEnableRequest
-	(*KindServiceEnableResponse)(nil),      // 107: hopper.v1.KindServiceEnableResponse
-	nil,                                    // 108: hopper.v1.Schedule.HeadersEntry
-	nil,                                    // 109: hopper.v1.Job.HeadersEntry
-	nil,                                    // 110: hopper.v1.JobSpec.HeadersEntry
-	nil,                                    // 111: hopper.v1.ActivatedJob.HeadersEntry
-	nil,                                    // 112: hopper.v1.Queue.CountsEntry
-	nil,                                    // 113: hopper.v1.DeadLetterServiceListResponse.ReplaysEntry
-	nil,                                    // 114: hopper.v1.Kind.CountsEntry
-	(*durationpb.Duration)(nil),            // 115: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),          // 116: google.protobuf.Timestamp
+	(*ScheduleServiceRunRequest)(nil),      // 11: hopper.v1.ScheduleServiceRunRequest
+	(*ScheduleServiceRunResponse)(nil),     // 12: hopper.v1.ScheduleServiceRunResponse
+	(*Job)(nil),                            // 13: hopper.v1.Job
+	(*JobSpec)(nil),                        // 14: hopper.v1.JobSpec
+	(*RetryPolicy)(nil),                    // 15: hopper.v1.RetryPolicy
+	(*EnqueueRequest)(nil),                 // 16: hopper.v1.EnqueueRequest
+	(*EnqueueResponse)(nil),                // 17: hopper.v1.EnqueueResponse
+	(*EnqueueBatchRequest)(nil),            // 18: hopper.v1.EnqueueBatchRequest
+	(*EnqueueBatchResponse)(nil),           // 19: hopper.v1.EnqueueBatchResponse
+	(*GetRequest)(nil),                     // 20: hopper.v1.GetRequest
+	(*GetResponse)(nil),                    // 21: hopper.v1.GetResponse
+	(*ListRequest)(nil),                    // 22: hopper.v1.ListRequest
+	(*ListResponse)(nil),                   // 23: hopper.v1.ListResponse
+	(*CancelRequest)(nil),                  // 24: hopper.v1.CancelRequest
+	(*CancelResponse)(nil),                 // 25: hopper.v1.CancelResponse
+	(*JobServiceResumeRequest)(nil),        // 26: hopper.v1.JobServiceResumeRequest
+	(*JobServiceResumeResponse)(nil),       // 27: hopper.v1.JobServiceResumeResponse
+	(*EventsRequest)(nil),                  // 28: hopper.v1.EventsRequest
+	(*Event)(nil),                          // 29: hopper.v1.Event
+	(*Attempt)(nil),                        // 30: hopper.v1.Attempt
+	(*EventsResponse)(nil),                 // 31: hopper.v1.EventsResponse
+	(*ActivatedJob)(nil),                   // 32: hopper.v1.ActivatedJob
+	(*ActivateRequest)(nil),                // 33: hopper.v1.ActivateRequest
+	(*ActivateResponse)(nil),               // 34: hopper.v1.ActivateResponse
+	(*StreamJobsRequest)(nil),              // 35: hopper.v1.StreamJobsRequest
+	(*StreamJobsResponse)(nil),             // 36: hopper.v1.StreamJobsResponse
+	(*CompleteRequest)(nil),                // 37: hopper.v1.CompleteRequest
+	(*CompleteResponse)(nil),               // 38: hopper.v1.CompleteResponse
+	(*FailRequest)(nil),                    // 39: hopper.v1.FailRequest
+	(*FailResponse)(nil),                   // 40: hopper.v1.FailResponse
+	(*SnoozeRequest)(nil),                  // 41: hopper.v1.SnoozeRequest
+	(*SnoozeResponse)(nil),                 // 42: hopper.v1.SnoozeResponse
+	(*SuspendRequest)(nil),                 // 43: hopper.v1.SuspendRequest
+	(*SuspendResponse)(nil),                // 44: hopper.v1.SuspendResponse
+	(*ReleaseRequest)(nil),                 // 45: hopper.v1.ReleaseRequest
+	(*ReleaseResponse)(nil),                // 46: hopper.v1.ReleaseResponse
+	(*ExtendLeaseRequest)(nil),             // 47: hopper.v1.ExtendLeaseRequest
+	(*ExtendLeaseResponse)(nil),            // 48: hopper.v1.ExtendLeaseResponse
+	(*ReportRequest)(nil),                  // 49: hopper.v1.ReportRequest
+	(*Outcome)(nil),                        // 50: hopper.v1.Outcome
+	(*ReportResponse)(nil),                 // 51: hopper.v1.ReportResponse
+	(*ReportStreamRequest)(nil),            // 52: hopper.v1.ReportStreamRequest
+	(*ReportStreamResponse)(nil),           // 53: hopper.v1.ReportStreamResponse
+	(*Verdict)(nil),                        // 54: hopper.v1.Verdict
+	(*HoldRequest)(nil),                    // 55: hopper.v1.HoldRequest
+	(*HoldResponse)(nil),                   // 56: hopper.v1.HoldResponse
+	(*HeartbeatRequest)(nil),               // 57: hopper.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),              // 58: hopper.v1.HeartbeatResponse
+	(*ReportProgressRequest)(nil),          // 59: hopper.v1.ReportProgressRequest
+	(*ReportProgressResponse)(nil),         // 60: hopper.v1.ReportProgressResponse
+	(*Queue)(nil),                          // 61: hopper.v1.Queue
+	(*QueueServiceListRequest)(nil),        // 62: hopper.v1.QueueServiceListRequest
+	(*QueueServiceListResponse)(nil),       // 63: hopper.v1.QueueServiceListResponse
+	(*QueueServiceSetRequest)(nil),         // 64: hopper.v1.QueueServiceSetRequest
+	(*QueueServiceSetResponse)(nil),        // 65: hopper.v1.QueueServiceSetResponse
+	(*PauseRequest)(nil),                   // 66: hopper.v1.PauseRequest
+	(*PauseResponse)(nil),                  // 67: hopper.v1.PauseResponse
+	(*ResumeRequest)(nil),                  // 68: hopper.v1.ResumeRequest
+	(*ResumeResponse)(nil),                 // 69: hopper.v1.ResumeResponse
+	(*Node)(nil),                           // 70: hopper.v1.Node
+	(*ListNodesRequest)(nil),               // 71: hopper.v1.ListNodesRequest
+	(*ListNodesResponse)(nil),              // 72: hopper.v1.ListNodesResponse
+	(*Worker)(nil),                         // 73: hopper.v1.Worker
+	(*ListWorkersRequest)(nil),             // 74: hopper.v1.ListWorkersRequest
+	(*ListWorkersResponse)(nil),            // 75: hopper.v1.ListWorkersResponse
+	(*Stream)(nil),                         // 76: hopper.v1.Stream
+	(*ListStreamsRequest)(nil),             // 77: hopper.v1.ListStreamsRequest
+	(*ListStreamsResponse)(nil),            // 78: hopper.v1.ListStreamsResponse
+	(*APIKey)(nil),                         // 79: hopper.v1.APIKey
+	(*CreateKeyRequest)(nil),               // 80: hopper.v1.CreateKeyRequest
+	(*CreateKeyResponse)(nil),              // 81: hopper.v1.CreateKeyResponse
+	(*ListKeysRequest)(nil),                // 82: hopper.v1.ListKeysRequest
+	(*ListKeysResponse)(nil),               // 83: hopper.v1.ListKeysResponse
+	(*RevokeKeyRequest)(nil),               // 84: hopper.v1.RevokeKeyRequest
+	(*RevokeKeyResponse)(nil),              // 85: hopper.v1.RevokeKeyResponse
+	(*ImportKeyRequest)(nil),               // 86: hopper.v1.ImportKeyRequest
+	(*ImportKeyResponse)(nil),              // 87: hopper.v1.ImportKeyResponse
+	(*DeadLetterFilter)(nil),               // 88: hopper.v1.DeadLetterFilter
+	(*DeadLetterServiceListRequest)(nil),   // 89: hopper.v1.DeadLetterServiceListRequest
+	(*DeadLetterServiceListResponse)(nil),  // 90: hopper.v1.DeadLetterServiceListResponse
+	(*ReplaySummary)(nil),                  // 91: hopper.v1.ReplaySummary
+	(*DeadLetterServiceStatsRequest)(nil),  // 92: hopper.v1.DeadLetterServiceStatsRequest
+	(*DeadLetterServiceStatsResponse)(nil), // 93: hopper.v1.DeadLetterServiceStatsResponse
+	(*ReplayRequest)(nil),                  // 94: hopper.v1.ReplayRequest
+	(*ReplayResponse)(nil),                 // 95: hopper.v1.ReplayResponse
+	(*ReplayManyRequest)(nil),              // 96: hopper.v1.ReplayManyRequest
+	(*ReplayManyResponse)(nil),             // 97: hopper.v1.ReplayManyResponse
+	(*ReplayRecord)(nil),                   // 98: hopper.v1.ReplayRecord
+	(*ListReplaysRequest)(nil),             // 99: hopper.v1.ListReplaysRequest
+	(*ListReplaysResponse)(nil),            // 100: hopper.v1.ListReplaysResponse
+	(*Kind)(nil),                           // 101: hopper.v1.Kind
+	(*KindServiceListRequest)(nil),         // 102: hopper.v1.KindServiceListRequest
+	(*KindServiceListResponse)(nil),        // 103: hopper.v1.KindServiceListResponse
+	(*KindServiceSetRequest)(nil),          // 104: hopper.v1.KindServiceSetRequest
+	(*KindServiceSetResponse)(nil),         // 105: hopper.v1.KindServiceSetResponse
+	(*KindServiceDisableRequest)(nil),      // 106: hopper.v1.KindServiceDisableRequest
+	(*KindServiceDisableResponse)(nil),     // 107: hopper.v1.KindServiceDisableResponse
+	(*KindServiceEnableRequest)(nil),       // 108: hopper.v1.KindServiceEnableRequest
+	(*KindServiceEnableResponse)(nil),      // 109: hopper.v1.KindServiceEnableResponse
+	nil,                                    // 110: hopper.v1.Schedule.HeadersEntry
+	nil,                                    // 111: hopper.v1.Job.HeadersEntry
+	nil,                                    // 112: hopper.v1.JobSpec.HeadersEntry
+	nil,                                    // 113: hopper.v1.ActivatedJob.HeadersEntry
+	nil,                                    // 114: hopper.v1.Queue.CountsEntry
+	nil,                                    // 115: hopper.v1.DeadLetterServiceListResponse.ReplaysEntry
+	nil,                                    // 116: hopper.v1.Kind.CountsEntry
+	(*durationpb.Duration)(nil),            // 117: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),          // 118: google.protobuf.Timestamp
 }
 var file_hopper_v1_hopper_proto_depIdxs = []int32{
-	115, // 0: hopper.v1.Schedule.every:type_name -> google.protobuf.Duration
-	115, // 1: hopper.v1.Schedule.fixed_delay:type_name -> google.protobuf.Duration
-	115, // 2: hopper.v1.Schedule.timeout:type_name -> google.protobuf.Duration
-	108, // 3: hopper.v1.Schedule.headers:type_name -> hopper.v1.Schedule.HeadersEntry
-	115, // 4: hopper.v1.Schedule.jitter:type_name -> google.protobuf.Duration
-	116, // 5: hopper.v1.Schedule.last_fire_at:type_name -> google.protobuf.Timestamp
-	116, // 6: hopper.v1.Schedule.next_fire_at:type_name -> google.protobuf.Timestamp
-	116, // 7: hopper.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
-	116, // 8: hopper.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
-	0,   // 9: hopper.v1.ScheduleServiceListResponse.schedules:type_name -> hopper.v1.Schedule
-	0,   // 10: hopper.v1.ScheduleServiceAddRequest.schedule:type_name -> hopper.v1.Schedule
-	0,   // 11: hopper.v1.ScheduleServiceAddResponse.schedule:type_name -> hopper.v1.Schedule
-	109, // 12: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
-	116, // 13: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
-	115, // 14: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
-	116, // 15: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
-	116, // 16: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
-	116, // 17: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	116, // 18: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
-	116, // 19: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
-	116, // 20: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	116, // 21: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
-	116, // 22: hopper.v1.Job.deadline_at:type_name -> google.protobuf.Timestamp
-	116, // 23: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
-	115, // 24: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
-	115, // 25: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
-	110, // 26: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
-	115, // 27: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
-	13,  // 28: hopper.v1.JobSpec.retry_policy:type_name -> hopper.v1.RetryPolicy
-	115, // 29: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
-	115, // 30: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
-	12,  // 31: hopper.v1.EnqueueRequest.job:type_name -> hopper.v1.JobSpec
-	11,  // 32: hopper.v1.EnqueueResponse.job:type_name -> hopper.v1.Job
-	12,  // 33: hopper.v1.EnqueueBatchRequest.jobs:type_name -> hopper.v1.JobSpec
-	15,  // 34: hopper.v1.EnqueueBatchResponse.results:type_name -> hopper.v1.EnqueueResponse
-	11,  // 35: hopper.v1.GetResponse.job:type_name -> hopper.v1.Job
-	116, // 36: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
-	116, // 37: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
-	11,  // 38: hopper.v1.ListResponse.jobs:type_name -> hopper.v1.Job
-	11,  // 39: hopper.v1.CancelResponse.job:type_name -> hopper.v1.Job
-	11,  // 40: hopper.v1.JobServiceResumeResponse.job:type_name -> hopper.v1.Job
-	116, // 41: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
-	116, // 42: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
-	116, // 43: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
-	27,  // 44: hopper.v1.EventsResponse.events:type_name -> hopper.v1.Event
-	28,  // 45: hopper.v1.EventsResponse.attempts:type_name -> hopper.v1.Attempt
-	111, // 46: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
-	116, // 47: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
-	115, // 48: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
-	116, // 49: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
-	13,  // 50: hopper.v1.ActivatedJob.retry_policy:type_name -> hopper.v1.RetryPolicy
-	115, // 51: hopper.v1.ActivatedJob.default_timeout:type_name -> google.protobuf.Duration
-	115, // 52: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
-	115, // 53: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
-	30,  // 54: hopper.v1.ActivateResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	115, // 55: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
-	30,  // 56: hopper.v1.StreamJobsResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	115, // 57: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
-	13,  // 58: hopper.v1.FailRequest.retry_policy:type_name -> hopper.v1.RetryPolicy
-	116, // 59: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
-	115, // 60: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
-	116, // 61: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
-	116, // 62: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
-	115, // 63: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
-	116, // 64: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
-	48,  // 65: hopper.v1.ReportRequest.outcomes:type_name -> hopper.v1.Outcome
-	45,  // 66: hopper.v1.ReportRequest.renewals:type_name -> hopper.v1.ExtendLeaseRequest
-	35,  // 67: hopper.v1.Outcome.complete:type_name -> hopper.v1.CompleteRequest
-	37,  // 68: hopper.v1.Outcome.fail:type_name -> hopper.v1.FailRequest
-	43,  // 69: hopper.v1.Outcome.release:type_name -> hopper.v1.ReleaseRequest
-	39,  // 70: hopper.v1.Outcome.snooze:type_name -> hopper.v1.SnoozeRequest
-	41,  // 71: hopper.v1.Outcome.suspend:type_name -> hopper.v1.SuspendRequest
-	52,  // 72: hopper.v1.ReportResponse.outcomes:type_name -> hopper.v1.Verdict
-	52,  // 73: hopper.v1.ReportResponse.renewals:type_name -> hopper.v1.Verdict
-	47,  // 74: hopper.v1.ReportStreamRequest.report:type_name -> hopper.v1.ReportRequest
-	49,  // 75: hopper.v1.ReportStreamResponse.report:type_name -> hopper.v1.ReportResponse
-	38,  // 76: hopper.v1.Verdict.fail:type_name -> hopper.v1.FailResponse
-	116, // 77: hopper.v1.Verdict.lease_expires_at:type_name -> google.protobuf.Timestamp
-	112, // 78: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
-	59,  // 79: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
-	116, // 80: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
-	116, // 81: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
-	68,  // 82: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
-	116, // 83: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
-	71,  // 84: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
-	116, // 85: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
-	74,  // 86: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
-	116, // 87: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
-	116, // 88: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
-	116, // 89: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
-	77,  // 90: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
-	77,  // 91: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
-	77,  // 92: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
-	77,  // 93: hopper.v1.ImportKeyResponse.key:type_name -> hopper.v1.APIKey
-	116, // 94: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
-	116, // 95: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
-	86,  // 96: hopper.v1.DeadLetterServiceListRequest.filter:type_name -> hopper.v1.DeadLetterFilter
-	11,  // 97: hopper.v1.DeadLetterServiceListResponse.jobs:type_name -> hopper.v1.Job
-	113, // 98: hopper.v1.DeadLetterServiceListResponse.replays:type_name -> hopper.v1.DeadLetterServiceListResponse.ReplaysEntry
-	116, // 99: hopper.v1.ReplaySummary.last_replayed_at:type_name -> google.protobuf.Timestamp
-	116, // 100: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
-	115, // 101: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
-	11,  // 102: hopper.v1.ReplayResponse.job:type_name -> hopper.v1.Job
-	86,  // 103: hopper.v1.ReplayManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
-	11,  // 104: hopper.v1.ReplayManyResponse.jobs:type_name -> hopper.v1.Job
-	116, // 105: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
-	116, // 106: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
-	116, // 107: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
-	96,  // 108: hopper.v1.ListReplaysResponse.replays:type_name -> hopper.v1.ReplayRecord
-	114, // 109: hopper.v1.Kind.counts:type_name -> hopper.v1.Kind.CountsEntry
-	99,  // 110: hopper.v1.KindServiceListResponse.kinds:type_name -> hopper.v1.Kind
-	89,  // 111: hopper.v1.DeadLetterServiceListResponse.ReplaysEntry.value:type_name -> hopper.v1.ReplaySummary
-	14,  // 112: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
-	16,  // 113: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
-	18,  // 114: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
-	20,  // 115: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
-	22,  // 116: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
-	26,  // 117: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
-	24,  // 118: hopper.v1.JobService.Resume:input_type -> hopper.v1.JobServiceResumeRequest
-	31,  // 119: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
-	33,  // 120: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
-	35,  // 121: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
-	37,  // 122: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
-	43,  // 123: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
-	39,  // 124: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
-	41,  // 125: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
-	45,  // 126: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
-	55,  // 127: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
-	57,  // 128: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
-	47,  // 129: hopper.v1.WorkerService.Report:input_type -> hopper.v1.ReportRequest
-	50,  // 130: hopper.v1.WorkerService.ReportStream:input_type -> hopper.v1.ReportStreamRequest
-	53,  // 131: hopper.v1.WorkerService.Hold:input_type -> hopper.v1.HoldRequest
-	60,  // 132: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
-	64,  // 133: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
-	66,  // 134: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
-	62,  // 135: hopper.v1.QueueService.Set:input_type -> hopper.v1.QueueServiceSetRequest
-	69,  // 136: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
-	72,  // 137: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
-	75,  // 138: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
-	78,  // 139: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
-	80,  // 140: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
-	82,  // 141: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
-	84,  // 142: hopper.v1.AdminService.ImportKey:input_type -> hopper.v1.ImportKeyRequest
-	1,   // 143: hopper.v1.ScheduleService.List:input_type -> hopper.v1.ScheduleServiceListRequest
-	3,   // 144: hopper.v1.ScheduleService.Add:input_type -> hopper.v1.ScheduleServiceAddRequest
-	5,   // 145: hopper.v1.ScheduleService.Remove:input_type -> hopper.v1.ScheduleServiceRemoveRequest
-	7,   // 146: hopper.v1.ScheduleService.Pause:input_type -> hopper.v1.ScheduleServicePauseRequest
-	9,   // 147: hopper.v1.ScheduleService.Resume:input_type -> hopper.v1.ScheduleServiceResumeRequest
-	87,  // 148: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
-	90,  // 149: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
-	92,  // 150: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
-	94,  // 151: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
-	97,  // 152: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
-	100, // 153: hopper.v1.KindService.List:input_type -> hopper.v1.KindServiceListRequest
-	102, // 154: hopper.v1.KindService.Set:input_type -> hopper.v1.KindServiceSetRequest
-	104, // 155: hopper.v1.KindService.Disable:input_type -> hopper.v1.KindServiceDisableRequest
-	106, // 156: hopper.v1.KindService.Enable:input_type -> hopper.v1.KindServiceEnableRequest
-	15,  // 157: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
-	17,  // 158: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
-	19,  // 159: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
-	21,  // 160: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
-	23,  // 161: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
-	29,  // 162: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
-	25,  // 163: hopper.v1.JobService.Resume:output_type -> hopper.v1.JobServiceResumeResponse
-	32,  // 164: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
-	34,  // 165: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
-	36,  // 166: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
-	38,  // 167: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
-	44,  // 168: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
-	40,  // 169: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
-	42,  // 170: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
-	46,  // 171: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
-	56,  // 172: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
-	58,  // 173: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
-	49,  // 174: hopper.v1.WorkerService.Report:output_type -> hopper.v1.ReportResponse
-	51,  // 175: hopper.v1.WorkerService.ReportStream:output_type -> hopper.v1.ReportStreamResponse
-	54,  // 176: hopper.v1.WorkerService.Hold:output_type -> hopper.v1.HoldResponse
-	61,  // 177: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
-	65,  // 178: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
-	67,  // 179: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
-	63,  // 180: hopper.v1.QueueService.Set:output_type -> hopper.v1.QueueServiceSetResponse
-	70,  // 181: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
-	73,  // 182: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
-	76,  // 183: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
-	79,  // 184: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
-	81,  // 185: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
-	83,  // 186: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
-	85,  // 187: hopper.v1.AdminService.ImportKey:output_type -> hopper.v1.ImportKeyResponse
-	2,   // 188: hopper.v1.ScheduleService.List:output_type -> hopper.v1.ScheduleServiceListResponse
-	4,   // 189: hopper.v1.ScheduleService.Add:output_type -> hopper.v1.ScheduleServiceAddResponse
-	6,   // 190: hopper.v1.ScheduleService.Remove:output_type -> hopper.v1.ScheduleServiceRemoveResponse
-	8,   // 191: hopper.v1.ScheduleService.Pause:output_type -> hopper.v1.ScheduleServicePauseResponse
-	10,  // 192: hopper.v1.ScheduleService.Resume:output_type -> hopper.v1.ScheduleServiceResumeResponse
-	88,  // 193: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
-	91,  // 194: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
-	93,  // 195: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
-	95,  // 196: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
-	98,  // 197: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
-	101, // 198: hopper.v1.KindService.List:output_type -> hopper.v1.KindServiceListResponse
-	103, // 199: hopper.v1.KindService.Set:output_type -> hopper.v1.KindServiceSetResponse
-	105, // 200: hopper.v1.KindService.Disable:output_type -> hopper.v1.KindServiceDisableResponse
-	107, // 201: hopper.v1.KindService.Enable:output_type -> hopper.v1.KindServiceEnableResponse
-	157, // [157:202] is the sub-list for method output_type
-	112, // [112:157] is the sub-list for method input_type
-	112, // [112:112] is the sub-list for extension type_name
-	112, // [112:112] is the sub-list for extension extendee
-	0,   // [0:112] is the sub-list for field type_name
+	117, // 0: hopper.v1.Schedule.every:type_name -> google.protobuf.Duration
+	117, // 1: hopper.v1.Schedule.fixed_delay:type_name -> google.protobuf.Duration
+	117, // 2: hopper.v1.Schedule.timeout:type_name -> google.protobuf.Duration
+	110, // 3: hopper.v1.Schedule.headers:type_name -> hopper.v1.Schedule.HeadersEntry
+	117, // 4: hopper.v1.Schedule.jitter:type_name -> google.protobuf.Duration
+	118, // 5: hopper.v1.Schedule.last_fire_at:type_name -> google.protobuf.Timestamp
+	118, // 6: hopper.v1.Schedule.next_fire_at:type_name -> google.protobuf.Timestamp
+	118, // 7: hopper.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
+	118, // 8: hopper.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
+	118, // 9: hopper.v1.Schedule.last_manual_fire_at:type_name -> google.protobuf.Timestamp
+	0,   // 10: hopper.v1.ScheduleServiceListResponse.schedules:type_name -> hopper.v1.Schedule
+	0,   // 11: hopper.v1.ScheduleServiceAddRequest.schedule:type_name -> hopper.v1.Schedule
+	0,   // 12: hopper.v1.ScheduleServiceAddResponse.schedule:type_name -> hopper.v1.Schedule
+	13,  // 13: hopper.v1.ScheduleServiceRunResponse.job:type_name -> hopper.v1.Job
+	111, // 14: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
+	118, // 15: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
+	117, // 16: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
+	118, // 17: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
+	118, // 18: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
+	118, // 19: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	118, // 20: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
+	118, // 21: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
+	118, // 22: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	118, // 23: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
+	118, // 24: hopper.v1.Job.deadline_at:type_name -> google.protobuf.Timestamp
+	118, // 25: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
+	117, // 26: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
+	117, // 27: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
+	112, // 28: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
+	117, // 29: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
+	15,  // 30: hopper.v1.JobSpec.retry_policy:type_name -> hopper.v1.RetryPolicy
+	117, // 31: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
+	117, // 32: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
+	14,  // 33: hopper.v1.EnqueueRequest.job:type_name -> hopper.v1.JobSpec
+	13,  // 34: hopper.v1.EnqueueResponse.job:type_name -> hopper.v1.Job
+	14,  // 35: hopper.v1.EnqueueBatchRequest.jobs:type_name -> hopper.v1.JobSpec
+	17,  // 36: hopper.v1.EnqueueBatchResponse.results:type_name -> hopper.v1.EnqueueResponse
+	13,  // 37: hopper.v1.GetResponse.job:type_name -> hopper.v1.Job
+	118, // 38: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
+	118, // 39: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
+	13,  // 40: hopper.v1.ListResponse.jobs:type_name -> hopper.v1.Job
+	13,  // 41: hopper.v1.CancelResponse.job:type_name -> hopper.v1.Job
+	13,  // 42: hopper.v1.JobServiceResumeResponse.job:type_name -> hopper.v1.Job
+	118, // 43: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
+	118, // 44: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
+	118, // 45: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
+	29,  // 46: hopper.v1.EventsResponse.events:type_name -> hopper.v1.Event
+	30,  // 47: hopper.v1.EventsResponse.attempts:type_name -> hopper.v1.Attempt
+	113, // 48: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
+	118, // 49: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
+	117, // 50: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
+	118, // 51: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
+	15,  // 52: hopper.v1.ActivatedJob.retry_policy:type_name -> hopper.v1.RetryPolicy
+	117, // 53: hopper.v1.ActivatedJob.default_timeout:type_name -> google.protobuf.Duration
+	117, // 54: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
+	117, // 55: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
+	32,  // 56: hopper.v1.ActivateResponse.jobs:type_name -> hopper.v1.ActivatedJob
+	117, // 57: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
+	32,  // 58: hopper.v1.StreamJobsResponse.jobs:type_name -> hopper.v1.ActivatedJob
+	117, // 59: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
+	15,  // 60: hopper.v1.FailRequest.retry_policy:type_name -> hopper.v1.RetryPolicy
+	118, // 61: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
+	117, // 62: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
+	118, // 63: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
+	118, // 64: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
+	117, // 65: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
+	118, // 66: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
+	50,  // 67: hopper.v1.ReportRequest.outcomes:type_name -> hopper.v1.Outcome
+	47,  // 68: hopper.v1.ReportRequest.renewals:type_name -> hopper.v1.ExtendLeaseRequest
+	37,  // 69: hopper.v1.Outcome.complete:type_name -> hopper.v1.CompleteRequest
+	39,  // 70: hopper.v1.Outcome.fail:type_name -> hopper.v1.FailRequest
+	45,  // 71: hopper.v1.Outcome.release:type_name -> hopper.v1.ReleaseRequest
+	41,  // 72: hopper.v1.Outcome.snooze:type_name -> hopper.v1.SnoozeRequest
+	43,  // 73: hopper.v1.Outcome.suspend:type_name -> hopper.v1.SuspendRequest
+	54,  // 74: hopper.v1.ReportResponse.outcomes:type_name -> hopper.v1.Verdict
+	54,  // 75: hopper.v1.ReportResponse.renewals:type_name -> hopper.v1.Verdict
+	49,  // 76: hopper.v1.ReportStreamRequest.report:type_name -> hopper.v1.ReportRequest
+	51,  // 77: hopper.v1.ReportStreamResponse.report:type_name -> hopper.v1.ReportResponse
+	40,  // 78: hopper.v1.Verdict.fail:type_name -> hopper.v1.FailResponse
+	118, // 79: hopper.v1.Verdict.lease_expires_at:type_name -> google.protobuf.Timestamp
+	114, // 80: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
+	61,  // 81: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
+	118, // 82: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
+	118, // 83: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
+	70,  // 84: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
+	118, // 85: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
+	73,  // 86: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
+	118, // 87: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
+	76,  // 88: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
+	118, // 89: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
+	118, // 90: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
+	118, // 91: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
+	79,  // 92: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
+	79,  // 93: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
+	79,  // 94: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
+	79,  // 95: hopper.v1.ImportKeyResponse.key:type_name -> hopper.v1.APIKey
+	118, // 96: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
+	118, // 97: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
+	88,  // 98: hopper.v1.DeadLetterServiceListRequest.filter:type_name -> hopper.v1.DeadLetterFilter
+	13,  // 99: hopper.v1.DeadLetterServiceListResponse.jobs:type_name -> hopper.v1.Job
+	115, // 100: hopper.v1.DeadLetterServiceListResponse.replays:type_name -> hopper.v1.DeadLetterServiceListResponse.ReplaysEntry
+	118, // 101: hopper.v1.ReplaySummary.last_replayed_at:type_name -> google.protobuf.Timestamp
+	118, // 102: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
+	117, // 103: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
+	13,  // 104: hopper.v1.ReplayResponse.job:type_name -> hopper.v1.Job
+	88,  // 105: hopper.v1.ReplayManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
+	13,  // 106: hopper.v1.ReplayManyResponse.jobs:type_name -> hopper.v1.Job
+	118, // 107: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
+	118, // 108: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
+	118, // 109: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
+	98,  // 110: hopper.v1.ListReplaysResponse.replays:type_name -> hopper.v1.ReplayRecord
+	116, // 111: hopper.v1.Kind.counts:type_name -> hopper.v1.Kind.CountsEntry
+	101, // 112: hopper.v1.KindServiceListResponse.kinds:type_name -> hopper.v1.Kind
+	91,  // 113: hopper.v1.DeadLetterServiceListResponse.ReplaysEntry.value:type_name -> hopper.v1.ReplaySummary
+	16,  // 114: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
+	18,  // 115: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
+	20,  // 116: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
+	22,  // 117: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
+	24,  // 118: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
+	28,  // 119: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
+	26,  // 120: hopper.v1.JobService.Resume:input_type -> hopper.v1.JobServiceResumeRequest
+	33,  // 121: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
+	35,  // 122: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
+	37,  // 123: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
+	39,  // 124: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
+	45,  // 125: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
+	41,  // 126: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
+	43,  // 127: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
+	47,  // 128: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
+	57,  // 129: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
+	59,  // 130: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
+	49,  // 131: hopper.v1.WorkerService.Report:input_type -> hopper.v1.ReportRequest
+	52,  // 132: hopper.v1.WorkerService.ReportStream:input_type -> hopper.v1.ReportStreamRequest
+	55,  // 133: hopper.v1.WorkerService.Hold:input_type -> hopper.v1.HoldRequest
+	62,  // 134: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
+	66,  // 135: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
+	68,  // 136: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
+	64,  // 137: hopper.v1.QueueService.Set:input_type -> hopper.v1.QueueServiceSetRequest
+	71,  // 138: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
+	74,  // 139: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
+	77,  // 140: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
+	80,  // 141: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
+	82,  // 142: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
+	84,  // 143: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
+	86,  // 144: hopper.v1.AdminService.ImportKey:input_type -> hopper.v1.ImportKeyRequest
+	1,   // 145: hopper.v1.ScheduleService.List:input_type -> hopper.v1.ScheduleServiceListRequest
+	3,   // 146: hopper.v1.ScheduleService.Add:input_type -> hopper.v1.ScheduleServiceAddRequest
+	5,   // 147: hopper.v1.ScheduleService.Remove:input_type -> hopper.v1.ScheduleServiceRemoveRequest
+	7,   // 148: hopper.v1.ScheduleService.Pause:input_type -> hopper.v1.ScheduleServicePauseRequest
+	9,   // 149: hopper.v1.ScheduleService.Resume:input_type -> hopper.v1.ScheduleServiceResumeRequest
+	11,  // 150: hopper.v1.ScheduleService.Run:input_type -> hopper.v1.ScheduleServiceRunRequest
+	89,  // 151: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
+	92,  // 152: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
+	94,  // 153: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
+	96,  // 154: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
+	99,  // 155: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
+	102, // 156: hopper.v1.KindService.List:input_type -> hopper.v1.KindServiceListRequest
+	104, // 157: hopper.v1.KindService.Set:input_type -> hopper.v1.KindServiceSetRequest
+	106, // 158: hopper.v1.KindService.Disable:input_type -> hopper.v1.KindServiceDisableRequest
+	108, // 159: hopper.v1.KindService.Enable:input_type -> hopper.v1.KindServiceEnableRequest
+	17,  // 160: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
+	19,  // 161: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
+	21,  // 162: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
+	23,  // 163: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
+	25,  // 164: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
+	31,  // 165: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
+	27,  // 166: hopper.v1.JobService.Resume:output_type -> hopper.v1.JobServiceResumeResponse
+	34,  // 167: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
+	36,  // 168: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
+	38,  // 169: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
+	40,  // 170: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
+	46,  // 171: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
+	42,  // 172: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
+	44,  // 173: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
+	48,  // 174: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
+	58,  // 175: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
+	60,  // 176: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
+	51,  // 177: hopper.v1.WorkerService.Report:output_type -> hopper.v1.ReportResponse
+	53,  // 178: hopper.v1.WorkerService.ReportStream:output_type -> hopper.v1.ReportStreamResponse
+	56,  // 179: hopper.v1.WorkerService.Hold:output_type -> hopper.v1.HoldResponse
+	63,  // 180: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
+	67,  // 181: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
+	69,  // 182: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
+	65,  // 183: hopper.v1.QueueService.Set:output_type -> hopper.v1.QueueServiceSetResponse
+	72,  // 184: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
+	75,  // 185: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
+	78,  // 186: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
+	81,  // 187: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
+	83,  // 188: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
+	85,  // 189: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
+	87,  // 190: hopper.v1.AdminService.ImportKey:output_type -> hopper.v1.ImportKeyResponse
+	2,   // 191: hopper.v1.ScheduleService.List:output_type -> hopper.v1.ScheduleServiceListResponse
+	4,   // 192: hopper.v1.ScheduleService.Add:output_type -> hopper.v1.ScheduleServiceAddResponse
+	6,   // 193: hopper.v1.ScheduleService.Remove:output_type -> hopper.v1.ScheduleServiceRemoveResponse
+	8,   // 194: hopper.v1.ScheduleService.Pause:output_type -> hopper.v1.ScheduleServicePauseResponse
+	10,  // 195: hopper.v1.ScheduleService.Resume:output_type -> hopper.v1.ScheduleServiceResumeResponse
+	12,  // 196: hopper.v1.ScheduleService.Run:output_type -> hopper.v1.ScheduleServiceRunResponse
+	90,  // 197: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
+	93,  // 198: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
+	95,  // 199: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
+	97,  // 200: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
+	100, // 201: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
+	103, // 202: hopper.v1.KindService.List:output_type -> hopper.v1.KindServiceListResponse
+	105, // 203: hopper.v1.KindService.Set:output_type -> hopper.v1.KindServiceSetResponse
+	107, // 204: hopper.v1.KindService.Disable:output_type -> hopper.v1.KindServiceDisableResponse
+	109, // 205: hopper.v1.KindService.Enable:output_type -> hopper.v1.KindServiceEnableResponse
+	160, // [160:206] is the sub-list for method output_type
+	114, // [114:160] is the sub-list for method input_type
+	114, // [114:114] is the sub-list for extension type_name
+	114, // [114:114] is the sub-list for extension extendee
+	0,   // [0:114] is the sub-list for field type_name
 }
 
 func init() { file_hopper_v1_hopper_proto_init() }
@@ -7792,23 +7915,23 @@ func file_hopper_v1_hopper_proto_init() {
 		return
 	}
 	file_hopper_v1_options_proto_init()
-	file_hopper_v1_hopper_proto_msgTypes[37].OneofWrappers = []any{}
-	file_hopper_v1_hopper_proto_msgTypes[48].OneofWrappers = []any{
+	file_hopper_v1_hopper_proto_msgTypes[39].OneofWrappers = []any{}
+	file_hopper_v1_hopper_proto_msgTypes[50].OneofWrappers = []any{
 		(*Outcome_Complete)(nil),
 		(*Outcome_Fail)(nil),
 		(*Outcome_Release)(nil),
 		(*Outcome_Snooze)(nil),
 		(*Outcome_Suspend)(nil),
 	}
-	file_hopper_v1_hopper_proto_msgTypes[62].OneofWrappers = []any{}
-	file_hopper_v1_hopper_proto_msgTypes[102].OneofWrappers = []any{}
+	file_hopper_v1_hopper_proto_msgTypes[64].OneofWrappers = []any{}
+	file_hopper_v1_hopper_proto_msgTypes[104].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hopper_v1_hopper_proto_rawDesc), len(file_hopper_v1_hopper_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   115,
+			NumMessages:   117,
 			NumExtensions: 0,
 			NumServices:   7,
 		},

@@ -35,6 +35,19 @@ func rescueSet(errExpr string) string {
 		ELSE ` + errExpr + ` END`
 }
 
+// statsFailedSQL is a CTE that counts the failed jobs among the (id, kind, queue, state) rows
+// of the statement's CTE from in the failed count of the minute stats (the minute of $1, the
+// statement's now), in the statement's own transaction: a rescue's jobs out of rescues (those
+// it gave back to their queue count in none), suspended jobs failed at their deadline.
+func statsFailedSQL(from string) string {
+	return `counted AS (
+	INSERT INTO {schema}.job_stats AS s (minute, queue, kind, shard, failed)
+	SELECT ` + minuteOf("coalesce($1::timestamptz, now())") + `, queue, kind, pg_backend_pid(), count(*)
+	FROM ` + from + ` WHERE state = 'failed' GROUP BY 1, 2, 3 ORDER BY 2, 3
+	ON CONFLICT (minute, queue, kind, shard) DO UPDATE SET failed = s.failed + excluded.failed
+)`
+}
+
 // rescueExpiredSQL rescues running jobs with expired leases ($5 the error, $6 the limit).
 // Rows another transaction holds (a finish in flight) are skipped, never waited for.
 var rescueExpiredSQL = `WITH picked AS MATERIALIZED (
@@ -42,10 +55,12 @@ var rescueExpiredSQL = `WITH picked AS MATERIALIZED (
 	WHERE state = 'running' AND lease_expires_at <= coalesce($1::timestamptz, now())
 	ORDER BY lease_expires_at LIMIT $6
 	FOR UPDATE SKIP LOCKED
-)
-UPDATE {schema}.jobs j SET ` + rescueSet(`$5::text`) + `
-FROM picked WHERE j.id = picked.id
-RETURNING j.id, j.kind, j.queue, j.state`
+), rescued AS (
+	UPDATE {schema}.jobs j SET ` + rescueSet(`$5::text`) + `
+	FROM picked WHERE j.id = picked.id
+	RETURNING j.id, j.kind, j.queue, j.state
+), ` + statsFailedSQL("rescued") + `
+SELECT id, kind, queue, state FROM rescued`
 
 // rescueLeasesSQL rescues the running attempts named by ids $6 and tokens $7. Rows another
 // transaction holds are skipped, as by the other rescues: a finish in flight ends the attempt
@@ -55,10 +70,12 @@ var rescueLeasesSQL = `WITH picked AS MATERIALIZED (
 	JOIN unnest($6::text[], $7::bigint[]) AS l(id, token) ON j.id = l.id AND j.token = l.token
 	WHERE ` + runningByID + `
 	FOR UPDATE OF j SKIP LOCKED
-)
-UPDATE {schema}.jobs j SET ` + rescueSet(`$5::text`) + `
-FROM picked WHERE j.id = picked.id
-RETURNING j.id, j.kind, j.queue, j.state`
+), rescued AS (
+	UPDATE {schema}.jobs j SET ` + rescueSet(`$5::text`) + `
+	FROM picked WHERE j.id = picked.id
+	RETURNING j.id, j.kind, j.queue, j.state
+), ` + statsFailedSQL("rescued") + `
+SELECT id, kind, queue, state FROM rescued`
 
 // rescueDeadSQL rescues the running jobs of nodes whose heartbeat is older than $5
 // microseconds ($6 the limit) and deregisters those nodes once none of their jobs is left
@@ -80,7 +97,7 @@ var rescueDeadSQL = `WITH dead AS MATERIALIZED (
 	UPDATE {schema}.jobs j SET ` + rescueSet(`('node ' || j.worker_id || ' stopped heartbeating')`) + `
 	FROM picked WHERE j.id = picked.id
 	RETURNING j.id, j.kind, j.queue, j.state
-), removed AS (
+), ` + statsFailedSQL("rescued") + `, removed AS (
 	DELETE FROM {schema}.nodes n
 	WHERE n.id IN (SELECT id FROM dead)
 	  AND NOT EXISTS (SELECT 1 FROM {schema}.jobs r WHERE r.state = 'running' AND r.worker_id = n.id

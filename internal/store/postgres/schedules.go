@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/store"
 	"github.com/jackc/pgx/v5"
 )
@@ -15,7 +16,7 @@ var _ store.ScheduleStore = (*Store)(nil)
 
 const scheduleColumns = `name, spec, mode, interval_us, tz, kind, queue, args, headers, priority,
 	max_attempts, timeout_us, catch_up, overlap, jitter_us, paused, source, last_fire_at,
-	next_fire_at, last_job_id, created_at, updated_at`
+	next_fire_at, last_job_id, fired_at, manual_fire_at, manual_job_id, created_at, updated_at`
 
 // scheduleUpsertSQL keeps an existing schedule's fire times unless its timing changed, and
 // never clears its pause. SET expressions read the row as it was before the update.
@@ -176,11 +177,47 @@ func (s *Store) fire(ctx context.Context, p *store.ScheduleFireParams) (*store.S
 			}
 		}
 	}
-	if _, err := tx.Exec(ctx, s.sql(`UPDATE {schema}.schedules SET last_job_id = $2 WHERE name = $1`),
-		p.Name, byKey[p.Jobs[len(p.Jobs)-1].IdempotencyKey]); err != nil {
+	if _, err := tx.Exec(ctx, s.sql(`UPDATE {schema}.schedules SET last_job_id = $2, fired_at = $3 WHERE name = $1`),
+		p.Name, byKey[p.Jobs[len(p.Jobs)-1].IdempotencyKey], nullTime(p.FiredAt)); err != nil {
 		return nil, err
 	}
 	return out, tx.Commit(ctx)
+}
+
+// ScheduleRun inserts a manual fire's job and records it, atomically. The schedule's row is
+// locked until the transaction ends, so a delete waits for the run or the run finds no row.
+func (s *Store) ScheduleRun(ctx context.Context, p *store.ScheduleRunParams) (*hoppertype.JobRow, error) {
+	row, err := s.runSchedule(ctx, p)
+	if err != nil {
+		return nil, s.wrap(err, "run schedule %q", p.Name)
+	}
+	return row, nil
+}
+
+func (s *Store) runSchedule(ctx context.Context, p *store.ScheduleRunParams) (*hoppertype.JobRow, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after commit
+	sc, err := scanSchedule(tx.QueryRow(ctx, s.sql(`SELECT `+scheduleColumns+` FROM {schema}.schedules
+		WHERE name = $1 FOR UPDATE`), p.Name))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, store.ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.insertMany(ctx, pgxDB{tx}, []*store.InsertParams{p.Job(sc)}, nil)
+	if err != nil {
+		return nil, err
+	}
+	job := res[0].Job
+	if _, err := tx.Exec(ctx, s.sql(`UPDATE {schema}.schedules SET manual_fire_at = $2, manual_job_id = $3
+		WHERE name = $1`), p.Name, p.At, job.ID); err != nil {
+		return nil, err
+	}
+	return job, tx.Commit(ctx)
 }
 
 // liveKeys returns, by key, the jobs that the jobs' live idempotency keys name: those fire
@@ -218,12 +255,13 @@ func scanSchedule(sc scanner) (*store.Schedule, error) {
 		intervalUS, timeoutUS, jitterUS int64
 		created, updated                time.Time
 		headers                         []byte
-		lastJob                         *string
-		lastFire, nextFire              *time.Time
+		lastJob, manualJob              *string
+		lastFire, nextFire, fired       *time.Time
+		manualFire                      *time.Time
 	)
 	err := sc.Scan(&s.Name, &s.Spec, &s.Mode, &intervalUS, &s.TZ, &s.Kind, &s.Queue, &s.Args, &headers,
 		&s.Priority, &s.MaxAttempts, &timeoutUS, &s.CatchUp, &s.Overlap, &jitterUS, &s.Paused, &s.Source,
-		&lastFire, &nextFire, &lastJob, &created, &updated)
+		&lastFire, &nextFire, &lastJob, &fired, &manualFire, &manualJob, &created, &updated)
 	if err != nil {
 		return nil, err
 	}
@@ -231,6 +269,7 @@ func scanSchedule(sc scanner) (*store.Schedule, error) {
 	s.Timeout = time.Duration(timeoutUS) * time.Microsecond
 	s.Jitter = time.Duration(jitterUS) * time.Microsecond
 	s.LastFireAt, s.NextFireAt, s.LastJobID = utc(lastFire), utc(nextFire), str(lastJob)
+	s.FiredAt, s.ManualFireAt, s.ManualJobID = utc(fired), utc(manualFire), str(manualJob)
 	s.CreatedAt, s.UpdatedAt = created.UTC(), updated.UTC()
 	if len(headers) > 0 {
 		if err := json.Unmarshal(headers, &s.Headers); err != nil {

@@ -47,21 +47,23 @@ func (s *Store) JobResume(ctx context.Context, p *store.ResumeParams) (*hopperty
 		&jobstate.TransitionError{From: hoppertype.JobState(state), To: hoppertype.StateQueued})
 }
 
-// overdueSQL fails suspended jobs whose deadline has passed; rows another transaction holds
-// (a resume in flight) are skipped.
-const overdueSQL = `WITH picked AS MATERIALIZED (
+// overdueSQL fails suspended jobs whose deadline has passed, counting them as failed in the
+// minute stats; rows another transaction holds (a resume in flight) are skipped.
+var overdueSQL = `WITH picked AS MATERIALIZED (
 	SELECT id FROM {schema}.jobs
 	WHERE state = 'suspended' AND deadline_at <= coalesce($1::timestamptz, now())
 	ORDER BY deadline_at LIMIT $2
 	FOR UPDATE SKIP LOCKED
-)
-UPDATE {schema}.jobs j SET
+), failed AS (
+	UPDATE {schema}.jobs j SET
 	state = 'failed', version = j.version + 1, finished_at = coalesce($1::timestamptz, now()),
 	updated_at = coalesce($1::timestamptz, now()), last_actor = 'leader',
 	last_reason = 'suspension deadline passed', last_error = 'still suspended at its deadline',
 	expires_at = $3
-FROM picked WHERE j.id = picked.id
-RETURNING j.id`
+	FROM picked WHERE j.id = picked.id
+	RETURNING j.id, j.kind, j.queue, j.state
+), ` + statsFailedSQL("failed") + `
+SELECT id FROM failed`
 
 // JobFailOverdue fails suspended jobs whose deadline has passed.
 func (s *Store) JobFailOverdue(ctx context.Context, p *store.OverdueParams) ([]string, error) {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/store"
@@ -64,13 +65,17 @@ const removeDeadSQL = `DELETE FROM nodes WHERE heartbeat_at <= CASE WHEN idle TH
 // JobRescueExpired rescues running jobs with expired leases.
 func (s *Store) JobRescueExpired(ctx context.Context, p *store.RescueParams) (*store.RescueResult, error) {
 	res := &store.RescueResult{}
-	err := s.write(ctx, nil, func(ctx context.Context, tx *sql.Tx, _ []*sql.Stmt) error {
-		rows, err := tx.QueryContext(ctx, rescueExpiredSQL, micros(s.clock.Now()), string(hoppertype.ActorLeader),
+	err := s.write(ctx, []string{statsSQL}, func(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt) error {
+		now := s.clock.Now()
+		rows, err := tx.QueryContext(ctx, rescueExpiredSQL, micros(now), string(hoppertype.ActorLeader),
 			"lease expired", nullMicros(p.ExpiresAt), "lease expired before the attempt ended", limitOr(p.Limit, 1000))
 		if err != nil {
 			return err
 		}
-		return readRescued(rows, res)
+		if err := readRescued(rows, res); err != nil {
+			return err
+		}
+		return countRescued(ctx, stmts[0], now, res)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("rescue expired leases: %w", err)
@@ -81,10 +86,10 @@ func (s *Store) JobRescueExpired(ctx context.Context, p *store.RescueParams) (*s
 // JobRescueLeases rescues the named attempts, skipping stale tokens.
 func (s *Store) JobRescueLeases(ctx context.Context, p *store.RescueLeasesParams) (*store.RescueResult, error) {
 	res := &store.RescueResult{}
-	err := s.write(ctx, nil, func(ctx context.Context, tx *sql.Tx, _ []*sql.Stmt) error {
-		now := micros(s.clock.Now())
+	err := s.write(ctx, []string{statsSQL}, func(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt) error {
+		now := s.clock.Now()
 		for _, l := range p.Leases {
-			rows, err := tx.QueryContext(ctx, rescueLeaseSQL, now, string(p.Actor), p.Reason,
+			rows, err := tx.QueryContext(ctx, rescueLeaseSQL, micros(now), string(p.Actor), p.Reason,
 				nullMicros(p.ExpiresAt), p.Error, l.ID, l.Token)
 			if err != nil {
 				return err
@@ -93,7 +98,7 @@ func (s *Store) JobRescueLeases(ctx context.Context, p *store.RescueLeasesParams
 				return err
 			}
 		}
-		return nil
+		return countRescued(ctx, stmts[0], now, res)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("rescue %d leases: %w", len(p.Leases), err)
@@ -109,7 +114,7 @@ func (s *Store) JobRescueDeadNodes(ctx context.Context, p *store.RescueDeadParam
 		return nil, errors.New("rescue dead nodes: NodeTTL must be positive")
 	}
 	res := &store.RescueResult{}
-	err := s.write(ctx, nil, func(ctx context.Context, tx *sql.Tx, _ []*sql.Stmt) error {
+	err := s.write(ctx, []string{statsSQL}, func(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt) error {
 		now := s.clock.Now()
 		cutoff := micros(now.Add(-p.NodeTTL))
 		rows, err := tx.QueryContext(ctx, rescueDeadSQL, micros(now), string(hoppertype.ActorLeader), "node dead",
@@ -118,6 +123,9 @@ func (s *Store) JobRescueDeadNodes(ctx context.Context, p *store.RescueDeadParam
 			return err
 		}
 		if err := readRescued(rows, res); err != nil {
+			return err
+		}
+		if err := countRescued(ctx, stmts[0], now, res); err != nil {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, removeDeadSQL, cutoff, micros(now.Add(-store.IdleNodeTTL)))
@@ -150,6 +158,17 @@ func (s *Store) JobRescuePass(ctx context.Context, p *store.RescuePassParams) (*
 		}
 	}
 	return res, nil
+}
+
+// countRescued adds the jobs res failed (out of rescues) to the failed count of the minute of
+// now, with the prepared statsSQL st, in the rescue's transaction.
+func countRescued(ctx context.Context, st *sql.Stmt, now time.Time, res *store.RescueResult) error {
+	if len(res.Failed) == 0 {
+		return nil
+	}
+	stats := store.NewStatsBatch(now)
+	stats.Rescued(res.Jobs)
+	return writeStats(ctx, st, stats)
 }
 
 // readRescued adds the (id, kind, queue, state) rows of a rescue to res.

@@ -16,7 +16,7 @@ var _ store.ScheduleStore = (*Store)(nil)
 
 const scheduleColumns = `name, spec, mode, interval_us, tz, kind, queue, args, headers, priority,
 	max_attempts, timeout_us, catch_up, overlap, jitter_us, paused, source, last_fire_at,
-	next_fire_at, last_job_id, created_at, updated_at`
+	next_fire_at, last_job_id, fired_at, manual_fire_at, manual_job_id, created_at, updated_at`
 
 // scheduleUpsertSQL keeps an existing schedule's fire times unless its timing changed, and
 // never clears its pause. SET expressions read the row as it was before the update.
@@ -181,7 +181,8 @@ func (s *Store) ScheduleFire(ctx context.Context, p *store.ScheduleFireParams) (
 		if err := writeStats(ctx, stmts[1], stats); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE schedules SET last_job_id = ? WHERE name = ?`, lastJob, p.Name)
+		_, err = tx.ExecContext(ctx, `UPDATE schedules SET last_job_id = ?, fired_at = ? WHERE name = ?`,
+			lastJob, nullMicros(p.FiredAt), p.Name)
 		return err
 	})
 	if err != nil {
@@ -209,6 +210,36 @@ func (s *Store) insertFired(ctx context.Context, tx *sql.Tx, ins *sql.Stmt, p *s
 	return row.ID, row, nil
 }
 
+// ScheduleRun inserts a manual fire's job and records it, atomically.
+func (s *Store) ScheduleRun(ctx context.Context, p *store.ScheduleRunParams) (*hoppertype.JobRow, error) {
+	var row *hoppertype.JobRow
+	err := s.write(ctx, []string{insertJobSQL, statsSQL}, func(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt) error {
+		sc, err := scanSchedule(tx.QueryRowContext(ctx, `SELECT `+scheduleColumns+` FROM schedules WHERE name = ?`, p.Name))
+		if errors.Is(err, sql.ErrNoRows) {
+			return store.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		now := s.clock.Now()
+		if row, err = insertRow(ctx, tx, stmts[0], p.Job(sc), now); err != nil {
+			return err
+		}
+		stats := store.NewStatsBatch(now)
+		stats.Enqueued(row.Queue, row.Kind)
+		if err := writeStats(ctx, stmts[1], stats); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE schedules SET manual_fire_at = ?, manual_job_id = ? WHERE name = ?`,
+			micros(p.At), row.ID, p.Name)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("run schedule %q: %w", p.Name, err)
+	}
+	return row, nil
+}
+
 // ScheduleLiveJob reports whether a job of the schedule has not ended.
 func (s *Store) ScheduleLiveJob(ctx context.Context, name string) (bool, error) {
 	var live bool
@@ -225,12 +256,13 @@ func scanSchedule(sc scanner) (*store.Schedule, error) {
 		s                               store.Schedule
 		intervalUS, timeoutUS, jitterUS int64
 		created, updated                int64
-		headers, lastJob                sql.NullString
-		lastFire, nextFire              sql.NullInt64
+		headers, lastJob, manualJob     sql.NullString
+		lastFire, nextFire, fired       sql.NullInt64
+		manualFire                      sql.NullInt64
 	)
 	err := sc.Scan(&s.Name, &s.Spec, &s.Mode, &intervalUS, &s.TZ, &s.Kind, &s.Queue, &s.Args, &headers,
 		&s.Priority, &s.MaxAttempts, &timeoutUS, &s.CatchUp, &s.Overlap, &jitterUS, &s.Paused, &s.Source,
-		&lastFire, &nextFire, &lastJob, &created, &updated)
+		&lastFire, &nextFire, &lastJob, &fired, &manualFire, &manualJob, &created, &updated)
 	if err != nil {
 		return nil, err
 	}
@@ -238,6 +270,7 @@ func scanSchedule(sc scanner) (*store.Schedule, error) {
 	s.Timeout = time.Duration(timeoutUS) * time.Microsecond
 	s.Jitter = time.Duration(jitterUS) * time.Microsecond
 	s.LastFireAt, s.NextFireAt, s.LastJobID = nullTime(lastFire), nullTime(nextFire), lastJob.String
+	s.FiredAt, s.ManualFireAt, s.ManualJobID = nullTime(fired), nullTime(manualFire), manualJob.String
 	s.CreatedAt, s.UpdatedAt = fromMicros(created), fromMicros(updated)
 	if headers.Valid && headers.String != "" {
 		if err := json.Unmarshal([]byte(headers.String), &s.Headers); err != nil {

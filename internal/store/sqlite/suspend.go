@@ -46,30 +46,36 @@ func (s *Store) JobResume(ctx context.Context, p *store.ResumeParams) (*hopperty
 	return job, nil
 }
 
-// JobFailOverdue fails suspended jobs whose deadline has passed.
+// JobFailOverdue fails suspended jobs whose deadline has passed, counting them as failed in
+// the minute stats.
 func (s *Store) JobFailOverdue(ctx context.Context, p *store.OverdueParams) ([]string, error) {
 	var ids []string
-	err := s.write(ctx, nil, func(ctx context.Context, tx *sql.Tx, _ []*sql.Stmt) error {
-		now := micros(s.clock.Now())
+	err := s.write(ctx, []string{statsSQL}, func(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt) error {
+		now := s.clock.Now()
 		rows, err := tx.QueryContext(ctx, `UPDATE jobs SET
 			state = 'failed', version = version + 1, finished_at = ?1, updated_at = ?1,
 			last_actor = 'leader', last_reason = 'suspension deadline passed',
 			last_error = 'still suspended at its deadline', expires_at = ?3
 			WHERE id IN (SELECT id FROM jobs WHERE state = 'suspended' AND state IN ('failed', 'canceled', 'suspended') AND deadline_at <= ?1
 			             ORDER BY deadline_at LIMIT ?2)
-			RETURNING id`, now, limitOr(p.Limit, 1000), nullMicros(p.ExpiresAt))
+			RETURNING id, queue, kind`, micros(now), limitOr(p.Limit, 1000), nullMicros(p.ExpiresAt))
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
+		stats := store.NewStatsBatch(now)
 		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
+			var id, queue, kind string
+			if err := rows.Scan(&id, &queue, &kind); err != nil {
 				return err
 			}
 			ids = append(ids, id)
+			stats.Failed(queue, kind)
 		}
-		return rows.Err()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return writeStats(ctx, stmts[0], stats)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("fail overdue suspended jobs: %w", err)

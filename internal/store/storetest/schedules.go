@@ -22,6 +22,88 @@ func testSchedules(t *testing.T, opener Opener) {
 	parallel(t, opener, "FireRace", schedulesFireRace)
 	parallel(t, opener, "FireWithoutJobs", schedulesFireWithoutJobs)
 	parallel(t, opener, "LiveJob", schedulesLiveJob)
+	parallel(t, opener, "FiredAt", schedulesFiredAt)
+	parallel(t, opener, "Run", schedulesRun)
+}
+
+// FiredAt is the fire time of the last job a fire enqueued: zero for a schedule that never
+// enqueued one (its LastFireAt, the cursor, is its creation), kept by a fire step that skips
+// every fire time and by a definition's change, even a new timing.
+func schedulesFiredAt(t *testing.T, b *bundle) {
+	created := b.upsertSchedule(t, newSchedule("s", Start))
+	require.True(t, created.FiredAt.IsZero(), "never fired: %v", created.FiredAt)
+	sameTime(t, Start, created.LastFireAt, "the cursor starts at the creation")
+	b.clock.Advance(3 * time.Minute)
+	t1, t2, t3 := Start.Add(time.Minute), Start.Add(2*time.Minute), Start.Add(3*time.Minute)
+	skipped := b.fire(t, &store.ScheduleFireParams{Name: "s", ExpectedLast: Start, NewLast: t1, NewNext: t2, FiredAt: t1})
+	require.True(t, skipped.Fired)
+	require.True(t, b.getSchedule(t, "s").FiredAt.IsZero(), "a fire time skipped is no fire")
+
+	res := b.fire(t, &store.ScheduleFireParams{Name: "s", ExpectedLast: t1, NewLast: t3, NewNext: t3.Add(time.Minute),
+		Jobs: []*store.InsertParams{fireJob(t, "s", t2, `{}`)}, FiredAt: t2})
+	require.Len(t, res.Jobs, 1)
+	sc := b.getSchedule(t, "s")
+	sameTime(t, t2, sc.FiredAt, "the fire time of the last job")
+	sameTime(t, t3, sc.LastFireAt, "the cursor goes on to the fire time skipped after it")
+	require.Equal(t, res.Jobs[0].ID, sc.LastJobID)
+
+	b.fire(t, &store.ScheduleFireParams{Name: "s", ExpectedLast: t3, NewLast: t3.Add(time.Minute),
+		NewNext: t3.Add(2 * time.Minute), FiredAt: t3.Add(time.Minute)})
+	sameTime(t, t2, b.getSchedule(t, "s").FiredAt, "kept by a fire step without jobs")
+	retimed := b.getSchedule(t, "s")
+	retimed.Spec, retimed.LastFireAt, retimed.NextFireAt = "*/5 * * * *", b.clock.Now(), b.clock.Now().Add(time.Minute)
+	got := b.upsertSchedule(t, retimed)
+	sameTime(t, t2, got.FiredAt, "kept by a new timing")
+	require.Equal(t, res.Jobs[0].ID, got.LastJobID)
+}
+
+// A manual fire inserts the job its builder makes from the schedule as stored, queued, and
+// records it as the manual fire; the fire times, the last job and FiredAt are untouched, a
+// paused schedule runs too, and the job counts as enqueued. An unknown name is ErrNotFound
+// and inserts nothing.
+func schedulesRun(t *testing.T, b *bundle) {
+	ss := b.scheduleStore(t)
+	stored := newSchedule("s", Start)
+	stored.Queue = "reports"
+	b.upsertSchedule(t, stored)
+	_, err := ss.ScheduleSetPaused(t.Context(), "s", true)
+	require.NoError(t, err)
+	before := b.getSchedule(t, "s")
+	b.clock.Advance(30 * time.Second)
+	at := b.clock.Now()
+	var seen *store.Schedule
+	job, err := ss.ScheduleRun(t.Context(), &store.ScheduleRunParams{Name: "s", At: at, Job: func(sc *store.Schedule) *store.InsertParams {
+		seen = sc
+		p := params(t, withArgs(string(sc.Args)), inQueue(sc.Queue))
+		p.ScheduleID, p.Actor, p.Reason = sc.Name, hoppertype.ActorOperator, "run now by ops"
+		return p
+	}})
+	require.NoError(t, err)
+	require.Equal(t, before, seen, "the builder gets the schedule as stored")
+	require.Equal(t, hoppertype.StateQueued, job.State)
+	require.Equal(t, "reports", job.Queue)
+	require.Equal(t, "s", job.ScheduleID)
+	require.JSONEq(t, `{"report":"daily"}`, string(job.Args))
+	require.Equal(t, job, b.get(t, job.ID))
+	evs := b.events(t, job.ID)
+	require.Equal(t, hoppertype.ActorOperator, evs[0].Actor)
+	require.Equal(t, "run now by ops", evs[0].Reason)
+
+	after := b.getSchedule(t, "s")
+	sameTime(t, at, after.ManualFireAt, "the manual fire")
+	require.Equal(t, job.ID, after.ManualJobID)
+	after.ManualFireAt, after.ManualJobID = before.ManualFireAt, before.ManualJobID
+	require.Equal(t, before, after, "nothing else changes: fire times, last job, FiredAt, pause")
+	rows := b.stats(t, store.StatsParams{Since: Start, Queue: "reports"})
+	require.Len(t, rows, 1)
+	require.Equal(t, int64(1), rows[0].Enqueued)
+
+	_, err = ss.ScheduleRun(t.Context(), &store.ScheduleRunParams{Name: "nope", At: at, Job: func(*store.Schedule) *store.InsertParams {
+		t.Fatal("no schedule, no job to build")
+		return nil
+	}})
+	require.ErrorIs(t, err, store.ErrNotFound)
+	require.Len(t, b.jobsOf(t, "s"), 1)
 }
 
 // scheduleStore is the bundle's store as a ScheduleStore: every store keeps schedules.

@@ -17,6 +17,70 @@ func testStats(t *testing.T, opener Opener) {
 	parallel(t, opener, "MinutesAndFilters", statsMinutesAndFilters)
 	parallel(t, opener, "Prune", statsPrune)
 	parallel(t, opener, "ScheduleFireCounts", statsScheduleFire)
+	parallel(t, opener, "LostAndOverdueFailuresCount", statsLostAndOverdue)
+}
+
+// Jobs that fail without a worker finishing them count as failed too, in the transaction
+// that fails them: a job whose worker is lost once more than its max_rescues allow (outcome
+// worker_lost), however the loss is found (an expired lease, a dead node, a lease the caller
+// knows is lost, alone or in a rescue pass), and a job still suspended at its deadline. A
+// rescue that gives the job back to its queue counts in none of the counters.
+func statsLostAndOverdue(t *testing.T, b *bundle) {
+	ctx := t.Context()
+	// counted returns, by kind, the failed count and the sum of the other counters.
+	counted := func() (failed, other map[string]int64) {
+		failed, other = map[string]int64{}, map[string]int64{}
+		for _, r := range b.stats(t, store.StatsParams{Since: Start}) {
+			failed[r.Kind] += r.Failed
+			other[r.Kind] += r.Completed + r.Retried
+		}
+		return failed, other
+	}
+	expires := func() time.Time { return b.clock.Now().Add(time.Hour) }
+	// lose runs the job to the loss that fails it (its bound is 1: one rescue, then failed),
+	// finding each loss with rescue, and checks the first loss counted nothing.
+	lose := func(kind string, rescue func(job *hoppertype.JobRow) *store.RescueResult) {
+		t.Helper()
+		job := b.running(t, withKind(kind), withMaxRescues(1))
+		require.Equal(t, []string{job.ID}, rescue(job).JobIDs, "%s: the first loss requeues", kind)
+		failed, _ := counted()
+		require.Zero(t, failed[kind], "%s: a requeued job is not a failure", kind)
+		job = b.claimOne(t, job.Queue)
+		require.Equal(t, []string{job.ID}, rescue(job).Failed, "%s: the second loss fails", kind)
+	}
+	lose("expired", func(*hoppertype.JobRow) *store.RescueResult { return b.expireAndRescue(t) })
+	lose("lease", func(job *hoppertype.JobRow) *store.RescueResult { return b.rescueLeases(t, leaseOf(job)) })
+	lose("dead-node", func(job *hoppertype.JobRow) *store.RescueResult {
+		require.NoError(t, b.store.NodeHeartbeat(ctx, &hoppertype.Node{ID: job.WorkerID, Host: "h", PID: 1}))
+		b.clock.Advance(time.Minute)
+		res, err := b.store.JobRescueDeadNodes(ctx, &store.RescueDeadParams{NodeTTL: 30 * time.Second, ExpiresAt: expires()})
+		require.NoError(t, err)
+		return res
+	})
+	lose("pass", func(*hoppertype.JobRow) *store.RescueResult {
+		b.clock.Advance(defaultLease + time.Second)
+		res, err := b.store.JobRescuePass(ctx, &store.RescuePassParams{Expired: &store.RescueParams{ExpiresAt: expires()},
+			Overdue: &store.OverdueParams{Limit: 10, ExpiresAt: expires()}})
+		require.NoError(t, err)
+		return res.Expired
+	})
+
+	alone := b.suspended(t, b.clock.Now().Add(time.Minute))
+	inPass := b.suspended(t, b.clock.Now().Add(time.Minute))
+	b.clock.Advance(2 * time.Minute)
+	ids, err := b.store.JobFailOverdue(ctx, &store.OverdueParams{Limit: 1, ExpiresAt: expires()})
+	require.NoError(t, err)
+	require.Len(t, ids, 1)
+	res, err := b.store.JobRescuePass(ctx, &store.RescuePassParams{Overdue: &store.OverdueParams{Limit: 10, ExpiresAt: expires()}})
+	require.NoError(t, err)
+	require.Len(t, res.Overdue, 1)
+	require.ElementsMatch(t, []string{alone.ID, inPass.ID}, append(ids, res.Overdue...))
+
+	failed, other := counted()
+	require.Equal(t, map[string]int64{"expired": 1, "lease": 1, "dead-node": 1, "pass": 1, alone.Kind: 2}, failed)
+	for kind, n := range other {
+		require.Zero(t, n, "%s: completed and retried (a rescue or a suspension is neither)", kind)
+	}
 }
 
 // The jobs a schedule's fire enqueues count as enqueued; a fire time already enqueued (its

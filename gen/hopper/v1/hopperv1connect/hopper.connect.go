@@ -124,6 +124,8 @@ const (
 	ScheduleServicePauseProcedure = "/hopper.v1.ScheduleService/Pause"
 	// ScheduleServiceResumeProcedure is the procedure name of the ScheduleService's Resume RPC.
 	ScheduleServiceResumeProcedure = "/hopper.v1.ScheduleService/Resume"
+	// ScheduleServiceRunProcedure is the procedure name of the ScheduleService's Run RPC.
+	ScheduleServiceRunProcedure = "/hopper.v1.ScheduleService/Run"
 	// DeadLetterServiceListProcedure is the procedure name of the DeadLetterService's List RPC.
 	DeadLetterServiceListProcedure = "/hopper.v1.DeadLetterService/List"
 	// DeadLetterServiceStatsProcedure is the procedure name of the DeadLetterService's Stats RPC.
@@ -1603,6 +1605,13 @@ var (
 			Procedure:  ScheduleServiceResumeProcedure,
 		}
 	})
+	scheduleServiceRunSpec = sync.OnceValue(func() connect.Spec {
+		return connect.Spec{
+			StreamType: connect.StreamTypeUnary,
+			Schema:     v1.File_hopper_v1_hopper_proto.Services().ByName("ScheduleService").Methods().ByName("Run"),
+			Procedure:  ScheduleServiceRunProcedure,
+		}
+	})
 )
 
 // ScheduleServiceClient is a client for the hopper.v1.ScheduleService service.
@@ -1621,6 +1630,13 @@ type ScheduleServiceClient interface {
 	// Resume lets a paused schedule fire again; its catch-up policy decides about the fire
 	// times it missed.
 	Resume(context.Context, *v1.ScheduleServiceResumeRequest) (*v1.ScheduleServiceResumeResponse, error)
+	// Run enqueues the schedule's job now, outside its timing ("run now"): the job a fire would
+	// enqueue, queued at once, with the header hopper-manual-fire: true and without a fire
+	// time's idempotency key (each call enqueues a job). The schedule records it as its last
+	// manual fire; its next fire times, last fire and last job are left alone. A paused
+	// schedule runs too. The job's history names the caller's key. NOT_FOUND when there is no
+	// such schedule.
+	Run(context.Context, *v1.ScheduleServiceRunRequest) (*v1.ScheduleServiceRunResponse, error)
 }
 
 // NewScheduleServiceClient constructs a client for the hopper.v1.ScheduleService service. Multiple
@@ -1645,6 +1661,13 @@ type ScheduleServiceHandler interface {
 	// Resume lets a paused schedule fire again; its catch-up policy decides about the fire
 	// times it missed.
 	Resume(context.Context, *v1.ScheduleServiceResumeRequest) (*v1.ScheduleServiceResumeResponse, error)
+	// Run enqueues the schedule's job now, outside its timing ("run now"): the job a fire would
+	// enqueue, queued at once, with the header hopper-manual-fire: true and without a fire
+	// time's idempotency key (each call enqueues a job). The schedule records it as its last
+	// manual fire; its next fire times, last fire and last job are left alone. A paused
+	// schedule runs too. The job's history names the caller's key. NOT_FOUND when there is no
+	// such schedule.
+	Run(context.Context, *v1.ScheduleServiceRunRequest) (*v1.ScheduleServiceRunResponse, error)
 }
 
 // RegisterScheduleServiceHandler registers svc as the hopper.v1.ScheduleService implementation on
@@ -1657,6 +1680,7 @@ func RegisterScheduleServiceHandler(server *connect.Server, svc ScheduleServiceH
 		connect.Method{Spec: scheduleServiceRemoveSpec(), Handler: adapter.remove},
 		connect.Method{Spec: scheduleServicePauseSpec(), Handler: adapter.pause},
 		connect.Method{Spec: scheduleServiceResumeSpec(), Handler: adapter.resume},
+		connect.Method{Spec: scheduleServiceRunSpec(), Handler: adapter.run},
 	)
 }
 
@@ -1681,6 +1705,10 @@ func (UnimplementedScheduleServiceHandler) Pause(context.Context, *v1.ScheduleSe
 
 func (UnimplementedScheduleServiceHandler) Resume(context.Context, *v1.ScheduleServiceResumeRequest) (*v1.ScheduleServiceResumeResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, "hopper.v1.ScheduleService.Resume is not implemented")
+}
+
+func (UnimplementedScheduleServiceHandler) Run(context.Context, *v1.ScheduleServiceRunRequest) (*v1.ScheduleServiceRunResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, "hopper.v1.ScheduleService.Run is not implemented")
 }
 
 type scheduleServiceClient struct {
@@ -1722,6 +1750,14 @@ func (c *scheduleServiceClient) Pause(ctx context.Context, req *v1.ScheduleServi
 func (c *scheduleServiceClient) Resume(ctx context.Context, req *v1.ScheduleServiceResumeRequest) (*v1.ScheduleServiceResumeResponse, error) {
 	var res v1.ScheduleServiceResumeResponse
 	if err := c.client.CallUnary(ctx, scheduleServiceResumeSpec(), req, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+func (c *scheduleServiceClient) Run(ctx context.Context, req *v1.ScheduleServiceRunRequest) (*v1.ScheduleServiceRunResponse, error) {
+	var res v1.ScheduleServiceRunResponse
+	if err := c.client.CallUnary(ctx, scheduleServiceRunSpec(), req, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil
@@ -1783,6 +1819,18 @@ func (h scheduleServiceHandler) resume(ctx context.Context, _ connect.Spec, stre
 		return err
 	}
 	res, err := h.svc.Resume(ctx, &req)
+	if err != nil {
+		return err
+	}
+	return stream.Send(res)
+}
+
+func (h scheduleServiceHandler) run(ctx context.Context, _ connect.Spec, stream connect.ServerStream) error {
+	var req v1.ScheduleServiceRunRequest
+	if err := stream.Receive(&req); err != nil {
+		return err
+	}
+	res, err := h.svc.Run(ctx, &req)
 	if err != nil {
 		return err
 	}
