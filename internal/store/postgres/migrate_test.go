@@ -177,7 +177,8 @@ func TestMigrationGivesWayToRunningTransactions(t *testing.T) {
 			tx, err := old.Begin(t.Context())
 			require.NoError(t, err)
 			defer tx.Rollback(context.Background()) //nolint:errcheck // no-op after Commit
-			_, err = tx.Exec(t.Context(), `SELECT count(*) FROM `+quoted+`.`+read) // ACCESS SHARE until commit
+			// ACCESS SHARE on the table, held until the transaction ends.
+			_, err = tx.Exec(t.Context(), `SELECT count(*) FROM `+quoted+`.`+read)
 			require.NoError(t, err)
 
 			opened := make(chan error, 1)
