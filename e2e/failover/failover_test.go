@@ -103,6 +103,8 @@ func runFailover(t *testing.T, syncRep bool) {
 	runs.add("") // the end of the load: a pause that lasts until then shows
 	notReady := ready.stop()
 
+	report(t, failedAt, promotedAt, acked, calls, runs, notReady)
+
 	// Every acknowledged job must complete on the new primary; a completion the old primary
 	// committed and never replicated leaves the job running there until its lease expires.
 	deadline := time.Now().Add(*drain)
@@ -140,7 +142,8 @@ func runFailover(t *testing.T, syncRep bool) {
 		}
 		time.Sleep(500 * time.Millisecond) // polling the API: the experiment's own pace
 	}
-	report(t, failedAt, promotedAt, acked, calls, runs, notReady, lost, drainedAt)
+	t.Logf("every acknowledged job completed at %s", rel(failedAt, drainedAt))
+	t.Logf("lost (acknowledged, missing on the new primary): %d; ran more than once: %d", len(lost), len(runs.twice()))
 	// The jobs that did not simply run once: their attempts, as the new primary has them.
 	var lostFrom, lostTo time.Time
 	for _, a := range acked {
@@ -171,8 +174,7 @@ func runFailover(t *testing.T, syncRep bool) {
 }
 
 // report logs the figures of one run, times relative to the primary's failure.
-func report(t *testing.T, failedAt, promotedAt time.Time, acked []ack, calls []call, runs *runs,
-	notReady [][2]time.Time, lost []string, drainedAt time.Time) {
+func report(t *testing.T, failedAt, promotedAt time.Time, acked []ack, calls []call, runs *runs, notReady [][2]time.Time) {
 	rel := func(at time.Time) string { return rel(failedAt, at) }
 	var firstErr, lastErr, firstOKAfter time.Time
 	errs := map[string]int{}
@@ -196,9 +198,7 @@ func report(t *testing.T, failedAt, promotedAt time.Time, acked []ack, calls []c
 	for _, w := range notReady {
 		t.Logf("/readyz not ready from %s to %s", rel(w[0]), rel(w[1]))
 	}
-	t.Logf("no handler ran from %s to %s (the longest pause; promotion at %s)", rel(gapFrom), rel(gapTo), rel(promotedAt))
-	t.Logf("every acknowledged job completed at %s", rel(drainedAt))
-	t.Logf("lost (acknowledged, missing on the new primary): %d; ran more than once: %d", len(lost), len(runs.twice()))
+	t.Logf("no handler ran from %s to %s (the longest pause until the load ended; promotion at %s)", rel(gapFrom), rel(gapTo), rel(promotedAt))
 }
 
 // rel is at relative to the failure.
