@@ -1,5 +1,5 @@
 # The README's commands. CI (.ci/run) runs vet, test, e2e, chaos-short and fuzz-ci among them.
-.PHONY: test vet e2e run build bench tools gen gen-check chaos chaos-short fuzz fuzz-ci ts-test ts-gen ts-gen-check ts-bench screenshots docs-cli
+.PHONY: test vet e2e upgrade-test failover run build bench tools gen gen-check chaos chaos-short fuzz fuzz-ci ts-test ts-gen ts-gen-check ts-bench screenshots docs-cli
 
 # The hopper module's tests. The repository holds two more modules, each with its own go.mod,
 # which `./...` here does not reach: e2e (browser and chaos tests, make e2e and make chaos) and
@@ -10,14 +10,25 @@ test:
 # go vet in every module, the chaos suite's files (build tag chaos) included.
 vet:
 	go vet ./...
-	cd e2e && go vet ./... && go vet -tags chaos ./chaos/...
+	cd e2e && go vet ./... && go vet -tags chaos ./chaos/... && go vet -tags failover ./failover/...
 	cd bench/peers && go vet ./...
 
 # The e2e module's tests without the build tag chaos: the dashboard's browser tests
-# (e2e/dashboard, headless chromium; docs/dashboard.md) and the cluster test (e2e/cluster:
-# worker processes on one PostgreSQL schema, one killed; docs/development.md).
+# (e2e/dashboard, headless chromium; docs/dashboard.md), the cluster test (e2e/cluster:
+# worker processes on one PostgreSQL schema, one killed; docs/development.md) and the
+# rolling upgrade from the previous release (e2e/upgrade; docs/deploy.md#upgrades).
 e2e:
 	cd e2e && go test -race -count=1 -timeout 10m ./...
+
+# The rolling-upgrade test alone; HOPPER_UPGRADE_FROM=<git ref> upgrades from another release.
+upgrade-test:
+	cd e2e && go test -count=1 -timeout 10m -v -run TestRollingUpgrade ./upgrade/
+
+# The failover experiment (e2e/failover, build tag failover; docs/deploy.md#high-availability):
+# a throwaway PostgreSQL primary and streaming replica (run as the postgres user: run it as
+# root), the primary killed and the replica promoted under load. Not in CI: it measures.
+failover:
+	cd e2e && go test -tags failover -count=1 -timeout 20m -v ./failover/ $(if $(LAG),-args -lag $(LAG))
 
 # The chaos suite (e2e/chaos, build tag chaos; docs/reliability.md): faults injected into the
 # built hopper binary and remote workers. chaos-short is what CI runs (under 5 minutes); chaos

@@ -28,7 +28,12 @@ type Config struct {
 }
 
 // Store is an open SQLite store; pass it as hopper.Config.Store and Close it after the client stops.
+// Store.Backup(ctx, to) writes a consistent copy of its database to the new file to while it
+// is in use, as `hopper backup` does.
 type Store = sqlite.Store
+
+// Copy is what Store.Backup wrote: the copy's size and schema version.
+type Copy = sqlite.Copy
 
 // Open opens or creates the database and applies pending migrations.
 func Open(ctx context.Context, cfg Config) (*Store, error) {

@@ -88,6 +88,7 @@ already ended), 5 the server refused the API key, 6 the server is unreachable.`,
 	root.PersistentFlags().String(flagServer, "", "work through a running server at this URL instead of --database "+
 		"(the API key comes from $"+envAPIKey+")")
 	root.AddCommand(newMigrateCmd(), newEnqueueCmd(), newJobsCmd())
+	root.AddCommand(newBackupCmd())
 	root.AddCommand(newBenchCmd())
 	root.AddCommand(newKeysCmd())
 	root.AddCommand(newServeCmd(), newQueuesCmd(), newKindsCmd(), newWorkersCmd())

@@ -145,6 +145,69 @@ func TestNewerSchemaIsRefused(t *testing.T) {
 	require.ErrorContains(t, err, "schema version 999, newer than this binary's")
 }
 
+// During a rolling upgrade, processes of the previous version use the tables a new binary
+// migrates: a migration must not deadlock with their transactions, which PostgreSQL would end
+// by failing one of them (an older binary's enqueue) or the migration (the new binary's
+// start). Here a transaction of the older binary reads a table, the migration starts and waits
+// for it, and the transaction then inserts a job:
+//
+//   - it read jobs: a migration that took a weaker lock on jobs first (0018's CREATE INDEX,
+//     SHARE) and waited for a stronger one (0020's ALTER TABLE) would block the insert, a
+//     deadlock PostgreSQL sees at once; the migration locks every table in its strongest mode
+//     before anything else instead;
+//   - it read queues: the migration holds jobs and waits for queues, the insert waits for
+//     jobs; PostgreSQL looks for the deadlock after deadlock_timeout, here shorter for the
+//     older binary's side (500 ms) so that it would be the one failed, and the migration
+//     gives way first (its lock_timeout, 200 ms).
+//
+// In both the insert goes on, and the migration is applied once the transaction has ended.
+func TestMigrationGivesWayToRunningTransactions(t *testing.T) {
+	t.Parallel()
+	requireDatabase(t)
+	for _, read := range []string{"jobs", "queues"} {
+		t.Run("read "+read, func(t *testing.T) {
+			t.Parallel()
+			schema := freshSchema(t)
+			conn := connect(t)
+			// 0018 creates an index on jobs (SHARE), 0020 adds columns to it (ACCESS EXCLUSIVE).
+			quoted := migrateTo(t, conn, schema, 17)
+			old := connect(t)
+			_, err := old.Exec(t.Context(), `SET deadlock_timeout = '500ms'`)
+			require.NoError(t, err, "set deadlock_timeout (the test's role must be a superuser)")
+			tx, err := old.Begin(t.Context())
+			require.NoError(t, err)
+			defer tx.Rollback(context.Background()) //nolint:errcheck // no-op after Commit
+			// ACCESS SHARE on the table, held until the transaction ends.
+			_, err = tx.Exec(t.Context(), `SELECT count(*) FROM `+quoted+`.`+read)
+			require.NoError(t, err)
+
+			opened := make(chan error, 1)
+			go func() {
+				s, err := postgres.Open(context.Background(), postgres.Config{URL: databaseURL(), Schema: schema, MaxConns: testConns})
+				if err == nil {
+					s.Close()
+				}
+				opened <- err
+			}()
+			require.Eventually(t, func() bool {
+				var waiting bool
+				require.NoError(t, conn.QueryRow(t.Context(), `SELECT EXISTS (SELECT 1 FROM pg_locks
+					WHERE relation = $1::regclass AND mode = 'AccessExclusiveLock' AND NOT granted)`,
+					quoted+"."+read).Scan(&waiting))
+				return waiting
+			}, 10*time.Second, 2*time.Millisecond, "the migration waits for its lock on %s", read)
+
+			_, err = tx.Exec(t.Context(), fmt.Sprintf(oldInsertSQL, quoted), uuid.NewString())
+			require.NoError(t, err, "the older binary's insert goes on while the migration waits")
+			require.NoError(t, tx.Commit(t.Context()))
+			require.NoError(t, <-opened, "the migration is applied once the transaction has ended")
+			var v int
+			require.NoError(t, conn.QueryRow(t.Context(), `SELECT max(version) FROM `+quoted+`.schema_migrations`).Scan(&v))
+			require.Equal(t, postgres.LatestVersion(), v)
+		})
+	}
+}
+
 // 0012 moves the caps of kind_limits into kinds, and leaves a kind_limits view from which a
 // node still running an older binary reads (and locks) every cap, and a disabled kind as a cap
 // of 0.
