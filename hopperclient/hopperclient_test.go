@@ -10,8 +10,10 @@ import (
 
 	"github.com/hopperjobs/hopper"
 	"github.com/hopperjobs/hopper/hopperclient"
+	"github.com/hopperjobs/hopper/internal/buildinfo"
 	"github.com/hopperjobs/hopper/internal/servertest"
 	"github.com/hopperjobs/hopper/internal/stoptest"
+	"github.com/hopperjobs/hopper/internal/store/sqlite"
 	"github.com/hopperjobs/hopper/remote"
 	"github.com/stretchr/testify/require"
 )
@@ -473,4 +475,21 @@ func TestKeys(t *testing.T) {
 	require.ErrorIs(t, err, hopper.ErrNotFound)
 	_, err = b.client.RevokeKey(ctx, "no\x00pe")
 	requireField(t, err, "id_or_name")
+}
+
+// ServerInfo needs no key: a client without one, or with a bad one, learns which server it
+// reaches, whose other calls refuse it.
+func TestServerInfo(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, key := range []string{"", "hop_x"} {
+		anon := newClient(t, b.srv.URL, key)
+		info, err := anon.ServerInfo(t.Context())
+		require.NoError(t, err)
+		own := buildinfo.Read() // the server runs in this test binary
+		require.Equal(t, &hopperclient.ServerInfo{Version: own.Version, Commit: own.Commit, Modified: own.Modified,
+			GoVersion: own.Go, Platform: own.Platform, Store: "sqlite", SchemaVersion: sqlite.LatestVersion()}, info)
+		_, err = anon.Queues(t.Context())
+		require.ErrorIs(t, err, hopperclient.ErrUnauthenticated)
+	}
 }

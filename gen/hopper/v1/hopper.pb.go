@@ -6631,6 +6631,198 @@ func (*KindServiceEnableResponse) Descriptor() ([]byte, []int) {
 	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{104}
 }
 
+type ServerServiceInfoRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ServerServiceInfoRequest) Reset() {
+	*x = ServerServiceInfoRequest{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[105]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ServerServiceInfoRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ServerServiceInfoRequest) ProtoMessage() {}
+
+func (x *ServerServiceInfoRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[105]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ServerServiceInfoRequest.ProtoReflect.Descriptor instead.
+func (*ServerServiceInfoRequest) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{105}
+}
+
+type ServerServiceInfoResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Server        *ServerInfo            `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ServerServiceInfoResponse) Reset() {
+	*x = ServerServiceInfoResponse{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[106]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ServerServiceInfoResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ServerServiceInfoResponse) ProtoMessage() {}
+
+func (x *ServerServiceInfoResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[106]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ServerServiceInfoResponse.ProtoReflect.Descriptor instead.
+func (*ServerServiceInfoResponse) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{106}
+}
+
+func (x *ServerServiceInfoResponse) GetServer() *ServerInfo {
+	if x != nil {
+		return x.Server
+	}
+	return nil
+}
+
+// ServerInfo describes a server. Fields are added as servers say more about themselves; a
+// field an older server does not know stays empty. Anyone may read it, so it holds nothing
+// secret: no hosts, paths, database names or keys.
+type ServerInfo struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// version is the release the server was built at ("v0.1.0"), the Go toolchain's module or
+	// pseudo-version, or "(devel)" when the build recorded none.
+	Version string `protobuf:"bytes,1,opt,name=version,proto3" json:"version,omitempty"`
+	// commit is the revision it was built from, or "unknown".
+	Commit string `protobuf:"bytes,2,opt,name=commit,proto3" json:"commit,omitempty"`
+	// commit_time is when that commit was made; unset when the build did not record it.
+	CommitTime *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=commit_time,json=commitTime,proto3" json:"commit_time,omitempty"`
+	// modified: it was built from a tree with uncommitted changes.
+	Modified bool `protobuf:"varint,4,opt,name=modified,proto3" json:"modified,omitempty"`
+	// go_version is the Go release that built it ("go1.26.8").
+	GoVersion string `protobuf:"bytes,5,opt,name=go_version,json=goVersion,proto3" json:"go_version,omitempty"`
+	// platform is its operating system and architecture ("linux/amd64").
+	Platform string `protobuf:"bytes,6,opt,name=platform,proto3" json:"platform,omitempty"`
+	// store is the kind of database it keeps jobs in: "sqlite" or "postgres".
+	Store string `protobuf:"bytes,7,opt,name=store,proto3" json:"store,omitempty"`
+	// schema_version is the version of that database's schema: the newest migration applied.
+	SchemaVersion int32 `protobuf:"varint,8,opt,name=schema_version,json=schemaVersion,proto3" json:"schema_version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ServerInfo) Reset() {
+	*x = ServerInfo{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[107]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ServerInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ServerInfo) ProtoMessage() {}
+
+func (x *ServerInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[107]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ServerInfo.ProtoReflect.Descriptor instead.
+func (*ServerInfo) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{107}
+}
+
+func (x *ServerInfo) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *ServerInfo) GetCommit() string {
+	if x != nil {
+		return x.Commit
+	}
+	return ""
+}
+
+func (x *ServerInfo) GetCommitTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CommitTime
+	}
+	return nil
+}
+
+func (x *ServerInfo) GetModified() bool {
+	if x != nil {
+		return x.Modified
+	}
+	return false
+}
+
+func (x *ServerInfo) GetGoVersion() string {
+	if x != nil {
+		return x.GoVersion
+	}
+	return ""
+}
+
+func (x *ServerInfo) GetPlatform() string {
+	if x != nil {
+		return x.Platform
+	}
+	return ""
+}
+
+func (x *ServerInfo) GetStore() string {
+	if x != nil {
+		return x.Store
+	}
+	return ""
+}
+
+func (x *ServerInfo) GetSchemaVersion() int32 {
+	if x != nil {
+		return x.SchemaVersion
+	}
+	return 0
+}
+
 var File_hopper_v1_hopper_proto protoreflect.FileDescriptor
 
 const file_hopper_v1_hopper_proto_rawDesc = "" +
@@ -7157,7 +7349,22 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x1aKindServiceDisableResponse\".\n" +
 	"\x18KindServiceEnableRequest\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\"\x1b\n" +
-	"\x19KindServiceEnableResponse2\xee\x03\n" +
+	"\x19KindServiceEnableResponse\"\x1a\n" +
+	"\x18ServerServiceInfoRequest\"J\n" +
+	"\x19ServerServiceInfoResponse\x12-\n" +
+	"\x06server\x18\x01 \x01(\v2\x15.hopper.v1.ServerInfoR\x06server\"\x8f\x02\n" +
+	"\n" +
+	"ServerInfo\x12\x18\n" +
+	"\aversion\x18\x01 \x01(\tR\aversion\x12\x16\n" +
+	"\x06commit\x18\x02 \x01(\tR\x06commit\x12;\n" +
+	"\vcommit_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"commitTime\x12\x1a\n" +
+	"\bmodified\x18\x04 \x01(\bR\bmodified\x12\x1d\n" +
+	"\n" +
+	"go_version\x18\x05 \x01(\tR\tgoVersion\x12\x1a\n" +
+	"\bplatform\x18\x06 \x01(\tR\bplatform\x12\x14\n" +
+	"\x05store\x18\a \x01(\tR\x05store\x12%\n" +
+	"\x0eschema_version\x18\b \x01(\x05R\rschemaVersion2\xee\x03\n" +
 	"\n" +
 	"JobService\x12@\n" +
 	"\aEnqueue\x12\x19.hopper.v1.EnqueueRequest\x1a\x1a.hopper.v1.EnqueueResponse\x12O\n" +
@@ -7211,7 +7418,9 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x04List\x12!.hopper.v1.KindServiceListRequest\x1a\".hopper.v1.KindServiceListResponse\"\x03\x90\x02\x01\x12O\n" +
 	"\x03Set\x12 .hopper.v1.KindServiceSetRequest\x1a!.hopper.v1.KindServiceSetResponse\"\x03\x90\x02\x02\x12V\n" +
 	"\aDisable\x12$.hopper.v1.KindServiceDisableRequest\x1a%.hopper.v1.KindServiceDisableResponse\x12S\n" +
-	"\x06Enable\x12#.hopper.v1.KindServiceEnableRequest\x1a$.hopper.v1.KindServiceEnableResponseB5Z3github.com/hopperjobs/hopper/gen/hopper/v1;hopperv1b\x06proto3"
+	"\x06Enable\x12#.hopper.v1.KindServiceEnableRequest\x1a$.hopper.v1.KindServiceEnableResponse2g\n" +
+	"\rServerService\x12V\n" +
+	"\x04Info\x12#.hopper.v1.ServerServiceInfoRequest\x1a$.hopper.v1.ServerServiceInfoResponse\"\x03\x90\x02\x01B5Z3github.com/hopperjobs/hopper/gen/hopper/v1;hopperv1b\x06proto3"
 
 var (
 	file_hopper_v1_hopper_proto_rawDescOnce sync.Once
@@ -7225,7 +7434,7 @@ func file_hopper_v1_hopper_proto_rawDescGZIP() []byte {
 	return file_hopper_v1_hopper_proto_rawDescData
 }
 
-var file_hopper_v1_hopper_proto_msgTypes = make([]protoimpl.MessageInfo, 111)
+var file_hopper_v1_hopper_proto_msgTypes = make([]protoimpl.MessageInfo, 114)
 var file_hopper_v1_hopper_proto_goTypes = []any{
 	(*Schedule)(nil),                       // 0: hopper.v1.Schedule
 	(*ScheduleServiceListRequest)(nil),     // 1: hopper.v1.ScheduleServiceListRequest
@@ -7332,81 +7541,84 @@ var file_hopper_v1_hopper_proto_goTypes = []any{
 	(*KindServiceDisableResponse)(nil),     // 102: hopper.v1.KindServiceDisableResponse
 	(*KindServiceEnableRequest)(nil),       // 103: hopper.v1.KindServiceEnableRequest
 	(*KindServiceEnableResponse)(nil),      // 104: hopper.v1.KindServiceEnableResponse
-	nil,                                    // 105: hopper.v1.Schedule.HeadersEntry
-	nil,                                    // 106: hopper.v1.Job.HeadersEntry
-	nil,                                    // 107: hopper.v1.JobSpec.HeadersEntry
-	nil,                                    // 108: hopper.v1.ActivatedJob.HeadersEntry
-	nil,                                    // 109: hopper.v1.Queue.CountsEntry
-	nil,                                    // 110: hopper.v1.Kind.CountsEntry
-	(*durationpb.Duration)(nil),            // 111: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),          // 112: google.protobuf.Timestamp
+	(*ServerServiceInfoRequest)(nil),       // 105: hopper.v1.ServerServiceInfoRequest
+	(*ServerServiceInfoResponse)(nil),      // 106: hopper.v1.ServerServiceInfoResponse
+	(*ServerInfo)(nil),                     // 107: hopper.v1.ServerInfo
+	nil,                                    // 108: hopper.v1.Schedule.HeadersEntry
+	nil,                                    // 109: hopper.v1.Job.HeadersEntry
+	nil,                                    // 110: hopper.v1.JobSpec.HeadersEntry
+	nil,                                    // 111: hopper.v1.ActivatedJob.HeadersEntry
+	nil,                                    // 112: hopper.v1.Queue.CountsEntry
+	nil,                                    // 113: hopper.v1.Kind.CountsEntry
+	(*durationpb.Duration)(nil),            // 114: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),          // 115: google.protobuf.Timestamp
 }
 var file_hopper_v1_hopper_proto_depIdxs = []int32{
-	111, // 0: hopper.v1.Schedule.every:type_name -> google.protobuf.Duration
-	111, // 1: hopper.v1.Schedule.fixed_delay:type_name -> google.protobuf.Duration
-	111, // 2: hopper.v1.Schedule.timeout:type_name -> google.protobuf.Duration
-	105, // 3: hopper.v1.Schedule.headers:type_name -> hopper.v1.Schedule.HeadersEntry
-	111, // 4: hopper.v1.Schedule.jitter:type_name -> google.protobuf.Duration
-	112, // 5: hopper.v1.Schedule.last_fire_at:type_name -> google.protobuf.Timestamp
-	112, // 6: hopper.v1.Schedule.next_fire_at:type_name -> google.protobuf.Timestamp
-	112, // 7: hopper.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
-	112, // 8: hopper.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
+	114, // 0: hopper.v1.Schedule.every:type_name -> google.protobuf.Duration
+	114, // 1: hopper.v1.Schedule.fixed_delay:type_name -> google.protobuf.Duration
+	114, // 2: hopper.v1.Schedule.timeout:type_name -> google.protobuf.Duration
+	108, // 3: hopper.v1.Schedule.headers:type_name -> hopper.v1.Schedule.HeadersEntry
+	114, // 4: hopper.v1.Schedule.jitter:type_name -> google.protobuf.Duration
+	115, // 5: hopper.v1.Schedule.last_fire_at:type_name -> google.protobuf.Timestamp
+	115, // 6: hopper.v1.Schedule.next_fire_at:type_name -> google.protobuf.Timestamp
+	115, // 7: hopper.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
+	115, // 8: hopper.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
 	0,   // 9: hopper.v1.ScheduleServiceListResponse.schedules:type_name -> hopper.v1.Schedule
 	0,   // 10: hopper.v1.ScheduleServiceAddRequest.schedule:type_name -> hopper.v1.Schedule
 	0,   // 11: hopper.v1.ScheduleServiceAddResponse.schedule:type_name -> hopper.v1.Schedule
-	106, // 12: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
-	112, // 13: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
-	111, // 14: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
-	112, // 15: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
-	112, // 16: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
-	112, // 17: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	112, // 18: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
-	112, // 19: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
-	112, // 20: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	112, // 21: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
-	112, // 22: hopper.v1.Job.deadline_at:type_name -> google.protobuf.Timestamp
-	112, // 23: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
-	111, // 24: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
-	111, // 25: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
-	107, // 26: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
-	111, // 27: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
+	109, // 12: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
+	115, // 13: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
+	114, // 14: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
+	115, // 15: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
+	115, // 16: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
+	115, // 17: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	115, // 18: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
+	115, // 19: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
+	115, // 20: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	115, // 21: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
+	115, // 22: hopper.v1.Job.deadline_at:type_name -> google.protobuf.Timestamp
+	115, // 23: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
+	114, // 24: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
+	114, // 25: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
+	110, // 26: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
+	114, // 27: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
 	13,  // 28: hopper.v1.JobSpec.retry_policy:type_name -> hopper.v1.RetryPolicy
-	111, // 29: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
-	111, // 30: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
+	114, // 29: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
+	114, // 30: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
 	12,  // 31: hopper.v1.EnqueueRequest.job:type_name -> hopper.v1.JobSpec
 	11,  // 32: hopper.v1.EnqueueResponse.job:type_name -> hopper.v1.Job
 	12,  // 33: hopper.v1.EnqueueBatchRequest.jobs:type_name -> hopper.v1.JobSpec
 	15,  // 34: hopper.v1.EnqueueBatchResponse.results:type_name -> hopper.v1.EnqueueResponse
 	11,  // 35: hopper.v1.GetResponse.job:type_name -> hopper.v1.Job
-	112, // 36: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
-	112, // 37: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
+	115, // 36: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
+	115, // 37: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
 	11,  // 38: hopper.v1.ListResponse.jobs:type_name -> hopper.v1.Job
 	11,  // 39: hopper.v1.CancelResponse.job:type_name -> hopper.v1.Job
 	11,  // 40: hopper.v1.JobServiceResumeResponse.job:type_name -> hopper.v1.Job
-	112, // 41: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
-	112, // 42: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
-	112, // 43: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
+	115, // 41: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
+	115, // 42: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
+	115, // 43: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
 	27,  // 44: hopper.v1.EventsResponse.events:type_name -> hopper.v1.Event
 	28,  // 45: hopper.v1.EventsResponse.attempts:type_name -> hopper.v1.Attempt
-	108, // 46: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
-	112, // 47: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
-	111, // 48: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
-	112, // 49: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
+	111, // 46: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
+	115, // 47: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
+	114, // 48: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
+	115, // 49: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
 	13,  // 50: hopper.v1.ActivatedJob.retry_policy:type_name -> hopper.v1.RetryPolicy
-	111, // 51: hopper.v1.ActivatedJob.default_timeout:type_name -> google.protobuf.Duration
-	111, // 52: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
-	111, // 53: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
+	114, // 51: hopper.v1.ActivatedJob.default_timeout:type_name -> google.protobuf.Duration
+	114, // 52: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
+	114, // 53: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
 	30,  // 54: hopper.v1.ActivateResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	111, // 55: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
+	114, // 55: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
 	30,  // 56: hopper.v1.StreamJobsResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	111, // 57: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
+	114, // 57: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
 	13,  // 58: hopper.v1.FailRequest.retry_policy:type_name -> hopper.v1.RetryPolicy
-	112, // 59: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
-	111, // 60: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
-	112, // 61: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
-	112, // 62: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
-	111, // 63: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
-	112, // 64: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
+	115, // 59: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
+	114, // 60: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
+	115, // 61: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
+	115, // 62: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
+	114, // 63: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
+	115, // 64: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
 	48,  // 65: hopper.v1.ReportRequest.outcomes:type_name -> hopper.v1.Outcome
 	45,  // 66: hopper.v1.ReportRequest.renewals:type_name -> hopper.v1.ExtendLeaseRequest
 	35,  // 67: hopper.v1.Outcome.complete:type_name -> hopper.v1.CompleteRequest
@@ -7419,130 +7631,134 @@ var file_hopper_v1_hopper_proto_depIdxs = []int32{
 	47,  // 74: hopper.v1.ReportStreamRequest.report:type_name -> hopper.v1.ReportRequest
 	49,  // 75: hopper.v1.ReportStreamResponse.report:type_name -> hopper.v1.ReportResponse
 	38,  // 76: hopper.v1.Verdict.fail:type_name -> hopper.v1.FailResponse
-	112, // 77: hopper.v1.Verdict.lease_expires_at:type_name -> google.protobuf.Timestamp
-	109, // 78: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
+	115, // 77: hopper.v1.Verdict.lease_expires_at:type_name -> google.protobuf.Timestamp
+	112, // 78: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
 	59,  // 79: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
-	112, // 80: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
-	112, // 81: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
+	115, // 80: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
+	115, // 81: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
 	68,  // 82: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
-	112, // 83: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
+	115, // 83: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
 	71,  // 84: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
-	112, // 85: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
+	115, // 85: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
 	74,  // 86: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
-	112, // 87: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
-	112, // 88: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
-	112, // 89: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
+	115, // 87: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
+	115, // 88: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
+	115, // 89: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
 	77,  // 90: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
 	77,  // 91: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
 	77,  // 92: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
-	112, // 93: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
-	112, // 94: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
+	115, // 93: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
+	115, // 94: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
 	84,  // 95: hopper.v1.DeadLetterServiceListRequest.filter:type_name -> hopper.v1.DeadLetterFilter
 	11,  // 96: hopper.v1.DeadLetterServiceListResponse.jobs:type_name -> hopper.v1.Job
-	112, // 97: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
-	111, // 98: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
+	115, // 97: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
+	114, // 98: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
 	11,  // 99: hopper.v1.ReplayResponse.job:type_name -> hopper.v1.Job
 	84,  // 100: hopper.v1.ReplayManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
 	11,  // 101: hopper.v1.ReplayManyResponse.jobs:type_name -> hopper.v1.Job
-	112, // 102: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
-	112, // 103: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
-	112, // 104: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
+	115, // 102: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
+	115, // 103: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
+	115, // 104: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
 	93,  // 105: hopper.v1.ListReplaysResponse.replays:type_name -> hopper.v1.ReplayRecord
-	110, // 106: hopper.v1.Kind.counts:type_name -> hopper.v1.Kind.CountsEntry
+	113, // 106: hopper.v1.Kind.counts:type_name -> hopper.v1.Kind.CountsEntry
 	96,  // 107: hopper.v1.KindServiceListResponse.kinds:type_name -> hopper.v1.Kind
-	14,  // 108: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
-	16,  // 109: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
-	18,  // 110: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
-	20,  // 111: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
-	22,  // 112: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
-	26,  // 113: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
-	24,  // 114: hopper.v1.JobService.Resume:input_type -> hopper.v1.JobServiceResumeRequest
-	31,  // 115: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
-	33,  // 116: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
-	35,  // 117: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
-	37,  // 118: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
-	43,  // 119: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
-	39,  // 120: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
-	41,  // 121: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
-	45,  // 122: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
-	55,  // 123: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
-	57,  // 124: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
-	47,  // 125: hopper.v1.WorkerService.Report:input_type -> hopper.v1.ReportRequest
-	50,  // 126: hopper.v1.WorkerService.ReportStream:input_type -> hopper.v1.ReportStreamRequest
-	53,  // 127: hopper.v1.WorkerService.Hold:input_type -> hopper.v1.HoldRequest
-	60,  // 128: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
-	64,  // 129: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
-	66,  // 130: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
-	62,  // 131: hopper.v1.QueueService.Set:input_type -> hopper.v1.QueueServiceSetRequest
-	69,  // 132: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
-	72,  // 133: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
-	75,  // 134: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
-	78,  // 135: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
-	80,  // 136: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
-	82,  // 137: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
-	1,   // 138: hopper.v1.ScheduleService.List:input_type -> hopper.v1.ScheduleServiceListRequest
-	3,   // 139: hopper.v1.ScheduleService.Add:input_type -> hopper.v1.ScheduleServiceAddRequest
-	5,   // 140: hopper.v1.ScheduleService.Remove:input_type -> hopper.v1.ScheduleServiceRemoveRequest
-	7,   // 141: hopper.v1.ScheduleService.Pause:input_type -> hopper.v1.ScheduleServicePauseRequest
-	9,   // 142: hopper.v1.ScheduleService.Resume:input_type -> hopper.v1.ScheduleServiceResumeRequest
-	85,  // 143: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
-	87,  // 144: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
-	89,  // 145: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
-	91,  // 146: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
-	94,  // 147: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
-	97,  // 148: hopper.v1.KindService.List:input_type -> hopper.v1.KindServiceListRequest
-	99,  // 149: hopper.v1.KindService.Set:input_type -> hopper.v1.KindServiceSetRequest
-	101, // 150: hopper.v1.KindService.Disable:input_type -> hopper.v1.KindServiceDisableRequest
-	103, // 151: hopper.v1.KindService.Enable:input_type -> hopper.v1.KindServiceEnableRequest
-	15,  // 152: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
-	17,  // 153: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
-	19,  // 154: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
-	21,  // 155: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
-	23,  // 156: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
-	29,  // 157: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
-	25,  // 158: hopper.v1.JobService.Resume:output_type -> hopper.v1.JobServiceResumeResponse
-	32,  // 159: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
-	34,  // 160: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
-	36,  // 161: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
-	38,  // 162: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
-	44,  // 163: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
-	40,  // 164: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
-	42,  // 165: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
-	46,  // 166: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
-	56,  // 167: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
-	58,  // 168: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
-	49,  // 169: hopper.v1.WorkerService.Report:output_type -> hopper.v1.ReportResponse
-	51,  // 170: hopper.v1.WorkerService.ReportStream:output_type -> hopper.v1.ReportStreamResponse
-	54,  // 171: hopper.v1.WorkerService.Hold:output_type -> hopper.v1.HoldResponse
-	61,  // 172: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
-	65,  // 173: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
-	67,  // 174: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
-	63,  // 175: hopper.v1.QueueService.Set:output_type -> hopper.v1.QueueServiceSetResponse
-	70,  // 176: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
-	73,  // 177: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
-	76,  // 178: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
-	79,  // 179: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
-	81,  // 180: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
-	83,  // 181: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
-	2,   // 182: hopper.v1.ScheduleService.List:output_type -> hopper.v1.ScheduleServiceListResponse
-	4,   // 183: hopper.v1.ScheduleService.Add:output_type -> hopper.v1.ScheduleServiceAddResponse
-	6,   // 184: hopper.v1.ScheduleService.Remove:output_type -> hopper.v1.ScheduleServiceRemoveResponse
-	8,   // 185: hopper.v1.ScheduleService.Pause:output_type -> hopper.v1.ScheduleServicePauseResponse
-	10,  // 186: hopper.v1.ScheduleService.Resume:output_type -> hopper.v1.ScheduleServiceResumeResponse
-	86,  // 187: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
-	88,  // 188: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
-	90,  // 189: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
-	92,  // 190: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
-	95,  // 191: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
-	98,  // 192: hopper.v1.KindService.List:output_type -> hopper.v1.KindServiceListResponse
-	100, // 193: hopper.v1.KindService.Set:output_type -> hopper.v1.KindServiceSetResponse
-	102, // 194: hopper.v1.KindService.Disable:output_type -> hopper.v1.KindServiceDisableResponse
-	104, // 195: hopper.v1.KindService.Enable:output_type -> hopper.v1.KindServiceEnableResponse
-	152, // [152:196] is the sub-list for method output_type
-	108, // [108:152] is the sub-list for method input_type
-	108, // [108:108] is the sub-list for extension type_name
-	108, // [108:108] is the sub-list for extension extendee
-	0,   // [0:108] is the sub-list for field type_name
+	107, // 108: hopper.v1.ServerServiceInfoResponse.server:type_name -> hopper.v1.ServerInfo
+	115, // 109: hopper.v1.ServerInfo.commit_time:type_name -> google.protobuf.Timestamp
+	14,  // 110: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
+	16,  // 111: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
+	18,  // 112: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
+	20,  // 113: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
+	22,  // 114: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
+	26,  // 115: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
+	24,  // 116: hopper.v1.JobService.Resume:input_type -> hopper.v1.JobServiceResumeRequest
+	31,  // 117: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
+	33,  // 118: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
+	35,  // 119: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
+	37,  // 120: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
+	43,  // 121: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
+	39,  // 122: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
+	41,  // 123: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
+	45,  // 124: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
+	55,  // 125: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
+	57,  // 126: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
+	47,  // 127: hopper.v1.WorkerService.Report:input_type -> hopper.v1.ReportRequest
+	50,  // 128: hopper.v1.WorkerService.ReportStream:input_type -> hopper.v1.ReportStreamRequest
+	53,  // 129: hopper.v1.WorkerService.Hold:input_type -> hopper.v1.HoldRequest
+	60,  // 130: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
+	64,  // 131: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
+	66,  // 132: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
+	62,  // 133: hopper.v1.QueueService.Set:input_type -> hopper.v1.QueueServiceSetRequest
+	69,  // 134: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
+	72,  // 135: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
+	75,  // 136: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
+	78,  // 137: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
+	80,  // 138: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
+	82,  // 139: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
+	1,   // 140: hopper.v1.ScheduleService.List:input_type -> hopper.v1.ScheduleServiceListRequest
+	3,   // 141: hopper.v1.ScheduleService.Add:input_type -> hopper.v1.ScheduleServiceAddRequest
+	5,   // 142: hopper.v1.ScheduleService.Remove:input_type -> hopper.v1.ScheduleServiceRemoveRequest
+	7,   // 143: hopper.v1.ScheduleService.Pause:input_type -> hopper.v1.ScheduleServicePauseRequest
+	9,   // 144: hopper.v1.ScheduleService.Resume:input_type -> hopper.v1.ScheduleServiceResumeRequest
+	85,  // 145: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
+	87,  // 146: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
+	89,  // 147: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
+	91,  // 148: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
+	94,  // 149: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
+	97,  // 150: hopper.v1.KindService.List:input_type -> hopper.v1.KindServiceListRequest
+	99,  // 151: hopper.v1.KindService.Set:input_type -> hopper.v1.KindServiceSetRequest
+	101, // 152: hopper.v1.KindService.Disable:input_type -> hopper.v1.KindServiceDisableRequest
+	103, // 153: hopper.v1.KindService.Enable:input_type -> hopper.v1.KindServiceEnableRequest
+	105, // 154: hopper.v1.ServerService.Info:input_type -> hopper.v1.ServerServiceInfoRequest
+	15,  // 155: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
+	17,  // 156: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
+	19,  // 157: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
+	21,  // 158: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
+	23,  // 159: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
+	29,  // 160: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
+	25,  // 161: hopper.v1.JobService.Resume:output_type -> hopper.v1.JobServiceResumeResponse
+	32,  // 162: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
+	34,  // 163: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
+	36,  // 164: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
+	38,  // 165: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
+	44,  // 166: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
+	40,  // 167: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
+	42,  // 168: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
+	46,  // 169: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
+	56,  // 170: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
+	58,  // 171: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
+	49,  // 172: hopper.v1.WorkerService.Report:output_type -> hopper.v1.ReportResponse
+	51,  // 173: hopper.v1.WorkerService.ReportStream:output_type -> hopper.v1.ReportStreamResponse
+	54,  // 174: hopper.v1.WorkerService.Hold:output_type -> hopper.v1.HoldResponse
+	61,  // 175: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
+	65,  // 176: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
+	67,  // 177: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
+	63,  // 178: hopper.v1.QueueService.Set:output_type -> hopper.v1.QueueServiceSetResponse
+	70,  // 179: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
+	73,  // 180: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
+	76,  // 181: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
+	79,  // 182: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
+	81,  // 183: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
+	83,  // 184: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
+	2,   // 185: hopper.v1.ScheduleService.List:output_type -> hopper.v1.ScheduleServiceListResponse
+	4,   // 186: hopper.v1.ScheduleService.Add:output_type -> hopper.v1.ScheduleServiceAddResponse
+	6,   // 187: hopper.v1.ScheduleService.Remove:output_type -> hopper.v1.ScheduleServiceRemoveResponse
+	8,   // 188: hopper.v1.ScheduleService.Pause:output_type -> hopper.v1.ScheduleServicePauseResponse
+	10,  // 189: hopper.v1.ScheduleService.Resume:output_type -> hopper.v1.ScheduleServiceResumeResponse
+	86,  // 190: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
+	88,  // 191: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
+	90,  // 192: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
+	92,  // 193: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
+	95,  // 194: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
+	98,  // 195: hopper.v1.KindService.List:output_type -> hopper.v1.KindServiceListResponse
+	100, // 196: hopper.v1.KindService.Set:output_type -> hopper.v1.KindServiceSetResponse
+	102, // 197: hopper.v1.KindService.Disable:output_type -> hopper.v1.KindServiceDisableResponse
+	104, // 198: hopper.v1.KindService.Enable:output_type -> hopper.v1.KindServiceEnableResponse
+	106, // 199: hopper.v1.ServerService.Info:output_type -> hopper.v1.ServerServiceInfoResponse
+	155, // [155:200] is the sub-list for method output_type
+	110, // [110:155] is the sub-list for method input_type
+	110, // [110:110] is the sub-list for extension type_name
+	110, // [110:110] is the sub-list for extension extendee
+	0,   // [0:110] is the sub-list for field type_name
 }
 
 func init() { file_hopper_v1_hopper_proto_init() }
@@ -7567,9 +7783,9 @@ func file_hopper_v1_hopper_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hopper_v1_hopper_proto_rawDesc), len(file_hopper_v1_hopper_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   111,
+			NumMessages:   114,
 			NumExtensions: 0,
-			NumServices:   7,
+			NumServices:   8,
 		},
 		GoTypes:           file_hopper_v1_hopper_proto_goTypes,
 		DependencyIndexes: file_hopper_v1_hopper_proto_depIdxs,
