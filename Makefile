@@ -54,8 +54,20 @@ fuzz-ci:
 run:
 	go run ./cmd/hopper serve
 
+# make build stamps the version, the commit and its time into the binary (internal/buildinfo;
+# `hopper version`): the tag from git describe (none without a v* tag: then the Go toolchain's
+# pseudo-version, or "(devel)"), and "modified" when the tree has uncommitted changes. Releases
+# stamp the same variables (.goreleaser.yaml). VERSION=v1.2.3 make build overrides the tag.
+BUILDINFO := github.com/hopperjobs/hopper/internal/buildinfo
+VERSION ?= $(shell git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+COMMIT_TIME ?= $(shell TZ=UTC git log -1 --date=format-local:%Y-%m-%dT%H:%M:%SZ --format=%cd 2>/dev/null)
+MODIFIED ?= $(shell test -n "$$(git status --porcelain 2>/dev/null)" && echo true)
+LDFLAGS := -X $(BUILDINFO).version=$(VERSION) -X $(BUILDINFO).commit=$(COMMIT) \
+	-X $(BUILDINFO).commitTime=$(COMMIT_TIME) -X $(BUILDINFO).modified=$(MODIFIED)
+
 build:
-	go build -o hopper ./cmd/hopper
+	go build -ldflags "$(LDFLAGS)" -o hopper ./cmd/hopper
 
 bench:
 	go run ./cmd/hopper bench --jobs 20000

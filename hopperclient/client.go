@@ -93,6 +93,7 @@ type Client struct {
 	admin     hopperv1connect.AdminServiceClient
 	dlq       hopperv1connect.DeadLetterServiceClient
 	schedules hopperv1connect.ScheduleServiceClient
+	server    hopperv1connect.ServerServiceClient
 }
 
 // New checks cfg and returns a client of the server at cfg.URL. It does not call the server:
@@ -111,6 +112,7 @@ func New(cfg Config) (*Client, error) {
 		jobs: hopperv1connect.NewJobServiceClient(c), queues: hopperv1connect.NewQueueServiceClient(c),
 		kinds: hopperv1connect.NewKindServiceClient(c), admin: hopperv1connect.NewAdminServiceClient(c),
 		dlq: hopperv1connect.NewDeadLetterServiceClient(c), schedules: hopperv1connect.NewScheduleServiceClient(c),
+		server: hopperv1connect.NewServerServiceClient(c),
 	}, nil
 }
 

@@ -11,8 +11,10 @@ import (
 	"github.com/hopperjobs/hopper"
 	"github.com/hopperjobs/hopper/hopperclient"
 	"github.com/hopperjobs/hopper/internal/apikey"
+	"github.com/hopperjobs/hopper/internal/buildinfo"
 	"github.com/hopperjobs/hopper/internal/servertest"
 	"github.com/hopperjobs/hopper/internal/stoptest"
+	"github.com/hopperjobs/hopper/internal/store/sqlite"
 	"github.com/hopperjobs/hopper/remote"
 	"github.com/stretchr/testify/require"
 )
@@ -550,4 +552,21 @@ func TestImportKey(t *testing.T) {
 	require.ErrorContains(t, err, "never imported again")
 	_, err = reader.Queues(ctx)
 	require.ErrorIs(t, err, hopperclient.ErrUnauthenticated, "a revoked key is not brought back")
+}
+
+// ServerInfo needs no key: a client without one, or with a bad one, learns which server it
+// reaches, whose other calls refuse it.
+func TestServerInfo(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, key := range []string{"", "hop_x"} {
+		anon := newClient(t, b.srv.URL, key)
+		info, err := anon.ServerInfo(t.Context())
+		require.NoError(t, err)
+		own := buildinfo.Read() // the server runs in this test binary
+		require.Equal(t, &hopperclient.ServerInfo{Version: own.Version, Commit: own.Commit, Modified: own.Modified,
+			GoVersion: own.Go, Platform: own.Platform, Store: "sqlite", SchemaVersion: sqlite.LatestVersion()}, info)
+		_, err = anon.Queues(t.Context())
+		require.ErrorIs(t, err, hopperclient.ErrUnauthenticated)
+	}
 }

@@ -50,3 +50,23 @@ type APIKey struct {
 	LastUsedAt time.Time
 	RevokedAt  time.Time
 }
+
+// ServerInfo describes a running server: the build it runs and its store. A server gives it
+// to anyone who asks, so it holds nothing secret.
+type ServerInfo struct {
+	// Version is the release the server was built at ("v0.1.0"), the Go toolchain's module
+	// or pseudo-version, or "(devel)" when the build recorded none.
+	Version string
+	// Commit is the revision it was built from, or "unknown"; CommitTime when that commit
+	// was made (zero when not recorded); Modified that the tree had uncommitted changes.
+	Commit     string
+	CommitTime time.Time
+	Modified   bool
+	// GoVersion is the Go release that built it ("go1.26.8"); Platform its GOOS/GOARCH.
+	GoVersion string
+	Platform  string
+	// Store is the kind of database it keeps jobs in: "sqlite" or "postgres".
+	Store string
+	// SchemaVersion is the version of that database's schema: the newest migration applied.
+	SchemaVersion int
+}

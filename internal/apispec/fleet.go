@@ -97,3 +97,20 @@ func FromAPIKey(k *hopperv1.APIKey) *hoppertype.APIKey {
 	return &hoppertype.APIKey{ID: k.GetId(), Name: k.GetName(), Scopes: k.GetScopes(), CreatedAt: apiview.FromTime(k.GetCreatedAt()),
 		LastUsedAt: apiview.FromTime(k.GetLastUsedAt()), RevokedAt: apiview.FromTime(k.GetRevokedAt())}
 }
+
+// ServerInfo is what a server says of itself, as the API shows it.
+func ServerInfo(s *hoppertype.ServerInfo) *hopperv1.ServerInfo {
+	return &hopperv1.ServerInfo{Version: apiview.Text(s.Version), Commit: apiview.Text(s.Commit),
+		CommitTime: apiview.Time(s.CommitTime), Modified: s.Modified, GoVersion: apiview.Text(s.GoVersion),
+		Platform: apiview.Text(s.Platform), Store: s.Store, SchemaVersion: apiview.Int32(s.SchemaVersion)}
+}
+
+// FromServerInfo reads what a server says of itself. Nil reads as nil.
+func FromServerInfo(s *hopperv1.ServerInfo) *hoppertype.ServerInfo {
+	if s == nil {
+		return nil
+	}
+	return &hoppertype.ServerInfo{Version: s.GetVersion(), Commit: s.GetCommit(), CommitTime: apiview.FromTime(s.GetCommitTime()),
+		Modified: s.GetModified(), GoVersion: s.GetGoVersion(), Platform: s.GetPlatform(), Store: s.GetStore(),
+		SchemaVersion: int(s.GetSchemaVersion())}
+}

@@ -142,6 +142,12 @@ func TestFleetRoundTrip(t *testing.T) {
 	live := &hoppertype.APIKey{ID: "id", Name: "ops", Scopes: []string{"read"}, CreatedAt: at}
 	require.Equal(t, live, FromAPIKey(APIKey(live)))
 	require.Nil(t, FromAPIKey(nil))
+
+	si := &hoppertype.ServerInfo{Version: "v0.1.0", Commit: "0123abcd", CommitTime: at, Modified: true, GoVersion: "go1.26.8",
+		Platform: "linux/amd64", Store: "postgres", SchemaVersion: 9}
+	requireAllSet(t, *si)
+	require.Equal(t, si, FromServerInfo(ServerInfo(si)))
+	require.Nil(t, FromServerInfo(nil))
 }
 
 func TestScheduleRoundTrip(t *testing.T) {

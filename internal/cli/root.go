@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 
+	"github.com/hopperjobs/hopper/internal/buildinfo"
 	"github.com/spf13/cobra"
 )
 
@@ -82,7 +83,10 @@ already ended), 5 the server refused the API key, 6 the server is unreachable.`,
 		SilenceErrors:     true,
 		SilenceUsage:      true,
 		PersistentPreRunE: applyEnvFlags,
+		// --version prints what `hopper version` prints of this binary (version.go).
+		Version: versionText(buildinfo.Read()),
 	}
+	root.SetVersionTemplate("{{.Version}}")
 	root.PersistentFlags().String(flagDatabase, "./hopper.db", "SQLite database file, or a postgres:// URL")
 	root.PersistentFlags().String(flagSchema, "hopper", "PostgreSQL schema holding Hopper's tables")
 	root.PersistentFlags().String(flagServer, "", "work through a running server at this URL instead of --database "+

@@ -16,6 +16,7 @@ import (
 
 	"github.com/hopperjobs/hopper"
 	"github.com/hopperjobs/hopper/hopperprom"
+	"github.com/hopperjobs/hopper/internal/buildinfo"
 	"github.com/hopperjobs/hopper/internal/server"
 	istore "github.com/hopperjobs/hopper/internal/store"
 	"github.com/spf13/cobra"
@@ -122,6 +123,8 @@ func serve(cmd *cobra.Command, o serveOptions) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log := newLogger(cmd.ErrOrStderr(), o.logFormat, o.logLevel)
+	build := buildinfo.Read()
+	log.Info("starting", "version", build.Version, "commit", build.Commit)
 
 	if o.conns < 1 {
 		return usageErrorf("--conns %d: want at least 1", o.conns)
@@ -174,7 +177,7 @@ func serve(cmd *cobra.Command, o serveOptions) error {
 		}
 		srv, err := server.New(server.Config{Client: client, Logger: log, Auth: auth, Keys: keys, StalledAfter: o.stalledAfter,
 			MaxBodyBytes: o.maxBody, MaxStreamsPerKey: o.maxStreams, MaxPollsPerKey: o.maxPolls,
-			Metrics: metrics, TracerProvider: tp})
+			Metrics: metrics, TracerProvider: tp, Build: build})
 		if err != nil {
 			return err
 		}

@@ -28,7 +28,9 @@ type serverBundle struct {
 	store *sqlitestore.Store
 }
 
-func startServer(t *testing.T, auth bool) *serverBundle {
+// startServer starts a server over a new database, requiring API keys when auth; mods change
+// its configuration.
+func startServer(t *testing.T, auth bool, mods ...func(*server.Config)) *serverBundle {
 	t.Helper()
 	b := setup(t)
 	st, err := sqlitestore.Open(t.Context(), sqlitestore.Config{Path: b.db})
@@ -39,6 +41,9 @@ func startServer(t *testing.T, auth bool) *serverBundle {
 	cfg := server.Config{Client: client, Keys: st}
 	if auth {
 		cfg.Auth = &server.KeyAuth{Keys: st}
+	}
+	for _, m := range mods {
+		m(&cfg)
 	}
 	srv, err := server.New(cfg)
 	require.NoError(t, err)

@@ -2,86 +2,108 @@ package cli
 
 import (
 	"fmt"
-	"runtime"
-	"runtime/debug"
+	"io"
+	"strings"
+	"time"
 
+	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/buildinfo"
 	"github.com/spf13/cobra"
 )
-
-// develVersion is the version of a binary built from a source tree rather than installed at a
-// tagged version (`go install …@v1.2.3`), as the Go toolchain itself writes it.
-const develVersion = "(devel)"
-
-// versionJSON is what `hopper version --json` prints. Commit, its time and modified come from
-// the version control system at build time and are left out when the build did not record
-// them (go build -buildvcs=false, a build outside a checkout, go install of a module).
-type versionJSON struct {
-	Version    string `json:"version"`
-	Commit     string `json:"commit,omitempty"`
-	CommitTime string `json:"commit_time,omitempty"`
-	Modified   *bool  `json:"modified,omitempty"`
-	Go         string `json:"go"`
-	Platform   string `json:"platform"`
-}
-
-// buildVersion reads the version out of the build information bi (nil when the binary has
-// none).
-func buildVersion(bi *debug.BuildInfo) versionJSON {
-	v := versionJSON{Version: develVersion, Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
-	if bi == nil {
-		return v
-	}
-	if bi.Main.Version != "" {
-		v.Version = bi.Main.Version
-	}
-	if bi.GoVersion != "" {
-		v.Go = bi.GoVersion
-	}
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			v.Commit = s.Value
-		case "vcs.time":
-			v.CommitTime = s.Value
-		case "vcs.modified":
-			modified := s.Value == "true"
-			v.Modified = &modified
-		}
-	}
-	return v
-}
 
 func newVersionCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "version",
-		Short: "Print hopper's version and the commit it was built from",
-		Long: `version prints the module version hopper was built at ("(devel)" for a build from a
-source tree), the version control commit, its time and whether the tree had uncommitted
-changes (when the build recorded them), and the Go version and platform.`,
+		Short: "Print hopper's version and the commit it was built from, and a server's with --server",
+		Long: `version prints the version hopper was built at (the release a build stamped, the Go
+module or pseudo-version, or "(devel)" when the build recorded none), the commit, its time and
+whether the tree had uncommitted changes (or "unknown"), and the Go version and platform.
+'hopper --version' prints the same.
+
+With --server (or $HOPPER_SERVER) it then asks that server (ServerService.Info, which needs no
+API key) and prints the same of the server's build, and its store and schema version.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			bi, _ := debug.ReadBuildInfo() // nil when the binary has none
-			return printVersion(cmd, buildVersion(bi))
-		},
+		RunE: runVersion,
 	}
 	addJSONFlag(cmd)
 	return cmd
 }
 
-func printVersion(cmd *cobra.Command, v versionJSON) error {
+// versionJSON is what `hopper version --json` prints: this binary's build, and with --server
+// the server's.
+type versionJSON struct {
+	buildinfo.Info
+	Server *serverVersionJSON `json:"server,omitempty"`
+}
+
+// serverVersionJSON is a server's build in the shape of this binary's, with its store.
+type serverVersionJSON struct {
+	URL string `json:"url"`
+	buildinfo.Info
+	Store         string `json:"store,omitempty"`
+	SchemaVersion int    `json:"schema_version"`
+}
+
+func runVersion(cmd *cobra.Command, _ []string) error {
+	out := versionJSON{Info: buildinfo.Read()}
+	url := serverURL(cmd)
+	if !wantJSON(cmd) {
+		if _, err := io.WriteString(cmd.OutOrStdout(), versionText(out.Info)); err != nil {
+			return err
+		}
+	}
+	if url != "" {
+		c, err := newRemote(url)
+		if err != nil {
+			return err
+		}
+		si, err := c.ServerInfo(cmd.Context())
+		if err != nil {
+			return remoteErr(err)
+		}
+		out.Server = serverVersion(url, si)
+	}
 	if wantJSON(cmd) {
-		return printJSON(cmd.OutOrStdout(), v)
+		return printJSON(cmd.OutOrStdout(), out)
 	}
-	commit := "unknown (not recorded in this build)"
-	if v.Commit != "" {
-		commit = v.Commit
-		if v.CommitTime != "" {
-			commit += " (" + v.CommitTime + ")"
-		}
-		if v.Modified != nil && *v.Modified {
-			commit += ", with uncommitted changes"
-		}
+	if out.Server == nil {
+		return nil
 	}
-	_, err := fmt.Fprintf(cmd.OutOrStdout(), "hopper %s\ncommit %s\n%s %s\n", v.Version, commit, v.Go, v.Platform)
+	s := out.Server
+	text := "\nserver " + s.URL + "\n" + versionText(s.Info)
+	if s.Store != "" {
+		text += fmt.Sprintf("store %s, schema version %d\n", s.Store, s.SchemaVersion)
+	}
+	_, err := io.WriteString(cmd.OutOrStdout(), text)
 	return err
+}
+
+// serverVersion is what the server at url said of itself.
+func serverVersion(url string, si *hoppertype.ServerInfo) *serverVersionJSON {
+	in := buildinfo.Info{Version: si.Version, Commit: si.Commit, Modified: si.Modified, Go: si.GoVersion, Platform: si.Platform}
+	if !si.CommitTime.IsZero() {
+		in.CommitTime = si.CommitTime.UTC().Format(time.RFC3339)
+	}
+	return &serverVersionJSON{URL: url, Info: in, Store: si.Store, SchemaVersion: si.SchemaVersion}
+}
+
+// versionText is a build in three lines, as `hopper version` and `hopper --version` print it:
+//
+//	hopper v0.1.0
+//	commit 0123abcd… (2026-11-29T06:30:03Z), with uncommitted changes
+//	go1.26.8 linux/amd64
+func versionText(in buildinfo.Info) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "hopper %s\ncommit %s", in.Version, in.Commit)
+	if in.Commit == buildinfo.Unknown {
+		b.WriteString(" (not recorded in this build)")
+	}
+	if in.CommitTime != "" {
+		fmt.Fprintf(&b, " (%s)", in.CommitTime)
+	}
+	if in.Modified {
+		b.WriteString(", with uncommitted changes")
+	}
+	fmt.Fprintf(&b, "\n%s %s\n", in.Go, in.Platform)
+	return b.String()
 }

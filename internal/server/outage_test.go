@@ -22,6 +22,7 @@ import (
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
 	"github.com/hopperjobs/hopper/internal/server"
 	"github.com/hopperjobs/hopper/internal/store"
+	"github.com/hopperjobs/hopper/internal/store/sqlite"
 	"github.com/hopperjobs/hopper/sqlitestore"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -36,8 +37,8 @@ const (
 	refusing       // the store refuses a value, in its driver's words (store.ErrInvalid)
 )
 
-// faultyStore is the test's SQLite store with a switch: Ping, JobGet, JobInsertMany and
-// JobExtendLeases fail as the mode says.
+// faultyStore is the test's SQLite store with a switch: Ping, SchemaVersion, JobGet,
+// JobInsertMany and JobExtendLeases fail as the mode says.
 type faultyStore struct {
 	*sqlitestore.Store
 	mode atomic.Int32
@@ -64,6 +65,13 @@ func (f *faultyStore) Ping(ctx context.Context) error {
 		return err
 	}
 	return f.Store.Ping(ctx)
+}
+
+func (f *faultyStore) SchemaVersion(ctx context.Context) (int, error) {
+	if err := f.fault(); err != nil {
+		return 0, err
+	}
+	return f.Store.SchemaVersion(ctx)
 }
 
 func (f *faultyStore) JobGet(ctx context.Context, id string) (*hopper.JobRow, error) {
@@ -181,14 +189,21 @@ func errorBody(t *testing.T, body string) (code, message string) {
 }
 
 // /readyz follows the store, and so does hopper_store_up; /livez, the liveness probe, and
-// /healthz do not; /livez answers while the server is not ready too. /readyz is public: it says the store is unreachable, never the driver's words (hosts,
-// ports, users), which are the log's.
+// /healthz do not; /livez answers while the server is not ready too. /readyz is public: it
+// says the store is unreachable, never the driver's words (hosts, ports, users), which are
+// the log's; its JSON answer says the same, and the schema version while the store answers.
 func TestReadyzReportsTheStoreAndHealthzDoesNot(t *testing.T) {
 	t.Parallel()
 	s, fs, _ := faulty(t, nil)
 	resp, body := get(t, s.ts.URL+"/readyz")
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Equal(t, "ok\n", body)
+	require.Equal(t, "text/plain; charset=utf-8", resp.Header.Get("Content-Type"))
+	rd := readyJSON(t, s.ts.URL, http.StatusOK)
+	require.Equal(t, "ok", rd.Status)
+	require.True(t, rd.Ready)
+	require.Equal(t, "sqlite", rd.Store)
+	require.Equal(t, sqlite.LatestVersion(), rd.SchemaVersion)
 
 	fs.mode.Store(down)
 	resp, body = get(t, s.ts.URL+"/readyz")
@@ -196,6 +211,11 @@ func TestReadyzReportsTheStoreAndHealthzDoesNot(t *testing.T) {
 	require.Equal(t, "store unreachable", strings.SplitN(body, "\n", 2)[0], body)
 	require.NotContains(t, body, "10.1.2.3")
 	require.NotContains(t, body, "connection refused")
+	rd = readyJSON(t, s.ts.URL, http.StatusServiceUnavailable)
+	require.Equal(t, "store unreachable", rd.Status)
+	require.False(t, rd.Ready)
+	require.Zero(t, rd.SchemaVersion, "the store could not be read")
+	require.NotEmpty(t, rd.Version, "the build is known without the store")
 	resp, _ = get(t, s.ts.URL+"/healthz")
 	require.Equal(t, http.StatusOK, resp.StatusCode, "the process serves: alive")
 	resp, body = get(t, s.ts.URL+"/livez")
@@ -214,6 +234,7 @@ func TestReadyzReportsTheStoreAndHealthzDoesNot(t *testing.T) {
 	resp, body = get(t, s.ts.URL+"/readyz")
 	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 	require.Contains(t, body, "not ready")
+	require.Equal(t, "not ready: starting or shutting down", readyJSON(t, s.ts.URL, http.StatusServiceUnavailable).Status)
 	resp, _ = get(t, s.ts.URL+"/livez")
 	require.Equal(t, http.StatusOK, resp.StatusCode, "starting or stopping is still alive")
 }
@@ -254,6 +275,12 @@ func TestAnUnavailableStoreIsUnavailableForClients(t *testing.T) {
 	resp, body = get(t, s.ts.URL+"/v1/jobs/"+job.GetId())
 	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, body)
 	require.Equal(t, "5", resp.Header.Get("Retry-After"))
+
+	resp, body = post(t, s.ts.URL+"/hopper.v1.ServerService/Info", `{}`)
+	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, body)
+	code, msg = errorBody(t, body)
+	require.Equal(t, "unavailable", code)
+	require.Equal(t, "job store unavailable; retry later", msg)
 	require.NotContains(t, logs.String(), "level=ERROR", "an outage is not a bug: the loops log it once")
 }
 

@@ -29,6 +29,7 @@ import (
 	"github.com/hopperjobs/hopper/hopperprom"
 	"github.com/hopperjobs/hopper/internal/apierr"
 	"github.com/hopperjobs/hopper/internal/backoff"
+	"github.com/hopperjobs/hopper/internal/buildinfo"
 	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/jsoncodec"
 	"github.com/hopperjobs/hopper/internal/store"
@@ -46,7 +47,8 @@ const (
 	ScopeWork    Scope = "work"    // Activate, StreamJobs and the calls fenced by a lease
 	ScopeRead    Scope = "read"    // Get, List, Events, queue, node, worker and stream listings
 	ScopeAdmin   Scope = "admin"   // everything: cancel, pause, resume, keys
-	// ScopePublic marks routes anyone may call (the probes /livez, /healthz and /readyz).
+	// ScopePublic marks routes anyone may call (the probes /livez, /healthz and /readyz,
+	// ServerService, reflection).
 	ScopePublic Scope = "public"
 )
 
@@ -117,6 +119,9 @@ type Config struct {
 	// counters and histograms, which count only when the same Metrics is one of the client's
 	// Config.Observers.
 	Metrics *hopperprom.Metrics
+	// Build is the build the server reports (/readyz, ServerService.Info). Default: this
+	// binary's, buildinfo.Read().
+	Build buildinfo.Info
 	// TracerProvider makes the spans of the RPC API (otelconnect: one server span per call,
 	// continuing the caller's traceparent, whose trace an enqueue records in the job).
 	// Default the OpenTelemetry global provider.
@@ -172,6 +177,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.OrReal(cfg.Client.Config().Clock)
 	}
+	if cfg.Build == (buildinfo.Info{}) {
+		cfg.Build = buildinfo.Read()
+	}
 	s := &Server{cfg: cfg, client: cfg.Client, api: workerapi.Of(cfg.Client), clock: cfg.Clock, jobTimeout: cfg.Client.Config().JobTimeout,
 		log: cfg.Logger, mux: http.NewServeMux(),
 		routes: map[string]Scope{}, errs: connecthttp.NewErrorWriter(), reg: newRegistry(), limits: newLimiter()}
@@ -195,6 +203,7 @@ func New(cfg Config) (*Server, error) {
 	hopperv1connect.RegisterDeadLetterServiceHandler(rpc, &deadLetterService{s})
 	hopperv1connect.RegisterScheduleServiceHandler(rpc, &scheduleService{s})
 	hopperv1connect.RegisterKindServiceHandler(rpc, &kindService{s})
+	hopperv1connect.RegisterServerServiceHandler(rpc, &serverService{s})
 	// gRPC server reflection (v1 and v1alpha), so grpcurl and other gRPC tools can list the
 	// services and describe their messages, with api/'s comments, without a copy of api/.
 	reflection, err := reflectionOptions()
@@ -291,30 +300,6 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 		return
 	}
 	io.WriteString(w, "ok\n") //nolint:errcheck // best effort
-}
-
-// readyz is the readiness probe: 200 when the server is ready (not starting nor shutting
-// down) and its store answers a ping (within 2 s), else 503 with the reason. The body also
-// lists the background loops that are failing now, one a line, with their failure counts. It
-// is public, so it says what fails, never why: the errors (which name hosts, ports, database
-// users and names) are in the log, where each failing loop says why once.
-func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	if !s.isReady() {
-		w.WriteHeader(http.StatusServiceUnavailable)
-		io.WriteString(w, "not ready: starting or shutting down\n") //nolint:errcheck // best effort
-		return
-	}
-	if err := s.client.Ping(r.Context()); err != nil {
-		w.WriteHeader(http.StatusServiceUnavailable)
-		io.WriteString(w, "store unreachable\n") //nolint:errcheck // best effort
-	} else {
-		io.WriteString(w, "ok\n") //nolint:errcheck // best effort
-	}
-	for _, l := range s.failingLoops() {
-		fmt.Fprintf(w, "failing: %s\n", l.Brief())
-	}
 }
 
 // failingLoops returns the client's and the server's background loops whose last call to the
@@ -449,6 +434,12 @@ var procedureScopes = map[string]Scope{
 	hopperv1connect.KindServiceDisableProcedure: ScopeAdmin,
 	hopperv1connect.KindServiceEnableProcedure:  ScopeAdmin,
 	"/" + hopperv1connect.KindServiceName + "/": ScopeRead,
+
+	// What the server is (its build, its store's kind and schema version) is as public as
+	// /readyz, which says the same: a worker with a key of any scope, or a tool with none
+	// yet, can check which server it talks to (docs/security.md).
+	hopperv1connect.ServerServiceInfoProcedure:    ScopePublic,
+	"/" + hopperv1connect.ServerServiceName + "/": ScopeRead,
 
 	// Reflection reveals the schema, which api/ publishes anyway, and no data: public, as on
 	// most gRPC servers, so that grpcurl can describe a call before any key is involved and a

@@ -735,9 +735,9 @@ func TestAPIKeysAndScopes(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode, "health checks need no key")
 }
 
-// Every route has an auth policy, and only health checks and gRPC server reflection (the
-// schema, no data) are public: a route added without one would panic at New (procedures) or
-// show up here.
+// Every route has an auth policy, and only health checks, ServerService.Info (what /readyz
+// says too) and gRPC server reflection (the schema, no data) are public: a route added
+// without one would panic at New (procedures) or show up here.
 func TestEveryRouteHasAnAuthPolicy(t *testing.T) {
 	e := start(t)
 	routes := e.srv.Routes()
@@ -751,9 +751,10 @@ func TestEveryRouteHasAnAuthPolicy(t *testing.T) {
 		}
 		if scope == server.ScopePublic {
 			require.True(t, strings.HasSuffix(pattern, "/livez") || strings.HasSuffix(pattern, "/healthz") || strings.HasSuffix(pattern, "/readyz") ||
+				pattern == hopperv1connect.ServerServiceInfoProcedure ||
 				strings.HasPrefix(pattern, "/"+grpcreflect.ReflectV1ServiceName+"/") ||
 				strings.HasPrefix(pattern, "/"+grpcreflect.ReflectV1AlphaServiceName+"/"),
-				"only the probes and reflection are public, not %s", pattern)
+				"only the probes, ServerService.Info and reflection are public, not %s", pattern)
 		}
 	}
 	// Every RPC method of every service is routed.

@@ -6954,6 +6954,198 @@ func (*KindServiceEnableResponse) Descriptor() ([]byte, []int) {
 	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{109}
 }
 
+type ServerServiceInfoRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ServerServiceInfoRequest) Reset() {
+	*x = ServerServiceInfoRequest{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[110]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ServerServiceInfoRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ServerServiceInfoRequest) ProtoMessage() {}
+
+func (x *ServerServiceInfoRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[110]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ServerServiceInfoRequest.ProtoReflect.Descriptor instead.
+func (*ServerServiceInfoRequest) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{110}
+}
+
+type ServerServiceInfoResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Server        *ServerInfo            `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ServerServiceInfoResponse) Reset() {
+	*x = ServerServiceInfoResponse{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[111]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ServerServiceInfoResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ServerServiceInfoResponse) ProtoMessage() {}
+
+func (x *ServerServiceInfoResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[111]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ServerServiceInfoResponse.ProtoReflect.Descriptor instead.
+func (*ServerServiceInfoResponse) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{111}
+}
+
+func (x *ServerServiceInfoResponse) GetServer() *ServerInfo {
+	if x != nil {
+		return x.Server
+	}
+	return nil
+}
+
+// ServerInfo describes a server. Fields are added as servers say more about themselves; a
+// field an older server does not know stays empty. Anyone may read it, so it holds nothing
+// secret: no hosts, paths, database names or keys.
+type ServerInfo struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// version is the release the server was built at ("v0.1.0"), the Go toolchain's module or
+	// pseudo-version, or "(devel)" when the build recorded none.
+	Version string `protobuf:"bytes,1,opt,name=version,proto3" json:"version,omitempty"`
+	// commit is the revision it was built from, or "unknown".
+	Commit string `protobuf:"bytes,2,opt,name=commit,proto3" json:"commit,omitempty"`
+	// commit_time is when that commit was made; unset when the build did not record it.
+	CommitTime *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=commit_time,json=commitTime,proto3" json:"commit_time,omitempty"`
+	// modified: it was built from a tree with uncommitted changes.
+	Modified bool `protobuf:"varint,4,opt,name=modified,proto3" json:"modified,omitempty"`
+	// go_version is the Go release that built it ("go1.26.8").
+	GoVersion string `protobuf:"bytes,5,opt,name=go_version,json=goVersion,proto3" json:"go_version,omitempty"`
+	// platform is its operating system and architecture ("linux/amd64").
+	Platform string `protobuf:"bytes,6,opt,name=platform,proto3" json:"platform,omitempty"`
+	// store is the kind of database it keeps jobs in: "sqlite" or "postgres".
+	Store string `protobuf:"bytes,7,opt,name=store,proto3" json:"store,omitempty"`
+	// schema_version is the version of that database's schema: the newest migration applied.
+	SchemaVersion int32 `protobuf:"varint,8,opt,name=schema_version,json=schemaVersion,proto3" json:"schema_version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ServerInfo) Reset() {
+	*x = ServerInfo{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[112]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ServerInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ServerInfo) ProtoMessage() {}
+
+func (x *ServerInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[112]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ServerInfo.ProtoReflect.Descriptor instead.
+func (*ServerInfo) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{112}
+}
+
+func (x *ServerInfo) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *ServerInfo) GetCommit() string {
+	if x != nil {
+		return x.Commit
+	}
+	return ""
+}
+
+func (x *ServerInfo) GetCommitTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CommitTime
+	}
+	return nil
+}
+
+func (x *ServerInfo) GetModified() bool {
+	if x != nil {
+		return x.Modified
+	}
+	return false
+}
+
+func (x *ServerInfo) GetGoVersion() string {
+	if x != nil {
+		return x.GoVersion
+	}
+	return ""
+}
+
+func (x *ServerInfo) GetPlatform() string {
+	if x != nil {
+		return x.Platform
+	}
+	return ""
+}
+
+func (x *ServerInfo) GetStore() string {
+	if x != nil {
+		return x.Store
+	}
+	return ""
+}
+
+func (x *ServerInfo) GetSchemaVersion() int32 {
+	if x != nil {
+		return x.SchemaVersion
+	}
+	return 0
+}
+
 var File_hopper_v1_hopper_proto protoreflect.FileDescriptor
 
 const file_hopper_v1_hopper_proto_rawDesc = "" +
@@ -7503,7 +7695,22 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x1aKindServiceDisableResponse\".\n" +
 	"\x18KindServiceEnableRequest\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\"\x1b\n" +
-	"\x19KindServiceEnableResponse2\xee\x03\n" +
+	"\x19KindServiceEnableResponse\"\x1a\n" +
+	"\x18ServerServiceInfoRequest\"J\n" +
+	"\x19ServerServiceInfoResponse\x12-\n" +
+	"\x06server\x18\x01 \x01(\v2\x15.hopper.v1.ServerInfoR\x06server\"\x8f\x02\n" +
+	"\n" +
+	"ServerInfo\x12\x18\n" +
+	"\aversion\x18\x01 \x01(\tR\aversion\x12\x16\n" +
+	"\x06commit\x18\x02 \x01(\tR\x06commit\x12;\n" +
+	"\vcommit_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"commitTime\x12\x1a\n" +
+	"\bmodified\x18\x04 \x01(\bR\bmodified\x12\x1d\n" +
+	"\n" +
+	"go_version\x18\x05 \x01(\tR\tgoVersion\x12\x1a\n" +
+	"\bplatform\x18\x06 \x01(\tR\bplatform\x12\x14\n" +
+	"\x05store\x18\a \x01(\tR\x05store\x12%\n" +
+	"\x0eschema_version\x18\b \x01(\x05R\rschemaVersion2\xee\x03\n" +
 	"\n" +
 	"JobService\x12@\n" +
 	"\aEnqueue\x12\x19.hopper.v1.EnqueueRequest\x1a\x1a.hopper.v1.EnqueueResponse\x12O\n" +
@@ -7559,7 +7766,9 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x04List\x12!.hopper.v1.KindServiceListRequest\x1a\".hopper.v1.KindServiceListResponse\"\x03\x90\x02\x01\x12O\n" +
 	"\x03Set\x12 .hopper.v1.KindServiceSetRequest\x1a!.hopper.v1.KindServiceSetResponse\"\x03\x90\x02\x02\x12V\n" +
 	"\aDisable\x12$.hopper.v1.KindServiceDisableRequest\x1a%.hopper.v1.KindServiceDisableResponse\x12S\n" +
-	"\x06Enable\x12#.hopper.v1.KindServiceEnableRequest\x1a$.hopper.v1.KindServiceEnableResponseB5Z3github.com/hopperjobs/hopper/gen/hopper/v1;hopperv1b\x06proto3"
+	"\x06Enable\x12#.hopper.v1.KindServiceEnableRequest\x1a$.hopper.v1.KindServiceEnableResponse2g\n" +
+	"\rServerService\x12V\n" +
+	"\x04Info\x12#.hopper.v1.ServerServiceInfoRequest\x1a$.hopper.v1.ServerServiceInfoResponse\"\x03\x90\x02\x01B5Z3github.com/hopperjobs/hopper/gen/hopper/v1;hopperv1b\x06proto3"
 
 var (
 	file_hopper_v1_hopper_proto_rawDescOnce sync.Once
@@ -7573,7 +7782,7 @@ func file_hopper_v1_hopper_proto_rawDescGZIP() []byte {
 	return file_hopper_v1_hopper_proto_rawDescData
 }
 
-var file_hopper_v1_hopper_proto_msgTypes = make([]protoimpl.MessageInfo, 117)
+var file_hopper_v1_hopper_proto_msgTypes = make([]protoimpl.MessageInfo, 120)
 var file_hopper_v1_hopper_proto_goTypes = []any{
 	(*Schedule)(nil),                       // 0: hopper.v1.Schedule
 	(*ScheduleServiceListRequest)(nil),     // 1: hopper.v1.ScheduleServiceListRequest
@@ -7685,84 +7894,87 @@ var file_hopper_v1_hopper_proto_goTypes = []any{
 	(*KindServiceDisableResponse)(nil),     // 107: hopper.v1.KindServiceDisableResponse
 	(*KindServiceEnableRequest)(nil),       // 108: hopper.v1.KindServiceEnableRequest
 	(*KindServiceEnableResponse)(nil),      // 109: hopper.v1.KindServiceEnableResponse
-	nil,                                    // 110: hopper.v1.Schedule.HeadersEntry
-	nil,                                    // 111: hopper.v1.Job.HeadersEntry
-	nil,                                    // 112: hopper.v1.JobSpec.HeadersEntry
-	nil,                                    // 113: hopper.v1.ActivatedJob.HeadersEntry
-	nil,                                    // 114: hopper.v1.Queue.CountsEntry
-	nil,                                    // 115: hopper.v1.DeadLetterServiceListResponse.ReplaysEntry
-	nil,                                    // 116: hopper.v1.Kind.CountsEntry
-	(*durationpb.Duration)(nil),            // 117: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),          // 118: google.protobuf.Timestamp
+	(*ServerServiceInfoRequest)(nil),       // 110: hopper.v1.ServerServiceInfoRequest
+	(*ServerServiceInfoResponse)(nil),      // 111: hopper.v1.ServerServiceInfoResponse
+	(*ServerInfo)(nil),                     // 112: hopper.v1.ServerInfo
+	nil,                                    // 113: hopper.v1.Schedule.HeadersEntry
+	nil,                                    // 114: hopper.v1.Job.HeadersEntry
+	nil,                                    // 115: hopper.v1.JobSpec.HeadersEntry
+	nil,                                    // 116: hopper.v1.ActivatedJob.HeadersEntry
+	nil,                                    // 117: hopper.v1.Queue.CountsEntry
+	nil,                                    // 118: hopper.v1.DeadLetterServiceListResponse.ReplaysEntry
+	nil,                                    // 119: hopper.v1.Kind.CountsEntry
+	(*durationpb.Duration)(nil),            // 120: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),          // 121: google.protobuf.Timestamp
 }
 var file_hopper_v1_hopper_proto_depIdxs = []int32{
-	117, // 0: hopper.v1.Schedule.every:type_name -> google.protobuf.Duration
-	117, // 1: hopper.v1.Schedule.fixed_delay:type_name -> google.protobuf.Duration
-	117, // 2: hopper.v1.Schedule.timeout:type_name -> google.protobuf.Duration
-	110, // 3: hopper.v1.Schedule.headers:type_name -> hopper.v1.Schedule.HeadersEntry
-	117, // 4: hopper.v1.Schedule.jitter:type_name -> google.protobuf.Duration
-	118, // 5: hopper.v1.Schedule.last_fire_at:type_name -> google.protobuf.Timestamp
-	118, // 6: hopper.v1.Schedule.next_fire_at:type_name -> google.protobuf.Timestamp
-	118, // 7: hopper.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
-	118, // 8: hopper.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
-	118, // 9: hopper.v1.Schedule.last_manual_fire_at:type_name -> google.protobuf.Timestamp
+	120, // 0: hopper.v1.Schedule.every:type_name -> google.protobuf.Duration
+	120, // 1: hopper.v1.Schedule.fixed_delay:type_name -> google.protobuf.Duration
+	120, // 2: hopper.v1.Schedule.timeout:type_name -> google.protobuf.Duration
+	113, // 3: hopper.v1.Schedule.headers:type_name -> hopper.v1.Schedule.HeadersEntry
+	120, // 4: hopper.v1.Schedule.jitter:type_name -> google.protobuf.Duration
+	121, // 5: hopper.v1.Schedule.last_fire_at:type_name -> google.protobuf.Timestamp
+	121, // 6: hopper.v1.Schedule.next_fire_at:type_name -> google.protobuf.Timestamp
+	121, // 7: hopper.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
+	121, // 8: hopper.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
+	121, // 9: hopper.v1.Schedule.last_manual_fire_at:type_name -> google.protobuf.Timestamp
 	0,   // 10: hopper.v1.ScheduleServiceListResponse.schedules:type_name -> hopper.v1.Schedule
 	0,   // 11: hopper.v1.ScheduleServiceAddRequest.schedule:type_name -> hopper.v1.Schedule
 	0,   // 12: hopper.v1.ScheduleServiceAddResponse.schedule:type_name -> hopper.v1.Schedule
 	13,  // 13: hopper.v1.ScheduleServiceRunResponse.job:type_name -> hopper.v1.Job
-	111, // 14: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
-	118, // 15: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
-	117, // 16: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
-	118, // 17: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
-	118, // 18: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
-	118, // 19: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	118, // 20: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
-	118, // 21: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
-	118, // 22: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	118, // 23: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
-	118, // 24: hopper.v1.Job.deadline_at:type_name -> google.protobuf.Timestamp
-	118, // 25: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
-	117, // 26: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
-	117, // 27: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
-	112, // 28: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
-	117, // 29: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
+	114, // 14: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
+	121, // 15: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
+	120, // 16: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
+	121, // 17: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
+	121, // 18: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
+	121, // 19: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	121, // 20: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
+	121, // 21: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
+	121, // 22: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	121, // 23: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
+	121, // 24: hopper.v1.Job.deadline_at:type_name -> google.protobuf.Timestamp
+	121, // 25: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
+	120, // 26: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
+	120, // 27: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
+	115, // 28: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
+	120, // 29: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
 	15,  // 30: hopper.v1.JobSpec.retry_policy:type_name -> hopper.v1.RetryPolicy
-	117, // 31: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
-	117, // 32: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
+	120, // 31: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
+	120, // 32: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
 	14,  // 33: hopper.v1.EnqueueRequest.job:type_name -> hopper.v1.JobSpec
 	13,  // 34: hopper.v1.EnqueueResponse.job:type_name -> hopper.v1.Job
 	14,  // 35: hopper.v1.EnqueueBatchRequest.jobs:type_name -> hopper.v1.JobSpec
 	17,  // 36: hopper.v1.EnqueueBatchResponse.results:type_name -> hopper.v1.EnqueueResponse
 	13,  // 37: hopper.v1.GetResponse.job:type_name -> hopper.v1.Job
-	118, // 38: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
-	118, // 39: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
+	121, // 38: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
+	121, // 39: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
 	13,  // 40: hopper.v1.ListResponse.jobs:type_name -> hopper.v1.Job
 	13,  // 41: hopper.v1.CancelResponse.job:type_name -> hopper.v1.Job
 	13,  // 42: hopper.v1.JobServiceResumeResponse.job:type_name -> hopper.v1.Job
-	118, // 43: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
-	118, // 44: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
-	118, // 45: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
+	121, // 43: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
+	121, // 44: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
+	121, // 45: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
 	29,  // 46: hopper.v1.EventsResponse.events:type_name -> hopper.v1.Event
 	30,  // 47: hopper.v1.EventsResponse.attempts:type_name -> hopper.v1.Attempt
-	113, // 48: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
-	118, // 49: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
-	117, // 50: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
-	118, // 51: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
+	116, // 48: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
+	121, // 49: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
+	120, // 50: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
+	121, // 51: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
 	15,  // 52: hopper.v1.ActivatedJob.retry_policy:type_name -> hopper.v1.RetryPolicy
-	117, // 53: hopper.v1.ActivatedJob.default_timeout:type_name -> google.protobuf.Duration
-	117, // 54: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
-	117, // 55: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
+	120, // 53: hopper.v1.ActivatedJob.default_timeout:type_name -> google.protobuf.Duration
+	120, // 54: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
+	120, // 55: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
 	32,  // 56: hopper.v1.ActivateResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	117, // 57: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
+	120, // 57: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
 	32,  // 58: hopper.v1.StreamJobsResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	117, // 59: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
+	120, // 59: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
 	15,  // 60: hopper.v1.FailRequest.retry_policy:type_name -> hopper.v1.RetryPolicy
-	118, // 61: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
-	117, // 62: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
-	118, // 63: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
-	118, // 64: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
-	117, // 65: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
-	118, // 66: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
+	121, // 61: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
+	120, // 62: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
+	121, // 63: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
+	121, // 64: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
+	120, // 65: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
+	121, // 66: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
 	50,  // 67: hopper.v1.ReportRequest.outcomes:type_name -> hopper.v1.Outcome
 	47,  // 68: hopper.v1.ReportRequest.renewals:type_name -> hopper.v1.ExtendLeaseRequest
 	37,  // 69: hopper.v1.Outcome.complete:type_name -> hopper.v1.CompleteRequest
@@ -7775,138 +7987,142 @@ var file_hopper_v1_hopper_proto_depIdxs = []int32{
 	49,  // 76: hopper.v1.ReportStreamRequest.report:type_name -> hopper.v1.ReportRequest
 	51,  // 77: hopper.v1.ReportStreamResponse.report:type_name -> hopper.v1.ReportResponse
 	40,  // 78: hopper.v1.Verdict.fail:type_name -> hopper.v1.FailResponse
-	118, // 79: hopper.v1.Verdict.lease_expires_at:type_name -> google.protobuf.Timestamp
-	114, // 80: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
+	121, // 79: hopper.v1.Verdict.lease_expires_at:type_name -> google.protobuf.Timestamp
+	117, // 80: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
 	61,  // 81: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
-	118, // 82: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
-	118, // 83: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
+	121, // 82: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
+	121, // 83: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
 	70,  // 84: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
-	118, // 85: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
+	121, // 85: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
 	73,  // 86: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
-	118, // 87: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
+	121, // 87: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
 	76,  // 88: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
-	118, // 89: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
-	118, // 90: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
-	118, // 91: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
+	121, // 89: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
+	121, // 90: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
+	121, // 91: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
 	79,  // 92: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
 	79,  // 93: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
 	79,  // 94: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
 	79,  // 95: hopper.v1.ImportKeyResponse.key:type_name -> hopper.v1.APIKey
-	118, // 96: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
-	118, // 97: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
+	121, // 96: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
+	121, // 97: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
 	88,  // 98: hopper.v1.DeadLetterServiceListRequest.filter:type_name -> hopper.v1.DeadLetterFilter
 	13,  // 99: hopper.v1.DeadLetterServiceListResponse.jobs:type_name -> hopper.v1.Job
-	115, // 100: hopper.v1.DeadLetterServiceListResponse.replays:type_name -> hopper.v1.DeadLetterServiceListResponse.ReplaysEntry
-	118, // 101: hopper.v1.ReplaySummary.last_replayed_at:type_name -> google.protobuf.Timestamp
-	118, // 102: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
-	117, // 103: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
+	118, // 100: hopper.v1.DeadLetterServiceListResponse.replays:type_name -> hopper.v1.DeadLetterServiceListResponse.ReplaysEntry
+	121, // 101: hopper.v1.ReplaySummary.last_replayed_at:type_name -> google.protobuf.Timestamp
+	121, // 102: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
+	120, // 103: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
 	13,  // 104: hopper.v1.ReplayResponse.job:type_name -> hopper.v1.Job
 	88,  // 105: hopper.v1.ReplayManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
 	13,  // 106: hopper.v1.ReplayManyResponse.jobs:type_name -> hopper.v1.Job
-	118, // 107: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
-	118, // 108: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
-	118, // 109: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
+	121, // 107: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
+	121, // 108: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
+	121, // 109: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
 	98,  // 110: hopper.v1.ListReplaysResponse.replays:type_name -> hopper.v1.ReplayRecord
-	116, // 111: hopper.v1.Kind.counts:type_name -> hopper.v1.Kind.CountsEntry
+	119, // 111: hopper.v1.Kind.counts:type_name -> hopper.v1.Kind.CountsEntry
 	101, // 112: hopper.v1.KindServiceListResponse.kinds:type_name -> hopper.v1.Kind
-	91,  // 113: hopper.v1.DeadLetterServiceListResponse.ReplaysEntry.value:type_name -> hopper.v1.ReplaySummary
-	16,  // 114: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
-	18,  // 115: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
-	20,  // 116: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
-	22,  // 117: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
-	24,  // 118: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
-	28,  // 119: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
-	26,  // 120: hopper.v1.JobService.Resume:input_type -> hopper.v1.JobServiceResumeRequest
-	33,  // 121: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
-	35,  // 122: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
-	37,  // 123: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
-	39,  // 124: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
-	45,  // 125: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
-	41,  // 126: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
-	43,  // 127: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
-	47,  // 128: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
-	57,  // 129: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
-	59,  // 130: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
-	49,  // 131: hopper.v1.WorkerService.Report:input_type -> hopper.v1.ReportRequest
-	52,  // 132: hopper.v1.WorkerService.ReportStream:input_type -> hopper.v1.ReportStreamRequest
-	55,  // 133: hopper.v1.WorkerService.Hold:input_type -> hopper.v1.HoldRequest
-	62,  // 134: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
-	66,  // 135: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
-	68,  // 136: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
-	64,  // 137: hopper.v1.QueueService.Set:input_type -> hopper.v1.QueueServiceSetRequest
-	71,  // 138: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
-	74,  // 139: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
-	77,  // 140: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
-	80,  // 141: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
-	82,  // 142: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
-	84,  // 143: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
-	86,  // 144: hopper.v1.AdminService.ImportKey:input_type -> hopper.v1.ImportKeyRequest
-	1,   // 145: hopper.v1.ScheduleService.List:input_type -> hopper.v1.ScheduleServiceListRequest
-	3,   // 146: hopper.v1.ScheduleService.Add:input_type -> hopper.v1.ScheduleServiceAddRequest
-	5,   // 147: hopper.v1.ScheduleService.Remove:input_type -> hopper.v1.ScheduleServiceRemoveRequest
-	7,   // 148: hopper.v1.ScheduleService.Pause:input_type -> hopper.v1.ScheduleServicePauseRequest
-	9,   // 149: hopper.v1.ScheduleService.Resume:input_type -> hopper.v1.ScheduleServiceResumeRequest
-	11,  // 150: hopper.v1.ScheduleService.Run:input_type -> hopper.v1.ScheduleServiceRunRequest
-	89,  // 151: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
-	92,  // 152: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
-	94,  // 153: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
-	96,  // 154: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
-	99,  // 155: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
-	102, // 156: hopper.v1.KindService.List:input_type -> hopper.v1.KindServiceListRequest
-	104, // 157: hopper.v1.KindService.Set:input_type -> hopper.v1.KindServiceSetRequest
-	106, // 158: hopper.v1.KindService.Disable:input_type -> hopper.v1.KindServiceDisableRequest
-	108, // 159: hopper.v1.KindService.Enable:input_type -> hopper.v1.KindServiceEnableRequest
-	17,  // 160: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
-	19,  // 161: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
-	21,  // 162: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
-	23,  // 163: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
-	25,  // 164: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
-	31,  // 165: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
-	27,  // 166: hopper.v1.JobService.Resume:output_type -> hopper.v1.JobServiceResumeResponse
-	34,  // 167: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
-	36,  // 168: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
-	38,  // 169: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
-	40,  // 170: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
-	46,  // 171: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
-	42,  // 172: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
-	44,  // 173: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
-	48,  // 174: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
-	58,  // 175: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
-	60,  // 176: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
-	51,  // 177: hopper.v1.WorkerService.Report:output_type -> hopper.v1.ReportResponse
-	53,  // 178: hopper.v1.WorkerService.ReportStream:output_type -> hopper.v1.ReportStreamResponse
-	56,  // 179: hopper.v1.WorkerService.Hold:output_type -> hopper.v1.HoldResponse
-	63,  // 180: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
-	67,  // 181: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
-	69,  // 182: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
-	65,  // 183: hopper.v1.QueueService.Set:output_type -> hopper.v1.QueueServiceSetResponse
-	72,  // 184: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
-	75,  // 185: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
-	78,  // 186: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
-	81,  // 187: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
-	83,  // 188: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
-	85,  // 189: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
-	87,  // 190: hopper.v1.AdminService.ImportKey:output_type -> hopper.v1.ImportKeyResponse
-	2,   // 191: hopper.v1.ScheduleService.List:output_type -> hopper.v1.ScheduleServiceListResponse
-	4,   // 192: hopper.v1.ScheduleService.Add:output_type -> hopper.v1.ScheduleServiceAddResponse
-	6,   // 193: hopper.v1.ScheduleService.Remove:output_type -> hopper.v1.ScheduleServiceRemoveResponse
-	8,   // 194: hopper.v1.ScheduleService.Pause:output_type -> hopper.v1.ScheduleServicePauseResponse
-	10,  // 195: hopper.v1.ScheduleService.Resume:output_type -> hopper.v1.ScheduleServiceResumeResponse
-	12,  // 196: hopper.v1.ScheduleService.Run:output_type -> hopper.v1.ScheduleServiceRunResponse
-	90,  // 197: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
-	93,  // 198: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
-	95,  // 199: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
-	97,  // 200: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
-	100, // 201: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
-	103, // 202: hopper.v1.KindService.List:output_type -> hopper.v1.KindServiceListResponse
-	105, // 203: hopper.v1.KindService.Set:output_type -> hopper.v1.KindServiceSetResponse
-	107, // 204: hopper.v1.KindService.Disable:output_type -> hopper.v1.KindServiceDisableResponse
-	109, // 205: hopper.v1.KindService.Enable:output_type -> hopper.v1.KindServiceEnableResponse
-	160, // [160:206] is the sub-list for method output_type
-	114, // [114:160] is the sub-list for method input_type
-	114, // [114:114] is the sub-list for extension type_name
-	114, // [114:114] is the sub-list for extension extendee
-	0,   // [0:114] is the sub-list for field type_name
+	112, // 113: hopper.v1.ServerServiceInfoResponse.server:type_name -> hopper.v1.ServerInfo
+	121, // 114: hopper.v1.ServerInfo.commit_time:type_name -> google.protobuf.Timestamp
+	91,  // 115: hopper.v1.DeadLetterServiceListResponse.ReplaysEntry.value:type_name -> hopper.v1.ReplaySummary
+	16,  // 116: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
+	18,  // 117: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
+	20,  // 118: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
+	22,  // 119: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
+	24,  // 120: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
+	28,  // 121: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
+	26,  // 122: hopper.v1.JobService.Resume:input_type -> hopper.v1.JobServiceResumeRequest
+	33,  // 123: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
+	35,  // 124: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
+	37,  // 125: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
+	39,  // 126: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
+	45,  // 127: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
+	41,  // 128: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
+	43,  // 129: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
+	47,  // 130: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
+	57,  // 131: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
+	59,  // 132: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
+	49,  // 133: hopper.v1.WorkerService.Report:input_type -> hopper.v1.ReportRequest
+	52,  // 134: hopper.v1.WorkerService.ReportStream:input_type -> hopper.v1.ReportStreamRequest
+	55,  // 135: hopper.v1.WorkerService.Hold:input_type -> hopper.v1.HoldRequest
+	62,  // 136: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
+	66,  // 137: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
+	68,  // 138: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
+	64,  // 139: hopper.v1.QueueService.Set:input_type -> hopper.v1.QueueServiceSetRequest
+	71,  // 140: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
+	74,  // 141: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
+	77,  // 142: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
+	80,  // 143: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
+	82,  // 144: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
+	84,  // 145: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
+	86,  // 146: hopper.v1.AdminService.ImportKey:input_type -> hopper.v1.ImportKeyRequest
+	1,   // 147: hopper.v1.ScheduleService.List:input_type -> hopper.v1.ScheduleServiceListRequest
+	3,   // 148: hopper.v1.ScheduleService.Add:input_type -> hopper.v1.ScheduleServiceAddRequest
+	5,   // 149: hopper.v1.ScheduleService.Remove:input_type -> hopper.v1.ScheduleServiceRemoveRequest
+	7,   // 150: hopper.v1.ScheduleService.Pause:input_type -> hopper.v1.ScheduleServicePauseRequest
+	9,   // 151: hopper.v1.ScheduleService.Resume:input_type -> hopper.v1.ScheduleServiceResumeRequest
+	11,  // 152: hopper.v1.ScheduleService.Run:input_type -> hopper.v1.ScheduleServiceRunRequest
+	89,  // 153: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
+	92,  // 154: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
+	94,  // 155: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
+	96,  // 156: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
+	99,  // 157: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
+	102, // 158: hopper.v1.KindService.List:input_type -> hopper.v1.KindServiceListRequest
+	104, // 159: hopper.v1.KindService.Set:input_type -> hopper.v1.KindServiceSetRequest
+	106, // 160: hopper.v1.KindService.Disable:input_type -> hopper.v1.KindServiceDisableRequest
+	108, // 161: hopper.v1.KindService.Enable:input_type -> hopper.v1.KindServiceEnableRequest
+	110, // 162: hopper.v1.ServerService.Info:input_type -> hopper.v1.ServerServiceInfoRequest
+	17,  // 163: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
+	19,  // 164: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
+	21,  // 165: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
+	23,  // 166: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
+	25,  // 167: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
+	31,  // 168: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
+	27,  // 169: hopper.v1.JobService.Resume:output_type -> hopper.v1.JobServiceResumeResponse
+	34,  // 170: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
+	36,  // 171: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
+	38,  // 172: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
+	40,  // 173: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
+	46,  // 174: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
+	42,  // 175: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
+	44,  // 176: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
+	48,  // 177: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
+	58,  // 178: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
+	60,  // 179: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
+	51,  // 180: hopper.v1.WorkerService.Report:output_type -> hopper.v1.ReportResponse
+	53,  // 181: hopper.v1.WorkerService.ReportStream:output_type -> hopper.v1.ReportStreamResponse
+	56,  // 182: hopper.v1.WorkerService.Hold:output_type -> hopper.v1.HoldResponse
+	63,  // 183: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
+	67,  // 184: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
+	69,  // 185: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
+	65,  // 186: hopper.v1.QueueService.Set:output_type -> hopper.v1.QueueServiceSetResponse
+	72,  // 187: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
+	75,  // 188: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
+	78,  // 189: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
+	81,  // 190: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
+	83,  // 191: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
+	85,  // 192: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
+	87,  // 193: hopper.v1.AdminService.ImportKey:output_type -> hopper.v1.ImportKeyResponse
+	2,   // 194: hopper.v1.ScheduleService.List:output_type -> hopper.v1.ScheduleServiceListResponse
+	4,   // 195: hopper.v1.ScheduleService.Add:output_type -> hopper.v1.ScheduleServiceAddResponse
+	6,   // 196: hopper.v1.ScheduleService.Remove:output_type -> hopper.v1.ScheduleServiceRemoveResponse
+	8,   // 197: hopper.v1.ScheduleService.Pause:output_type -> hopper.v1.ScheduleServicePauseResponse
+	10,  // 198: hopper.v1.ScheduleService.Resume:output_type -> hopper.v1.ScheduleServiceResumeResponse
+	12,  // 199: hopper.v1.ScheduleService.Run:output_type -> hopper.v1.ScheduleServiceRunResponse
+	90,  // 200: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
+	93,  // 201: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
+	95,  // 202: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
+	97,  // 203: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
+	100, // 204: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
+	103, // 205: hopper.v1.KindService.List:output_type -> hopper.v1.KindServiceListResponse
+	105, // 206: hopper.v1.KindService.Set:output_type -> hopper.v1.KindServiceSetResponse
+	107, // 207: hopper.v1.KindService.Disable:output_type -> hopper.v1.KindServiceDisableResponse
+	109, // 208: hopper.v1.KindService.Enable:output_type -> hopper.v1.KindServiceEnableResponse
+	111, // 209: hopper.v1.ServerService.Info:output_type -> hopper.v1.ServerServiceInfoResponse
+	163, // [163:210] is the sub-list for method output_type
+	116, // [116:163] is the sub-list for method input_type
+	116, // [116:116] is the sub-list for extension type_name
+	116, // [116:116] is the sub-list for extension extendee
+	0,   // [0:116] is the sub-list for field type_name
 }
 
 func init() { file_hopper_v1_hopper_proto_init() }
@@ -7931,9 +8147,9 @@ func file_hopper_v1_hopper_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hopper_v1_hopper_proto_rawDesc), len(file_hopper_v1_hopper_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   117,
+			NumMessages:   120,
 			NumExtensions: 0,
-			NumServices:   7,
+			NumServices:   8,
 		},
 		GoTypes:           file_hopper_v1_hopper_proto_goTypes,
 		DependencyIndexes: file_hopper_v1_hopper_proto_depIdxs,

@@ -186,6 +186,9 @@ func (s *Store) appliedVersions(ctx context.Context, tx pgx.Tx) (map[int]bool, e
 	return out, nil
 }
 
+// Name is the kind of database the store keeps jobs in: "postgres".
+func (s *Store) Name() string { return "postgres" }
+
 // SchemaVersion returns the highest applied migration version (0 for none).
 func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 	var v int

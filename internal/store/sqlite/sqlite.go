@@ -194,6 +194,9 @@ func LatestVersion() int {
 	return len(ms)
 }
 
+// Name is the kind of database the store keeps jobs in: "sqlite".
+func (s *Store) Name() string { return "sqlite" }
+
 // SchemaVersion returns the highest applied migration version.
 func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 	var v sql.NullInt64

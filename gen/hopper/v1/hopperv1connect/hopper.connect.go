@@ -41,6 +41,8 @@ const (
 	DeadLetterServiceName = "hopper.v1.DeadLetterService"
 	// KindServiceName is the fully-qualified name of the KindService service.
 	KindServiceName = "hopper.v1.KindService"
+	// ServerServiceName is the fully-qualified name of the ServerService service.
+	ServerServiceName = "hopper.v1.ServerService"
 )
 
 // These constants are the procedure names of the RPCs defined in this package. They're exposed at
@@ -146,6 +148,8 @@ const (
 	KindServiceDisableProcedure = "/hopper.v1.KindService/Disable"
 	// KindServiceEnableProcedure is the procedure name of the KindService's Enable RPC.
 	KindServiceEnableProcedure = "/hopper.v1.KindService/Enable"
+	// ServerServiceInfoProcedure is the procedure name of the ServerService's Info RPC.
+	ServerServiceInfoProcedure = "/hopper.v1.ServerService/Info"
 )
 
 var (
@@ -2247,6 +2251,79 @@ func (h kindServiceHandler) enable(ctx context.Context, _ connect.Spec, stream c
 		return err
 	}
 	res, err := h.svc.Enable(ctx, &req)
+	if err != nil {
+		return err
+	}
+	return stream.Send(res)
+}
+
+var (
+	serverServiceInfoSpec = sync.OnceValue(func() connect.Spec {
+		return connect.Spec{
+			StreamType:       connect.StreamTypeUnary,
+			Schema:           v1.File_hopper_v1_hopper_proto.Services().ByName("ServerService").Methods().ByName("Info"),
+			Procedure:        ServerServiceInfoProcedure,
+			IdempotencyLevel: connect.IdempotencyNoSideEffects,
+		}
+	})
+)
+
+// ServerServiceClient is a client for the hopper.v1.ServerService service.
+type ServerServiceClient interface {
+	// Info describes the server. UNAVAILABLE when its store cannot be reached for its schema
+	// version.
+	Info(context.Context, *v1.ServerServiceInfoRequest) (*v1.ServerServiceInfoResponse, error)
+}
+
+// NewServerServiceClient constructs a client for the hopper.v1.ServerService service. Multiple
+// service clients may share a single connect.Client.
+func NewServerServiceClient(client *connect.Client) ServerServiceClient {
+	return &serverServiceClient{client: client}
+}
+
+// ServerServiceHandler is an implementation of the hopper.v1.ServerService service.
+type ServerServiceHandler interface {
+	// Info describes the server. UNAVAILABLE when its store cannot be reached for its schema
+	// version.
+	Info(context.Context, *v1.ServerServiceInfoRequest) (*v1.ServerServiceInfoResponse, error)
+}
+
+// RegisterServerServiceHandler registers svc as the hopper.v1.ServerService implementation on
+// server.
+func RegisterServerServiceHandler(server *connect.Server, svc ServerServiceHandler) {
+	adapter := serverServiceHandler{svc: svc}
+	server.Register(
+		connect.Method{Spec: serverServiceInfoSpec(), Handler: adapter.info},
+	)
+}
+
+// UnimplementedServerServiceHandler returns CodeUnimplemented from all methods.
+type UnimplementedServerServiceHandler struct{}
+
+func (UnimplementedServerServiceHandler) Info(context.Context, *v1.ServerServiceInfoRequest) (*v1.ServerServiceInfoResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, "hopper.v1.ServerService.Info is not implemented")
+}
+
+type serverServiceClient struct {
+	client *connect.Client
+}
+
+func (c *serverServiceClient) Info(ctx context.Context, req *v1.ServerServiceInfoRequest) (*v1.ServerServiceInfoResponse, error) {
+	var res v1.ServerServiceInfoResponse
+	if err := c.client.CallUnary(ctx, serverServiceInfoSpec(), req, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+type serverServiceHandler struct{ svc ServerServiceHandler }
+
+func (h serverServiceHandler) info(ctx context.Context, _ connect.Spec, stream connect.ServerStream) error {
+	var req v1.ServerServiceInfoRequest
+	if err := stream.Receive(&req); err != nil {
+		return err
+	}
+	res, err := h.svc.Info(ctx, &req)
 	if err != nil {
 		return err
 	}
