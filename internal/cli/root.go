@@ -70,8 +70,9 @@ database or applies its migrations (migrate), enqueues jobs (enqueue), lists, sh
 and resumes them (jobs), lists, pauses, weighs, caps and rate-limits queues (queues) and job
 kinds (kinds), manages recurring schedules (schedules), lists, counts and replays dead letters
 (dlq), shows the worker nodes and a server's remote workers (workers), manages API keys
-(keys), measures throughput and latency (bench) and prints the version it was built at
-(version).
+(keys), copies a SQLite database while it is in use (backup), probes a server on this
+machine (healthcheck), measures throughput and latency (bench) and prints the version it was
+built at (version).
 
 The global flags --database, --schema and --server can also be set with the environment
 variables HOPPER_DATABASE, HOPPER_SCHEMA and HOPPER_SERVER (every flag of 'hopper serve' has
