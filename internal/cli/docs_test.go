@@ -42,7 +42,8 @@ import (
 var updateDocs = flag.Bool("update-docs", false, "rewrite the generated parts of the docs (make docs-cli)")
 
 // docFiles hold generated parts or schema versions (docVersions), relative to this package.
-var docFiles = []string{"../../docs/cli.md", "../../docs/dead-letters.md", "../../docs/storage.md", "../../docs/development.md"}
+var docFiles = []string{"../../docs/cli.md", "../../docs/dead-letters.md", "../../docs/storage.md", "../../docs/development.md",
+	"../../docs/server.md"}
 
 // docVersions are the schema versions the docs quote, with what they must read.
 var docVersions = []struct {
@@ -52,6 +53,10 @@ var docVersions = []struct {
 	{regexp.MustCompile(`(postgres schema \w+: schema version )\d+`),
 		func() string { return fmt.Sprintf("${1}%d", postgres.LatestVersion()) }},
 	{regexp.MustCompile(`(\.db: schema version )\d+`), func() string { return fmt.Sprintf("${1}%d", sqlite.LatestVersion()) }},
+	// A SQLite server's, as `hopper version --server`, /readyz's JSON and ServerService.Info
+	// say it, and a backup's.
+	{regexp.MustCompile(`(store sqlite, schema version |"store":"sqlite","schema_?[vV]ersion":|MiB, schema version )\d+`),
+		func() string { return fmt.Sprintf("${1}%d", sqlite.LatestVersion()) }},
 	{regexp.MustCompile(`(has schema version )\d+(, newer than this binary's )\d+`),
 		func() string { return fmt.Sprintf("${1}%d${2}%d", sqlite.LatestVersion()+1, sqlite.LatestVersion()) }},
 }
