@@ -60,9 +60,9 @@ func newCollector(s *Server) *collector {
 		awaitingCompute: d("queue_awaiting_compute", "Jobs of the queue that are ready and wait for a worker to start them (its queued jobs).", "queue"),
 		heldByGovernor: d("queue_held_by_governor", "1 while every live worker of the queue is held back by its resource governor, else 0 "+
 			"(0 for a paused queue and for a queue without live workers).", "queue"),
-		holding:         d("governor_holding", "1 while this node's resource governor holds back new jobs (0 without limits)."),
-		governorCPU:     d("governor_cpu", "CPU use this node's resource governor measured, smoothed, as a fraction of the CPU available to it (0 without limits)."),
-		governorMem:     d("governor_memory_bytes", "Memory use this node's resource governor measured, in bytes (0 without limits)."),
+		holding:     d("governor_holding", "1 while this node's resource governor holds back new jobs (0 without limits)."),
+		governorCPU: d("governor_cpu", "CPU use this node's resource governor measured, smoothed, as a fraction of the CPU available to it (0 without limits)."),
+		governorMem: d("governor_memory_bytes", "Memory use this node's resource governor measured, in bytes (0 without limits)."),
 		scrapeErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "hopper_metrics_scrape_errors_total",
 			Help: "Scrapes that could not read part of the state from the store."}),
 	}
