@@ -435,9 +435,10 @@ func refused(err error) bool {
 	return err != nil && (code == connect.CodeUnauthenticated || code == connect.CodePermissionDenied)
 }
 
-// giveUp stops the worker taking jobs, for good, after the server refused its API key, and
-// says so once (Err reports it). Its running jobs go on; their outcomes may be refused too,
-// and their leases then expire.
+// giveUp stops the worker taking jobs and renewing leases, for good, after the server refused
+// its API key on any call (a poll, the stream, a report, a renewal), and says so once (Err
+// reports it). Its running jobs go on; their outcomes are refused too, and their leases then
+// expire.
 func (w *Worker) giveUp(err error) {
 	w.mu.Lock()
 	first := w.refusal == nil
@@ -449,6 +450,7 @@ func (w *Worker) giveUp(err error) {
 		w.log.Error("the server refused the worker's API key: it takes no more jobs until it is started again with a valid key",
 			"worker", w.cfg.Name, "url", w.cfg.URL, "err", err)
 		w.stopIntake()
+		w.stopKeep()
 	}
 }
 
@@ -672,6 +674,10 @@ func (w *Worker) extendAll() (int, error) {
 		res, err := w.api.Report(w.keepCtx, req)
 		if err == nil && len(res.GetRenewals()) != len(batch) {
 			err = errors.New("extend leases: the server answered a different number of verdicts")
+		}
+		if refused(err) {
+			w.giveUp(err) // ends the keeper too: no renewal can pass
+			return asked, nil
 		}
 		if err != nil {
 			return asked, unavailable(err)
