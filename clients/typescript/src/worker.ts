@@ -144,18 +144,21 @@ export class Worker {
     this.leases = new LeaseKeeper({
       api: this.api, lease: this.lease, backoff: new Tracker("extend leases", loopPolicy, this.log, { worker: this.name }),
       running: () => [...this.attempts.values(), ...this.waiting], // a waiting job's lease is the worker's too
+      refused: (err) => this.refused(err),
     });
     this.executor = {
       api: this.api, reporter: this.reporter, mode: this.mode, log: this.log,
       handler: (kind) => this.handlers.get(kind), decline: (a) => this.decline(a.job), leaseSet: () => this.leases.shortened(),
+      refused: (err) => this.refused(err),
     };
   }
 
   /**
    * error is why the worker stopped taking jobs by itself: the server refused its API key
    * (code Unauthenticated or PermissionDenied: no key where one is required, a bad or revoked
-   * key, a key without the work scope). Asking again cannot help, so the worker does not:
-   * start a new one with a valid key. Undefined while it did not stop by itself.
+   * key, a key without the work scope) on any call, a poll, its stream, an outcome's report or
+   * a lease renewal. Asking again cannot help, so the worker does not (it renews no lease
+   * either): start a new one with a valid key. Undefined while it did not stop by itself.
    */
   get error(): HopperError | undefined {
     return this.refusal;
@@ -169,6 +172,7 @@ export class Worker {
       worker: this.name, err: err.message,
     });
     this.intake.abort();
+    this.keeping.abort();
   }
 
   /** running is the number of jobs this worker runs now. */
