@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper/internal/pgtest"
+	"github.com/hopperjobs/hopper/internal/stoptest"
 	"github.com/hopperjobs/hopper/internal/store/postgres"
 	"github.com/hopperjobs/hopper/internal/store/sqlite"
-	"github.com/hopperjobs/hopper/internal/stoptest"
 	"github.com/stretchr/testify/require"
 )
 

@@ -212,7 +212,7 @@ type Engine struct {
 	log      *slog.Logger
 	kinds    []string
 	kindCaps *claim.KindCaps // Config.KindConcurrency; nil: none
-	producer *producer // claims and starts the jobs of cfg.Queues
+	producer *producer       // claims and starts the jobs of cfg.Queues
 	// weights are the weights the queues share this process's slots by (RefreshWeights).
 	weights   atomic.Pointer[map[string]int]
 	completer *completer
