@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -76,6 +77,14 @@ type Config struct {
 	Queues []string
 	// Concurrency is the most jobs run at once (default 10, at most 1000).
 	Concurrency int
+	// KindConcurrency bounds the concurrent jobs of a kind in this worker: kind → at most that
+	// many at once, while its other slots run other kinds. Poll mode only (New refuses it in
+	// Stream mode, where the server picks the jobs it pushes): a poll leaves out the saturated
+	// kinds, so their jobs stay queued for other workers, and takes no more jobs than the
+	// capped kinds it asks for have room for (a capped kind partly used makes polls smaller,
+	// and none claims ahead). Each kind named needs a worker in Workers; each bound must be at
+	// least 1. Default none.
+	KindConcurrency map[string]int
 	// Name identifies this worker on leases and attempts (default host-pid).
 	Name string
 	// Mode is Stream (default) or Poll.
@@ -272,6 +281,9 @@ func newWorker(cfg Config, clk clock.Clock) (*Worker, error) {
 	}
 	w.kinds = w.handlers.Kinds()
 	sort.Strings(w.kinds)
+	if err := checkKindConcurrency(cfg, w.kinds); err != nil {
+		return nil, err
+	}
 	var interceptors []connect.ClientInterceptor
 	if cfg.APIKey != "" {
 		interceptors = append(interceptors, Bearer(cfg.APIKey))
@@ -691,4 +703,20 @@ func (w *Worker) extendAll() (int, error) {
 		}
 	}
 	return asked, nil
+}
+
+// checkKindConcurrency checks Config.KindConcurrency against the worker's mode and kinds.
+func checkKindConcurrency(cfg Config, kinds []string) error {
+	if len(cfg.KindConcurrency) > 0 && cfg.Mode != Poll {
+		return errors.New("remote: Config.KindConcurrency is for Poll mode: in Stream mode the server picks the jobs it pushes")
+	}
+	for kind, n := range cfg.KindConcurrency {
+		switch {
+		case n < 1:
+			return fmt.Errorf("remote: Config.KindConcurrency[%s] %d is under 1", kind, n)
+		case !slices.Contains(kinds, kind):
+			return fmt.Errorf("remote: Config.KindConcurrency[%s] names a kind with no worker in Config.Workers", kind)
+		}
+	}
+	return nil
 }
