@@ -106,7 +106,7 @@ class KindSlots {
       kinds.push(kind);
       n = Math.min(n, room);
     }
-    if (kinds.length === 0) return undefined;
+    if (saturated && kinds.length === 0) return undefined;
     let requestTimeout = request.requestTimeout;
     if (saturated && requestTimeout && fromDuration(requestTimeout)! > saturatedPollWait) requestTimeout = toDuration(saturatedPollWait);
     return { kinds, maxJobs: n, requestTimeout };
