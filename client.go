@@ -51,7 +51,7 @@ func NewClient(cfg Config) (*Client, error) {
 	}
 	ecfg := engine.Config{
 		Store: cfg.Store, Clock: c.clock, Logger: cfg.Logger, WorkerID: cfg.WorkerID,
-		Queues: map[string]int{}, Weights: map[string]int{}, MaxWorkers: cfg.MaxWorkers, ClaimAhead: cfg.ClaimAhead, LeaseDuration: cfg.LeaseDuration,
+		Queues: map[string]int{}, Weights: map[string]int{}, MaxWorkers: cfg.MaxWorkers, KindConcurrency: cfg.KindConcurrency, ClaimAhead: cfg.ClaimAhead, LeaseDuration: cfg.LeaseDuration,
 		PollInterval: cfg.PollInterval, RetryPolicy: cfg.RetryPolicy, JobTimeout: cfg.JobTimeout,
 		RescueInterval: cfg.RescueInterval, Maintenance: !cfg.DisableMaintenance, MaxRescues: cfg.MaxRescues,
 		LeaderTTL: cfg.LeaderTTL, LeaderIdleAfter: cfg.LeaderIdleAfter, NodeTTL: cfg.NodeTTL, Host: hostname(), PID: os.Getpid(),

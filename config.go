@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"slices"
 	"time"
 )
 
@@ -58,6 +59,13 @@ type Config struct {
 	Queues map[string]QueueConfig
 	// MaxWorkers bounds concurrent jobs across all queues of this process (default 100).
 	MaxWorkers int
+	// KindConcurrency bounds the concurrent jobs of a kind in this process: kind → at most that
+	// many at once, whatever its queues' and MaxWorkers' room, while the other slots run other
+	// kinds (a kind that needs a GPU or much memory). A saturated kind is left out of this
+	// process's claims, so its jobs stay queued for other processes, and a capped kind's jobs
+	// are claimed within its room (never claimed to wait). Fleet-wide caps are SetLimit's.
+	// Each kind named needs a worker in Workers; each bound must be at least 1. Default none.
+	KindConcurrency map[string]int
 	// ClaimAhead bounds the jobs a queue's workers claim beyond their free slots, for the slots
 	// that free up while a claim is on its way (docs/workers.md, "Claiming ahead"). Such a job
 	// is running in the store but waits for a slot, at most a second, before its handler
@@ -283,6 +291,15 @@ func (c Config) validate() error {
 		}
 		if q.Weight < 0 || q.Weight > MaxQueueWeight {
 			errs = append(errs, invalid("Config.Queues["+name+"].Weight", "%d is outside 0–%d", q.Weight, MaxQueueWeight))
+		}
+	}
+	for kind, n := range c.KindConcurrency {
+		field := "Config.KindConcurrency[" + kind + "]"
+		switch {
+		case n < 1:
+			errs = append(errs, invalid(field, "%d is under 1", n))
+		case c.Workers == nil || !slices.Contains(c.Workers.Kinds(), kind):
+			errs = append(errs, invalid(field, "names a kind with no worker in Config.Workers"))
 		}
 	}
 	for i, l := range c.Limits {

@@ -55,3 +55,30 @@ func ExampleClient_DisableKind() {
 	// default queued: 1 disabled: 1
 	// send-invoice disabled: true
 }
+
+// KindConcurrency bounds a kind in one process: here at most 2 send-invoice jobs run at once
+// while the other 18 slots run other kinds. A saturated kind is left out of this process's
+// claims, so its jobs wait in the queue for this process or another.
+func ExampleConfig_kindConcurrency() {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "hopper-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	st, err := sqlitestore.Open(ctx, sqlitestore.Config{Path: filepath.Join(dir, "hopper.db")})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer st.Close()
+	ws := hopper.NewWorkers()
+	hopper.AddWorkerFunc(ws, func(ctx context.Context, job *hopper.Job[SendInvoice]) error { return nil })
+	_, err = hopper.NewClient(hopper.Config{Store: st, Workers: ws, MaxWorkers: 20,
+		KindConcurrency: map[string]int{"send-invoice": 2}})
+	fmt.Println(err)
+	_, err = hopper.NewClient(hopper.Config{Store: st, Workers: ws, KindConcurrency: map[string]int{"send-invoice": 0}})
+	fmt.Println(err)
+	// Output:
+	// <nil>
+	// invalid Config.KindConcurrency[send-invoice]: 0 is under 1
+}

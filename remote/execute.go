@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"connectrpc.com/connect/v2"
@@ -92,6 +93,7 @@ func (w *Worker) execute(ctx context.Context, job *hopperv1.ActivatedJob, handle
 			return w.out.send(ctx, &hopperv1.Outcome{Outcome: &hopperv1.Outcome_Fail{Fail: req}})
 		}
 	}
+	ops.flush(rctx)
 	err = w.reportWithRetry(rctx, report)
 	if connect.CodeOf(err) == connect.CodeInvalidArgument {
 		// The server refused the outcome as the handler gave it (a suspension deadline
@@ -149,7 +151,10 @@ func (w *Worker) reportWithRetry(ctx context.Context, report func(context.Contex
 		switch connect.CodeOf(err) {
 		case connect.CodeFailedPrecondition, connect.CodeNotFound:
 			return nil // the job is no longer this attempt's: nothing left to say
-		case connect.CodeInvalidArgument, connect.CodePermissionDenied, connect.CodeUnauthenticated:
+		case connect.CodePermissionDenied, connect.CodeUnauthenticated:
+			w.giveUp(err) // the key is refused: nor will any other call pass
+			return err
+		case connect.CodeInvalidArgument:
 			return err // retrying cannot help
 		}
 		if err == nil {
@@ -213,19 +218,79 @@ func durationOf(d time.Duration) *durationpb.Duration { return durationpb.New(d)
 type rpcOps struct {
 	w   *Worker
 	job *hopperv1.ActivatedJob
+	// Signs of life the server could not be reached for (an outage, a restart): kept, the
+	// latest progress winning, and sent with the handler's next call or before the attempt's
+	// outcome, so that a handler reporting progress through an outage neither fails nor
+	// loses its last report.
+	mu      sync.Mutex
+	pending *hopperv1.ReportProgressRequest
+	beat    bool // a heartbeat is owed (a progress sent pays it too)
 }
 
 // Progress reports progress; a message longer than the server takes is cut rather than
-// refused.
+// refused. While the server is unreachable it is kept, not failed (see rpcOps).
 func (o *rpcOps) Progress(ctx context.Context, percent int, message string) error {
-	_, err := o.w.api.ReportProgress(ctx, &hopperv1.ReportProgressRequest{Id: o.job.GetId(),
-		LeaseToken: o.job.GetLeaseToken(), Percent: int32(percent), Message: field.Clip(message, field.MaxProgressMessageBytes)})
-	return o.err(err)
+	req := &hopperv1.ReportProgressRequest{Id: o.job.GetId(), LeaseToken: o.job.GetLeaseToken(),
+		Percent: int32(percent), Message: field.Clip(message, field.MaxProgressMessageBytes)}
+	o.mu.Lock()
+	o.pending = req // the latest wins
+	o.mu.Unlock()
+	return o.err(o.kept(o.sendPending(ctx)))
 }
 
+// Heartbeat records a sign of life; while the server is unreachable it is kept, not failed.
 func (o *rpcOps) Heartbeat(ctx context.Context) error {
-	_, err := o.w.api.Heartbeat(ctx, &hopperv1.HeartbeatRequest{Id: o.job.GetId(), LeaseToken: o.job.GetLeaseToken()})
-	return o.err(err)
+	o.mu.Lock()
+	o.beat = true
+	o.mu.Unlock()
+	return o.err(o.kept(o.sendPending(ctx)))
+}
+
+// sendPending sends the kept progress, or else the owed heartbeat, and forgets what it sent
+// unless the server was unreachable.
+func (o *rpcOps) sendPending(ctx context.Context) error {
+	o.mu.Lock()
+	req, beat := o.pending, o.beat
+	o.mu.Unlock()
+	var err error
+	switch {
+	case req != nil:
+		_, err = o.w.api.ReportProgress(ctx, req)
+	case beat:
+		_, err = o.w.api.Heartbeat(ctx, &hopperv1.HeartbeatRequest{Id: o.job.GetId(), LeaseToken: o.job.GetLeaseToken()})
+	default:
+		return nil
+	}
+	if err != nil && ctx.Err() == nil && connectionLost(err) {
+		// A call cut by a dying server can read as canceled (a broken pipe): the handler
+		// did not cancel it, so it is the outage it looks like.
+		err = connect.NewError(connect.CodeUnavailable, "connection to the server lost: "+err.Error()).WithCause(err)
+	}
+	if err = unavailable(err); connect.CodeOf(err) == connect.CodeUnavailable {
+		return err // kept for the next try
+	}
+	o.mu.Lock()
+	if o.pending == req { // not replaced meanwhile
+		o.pending, o.beat = nil, false
+	}
+	o.mu.Unlock()
+	return err
+}
+
+// kept hides an unreachable server from the handler: what it sent is kept for later.
+func (o *rpcOps) kept(err error) error {
+	if connect.CodeOf(err) == connect.CodeUnavailable {
+		return nil
+	}
+	return err
+}
+
+// flush sends what is kept, retried until the server answers (within ctx), before the
+// attempt's outcome: after it, a progress would be refused (the lease is gone).
+func (o *rpcOps) flush(ctx context.Context) {
+	if err := o.w.reportWithRetry(ctx, o.sendPending); err != nil && !errors.Is(err, hoppertype.ErrLeaseLost) {
+		o.w.log.Warn("report kept progress", "job_id", o.job.GetId(), "err", err)
+	}
 }
 
 func (o *rpcOps) ExtendLease(ctx context.Context, d time.Duration) error {

@@ -52,7 +52,9 @@ func (w *Worker) reportHolds() {
 		holding, changed := w.gov.State()
 		wait := time.Duration(-1) // none: wait for a change
 		if holding || told {
-			if err := w.tellHold(holding); err != nil {
+			if err := w.tellHold(holding); refused(err) {
+				w.giveUp(err) // ends the intake, and this loop
+			} else if err != nil {
 				wait = w.holds.Fail(unavailable(err))
 			} else {
 				w.holds.Succeed()

@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -12,6 +13,11 @@ import (
 
 // pollCoalesce is how long a poll with few free slots waits for more.
 const pollCoalesce = time.Millisecond
+
+// saturatedPollWait bounds a long poll that leaves out a kind saturated in this worker
+// (Config.KindConcurrency): the kind's jobs are asked for again that soon after one of its
+// jobs ends.
+const saturatedPollWait = 500 * time.Millisecond
 
 // poller is the Poll mode's Driver of the one claim loop (package claim): one lane for the
 // worker's queues (the server shares each poll's jobs between them by weight), the worker's
@@ -26,12 +32,15 @@ type poller struct {
 	w        *Worker
 	lane     *claim.Lane
 	gaveBack sync.WaitGroup // releases of jobs claimed ahead, which the loop waits for on exit
+	// caps are Config.KindConcurrency; freed receives when a capped kind's job ends.
+	caps  *claim.KindCaps
+	freed chan struct{}
 }
 
 // pollLoop takes jobs with long polls (Activate) for the free slots, and claims ahead. A
 // failed poll is retried with backoff; while the governor holds, nothing is polled.
 func (w *Worker) pollLoop() {
-	p := &poller{w: w}
+	p := &poller{w: w, caps: claim.NewKindCaps(w.cfg.KindConcurrency), freed: make(chan struct{}, 1)}
 	aheadLimit := w.cfg.ClaimAhead
 	if len(w.queues) > 1 {
 		aheadLimit = 0 // the server takes jobs ahead of a single queue only
@@ -51,31 +60,77 @@ func (w *Worker) pollLoop() {
 	p.gaveBack.Wait()
 }
 
-// Claim sends one poll.
+// Claim sends one poll. With kinds capped in the worker (Config.KindConcurrency) the poll
+// leaves out the saturated ones and takes no more jobs than the capped kinds it names have
+// room for, none ahead; when every kind is saturated it waits for a job of one to end.
 func (p *poller) Claim(ctx context.Context, r claim.Request) claim.Result[*hopperv1.ActivatedJob] {
 	w := p.w
+	kinds, units, ahead := w.kinds, r.Units, r.Ahead
+	var room map[string]int
+	if p.caps != nil {
+		room, kinds = p.caps.Reserve(w.kinds, r.Units)
+		for kind, n := range room {
+			kinds, units, ahead = append(kinds, kind), min(units, n), 0
+		}
+		if len(kinds) == 0 {
+			select { // every kind is saturated: poll again once one has room
+			case <-p.freed:
+			case <-ctx.Done():
+			}
+			return claim.Result[*hopperv1.ActivatedJob]{Restricted: true}
+		}
+		slices.Sort(kinds)
+	}
 	queue, queues := w.asked()
-	req := &hopperv1.ActivateRequest{Worker: w.cfg.Name, Queue: queue, Queues: queues, Kinds: w.kinds,
-		MaxJobs: int32(r.Units + r.Ahead), Ahead: int32(r.Ahead), LeaseTimeout: durationOf(w.cfg.LeaseDuration)}
+	req := &hopperv1.ActivateRequest{Worker: w.cfg.Name, Queue: queue, Queues: queues, Kinds: kinds,
+		MaxJobs: int32(units + ahead), Ahead: int32(ahead), LeaseTimeout: durationOf(w.cfg.LeaseDuration)}
 	if r.Alone {
-		req.RequestTimeout = durationOf(w.cfg.PollWait)
+		wait := w.cfg.PollWait
+		if p.caps != nil && len(room) < len(p.caps.Kinds()) {
+			// A saturated kind is left out: the poll must come back soon to ask for it
+			// again once a job of it ends.
+			wait = min(wait, saturatedPollWait)
+		}
+		req.RequestTimeout = durationOf(wait)
 	}
 	res, err := w.api.Activate(ctx, req)
+	if room != nil {
+		got := map[string]int{}
+		for _, j := range res.GetJobs() {
+			got[j.GetKind()]++
+		}
+		for kind, n := range room {
+			p.caps.Unreserve(kind, n-got[kind])
+		}
+	}
 	if refused(err) {
 		w.giveUp(err) // ends ctx, and so the loop
 	}
 	if err != nil && ctx.Err() != nil {
 		err = nil // the worker stops: not an outage
 	}
-	return claim.Result[*hopperv1.ActivatedJob]{Jobs: res.GetJobs(), Restricted: res.GetRestricted(), Err: unavailable(err)}
+	return claim.Result[*hopperv1.ActivatedJob]{Jobs: res.GetJobs(), Restricted: res.GetRestricted() || room != nil,
+		Err: unavailable(err)}
+}
+
+// done frees the slot of j: of the loop, and of j's kind if it is capped.
+func (p *poller) done(j *hopperv1.ActivatedJob) {
+	if p.caps.Capped(j.GetKind()) {
+		p.caps.Free(j.GetKind(), 1)
+		select {
+		case p.freed <- struct{}{}:
+		default:
+		}
+	}
+	p.lane.Done(1)
 }
 
 // Start runs each job on a free slot, whatever the governor says meanwhile (it holds new
 // polls back, not jobs already claimed for free slots, as in process).
 func (p *poller) Start(_ string, jobs []*hopperv1.ActivatedJob) error {
 	for _, j := range jobs {
-		if p.w.launchThen(j, func() { p.lane.Done(1) }) == nil { // stopping
-			p.lane.Done(1)
+		if p.w.launchThen(j, func() { p.done(j) }) == nil { // stopping
+			p.done(j)
 			p.release(j, "worker stopping")
 		}
 	}
@@ -92,6 +147,9 @@ func (p *poller) GiveBack(_ string, jobs []*hopperv1.ActivatedJob, why claim.Why
 		text = "worker stopping"
 	}
 	for _, j := range jobs {
+		if p.caps.Capped(j.GetKind()) {
+			p.caps.Free(j.GetKind(), 1) // not started: its slot was never the loop's
+		}
 		p.release(j, text)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -76,6 +77,14 @@ type Config struct {
 	Queues []string
 	// Concurrency is the most jobs run at once (default 10, at most 1000).
 	Concurrency int
+	// KindConcurrency bounds the concurrent jobs of a kind in this worker: kind → at most that
+	// many at once, while its other slots run other kinds. Poll mode only (New refuses it in
+	// Stream mode, where the server picks the jobs it pushes): a poll leaves out the saturated
+	// kinds, so their jobs stay queued for other workers, and takes no more jobs than the
+	// capped kinds it asks for have room for (a capped kind partly used makes polls smaller,
+	// and none claims ahead). Each kind named needs a worker in Workers; each bound must be at
+	// least 1. Default none.
+	KindConcurrency map[string]int
 	// Name identifies this worker on leases and attempts (default host-pid).
 	Name string
 	// Mode is Stream (default) or Poll.
@@ -272,6 +281,9 @@ func newWorker(cfg Config, clk clock.Clock) (*Worker, error) {
 	}
 	w.kinds = w.handlers.Kinds()
 	sort.Strings(w.kinds)
+	if err := checkKindConcurrency(cfg, w.kinds); err != nil {
+		return nil, err
+	}
 	var interceptors []connect.ClientInterceptor
 	if cfg.APIKey != "" {
 		interceptors = append(interceptors, Bearer(cfg.APIKey))
@@ -435,9 +447,10 @@ func refused(err error) bool {
 	return err != nil && (code == connect.CodeUnauthenticated || code == connect.CodePermissionDenied)
 }
 
-// giveUp stops the worker taking jobs, for good, after the server refused its API key, and
-// says so once (Err reports it). Its running jobs go on; their outcomes may be refused too,
-// and their leases then expire.
+// giveUp stops the worker taking jobs and renewing leases, for good, after the server refused
+// its API key on any call (a poll, the stream, a report, a renewal), and says so once (Err
+// reports it). Its running jobs go on; their outcomes are refused too, and their leases then
+// expire.
 func (w *Worker) giveUp(err error) {
 	w.mu.Lock()
 	first := w.refusal == nil
@@ -449,6 +462,7 @@ func (w *Worker) giveUp(err error) {
 		w.log.Error("the server refused the worker's API key: it takes no more jobs until it is started again with a valid key",
 			"worker", w.cfg.Name, "url", w.cfg.URL, "err", err)
 		w.stopIntake()
+		w.stopKeep()
 	}
 }
 
@@ -673,6 +687,10 @@ func (w *Worker) extendAll() (int, error) {
 		if err == nil && len(res.GetRenewals()) != len(batch) {
 			err = errors.New("extend leases: the server answered a different number of verdicts")
 		}
+		if refused(err) {
+			w.giveUp(err) // ends the keeper too: no renewal can pass
+			return asked, nil
+		}
 		if err != nil {
 			return asked, unavailable(err)
 		}
@@ -685,4 +703,20 @@ func (w *Worker) extendAll() (int, error) {
 		}
 	}
 	return asked, nil
+}
+
+// checkKindConcurrency checks Config.KindConcurrency against the worker's mode and kinds.
+func checkKindConcurrency(cfg Config, kinds []string) error {
+	if len(cfg.KindConcurrency) > 0 && cfg.Mode != Poll {
+		return errors.New("remote: Config.KindConcurrency is for Poll mode: in Stream mode the server picks the jobs it pushes")
+	}
+	for kind, n := range cfg.KindConcurrency {
+		switch {
+		case n < 1:
+			return fmt.Errorf("remote: Config.KindConcurrency[%s] %d is under 1", kind, n)
+		case !slices.Contains(kinds, kind):
+			return fmt.Errorf("remote: Config.KindConcurrency[%s] names a kind with no worker in Config.Workers", kind)
+		}
+	}
+	return nil
 }

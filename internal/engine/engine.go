@@ -17,6 +17,7 @@ import (
 	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/attempt"
 	"github.com/hopperjobs/hopper/internal/backoff"
+	"github.com/hopperjobs/hopper/internal/claim"
 	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/governor"
 	"github.com/hopperjobs/hopper/internal/lease"
@@ -42,6 +43,9 @@ type Config struct {
 	Weights map[string]int
 	// MaxWorkers bounds concurrent jobs across all queues of this process (default 100).
 	MaxWorkers int
+	// KindConcurrency bounds the concurrent jobs of a kind in this process (kind → at most
+	// that many at once); kinds not named are bounded by MaxWorkers and their queue only.
+	KindConcurrency map[string]int
 	// ClaimBatch bounds the jobs one claim takes (default DefaultClaimBatch).
 	ClaimBatch int
 	// ClaimAhead bounds the jobs a queue's producer claims beyond its free slots, for the
@@ -192,6 +196,11 @@ func (c Config) validate() error {
 			return fmt.Errorf("engine: queue %q: max workers %d must be positive", q, n)
 		}
 	}
+	for k, n := range c.KindConcurrency {
+		if n <= 0 {
+			return fmt.Errorf("engine: kind %q: concurrency %d must be positive", k, n)
+		}
+	}
 	return nil
 }
 
@@ -202,7 +211,8 @@ type Engine struct {
 	clock    clock.Clock
 	log      *slog.Logger
 	kinds    []string
-	producer *producer // claims and starts the jobs of cfg.Queues
+	kindCaps *claim.KindCaps // Config.KindConcurrency; nil: none
+	producer *producer       // claims and starts the jobs of cfg.Queues
 	// weights are the weights the queues share this process's slots by (RefreshWeights).
 	weights   atomic.Pointer[map[string]int]
 	completer *completer
@@ -265,6 +275,7 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Workers != nil {
 		e.kinds = cfg.Workers.Kinds()
 	}
+	e.kindCaps = claim.NewKindCaps(cfg.KindConcurrency)
 	sort.Strings(e.kinds)
 	weights := make(map[string]int, len(cfg.Queues))
 	for q := range cfg.Queues {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
@@ -16,6 +17,9 @@ type claimedJob struct {
 	row    *hoppertype.JobRow
 	ctx    context.Context
 	cancel context.CancelCauseFunc
+	// kindHeld: the job holds a slot of its kind's cap in this process (Config.KindConcurrency)
+	// until it ends or goes back (producer.freeKind).
+	kindHeld atomic.Bool
 }
 
 // own registers a job a claim of this process took.
@@ -65,6 +69,7 @@ func (e *Engine) execute(q *queueLane, j *claimedJob) {
 	// The handler returned: its slot is free, before the outcome is on its way (whoever sees
 	// the outcome written sees the slot free).
 	q.lane.Done(1)
+	e.producer.freeKind(j)
 	if !e.unregister(row.ID, row.Token) {
 		jobtrace.End(span, hoppertype.OutcomeCanceled, err)
 		return // released by Stop, or superseded by a newer attempt: this outcome is stale

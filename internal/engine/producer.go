@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/backoff"
 	"github.com/hopperjobs/hopper/internal/claim"
 	"github.com/hopperjobs/hopper/internal/store"
@@ -76,14 +77,21 @@ func (p *producer) Claim(ctx context.Context, r claim.Request) claim.Result[*cla
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
 	defer cancel()
 	e := p.e
-	rows, hold, err := e.store.JobClaim(ctx, &store.ClaimParams{Queue: r.Lane, Kinds: e.kinds, Limit: r.Units + r.Ahead,
-		Ahead: r.Ahead, WorkerID: e.cfg.WorkerID, LeaseDuration: e.cfg.LeaseDuration})
+	var rows []*hoppertype.JobRow
+	var hold store.Hold
+	var err error
+	if e.kindCaps == nil {
+		rows, hold, err = p.claim(ctx, r.Lane, e.kinds, r.Units, r.Ahead)
+	} else {
+		rows, hold, err = p.claimCapped(ctx, r)
+	}
 	if hook := e.cfg.OnClaimed; hook != nil && len(rows) > 0 {
 		hook(rows)
 	}
 	out := claim.Result[*claimedJob]{Jobs: make([]*claimedJob, len(rows)), Err: err, Restricted: hold.Restricted}
 	for i, row := range rows {
 		out.Jobs[i] = e.own(row)
+		out.Jobs[i].kindHeld.Store(e.kindCaps.Capped(row.Kind))
 	}
 	if err != nil {
 		return out
@@ -104,6 +112,55 @@ func (p *producer) Claim(ctx context.Context, r claim.Request) claim.Result[*cla
 	}
 	q.capHeld.Store(capped && hold.Wait == 0) // a job's end frees a cap's slot, not a rate limit's start
 	return out
+}
+
+// claim makes one claim in the store of up to units jobs of kinds, and ahead more.
+func (p *producer) claim(ctx context.Context, queue string, kinds []string, units, ahead int) ([]*hoppertype.JobRow, store.Hold, error) {
+	return p.e.store.JobClaim(ctx, &store.ClaimParams{Queue: queue, Kinds: kinds, Limit: units + ahead, Ahead: ahead,
+		WorkerID: p.e.cfg.WorkerID, LeaseDuration: p.e.cfg.LeaseDuration})
+}
+
+// claimCapped makes the claim r in a process with kinds capped in it (Config.KindConcurrency):
+// each capped kind with room in a claim of its own, limited to its room and without jobs
+// ahead, then the other kinds for the units left, with jobs ahead; a saturated kind is not
+// claimed. The hold is that of the other kinds' claim (or of the last one made); none is
+// taken ahead unless the other kinds' claim took them.
+func (p *producer) claimCapped(ctx context.Context, r claim.Request) ([]*hoppertype.JobRow, store.Hold, error) {
+	caps := p.e.kindCaps
+	room, others := caps.Reserve(p.e.kinds, r.Units)
+	var rows []*hoppertype.JobRow
+	hold := store.Hold{Restricted: true}
+	var err error
+	for _, kind := range caps.Kinds() {
+		n := room[kind]
+		if n == 0 {
+			continue
+		}
+		if err != nil {
+			caps.Unreserve(kind, n)
+			continue
+		}
+		var got []*hoppertype.JobRow
+		got, hold, err = p.claim(ctx, r.Lane, []string{kind}, min(n, r.Units-len(rows)), 0)
+		caps.Unreserve(kind, n-len(got))
+		rows = append(rows, got...)
+		hold.Restricted = true
+	}
+	if units := r.Units - len(rows); err == nil && len(others) > 0 && units > 0 {
+		var got []*hoppertype.JobRow
+		got, hold, err = p.claim(ctx, r.Lane, others, units, r.Ahead)
+		rows = append(rows, got...)
+	}
+	return rows, hold, err
+}
+
+// freeKind frees the slot a job of a capped kind held in this process, and wakes its queue:
+// a claim that left the kind out, saturated, may take its jobs now.
+func (p *producer) freeKind(j *claimedJob) {
+	if j.kindHeld.CompareAndSwap(true, false) {
+		p.e.kindCaps.Free(j.row.Kind, 1)
+		p.loop.Wake(j.row.Queue)
+	}
 }
 
 // Start runs each job on a slot the loop holds for it.
@@ -127,5 +184,6 @@ func (p *producer) GiveBack(_ string, jobs []*claimedJob, why claim.Why) {
 	}
 	for _, j := range jobs {
 		p.e.giveBack(j, text, reason)
+		p.freeKind(j)
 	}
 }

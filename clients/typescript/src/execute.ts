@@ -1,6 +1,7 @@
 import type { Client as RpcClient } from "@connectrpc/connect";
 import { Code } from "@connectrpc/connect";
-import { toHopperError } from "./errors.js";
+import { backoffDelay } from "./backoff.js";
+import { type HopperError, isRefusal, toHopperError } from "./errors.js";
 import type { ActivatedJob, WorkerService } from "./gen/hopper/v1/hopper_pb.js";
 import type { HandlerOptions } from "./handler.js";
 import { JobTimeoutError, NoRetryError } from "./handler-errors.js";
@@ -11,7 +12,8 @@ import type { Ending, Outcome } from "./outcome.js";
 import { reportUntilVerdict } from "./reporter.js";
 import type { Reporter } from "./reporter.js";
 import type { Attempt } from "./running-job.js";
-import { Running } from "./running-job.js";
+import { Running, sendPending } from "./running-job.js";
+import { sleep } from "./sleep.js";
 import { clipText, MAX_ERROR_BYTES } from "./text.js";
 import { fromDuration } from "./time.js";
 
@@ -29,6 +31,8 @@ export interface Executor {
   decline(a: Attempt): void;
   /** leaseSet tells the lease keeper that a handler set its own lease. */
   leaseSet(): void;
+  /** refused tells the worker that the server refused its key: it takes no more jobs. */
+  refused(err: HopperError): void;
 }
 
 /** execute runs attempt a with its handler and reports how it ended. */
@@ -43,6 +47,7 @@ export async function execute(x: Executor, a: Attempt): Promise<void> {
       x.decline(a);
       return;
     case "report":
+      await flushPending(x, a, Date.now() + reportTimeout);
       await reportOrFail(x, decision.outcome);
   }
 }
@@ -101,6 +106,36 @@ async function reportOrFail(x: Executor, outcome: Outcome): Promise<void> {
       await reportUntilVerdict(x.reporter, { type: "fail", job: outcome.job, outcome: "error", error }, deadline);
     }
   } catch (e) {
-    x.log.error("report job outcome", { jobId: outcome.job.id, outcome: outcome.type, err: toHopperError(e).message });
+    const err = toHopperError(e);
+    if (isRefusal(err)) x.refused(err);
+    else x.log.error("report job outcome", { jobId: outcome.job.id, outcome: outcome.type, err: err.message });
+  }
+}
+
+/** The spacing of the tries of kept progress: 50 ms doubling to 2 s, ±20 %, as an outcome's. */
+const pendingRetry = { base: 50, multiplier: 2, cap: 2000, jitter: 0.2 };
+
+/**
+ * flushPending sends the progress or heartbeat a's handler made while the server could not be
+ * reached, retrying until the server answers or deadline (ms since the epoch): after the
+ * outcome it would be refused, the lease gone.
+ */
+async function flushPending(x: Executor, a: Attempt, deadline: number): Promise<void> {
+  for (let n = 1; ; n++) {
+    try {
+      await sendPending(x.api, a);
+      return;
+    } catch (e) {
+      const err = toHopperError(e);
+      if (isRefusal(err)) return x.refused(err);
+      const wait = backoffDelay(pendingRetry, n);
+      if (err.code !== Code.Unavailable || Date.now() + wait >= deadline) {
+        if (err.code !== Code.FailedPrecondition && err.code !== Code.NotFound) {
+          x.log.warn("report kept progress", { jobId: a.job.id, err: err.message });
+        }
+        return;
+      }
+      await sleep(wait);
+    }
   }
 }

@@ -35,14 +35,20 @@ export interface RunningJob<A = unknown> {
   /**
    * progress stores progress (percent, clamped to 0–100, and a message) and counts as a
    * heartbeat. It throws a LeaseLostError, and aborts signal, when the job is no longer this
-   * attempt's; a HopperError when the server cannot be reached.
+   * attempt's. While the server cannot be reached (an outage, a restart) it does not throw:
+   * the latest progress is kept and sent with the next call or, at the latest, before the
+   * attempt's outcome.
    */
   progress(percent: number, message?: string): Promise<void>;
-  /** heartbeat records a sign of life (separate from the lease); it throws as progress does. */
+  /**
+   * heartbeat records a sign of life (separate from the lease); it throws as progress does,
+   * and is kept as progress is while the server cannot be reached.
+   */
   heartbeat(): Promise<void>;
   /**
    * extendLease sets the lease to expire ms from now (it may shorten it); later automatic
-   * renewals keep ms, and come every third of it. It throws as progress does.
+   * renewals keep ms, and come every third of it. It throws as progress does, and a
+   * HopperError when the server cannot be reached.
    */
   extendLease(ms: number): Promise<void>;
 }

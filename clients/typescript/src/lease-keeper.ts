@@ -8,7 +8,7 @@
 import type { Client as RpcClient } from "@connectrpc/connect";
 import { Code } from "@connectrpc/connect";
 import type { Tracker } from "./backoff.js";
-import { HopperError, toHopperError } from "./errors.js";
+import { HopperError, isRefusal, toHopperError } from "./errors.js";
 import type { WorkerService } from "./gen/hopper/v1/hopper_pb.js";
 import { LeaseLostError } from "./handler-errors.js";
 import { Notifier } from "./notifier.js";
@@ -29,6 +29,8 @@ export interface Leases {
   backoff: Tracker;
   /** running is the attempts whose leases to renew now. */
   running(): Iterable<Attempt>;
+  /** refused hears that the server refused the worker's key: the keeper stops, no renewal can pass. */
+  refused?(err: HopperError): void;
 }
 
 /** LeaseKeeper renews the leases of a worker's running attempts until run's signal aborts. */
@@ -57,9 +59,14 @@ export class LeaseKeeper {
       retryIn = 0;
       try {
         if ((await this.renewAll(signal)) > 0) this.l.backoff.succeed();
-      } catch (err) {
+      } catch (e) {
         if (signal.aborted) return;
-        retryIn = this.l.backoff.fail(toHopperError(err).message);
+        const err = toHopperError(e);
+        if (isRefusal(err)) {
+          this.l.refused?.(err);
+          return;
+        }
+        retryIn = this.l.backoff.fail(err.message);
       }
     }
   }

@@ -8,6 +8,7 @@ import type { ActivateRequest, ActivatedJob, WorkerService } from "./gen/hopper/
 import { Notifier } from "./notifier.js";
 import { type Attempt, once } from "./running-job.js";
 import { sleep } from "./sleep.js";
+import { fromDuration, toDuration } from "./time.js";
 
 /** PollIntake is what the poll loop needs from its worker. */
 export interface PollIntake {
@@ -16,6 +17,8 @@ export interface PollIntake {
   backoff: Tracker;
   /** concurrency is how many handlers may run at once. */
   concurrency: number;
+  /** kindConcurrency bounds the handlers of a kind that may run at once (WorkerOptions.kindConcurrency). */
+  kindConcurrency?: Record<string, number>;
   /** launch runs a job and calls handled once its handler has returned; undefined when the worker is stopping. */
   launch(job: ActivatedJob, handled: () => void): Attempt | undefined;
   /** release hands a job this worker will not run back to its queue. */
@@ -30,12 +33,18 @@ export interface PollIntake {
  */
 export async function pollLoop(p: PollIntake, signal: AbortSignal): Promise<void> {
   const slots = new Slots(p.concurrency);
+  const kinds = new KindSlots(p.kindConcurrency ?? {});
   while (!signal.aborted) {
-    const n = await slots.free(signal);
+    let n = await slots.free(signal);
     if (signal.aborted) return;
+    const ask = kinds.ask(p.request, n);
+    if (!ask) { // every kind is saturated: poll again once one has room
+      await kinds.freed.wait(signal);
+      continue;
+    }
     let jobs: ActivatedJob[];
     try {
-      jobs = (await p.api.activate({ ...p.request, maxJobs: n }, { signal })).jobs;
+      jobs = (await p.api.activate({ ...p.request, ...ask }, { signal })).jobs;
     } catch (err) {
       if (signal.aborted) return;
       const he = toHopperError(err);
@@ -49,11 +58,68 @@ export async function pollLoop(p: PollIntake, signal: AbortSignal): Promise<void
     p.backoff.succeed();
     for (const j of jobs) {
       slots.take();
-      if (!p.launch(j, once(() => slots.give()))) {
+      kinds.take(j.kind);
+      const give = once(() => {
+        kinds.give(j.kind);
         slots.give();
+      });
+      if (!p.launch(j, give)) {
+        give();
         void p.release(j, "worker stopping");
       }
     }
+  }
+}
+
+/**
+ * How long a poll that leaves out a saturated kind waits at most: the kind's jobs are asked for
+ * again that soon after one of its jobs ends (the Go worker's rule).
+ */
+const saturatedPollWait = 500;
+
+/**
+ * KindSlots counts the running handlers of the capped kinds. A poll leaves out the saturated
+ * kinds, so their jobs stay queued for other workers, and asks for no more jobs than the
+ * capped kinds it names have room for: no job is claimed that could not run.
+ */
+class KindSlots {
+  private readonly held = new Map<string, number>();
+  readonly freed = new Notifier();
+
+  constructor(private readonly caps: Record<string, number>) {}
+
+  /** ask is the kinds, maxJobs and wait of the next poll for up to n jobs; undefined when every kind is saturated. */
+  ask(request: ActivateRequest, n: number): Pick<ActivateRequest, "kinds" | "maxJobs" | "requestTimeout"> | undefined {
+    const kinds: string[] = [];
+    let saturated = false;
+    for (const kind of request.kinds) {
+      const cap = this.caps[kind];
+      if (cap === undefined) {
+        kinds.push(kind);
+        continue;
+      }
+      const room = cap - (this.held.get(kind) ?? 0);
+      if (room <= 0) {
+        saturated = true;
+        continue;
+      }
+      kinds.push(kind);
+      n = Math.min(n, room);
+    }
+    if (saturated && kinds.length === 0) return undefined;
+    let requestTimeout = request.requestTimeout;
+    if (saturated && requestTimeout && fromDuration(requestTimeout)! > saturatedPollWait) requestTimeout = toDuration(saturatedPollWait);
+    return { kinds, maxJobs: n, requestTimeout };
+  }
+
+  take(kind: string): void {
+    if (this.caps[kind] !== undefined) this.held.set(kind, (this.held.get(kind) ?? 0) + 1);
+  }
+
+  give(kind: string): void {
+    if (this.caps[kind] === undefined) return;
+    this.held.set(kind, (this.held.get(kind) ?? 1) - 1);
+    this.freed.notify();
   }
 }
 

@@ -21,6 +21,12 @@ export class Attempt {
   timeout: number | undefined;
   /** done resolves when the handler has returned and its outcome is reported. */
   done: Promise<void> = Promise.resolve();
+  /**
+   * Signs of life the server could not be reached for (an outage, a restart): kept, the
+   * latest progress winning, and sent with the handler's next call or before the outcome.
+   */
+  pending: { percent: number; message: string } | undefined;
+  beat = false;
   private stopped = false;
   private reason: unknown;
   private controller: AbortController | undefined;
@@ -88,11 +94,13 @@ export class Running<A> implements RunningJob<A> {
 
   progress(percent: number, message = ""): Promise<void> {
     percent = Math.min(100, Math.max(0, Math.round(percent))) || 0;
-    return this.check(this.api.reportProgress({ ...this.ref(), percent, message: clipText(message, MAX_PROGRESS_MESSAGE_BYTES) }));
+    this.attempt_.pending = { percent, message: clipText(message, MAX_PROGRESS_MESSAGE_BYTES) }; // the latest wins
+    return this.check(sendPending(this.api, this.attempt_), true);
   }
 
   heartbeat(): Promise<void> {
-    return this.check(this.api.heartbeat(this.ref()));
+    this.attempt_.beat = true;
+    return this.check(sendPending(this.api, this.attempt_), true);
   }
 
   async extendLease(ms: number): Promise<void> {
@@ -111,12 +119,16 @@ export class Running<A> implements RunningJob<A> {
     return { id: this.attempt_.job.id, leaseToken: this.attempt_.job.leaseToken };
   }
 
-  /** check turns a refused lease into a LeaseLostError and stops the handler, as in process. */
-  private async check(call: Promise<unknown>): Promise<void> {
+  /**
+   * check turns a refused lease into a LeaseLostError and stops the handler, as in process;
+   * with kept, an unreachable server is no error (what was sent is kept for later).
+   */
+  private async check(call: Promise<unknown>, kept = false): Promise<void> {
     try {
       await call;
     } catch (e) {
       const err = toHopperError(e);
+      if (kept && err.code === Code.Unavailable) return;
       if (err.code !== Code.FailedPrecondition && err.code !== Code.NotFound) throw err;
       const lost = new LeaseLostError(`job ${this.id}: lease lost`);
       this.attempt_.abort(lost);
@@ -133,4 +145,32 @@ export function once(f: () => void): () => void {
     called = true;
     f();
   };
+}
+
+/**
+ * sendPending sends a's kept progress, or else its owed heartbeat (a progress counts as one),
+ * and forgets what it sent unless the server could not be reached (it throws then, Unavailable,
+ * and keeps it). Other errors throw too, what was sent forgotten.
+ */
+export async function sendPending(api: RpcClient<typeof WorkerService>, a: Attempt): Promise<void> {
+  const progress = a.pending;
+  if (!progress && !a.beat) return;
+  const ref = { id: a.job.id, leaseToken: a.job.leaseToken };
+  try {
+    if (progress) await api.reportProgress({ ...ref, ...progress });
+    else await api.heartbeat(ref);
+  } catch (e) {
+    const err = toHopperError(e);
+    if (err.code === Code.Unavailable) throw err;
+    forget(a, progress);
+    throw err;
+  }
+  forget(a, progress);
+}
+
+function forget(a: Attempt, sent: Attempt["pending"]): void {
+  if (a.pending === sent) { // not replaced meanwhile
+    a.pending = undefined;
+    a.beat = false;
+  }
 }

@@ -51,6 +51,14 @@ export interface WorkerOptions extends ConnectionOptions {
    * attempt unspent. Poll mode does not take it.
    */
   prefetch?: number;
+  /**
+   * kindConcurrency bounds the jobs of a kind that run at once (kind → at most that many),
+   * while the other slots run other kinds. Poll mode only (in stream mode the server picks the
+   * jobs it pushes): a poll leaves out the saturated kinds, so their jobs stay queued for
+   * other workers, and asks for no more jobs than the capped kinds it names have room for.
+   * Each kind named needs a handler; each bound is a whole number of at least 1.
+   */
+  kindConcurrency?: Record<string, number>;
   /** name identifies this worker on leases and attempts (default host-pid). */
   name?: string;
   /** mode: "stream" (default) has the server push jobs; "poll" asks for them with long polls. */
@@ -97,6 +105,7 @@ export class Worker {
   private readonly lease: number;
   private readonly pollWait: number;
   private readonly queues: string[];
+  private readonly kindConcurrency: Record<string, number>;
   /** name is this worker's name on leases and attempts. */
   readonly name: string;
 
@@ -139,23 +148,32 @@ export class Worker {
     check(this.concurrency + this.prefetch <= 1000, `concurrency ${this.concurrency} and prefetch ${this.prefetch}: together at most 1000, a stream's credit`);
     check(this.lease >= 1000, `leaseDuration ${this.lease} is under 1000 ms`);
     check(this.pollWait > 0 && this.pollWait <= 300_000, `pollWait ${this.pollWait} is outside 1–300000 ms`);
+    this.kindConcurrency = { ...options.kindConcurrency };
+    for (const [kind, n] of Object.entries(this.kindConcurrency)) {
+      check(this.mode === "poll", "kindConcurrency is for poll mode: in stream mode the server picks the jobs it pushes");
+      check(Number.isInteger(n) && n >= 1, `kindConcurrency[${JSON.stringify(kind)}] ${n} is not a whole number of at least 1`);
+      check(this.handlers.has(kind), `kindConcurrency[${JSON.stringify(kind)}] names a kind with no handler`);
+    }
     this.api = createClient(WorkerService, createTransport(options));
     this.reporter = new Batcher(this.api);
     this.leases = new LeaseKeeper({
       api: this.api, lease: this.lease, backoff: new Tracker("extend leases", loopPolicy, this.log, { worker: this.name }),
       running: () => [...this.attempts.values(), ...this.waiting], // a waiting job's lease is the worker's too
+      refused: (err) => this.refused(err),
     });
     this.executor = {
       api: this.api, reporter: this.reporter, mode: this.mode, log: this.log,
       handler: (kind) => this.handlers.get(kind), decline: (a) => this.decline(a.job), leaseSet: () => this.leases.shortened(),
+      refused: (err) => this.refused(err),
     };
   }
 
   /**
    * error is why the worker stopped taking jobs by itself: the server refused its API key
    * (code Unauthenticated or PermissionDenied: no key where one is required, a bad or revoked
-   * key, a key without the work scope). Asking again cannot help, so the worker does not:
-   * start a new one with a valid key. Undefined while it did not stop by itself.
+   * key, a key without the work scope) on any call, a poll, its stream, an outcome's report or
+   * a lease renewal. Asking again cannot help, so the worker does not (it renews no lease
+   * either): start a new one with a valid key. Undefined while it did not stop by itself.
    */
   get error(): HopperError | undefined {
     return this.refusal;
@@ -169,6 +187,7 @@ export class Worker {
       worker: this.name, err: err.message,
     });
     this.intake.abort();
+    this.keeping.abort();
   }
 
   /** running is the number of jobs this worker runs now. */
@@ -197,7 +216,7 @@ export class Worker {
     const request = create(ActivateRequestSchema, { ...common, requestTimeout: toDuration(this.pollWait) });
     this.loops.push(pollLoop({
       api: this.api, request, backoff: new Tracker("activate jobs", workPolicy, this.log, { worker: this.name }),
-      concurrency: this.concurrency, launch: (j, handled) => this.launch(j, handled), release: (j, why) => this.release(j, why),
+      concurrency: this.concurrency, kindConcurrency: this.kindConcurrency, launch: (j, handled) => this.launch(j, handled), release: (j, why) => this.release(j, why),
       refused: (err) => this.refused(err),
     }, this.intake.signal));
   }

@@ -96,6 +96,64 @@ describe("a server crash", { concurrency: true }, () => {
       assert.deepEqual([...runs.values()], [1, 1], "each handler ran once");
       assert.deepEqual(reasons, [], "no handler was told to stop");
     });
+
+    // Issue 31, item 7: a handler awaiting progress and heartbeats in a loop, every 200 ms,
+    // while the server is killed and restarted twice. Its calls during an outage do not
+    // throw; the latest progress is kept and sent when the server is back (the final one,
+    // made while the server is down, before the outcome). The issue's 20 s job is here as
+    // long as the two outages take (each spans at least three of its reports, counted, not
+    // timed): about 5 s.
+    test("progress and heartbeats during two crashes are kept: one attempt, completed, final progress stored", async (t) => {
+      const s = server();
+      const c = new Client({ url: s.url });
+      const queue = queueName(`progress-${mode}`);
+      const finish = gate();
+      let calls = 0;
+      let finished = false;
+      const thrown: unknown[] = [];
+      startWorker(s, {
+        queue, mode, leaseDuration: 6000, handlers: {
+          long: async (job: RunningJob) => {
+            let done = false;
+            void finish.wait.then(() => { done = true; });
+            for (let i = 1; !done; i++) {
+              try {
+                await job.progress(Math.min(i, 99), `step ${i}`);
+                await job.heartbeat();
+              } catch (err) {
+                thrown.push(err);
+              }
+              calls++;
+              await new Promise((r) => setTimeout(r, 200));
+            }
+            await job.progress(100, "done").catch((err: unknown) => thrown.push(err));
+            finished = true;
+            return "ok";
+          },
+        },
+      }, (fn) => t.after(fn));
+      const { job } = await c.enqueue("long", {}, { queue });
+      await eventually(() => calls >= 3, "three reports before the first crash");
+      for (const last of [false, true]) {
+        await s.kill();
+        const atKill = calls;
+        await eventually(() => calls >= atKill + 3, "three reports while the server is down");
+        if (last) {
+          finish.open(); // the final progress is made while the server is down
+          await eventually(() => finished, "the handler to return");
+        }
+        await s.restart();
+        if (!last) {
+          const atRestart = calls;
+          await eventually(() => calls >= atRestart + 3, "three reports after the restart");
+        }
+      }
+      const done = await waitForState(c, job.id, "completed", 20_000);
+      assert.deepEqual(thrown, [], "no call threw into the handler");
+      assert.deepEqual([done.attempt, done.rescues, done.progressPercent, done.progressMessage], [1, 0, 100, "done"]);
+      const { attempts } = await c.events(job.id);
+      assert.deepEqual(attempts.map((a) => a.outcome), ["ok"], "one attempt");
+    });
   });
 }
 });
