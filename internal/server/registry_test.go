@@ -20,7 +20,7 @@ func TestReportedJobFreesItsCredit(t *testing.T) {
 		freed: func(q string) { freed[q]++ }}, time.Now())
 	a, b, c := workerapi.LeaseRef{ID: "a", Token: 1}, workerapi.LeaseRef{ID: "b", Token: 1}, workerapi.LeaseRef{ID: "c", Token: 1}
 	for _, ref := range []workerapi.LeaseRef{a, b, c} {
-		st.hold(ref, "q")
+		st.hold(rowOf(ref, "q"))
 	}
 	st.sent(a)
 	st.sent(b)
@@ -34,7 +34,9 @@ func TestReportedJobFreesItsCredit(t *testing.T) {
 	require.Equal(t, 1, freed["q"], "freed when reported, not again when written")
 	r.done(b, outcomeLost)
 	require.Equal(t, 2, freed["q"], "a job that ends unreported frees its credit then")
-	require.Equal(t, []workerapi.LeaseRef{c}, r.close(st, false), "only the unsent job goes back")
+	unsent, unreported := r.close(st, false)
+	require.Equal(t, []*hopper.JobRow{rowOf(c, "q")}, unsent, "only the unsent job goes back")
+	require.Empty(t, unreported)
 }
 
 // A stream closed because its caller may no longer have it gives back the jobs it pushed and
@@ -44,11 +46,13 @@ func TestStreamClosedForItsKeyGivesBackWhatWasPushed(t *testing.T) {
 	st := r.open(&stream{worker: "w", queues: []string{"q"}, credit: 3, lease: time.Minute}, time.Now())
 	a, b, c := workerapi.LeaseRef{ID: "a", Token: 1}, workerapi.LeaseRef{ID: "b", Token: 1}, workerapi.LeaseRef{ID: "c", Token: 1}
 	for _, ref := range []workerapi.LeaseRef{a, b, c} {
-		st.hold(ref, "q")
+		st.hold(rowOf(ref, "q"))
 		st.sent(ref)
 	}
 	r.reporting(a)
-	require.ElementsMatch(t, []workerapi.LeaseRef{b, c}, r.close(st, true), "the reported job is its worker's")
+	unsent, unreported := r.close(st, true)
+	require.Empty(t, unsent)
+	require.ElementsMatch(t, []workerapi.LeaseRef{b, c}, unreported, "the reported job is its worker's")
 }
 
 // Contract 15: a held worker's streams have no free credit and its waiting claims end at
@@ -158,9 +162,9 @@ func TestStreamOnSeveralQueues(t *testing.T) {
 	freed := map[string]int{}
 	st := r.open(&stream{worker: "w", queues: queues, credit: 10, lease: time.Minute, freed: func(q string) { freed[q]++ }}, now)
 	a, b, c := workerapi.LeaseRef{ID: "a", Token: 1}, workerapi.LeaseRef{ID: "b", Token: 1}, workerapi.LeaseRef{ID: "c", Token: 1}
-	st.hold(a, "reports")
-	st.hold(b, "reports")
-	st.hold(c, "emails")
+	st.hold(rowOf(a, "reports"))
+	st.hold(rowOf(b, "reports"))
+	st.hold(rowOf(c, "emails"))
 	r.reporting(b)
 	r.done(c, outcomeLost)
 	require.Equal(t, map[string]int{"reports": 1, "emails": 1}, freed, "credit comes back to the job's queue")
@@ -179,4 +183,9 @@ func TestStreamOnSeveralQueues(t *testing.T) {
 	require.Equal(t, now.Add(holdTTL), st.heldUntil(now))
 	require.True(t, r.hold("w", "emails", false, now))
 	require.Zero(t, st.heldUntil(now))
+}
+
+// rowOf is a claimed job of queue for the attempt ref names.
+func rowOf(ref workerapi.LeaseRef, queue string) *hopper.JobRow {
+	return &hopper.JobRow{ID: ref.ID, Token: ref.Token, Queue: queue, Kind: "k"}
 }
