@@ -124,6 +124,33 @@ func TestFailedPushWithNowhereToGoReturnsToTheQueue(t *testing.T) {
 	require.Contains(t, scrape(t, s.ts.URL), "hopper_stream_push_rerouted_total 0")
 }
 
+// A push that blocks (the worker does not read what it is sent) counts its jobs as held up by
+// a worker too slow once it has blocked for a second, on the server's clock, while it still
+// blocks; the jobs arrive when it ends.
+func TestBlockedPushCountsAWorkerTooSlow(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	s := serve(t, clk, func(c *hopper.Config) { c.DisableMaintenance = true }, nil)
+	e := newEnv(s.ts.URL, s.ts.Client(), s.client, s.store, s.srv)
+	pushing, unblock := make(chan struct{}, 1), make(chan struct{})
+	s.srv.SetPushFault(func(string) error {
+		pushing <- struct{}{}
+		<-unblock
+		return nil
+	})
+	jobs, _ := openPushStream(t, e, "sluggish", 1)
+	waitStreams(t, e, 1)
+	id := e.enqueue(t, "report", `{}`).GetId()
+	recv(t, pushing)
+	tooSlow := `hopper_stream_push_failed_total{reason="worker_too_slow"} 1`
+	clk.Advance(999 * time.Millisecond)
+	require.NotContains(t, scrape(t, s.ts.URL), tooSlow, "not blocked for a second yet")
+	clk.Advance(time.Millisecond)
+	require.Eventually(t, func() bool { return strings.Contains(scrape(t, s.ts.URL), tooSlow) },
+		10*time.Second, 10*time.Millisecond, "counted while the push still blocks")
+	close(unblock)
+	require.Equal(t, id, recv(t, jobs).GetId(), "the job arrives late")
+}
+
 // An idle stream sends a keepalive as it opens, naming the period, and again after each
 // period without a message, on the server's clock.
 func TestIdleStreamSendsKeepalives(t *testing.T) {

@@ -189,21 +189,26 @@ func (sj *streamer) send(msg *hopperv1.StreamJobsResponse) error {
 	s := sj.w.s
 	sj.sendMu.Lock()
 	defer sj.sendMu.Unlock()
-	if s.pushFault != nil {
-		if err := s.pushFault(sj.params.Worker); err != nil {
-			return err
-		}
-	}
 	var slow clock.Timer
 	if n := len(msg.GetJobs()); n > 0 {
 		slow = s.clock.AfterFunc(slowPush, func() { s.reg.push.fail(pushTooSlow, n) })
 	}
-	err := sj.out.Send(msg)
+	err := sj.write(msg)
 	if slow != nil {
 		slow.Stop()
 	}
 	sj.lastSend.Store(s.clock.Now().UnixNano())
 	return err
+}
+
+// write writes msg to the worker (through the tests' fault, when set).
+func (sj *streamer) write(msg *hopperv1.StreamJobsResponse) error {
+	if fault := sj.w.s.pushFault; fault != nil {
+		if err := fault(sj.params.Worker); err != nil {
+			return err
+		}
+	}
+	return sj.out.Send(msg)
 }
 
 // keepAlive sends a keepalive whenever the stream has sent nothing for every, until ctx ends
