@@ -189,3 +189,34 @@ func TestStreamOnSeveralQueues(t *testing.T) {
 func rowOf(ref workerapi.LeaseRef, queue string) *hopper.JobRow {
 	return &hopper.JobRow{ID: ref.ID, Token: ref.Token, Queue: queue, Kind: "k"}
 }
+
+// A job that could not be pushed goes to the open stream of its queue and kind, not held
+// back, with the most credit free; none other, and not back to the stream it came from.
+func TestRerouteOffersToAStreamThatTakesTheJob(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	r := newRegistry()
+	offered := map[string][]string{}
+	open := func(worker string, queues, kinds []string, credit int) *stream {
+		return r.open(&stream{worker: worker, queues: queues, kinds: kinds, credit: credit, lease: time.Minute,
+			offer: func(q string, jobs []*hopper.JobRow) bool {
+				for _, j := range jobs {
+					offered[worker] = append(offered[worker], q+"/"+j.ID)
+				}
+				return true
+			}}, now)
+	}
+	from := open("broken", []string{"q"}, nil, 5)
+	open("other-queue", []string{"elsewhere"}, nil, 5)
+	open("other-kind", []string{"q"}, []string{"video"}, 5)
+	full := open("full", []string{"q"}, nil, 1)
+	full.hold(rowOf(workerapi.LeaseRef{ID: "busy", Token: 1}, "q"))
+	open("roomy", []string{"q"}, []string{"k"}, 2)
+	open("held", []string{"q"}, nil, 9) // the most credit free, but its worker is held back
+	r.hold("held", "q", true, now)
+
+	jobs := []*hopper.JobRow{{ID: "a", Queue: "q", Kind: "k"}, {ID: "b", Queue: "q", Kind: "k"}, {ID: "c", Queue: "q", Kind: "k"}}
+	left := r.reroute(from, jobs, now)
+	require.Equal(t, map[string][]string{"roomy": {"q/a", "q/b"}}, offered, "the one stream that takes them, up to its free credit")
+	require.Equal(t, []*hopper.JobRow{jobs[2]}, left, "the rest go back to the queue")
+	require.EqualValues(t, 2, r.push.rerouted.Load())
+}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper"
+	"github.com/hopperjobs/hopper/internal/claim"
 )
 
 // pushFailure says why jobs claimed for a stream could not be pushed to its worker, or were
@@ -65,7 +66,7 @@ func (r *registry) reroute(from *stream, jobs []*hopper.JobRow, now time.Time) (
 		}
 	}
 	for _, j := range jobs {
-		st := bestTarget(free, j)
+		st := bestTarget(free, j, now)
 		if st == nil {
 			left = append(left, j)
 			continue
@@ -89,11 +90,16 @@ func (r *registry) reroute(from *stream, jobs []*hopper.JobRow, now time.Time) (
 	return left
 }
 
-// bestTarget is the stream of free with the most credit free that takes j; nil if none.
-func bestTarget(free map[*stream]int, j *hopper.JobRow) *stream {
+// bestTarget is the stream of free with the most credit free that takes j; nil if none. A
+// stream takes j if it works j's queue and kind and j's lease outlasts the longest j may
+// wait in its claim loop for credit (its MaxWait).
+func bestTarget(free map[*stream]int, j *hopper.JobRow, now time.Time) *stream {
 	var best *stream
 	for st, n := range free {
 		if n <= 0 || !slices.Contains(st.queues, j.Queue) || len(st.kinds) > 0 && !slices.Contains(st.kinds, j.Kind) {
+			continue
+		}
+		if !j.LeaseExpiresAt.IsZero() && !now.Add(claim.Unrenewed(st.lease)).Before(j.LeaseExpiresAt) {
 			continue
 		}
 		if best == nil || n > free[best] || n == free[best] && st.id < best.id {
