@@ -131,6 +131,9 @@ func serve(cmd *cobra.Command, o serveOptions) error {
 	if o.conns < 1 {
 		return usageErrorf("--conns %d: want at least 1", o.conns)
 	}
+	if o.keepalive < 0 {
+		return usageErrorf("--stream-keepalive %s: want 0 (none) or more", o.keepalive)
+	}
 	tlsCfg, err := loadTLS(o.tlsCert, o.tlsKey)
 	if err != nil {
 		return err
@@ -179,7 +182,7 @@ func serve(cmd *cobra.Command, o serveOptions) error {
 		}
 		srv, err := server.New(server.Config{Client: client, Logger: log, Auth: auth, Keys: keys, StalledAfter: o.stalledAfter,
 			MaxBodyBytes: o.maxBody, MaxStreamsPerKey: o.maxStreams, MaxPollsPerKey: o.maxPolls,
-			StreamKeepalive: max(o.keepalive, 0), Metrics: metrics, TracerProvider: tp, Build: build})
+			StreamKeepalive: o.keepalive, Metrics: metrics, TracerProvider: tp, Build: build})
 		if err != nil {
 			return err
 		}
