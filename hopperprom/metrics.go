@@ -41,6 +41,7 @@ var durationBuckets = []float64{.001, .005, .01, .05, .1, .25, .5, 1, 2.5, 5, 10
 // its series, at 0, when first seen. Safe for concurrent use; the zero value is not: use New.
 type Metrics struct {
 	enqueued, completed, failed, retried, rescued *prometheus.CounterVec
+	handled                                       *prometheus.CounterVec
 	wait, run                                     *prometheus.HistogramVec
 
 	mu     sync.RWMutex
@@ -52,6 +53,7 @@ type Metrics struct {
 // jobSeries are the series of one (queue, kind), resolved once: an event costs a map read.
 type jobSeries struct {
 	enqueued, completed, failed, retried, rescued prometheus.Counter
+	handled                                       *prometheus.CounterVec // by outcome
 	wait, run                                     prometheus.Observer
 }
 
@@ -71,6 +73,9 @@ func New() *Metrics {
 		failed:    counter("failed", "Jobs that failed for good (the dead-letter queue): out of attempts, not retryable, out of rescues, undeliverable."),
 		retried:   counter("retried", "Attempts that failed (error, panic, timeout) with attempts left: their job will be retried."),
 		rescued:   counter("rescued", "Jobs returned to their queue because their worker was lost (lease expired, node dead, stream closed)."),
+		handled: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hopper_jobs_handled_total",
+			Help: "Attempts that ended, by outcome (ok, error, panic, timeout, snoozed, …): written by this client, or run by this remote worker."},
+			[]string{"queue", "kind", "outcome"}),
 		wait: histogram("wait", "Time from when a job became due (enqueued, or its delay or backoff ended) to the start of its attempt.",
 			"queue"),
 		run:    histogram("run", "Time from an attempt's start to its outcome being written.", "queue", "kind"),
@@ -90,6 +95,11 @@ func (m *Metrics) ObserveJob(_ context.Context, ev hopper.JobEvent) {
 	case hopper.JobRescued:
 		s.rescued.Inc()
 	case hopper.JobEnded:
+		outcome := string(ev.Outcome)
+		if outcome == "" {
+			outcome = UnknownLabel
+		}
+		s.handled.WithLabelValues(outcome).Inc()
 		switch {
 		case ev.State == hopper.StateCompleted:
 			s.completed.Inc()
@@ -123,6 +133,7 @@ func (m *Metrics) seriesOf(queue, kind string) *jobSeries {
 		enqueued: m.enqueued.WithLabelValues(q, k), completed: m.completed.WithLabelValues(q, k),
 		failed: m.failed.WithLabelValues(q, k), retried: m.retried.WithLabelValues(q, k),
 		rescued: m.rescued.WithLabelValues(q, k), wait: m.wait.WithLabelValues(q), run: m.run.WithLabelValues(q, k),
+		handled: m.handled.MustCurryWith(prometheus.Labels{"queue": q, "kind": k}),
 	}
 	if q != OtherLabel && k != OtherLabel {
 		m.series[key] = s // bounded: at most MaxQueueLabels × MaxKindLabels keys
@@ -145,7 +156,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 }
 
 func (m *Metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.enqueued, m.completed, m.failed, m.retried, m.rescued, m.wait, m.run}
+	return []prometheus.Collector{m.enqueued, m.completed, m.failed, m.retried, m.rescued, m.handled, m.wait, m.run}
 }
 
 // labelCap hands out label values: the first max distinct ones as they are, later ones as

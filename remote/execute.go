@@ -43,6 +43,8 @@ func (w *Worker) execute(ctx context.Context, job *hopperv1.ActivatedJob, handle
 		err = &attempt.NoRetryError{Err: err}
 	}
 	timeout := attempt.AttemptTimeout(row, unit, job.GetDefaultTimeout().AsDuration())
+	began := w.clock.Now()
+	w.observeStart(row)
 	var cause error
 	if err == nil {
 		tctx, stop := attempt.WithTimeout(ctx, w.clock, timeout)
@@ -55,6 +57,7 @@ func (w *Worker) execute(ctx context.Context, job *hopperv1.ActivatedJob, handle
 	}
 	end := attempt.Classify(err, cause, timeout)
 	jobtrace.End(span, end.Outcome, err)
+	w.observeEnd(row, end.Outcome, end.Gone, w.clock.Now().Sub(began))
 	handlerDone()
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reportTimeout)
 	defer cancel()

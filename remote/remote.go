@@ -126,6 +126,13 @@ type Config struct {
 	MaxCPU    float64
 	MaxMemory int64
 	Logger    *slog.Logger
+	// Observers hear the attempts this worker runs, as hopper.Config.Observers hear a
+	// client's: hopper.JobStarted when a handler starts (Wait: since the job was due) and
+	// hopper.JobEnded when it returns (Outcome; Run: the handler's time; State only where the
+	// outcome alone decides it: completed, snoozed, suspended, released). Give it a
+	// hopperprom.Metrics to count them. Called on the attempt's goroutine: fast, non-blocking,
+	// safe for concurrent use; a panic is recovered and logged.
+	Observers []hoppertype.Observer
 	// TracerProvider makes the span each attempt runs in, whose parent is the trace context
 	// the job carries (its enqueuer's traceparent), as in process. Default the OpenTelemetry
 	// global provider, which records nothing until the application sets one.
@@ -485,7 +492,9 @@ const streamWorked = 10 * time.Second
 
 func (w *Worker) stream() error {
 	queue, queues := w.asked()
-	st, err := w.api.StreamJobs(w.intakeCtx, &hopperv1.StreamJobsRequest{Worker: w.cfg.Name, Queue: queue, Queues: queues,
+	ctx, cancel := context.WithCancelCause(w.intakeCtx)
+	defer cancel(nil)
+	st, err := w.api.StreamJobs(ctx, &hopperv1.StreamJobsRequest{Worker: w.cfg.Name, Queue: queue, Queues: queues,
 		Kinds: w.kinds, Credit: int32(w.cfg.Concurrency + w.cfg.Prefetch), LeaseTimeout: durationOf(w.cfg.LeaseDuration)})
 	if err != nil {
 		return err
@@ -493,6 +502,8 @@ func (w *Worker) stream() error {
 	defer st.Close()
 	worked := w.clock.AfterFunc(streamWorked, w.intake.Succeed)
 	defer worked.Stop()
+	silence := newSilence(w.clock, cancel)
+	defer silence.stop()
 	// When the stream ends, the jobs it pushed run on: their leases are this worker's to
 	// renew, and their outcomes are reported over a new connection once the server (this one
 	// or another) answers again. Only a lost lease (a renewal the server refuses) stops a
@@ -500,9 +511,13 @@ func (w *Worker) stream() error {
 	for {
 		msg, err := st.Receive()
 		if err != nil {
+			if cause := context.Cause(ctx); errors.Is(cause, errStreamSilent) {
+				return cause
+			}
 			return err
 		}
-		if worked.Stop() {
+		silence.heard(msg.GetKeepalive().AsDuration())
+		if len(msg.GetJobs()) > 0 && worked.Stop() { // a keepalive alone does not show it works
 			w.intake.Succeed()
 		}
 		for _, job := range msg.GetJobs() {

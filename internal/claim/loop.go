@@ -21,6 +21,8 @@ type Loop[J any] struct {
 	mu      sync.Mutex
 	weights map[string]int // set by SetWeights, applied at the next step
 	handles map[string]*Lane
+	offers  map[string][]J // handed over by Offer, taken in at the next step
+	closed  bool           // Run is stopping: Offer takes no more
 }
 
 // outcome is a claim's result, on its way back to the loop.
@@ -86,6 +88,43 @@ func (lp *Loop[J]) SetWeights(w map[string]int) {
 	lp.poke()
 }
 
+// Offer hands the loop jobs of lane name that were claimed elsewhere (the server hands the
+// jobs of a stream whose push failed to another stream): they wait as jobs claimed ahead do,
+// start as units free, and go back through the Driver's GiveBack when no unit frees within
+// MaxWait or the loop stops. It returns false, keeping none, for a lane the loop does not
+// have or once Run is stopping. It never blocks.
+func (lp *Loop[J]) Offer(name string, jobs []J) bool {
+	if lp.handles[name] == nil {
+		return false
+	}
+	lp.mu.Lock()
+	if lp.closed {
+		lp.mu.Unlock()
+		return false
+	}
+	if lp.offers == nil {
+		lp.offers = map[string][]J{}
+	}
+	lp.offers[name] = append(lp.offers[name], jobs...)
+	lp.mu.Unlock()
+	lp.poke()
+	return true
+}
+
+// takeOffers puts the jobs offered since the last step in their lanes' waiting line; with
+// closing, Offer takes no more.
+func (lp *Loop[J]) takeOffers(now time.Time, closing bool) {
+	lp.mu.Lock()
+	offers := lp.offers
+	lp.offers, lp.closed = nil, lp.closed || closing
+	lp.mu.Unlock()
+	for _, l := range lp.s.lanes {
+		if jobs := offers[l.name]; len(jobs) > 0 {
+			l.waiting.Add(now, jobs...)
+		}
+	}
+}
+
 // Settled reports whether the loop has taken in every wake-up and every Done so far (tests of
 // its drivers wait for it before they check that nothing happened).
 func (lp *Loop[J]) Settled() bool { return len(lp.signal) == 0 }
@@ -112,6 +151,7 @@ func (lp *Loop[J]) Run(ctx context.Context) error {
 	}()
 	for ctx.Err() == nil && !lp.s.stopping {
 		lp.applyWeights()
+		lp.takeOffers(clk.Now(), false)
 		next, changed := lp.s.step(clk.Now(), lp)
 		if lp.s.stopping {
 			break
@@ -141,6 +181,7 @@ func (lp *Loop[J]) Run(ctx context.Context) error {
 		o := <-lp.results
 		lp.s.received(o.c, o.r, clk.Now(), lp)
 	}
+	lp.takeOffers(clk.Now(), true)
 	lp.s.giveBackAll(Stopping, lp)
 	lp.claims.Wait()
 	return lp.s.err

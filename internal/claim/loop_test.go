@@ -134,3 +134,30 @@ func TestNewRefusesABadConfig(t *testing.T) {
 	_, err = New(Config{Units: 1, Lanes: []LaneConfig{{Name: "q"}, {Name: "q"}}}, newChanDriver())
 	require.ErrorContains(t, err, "twice")
 }
+
+// Jobs offered to a loop start on its free units, wait for units like jobs claimed ahead
+// while there are none, go back when none frees within MaxWait, and are refused once Run
+// stops or for a lane it does not have.
+func TestOfferStartsOnFreeUnitsAndGoesBackWhenNoneFrees(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewFake(t0)
+	d := newChanDriver()
+	lp, err := New(Config{Clock: clk, Units: 1, MaxWait: time.Minute, Lanes: []LaneConfig{{Name: "q"}}}, d)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- lp.Run(ctx) }()
+	recv(t, d.asked, "first claim")
+	d.answers <- Result[string]{} // the queue is empty
+
+	require.False(t, lp.Offer("other", []string{"x"}), "no such lane")
+	require.True(t, lp.Offer("q", []string{"a", "b"}))
+	require.Equal(t, []string{"a"}, recv(t, d.started, "the offered job starts on the free unit"))
+	require.Eventually(t, func() bool { return clk.Pending() == 1 }, 10*time.Second, time.Millisecond, "b waits for a unit")
+	clk.Advance(time.Minute)
+	require.Equal(t, []string{"b"}, recv(t, d.back, "b goes back: no unit freed within MaxWait"))
+
+	cancel()
+	require.NoError(t, recv(t, done, "Run's end"))
+	require.False(t, lp.Offer("q", []string{"c"}), "refused once Run stopped")
+}

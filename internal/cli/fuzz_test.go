@@ -124,6 +124,7 @@ var flagCases = []flagCase{
 	{benchOneJob, "work", longJobs},
 	{benchOneJob, "prefetch", nil}, {benchOneJob, "claim-ahead", nil},
 	{[]string{"schedules", "show", "fuzz"}, "count", nil},
+	{serveCmd, "stream-keepalive", nil},
 }
 
 // parsedStrings are string flags the CLI parses (times, cursors, zones, specs).

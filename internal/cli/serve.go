@@ -41,6 +41,7 @@ type serveOptions struct {
 	noEcho         bool
 	maxBody        int64
 	maxStreams     int
+	keepalive      time.Duration
 	maxPolls       int
 	shutdownGrace  time.Duration
 	readHeaderWait time.Duration
@@ -102,6 +103,7 @@ given on the command line wins over its variable.`,
 	f.Int64Var(&o.maxBody, "max-body-bytes", server.DefaultMaxBodyBytes, "largest request body accepted (413 beyond)")
 	f.IntVar(&o.maxStreams, "max-streams-per-key", server.DefaultMaxStreamsPerKey, "open job streams per API key (429 beyond)")
 	f.IntVar(&o.maxPolls, "max-polls-per-key", server.DefaultMaxPollsPerKey, "waiting long polls per API key (429 beyond)")
+	f.DurationVar(&o.keepalive, "stream-keepalive", server.DefaultStreamKeepalive, "send a keepalive on a job stream idle this long (0: none); proxies must allow streams more idle time")
 	f.DurationVar(&o.shutdownGrace, "shutdown-grace", 10*time.Second, "how long running jobs get to finish on shutdown")
 	f.DurationVar(&o.readHeaderWait, "read-header-timeout", 10*time.Second, "time allowed to read a request's headers")
 	f.IntVar(&o.conns, "conns", 16, "PostgreSQL only: the connection pool size")
@@ -128,6 +130,9 @@ func serve(cmd *cobra.Command, o serveOptions) error {
 
 	if o.conns < 1 {
 		return usageErrorf("--conns %d: want at least 1", o.conns)
+	}
+	if o.keepalive < 0 {
+		return usageErrorf("--stream-keepalive %s: want 0 (none) or more", o.keepalive)
 	}
 	tlsCfg, err := loadTLS(o.tlsCert, o.tlsKey)
 	if err != nil {
@@ -177,7 +182,7 @@ func serve(cmd *cobra.Command, o serveOptions) error {
 		}
 		srv, err := server.New(server.Config{Client: client, Logger: log, Auth: auth, Keys: keys, StalledAfter: o.stalledAfter,
 			MaxBodyBytes: o.maxBody, MaxStreamsPerKey: o.maxStreams, MaxPollsPerKey: o.maxPolls,
-			Metrics: metrics, TracerProvider: tp, Build: build})
+			StreamKeepalive: o.keepalive, Metrics: metrics, TracerProvider: tp, Build: build})
 		if err != nil {
 			return err
 		}

@@ -460,3 +460,10 @@ func TestServeOnPostgresListens(t *testing.T) {
 	res := setup(t).run(t, "serve", "--conns", "0")
 	require.Equal(t, ExitUsage, res.code)
 }
+
+// A negative --stream-keepalive is a usage error naming the flag (0 turns keepalives off).
+func TestServeRefusesANegativeStreamKeepalive(t *testing.T) {
+	res := setup(t).run(t, "serve", "--stream-keepalive", "-1s")
+	require.Equal(t, ExitUsage, res.code)
+	require.Contains(t, res.stderr, "--stream-keepalive -1s")
+}

@@ -29,6 +29,7 @@ type collector struct {
 	storeUp, loopsFailing                                *prometheus.Desc
 	streams, streamInFlight, streamPushed, workers       *prometheus.Desc
 	streamPushedTotal, oldestQueued                      *prometheus.Desc
+	pushFailed, pushRerouted                             *prometheus.Desc
 	awaitingCompute, heldByGovernor                      *prometheus.Desc
 	holding, governorCPU, governorMem                    *prometheus.Desc
 	scrapeErrors                                         prometheus.Counter
@@ -56,6 +57,11 @@ func newCollector(s *Server) *collector {
 		streamPushed:     d("stream_jobs_pushed", "Jobs pushed by this server's open streams since they opened (falls when a stream closes: use hopper_stream_jobs_pushed_total for rates)."),
 		streamPushedTotal: prometheus.NewDesc("hopper_stream_jobs_pushed_total",
 			"Jobs pushed to remote workers by this server's job streams since it started.", nil, nil),
+		pushFailed: d("stream_push_failed_total", "Jobs claimed for a job stream whose push failed or was held up, by reason: "+
+			"stream_closed (the stream ended first), send_error (writing to the worker failed), worker_too_slow "+
+			"(the write blocked for over a second: the worker does not read; the jobs arrive late).", "reason"),
+		pushRerouted: d("stream_push_rerouted_total", "Jobs that could not be pushed to a stream's worker and were handed to "+
+			"another open stream of their queue and kind instead of going back to the queue."),
 		workers:         d("remote_workers", "Remote workers this server has seen recently."),
 		awaitingCompute: d("queue_awaiting_compute", "Jobs of the queue that are ready and wait for a worker to start them (its queued jobs).", "queue"),
 		heldByGovernor: d("queue_held_by_governor", "1 while every live worker of the queue is held back by its resource governor, else 0 "+
@@ -71,6 +77,7 @@ func newCollector(s *Server) *collector {
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.jobs, c.stalled, c.kindDisabled, c.rateLimit, c.deadLetters, c.oldestDeadLetter, c.leader,
 		c.storeUp, c.loopsFailing, c.streams, c.streamInFlight, c.streamPushed, c.streamPushedTotal, c.oldestQueued, c.workers,
+		c.pushFailed, c.pushRerouted,
 		c.awaitingCompute, c.heldByGovernor, c.holding, c.governorCPU, c.governorMem} {
 		ch <- d
 	}
@@ -106,6 +113,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.streamInFlight, inFlight)
 	gauge(c.streamPushed, pushed)
 	ch <- prometheus.MustNewConstMetric(c.streamPushedTotal, prometheus.CounterValue, float64(c.s.reg.pushedTotal.Load()))
+	push := &c.s.reg.push
+	for why := range pushFailures {
+		ch <- prometheus.MustNewConstMetric(c.pushFailed, prometheus.CounterValue, float64(push.failed[why].Load()), why.label())
+	}
+	ch <- prometheus.MustNewConstMetric(c.pushRerouted, prometheus.CounterValue, float64(push.rerouted.Load()))
 	gauge(c.workers, float64(len(workers)))
 	gov := client.Governor()
 	gauge(c.holding, boolGauge(gov.Holding))

@@ -23,6 +23,8 @@ type registry struct {
 	workers map[string]*workerInfo         // by worker name and queue
 	// pushedTotal counts the jobs every stream ever pushed (hopper_stream_jobs_pushed_total).
 	pushedTotal atomic.Int64
+	// push counts the pushes that failed and the jobs rerouted (reroute.go).
+	push pushCounters
 }
 
 type workerInfo struct {
@@ -106,7 +108,9 @@ func (r *registry) countLocked(name string, jobs []*hopper.JobRow) {
 // held is an unfinished job of a stream.
 type held struct {
 	queue string
-	sent  bool // pushed to the worker, not only claimed for it
+	// row is the claimed job until it is pushed: a job never pushed can go to another stream.
+	row  *hopper.JobRow
+	sent bool // pushed to the worker, not only claimed for it
 	// reported: the worker has reported the attempt's outcome, which is being written. The
 	// worker no longer runs it, so its credit is free.
 	reported bool
@@ -132,6 +136,9 @@ type stream struct {
 	// are its claim loop's, set before the stream is registered, and must not block.
 	freed func(queue string)
 	woken func()
+	// offer hands the stream's claim loop jobs that another stream could not push
+	// (claim.Loop.Offer); false when it takes none.
+	offer func(queue string, jobs []*hopper.JobRow) bool
 
 	pushed, completed, failed, released atomic.Int64
 }
@@ -148,21 +155,24 @@ func (r *registry) open(st *stream, at time.Time) *stream {
 	return st
 }
 
-// close forgets the stream and returns the jobs claimed for it but never sent, and with
+// close forgets the stream and returns the jobs claimed for it but never sent and, with
 // pushed, also those pushed to the worker and not reported on yet. Otherwise the jobs pushed
 // are the worker's to report on (closeStream).
-func (r *registry) close(st *stream, pushed bool) (unsent []workerapi.LeaseRef) {
+func (r *registry) close(st *stream, pushed bool) (unsent []*hopper.JobRow, unreported []workerapi.LeaseRef) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.streams, st.id)
 	for ref, h := range st.inflight {
-		if !h.sent || pushed && !h.reported {
-			unsent = append(unsent, ref)
+		switch {
+		case !h.sent:
+			unsent = append(unsent, h.row)
+		case pushed && !h.reported:
+			unreported = append(unreported, ref)
 		}
 		delete(r.byJob, ref)
 	}
 	st.inflight = map[workerapi.LeaseRef]*held{}
-	return unsent
+	return unsent, unreported
 }
 
 // heldUntil is when the hold of the stream's worker lapses, zero when it is not held at now:
@@ -186,11 +196,12 @@ func (st *stream) wake() {
 	}
 }
 
-// hold records a job of queue pushed (or about to be pushed) to the stream.
-func (st *stream) hold(ref workerapi.LeaseRef, queue string) {
+// hold records a job about to be pushed to the stream.
+func (st *stream) hold(j *hopper.JobRow) {
+	ref := workerapi.LeaseRef{ID: j.ID, Token: j.Token}
 	st.reg.mu.Lock()
 	defer st.reg.mu.Unlock()
-	st.inflight[ref] = &held{queue: queue}
+	st.inflight[ref] = &held{queue: j.Queue, row: j}
 	st.reg.byJob[ref] = st
 }
 
@@ -201,7 +212,7 @@ func (st *stream) sent(ref workerapi.LeaseRef) {
 	st.reg.mu.Lock()
 	defer st.reg.mu.Unlock()
 	if h := st.inflight[ref]; h != nil {
-		h.sent = true
+		h.sent, h.row = true, nil
 	}
 }
 

@@ -20,7 +20,7 @@ func TestReportedJobFreesItsCredit(t *testing.T) {
 		freed: func(q string) { freed[q]++ }}, time.Now())
 	a, b, c := workerapi.LeaseRef{ID: "a", Token: 1}, workerapi.LeaseRef{ID: "b", Token: 1}, workerapi.LeaseRef{ID: "c", Token: 1}
 	for _, ref := range []workerapi.LeaseRef{a, b, c} {
-		st.hold(ref, "q")
+		st.hold(rowOf(ref, "q"))
 	}
 	st.sent(a)
 	st.sent(b)
@@ -34,7 +34,9 @@ func TestReportedJobFreesItsCredit(t *testing.T) {
 	require.Equal(t, 1, freed["q"], "freed when reported, not again when written")
 	r.done(b, outcomeLost)
 	require.Equal(t, 2, freed["q"], "a job that ends unreported frees its credit then")
-	require.Equal(t, []workerapi.LeaseRef{c}, r.close(st, false), "only the unsent job goes back")
+	unsent, unreported := r.close(st, false)
+	require.Equal(t, []*hopper.JobRow{rowOf(c, "q")}, unsent, "only the unsent job goes back")
+	require.Empty(t, unreported)
 }
 
 // A stream closed because its caller may no longer have it gives back the jobs it pushed and
@@ -44,11 +46,13 @@ func TestStreamClosedForItsKeyGivesBackWhatWasPushed(t *testing.T) {
 	st := r.open(&stream{worker: "w", queues: []string{"q"}, credit: 3, lease: time.Minute}, time.Now())
 	a, b, c := workerapi.LeaseRef{ID: "a", Token: 1}, workerapi.LeaseRef{ID: "b", Token: 1}, workerapi.LeaseRef{ID: "c", Token: 1}
 	for _, ref := range []workerapi.LeaseRef{a, b, c} {
-		st.hold(ref, "q")
+		st.hold(rowOf(ref, "q"))
 		st.sent(ref)
 	}
 	r.reporting(a)
-	require.ElementsMatch(t, []workerapi.LeaseRef{b, c}, r.close(st, true), "the reported job is its worker's")
+	unsent, unreported := r.close(st, true)
+	require.Empty(t, unsent)
+	require.ElementsMatch(t, []workerapi.LeaseRef{b, c}, unreported, "the reported job is its worker's")
 }
 
 // Contract 15: a held worker's streams have no free credit and its waiting claims end at
@@ -158,9 +162,9 @@ func TestStreamOnSeveralQueues(t *testing.T) {
 	freed := map[string]int{}
 	st := r.open(&stream{worker: "w", queues: queues, credit: 10, lease: time.Minute, freed: func(q string) { freed[q]++ }}, now)
 	a, b, c := workerapi.LeaseRef{ID: "a", Token: 1}, workerapi.LeaseRef{ID: "b", Token: 1}, workerapi.LeaseRef{ID: "c", Token: 1}
-	st.hold(a, "reports")
-	st.hold(b, "reports")
-	st.hold(c, "emails")
+	st.hold(rowOf(a, "reports"))
+	st.hold(rowOf(b, "reports"))
+	st.hold(rowOf(c, "emails"))
 	r.reporting(b)
 	r.done(c, outcomeLost)
 	require.Equal(t, map[string]int{"reports": 1, "emails": 1}, freed, "credit comes back to the job's queue")
@@ -179,4 +183,40 @@ func TestStreamOnSeveralQueues(t *testing.T) {
 	require.Equal(t, now.Add(holdTTL), st.heldUntil(now))
 	require.True(t, r.hold("w", "emails", false, now))
 	require.Zero(t, st.heldUntil(now))
+}
+
+// rowOf is a claimed job of queue for the attempt ref names.
+func rowOf(ref workerapi.LeaseRef, queue string) *hopper.JobRow {
+	return &hopper.JobRow{ID: ref.ID, Token: ref.Token, Queue: queue, Kind: "k"}
+}
+
+// A job that could not be pushed goes to the open stream of its queue and kind, not held
+// back, with the most credit free; none other, and not back to the stream it came from.
+func TestRerouteOffersToAStreamThatTakesTheJob(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	r := newRegistry()
+	offered := map[string][]string{}
+	open := func(worker string, queues, kinds []string, credit int) *stream {
+		return r.open(&stream{worker: worker, queues: queues, kinds: kinds, credit: credit, lease: time.Minute,
+			offer: func(q string, jobs []*hopper.JobRow) bool {
+				for _, j := range jobs {
+					offered[worker] = append(offered[worker], q+"/"+j.ID)
+				}
+				return true
+			}}, now)
+	}
+	from := open("broken", []string{"q"}, nil, 5)
+	open("other-queue", []string{"elsewhere"}, nil, 5)
+	open("other-kind", []string{"q"}, []string{"video"}, 5)
+	full := open("full", []string{"q"}, nil, 1)
+	full.hold(rowOf(workerapi.LeaseRef{ID: "busy", Token: 1}, "q"))
+	open("roomy", []string{"q"}, []string{"k"}, 2)
+	open("held", []string{"q"}, nil, 9) // the most credit free, but its worker is held back
+	r.hold("held", "q", true, now)
+
+	jobs := []*hopper.JobRow{{ID: "a", Queue: "q", Kind: "k"}, {ID: "b", Queue: "q", Kind: "k"}, {ID: "c", Queue: "q", Kind: "k"}}
+	left := r.reroute(from, jobs, now)
+	require.Equal(t, map[string][]string{"roomy": {"q/a", "q/b"}}, offered, "the one stream that takes them, up to its free credit")
+	require.Equal(t, []*hopper.JobRow{jobs[2]}, left, "the rest go back to the queue")
+	require.EqualValues(t, 2, r.push.rerouted.Load())
 }

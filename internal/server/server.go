@@ -88,6 +88,8 @@ const (
 	DefaultMaxBodyBytes     = 1 << 20
 	DefaultMaxStreamsPerKey = 100
 	DefaultMaxPollsPerKey   = 200
+	// DefaultStreamKeepalive is hopper serve's Config.StreamKeepalive (--stream-keepalive).
+	DefaultStreamKeepalive = 30 * time.Second
 )
 
 // Config configures a Server. Client is required.
@@ -109,6 +111,12 @@ type Config struct {
 	// of one API key (or of everyone, without keys); past them a caller gets 429.
 	MaxStreamsPerKey int
 	MaxPollsPerKey   int
+	// StreamKeepalive is how often a job stream with nothing to push sends its worker a
+	// keepalive (StreamJobsResponse.keepalive), so that proxies do not close it as idle and
+	// the worker can tell a dead stream from a quiet one; 0 sends none (hopper serve sends
+	// them every DefaultStreamKeepalive unless told otherwise). Proxies in front of the server
+	// must allow a stream more idle time than this.
+	StreamKeepalive time.Duration
 	// Clock paces the server's own waits (a stream's claim coalescing and backoff, its key
 	// revalidation) and stamps its registry of workers and streams. Default: the client's
 	// clock (hopper.Config.Clock), so that a test that moves the client's fake clock moves the
@@ -152,6 +160,9 @@ type Server struct {
 
 	shutdownCtx context.Context // ends when Shutdown is called: streams and long polls stop
 	shutdown    context.CancelFunc
+
+	// pushFault, set by tests only, fails (or holds up) the pushes of a worker's streams.
+	pushFault func(worker string) error
 }
 
 // New builds the server and registers every route.

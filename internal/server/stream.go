@@ -6,12 +6,15 @@ import (
 	"github.com/hopperjobs/hopper/internal/workerapi"
 	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hopperjobs/hopper"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
 	"github.com/hopperjobs/hopper/gen/hopper/v1/hopperv1connect"
 	"github.com/hopperjobs/hopper/internal/claim"
+	"github.com/hopperjobs/hopper/internal/clock"
+	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 // streamCoalesce is how long a stream with little free credit waits for more before claiming.
@@ -48,6 +51,10 @@ type streamer struct {
 	// the worker went away). The loop's goroutine owns both.
 	stopped bool
 	endErr  error
+	// sendMu makes the pushes (the loop's goroutine) and the keepalives take turns;
+	// lastSend is when the last message went out, in Unix nanoseconds.
+	sendMu   sync.Mutex
+	lastSend atomic.Int64
 }
 
 // newStreamer makes the stream's claim loop and registers the stream.
@@ -81,6 +88,7 @@ func (w *workerService) newStreamer(ctx context.Context, req *hopperv1.StreamJob
 	sj.loop = loop
 	st.freed = func(queue string) { loop.Lane(queue).Done(1) }
 	st.woken = func() { loop.Wake("") } // the worker was held or let go: look again
+	st.offer = loop.Offer               // jobs another stream could not push (reroute)
 	sj.st = s.reg.open(st, s.clock.Now())
 	return sj, nil
 }
@@ -136,17 +144,20 @@ func (sj *streamer) refreshWeights(ctx context.Context) {
 
 // Start holds jobs for the stream and pushes them, in messages of about maxPushBytes: one
 // write and one flush for many jobs. Every job is held before the first push, so that if a
-// push fails, closing the stream gives all of them back at once.
+// push fails, closing the stream hands all of them at once to another stream or back to
+// their queue (closeStream). Each job whose push fails is counted, by reason.
 func (sj *streamer) Start(_ string, jobs []*hopper.JobRow) error {
 	s, st := sj.w.s, sj.st
 	sj.w.holdAll(st, jobs)
 	if sj.stopped {
-		return errStreamStopped // claimed as the stream ended: closeStream gives them back
+		s.reg.push.fail(pushClosed, len(jobs))
+		return errStreamStopped // claimed as the stream ended: closeStream hands them on
 	}
 	s.reg.count(sj.params.Worker, jobs)
 	for len(jobs) > 0 {
 		if sj.ctx.Err() != nil {
-			sj.stop(sj.w.ended(sj.ctx)) // the jobs not sent go back at once, uncounted
+			s.reg.push.fail(pushClosed, len(jobs))
+			sj.stop(sj.w.ended(sj.ctx)) // the jobs not sent go on at once, uncounted
 			return errStreamStopped
 		}
 		msg := &hopperv1.StreamJobsResponse{}
@@ -155,8 +166,13 @@ func (sj *streamer) Start(_ string, jobs []*hopper.JobRow) error {
 			msg.Jobs = append(msg.Jobs, toActivated(j, sj.fetch, s.jobTimeout))
 			size += len(j.Args) + len(j.Checkpoint) + len(j.ResumeData) + 256
 		}
-		if err := sj.out.Send(msg); err != nil {
-			sj.stop(nil) // the worker went away; closeStream releases what it held
+		if err := sj.send(msg); err != nil {
+			why := pushSendError
+			if sj.ctx.Err() != nil {
+				why = pushClosed
+			}
+			s.reg.push.fail(why, len(msg.GetJobs())+len(jobs))
+			sj.stop(nil) // the worker went away; closeStream hands on what it held
 			return errStreamStopped
 		}
 		for _, a := range msg.Jobs {
@@ -164,6 +180,61 @@ func (sj *streamer) Start(_ string, jobs []*hopper.JobRow) error {
 		}
 	}
 	return nil
+}
+
+// send writes msg to the worker, a push or a keepalive, one at a time. A push whose write
+// blocks for longer than slowPush counts its jobs as held up by a worker too slow, at once
+// (a worker frozen for good may never let the write end).
+func (sj *streamer) send(msg *hopperv1.StreamJobsResponse) error {
+	s := sj.w.s
+	sj.sendMu.Lock()
+	defer sj.sendMu.Unlock()
+	var slow clock.Timer
+	if n := len(msg.GetJobs()); n > 0 {
+		slow = s.clock.AfterFunc(slowPush, func() { s.reg.push.fail(pushTooSlow, n) })
+	}
+	err := sj.write(msg)
+	if slow != nil {
+		slow.Stop()
+	}
+	sj.lastSend.Store(s.clock.Now().UnixNano())
+	return err
+}
+
+// write writes msg to the worker (through the tests' fault, when set).
+func (sj *streamer) write(msg *hopperv1.StreamJobsResponse) error {
+	if fault := sj.w.s.pushFault; fault != nil {
+		if err := fault(sj.params.Worker); err != nil {
+			return err
+		}
+	}
+	return sj.out.Send(msg)
+}
+
+// keepAlive sends a keepalive whenever the stream has sent nothing for every, until ctx ends
+// or a send fails (the loop's next push finds that out too). The first goes at once: it
+// tells the worker the period. A push under way is a sign of life: no keepalive then.
+func (sj *streamer) keepAlive(ctx context.Context, every time.Duration) {
+	clk := sj.w.s.clock
+	msg := &hopperv1.StreamJobsResponse{Keepalive: durationpb.New(every)}
+	if sj.send(msg) != nil {
+		return
+	}
+	for wait := every; clock.Sleep(ctx, clk, wait); {
+		idle := clk.Now().Sub(time.Unix(0, sj.lastSend.Load()))
+		switch {
+		case idle < every:
+			wait = every - idle
+		case !sj.sendMu.TryLock():
+			wait = every // a push is being written
+		default:
+			sj.sendMu.Unlock()
+			if sj.send(msg) != nil {
+				return
+			}
+			wait = every
+		}
+	}
 }
 
 func (sj *streamer) stop(endErr error) {

@@ -26,10 +26,18 @@ const reasonWorkerGone = "stream closed: worker went away"
 // without a key that the server now requires) also gives back, at once, the jobs pushed to
 // it and not reported on: its worker's reports will be refused, so they would otherwise wait
 // for their leases to expire, and count a rescue.
+//
+// The jobs claimed for it and never sent go first to another open stream of this server
+// that takes them and has credit free (registry.reroute), unless the server shuts down: the
+// worker's loss does not make them wait.
 func (w *workerService) closeStream(ctx context.Context, st *stream, endErr error) {
 	cause := context.Cause(ctx)
 	lapsed := errors.Is(cause, errKeyRevoked) || errors.Is(cause, errKeyRequired)
-	w.handBack(ctx, w.s.reg.close(st, lapsed), w.closeReason(ctx, endErr), w.s.api.ReturnJob)
+	unsent, unreported := w.s.reg.close(st, lapsed)
+	if len(unsent) > 0 && !w.s.shuttingDown() {
+		unsent = w.s.reg.reroute(st, unsent, w.s.clock.Now())
+	}
+	w.handBack(ctx, append(refsOf(unsent), unreported...), w.closeReason(ctx, endErr), w.s.api.ReturnJob)
 }
 
 // closeReason says why a stream ended: the server ended it, or the worker went away. ctx is

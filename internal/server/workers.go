@@ -138,6 +138,9 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 	if err := out.SendHeaders(); err != nil { // the worker knows the stream is open
 		return nil
 	}
+	if every := s.cfg.StreamKeepalive; every > 0 {
+		keeper.Go(func() { sj.keepAlive(keepCtx, every) })
+	}
 	return sj.run()
 }
 
@@ -205,7 +208,7 @@ func refsOf(jobs []*hopper.JobRow) []workerapi.LeaseRef {
 // holdAll records jobs as held by the stream.
 func (w *workerService) holdAll(st *stream, jobs []*hopper.JobRow) {
 	for _, j := range jobs {
-		st.hold(workerapi.LeaseRef{ID: j.ID, Token: j.Token}, j.Queue)
+		st.hold(j)
 	}
 }
 

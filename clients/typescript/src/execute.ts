@@ -7,6 +7,8 @@ import type { HandlerOptions } from "./handler.js";
 import { JobTimeoutError, NoRetryError } from "./handler-errors.js";
 import { decodeJSON } from "./json.js";
 import type { Logger } from "./logger.js";
+import { outcomeOf } from "./observe.js";
+import type { Observer, WorkerEvent } from "./observe.js";
 import { decide } from "./outcome.js";
 import type { Ending, Outcome } from "./outcome.js";
 import { reportUntilVerdict } from "./reporter.js";
@@ -33,13 +35,21 @@ export interface Executor {
   leaseSet(): void;
   /** refused tells the worker that the server refused its key: it takes no more jobs. */
   refused(err: HopperError): void;
+  /** observer hears each attempt start and end (WorkerOptions.observer). */
+  observer?: Observer;
 }
 
 /** execute runs attempt a with its handler and reports how it ended. */
 export async function execute(x: Executor, a: Attempt): Promise<void> {
+  const j = a.job;
+  const ev: WorkerEvent = { type: "started", jobId: j.id, kind: j.kind, queue: j.queue, attempt: j.attempt };
+  observe(x, ev);
+  const began = performance.now();
   const ending = await run(x, a);
+  const runMs = performance.now() - began;
   a.handled(); // a poll slot is free while the outcome is on its way
   const decision = decide(ending);
+  observe(x, { ...ev, type: "ended", outcome: outcomeOf(decision), runMs });
   switch (decision.action) {
     case "none":
       return;
@@ -49,6 +59,16 @@ export async function execute(x: Executor, a: Attempt): Promise<void> {
     case "report":
       await flushPending(x, a, Date.now() + reportTimeout);
       await reportOrFail(x, decision.outcome);
+  }
+}
+
+/** observe tells the worker's observer of ev; what it throws is logged. */
+function observe(x: Executor, ev: WorkerEvent): void {
+  if (!x.observer) return;
+  try {
+    x.observer(ev);
+  } catch (err) {
+    x.log.error("job observer threw", { event: ev.type, jobId: ev.jobId, err: String(err) });
   }
 }
 

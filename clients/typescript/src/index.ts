@@ -16,5 +16,6 @@ export {
 export type { SuspendOptions } from "./handler-errors.js";
 export type { Job, JobAttempt, JobEvent, JobState } from "./job.js";
 export type { Logger } from "./logger.js";
+export type { Observer, WorkerEvent } from "./observe.js";
 export { Worker } from "./worker.js";
 export type { WorkerOptions } from "./worker.js";

@@ -10,6 +10,7 @@ import { type HopperError, isRefusal, toHopperError } from "./errors.js";
 import type { ActivatedJob, StreamJobsRequest, WorkerService } from "./gen/hopper/v1/hopper_pb.js";
 import type { Attempt } from "./running-job.js";
 import { sleep } from "./sleep.js";
+import { formatMs, fromDuration } from "./time.js";
 
 /** StreamIntake is what the stream loop needs from its worker. */
 export interface StreamIntake {
@@ -54,6 +55,36 @@ export async function streamLoop(s: StreamIntake, signal: AbortSignal): Promise<
   }
 }
 
+/** How many keepalive periods of silence make a stream dead. */
+const silentKeepalives = 3;
+
+/**
+ * Silence ends a stream once nothing came on it for three periods of the keepalive the server
+ * announced (StreamJobsResponse.keepalive, hopper serve --stream-keepalive): a proxy or the
+ * network dropped it without a word. It watches nothing until the server announces a period
+ * (an older server, or keepalives turned off).
+ */
+class Silence {
+  private period = 0;
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  readonly dead = new AbortController();
+
+  /** heard notes a message; announced is its keepalive period in ms, if it carries one. */
+  heard(announced: number | undefined): void {
+    if (announced) this.period = announced;
+    clearTimeout(this.timer);
+    if (this.period <= 0) return;
+    const limit = silentKeepalives * this.period;
+    this.timer = setTimeout(() => {
+      this.dead.abort(new Error(`job stream silent: no message from the server for ${formatMs(limit)} (${silentKeepalives} keepalive periods); reconnecting`));
+    }, limit);
+  }
+
+  stop(): void {
+    clearTimeout(this.timer);
+  }
+}
+
 async function stream(s: StreamIntake, signal: AbortSignal): Promise<void> {
   let worked = false;
   const succeed = () => {
@@ -61,9 +92,15 @@ async function stream(s: StreamIntake, signal: AbortSignal): Promise<void> {
     s.backoff.succeed();
   };
   const timer = setTimeout(succeed, streamWorked);
+  const silence = new Silence();
+  const ended = new AbortController(); // the worker's signal, or a silent stream
+  const end = () => ended.abort(signal.reason);
+  signal.addEventListener("abort", end, { once: true });
+  silence.dead.signal.addEventListener("abort", () => ended.abort(silence.dead.signal.reason), { once: true });
   try {
-    for await (const msg of s.api.streamJobs(s.request, { signal })) {
-      if (!worked) {
+    for await (const msg of s.api.streamJobs(s.request, { signal: ended.signal })) {
+      silence.heard(fromDuration(msg.keepalive));
+      if (!worked && msg.jobs.length > 0) { // a keepalive alone does not show that it works
         clearTimeout(timer);
         succeed();
       }
@@ -71,7 +108,12 @@ async function stream(s: StreamIntake, signal: AbortSignal): Promise<void> {
         if (!s.launch(job)) s.decline(job); // pushed while stopping
       }
     }
+  } catch (e) {
+    if (silence.dead.signal.aborted && !signal.aborted) throw silence.dead.signal.reason;
+    throw e;
   } finally {
     clearTimeout(timer);
+    silence.stop();
+    signal.removeEventListener("abort", end);
   }
 }

@@ -15,6 +15,7 @@ import { ShutdownError } from "./handler-errors.js";
 import { silent } from "./logger.js";
 import type { Logger } from "./logger.js";
 import { Notifier } from "./notifier.js";
+import type { Observer } from "./observe.js";
 import { LeaseKeeper } from "./lease-keeper.js";
 import { pollLoop } from "./poll-intake.js";
 import { Batcher } from "./reporter.js";
@@ -69,6 +70,11 @@ export interface WorkerOptions extends ConnectionOptions {
   pollWait?: number;
   /** logger hears of outages, recoveries and unreported outcomes (default: nothing is logged). */
   logger?: Logger;
+  /**
+   * observer hears each attempt this worker runs start and end (with its outcome and run
+   * time): the events a Go worker's observers hear, to count as metrics. See WorkerEvent.
+   */
+  observer?: Observer;
 }
 
 /** The most queues one worker works (the server's limit). */
@@ -165,6 +171,7 @@ export class Worker {
       api: this.api, reporter: this.reporter, mode: this.mode, log: this.log,
       handler: (kind) => this.handlers.get(kind), decline: (a) => this.decline(a.job), leaseSet: () => this.leases.shortened(),
       refused: (err) => this.refused(err),
+      observer: options.observer,
     };
   }
 

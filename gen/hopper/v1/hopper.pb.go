@@ -2741,11 +2741,17 @@ func (x *StreamJobsRequest) GetQueues() []string {
 	return nil
 }
 
-// StreamJobsResponse carries jobs pushed to the worker: at least one, and more when the
-// server claimed several at once.
+// StreamJobsResponse carries jobs pushed to the worker (at least one, and more when the
+// server claimed several at once) or, without jobs, a keepalive.
 type StreamJobsResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Jobs          []*ActivatedJob        `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Jobs  []*ActivatedJob        `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs,omitempty"`
+	// keepalive, when set, makes the message a keepalive, without jobs: the server sends one as
+	// the stream opens and another whenever the stream has been idle for this period (hopper
+	// serve --stream-keepalive; none when it is 0). A worker that hears nothing on the stream
+	// for three periods takes it as dead (a proxy or the network dropped it without a word)
+	// and opens another. Workers that predate it see a message without jobs.
+	Keepalive     *durationpb.Duration `protobuf:"bytes,3,opt,name=keepalive,proto3" json:"keepalive,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2783,6 +2789,13 @@ func (*StreamJobsResponse) Descriptor() ([]byte, []int) {
 func (x *StreamJobsResponse) GetJobs() []*ActivatedJob {
 	if x != nil {
 		return x.Jobs
+	}
+	return nil
+}
+
+func (x *StreamJobsResponse) GetKeepalive() *durationpb.Duration {
+	if x != nil {
+		return x.Keepalive
 	}
 	return nil
 }
@@ -7419,9 +7432,10 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x06credit\x18\x04 \x01(\x05R\x06credit\x12>\n" +
 	"\rlease_timeout\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\fleaseTimeout\x12!\n" +
 	"\ffetch_fields\x18\x06 \x03(\tR\vfetchFields\x12\x16\n" +
-	"\x06queues\x18\a \x03(\tR\x06queues\"S\n" +
+	"\x06queues\x18\a \x03(\tR\x06queues\"\x8c\x01\n" +
 	"\x12StreamJobsResponse\x12+\n" +
-	"\x04jobs\x18\x01 \x03(\v2\x17.hopper.v1.ActivatedJobR\x04jobsJ\x04\b\x02\x10\x03R\n" +
+	"\x04jobs\x18\x01 \x03(\v2\x17.hopper.v1.ActivatedJobR\x04jobs\x127\n" +
+	"\tkeepalive\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\tkeepaliveJ\x04\b\x02\x10\x03R\n" +
 	"lease_lost\"`\n" +
 	"\x0fCompleteRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
@@ -7991,162 +8005,163 @@ var file_hopper_v1_hopper_proto_depIdxs = []int32{
 	32,  // 56: hopper.v1.ActivateResponse.jobs:type_name -> hopper.v1.ActivatedJob
 	120, // 57: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
 	32,  // 58: hopper.v1.StreamJobsResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	120, // 59: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
-	15,  // 60: hopper.v1.FailRequest.retry_policy:type_name -> hopper.v1.RetryPolicy
-	121, // 61: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
-	120, // 62: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
-	121, // 63: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
-	121, // 64: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
-	120, // 65: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
-	121, // 66: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
-	50,  // 67: hopper.v1.ReportRequest.outcomes:type_name -> hopper.v1.Outcome
-	47,  // 68: hopper.v1.ReportRequest.renewals:type_name -> hopper.v1.ExtendLeaseRequest
-	37,  // 69: hopper.v1.Outcome.complete:type_name -> hopper.v1.CompleteRequest
-	39,  // 70: hopper.v1.Outcome.fail:type_name -> hopper.v1.FailRequest
-	45,  // 71: hopper.v1.Outcome.release:type_name -> hopper.v1.ReleaseRequest
-	41,  // 72: hopper.v1.Outcome.snooze:type_name -> hopper.v1.SnoozeRequest
-	43,  // 73: hopper.v1.Outcome.suspend:type_name -> hopper.v1.SuspendRequest
-	54,  // 74: hopper.v1.ReportResponse.outcomes:type_name -> hopper.v1.Verdict
-	54,  // 75: hopper.v1.ReportResponse.renewals:type_name -> hopper.v1.Verdict
-	49,  // 76: hopper.v1.ReportStreamRequest.report:type_name -> hopper.v1.ReportRequest
-	51,  // 77: hopper.v1.ReportStreamResponse.report:type_name -> hopper.v1.ReportResponse
-	40,  // 78: hopper.v1.Verdict.fail:type_name -> hopper.v1.FailResponse
-	121, // 79: hopper.v1.Verdict.lease_expires_at:type_name -> google.protobuf.Timestamp
-	117, // 80: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
-	61,  // 81: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
-	121, // 82: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
-	121, // 83: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
-	70,  // 84: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
-	121, // 85: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
-	73,  // 86: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
-	121, // 87: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
-	76,  // 88: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
-	121, // 89: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
-	121, // 90: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
-	121, // 91: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
-	79,  // 92: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
-	79,  // 93: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
-	79,  // 94: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
-	79,  // 95: hopper.v1.ImportKeyResponse.key:type_name -> hopper.v1.APIKey
-	121, // 96: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
-	121, // 97: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
-	88,  // 98: hopper.v1.DeadLetterServiceListRequest.filter:type_name -> hopper.v1.DeadLetterFilter
-	13,  // 99: hopper.v1.DeadLetterServiceListResponse.jobs:type_name -> hopper.v1.Job
-	118, // 100: hopper.v1.DeadLetterServiceListResponse.replays:type_name -> hopper.v1.DeadLetterServiceListResponse.ReplaysEntry
-	121, // 101: hopper.v1.ReplaySummary.last_replayed_at:type_name -> google.protobuf.Timestamp
-	121, // 102: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
-	120, // 103: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
-	13,  // 104: hopper.v1.ReplayResponse.job:type_name -> hopper.v1.Job
-	88,  // 105: hopper.v1.ReplayManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
-	13,  // 106: hopper.v1.ReplayManyResponse.jobs:type_name -> hopper.v1.Job
-	121, // 107: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
-	121, // 108: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
-	121, // 109: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
-	98,  // 110: hopper.v1.ListReplaysResponse.replays:type_name -> hopper.v1.ReplayRecord
-	119, // 111: hopper.v1.Kind.counts:type_name -> hopper.v1.Kind.CountsEntry
-	101, // 112: hopper.v1.KindServiceListResponse.kinds:type_name -> hopper.v1.Kind
-	112, // 113: hopper.v1.ServerServiceInfoResponse.server:type_name -> hopper.v1.ServerInfo
-	121, // 114: hopper.v1.ServerInfo.commit_time:type_name -> google.protobuf.Timestamp
-	91,  // 115: hopper.v1.DeadLetterServiceListResponse.ReplaysEntry.value:type_name -> hopper.v1.ReplaySummary
-	16,  // 116: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
-	18,  // 117: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
-	20,  // 118: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
-	22,  // 119: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
-	24,  // 120: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
-	28,  // 121: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
-	26,  // 122: hopper.v1.JobService.Resume:input_type -> hopper.v1.JobServiceResumeRequest
-	33,  // 123: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
-	35,  // 124: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
-	37,  // 125: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
-	39,  // 126: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
-	45,  // 127: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
-	41,  // 128: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
-	43,  // 129: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
-	47,  // 130: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
-	57,  // 131: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
-	59,  // 132: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
-	49,  // 133: hopper.v1.WorkerService.Report:input_type -> hopper.v1.ReportRequest
-	52,  // 134: hopper.v1.WorkerService.ReportStream:input_type -> hopper.v1.ReportStreamRequest
-	55,  // 135: hopper.v1.WorkerService.Hold:input_type -> hopper.v1.HoldRequest
-	62,  // 136: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
-	66,  // 137: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
-	68,  // 138: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
-	64,  // 139: hopper.v1.QueueService.Set:input_type -> hopper.v1.QueueServiceSetRequest
-	71,  // 140: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
-	74,  // 141: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
-	77,  // 142: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
-	80,  // 143: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
-	82,  // 144: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
-	84,  // 145: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
-	86,  // 146: hopper.v1.AdminService.ImportKey:input_type -> hopper.v1.ImportKeyRequest
-	1,   // 147: hopper.v1.ScheduleService.List:input_type -> hopper.v1.ScheduleServiceListRequest
-	3,   // 148: hopper.v1.ScheduleService.Add:input_type -> hopper.v1.ScheduleServiceAddRequest
-	5,   // 149: hopper.v1.ScheduleService.Remove:input_type -> hopper.v1.ScheduleServiceRemoveRequest
-	7,   // 150: hopper.v1.ScheduleService.Pause:input_type -> hopper.v1.ScheduleServicePauseRequest
-	9,   // 151: hopper.v1.ScheduleService.Resume:input_type -> hopper.v1.ScheduleServiceResumeRequest
-	11,  // 152: hopper.v1.ScheduleService.Run:input_type -> hopper.v1.ScheduleServiceRunRequest
-	89,  // 153: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
-	92,  // 154: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
-	94,  // 155: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
-	96,  // 156: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
-	99,  // 157: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
-	102, // 158: hopper.v1.KindService.List:input_type -> hopper.v1.KindServiceListRequest
-	104, // 159: hopper.v1.KindService.Set:input_type -> hopper.v1.KindServiceSetRequest
-	106, // 160: hopper.v1.KindService.Disable:input_type -> hopper.v1.KindServiceDisableRequest
-	108, // 161: hopper.v1.KindService.Enable:input_type -> hopper.v1.KindServiceEnableRequest
-	110, // 162: hopper.v1.ServerService.Info:input_type -> hopper.v1.ServerServiceInfoRequest
-	17,  // 163: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
-	19,  // 164: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
-	21,  // 165: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
-	23,  // 166: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
-	25,  // 167: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
-	31,  // 168: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
-	27,  // 169: hopper.v1.JobService.Resume:output_type -> hopper.v1.JobServiceResumeResponse
-	34,  // 170: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
-	36,  // 171: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
-	38,  // 172: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
-	40,  // 173: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
-	46,  // 174: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
-	42,  // 175: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
-	44,  // 176: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
-	48,  // 177: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
-	58,  // 178: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
-	60,  // 179: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
-	51,  // 180: hopper.v1.WorkerService.Report:output_type -> hopper.v1.ReportResponse
-	53,  // 181: hopper.v1.WorkerService.ReportStream:output_type -> hopper.v1.ReportStreamResponse
-	56,  // 182: hopper.v1.WorkerService.Hold:output_type -> hopper.v1.HoldResponse
-	63,  // 183: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
-	67,  // 184: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
-	69,  // 185: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
-	65,  // 186: hopper.v1.QueueService.Set:output_type -> hopper.v1.QueueServiceSetResponse
-	72,  // 187: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
-	75,  // 188: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
-	78,  // 189: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
-	81,  // 190: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
-	83,  // 191: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
-	85,  // 192: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
-	87,  // 193: hopper.v1.AdminService.ImportKey:output_type -> hopper.v1.ImportKeyResponse
-	2,   // 194: hopper.v1.ScheduleService.List:output_type -> hopper.v1.ScheduleServiceListResponse
-	4,   // 195: hopper.v1.ScheduleService.Add:output_type -> hopper.v1.ScheduleServiceAddResponse
-	6,   // 196: hopper.v1.ScheduleService.Remove:output_type -> hopper.v1.ScheduleServiceRemoveResponse
-	8,   // 197: hopper.v1.ScheduleService.Pause:output_type -> hopper.v1.ScheduleServicePauseResponse
-	10,  // 198: hopper.v1.ScheduleService.Resume:output_type -> hopper.v1.ScheduleServiceResumeResponse
-	12,  // 199: hopper.v1.ScheduleService.Run:output_type -> hopper.v1.ScheduleServiceRunResponse
-	90,  // 200: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
-	93,  // 201: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
-	95,  // 202: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
-	97,  // 203: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
-	100, // 204: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
-	103, // 205: hopper.v1.KindService.List:output_type -> hopper.v1.KindServiceListResponse
-	105, // 206: hopper.v1.KindService.Set:output_type -> hopper.v1.KindServiceSetResponse
-	107, // 207: hopper.v1.KindService.Disable:output_type -> hopper.v1.KindServiceDisableResponse
-	109, // 208: hopper.v1.KindService.Enable:output_type -> hopper.v1.KindServiceEnableResponse
-	111, // 209: hopper.v1.ServerService.Info:output_type -> hopper.v1.ServerServiceInfoResponse
-	163, // [163:210] is the sub-list for method output_type
-	116, // [116:163] is the sub-list for method input_type
-	116, // [116:116] is the sub-list for extension type_name
-	116, // [116:116] is the sub-list for extension extendee
-	0,   // [0:116] is the sub-list for field type_name
+	120, // 59: hopper.v1.StreamJobsResponse.keepalive:type_name -> google.protobuf.Duration
+	120, // 60: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
+	15,  // 61: hopper.v1.FailRequest.retry_policy:type_name -> hopper.v1.RetryPolicy
+	121, // 62: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
+	120, // 63: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
+	121, // 64: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
+	121, // 65: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
+	120, // 66: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
+	121, // 67: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
+	50,  // 68: hopper.v1.ReportRequest.outcomes:type_name -> hopper.v1.Outcome
+	47,  // 69: hopper.v1.ReportRequest.renewals:type_name -> hopper.v1.ExtendLeaseRequest
+	37,  // 70: hopper.v1.Outcome.complete:type_name -> hopper.v1.CompleteRequest
+	39,  // 71: hopper.v1.Outcome.fail:type_name -> hopper.v1.FailRequest
+	45,  // 72: hopper.v1.Outcome.release:type_name -> hopper.v1.ReleaseRequest
+	41,  // 73: hopper.v1.Outcome.snooze:type_name -> hopper.v1.SnoozeRequest
+	43,  // 74: hopper.v1.Outcome.suspend:type_name -> hopper.v1.SuspendRequest
+	54,  // 75: hopper.v1.ReportResponse.outcomes:type_name -> hopper.v1.Verdict
+	54,  // 76: hopper.v1.ReportResponse.renewals:type_name -> hopper.v1.Verdict
+	49,  // 77: hopper.v1.ReportStreamRequest.report:type_name -> hopper.v1.ReportRequest
+	51,  // 78: hopper.v1.ReportStreamResponse.report:type_name -> hopper.v1.ReportResponse
+	40,  // 79: hopper.v1.Verdict.fail:type_name -> hopper.v1.FailResponse
+	121, // 80: hopper.v1.Verdict.lease_expires_at:type_name -> google.protobuf.Timestamp
+	117, // 81: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
+	61,  // 82: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
+	121, // 83: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
+	121, // 84: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
+	70,  // 85: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
+	121, // 86: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
+	73,  // 87: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
+	121, // 88: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
+	76,  // 89: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
+	121, // 90: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
+	121, // 91: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
+	121, // 92: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
+	79,  // 93: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
+	79,  // 94: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
+	79,  // 95: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
+	79,  // 96: hopper.v1.ImportKeyResponse.key:type_name -> hopper.v1.APIKey
+	121, // 97: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
+	121, // 98: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
+	88,  // 99: hopper.v1.DeadLetterServiceListRequest.filter:type_name -> hopper.v1.DeadLetterFilter
+	13,  // 100: hopper.v1.DeadLetterServiceListResponse.jobs:type_name -> hopper.v1.Job
+	118, // 101: hopper.v1.DeadLetterServiceListResponse.replays:type_name -> hopper.v1.DeadLetterServiceListResponse.ReplaysEntry
+	121, // 102: hopper.v1.ReplaySummary.last_replayed_at:type_name -> google.protobuf.Timestamp
+	121, // 103: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
+	120, // 104: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
+	13,  // 105: hopper.v1.ReplayResponse.job:type_name -> hopper.v1.Job
+	88,  // 106: hopper.v1.ReplayManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
+	13,  // 107: hopper.v1.ReplayManyResponse.jobs:type_name -> hopper.v1.Job
+	121, // 108: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
+	121, // 109: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
+	121, // 110: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
+	98,  // 111: hopper.v1.ListReplaysResponse.replays:type_name -> hopper.v1.ReplayRecord
+	119, // 112: hopper.v1.Kind.counts:type_name -> hopper.v1.Kind.CountsEntry
+	101, // 113: hopper.v1.KindServiceListResponse.kinds:type_name -> hopper.v1.Kind
+	112, // 114: hopper.v1.ServerServiceInfoResponse.server:type_name -> hopper.v1.ServerInfo
+	121, // 115: hopper.v1.ServerInfo.commit_time:type_name -> google.protobuf.Timestamp
+	91,  // 116: hopper.v1.DeadLetterServiceListResponse.ReplaysEntry.value:type_name -> hopper.v1.ReplaySummary
+	16,  // 117: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
+	18,  // 118: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
+	20,  // 119: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
+	22,  // 120: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
+	24,  // 121: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
+	28,  // 122: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
+	26,  // 123: hopper.v1.JobService.Resume:input_type -> hopper.v1.JobServiceResumeRequest
+	33,  // 124: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
+	35,  // 125: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
+	37,  // 126: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
+	39,  // 127: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
+	45,  // 128: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
+	41,  // 129: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
+	43,  // 130: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
+	47,  // 131: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
+	57,  // 132: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
+	59,  // 133: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
+	49,  // 134: hopper.v1.WorkerService.Report:input_type -> hopper.v1.ReportRequest
+	52,  // 135: hopper.v1.WorkerService.ReportStream:input_type -> hopper.v1.ReportStreamRequest
+	55,  // 136: hopper.v1.WorkerService.Hold:input_type -> hopper.v1.HoldRequest
+	62,  // 137: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
+	66,  // 138: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
+	68,  // 139: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
+	64,  // 140: hopper.v1.QueueService.Set:input_type -> hopper.v1.QueueServiceSetRequest
+	71,  // 141: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
+	74,  // 142: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
+	77,  // 143: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
+	80,  // 144: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
+	82,  // 145: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
+	84,  // 146: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
+	86,  // 147: hopper.v1.AdminService.ImportKey:input_type -> hopper.v1.ImportKeyRequest
+	1,   // 148: hopper.v1.ScheduleService.List:input_type -> hopper.v1.ScheduleServiceListRequest
+	3,   // 149: hopper.v1.ScheduleService.Add:input_type -> hopper.v1.ScheduleServiceAddRequest
+	5,   // 150: hopper.v1.ScheduleService.Remove:input_type -> hopper.v1.ScheduleServiceRemoveRequest
+	7,   // 151: hopper.v1.ScheduleService.Pause:input_type -> hopper.v1.ScheduleServicePauseRequest
+	9,   // 152: hopper.v1.ScheduleService.Resume:input_type -> hopper.v1.ScheduleServiceResumeRequest
+	11,  // 153: hopper.v1.ScheduleService.Run:input_type -> hopper.v1.ScheduleServiceRunRequest
+	89,  // 154: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
+	92,  // 155: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
+	94,  // 156: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
+	96,  // 157: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
+	99,  // 158: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
+	102, // 159: hopper.v1.KindService.List:input_type -> hopper.v1.KindServiceListRequest
+	104, // 160: hopper.v1.KindService.Set:input_type -> hopper.v1.KindServiceSetRequest
+	106, // 161: hopper.v1.KindService.Disable:input_type -> hopper.v1.KindServiceDisableRequest
+	108, // 162: hopper.v1.KindService.Enable:input_type -> hopper.v1.KindServiceEnableRequest
+	110, // 163: hopper.v1.ServerService.Info:input_type -> hopper.v1.ServerServiceInfoRequest
+	17,  // 164: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
+	19,  // 165: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
+	21,  // 166: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
+	23,  // 167: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
+	25,  // 168: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
+	31,  // 169: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
+	27,  // 170: hopper.v1.JobService.Resume:output_type -> hopper.v1.JobServiceResumeResponse
+	34,  // 171: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
+	36,  // 172: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
+	38,  // 173: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
+	40,  // 174: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
+	46,  // 175: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
+	42,  // 176: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
+	44,  // 177: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
+	48,  // 178: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
+	58,  // 179: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
+	60,  // 180: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
+	51,  // 181: hopper.v1.WorkerService.Report:output_type -> hopper.v1.ReportResponse
+	53,  // 182: hopper.v1.WorkerService.ReportStream:output_type -> hopper.v1.ReportStreamResponse
+	56,  // 183: hopper.v1.WorkerService.Hold:output_type -> hopper.v1.HoldResponse
+	63,  // 184: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
+	67,  // 185: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
+	69,  // 186: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
+	65,  // 187: hopper.v1.QueueService.Set:output_type -> hopper.v1.QueueServiceSetResponse
+	72,  // 188: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
+	75,  // 189: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
+	78,  // 190: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
+	81,  // 191: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
+	83,  // 192: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
+	85,  // 193: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
+	87,  // 194: hopper.v1.AdminService.ImportKey:output_type -> hopper.v1.ImportKeyResponse
+	2,   // 195: hopper.v1.ScheduleService.List:output_type -> hopper.v1.ScheduleServiceListResponse
+	4,   // 196: hopper.v1.ScheduleService.Add:output_type -> hopper.v1.ScheduleServiceAddResponse
+	6,   // 197: hopper.v1.ScheduleService.Remove:output_type -> hopper.v1.ScheduleServiceRemoveResponse
+	8,   // 198: hopper.v1.ScheduleService.Pause:output_type -> hopper.v1.ScheduleServicePauseResponse
+	10,  // 199: hopper.v1.ScheduleService.Resume:output_type -> hopper.v1.ScheduleServiceResumeResponse
+	12,  // 200: hopper.v1.ScheduleService.Run:output_type -> hopper.v1.ScheduleServiceRunResponse
+	90,  // 201: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
+	93,  // 202: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
+	95,  // 203: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
+	97,  // 204: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
+	100, // 205: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
+	103, // 206: hopper.v1.KindService.List:output_type -> hopper.v1.KindServiceListResponse
+	105, // 207: hopper.v1.KindService.Set:output_type -> hopper.v1.KindServiceSetResponse
+	107, // 208: hopper.v1.KindService.Disable:output_type -> hopper.v1.KindServiceDisableResponse
+	109, // 209: hopper.v1.KindService.Enable:output_type -> hopper.v1.KindServiceEnableResponse
+	111, // 210: hopper.v1.ServerService.Info:output_type -> hopper.v1.ServerServiceInfoResponse
+	164, // [164:211] is the sub-list for method output_type
+	117, // [117:164] is the sub-list for method input_type
+	117, // [117:117] is the sub-list for extension type_name
+	117, // [117:117] is the sub-list for extension extendee
+	0,   // [0:117] is the sub-list for field type_name
 }
 
 func init() { file_hopper_v1_hopper_proto_init() }

@@ -1,0 +1,85 @@
+package hoppertype
+
+import (
+	"context"
+	"time"
+)
+
+// Observer hears what happens to jobs: through a hopper.Client (hopper.Config.Observers) or
+// in a remote worker (remote.Config.Observers). See hopper.Observer and
+// docs/observability.md.
+//
+// ObserveJob is called synchronously on the goroutine that made the event (an enqueuer's, a
+// producer's, the completer's, the leader's): it must be fast, must not block and must be
+// safe for concurrent use. A panic is recovered and logged. ctx is the enqueuer's for
+// JobEnqueued (it carries the caller's trace span), else a background context.
+type Observer interface {
+	ObserveJob(ctx context.Context, ev JobEvent)
+}
+
+// ObserverFunc adapts a function to Observer.
+type ObserverFunc func(ctx context.Context, ev JobEvent)
+
+// ObserveJob calls f.
+func (f ObserverFunc) ObserveJob(ctx context.Context, ev JobEvent) { f(ctx, ev) }
+
+// JobEventType says what happened to a job.
+type JobEventType string
+
+// Job events.
+const (
+	// JobEnqueued: a new job was inserted by this client: an enqueue (not an idempotent
+	// repeat, nor one merged into a waiting job), a schedule's fire (by its leader) or a
+	// replay of a dead letter. Jobs inserted with EnqueueTx are reported when inserted,
+	// whether or not the application's transaction commits.
+	JobEnqueued JobEventType = "enqueued"
+	// JobStarted: an attempt was claimed, by this process's workers or for a remote worker
+	// (Remote). Wait is set.
+	JobStarted JobEventType = "started"
+	// JobEnded: an attempt's outcome was written (a refused one is not reported). State and
+	// Outcome say how it ended; Run is set when this process saw the attempt start.
+	JobEnded JobEventType = "ended"
+	// JobRescued: the leader or the server returned the job to its queue because its worker
+	// was lost (a job out of rescues fails instead: a JobEnded with OutcomeWorkerLost).
+	JobRescued JobEventType = "rescued"
+)
+
+// JobEvent is one thing that happened to one job.
+type JobEvent struct {
+	Type  JobEventType
+	JobID string
+	// Kind and Queue are "" when this process does not know them: the outcome of a remote
+	// worker's attempt claimed through another node and reported to this one, a suspended
+	// job failed at its deadline.
+	Kind, Queue string
+	// Attempt is the job's attempt count when known (JobStarted: the attempt that starts).
+	Attempt int
+	// State is the job's state after the event: queued or scheduled (JobEnqueued), running
+	// (JobStarted), what the outcome made it (JobEnded: completed, failed, scheduled for a
+	// retry or a snooze, queued when released, suspended), queued (JobRescued).
+	State JobState
+	// Outcome is an ended attempt's outcome (OutcomeOK, OutcomeError, OutcomeTimeout…).
+	Outcome Outcome
+	// Wait is how long a started job waited to start since it became due (its run_at: when it
+	// was enqueued, or its delay, backoff or snooze ended). Never negative.
+	Wait time.Duration
+	// Run is how long an ended attempt ran, from its claim to its outcome being written; 0
+	// when unknown.
+	Run time.Duration
+	// Remote is true for the attempts of remote workers: served through the server (hopper
+	// serve), or run by the remote worker that reports them.
+	Remote bool
+}
+
+// Retried reports whether ev is an attempt that failed and will be retried: it ended with an
+// error, a panic or a timeout and the job went back to scheduled.
+func (ev JobEvent) Retried() bool {
+	if ev.Type != JobEnded || ev.State != StateScheduled {
+		return false
+	}
+	switch ev.Outcome {
+	case OutcomeError, OutcomePanic, OutcomeTimeout:
+		return true
+	}
+	return false
+}
