@@ -41,12 +41,18 @@ func TestIncidentsOnTheWire(t *testing.T) {
 	require.NotEqual(t, first.GetJob().GetId(), again.GetJob().GetId())
 
 	for _, call := range []func() error{
-		func() error { _, err := e.jobs.Retry(enqueuer, &hopperv1.JobServiceRetryRequest{Id: retried}); return err },
+		func() error {
+			_, err := e.jobs.Retry(enqueuer, &hopperv1.JobServiceRetryRequest{Id: retried})
+			return err
+		},
 		func() error {
 			_, err := e.jobs.SetRetries(enqueuer, &hopperv1.JobServiceSetRetriesRequest{Id: retried, MaxAttempts: 3})
 			return err
 		},
-		func() error { _, err := e.dlq.RetryMany(enqueuer, &hopperv1.DeadLetterServiceRetryManyRequest{}); return err },
+		func() error {
+			_, err := e.dlq.RetryMany(enqueuer, &hopperv1.DeadLetterServiceRetryManyRequest{})
+			return err
+		},
 	} {
 		requireRPCCode(t, connect.CodePermissionDenied, call())
 	}
