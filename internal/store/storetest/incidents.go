@@ -77,6 +77,7 @@ func incidentsRetryKeepsTheJob(t *testing.T, b *bundle) {
 	require.Equal(t, got, b.get(t, job.ID), "the row as stored")
 
 	evs := b.events(t, job.ID)
+	require.Len(t, evs, len(before)+1, "the history so far, and the retry")
 	require.Equal(t, before, evs[:len(before)], "the history so far is kept")
 	last := evs[len(evs)-1]
 	require.Equal(t, hoppertype.StateFailed, last.From)
