@@ -91,15 +91,27 @@ func (s *DeadLetterStats) OldestAge(now time.Time) time.Duration {
 	return max(now.Sub(s.Oldest), 0)
 }
 
-// Replay is one entry of the replay audit log.
+// Audit-log actions (Replay.Action).
+const (
+	// ActionReplay: a new job made from the dead letter.
+	ActionReplay = store.ActionReplay
+	// ActionRetry: the dead letter retried in place (RetryJob); NewJobID is SourceJobID.
+	ActionRetry = store.ActionRetry
+)
+
+// Replay is one entry of the dead-letter audit log: a replay or a retry in place.
 type Replay struct {
 	ID          int64
-	SourceJobID string // the dead letter replayed
-	NewJobID    string // the job the replay created
+	SourceJobID string // the dead letter replayed or retried
+	NewJobID    string // the job the replay created; for a retry, the dead letter itself
 	OriginalID  string // the first job of the lineage
 	ReplayedBy  string
 	ReplayedAt  time.Time
 	Reason      string
+	// Action is ActionReplay or ActionRetry.
+	Action string
+	// Forced says the call overrode an earlier replay (ReplayOpts.Again, RetryOpts.Again).
+	Forced bool
 }
 
 // ReplayListParams filters and pages Replays. Zero fields don't filter.
@@ -173,23 +185,48 @@ func (c *Client) DeadLetterStats(ctx context.Context) (*DeadLetterStats, error) 
 	return &DeadLetterStats{Count: st.Count, Oldest: st.Oldest, Replayed: st.Replayed}, nil
 }
 
-// Replay enqueues a new job that does a failed job's work again: same kind, queue, args,
+// ReplayOpts says how ReplayWith replays a dead letter.
+type ReplayOpts struct {
+	// By names who replayed, in the audit log and as the new job's ReplayedBy (default "api").
+	By string
+	// Reason is recorded in the audit log and the new job's history (default "replay").
+	Reason string
+	// Again replays a dead letter that was replayed before, making one more job. Without it
+	// such a replay is refused with a *ReplayedError naming the earlier replay (one failure,
+	// one new job: a second replay of a charge-card job is a second charge). The audit row
+	// records that it was forced.
+	Again bool
+}
+
+// Replay is ReplayWith(ctx, id, ReplayOpts{By: by}).
+func (c *Client) Replay(ctx context.Context, id, by string) (*JobRow, error) {
+	return c.ReplayWith(ctx, id, ReplayOpts{By: by})
+}
+
+// ReplayWith enqueues a new job that does a failed job's work again: same kind, queue, args,
 // headers, priority, attempt budget, timeout, retry policy, group and result TTL, with
 // OriginalID set to the first job of its lineage, ReplayCount one more than the source's and
-// ReplayedBy = by (default "api"). The failed job stays as it was; the replay is recorded in
-// the audit log (Replays) in the same transaction. A job may be replayed more than once.
-// Errors wrap ErrNotFound (no such job, or expired) or ErrInvalidTransition (not failed).
-func (c *Client) Replay(ctx context.Context, id, by string) (*JobRow, error) {
+// ReplayedBy = opts.By. The failed job stays as it was; the replay is recorded in the audit
+// log (Replays) in the same transaction, which holds the dead letter so that of two
+// concurrent replays one is refused. A dead letter is replayed once unless opts.Again.
+// Errors wrap ErrNotFound (no such job, or expired), ErrInvalidTransition (not failed: a job
+// retried in place is no longer failed) or ErrAlreadyReplayed (a *ReplayedError).
+func (c *Client) ReplayWith(ctx context.Context, id string, opts ReplayOpts) (*JobRow, error) {
 	if err := checkID("id", id); err != nil {
 		return nil, err
 	}
-	by, err := replayedBy(by)
+	by, err := replayedBy(opts.By)
 	if err != nil {
 		return nil, err
 	}
-	dl := c.store
-	r, err := dl.JobReplay(ctx, &store.ReplayParams{SourceID: id, NewID: uuid.Must(uuid.NewV7()).String(),
-		By: by, Actor: ActorAPI, Reason: "replay"})
+	if opts.Reason == "" {
+		opts.Reason = "replay"
+	}
+	if err := checkLimited("reason", opts.Reason, MaxReasonBytes); err != nil {
+		return nil, err
+	}
+	r, err := c.store.JobReplay(ctx, &store.ReplayParams{SourceID: id, NewID: uuid.Must(uuid.NewV7()).String(),
+		By: by, Actor: ActorAPI, Reason: opts.Reason, Again: opts.Again})
 	if err != nil {
 		return nil, err
 	}
@@ -198,45 +235,66 @@ func (c *Client) Replay(ctx context.Context, id, by string) (*JobRow, error) {
 	return r.Job, nil
 }
 
+// ReplayManyResult is what ReplayMany did: the new jobs, in the order of their dead letters
+// (oldest first), and how many dead letters matching the filter it skipped because they were
+// replayed before.
+type ReplayManyResult struct {
+	Jobs    []*JobRow
+	Skipped int
+}
+
 // ReplayMany replays, like Replay, the failed jobs matching f that have never been replayed,
 // oldest first, at most limit of them (default 100, at most 1000), all in one transaction.
 // Calling it again continues where it stopped: a job it replayed is not replayed again, and
-// concurrent calls never replay one job twice. It returns the new jobs.
-func (c *Client) ReplayMany(ctx context.Context, f DeadLetterFilter, limit int, by string) ([]*JobRow, error) {
-	if limit == 0 {
-		limit = DefaultReplayLimit
+// concurrent calls never replay one job twice. The replayed dead letters matching f are
+// skipped and counted (Skipped).
+func (c *Client) ReplayMany(ctx context.Context, f DeadLetterFilter, limit int, by string) (*ReplayManyResult, error) {
+	limit, err := replayLimit(limit)
+	if err != nil {
+		return nil, err
 	}
-	if limit < 0 || limit > MaxReplayLimit {
-		return nil, invalid("limit", "%d is outside 1–%d", limit, MaxReplayLimit)
-	}
-	by, err := replayedBy(by)
+	by, err = replayedBy(by)
 	if err != nil {
 		return nil, err
 	}
 	if err := checkFilter(f.Queues, f.Kinds, ""); err != nil {
 		return nil, err
 	}
-	dl := c.store
-	p := &store.ReplayManyParams{Queues: f.Queues, Kinds: f.Kinds, FinishedAfter: f.Since, FinishedBefore: f.Until,
-		NewIDs: make([]string, limit), By: by, Actor: ActorAPI, Reason: "bulk replay"}
+	p := &store.ReplayManyParams{DeadLetterFilter: storeFilter(f), NewIDs: make([]string, limit), By: by,
+		Actor: ActorAPI, Reason: "bulk replay"}
 	for i := range p.NewIDs {
 		p.NewIDs[i] = uuid.Must(uuid.NewV7()).String()
 	}
-	rs, err := dl.JobReplayMany(ctx, p)
+	res, err := c.store.JobReplayMany(ctx, p)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*JobRow, len(rs))
+	out := &ReplayManyResult{Skipped: res.Skipped, Jobs: make([]*JobRow, len(res.Replays))}
 	queues := map[string]bool{}
-	for i, r := range rs {
-		out[i] = r.Job
+	for i, r := range res.Replays {
+		out.Jobs[i] = r.Job
 		queues[r.Job.Queue] = true
 	}
-	c.obs.inserted(ctx, out...)
+	c.obs.inserted(ctx, out.Jobs...)
 	for q := range queues {
 		c.engine.Notify(q)
 	}
 	return out, nil
+}
+
+// replayLimit is the limit of a bulk replay or retry, defaulted and checked.
+func replayLimit(limit int) (int, error) {
+	if limit == 0 {
+		return DefaultReplayLimit, nil
+	}
+	if limit < 0 || limit > MaxReplayLimit {
+		return 0, invalid("limit", "%d is outside 1–%d", limit, MaxReplayLimit)
+	}
+	return limit, nil
+}
+
+func storeFilter(f DeadLetterFilter) store.DeadLetterFilter {
+	return store.DeadLetterFilter{Queues: f.Queues, Kinds: f.Kinds, FinishedAfter: f.Since, FinishedBefore: f.Until}
 }
 
 // Replays returns one page of the replay audit log, newest first.
@@ -265,7 +323,8 @@ func (c *Client) Replays(ctx context.Context, p *ReplayListParams) (*ReplayListR
 	out := &ReplayListResult{NextCursor: res.NextCursor, Replays: make([]*Replay, len(res.Replays))}
 	for i, r := range res.Replays {
 		out.Replays[i] = &Replay{ID: r.ID, SourceJobID: r.SourceJobID, NewJobID: r.NewJobID,
-			OriginalID: r.OriginalID, ReplayedBy: r.ReplayedBy, ReplayedAt: r.ReplayedAt, Reason: r.Reason}
+			OriginalID: r.OriginalID, ReplayedBy: r.ReplayedBy, ReplayedAt: r.ReplayedAt, Reason: r.Reason,
+			Action: r.Action, Forced: r.Forced}
 	}
 	return out, nil
 }

@@ -115,7 +115,7 @@ func TestDeadLettersCountWhatTheyList(t *testing.T) {
 	require.NoError(t, err)
 	b.waitFor(t, r1.ID, StateFailed) // the replay fails too: a dead letter of its own
 	b.clock.Advance(time.Second)
-	r2, err := b.client.Replay(t.Context(), first.ID, "bob")
+	r2, err := b.client.ReplayWith(t.Context(), first.ID, ReplayOpts{By: "bob", Again: true})
 	require.NoError(t, err)
 	b.waitFor(t, r2.ID, StateFailed)
 
@@ -160,13 +160,14 @@ func TestReplayManyIsBoundedAndDoesNotDuplicate(t *testing.T) {
 
 	first, err := b.client.ReplayMany(t.Context(), DeadLetterFilter{Queues: []string{"bulk"}}, 3, "ops")
 	require.NoError(t, err)
-	require.Equal(t, dead[:3], originals(first), "oldest first")
+	require.Equal(t, dead[:3], originals(first.Jobs), "oldest first")
 	rest, err := b.client.ReplayMany(t.Context(), DeadLetterFilter{}, 0, "ops")
 	require.NoError(t, err)
-	require.Equal(t, dead[3:], originals(rest))
+	require.Equal(t, dead[3:], originals(rest.Jobs))
 	none, err := b.client.ReplayMany(t.Context(), DeadLetterFilter{}, 0, "ops")
 	require.NoError(t, err)
-	require.Empty(t, none, "a second ReplayMany does not duplicate")
+	require.Empty(t, none.Jobs, "a second ReplayMany does not duplicate")
+	require.Equal(t, 5, none.Skipped, "and says what it skipped")
 
 	log, err := b.client.Replays(t.Context(), &ReplayListParams{ReplayedBy: "ops"})
 	require.NoError(t, err)

@@ -33,7 +33,14 @@ var (
 	// again later. A call whose connection was lost while it committed may have taken effect,
 	// so retry enqueues with an idempotency key.
 	ErrUnavailable = store.ErrUnavailable
+	// ErrAlreadyReplayed: a replay or a retry in place of a dead letter that was replayed
+	// before, without ReplayOpts.Again or RetryOpts.Again; the error is a *ReplayedError.
+	ErrAlreadyReplayed = hoppertype.ErrAlreadyReplayed
 )
+
+// ReplayedError names the earlier replay of a dead letter whose replay or retry was refused
+// (ErrAlreadyReplayed).
+type ReplayedError = hoppertype.ReplayedError
 
 // Causes of a handler's canceled context; tell them apart with context.Cause(ctx).
 var (

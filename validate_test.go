@@ -63,6 +63,22 @@ func TestEveryClientMethodRefusesBadText(t *testing.T) {
 		{"resume reason", "reason", func(bad string) error { _, err := b.client.ResumeBy(ctx, id, nil, ActorAPI, bad); return err }},
 		{"replay id", "id", func(bad string) error { _, err := b.client.Replay(ctx, bad, ""); return err }},
 		{"replayed by", "replayed_by", func(bad string) error { _, err := b.client.Replay(ctx, id, bad); return err }},
+		{"retry id", "id", func(bad string) error { _, err := b.client.RetryJob(ctx, bad, RetryOpts{}); return err }},
+		{"retry reason", "reason", func(bad string) error { _, err := b.client.RetryJob(ctx, id, RetryOpts{Reason: bad}); return err }},
+		{"retried by", "replayed_by", func(bad string) error { _, err := b.client.RetryJob(ctx, id, RetryOpts{By: bad}); return err }},
+		{"retry args", "args", func(bad string) error {
+			_, err := b.client.RetryJob(ctx, id, RetryOpts{Args: json.RawMessage(`"` + bad + `"`)})
+			return err
+		}},
+		{"retry many queues", "queues[0]", func(bad string) error {
+			_, err := b.client.RetryMany(ctx, DeadLetterFilter{Queues: []string{bad}}, RetryManyOpts{})
+			return err
+		}},
+		{"update retries id", "id", func(bad string) error { _, err := b.client.UpdateRetries(ctx, bad, 3); return err }},
+		{"replay reason", "reason", func(bad string) error {
+			_, err := b.client.ReplayWith(ctx, id, ReplayOpts{Reason: bad})
+			return err
+		}},
 		{"list kinds", "kinds[1]", func(bad string) error {
 			_, err := b.client.List(ctx, &ListParams{Kinds: []string{"k", bad}})
 			return err

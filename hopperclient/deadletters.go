@@ -30,14 +30,21 @@ func (c *Client) DeadLetterStats(ctx context.Context) (*hopper.DeadLetterStats, 
 	return apispec.FromDeadLetterStats(res), nil
 }
 
-// Replay replays the dead letter id as a new job, queued, with its lineage (OriginalID,
-// ReplayCount), and returns the new job; the server records it in its audit log as done by
-// the API key's name (the job's ReplayedBy). A job that is not failed is an error wrapping
-// hopper.ErrInvalidTransition; an unknown one hopper.ErrNotFound. It needs the admin scope.
+// Replay is ReplayWith(ctx, id, hopper.ReplayOpts{}).
 func (c *Client) Replay(ctx context.Context, id string) (*hopper.JobRow, error) {
-	res, err := c.dlq.Replay(ctx, &hopperv1.ReplayRequest{Id: id})
+	return c.ReplayWith(ctx, id, hopper.ReplayOpts{})
+}
+
+// ReplayWith replays the dead letter id as a new job, queued, with its lineage (OriginalID,
+// ReplayCount), and returns the new job; the server records it in its audit log as done by
+// the API key's name (the job's ReplayedBy; opts.By is not sent). A job that is not failed is
+// an error wrapping hopper.ErrInvalidTransition; an unknown one hopper.ErrNotFound; one
+// replayed before, unless opts.Again, hopper.ErrAlreadyReplayed (its message names the
+// earlier replay). It needs the admin scope.
+func (c *Client) ReplayWith(ctx context.Context, id string, opts hopper.ReplayOpts) (*hopper.JobRow, error) {
+	res, err := c.dlq.Replay(ctx, &hopperv1.ReplayRequest{Id: id, Again: opts.Again, Reason: opts.Reason})
 	if err != nil {
-		return nil, callErr("replay job "+id, err)
+		return nil, incidentErr("replay job "+id, err)
 	}
 	job := apiview.FromJob(res.GetJob())
 	job.ReplayedBy = res.GetReplayedBy()
@@ -46,17 +53,56 @@ func (c *Client) Replay(ctx context.Context, id string) (*hopper.JobRow, error) 
 
 // ReplayMany replays, oldest first and in one transaction, up to limit (0: 100, at most
 // 1,000) dead letters selected by f that were never replayed, and returns the new jobs in
-// the order of their dead letters: calling it again continues where it stopped. It needs the
-// admin scope.
-func (c *Client) ReplayMany(ctx context.Context, f hopper.DeadLetterFilter, limit int) ([]*hopper.JobRow, error) {
+// the order of their dead letters, and how many replayed ones it skipped: calling it again
+// continues where it stopped. It needs the admin scope.
+func (c *Client) ReplayMany(ctx context.Context, f hopper.DeadLetterFilter, limit int) (*hopper.ReplayManyResult, error) {
 	res, err := c.dlq.ReplayMany(ctx, &hopperv1.ReplayManyRequest{Filter: apispec.DeadLetterFilter(f), Limit: apiview.Int32(limit)})
 	if err != nil {
 		return nil, callErr("replay dead letters", err)
 	}
-	out := make([]*hopper.JobRow, len(res.GetJobs()))
+	out := &hopper.ReplayManyResult{Skipped: int(res.GetSkipped()), Jobs: make([]*hopper.JobRow, len(res.GetJobs()))}
 	for i, j := range res.GetJobs() {
-		out[i] = apiview.FromJob(j)
-		out[i].ReplayedBy = res.GetReplayedBy()
+		out.Jobs[i] = apiview.FromJob(j)
+		out.Jobs[i].ReplayedBy = res.GetReplayedBy()
+	}
+	return out, nil
+}
+
+// RetryJob resolves failed job id in place (contract 18; hopper.Client.RetryJob): the same
+// job back to work with more attempts, recorded as done by the API key's name (opts.By and
+// opts.Actor are not sent: the server records an operator). Errors wrap
+// hopper.ErrInvalidTransition (not failed), hopper.ErrAlreadyReplayed (a replayed dead letter,
+// unless opts.Again), hopper.ErrNotFound, or a *hopper.ValidationError. It needs the admin
+// scope.
+func (c *Client) RetryJob(ctx context.Context, id string, opts hopper.RetryOpts) (*hopper.JobRow, error) {
+	res, err := c.jobs.Retry(ctx, apispec.RetryRequest(id, opts))
+	if err != nil {
+		return nil, incidentErr("retry job "+id, err)
+	}
+	return apiview.FromJob(res.GetJob()), nil
+}
+
+// UpdateRetries sets the attempt budget of job id while it has not ended
+// (hopper.Client.UpdateRetries). It needs the admin scope.
+func (c *Client) UpdateRetries(ctx context.Context, id string, maxAttempts int) (*hopper.JobRow, error) {
+	res, err := c.jobs.SetRetries(ctx, &hopperv1.JobServiceSetRetriesRequest{Id: id, MaxAttempts: apiview.Int32(maxAttempts)})
+	if err != nil {
+		return nil, callErr("set retries of job "+id, err)
+	}
+	return apiview.FromJob(res.GetJob()), nil
+}
+
+// RetryMany retries in place, oldest first and in one transaction, up to opts.Limit dead
+// letters selected by f that were never replayed (hopper.Client.RetryMany). It needs the
+// admin scope.
+func (c *Client) RetryMany(ctx context.Context, f hopper.DeadLetterFilter, opts hopper.RetryManyOpts) (*hopper.RetryManyResult, error) {
+	res, err := c.dlq.RetryMany(ctx, apispec.RetryManyRequest(f, opts))
+	if err != nil {
+		return nil, callErr("retry dead letters", err)
+	}
+	out := &hopper.RetryManyResult{Skipped: int(res.GetSkipped()), Jobs: make([]*hopper.JobRow, len(res.GetJobs()))}
+	for i, j := range res.GetJobs() {
+		out.Jobs[i] = apiview.FromJob(j)
 	}
 	return out, nil
 }

@@ -50,6 +50,15 @@ func callErr(op string, err error) error {
 	return fmt.Errorf("%s: %w", op, &apiError{kind: meaning(ce), err: ce})
 }
 
+// incidentErr is callErr for a replay or a retry in place, whose ALREADY_EXISTS means a dead
+// letter replayed before (hopper.ErrAlreadyReplayed), not a duplicate idempotency key.
+func incidentErr(op string, err error) error {
+	if ce, ok := errors.AsType[*connect.Error](err); ok && ce.Code() == connect.CodeAlreadyExists {
+		return fmt.Errorf("%s: %w", op, &apiError{kind: hopper.ErrAlreadyReplayed, err: ce})
+	}
+	return callErr(op, err)
+}
+
 // meaning is the error a refusal means.
 func meaning(ce *connect.Error) error {
 	switch ce.Code() {

@@ -351,12 +351,18 @@ func TestDeadLettersAndReplays(t *testing.T) {
 	require.Equal(t, 1, replayed.ReplayCount)
 	_, err = b.client.Replay(ctx, "01a20c25-204c-75dd-9586-33351e006867")
 	require.ErrorIs(t, err, hopper.ErrNotFound)
+	_, err = b.client.Replay(ctx, ids[0])
+	require.ErrorIs(t, err, hopper.ErrAlreadyReplayed, "a dead letter is replayed once")
+	require.NotErrorIs(t, err, hopper.ErrDuplicate)
+	require.Contains(t, err.Error(), replayed.ID, "the refusal names the earlier replay")
 
 	// The replay fails too. Then the dead letters never replayed, oldest first: the other
 	// two, then the replay.
 	b.waitState(t, replayed.ID, hopper.StateFailed)
-	many, err := b.client.ReplayMany(ctx, hopper.DeadLetterFilter{Queues: []string{"default"}, Kinds: []string{"refund"}}, 10)
+	res, err := b.client.ReplayMany(ctx, hopper.DeadLetterFilter{Queues: []string{"default"}, Kinds: []string{"refund"}}, 10)
 	require.NoError(t, err)
+	require.Equal(t, 1, res.Skipped, "the dead letter replayed before")
+	many := res.Jobs
 	require.Len(t, many, 3)
 	require.Equal(t, []string{ids[1], ids[2], ids[0]}, []string{many[0].OriginalID, many[1].OriginalID, many[2].OriginalID})
 	require.Equal(t, 2, many[2].ReplayCount)
@@ -391,6 +397,49 @@ func TestDeadLettersAndReplays(t *testing.T) {
 	require.Equal(t, 1, marked.Replays)
 	require.Equal(t, many[2].ID, marked.LastReplayID)
 	require.Equal(t, many[2].CreatedAt, marked.LastReplayedAt)
+}
+
+// Contract 18 through the server: a dead letter retried in place is the same job, with more
+// attempts, audited as done by the API key's name; set-retries changes a waiting job's budget.
+func TestRetryInPlaceAndSetRetries(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	res, err := b.client.Enqueue(ctx, Refund{Order: 9}, &hopper.InsertOpts{MaxAttempts: 1})
+	require.NoError(t, err)
+	dead := b.waitState(t, res.Job.ID, hopper.StateFailed)
+
+	_, err = b.client.RetryJob(ctx, dead.ID, hopper.RetryOpts{Args: json.RawMessage(`{"order":`)})
+	requireField(t, err, "args")
+	job, err := b.client.RetryJob(ctx, dead.ID, hopper.RetryOpts{Retries: 2, Args: json.RawMessage(`{"order":10}`),
+		Reason: "card replaced"})
+	require.NoError(t, err)
+	require.Equal(t, dead.ID, job.ID)
+	require.Equal(t, dead.Attempt+2, job.MaxAttempts)
+	again := b.waitState(t, dead.ID, hopper.StateFailed) // the refund says NoRetry again
+	require.Equal(t, 2, again.Attempt, "the second attempt of the same job")
+	require.JSONEq(t, `{"order":10}`, string(again.Args))
+	log, err := b.client.Replays(ctx, &hopper.ReplayListParams{SourceJobID: dead.ID})
+	require.NoError(t, err)
+	require.Len(t, log.Replays, 1)
+	require.Equal(t, hopper.ActionRetry, log.Replays[0].Action)
+	require.Equal(t, "admin", log.Replays[0].ReplayedBy)
+	require.Equal(t, "card replaced", log.Replays[0].Reason)
+
+	_, err = b.client.UpdateRetries(ctx, dead.ID, 5)
+	require.ErrorIs(t, err, hopper.ErrInvalidTransition, "an ended job")
+	waiting, err := b.client.Enqueue(ctx, Email{}, &hopper.InsertOpts{Queue: "nobody-works-here"})
+	require.NoError(t, err)
+	set, err := b.client.UpdateRetries(ctx, waiting.Job.ID, 9)
+	require.NoError(t, err)
+	require.Equal(t, 9, set.MaxAttempts)
+	_, err = b.client.UpdateRetries(ctx, waiting.Job.ID, 0)
+	requireField(t, err, "max_attempts")
+
+	more, err := b.client.RetryMany(ctx, hopper.DeadLetterFilter{Kinds: []string{"refund"}}, hopper.RetryManyOpts{Limit: 5})
+	require.NoError(t, err)
+	require.Equal(t, []string{dead.ID}, []string{more.Jobs[0].ID})
+	require.Zero(t, more.Skipped)
 }
 
 func deadLetterIDs(p *hopper.DeadLetterPage) []string {

@@ -98,6 +98,70 @@ func (h *Handler) askCancel(r *http.Request, _ *view) (*confirmation, error) {
 		Button:  "Cancel the job", Danger: true, Back: h.cfg.Prefix + "/jobs/" + pathEscape(job.ID)}, nil
 }
 
+// lastReplay is the newest replay of dead letter id, nil when it was never replayed.
+func (h *Handler) lastReplay(r *http.Request, id string) (*hopper.Replay, error) {
+	log, err := h.client.Replays(r.Context(), &hopper.ReplayListParams{SourceJobID: id, Limit: 1000})
+	if err != nil {
+		return nil, err
+	}
+	for _, rp := range log.Replays { // newest first
+		if rp.Action == hopper.ActionReplay {
+			return rp, nil
+		}
+	}
+	return nil, nil
+}
+
+// askRetry asks before a failed job is retried in place, saying what happens; for a dead
+// letter that was replayed it names the replay and confirms with again.
+func (h *Handler) askRetry(r *http.Request, _ *view) (*confirmation, error) {
+	job, err := h.client.Get(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return nil, err
+	}
+	if job.State != hopper.StateFailed {
+		return nil, fmt.Errorf("job %s is %s", job.ID, job.State) // the retry refuses it
+	}
+	more := strings.TrimSpace(r.PostForm.Get("retries"))
+	if more == "" {
+		more = strconv.Itoa(hopper.DefaultRetryAttempts)
+	}
+	c := &confirmation{Question: fmt.Sprintf("Retry job %s in place?", job.ID),
+		Details: []string{fmt.Sprintf("The same job (kind %s) goes back to queue %s with %s more attempt(s), after the %d it made.",
+			job.Kind, job.Queue, more, job.Attempt),
+			"Its id, idempotency key, args and history stay; the audit log records the retry, with your name."},
+		Button: "Retry it", Back: h.cfg.Prefix + "/jobs/" + pathEscape(job.ID)}
+	last, err := h.lastReplay(r, job.ID)
+	if err != nil {
+		return nil, err
+	}
+	if last != nil {
+		c.Danger = true
+		c.Details = append(c.Details, fmt.Sprintf("It was replayed already, as job %s by %s: retrying it too runs its work twice.",
+			last.NewJobID, last.ReplayedBy))
+		c.Fields = append(c.Fields, formField{"again", "yes"})
+	}
+	return c, nil
+}
+
+// askReplay asks before a dead letter that was replayed is replayed again (a second job for
+// one failure); a first replay needs no question.
+func (h *Handler) askReplay(r *http.Request, _ *view) (*confirmation, error) {
+	id := r.PathValue("id")
+	last, err := h.lastReplay(r, id)
+	if err != nil {
+		return nil, err
+	}
+	if last == nil {
+		return nil, fmt.Errorf("job %s was never replayed", id) // no question: replay it
+	}
+	return &confirmation{Question: fmt.Sprintf("Replay job %s again?", id),
+		Details: []string{fmt.Sprintf("It was replayed already, as job %s by %s: another replay runs its work a second time.",
+			last.NewJobID, last.ReplayedBy), "The audit log records this replay as forced, with your name."},
+		Button: "Replay it again", Danger: true, Back: h.cfg.Prefix + "/jobs/" + pathEscape(id),
+		Fields: []formField{{"again", "yes"}}}, nil
+}
+
 // askBulk asks before a bulk action, naming the jobs it would change now.
 func (h *Handler) askBulk(r *http.Request, _ *view) (*confirmation, error) {
 	action := r.PostForm.Get("action")

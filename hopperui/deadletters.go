@@ -80,10 +80,13 @@ func (h *Handler) deadLettersReplay(w http.ResponseWriter, r *http.Request, v *v
 		}
 		limit = n
 	}
-	jobs, err := h.client.ReplayMany(r.Context(), d.filter(), limit, v.User.Name)
+	res, err := h.client.ReplayMany(r.Context(), d.filter(), limit, v.User.Name)
 	if err != nil {
 		return err
 	}
-	v.Notice = "Replayed " + strconv.Itoa(len(jobs)) + " dead letter(s)."
+	v.Notice = "Replayed " + strconv.Itoa(len(res.Jobs)) + " dead letter(s)."
+	if res.Skipped > 0 {
+		v.Notice += " Skipped " + strconv.Itoa(res.Skipped) + " replayed before."
+	}
 	return h.deadLetters(w, r, v)
 }

@@ -136,7 +136,8 @@ func (h *Handler) routes() {
 	// Destructive and bulk changes ask first (confirm.go).
 	write("/jobs/bulk", h.confirmed(h.askBulk, h.jobsBulk))
 	write("/jobs/{id}/cancel", h.confirmed(h.askCancel, h.jobCancel))
-	write("/jobs/{id}/replay", h.jobReplay)
+	write("/jobs/{id}/replay", h.confirmed(h.askReplay, h.jobReplay))
+	write("/jobs/{id}/retry", h.confirmed(h.askRetry, h.jobRetry))
 	write("/queues/{name}/pause", h.queuePause)
 	write("/queues/{name}/resume", h.queueResume)
 	write("/queues/{name}/settings", h.queueSettings)

@@ -3,6 +3,8 @@ package hopperui
 import (
 	"net/http"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/hopperjobs/hopper"
 )
@@ -74,7 +76,28 @@ func (h *Handler) jobCancel(w http.ResponseWriter, r *http.Request, v *view) err
 }
 
 func (h *Handler) jobReplay(w http.ResponseWriter, r *http.Request, v *view) error {
-	job, err := h.client.Replay(r.Context(), r.PathValue("id"), v.User.Name)
+	job, err := h.client.ReplayWith(r.Context(), r.PathValue("id"), hopper.ReplayOpts{By: v.User.Name,
+		Again: r.PostFormValue("again") == "yes"})
+	if err != nil {
+		return err
+	}
+	http.Redirect(w, r, h.cfg.Prefix+"/jobs/"+pathEscape(job.ID), http.StatusSeeOther)
+	return nil
+}
+
+// jobRetry retries a failed job in place (contract 18), as the form says: more attempts
+// (retries), a reason, and again for a dead letter that was replayed.
+func (h *Handler) jobRetry(w http.ResponseWriter, r *http.Request, v *view) error {
+	opts := hopper.RetryOpts{By: v.User.Name, Actor: hopper.ActorOperator, Again: r.PostFormValue("again") == "yes",
+		Reason: strings.TrimSpace(r.PostFormValue("reason"))}
+	if s := strings.TrimSpace(r.PostFormValue("retries")); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return invalid("retries", "%q is not a whole number", s)
+		}
+		opts.Retries = n
+	}
+	job, err := h.client.RetryJob(r.Context(), r.PathValue("id"), opts)
 	if err != nil {
 		return err
 	}

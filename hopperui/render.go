@@ -141,7 +141,8 @@ func explain(err error) (int, string) {
 		return http.StatusBadRequest, fmt.Sprintf("Invalid %s: %s.", verr.Field, verr.Reason)
 	case errors.Is(err, hopper.ErrNotFound):
 		return http.StatusNotFound, "Not found: " + err.Error() + "."
-	case errors.Is(err, hopper.ErrInvalidTransition), errors.Is(err, hopper.ErrDuplicate):
+	case errors.Is(err, hopper.ErrInvalidTransition), errors.Is(err, hopper.ErrDuplicate),
+		errors.Is(err, hopper.ErrAlreadyReplayed):
 		return http.StatusConflict, "Refused: " + err.Error() + "."
 	case errors.Is(err, hopper.ErrInvalid):
 		return http.StatusBadRequest, "Invalid input: " + err.Error() + "."

@@ -150,6 +150,18 @@ func TestChangesReachTheStore(t *testing.T) {
 	require.Equal(t, "dashboard", replays.Replays[0].ReplayedBy)
 	require.Contains(t, tb.text("h1"), replays.Replays[0].NewJobID, "the replay's page follows")
 
+	// Retry in place asks first, then puts the same job back to work with more attempts.
+	incident := e.Failed(t, "boom")
+	tb.open(e.URL + "/jobs/" + incident.ID)
+	tb.run(chromedp.SetValue(chromedp.CSS(`#retries`), "2"))
+	tb.click(`#retry`)
+	require.Equal(t, "Retry job "+incident.ID+" in place?", tb.text("h1"))
+	tb.click(`#confirm`)
+	require.Contains(t, tb.text("h1"), incident.ID, "the same job's page follows")
+	retried, err := e.Client.Get(t.Context(), incident.ID)
+	require.NoError(t, err)
+	require.Equal(t, incident.Attempt+2, retried.MaxAttempts)
+
 	// Bulk retry of two ticked dead letters out of three.
 	d1, d2, d3 := e.Failed(t, "one"), e.Failed(t, "two"), e.Failed(t, "three")
 	tb.open(e.URL + "/jobs?state=failed")

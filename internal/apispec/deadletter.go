@@ -82,14 +82,15 @@ func FromDeadLetterStats(res *hopperv1.DeadLetterServiceStatsResponse) *hopper.D
 // ReplayRecord is one entry of the replay audit log as the API shows it.
 func ReplayRecord(r *hopper.Replay) *hopperv1.ReplayRecord {
 	return &hopperv1.ReplayRecord{Id: r.ID, SourceJobId: apiview.Text(r.SourceJobID), NewJobId: apiview.Text(r.NewJobID),
-		OriginalId: apiview.Text(r.OriginalID), ReplayedBy: apiview.Text(r.ReplayedBy), ReplayedAt: apiview.Time(r.ReplayedAt), Reason: apiview.Text(r.Reason)}
+		OriginalId: apiview.Text(r.OriginalID), ReplayedBy: apiview.Text(r.ReplayedBy), ReplayedAt: apiview.Time(r.ReplayedAt), Reason: apiview.Text(r.Reason),
+		Action: r.Action, Forced: r.Forced}
 }
 
 // FromReplayRecord reads one entry of the replay audit log.
 func FromReplayRecord(r *hopperv1.ReplayRecord) *hopper.Replay {
 	return &hopper.Replay{ID: r.GetId(), SourceJobID: r.GetSourceJobId(), NewJobID: r.GetNewJobId(),
 		OriginalID: r.GetOriginalId(), ReplayedBy: r.GetReplayedBy(), ReplayedAt: apiview.FromTime(r.GetReplayedAt()),
-		Reason: r.GetReason()}
+		Reason: r.GetReason(), Action: r.GetAction(), Forced: r.GetForced()}
 }
 
 // ListReplaysRequest is a page of the replay audit log as the API asks for it (p nil: the

@@ -216,7 +216,8 @@ func TestDeadLetterRoundTrip(t *testing.T) {
 		Replays: replays, NextCursor: "n"}))
 	require.NotNil(t, DeadLetterReplays(nil), "never nil: the CLI prints {} for none")
 
-	r := &hopper.Replay{ID: 9, SourceJobID: "s", NewJobID: "n", OriginalID: "o", ReplayedBy: "ops", ReplayedAt: at, Reason: "why"}
+	r := &hopper.Replay{ID: 9, SourceJobID: "s", NewJobID: "n", OriginalID: "o", ReplayedBy: "ops", ReplayedAt: at, Reason: "why",
+		Action: hopper.ActionRetry, Forced: true}
 	requireAllSet(t, *r)
 	require.Equal(t, r, FromReplayRecord(ReplayRecord(r)))
 
@@ -224,4 +225,24 @@ func TestDeadLetterRoundTrip(t *testing.T) {
 	requireAllSet(t, *rp)
 	require.Equal(t, rp, FromListReplaysRequest(ListReplaysRequest(rp)))
 	require.Equal(t, &hopper.ReplayListParams{}, FromListReplaysRequest(ListReplaysRequest(nil)))
+}
+
+// A retry in place sent to a server is the retry the server makes (who retried is the
+// server's to say: By and Actor are not sent).
+func TestRetryRoundTrip(t *testing.T) {
+	t.Parallel()
+	o := hopper.RetryOpts{Retries: 3, Args: json.RawMessage(`{"a":1}`), RunAt: at, Reason: "fixed", Again: true}
+	requireAllSet(t, o, "By", "Actor")
+	id, got := FromRetryRequest(RetryRequest("j", o))
+	require.Equal(t, "j", id)
+	require.Equal(t, o, got)
+	_, none := FromRetryRequest(RetryRequest("j", hopper.RetryOpts{}))
+	require.Equal(t, hopper.RetryOpts{}, none, "no args stay no args")
+
+	f := hopper.DeadLetterFilter{Queues: []string{"q"}, Kinds: []string{"k"}, Since: at, Until: later}
+	m := hopper.RetryManyOpts{Limit: 5, Retries: 2, Reason: "bulk"}
+	requireAllSet(t, m, "By", "Actor")
+	gotF, gotM := FromRetryManyRequest(RetryManyRequest(f, m))
+	require.Equal(t, f, gotF)
+	require.Equal(t, m, gotM)
 }

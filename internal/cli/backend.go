@@ -47,8 +47,12 @@ type backend interface {
 	// The dead-letter queue (dlq.go).
 	DeadLetters(ctx context.Context, p *hopper.DeadLetterParams) (*hopper.DeadLetterPage, error)
 	DeadLetterStats(ctx context.Context) (*hopper.DeadLetterStats, error)
-	Replay(ctx context.Context, id string) (*hopper.JobRow, error)
-	ReplayMany(ctx context.Context, f hopper.DeadLetterFilter, limit int) ([]*hopper.JobRow, error)
+	ReplayWith(ctx context.Context, id string, opts hopper.ReplayOpts) (*hopper.JobRow, error)
+	ReplayMany(ctx context.Context, f hopper.DeadLetterFilter, limit int) (*hopper.ReplayManyResult, error)
+	// Incidents resolved in place (jobs_retry.go).
+	RetryJob(ctx context.Context, id string, opts hopper.RetryOpts) (*hopper.JobRow, error)
+	RetryMany(ctx context.Context, f hopper.DeadLetterFilter, opts hopper.RetryManyOpts) (*hopper.RetryManyResult, error)
+	UpdateRetries(ctx context.Context, id string, maxAttempts int) (*hopper.JobRow, error)
 	Replays(ctx context.Context, p *hopper.ReplayListParams) (*hopper.ReplayListResult, error)
 	// Recurring schedules (schedules.go).
 	Schedules(ctx context.Context) ([]*hopper.ScheduleInfo, error)

@@ -19,15 +19,17 @@ import (
 func newDLQCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "dlq",
-		Short: "List, count and replay dead letters (failed jobs)",
+		Short: "List, count, replay and retry dead letters (failed jobs)",
 		Long: `A dead letter is a job that failed for good: it ran out of attempts or its handler said
 not to retry. Dead letters are kept for the dead-letter retention (7 days by default).
-Replaying one enqueues a new job with the same work; the dead letter stays as it was, and the
-replay is recorded in an audit log (hopper dlq replays).`,
+Replaying one enqueues a new job with the same work; the dead letter stays as it was.
+Retrying one resolves it in place: the same job goes back to work with more attempts. Both
+are recorded in an audit log (hopper dlq replays). A dead letter is replayed once: a second
+replay, or a retry of a replayed one, needs --again.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: groupRunE,
 	}
-	cmd.AddCommand(newDLQLsCmd(), newDLQStatsCmd(), newDLQReplayCmd(), newDLQReplaysCmd())
+	cmd.AddCommand(newDLQLsCmd(), newDLQStatsCmd(), newDLQReplayCmd(), newDLQRetryCmd(), newDLQReplaysCmd())
 	return cmd
 }
 
@@ -220,8 +222,9 @@ func printDLQStats(w io.Writer, st *hopper.DeadLetterStats, now time.Time) error
 
 type dlqReplayFlags struct {
 	dlqFilterFlags
-	all, yes bool
-	limit    int
+	all, yes, again bool
+	limit           int
+	reason          string
 }
 
 func newDLQReplayCmd() *cobra.Command {
@@ -231,12 +234,15 @@ func newDLQReplayCmd() *cobra.Command {
 		Short: "Replay one dead letter, or with --all those matching filters",
 		Long: `Replay enqueues a new job that does a dead letter's work again (same kind, queue, args,
 headers, priority, attempts, timeout, retry policy and group), with its lineage: original_id,
-replay_count and replayed_by. The dead letter itself stays failed.
+replay_count and replayed_by. The dead letter itself stays failed. A dead letter that was
+replayed before is not replayed again (exit 4, naming the earlier replay) unless --again,
+which the audit log records as forced.
 
 With --all it replays, oldest first, up to --limit dead letters matching the filters that were
-never replayed before, in one transaction: running it again continues where it stopped. It asks
-for confirmation unless --yes is given.`,
+never replayed before, in one transaction: running it again continues where it stopped, and it
+says how many replayed ones it skipped. It asks for confirmation unless --yes is given.`,
 		Example: `  hopper dlq replay 0190f1c2-7d3e-7c1a-9a51-3f0c2a1b4d5e
+  hopper dlq replay 0190f1c2-7d3e-7c1a-9a51-3f0c2a1b4d5e --again --reason "second charge agreed"
   hopper dlq replay --all --queue billing --since 1h --limit 500 --yes`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return runDLQReplay(cmd, args, &f) },
@@ -245,6 +251,8 @@ for confirmation unless --yes is given.`,
 	cmd.Flags().BoolVar(&f.all, "all", false, "replay every dead letter matching the filters (bounded by --limit)")
 	cmd.Flags().IntVar(&f.limit, "limit", hopper.DefaultReplayLimit, fmt.Sprintf("with --all: the most jobs to replay, 1 to %d", hopper.MaxReplayLimit))
 	cmd.Flags().BoolVarP(&f.yes, "yes", "y", false, "with --all: do not ask for confirmation")
+	cmd.Flags().BoolVar(&f.again, "again", false, "with an ID: replay a dead letter that was replayed before (recorded as forced)")
+	cmd.Flags().StringVar(&f.reason, "reason", "", `with an ID: recorded in the audit log (default "replay")`)
 	addJSONFlag(cmd)
 	return cmd
 }
@@ -257,11 +265,15 @@ func runDLQReplay(cmd *cobra.Command, args []string, f *dlqReplayFlags) error {
 		return usageErrorf("give the ID of the dead letter to replay, or --all")
 	case !f.all && (len(f.queues) > 0 || len(f.kinds) > 0 || f.since != "" || f.until != ""):
 		return usageErrorf("--queue, --kind, --since and --until go with --all")
+	case f.all && (f.again || f.reason != ""):
+		return usageErrorf("--again and --reason go with an ID: --all replays only dead letters never replayed")
 	case f.all && (f.limit < 1 || f.limit > hopper.MaxReplayLimit):
 		return usageErrorf("invalid --limit: %d is outside 1–%d", f.limit, hopper.MaxReplayLimit)
 	}
 	if !f.all {
-		return withBackend(cmd, true, func(client backend) error { return replayOne(cmd, client, args[0]) })
+		return withBackend(cmd, true, func(client backend) error {
+			return replayOne(cmd, client, args[0], hopper.ReplayOpts{Again: f.again, Reason: f.reason})
+		})
 	}
 	filter, err := f.filter(time.Now())
 	if err != nil {
@@ -274,7 +286,7 @@ func runDLQReplay(cmd *cobra.Command, args []string, f *dlqReplayFlags) error {
 		}
 	}
 	return withBackend(cmd, true, func(client backend) error {
-		jobs, err := client.ReplayMany(cmd.Context(), filter, f.limit)
+		res, err := client.ReplayMany(cmd.Context(), filter, f.limit)
 		if err != nil {
 			return fmt.Errorf("replay dead letters: %w", err)
 		}
@@ -282,28 +294,22 @@ func runDLQReplay(cmd *cobra.Command, args []string, f *dlqReplayFlags) error {
 			return printJSON(cmd.OutOrStdout(), &struct {
 				Jobs       []apiJSON `json:"jobs"`
 				ReplayedBy string    `json:"replayedBy,omitempty"`
-			}{apiJobs(jobs), replayedBy(jobs)})
+				Skipped    int       `json:"skipped"`
+			}{apiJobs(res.Jobs), replayedBy(res.Jobs), res.Skipped})
 		}
 		w := cmd.OutOrStdout()
-		for _, j := range jobs {
+		for _, j := range res.Jobs {
 			fmt.Fprintf(w, "new job %s (replay %d of %s)\n", j.ID, j.ReplayCount, j.OriginalID)
 		}
-		_, err = fmt.Fprintf(w, "%d dead letters replayed\n", len(jobs))
+		_, err = fmt.Fprintf(w, "%d dead letters replayed%s\n", len(res.Jobs), skippedNote(res.Skipped))
 		return err
 	})
 }
 
-func replayOne(cmd *cobra.Command, client backend, id string) error {
-	job, err := client.Replay(cmd.Context(), id)
-	if errors.Is(err, hopper.ErrInvalidTransition) {
-		msg := fmt.Sprintf("job %s cannot be replayed: only failed jobs are", id)
-		if src, gerr := client.Get(cmd.Context(), id); gerr == nil {
-			msg = fmt.Sprintf("job %s cannot be replayed: it is %s, and only failed jobs are", id, src.State)
-		}
-		return &exitError{code: ExitConflict, msg: msg, err: err}
-	}
+func replayOne(cmd *cobra.Command, client backend, id string, opts hopper.ReplayOpts) error {
+	job, err := client.ReplayWith(cmd.Context(), id, opts)
 	if err != nil {
-		return notFound(id, err)
+		return incidentRefused(cmd, client, id, "replayed", err)
 	}
 	if wantJSON(cmd) {
 		return printJSON(cmd.OutOrStdout(), &struct {
@@ -314,6 +320,14 @@ func replayOne(cmd *cobra.Command, client backend, id string) error {
 	_, err = fmt.Fprintf(cmd.OutOrStdout(), "job %s replayed as %s (replay %d of %s)\n", id, job.ID,
 		job.ReplayCount, job.OriginalID)
 	return err
+}
+
+// skippedNote tells how many dead letters a bulk replay or retry left as replayed before.
+func skippedNote(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d skipped: replayed before)", n)
 }
 
 // replayedBy is who the replays are recorded as done by (one caller did them all), "" for none.
@@ -334,7 +348,7 @@ func confirm(cmd *cobra.Command, question string) error {
 		return nil
 	}
 	fmt.Fprintln(cmd.ErrOrStderr())
-	return usageErrorf("not confirmed: nothing was replayed (add --yes to skip the question)")
+	return usageErrorf("not confirmed: nothing was done (add --yes to skip the question)")
 }
 
 func describeFilter(f hopper.DeadLetterFilter) string {
@@ -362,7 +376,7 @@ func newDLQReplaysCmd() *cobra.Command {
 	var since string
 	cmd := &cobra.Command{
 		Use:   "replays",
-		Short: "Show the replay audit log, newest first",
+		Short: "Show the dead-letter audit log (replays and retries in place), newest first",
 		Example: `  hopper dlq replays --job 0190f1c2-7d3e-7c1a-9a51-3f0c2a1b4d5e
   hopper dlq replays --by ops-admin --since 24h --json`,
 		Args: cobra.NoArgs,
@@ -407,6 +421,8 @@ type replayJSON struct {
 	ReplayedBy  string `json:"replayed_by"`
 	ReplayedAt  string `json:"replayed_at"`
 	Reason      string `json:"reason,omitempty"`
+	Action      string `json:"action"`
+	Forced      bool   `json:"forced"`
 }
 
 func replaysJSON(res *hopper.ReplayListResult) any {
@@ -416,7 +432,8 @@ func replaysJSON(res *hopper.ReplayListResult) any {
 	}{Replays: make([]*replayJSON, len(res.Replays)), NextCursor: res.NextCursor}
 	for i, r := range res.Replays {
 		out.Replays[i] = &replayJSON{ID: r.ID, SourceJobID: r.SourceJobID, NewJobID: r.NewJobID,
-			OriginalID: r.OriginalID, ReplayedBy: r.ReplayedBy, ReplayedAt: jsonTime(r.ReplayedAt), Reason: r.Reason}
+			OriginalID: r.OriginalID, ReplayedBy: r.ReplayedBy, ReplayedAt: jsonTime(r.ReplayedAt), Reason: r.Reason,
+			Action: r.Action, Forced: r.Forced}
 	}
 	return out
 }
@@ -427,10 +444,14 @@ func printReplays(w io.Writer, res *hopper.ReplayListResult) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "REPLAYED\tBY\tDEAD_LETTER\tNEW_JOB\tORIGINAL")
+	fmt.Fprintln(tw, "WHEN\tACTION\tBY\tDEAD_LETTER\tNEW_JOB\tORIGINAL")
 	for _, r := range res.Replays {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", showTime(r.ReplayedAt, tableTime), r.ReplayedBy, r.SourceJobID,
-			r.NewJobID, r.OriginalID)
+		action := r.Action
+		if r.Forced {
+			action += " (forced)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", showTime(r.ReplayedAt, tableTime), action, r.ReplayedBy,
+			r.SourceJobID, r.NewJobID, r.OriginalID)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -452,12 +473,23 @@ func cliActor() string {
 
 // The dead-letter calls of a database opened by the CLI.
 
-func (l local) Replay(ctx context.Context, id string) (*hopper.JobRow, error) {
-	return l.Client.Replay(ctx, id, cliActor())
+func (l local) ReplayWith(ctx context.Context, id string, opts hopper.ReplayOpts) (*hopper.JobRow, error) {
+	opts.By = cliActor()
+	return l.Client.ReplayWith(ctx, id, opts)
 }
 
-func (l local) ReplayMany(ctx context.Context, f hopper.DeadLetterFilter, limit int) ([]*hopper.JobRow, error) {
+func (l local) ReplayMany(ctx context.Context, f hopper.DeadLetterFilter, limit int) (*hopper.ReplayManyResult, error) {
 	return l.Client.ReplayMany(ctx, f, limit, cliActor())
+}
+
+func (l local) RetryJob(ctx context.Context, id string, opts hopper.RetryOpts) (*hopper.JobRow, error) {
+	opts.By, opts.Actor = cliActor(), hopper.ActorOperator
+	return l.Client.RetryJob(ctx, id, opts)
+}
+
+func (l local) RetryMany(ctx context.Context, f hopper.DeadLetterFilter, opts hopper.RetryManyOpts) (*hopper.RetryManyResult, error) {
+	opts.By, opts.Actor = cliActor(), hopper.ActorOperator
+	return l.Client.RetryMany(ctx, f, opts)
 }
 
 // serveFlags name the flag of each hopper.Config field serve sets from one.

@@ -167,7 +167,7 @@ func TestDLQCountsWhatItListsBothWays(t *testing.T) {
 	b := startServer(t, false)
 	ids := b.deadLetters(t, "billing", "billing", "mail")
 	require.Equal(t, ExitOK, b.run(t, "dlq", "replay", ids[0]).code)
-	require.Equal(t, ExitOK, b.run(t, "dlq", "replay", ids[0]).code)
+	require.Equal(t, ExitOK, b.run(t, "dlq", "replay", ids[0], "--again").code)
 	for _, runner := range []func(t *testing.T, args ...string) result{b.remote, b.run} {
 		res := runner(t, "dlq", "stats", "--json")
 		require.Equal(t, ExitOK, res.code, res.stderr)

@@ -13,7 +13,7 @@ const (
 	ExitInternal    = 1 // anything unexpected: I/O, a corrupt database, a bug
 	ExitUsage       = 2 // bad input: unknown flag, missing argument, invalid job options
 	ExitNotFound    = 3 // no job with that id
-	ExitConflict    = 4 // the state machine refused (e.g. canceling a finished job), or a duplicate
+	ExitConflict    = 4 // the state machine refused (e.g. canceling a finished job), a duplicate, or a dead letter replayed before
 	ExitAuth        = 5 // --server refused the API key (missing, invalid, revoked, or lacking a scope)
 	ExitUnavailable = 6 // --server could not be reached or is shutting down, or the database is unavailable
 )
@@ -46,7 +46,8 @@ func exitCode(err error) int {
 		return ExitUsage
 	case errors.Is(err, hopper.ErrNotFound):
 		return ExitNotFound
-	case errors.Is(err, hopper.ErrInvalidTransition), errors.Is(err, hopper.ErrDuplicate):
+	case errors.Is(err, hopper.ErrInvalidTransition), errors.Is(err, hopper.ErrDuplicate),
+		errors.Is(err, hopper.ErrAlreadyReplayed):
 		return ExitConflict
 	case errors.Is(err, hopper.ErrUnavailable):
 		return ExitUnavailable

@@ -11,11 +11,12 @@ import (
 func newJobsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "jobs",
-		Short: "List, show, cancel jobs and show their history",
+		Short: "List, show, cancel and retry jobs and show their history",
 		Args:  cobra.ArbitraryArgs,
 		RunE:  groupRunE,
 	}
-	cmd.AddCommand(newJobsLsCmd(), newJobsShowCmd(), newJobsCancelCmd(), newJobsEventsCmd(), newJobsResumeCmd())
+	cmd.AddCommand(newJobsLsCmd(), newJobsShowCmd(), newJobsCancelCmd(), newJobsEventsCmd(), newJobsResumeCmd(),
+		newJobsRetryCmd(), newJobsSetRetriesCmd())
 	return cmd
 }
 

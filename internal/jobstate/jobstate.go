@@ -12,6 +12,11 @@ import (
 // ErrInvalidTransition is returned for a move the state machine does not allow.
 var ErrInvalidTransition = errors.New("invalid state transition")
 
+// RetryInPlace is why a failed job leaves its state: an incident resolved in place, the same
+// job back to work with more attempts (contract 18). It is the only way out of failed; a
+// replay leaves the failed job as it is and makes a new one.
+const RetryInPlace = "retry in place"
+
 // New is the pseudo-state of a job that does not exist yet; enqueue moves from it.
 const New hoppertype.JobState = ""
 
@@ -47,7 +52,8 @@ var table = map[s]map[s]string{
 		hoppertype.StateCanceled: "cancel",
 	},
 	hoppertype.StateFailed: {
-		hoppertype.StateQueued: "replay",
+		hoppertype.StateQueued:    RetryInPlace,
+		hoppertype.StateScheduled: RetryInPlace + " at a later time",
 	},
 	hoppertype.StateCanceled: {
 		hoppertype.StateQueued: "replay",

@@ -2,6 +2,7 @@ package jobstate_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/hopperjobs/hopper/hoppertype"
@@ -28,7 +29,7 @@ func TestEveryPair(t *testing.T) {
 		{que, run}: true, {que, can}: true,
 		{run, com}: true, {run, fai}: true, {run, sch}: true, {run, que}: true, {run, sus}: true, {run, can}: true,
 		{sus, que}: true, {sus, fai}: true, {sus, can}: true,
-		{fai, que}: true,
+		{fai, que}: true, {fai, sch}: true,
 		{can, que}: true,
 	}
 	from := append([]hoppertype.JobState{jobstate.New}, hoppertype.AllStates...)
@@ -52,18 +53,29 @@ func TestEveryPair(t *testing.T) {
 	require.Equal(t, len(allowed), seen)
 }
 
-func TestTerminalStatesOnlyLeaveByReplay(t *testing.T) {
+// A terminal state is left only by a replay or, for a failed job, a retry in place
+// (contract 18); a completed job never moves.
+func TestTerminalStatesOnlyLeaveByReplayOrRetry(t *testing.T) {
 	t.Parallel()
 	for _, st := range hoppertype.AllStates {
 		if !st.Terminal() {
 			continue
 		}
 		for _, to := range hoppertype.AllStates {
-			if jobstate.Allowed(st, to) {
-				require.Equal(t, "replay", jobstate.Why(st, to), "%s → %s", st, to)
+			if !jobstate.Allowed(st, to) {
+				continue
 			}
+			why := jobstate.Why(st, to)
+			if st == hoppertype.StateFailed {
+				require.True(t, strings.HasPrefix(why, jobstate.RetryInPlace), "%s → %s: %s", st, to, why)
+				continue
+			}
+			require.Equal(t, "replay", why, "%s → %s", st, to)
 		}
 	}
+	require.Equal(t, []hoppertype.JobState{hoppertype.StateRunning}, jobstate.Sources(hoppertype.StateCompleted))
+	require.True(t, jobstate.Allowed(hoppertype.StateFailed, hoppertype.StateQueued), "an incident is resolved in place")
+	require.True(t, jobstate.Allowed(hoppertype.StateFailed, hoppertype.StateScheduled), "for a later time")
 }
 
 func TestSources(t *testing.T) {

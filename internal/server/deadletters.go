@@ -6,6 +6,7 @@ import (
 	"github.com/hopperjobs/hopper"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
 	"github.com/hopperjobs/hopper/internal/apispec"
+	"github.com/hopperjobs/hopper/internal/apiview"
 )
 
 // deadLetterService implements hopper.v1.DeadLetterService.
@@ -51,7 +52,7 @@ func (d *deadLetterService) Stats(ctx context.Context, _ *hopperv1.DeadLetterSer
 
 func (d *deadLetterService) Replay(ctx context.Context, req *hopperv1.ReplayRequest) (*hopperv1.ReplayResponse, error) {
 	by := replayedBy(ctx)
-	job, err := d.s.client.Replay(ctx, req.GetId(), by)
+	job, err := d.s.client.ReplayWith(ctx, req.GetId(), hopper.ReplayOpts{By: by, Reason: req.GetReason(), Again: req.GetAgain()})
 	if err != nil {
 		return nil, rpcError("replay job", err)
 	}
@@ -60,11 +61,22 @@ func (d *deadLetterService) Replay(ctx context.Context, req *hopperv1.ReplayRequ
 
 func (d *deadLetterService) ReplayMany(ctx context.Context, req *hopperv1.ReplayManyRequest) (*hopperv1.ReplayManyResponse, error) {
 	by := replayedBy(ctx)
-	jobs, err := d.s.client.ReplayMany(ctx, apispec.FromDeadLetterFilter(req.GetFilter()), int(req.GetLimit()), by)
+	res, err := d.s.client.ReplayMany(ctx, apispec.FromDeadLetterFilter(req.GetFilter()), int(req.GetLimit()), by)
 	if err != nil {
 		return nil, rpcError("replay dead letters", err)
 	}
-	return &hopperv1.ReplayManyResponse{Jobs: d.toJobs(jobs), ReplayedBy: by}, nil
+	return &hopperv1.ReplayManyResponse{Jobs: d.toJobs(res.Jobs), ReplayedBy: by, Skipped: apiview.Int32(res.Skipped)}, nil
+}
+
+func (d *deadLetterService) RetryMany(ctx context.Context, req *hopperv1.DeadLetterServiceRetryManyRequest) (*hopperv1.DeadLetterServiceRetryManyResponse, error) {
+	f, opts := apispec.FromRetryManyRequest(req)
+	opts.By, opts.Actor = replayedBy(ctx), hopper.ActorOperator
+	res, err := d.s.client.RetryMany(ctx, f, opts)
+	if err != nil {
+		return nil, rpcError("retry dead letters", err)
+	}
+	return &hopperv1.DeadLetterServiceRetryManyResponse{Jobs: d.toJobs(res.Jobs), RetriedBy: opts.By,
+		Skipped: apiview.Int32(res.Skipped)}, nil
 }
 
 func (d *deadLetterService) ListReplays(ctx context.Context, req *hopperv1.ListReplaysRequest) (*hopperv1.ListReplaysResponse, error) {

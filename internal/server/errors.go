@@ -27,6 +27,8 @@ func rpcError(op string, err error) error {
 		code = connect.CodeInvalidArgument
 	case errors.Is(err, hopper.ErrNotFound):
 		code = connect.CodeNotFound
+	case errors.Is(err, hopper.ErrAlreadyReplayed):
+		code = connect.CodeAlreadyExists
 	case errors.Is(err, hopper.ErrLeaseLost), errors.Is(err, hopper.ErrInvalidTransition):
 		code = connect.CodeFailedPrecondition
 	case errors.Is(err, hopper.ErrDuplicate):

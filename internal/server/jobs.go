@@ -89,6 +89,24 @@ func (j *jobService) Cancel(ctx context.Context, req *hopperv1.CancelRequest) (*
 	return &hopperv1.CancelResponse{Job: j.s.toJob(job)}, nil
 }
 
+func (j *jobService) Retry(ctx context.Context, req *hopperv1.JobServiceRetryRequest) (*hopperv1.JobServiceRetryResponse, error) {
+	id, opts := apispec.FromRetryRequest(req)
+	opts.By, opts.Actor = replayedBy(ctx), hopper.ActorOperator
+	job, err := j.s.client.RetryJob(ctx, id, opts)
+	if err != nil {
+		return nil, rpcError("retry job", err)
+	}
+	return &hopperv1.JobServiceRetryResponse{Job: j.s.toJob(job), RetriedBy: opts.By}, nil
+}
+
+func (j *jobService) SetRetries(ctx context.Context, req *hopperv1.JobServiceSetRetriesRequest) (*hopperv1.JobServiceSetRetriesResponse, error) {
+	job, err := j.s.client.UpdateRetries(ctx, req.GetId(), int(req.GetMaxAttempts()))
+	if err != nil {
+		return nil, rpcError("set retries", err)
+	}
+	return &hopperv1.JobServiceSetRetriesResponse{Job: j.s.toJob(job)}, nil
+}
+
 func (j *jobService) Events(ctx context.Context, req *hopperv1.EventsRequest) (*hopperv1.EventsResponse, error) {
 	events, err := j.s.client.Events(ctx, req.GetId())
 	if err != nil {

@@ -392,6 +392,8 @@ var procedureScopes = map[string]Scope{
 	hopperv1connect.JobServiceEventsProcedure:       ScopeRead,
 	hopperv1connect.JobServiceCancelProcedure:       ScopeAdmin,
 	hopperv1connect.JobServiceResumeProcedure:       ScopeEnqueue,
+	hopperv1connect.JobServiceRetryProcedure:        ScopeAdmin,
+	hopperv1connect.JobServiceSetRetriesProcedure:   ScopeAdmin,
 
 	hopperv1connect.WorkerServiceActivateProcedure:       ScopeWork,
 	hopperv1connect.WorkerServiceStreamJobsProcedure:     ScopeWork,
@@ -430,6 +432,7 @@ var procedureScopes = map[string]Scope{
 	hopperv1connect.DeadLetterServiceListReplaysProcedure: ScopeRead,
 	hopperv1connect.DeadLetterServiceReplayProcedure:      ScopeAdmin,
 	hopperv1connect.DeadLetterServiceReplayManyProcedure:  ScopeAdmin,
+	hopperv1connect.DeadLetterServiceRetryManyProcedure:   ScopeAdmin,
 	"/" + hopperv1connect.DeadLetterServiceName + "/":     ScopeRead,
 
 	hopperv1connect.ScheduleServiceListProcedure:    ScopeRead,

@@ -27,12 +27,16 @@ type DeadLetterStore interface {
 	// replayed, or unknown, are absent from the map), in one query.
 	ReplaySummaries(ctx context.Context, ids []string) (map[string]*ReplaySummary, error)
 	// JobReplay replays one failed job. ErrNotFound for an unknown or expired job,
-	// ErrInvalidTransition for a job that is not failed.
+	// ErrInvalidTransition for a job that is not failed, a *hoppertype.ReplayedError
+	// (ErrAlreadyReplayed) for one replayed before unless p.Again. The check and the replay
+	// are one transaction that holds the job's row: of two concurrent replays (or a replay and
+	// a retry in place) of one dead letter, one is refused.
 	JobReplay(ctx context.Context, p *ReplayParams) (*Replay, error)
 	// JobReplayMany replays, oldest first, up to len(p.NewIDs) failed jobs matching the filter
-	// that have never been replayed (no audit row names them as source), all in one
-	// transaction. Concurrent calls never replay one job twice.
-	JobReplayMany(ctx context.Context, p *ReplayManyParams) ([]*Replay, error)
+	// that have never been replayed (no audit row with action replay names them as source),
+	// all in one transaction, and counts the matching ones it skipped as replayed before.
+	// Concurrent calls never replay one job twice.
+	JobReplayMany(ctx context.Context, p *ReplayManyParams) (*ReplayManyResult, error)
 	// ReplayList returns a page of the audit log, newest first.
 	ReplayList(ctx context.Context, p *ReplayListParams) (*ReplayListResult, error)
 }
@@ -56,8 +60,26 @@ type ReplaySummary struct {
 	LastAt    time.Time
 }
 
+// Actions of the dead-letter audit log: a replay made a new job, a retry resolved the dead
+// letter in place (NewJobID is then the dead letter itself).
+const (
+	ActionReplay = "replay"
+	ActionRetry  = "retry"
+)
+
+// DeadLetterFilter selects failed jobs; zero fields don't filter.
+type DeadLetterFilter struct {
+	Queues []string
+	Kinds  []string
+	// FinishedAfter (inclusive) and FinishedBefore (exclusive) bound when the jobs failed.
+	FinishedAfter  time.Time
+	FinishedBefore time.Time
+}
+
 // ReplayParams replays one job.
 type ReplayParams struct {
+	// Again replays a dead letter that was replayed before (recorded as forced).
+	Again    bool
 	SourceID string
 	// NewID is the id of the job the replay creates (a UUIDv7).
 	NewID string
@@ -70,11 +92,7 @@ type ReplayParams struct {
 
 // ReplayManyParams replays the failed jobs matching a filter that were never replayed.
 type ReplayManyParams struct {
-	Queues []string
-	Kinds  []string
-	// FinishedAfter (inclusive) and FinishedBefore (exclusive) bound when the jobs failed.
-	FinishedAfter  time.Time
-	FinishedBefore time.Time
+	DeadLetterFilter
 	// NewIDs are the ids of the jobs to create, in order; their number is the limit.
 	NewIDs []string
 	By     string
@@ -82,7 +100,15 @@ type ReplayManyParams struct {
 	Reason string
 }
 
-// Replay is one row of the audit log; Job is the new job when the replay was just made.
+// ReplayManyResult is what JobReplayMany did: the replays, and how many dead letters
+// matching its filter it left because they were replayed before.
+type ReplayManyResult struct {
+	Replays []*Replay
+	Skipped int
+}
+
+// Replay is one row of the audit log; Job is the new job (for a retry, the job retried) when
+// the row was just made.
 type Replay struct {
 	ID          int64
 	SourceJobID string
@@ -91,7 +117,11 @@ type Replay struct {
 	ReplayedBy  string
 	ReplayedAt  time.Time
 	Reason      string
-	Job         *hoppertype.JobRow
+	// Action is ActionReplay or ActionRetry; Forced says the call overrode an earlier
+	// replay (ReplayParams.Again, RetryParams.Again).
+	Action string
+	Forced bool
+	Job    *hoppertype.JobRow
 }
 
 // ReplayListParams filters and pages ReplayList. Zero fields don't filter.
@@ -141,4 +171,10 @@ func DecodeReplayCursor(c string) (int64, error) {
 // NotFailed is the error of a replay whose source is not a dead letter.
 func NotFailed(id string, state hoppertype.JobState) error {
 	return fmt.Errorf("job %s is %s, and only failed jobs are replayed: %w", id, state, ErrInvalidTransition)
+}
+
+// Replayed is the refusal of a replay or retry of a dead letter whose newest replay is r.
+func Replayed(r *Replay) error {
+	return &hoppertype.ReplayedError{JobID: r.SourceJobID, ReplayJobID: r.NewJobID, ReplayedBy: r.ReplayedBy,
+		ReplayedAt: r.ReplayedAt}
 }

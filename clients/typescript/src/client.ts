@@ -72,14 +72,39 @@ export interface DeadLetterPage extends Page {
   replays: Record<string, { count: number; lastJobId: string; lastReplayedAt?: Date }>;
 }
 
-/** Replayed is what a replay made: the new jobs, and whom the replay is recorded as done by. */
+/**
+ * Replayed is what a replay made: the new jobs, whom the replay is recorded as done by, and
+ * how many dead letters matching the filter were skipped as replayed before.
+ */
 export interface Replayed {
   jobs: Job[];
   replayedBy: string;
+  skipped: number;
+}
+
+/** RetryOptions say how a failed job is retried in place (Client.retry). */
+export interface RetryOptions {
+  /** retries is how many more attempts the job gets (default 1, at most 1000). */
+  retries?: number;
+  /** args, when given, replace the job's args (any JSON value). */
+  args?: unknown;
+  /** runAt, when in the future, schedules the job for then. */
+  runAt?: Date;
+  /** reason is recorded in the job's history and the dead-letter audit log. */
+  reason?: string;
+  /** again retries a dead letter that was replayed before (recorded as forced). */
+  again?: boolean;
+}
+
+/** Retried is what a bulk retry in place did: the jobs retried and how many were skipped. */
+export interface Retried {
+  jobs: Job[];
+  retriedBy: string;
+  skipped: number;
 }
 
 /**
- * Client enqueues, inspects, cancels, resumes and replays jobs through `hopper serve`. It is
+ * Client enqueues, inspects, cancels, resumes, retries and replays jobs through `hopper serve`. It is
  * safe to share; every method throws a HopperError when the server refuses the call or
  * cannot be reached.
  */
@@ -190,11 +215,52 @@ export class Client {
   /**
    * replay replays one dead letter as a new queued job with its work and lineage; the dead
    * letter stays as it was. NotFound when there is none, FailedPrecondition when the job is
-   * not failed.
+   * not failed, AlreadyExists (naming the earlier replay) when it was replayed before unless
+   * again is set.
    */
-  async replay(id: string, options: CallOptions = {}): Promise<{ job: Job; replayedBy: string }> {
-    const res = await call(this.deadLetters.replay({ id }, options));
+  async replay(
+    id: string, options: { again?: boolean; reason?: string } & CallOptions = {},
+  ): Promise<{ job: Job; replayedBy: string }> {
+    const res = await call(this.deadLetters.replay({ id, again: options.again, reason: options.reason }, options));
     return { job: jobFromProto(res.job!), replayedBy: res.replayedBy };
+  }
+
+  /**
+   * retry resolves a failed job in place: the same job (id, idempotency key, history) goes
+   * back to its queue with more attempts and, if given, corrected args, audited as done by the
+   * API key's name. FailedPrecondition when the job is not failed, AlreadyExists when it is a
+   * dead letter that was replayed (unless again), NotFound, or InvalidArgument naming the field.
+   */
+  async retry(id: string, options: RetryOptions & CallOptions = {}): Promise<{ job: Job; retriedBy: string }> {
+    const res = await call(this.jobs.retry({
+      id, retries: options.retries, args: options.args === undefined ? "" : encodeJSON(options.args),
+      runAt: toTimestamp(options.runAt), reason: options.reason, again: options.again,
+    }, options));
+    return { job: jobFromProto(res.job!), retriedBy: res.retriedBy };
+  }
+
+  /**
+   * setRetries sets the attempt budget (maxAttempts, counting the attempts made) of a job that
+   * has not ended. FailedPrecondition for an ended job; InvalidArgument (field max_attempts) for
+   * a budget below what it has used.
+   */
+  async setRetries(id: string, maxAttempts: number, options: CallOptions = {}): Promise<Job> {
+    const res = await call(this.jobs.setRetries({ id, maxAttempts }, options));
+    return jobFromProto(res.job!);
+  }
+
+  /**
+   * retryMany retries in place, oldest first and in one transaction, up to limit (default
+   * 100, at most 1000) dead letters matching the filter that were never replayed; skipped
+   * counts the replayed ones it left.
+   */
+  async retryMany(
+    options: DeadLetterFilter & { limit?: number; retries?: number; reason?: string } & CallOptions = {},
+  ): Promise<Retried> {
+    const res = await call(this.deadLetters.retryMany({
+      filter: filter(options), limit: options.limit, retries: options.retries, reason: options.reason,
+    }, options));
+    return { jobs: res.jobs.map((j) => jobFromProto(j)), retriedBy: res.retriedBy, skipped: res.skipped };
   }
 
   /**
@@ -204,7 +270,7 @@ export class Client {
    */
   async replayMany(options: DeadLetterFilter & { limit?: number } & CallOptions = {}): Promise<Replayed> {
     const res = await call(this.deadLetters.replayMany({ filter: filter(options), limit: options.limit }, options));
-    return { jobs: res.jobs.map((j) => jobFromProto(j)), replayedBy: res.replayedBy };
+    return { jobs: res.jobs.map((j) => jobFromProto(j)), replayedBy: res.replayedBy, skipped: res.skipped };
   }
 }
 

@@ -113,6 +113,20 @@ describe("Client", () => {
     await rejects(c.replay(job.id), Code.FailedPrecondition);
     assert.equal((await c.deadLetterStats()).count >= 0, true);
   });
+
+  test("retry in place refuses a job that is not failed; setRetries sets a waiting job's budget", async () => {
+    const c = new Client({ url: server().url });
+    const queue = queueName("retry");
+    const { job } = await c.enqueue("x", {}, { queue, delay: 3600_000 });
+    await rejects(c.retry(job.id, { retries: 2 }), Code.FailedPrecondition);
+    const bad = await rejects(c.retry(job.id, { retries: -1 }), Code.InvalidArgument);
+    assert.equal(bad.field, "retries");
+    assert.equal((await c.setRetries(job.id, 7)).maxAttempts, 7);
+    const low = await rejects(c.setRetries(job.id, 0), Code.InvalidArgument);
+    assert.equal(low.field, "max_attempts");
+    await rejects(c.setRetries("01a20000-0000-7000-8000-000000000000", 3), Code.NotFound);
+    assert.deepEqual(await c.retryMany({ queues: [queue] }), { jobs: [], retriedBy: "api", skipped: 0 });
+  });
 });
 
 describe("Client with API keys", () => {

@@ -1899,6 +1899,248 @@ func (x *CancelResponse) GetJob() *Job {
 	return nil
 }
 
+type JobServiceRetryRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// retries is how many more attempts the job gets (default 1, at most 1000): its
+	// max_attempts becomes its attempt plus retries.
+	Retries int32 `protobuf:"varint,2,opt,name=retries,proto3" json:"retries,omitempty"`
+	// args, when set, replaces the job's args (a JSON value, checked as an enqueue's args).
+	Args string `protobuf:"bytes,3,opt,name=args,proto3" json:"args,omitempty"`
+	// run_at, when in the future, schedules the job for then; unset queues it now.
+	RunAt *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=run_at,json=runAt,proto3" json:"run_at,omitempty"`
+	// reason is recorded in the job's history and the audit log.
+	Reason string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	// again retries a dead letter that was replayed before; without it that is ALREADY_EXISTS.
+	// The audit log records it as forced.
+	Again         bool `protobuf:"varint,6,opt,name=again,proto3" json:"again,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobServiceRetryRequest) Reset() {
+	*x = JobServiceRetryRequest{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobServiceRetryRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobServiceRetryRequest) ProtoMessage() {}
+
+func (x *JobServiceRetryRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobServiceRetryRequest.ProtoReflect.Descriptor instead.
+func (*JobServiceRetryRequest) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *JobServiceRetryRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *JobServiceRetryRequest) GetRetries() int32 {
+	if x != nil {
+		return x.Retries
+	}
+	return 0
+}
+
+func (x *JobServiceRetryRequest) GetArgs() string {
+	if x != nil {
+		return x.Args
+	}
+	return ""
+}
+
+func (x *JobServiceRetryRequest) GetRunAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RunAt
+	}
+	return nil
+}
+
+func (x *JobServiceRetryRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *JobServiceRetryRequest) GetAgain() bool {
+	if x != nil {
+		return x.Again
+	}
+	return false
+}
+
+type JobServiceRetryResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// job is the job as retried.
+	Job *Job `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
+	// retried_by is who the retry is recorded as done by.
+	RetriedBy     string `protobuf:"bytes,2,opt,name=retried_by,json=retriedBy,proto3" json:"retried_by,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobServiceRetryResponse) Reset() {
+	*x = JobServiceRetryResponse{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobServiceRetryResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobServiceRetryResponse) ProtoMessage() {}
+
+func (x *JobServiceRetryResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobServiceRetryResponse.ProtoReflect.Descriptor instead.
+func (*JobServiceRetryResponse) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *JobServiceRetryResponse) GetJob() *Job {
+	if x != nil {
+		return x.Job
+	}
+	return nil
+}
+
+func (x *JobServiceRetryResponse) GetRetriedBy() string {
+	if x != nil {
+		return x.RetriedBy
+	}
+	return ""
+}
+
+type JobServiceSetRetriesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// max_attempts is the job's new attempt budget, counting the attempts made (1–1000).
+	MaxAttempts   int32 `protobuf:"varint,2,opt,name=max_attempts,json=maxAttempts,proto3" json:"max_attempts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobServiceSetRetriesRequest) Reset() {
+	*x = JobServiceSetRetriesRequest{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobServiceSetRetriesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobServiceSetRetriesRequest) ProtoMessage() {}
+
+func (x *JobServiceSetRetriesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobServiceSetRetriesRequest.ProtoReflect.Descriptor instead.
+func (*JobServiceSetRetriesRequest) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *JobServiceSetRetriesRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *JobServiceSetRetriesRequest) GetMaxAttempts() int32 {
+	if x != nil {
+		return x.MaxAttempts
+	}
+	return 0
+}
+
+type JobServiceSetRetriesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Job           *Job                   `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobServiceSetRetriesResponse) Reset() {
+	*x = JobServiceSetRetriesResponse{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobServiceSetRetriesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobServiceSetRetriesResponse) ProtoMessage() {}
+
+func (x *JobServiceSetRetriesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobServiceSetRetriesResponse.ProtoReflect.Descriptor instead.
+func (*JobServiceSetRetriesResponse) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *JobServiceSetRetriesResponse) GetJob() *Job {
+	if x != nil {
+		return x.Job
+	}
+	return nil
+}
+
 type JobServiceResumeRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -1912,7 +2154,7 @@ type JobServiceResumeRequest struct {
 
 func (x *JobServiceResumeRequest) Reset() {
 	*x = JobServiceResumeRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[26]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1924,7 +2166,7 @@ func (x *JobServiceResumeRequest) String() string {
 func (*JobServiceResumeRequest) ProtoMessage() {}
 
 func (x *JobServiceResumeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[26]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1937,7 +2179,7 @@ func (x *JobServiceResumeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobServiceResumeRequest.ProtoReflect.Descriptor instead.
 func (*JobServiceResumeRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{26}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *JobServiceResumeRequest) GetId() string {
@@ -1970,7 +2212,7 @@ type JobServiceResumeResponse struct {
 
 func (x *JobServiceResumeResponse) Reset() {
 	*x = JobServiceResumeResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[27]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1982,7 +2224,7 @@ func (x *JobServiceResumeResponse) String() string {
 func (*JobServiceResumeResponse) ProtoMessage() {}
 
 func (x *JobServiceResumeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[27]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1995,7 +2237,7 @@ func (x *JobServiceResumeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobServiceResumeResponse.ProtoReflect.Descriptor instead.
 func (*JobServiceResumeResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{27}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *JobServiceResumeResponse) GetJob() *Job {
@@ -2014,7 +2256,7 @@ type EventsRequest struct {
 
 func (x *EventsRequest) Reset() {
 	*x = EventsRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[28]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2026,7 +2268,7 @@ func (x *EventsRequest) String() string {
 func (*EventsRequest) ProtoMessage() {}
 
 func (x *EventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[28]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2039,7 +2281,7 @@ func (x *EventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventsRequest.ProtoReflect.Descriptor instead.
 func (*EventsRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{28}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *EventsRequest) GetId() string {
@@ -2066,7 +2308,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[29]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2078,7 +2320,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[29]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2091,7 +2333,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{29}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Event) GetSeq() int64 {
@@ -2154,7 +2396,7 @@ type Attempt struct {
 
 func (x *Attempt) Reset() {
 	*x = Attempt{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[30]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2166,7 +2408,7 @@ func (x *Attempt) String() string {
 func (*Attempt) ProtoMessage() {}
 
 func (x *Attempt) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[30]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2179,7 +2421,7 @@ func (x *Attempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attempt.ProtoReflect.Descriptor instead.
 func (*Attempt) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{30}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Attempt) GetLeaseToken() int64 {
@@ -2248,7 +2490,7 @@ type EventsResponse struct {
 
 func (x *EventsResponse) Reset() {
 	*x = EventsResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[31]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2260,7 +2502,7 @@ func (x *EventsResponse) String() string {
 func (*EventsResponse) ProtoMessage() {}
 
 func (x *EventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[31]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2273,7 +2515,7 @@ func (x *EventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventsResponse.ProtoReflect.Descriptor instead.
 func (*EventsResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{31}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *EventsResponse) GetEvents() []*Event {
@@ -2324,7 +2566,7 @@ type ActivatedJob struct {
 
 func (x *ActivatedJob) Reset() {
 	*x = ActivatedJob{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[32]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2336,7 +2578,7 @@ func (x *ActivatedJob) String() string {
 func (*ActivatedJob) ProtoMessage() {}
 
 func (x *ActivatedJob) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[32]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2349,7 +2591,7 @@ func (x *ActivatedJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActivatedJob.ProtoReflect.Descriptor instead.
 func (*ActivatedJob) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{32}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ActivatedJob) GetId() string {
@@ -2497,7 +2739,7 @@ type ActivateRequest struct {
 
 func (x *ActivateRequest) Reset() {
 	*x = ActivateRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[33]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2509,7 +2751,7 @@ func (x *ActivateRequest) String() string {
 func (*ActivateRequest) ProtoMessage() {}
 
 func (x *ActivateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[33]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2522,7 +2764,7 @@ func (x *ActivateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActivateRequest.ProtoReflect.Descriptor instead.
 func (*ActivateRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{33}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ActivateRequest) GetWorker() string {
@@ -2601,7 +2843,7 @@ type ActivateResponse struct {
 
 func (x *ActivateResponse) Reset() {
 	*x = ActivateResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[34]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2613,7 +2855,7 @@ func (x *ActivateResponse) String() string {
 func (*ActivateResponse) ProtoMessage() {}
 
 func (x *ActivateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[34]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2626,7 +2868,7 @@ func (x *ActivateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActivateResponse.ProtoReflect.Descriptor instead.
 func (*ActivateResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{34}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ActivateResponse) GetJobs() []*ActivatedJob {
@@ -2664,7 +2906,7 @@ type StreamJobsRequest struct {
 
 func (x *StreamJobsRequest) Reset() {
 	*x = StreamJobsRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[35]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2676,7 +2918,7 @@ func (x *StreamJobsRequest) String() string {
 func (*StreamJobsRequest) ProtoMessage() {}
 
 func (x *StreamJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[35]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2689,7 +2931,7 @@ func (x *StreamJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamJobsRequest.ProtoReflect.Descriptor instead.
 func (*StreamJobsRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{35}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *StreamJobsRequest) GetWorker() string {
@@ -2758,7 +3000,7 @@ type StreamJobsResponse struct {
 
 func (x *StreamJobsResponse) Reset() {
 	*x = StreamJobsResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[36]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2770,7 +3012,7 @@ func (x *StreamJobsResponse) String() string {
 func (*StreamJobsResponse) ProtoMessage() {}
 
 func (x *StreamJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[36]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2783,7 +3025,7 @@ func (x *StreamJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamJobsResponse.ProtoReflect.Descriptor instead.
 func (*StreamJobsResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{36}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *StreamJobsResponse) GetJobs() []*ActivatedJob {
@@ -2812,7 +3054,7 @@ type CompleteRequest struct {
 
 func (x *CompleteRequest) Reset() {
 	*x = CompleteRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[37]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2824,7 +3066,7 @@ func (x *CompleteRequest) String() string {
 func (*CompleteRequest) ProtoMessage() {}
 
 func (x *CompleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[37]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2837,7 +3079,7 @@ func (x *CompleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteRequest.ProtoReflect.Descriptor instead.
 func (*CompleteRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{37}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *CompleteRequest) GetId() string {
@@ -2869,7 +3111,7 @@ type CompleteResponse struct {
 
 func (x *CompleteResponse) Reset() {
 	*x = CompleteResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[38]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2881,7 +3123,7 @@ func (x *CompleteResponse) String() string {
 func (*CompleteResponse) ProtoMessage() {}
 
 func (x *CompleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[38]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2894,7 +3136,7 @@ func (x *CompleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteResponse.ProtoReflect.Descriptor instead.
 func (*CompleteResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{38}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{42}
 }
 
 type FailRequest struct {
@@ -2924,7 +3166,7 @@ type FailRequest struct {
 
 func (x *FailRequest) Reset() {
 	*x = FailRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[39]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2936,7 +3178,7 @@ func (x *FailRequest) String() string {
 func (*FailRequest) ProtoMessage() {}
 
 func (x *FailRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[39]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2949,7 +3191,7 @@ func (x *FailRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailRequest.ProtoReflect.Descriptor instead.
 func (*FailRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{39}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *FailRequest) GetId() string {
@@ -3026,7 +3268,7 @@ type FailResponse struct {
 
 func (x *FailResponse) Reset() {
 	*x = FailResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[40]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3038,7 +3280,7 @@ func (x *FailResponse) String() string {
 func (*FailResponse) ProtoMessage() {}
 
 func (x *FailResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[40]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3051,7 +3293,7 @@ func (x *FailResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailResponse.ProtoReflect.Descriptor instead.
 func (*FailResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{40}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *FailResponse) GetState() string {
@@ -3079,7 +3321,7 @@ type SnoozeRequest struct {
 
 func (x *SnoozeRequest) Reset() {
 	*x = SnoozeRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[41]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3091,7 +3333,7 @@ func (x *SnoozeRequest) String() string {
 func (*SnoozeRequest) ProtoMessage() {}
 
 func (x *SnoozeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[41]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3104,7 +3346,7 @@ func (x *SnoozeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnoozeRequest.ProtoReflect.Descriptor instead.
 func (*SnoozeRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{41}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *SnoozeRequest) GetId() string {
@@ -3136,7 +3378,7 @@ type SnoozeResponse struct {
 
 func (x *SnoozeResponse) Reset() {
 	*x = SnoozeResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[42]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3148,7 +3390,7 @@ func (x *SnoozeResponse) String() string {
 func (*SnoozeResponse) ProtoMessage() {}
 
 func (x *SnoozeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[42]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3161,7 +3403,7 @@ func (x *SnoozeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnoozeResponse.ProtoReflect.Descriptor instead.
 func (*SnoozeResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{42}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{46}
 }
 
 type SuspendRequest struct {
@@ -3180,7 +3422,7 @@ type SuspendRequest struct {
 
 func (x *SuspendRequest) Reset() {
 	*x = SuspendRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[43]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3192,7 +3434,7 @@ func (x *SuspendRequest) String() string {
 func (*SuspendRequest) ProtoMessage() {}
 
 func (x *SuspendRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[43]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3205,7 +3447,7 @@ func (x *SuspendRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SuspendRequest.ProtoReflect.Descriptor instead.
 func (*SuspendRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{43}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *SuspendRequest) GetId() string {
@@ -3251,7 +3493,7 @@ type SuspendResponse struct {
 
 func (x *SuspendResponse) Reset() {
 	*x = SuspendResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[44]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3263,7 +3505,7 @@ func (x *SuspendResponse) String() string {
 func (*SuspendResponse) ProtoMessage() {}
 
 func (x *SuspendResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[44]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3276,7 +3518,7 @@ func (x *SuspendResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SuspendResponse.ProtoReflect.Descriptor instead.
 func (*SuspendResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{44}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{48}
 }
 
 type ReleaseRequest struct {
@@ -3291,7 +3533,7 @@ type ReleaseRequest struct {
 
 func (x *ReleaseRequest) Reset() {
 	*x = ReleaseRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[45]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3303,7 +3545,7 @@ func (x *ReleaseRequest) String() string {
 func (*ReleaseRequest) ProtoMessage() {}
 
 func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[45]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3316,7 +3558,7 @@ func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseRequest.ProtoReflect.Descriptor instead.
 func (*ReleaseRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{45}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ReleaseRequest) GetId() string {
@@ -3348,7 +3590,7 @@ type ReleaseResponse struct {
 
 func (x *ReleaseResponse) Reset() {
 	*x = ReleaseResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[46]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3360,7 +3602,7 @@ func (x *ReleaseResponse) String() string {
 func (*ReleaseResponse) ProtoMessage() {}
 
 func (x *ReleaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[46]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3373,7 +3615,7 @@ func (x *ReleaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseResponse.ProtoReflect.Descriptor instead.
 func (*ReleaseResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{46}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{50}
 }
 
 type ExtendLeaseRequest struct {
@@ -3387,7 +3629,7 @@ type ExtendLeaseRequest struct {
 
 func (x *ExtendLeaseRequest) Reset() {
 	*x = ExtendLeaseRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[47]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3399,7 +3641,7 @@ func (x *ExtendLeaseRequest) String() string {
 func (*ExtendLeaseRequest) ProtoMessage() {}
 
 func (x *ExtendLeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[47]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3412,7 +3654,7 @@ func (x *ExtendLeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendLeaseRequest.ProtoReflect.Descriptor instead.
 func (*ExtendLeaseRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{47}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ExtendLeaseRequest) GetId() string {
@@ -3445,7 +3687,7 @@ type ExtendLeaseResponse struct {
 
 func (x *ExtendLeaseResponse) Reset() {
 	*x = ExtendLeaseResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[48]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3457,7 +3699,7 @@ func (x *ExtendLeaseResponse) String() string {
 func (*ExtendLeaseResponse) ProtoMessage() {}
 
 func (x *ExtendLeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[48]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3470,7 +3712,7 @@ func (x *ExtendLeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendLeaseResponse.ProtoReflect.Descriptor instead.
 func (*ExtendLeaseResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{48}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ExtendLeaseResponse) GetLeaseExpiresAt() *timestamppb.Timestamp {
@@ -3492,7 +3734,7 @@ type ReportRequest struct {
 
 func (x *ReportRequest) Reset() {
 	*x = ReportRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[49]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3504,7 +3746,7 @@ func (x *ReportRequest) String() string {
 func (*ReportRequest) ProtoMessage() {}
 
 func (x *ReportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[49]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3517,7 +3759,7 @@ func (x *ReportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportRequest.ProtoReflect.Descriptor instead.
 func (*ReportRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{49}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ReportRequest) GetOutcomes() []*Outcome {
@@ -3551,7 +3793,7 @@ type Outcome struct {
 
 func (x *Outcome) Reset() {
 	*x = Outcome{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[50]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3563,7 +3805,7 @@ func (x *Outcome) String() string {
 func (*Outcome) ProtoMessage() {}
 
 func (x *Outcome) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[50]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3576,7 +3818,7 @@ func (x *Outcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Outcome.ProtoReflect.Descriptor instead.
 func (*Outcome) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{50}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *Outcome) GetOutcome() isOutcome_Outcome {
@@ -3677,7 +3919,7 @@ type ReportResponse struct {
 
 func (x *ReportResponse) Reset() {
 	*x = ReportResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3689,7 +3931,7 @@ func (x *ReportResponse) String() string {
 func (*ReportResponse) ProtoMessage() {}
 
 func (x *ReportResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3702,7 +3944,7 @@ func (x *ReportResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportResponse.ProtoReflect.Descriptor instead.
 func (*ReportResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{51}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ReportResponse) GetOutcomes() []*Verdict {
@@ -3731,7 +3973,7 @@ type ReportStreamRequest struct {
 
 func (x *ReportStreamRequest) Reset() {
 	*x = ReportStreamRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3743,7 +3985,7 @@ func (x *ReportStreamRequest) String() string {
 func (*ReportStreamRequest) ProtoMessage() {}
 
 func (x *ReportStreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3756,7 +3998,7 @@ func (x *ReportStreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportStreamRequest.ProtoReflect.Descriptor instead.
 func (*ReportStreamRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{52}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ReportStreamRequest) GetId() uint64 {
@@ -3785,7 +4027,7 @@ type ReportStreamResponse struct {
 
 func (x *ReportStreamResponse) Reset() {
 	*x = ReportStreamResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3797,7 +4039,7 @@ func (x *ReportStreamResponse) String() string {
 func (*ReportStreamResponse) ProtoMessage() {}
 
 func (x *ReportStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3810,7 +4052,7 @@ func (x *ReportStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportStreamResponse.ProtoReflect.Descriptor instead.
 func (*ReportStreamResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{53}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ReportStreamResponse) GetId() uint64 {
@@ -3847,7 +4089,7 @@ type Verdict struct {
 
 func (x *Verdict) Reset() {
 	*x = Verdict{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3859,7 +4101,7 @@ func (x *Verdict) String() string {
 func (*Verdict) ProtoMessage() {}
 
 func (x *Verdict) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3872,7 +4114,7 @@ func (x *Verdict) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Verdict.ProtoReflect.Descriptor instead.
 func (*Verdict) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{54}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *Verdict) GetCode() string {
@@ -3918,7 +4160,7 @@ type HoldRequest struct {
 
 func (x *HoldRequest) Reset() {
 	*x = HoldRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3930,7 +4172,7 @@ func (x *HoldRequest) String() string {
 func (*HoldRequest) ProtoMessage() {}
 
 func (x *HoldRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3943,7 +4185,7 @@ func (x *HoldRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HoldRequest.ProtoReflect.Descriptor instead.
 func (*HoldRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{55}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *HoldRequest) GetWorker() string {
@@ -3982,7 +4224,7 @@ type HoldResponse struct {
 
 func (x *HoldResponse) Reset() {
 	*x = HoldResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3994,7 +4236,7 @@ func (x *HoldResponse) String() string {
 func (*HoldResponse) ProtoMessage() {}
 
 func (x *HoldResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4007,7 +4249,7 @@ func (x *HoldResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HoldResponse.ProtoReflect.Descriptor instead.
 func (*HoldResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{56}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{60}
 }
 
 type HeartbeatRequest struct {
@@ -4020,7 +4262,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[57]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4032,7 +4274,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[57]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4045,7 +4287,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{57}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *HeartbeatRequest) GetId() string {
@@ -4070,7 +4312,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4082,7 +4324,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4095,7 +4337,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{58}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{62}
 }
 
 type ReportProgressRequest struct {
@@ -4110,7 +4352,7 @@ type ReportProgressRequest struct {
 
 func (x *ReportProgressRequest) Reset() {
 	*x = ReportProgressRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4122,7 +4364,7 @@ func (x *ReportProgressRequest) String() string {
 func (*ReportProgressRequest) ProtoMessage() {}
 
 func (x *ReportProgressRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4135,7 +4377,7 @@ func (x *ReportProgressRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportProgressRequest.ProtoReflect.Descriptor instead.
 func (*ReportProgressRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{59}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *ReportProgressRequest) GetId() string {
@@ -4174,7 +4416,7 @@ type ReportProgressResponse struct {
 
 func (x *ReportProgressResponse) Reset() {
 	*x = ReportProgressResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4186,7 +4428,7 @@ func (x *ReportProgressResponse) String() string {
 func (*ReportProgressResponse) ProtoMessage() {}
 
 func (x *ReportProgressResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4199,7 +4441,7 @@ func (x *ReportProgressResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportProgressResponse.ProtoReflect.Descriptor instead.
 func (*ReportProgressResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{60}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{64}
 }
 
 type Queue struct {
@@ -4236,7 +4478,7 @@ type Queue struct {
 
 func (x *Queue) Reset() {
 	*x = Queue{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4248,7 +4490,7 @@ func (x *Queue) String() string {
 func (*Queue) ProtoMessage() {}
 
 func (x *Queue) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4261,7 +4503,7 @@ func (x *Queue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Queue.ProtoReflect.Descriptor instead.
 func (*Queue) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{61}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *Queue) GetName() string {
@@ -4342,7 +4584,7 @@ type QueueServiceListRequest struct {
 
 func (x *QueueServiceListRequest) Reset() {
 	*x = QueueServiceListRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4354,7 +4596,7 @@ func (x *QueueServiceListRequest) String() string {
 func (*QueueServiceListRequest) ProtoMessage() {}
 
 func (x *QueueServiceListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4367,7 +4609,7 @@ func (x *QueueServiceListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueServiceListRequest.ProtoReflect.Descriptor instead.
 func (*QueueServiceListRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{62}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{66}
 }
 
 type QueueServiceListResponse struct {
@@ -4379,7 +4621,7 @@ type QueueServiceListResponse struct {
 
 func (x *QueueServiceListResponse) Reset() {
 	*x = QueueServiceListResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4391,7 +4633,7 @@ func (x *QueueServiceListResponse) String() string {
 func (*QueueServiceListResponse) ProtoMessage() {}
 
 func (x *QueueServiceListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4404,7 +4646,7 @@ func (x *QueueServiceListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueServiceListResponse.ProtoReflect.Descriptor instead.
 func (*QueueServiceListResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{63}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *QueueServiceListResponse) GetQueues() []*Queue {
@@ -4431,7 +4673,7 @@ type QueueServiceSetRequest struct {
 
 func (x *QueueServiceSetRequest) Reset() {
 	*x = QueueServiceSetRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4443,7 +4685,7 @@ func (x *QueueServiceSetRequest) String() string {
 func (*QueueServiceSetRequest) ProtoMessage() {}
 
 func (x *QueueServiceSetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4456,7 +4698,7 @@ func (x *QueueServiceSetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueServiceSetRequest.ProtoReflect.Descriptor instead.
 func (*QueueServiceSetRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{64}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *QueueServiceSetRequest) GetQueue() string {
@@ -4495,7 +4737,7 @@ type QueueServiceSetResponse struct {
 
 func (x *QueueServiceSetResponse) Reset() {
 	*x = QueueServiceSetResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4507,7 +4749,7 @@ func (x *QueueServiceSetResponse) String() string {
 func (*QueueServiceSetResponse) ProtoMessage() {}
 
 func (x *QueueServiceSetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4520,7 +4762,7 @@ func (x *QueueServiceSetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueServiceSetResponse.ProtoReflect.Descriptor instead.
 func (*QueueServiceSetResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{65}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{69}
 }
 
 type PauseRequest struct {
@@ -4532,7 +4774,7 @@ type PauseRequest struct {
 
 func (x *PauseRequest) Reset() {
 	*x = PauseRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4544,7 +4786,7 @@ func (x *PauseRequest) String() string {
 func (*PauseRequest) ProtoMessage() {}
 
 func (x *PauseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4557,7 +4799,7 @@ func (x *PauseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseRequest.ProtoReflect.Descriptor instead.
 func (*PauseRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{66}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *PauseRequest) GetQueue() string {
@@ -4575,7 +4817,7 @@ type PauseResponse struct {
 
 func (x *PauseResponse) Reset() {
 	*x = PauseResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4587,7 +4829,7 @@ func (x *PauseResponse) String() string {
 func (*PauseResponse) ProtoMessage() {}
 
 func (x *PauseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4600,7 +4842,7 @@ func (x *PauseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseResponse.ProtoReflect.Descriptor instead.
 func (*PauseResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{67}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{71}
 }
 
 type ResumeRequest struct {
@@ -4612,7 +4854,7 @@ type ResumeRequest struct {
 
 func (x *ResumeRequest) Reset() {
 	*x = ResumeRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4624,7 +4866,7 @@ func (x *ResumeRequest) String() string {
 func (*ResumeRequest) ProtoMessage() {}
 
 func (x *ResumeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4637,7 +4879,7 @@ func (x *ResumeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeRequest.ProtoReflect.Descriptor instead.
 func (*ResumeRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{68}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *ResumeRequest) GetQueue() string {
@@ -4655,7 +4897,7 @@ type ResumeResponse struct {
 
 func (x *ResumeResponse) Reset() {
 	*x = ResumeResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4667,7 +4909,7 @@ func (x *ResumeResponse) String() string {
 func (*ResumeResponse) ProtoMessage() {}
 
 func (x *ResumeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4680,7 +4922,7 @@ func (x *ResumeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeResponse.ProtoReflect.Descriptor instead.
 func (*ResumeResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{69}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{73}
 }
 
 type Node struct {
@@ -4702,7 +4944,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4714,7 +4956,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4727,7 +4969,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{70}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *Node) GetId() string {
@@ -4794,7 +5036,7 @@ type ListNodesRequest struct {
 
 func (x *ListNodesRequest) Reset() {
 	*x = ListNodesRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4806,7 +5048,7 @@ func (x *ListNodesRequest) String() string {
 func (*ListNodesRequest) ProtoMessage() {}
 
 func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4819,7 +5061,7 @@ func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesRequest.ProtoReflect.Descriptor instead.
 func (*ListNodesRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{71}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{75}
 }
 
 type ListNodesResponse struct {
@@ -4831,7 +5073,7 @@ type ListNodesResponse struct {
 
 func (x *ListNodesResponse) Reset() {
 	*x = ListNodesResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4843,7 +5085,7 @@ func (x *ListNodesResponse) String() string {
 func (*ListNodesResponse) ProtoMessage() {}
 
 func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4856,7 +5098,7 @@ func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesResponse.ProtoReflect.Descriptor instead.
 func (*ListNodesResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{72}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *ListNodesResponse) GetNodes() []*Node {
@@ -4884,7 +5126,7 @@ type Worker struct {
 
 func (x *Worker) Reset() {
 	*x = Worker{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[73]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4896,7 +5138,7 @@ func (x *Worker) String() string {
 func (*Worker) ProtoMessage() {}
 
 func (x *Worker) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[73]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4909,7 +5151,7 @@ func (x *Worker) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Worker.ProtoReflect.Descriptor instead.
 func (*Worker) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{73}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *Worker) GetName() string {
@@ -4976,7 +5218,7 @@ type ListWorkersRequest struct {
 
 func (x *ListWorkersRequest) Reset() {
 	*x = ListWorkersRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[74]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4988,7 +5230,7 @@ func (x *ListWorkersRequest) String() string {
 func (*ListWorkersRequest) ProtoMessage() {}
 
 func (x *ListWorkersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[74]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5001,7 +5243,7 @@ func (x *ListWorkersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWorkersRequest.ProtoReflect.Descriptor instead.
 func (*ListWorkersRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{74}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{78}
 }
 
 type ListWorkersResponse struct {
@@ -5013,7 +5255,7 @@ type ListWorkersResponse struct {
 
 func (x *ListWorkersResponse) Reset() {
 	*x = ListWorkersResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[75]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5025,7 +5267,7 @@ func (x *ListWorkersResponse) String() string {
 func (*ListWorkersResponse) ProtoMessage() {}
 
 func (x *ListWorkersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[75]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5038,7 +5280,7 @@ func (x *ListWorkersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWorkersResponse.ProtoReflect.Descriptor instead.
 func (*ListWorkersResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{75}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *ListWorkersResponse) GetWorkers() []*Worker {
@@ -5071,7 +5313,7 @@ type Stream struct {
 
 func (x *Stream) Reset() {
 	*x = Stream{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[76]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5083,7 +5325,7 @@ func (x *Stream) String() string {
 func (*Stream) ProtoMessage() {}
 
 func (x *Stream) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[76]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5096,7 +5338,7 @@ func (x *Stream) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stream.ProtoReflect.Descriptor instead.
 func (*Stream) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{76}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *Stream) GetId() string {
@@ -5191,7 +5433,7 @@ type ListStreamsRequest struct {
 
 func (x *ListStreamsRequest) Reset() {
 	*x = ListStreamsRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[77]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5203,7 +5445,7 @@ func (x *ListStreamsRequest) String() string {
 func (*ListStreamsRequest) ProtoMessage() {}
 
 func (x *ListStreamsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[77]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5216,7 +5458,7 @@ func (x *ListStreamsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStreamsRequest.ProtoReflect.Descriptor instead.
 func (*ListStreamsRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{77}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{81}
 }
 
 type ListStreamsResponse struct {
@@ -5228,7 +5470,7 @@ type ListStreamsResponse struct {
 
 func (x *ListStreamsResponse) Reset() {
 	*x = ListStreamsResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[78]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5240,7 +5482,7 @@ func (x *ListStreamsResponse) String() string {
 func (*ListStreamsResponse) ProtoMessage() {}
 
 func (x *ListStreamsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[78]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5253,7 +5495,7 @@ func (x *ListStreamsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStreamsResponse.ProtoReflect.Descriptor instead.
 func (*ListStreamsResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{78}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *ListStreamsResponse) GetStreams() []*Stream {
@@ -5279,7 +5521,7 @@ type APIKey struct {
 
 func (x *APIKey) Reset() {
 	*x = APIKey{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[79]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5291,7 +5533,7 @@ func (x *APIKey) String() string {
 func (*APIKey) ProtoMessage() {}
 
 func (x *APIKey) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[79]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5304,7 +5546,7 @@ func (x *APIKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use APIKey.ProtoReflect.Descriptor instead.
 func (*APIKey) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{79}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *APIKey) GetId() string {
@@ -5359,7 +5601,7 @@ type CreateKeyRequest struct {
 
 func (x *CreateKeyRequest) Reset() {
 	*x = CreateKeyRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[80]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5371,7 +5613,7 @@ func (x *CreateKeyRequest) String() string {
 func (*CreateKeyRequest) ProtoMessage() {}
 
 func (x *CreateKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[80]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5384,7 +5626,7 @@ func (x *CreateKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyRequest.ProtoReflect.Descriptor instead.
 func (*CreateKeyRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{80}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *CreateKeyRequest) GetName() string {
@@ -5412,7 +5654,7 @@ type CreateKeyResponse struct {
 
 func (x *CreateKeyResponse) Reset() {
 	*x = CreateKeyResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[81]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5424,7 +5666,7 @@ func (x *CreateKeyResponse) String() string {
 func (*CreateKeyResponse) ProtoMessage() {}
 
 func (x *CreateKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[81]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5437,7 +5679,7 @@ func (x *CreateKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyResponse.ProtoReflect.Descriptor instead.
 func (*CreateKeyResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{81}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *CreateKeyResponse) GetKey() *APIKey {
@@ -5462,7 +5704,7 @@ type ListKeysRequest struct {
 
 func (x *ListKeysRequest) Reset() {
 	*x = ListKeysRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[82]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5474,7 +5716,7 @@ func (x *ListKeysRequest) String() string {
 func (*ListKeysRequest) ProtoMessage() {}
 
 func (x *ListKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[82]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5487,7 +5729,7 @@ func (x *ListKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeysRequest.ProtoReflect.Descriptor instead.
 func (*ListKeysRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{82}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{86}
 }
 
 type ListKeysResponse struct {
@@ -5499,7 +5741,7 @@ type ListKeysResponse struct {
 
 func (x *ListKeysResponse) Reset() {
 	*x = ListKeysResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[83]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5511,7 +5753,7 @@ func (x *ListKeysResponse) String() string {
 func (*ListKeysResponse) ProtoMessage() {}
 
 func (x *ListKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[83]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5524,7 +5766,7 @@ func (x *ListKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeysResponse.ProtoReflect.Descriptor instead.
 func (*ListKeysResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{83}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *ListKeysResponse) GetKeys() []*APIKey {
@@ -5543,7 +5785,7 @@ type RevokeKeyRequest struct {
 
 func (x *RevokeKeyRequest) Reset() {
 	*x = RevokeKeyRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[84]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5555,7 +5797,7 @@ func (x *RevokeKeyRequest) String() string {
 func (*RevokeKeyRequest) ProtoMessage() {}
 
 func (x *RevokeKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[84]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5568,7 +5810,7 @@ func (x *RevokeKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeKeyRequest.ProtoReflect.Descriptor instead.
 func (*RevokeKeyRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{84}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *RevokeKeyRequest) GetIdOrName() string {
@@ -5587,7 +5829,7 @@ type RevokeKeyResponse struct {
 
 func (x *RevokeKeyResponse) Reset() {
 	*x = RevokeKeyResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[85]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5599,7 +5841,7 @@ func (x *RevokeKeyResponse) String() string {
 func (*RevokeKeyResponse) ProtoMessage() {}
 
 func (x *RevokeKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[85]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5612,7 +5854,7 @@ func (x *RevokeKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeKeyResponse.ProtoReflect.Descriptor instead.
 func (*RevokeKeyResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{85}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *RevokeKeyResponse) GetKey() *APIKey {
@@ -5638,7 +5880,7 @@ type ImportKeyRequest struct {
 
 func (x *ImportKeyRequest) Reset() {
 	*x = ImportKeyRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[86]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5650,7 +5892,7 @@ func (x *ImportKeyRequest) String() string {
 func (*ImportKeyRequest) ProtoMessage() {}
 
 func (x *ImportKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[86]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5663,7 +5905,7 @@ func (x *ImportKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportKeyRequest.ProtoReflect.Descriptor instead.
 func (*ImportKeyRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{86}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *ImportKeyRequest) GetKey() string {
@@ -5699,7 +5941,7 @@ type ImportKeyResponse struct {
 
 func (x *ImportKeyResponse) Reset() {
 	*x = ImportKeyResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[87]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5711,7 +5953,7 @@ func (x *ImportKeyResponse) String() string {
 func (*ImportKeyResponse) ProtoMessage() {}
 
 func (x *ImportKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[87]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5724,7 +5966,7 @@ func (x *ImportKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportKeyResponse.ProtoReflect.Descriptor instead.
 func (*ImportKeyResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{87}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *ImportKeyResponse) GetKey() *APIKey {
@@ -5755,7 +5997,7 @@ type DeadLetterFilter struct {
 
 func (x *DeadLetterFilter) Reset() {
 	*x = DeadLetterFilter{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[88]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5767,7 +6009,7 @@ func (x *DeadLetterFilter) String() string {
 func (*DeadLetterFilter) ProtoMessage() {}
 
 func (x *DeadLetterFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[88]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5780,7 +6022,7 @@ func (x *DeadLetterFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterFilter.ProtoReflect.Descriptor instead.
 func (*DeadLetterFilter) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{88}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *DeadLetterFilter) GetQueues() []string {
@@ -5827,7 +6069,7 @@ type DeadLetterServiceListRequest struct {
 
 func (x *DeadLetterServiceListRequest) Reset() {
 	*x = DeadLetterServiceListRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[89]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5839,7 +6081,7 @@ func (x *DeadLetterServiceListRequest) String() string {
 func (*DeadLetterServiceListRequest) ProtoMessage() {}
 
 func (x *DeadLetterServiceListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[89]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5852,7 +6094,7 @@ func (x *DeadLetterServiceListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceListRequest.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceListRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{89}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *DeadLetterServiceListRequest) GetFilter() *DeadLetterFilter {
@@ -5897,7 +6139,7 @@ type DeadLetterServiceListResponse struct {
 
 func (x *DeadLetterServiceListResponse) Reset() {
 	*x = DeadLetterServiceListResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[90]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5909,7 +6151,7 @@ func (x *DeadLetterServiceListResponse) String() string {
 func (*DeadLetterServiceListResponse) ProtoMessage() {}
 
 func (x *DeadLetterServiceListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[90]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5922,7 +6164,7 @@ func (x *DeadLetterServiceListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceListResponse.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceListResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{90}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *DeadLetterServiceListResponse) GetJobs() []*Job {
@@ -5961,7 +6203,7 @@ type ReplaySummary struct {
 
 func (x *ReplaySummary) Reset() {
 	*x = ReplaySummary{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[91]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5973,7 +6215,7 @@ func (x *ReplaySummary) String() string {
 func (*ReplaySummary) ProtoMessage() {}
 
 func (x *ReplaySummary) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[91]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5986,7 +6228,7 @@ func (x *ReplaySummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplaySummary.ProtoReflect.Descriptor instead.
 func (*ReplaySummary) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{91}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *ReplaySummary) GetCount() int32 {
@@ -6018,7 +6260,7 @@ type DeadLetterServiceStatsRequest struct {
 
 func (x *DeadLetterServiceStatsRequest) Reset() {
 	*x = DeadLetterServiceStatsRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[92]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6030,7 +6272,7 @@ func (x *DeadLetterServiceStatsRequest) String() string {
 func (*DeadLetterServiceStatsRequest) ProtoMessage() {}
 
 func (x *DeadLetterServiceStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[92]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6043,7 +6285,7 @@ func (x *DeadLetterServiceStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceStatsRequest.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceStatsRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{92}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{96}
 }
 
 type DeadLetterServiceStatsResponse struct {
@@ -6063,7 +6305,7 @@ type DeadLetterServiceStatsResponse struct {
 
 func (x *DeadLetterServiceStatsResponse) Reset() {
 	*x = DeadLetterServiceStatsResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[93]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6075,7 +6317,7 @@ func (x *DeadLetterServiceStatsResponse) String() string {
 func (*DeadLetterServiceStatsResponse) ProtoMessage() {}
 
 func (x *DeadLetterServiceStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[93]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6088,7 +6330,7 @@ func (x *DeadLetterServiceStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceStatsResponse.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceStatsResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{93}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *DeadLetterServiceStatsResponse) GetCount() int64 {
@@ -6120,15 +6362,19 @@ func (x *DeadLetterServiceStatsResponse) GetReplayed() int64 {
 }
 
 type ReplayRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// again replays a dead letter that was replayed before (recorded as forced).
+	Again bool `protobuf:"varint,2,opt,name=again,proto3" json:"again,omitempty"`
+	// reason is recorded in the audit log and the new job's history (default "replay").
+	Reason        string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ReplayRequest) Reset() {
 	*x = ReplayRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[94]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6140,7 +6386,7 @@ func (x *ReplayRequest) String() string {
 func (*ReplayRequest) ProtoMessage() {}
 
 func (x *ReplayRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[94]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6153,12 +6399,26 @@ func (x *ReplayRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayRequest.ProtoReflect.Descriptor instead.
 func (*ReplayRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{94}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *ReplayRequest) GetId() string {
 	if x != nil {
 		return x.Id
+	}
+	return ""
+}
+
+func (x *ReplayRequest) GetAgain() bool {
+	if x != nil {
+		return x.Again
+	}
+	return false
+}
+
+func (x *ReplayRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
 	}
 	return ""
 }
@@ -6175,7 +6435,7 @@ type ReplayResponse struct {
 
 func (x *ReplayResponse) Reset() {
 	*x = ReplayResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[95]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6187,7 +6447,7 @@ func (x *ReplayResponse) String() string {
 func (*ReplayResponse) ProtoMessage() {}
 
 func (x *ReplayResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[95]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6200,7 +6460,7 @@ func (x *ReplayResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayResponse.ProtoReflect.Descriptor instead.
 func (*ReplayResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{95}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *ReplayResponse) GetJob() *Job {
@@ -6228,7 +6488,7 @@ type ReplayManyRequest struct {
 
 func (x *ReplayManyRequest) Reset() {
 	*x = ReplayManyRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[96]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6240,7 +6500,7 @@ func (x *ReplayManyRequest) String() string {
 func (*ReplayManyRequest) ProtoMessage() {}
 
 func (x *ReplayManyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[96]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6253,7 +6513,7 @@ func (x *ReplayManyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayManyRequest.ProtoReflect.Descriptor instead.
 func (*ReplayManyRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{96}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *ReplayManyRequest) GetFilter() *DeadLetterFilter {
@@ -6273,15 +6533,18 @@ func (x *ReplayManyRequest) GetLimit() int32 {
 type ReplayManyResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// jobs are the new jobs, in the order of their dead letters (oldest first).
-	Jobs          []*Job `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs,omitempty"`
-	ReplayedBy    string `protobuf:"bytes,2,opt,name=replayed_by,json=replayedBy,proto3" json:"replayed_by,omitempty"`
+	Jobs       []*Job `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs,omitempty"`
+	ReplayedBy string `protobuf:"bytes,2,opt,name=replayed_by,json=replayedBy,proto3" json:"replayed_by,omitempty"`
+	// skipped is the number of dead letters matching the filter left because they were
+	// replayed before.
+	Skipped       int32 `protobuf:"varint,3,opt,name=skipped,proto3" json:"skipped,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ReplayManyResponse) Reset() {
 	*x = ReplayManyResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[97]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6293,7 +6556,7 @@ func (x *ReplayManyResponse) String() string {
 func (*ReplayManyResponse) ProtoMessage() {}
 
 func (x *ReplayManyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[97]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6306,7 +6569,7 @@ func (x *ReplayManyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayManyResponse.ProtoReflect.Descriptor instead.
 func (*ReplayManyResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{97}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *ReplayManyResponse) GetJobs() []*Job {
@@ -6323,25 +6586,171 @@ func (x *ReplayManyResponse) GetReplayedBy() string {
 	return ""
 }
 
-// ReplayRecord is one entry of the replay audit log.
+func (x *ReplayManyResponse) GetSkipped() int32 {
+	if x != nil {
+		return x.Skipped
+	}
+	return 0
+}
+
+type DeadLetterServiceRetryManyRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Filter *DeadLetterFilter      `protobuf:"bytes,1,opt,name=filter,proto3" json:"filter,omitempty"`
+	// limit bounds the retries (default 100, at most 1000).
+	Limit int32 `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	// retries is how many more attempts each job gets (default 1).
+	Retries int32 `protobuf:"varint,3,opt,name=retries,proto3" json:"retries,omitempty"`
+	// reason is recorded in each job's history and the audit log.
+	Reason        string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeadLetterServiceRetryManyRequest) Reset() {
+	*x = DeadLetterServiceRetryManyRequest{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[102]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeadLetterServiceRetryManyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeadLetterServiceRetryManyRequest) ProtoMessage() {}
+
+func (x *DeadLetterServiceRetryManyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[102]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeadLetterServiceRetryManyRequest.ProtoReflect.Descriptor instead.
+func (*DeadLetterServiceRetryManyRequest) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{102}
+}
+
+func (x *DeadLetterServiceRetryManyRequest) GetFilter() *DeadLetterFilter {
+	if x != nil {
+		return x.Filter
+	}
+	return nil
+}
+
+func (x *DeadLetterServiceRetryManyRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *DeadLetterServiceRetryManyRequest) GetRetries() int32 {
+	if x != nil {
+		return x.Retries
+	}
+	return 0
+}
+
+func (x *DeadLetterServiceRetryManyRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type DeadLetterServiceRetryManyResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// jobs are the jobs retried, oldest first.
+	Jobs      []*Job `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs,omitempty"`
+	RetriedBy string `protobuf:"bytes,2,opt,name=retried_by,json=retriedBy,proto3" json:"retried_by,omitempty"`
+	// skipped is the number of dead letters matching the filter left because they were
+	// replayed.
+	Skipped       int32 `protobuf:"varint,3,opt,name=skipped,proto3" json:"skipped,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeadLetterServiceRetryManyResponse) Reset() {
+	*x = DeadLetterServiceRetryManyResponse{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[103]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeadLetterServiceRetryManyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeadLetterServiceRetryManyResponse) ProtoMessage() {}
+
+func (x *DeadLetterServiceRetryManyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[103]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeadLetterServiceRetryManyResponse.ProtoReflect.Descriptor instead.
+func (*DeadLetterServiceRetryManyResponse) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{103}
+}
+
+func (x *DeadLetterServiceRetryManyResponse) GetJobs() []*Job {
+	if x != nil {
+		return x.Jobs
+	}
+	return nil
+}
+
+func (x *DeadLetterServiceRetryManyResponse) GetRetriedBy() string {
+	if x != nil {
+		return x.RetriedBy
+	}
+	return ""
+}
+
+func (x *DeadLetterServiceRetryManyResponse) GetSkipped() int32 {
+	if x != nil {
+		return x.Skipped
+	}
+	return 0
+}
+
+// ReplayRecord is one entry of the dead-letter audit log: a replay or a retry in place.
 type ReplayRecord struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Id    int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
-	// source_job_id is the dead letter replayed; new_job_id the job the replay created;
-	// original_id the first job of the lineage.
-	SourceJobId   string                 `protobuf:"bytes,2,opt,name=source_job_id,json=sourceJobId,proto3" json:"source_job_id,omitempty"`
-	NewJobId      string                 `protobuf:"bytes,3,opt,name=new_job_id,json=newJobId,proto3" json:"new_job_id,omitempty"`
-	OriginalId    string                 `protobuf:"bytes,4,opt,name=original_id,json=originalId,proto3" json:"original_id,omitempty"`
-	ReplayedBy    string                 `protobuf:"bytes,5,opt,name=replayed_by,json=replayedBy,proto3" json:"replayed_by,omitempty"`
-	ReplayedAt    *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=replayed_at,json=replayedAt,proto3" json:"replayed_at,omitempty"`
-	Reason        string                 `protobuf:"bytes,7,opt,name=reason,proto3" json:"reason,omitempty"`
+	// source_job_id is the dead letter replayed or retried; new_job_id the job the replay
+	// created (for a retry, the dead letter itself); original_id the first job of the lineage.
+	SourceJobId string                 `protobuf:"bytes,2,opt,name=source_job_id,json=sourceJobId,proto3" json:"source_job_id,omitempty"`
+	NewJobId    string                 `protobuf:"bytes,3,opt,name=new_job_id,json=newJobId,proto3" json:"new_job_id,omitempty"`
+	OriginalId  string                 `protobuf:"bytes,4,opt,name=original_id,json=originalId,proto3" json:"original_id,omitempty"`
+	ReplayedBy  string                 `protobuf:"bytes,5,opt,name=replayed_by,json=replayedBy,proto3" json:"replayed_by,omitempty"`
+	ReplayedAt  *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=replayed_at,json=replayedAt,proto3" json:"replayed_at,omitempty"`
+	Reason      string                 `protobuf:"bytes,7,opt,name=reason,proto3" json:"reason,omitempty"`
+	// action is "replay" or "retry".
+	Action string `protobuf:"bytes,8,opt,name=action,proto3" json:"action,omitempty"`
+	// forced says the replay or retry was made although the dead letter had been replayed
+	// before (again).
+	Forced        bool `protobuf:"varint,9,opt,name=forced,proto3" json:"forced,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ReplayRecord) Reset() {
 	*x = ReplayRecord{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[98]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6353,7 +6762,7 @@ func (x *ReplayRecord) String() string {
 func (*ReplayRecord) ProtoMessage() {}
 
 func (x *ReplayRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[98]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6366,7 +6775,7 @@ func (x *ReplayRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayRecord.ProtoReflect.Descriptor instead.
 func (*ReplayRecord) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{98}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *ReplayRecord) GetId() int64 {
@@ -6418,6 +6827,20 @@ func (x *ReplayRecord) GetReason() string {
 	return ""
 }
 
+func (x *ReplayRecord) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
+func (x *ReplayRecord) GetForced() bool {
+	if x != nil {
+		return x.Forced
+	}
+	return false
+}
+
 type ListReplaysRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Empty fields don't filter. original_id selects a whole lineage.
@@ -6436,7 +6859,7 @@ type ListReplaysRequest struct {
 
 func (x *ListReplaysRequest) Reset() {
 	*x = ListReplaysRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[99]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6448,7 +6871,7 @@ func (x *ListReplaysRequest) String() string {
 func (*ListReplaysRequest) ProtoMessage() {}
 
 func (x *ListReplaysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[99]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6461,7 +6884,7 @@ func (x *ListReplaysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReplaysRequest.ProtoReflect.Descriptor instead.
 func (*ListReplaysRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{99}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *ListReplaysRequest) GetSourceJobId() string {
@@ -6523,7 +6946,7 @@ type ListReplaysResponse struct {
 
 func (x *ListReplaysResponse) Reset() {
 	*x = ListReplaysResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[100]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6535,7 +6958,7 @@ func (x *ListReplaysResponse) String() string {
 func (*ListReplaysResponse) ProtoMessage() {}
 
 func (x *ListReplaysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[100]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6548,7 +6971,7 @@ func (x *ListReplaysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReplaysResponse.ProtoReflect.Descriptor instead.
 func (*ListReplaysResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{100}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *ListReplaysResponse) GetReplays() []*ReplayRecord {
@@ -6585,7 +7008,7 @@ type Kind struct {
 
 func (x *Kind) Reset() {
 	*x = Kind{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[101]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6597,7 +7020,7 @@ func (x *Kind) String() string {
 func (*Kind) ProtoMessage() {}
 
 func (x *Kind) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[101]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6610,7 +7033,7 @@ func (x *Kind) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Kind.ProtoReflect.Descriptor instead.
 func (*Kind) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{101}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *Kind) GetName() string {
@@ -6656,7 +7079,7 @@ type KindServiceListRequest struct {
 
 func (x *KindServiceListRequest) Reset() {
 	*x = KindServiceListRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[102]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6668,7 +7091,7 @@ func (x *KindServiceListRequest) String() string {
 func (*KindServiceListRequest) ProtoMessage() {}
 
 func (x *KindServiceListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[102]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6681,7 +7104,7 @@ func (x *KindServiceListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceListRequest.ProtoReflect.Descriptor instead.
 func (*KindServiceListRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{102}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{108}
 }
 
 type KindServiceListResponse struct {
@@ -6693,7 +7116,7 @@ type KindServiceListResponse struct {
 
 func (x *KindServiceListResponse) Reset() {
 	*x = KindServiceListResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[103]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6705,7 +7128,7 @@ func (x *KindServiceListResponse) String() string {
 func (*KindServiceListResponse) ProtoMessage() {}
 
 func (x *KindServiceListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[103]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6718,7 +7141,7 @@ func (x *KindServiceListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceListResponse.ProtoReflect.Descriptor instead.
 func (*KindServiceListResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{103}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{109}
 }
 
 func (x *KindServiceListResponse) GetKinds() []*Kind {
@@ -6743,7 +7166,7 @@ type KindServiceSetRequest struct {
 
 func (x *KindServiceSetRequest) Reset() {
 	*x = KindServiceSetRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[104]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6755,7 +7178,7 @@ func (x *KindServiceSetRequest) String() string {
 func (*KindServiceSetRequest) ProtoMessage() {}
 
 func (x *KindServiceSetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[104]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6768,7 +7191,7 @@ func (x *KindServiceSetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceSetRequest.ProtoReflect.Descriptor instead.
 func (*KindServiceSetRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{104}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{110}
 }
 
 func (x *KindServiceSetRequest) GetKind() string {
@@ -6800,7 +7223,7 @@ type KindServiceSetResponse struct {
 
 func (x *KindServiceSetResponse) Reset() {
 	*x = KindServiceSetResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[105]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6812,7 +7235,7 @@ func (x *KindServiceSetResponse) String() string {
 func (*KindServiceSetResponse) ProtoMessage() {}
 
 func (x *KindServiceSetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[105]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6825,7 +7248,7 @@ func (x *KindServiceSetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceSetResponse.ProtoReflect.Descriptor instead.
 func (*KindServiceSetResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{105}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{111}
 }
 
 type KindServiceDisableRequest struct {
@@ -6837,7 +7260,7 @@ type KindServiceDisableRequest struct {
 
 func (x *KindServiceDisableRequest) Reset() {
 	*x = KindServiceDisableRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[106]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6849,7 +7272,7 @@ func (x *KindServiceDisableRequest) String() string {
 func (*KindServiceDisableRequest) ProtoMessage() {}
 
 func (x *KindServiceDisableRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[106]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6862,7 +7285,7 @@ func (x *KindServiceDisableRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceDisableRequest.ProtoReflect.Descriptor instead.
 func (*KindServiceDisableRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{106}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{112}
 }
 
 func (x *KindServiceDisableRequest) GetKind() string {
@@ -6880,7 +7303,7 @@ type KindServiceDisableResponse struct {
 
 func (x *KindServiceDisableResponse) Reset() {
 	*x = KindServiceDisableResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[107]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6892,7 +7315,7 @@ func (x *KindServiceDisableResponse) String() string {
 func (*KindServiceDisableResponse) ProtoMessage() {}
 
 func (x *KindServiceDisableResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[107]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6905,7 +7328,7 @@ func (x *KindServiceDisableResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceDisableResponse.ProtoReflect.Descriptor instead.
 func (*KindServiceDisableResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{107}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{113}
 }
 
 type KindServiceEnableRequest struct {
@@ -6917,7 +7340,7 @@ type KindServiceEnableRequest struct {
 
 func (x *KindServiceEnableRequest) Reset() {
 	*x = KindServiceEnableRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[108]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6929,7 +7352,7 @@ func (x *KindServiceEnableRequest) String() string {
 func (*KindServiceEnableRequest) ProtoMessage() {}
 
 func (x *KindServiceEnableRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[108]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6942,7 +7365,7 @@ func (x *KindServiceEnableRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceEnableRequest.ProtoReflect.Descriptor instead.
 func (*KindServiceEnableRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{108}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{114}
 }
 
 func (x *KindServiceEnableRequest) GetKind() string {
@@ -6960,7 +7383,7 @@ type KindServiceEnableResponse struct {
 
 func (x *KindServiceEnableResponse) Reset() {
 	*x = KindServiceEnableResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[109]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[115]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6972,7 +7395,7 @@ func (x *KindServiceEnableResponse) String() string {
 func (*KindServiceEnableResponse) ProtoMessage() {}
 
 func (x *KindServiceEnableResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[109]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[115]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6985,7 +7408,7 @@ func (x *KindServiceEnableResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceEnableResponse.ProtoReflect.Descriptor instead.
 func (*KindServiceEnableResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{109}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{115}
 }
 
 type ServerServiceInfoRequest struct {
@@ -6996,7 +7419,7 @@ type ServerServiceInfoRequest struct {
 
 func (x *ServerServiceInfoRequest) Reset() {
 	*x = ServerServiceInfoRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[110]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7008,7 +7431,7 @@ func (x *ServerServiceInfoRequest) String() string {
 func (*ServerServiceInfoRequest) ProtoMessage() {}
 
 func (x *ServerServiceInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[110]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7021,7 +7444,7 @@ func (x *ServerServiceInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerServiceInfoRequest.ProtoReflect.Descriptor instead.
 func (*ServerServiceInfoRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{110}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{116}
 }
 
 type ServerServiceInfoResponse struct {
@@ -7033,7 +7456,7 @@ type ServerServiceInfoResponse struct {
 
 func (x *ServerServiceInfoResponse) Reset() {
 	*x = ServerServiceInfoResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[111]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7045,7 +7468,7 @@ func (x *ServerServiceInfoResponse) String() string {
 func (*ServerServiceInfoResponse) ProtoMessage() {}
 
 func (x *ServerServiceInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[111]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7058,7 +7481,7 @@ func (x *ServerServiceInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerServiceInfoResponse.ProtoReflect.Descriptor instead.
 func (*ServerServiceInfoResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{111}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{117}
 }
 
 func (x *ServerServiceInfoResponse) GetServer() *ServerInfo {
@@ -7096,7 +7519,7 @@ type ServerInfo struct {
 
 func (x *ServerInfo) Reset() {
 	*x = ServerInfo{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[112]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[118]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7108,7 +7531,7 @@ func (x *ServerInfo) String() string {
 func (*ServerInfo) ProtoMessage() {}
 
 func (x *ServerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[112]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[118]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7121,7 +7544,7 @@ func (x *ServerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerInfo.ProtoReflect.Descriptor instead.
 func (*ServerInfo) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{112}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{118}
 }
 
 func (x *ServerInfo) GetVersion() string {
@@ -7355,6 +7778,22 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"2\n" +
 	"\x0eCancelResponse\x12 \n" +
+	"\x03job\x18\x01 \x01(\v2\x0e.hopper.v1.JobR\x03job\"\xbd\x01\n" +
+	"\x16JobServiceRetryRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
+	"\aretries\x18\x02 \x01(\x05R\aretries\x12\x18\n" +
+	"\x04args\x18\x03 \x01(\tB\x04\x88\xe7\x18\x01R\x04args\x121\n" +
+	"\x06run_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x05runAt\x12\x16\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\x12\x14\n" +
+	"\x05again\x18\x06 \x01(\bR\x05again\"Z\n" +
+	"\x17JobServiceRetryResponse\x12 \n" +
+	"\x03job\x18\x01 \x01(\v2\x0e.hopper.v1.JobR\x03job\x12\x1d\n" +
+	"\n" +
+	"retried_by\x18\x02 \x01(\tR\tretriedBy\"P\n" +
+	"\x1bJobServiceSetRetriesRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12!\n" +
+	"\fmax_attempts\x18\x02 \x01(\x05R\vmaxAttempts\"@\n" +
+	"\x1cJobServiceSetRetriesResponse\x12 \n" +
 	"\x03job\x18\x01 \x01(\v2\x0e.hopper.v1.JobR\x03job\"[\n" +
 	"\x17JobServiceResumeRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
@@ -7667,20 +8106,33 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x10oldest_failed_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x0eoldestFailedAt\x128\n" +
 	"\n" +
 	"oldest_age\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\toldestAge\x12\x1a\n" +
-	"\breplayed\x18\x04 \x01(\x03R\breplayed\"\x1f\n" +
+	"\breplayed\x18\x04 \x01(\x03R\breplayed\"M\n" +
 	"\rReplayRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"S\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
+	"\x05again\x18\x02 \x01(\bR\x05again\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"S\n" +
 	"\x0eReplayResponse\x12 \n" +
 	"\x03job\x18\x01 \x01(\v2\x0e.hopper.v1.JobR\x03job\x12\x1f\n" +
 	"\vreplayed_by\x18\x02 \x01(\tR\n" +
 	"replayedBy\"^\n" +
 	"\x11ReplayManyRequest\x123\n" +
 	"\x06filter\x18\x01 \x01(\v2\x1b.hopper.v1.DeadLetterFilterR\x06filter\x12\x14\n" +
-	"\x05limit\x18\x02 \x01(\x05R\x05limit\"Y\n" +
+	"\x05limit\x18\x02 \x01(\x05R\x05limit\"s\n" +
 	"\x12ReplayManyResponse\x12\"\n" +
 	"\x04jobs\x18\x01 \x03(\v2\x0e.hopper.v1.JobR\x04jobs\x12\x1f\n" +
 	"\vreplayed_by\x18\x02 \x01(\tR\n" +
-	"replayedBy\"\xf7\x01\n" +
+	"replayedBy\x12\x18\n" +
+	"\askipped\x18\x03 \x01(\x05R\askipped\"\xa0\x01\n" +
+	"!DeadLetterServiceRetryManyRequest\x123\n" +
+	"\x06filter\x18\x01 \x01(\v2\x1b.hopper.v1.DeadLetterFilterR\x06filter\x12\x14\n" +
+	"\x05limit\x18\x02 \x01(\x05R\x05limit\x12\x18\n" +
+	"\aretries\x18\x03 \x01(\x05R\aretries\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\"\x81\x01\n" +
+	"\"DeadLetterServiceRetryManyResponse\x12\"\n" +
+	"\x04jobs\x18\x01 \x03(\v2\x0e.hopper.v1.JobR\x04jobs\x12\x1d\n" +
+	"\n" +
+	"retried_by\x18\x02 \x01(\tR\tretriedBy\x12\x18\n" +
+	"\askipped\x18\x03 \x01(\x05R\askipped\"\xa7\x02\n" +
 	"\fReplayRecord\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\"\n" +
 	"\rsource_job_id\x18\x02 \x01(\tR\vsourceJobId\x12\x1c\n" +
@@ -7692,7 +8144,9 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"replayedBy\x12;\n" +
 	"\vreplayed_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"replayedAt\x12\x16\n" +
-	"\x06reason\x18\a \x01(\tR\x06reason\"\x8c\x02\n" +
+	"\x06reason\x18\a \x01(\tR\x06reason\x12\x16\n" +
+	"\x06action\x18\b \x01(\tR\x06action\x12\x16\n" +
+	"\x06forced\x18\t \x01(\bR\x06forced\"\x8c\x02\n" +
 	"\x12ListReplaysRequest\x12\"\n" +
 	"\rsource_job_id\x18\x01 \x01(\tR\vsourceJobId\x12\x1f\n" +
 	"\voriginal_id\x18\x02 \x01(\tR\n" +
@@ -7748,7 +8202,7 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"go_version\x18\x05 \x01(\tR\tgoVersion\x12\x1a\n" +
 	"\bplatform\x18\x06 \x01(\tR\bplatform\x12\x14\n" +
 	"\x05store\x18\a \x01(\tR\x05store\x12%\n" +
-	"\x0eschema_version\x18\b \x01(\x05R\rschemaVersion2\xee\x03\n" +
+	"\x0eschema_version\x18\b \x01(\x05R\rschemaVersion2\x9d\x05\n" +
 	"\n" +
 	"JobService\x12@\n" +
 	"\aEnqueue\x12\x19.hopper.v1.EnqueueRequest\x1a\x1a.hopper.v1.EnqueueResponse\x12O\n" +
@@ -7757,7 +8211,10 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x04List\x12\x16.hopper.v1.ListRequest\x1a\x17.hopper.v1.ListResponse\"\x03\x90\x02\x01\x12=\n" +
 	"\x06Cancel\x12\x18.hopper.v1.CancelRequest\x1a\x19.hopper.v1.CancelResponse\x12B\n" +
 	"\x06Events\x12\x18.hopper.v1.EventsRequest\x1a\x19.hopper.v1.EventsResponse\"\x03\x90\x02\x01\x12Q\n" +
-	"\x06Resume\x12\".hopper.v1.JobServiceResumeRequest\x1a#.hopper.v1.JobServiceResumeResponse2\x9c\a\n" +
+	"\x06Resume\x12\".hopper.v1.JobServiceResumeRequest\x1a#.hopper.v1.JobServiceResumeResponse\x12N\n" +
+	"\x05Retry\x12!.hopper.v1.JobServiceRetryRequest\x1a\".hopper.v1.JobServiceRetryResponse\x12]\n" +
+	"\n" +
+	"SetRetries\x12&.hopper.v1.JobServiceSetRetriesRequest\x1a'.hopper.v1.JobServiceSetRetriesResponse2\x9c\a\n" +
 	"\rWorkerService\x12C\n" +
 	"\bActivate\x12\x1a.hopper.v1.ActivateRequest\x1a\x1b.hopper.v1.ActivateResponse\x12K\n" +
 	"\n" +
@@ -7792,13 +8249,14 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x06Remove\x12'.hopper.v1.ScheduleServiceRemoveRequest\x1a(.hopper.v1.ScheduleServiceRemoveResponse\x12X\n" +
 	"\x05Pause\x12&.hopper.v1.ScheduleServicePauseRequest\x1a'.hopper.v1.ScheduleServicePauseResponse\x12[\n" +
 	"\x06Resume\x12'.hopper.v1.ScheduleServiceResumeRequest\x1a(.hopper.v1.ScheduleServiceResumeResponse\x12R\n" +
-	"\x03Run\x12$.hopper.v1.ScheduleServiceRunRequest\x1a%.hopper.v1.ScheduleServiceRunResponse2\xb3\x03\n" +
+	"\x03Run\x12$.hopper.v1.ScheduleServiceRunRequest\x1a%.hopper.v1.ScheduleServiceRunResponse2\x9d\x04\n" +
 	"\x11DeadLetterService\x12^\n" +
 	"\x04List\x12'.hopper.v1.DeadLetterServiceListRequest\x1a(.hopper.v1.DeadLetterServiceListResponse\"\x03\x90\x02\x01\x12a\n" +
 	"\x05Stats\x12(.hopper.v1.DeadLetterServiceStatsRequest\x1a).hopper.v1.DeadLetterServiceStatsResponse\"\x03\x90\x02\x01\x12=\n" +
 	"\x06Replay\x12\x18.hopper.v1.ReplayRequest\x1a\x19.hopper.v1.ReplayResponse\x12I\n" +
 	"\n" +
-	"ReplayMany\x12\x1c.hopper.v1.ReplayManyRequest\x1a\x1d.hopper.v1.ReplayManyResponse\x12Q\n" +
+	"ReplayMany\x12\x1c.hopper.v1.ReplayManyRequest\x1a\x1d.hopper.v1.ReplayManyResponse\x12h\n" +
+	"\tRetryMany\x12,.hopper.v1.DeadLetterServiceRetryManyRequest\x1a-.hopper.v1.DeadLetterServiceRetryManyResponse\x12Q\n" +
 	"\vListReplays\x12\x1d.hopper.v1.ListReplaysRequest\x1a\x1e.hopper.v1.ListReplaysResponse\"\x03\x90\x02\x012\xdf\x02\n" +
 	"\vKindService\x12R\n" +
 	"\x04List\x12!.hopper.v1.KindServiceListRequest\x1a\".hopper.v1.KindServiceListResponse\"\x03\x90\x02\x01\x12O\n" +
@@ -7820,348 +8278,365 @@ func file_hopper_v1_hopper_proto_rawDescGZIP() []byte {
 	return file_hopper_v1_hopper_proto_rawDescData
 }
 
-var file_hopper_v1_hopper_proto_msgTypes = make([]protoimpl.MessageInfo, 120)
+var file_hopper_v1_hopper_proto_msgTypes = make([]protoimpl.MessageInfo, 126)
 var file_hopper_v1_hopper_proto_goTypes = []any{
-	(*Schedule)(nil),                       // 0: hopper.v1.Schedule
-	(*ScheduleServiceListRequest)(nil),     // 1: hopper.v1.ScheduleServiceListRequest
-	(*ScheduleServiceListResponse)(nil),    // 2: hopper.v1.ScheduleServiceListResponse
-	(*ScheduleServiceAddRequest)(nil),      // 3: hopper.v1.ScheduleServiceAddRequest
-	(*ScheduleServiceAddResponse)(nil),     // 4: hopper.v1.ScheduleServiceAddResponse
-	(*ScheduleServiceRemoveRequest)(nil),   // 5: hopper.v1.ScheduleServiceRemoveRequest
-	(*ScheduleServiceRemoveResponse)(nil),  // 6: hopper.v1.ScheduleServiceRemoveResponse
-	(*ScheduleServicePauseRequest)(nil),    // 7: hopper.v1.ScheduleServicePauseRequest
-	(*ScheduleServicePauseResponse)(nil),   // 8: hopper.v1.ScheduleServicePauseResponse
-	(*ScheduleServiceResumeRequest)(nil),   // 9: hopper.v1.ScheduleServiceResumeRequest
-	(*ScheduleServiceResumeResponse)(nil),  // 10: hopper.v1.ScheduleServiceResumeResponse
-	(*ScheduleServiceRunRequest)(nil),      // 11: hopper.v1.ScheduleServiceRunRequest
-	(*ScheduleServiceRunResponse)(nil),     // 12: hopper.v1.ScheduleServiceRunResponse
-	(*Job)(nil),                            // 13: hopper.v1.Job
-	(*JobSpec)(nil),                        // 14: hopper.v1.JobSpec
-	(*RetryPolicy)(nil),                    // 15: hopper.v1.RetryPolicy
-	(*EnqueueRequest)(nil),                 // 16: hopper.v1.EnqueueRequest
-	(*EnqueueResponse)(nil),                // 17: hopper.v1.EnqueueResponse
-	(*EnqueueBatchRequest)(nil),            // 18: hopper.v1.EnqueueBatchRequest
-	(*EnqueueBatchResponse)(nil),           // 19: hopper.v1.EnqueueBatchResponse
-	(*GetRequest)(nil),                     // 20: hopper.v1.GetRequest
-	(*GetResponse)(nil),                    // 21: hopper.v1.GetResponse
-	(*ListRequest)(nil),                    // 22: hopper.v1.ListRequest
-	(*ListResponse)(nil),                   // 23: hopper.v1.ListResponse
-	(*CancelRequest)(nil),                  // 24: hopper.v1.CancelRequest
-	(*CancelResponse)(nil),                 // 25: hopper.v1.CancelResponse
-	(*JobServiceResumeRequest)(nil),        // 26: hopper.v1.JobServiceResumeRequest
-	(*JobServiceResumeResponse)(nil),       // 27: hopper.v1.JobServiceResumeResponse
-	(*EventsRequest)(nil),                  // 28: hopper.v1.EventsRequest
-	(*Event)(nil),                          // 29: hopper.v1.Event
-	(*Attempt)(nil),                        // 30: hopper.v1.Attempt
-	(*EventsResponse)(nil),                 // 31: hopper.v1.EventsResponse
-	(*ActivatedJob)(nil),                   // 32: hopper.v1.ActivatedJob
-	(*ActivateRequest)(nil),                // 33: hopper.v1.ActivateRequest
-	(*ActivateResponse)(nil),               // 34: hopper.v1.ActivateResponse
-	(*StreamJobsRequest)(nil),              // 35: hopper.v1.StreamJobsRequest
-	(*StreamJobsResponse)(nil),             // 36: hopper.v1.StreamJobsResponse
-	(*CompleteRequest)(nil),                // 37: hopper.v1.CompleteRequest
-	(*CompleteResponse)(nil),               // 38: hopper.v1.CompleteResponse
-	(*FailRequest)(nil),                    // 39: hopper.v1.FailRequest
-	(*FailResponse)(nil),                   // 40: hopper.v1.FailResponse
-	(*SnoozeRequest)(nil),                  // 41: hopper.v1.SnoozeRequest
-	(*SnoozeResponse)(nil),                 // 42: hopper.v1.SnoozeResponse
-	(*SuspendRequest)(nil),                 // 43: hopper.v1.SuspendRequest
-	(*SuspendResponse)(nil),                // 44: hopper.v1.SuspendResponse
-	(*ReleaseRequest)(nil),                 // 45: hopper.v1.ReleaseRequest
-	(*ReleaseResponse)(nil),                // 46: hopper.v1.ReleaseResponse
-	(*ExtendLeaseRequest)(nil),             // 47: hopper.v1.ExtendLeaseRequest
-	(*ExtendLeaseResponse)(nil),            // 48: hopper.v1.ExtendLeaseResponse
-	(*ReportRequest)(nil),                  // 49: hopper.v1.ReportRequest
-	(*Outcome)(nil),                        // 50: hopper.v1.Outcome
-	(*ReportResponse)(nil),                 // 51: hopper.v1.ReportResponse
-	(*ReportStreamRequest)(nil),            // 52: hopper.v1.ReportStreamRequest
-	(*ReportStreamResponse)(nil),           // 53: hopper.v1.ReportStreamResponse
-	(*Verdict)(nil),                        // 54: hopper.v1.Verdict
-	(*HoldRequest)(nil),                    // 55: hopper.v1.HoldRequest
-	(*HoldResponse)(nil),                   // 56: hopper.v1.HoldResponse
-	(*HeartbeatRequest)(nil),               // 57: hopper.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),              // 58: hopper.v1.HeartbeatResponse
-	(*ReportProgressRequest)(nil),          // 59: hopper.v1.ReportProgressRequest
-	(*ReportProgressResponse)(nil),         // 60: hopper.v1.ReportProgressResponse
-	(*Queue)(nil),                          // 61: hopper.v1.Queue
-	(*QueueServiceListRequest)(nil),        // 62: hopper.v1.QueueServiceListRequest
-	(*QueueServiceListResponse)(nil),       // 63: hopper.v1.QueueServiceListResponse
-	(*QueueServiceSetRequest)(nil),         // 64: hopper.v1.QueueServiceSetRequest
-	(*QueueServiceSetResponse)(nil),        // 65: hopper.v1.QueueServiceSetResponse
-	(*PauseRequest)(nil),                   // 66: hopper.v1.PauseRequest
-	(*PauseResponse)(nil),                  // 67: hopper.v1.PauseResponse
-	(*ResumeRequest)(nil),                  // 68: hopper.v1.ResumeRequest
-	(*ResumeResponse)(nil),                 // 69: hopper.v1.ResumeResponse
-	(*Node)(nil),                           // 70: hopper.v1.Node
-	(*ListNodesRequest)(nil),               // 71: hopper.v1.ListNodesRequest
-	(*ListNodesResponse)(nil),              // 72: hopper.v1.ListNodesResponse
-	(*Worker)(nil),                         // 73: hopper.v1.Worker
-	(*ListWorkersRequest)(nil),             // 74: hopper.v1.ListWorkersRequest
-	(*ListWorkersResponse)(nil),            // 75: hopper.v1.ListWorkersResponse
-	(*Stream)(nil),                         // 76: hopper.v1.Stream
-	(*ListStreamsRequest)(nil),             // 77: hopper.v1.ListStreamsRequest
-	(*ListStreamsResponse)(nil),            // 78: hopper.v1.ListStreamsResponse
-	(*APIKey)(nil),                         // 79: hopper.v1.APIKey
-	(*CreateKeyRequest)(nil),               // 80: hopper.v1.CreateKeyRequest
-	(*CreateKeyResponse)(nil),              // 81: hopper.v1.CreateKeyResponse
-	(*ListKeysRequest)(nil),                // 82: hopper.v1.ListKeysRequest
-	(*ListKeysResponse)(nil),               // 83: hopper.v1.ListKeysResponse
-	(*RevokeKeyRequest)(nil),               // 84: hopper.v1.RevokeKeyRequest
-	(*RevokeKeyResponse)(nil),              // 85: hopper.v1.RevokeKeyResponse
-	(*ImportKeyRequest)(nil),               // 86: hopper.v1.ImportKeyRequest
-	(*ImportKeyResponse)(nil),              // 87: hopper.v1.ImportKeyResponse
-	(*DeadLetterFilter)(nil),               // 88: hopper.v1.DeadLetterFilter
-	(*DeadLetterServiceListRequest)(nil),   // 89: hopper.v1.DeadLetterServiceListRequest
-	(*DeadLetterServiceListResponse)(nil),  // 90: hopper.v1.DeadLetterServiceListResponse
-	(*ReplaySummary)(nil),                  // 91: hopper.v1.ReplaySummary
-	(*DeadLetterServiceStatsRequest)(nil),  // 92: hopper.v1.DeadLetterServiceStatsRequest
-	(*DeadLetterServiceStatsResponse)(nil), // 93: hopper.v1.DeadLetterServiceStatsResponse
-	(*ReplayRequest)(nil),                  // 94: hopper.v1.ReplayRequest
-	(*ReplayResponse)(nil),                 // 95: hopper.v1.ReplayResponse
-	(*ReplayManyRequest)(nil),              // 96: hopper.v1.ReplayManyRequest
-	(*ReplayManyResponse)(nil),             // 97: hopper.v1.ReplayManyResponse
-	(*ReplayRecord)(nil),                   // 98: hopper.v1.ReplayRecord
-	(*ListReplaysRequest)(nil),             // 99: hopper.v1.ListReplaysRequest
-	(*ListReplaysResponse)(nil),            // 100: hopper.v1.ListReplaysResponse
-	(*Kind)(nil),                           // 101: hopper.v1.Kind
-	(*KindServiceListRequest)(nil),         // 102: hopper.v1.KindServiceListRequest
-	(*KindServiceListResponse)(nil),        // 103: hopper.v1.KindServiceListResponse
-	(*KindServiceSetRequest)(nil),          // 104: hopper.v1.KindServiceSetRequest
-	(*KindServiceSetResponse)(nil),         // 105: hopper.v1.KindServiceSetResponse
-	(*KindServiceDisableRequest)(nil),      // 106: hopper.v1.KindServiceDisableRequest
-	(*KindServiceDisableResponse)(nil),     // 107: hopper.v1.KindServiceDisableResponse
-	(*KindServiceEnableRequest)(nil),       // 108: hopper.v1.KindServiceEnableRequest
-	(*KindServiceEnableResponse)(nil),      // 109: hopper.v1.KindServiceEnableResponse
-	(*ServerServiceInfoRequest)(nil),       // 110: hopper.v1.ServerServiceInfoRequest
-	(*ServerServiceInfoResponse)(nil),      // 111: hopper.v1.ServerServiceInfoResponse
-	(*ServerInfo)(nil),                     // 112: hopper.v1.ServerInfo
-	nil,                                    // 113: hopper.v1.Schedule.HeadersEntry
-	nil,                                    // 114: hopper.v1.Job.HeadersEntry
-	nil,                                    // 115: hopper.v1.JobSpec.HeadersEntry
-	nil,                                    // 116: hopper.v1.ActivatedJob.HeadersEntry
-	nil,                                    // 117: hopper.v1.Queue.CountsEntry
-	nil,                                    // 118: hopper.v1.DeadLetterServiceListResponse.ReplaysEntry
-	nil,                                    // 119: hopper.v1.Kind.CountsEntry
-	(*durationpb.Duration)(nil),            // 120: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),          // 121: google.protobuf.Timestamp
+	(*Schedule)(nil),                           // 0: hopper.v1.Schedule
+	(*ScheduleServiceListRequest)(nil),         // 1: hopper.v1.ScheduleServiceListRequest
+	(*ScheduleServiceListResponse)(nil),        // 2: hopper.v1.ScheduleServiceListResponse
+	(*ScheduleServiceAddRequest)(nil),          // 3: hopper.v1.ScheduleServiceAddRequest
+	(*ScheduleServiceAddResponse)(nil),         // 4: hopper.v1.ScheduleServiceAddResponse
+	(*ScheduleServiceRemoveRequest)(nil),       // 5: hopper.v1.ScheduleServiceRemoveRequest
+	(*ScheduleServiceRemoveResponse)(nil),      // 6: hopper.v1.ScheduleServiceRemoveResponse
+	(*ScheduleServicePauseRequest)(nil),        // 7: hopper.v1.ScheduleServicePauseRequest
+	(*ScheduleServicePauseResponse)(nil),       // 8: hopper.v1.ScheduleServicePauseResponse
+	(*ScheduleServiceResumeRequest)(nil),       // 9: hopper.v1.ScheduleServiceResumeRequest
+	(*ScheduleServiceResumeResponse)(nil),      // 10: hopper.v1.ScheduleServiceResumeResponse
+	(*ScheduleServiceRunRequest)(nil),          // 11: hopper.v1.ScheduleServiceRunRequest
+	(*ScheduleServiceRunResponse)(nil),         // 12: hopper.v1.ScheduleServiceRunResponse
+	(*Job)(nil),                                // 13: hopper.v1.Job
+	(*JobSpec)(nil),                            // 14: hopper.v1.JobSpec
+	(*RetryPolicy)(nil),                        // 15: hopper.v1.RetryPolicy
+	(*EnqueueRequest)(nil),                     // 16: hopper.v1.EnqueueRequest
+	(*EnqueueResponse)(nil),                    // 17: hopper.v1.EnqueueResponse
+	(*EnqueueBatchRequest)(nil),                // 18: hopper.v1.EnqueueBatchRequest
+	(*EnqueueBatchResponse)(nil),               // 19: hopper.v1.EnqueueBatchResponse
+	(*GetRequest)(nil),                         // 20: hopper.v1.GetRequest
+	(*GetResponse)(nil),                        // 21: hopper.v1.GetResponse
+	(*ListRequest)(nil),                        // 22: hopper.v1.ListRequest
+	(*ListResponse)(nil),                       // 23: hopper.v1.ListResponse
+	(*CancelRequest)(nil),                      // 24: hopper.v1.CancelRequest
+	(*CancelResponse)(nil),                     // 25: hopper.v1.CancelResponse
+	(*JobServiceRetryRequest)(nil),             // 26: hopper.v1.JobServiceRetryRequest
+	(*JobServiceRetryResponse)(nil),            // 27: hopper.v1.JobServiceRetryResponse
+	(*JobServiceSetRetriesRequest)(nil),        // 28: hopper.v1.JobServiceSetRetriesRequest
+	(*JobServiceSetRetriesResponse)(nil),       // 29: hopper.v1.JobServiceSetRetriesResponse
+	(*JobServiceResumeRequest)(nil),            // 30: hopper.v1.JobServiceResumeRequest
+	(*JobServiceResumeResponse)(nil),           // 31: hopper.v1.JobServiceResumeResponse
+	(*EventsRequest)(nil),                      // 32: hopper.v1.EventsRequest
+	(*Event)(nil),                              // 33: hopper.v1.Event
+	(*Attempt)(nil),                            // 34: hopper.v1.Attempt
+	(*EventsResponse)(nil),                     // 35: hopper.v1.EventsResponse
+	(*ActivatedJob)(nil),                       // 36: hopper.v1.ActivatedJob
+	(*ActivateRequest)(nil),                    // 37: hopper.v1.ActivateRequest
+	(*ActivateResponse)(nil),                   // 38: hopper.v1.ActivateResponse
+	(*StreamJobsRequest)(nil),                  // 39: hopper.v1.StreamJobsRequest
+	(*StreamJobsResponse)(nil),                 // 40: hopper.v1.StreamJobsResponse
+	(*CompleteRequest)(nil),                    // 41: hopper.v1.CompleteRequest
+	(*CompleteResponse)(nil),                   // 42: hopper.v1.CompleteResponse
+	(*FailRequest)(nil),                        // 43: hopper.v1.FailRequest
+	(*FailResponse)(nil),                       // 44: hopper.v1.FailResponse
+	(*SnoozeRequest)(nil),                      // 45: hopper.v1.SnoozeRequest
+	(*SnoozeResponse)(nil),                     // 46: hopper.v1.SnoozeResponse
+	(*SuspendRequest)(nil),                     // 47: hopper.v1.SuspendRequest
+	(*SuspendResponse)(nil),                    // 48: hopper.v1.SuspendResponse
+	(*ReleaseRequest)(nil),                     // 49: hopper.v1.ReleaseRequest
+	(*ReleaseResponse)(nil),                    // 50: hopper.v1.ReleaseResponse
+	(*ExtendLeaseRequest)(nil),                 // 51: hopper.v1.ExtendLeaseRequest
+	(*ExtendLeaseResponse)(nil),                // 52: hopper.v1.ExtendLeaseResponse
+	(*ReportRequest)(nil),                      // 53: hopper.v1.ReportRequest
+	(*Outcome)(nil),                            // 54: hopper.v1.Outcome
+	(*ReportResponse)(nil),                     // 55: hopper.v1.ReportResponse
+	(*ReportStreamRequest)(nil),                // 56: hopper.v1.ReportStreamRequest
+	(*ReportStreamResponse)(nil),               // 57: hopper.v1.ReportStreamResponse
+	(*Verdict)(nil),                            // 58: hopper.v1.Verdict
+	(*HoldRequest)(nil),                        // 59: hopper.v1.HoldRequest
+	(*HoldResponse)(nil),                       // 60: hopper.v1.HoldResponse
+	(*HeartbeatRequest)(nil),                   // 61: hopper.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),                  // 62: hopper.v1.HeartbeatResponse
+	(*ReportProgressRequest)(nil),              // 63: hopper.v1.ReportProgressRequest
+	(*ReportProgressResponse)(nil),             // 64: hopper.v1.ReportProgressResponse
+	(*Queue)(nil),                              // 65: hopper.v1.Queue
+	(*QueueServiceListRequest)(nil),            // 66: hopper.v1.QueueServiceListRequest
+	(*QueueServiceListResponse)(nil),           // 67: hopper.v1.QueueServiceListResponse
+	(*QueueServiceSetRequest)(nil),             // 68: hopper.v1.QueueServiceSetRequest
+	(*QueueServiceSetResponse)(nil),            // 69: hopper.v1.QueueServiceSetResponse
+	(*PauseRequest)(nil),                       // 70: hopper.v1.PauseRequest
+	(*PauseResponse)(nil),                      // 71: hopper.v1.PauseResponse
+	(*ResumeRequest)(nil),                      // 72: hopper.v1.ResumeRequest
+	(*ResumeResponse)(nil),                     // 73: hopper.v1.ResumeResponse
+	(*Node)(nil),                               // 74: hopper.v1.Node
+	(*ListNodesRequest)(nil),                   // 75: hopper.v1.ListNodesRequest
+	(*ListNodesResponse)(nil),                  // 76: hopper.v1.ListNodesResponse
+	(*Worker)(nil),                             // 77: hopper.v1.Worker
+	(*ListWorkersRequest)(nil),                 // 78: hopper.v1.ListWorkersRequest
+	(*ListWorkersResponse)(nil),                // 79: hopper.v1.ListWorkersResponse
+	(*Stream)(nil),                             // 80: hopper.v1.Stream
+	(*ListStreamsRequest)(nil),                 // 81: hopper.v1.ListStreamsRequest
+	(*ListStreamsResponse)(nil),                // 82: hopper.v1.ListStreamsResponse
+	(*APIKey)(nil),                             // 83: hopper.v1.APIKey
+	(*CreateKeyRequest)(nil),                   // 84: hopper.v1.CreateKeyRequest
+	(*CreateKeyResponse)(nil),                  // 85: hopper.v1.CreateKeyResponse
+	(*ListKeysRequest)(nil),                    // 86: hopper.v1.ListKeysRequest
+	(*ListKeysResponse)(nil),                   // 87: hopper.v1.ListKeysResponse
+	(*RevokeKeyRequest)(nil),                   // 88: hopper.v1.RevokeKeyRequest
+	(*RevokeKeyResponse)(nil),                  // 89: hopper.v1.RevokeKeyResponse
+	(*ImportKeyRequest)(nil),                   // 90: hopper.v1.ImportKeyRequest
+	(*ImportKeyResponse)(nil),                  // 91: hopper.v1.ImportKeyResponse
+	(*DeadLetterFilter)(nil),                   // 92: hopper.v1.DeadLetterFilter
+	(*DeadLetterServiceListRequest)(nil),       // 93: hopper.v1.DeadLetterServiceListRequest
+	(*DeadLetterServiceListResponse)(nil),      // 94: hopper.v1.DeadLetterServiceListResponse
+	(*ReplaySummary)(nil),                      // 95: hopper.v1.ReplaySummary
+	(*DeadLetterServiceStatsRequest)(nil),      // 96: hopper.v1.DeadLetterServiceStatsRequest
+	(*DeadLetterServiceStatsResponse)(nil),     // 97: hopper.v1.DeadLetterServiceStatsResponse
+	(*ReplayRequest)(nil),                      // 98: hopper.v1.ReplayRequest
+	(*ReplayResponse)(nil),                     // 99: hopper.v1.ReplayResponse
+	(*ReplayManyRequest)(nil),                  // 100: hopper.v1.ReplayManyRequest
+	(*ReplayManyResponse)(nil),                 // 101: hopper.v1.ReplayManyResponse
+	(*DeadLetterServiceRetryManyRequest)(nil),  // 102: hopper.v1.DeadLetterServiceRetryManyRequest
+	(*DeadLetterServiceRetryManyResponse)(nil), // 103: hopper.v1.DeadLetterServiceRetryManyResponse
+	(*ReplayRecord)(nil),                       // 104: hopper.v1.ReplayRecord
+	(*ListReplaysRequest)(nil),                 // 105: hopper.v1.ListReplaysRequest
+	(*ListReplaysResponse)(nil),                // 106: hopper.v1.ListReplaysResponse
+	(*Kind)(nil),                               // 107: hopper.v1.Kind
+	(*KindServiceListRequest)(nil),             // 108: hopper.v1.KindServiceListRequest
+	(*KindServiceListResponse)(nil),            // 109: hopper.v1.KindServiceListResponse
+	(*KindServiceSetRequest)(nil),              // 110: hopper.v1.KindServiceSetRequest
+	(*KindServiceSetResponse)(nil),             // 111: hopper.v1.KindServiceSetResponse
+	(*KindServiceDisableRequest)(nil),          // 112: hopper.v1.KindServiceDisableRequest
+	(*KindServiceDisableResponse)(nil),         // 113: hopper.v1.KindServiceDisableResponse
+	(*KindServiceEnableRequest)(nil),           // 114: hopper.v1.KindServiceEnableRequest
+	(*KindServiceEnableResponse)(nil),          // 115: hopper.v1.KindServiceEnableResponse
+	(*ServerServiceInfoRequest)(nil),           // 116: hopper.v1.ServerServiceInfoRequest
+	(*ServerServiceInfoResponse)(nil),          // 117: hopper.v1.ServerServiceInfoResponse
+	(*ServerInfo)(nil),                         // 118: hopper.v1.ServerInfo
+	nil,                                        // 119: hopper.v1.Schedule.HeadersEntry
+	nil,                                        // 120: hopper.v1.Job.HeadersEntry
+	nil,                                        // 121: hopper.v1.JobSpec.HeadersEntry
+	nil,                                        // 122: hopper.v1.ActivatedJob.HeadersEntry
+	nil,                                        // 123: hopper.v1.Queue.CountsEntry
+	nil,                                        // 124: hopper.v1.DeadLetterServiceListResponse.ReplaysEntry
+	nil,                                        // 125: hopper.v1.Kind.CountsEntry
+	(*durationpb.Duration)(nil),                // 126: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),              // 127: google.protobuf.Timestamp
 }
 var file_hopper_v1_hopper_proto_depIdxs = []int32{
-	120, // 0: hopper.v1.Schedule.every:type_name -> google.protobuf.Duration
-	120, // 1: hopper.v1.Schedule.fixed_delay:type_name -> google.protobuf.Duration
-	120, // 2: hopper.v1.Schedule.timeout:type_name -> google.protobuf.Duration
-	113, // 3: hopper.v1.Schedule.headers:type_name -> hopper.v1.Schedule.HeadersEntry
-	120, // 4: hopper.v1.Schedule.jitter:type_name -> google.protobuf.Duration
-	121, // 5: hopper.v1.Schedule.last_fire_at:type_name -> google.protobuf.Timestamp
-	121, // 6: hopper.v1.Schedule.next_fire_at:type_name -> google.protobuf.Timestamp
-	121, // 7: hopper.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
-	121, // 8: hopper.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
-	121, // 9: hopper.v1.Schedule.last_manual_fire_at:type_name -> google.protobuf.Timestamp
+	126, // 0: hopper.v1.Schedule.every:type_name -> google.protobuf.Duration
+	126, // 1: hopper.v1.Schedule.fixed_delay:type_name -> google.protobuf.Duration
+	126, // 2: hopper.v1.Schedule.timeout:type_name -> google.protobuf.Duration
+	119, // 3: hopper.v1.Schedule.headers:type_name -> hopper.v1.Schedule.HeadersEntry
+	126, // 4: hopper.v1.Schedule.jitter:type_name -> google.protobuf.Duration
+	127, // 5: hopper.v1.Schedule.last_fire_at:type_name -> google.protobuf.Timestamp
+	127, // 6: hopper.v1.Schedule.next_fire_at:type_name -> google.protobuf.Timestamp
+	127, // 7: hopper.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
+	127, // 8: hopper.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
+	127, // 9: hopper.v1.Schedule.last_manual_fire_at:type_name -> google.protobuf.Timestamp
 	0,   // 10: hopper.v1.ScheduleServiceListResponse.schedules:type_name -> hopper.v1.Schedule
 	0,   // 11: hopper.v1.ScheduleServiceAddRequest.schedule:type_name -> hopper.v1.Schedule
 	0,   // 12: hopper.v1.ScheduleServiceAddResponse.schedule:type_name -> hopper.v1.Schedule
 	13,  // 13: hopper.v1.ScheduleServiceRunResponse.job:type_name -> hopper.v1.Job
-	114, // 14: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
-	121, // 15: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
-	120, // 16: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
-	121, // 17: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
-	121, // 18: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
-	121, // 19: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	121, // 20: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
-	121, // 21: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
-	121, // 22: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	121, // 23: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
-	121, // 24: hopper.v1.Job.deadline_at:type_name -> google.protobuf.Timestamp
-	121, // 25: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
-	120, // 26: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
-	120, // 27: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
-	115, // 28: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
-	120, // 29: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
+	120, // 14: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
+	127, // 15: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
+	126, // 16: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
+	127, // 17: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
+	127, // 18: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
+	127, // 19: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	127, // 20: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
+	127, // 21: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
+	127, // 22: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	127, // 23: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
+	127, // 24: hopper.v1.Job.deadline_at:type_name -> google.protobuf.Timestamp
+	127, // 25: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
+	126, // 26: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
+	126, // 27: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
+	121, // 28: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
+	126, // 29: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
 	15,  // 30: hopper.v1.JobSpec.retry_policy:type_name -> hopper.v1.RetryPolicy
-	120, // 31: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
-	120, // 32: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
+	126, // 31: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
+	126, // 32: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
 	14,  // 33: hopper.v1.EnqueueRequest.job:type_name -> hopper.v1.JobSpec
 	13,  // 34: hopper.v1.EnqueueResponse.job:type_name -> hopper.v1.Job
 	14,  // 35: hopper.v1.EnqueueBatchRequest.jobs:type_name -> hopper.v1.JobSpec
 	17,  // 36: hopper.v1.EnqueueBatchResponse.results:type_name -> hopper.v1.EnqueueResponse
 	13,  // 37: hopper.v1.GetResponse.job:type_name -> hopper.v1.Job
-	121, // 38: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
-	121, // 39: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
+	127, // 38: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
+	127, // 39: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
 	13,  // 40: hopper.v1.ListResponse.jobs:type_name -> hopper.v1.Job
 	13,  // 41: hopper.v1.CancelResponse.job:type_name -> hopper.v1.Job
-	13,  // 42: hopper.v1.JobServiceResumeResponse.job:type_name -> hopper.v1.Job
-	121, // 43: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
-	121, // 44: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
-	121, // 45: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
-	29,  // 46: hopper.v1.EventsResponse.events:type_name -> hopper.v1.Event
-	30,  // 47: hopper.v1.EventsResponse.attempts:type_name -> hopper.v1.Attempt
-	116, // 48: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
-	121, // 49: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
-	120, // 50: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
-	121, // 51: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
-	15,  // 52: hopper.v1.ActivatedJob.retry_policy:type_name -> hopper.v1.RetryPolicy
-	120, // 53: hopper.v1.ActivatedJob.default_timeout:type_name -> google.protobuf.Duration
-	120, // 54: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
-	120, // 55: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
-	32,  // 56: hopper.v1.ActivateResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	120, // 57: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
-	32,  // 58: hopper.v1.StreamJobsResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	120, // 59: hopper.v1.StreamJobsResponse.keepalive:type_name -> google.protobuf.Duration
-	120, // 60: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
-	15,  // 61: hopper.v1.FailRequest.retry_policy:type_name -> hopper.v1.RetryPolicy
-	121, // 62: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
-	120, // 63: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
-	121, // 64: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
-	121, // 65: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
-	120, // 66: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
-	121, // 67: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
-	50,  // 68: hopper.v1.ReportRequest.outcomes:type_name -> hopper.v1.Outcome
-	47,  // 69: hopper.v1.ReportRequest.renewals:type_name -> hopper.v1.ExtendLeaseRequest
-	37,  // 70: hopper.v1.Outcome.complete:type_name -> hopper.v1.CompleteRequest
-	39,  // 71: hopper.v1.Outcome.fail:type_name -> hopper.v1.FailRequest
-	45,  // 72: hopper.v1.Outcome.release:type_name -> hopper.v1.ReleaseRequest
-	41,  // 73: hopper.v1.Outcome.snooze:type_name -> hopper.v1.SnoozeRequest
-	43,  // 74: hopper.v1.Outcome.suspend:type_name -> hopper.v1.SuspendRequest
-	54,  // 75: hopper.v1.ReportResponse.outcomes:type_name -> hopper.v1.Verdict
-	54,  // 76: hopper.v1.ReportResponse.renewals:type_name -> hopper.v1.Verdict
-	49,  // 77: hopper.v1.ReportStreamRequest.report:type_name -> hopper.v1.ReportRequest
-	51,  // 78: hopper.v1.ReportStreamResponse.report:type_name -> hopper.v1.ReportResponse
-	40,  // 79: hopper.v1.Verdict.fail:type_name -> hopper.v1.FailResponse
-	121, // 80: hopper.v1.Verdict.lease_expires_at:type_name -> google.protobuf.Timestamp
-	117, // 81: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
-	61,  // 82: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
-	121, // 83: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
-	121, // 84: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
-	70,  // 85: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
-	121, // 86: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
-	73,  // 87: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
-	121, // 88: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
-	76,  // 89: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
-	121, // 90: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
-	121, // 91: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
-	121, // 92: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
-	79,  // 93: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
-	79,  // 94: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
-	79,  // 95: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
-	79,  // 96: hopper.v1.ImportKeyResponse.key:type_name -> hopper.v1.APIKey
-	121, // 97: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
-	121, // 98: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
-	88,  // 99: hopper.v1.DeadLetterServiceListRequest.filter:type_name -> hopper.v1.DeadLetterFilter
-	13,  // 100: hopper.v1.DeadLetterServiceListResponse.jobs:type_name -> hopper.v1.Job
-	118, // 101: hopper.v1.DeadLetterServiceListResponse.replays:type_name -> hopper.v1.DeadLetterServiceListResponse.ReplaysEntry
-	121, // 102: hopper.v1.ReplaySummary.last_replayed_at:type_name -> google.protobuf.Timestamp
-	121, // 103: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
-	120, // 104: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
-	13,  // 105: hopper.v1.ReplayResponse.job:type_name -> hopper.v1.Job
-	88,  // 106: hopper.v1.ReplayManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
-	13,  // 107: hopper.v1.ReplayManyResponse.jobs:type_name -> hopper.v1.Job
-	121, // 108: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
-	121, // 109: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
-	121, // 110: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
-	98,  // 111: hopper.v1.ListReplaysResponse.replays:type_name -> hopper.v1.ReplayRecord
-	119, // 112: hopper.v1.Kind.counts:type_name -> hopper.v1.Kind.CountsEntry
-	101, // 113: hopper.v1.KindServiceListResponse.kinds:type_name -> hopper.v1.Kind
-	112, // 114: hopper.v1.ServerServiceInfoResponse.server:type_name -> hopper.v1.ServerInfo
-	121, // 115: hopper.v1.ServerInfo.commit_time:type_name -> google.protobuf.Timestamp
-	91,  // 116: hopper.v1.DeadLetterServiceListResponse.ReplaysEntry.value:type_name -> hopper.v1.ReplaySummary
-	16,  // 117: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
-	18,  // 118: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
-	20,  // 119: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
-	22,  // 120: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
-	24,  // 121: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
-	28,  // 122: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
-	26,  // 123: hopper.v1.JobService.Resume:input_type -> hopper.v1.JobServiceResumeRequest
-	33,  // 124: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
-	35,  // 125: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
-	37,  // 126: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
-	39,  // 127: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
-	45,  // 128: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
-	41,  // 129: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
-	43,  // 130: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
-	47,  // 131: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
-	57,  // 132: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
-	59,  // 133: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
-	49,  // 134: hopper.v1.WorkerService.Report:input_type -> hopper.v1.ReportRequest
-	52,  // 135: hopper.v1.WorkerService.ReportStream:input_type -> hopper.v1.ReportStreamRequest
-	55,  // 136: hopper.v1.WorkerService.Hold:input_type -> hopper.v1.HoldRequest
-	62,  // 137: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
-	66,  // 138: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
-	68,  // 139: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
-	64,  // 140: hopper.v1.QueueService.Set:input_type -> hopper.v1.QueueServiceSetRequest
-	71,  // 141: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
-	74,  // 142: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
-	77,  // 143: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
-	80,  // 144: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
-	82,  // 145: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
-	84,  // 146: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
-	86,  // 147: hopper.v1.AdminService.ImportKey:input_type -> hopper.v1.ImportKeyRequest
-	1,   // 148: hopper.v1.ScheduleService.List:input_type -> hopper.v1.ScheduleServiceListRequest
-	3,   // 149: hopper.v1.ScheduleService.Add:input_type -> hopper.v1.ScheduleServiceAddRequest
-	5,   // 150: hopper.v1.ScheduleService.Remove:input_type -> hopper.v1.ScheduleServiceRemoveRequest
-	7,   // 151: hopper.v1.ScheduleService.Pause:input_type -> hopper.v1.ScheduleServicePauseRequest
-	9,   // 152: hopper.v1.ScheduleService.Resume:input_type -> hopper.v1.ScheduleServiceResumeRequest
-	11,  // 153: hopper.v1.ScheduleService.Run:input_type -> hopper.v1.ScheduleServiceRunRequest
-	89,  // 154: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
-	92,  // 155: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
-	94,  // 156: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
-	96,  // 157: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
-	99,  // 158: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
-	102, // 159: hopper.v1.KindService.List:input_type -> hopper.v1.KindServiceListRequest
-	104, // 160: hopper.v1.KindService.Set:input_type -> hopper.v1.KindServiceSetRequest
-	106, // 161: hopper.v1.KindService.Disable:input_type -> hopper.v1.KindServiceDisableRequest
-	108, // 162: hopper.v1.KindService.Enable:input_type -> hopper.v1.KindServiceEnableRequest
-	110, // 163: hopper.v1.ServerService.Info:input_type -> hopper.v1.ServerServiceInfoRequest
-	17,  // 164: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
-	19,  // 165: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
-	21,  // 166: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
-	23,  // 167: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
-	25,  // 168: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
-	31,  // 169: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
-	27,  // 170: hopper.v1.JobService.Resume:output_type -> hopper.v1.JobServiceResumeResponse
-	34,  // 171: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
-	36,  // 172: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
-	38,  // 173: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
-	40,  // 174: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
-	46,  // 175: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
-	42,  // 176: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
-	44,  // 177: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
-	48,  // 178: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
-	58,  // 179: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
-	60,  // 180: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
-	51,  // 181: hopper.v1.WorkerService.Report:output_type -> hopper.v1.ReportResponse
-	53,  // 182: hopper.v1.WorkerService.ReportStream:output_type -> hopper.v1.ReportStreamResponse
-	56,  // 183: hopper.v1.WorkerService.Hold:output_type -> hopper.v1.HoldResponse
-	63,  // 184: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
-	67,  // 185: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
-	69,  // 186: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
-	65,  // 187: hopper.v1.QueueService.Set:output_type -> hopper.v1.QueueServiceSetResponse
-	72,  // 188: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
-	75,  // 189: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
-	78,  // 190: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
-	81,  // 191: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
-	83,  // 192: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
-	85,  // 193: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
-	87,  // 194: hopper.v1.AdminService.ImportKey:output_type -> hopper.v1.ImportKeyResponse
-	2,   // 195: hopper.v1.ScheduleService.List:output_type -> hopper.v1.ScheduleServiceListResponse
-	4,   // 196: hopper.v1.ScheduleService.Add:output_type -> hopper.v1.ScheduleServiceAddResponse
-	6,   // 197: hopper.v1.ScheduleService.Remove:output_type -> hopper.v1.ScheduleServiceRemoveResponse
-	8,   // 198: hopper.v1.ScheduleService.Pause:output_type -> hopper.v1.ScheduleServicePauseResponse
-	10,  // 199: hopper.v1.ScheduleService.Resume:output_type -> hopper.v1.ScheduleServiceResumeResponse
-	12,  // 200: hopper.v1.ScheduleService.Run:output_type -> hopper.v1.ScheduleServiceRunResponse
-	90,  // 201: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
-	93,  // 202: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
-	95,  // 203: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
-	97,  // 204: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
-	100, // 205: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
-	103, // 206: hopper.v1.KindService.List:output_type -> hopper.v1.KindServiceListResponse
-	105, // 207: hopper.v1.KindService.Set:output_type -> hopper.v1.KindServiceSetResponse
-	107, // 208: hopper.v1.KindService.Disable:output_type -> hopper.v1.KindServiceDisableResponse
-	109, // 209: hopper.v1.KindService.Enable:output_type -> hopper.v1.KindServiceEnableResponse
-	111, // 210: hopper.v1.ServerService.Info:output_type -> hopper.v1.ServerServiceInfoResponse
-	164, // [164:211] is the sub-list for method output_type
-	117, // [117:164] is the sub-list for method input_type
-	117, // [117:117] is the sub-list for extension type_name
-	117, // [117:117] is the sub-list for extension extendee
-	0,   // [0:117] is the sub-list for field type_name
+	127, // 42: hopper.v1.JobServiceRetryRequest.run_at:type_name -> google.protobuf.Timestamp
+	13,  // 43: hopper.v1.JobServiceRetryResponse.job:type_name -> hopper.v1.Job
+	13,  // 44: hopper.v1.JobServiceSetRetriesResponse.job:type_name -> hopper.v1.Job
+	13,  // 45: hopper.v1.JobServiceResumeResponse.job:type_name -> hopper.v1.Job
+	127, // 46: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
+	127, // 47: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
+	127, // 48: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
+	33,  // 49: hopper.v1.EventsResponse.events:type_name -> hopper.v1.Event
+	34,  // 50: hopper.v1.EventsResponse.attempts:type_name -> hopper.v1.Attempt
+	122, // 51: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
+	127, // 52: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
+	126, // 53: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
+	127, // 54: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
+	15,  // 55: hopper.v1.ActivatedJob.retry_policy:type_name -> hopper.v1.RetryPolicy
+	126, // 56: hopper.v1.ActivatedJob.default_timeout:type_name -> google.protobuf.Duration
+	126, // 57: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
+	126, // 58: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
+	36,  // 59: hopper.v1.ActivateResponse.jobs:type_name -> hopper.v1.ActivatedJob
+	126, // 60: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
+	36,  // 61: hopper.v1.StreamJobsResponse.jobs:type_name -> hopper.v1.ActivatedJob
+	126, // 62: hopper.v1.StreamJobsResponse.keepalive:type_name -> google.protobuf.Duration
+	126, // 63: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
+	15,  // 64: hopper.v1.FailRequest.retry_policy:type_name -> hopper.v1.RetryPolicy
+	127, // 65: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
+	126, // 66: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
+	127, // 67: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
+	127, // 68: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
+	126, // 69: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
+	127, // 70: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
+	54,  // 71: hopper.v1.ReportRequest.outcomes:type_name -> hopper.v1.Outcome
+	51,  // 72: hopper.v1.ReportRequest.renewals:type_name -> hopper.v1.ExtendLeaseRequest
+	41,  // 73: hopper.v1.Outcome.complete:type_name -> hopper.v1.CompleteRequest
+	43,  // 74: hopper.v1.Outcome.fail:type_name -> hopper.v1.FailRequest
+	49,  // 75: hopper.v1.Outcome.release:type_name -> hopper.v1.ReleaseRequest
+	45,  // 76: hopper.v1.Outcome.snooze:type_name -> hopper.v1.SnoozeRequest
+	47,  // 77: hopper.v1.Outcome.suspend:type_name -> hopper.v1.SuspendRequest
+	58,  // 78: hopper.v1.ReportResponse.outcomes:type_name -> hopper.v1.Verdict
+	58,  // 79: hopper.v1.ReportResponse.renewals:type_name -> hopper.v1.Verdict
+	53,  // 80: hopper.v1.ReportStreamRequest.report:type_name -> hopper.v1.ReportRequest
+	55,  // 81: hopper.v1.ReportStreamResponse.report:type_name -> hopper.v1.ReportResponse
+	44,  // 82: hopper.v1.Verdict.fail:type_name -> hopper.v1.FailResponse
+	127, // 83: hopper.v1.Verdict.lease_expires_at:type_name -> google.protobuf.Timestamp
+	123, // 84: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
+	65,  // 85: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
+	127, // 86: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
+	127, // 87: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
+	74,  // 88: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
+	127, // 89: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
+	77,  // 90: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
+	127, // 91: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
+	80,  // 92: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
+	127, // 93: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
+	127, // 94: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
+	127, // 95: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
+	83,  // 96: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
+	83,  // 97: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
+	83,  // 98: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
+	83,  // 99: hopper.v1.ImportKeyResponse.key:type_name -> hopper.v1.APIKey
+	127, // 100: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
+	127, // 101: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
+	92,  // 102: hopper.v1.DeadLetterServiceListRequest.filter:type_name -> hopper.v1.DeadLetterFilter
+	13,  // 103: hopper.v1.DeadLetterServiceListResponse.jobs:type_name -> hopper.v1.Job
+	124, // 104: hopper.v1.DeadLetterServiceListResponse.replays:type_name -> hopper.v1.DeadLetterServiceListResponse.ReplaysEntry
+	127, // 105: hopper.v1.ReplaySummary.last_replayed_at:type_name -> google.protobuf.Timestamp
+	127, // 106: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
+	126, // 107: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
+	13,  // 108: hopper.v1.ReplayResponse.job:type_name -> hopper.v1.Job
+	92,  // 109: hopper.v1.ReplayManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
+	13,  // 110: hopper.v1.ReplayManyResponse.jobs:type_name -> hopper.v1.Job
+	92,  // 111: hopper.v1.DeadLetterServiceRetryManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
+	13,  // 112: hopper.v1.DeadLetterServiceRetryManyResponse.jobs:type_name -> hopper.v1.Job
+	127, // 113: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
+	127, // 114: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
+	127, // 115: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
+	104, // 116: hopper.v1.ListReplaysResponse.replays:type_name -> hopper.v1.ReplayRecord
+	125, // 117: hopper.v1.Kind.counts:type_name -> hopper.v1.Kind.CountsEntry
+	107, // 118: hopper.v1.KindServiceListResponse.kinds:type_name -> hopper.v1.Kind
+	118, // 119: hopper.v1.ServerServiceInfoResponse.server:type_name -> hopper.v1.ServerInfo
+	127, // 120: hopper.v1.ServerInfo.commit_time:type_name -> google.protobuf.Timestamp
+	95,  // 121: hopper.v1.DeadLetterServiceListResponse.ReplaysEntry.value:type_name -> hopper.v1.ReplaySummary
+	16,  // 122: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
+	18,  // 123: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
+	20,  // 124: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
+	22,  // 125: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
+	24,  // 126: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
+	32,  // 127: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
+	30,  // 128: hopper.v1.JobService.Resume:input_type -> hopper.v1.JobServiceResumeRequest
+	26,  // 129: hopper.v1.JobService.Retry:input_type -> hopper.v1.JobServiceRetryRequest
+	28,  // 130: hopper.v1.JobService.SetRetries:input_type -> hopper.v1.JobServiceSetRetriesRequest
+	37,  // 131: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
+	39,  // 132: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
+	41,  // 133: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
+	43,  // 134: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
+	49,  // 135: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
+	45,  // 136: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
+	47,  // 137: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
+	51,  // 138: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
+	61,  // 139: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
+	63,  // 140: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
+	53,  // 141: hopper.v1.WorkerService.Report:input_type -> hopper.v1.ReportRequest
+	56,  // 142: hopper.v1.WorkerService.ReportStream:input_type -> hopper.v1.ReportStreamRequest
+	59,  // 143: hopper.v1.WorkerService.Hold:input_type -> hopper.v1.HoldRequest
+	66,  // 144: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
+	70,  // 145: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
+	72,  // 146: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
+	68,  // 147: hopper.v1.QueueService.Set:input_type -> hopper.v1.QueueServiceSetRequest
+	75,  // 148: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
+	78,  // 149: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
+	81,  // 150: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
+	84,  // 151: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
+	86,  // 152: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
+	88,  // 153: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
+	90,  // 154: hopper.v1.AdminService.ImportKey:input_type -> hopper.v1.ImportKeyRequest
+	1,   // 155: hopper.v1.ScheduleService.List:input_type -> hopper.v1.ScheduleServiceListRequest
+	3,   // 156: hopper.v1.ScheduleService.Add:input_type -> hopper.v1.ScheduleServiceAddRequest
+	5,   // 157: hopper.v1.ScheduleService.Remove:input_type -> hopper.v1.ScheduleServiceRemoveRequest
+	7,   // 158: hopper.v1.ScheduleService.Pause:input_type -> hopper.v1.ScheduleServicePauseRequest
+	9,   // 159: hopper.v1.ScheduleService.Resume:input_type -> hopper.v1.ScheduleServiceResumeRequest
+	11,  // 160: hopper.v1.ScheduleService.Run:input_type -> hopper.v1.ScheduleServiceRunRequest
+	93,  // 161: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
+	96,  // 162: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
+	98,  // 163: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
+	100, // 164: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
+	102, // 165: hopper.v1.DeadLetterService.RetryMany:input_type -> hopper.v1.DeadLetterServiceRetryManyRequest
+	105, // 166: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
+	108, // 167: hopper.v1.KindService.List:input_type -> hopper.v1.KindServiceListRequest
+	110, // 168: hopper.v1.KindService.Set:input_type -> hopper.v1.KindServiceSetRequest
+	112, // 169: hopper.v1.KindService.Disable:input_type -> hopper.v1.KindServiceDisableRequest
+	114, // 170: hopper.v1.KindService.Enable:input_type -> hopper.v1.KindServiceEnableRequest
+	116, // 171: hopper.v1.ServerService.Info:input_type -> hopper.v1.ServerServiceInfoRequest
+	17,  // 172: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
+	19,  // 173: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
+	21,  // 174: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
+	23,  // 175: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
+	25,  // 176: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
+	35,  // 177: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
+	31,  // 178: hopper.v1.JobService.Resume:output_type -> hopper.v1.JobServiceResumeResponse
+	27,  // 179: hopper.v1.JobService.Retry:output_type -> hopper.v1.JobServiceRetryResponse
+	29,  // 180: hopper.v1.JobService.SetRetries:output_type -> hopper.v1.JobServiceSetRetriesResponse
+	38,  // 181: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
+	40,  // 182: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
+	42,  // 183: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
+	44,  // 184: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
+	50,  // 185: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
+	46,  // 186: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
+	48,  // 187: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
+	52,  // 188: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
+	62,  // 189: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
+	64,  // 190: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
+	55,  // 191: hopper.v1.WorkerService.Report:output_type -> hopper.v1.ReportResponse
+	57,  // 192: hopper.v1.WorkerService.ReportStream:output_type -> hopper.v1.ReportStreamResponse
+	60,  // 193: hopper.v1.WorkerService.Hold:output_type -> hopper.v1.HoldResponse
+	67,  // 194: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
+	71,  // 195: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
+	73,  // 196: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
+	69,  // 197: hopper.v1.QueueService.Set:output_type -> hopper.v1.QueueServiceSetResponse
+	76,  // 198: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
+	79,  // 199: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
+	82,  // 200: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
+	85,  // 201: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
+	87,  // 202: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
+	89,  // 203: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
+	91,  // 204: hopper.v1.AdminService.ImportKey:output_type -> hopper.v1.ImportKeyResponse
+	2,   // 205: hopper.v1.ScheduleService.List:output_type -> hopper.v1.ScheduleServiceListResponse
+	4,   // 206: hopper.v1.ScheduleService.Add:output_type -> hopper.v1.ScheduleServiceAddResponse
+	6,   // 207: hopper.v1.ScheduleService.Remove:output_type -> hopper.v1.ScheduleServiceRemoveResponse
+	8,   // 208: hopper.v1.ScheduleService.Pause:output_type -> hopper.v1.ScheduleServicePauseResponse
+	10,  // 209: hopper.v1.ScheduleService.Resume:output_type -> hopper.v1.ScheduleServiceResumeResponse
+	12,  // 210: hopper.v1.ScheduleService.Run:output_type -> hopper.v1.ScheduleServiceRunResponse
+	94,  // 211: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
+	97,  // 212: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
+	99,  // 213: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
+	101, // 214: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
+	103, // 215: hopper.v1.DeadLetterService.RetryMany:output_type -> hopper.v1.DeadLetterServiceRetryManyResponse
+	106, // 216: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
+	109, // 217: hopper.v1.KindService.List:output_type -> hopper.v1.KindServiceListResponse
+	111, // 218: hopper.v1.KindService.Set:output_type -> hopper.v1.KindServiceSetResponse
+	113, // 219: hopper.v1.KindService.Disable:output_type -> hopper.v1.KindServiceDisableResponse
+	115, // 220: hopper.v1.KindService.Enable:output_type -> hopper.v1.KindServiceEnableResponse
+	117, // 221: hopper.v1.ServerService.Info:output_type -> hopper.v1.ServerServiceInfoResponse
+	172, // [172:222] is the sub-list for method output_type
+	122, // [122:172] is the sub-list for method input_type
+	122, // [122:122] is the sub-list for extension type_name
+	122, // [122:122] is the sub-list for extension extendee
+	0,   // [0:122] is the sub-list for field type_name
 }
 
 func init() { file_hopper_v1_hopper_proto_init() }
@@ -8170,23 +8645,23 @@ func file_hopper_v1_hopper_proto_init() {
 		return
 	}
 	file_hopper_v1_options_proto_init()
-	file_hopper_v1_hopper_proto_msgTypes[39].OneofWrappers = []any{}
-	file_hopper_v1_hopper_proto_msgTypes[50].OneofWrappers = []any{
+	file_hopper_v1_hopper_proto_msgTypes[43].OneofWrappers = []any{}
+	file_hopper_v1_hopper_proto_msgTypes[54].OneofWrappers = []any{
 		(*Outcome_Complete)(nil),
 		(*Outcome_Fail)(nil),
 		(*Outcome_Release)(nil),
 		(*Outcome_Snooze)(nil),
 		(*Outcome_Suspend)(nil),
 	}
-	file_hopper_v1_hopper_proto_msgTypes[64].OneofWrappers = []any{}
-	file_hopper_v1_hopper_proto_msgTypes[104].OneofWrappers = []any{}
+	file_hopper_v1_hopper_proto_msgTypes[68].OneofWrappers = []any{}
+	file_hopper_v1_hopper_proto_msgTypes[110].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hopper_v1_hopper_proto_rawDesc), len(file_hopper_v1_hopper_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   120,
+			NumMessages:   126,
 			NumExtensions: 0,
 			NumServices:   8,
 		},

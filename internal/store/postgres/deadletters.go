@@ -16,7 +16,7 @@ var _ store.DeadLetterStore = (*Store)(nil)
 
 // notReplayed is the condition of a job (the table named jobs) that no replay names as its
 // source: a dead letter not yet dealt with.
-const notReplayed = "NOT EXISTS (SELECT 1 FROM {schema}.job_replays r WHERE r.source_job_id = jobs.id)"
+const notReplayed = "NOT EXISTS (SELECT 1 FROM {schema}.job_replays r WHERE r.source_job_id = jobs.id AND r.action = 'replay')"
 
 const deadLetterStatsSQL = `SELECT count(*) FILTER (WHERE NOT replayed), min(finished_at) FILTER (WHERE NOT replayed),
 	count(*) FILTER (WHERE replayed)
@@ -39,7 +39,7 @@ func (s *Store) DeadLetterStats(ctx context.Context) (*store.DeadLetterStats, er
 // from the audit log's index on source_job_id.
 const replaySummariesSQL = `SELECT DISTINCT ON (source_job_id) source_job_id,
 	count(*) OVER (PARTITION BY source_job_id), new_job_id, replayed_at
-FROM {schema}.job_replays WHERE source_job_id = ANY($1::text[])
+FROM {schema}.job_replays WHERE source_job_id = ANY($1::text[]) AND action = 'replay'
 ORDER BY source_job_id, id DESC`
 
 // ReplaySummaries sums up the replays of each of ids that was replayed.
@@ -70,7 +70,8 @@ func (s *Store) ReplaySummaries(ctx context.Context, ids []string) (map[string]*
 }
 
 // replaySQL creates, for each source job ($2) and new id ($3), a queued copy of the source
-// with its lineage, and the audit row, in one statement. By is $4, the actor $5, the reason $6.
+// with its lineage, and the audit row, in one statement. By is $4, the actor $5, the reason $6,
+// $7 whether the replay was forced over an earlier one.
 const replaySQL = `WITH clk AS (SELECT coalesce($1::timestamptz, now()) AS now),
 src AS (
 	SELECT u.new_id, s.* FROM unnest($2::text[], $3::text[]) AS u(source_id, new_id)
@@ -88,8 +89,9 @@ ins AS (
 	RETURNING ` + cols + `
 ),
 aud AS (
-	INSERT INTO {schema}.job_replays (source_job_id, new_job_id, original_id, replayed_by, replayed_at, reason)
-	SELECT src.id, src.new_id, coalesce(src.original_id, src.id), $4, clk.now, $6
+	INSERT INTO {schema}.job_replays (source_job_id, new_job_id, original_id, replayed_by, replayed_at, reason,
+		action, forced)
+	SELECT src.id, src.new_id, coalesce(src.original_id, src.id), $4, clk.now, $6, 'replay', $7
 	FROM src, clk ORDER BY src.new_id
 	RETURNING id, source_job_id, new_job_id, replayed_at
 )
@@ -97,19 +99,19 @@ SELECT a.id, a.source_job_id, a.replayed_at, ` + jCols + `
 FROM ins j JOIN aud a ON a.new_job_id = j.id ORDER BY j.id`
 
 // replay runs replaySQL in tx for sources whose rows the caller has locked.
-func (s *Store) replay(ctx context.Context, tx pgx.Tx, sources, newIDs []string, by string, actor hoppertype.Actor, reason string) ([]*store.Replay, error) {
+func (s *Store) replay(ctx context.Context, tx pgx.Tx, sources, newIDs []string, by string, actor hoppertype.Actor, reason string, forced bool) ([]*store.Replay, error) {
 	if len(sources) == 0 {
 		return nil, nil
 	}
 	by, reason = field.Clean(by), field.Clean(reason)
-	rs, err := tx.Query(ctx, s.sql(replaySQL), s.nowArg(), sources, newIDs, by, string(actor), nullStr(reason))
+	rs, err := tx.Query(ctx, s.sql(replaySQL), s.nowArg(), sources, newIDs, by, string(actor), nullStr(reason), forced)
 	if err != nil {
 		return nil, err
 	}
 	defer rs.Close()
 	var out []*store.Replay
 	for rs.Next() {
-		r := &store.Replay{ReplayedBy: by, Reason: reason}
+		r := &store.Replay{ReplayedBy: by, Reason: reason, Action: store.ActionReplay, Forced: forced}
 		var at time.Time
 		dest := []any{&r.ID, &r.SourceJobID, &at}
 		job, err := scanJob(prefixScanner{rs, dest})
@@ -134,19 +136,14 @@ func (p prefixScanner) Scan(dest ...any) error { return p.sc.Scan(append(p.dest,
 func (s *Store) JobReplay(ctx context.Context, p *store.ReplayParams) (*store.Replay, error) {
 	var out []*store.Replay
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var state string
-		err := tx.QueryRow(ctx, s.sql(`SELECT state FROM {schema}.jobs WHERE id = $1 AND `+live+` FOR UPDATE`),
-			p.SourceID, s.nowArg()).Scan(&state)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("job %s: %w", p.SourceID, store.ErrNotFound)
-		}
+		state, forced, err := s.lockDeadLetter(ctx, tx, p.SourceID, p.Again)
 		if err != nil {
 			return err
 		}
-		if hoppertype.JobState(state) != hoppertype.StateFailed {
-			return store.NotFailed(p.SourceID, hoppertype.JobState(state))
+		if state != hoppertype.StateFailed {
+			return store.NotFailed(p.SourceID, state)
 		}
-		out, err = s.replay(ctx, tx, []string{p.SourceID}, []string{p.NewID}, p.By, p.Actor, p.Reason)
+		out, err = s.replay(ctx, tx, []string{p.SourceID}, []string{p.NewID}, p.By, p.Actor, p.Reason, forced)
 		return err
 	})
 	if err != nil {
@@ -162,29 +159,15 @@ func (s *Store) JobReplay(ctx context.Context, p *store.ReplayParams) (*store.Re
 // rows are locked, skipping those another transaction holds; a job replayed by a transaction
 // that committed after this one began is dropped by a second look at the audit log (a new
 // snapshot, taken once the locks are held).
-func (s *Store) JobReplayMany(ctx context.Context, p *store.ReplayManyParams) ([]*store.Replay, error) {
-	var out []*store.Replay
+func (s *Store) JobReplayMany(ctx context.Context, p *store.ReplayManyParams) (*store.ReplayManyResult, error) {
+	var out *store.ReplayManyResult
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		query, args := unreplayedQuery(p, s.nowArg())
-		rs, err := tx.Query(ctx, s.sql(query), args...)
+		ids, skipped, err := s.lockUnreplayed(ctx, tx, &p.DeadLetterFilter, len(p.NewIDs))
 		if err != nil {
 			return err
 		}
-		ids, err := pgx.CollectRows(rs, pgx.RowTo[string])
-		if err != nil {
-			return err
-		}
-		rs, err = tx.Query(ctx, s.sql(`SELECT DISTINCT source_job_id FROM {schema}.job_replays
-			WHERE source_job_id = ANY($1::text[])`), ids)
-		if err != nil {
-			return err
-		}
-		done, err := pgx.CollectRows(rs, pgx.RowTo[string])
-		if err != nil {
-			return err
-		}
-		ids = without(ids, done)
-		out, err = s.replay(ctx, tx, ids, p.NewIDs[:len(ids)], p.By, p.Actor, p.Reason)
+		out = &store.ReplayManyResult{Skipped: skipped}
+		out.Replays, err = s.replay(ctx, tx, ids, p.NewIDs[:len(ids)], p.By, p.Actor, p.Reason, false)
 		return err
 	})
 	if err != nil {
@@ -193,11 +176,72 @@ func (s *Store) JobReplayMany(ctx context.Context, p *store.ReplayManyParams) ([
 	return out, nil
 }
 
-// unreplayedQuery selects and locks up to len(p.NewIDs) failed jobs matching p without an
-// audit row as source, oldest first.
-func unreplayedQuery(p *store.ReplayManyParams, now any) (string, []any) {
-	where := []string{"state = 'failed'", "(expires_at IS NULL OR expires_at > coalesce($1::timestamptz, now()))",
-		"NOT EXISTS (SELECT 1 FROM {schema}.job_replays r WHERE r.source_job_id = j.id)"}
+// lockDeadLetter locks live job id's row in tx and returns its state, ErrNotFound when there
+// is none, and, unless again, a *hoppertype.ReplayedError when it is a dead letter replayed
+// before. forced says that again overrode such a replay. Holding the row serializes replays
+// and retries of one dead letter.
+func (s *Store) lockDeadLetter(ctx context.Context, tx pgx.Tx, id string, again bool) (hoppertype.JobState, bool, error) {
+	var state string
+	err := tx.QueryRow(ctx, s.sql(`SELECT state FROM {schema}.jobs WHERE id = $1 AND `+live+` FOR UPDATE`),
+		id, s.nowArg()).Scan(&state)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", false, fmt.Errorf("job %s: %w", id, store.ErrNotFound)
+	}
+	if err != nil || hoppertype.JobState(state) != hoppertype.StateFailed {
+		return hoppertype.JobState(state), false, err
+	}
+	last := &store.Replay{SourceJobID: id, Action: store.ActionReplay}
+	err = tx.QueryRow(ctx, s.sql(`SELECT new_job_id, replayed_by, replayed_at FROM {schema}.job_replays
+		WHERE source_job_id = $1 AND action = 'replay' ORDER BY id DESC LIMIT 1`), id).Scan(&last.NewJobID,
+		&last.ReplayedBy, &last.ReplayedAt)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return hoppertype.StateFailed, false, nil
+	case err != nil:
+		return "", false, err
+	case !again:
+		last.ReplayedAt = last.ReplayedAt.UTC()
+		return "", false, store.Replayed(last)
+	}
+	return hoppertype.StateFailed, true, nil
+}
+
+// lockUnreplayed locks, in tx, up to limit failed jobs matching f that were never replayed,
+// oldest first, skipping rows another transaction holds; a job replayed by a transaction that
+// committed after this one began is dropped by a second look at the audit log (a new
+// snapshot, taken once the locks are held). It counts the matching jobs that were replayed.
+func (s *Store) lockUnreplayed(ctx context.Context, tx pgx.Tx, f *store.DeadLetterFilter, limit int) ([]string, int, error) {
+	query, args := unreplayedQuery(f, limit, s.nowArg())
+	rs, err := tx.Query(ctx, s.sql(query), args...)
+	if err != nil {
+		return nil, 0, err
+	}
+	ids, err := pgx.CollectRows(rs, pgx.RowTo[string])
+	if err != nil {
+		return nil, 0, err
+	}
+	rs, err = tx.Query(ctx, s.sql(`SELECT DISTINCT source_job_id FROM {schema}.job_replays
+		WHERE source_job_id = ANY($1::text[]) AND action = 'replay'`), ids)
+	if err != nil {
+		return nil, 0, err
+	}
+	done, err := pgx.CollectRows(rs, pgx.RowTo[string])
+	if err != nil {
+		return nil, 0, err
+	}
+	where, cargs := deadLetterWhere(f, s.nowArg())
+	var skipped int
+	err = tx.QueryRow(ctx, s.sql(`SELECT count(*) FROM {schema}.jobs j WHERE `+strings.Join(where, " AND ")+
+		` AND EXISTS (SELECT 1 FROM {schema}.job_replays r WHERE r.source_job_id = j.id AND r.action = 'replay')`),
+		cargs...).Scan(&skipped)
+	return without(ids, done), skipped, err
+}
+
+// deadLetterWhere is the condition of the live failed jobs (the table named j) matching f, and
+// its arguments ($1 is now).
+func deadLetterWhere(f *store.DeadLetterFilter, now any) ([]string, []any) {
+	p := f
+	where := []string{"state = 'failed'", "(expires_at IS NULL OR expires_at > coalesce($1::timestamptz, now()))"}
 	args := []any{now}
 	add := func(cond string, v any) {
 		args = append(args, v)
@@ -215,7 +259,15 @@ func unreplayedQuery(p *store.ReplayManyParams, now any) (string, []any) {
 	if !p.FinishedBefore.IsZero() {
 		add("finished_at < $%d", p.FinishedBefore)
 	}
-	args = append(args, len(p.NewIDs))
+	return where, args
+}
+
+// unreplayedQuery selects and locks up to limit failed jobs matching f without a replay in the
+// audit log, oldest first.
+func unreplayedQuery(f *store.DeadLetterFilter, limit int, now any) (string, []any) {
+	where, args := deadLetterWhere(f, now)
+	where = append(where, "NOT EXISTS (SELECT 1 FROM {schema}.job_replays r WHERE r.source_job_id = j.id AND r.action = 'replay')")
+	args = append(args, limit)
 	return fmt.Sprintf(`SELECT id FROM {schema}.jobs j WHERE %s ORDER BY id LIMIT $%d FOR UPDATE SKIP LOCKED`,
 		strings.Join(where, " AND "), len(args)), args
 }
@@ -267,14 +319,15 @@ func (s *Store) ReplayList(ctx context.Context, p *store.ReplayListParams) (*sto
 	limit := p.ReplayLimit()
 	args = append(args, limit+1)
 	rs, err := s.pool.Query(ctx, s.sql(fmt.Sprintf(`SELECT id, source_job_id, new_job_id, original_id, replayed_by,
-		replayed_at, coalesce(reason, '') FROM {schema}.job_replays WHERE %s ORDER BY id DESC LIMIT $%d`,
+		replayed_at, coalesce(reason, ''), action, forced FROM {schema}.job_replays WHERE %s ORDER BY id DESC LIMIT $%d`,
 		strings.Join(where, " AND "), len(args))), args...)
 	if err != nil {
 		return nil, s.wrap(err, "list replays")
 	}
 	replays, err := pgx.CollectRows(rs, func(r pgx.CollectableRow) (*store.Replay, error) {
 		var rp store.Replay
-		err := r.Scan(&rp.ID, &rp.SourceJobID, &rp.NewJobID, &rp.OriginalID, &rp.ReplayedBy, &rp.ReplayedAt, &rp.Reason)
+		err := r.Scan(&rp.ID, &rp.SourceJobID, &rp.NewJobID, &rp.OriginalID, &rp.ReplayedBy, &rp.ReplayedAt, &rp.Reason,
+			&rp.Action, &rp.Forced)
 		rp.ReplayedAt = rp.ReplayedAt.UTC()
 		return &rp, err
 	})

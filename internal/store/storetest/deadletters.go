@@ -46,9 +46,9 @@ func (b *bundle) replayMany(t *testing.T, p store.ReplayManyParams, limit int) [
 		p.NewIDs = append(p.NewIDs, newID(t))
 	}
 	p.By, p.Actor, p.Reason = "ops", hoppertype.ActorOperator, "bulk replay"
-	rs, err := b.deadLetters(t).JobReplayMany(t.Context(), &p)
+	res, err := b.deadLetters(t).JobReplayMany(t.Context(), &p)
 	require.NoError(t, err)
-	return rs
+	return res.Replays
 }
 
 // failedIn returns a job of queue that failed now.
@@ -160,8 +160,8 @@ func deadLettersReplayLineage(t *testing.T, b *bundle) {
 	require.Equal(t, 2, second.Job.ReplayCount)
 	require.Equal(t, "bob", second.Job.ReplayedBy)
 
-	again := b.replay(t, src.ID, "carol")
-	require.Equal(t, 1, again.Job.ReplayCount, "a job may be replayed more than once, one at a time")
+	again := b.replayAgain(t, src.ID, "carol")
+	require.Equal(t, 1, again.Job.ReplayCount, "a job may be replayed more than once when forced")
 
 	lineage := b.replayPages(t, store.ReplayListParams{OriginalID: src.ID})
 	require.Equal(t, []int64{again.ID, second.ID, firstReplay.ID}, replayIDs(lineage))
@@ -227,11 +227,11 @@ func deadLettersReplayManyFilters(t *testing.T, b *bundle) {
 	ay := b.failedIn(t, "a", withKind("y"))
 	bx := b.failedIn(t, "b", withKind("x"))
 
-	require.Equal(t, []string{bx.ID}, sources(b.replayMany(t, store.ReplayManyParams{Queues: []string{"b"}}, 10)))
-	require.Equal(t, []string{ax.ID}, sources(b.replayMany(t, store.ReplayManyParams{FinishedBefore: mid}, 10)))
-	require.Empty(t, b.replayMany(t, store.ReplayManyParams{Kinds: []string{"x"}}, 10))
+	require.Equal(t, []string{bx.ID}, sources(b.replayMany(t, store.ReplayManyParams{DeadLetterFilter: store.DeadLetterFilter{Queues: []string{"b"}}}, 10)))
+	require.Equal(t, []string{ax.ID}, sources(b.replayMany(t, store.ReplayManyParams{DeadLetterFilter: store.DeadLetterFilter{FinishedBefore: mid}}, 10)))
+	require.Empty(t, b.replayMany(t, store.ReplayManyParams{DeadLetterFilter: store.DeadLetterFilter{Kinds: []string{"x"}}}, 10))
 	require.Equal(t, []string{ay.ID}, sources(b.replayMany(t, store.ReplayManyParams{
-		Queues: []string{"a"}, Kinds: []string{"y"}, FinishedAfter: mid}, 10)))
+		DeadLetterFilter: store.DeadLetterFilter{Queues: []string{"a"}, Kinds: []string{"y"}, FinishedAfter: mid}}, 10)))
 }
 
 // Concurrent ReplayMany calls over the same dead letters replay each of them exactly once.
@@ -252,14 +252,14 @@ func deadLettersReplayManyConcurrent(t *testing.T, b *bundle) {
 			for range 15 {
 				p.NewIDs = append(p.NewIDs, uuid.Must(uuid.NewV7()).String())
 			}
-			rs, err := b.deadLetters(t).JobReplayMany(t.Context(), &p)
+			res, err := b.deadLetters(t).JobReplayMany(t.Context(), &p)
 			if err != nil {
 				t.Error(err)
 				return
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			for _, r := range rs {
+			for _, r := range res.Replays {
 				seen[r.SourceJobID]++
 			}
 		}()
@@ -282,8 +282,12 @@ func deadLettersReplayList(t *testing.T, b *bundle) {
 
 	src := b.jobIn(t, hoppertype.StateFailed)
 	var made []*store.Replay
-	for _, by := range []string{"alice", "bob", "alice"} {
-		made = append(made, b.replay(t, src.ID, by))
+	for i, by := range []string{"alice", "bob", "alice"} {
+		if i == 0 {
+			made = append(made, b.replay(t, src.ID, by))
+		} else {
+			made = append(made, b.replayAgain(t, src.ID, by))
+		}
 		b.clock.Advance(time.Minute)
 	}
 	other := b.replay(t, b.jobIn(t, hoppertype.StateFailed).ID, "bob")
@@ -365,7 +369,7 @@ func deadLettersCountsAgreeWithTheListing(t *testing.T, b *bundle) {
 	b.replay(t, once.ID, "ops")
 	b.replay(t, twice.ID, "ops")
 	b.clock.Advance(time.Second)
-	last := b.replay(t, twice.ID, "alice")
+	last := b.replayAgain(t, twice.ID, "alice")
 	b.replay(t, gone.ID, "ops")
 	b.clock.Advance(time.Minute) // gone expires, replayed
 

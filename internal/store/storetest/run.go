@@ -32,6 +32,7 @@ func Run(t *testing.T, opener Opener) {
 		{"Suspend", testSuspend},
 		{"Results", testResults},
 		{"DeadLetters", testDeadLetters},
+		{"Incidents", testIncidents},
 		{"Text", testText},
 		{"Rescues", testRescues},
 		{"Stats", testStats},

@@ -67,6 +67,10 @@ const (
 	JobServiceEventsProcedure = "/hopper.v1.JobService/Events"
 	// JobServiceResumeProcedure is the procedure name of the JobService's Resume RPC.
 	JobServiceResumeProcedure = "/hopper.v1.JobService/Resume"
+	// JobServiceRetryProcedure is the procedure name of the JobService's Retry RPC.
+	JobServiceRetryProcedure = "/hopper.v1.JobService/Retry"
+	// JobServiceSetRetriesProcedure is the procedure name of the JobService's SetRetries RPC.
+	JobServiceSetRetriesProcedure = "/hopper.v1.JobService/SetRetries"
 	// WorkerServiceActivateProcedure is the procedure name of the WorkerService's Activate RPC.
 	WorkerServiceActivateProcedure = "/hopper.v1.WorkerService/Activate"
 	// WorkerServiceStreamJobsProcedure is the procedure name of the WorkerService's StreamJobs RPC.
@@ -137,6 +141,9 @@ const (
 	// DeadLetterServiceReplayManyProcedure is the procedure name of the DeadLetterService's ReplayMany
 	// RPC.
 	DeadLetterServiceReplayManyProcedure = "/hopper.v1.DeadLetterService/ReplayMany"
+	// DeadLetterServiceRetryManyProcedure is the procedure name of the DeadLetterService's RetryMany
+	// RPC.
+	DeadLetterServiceRetryManyProcedure = "/hopper.v1.DeadLetterService/RetryMany"
 	// DeadLetterServiceListReplaysProcedure is the procedure name of the DeadLetterService's
 	// ListReplays RPC.
 	DeadLetterServiceListReplaysProcedure = "/hopper.v1.DeadLetterService/ListReplays"
@@ -205,6 +212,20 @@ var (
 			Procedure:  JobServiceResumeProcedure,
 		}
 	})
+	jobServiceRetrySpec = sync.OnceValue(func() connect.Spec {
+		return connect.Spec{
+			StreamType: connect.StreamTypeUnary,
+			Schema:     v1.File_hopper_v1_hopper_proto.Services().ByName("JobService").Methods().ByName("Retry"),
+			Procedure:  JobServiceRetryProcedure,
+		}
+	})
+	jobServiceSetRetriesSpec = sync.OnceValue(func() connect.Spec {
+		return connect.Spec{
+			StreamType: connect.StreamTypeUnary,
+			Schema:     v1.File_hopper_v1_hopper_proto.Services().ByName("JobService").Methods().ByName("SetRetries"),
+			Procedure:  JobServiceSetRetriesProcedure,
+		}
+	})
 )
 
 // JobServiceClient is a client for the hopper.v1.JobService service.
@@ -226,6 +247,17 @@ type JobServiceClient interface {
 	// Resume moves a suspended job back to its queue; data (a JSON value) reaches its next
 	// attempt beside its checkpoint. FAILED_PRECONDITION for a job that is not suspended.
 	Resume(context.Context, *v1.JobServiceResumeRequest) (*v1.JobServiceResumeResponse, error)
+	// Retry resolves a failed job's incident in place (contract 18): the same job (id,
+	// idempotency key, group, history) goes back to queued, or scheduled for a future run_at,
+	// with more attempts and, if given, corrected args; its history and the dead-letter audit
+	// log record it, as done by the caller's API key name. FAILED_PRECONDITION for a job that
+	// is not failed, ALREADY_EXISTS for a dead letter that was replayed (unless again),
+	// NOT_FOUND for an unknown or expired job, INVALID_ARGUMENT naming a bad field.
+	Retry(context.Context, *v1.JobServiceRetryRequest) (*v1.JobServiceRetryResponse, error)
+	// SetRetries sets the attempt budget (max_attempts) of a job that has not ended.
+	// FAILED_PRECONDITION for an ended job; INVALID_ARGUMENT (max_attempts) for a budget below
+	// the attempts the job has made (plus one for a job waiting to run).
+	SetRetries(context.Context, *v1.JobServiceSetRetriesRequest) (*v1.JobServiceSetRetriesResponse, error)
 }
 
 // NewJobServiceClient constructs a client for the hopper.v1.JobService service. Multiple service
@@ -253,6 +285,17 @@ type JobServiceHandler interface {
 	// Resume moves a suspended job back to its queue; data (a JSON value) reaches its next
 	// attempt beside its checkpoint. FAILED_PRECONDITION for a job that is not suspended.
 	Resume(context.Context, *v1.JobServiceResumeRequest) (*v1.JobServiceResumeResponse, error)
+	// Retry resolves a failed job's incident in place (contract 18): the same job (id,
+	// idempotency key, group, history) goes back to queued, or scheduled for a future run_at,
+	// with more attempts and, if given, corrected args; its history and the dead-letter audit
+	// log record it, as done by the caller's API key name. FAILED_PRECONDITION for a job that
+	// is not failed, ALREADY_EXISTS for a dead letter that was replayed (unless again),
+	// NOT_FOUND for an unknown or expired job, INVALID_ARGUMENT naming a bad field.
+	Retry(context.Context, *v1.JobServiceRetryRequest) (*v1.JobServiceRetryResponse, error)
+	// SetRetries sets the attempt budget (max_attempts) of a job that has not ended.
+	// FAILED_PRECONDITION for an ended job; INVALID_ARGUMENT (max_attempts) for a budget below
+	// the attempts the job has made (plus one for a job waiting to run).
+	SetRetries(context.Context, *v1.JobServiceSetRetriesRequest) (*v1.JobServiceSetRetriesResponse, error)
 }
 
 // RegisterJobServiceHandler registers svc as the hopper.v1.JobService implementation on server.
@@ -266,6 +309,8 @@ func RegisterJobServiceHandler(server *connect.Server, svc JobServiceHandler) {
 		connect.Method{Spec: jobServiceCancelSpec(), Handler: adapter.cancel},
 		connect.Method{Spec: jobServiceEventsSpec(), Handler: adapter.events},
 		connect.Method{Spec: jobServiceResumeSpec(), Handler: adapter.resume},
+		connect.Method{Spec: jobServiceRetrySpec(), Handler: adapter.retry},
+		connect.Method{Spec: jobServiceSetRetriesSpec(), Handler: adapter.setRetries},
 	)
 }
 
@@ -298,6 +343,14 @@ func (UnimplementedJobServiceHandler) Events(context.Context, *v1.EventsRequest)
 
 func (UnimplementedJobServiceHandler) Resume(context.Context, *v1.JobServiceResumeRequest) (*v1.JobServiceResumeResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, "hopper.v1.JobService.Resume is not implemented")
+}
+
+func (UnimplementedJobServiceHandler) Retry(context.Context, *v1.JobServiceRetryRequest) (*v1.JobServiceRetryResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, "hopper.v1.JobService.Retry is not implemented")
+}
+
+func (UnimplementedJobServiceHandler) SetRetries(context.Context, *v1.JobServiceSetRetriesRequest) (*v1.JobServiceSetRetriesResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, "hopper.v1.JobService.SetRetries is not implemented")
 }
 
 type jobServiceClient struct {
@@ -355,6 +408,22 @@ func (c *jobServiceClient) Events(ctx context.Context, req *v1.EventsRequest) (*
 func (c *jobServiceClient) Resume(ctx context.Context, req *v1.JobServiceResumeRequest) (*v1.JobServiceResumeResponse, error) {
 	var res v1.JobServiceResumeResponse
 	if err := c.client.CallUnary(ctx, jobServiceResumeSpec(), req, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+func (c *jobServiceClient) Retry(ctx context.Context, req *v1.JobServiceRetryRequest) (*v1.JobServiceRetryResponse, error) {
+	var res v1.JobServiceRetryResponse
+	if err := c.client.CallUnary(ctx, jobServiceRetrySpec(), req, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+func (c *jobServiceClient) SetRetries(ctx context.Context, req *v1.JobServiceSetRetriesRequest) (*v1.JobServiceSetRetriesResponse, error) {
+	var res v1.JobServiceSetRetriesResponse
+	if err := c.client.CallUnary(ctx, jobServiceSetRetriesSpec(), req, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil
@@ -440,6 +509,30 @@ func (h jobServiceHandler) resume(ctx context.Context, _ connect.Spec, stream co
 		return err
 	}
 	res, err := h.svc.Resume(ctx, &req)
+	if err != nil {
+		return err
+	}
+	return stream.Send(res)
+}
+
+func (h jobServiceHandler) retry(ctx context.Context, _ connect.Spec, stream connect.ServerStream) error {
+	var req v1.JobServiceRetryRequest
+	if err := stream.Receive(&req); err != nil {
+		return err
+	}
+	res, err := h.svc.Retry(ctx, &req)
+	if err != nil {
+		return err
+	}
+	return stream.Send(res)
+}
+
+func (h jobServiceHandler) setRetries(ctx context.Context, _ connect.Spec, stream connect.ServerStream) error {
+	var req v1.JobServiceSetRetriesRequest
+	if err := stream.Receive(&req); err != nil {
+		return err
+	}
+	res, err := h.svc.SetRetries(ctx, &req)
 	if err != nil {
 		return err
 	}
@@ -1872,6 +1965,13 @@ var (
 			Procedure:  DeadLetterServiceReplayManyProcedure,
 		}
 	})
+	deadLetterServiceRetryManySpec = sync.OnceValue(func() connect.Spec {
+		return connect.Spec{
+			StreamType: connect.StreamTypeUnary,
+			Schema:     v1.File_hopper_v1_hopper_proto.Services().ByName("DeadLetterService").Methods().ByName("RetryMany"),
+			Procedure:  DeadLetterServiceRetryManyProcedure,
+		}
+	})
 	deadLetterServiceListReplaysSpec = sync.OnceValue(func() connect.Spec {
 		return connect.Spec{
 			StreamType:       connect.StreamTypeUnary,
@@ -1891,13 +1991,18 @@ type DeadLetterServiceClient interface {
 	// counts the replayed ones apart.
 	Stats(context.Context, *v1.DeadLetterServiceStatsRequest) (*v1.DeadLetterServiceStatsResponse, error)
 	// Replay replays one dead letter and returns the new job. NOT_FOUND when there is no such
-	// job (or it expired), FAILED_PRECONDITION when it is not failed. A job may be replayed
-	// more than once.
+	// job (or it expired), FAILED_PRECONDITION when it is not failed (a job retried in place is
+	// not), ALREADY_EXISTS when it was replayed before, its message naming that replay, unless
+	// again is set (then the audit log records the replay as forced).
 	Replay(context.Context, *v1.ReplayRequest) (*v1.ReplayResponse, error)
 	// ReplayMany replays, oldest first and in one transaction, up to limit dead letters matching
 	// the filter that were never replayed before, so calling it again continues where it
-	// stopped. limit defaults to 100, at most 1000.
+	// stopped; skipped counts those it left as replayed. limit defaults to 100, at most 1000.
 	ReplayMany(context.Context, *v1.ReplayManyRequest) (*v1.ReplayManyResponse, error)
+	// RetryMany retries in place (as JobService.Retry), oldest first and in one transaction, up
+	// to limit dead letters matching the filter that were never replayed, each audited; calling
+	// it again continues where it stopped. limit defaults to 100, at most 1000.
+	RetryMany(context.Context, *v1.DeadLetterServiceRetryManyRequest) (*v1.DeadLetterServiceRetryManyResponse, error)
 	// ListReplays returns a page of the replay audit log, newest first.
 	ListReplays(context.Context, *v1.ListReplaysRequest) (*v1.ListReplaysResponse, error)
 }
@@ -1917,13 +2022,18 @@ type DeadLetterServiceHandler interface {
 	// counts the replayed ones apart.
 	Stats(context.Context, *v1.DeadLetterServiceStatsRequest) (*v1.DeadLetterServiceStatsResponse, error)
 	// Replay replays one dead letter and returns the new job. NOT_FOUND when there is no such
-	// job (or it expired), FAILED_PRECONDITION when it is not failed. A job may be replayed
-	// more than once.
+	// job (or it expired), FAILED_PRECONDITION when it is not failed (a job retried in place is
+	// not), ALREADY_EXISTS when it was replayed before, its message naming that replay, unless
+	// again is set (then the audit log records the replay as forced).
 	Replay(context.Context, *v1.ReplayRequest) (*v1.ReplayResponse, error)
 	// ReplayMany replays, oldest first and in one transaction, up to limit dead letters matching
 	// the filter that were never replayed before, so calling it again continues where it
-	// stopped. limit defaults to 100, at most 1000.
+	// stopped; skipped counts those it left as replayed. limit defaults to 100, at most 1000.
 	ReplayMany(context.Context, *v1.ReplayManyRequest) (*v1.ReplayManyResponse, error)
+	// RetryMany retries in place (as JobService.Retry), oldest first and in one transaction, up
+	// to limit dead letters matching the filter that were never replayed, each audited; calling
+	// it again continues where it stopped. limit defaults to 100, at most 1000.
+	RetryMany(context.Context, *v1.DeadLetterServiceRetryManyRequest) (*v1.DeadLetterServiceRetryManyResponse, error)
 	// ListReplays returns a page of the replay audit log, newest first.
 	ListReplays(context.Context, *v1.ListReplaysRequest) (*v1.ListReplaysResponse, error)
 }
@@ -1937,6 +2047,7 @@ func RegisterDeadLetterServiceHandler(server *connect.Server, svc DeadLetterServ
 		connect.Method{Spec: deadLetterServiceStatsSpec(), Handler: adapter.stats},
 		connect.Method{Spec: deadLetterServiceReplaySpec(), Handler: adapter.replay},
 		connect.Method{Spec: deadLetterServiceReplayManySpec(), Handler: adapter.replayMany},
+		connect.Method{Spec: deadLetterServiceRetryManySpec(), Handler: adapter.retryMany},
 		connect.Method{Spec: deadLetterServiceListReplaysSpec(), Handler: adapter.listReplays},
 	)
 }
@@ -1958,6 +2069,10 @@ func (UnimplementedDeadLetterServiceHandler) Replay(context.Context, *v1.ReplayR
 
 func (UnimplementedDeadLetterServiceHandler) ReplayMany(context.Context, *v1.ReplayManyRequest) (*v1.ReplayManyResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, "hopper.v1.DeadLetterService.ReplayMany is not implemented")
+}
+
+func (UnimplementedDeadLetterServiceHandler) RetryMany(context.Context, *v1.DeadLetterServiceRetryManyRequest) (*v1.DeadLetterServiceRetryManyResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, "hopper.v1.DeadLetterService.RetryMany is not implemented")
 }
 
 func (UnimplementedDeadLetterServiceHandler) ListReplays(context.Context, *v1.ListReplaysRequest) (*v1.ListReplaysResponse, error) {
@@ -1995,6 +2110,14 @@ func (c *deadLetterServiceClient) Replay(ctx context.Context, req *v1.ReplayRequ
 func (c *deadLetterServiceClient) ReplayMany(ctx context.Context, req *v1.ReplayManyRequest) (*v1.ReplayManyResponse, error) {
 	var res v1.ReplayManyResponse
 	if err := c.client.CallUnary(ctx, deadLetterServiceReplayManySpec(), req, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+func (c *deadLetterServiceClient) RetryMany(ctx context.Context, req *v1.DeadLetterServiceRetryManyRequest) (*v1.DeadLetterServiceRetryManyResponse, error) {
+	var res v1.DeadLetterServiceRetryManyResponse
+	if err := c.client.CallUnary(ctx, deadLetterServiceRetryManySpec(), req, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil
@@ -2052,6 +2175,18 @@ func (h deadLetterServiceHandler) replayMany(ctx context.Context, _ connect.Spec
 		return err
 	}
 	res, err := h.svc.ReplayMany(ctx, &req)
+	if err != nil {
+		return err
+	}
+	return stream.Send(res)
+}
+
+func (h deadLetterServiceHandler) retryMany(ctx context.Context, _ connect.Spec, stream connect.ServerStream) error {
+	var req v1.DeadLetterServiceRetryManyRequest
+	if err := stream.Receive(&req); err != nil {
+		return err
+	}
+	res, err := h.svc.RetryMany(ctx, &req)
 	if err != nil {
 		return err
 	}
