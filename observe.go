@@ -75,6 +75,9 @@ type JobEvent struct {
 	Run time.Duration
 	// Remote is true for the attempts of remote workers served through the server (hopper serve).
 	Remote bool
+	// ErrorCode is the business error code an ended attempt failed with (BusinessError); ""
+	// for any other end.
+	ErrorCode string
 }
 
 // Retried reports whether ev is an attempt that failed and will be retried: it ended with an
@@ -156,7 +159,8 @@ func (o *observers) outcome(p *store.FinishParams, err error, remote bool) {
 		return
 	}
 	job := p.Job
-	ev := JobEvent{Type: JobEnded, JobID: p.ID, State: p.State, Outcome: p.Outcome, Remote: remote}
+	ev := JobEvent{Type: JobEnded, JobID: p.ID, State: p.State, Outcome: p.Outcome, Remote: remote,
+		ErrorCode: p.ErrorCode}
 	if job != nil {
 		ev.Kind, ev.Queue, ev.Attempt = job.Kind, job.Queue, job.Attempt
 		if !job.StartedAt.IsZero() {
