@@ -18,12 +18,18 @@ type QueueInfo struct {
 	MaxRunning int  // fleet-wide cap, 0 for none
 	Rate       Rate // fleet-wide rate limit, zero for none
 	Counts     map[JobState]int64
-	// AwaitingCompute is how many of the queue's queued jobs wait only because resource
-	// governors hold back (contract 15): all of them while every live worker of the queue is
-	// held by its governor (processes, and remote workers through the server they use), else
-	// 0. A paused queue's jobs wait for its resume instead: 0. See
-	// docs/flow-control.md#awaiting-compute.
+	// Computing is how many of the queue's jobs run now (Counts[StateRunning]).
+	Computing int64
+	// AwaitingCompute is how many of the queue's jobs are ready and wait for a worker to start
+	// them: its queued jobs (Counts[StateQueued]; scheduled jobs are not due yet, suspended
+	// ones wait for a resume). The queue's pending work, its queued and running jobs, is
+	// Computing + AwaitingCompute. See docs/flow-control.md#awaiting-compute.
 	AwaitingCompute int64
+	// HeldByGovernor: every live worker of the queue is held by its resource governor
+	// (contract 15; processes, and remote workers through the server they use), so its
+	// awaiting compute waits for a governor to let go. False for a paused queue (its jobs
+	// wait for its resume) and for a queue without live workers.
+	HeldByGovernor bool
 	// Disabled counts the queued jobs whose kind is disabled (DisableKind): no process starts
 	// them until their kind is enabled. They are counted in Counts[StateQueued] too.
 	Disabled int64
@@ -87,7 +93,10 @@ func (c *Client) Queues(ctx context.Context) ([]*QueueInfo, error) {
 		q := get(s.Name)
 		q.Paused, q.Weight, q.Rate = s.Paused, s.Weight, s.Rate
 	}
-	if err := c.awaitingCompute(ctx, byName); err != nil {
+	for _, q := range byName {
+		q.Computing, q.AwaitingCompute = q.Counts[StateRunning], q.Counts[StateQueued]
+	}
+	if err := c.heldByGovernor(ctx, byName); err != nil {
 		return nil, err
 	}
 	limits, err := c.store.LimitList(ctx)
@@ -107,16 +116,16 @@ func (c *Client) Queues(ctx context.Context) ([]*QueueInfo, error) {
 	return out, nil
 }
 
-// awaitingCompute fills in AwaitingCompute: the queued jobs of the queues that every live node
-// working them holds back (read after the counts and settings).
-func (c *Client) awaitingCompute(ctx context.Context, byName map[string]*QueueInfo) error {
+// heldByGovernor fills in HeldByGovernor: the queues that every live node working them holds
+// back (read after the settings).
+func (c *Client) heldByGovernor(ctx context.Context, byName map[string]*QueueInfo) error {
 	held, err := c.store.NodeHeldQueues(ctx, c.engine.NodeTTL())
 	if err != nil {
 		return fmt.Errorf("list queues: %w", err)
 	}
 	for _, name := range held {
 		if q := byName[name]; q != nil && !q.Paused {
-			q.AwaitingCompute = q.Counts[StateQueued]
+			q.HeldByGovernor = true
 		}
 	}
 	return nil

@@ -44,10 +44,12 @@ func ExampleConfig_resourceGovernor() {
 		log.Fatal(err)
 	}
 	for _, q := range queues {
-		// Nothing works the queue yet (the client is not started): nothing awaits compute.
-		fmt.Printf("%s: %d queued, %d awaiting compute\n", q.Name, q.Counts[hopper.StateQueued], q.AwaitingCompute)
+		// Nothing works the queue yet (the client is not started): its job awaits compute, and
+		// no governor holds the queue back.
+		fmt.Printf("%s: %d awaiting compute, %d computing, held by governor: %v\n", q.Name, q.AwaitingCompute,
+			q.Computing, q.HeldByGovernor)
 	}
 	// Output:
 	// governor: max CPU 80%, max memory 2048 MiB
-	// default: 1 queued, 0 awaiting compute
+	// default: 1 awaiting compute, 0 computing, held by governor: false
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/store"
 	"github.com/hopperjobs/hopper/internal/store/sqlite"
 	"github.com/stretchr/testify/require"
 )
@@ -57,42 +58,53 @@ func TestGovernorStatus(t *testing.T) {
 	require.Equal(t, int64(1<<40), gs.MaxMemory)
 }
 
-// Contract 15: a queue's queued jobs await compute while every live node that works it is
-// held back by its governor; a node that is not held, or a pause, makes it 0.
-func TestQueuesShowAwaitingCompute(t *testing.T) {
+// A queue's queued jobs await compute and its running ones compute (the seed's pending work,
+// split); contract 15: the queue shows as held by governor while every live node that works it
+// is held back by its governor; a node that is not held, a pause, or no live node clears it.
+func TestQueuesShowWhatAwaitsCompute(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil, nil)
 	ctx := t.Context()
-	for range 3 {
+	for range 4 {
 		_, err := b.client.Enqueue(ctx, sendEmail{}, &InsertOpts{Queue: "mail"})
 		require.NoError(t, err)
 	}
 	_, err := b.client.Enqueue(ctx, sendEmail{}, &InsertOpts{Queue: "mail", Delay: time.Hour})
 	require.NoError(t, err)
-	awaiting := func() int64 {
+	claimed, _, err := b.store.JobClaim(ctx, &store.ClaimParams{Queue: "mail", Limit: 1, WorkerID: "w", LeaseDuration: time.Hour})
+	require.NoError(t, err)
+	require.Len(t, claimed, 1)
+	queue := func() *QueueInfo {
 		t.Helper()
 		qs, err := b.client.Queues(ctx)
 		require.NoError(t, err)
 		require.Len(t, qs, 1)
-		return qs[0].AwaitingCompute
+		return qs[0]
 	}
-	beat := func(id string, held bool) {
+	q := queue()
+	require.Equal(t, int64(3), q.AwaitingCompute, "the queued jobs, not the scheduled one")
+	require.Equal(t, int64(1), q.Computing, "the running job")
+	require.Equal(t, q.Counts[StateQueued]+q.Counts[StateRunning], q.Computing+q.AwaitingCompute,
+		"pending work = computing + awaiting compute")
+	held := func() bool { t.Helper(); return queue().HeldByGovernor }
+	beat := func(id string, holding bool) {
 		n := &hoppertype.Node{ID: id, Queues: []string{"mail"}}
-		if held {
+		if holding {
 			n.Holding, n.HeldQueues = true, []string{"mail"}
 		}
 		require.NoError(t, b.store.NodeHeartbeat(ctx, n))
 	}
-	require.Zero(t, awaiting(), "no node works the queue")
+	require.False(t, held(), "no node works the queue")
 	beat("node-a", true)
-	require.Equal(t, int64(3), awaiting(), "the queued jobs, not the scheduled one")
+	require.True(t, held(), "its only live node is held")
 	beat("node-b", false)
-	require.Zero(t, awaiting(), "node-b can take them")
+	require.False(t, held(), "node-b can take them")
 	beat("node-b", true)
-	require.Equal(t, int64(3), awaiting())
+	require.True(t, held())
+	require.Equal(t, int64(3), queue().AwaitingCompute, "held or not, the same jobs await compute")
 	require.NoError(t, b.client.PauseQueue(ctx, "mail"))
-	require.Zero(t, awaiting(), "a paused queue's jobs wait for the resume")
+	require.False(t, held(), "a paused queue's jobs wait for the resume")
 	require.NoError(t, b.client.ResumeQueue(ctx, "mail"))
 	b.clock.Advance(31 * time.Second) // past NodeTTL: both nodes are dead
-	require.Zero(t, awaiting(), "dead nodes hold nothing back")
+	require.False(t, held(), "dead nodes hold nothing back")
 }

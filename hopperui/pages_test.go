@@ -393,3 +393,17 @@ func TestRefreshIsConfigurable(t *testing.T) {
 	_, err := hopperui.New(hopperui.Config{Client: off.Client, Refresh: 500 * time.Millisecond})
 	require.ErrorContains(t, err, "Config.Refresh")
 }
+
+// The queues page shows a queue's awaiting compute beside its computing, and says when every
+// live worker of the queue is held back by its resource governor. (The test's own node does not
+// work the queue "archive": its job waits.)
+func TestQueuesPageShowsWhatAwaitsCompute(t *testing.T) {
+	e := uitest.Start(t, nil)
+	e.Enqueue(t, uitest.Steps{Note: "waits"}, &hopper.InsertOpts{Queue: "archive"})
+	archive := func() string { t.Helper(); return row(live(t, e.URL+"/queues"), `id="queue-archive"`) }
+	require.Contains(t, archive(), "1 awaiting compute, 0 computing")
+	require.NotContains(t, archive(), "held by governor", "no node holds the queue back")
+	require.NoError(t, e.Store.NodeHeartbeat(t.Context(), &hopper.Node{ID: "busy", Host: "h", PID: 2, Holding: true,
+		Queues: []string{"archive"}, HeldQueues: []string{"archive"}}))
+	require.Contains(t, archive(), "held by governor")
+}

@@ -98,8 +98,8 @@ func TestRemoteWorkerGovernorHoldsNewJobs(t *testing.T) {
 			close(release[1])
 			waitFor(t, client, first, hopper.StateCompleted)
 			waitFor(t, client, second, hopper.StateCompleted)
-			require.Eventually(t, func() bool { return awaitingCompute(t, client, "gov") == 1 }, 10*time.Second,
-				time.Millisecond, "the held worker is the queue's only worker: its job awaits compute")
+			require.Eventually(t, func() bool { return heldByGovernor(t, client, "gov") }, 10*time.Second,
+				time.Millisecond, "the held worker is the queue's only worker: the queue is held")
 			polls := rt.count("Activate")
 			require.Never(t, func() bool {
 				job, err := client.Get(ctx, third)
@@ -116,7 +116,7 @@ func TestRemoteWorkerGovernorHoldsNewJobs(t *testing.T) {
 			require.Equal(t, 2, recvN(t, started))
 			close(release[2])
 			waitFor(t, client, third, hopper.StateCompleted)
-			require.Equal(t, int64(0), awaitingCompute(t, client, "gov"))
+			require.False(t, heldByGovernor(t, client, "gov"))
 			if mode == remote.Stream {
 				require.Equal(t, 1, rt.count("StreamJobs"), "the stream was kept, not closed and reopened")
 			}
@@ -135,14 +135,15 @@ func recvN(t *testing.T, ch chan int) int {
 	}
 }
 
-func awaitingCompute(t *testing.T, c *hopper.Client, queue string) int64 {
+func heldByGovernor(t *testing.T, c *hopper.Client, queue string) bool {
 	t.Helper()
 	qs, err := c.Queues(t.Context())
 	require.NoError(t, err)
 	for _, q := range qs {
 		if q.Name == queue {
-			return q.AwaitingCompute
+			return q.HeldByGovernor
 		}
 	}
-	return -1
+	t.Fatalf("no queue %s", queue)
+	return false
 }

@@ -11,14 +11,15 @@ import (
 func Queue(q *hopper.QueueInfo) *hopperv1.Queue {
 	return &hopperv1.Queue{Name: apiview.Text(q.Name), Paused: q.Paused, MaxRunning: apiview.Int32(q.MaxRunning),
 		Weight: apiview.Int32(q.Weight), Counts: apiview.Counts(q.Counts), AwaitingCompute: q.AwaitingCompute,
-		Disabled: q.Disabled, Rate: apiview.Rate(q.Rate)}
+		Computing: q.Computing, HeldByGovernor: q.HeldByGovernor, Disabled: q.Disabled, Rate: apiview.Rate(q.Rate)}
 }
 
 // FromQueue reads a queue's settings and job counts.
 func FromQueue(q *hopperv1.Queue) *hopper.QueueInfo {
 	return &hopper.QueueInfo{Name: q.GetName(), Paused: q.GetPaused(), Weight: int(q.GetWeight()),
 		MaxRunning: int(q.GetMaxRunning()), Rate: apiview.FromRate(q.GetRate()), Counts: apiview.FromCounts(q.GetCounts()),
-		AwaitingCompute: q.GetAwaitingCompute(), Disabled: q.GetDisabled()}
+		Computing: q.GetComputing(), AwaitingCompute: q.GetAwaitingCompute(), HeldByGovernor: q.GetHeldByGovernor(),
+		Disabled: q.GetDisabled()}
 }
 
 // Kind is a kind's settings and job counts as the API shows them.

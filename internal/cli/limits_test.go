@@ -71,20 +71,23 @@ func TestServeGovernorFlags(t *testing.T) {
 
 func TestQueuesLsShowsAwaitingCompute(t *testing.T) {
 	t.Parallel()
-	qs := []*hopper.QueueInfo{{Name: "mail", Counts: map[hopper.JobState]int64{hopper.StateQueued: 7}, AwaitingCompute: 7}}
+	qs := []*hopper.QueueInfo{{Name: "mail", Counts: map[hopper.JobState]int64{hopper.StateQueued: 7, hopper.StateRunning: 2},
+		Computing: 2, AwaitingCompute: 7, HeldByGovernor: true}}
 	var out strings.Builder
 	require.NoError(t, printQueues(&out, qs))
 	require.Contains(t, out.String(), "QUEUED_DISABLED")
 	require.Contains(t, out.String(), "AWAITING_COMPUTE")
-	require.Regexp(t, `mail\s+no\s+-\s+-\s+-\s+0\s+7\s+0\s+0\s+0\s+0\s+0\s+0\s+7\n`, out.String(), "queued, then the disabled ones, then the other states")
+	require.Contains(t, out.String(), "COMPUTING")
+	require.Regexp(t, `mail\s+no\s+-\s+-\s+-\s+0\s+7\s+0\s+2\s+0\s+0\s+0\s+0\s+2\s+7\s+yes\n`, out.String(),
+		"queued, then the disabled ones, then the other states, computing, awaiting compute, held")
 	raw, err := json.Marshal(queuesJSON(qs))
 	require.NoError(t, err)
-	require.Contains(t, string(raw), `"awaiting_compute":7`)
+	require.Contains(t, string(raw), `"computing":2,"awaiting_compute":7,"held_by_governor":true`)
 }
 
 // Through a server and from the database alike, `queues ls` shows the queued jobs of a queue
-// whose only live worker is held by its governor as awaiting compute, and `workers ls` the
-// node that holds.
+// as awaiting compute and the queue whose only live worker is held by its governor as held,
+// and `workers ls` the node that holds.
 func TestQueuesLsAwaitingComputeBothWays(t *testing.T) {
 	b := startServer(t, false)
 	b.enqueue(t, "k", "--queue", "reports")
@@ -94,9 +97,10 @@ func TestQueuesLsAwaitingComputeBothWays(t *testing.T) {
 		res := runner(t, "queues", "ls", "--json")
 		require.Equal(t, ExitOK, res.code, res.stderr)
 		require.Contains(t, res.stdout, `"awaiting_compute": 1`, name)
+		require.Contains(t, res.stdout, `"held_by_governor": true`, name)
 		res = runner(t, "queues", "ls")
 		require.Equal(t, ExitOK, res.code, res.stderr)
-		require.Regexp(t, `reports\s+no\s+-\s+-\s+-\s+0\s+1\s+0\s+0\s+0\s+0\s+0\s+0\s+1\n`, res.stdout, name)
+		require.Regexp(t, `reports\s+no\s+-\s+-\s+-\s+0\s+1\s+0\s+0\s+0\s+0\s+0\s+0\s+0\s+1\s+yes\n`, res.stdout, name)
 		res = runner(t, "workers", "ls", "--json")
 		require.Equal(t, ExitOK, res.code, res.stderr)
 		require.Contains(t, res.stdout, `"holding": true`, name)

@@ -24,9 +24,9 @@ func newQueuesCmd() *cobra.Command {
 		Aliases: []string{"list"},
 		Short:   "List queues with their job counts per state",
 		Long: `ls lists every queue that has jobs or settings: whether it is paused, its stored weight
-and cap, its jobs per state, and how many of its queued jobs await compute: all of them while
-every live worker of the queue is held back by its resource governor, else 0 (see
-docs/flow-control.md#awaiting-compute).`,
+and cap, its jobs per state, what it is computing (its running jobs) and what awaits compute
+(its queued jobs: ready, no worker on them yet), and whether every live worker of the queue
+is held back by its resource governor (HELD; see docs/flow-control.md#awaiting-compute).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withBackend(cmd, true, func(client backend) error {
@@ -122,7 +122,7 @@ func printQueues(w io.Writer, qs []*hopper.QueueInfo) error {
 			fmt.Fprint(tw, "\tQUEUED_DISABLED")
 		}
 	}
-	fmt.Fprintln(tw, "\tAWAITING_COMPUTE")
+	fmt.Fprintln(tw, "\tCOMPUTING\tAWAITING_COMPUTE\tHELD")
 	for _, q := range qs {
 		paused, weight, limit := "no", "-", "-"
 		if q.Paused {
@@ -141,7 +141,11 @@ func printQueues(w io.Writer, qs []*hopper.QueueInfo) error {
 				fmt.Fprintf(tw, "\t%d", q.Disabled)
 			}
 		}
-		fmt.Fprintf(tw, "\t%d\n", q.AwaitingCompute)
+		held := "no"
+		if q.HeldByGovernor {
+			held = "yes"
+		}
+		fmt.Fprintf(tw, "\t%d\t%d\t%s\n", q.Computing, q.AwaitingCompute, held)
 	}
 	return tw.Flush()
 }
@@ -153,8 +157,11 @@ type queueJSON struct {
 	MaxRunning int              `json:"max_running,omitempty"`
 	Rate       string           `json:"rate,omitempty"` // N/DURATION
 	Counts     map[string]int64 `json:"counts"`
-	// AwaitingCompute: queued jobs that wait only for held resource governors.
+	// Computing: running jobs; AwaitingCompute: queued jobs (ready, no worker on them yet);
+	// HeldByGovernor: every live worker of the queue is held by its resource governor.
+	Computing       int64 `json:"computing"`
 	AwaitingCompute int64 `json:"awaiting_compute"`
+	HeldByGovernor  bool  `json:"held_by_governor"`
 	Disabled        int64 `json:"disabled"`
 }
 
@@ -162,7 +169,8 @@ func queuesJSON(qs []*hopper.QueueInfo) any {
 	out := make([]queueJSON, len(qs))
 	for i, q := range qs {
 		out[i] = queueJSON{Name: q.Name, Paused: q.Paused, Weight: q.Weight, MaxRunning: q.MaxRunning,
-			Rate: apiview.Rate(q.Rate), Counts: stateCountsJSON(q.Counts), AwaitingCompute: q.AwaitingCompute, Disabled: q.Disabled}
+			Rate: apiview.Rate(q.Rate), Counts: stateCountsJSON(q.Counts), Computing: q.Computing, AwaitingCompute: q.AwaitingCompute,
+			HeldByGovernor: q.HeldByGovernor, Disabled: q.Disabled}
 	}
 	return struct {
 		Queues []queueJSON `json:"queues"`

@@ -43,24 +43,26 @@ func TestHeldPollWorkerAwaitsCompute(t *testing.T) {
 	require.NoError(t, r.err)
 	require.Empty(t, r.res.GetJobs(), "a held worker's poll claims nothing")
 
-	awaiting := func() int64 {
+	held := func() bool {
 		list, err := e.queues.List(ctx, &hopperv1.QueueServiceListRequest{})
 		require.NoError(t, err)
 		for _, q := range list.GetQueues() {
 			if q.GetName() == "mail" {
-				return q.GetAwaitingCompute()
+				require.EqualValues(t, 1, q.GetAwaitingCompute(), "the queued job awaits compute, held or not")
+				return q.GetHeldByGovernor()
 			}
 		}
-		return -1
+		t.Fatal("no queue mail")
+		return false
 	}
-	require.Eventually(t, func() bool { return awaiting() == 1 }, 10*time.Second, 10*time.Millisecond,
+	require.Eventually(t, held, 10*time.Second, 10*time.Millisecond,
 		"the server's heartbeat counts its held worker")
 	workers, err := e.admin.ListWorkers(ctx, &hopperv1.ListWorkersRequest{})
 	require.NoError(t, err)
 	require.True(t, workers.GetWorkers()[0].GetHeld())
 
 	hold(false)
-	require.Eventually(t, func() bool { return awaiting() == 0 }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return !held() }, 10*time.Second, 10*time.Millisecond)
 	got := e.activate(t, &hopperv1.ActivateRequest{Queue: "mail"})
 	require.Equal(t, job.GetJob().GetId(), got[0].GetId())
 

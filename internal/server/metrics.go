@@ -29,7 +29,8 @@ type collector struct {
 	storeUp, loopsFailing                                *prometheus.Desc
 	streams, streamInFlight, streamPushed, workers       *prometheus.Desc
 	streamPushedTotal, oldestQueued                      *prometheus.Desc
-	awaitingCompute, holding, governorCPU, governorMem   *prometheus.Desc
+	awaitingCompute, heldByGovernor                      *prometheus.Desc
+	holding, governorCPU, governorMem                    *prometheus.Desc
 	scrapeErrors                                         prometheus.Counter
 }
 
@@ -56,10 +57,12 @@ func newCollector(s *Server) *collector {
 		streamPushedTotal: prometheus.NewDesc("hopper_stream_jobs_pushed_total",
 			"Jobs pushed to remote workers by this server's job streams since it started.", nil, nil),
 		workers:         d("remote_workers", "Remote workers this server has seen recently."),
-		awaitingCompute: d("queue_awaiting_compute", "Queued jobs that wait only because every live worker of their queue is held back by its resource governor.", "queue"),
-		holding:         d("governor_holding", "1 while this node's resource governor holds back new jobs (0 without limits)."),
-		governorCPU:     d("governor_cpu", "CPU use this node's resource governor measured, smoothed, as a fraction of the CPU available to it (0 without limits)."),
-		governorMem:     d("governor_memory_bytes", "Memory use this node's resource governor measured, in bytes (0 without limits)."),
+		awaitingCompute: d("queue_awaiting_compute", "Jobs of the queue that are ready and wait for a worker to start them (its queued jobs).", "queue"),
+		heldByGovernor: d("queue_held_by_governor", "1 while every live worker of the queue is held back by its resource governor, else 0 "+
+			"(0 for a paused queue and for a queue without live workers).", "queue"),
+		holding:     d("governor_holding", "1 while this node's resource governor holds back new jobs (0 without limits)."),
+		governorCPU: d("governor_cpu", "CPU use this node's resource governor measured, smoothed, as a fraction of the CPU available to it (0 without limits)."),
+		governorMem: d("governor_memory_bytes", "Memory use this node's resource governor measured, in bytes (0 without limits)."),
 		scrapeErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "hopper_metrics_scrape_errors_total",
 			Help: "Scrapes that could not read part of the state from the store."}),
 	}
@@ -68,7 +71,7 @@ func newCollector(s *Server) *collector {
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.jobs, c.stalled, c.kindDisabled, c.rateLimit, c.deadLetters, c.oldestDeadLetter, c.leader,
 		c.storeUp, c.loopsFailing, c.streams, c.streamInFlight, c.streamPushed, c.streamPushedTotal, c.oldestQueued, c.workers,
-		c.awaitingCompute, c.holding, c.governorCPU, c.governorMem} {
+		c.awaitingCompute, c.heldByGovernor, c.holding, c.governorCPU, c.governorMem} {
 		ch <- d
 	}
 	c.scrapeErrors.Describe(ch)
@@ -125,6 +128,7 @@ func (c *collector) collectStore(ctx context.Context, gauge func(*prometheus.Des
 				c.fail(err)
 			}
 			gauge(c.awaitingCompute, float64(q.AwaitingCompute), q.Name)
+			gauge(c.heldByGovernor, boolGauge(q.HeldByGovernor), q.Name)
 			if !q.Rate.IsZero() {
 				gauge(c.rateLimit, perSecond(q.Rate), "queue", q.Name)
 			}

@@ -23,6 +23,18 @@ type DueParams struct {
 	// later of it and the time the lease row keeps (LeaderParams.SweptBefore) counts; zero and
 	// none count every expiry.
 	ExpiringAfter time.Time
+	// HeadJobs is how many of the oldest jobs' expiries count (see DueHeadJobs); 0 is
+	// DueHeadJobs. The leader leaves it 0; the conformance suite sets a few to test the bound
+	// without filling thousands of jobs.
+	HeadJobs int
+}
+
+// Head is p.HeadJobs, or DueHeadJobs when it is not set.
+func (p *DueParams) Head() int {
+	if p.HeadJobs > 0 {
+		return p.HeadJobs
+	}
+	return DueHeadJobs
 }
 
 // Due is what the leader's duties have to do next, read without writing: a node leaves the

@@ -4254,18 +4254,25 @@ type Queue struct {
 	// weight is the fleet-wide fair-share weight an operator stored (0: none; each process
 	// uses its own configured weight, default 1).
 	Weight int32 `protobuf:"varint,5,opt,name=weight,proto3" json:"weight,omitempty"`
-	// awaiting_compute is how many of the queued jobs wait only because resource governors
-	// hold back: all of them while every live worker of the queue is held, else 0 (and 0 for a
-	// paused queue).
+	// awaiting_compute is how many of the queue's jobs are ready and wait for a worker to start
+	// them: its queued jobs (counts["queued"]; scheduled jobs are not due yet, suspended ones
+	// wait for a resume). With computing it splits the queue's pending work (queued and
+	// running jobs): pending = computing + awaiting_compute.
 	AwaitingCompute int64 `protobuf:"varint,6,opt,name=awaiting_compute,json=awaitingCompute,proto3" json:"awaiting_compute,omitempty"`
 	// disabled counts the queued jobs whose kind is disabled (KindService.Disable); they are
 	// in counts["queued"] too.
 	Disabled int64 `protobuf:"varint,7,opt,name=disabled,proto3" json:"disabled,omitempty"`
 	// rate is the fleet-wide rate limit on job starts, written N/DURATION ("100/1s"); empty for
 	// none.
-	Rate          string `protobuf:"bytes,8,opt,name=rate,proto3" json:"rate,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Rate string `protobuf:"bytes,8,opt,name=rate,proto3" json:"rate,omitempty"`
+	// computing is how many of the queue's jobs run now (counts["running"]).
+	Computing int64 `protobuf:"varint,9,opt,name=computing,proto3" json:"computing,omitempty"`
+	// held_by_governor: every live worker of the queue is held by its resource governor, so
+	// its awaiting compute waits for a governor to let go (false for a paused queue, whose jobs
+	// wait for its resume, and for a queue without live workers).
+	HeldByGovernor bool `protobuf:"varint,10,opt,name=held_by_governor,json=heldByGovernor,proto3" json:"held_by_governor,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Queue) Reset() {
@@ -4352,6 +4359,20 @@ func (x *Queue) GetRate() string {
 		return x.Rate
 	}
 	return ""
+}
+
+func (x *Queue) GetComputing() int64 {
+	if x != nil {
+		return x.Computing
+	}
+	return 0
+}
+
+func (x *Queue) GetHeldByGovernor() bool {
+	if x != nil {
+		return x.HeldByGovernor
+	}
+	return false
 }
 
 type QueueServiceListRequest struct {
@@ -7568,7 +7589,7 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"leaseToken\x12\x18\n" +
 	"\apercent\x18\x03 \x01(\x05R\apercent\x12\x18\n" +
 	"\amessage\x18\x04 \x01(\tR\amessage\"\x18\n" +
-	"\x16ReportProgressResponse\"\xb8\x02\n" +
+	"\x16ReportProgressResponse\"\x80\x03\n" +
 	"\x05Queue\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06paused\x18\x02 \x01(\bR\x06paused\x12\x1f\n" +
@@ -7578,7 +7599,10 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x06weight\x18\x05 \x01(\x05R\x06weight\x12)\n" +
 	"\x10awaiting_compute\x18\x06 \x01(\x03R\x0fawaitingCompute\x12\x1a\n" +
 	"\bdisabled\x18\a \x01(\x03R\bdisabled\x12\x12\n" +
-	"\x04rate\x18\b \x01(\tR\x04rate\x1a9\n" +
+	"\x04rate\x18\b \x01(\tR\x04rate\x12\x1c\n" +
+	"\tcomputing\x18\t \x01(\x03R\tcomputing\x12(\n" +
+	"\x10held_by_governor\x18\n" +
+	" \x01(\bR\x0eheldByGovernor\x1a9\n" +
 	"\vCountsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\x19\n" +

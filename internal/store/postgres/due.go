@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"strconv"
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
@@ -11,15 +10,15 @@ import (
 
 // dueSQL reads the leader lease and what the leader's duties have next in one statement
 // (index seeks on jobs_lease, jobs_scheduled, jobs_deadline, schedules_due and
-// idempotency_keys_expires; the job expiries of the first store.DueHeadJobs jobs by id, a range
-// of jobs_pkey). $1 is DueParams.ExpiringAfter (NULL: none); the later of it and the lease
+// idempotency_keys_expires; the job expiries of the first DueParams.Head() jobs by id, a range
+// of jobs_pkey). $1 is DueParams.ExpiringAfter (NULL: none), $2 DueParams.Head(); the later of it and the lease
 // row's swept_before counts.
 var dueSQL = `SELECT l.node_id, l.term, l.expires_at,
 	EXISTS (SELECT 1 FROM {schema}.jobs WHERE state = 'running'),
 	(SELECT min(run_at) FROM {schema}.jobs WHERE state = 'scheduled'),
 	(SELECT min(deadline_at) FROM {schema}.jobs WHERE state = 'suspended'),
 	(SELECT min(next_fire_at) FROM {schema}.schedules WHERE NOT paused),
-	(SELECT min(h.expires_at) FROM (SELECT expires_at FROM {schema}.jobs ORDER BY id LIMIT ` + strconv.Itoa(store.DueHeadJobs) + `) h
+	(SELECT min(h.expires_at) FROM (SELECT expires_at FROM {schema}.jobs ORDER BY id LIMIT $2) h
 	 WHERE h.expires_at > greatest($1, l.swept_before, '-infinity'::timestamptz)),
 	(SELECT min(expires_at) FROM {schema}.idempotency_keys WHERE expires_at > greatest($1, l.swept_before, '-infinity'::timestamptz))
 FROM (SELECT 1) one LEFT JOIN {schema}.leader l ON true`
@@ -34,7 +33,7 @@ func (s *Store) LeaderDue(ctx context.Context, p *store.DueParams) (*store.Due, 
 		keyExp                               *time.Time
 		due                                  store.Due
 	)
-	err := s.pool.QueryRow(ctx, s.sql(dueSQL), nullTime(p.ExpiringAfter)).Scan(&node, &term, &lease, &due.Running,
+	err := s.pool.QueryRow(ctx, s.sql(dueSQL), nullTime(p.ExpiringAfter), p.Head()).Scan(&node, &term, &lease, &due.Running,
 		&runAt, &deadline, &fire, &jobExp, &keyExp)
 	if err != nil {
 		return nil, s.wrap(err, "read what the leader has due")

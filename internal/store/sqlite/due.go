@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"strconv"
 
 	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/store"
@@ -11,15 +10,15 @@ import (
 
 // dueSQL reads the leader lease and what the leader's duties have next in one read (index
 // seeks on jobs_lease, jobs_scheduled, jobs_deadline, schedules_due and
-// idempotency_keys_expires; the job expiries of the first store.DueHeadJobs jobs by id, an
-// index range). ?1 is DueParams.ExpiringAfter; the later of it and the lease row's
+// idempotency_keys_expires; the job expiries of the first DueParams.Head() jobs by id, an
+// index range). ?1 is DueParams.ExpiringAfter, ?2 DueParams.Head(); the later of it and the lease row's
 // swept_before counts.
 var dueSQL = `SELECT l.node_id, l.term, l.expires_at,
 	EXISTS (SELECT 1 FROM jobs WHERE state = 'running'),
 	(SELECT min(run_at) FROM jobs WHERE state = 'scheduled'),
 	(SELECT min(deadline_at) FROM jobs WHERE state = 'suspended'),
 	(SELECT min(next_fire_at) FROM schedules WHERE paused = 0),
-	(SELECT min(h.expires_at) FROM (SELECT expires_at FROM jobs ORDER BY id LIMIT ` + strconv.Itoa(store.DueHeadJobs) + `) h
+	(SELECT min(h.expires_at) FROM (SELECT expires_at FROM jobs ORDER BY id LIMIT ?2) h
 	 WHERE h.expires_at > max(?1, coalesce(l.swept_before, 0))),
 	(SELECT min(expires_at) FROM idempotency_keys WHERE expires_at > max(?1, coalesce(l.swept_before, 0)))
 FROM (SELECT 1) LEFT JOIN leader l ON l.id = 1`
@@ -37,7 +36,7 @@ func (s *Store) LeaderDue(ctx context.Context, p *store.DueParams) (*store.Due, 
 	if !p.ExpiringAfter.IsZero() {
 		after = micros(p.ExpiringAfter)
 	}
-	err := s.reader.QueryRowContext(ctx, dueSQL, after).Scan(&node, &term, &lease, &due.Running,
+	err := s.reader.QueryRowContext(ctx, dueSQL, after, p.Head()).Scan(&node, &term, &lease, &due.Running,
 		&runAt, &deadline, &fire, &jobExp, &keyExp)
 	if err != nil {
 		return nil, wrap(err, "read what the leader has due")
