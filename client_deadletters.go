@@ -39,6 +39,9 @@ type DeadLetterParams struct {
 	// IncludeReplayed lists the dead letters that were replayed too (marked: their
 	// DeadLetter.Replays is more than 0). By default they are left out, as dealt with.
 	IncludeReplayed bool
+	// ErrorCodes keeps the dead letters that failed with one of these business error codes
+	// (see BusinessError).
+	ErrorCodes []string
 	// Cursor continues from a previous page's NextCursor.
 	Cursor string
 	// Limit is the page size (default 100, at most 10,000).
@@ -148,9 +151,12 @@ func (c *Client) DeadLetters(ctx context.Context, p *DeadLetterParams) (*DeadLet
 	if err := checkFilter(p.Queues, p.Kinds, p.Cursor); err != nil {
 		return nil, err
 	}
+	if err := checkErrorCodes(p.ErrorCodes); err != nil {
+		return nil, err
+	}
 	res, err := c.store.JobList(ctx, &store.ListParams{States: []JobState{StateFailed}, Queues: p.Queues,
 		Kinds: p.Kinds, FinishedAfter: p.Since, FinishedBefore: p.Until, ExcludeReplayed: !p.IncludeReplayed,
-		Cursor: p.Cursor, Limit: p.Limit})
+		ErrorCodes: p.ErrorCodes, Cursor: p.Cursor, Limit: p.Limit})
 	if errors.Is(err, store.ErrInvalidCursor) {
 		return nil, invalid("cursor", "%q is not a cursor a DeadLetters call returned", p.Cursor)
 	}

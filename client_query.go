@@ -19,6 +19,9 @@ type ListParams struct {
 	// ArgsContains keeps the jobs whose args, as JSON text, contain it (case sensitive; at
 	// most 255 bytes). No index serves it: on a large store a rare match takes a scan.
 	ArgsContains string
+	// ErrorCodes keeps the jobs whose last attempt ended with one of these business error
+	// codes (JobRow.LastErrorCode; see BusinessError).
+	ErrorCodes []string
 	// Cursor continues from a previous page's NextCursor.
 	Cursor string
 	// Limit is the page size (default 100, at most 10,000).
@@ -62,10 +65,13 @@ func (c *Client) List(ctx context.Context, p *ListParams) (*ListResult, error) {
 	if err := checkLimited("args_contains", p.ArgsContains, maxNameLen); err != nil {
 		return nil, err
 	}
+	if err := checkErrorCodes(p.ErrorCodes); err != nil {
+		return nil, err
+	}
 	res, err := c.store.JobList(ctx, &store.ListParams{
 		States: p.States, Queues: p.Queues, Kinds: p.Kinds, CreatedAfter: p.CreatedAfter,
 		CreatedBefore: p.CreatedBefore, ArgsContains: p.ArgsContains, Cursor: p.Cursor, Limit: p.Limit,
-		Ascending: p.Ascending,
+		Ascending: p.Ascending, ErrorCodes: p.ErrorCodes,
 	})
 	if errors.Is(err, store.ErrInvalidCursor) {
 		return nil, invalid("cursor", "%q is not a cursor a List call returned", p.Cursor)

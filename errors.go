@@ -79,6 +79,46 @@ func NoRetry(err error) error {
 	return &attempt.NoRetryError{Err: err}
 }
 
+// BusinessError, returned by a handler (as a value or a pointer, wrapped or not), fails the
+// job for good with an error code that is part of its contract (contract 18), as Zeebe's
+// "throw error" does: no retry, whatever attempts are left. The code is kept with the attempt
+// and as the job's LastErrorCode, lists and dead letters filter by it, and
+// hopper_jobs_failed_total counts it. Code must be 1–MaxErrorCodeLen letters, digits, '_',
+// '-', '.' or ':'; a handler's BusinessError with another code fails the attempt as a plain
+// error (retried as one) whose text says why.
+//
+//	return hopper.BusinessError{Code: "card_declined", Message: "insufficient funds"}
+type BusinessError = attempt.BusinessError
+
+// MaxErrorCodeLen bounds a business error's code, in bytes.
+const MaxErrorCodeLen = field.MaxErrorCodeLen
+
+// FailWithCheckpoint, returned by a handler, fails the attempt with err, as err alone would
+// (retried while attempts are left; NoRetry, RetryAfter and BusinessError inside err still
+// apply), and hands checkpoint to the next attempt as Job.Checkpoint, as Suspend does: a
+// worker that did 3 of 10 parts fails with "parts 1–3 done" and the next attempt continues
+// from part 4. With no attempt left the failed job keeps the checkpoint, for whoever resolves
+// it. checkpoint is stored as JSON (nil keeps the previous checkpoint); one that does not
+// encode is dropped and said so in the error.
+//
+//	return hopper.FailWithCheckpoint(err, progress{Done: 3})
+func FailWithCheckpoint(err error, checkpoint any) error {
+	if err == nil {
+		err = errors.New("failed with a checkpoint")
+	}
+	if checkpoint == nil {
+		return err
+	}
+	b, jerr := json.Marshal(checkpoint)
+	if jerr == nil {
+		jerr = checkJSON("checkpoint", b)
+	}
+	if jerr != nil {
+		return fmt.Errorf("%w (checkpoint dropped: %v)", err, jerr)
+	}
+	return &attempt.CheckpointError{Err: err, Checkpoint: b}
+}
+
 // Snooze, returned by a handler, runs the job again after d without consuming an attempt
 // (contract 13): "not now" rather than "failed". The attempt is recorded with outcome
 // snoozed.

@@ -99,7 +99,8 @@ func (o *observers) outcome(p *store.FinishParams, err error, remote bool) {
 		return
 	}
 	job := p.Job
-	ev := JobEvent{Type: JobEnded, JobID: p.ID, State: p.State, Outcome: p.Outcome, Remote: remote}
+	ev := JobEvent{Type: JobEnded, JobID: p.ID, State: p.State, Outcome: p.Outcome, Remote: remote,
+		ErrorCode: p.ErrorCode}
 	if job != nil {
 		ev.Kind, ev.Queue, ev.Attempt = job.Kind, job.Queue, job.Attempt
 		if !job.StartedAt.IsZero() {

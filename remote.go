@@ -150,6 +150,14 @@ func (a *workerAPI) FailJob(ctx context.Context, id string, token int64, p worke
 			return nil, err
 		}
 	}
+	if p.ErrorCode != "" {
+		if err := field.ErrorCode("error_code", p.ErrorCode); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.checkCheckpoint(p.Checkpoint); err != nil {
+		return nil, err
+	}
 	row, err := c.store.JobGet(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("fail job %s: %w", id, err)
@@ -158,7 +166,8 @@ func (a *workerAPI) FailJob(ctx context.Context, id string, token int64, p worke
 		return nil, fmt.Errorf("fail job %s token %d: %w", id, token, ErrLeaseLost)
 	}
 	fp := c.engine.Decide(row, nil, attempt.Ending{Outcome: p.Outcome, Error: p.Error, Stack: p.Stack,
-		NoRetry: p.NoRetry, RetriesLeft: p.RetriesLeft, RetryAfter: p.Backoff, KindPolicy: p.KindPolicy})
+		NoRetry: p.NoRetry, RetriesLeft: p.RetriesLeft, RetryAfter: p.Backoff, KindPolicy: p.KindPolicy,
+		Checkpoint: p.Checkpoint, ErrorCode: p.ErrorCode})
 	if err := a.attemptErr("fail job", id, c.engine.Finish(ctx, fp)); err != nil {
 		return nil, err
 	}
@@ -265,13 +274,8 @@ func (a *workerAPI) SuspendJob(ctx context.Context, id string, token int64, chec
 	if err := checkID("id", id); err != nil {
 		return err
 	}
-	if len(checkpoint) > 0 {
-		if err := checkJSON("checkpoint", checkpoint); err != nil {
-			return err
-		}
-	}
-	if len(checkpoint) > c.cfg.MaxArgsBytes {
-		return invalid("checkpoint", "is %d bytes, more than the limit of %d", len(checkpoint), c.cfg.MaxArgsBytes)
+	if err := c.checkCheckpoint(checkpoint); err != nil {
+		return err
 	}
 	if err := checkSuspend(opts, c.clock.Now()); err != nil {
 		return err
@@ -421,4 +425,19 @@ func (a *availability) wake(queue string) {
 	for l := range a.listeners {
 		l.heardLocked(queue)
 	}
+}
+
+// checkCheckpoint checks a checkpoint a remote worker leaves for the next attempt (on suspend
+// or on fail): empty (keep the previous one) or a JSON value of at most Config.MaxArgsBytes.
+func (c *Client) checkCheckpoint(checkpoint json.RawMessage) error {
+	if len(checkpoint) == 0 {
+		return nil
+	}
+	if err := checkJSON("checkpoint", checkpoint); err != nil {
+		return err
+	}
+	if len(checkpoint) > c.cfg.MaxArgsBytes {
+		return invalid("checkpoint", "is %d bytes, more than the limit of %d", len(checkpoint), c.cfg.MaxArgsBytes)
+	}
+	return nil
 }

@@ -206,7 +206,7 @@ func TestQueuesCountsPerState(t *testing.T) {
 	require.Len(t, qs, 2)
 	require.Equal(t, &QueueInfo{Name: "idle", Paused: true, Counts: map[JobState]int64{}}, qs[0])
 	require.Equal(t, &QueueInfo{Name: "mail", MaxRunning: 5,
-		Counts: map[JobState]int64{StateQueued: 1, StateRunning: 1}}, qs[1])
+		Counts: map[JobState]int64{StateQueued: 1, StateRunning: 1}, Computing: 1, AwaitingCompute: 1}, qs[1])
 }
 
 // activateEventually claims one job once the maintainer has promoted it.

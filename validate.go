@@ -118,6 +118,22 @@ func checkJSON(field string, b []byte) error {
 
 func checkKind(kind string) error { return field.Kind(kind) }
 
+// maxFilterCodes bounds the error codes one listing filters by.
+const maxFilterCodes = 100
+
+// checkErrorCodes checks the business error codes a listing filters by (field.ErrorCode).
+func checkErrorCodes(codes []string) error {
+	if len(codes) > maxFilterCodes {
+		return invalid("error_codes", "%d codes, more than %d", len(codes), maxFilterCodes)
+	}
+	for _, code := range codes {
+		if err := field.ErrorCode("error_codes", code); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // checkMaxRunning checks a fleet-wide cap: 0 (none) up to maxCap.
 func checkMaxRunning(n int) error {
 	if n < 0 || n > maxCap {

@@ -272,7 +272,8 @@ func TestQueues(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, qs, 1)
 	require.Equal(t, &hopper.QueueInfo{Name: "mail", Paused: true, Weight: 3, MaxRunning: 4,
-		Rate: hopper.Rate{Limit: 10, Period: time.Second}, Counts: map[hopper.JobState]int64{hopper.StateQueued: 1}}, qs[0])
+		Rate: hopper.Rate{Limit: 10, Period: time.Second}, Counts: map[hopper.JobState]int64{hopper.StateQueued: 1},
+		AwaitingCompute: 1}, qs[0])
 
 	require.NoError(t, b.client.ResumeQueue(ctx, "mail"))
 	zero := 0
@@ -280,7 +281,8 @@ func TestQueues(t *testing.T) {
 		Rate: &hopper.Rate{}}))
 	qs, err = b.client.Queues(ctx)
 	require.NoError(t, err)
-	require.Equal(t, &hopper.QueueInfo{Name: "mail", Counts: map[hopper.JobState]int64{hopper.StateQueued: 1}}, qs[0])
+	require.Equal(t, &hopper.QueueInfo{Name: "mail", Counts: map[hopper.JobState]int64{hopper.StateQueued: 1},
+		AwaitingCompute: 1}, qs[0])
 
 	// A refused setting changes nothing, and is named.
 	bad, weight := -1, 5

@@ -18,16 +18,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Label bounds of Metrics: the queue label takes at most MaxQueueLabels values and the
-// kind label MaxKindLabels, the first seen; later ones are counted under OtherLabel, so that
-// a bug that invents a kind per job cannot make a series per job. A kind or queue the server
-// does not know (an outcome reported to it for an attempt claimed through another node) is
-// UnknownLabel.
+// Label bounds of Metrics: the queue label takes at most MaxQueueLabels values, the kind
+// label MaxKindLabels and the error_code label MaxErrorCodeLabels, the first seen; later ones
+// are counted under OtherLabel, so that a bug that invents a kind or a business error code per
+// job cannot make a series per job. A kind or queue the server does not know (an outcome
+// reported to it for an attempt claimed through another node) is UnknownLabel.
 const (
-	MaxQueueLabels = 50
-	MaxKindLabels  = 200
-	OtherLabel     = "other"
-	UnknownLabel   = "unknown"
+	MaxQueueLabels     = 50
+	MaxKindLabels      = 200
+	MaxErrorCodeLabels = 100
+	OtherLabel         = "other"
+	UnknownLabel       = "unknown"
 )
 
 // durationBuckets are the buckets, in seconds, of the wait and run histograms: a millisecond
@@ -47,11 +48,14 @@ type Metrics struct {
 	mu     sync.RWMutex
 	queues labelCap
 	kinds  labelCap
+	codes  labelCap
 	series map[[2]string]*jobSeries // by (queue, kind) as the events name them
 }
 
 // jobSeries are the series of one (queue, kind), resolved once: an event costs a map read.
+// failed is the series without a business error code; a coded failure resolves its own.
 type jobSeries struct {
+	queue, kind                                   string // the label values
 	enqueued, completed, failed, retried, rescued prometheus.Counter
 	handled                                       *prometheus.CounterVec // by outcome
 	wait, run                                     prometheus.Observer
@@ -59,9 +63,9 @@ type jobSeries struct {
 
 // New returns job metrics with no series yet.
 func New() *Metrics {
-	counter := func(name, help string) *prometheus.CounterVec {
+	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hopper_jobs_" + name + "_total", Help: help},
-			[]string{"queue", "kind"})
+			append([]string{"queue", "kind"}, labels...))
 	}
 	histogram := func(name, help string, labels ...string) *prometheus.HistogramVec {
 		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "hopper_job_" + name + "_seconds", Help: help,
@@ -70,9 +74,10 @@ func New() *Metrics {
 	return &Metrics{
 		enqueued:  counter("enqueued", "Jobs inserted: enqueued (not idempotent repeats nor merges), fired by schedules, replayed."),
 		completed: counter("completed", "Attempts that completed their job."),
-		failed:    counter("failed", "Jobs that failed for good (the dead-letter queue): out of attempts, not retryable, out of rescues, undeliverable."),
-		retried:   counter("retried", "Attempts that failed (error, panic, timeout) with attempts left: their job will be retried."),
-		rescued:   counter("rescued", "Jobs returned to their queue because their worker was lost (lease expired, node dead, stream closed)."),
+		failed: counter("failed", "Jobs that failed for good (the dead-letter queue): out of attempts, not retryable, a business error (its error_code; empty for the others), out of rescues, undeliverable.",
+			"error_code"),
+		retried: counter("retried", "Attempts that failed (error, panic, timeout) with attempts left: their job will be retried."),
+		rescued: counter("rescued", "Jobs returned to their queue because their worker was lost (lease expired, node dead, stream closed)."),
 		handled: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hopper_jobs_handled_total",
 			Help: "Attempts that ended, by outcome (ok, error, panic, timeout, snoozed, …): written by this client, or run by this remote worker."},
 			[]string{"queue", "kind", "outcome"}),
@@ -80,7 +85,7 @@ func New() *Metrics {
 			"queue"),
 		run:    histogram("run", "Time from an attempt's start to its outcome being written.", "queue", "kind"),
 		queues: labelCap{max: MaxQueueLabels}, kinds: labelCap{max: MaxKindLabels},
-		series: map[[2]string]*jobSeries{},
+		codes: labelCap{max: MaxErrorCodeLabels}, series: map[[2]string]*jobSeries{},
 	}
 }
 
@@ -103,6 +108,8 @@ func (m *Metrics) ObserveJob(_ context.Context, ev hopper.JobEvent) {
 		switch {
 		case ev.State == hopper.StateCompleted:
 			s.completed.Inc()
+		case ev.State == hopper.StateFailed && ev.ErrorCode != "":
+			m.failed.WithLabelValues(s.queue, s.kind, m.codeLabel(ev.ErrorCode)).Inc()
 		case ev.State == hopper.StateFailed:
 			s.failed.Inc()
 		case ev.Retried():
@@ -129,9 +136,9 @@ func (m *Metrics) seriesOf(queue, kind string) *jobSeries {
 		return s
 	}
 	q, k := m.queues.value(queue), m.kinds.value(kind)
-	s = &jobSeries{
+	s = &jobSeries{queue: q, kind: k,
 		enqueued: m.enqueued.WithLabelValues(q, k), completed: m.completed.WithLabelValues(q, k),
-		failed: m.failed.WithLabelValues(q, k), retried: m.retried.WithLabelValues(q, k),
+		failed: m.failed.WithLabelValues(q, k, ""), retried: m.retried.WithLabelValues(q, k),
 		rescued: m.rescued.WithLabelValues(q, k), wait: m.wait.WithLabelValues(q), run: m.run.WithLabelValues(q, k),
 		handled: m.handled.MustCurryWith(prometheus.Labels{"queue": q, "kind": k}),
 	}
@@ -139,6 +146,13 @@ func (m *Metrics) seriesOf(queue, kind string) *jobSeries {
 		m.series[key] = s // bounded: at most MaxQueueLabels × MaxKindLabels keys
 	}
 	return s
+}
+
+// codeLabel is the error_code label of a business error's code, bounded as the kinds are.
+func (m *Metrics) codeLabel(code string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.codes.value(code)
 }
 
 // Describe and Collect make Metrics a prometheus.Collector.

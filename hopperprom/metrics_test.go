@@ -119,3 +119,43 @@ hopper_job_wait_seconds_count{queue="q"} 1
 		}
 	}
 }
+
+// Failures count by business error code, bounded as the kinds are: past MaxErrorCodeLabels
+// codes, new ones count under "other"; a failure without a code has an empty error_code.
+func TestFailedCountsByErrorCodeBounded(t *testing.T) {
+	t.Parallel()
+	m := hopperprom.New()
+	failed := func(code string) {
+		m.ObserveJob(t.Context(), hopper.JobEvent{Type: hopper.JobEnded, State: hopper.StateFailed,
+			Outcome: hopper.OutcomeError, Queue: "q", Kind: "k", ErrorCode: code})
+	}
+	failed("")
+	for i := range hopperprom.MaxErrorCodeLabels + 10 {
+		failed(fmt.Sprintf("c%d", i))
+	}
+	failed("c3")
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m)
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	byCode := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != "hopper_jobs_failed_total" {
+			continue
+		}
+		for _, mt := range f.GetMetric() {
+			for _, l := range mt.GetLabel() {
+				if l.GetName() == "error_code" {
+					byCode[l.GetValue()] = mt.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	require.Len(t, byCode, hopperprom.MaxErrorCodeLabels+2, "the codes kept, other, and none")
+	require.Equal(t, 1.0, byCode[""])
+	require.Equal(t, 2.0, byCode["c3"])
+	require.Equal(t, 10.0, byCode[hopperprom.OtherLabel])
+	lint, err := testutil.CollectAndLint(m)
+	require.NoError(t, err)
+	require.Empty(t, lint)
+}

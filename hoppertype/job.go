@@ -38,7 +38,9 @@ type JobRow struct {
 
 	Result    json.RawMessage
 	LastError string
-	// Checkpoint is state a suspended or snoozed attempt left for the next one.
+	// LastErrorCode is the business error code the last attempt ended with, if any.
+	LastErrorCode string
+	// Checkpoint is state a suspended, snoozed or failed attempt left for the next one.
 	Checkpoint json.RawMessage
 	// ResumeData is what Resume handed to a suspended job for its next attempts (cleared when
 	// it suspends again).
@@ -88,6 +90,8 @@ type AttemptRecord struct {
 	Outcome   Outcome
 	Error     string
 	Stack     string
+	// ErrorCode is the business error code the attempt ended with, if any.
+	ErrorCode string
 }
 
 // Event is one state transition in a job's history.

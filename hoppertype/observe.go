@@ -69,6 +69,9 @@ type JobEvent struct {
 	// Remote is true for the attempts of remote workers: served through the server (hopper
 	// serve), or run by the remote worker that reports them.
 	Remote bool
+	// ErrorCode is the business error code an ended attempt failed with (BusinessError); ""
+	// for any other end.
+	ErrorCode string
 }
 
 // Retried reports whether ev is an attempt that failed and will be retried: it ended with an

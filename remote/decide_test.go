@@ -2,7 +2,9 @@ package remote_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -35,6 +37,14 @@ func (verdictWorker) Work(ctx context.Context, job *hopper.Job[verdict]) error {
 		return hopper.RetryAfter(2*time.Hour, errors.New("busy"))
 	case "last-attempt":
 		return errors.New("boom again")
+	case "business":
+		return hopper.BusinessError{Code: "card_declined", Message: "insufficient funds"}
+	case "business-bad-code":
+		return &hopper.BusinessError{Code: "card declined"}
+	case "fail-checkpoint":
+		return hopper.FailWithCheckpoint(errors.New("part 4 failed"), map[string]int{"done": 3})
+	case "business-checkpoint":
+		return hopper.FailWithCheckpoint(fmt.Errorf("charge: %w", hopper.BusinessError{Code: "out_of_stock"}), []int{1, 2})
 	}
 	return hopper.SetResult(ctx, "done")
 }
@@ -52,6 +62,8 @@ type ended struct {
 	HasStack bool
 	Reason   string
 	Delay    time.Duration // from the attempt's end to the job's next run, to the second
+	// Code is the attempt's business error code, and the job's; Checkpoint the job's.
+	Code, JobCode, Checkpoint string
 }
 
 // The engine, and a remote worker reporting to the server, end an attempt the same way: one
@@ -69,6 +81,7 @@ func TestRemoteAndInProcessAttemptsEndAlike(t *testing.T) {
 	}{
 		{"ok", nil}, {"error", nil}, {"panic", nil}, {"timeout", nil}, {"no-retry", nil},
 		{"retry-after", nil}, {"last-attempt", &hopper.InsertOpts{MaxAttempts: 1}},
+		{"business", nil}, {"business-bad-code", nil}, {"fail-checkpoint", nil}, {"business-checkpoint", nil},
 	}
 	run := func(t *testing.T, remoteWorker bool) map[string]ended {
 		ws := hopper.NewWorkers()
@@ -102,7 +115,8 @@ func TestRemoteAndInProcessAttemptsEndAlike(t *testing.T) {
 			require.NoError(t, err)
 			a := attempts[0]
 			e := ended{State: job.State, Outcome: a.Outcome, Error: a.Error, HasStack: a.Stack != "",
-				Reason: events[len(events)-1].Reason}
+				Reason: events[len(events)-1].Reason, Code: a.ErrorCode, JobCode: job.LastErrorCode,
+				Checkpoint: string(job.Checkpoint)}
 			if job.State == hopper.StateScheduled {
 				e.Delay = job.RunAt.Sub(a.EndedAt).Round(time.Second)
 			}
@@ -125,6 +139,63 @@ func TestRemoteAndInProcessAttemptsEndAlike(t *testing.T) {
 		Error: "not retryable: bad input", Reason: "not retryable"}, local["no-retry"])
 	require.Equal(t, 2*time.Hour, local["retry-after"].Delay)
 	require.Equal(t, "no attempts left (1 of 1)", local["last-attempt"].Reason)
+	require.Equal(t, ended{State: hopper.StateFailed, Outcome: hopper.OutcomeError,
+		Error: "card_declined: insufficient funds", Reason: "business error card_declined",
+		Code: "card_declined", JobCode: "card_declined"}, local["business"], "a business error is not retried")
+	require.Equal(t, hopper.StateScheduled, local["business-bad-code"].State, "a bad code is a plain error")
+	require.Contains(t, local["business-bad-code"].Error, "(not a business error: invalid error_code:")
+	require.Empty(t, local["business-bad-code"].Code)
+	require.Equal(t, ended{State: hopper.StateScheduled, Outcome: hopper.OutcomeError, Error: "part 4 failed",
+		Reason: "retry", Delay: time.Hour, Checkpoint: `{"done":3}`}, local["fail-checkpoint"])
+	require.Equal(t, ended{State: hopper.StateFailed, Outcome: hopper.OutcomeError, Error: "charge: out_of_stock",
+		Reason: "business error out_of_stock", Code: "out_of_stock", JobCode: "out_of_stock", Checkpoint: `[1,2]`},
+		local["business-checkpoint"], "the failed job keeps the checkpoint")
+}
+
+// A failed attempt's checkpoint is what the next attempt receives as Job.Checkpoint, in
+// process and from a remote worker alike; the attempt after a success-less retry replaces it.
+func TestFailWithCheckpointReachesTheNextAttempt(t *testing.T) {
+	t.Parallel()
+	for _, remoteWorker := range []bool{false, true} {
+		t.Run(fmt.Sprintf("remote=%v", remoteWorker), func(t *testing.T) {
+			t.Parallel()
+			type parts struct{ Done int }
+			ws := hopper.NewWorkers()
+			hopper.AddWorkerFunc(ws, func(ctx context.Context, job *hopper.Job[resize]) error {
+				var got parts
+				if len(job.Checkpoint) > 0 {
+					if err := json.Unmarshal(job.Checkpoint, &got); err != nil {
+						return hopper.NoRetry(err)
+					}
+				}
+				if job.Attempt < 3 {
+					return hopper.FailWithCheckpoint(hopper.RetryAfter(0, errors.New("part failed")), parts{got.Done + 3})
+				}
+				return hopper.SetResult(ctx, got)
+			})
+			ts, client := remote.ServeForTest(t, remote.ServeOptions{Mod: func(c *hopper.Config) {
+				if !remoteWorker {
+					c.Workers = ws
+				}
+			}})
+			if remoteWorker {
+				w, err := remote.New(remote.Config{URL: ts.URL, Workers: ws})
+				require.NoError(t, err)
+				require.NoError(t, w.Start(context.Background()))
+				defer stoptest.Within(t, w, 10*time.Second)
+			}
+			res, err := client.Enqueue(t.Context(), resize{}, &hopper.InsertOpts{MaxAttempts: 3})
+			require.NoError(t, err)
+			var job *hopper.JobRow
+			require.Eventually(t, func() bool {
+				job, err = client.Get(t.Context(), res.Job.ID)
+				require.NoError(t, err)
+				return job.State == hopper.StateCompleted || job.State == hopper.StateFailed
+			}, 10*time.Second, 5*time.Millisecond)
+			require.Equal(t, hopper.StateCompleted, job.State, job.LastError)
+			require.JSONEq(t, `{"Done":6}`, string(job.Result), "each attempt got the previous one's checkpoint")
+		})
+	}
 }
 
 // A handler that shortens its lease with ExtendLease keeps the job: the renewals follow the

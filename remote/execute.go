@@ -202,7 +202,8 @@ func (w *Worker) park(ctx context.Context, job *hopperv1.ActivatedJob, end attem
 func failRequest(job *hopperv1.ActivatedJob, unit attempt.Unit, err error, end attempt.Ending) *hopperv1.FailRequest {
 	req := &hopperv1.FailRequest{Id: job.GetId(), LeaseToken: job.GetLeaseToken(),
 		Error: field.Clip(end.Error, field.MaxErrorBytes), Outcome: string(end.Outcome),
-		Stack: field.Clip(end.Stack, field.MaxErrorBytes), NoRetry: end.NoRetry}
+		Stack: field.Clip(end.Stack, field.MaxErrorBytes), NoRetry: end.NoRetry,
+		Checkpoint: string(end.Checkpoint), ErrorCode: end.ErrorCode}
 	if req.Error == "" { // the server requires error text
 		req.Error = fmt.Sprintf("%T with an empty message", err)
 	}

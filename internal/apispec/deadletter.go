@@ -26,13 +26,13 @@ func DeadLetterListRequest(p *hopper.DeadLetterParams) *hopperv1.DeadLetterServi
 		p = &hopper.DeadLetterParams{}
 	}
 	return &hopperv1.DeadLetterServiceListRequest{Filter: DeadLetterFilter(p.DeadLetterFilter), Cursor: p.Cursor,
-		Limit: apiview.Int32(p.Limit), IncludeReplayed: p.IncludeReplayed}
+		Limit: apiview.Int32(p.Limit), IncludeReplayed: p.IncludeReplayed, ErrorCodes: p.ErrorCodes}
 }
 
 // FromDeadLetterListRequest reads a page of dead letters to list.
 func FromDeadLetterListRequest(req *hopperv1.DeadLetterServiceListRequest) *hopper.DeadLetterParams {
 	return &hopper.DeadLetterParams{DeadLetterFilter: FromDeadLetterFilter(req.GetFilter()), Cursor: req.GetCursor(),
-		Limit: int(req.GetLimit()), IncludeReplayed: req.GetIncludeReplayed()}
+		Limit: int(req.GetLimit()), IncludeReplayed: req.GetIncludeReplayed(), ErrorCodes: req.GetErrorCodes()}
 }
 
 // DeadLetterReplays marks the replayed dead letters of a page as the API does: by job id, a

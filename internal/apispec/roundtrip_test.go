@@ -86,7 +86,8 @@ func requireField(t *testing.T, err error, field string) {
 func TestListRequestRoundTrip(t *testing.T) {
 	t.Parallel()
 	p := &hopper.ListParams{States: []hopper.JobState{hopper.StateFailed, hopper.StateQueued}, Queues: []string{"q"},
-		Kinds: []string{"k"}, CreatedAfter: at, CreatedBefore: later, Cursor: "c", Limit: 10, Ascending: true}
+		Kinds: []string{"k"}, CreatedAfter: at, CreatedBefore: later, Cursor: "c", Limit: 10, Ascending: true,
+		ErrorCodes: []string{"card_declined"}}
 	requireAllSet(t, *p, "ArgsContains")
 	req, err := ListRequest(p)
 	require.NoError(t, err)
@@ -185,7 +186,7 @@ func TestScheduleRoundTrip(t *testing.T) {
 func TestDeadLetterRoundTrip(t *testing.T) {
 	t.Parallel()
 	p := &hopper.DeadLetterParams{DeadLetterFilter: hopper.DeadLetterFilter{Queues: []string{"q"}, Kinds: []string{"k"},
-		Since: at, Until: later}, IncludeReplayed: true, Cursor: "c", Limit: 5}
+		Since: at, Until: later}, IncludeReplayed: true, Cursor: "c", Limit: 5, ErrorCodes: []string{"card_declined"}}
 	requireAllSet(t, p.DeadLetterFilter)
 	requireAllSet(t, *p)
 	require.Equal(t, p, FromDeadLetterListRequest(DeadLetterListRequest(p)))

@@ -68,7 +68,8 @@ func ListRequest(p *hopper.ListParams) (*hopperv1.ListRequest, error) {
 		return nil, &hopper.ValidationError{Field: "args_contains", Reason: "a server's API does not filter on it"}
 	}
 	req := &hopperv1.ListRequest{Queues: p.Queues, Kinds: p.Kinds, Cursor: p.Cursor, Limit: apiview.Int32(p.Limit),
-		Ascending: p.Ascending, CreatedAfter: apiview.Time(p.CreatedAfter), CreatedBefore: apiview.Time(p.CreatedBefore)}
+		Ascending: p.Ascending, CreatedAfter: apiview.Time(p.CreatedAfter), CreatedBefore: apiview.Time(p.CreatedBefore),
+		ErrorCodes: p.ErrorCodes}
 	for _, s := range p.States {
 		req.States = append(req.States, string(s))
 	}
@@ -79,7 +80,8 @@ func ListRequest(p *hopper.ListParams) (*hopperv1.ListRequest, error) {
 func FromListRequest(req *hopperv1.ListRequest) *hopper.ListParams {
 	p := &hopper.ListParams{Queues: req.GetQueues(), Kinds: req.GetKinds(), Cursor: req.GetCursor(),
 		Limit: int(req.GetLimit()), Ascending: req.GetAscending(),
-		CreatedAfter: apiview.FromTime(req.GetCreatedAfter()), CreatedBefore: apiview.FromTime(req.GetCreatedBefore())}
+		CreatedAfter: apiview.FromTime(req.GetCreatedAfter()), CreatedBefore: apiview.FromTime(req.GetCreatedBefore()),
+		ErrorCodes: req.GetErrorCodes()}
 	for _, st := range req.GetStates() {
 		p.States = append(p.States, hopper.JobState(st))
 	}

@@ -20,7 +20,7 @@ func TestJobFillsEveryField(t *testing.T) {
 		Args: json.RawMessage(`{"a":1}`), Headers: map[string]string{"h": "v"}, State: hoppertype.StateRunning,
 		Attempt: 1, MaxAttempts: 3, Token: 7, Rescues: 1, MaxRescues: 3,
 		RunAt: at, Timeout: time.Minute, WorkerID: "w", LeaseExpiresAt: at, HeartbeatAt: at,
-		ProgressPercent: 40, ProgressMessage: "m", Result: json.RawMessage(`"r"`), LastError: "e",
+		ProgressPercent: 40, ProgressMessage: "m", Result: json.RawMessage(`"r"`), LastError: "e", LastErrorCode: "c",
 		Checkpoint: json.RawMessage(`{"c":1}`), ResumeData: json.RawMessage(`[1]`),
 		IdempotencyKey: "i", GroupKey: "g", MergeKey: "m", OriginalID: "o", ReplayCount: 2, ReplayedBy: "api",
 		CreatedAt: at, StartedAt: at, FinishedAt: at, UpdatedAt: at, ExpiresAt: at, DeadlineAt: at,

@@ -24,7 +24,7 @@ func Job(j *hoppertype.JobRow, stalled bool) *hopperv1.Job {
 		FinishedAt: Time(j.FinishedAt), UpdatedAt: Time(j.UpdatedAt), ExpiresAt: Time(j.ExpiresAt),
 		Stalled: stalled, Checkpoint: Payload(j.Checkpoint), DeadlineAt: Time(j.DeadlineAt),
 		ResumeData: Payload(j.ResumeData), Rescues: int32(j.Rescues), MaxRescues: int32(j.MaxRescues),
-		MergeKey: Text(j.MergeKey),
+		MergeKey: Text(j.MergeKey), LastErrorCode: Text(j.LastErrorCode),
 	}
 }
 
@@ -42,7 +42,7 @@ func FromJob(j *hopperv1.Job) *hoppertype.JobRow {
 		RunAt: FromTime(j.GetRunAt()), Timeout: FromDuration(j.GetTimeout()), WorkerID: j.GetWorkerId(),
 		LeaseExpiresAt: FromTime(j.GetLeaseExpiresAt()), HeartbeatAt: FromTime(j.GetHeartbeatAt()),
 		ProgressPercent: int(j.GetProgressPercent()), ProgressMessage: j.GetProgressMessage(),
-		Result: FromPayload(j.GetResult()), LastError: j.GetLastError(),
+		Result: FromPayload(j.GetResult()), LastError: j.GetLastError(), LastErrorCode: j.GetLastErrorCode(),
 		Checkpoint: FromPayload(j.GetCheckpoint()), ResumeData: FromPayload(j.GetResumeData()),
 		IdempotencyKey: j.GetIdempotencyKey(), GroupKey: j.GetGroupKey(), MergeKey: j.GetMergeKey(),
 		OriginalID: j.GetOriginalId(), ReplayCount: int(j.GetReplayCount()), ReplayedBy: j.GetReplayedBy(),
@@ -69,14 +69,15 @@ func FromEvent(jobID string, e *hopperv1.Event) *hoppertype.Event {
 func Attempt(a *hoppertype.AttemptRecord) *hopperv1.Attempt {
 	return &hopperv1.Attempt{LeaseToken: a.Token, Attempt: int32(a.Attempt), WorkerId: Text(a.WorkerID),
 		StartedAt: Time(a.StartedAt), EndedAt: Time(a.EndedAt), Outcome: Text(string(a.Outcome)),
-		Error: Text(a.Error), Stack: Text(a.Stack)}
+		Error: Text(a.Error), Stack: Text(a.Stack), ErrorCode: Text(a.ErrorCode)}
 }
 
 // FromAttempt reads one attempt of the job jobID (the message does not repeat it).
 func FromAttempt(jobID string, a *hopperv1.Attempt) *hoppertype.AttemptRecord {
 	return &hoppertype.AttemptRecord{JobID: jobID, Token: a.GetLeaseToken(), Attempt: int(a.GetAttempt()),
 		WorkerID: a.GetWorkerId(), StartedAt: FromTime(a.GetStartedAt()), EndedAt: FromTime(a.GetEndedAt()),
-		Outcome: hoppertype.Outcome(a.GetOutcome()), Error: a.GetError(), Stack: a.GetStack()}
+		Outcome: hoppertype.Outcome(a.GetOutcome()), Error: a.GetError(), Stack: a.GetStack(),
+		ErrorCode: a.GetErrorCode()}
 }
 
 // ActivatedJob is what a remote worker gets for the claimed job j: its values exactly (the

@@ -24,7 +24,7 @@ func fullRow() *hoppertype.JobRow {
 		Args: json.RawMessage(`{"a":1}`), Headers: map[string]string{"h": "v"}, State: hoppertype.StateRunning,
 		Attempt: 2, MaxAttempts: 3, Token: 7, Rescues: 1, MaxRescues: -1,
 		RunAt: at, Timeout: time.Minute, WorkerID: "w", LeaseExpiresAt: later, HeartbeatAt: at.Add(time.Second),
-		ProgressPercent: 40, ProgressMessage: "m", Result: json.RawMessage(`"r"`), LastError: "e",
+		ProgressPercent: 40, ProgressMessage: "m", Result: json.RawMessage(`"r"`), LastError: "e", LastErrorCode: "c",
 		Checkpoint: json.RawMessage(`{"c":1}`), ResumeData: json.RawMessage(`[1]`),
 		IdempotencyKey: "i", GroupKey: "g", MergeKey: "mk", OriginalID: "o", ReplayCount: 2, ReplayedBy: "api",
 		CreatedAt: at.Add(-time.Hour), StartedAt: at.Add(2 * time.Second), FinishedAt: at.Add(3 * time.Second),
@@ -94,7 +94,7 @@ func TestHistoryRoundTrip(t *testing.T) {
 	require.Equal(t, first, FromEvent("j", Event(first)))
 
 	a := &hoppertype.AttemptRecord{JobID: "j", Token: 4, Attempt: 1, WorkerID: "w", StartedAt: at, EndedAt: later,
-		Outcome: hoppertype.OutcomeError, Error: "boom", Stack: "main.go:1"}
+		Outcome: hoppertype.OutcomeError, Error: "boom", Stack: "main.go:1", ErrorCode: "c"}
 	requireAllSet(t, *a)
 	require.Equal(t, a, FromAttempt("j", Attempt(a)))
 	running := &hoppertype.AttemptRecord{JobID: "j", Token: 5, Attempt: 2, WorkerID: "w", StartedAt: at}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/field"
 )
 
 // Handler runs the jobs of one kind.
@@ -117,6 +118,48 @@ func (e *NoRetryError) Error() string { return fmt.Sprintf("not retryable: %v", 
 
 func (e *NoRetryError) Unwrap() error { return e.Err }
 
+// BusinessError ends an attempt with an error that is part of the job's contract (Zeebe's
+// "throw error"): Code names it for whoever reads the job (a dashboard, a dead-letter filter,
+// a metric), Message says more. The job fails at once, without retries. Code must pass
+// field.ErrorCode; a handler's error with a bad code fails the attempt as a plain error whose
+// text says why (Classify). A value or a pointer, wrapped or not, is recognised alike.
+type BusinessError struct {
+	Code    string
+	Message string
+}
+
+func (e BusinessError) Error() string {
+	if e.Message == "" {
+		return e.Code
+	}
+	return e.Code + ": " + e.Message
+}
+
+// businessError finds a BusinessError, value or pointer, in err's chain.
+func businessError(err error) (BusinessError, bool) {
+	var v BusinessError
+	if errors.As(err, &v) {
+		return v, true
+	}
+	var p *BusinessError
+	if errors.As(err, &p) && p != nil {
+		return *p, true
+	}
+	return BusinessError{}, false
+}
+
+// CheckpointError fails an attempt with Err, as Err alone would (retried or not), and leaves
+// Checkpoint, a JSON value, for the next attempt as a suspension does; with no attempt left
+// the failed job keeps it, for whoever resolves it. Nil Checkpoint keeps the previous one.
+type CheckpointError struct {
+	Err        error
+	Checkpoint json.RawMessage
+}
+
+func (e *CheckpointError) Error() string { return e.Err.Error() }
+
+func (e *CheckpointError) Unwrap() error { return e.Err }
+
 // PanicError is a recovered panic of a handler.
 type PanicError struct {
 	Value any
@@ -174,6 +217,11 @@ type Ending struct {
 	Snooze time.Duration
 	// Suspend is the suspension of a suspended attempt.
 	Suspend *SuspendError
+	// Checkpoint, when not nil, is what a failed attempt leaves for the next one (replacing
+	// the job's checkpoint).
+	Checkpoint json.RawMessage
+	// ErrorCode is a business error's code (BusinessError): the job fails without retries.
+	ErrorCode string
 }
 
 // Classify describes an attempt that ended with err (the handler's result) while its context
@@ -206,6 +254,17 @@ func Classify(err, cause error, timeout time.Duration) Ending {
 	}
 	var noRetry *NoRetryError
 	e.NoRetry = errors.As(err, &noRetry)
+	var cp *CheckpointError
+	if errors.As(err, &cp) {
+		e.Checkpoint = cp.Checkpoint
+	}
+	if be, ok := businessError(err); ok {
+		if bad := field.ErrorCode("error_code", be.Code); bad != nil {
+			e.Error = fmt.Sprintf("%s (not a business error: %v)", e.Error, bad)
+		} else {
+			e.ErrorCode = be.Code
+		}
+	}
 	var after *RetryAfterError
 	if errors.As(err, &after) {
 		d := max(after.Delay, 0)

@@ -67,6 +67,7 @@ type dlqLsFlags struct {
 	limit           int
 	cursor          string
 	includeReplayed bool
+	errorCodes      []string
 }
 
 func newDLQLsCmd() *cobra.Command {
@@ -80,12 +81,14 @@ A replayed dead letter has been dealt with and is left out; --include-replayed l
 marked in the REPLAYED column (how often it was replayed) and, with --json, in "replays".`,
 		Example: `  hopper dlq ls --queue billing --since 24h
   hopper dlq ls --kind send-invoice --limit 10 --json
-  hopper dlq ls --include-replayed`,
+  hopper dlq ls --include-replayed
+  hopper dlq ls --error-code card_declined,out_of_stock`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runDLQLs(cmd, &f) },
 	}
 	f.add(cmd)
 	cmd.Flags().BoolVar(&f.includeReplayed, "include-replayed", false, "list the dead letters that were replayed too, marked")
+	cmd.Flags().StringSliceVar(&f.errorCodes, "error-code", nil, "only dead letters that failed with these business error codes")
 	cmd.Flags().IntVar(&f.limit, "limit", 50, "page size, 1 to 10000")
 	cmd.Flags().StringVar(&f.cursor, "cursor", "", "continue from a previous page's next cursor")
 	addJSONFlag(cmd)
@@ -102,7 +105,7 @@ func runDLQLs(cmd *cobra.Command, f *dlqLsFlags) error {
 	}
 	return withBackend(cmd, true, func(client backend) error {
 		res, err := client.DeadLetters(cmd.Context(), &hopper.DeadLetterParams{DeadLetterFilter: filter,
-			IncludeReplayed: f.includeReplayed, Cursor: f.cursor, Limit: f.limit})
+			IncludeReplayed: f.includeReplayed, ErrorCodes: f.errorCodes, Cursor: f.cursor, Limit: f.limit})
 		if err != nil {
 			return fmt.Errorf("list dead letters: %w", err)
 		}

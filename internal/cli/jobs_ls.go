@@ -12,9 +12,9 @@ import (
 )
 
 type lsFlags struct {
-	states, queues, kinds []string
-	limit                 int
-	cursor, since, until  string
+	states, queues, kinds, errorCodes []string
+	limit                             int
+	cursor, since, until              string
 }
 
 func newJobsLsCmd() *cobra.Command {
@@ -24,7 +24,8 @@ func newJobsLsCmd() *cobra.Command {
 		Aliases: []string{"list"},
 		Short:   "List jobs, newest first",
 		Example: `  hopper jobs ls --state failed,canceled --since 1h
-  hopper jobs ls --kind send-invoice --limit 10 --json`,
+  hopper jobs ls --kind send-invoice --limit 10 --json
+  hopper jobs ls --error-code card_declined`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runJobsLs(cmd, &f) },
 	}
@@ -32,6 +33,7 @@ func newJobsLsCmd() *cobra.Command {
 	fl.StringSliceVar(&f.states, "state", nil, "only jobs in these states (repeatable or comma-separated)")
 	fl.StringSliceVar(&f.queues, "queue", nil, "only jobs in these queues")
 	fl.StringSliceVar(&f.kinds, "kind", nil, "only jobs of these kinds")
+	fl.StringSliceVar(&f.errorCodes, "error-code", nil, "only jobs whose last attempt failed with these business error codes")
 	fl.IntVar(&f.limit, "limit", 50, "page size, 1 to 10000")
 	fl.StringVar(&f.cursor, "cursor", "", "continue from a previous page's next cursor")
 	fl.StringVar(&f.since, "since", "", "only jobs created at or after this time (RFC 3339, or a duration ago like 1h)")
@@ -61,7 +63,7 @@ func (f *lsFlags) listParams(now time.Time) (*hopper.ListParams, error) {
 	if f.limit < 1 || f.limit > 10000 {
 		return nil, usageErrorf("invalid --limit: %d is outside 1–10000", f.limit)
 	}
-	p := &hopper.ListParams{Queues: f.queues, Kinds: f.kinds, Cursor: f.cursor, Limit: f.limit}
+	p := &hopper.ListParams{Queues: f.queues, Kinds: f.kinds, ErrorCodes: f.errorCodes, Cursor: f.cursor, Limit: f.limit}
 	for _, s := range f.states {
 		state, err := hoppertype.ParseState(s)
 		if err != nil {

@@ -102,6 +102,9 @@ func (d *jobDetail) print(w io.Writer, now time.Time) error {
 	if j.LastError != "" {
 		row("last error", j.LastError)
 	}
+	if j.LastErrorCode != "" {
+		row("error code", j.LastErrorCode+" (a business error: not retried)")
+	}
 	if len(j.Checkpoint) > 0 {
 		row("checkpoint", string(j.Checkpoint))
 	}

@@ -26,8 +26,12 @@ func printAttempts(w io.Writer, attempts []*hopper.AttemptRecord) error {
 		if !a.EndedAt.IsZero() && !a.StartedAt.IsZero() {
 			dur = roundDuration(a.EndedAt.Sub(a.StartedAt)).String()
 		}
+		outcome := string(a.Outcome)
+		if a.ErrorCode != "" {
+			outcome += " (business error)"
+		}
 		fmt.Fprintf(tw, "  %d\t%d\t%s\t%s\t%s\t%s\t%s\n", a.Attempt, a.Token, a.WorkerID,
-			showTime(a.StartedAt, detailTime), dur, a.Outcome, firstLine(a.Error))
+			showTime(a.StartedAt, detailTime), dur, outcome, firstLine(a.Error))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -43,10 +43,10 @@ func Decide(row *hoppertype.JobRow, e attempt.Ending, retry *hoppertype.RetryPol
 		return releaseParams(row, e.Error, "released on shutdown")
 	}
 	p := &store.FinishParams{ID: row.ID, Token: row.Token, Outcome: e.Outcome, Error: e.Error,
-		Stack: e.Stack, Actor: hoppertype.ActorWorker}
+		Stack: e.Stack, Actor: hoppertype.ActorWorker, Checkpoint: e.Checkpoint, ErrorCode: e.ErrorCode}
 	left := row.MaxAttempts - row.Attempt
 	switch {
-	case e.NoRetry:
+	case e.NoRetry, e.ErrorCode != "": // a business error is part of the job's contract: final
 		left = 0
 	case e.RetriesLeft != nil:
 		left = *e.RetriesLeft
@@ -68,6 +68,8 @@ func Decide(row *hoppertype.JobRow, e attempt.Ending, retry *hoppertype.RetryPol
 
 func deadReason(e attempt.Ending, row *hoppertype.JobRow) string {
 	switch {
+	case e.ErrorCode != "":
+		return "business error " + e.ErrorCode
 	case e.NoRetry:
 		return "not retryable"
 	case e.RetriesLeft != nil:

@@ -2,7 +2,10 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,6 +51,15 @@ func TestClassifyAndDecide(t *testing.T) {
 			state: hoppertype.StateScheduled, outcome: hoppertype.OutcomeSnoozed, reason: "snoozed for 1h0m0s", delay: hour},
 		{name: "worker gives no retries", err: errors.New("x"), retriesLeft: new(int),
 			state: hoppertype.StateFailed, outcome: hoppertype.OutcomeError, reason: "no retries left (set by the worker)"},
+		{name: "business error: final", err: attempt.BusinessError{Code: "card_declined", Message: "x"},
+			state: hoppertype.StateFailed, outcome: hoppertype.OutcomeError, reason: "business error card_declined"},
+		{name: "business error, a wrapped pointer", err: fmt.Errorf("charge: %w", &attempt.BusinessError{Code: "card_declined"}),
+			state: hoppertype.StateFailed, outcome: hoppertype.OutcomeError, reason: "business error card_declined"},
+		{name: "business error wins over the worker's retries", err: attempt.BusinessError{Code: "c"},
+			retriesLeft: func() *int { n := 5; return &n }(), state: hoppertype.StateFailed,
+			outcome: hoppertype.OutcomeError, reason: "business error c"},
+		{name: "business error with a bad code is a plain error", err: attempt.BusinessError{Code: "no spaces"},
+			state: hoppertype.StateScheduled, outcome: hoppertype.OutcomeError, reason: "retry", delay: 10 * time.Minute},
 		{name: "worker gives more", err: errors.New("x"), retriesLeft: func() *int { n := 5; return &n }(),
 			state: hoppertype.StateScheduled, outcome: hoppertype.OutcomeError, reason: "retry", delay: 10 * time.Minute,
 			wantMaxAttmps: 7},
@@ -76,4 +88,30 @@ func TestClassifyAndDecide(t *testing.T) {
 		require.Equal(t, hoppertype.StateFailed, p.State)
 		require.Equal(t, "no attempts left (3 of 3)", p.Reason)
 	})
+}
+
+// A failed attempt's checkpoint and business error code reach the store's outcome, retried or
+// final; a bad code is not kept, and the error text says why.
+func TestDecideCarriesCheckpointAndErrorCode(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	row := &hoppertype.JobRow{ID: "j", Token: 7, Attempt: 1, MaxAttempts: 3}
+	cp := json.RawMessage(`{"done":3}`)
+
+	p := Decide(row, attempt.Classify(&attempt.CheckpointError{Err: errors.New("part 4"), Checkpoint: cp}, nil, 0), nil, now)
+	require.Equal(t, hoppertype.StateScheduled, p.State)
+	require.JSONEq(t, `{"done":3}`, string(p.Checkpoint))
+	require.Equal(t, "part 4", p.Error)
+	require.Empty(t, p.ErrorCode)
+
+	wrapped := &attempt.CheckpointError{Err: attempt.BusinessError{Code: "out_of_stock", Message: "sku 9"}, Checkpoint: cp}
+	p = Decide(row, attempt.Classify(wrapped, nil, 0), nil, now)
+	require.Equal(t, hoppertype.StateFailed, p.State)
+	require.Equal(t, "out_of_stock", p.ErrorCode)
+	require.Equal(t, "out_of_stock: sku 9", p.Error)
+	require.JSONEq(t, `{"done":3}`, string(p.Checkpoint), "kept for whoever resolves the failed job")
+
+	end := attempt.Classify(attempt.BusinessError{Code: strings.Repeat("x", 129)}, nil, 0)
+	require.Empty(t, end.ErrorCode)
+	require.Contains(t, end.Error, "(not a business error: invalid error_code: ")
+	require.Nil(t, Decide(row, attempt.Classify(errors.New("x"), nil, 0), nil, now).Checkpoint, "nil keeps the job's")
 }

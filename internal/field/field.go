@@ -21,6 +21,8 @@ import (
 const (
 	MaxKindLen  = 255
 	MaxQueueLen = 128
+	// MaxErrorCodeLen bounds a business error's code (ErrorCode).
+	MaxErrorCodeLen = 128
 )
 
 // Limits of free text about a job, in bytes (hopper re-exports them): longer text is refused
@@ -111,13 +113,21 @@ func Kind(kind string) error {
 
 // Queue checks a queue's name given in field: 1–MaxQueueLen characters, letters, digits and
 // '_', '-', '.', ':'.
-func Queue(field, q string) error {
-	if q == "" || len(q) > MaxQueueLen {
-		return Invalid(field, "%q must be 1–%d characters", q, MaxQueueLen)
+func Queue(field, q string) error { return name(field, q, MaxQueueLen) }
+
+// ErrorCode checks a business error's code given in field: 1–MaxErrorCodeLen characters,
+// letters, digits and '_', '-', '.', ':' (the characters of a queue's name), so that a code
+// is a label any metric, URL and shell can carry as it is.
+func ErrorCode(field, code string) error { return name(field, code, MaxErrorCodeLen) }
+
+// name checks a name given in field: 1–limit ASCII letters, digits, '_', '-', '.', ':'.
+func name(field, s string, limit int) error {
+	if s == "" || len(s) > limit {
+		return Invalid(field, "%q must be 1–%d characters", Clip(s, limit+1), limit)
 	}
-	for _, r := range q {
+	for _, r := range s {
 		if !(r < unicode.MaxASCII && (unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune("_-.:", r))) {
-			return Invalid(field, "%q: only letters, digits, '_', '-', '.' and ':' are allowed", q)
+			return Invalid(field, "%q: only letters, digits, '_', '-', '.' and ':' are allowed", s)
 		}
 	}
 	return nil

@@ -44,7 +44,7 @@ func scrape(t *testing.T, url string) string {
 }
 
 // Remote workers' attempts are counted where the server writes their outcomes: completed,
-// failed, retried, rescued, with the wait before each start and the run time of each attempt,
+// failed (by business error code), retried, rescued, with the wait before each start and the run time of each attempt,
 // by queue and kind; every state of a queue is reported, 0 included, and the oldest queued
 // job's age.
 func TestJobMetricsCountRemoteAttempts(t *testing.T) {
@@ -59,7 +59,8 @@ func TestJobMetricsCountRemoteAttempts(t *testing.T) {
 	_, err := e.workers.Complete(ctx, &hopperv1.CompleteRequest{Id: a[0].GetId(), LeaseToken: a[0].GetLeaseToken()})
 	require.NoError(t, err)
 	zero := int32(0)
-	_, err = e.workers.Fail(ctx, &hopperv1.FailRequest{Id: a[1].GetId(), LeaseToken: a[1].GetLeaseToken(), Error: "x", Retries: &zero})
+	_, err = e.workers.Fail(ctx, &hopperv1.FailRequest{Id: a[1].GetId(), LeaseToken: a[1].GetLeaseToken(), Error: "x", Retries: &zero,
+		ErrorCode: "card_declined"})
 	require.NoError(t, err)
 	res, err := e.workers.Report(ctx, &hopperv1.ReportRequest{Outcomes: []*hopperv1.Outcome{{Outcome: &hopperv1.Outcome_Fail{
 		Fail: &hopperv1.FailRequest{Id: a[2].GetId(), LeaseToken: a[2].GetLeaseToken(), Error: "again"}}}}})
@@ -72,7 +73,8 @@ func TestJobMetricsCountRemoteAttempts(t *testing.T) {
 	for _, want := range []string{
 		`hopper_jobs_enqueued_total{kind="m",queue="default"} 5`,
 		`hopper_jobs_completed_total{kind="m",queue="default"} 1`,
-		`hopper_jobs_failed_total{kind="m",queue="default"} 1`,
+		`hopper_jobs_failed_total{error_code="",kind="m",queue="default"} 0`,
+		`hopper_jobs_failed_total{error_code="card_declined",kind="m",queue="default"} 1`,
 		`hopper_jobs_retried_total{kind="m",queue="default"} 1`,
 		`hopper_jobs_rescued_total{kind="m",queue="default"} 1`,
 		`hopper_job_wait_seconds_count{queue="default"} 4`,

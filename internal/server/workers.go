@@ -353,7 +353,11 @@ func (w *workerService) Complete(ctx context.Context, req *hopperv1.CompleteRequ
 
 func (w *workerService) Fail(ctx context.Context, req *hopperv1.FailRequest) (*hopperv1.FailResponse, error) {
 	p := workerapi.FailParams{Error: req.GetError(), Outcome: hopper.Outcome(req.GetOutcome()),
-		Stack: req.GetStack(), NoRetry: req.GetNoRetry(), KindPolicy: fromPolicy(req.GetRetryPolicy())}
+		Stack: req.GetStack(), NoRetry: req.GetNoRetry(), KindPolicy: fromPolicy(req.GetRetryPolicy()),
+		ErrorCode: req.GetErrorCode()}
+	if req.GetCheckpoint() != "" {
+		p.Checkpoint = json.RawMessage(req.GetCheckpoint())
+	}
 	if req.Retries != nil {
 		n := int(req.GetRetries())
 		p.RetriesLeft = &n

@@ -67,6 +67,9 @@ type ListParams struct {
 	// ArgsContains keeps the jobs whose args, as stored JSON bytes, contain it (case
 	// sensitive; "" doesn't filter). No index serves it: the list scans until its page is full.
 	ArgsContains string
+	// ErrorCodes keeps the jobs whose last attempt ended with one of these business error
+	// codes (JobRow.LastErrorCode); empty doesn't filter.
+	ErrorCodes []string
 	// ExcludeReplayed leaves out the jobs a replay names as its source: the dead letters that
 	// have been dealt with (DeadLetterStore).
 	ExcludeReplayed bool
@@ -127,7 +130,10 @@ type FinishParams struct {
 	Stack       string
 	Result      json.RawMessage
 	Checkpoint  json.RawMessage // nil keeps the previous checkpoint
-	ExpiresAt   time.Time       // when a terminal record may be removed; zero keeps it
+	// ErrorCode is a business error's code, kept with the attempt and as the job's
+	// last_error_code; empty clears the job's.
+	ErrorCode string
+	ExpiresAt time.Time // when a terminal record may be removed; zero keeps it
 	// ExpiresAfter, when ExpiresAt is zero and this is positive, sets the expiry to now plus
 	// the job's own result TTL, or plus ExpiresAfter when it has none: for a caller that
 	// does not hold the row (a remote worker's Complete), without reading it first.

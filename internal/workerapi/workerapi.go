@@ -222,6 +222,11 @@ type FailParams struct {
 	// KindPolicy is the backoff of the job's kind on the worker, if it has one: it is merged
 	// under the job's own policy and over the client's, as for in-process workers.
 	KindPolicy *hoppertype.RetryPolicy
+	// Checkpoint, a JSON value when not empty, replaces the job's checkpoint: the next
+	// attempt receives it (a failed job keeps it).
+	Checkpoint json.RawMessage
+	// ErrorCode, when set, is a business error's code: the job fails for good.
+	ErrorCode string
 }
 
 // FailResult is where a failed attempt sent the job.

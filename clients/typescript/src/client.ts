@@ -38,6 +38,8 @@ export interface ListOptions extends CallOptions {
   states?: JobState[];
   queues?: string[];
   kinds?: string[];
+  /** errorCodes keeps the jobs whose last attempt failed with one of these business error codes. */
+  errorCodes?: string[];
   /** cursor continues from a page's nextCursor. */
   cursor?: string;
   /** limit is the page size (default 100, at most 10,000). */
@@ -142,7 +144,7 @@ export class Client {
     const res = await call(this.jobs.list({
       states: options.states, queues: options.queues, kinds: options.kinds, cursor: options.cursor,
       limit: options.limit, ascending: options.ascending, createdAfter: toTimestamp(options.createdAfter),
-      createdBefore: toTimestamp(options.createdBefore),
+      createdBefore: toTimestamp(options.createdBefore), errorCodes: options.errorCodes,
     }, options));
     return { jobs: res.jobs.map((j) => jobFromProto(j)), nextCursor: res.nextCursor };
   }
@@ -186,10 +188,11 @@ export class Client {
    * replayed, or with includeReplayed all of them, the replayed ones marked in replays.
    */
   async listDeadLetters(
-    options: DeadLetterFilter & { includeReplayed?: boolean; cursor?: string; limit?: number } & CallOptions = {},
+    options: DeadLetterFilter & { includeReplayed?: boolean; errorCodes?: string[]; cursor?: string; limit?: number } & CallOptions = {},
   ): Promise<DeadLetterPage> {
     const res = await call(this.deadLetters.list({
       filter: filter(options), cursor: options.cursor, limit: options.limit, includeReplayed: options.includeReplayed,
+      errorCodes: options.errorCodes,
     }, options));
     const replays: DeadLetterPage["replays"] = {};
     for (const [id, r] of Object.entries(res.replays)) {

@@ -23,6 +23,52 @@ export class RetryAfterError extends Error {
 }
 
 /**
+ * BusinessError, thrown by a handler, fails the job for good with an error code that is part
+ * of its contract (Zeebe's "throw error"): no retry, whatever attempts are left. The code is
+ * kept with the attempt and as the job's lastErrorCode; lists and dead letters filter by it.
+ * It must be 1–128 letters, digits, "_", "-", "." or ":"; with another code the attempt fails
+ * as a plain error (retried as one) whose text says why, as a Go handler's would.
+ *
+ *     throw new BusinessError("card_declined", "insufficient funds");
+ */
+export class BusinessError extends Error {
+  override readonly name = "BusinessError";
+  constructor(
+    readonly code: string,
+    detail?: string,
+    options?: ErrorOptions,
+  ) {
+    super(detail ? `${code}: ${detail}` : code, options);
+  }
+}
+
+/**
+ * CheckpointError fails the attempt as error alone would (retried while attempts are left;
+ * a NoRetryError, RetryAfterError or BusinessError inside still counts) and hands checkpoint
+ * (any JSON value) to the next attempt as job.checkpoint, as a suspension does. A job that
+ * fails for good keeps it, for whoever resolves it. Throw it with failWithCheckpoint.
+ */
+export class CheckpointError extends Error {
+  override readonly name = "CheckpointError";
+  constructor(
+    readonly error: unknown,
+    readonly checkpoint: unknown,
+  ) {
+    super(error instanceof Error ? error.message : String(error), { cause: error });
+  }
+}
+
+/**
+ * failWithCheckpoint is the error to throw to fail an attempt with error and leave
+ * checkpoint for the next one:
+ *
+ *     throw failWithCheckpoint(new Error("part 4 failed"), { done: 3 });
+ */
+export function failWithCheckpoint(error: unknown, checkpoint: unknown): CheckpointError {
+  return new CheckpointError(error, checkpoint);
+}
+
+/**
  * SnoozeError, thrown by a handler, ends the attempt with "not now": the job runs again after
  * delay milliseconds, without consuming an attempt.
  */

@@ -21,7 +21,7 @@ export interface RunningJob<A = unknown> {
    * (HandlerOptions.timeout), else the server's default for jobs without one.
    */
   readonly timeout?: number;
-  /** checkpoint is what a suspended or snoozed earlier attempt left, if any. */
+  /** checkpoint is what a suspended, snoozed or failed earlier attempt left, if any. */
   readonly checkpoint?: unknown;
   /** resumeData is what Client.resume handed to the job, if it was resumed. */
   readonly resumeData?: unknown;

@@ -11,6 +11,7 @@ export type { EnqueueOptions } from "./enqueue-options.js";
 export { codeName, HopperError } from "./errors.js";
 export type { Handler, HandlerOptions, Handlers, RunningJob } from "./handler.js";
 export {
+  BusinessError, CheckpointError, failWithCheckpoint,
   JobTimeoutError, LeaseLostError, NoRetryError, RetryAfterError, ShutdownError, SnoozeError, SuspendError,
 } from "./handler-errors.js";
 export type { SuspendOptions } from "./handler-errors.js";

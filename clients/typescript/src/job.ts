@@ -36,6 +36,8 @@ export interface Job<A = unknown, R = unknown> {
   /** result is what the last successful attempt returned. */
   result?: R;
   lastError: string;
+  /** lastErrorCode is the business error code the last attempt failed with, if any. */
+  lastErrorCode: string;
   idempotencyKey: string;
   groupKey: string;
   mergeKey: string;
@@ -49,7 +51,7 @@ export interface Job<A = unknown, R = unknown> {
   expiresAt?: Date;
   /** stalled: running with a valid lease but no sign of life for a while. */
   stalled: boolean;
-  /** checkpoint is what a suspended or snoozed attempt left for the next one. */
+  /** checkpoint is what a suspended, snoozed or failed attempt left for the next one. */
   checkpoint?: unknown;
   deadlineAt?: Date;
   resumeData?: unknown;
@@ -66,7 +68,7 @@ export function jobFromProto<A = unknown, R = unknown>(j: JobPb): Job<A, R> {
     leaseToken: j.leaseToken, runAt: fromTimestamp(j.runAt), timeout: fromDuration(j.timeout), workerId: j.workerId,
     leaseExpiresAt: fromTimestamp(j.leaseExpiresAt), heartbeatAt: fromTimestamp(j.heartbeatAt),
     progressPercent: j.progressPercent, progressMessage: j.progressMessage, result: decodeJSON<R>(j.result),
-    lastError: j.lastError, idempotencyKey: j.idempotencyKey, groupKey: j.groupKey, mergeKey: j.mergeKey,
+    lastError: j.lastError, lastErrorCode: j.lastErrorCode, idempotencyKey: j.idempotencyKey, groupKey: j.groupKey, mergeKey: j.mergeKey,
     originalId: j.originalId,
     replayCount: j.replayCount, createdAt: fromTimestamp(j.createdAt), startedAt: fromTimestamp(j.startedAt),
     finishedAt: fromTimestamp(j.finishedAt), updatedAt: fromTimestamp(j.updatedAt),
@@ -99,6 +101,8 @@ export interface JobAttempt {
   outcome: string;
   error: string;
   stack: string;
+  /** errorCode is the business error code the attempt failed with, if any. */
+  errorCode: string;
 }
 
 export function eventFromProto(e: EventPb): JobEvent {
@@ -109,6 +113,7 @@ export function attemptFromProto(a: AttemptPb): JobAttempt {
   return {
     leaseToken: a.leaseToken, attempt: a.attempt, workerId: a.workerId, startedAt: fromTimestamp(a.startedAt),
     endedAt: fromTimestamp(a.endedAt), outcome: a.outcome, error: a.error, stack: a.stack,
+    errorCode: a.errorCode,
   };
 }
 

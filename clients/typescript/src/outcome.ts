@@ -4,10 +4,11 @@
 
 import type { RetryPolicy } from "./backoff.js";
 import {
-  JobTimeoutError, LeaseLostError, NoRetryError, RetryAfterError, ShutdownError, SnoozeError, SuspendError,
+  BusinessError, CheckpointError, JobTimeoutError, LeaseLostError, NoRetryError, RetryAfterError, ShutdownError,
+  SnoozeError, SuspendError,
 } from "./handler-errors.js";
 import { encodeJSON } from "./json.js";
-import { clipText, MAX_ERROR_BYTES, MAX_REASON_BYTES } from "./text.js";
+import { clipText, errorCodeProblem, MAX_ERROR_BYTES, MAX_REASON_BYTES } from "./text.js";
 
 /** JobRef names one attempt: a job and the lease token it was given with. */
 export interface JobRef {
@@ -36,6 +37,10 @@ export interface Fail {
   retryBackoff?: number;
   /** retryPolicy is the kind's own backoff, if its handler has one (the job's own policy comes first). */
   retryPolicy?: RetryPolicy;
+  /** checkpoint is the JSON text a CheckpointError leaves for the next attempt. */
+  checkpoint?: string;
+  /** errorCode is a BusinessError's code: the server fails the job for good. */
+  errorCode?: string;
 }
 
 /** Outcome is what a worker reports about an attempt. Durations are milliseconds. */
@@ -123,6 +128,7 @@ function parkOutcome(job: JobRef, err: unknown, now: Date): Outcome | Error | un
  * odd or huge error message never makes the report itself fail.
  */
 export function failure(e: Ending): Fail {
+  if (e.error instanceof CheckpointError) return withCheckpoint(failure({ ...e, error: e.error.error }), e.error.checkpoint);
   const out: Fail = { type: "fail", job: { id: e.job.id, leaseToken: e.job.leaseToken }, outcome: "error", error: describe(e.error) };
   if (isCrash(e.error)) out.outcome = "panic";
   else if (e.cause instanceof JobTimeoutError) {
@@ -136,7 +142,21 @@ export function failure(e: Ending): Fail {
   if (e.error instanceof NoRetryError) out.noRetry = true;
   if (e.error instanceof RetryAfterError) out.retryBackoff = boundDelay(e.error.delay);
   if (e.kindPolicy) out.retryPolicy = e.kindPolicy;
+  if (e.error instanceof BusinessError) {
+    // As the Go worker does: a code the server would refuse makes a plain error that says why.
+    const problem = errorCodeProblem(e.error.code);
+    if (problem) out.error = clipText(`${out.error} (not a business error: ${problem})`, MAX_ERROR_BYTES);
+    else out.errorCode = e.error.code;
+  }
   return out;
+}
+
+/** withCheckpoint is f carrying checkpoint as JSON; one that does not encode is dropped, and said so. */
+function withCheckpoint(f: Fail, checkpoint: unknown): Fail {
+  if (checkpoint === undefined) return f;
+  const text = encode(checkpoint, "checkpoint");
+  if (text instanceof Error) return { ...f, error: clipText(`${f.error} (checkpoint dropped: ${text.message})`, MAX_ERROR_BYTES) };
+  return { ...f, checkpoint: text };
 }
 
 /**
@@ -162,7 +182,9 @@ export function describe(err: unknown): string {
   return `${err.name}: ${err.message}`;
 }
 
-const sdkErrors = [NoRetryError, RetryAfterError, JobTimeoutError, LeaseLostError, ShutdownError, SnoozeError, SuspendError];
+const sdkErrors = [
+  NoRetryError, RetryAfterError, JobTimeoutError, LeaseLostError, ShutdownError, SnoozeError, SuspendError, BusinessError,
+];
 
 /** stackOf is err's stack (where it was thrown); none for the SDK's own errors, which are outcomes, not faults. */
 function stackOf(err: unknown): string | undefined {

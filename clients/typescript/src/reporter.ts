@@ -130,6 +130,7 @@ function outcomeMessage(o: Outcome): OutcomePb {
         case: "fail", value: {
           ...ref, outcome: o.outcome, error: o.error, stack: o.stack, noRetry: o.noRetry,
           retryBackoff: toDuration(o.retryBackoff), retryPolicy: policyToProto(o.retryPolicy),
+          checkpoint: o.checkpoint, errorCode: o.errorCode,
         },
       };
       break;

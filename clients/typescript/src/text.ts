@@ -8,6 +8,18 @@ export const MAX_ERROR_BYTES = 64 << 10;
 export const MAX_REASON_BYTES = 4 << 10;
 /** The longest progress message, in UTF-8 bytes. */
 export const MAX_PROGRESS_MESSAGE_BYTES = 4 << 10;
+/** The longest business error code, in bytes (its characters are ASCII). */
+export const MAX_ERROR_CODE_LEN = 128;
+
+/**
+ * errorCodeProblem says, as the server would, why code is not a business error code (1–128
+ * letters, digits, "_", "-", ".", ":"); undefined when it is one.
+ */
+export function errorCodeProblem(code: string): string | undefined {
+  if (code === "" || code.length > MAX_ERROR_CODE_LEN) return `invalid error_code: ${JSON.stringify(code)} must be 1–${MAX_ERROR_CODE_LEN} characters`;
+  if (!/^[A-Za-z0-9_.:-]+$/.test(code)) return `invalid error_code: ${JSON.stringify(code)}: only letters, digits, '_', '-', '.' and ':' are allowed`;
+  return undefined;
+}
 
 const ellipsis = "…";
 const encoder = new TextEncoder();

@@ -6,6 +6,7 @@ import { describe, test } from "node:test";
 import { create } from "@bufbuild/protobuf";
 import { durationFromMs } from "@bufbuild/protobuf/wkt";
 import {
+  BusinessError, failWithCheckpoint,
   JobTimeoutError, LeaseLostError, NoRetryError, RetryAfterError, ShutdownError, SnoozeError, SuspendError,
 } from "../src/index.js";
 import { attemptTimeout } from "../src/execute.js";
@@ -72,6 +73,33 @@ describe("decide", () => {
     assert.deepEqual(outcomeOf(decide(ending({ threw: true, error: new RetryAfterError(10 * year), kindPolicy }))),
       { type: "fail", job, outcome: "error", error: "retry after 87600h0m0s", retryBackoff: 5 * year, retryPolicy: kindPolicy },
       "a wait within 5 years; the server ignores the policy beside it");
+  });
+
+  test("a BusinessError sends its code (the server never retries it); a bad code makes a plain error", () => {
+    assert.deepEqual(outcomeOf(decide(ending({ threw: true, error: new BusinessError("card_declined", "insufficient funds") }))),
+      { type: "fail", job, outcome: "error", error: "card_declined: insufficient funds", errorCode: "card_declined" });
+    assert.deepEqual(outcomeOf(decide(ending({ threw: true, error: new BusinessError("out_of_stock") }))),
+      { type: "fail", job, outcome: "error", error: "out_of_stock", errorCode: "out_of_stock" });
+    // The Go worker's text for the same handler: `card declined (not a business error: invalid error_code: "card declined": …)`.
+    assert.deepEqual(outcomeOf(decide(ending({ threw: true, error: new BusinessError("card declined") }))),
+      { type: "fail", job, outcome: "error",
+        error: `card declined (not a business error: invalid error_code: "card declined": only letters, digits, '_', '-', '.' and ':' are allowed)` });
+    const long = "c".repeat(129);
+    const o = outcomeOf(decide(ending({ threw: true, error: new BusinessError(long) })));
+    assert.ok(o.type === "fail" && o.errorCode === undefined && o.error.endsWith("must be 1–128 characters)"), o.type === "fail" ? o.error : "");
+  });
+
+  test("failWithCheckpoint fails as its error would and carries the checkpoint as JSON", () => {
+    const err = new Error("part 4 failed");
+    assert.deepEqual(outcomeOf(decide(ending({ threw: true, error: failWithCheckpoint(err, { done: 3 }) }))),
+      { type: "fail", job, outcome: "error", error: "part 4 failed", stack: err.stack, checkpoint: '{"done":3}' });
+    assert.deepEqual(outcomeOf(decide(ending({ threw: true, error: failWithCheckpoint(new BusinessError("out_of_stock"), [1, 2]) }))),
+      { type: "fail", job, outcome: "error", error: "out_of_stock", errorCode: "out_of_stock", checkpoint: "[1,2]" },
+      "a business error with a checkpoint: the failed job keeps it");
+    assert.deepEqual(outcomeOf(decide(ending({ threw: true, error: failWithCheckpoint(new NoRetryError("bad"), null) }))),
+      { type: "fail", job, outcome: "error", error: "bad", noRetry: true, checkpoint: "null" });
+    const dropped = outcomeOf(decide(ending({ threw: true, error: failWithCheckpoint("x", { n: 1n }) })));
+    assert.ok(dropped.type === "fail" && dropped.checkpoint === undefined && dropped.error.startsWith("x (checkpoint dropped: encode checkpoint: "));
   });
 
   test("a timeout says so, as the Go worker does, before the handler's error", () => {

@@ -5,7 +5,8 @@ import * as assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { Code, createClient } from "@connectrpc/connect";
 import {
-  Client, JobTimeoutError, LeaseLostError, NoRetryError, RetryAfterError, ShutdownError, SnoozeError, SuspendError,
+  BusinessError, Client, failWithCheckpoint,
+  JobTimeoutError, LeaseLostError, NoRetryError, RetryAfterError, ShutdownError, SnoozeError, SuspendError,
 } from "../src/index.js";
 import type { RunningJob } from "../src/index.js";
 import { createTransport } from "../src/connection.js";
@@ -185,6 +186,37 @@ for (const mode of ["stream", "poll"] as const) {
 
       const { job: nap } = await c.enqueue("nap", {}, { queue });
       assert.equal((await waitForState(c, nap.id, "completed")).result, 1);
+    });
+
+    test("a failed attempt's checkpoint reaches the next; a business error fails for good with its code", async (t) => {
+      const queue = queueName(`failwith-${mode}`);
+      const c = client();
+      startWorker(server(), {
+        queue, mode, handlers: {
+          parts: (job: RunningJob) => {
+            const done = (job.checkpoint as { done: number } | undefined)?.done ?? 0;
+            if (job.attempt < 3) throw failWithCheckpoint(new RetryAfterError(0, "part failed"), { done: done + 3 });
+            return done;
+          },
+          charge: () => {
+            throw failWithCheckpoint(new BusinessError("card_declined", "insufficient funds"), { charged: false });
+          },
+        },
+      }, (fn) => t.after(fn));
+      const { job } = await c.enqueue("parts", {}, { queue, maxAttempts: 3 });
+      assert.equal((await waitForState(c, job.id, "completed")).result, 6, "each attempt got the previous one's checkpoint");
+
+      const { job: charge } = await c.enqueue("charge", {}, { queue, maxAttempts: 5 });
+      const failed = await waitForState(c, charge.id, "failed");
+      assert.equal(failed.attempt, 1, "not retried");
+      assert.equal(failed.lastErrorCode, "card_declined");
+      assert.equal(failed.lastError, "card_declined: insufficient funds");
+      assert.deepEqual(failed.checkpoint, { charged: false });
+      assert.equal((await c.events(charge.id)).attempts[0]!.errorCode, "card_declined");
+      const listed = await c.list({ errorCodes: ["card_declined"], queues: [queue] });
+      assert.deepEqual(listed.jobs.map((j) => j.id), [charge.id]);
+      const dead = await c.listDeadLetters({ errorCodes: ["card_declined"], queues: [queue] });
+      assert.deepEqual(dead.jobs.map((j) => j.id), [charge.id]);
     });
 
     test("progress and heartbeats reach the job while it runs", async (t) => {

@@ -819,7 +819,8 @@ type Job struct {
 	// stalled: running, lease valid, but no sign of life (claim, heartbeat, progress) for longer
 	// than the server's stalled threshold (hopper serve --stalled-after).
 	Stalled bool `protobuf:"varint,29,opt,name=stalled,proto3" json:"stalled,omitempty"`
-	// checkpoint is what a suspended or snoozed attempt left for the next one (a JSON value).
+	// checkpoint is what a suspended, snoozed or failed attempt left for the next one (a JSON
+	// value).
 	Checkpoint string                 `protobuf:"bytes,30,opt,name=checkpoint,proto3" json:"checkpoint,omitempty"`
 	DeadlineAt *timestamppb.Timestamp `protobuf:"bytes,31,opt,name=deadline_at,json=deadlineAt,proto3" json:"deadline_at,omitempty"`
 	ResumeData string                 `protobuf:"bytes,32,opt,name=resume_data,json=resumeData,proto3" json:"resume_data,omitempty"`
@@ -831,7 +832,10 @@ type Job struct {
 	// replayed_by is who replayed the dead letter this job replays (see original_id).
 	ReplayedBy string `protobuf:"bytes,35,opt,name=replayed_by,json=replayedBy,proto3" json:"replayed_by,omitempty"`
 	// merge_key: enqueues with it merge into this job while it waits (JobSpec.merge_key).
-	MergeKey      string `protobuf:"bytes,36,opt,name=merge_key,json=mergeKey,proto3" json:"merge_key,omitempty"`
+	MergeKey string `protobuf:"bytes,36,opt,name=merge_key,json=mergeKey,proto3" json:"merge_key,omitempty"`
+	// last_error_code is the business error code the last attempt failed with, if any
+	// (FailRequest.error_code).
+	LastErrorCode string `protobuf:"bytes,37,opt,name=last_error_code,json=lastErrorCode,proto3" json:"last_error_code,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1114,6 +1118,13 @@ func (x *Job) GetReplayedBy() string {
 func (x *Job) GetMergeKey() string {
 	if x != nil {
 		return x.MergeKey
+	}
+	return ""
+}
+
+func (x *Job) GetLastErrorCode() string {
+	if x != nil {
+		return x.LastErrorCode
 	}
 	return ""
 }
@@ -1659,6 +1670,9 @@ type ListRequest struct {
 	// created_after (inclusive) and created_before (exclusive) bound the creation time.
 	CreatedAfter  *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=created_after,json=createdAfter,proto3" json:"created_after,omitempty"`
 	CreatedBefore *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=created_before,json=createdBefore,proto3" json:"created_before,omitempty"`
+	// error_codes keeps the jobs whose last attempt failed with one of these business error
+	// codes (Job.last_error_code).
+	ErrorCodes    []string `protobuf:"bytes,9,rep,name=error_codes,json=errorCodes,proto3" json:"error_codes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1745,6 +1759,13 @@ func (x *ListRequest) GetCreatedAfter() *timestamppb.Timestamp {
 func (x *ListRequest) GetCreatedBefore() *timestamppb.Timestamp {
 	if x != nil {
 		return x.CreatedBefore
+	}
+	return nil
+}
+
+func (x *ListRequest) GetErrorCodes() []string {
+	if x != nil {
+		return x.ErrorCodes
 	}
 	return nil
 }
@@ -2387,9 +2408,11 @@ type Attempt struct {
 	StartedAt  *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
 	EndedAt    *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=ended_at,json=endedAt,proto3" json:"ended_at,omitempty"`
 	// outcome: ok, error, timeout, panic, lease_expired or canceled.
-	Outcome       string `protobuf:"bytes,6,opt,name=outcome,proto3" json:"outcome,omitempty"`
-	Error         string `protobuf:"bytes,7,opt,name=error,proto3" json:"error,omitempty"`
-	Stack         string `protobuf:"bytes,8,opt,name=stack,proto3" json:"stack,omitempty"`
+	Outcome string `protobuf:"bytes,6,opt,name=outcome,proto3" json:"outcome,omitempty"`
+	Error   string `protobuf:"bytes,7,opt,name=error,proto3" json:"error,omitempty"`
+	Stack   string `protobuf:"bytes,8,opt,name=stack,proto3" json:"stack,omitempty"`
+	// error_code is the business error code the attempt failed with, if any.
+	ErrorCode     string `protobuf:"bytes,9,opt,name=error_code,json=errorCode,proto3" json:"error_code,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2480,6 +2503,13 @@ func (x *Attempt) GetStack() string {
 	return ""
 }
 
+func (x *Attempt) GetErrorCode() string {
+	if x != nil {
+		return x.ErrorCode
+	}
+	return ""
+}
+
 type EventsResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Events        []*Event               `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
@@ -2552,7 +2582,8 @@ type ActivatedJob struct {
 	// retry_policy is the job's own backoff, if it has one (a worker with a per-kind policy
 	// merges it: the job's fields first).
 	RetryPolicy *RetryPolicy `protobuf:"bytes,12,opt,name=retry_policy,json=retryPolicy,proto3" json:"retry_policy,omitempty"`
-	// checkpoint is what a suspended or snoozed earlier attempt left (a JSON value), if any.
+	// checkpoint is what a suspended, snoozed or failed earlier attempt left (a JSON value), if
+	// any.
 	Checkpoint string `protobuf:"bytes,13,opt,name=checkpoint,proto3" json:"checkpoint,omitempty"`
 	// resume_data is what JobService.Resume handed to the job, if it was resumed.
 	ResumeData string `protobuf:"bytes,14,opt,name=resume_data,json=resumeData,proto3" json:"resume_data,omitempty"`
@@ -3159,7 +3190,16 @@ type FailRequest struct {
 	NoRetry bool `protobuf:"varint,8,opt,name=no_retry,json=noRetry,proto3" json:"no_retry,omitempty"`
 	// retry_policy is the backoff of the job's kind on the worker, if it has one: the server
 	// merges it under the job's own policy and over its default (ignored with retry_backoff).
-	RetryPolicy   *RetryPolicy `protobuf:"bytes,9,opt,name=retry_policy,json=retryPolicy,proto3" json:"retry_policy,omitempty"`
+	RetryPolicy *RetryPolicy `protobuf:"bytes,9,opt,name=retry_policy,json=retryPolicy,proto3" json:"retry_policy,omitempty"`
+	// checkpoint is a JSON value handed to the next attempt, as a suspension's is (at most the
+	// server's args limit); unset keeps the previous one. A job that fails for good keeps it,
+	// for whoever resolves it.
+	Checkpoint string `protobuf:"bytes,10,opt,name=checkpoint,proto3" json:"checkpoint,omitempty"`
+	// error_code, when set, makes the failure a business error: a code that is part of the
+	// job's contract (1–128 letters, digits, '_', '-', '.', ':'). The job fails for good,
+	// whatever retries it has left or this request allows; the code is kept with the attempt
+	// and as the job's last_error_code.
+	ErrorCode     string `protobuf:"bytes,11,opt,name=error_code,json=errorCode,proto3" json:"error_code,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3255,6 +3295,20 @@ func (x *FailRequest) GetRetryPolicy() *RetryPolicy {
 		return x.RetryPolicy
 	}
 	return nil
+}
+
+func (x *FailRequest) GetCheckpoint() string {
+	if x != nil {
+		return x.Checkpoint
+	}
+	return ""
+}
+
+func (x *FailRequest) GetErrorCode() string {
+	if x != nil {
+		return x.ErrorCode
+	}
+	return ""
 }
 
 type FailResponse struct {
@@ -6063,8 +6117,10 @@ type DeadLetterServiceListRequest struct {
 	// include_replayed lists the dead letters that were replayed too. By default they are left
 	// out: a replayed dead letter has been dealt with (Stats counts it apart, as replayed).
 	IncludeReplayed bool `protobuf:"varint,4,opt,name=include_replayed,json=includeReplayed,proto3" json:"include_replayed,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// error_codes keeps the dead letters that failed with one of these business error codes.
+	ErrorCodes    []string `protobuf:"bytes,5,rep,name=error_codes,json=errorCodes,proto3" json:"error_codes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DeadLetterServiceListRequest) Reset() {
@@ -6123,6 +6179,13 @@ func (x *DeadLetterServiceListRequest) GetIncludeReplayed() bool {
 		return x.IncludeReplayed
 	}
 	return false
+}
+
+func (x *DeadLetterServiceListRequest) GetErrorCodes() []string {
+	if x != nil {
+		return x.ErrorCodes
+	}
+	return nil
 }
 
 type DeadLetterServiceListResponse struct {
@@ -7661,7 +7724,7 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x19ScheduleServiceRunRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\">\n" +
 	"\x1aScheduleServiceRunResponse\x12 \n" +
-	"\x03job\x18\x01 \x01(\v2\x0e.hopper.v1.JobR\x03job\"\xc9\v\n" +
+	"\x03job\x18\x01 \x01(\v2\x0e.hopper.v1.JobR\x03job\"\xf1\v\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x14\n" +
@@ -7713,7 +7776,8 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"maxRescues\x12\x1f\n" +
 	"\vreplayed_by\x18# \x01(\tR\n" +
 	"replayedBy\x12\x1b\n" +
-	"\tmerge_key\x18$ \x01(\tR\bmergeKey\x1a:\n" +
+	"\tmerge_key\x18$ \x01(\tR\bmergeKey\x12&\n" +
+	"\x0flast_error_code\x18% \x01(\tR\rlastErrorCode\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc1\x05\n" +
@@ -7760,7 +7824,7 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"GetRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"/\n" +
 	"\vGetResponse\x12 \n" +
-	"\x03job\x18\x01 \x01(\v2\x0e.hopper.v1.JobR\x03job\"\xa3\x02\n" +
+	"\x03job\x18\x01 \x01(\v2\x0e.hopper.v1.JobR\x03job\"\xc4\x02\n" +
 	"\vListRequest\x12\x16\n" +
 	"\x06states\x18\x01 \x03(\tR\x06states\x12\x16\n" +
 	"\x06queues\x18\x02 \x03(\tR\x06queues\x12\x14\n" +
@@ -7769,7 +7833,9 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x05limit\x18\x05 \x01(\x05R\x05limit\x12\x1c\n" +
 	"\tascending\x18\x06 \x01(\bR\tascending\x12?\n" +
 	"\rcreated_after\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\fcreatedAfter\x12A\n" +
-	"\x0ecreated_before\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\rcreatedBefore\"S\n" +
+	"\x0ecreated_before\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\rcreatedBefore\x12\x1f\n" +
+	"\verror_codes\x18\t \x03(\tR\n" +
+	"errorCodes\"S\n" +
 	"\fListResponse\x12\"\n" +
 	"\x04jobs\x18\x01 \x03(\v2\x0e.hopper.v1.JobR\x04jobs\x12\x1f\n" +
 	"\vnext_cursor\x18\x02 \x01(\tR\n" +
@@ -7809,7 +7875,7 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x04from\x18\x03 \x01(\tR\x04from\x12\x0e\n" +
 	"\x02to\x18\x04 \x01(\tR\x02to\x12\x14\n" +
 	"\x05actor\x18\x05 \x01(\tR\x05actor\x12\x16\n" +
-	"\x06reason\x18\x06 \x01(\tR\x06reason\"\x99\x02\n" +
+	"\x06reason\x18\x06 \x01(\tR\x06reason\"\xb8\x02\n" +
 	"\aAttempt\x12\x1f\n" +
 	"\vlease_token\x18\x01 \x01(\x03R\n" +
 	"leaseToken\x12\x18\n" +
@@ -7820,7 +7886,9 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\bended_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\aendedAt\x12\x18\n" +
 	"\aoutcome\x18\x06 \x01(\tR\aoutcome\x12\x14\n" +
 	"\x05error\x18\a \x01(\tR\x05error\x12\x14\n" +
-	"\x05stack\x18\b \x01(\tR\x05stack\"j\n" +
+	"\x05stack\x18\b \x01(\tR\x05stack\x12\x1d\n" +
+	"\n" +
+	"error_code\x18\t \x01(\tR\terrorCode\"j\n" +
 	"\x0eEventsResponse\x12(\n" +
 	"\x06events\x18\x01 \x03(\v2\x10.hopper.v1.EventR\x06events\x12.\n" +
 	"\battempts\x18\x02 \x03(\v2\x12.hopper.v1.AttemptR\battempts\"\xbe\x05\n" +
@@ -7881,7 +7949,7 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\vlease_token\x18\x02 \x01(\x03R\n" +
 	"leaseToken\x12\x1c\n" +
 	"\x06result\x18\x03 \x01(\tB\x04\x88\xe7\x18\x01R\x06result\"\x12\n" +
-	"\x10CompleteResponse\"\xc5\x02\n" +
+	"\x10CompleteResponse\"\x8a\x03\n" +
 	"\vFailRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
 	"\vlease_token\x18\x02 \x01(\x03R\n" +
@@ -7892,7 +7960,13 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\aoutcome\x18\x06 \x01(\tR\aoutcome\x12\x14\n" +
 	"\x05stack\x18\a \x01(\tR\x05stack\x12\x19\n" +
 	"\bno_retry\x18\b \x01(\bR\anoRetry\x129\n" +
-	"\fretry_policy\x18\t \x01(\v2\x16.hopper.v1.RetryPolicyR\vretryPolicyB\n" +
+	"\fretry_policy\x18\t \x01(\v2\x16.hopper.v1.RetryPolicyR\vretryPolicy\x12$\n" +
+	"\n" +
+	"checkpoint\x18\n" +
+	" \x01(\tB\x04\x88\xe7\x18\x01R\n" +
+	"checkpoint\x12\x1d\n" +
+	"\n" +
+	"error_code\x18\v \x01(\tR\terrorCodeB\n" +
 	"\n" +
 	"\b_retries\"W\n" +
 	"\fFailResponse\x12\x14\n" +
@@ -8082,12 +8156,14 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x06queues\x18\x01 \x03(\tR\x06queues\x12\x14\n" +
 	"\x05kinds\x18\x02 \x03(\tR\x05kinds\x12=\n" +
 	"\ffailed_after\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\vfailedAfter\x12?\n" +
-	"\rfailed_before\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\ffailedBefore\"\xac\x01\n" +
+	"\rfailed_before\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\ffailedBefore\"\xcd\x01\n" +
 	"\x1cDeadLetterServiceListRequest\x123\n" +
 	"\x06filter\x18\x01 \x01(\v2\x1b.hopper.v1.DeadLetterFilterR\x06filter\x12\x16\n" +
 	"\x06cursor\x18\x02 \x01(\tR\x06cursor\x12\x14\n" +
 	"\x05limit\x18\x03 \x01(\x05R\x05limit\x12)\n" +
-	"\x10include_replayed\x18\x04 \x01(\bR\x0fincludeReplayed\"\x8b\x02\n" +
+	"\x10include_replayed\x18\x04 \x01(\bR\x0fincludeReplayed\x12\x1f\n" +
+	"\verror_codes\x18\x05 \x03(\tR\n" +
+	"errorCodes\"\x8b\x02\n" +
 	"\x1dDeadLetterServiceListResponse\x12\"\n" +
 	"\x04jobs\x18\x01 \x03(\v2\x0e.hopper.v1.JobR\x04jobs\x12\x1f\n" +
 	"\vnext_cursor\x18\x02 \x01(\tR\n" +

@@ -41,12 +41,13 @@ var finishSQL = `WITH done AS (UPDATE {schema}.jobs AS j SET
 			THEN j.result_ttl_us ELSE u.expires_after_us END) * interval '1 microsecond' END,
 		j.expires_at),
 	deadline_at = u.deadline_at, max_attempts = coalesce(u.max_attempts, j.max_attempts),
+	last_error_code = u.error_code,
 	resume_data = CASE WHEN u.outcome = 'suspended' THEN NULL ELSE j.resume_data END
 FROM unnest($2::int[], $3::text[], $4::bigint[], $5::text[], $6::int[], $7::timestamptz[],
 	$8::bytea[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::bytea[],
-	$15::timestamptz[], $16::timestamptz[], $17::int[], $18::bigint[])
+	$15::timestamptz[], $16::timestamptz[], $17::int[], $18::bigint[], $20::text[])
 	AS u(ord, id, token, state, give_back, run_at, result, error, outcome, stack, actor, reason,
-	     checkpoint, expires_at, deadline_at, max_attempts, expires_after_us),
+	     checkpoint, expires_at, deadline_at, max_attempts, expires_after_us, error_code),
 	(SELECT coalesce($1::timestamptz, now()) AS now) clk
 WHERE j.id = u.id AND j.token = u.token AND ` + runningByID + `
 RETURNING u.ord, j.queue, j.kind, ` + counterSQL + ` AS counter, clk.now,
@@ -143,6 +144,7 @@ type finishArrays struct {
 	runAt, expiresAt, deadlineAt  []*time.Time
 	results, checkpoints          [][]byte
 	errors, stacks, reasons       []*string
+	errorCodes                    []*string
 }
 
 func (a *finishArrays) add(i int, p *store.FinishParams) {
@@ -159,6 +161,7 @@ func (a *finishArrays) add(i int, p *store.FinishParams) {
 	a.stacks, a.actors = append(a.stacks, nullStr(field.Clean(p.Stack))), append(a.actors, string(p.Actor))
 	a.reasons, a.checkpoints = append(a.reasons, nullStr(field.Clean(p.Reason))), append(a.checkpoints, nullBytes(p.Checkpoint))
 	a.expiresAt, a.deadlineAt = append(a.expiresAt, nullTime(p.ExpiresAt)), append(a.deadlineAt, nullTime(p.DeadlineAt))
+	a.errorCodes = append(a.errorCodes, nullStr(p.ErrorCode))
 	var maxAttempts *int32
 	if p.MaxAttempts > 0 {
 		n := int32(p.MaxAttempts)
@@ -173,11 +176,11 @@ func (a *finishArrays) add(i int, p *store.FinishParams) {
 	a.expiresAfter = append(a.expiresAfter, after)
 }
 
-// args returns the arrays in finishSQL's parameter order ($2–$19).
+// args returns the arrays in finishSQL's parameter order ($2–$20).
 func (a *finishArrays) args() []any {
 	return []any{a.ords, a.ids, a.tokens, a.states, a.giveBack, a.runAt, a.results, a.errors,
 		a.outcomes, a.stacks, a.actors, a.reasons, a.checkpoints, a.expiresAt, a.deadlineAt, a.maxAttempts,
-		a.expiresAfter, waitBoundsUS}
+		a.expiresAfter, waitBoundsUS, a.errorCodes}
 }
 
 // ordinals reads a column of item ordinals into a set.

@@ -80,13 +80,14 @@ func (s *Store) JobEvents(ctx context.Context, id string) ([]*hoppertype.Event, 
 
 // attemptsSQL returns one row per ended attempt, or a single row of NULLs for a job without
 // any, or no row for an unknown job: existence and attempts in one round trip.
-var attemptsSQL = `SELECT a.token, a.attempt, a.worker_id, a.started_at, a.ended_at, a.outcome, a.error, a.stack
+var attemptsSQL = `SELECT a.token, a.attempt, a.worker_id, a.started_at, a.ended_at, a.outcome, a.error, a.stack,
+	a.error_code
 FROM {schema}.jobs j LEFT JOIN LATERAL (
-	SELECT token, attempt, worker_id, started_at, ended_at, outcome, error, stack
+	SELECT token, attempt, worker_id, started_at, ended_at, outcome, error, stack, error_code
 	FROM {schema}.job_attempts WHERE job_id = j.id
 	UNION ALL
 	SELECT j.token, j.attempt, j.worker_id, j.started_at, j.finished_at, coalesce(j.last_outcome, 'error'),
-		j.last_error, j.last_stack
+		j.last_error, j.last_stack, j.last_error_code
 	WHERE ` + rowAttempt + `
 ) a ON true
 WHERE j.id = $1 AND (j.expires_at IS NULL OR j.expires_at > coalesce($2::timestamptz, now()))
@@ -108,9 +109,10 @@ func (s *Store) JobAttempts(ctx context.Context, id string) ([]*hoppertype.Attem
 			attempt         *int32
 			worker, outcome *string
 			errText, stack  *string
+			errCode         *string
 			started, ended  *time.Time
 		)
-		if err := rs.Scan(&token, &attempt, &worker, &started, &ended, &outcome, &errText, &stack); err != nil {
+		if err := rs.Scan(&token, &attempt, &worker, &started, &ended, &outcome, &errText, &stack, &errCode); err != nil {
 			return nil, s.wrap(err, "job %s attempts", id)
 		}
 		if token == nil {
@@ -119,7 +121,7 @@ func (s *Store) JobAttempts(ctx context.Context, id string) ([]*hoppertype.Attem
 		out = append(out, &hoppertype.AttemptRecord{
 			JobID: id, Token: *token, Attempt: int(*attempt), WorkerID: str(worker),
 			StartedAt: utc(started), EndedAt: utc(ended), Outcome: hoppertype.Outcome(str(outcome)),
-			Error: str(errText), Stack: str(stack),
+			Error: str(errText), Stack: str(stack), ErrorCode: str(errCode),
 		})
 	}
 	if err := rs.Err(); err != nil {

@@ -95,6 +95,9 @@ func listQuery(p *store.ListParams, now any) (string, []any, error) {
 	if len(p.Kinds) > 0 {
 		add("kind = ANY($%d::text[])", p.Kinds)
 	}
+	if len(p.ErrorCodes) > 0 {
+		add("last_error_code = ANY($%d::text[])", p.ErrorCodes)
+	}
 	if !p.CreatedAfter.IsZero() {
 		add("created_at >= $%d", p.CreatedAfter)
 	}

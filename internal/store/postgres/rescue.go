@@ -26,7 +26,7 @@ func rescueSet(errExpr string) string {
 	finished_at = CASE WHEN ` + outOfRescues + ` THEN coalesce($1::timestamptz, now()) ELSE j.finished_at END,
 	expires_at = CASE WHEN ` + outOfRescues + ` THEN $4::timestamptz ELSE j.expires_at END,
 	worker_id = CASE WHEN ` + outOfRescues + ` THEN j.worker_id END, lease_expires_at = NULL,
-	last_actor = $2::text, last_stack = NULL,
+	last_actor = $2::text, last_stack = NULL, last_error_code = NULL,
 	last_outcome = CASE WHEN ` + outOfRescues + ` THEN 'worker_lost' ELSE 'lease_expired' END,
 	last_reason = CASE WHEN ` + outOfRescues + `
 		THEN $3::text || ': out of rescues (max_rescues ' || j.max_rescues || ')' ELSE $3::text END,

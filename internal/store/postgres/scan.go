@@ -16,14 +16,15 @@ const (
 	timeout_us, worker_id, lease_expires_at, heartbeat_at, progress_percent, progress_message,
 	result, last_error, checkpoint, retry_policy, idempotency_key, group_key, merge_key,
 	original_id, replay_count, replayed_by, schedule_id, created_at, started_at, finished_at,
-	updated_at, expires_at, deadline_at, result_ttl_us, resume_data, rescues, max_rescues`
+	updated_at, expires_at, deadline_at, result_ttl_us, resume_data, rescues, max_rescues,
+	last_error_code`
 	jCols = `
 	j.id, j.kind, j.queue, j.priority, j.args, j.headers, j.state, j.attempt, j.max_attempts,
 	j.token, j.run_at, j.timeout_us, j.worker_id, j.lease_expires_at, j.heartbeat_at,
 	j.progress_percent, j.progress_message, j.result, j.last_error, j.checkpoint, j.retry_policy,
 	j.idempotency_key, j.group_key, j.merge_key, j.original_id, j.replay_count, j.replayed_by,
 	j.schedule_id, j.created_at, j.started_at, j.finished_at, j.updated_at, j.expires_at,
-	j.deadline_at, j.result_ttl_us, j.resume_data, j.rescues, j.max_rescues`
+	j.deadline_at, j.result_ttl_us, j.resume_data, j.rescues, j.max_rescues, j.last_error_code`
 )
 
 // scanner is a row of pgx (pgx.Row, pgx.Rows) or of database/sql (*sql.Rows).
@@ -39,6 +40,7 @@ type jobScan struct {
 	args, headers, retry, result, checkpnt  []byte
 	resume                                  []byte
 	workerID, progressMsg, lastErr          *string
+	lastErrCode                             *string
 	idemKey, groupKey, mergeKey, originalID *string
 	replayedBy, scheduleID                  *string
 	runAt, createdAt, updatedAt             time.Time
@@ -56,7 +58,7 @@ func newJobScan() *jobScan {
 		&j.MaxAttempts, &j.Token, &s.runAt, &s.timeoutUS, &s.workerID, &s.lease, &s.heartbeat,
 		&j.ProgressPercent, &s.progressMsg, &s.result, &s.lastErr, &s.checkpnt, &s.retry, &s.idemKey,
 		&s.groupKey, &s.mergeKey, &s.originalID, &j.ReplayCount, &s.replayedBy, &s.scheduleID, &s.createdAt,
-		&s.started, &s.finished, &s.updatedAt, &s.expires, &s.deadline, &s.resultTTL, &s.resume, &j.Rescues, &j.MaxRescues}
+		&s.started, &s.finished, &s.updatedAt, &s.expires, &s.deadline, &s.resultTTL, &s.resume, &j.Rescues, &j.MaxRescues, &s.lastErrCode}
 	return s
 }
 
@@ -74,7 +76,7 @@ func (s *jobScan) scan(sc scanner) (*hoppertype.JobRow, error) {
 	j.LeaseExpiresAt, j.HeartbeatAt = utc(s.lease), utc(s.heartbeat)
 	j.StartedAt, j.FinishedAt = utc(s.started), utc(s.finished)
 	j.ExpiresAt, j.DeadlineAt = utc(s.expires), utc(s.deadline)
-	j.ProgressMessage, j.LastError = str(s.progressMsg), str(s.lastErr)
+	j.ProgressMessage, j.LastError, j.LastErrorCode = str(s.progressMsg), str(s.lastErr), str(s.lastErrCode)
 	if j.State == hoppertype.StateRunning { // a finished row keeps its last attempt's worker (history.go)
 		j.WorkerID = str(s.workerID)
 	}

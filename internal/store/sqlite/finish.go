@@ -23,7 +23,7 @@ const finishSQL = `UPDATE jobs SET
 	checkpoint = coalesce(?12, checkpoint), expires_at = coalesce(?13,
 		CASE WHEN ?18 IS NOT NULL THEN ?4 + (CASE WHEN result_ttl_us > 0 THEN result_ttl_us ELSE ?18 END) END,
 		expires_at), deadline_at = ?14,
-	max_attempts = coalesce(?17, max_attempts),
+	max_attempts = coalesce(?17, max_attempts), last_error_code = ?19,
 	resume_data = CASE WHEN ?8 = 'suspended' THEN NULL ELSE resume_data END
 WHERE id = ?15 AND token = ?16 AND state = 'running'`
 
@@ -78,7 +78,8 @@ func (s *Store) finishOne(ctx context.Context, st *sql.Stmt, p *store.FinishPara
 	res, err := st.ExecContext(ctx, string(p.State), giveBack, nullMicros(p.RunAt), now.UnixMicro(), finished,
 		nullBytes(p.Result), nullString(p.Error), string(p.Outcome), nullString(p.Stack), string(p.Actor),
 		nullString(p.Reason), nullBytes(p.Checkpoint), nullMicros(p.ExpiresAt), nullMicros(p.DeadlineAt),
-		p.ID, p.Token, nullPositive(p.MaxAttempts), nullPositive(int(p.ExpiresAfter.Microseconds())))
+		p.ID, p.Token, nullPositive(p.MaxAttempts), nullPositive(int(p.ExpiresAfter.Microseconds())),
+		nullString(p.ErrorCode))
 	if err != nil {
 		return false, fmt.Errorf("finish job %s: %w", p.ID, err)
 	}

@@ -79,10 +79,10 @@ func (s *Store) JobEvents(ctx context.Context, id string) ([]*hoppertype.Event, 
 // attemptsSQL lists a job's ended attempts in token order: its job_attempts rows and the one
 // its row holds.
 const attemptsSQL = `SELECT token, attempt, coalesce(worker_id, ''), started_at, ended_at, outcome,
-	coalesce(error, ''), coalesce(stack, '') FROM job_attempts WHERE job_id = ?1
+	coalesce(error, ''), coalesce(stack, ''), coalesce(error_code, '') FROM job_attempts WHERE job_id = ?1
 UNION ALL
 SELECT token, attempt, worker_id, started_at, finished_at, coalesce(last_outcome, 'error'),
-	coalesce(last_error, ''), coalesce(last_stack, '') FROM jobs j WHERE id = ?1 AND ` + rowAttempt + `
+	coalesce(last_error, ''), coalesce(last_stack, ''), coalesce(last_error_code, '') FROM jobs j WHERE id = ?1 AND ` + rowAttempt + `
 ORDER BY 1`
 
 // JobAttempts returns a job's ended attempts, oldest first.
@@ -101,7 +101,7 @@ func (s *Store) JobAttempts(ctx context.Context, id string) ([]*hoppertype.Attem
 		var started sql.NullInt64
 		var ended int64
 		var outcome string
-		if err := rows.Scan(&a.Token, &a.Attempt, &a.WorkerID, &started, &ended, &outcome, &a.Error, &a.Stack); err != nil {
+		if err := rows.Scan(&a.Token, &a.Attempt, &a.WorkerID, &started, &ended, &outcome, &a.Error, &a.Stack, &a.ErrorCode); err != nil {
 			return nil, wrap(err, "job %s attempts", id)
 		}
 		a.StartedAt, a.EndedAt, a.Outcome = nullTime(started), fromMicros(ended), hoppertype.Outcome(outcome)

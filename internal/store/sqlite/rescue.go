@@ -28,7 +28,7 @@ func rescueSet(errExpr string) string {
 	finished_at = CASE WHEN ` + outOfRescues + ` THEN ?1 ELSE finished_at END,
 	expires_at = CASE WHEN ` + outOfRescues + ` THEN ?4 ELSE expires_at END,
 	worker_id = CASE WHEN ` + outOfRescues + ` THEN worker_id END, lease_expires_at = NULL,
-	last_actor = ?2, last_stack = NULL,
+	last_actor = ?2, last_stack = NULL, last_error_code = NULL,
 	last_outcome = CASE WHEN ` + outOfRescues + ` THEN 'worker_lost' ELSE 'lease_expired' END,
 	last_reason = CASE WHEN ` + outOfRescues + `
 		THEN ?3 || ': out of rescues (max_rescues ' || max_rescues || ')' ELSE ?3 END,

@@ -14,7 +14,7 @@ const jobColumns = `id, kind, queue, priority, args, headers, state, attempt, ma
 	run_at, timeout_us, worker_id, lease_expires_at, heartbeat_at, progress_percent, progress_message,
 	result, last_error, checkpoint, retry_policy, idempotency_key, group_key, merge_key, original_id,
 	replay_count, replayed_by, schedule_id, created_at, started_at, finished_at, updated_at,
-	expires_at, deadline_at, result_ttl_us, resume_data, rescues, max_rescues`
+	expires_at, deadline_at, result_ttl_us, resume_data, rescues, max_rescues, last_error_code`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -23,6 +23,7 @@ func scanJob(sc scanner) (*hoppertype.JobRow, error) {
 		j                                       hoppertype.JobRow
 		headers, retry                          sql.NullString
 		workerID, progressMsg, lastErr          sql.NullString
+		lastErrCode                             sql.NullString
 		idemKey, groupKey, mergeKey, originalID sql.NullString
 		replayedBy, scheduleID                  sql.NullString
 		runAt, timeoutUS, createdAt, updatedAt  int64
@@ -36,7 +37,7 @@ func scanJob(sc scanner) (*hoppertype.JobRow, error) {
 		&j.MaxAttempts, &j.Token, &runAt, &timeoutUS, &workerID, &lease, &heartbeat,
 		&j.ProgressPercent, &progressMsg, &result, &lastErr, &checkpoint, &retry, &idemKey,
 		&groupKey, &mergeKey, &originalID, &j.ReplayCount, &replayedBy, &scheduleID, &createdAt,
-		&started, &finished, &updatedAt, &expires, &deadline, &resultTTL, &resume, &j.Rescues, &j.MaxRescues)
+		&started, &finished, &updatedAt, &expires, &deadline, &resultTTL, &resume, &j.Rescues, &j.MaxRescues, &lastErrCode)
 	if err != nil {
 		return nil, err
 	}
@@ -44,7 +45,7 @@ func scanJob(sc scanner) (*hoppertype.JobRow, error) {
 	j.RunAt = fromMicros(runAt)
 	j.Timeout = time.Duration(timeoutUS) * time.Microsecond
 	j.ResultTTL = time.Duration(resultTTL) * time.Microsecond
-	j.ProgressMessage, j.LastError = progressMsg.String, lastErr.String
+	j.ProgressMessage, j.LastError, j.LastErrorCode = progressMsg.String, lastErr.String, lastErrCode.String
 	if j.State == hoppertype.StateRunning { // a finished row keeps its last attempt's worker (history.go)
 		j.WorkerID = workerID.String
 	}

@@ -16,6 +16,7 @@ func Run(t *testing.T, opener Opener) {
 		{"Fencing", testFencing},
 		{"Lease", testLease},
 		{"Finish", testFinish},
+		{"FailWith", testFailWith},
 		{"Progress", testProgress},
 		{"Cancel", testCancel},
 		{"Idempotency", testIdempotency},
