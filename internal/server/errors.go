@@ -28,6 +28,10 @@ func rpcError(op string, err error) error {
 	case errors.Is(err, hopper.ErrNotFound):
 		code = connect.CodeNotFound
 	case errors.Is(err, hopper.ErrAlreadyReplayed):
+		if re, ok := errors.AsType[*hopper.ReplayedError](err); ok {
+			// The refusal names the earlier replay; the layers it passed through add nothing.
+			return connect.NewError(connect.CodeAlreadyExists, re.Error()).WithCause(err)
+		}
 		code = connect.CodeAlreadyExists
 	case errors.Is(err, hopper.ErrLeaseLost), errors.Is(err, hopper.ErrInvalidTransition):
 		code = connect.CodeFailedPrecondition

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"connectrpc.com/connect/v2"
@@ -34,6 +35,7 @@ func TestIncidentsOnTheWire(t *testing.T) {
 	_, err = e.dlq.Replay(admin, &hopperv1.ReplayRequest{Id: replayed})
 	requireRPCCode(t, connect.CodeAlreadyExists, err)
 	require.Contains(t, err.Error(), first.GetJob().GetId(), "the refusal names the earlier replay")
+	require.Equal(t, 1, strings.Count(err.Error(), replayed), "and names the dead letter once: %v", err)
 	_, err = e.jobs.Retry(admin, &hopperv1.JobServiceRetryRequest{Id: replayed})
 	requireRPCCode(t, connect.CodeAlreadyExists, err)
 	again, err := e.dlq.Replay(admin, &hopperv1.ReplayRequest{Id: replayed, Again: true, Reason: "agreed with finance"})
