@@ -98,19 +98,22 @@ func RetryEventReason(by, reason string) string {
 	return fmt.Sprintf("retry by %s: %s", by, reason)
 }
 
-// TooFewAttempts is the refusal of a budget of n for a job that has used attempt attempts;
-// least is the smallest budget allowed.
-func TooFewAttempts(n, attempt, least int) error {
-	return &hoppertype.ValidationError{Field: "max_attempts",
-		Reason: fmt.Sprintf("%d is less than %d: the job has made %d attempts", n, least, attempt)}
-}
-
-// LeastMaxAttempts is the smallest attempt budget a job in state with attempt attempts made
-// may get: the attempts made, one more for a job waiting to run (a running job's attempt is
-// counted already).
-func LeastMaxAttempts(state hoppertype.JobState, attempt int) int {
-	if state == hoppertype.StateRunning {
-		return max(attempt, 1)
+// CheckMaxAttempts is the stores' one decision on a new attempt budget n for job id, found in
+// state with attempt attempts made: an ended job gets none (ErrInvalidTransition), and n may
+// not be below the attempts made, one more for a job waiting to run (a running job's attempt
+// is counted already): a *hoppertype.ValidationError for max_attempts.
+func CheckMaxAttempts(id string, state hoppertype.JobState, attempt, n int) error {
+	if state.Terminal() {
+		return fmt.Errorf("job %s is %s, and only a job that has not ended gets a new attempt budget: %w",
+			id, state, ErrInvalidTransition)
 	}
-	return attempt + 1
+	least := attempt + 1
+	if state == hoppertype.StateRunning {
+		least = max(attempt, 1)
+	}
+	if n < least {
+		return &hoppertype.ValidationError{Field: "max_attempts",
+			Reason: fmt.Sprintf("%d is less than %d: the job has made %d attempts", n, least, attempt)}
+	}
+	return nil
 }

@@ -135,12 +135,8 @@ func (s *Store) JobSetMaxAttempts(ctx context.Context, p *store.SetMaxAttemptsPa
 		if err != nil {
 			return err
 		}
-		if hoppertype.JobState(state).Terminal() {
-			return fmt.Errorf("job %s is %s, and only a job that has not ended gets a new attempt budget: %w",
-				p.ID, state, store.ErrInvalidTransition)
-		}
-		if least := store.LeastMaxAttempts(hoppertype.JobState(state), attempt); p.MaxAttempts < least {
-			return store.TooFewAttempts(p.MaxAttempts, attempt, least)
+		if err := store.CheckMaxAttempts(p.ID, hoppertype.JobState(state), attempt, p.MaxAttempts); err != nil {
+			return err
 		}
 		job, err = scanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET max_attempts = ?2, updated_at = ?3 WHERE id = ?1
 			RETURNING `+jobColumns, p.ID, p.MaxAttempts, micros(s.clock.Now())))
