@@ -67,7 +67,7 @@ func TestPlansAtScaleUseThePrimaryKey(t *testing.T) {
 	}
 	// What is due reads the expiries of the oldest jobs through the primary key (and asks
 	// jobs_lease whether any job runs), never every job's.
-	plan := explain(t, s, dueSQL, nil)
+	plan := explain(t, s, dueSQL, nil, store.DueHeadJobs)
 	require.Contains(t, plan, "jobs_pkey", plan)
 	require.NotContains(t, plan, "Seq Scan on jobs", plan)
 }
