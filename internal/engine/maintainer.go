@@ -202,7 +202,7 @@ func (m *maintainer) rescue(ctx context.Context, now time.Time) error {
 		p.Expired = &store.RescueParams{Limit: rescueBatch, ExpiresAt: e.deadLetterExpiry()}
 	}
 	if !m.held && !now.Before(m.nodesAt) {
-		p.Dead = &store.RescueDeadParams{NodeTTL: e.cfg.NodeTTL, Limit: rescueBatch, ExpiresAt: e.deadLetterExpiry()}
+		p.Dead = &store.RescueDeadParams{NodeTTL: e.cfg.NodeTTL, Self: e.cfg.WorkerID, Limit: rescueBatch, ExpiresAt: e.deadLetterExpiry()}
 	}
 	res, err := e.store.JobRescuePass(ctx, p)
 	if err != nil {

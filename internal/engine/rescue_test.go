@@ -1,10 +1,12 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/store"
@@ -75,4 +77,29 @@ func TestRescuedNamesTheJob(t *testing.T) {
 	require.Len(t, failed, 1)
 	require.Equal(t, "resize", failed[0].Kind)
 	require.Equal(t, "images", failed[0].Queue)
+}
+
+// passSpy records the rescue passes the leader asks of the store.
+type passSpy struct {
+	store.Store
+	passes []*store.RescuePassParams
+}
+
+func (s *passSpy) JobRescuePass(_ context.Context, p *store.RescuePassParams) (*store.RescuePassResult, error) {
+	s.passes = append(s.passes, p)
+	return &store.RescuePassResult{}, nil
+}
+
+// The leader's rescue of dead nodes names its own node as alive: a leader that was paused
+// past NodeTTL (or whose clock jumped) and rescues before its next heartbeat must not take
+// back the jobs it is running (the snooze test saw a job run twice that way).
+func TestRescueOfDeadNodesSparesTheLeader(t *testing.T) {
+	t.Parallel()
+	spy := &passSpy{}
+	e, err := New(Config{Store: spy, WorkerID: "node-1", Maintenance: true})
+	require.NoError(t, err)
+	require.NoError(t, e.maint.rescue(t.Context(), time.Now()))
+	require.Len(t, spy.passes, 1)
+	require.NotNil(t, spy.passes[0].Dead, "the pass rescues dead nodes")
+	require.Equal(t, "node-1", spy.passes[0].Dead.Self)
 }

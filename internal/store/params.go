@@ -221,7 +221,11 @@ type LeaderParams struct {
 type RescueDeadParams struct {
 	// NodeTTL: a node whose heartbeat is older than this is dead.
 	NodeTTL time.Duration
-	Limit   int
+	// Self is the calling process's own node ID: it is alive, however old its heartbeat (a
+	// process that was paused, or whose clock jumped, runs its rescue before its next
+	// heartbeat). Its jobs are left to their leases and its registration stays.
+	Self  string
+	Limit int
 	// ExpiresAt is as in RescueParams.
 	ExpiresAt time.Time
 }

@@ -83,11 +83,13 @@ SELECT id, kind, queue, state FROM rescued`
 // pass). Idle nodes are not dead, however old their heartbeat: they hold no jobs. One that
 // claims a job and crashes before its next heartbeat (which says it is no longer idle) leaves
 // that job to the rescue of expired leases. An idle node whose heartbeat (when it went idle)
-// is older than $7 microseconds (store.IdleNodeTTL) is deregistered like a dead one.
+// is older than $7 microseconds (store.IdleNodeTTL) is deregistered like a dead one. The
+// caller's own node ($8) is never dead.
 var rescueDeadSQL = `WITH dead AS MATERIALIZED (
 	SELECT id, idle FROM {schema}.nodes
 	WHERE heartbeat_at <= coalesce($1::timestamptz, now())
 		- CASE WHEN idle THEN $7::bigint ELSE $5::bigint END * interval '1 microsecond'
+		AND id <> $8::text
 ), picked AS MATERIALIZED (
 	SELECT id FROM {schema}.jobs
 	WHERE state = 'running' AND worker_id IN (SELECT id FROM dead WHERE NOT idle)
@@ -159,7 +161,7 @@ func (s *Store) deadStep(p *store.RescueDeadParams, res *store.RescueResult) (st
 	}
 	return step{what: "rescue jobs of dead nodes", sql: rescueDeadSQL,
 		args: []any{s.nowArg(), string(hoppertype.ActorLeader), "node dead", nullTime(p.ExpiresAt),
-			micros(p.NodeTTL), limitOr(p.Limit, 1000), micros(store.IdleNodeTTL)},
+			micros(p.NodeTTL), limitOr(p.Limit, 1000), micros(store.IdleNodeTTL), p.Self},
 		read: func(rs pgx.Rows) error { return readRescued(rs, res) }}, nil
 }
 

@@ -49,17 +49,18 @@ var rescueLeaseSQL = `UPDATE jobs SET ` + rescueSet(`?5`) + `
 	RETURNING id, kind, queue, state`
 
 // rescueDeadSQL rescues the running jobs of nodes whose heartbeat is at or before ?5 (?6 the
-// limit; ?5 and ?6 stand where the others have their error). Idle nodes are not dead, however
+// limit; ?5 and ?6 stand where the others have their error), except the caller's own (?7). Idle nodes are not dead, however
 // old their heartbeat: they hold no jobs. One that claims a job and crashes before its next
 // heartbeat (which says it is no longer idle) leaves that job to the rescue of expired leases.
 var rescueDeadSQL = `UPDATE jobs SET ` + rescueSet(`('node ' || worker_id || ' stopped heartbeating')`) + `
 	WHERE id IN (SELECT id FROM jobs WHERE state = 'running'
-	             AND worker_id IN (SELECT id FROM nodes WHERE heartbeat_at <= ?5 AND NOT idle) LIMIT +?6)
+	             AND worker_id IN (SELECT id FROM nodes WHERE heartbeat_at <= ?5 AND NOT idle AND id <> ?7) LIMIT +?6)
 	RETURNING id, kind, queue, state`
 
 // removeDeadSQL removes the nodes that stopped heartbeating at or before ?1 (idle ones: at or
-// before ?2, store.IdleNodeTTL ago) once none of their jobs is left running.
-const removeDeadSQL = `DELETE FROM nodes WHERE heartbeat_at <= CASE WHEN idle THEN ?2 ELSE ?1 END
+// before ?2, store.IdleNodeTTL ago), except the caller's own (?3), once none of their jobs is
+// left running.
+const removeDeadSQL = `DELETE FROM nodes WHERE heartbeat_at <= CASE WHEN idle THEN ?2 ELSE ?1 END AND id <> ?3
 	AND NOT EXISTS (SELECT 1 FROM jobs WHERE state = 'running' AND worker_id = nodes.id)`
 
 // JobRescueExpired rescues running jobs with expired leases.
@@ -118,7 +119,7 @@ func (s *Store) JobRescueDeadNodes(ctx context.Context, p *store.RescueDeadParam
 		now := s.clock.Now()
 		cutoff := micros(now.Add(-p.NodeTTL))
 		rows, err := tx.QueryContext(ctx, rescueDeadSQL, micros(now), string(hoppertype.ActorLeader), "node dead",
-			nullMicros(p.ExpiresAt), cutoff, limitOr(p.Limit, 1000))
+			nullMicros(p.ExpiresAt), cutoff, limitOr(p.Limit, 1000), p.Self)
 		if err != nil {
 			return err
 		}
@@ -128,7 +129,7 @@ func (s *Store) JobRescueDeadNodes(ctx context.Context, p *store.RescueDeadParam
 		if err := countRescued(ctx, stmts[0], now, res); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, removeDeadSQL, cutoff, micros(now.Add(-store.IdleNodeTTL)))
+		_, err = tx.ExecContext(ctx, removeDeadSQL, cutoff, micros(now.Add(-store.IdleNodeTTL)), p.Self)
 		return err
 	})
 	if err != nil {

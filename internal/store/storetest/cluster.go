@@ -18,6 +18,7 @@ func testCluster(t *testing.T, opener Opener) {
 	parallel(t, opener, "LeaderExclusive", clusterLeaderExclusive)
 	parallel(t, opener, "LeaderResign", clusterLeaderResign)
 	parallel(t, opener, "RescueDeadNodes", clusterRescueDeadNodes)
+	parallel(t, opener, "RescueSparesSelf", clusterRescueSparesSelf)
 	parallel(t, opener, "IdleNodes", clusterIdleNodes)
 	parallel(t, opener, "Ping", clusterPing)
 }
@@ -242,6 +243,46 @@ func clusterRescueDeadNodes(t *testing.T, b *bundle) {
 	require.NoError(t, err)
 	require.Len(t, nodes, 1, "the dead node is deregistered")
 	require.Equal(t, workerB, nodes[0].ID)
+}
+
+// The process that runs the rescue is alive whatever its heartbeat says (it was paused, or its
+// clock jumped, and rescues before its next heartbeat): its running jobs stay with it and its
+// registration stays, through JobRescueDeadNodes and through the leader's JobRescuePass; another
+// node as stale is dead.
+func clusterRescueSparesSelf(t *testing.T, b *bundle) {
+	ctx := t.Context()
+	const nodeTTL = 30 * time.Second
+	require.NoError(t, b.store.NodeHeartbeat(ctx, &hoppertype.Node{ID: workerA, Host: "h", PID: 1}))
+	require.NoError(t, b.store.NodeHeartbeat(ctx, &hoppertype.Node{ID: workerB, Host: "h", PID: 2}))
+	mine := b.running(t) // claimed by workerA
+	queue := "q-" + newID(t)
+	b.insert(t, inQueue(queue))
+	other := b.claimAs(t, &store.ClaimParams{Queue: queue, Limit: 1, WorkerID: workerB, LeaseDuration: time.Hour})[0]
+	queue2 := "q-" + newID(t)
+	b.insert(t, inQueue(queue2))
+	mine2 := b.claimAs(t, &store.ClaimParams{Queue: queue2, Limit: 1, WorkerID: workerA, LeaseDuration: time.Hour})[0]
+
+	b.clock.Advance(2 * nodeTTL)
+	res, err := b.store.JobRescueDeadNodes(ctx, &store.RescueDeadParams{NodeTTL: nodeTTL, Self: workerA})
+	require.NoError(t, err)
+	require.Equal(t, []string{other.ID}, res.JobIDs, "the other stale node is dead")
+	pass, err := b.store.JobRescuePass(ctx, &store.RescuePassParams{Dead: &store.RescueDeadParams{NodeTTL: nodeTTL, Self: workerA}})
+	require.NoError(t, err)
+	require.Empty(t, pass.Dead.JobIDs)
+	for _, j := range []*hoppertype.JobRow{mine, mine2} {
+		got := b.get(t, j.ID)
+		require.Equal(t, hoppertype.StateRunning, got.State, "the caller's own job is left to its lease")
+		require.Equal(t, j.Token, got.Token)
+	}
+	nodes, err := b.store.NodeList(ctx)
+	require.NoError(t, err)
+	require.Len(t, nodes, 1, "the other node is deregistered, the caller's stays")
+	require.Equal(t, workerA, nodes[0].ID)
+	require.NoError(t, b.finish(t, finishing(mine2, hoppertype.StateCompleted)), "its attempt still ends normally")
+
+	res, err = b.store.JobRescueDeadNodes(ctx, &store.RescueDeadParams{NodeTTL: nodeTTL})
+	require.NoError(t, err)
+	require.Equal(t, []string{mine.ID}, res.JobIDs, "rescued by any other process")
 }
 
 // An idle node holds no jobs and does not heartbeat until it does: the dead-node rescue leaves
