@@ -205,12 +205,20 @@ func (n *outageNode) stepWhileLeading(t *testing.T, leader string, d time.Durati
 // by tens of seconds would let its lease lapse, and another node take it.
 func (n *outageNode) step(t *testing.T, d time.Duration) {
 	t.Helper()
+	n.stepBy(t, d, time.Second)
+}
+
+// stepBy is step in increments of inc. While the store is down a coarser step tests the same
+// (no loop's call can succeed, whenever it comes) in fewer settles; once it is back, step's
+// second keeps the loops' renewals on time.
+func (n *outageNode) stepBy(t *testing.T, d, inc time.Duration) {
+	t.Helper()
 	for end := n.clock.Now().Add(d); n.clock.Now().Before(end); {
 		if id := n.alive.Load(); id != nil {
 			_ = n.store.Store.NodeHeartbeat(context.Background(), &hoppertype.Node{ID: *id, Host: "h", PID: 1})
 		}
 		n.settle(t)
-		n.clock.Advance(time.Second)
+		n.clock.Advance(min(inc, end.Sub(n.clock.Now())))
 	}
 	n.settle(t)
 }
@@ -269,7 +277,7 @@ func (n *outageNode) outage(t *testing.T, cut, period time.Duration, r renewer) 
 	failed, ok := r(n.store)
 	renewed := ok.Load()
 	n.store.down.Store(true)
-	n.step(t, cut)
+	n.stepBy(t, cut, 5*time.Second)
 	before := failed.Load()
 	for i := 0; failed.Load() == before; i++ {
 		require.Less(t, i, 10_000, "the renewer tries during the outage")
