@@ -75,16 +75,16 @@ func TestOneJobPollsFollowTheWeights(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil, nil)
 	require.NoError(t, b.client.SetQueueWeight(t.Context(), "reports", 3))
-	enqueueIn(t, b, "reports", 800)
-	enqueueIn(t, b, "emails", 800)
+	enqueueIn(t, b, "reports", 400)
+	enqueueIn(t, b, "emails", 400)
 	got := map[string]int{}
-	for range 800 {
+	for range 400 {
 		for q, n := range countByQueue(activate(t, b, workerapi.ActivateParams{Queues: []string{"reports", "emails"}})) {
 			got[q] += n
 		}
 	}
-	require.InDelta(t, 600, got["reports"], 60, "3:1 of 800 within 10%% (%v)", got)
-	require.Equal(t, 800, got["reports"]+got["emails"])
+	require.InDelta(t, 300, got["reports"], 30, "3:1 of 400 within 10%% (%v)", got)
+	require.Equal(t, 400, got["reports"]+got["emails"])
 }
 
 // A wait over several queues ends at a wake-up of any of them.
