@@ -121,9 +121,9 @@ func (e *NoRetryError) Unwrap() error { return e.Err }
 // BusinessError ends an attempt with an error that is part of the job's contract (Zeebe's
 // "throw error"): Code names it for whoever reads the job (a dashboard, a dead-letter filter,
 // a metric), Message says more. The job fails at once, without retries, unless its retry
-// policy has RetryBusinessErrors. Code must pass
-// field.ErrorCode; a handler's error with a bad code fails the attempt as a plain error whose
-// text says why (Classify). A value or a pointer, wrapped or not, is recognised alike.
+// policy has RetryBusinessErrors. Code must pass field.ErrorCode; a handler's error with a
+// bad code fails the attempt as a plain error whose text says why (Classify). A value or a
+// pointer, wrapped or not, is recognised alike.
 type BusinessError struct {
 	Code    string
 	Message string
