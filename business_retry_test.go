@@ -46,6 +46,7 @@ func TestBusinessErrorRetriedByTheKindsPolicy(t *testing.T) {
 	b.clock.Advance(20 * time.Second)
 	job = b.waitFor(t, res.Job.ID, StateCompleted)
 	require.Equal(t, 3, job.Attempt)
+	require.Empty(t, job.LastErrorCode, "the last attempt succeeded")
 	attempts, err := b.client.Attempts(t.Context(), job.ID)
 	require.NoError(t, err)
 	require.Len(t, attempts, 3)
