@@ -87,7 +87,8 @@ type Config struct {
 	// then find jobs by polling every PollInterval, and cancels reach running jobs at the next
 	// lease renewal instead of at once.
 	PollOnly bool
-	// RetryPolicy is the default backoff (default 1 s · 2ⁿ, capped at 1 h, ±10 % jitter).
+	// RetryPolicy is the default backoff (default 1 s · 2ⁿ, capped at 1 h, ±10 % jitter). Its
+	// RetryBusinessErrors retries every job's business errors (see BusinessError).
 	RetryPolicy RetryPolicy
 	// MaxAttempts is the default bound on attempts per job (default 25).
 	MaxAttempts int

@@ -81,8 +81,10 @@ func NoRetry(err error) error {
 
 // BusinessError, returned by a handler (as a value or a pointer, wrapped or not), fails the
 // job for good with an error code that is part of its contract (contract 18), as Zeebe's
-// "throw error" does: no retry, whatever attempts are left. The code is kept with the attempt
-// and as the job's LastErrorCode, lists and dead letters filter by it, and
+// "throw error" does: no retry, whatever attempts are left, unless the job's, the kind's
+// (Worker.RetryPolicy) or Config's RetryPolicy sets RetryBusinessErrors: then it is retried
+// like any error while attempts are left. The code is kept with the attempt and as the job's
+// LastErrorCode, lists and dead letters filter by it, and
 // hopper_jobs_failed_total counts it. Code must be 1–MaxErrorCodeLen letters, digits, '_',
 // '-', '.' or ':'; a handler's BusinessError with another code fails the attempt as a plain
 // error (retried as one) whose text says why.

@@ -69,7 +69,8 @@ type JobRow struct {
 
 // RetryPolicy shapes the backoff between failed attempts:
 // delay = min(Cap, Base·Multiplierⁿ) ± Jitter·delay, where n is the number of failed attempts
-// so far minus one. Zero fields take the defaults of the worker or the client.
+// so far minus one, and says whether business errors are retried. Zero fields take the
+// defaults of the worker or the client.
 type RetryPolicy struct {
 	Base       time.Duration `json:"base,omitempty"`
 	Multiplier float64       `json:"multiplier,omitempty"`
@@ -77,6 +78,11 @@ type RetryPolicy struct {
 	// Jitter is a fraction of the delay, 0–1: 0.1 spreads retries ±10 %. Zero takes the
 	// fallback's jitter; a negative value disables jitter.
 	Jitter float64 `json:"jitter,omitempty"`
+	// RetryBusinessErrors retries a business error (BusinessError) like any other error while
+	// attempts are left, instead of failing the job at once; the code is still kept with each
+	// attempt and as the job's LastErrorCode. True in the job's, the kind's or the default
+	// policy retries: false cannot undo another level's true.
+	RetryBusinessErrors bool `json:"retry_business_errors,omitempty"`
 }
 
 // AttemptRecord is one attempt of a job: who ran it, when, and how it ended.

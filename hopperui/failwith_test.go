@@ -26,7 +26,7 @@ func TestJobPageShowsErrorCodeAndCheckpoint(t *testing.T) {
 	job := e.Enqueue(t, charge{}, nil)
 	e.WaitState(t, job.ID, hopper.StateFailed)
 	body := page(t, e.URL+"/jobs/"+job.ID)
-	require.Contains(t, body, `<p id="error-code">Business error <code>card_declined</code>: not retried.</p>`)
+	require.Contains(t, body, `<p id="error-code">Business error <code>card_declined</code>.</p>`)
 	require.Contains(t, body, `card_declined: no &lt;funds&gt;`)
 	require.Contains(t, body, `<code class="error-code">card_declined</code>`)
 	require.Regexp(t, `(?s)<pre id="checkpoint">.*&#34;step&#34;: 2`, body)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper"
+	"github.com/hopperjobs/hopper/hopperclient"
 	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/stoptest"
 	"github.com/hopperjobs/hopper/remote"
@@ -260,6 +261,77 @@ func TestAShortenedLeaseIsKept(t *testing.T) {
 			close(finish)
 			job = waitFor(t, client, res.Job.ID, hopper.StateCompleted)
 			require.Equal(t, 1, job.Attempt)
+		})
+	}
+}
+
+// declined's worker declines the card on the job's first Declines attempts.
+type declined struct{ Declines int }
+
+func (declined) Kind() string { return "declined" }
+
+type declinedWorker struct {
+	hopper.WorkerDefaults[declined]
+	policy *hopper.RetryPolicy
+}
+
+func (declinedWorker) Work(ctx context.Context, job *hopper.Job[declined]) error {
+	if job.Attempt <= job.Args.Declines {
+		return hopper.BusinessError{Code: "card_declined", Message: "insufficient funds"}
+	}
+	return nil
+}
+
+func (w declinedWorker) RetryPolicy(*hopper.Job[declined]) *hopper.RetryPolicy { return w.policy }
+
+// A remote worker's business error is retried when the kind's policy, sent along on Fail, or
+// the job's own, enqueued through the API, says so: with the usual backoff, each failed
+// attempt keeping its code.
+func TestRemoteBusinessErrorRetriedByPolicy(t *testing.T) {
+	t.Parallel()
+	retry := &hopper.RetryPolicy{Base: 10 * time.Second, Multiplier: 1, Jitter: -1, RetryBusinessErrors: true}
+	for _, level := range []string{"kind", "job"} {
+		t.Run(level, func(t *testing.T) {
+			t.Parallel()
+			clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+			url, client := serveOn(t, clk)
+			w := declinedWorker{}
+			opts := &hopper.InsertOpts{MaxAttempts: 3}
+			if level == "kind" {
+				w.policy = retry
+			} else {
+				opts.RetryPolicy = retry
+			}
+			ws := hopper.NewWorkers()
+			hopper.AddWorker[declined](ws, w)
+			rw, err := remote.NewOnClock(remote.Config{URL: url, Workers: ws}, clk)
+			require.NoError(t, err)
+			require.NoError(t, rw.Start(context.Background()))
+			defer stoptest.Within(t, rw, 10*time.Second)
+			api, err := hopperclient.New(hopperclient.Config{URL: url})
+			require.NoError(t, err)
+
+			res, err := api.Enqueue(t.Context(), declined{Declines: 2}, opts)
+			require.NoError(t, err)
+			for n := 1; n <= 2; n++ {
+				var job *hopper.JobRow
+				require.Eventually(t, func() bool {
+					job, err = client.Get(t.Context(), res.Job.ID)
+					require.NoError(t, err)
+					return job.Attempt == n && job.State == hopper.StateScheduled
+				}, 10*time.Second, 5*time.Millisecond, "attempt %d was not retried", n)
+				require.Equal(t, "card_declined", job.LastErrorCode)
+				require.Equal(t, clk.Now().Add(10*time.Second), job.RunAt, "the usual backoff")
+				clk.Advance(10 * time.Second)
+			}
+			job := waitFor(t, client, res.Job.ID, hopper.StateCompleted)
+			require.Equal(t, 3, job.Attempt)
+			attempts, err := client.Attempts(t.Context(), job.ID)
+			require.NoError(t, err)
+			require.Len(t, attempts, 3)
+			for i, code := range []string{"card_declined", "card_declined", ""} {
+				require.Equal(t, code, attempts[i].ErrorCode, "attempt %d", i+1)
+			}
 		})
 	}
 }

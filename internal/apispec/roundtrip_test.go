@@ -37,7 +37,8 @@ func requireAllSet(t *testing.T, v any, unset ...string) {
 func TestJobSpecRoundTrip(t *testing.T) {
 	t.Parallel()
 	opts := &hopper.InsertOpts{Queue: "q", Priority: 3, RunAt: at, Delay: time.Minute, MaxAttempts: 4, MaxRescues: -1,
-		Timeout: time.Hour, RetryPolicy: &hopper.RetryPolicy{Base: time.Second, Multiplier: 1.5, Cap: time.Minute, Jitter: -1},
+		Timeout: time.Hour, RetryPolicy: &hopper.RetryPolicy{Base: time.Second, Multiplier: 1.5, Cap: time.Minute, Jitter: -1,
+			RetryBusinessErrors: true},
 		Headers: map[string]string{"h": "v"}, IdempotencyKey: "i", IdempotencyRetention: 48 * time.Hour,
 		GroupKey: "g", MergeKey: "m", Merge: hopper.MergeAppend}
 	requireAllSet(t, *opts, "ResultTTL")

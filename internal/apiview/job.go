@@ -111,7 +111,8 @@ func RetryPolicy(p *hoppertype.RetryPolicy) *hopperv1.RetryPolicy {
 	if p == nil {
 		return nil
 	}
-	return &hopperv1.RetryPolicy{Base: Duration(p.Base), Multiplier: p.Multiplier, Cap: Duration(p.Cap), Jitter: p.Jitter}
+	return &hopperv1.RetryPolicy{Base: Duration(p.Base), Multiplier: p.Multiplier, Cap: Duration(p.Cap), Jitter: p.Jitter,
+		RetryBusinessErrors: p.RetryBusinessErrors}
 }
 
 // FromRetryPolicy reads a backoff: nil for none.
@@ -120,5 +121,5 @@ func FromRetryPolicy(p *hopperv1.RetryPolicy) *hoppertype.RetryPolicy {
 		return nil
 	}
 	return &hoppertype.RetryPolicy{Base: FromDuration(p.GetBase()), Multiplier: p.GetMultiplier(),
-		Cap: FromDuration(p.GetCap()), Jitter: p.GetJitter()}
+		Cap: FromDuration(p.GetCap()), Jitter: p.GetJitter(), RetryBusinessErrors: p.GetRetryBusinessErrors()}
 }

@@ -66,7 +66,9 @@ func TestJobRoundTrip(t *testing.T) {
 func TestActivatedJobRoundTrip(t *testing.T) {
 	t.Parallel()
 	row := fullRow()
-	row.RetryPolicy = &hoppertype.RetryPolicy{Base: time.Second, Multiplier: 2, Cap: time.Minute, Jitter: 0.1}
+	row.RetryPolicy = &hoppertype.RetryPolicy{Base: time.Second, Multiplier: 2, Cap: time.Minute, Jitter: 0.1,
+		RetryBusinessErrors: true}
+	requireAllSet(t, *row.RetryPolicy) // a policy field the conversions forget is lost
 	msg := ActivatedJob(row, 5*time.Minute)
 	require.Equal(t, 5*time.Minute, FromDuration(msg.GetDefaultTimeout()))
 	back := FromActivatedJob(msg, "w")

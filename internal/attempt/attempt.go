@@ -120,9 +120,10 @@ func (e *NoRetryError) Unwrap() error { return e.Err }
 
 // BusinessError ends an attempt with an error that is part of the job's contract (Zeebe's
 // "throw error"): Code names it for whoever reads the job (a dashboard, a dead-letter filter,
-// a metric), Message says more. The job fails at once, without retries. Code must pass
-// field.ErrorCode; a handler's error with a bad code fails the attempt as a plain error whose
-// text says why (Classify). A value or a pointer, wrapped or not, is recognised alike.
+// a metric), Message says more. The job fails at once, without retries, unless its retry
+// policy has RetryBusinessErrors. Code must pass field.ErrorCode; a handler's error with a
+// bad code fails the attempt as a plain error whose text says why (Classify). A value or a
+// pointer, wrapped or not, is recognised alike.
 type BusinessError struct {
 	Code    string
 	Message string
@@ -220,7 +221,8 @@ type Ending struct {
 	// Checkpoint, when not nil, is what a failed attempt leaves for the next one (replacing
 	// the job's checkpoint).
 	Checkpoint json.RawMessage
-	// ErrorCode is a business error's code (BusinessError): the job fails without retries.
+	// ErrorCode is a business error's code (BusinessError): the job fails without retries,
+	// unless its merged retry policy has RetryBusinessErrors.
 	ErrorCode string
 }
 

@@ -23,6 +23,8 @@ type enqueueFlags struct {
 	mergeKey       string
 	merge          string
 	headers        []string
+	// retryBusiness sets the job's RetryPolicy.RetryBusinessErrors.
+	retryBusiness bool
 }
 
 func newEnqueueCmd() *cobra.Command {
@@ -49,6 +51,7 @@ func newEnqueueCmd() *cobra.Command {
 	fl.StringVar(&f.mergeKey, "merge-key", "", "merge into the job of KIND with this key that waits for its first worker, instead of adding a job")
 	fl.StringVar(&f.merge, "merge", "", "what a merge does: keep (default; the waiting job stays), replace (it takes these args) or append (its args are a list of every merged enqueue's)")
 	fl.StringArrayVar(&f.headers, "header", nil, "header as key=value (repeatable)")
+	fl.BoolVar(&f.retryBusiness, "retry-business-errors", false, "retry a business error (a worker's error code) like any error while attempts are left, instead of failing the job at once")
 	addJSONFlag(cmd)
 	return cmd
 }
@@ -105,6 +108,9 @@ func (f *enqueueFlags) insertOpts() (*hopper.InsertOpts, error) {
 	opts := &hopper.InsertOpts{
 		Queue: f.queue, Priority: f.priority, Delay: f.delay, MaxAttempts: f.maxAttempts, MaxRescues: f.maxRescues,
 		Timeout: f.timeout, IdempotencyKey: f.idempotencyKey, MergeKey: f.mergeKey, Merge: hopper.MergePolicy(f.merge),
+	}
+	if f.retryBusiness {
+		opts.RetryPolicy = &hopper.RetryPolicy{RetryBusinessErrors: true}
 	}
 	if f.runAt != "" {
 		t, err := time.Parse(time.RFC3339, f.runAt)

@@ -55,7 +55,7 @@ func TestErrorCodeFiltersAndShow(t *testing.T) {
 		}
 		res := runner(t, "jobs", "show", declined)
 		require.Equal(t, ExitOK, res.code, res.stderr)
-		require.Contains(t, res.stdout, "card_declined (a business error: not retried)")
+		require.Contains(t, res.stdout, "card_declined (a business error)\n")
 		require.Contains(t, res.stdout, `{"step":2}`)
 		require.Contains(t, res.stdout, "error (business error)")
 	}

@@ -103,7 +103,7 @@ func (d *jobDetail) print(w io.Writer, now time.Time) error {
 		row("last error", j.LastError)
 	}
 	if j.LastErrorCode != "" {
-		row("error code", j.LastErrorCode+" (a business error: not retried)")
+		row("error code", j.LastErrorCode+" (a business error)")
 	}
 	if len(j.Checkpoint) > 0 {
 		row("checkpoint", string(j.Checkpoint))

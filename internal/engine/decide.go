@@ -44,9 +44,12 @@ func Decide(row *hoppertype.JobRow, e attempt.Ending, retry *hoppertype.RetryPol
 	}
 	p := &store.FinishParams{ID: row.ID, Token: row.Token, Outcome: e.Outcome, Error: e.Error,
 		Stack: e.Stack, Actor: hoppertype.ActorWorker, Checkpoint: e.Checkpoint, ErrorCode: e.ErrorCode}
+	policy := MergePolicy(row.RetryPolicy, e.KindPolicy, retry)
 	left := row.MaxAttempts - row.Attempt
 	switch {
-	case e.NoRetry, e.ErrorCode != "": // a business error is part of the job's contract: final
+	case e.NoRetry:
+		left = 0
+	case e.ErrorCode != "" && !policy.RetryBusinessErrors: // part of the job's contract: final
 		left = 0
 	case e.RetriesLeft != nil:
 		left = *e.RetriesLeft
@@ -58,7 +61,7 @@ func Decide(row *hoppertype.JobRow, e attempt.Ending, retry *hoppertype.RetryPol
 		p.State, p.Reason = hoppertype.StateFailed, deadReason(e, row)
 		return p
 	}
-	delay := backoff.Delay(MergePolicy(row.RetryPolicy, e.KindPolicy, retry), row.Attempt, nil)
+	delay := backoff.Delay(policy, row.Attempt, nil)
 	if e.RetryAfter != nil {
 		delay = max(*e.RetryAfter, 0)
 	}

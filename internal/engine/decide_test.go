@@ -115,3 +115,50 @@ func TestDecideCarriesCheckpointAndErrorCode(t *testing.T) {
 	require.Contains(t, end.Error, "(not a business error: invalid error_code: ")
 	require.Nil(t, Decide(row, attempt.Classify(errors.New("x"), nil, 0), nil, now).Checkpoint, "nil keeps the job's")
 }
+
+// A business error fails the job at once, unless the job's, the kind's or the decider's policy
+// retries business errors: then it is retried as any error while attempts are left, keeping
+// its code, and fails with it when they run out. NoRetry stays final.
+func TestDecideRetriesBusinessErrors(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	retry := &hoppertype.RetryPolicy{RetryBusinessErrors: true}
+	base := &hoppertype.RetryPolicy{Base: time.Second, Multiplier: 2, Jitter: -1}
+	bizErr := attempt.BusinessError{Code: "card_declined", Message: "x"}
+	for _, tc := range []struct {
+		name           string
+		job, kind, def *hoppertype.RetryPolicy
+		err            error
+		attempt        int
+		state          hoppertype.JobState
+		reason         string
+	}{
+		{name: "final by default", def: base, err: bizErr, attempt: 1,
+			state: hoppertype.StateFailed, reason: "business error card_declined"},
+		{name: "the job's policy retries", job: retry, def: base, err: bizErr, attempt: 1,
+			state: hoppertype.StateScheduled, reason: "retry"},
+		{name: "the kind's policy retries", kind: retry, def: base, err: bizErr, attempt: 1,
+			state: hoppertype.StateScheduled, reason: "retry"},
+		{name: "the decider's policy retries", def: &hoppertype.RetryPolicy{Base: time.Second, Jitter: -1, RetryBusinessErrors: true},
+			err: bizErr, attempt: 1, state: hoppertype.StateScheduled, reason: "retry"},
+		{name: "false in the job's policy does not undo the kind's true", job: base, kind: retry, err: bizErr, attempt: 1,
+			state: hoppertype.StateScheduled, reason: "retry"},
+		{name: "attempts run out", kind: retry, def: base, err: bizErr, attempt: 3,
+			state: hoppertype.StateFailed, reason: "business error card_declined"},
+		{name: "no retry stays final", kind: retry, def: base, err: &attempt.NoRetryError{Err: bizErr}, attempt: 1,
+			state: hoppertype.StateFailed, reason: "business error card_declined"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			row := &hoppertype.JobRow{ID: "j", Token: 7, Attempt: tc.attempt, MaxAttempts: 3, RetryPolicy: tc.job}
+			end := attempt.Classify(tc.err, nil, 0)
+			end.KindPolicy = tc.kind
+			p := Decide(row, end, tc.def, now)
+			require.Equal(t, tc.state, p.State)
+			require.Equal(t, tc.reason, p.Reason)
+			require.Equal(t, "card_declined", p.ErrorCode, "the code is kept, retried or final")
+			require.Equal(t, hoppertype.OutcomeError, p.Outcome)
+			if tc.state == hoppertype.StateScheduled {
+				require.Equal(t, now.Add(time.Second), p.RunAt, "the usual backoff")
+			}
+		})
+	}
+}

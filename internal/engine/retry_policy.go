@@ -10,7 +10,8 @@ import (
 // 1 s, 2 s, 4 s … capped at 1 h, ±10 % jitter.
 var DefaultRetryPolicy = hoppertype.RetryPolicy{Base: time.Second, Multiplier: 2, Cap: time.Hour, Jitter: 0.1}
 
-// MergePolicy fills p's zero fields from the fallbacks, in order.
+// MergePolicy fills p's zero fields from the fallbacks, in order. RetryBusinessErrors is true
+// when any of them says so.
 func MergePolicy(p *hoppertype.RetryPolicy, fallbacks ...*hoppertype.RetryPolicy) hoppertype.RetryPolicy {
 	var out hoppertype.RetryPolicy
 	for _, f := range append([]*hoppertype.RetryPolicy{p}, append(fallbacks, &DefaultRetryPolicy)...) {
@@ -29,6 +30,7 @@ func MergePolicy(p *hoppertype.RetryPolicy, fallbacks ...*hoppertype.RetryPolicy
 		if out.Jitter == 0 {
 			out.Jitter = f.Jitter
 		}
+		out.RetryBusinessErrors = out.RetryBusinessErrors || f.RetryBusinessErrors
 	}
 	return out
 }

@@ -12,10 +12,17 @@ export interface RetryPolicy {
   cap?: number;
   /** A fraction: 0.1 is ±10 %; negative disables jitter. */
   jitter?: number;
+  /**
+   * retryBusinessErrors retries a BusinessError like any other error while attempts are left,
+   * instead of failing the job at once; the code is still kept with each attempt and as the
+   * job's lastErrorCode. True in the job's, the kind's or the server's policy retries: false
+   * cannot undo another level's true.
+   */
+  retryBusinessErrors?: boolean;
 }
 
-/** A RetryPolicy with every field set. */
-export type FullPolicy = Required<RetryPolicy>;
+/** The backoff of a RetryPolicy with every field set. */
+export type FullPolicy = Required<Omit<RetryPolicy, "retryBusinessErrors">>;
 
 /** The backoff of a worker's stream and polls, as the Go worker's: 100 ms doubling to 5 s, ±20 %. */
 export const workPolicy: FullPolicy = { base: 100, multiplier: 2, cap: 5000, jitter: 0.2 };

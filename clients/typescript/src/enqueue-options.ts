@@ -32,7 +32,7 @@ export interface EnqueueOptions {
   idempotencyRetention?: number;
   /** groupKey groups related jobs. */
   groupKey?: string;
-  /** retryPolicy shapes the backoff between failed attempts. */
+  /** retryPolicy shapes the backoff between failed attempts, and may retry business errors. */
   retryPolicy?: RetryPolicy;
   /** maxRescues bounds how often the job is requeued after losing its worker (1–1000, -1: unbounded). */
   maxRescues?: number;

@@ -24,7 +24,9 @@ export class RetryAfterError extends Error {
 
 /**
  * BusinessError, thrown by a handler, fails the job for good with an error code that is part
- * of its contract (Zeebe's "throw error"): no retry, whatever attempts are left. The code is
+ * of its contract (Zeebe's "throw error"): no retry, whatever attempts are left, unless the
+ * job's, the kind's (HandlerOptions.retryPolicy) or the server's retry policy sets
+ * retryBusinessErrors: then it is retried like any error while attempts are left. The code is
  * kept with the attempt and as the job's lastErrorCode; lists and dead letters filter by it.
  * It must be 1–128 letters, digits, "_", "-", "." or ":"; with another code the attempt fails
  * as a plain error (retried as one) whose text says why, as a Go handler's would.

@@ -66,7 +66,10 @@ export interface HandlerOptions<A = any> {
   handle: Handler<A>;
   /** timeout is each attempt's limit in milliseconds, unless the job has its own (default none). */
   timeout?: number;
-  /** retryPolicy is this kind's backoff; the job's own fields come first, then these, then the server's. */
+  /**
+   * retryPolicy is this kind's backoff; the job's own fields come first, then these, then the
+   * server's. Its retryBusinessErrors retries this kind's BusinessErrors while attempts are left.
+   */
   retryPolicy?: RetryPolicy;
 }
 

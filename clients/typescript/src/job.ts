@@ -120,11 +120,17 @@ export function attemptFromProto(a: AttemptPb): JobAttempt {
 /** policyFromProto is p in milliseconds; unset fields are left out. */
 export function policyFromProto(p: RetryPolicyPb | undefined): RetryPolicy | undefined {
   if (!p) return undefined;
-  return { base: fromDuration(p.base), multiplier: p.multiplier || undefined, cap: fromDuration(p.cap), jitter: p.jitter || undefined };
+  return {
+    base: fromDuration(p.base), multiplier: p.multiplier || undefined, cap: fromDuration(p.cap), jitter: p.jitter || undefined,
+    retryBusinessErrors: p.retryBusinessErrors || undefined,
+  };
 }
 
 /** policyToProto is p on the wire; unset stays unset. */
 export function policyToProto(p: RetryPolicy | undefined): RetryPolicyPb | undefined {
   if (!p) return undefined;
-  return create(RetryPolicySchema, { base: toDuration(p.base), multiplier: p.multiplier, cap: toDuration(p.cap), jitter: p.jitter });
+  return create(RetryPolicySchema, {
+    base: toDuration(p.base), multiplier: p.multiplier, cap: toDuration(p.cap), jitter: p.jitter,
+    retryBusinessErrors: p.retryBusinessErrors,
+  });
 }

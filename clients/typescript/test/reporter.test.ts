@@ -90,7 +90,7 @@ describe("Batcher", () => {
     const b = new Batcher(api);
     const p = b.report({
       type: "fail", job: { id: "j", leaseToken: 3n }, outcome: "timeout", error: "job execution timeout after 1s: x",
-      stack: "Error: x\n    at f", noRetry: true, retryBackoff: 1500, retryPolicy: { base: 100, jitter: -1 },
+      stack: "Error: x\n    at f", noRetry: true, retryBackoff: 1500, retryPolicy: { base: 100, jitter: -1, retryBusinessErrors: true },
     }, 10_000);
     await tick();
     const o = calls[0]!.req.outcomes[0]!.outcome;
@@ -99,7 +99,7 @@ describe("Batcher", () => {
     assert.ok("outcome" in f);
     assert.deepEqual([f.outcome, f.error, f.stack, f.noRetry, Number(f.retryBackoff!.seconds), f.retryBackoff!.nanos],
       ["timeout", "job execution timeout after 1s: x", "Error: x\n    at f", true, 1, 500_000_000]);
-    assert.deepEqual([Number(f.retryPolicy!.base!.nanos), f.retryPolicy!.jitter], [100_000_000, -1]);
+    assert.deepEqual([Number(f.retryPolicy!.base!.nanos), f.retryPolicy!.jitter, f.retryPolicy!.retryBusinessErrors], [100_000_000, -1, true]);
     calls[0]!.answer(verdicts("ok"));
     await p;
   });

@@ -219,6 +219,29 @@ for (const mode of ["stream", "poll"] as const) {
       assert.deepEqual(dead.jobs.map((j) => j.id), [charge.id]);
     });
 
+    test("a business error is retried when the kind's or the job's retry policy says so, keeping its code", async (t) => {
+      const queue = queueName(`bizretry-${mode}`);
+      const c = client();
+      const declineTwice = (job: RunningJob) => {
+        if (job.attempt < 3) throw new BusinessError("card_declined", "insufficient funds");
+        return "charged";
+      };
+      startWorker(server(), {
+        queue, mode, handlers: {
+          kindRetries: { retryPolicy: { base: 50, jitter: -1, retryBusinessErrors: true }, handle: declineTwice },
+          jobRetries: declineTwice,
+        },
+      }, (fn) => t.after(fn));
+      const { job: byKind } = await c.enqueue("kindRetries", {}, { queue, maxAttempts: 3 });
+      const { job: byJob } = await c.enqueue("jobRetries", {}, { queue, maxAttempts: 3, retryPolicy: { base: 50, jitter: -1, retryBusinessErrors: true } });
+      for (const j of [byKind, byJob]) {
+        const done = await waitForState(c, j.id, "completed");
+        assert.equal(done.attempt, 3);
+        const { attempts } = await c.events(j.id);
+        assert.deepEqual(attempts.map((a) => a.errorCode), ["card_declined", "card_declined", ""]);
+      }
+    });
+
     test("progress and heartbeats reach the job while it runs", async (t) => {
       const queue = queueName(`progress-${mode}`);
       const c = client();

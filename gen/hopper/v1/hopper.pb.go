@@ -1306,15 +1306,22 @@ func (x *JobSpec) GetMerge() string {
 }
 
 // RetryPolicy shapes the backoff between failed attempts: min(cap, base·multiplierⁿ⁻¹) ±
-// jitter. Zero fields take the server's defaults.
+// jitter, and says whether business errors are retried. Zero fields take the server's
+// defaults.
 type RetryPolicy struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Base          *durationpb.Duration   `protobuf:"bytes,1,opt,name=base,proto3" json:"base,omitempty"`
-	Multiplier    float64                `protobuf:"fixed64,2,opt,name=multiplier,proto3" json:"multiplier,omitempty"`
-	Cap           *durationpb.Duration   `protobuf:"bytes,3,opt,name=cap,proto3" json:"cap,omitempty"`
-	Jitter        float64                `protobuf:"fixed64,4,opt,name=jitter,proto3" json:"jitter,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Base       *durationpb.Duration   `protobuf:"bytes,1,opt,name=base,proto3" json:"base,omitempty"`
+	Multiplier float64                `protobuf:"fixed64,2,opt,name=multiplier,proto3" json:"multiplier,omitempty"`
+	Cap        *durationpb.Duration   `protobuf:"bytes,3,opt,name=cap,proto3" json:"cap,omitempty"`
+	Jitter     float64                `protobuf:"fixed64,4,opt,name=jitter,proto3" json:"jitter,omitempty"`
+	// retry_business_errors retries a business error (FailRequest.error_code) like any other
+	// error while attempts are left, instead of failing the job at once; the code is still kept
+	// with each attempt and as the job's last_error_code. True in the job's policy, the kind's
+	// (FailRequest.retry_policy) or the server's default retries: false cannot undo another
+	// level's true.
+	RetryBusinessErrors bool `protobuf:"varint,5,opt,name=retry_business_errors,json=retryBusinessErrors,proto3" json:"retry_business_errors,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *RetryPolicy) Reset() {
@@ -1373,6 +1380,13 @@ func (x *RetryPolicy) GetJitter() float64 {
 		return x.Jitter
 	}
 	return 0
+}
+
+func (x *RetryPolicy) GetRetryBusinessErrors() bool {
+	if x != nil {
+		return x.RetryBusinessErrors
+	}
+	return false
 }
 
 type EnqueueRequest struct {
@@ -3197,8 +3211,10 @@ type FailRequest struct {
 	Checkpoint string `protobuf:"bytes,10,opt,name=checkpoint,proto3" json:"checkpoint,omitempty"`
 	// error_code, when set, makes the failure a business error: a code that is part of the
 	// job's contract (1–128 letters, digits, '_', '-', '.', ':'). The job fails for good,
-	// whatever retries it has left or this request allows; the code is kept with the attempt
-	// and as the job's last_error_code.
+	// whatever retries it has left or this request allows, unless the job's, the kind's
+	// (retry_policy) or the server's retry policy sets retry_business_errors: then it is retried
+	// like any other error while attempts are left. The code is kept with the attempt and as the
+	// job's last_error_code.
 	ErrorCode     string `protobuf:"bytes,11,opt,name=error_code,json=errorCode,proto3" json:"error_code,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -7802,14 +7818,15 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x05merge\x18\x10 \x01(\tR\x05merge\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa1\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd5\x01\n" +
 	"\vRetryPolicy\x12-\n" +
 	"\x04base\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\x04base\x12\x1e\n" +
 	"\n" +
 	"multiplier\x18\x02 \x01(\x01R\n" +
 	"multiplier\x12+\n" +
 	"\x03cap\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x03cap\x12\x16\n" +
-	"\x06jitter\x18\x04 \x01(\x01R\x06jitter\"6\n" +
+	"\x06jitter\x18\x04 \x01(\x01R\x06jitter\x122\n" +
+	"\x15retry_business_errors\x18\x05 \x01(\bR\x13retryBusinessErrors\"6\n" +
 	"\x0eEnqueueRequest\x12$\n" +
 	"\x03job\x18\x01 \x01(\v2\x12.hopper.v1.JobSpecR\x03job\"g\n" +
 	"\x0fEnqueueResponse\x12 \n" +

@@ -50,7 +50,7 @@ func insertRoundTrip(t *testing.T, b *bundle) {
 	p.Headers = map[string]string{"traceparent": "00-abc-def-01", "x-tenant": "acme"}
 	p.MaxAttempts = 9
 	p.Timeout = 90 * time.Second
-	p.RetryPolicy = &hoppertype.RetryPolicy{Base: time.Second, Multiplier: 2.5, Cap: time.Hour, Jitter: 0.1}
+	p.RetryPolicy = &hoppertype.RetryPolicy{Base: time.Second, Multiplier: 2.5, Cap: time.Hour, Jitter: 0.1, RetryBusinessErrors: true}
 	p.GroupKey, p.MergeKey, p.ScheduleID = "customer-42", "recalc-42", "nightly"
 	b.clock.Advance(3 * time.Second)
 	now := b.clock.Now()
