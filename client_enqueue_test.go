@@ -3,6 +3,7 @@ package hopper
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -185,7 +186,7 @@ func TestProducerKeepsClaimingWhenSlotsAreTight(t *testing.T) {
 	}
 	res, err := b.client.EnqueueMany(t.Context(), batch)
 	require.NoError(t, err)
-	for _, r := range res {
+	for _, r := range slices.Backward(res) { // the last to run first: one wait, then checks
 		b.waitFor(t, r.Job.ID, StateCompleted)
 	}
 }

@@ -533,6 +533,7 @@ func TestSchedulePauseResume(t *testing.T) {
 // Fixed-delay schedules waiting for their jobs must not crowd the due list: 100 of them, with
 // jobs that never end, and a per-minute cron schedule still fires every minute.
 func TestScheduleWaitingFixedDelaysDoNotStarveOthers(t *testing.T) {
+	t.Parallel()
 	start := time.Date(2026, 5, 1, 12, 0, 0, 300_000_000, time.UTC)
 	n := scheduleAt(t, start, nil) // no workers: jobs stay queued, as on a paused queue
 	ctx := context.Background()
