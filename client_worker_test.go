@@ -10,6 +10,7 @@ import (
 
 	"github.com/hopperjobs/hopper/internal/store"
 	"github.com/hopperjobs/hopper/internal/store/sqlite"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -231,7 +232,20 @@ func TestShortRetryIsPromotedOnTime(t *testing.T) {
 	// The clock goes to run_at and stays there: the job completes only if it is promoted at
 	// run_at, not at the next promotion pass a second later.
 	b.clock.Advance(failed.RunAt.Sub(b.clock.Now()))
-	b.waitFor(t, res.Job.ID, StateCompleted)
+	ok := assert.Eventually(t, func() bool {
+		job, err := b.client.Get(context.Background(), res.Job.ID)
+		require.NoError(t, err)
+		return job.State == StateCompleted
+	}, 5*time.Second, time.Millisecond)
+	if !ok { // say where it stopped: a rare failure under load is not understood yet
+		job, _ := b.client.Get(context.Background(), res.Job.ID)
+		evs, _ := b.client.Events(context.Background(), res.Job.ID)
+		t.Logf("clock %v, job %+v", b.clock.Now(), job)
+		for _, e := range evs {
+			t.Logf("event %+v", e)
+		}
+		t.FailNow()
+	}
 }
 
 // While Stop waits for a long job, its lease is still renewed: no other process may take a
