@@ -26,6 +26,10 @@ type maintainer struct {
 	e      *Engine
 	mu     sync.Mutex
 	next   time.Time // earliest known run_at of a scheduled job
+	// nudged is the earliest run_at nudged while a promotion pass was reading the store
+	// (promoting): the pass's answer may predate that job, so it must not replace it.
+	nudged    time.Time
+	promoting bool
 	swept  time.Time // when the sweep's last complete walk of the table began (store time)
 	nudgeC chan struct{}
 	wall   func() time.Time // the system's clock, which job ids are drawn on (settled windows)
@@ -52,6 +56,9 @@ func (m *maintainer) nudge(runAt time.Time) {
 	earlier := m.next.IsZero() || runAt.Before(m.next)
 	if earlier {
 		m.next = runAt
+	}
+	if m.promoting && (m.nudged.IsZero() || runAt.Before(m.nudged)) {
+		m.nudged = runAt
 	}
 	m.mu.Unlock()
 	if earlier {
@@ -175,13 +182,24 @@ func (m *maintainer) nextRunAt() time.Time {
 
 func (m *maintainer) promote(ctx context.Context) error {
 	for ctx.Err() == nil {
+		m.mu.Lock()
+		m.promoting, m.nudged = true, time.Time{}
+		m.mu.Unlock()
 		res, err := m.e.store.JobPromoteScheduled(ctx, &store.PromoteParams{Limit: 1000})
+		m.mu.Lock()
+		m.promoting = false
+		if err == nil {
+			// The store's earliest run_at, unless a job nudged meanwhile is due sooner: the
+			// store may have answered before that job was written.
+			m.next = res.NextRunAt
+			if !m.nudged.IsZero() && (m.next.IsZero() || m.nudged.Before(m.next)) {
+				m.next = m.nudged
+			}
+		}
+		m.mu.Unlock()
 		if err != nil {
 			return err // the store says what failed
 		}
-		m.mu.Lock()
-		m.next = res.NextRunAt
-		m.mu.Unlock()
 		for _, q := range res.Queues {
 			m.e.Notify(q)
 		}
