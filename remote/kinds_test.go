@@ -2,22 +2,33 @@ package remote_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/hopperjobs/hopper"
 	"github.com/hopperjobs/hopper/internal/stoptest"
+	"github.com/hopperjobs/hopper/internal/workerapi"
 	"github.com/hopperjobs/hopper/remote"
 	"github.com/stretchr/testify/require"
 )
 
-// A worker in Poll mode with KindConcurrency {"block": 2} runs at most 2 block jobs at once
-// while its other slots run resize jobs, and polls for no block job it cannot run: with both
-// block slots busy the other block jobs stay queued on the server. Once they end, the rest
-// start.
-func TestKindConcurrencyInAPollingWorker(t *testing.T) {
+// A worker with KindConcurrency {"block": 2} runs at most 2 block jobs at once while its
+// other slots run resize jobs, in either mode, and takes no block job it cannot run: with
+// both block slots busy the other block jobs stay queued on the server (a poll leaves the
+// kind out; a stream asks the server to push no more). Once they end, the rest start.
+func TestKindConcurrencyInARemoteWorker(t *testing.T) {
 	t.Parallel()
+	for name, mode := range map[string]remote.Mode{"Poll": remote.Poll, "Stream": remote.Stream} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			testKindConcurrency(t, mode)
+		})
+	}
+}
+
+func testKindConcurrency(t *testing.T, mode remote.Mode) {
 	ts, client := remote.ServeForTest(t, remote.ServeOptions{})
 	var mu sync.Mutex
 	running, peak := map[string]int{}, map[string]int{}
@@ -36,7 +47,7 @@ func TestKindConcurrencyInAPollingWorker(t *testing.T) {
 	ws := hopper.NewWorkers()
 	hopper.AddWorkerFunc(ws, func(ctx context.Context, job *hopper.Job[block]) error { work("block"); return nil })
 	hopper.AddWorkerFunc(ws, func(ctx context.Context, job *hopper.Job[resize]) error { work("resize"); return nil })
-	w, err := remote.New(remote.Config{URL: ts.URL, Workers: ws, Mode: remote.Poll, Concurrency: 6,
+	w, err := remote.New(remote.Config{URL: ts.URL, Workers: ws, Mode: mode, Concurrency: 6,
 		KindConcurrency: map[string]int{"block": 2}})
 	require.NoError(t, err)
 	require.NoError(t, w.Start(context.Background()))
@@ -68,17 +79,27 @@ func TestKindConcurrencyInAPollingWorker(t *testing.T) {
 	require.Equal(t, 2, peak["block"])
 }
 
-func TestKindConcurrencyRefusedInStreamModeAndForUnknownKinds(t *testing.T) {
+func TestKindConcurrencyRefusesBadValues(t *testing.T) {
 	t.Parallel()
 	ws := hopper.NewWorkers()
 	hopper.AddWorkerFunc(ws, func(ctx context.Context, job *hopper.Job[block]) error { return nil })
+	many := map[string]int{}
+	for i := range workerapi.MaxStreamKindCaps + 1 {
+		many[fmt.Sprint("k", i)] = 1
+	}
 	for _, cfg := range []remote.Config{
-		{Mode: remote.Stream, KindConcurrency: map[string]int{"block": 1}},
 		{Mode: remote.Poll, KindConcurrency: map[string]int{"block": 0}},
+		{Mode: remote.Stream, KindConcurrency: map[string]int{"block": 0}},
 		{Mode: remote.Poll, KindConcurrency: map[string]int{"other": 1}},
+		{Mode: remote.Stream, KindConcurrency: map[string]int{"other": 1}},
 	} {
 		cfg.URL, cfg.Workers = "http://127.0.0.1:1", ws
 		_, err := remote.New(cfg)
 		require.ErrorContains(t, err, "Config.KindConcurrency")
 	}
+	_, err := remote.New(remote.Config{URL: "http://127.0.0.1:1", Workers: ws, Mode: remote.Stream, KindConcurrency: many})
+	require.ErrorContains(t, err, "a stream caps at most 64")
+	_, err = remote.New(remote.Config{URL: "http://127.0.0.1:1", Workers: ws, Mode: remote.Stream,
+		KindConcurrency: map[string]int{"block": 1}})
+	require.NoError(t, err, "Stream mode takes caps")
 }

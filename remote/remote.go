@@ -78,12 +78,15 @@ type Config struct {
 	// Concurrency is the most jobs run at once (default 10, at most 1000).
 	Concurrency int
 	// KindConcurrency bounds the concurrent jobs of a kind in this worker: kind → at most that
-	// many at once, while its other slots run other kinds. Poll mode only (New refuses it in
-	// Stream mode, where the server picks the jobs it pushes): a poll leaves out the saturated
-	// kinds, so their jobs stay queued for other workers, and takes no more jobs than the
-	// capped kinds it asks for have room for (a capped kind partly used makes polls smaller,
-	// and none claims ahead). Each kind named needs a worker in Workers; each bound must be at
-	// least 1. Default none.
+	// many at once, while its other slots run other kinds. A saturated kind is left out of
+	// the worker's claims, so its jobs stay queued for other workers. In Poll mode a poll
+	// leaves out the saturated kinds and takes no more jobs than the capped kinds it asks for
+	// have room for (a capped kind partly used makes polls smaller, and none claims ahead). In
+	// Stream mode the stream asks the server for the caps (StreamJobsRequest.kind_concurrency,
+	// a bound above the stream's credit taken as the credit): the server pushes no more jobs of
+	// a kind than its bound until the worker reports on them, the rest of the credit going to
+	// other kinds (a server older than that field ignores it); at most 64 kinds. Each kind
+	// named needs a worker in Workers; each bound must be at least 1. Default none.
 	KindConcurrency map[string]int
 	// Name identifies this worker on leases and attempts (default host-pid).
 	Name string
@@ -494,8 +497,16 @@ func (w *Worker) stream() error {
 	queue, queues := w.asked()
 	ctx, cancel := context.WithCancelCause(w.intakeCtx)
 	defer cancel(nil)
+	credit := w.cfg.Concurrency + w.cfg.Prefetch
+	var caps map[string]int32
+	for kind, n := range w.cfg.KindConcurrency {
+		if caps == nil {
+			caps = map[string]int32{}
+		}
+		caps[kind] = int32(min(n, credit)) // a bound above the credit bounds nothing
+	}
 	st, err := w.api.StreamJobs(ctx, &hopperv1.StreamJobsRequest{Worker: w.cfg.Name, Queue: queue, Queues: queues,
-		Kinds: w.kinds, Credit: int32(w.cfg.Concurrency + w.cfg.Prefetch), LeaseTimeout: durationOf(w.cfg.LeaseDuration)})
+		Kinds: w.kinds, Credit: int32(credit), LeaseTimeout: durationOf(w.cfg.LeaseDuration), KindConcurrency: caps})
 	if err != nil {
 		return err
 	}
@@ -720,10 +731,11 @@ func (w *Worker) extendAll() (int, error) {
 	return asked, nil
 }
 
-// checkKindConcurrency checks Config.KindConcurrency against the worker's mode and kinds.
+// checkKindConcurrency checks Config.KindConcurrency against the worker's kinds.
 func checkKindConcurrency(cfg Config, kinds []string) error {
-	if len(cfg.KindConcurrency) > 0 && cfg.Mode != Poll {
-		return errors.New("remote: Config.KindConcurrency is for Poll mode: in Stream mode the server picks the jobs it pushes")
+	if cfg.Mode == Stream && len(cfg.KindConcurrency) > workerapi.MaxStreamKindCaps {
+		return fmt.Errorf("remote: Config.KindConcurrency caps %d kinds; a stream caps at most %d",
+			len(cfg.KindConcurrency), workerapi.MaxStreamKindCaps)
 	}
 	for kind, n := range cfg.KindConcurrency {
 		switch {
