@@ -54,10 +54,14 @@ export interface WorkerOptions extends ConnectionOptions {
   prefetch?: number;
   /**
    * kindConcurrency bounds the jobs of a kind that run at once (kind → at most that many),
-   * while the other slots run other kinds. Poll mode only (in stream mode the server picks the
-   * jobs it pushes): a poll leaves out the saturated kinds, so their jobs stay queued for
-   * other workers, and asks for no more jobs than the capped kinds it names have room for.
-   * Each kind named needs a handler; each bound is a whole number of at least 1.
+   * while the other slots run other kinds. A saturated kind is left out of the worker's
+   * claims, so its jobs stay queued for other workers. In poll mode a poll leaves out the
+   * saturated kinds and asks for no more jobs than the capped kinds it names have room for;
+   * in stream mode the stream asks the server for the caps (StreamJobsRequest.kindConcurrency,
+   * a bound above the credit taken as the credit), which pushes no more jobs of a kind than
+   * its bound until the worker reports on them (a server older than that field ignores it).
+   * At most 64 kinds in stream mode. Each kind named needs a handler; each bound is a whole
+   * number of at least 1.
    */
   kindConcurrency?: Record<string, number>;
   /** name identifies this worker on leases and attempts (default host-pid). */
@@ -156,10 +160,11 @@ export class Worker {
     check(this.pollWait > 0 && this.pollWait <= 300_000, `pollWait ${this.pollWait} is outside 1–300000 ms`);
     this.kindConcurrency = { ...options.kindConcurrency };
     for (const [kind, n] of Object.entries(this.kindConcurrency)) {
-      check(this.mode === "poll", "kindConcurrency is for poll mode: in stream mode the server picks the jobs it pushes");
       check(Number.isInteger(n) && n >= 1, `kindConcurrency[${JSON.stringify(kind)}] ${n} is not a whole number of at least 1`);
       check(this.handlers.has(kind), `kindConcurrency[${JSON.stringify(kind)}] names a kind with no handler`);
     }
+    check(this.mode === "poll" || Object.keys(this.kindConcurrency).length <= 64,
+      `kindConcurrency caps ${Object.keys(this.kindConcurrency).length} kinds; a stream caps at most 64`);
     this.api = createClient(WorkerService, createTransport(options));
     this.reporter = new Batcher(this.api);
     this.leases = new LeaseKeeper({
@@ -212,7 +217,10 @@ export class Worker {
     const common = { worker: this.name, queue: this.queues[0], queues, kinds, leaseTimeout: toDuration(this.lease) };
     this.loops.push(this.leases.run(this.keeping.signal));
     if (this.mode === "stream") {
-      const request = create(StreamJobsRequestSchema, { ...common, credit: this.concurrency + this.prefetch });
+      const credit = this.concurrency + this.prefetch;
+      // A bound above the credit bounds nothing: the server takes none above it.
+      const kindConcurrency = Object.fromEntries(Object.entries(this.kindConcurrency).map(([kind, n]) => [kind, Math.min(n, credit)]));
+      const request = create(StreamJobsRequestSchema, { ...common, credit, kindConcurrency });
       const backoff = new Tracker("job stream", workPolicy, this.log, { worker: this.name });
       this.loops.push(streamLoop({
         api: this.api, request, backoff, launch: (j) => this.admit(j), decline: (j) => this.decline(j),
