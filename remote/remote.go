@@ -171,7 +171,7 @@ type Worker struct {
 	stopping bool
 	running  map[attemptKey]*run
 	busy     int                      // Stream mode: slots taken by handlers, at most Config.Concurrency
-	waiting  []*run                   // Stream mode: pushed while every slot was busy (Config.Prefetch), in push order
+	waiting  []*run                   // Stream mode: pushed while every slot, or its kind's room, was taken, in push order
 	declined []*hopperv1.ActivatedJob // pushed to a stopping worker: released once its stream is closed
 	declineC chan struct{}            // a job was declined (buffered 1)
 
@@ -183,7 +183,12 @@ type Worker struct {
 	keeper  lease.Keeper       // renews the running jobs' leases
 	gov     *governor.Governor // nil without MaxCPU and MaxMemory
 	own     *ownClients        // the HTTP clients the worker made itself (no Config.HTTPClient)
-	holds   *backoff.Tracker   // telling the server the governor's state (govern.go)
+	// kindCaps count the running jobs of the kinds capped by Config.KindConcurrency: a poll
+	// reserves their room before it claims (poll.go); in Stream mode, where the server applies
+	// the caps to what it pushes, they are a second guard, for jobs of a stream that closed
+	// still running as another opens and for a server that ignores the caps (admit).
+	kindCaps *claim.KindCaps
+	holds    *backoff.Tracker // telling the server the governor's state (govern.go)
 }
 
 // attemptKey names one attempt: a job and the lease token it was given with. A job can be
@@ -276,7 +281,7 @@ func newWorker(cfg Config, clk clock.Clock) (*Worker, error) {
 	}
 	w := &Worker{gov: gov, cfg: cfg, log: cfg.Logger, handlers: cfg.Workers, clock: clk, running: map[attemptKey]*run{},
 		tracer:   tp.Tracer(jobtrace.ScopeName),
-		declineC: make(chan struct{}, 1), queues: asks.QueueNames()}
+		declineC: make(chan struct{}, 1), queues: asks.QueueNames(), kindCaps: claim.NewKindCaps(cfg.KindConcurrency)}
 	intake := "job stream"
 	if cfg.Mode == Poll {
 		intake = "activate jobs"
@@ -603,9 +608,10 @@ func (w *Worker) startLocked(a *run, done func()) {
 	})
 }
 
-// admit takes a job pushed on the stream: it starts at once on a free slot, else waits for
-// one (Config.Prefetch: the server pushes no more than the stream's credit); while the worker
-// stops it is declined, to be released once the stream is closed.
+// admit takes a job pushed on the stream: it starts at once on a free slot if its kind has
+// room (Config.KindConcurrency), else waits for both (Config.Prefetch: the server pushes no
+// more than the stream's credit); while the worker stops it is declined, to be released once
+// the stream is closed.
 func (w *Worker) admit(job *hopperv1.ActivatedJob) {
 	a := w.newAttempt(job)
 	w.mu.Lock()
@@ -615,37 +621,43 @@ func (w *Worker) admit(job *hopperv1.ActivatedJob) {
 		a.cancel(nil)
 		w.decline(job)
 		return
-	case w.busy < w.cfg.Concurrency:
+	case w.busy < w.cfg.Concurrency && w.kindCaps.Take(job.GetKind()):
 		w.busy++
-		w.startLocked(a, w.slotFreed)
+		w.startLocked(a, func() { w.slotFreed(job.GetKind()) })
 	default:
 		w.waiting = append(w.waiting, a)
 	}
 	w.mu.Unlock()
 }
 
-// slotFreed hands a slot whose handler returned to the job that has waited longest. A job
-// whose lease was lost while it waited (a renewal refused it: canceled, say) is not run; it
-// is released, which the server refuses as the lease is gone, and that frees its credit.
-// While the resource governor holds, the worker takes no new work: the waiting jobs go back
-// to their queue, attempt unspent (the server pushes none meanwhile).
-func (w *Worker) slotFreed() {
+// slotFreed hands the slot of a job of kind whose handler returned, and its kind's room, to
+// the job that has waited longest whose kind has room. A job whose lease was lost while it
+// waited (a renewal refused it: canceled, say) is not run; it is released, which the server
+// refuses as the lease is gone, and that frees its credit. While the resource governor
+// holds, the worker takes no new work: the waiting jobs go back to their queue, attempt
+// unspent (the server pushes none meanwhile).
+func (w *Worker) slotFreed(kind string) {
+	w.kindCaps.Free(kind, 1)
 	governed := w.gov.Hold() != nil
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for len(w.waiting) > 0 && !w.stopping {
-		a := w.waiting[0]
-		w.waiting[0], w.waiting = nil, w.waiting[1:]
+	for i := 0; i < len(w.waiting) && !w.stopping; {
+		a := w.waiting[i]
 		why := "lease lost while waiting for a slot"
 		switch {
 		case a.ctx.Err() != nil:
 		case governed:
 			why = "waiting for a slot, not started: the resource governor holds"
 			a.cancel(nil)
+		case !w.kindCaps.Take(a.job.GetKind()):
+			i++ // its kind has no room: it waits for one of its kind to end
+			continue
 		default:
-			w.startLocked(a, w.slotFreed)
+			w.waiting = slices.Delete(w.waiting, i, i+1)
+			w.startLocked(a, func() { w.slotFreed(a.job.GetKind()) })
 			return
 		}
+		w.waiting = slices.Delete(w.waiting, i, i+1)
 		w.jobs.Go(func() { w.release(a.job, why) })
 	}
 	w.busy--
