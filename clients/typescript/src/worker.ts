@@ -17,7 +17,7 @@ import type { Logger } from "./logger.js";
 import { Notifier } from "./notifier.js";
 import type { Observer } from "./observe.js";
 import { LeaseKeeper } from "./lease-keeper.js";
-import { pollLoop } from "./poll-intake.js";
+import { KindSlots, pollLoop } from "./poll-intake.js";
 import { Batcher } from "./reporter.js";
 import type { Reporter } from "./reporter.js";
 import { Attempt } from "./running-job.js";
@@ -122,7 +122,11 @@ export class Worker {
   private readonly attempts = new Map<string, Attempt>();
   private declined: ActivatedJob[] = []; // pushed to a stopping worker: released once its stream is closed
   private busy = 0; // stream mode: slots taken by handlers, at most concurrency
-  private waiting: Attempt[] = []; // stream mode: pushed while every slot was busy (prefetch), in push order
+  private waiting: Attempt[] = []; // stream mode: pushed while every slot, or its kind's room, was taken, in push order
+  // stream mode: the running handlers of the capped kinds, a second guard behind the server's
+  // caps (for jobs of a stream that closed still running as another opens, and for a server
+  // that ignores the caps)
+  private readonly kinds: KindSlots;
   private readonly releasing = new Set<Promise<void>>(); // releases of waiting jobs whose leases were lost
   private readonly declines = new Notifier();
   private readonly intake = new AbortController(); // the stream or the polls
@@ -165,6 +169,7 @@ export class Worker {
     }
     check(this.mode === "poll" || Object.keys(this.kindConcurrency).length <= 64,
       `kindConcurrency caps ${Object.keys(this.kindConcurrency).length} kinds; a stream caps at most 64`);
+    this.kinds = new KindSlots(this.kindConcurrency);
     this.api = createClient(WorkerService, createTransport(options));
     this.reporter = new Batcher(this.api);
     this.leases = new LeaseKeeper({
@@ -289,15 +294,16 @@ export class Worker {
   }
 
   /**
-   * admit takes a job pushed on the stream: it starts at once on a free slot, else waits for
-   * one (prefetch: the server pushes no more than the stream's credit); undefined when the
-   * worker is stopping.
+   * admit takes a job pushed on the stream: it starts at once on a free slot if its kind has
+   * room (kindConcurrency), else waits for both (prefetch: the server pushes no more than the
+   * stream's credit); undefined when the worker is stopping.
    */
   private admit(job: ActivatedJob): Attempt | undefined {
     if (this.state !== "started") return undefined;
-    const a = new Attempt(job, this.lease, () => this.slotFreed());
-    if (this.busy < this.concurrency) {
+    const a = new Attempt(job, this.lease, () => this.slotFreed(job.kind));
+    if (this.busy < this.concurrency && this.kinds.room(job.kind)) {
       this.busy++;
+      this.kinds.take(job.kind);
       this.run(a);
     } else {
       this.waiting.push(a);
@@ -306,14 +312,22 @@ export class Worker {
   }
 
   /**
-   * slotFreed hands a slot whose handler returned to the job that has waited longest. A job
-   * whose lease was lost while it waited (a renewal refused it: canceled, say) is not run; it
-   * is released, which the server refuses as the lease is gone, and that frees its credit.
+   * slotFreed hands the slot of a job of kind whose handler returned, and its kind's room, to
+   * the job that has waited longest whose kind has room. A job whose lease was lost while it
+   * waited (a renewal refused it: canceled, say) is not run; it is released, which the server
+   * refuses as the lease is gone, and that frees its credit.
    */
-  private slotFreed(): void {
-    while (this.waiting.length > 0 && this.state === "started") {
-      const a = this.waiting.shift()!;
+  private slotFreed(kind: string): void {
+    this.kinds.give(kind);
+    for (let i = 0; i < this.waiting.length && this.state === "started";) {
+      const a = this.waiting[i]!;
+      if (a.cause === undefined && !this.kinds.room(a.job.kind)) {
+        i++; // its kind has no room: it waits for a job of its kind to end
+        continue;
+      }
+      this.waiting.splice(i, 1);
       if (a.cause === undefined) {
+        this.kinds.take(a.job.kind);
         this.run(a);
         return;
       }
