@@ -85,8 +85,11 @@ type Config struct {
 	// Stream mode the stream asks the server for the caps (StreamJobsRequest.kind_concurrency,
 	// a bound above the stream's credit taken as the credit): the server pushes no more jobs of
 	// a kind than its bound until the worker reports on them, the rest of the credit going to
-	// other kinds (a server older than that field ignores it); at most 64 kinds. Each kind
-	// named needs a worker in Workers; each bound must be at least 1. Default none.
+	// other kinds; at most 64 kinds. The worker counts its running jobs per kind too: a job
+	// pushed while its kind has no room (jobs of an earlier stream still running, or a server
+	// older than that field, which ignores it) waits, as prefetched jobs do, for a job of its
+	// kind to end. Each kind named needs a worker in Workers; each bound must be at least 1.
+	// Default none.
 	KindConcurrency map[string]int
 	// Name identifies this worker on leases and attempts (default host-pid).
 	Name string

@@ -59,9 +59,11 @@ export interface WorkerOptions extends ConnectionOptions {
    * saturated kinds and asks for no more jobs than the capped kinds it names have room for;
    * in stream mode the stream asks the server for the caps (StreamJobsRequest.kindConcurrency,
    * a bound above the credit taken as the credit), which pushes no more jobs of a kind than
-   * its bound until the worker reports on them (a server older than that field ignores it).
-   * At most 64 kinds in stream mode. Each kind named needs a handler; each bound is a whole
-   * number of at least 1.
+   * its bound until the worker reports on them; at most 64 kinds. The worker counts its
+   * handlers per kind too: a job pushed while its kind has no room (jobs of an earlier stream
+   * still running, or a server older than that field, which ignores it) waits, as prefetched
+   * jobs do, for a job of its kind to end. Each kind named needs a handler; each bound is a
+   * whole number of at least 1.
    */
   kindConcurrency?: Record<string, number>;
   /** name identifies this worker on leases and attempts (default host-pid). */
