@@ -40,7 +40,7 @@ type poller struct {
 // pollLoop takes jobs with long polls (Activate) for the free slots, and claims ahead. A
 // failed poll is retried with backoff; while the governor holds, nothing is polled.
 func (w *Worker) pollLoop() {
-	p := &poller{w: w, caps: claim.NewKindCaps(w.cfg.KindConcurrency), freed: make(chan struct{}, 1)}
+	p := &poller{w: w, caps: w.kindCaps, freed: make(chan struct{}, 1)}
 	aheadLimit := w.cfg.ClaimAhead
 	if len(w.queues) > 1 {
 		aheadLimit = 0 // the server takes jobs ahead of a single queue only

@@ -78,12 +78,18 @@ type Config struct {
 	// Concurrency is the most jobs run at once (default 10, at most 1000).
 	Concurrency int
 	// KindConcurrency bounds the concurrent jobs of a kind in this worker: kind → at most that
-	// many at once, while its other slots run other kinds. Poll mode only (New refuses it in
-	// Stream mode, where the server picks the jobs it pushes): a poll leaves out the saturated
-	// kinds, so their jobs stay queued for other workers, and takes no more jobs than the
-	// capped kinds it asks for have room for (a capped kind partly used makes polls smaller,
-	// and none claims ahead). Each kind named needs a worker in Workers; each bound must be at
-	// least 1. Default none.
+	// many at once, while its other slots run other kinds. A saturated kind is left out of
+	// the worker's claims, so its jobs stay queued for other workers. In Poll mode a poll
+	// leaves out the saturated kinds and takes no more jobs than the capped kinds it asks for
+	// have room for (a capped kind partly used makes polls smaller, and none claims ahead). In
+	// Stream mode the stream asks the server for the caps (StreamJobsRequest.kind_concurrency,
+	// a bound above the stream's credit taken as the credit): the server pushes no more jobs of
+	// a kind than its bound until the worker reports on them, the rest of the credit going to
+	// other kinds; at most 64 kinds. The worker counts its running jobs per kind too: a job
+	// pushed while its kind has no room (jobs of an earlier stream still running, or a server
+	// older than that field, which ignores it) waits, as prefetched jobs do, for a job of its
+	// kind to end. Each kind named needs a worker in Workers; each bound must be at least 1.
+	// Default none.
 	KindConcurrency map[string]int
 	// Name identifies this worker on leases and attempts (default host-pid).
 	Name string
@@ -168,7 +174,7 @@ type Worker struct {
 	stopping bool
 	running  map[attemptKey]*run
 	busy     int                      // Stream mode: slots taken by handlers, at most Config.Concurrency
-	waiting  []*run                   // Stream mode: pushed while every slot was busy (Config.Prefetch), in push order
+	waiting  []*run                   // Stream mode: pushed while every slot, or its kind's room, was taken, in push order
 	declined []*hopperv1.ActivatedJob // pushed to a stopping worker: released once its stream is closed
 	declineC chan struct{}            // a job was declined (buffered 1)
 
@@ -180,7 +186,12 @@ type Worker struct {
 	keeper  lease.Keeper       // renews the running jobs' leases
 	gov     *governor.Governor // nil without MaxCPU and MaxMemory
 	own     *ownClients        // the HTTP clients the worker made itself (no Config.HTTPClient)
-	holds   *backoff.Tracker   // telling the server the governor's state (govern.go)
+	// kindCaps count the running jobs of the kinds capped by Config.KindConcurrency: a poll
+	// reserves their room before it claims (poll.go); in Stream mode, where the server applies
+	// the caps to what it pushes, they are a second guard, for jobs of a stream that closed
+	// still running as another opens and for a server that ignores the caps (admit).
+	kindCaps *claim.KindCaps
+	holds    *backoff.Tracker // telling the server the governor's state (govern.go)
 }
 
 // attemptKey names one attempt: a job and the lease token it was given with. A job can be
@@ -273,7 +284,7 @@ func newWorker(cfg Config, clk clock.Clock) (*Worker, error) {
 	}
 	w := &Worker{gov: gov, cfg: cfg, log: cfg.Logger, handlers: cfg.Workers, clock: clk, running: map[attemptKey]*run{},
 		tracer:   tp.Tracer(jobtrace.ScopeName),
-		declineC: make(chan struct{}, 1), queues: asks.QueueNames()}
+		declineC: make(chan struct{}, 1), queues: asks.QueueNames(), kindCaps: claim.NewKindCaps(cfg.KindConcurrency)}
 	intake := "job stream"
 	if cfg.Mode == Poll {
 		intake = "activate jobs"
@@ -494,8 +505,16 @@ func (w *Worker) stream() error {
 	queue, queues := w.asked()
 	ctx, cancel := context.WithCancelCause(w.intakeCtx)
 	defer cancel(nil)
+	credit := w.cfg.Concurrency + w.cfg.Prefetch
+	var caps map[string]int32
+	for kind, n := range w.cfg.KindConcurrency {
+		if caps == nil {
+			caps = map[string]int32{}
+		}
+		caps[kind] = int32(min(n, credit)) // a bound above the credit bounds nothing
+	}
 	st, err := w.api.StreamJobs(ctx, &hopperv1.StreamJobsRequest{Worker: w.cfg.Name, Queue: queue, Queues: queues,
-		Kinds: w.kinds, Credit: int32(w.cfg.Concurrency + w.cfg.Prefetch), LeaseTimeout: durationOf(w.cfg.LeaseDuration)})
+		Kinds: w.kinds, Credit: int32(credit), LeaseTimeout: durationOf(w.cfg.LeaseDuration), KindConcurrency: caps})
 	if err != nil {
 		return err
 	}
@@ -592,9 +611,10 @@ func (w *Worker) startLocked(a *run, done func()) {
 	})
 }
 
-// admit takes a job pushed on the stream: it starts at once on a free slot, else waits for
-// one (Config.Prefetch: the server pushes no more than the stream's credit); while the worker
-// stops it is declined, to be released once the stream is closed.
+// admit takes a job pushed on the stream: it starts at once on a free slot if its kind has
+// room (Config.KindConcurrency), else waits for both (Config.Prefetch: the server pushes no
+// more than the stream's credit); while the worker stops it is declined, to be released once
+// the stream is closed.
 func (w *Worker) admit(job *hopperv1.ActivatedJob) {
 	a := w.newAttempt(job)
 	w.mu.Lock()
@@ -604,37 +624,43 @@ func (w *Worker) admit(job *hopperv1.ActivatedJob) {
 		a.cancel(nil)
 		w.decline(job)
 		return
-	case w.busy < w.cfg.Concurrency:
+	case w.busy < w.cfg.Concurrency && w.kindCaps.Take(job.GetKind()):
 		w.busy++
-		w.startLocked(a, w.slotFreed)
+		w.startLocked(a, func() { w.slotFreed(job.GetKind()) })
 	default:
 		w.waiting = append(w.waiting, a)
 	}
 	w.mu.Unlock()
 }
 
-// slotFreed hands a slot whose handler returned to the job that has waited longest. A job
-// whose lease was lost while it waited (a renewal refused it: canceled, say) is not run; it
-// is released, which the server refuses as the lease is gone, and that frees its credit.
-// While the resource governor holds, the worker takes no new work: the waiting jobs go back
-// to their queue, attempt unspent (the server pushes none meanwhile).
-func (w *Worker) slotFreed() {
+// slotFreed hands the slot of a job of kind whose handler returned, and its kind's room, to
+// the job that has waited longest whose kind has room. A job whose lease was lost while it
+// waited (a renewal refused it: canceled, say) is not run; it is released, which the server
+// refuses as the lease is gone, and that frees its credit. While the resource governor
+// holds, the worker takes no new work: the waiting jobs go back to their queue, attempt
+// unspent (the server pushes none meanwhile).
+func (w *Worker) slotFreed(kind string) {
+	w.kindCaps.Free(kind, 1)
 	governed := w.gov.Hold() != nil
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for len(w.waiting) > 0 && !w.stopping {
-		a := w.waiting[0]
-		w.waiting[0], w.waiting = nil, w.waiting[1:]
+	for i := 0; i < len(w.waiting) && !w.stopping; {
+		a := w.waiting[i]
 		why := "lease lost while waiting for a slot"
 		switch {
 		case a.ctx.Err() != nil:
 		case governed:
 			why = "waiting for a slot, not started: the resource governor holds"
 			a.cancel(nil)
+		case !w.kindCaps.Take(a.job.GetKind()):
+			i++ // its kind has no room: it waits for one of its kind to end
+			continue
 		default:
-			w.startLocked(a, w.slotFreed)
+			w.waiting = slices.Delete(w.waiting, i, i+1)
+			w.startLocked(a, func() { w.slotFreed(a.job.GetKind()) })
 			return
 		}
+		w.waiting = slices.Delete(w.waiting, i, i+1)
 		w.jobs.Go(func() { w.release(a.job, why) })
 	}
 	w.busy--
@@ -720,10 +746,11 @@ func (w *Worker) extendAll() (int, error) {
 	return asked, nil
 }
 
-// checkKindConcurrency checks Config.KindConcurrency against the worker's mode and kinds.
+// checkKindConcurrency checks Config.KindConcurrency against the worker's kinds.
 func checkKindConcurrency(cfg Config, kinds []string) error {
-	if len(cfg.KindConcurrency) > 0 && cfg.Mode != Poll {
-		return errors.New("remote: Config.KindConcurrency is for Poll mode: in Stream mode the server picks the jobs it pushes")
+	if cfg.Mode == Stream && len(cfg.KindConcurrency) > workerapi.MaxStreamKindCaps {
+		return fmt.Errorf("remote: Config.KindConcurrency caps %d kinds; a stream caps at most %d",
+			len(cfg.KindConcurrency), workerapi.MaxStreamKindCaps)
 	}
 	for kind, n := range cfg.KindConcurrency {
 		switch {

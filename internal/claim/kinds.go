@@ -63,6 +63,31 @@ func (k *KindCaps) Reserve(kinds []string, n int) (room map[string]int, others [
 	return room, others
 }
 
+// Take counts one job of kind that came from elsewhere (a job another stream could not push),
+// if kind has room: false when kind is saturated. A kind without a cap always has room.
+func (k *KindCaps) Take(kind string) bool {
+	if !k.Capped(kind) {
+		return true
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.held[kind] >= k.max[kind] {
+		return false
+	}
+	k.held[kind]++
+	return true
+}
+
+// Saturated reports whether kind is capped and has no room.
+func (k *KindCaps) Saturated(kind string) bool {
+	if !k.Capped(kind) {
+		return false
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.held[kind] >= k.max[kind]
+}
+
 // Unreserve returns n reserved units of kind that a claim did not take.
 func (k *KindCaps) Unreserve(kind string, n int) { k.Free(kind, n) }
 
@@ -97,4 +122,48 @@ func (k *KindCaps) Kinds() []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// Split is one of the claims Capped makes.
+type Split struct {
+	// Kinds to claim: a single capped kind, or the kinds without a cap.
+	Kinds []string
+	// Units and Ahead are as in Request: a capped kind's claim takes at most its room and
+	// none ahead.
+	Units, Ahead int
+	// Capped: the claim of one capped kind (Kinds[0]), within its room.
+	Capped bool
+}
+
+// Capped makes a claim of up to units jobs of kinds, and ahead more, in a process or a stream
+// with kinds capped by caps: each capped kind with room in a claim of its own, limited to its
+// room and without jobs ahead, then the kinds without a cap for the units left, with the jobs
+// ahead; a saturated kind is not claimed. claim makes one of these claims and returns the jobs
+// it took (a capped kind's: only jobs of that kind). The capped kinds' jobs stay counted
+// until the Driver frees them (Free); the room a claim did not take is given back at once.
+// After a failed claim no other is made; the jobs taken so far are returned with its error.
+func Capped[J any](caps *KindCaps, kinds []string, units, ahead int, claim func(Split) ([]J, error)) ([]J, error) {
+	room, others := caps.Reserve(kinds, units)
+	var jobs []J
+	var err error
+	for _, kind := range caps.Kinds() {
+		n := room[kind]
+		if n == 0 {
+			continue
+		}
+		if err != nil || units-len(jobs) <= 0 {
+			caps.Unreserve(kind, n)
+			continue
+		}
+		var got []J
+		got, err = claim(Split{Kinds: []string{kind}, Units: min(n, units-len(jobs)), Capped: true})
+		caps.Unreserve(kind, n-len(got))
+		jobs = append(jobs, got...)
+	}
+	if left := units - len(jobs); err == nil && len(others) > 0 && left > 0 {
+		var got []J
+		got, err = claim(Split{Kinds: others, Units: left, Ahead: ahead})
+		jobs = append(jobs, got...)
+	}
+	return jobs, err
 }

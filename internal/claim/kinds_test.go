@@ -32,3 +32,28 @@ func TestKindCapsReserveRoomOnce(t *testing.T) {
 	require.False(t, none.Capped("a"))
 	none.Free("a", 1)
 }
+
+// Capped claims each capped kind with room apart, within its room and none ahead, then the
+// kinds without a cap with what is left and the jobs ahead; a saturated kind is not claimed,
+// and the room a claim did not take is given back.
+func TestCappedSplitsAClaimByKind(t *testing.T) {
+	t.Parallel()
+	k := NewKindCaps(map[string]int{"heavy": 2, "gpu": 1})
+	require.True(t, k.Take("gpu"), "a job from elsewhere takes the gpu's room")
+	require.False(t, k.Take("gpu"), "saturated")
+	require.True(t, k.Saturated("gpu"))
+	require.True(t, k.Take("light"), "no cap: always room")
+	var splits []Split
+	jobs, err := Capped(k, []string{"gpu", "heavy", "light"}, 5, 3, func(s Split) ([]string, error) {
+		splits = append(splits, s)
+		if s.Capped {
+			return []string{s.Kinds[0]}, nil // one of the two it may take
+		}
+		return []string{"light", "light"}, nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, []string{"heavy", "light", "light"}, jobs)
+	require.Equal(t, []Split{{Kinds: []string{"heavy"}, Units: 2, Capped: true}, {Kinds: []string{"light"}, Units: 4, Ahead: 3}}, splits)
+	require.Equal(t, 1, k.Held("heavy"), "the room it did not take is given back")
+	require.Equal(t, 1, k.Held("gpu"))
+}

@@ -120,37 +120,18 @@ func (p *producer) claim(ctx context.Context, queue string, kinds []string, unit
 		WorkerID: p.e.cfg.WorkerID, LeaseDuration: p.e.cfg.LeaseDuration})
 }
 
-// claimCapped makes the claim r in a process with kinds capped in it (Config.KindConcurrency):
-// each capped kind with room in a claim of its own, limited to its room and without jobs
-// ahead, then the other kinds for the units left, with jobs ahead; a saturated kind is not
-// claimed. The hold is that of the other kinds' claim (or of the last one made); none is
-// taken ahead unless the other kinds' claim took them.
+// claimCapped makes the claim r in a process with kinds capped in it (Config.KindConcurrency),
+// split by claim.Capped: each capped kind with room in a claim of its own, then the other
+// kinds. The hold is that of the other kinds' claim (or of the last one made); none is taken
+// ahead unless the other kinds' claim took them.
 func (p *producer) claimCapped(ctx context.Context, r claim.Request) ([]*hoppertype.JobRow, store.Hold, error) {
-	caps := p.e.kindCaps
-	room, others := caps.Reserve(p.e.kinds, r.Units)
-	var rows []*hoppertype.JobRow
 	hold := store.Hold{Restricted: true}
-	var err error
-	for _, kind := range caps.Kinds() {
-		n := room[kind]
-		if n == 0 {
-			continue
-		}
-		if err != nil {
-			caps.Unreserve(kind, n)
-			continue
-		}
-		var got []*hoppertype.JobRow
-		got, hold, err = p.claim(ctx, r.Lane, []string{kind}, min(n, r.Units-len(rows)), 0)
-		caps.Unreserve(kind, n-len(got))
-		rows = append(rows, got...)
-		hold.Restricted = true
-	}
-	if units := r.Units - len(rows); err == nil && len(others) > 0 && units > 0 {
-		var got []*hoppertype.JobRow
-		got, hold, err = p.claim(ctx, r.Lane, others, units, r.Ahead)
-		rows = append(rows, got...)
-	}
+	rows, err := claim.Capped(p.e.kindCaps, p.e.kinds, r.Units, r.Ahead, func(c claim.Split) ([]*hoppertype.JobRow, error) {
+		got, h, err := p.claim(ctx, r.Lane, c.Kinds, c.Units, c.Ahead)
+		hold = h
+		hold.Restricted = hold.Restricted || c.Capped
+		return got, err
+	})
 	return rows, hold, err
 }
 

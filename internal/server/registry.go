@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper"
+	"github.com/hopperjobs/hopper/internal/claim"
 )
 
 // registry knows the remote workers this server has seen and its open job streams, with
@@ -107,7 +108,7 @@ func (r *registry) countLocked(name string, jobs []*hopper.JobRow) {
 
 // held is an unfinished job of a stream.
 type held struct {
-	queue string
+	queue, kind string
 	// row is the claimed job until it is pushed: a job never pushed can go to another stream.
 	row  *hopper.JobRow
 	sent bool // pushed to the worker, not only claimed for it
@@ -122,9 +123,12 @@ type stream struct {
 	queues     []string
 	kinds      []string
 	credit     int
-	lease      time.Duration
-	opened     time.Time
-	ws         []*workerInfo // its worker's entries, one per queue (kept while the stream is open)
+	// caps bound the jobs of a kind the stream holds (StreamJobsRequest.kind_concurrency): its
+	// claim loop counts those it claims, reroute those it offers it; freed frees them.
+	caps   *claim.KindCaps
+	lease  time.Duration
+	opened time.Time
+	ws     []*workerInfo // its worker's entries, one per queue (kept while the stream is open)
 
 	reg      *registry
 	inflight map[workerapi.LeaseRef]*held // guarded by reg.mu
@@ -132,9 +136,9 @@ type stream struct {
 	caller *Principal
 	end    context.CancelCauseFunc
 	// freed is called, once per job, when a job's credit comes free (its outcome reported,
-	// or its hold ended), with the job's queue; woken when the worker's hold changes. Both
+	// or its hold ended), with the job's queue and kind; woken when the worker's hold changes. Both
 	// are its claim loop's, set before the stream is registered, and must not block.
-	freed func(queue string)
+	freed func(queue, kind string)
 	woken func()
 	// offer hands the stream's claim loop jobs that another stream could not push
 	// (claim.Loop.Offer); false when it takes none.
@@ -201,7 +205,7 @@ func (st *stream) hold(j *hopper.JobRow) {
 	ref := workerapi.LeaseRef{ID: j.ID, Token: j.Token}
 	st.reg.mu.Lock()
 	defer st.reg.mu.Unlock()
-	st.inflight[ref] = &held{queue: j.Queue, row: j}
+	st.inflight[ref] = &held{queue: j.Queue, kind: j.Kind, row: j}
 	st.reg.byJob[ref] = st
 }
 
@@ -232,8 +236,8 @@ const (
 // stream claims once for all of them.
 func (r *registry) reporting(refs ...workerapi.LeaseRef) {
 	type freed struct {
-		st    *stream
-		queue string
+		st          *stream
+		queue, kind string
 	}
 	var out []freed
 	r.mu.Lock()
@@ -244,19 +248,19 @@ func (r *registry) reporting(refs ...workerapi.LeaseRef) {
 		}
 		if h := st.inflight[ref]; h != nil && !h.reported {
 			h.reported = true
-			out = append(out, freed{st, h.queue})
+			out = append(out, freed{st, h.queue, h.kind})
 		}
 	}
 	r.mu.Unlock()
 	for _, f := range out {
-		f.st.free(f.queue)
+		f.st.free(f.queue, f.kind)
 	}
 }
 
-// free tells the stream's loop that a job of queue no longer holds credit.
-func (st *stream) free(queue string) {
+// free tells the stream's loop that a job of queue and kind no longer holds credit.
+func (st *stream) free(queue, kind string) {
 	if st.freed != nil {
-		st.freed(queue)
+		st.freed(queue, kind)
 	}
 }
 
@@ -275,7 +279,7 @@ func (r *registry) done(ref workerapi.LeaseRef, o outcome) {
 		return
 	}
 	if h != nil && !h.reported {
-		st.free(h.queue)
+		st.free(h.queue, h.kind)
 	}
 	switch o {
 	case outcomeCompleted:

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper"
+	"github.com/hopperjobs/hopper/internal/claim"
 	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/stretchr/testify/require"
 )
@@ -17,7 +18,7 @@ func TestReportedJobFreesItsCredit(t *testing.T) {
 	r := newRegistry()
 	freed := map[string]int{}
 	st := r.open(&stream{worker: "w", queues: []string{"q"}, credit: 3, lease: time.Minute,
-		freed: func(q string) { freed[q]++ }}, time.Now())
+		freed: func(q, _ string) { freed[q]++ }}, time.Now())
 	a, b, c := workerapi.LeaseRef{ID: "a", Token: 1}, workerapi.LeaseRef{ID: "b", Token: 1}, workerapi.LeaseRef{ID: "c", Token: 1}
 	for _, ref := range []workerapi.LeaseRef{a, b, c} {
 		st.hold(rowOf(ref, "q"))
@@ -160,7 +161,7 @@ func TestStreamOnSeveralQueues(t *testing.T) {
 	queues := []string{"reports", "emails"}
 	done := r.seen("w", queues, nil, now, true)
 	freed := map[string]int{}
-	st := r.open(&stream{worker: "w", queues: queues, credit: 10, lease: time.Minute, freed: func(q string) { freed[q]++ }}, now)
+	st := r.open(&stream{worker: "w", queues: queues, credit: 10, lease: time.Minute, freed: func(q, _ string) { freed[q]++ }}, now)
 	a, b, c := workerapi.LeaseRef{ID: "a", Token: 1}, workerapi.LeaseRef{ID: "b", Token: 1}, workerapi.LeaseRef{ID: "c", Token: 1}
 	st.hold(rowOf(a, "reports"))
 	st.hold(rowOf(b, "reports"))
@@ -219,4 +220,35 @@ func TestRerouteOffersToAStreamThatTakesTheJob(t *testing.T) {
 	require.Equal(t, map[string][]string{"roomy": {"q/a", "q/b"}}, offered, "the one stream that takes them, up to its free credit")
 	require.Equal(t, []*hopper.JobRow{jobs[2]}, left, "the rest go back to the queue")
 	require.EqualValues(t, 2, r.push.rerouted.Load())
+}
+
+// A stream that caps a kind (kind_concurrency) is offered jobs of that kind only within its
+// cap's room, which they take; a stream that refuses an offer gives the room back.
+func TestRerouteKeepsToAStreamsKindCap(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	r := newRegistry()
+	var offered []string
+	accept := true
+	from := r.open(&stream{worker: "broken", queues: []string{"q"}, credit: 5, lease: time.Minute}, now)
+	capped := r.open(&stream{worker: "capped", queues: []string{"q"}, kinds: []string{"k", "x"}, credit: 10,
+		lease: time.Minute, caps: claim.NewKindCaps(map[string]int{"k": 2}),
+		offer: func(_ string, jobs []*hopper.JobRow) bool {
+			for _, j := range jobs {
+				offered = append(offered, j.ID)
+			}
+			return accept
+		}}, now)
+	require.True(t, capped.caps.Take("k"), "one k-job held already")
+	jobs := []*hopper.JobRow{{ID: "a", Queue: "q", Kind: "k"}, {ID: "b", Queue: "q", Kind: "k"}, {ID: "c", Queue: "q", Kind: "x"}}
+	left := r.reroute(from, jobs, now)
+	require.Equal(t, []string{"a", "c"}, offered, "one k-job fits the cap's room; x has no cap")
+	require.Equal(t, []*hopper.JobRow{jobs[1]}, left)
+	require.Equal(t, 2, capped.caps.Held("k"), "the offered job is counted")
+
+	capped.caps.Free("k", 1)
+	accept, offered = false, nil
+	left = r.reroute(from, jobs[:1], now)
+	require.Equal(t, []string{"a"}, offered)
+	require.Equal(t, jobs[:1], left, "refused: back to the queue")
+	require.Equal(t, 1, capped.caps.Held("k"), "the room it took is given back")
 }

@@ -47,7 +47,8 @@ func (c *pushCounters) fail(why pushFailure, n int) { c.failed[why].Add(int64(n)
 
 // reroute offers jobs claimed for stream from that were never pushed to it (its push failed,
 // or it closed first) to the other open streams of this server that take their queue and
-// kind, whose worker is not held back and that have credit free: the first such stream in
+// kind, whose worker is not held back and that have credit free, and room in their cap of
+// the job's kind if they cap it (counted from then on, as the stream's own claims are): the first such stream in
 // the order of most credit free takes each job, which waits in its claim loop as jobs claimed
 // ahead do (claim.Loop.Offer) and is pushed with the job's lease as it is. It returns the
 // jobs no stream took, for the caller to give back to their queue.
@@ -67,7 +68,7 @@ func (r *registry) reroute(from *stream, jobs []*hopper.JobRow, now time.Time) (
 	}
 	for _, j := range jobs {
 		st := bestTarget(free, j, now)
-		if st == nil {
+		if st == nil || !st.caps.Take(j.Kind) {
 			left = append(left, j)
 			continue
 		}
@@ -82,6 +83,9 @@ func (r *registry) reroute(from *stream, jobs []*hopper.JobRow, now time.Time) (
 	for _, o := range order {
 		got := offers[o]
 		if !o.st.offer(o.queue, got) {
+			for _, j := range got {
+				o.st.caps.Free(j.Kind, 1)
+			}
 			left = append(left, got...)
 			continue
 		}
@@ -91,12 +95,14 @@ func (r *registry) reroute(from *stream, jobs []*hopper.JobRow, now time.Time) (
 }
 
 // bestTarget is the stream of free with the most credit free that takes j; nil if none. A
-// stream takes j if it works j's queue and kind and j's lease outlasts the longest j may
-// wait in its claim loop for credit (its MaxWait).
+// stream takes j if it works j's queue and kind, its cap of j's kind (if it has one) has
+// room, and j's lease outlasts the longest j may wait in its claim loop for credit (its
+// MaxWait).
 func bestTarget(free map[*stream]int, j *hopper.JobRow, now time.Time) *stream {
 	var best *stream
 	for st, n := range free {
-		if n <= 0 || !slices.Contains(st.queues, j.Queue) || len(st.kinds) > 0 && !slices.Contains(st.kinds, j.Kind) {
+		if n <= 0 || !slices.Contains(st.queues, j.Queue) || len(st.kinds) > 0 && !slices.Contains(st.kinds, j.Kind) ||
+			st.caps.Saturated(j.Kind) {
 			continue
 		}
 		if !j.LeaseExpiresAt.IsZero() && !now.Add(claim.Unrenewed(st.lease)).Before(j.LeaseExpiresAt) {

@@ -76,7 +76,7 @@ func (w *workerService) newStreamer(ctx context.Context, req *hopperv1.StreamJob
 		cfg.Lanes = append(cfg.Lanes, claim.LaneConfig{Name: q, Weight: sj.weights[q], Retry: s.streamClaims})
 	}
 	st := &stream{worker: params.Worker, queues: queues, kinds: params.Kinds, credit: credit, lease: params.LeaseDuration,
-		caller: principalFrom(ctx), end: end}
+		caps: claim.NewKindCaps(kindCaps(req)), caller: principalFrom(ctx), end: end}
 	cfg.Held = func(now time.Time) (bool, time.Time, <-chan struct{}) {
 		until := st.heldUntil(now)
 		return !until.IsZero(), until, nil
@@ -86,7 +86,10 @@ func (w *workerService) newStreamer(ctx context.Context, req *hopperv1.StreamJob
 		return nil, err
 	}
 	sj.loop = loop
-	st.freed = func(queue string) { loop.Lane(queue).Done(1) }
+	st.freed = func(queue, kind string) {
+		sj.freeKind(kind)
+		loop.Lane(queue).Done(1)
+	}
 	st.woken = func() { loop.Wake("") } // the worker was held or let go: look again
 	st.offer = loop.Offer               // jobs another stream could not push (reroute)
 	sj.st = s.reg.open(st, s.clock.Now())
@@ -106,17 +109,40 @@ func (sj *streamer) run() error {
 
 // Claim claims for one lane (queue) of the stream; it never waits for jobs to come. A claim
 // that the worker's hold ended (Hold) returns its jobs to be given back.
+//
+// With kinds capped (StreamJobsRequest.kind_concurrency) the claim is split as the engine's
+// is (claim.Capped): each capped kind with room in a claim of its own, within its room and
+// none ahead, then the other kinds; a saturated kind is left out, its jobs left queued for
+// other streams and workers.
 func (sj *streamer) Claim(ctx context.Context, r claim.Request) claim.Result[*hopper.JobRow] {
 	s := sj.w.s
-	p := sj.params
-	p.Queue, p.MaxJobs, p.Ahead = r.Lane, r.Units+r.Ahead, r.Ahead
 	sj.refreshWeights(ctx)
-	claimCtx, endClaim := s.reg.untilHeld(ctx, p.Worker, sj.st.queues, s.clock.Now())
+	claimCtx, endClaim := s.reg.untilHeld(ctx, sj.params.Worker, sj.st.queues, s.clock.Now())
 	defer endClaim()
-	got, err := s.api.ActivateQueues(claimCtx, p)
-	out := claim.Result[*hopper.JobRow]{Err: err}
-	if got != nil {
-		out.Jobs, out.Restricted, out.Retry = sj.w.deliverable(ctx, got.Jobs), got.Restricted, got.Retry
+	var out claim.Result[*hopper.JobRow]
+	activate := func(c claim.Split) ([]*hopper.JobRow, error) {
+		p := sj.params
+		p.Queue, p.Kinds, p.MaxJobs, p.Ahead = r.Lane, c.Kinds, c.Units+c.Ahead, c.Ahead
+		got, err := s.api.ActivateQueues(claimCtx, p)
+		if got == nil {
+			return nil, err
+		}
+		out.Restricted = out.Restricted || got.Restricted
+		if got.Retry > 0 && (out.Retry == 0 || got.Retry < out.Retry) {
+			out.Retry = got.Retry
+		}
+		return sj.w.deliverable(ctx, got.Jobs), err
+	}
+	if sj.st.caps == nil {
+		out.Jobs, out.Err = activate(claim.Split{Kinds: sj.params.Kinds, Units: r.Units, Ahead: r.Ahead})
+	} else {
+		out.Restricted = true // none ahead but in the other kinds' claim, which says so itself
+		out.Jobs, out.Err = claim.Capped(sj.st.caps, sj.params.Kinds, r.Units, r.Ahead, func(c claim.Split) ([]*hopper.JobRow, error) {
+			if !c.Capped {
+				out.Restricted = false
+			}
+			return activate(c)
+		})
 	}
 	switch {
 	case claimCtx.Err() != nil && ctx.Err() == nil: // the worker was held while it ran
@@ -243,6 +269,15 @@ func (sj *streamer) stop(endErr error) {
 	}
 }
 
+// freeKind frees the room a job of kind held in the stream's cap of its kind, if it has one,
+// and wakes every lane: claims that left the kind out, saturated, may take its jobs now.
+func (sj *streamer) freeKind(kind string) {
+	if sj.st.caps.Capped(kind) {
+		sj.st.caps.Free(kind, 1)
+		sj.loop.Wake("")
+	}
+}
+
 // GiveBack returns jobs claimed ahead to their queue at once, uncounted; at the stream's end
 // it holds them, so that closeStream returns them with the reason the stream closed.
 func (sj *streamer) GiveBack(_ string, jobs []*hopper.JobRow, why claim.Why) {
@@ -257,4 +292,7 @@ func (sj *streamer) GiveBack(_ string, jobs []*hopper.JobRow, why claim.Why) {
 		text = "remote worker held by its resource governor"
 	}
 	sj.w.handBack(sj.ctx, refsOf(jobs), text, sj.w.s.api.ReturnJob)
+	for _, j := range jobs {
+		sj.freeKind(j.Kind)
+	}
 }

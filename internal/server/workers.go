@@ -158,7 +158,19 @@ func streamParams(req *hopperv1.StreamJobsRequest) (workerapi.ActivateParams, er
 	if err := params.Check(); err != nil {
 		return params, rpcError("stream jobs", err)
 	}
+	if err := workerapi.CheckKindCaps(kindCaps(req), params.Kinds, int(req.GetCredit())); err != nil {
+		return params, rpcError("stream jobs", err)
+	}
 	return params, nil
+}
+
+// kindCaps returns a stream's caps per kind (StreamJobsRequest.kind_concurrency).
+func kindCaps(req *hopperv1.StreamJobsRequest) map[string]int {
+	caps := make(map[string]int, len(req.GetKindConcurrency()))
+	for kind, n := range req.GetKindConcurrency() {
+		caps[kind] = int(n)
+	}
+	return caps
 }
 
 // ended says why a stream whose context ended stops: an error the worker should act on, or

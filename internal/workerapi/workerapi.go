@@ -18,6 +18,8 @@ package workerapi
 import (
 	"context"
 	"encoding/json"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
@@ -32,7 +34,36 @@ const (
 	// MaxStreamCredit bounds a job stream's credit (StreamJobsRequest.credit): the unfinished
 	// jobs one stream may hold, running and waiting for a slot.
 	MaxStreamCredit = 1000
+	// MaxStreamKindCaps bounds the kinds a job stream caps (StreamJobsRequest.kind_concurrency).
+	MaxStreamKindCaps = 64
 )
+
+// CheckKindCaps checks a job stream's caps per kind (StreamJobsRequest.kind_concurrency)
+// against its kinds and credit: at most MaxStreamKindCaps kinds, each one of kinds (which
+// must be given: a stream of every kind cannot leave a saturated one out of its claims), each
+// bound 1–credit. A bad value is a *hoppertype.ValidationError naming the field, the first
+// in the order of the kinds.
+func CheckKindCaps(caps map[string]int, kinds []string, credit int) error {
+	if len(caps) == 0 {
+		return nil
+	}
+	switch {
+	case len(caps) > MaxStreamKindCaps:
+		return field.Invalid("kind_concurrency", "%d kinds, more than %d", len(caps), MaxStreamKindCaps)
+	case len(kinds) == 0:
+		return field.Invalid("kind_concurrency", "needs kinds: a stream of every kind cannot leave a saturated one out")
+	}
+	for _, kind := range slices.Sorted(maps.Keys(caps)) {
+		name := "kind_concurrency[" + kind + "]"
+		switch n := caps[kind]; {
+		case !slices.Contains(kinds, kind):
+			return field.Invalid(name, "names a kind not among the stream's kinds")
+		case n < 1 || n > credit:
+			return field.Invalid(name, "%d is outside 1–%d (credit)", n, credit)
+		}
+	}
+	return nil
+}
 
 // DefaultQueue is the queue of a worker that names none.
 const DefaultQueue = "default"

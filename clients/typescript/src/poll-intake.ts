@@ -80,9 +80,11 @@ const saturatedPollWait = 500;
 /**
  * KindSlots counts the running handlers of the capped kinds. A poll leaves out the saturated
  * kinds, so their jobs stay queued for other workers, and asks for no more jobs than the
- * capped kinds it names have room for: no job is claimed that could not run.
+ * capped kinds it names have room for: no job is claimed that could not run. In stream mode,
+ * where the server applies the caps to what it pushes, the worker counts its handlers with
+ * one too, as a second guard (Worker.admit).
  */
-class KindSlots {
+export class KindSlots {
   private readonly held = new Map<string, number>();
   readonly freed = new Notifier();
 
@@ -110,6 +112,12 @@ class KindSlots {
     let requestTimeout = request.requestTimeout;
     if (saturated && requestTimeout && fromDuration(requestTimeout)! > saturatedPollWait) requestTimeout = toDuration(saturatedPollWait);
     return { kinds, maxJobs: n, requestTimeout };
+  }
+
+  /** room reports whether a job of kind may start: kind is not capped, or has room. */
+  room(kind: string): boolean {
+    const cap = this.caps[kind];
+    return cap === undefined || (this.held.get(kind) ?? 0) < cap;
   }
 
   take(kind: string): void {

@@ -17,7 +17,7 @@ import type { Logger } from "./logger.js";
 import { Notifier } from "./notifier.js";
 import type { Observer } from "./observe.js";
 import { LeaseKeeper } from "./lease-keeper.js";
-import { pollLoop } from "./poll-intake.js";
+import { KindSlots, pollLoop } from "./poll-intake.js";
 import { Batcher } from "./reporter.js";
 import type { Reporter } from "./reporter.js";
 import { Attempt } from "./running-job.js";
@@ -54,10 +54,16 @@ export interface WorkerOptions extends ConnectionOptions {
   prefetch?: number;
   /**
    * kindConcurrency bounds the jobs of a kind that run at once (kind → at most that many),
-   * while the other slots run other kinds. Poll mode only (in stream mode the server picks the
-   * jobs it pushes): a poll leaves out the saturated kinds, so their jobs stay queued for
-   * other workers, and asks for no more jobs than the capped kinds it names have room for.
-   * Each kind named needs a handler; each bound is a whole number of at least 1.
+   * while the other slots run other kinds. A saturated kind is left out of the worker's
+   * claims, so its jobs stay queued for other workers. In poll mode a poll leaves out the
+   * saturated kinds and asks for no more jobs than the capped kinds it names have room for;
+   * in stream mode the stream asks the server for the caps (StreamJobsRequest.kindConcurrency,
+   * a bound above the credit taken as the credit), which pushes no more jobs of a kind than
+   * its bound until the worker reports on them; at most 64 kinds. The worker counts its
+   * handlers per kind too: a job pushed while its kind has no room (jobs of an earlier stream
+   * still running, or a server older than that field, which ignores it) waits, as prefetched
+   * jobs do, for a job of its kind to end. Each kind named needs a handler; each bound is a
+   * whole number of at least 1.
    */
   kindConcurrency?: Record<string, number>;
   /** name identifies this worker on leases and attempts (default host-pid). */
@@ -118,7 +124,11 @@ export class Worker {
   private readonly attempts = new Map<string, Attempt>();
   private declined: ActivatedJob[] = []; // pushed to a stopping worker: released once its stream is closed
   private busy = 0; // stream mode: slots taken by handlers, at most concurrency
-  private waiting: Attempt[] = []; // stream mode: pushed while every slot was busy (prefetch), in push order
+  private waiting: Attempt[] = []; // stream mode: pushed while every slot, or its kind's room, was taken, in push order
+  // stream mode: the running handlers of the capped kinds, a second guard behind the server's
+  // caps (for jobs of a stream that closed still running as another opens, and for a server
+  // that ignores the caps)
+  private readonly kinds: KindSlots;
   private readonly releasing = new Set<Promise<void>>(); // releases of waiting jobs whose leases were lost
   private readonly declines = new Notifier();
   private readonly intake = new AbortController(); // the stream or the polls
@@ -156,10 +166,12 @@ export class Worker {
     check(this.pollWait > 0 && this.pollWait <= 300_000, `pollWait ${this.pollWait} is outside 1–300000 ms`);
     this.kindConcurrency = { ...options.kindConcurrency };
     for (const [kind, n] of Object.entries(this.kindConcurrency)) {
-      check(this.mode === "poll", "kindConcurrency is for poll mode: in stream mode the server picks the jobs it pushes");
       check(Number.isInteger(n) && n >= 1, `kindConcurrency[${JSON.stringify(kind)}] ${n} is not a whole number of at least 1`);
       check(this.handlers.has(kind), `kindConcurrency[${JSON.stringify(kind)}] names a kind with no handler`);
     }
+    check(this.mode === "poll" || Object.keys(this.kindConcurrency).length <= 64,
+      `kindConcurrency caps ${Object.keys(this.kindConcurrency).length} kinds; a stream caps at most 64`);
+    this.kinds = new KindSlots(this.kindConcurrency);
     this.api = createClient(WorkerService, createTransport(options));
     this.reporter = new Batcher(this.api);
     this.leases = new LeaseKeeper({
@@ -212,7 +224,10 @@ export class Worker {
     const common = { worker: this.name, queue: this.queues[0], queues, kinds, leaseTimeout: toDuration(this.lease) };
     this.loops.push(this.leases.run(this.keeping.signal));
     if (this.mode === "stream") {
-      const request = create(StreamJobsRequestSchema, { ...common, credit: this.concurrency + this.prefetch });
+      const credit = this.concurrency + this.prefetch;
+      // A bound above the credit bounds nothing: the server takes none above it.
+      const kindConcurrency = Object.fromEntries(Object.entries(this.kindConcurrency).map(([kind, n]) => [kind, Math.min(n, credit)]));
+      const request = create(StreamJobsRequestSchema, { ...common, credit, kindConcurrency });
       const backoff = new Tracker("job stream", workPolicy, this.log, { worker: this.name });
       this.loops.push(streamLoop({
         api: this.api, request, backoff, launch: (j) => this.admit(j), decline: (j) => this.decline(j),
@@ -281,15 +296,16 @@ export class Worker {
   }
 
   /**
-   * admit takes a job pushed on the stream: it starts at once on a free slot, else waits for
-   * one (prefetch: the server pushes no more than the stream's credit); undefined when the
-   * worker is stopping.
+   * admit takes a job pushed on the stream: it starts at once on a free slot if its kind has
+   * room (kindConcurrency), else waits for both (prefetch: the server pushes no more than the
+   * stream's credit); undefined when the worker is stopping.
    */
   private admit(job: ActivatedJob): Attempt | undefined {
     if (this.state !== "started") return undefined;
-    const a = new Attempt(job, this.lease, () => this.slotFreed());
-    if (this.busy < this.concurrency) {
+    const a = new Attempt(job, this.lease, () => this.slotFreed(job.kind));
+    if (this.busy < this.concurrency && this.kinds.room(job.kind)) {
       this.busy++;
+      this.kinds.take(job.kind);
       this.run(a);
     } else {
       this.waiting.push(a);
@@ -298,14 +314,22 @@ export class Worker {
   }
 
   /**
-   * slotFreed hands a slot whose handler returned to the job that has waited longest. A job
-   * whose lease was lost while it waited (a renewal refused it: canceled, say) is not run; it
-   * is released, which the server refuses as the lease is gone, and that frees its credit.
+   * slotFreed hands the slot of a job of kind whose handler returned, and its kind's room, to
+   * the job that has waited longest whose kind has room. A job whose lease was lost while it
+   * waited (a renewal refused it: canceled, say) is not run; it is released, which the server
+   * refuses as the lease is gone, and that frees its credit.
    */
-  private slotFreed(): void {
-    while (this.waiting.length > 0 && this.state === "started") {
-      const a = this.waiting.shift()!;
+  private slotFreed(kind: string): void {
+    this.kinds.give(kind);
+    for (let i = 0; i < this.waiting.length && this.state === "started";) {
+      const a = this.waiting[i]!;
+      if (a.cause === undefined && !this.kinds.room(a.job.kind)) {
+        i++; // its kind has no room: it waits for a job of its kind to end
+        continue;
+      }
+      this.waiting.splice(i, 1);
       if (a.cause === undefined) {
+        this.kinds.take(a.job.kind);
         this.run(a);
         return;
       }

@@ -2944,9 +2944,15 @@ type StreamJobsRequest struct {
 	// They share the credit by weight: while several have ready jobs, each holds about its
 	// weighted share of the credit, and a queue that wakes up with work gets its share as
 	// credit comes free; a queue without ready jobs leaves its share to the others.
-	Queues        []string `protobuf:"bytes,7,rep,name=queues,proto3" json:"queues,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Queues []string `protobuf:"bytes,7,rep,name=queues,proto3" json:"queues,omitempty"`
+	// kind_concurrency bounds the jobs of a kind the stream holds at once (pushed and not yet
+	// reported): kind → at most that many, while the rest of the credit serves the other kinds.
+	// A saturated kind is left out of the stream's claims, so its jobs stay queued for other
+	// streams and workers. At most 64 entries; each kind must be one of kinds, which must be
+	// given, and each bound 1–credit. Default none.
+	KindConcurrency map[string]int32 `protobuf:"bytes,8,rep,name=kind_concurrency,json=kindConcurrency,proto3" json:"kind_concurrency,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *StreamJobsRequest) Reset() {
@@ -3024,6 +3030,13 @@ func (x *StreamJobsRequest) GetFetchFields() []string {
 func (x *StreamJobsRequest) GetQueues() []string {
 	if x != nil {
 		return x.Queues
+	}
+	return nil
+}
+
+func (x *StreamJobsRequest) GetKindConcurrency() map[string]int32 {
+	if x != nil {
+		return x.KindConcurrency
 	}
 	return nil
 }
@@ -7948,7 +7961,7 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x04jobs\x18\x01 \x03(\v2\x17.hopper.v1.ActivatedJobR\x04jobs\x12\x1e\n" +
 	"\n" +
 	"restricted\x18\x02 \x01(\bR\n" +
-	"restricted\"\xea\x01\n" +
+	"restricted\"\x8c\x03\n" +
 	"\x11StreamJobsRequest\x12\x16\n" +
 	"\x06worker\x18\x01 \x01(\tR\x06worker\x12\x14\n" +
 	"\x05queue\x18\x02 \x01(\tR\x05queue\x12\x14\n" +
@@ -7956,7 +7969,11 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x06credit\x18\x04 \x01(\x05R\x06credit\x12>\n" +
 	"\rlease_timeout\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\fleaseTimeout\x12!\n" +
 	"\ffetch_fields\x18\x06 \x03(\tR\vfetchFields\x12\x16\n" +
-	"\x06queues\x18\a \x03(\tR\x06queues\"\x8c\x01\n" +
+	"\x06queues\x18\a \x03(\tR\x06queues\x12\\\n" +
+	"\x10kind_concurrency\x18\b \x03(\v21.hopper.v1.StreamJobsRequest.KindConcurrencyEntryR\x0fkindConcurrency\x1aB\n" +
+	"\x14KindConcurrencyEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\"\x8c\x01\n" +
 	"\x12StreamJobsResponse\x12+\n" +
 	"\x04jobs\x18\x01 \x03(\v2\x17.hopper.v1.ActivatedJobR\x04jobs\x127\n" +
 	"\tkeepalive\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\tkeepaliveJ\x04\b\x02\x10\x03R\n" +
@@ -8371,7 +8388,7 @@ func file_hopper_v1_hopper_proto_rawDescGZIP() []byte {
 	return file_hopper_v1_hopper_proto_rawDescData
 }
 
-var file_hopper_v1_hopper_proto_msgTypes = make([]protoimpl.MessageInfo, 126)
+var file_hopper_v1_hopper_proto_msgTypes = make([]protoimpl.MessageInfo, 127)
 var file_hopper_v1_hopper_proto_goTypes = []any{
 	(*Schedule)(nil),                           // 0: hopper.v1.Schedule
 	(*ScheduleServiceListRequest)(nil),         // 1: hopper.v1.ScheduleServiceListRequest
@@ -8496,240 +8513,242 @@ var file_hopper_v1_hopper_proto_goTypes = []any{
 	nil,                                        // 120: hopper.v1.Job.HeadersEntry
 	nil,                                        // 121: hopper.v1.JobSpec.HeadersEntry
 	nil,                                        // 122: hopper.v1.ActivatedJob.HeadersEntry
-	nil,                                        // 123: hopper.v1.Queue.CountsEntry
-	nil,                                        // 124: hopper.v1.DeadLetterServiceListResponse.ReplaysEntry
-	nil,                                        // 125: hopper.v1.Kind.CountsEntry
-	(*durationpb.Duration)(nil),                // 126: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),              // 127: google.protobuf.Timestamp
+	nil,                                        // 123: hopper.v1.StreamJobsRequest.KindConcurrencyEntry
+	nil,                                        // 124: hopper.v1.Queue.CountsEntry
+	nil,                                        // 125: hopper.v1.DeadLetterServiceListResponse.ReplaysEntry
+	nil,                                        // 126: hopper.v1.Kind.CountsEntry
+	(*durationpb.Duration)(nil),                // 127: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),              // 128: google.protobuf.Timestamp
 }
 var file_hopper_v1_hopper_proto_depIdxs = []int32{
-	126, // 0: hopper.v1.Schedule.every:type_name -> google.protobuf.Duration
-	126, // 1: hopper.v1.Schedule.fixed_delay:type_name -> google.protobuf.Duration
-	126, // 2: hopper.v1.Schedule.timeout:type_name -> google.protobuf.Duration
+	127, // 0: hopper.v1.Schedule.every:type_name -> google.protobuf.Duration
+	127, // 1: hopper.v1.Schedule.fixed_delay:type_name -> google.protobuf.Duration
+	127, // 2: hopper.v1.Schedule.timeout:type_name -> google.protobuf.Duration
 	119, // 3: hopper.v1.Schedule.headers:type_name -> hopper.v1.Schedule.HeadersEntry
-	126, // 4: hopper.v1.Schedule.jitter:type_name -> google.protobuf.Duration
-	127, // 5: hopper.v1.Schedule.last_fire_at:type_name -> google.protobuf.Timestamp
-	127, // 6: hopper.v1.Schedule.next_fire_at:type_name -> google.protobuf.Timestamp
-	127, // 7: hopper.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
-	127, // 8: hopper.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
-	127, // 9: hopper.v1.Schedule.last_manual_fire_at:type_name -> google.protobuf.Timestamp
+	127, // 4: hopper.v1.Schedule.jitter:type_name -> google.protobuf.Duration
+	128, // 5: hopper.v1.Schedule.last_fire_at:type_name -> google.protobuf.Timestamp
+	128, // 6: hopper.v1.Schedule.next_fire_at:type_name -> google.protobuf.Timestamp
+	128, // 7: hopper.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
+	128, // 8: hopper.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
+	128, // 9: hopper.v1.Schedule.last_manual_fire_at:type_name -> google.protobuf.Timestamp
 	0,   // 10: hopper.v1.ScheduleServiceListResponse.schedules:type_name -> hopper.v1.Schedule
 	0,   // 11: hopper.v1.ScheduleServiceAddRequest.schedule:type_name -> hopper.v1.Schedule
 	0,   // 12: hopper.v1.ScheduleServiceAddResponse.schedule:type_name -> hopper.v1.Schedule
 	13,  // 13: hopper.v1.ScheduleServiceRunResponse.job:type_name -> hopper.v1.Job
 	120, // 14: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
-	127, // 15: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
-	126, // 16: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
-	127, // 17: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
-	127, // 18: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
-	127, // 19: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	127, // 20: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
-	127, // 21: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
-	127, // 22: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	127, // 23: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
-	127, // 24: hopper.v1.Job.deadline_at:type_name -> google.protobuf.Timestamp
-	127, // 25: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
-	126, // 26: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
-	126, // 27: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
+	128, // 15: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
+	127, // 16: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
+	128, // 17: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
+	128, // 18: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
+	128, // 19: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	128, // 20: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
+	128, // 21: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
+	128, // 22: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	128, // 23: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
+	128, // 24: hopper.v1.Job.deadline_at:type_name -> google.protobuf.Timestamp
+	128, // 25: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
+	127, // 26: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
+	127, // 27: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
 	121, // 28: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
-	126, // 29: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
+	127, // 29: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
 	15,  // 30: hopper.v1.JobSpec.retry_policy:type_name -> hopper.v1.RetryPolicy
-	126, // 31: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
-	126, // 32: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
+	127, // 31: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
+	127, // 32: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
 	14,  // 33: hopper.v1.EnqueueRequest.job:type_name -> hopper.v1.JobSpec
 	13,  // 34: hopper.v1.EnqueueResponse.job:type_name -> hopper.v1.Job
 	14,  // 35: hopper.v1.EnqueueBatchRequest.jobs:type_name -> hopper.v1.JobSpec
 	17,  // 36: hopper.v1.EnqueueBatchResponse.results:type_name -> hopper.v1.EnqueueResponse
 	13,  // 37: hopper.v1.GetResponse.job:type_name -> hopper.v1.Job
-	127, // 38: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
-	127, // 39: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
+	128, // 38: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
+	128, // 39: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
 	13,  // 40: hopper.v1.ListResponse.jobs:type_name -> hopper.v1.Job
 	13,  // 41: hopper.v1.CancelResponse.job:type_name -> hopper.v1.Job
-	127, // 42: hopper.v1.JobServiceRetryRequest.run_at:type_name -> google.protobuf.Timestamp
+	128, // 42: hopper.v1.JobServiceRetryRequest.run_at:type_name -> google.protobuf.Timestamp
 	13,  // 43: hopper.v1.JobServiceRetryResponse.job:type_name -> hopper.v1.Job
 	13,  // 44: hopper.v1.JobServiceSetRetriesResponse.job:type_name -> hopper.v1.Job
 	13,  // 45: hopper.v1.JobServiceResumeResponse.job:type_name -> hopper.v1.Job
-	127, // 46: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
-	127, // 47: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
-	127, // 48: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
+	128, // 46: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
+	128, // 47: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
+	128, // 48: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
 	33,  // 49: hopper.v1.EventsResponse.events:type_name -> hopper.v1.Event
 	34,  // 50: hopper.v1.EventsResponse.attempts:type_name -> hopper.v1.Attempt
 	122, // 51: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
-	127, // 52: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
-	126, // 53: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
-	127, // 54: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
+	128, // 52: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
+	127, // 53: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
+	128, // 54: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
 	15,  // 55: hopper.v1.ActivatedJob.retry_policy:type_name -> hopper.v1.RetryPolicy
-	126, // 56: hopper.v1.ActivatedJob.default_timeout:type_name -> google.protobuf.Duration
-	126, // 57: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
-	126, // 58: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
+	127, // 56: hopper.v1.ActivatedJob.default_timeout:type_name -> google.protobuf.Duration
+	127, // 57: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
+	127, // 58: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
 	36,  // 59: hopper.v1.ActivateResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	126, // 60: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
-	36,  // 61: hopper.v1.StreamJobsResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	126, // 62: hopper.v1.StreamJobsResponse.keepalive:type_name -> google.protobuf.Duration
-	126, // 63: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
-	15,  // 64: hopper.v1.FailRequest.retry_policy:type_name -> hopper.v1.RetryPolicy
-	127, // 65: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
-	126, // 66: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
-	127, // 67: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
-	127, // 68: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
-	126, // 69: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
-	127, // 70: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
-	54,  // 71: hopper.v1.ReportRequest.outcomes:type_name -> hopper.v1.Outcome
-	51,  // 72: hopper.v1.ReportRequest.renewals:type_name -> hopper.v1.ExtendLeaseRequest
-	41,  // 73: hopper.v1.Outcome.complete:type_name -> hopper.v1.CompleteRequest
-	43,  // 74: hopper.v1.Outcome.fail:type_name -> hopper.v1.FailRequest
-	49,  // 75: hopper.v1.Outcome.release:type_name -> hopper.v1.ReleaseRequest
-	45,  // 76: hopper.v1.Outcome.snooze:type_name -> hopper.v1.SnoozeRequest
-	47,  // 77: hopper.v1.Outcome.suspend:type_name -> hopper.v1.SuspendRequest
-	58,  // 78: hopper.v1.ReportResponse.outcomes:type_name -> hopper.v1.Verdict
-	58,  // 79: hopper.v1.ReportResponse.renewals:type_name -> hopper.v1.Verdict
-	53,  // 80: hopper.v1.ReportStreamRequest.report:type_name -> hopper.v1.ReportRequest
-	55,  // 81: hopper.v1.ReportStreamResponse.report:type_name -> hopper.v1.ReportResponse
-	44,  // 82: hopper.v1.Verdict.fail:type_name -> hopper.v1.FailResponse
-	127, // 83: hopper.v1.Verdict.lease_expires_at:type_name -> google.protobuf.Timestamp
-	123, // 84: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
-	65,  // 85: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
-	127, // 86: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
-	127, // 87: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
-	74,  // 88: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
-	127, // 89: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
-	77,  // 90: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
-	127, // 91: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
-	80,  // 92: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
-	127, // 93: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
-	127, // 94: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
-	127, // 95: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
-	83,  // 96: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
-	83,  // 97: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
-	83,  // 98: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
-	83,  // 99: hopper.v1.ImportKeyResponse.key:type_name -> hopper.v1.APIKey
-	127, // 100: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
-	127, // 101: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
-	92,  // 102: hopper.v1.DeadLetterServiceListRequest.filter:type_name -> hopper.v1.DeadLetterFilter
-	13,  // 103: hopper.v1.DeadLetterServiceListResponse.jobs:type_name -> hopper.v1.Job
-	124, // 104: hopper.v1.DeadLetterServiceListResponse.replays:type_name -> hopper.v1.DeadLetterServiceListResponse.ReplaysEntry
-	127, // 105: hopper.v1.ReplaySummary.last_replayed_at:type_name -> google.protobuf.Timestamp
-	127, // 106: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
-	126, // 107: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
-	13,  // 108: hopper.v1.ReplayResponse.job:type_name -> hopper.v1.Job
-	92,  // 109: hopper.v1.ReplayManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
-	13,  // 110: hopper.v1.ReplayManyResponse.jobs:type_name -> hopper.v1.Job
-	92,  // 111: hopper.v1.DeadLetterServiceRetryManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
-	13,  // 112: hopper.v1.DeadLetterServiceRetryManyResponse.jobs:type_name -> hopper.v1.Job
-	127, // 113: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
-	127, // 114: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
-	127, // 115: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
-	104, // 116: hopper.v1.ListReplaysResponse.replays:type_name -> hopper.v1.ReplayRecord
-	125, // 117: hopper.v1.Kind.counts:type_name -> hopper.v1.Kind.CountsEntry
-	107, // 118: hopper.v1.KindServiceListResponse.kinds:type_name -> hopper.v1.Kind
-	118, // 119: hopper.v1.ServerServiceInfoResponse.server:type_name -> hopper.v1.ServerInfo
-	127, // 120: hopper.v1.ServerInfo.commit_time:type_name -> google.protobuf.Timestamp
-	95,  // 121: hopper.v1.DeadLetterServiceListResponse.ReplaysEntry.value:type_name -> hopper.v1.ReplaySummary
-	16,  // 122: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
-	18,  // 123: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
-	20,  // 124: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
-	22,  // 125: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
-	24,  // 126: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
-	32,  // 127: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
-	30,  // 128: hopper.v1.JobService.Resume:input_type -> hopper.v1.JobServiceResumeRequest
-	26,  // 129: hopper.v1.JobService.Retry:input_type -> hopper.v1.JobServiceRetryRequest
-	28,  // 130: hopper.v1.JobService.SetRetries:input_type -> hopper.v1.JobServiceSetRetriesRequest
-	37,  // 131: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
-	39,  // 132: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
-	41,  // 133: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
-	43,  // 134: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
-	49,  // 135: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
-	45,  // 136: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
-	47,  // 137: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
-	51,  // 138: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
-	61,  // 139: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
-	63,  // 140: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
-	53,  // 141: hopper.v1.WorkerService.Report:input_type -> hopper.v1.ReportRequest
-	56,  // 142: hopper.v1.WorkerService.ReportStream:input_type -> hopper.v1.ReportStreamRequest
-	59,  // 143: hopper.v1.WorkerService.Hold:input_type -> hopper.v1.HoldRequest
-	66,  // 144: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
-	70,  // 145: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
-	72,  // 146: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
-	68,  // 147: hopper.v1.QueueService.Set:input_type -> hopper.v1.QueueServiceSetRequest
-	75,  // 148: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
-	78,  // 149: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
-	81,  // 150: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
-	84,  // 151: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
-	86,  // 152: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
-	88,  // 153: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
-	90,  // 154: hopper.v1.AdminService.ImportKey:input_type -> hopper.v1.ImportKeyRequest
-	1,   // 155: hopper.v1.ScheduleService.List:input_type -> hopper.v1.ScheduleServiceListRequest
-	3,   // 156: hopper.v1.ScheduleService.Add:input_type -> hopper.v1.ScheduleServiceAddRequest
-	5,   // 157: hopper.v1.ScheduleService.Remove:input_type -> hopper.v1.ScheduleServiceRemoveRequest
-	7,   // 158: hopper.v1.ScheduleService.Pause:input_type -> hopper.v1.ScheduleServicePauseRequest
-	9,   // 159: hopper.v1.ScheduleService.Resume:input_type -> hopper.v1.ScheduleServiceResumeRequest
-	11,  // 160: hopper.v1.ScheduleService.Run:input_type -> hopper.v1.ScheduleServiceRunRequest
-	93,  // 161: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
-	96,  // 162: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
-	98,  // 163: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
-	100, // 164: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
-	102, // 165: hopper.v1.DeadLetterService.RetryMany:input_type -> hopper.v1.DeadLetterServiceRetryManyRequest
-	105, // 166: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
-	108, // 167: hopper.v1.KindService.List:input_type -> hopper.v1.KindServiceListRequest
-	110, // 168: hopper.v1.KindService.Set:input_type -> hopper.v1.KindServiceSetRequest
-	112, // 169: hopper.v1.KindService.Disable:input_type -> hopper.v1.KindServiceDisableRequest
-	114, // 170: hopper.v1.KindService.Enable:input_type -> hopper.v1.KindServiceEnableRequest
-	116, // 171: hopper.v1.ServerService.Info:input_type -> hopper.v1.ServerServiceInfoRequest
-	17,  // 172: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
-	19,  // 173: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
-	21,  // 174: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
-	23,  // 175: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
-	25,  // 176: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
-	35,  // 177: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
-	31,  // 178: hopper.v1.JobService.Resume:output_type -> hopper.v1.JobServiceResumeResponse
-	27,  // 179: hopper.v1.JobService.Retry:output_type -> hopper.v1.JobServiceRetryResponse
-	29,  // 180: hopper.v1.JobService.SetRetries:output_type -> hopper.v1.JobServiceSetRetriesResponse
-	38,  // 181: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
-	40,  // 182: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
-	42,  // 183: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
-	44,  // 184: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
-	50,  // 185: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
-	46,  // 186: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
-	48,  // 187: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
-	52,  // 188: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
-	62,  // 189: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
-	64,  // 190: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
-	55,  // 191: hopper.v1.WorkerService.Report:output_type -> hopper.v1.ReportResponse
-	57,  // 192: hopper.v1.WorkerService.ReportStream:output_type -> hopper.v1.ReportStreamResponse
-	60,  // 193: hopper.v1.WorkerService.Hold:output_type -> hopper.v1.HoldResponse
-	67,  // 194: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
-	71,  // 195: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
-	73,  // 196: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
-	69,  // 197: hopper.v1.QueueService.Set:output_type -> hopper.v1.QueueServiceSetResponse
-	76,  // 198: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
-	79,  // 199: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
-	82,  // 200: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
-	85,  // 201: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
-	87,  // 202: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
-	89,  // 203: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
-	91,  // 204: hopper.v1.AdminService.ImportKey:output_type -> hopper.v1.ImportKeyResponse
-	2,   // 205: hopper.v1.ScheduleService.List:output_type -> hopper.v1.ScheduleServiceListResponse
-	4,   // 206: hopper.v1.ScheduleService.Add:output_type -> hopper.v1.ScheduleServiceAddResponse
-	6,   // 207: hopper.v1.ScheduleService.Remove:output_type -> hopper.v1.ScheduleServiceRemoveResponse
-	8,   // 208: hopper.v1.ScheduleService.Pause:output_type -> hopper.v1.ScheduleServicePauseResponse
-	10,  // 209: hopper.v1.ScheduleService.Resume:output_type -> hopper.v1.ScheduleServiceResumeResponse
-	12,  // 210: hopper.v1.ScheduleService.Run:output_type -> hopper.v1.ScheduleServiceRunResponse
-	94,  // 211: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
-	97,  // 212: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
-	99,  // 213: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
-	101, // 214: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
-	103, // 215: hopper.v1.DeadLetterService.RetryMany:output_type -> hopper.v1.DeadLetterServiceRetryManyResponse
-	106, // 216: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
-	109, // 217: hopper.v1.KindService.List:output_type -> hopper.v1.KindServiceListResponse
-	111, // 218: hopper.v1.KindService.Set:output_type -> hopper.v1.KindServiceSetResponse
-	113, // 219: hopper.v1.KindService.Disable:output_type -> hopper.v1.KindServiceDisableResponse
-	115, // 220: hopper.v1.KindService.Enable:output_type -> hopper.v1.KindServiceEnableResponse
-	117, // 221: hopper.v1.ServerService.Info:output_type -> hopper.v1.ServerServiceInfoResponse
-	172, // [172:222] is the sub-list for method output_type
-	122, // [122:172] is the sub-list for method input_type
-	122, // [122:122] is the sub-list for extension type_name
-	122, // [122:122] is the sub-list for extension extendee
-	0,   // [0:122] is the sub-list for field type_name
+	127, // 60: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
+	123, // 61: hopper.v1.StreamJobsRequest.kind_concurrency:type_name -> hopper.v1.StreamJobsRequest.KindConcurrencyEntry
+	36,  // 62: hopper.v1.StreamJobsResponse.jobs:type_name -> hopper.v1.ActivatedJob
+	127, // 63: hopper.v1.StreamJobsResponse.keepalive:type_name -> google.protobuf.Duration
+	127, // 64: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
+	15,  // 65: hopper.v1.FailRequest.retry_policy:type_name -> hopper.v1.RetryPolicy
+	128, // 66: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
+	127, // 67: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
+	128, // 68: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
+	128, // 69: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
+	127, // 70: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
+	128, // 71: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
+	54,  // 72: hopper.v1.ReportRequest.outcomes:type_name -> hopper.v1.Outcome
+	51,  // 73: hopper.v1.ReportRequest.renewals:type_name -> hopper.v1.ExtendLeaseRequest
+	41,  // 74: hopper.v1.Outcome.complete:type_name -> hopper.v1.CompleteRequest
+	43,  // 75: hopper.v1.Outcome.fail:type_name -> hopper.v1.FailRequest
+	49,  // 76: hopper.v1.Outcome.release:type_name -> hopper.v1.ReleaseRequest
+	45,  // 77: hopper.v1.Outcome.snooze:type_name -> hopper.v1.SnoozeRequest
+	47,  // 78: hopper.v1.Outcome.suspend:type_name -> hopper.v1.SuspendRequest
+	58,  // 79: hopper.v1.ReportResponse.outcomes:type_name -> hopper.v1.Verdict
+	58,  // 80: hopper.v1.ReportResponse.renewals:type_name -> hopper.v1.Verdict
+	53,  // 81: hopper.v1.ReportStreamRequest.report:type_name -> hopper.v1.ReportRequest
+	55,  // 82: hopper.v1.ReportStreamResponse.report:type_name -> hopper.v1.ReportResponse
+	44,  // 83: hopper.v1.Verdict.fail:type_name -> hopper.v1.FailResponse
+	128, // 84: hopper.v1.Verdict.lease_expires_at:type_name -> google.protobuf.Timestamp
+	124, // 85: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
+	65,  // 86: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
+	128, // 87: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
+	128, // 88: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
+	74,  // 89: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
+	128, // 90: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
+	77,  // 91: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
+	128, // 92: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
+	80,  // 93: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
+	128, // 94: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
+	128, // 95: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
+	128, // 96: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
+	83,  // 97: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
+	83,  // 98: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
+	83,  // 99: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
+	83,  // 100: hopper.v1.ImportKeyResponse.key:type_name -> hopper.v1.APIKey
+	128, // 101: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
+	128, // 102: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
+	92,  // 103: hopper.v1.DeadLetterServiceListRequest.filter:type_name -> hopper.v1.DeadLetterFilter
+	13,  // 104: hopper.v1.DeadLetterServiceListResponse.jobs:type_name -> hopper.v1.Job
+	125, // 105: hopper.v1.DeadLetterServiceListResponse.replays:type_name -> hopper.v1.DeadLetterServiceListResponse.ReplaysEntry
+	128, // 106: hopper.v1.ReplaySummary.last_replayed_at:type_name -> google.protobuf.Timestamp
+	128, // 107: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
+	127, // 108: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
+	13,  // 109: hopper.v1.ReplayResponse.job:type_name -> hopper.v1.Job
+	92,  // 110: hopper.v1.ReplayManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
+	13,  // 111: hopper.v1.ReplayManyResponse.jobs:type_name -> hopper.v1.Job
+	92,  // 112: hopper.v1.DeadLetterServiceRetryManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
+	13,  // 113: hopper.v1.DeadLetterServiceRetryManyResponse.jobs:type_name -> hopper.v1.Job
+	128, // 114: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
+	128, // 115: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
+	128, // 116: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
+	104, // 117: hopper.v1.ListReplaysResponse.replays:type_name -> hopper.v1.ReplayRecord
+	126, // 118: hopper.v1.Kind.counts:type_name -> hopper.v1.Kind.CountsEntry
+	107, // 119: hopper.v1.KindServiceListResponse.kinds:type_name -> hopper.v1.Kind
+	118, // 120: hopper.v1.ServerServiceInfoResponse.server:type_name -> hopper.v1.ServerInfo
+	128, // 121: hopper.v1.ServerInfo.commit_time:type_name -> google.protobuf.Timestamp
+	95,  // 122: hopper.v1.DeadLetterServiceListResponse.ReplaysEntry.value:type_name -> hopper.v1.ReplaySummary
+	16,  // 123: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
+	18,  // 124: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
+	20,  // 125: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
+	22,  // 126: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
+	24,  // 127: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
+	32,  // 128: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
+	30,  // 129: hopper.v1.JobService.Resume:input_type -> hopper.v1.JobServiceResumeRequest
+	26,  // 130: hopper.v1.JobService.Retry:input_type -> hopper.v1.JobServiceRetryRequest
+	28,  // 131: hopper.v1.JobService.SetRetries:input_type -> hopper.v1.JobServiceSetRetriesRequest
+	37,  // 132: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
+	39,  // 133: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
+	41,  // 134: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
+	43,  // 135: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
+	49,  // 136: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
+	45,  // 137: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
+	47,  // 138: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
+	51,  // 139: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
+	61,  // 140: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
+	63,  // 141: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
+	53,  // 142: hopper.v1.WorkerService.Report:input_type -> hopper.v1.ReportRequest
+	56,  // 143: hopper.v1.WorkerService.ReportStream:input_type -> hopper.v1.ReportStreamRequest
+	59,  // 144: hopper.v1.WorkerService.Hold:input_type -> hopper.v1.HoldRequest
+	66,  // 145: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
+	70,  // 146: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
+	72,  // 147: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
+	68,  // 148: hopper.v1.QueueService.Set:input_type -> hopper.v1.QueueServiceSetRequest
+	75,  // 149: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
+	78,  // 150: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
+	81,  // 151: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
+	84,  // 152: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
+	86,  // 153: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
+	88,  // 154: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
+	90,  // 155: hopper.v1.AdminService.ImportKey:input_type -> hopper.v1.ImportKeyRequest
+	1,   // 156: hopper.v1.ScheduleService.List:input_type -> hopper.v1.ScheduleServiceListRequest
+	3,   // 157: hopper.v1.ScheduleService.Add:input_type -> hopper.v1.ScheduleServiceAddRequest
+	5,   // 158: hopper.v1.ScheduleService.Remove:input_type -> hopper.v1.ScheduleServiceRemoveRequest
+	7,   // 159: hopper.v1.ScheduleService.Pause:input_type -> hopper.v1.ScheduleServicePauseRequest
+	9,   // 160: hopper.v1.ScheduleService.Resume:input_type -> hopper.v1.ScheduleServiceResumeRequest
+	11,  // 161: hopper.v1.ScheduleService.Run:input_type -> hopper.v1.ScheduleServiceRunRequest
+	93,  // 162: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
+	96,  // 163: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
+	98,  // 164: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
+	100, // 165: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
+	102, // 166: hopper.v1.DeadLetterService.RetryMany:input_type -> hopper.v1.DeadLetterServiceRetryManyRequest
+	105, // 167: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
+	108, // 168: hopper.v1.KindService.List:input_type -> hopper.v1.KindServiceListRequest
+	110, // 169: hopper.v1.KindService.Set:input_type -> hopper.v1.KindServiceSetRequest
+	112, // 170: hopper.v1.KindService.Disable:input_type -> hopper.v1.KindServiceDisableRequest
+	114, // 171: hopper.v1.KindService.Enable:input_type -> hopper.v1.KindServiceEnableRequest
+	116, // 172: hopper.v1.ServerService.Info:input_type -> hopper.v1.ServerServiceInfoRequest
+	17,  // 173: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
+	19,  // 174: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
+	21,  // 175: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
+	23,  // 176: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
+	25,  // 177: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
+	35,  // 178: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
+	31,  // 179: hopper.v1.JobService.Resume:output_type -> hopper.v1.JobServiceResumeResponse
+	27,  // 180: hopper.v1.JobService.Retry:output_type -> hopper.v1.JobServiceRetryResponse
+	29,  // 181: hopper.v1.JobService.SetRetries:output_type -> hopper.v1.JobServiceSetRetriesResponse
+	38,  // 182: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
+	40,  // 183: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
+	42,  // 184: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
+	44,  // 185: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
+	50,  // 186: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
+	46,  // 187: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
+	48,  // 188: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
+	52,  // 189: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
+	62,  // 190: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
+	64,  // 191: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
+	55,  // 192: hopper.v1.WorkerService.Report:output_type -> hopper.v1.ReportResponse
+	57,  // 193: hopper.v1.WorkerService.ReportStream:output_type -> hopper.v1.ReportStreamResponse
+	60,  // 194: hopper.v1.WorkerService.Hold:output_type -> hopper.v1.HoldResponse
+	67,  // 195: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
+	71,  // 196: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
+	73,  // 197: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
+	69,  // 198: hopper.v1.QueueService.Set:output_type -> hopper.v1.QueueServiceSetResponse
+	76,  // 199: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
+	79,  // 200: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
+	82,  // 201: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
+	85,  // 202: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
+	87,  // 203: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
+	89,  // 204: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
+	91,  // 205: hopper.v1.AdminService.ImportKey:output_type -> hopper.v1.ImportKeyResponse
+	2,   // 206: hopper.v1.ScheduleService.List:output_type -> hopper.v1.ScheduleServiceListResponse
+	4,   // 207: hopper.v1.ScheduleService.Add:output_type -> hopper.v1.ScheduleServiceAddResponse
+	6,   // 208: hopper.v1.ScheduleService.Remove:output_type -> hopper.v1.ScheduleServiceRemoveResponse
+	8,   // 209: hopper.v1.ScheduleService.Pause:output_type -> hopper.v1.ScheduleServicePauseResponse
+	10,  // 210: hopper.v1.ScheduleService.Resume:output_type -> hopper.v1.ScheduleServiceResumeResponse
+	12,  // 211: hopper.v1.ScheduleService.Run:output_type -> hopper.v1.ScheduleServiceRunResponse
+	94,  // 212: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
+	97,  // 213: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
+	99,  // 214: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
+	101, // 215: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
+	103, // 216: hopper.v1.DeadLetterService.RetryMany:output_type -> hopper.v1.DeadLetterServiceRetryManyResponse
+	106, // 217: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
+	109, // 218: hopper.v1.KindService.List:output_type -> hopper.v1.KindServiceListResponse
+	111, // 219: hopper.v1.KindService.Set:output_type -> hopper.v1.KindServiceSetResponse
+	113, // 220: hopper.v1.KindService.Disable:output_type -> hopper.v1.KindServiceDisableResponse
+	115, // 221: hopper.v1.KindService.Enable:output_type -> hopper.v1.KindServiceEnableResponse
+	117, // 222: hopper.v1.ServerService.Info:output_type -> hopper.v1.ServerServiceInfoResponse
+	173, // [173:223] is the sub-list for method output_type
+	123, // [123:173] is the sub-list for method input_type
+	123, // [123:123] is the sub-list for extension type_name
+	123, // [123:123] is the sub-list for extension extendee
+	0,   // [0:123] is the sub-list for field type_name
 }
 
 func init() { file_hopper_v1_hopper_proto_init() }
@@ -8754,7 +8773,7 @@ func file_hopper_v1_hopper_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hopper_v1_hopper_proto_rawDesc), len(file_hopper_v1_hopper_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   126,
+			NumMessages:   127,
 			NumExtensions: 0,
 			NumServices:   8,
 		},
