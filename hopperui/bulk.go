@@ -45,6 +45,13 @@ func (h *Handler) jobsBulk(w http.ResponseWriter, r *http.Request, v *view) erro
 			v.Notice = res.String("Canceled")
 		case "retry", "retry-filter":
 			res = h.bulk(r.Context(), ids, func(ctx context.Context, id string) error {
+				_, err := h.client.RetryJob(ctx, id, hopper.RetryOpts{By: v.User.Name, Actor: hopper.ActorOperator,
+					Reason: "dashboard bulk retry"})
+				return err
+			})
+			v.Notice = res.String("Retried in place")
+		case "replay", "replay-filter":
+			res = h.bulk(r.Context(), ids, func(ctx context.Context, id string) error {
 				_, err := h.client.Replay(ctx, id, v.User.Name)
 				return err
 			})
@@ -70,7 +77,7 @@ func (h *Handler) jobsBulk(w http.ResponseWriter, r *http.Request, v *view) erro
 }
 
 // bulkTargets are the ids an action applies to: the ticked ones, or the search's first
-// matches (for retry, its failed ones), at most BulkLimit or the form's limit.
+// matches (for retry and replay, its failed ones), at most BulkLimit or the form's limit.
 func (h *Handler) bulkTargets(r *http.Request, action string) ([]string, error) {
 	limit := 100
 	if s := r.PostForm.Get("bulk_limit"); s != "" {
@@ -81,7 +88,7 @@ func (h *Handler) bulkTargets(r *http.Request, action string) ([]string, error) 
 		limit = n
 	}
 	switch action {
-	case "cancel", "retry":
+	case "cancel", "retry", "replay":
 		ids := r.PostForm["select"]
 		if len(ids) == 0 {
 			return nil, invalid("select", "tick at least one job")
@@ -90,9 +97,9 @@ func (h *Handler) bulkTargets(r *http.Request, action string) ([]string, error) 
 			return nil, invalid("select", "%d jobs ticked, more than the limit of %d", len(ids), limit)
 		}
 		return ids, nil
-	case "cancel-filter", "retry-filter":
+	case "cancel-filter", "retry-filter", "replay-filter":
 	default:
-		return nil, invalid("action", "%q is not cancel, retry, cancel-filter or retry-filter", action)
+		return nil, invalid("action", "%q is not cancel, retry, replay, cancel-filter, retry-filter or replay-filter", action)
 	}
 	f, err := readFilter(r.PostForm)
 	if err != nil {
@@ -103,9 +110,9 @@ func (h *Handler) bulkTargets(r *http.Request, action string) ([]string, error) 
 	if err != nil {
 		return nil, err
 	}
-	if action == "retry-filter" {
+	if action == "retry-filter" || action == "replay-filter" {
 		if len(p.States) > 0 && p.States[0] != hopper.StateFailed {
-			return nil, invalid("state", "only failed jobs can be retried; search for state failed")
+			return nil, invalid("state", "only failed jobs can be retried or replayed; search for state failed")
 		}
 		p.States = []hopper.JobState{hopper.StateFailed}
 	}

@@ -72,11 +72,11 @@ func TestBulkActionsOnASearch(t *testing.T) {
 	require.Equal(t, hopper.StateScheduled, j.State, "outside the search")
 
 	d1, d2 := e.Failed(t, "one"), e.Failed(t, "two")
-	status, page = post(t, e.URL+"/jobs/bulk", url.Values{"action": {"retry-filter"}, "q": {"two"}})
+	status, page = post(t, e.URL+"/jobs/bulk", url.Values{"action": {"replay-filter"}, "q": {"two"}})
 	require.Equal(t, http.StatusOK, status)
 	require.Contains(t, page, "Replay the 1 failed job(s) the search finds now?")
 	require.Contains(t, page, d2.ID)
-	status, page = post(t, e.URL+"/jobs/bulk", url.Values{"action": {"retry-filter"}, "q": {"two"}, "confirm": {"yes"}})
+	status, page = post(t, e.URL+"/jobs/bulk", url.Values{"action": {"replay-filter"}, "q": {"two"}, "confirm": {"yes"}})
 	require.Equal(t, http.StatusOK, status)
 	require.Contains(t, page, "Replayed 1 job(s).")
 	for id, n := range map[string]int{d1.ID: 0, d2.ID: 1} {
@@ -84,6 +84,29 @@ func TestBulkActionsOnASearch(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, rs.Replays, n)
 	}
+
+	// Retry in place: the same job goes back to its queue, its history says who did it.
+	status, page = post(t, e.URL+"/jobs/bulk", url.Values{"action": {"retry"}, "select": {d1.ID}})
+	require.Equal(t, http.StatusOK, status)
+	require.Contains(t, page, "Retry the 1 ticked job(s) in place?")
+	status, page = post(t, e.URL+"/jobs/bulk", url.Values{"action": {"retry"}, "select": {d1.ID}, "confirm": {"yes"}})
+	require.Equal(t, http.StatusOK, status)
+	require.Contains(t, page, "Retried in place 1 job(s).")
+	j1, err := e.Client.Get(t.Context(), d1.ID)
+	require.NoError(t, err)
+	require.Contains(t, []hopper.JobState{hopper.StateQueued, hopper.StateRunning, hopper.StateCompleted, hopper.StateFailed}, j1.State)
+	evs, err := e.Client.Events(t.Context(), d1.ID)
+	require.NoError(t, err)
+	var retried bool
+	for _, ev := range evs {
+		retried = retried || (ev.From == hopper.StateFailed && ev.To == hopper.StateQueued && ev.Actor == hopper.ActorOperator)
+	}
+	require.True(t, retried, "the job's own history records the retry: %+v", evs)
+	rs, err := e.Client.Replays(t.Context(), &hopper.ReplayListParams{SourceJobID: d1.ID})
+	require.NoError(t, err)
+	require.Len(t, rs.Replays, 1, "the audit log records the retry")
+	require.Equal(t, hopper.ActionRetry, rs.Replays[0].Action, "a retry in place, not a replay")
+	require.Equal(t, d1.ID, rs.Replays[0].NewJobID, "the same job")
 
 	for _, bad := range []struct {
 		form  url.Values

@@ -181,12 +181,20 @@ func (h *Handler) askBulk(r *http.Request, _ *view) (*confirmation, error) {
 		c.Question, c.Button, c.Danger = fmt.Sprintf("Cancel the %d ticked job(s)?", n), "Cancel them", true
 		c.Details = []string{"Jobs that have ended already are skipped."}
 	case "retry":
+		c.Question, c.Button = fmt.Sprintf("Retry the %d ticked job(s) in place?", n), "Retry them"
+		c.Details = []string{"Each failed job goes back to its queue with one more attempt, keeping its id, idempotency key and history; the others are skipped.",
+			"The audit log records each retry, with your name."}
+	case "replay":
 		c.Question, c.Button = fmt.Sprintf("Replay the %d ticked job(s)?", n), "Replay them"
 		c.Details = []string{"Each failed job is replayed as a new job that runs again; the others are skipped."}
 	case "cancel-filter":
 		c.Question, c.Button, c.Danger = fmt.Sprintf("Cancel the %d job(s) the search finds now?", n), "Cancel them", true
 		c.Details = []string{"Search: " + f.describe() + ".", "Jobs that have ended already are skipped."}
 	case "retry-filter":
+		c.Question, c.Button = fmt.Sprintf("Retry in place the %d failed job(s) the search finds now?", n), "Retry them"
+		c.Details = []string{"Search: " + f.describe() + ".",
+			"Each goes back to its queue with one more attempt, keeping its id, idempotency key and history."}
+	case "replay-filter":
 		c.Question, c.Button = fmt.Sprintf("Replay the %d failed job(s) the search finds now?", n), "Replay them"
 		c.Details = []string{"Search: " + f.describe() + ".", "Each is replayed as a new job that runs again."}
 	}
