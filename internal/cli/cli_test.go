@@ -402,7 +402,7 @@ func TestRefusedCredentialsAreNotUnavailable(t *testing.T) {
 func TestBenchComparesInProcessWithTheServer(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	res := b.run(t, "bench", "--compare-remote", "--jobs", "300", "--workers", "10", "--batch", "100",
+	res := b.run(t, "bench", "--compare-remote", "--jobs", "100", "--workers", "10", "--batch", "50",
 		"--latency-jobs", "-1", "--synchronous", "NORMAL")
 	require.Equal(t, 0, res.code, res.stderr)
 	for _, want := range []string{"in process", "server, stream", "server, poll", "× of in process"} {
@@ -412,7 +412,7 @@ func TestBenchComparesInProcessWithTheServer(t *testing.T) {
 	require.Equal(t, ExitUsage, res.code, res.stderr)
 
 	// With --prefetch the stream's worker holds jobs beyond --workers; poll mode claims ahead.
-	res = b.run(t, "bench", "--compare-remote", "--jobs", "300", "--workers", "10", "--batch", "100",
+	res = b.run(t, "bench", "--compare-remote", "--jobs", "100", "--workers", "10", "--batch", "50",
 		"--latency-jobs", "-1", "--synchronous", "NORMAL", "--prefetch", "20", "--json")
 	require.Equal(t, 0, res.code, res.stderr)
 	var cmp struct {
@@ -422,7 +422,7 @@ func TestBenchComparesInProcessWithTheServer(t *testing.T) {
 		}
 	}
 	require.NoError(t, json.Unmarshal([]byte(res.stdout), &cmp))
-	require.Equal(t, 300, cmp.Stream.Jobs)
+	require.Equal(t, 100, cmp.Stream.Jobs)
 	require.Equal(t, 20, cmp.Stream.Prefetch)
 	require.Zero(t, cmp.Poll.Prefetch)
 }
