@@ -37,6 +37,8 @@ type (
 	RetryPolicy   = hoppertype.RetryPolicy
 	Outcome       = hoppertype.Outcome
 	Actor         = hoppertype.Actor
+	// InputLimits are the bounds a client puts on what it is given (Client.InputLimits).
+	InputLimits = hoppertype.InputLimits
 )
 
 // Actors recorded in job history.

@@ -121,6 +121,26 @@ func checkKind(kind string) error { return field.Kind(kind) }
 // maxFilterCodes bounds the error codes one listing filters by.
 const maxFilterCodes = 100
 
+// InputLimits are the bounds this client puts on what it is given, through every door: the
+// limits above, Config.MaxArgsBytes, and the worker protocol's. A server serves them to its
+// clients and workers (ServerInfo.InputLimits); TestEveryLimitIsServed holds that each limit
+// of this file is among them.
+func (c *Client) InputLimits() InputLimits {
+	return InputLimits{
+		MaxIDLen: maxIDLen, MaxKindLen: maxKindLen, MaxQueueLen: field.MaxQueueLen, MaxKeyLen: maxKeyLen,
+		MaxNameLen: maxNameLen, MaxErrorCodeLen: field.MaxErrorCodeLen,
+		MaxReasonBytes: MaxReasonBytes, MaxProgressMessageBytes: MaxProgressMessageBytes, MaxErrorBytes: MaxErrorBytes,
+		MaxArgsBytes: c.cfg.MaxArgsBytes, MaxHeaderBytes: maxHeaderBytes,
+		MaxPriority: maxPriority, MaxAttempts: maxAttemptsCap, MaxRescues: maxRescuesCap, MaxCap: maxCap,
+		MaxFilterCodes: maxFilterCodes,
+		MaxRunAtPast: MaxRunAtPast, MaxRunAtFuture: MaxRunAtFuture, MaxTimeout: maxTimeout,
+		MaxRetention: maxRetention, MaxResultTTL: maxResultTTL,
+		MaxActivateJobs: workerapi.MaxActivateJobs, MaxActivateWait: workerapi.MaxActivateWait,
+		MaxActivateQueues: workerapi.MaxActivateQueues, MaxStreamCredit: workerapi.MaxStreamCredit,
+		MaxStreamKindCaps: workerapi.MaxStreamKindCaps,
+	}
+}
+
 // checkErrorCodes checks the business error codes a listing filters by (field.ErrorCode).
 func checkErrorCodes(codes []string) error {
 	if len(codes) > maxFilterCodes {

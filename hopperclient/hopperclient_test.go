@@ -616,7 +616,9 @@ func TestServerInfo(t *testing.T) {
 		require.NoError(t, err)
 		own := buildinfo.Read() // the server runs in this test binary
 		require.Equal(t, &hopperclient.ServerInfo{Version: own.Version, Commit: own.Commit, Modified: own.Modified,
-			GoVersion: own.Go, Platform: own.Platform, Store: "sqlite", SchemaVersion: sqlite.LatestVersion()}, info)
+			GoVersion: own.Go, Platform: own.Platform, Store: "sqlite", SchemaVersion: sqlite.LatestVersion(),
+			InputLimits: b.srv.Client.InputLimits()}, info)
+		require.Equal(t, hopper.MaxErrorBytes, info.InputLimits.MaxErrorBytes, "the limits a worker clips its reports to")
 		_, err = anon.Queues(t.Context())
 		require.ErrorIs(t, err, hopperclient.ErrUnauthenticated)
 	}

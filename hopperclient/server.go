@@ -12,6 +12,9 @@ import (
 // and schema version).
 type ServerInfo = hoppertype.ServerInfo
 
+// InputLimits are the bounds a server puts on what it is sent (ServerInfo.InputLimits).
+type InputLimits = hoppertype.InputLimits
+
 // ServerInfo asks the server what it is. It needs no API key (any key, or none, will do), so
 // it also tells whether the server at Config.URL is a Hopper server that answers. A store the
 // server cannot reach is an error wrapping hopper.ErrUnavailable.

@@ -69,4 +69,6 @@ type ServerInfo struct {
 	Store string
 	// SchemaVersion is the version of that database's schema: the newest migration applied.
 	SchemaVersion int
+	// InputLimits are the bounds it puts on what it is sent.
+	InputLimits InputLimits
 }

@@ -103,7 +103,38 @@ func FromAPIKey(k *hopperv1.APIKey) *hoppertype.APIKey {
 func ServerInfo(s *hoppertype.ServerInfo) *hopperv1.ServerInfo {
 	return &hopperv1.ServerInfo{Version: apiview.Text(s.Version), Commit: apiview.Text(s.Commit),
 		CommitTime: apiview.Time(s.CommitTime), Modified: s.Modified, GoVersion: apiview.Text(s.GoVersion),
-		Platform: apiview.Text(s.Platform), Store: s.Store, SchemaVersion: apiview.Int32(s.SchemaVersion)}
+		Platform: apiview.Text(s.Platform), Store: s.Store, SchemaVersion: apiview.Int32(s.SchemaVersion),
+		InputLimits: inputLimits(&s.InputLimits)}
+}
+
+// inputLimits is the wire's InputLimits of l.
+func inputLimits(l *hoppertype.InputLimits) *hopperv1.InputLimits {
+	n, d := apiview.Int32, apiview.Duration
+	return &hopperv1.InputLimits{MaxIdLen: n(l.MaxIDLen), MaxKindLen: n(l.MaxKindLen), MaxQueueLen: n(l.MaxQueueLen),
+		MaxKeyLen: n(l.MaxKeyLen), MaxNameLen: n(l.MaxNameLen), MaxErrorCodeLen: n(l.MaxErrorCodeLen),
+		MaxReasonBytes: n(l.MaxReasonBytes), MaxProgressMessageBytes: n(l.MaxProgressMessageBytes),
+		MaxErrorBytes: n(l.MaxErrorBytes), MaxArgsBytes: n(l.MaxArgsBytes), MaxHeaderBytes: n(l.MaxHeaderBytes),
+		MaxPriority: n(l.MaxPriority), MaxAttempts: n(l.MaxAttempts), MaxRescues: n(l.MaxRescues), MaxCap: n(l.MaxCap),
+		MaxFilterCodes: n(l.MaxFilterCodes), MaxRunAtPast: d(l.MaxRunAtPast), MaxRunAtFuture: d(l.MaxRunAtFuture),
+		MaxTimeout: d(l.MaxTimeout), MaxRetention: d(l.MaxRetention), MaxResultTtl: d(l.MaxResultTTL),
+		MaxActivateJobs: n(l.MaxActivateJobs), MaxActivateWait: d(l.MaxActivateWait),
+		MaxActivateQueues: n(l.MaxActivateQueues), MaxStreamCredit: n(l.MaxStreamCredit),
+		MaxStreamKindCaps: n(l.MaxStreamKindCaps)}
+}
+
+// fromInputLimits reads the wire's InputLimits; nil (a server that predates them) reads as zero.
+func fromInputLimits(l *hopperv1.InputLimits) hoppertype.InputLimits {
+	n, d := func(v int32) int { return int(v) }, apiview.FromDuration
+	return hoppertype.InputLimits{MaxIDLen: n(l.GetMaxIdLen()), MaxKindLen: n(l.GetMaxKindLen()), MaxQueueLen: n(l.GetMaxQueueLen()),
+		MaxKeyLen: n(l.GetMaxKeyLen()), MaxNameLen: n(l.GetMaxNameLen()), MaxErrorCodeLen: n(l.GetMaxErrorCodeLen()),
+		MaxReasonBytes: n(l.GetMaxReasonBytes()), MaxProgressMessageBytes: n(l.GetMaxProgressMessageBytes()),
+		MaxErrorBytes: n(l.GetMaxErrorBytes()), MaxArgsBytes: n(l.GetMaxArgsBytes()), MaxHeaderBytes: n(l.GetMaxHeaderBytes()),
+		MaxPriority: n(l.GetMaxPriority()), MaxAttempts: n(l.GetMaxAttempts()), MaxRescues: n(l.GetMaxRescues()),
+		MaxCap: n(l.GetMaxCap()), MaxFilterCodes: n(l.GetMaxFilterCodes()), MaxRunAtPast: d(l.GetMaxRunAtPast()),
+		MaxRunAtFuture: d(l.GetMaxRunAtFuture()), MaxTimeout: d(l.GetMaxTimeout()), MaxRetention: d(l.GetMaxRetention()),
+		MaxResultTTL: d(l.GetMaxResultTtl()), MaxActivateJobs: n(l.GetMaxActivateJobs()),
+		MaxActivateWait: d(l.GetMaxActivateWait()), MaxActivateQueues: n(l.GetMaxActivateQueues()),
+		MaxStreamCredit: n(l.GetMaxStreamCredit()), MaxStreamKindCaps: n(l.GetMaxStreamKindCaps())}
 }
 
 // FromServerInfo reads what a server says of itself. Nil reads as nil.
@@ -113,5 +144,5 @@ func FromServerInfo(s *hopperv1.ServerInfo) *hoppertype.ServerInfo {
 	}
 	return &hoppertype.ServerInfo{Version: s.GetVersion(), Commit: s.GetCommit(), CommitTime: apiview.FromTime(s.GetCommitTime()),
 		Modified: s.GetModified(), GoVersion: s.GetGoVersion(), Platform: s.GetPlatform(), Store: s.GetStore(),
-		SchemaVersion: int(s.GetSchemaVersion())}
+		SchemaVersion: int(s.GetSchemaVersion()), InputLimits: fromInputLimits(s.GetInputLimits())}
 }

@@ -38,7 +38,7 @@ func (v *serverService) Info(ctx context.Context, _ *hopperv1.ServerServiceInfoR
 func (s *Server) info(ctx context.Context) (*hoppertype.ServerInfo, error) {
 	b := s.cfg.Build
 	out := &hoppertype.ServerInfo{Version: b.Version, Commit: b.Commit, Modified: b.Modified, GoVersion: b.Go,
-		Platform: b.Platform}
+		Platform: b.Platform, InputLimits: s.client.InputLimits()}
 	if t, err := time.Parse(time.RFC3339, b.CommitTime); err == nil {
 		out.CommitTime = t
 	}

@@ -8,11 +8,14 @@ import (
 
 	"connectrpc.com/connect/v2"
 	"connectrpc.com/connect/v2/connecthttp"
+	"github.com/hopperjobs/hopper"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
 	"github.com/hopperjobs/hopper/gen/hopper/v1/hopperv1connect"
 	"github.com/hopperjobs/hopper/internal/buildinfo"
+	"github.com/hopperjobs/hopper/internal/field"
 	"github.com/hopperjobs/hopper/internal/server"
 	"github.com/hopperjobs/hopper/internal/store/sqlite"
+	"github.com/hopperjobs/hopper/internal/workerapi"
 	"github.com/hopperjobs/hopper/remote"
 	"github.com/hopperjobs/hopper/sqlitestore"
 	"github.com/stretchr/testify/require"
@@ -63,7 +66,18 @@ func TestServerInfoReportsTheBuildToAnyone(t *testing.T) {
 		c := hopperv1connect.NewServerServiceClient(connect.NewClient(connecthttp.NewTransport(s.ts.Client(), s.ts.URL), opts...))
 		res, err := c.Info(t.Context(), &hopperv1.ServerServiceInfoRequest{})
 		require.NoError(t, err)
-		require.True(t, proto.Equal(want, res.GetServer()), "%v", res.GetServer())
+		got := proto.CloneOf(res.GetServer())
+		l := got.GetInputLimits()
+		got.InputLimits = nil
+		require.True(t, proto.Equal(want, got), "%v", got)
+		// The limits workers respect, served rather than copied (TestEveryLimitIsServed holds
+		// that each is served).
+		require.Equal(t, int32(field.MaxErrorBytes), l.GetMaxErrorBytes())
+		require.Equal(t, int32(field.MaxProgressMessageBytes), l.GetMaxProgressMessageBytes())
+		require.Equal(t, int32(field.MaxErrorCodeLen), l.GetMaxErrorCodeLen())
+		require.Equal(t, int32(hopper.MaxArgsBytes), l.GetMaxArgsBytes())
+		require.Equal(t, int32(workerapi.MaxStreamCredit), l.GetMaxStreamCredit())
+		require.Equal(t, field.MaxRunAtFuture, l.GetMaxRunAtFuture().AsDuration())
 	}
 	// Another method of the service is unimplemented, as in every service of the API.
 	resp, _ := post(t, s.ts.URL+"/hopper.v1.ServerService/NoSuchMethod", `{}`)
@@ -72,6 +86,13 @@ func TestServerInfoReportsTheBuildToAnyone(t *testing.T) {
 	// The JSON of the API: what curl sees.
 	resp, body := post(t, s.ts.URL+"/hopper.v1.ServerService/Info", `{}`)
 	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	var parsed map[string]map[string]any
+	require.NoError(t, json.Unmarshal([]byte(body), &parsed))
+	require.EqualValues(t, 65536, parsed["server"]["inputLimits"].(map[string]any)["maxErrorBytes"])
+	delete(parsed["server"], "inputLimits")
+	stripped, err := json.Marshal(parsed)
+	require.NoError(t, err)
+	body = string(stripped)
 	require.JSONEq(t, `{"server":{"version":"v0.4.2","commit":"`+stamped.Commit+`","commitTime":"2026-11-29T06:30:03Z",
 		"goVersion":"go1.26.8","platform":"linux/arm64","store":"sqlite","schemaVersion":`+
 		jsonInt(sqlite.LatestVersion())+`}}`, body)

@@ -7605,6 +7605,10 @@ type ServerInfo struct {
 	Store string `protobuf:"bytes,7,opt,name=store,proto3" json:"store,omitempty"`
 	// schema_version is the version of that database's schema: the newest migration applied.
 	SchemaVersion int32 `protobuf:"varint,8,opt,name=schema_version,json=schemaVersion,proto3" json:"schema_version,omitempty"`
+	// input_limits are the bounds the server puts on what it is sent. Clients and workers read them
+	// here rather than keep copies: a worker clips the text it reports to them, so that no
+	// report of its is refused for its length. Unset on a server that predates the field.
+	InputLimits   *InputLimits `protobuf:"bytes,9,opt,name=input_limits,json=inputLimits,proto3" json:"input_limits,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -7691,6 +7695,271 @@ func (x *ServerInfo) GetStore() string {
 func (x *ServerInfo) GetSchemaVersion() int32 {
 	if x != nil {
 		return x.SchemaVersion
+	}
+	return 0
+}
+
+func (x *ServerInfo) GetInputLimits() *InputLimits {
+	if x != nil {
+		return x.InputLimits
+	}
+	return nil
+}
+
+// InputLimits are a server's bounds on what it is sent: longer text, larger payloads and values
+// out of range are refused with INVALID_ARGUMENT naming the field. Lengths and sizes are in
+// bytes of UTF-8; a field a server does not know is 0 or unset.
+type InputLimits struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The longest job id, kind, queue name, key (idempotency, merge, group), filter value or
+	// name (cursors, time zones, schedule names), and business error code.
+	MaxIdLen        int32 `protobuf:"varint,1,opt,name=max_id_len,json=maxIdLen,proto3" json:"max_id_len,omitempty"`
+	MaxKindLen      int32 `protobuf:"varint,2,opt,name=max_kind_len,json=maxKindLen,proto3" json:"max_kind_len,omitempty"`
+	MaxQueueLen     int32 `protobuf:"varint,3,opt,name=max_queue_len,json=maxQueueLen,proto3" json:"max_queue_len,omitempty"`
+	MaxKeyLen       int32 `protobuf:"varint,4,opt,name=max_key_len,json=maxKeyLen,proto3" json:"max_key_len,omitempty"`
+	MaxNameLen      int32 `protobuf:"varint,5,opt,name=max_name_len,json=maxNameLen,proto3" json:"max_name_len,omitempty"`
+	MaxErrorCodeLen int32 `protobuf:"varint,6,opt,name=max_error_code_len,json=maxErrorCodeLen,proto3" json:"max_error_code_len,omitempty"`
+	// The longest reason (release, cancel, resume), progress message, and error text or stack
+	// of a failed attempt.
+	MaxReasonBytes          int32 `protobuf:"varint,7,opt,name=max_reason_bytes,json=maxReasonBytes,proto3" json:"max_reason_bytes,omitempty"`
+	MaxProgressMessageBytes int32 `protobuf:"varint,8,opt,name=max_progress_message_bytes,json=maxProgressMessageBytes,proto3" json:"max_progress_message_bytes,omitempty"`
+	MaxErrorBytes           int32 `protobuf:"varint,9,opt,name=max_error_bytes,json=maxErrorBytes,proto3" json:"max_error_bytes,omitempty"`
+	// The largest encoded args of a job (the server's setting), and its headers in all.
+	MaxArgsBytes   int32 `protobuf:"varint,10,opt,name=max_args_bytes,json=maxArgsBytes,proto3" json:"max_args_bytes,omitempty"`
+	MaxHeaderBytes int32 `protobuf:"varint,11,opt,name=max_header_bytes,json=maxHeaderBytes,proto3" json:"max_header_bytes,omitempty"`
+	// The highest priority, max attempts, max rescues and fleet-wide cap; the most error codes
+	// one listing filters by.
+	MaxPriority    int32 `protobuf:"varint,12,opt,name=max_priority,json=maxPriority,proto3" json:"max_priority,omitempty"`
+	MaxAttempts    int32 `protobuf:"varint,13,opt,name=max_attempts,json=maxAttempts,proto3" json:"max_attempts,omitempty"`
+	MaxRescues     int32 `protobuf:"varint,14,opt,name=max_rescues,json=maxRescues,proto3" json:"max_rescues,omitempty"`
+	MaxCap         int32 `protobuf:"varint,15,opt,name=max_cap,json=maxCap,proto3" json:"max_cap,omitempty"`
+	MaxFilterCodes int32 `protobuf:"varint,16,opt,name=max_filter_codes,json=maxFilterCodes,proto3" json:"max_filter_codes,omitempty"`
+	// A run-at at most max_run_at_past ago and max_run_at_future ahead (delays, snoozes and
+	// retry-afters too); the longest job timeout, retention and result time to live.
+	MaxRunAtPast   *durationpb.Duration `protobuf:"bytes,17,opt,name=max_run_at_past,json=maxRunAtPast,proto3" json:"max_run_at_past,omitempty"`
+	MaxRunAtFuture *durationpb.Duration `protobuf:"bytes,18,opt,name=max_run_at_future,json=maxRunAtFuture,proto3" json:"max_run_at_future,omitempty"`
+	MaxTimeout     *durationpb.Duration `protobuf:"bytes,19,opt,name=max_timeout,json=maxTimeout,proto3" json:"max_timeout,omitempty"`
+	MaxRetention   *durationpb.Duration `protobuf:"bytes,20,opt,name=max_retention,json=maxRetention,proto3" json:"max_retention,omitempty"`
+	MaxResultTtl   *durationpb.Duration `protobuf:"bytes,21,opt,name=max_result_ttl,json=maxResultTtl,proto3" json:"max_result_ttl,omitempty"`
+	// The worker protocol: the most jobs of one activation, its longest wait and most queues;
+	// the largest credit of a stream and its most kinds with a cap.
+	MaxActivateJobs   int32                `protobuf:"varint,22,opt,name=max_activate_jobs,json=maxActivateJobs,proto3" json:"max_activate_jobs,omitempty"`
+	MaxActivateWait   *durationpb.Duration `protobuf:"bytes,23,opt,name=max_activate_wait,json=maxActivateWait,proto3" json:"max_activate_wait,omitempty"`
+	MaxActivateQueues int32                `protobuf:"varint,24,opt,name=max_activate_queues,json=maxActivateQueues,proto3" json:"max_activate_queues,omitempty"`
+	MaxStreamCredit   int32                `protobuf:"varint,25,opt,name=max_stream_credit,json=maxStreamCredit,proto3" json:"max_stream_credit,omitempty"`
+	MaxStreamKindCaps int32                `protobuf:"varint,26,opt,name=max_stream_kind_caps,json=maxStreamKindCaps,proto3" json:"max_stream_kind_caps,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *InputLimits) Reset() {
+	*x = InputLimits{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[119]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InputLimits) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InputLimits) ProtoMessage() {}
+
+func (x *InputLimits) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[119]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InputLimits.ProtoReflect.Descriptor instead.
+func (*InputLimits) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{119}
+}
+
+func (x *InputLimits) GetMaxIdLen() int32 {
+	if x != nil {
+		return x.MaxIdLen
+	}
+	return 0
+}
+
+func (x *InputLimits) GetMaxKindLen() int32 {
+	if x != nil {
+		return x.MaxKindLen
+	}
+	return 0
+}
+
+func (x *InputLimits) GetMaxQueueLen() int32 {
+	if x != nil {
+		return x.MaxQueueLen
+	}
+	return 0
+}
+
+func (x *InputLimits) GetMaxKeyLen() int32 {
+	if x != nil {
+		return x.MaxKeyLen
+	}
+	return 0
+}
+
+func (x *InputLimits) GetMaxNameLen() int32 {
+	if x != nil {
+		return x.MaxNameLen
+	}
+	return 0
+}
+
+func (x *InputLimits) GetMaxErrorCodeLen() int32 {
+	if x != nil {
+		return x.MaxErrorCodeLen
+	}
+	return 0
+}
+
+func (x *InputLimits) GetMaxReasonBytes() int32 {
+	if x != nil {
+		return x.MaxReasonBytes
+	}
+	return 0
+}
+
+func (x *InputLimits) GetMaxProgressMessageBytes() int32 {
+	if x != nil {
+		return x.MaxProgressMessageBytes
+	}
+	return 0
+}
+
+func (x *InputLimits) GetMaxErrorBytes() int32 {
+	if x != nil {
+		return x.MaxErrorBytes
+	}
+	return 0
+}
+
+func (x *InputLimits) GetMaxArgsBytes() int32 {
+	if x != nil {
+		return x.MaxArgsBytes
+	}
+	return 0
+}
+
+func (x *InputLimits) GetMaxHeaderBytes() int32 {
+	if x != nil {
+		return x.MaxHeaderBytes
+	}
+	return 0
+}
+
+func (x *InputLimits) GetMaxPriority() int32 {
+	if x != nil {
+		return x.MaxPriority
+	}
+	return 0
+}
+
+func (x *InputLimits) GetMaxAttempts() int32 {
+	if x != nil {
+		return x.MaxAttempts
+	}
+	return 0
+}
+
+func (x *InputLimits) GetMaxRescues() int32 {
+	if x != nil {
+		return x.MaxRescues
+	}
+	return 0
+}
+
+func (x *InputLimits) GetMaxCap() int32 {
+	if x != nil {
+		return x.MaxCap
+	}
+	return 0
+}
+
+func (x *InputLimits) GetMaxFilterCodes() int32 {
+	if x != nil {
+		return x.MaxFilterCodes
+	}
+	return 0
+}
+
+func (x *InputLimits) GetMaxRunAtPast() *durationpb.Duration {
+	if x != nil {
+		return x.MaxRunAtPast
+	}
+	return nil
+}
+
+func (x *InputLimits) GetMaxRunAtFuture() *durationpb.Duration {
+	if x != nil {
+		return x.MaxRunAtFuture
+	}
+	return nil
+}
+
+func (x *InputLimits) GetMaxTimeout() *durationpb.Duration {
+	if x != nil {
+		return x.MaxTimeout
+	}
+	return nil
+}
+
+func (x *InputLimits) GetMaxRetention() *durationpb.Duration {
+	if x != nil {
+		return x.MaxRetention
+	}
+	return nil
+}
+
+func (x *InputLimits) GetMaxResultTtl() *durationpb.Duration {
+	if x != nil {
+		return x.MaxResultTtl
+	}
+	return nil
+}
+
+func (x *InputLimits) GetMaxActivateJobs() int32 {
+	if x != nil {
+		return x.MaxActivateJobs
+	}
+	return 0
+}
+
+func (x *InputLimits) GetMaxActivateWait() *durationpb.Duration {
+	if x != nil {
+		return x.MaxActivateWait
+	}
+	return nil
+}
+
+func (x *InputLimits) GetMaxActivateQueues() int32 {
+	if x != nil {
+		return x.MaxActivateQueues
+	}
+	return 0
+}
+
+func (x *InputLimits) GetMaxStreamCredit() int32 {
+	if x != nil {
+		return x.MaxStreamCredit
+	}
+	return 0
+}
+
+func (x *InputLimits) GetMaxStreamKindCaps() int32 {
+	if x != nil {
+		return x.MaxStreamKindCaps
 	}
 	return 0
 }
@@ -8300,7 +8569,7 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x19KindServiceEnableResponse\"\x1a\n" +
 	"\x18ServerServiceInfoRequest\"J\n" +
 	"\x19ServerServiceInfoResponse\x12-\n" +
-	"\x06server\x18\x01 \x01(\v2\x15.hopper.v1.ServerInfoR\x06server\"\x8f\x02\n" +
+	"\x06server\x18\x01 \x01(\v2\x15.hopper.v1.ServerInfoR\x06server\"\xca\x02\n" +
 	"\n" +
 	"ServerInfo\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x12\x16\n" +
@@ -8312,7 +8581,41 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"go_version\x18\x05 \x01(\tR\tgoVersion\x12\x1a\n" +
 	"\bplatform\x18\x06 \x01(\tR\bplatform\x12\x14\n" +
 	"\x05store\x18\a \x01(\tR\x05store\x12%\n" +
-	"\x0eschema_version\x18\b \x01(\x05R\rschemaVersion2\x9d\x05\n" +
+	"\x0eschema_version\x18\b \x01(\x05R\rschemaVersion\x129\n" +
+	"\finput_limits\x18\t \x01(\v2\x16.hopper.v1.InputLimitsR\vinputLimits\"\xae\t\n" +
+	"\vInputLimits\x12\x1c\n" +
+	"\n" +
+	"max_id_len\x18\x01 \x01(\x05R\bmaxIdLen\x12 \n" +
+	"\fmax_kind_len\x18\x02 \x01(\x05R\n" +
+	"maxKindLen\x12\"\n" +
+	"\rmax_queue_len\x18\x03 \x01(\x05R\vmaxQueueLen\x12\x1e\n" +
+	"\vmax_key_len\x18\x04 \x01(\x05R\tmaxKeyLen\x12 \n" +
+	"\fmax_name_len\x18\x05 \x01(\x05R\n" +
+	"maxNameLen\x12+\n" +
+	"\x12max_error_code_len\x18\x06 \x01(\x05R\x0fmaxErrorCodeLen\x12(\n" +
+	"\x10max_reason_bytes\x18\a \x01(\x05R\x0emaxReasonBytes\x12;\n" +
+	"\x1amax_progress_message_bytes\x18\b \x01(\x05R\x17maxProgressMessageBytes\x12&\n" +
+	"\x0fmax_error_bytes\x18\t \x01(\x05R\rmaxErrorBytes\x12$\n" +
+	"\x0emax_args_bytes\x18\n" +
+	" \x01(\x05R\fmaxArgsBytes\x12(\n" +
+	"\x10max_header_bytes\x18\v \x01(\x05R\x0emaxHeaderBytes\x12!\n" +
+	"\fmax_priority\x18\f \x01(\x05R\vmaxPriority\x12!\n" +
+	"\fmax_attempts\x18\r \x01(\x05R\vmaxAttempts\x12\x1f\n" +
+	"\vmax_rescues\x18\x0e \x01(\x05R\n" +
+	"maxRescues\x12\x17\n" +
+	"\amax_cap\x18\x0f \x01(\x05R\x06maxCap\x12(\n" +
+	"\x10max_filter_codes\x18\x10 \x01(\x05R\x0emaxFilterCodes\x12@\n" +
+	"\x0fmax_run_at_past\x18\x11 \x01(\v2\x19.google.protobuf.DurationR\fmaxRunAtPast\x12D\n" +
+	"\x11max_run_at_future\x18\x12 \x01(\v2\x19.google.protobuf.DurationR\x0emaxRunAtFuture\x12:\n" +
+	"\vmax_timeout\x18\x13 \x01(\v2\x19.google.protobuf.DurationR\n" +
+	"maxTimeout\x12>\n" +
+	"\rmax_retention\x18\x14 \x01(\v2\x19.google.protobuf.DurationR\fmaxRetention\x12?\n" +
+	"\x0emax_result_ttl\x18\x15 \x01(\v2\x19.google.protobuf.DurationR\fmaxResultTtl\x12*\n" +
+	"\x11max_activate_jobs\x18\x16 \x01(\x05R\x0fmaxActivateJobs\x12E\n" +
+	"\x11max_activate_wait\x18\x17 \x01(\v2\x19.google.protobuf.DurationR\x0fmaxActivateWait\x12.\n" +
+	"\x13max_activate_queues\x18\x18 \x01(\x05R\x11maxActivateQueues\x12*\n" +
+	"\x11max_stream_credit\x18\x19 \x01(\x05R\x0fmaxStreamCredit\x12/\n" +
+	"\x14max_stream_kind_caps\x18\x1a \x01(\x05R\x11maxStreamKindCaps2\x9d\x05\n" +
 	"\n" +
 	"JobService\x12@\n" +
 	"\aEnqueue\x12\x19.hopper.v1.EnqueueRequest\x1a\x1a.hopper.v1.EnqueueResponse\x12O\n" +
@@ -8388,7 +8691,7 @@ func file_hopper_v1_hopper_proto_rawDescGZIP() []byte {
 	return file_hopper_v1_hopper_proto_rawDescData
 }
 
-var file_hopper_v1_hopper_proto_msgTypes = make([]protoimpl.MessageInfo, 127)
+var file_hopper_v1_hopper_proto_msgTypes = make([]protoimpl.MessageInfo, 128)
 var file_hopper_v1_hopper_proto_goTypes = []any{
 	(*Schedule)(nil),                           // 0: hopper.v1.Schedule
 	(*ScheduleServiceListRequest)(nil),         // 1: hopper.v1.ScheduleServiceListRequest
@@ -8509,90 +8812,91 @@ var file_hopper_v1_hopper_proto_goTypes = []any{
 	(*ServerServiceInfoRequest)(nil),           // 116: hopper.v1.ServerServiceInfoRequest
 	(*ServerServiceInfoResponse)(nil),          // 117: hopper.v1.ServerServiceInfoResponse
 	(*ServerInfo)(nil),                         // 118: hopper.v1.ServerInfo
-	nil,                                        // 119: hopper.v1.Schedule.HeadersEntry
-	nil,                                        // 120: hopper.v1.Job.HeadersEntry
-	nil,                                        // 121: hopper.v1.JobSpec.HeadersEntry
-	nil,                                        // 122: hopper.v1.ActivatedJob.HeadersEntry
-	nil,                                        // 123: hopper.v1.StreamJobsRequest.KindConcurrencyEntry
-	nil,                                        // 124: hopper.v1.Queue.CountsEntry
-	nil,                                        // 125: hopper.v1.DeadLetterServiceListResponse.ReplaysEntry
-	nil,                                        // 126: hopper.v1.Kind.CountsEntry
-	(*durationpb.Duration)(nil),                // 127: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),              // 128: google.protobuf.Timestamp
+	(*InputLimits)(nil),                        // 119: hopper.v1.InputLimits
+	nil,                                        // 120: hopper.v1.Schedule.HeadersEntry
+	nil,                                        // 121: hopper.v1.Job.HeadersEntry
+	nil,                                        // 122: hopper.v1.JobSpec.HeadersEntry
+	nil,                                        // 123: hopper.v1.ActivatedJob.HeadersEntry
+	nil,                                        // 124: hopper.v1.StreamJobsRequest.KindConcurrencyEntry
+	nil,                                        // 125: hopper.v1.Queue.CountsEntry
+	nil,                                        // 126: hopper.v1.DeadLetterServiceListResponse.ReplaysEntry
+	nil,                                        // 127: hopper.v1.Kind.CountsEntry
+	(*durationpb.Duration)(nil),                // 128: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),              // 129: google.protobuf.Timestamp
 }
 var file_hopper_v1_hopper_proto_depIdxs = []int32{
-	127, // 0: hopper.v1.Schedule.every:type_name -> google.protobuf.Duration
-	127, // 1: hopper.v1.Schedule.fixed_delay:type_name -> google.protobuf.Duration
-	127, // 2: hopper.v1.Schedule.timeout:type_name -> google.protobuf.Duration
-	119, // 3: hopper.v1.Schedule.headers:type_name -> hopper.v1.Schedule.HeadersEntry
-	127, // 4: hopper.v1.Schedule.jitter:type_name -> google.protobuf.Duration
-	128, // 5: hopper.v1.Schedule.last_fire_at:type_name -> google.protobuf.Timestamp
-	128, // 6: hopper.v1.Schedule.next_fire_at:type_name -> google.protobuf.Timestamp
-	128, // 7: hopper.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
-	128, // 8: hopper.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
-	128, // 9: hopper.v1.Schedule.last_manual_fire_at:type_name -> google.protobuf.Timestamp
+	128, // 0: hopper.v1.Schedule.every:type_name -> google.protobuf.Duration
+	128, // 1: hopper.v1.Schedule.fixed_delay:type_name -> google.protobuf.Duration
+	128, // 2: hopper.v1.Schedule.timeout:type_name -> google.protobuf.Duration
+	120, // 3: hopper.v1.Schedule.headers:type_name -> hopper.v1.Schedule.HeadersEntry
+	128, // 4: hopper.v1.Schedule.jitter:type_name -> google.protobuf.Duration
+	129, // 5: hopper.v1.Schedule.last_fire_at:type_name -> google.protobuf.Timestamp
+	129, // 6: hopper.v1.Schedule.next_fire_at:type_name -> google.protobuf.Timestamp
+	129, // 7: hopper.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
+	129, // 8: hopper.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
+	129, // 9: hopper.v1.Schedule.last_manual_fire_at:type_name -> google.protobuf.Timestamp
 	0,   // 10: hopper.v1.ScheduleServiceListResponse.schedules:type_name -> hopper.v1.Schedule
 	0,   // 11: hopper.v1.ScheduleServiceAddRequest.schedule:type_name -> hopper.v1.Schedule
 	0,   // 12: hopper.v1.ScheduleServiceAddResponse.schedule:type_name -> hopper.v1.Schedule
 	13,  // 13: hopper.v1.ScheduleServiceRunResponse.job:type_name -> hopper.v1.Job
-	120, // 14: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
-	128, // 15: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
-	127, // 16: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
-	128, // 17: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
-	128, // 18: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
-	128, // 19: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	128, // 20: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
-	128, // 21: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
-	128, // 22: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	128, // 23: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
-	128, // 24: hopper.v1.Job.deadline_at:type_name -> google.protobuf.Timestamp
-	128, // 25: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
-	127, // 26: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
-	127, // 27: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
-	121, // 28: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
-	127, // 29: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
+	121, // 14: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
+	129, // 15: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
+	128, // 16: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
+	129, // 17: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
+	129, // 18: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
+	129, // 19: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	129, // 20: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
+	129, // 21: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
+	129, // 22: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	129, // 23: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
+	129, // 24: hopper.v1.Job.deadline_at:type_name -> google.protobuf.Timestamp
+	129, // 25: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
+	128, // 26: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
+	128, // 27: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
+	122, // 28: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
+	128, // 29: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
 	15,  // 30: hopper.v1.JobSpec.retry_policy:type_name -> hopper.v1.RetryPolicy
-	127, // 31: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
-	127, // 32: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
+	128, // 31: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
+	128, // 32: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
 	14,  // 33: hopper.v1.EnqueueRequest.job:type_name -> hopper.v1.JobSpec
 	13,  // 34: hopper.v1.EnqueueResponse.job:type_name -> hopper.v1.Job
 	14,  // 35: hopper.v1.EnqueueBatchRequest.jobs:type_name -> hopper.v1.JobSpec
 	17,  // 36: hopper.v1.EnqueueBatchResponse.results:type_name -> hopper.v1.EnqueueResponse
 	13,  // 37: hopper.v1.GetResponse.job:type_name -> hopper.v1.Job
-	128, // 38: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
-	128, // 39: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
+	129, // 38: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
+	129, // 39: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
 	13,  // 40: hopper.v1.ListResponse.jobs:type_name -> hopper.v1.Job
 	13,  // 41: hopper.v1.CancelResponse.job:type_name -> hopper.v1.Job
-	128, // 42: hopper.v1.JobServiceRetryRequest.run_at:type_name -> google.protobuf.Timestamp
+	129, // 42: hopper.v1.JobServiceRetryRequest.run_at:type_name -> google.protobuf.Timestamp
 	13,  // 43: hopper.v1.JobServiceRetryResponse.job:type_name -> hopper.v1.Job
 	13,  // 44: hopper.v1.JobServiceSetRetriesResponse.job:type_name -> hopper.v1.Job
 	13,  // 45: hopper.v1.JobServiceResumeResponse.job:type_name -> hopper.v1.Job
-	128, // 46: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
-	128, // 47: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
-	128, // 48: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
+	129, // 46: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
+	129, // 47: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
+	129, // 48: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
 	33,  // 49: hopper.v1.EventsResponse.events:type_name -> hopper.v1.Event
 	34,  // 50: hopper.v1.EventsResponse.attempts:type_name -> hopper.v1.Attempt
-	122, // 51: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
-	128, // 52: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
-	127, // 53: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
-	128, // 54: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
+	123, // 51: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
+	129, // 52: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
+	128, // 53: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
+	129, // 54: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
 	15,  // 55: hopper.v1.ActivatedJob.retry_policy:type_name -> hopper.v1.RetryPolicy
-	127, // 56: hopper.v1.ActivatedJob.default_timeout:type_name -> google.protobuf.Duration
-	127, // 57: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
-	127, // 58: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
+	128, // 56: hopper.v1.ActivatedJob.default_timeout:type_name -> google.protobuf.Duration
+	128, // 57: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
+	128, // 58: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
 	36,  // 59: hopper.v1.ActivateResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	127, // 60: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
-	123, // 61: hopper.v1.StreamJobsRequest.kind_concurrency:type_name -> hopper.v1.StreamJobsRequest.KindConcurrencyEntry
+	128, // 60: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
+	124, // 61: hopper.v1.StreamJobsRequest.kind_concurrency:type_name -> hopper.v1.StreamJobsRequest.KindConcurrencyEntry
 	36,  // 62: hopper.v1.StreamJobsResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	127, // 63: hopper.v1.StreamJobsResponse.keepalive:type_name -> google.protobuf.Duration
-	127, // 64: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
+	128, // 63: hopper.v1.StreamJobsResponse.keepalive:type_name -> google.protobuf.Duration
+	128, // 64: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
 	15,  // 65: hopper.v1.FailRequest.retry_policy:type_name -> hopper.v1.RetryPolicy
-	128, // 66: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
-	127, // 67: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
-	128, // 68: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
-	128, // 69: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
-	127, // 70: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
-	128, // 71: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
+	129, // 66: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
+	128, // 67: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
+	129, // 68: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
+	129, // 69: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
+	128, // 70: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
+	129, // 71: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
 	54,  // 72: hopper.v1.ReportRequest.outcomes:type_name -> hopper.v1.Outcome
 	51,  // 73: hopper.v1.ReportRequest.renewals:type_name -> hopper.v1.ExtendLeaseRequest
 	41,  // 74: hopper.v1.Outcome.complete:type_name -> hopper.v1.CompleteRequest
@@ -8605,150 +8909,157 @@ var file_hopper_v1_hopper_proto_depIdxs = []int32{
 	53,  // 81: hopper.v1.ReportStreamRequest.report:type_name -> hopper.v1.ReportRequest
 	55,  // 82: hopper.v1.ReportStreamResponse.report:type_name -> hopper.v1.ReportResponse
 	44,  // 83: hopper.v1.Verdict.fail:type_name -> hopper.v1.FailResponse
-	128, // 84: hopper.v1.Verdict.lease_expires_at:type_name -> google.protobuf.Timestamp
-	124, // 85: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
+	129, // 84: hopper.v1.Verdict.lease_expires_at:type_name -> google.protobuf.Timestamp
+	125, // 85: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
 	65,  // 86: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
-	128, // 87: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
-	128, // 88: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
+	129, // 87: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
+	129, // 88: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
 	74,  // 89: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
-	128, // 90: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
+	129, // 90: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
 	77,  // 91: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
-	128, // 92: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
+	129, // 92: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
 	80,  // 93: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
-	128, // 94: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
-	128, // 95: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
-	128, // 96: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
+	129, // 94: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
+	129, // 95: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
+	129, // 96: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
 	83,  // 97: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
 	83,  // 98: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
 	83,  // 99: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
 	83,  // 100: hopper.v1.ImportKeyResponse.key:type_name -> hopper.v1.APIKey
-	128, // 101: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
-	128, // 102: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
+	129, // 101: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
+	129, // 102: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
 	92,  // 103: hopper.v1.DeadLetterServiceListRequest.filter:type_name -> hopper.v1.DeadLetterFilter
 	13,  // 104: hopper.v1.DeadLetterServiceListResponse.jobs:type_name -> hopper.v1.Job
-	125, // 105: hopper.v1.DeadLetterServiceListResponse.replays:type_name -> hopper.v1.DeadLetterServiceListResponse.ReplaysEntry
-	128, // 106: hopper.v1.ReplaySummary.last_replayed_at:type_name -> google.protobuf.Timestamp
-	128, // 107: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
-	127, // 108: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
+	126, // 105: hopper.v1.DeadLetterServiceListResponse.replays:type_name -> hopper.v1.DeadLetterServiceListResponse.ReplaysEntry
+	129, // 106: hopper.v1.ReplaySummary.last_replayed_at:type_name -> google.protobuf.Timestamp
+	129, // 107: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
+	128, // 108: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
 	13,  // 109: hopper.v1.ReplayResponse.job:type_name -> hopper.v1.Job
 	92,  // 110: hopper.v1.ReplayManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
 	13,  // 111: hopper.v1.ReplayManyResponse.jobs:type_name -> hopper.v1.Job
 	92,  // 112: hopper.v1.DeadLetterServiceRetryManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
 	13,  // 113: hopper.v1.DeadLetterServiceRetryManyResponse.jobs:type_name -> hopper.v1.Job
-	128, // 114: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
-	128, // 115: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
-	128, // 116: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
+	129, // 114: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
+	129, // 115: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
+	129, // 116: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
 	104, // 117: hopper.v1.ListReplaysResponse.replays:type_name -> hopper.v1.ReplayRecord
-	126, // 118: hopper.v1.Kind.counts:type_name -> hopper.v1.Kind.CountsEntry
+	127, // 118: hopper.v1.Kind.counts:type_name -> hopper.v1.Kind.CountsEntry
 	107, // 119: hopper.v1.KindServiceListResponse.kinds:type_name -> hopper.v1.Kind
 	118, // 120: hopper.v1.ServerServiceInfoResponse.server:type_name -> hopper.v1.ServerInfo
-	128, // 121: hopper.v1.ServerInfo.commit_time:type_name -> google.protobuf.Timestamp
-	95,  // 122: hopper.v1.DeadLetterServiceListResponse.ReplaysEntry.value:type_name -> hopper.v1.ReplaySummary
-	16,  // 123: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
-	18,  // 124: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
-	20,  // 125: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
-	22,  // 126: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
-	24,  // 127: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
-	32,  // 128: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
-	30,  // 129: hopper.v1.JobService.Resume:input_type -> hopper.v1.JobServiceResumeRequest
-	26,  // 130: hopper.v1.JobService.Retry:input_type -> hopper.v1.JobServiceRetryRequest
-	28,  // 131: hopper.v1.JobService.SetRetries:input_type -> hopper.v1.JobServiceSetRetriesRequest
-	37,  // 132: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
-	39,  // 133: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
-	41,  // 134: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
-	43,  // 135: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
-	49,  // 136: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
-	45,  // 137: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
-	47,  // 138: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
-	51,  // 139: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
-	61,  // 140: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
-	63,  // 141: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
-	53,  // 142: hopper.v1.WorkerService.Report:input_type -> hopper.v1.ReportRequest
-	56,  // 143: hopper.v1.WorkerService.ReportStream:input_type -> hopper.v1.ReportStreamRequest
-	59,  // 144: hopper.v1.WorkerService.Hold:input_type -> hopper.v1.HoldRequest
-	66,  // 145: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
-	70,  // 146: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
-	72,  // 147: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
-	68,  // 148: hopper.v1.QueueService.Set:input_type -> hopper.v1.QueueServiceSetRequest
-	75,  // 149: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
-	78,  // 150: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
-	81,  // 151: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
-	84,  // 152: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
-	86,  // 153: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
-	88,  // 154: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
-	90,  // 155: hopper.v1.AdminService.ImportKey:input_type -> hopper.v1.ImportKeyRequest
-	1,   // 156: hopper.v1.ScheduleService.List:input_type -> hopper.v1.ScheduleServiceListRequest
-	3,   // 157: hopper.v1.ScheduleService.Add:input_type -> hopper.v1.ScheduleServiceAddRequest
-	5,   // 158: hopper.v1.ScheduleService.Remove:input_type -> hopper.v1.ScheduleServiceRemoveRequest
-	7,   // 159: hopper.v1.ScheduleService.Pause:input_type -> hopper.v1.ScheduleServicePauseRequest
-	9,   // 160: hopper.v1.ScheduleService.Resume:input_type -> hopper.v1.ScheduleServiceResumeRequest
-	11,  // 161: hopper.v1.ScheduleService.Run:input_type -> hopper.v1.ScheduleServiceRunRequest
-	93,  // 162: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
-	96,  // 163: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
-	98,  // 164: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
-	100, // 165: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
-	102, // 166: hopper.v1.DeadLetterService.RetryMany:input_type -> hopper.v1.DeadLetterServiceRetryManyRequest
-	105, // 167: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
-	108, // 168: hopper.v1.KindService.List:input_type -> hopper.v1.KindServiceListRequest
-	110, // 169: hopper.v1.KindService.Set:input_type -> hopper.v1.KindServiceSetRequest
-	112, // 170: hopper.v1.KindService.Disable:input_type -> hopper.v1.KindServiceDisableRequest
-	114, // 171: hopper.v1.KindService.Enable:input_type -> hopper.v1.KindServiceEnableRequest
-	116, // 172: hopper.v1.ServerService.Info:input_type -> hopper.v1.ServerServiceInfoRequest
-	17,  // 173: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
-	19,  // 174: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
-	21,  // 175: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
-	23,  // 176: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
-	25,  // 177: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
-	35,  // 178: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
-	31,  // 179: hopper.v1.JobService.Resume:output_type -> hopper.v1.JobServiceResumeResponse
-	27,  // 180: hopper.v1.JobService.Retry:output_type -> hopper.v1.JobServiceRetryResponse
-	29,  // 181: hopper.v1.JobService.SetRetries:output_type -> hopper.v1.JobServiceSetRetriesResponse
-	38,  // 182: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
-	40,  // 183: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
-	42,  // 184: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
-	44,  // 185: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
-	50,  // 186: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
-	46,  // 187: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
-	48,  // 188: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
-	52,  // 189: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
-	62,  // 190: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
-	64,  // 191: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
-	55,  // 192: hopper.v1.WorkerService.Report:output_type -> hopper.v1.ReportResponse
-	57,  // 193: hopper.v1.WorkerService.ReportStream:output_type -> hopper.v1.ReportStreamResponse
-	60,  // 194: hopper.v1.WorkerService.Hold:output_type -> hopper.v1.HoldResponse
-	67,  // 195: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
-	71,  // 196: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
-	73,  // 197: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
-	69,  // 198: hopper.v1.QueueService.Set:output_type -> hopper.v1.QueueServiceSetResponse
-	76,  // 199: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
-	79,  // 200: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
-	82,  // 201: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
-	85,  // 202: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
-	87,  // 203: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
-	89,  // 204: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
-	91,  // 205: hopper.v1.AdminService.ImportKey:output_type -> hopper.v1.ImportKeyResponse
-	2,   // 206: hopper.v1.ScheduleService.List:output_type -> hopper.v1.ScheduleServiceListResponse
-	4,   // 207: hopper.v1.ScheduleService.Add:output_type -> hopper.v1.ScheduleServiceAddResponse
-	6,   // 208: hopper.v1.ScheduleService.Remove:output_type -> hopper.v1.ScheduleServiceRemoveResponse
-	8,   // 209: hopper.v1.ScheduleService.Pause:output_type -> hopper.v1.ScheduleServicePauseResponse
-	10,  // 210: hopper.v1.ScheduleService.Resume:output_type -> hopper.v1.ScheduleServiceResumeResponse
-	12,  // 211: hopper.v1.ScheduleService.Run:output_type -> hopper.v1.ScheduleServiceRunResponse
-	94,  // 212: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
-	97,  // 213: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
-	99,  // 214: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
-	101, // 215: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
-	103, // 216: hopper.v1.DeadLetterService.RetryMany:output_type -> hopper.v1.DeadLetterServiceRetryManyResponse
-	106, // 217: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
-	109, // 218: hopper.v1.KindService.List:output_type -> hopper.v1.KindServiceListResponse
-	111, // 219: hopper.v1.KindService.Set:output_type -> hopper.v1.KindServiceSetResponse
-	113, // 220: hopper.v1.KindService.Disable:output_type -> hopper.v1.KindServiceDisableResponse
-	115, // 221: hopper.v1.KindService.Enable:output_type -> hopper.v1.KindServiceEnableResponse
-	117, // 222: hopper.v1.ServerService.Info:output_type -> hopper.v1.ServerServiceInfoResponse
-	173, // [173:223] is the sub-list for method output_type
-	123, // [123:173] is the sub-list for method input_type
-	123, // [123:123] is the sub-list for extension type_name
-	123, // [123:123] is the sub-list for extension extendee
-	0,   // [0:123] is the sub-list for field type_name
+	129, // 121: hopper.v1.ServerInfo.commit_time:type_name -> google.protobuf.Timestamp
+	119, // 122: hopper.v1.ServerInfo.input_limits:type_name -> hopper.v1.InputLimits
+	128, // 123: hopper.v1.InputLimits.max_run_at_past:type_name -> google.protobuf.Duration
+	128, // 124: hopper.v1.InputLimits.max_run_at_future:type_name -> google.protobuf.Duration
+	128, // 125: hopper.v1.InputLimits.max_timeout:type_name -> google.protobuf.Duration
+	128, // 126: hopper.v1.InputLimits.max_retention:type_name -> google.protobuf.Duration
+	128, // 127: hopper.v1.InputLimits.max_result_ttl:type_name -> google.protobuf.Duration
+	128, // 128: hopper.v1.InputLimits.max_activate_wait:type_name -> google.protobuf.Duration
+	95,  // 129: hopper.v1.DeadLetterServiceListResponse.ReplaysEntry.value:type_name -> hopper.v1.ReplaySummary
+	16,  // 130: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
+	18,  // 131: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
+	20,  // 132: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
+	22,  // 133: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
+	24,  // 134: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
+	32,  // 135: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
+	30,  // 136: hopper.v1.JobService.Resume:input_type -> hopper.v1.JobServiceResumeRequest
+	26,  // 137: hopper.v1.JobService.Retry:input_type -> hopper.v1.JobServiceRetryRequest
+	28,  // 138: hopper.v1.JobService.SetRetries:input_type -> hopper.v1.JobServiceSetRetriesRequest
+	37,  // 139: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
+	39,  // 140: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
+	41,  // 141: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
+	43,  // 142: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
+	49,  // 143: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
+	45,  // 144: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
+	47,  // 145: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
+	51,  // 146: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
+	61,  // 147: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
+	63,  // 148: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
+	53,  // 149: hopper.v1.WorkerService.Report:input_type -> hopper.v1.ReportRequest
+	56,  // 150: hopper.v1.WorkerService.ReportStream:input_type -> hopper.v1.ReportStreamRequest
+	59,  // 151: hopper.v1.WorkerService.Hold:input_type -> hopper.v1.HoldRequest
+	66,  // 152: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
+	70,  // 153: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
+	72,  // 154: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
+	68,  // 155: hopper.v1.QueueService.Set:input_type -> hopper.v1.QueueServiceSetRequest
+	75,  // 156: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
+	78,  // 157: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
+	81,  // 158: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
+	84,  // 159: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
+	86,  // 160: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
+	88,  // 161: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
+	90,  // 162: hopper.v1.AdminService.ImportKey:input_type -> hopper.v1.ImportKeyRequest
+	1,   // 163: hopper.v1.ScheduleService.List:input_type -> hopper.v1.ScheduleServiceListRequest
+	3,   // 164: hopper.v1.ScheduleService.Add:input_type -> hopper.v1.ScheduleServiceAddRequest
+	5,   // 165: hopper.v1.ScheduleService.Remove:input_type -> hopper.v1.ScheduleServiceRemoveRequest
+	7,   // 166: hopper.v1.ScheduleService.Pause:input_type -> hopper.v1.ScheduleServicePauseRequest
+	9,   // 167: hopper.v1.ScheduleService.Resume:input_type -> hopper.v1.ScheduleServiceResumeRequest
+	11,  // 168: hopper.v1.ScheduleService.Run:input_type -> hopper.v1.ScheduleServiceRunRequest
+	93,  // 169: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
+	96,  // 170: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
+	98,  // 171: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
+	100, // 172: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
+	102, // 173: hopper.v1.DeadLetterService.RetryMany:input_type -> hopper.v1.DeadLetterServiceRetryManyRequest
+	105, // 174: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
+	108, // 175: hopper.v1.KindService.List:input_type -> hopper.v1.KindServiceListRequest
+	110, // 176: hopper.v1.KindService.Set:input_type -> hopper.v1.KindServiceSetRequest
+	112, // 177: hopper.v1.KindService.Disable:input_type -> hopper.v1.KindServiceDisableRequest
+	114, // 178: hopper.v1.KindService.Enable:input_type -> hopper.v1.KindServiceEnableRequest
+	116, // 179: hopper.v1.ServerService.Info:input_type -> hopper.v1.ServerServiceInfoRequest
+	17,  // 180: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
+	19,  // 181: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
+	21,  // 182: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
+	23,  // 183: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
+	25,  // 184: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
+	35,  // 185: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
+	31,  // 186: hopper.v1.JobService.Resume:output_type -> hopper.v1.JobServiceResumeResponse
+	27,  // 187: hopper.v1.JobService.Retry:output_type -> hopper.v1.JobServiceRetryResponse
+	29,  // 188: hopper.v1.JobService.SetRetries:output_type -> hopper.v1.JobServiceSetRetriesResponse
+	38,  // 189: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
+	40,  // 190: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
+	42,  // 191: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
+	44,  // 192: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
+	50,  // 193: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
+	46,  // 194: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
+	48,  // 195: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
+	52,  // 196: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
+	62,  // 197: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
+	64,  // 198: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
+	55,  // 199: hopper.v1.WorkerService.Report:output_type -> hopper.v1.ReportResponse
+	57,  // 200: hopper.v1.WorkerService.ReportStream:output_type -> hopper.v1.ReportStreamResponse
+	60,  // 201: hopper.v1.WorkerService.Hold:output_type -> hopper.v1.HoldResponse
+	67,  // 202: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
+	71,  // 203: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
+	73,  // 204: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
+	69,  // 205: hopper.v1.QueueService.Set:output_type -> hopper.v1.QueueServiceSetResponse
+	76,  // 206: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
+	79,  // 207: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
+	82,  // 208: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
+	85,  // 209: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
+	87,  // 210: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
+	89,  // 211: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
+	91,  // 212: hopper.v1.AdminService.ImportKey:output_type -> hopper.v1.ImportKeyResponse
+	2,   // 213: hopper.v1.ScheduleService.List:output_type -> hopper.v1.ScheduleServiceListResponse
+	4,   // 214: hopper.v1.ScheduleService.Add:output_type -> hopper.v1.ScheduleServiceAddResponse
+	6,   // 215: hopper.v1.ScheduleService.Remove:output_type -> hopper.v1.ScheduleServiceRemoveResponse
+	8,   // 216: hopper.v1.ScheduleService.Pause:output_type -> hopper.v1.ScheduleServicePauseResponse
+	10,  // 217: hopper.v1.ScheduleService.Resume:output_type -> hopper.v1.ScheduleServiceResumeResponse
+	12,  // 218: hopper.v1.ScheduleService.Run:output_type -> hopper.v1.ScheduleServiceRunResponse
+	94,  // 219: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
+	97,  // 220: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
+	99,  // 221: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
+	101, // 222: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
+	103, // 223: hopper.v1.DeadLetterService.RetryMany:output_type -> hopper.v1.DeadLetterServiceRetryManyResponse
+	106, // 224: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
+	109, // 225: hopper.v1.KindService.List:output_type -> hopper.v1.KindServiceListResponse
+	111, // 226: hopper.v1.KindService.Set:output_type -> hopper.v1.KindServiceSetResponse
+	113, // 227: hopper.v1.KindService.Disable:output_type -> hopper.v1.KindServiceDisableResponse
+	115, // 228: hopper.v1.KindService.Enable:output_type -> hopper.v1.KindServiceEnableResponse
+	117, // 229: hopper.v1.ServerService.Info:output_type -> hopper.v1.ServerServiceInfoResponse
+	180, // [180:230] is the sub-list for method output_type
+	130, // [130:180] is the sub-list for method input_type
+	130, // [130:130] is the sub-list for extension type_name
+	130, // [130:130] is the sub-list for extension extendee
+	0,   // [0:130] is the sub-list for field type_name
 }
 
 func init() { file_hopper_v1_hopper_proto_init() }
@@ -8773,7 +9084,7 @@ func file_hopper_v1_hopper_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hopper_v1_hopper_proto_rawDesc), len(file_hopper_v1_hopper_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   127,
+			NumMessages:   128,
 			NumExtensions: 0,
 			NumServices:   8,
 		},
