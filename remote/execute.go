@@ -91,7 +91,7 @@ func (w *Worker) execute(ctx context.Context, job *hopperv1.ActivatedJob, handle
 	case end.Outcome == hoppertype.OutcomeCanceled:
 		report = func(ctx context.Context) error { return w.releaseCall(ctx, job, end.Error) }
 	default:
-		req := failRequest(job, unit, err, end)
+		req := w.failRequest(job, unit, err, end)
 		report = func(ctx context.Context) error {
 			return w.out.send(ctx, &hopperv1.Outcome{Outcome: &hopperv1.Outcome_Fail{Fail: req}})
 		}
@@ -106,7 +106,7 @@ func (w *Worker) execute(ctx context.Context, job *hopperv1.ActivatedJob, handle
 		err = w.reportWithRetry(rctx, func(ctx context.Context) error {
 			return w.out.send(ctx, &hopperv1.Outcome{Outcome: &hopperv1.Outcome_Fail{Fail: &hopperv1.FailRequest{
 				Id: job.GetId(), LeaseToken: job.GetLeaseToken(),
-				Error: field.Clip("the server refused the attempt's outcome: "+refused.Error(), field.MaxErrorBytes)}}})
+				Error: field.Clip("the server refused the attempt's outcome: "+refused.Error(), w.maxErrorBytes())}}})
 		})
 	}
 	if err != nil {
@@ -117,26 +117,26 @@ func (w *Worker) execute(ctx context.Context, job *hopperv1.ActivatedJob, handle
 // reportRetry spaces the tries of an outcome report: 50 ms doubling to 2 s, ±20 %.
 var reportRetry = hoppertype.RetryPolicy{Base: 50 * time.Millisecond, Multiplier: 2, Cap: 2 * time.Second, Jitter: 0.2}
 
-// The server takes delays and times within field.MaxRunAtFuture (a job that far off is as
-// good as never) and times at most field.MaxRunAtPast ago: outcomes are reported within
-// them, so that a handler's Snooze(100 years), RetryAfter of a huge delay or suspension until
-// 1970 ends its attempt as it would in process.
+// The server takes delays and times within its MaxRunAtFuture (a job that far off is as
+// good as never; servedLimits) and times at most field.MaxRunAtPast ago: outcomes are
+// reported within them, so that a handler's Snooze(100 years), RetryAfter of a huge delay or
+// suspension until 1970 ends its attempt as it would in process.
 
-// boundDelay is d within 0 and field.MaxRunAtFuture.
-func boundDelay(d time.Duration) *durationpb.Duration {
-	return durationpb.New(min(max(d, 0), field.MaxRunAtFuture))
+// boundDelay is d within 0 and the server's MaxRunAtFuture.
+func (w *Worker) boundDelay(d time.Duration) *durationpb.Duration {
+	return durationpb.New(min(max(d, 0), w.maxRunAtFuture()))
 }
 
 // clockSlack leaves room for the server's clock to be ahead of this one.
 const clockSlack = time.Hour
 
-// boundUntil is t within now (a time past runs the job at once, as in process) and
-// field.MaxRunAtFuture from now.
-func boundUntil(t, now time.Time) *timestamppb.Timestamp {
+// boundUntil is t within now (a time past runs the job at once, as in process) and the
+// server's MaxRunAtFuture from now.
+func (w *Worker) boundUntil(t, now time.Time) *timestamppb.Timestamp {
 	if t.Before(now) {
 		t = now
 	}
-	if latest := now.Add(field.MaxRunAtFuture - clockSlack); t.After(latest) {
+	if latest := now.Add(w.maxRunAtFuture() - clockSlack); t.After(latest) {
 		t = latest
 	}
 	return timestamppb.New(t)
@@ -172,20 +172,20 @@ func (w *Worker) reportWithRetry(ctx context.Context, report func(context.Contex
 // releaseCall releases job with reason why, cleaned and cut to what the server takes.
 func (w *Worker) releaseCall(ctx context.Context, job *hopperv1.ActivatedJob, why string) error {
 	return w.out.send(ctx, &hopperv1.Outcome{Outcome: &hopperv1.Outcome_Release{Release: &hopperv1.ReleaseRequest{
-		Id: job.GetId(), LeaseToken: job.GetLeaseToken(), Reason: field.Clip(why, field.MaxReasonBytes)}}})
+		Id: job.GetId(), LeaseToken: job.GetLeaseToken(), Reason: field.Clip(why, w.maxReasonBytes())}}})
 }
 
 // park reports a snooze or a suspension.
 func (w *Worker) park(ctx context.Context, job *hopperv1.ActivatedJob, end attempt.Ending) error {
 	if end.Outcome == hoppertype.OutcomeSnoozed {
 		return w.out.send(ctx, &hopperv1.Outcome{Outcome: &hopperv1.Outcome_Snooze{Snooze: &hopperv1.SnoozeRequest{
-			Id: job.GetId(), LeaseToken: job.GetLeaseToken(), Delay: boundDelay(end.Snooze)}}})
+			Id: job.GetId(), LeaseToken: job.GetLeaseToken(), Delay: w.boundDelay(end.Snooze)}}})
 	}
 	req := &hopperv1.SuspendRequest{Id: job.GetId(), LeaseToken: job.GetLeaseToken()}
 	if su := end.Suspend; su != nil {
 		req.Checkpoint = string(su.Checkpoint)
 		if !su.Until.IsZero() {
-			req.Until = boundUntil(su.Until, w.clock.Now())
+			req.Until = w.boundUntil(su.Until, w.clock.Now())
 		}
 		if !su.Deadline.IsZero() {
 			req.Deadline = timestamppb.New(su.Deadline)
@@ -196,19 +196,19 @@ func (w *Worker) park(ctx context.Context, job *hopperv1.ActivatedJob, end attem
 
 // failRequest says how an attempt failed (end, of the handler's error err); the server
 // decides what follows, with the kind's backoff the worker sends along. The texts are the
-// handler's: bytes the server would refuse (not UTF-8, NUL) become U+FFFD, and text past
-// field.MaxErrorBytes is cut, so an odd or huge error message never makes the report itself
-// fail.
-func failRequest(job *hopperv1.ActivatedJob, unit attempt.Unit, err error, end attempt.Ending) *hopperv1.FailRequest {
+// handler's: bytes the server would refuse (not UTF-8, NUL) become U+FFFD, and text past the
+// server's MaxErrorBytes is cut, so an odd or huge error message never makes the report
+// itself fail.
+func (w *Worker) failRequest(job *hopperv1.ActivatedJob, unit attempt.Unit, err error, end attempt.Ending) *hopperv1.FailRequest {
 	req := &hopperv1.FailRequest{Id: job.GetId(), LeaseToken: job.GetLeaseToken(),
-		Error: field.Clip(end.Error, field.MaxErrorBytes), Outcome: string(end.Outcome),
-		Stack: field.Clip(end.Stack, field.MaxErrorBytes), NoRetry: end.NoRetry,
+		Error: field.Clip(end.Error, w.maxErrorBytes()), Outcome: string(end.Outcome),
+		Stack: field.Clip(end.Stack, w.maxErrorBytes()), NoRetry: end.NoRetry,
 		Checkpoint: string(end.Checkpoint), ErrorCode: end.ErrorCode}
 	if req.Error == "" { // the server requires error text
 		req.Error = fmt.Sprintf("%T with an empty message", err)
 	}
 	if end.RetryAfter != nil {
-		req.RetryBackoff = boundDelay(*end.RetryAfter)
+		req.RetryBackoff = w.boundDelay(*end.RetryAfter)
 	}
 	if unit != nil {
 		req.RetryPolicy = apiview.RetryPolicy(unit.RetryPolicy())
@@ -235,7 +235,7 @@ type rpcOps struct {
 // refused. While the server is unreachable it is kept, not failed (see rpcOps).
 func (o *rpcOps) Progress(ctx context.Context, percent int, message string) error {
 	req := &hopperv1.ReportProgressRequest{Id: o.job.GetId(), LeaseToken: o.job.GetLeaseToken(),
-		Percent: int32(percent), Message: field.Clip(message, field.MaxProgressMessageBytes)}
+		Percent: int32(percent), Message: field.Clip(message, o.w.maxProgressMessageBytes())}
 	o.mu.Lock()
 	o.pending = req // the latest wins
 	o.mu.Unlock()

@@ -192,6 +192,9 @@ type Worker struct {
 	// still running as another opens and for a server that ignores the caps (admit).
 	kindCaps *claim.KindCaps
 	holds    *backoff.Tracker // telling the server the governor's state (govern.go)
+	// limits are the server's input limits, read once at start (limits.go).
+	limits      servedLimits
+	limitsRetry *backoff.Tracker
 }
 
 // attemptKey names one attempt: a job and the lease token it was given with. A job can be
@@ -310,6 +313,11 @@ func newWorker(cfg Config, clk clock.Clock) (*Worker, error) {
 		connecthttp.NewTransport(cfg.HTTPClient, cfg.URL), interceptors...))
 	w.out = &batcher{api: w.api, clock: clk, stream: hopperv1connect.NewWorkerServiceClient(connect.NewClient(
 		connecthttp.NewTransport(streamClient, cfg.URL), interceptors...))}
+	w.limits.tried = make(chan struct{})
+	w.limits.info = hopperv1connect.NewServerServiceClient(connect.NewClient(
+		connecthttp.NewTransport(cfg.HTTPClient, cfg.URL), interceptors...))
+	w.limitsRetry = backoff.New(backoff.Config{Name: "read the server's input limits", Policy: backoff.WorkPolicy,
+		Clock: clk, Logger: cfg.Logger, Attrs: []any{"worker", cfg.Name, "url", cfg.URL}})
 	w.own = own
 	return w, nil
 }
@@ -368,14 +376,15 @@ func (w *Worker) Start(ctx context.Context) error {
 	w.intakeCtx, w.stopIntake = context.WithCancel(context.WithoutCancel(ctx))
 	w.keepCtx, w.stopKeep = context.WithCancel(context.WithoutCancel(ctx))
 	w.loops.Go(w.keepLeases)
+	w.loops.Go(w.learnLimits)
 	if w.gov != nil {
 		w.loops.Go(func() { w.gov.Run(w.intakeCtx) })
 		w.loops.Go(w.reportHolds)
 	}
 	if w.cfg.Mode == Poll {
-		w.loops.Go(w.pollLoop)
+		w.loops.Go(func() { w.awaitLimits(); w.pollLoop() })
 	} else {
-		w.loops.Go(w.streamLoop)
+		w.loops.Go(func() { w.awaitLimits(); w.streamLoop() })
 	}
 	return nil
 }

@@ -16,7 +16,7 @@ import type { Reporter } from "./reporter.js";
 import type { Attempt } from "./running-job.js";
 import { Running, sendPending } from "./running-job.js";
 import { sleep } from "./sleep.js";
-import { clipText, MAX_ERROR_BYTES } from "./text.js";
+import { clipText, type Limits } from "./text.js";
 import { fromDuration } from "./time.js";
 
 /** How long an outcome's report is retried. */
@@ -48,7 +48,7 @@ export async function execute(x: Executor, a: Attempt): Promise<void> {
   const ending = await run(x, a);
   const runMs = performance.now() - began;
   a.handled(); // a poll slot is free while the outcome is on its way
-  const decision = decide(ending);
+  const decision = decide({ ...ending, limits: a.limits });
   observe(x, { ...ev, type: "ended", outcome: outcomeOf(decision), runMs });
   switch (decision.action) {
     case "none":
@@ -58,7 +58,7 @@ export async function execute(x: Executor, a: Attempt): Promise<void> {
       return;
     case "report":
       await flushPending(x, a, Date.now() + reportTimeout);
-      await reportOrFail(x, decision.outcome);
+      await reportOrFail(x, decision.outcome, a.limits);
   }
 }
 
@@ -114,7 +114,7 @@ function decodeArgs(kind: string, args: string): unknown {
  * with the server's reason instead, rather than run on until its lease expires, and then again
  * on every retry.
  */
-async function reportOrFail(x: Executor, outcome: Outcome): Promise<void> {
+async function reportOrFail(x: Executor, outcome: Outcome, limits: Limits): Promise<void> {
   const deadline = Date.now() + reportTimeout;
   try {
     try {
@@ -122,7 +122,7 @@ async function reportOrFail(x: Executor, outcome: Outcome): Promise<void> {
     } catch (e) {
       const err = toHopperError(e);
       if (err.code !== Code.InvalidArgument) throw err;
-      const error = clipText(`the server refused the attempt's outcome: ${err.message}`, MAX_ERROR_BYTES);
+      const error = clipText(`the server refused the attempt's outcome: ${err.message}`, limits.errorBytes);
       await reportUntilVerdict(x.reporter, { type: "fail", job: outcome.job, outcome: "error", error }, deadline);
     }
   } catch (e) {

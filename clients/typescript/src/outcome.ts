@@ -8,7 +8,7 @@ import {
   SnoozeError, SuspendError,
 } from "./handler-errors.js";
 import { encodeJSON } from "./json.js";
-import { clipText, errorCodeProblem, MAX_ERROR_BYTES, MAX_REASON_BYTES } from "./text.js";
+import { builtInLimits, clipText, errorCodeProblem, type Limits } from "./text.js";
 
 /** JobRef names one attempt: a job and the lease token it was given with. */
 export interface JobRef {
@@ -73,6 +73,8 @@ export interface Ending {
   mode: "stream" | "poll";
   /** kindPolicy is the handler's own backoff, if it has one. */
   kindPolicy?: RetryPolicy;
+  /** limits are the server's, which the report is made to fit (default the built-in ones). */
+  limits?: Limits;
 }
 
 /** decide is what to do with an ended attempt. */
@@ -90,12 +92,13 @@ export function decide(e: Ending, now = new Date()): Decision {
     if (typeof result === "string") return report({ type: "complete", job, result });
     return report(failure({ ...e, threw: true, error: result }));
   }
-  const parked = parkOutcome(job, e.error, now);
+  const limits = e.limits ?? builtInLimits;
+  const parked = parkOutcome(job, e.error, now, limits);
   if (parked instanceof Error) return report(failure({ ...e, error: parked }));
   if (parked) return report(parked); // even on the way out: a snooze or suspension keeps its checkpoint
   if (e.cause instanceof ShutdownError) {
     if (e.mode === "stream") return { action: "decline" }; // released once the stream is closed
-    return report({ type: "release", job, reason: clipText(`released on shutdown: ${describe(e.error)}`, MAX_REASON_BYTES) });
+    return report({ type: "release", job, reason: clipText(`released on shutdown: ${describe(e.error)}`, limits.reasonBytes) });
   }
   return report(failure(e));
 }
@@ -114,13 +117,13 @@ function encode(v: unknown, what: string): string | Error {
 }
 
 /** parkOutcome is the snooze or suspension err asks for; undefined when it asks for neither. */
-function parkOutcome(job: JobRef, err: unknown, now: Date): Outcome | Error | undefined {
-  if (err instanceof SnoozeError) return { type: "snooze", job, delay: boundDelay(err.delay) };
+function parkOutcome(job: JobRef, err: unknown, now: Date, limits: Limits): Outcome | Error | undefined {
+  if (err instanceof SnoozeError) return { type: "snooze", job, delay: boundDelay(err.delay, limits) };
   if (!(err instanceof SuspendError)) return undefined;
   const checkpoint = encode(err.options.checkpoint, "checkpoint");
   if (checkpoint instanceof Error) return checkpoint;
   const { until, deadline } = err.options;
-  return { type: "suspend", job, checkpoint, until: until && boundUntil(until, now), deadline };
+  return { type: "suspend", job, checkpoint, until: until && boundUntil(until, now, limits), deadline };
 }
 
 /**
@@ -128,7 +131,8 @@ function parkOutcome(job: JobRef, err: unknown, now: Date): Outcome | Error | un
  * odd or huge error message never makes the report itself fail.
  */
 export function failure(e: Ending): Fail {
-  if (e.error instanceof CheckpointError) return withCheckpoint(failure({ ...e, error: e.error.error }), e.error.checkpoint);
+  const limits = e.limits ?? builtInLimits;
+  if (e.error instanceof CheckpointError) return withCheckpoint(failure({ ...e, error: e.error.error }), e.error.checkpoint, limits);
   const out: Fail = { type: "fail", job: { id: e.job.id, leaseToken: e.job.leaseToken }, outcome: "error", error: describe(e.error) };
   if (isCrash(e.error)) out.outcome = "panic";
   else if (e.cause instanceof JobTimeoutError) {
@@ -136,26 +140,26 @@ export function failure(e: Ending): Fail {
     // As the Go worker says it: "job execution timeout after 5s: <the handler's error>".
     if (e.error !== e.cause) out.error = `${e.cause.message}: ${out.error}`;
   }
-  out.error = clipText(out.error, MAX_ERROR_BYTES) || `${typeName(e.error)} with an empty message`;
+  out.error = clipText(out.error, limits.errorBytes) || `${typeName(e.error)} with an empty message`;
   const stack = stackOf(e.error);
-  if (stack) out.stack = clipText(stack, MAX_ERROR_BYTES);
+  if (stack) out.stack = clipText(stack, limits.errorBytes);
   if (e.error instanceof NoRetryError) out.noRetry = true;
-  if (e.error instanceof RetryAfterError) out.retryBackoff = boundDelay(e.error.delay);
+  if (e.error instanceof RetryAfterError) out.retryBackoff = boundDelay(e.error.delay, limits);
   if (e.kindPolicy) out.retryPolicy = e.kindPolicy;
   if (e.error instanceof BusinessError) {
     // As the Go worker does: a code the server would refuse makes a plain error that says why.
-    const problem = errorCodeProblem(e.error.code);
-    if (problem) out.error = clipText(`${out.error} (not a business error: ${problem})`, MAX_ERROR_BYTES);
+    const problem = errorCodeProblem(e.error.code, limits);
+    if (problem) out.error = clipText(`${out.error} (not a business error: ${problem})`, limits.errorBytes);
     else out.errorCode = e.error.code;
   }
   return out;
 }
 
 /** withCheckpoint is f carrying checkpoint as JSON; one that does not encode is dropped, and said so. */
-function withCheckpoint(f: Fail, checkpoint: unknown): Fail {
+function withCheckpoint(f: Fail, checkpoint: unknown, limits: Limits): Fail {
   if (checkpoint === undefined) return f;
   const text = encode(checkpoint, "checkpoint");
-  if (text instanceof Error) return { ...f, error: clipText(`${f.error} (checkpoint dropped: ${text.message})`, MAX_ERROR_BYTES) };
+  if (text instanceof Error) return { ...f, error: clipText(`${f.error} (checkpoint dropped: ${text.message})`, limits.errorBytes) };
   return { ...f, checkpoint: text };
 }
 
@@ -196,19 +200,18 @@ function typeName(err: unknown): string {
   return err instanceof Error ? err.name : typeof err;
 }
 
-// The server takes delays and times up to 5 years ahead (a job that far off is as good as
-// never) and none in the past: outcomes are reported within them, so a snooze of a century or
-// a suspension until 1970 ends its attempt rather than being refused.
-const maxFuture = 5 * 365 * 24 * 3600_000;
+// The server takes delays and times up to its limits.runAtFutureMs ahead (5 years: a job that
+// far off is as good as never) and none in the past: outcomes are reported within them, so a
+// snooze of a century or a suspension until 1970 ends its attempt rather than being refused.
 const clockSlack = 3600_000; // room for the server's clock to be ahead of this one
 
-/** boundDelay is ms within 0 and 5 years. */
-export function boundDelay(ms: number): number {
-  return Math.min(Math.max(ms, 0), maxFuture) || 0;
+/** boundDelay is ms within 0 and the server's furthest delay. */
+export function boundDelay(ms: number, limits: Limits = builtInLimits): number {
+  return Math.min(Math.max(ms, 0), limits.runAtFutureMs) || 0;
 }
 
-/** boundUntil is t within now and 5 years (less an hour) from now. */
-export function boundUntil(t: Date, now: Date): Date {
-  const ms = Math.min(Math.max(t.getTime(), now.getTime()), now.getTime() + maxFuture - clockSlack);
+/** boundUntil is t within now and the server's furthest time (less an hour) from now. */
+export function boundUntil(t: Date, now: Date, limits: Limits = builtInLimits): Date {
+  const ms = Math.min(Math.max(t.getTime(), now.getTime()), now.getTime() + limits.runAtFutureMs - clockSlack);
   return new Date(Number.isNaN(ms) ? now.getTime() : ms);
 }

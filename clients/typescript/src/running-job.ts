@@ -5,7 +5,7 @@ import type { ActivatedJob, WorkerService } from "./gen/hopper/v1/hopper_pb.js";
 import type { RunningJob } from "./handler.js";
 import { LeaseLostError } from "./handler-errors.js";
 import { decodeJSON } from "./json.js";
-import { clipText, MAX_PROGRESS_MESSAGE_BYTES } from "./text.js";
+import { builtInLimits, clipText, type Limits } from "./text.js";
 import { fromTimestamp, toDuration } from "./time.js";
 
 /**
@@ -34,7 +34,7 @@ export class Attempt {
   /** handled is called once the handler has returned, before the outcome is reported (and at the latest when it is); it runs once, however often it is called. */
   readonly handled: () => void;
 
-  constructor(readonly job: ActivatedJob, lease: number, handled?: () => void) {
+  constructor(readonly job: ActivatedJob, lease: number, handled?: () => void, readonly limits: Limits = builtInLimits) {
     this.key = attemptKey(job.id, job.leaseToken);
     this.lease = lease;
     this.handled = once(handled ?? noop);
@@ -94,7 +94,7 @@ export class Running<A> implements RunningJob<A> {
 
   progress(percent: number, message = ""): Promise<void> {
     percent = Math.min(100, Math.max(0, Math.round(percent))) || 0;
-    this.attempt_.pending = { percent, message: clipText(message, MAX_PROGRESS_MESSAGE_BYTES) }; // the latest wins
+    this.attempt_.pending = { percent, message: clipText(message, this.attempt_.limits.progressMessageBytes) }; // the latest wins
     return this.check(sendPending(this.api, this.attempt_), true);
   }
 

@@ -8,7 +8,7 @@ import type { ConnectionOptions } from "./connection.js";
 import { type HopperError, toHopperError } from "./errors.js";
 import { execute } from "./execute.js";
 import type { Executor } from "./execute.js";
-import { ActivateRequestSchema, StreamJobsRequestSchema, WorkerService } from "./gen/hopper/v1/hopper_pb.js";
+import { ActivateRequestSchema, ServerService, StreamJobsRequestSchema, WorkerService } from "./gen/hopper/v1/hopper_pb.js";
 import type { ActivatedJob } from "./gen/hopper/v1/hopper_pb.js";
 import type { HandlerOptions, Handlers } from "./handler.js";
 import { ShutdownError } from "./handler-errors.js";
@@ -23,7 +23,7 @@ import type { Reporter } from "./reporter.js";
 import { Attempt } from "./running-job.js";
 import { aborted, sleep } from "./sleep.js";
 import { streamLoop } from "./stream-intake.js";
-import { clipText, MAX_REASON_BYTES } from "./text.js";
+import { builtInLimits, clipText, type Limits, limitsOf } from "./text.js";
 import { toDuration } from "./time.js";
 
 /** WorkerOptions configures a Worker. url and handlers are required; durations are milliseconds. */
@@ -107,6 +107,9 @@ const releaseTimeout = 30_000;
  */
 export class Worker {
   private readonly api: RpcClient<typeof WorkerService>;
+  private readonly info: RpcClient<typeof ServerService>;
+  /** limits are the server's input limits, once it has said them (learnLimits). */
+  private limits: Limits = builtInLimits;
   private readonly reporter: Reporter;
   private readonly executor: Executor;
   private readonly handlers = new Map<string, HandlerOptions>();
@@ -172,7 +175,9 @@ export class Worker {
     check(this.mode === "poll" || Object.keys(this.kindConcurrency).length <= 64,
       `kindConcurrency caps ${Object.keys(this.kindConcurrency).length} kinds; a stream caps at most 64`);
     this.kinds = new KindSlots(this.kindConcurrency);
-    this.api = createClient(WorkerService, createTransport(options));
+    const transport = createTransport(options);
+    this.api = createClient(WorkerService, transport);
+    this.info = createClient(ServerService, transport);
     this.reporter = new Batcher(this.api);
     this.leases = new LeaseKeeper({
       api: this.api, lease: this.lease, backoff: new Tracker("extend leases", loopPolicy, this.log, { worker: this.name }),
@@ -223,24 +228,55 @@ export class Worker {
     const queues = this.queues.length > 1 ? this.queues : [];
     const common = { worker: this.name, queue: this.queues[0], queues, kinds, leaseTimeout: toDuration(this.lease) };
     this.loops.push(this.leases.run(this.keeping.signal));
+    // No job is taken before the first ask for the server's limits has ended.
+    let limitsTried: () => void = () => {};
+    const tried = new Promise<void>((resolve) => { limitsTried = resolve; });
+    this.loops.push(this.learnLimits(this.intake.signal, limitsTried));
+    const after = (loop: () => Promise<void>) => tried.then(() => (this.intake.signal.aborted ? undefined : loop()));
     if (this.mode === "stream") {
       const credit = this.concurrency + this.prefetch;
       // A bound above the credit bounds nothing: the server takes none above it.
       const kindConcurrency = Object.fromEntries(Object.entries(this.kindConcurrency).map(([kind, n]) => [kind, Math.min(n, credit)]));
       const request = create(StreamJobsRequestSchema, { ...common, credit, kindConcurrency });
       const backoff = new Tracker("job stream", workPolicy, this.log, { worker: this.name });
-      this.loops.push(streamLoop({
+      this.loops.push(after(() => streamLoop({
         api: this.api, request, backoff, launch: (j) => this.admit(j), decline: (j) => this.decline(j),
         refused: (err) => this.refused(err),
-      }, this.intake.signal));
+      }, this.intake.signal)));
       return;
     }
     const request = create(ActivateRequestSchema, { ...common, requestTimeout: toDuration(this.pollWait) });
-    this.loops.push(pollLoop({
+    this.loops.push(after(() => pollLoop({
       api: this.api, request, backoff: new Tracker("activate jobs", workPolicy, this.log, { worker: this.name }),
       concurrency: this.concurrency, kindConcurrency: this.kindConcurrency, launch: (j, handled) => this.launch(j, handled), release: (j, why) => this.release(j, why),
       refused: (err) => this.refused(err),
-    }, this.intake.signal));
+    }, this.intake.signal)));
+  }
+
+  /**
+   * learnLimits asks the server for its input limits (ServerService.Info), which the worker
+   * makes its reports fit, again with backoff while the server cannot be reached; any other
+   * answer (a server that predates the call, something else at the URL) leaves the built-in
+   * limits. tried is called once the first ask has ended, answered or not.
+   */
+  private async learnLimits(signal: AbortSignal, tried: () => void): Promise<void> {
+    const backoff = new Tracker("read the server's input limits", workPolicy, this.log, { worker: this.name });
+    try {
+      while (!signal.aborted) {
+        try {
+          const res = await this.info.info({}, { signal });
+          this.limits = limitsOf(res.server?.inputLimits);
+          return;
+        } catch (e) {
+          tried();
+          const err = toHopperError(e);
+          if (err.code !== Code.Unavailable || signal.aborted) return;
+          await sleep(backoff.fail(err.message), signal);
+        }
+      }
+    } finally {
+      tried();
+    }
   }
 
   /**
@@ -290,7 +326,7 @@ export class Worker {
    */
   private launch(job: ActivatedJob, handled?: () => void): Attempt | undefined {
     if (this.state !== "started") return undefined;
-    const a = new Attempt(job, this.lease, handled);
+    const a = new Attempt(job, this.lease, handled, this.limits);
     this.run(a);
     return a;
   }
@@ -302,7 +338,7 @@ export class Worker {
    */
   private admit(job: ActivatedJob): Attempt | undefined {
     if (this.state !== "started") return undefined;
-    const a = new Attempt(job, this.lease, () => this.slotFreed(job.kind));
+    const a = new Attempt(job, this.lease, () => this.slotFreed(job.kind), this.limits);
     if (this.busy < this.concurrency && this.kinds.room(job.kind)) {
       this.busy++;
       this.kinds.take(job.kind);
@@ -356,7 +392,7 @@ export class Worker {
   /** release hands a job this worker will not run back to its queue, with one try. */
   private async release(job: ActivatedJob, why: string): Promise<void> {
     try {
-      await this.reporter.report({ type: "release", job, reason: clipText(why, MAX_REASON_BYTES) }, releaseTimeout);
+      await this.reporter.report({ type: "release", job, reason: clipText(why, this.limits.reasonBytes) }, releaseTimeout);
     } catch (e) {
       const err = toHopperError(e);
       if (err.code !== Code.FailedPrecondition) this.log.warn("release job", { jobId: job.id, err: err.message });
