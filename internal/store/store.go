@@ -45,6 +45,7 @@ var ErrUnavailable = errors.New("store unavailable")
 // jobs: the compiler checks it. Only pushing notifications (Notifier) is optional.
 type Store interface {
 	DeadLetterStore
+	CompactStore
 	IncidentStore
 	ScheduleStore
 	SuspendStore
