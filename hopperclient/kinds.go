@@ -3,6 +3,7 @@ package hopperclient
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"github.com/hopperjobs/hopper"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
@@ -57,4 +58,29 @@ func (c *Client) DisableKind(ctx context.Context, kind string) error {
 func (c *Client) EnableKind(ctx context.Context, kind string) error {
 	_, err := c.kinds.Enable(ctx, &hopperv1.KindServiceEnableRequest{Kind: kind})
 	return callErr("enable kind "+kind, err)
+}
+
+// CompactKind replaces, in each group of kind in which more than opts.Over jobs wait, those
+// jobs by one new job (hopper.Client.CompactKind), recorded as done by an operator. Bad
+// input is a *hopper.ValidationError naming the field. It needs the admin scope.
+func (c *Client) CompactKind(ctx context.Context, kind string, opts *hopper.CompactOpts) (*hopper.CompactResult, error) {
+	if opts != nil && opts.Over > math.MaxInt32 { // the API carries an int32; the server checks the rest
+		return nil, fmt.Errorf("compact kind %s: %w", kind, &hopper.ValidationError{Field: "over",
+			Reason: fmt.Sprintf("%d is not between 0 and %d", opts.Over, math.MaxInt32)})
+	}
+	res, err := c.kinds.Compact(ctx, apispec.CompactRequest(kind, opts))
+	if err != nil {
+		return nil, callErr("compact kind "+kind, err)
+	}
+	return apispec.FromCompactResponse(res), nil
+}
+
+// Lineage returns the jobs that job id replaced in a compaction (oldest first) and the job
+// that replaced it ("" when none did). It needs the read scope.
+func (c *Client) Lineage(ctx context.Context, id string) (from []string, into string, err error) {
+	res, err := c.kinds.Lineage(ctx, &hopperv1.KindServiceLineageRequest{Id: id})
+	if err != nil {
+		return nil, "", callErr("lineage of job "+id, err)
+	}
+	return res.GetCompactedFrom(), res.GetCompactedInto(), nil
 }

@@ -70,3 +70,26 @@ func (k *kindService) Enable(ctx context.Context, req *hopperv1.KindServiceEnabl
 	}
 	return &hopperv1.KindServiceEnableResponse{}, nil
 }
+
+// Compact compacts the kind's groups, recorded as done by an operator (an admin action).
+func (k *kindService) Compact(ctx context.Context, req *hopperv1.KindServiceCompactRequest) (*hopperv1.KindServiceCompactResponse, error) {
+	kind, opts := apispec.FromCompactRequest(req)
+	res, err := k.s.client.CompactKindBy(ctx, kind, opts, hopper.ActorOperator)
+	if err != nil {
+		return nil, rpcError("compact kind", err)
+	}
+	return apispec.CompactResponse(res), nil
+}
+
+// Lineage returns the compactions job req.Id took part in.
+func (k *kindService) Lineage(ctx context.Context, req *hopperv1.KindServiceLineageRequest) (*hopperv1.KindServiceLineageResponse, error) {
+	from, err := k.s.client.CompactedFrom(ctx, req.GetId())
+	if err != nil {
+		return nil, rpcError("job lineage", err)
+	}
+	into, err := k.s.client.CompactedInto(ctx, req.GetId())
+	if err != nil {
+		return nil, rpcError("job lineage", err)
+	}
+	return &hopperv1.KindServiceLineageResponse{CompactedFrom: from, CompactedInto: into}, nil
+}

@@ -7490,6 +7490,370 @@ func (*KindServiceEnableResponse) Descriptor() ([]byte, []int) {
 	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{115}
 }
 
+type KindServiceCompactRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Kind  string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	// group_key compacts only that group; empty compacts every group of the kind.
+	GroupKey string `protobuf:"bytes,2,opt,name=group_key,json=groupKey,proto3" json:"group_key,omitempty"`
+	// over: a group is compacted only when more than this many of its jobs wait; 0 (or 1)
+	// compacts every group of two or more. Negative is refused.
+	Over int32 `protobuf:"varint,3,opt,name=over,proto3" json:"over,omitempty"`
+	// merge is the merge policy that makes the new job's args: "keep" (the default: the
+	// oldest job's), "replace" (the newest's) or "append" (the items of every job's list).
+	Merge         string `protobuf:"bytes,4,opt,name=merge,proto3" json:"merge,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KindServiceCompactRequest) Reset() {
+	*x = KindServiceCompactRequest{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[116]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KindServiceCompactRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KindServiceCompactRequest) ProtoMessage() {}
+
+func (x *KindServiceCompactRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[116]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KindServiceCompactRequest.ProtoReflect.Descriptor instead.
+func (*KindServiceCompactRequest) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{116}
+}
+
+func (x *KindServiceCompactRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *KindServiceCompactRequest) GetGroupKey() string {
+	if x != nil {
+		return x.GroupKey
+	}
+	return ""
+}
+
+func (x *KindServiceCompactRequest) GetOver() int32 {
+	if x != nil {
+		return x.Over
+	}
+	return 0
+}
+
+func (x *KindServiceCompactRequest) GetMerge() string {
+	if x != nil {
+		return x.Merge
+	}
+	return ""
+}
+
+type KindServiceCompactResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// groups and jobs count the groups compacted and the jobs they replaced.
+	Groups        int32             `protobuf:"varint,1,opt,name=groups,proto3" json:"groups,omitempty"`
+	Jobs          int32             `protobuf:"varint,2,opt,name=jobs,proto3" json:"jobs,omitempty"`
+	Compacted     []*CompactedGroup `protobuf:"bytes,3,rep,name=compacted,proto3" json:"compacted,omitempty"`
+	Refused       []*RefusedGroup   `protobuf:"bytes,4,rep,name=refused,proto3" json:"refused,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KindServiceCompactResponse) Reset() {
+	*x = KindServiceCompactResponse{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[117]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KindServiceCompactResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KindServiceCompactResponse) ProtoMessage() {}
+
+func (x *KindServiceCompactResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[117]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KindServiceCompactResponse.ProtoReflect.Descriptor instead.
+func (*KindServiceCompactResponse) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{117}
+}
+
+func (x *KindServiceCompactResponse) GetGroups() int32 {
+	if x != nil {
+		return x.Groups
+	}
+	return 0
+}
+
+func (x *KindServiceCompactResponse) GetJobs() int32 {
+	if x != nil {
+		return x.Jobs
+	}
+	return 0
+}
+
+func (x *KindServiceCompactResponse) GetCompacted() []*CompactedGroup {
+	if x != nil {
+		return x.Compacted
+	}
+	return nil
+}
+
+func (x *KindServiceCompactResponse) GetRefused() []*RefusedGroup {
+	if x != nil {
+		return x.Refused
+	}
+	return nil
+}
+
+// CompactedGroup is a group a compaction replaced: new_job_id replaced the jobs in replaced,
+// oldest first.
+type CompactedGroup struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	GroupKey      string                 `protobuf:"bytes,1,opt,name=group_key,json=groupKey,proto3" json:"group_key,omitempty"`
+	NewJobId      string                 `protobuf:"bytes,2,opt,name=new_job_id,json=newJobId,proto3" json:"new_job_id,omitempty"`
+	Replaced      []string               `protobuf:"bytes,3,rep,name=replaced,proto3" json:"replaced,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CompactedGroup) Reset() {
+	*x = CompactedGroup{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[118]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompactedGroup) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompactedGroup) ProtoMessage() {}
+
+func (x *CompactedGroup) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[118]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompactedGroup.ProtoReflect.Descriptor instead.
+func (*CompactedGroup) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{118}
+}
+
+func (x *CompactedGroup) GetGroupKey() string {
+	if x != nil {
+		return x.GroupKey
+	}
+	return ""
+}
+
+func (x *CompactedGroup) GetNewJobId() string {
+	if x != nil {
+		return x.NewJobId
+	}
+	return ""
+}
+
+func (x *CompactedGroup) GetReplaced() []string {
+	if x != nil {
+		return x.Replaced
+	}
+	return nil
+}
+
+// RefusedGroup is a group a compaction left as it was: job_id's args do not fit the merge
+// policy or the size limit; reason says how.
+type RefusedGroup struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	GroupKey      string                 `protobuf:"bytes,1,opt,name=group_key,json=groupKey,proto3" json:"group_key,omitempty"`
+	JobId         string                 `protobuf:"bytes,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Reason        string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RefusedGroup) Reset() {
+	*x = RefusedGroup{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[119]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RefusedGroup) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RefusedGroup) ProtoMessage() {}
+
+func (x *RefusedGroup) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[119]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RefusedGroup.ProtoReflect.Descriptor instead.
+func (*RefusedGroup) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{119}
+}
+
+func (x *RefusedGroup) GetGroupKey() string {
+	if x != nil {
+		return x.GroupKey
+	}
+	return ""
+}
+
+func (x *RefusedGroup) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *RefusedGroup) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type KindServiceLineageRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KindServiceLineageRequest) Reset() {
+	*x = KindServiceLineageRequest{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[120]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KindServiceLineageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KindServiceLineageRequest) ProtoMessage() {}
+
+func (x *KindServiceLineageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[120]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KindServiceLineageRequest.ProtoReflect.Descriptor instead.
+func (*KindServiceLineageRequest) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{120}
+}
+
+func (x *KindServiceLineageRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type KindServiceLineageResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// compacted_from: the jobs this job replaced, oldest first.
+	CompactedFrom []string `protobuf:"bytes,1,rep,name=compacted_from,json=compactedFrom,proto3" json:"compacted_from,omitempty"`
+	// compacted_into: the job that replaced this one; empty when none did.
+	CompactedInto string `protobuf:"bytes,2,opt,name=compacted_into,json=compactedInto,proto3" json:"compacted_into,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KindServiceLineageResponse) Reset() {
+	*x = KindServiceLineageResponse{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[121]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KindServiceLineageResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KindServiceLineageResponse) ProtoMessage() {}
+
+func (x *KindServiceLineageResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[121]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KindServiceLineageResponse.ProtoReflect.Descriptor instead.
+func (*KindServiceLineageResponse) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{121}
+}
+
+func (x *KindServiceLineageResponse) GetCompactedFrom() []string {
+	if x != nil {
+		return x.CompactedFrom
+	}
+	return nil
+}
+
+func (x *KindServiceLineageResponse) GetCompactedInto() string {
+	if x != nil {
+		return x.CompactedInto
+	}
+	return ""
+}
+
 type ServerServiceInfoRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -7498,7 +7862,7 @@ type ServerServiceInfoRequest struct {
 
 func (x *ServerServiceInfoRequest) Reset() {
 	*x = ServerServiceInfoRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[116]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[122]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7510,7 +7874,7 @@ func (x *ServerServiceInfoRequest) String() string {
 func (*ServerServiceInfoRequest) ProtoMessage() {}
 
 func (x *ServerServiceInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[116]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[122]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7523,7 +7887,7 @@ func (x *ServerServiceInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerServiceInfoRequest.ProtoReflect.Descriptor instead.
 func (*ServerServiceInfoRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{116}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{122}
 }
 
 type ServerServiceInfoResponse struct {
@@ -7535,7 +7899,7 @@ type ServerServiceInfoResponse struct {
 
 func (x *ServerServiceInfoResponse) Reset() {
 	*x = ServerServiceInfoResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[117]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[123]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7547,7 +7911,7 @@ func (x *ServerServiceInfoResponse) String() string {
 func (*ServerServiceInfoResponse) ProtoMessage() {}
 
 func (x *ServerServiceInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[117]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[123]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7560,7 +7924,7 @@ func (x *ServerServiceInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerServiceInfoResponse.ProtoReflect.Descriptor instead.
 func (*ServerServiceInfoResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{117}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{123}
 }
 
 func (x *ServerServiceInfoResponse) GetServer() *ServerInfo {
@@ -7598,7 +7962,7 @@ type ServerInfo struct {
 
 func (x *ServerInfo) Reset() {
 	*x = ServerInfo{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[118]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[124]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7610,7 +7974,7 @@ func (x *ServerInfo) String() string {
 func (*ServerInfo) ProtoMessage() {}
 
 func (x *ServerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[118]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[124]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7623,7 +7987,7 @@ func (x *ServerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerInfo.ProtoReflect.Descriptor instead.
 func (*ServerInfo) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{118}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{124}
 }
 
 func (x *ServerInfo) GetVersion() string {
@@ -8280,7 +8644,31 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x1aKindServiceDisableResponse\".\n" +
 	"\x18KindServiceEnableRequest\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\"\x1b\n" +
-	"\x19KindServiceEnableResponse\"\x1a\n" +
+	"\x19KindServiceEnableResponse\"v\n" +
+	"\x19KindServiceCompactRequest\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1b\n" +
+	"\tgroup_key\x18\x02 \x01(\tR\bgroupKey\x12\x12\n" +
+	"\x04over\x18\x03 \x01(\x05R\x04over\x12\x14\n" +
+	"\x05merge\x18\x04 \x01(\tR\x05merge\"\xb4\x01\n" +
+	"\x1aKindServiceCompactResponse\x12\x16\n" +
+	"\x06groups\x18\x01 \x01(\x05R\x06groups\x12\x12\n" +
+	"\x04jobs\x18\x02 \x01(\x05R\x04jobs\x127\n" +
+	"\tcompacted\x18\x03 \x03(\v2\x19.hopper.v1.CompactedGroupR\tcompacted\x121\n" +
+	"\arefused\x18\x04 \x03(\v2\x17.hopper.v1.RefusedGroupR\arefused\"g\n" +
+	"\x0eCompactedGroup\x12\x1b\n" +
+	"\tgroup_key\x18\x01 \x01(\tR\bgroupKey\x12\x1c\n" +
+	"\n" +
+	"new_job_id\x18\x02 \x01(\tR\bnewJobId\x12\x1a\n" +
+	"\breplaced\x18\x03 \x03(\tR\breplaced\"Z\n" +
+	"\fRefusedGroup\x12\x1b\n" +
+	"\tgroup_key\x18\x01 \x01(\tR\bgroupKey\x12\x15\n" +
+	"\x06job_id\x18\x02 \x01(\tR\x05jobId\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"+\n" +
+	"\x19KindServiceLineageRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"j\n" +
+	"\x1aKindServiceLineageResponse\x12%\n" +
+	"\x0ecompacted_from\x18\x01 \x03(\tR\rcompactedFrom\x12%\n" +
+	"\x0ecompacted_into\x18\x02 \x01(\tR\rcompactedInto\"\x1a\n" +
 	"\x18ServerServiceInfoRequest\"J\n" +
 	"\x19ServerServiceInfoResponse\x12-\n" +
 	"\x06server\x18\x01 \x01(\v2\x15.hopper.v1.ServerInfoR\x06server\"\x8f\x02\n" +
@@ -8350,12 +8738,14 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\n" +
 	"ReplayMany\x12\x1c.hopper.v1.ReplayManyRequest\x1a\x1d.hopper.v1.ReplayManyResponse\x12h\n" +
 	"\tRetryMany\x12,.hopper.v1.DeadLetterServiceRetryManyRequest\x1a-.hopper.v1.DeadLetterServiceRetryManyResponse\x12Q\n" +
-	"\vListReplays\x12\x1d.hopper.v1.ListReplaysRequest\x1a\x1e.hopper.v1.ListReplaysResponse\"\x03\x90\x02\x012\xdf\x02\n" +
+	"\vListReplays\x12\x1d.hopper.v1.ListReplaysRequest\x1a\x1e.hopper.v1.ListReplaysResponse\"\x03\x90\x02\x012\x94\x04\n" +
 	"\vKindService\x12R\n" +
 	"\x04List\x12!.hopper.v1.KindServiceListRequest\x1a\".hopper.v1.KindServiceListResponse\"\x03\x90\x02\x01\x12O\n" +
 	"\x03Set\x12 .hopper.v1.KindServiceSetRequest\x1a!.hopper.v1.KindServiceSetResponse\"\x03\x90\x02\x02\x12V\n" +
 	"\aDisable\x12$.hopper.v1.KindServiceDisableRequest\x1a%.hopper.v1.KindServiceDisableResponse\x12S\n" +
-	"\x06Enable\x12#.hopper.v1.KindServiceEnableRequest\x1a$.hopper.v1.KindServiceEnableResponse2g\n" +
+	"\x06Enable\x12#.hopper.v1.KindServiceEnableRequest\x1a$.hopper.v1.KindServiceEnableResponse\x12V\n" +
+	"\aCompact\x12$.hopper.v1.KindServiceCompactRequest\x1a%.hopper.v1.KindServiceCompactResponse\x12[\n" +
+	"\aLineage\x12$.hopper.v1.KindServiceLineageRequest\x1a%.hopper.v1.KindServiceLineageResponse\"\x03\x90\x02\x012g\n" +
 	"\rServerService\x12V\n" +
 	"\x04Info\x12#.hopper.v1.ServerServiceInfoRequest\x1a$.hopper.v1.ServerServiceInfoResponse\"\x03\x90\x02\x01B5Z3github.com/hopperjobs/hopper/gen/hopper/v1;hopperv1b\x06proto3"
 
@@ -8371,7 +8761,7 @@ func file_hopper_v1_hopper_proto_rawDescGZIP() []byte {
 	return file_hopper_v1_hopper_proto_rawDescData
 }
 
-var file_hopper_v1_hopper_proto_msgTypes = make([]protoimpl.MessageInfo, 126)
+var file_hopper_v1_hopper_proto_msgTypes = make([]protoimpl.MessageInfo, 132)
 var file_hopper_v1_hopper_proto_goTypes = []any{
 	(*Schedule)(nil),                           // 0: hopper.v1.Schedule
 	(*ScheduleServiceListRequest)(nil),         // 1: hopper.v1.ScheduleServiceListRequest
@@ -8489,91 +8879,97 @@ var file_hopper_v1_hopper_proto_goTypes = []any{
 	(*KindServiceDisableResponse)(nil),         // 113: hopper.v1.KindServiceDisableResponse
 	(*KindServiceEnableRequest)(nil),           // 114: hopper.v1.KindServiceEnableRequest
 	(*KindServiceEnableResponse)(nil),          // 115: hopper.v1.KindServiceEnableResponse
-	(*ServerServiceInfoRequest)(nil),           // 116: hopper.v1.ServerServiceInfoRequest
-	(*ServerServiceInfoResponse)(nil),          // 117: hopper.v1.ServerServiceInfoResponse
-	(*ServerInfo)(nil),                         // 118: hopper.v1.ServerInfo
-	nil,                                        // 119: hopper.v1.Schedule.HeadersEntry
-	nil,                                        // 120: hopper.v1.Job.HeadersEntry
-	nil,                                        // 121: hopper.v1.JobSpec.HeadersEntry
-	nil,                                        // 122: hopper.v1.ActivatedJob.HeadersEntry
-	nil,                                        // 123: hopper.v1.Queue.CountsEntry
-	nil,                                        // 124: hopper.v1.DeadLetterServiceListResponse.ReplaysEntry
-	nil,                                        // 125: hopper.v1.Kind.CountsEntry
-	(*durationpb.Duration)(nil),                // 126: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),              // 127: google.protobuf.Timestamp
+	(*KindServiceCompactRequest)(nil),          // 116: hopper.v1.KindServiceCompactRequest
+	(*KindServiceCompactResponse)(nil),         // 117: hopper.v1.KindServiceCompactResponse
+	(*CompactedGroup)(nil),                     // 118: hopper.v1.CompactedGroup
+	(*RefusedGroup)(nil),                       // 119: hopper.v1.RefusedGroup
+	(*KindServiceLineageRequest)(nil),          // 120: hopper.v1.KindServiceLineageRequest
+	(*KindServiceLineageResponse)(nil),         // 121: hopper.v1.KindServiceLineageResponse
+	(*ServerServiceInfoRequest)(nil),           // 122: hopper.v1.ServerServiceInfoRequest
+	(*ServerServiceInfoResponse)(nil),          // 123: hopper.v1.ServerServiceInfoResponse
+	(*ServerInfo)(nil),                         // 124: hopper.v1.ServerInfo
+	nil,                                        // 125: hopper.v1.Schedule.HeadersEntry
+	nil,                                        // 126: hopper.v1.Job.HeadersEntry
+	nil,                                        // 127: hopper.v1.JobSpec.HeadersEntry
+	nil,                                        // 128: hopper.v1.ActivatedJob.HeadersEntry
+	nil,                                        // 129: hopper.v1.Queue.CountsEntry
+	nil,                                        // 130: hopper.v1.DeadLetterServiceListResponse.ReplaysEntry
+	nil,                                        // 131: hopper.v1.Kind.CountsEntry
+	(*durationpb.Duration)(nil),                // 132: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),              // 133: google.protobuf.Timestamp
 }
 var file_hopper_v1_hopper_proto_depIdxs = []int32{
-	126, // 0: hopper.v1.Schedule.every:type_name -> google.protobuf.Duration
-	126, // 1: hopper.v1.Schedule.fixed_delay:type_name -> google.protobuf.Duration
-	126, // 2: hopper.v1.Schedule.timeout:type_name -> google.protobuf.Duration
-	119, // 3: hopper.v1.Schedule.headers:type_name -> hopper.v1.Schedule.HeadersEntry
-	126, // 4: hopper.v1.Schedule.jitter:type_name -> google.protobuf.Duration
-	127, // 5: hopper.v1.Schedule.last_fire_at:type_name -> google.protobuf.Timestamp
-	127, // 6: hopper.v1.Schedule.next_fire_at:type_name -> google.protobuf.Timestamp
-	127, // 7: hopper.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
-	127, // 8: hopper.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
-	127, // 9: hopper.v1.Schedule.last_manual_fire_at:type_name -> google.protobuf.Timestamp
+	132, // 0: hopper.v1.Schedule.every:type_name -> google.protobuf.Duration
+	132, // 1: hopper.v1.Schedule.fixed_delay:type_name -> google.protobuf.Duration
+	132, // 2: hopper.v1.Schedule.timeout:type_name -> google.protobuf.Duration
+	125, // 3: hopper.v1.Schedule.headers:type_name -> hopper.v1.Schedule.HeadersEntry
+	132, // 4: hopper.v1.Schedule.jitter:type_name -> google.protobuf.Duration
+	133, // 5: hopper.v1.Schedule.last_fire_at:type_name -> google.protobuf.Timestamp
+	133, // 6: hopper.v1.Schedule.next_fire_at:type_name -> google.protobuf.Timestamp
+	133, // 7: hopper.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
+	133, // 8: hopper.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
+	133, // 9: hopper.v1.Schedule.last_manual_fire_at:type_name -> google.protobuf.Timestamp
 	0,   // 10: hopper.v1.ScheduleServiceListResponse.schedules:type_name -> hopper.v1.Schedule
 	0,   // 11: hopper.v1.ScheduleServiceAddRequest.schedule:type_name -> hopper.v1.Schedule
 	0,   // 12: hopper.v1.ScheduleServiceAddResponse.schedule:type_name -> hopper.v1.Schedule
 	13,  // 13: hopper.v1.ScheduleServiceRunResponse.job:type_name -> hopper.v1.Job
-	120, // 14: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
-	127, // 15: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
-	126, // 16: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
-	127, // 17: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
-	127, // 18: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
-	127, // 19: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	127, // 20: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
-	127, // 21: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
-	127, // 22: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	127, // 23: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
-	127, // 24: hopper.v1.Job.deadline_at:type_name -> google.protobuf.Timestamp
-	127, // 25: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
-	126, // 26: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
-	126, // 27: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
-	121, // 28: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
-	126, // 29: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
+	126, // 14: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
+	133, // 15: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
+	132, // 16: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
+	133, // 17: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
+	133, // 18: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
+	133, // 19: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	133, // 20: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
+	133, // 21: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
+	133, // 22: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	133, // 23: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
+	133, // 24: hopper.v1.Job.deadline_at:type_name -> google.protobuf.Timestamp
+	133, // 25: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
+	132, // 26: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
+	132, // 27: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
+	127, // 28: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
+	132, // 29: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
 	15,  // 30: hopper.v1.JobSpec.retry_policy:type_name -> hopper.v1.RetryPolicy
-	126, // 31: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
-	126, // 32: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
+	132, // 31: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
+	132, // 32: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
 	14,  // 33: hopper.v1.EnqueueRequest.job:type_name -> hopper.v1.JobSpec
 	13,  // 34: hopper.v1.EnqueueResponse.job:type_name -> hopper.v1.Job
 	14,  // 35: hopper.v1.EnqueueBatchRequest.jobs:type_name -> hopper.v1.JobSpec
 	17,  // 36: hopper.v1.EnqueueBatchResponse.results:type_name -> hopper.v1.EnqueueResponse
 	13,  // 37: hopper.v1.GetResponse.job:type_name -> hopper.v1.Job
-	127, // 38: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
-	127, // 39: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
+	133, // 38: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
+	133, // 39: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
 	13,  // 40: hopper.v1.ListResponse.jobs:type_name -> hopper.v1.Job
 	13,  // 41: hopper.v1.CancelResponse.job:type_name -> hopper.v1.Job
-	127, // 42: hopper.v1.JobServiceRetryRequest.run_at:type_name -> google.protobuf.Timestamp
+	133, // 42: hopper.v1.JobServiceRetryRequest.run_at:type_name -> google.protobuf.Timestamp
 	13,  // 43: hopper.v1.JobServiceRetryResponse.job:type_name -> hopper.v1.Job
 	13,  // 44: hopper.v1.JobServiceSetRetriesResponse.job:type_name -> hopper.v1.Job
 	13,  // 45: hopper.v1.JobServiceResumeResponse.job:type_name -> hopper.v1.Job
-	127, // 46: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
-	127, // 47: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
-	127, // 48: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
+	133, // 46: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
+	133, // 47: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
+	133, // 48: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
 	33,  // 49: hopper.v1.EventsResponse.events:type_name -> hopper.v1.Event
 	34,  // 50: hopper.v1.EventsResponse.attempts:type_name -> hopper.v1.Attempt
-	122, // 51: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
-	127, // 52: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
-	126, // 53: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
-	127, // 54: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
+	128, // 51: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
+	133, // 52: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
+	132, // 53: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
+	133, // 54: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
 	15,  // 55: hopper.v1.ActivatedJob.retry_policy:type_name -> hopper.v1.RetryPolicy
-	126, // 56: hopper.v1.ActivatedJob.default_timeout:type_name -> google.protobuf.Duration
-	126, // 57: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
-	126, // 58: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
+	132, // 56: hopper.v1.ActivatedJob.default_timeout:type_name -> google.protobuf.Duration
+	132, // 57: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
+	132, // 58: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
 	36,  // 59: hopper.v1.ActivateResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	126, // 60: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
+	132, // 60: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
 	36,  // 61: hopper.v1.StreamJobsResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	126, // 62: hopper.v1.StreamJobsResponse.keepalive:type_name -> google.protobuf.Duration
-	126, // 63: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
+	132, // 62: hopper.v1.StreamJobsResponse.keepalive:type_name -> google.protobuf.Duration
+	132, // 63: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
 	15,  // 64: hopper.v1.FailRequest.retry_policy:type_name -> hopper.v1.RetryPolicy
-	127, // 65: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
-	126, // 66: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
-	127, // 67: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
-	127, // 68: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
-	126, // 69: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
-	127, // 70: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
+	133, // 65: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
+	132, // 66: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
+	133, // 67: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
+	133, // 68: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
+	132, // 69: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
+	133, // 70: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
 	54,  // 71: hopper.v1.ReportRequest.outcomes:type_name -> hopper.v1.Outcome
 	51,  // 72: hopper.v1.ReportRequest.renewals:type_name -> hopper.v1.ExtendLeaseRequest
 	41,  // 73: hopper.v1.Outcome.complete:type_name -> hopper.v1.CompleteRequest
@@ -8586,150 +8982,156 @@ var file_hopper_v1_hopper_proto_depIdxs = []int32{
 	53,  // 80: hopper.v1.ReportStreamRequest.report:type_name -> hopper.v1.ReportRequest
 	55,  // 81: hopper.v1.ReportStreamResponse.report:type_name -> hopper.v1.ReportResponse
 	44,  // 82: hopper.v1.Verdict.fail:type_name -> hopper.v1.FailResponse
-	127, // 83: hopper.v1.Verdict.lease_expires_at:type_name -> google.protobuf.Timestamp
-	123, // 84: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
+	133, // 83: hopper.v1.Verdict.lease_expires_at:type_name -> google.protobuf.Timestamp
+	129, // 84: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
 	65,  // 85: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
-	127, // 86: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
-	127, // 87: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
+	133, // 86: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
+	133, // 87: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
 	74,  // 88: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
-	127, // 89: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
+	133, // 89: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
 	77,  // 90: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
-	127, // 91: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
+	133, // 91: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
 	80,  // 92: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
-	127, // 93: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
-	127, // 94: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
-	127, // 95: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
+	133, // 93: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
+	133, // 94: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
+	133, // 95: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
 	83,  // 96: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
 	83,  // 97: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
 	83,  // 98: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
 	83,  // 99: hopper.v1.ImportKeyResponse.key:type_name -> hopper.v1.APIKey
-	127, // 100: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
-	127, // 101: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
+	133, // 100: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
+	133, // 101: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
 	92,  // 102: hopper.v1.DeadLetterServiceListRequest.filter:type_name -> hopper.v1.DeadLetterFilter
 	13,  // 103: hopper.v1.DeadLetterServiceListResponse.jobs:type_name -> hopper.v1.Job
-	124, // 104: hopper.v1.DeadLetterServiceListResponse.replays:type_name -> hopper.v1.DeadLetterServiceListResponse.ReplaysEntry
-	127, // 105: hopper.v1.ReplaySummary.last_replayed_at:type_name -> google.protobuf.Timestamp
-	127, // 106: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
-	126, // 107: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
+	130, // 104: hopper.v1.DeadLetterServiceListResponse.replays:type_name -> hopper.v1.DeadLetterServiceListResponse.ReplaysEntry
+	133, // 105: hopper.v1.ReplaySummary.last_replayed_at:type_name -> google.protobuf.Timestamp
+	133, // 106: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
+	132, // 107: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
 	13,  // 108: hopper.v1.ReplayResponse.job:type_name -> hopper.v1.Job
 	92,  // 109: hopper.v1.ReplayManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
 	13,  // 110: hopper.v1.ReplayManyResponse.jobs:type_name -> hopper.v1.Job
 	92,  // 111: hopper.v1.DeadLetterServiceRetryManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
 	13,  // 112: hopper.v1.DeadLetterServiceRetryManyResponse.jobs:type_name -> hopper.v1.Job
-	127, // 113: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
-	127, // 114: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
-	127, // 115: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
+	133, // 113: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
+	133, // 114: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
+	133, // 115: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
 	104, // 116: hopper.v1.ListReplaysResponse.replays:type_name -> hopper.v1.ReplayRecord
-	125, // 117: hopper.v1.Kind.counts:type_name -> hopper.v1.Kind.CountsEntry
+	131, // 117: hopper.v1.Kind.counts:type_name -> hopper.v1.Kind.CountsEntry
 	107, // 118: hopper.v1.KindServiceListResponse.kinds:type_name -> hopper.v1.Kind
-	118, // 119: hopper.v1.ServerServiceInfoResponse.server:type_name -> hopper.v1.ServerInfo
-	127, // 120: hopper.v1.ServerInfo.commit_time:type_name -> google.protobuf.Timestamp
-	95,  // 121: hopper.v1.DeadLetterServiceListResponse.ReplaysEntry.value:type_name -> hopper.v1.ReplaySummary
-	16,  // 122: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
-	18,  // 123: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
-	20,  // 124: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
-	22,  // 125: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
-	24,  // 126: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
-	32,  // 127: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
-	30,  // 128: hopper.v1.JobService.Resume:input_type -> hopper.v1.JobServiceResumeRequest
-	26,  // 129: hopper.v1.JobService.Retry:input_type -> hopper.v1.JobServiceRetryRequest
-	28,  // 130: hopper.v1.JobService.SetRetries:input_type -> hopper.v1.JobServiceSetRetriesRequest
-	37,  // 131: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
-	39,  // 132: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
-	41,  // 133: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
-	43,  // 134: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
-	49,  // 135: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
-	45,  // 136: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
-	47,  // 137: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
-	51,  // 138: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
-	61,  // 139: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
-	63,  // 140: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
-	53,  // 141: hopper.v1.WorkerService.Report:input_type -> hopper.v1.ReportRequest
-	56,  // 142: hopper.v1.WorkerService.ReportStream:input_type -> hopper.v1.ReportStreamRequest
-	59,  // 143: hopper.v1.WorkerService.Hold:input_type -> hopper.v1.HoldRequest
-	66,  // 144: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
-	70,  // 145: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
-	72,  // 146: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
-	68,  // 147: hopper.v1.QueueService.Set:input_type -> hopper.v1.QueueServiceSetRequest
-	75,  // 148: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
-	78,  // 149: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
-	81,  // 150: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
-	84,  // 151: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
-	86,  // 152: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
-	88,  // 153: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
-	90,  // 154: hopper.v1.AdminService.ImportKey:input_type -> hopper.v1.ImportKeyRequest
-	1,   // 155: hopper.v1.ScheduleService.List:input_type -> hopper.v1.ScheduleServiceListRequest
-	3,   // 156: hopper.v1.ScheduleService.Add:input_type -> hopper.v1.ScheduleServiceAddRequest
-	5,   // 157: hopper.v1.ScheduleService.Remove:input_type -> hopper.v1.ScheduleServiceRemoveRequest
-	7,   // 158: hopper.v1.ScheduleService.Pause:input_type -> hopper.v1.ScheduleServicePauseRequest
-	9,   // 159: hopper.v1.ScheduleService.Resume:input_type -> hopper.v1.ScheduleServiceResumeRequest
-	11,  // 160: hopper.v1.ScheduleService.Run:input_type -> hopper.v1.ScheduleServiceRunRequest
-	93,  // 161: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
-	96,  // 162: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
-	98,  // 163: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
-	100, // 164: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
-	102, // 165: hopper.v1.DeadLetterService.RetryMany:input_type -> hopper.v1.DeadLetterServiceRetryManyRequest
-	105, // 166: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
-	108, // 167: hopper.v1.KindService.List:input_type -> hopper.v1.KindServiceListRequest
-	110, // 168: hopper.v1.KindService.Set:input_type -> hopper.v1.KindServiceSetRequest
-	112, // 169: hopper.v1.KindService.Disable:input_type -> hopper.v1.KindServiceDisableRequest
-	114, // 170: hopper.v1.KindService.Enable:input_type -> hopper.v1.KindServiceEnableRequest
-	116, // 171: hopper.v1.ServerService.Info:input_type -> hopper.v1.ServerServiceInfoRequest
-	17,  // 172: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
-	19,  // 173: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
-	21,  // 174: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
-	23,  // 175: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
-	25,  // 176: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
-	35,  // 177: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
-	31,  // 178: hopper.v1.JobService.Resume:output_type -> hopper.v1.JobServiceResumeResponse
-	27,  // 179: hopper.v1.JobService.Retry:output_type -> hopper.v1.JobServiceRetryResponse
-	29,  // 180: hopper.v1.JobService.SetRetries:output_type -> hopper.v1.JobServiceSetRetriesResponse
-	38,  // 181: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
-	40,  // 182: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
-	42,  // 183: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
-	44,  // 184: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
-	50,  // 185: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
-	46,  // 186: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
-	48,  // 187: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
-	52,  // 188: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
-	62,  // 189: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
-	64,  // 190: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
-	55,  // 191: hopper.v1.WorkerService.Report:output_type -> hopper.v1.ReportResponse
-	57,  // 192: hopper.v1.WorkerService.ReportStream:output_type -> hopper.v1.ReportStreamResponse
-	60,  // 193: hopper.v1.WorkerService.Hold:output_type -> hopper.v1.HoldResponse
-	67,  // 194: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
-	71,  // 195: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
-	73,  // 196: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
-	69,  // 197: hopper.v1.QueueService.Set:output_type -> hopper.v1.QueueServiceSetResponse
-	76,  // 198: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
-	79,  // 199: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
-	82,  // 200: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
-	85,  // 201: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
-	87,  // 202: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
-	89,  // 203: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
-	91,  // 204: hopper.v1.AdminService.ImportKey:output_type -> hopper.v1.ImportKeyResponse
-	2,   // 205: hopper.v1.ScheduleService.List:output_type -> hopper.v1.ScheduleServiceListResponse
-	4,   // 206: hopper.v1.ScheduleService.Add:output_type -> hopper.v1.ScheduleServiceAddResponse
-	6,   // 207: hopper.v1.ScheduleService.Remove:output_type -> hopper.v1.ScheduleServiceRemoveResponse
-	8,   // 208: hopper.v1.ScheduleService.Pause:output_type -> hopper.v1.ScheduleServicePauseResponse
-	10,  // 209: hopper.v1.ScheduleService.Resume:output_type -> hopper.v1.ScheduleServiceResumeResponse
-	12,  // 210: hopper.v1.ScheduleService.Run:output_type -> hopper.v1.ScheduleServiceRunResponse
-	94,  // 211: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
-	97,  // 212: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
-	99,  // 213: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
-	101, // 214: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
-	103, // 215: hopper.v1.DeadLetterService.RetryMany:output_type -> hopper.v1.DeadLetterServiceRetryManyResponse
-	106, // 216: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
-	109, // 217: hopper.v1.KindService.List:output_type -> hopper.v1.KindServiceListResponse
-	111, // 218: hopper.v1.KindService.Set:output_type -> hopper.v1.KindServiceSetResponse
-	113, // 219: hopper.v1.KindService.Disable:output_type -> hopper.v1.KindServiceDisableResponse
-	115, // 220: hopper.v1.KindService.Enable:output_type -> hopper.v1.KindServiceEnableResponse
-	117, // 221: hopper.v1.ServerService.Info:output_type -> hopper.v1.ServerServiceInfoResponse
-	172, // [172:222] is the sub-list for method output_type
-	122, // [122:172] is the sub-list for method input_type
-	122, // [122:122] is the sub-list for extension type_name
-	122, // [122:122] is the sub-list for extension extendee
-	0,   // [0:122] is the sub-list for field type_name
+	118, // 119: hopper.v1.KindServiceCompactResponse.compacted:type_name -> hopper.v1.CompactedGroup
+	119, // 120: hopper.v1.KindServiceCompactResponse.refused:type_name -> hopper.v1.RefusedGroup
+	124, // 121: hopper.v1.ServerServiceInfoResponse.server:type_name -> hopper.v1.ServerInfo
+	133, // 122: hopper.v1.ServerInfo.commit_time:type_name -> google.protobuf.Timestamp
+	95,  // 123: hopper.v1.DeadLetterServiceListResponse.ReplaysEntry.value:type_name -> hopper.v1.ReplaySummary
+	16,  // 124: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
+	18,  // 125: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
+	20,  // 126: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
+	22,  // 127: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
+	24,  // 128: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
+	32,  // 129: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
+	30,  // 130: hopper.v1.JobService.Resume:input_type -> hopper.v1.JobServiceResumeRequest
+	26,  // 131: hopper.v1.JobService.Retry:input_type -> hopper.v1.JobServiceRetryRequest
+	28,  // 132: hopper.v1.JobService.SetRetries:input_type -> hopper.v1.JobServiceSetRetriesRequest
+	37,  // 133: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
+	39,  // 134: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
+	41,  // 135: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
+	43,  // 136: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
+	49,  // 137: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
+	45,  // 138: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
+	47,  // 139: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
+	51,  // 140: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
+	61,  // 141: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
+	63,  // 142: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
+	53,  // 143: hopper.v1.WorkerService.Report:input_type -> hopper.v1.ReportRequest
+	56,  // 144: hopper.v1.WorkerService.ReportStream:input_type -> hopper.v1.ReportStreamRequest
+	59,  // 145: hopper.v1.WorkerService.Hold:input_type -> hopper.v1.HoldRequest
+	66,  // 146: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
+	70,  // 147: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
+	72,  // 148: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
+	68,  // 149: hopper.v1.QueueService.Set:input_type -> hopper.v1.QueueServiceSetRequest
+	75,  // 150: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
+	78,  // 151: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
+	81,  // 152: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
+	84,  // 153: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
+	86,  // 154: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
+	88,  // 155: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
+	90,  // 156: hopper.v1.AdminService.ImportKey:input_type -> hopper.v1.ImportKeyRequest
+	1,   // 157: hopper.v1.ScheduleService.List:input_type -> hopper.v1.ScheduleServiceListRequest
+	3,   // 158: hopper.v1.ScheduleService.Add:input_type -> hopper.v1.ScheduleServiceAddRequest
+	5,   // 159: hopper.v1.ScheduleService.Remove:input_type -> hopper.v1.ScheduleServiceRemoveRequest
+	7,   // 160: hopper.v1.ScheduleService.Pause:input_type -> hopper.v1.ScheduleServicePauseRequest
+	9,   // 161: hopper.v1.ScheduleService.Resume:input_type -> hopper.v1.ScheduleServiceResumeRequest
+	11,  // 162: hopper.v1.ScheduleService.Run:input_type -> hopper.v1.ScheduleServiceRunRequest
+	93,  // 163: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
+	96,  // 164: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
+	98,  // 165: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
+	100, // 166: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
+	102, // 167: hopper.v1.DeadLetterService.RetryMany:input_type -> hopper.v1.DeadLetterServiceRetryManyRequest
+	105, // 168: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
+	108, // 169: hopper.v1.KindService.List:input_type -> hopper.v1.KindServiceListRequest
+	110, // 170: hopper.v1.KindService.Set:input_type -> hopper.v1.KindServiceSetRequest
+	112, // 171: hopper.v1.KindService.Disable:input_type -> hopper.v1.KindServiceDisableRequest
+	114, // 172: hopper.v1.KindService.Enable:input_type -> hopper.v1.KindServiceEnableRequest
+	116, // 173: hopper.v1.KindService.Compact:input_type -> hopper.v1.KindServiceCompactRequest
+	120, // 174: hopper.v1.KindService.Lineage:input_type -> hopper.v1.KindServiceLineageRequest
+	122, // 175: hopper.v1.ServerService.Info:input_type -> hopper.v1.ServerServiceInfoRequest
+	17,  // 176: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
+	19,  // 177: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
+	21,  // 178: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
+	23,  // 179: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
+	25,  // 180: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
+	35,  // 181: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
+	31,  // 182: hopper.v1.JobService.Resume:output_type -> hopper.v1.JobServiceResumeResponse
+	27,  // 183: hopper.v1.JobService.Retry:output_type -> hopper.v1.JobServiceRetryResponse
+	29,  // 184: hopper.v1.JobService.SetRetries:output_type -> hopper.v1.JobServiceSetRetriesResponse
+	38,  // 185: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
+	40,  // 186: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
+	42,  // 187: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
+	44,  // 188: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
+	50,  // 189: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
+	46,  // 190: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
+	48,  // 191: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
+	52,  // 192: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
+	62,  // 193: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
+	64,  // 194: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
+	55,  // 195: hopper.v1.WorkerService.Report:output_type -> hopper.v1.ReportResponse
+	57,  // 196: hopper.v1.WorkerService.ReportStream:output_type -> hopper.v1.ReportStreamResponse
+	60,  // 197: hopper.v1.WorkerService.Hold:output_type -> hopper.v1.HoldResponse
+	67,  // 198: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
+	71,  // 199: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
+	73,  // 200: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
+	69,  // 201: hopper.v1.QueueService.Set:output_type -> hopper.v1.QueueServiceSetResponse
+	76,  // 202: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
+	79,  // 203: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
+	82,  // 204: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
+	85,  // 205: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
+	87,  // 206: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
+	89,  // 207: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
+	91,  // 208: hopper.v1.AdminService.ImportKey:output_type -> hopper.v1.ImportKeyResponse
+	2,   // 209: hopper.v1.ScheduleService.List:output_type -> hopper.v1.ScheduleServiceListResponse
+	4,   // 210: hopper.v1.ScheduleService.Add:output_type -> hopper.v1.ScheduleServiceAddResponse
+	6,   // 211: hopper.v1.ScheduleService.Remove:output_type -> hopper.v1.ScheduleServiceRemoveResponse
+	8,   // 212: hopper.v1.ScheduleService.Pause:output_type -> hopper.v1.ScheduleServicePauseResponse
+	10,  // 213: hopper.v1.ScheduleService.Resume:output_type -> hopper.v1.ScheduleServiceResumeResponse
+	12,  // 214: hopper.v1.ScheduleService.Run:output_type -> hopper.v1.ScheduleServiceRunResponse
+	94,  // 215: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
+	97,  // 216: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
+	99,  // 217: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
+	101, // 218: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
+	103, // 219: hopper.v1.DeadLetterService.RetryMany:output_type -> hopper.v1.DeadLetterServiceRetryManyResponse
+	106, // 220: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
+	109, // 221: hopper.v1.KindService.List:output_type -> hopper.v1.KindServiceListResponse
+	111, // 222: hopper.v1.KindService.Set:output_type -> hopper.v1.KindServiceSetResponse
+	113, // 223: hopper.v1.KindService.Disable:output_type -> hopper.v1.KindServiceDisableResponse
+	115, // 224: hopper.v1.KindService.Enable:output_type -> hopper.v1.KindServiceEnableResponse
+	117, // 225: hopper.v1.KindService.Compact:output_type -> hopper.v1.KindServiceCompactResponse
+	121, // 226: hopper.v1.KindService.Lineage:output_type -> hopper.v1.KindServiceLineageResponse
+	123, // 227: hopper.v1.ServerService.Info:output_type -> hopper.v1.ServerServiceInfoResponse
+	176, // [176:228] is the sub-list for method output_type
+	124, // [124:176] is the sub-list for method input_type
+	124, // [124:124] is the sub-list for extension type_name
+	124, // [124:124] is the sub-list for extension extendee
+	0,   // [0:124] is the sub-list for field type_name
 }
 
 func init() { file_hopper_v1_hopper_proto_init() }
@@ -8754,7 +9156,7 @@ func file_hopper_v1_hopper_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hopper_v1_hopper_proto_rawDesc), len(file_hopper_v1_hopper_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   126,
+			NumMessages:   132,
 			NumExtensions: 0,
 			NumServices:   8,
 		},
