@@ -43,6 +43,7 @@ type backend interface {
 	SetKind(ctx context.Context, kind string, s hopperclient.KindSettings) error
 	DisableKind(ctx context.Context, kind string) error
 	EnableKind(ctx context.Context, kind string) error
+	CompactKind(ctx context.Context, kind string, opts *hopper.CompactOpts) (*hopper.CompactResult, error)
 	Nodes(ctx context.Context) ([]*hopper.Node, error)
 	// The dead-letter queue (dlq.go).
 	DeadLetters(ctx context.Context, p *hopper.DeadLetterParams) (*hopper.DeadLetterPage, error)
@@ -119,6 +120,10 @@ func (l local) setLimits(ctx context.Context, queue, kind string, maxRunning *in
 
 func (l local) Resume(ctx context.Context, id string, data any, reason string) (*hopper.JobRow, error) {
 	return l.ResumeBy(ctx, id, data, hopper.ActorOperator, reason)
+}
+
+func (l local) CompactKind(ctx context.Context, kind string, opts *hopper.CompactOpts) (*hopper.CompactResult, error) {
+	return l.CompactKindBy(ctx, kind, opts, hopper.ActorOperator)
 }
 
 func (l local) Cancel(ctx context.Context, id, reason string) (*hopper.JobRow, error) {

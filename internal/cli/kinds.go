@@ -13,7 +13,7 @@ import (
 func newKindsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "kinds",
-		Short: "List job kinds with their job counts; set their caps and rate limits, disable and enable them",
+		Short: "List job kinds with their job counts; set their caps and rate limits, disable and enable them, compact their queued jobs",
 		Args:  cobra.ArbitraryArgs,
 		RunE:  groupRunE,
 	}
@@ -36,7 +36,7 @@ func newKindsCmd() *cobra.Command {
 		},
 	}
 	addJSONFlag(ls)
-	cmd.AddCommand(ls, newKindsSetCmd(),
+	cmd.AddCommand(ls, newKindsSetCmd(), newKindsCompactCmd(),
 		toggleCmd("kind", "disable", "Stop every process and remote worker from starting jobs of KIND; running jobs finish",
 			"disabled", backend.DisableKind),
 		toggleCmd("kind", "enable", "Let a disabled KIND's jobs start again", "enabled", backend.EnableKind))
@@ -90,6 +90,89 @@ docs/flow-control.md.`,
 	}
 	addSettingsFlags(cmd, false)
 	return cmd
+}
+
+func newKindsCompactCmd() *cobra.Command {
+	var opts hopper.CompactOpts
+	var merge string
+	cmd := &cobra.Command{
+		Use:   "compact KIND [--group-key KEY] [--over N] [--merge keep|replace|append]",
+		Short: "Replace the waiting jobs of each group of KIND by one job",
+		Long: `compact replaces, in each group of KIND (its jobs with one group key) in which more than
+--over jobs wait, the waiting jobs (queued, never claimed) by one new job. --merge makes the
+new job's args: keep (the default) the oldest job's, replace the newest's, append the items
+of every job's list (jobs enqueued with --merge append). Each replaced job ends canceled with
+the reason "compacted into <new id>"; jobs claimed meanwhile are left alone. A group whose
+jobs do not fit the policy is left as it is and listed as refused. See docs/flow-control.md.`,
+		Example: `  hopper kinds compact reindex-doc --merge append
+  hopper kinds compact send-digest --group-key user-7 --merge replace
+  hopper kinds compact send-digest --over 100`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Merge = hopper.MergePolicy(merge)
+			return withBackend(cmd, true, func(client backend) error {
+				res, err := client.CompactKind(cmd.Context(), args[0], &opts)
+				if err != nil {
+					return err
+				}
+				if wantJSON(cmd) {
+					return printJSON(cmd.OutOrStdout(), compactJSON(res))
+				}
+				return printCompact(cmd.OutOrStdout(), args[0], res)
+			})
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.GroupKey, "group-key", "", "compact only the group with this key (default: every group of KIND)")
+	fl.IntVar(&opts.Over, "over", 0, "compact a group only when more than N of its jobs wait (default: two or more)")
+	fl.StringVar(&merge, "merge", "", "the new job's args: keep (the oldest's; default), replace (the newest's) or append (every job's list items, oldest first)")
+	addJSONFlag(cmd)
+	return cmd
+}
+
+func printCompact(w io.Writer, kind string, res *hopper.CompactResult) error {
+	if _, err := fmt.Fprintf(w, "kind %s: %d groups compacted, %d jobs replaced\n", kind, res.Groups, res.Jobs); err != nil {
+		return err
+	}
+	for _, g := range res.Compacted {
+		if _, err := fmt.Fprintf(w, "  group %s: %d jobs replaced by %s\n", g.GroupKey, len(g.Replaced), g.NewJobID); err != nil {
+			return err
+		}
+	}
+	for _, g := range res.Refused {
+		if _, err := fmt.Fprintf(w, "  group %s refused: job %s: %s\n", g.GroupKey, g.JobID, g.Reason); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type compactedGroupJSON struct {
+	GroupKey string   `json:"group_key"`
+	NewJobID string   `json:"new_job_id"`
+	Replaced []string `json:"replaced"`
+}
+
+type refusedGroupJSON struct {
+	GroupKey string `json:"group_key"`
+	JobID    string `json:"job_id"`
+	Reason   string `json:"reason"`
+}
+
+func compactJSON(res *hopper.CompactResult) any {
+	out := struct {
+		Groups    int                  `json:"groups"`
+		Jobs      int                  `json:"jobs"`
+		Compacted []compactedGroupJSON `json:"compacted"`
+		Refused   []refusedGroupJSON   `json:"refused"`
+	}{Groups: res.Groups, Jobs: res.Jobs, Compacted: []compactedGroupJSON{}, Refused: []refusedGroupJSON{}}
+	for _, g := range res.Compacted {
+		out.Compacted = append(out.Compacted, compactedGroupJSON{g.GroupKey, g.NewJobID, g.Replaced})
+	}
+	for _, g := range res.Refused {
+		out.Refused = append(out.Refused, refusedGroupJSON{g.GroupKey, g.JobID, g.Reason})
+	}
+	return out
 }
 
 func printKinds(w io.Writer, ks []*hopper.KindInfo) error {

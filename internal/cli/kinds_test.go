@@ -126,3 +126,75 @@ func TestKindCommandsRefuseBadInput(t *testing.T) {
 		require.Equal(t, "no kinds\n", res.stdout)
 	}
 }
+
+// compactOut is the JSON of `kinds compact --json`.
+type compactOut struct {
+	Groups    int `json:"groups"`
+	Jobs      int `json:"jobs"`
+	Compacted []struct {
+		GroupKey string   `json:"group_key"`
+		NewJobID string   `json:"new_job_id"`
+		Replaced []string `json:"replaced"`
+	} `json:"compacted"`
+	Refused []struct {
+		GroupKey string `json:"group_key"`
+		JobID    string `json:"job_id"`
+		Reason   string `json:"reason"`
+	} `json:"refused"`
+}
+
+func TestKindsCompactBothWays(t *testing.T) {
+	b := startServer(t, false)
+	for name, runner := range map[string]func(t *testing.T, args ...string) result{"server": b.remote, "database": b.run} {
+		var replaced []string
+		for _, args := range []string{`{"n":1}`, `{"n":2}`} {
+			replaced = append(replaced, b.enqueue(t, "reindex", "--group-key", "doc-"+name, args))
+		}
+		plain := b.enqueue(t, "reindex", "--group-key", "list-"+name, `[1]`)
+		b.enqueue(t, "reindex", "--group-key", "list-"+name, "--merge-key", "m-"+name, "--merge", "append", `{"n":2}`)
+
+		res := runner(t, "kinds", "compact", "reindex", "--merge", "append")
+		require.Equal(t, ExitOK, res.code, "%s: %s", name, res.stderr)
+		require.Contains(t, res.stdout, "kind reindex: 0 groups compacted, 0 jobs replaced\n", name)
+		require.Contains(t, res.stdout, "  group list-"+name+" refused: job "+plain+": ", name)
+
+		res = runner(t, "kinds", "compact", "reindex", "--group-key", "doc-"+name, "--merge", "replace", "--json")
+		require.Equal(t, ExitOK, res.code, "%s: %s", name, res.stderr)
+		var out compactOut
+		require.NoError(t, json.Unmarshal([]byte(res.stdout), &out), res.stdout)
+		require.Equal(t, 1, out.Groups, name)
+		require.Equal(t, 2, out.Jobs, name)
+		require.Len(t, out.Compacted, 1, name)
+		require.Equal(t, replaced, out.Compacted[0].Replaced, name)
+		require.Empty(t, out.Refused, name)
+		job := b.run(t, "jobs", "show", out.Compacted[0].NewJobID, "--json")
+		require.Contains(t, job.stdout, `"reason": "compacted 2 jobs (replace)"`, name)
+		require.Regexp(t, `"args": \{\s+"n": 2\s+\}`, job.stdout, name)
+		old := b.run(t, "jobs", "show", replaced[0])
+		require.Contains(t, old.stdout, "canceled", name)
+
+		res = runner(t, "kinds", "compact", "reindex", "--over", "2")
+		require.Equal(t, ExitOK, res.code, "%s: %s", name, res.stderr)
+		require.Equal(t, "kind reindex: 0 groups compacted, 0 jobs replaced\n", res.stdout, name)
+	}
+}
+
+func TestKindsCompactRefusesBadInput(t *testing.T) {
+	b := startServer(t, false)
+	for name, runner := range map[string]func(t *testing.T, args ...string) result{"server": b.remote, "database": b.run} {
+		for _, tc := range []struct {
+			args []string
+			says string
+		}{
+			{[]string{"kinds", "compact", "pdf", "--over", "-1"}, "over"},
+			{[]string{"kinds", "compact", "pdf", "--over", "4294967296"}, "over"},
+			{[]string{"kinds", "compact", "pdf", "--merge", "squash"}, "merge"},
+			{[]string{"kinds", "compact", ""}, "kind"},
+			{[]string{"kinds", "compact"}, "accepts 1 arg"},
+		} {
+			res := runner(t, tc.args...)
+			require.Equal(t, ExitUsage, res.code, "%s %v: %s", name, tc.args, res.stderr)
+			require.Contains(t, res.stderr, tc.says, "%s %v", name, tc.args)
+		}
+	}
+}
