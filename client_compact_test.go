@@ -110,3 +110,67 @@ func TestCompactKind(t *testing.T) {
 	require.Equal(t, 1, res.Groups, "h, by keep; g holds one job")
 	require.Equal(t, 2, res.Jobs)
 }
+
+// A kind's compaction setting is validated, listed and removed; the leader compacts the
+// kind's groups over it, every RescueInterval of the fake clock, recorded as its doing.
+func TestLeaderCompactsKindsThatAskForIt(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, nil)
+	ctx := t.Context()
+	for _, tc := range []struct {
+		kind  string
+		c     Compaction
+		field string
+	}{
+		{"", Compaction{Over: 1}, "kind"},
+		{"send-email", Compaction{Over: -1}, "over"},
+		{"send-email", Compaction{Over: 1, Merge: "squash"}, "merge"},
+	} {
+		var ve *ValidationError
+		require.ErrorAs(t, b.client.SetKindCompaction(ctx, tc.kind, tc.c), &ve)
+		require.Equal(t, tc.field, ve.Field)
+	}
+
+	var big, small []string
+	for _, to := range []string{"a", "b", "c"} {
+		res, err := b.client.Enqueue(ctx, sendEmail{To: to}, &InsertOpts{GroupKey: "big"})
+		require.NoError(t, err)
+		big = append(big, res.Job.ID)
+	}
+	for _, to := range []string{"x", "y"} {
+		res, err := b.client.Enqueue(ctx, sendEmail{To: to}, &InsertOpts{GroupKey: "small"})
+		require.NoError(t, err)
+		small = append(small, res.Job.ID)
+	}
+	require.NoError(t, b.client.SetKindCompaction(ctx, "send-email", Compaction{Over: 2, Merge: MergeReplace}))
+	ks, err := b.client.Kinds(ctx)
+	require.NoError(t, err)
+	require.Equal(t, Compaction{Over: 2, Merge: MergeReplace}, ks[0].Compaction)
+
+	var into string
+	require.Eventually(t, func() bool {
+		b.clock.Advance(time.Second)
+		into, err = b.client.CompactedInto(ctx, big[0])
+		require.NoError(t, err)
+		return into != ""
+	}, 10*time.Second, time.Millisecond, "the leader compacts the group of three")
+	job, err := b.client.Get(ctx, into)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"to":"c"}`, string(job.Args))
+	from, err := b.client.CompactedFrom(ctx, into)
+	require.NoError(t, err)
+	require.Equal(t, big, from)
+	events, err := b.client.Events(ctx, big[1])
+	require.NoError(t, err)
+	require.Equal(t, ActorLeader, events[len(events)-1].Actor)
+	for _, id := range small {
+		got, err := b.client.CompactedInto(ctx, id)
+		require.NoError(t, err)
+		require.Empty(t, got, "a group of two is not over 2")
+	}
+
+	require.NoError(t, b.client.SetKindCompaction(ctx, "send-email", Compaction{}))
+	ks, err = b.client.Kinds(ctx)
+	require.NoError(t, err)
+	require.Zero(t, ks[0].Compaction)
+}

@@ -21,6 +21,31 @@ func testCompact(t *testing.T, opener Opener) {
 	parallel(t, opener, "OnlyNeverClaimed", compactOnlyNeverClaimed)
 	parallel(t, opener, "Threshold", compactThreshold)
 	parallel(t, opener, "AtomicWithClaims", compactAtomicWithClaims)
+	parallel(t, opener, "KindSetting", compactKindSetting)
+}
+
+// A kind's compaction setting is stored, listed, kept beside its other settings and removed
+// with over 0; a row left with no setting is removed.
+func compactKindSetting(t *testing.T, b *bundle) {
+	ctx := t.Context()
+	list := func() []*store.KindSettings {
+		ks, err := b.store.KindList(ctx)
+		require.NoError(t, err)
+		return ks
+	}
+	require.NoError(t, b.store.KindSetCompaction(ctx, "digest", 10, hoppertype.MergeAppend))
+	require.NoError(t, b.store.KindSetCompaction(ctx, "plain", 3, ""))
+	require.Equal(t, []*store.KindSettings{{Name: "digest", CompactOver: 10, CompactMerge: hoppertype.MergeAppend},
+		{Name: "plain", CompactOver: 3}}, list())
+	require.NoError(t, b.store.KindSetDisabled(ctx, "digest", true))
+	require.NoError(t, b.store.KindSetDisabled(ctx, "digest", false))
+	require.NoError(t, b.store.KindSetCompaction(ctx, "plain", 4, hoppertype.MergeReplace))
+	require.Equal(t, []*store.KindSettings{{Name: "digest", CompactOver: 10, CompactMerge: hoppertype.MergeAppend},
+		{Name: "plain", CompactOver: 4, CompactMerge: hoppertype.MergeReplace}}, list(), "enabling keeps the setting")
+	require.NoError(t, b.store.KindSetDisabled(ctx, "plain", true))
+	require.NoError(t, b.store.KindSetCompaction(ctx, "plain", 0, ""))
+	require.NoError(t, b.store.KindSetCompaction(ctx, "digest", 0, ""))
+	require.Equal(t, []*store.KindSettings{{Name: "plain", Disabled: true}}, list())
 }
 
 // compact compacts kind's groups under policy and requires success.
