@@ -354,6 +354,13 @@ func TestCompactKind(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, res.Compacted[0].NewJobID, into)
 
+	require.NoError(t, b.client.SetKind(ctx, "email", hopperclient.KindSettings{Compaction: &hopper.Compaction{Over: 4, Merge: hopper.MergeAppend}}))
+	ks, err := b.client.Kinds(ctx)
+	require.NoError(t, err)
+	require.Equal(t, hopper.Compaction{Over: 4, Merge: hopper.MergeAppend}, ks[0].Compaction)
+	requireField(t, b.client.SetKind(ctx, "email", hopperclient.KindSettings{Compaction: &hopper.Compaction{Over: -1}}), "compact_over")
+	requireField(t, b.client.SetKind(ctx, "email", hopperclient.KindSettings{Compaction: &hopper.Compaction{Over: math.MaxInt32 + 1}}), "compact_over")
+
 	_, err = b.client.CompactKind(ctx, "email", &hopper.CompactOpts{Merge: "squash"})
 	requireField(t, err, "merge")
 	_, err = b.client.CompactKind(ctx, "email", &hopper.CompactOpts{Over: -1})

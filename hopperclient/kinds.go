@@ -32,18 +32,29 @@ type KindSettings struct {
 	MaxRunning *int
 	// Rate limits the kind's job starts across the fleet, in every queue.
 	Rate *hopper.Rate
+	// Compaction sets the leader's compaction of the kind's groups (Over 0 removes it).
+	Compaction *hopper.Compaction
 }
 
 // SetKind changes the settings s gives of kind, all of them or, when one is refused (a
 // *hopper.ValidationError naming it), none. Giving none is a *hopper.ValidationError naming
 // settings. It needs the admin scope.
 func (c *Client) SetKind(ctx context.Context, kind string, s KindSettings) error {
-	if s.MaxRunning == nil && s.Rate == nil {
-		// The server reads a request without either as an old client's "remove the cap".
-		return fmt.Errorf("set kind %s: %w", kind, &hopper.ValidationError{Field: "settings", Reason: "set MaxRunning, Rate or both"})
+	if s.MaxRunning == nil && s.Rate == nil && s.Compaction == nil {
+		// The server reads a request without any as an old client's "remove the cap".
+		return fmt.Errorf("set kind %s: %w", kind, &hopper.ValidationError{Field: "settings", Reason: "set MaxRunning, Rate, Compaction or more"})
 	}
-	_, err := c.kinds.Set(ctx, &hopperv1.KindServiceSetRequest{Kind: kind, MaxRunning: apiview.OptionalInt(s.MaxRunning),
-		Rate: apiview.OptionalRate(s.Rate)})
+	req := &hopperv1.KindServiceSetRequest{Kind: kind, MaxRunning: apiview.OptionalInt(s.MaxRunning),
+		Rate: apiview.OptionalRate(s.Rate)}
+	if s.Compaction != nil {
+		if s.Compaction.Over > math.MaxInt32 { // the API carries an int32
+			return fmt.Errorf("set kind %s: %w", kind, &hopper.ValidationError{Field: "compact_over",
+				Reason: fmt.Sprintf("%d is more than %d", s.Compaction.Over, math.MaxInt32)})
+		}
+		over := int32(s.Compaction.Over)
+		req.CompactOver, req.CompactMerge = &over, string(s.Compaction.Merge)
+	}
+	_, err := c.kinds.Set(ctx, req)
 	return callErr("set kind "+kind, err)
 }
 

@@ -102,7 +102,13 @@ func (l local) SetQueue(ctx context.Context, queue string, s hopperclient.QueueS
 }
 
 func (l local) SetKind(ctx context.Context, kind string, s hopperclient.KindSettings) error {
-	return l.setLimits(ctx, "", kind, s.MaxRunning, s.Rate)
+	if err := l.setLimits(ctx, "", kind, s.MaxRunning, s.Rate); err != nil {
+		return err
+	}
+	if s.Compaction != nil {
+		return l.SetKindCompaction(ctx, kind, *s.Compaction)
+	}
+	return nil
 }
 
 // setLimits sets the cap and the rate limit of a queue or a kind, those that are not nil.

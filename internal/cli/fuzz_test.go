@@ -131,6 +131,7 @@ var flagCases = []flagCase{
 	{dlqRetryCmd, "limit", nil}, {dlqRetryCmd, "retries", nil}, {dlqRetryCmd, "since", nil}, {dlqRetryCmd, "until", nil},
 	{jobsRetryCmd, "retries", nil}, {jobsRetryCmd, "run-at", nil},
 	{[]string{"kinds", "compact", "fuzz"}, "over", nil},
+	{kindsSetCmd, "compact-over", nil},
 }
 
 // aboutOneJob are the commands of flagCases that name a job the fuzz database does not hold:

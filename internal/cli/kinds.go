@@ -45,17 +45,20 @@ func newKindsCmd() *cobra.Command {
 
 func newKindsSetCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "set KIND [--cap N] [--rate N/DURATION]",
-		Short: "Set the fleet-wide cap on running jobs of KIND and its rate limit (0 removes either)",
+		Use:   "set KIND [--cap N] [--rate N/DURATION] [--compact-over N [--compact-merge POLICY]]",
+		Short: "Set the fleet-wide cap on running jobs of KIND, its rate limit and its compaction (0 removes any)",
 		Long: `set changes the settings of KIND that are given, for every process and remote worker.
 
 --cap bounds the kind's running jobs across the fleet (0 removes the cap). --rate bounds its
 job starts, in every queue: N/DURATION lets at most N jobs start per DURATION (after a quiet
-spell up to N at once, then at the rate; 0 removes the limit); jobs over it wait, queued. See
-docs/flow-control.md.`,
+spell up to N at once, then at the rate; 0 removes the limit); jobs over it wait, queued.
+--compact-over has the leader compact each group of the kind in which more than N jobs wait
+(as kinds compact does), every rescue interval, with the merge policy --compact-merge (keep,
+the default, replace or append); 0 removes it. See docs/flow-control.md.`,
 		Example: `  hopper kinds set render-pdf --cap 4
   hopper kinds set send-sms --rate 10/1s
-  hopper kinds set send-sms --rate 0`,
+  hopper kinds set send-sms --rate 0
+  hopper kinds set reindex-doc --compact-over 10 --compact-merge append`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := readSettings(cmd)
@@ -79,6 +82,12 @@ docs/flow-control.md.`,
 						done[len(done)-1] = "not rate-limited"
 					}
 				}
+				if c := s.Compaction; c != nil {
+					done = append(done, fmt.Sprintf("compacted by the leader over %d waiting jobs per group (%s)", c.Over, mergeName(c.Merge)))
+					if c.Over == 0 {
+						done[len(done)-1] = "not compacted by the leader"
+					}
+				}
 				for _, d := range done {
 					if _, err := fmt.Fprintf(cmd.OutOrStdout(), "kind %s %s\n", args[0], d); err != nil {
 						return err
@@ -89,7 +98,17 @@ docs/flow-control.md.`,
 		},
 	}
 	addSettingsFlags(cmd, false)
+	cmd.Flags().Int("compact-over", 0, "have the leader compact each group of KIND in which more than N jobs wait (0 removes it)")
+	cmd.Flags().String("compact-merge", "", "the merge policy of the leader's compaction: keep (default), replace or append")
 	return cmd
+}
+
+// mergeName is a merge policy's name, keep for the default.
+func mergeName(p hopper.MergePolicy) string {
+	if p == "" {
+		return string(hopper.MergeKeep)
+	}
+	return string(p)
 }
 
 func newKindsCompactCmd() *cobra.Command {
@@ -181,7 +200,7 @@ func printKinds(w io.Writer, ks []*hopper.KindInfo) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprint(tw, "KIND\tDISABLED\tCAP\tRATE")
+	fmt.Fprint(tw, "KIND\tDISABLED\tCAP\tRATE\tCOMPACT")
 	for _, s := range queueStates {
 		fmt.Fprintf(tw, "\t%s", stateHeader(s))
 	}
@@ -194,7 +213,11 @@ func printKinds(w io.Writer, ks []*hopper.KindInfo) error {
 		if k.MaxRunning > 0 {
 			limit = fmt.Sprint(k.MaxRunning)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s", k.Name, disabled, limit, rateCell(k.Rate))
+		compact := "-"
+		if k.Compaction.Over > 0 {
+			compact = fmt.Sprintf(">%d %s", k.Compaction.Over, mergeName(k.Compaction.Merge))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s", k.Name, disabled, limit, rateCell(k.Rate), compact)
 		for _, s := range queueStates {
 			fmt.Fprintf(tw, "\t%d", k.Counts[s])
 		}
@@ -204,11 +227,14 @@ func printKinds(w io.Writer, ks []*hopper.KindInfo) error {
 }
 
 type kindJSON struct {
-	Name       string           `json:"name"`
-	Disabled   bool             `json:"disabled"`
-	MaxRunning int              `json:"max_running,omitempty"`
-	Rate       string           `json:"rate,omitempty"` // N/DURATION
-	Counts     map[string]int64 `json:"counts"`
+	Name       string `json:"name"`
+	Disabled   bool   `json:"disabled"`
+	MaxRunning int    `json:"max_running,omitempty"`
+	Rate       string `json:"rate,omitempty"` // N/DURATION
+	// CompactOver and CompactMerge are the leader's compaction, when set.
+	CompactOver  int              `json:"compact_over,omitempty"`
+	CompactMerge string           `json:"compact_merge,omitempty"`
+	Counts       map[string]int64 `json:"counts"`
 }
 
 func kindsJSON(ks []*hopper.KindInfo) any {
@@ -216,6 +242,9 @@ func kindsJSON(ks []*hopper.KindInfo) any {
 	for i, k := range ks {
 		out[i] = kindJSON{Name: k.Name, Disabled: k.Disabled, MaxRunning: k.MaxRunning, Rate: apiview.Rate(k.Rate),
 			Counts: stateCountsJSON(k.Counts)}
+		if k.Compaction.Over > 0 {
+			out[i].CompactOver, out[i].CompactMerge = k.Compaction.Over, mergeName(k.Compaction.Merge)
+		}
 	}
 	return struct {
 		Kinds []kindJSON `json:"kinds"`

@@ -57,9 +57,9 @@ func TestKindCommandsBothWays(t *testing.T) {
 
 		res = runner(t, "kinds", "ls")
 		require.Equal(t, ExitOK, res.code, "%s: %s", name, res.stderr)
-		require.Regexp(t, `KIND\s+DISABLED\s+CAP\s+RATE\s+SCHEDULED\s+QUEUED`, res.stdout)
-		require.Regexp(t, `render-pdf\s+yes\s+2\s+10/1m\s+0\s+2\s`, res.stdout)
-		require.Regexp(t, `send-invoice\s+no\s+-\s+-\s+0\s+1\s`, res.stdout)
+		require.Regexp(t, `KIND\s+DISABLED\s+CAP\s+RATE\s+COMPACT\s+SCHEDULED\s+QUEUED`, res.stdout)
+		require.Regexp(t, `render-pdf\s+yes\s+2\s+10/1m\s+-\s+0\s+2\s`, res.stdout)
+		require.Regexp(t, `send-invoice\s+no\s+-\s+-\s+-\s+0\s+1\s`, res.stdout)
 
 		res = runner(t, "queues", "ls", "--json")
 		require.Equal(t, ExitOK, res.code, "%s: %s", name, res.stderr)
@@ -176,6 +176,20 @@ func TestKindsCompactBothWays(t *testing.T) {
 		res = runner(t, "kinds", "compact", "reindex", "--over", "2")
 		require.Equal(t, ExitOK, res.code, "%s: %s", name, res.stderr)
 		require.Equal(t, "kind reindex: 0 groups compacted, 0 jobs replaced\n", res.stdout, name)
+
+		res = runner(t, "kinds", "set", "reindex", "--compact-over", "10", "--compact-merge", "append")
+		require.Equal(t, ExitOK, res.code, "%s: %s", name, res.stderr)
+		require.Equal(t, "kind reindex compacted by the leader over 10 waiting jobs per group (append)\n", res.stdout)
+		res = runner(t, "kinds", "ls")
+		require.Regexp(t, `reindex\s+no\s+-\s+-\s+>10 append\s+0\s+`, res.stdout, name)
+		res = runner(t, "kinds", "ls", "--json")
+		require.Contains(t, res.stdout, `"compact_over": 10,`, name)
+		require.Contains(t, res.stdout, `"compact_merge": "append",`, name)
+		res = runner(t, "kinds", "set", "reindex", "--compact-over", "0")
+		require.Equal(t, ExitOK, res.code, "%s: %s", name, res.stderr)
+		require.Equal(t, "kind reindex not compacted by the leader\n", res.stdout)
+		res = runner(t, "kinds", "ls")
+		require.Regexp(t, `reindex\s+no\s+-\s+-\s+-\s+0\s+`, res.stdout, name)
 	}
 }
 
@@ -191,6 +205,11 @@ func TestKindsCompactRefusesBadInput(t *testing.T) {
 			{[]string{"kinds", "compact", "pdf", "--merge", "squash"}, "merge"},
 			{[]string{"kinds", "compact", ""}, "kind"},
 			{[]string{"kinds", "compact"}, "accepts 1 arg"},
+			{[]string{"kinds", "set", "pdf", "--compact-over", "-1"}, "invalid --compact-over"},
+			{[]string{"kinds", "set", "pdf", "--compact-over", "4294967296"}, "invalid --compact-over"},
+			{[]string{"kinds", "set", "pdf", "--compact-over", "3", "--compact-merge", "squash"}, "invalid --compact-merge"},
+			{[]string{"kinds", "set", "pdf", "--compact-merge", "append"}, "invalid --compact-merge"},
+			{[]string{"kinds", "set", "pdf"}, "--compact-over"},
 		} {
 			res := runner(t, tc.args...)
 			require.Equal(t, ExitUsage, res.code, "%s %v: %s", name, tc.args, res.stderr)

@@ -62,3 +62,41 @@ func TestKindServiceCompact(t *testing.T) {
 	_, err = e.kinds.Lineage(ctx, &hopperv1.KindServiceLineageRequest{})
 	requireRPCCode(t, connect.CodeInvalidArgument, err)
 }
+
+// KindService.Set stores a kind's compaction setting, List shows it, 0 removes it; bad
+// values are INVALID_ARGUMENT naming the field, and change nothing.
+func TestKindServiceSetCompaction(t *testing.T) {
+	e := start(t)
+	ctx := t.Context()
+	over := func(n int32) *int32 { return &n }
+	for _, tc := range []struct {
+		req   *hopperv1.KindServiceSetRequest
+		field string
+	}{
+		{&hopperv1.KindServiceSetRequest{Kind: "pdf", CompactOver: over(-1)}, "compact_over"},
+		{&hopperv1.KindServiceSetRequest{Kind: "pdf", CompactOver: over(3), CompactMerge: "squash"}, "compact_merge"},
+		{&hopperv1.KindServiceSetRequest{Kind: "pdf", CompactMerge: "append", MaxRunning: over(2)}, "compact_merge"},
+	} {
+		_, err := e.kinds.Set(ctx, tc.req)
+		requireRPCCode(t, connect.CodeInvalidArgument, err)
+		require.Contains(t, err.Error(), "invalid "+tc.field)
+	}
+	list, err := e.kinds.List(ctx, &hopperv1.KindServiceListRequest{})
+	require.NoError(t, err)
+	require.Empty(t, list.GetKinds(), "nothing changed")
+
+	_, err = e.kinds.Set(ctx, &hopperv1.KindServiceSetRequest{Kind: "pdf", CompactOver: over(5), CompactMerge: "append"})
+	require.NoError(t, err)
+	list, err = e.kinds.List(ctx, &hopperv1.KindServiceListRequest{})
+	require.NoError(t, err)
+	require.Len(t, list.GetKinds(), 1)
+	require.Equal(t, int32(5), list.GetKinds()[0].GetCompactOver())
+	require.Equal(t, "append", list.GetKinds()[0].GetCompactMerge())
+	require.Zero(t, list.GetKinds()[0].GetMaxRunning(), "a request with compact_over only leaves the cap alone")
+
+	_, err = e.kinds.Set(ctx, &hopperv1.KindServiceSetRequest{Kind: "pdf", CompactOver: over(0)})
+	require.NoError(t, err)
+	list, err = e.kinds.List(ctx, &hopperv1.KindServiceListRequest{})
+	require.NoError(t, err)
+	require.Empty(t, list.GetKinds())
+}

@@ -7080,7 +7080,11 @@ type Kind struct {
 	Counts map[string]int64 `protobuf:"bytes,4,rep,name=counts,proto3" json:"counts,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
 	// rate is the fleet-wide rate limit on the kind's job starts, in every queue, written
 	// N/DURATION ("100/1s"); empty for none. It is kept while the kind is disabled.
-	Rate          string `protobuf:"bytes,5,opt,name=rate,proto3" json:"rate,omitempty"`
+	Rate string `protobuf:"bytes,5,opt,name=rate,proto3" json:"rate,omitempty"`
+	// compact_over: the leader compacts each group of the kind in which more than this many
+	// jobs wait (0: never), with the merge policy compact_merge ("keep", "replace", "append").
+	CompactOver   int32  `protobuf:"varint,6,opt,name=compact_over,json=compactOver,proto3" json:"compact_over,omitempty"`
+	CompactMerge  string `protobuf:"bytes,7,opt,name=compact_merge,json=compactMerge,proto3" json:"compact_merge,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -7146,6 +7150,20 @@ func (x *Kind) GetCounts() map[string]int64 {
 func (x *Kind) GetRate() string {
 	if x != nil {
 		return x.Rate
+	}
+	return ""
+}
+
+func (x *Kind) GetCompactOver() int32 {
+	if x != nil {
+		return x.CompactOver
+	}
+	return 0
+}
+
+func (x *Kind) GetCompactMerge() string {
+	if x != nil {
+		return x.CompactMerge
 	}
 	return ""
 }
@@ -7238,7 +7256,12 @@ type KindServiceSetRequest struct {
 	MaxRunning *int32 `protobuf:"varint,2,opt,name=max_running,json=maxRunning,proto3,oneof" json:"max_running,omitempty"`
 	// rate is the fleet-wide rate limit on the kind's job starts, N/DURATION ("100/1s",
 	// "5000/1h"; N 1 to 2147483647, DURATION 1ms to 720h); "0" removes the limit.
-	Rate          *string `protobuf:"bytes,3,opt,name=rate,proto3,oneof" json:"rate,omitempty"`
+	Rate *string `protobuf:"bytes,3,opt,name=rate,proto3,oneof" json:"rate,omitempty"`
+	// compact_over asks the leader to compact each group of the kind in which more than this
+	// many jobs wait, every rescue interval, with the merge policy compact_merge ("keep", the
+	// default, "replace" or "append"); 0 removes the setting. Negative is refused.
+	CompactOver   *int32 `protobuf:"varint,4,opt,name=compact_over,json=compactOver,proto3,oneof" json:"compact_over,omitempty"`
+	CompactMerge  string `protobuf:"bytes,5,opt,name=compact_merge,json=compactMerge,proto3" json:"compact_merge,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -7290,6 +7313,20 @@ func (x *KindServiceSetRequest) GetMaxRunning() int32 {
 func (x *KindServiceSetRequest) GetRate() string {
 	if x != nil && x.Rate != nil {
 		return *x.Rate
+	}
+	return ""
+}
+
+func (x *KindServiceSetRequest) GetCompactOver() int32 {
+	if x != nil && x.CompactOver != nil {
+		return *x.CompactOver
+	}
+	return 0
+}
+
+func (x *KindServiceSetRequest) GetCompactMerge() string {
+	if x != nil {
+		return x.CompactMerge
 	}
 	return ""
 }
@@ -8617,27 +8654,32 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x13ListReplaysResponse\x121\n" +
 	"\areplays\x18\x01 \x03(\v2\x17.hopper.v1.ReplayRecordR\areplays\x12\x1f\n" +
 	"\vnext_cursor\x18\x02 \x01(\tR\n" +
-	"nextCursor\"\xdb\x01\n" +
+	"nextCursor\"\xa3\x02\n" +
 	"\x04Kind\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bdisabled\x18\x02 \x01(\bR\bdisabled\x12\x1f\n" +
 	"\vmax_running\x18\x03 \x01(\x05R\n" +
 	"maxRunning\x123\n" +
 	"\x06counts\x18\x04 \x03(\v2\x1b.hopper.v1.Kind.CountsEntryR\x06counts\x12\x12\n" +
-	"\x04rate\x18\x05 \x01(\tR\x04rate\x1a9\n" +
+	"\x04rate\x18\x05 \x01(\tR\x04rate\x12!\n" +
+	"\fcompact_over\x18\x06 \x01(\x05R\vcompactOver\x12#\n" +
+	"\rcompact_merge\x18\a \x01(\tR\fcompactMerge\x1a9\n" +
 	"\vCountsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\x18\n" +
 	"\x16KindServiceListRequest\"@\n" +
 	"\x17KindServiceListResponse\x12%\n" +
-	"\x05kinds\x18\x01 \x03(\v2\x0f.hopper.v1.KindR\x05kinds\"\x83\x01\n" +
+	"\x05kinds\x18\x01 \x03(\v2\x0f.hopper.v1.KindR\x05kinds\"\xe1\x01\n" +
 	"\x15KindServiceSetRequest\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12$\n" +
 	"\vmax_running\x18\x02 \x01(\x05H\x00R\n" +
 	"maxRunning\x88\x01\x01\x12\x17\n" +
-	"\x04rate\x18\x03 \x01(\tH\x01R\x04rate\x88\x01\x01B\x0e\n" +
+	"\x04rate\x18\x03 \x01(\tH\x01R\x04rate\x88\x01\x01\x12&\n" +
+	"\fcompact_over\x18\x04 \x01(\x05H\x02R\vcompactOver\x88\x01\x01\x12#\n" +
+	"\rcompact_merge\x18\x05 \x01(\tR\fcompactMergeB\x0e\n" +
 	"\f_max_runningB\a\n" +
-	"\x05_rate\"\x18\n" +
+	"\x05_rateB\x0f\n" +
+	"\r_compact_over\"\x18\n" +
 	"\x16KindServiceSetResponse\"/\n" +
 	"\x19KindServiceDisableRequest\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\"\x1c\n" +

@@ -2263,8 +2263,8 @@ type KindServiceClient interface {
 	List(context.Context, *v1.KindServiceListRequest) (*v1.KindServiceListResponse, error)
 	// Set changes a kind's fleet-wide settings: only the fields that are set. A request with
 	// neither removes the cap (what max_running 0 meant before the field was optional).
-	// INVALID_ARGUMENT names the bad field (kind, max_running, rate); a refused request
-	// changes nothing.
+	// INVALID_ARGUMENT names the bad field (kind, max_running, rate, compact_over,
+	// compact_merge); a refused request changes nothing.
 	Set(context.Context, *v1.KindServiceSetRequest) (*v1.KindServiceSetResponse, error)
 	// Disable stops new claims of the kind's jobs on every node; running jobs finish.
 	Disable(context.Context, *v1.KindServiceDisableRequest) (*v1.KindServiceDisableResponse, error)
@@ -2294,8 +2294,8 @@ type KindServiceHandler interface {
 	List(context.Context, *v1.KindServiceListRequest) (*v1.KindServiceListResponse, error)
 	// Set changes a kind's fleet-wide settings: only the fields that are set. A request with
 	// neither removes the cap (what max_running 0 meant before the field was optional).
-	// INVALID_ARGUMENT names the bad field (kind, max_running, rate); a refused request
-	// changes nothing.
+	// INVALID_ARGUMENT names the bad field (kind, max_running, rate, compact_over,
+	// compact_merge); a refused request changes nothing.
 	Set(context.Context, *v1.KindServiceSetRequest) (*v1.KindServiceSetResponse, error)
 	// Disable stops new claims of the kind's jobs on every node; running jobs finish.
 	Disable(context.Context, *v1.KindServiceDisableRequest) (*v1.KindServiceDisableResponse, error)
