@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/hopperjobs/hopper"
@@ -150,11 +151,11 @@ jobs do not fit the policy is left as it is and listed as refused. See docs/flow
 }
 
 func printCompact(w io.Writer, kind string, res *hopper.CompactResult) error {
-	if _, err := fmt.Fprintf(w, "kind %s: %d groups compacted, %d jobs replaced\n", kind, res.Groups, res.Jobs); err != nil {
+	if _, err := fmt.Fprintf(w, "kind %s: groups compacted: %d, jobs replaced: %d\n", kind, res.Groups, res.Jobs); err != nil {
 		return err
 	}
 	for _, g := range res.Compacted {
-		if _, err := fmt.Fprintf(w, "  group %s: %d jobs replaced by %s\n", g.GroupKey, len(g.Replaced), g.NewJobID); err != nil {
+		if _, err := fmt.Fprintf(w, "  group %s: replaced by %s: %s\n", g.GroupKey, g.NewJobID, strings.Join(g.Replaced, ", ")); err != nil {
 			return err
 		}
 	}

@@ -155,7 +155,7 @@ func TestKindsCompactBothWays(t *testing.T) {
 
 		res := runner(t, "kinds", "compact", "reindex", "--merge", "append")
 		require.Equal(t, ExitOK, res.code, "%s: %s", name, res.stderr)
-		require.Contains(t, res.stdout, "kind reindex: 0 groups compacted, 0 jobs replaced\n", name)
+		require.Contains(t, res.stdout, "kind reindex: groups compacted: 0, jobs replaced: 0\n", name)
 		require.Contains(t, res.stdout, "  group list-"+name+" refused: job "+plain+": ", name)
 
 		res = runner(t, "kinds", "compact", "reindex", "--group-key", "doc-"+name, "--merge", "replace", "--json")
@@ -175,7 +175,7 @@ func TestKindsCompactBothWays(t *testing.T) {
 
 		res = runner(t, "kinds", "compact", "reindex", "--over", "2")
 		require.Equal(t, ExitOK, res.code, "%s: %s", name, res.stderr)
-		require.Equal(t, "kind reindex: 0 groups compacted, 0 jobs replaced\n", res.stdout, name)
+		require.Equal(t, "kind reindex: groups compacted: 0, jobs replaced: 0\n", res.stdout, name)
 
 		res = runner(t, "kinds", "set", "reindex", "--compact-over", "10", "--compact-merge", "append")
 		require.Equal(t, ExitOK, res.code, "%s: %s", name, res.stderr)
