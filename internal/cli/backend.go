@@ -44,6 +44,8 @@ type backend interface {
 	DisableKind(ctx context.Context, kind string) error
 	EnableKind(ctx context.Context, kind string) error
 	CompactKind(ctx context.Context, kind string, opts *hopper.CompactOpts) (*hopper.CompactResult, error)
+	// Lineage returns the jobs job id replaced in a compaction and the job that replaced it.
+	Lineage(ctx context.Context, id string) (from []string, into string, err error)
 	Nodes(ctx context.Context) ([]*hopper.Node, error)
 	// The dead-letter queue (dlq.go).
 	DeadLetters(ctx context.Context, p *hopper.DeadLetterParams) (*hopper.DeadLetterPage, error)
@@ -130,6 +132,15 @@ func (l local) Resume(ctx context.Context, id string, data any, reason string) (
 
 func (l local) CompactKind(ctx context.Context, kind string, opts *hopper.CompactOpts) (*hopper.CompactResult, error) {
 	return l.CompactKindBy(ctx, kind, opts, hopper.ActorOperator)
+}
+
+func (l local) Lineage(ctx context.Context, id string) ([]string, string, error) {
+	from, err := l.CompactedFrom(ctx, id)
+	if err != nil {
+		return nil, "", err
+	}
+	into, err := l.CompactedInto(ctx, id)
+	return from, into, err
 }
 
 func (l local) Cancel(ctx context.Context, id, reason string) (*hopper.JobRow, error) {

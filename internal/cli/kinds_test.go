@@ -170,8 +170,11 @@ func TestKindsCompactBothWays(t *testing.T) {
 		job := b.run(t, "jobs", "show", out.Compacted[0].NewJobID, "--json")
 		require.Contains(t, job.stdout, `"reason": "compacted 2 jobs (replace)"`, name)
 		require.Regexp(t, `"args": \{\s+"n": 2\s+\}`, job.stdout, name)
-		old := b.run(t, "jobs", "show", replaced[0])
+		old := runner(t, "jobs", "show", replaced[0])
 		require.Contains(t, old.stdout, "canceled", name)
+		require.Regexp(t, `compacted into\s+`+out.Compacted[0].NewJobID, old.stdout, name)
+		shown := runner(t, "jobs", "show", out.Compacted[0].NewJobID)
+		require.Regexp(t, `compacted from\s+`+replaced[0]+", "+replaced[1]+"\n", shown.stdout, name)
 
 		res = runner(t, "kinds", "compact", "reindex", "--over", "2")
 		require.Equal(t, ExitOK, res.code, "%s: %s", name, res.stderr)
