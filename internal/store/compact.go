@@ -95,20 +95,27 @@ func CompactArgs(policy hoppertype.MergePolicy, group []*CompactCandidate, maxAr
 		last := group[len(group)-1]
 		return last.Args, last.Policy, nil
 	case hoppertype.MergeAppend:
-		args := []byte("[]")
+		args := []byte{'['} // joined once: joining pairwise would copy the list once per job
 		for _, j := range group {
 			if j.Policy != hoppertype.MergeAppend {
 				return nil, "", refuse(j.ID, ErrMergeConflict, "it was enqueued with merge policy %s, not append: its args are not a list", policyName(j.Policy))
 			}
-			joined, ok := joinArrays(args, j.Args)
+			items, ok := arrayItems(j.Args)
 			if !ok {
 				return nil, "", refuse(j.ID, ErrMergeConflict, "its args are not a JSON array")
 			}
-			args = joined
+			if len(items) == 0 {
+				continue
+			}
+			if len(args) > 1 {
+				args = append(args, ',')
+			}
+			args = append(args, items...)
+			if maxArgsBytes > 0 && len(args)+1 > maxArgsBytes {
+				return nil, "", refuse(j.ID, ErrArgsTooLarge, "the args would be more than the limit of %d bytes", maxArgsBytes)
+			}
 		}
-		if maxArgsBytes > 0 && len(args) > maxArgsBytes {
-			return nil, "", refuse(group[len(group)-1].ID, ErrArgsTooLarge, "the args would be %d bytes, more than the limit of %d", len(args), maxArgsBytes)
-		}
+		args = append(args, ']')
 		return args, hoppertype.MergeAppend, nil
 	default:
 		return group[0].Args, group[0].Policy, nil

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/hopperjobs/hopper/hoppertype"
@@ -97,30 +98,45 @@ func compactGroup(ctx context.Context, tx *sql.Tx, p *store.CompactParams, group
 		now, string(p.Actor), store.CompactReason(p.Policy, len(group))); err != nil {
 		return nil, fmt.Errorf("insert the job replacing group %q: %w", g.GroupKey, err)
 	}
-	marks := strings.TrimSuffix(strings.Repeat("?,", len(group)), ",")
-	ids := make([]any, len(group))
-	lineage := make([]string, len(group))
-	for i, id := range g.Replaced {
-		ids[i] = id
-		lineage[i] = fmt.Sprintf("(?%d, ?3, ?1, ?2)", i+4)
-	}
-	cancelArgs := append([]any{now, string(p.Actor), store.CompactedReason(g.NewJobID), p.Retention.Microseconds()}, ids...)
-	lineageArgs := append([]any{string(p.Actor), now, g.NewJobID}, ids...)
-	res, err := tx.ExecContext(ctx, fmt.Sprintf(compactCancelSQL, marks), cancelArgs...)
-	if err != nil {
-		return nil, fmt.Errorf("cancel the jobs of group %q: %w", g.GroupKey, err)
-	}
-	if n, err := res.RowsAffected(); err != nil || n != int64(len(group)) {
-		return nil, fmt.Errorf("cancel the jobs of group %q: %d of %d changed (%v)", g.GroupKey, n, len(group), err)
-	}
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf(compactLineageSQL, strings.Join(lineage, ", ")), lineageArgs...); err != nil {
-		return nil, fmt.Errorf("record the lineage of group %q: %w", g.GroupKey, err)
-	}
-	if _, err := tx.ExecContext(ctx, `UPDATE idempotency_keys SET job_id = ?1 WHERE job_id IN (`+marks+`)`,
-		append([]any{g.NewJobID}, ids...)...); err != nil {
-		return nil, fmt.Errorf("move the idempotency keys of group %q: %w", g.GroupKey, err)
+	for chunk := range slices.Chunk(g.Replaced, compactChunk) {
+		if err := replaceChunk(ctx, tx, p, g.NewJobID, chunk, now); err != nil {
+			return nil, fmt.Errorf("replace the jobs of group %q: %w", g.GroupKey, err)
+		}
 	}
 	return g, nil
+}
+
+// compactChunk bounds the jobs one statement replaces: each is a bound parameter, and SQLite
+// takes at most 32,766 of them.
+const compactChunk = 1000
+
+// replaceChunk cancels the replaced jobs ids, records their lineage and moves their
+// idempotency keys to the new job.
+func replaceChunk(ctx context.Context, tx *sql.Tx, p *store.CompactParams, newID string, ids []string, now int64) error {
+	marks := strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",")
+	args := make([]any, len(ids))
+	lineage := make([]string, len(ids))
+	for i, id := range ids {
+		args[i] = id
+		lineage[i] = fmt.Sprintf("(?%d, ?3, ?1, ?2)", i+4)
+	}
+	cancelArgs := append([]any{now, string(p.Actor), store.CompactedReason(newID), p.Retention.Microseconds()}, args...)
+	res, err := tx.ExecContext(ctx, fmt.Sprintf(compactCancelSQL, marks), cancelArgs...)
+	if err != nil {
+		return fmt.Errorf("cancel: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != int64(len(ids)) {
+		return fmt.Errorf("cancel: %d of %d changed (%v)", n, len(ids), err)
+	}
+	lineageArgs := append([]any{string(p.Actor), now, newID}, args...)
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf(compactLineageSQL, strings.Join(lineage, ", ")), lineageArgs...); err != nil {
+		return fmt.Errorf("record the lineage: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE idempotency_keys SET job_id = ?1 WHERE job_id IN (`+marks+`)`,
+		append([]any{newID}, args...)...); err != nil {
+		return fmt.Errorf("move the idempotency keys: %w", err)
+	}
+	return nil
 }
 
 // JobCompactedFrom returns the ids of the jobs that job id replaced, oldest first.

@@ -22,6 +22,39 @@ func testCompact(t *testing.T, opener Opener) {
 	parallel(t, opener, "Threshold", compactThreshold)
 	parallel(t, opener, "AtomicWithClaims", compactAtomicWithClaims)
 	parallel(t, opener, "KindSetting", compactKindSetting)
+	parallel(t, opener, "LargeGroup", compactLargeGroup)
+}
+
+// A group of more jobs than a store replaces in one statement is replaced whole, with its
+// lineage and idempotency keys.
+func compactLargeGroup(t *testing.T, b *bundle) {
+	const n = 1200
+	keyed := map[int]bool{0: true, 999: true, 1000: true, n - 1: true}
+	item := func(i int) *store.InsertParams {
+		p := params(t, withGroup("big"), withArgs(fmt.Sprintf("[%d]", i)))
+		if keyed[i] {
+			withKey(fmt.Sprintf("k%d", i), time.Hour)(p)
+		}
+		return p
+	}
+	ps := make([]*store.InsertParams, n)
+	want := make([]string, n)
+	for i := range ps {
+		ps[i] = item(i)
+		want[i] = ps[i].ID
+	}
+	b.insertMany(t, ps...)
+	job := b.compactOne(t, defaultKind, hoppertype.MergeReplace, want...)
+	require.JSONEq(t, fmt.Sprintf("[%d]", n-1), string(job.Args))
+	from, err := b.store.JobCompactedFrom(t.Context(), job.ID)
+	require.NoError(t, err)
+	require.Equal(t, want, from)
+	for i := range keyed {
+		require.Equal(t, hoppertype.StateCanceled, b.get(t, want[i]).State)
+		res := b.insertMany(t, item(i))
+		require.True(t, res[0].Existing, "key %d", i)
+		require.Equal(t, job.ID, res[0].Job.ID, "key %d", i)
+	}
 }
 
 // A kind's compaction setting is stored, listed, kept beside its other settings and removed
