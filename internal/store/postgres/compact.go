@@ -10,19 +10,26 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Compaction under concurrency (store/compact.go). The look-up locks the waiting jobs it
-// returns (FOR UPDATE SKIP LOCKED), as a claim's does: a job a claim holds is skipped, a claim
-// that comes after skips the compaction's, and a job a claim moved to running before the
-// look-up's row check no longer matches it. The writes that replace a group then change only
+// Compaction under concurrency (store/compact.go). A first look-up reads which waiting jobs
+// each group has, without locking or reading their args; a second locks the jobs of the groups
+// over the threshold (FOR UPDATE SKIP LOCKED), as a claim's look-up does, and reads their args:
+// a job a claim holds is skipped, a claim that comes after skips the compaction's, and a job a
+// claim moved to running (or a merge changed) before the lock is re-checked and read as it is
+// now. Groups are counted again over what was locked. The writes that replace a group then change only
 // rows the transaction holds, so a job is either claimed or compacted, never both. A merge
 // that waits for one of the locked rows finds it canceled and makes a new job (the new job
 // has no merge key).
 
-// compactCandidatesSQL locks the waiting grouped jobs of kind $1 (of group $2 unless empty),
+// compactCandidatesSQL lists the waiting grouped jobs of kind $1 (of group $2 unless empty),
 // by group and age. jobs_compact serves it.
-const compactCandidatesSQL = `SELECT id, group_key, args, coalesce(merge_policy, '') FROM {schema}.jobs
+const compactCandidatesSQL = `SELECT id, group_key FROM {schema}.jobs
 WHERE kind = $1 AND state = 'queued' AND group_key IS NOT NULL AND token = 0
   AND ($2 = '' OR group_key = $2)
+ORDER BY group_key, id`
+
+// compactLockSQL locks the jobs $1 that still wait and reads them, by group and age.
+const compactLockSQL = `SELECT id, group_key, args, coalesce(merge_policy, '') FROM {schema}.jobs
+WHERE id = ANY($1::text[]) AND state = 'queued' AND token = 0
 ORDER BY group_key, id
 FOR UPDATE SKIP LOCKED`
 
@@ -63,23 +70,8 @@ func (s *Store) JobCompact(ctx context.Context, p *store.CompactParams) (*store.
 	var out *store.CompactResult
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		out = &store.CompactResult{} // a retried transaction starts over
-		rows, err := tx.Query(ctx, s.sql(compactCandidatesSQL), p.Kind, p.GroupKey)
+		candidates, err := s.compactCandidates(ctx, tx, p)
 		if err != nil {
-			return err
-		}
-		var candidates []*store.CompactCandidate
-		for rows.Next() {
-			c := &store.CompactCandidate{}
-			var policy string
-			if err := rows.Scan(&c.ID, &c.GroupKey, &c.Args, &policy); err != nil {
-				rows.Close()
-				return err
-			}
-			c.Policy = hoppertype.MergePolicy(policy)
-			candidates = append(candidates, c)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
 			return err
 		}
 		for _, group := range store.CompactGroups(p, candidates) {
@@ -95,6 +87,41 @@ func (s *Store) JobCompact(ctx context.Context, p *store.CompactParams) (*store.
 		return nil, s.wrap(err, "compact kind %q", p.Kind)
 	}
 	return out, nil
+}
+
+// compactCandidates locks and reads the waiting jobs of the groups of p.Kind over p.Over.
+func (s *Store) compactCandidates(ctx context.Context, tx pgx.Tx, p *store.CompactParams) ([]*store.CompactCandidate, error) {
+	rows, err := tx.Query(ctx, s.sql(compactCandidatesSQL), p.Kind, p.GroupKey)
+	if err != nil {
+		return nil, err
+	}
+	listed, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*store.CompactCandidate, error) {
+		c := &store.CompactCandidate{}
+		return c, r.Scan(&c.ID, &c.GroupKey)
+	})
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, group := range store.CompactGroups(p, listed) {
+		for _, c := range group {
+			ids = append(ids, c.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	rows, err = tx.Query(ctx, s.sql(compactLockSQL), ids)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (*store.CompactCandidate, error) {
+		c := &store.CompactCandidate{}
+		var policy string
+		err := r.Scan(&c.ID, &c.GroupKey, &c.Args, &policy)
+		c.Policy = hoppertype.MergePolicy(policy)
+		return c, err
+	})
 }
 
 // compactGroup replaces one locked group's jobs (oldest first) by a new job, or says why not.

@@ -139,7 +139,7 @@ func TestClaimPlansWithABacklog(t *testing.T) {
 
 // A compaction's look-up of a kind's waiting grouped jobs goes through jobs_compact, which holds
 // only queued grouped jobs: a backlog of other queued jobs, or of ended ones, is not read. Its
-// replacement of a group finds the jobs by primary key.
+// lock of the groups' jobs and its replacement of a group find the jobs by primary key.
 func TestCompactPlansWithABacklog(t *testing.T) {
 	t.Parallel()
 	s := openPlanStore(t)
@@ -160,7 +160,10 @@ func TestCompactPlansWithABacklog(t *testing.T) {
 		require.NotContains(t, plan, "Seq Scan on jobs", "group %q:\n%s", group, plan)
 	}
 	ids := []string{"0000" + strings.Repeat("0", 26) + "100000", "0000" + strings.Repeat("0", 26) + "101000"}
-	plan := explain(t, s, compactGroupSQL, nil, "new", ids[0], []byte(`{}`), nil, "leader", "compacted into new",
+	plan := explain(t, s, compactLockSQL, ids)
+	require.Contains(t, plan, "jobs_pkey", plan)
+	require.NotContains(t, plan, "Seq Scan on jobs", plan)
+	plan = explain(t, s, compactGroupSQL, nil, "new", ids[0], []byte(`{}`), nil, "leader", "compacted into new",
 		int64(60_000_000), ids, "compacted 2 jobs (keep)")
 	require.Contains(t, plan, "jobs_pkey", plan)
 	require.NotContains(t, plan, "Seq Scan on jobs", plan)

@@ -364,9 +364,16 @@ func compactAtomicWithClaims(t *testing.T, b *bundle) {
 			}
 		})
 	}
-	wg.Go(func() {
+	var compactor sync.WaitGroup
+	stop := make(chan struct{})
+	compactor.Go(func() { // compacts for as long as the others run
 		<-start
-		for range rounds * 2 {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
 			res, err := b.store.JobCompact(t.Context(), &store.CompactParams{Kind: defaultKind,
 				Policy: hoppertype.MergeKeep, NewID: func() string { return newID(t) }, Actor: hoppertype.ActorLeader,
 				Retention: time.Hour})
@@ -380,6 +387,8 @@ func compactAtomicWithClaims(t *testing.T, b *bundle) {
 	})
 	close(start)
 	wg.Wait()
+	close(stop)
+	compactor.Wait()
 	close(errs)
 	for err := range errs {
 		require.NoError(t, err)
