@@ -56,7 +56,7 @@ func NewClient(cfg Config) (*Client, error) {
 		RescueInterval: cfg.RescueInterval, Maintenance: !cfg.DisableMaintenance, MaxRescues: cfg.MaxRescues,
 		LeaderTTL: cfg.LeaderTTL, LeaderIdleAfter: cfg.LeaderIdleAfter, NodeTTL: cfg.NodeTTL, Host: hostname(), PID: os.Getpid(),
 		PollOnly: cfg.PollOnly, ResultTTL: cfg.ResultTTL, DeadLetterRetention: cfg.DeadLetterRetention,
-		SweepInterval: cfg.SweepInterval, Tracer: tp.Tracer(jobtrace.ScopeName),
+		SweepInterval: cfg.SweepInterval, MaxArgsBytes: cfg.MaxArgsBytes, Tracer: tp.Tracer(jobtrace.ScopeName),
 	}
 	if cfg.Workers != nil { // an enqueue-only client claims nothing to hold back
 		gov, err := newGovernor(cfg, c.clock)

@@ -13,7 +13,18 @@ type KindInfo struct {
 	Disabled   bool
 	MaxRunning int  // fleet-wide cap (SetLimit), 0 for none
 	Rate       Rate // fleet-wide rate limit (SetRateLimit), zero for none
+	// Compaction is the leader's compaction of the kind's groups (SetKindCompaction), zero
+	// for none.
+	Compaction Compaction
 	Counts     map[JobState]int64
+}
+
+// Compaction asks the leader to compact a kind's groups (CompactKind), every RescueInterval:
+// each group in which more than Over jobs wait is replaced by one job, its args made by
+// Merge (empty: MergeKeep). Over 0 asks for none.
+type Compaction struct {
+	Over  int
+	Merge MergePolicy
 }
 
 // Kinds returns every kind that has jobs or settings (a cap, a rate limit, disabled), by name. Counting
@@ -43,6 +54,7 @@ func (c *Client) Kinds(ctx context.Context) ([]*KindInfo, error) {
 	for _, s := range settings {
 		k := get(s.Name)
 		k.Disabled, k.MaxRunning, k.Rate = s.Disabled, s.MaxRunning, s.Rate
+		k.Compaction = Compaction{Over: s.CompactOver, Merge: s.CompactMerge}
 	}
 	out := make([]*KindInfo, 0, len(byName))
 	for _, k := range byName {
@@ -79,4 +91,19 @@ func (c *Client) EnableKind(ctx context.Context, kind string) error {
 	}
 	c.engine.Notify("")
 	return nil
+}
+
+// SetKindCompaction sets (c.Over > 0) or removes (0) the compaction the leader runs for kind:
+// from then on, every RescueInterval while a process leads, each group of kind in which more
+// than c.Over jobs wait is compacted as CompactKind would with Over c.Over and Merge c.Merge,
+// recorded as done by the leader. It returns a *ValidationError naming kind, over or merge
+// for bad input.
+func (c *Client) SetKindCompaction(ctx context.Context, kind string, s Compaction) error {
+	if err := checkCompact(kind, &CompactOpts{Over: s.Over, Merge: s.Merge}); err != nil {
+		return err
+	}
+	if s.Over == 0 {
+		s.Merge = ""
+	}
+	return c.store.KindSetCompaction(ctx, kind, s.Over, s.Merge)
 }

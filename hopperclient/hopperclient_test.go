@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"net/http"
 	"testing"
 	"time"
@@ -323,6 +324,49 @@ func TestKinds(t *testing.T) {
 
 	requireField(t, b.client.SetKind(ctx, "email", hopperclient.KindSettings{}), "settings")
 	requireField(t, b.client.SetKind(ctx, "email", hopperclient.KindSettings{Rate: &hopper.Rate{Limit: 1}}), "rate")
+}
+
+func TestCompactKind(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	require.NoError(t, b.client.DisableKind(ctx, "email")) // its jobs wait
+	var replaced []string
+	for range 3 {
+		res, err := b.client.Enqueue(ctx, Email{}, &hopper.InsertOpts{GroupKey: "user-7"})
+		require.NoError(t, err)
+		replaced = append(replaced, res.Job.ID)
+	}
+	res, err := b.client.CompactKind(ctx, "email", &hopper.CompactOpts{Over: 3})
+	require.NoError(t, err)
+	require.Zero(t, res.Groups)
+	res, err = b.client.CompactKind(ctx, "email", nil)
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Groups)
+	require.Equal(t, 3, res.Jobs)
+	require.Len(t, res.Compacted, 1)
+	require.Equal(t, replaced, res.Compacted[0].Replaced)
+	from, into, err := b.client.Lineage(ctx, res.Compacted[0].NewJobID)
+	require.NoError(t, err)
+	require.Equal(t, replaced, from)
+	require.Empty(t, into)
+	_, into, err = b.client.Lineage(ctx, replaced[0])
+	require.NoError(t, err)
+	require.Equal(t, res.Compacted[0].NewJobID, into)
+
+	require.NoError(t, b.client.SetKind(ctx, "email", hopperclient.KindSettings{Compaction: &hopper.Compaction{Over: 4, Merge: hopper.MergeAppend}}))
+	ks, err := b.client.Kinds(ctx)
+	require.NoError(t, err)
+	require.Equal(t, hopper.Compaction{Over: 4, Merge: hopper.MergeAppend}, ks[0].Compaction)
+	requireField(t, b.client.SetKind(ctx, "email", hopperclient.KindSettings{Compaction: &hopper.Compaction{Over: -1}}), "compact_over")
+	requireField(t, b.client.SetKind(ctx, "email", hopperclient.KindSettings{Compaction: &hopper.Compaction{Over: math.MaxInt32 + 1}}), "compact_over")
+
+	_, err = b.client.CompactKind(ctx, "email", &hopper.CompactOpts{Merge: "squash"})
+	requireField(t, err, "merge")
+	_, err = b.client.CompactKind(ctx, "email", &hopper.CompactOpts{Over: -1})
+	requireField(t, err, "over")
+	_, err = b.client.CompactKind(ctx, "email", &hopper.CompactOpts{Over: math.MaxInt32 + 1})
+	requireField(t, err, "over")
 }
 
 func TestDeadLettersAndReplays(t *testing.T) {

@@ -278,3 +278,26 @@ func (h *Handler) askScheduleRemove(r *http.Request, _ *view) (*confirmation, er
 		Details: []string{"It will not fire again; the jobs it enqueued stay."},
 		Button:  "Remove it", Danger: true, Back: h.cfg.Prefix + "/schedules"}, nil
 }
+
+// askCompact asks before a kind's groups are compacted.
+func (h *Handler) askCompact(r *http.Request, _ *view) (*confirmation, error) {
+	name := r.PathValue("name")
+	merge := hopper.MergePolicy(r.PostFormValue("merge"))
+	if merge == "" {
+		merge = hopper.MergeKeep
+	}
+	if !merge.Valid() {
+		return nil, fmt.Errorf("merge policy %q", merge) // the compaction refuses it
+	}
+	args := map[hopper.MergePolicy]string{
+		hopper.MergeKeep:    "the oldest job's args",
+		hopper.MergeReplace: "the newest job's args",
+		hopper.MergeAppend:  "the items of every job's list, oldest first",
+	}[merge]
+	return &confirmation{Question: fmt.Sprintf("Compact the queued jobs of kind %s?", name),
+		Details: []string{
+			fmt.Sprintf("In each group of kind %s in which two or more jobs wait (queued, never claimed), those jobs are replaced by one new job with %s (merge policy %s).", name, args, merge),
+			"The replaced jobs end canceled, compacted into the new job. Jobs claimed meanwhile are left alone.",
+		},
+		Button: "Compact", Danger: true, Back: h.cfg.Prefix + "/queues"}, nil
+}

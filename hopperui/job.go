@@ -14,8 +14,12 @@ type jobData struct {
 	Attempts []*hopper.AttemptRecord
 	Events   []*hopper.Event
 	Replays  []*hopper.Replay // replays of this job
-	Headers  []header
-	Stalled  bool
+	// CompactedFrom are the jobs this job replaced in a compaction; CompactedInto the job
+	// that replaced it.
+	CompactedFrom []string
+	CompactedInto string
+	Headers       []header
+	Stalled       bool
 	// Unworked: a queued job that no worker this process knows of has asked for.
 	Unworked *noWorker
 }
@@ -58,6 +62,12 @@ func (h *Handler) job(w http.ResponseWriter, r *http.Request, v *view) error {
 		return err
 	}
 	d.Attempts, d.Events, d.Replays = attempts, events, replays.Replays
+	if d.CompactedFrom, err = h.client.CompactedFrom(ctx, id); err != nil {
+		return err
+	}
+	if d.CompactedInto, err = h.client.CompactedInto(ctx, id); err != nil {
+		return err
+	}
 	for k, val := range job.Headers {
 		d.Headers = append(d.Headers, header{k, val})
 	}

@@ -1,6 +1,7 @@
 package hopperui
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -80,4 +81,20 @@ func (h *Handler) queueSettings(w http.ResponseWriter, r *http.Request, v *view)
 func (h *Handler) afterQueueChange(w http.ResponseWriter, r *http.Request, v *view, notice string) error {
 	v.Notice = notice
 	return h.queues(w, r, v)
+}
+
+// kindCompact compacts the kind's groups with the merge policy the form names, recorded as
+// done by an operator, and says what it did.
+func (h *Handler) kindCompact(w http.ResponseWriter, r *http.Request, v *view) error {
+	name := r.PathValue("name")
+	res, err := h.client.CompactKindBy(r.Context(), name, &hopper.CompactOpts{Merge: hopper.MergePolicy(r.PostFormValue("merge"))},
+		hopper.ActorOperator)
+	if err != nil {
+		return err
+	}
+	notice := fmt.Sprintf("Compacted kind %s: %d groups, %d jobs replaced.", name, res.Groups, res.Jobs)
+	for _, g := range res.Refused {
+		notice += fmt.Sprintf(" Group %s left as it is: job %s: %s.", g.GroupKey, g.JobID, g.Reason)
+	}
+	return h.afterQueueChange(w, r, v, notice)
 }

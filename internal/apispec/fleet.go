@@ -25,13 +25,15 @@ func FromQueue(q *hopperv1.Queue) *hopper.QueueInfo {
 // Kind is a kind's settings and job counts as the API shows them.
 func Kind(k *hopper.KindInfo) *hopperv1.Kind {
 	return &hopperv1.Kind{Name: apiview.Text(k.Name), Disabled: k.Disabled, MaxRunning: apiview.Int32(k.MaxRunning),
-		Counts: apiview.Counts(k.Counts), Rate: apiview.Rate(k.Rate)}
+		Counts: apiview.Counts(k.Counts), Rate: apiview.Rate(k.Rate), CompactOver: apiview.Int32(k.Compaction.Over),
+		CompactMerge: string(k.Compaction.Merge)}
 }
 
 // FromKind reads a kind's settings and job counts.
 func FromKind(k *hopperv1.Kind) *hopper.KindInfo {
 	return &hopper.KindInfo{Name: k.GetName(), Disabled: k.GetDisabled(), MaxRunning: int(k.GetMaxRunning()),
-		Rate: apiview.FromRate(k.GetRate()), Counts: apiview.FromCounts(k.GetCounts())}
+		Rate: apiview.FromRate(k.GetRate()), Counts: apiview.FromCounts(k.GetCounts()),
+		Compaction: hopper.Compaction{Over: int(k.GetCompactOver()), Merge: hopper.MergePolicy(k.GetCompactMerge())}}
 }
 
 // Node is a registered node as the API shows it; leader says whether it holds the leader

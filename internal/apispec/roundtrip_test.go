@@ -112,9 +112,25 @@ func TestQueueAndKindRoundTrip(t *testing.T) {
 	require.Equal(t, empty, FromQueue(Queue(empty)))
 
 	k := &hopper.KindInfo{Name: "k", Disabled: true, MaxRunning: 2, Rate: hopper.Rate{Limit: 5, Period: time.Minute},
-		Counts: map[hopper.JobState]int64{hopper.StateRunning: 2}}
+		Compaction: hopper.Compaction{Over: 10, Merge: hopper.MergeAppend}, Counts: map[hopper.JobState]int64{hopper.StateRunning: 2}}
 	requireAllSet(t, *k)
 	require.Equal(t, k, FromKind(Kind(k)))
+}
+
+func TestCompactRoundTrip(t *testing.T) {
+	t.Parallel()
+	opts := &hopper.CompactOpts{GroupKey: "g", Over: 3, Merge: hopper.MergeReplace}
+	requireAllSet(t, *opts)
+	kind, got := FromCompactRequest(CompactRequest("k", opts))
+	require.Equal(t, "k", kind)
+	require.Equal(t, opts, got)
+	res := &hopper.CompactResult{Groups: 1, Jobs: 2,
+		Compacted: []*hopper.CompactedGroup{{GroupKey: "g", NewJobID: "n", Replaced: []string{"a", "b"}}},
+		Refused:   []*hopper.RefusedGroup{{GroupKey: "h", JobID: "c", Reason: "not a list"}}}
+	requireAllSet(t, *res)
+	requireAllSet(t, *res.Compacted[0])
+	requireAllSet(t, *res.Refused[0])
+	require.Equal(t, res, FromCompactResponse(CompactResponse(res)))
 }
 
 func TestFleetRoundTrip(t *testing.T) {

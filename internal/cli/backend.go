@@ -43,6 +43,9 @@ type backend interface {
 	SetKind(ctx context.Context, kind string, s hopperclient.KindSettings) error
 	DisableKind(ctx context.Context, kind string) error
 	EnableKind(ctx context.Context, kind string) error
+	CompactKind(ctx context.Context, kind string, opts *hopper.CompactOpts) (*hopper.CompactResult, error)
+	// Lineage returns the jobs job id replaced in a compaction and the job that replaced it.
+	Lineage(ctx context.Context, id string) (from []string, into string, err error)
 	Nodes(ctx context.Context) ([]*hopper.Node, error)
 	// The dead-letter queue (dlq.go).
 	DeadLetters(ctx context.Context, p *hopper.DeadLetterParams) (*hopper.DeadLetterPage, error)
@@ -101,7 +104,13 @@ func (l local) SetQueue(ctx context.Context, queue string, s hopperclient.QueueS
 }
 
 func (l local) SetKind(ctx context.Context, kind string, s hopperclient.KindSettings) error {
-	return l.setLimits(ctx, "", kind, s.MaxRunning, s.Rate)
+	if err := l.setLimits(ctx, "", kind, s.MaxRunning, s.Rate); err != nil {
+		return err
+	}
+	if s.Compaction != nil {
+		return l.SetKindCompaction(ctx, kind, *s.Compaction)
+	}
+	return nil
 }
 
 // setLimits sets the cap and the rate limit of a queue or a kind, those that are not nil.
@@ -119,6 +128,19 @@ func (l local) setLimits(ctx context.Context, queue, kind string, maxRunning *in
 
 func (l local) Resume(ctx context.Context, id string, data any, reason string) (*hopper.JobRow, error) {
 	return l.ResumeBy(ctx, id, data, hopper.ActorOperator, reason)
+}
+
+func (l local) CompactKind(ctx context.Context, kind string, opts *hopper.CompactOpts) (*hopper.CompactResult, error) {
+	return l.CompactKindBy(ctx, kind, opts, hopper.ActorOperator)
+}
+
+func (l local) Lineage(ctx context.Context, id string) ([]string, string, error) {
+	from, err := l.CompactedFrom(ctx, id)
+	if err != nil {
+		return nil, "", err
+	}
+	into, err := l.CompactedInto(ctx, id)
+	return from, into, err
 }
 
 func (l local) Cancel(ctx context.Context, id, reason string) (*hopper.JobRow, error) {

@@ -20,6 +20,7 @@ type enqueueFlags struct {
 	maxRescues     int
 	timeout        time.Duration
 	idempotencyKey string
+	groupKey       string
 	mergeKey       string
 	merge          string
 	headers        []string
@@ -48,6 +49,7 @@ func newEnqueueCmd() *cobra.Command {
 	fl.IntVar(&f.maxRescues, "max-rescues", 0, "times the job may lose its worker (crash, hang) and be requeued before it fails, 1 to 1000, or -1 for no limit (default 3)")
 	fl.DurationVar(&f.timeout, "timeout", 0, "time limit of each attempt")
 	fl.StringVar(&f.idempotencyKey, "idempotency-key", "", "de-duplicate enqueues with this key")
+	fl.StringVar(&f.groupKey, "group-key", "", "run the job after the earlier jobs with this key, one at a time (a group, which kinds compact compacts)")
 	fl.StringVar(&f.mergeKey, "merge-key", "", "merge into the job of KIND with this key that waits for its first worker, instead of adding a job")
 	fl.StringVar(&f.merge, "merge", "", "what a merge does: keep (default; the waiting job stays), replace (it takes these args) or append (its args are a list of every merged enqueue's)")
 	fl.StringArrayVar(&f.headers, "header", nil, "header as key=value (repeatable)")
@@ -107,7 +109,7 @@ func readArgs(stdin io.Reader, args []string) (json.RawMessage, error) {
 func (f *enqueueFlags) insertOpts() (*hopper.InsertOpts, error) {
 	opts := &hopper.InsertOpts{
 		Queue: f.queue, Priority: f.priority, Delay: f.delay, MaxAttempts: f.maxAttempts, MaxRescues: f.maxRescues,
-		Timeout: f.timeout, IdempotencyKey: f.idempotencyKey, MergeKey: f.mergeKey, Merge: hopper.MergePolicy(f.merge),
+		Timeout: f.timeout, IdempotencyKey: f.idempotencyKey, GroupKey: f.groupKey, MergeKey: f.mergeKey, Merge: hopper.MergePolicy(f.merge),
 	}
 	if f.retryBusiness {
 		opts.RetryPolicy = &hopper.RetryPolicy{RetryBusinessErrors: true}

@@ -130,6 +130,8 @@ var flagCases = []flagCase{
 	{serveCmd, "stream-keepalive", nil},
 	{dlqRetryCmd, "limit", nil}, {dlqRetryCmd, "retries", nil}, {dlqRetryCmd, "since", nil}, {dlqRetryCmd, "until", nil},
 	{jobsRetryCmd, "retries", nil}, {jobsRetryCmd, "run-at", nil},
+	{[]string{"kinds", "compact", "fuzz"}, "over", nil},
+	{kindsSetCmd, "compact-over", nil},
 }
 
 // aboutOneJob are the commands of flagCases that name a job the fuzz database does not hold:

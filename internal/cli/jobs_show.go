@@ -18,6 +18,10 @@ type jobDetail struct {
 	job      *hopper.JobRow
 	attempts []*hopper.AttemptRecord
 	events   []*hopper.Event
+	// compactedFrom are the jobs it replaced in a compaction, compactedInto the job that
+	// replaced it.
+	compactedFrom []string
+	compactedInto string
 }
 
 func newJobsShowCmd() *cobra.Command {
@@ -59,7 +63,11 @@ func loadDetail(cmd *cobra.Command, client backend, id string) (*jobDetail, erro
 	if err != nil {
 		return nil, fmt.Errorf("read history: %w", err)
 	}
-	return &jobDetail{job: job, attempts: attempts, events: events}, nil
+	from, into, err := client.Lineage(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("read lineage: %w", err)
+	}
+	return &jobDetail{job: job, attempts: attempts, events: events, compactedFrom: from, compactedInto: into}, nil
 }
 
 // json is the job as JobService.Get shows it, with its history as JobService.Events does.
@@ -119,6 +127,12 @@ func (d *jobDetail) print(w io.Writer, now time.Time) error {
 	}
 	if j.OriginalID != "" {
 		row("replay of", fmt.Sprintf("%s (replay %d, by %s)", j.OriginalID, j.ReplayCount, j.ReplayedBy))
+	}
+	if len(d.compactedFrom) > 0 {
+		row("compacted from", strings.Join(d.compactedFrom, ", "))
+	}
+	if d.compactedInto != "" {
+		row("compacted into", d.compactedInto)
 	}
 	if !j.ExpiresAt.IsZero() {
 		row("expires", showTime(j.ExpiresAt, detailTime)+" ("+relative(j.ExpiresAt, now)+")")

@@ -13,6 +13,8 @@ import (
 type settings struct {
 	Weight, Cap *int
 	Rate        *hopper.Rate
+	// Compaction is a kind's (`kinds set --compact-over`, --compact-merge).
+	Compaction *hopper.Compaction
 }
 
 // queue is s for a queue.
@@ -22,7 +24,7 @@ func (s settings) queue() hopperclient.QueueSettings {
 
 // kind is s for a kind (which has no weight).
 func (s settings) kind() hopperclient.KindSettings {
-	return hopperclient.KindSettings{MaxRunning: s.Cap, Rate: s.Rate}
+	return hopperclient.KindSettings{MaxRunning: s.Cap, Rate: s.Rate, Compaction: s.Compaction}
 }
 
 // addSettingsFlags adds --cap and --rate to a set command, and --weight when weight is true.
@@ -61,7 +63,23 @@ func readSettings(cmd *cobra.Command) (settings, error) {
 		}
 		s.Rate = &r
 	}
-	if s.Weight == nil && s.Cap == nil && s.Rate == nil {
+	if fl.Lookup("compact-over") != nil && (fl.Changed("compact-over") || fl.Changed("compact-merge")) {
+		over, _ := fl.GetInt("compact-over")
+		merge, _ := fl.GetString("compact-merge")
+		switch {
+		case !fl.Changed("compact-over"):
+			return s, usageErrorf("invalid --compact-merge: it needs --compact-over")
+		case over < 0 || over > math.MaxInt32:
+			return s, usageErrorf("invalid --compact-over: %d is outside 0–%d (0 removes the setting)", over, math.MaxInt32)
+		case merge != "" && !hopper.MergePolicy(merge).Valid():
+			return s, usageErrorf("invalid --compact-merge: %q is not one of keep, replace, append", merge)
+		}
+		s.Compaction = &hopper.Compaction{Over: over, Merge: hopper.MergePolicy(merge)}
+	}
+	if s.Weight == nil && s.Cap == nil && s.Rate == nil && s.Compaction == nil {
+		if fl.Lookup("compact-over") != nil {
+			return s, usageErrorf("give at least one of --cap, --rate and --compact-over")
+		}
 		if fl.Lookup("weight") != nil {
 			return s, usageErrorf("give at least one of --weight, --cap and --rate")
 		}

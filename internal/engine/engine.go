@@ -70,6 +70,8 @@ type Config struct {
 	MaxRescues int
 	// Maintenance runs promotion and rescue in this process (single node / leader).
 	Maintenance bool
+	// MaxArgsBytes bounds the args the leader's compaction makes (0: no bound).
+	MaxArgsBytes int
 	// PromoteInterval bounds the wait between promotion passes (default 1 s).
 	PromoteInterval time.Duration
 	// RescueInterval is the period of the expired-lease and dead-node rescue (default 5 s).

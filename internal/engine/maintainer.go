@@ -23,27 +23,28 @@ import (
 // anyone dead, so that live workers, whose renewals and heartbeats the outage held up, have
 // renewed first.
 type maintainer struct {
-	e      *Engine
-	mu     sync.Mutex
-	next   time.Time // earliest known run_at of a scheduled job
+	e    *Engine
+	mu   sync.Mutex
+	next time.Time // earliest known run_at of a scheduled job
 	// nudged is the earliest run_at nudged while a promotion pass was reading the store
 	// (promoting): the pass's answer may predate that job, so it must not replace it.
 	nudged    time.Time
 	promoting bool
-	swept  time.Time // when the sweep's last complete walk of the table began (store time)
-	nudgeC chan struct{}
-	wall   func() time.Time // the system's clock, which job ids are drawn on (settled windows)
+	swept     time.Time // when the sweep's last complete walk of the table began (store time)
+	nudgeC    chan struct{}
+	wall      func() time.Time // the system's clock, which job ids are drawn on (settled windows)
 
 	// Used by the run loop only:
 	sweeping sweepWalks // where the sweep's walks of the jobs are
 	prunedAt time.Time  // when the minute stats were last pruned
 	retry    *backoff.Tracker
-	held     bool      // the store failed lately (holdAfterOutage): the rescues wait for a pass that works
-	started  time.Time // when run began
-	gained   int       // the elector's count of gained leaderships, as last seen
-	lastPass time.Time // when the last pass of duties began; zero since leadership was gained
-	leasesAt time.Time // no rescue of expired leases before this
-	nodesAt  time.Time // no rescue of dead nodes' jobs before this
+	held     bool              // the store failed lately (holdAfterOutage): the rescues wait for a pass that works
+	started  time.Time         // when run began
+	gained   int               // the elector's count of gained leaderships, as last seen
+	lastPass time.Time         // when the last pass of duties began; zero since leadership was gained
+	leasesAt time.Time         // no rescue of expired leases before this
+	nodesAt  time.Time         // no rescue of dead nodes' jobs before this
+	refused  map[string]string // kind and group key → the job a compaction last found in its way
 }
 
 func newMaintainer(e *Engine) *maintainer {
@@ -123,6 +124,9 @@ func (m *maintainer) run(ctx context.Context) {
 func (m *maintainer) duties(ctx context.Context, now time.Time, nextRescue, nextSweep, nextPromote *time.Time) error {
 	if !now.Before(*nextRescue) {
 		if err := m.rescue(ctx, now); err != nil {
+			return err
+		}
+		if err := m.compact(ctx); err != nil {
 			return err
 		}
 		*nextRescue = now.Add(m.e.cfg.RescueInterval)

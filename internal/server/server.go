@@ -447,6 +447,8 @@ var procedureScopes = map[string]Scope{
 	hopperv1connect.KindServiceSetProcedure:     ScopeAdmin,
 	hopperv1connect.KindServiceDisableProcedure: ScopeAdmin,
 	hopperv1connect.KindServiceEnableProcedure:  ScopeAdmin,
+	hopperv1connect.KindServiceCompactProcedure: ScopeAdmin,
+	hopperv1connect.KindServiceLineageProcedure: ScopeRead,
 	"/" + hopperv1connect.KindServiceName + "/": ScopeRead,
 
 	// What the server is (its build, its store's kind and schema version) is as public as

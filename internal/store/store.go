@@ -45,6 +45,7 @@ var ErrUnavailable = errors.New("store unavailable")
 // jobs: the compiler checks it. Only pushing notifications (Notifier) is optional.
 type Store interface {
 	DeadLetterStore
+	CompactStore
 	IncidentStore
 	ScheduleStore
 	SuspendStore
@@ -111,6 +112,9 @@ type Store interface {
 	// disabled changes nothing. Enabling one wakes the workers of every queue, on every
 	// process where the store pushes notifications (a JobsAvailable with no queue).
 	KindSetDisabled(ctx context.Context, kind string, disabled bool) error
+	// KindSetCompaction stores a kind's compaction setting (KindSettings.CompactOver and
+	// CompactMerge); over 0 removes it.
+	KindSetCompaction(ctx context.Context, kind string, over int, merge hoppertype.MergePolicy) error
 	// KindList returns the settings of every kind that has any (disabled, a cap), by name.
 	KindList(ctx context.Context) ([]*KindSettings, error)
 
@@ -193,4 +197,8 @@ type KindSettings struct {
 	Disabled   bool
 	MaxRunning int  // the fleet-wide cap, 0 for none
 	Rate       Rate // the fleet-wide rate limit, zero for none
+	// CompactOver asks the leader to compact the kind's groups in which more than this many
+	// jobs wait (0: never), with the merge policy CompactMerge (empty: keep).
+	CompactOver  int
+	CompactMerge hoppertype.MergePolicy
 }

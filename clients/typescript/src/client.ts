@@ -5,7 +5,7 @@ import type { ConnectionOptions } from "./connection.js";
 import { jobSpec } from "./enqueue-options.js";
 import type { EnqueueOptions } from "./enqueue-options.js";
 import { toHopperError } from "./errors.js";
-import { DeadLetterService, JobService } from "./gen/hopper/v1/hopper_pb.js";
+import { DeadLetterService, JobService, KindService } from "./gen/hopper/v1/hopper_pb.js";
 import { attemptFromProto, eventFromProto, jobFromProto } from "./job.js";
 import type { Job, JobAttempt, JobEvent, JobState } from "./job.js";
 import { encodeJSON } from "./json.js";
@@ -105,6 +105,31 @@ export interface Retried {
   skipped: number;
 }
 
+/** CompactOptions say which groups Client.compactKind compacts, and how. */
+export interface CompactOptions {
+  /** groupKey compacts only that group (default: every group of the kind). */
+  groupKey?: string;
+  /** over compacts a group only when more than this many of its jobs wait (default: two or more). */
+  over?: number;
+  /**
+   * merge makes the new job's args: "keep" (default) the oldest job's, "replace" the newest's,
+   * "append" the items of every job's list (jobs enqueued with merge "append").
+   */
+  merge?: "keep" | "replace" | "append";
+}
+
+/**
+ * Compacted is what a compaction did: the numbers of groups compacted and jobs replaced, each
+ * compacted group (the new job and the jobs it replaced, oldest first), and each group left as
+ * it was because its jobs do not fit the merge policy (the job in the way, and why).
+ */
+export interface Compacted {
+  groups: number;
+  jobs: number;
+  compacted: { groupKey: string; newJobId: string; replaced: string[] }[];
+  refused: { groupKey: string; jobId: string; reason: string }[];
+}
+
 /**
  * Client enqueues, inspects, cancels, resumes, retries and replays jobs through `hopper serve`. It is
  * safe to share; every method throws a HopperError when the server refuses the call or
@@ -113,11 +138,13 @@ export interface Retried {
 export class Client {
   private readonly jobs: RpcClient<typeof JobService>;
   private readonly deadLetters: RpcClient<typeof DeadLetterService>;
+  private readonly kinds: RpcClient<typeof KindService>;
 
   constructor(options: ConnectionOptions) {
     const transport = createTransport(options);
     this.jobs = createClient(JobService, transport);
     this.deadLetters = createClient(DeadLetterService, transport);
+    this.kinds = createClient(KindService, transport);
   }
 
   /** enqueue stores one job of kind with args (any JSON value; unset is {}). */
@@ -274,6 +301,32 @@ export class Client {
   async replayMany(options: DeadLetterFilter & { limit?: number } & CallOptions = {}): Promise<Replayed> {
     const res = await call(this.deadLetters.replayMany({ filter: filter(options), limit: options.limit }, options));
     return { jobs: res.jobs.map((j) => jobFromProto(j)), replayedBy: res.replayedBy, skipped: res.skipped };
+  }
+
+  /**
+   * compactKind replaces, in each group of kind (its jobs with one group key) in which more
+   * than options.over jobs wait (queued, never claimed), those jobs by one new job whose args
+   * options.merge makes; each replaced job ends canceled, "compacted into <new id>". It needs
+   * the admin scope; InvalidArgument names a bad field (kind, group_key, over, merge).
+   */
+  async compactKind(kind: string, options: CompactOptions & CallOptions = {}): Promise<Compacted> {
+    const res = await call(this.kinds.compact({
+      kind, groupKey: options.groupKey, over: options.over, merge: options.merge,
+    }, options));
+    return {
+      groups: res.groups, jobs: res.jobs,
+      compacted: res.compacted.map((g) => ({ groupKey: g.groupKey, newJobId: g.newJobId, replaced: [...g.replaced] })),
+      refused: res.refused.map((g) => ({ groupKey: g.groupKey, jobId: g.jobId, reason: g.reason })),
+    };
+  }
+
+  /**
+   * lineage returns the compactions job id took part in: the jobs it replaced (compactedFrom,
+   * oldest first) and the job that replaced it (compactedInto, "" when none did).
+   */
+  async lineage(id: string, options: CallOptions = {}): Promise<{ compactedFrom: string[]; compactedInto: string }> {
+    const res = await call(this.kinds.lineage({ id }, options));
+    return { compactedFrom: [...res.compactedFrom], compactedInto: res.compactedInto };
   }
 }
 

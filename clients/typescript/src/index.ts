@@ -4,7 +4,9 @@
 export { Code } from "@connectrpc/connect";
 export type { RetryPolicy } from "./backoff.js";
 export { Client } from "./client.js";
-export type { CallOptions, DeadLetterFilter, DeadLetterPage, EnqueueResult, ListOptions, NewJob, Page, Replayed } from "./client.js";
+export type {
+  CallOptions, CompactOptions, Compacted, DeadLetterFilter, DeadLetterPage, EnqueueResult, ListOptions, NewJob, Page, Replayed,
+} from "./client.js";
 export { bearer, createTransport } from "./connection.js";
 export type { ConnectionOptions } from "./connection.js";
 export type { EnqueueOptions } from "./enqueue-options.js";

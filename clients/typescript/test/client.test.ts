@@ -127,6 +127,35 @@ describe("Client", () => {
     await rejects(c.setRetries("01a20000-0000-7000-8000-000000000000", 3), Code.NotFound);
     assert.deepEqual(await c.retryMany({ queues: [queue] }), { jobs: [], retriedBy: "api", skipped: 0 });
   });
+
+  test("compactKind replaces a group's waiting jobs by one; lineage reads it both ways", async () => {
+    const c = new Client({ url: server().url });
+    const queue = queueName("compact");
+    const kind = `compact-${queue}`; // no worker takes it: its jobs wait
+    const ids: string[] = [];
+    for (const n of [1, 2, 3]) {
+      ids.push((await c.enqueue(kind, { n }, { queue, groupKey: "doc-7" })).job.id);
+    }
+    const none = await c.compactKind(kind, { over: 3 });
+    assert.deepEqual(none, { groups: 0, jobs: 0, compacted: [], refused: [] });
+    const refused = await c.compactKind(kind, { merge: "append" });
+    assert.equal(refused.groups, 0);
+    assert.deepEqual(refused.refused.map((g) => [g.groupKey, g.jobId]), [["doc-7", ids[0]]]);
+
+    const res = await c.compactKind(kind, { groupKey: "doc-7", merge: "replace" });
+    assert.equal(res.groups, 1);
+    assert.equal(res.jobs, 3);
+    assert.deepEqual(res.compacted[0]!.replaced, ids);
+    const job = await c.get(res.compacted[0]!.newJobId);
+    assert.deepEqual(job.args, { n: 3 });
+    assert.equal(job.state, "queued");
+    assert.equal((await c.get(ids[0]!)).state, "canceled");
+    assert.deepEqual(await c.lineage(job.id), { compactedFrom: ids, compactedInto: "" });
+    assert.deepEqual(await c.lineage(ids[1]!), { compactedFrom: [], compactedInto: job.id });
+
+    const bad = await rejects(c.compactKind(kind, { over: -1 }), Code.InvalidArgument);
+    assert.equal(bad.field, "over");
+  });
 });
 
 describe("Client with API keys", () => {

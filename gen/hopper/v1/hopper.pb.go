@@ -7093,7 +7093,11 @@ type Kind struct {
 	Counts map[string]int64 `protobuf:"bytes,4,rep,name=counts,proto3" json:"counts,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
 	// rate is the fleet-wide rate limit on the kind's job starts, in every queue, written
 	// N/DURATION ("100/1s"); empty for none. It is kept while the kind is disabled.
-	Rate          string `protobuf:"bytes,5,opt,name=rate,proto3" json:"rate,omitempty"`
+	Rate string `protobuf:"bytes,5,opt,name=rate,proto3" json:"rate,omitempty"`
+	// compact_over: the leader compacts each group of the kind in which more than this many
+	// jobs wait (0: never), with the merge policy compact_merge ("keep", "replace", "append").
+	CompactOver   int32  `protobuf:"varint,6,opt,name=compact_over,json=compactOver,proto3" json:"compact_over,omitempty"`
+	CompactMerge  string `protobuf:"bytes,7,opt,name=compact_merge,json=compactMerge,proto3" json:"compact_merge,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -7159,6 +7163,20 @@ func (x *Kind) GetCounts() map[string]int64 {
 func (x *Kind) GetRate() string {
 	if x != nil {
 		return x.Rate
+	}
+	return ""
+}
+
+func (x *Kind) GetCompactOver() int32 {
+	if x != nil {
+		return x.CompactOver
+	}
+	return 0
+}
+
+func (x *Kind) GetCompactMerge() string {
+	if x != nil {
+		return x.CompactMerge
 	}
 	return ""
 }
@@ -7251,7 +7269,12 @@ type KindServiceSetRequest struct {
 	MaxRunning *int32 `protobuf:"varint,2,opt,name=max_running,json=maxRunning,proto3,oneof" json:"max_running,omitempty"`
 	// rate is the fleet-wide rate limit on the kind's job starts, N/DURATION ("100/1s",
 	// "5000/1h"; N 1 to 2147483647, DURATION 1ms to 720h); "0" removes the limit.
-	Rate          *string `protobuf:"bytes,3,opt,name=rate,proto3,oneof" json:"rate,omitempty"`
+	Rate *string `protobuf:"bytes,3,opt,name=rate,proto3,oneof" json:"rate,omitempty"`
+	// compact_over asks the leader to compact each group of the kind in which more than this
+	// many jobs wait, every rescue interval, with the merge policy compact_merge ("keep", the
+	// default, "replace" or "append"); 0 removes the setting. Negative is refused.
+	CompactOver   *int32 `protobuf:"varint,4,opt,name=compact_over,json=compactOver,proto3,oneof" json:"compact_over,omitempty"`
+	CompactMerge  string `protobuf:"bytes,5,opt,name=compact_merge,json=compactMerge,proto3" json:"compact_merge,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -7303,6 +7326,20 @@ func (x *KindServiceSetRequest) GetMaxRunning() int32 {
 func (x *KindServiceSetRequest) GetRate() string {
 	if x != nil && x.Rate != nil {
 		return *x.Rate
+	}
+	return ""
+}
+
+func (x *KindServiceSetRequest) GetCompactOver() int32 {
+	if x != nil && x.CompactOver != nil {
+		return *x.CompactOver
+	}
+	return 0
+}
+
+func (x *KindServiceSetRequest) GetCompactMerge() string {
+	if x != nil {
+		return x.CompactMerge
 	}
 	return ""
 }
@@ -7503,6 +7540,370 @@ func (*KindServiceEnableResponse) Descriptor() ([]byte, []int) {
 	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{115}
 }
 
+type KindServiceCompactRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Kind  string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	// group_key compacts only that group; empty compacts every group of the kind.
+	GroupKey string `protobuf:"bytes,2,opt,name=group_key,json=groupKey,proto3" json:"group_key,omitempty"`
+	// over: a group is compacted only when more than this many of its jobs wait; 0 (or 1)
+	// compacts every group of two or more. Negative is refused.
+	Over int32 `protobuf:"varint,3,opt,name=over,proto3" json:"over,omitempty"`
+	// merge is the merge policy that makes the new job's args: "keep" (the default: the
+	// oldest job's), "replace" (the newest's) or "append" (the items of every job's list).
+	Merge         string `protobuf:"bytes,4,opt,name=merge,proto3" json:"merge,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KindServiceCompactRequest) Reset() {
+	*x = KindServiceCompactRequest{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[116]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KindServiceCompactRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KindServiceCompactRequest) ProtoMessage() {}
+
+func (x *KindServiceCompactRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[116]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KindServiceCompactRequest.ProtoReflect.Descriptor instead.
+func (*KindServiceCompactRequest) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{116}
+}
+
+func (x *KindServiceCompactRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *KindServiceCompactRequest) GetGroupKey() string {
+	if x != nil {
+		return x.GroupKey
+	}
+	return ""
+}
+
+func (x *KindServiceCompactRequest) GetOver() int32 {
+	if x != nil {
+		return x.Over
+	}
+	return 0
+}
+
+func (x *KindServiceCompactRequest) GetMerge() string {
+	if x != nil {
+		return x.Merge
+	}
+	return ""
+}
+
+type KindServiceCompactResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// groups and jobs count the groups compacted and the jobs they replaced.
+	Groups        int32             `protobuf:"varint,1,opt,name=groups,proto3" json:"groups,omitempty"`
+	Jobs          int32             `protobuf:"varint,2,opt,name=jobs,proto3" json:"jobs,omitempty"`
+	Compacted     []*CompactedGroup `protobuf:"bytes,3,rep,name=compacted,proto3" json:"compacted,omitempty"`
+	Refused       []*RefusedGroup   `protobuf:"bytes,4,rep,name=refused,proto3" json:"refused,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KindServiceCompactResponse) Reset() {
+	*x = KindServiceCompactResponse{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[117]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KindServiceCompactResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KindServiceCompactResponse) ProtoMessage() {}
+
+func (x *KindServiceCompactResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[117]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KindServiceCompactResponse.ProtoReflect.Descriptor instead.
+func (*KindServiceCompactResponse) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{117}
+}
+
+func (x *KindServiceCompactResponse) GetGroups() int32 {
+	if x != nil {
+		return x.Groups
+	}
+	return 0
+}
+
+func (x *KindServiceCompactResponse) GetJobs() int32 {
+	if x != nil {
+		return x.Jobs
+	}
+	return 0
+}
+
+func (x *KindServiceCompactResponse) GetCompacted() []*CompactedGroup {
+	if x != nil {
+		return x.Compacted
+	}
+	return nil
+}
+
+func (x *KindServiceCompactResponse) GetRefused() []*RefusedGroup {
+	if x != nil {
+		return x.Refused
+	}
+	return nil
+}
+
+// CompactedGroup is a group a compaction replaced: new_job_id replaced the jobs in replaced,
+// oldest first.
+type CompactedGroup struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	GroupKey      string                 `protobuf:"bytes,1,opt,name=group_key,json=groupKey,proto3" json:"group_key,omitempty"`
+	NewJobId      string                 `protobuf:"bytes,2,opt,name=new_job_id,json=newJobId,proto3" json:"new_job_id,omitempty"`
+	Replaced      []string               `protobuf:"bytes,3,rep,name=replaced,proto3" json:"replaced,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CompactedGroup) Reset() {
+	*x = CompactedGroup{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[118]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompactedGroup) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompactedGroup) ProtoMessage() {}
+
+func (x *CompactedGroup) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[118]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompactedGroup.ProtoReflect.Descriptor instead.
+func (*CompactedGroup) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{118}
+}
+
+func (x *CompactedGroup) GetGroupKey() string {
+	if x != nil {
+		return x.GroupKey
+	}
+	return ""
+}
+
+func (x *CompactedGroup) GetNewJobId() string {
+	if x != nil {
+		return x.NewJobId
+	}
+	return ""
+}
+
+func (x *CompactedGroup) GetReplaced() []string {
+	if x != nil {
+		return x.Replaced
+	}
+	return nil
+}
+
+// RefusedGroup is a group a compaction left as it was: job_id's args do not fit the merge
+// policy or the size limit; reason says how.
+type RefusedGroup struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	GroupKey      string                 `protobuf:"bytes,1,opt,name=group_key,json=groupKey,proto3" json:"group_key,omitempty"`
+	JobId         string                 `protobuf:"bytes,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Reason        string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RefusedGroup) Reset() {
+	*x = RefusedGroup{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[119]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RefusedGroup) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RefusedGroup) ProtoMessage() {}
+
+func (x *RefusedGroup) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[119]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RefusedGroup.ProtoReflect.Descriptor instead.
+func (*RefusedGroup) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{119}
+}
+
+func (x *RefusedGroup) GetGroupKey() string {
+	if x != nil {
+		return x.GroupKey
+	}
+	return ""
+}
+
+func (x *RefusedGroup) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *RefusedGroup) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type KindServiceLineageRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KindServiceLineageRequest) Reset() {
+	*x = KindServiceLineageRequest{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[120]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KindServiceLineageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KindServiceLineageRequest) ProtoMessage() {}
+
+func (x *KindServiceLineageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[120]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KindServiceLineageRequest.ProtoReflect.Descriptor instead.
+func (*KindServiceLineageRequest) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{120}
+}
+
+func (x *KindServiceLineageRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type KindServiceLineageResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// compacted_from: the jobs this job replaced, oldest first.
+	CompactedFrom []string `protobuf:"bytes,1,rep,name=compacted_from,json=compactedFrom,proto3" json:"compacted_from,omitempty"`
+	// compacted_into: the job that replaced this one; empty when none did.
+	CompactedInto string `protobuf:"bytes,2,opt,name=compacted_into,json=compactedInto,proto3" json:"compacted_into,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KindServiceLineageResponse) Reset() {
+	*x = KindServiceLineageResponse{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[121]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KindServiceLineageResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KindServiceLineageResponse) ProtoMessage() {}
+
+func (x *KindServiceLineageResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[121]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KindServiceLineageResponse.ProtoReflect.Descriptor instead.
+func (*KindServiceLineageResponse) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{121}
+}
+
+func (x *KindServiceLineageResponse) GetCompactedFrom() []string {
+	if x != nil {
+		return x.CompactedFrom
+	}
+	return nil
+}
+
+func (x *KindServiceLineageResponse) GetCompactedInto() string {
+	if x != nil {
+		return x.CompactedInto
+	}
+	return ""
+}
+
 type ServerServiceInfoRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -7511,7 +7912,7 @@ type ServerServiceInfoRequest struct {
 
 func (x *ServerServiceInfoRequest) Reset() {
 	*x = ServerServiceInfoRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[116]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[122]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7523,7 +7924,7 @@ func (x *ServerServiceInfoRequest) String() string {
 func (*ServerServiceInfoRequest) ProtoMessage() {}
 
 func (x *ServerServiceInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[116]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[122]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7536,7 +7937,7 @@ func (x *ServerServiceInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerServiceInfoRequest.ProtoReflect.Descriptor instead.
 func (*ServerServiceInfoRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{116}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{122}
 }
 
 type ServerServiceInfoResponse struct {
@@ -7548,7 +7949,7 @@ type ServerServiceInfoResponse struct {
 
 func (x *ServerServiceInfoResponse) Reset() {
 	*x = ServerServiceInfoResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[117]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[123]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7560,7 +7961,7 @@ func (x *ServerServiceInfoResponse) String() string {
 func (*ServerServiceInfoResponse) ProtoMessage() {}
 
 func (x *ServerServiceInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[117]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[123]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7573,7 +7974,7 @@ func (x *ServerServiceInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerServiceInfoResponse.ProtoReflect.Descriptor instead.
 func (*ServerServiceInfoResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{117}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{123}
 }
 
 func (x *ServerServiceInfoResponse) GetServer() *ServerInfo {
@@ -7615,7 +8016,7 @@ type ServerInfo struct {
 
 func (x *ServerInfo) Reset() {
 	*x = ServerInfo{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[118]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[124]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7627,7 +8028,7 @@ func (x *ServerInfo) String() string {
 func (*ServerInfo) ProtoMessage() {}
 
 func (x *ServerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[118]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[124]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7640,7 +8041,7 @@ func (x *ServerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerInfo.ProtoReflect.Descriptor instead.
 func (*ServerInfo) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{118}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{124}
 }
 
 func (x *ServerInfo) GetVersion() string {
@@ -7754,7 +8155,7 @@ type InputLimits struct {
 
 func (x *InputLimits) Reset() {
 	*x = InputLimits{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[119]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[125]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7766,7 +8167,7 @@ func (x *InputLimits) String() string {
 func (*InputLimits) ProtoMessage() {}
 
 func (x *InputLimits) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[119]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[125]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7779,7 +8180,7 @@ func (x *InputLimits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InputLimits.ProtoReflect.Descriptor instead.
 func (*InputLimits) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{119}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{125}
 }
 
 func (x *InputLimits) GetMaxIdLen() int32 {
@@ -8539,34 +8940,63 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x13ListReplaysResponse\x121\n" +
 	"\areplays\x18\x01 \x03(\v2\x17.hopper.v1.ReplayRecordR\areplays\x12\x1f\n" +
 	"\vnext_cursor\x18\x02 \x01(\tR\n" +
-	"nextCursor\"\xdb\x01\n" +
+	"nextCursor\"\xa3\x02\n" +
 	"\x04Kind\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bdisabled\x18\x02 \x01(\bR\bdisabled\x12\x1f\n" +
 	"\vmax_running\x18\x03 \x01(\x05R\n" +
 	"maxRunning\x123\n" +
 	"\x06counts\x18\x04 \x03(\v2\x1b.hopper.v1.Kind.CountsEntryR\x06counts\x12\x12\n" +
-	"\x04rate\x18\x05 \x01(\tR\x04rate\x1a9\n" +
+	"\x04rate\x18\x05 \x01(\tR\x04rate\x12!\n" +
+	"\fcompact_over\x18\x06 \x01(\x05R\vcompactOver\x12#\n" +
+	"\rcompact_merge\x18\a \x01(\tR\fcompactMerge\x1a9\n" +
 	"\vCountsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\x18\n" +
 	"\x16KindServiceListRequest\"@\n" +
 	"\x17KindServiceListResponse\x12%\n" +
-	"\x05kinds\x18\x01 \x03(\v2\x0f.hopper.v1.KindR\x05kinds\"\x83\x01\n" +
+	"\x05kinds\x18\x01 \x03(\v2\x0f.hopper.v1.KindR\x05kinds\"\xe1\x01\n" +
 	"\x15KindServiceSetRequest\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12$\n" +
 	"\vmax_running\x18\x02 \x01(\x05H\x00R\n" +
 	"maxRunning\x88\x01\x01\x12\x17\n" +
-	"\x04rate\x18\x03 \x01(\tH\x01R\x04rate\x88\x01\x01B\x0e\n" +
+	"\x04rate\x18\x03 \x01(\tH\x01R\x04rate\x88\x01\x01\x12&\n" +
+	"\fcompact_over\x18\x04 \x01(\x05H\x02R\vcompactOver\x88\x01\x01\x12#\n" +
+	"\rcompact_merge\x18\x05 \x01(\tR\fcompactMergeB\x0e\n" +
 	"\f_max_runningB\a\n" +
-	"\x05_rate\"\x18\n" +
+	"\x05_rateB\x0f\n" +
+	"\r_compact_over\"\x18\n" +
 	"\x16KindServiceSetResponse\"/\n" +
 	"\x19KindServiceDisableRequest\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\"\x1c\n" +
 	"\x1aKindServiceDisableResponse\".\n" +
 	"\x18KindServiceEnableRequest\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\"\x1b\n" +
-	"\x19KindServiceEnableResponse\"\x1a\n" +
+	"\x19KindServiceEnableResponse\"v\n" +
+	"\x19KindServiceCompactRequest\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1b\n" +
+	"\tgroup_key\x18\x02 \x01(\tR\bgroupKey\x12\x12\n" +
+	"\x04over\x18\x03 \x01(\x05R\x04over\x12\x14\n" +
+	"\x05merge\x18\x04 \x01(\tR\x05merge\"\xb4\x01\n" +
+	"\x1aKindServiceCompactResponse\x12\x16\n" +
+	"\x06groups\x18\x01 \x01(\x05R\x06groups\x12\x12\n" +
+	"\x04jobs\x18\x02 \x01(\x05R\x04jobs\x127\n" +
+	"\tcompacted\x18\x03 \x03(\v2\x19.hopper.v1.CompactedGroupR\tcompacted\x121\n" +
+	"\arefused\x18\x04 \x03(\v2\x17.hopper.v1.RefusedGroupR\arefused\"g\n" +
+	"\x0eCompactedGroup\x12\x1b\n" +
+	"\tgroup_key\x18\x01 \x01(\tR\bgroupKey\x12\x1c\n" +
+	"\n" +
+	"new_job_id\x18\x02 \x01(\tR\bnewJobId\x12\x1a\n" +
+	"\breplaced\x18\x03 \x03(\tR\breplaced\"Z\n" +
+	"\fRefusedGroup\x12\x1b\n" +
+	"\tgroup_key\x18\x01 \x01(\tR\bgroupKey\x12\x15\n" +
+	"\x06job_id\x18\x02 \x01(\tR\x05jobId\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"+\n" +
+	"\x19KindServiceLineageRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"j\n" +
+	"\x1aKindServiceLineageResponse\x12%\n" +
+	"\x0ecompacted_from\x18\x01 \x03(\tR\rcompactedFrom\x12%\n" +
+	"\x0ecompacted_into\x18\x02 \x01(\tR\rcompactedInto\"\x1a\n" +
 	"\x18ServerServiceInfoRequest\"J\n" +
 	"\x19ServerServiceInfoResponse\x12-\n" +
 	"\x06server\x18\x01 \x01(\v2\x15.hopper.v1.ServerInfoR\x06server\"\xca\x02\n" +
@@ -8670,12 +9100,14 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\n" +
 	"ReplayMany\x12\x1c.hopper.v1.ReplayManyRequest\x1a\x1d.hopper.v1.ReplayManyResponse\x12h\n" +
 	"\tRetryMany\x12,.hopper.v1.DeadLetterServiceRetryManyRequest\x1a-.hopper.v1.DeadLetterServiceRetryManyResponse\x12Q\n" +
-	"\vListReplays\x12\x1d.hopper.v1.ListReplaysRequest\x1a\x1e.hopper.v1.ListReplaysResponse\"\x03\x90\x02\x012\xdf\x02\n" +
+	"\vListReplays\x12\x1d.hopper.v1.ListReplaysRequest\x1a\x1e.hopper.v1.ListReplaysResponse\"\x03\x90\x02\x012\x94\x04\n" +
 	"\vKindService\x12R\n" +
 	"\x04List\x12!.hopper.v1.KindServiceListRequest\x1a\".hopper.v1.KindServiceListResponse\"\x03\x90\x02\x01\x12O\n" +
 	"\x03Set\x12 .hopper.v1.KindServiceSetRequest\x1a!.hopper.v1.KindServiceSetResponse\"\x03\x90\x02\x02\x12V\n" +
 	"\aDisable\x12$.hopper.v1.KindServiceDisableRequest\x1a%.hopper.v1.KindServiceDisableResponse\x12S\n" +
-	"\x06Enable\x12#.hopper.v1.KindServiceEnableRequest\x1a$.hopper.v1.KindServiceEnableResponse2g\n" +
+	"\x06Enable\x12#.hopper.v1.KindServiceEnableRequest\x1a$.hopper.v1.KindServiceEnableResponse\x12V\n" +
+	"\aCompact\x12$.hopper.v1.KindServiceCompactRequest\x1a%.hopper.v1.KindServiceCompactResponse\x12[\n" +
+	"\aLineage\x12$.hopper.v1.KindServiceLineageRequest\x1a%.hopper.v1.KindServiceLineageResponse\"\x03\x90\x02\x012g\n" +
 	"\rServerService\x12V\n" +
 	"\x04Info\x12#.hopper.v1.ServerServiceInfoRequest\x1a$.hopper.v1.ServerServiceInfoResponse\"\x03\x90\x02\x01B5Z3github.com/hopperjobs/hopper/gen/hopper/v1;hopperv1b\x06proto3"
 
@@ -8691,7 +9123,7 @@ func file_hopper_v1_hopper_proto_rawDescGZIP() []byte {
 	return file_hopper_v1_hopper_proto_rawDescData
 }
 
-var file_hopper_v1_hopper_proto_msgTypes = make([]protoimpl.MessageInfo, 128)
+var file_hopper_v1_hopper_proto_msgTypes = make([]protoimpl.MessageInfo, 134)
 var file_hopper_v1_hopper_proto_goTypes = []any{
 	(*Schedule)(nil),                           // 0: hopper.v1.Schedule
 	(*ScheduleServiceListRequest)(nil),         // 1: hopper.v1.ScheduleServiceListRequest
@@ -8809,94 +9241,100 @@ var file_hopper_v1_hopper_proto_goTypes = []any{
 	(*KindServiceDisableResponse)(nil),         // 113: hopper.v1.KindServiceDisableResponse
 	(*KindServiceEnableRequest)(nil),           // 114: hopper.v1.KindServiceEnableRequest
 	(*KindServiceEnableResponse)(nil),          // 115: hopper.v1.KindServiceEnableResponse
-	(*ServerServiceInfoRequest)(nil),           // 116: hopper.v1.ServerServiceInfoRequest
-	(*ServerServiceInfoResponse)(nil),          // 117: hopper.v1.ServerServiceInfoResponse
-	(*ServerInfo)(nil),                         // 118: hopper.v1.ServerInfo
-	(*InputLimits)(nil),                        // 119: hopper.v1.InputLimits
-	nil,                                        // 120: hopper.v1.Schedule.HeadersEntry
-	nil,                                        // 121: hopper.v1.Job.HeadersEntry
-	nil,                                        // 122: hopper.v1.JobSpec.HeadersEntry
-	nil,                                        // 123: hopper.v1.ActivatedJob.HeadersEntry
-	nil,                                        // 124: hopper.v1.StreamJobsRequest.KindConcurrencyEntry
-	nil,                                        // 125: hopper.v1.Queue.CountsEntry
-	nil,                                        // 126: hopper.v1.DeadLetterServiceListResponse.ReplaysEntry
-	nil,                                        // 127: hopper.v1.Kind.CountsEntry
-	(*durationpb.Duration)(nil),                // 128: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),              // 129: google.protobuf.Timestamp
+	(*KindServiceCompactRequest)(nil),          // 116: hopper.v1.KindServiceCompactRequest
+	(*KindServiceCompactResponse)(nil),         // 117: hopper.v1.KindServiceCompactResponse
+	(*CompactedGroup)(nil),                     // 118: hopper.v1.CompactedGroup
+	(*RefusedGroup)(nil),                       // 119: hopper.v1.RefusedGroup
+	(*KindServiceLineageRequest)(nil),          // 120: hopper.v1.KindServiceLineageRequest
+	(*KindServiceLineageResponse)(nil),         // 121: hopper.v1.KindServiceLineageResponse
+	(*ServerServiceInfoRequest)(nil),           // 122: hopper.v1.ServerServiceInfoRequest
+	(*ServerServiceInfoResponse)(nil),          // 123: hopper.v1.ServerServiceInfoResponse
+	(*ServerInfo)(nil),                         // 124: hopper.v1.ServerInfo
+	(*InputLimits)(nil),                        // 125: hopper.v1.InputLimits
+	nil,                                        // 126: hopper.v1.Schedule.HeadersEntry
+	nil,                                        // 127: hopper.v1.Job.HeadersEntry
+	nil,                                        // 128: hopper.v1.JobSpec.HeadersEntry
+	nil,                                        // 129: hopper.v1.ActivatedJob.HeadersEntry
+	nil,                                        // 130: hopper.v1.StreamJobsRequest.KindConcurrencyEntry
+	nil,                                        // 131: hopper.v1.Queue.CountsEntry
+	nil,                                        // 132: hopper.v1.DeadLetterServiceListResponse.ReplaysEntry
+	nil,                                        // 133: hopper.v1.Kind.CountsEntry
+	(*durationpb.Duration)(nil),                // 134: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),              // 135: google.protobuf.Timestamp
 }
 var file_hopper_v1_hopper_proto_depIdxs = []int32{
-	128, // 0: hopper.v1.Schedule.every:type_name -> google.protobuf.Duration
-	128, // 1: hopper.v1.Schedule.fixed_delay:type_name -> google.protobuf.Duration
-	128, // 2: hopper.v1.Schedule.timeout:type_name -> google.protobuf.Duration
-	120, // 3: hopper.v1.Schedule.headers:type_name -> hopper.v1.Schedule.HeadersEntry
-	128, // 4: hopper.v1.Schedule.jitter:type_name -> google.protobuf.Duration
-	129, // 5: hopper.v1.Schedule.last_fire_at:type_name -> google.protobuf.Timestamp
-	129, // 6: hopper.v1.Schedule.next_fire_at:type_name -> google.protobuf.Timestamp
-	129, // 7: hopper.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
-	129, // 8: hopper.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
-	129, // 9: hopper.v1.Schedule.last_manual_fire_at:type_name -> google.protobuf.Timestamp
+	134, // 0: hopper.v1.Schedule.every:type_name -> google.protobuf.Duration
+	134, // 1: hopper.v1.Schedule.fixed_delay:type_name -> google.protobuf.Duration
+	134, // 2: hopper.v1.Schedule.timeout:type_name -> google.protobuf.Duration
+	126, // 3: hopper.v1.Schedule.headers:type_name -> hopper.v1.Schedule.HeadersEntry
+	134, // 4: hopper.v1.Schedule.jitter:type_name -> google.protobuf.Duration
+	135, // 5: hopper.v1.Schedule.last_fire_at:type_name -> google.protobuf.Timestamp
+	135, // 6: hopper.v1.Schedule.next_fire_at:type_name -> google.protobuf.Timestamp
+	135, // 7: hopper.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
+	135, // 8: hopper.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
+	135, // 9: hopper.v1.Schedule.last_manual_fire_at:type_name -> google.protobuf.Timestamp
 	0,   // 10: hopper.v1.ScheduleServiceListResponse.schedules:type_name -> hopper.v1.Schedule
 	0,   // 11: hopper.v1.ScheduleServiceAddRequest.schedule:type_name -> hopper.v1.Schedule
 	0,   // 12: hopper.v1.ScheduleServiceAddResponse.schedule:type_name -> hopper.v1.Schedule
 	13,  // 13: hopper.v1.ScheduleServiceRunResponse.job:type_name -> hopper.v1.Job
-	121, // 14: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
-	129, // 15: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
-	128, // 16: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
-	129, // 17: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
-	129, // 18: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
-	129, // 19: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	129, // 20: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
-	129, // 21: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
-	129, // 22: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	129, // 23: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
-	129, // 24: hopper.v1.Job.deadline_at:type_name -> google.protobuf.Timestamp
-	129, // 25: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
-	128, // 26: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
-	128, // 27: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
-	122, // 28: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
-	128, // 29: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
+	127, // 14: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
+	135, // 15: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
+	134, // 16: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
+	135, // 17: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
+	135, // 18: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
+	135, // 19: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	135, // 20: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
+	135, // 21: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
+	135, // 22: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	135, // 23: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
+	135, // 24: hopper.v1.Job.deadline_at:type_name -> google.protobuf.Timestamp
+	135, // 25: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
+	134, // 26: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
+	134, // 27: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
+	128, // 28: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
+	134, // 29: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
 	15,  // 30: hopper.v1.JobSpec.retry_policy:type_name -> hopper.v1.RetryPolicy
-	128, // 31: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
-	128, // 32: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
+	134, // 31: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
+	134, // 32: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
 	14,  // 33: hopper.v1.EnqueueRequest.job:type_name -> hopper.v1.JobSpec
 	13,  // 34: hopper.v1.EnqueueResponse.job:type_name -> hopper.v1.Job
 	14,  // 35: hopper.v1.EnqueueBatchRequest.jobs:type_name -> hopper.v1.JobSpec
 	17,  // 36: hopper.v1.EnqueueBatchResponse.results:type_name -> hopper.v1.EnqueueResponse
 	13,  // 37: hopper.v1.GetResponse.job:type_name -> hopper.v1.Job
-	129, // 38: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
-	129, // 39: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
+	135, // 38: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
+	135, // 39: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
 	13,  // 40: hopper.v1.ListResponse.jobs:type_name -> hopper.v1.Job
 	13,  // 41: hopper.v1.CancelResponse.job:type_name -> hopper.v1.Job
-	129, // 42: hopper.v1.JobServiceRetryRequest.run_at:type_name -> google.protobuf.Timestamp
+	135, // 42: hopper.v1.JobServiceRetryRequest.run_at:type_name -> google.protobuf.Timestamp
 	13,  // 43: hopper.v1.JobServiceRetryResponse.job:type_name -> hopper.v1.Job
 	13,  // 44: hopper.v1.JobServiceSetRetriesResponse.job:type_name -> hopper.v1.Job
 	13,  // 45: hopper.v1.JobServiceResumeResponse.job:type_name -> hopper.v1.Job
-	129, // 46: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
-	129, // 47: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
-	129, // 48: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
+	135, // 46: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
+	135, // 47: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
+	135, // 48: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
 	33,  // 49: hopper.v1.EventsResponse.events:type_name -> hopper.v1.Event
 	34,  // 50: hopper.v1.EventsResponse.attempts:type_name -> hopper.v1.Attempt
-	123, // 51: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
-	129, // 52: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
-	128, // 53: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
-	129, // 54: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
+	129, // 51: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
+	135, // 52: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
+	134, // 53: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
+	135, // 54: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
 	15,  // 55: hopper.v1.ActivatedJob.retry_policy:type_name -> hopper.v1.RetryPolicy
-	128, // 56: hopper.v1.ActivatedJob.default_timeout:type_name -> google.protobuf.Duration
-	128, // 57: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
-	128, // 58: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
+	134, // 56: hopper.v1.ActivatedJob.default_timeout:type_name -> google.protobuf.Duration
+	134, // 57: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
+	134, // 58: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
 	36,  // 59: hopper.v1.ActivateResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	128, // 60: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
-	124, // 61: hopper.v1.StreamJobsRequest.kind_concurrency:type_name -> hopper.v1.StreamJobsRequest.KindConcurrencyEntry
+	134, // 60: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
+	130, // 61: hopper.v1.StreamJobsRequest.kind_concurrency:type_name -> hopper.v1.StreamJobsRequest.KindConcurrencyEntry
 	36,  // 62: hopper.v1.StreamJobsResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	128, // 63: hopper.v1.StreamJobsResponse.keepalive:type_name -> google.protobuf.Duration
-	128, // 64: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
+	134, // 63: hopper.v1.StreamJobsResponse.keepalive:type_name -> google.protobuf.Duration
+	134, // 64: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
 	15,  // 65: hopper.v1.FailRequest.retry_policy:type_name -> hopper.v1.RetryPolicy
-	129, // 66: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
-	128, // 67: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
-	129, // 68: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
-	129, // 69: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
-	128, // 70: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
-	129, // 71: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
+	135, // 66: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
+	134, // 67: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
+	135, // 68: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
+	135, // 69: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
+	134, // 70: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
+	135, // 71: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
 	54,  // 72: hopper.v1.ReportRequest.outcomes:type_name -> hopper.v1.Outcome
 	51,  // 73: hopper.v1.ReportRequest.renewals:type_name -> hopper.v1.ExtendLeaseRequest
 	41,  // 74: hopper.v1.Outcome.complete:type_name -> hopper.v1.CompleteRequest
@@ -8909,157 +9347,163 @@ var file_hopper_v1_hopper_proto_depIdxs = []int32{
 	53,  // 81: hopper.v1.ReportStreamRequest.report:type_name -> hopper.v1.ReportRequest
 	55,  // 82: hopper.v1.ReportStreamResponse.report:type_name -> hopper.v1.ReportResponse
 	44,  // 83: hopper.v1.Verdict.fail:type_name -> hopper.v1.FailResponse
-	129, // 84: hopper.v1.Verdict.lease_expires_at:type_name -> google.protobuf.Timestamp
-	125, // 85: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
+	135, // 84: hopper.v1.Verdict.lease_expires_at:type_name -> google.protobuf.Timestamp
+	131, // 85: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
 	65,  // 86: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
-	129, // 87: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
-	129, // 88: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
+	135, // 87: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
+	135, // 88: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
 	74,  // 89: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
-	129, // 90: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
+	135, // 90: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
 	77,  // 91: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
-	129, // 92: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
+	135, // 92: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
 	80,  // 93: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
-	129, // 94: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
-	129, // 95: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
-	129, // 96: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
+	135, // 94: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
+	135, // 95: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
+	135, // 96: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
 	83,  // 97: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
 	83,  // 98: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
 	83,  // 99: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
 	83,  // 100: hopper.v1.ImportKeyResponse.key:type_name -> hopper.v1.APIKey
-	129, // 101: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
-	129, // 102: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
+	135, // 101: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
+	135, // 102: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
 	92,  // 103: hopper.v1.DeadLetterServiceListRequest.filter:type_name -> hopper.v1.DeadLetterFilter
 	13,  // 104: hopper.v1.DeadLetterServiceListResponse.jobs:type_name -> hopper.v1.Job
-	126, // 105: hopper.v1.DeadLetterServiceListResponse.replays:type_name -> hopper.v1.DeadLetterServiceListResponse.ReplaysEntry
-	129, // 106: hopper.v1.ReplaySummary.last_replayed_at:type_name -> google.protobuf.Timestamp
-	129, // 107: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
-	128, // 108: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
+	132, // 105: hopper.v1.DeadLetterServiceListResponse.replays:type_name -> hopper.v1.DeadLetterServiceListResponse.ReplaysEntry
+	135, // 106: hopper.v1.ReplaySummary.last_replayed_at:type_name -> google.protobuf.Timestamp
+	135, // 107: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
+	134, // 108: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
 	13,  // 109: hopper.v1.ReplayResponse.job:type_name -> hopper.v1.Job
 	92,  // 110: hopper.v1.ReplayManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
 	13,  // 111: hopper.v1.ReplayManyResponse.jobs:type_name -> hopper.v1.Job
 	92,  // 112: hopper.v1.DeadLetterServiceRetryManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
 	13,  // 113: hopper.v1.DeadLetterServiceRetryManyResponse.jobs:type_name -> hopper.v1.Job
-	129, // 114: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
-	129, // 115: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
-	129, // 116: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
+	135, // 114: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
+	135, // 115: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
+	135, // 116: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
 	104, // 117: hopper.v1.ListReplaysResponse.replays:type_name -> hopper.v1.ReplayRecord
-	127, // 118: hopper.v1.Kind.counts:type_name -> hopper.v1.Kind.CountsEntry
+	133, // 118: hopper.v1.Kind.counts:type_name -> hopper.v1.Kind.CountsEntry
 	107, // 119: hopper.v1.KindServiceListResponse.kinds:type_name -> hopper.v1.Kind
-	118, // 120: hopper.v1.ServerServiceInfoResponse.server:type_name -> hopper.v1.ServerInfo
-	129, // 121: hopper.v1.ServerInfo.commit_time:type_name -> google.protobuf.Timestamp
-	119, // 122: hopper.v1.ServerInfo.input_limits:type_name -> hopper.v1.InputLimits
-	128, // 123: hopper.v1.InputLimits.max_run_at_past:type_name -> google.protobuf.Duration
-	128, // 124: hopper.v1.InputLimits.max_run_at_future:type_name -> google.protobuf.Duration
-	128, // 125: hopper.v1.InputLimits.max_timeout:type_name -> google.protobuf.Duration
-	128, // 126: hopper.v1.InputLimits.max_retention:type_name -> google.protobuf.Duration
-	128, // 127: hopper.v1.InputLimits.max_result_ttl:type_name -> google.protobuf.Duration
-	128, // 128: hopper.v1.InputLimits.max_activate_wait:type_name -> google.protobuf.Duration
-	95,  // 129: hopper.v1.DeadLetterServiceListResponse.ReplaysEntry.value:type_name -> hopper.v1.ReplaySummary
-	16,  // 130: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
-	18,  // 131: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
-	20,  // 132: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
-	22,  // 133: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
-	24,  // 134: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
-	32,  // 135: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
-	30,  // 136: hopper.v1.JobService.Resume:input_type -> hopper.v1.JobServiceResumeRequest
-	26,  // 137: hopper.v1.JobService.Retry:input_type -> hopper.v1.JobServiceRetryRequest
-	28,  // 138: hopper.v1.JobService.SetRetries:input_type -> hopper.v1.JobServiceSetRetriesRequest
-	37,  // 139: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
-	39,  // 140: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
-	41,  // 141: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
-	43,  // 142: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
-	49,  // 143: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
-	45,  // 144: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
-	47,  // 145: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
-	51,  // 146: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
-	61,  // 147: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
-	63,  // 148: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
-	53,  // 149: hopper.v1.WorkerService.Report:input_type -> hopper.v1.ReportRequest
-	56,  // 150: hopper.v1.WorkerService.ReportStream:input_type -> hopper.v1.ReportStreamRequest
-	59,  // 151: hopper.v1.WorkerService.Hold:input_type -> hopper.v1.HoldRequest
-	66,  // 152: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
-	70,  // 153: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
-	72,  // 154: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
-	68,  // 155: hopper.v1.QueueService.Set:input_type -> hopper.v1.QueueServiceSetRequest
-	75,  // 156: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
-	78,  // 157: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
-	81,  // 158: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
-	84,  // 159: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
-	86,  // 160: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
-	88,  // 161: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
-	90,  // 162: hopper.v1.AdminService.ImportKey:input_type -> hopper.v1.ImportKeyRequest
-	1,   // 163: hopper.v1.ScheduleService.List:input_type -> hopper.v1.ScheduleServiceListRequest
-	3,   // 164: hopper.v1.ScheduleService.Add:input_type -> hopper.v1.ScheduleServiceAddRequest
-	5,   // 165: hopper.v1.ScheduleService.Remove:input_type -> hopper.v1.ScheduleServiceRemoveRequest
-	7,   // 166: hopper.v1.ScheduleService.Pause:input_type -> hopper.v1.ScheduleServicePauseRequest
-	9,   // 167: hopper.v1.ScheduleService.Resume:input_type -> hopper.v1.ScheduleServiceResumeRequest
-	11,  // 168: hopper.v1.ScheduleService.Run:input_type -> hopper.v1.ScheduleServiceRunRequest
-	93,  // 169: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
-	96,  // 170: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
-	98,  // 171: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
-	100, // 172: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
-	102, // 173: hopper.v1.DeadLetterService.RetryMany:input_type -> hopper.v1.DeadLetterServiceRetryManyRequest
-	105, // 174: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
-	108, // 175: hopper.v1.KindService.List:input_type -> hopper.v1.KindServiceListRequest
-	110, // 176: hopper.v1.KindService.Set:input_type -> hopper.v1.KindServiceSetRequest
-	112, // 177: hopper.v1.KindService.Disable:input_type -> hopper.v1.KindServiceDisableRequest
-	114, // 178: hopper.v1.KindService.Enable:input_type -> hopper.v1.KindServiceEnableRequest
-	116, // 179: hopper.v1.ServerService.Info:input_type -> hopper.v1.ServerServiceInfoRequest
-	17,  // 180: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
-	19,  // 181: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
-	21,  // 182: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
-	23,  // 183: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
-	25,  // 184: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
-	35,  // 185: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
-	31,  // 186: hopper.v1.JobService.Resume:output_type -> hopper.v1.JobServiceResumeResponse
-	27,  // 187: hopper.v1.JobService.Retry:output_type -> hopper.v1.JobServiceRetryResponse
-	29,  // 188: hopper.v1.JobService.SetRetries:output_type -> hopper.v1.JobServiceSetRetriesResponse
-	38,  // 189: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
-	40,  // 190: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
-	42,  // 191: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
-	44,  // 192: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
-	50,  // 193: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
-	46,  // 194: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
-	48,  // 195: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
-	52,  // 196: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
-	62,  // 197: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
-	64,  // 198: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
-	55,  // 199: hopper.v1.WorkerService.Report:output_type -> hopper.v1.ReportResponse
-	57,  // 200: hopper.v1.WorkerService.ReportStream:output_type -> hopper.v1.ReportStreamResponse
-	60,  // 201: hopper.v1.WorkerService.Hold:output_type -> hopper.v1.HoldResponse
-	67,  // 202: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
-	71,  // 203: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
-	73,  // 204: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
-	69,  // 205: hopper.v1.QueueService.Set:output_type -> hopper.v1.QueueServiceSetResponse
-	76,  // 206: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
-	79,  // 207: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
-	82,  // 208: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
-	85,  // 209: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
-	87,  // 210: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
-	89,  // 211: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
-	91,  // 212: hopper.v1.AdminService.ImportKey:output_type -> hopper.v1.ImportKeyResponse
-	2,   // 213: hopper.v1.ScheduleService.List:output_type -> hopper.v1.ScheduleServiceListResponse
-	4,   // 214: hopper.v1.ScheduleService.Add:output_type -> hopper.v1.ScheduleServiceAddResponse
-	6,   // 215: hopper.v1.ScheduleService.Remove:output_type -> hopper.v1.ScheduleServiceRemoveResponse
-	8,   // 216: hopper.v1.ScheduleService.Pause:output_type -> hopper.v1.ScheduleServicePauseResponse
-	10,  // 217: hopper.v1.ScheduleService.Resume:output_type -> hopper.v1.ScheduleServiceResumeResponse
-	12,  // 218: hopper.v1.ScheduleService.Run:output_type -> hopper.v1.ScheduleServiceRunResponse
-	94,  // 219: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
-	97,  // 220: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
-	99,  // 221: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
-	101, // 222: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
-	103, // 223: hopper.v1.DeadLetterService.RetryMany:output_type -> hopper.v1.DeadLetterServiceRetryManyResponse
-	106, // 224: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
-	109, // 225: hopper.v1.KindService.List:output_type -> hopper.v1.KindServiceListResponse
-	111, // 226: hopper.v1.KindService.Set:output_type -> hopper.v1.KindServiceSetResponse
-	113, // 227: hopper.v1.KindService.Disable:output_type -> hopper.v1.KindServiceDisableResponse
-	115, // 228: hopper.v1.KindService.Enable:output_type -> hopper.v1.KindServiceEnableResponse
-	117, // 229: hopper.v1.ServerService.Info:output_type -> hopper.v1.ServerServiceInfoResponse
-	180, // [180:230] is the sub-list for method output_type
-	130, // [130:180] is the sub-list for method input_type
-	130, // [130:130] is the sub-list for extension type_name
-	130, // [130:130] is the sub-list for extension extendee
-	0,   // [0:130] is the sub-list for field type_name
+	118, // 120: hopper.v1.KindServiceCompactResponse.compacted:type_name -> hopper.v1.CompactedGroup
+	119, // 121: hopper.v1.KindServiceCompactResponse.refused:type_name -> hopper.v1.RefusedGroup
+	124, // 122: hopper.v1.ServerServiceInfoResponse.server:type_name -> hopper.v1.ServerInfo
+	135, // 123: hopper.v1.ServerInfo.commit_time:type_name -> google.protobuf.Timestamp
+	125, // 124: hopper.v1.ServerInfo.input_limits:type_name -> hopper.v1.InputLimits
+	134, // 125: hopper.v1.InputLimits.max_run_at_past:type_name -> google.protobuf.Duration
+	134, // 126: hopper.v1.InputLimits.max_run_at_future:type_name -> google.protobuf.Duration
+	134, // 127: hopper.v1.InputLimits.max_timeout:type_name -> google.protobuf.Duration
+	134, // 128: hopper.v1.InputLimits.max_retention:type_name -> google.protobuf.Duration
+	134, // 129: hopper.v1.InputLimits.max_result_ttl:type_name -> google.protobuf.Duration
+	134, // 130: hopper.v1.InputLimits.max_activate_wait:type_name -> google.protobuf.Duration
+	95,  // 131: hopper.v1.DeadLetterServiceListResponse.ReplaysEntry.value:type_name -> hopper.v1.ReplaySummary
+	16,  // 132: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
+	18,  // 133: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
+	20,  // 134: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
+	22,  // 135: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
+	24,  // 136: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
+	32,  // 137: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
+	30,  // 138: hopper.v1.JobService.Resume:input_type -> hopper.v1.JobServiceResumeRequest
+	26,  // 139: hopper.v1.JobService.Retry:input_type -> hopper.v1.JobServiceRetryRequest
+	28,  // 140: hopper.v1.JobService.SetRetries:input_type -> hopper.v1.JobServiceSetRetriesRequest
+	37,  // 141: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
+	39,  // 142: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
+	41,  // 143: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
+	43,  // 144: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
+	49,  // 145: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
+	45,  // 146: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
+	47,  // 147: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
+	51,  // 148: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
+	61,  // 149: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
+	63,  // 150: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
+	53,  // 151: hopper.v1.WorkerService.Report:input_type -> hopper.v1.ReportRequest
+	56,  // 152: hopper.v1.WorkerService.ReportStream:input_type -> hopper.v1.ReportStreamRequest
+	59,  // 153: hopper.v1.WorkerService.Hold:input_type -> hopper.v1.HoldRequest
+	66,  // 154: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
+	70,  // 155: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
+	72,  // 156: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
+	68,  // 157: hopper.v1.QueueService.Set:input_type -> hopper.v1.QueueServiceSetRequest
+	75,  // 158: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
+	78,  // 159: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
+	81,  // 160: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
+	84,  // 161: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
+	86,  // 162: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
+	88,  // 163: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
+	90,  // 164: hopper.v1.AdminService.ImportKey:input_type -> hopper.v1.ImportKeyRequest
+	1,   // 165: hopper.v1.ScheduleService.List:input_type -> hopper.v1.ScheduleServiceListRequest
+	3,   // 166: hopper.v1.ScheduleService.Add:input_type -> hopper.v1.ScheduleServiceAddRequest
+	5,   // 167: hopper.v1.ScheduleService.Remove:input_type -> hopper.v1.ScheduleServiceRemoveRequest
+	7,   // 168: hopper.v1.ScheduleService.Pause:input_type -> hopper.v1.ScheduleServicePauseRequest
+	9,   // 169: hopper.v1.ScheduleService.Resume:input_type -> hopper.v1.ScheduleServiceResumeRequest
+	11,  // 170: hopper.v1.ScheduleService.Run:input_type -> hopper.v1.ScheduleServiceRunRequest
+	93,  // 171: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
+	96,  // 172: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
+	98,  // 173: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
+	100, // 174: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
+	102, // 175: hopper.v1.DeadLetterService.RetryMany:input_type -> hopper.v1.DeadLetterServiceRetryManyRequest
+	105, // 176: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
+	108, // 177: hopper.v1.KindService.List:input_type -> hopper.v1.KindServiceListRequest
+	110, // 178: hopper.v1.KindService.Set:input_type -> hopper.v1.KindServiceSetRequest
+	112, // 179: hopper.v1.KindService.Disable:input_type -> hopper.v1.KindServiceDisableRequest
+	114, // 180: hopper.v1.KindService.Enable:input_type -> hopper.v1.KindServiceEnableRequest
+	116, // 181: hopper.v1.KindService.Compact:input_type -> hopper.v1.KindServiceCompactRequest
+	120, // 182: hopper.v1.KindService.Lineage:input_type -> hopper.v1.KindServiceLineageRequest
+	122, // 183: hopper.v1.ServerService.Info:input_type -> hopper.v1.ServerServiceInfoRequest
+	17,  // 184: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
+	19,  // 185: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
+	21,  // 186: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
+	23,  // 187: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
+	25,  // 188: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
+	35,  // 189: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
+	31,  // 190: hopper.v1.JobService.Resume:output_type -> hopper.v1.JobServiceResumeResponse
+	27,  // 191: hopper.v1.JobService.Retry:output_type -> hopper.v1.JobServiceRetryResponse
+	29,  // 192: hopper.v1.JobService.SetRetries:output_type -> hopper.v1.JobServiceSetRetriesResponse
+	38,  // 193: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
+	40,  // 194: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
+	42,  // 195: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
+	44,  // 196: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
+	50,  // 197: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
+	46,  // 198: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
+	48,  // 199: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
+	52,  // 200: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
+	62,  // 201: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
+	64,  // 202: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
+	55,  // 203: hopper.v1.WorkerService.Report:output_type -> hopper.v1.ReportResponse
+	57,  // 204: hopper.v1.WorkerService.ReportStream:output_type -> hopper.v1.ReportStreamResponse
+	60,  // 205: hopper.v1.WorkerService.Hold:output_type -> hopper.v1.HoldResponse
+	67,  // 206: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
+	71,  // 207: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
+	73,  // 208: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
+	69,  // 209: hopper.v1.QueueService.Set:output_type -> hopper.v1.QueueServiceSetResponse
+	76,  // 210: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
+	79,  // 211: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
+	82,  // 212: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
+	85,  // 213: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
+	87,  // 214: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
+	89,  // 215: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
+	91,  // 216: hopper.v1.AdminService.ImportKey:output_type -> hopper.v1.ImportKeyResponse
+	2,   // 217: hopper.v1.ScheduleService.List:output_type -> hopper.v1.ScheduleServiceListResponse
+	4,   // 218: hopper.v1.ScheduleService.Add:output_type -> hopper.v1.ScheduleServiceAddResponse
+	6,   // 219: hopper.v1.ScheduleService.Remove:output_type -> hopper.v1.ScheduleServiceRemoveResponse
+	8,   // 220: hopper.v1.ScheduleService.Pause:output_type -> hopper.v1.ScheduleServicePauseResponse
+	10,  // 221: hopper.v1.ScheduleService.Resume:output_type -> hopper.v1.ScheduleServiceResumeResponse
+	12,  // 222: hopper.v1.ScheduleService.Run:output_type -> hopper.v1.ScheduleServiceRunResponse
+	94,  // 223: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
+	97,  // 224: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
+	99,  // 225: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
+	101, // 226: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
+	103, // 227: hopper.v1.DeadLetterService.RetryMany:output_type -> hopper.v1.DeadLetterServiceRetryManyResponse
+	106, // 228: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
+	109, // 229: hopper.v1.KindService.List:output_type -> hopper.v1.KindServiceListResponse
+	111, // 230: hopper.v1.KindService.Set:output_type -> hopper.v1.KindServiceSetResponse
+	113, // 231: hopper.v1.KindService.Disable:output_type -> hopper.v1.KindServiceDisableResponse
+	115, // 232: hopper.v1.KindService.Enable:output_type -> hopper.v1.KindServiceEnableResponse
+	117, // 233: hopper.v1.KindService.Compact:output_type -> hopper.v1.KindServiceCompactResponse
+	121, // 234: hopper.v1.KindService.Lineage:output_type -> hopper.v1.KindServiceLineageResponse
+	123, // 235: hopper.v1.ServerService.Info:output_type -> hopper.v1.ServerServiceInfoResponse
+	184, // [184:236] is the sub-list for method output_type
+	132, // [132:184] is the sub-list for method input_type
+	132, // [132:132] is the sub-list for extension type_name
+	132, // [132:132] is the sub-list for extension extendee
+	0,   // [0:132] is the sub-list for field type_name
 }
 
 func init() { file_hopper_v1_hopper_proto_init() }
@@ -9084,7 +9528,7 @@ func file_hopper_v1_hopper_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hopper_v1_hopper_proto_rawDesc), len(file_hopper_v1_hopper_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   128,
+			NumMessages:   134,
 			NumExtensions: 0,
 			NumServices:   8,
 		},

@@ -136,3 +136,35 @@ func TestClaimPlansWithABacklog(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, jobs, 3)
 }
+
+// A compaction's look-up of a kind's waiting grouped jobs goes through jobs_compact, which holds
+// only queued grouped jobs: a backlog of other queued jobs, or of ended ones, is not read. Its
+// lock of the groups' jobs and its replacement of a group find the jobs by primary key.
+func TestCompactPlansWithABacklog(t *testing.T) {
+	t.Parallel()
+	s := openPlanStore(t)
+	ctx := t.Context()
+	_, err := s.pool.Exec(ctx, s.sql(`INSERT INTO {schema}.jobs (id, kind, queue, args, state, attempt, max_attempts,
+		token, version, run_at, last_actor, created_at, updated_at, finished_at, expires_at, group_key)
+		SELECT '0000' || lpad(i::text, 32, '0'), 'noop', 'default', '{}',
+			CASE WHEN i <= 50000 THEN 'completed' ELSE 'queued' END, 0, 25, 0, 1, now(), 'api', now(), now(),
+			CASE WHEN i <= 50000 THEN now() END, CASE WHEN i <= 50000 THEN now() + interval '1 day' END,
+			CASE WHEN i % 1000 = 0 THEN 'g' || (i % 7000) END
+		FROM generate_series(1, 200000) i`))
+	require.NoError(t, err)
+	_, err = s.pool.Exec(ctx, s.sql(`ANALYZE {schema}.jobs`))
+	require.NoError(t, err)
+	for _, group := range []string{"", "g3000"} {
+		plan := explain(t, s, compactCandidatesSQL, "noop", group)
+		require.Contains(t, plan, "jobs_compact", "group %q:\n%s", group, plan)
+		require.NotContains(t, plan, "Seq Scan on jobs", "group %q:\n%s", group, plan)
+	}
+	ids := []string{"0000" + strings.Repeat("0", 26) + "100000", "0000" + strings.Repeat("0", 26) + "101000"}
+	plan := explain(t, s, compactLockSQL, ids)
+	require.Contains(t, plan, "jobs_pkey", plan)
+	require.NotContains(t, plan, "Seq Scan on jobs", plan)
+	plan = explain(t, s, compactGroupSQL, nil, "new", ids[0], []byte(`{}`), nil, "leader", "compacted into new",
+		int64(60_000_000), ids, "compacted 2 jobs (keep)")
+	require.Contains(t, plan, "jobs_pkey", plan)
+	require.NotContains(t, plan, "Seq Scan on jobs", plan)
+}

@@ -21,6 +21,7 @@ func Run(t *testing.T, opener Opener) {
 		{"Cancel", testCancel},
 		{"Idempotency", testIdempotency},
 		{"Merge", testMerge},
+		{"Compact", testCompact},
 		{"History", testHistory},
 		{"List", testList},
 		{"Cluster", testCluster},

@@ -155,6 +155,10 @@ const (
 	KindServiceDisableProcedure = "/hopper.v1.KindService/Disable"
 	// KindServiceEnableProcedure is the procedure name of the KindService's Enable RPC.
 	KindServiceEnableProcedure = "/hopper.v1.KindService/Enable"
+	// KindServiceCompactProcedure is the procedure name of the KindService's Compact RPC.
+	KindServiceCompactProcedure = "/hopper.v1.KindService/Compact"
+	// KindServiceLineageProcedure is the procedure name of the KindService's Lineage RPC.
+	KindServiceLineageProcedure = "/hopper.v1.KindService/Lineage"
 	// ServerServiceInfoProcedure is the procedure name of the ServerService's Info RPC.
 	ServerServiceInfoProcedure = "/hopper.v1.ServerService/Info"
 )
@@ -2236,6 +2240,21 @@ var (
 			Procedure:  KindServiceEnableProcedure,
 		}
 	})
+	kindServiceCompactSpec = sync.OnceValue(func() connect.Spec {
+		return connect.Spec{
+			StreamType: connect.StreamTypeUnary,
+			Schema:     v1.File_hopper_v1_hopper_proto.Services().ByName("KindService").Methods().ByName("Compact"),
+			Procedure:  KindServiceCompactProcedure,
+		}
+	})
+	kindServiceLineageSpec = sync.OnceValue(func() connect.Spec {
+		return connect.Spec{
+			StreamType:       connect.StreamTypeUnary,
+			Schema:           v1.File_hopper_v1_hopper_proto.Services().ByName("KindService").Methods().ByName("Lineage"),
+			Procedure:        KindServiceLineageProcedure,
+			IdempotencyLevel: connect.IdempotencyNoSideEffects,
+		}
+	})
 )
 
 // KindServiceClient is a client for the hopper.v1.KindService service.
@@ -2244,14 +2263,23 @@ type KindServiceClient interface {
 	List(context.Context, *v1.KindServiceListRequest) (*v1.KindServiceListResponse, error)
 	// Set changes a kind's fleet-wide settings: only the fields that are set. A request with
 	// neither removes the cap (what max_running 0 meant before the field was optional).
-	// INVALID_ARGUMENT names the bad field (kind, max_running, rate); a refused request
-	// changes nothing.
+	// INVALID_ARGUMENT names the bad field (kind, max_running, rate, compact_over,
+	// compact_merge); a refused request changes nothing.
 	Set(context.Context, *v1.KindServiceSetRequest) (*v1.KindServiceSetResponse, error)
 	// Disable stops new claims of the kind's jobs on every node; running jobs finish.
 	Disable(context.Context, *v1.KindServiceDisableRequest) (*v1.KindServiceDisableResponse, error)
 	// Enable lets a disabled kind's jobs be claimed again and wakes the workers waiting for
 	// jobs. Enabling a kind that is not disabled, or unknown, changes nothing.
 	Enable(context.Context, *v1.KindServiceEnableRequest) (*v1.KindServiceEnableResponse, error)
+	// Compact replaces, in each group of the kind in which more than `over` jobs wait (queued,
+	// never claimed), those jobs by one new job whose args the merge policy makes; each
+	// replaced job ends canceled with the reason "compacted into <new id>". Groups whose args do
+	// not fit the policy are left as they were and listed in refused. INVALID_ARGUMENT names the
+	// bad field (kind, group_key, over, merge).
+	Compact(context.Context, *v1.KindServiceCompactRequest) (*v1.KindServiceCompactResponse, error)
+	// Lineage returns the compactions a job took part in: the jobs it replaced, and the job that
+	// replaced it.
+	Lineage(context.Context, *v1.KindServiceLineageRequest) (*v1.KindServiceLineageResponse, error)
 }
 
 // NewKindServiceClient constructs a client for the hopper.v1.KindService service. Multiple service
@@ -2266,14 +2294,23 @@ type KindServiceHandler interface {
 	List(context.Context, *v1.KindServiceListRequest) (*v1.KindServiceListResponse, error)
 	// Set changes a kind's fleet-wide settings: only the fields that are set. A request with
 	// neither removes the cap (what max_running 0 meant before the field was optional).
-	// INVALID_ARGUMENT names the bad field (kind, max_running, rate); a refused request
-	// changes nothing.
+	// INVALID_ARGUMENT names the bad field (kind, max_running, rate, compact_over,
+	// compact_merge); a refused request changes nothing.
 	Set(context.Context, *v1.KindServiceSetRequest) (*v1.KindServiceSetResponse, error)
 	// Disable stops new claims of the kind's jobs on every node; running jobs finish.
 	Disable(context.Context, *v1.KindServiceDisableRequest) (*v1.KindServiceDisableResponse, error)
 	// Enable lets a disabled kind's jobs be claimed again and wakes the workers waiting for
 	// jobs. Enabling a kind that is not disabled, or unknown, changes nothing.
 	Enable(context.Context, *v1.KindServiceEnableRequest) (*v1.KindServiceEnableResponse, error)
+	// Compact replaces, in each group of the kind in which more than `over` jobs wait (queued,
+	// never claimed), those jobs by one new job whose args the merge policy makes; each
+	// replaced job ends canceled with the reason "compacted into <new id>". Groups whose args do
+	// not fit the policy are left as they were and listed in refused. INVALID_ARGUMENT names the
+	// bad field (kind, group_key, over, merge).
+	Compact(context.Context, *v1.KindServiceCompactRequest) (*v1.KindServiceCompactResponse, error)
+	// Lineage returns the compactions a job took part in: the jobs it replaced, and the job that
+	// replaced it.
+	Lineage(context.Context, *v1.KindServiceLineageRequest) (*v1.KindServiceLineageResponse, error)
 }
 
 // RegisterKindServiceHandler registers svc as the hopper.v1.KindService implementation on server.
@@ -2284,6 +2321,8 @@ func RegisterKindServiceHandler(server *connect.Server, svc KindServiceHandler) 
 		connect.Method{Spec: kindServiceSetSpec(), Handler: adapter.set},
 		connect.Method{Spec: kindServiceDisableSpec(), Handler: adapter.disable},
 		connect.Method{Spec: kindServiceEnableSpec(), Handler: adapter.enable},
+		connect.Method{Spec: kindServiceCompactSpec(), Handler: adapter.compact},
+		connect.Method{Spec: kindServiceLineageSpec(), Handler: adapter.lineage},
 	)
 }
 
@@ -2304,6 +2343,14 @@ func (UnimplementedKindServiceHandler) Disable(context.Context, *v1.KindServiceD
 
 func (UnimplementedKindServiceHandler) Enable(context.Context, *v1.KindServiceEnableRequest) (*v1.KindServiceEnableResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, "hopper.v1.KindService.Enable is not implemented")
+}
+
+func (UnimplementedKindServiceHandler) Compact(context.Context, *v1.KindServiceCompactRequest) (*v1.KindServiceCompactResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, "hopper.v1.KindService.Compact is not implemented")
+}
+
+func (UnimplementedKindServiceHandler) Lineage(context.Context, *v1.KindServiceLineageRequest) (*v1.KindServiceLineageResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, "hopper.v1.KindService.Lineage is not implemented")
 }
 
 type kindServiceClient struct {
@@ -2337,6 +2384,22 @@ func (c *kindServiceClient) Disable(ctx context.Context, req *v1.KindServiceDisa
 func (c *kindServiceClient) Enable(ctx context.Context, req *v1.KindServiceEnableRequest) (*v1.KindServiceEnableResponse, error) {
 	var res v1.KindServiceEnableResponse
 	if err := c.client.CallUnary(ctx, kindServiceEnableSpec(), req, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+func (c *kindServiceClient) Compact(ctx context.Context, req *v1.KindServiceCompactRequest) (*v1.KindServiceCompactResponse, error) {
+	var res v1.KindServiceCompactResponse
+	if err := c.client.CallUnary(ctx, kindServiceCompactSpec(), req, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+func (c *kindServiceClient) Lineage(ctx context.Context, req *v1.KindServiceLineageRequest) (*v1.KindServiceLineageResponse, error) {
+	var res v1.KindServiceLineageResponse
+	if err := c.client.CallUnary(ctx, kindServiceLineageSpec(), req, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil
@@ -2386,6 +2449,30 @@ func (h kindServiceHandler) enable(ctx context.Context, _ connect.Spec, stream c
 		return err
 	}
 	res, err := h.svc.Enable(ctx, &req)
+	if err != nil {
+		return err
+	}
+	return stream.Send(res)
+}
+
+func (h kindServiceHandler) compact(ctx context.Context, _ connect.Spec, stream connect.ServerStream) error {
+	var req v1.KindServiceCompactRequest
+	if err := stream.Receive(&req); err != nil {
+		return err
+	}
+	res, err := h.svc.Compact(ctx, &req)
+	if err != nil {
+		return err
+	}
+	return stream.Send(res)
+}
+
+func (h kindServiceHandler) lineage(ctx context.Context, _ connect.Spec, stream connect.ServerStream) error {
+	var req v1.KindServiceLineageRequest
+	if err := stream.Receive(&req); err != nil {
+		return err
+	}
+	res, err := h.svc.Lineage(ctx, &req)
 	if err != nil {
 		return err
 	}

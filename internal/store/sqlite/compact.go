@@ -1,0 +1,175 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/store"
+)
+
+// SQLite has one writer (writer.go): the look-up of a kind's waiting jobs and the writes that
+// replace them are one step, and no claim runs between them.
+
+// compactCandidatesSQL lists the waiting grouped jobs of kind ?1 (of group ?2 when it is not
+// empty), by group and age. jobs_compact serves it.
+const compactCandidatesSQL = `SELECT id, group_key, args, coalesce(merge_policy, '') FROM jobs
+	WHERE kind = ?1 AND state = 'queued' AND group_key IS NOT NULL AND token = 0
+	  AND (?2 = '' OR group_key = ?2)
+	ORDER BY group_key, id`
+
+// compactInsertSQL makes the job that replaces a group: a queued copy of its oldest job ?2
+// with args ?3 and merge policy ?4, and no merge key.
+const compactInsertSQL = `INSERT INTO jobs (id, kind, queue, priority, args, headers, state, max_attempts,
+	run_at, timeout_us, retry_policy, group_key, result_ttl_us, merge_policy,
+	last_actor, last_reason, created_actor, created_reason, created_at, updated_at, max_rescues)
+	SELECT ?1, kind, queue, priority, ?3, headers, 'queued', max_attempts, ?5, timeout_us,
+		retry_policy, group_key, result_ttl_us, ?4, ?6, ?7, ?6, ?7, ?5, ?5, max_rescues
+	FROM jobs WHERE id = ?2`
+
+// compactCancelSQL ends the replaced jobs (the %s list, from ?5 on): canceled, kept for their
+// own result TTL or retention ?4 (µs).
+const compactCancelSQL = `UPDATE jobs SET
+	state = 'canceled', version = version + 1, finished_at = ?1, updated_at = ?1,
+	last_actor = ?2, last_reason = ?3, last_stack = NULL,
+	expires_at = ?1 + CASE WHEN result_ttl_us > 0 THEN result_ttl_us ELSE ?4 END
+	WHERE state = 'queued' AND token = 0 AND id IN (%s)`
+
+// compactLineageSQL records the jobs (the %s list of (?n, ?3, ?1, ?2) rows) that ?3 replaced.
+const compactLineageSQL = `INSERT INTO job_compactions (replaced_job_id, new_job_id, actor, compacted_at) VALUES %s`
+
+// JobCompact replaces the waiting jobs of each group of p.Kind over p.Over by one new job.
+func (s *Store) JobCompact(ctx context.Context, p *store.CompactParams) (*store.CompactResult, error) {
+	var out *store.CompactResult
+	err := s.write(ctx, nil, func(ctx context.Context, tx *sql.Tx, _ []*sql.Stmt) error {
+		out = &store.CompactResult{} // a retried request starts over
+		now := micros(s.clock.Now())
+		rows, err := tx.QueryContext(ctx, compactCandidatesSQL, p.Kind, p.GroupKey)
+		if err != nil {
+			return err
+		}
+		var candidates []*store.CompactCandidate
+		for rows.Next() {
+			c := &store.CompactCandidate{}
+			var policy string
+			if err := rows.Scan(&c.ID, &c.GroupKey, &c.Args, &policy); err != nil {
+				rows.Close()
+				return err
+			}
+			c.Policy = hoppertype.MergePolicy(policy)
+			candidates = append(candidates, c)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, group := range store.CompactGroups(p, candidates) {
+			g, err := compactGroup(ctx, tx, p, group, now)
+			if err != nil {
+				return err
+			}
+			out.Groups = append(out.Groups, g)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("compact kind %q: %w", p.Kind, err)
+	}
+	return out, nil
+}
+
+// compactGroup replaces one group's jobs (oldest first) by a new job, or says why not.
+func compactGroup(ctx context.Context, tx *sql.Tx, p *store.CompactParams, group []*store.CompactCandidate, now int64) (*store.CompactedGroup, error) {
+	g := &store.CompactedGroup{GroupKey: group[0].GroupKey}
+	for _, c := range group {
+		g.Replaced = append(g.Replaced, c.ID)
+	}
+	args, policy, err := store.CompactArgs(p.Policy, group, p.MaxArgsBytes)
+	if err != nil {
+		g.Refused = err
+		return g, nil
+	}
+	g.NewJobID = p.NewID()
+	if _, err := tx.ExecContext(ctx, compactInsertSQL, g.NewJobID, group[0].ID, args, nullString(string(policy)),
+		now, string(p.Actor), store.CompactReason(p.Policy, len(group))); err != nil {
+		return nil, fmt.Errorf("insert the job replacing group %q: %w", g.GroupKey, err)
+	}
+	for chunk := range slices.Chunk(g.Replaced, compactChunk) {
+		if err := replaceChunk(ctx, tx, p, g.NewJobID, chunk, now); err != nil {
+			return nil, fmt.Errorf("replace the jobs of group %q: %w", g.GroupKey, err)
+		}
+	}
+	return g, nil
+}
+
+// compactChunk bounds the jobs one statement replaces: each is a bound parameter, and SQLite
+// takes at most 32,766 of them.
+const compactChunk = 1000
+
+// replaceChunk cancels the replaced jobs ids, records their lineage and moves their
+// idempotency keys to the new job.
+func replaceChunk(ctx context.Context, tx *sql.Tx, p *store.CompactParams, newID string, ids []string, now int64) error {
+	marks := strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",")
+	args := make([]any, len(ids))
+	lineage := make([]string, len(ids))
+	for i, id := range ids {
+		args[i] = id
+		lineage[i] = fmt.Sprintf("(?%d, ?3, ?1, ?2)", i+4)
+	}
+	cancelArgs := append([]any{now, string(p.Actor), store.CompactedReason(newID), p.Retention.Microseconds()}, args...)
+	res, err := tx.ExecContext(ctx, fmt.Sprintf(compactCancelSQL, marks), cancelArgs...)
+	if err != nil {
+		return fmt.Errorf("cancel: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != int64(len(ids)) {
+		return fmt.Errorf("cancel: %d of %d changed (%v)", n, len(ids), err)
+	}
+	lineageArgs := append([]any{string(p.Actor), now, newID}, args...)
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf(compactLineageSQL, strings.Join(lineage, ", ")), lineageArgs...); err != nil {
+		return fmt.Errorf("record the lineage: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE idempotency_keys SET job_id = ?1 WHERE job_id IN (`+marks+`)`,
+		append([]any{newID}, args...)...); err != nil {
+		return fmt.Errorf("move the idempotency keys: %w", err)
+	}
+	return nil
+}
+
+// JobCompactedFrom returns the ids of the jobs that job id replaced, oldest first.
+func (s *Store) JobCompactedFrom(ctx context.Context, id string) ([]string, error) {
+	rows, err := s.reader.QueryContext(ctx, `SELECT replaced_job_id FROM job_compactions
+		WHERE new_job_id = ?1 ORDER BY replaced_job_id`, id)
+	if err != nil {
+		return nil, wrap(err, "jobs compacted into %s", id)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var r string
+		if err := rows.Scan(&r); err != nil {
+			return nil, wrap(err, "jobs compacted into %s", id)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrap(err, "jobs compacted into %s", id)
+	}
+	return out, nil
+}
+
+// JobCompactedInto returns the job that replaced job id, or "" when none did.
+func (s *Store) JobCompactedInto(ctx context.Context, id string) (string, error) {
+	var into string
+	err := s.reader.QueryRowContext(ctx, `SELECT new_job_id FROM job_compactions WHERE replaced_job_id = ?1`, id).Scan(&into)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", wrap(err, "job compacted from %s", id)
+	}
+	return into, nil
+}
