@@ -133,7 +133,7 @@ func (c *Client) InputLimits() InputLimits {
 		MaxArgsBytes: c.cfg.MaxArgsBytes, MaxHeaderBytes: maxHeaderBytes,
 		MaxPriority: maxPriority, MaxAttempts: maxAttemptsCap, MaxRescues: maxRescuesCap, MaxCap: maxCap,
 		MaxFilterCodes: maxFilterCodes,
-		MaxRunAtPast: MaxRunAtPast, MaxRunAtFuture: MaxRunAtFuture, MaxTimeout: maxTimeout,
+		MaxRunAtPast:   MaxRunAtPast, MaxRunAtFuture: MaxRunAtFuture, MaxTimeout: maxTimeout,
 		MaxRetention: maxRetention, MaxResultTTL: maxResultTTL,
 		MaxActivateJobs: workerapi.MaxActivateJobs, MaxActivateWait: workerapi.MaxActivateWait,
 		MaxActivateQueues: workerapi.MaxActivateQueues, MaxStreamCredit: workerapi.MaxStreamCredit,
