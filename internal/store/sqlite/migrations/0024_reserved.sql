@@ -1,0 +1,2 @@
+-- Placeholder for the migration another branch adds as 0024; replaced by it at merge.
+SELECT 1;
