@@ -189,6 +189,9 @@ func checkInsert(p *store.InsertParams, o InsertOpts, now time.Time) error {
 	if err := checkLimited("group_key", p.GroupKey, maxKeyLen); err != nil {
 		return err
 	}
+	if err := field.FairnessKey("fairness_key", p.FairnessKey); err != nil {
+		return err
+	}
 	if err := checkMerge(p.MergeKey, p.Merge); err != nil {
 		return err
 	}

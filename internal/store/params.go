@@ -31,6 +31,9 @@ type InsertParams struct {
 	IdempotencyTTL time.Duration
 
 	GroupKey string
+	// FairnessKey, when set, is the tenant the job is claimed for: claims share a queue's
+	// slots between the keys that have queued jobs (unkeyed jobs are one more key).
+	FairnessKey string
 	// MergeKey, when set, merges the item into the job of the same kind and key that no
 	// worker has been handed yet, as Merge says (see Merge in merge.go); without such a job
 	// the item makes one.
