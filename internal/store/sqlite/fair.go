@@ -10,7 +10,7 @@ import (
 	"github.com/hopperjobs/hopper/internal/store"
 )
 
-// fairKeyedSQL says whether queue ?1 has fairness keys with queued jobs (the key '' of the
+// fairKeyedSQL says whether queue ?1 has fairness keys with queued jobs (the key ” of the
 // unkeyed jobs does not count): its claims are then fair claims.
 const fairKeyedSQL = `SELECT EXISTS (SELECT 1 FROM fair_keys WHERE queue = ?1 AND fairness_key <> '')`
 
@@ -98,7 +98,7 @@ func claimFair(ctx context.Context, tx *sql.Tx, p *store.ClaimParams, limit int,
 	}
 	for _, q := range []string{
 		fmt.Sprintf(fairCandidateSQL, filter+" AND j.fairness_key IS NULL AND ?6 = ''", "?5"), // the unkeyed jobs
-		fmt.Sprintf(fairCandidateSQL, filter+" AND ?6 = ''", "?5"),                              // the whole queue's head
+		fmt.Sprintf(fairCandidateSQL, filter+" AND ?6 = ''", "?5"),                            // the whole queue's head
 	} {
 		got, err := scan(q, "")
 		if err != nil {
