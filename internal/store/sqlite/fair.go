@@ -10,7 +10,7 @@ import (
 	"github.com/hopperjobs/hopper/internal/store"
 )
 
-// fairKeyedSQL says whether queue ?1 has fairness keys with queued jobs (the key ” of the
+// fairKeyedSQL says whether queue ?1 has fairness keys with queued jobs (the key "" of the
 // unkeyed jobs does not count): its claims are then fair claims.
 const fairKeyedSQL = `SELECT EXISTS (SELECT 1 FROM fair_keys WHERE queue = ?1 AND fairness_key <> '')`
 
