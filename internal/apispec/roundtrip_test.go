@@ -40,7 +40,7 @@ func TestJobSpecRoundTrip(t *testing.T) {
 		Timeout: time.Hour, RetryPolicy: &hopper.RetryPolicy{Base: time.Second, Multiplier: 1.5, Cap: time.Minute, Jitter: -1,
 			RetryBusinessErrors: true},
 		Headers: map[string]string{"h": "v"}, IdempotencyKey: "i", IdempotencyRetention: 48 * time.Hour,
-		GroupKey: "g", MergeKey: "m", Merge: hopper.MergeAppend}
+		GroupKey: "g", MergeKey: "m", Merge: hopper.MergeAppend, FairnessKey: "f"}
 	requireAllSet(t, *opts, "ResultTTL")
 	spec, err := JobSpec("k", json.RawMessage(`{"a":1}`), opts)
 	require.NoError(t, err)

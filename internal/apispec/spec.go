@@ -31,6 +31,7 @@ func JobSpec(kind string, args json.RawMessage, o *hopper.InsertOpts) (*hopperv1
 	spec.Timeout, spec.RetryPolicy, spec.Headers = apiview.Duration(o.Timeout), apiview.RetryPolicy(o.RetryPolicy), o.Headers
 	spec.IdempotencyKey, spec.IdempotencyRetention = o.IdempotencyKey, apiview.Duration(o.IdempotencyRetention)
 	spec.GroupKey, spec.MergeKey, spec.Merge = o.GroupKey, o.MergeKey, string(o.Merge)
+	spec.FairnessKey = o.FairnessKey
 	return spec, nil
 }
 
@@ -52,7 +53,7 @@ func FromJobSpec(spec *hopperv1.JobSpec) (hopper.EnqueueParams, error) {
 		Timeout: apiview.FromDuration(spec.GetTimeout()), RetryPolicy: apiview.FromRetryPolicy(spec.GetRetryPolicy()),
 		Headers: spec.GetHeaders(), IdempotencyKey: spec.GetIdempotencyKey(),
 		IdempotencyRetention: apiview.FromDuration(spec.GetIdempotencyRetention()), GroupKey: spec.GetGroupKey(),
-		MergeKey: spec.GetMergeKey(), Merge: hopper.MergePolicy(spec.GetMerge()),
+		MergeKey: spec.GetMergeKey(), Merge: hopper.MergePolicy(spec.GetMerge()), FairnessKey: spec.GetFairnessKey(),
 	}
 	return hopper.EnqueueParams{Args: hopper.RawArgs{KindName: spec.GetKind(), JSON: json.RawMessage(args)}, Opts: opts}, nil
 }

@@ -836,6 +836,8 @@ type Job struct {
 	// last_error_code is the business error code the last attempt failed with, if any
 	// (FailRequest.error_code).
 	LastErrorCode string `protobuf:"bytes,37,opt,name=last_error_code,json=lastErrorCode,proto3" json:"last_error_code,omitempty"`
+	// fairness_key is the tenant the job is claimed for (JobSpec.fairness_key); empty for none.
+	FairnessKey   string `protobuf:"bytes,38,opt,name=fairness_key,json=fairnessKey,proto3" json:"fairness_key,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1129,6 +1131,13 @@ func (x *Job) GetLastErrorCode() string {
 	return ""
 }
 
+func (x *Job) GetFairnessKey() string {
+	if x != nil {
+		return x.FairnessKey
+	}
+	return ""
+}
+
 // JobSpec describes a job to enqueue. Only kind is required.
 type JobSpec struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1158,7 +1167,12 @@ type JobSpec struct {
 	// merge is the merge policy: "keep" (the default with a merge_key: the waiting job stays as
 	// it is), "replace" (it takes these args) or "append" (its args are a JSON array of every
 	// merged enqueue's args, oldest first).
-	Merge         string `protobuf:"bytes,16,opt,name=merge,proto3" json:"merge,omitempty"`
+	Merge string `protobuf:"bytes,16,opt,name=merge,proto3" json:"merge,omitempty"`
+	// fairness_key names the tenant the job is run for (a customer id, say): when several keys
+	// have jobs due in one queue, claims share its slots between them, round robin, instead of
+	// taking the oldest jobs first; jobs without a key are one more key. Priority still comes
+	// first. At most 128 bytes, no control characters.
+	FairnessKey   string `protobuf:"bytes,17,opt,name=fairness_key,json=fairnessKey,proto3" json:"fairness_key,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1301,6 +1315,13 @@ func (x *JobSpec) GetMergeKey() string {
 func (x *JobSpec) GetMerge() string {
 	if x != nil {
 		return x.Merge
+	}
+	return ""
+}
+
+func (x *JobSpec) GetFairnessKey() string {
+	if x != nil {
+		return x.FairnessKey
 	}
 	return ""
 }
@@ -7753,7 +7774,7 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x19ScheduleServiceRunRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\">\n" +
 	"\x1aScheduleServiceRunResponse\x12 \n" +
-	"\x03job\x18\x01 \x01(\v2\x0e.hopper.v1.JobR\x03job\"\xf1\v\n" +
+	"\x03job\x18\x01 \x01(\v2\x0e.hopper.v1.JobR\x03job\"\x94\f\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x14\n" +
@@ -7806,10 +7827,11 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\vreplayed_by\x18# \x01(\tR\n" +
 	"replayedBy\x12\x1b\n" +
 	"\tmerge_key\x18$ \x01(\tR\bmergeKey\x12&\n" +
-	"\x0flast_error_code\x18% \x01(\tR\rlastErrorCode\x1a:\n" +
+	"\x0flast_error_code\x18% \x01(\tR\rlastErrorCode\x12!\n" +
+	"\ffairness_key\x18& \x01(\tR\vfairnessKey\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc1\x05\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xe4\x05\n" +
 	"\aJobSpec\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x18\n" +
 	"\x04args\x18\x02 \x01(\tB\x04\x88\xe7\x18\x01R\x04args\x12\x14\n" +
@@ -7828,7 +7850,8 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\vmax_rescues\x18\x0e \x01(\x05R\n" +
 	"maxRescues\x12\x1b\n" +
 	"\tmerge_key\x18\x0f \x01(\tR\bmergeKey\x12\x14\n" +
-	"\x05merge\x18\x10 \x01(\tR\x05merge\x1a:\n" +
+	"\x05merge\x18\x10 \x01(\tR\x05merge\x12!\n" +
+	"\ffairness_key\x18\x11 \x01(\tR\vfairnessKey\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd5\x01\n" +
