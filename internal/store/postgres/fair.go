@@ -28,11 +28,14 @@ UNION ALL SELECT NULL, 0, k, NULL, served FROM keys
 UNION ALL SELECT NULL, 0, '', NULL, served FROM {schema}.fair_keys WHERE queue = $2 AND fairness_key = ''
 UNION ALL SELECT NULL, 0, NULL, NULL, coalesce(max(served), 0) FROM {schema}.fair_keys WHERE queue = $2`
 
-// fairClaimSQL claims the chosen jobs $6 that are still queued and not locked by another claim
-// (which may have taken them since they were read). Parameters as claimUncappedSQL's.
-const fairClaimSQL = `WITH picked AS MATERIALIZED (SELECT j.id FROM {schema}.jobs j
-	WHERE j.id = ANY($6::text[]) AND j.state = 'queued' AND j.queue = $2
-	ORDER BY j.id LIMIT $3 FOR UPDATE OF j SKIP LOCKED)` + claimUpdate
+// fairClaimSQL claims the first $3 of the jobs $6, in that order, that are still queued and not
+// locked by another claim. Claims that run at once read the same jobs and choose alike: each
+// takes the next ones in the fair order that the others did not take, instead of coming back
+// short. Parameters as claimUncappedSQL's.
+const fairClaimSQL = `WITH picked AS MATERIALIZED (SELECT j.id FROM unnest($6::text[]) WITH ORDINALITY AS c(id, n)
+	JOIN {schema}.jobs j ON j.id = c.id
+	WHERE j.state = 'queued' AND j.queue = $2
+	ORDER BY c.n LIMIT $3 FOR UPDATE OF j SKIP LOCKED)` + claimUpdate
 
 // The fair claim's writes to the queue's keys: the keys it served, with when ($1 queue, $2
 // keys in name order, so that claims lock them in one order, $3 their served); a key none of
@@ -90,7 +93,7 @@ func (s *Store) claimFair(ctx context.Context, tx pgx.Tx, p *store.ClaimParams, 
 		return nil, out, err
 	}
 
-	picked := store.FairPick(cands, served, limit, kindLeft)
+	picked := store.FairPick(cands, served, len(cands), kindLeft) // all, in order: the claim takes the first limit it can
 	var jobs []*hoppertype.JobRow
 	if len(picked) > 0 {
 		ids := make([]string, len(picked))
