@@ -87,6 +87,10 @@ func TestEveryClientMethodRefusesBadText(t *testing.T) {
 			return err
 		}},
 		{"list queues", "queues[0]", func(bad string) error { _, err := b.client.List(ctx, &ListParams{Queues: []string{bad}}); return err }},
+		{"list fairness keys", "fairness_keys", func(bad string) error {
+			_, err := b.client.List(ctx, &ListParams{FairnessKeys: []string{bad}})
+			return err
+		}},
 		{"list cursor", "cursor", func(bad string) error { _, err := b.client.List(ctx, &ListParams{Cursor: bad}); return err }},
 		{"dead letters kinds", "kinds[0]", func(bad string) error {
 			_, err := b.client.DeadLetters(ctx, &DeadLetterParams{DeadLetterFilter: DeadLetterFilter{Kinds: []string{bad}}})

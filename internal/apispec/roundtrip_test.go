@@ -88,7 +88,7 @@ func TestListRequestRoundTrip(t *testing.T) {
 	t.Parallel()
 	p := &hopper.ListParams{States: []hopper.JobState{hopper.StateFailed, hopper.StateQueued}, Queues: []string{"q"},
 		Kinds: []string{"k"}, CreatedAfter: at, CreatedBefore: later, Cursor: "c", Limit: 10, Ascending: true,
-		ErrorCodes: []string{"card_declined"}}
+		ErrorCodes: []string{"card_declined"}, FairnessKeys: []string{"tenant-1"}}
 	requireAllSet(t, *p, "ArgsContains")
 	req, err := ListRequest(p)
 	require.NoError(t, err)

@@ -70,7 +70,7 @@ func ListRequest(p *hopper.ListParams) (*hopperv1.ListRequest, error) {
 	}
 	req := &hopperv1.ListRequest{Queues: p.Queues, Kinds: p.Kinds, Cursor: p.Cursor, Limit: apiview.Int32(p.Limit),
 		Ascending: p.Ascending, CreatedAfter: apiview.Time(p.CreatedAfter), CreatedBefore: apiview.Time(p.CreatedBefore),
-		ErrorCodes: p.ErrorCodes}
+		ErrorCodes: p.ErrorCodes, FairnessKeys: p.FairnessKeys}
 	for _, s := range p.States {
 		req.States = append(req.States, string(s))
 	}
@@ -82,7 +82,7 @@ func FromListRequest(req *hopperv1.ListRequest) *hopper.ListParams {
 	p := &hopper.ListParams{Queues: req.GetQueues(), Kinds: req.GetKinds(), Cursor: req.GetCursor(),
 		Limit: int(req.GetLimit()), Ascending: req.GetAscending(),
 		CreatedAfter: apiview.FromTime(req.GetCreatedAfter()), CreatedBefore: apiview.FromTime(req.GetCreatedBefore()),
-		ErrorCodes: req.GetErrorCodes()}
+		ErrorCodes: req.GetErrorCodes(), FairnessKeys: req.GetFairnessKeys()}
 	for _, st := range req.GetStates() {
 		p.States = append(p.States, hopper.JobState(st))
 	}

@@ -73,6 +73,9 @@ type ListParams struct {
 	// ErrorCodes keeps the jobs whose last attempt ended with one of these business error
 	// codes (JobRow.LastErrorCode); empty doesn't filter.
 	ErrorCodes []string
+	// FairnessKeys keeps the jobs of these fairness keys; empty doesn't filter. No index
+	// serves it: the list scans until its page is full.
+	FairnessKeys []string
 	// ExcludeReplayed leaves out the jobs a replay names as its source: the dead letters that
 	// have been dealt with (DeadLetterStore).
 	ExcludeReplayed bool

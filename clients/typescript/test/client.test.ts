@@ -50,6 +50,9 @@ describe("Client", () => {
       await rejects(c.get("01a20000-0000-7000-8000-000000000000"), Code.NotFound);
       const invalid = await rejects(c.enqueue("x", {}, { queue: "no spaces" }), Code.InvalidArgument);
       assert.equal(invalid.field, "queue");
+      const keyed = await c.list({ queues: [queue], fairnessKeys: ["tenant-1"] });
+      assert.deepEqual(keyed.jobs.map((j) => j.id), [job.id]);
+      assert.equal((await c.list({ queues: [queue], fairnessKeys: ["tenant-2"] })).jobs.length, 0);
       const badKey = await rejects(c.enqueue("x", {}, { queue, fairnessKey: "k".repeat(129) }), Code.InvalidArgument);
       assert.equal(badKey.field, "fairness_key");
       assert.ok(invalid.requestId, "an error carries the request id");

@@ -1707,7 +1707,9 @@ type ListRequest struct {
 	CreatedBefore *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=created_before,json=createdBefore,proto3" json:"created_before,omitempty"`
 	// error_codes keeps the jobs whose last attempt failed with one of these business error
 	// codes (Job.last_error_code).
-	ErrorCodes    []string `protobuf:"bytes,9,rep,name=error_codes,json=errorCodes,proto3" json:"error_codes,omitempty"`
+	ErrorCodes []string `protobuf:"bytes,9,rep,name=error_codes,json=errorCodes,proto3" json:"error_codes,omitempty"`
+	// fairness_keys keeps the jobs of these fairness keys (Job.fairness_key).
+	FairnessKeys  []string `protobuf:"bytes,10,rep,name=fairness_keys,json=fairnessKeys,proto3" json:"fairness_keys,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1801,6 +1803,13 @@ func (x *ListRequest) GetCreatedBefore() *timestamppb.Timestamp {
 func (x *ListRequest) GetErrorCodes() []string {
 	if x != nil {
 		return x.ErrorCodes
+	}
+	return nil
+}
+
+func (x *ListRequest) GetFairnessKeys() []string {
+	if x != nil {
+		return x.FairnessKeys
 	}
 	return nil
 }
@@ -7877,7 +7886,7 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"GetRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"/\n" +
 	"\vGetResponse\x12 \n" +
-	"\x03job\x18\x01 \x01(\v2\x0e.hopper.v1.JobR\x03job\"\xc4\x02\n" +
+	"\x03job\x18\x01 \x01(\v2\x0e.hopper.v1.JobR\x03job\"\xe9\x02\n" +
 	"\vListRequest\x12\x16\n" +
 	"\x06states\x18\x01 \x03(\tR\x06states\x12\x16\n" +
 	"\x06queues\x18\x02 \x03(\tR\x06queues\x12\x14\n" +
@@ -7888,7 +7897,9 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\rcreated_after\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\fcreatedAfter\x12A\n" +
 	"\x0ecreated_before\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\rcreatedBefore\x12\x1f\n" +
 	"\verror_codes\x18\t \x03(\tR\n" +
-	"errorCodes\"S\n" +
+	"errorCodes\x12#\n" +
+	"\rfairness_keys\x18\n" +
+	" \x03(\tR\ffairnessKeys\"S\n" +
 	"\fListResponse\x12\"\n" +
 	"\x04jobs\x18\x01 \x03(\v2\x0e.hopper.v1.JobR\x04jobs\x12\x1f\n" +
 	"\vnext_cursor\x18\x02 \x01(\tR\n" +
