@@ -105,19 +105,27 @@ func FairPick(cands []FairCandidate, served map[string]int64, limit int, kindLef
 	return out
 }
 
-// FairServed is the keys a fair claim served, in the order it served them last, each with the
-// value of served it gets: after from (the queue's largest so far), so that the keys it served
-// become the most recently served, the one whose last job came last the most.
-func FairServed(picked []FairCandidate, from int64) ([]string, []int64) {
+// FairServed is the keys a fair claim served, in the order it served them last, then the keys
+// it read none of whose jobs it could take (idle: their jobs wait for their groups, say), each
+// with the value of served it gets: after from (the queue's largest so far), so that the keys
+// it served become the most recently served, the one whose last job came last the most, and
+// the idle keys go behind them. So keys that have jobs but none claimable do not hold the
+// places of the next claim's reads: it reads the keys after them.
+func FairServed(picked []FairCandidate, idle []string, from int64) ([]string, []int64) {
 	last := map[string]int{}
 	for i, c := range picked {
 		last[c.Key] = i
 	}
-	keys := make([]string, 0, len(last))
+	keys := make([]string, 0, len(last)+len(idle))
 	for k := range last {
 		keys = append(keys, k)
 	}
 	sort.Slice(keys, func(i, k int) bool { return last[keys[i]] < last[keys[k]] })
+	for _, k := range idle {
+		if _, served := last[k]; !served {
+			keys = append(keys, k)
+		}
+	}
 	values := make([]int64, len(keys))
 	for i := range keys {
 		values[i] = from + int64(i) + 1

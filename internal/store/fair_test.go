@@ -29,7 +29,7 @@ func TestFairPickDuplicatesAndKindCaps(t *testing.T) {
 
 // The keys a claim served become the most recently served, in the order it served them last.
 func TestFairServed(t *testing.T) {
-	keys, values := FairServed([]FairCandidate{{ID: "1", Key: "a"}, {ID: "2", Key: "b"}, {ID: "3", Key: "a"}}, 7)
-	require.Equal(t, []string{"b", "a"}, keys)
-	require.Equal(t, []int64{8, 9}, values)
+	keys, values := FairServed([]FairCandidate{{ID: "1", Key: "a"}, {ID: "2", Key: "b"}, {ID: "3", Key: "a"}}, []string{"c"}, 7)
+	require.Equal(t, []string{"b", "a", "c"}, keys, "then the keys it read none of whose jobs it took")
+	require.Equal(t, []int64{8, 9, 10}, values)
 }

@@ -119,7 +119,20 @@ func (s *Store) claimFair(ctx context.Context, tx pgx.Tx, p *store.ClaimParams, 
 			took = append(took, c)
 		}
 	}
-	servedKeys, values := store.FairServed(took, last)
+	read, seen := map[string]int{}, map[string]bool{}
+	for _, c := range cands {
+		if !seen[c.ID] {
+			seen[c.ID] = true
+			read[c.Key]++
+		}
+	}
+	var idle []string
+	for _, k := range keys {
+		if read[k] == 0 {
+			idle = append(idle, k)
+		}
+	}
+	servedKeys, values := store.FairServed(took, idle, last)
 	if len(servedKeys) > 0 {
 		byName := make([]int, len(servedKeys))
 		for i := range byName {
@@ -132,13 +145,6 @@ func (s *Store) claimFair(ctx context.Context, tx pgx.Tx, p *store.ClaimParams, 
 		}
 		if _, err := tx.Exec(ctx, s.sql(fairServeSQL), p.Queue, names, vals); err != nil {
 			return nil, out, err
-		}
-	}
-	read, seen := map[string]int{}, map[string]bool{}
-	for _, c := range cands {
-		if !seen[c.ID] {
-			seen[c.ID] = true
-			read[c.Key]++
 		}
 	}
 	for _, c := range took {

@@ -129,7 +129,13 @@ func claimFair(ctx context.Context, tx *sql.Tx, p *store.ClaimParams, limit int,
 	if err := tx.QueryRowContext(ctx, fairLastServedSQL, p.Queue).Scan(&last); err != nil {
 		return nil, err
 	}
-	servedKeys, values := store.FairServed(picked, last)
+	var idle []string
+	for _, k := range keys {
+		if read[k] == 0 {
+			idle = append(idle, k)
+		}
+	}
+	servedKeys, values := store.FairServed(picked, idle, last)
 	for i, k := range servedKeys {
 		if _, err := tx.ExecContext(ctx, fairServeSQL, p.Queue, k, values[i]); err != nil {
 			return nil, err

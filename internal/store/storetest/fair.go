@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/hopperjobs/hopper/hoppertype"
@@ -17,6 +18,7 @@ func testFair(t *testing.T, opener Opener) {
 	parallel(t, opener, "GroupsStillOneAtATime", fairGroupsStillOneAtATime)
 	parallel(t, opener, "KeyBackInTheQueue", fairKeyBackInTheQueue)
 	parallel(t, opener, "Kinds", fairKinds)
+	parallel(t, opener, "IdleKeysGoToTheBack", fairIdleKeysGoToTheBack)
 }
 
 // flood inserts n jobs of key in one batch, oldest first.
@@ -143,4 +145,22 @@ func fairKinds(t *testing.T, b *bundle) {
 		WorkerID: workerA, LeaseDuration: defaultLease})
 	require.Len(t, got, 2)
 	require.Contains(t, ids(got), mail.ID)
+}
+
+// Keys whose jobs wait (their groups are busy) do not hold a claim's reads: the next claim
+// reads the keys behind them. A claim of one reads 17 keys; here the 17 blocked ones would
+// fill every claim's reads, and the free key's job, behind a flood, would wait for the flood.
+func fairIdleKeysGoToTheBack(t *testing.T, b *bundle) {
+	b.flood(t, "aaa", 20)
+	for i := range store.FairKeysPerClaim(1) {
+		group := fmt.Sprintf("group-%02d", i)
+		b.running(t, withGroup(group))
+		b.insert(t, withFairness(fmt.Sprintf("blocked-%02d", i)), withGroup(group))
+	}
+	free := b.insert(t, withFairness("zzz"))
+	var got []string
+	for range 3 {
+		got = append(got, b.claimOne(t, defaultQueue).ID)
+	}
+	require.Contains(t, got, free.ID)
 }
