@@ -227,7 +227,8 @@ func (s *Store) claimCapped(ctx context.Context, p *store.ClaimParams, kinds []s
 	if err := tx.Commit(ctx); err != nil {
 		return nil, hold, err
 	}
-	return jobs, hold, s.dropFairKeys(ctx, p.Queue, served.drop)
+	s.dropFairKeys(ctx, p.Queue, served.drop)
+	return jobs, hold, nil
 }
 
 // claimCappedJobs claims up to limit jobs in tx within the capped kinds' free slots (kindLeft),

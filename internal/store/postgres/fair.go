@@ -159,12 +159,13 @@ func (s *Store) claimFair(ctx context.Context, tx pgx.Tx, p *store.ClaimParams, 
 }
 
 // dropFairKeys removes from queue's keys those of drop none of whose jobs is queued, one
-// statement each (each locks one key).
-func (s *Store) dropFairKeys(ctx context.Context, queue string, drop []string) error {
+// statement each (each locks one key). It runs after the claim committed: a failure must not
+// fail the claim, whose jobs are the caller's now. A key it leaves behind costs the next
+// claims a read, and the next claim that reads it tries again.
+func (s *Store) dropFairKeys(ctx context.Context, queue string, drop []string) {
 	for _, k := range drop {
 		if _, err := s.pool.Exec(ctx, s.sql(fairDropSQL), queue, k); err != nil {
-			return err
+			return
 		}
 	}
-	return nil
 }
