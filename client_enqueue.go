@@ -47,6 +47,12 @@ type InsertOpts struct {
 	IdempotencyRetention time.Duration
 	// GroupKey: jobs sharing it run one at a time, oldest first.
 	GroupKey string
+	// FairnessKey names the tenant the job is run for (a customer id, say): when several keys
+	// have jobs due in one queue, claims share the queue's slots between them, round robin,
+	// instead of taking the oldest jobs first, so that one key's flood does not delay another
+	// key's jobs. Jobs without a key are one more key. Priority still comes first. At most 128
+	// bytes, no control characters. See docs/flow-control.md.
+	FairnessKey string
 	// MergeKey merges this enqueue into the job of the same kind with the same key that no
 	// worker has been handed yet (queued or scheduled, never claimed), as Merge says, instead of
 	// adding a job; InsertResult.Merged says so and Job is that job. Once that job has been
@@ -205,7 +211,7 @@ func (c *Client) insertParams(ctx context.Context, args JobArgs, opts *InsertOpt
 		ID: uuid.Must(uuid.NewV7()).String(), Kind: args.Kind(), Queue: o.Queue, Priority: o.Priority,
 		Args: raw, Headers: o.Headers, MaxAttempts: o.MaxAttempts, MaxRescues: o.MaxRescues, Timeout: o.Timeout,
 		RetryPolicy: o.RetryPolicy, IdempotencyKey: o.IdempotencyKey, IdempotencyTTL: o.IdempotencyRetention,
-		GroupKey: o.GroupKey, MergeKey: o.MergeKey, Merge: o.Merge, MaxArgsBytes: c.cfg.MaxArgsBytes,
+		GroupKey: o.GroupKey, FairnessKey: o.FairnessKey, MergeKey: o.MergeKey, Merge: o.Merge, MaxArgsBytes: c.cfg.MaxArgsBytes,
 		ResultTTL: o.ResultTTL, Actor: hoppertype.ActorAPI, Reason: "enqueue",
 	}
 	if p.Queue == "" {
@@ -251,6 +257,7 @@ func InsertOptsFor(args JobArgs, opts *InsertOpts) InsertOpts {
 	set(&o.Queue, opts.Queue)
 	set(&o.IdempotencyKey, opts.IdempotencyKey)
 	set(&o.GroupKey, opts.GroupKey)
+	set(&o.FairnessKey, opts.FairnessKey)
 	set(&o.MergeKey, opts.MergeKey)
 	if opts.Merge != "" {
 		o.Merge = opts.Merge

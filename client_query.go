@@ -22,6 +22,9 @@ type ListParams struct {
 	// ErrorCodes keeps the jobs whose last attempt ended with one of these business error
 	// codes (JobRow.LastErrorCode; see BusinessError).
 	ErrorCodes []string
+	// FairnessKeys keeps the jobs of these fairness keys (JobRow.FairnessKey; at most 100).
+	// No index serves it: on a large store a rare key takes a scan.
+	FairnessKeys []string
 	// Cursor continues from a previous page's NextCursor.
 	Cursor string
 	// Limit is the page size (default 100, at most 10,000).
@@ -68,10 +71,13 @@ func (c *Client) List(ctx context.Context, p *ListParams) (*ListResult, error) {
 	if err := checkErrorCodes(p.ErrorCodes); err != nil {
 		return nil, err
 	}
+	if err := checkFairnessKeys(p.FairnessKeys); err != nil {
+		return nil, err
+	}
 	res, err := c.store.JobList(ctx, &store.ListParams{
 		States: p.States, Queues: p.Queues, Kinds: p.Kinds, CreatedAfter: p.CreatedAfter,
 		CreatedBefore: p.CreatedBefore, ArgsContains: p.ArgsContains, Cursor: p.Cursor, Limit: p.Limit,
-		Ascending: p.Ascending, ErrorCodes: p.ErrorCodes,
+		Ascending: p.Ascending, ErrorCodes: p.ErrorCodes, FairnessKeys: p.FairnessKeys,
 	})
 	if errors.Is(err, store.ErrInvalidCursor) {
 		return nil, invalid("cursor", "%q is not a cursor a List call returned", p.Cursor)

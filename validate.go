@@ -154,6 +154,22 @@ func checkErrorCodes(codes []string) error {
 	return nil
 }
 
+// checkFairnessKeys checks the fairness keys a listing filters by (field.FairnessKey, not empty).
+func checkFairnessKeys(keys []string) error {
+	if len(keys) > maxFilterCodes {
+		return invalid("fairness_keys", "%d keys, more than %d", len(keys), maxFilterCodes)
+	}
+	for _, k := range keys {
+		if k == "" {
+			return invalid("fairness_keys", "an empty key")
+		}
+		if err := field.FairnessKey("fairness_keys", k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // checkMaxRunning checks a fleet-wide cap: 0 (none) up to maxCap.
 func checkMaxRunning(n int) error {
 	if n < 0 || n > maxCap {
@@ -207,6 +223,9 @@ func checkInsert(p *store.InsertParams, o InsertOpts, now time.Time) error {
 		return err
 	}
 	if err := checkLimited("group_key", p.GroupKey, maxKeyLen); err != nil {
+		return err
+	}
+	if err := field.FairnessKey("fairness_key", p.FairnessKey); err != nil {
 		return err
 	}
 	if err := checkMerge(p.MergeKey, p.Merge); err != nil {

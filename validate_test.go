@@ -42,6 +42,9 @@ func TestEveryClientMethodRefusesBadText(t *testing.T) {
 			return enqueue(sendEmail{}, &InsertOpts{IdempotencyKey: bad})()
 		}},
 		{"enqueue group key", "group_key", func(bad string) error { return enqueue(sendEmail{}, &InsertOpts{GroupKey: bad})() }},
+		{"enqueue fairness key", "fairness_key", func(bad string) error {
+			return enqueue(sendEmail{}, &InsertOpts{FairnessKey: bad})()
+		}},
 		{"enqueue merge key", "merge_key", func(bad string) error { return enqueue(sendEmail{}, &InsertOpts{MergeKey: bad})() }},
 		{"enqueue header name", "headers", func(bad string) error {
 			return enqueue(sendEmail{}, &InsertOpts{Headers: map[string]string{bad: "v"}})()
@@ -84,6 +87,10 @@ func TestEveryClientMethodRefusesBadText(t *testing.T) {
 			return err
 		}},
 		{"list queues", "queues[0]", func(bad string) error { _, err := b.client.List(ctx, &ListParams{Queues: []string{bad}}); return err }},
+		{"list fairness keys", "fairness_keys", func(bad string) error {
+			_, err := b.client.List(ctx, &ListParams{FairnessKeys: []string{bad}})
+			return err
+		}},
 		{"list cursor", "cursor", func(bad string) error { _, err := b.client.List(ctx, &ListParams{Cursor: bad}); return err }},
 		{"dead letters kinds", "kinds[0]", func(bad string) error {
 			_, err := b.client.DeadLetters(ctx, &DeadLetterParams{DeadLetterFilter: DeadLetterFilter{Kinds: []string{bad}}})
@@ -216,6 +223,19 @@ func TestTextLimits(t *testing.T) {
 	_, err = b.client.Get(t.Context(), strings.Repeat("x", maxIDLen+1))
 	require.ErrorAs(t, err, &ve)
 	require.Equal(t, "id", ve.Field)
+
+	// A fairness key: 1–128 bytes of text without control characters.
+	tenant := strings.Repeat("é", 64) // 128 bytes, the limit
+	res2, err := b.client.Enqueue(t.Context(), sendEmail{}, &InsertOpts{FairnessKey: tenant})
+	require.NoError(t, err)
+	got, err = b.client.Get(t.Context(), res2.Job.ID)
+	require.NoError(t, err)
+	require.Equal(t, tenant, got.FairnessKey)
+	for _, bad := range []string{tenant + "x", "tenant\t1"} {
+		_, err = b.client.Enqueue(t.Context(), sendEmail{}, &InsertOpts{FairnessKey: bad})
+		require.ErrorAs(t, err, &ve, "%q", bad)
+		require.Equal(t, "fairness_key", ve.Field)
+	}
 
 	// What a remote worker reports about an attempt: the limits remote workers cut their text to.
 	for field, call := range map[string]func(text string) error{

@@ -135,7 +135,7 @@ func TestEnqueueGetList(t *testing.T) {
 	at := time.Now().Add(time.Hour).Truncate(time.Millisecond).UTC()
 	res, err := b.client.Enqueue(ctx, Email{To: "a@example.com"}, &hopper.InsertOpts{Queue: "mail", Priority: 3,
 		RunAt: at, MaxAttempts: 7, MaxRescues: 2, Timeout: time.Minute, Headers: map[string]string{"tenant": "t1"},
-		IdempotencyKey: "welcome-a", GroupKey: "a", RetryPolicy: &hopper.RetryPolicy{Base: time.Second}})
+		IdempotencyKey: "welcome-a", GroupKey: "a", FairnessKey: "tenant-1", RetryPolicy: &hopper.RetryPolicy{Base: time.Second}})
 	require.NoError(t, err)
 	require.False(t, res.Existing)
 	job := res.Job
@@ -151,6 +151,7 @@ func TestEnqueueGetList(t *testing.T) {
 	require.Equal(t, "t1", job.Headers["tenant"])
 	require.Equal(t, "welcome-a", job.IdempotencyKey)
 	require.Equal(t, "a", job.GroupKey)
+	require.Equal(t, "tenant-1", job.FairnessKey)
 
 	// The same idempotency key and payload return the job enqueued before.
 	again, err := b.client.Enqueue(ctx, Email{To: "a@example.com"}, &hopper.InsertOpts{Queue: "mail", IdempotencyKey: "welcome-a"})

@@ -29,9 +29,13 @@ import (
 // header its policy: keep (the default), replace or append. A request that merges into a
 // waiting job of the kind gets 202 with that job, "merged": true and Merged: true.
 //
-// Errors: 400 for a body that is not JSON in UTF-8, an empty Idempotency-Key, Merge-Key or
-// Merge, an unknown Merge policy or one without a Merge-Key, or a kind or key that is not
-// UTF-8 or holds a NUL byte, 405 for a method other than POST, 413 for a body over
+// A Fairness-Key header becomes the job's fairness key (hopper.InsertOpts.FairnessKey): the
+// queue's claims share their jobs between the keys, round robin.
+//
+// Errors: 400 for a body that is not JSON in UTF-8, an empty Idempotency-Key, Merge-Key,
+// Merge or Fairness-Key, an unknown Merge policy or one without a Merge-Key, a Fairness-Key
+// over 128 bytes or with control characters, or a kind or key that is not UTF-8 or holds a NUL
+// byte, 405 for a method other than POST, 413 for a body over
 // WithMaxBodyBytes or the client's Config.MaxArgsBytes (also the args an append would make), 422 for
 // a reused idempotency key, 431 for headers too large to record (64 KiB), 503 with Retry-After
 // when the store is unavailable (hopper.ErrUnavailable), 500 when it fails otherwise (the
@@ -89,12 +93,17 @@ func (h *asyncHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	fairnessKey, ok := oneHeader(w, r, "Fairness-Key")
+	if !ok {
+		return
+	}
 	kind := h.kind(r)
 	// The caller's trace context (its traceparent header) goes with the job: its attempts
 	// join the caller's trace.
 	res, err := h.client.Enqueue(jobtrace.FromHTTP(r.Context(), r.Header), hopper.RawArgs{KindName: kind, JSON: body}, &hopper.InsertOpts{
 		Queue: h.cfg.queue, Priority: h.cfg.priority, MaxAttempts: h.cfg.maxAttempts,
 		Headers: requestHeaders(r, h.cfg.skip), IdempotencyKey: key, MergeKey: mergeKey, Merge: hopper.MergePolicy(policy),
+		FairnessKey: fairnessKey,
 	})
 	if err != nil {
 		h.enqueueError(w, r, kind, body, err)
@@ -148,7 +157,8 @@ func tooLarge(w http.ResponseWriter, detail string) {
 	writeError(w, http.StatusRequestEntityTooLarge, codeResourceExhausted, "the request body is too large: "+detail)
 }
 
-// oneHeader returns the value of the header name (Idempotency-Key, Merge-Key, Merge), "" without
+// oneHeader returns the value of the header name (Idempotency-Key, Merge-Key, Merge,
+// Fairness-Key), "" without
 // one, or answers 400 for an empty one or several. The IETF draft sends an Idempotency-Key as a
 // quoted string ("abc"), Stripe and others bare (abc): both name the same key, and so for the
 // others.
@@ -172,6 +182,7 @@ func oneHeader(w http.ResponseWriter, r *http.Request, name string) (string, boo
 // caller's error. The others come from the handler's options: a bad one is the program's.
 var requestFields = map[string]bool{
 	"args": true, "headers": true, "idempotency_key": true, "kind": true, "merge_key": true, "merge": true,
+	"fairness_key": true,
 }
 
 func (h *asyncHandler) enqueueError(w http.ResponseWriter, r *http.Request, kind string, body []byte, err error) {

@@ -231,6 +231,29 @@ func TestAsyncMergeKey(t *testing.T) {
 	require.Len(t, list.Jobs, 1)
 }
 
+// A Fairness-Key header becomes the job's fairness key; an empty, repeated or too long one is
+// the caller's error.
+func TestAsyncFairnessKey(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+	_, res := b.post(t, "/v1/async/report", `{"day":1}`, http.Header{"Fairness-Key": {"customer-42"}})
+	job, err := b.client.Get(t.Context(), res.Job.ID)
+	require.NoError(t, err)
+	require.Equal(t, "customer-42", job.FairnessKey)
+
+	for name, header := range map[string]http.Header{
+		"empty":    {"Fairness-Key": {" "}},
+		"two":      {"Fairness-Key": {"a", "b"}},
+		"too long": {"Fairness-Key": {strings.Repeat("k", 129)}},
+	} {
+		r := b.do(t, http.MethodPost, "/v1/async/report", `{"day":2}`, header)
+		r.requireError(t, http.StatusBadRequest, "invalid_argument")
+		if name == "too long" {
+			require.Contains(t, r.body, "fairness_key", name)
+		}
+	}
+}
+
 func TestAsyncMethodNotAllowed(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{})

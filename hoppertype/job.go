@@ -53,11 +53,13 @@ type JobRow struct {
 
 	IdempotencyKey string
 	GroupKey       string
-	MergeKey       string
-	OriginalID     string
-	ReplayCount    int
-	ReplayedBy     string
-	ScheduleID     string
+	// FairnessKey is the tenant the job is claimed for (see InsertOpts.FairnessKey); "" for none.
+	FairnessKey string
+	MergeKey    string
+	OriginalID  string
+	ReplayCount int
+	ReplayedBy  string
+	ScheduleID  string
 
 	CreatedAt  time.Time
 	StartedAt  time.Time

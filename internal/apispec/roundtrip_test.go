@@ -40,7 +40,7 @@ func TestJobSpecRoundTrip(t *testing.T) {
 		Timeout: time.Hour, RetryPolicy: &hopper.RetryPolicy{Base: time.Second, Multiplier: 1.5, Cap: time.Minute, Jitter: -1,
 			RetryBusinessErrors: true},
 		Headers: map[string]string{"h": "v"}, IdempotencyKey: "i", IdempotencyRetention: 48 * time.Hour,
-		GroupKey: "g", MergeKey: "m", Merge: hopper.MergeAppend}
+		GroupKey: "g", MergeKey: "m", Merge: hopper.MergeAppend, FairnessKey: "f"}
 	requireAllSet(t, *opts, "ResultTTL")
 	spec, err := JobSpec("k", json.RawMessage(`{"a":1}`), opts)
 	require.NoError(t, err)
@@ -88,7 +88,7 @@ func TestListRequestRoundTrip(t *testing.T) {
 	t.Parallel()
 	p := &hopper.ListParams{States: []hopper.JobState{hopper.StateFailed, hopper.StateQueued}, Queues: []string{"q"},
 		Kinds: []string{"k"}, CreatedAfter: at, CreatedBefore: later, Cursor: "c", Limit: 10, Ascending: true,
-		ErrorCodes: []string{"card_declined"}}
+		ErrorCodes: []string{"card_declined"}, FairnessKeys: []string{"tenant-1"}}
 	requireAllSet(t, *p, "ArgsContains")
 	req, err := ListRequest(p)
 	require.NoError(t, err)

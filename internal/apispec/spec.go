@@ -31,6 +31,7 @@ func JobSpec(kind string, args json.RawMessage, o *hopper.InsertOpts) (*hopperv1
 	spec.Timeout, spec.RetryPolicy, spec.Headers = apiview.Duration(o.Timeout), apiview.RetryPolicy(o.RetryPolicy), o.Headers
 	spec.IdempotencyKey, spec.IdempotencyRetention = o.IdempotencyKey, apiview.Duration(o.IdempotencyRetention)
 	spec.GroupKey, spec.MergeKey, spec.Merge = o.GroupKey, o.MergeKey, string(o.Merge)
+	spec.FairnessKey = o.FairnessKey
 	return spec, nil
 }
 
@@ -52,7 +53,7 @@ func FromJobSpec(spec *hopperv1.JobSpec) (hopper.EnqueueParams, error) {
 		Timeout: apiview.FromDuration(spec.GetTimeout()), RetryPolicy: apiview.FromRetryPolicy(spec.GetRetryPolicy()),
 		Headers: spec.GetHeaders(), IdempotencyKey: spec.GetIdempotencyKey(),
 		IdempotencyRetention: apiview.FromDuration(spec.GetIdempotencyRetention()), GroupKey: spec.GetGroupKey(),
-		MergeKey: spec.GetMergeKey(), Merge: hopper.MergePolicy(spec.GetMerge()),
+		MergeKey: spec.GetMergeKey(), Merge: hopper.MergePolicy(spec.GetMerge()), FairnessKey: spec.GetFairnessKey(),
 	}
 	return hopper.EnqueueParams{Args: hopper.RawArgs{KindName: spec.GetKind(), JSON: json.RawMessage(args)}, Opts: opts}, nil
 }
@@ -69,7 +70,7 @@ func ListRequest(p *hopper.ListParams) (*hopperv1.ListRequest, error) {
 	}
 	req := &hopperv1.ListRequest{Queues: p.Queues, Kinds: p.Kinds, Cursor: p.Cursor, Limit: apiview.Int32(p.Limit),
 		Ascending: p.Ascending, CreatedAfter: apiview.Time(p.CreatedAfter), CreatedBefore: apiview.Time(p.CreatedBefore),
-		ErrorCodes: p.ErrorCodes}
+		ErrorCodes: p.ErrorCodes, FairnessKeys: p.FairnessKeys}
 	for _, s := range p.States {
 		req.States = append(req.States, string(s))
 	}
@@ -81,7 +82,7 @@ func FromListRequest(req *hopperv1.ListRequest) *hopper.ListParams {
 	p := &hopper.ListParams{Queues: req.GetQueues(), Kinds: req.GetKinds(), Cursor: req.GetCursor(),
 		Limit: int(req.GetLimit()), Ascending: req.GetAscending(),
 		CreatedAfter: apiview.FromTime(req.GetCreatedAfter()), CreatedBefore: apiview.FromTime(req.GetCreatedBefore()),
-		ErrorCodes: req.GetErrorCodes()}
+		ErrorCodes: req.GetErrorCodes(), FairnessKeys: req.GetFairnessKeys()}
 	for _, st := range req.GetStates() {
 		p.States = append(p.States, hopper.JobState(st))
 	}

@@ -22,7 +22,7 @@ func TestJobFillsEveryField(t *testing.T) {
 		RunAt: at, Timeout: time.Minute, WorkerID: "w", LeaseExpiresAt: at, HeartbeatAt: at,
 		ProgressPercent: 40, ProgressMessage: "m", Result: json.RawMessage(`"r"`), LastError: "e", LastErrorCode: "c",
 		Checkpoint: json.RawMessage(`{"c":1}`), ResumeData: json.RawMessage(`[1]`),
-		IdempotencyKey: "i", GroupKey: "g", MergeKey: "m", OriginalID: "o", ReplayCount: 2, ReplayedBy: "api",
+		IdempotencyKey: "i", GroupKey: "g", MergeKey: "m", FairnessKey: "f", OriginalID: "o", ReplayCount: 2, ReplayedBy: "api",
 		CreatedAt: at, StartedAt: at, FinishedAt: at, UpdatedAt: at, ExpiresAt: at, DeadlineAt: at,
 	}
 	job := Job(row, true).ProtoReflect()

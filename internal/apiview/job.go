@@ -24,7 +24,7 @@ func Job(j *hoppertype.JobRow, stalled bool) *hopperv1.Job {
 		FinishedAt: Time(j.FinishedAt), UpdatedAt: Time(j.UpdatedAt), ExpiresAt: Time(j.ExpiresAt),
 		Stalled: stalled, Checkpoint: Payload(j.Checkpoint), DeadlineAt: Time(j.DeadlineAt),
 		ResumeData: Payload(j.ResumeData), Rescues: int32(j.Rescues), MaxRescues: int32(j.MaxRescues),
-		MergeKey: Text(j.MergeKey), LastErrorCode: Text(j.LastErrorCode),
+		MergeKey: Text(j.MergeKey), LastErrorCode: Text(j.LastErrorCode), FairnessKey: Text(j.FairnessKey),
 	}
 }
 
@@ -45,7 +45,7 @@ func FromJob(j *hopperv1.Job) *hoppertype.JobRow {
 		Result: FromPayload(j.GetResult()), LastError: j.GetLastError(), LastErrorCode: j.GetLastErrorCode(),
 		Checkpoint: FromPayload(j.GetCheckpoint()), ResumeData: FromPayload(j.GetResumeData()),
 		IdempotencyKey: j.GetIdempotencyKey(), GroupKey: j.GetGroupKey(), MergeKey: j.GetMergeKey(),
-		OriginalID: j.GetOriginalId(), ReplayCount: int(j.GetReplayCount()), ReplayedBy: j.GetReplayedBy(),
+		FairnessKey: j.GetFairnessKey(), OriginalID: j.GetOriginalId(), ReplayCount: int(j.GetReplayCount()), ReplayedBy: j.GetReplayedBy(),
 		CreatedAt: FromTime(j.GetCreatedAt()), StartedAt: FromTime(j.GetStartedAt()),
 		FinishedAt: FromTime(j.GetFinishedAt()), UpdatedAt: FromTime(j.GetUpdatedAt()),
 		ExpiresAt: FromTime(j.GetExpiresAt()), DeadlineAt: FromTime(j.GetDeadlineAt()),

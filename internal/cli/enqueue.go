@@ -23,6 +23,7 @@ type enqueueFlags struct {
 	groupKey       string
 	mergeKey       string
 	merge          string
+	fairnessKey    string
 	headers        []string
 	// retryBusiness sets the job's RetryPolicy.RetryBusinessErrors.
 	retryBusiness bool
@@ -36,6 +37,7 @@ func newEnqueueCmd() *cobra.Command {
 		Example: `  hopper enqueue send-invoice '{"invoice_id": 42}'
   hopper enqueue --queue reports --delay 10m build-report
   hopper enqueue --merge-key user-7 --merge append send-digest '{"event": 981}'
+  hopper enqueue --fairness-key customer-42 export-data '{"table": "orders"}'
   echo '{"to": "a@example.com"}' | hopper enqueue send-email -`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error { return runEnqueue(cmd, args, &f) },
@@ -52,6 +54,7 @@ func newEnqueueCmd() *cobra.Command {
 	fl.StringVar(&f.groupKey, "group-key", "", "run the job after the earlier jobs with this key, one at a time (a group, which kinds compact compacts)")
 	fl.StringVar(&f.mergeKey, "merge-key", "", "merge into the job of KIND with this key that waits for its first worker, instead of adding a job")
 	fl.StringVar(&f.merge, "merge", "", "what a merge does: keep (default; the waiting job stays), replace (it takes these args) or append (its args are a list of every merged enqueue's)")
+	fl.StringVar(&f.fairnessKey, "fairness-key", "", "the tenant the job runs for (e.g. a customer id): claims share the queue between keys, round robin, so that one key's flood does not delay another's jobs")
 	fl.StringArrayVar(&f.headers, "header", nil, "header as key=value (repeatable)")
 	fl.BoolVar(&f.retryBusiness, "retry-business-errors", false, "retry a business error (a worker's error code) like any error while attempts are left, instead of failing the job at once")
 	addJSONFlag(cmd)
@@ -110,6 +113,7 @@ func (f *enqueueFlags) insertOpts() (*hopper.InsertOpts, error) {
 	opts := &hopper.InsertOpts{
 		Queue: f.queue, Priority: f.priority, Delay: f.delay, MaxAttempts: f.maxAttempts, MaxRescues: f.maxRescues,
 		Timeout: f.timeout, IdempotencyKey: f.idempotencyKey, GroupKey: f.groupKey, MergeKey: f.mergeKey, Merge: hopper.MergePolicy(f.merge),
+		FairnessKey: f.fairnessKey,
 	}
 	if f.retryBusiness {
 		opts.RetryPolicy = &hopper.RetryPolicy{RetryBusinessErrors: true}

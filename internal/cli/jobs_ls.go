@@ -13,6 +13,7 @@ import (
 
 type lsFlags struct {
 	states, queues, kinds, errorCodes []string
+	fairnessKeys                      []string
 	limit                             int
 	cursor, since, until              string
 }
@@ -34,6 +35,7 @@ func newJobsLsCmd() *cobra.Command {
 	fl.StringSliceVar(&f.queues, "queue", nil, "only jobs in these queues")
 	fl.StringSliceVar(&f.kinds, "kind", nil, "only jobs of these kinds")
 	fl.StringSliceVar(&f.errorCodes, "error-code", nil, "only jobs whose last attempt failed with these business error codes")
+	fl.StringArrayVar(&f.fairnessKeys, "fairness-key", nil, "only jobs of this fairness key (repeatable; a key may hold commas)")
 	fl.IntVar(&f.limit, "limit", 50, "page size, 1 to 10000")
 	fl.StringVar(&f.cursor, "cursor", "", "continue from a previous page's next cursor")
 	fl.StringVar(&f.since, "since", "", "only jobs created at or after this time (RFC 3339, or a duration ago like 1h)")
@@ -63,7 +65,8 @@ func (f *lsFlags) listParams(now time.Time) (*hopper.ListParams, error) {
 	if f.limit < 1 || f.limit > 10000 {
 		return nil, usageErrorf("invalid --limit: %d is outside 1–10000", f.limit)
 	}
-	p := &hopper.ListParams{Queues: f.queues, Kinds: f.kinds, ErrorCodes: f.errorCodes, Cursor: f.cursor, Limit: f.limit}
+	p := &hopper.ListParams{Queues: f.queues, Kinds: f.kinds, ErrorCodes: f.errorCodes, Cursor: f.cursor, Limit: f.limit,
+		FairnessKeys: f.fairnessKeys}
 	for _, s := range f.states {
 		state, err := hoppertype.ParseState(s)
 		if err != nil {

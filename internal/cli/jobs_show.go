@@ -89,6 +89,9 @@ func (d *jobDetail) print(w io.Writer, now time.Time) error {
 	row("kind", j.Kind)
 	row("queue", j.Queue)
 	row("priority", fmt.Sprint(j.Priority))
+	if j.FairnessKey != "" {
+		row("fairness key", j.FairnessKey)
+	}
 	row("attempt", attemptCount(j.Attempt, j.MaxAttempts))
 	row("rescues", rescueCount(j.Rescues, j.MaxRescues))
 	row("args", string(j.Args))

@@ -23,6 +23,8 @@ const (
 	MaxQueueLen = 128
 	// MaxErrorCodeLen bounds a business error's code (ErrorCode).
 	MaxErrorCodeLen = 128
+	// MaxFairnessKeyLen bounds a job's fairness key (FairnessKey).
+	MaxFairnessKeyLen = 128
 )
 
 // Limits of free text about a job, in bytes (hopper re-exports them): longer text is refused
@@ -119,6 +121,19 @@ func Queue(field, q string) error { return name(field, q, MaxQueueLen) }
 // letters, digits and '_', '-', '.', ':' (the characters of a queue's name), so that a code
 // is a label any metric, URL and shell can carry as it is.
 func ErrorCode(field, code string) error { return name(field, code, MaxErrorCodeLen) }
+
+// FairnessKey checks a job's fairness key given in field: "" (no key) or text of 1–
+// MaxFairnessKeyLen bytes without control characters. A key names a tenant (a customer id, an
+// e-mail address), so any other character is allowed.
+func FairnessKey(field, key string) error {
+	if err := Limited(field, key, MaxFairnessKeyLen); err != nil {
+		return err
+	}
+	if i := strings.IndexFunc(key, unicode.IsControl); i >= 0 {
+		return Invalid(field, "%q contains a control character at byte %d", key, i)
+	}
+	return nil
+}
 
 // name checks a name given in field: 1–limit ASCII letters, digits, '_', '-', '.', ':'.
 func name(field, s string, limit int) error {

@@ -138,6 +138,8 @@ func TestNULBytesAreInvalidArgumentOnEveryStore(t *testing.T) {
 		check("idempotency key", "idempotency_key", err)
 		_, err = e.jobs.Enqueue(ctx, &hopperv1.EnqueueRequest{Job: &hopperv1.JobSpec{Kind: "k", GroupKey: "g\x00"}})
 		check("group key", "group_key", err)
+		_, err = e.jobs.Enqueue(ctx, &hopperv1.EnqueueRequest{Job: &hopperv1.JobSpec{Kind: "k", FairnessKey: "t\x00"}})
+		check("fairness key", "fairness_key", err)
 		_, err = e.jobs.Enqueue(ctx, &hopperv1.EnqueueRequest{Job: &hopperv1.JobSpec{Kind: "k",
 			Headers: map[string]string{"x": "a\x00"}}})
 		check("header", "headers", err)

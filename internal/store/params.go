@@ -31,6 +31,9 @@ type InsertParams struct {
 	IdempotencyTTL time.Duration
 
 	GroupKey string
+	// FairnessKey, when set, is the tenant the job is claimed for: claims share a queue's
+	// slots between the keys that have queued jobs (unkeyed jobs are one more key).
+	FairnessKey string
 	// MergeKey, when set, merges the item into the job of the same kind and key that no
 	// worker has been handed yet, as Merge says (see Merge in merge.go); without such a job
 	// the item makes one.
@@ -70,6 +73,9 @@ type ListParams struct {
 	// ErrorCodes keeps the jobs whose last attempt ended with one of these business error
 	// codes (JobRow.LastErrorCode); empty doesn't filter.
 	ErrorCodes []string
+	// FairnessKeys keeps the jobs of these fairness keys; empty doesn't filter. No index
+	// serves it: the list scans until its page is full.
+	FairnessKeys []string
 	// ExcludeReplayed leaves out the jobs a replay names as its source: the dead letters that
 	// have been dealt with (DeadLetterStore).
 	ExcludeReplayed bool

@@ -40,6 +40,8 @@ export interface ListOptions extends CallOptions {
   kinds?: string[];
   /** errorCodes keeps the jobs whose last attempt failed with one of these business error codes. */
   errorCodes?: string[];
+  /** fairnessKeys keeps the jobs of these fairness keys. */
+  fairnessKeys?: string[];
   /** cursor continues from a page's nextCursor. */
   cursor?: string;
   /** limit is the page size (default 100, at most 10,000). */
@@ -172,6 +174,7 @@ export class Client {
       states: options.states, queues: options.queues, kinds: options.kinds, cursor: options.cursor,
       limit: options.limit, ascending: options.ascending, createdAfter: toTimestamp(options.createdAfter),
       createdBefore: toTimestamp(options.createdBefore), errorCodes: options.errorCodes,
+      fairnessKeys: options.fairnessKeys,
     }, options));
     return { jobs: res.jobs.map((j) => jobFromProto(j)), nextCursor: res.nextCursor };
   }

@@ -32,6 +32,13 @@ export interface EnqueueOptions {
   idempotencyRetention?: number;
   /** groupKey groups related jobs. */
   groupKey?: string;
+  /**
+   * fairnessKey names the tenant the job runs for (a customer id, say): when several keys have
+   * jobs due in one queue, claims share its slots between them, round robin, so that one key's
+   * flood does not delay another key's jobs; jobs without a key are one more key. Priority
+   * still comes first. At most 128 bytes, no control characters.
+   */
+  fairnessKey?: string;
   /** retryPolicy shapes the backoff between failed attempts, and may retry business errors. */
   retryPolicy?: RetryPolicy;
   /** maxRescues bounds how often the job is requeued after losing its worker (1–1000, -1: unbounded). */
@@ -52,6 +59,6 @@ export function jobSpec(kind: string, args: unknown, o: EnqueueOptions = {}): Jo
     delay: toDuration(o.delay), maxAttempts: o.maxAttempts, timeout: toDuration(o.timeout), headers: o.headers,
     idempotencyKey: o.idempotencyKey, idempotencyRetention: toDuration(o.idempotencyRetention),
     groupKey: o.groupKey, retryPolicy: policyToProto(o.retryPolicy), maxRescues: o.maxRescues,
-    mergeKey: o.mergeKey, merge: o.merge,
+    mergeKey: o.mergeKey, merge: o.merge, fairnessKey: o.fairnessKey,
   });
 }

@@ -41,6 +41,8 @@ export interface Job<A = unknown, R = unknown> {
   idempotencyKey: string;
   groupKey: string;
   mergeKey: string;
+  /** fairnessKey is the tenant the job is claimed for (EnqueueOptions.fairnessKey); "" for none. */
+  fairnessKey: string;
   /** originalId is the first job of a replayed job's lineage. */
   originalId: string;
   replayCount: number;
@@ -69,7 +71,7 @@ export function jobFromProto<A = unknown, R = unknown>(j: JobPb): Job<A, R> {
     leaseExpiresAt: fromTimestamp(j.leaseExpiresAt), heartbeatAt: fromTimestamp(j.heartbeatAt),
     progressPercent: j.progressPercent, progressMessage: j.progressMessage, result: decodeJSON<R>(j.result),
     lastError: j.lastError, lastErrorCode: j.lastErrorCode, idempotencyKey: j.idempotencyKey, groupKey: j.groupKey, mergeKey: j.mergeKey,
-    originalId: j.originalId,
+    fairnessKey: j.fairnessKey, originalId: j.originalId,
     replayCount: j.replayCount, createdAt: fromTimestamp(j.createdAt), startedAt: fromTimestamp(j.startedAt),
     finishedAt: fromTimestamp(j.finishedAt), updatedAt: fromTimestamp(j.updatedAt),
     expiresAt: fromTimestamp(j.expiresAt), stalled: j.stalled, checkpoint: decodeJSON(j.checkpoint),

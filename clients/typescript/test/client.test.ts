@@ -31,13 +31,15 @@ describe("Client", () => {
       const { job, existing } = await c.enqueue("send-email", { to: "a@example.com" }, {
         queue, priority: 3, runAt, maxAttempts: 4, timeout: 1500, headers: { trace: "t1" }, idempotencyKey: `k-${queue}`,
         groupKey: "g", retryPolicy: { base: 250, multiplier: 3, cap: 10_000, jitter: 0.5 }, maxRescues: 7,
+        fairnessKey: "tenant-1",
       });
       assert.equal(existing, false);
       assert.deepEqual(
         { kind: job.kind, args: job.args, queue: job.queue, priority: job.priority, state: job.state, maxAttempts: job.maxAttempts,
-          timeout: job.timeout, headers: job.headers, groupKey: job.groupKey, maxRescues: job.maxRescues, runAt: job.runAt?.getTime() },
+          timeout: job.timeout, headers: job.headers, groupKey: job.groupKey, maxRescues: job.maxRescues, runAt: job.runAt?.getTime(),
+          fairnessKey: job.fairnessKey },
         { kind: "send-email", args: { to: "a@example.com" }, queue, priority: 3, state: "scheduled", maxAttempts: 4, timeout: 1500,
-          headers: { trace: "t1" }, groupKey: "g", maxRescues: 7, runAt: runAt.getTime() },
+          headers: { trace: "t1" }, groupKey: "g", maxRescues: 7, runAt: runAt.getTime(), fairnessKey: "tenant-1" },
       );
       const again = await c.enqueue("send-email", { to: "a@example.com" }, { queue, idempotencyKey: `k-${queue}` });
       assert.equal(again.existing, true);
@@ -48,6 +50,11 @@ describe("Client", () => {
       await rejects(c.get("01a20000-0000-7000-8000-000000000000"), Code.NotFound);
       const invalid = await rejects(c.enqueue("x", {}, { queue: "no spaces" }), Code.InvalidArgument);
       assert.equal(invalid.field, "queue");
+      const keyed = await c.list({ queues: [queue], fairnessKeys: ["tenant-1"] });
+      assert.deepEqual(keyed.jobs.map((j) => j.id), [job.id]);
+      assert.equal((await c.list({ queues: [queue], fairnessKeys: ["tenant-2"] })).jobs.length, 0);
+      const badKey = await rejects(c.enqueue("x", {}, { queue, fairnessKey: "k".repeat(129) }), Code.InvalidArgument);
+      assert.equal(badKey.field, "fairness_key");
       assert.ok(invalid.requestId, "an error carries the request id");
     });
   }

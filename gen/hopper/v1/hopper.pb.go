@@ -836,6 +836,8 @@ type Job struct {
 	// last_error_code is the business error code the last attempt failed with, if any
 	// (FailRequest.error_code).
 	LastErrorCode string `protobuf:"bytes,37,opt,name=last_error_code,json=lastErrorCode,proto3" json:"last_error_code,omitempty"`
+	// fairness_key is the tenant the job is claimed for (JobSpec.fairness_key); empty for none.
+	FairnessKey   string `protobuf:"bytes,38,opt,name=fairness_key,json=fairnessKey,proto3" json:"fairness_key,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1129,6 +1131,13 @@ func (x *Job) GetLastErrorCode() string {
 	return ""
 }
 
+func (x *Job) GetFairnessKey() string {
+	if x != nil {
+		return x.FairnessKey
+	}
+	return ""
+}
+
 // JobSpec describes a job to enqueue. Only kind is required.
 type JobSpec struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1158,7 +1167,12 @@ type JobSpec struct {
 	// merge is the merge policy: "keep" (the default with a merge_key: the waiting job stays as
 	// it is), "replace" (it takes these args) or "append" (its args are a JSON array of every
 	// merged enqueue's args, oldest first).
-	Merge         string `protobuf:"bytes,16,opt,name=merge,proto3" json:"merge,omitempty"`
+	Merge string `protobuf:"bytes,16,opt,name=merge,proto3" json:"merge,omitempty"`
+	// fairness_key names the tenant the job is run for (a customer id, say): when several keys
+	// have jobs due in one queue, claims share its slots between them, round robin, instead of
+	// taking the oldest jobs first; jobs without a key are one more key. Priority still comes
+	// first. At most 128 bytes, no control characters.
+	FairnessKey   string `protobuf:"bytes,17,opt,name=fairness_key,json=fairnessKey,proto3" json:"fairness_key,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1301,6 +1315,13 @@ func (x *JobSpec) GetMergeKey() string {
 func (x *JobSpec) GetMerge() string {
 	if x != nil {
 		return x.Merge
+	}
+	return ""
+}
+
+func (x *JobSpec) GetFairnessKey() string {
+	if x != nil {
+		return x.FairnessKey
 	}
 	return ""
 }
@@ -1686,7 +1707,9 @@ type ListRequest struct {
 	CreatedBefore *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=created_before,json=createdBefore,proto3" json:"created_before,omitempty"`
 	// error_codes keeps the jobs whose last attempt failed with one of these business error
 	// codes (Job.last_error_code).
-	ErrorCodes    []string `protobuf:"bytes,9,rep,name=error_codes,json=errorCodes,proto3" json:"error_codes,omitempty"`
+	ErrorCodes []string `protobuf:"bytes,9,rep,name=error_codes,json=errorCodes,proto3" json:"error_codes,omitempty"`
+	// fairness_keys keeps the jobs of these fairness keys (Job.fairness_key).
+	FairnessKeys  []string `protobuf:"bytes,10,rep,name=fairness_keys,json=fairnessKeys,proto3" json:"fairness_keys,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1780,6 +1803,13 @@ func (x *ListRequest) GetCreatedBefore() *timestamppb.Timestamp {
 func (x *ListRequest) GetErrorCodes() []string {
 	if x != nil {
 		return x.ErrorCodes
+	}
+	return nil
+}
+
+func (x *ListRequest) GetFairnessKeys() []string {
+	if x != nil {
+		return x.FairnessKeys
 	}
 	return nil
 }
@@ -8423,7 +8453,7 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x19ScheduleServiceRunRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\">\n" +
 	"\x1aScheduleServiceRunResponse\x12 \n" +
-	"\x03job\x18\x01 \x01(\v2\x0e.hopper.v1.JobR\x03job\"\xf1\v\n" +
+	"\x03job\x18\x01 \x01(\v2\x0e.hopper.v1.JobR\x03job\"\x94\f\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x14\n" +
@@ -8476,10 +8506,11 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\vreplayed_by\x18# \x01(\tR\n" +
 	"replayedBy\x12\x1b\n" +
 	"\tmerge_key\x18$ \x01(\tR\bmergeKey\x12&\n" +
-	"\x0flast_error_code\x18% \x01(\tR\rlastErrorCode\x1a:\n" +
+	"\x0flast_error_code\x18% \x01(\tR\rlastErrorCode\x12!\n" +
+	"\ffairness_key\x18& \x01(\tR\vfairnessKey\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc1\x05\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xe4\x05\n" +
 	"\aJobSpec\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x18\n" +
 	"\x04args\x18\x02 \x01(\tB\x04\x88\xe7\x18\x01R\x04args\x12\x14\n" +
@@ -8498,7 +8529,8 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\vmax_rescues\x18\x0e \x01(\x05R\n" +
 	"maxRescues\x12\x1b\n" +
 	"\tmerge_key\x18\x0f \x01(\tR\bmergeKey\x12\x14\n" +
-	"\x05merge\x18\x10 \x01(\tR\x05merge\x1a:\n" +
+	"\x05merge\x18\x10 \x01(\tR\x05merge\x12!\n" +
+	"\ffairness_key\x18\x11 \x01(\tR\vfairnessKey\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd5\x01\n" +
@@ -8524,7 +8556,7 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"GetRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"/\n" +
 	"\vGetResponse\x12 \n" +
-	"\x03job\x18\x01 \x01(\v2\x0e.hopper.v1.JobR\x03job\"\xc4\x02\n" +
+	"\x03job\x18\x01 \x01(\v2\x0e.hopper.v1.JobR\x03job\"\xe9\x02\n" +
 	"\vListRequest\x12\x16\n" +
 	"\x06states\x18\x01 \x03(\tR\x06states\x12\x16\n" +
 	"\x06queues\x18\x02 \x03(\tR\x06queues\x12\x14\n" +
@@ -8535,7 +8567,9 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\rcreated_after\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\fcreatedAfter\x12A\n" +
 	"\x0ecreated_before\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\rcreatedBefore\x12\x1f\n" +
 	"\verror_codes\x18\t \x03(\tR\n" +
-	"errorCodes\"S\n" +
+	"errorCodes\x12#\n" +
+	"\rfairness_keys\x18\n" +
+	" \x03(\tR\ffairnessKeys\"S\n" +
 	"\fListResponse\x12\"\n" +
 	"\x04jobs\x18\x01 \x03(\v2\x0e.hopper.v1.JobR\x04jobs\x12\x1f\n" +
 	"\vnext_cursor\x18\x02 \x01(\tR\n" +

@@ -22,7 +22,15 @@ import (
 // (jobs_group_running, which holds only running grouped jobs; the explicit IS NOT NULL lets
 // the planner use it when it hashes the subquery). The first %s adds filters, the second is
 // the limit.
-const candidates = `SELECT j.id, j.priority FROM {schema}.jobs j
+//
+// fairCandidates selects the same jobs, with their fairness keys and kinds, and locks none:
+// the fair claim (fair.go) reads more jobs than it takes, and locks those it takes.
+const (
+	candidates     = `SELECT j.id, j.priority` + candidatesFrom + "\n\tFOR UPDATE OF j SKIP LOCKED"
+	fairCandidates = `SELECT j.id, j.priority, coalesce(j.fairness_key, '') AS fkey, j.kind` + candidatesFrom
+)
+
+const candidatesFrom = ` FROM {schema}.jobs j
 	WHERE j.state = 'queued' AND j.queue = $2 %s
 	  AND NOT EXISTS (SELECT 1 FROM {schema}.queues q WHERE q.name = $2 AND q.paused)
 	  AND (j.group_key IS NULL OR (
@@ -31,8 +39,7 @@ const candidates = `SELECT j.id, j.priority FROM {schema}.jobs j
 	        AND NOT EXISTS (SELECT 1 FROM {schema}.jobs g WHERE g.group_key = j.group_key
 	                    AND g.state = 'running' AND g.group_key IS NOT NULL)))
 	ORDER BY j.priority DESC, j.id
-	LIMIT %s
-	FOR UPDATE OF j SKIP LOCKED`
+	LIMIT %s`
 
 // claimUpdate moves the locked set "picked" to running: "UPDATE … FROM" the CTE, not
 // "WHERE id IN (SELECT … LIMIT)", whose subquery may be run again and return other rows.
@@ -54,10 +61,12 @@ RETURNING ` + jCols
 // So a claim that no setting applies to is the statement it was before kinds could be
 // disabled:
 // PostgreSQL plans it anew for every claim, and one more subquery costs a third more
-// planning. $6 is the kinds filter.
+// planning. $6 is the kinds filter. Nor does it take anything from a queue with fairness keys
+// (fair.go): capsApplySQL says so too, and JobClaim takes the fair claim.
 var (
 	uncappedGuard = `AND NOT EXISTS (SELECT 1 FROM {schema}.queues c WHERE c.name = $2
 	                  AND (c.max_running IS NOT NULL OR c.rate_limit IS NOT NULL))
+	  AND NOT EXISTS (SELECT 1 FROM {schema}.fair_keys f WHERE f.queue = $2 AND f.fairness_key <> '')
 	  AND NOT EXISTS (SELECT 1 FROM {schema}.kinds k WHERE (k.max_running IS NOT NULL OR k.disabled OR k.rate_limit IS NOT NULL)
 	                  AND (cardinality($6::text[]) = 0 OR k.kind = ANY($6::text[])))
 	  AND (cardinality($6::text[]) = 0 OR j.kind = ANY($6::text[]))`
@@ -90,7 +99,8 @@ var (
 
 const capsApplySQL = `SELECT EXISTS (SELECT 1 FROM {schema}.queues WHERE name = $1 AND (max_running IS NOT NULL OR rate_limit IS NOT NULL))
 	OR EXISTS (SELECT 1 FROM {schema}.kinds WHERE (max_running IS NOT NULL OR disabled OR rate_limit IS NOT NULL)
-	           AND (cardinality($2::text[]) = 0 OR kind = ANY($2::text[])))`
+	           AND (cardinality($2::text[]) = 0 OR kind = ANY($2::text[]))),
+	EXISTS (SELECT 1 FROM {schema}.fair_keys WHERE queue = $1 AND fairness_key <> '')`
 
 // JobClaim claims up to params.Limit jobs, in claim order, within the fleet-wide caps and rate
 // limits, leaving the jobs of disabled kinds.
@@ -102,15 +112,17 @@ func (s *Store) JobClaim(ctx context.Context, p *store.ClaimParams) (jobs []*hop
 	if kinds == nil {
 		kinds = []string{}
 	}
-	jobs, restricted, err := s.claimUncapped(ctx, p, kinds) // in claim order
-	if err == nil && restricted && len(jobs) == 0 {
+	jobs, restricted, keyed, err := s.claimUncapped(ctx, p, kinds) // in claim order
+	if err == nil && (restricted || keyed) && len(jobs) == 0 {
 		capped := *p
-		capped.Limit, capped.Ahead = p.Limit-max(p.Ahead, 0), 0
+		if restricted {
+			capped.Limit, capped.Ahead = p.Limit-max(p.Ahead, 0), 0
+		}
 		if capped.Limit > 0 {
-			jobs, hold, err = s.claimCapped(ctx, &capped, kinds)
+			jobs, hold, err = s.claimCapped(ctx, &capped, kinds, keyed)
 			store.SortClaimed(jobs)
 		}
-		hold.Restricted = true
+		hold.Restricted = restricted
 	}
 	if err != nil {
 		return nil, store.Hold{}, s.wrap(err, "claim jobs in queue %q", p.Queue)
@@ -120,8 +132,9 @@ func (s *Store) JobClaim(ctx context.Context, p *store.ClaimParams) (jobs []*hop
 
 // claimUncapped runs the uncapped claim, from the queue's cursor when it has one, and
 // capsApplySQL in one round trip, and returns the jobs in claim order; it reports whether a
-// cap, a rate limit or a disabled kind applies to the claim.
-func (s *Store) claimUncapped(ctx context.Context, p *store.ClaimParams, kinds []string) ([]*hoppertype.JobRow, bool, error) {
+// cap, a rate limit or a disabled kind applies to the claim, and whether the queue has
+// fairness keys.
+func (s *Store) claimUncapped(ctx context.Context, p *store.ClaimParams, kinds []string) (_ []*hoppertype.JobRow, restricted, keyed bool, _ error) {
 	kindsKey := strings.Join(kinds, "\x00")
 	use := s.cursors.start(p.Queue, kindsKey, s.Now())
 	var (
@@ -141,28 +154,27 @@ func (s *Store) claimUncapped(ctx context.Context, p *store.ClaimParams, kinds [
 	defer br.Close()
 	rs, err := br.Query()
 	if err != nil {
-		return nil, false, err
+		return nil, false, false, err
 	}
 	jobs, err := scanJobs(rs)
 	if err != nil {
-		return nil, false, err
+		return nil, false, false, err
 	}
-	var restricted bool
-	if err := br.QueryRow().Scan(&restricted); err != nil {
-		return nil, false, err
+	if err := br.QueryRow().Scan(&restricted, &keyed); err != nil {
+		return nil, false, false, err
 	}
 	if err := br.Close(); err != nil {
-		return nil, false, err
+		return nil, false, false, err
 	}
 	store.SortClaimed(jobs)
-	if restricted {
+	if restricted || keyed {
 		s.cursors.forget(p.Queue, kindsKey)
 	}
-	ok = !restricted
+	ok = !restricted && !keyed
 	if len(jobs) > 0 {
 		first = jobs[0]
 	}
-	return jobs, restricted, nil
+	return jobs, restricted, keyed, nil
 }
 
 // claimCapped claims under fleet-wide caps and rate limits, exactly even when claims race: it
@@ -172,8 +184,9 @@ func (s *Store) claimUncapped(ctx context.Context, p *store.ClaimParams, kinds [
 // the free slots and starts, leaving the jobs of disabled kinds, and writes back what it took
 // from the buckets. Only claims sharing a capped or rate-limited queue or kind wait for each
 // other; a claim that only a disabled kind applies to locks nothing; all others take the
-// one-statement path.
-func (s *Store) claimCapped(ctx context.Context, p *store.ClaimParams, kinds []string) (jobs []*hoppertype.JobRow, hold store.Hold, err error) {
+// one-statement path. In a queue with fairness keys (keyed) it takes the fair claim within
+// those bounds (fair.go).
+func (s *Store) claimCapped(ctx context.Context, p *store.ClaimParams, kinds []string, keyed bool) (jobs []*hoppertype.JobRow, hold store.Hold, err error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return nil, hold, err
@@ -183,20 +196,20 @@ func (s *Store) claimCapped(ctx context.Context, p *store.ClaimParams, kinds []s
 	if err != nil {
 		return nil, hold, err
 	}
+	var served fairServed
 	if limit := c.Limit(p.Limit); limit > 0 {
-		query, extra := claimCappedQuery(c.KindLimits(limit))
 		// The jobs start at the time the buckets were refilled to, so that starts and buckets
 		// share a clock (and a lease does not lose the wait for the locks).
 		var at any = s.nowArg()
 		if !now.IsZero() {
 			at = now
 		}
-		args := append([]any{at, p.Queue, limit, p.WorkerID, micros(p.LeaseDuration), kinds}, extra...)
-		rs, err := tx.Query(ctx, s.sql(query), args...)
-		if err != nil {
-			return nil, hold, err
+		if keyed {
+			jobs, served, err = s.claimFair(ctx, tx, p, limit, c.KindLimits(limit), kinds, at)
+		} else {
+			jobs, err = s.claimCappedJobs(ctx, tx, p, limit, c.KindLimits(limit), kinds, at)
 		}
-		if jobs, err = scanJobs(rs); err != nil {
+		if err != nil {
 			return nil, hold, err
 		}
 	}
@@ -211,7 +224,24 @@ func (s *Store) claimCapped(ctx context.Context, p *store.ClaimParams, kinds []s
 	if err := s.writeBuckets(ctx, tx, p.Queue, c, now); err != nil {
 		return nil, hold, err
 	}
-	return jobs, hold, tx.Commit(ctx)
+	if err := tx.Commit(ctx); err != nil {
+		return nil, hold, err
+	}
+	s.dropFairKeys(ctx, p.Queue, served.drop)
+	return jobs, hold, nil
+}
+
+// claimCappedJobs claims up to limit jobs in tx within the capped kinds' free slots (kindLeft),
+// with the query claimCappedQuery builds, starting them at at.
+func (s *Store) claimCappedJobs(ctx context.Context, tx pgx.Tx, p *store.ClaimParams, limit int, kindLeft map[string]int,
+	kinds []string, at any) ([]*hoppertype.JobRow, error) {
+	query, extra := claimCappedQuery(kindLeft)
+	args := append([]any{at, p.Queue, limit, p.WorkerID, micros(p.LeaseDuration), kinds}, extra...)
+	rs, err := tx.Query(ctx, s.sql(query), args...)
+	if err != nil {
+		return nil, err
+	}
+	return scanJobs(rs)
 }
 
 // kindsWaitingSQL says whether queued jobs of the kinds $2 wait in queue $1 (kinds a cap or
@@ -257,8 +287,7 @@ func (s *Store) writeBuckets(ctx context.Context, tx pgx.Tx, queue string, c *st
 // it expects almost no row to pass, and scans and sorts the whole table instead of walking
 // jobs_claim. A subplan is estimated to pass half.
 func claimCappedQuery(kindLeft map[string]int) (string, []any) {
-	kindFilter := `AND (cardinality($6::text[]) = 0 OR j.kind = ANY($6::text[]))
-	  AND j.kind NOT IN (SELECT d.kind FROM {schema}.kinds d WHERE d.disabled)`
+	kindFilter := kindFilter("$6")
 	if len(kindLeft) == 0 {
 		return `WITH picked AS MATERIALIZED (` + fmt.Sprintf(candidates, kindFilter, "$3") + `)` + claimUpdate, nil
 	}
@@ -285,6 +314,13 @@ func claimCappedQuery(kindLeft map[string]int) (string, []any) {
 	picked := "picked AS MATERIALIZED (SELECT id FROM (" + strings.Join(arms, " UNION ALL ") +
 		") u ORDER BY priority DESC, id LIMIT $3)"
 	return "WITH " + strings.Join(ctes, ", ") + ", " + picked + claimUpdate, extra
+}
+
+// kindFilter keeps the jobs of the kinds in the array parameter param (empty: every kind)
+// and leaves the disabled kinds' jobs.
+func kindFilter(param string) string {
+	return `AND (cardinality(` + param + `::text[]) = 0 OR j.kind = ANY(` + param + `::text[]))
+	  AND j.kind NOT IN (SELECT d.kind FROM {schema}.kinds d WHERE d.disabled)`
 }
 
 // The capped path's first round trip: lock the settings that apply (queue first, then kinds by

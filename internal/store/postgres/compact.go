@@ -42,10 +42,10 @@ const compactGroupSQL = `WITH clk AS (SELECT coalesce($1::timestamptz, now()) AS
 ins AS (
 	INSERT INTO {schema}.jobs (id, kind, queue, priority, args, headers, state, max_attempts, run_at,
 		timeout_us, retry_policy, group_key, result_ttl_us, merge_policy, last_actor, last_reason,
-		created_actor, created_reason, created_at, updated_at, max_rescues)
+		created_actor, created_reason, created_at, updated_at, max_rescues, fairness_key)
 	SELECT $2, s.kind, s.queue, s.priority, $4::bytea, s.headers, 'queued', s.max_attempts, clk.now,
 		s.timeout_us, s.retry_policy, s.group_key, s.result_ttl_us, $5::text, $6::text, $10::text,
-		$6::text, $10::text, clk.now, clk.now, s.max_rescues
+		$6::text, $10::text, clk.now, clk.now, s.max_rescues, s.fairness_key
 	FROM {schema}.jobs s, clk WHERE s.id = $3
 	RETURNING id
 ), cnl AS (

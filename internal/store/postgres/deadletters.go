@@ -80,11 +80,12 @@ src AS (
 ins AS (
 	INSERT INTO {schema}.jobs (id, kind, queue, priority, args, headers, state, max_attempts, run_at,
 		timeout_us, retry_policy, group_key, result_ttl_us, original_id, replay_count, replayed_by,
-		last_actor, last_reason, created_actor, created_reason, created_at, updated_at, max_rescues)
+		last_actor, last_reason, created_actor, created_reason, created_at, updated_at, max_rescues,
+		fairness_key)
 	SELECT src.new_id, src.kind, src.queue, src.priority, src.args, src.headers, 'queued',
 		src.max_attempts, clk.now, src.timeout_us, src.retry_policy, src.group_key, src.result_ttl_us,
 		coalesce(src.original_id, src.id), src.replay_count + 1, $4, $5, $6, $5, $6, clk.now, clk.now,
-		src.max_rescues
+		src.max_rescues, src.fairness_key
 	FROM src, clk
 	RETURNING ` + cols + `
 ),

@@ -17,11 +17,11 @@ import (
 // insertSQL inserts a batch from arrays (one round trip for any number of jobs) and returns
 // the new rows followed by the existing jobs that idempotency keys named ($18); $19 holds the
 // jobs' result TTLs, $20 their rescue bounds, $21 their merge policies, $22 the wake-ups its
-// trigger leaves out (wakes.go), set before the rows go in. The same statement counts the new
-// jobs in the minute's stats (stats.go).
+// trigger leaves out (wakes.go), set before the rows go in, $23 their fairness keys. The same
+// statement counts the new jobs in the minute's stats (stats.go).
 //
 // insertOneSQL is the same statement for one new job and no existing one, its fields as
-// scalars ($2–$17, $19–$21) instead of arrays ($18 is empty). PostgreSQL plans a statement
+// scalars ($2–$17, $19–$21, $23) instead of arrays ($18 is empty). PostgreSQL plans a statement
 // over arrays anew on every call (the plan for the arrays it is given looks cheaper than a
 // generic one), 0.29 ms of the 0.6 ms of a single enqueue; over scalars it keeps one generic
 // plan, and a single enqueue, the common case and the one a waiting worker waits for, skips
@@ -36,6 +36,7 @@ var insertColumns = []struct{ param, typ, name string }{
 	{"12", "text", "key"}, {"13", "text", "group_key"}, {"14", "text", "merge_key"},
 	{"15", "text", "schedule_id"}, {"16", "text", "actor"}, {"17", "text", "reason"},
 	{"19", "bigint", "result_ttl_us"}, {"20", "int", "max_rescues"}, {"21", "text", "merge_policy"},
+	{"23", "text", "fairness_key"},
 }
 
 // insertStatement builds insertSQL (batch: the fields as arrays, unnested) or insertOneSQL.
@@ -62,12 +63,13 @@ ins AS (
 	INSERT INTO {schema}.jobs (id, kind, queue, priority, args, headers, state, max_attempts, run_at,
 		timeout_us, retry_policy, idempotency_key, group_key, merge_key, schedule_id, last_actor,
 		last_reason, created_actor, created_reason, created_at, updated_at, result_ttl_us, max_rescues,
-		merge_policy)
+		merge_policy, fairness_key)
 	SELECT t.id, t.kind, t.queue, t.priority, t.args, t.headers::json,
 		CASE WHEN t.run_at > clk.now THEN 'scheduled' ELSE 'queued' END, t.max_attempts,
 		CASE WHEN t.run_at > clk.now THEN t.run_at ELSE clk.now END, t.timeout_us,
 		t.retry_policy::jsonb, t.key, t.group_key, t.merge_key, t.schedule_id, t.actor, t.reason,
-		t.actor, t.reason, clk.now, clk.now, t.result_ttl_us, t.max_rescues, t.merge_policy
+		t.actor, t.reason, clk.now, clk.now, t.result_ttl_us, t.max_rescues, t.merge_policy,
+		t.fairness_key
 	FROM ` + rows + ` AS t(` + strings.Join(names, ", ") + `), clk
 	RETURNING ` + cols + `),
 agg AS (` + statsEnqueuedSQL + `)
@@ -309,16 +311,16 @@ func (s *Store) insertRows(ctx context.Context, d db, a *insertArrays, existingI
 	if held == nil {
 		held = []string{}
 	}
-	query, fields := insertSQL, append(a.args(), a.resultTTLs, a.maxRescues, a.mergePolicies)
+	query, fields := insertSQL, append(a.args(), a.resultTTLs, a.maxRescues, a.mergePolicies, a.fairness)
 	if len(a.ids) == 1 && len(existingIDs) == 0 {
 		query = insertOneSQL
 		for i, f := range fields {
 			fields[i] = reflect.ValueOf(f).Index(0).Interface() // the one job's field
 		}
 	}
-	const beforeExisting = 16 // the fields $2–$17; $18 is existingIDs, then $19–$21
+	const beforeExisting, beforeHeld = 16, 19 // the fields $2–$17; $18 is existingIDs, then $19–$21, $22 held, $23
 	args := append(append([]any{s.nowArg()}, fields[:beforeExisting]...), existingIDs)
-	args = append(append(args, fields[beforeExisting:]...), held)
+	args = append(append(args, fields[beforeExisting:beforeHeld]...), held, fields[beforeHeld])
 	rs, err := d.query(ctx, s.sql(query), args...)
 	if err != nil {
 		return nil, err
@@ -361,7 +363,7 @@ type insertArrays struct {
 	priorities, maxAttempts, maxRescues                         []int32
 	payloads                                                    [][]byte
 	headers, policies, keys, groups, merges, schedules, reasons []*string
-	mergePolicies                                               []*string
+	mergePolicies, fairness                                     []*string
 	runAt                                                       []*time.Time
 	timeouts, resultTTLs                                        []int64
 }
@@ -377,6 +379,7 @@ func (a *insertArrays) add(p *store.InsertParams) {
 	a.keys, a.groups = append(a.keys, nullStr(p.IdempotencyKey)), append(a.groups, nullStr(p.GroupKey))
 	a.merges, a.schedules = append(a.merges, nullStr(p.MergeKey)), append(a.schedules, nullStr(p.ScheduleID))
 	a.actors, a.reasons = append(a.actors, string(p.Actor)), append(a.reasons, nullStr(p.Reason))
+	a.fairness = append(a.fairness, nullStr(p.FairnessKey))
 	var policy *string
 	if p.MergeKey != "" {
 		policy = nullStr(string(p.Merge))

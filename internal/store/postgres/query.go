@@ -98,6 +98,9 @@ func listQuery(p *store.ListParams, now any) (string, []any, error) {
 	if len(p.ErrorCodes) > 0 {
 		add("last_error_code = ANY($%d::text[])", p.ErrorCodes)
 	}
+	if len(p.FairnessKeys) > 0 {
+		add("fairness_key = ANY($%d::text[])", p.FairnessKeys)
+	}
 	if !p.CreatedAfter.IsZero() {
 		add("created_at >= $%d", p.CreatedAfter)
 	}

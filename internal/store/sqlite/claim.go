@@ -28,7 +28,14 @@ RETURNING ` + jobColumns
 //
 // Limits are written "LIMIT +?n", not "LIMIT ?n": with a bare parameter SQLite re-prepares
 // the statement every time the limit is rebound (about 10× the cost of the claim itself).
-const candidateSQL = `SELECT j.id, j.priority FROM jobs j
+//
+// fairCandidateSQL is the same with the job's fairness key and kind, for the fair claim.
+const (
+	candidateSQL     = `SELECT j.id, j.priority` + candidateFrom
+	fairCandidateSQL = `SELECT j.id, j.priority, coalesce(j.fairness_key, ''), j.kind` + candidateFrom
+)
+
+const candidateFrom = ` FROM jobs j
 	WHERE j.state = 'queued' AND j.queue = ?4 %s
 	  AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = ?4 AND q.paused = 1)
 	  AND (j.group_key IS NULL OR NOT EXISTS (
@@ -47,7 +54,7 @@ func (s *Store) JobClaim(ctx context.Context, p *store.ClaimParams) (jobs []*hop
 	// The claim when no kind is capped, rate-limited or disabled, the reads of the settings
 	// that apply, and the writes of the rate limits' buckets: each prepared once.
 	fast, fastExtra := claimQuery(p.Kinds, nil, nil)
-	queries := []string{fast, queueCapSQL, queueRunningSQL, kindRulesSQL, writeQueueBucketSQL, writeKindBucketSQL}
+	queries := []string{fast, queueCapSQL, queueRunningSQL, kindRulesSQL, writeQueueBucketSQL, writeKindBucketSQL, fairKeyedSQL}
 	err = s.write(ctx, queries, func(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt) error {
 		now := s.clock.Now() // in the transaction: a queued write must not back-date its claim
 		fixed := []any{p.WorkerID, micros(now.Add(p.LeaseDuration)), micros(now), p.Queue}
@@ -74,6 +81,17 @@ func (s *Store) JobClaim(ctx context.Context, p *store.ClaimParams) (jobs []*hop
 			}
 			if jobs, err = scanJobs(rows); err != nil {
 				return err
+			}
+			if len(jobs) == 0 {
+				var keyed bool
+				if err := stmts[6].QueryRowContext(ctx, p.Queue).Scan(&keyed); err != nil {
+					return err
+				}
+				if keyed {
+					if jobs, err = claimFair(ctx, tx, p, limit, c.KindLimits(limit), disabled, fixed); err != nil {
+						return err
+					}
+				}
 			}
 		}
 		hold, err = c.Spend(asked, jobs, func(kinds []string) (bool, error) {
@@ -127,7 +145,8 @@ func writeBuckets(ctx context.Context, stmts []*sql.Stmt, queue string, c *store
 // (kindLeft) and the disabled kinds, whose jobs it leaves. Without capped kinds it is one
 // ordered, limited scan; with them, each capped kind gets its own scan limited to its free
 // slots, merged in claim order. Parameters ?1–?5 are fixed (worker, lease expiry, now, queue,
-// limit); extra holds ?6 on.
+// limit); extra holds ?6 on. It takes nothing from a queue with fairness keys (unkeyedGuard):
+// JobClaim then takes the fair claim.
 func claimQuery(kinds []string, kindLeft map[string]int, disabled []string) (string, []any) {
 	var extra []any
 	param := func(v any) string {
@@ -141,13 +160,7 @@ func claimQuery(kinds []string, kindLeft map[string]int, disabled []string) (str
 		}
 		return strings.Join(marks, ",")
 	}
-	var filter string
-	if len(kinds) > 0 {
-		filter = "AND j.kind IN (" + in(kinds) + ")"
-	}
-	if len(disabled) > 0 {
-		filter += " AND j.kind NOT IN (" + in(disabled) + ")"
-	}
+	filter := unkeyedGuard + kindFilter(kinds, disabled, in)
 	if len(kindLeft) == 0 {
 		return fmt.Sprintf(claimSQL, "SELECT id FROM ("+fmt.Sprintf(candidateSQL, filter, "?5")+")"), extra
 	}
@@ -159,12 +172,28 @@ func claimQuery(kinds []string, kindLeft map[string]int, disabled []string) (str
 	arms := []string{"SELECT * FROM (" + fmt.Sprintf(candidateSQL, filter+" AND j.kind NOT IN ("+in(capped)+")", "?5") + ")"}
 	for _, k := range capped {
 		if kindLeft[k] > 0 {
-			arm := fmt.Sprintf(candidateSQL, "AND j.kind = "+param(k), param(kindLeft[k]))
+			arm := fmt.Sprintf(candidateSQL, unkeyedGuard+" AND j.kind = "+param(k), param(kindLeft[k]))
 			arms = append(arms, "SELECT * FROM ("+arm+")")
 		}
 	}
 	union := "SELECT id FROM (" + strings.Join(arms, " UNION ALL ") + ") ORDER BY priority DESC, id LIMIT +?5"
 	return fmt.Sprintf(claimSQL, union), extra
+}
+
+// unkeyedGuard keeps the first-in, first-out claim from a queue with fairness keys.
+const unkeyedGuard = `AND NOT EXISTS (SELECT 1 FROM fair_keys f WHERE f.queue = ?4 AND f.fairness_key <> '')`
+
+// kindFilter is the candidates' filter for the kinds asked for (none: every kind) and the
+// disabled kinds, whose jobs it leaves; in makes the parameters of a list of values.
+func kindFilter(kinds, disabled []string, in func([]string) string) string {
+	var filter string
+	if len(kinds) > 0 {
+		filter = " AND j.kind IN (" + in(kinds) + ")"
+	}
+	if len(disabled) > 0 {
+		filter += " AND j.kind NOT IN (" + in(disabled) + ")"
+	}
+	return filter
 }
 
 // The reads of the settings that apply to a claim: the queue's cap, rate limit and running

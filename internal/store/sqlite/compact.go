@@ -23,12 +23,12 @@ const compactCandidatesSQL = `SELECT id, group_key, args, coalesce(merge_policy,
 	ORDER BY group_key, id`
 
 // compactInsertSQL makes the job that replaces a group: a queued copy of its oldest job ?2
-// with args ?3 and merge policy ?4, and no merge key.
+// (its fairness key too) with args ?3 and merge policy ?4, and no merge key.
 const compactInsertSQL = `INSERT INTO jobs (id, kind, queue, priority, args, headers, state, max_attempts,
 	run_at, timeout_us, retry_policy, group_key, result_ttl_us, merge_policy,
-	last_actor, last_reason, created_actor, created_reason, created_at, updated_at, max_rescues)
+	last_actor, last_reason, created_actor, created_reason, created_at, updated_at, max_rescues, fairness_key)
 	SELECT ?1, kind, queue, priority, ?3, headers, 'queued', max_attempts, ?5, timeout_us,
-		retry_policy, group_key, result_ttl_us, ?4, ?6, ?7, ?6, ?7, ?5, ?5, max_rescues
+		retry_policy, group_key, result_ttl_us, ?4, ?6, ?7, ?6, ?7, ?5, ?5, max_rescues, fairness_key
 	FROM jobs WHERE id = ?2`
 
 // compactCancelSQL ends the replaced jobs (the %s list, from ?5 on): canceled, kept for their

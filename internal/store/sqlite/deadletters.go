@@ -70,10 +70,11 @@ func (s *Store) ReplaySummaries(ctx context.Context, ids []string) (map[string]*
 // replaySQL creates the replay of job ?6: a queued copy with the lineage of its source.
 const replaySQL = `INSERT INTO jobs (id, kind, queue, priority, args, headers, state, max_attempts,
 	run_at, timeout_us, retry_policy, group_key, result_ttl_us, original_id, replay_count,
-	replayed_by, last_actor, last_reason, created_actor, created_reason, created_at, updated_at, max_rescues)
+	replayed_by, last_actor, last_reason, created_actor, created_reason, created_at, updated_at, max_rescues,
+	fairness_key)
 	SELECT ?1, kind, queue, priority, args, headers, 'queued', max_attempts, ?2, timeout_us,
 		retry_policy, group_key, result_ttl_us, coalesce(original_id, id), replay_count + 1, ?3, ?4, ?5, ?4, ?5, ?2, ?2,
-		max_rescues
+		max_rescues, fairness_key
 	FROM jobs WHERE id = ?6
 	RETURNING ` + jobColumns
 

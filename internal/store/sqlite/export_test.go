@@ -9,3 +9,22 @@ func HistoryRows(s *Store, id string) (events, attempts int, err error) {
 		(SELECT count(*) FROM job_attempts WHERE job_id = ?1)`, id).Scan(&events, &attempts)
 	return events, attempts, err
 }
+
+// FairKeys lists the fairness keys queue holds in fair_keys, but the unkeyed jobs' "".
+func FairKeys(s *Store, queue string) ([]string, error) {
+	rows, err := s.reader.QueryContext(context.Background(),
+		`SELECT fairness_key FROM fair_keys WHERE queue = ? AND fairness_key <> '' ORDER BY fairness_key`, queue)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var keys []string
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			return nil, err
+		}
+		keys = append(keys, k)
+	}
+	return keys, rows.Err()
+}

@@ -15,9 +15,9 @@ import (
 const insertJobSQL = `INSERT INTO jobs (id, kind, queue, priority, args, headers, state, max_attempts,
 	run_at, timeout_us, retry_policy, idempotency_key, group_key, merge_key, schedule_id,
 	last_actor, last_reason, created_actor, created_reason, created_at, updated_at, result_ttl_us,
-	max_rescues, merge_policy)
+	max_rescues, merge_policy, fairness_key)
 	VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?16, ?17, ?18, ?19, ?20,
-	?21, ?22)`
+	?21, ?22, ?23)`
 
 // JobInsertMany inserts every job in one transaction. Items with a merge key merge in their
 // order (merge.go): the single writer makes each look-up and its write one step.
@@ -75,7 +75,7 @@ func insertRow(ctx context.Context, tx *sql.Tx, ins *sql.Stmt, p *store.InsertPa
 		row.Timeout.Microseconds(), encodePolicy(row.RetryPolicy), nullString(row.IdempotencyKey),
 		nullString(row.GroupKey), nullString(row.MergeKey), nullString(row.ScheduleID),
 		string(p.Actor), nullString(p.Reason), micros(now), micros(now), p.ResultTTL.Microseconds(),
-		row.MaxRescues, mergePolicy(p)); err != nil {
+		row.MaxRescues, mergePolicy(p), nullString(row.FairnessKey)); err != nil {
 		return nil, fmt.Errorf("insert job %s: %w", row.ID, err)
 	}
 	return row, recordKey(ctx, tx, p, row.ID, now)
@@ -131,7 +131,7 @@ func newRow(p *store.InsertParams, now time.Time) *hoppertype.JobRow {
 		Headers: p.Headers, State: state, MaxAttempts: p.MaxAttempts, RunAt: fromMicros(runAt.UnixMicro()),
 		MaxRescues: store.RescueBound(p.MaxRescues), Timeout: p.Timeout, RetryPolicy: p.RetryPolicy,
 		ResultTTL: p.ResultTTL, IdempotencyKey: p.IdempotencyKey, GroupKey: p.GroupKey, MergeKey: p.MergeKey,
-		ScheduleID: p.ScheduleID, CreatedAt: n, UpdatedAt: n,
+		FairnessKey: p.FairnessKey, ScheduleID: p.ScheduleID, CreatedAt: n, UpdatedAt: n,
 	}
 }
 

@@ -73,6 +73,7 @@ func (s *Store) JobList(ctx context.Context, p *store.ListParams) (*store.ListRe
 	in("queue", p.Queues)
 	in("kind", p.Kinds)
 	in("last_error_code", p.ErrorCodes)
+	in("fairness_key", p.FairnessKeys)
 	if !p.CreatedAfter.IsZero() {
 		where, args = append(where, "created_at >= ?"), append(args, micros(p.CreatedAfter))
 	}

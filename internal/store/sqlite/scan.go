@@ -14,7 +14,7 @@ const jobColumns = `id, kind, queue, priority, args, headers, state, attempt, ma
 	run_at, timeout_us, worker_id, lease_expires_at, heartbeat_at, progress_percent, progress_message,
 	result, last_error, checkpoint, retry_policy, idempotency_key, group_key, merge_key, original_id,
 	replay_count, replayed_by, schedule_id, created_at, started_at, finished_at, updated_at,
-	expires_at, deadline_at, result_ttl_us, resume_data, rescues, max_rescues, last_error_code`
+	expires_at, deadline_at, result_ttl_us, resume_data, rescues, max_rescues, last_error_code, fairness_key`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -23,7 +23,7 @@ func scanJob(sc scanner) (*hoppertype.JobRow, error) {
 		j                                       hoppertype.JobRow
 		headers, retry                          sql.NullString
 		workerID, progressMsg, lastErr          sql.NullString
-		lastErrCode                             sql.NullString
+		lastErrCode, fairKey                    sql.NullString
 		idemKey, groupKey, mergeKey, originalID sql.NullString
 		replayedBy, scheduleID                  sql.NullString
 		runAt, timeoutUS, createdAt, updatedAt  int64
@@ -37,7 +37,7 @@ func scanJob(sc scanner) (*hoppertype.JobRow, error) {
 		&j.MaxAttempts, &j.Token, &runAt, &timeoutUS, &workerID, &lease, &heartbeat,
 		&j.ProgressPercent, &progressMsg, &result, &lastErr, &checkpoint, &retry, &idemKey,
 		&groupKey, &mergeKey, &originalID, &j.ReplayCount, &replayedBy, &scheduleID, &createdAt,
-		&started, &finished, &updatedAt, &expires, &deadline, &resultTTL, &resume, &j.Rescues, &j.MaxRescues, &lastErrCode)
+		&started, &finished, &updatedAt, &expires, &deadline, &resultTTL, &resume, &j.Rescues, &j.MaxRescues, &lastErrCode, &fairKey)
 	if err != nil {
 		return nil, err
 	}
@@ -50,6 +50,7 @@ func scanJob(sc scanner) (*hoppertype.JobRow, error) {
 		j.WorkerID = workerID.String
 	}
 	j.IdempotencyKey, j.GroupKey, j.MergeKey = idemKey.String, groupKey.String, mergeKey.String
+	j.FairnessKey = fairKey.String
 	j.OriginalID, j.ReplayedBy, j.ScheduleID = originalID.String, replayedBy.String, scheduleID.String
 	j.LeaseExpiresAt, j.HeartbeatAt = nullTime(lease), nullTime(heartbeat)
 	j.CreatedAt, j.UpdatedAt = fromMicros(createdAt), fromMicros(updatedAt)

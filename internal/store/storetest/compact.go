@@ -107,7 +107,7 @@ func (b *bundle) compactOne(t *testing.T, kind string, policy hoppertype.MergePo
 // A queued group of one kind: keep gives the new job the oldest job's args and options, and
 // the group's jobs end canceled.
 func compactKeep(t *testing.T, b *bundle) {
-	first := b.insert(t, withGroup("g"), withArgs(`{"n":1}`), withPriority(3), withMaxAttempts(7))
+	first := b.insert(t, withGroup("g"), withArgs(`{"n":1}`), withPriority(3), withMaxAttempts(7), withFairness("tenant-a"))
 	b.clock.Advance(time.Second)
 	second := b.insert(t, withGroup("g"), withArgs(`{"n":2}`), withPriority(9), inQueue("elsewhere"))
 	third := b.insert(t, withGroup("g"), withArgs(`{"n":3}`))
@@ -120,6 +120,7 @@ func compactKeep(t *testing.T, b *bundle) {
 	require.Equal(t, 3, job.Priority)
 	require.Equal(t, 7, job.MaxAttempts)
 	require.Equal(t, "g", job.GroupKey)
+	require.Equal(t, "tenant-a", job.FairnessKey, "the oldest job's fairness key: its tenant's job stays its tenant's")
 	require.Empty(t, job.MergeKey)
 	require.Zero(t, job.Token)
 	sameTime(t, b.clock.Now(), job.RunAt, "run_at")

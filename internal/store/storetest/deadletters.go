@@ -95,11 +95,11 @@ func deadLettersStats(t *testing.T, b *bundle) {
 }
 
 // A replay is a new queued job with the source's work (kind, queue, args, headers, priority,
-// budget, timeout, retry policy, group, result TTL) and lineage; the source stays failed.
+// budget, timeout, retry policy, group, fairness key, result TTL) and lineage; the source stays failed.
 func deadLettersReplayCopies(t *testing.T, b *bundle) {
 	policy := &hoppertype.RetryPolicy{Base: time.Second, Multiplier: 3}
 	src := b.jobIn(t, hoppertype.StateFailed, withKind("charge"), withPriority(7), withArgs(`{"card":42}`),
-		withGroup("customer-9"), withMaxAttempts(4), withResultTTL(time.Hour), func(p *store.InsertParams) {
+		withGroup("customer-9"), withFairness("tenant-9"), withMaxAttempts(4), withResultTTL(time.Hour), func(p *store.InsertParams) {
 			p.Headers, p.Timeout, p.RetryPolicy = map[string]string{"trace": "abc"}, 30*time.Second, policy
 		})
 	b.clock.Advance(time.Minute)
@@ -118,6 +118,7 @@ func deadLettersReplayCopies(t *testing.T, b *bundle) {
 	require.Equal(t, 30*time.Second, job.Timeout)
 	require.Equal(t, policy, job.RetryPolicy)
 	require.Equal(t, "customer-9", job.GroupKey)
+	require.Equal(t, "tenant-9", job.FairnessKey)
 	require.Equal(t, time.Hour, job.ResultTTL)
 	require.Equal(t, src.ID, job.OriginalID)
 	require.Equal(t, 1, job.ReplayCount)

@@ -35,6 +35,7 @@ func withKind(k string) option      { return func(p *store.InsertParams) { p.Kin
 func withPriority(n int) option     { return func(p *store.InsertParams) { p.Priority = n } }
 func withArgs(a string) option      { return func(p *store.InsertParams) { p.Args = json.RawMessage(a) } }
 func withGroup(g string) option     { return func(p *store.InsertParams) { p.GroupKey = g } }
+func withFairness(k string) option  { return func(p *store.InsertParams) { p.FairnessKey = k } }
 func withRunAt(at time.Time) option { return func(p *store.InsertParams) { p.RunAt = at } }
 func withMaxAttempts(n int) option  { return func(p *store.InsertParams) { p.MaxAttempts = n } }
 

@@ -13,6 +13,7 @@ func testInsert(t *testing.T, opener Opener) {
 	parallel(t, opener, "StateFromRunAt", insertStateFromRunAt)
 	parallel(t, opener, "RoundTrip", insertRoundTrip)
 	parallel(t, opener, "ManyInOrder", insertManyInOrder)
+	parallel(t, opener, "ManyFairnessKeys", insertManyFairnessKeys)
 	parallel(t, opener, "ManyAtomicDuplicateID", insertManyAtomicDuplicateID)
 	parallel(t, opener, "ManyAtomicIdempotencyConflict", insertManyAtomicIdempotencyConflict)
 	parallel(t, opener, "GetUnknown", insertGetUnknown)
@@ -52,6 +53,7 @@ func insertRoundTrip(t *testing.T, b *bundle) {
 	p.Timeout = 90 * time.Second
 	p.RetryPolicy = &hoppertype.RetryPolicy{Base: time.Second, Multiplier: 2.5, Cap: time.Hour, Jitter: 0.1, RetryBusinessErrors: true}
 	p.GroupKey, p.MergeKey, p.ScheduleID = "customer-42", "recalc-42", "nightly"
+	p.FairnessKey = "tenant-42"
 	b.clock.Advance(3 * time.Second)
 	now := b.clock.Now()
 
@@ -70,6 +72,7 @@ func insertRoundTrip(t *testing.T, b *bundle) {
 		require.Equal(t, 90*time.Second, job.Timeout)
 		require.Equal(t, p.RetryPolicy, job.RetryPolicy)
 		require.Equal(t, "customer-42", job.GroupKey)
+		require.Equal(t, "tenant-42", job.FairnessKey)
 		require.Equal(t, "recalc-42", job.MergeKey)
 		require.Equal(t, "nightly", job.ScheduleID)
 		require.Empty(t, job.WorkerID)
@@ -132,4 +135,14 @@ func insertGetUnknown(t *testing.T, b *bundle) {
 	b.insert(t)
 	_, err := b.store.JobGet(t.Context(), newID(t))
 	require.ErrorIs(t, err, store.ErrNotFound)
+}
+
+// A batch keeps each job's fairness key, none for a job without one.
+func insertManyFairnessKeys(t *testing.T, b *bundle) {
+	res := b.insertMany(t, params(t, withFairness("tenant-a")), params(t), params(t, withFairness("tenant-b")))
+	want := []string{"tenant-a", "", "tenant-b"}
+	for i, r := range res {
+		require.Equal(t, want[i], r.Job.FairnessKey, "item %d as returned", i)
+		require.Equal(t, want[i], b.get(t, r.Job.ID).FairnessKey, "item %d as stored", i)
+	}
 }

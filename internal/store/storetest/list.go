@@ -20,6 +20,7 @@ func testList(t *testing.T, opener Opener) {
 	parallel(t, opener, "StableUnderInserts", listStableUnderInserts)
 	parallel(t, opener, "InvalidCursor", listInvalidCursor)
 	parallel(t, opener, "ArgsContains", listArgsContains)
+	parallel(t, opener, "FairnessKeys", listFairnessKeys)
 }
 
 // ArgsContains matches a substring of the stored JSON, with other filters and paging.
@@ -35,6 +36,20 @@ func listArgsContains(t *testing.T, b *bundle) {
 	require.NoError(t, err)
 	require.Len(t, page.Jobs, 2)
 	require.NotEmpty(t, page.NextCursor)
+}
+
+// FairnessKeys keeps the jobs of those keys, in any state, with other filters.
+func listFairnessKeys(t *testing.T, b *bundle) {
+	a := b.insert(t, withFairness("tenant-a"))
+	bJob := b.insert(t, inQueue("b"), withFairness("tenant-b"))
+	b.insert(t, withFairness("tenant-c"))
+	b.insert(t)
+	done := b.jobIn(t, hoppertype.StateCompleted, withFairness("tenant-a"))
+	require.Equal(t, []string{done.ID, a.ID}, ids(b.listAll(t, store.ListParams{FairnessKeys: []string{"tenant-a"}})))
+	require.Equal(t, []string{done.ID, bJob.ID, a.ID},
+		ids(b.listAll(t, store.ListParams{FairnessKeys: []string{"tenant-a", "tenant-b"}})))
+	require.Equal(t, []string{bJob.ID},
+		ids(b.listAll(t, store.ListParams{FairnessKeys: []string{"tenant-a", "tenant-b"}, Queues: []string{"b"}})))
 }
 
 // listFilters creates one job a minute: (queue, kind, state) =

@@ -1,0 +1,166 @@
+package storetest
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/store"
+	"github.com/stretchr/testify/require"
+)
+
+// testFair: fairness keys share a queue's claims between tenants.
+func testFair(t *testing.T, opener Opener) {
+	parallel(t, opener, "FloodDoesNotStarveATrickle", fairFloodDoesNotStarveATrickle)
+	parallel(t, opener, "ClaimsOfOneRotate", fairClaimsOfOneRotate)
+	parallel(t, opener, "PriorityFirst", fairPriorityFirst)
+	parallel(t, opener, "UnkeyedJobsAreOneKey", fairUnkeyedJobsAreOneKey)
+	parallel(t, opener, "GroupsStillOneAtATime", fairGroupsStillOneAtATime)
+	parallel(t, opener, "KeyBackInTheQueue", fairKeyBackInTheQueue)
+	parallel(t, opener, "Kinds", fairKinds)
+	parallel(t, opener, "IdleKeysGoToTheBack", fairIdleKeysGoToTheBack)
+}
+
+// flood inserts n jobs of key in one batch, oldest first.
+func (b *bundle) flood(t *testing.T, key string, n int, opts ...option) []*hoppertype.JobRow {
+	t.Helper()
+	ps := make([]*store.InsertParams, n)
+	for i := range ps {
+		ps[i] = params(t, append([]option{withFairness(key)}, opts...)...)
+	}
+	res := b.insertMany(t, ps...)
+	jobs := make([]*hoppertype.JobRow, n)
+	for i, r := range res {
+		jobs[i] = r.Job
+	}
+	return jobs
+}
+
+// keysOf counts the claimed jobs per fairness key.
+func keysOf(jobs []*hoppertype.JobRow) map[string]int {
+	out := map[string]int{}
+	for _, j := range jobs {
+		out[j.FairnessKey]++
+	}
+	return out
+}
+
+// The case: one tenant's flood enqueued before another tenant's single job does not
+// delay it; a claim shares its slots between the keys that have jobs.
+func fairFloodDoesNotStarveATrickle(t *testing.T, b *bundle) {
+	flood := b.flood(t, "tenant-a", 500)
+	bJob := b.insert(t, withFairness("tenant-b"))
+	cJob := b.insert(t, withFairness("tenant-c"))
+
+	got := b.claim(t, defaultQueue, 10)
+	require.Len(t, got, 10)
+	require.Contains(t, ids(got), bJob.ID)
+	require.Contains(t, ids(got), cJob.ID)
+	require.Equal(t, map[string]int{"tenant-a": 8, "tenant-b": 1, "tenant-c": 1}, keysOf(got))
+	// tenant-a's share is its oldest jobs, in order.
+	want := ids(flood[:8])
+	require.Subset(t, ids(got), want)
+
+	// Alone again, tenant-a's jobs go first in, first out.
+	require.Equal(t, ids(flood[8:13]), ids(b.claim(t, defaultQueue, 5)))
+}
+
+// Claims of one job take the keys in turn, the least recently served first (never served:
+// by name).
+func fairClaimsOfOneRotate(t *testing.T, b *bundle) {
+	b.flood(t, "tenant-a", 3)
+	b.flood(t, "tenant-b", 3)
+	b.flood(t, "tenant-c", 3)
+	var order []string
+	for range 9 {
+		order = append(order, b.claimOne(t, defaultQueue).FairnessKey)
+	}
+	require.Equal(t, []string{"tenant-a", "tenant-b", "tenant-c", "tenant-a", "tenant-b", "tenant-c",
+		"tenant-a", "tenant-b", "tenant-c"}, order)
+	require.Empty(t, b.claim(t, defaultQueue, 10))
+}
+
+// Priority comes first: a higher-priority job of any key goes before the jobs of lower
+// priority, however the keys were served.
+func fairPriorityFirst(t *testing.T, b *bundle) {
+	urgent := b.flood(t, "tenant-a", 3, withPriority(5))
+	b.insert(t, withFairness("tenant-b"))
+	late := b.insert(t, withFairness("tenant-c"), withPriority(9))
+
+	require.Equal(t, []string{late.ID}, ids(b.claim(t, defaultQueue, 1)), "the highest priority, of an unserved key")
+	require.Equal(t, ids(urgent), ids(b.claim(t, defaultQueue, 3)), "priority 5 before tenant-b's 0")
+	require.Equal(t, map[string]int{"tenant-b": 1}, keysOf(b.claim(t, defaultQueue, 3)))
+}
+
+// Jobs without a key share the queue as one more key: neither a keyed flood starves them nor
+// their flood a key's job.
+func fairUnkeyedJobsAreOneKey(t *testing.T, b *bundle) {
+	b.flood(t, "tenant-a", 100)
+	plain1, plain2 := b.insert(t), b.insert(t)
+	got := b.claim(t, defaultQueue, 3)
+	require.Subset(t, ids(got), []string{plain1.ID, plain2.ID})
+	require.Equal(t, map[string]int{"": 2, "tenant-a": 1}, keysOf(got))
+
+	q := "unkeyed-flood"
+	for range 50 {
+		b.insert(t, inQueue(q))
+	}
+	keyed := b.insert(t, inQueue(q), withFairness("tenant-b"))
+	require.Contains(t, ids(b.claim(t, q, 2)), keyed.ID)
+}
+
+// Groups still run one at a time, oldest first, in a fair claim.
+func fairGroupsStillOneAtATime(t *testing.T, b *bundle) {
+	g := b.flood(t, "tenant-a", 3, withGroup("customer-1"))
+	free := b.insert(t, withFairness("tenant-b"))
+	require.ElementsMatch(t, []string{g[0].ID, free.ID}, ids(b.claim(t, defaultQueue, 10)))
+	require.Empty(t, b.claim(t, defaultQueue, 10), "the group is busy")
+	require.NoError(t, b.finish(t, finishing(b.get(t, g[0].ID), hoppertype.StateCompleted)))
+	require.Equal(t, []string{g[1].ID}, ids(b.claim(t, defaultQueue, 10)))
+}
+
+// A key whose jobs all left the queue and one comes back (released, retried, rescued) is
+// served again, ahead of a flood that came before it.
+func fairKeyBackInTheQueue(t *testing.T, b *bundle) {
+	b.flood(t, "tenant-a", 50)
+	bJob := b.insert(t, withFairness("tenant-b"))
+	got := b.claim(t, defaultQueue, 2)
+	require.Contains(t, ids(got), bJob.ID)
+	b.claim(t, defaultQueue, 2) // tenant-a alone
+
+	running := b.get(t, bJob.ID)
+	require.NoError(t, b.finish(t, finishing(running, hoppertype.StateQueued)))
+	require.Contains(t, ids(b.claim(t, defaultQueue, 2)), bJob.ID)
+}
+
+// A fair claim takes only the kinds asked for.
+func fairKinds(t *testing.T, b *bundle) {
+	b.flood(t, "tenant-a", 20, withKind("report"))
+	b.insert(t, withFairness("tenant-b"), withKind("email"))
+	mail := b.insert(t, withFairness("tenant-c"), withKind("email"))
+	got := b.claimAs(t, &store.ClaimParams{Queue: defaultQueue, Kinds: []string{"report"}, Limit: 5,
+		WorkerID: workerA, LeaseDuration: defaultLease})
+	require.Equal(t, map[string]int{"tenant-a": 5}, keysOf(got))
+	got = b.claimAs(t, &store.ClaimParams{Queue: defaultQueue, Kinds: []string{"email"}, Limit: 5,
+		WorkerID: workerA, LeaseDuration: defaultLease})
+	require.Len(t, got, 2)
+	require.Contains(t, ids(got), mail.ID)
+}
+
+// Keys whose jobs wait (their groups are busy) do not hold a claim's reads: the next claim
+// reads the keys behind them. A claim of one reads 17 keys; here the 17 blocked ones would
+// fill every claim's reads, and the free key's job, behind a flood, would wait for the flood.
+func fairIdleKeysGoToTheBack(t *testing.T, b *bundle) {
+	b.flood(t, "aaa", 20)
+	for i := range store.FairKeysPerClaim(1) {
+		group := fmt.Sprintf("group-%02d", i)
+		b.running(t, withGroup(group))
+		b.insert(t, withFairness(fmt.Sprintf("blocked-%02d", i)), withGroup(group))
+	}
+	free := b.insert(t, withFairness("zzz"))
+	var got []string
+	for range 3 {
+		got = append(got, b.claimOne(t, defaultQueue).ID)
+	}
+	require.Contains(t, got, free.ID)
+}
