@@ -162,11 +162,11 @@ func TestChangesReachTheStore(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, incident.Attempt+2, retried.MaxAttempts)
 
-	// Bulk retry of two ticked dead letters out of three.
+	// Bulk replay of two ticked dead letters out of three (bulk retry in place: hopperui's tests).
 	d1, d2, d3 := e.Failed(t, "one"), e.Failed(t, "two"), e.Failed(t, "three")
 	tb.open(e.URL + "/jobs?state=failed")
 	tb.run(chromedp.Click(chromedp.CSS(`input[value="`+d1.ID+`"]`)), chromedp.Click(chromedp.CSS(`input[value="`+d3.ID+`"]`)))
-	tb.click(`button[value=retry]`)
+	tb.click(`button[value=replay]`)
 	require.Equal(t, "Replay the 2 ticked job(s)?", tb.text("h1"))
 	require.ElementsMatch(t, []string{d1.ID, d3.ID}, eval[[]string](tb, `[...document.querySelectorAll('#confirm-ids li')].map(li => li.textContent.trim())`))
 	tb.click(`#confirm`)
