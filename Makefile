@@ -1,5 +1,5 @@
 # The README's commands. CI (.ci/run) runs vet, test, e2e, chaos-short and fuzz-ci among them.
-.PHONY: test vet e2e upgrade-test failover run build bench tools gen gen-check chaos chaos-short fuzz fuzz-ci ts-test ts-gen ts-gen-check ts-bench screenshots docs-cli
+.PHONY: test vet e2e upgrade-test failover run build bench tools gen gen-check chaos chaos-short fuzz fuzz-ci ts-test ts-gen ts-gen-check ts-bench sdk-conformance screenshots docs-cli
 
 # The hopper module's tests. The repository holds two more modules, each with its own go.mod,
 # which `./...` here does not reach: e2e (browser and chaos tests, make e2e and make chaos) and
@@ -10,7 +10,7 @@ test:
 # go vet in every module, the chaos suite's files (build tag chaos) included.
 vet:
 	go vet ./...
-	cd e2e && go vet ./... && go vet -tags chaos ./chaos/... && go vet -tags failover ./failover/...
+	cd e2e && go vet ./... && go vet -tags chaos ./chaos/... && go vet -tags failover ./failover/... && go vet -tags sdk ./sdk/...
 	cd bench/peers && go vet ./...
 
 # The e2e module's tests without the build tag chaos: the dashboard's browser tests
@@ -121,6 +121,13 @@ ts-test: $(TS)/node_modules/.package-lock.json
 
 ts-bench: $(TS)/node_modules/.package-lock.json
 	cd $(TS) && npm run bench
+
+# The SDK conformance suite (e2e/sdk, build tag sdk; docs/development.md): every worker SDK's
+# driver runs the same cases against hopper serve, and each attempt must end as it ends in the
+# in-process Go engine. The TypeScript driver is compiled with the SDK's tests.
+sdk-conformance: $(TS)/node_modules/.package-lock.json
+	cd $(TS) && npm run build && npx tsc -p tsconfig.json
+	cd e2e && go test -tags sdk -count=1 -timeout 15m -v ./sdk/
 
 ts-gen: $(TS)/node_modules/.package-lock.json
 	cd $(TS) && npm run gen

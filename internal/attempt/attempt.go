@@ -252,7 +252,13 @@ func Classify(err, cause error, timeout time.Duration) Ending {
 	if errors.As(err, &pe) {
 		e.Outcome, e.Stack = hoppertype.OutcomePanic, pe.Stack
 	} else if errors.Is(cause, ErrTimeout) {
-		e.Outcome, e.Error = hoppertype.OutcomeTimeout, fmt.Sprintf("%v after %s: %v", ErrTimeout, timeout, err)
+		e.Outcome, e.Error = hoppertype.OutcomeTimeout, fmt.Sprintf("%v after %s", ErrTimeout, timeout)
+		// The handler's own words follow, unless it only passed on its context's end
+		// (ctx.Err() or context.Cause(ctx)), which says nothing more: as a TypeScript or
+		// Python handler that rethrows its signal's reason.
+		if err != context.Canceled && err != context.DeadlineExceeded && !errors.Is(err, ErrTimeout) {
+			e.Error += ": " + err.Error()
+		}
 	}
 	var noRetry *NoRetryError
 	e.NoRetry = errors.As(err, &noRetry)

@@ -13,12 +13,13 @@ export class NoRetryError extends Error {
  */
 export class RetryAfterError extends Error {
   override readonly name = "RetryAfterError";
+  /** message, when given, follows "retry after <delay>: ", as a Go worker words it. */
   constructor(
     readonly delay: number,
-    message = `retry after ${formatMs(delay)}`,
+    message?: string,
     options?: ErrorOptions,
   ) {
-    super(message, options);
+    super(message === undefined ? `retry after ${formatMs(delay)}` : `retry after ${formatMs(delay)}: ${message}`, options);
   }
 }
 

@@ -134,6 +134,8 @@ export function failure(e: Ending): Fail {
   const limits = e.limits ?? builtInLimits;
   if (e.error instanceof CheckpointError) return withCheckpoint(failure({ ...e, error: e.error.error }), e.error.checkpoint, limits);
   const out: Fail = { type: "fail", job: { id: e.job.id, leaseToken: e.job.leaseToken }, outcome: "error", error: describe(e.error) };
+  // As the Go worker words it: "not retryable: <the error>".
+  if (e.error instanceof NoRetryError && out.error) out.error = `not retryable: ${out.error}`;
   if (isCrash(e.error)) out.outcome = "panic";
   else if (e.cause instanceof JobTimeoutError) {
     out.outcome = "timeout";

@@ -44,6 +44,6 @@ describe("examples/node-worker", () => {
     assert.match(out, /^failed charge \S+ \(attempt 1\/25\): charge: amount -100 is negative$/m);
     assert.match(out, /^worker: stopped$/m);
     const failed = await c.list({ queues: [queue], states: ["failed"] });
-    assert.equal(failed.jobs[0]?.lastError, "charge: amount -100 is negative");
+    assert.equal(failed.jobs[0]?.lastError, "not retryable: charge: amount -100 is negative");
   });
 });

@@ -64,9 +64,9 @@ describe("decide", () => {
 
   test("NoRetryError says no retry, RetryAfterError its wait; a kind's policy goes along", () => {
     assert.deepEqual(outcomeOf(decide(ending({ threw: true, error: new NoRetryError("bad input") }))),
-      { type: "fail", job, outcome: "error", error: "bad input", noRetry: true });
+      { type: "fail", job, outcome: "error", error: "not retryable: bad input", noRetry: true }, "worded as the Go worker words it");
     assert.deepEqual(outcomeOf(decide(ending({ threw: true, error: new RetryAfterError(1500, "rate limited") }))),
-      { type: "fail", job, outcome: "error", error: "rate limited", retryBackoff: 1500 });
+      { type: "fail", job, outcome: "error", error: "retry after 1.5s: rate limited", retryBackoff: 1500 });
     const kindPolicy = { base: 100, multiplier: 3, jitter: -1 };
     assert.deepEqual(outcomeOf(decide(ending({ threw: true, error: "x", kindPolicy }))),
       { type: "fail", job, outcome: "error", error: "x", retryPolicy: kindPolicy });
@@ -97,7 +97,7 @@ describe("decide", () => {
       { type: "fail", job, outcome: "error", error: "out_of_stock", errorCode: "out_of_stock", checkpoint: "[1,2]" },
       "a business error with a checkpoint: the failed job keeps it");
     assert.deepEqual(outcomeOf(decide(ending({ threw: true, error: failWithCheckpoint(new NoRetryError("bad"), null) }))),
-      { type: "fail", job, outcome: "error", error: "bad", noRetry: true, checkpoint: "null" });
+      { type: "fail", job, outcome: "error", error: "not retryable: bad", noRetry: true, checkpoint: "null" });
     const dropped = outcomeOf(decide(ending({ threw: true, error: failWithCheckpoint("x", { n: 1n }) })));
     assert.ok(dropped.type === "fail" && dropped.checkpoint === undefined && dropped.error.startsWith("x (checkpoint dropped: encode checkpoint: "));
   });
@@ -135,7 +135,7 @@ describe("decide", () => {
   test("error text fits the server: no NUL, at most 64 KiB, never empty", () => {
     const o = outcomeOf(decide(ending({ threw: true, error: new NoRetryError("a\0b".padEnd(100_000, "é")) })));
     assert.ok(o.type === "fail" && Buffer.byteLength(o.error) <= 64 << 10);
-    assert.ok(o.error.startsWith("a\uFFFDb") && o.error.endsWith("…"));
+    assert.ok(o.error.startsWith("not retryable: a\uFFFDb") && o.error.endsWith("…"));
     const empty = outcomeOf(decide(ending({ threw: true, error: "" })));
     assert.deepEqual(empty, { type: "fail", job, outcome: "error", error: "string with an empty message" });
     const noMessage = outcomeOf(decide(ending({ threw: true, error: new NoRetryError("") })));

@@ -104,7 +104,7 @@ for (const mode of ["stream", "poll"] as const) {
       assert.match(attempts[0]!.stack, /^Error: flaky the first time\n +at /, "the stack is recorded apart");
       const laterDone = await waitForState(c, later.id, "completed");
       const la = (await c.events(later.id)).attempts;
-      assert.equal(la[0]!.error, "rate limited");
+      assert.equal(la[0]!.error, "retry after 300ms: rate limited");
       const waited = laterDone.startedAt!.getTime() - la[0]!.endedAt!.getTime();
       assert.ok(waited >= 250 && waited < 900, `retried after ${waited} ms, not the default 1 s`);
       const crashed = (await c.events((await waitForState(c, crash.id, "failed")).id)).attempts;
@@ -132,7 +132,7 @@ for (const mode of ["stream", "poll"] as const) {
       const { job } = await c.enqueue("charge", { amount: -5 }, { queue, maxAttempts: 5 });
       const dead = await waitForState(c, job.id, "failed");
       assert.equal(dead.attempt, 1);
-      assert.equal(dead.lastError, "amount -5 is negative");
+      assert.equal(dead.lastError, "not retryable: amount -5 is negative", "worded as a Go worker words it");
       const letters = await c.listDeadLetters({ queues: [queue] });
       assert.deepEqual(letters.jobs.map((j) => j.id), [job.id]);
       fixed = true;

@@ -1,0 +1,111 @@
+// Package cases holds the handler behaviours of the SDK conformance suite (e2e/sdk) in Go:
+// what the in-process engine runs to set the expected outcome of each case, and what the Go
+// remote worker's driver runs. Every SDK's driver implements the same cases; docs/development.md
+// ("The SDK conformance suite") describes them.
+package cases
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hopperjobs/hopper"
+)
+
+// Kind is the kind every driver handles.
+const Kind = "conformance"
+
+// Args are a conformance job's arguments: the case to run and its numbers.
+type Args struct {
+	Case string `json:"case"`
+	// Ms is how long the case works (sleep, progress, shorten), in milliseconds.
+	Ms int `json:"ms,omitempty"`
+	// Every is how often the progress case reports, in milliseconds.
+	Every int `json:"every,omitempty"`
+	// LeaseMs is the lease the shorten case sets, in milliseconds.
+	LeaseMs int `json:"lease_ms,omitempty"`
+}
+
+func (Args) Kind() string { return Kind }
+
+// Handler runs one case. Begin and end, when set, hear each call's start and end (the driver
+// prints them, for the harness to count the handlers running at once).
+type Handler struct {
+	hopper.WorkerDefaults[Args]
+	Begin, End func(id string, attempt int)
+}
+
+// Work runs the case its job names.
+func (h Handler) Work(ctx context.Context, job *hopper.Job[Args]) (err error) {
+	if h.Begin != nil {
+		h.Begin(job.ID, job.Attempt)
+	}
+	if h.End != nil {
+		defer h.End(job.ID, job.Attempt)
+	}
+	a := job.Args
+	switch a.Case {
+	case "ok":
+		return hopper.SetResult(ctx, "done")
+	case "error":
+		return errors.New("boom")
+	case "panic":
+		panic("boom")
+	case "timeout", "wait-cancel":
+		<-ctx.Done()
+		return ctx.Err()
+	case "no-retry":
+		return hopper.NoRetry(errors.New("bad input"))
+	case "retry-after":
+		return hopper.RetryAfter(2*time.Hour, errors.New("busy"))
+	case "business":
+		return hopper.BusinessError{Code: "card_declined", Message: "insufficient funds"}
+	case "fail-checkpoint":
+		return hopper.FailWithCheckpoint(errors.New("part 4 failed"), map[string]int{"done": 3})
+	case "snooze":
+		return hopper.Snooze(time.Hour)
+	case "suspend":
+		return hopper.Suspend(map[string]int{"page": 7}, hopper.SuspendOpts{})
+	case "sleep":
+		if err := sleep(ctx, a.Ms); err != nil {
+			return err
+		}
+		return hopper.SetResult(ctx, "done")
+	case "progress":
+		start := time.Now()
+		for i := 1; time.Since(start) < time.Duration(a.Ms)*time.Millisecond; i++ {
+			pct := int(time.Since(start) * 100 / (time.Duration(a.Ms) * time.Millisecond))
+			if err := hopper.ReportProgress(ctx, pct, fmt.Sprintf("step %d", i)); err != nil {
+				return err
+			}
+			if err := sleep(ctx, a.Every); err != nil {
+				return err
+			}
+		}
+		if err := hopper.ReportProgress(ctx, 100, "all steps"); err != nil {
+			return err
+		}
+		return hopper.SetResult(ctx, "done")
+	case "shorten":
+		if err := hopper.ExtendLease(ctx, time.Duration(a.LeaseMs)*time.Millisecond); err != nil {
+			return err
+		}
+		if err := sleep(ctx, a.Ms); err != nil {
+			return err
+		}
+		return hopper.SetResult(ctx, "done")
+	}
+	return hopper.NoRetry(fmt.Errorf("unknown case %q", a.Case))
+}
+
+func sleep(ctx context.Context, ms int) error {
+	t := time.NewTimer(time.Duration(ms) * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
