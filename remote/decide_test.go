@@ -135,7 +135,8 @@ func TestRemoteAndInProcessAttemptsEndAlike(t *testing.T) {
 	require.True(t, local["panic"].HasStack)
 	require.Equal(t, "panic: boom", local["panic"].Error)
 	require.Equal(t, hopper.OutcomeTimeout, local["timeout"].Outcome)
-	require.Contains(t, local["timeout"].Error, "after 300ms")
+	require.Equal(t, "job execution timeout after 300ms", local["timeout"].Error,
+		"ctx.Err() says nothing more than the timeout (as a TypeScript handler rethrowing its signal's reason)")
 	require.Equal(t, ended{State: hopper.StateFailed, Outcome: hopper.OutcomeError,
 		Error: "not retryable: bad input", Reason: "not retryable"}, local["no-retry"])
 	require.Equal(t, 2*time.Hour, local["retry-after"].Delay)
