@@ -16,6 +16,7 @@ from .handler_errors import (
     fail_with_checkpoint,
 )
 from .job import Job, JobAttempt, JobEvent, NewJob, RetryPolicy
+from .worker import HandlerOptions, RunningJob, SyncRunningJob, Worker, WorkerEvent
 from .text import BUILT_IN_LIMITS, Limits, clip_text, limits_of
 
 __all__ = [
@@ -27,5 +28,6 @@ __all__ = [
     "BusinessError", "CheckpointError", "JobTimeout", "LeaseLostError", "NoRetry", "RetryAfter", "Shutdown", "Snooze",
     "Suspend", "fail_with_checkpoint",
     "Job", "JobAttempt", "JobEvent", "NewJob", "RetryPolicy",
+    "HandlerOptions", "RunningJob", "SyncRunningJob", "Worker", "WorkerEvent",
     "BUILT_IN_LIMITS", "Limits", "clip_text", "limits_of",
 ]

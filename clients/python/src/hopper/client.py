@@ -338,7 +338,8 @@ class Client(_Base):
 
     def server_info(self) -> pb.ServerInfo:
         """server_info describes the server: version, store, and the input limits it enforces."""
-        return self._call(self._server, "Info", pb.ServerServiceInfoRequest()).server
+        info: pb.ServerInfo = self._call(self._server, "Info", pb.ServerServiceInfoRequest()).server
+        return info
 
 
 class AsyncClient(_Base):
@@ -466,4 +467,5 @@ class AsyncClient(_Base):
         return Retried([Job.from_proto(j) for j in res.jobs], res.retried_by, res.skipped)
 
     async def server_info(self) -> pb.ServerInfo:
-        return (await self._call(self._server, "Info", pb.ServerServiceInfoRequest())).server
+        info: pb.ServerInfo = (await self._call(self._server, "Info", pb.ServerServiceInfoRequest())).server
+        return info
