@@ -175,12 +175,22 @@ class Outcomes:
         await wait_for_state(self.c, r.job.id, "completed")
 
     async def test_leases_are_kept_for_jobs_longer_than_a_lease(self: Any) -> None:
+        go = asyncio.Event()
+
         async def long(job: RunningJob) -> Any:
-            await asyncio.sleep(3.5)  # more than twice the lease
+            await go.wait()
             return "done"
 
         await self.worker({"long": long}, lease_duration=1.5)
         r = await self.c.enqueue("long", queue=self.q)
+        first = (await wait_for_state(self.c, r.job.id, "running")).lease_expires_at
+
+        async def renewed() -> bool:  # twice: the keeper renews on its beat, not once
+            j = await self.c.get(r.job.id)
+            return bool(j.lease_expires_at and first and (j.lease_expires_at - first).total_seconds() > 1.5)
+
+        await eventually(renewed, "the lease to be renewed twice")
+        go.set()
         j = await wait_for_state(self.c, r.job.id, "completed", timeout=20)
         self.assertEqual((j.result, j.attempt, j.rescues), ("done", 1, 0))
 
@@ -309,33 +319,55 @@ class OutageTest(unittest.IsolatedAsyncioTestCase):
         self.addCleanup(s.close)
         started = 0
         all_started = asyncio.Event()
+        killed = asyncio.Event()
         restarted = asyncio.Event()
+        kept = 0
 
         async def long(job: RunningJob) -> Any:
-            nonlocal started
+            nonlocal started, kept
             started += 1
             if started == 3:
                 all_started.set()
+            await killed.wait()
+            await job.progress(60, "during the outage")  # kept: the server is down
+            kept += 1
             await restarted.wait()
-            await job.progress(60, "after the restart")  # kept if the server is not back yet
             await asyncio.sleep(0.2)
             return job.args
 
+        returned = 0
+
+        async def quick(job: RunningJob) -> Any:
+            nonlocal returned
+            await killed.wait()
+            returned += 1
+            return job.args  # its outcome is reported once the server is back
+
         async with AsyncClient(s.url) as c:
             ids = [(await c.enqueue("long", i, max_attempts=1)).job.id for i in range(3)]
-            w = Worker(s.url, handlers={"long": long}, mode=mode, concurrency=5, lease_duration=5)
+            quick_ids = [(await c.enqueue("quick", i, max_attempts=1)).job.id for i in range(2)]
+            w = Worker(s.url, handlers={"long": long, "quick": quick}, mode=mode, concurrency=5, lease_duration=5)
             await w.start()
             try:
                 await asyncio.wait_for(all_started.wait(), 10)
                 s.kill()
-                await asyncio.sleep(0.3)
+                killed.set()
+                await eventually(lambda: _true(kept == 3 and returned == 2), "progress and outcomes during the outage")
+                await asyncio.sleep(0.3)  # the outcomes' first tries fail
                 s.restart()
                 restarted.set()
                 for i, id in enumerate(ids):
                     j = await wait_for_state(c, id, "completed", timeout=30)
                     self.assertEqual((j.result, j.attempt, j.rescues, j.progress_percent), (i, 1, 0, 60))
+                for i, id in enumerate(quick_ids):
+                    j = await wait_for_state(c, id, "completed", timeout=30)
+                    self.assertEqual((j.result, j.attempt, j.rescues), (i, 1, 0))
             finally:
                 await w.stop(0)
+
+
+async def _true(v: bool) -> bool:
+    return v
 
 
 if __name__ == "__main__":
