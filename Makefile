@@ -151,4 +151,4 @@ py-test:
 	cd $(PYC) && PYTHONPATH=src PYTHONDONTWRITEBYTECODE=1 $(PY) -m unittest discover -s tests -t . -v
 
 py-bench:
-	cd $(PYC) && PYTHONPATH=src PYTHONDONTWRITEBYTECODE=1 $(PY) -m tests.bench
+	cd $(PYC) && PYTHONPATH=src PYTHONDONTWRITEBYTECODE=1 $(PY) -m tests.bench $(ARGS)
