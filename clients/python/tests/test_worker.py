@@ -366,6 +366,35 @@ class OutageTest(unittest.IsolatedAsyncioTestCase):
                 await w.stop(0)
 
 
+class RevokedKeyTest(unittest.IsolatedAsyncioTestCase):
+    """A worker whose key is revoked stops taking jobs and says why (worker.error)."""
+
+    async def test_a_revoked_key_stops_the_worker(self) -> None:
+        for mode in ("stream", "poll"):
+            with self.subTest(mode=mode):
+                s = HopperServer(api_key=True)
+                self.addCleanup(s.close)
+
+                async def ok(job: RunningJob) -> Any:
+                    return "ok"
+
+                async with AsyncClient(s.url, api_key=s.api_key) as c:
+                    w = Worker(s.url, api_key=s.api_key, handlers={"ok": ok}, mode=mode, lease_duration=1.5, poll_wait=1)
+                    await w.start()
+                    try:
+                        r = await c.enqueue("ok")
+                        await wait_for_state(c, r.job.id, "completed")
+                        s.cli("keys", "revoke", "sdk-test")
+
+                        async def stopped() -> bool:
+                            return w.error is not None
+
+                        await eventually(stopped, "the worker to stop on its revoked key", timeout=20)
+                        self.assertIn(w.error.code if w.error else "", ("unauthenticated", "permission_denied"))
+                    finally:
+                        await w.stop(0)
+
+
 async def _true(v: bool) -> bool:
     return v
 
