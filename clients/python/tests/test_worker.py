@@ -14,6 +14,8 @@ from hopper import (
     BUILT_IN_LIMITS, AsyncClient, BusinessError, HandlerOptions, JobTimeout, LeaseLostError, NoRetry, RetryAfter,
     RunningJob, Shutdown, Snooze, Suspend, SyncRunningJob, Worker, fail_with_checkpoint,
 )
+from hopper import _rpc
+from hopper.gen import hopper_pb2 as pb
 from hopper.outcome import CRASHES
 
 from .support import HopperServer, eventually, queue_name, wait_for_state
@@ -263,7 +265,38 @@ class Outcomes:
         self.assertEqual(w._limits.error_bytes, served.max_error_bytes)
 
 
-class StreamOutcomes(Outcomes, Base):
+class Governed:
+    """The resource governor, in each mode: over its limit the worker takes no job (the server
+    hears of the hold), under it again it does."""
+
+    async def test_the_governor_holds_new_jobs(self: Any) -> None:
+        async def ok(job: RunningJob) -> Any:
+            return "ran"
+
+        use = [0.0, 2000]  # CPU, memory: over max_memory
+
+        w = Worker(server.url, handlers={"ok": ok}, queue=self.q, mode=self.mode, name=f"gov-{self.q}", max_memory=1000)
+        w._gov_reader = lambda: (use[0], int(use[1]))
+        w._gov_interval = 0.02
+        self.workers.append(w)
+        await w.start()
+        admin = _rpc.Service(self.c._channel, "AdminService")
+
+        async def held() -> bool:
+            res = await admin["ListWorkers"](pb.ListWorkersRequest())
+            return any(x.name == w.name and x.held for x in res.workers)
+
+        await eventually(held, "the server to hear of the hold")
+        r = await self.c.enqueue("ok", queue=self.q)
+        await asyncio.sleep(0.5)  # room for a wrong claim
+        self.assertEqual((await self.c.get(r.job.id)).state, "queued")
+        use[1] = 0
+        j = await wait_for_state(self.c, r.job.id, "completed")
+        self.assertEqual(j.result, "ran")
+        self.assertFalse(await held())
+
+
+class StreamOutcomes(Outcomes, Governed, Base):
     mode = "stream"
 
     async def test_prefetch_never_runs_more_than_the_concurrency(self) -> None:
@@ -301,7 +334,7 @@ class StreamOutcomes(Outcomes, Base):
         self.assertEqual((j.state, j.result), ("completed", "drained"))
 
 
-class PollOutcomes(Outcomes, Base):
+class PollOutcomes(Outcomes, Governed, Base):
     mode = "poll"
 
 

@@ -24,7 +24,7 @@ from typing import Any, Literal, Union
 import grpc
 import grpc.aio
 
-from . import _backoff, _rpc
+from . import _backoff, _governor, _rpc
 from ._json import decode_json
 from .errors import FailedPrecondition, HopperError, Internal, InvalidArgument, NotFound, Unavailable, error_of, is_refusal, to_hopper_error
 from .gen import hopper_pb2 as pb
@@ -93,6 +93,8 @@ _SILENT_KEEPALIVES = 3
 # How long a poll with few free slots waits for more.
 _POLL_COALESCE = 0.002
 _MAX_QUEUES = 64
+# How often a held worker repeats its hold.
+_HOLD_REFRESH = 10.0
 
 
 class _Attempt:
@@ -308,6 +310,8 @@ class Worker:
         poll_wait: float | timedelta = 30.0,
         logger: logging.Logger | None = None,
         observer: Callable[[WorkerEvent], None] | None = None,
+        max_cpu: float = 0.0,
+        max_memory: int = 0,
     ) -> None:
         self._url = url
         _rpc.target_of(url)
@@ -348,6 +352,18 @@ class Worker:
             raise ValueError(f"hopper: Worker: lease_duration {self._lease} is under 1 second")
         if not 0 < self._poll_wait <= 300:
             raise ValueError(f"hopper: Worker: poll_wait {self._poll_wait} is outside 0–300 seconds")
+
+        if not (isinstance(max_cpu, (int, float)) and 0 <= max_cpu <= 1):
+            raise ValueError(f"hopper: Worker: max_cpu {max_cpu!r} is outside 0–1")
+        if not isinstance(max_memory, int) or max_memory < 0:
+            raise ValueError(f"hopper: Worker: max_memory {max_memory!r} is not a number of bytes")
+        self._max_cpu = float(max_cpu)
+        self._max_memory = max_memory
+        # The governor's reader and its sampling interval (tests set them before start).
+        self._gov_reader: _governor.Reader | None = _governor.ProcReader() if (max_cpu or max_memory) else None
+        self._gov_interval = 1.0
+        self._governor: _governor.Governor | None = None
+        self._gov_tasks: list[asyncio.Task[None]] = []
 
         self._limits = BUILT_IN_LIMITS
         self._state: Literal["new", "started", "stopping", "stopped"] = "new"
@@ -404,6 +420,11 @@ class Worker:
         self._freed = asyncio.Event()
         self._keeper = loop.create_task(self._keep_leases())
         self._intake = loop.create_task(self._take_jobs())
+        if self._gov_reader is not None:
+            gov = _governor.Governor(self._max_cpu, self._max_memory, self._log, self.name, self._gov_reader, self._gov_interval)
+            self._governor = gov
+            gov.sample()  # the first sample before the first poll
+            self._gov_tasks = [loop.create_task(gov.run()), loop.create_task(self._report_holds(gov))]
 
     async def stop(self, grace: float | timedelta | None = None) -> None:
         """stop shuts down gracefully: it starts no new job and lets running jobs finish for grace
@@ -468,6 +489,9 @@ class Worker:
         if self._mode == "stream":
             await self._settle()
         await self._end_intake()
+        for t in self._gov_tasks:
+            t.cancel()
+        await asyncio.gather(*self._gov_tasks, return_exceptions=True)
         if self._keeper is not None:
             self._keeper.cancel()
             await asyncio.gather(self._keeper, return_exceptions=True)
@@ -641,6 +665,9 @@ class Worker:
         backoff = _backoff.Tracker("activate jobs", _backoff.WORK, self._log, self.name)
         while True:
             n = await self._free_slots()
+            if self._governor is not None and self._governor.holding:
+                await self._governor.until_open()
+                continue
             req.max_jobs = n
             try:
                 res = await self._call("Activate", req, timeout=self._poll_wait + 30)
@@ -741,6 +768,39 @@ class Worker:
         t: asyncio.Task[None] = self._loop.create_task(coro)
         self._background.add(t)
         t.add_done_callback(self._background.discard)
+
+    # A governor's hold reaches the server (WorkerService.Hold): in stream mode the server then
+    # claims nothing for the worker's stream, which stays open, while its running jobs go on;
+    # in poll mode the worker does not poll and the server ends a poll already waiting. A hold
+    # is repeated every 10 s: the server lets one lapse 30 s after it last heard of it
+    # (remote/govern.go).
+
+    async def _report_holds(self, gov: _governor.Governor) -> None:
+        backoff = _backoff.Tracker("tell the server the governor's hold", _backoff.LOOP, self._log, self.name)
+        told = False  # what the server last heard: it assumes a worker is not held
+        queues = self._queues if len(self._queues) > 1 else []
+        while True:
+            holding = gov.holding
+            wait: float | None = None  # none: wait for a change
+            gov.changed.clear()
+            if holding or told:
+                try:
+                    await self._call("Hold", pb.HoldRequest(worker=self.name, queue=self._queues[0], queues=queues, held=holding), timeout=_BATCH_TIMEOUT)
+                    backoff.succeed()
+                    told = holding
+                    wait = _HOLD_REFRESH if holding else None
+                except grpc.RpcError as e:
+                    err = to_hopper_error(e)
+                    if is_refusal(err):
+                        self._refused(err)
+                        return
+                    wait = backoff.fail(err)
+            if gov.holding != holding:
+                continue
+            try:
+                await asyncio.wait_for(gov.changed.wait(), wait)
+            except asyncio.TimeoutError:
+                pass
 
     # ---- running an attempt ----
 
