@@ -83,16 +83,20 @@ class Outcomes:
                 raise Snooze(0.05)
             return "after snooze"
 
+        async def own_cancel(job: RunningJob) -> Any:
+            raise asyncio.CancelledError()  # not the worker's: a failed attempt, not a lost job
+
         async def retry_after(job: RunningJob) -> Any:
             if job.attempt == 1:
                 raise RetryAfter(timedelta(milliseconds=50))
             return "retried"
 
         await self.worker({"ok": ok, "flaky": flaky, "crash": crash, "no_retry": no_retry, "business": business,
-                           "snooze": snooze, "retry_after": retry_after})
+                           "snooze": snooze, "retry_after": retry_after, "own_cancel": own_cancel})
         c = self.c
         ids = {k: (await c.enqueue(k, {"n": 21}, queue=self.q, max_attempts=3)).job.id
                for k in ["ok", "flaky", "crash", "no_retry", "business", "snooze", "retry_after"]}
+        ids["own_cancel"] = (await c.enqueue("own_cancel", {}, queue=self.q, max_attempts=1)).job.id
         ids["crash"] = (await c.enqueue("crash", {}, queue=self.q, max_attempts=1)).job.id
 
         j = await wait_for_state(c, ids["ok"], "completed")
@@ -112,6 +116,8 @@ class Outcomes:
         self.assertEqual((j.result, j.attempt), ("after snooze", 1))  # a snooze spends no attempt
         j = await wait_for_state(c, ids["retry_after"], "completed")
         self.assertEqual((j.result, j.attempt), ("retried", 2))
+        j = await wait_for_state(c, ids["own_cancel"], "failed")
+        self.assertEqual(j.last_error, "handler canceled")
         self.assertIn(KeyError, CRASHES)
 
     async def test_suspend_then_resume(self: Any) -> None:

@@ -868,11 +868,13 @@ class Worker:
                 assert self._pool is not None
                 ending.result = await loop.run_in_executor(self._pool, ctx.run, _call_sync, h.fn, SyncRunningJob(job, loop), otel)
         except asyncio.CancelledError as err:
-            if a.cause is None:
-                raise  # the worker itself is being cancelled, not the attempt
             t = asyncio.current_task()
-            if t is not None and hasattr(t, "uncancel"):
+            cancelling = getattr(t, "cancelling", None)
+            if a.cause is None and callable(cancelling) and cancelling() > 0:
+                raise  # the task itself is being cancelled (the loop is closing), not the attempt
+            if a.cause is not None and t is not None and hasattr(t, "uncancel"):
                 t.uncancel()
+            # Told to stop (a.cause), or a CancelledError of the handler's own: an outcome.
             ending.raised, ending.error = True, err
         except Exception as err:  # noqa: BLE001 - every error a handler raises is an outcome
             ending.raised, ending.error = True, err
