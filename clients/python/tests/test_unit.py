@@ -143,5 +143,41 @@ class ErrorsTest(unittest.TestCase):
         self.assertIsInstance(to_hopper_error(Fake()), Unavailable)
 
 
+class TraceContextTest(unittest.TestCase):
+    """With opentelemetry installed, a handler runs in the context its job's traceparent carries
+    (faked here: Debian has no opentelemetry package)."""
+
+    def test_the_job_headers_context_is_attached_around_a_plain_handler(self) -> None:
+        from hopper import worker as wmod
+
+        calls: list[object] = []
+
+        class Propagate:
+            @staticmethod
+            def extract(headers: dict[str, str]) -> object:
+                calls.append(("extract", headers["traceparent"]))
+                return "ctx"
+
+        class Context:
+            @staticmethod
+            def attach(ctx: object) -> object:
+                calls.append(("attach", ctx))
+                return "token"
+
+            @staticmethod
+            def detach(token: object) -> None:
+                calls.append(("detach", token))
+
+        saved = wmod._otel_propagate, wmod._otel_context
+        wmod._otel_propagate, wmod._otel_context = Propagate, Context  # type: ignore[assignment]
+        try:
+            self.assertIsNone(wmod._trace_context({}))
+            ctx = wmod._trace_context({"traceparent": "00-abc-def-01"})
+            wmod._call_sync(lambda job: calls.append(("handler", job)), None, ctx)  # type: ignore[arg-type]
+        finally:
+            wmod._otel_propagate, wmod._otel_context = saved
+        self.assertEqual(calls, [("extract", "00-abc-def-01"), ("attach", "ctx"), ("handler", None), ("detach", "token")])
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -188,7 +188,7 @@ class RunningJob:
         heartbeat. It raises LeaseLostError, and stops the attempt, when the job is no longer this
         attempt's. While the server cannot be reached it does not raise: the latest progress is
         kept and sent with the next call or, at the latest, before the attempt's outcome."""
-        p = int(min(100, max(0, round(percent)))) if percent == percent else 0
+        p = int(round(min(100.0, max(0.0, float(percent))))) if percent == percent else 0
         self._a.pending = (p, clip_text(message, self._a.limits.progress_message_bytes))
         await self._w._check(self._a, self._w._send_pending(self._a), kept=True)
 
