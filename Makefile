@@ -1,5 +1,5 @@
 # The README's commands. CI (.ci/run) runs vet, test, e2e, chaos-short and fuzz-ci among them.
-.PHONY: test vet e2e upgrade-test failover run build bench tools gen gen-check chaos chaos-short fuzz fuzz-ci ts-test ts-gen ts-gen-check ts-bench sdk-conformance screenshots docs-cli
+.PHONY: test vet e2e upgrade-test failover run build bench tools gen gen-check chaos chaos-short fuzz fuzz-ci ts-test ts-gen ts-gen-check ts-bench py-test py-gen py-gen-check py-bench sdk-conformance screenshots docs-cli
 
 # The hopper module's tests. The repository holds two more modules, each with its own go.mod,
 # which `./...` here does not reach: e2e (browser and chaos tests, make e2e and make chaos) and
@@ -136,3 +136,26 @@ ts-gen: $(TS)/node_modules/.package-lock.json
 ts-gen-check: ts-gen
 	@git diff --exit-code --stat -- $(TS)/src/gen || (echo "$(TS)/src/gen is stale: run make ts-gen and commit it"; exit 1)
 	@test -z "$$(git ls-files --others --exclude-standard $(TS)/src/gen)" || (echo "$(TS)/src/gen has uncommitted files: run make ts-gen and commit them"; exit 1)
+
+# The Python SDK (clients/python, docs/workers-other-languages.md): it needs grpcio and protobuf
+# (Debian: python3-grpcio python3-protobuf), protoc (protobuf-compiler) and mypy; its tests run
+# against a hopper built from this tree (or the one HOPPER_BIN names), and its generated code in
+# src/hopper/gen must be what api/ generates. PY is the first python3 that imports grpc.
+PYC := clients/python
+PY ?= $(shell for p in python3 /usr/bin/python3; do $$p -c 'import grpc, google.protobuf' 2>/dev/null && { echo $$p; break; }; done)
+
+py-gen:
+	$(PYC)/gen.sh
+
+# py-gen-check fails when clients/python/src/hopper/gen is not what api/ generates.
+py-gen-check: py-gen
+	@git diff --exit-code --stat -- $(PYC)/src/hopper/gen || (echo "$(PYC)/src/hopper/gen is stale: run make py-gen and commit it"; exit 1)
+	@test -z "$$(git ls-files --others --exclude-standard $(PYC)/src/hopper/gen)" || (echo "$(PYC)/src/hopper/gen has uncommitted files: run make py-gen and commit them"; exit 1)
+
+py-test:
+	@test -n "$(PY)" || (echo "no python3 with grpcio and protobuf: apt-get install python3-grpcio python3-protobuf"; exit 1)
+	cd $(PYC) && MYPYPATH=src $(PY) -m mypy --strict src/hopper
+	cd $(PYC) && PYTHONPATH=src PYTHONDONTWRITEBYTECODE=1 $(PY) -m unittest discover -s tests -t . -v
+
+py-bench:
+	cd $(PYC) && PYTHONPATH=src PYTHONDONTWRITEBYTECODE=1 $(PY) -m tests.bench $(ARGS)

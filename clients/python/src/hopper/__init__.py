@@ -1,0 +1,33 @@
+"""Hopper's Python SDK: enqueue jobs (Client, AsyncClient) and run them in an asyncio Worker.
+
+See README.md (clients/python) and docs/workers-other-languages.md.
+"""
+
+from .client import (
+    AsyncClient, Client, DeadLetterPage, DeadLetterStats, EnqueueResult, History, Page, Replayed, ReplaySummary, Retried,
+)
+from .errors import (
+    Aborted, AlreadyExists, Canceled, DataLoss, DeadlineExceeded, FailedPrecondition, HopperError, Internal,
+    InvalidArgument, LeaseLost, NotFound, OutOfRange, PermissionDenied, ResourceExhausted, Unauthenticated,
+    Unavailable, Unimplemented, Unknown, is_refusal,
+)
+from .handler_errors import (
+    BusinessError, CheckpointError, JobTimeout, LeaseLostError, NoRetry, RetryAfter, Shutdown, Snooze, Suspend,
+    fail_with_checkpoint,
+)
+from .job import Job, JobAttempt, JobEvent, NewJob, RetryPolicy
+from .worker import HandlerOptions, RunningJob, SyncRunningJob, Worker, WorkerEvent
+from .text import BUILT_IN_LIMITS, Limits, clip_text, limits_of
+
+__all__ = [
+    "AsyncClient", "Client", "DeadLetterPage", "DeadLetterStats", "EnqueueResult", "History", "Page", "Replayed",
+    "ReplaySummary", "Retried",
+    "Aborted", "AlreadyExists", "Canceled", "DataLoss", "DeadlineExceeded", "FailedPrecondition", "HopperError",
+    "Internal", "InvalidArgument", "LeaseLost", "NotFound", "OutOfRange", "PermissionDenied", "ResourceExhausted",
+    "Unauthenticated", "Unavailable", "Unimplemented", "Unknown", "is_refusal",
+    "BusinessError", "CheckpointError", "JobTimeout", "LeaseLostError", "NoRetry", "RetryAfter", "Shutdown", "Snooze",
+    "Suspend", "fail_with_checkpoint",
+    "Job", "JobAttempt", "JobEvent", "NewJob", "RetryPolicy",
+    "HandlerOptions", "RunningJob", "SyncRunningJob", "Worker", "WorkerEvent",
+    "BUILT_IN_LIMITS", "Limits", "clip_text", "limits_of",
+]

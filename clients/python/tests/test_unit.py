@@ -1,0 +1,183 @@
+"""Unit tests of the rules that need no server: texts, outcomes, errors."""
+
+from __future__ import annotations
+
+import asyncio
+import unittest
+from datetime import datetime, timedelta, timezone
+
+import grpc
+
+from hopper import (
+    BUILT_IN_LIMITS, BusinessError, InvalidArgument, JobTimeout, LeaseLostError, Limits, NoRetry, RetryAfter,
+    RetryPolicy, Shutdown, Snooze, Suspend, Unavailable, clip_text, fail_with_checkpoint, limits_of,
+)
+from hopper.errors import error_of, to_hopper_error
+from hopper.gen import hopper_pb2 as pb
+from hopper.outcome import Ending, decide, failure
+from hopper.text import error_code_problem
+
+
+def ending(error: BaseException | None = None, *, result: object = None, cause: BaseException | None = None,
+           mode: str = "stream", limits: Limits = BUILT_IN_LIMITS) -> Ending:
+    return Ending("j1", 7, mode, error is not None, result, error, cause, None, limits)  # type: ignore[arg-type]
+
+
+class TextTest(unittest.TestCase):
+    def test_clip_text_fits_the_limit_in_utf8_bytes(self) -> None:
+        self.assertEqual(clip_text("short", 10), "short")
+        s = clip_text("é" * 100, 21)
+        self.assertLessEqual(len(s.encode()), 21)
+        self.assertTrue(s.endswith("…"))
+        self.assertEqual(s, "é" * 9 + "…")  # 18 bytes + 3: cut at a character boundary
+        self.assertEqual(clip_text("a\0b", 10), "a\ufffdb")
+        self.assertEqual(clip_text("a\ud800b", 10), "a\ufffdb")
+
+    def test_error_code_problem_as_the_server_says_it(self) -> None:
+        self.assertIsNone(error_code_problem("card_declined:v1.2-x"))
+        self.assertIn("1–128 characters", error_code_problem("") or "")
+        self.assertIn("only letters", error_code_problem("a b") or "")
+        self.assertIn("1–4 characters", error_code_problem("abcde", Limits(error_code_len=4)) or "")
+
+    def test_limits_of_takes_what_the_server_served_and_the_built_in_rest(self) -> None:
+        self.assertEqual(limits_of(None), BUILT_IN_LIMITS)
+        served = pb.InputLimits(max_error_bytes=100, max_reason_bytes=50)
+        served.max_run_at_future.FromSeconds(60)
+        lim = limits_of(served)
+        self.assertEqual((lim.error_bytes, lim.reason_bytes, lim.run_at_future), (100, 50, 60.0))
+        self.assertEqual(lim.progress_message_bytes, BUILT_IN_LIMITS.progress_message_bytes)
+
+
+class OutcomeTest(unittest.TestCase):
+    def test_success_completes_with_the_json_result(self) -> None:
+        d = decide(ending(result={"a": [1, "é"]}))
+        assert d.outcome is not None
+        self.assertEqual(d.outcome.complete.result, '{"a":[1,"é"]}')
+        self.assertEqual(d.outcome.complete.lease_token, 7)
+
+    def test_a_result_that_is_not_json_fails_the_attempt(self) -> None:
+        d = decide(ending(result=object()))
+        assert d.outcome is not None
+        self.assertEqual(d.outcome.WhichOneof("outcome"), "fail")
+        self.assertIn("encode result", d.outcome.fail.error)
+
+    def test_errors_crashes_and_sdk_errors(self) -> None:
+        f = failure(ending(ValueError("bad")))
+        self.assertEqual((f.outcome, f.error), ("error", "ValueError: bad"))
+        f = failure(ending(Exception("plain")))
+        self.assertEqual(f.error, "plain")
+        f = failure(ending(KeyError("k")))
+        self.assertEqual(f.outcome, "panic")
+        self.assertTrue(failure(ending(NoRetry("stop"))).no_retry)
+        f = failure(ending(RetryAfter(timedelta(seconds=90))))
+        self.assertEqual(f.retry_backoff.ToSeconds(), 90)
+        self.assertEqual(f.stack, "")  # the SDK's own errors are outcomes, not faults
+        f = failure(ending(Exception("")))
+        self.assertEqual(f.error, "Exception with an empty message")
+
+    def test_business_errors_carry_their_code_unless_the_server_would_refuse_it(self) -> None:
+        f = failure(ending(BusinessError("card_declined", "funds")))
+        self.assertEqual((f.error_code, f.error), ("card_declined", "card_declined: funds"))
+        f = failure(ending(BusinessError("bad code")))
+        self.assertEqual(f.error_code, "")
+        self.assertIn("not a business error", f.error)
+
+    def test_timeout_says_so_and_texts_are_clipped_to_the_limits(self) -> None:
+        f = failure(ending(asyncio.CancelledError(), cause=JobTimeout(2)))
+        self.assertEqual((f.outcome, f.error), ("timeout", "job execution timeout after 2s"))
+        f = failure(ending(RuntimeError("x" * 1000), limits=Limits(error_bytes=100)))
+        self.assertLessEqual(len(f.error.encode()), 100)
+
+    def test_checkpoint_error_keeps_its_inner_error_and_the_checkpoint(self) -> None:
+        f = failure(ending(fail_with_checkpoint(NoRetry("part 4"), {"done": 3})))
+        self.assertEqual((f.error, f.no_retry, f.checkpoint), ("part 4", True, '{"done":3}'))
+
+    def test_snooze_and_suspend_are_bounded(self) -> None:
+        d = decide(ending(Snooze(timedelta(days=365 * 100))))
+        assert d.outcome is not None
+        self.assertEqual(d.outcome.snooze.delay.ToSeconds(), int(BUILT_IN_LIMITS.run_at_future))
+        past = datetime(1970, 1, 2, tzinfo=timezone.utc)
+        d = decide(ending(Suspend(checkpoint={"n": 1}, until=past)), now=200000.0)
+        assert d.outcome is not None
+        self.assertEqual((d.outcome.suspend.checkpoint, d.outcome.suspend.until.ToSeconds()), ('{"n":1}', 200000))
+        d = decide(ending(Suspend()))
+        assert d.outcome is not None
+        self.assertFalse(d.outcome.suspend.HasField("until"))
+        self.assertEqual(d.outcome.suspend.checkpoint, "")
+
+    def test_lost_lease_and_shutdown(self) -> None:
+        d = decide(ending(asyncio.CancelledError(), cause=LeaseLostError()))
+        assert d.outcome is not None
+        self.assertEqual(d.outcome.WhichOneof("outcome"), "release")  # frees the stream's credit
+        self.assertEqual(decide(ending(asyncio.CancelledError(), cause=LeaseLostError(), mode="poll")).action, "none")
+        self.assertEqual(decide(ending(asyncio.CancelledError(), cause=Shutdown())).action, "decline")
+        d = decide(ending(asyncio.CancelledError(), cause=Shutdown(), mode="poll"))
+        assert d.outcome is not None
+        self.assertIn("released on shutdown", d.outcome.release.reason)
+        d = decide(ending(result=5, cause=Shutdown()))  # a success is never thrown away
+        assert d.outcome is not None
+        self.assertEqual(d.outcome.complete.result, "5")
+
+    def test_kind_policy_goes_with_each_failure(self) -> None:
+        e = ending(ValueError("x"))
+        e.kind_policy = RetryPolicy(base=2, retry_business_errors=True).to_proto()
+        f = failure(e)
+        self.assertEqual((f.retry_policy.base.ToSeconds(), f.retry_policy.retry_business_errors), (2, True))
+
+
+class ErrorsTest(unittest.TestCase):
+    def test_codes_map_to_classes_and_invalid_argument_names_the_field(self) -> None:
+        err = error_of("invalid_argument", 'job 2: invalid idempotency_key: "x" too long')
+        self.assertIsInstance(err, InvalidArgument)
+        self.assertEqual(err.field, "idempotency_key")
+        self.assertEqual(err.code, "invalid_argument")
+
+    def test_a_refused_connection_is_unavailable(self) -> None:
+        class Fake(grpc.RpcError):
+            def code(self) -> grpc.StatusCode:
+                return grpc.StatusCode.UNAVAILABLE
+
+            def details(self) -> str:
+                return "failed to connect to all addresses"
+
+        self.assertIsInstance(to_hopper_error(Fake()), Unavailable)
+
+
+class TraceContextTest(unittest.TestCase):
+    """With opentelemetry installed, a handler runs in the context its job's traceparent carries
+    (faked here: Debian has no opentelemetry package)."""
+
+    def test_the_job_headers_context_is_attached_around_a_plain_handler(self) -> None:
+        from hopper import worker as wmod
+
+        calls: list[object] = []
+
+        class Propagate:
+            @staticmethod
+            def extract(headers: dict[str, str]) -> object:
+                calls.append(("extract", headers["traceparent"]))
+                return "ctx"
+
+        class Context:
+            @staticmethod
+            def attach(ctx: object) -> object:
+                calls.append(("attach", ctx))
+                return "token"
+
+            @staticmethod
+            def detach(token: object) -> None:
+                calls.append(("detach", token))
+
+        saved = wmod._otel_propagate, wmod._otel_context
+        wmod._otel_propagate, wmod._otel_context = Propagate, Context  # type: ignore[assignment]
+        try:
+            self.assertIsNone(wmod._trace_context({}))
+            ctx = wmod._trace_context({"traceparent": "00-abc-def-01"})
+            wmod._call_sync(lambda job: calls.append(("handler", job)), None, ctx)  # type: ignore[arg-type]
+        finally:
+            wmod._otel_propagate, wmod._otel_context = saved
+        self.assertEqual(calls, [("extract", "00-abc-def-01"), ("attach", "ctx"), ("handler", None), ("detach", "token")])
+
+
+if __name__ == "__main__":
+    unittest.main()
