@@ -29,6 +29,7 @@ var bins struct{ hopper, godriver string }
 type driver struct {
 	name string
 	cmd  []string
+	env  []string
 }
 
 // drivers are the SDKs' drivers, in the order the suite runs them. Each entry's program must
@@ -36,8 +37,10 @@ type driver struct {
 func drivers(t *testing.T) []driver {
 	root := repoRoot(t)
 	all := []driver{
-		{"go", []string{bins.godriver}},
-		{"typescript", []string{"node", filepath.Join(root, "clients/typescript/build/test/conformance-driver.js")}},
+		{"go", []string{bins.godriver}, nil},
+		{"typescript", []string{"node", filepath.Join(root, "clients/typescript/build/test/conformance-driver.js")}, nil},
+		{"python", []string{python(), filepath.Join(root, "clients/python/tests/conformance_driver.py")},
+			[]string{"PYTHONPATH=" + filepath.Join(root, "clients/python/src")}},
 	}
 	want := os.Getenv("HOPPER_SDK_DRIVERS")
 	var out []driver
@@ -57,6 +60,17 @@ func drivers(t *testing.T) []driver {
 		out = append(out, d)
 	}
 	return out
+}
+
+// python is $PY, or /usr/bin/python3 (which sees Debian's grpcio and protobuf), or python3.
+func python() string {
+	if p := os.Getenv("PY"); p != "" {
+		return p
+	}
+	if _, err := os.Stat("/usr/bin/python3"); err == nil {
+		return "/usr/bin/python3"
+	}
+	return "python3"
 }
 
 func repoRoot(t *testing.T) string {
@@ -200,7 +214,7 @@ func startWorker(t *testing.T, d driver, o workerOpts) *worker {
 	require.NoError(t, err)
 	defer f.Close()
 	w.cmd = exec.Command(d.cmd[0], d.cmd[1:]...)
-	w.cmd.Env = append(os.Environ(),
+	w.cmd.Env = append(append(os.Environ(), d.env...),
 		"HOPPER_URL="+o.url, "HOPPER_API_KEY="+o.apiKey, "HOPPER_QUEUE="+o.queue, "HOPPER_MODE="+o.mode,
 		fmt.Sprintf("HOPPER_CONCURRENCY=%d", max(o.concurrency, 1)), fmt.Sprintf("HOPPER_PREFETCH=%d", o.prefetch),
 		fmt.Sprintf("HOPPER_LEASE_MS=%d", o.leaseMs), "HOPPER_WORKER_NAME="+d.name+"-"+t.Name())

