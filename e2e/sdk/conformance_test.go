@@ -141,6 +141,7 @@ func TestSDKConformance(t *testing.T) {
 				t.Run("outcomes/"+mode, func(t *testing.T) { testOutcomes(t, d, mode) })
 				t.Run("restart/"+mode, func(t *testing.T) { testServerRestart(t, d, mode) })
 				t.Run("frozen/"+mode, func(t *testing.T) { testFrozenWorker(t, d, mode) })
+				t.Run("kind-concurrency/"+mode, func(t *testing.T) { testKindConcurrency(t, d, mode) })
 			}
 			t.Run("shorten", func(t *testing.T) { testShortenedLease(t, d) })
 			t.Run("cancel", func(t *testing.T) { testCancelWhileRunning(t, d) })
@@ -299,6 +300,21 @@ func testPrefetch(t *testing.T, d driver) {
 	}
 	require.LessOrEqual(t, w.maxRunning(), 2, "handlers running at once")
 	require.Equal(t, 2, w.maxRunning(), "both slots were used")
+}
+
+// A kind's bound holds below the worker's concurrency.
+func testKindConcurrency(t *testing.T, d driver, mode string) {
+	s := startServer(t)
+	w := startWorker(t, d, workerOpts{url: s.url(), queue: "conf", mode: mode, concurrency: 4, kindConcurrency: 2})
+	api := apiOf(t, s.url(), "")
+	var ids []string
+	for range 16 {
+		ids = append(ids, enqueue(t, api, "conf", cases.Args{Case: "sleep", Ms: 60}, nil))
+	}
+	for _, id := range ids {
+		require.Equal(t, hopper.StateCompleted, settled(t, api, id).State)
+	}
+	require.Equal(t, 2, w.maxRunning(), "handlers of the kind running at once: its bound, not the concurrency")
 }
 
 // SIGTERM drains: the running jobs finish and are reported, then the driver exits 0; nothing

@@ -87,6 +87,7 @@ async function work(job: RunningJob<Args>): Promise<unknown> {
 const mode = process.env.HOPPER_MODE || "stream";
 if (mode !== "stream" && mode !== "poll") throw new Error(`HOPPER_MODE ${JSON.stringify(mode)}: want stream or poll`);
 const lease = envInt("HOPPER_LEASE_MS", 0);
+const kindBound = envInt("HOPPER_KIND_CONCURRENCY", 0);
 const worker = new Worker({
   url: process.env.HOPPER_URL ?? "",
   apiKey: process.env.HOPPER_API_KEY || undefined,
@@ -96,6 +97,7 @@ const worker = new Worker({
   concurrency: envInt("HOPPER_CONCURRENCY", 4),
   prefetch: mode === "stream" ? envInt("HOPPER_PREFETCH", 0) : undefined,
   leaseDuration: lease > 0 ? lease : undefined,
+  kindConcurrency: kindBound > 0 ? { conformance: kindBound } : undefined,
   handlers: {
     conformance: async (job: RunningJob<Args>) => {
       say("begin", { id: job.id, attempt: job.attempt });

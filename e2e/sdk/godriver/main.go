@@ -65,6 +65,13 @@ func run() error {
 	if cfg.Prefetch, err = envInt("HOPPER_PREFETCH", 0); err != nil {
 		return err
 	}
+	kindBound, err := envInt("HOPPER_KIND_CONCURRENCY", 0)
+	if err != nil {
+		return err
+	}
+	if kindBound > 0 {
+		cfg.KindConcurrency = map[string]int{cases.Kind: kindBound}
+	}
 	lease, err := envInt("HOPPER_LEASE_MS", 0)
 	if err != nil {
 		return err
