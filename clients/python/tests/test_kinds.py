@@ -76,7 +76,7 @@ def record(w: Worker, strip_stream_caps: bool = False) -> list[Any]:
                 req.ClearField("kind_concurrency")
         return call(method, req, timeout)
 
-    w._call = spy  # type: ignore[method-assign]
+    setattr(w, "_call", spy)
     return sent
 
 
