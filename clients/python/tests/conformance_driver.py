@@ -96,6 +96,9 @@ async def main() -> int:
         options["lease_duration"] = lease / 1000
     if mode == "stream":
         options["prefetch"] = env_int("HOPPER_PREFETCH", 0)
+    kind_concurrency = env_int("HOPPER_KIND_CONCURRENCY", 0)
+    if kind_concurrency > 0:
+        options["kind_concurrency"] = {"conformance": kind_concurrency}
     worker = Worker(
         os.environ.get("HOPPER_URL", ""),
         handlers={"conformance": conformance},

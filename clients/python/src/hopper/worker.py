@@ -93,6 +93,11 @@ _SILENT_KEEPALIVES = 3
 # How long a poll with few free slots waits for more.
 _POLL_COALESCE = 0.002
 _MAX_QUEUES = 64
+# The most kinds a stream's kind_concurrency caps (the server's bound).
+_MAX_STREAM_KIND_CAPS = 64
+# How long a poll that leaves out a saturated kind waits at most: the kind's jobs are asked for
+# again that soon after one of its jobs ends (the Go worker's rule).
+_SATURATED_POLL_WAIT = 0.5
 # How often a held worker repeats its hold.
 _HOLD_REFRESH = 10.0
 
@@ -276,6 +281,77 @@ class _Handler:
                 raise ValueError(f"hopper: Worker: handlers[{kind!r}].retry_policy: jitter {p.jitter} must be at most 1")
 
 
+def _kind_concurrency(caps: Mapping[str, int] | None, handlers: Mapping[str, _Handler], mode: str) -> dict[str, int]:
+    """_kind_concurrency checks the kind_concurrency option, as the Go and TypeScript workers
+    do: each bound a whole number of at least 1, each kind one with a handler, at most 64 kinds
+    in stream mode (a poll caps any number)."""
+    if caps is None:
+        return {}
+    if not isinstance(caps, Mapping):
+        raise TypeError(f"hopper: Worker: kind_concurrency {caps!r} is not a mapping of kind to bound")
+    out: dict[str, int] = {}
+    for kind, n in caps.items():
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"hopper: Worker: kind_concurrency[{kind!r}] {n!r} is not a whole number of at least 1")
+        if kind not in handlers:
+            raise ValueError(f"hopper: Worker: kind_concurrency[{kind!r}] names a kind with no handler")
+        out[kind] = n
+    if mode == "stream" and len(out) > _MAX_STREAM_KIND_CAPS:
+        raise ValueError(f"hopper: Worker: kind_concurrency caps {len(out)} kinds; a stream caps at most {_MAX_STREAM_KIND_CAPS}")
+    return out
+
+
+class _KindSlots:
+    """_KindSlots counts the running handlers of the capped kinds (kind_concurrency). A poll
+    leaves out the saturated kinds, so their jobs stay queued for other workers, and asks for no
+    more jobs than the capped kinds it names have room for: no job is claimed that could not
+    run. In stream mode, where the server applies the caps to what it pushes, the worker counts
+    its handlers with one too, as a second guard (Worker._admit)."""
+
+    __slots__ = ("caps", "held", "freed")
+
+    def __init__(self, caps: Mapping[str, int]) -> None:
+        self.caps = caps
+        self.held: dict[str, int] = {}
+        self.freed: Callable[[], None] | None = None  # called when a capped kind's job ends
+
+    def ask(self, kinds: list[str], n: int) -> tuple[list[str], int, bool] | None:
+        """ask is the kinds and the most jobs the next poll for up to n jobs asks for, and
+        whether it left out a saturated kind; None when every kind is saturated."""
+        asked: list[str] = []
+        saturated = False
+        for kind in kinds:
+            cap = self.caps.get(kind)
+            if cap is None:
+                asked.append(kind)
+                continue
+            room = cap - self.held.get(kind, 0)
+            if room <= 0:
+                saturated = True
+                continue
+            asked.append(kind)
+            n = min(n, room)
+        if not asked:
+            return None
+        return asked, n, saturated
+
+    def room(self, kind: str) -> bool:
+        """room says whether a job of kind may start: kind is not capped, or has room."""
+        cap = self.caps.get(kind)
+        return cap is None or self.held.get(kind, 0) < cap
+
+    def take(self, kind: str) -> None:
+        if kind in self.caps:
+            self.held[kind] = self.held.get(kind, 0) + 1
+
+    def give(self, kind: str) -> None:
+        if kind not in self.caps:
+            return
+        self.held[kind] = self.held.get(kind, 1) - 1
+        if self.freed is not None:
+            self.freed()
+
+
 class Worker:
     """Worker runs jobs from `hopper serve` with the handlers of its kinds.
 
@@ -304,6 +380,7 @@ class Worker:
         queues: list[str] | None = None,
         concurrency: int = 10,
         prefetch: int = 0,
+        kind_concurrency: Mapping[str, int] | None = None,
         mode: Mode = "stream",
         name: str | None = None,
         lease_duration: float | timedelta = 30.0,
@@ -352,6 +429,11 @@ class Worker:
             raise ValueError(f"hopper: Worker: lease_duration {self._lease} is under 1 second")
         if not 0 < self._poll_wait <= 300:
             raise ValueError(f"hopper: Worker: poll_wait {self._poll_wait} is outside 0–300 seconds")
+        self._kind_caps = _kind_concurrency(kind_concurrency, self._handlers, mode)
+        # The running handlers of the capped kinds, in both modes (in stream mode a second guard
+        # behind the server's caps: for jobs of a stream that closed still running as another
+        # opens, and for a server that ignores the caps).
+        self._kinds = _KindSlots(self._kind_caps)
 
         if not (isinstance(max_cpu, (int, float)) and 0 <= max_cpu <= 1):
             raise ValueError(f"hopper: Worker: max_cpu {max_cpu!r} is outside 0–1")
@@ -368,7 +450,7 @@ class Worker:
         self._limits = BUILT_IN_LIMITS
         self._state: Literal["new", "started", "stopping", "stopped"] = "new"
         self._attempts: dict[tuple[str, int], _Attempt] = {}
-        self._waiting: list[_Attempt] = []  # stream mode: pushed while every slot was taken, in push order
+        self._waiting: list[_Attempt] = []  # stream mode: pushed while every slot, or its kind's room, was taken, in push order
         self._declined: list[pb.ActivatedJob] = []  # pushed to a stopping worker: released once its stream is closed
         self._busy = 0  # stream mode: slots taken by handlers
         self._refusal: HopperError | None = None
@@ -385,6 +467,7 @@ class Worker:
         self._woken: asyncio.Event | None = None  # the lease keeper: a lease got shorter
         self._pushed: asyncio.Event | None = None  # a job was declined (settle)
         self._freed: asyncio.Event | None = None  # poll mode: a slot came free
+        self._kind_freed: asyncio.Event | None = None  # poll mode: a capped kind's job ended
         self._reporting: set[asyncio.Future[None]] = set()
         # The Report batcher.
         self._batch: list[tuple[pb.Outcome, float, asyncio.Future[None]]] = []
@@ -418,6 +501,8 @@ class Worker:
         self._woken = asyncio.Event()
         self._pushed = asyncio.Event()
         self._freed = asyncio.Event()
+        self._kind_freed = asyncio.Event()
+        self._kinds.freed = self._kind_freed.set
         self._keeper = loop.create_task(self._keep_leases())
         self._intake = loop.create_task(self._take_jobs())
         if self._gov_reader is not None:
@@ -591,8 +676,11 @@ class Worker:
         kinds = sorted(self._handlers)
         queues = self._queues if len(self._queues) > 1 else []
         if self._mode == "stream":
+            credit = self._concurrency + self._prefetch
+            # A bound above the credit bounds nothing: the server takes none above it.
+            caps = {kind: min(n, credit) for kind, n in self._kind_caps.items()}
             sreq = pb.StreamJobsRequest(worker=self.name, queue=self._queues[0], queues=queues, kinds=kinds,
-                                        credit=self._concurrency + self._prefetch)
+                                        credit=credit, kind_concurrency=caps)
             set_duration(sreq.lease_timeout, self._lease)
             await self._stream_loop(sreq)
         else:
@@ -661,14 +749,28 @@ class Worker:
 
     async def _poll_loop(self, req: pb.ActivateRequest) -> None:
         """_poll_loop asks for as many jobs as there are free slots, each poll waiting for a
-        first job. A failed poll is retried with backoff."""
+        first job. A failed poll is retried with backoff. With kinds capped (kind_concurrency)
+        a poll leaves out the saturated ones and asks for no more jobs than the capped kinds it
+        names have room for; while it leaves one out it waits at most 0.5 s, so that the kind's
+        jobs are asked for again soon after one ends; when every kind is saturated, the worker
+        polls again once a job of one ends."""
         backoff = _backoff.Tracker("activate jobs", _backoff.WORK, self._log, self.name)
+        kinds = list(req.kinds)
+        assert self._kind_freed is not None
         while True:
             n = await self._free_slots()
             if self._governor is not None and self._governor.holding:
                 await self._governor.until_open()
                 continue
-            req.max_jobs = n
+            ask = self._kinds.ask(kinds, n)
+            if ask is None:  # every kind is saturated: poll again once one has room
+                self._kind_freed.clear()
+                await self._kind_freed.wait()
+                continue
+            asked, req.max_jobs, saturated = ask
+            del req.kinds[:]
+            req.kinds.extend(asked)
+            set_duration(req.request_timeout, min(self._poll_wait, _SATURATED_POLL_WAIT) if saturated else self._poll_wait)
             try:
                 res = await self._call("Activate", req, timeout=self._poll_wait + 30)
             except grpc.RpcError as e:
@@ -681,14 +783,22 @@ class Worker:
             backoff.succeed()
             for job in res.jobs:
                 self._busy += 1
-                if self._launch(job, self._poll_slot_freed) is None:
-                    self._poll_slot_freed()
+                self._kinds.take(job.kind)
+                freed = self._poll_slot_freed(job.kind)
+                if self._launch(job, freed) is None:
+                    freed()
                     self._spawn(self._release(job, "worker stopping"))
 
-    def _poll_slot_freed(self) -> None:
-        self._busy -= 1
-        assert self._freed is not None
-        self._freed.set()
+    def _poll_slot_freed(self, kind: str) -> Callable[[], None]:
+        """_poll_slot_freed is what frees the slot of a polled job of kind, and its kind's room, once."""
+
+        def free() -> None:
+            self._kinds.give(kind)
+            self._busy -= 1
+            assert self._freed is not None
+            self._freed.set()
+
+        return _once(free)
 
     async def _free_slots(self) -> int:
         """_free_slots waits for a free slot and returns how many are free. A busy worker frees
@@ -714,24 +824,35 @@ class Worker:
         return size - self._busy
 
     def _admit(self, job: pb.ActivatedJob) -> _Attempt | None:
-        """_admit takes a job pushed on the stream: it starts at once on a free slot, else waits
-        for one (prefetch); None when the worker is stopping."""
+        """_admit takes a job pushed on the stream: it starts at once on a free slot if its kind
+        has room (kind_concurrency), else waits for both (prefetch: the server pushes no more
+        than the stream's credit); None when the worker is stopping."""
         if self._state != "started":
             return None
-        a = _Attempt(job, self._lease, self._stream_slot_freed, self._limits)
-        if self._busy < self._concurrency:
+        kind = job.kind
+        a = _Attempt(job, self._lease, lambda: self._stream_slot_freed(kind), self._limits)
+        if self._busy < self._concurrency and self._kinds.room(kind):
             self._busy += 1
+            self._kinds.take(kind)
             self._run(a)
         else:
             self._waiting.append(a)
         return a
 
-    def _stream_slot_freed(self) -> None:
-        """_stream_slot_freed hands a freed slot to the job that has waited longest. A job whose
-        lease was lost while it waited is released instead (refused, which frees its credit)."""
-        while self._waiting and self._state == "started":
-            a = self._waiting.pop(0)
+    def _stream_slot_freed(self, kind: str) -> None:
+        """_stream_slot_freed hands the slot of a job of kind whose handler returned, and its
+        kind's room, to the job that has waited longest whose kind has room. A job whose lease
+        was lost while it waited is released instead (refused, which frees its credit)."""
+        self._kinds.give(kind)
+        i = 0
+        while i < len(self._waiting) and self._state == "started":
+            a = self._waiting[i]
+            if a.cause is None and not self._kinds.room(a.job.kind):
+                i += 1  # its kind has no room: it waits for a job of its kind to end
+                continue
+            del self._waiting[i]
             if a.cause is None:
+                self._kinds.take(a.job.kind)
                 self._run(a)
                 return
             self._spawn(self._release(a.job, "lease lost while waiting for a slot"))
