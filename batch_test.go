@@ -142,3 +142,30 @@ func TestBatchBesidePlainKinds(t *testing.T) {
 		b.waitFor(t, id, StateCompleted)
 	}
 }
+
+// A job canceled while its batch runs records no outcome from the batch; the others end as
+// the handler says.
+func TestBatchJobCanceledWhileItRuns(t *testing.T) {
+	t.Parallel()
+	ws := NewWorkers()
+	started, release := make(chan struct{}), make(chan struct{})
+	AddBatchWorkerFunc(ws, BatchOpts{MaxJobs: 10}, func(ctx context.Context, b *Batch[indexDoc]) error {
+		close(started)
+		<-release
+		return nil
+	})
+	b := setup(t, ws, nil)
+	ids := b.enqueueGroup(t, "g", 3, InsertOpts{})
+	recv(t, started)
+	_, err := b.client.Cancel(t.Context(), ids[1])
+	require.NoError(t, err)
+	close(release)
+	b.waitFor(t, ids[0], StateCompleted)
+	b.waitFor(t, ids[2], StateCompleted)
+	job := b.waitFor(t, ids[1], StateCanceled)
+	require.Empty(t, job.Result)
+	as, err := b.client.Attempts(t.Context(), ids[1])
+	require.NoError(t, err)
+	require.Len(t, as, 1)
+	require.Equal(t, OutcomeCanceled, as[0].Outcome)
+}
