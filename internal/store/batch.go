@@ -72,6 +72,9 @@ func PickBatch(cands []*BatchCandidate, want int, maxWait time.Duration, now tim
 	var readyAt time.Time
 	var best *BatchCandidate
 	for _, c := range cands {
+		if len(c.IDs) == 0 {
+			continue // its first job was taken meanwhile (PostgreSQL: read after a lock wait)
+		}
 		ok, at := c.Ready(want, maxWait, now)
 		switch {
 		case ok:

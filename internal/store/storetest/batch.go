@@ -192,9 +192,11 @@ func batchLeaseExpiry(t *testing.T, b *bundle) {
 	require.ErrorIs(t, b.finish(t, stale), store.ErrLeaseLost, "a rescued job's old token is void")
 }
 
-// Concurrent batch claims split no group and take no job twice.
+// Concurrent batch claims, and plain claims beside them, split no group and take no job
+// twice: nothing ends, so each group is taken by one claim (a batch, or a plain claim of its
+// first job) and no more.
 func batchConcurrent(t *testing.T, b *bundle) {
-	const groups, per = 6, 4
+	const groups, per = 8, 4
 	for g := range groups {
 		for range per {
 			b.insert(t, withKind(batchKind), withGroup(string(rune('a'+g))))
@@ -203,34 +205,53 @@ func batchConcurrent(t *testing.T, b *bundle) {
 	var mu sync.Mutex
 	seen := map[string]bool{}
 	byGroup := map[string]int{}
+	record := func(jobs []*hoppertype.JobRow) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, j := range jobs {
+			if seen[j.ID] {
+				t.Errorf("job %s claimed twice", j.ID)
+			}
+			seen[j.ID] = true
+		}
+		groupsOf := map[string]bool{}
+		for _, j := range jobs {
+			groupsOf[j.GroupKey] = true
+		}
+		for g := range groupsOf {
+			byGroup[g]++
+		}
+	}
 	var wg sync.WaitGroup
-	for range 4 {
+	for w := range 6 {
 		wg.Go(func() {
 			for range groups {
+				if w%3 == 2 {
+					jobs, _, err := b.store.JobClaim(t.Context(), &store.ClaimParams{Queue: defaultQueue, Limit: 2,
+						WorkerID: workerB, LeaseDuration: defaultLease})
+					if assertNoErr(t, err) {
+						record(jobs)
+					}
+					continue
+				}
 				got, err := b.store.JobClaimBatch(t.Context(), &store.BatchClaimParams{Queue: defaultQueue, Kind: batchKind,
 					MaxJobs: per, WorkerID: workerB, LeaseDuration: defaultLease})
 				if !assertNoErr(t, err) {
 					return
 				}
-				mu.Lock()
 				for _, j := range got.Jobs {
-					if seen[j.ID] {
-						t.Errorf("job %s claimed twice", j.ID)
+					if j.GroupKey != got.Jobs[0].GroupKey {
+						t.Errorf("a batch across groups %s and %s", j.GroupKey, got.Jobs[0].GroupKey)
 					}
-					seen[j.ID] = true
-					require.Equal(t, got.Jobs[0].GroupKey, j.GroupKey)
 				}
-				if len(got.Jobs) > 0 {
-					byGroup[got.Jobs[0].GroupKey]++
-				}
-				mu.Unlock()
+				record(got.Jobs)
 			}
 		})
 	}
 	wg.Wait()
-	require.Len(t, seen, groups*per)
+	require.Len(t, byGroup, groups, "every group was claimed")
 	for g, n := range byGroup {
-		require.Equal(t, 1, n, "group %s in one batch", g)
+		require.Equal(t, 1, n, "group %s taken by one claim", g)
 	}
 }
 
