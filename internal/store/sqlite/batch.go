@@ -14,14 +14,15 @@ import (
 
 // The reads of a batch claim (store.BatchClaimParams). batchHeadsSQL finds the groups whose
 // first unfinished job is a queued job of the kind, none of whose jobs runs (the claim's group
-// rule, candidateFrom), in claim order; batchRunSQL reads a group from its first job on, in
+// rule, candidateFrom, with the states spelled out so that the probe is a range of jobs_group
+// and not a scan of the table: TestBatchPlans), in claim order; batchRunSQL reads a group from its first job on, in
 // group order; batchUngroupedSQL the kind's jobs without a group, in claim order.
 const (
 	batchHeadsSQL = `SELECT j.id, j.priority, j.group_key FROM jobs j
 	WHERE j.state = 'queued' AND j.queue = ?1 AND j.kind = ?2 AND j.group_key IS NOT NULL
 	  AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = ?1 AND q.paused = 1)
 	  AND NOT EXISTS (SELECT 1 FROM jobs g WHERE g.group_key = j.group_key
-	        AND (g.state = 'running' OR (g.state IN ('queued', 'scheduled', 'suspended') AND g.id < j.id)))
+	        AND g.state IN ('running', 'queued', 'scheduled', 'suspended') AND (g.state = 'running' OR g.id < j.id))
 	ORDER BY j.priority DESC, j.id
 	LIMIT +?3`
 	batchRunSQL = `SELECT id, kind, queue, state, run_at FROM jobs

@@ -28,3 +28,27 @@ func FairKeys(s *Store, queue string) ([]string, error) {
 	}
 	return keys, rows.Err()
 }
+
+// BatchPlans is SQLite's query plan of each of a batch claim's reads, one line per step.
+func BatchPlans(s *Store) (map[string]string, error) {
+	out := map[string]string{}
+	for name, q := range map[string]string{"heads": batchHeadsSQL, "run": batchRunSQL, "ungrouped": batchUngroupedSQL} {
+		rows, err := s.reader.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+q, "default", "k", 10)
+		if err != nil {
+			return nil, err
+		}
+		var plan string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			plan += detail + "\n"
+		}
+		rows.Close()
+		out[name] = plan
+	}
+	return out, nil
+}
