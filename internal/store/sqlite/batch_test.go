@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// A batch claim's reads are index ranges, never a scan of the jobs table: a group probe that
+// A batch claim's reads, and the plain claim's group probe, are index ranges, never a scan of the jobs table: a group probe that
 // scans makes each claim's cost grow with the table (with 100,000 grouped jobs, a batch run
 // went from 11,000 to 1,400 jobs/s).
 func TestBatchPlans(t *testing.T) {
@@ -22,4 +22,5 @@ func TestBatchPlans(t *testing.T) {
 	}
 	require.Contains(t, plans["heads"], "jobs_group")
 	require.Contains(t, plans["run"], "jobs_group")
+	require.Contains(t, plans["claim"], "jobs_group", "the plain claim's group probe too")
 }

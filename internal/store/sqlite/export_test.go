@@ -1,6 +1,9 @@
 package sqlite
 
-import "context"
+import (
+	"context"
+	"fmt"
+)
 
 // HistoryRows counts job id's rows in job_events and job_attempts.
 func HistoryRows(s *Store, id string) (events, attempts int, err error) {
@@ -32,8 +35,14 @@ func FairKeys(s *Store, queue string) ([]string, error) {
 // BatchPlans is SQLite's query plan of each of a batch claim's reads, one line per step.
 func BatchPlans(s *Store) (map[string]string, error) {
 	out := map[string]string{}
-	for name, q := range map[string]string{"heads": batchHeadsSQL, "run": batchRunSQL, "ungrouped": batchUngroupedSQL} {
-		rows, err := s.reader.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+q, "default", "k", 10)
+	// The plain claim's candidates, whose group probe is the same: ?1–?3 unused, ?4 the queue.
+	claim := "SELECT ?1, ?2, ?3, * FROM (" + fmt.Sprintf(candidateSQL, "", "?5") + ")"
+	for name, q := range map[string]string{"heads": batchHeadsSQL, "run": batchRunSQL, "ungrouped": batchUngroupedSQL, "claim": claim} {
+		args := []any{"default", "k", 10}
+		if name == "claim" {
+			args = []any{nil, nil, nil, "default", 10}
+		}
+		rows, err := s.reader.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+q, args...)
 		if err != nil {
 			return nil, err
 		}
