@@ -263,7 +263,7 @@ func checkScenarioFlags(cmd *cobra.Command, scenario string, cfg bench.Config, c
 		return usageErrorf("--pin is the horizon scenario's: add --scenario horizon")
 	case cfg.Work < 0 || cfg.Work > bench.MaxWork:
 		return usageErrorf("--work %s is outside 0–%s", cfg.Work, bench.MaxWork)
-	case cmd.Flags().Changed("work") && (scenario == "fairness" || scenario == "soak"):
+	case cmd.Flags().Changed("work") && (scenario == "fairness" || scenario == "soak" || scenario == "batch"):
 		return usageErrorf("--work is not supported with --scenario %s", scenario)
 	case cfg.ClaimAhead < hopper.NoClaimAhead || cfg.ClaimAhead > hopper.MaxClaimAhead:
 		return usageErrorf("--claim-ahead %d is outside -1–%d", cfg.ClaimAhead, hopper.MaxClaimAhead)
