@@ -70,3 +70,19 @@ func TestFairnessSmall(t *testing.T) {
 		require.Contains(t, m, k)
 	}
 }
+
+func TestBatchSmall(t *testing.T) {
+	singleWindow = 2 * time.Second
+	res, err := Batch(t.Context(), Config{Jobs: 300, Workers: 4, Synchronous: "NORMAL"})
+	require.NoError(t, err)
+	require.Equal(t, int64(3), res.Batches, "three groups of 100, a batch each")
+	require.Positive(t, res.BatchJobsPerSec)
+	require.Positive(t, res.SingleJobs)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(res.JSON(), &m))
+	for _, k := range []string{"batch_jobs_per_sec", "single_jobs_per_sec", "speedup", "batches"} {
+		require.Contains(t, m, k)
+	}
+	_, err = Batch(t.Context(), Config{Jobs: 150})
+	require.ErrorContains(t, err, "multiple of 100")
+}

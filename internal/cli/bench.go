@@ -42,6 +42,13 @@ flood holds a backlog of --jobs (default 200,000) no-op jobs while queue trickle
 slots; it reports the trickle jobs' enqueue→start latency (weights 1:1), then the share of
 starts each queue gets with both backlogged, at weights 1:1 and 3:1 (docs/flow-control.md).
 
+--scenario batch measures batch workers in process: --jobs (default 100,000, a multiple of
+100) grouped no-op jobs in groups of 100, the groups interleaved, worked through a batch worker
+(hopper.AddBatchWorker, batches of up to 100) and then, on a fresh store, the same jobs one by
+one (hopper.AddWorker), with --workers slots, for at most a minute (a group's jobs then run
+one at a time); it reports the jobs per second of each and their ratio (docs/workers.md,
+"Batches").
+
 --scenario retained --rows N fills the store (SQLite, or PostgreSQL with --database) with N
 finished jobs and their history before the standard benchmark, as a store that has run for a
 day holds them: 97 % completed (3 % of them after a retry), 2 % failed after three attempts,
@@ -128,6 +135,11 @@ throughput, such as --kind-rate 1000000/1s) or that starts follow the limit.`,
 				return printFairness(cmd, cfg, asJSON)
 			case "soak":
 				return printSoak(cmd, cfg, soak, asJSON)
+			case "batch":
+				if !cmd.Flags().Changed("jobs") {
+					cfg.Jobs = 0 // the scenario's own default
+				}
+				return printBatch(cmd, cfg, asJSON)
 			}
 			if compare {
 				return printComparison(cmd, cfg, asJSON)
@@ -163,7 +175,7 @@ throughput, such as --kind-rate 1000000/1s) or that starts follow the limit.`,
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	f.BoolVar(&compare, "compare-remote", false, "measure in process, then through a server this command starts (stream and poll), and print the ratios")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
-	f.StringVar(&scenario, "scenario", "", "run a scenario instead of the standard benchmark: fairness, retained, horizon or soak")
+	f.StringVar(&scenario, "scenario", "", "run a scenario instead of the standard benchmark: fairness, retained, horizon, soak or batch")
 	f.IntVar(&cfg.Rows, "rows", 0, "with --scenario retained: finished jobs to fill the store with before the benchmark")
 	f.BoolVar(&pin, "pin", true, "with --scenario horizon: hold the snapshot (--pin=false measures the baseline)")
 	addSoakFlags(f, &soak)
@@ -251,7 +263,7 @@ func checkScenarioFlags(cmd *cobra.Command, scenario string, cfg bench.Config, c
 		return usageErrorf("--pin is the horizon scenario's: add --scenario horizon")
 	case cfg.Work < 0 || cfg.Work > bench.MaxWork:
 		return usageErrorf("--work %s is outside 0–%s", cfg.Work, bench.MaxWork)
-	case cmd.Flags().Changed("work") && (scenario == "fairness" || scenario == "soak"):
+	case cmd.Flags().Changed("work") && (scenario == "fairness" || scenario == "soak" || scenario == "batch"):
 		return usageErrorf("--work is not supported with --scenario %s", scenario)
 	case cfg.ClaimAhead < hopper.NoClaimAhead || cfg.ClaimAhead > hopper.MaxClaimAhead:
 		return usageErrorf("--claim-ahead %d is outside -1–%d", cfg.ClaimAhead, hopper.MaxClaimAhead)
@@ -269,9 +281,9 @@ func checkScenarioFlags(cmd *cobra.Command, scenario string, cfg bench.Config, c
 	switch scenario {
 	case "":
 		return nil
-	case "fairness", "retained", "horizon", "soak":
+	case "fairness", "retained", "horizon", "soak", "batch":
 	default:
-		return usageErrorf("--scenario %q: the scenarios are fairness, retained, horizon and soak", scenario)
+		return usageErrorf("--scenario %q: the scenarios are fairness, retained, horizon, soak and batch", scenario)
 	}
 	if compare || cfg.Server != "" {
 		return usageErrorf("--scenario %s runs in process: no --server or --compare-remote", scenario)
@@ -279,6 +291,25 @@ func checkScenarioFlags(cmd *cobra.Command, scenario string, cfg bench.Config, c
 	if scenario == "horizon" && !bench.IsPostgres(cfg.Database) {
 		return usageErrorf("--scenario horizon holds a PostgreSQL snapshot: it needs --database postgres://…, not SQLite")
 	}
+	return nil
+}
+
+// printBatch runs the batch scenario and prints what it measured.
+func printBatch(cmd *cobra.Command, cfg bench.Config, asJSON bool) error {
+	res, err := bench.Batch(cmd.Context(), cfg)
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	if asJSON {
+		fmt.Fprintln(out, string(res.JSON()))
+		return nil
+	}
+	fmt.Fprintf(out, "store            %s (%s), %d CPUs, %s\n", res.Store, res.Durability, res.CPUs, res.GoVersion)
+	fmt.Fprintf(out, "jobs             %d in groups of %d, %d workers\n", res.Jobs, res.GroupSize, res.Workers)
+	fmt.Fprintf(out, "batch worker     %.0f jobs/s (%d batches)\n", res.BatchJobsPerSec, res.Batches)
+	fmt.Fprintf(out, "one by one       %.0f jobs/s (%d jobs ended within the run)\n", res.SingleJobsPerSec, res.SingleJobs)
+	fmt.Fprintf(out, "speedup          %.1fx\n", res.Speedup)
 	return nil
 }
 

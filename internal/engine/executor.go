@@ -20,6 +20,9 @@ type claimedJob struct {
 	// kindHeld: the job holds a slot of its kind's cap in this process (Config.KindConcurrency)
 	// until it ends or goes back (producer.freeKind).
 	kindHeld atomic.Bool
+	// members, for a batch (batch.go), are its jobs, each registered as its own attempt; the
+	// batch's row is its first job's, its ctx the handler's.
+	members []*claimedJob
 }
 
 // own registers a job a claim of this process took.

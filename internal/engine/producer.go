@@ -32,6 +32,10 @@ type producer struct {
 	e      *Engine
 	loop   *claim.Loop[*claimedJob]
 	queues map[string]*queueLane
+	// batching are the kinds whose jobs run in batches (batch.go), sorted; plain the others.
+	batching []batchKind
+	plain    []string
+	next     atomic.Uint32 // the batch kind the next claim tries first
 }
 
 // queueLane is what the engine keeps of one queue's lane.
@@ -67,6 +71,7 @@ func newProducer(e *Engine) (*producer, error) {
 	for q := range cfg.Queues {
 		p.queues[q] = &queueLane{name: q, lane: loop.Lane(q)}
 	}
+	p.batching, p.plain = splitBatchKinds(cfg.Workers, e.kinds)
 	return p, nil
 }
 
@@ -76,14 +81,22 @@ func (p *producer) Claim(ctx context.Context, r claim.Request) claim.Result[*cla
 	// jobs running that nobody works until their leases expire. The loop waits for it.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
 	defer cancel()
+	if len(p.batching) > 0 {
+		return p.claimWithBatches(ctx, r)
+	}
+	return p.claimJobs(ctx, r, p.e.kinds)
+}
+
+// claimJobs makes the claim r of jobs of kinds, run one by one.
+func (p *producer) claimJobs(ctx context.Context, r claim.Request, kinds []string) claim.Result[*claimedJob] {
 	e := p.e
 	var rows []*hoppertype.JobRow
 	var hold store.Hold
 	var err error
 	if e.kindCaps == nil {
-		rows, hold, err = p.claim(ctx, r.Lane, e.kinds, r.Units, r.Ahead)
+		rows, hold, err = p.claim(ctx, r.Lane, kinds, r.Units, r.Ahead)
 	} else {
-		rows, hold, err = p.claimCapped(ctx, r)
+		rows, hold, err = p.claimCapped(ctx, r, kinds)
 	}
 	if hook := e.cfg.OnClaimed; hook != nil && len(rows) > 0 {
 		hook(rows)
@@ -124,9 +137,9 @@ func (p *producer) claim(ctx context.Context, queue string, kinds []string, unit
 // split by claim.Capped: each capped kind with room in a claim of its own, then the other
 // kinds. The hold is that of the other kinds' claim (or of the last one made); none is taken
 // ahead unless the other kinds' claim took them.
-func (p *producer) claimCapped(ctx context.Context, r claim.Request) ([]*hoppertype.JobRow, store.Hold, error) {
+func (p *producer) claimCapped(ctx context.Context, r claim.Request, kinds []string) ([]*hoppertype.JobRow, store.Hold, error) {
 	hold := store.Hold{Restricted: true}
-	rows, err := claim.Capped(p.e.kindCaps, p.e.kinds, r.Units, r.Ahead, func(c claim.Split) ([]*hoppertype.JobRow, error) {
+	rows, err := claim.Capped(p.e.kindCaps, kinds, r.Units, r.Ahead, func(c claim.Split) ([]*hoppertype.JobRow, error) {
 		got, h, err := p.claim(ctx, r.Lane, c.Kinds, c.Units, c.Ahead)
 		hold = h
 		hold.Restricted = hold.Restricted || c.Capped
@@ -149,7 +162,11 @@ func (p *producer) Start(queue string, jobs []*claimedJob) error {
 	q := p.queues[queue]
 	for _, j := range jobs {
 		p.e.execs.Add(1)
-		go p.e.execute(q, j)
+		if j.members != nil {
+			go p.e.executeBatch(q, j)
+		} else {
+			go p.e.execute(q, j)
+		}
 	}
 	return nil
 }
@@ -164,6 +181,10 @@ func (p *producer) GiveBack(_ string, jobs []*claimedJob, why claim.Why) {
 		text, reason = "claimed ahead, not started before the worker stopped", "released on shutdown"
 	}
 	for _, j := range jobs {
+		if j.members != nil {
+			p.giveBackBatch(j, text, reason)
+			continue
+		}
 		p.e.giveBack(j, text, reason)
 		p.freeKind(j)
 	}

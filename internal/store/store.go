@@ -72,6 +72,10 @@ type Store interface {
 	// priority first, then oldest first, each with a new fencing token, within the fleet-wide
 	// caps and rate limits that apply; the Hold says what they held back.
 	JobClaim(ctx context.Context, params *ClaimParams) (jobs []*hoppertype.JobRow, hold Hold, err error)
+	// JobClaimBatch claims one batch of jobs of one kind (BatchClaimParams): the first ready
+	// candidate batch in claim order, within the same caps, rate limits, pause and disabled
+	// kinds as JobClaim, each job under its own lease and token.
+	JobClaimBatch(ctx context.Context, params *BatchClaimParams) (*BatchClaim, error)
 	// JobFinishMany ends running attempts in one transaction. Each item's error is nil, or
 	// ErrLeaseLost when its token is stale, or NoSuchJob when no job has its id, or
 	// ErrInvalidTransition for a bad target state.

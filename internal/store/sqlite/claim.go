@@ -40,7 +40,7 @@ const candidateFrom = ` FROM jobs j
 	  AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = ?4 AND q.paused = 1)
 	  AND (j.group_key IS NULL OR NOT EXISTS (
 	        SELECT 1 FROM jobs g WHERE g.group_key = j.group_key
-	        AND (g.state = 'running' OR (g.state IN ('queued', 'scheduled', 'suspended') AND g.id < j.id))))
+	        AND g.state IN ('running', 'queued', 'scheduled', 'suspended') AND (g.state = 'running' OR g.id < j.id)))
 	ORDER BY j.priority DESC, j.id
 	LIMIT +%s`
 

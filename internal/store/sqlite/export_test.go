@@ -1,6 +1,9 @@
 package sqlite
 
-import "context"
+import (
+	"context"
+	"fmt"
+)
 
 // HistoryRows counts job id's rows in job_events and job_attempts.
 func HistoryRows(s *Store, id string) (events, attempts int, err error) {
@@ -27,4 +30,34 @@ func FairKeys(s *Store, queue string) ([]string, error) {
 		keys = append(keys, k)
 	}
 	return keys, rows.Err()
+}
+
+// BatchPlans is SQLite's query plan of each of a batch claim's reads, one line per step.
+func BatchPlans(s *Store) (map[string]string, error) {
+	out := map[string]string{}
+	// The plain claim's candidates, whose group probe is the same: ?1–?3 unused, ?4 the queue.
+	claim := "SELECT ?1, ?2, ?3, * FROM (" + fmt.Sprintf(candidateSQL, "", "?5") + ")"
+	for name, q := range map[string]string{"heads": batchHeadsSQL, "run": batchRunSQL, "ungrouped": batchUngroupedSQL, "claim": claim} {
+		args := []any{"default", "k", 10}
+		if name == "claim" {
+			args = []any{nil, nil, nil, "default", 10}
+		}
+		rows, err := s.reader.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+q, args...)
+		if err != nil {
+			return nil, err
+		}
+		var plan string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			plan += detail + "\n"
+		}
+		rows.Close()
+		out[name] = plan
+	}
+	return out, nil
 }

@@ -13,6 +13,7 @@ func Run(t *testing.T, opener Opener) {
 		{"Insert", testInsert},
 		{"Crash", testCrash},
 		{"Claim", testClaim},
+		{"Batch", testBatch},
 		{"Fair", testFair},
 		{"Fencing", testFencing},
 		{"Lease", testLease},
