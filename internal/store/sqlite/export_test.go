@@ -28,3 +28,9 @@ func FairKeys(s *Store, queue string) ([]string, error) {
 	}
 	return keys, rows.Err()
 }
+
+// KeyBucketRows counts the stored buckets of the rate limits per key.
+func KeyBucketRows(s *Store) (n int, err error) {
+	err = s.reader.QueryRowContext(context.Background(), `SELECT count(*) FROM key_buckets`).Scan(&n)
+	return n, err
+}
