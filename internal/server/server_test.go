@@ -521,7 +521,7 @@ func TestQueuesAndAdmin(t *testing.T) {
 	// Set: a weight and a cap, listed; a bad value is refused naming its field, and a refused
 	// weight changes nothing.
 	_, err = e.queues.Set(t.Context(), &hopperv1.QueueServiceSetRequest{Queue: "default", Weight: proto.Int32(3), MaxRunning: proto.Int32(7),
-		Rate: proto.String("100/1s")})
+		Rate: proto.String("100/1s"), CapPerKey: proto.Int32(2), RatePerKey: proto.String("10/1s")})
 	require.NoError(t, err)
 	for _, bad := range []struct {
 		req   *hopperv1.QueueServiceSetRequest
@@ -535,6 +535,8 @@ func TestQueuesAndAdmin(t *testing.T) {
 		{&hopperv1.QueueServiceSetRequest{Queue: "default", Weight: proto.Int32(2), Rate: proto.String("0/1s")}, "rate"},
 		{&hopperv1.QueueServiceSetRequest{Queue: "default", MaxRunning: proto.Int32(2), Rate: proto.String("abc")}, "rate"},
 		{&hopperv1.QueueServiceSetRequest{Queue: "default", Rate: proto.String("1/1000h")}, "rate"},
+		{&hopperv1.QueueServiceSetRequest{Queue: "default", CapPerKey: proto.Int32(-1)}, "cap_per_key"},
+		{&hopperv1.QueueServiceSetRequest{Queue: "default", Weight: proto.Int32(2), RatePerKey: proto.String("x")}, "rate_per_key"},
 	} {
 		_, err = e.queues.Set(t.Context(), bad.req)
 		requireCode(t, connect.CodeInvalidArgument, err)
@@ -545,14 +547,18 @@ func TestQueuesAndAdmin(t *testing.T) {
 	require.Equal(t, int32(3), res.GetQueues()[0].GetWeight())
 	require.Equal(t, int32(7), res.GetQueues()[0].GetMaxRunning())
 	require.Equal(t, "100/1s", res.GetQueues()[0].GetRate())
+	require.Equal(t, int32(2), res.GetQueues()[0].GetCapPerKey())
+	require.Equal(t, "10/1s", res.GetQueues()[0].GetRatePerKey())
 	_, err = e.queues.Set(t.Context(), &hopperv1.QueueServiceSetRequest{Queue: "default", Weight: proto.Int32(0), MaxRunning: proto.Int32(0),
-		Rate: proto.String("0")})
+		Rate: proto.String("0"), CapPerKey: proto.Int32(0), RatePerKey: proto.String("0")})
 	require.NoError(t, err)
 	res, err = e.queues.List(t.Context(), &hopperv1.QueueServiceListRequest{})
 	require.NoError(t, err)
 	require.Zero(t, res.GetQueues()[0].GetWeight(), "0 removes the weight")
 	require.Zero(t, res.GetQueues()[0].GetMaxRunning(), "and the cap")
 	require.Empty(t, res.GetQueues()[0].GetRate(), "and the rate limit")
+	require.Zero(t, res.GetQueues()[0].GetCapPerKey(), "and the limits per key")
+	require.Empty(t, res.GetQueues()[0].GetRatePerKey())
 
 	require.Eventually(t, func() bool {
 		nodes, err := e.admin.ListNodes(t.Context(), &hopperv1.ListNodesRequest{})
