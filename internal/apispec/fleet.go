@@ -35,7 +35,7 @@ func FromKind(k *hopperv1.Kind) *hopper.KindInfo {
 	return &hopper.KindInfo{Name: k.GetName(), Disabled: k.GetDisabled(), MaxRunning: int(k.GetMaxRunning()),
 		Rate: apiview.FromRate(k.GetRate()), Counts: apiview.FromCounts(k.GetCounts()),
 		Compaction: hopper.Compaction{Over: int(k.GetCompactOver()), Merge: hopper.MergePolicy(k.GetCompactMerge())},
-		CapPerKey: int(k.GetCapPerKey()), RatePerKey: apiview.FromRate(k.GetRatePerKey())}
+		CapPerKey:  int(k.GetCapPerKey()), RatePerKey: apiview.FromRate(k.GetRatePerKey())}
 }
 
 // Node is a registered node as the API shows it; leader says whether it holds the leader
