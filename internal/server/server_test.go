@@ -1017,6 +1017,8 @@ func TestMetrics(t *testing.T) {
 	require.NoError(t, e.hopper.DisableKind(t.Context(), "off"))
 	require.NoError(t, e.hopper.SetRateLimit(t.Context(), hopper.RateLimit{Kind: "m", Rate: hopper.Rate{Limit: 5000, Period: time.Hour}}))
 	require.NoError(t, e.hopper.SetRateLimit(t.Context(), hopper.RateLimit{Queue: "default", Rate: hopper.Rate{Limit: 100, Period: time.Second}}))
+	require.NoError(t, e.hopper.SetLimit(t.Context(), hopper.Limit{Queue: "default", MaxRunning: 2, PerKey: true}))
+	require.NoError(t, e.hopper.SetRateLimit(t.Context(), hopper.RateLimit{Kind: "m", Rate: hopper.Rate{Limit: 10, Period: time.Second}, PerKey: true}))
 	clk.Advance(100 * time.Millisecond) // the running one is now stalled
 	var body string
 	require.Eventually(t, func() bool { // the leader flag comes with the first election
@@ -1039,6 +1041,8 @@ func TestMetrics(t *testing.T) {
 		`hopper_kind_disabled{kind="off"} 1`,
 		`hopper_rate_limit_starts_per_second{name="default",scope="queue"} 100`,
 		`hopper_rate_limit_starts_per_second{name="m",scope="kind"} 1.3888888888888888`,
+		`hopper_cap_per_key{name="default",scope="queue"} 2`,
+		`hopper_rate_per_key_starts_per_second{name="m",scope="kind"} 10`,
 		`hopper_dead_letters 1`,
 		`hopper_dead_letter_oldest_age_seconds`,
 		`hopper_queue_awaiting_compute{queue="default"} 1`,
