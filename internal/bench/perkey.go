@@ -22,6 +22,9 @@ const (
 	DefaultPerKeyJobs = 30_000
 )
 
+// perKeyKeys is PerKeyKeys, fewer in tests.
+var perKeyKeys = PerKeyKeys
+
 // PerKeyRun is one run of the per-key scenario.
 type PerKeyRun struct {
 	CapPerKey   int     `json:"cap_per_key"` // 0: none
@@ -64,7 +67,7 @@ func PerKey(ctx context.Context, cfg Config) (*PerKeyResult, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	res := &PerKeyResult{Jobs: cfg.Jobs, Keys: PerKeyKeys, Workers: cfg.Workers, CPUs: runtime.NumCPU(),
+	res := &PerKeyResult{Jobs: cfg.Jobs, Keys: perKeyKeys, Workers: cfg.Workers, CPUs: runtime.NumCPU(),
 		GoVersion: runtime.Version(), Durability: durability(ctx, cfg)}
 	for _, capPerKey := range []int{0, PerKeyCap} {
 		run, name, err := perKeyRun(ctx, cfg, capPerKey)
@@ -108,7 +111,7 @@ func perKeyRun(ctx context.Context, cfg Config, capPerKey int) (*PerKeyRun, stri
 		n := min(cfg.Batch, cfg.Jobs-done)
 		batch := make([]hopper.EnqueueParams, n)
 		for i := range batch {
-			batch[i] = hopper.EnqueueParams{Args: noop{}, Opts: &hopper.InsertOpts{FairnessKey: fmt.Sprintf("k%05d", (done+i)%PerKeyKeys)}}
+			batch[i] = hopper.EnqueueParams{Args: noop{}, Opts: &hopper.InsertOpts{FairnessKey: fmt.Sprintf("k%05d", (done+i)%perKeyKeys)}}
 		}
 		if _, err := enq.EnqueueMany(ctx, batch); err != nil {
 			return nil, "", fmt.Errorf("enqueue: %w", err)
