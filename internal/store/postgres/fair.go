@@ -57,8 +57,10 @@ type fairServed struct {
 }
 
 // claimFair is the fair claim of up to limit jobs of queue p.Queue (store.FairPick) in tx,
-// within the capped kinds' free slots (kindLeft), of the kinds asked for (empty: any) but the
-// disabled ones, starting them at at. It reads O(limit·(store.FairKeysPerClaim(limit)+2)) index
+// within the capped kinds' free slots (caps.KindLimits) and the limits per key (caps.KeyLimits,
+// applied to the candidates before the pick: store.KeyLeft, the buckets written back in tx),
+// of the kinds asked for (empty: any) but the disabled ones, starting them at at, the time
+// (now) the caps were read at. It reads O(limit·(store.FairKeysPerClaim(limit)+2)) index
 // entries. It writes when it served each key in tx, and returns the keys to remove after
 // commit if none of their jobs is queued: removing them in tx could lock keys out of the
 // order the writes of served lock them in.

@@ -30,10 +30,12 @@ const (
 )
 
 // claimFair is the fair claim of up to limit jobs of queue p.Queue (store.FairPick), inside the
-// claim's transaction tx, within the capped kinds' free slots (kindLeft) and leaving the
+// claim's transaction tx, within the capped kinds' free slots (c.KindLimits) and leaving the
 // disabled kinds' jobs; fixed holds the claim's parameters ?1–?4. It reads the head jobs, at
 // most limit each, of the store.FairKeysPerClaim(limit) least recently served keys, of the
-// unkeyed jobs and of the whole queue: one ordered, limited scan of an index each.
+// unkeyed jobs and of the whole queue: one ordered, limited scan of an index each. The limits
+// per key in c bound each key's candidates before the pick (store.KeyLeft), and the buckets
+// per key the claim charged are written back in tx.
 func claimFair(ctx context.Context, tx *sql.Tx, p *store.ClaimParams, limit int, c *store.CapsLeft,
 	disabled []string, fixed []any, now time.Time) ([]*hoppertype.JobRow, *store.KeyLeft, error) {
 	jobs, kl, err := claimFairJobs(ctx, tx, p, limit, c, disabled, fixed, now)
