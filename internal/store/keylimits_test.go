@@ -24,7 +24,7 @@ func TestKeyLeftBound(t *testing.T) {
 	cands := []FairCandidate{
 		{ID: "a1", Key: "a", Kind: "mail"}, {ID: "a2", Key: "a", Kind: "pdf"}, {ID: "a3", Key: "a", Kind: "mail"},
 		{ID: "a1", Key: "a", Kind: "mail"},
-		{ID: "b1", Key: "b", Kind: "mail"}, // b runs 2 jobs of q: at the queue's cap
+		{ID: "b1", Key: "b", Kind: "mail"},                                    // b runs 2 jobs of q: at the queue's cap
 		{ID: "c1", Key: "c", Kind: "pdf"}, {ID: "c2", Key: "c", Kind: "mail"}, // c runs a pdf job elsewhere
 		{ID: "d1", Key: "d", Kind: "sms"}, {ID: "d2", Key: "d", Kind: "sms"}, // d's sms bucket: 0.5 + 0.2
 		{ID: "e1", Key: "e", Kind: "sms"}, {ID: "e2", Key: "e", Kind: "sms"}, {ID: "e3", Key: "e", Kind: "sms"},
