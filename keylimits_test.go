@@ -1,9 +1,14 @@
 package hopper
 
 import (
+	"context"
 	"testing"
 	"time"
 
+	"github.com/hopperjobs/hopper/internal/pgtest"
+	"github.com/hopperjobs/hopper/internal/stoptest"
+	"github.com/hopperjobs/hopper/internal/store/postgres"
+	"github.com/hopperjobs/hopper/internal/store/sqlite"
 	"github.com/stretchr/testify/require"
 )
 
@@ -54,4 +59,102 @@ func TestLimitsPerKeyThroughTheGoAPI(t *testing.T) {
 	ks, err = b.client.Kinds(ctx)
 	require.NoError(t, err)
 	require.Empty(t, ks, "removed")
+}
+
+type tenantJob struct{}
+
+func (tenantJob) Kind() string { return "tenant-job" }
+
+// Workers of two clients sharing the store (on PostgreSQL, two store handles: two processes),
+// with a cap of 1 running job per fairness key on the queue: with 6 slots and 3 keys of 4 jobs each, exactly one job of each key runs at once
+// (the others stay queued, not claimed), unkeyed jobs fill the other slots, and every job
+// ends once the handlers let go. On both stores.
+func TestCapPerKeyAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	stores := map[string]func(t *testing.T) (Store, Store){
+		"sqlite": func(t *testing.T) (Store, Store) { // one file, one writer: two clients of one handle
+			st, err := sqlite.Open(t.Context(), sqlite.Config{Path: t.TempDir() + "/hopper.db"})
+			require.NoError(t, err)
+			t.Cleanup(func() { st.Close() })
+			return st, st
+		},
+		"postgres": func(t *testing.T) (Store, Store) {
+			pgtest.Require(t)
+			schema := pgtest.FreshSchema(t, "hopper_perkey_")
+			a, err := postgres.Open(t.Context(), postgres.Config{URL: pgtest.URL(), Schema: schema, MaxConns: 4})
+			require.NoError(t, err)
+			b, err := postgres.Open(t.Context(), postgres.Config{URL: pgtest.URL(), Schema: schema, MaxConns: 4})
+			require.NoError(t, err)
+			t.Cleanup(func() { a.Close(); b.Close() })
+			return a, b
+		},
+	}
+	for name, open := range stores {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			g := &kindGauge{running: map[string]int{}, peak: map[string]int{}, started: make(chan string, 100)}
+			release := make(chan struct{})
+			ws := NewWorkers()
+			AddWorkerFunc(ws, func(ctx context.Context, job *Job[tenantJob]) error {
+				g.enter(job.FairnessKey)
+				defer g.leave(job.FairnessKey)
+				<-release
+				return nil
+			})
+			sa, sb := open(t)
+			var clients []*Client
+			for _, st := range []Store{sa, sb} {
+				c, err := NewClient(Config{Store: st, Workers: ws, MaxWorkers: 3, PollInterval: 20 * time.Millisecond})
+				require.NoError(t, err)
+				clients = append(clients, c)
+			}
+			require.NoError(t, clients[0].SetLimit(t.Context(), Limit{Queue: DefaultQueue, MaxRunning: 1, PerKey: true}))
+			var batch []EnqueueParams
+			for _, key := range []string{"a", "b", "c"} {
+				for range 4 {
+					batch = append(batch, EnqueueParams{Args: tenantJob{}, Opts: &InsertOpts{FairnessKey: key}})
+				}
+			}
+			for range 3 {
+				batch = append(batch, EnqueueParams{Args: tenantJob{}})
+			}
+			res, err := clients[0].EnqueueMany(t.Context(), batch)
+			require.NoError(t, err)
+			for _, c := range clients {
+				require.NoError(t, c.Start(t.Context()))
+				t.Cleanup(func() { stoptest.Within(t, c, 10*time.Second) })
+			}
+
+			started := map[string]int{}
+			for range 6 { // one of each key and the 3 unkeyed fill the 6 slots
+				started[<-g.started]++
+			}
+			require.Equal(t, map[string]int{"a": 1, "b": 1, "c": 1, "": 3}, started)
+			running, err := clients[0].List(t.Context(), &ListParams{States: []JobState{StateRunning}})
+			require.NoError(t, err)
+			require.Len(t, running.Jobs, 6, "no keyed job is claimed beyond its key's cap")
+
+			close(release)
+			defer func() {
+				if t.Failed() { // what was left, for the log
+					all, _ := clients[0].List(context.Background(), &ListParams{})
+					for _, j := range all.Jobs {
+						t.Logf("left: %s key=%q state=%s attempt=%d worker=%s", j.ID, j.FairnessKey, j.State, j.Attempt, j.WorkerID)
+					}
+				}
+			}()
+			for _, r := range res {
+				require.Eventually(t, func() bool {
+					job, err := clients[0].Get(context.Background(), r.Job.ID)
+					require.NoError(t, err)
+					return job.State == StateCompleted
+				}, 20*time.Second, 5*time.Millisecond)
+			}
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			for _, key := range []string{"a", "b", "c"} {
+				require.Equal(t, 1, g.peak[key], "key %s: one at a time", key)
+			}
+		})
+	}
 }
