@@ -13,6 +13,10 @@ type KindInfo struct {
 	Disabled   bool
 	MaxRunning int  // fleet-wide cap (SetLimit), 0 for none
 	Rate       Rate // fleet-wide rate limit (SetRateLimit), zero for none
+	// CapPerKey and RatePerKey are the limits per fairness key (SetLimit and SetRateLimit with
+	// PerKey), 0 and zero for none.
+	CapPerKey  int
+	RatePerKey Rate
 	// Compaction is the leader's compaction of the kind's groups (SetKindCompaction), zero
 	// for none.
 	Compaction Compaction
@@ -54,6 +58,7 @@ func (c *Client) Kinds(ctx context.Context) ([]*KindInfo, error) {
 	for _, s := range settings {
 		k := get(s.Name)
 		k.Disabled, k.MaxRunning, k.Rate = s.Disabled, s.MaxRunning, s.Rate
+		k.CapPerKey, k.RatePerKey = s.CapPerKey, s.RatePerKey
 		k.Compaction = Compaction{Over: s.CompactOver, Merge: s.CompactMerge}
 	}
 	out := make([]*KindInfo, 0, len(byName))

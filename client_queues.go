@@ -17,6 +17,10 @@ type QueueInfo struct {
 	Weight     int  // fleet-wide fair-share weight, 0 for none stored (each process's own, default 1)
 	MaxRunning int  // fleet-wide cap, 0 for none
 	Rate       Rate // fleet-wide rate limit, zero for none
+	// CapPerKey and RatePerKey are the limits per fairness key (SetLimit and SetRateLimit with
+	// PerKey), 0 and zero for none.
+	CapPerKey  int
+	RatePerKey Rate
 	Counts     map[JobState]int64
 	// Computing is how many of the queue's jobs run now (Counts[StateRunning]).
 	Computing int64
@@ -92,6 +96,7 @@ func (c *Client) Queues(ctx context.Context) ([]*QueueInfo, error) {
 	for _, s := range settings {
 		q := get(s.Name)
 		q.Paused, q.Weight, q.Rate = s.Paused, s.Weight, s.Rate
+		q.CapPerKey, q.RatePerKey = s.CapPerKey, s.RatePerKey
 	}
 	for _, q := range byName {
 		q.Computing, q.AwaitingCompute = q.Counts[StateRunning], q.Counts[StateQueued]
@@ -208,10 +213,16 @@ func (c *Client) SetQueueWeight(ctx context.Context, queue string, weight int) e
 // every process sharing the store. Set exactly one of Queue and Kind; MaxRunning 0 removes
 // the cap, and it is at most math.MaxInt32. A worker that cannot get a slot leaves the job
 // for later.
+//
+// With PerKey it is a cap per fairness key instead (InsertOpts.FairnessKey): at most
+// MaxRunning jobs of each key of Queue, or of Kind (in every queue), run at once. Jobs without
+// a fairness key are not bound by it; the queue's and the kind's own caps still bind them. A
+// queue or kind may have both caps. See docs/flow-control.md#limits-per-key.
 type Limit struct {
 	Queue      string
 	Kind       string
 	MaxRunning int
+	PerKey     bool
 }
 
 // SetLimit sets or removes a fleet-wide cap (contract 8).
@@ -225,11 +236,15 @@ func (c *Client) SetLimit(ctx context.Context, l Limit) error {
 
 // limitParams checks a cap and names what it applies to.
 func limitParams(l Limit) (*store.LimitParams, error) {
-	if err := checkMaxRunning(l.MaxRunning); err != nil {
+	if l.PerKey {
+		if err := checkMaxRunningField("cap_per_key", l.MaxRunning); err != nil {
+			return nil, err
+		}
+	} else if err := checkMaxRunning(l.MaxRunning); err != nil {
 		return nil, err
 	}
 	scope, name, err := limitScope("limit", l.Queue, l.Kind)
-	return &store.LimitParams{Scope: scope, Name: name, MaxRunning: l.MaxRunning}, err
+	return &store.LimitParams{Scope: scope, Name: name, MaxRunning: l.MaxRunning, PerKey: l.PerKey}, err
 }
 
 // limitScope checks that exactly one of queue and kind is set, and valid, and says which.
@@ -244,7 +259,8 @@ func limitScope(field, queue, kind string) (store.LimitScope, string, error) {
 	}
 }
 
-// Limits returns every fleet-wide cap.
+// Limits returns every fleet-wide cap, queues first, by name, then every cap per key
+// (PerKey), queues first, by name.
 func (c *Client) Limits(ctx context.Context) ([]Limit, error) {
 	ls, err := c.store.LimitList(ctx)
 	if err != nil {
@@ -257,6 +273,24 @@ func (c *Client) Limits(ctx context.Context) ([]Limit, error) {
 			out[i].Queue = l.Name
 		} else {
 			out[i].Kind = l.Name
+		}
+	}
+	qs, err := c.store.QueueList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, q := range qs {
+		if q.CapPerKey > 0 {
+			out = append(out, Limit{Queue: q.Name, MaxRunning: q.CapPerKey, PerKey: true})
+		}
+	}
+	ks, err := c.store.KindList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range ks {
+		if k.CapPerKey > 0 {
+			out = append(out, Limit{Kind: k.Name, MaxRunning: k.CapPerKey, PerKey: true})
 		}
 	}
 	return out, nil

@@ -190,7 +190,8 @@ type Config struct {
 	// and the last process to start sets it: processes should declare the same. A cap or rate
 	// limit not listed is left as stored (an operator's, set with the CLI or the API, stays
 	// until a process starts with a different declaration of it), and a zero MaxRunning or
-	// Rate removes the one it names. See docs/flow-control.md.
+	// Rate removes the one it names. A Limit or RateLimit with PerKey declares a limit per
+	// fairness key (docs/flow-control.md#limits-per-key). See docs/flow-control.md.
 	Limits     []Limit
 	RateLimits []RateLimit
 }

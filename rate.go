@@ -34,10 +34,15 @@ func checkRate(name string, r Rate) error { return field.CheckRate(name, r) }
 // of Queue and Kind; the zero Rate removes the limit. Jobs over the limit stay queued and
 // start as the limit allows; none fails or is lost. A queue's limit bounds all its jobs; a
 // kind's bounds the kind's jobs in every queue. See docs/flow-control.md#rate-limits.
+//
+// With PerKey it is a rate limit per fairness key instead (InsertOpts.FairnessKey): at most
+// Rate.Limit jobs of each key of Queue, or of Kind (in every queue), start per Rate.Period.
+// Jobs without a fairness key are not bound by it. See docs/flow-control.md#limits-per-key.
 type RateLimit struct {
-	Queue string
-	Kind  string
-	Rate  Rate
+	Queue  string
+	Kind   string
+	Rate   Rate
+	PerKey bool
 }
 
 // SetRateLimit sets, changes or removes a fleet-wide rate limit. A new limit starts with a
@@ -59,14 +64,19 @@ func (c *Client) SetRateLimit(ctx context.Context, l RateLimit) error {
 
 // rateParams checks a rate limit and names what it applies to.
 func rateParams(l RateLimit) (*store.RateParams, error) {
-	if err := checkRate("rate", l.Rate); err != nil {
+	field := "rate"
+	if l.PerKey {
+		field = "rate_per_key"
+	}
+	if err := checkRate(field, l.Rate); err != nil {
 		return nil, err
 	}
 	scope, name, err := limitScope("rate_limit", l.Queue, l.Kind)
-	return &store.RateParams{Scope: scope, Name: name, Rate: l.Rate}, err
+	return &store.RateParams{Scope: scope, Name: name, Rate: l.Rate, PerKey: l.PerKey}, err
 }
 
-// RateLimits returns every fleet-wide rate limit, queues first, by name.
+// RateLimits returns every fleet-wide rate limit, queues first, by name, then every rate
+// limit per key (PerKey), queues first, by name.
 func (c *Client) RateLimits(ctx context.Context) ([]RateLimit, error) {
 	qs, err := c.store.QueueList(ctx)
 	if err != nil {
@@ -85,6 +95,16 @@ func (c *Client) RateLimits(ctx context.Context) ([]RateLimit, error) {
 	for _, k := range ks {
 		if !k.Rate.IsZero() {
 			out = append(out, RateLimit{Kind: k.Name, Rate: k.Rate})
+		}
+	}
+	for _, q := range qs {
+		if !q.RatePerKey.IsZero() {
+			out = append(out, RateLimit{Queue: q.Name, Rate: q.RatePerKey, PerKey: true})
+		}
+	}
+	for _, k := range ks {
+		if !k.RatePerKey.IsZero() {
+			out = append(out, RateLimit{Kind: k.Name, Rate: k.RatePerKey, PerKey: true})
 		}
 	}
 	return out, nil

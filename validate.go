@@ -171,9 +171,12 @@ func checkFairnessKeys(keys []string) error {
 }
 
 // checkMaxRunning checks a fleet-wide cap: 0 (none) up to maxCap.
-func checkMaxRunning(n int) error {
+func checkMaxRunning(n int) error { return checkMaxRunningField("max_running", n) }
+
+// checkMaxRunningField checks a cap, of the field name: 0 (none) to maxCap.
+func checkMaxRunningField(name string, n int) error {
 	if n < 0 || n > maxCap {
-		return invalid("max_running", "%d is outside 0–%d (0 removes the cap)", n, maxCap)
+		return invalid(name, "%d is outside 0–%d (0 removes the cap)", n, maxCap)
 	}
 	return nil
 }

@@ -325,6 +325,24 @@ func TestKinds(t *testing.T) {
 
 	requireField(t, b.client.SetKind(ctx, "email", hopperclient.KindSettings{}), "settings")
 	requireField(t, b.client.SetKind(ctx, "email", hopperclient.KindSettings{Rate: &hopper.Rate{Limit: 1}}), "rate")
+
+	// Limits per key, of a kind and of a queue.
+	require.NoError(t, b.client.SetLimit(ctx, hopper.Limit{Kind: "email", MaxRunning: 2, PerKey: true}))
+	require.NoError(t, b.client.SetRateLimit(ctx, hopper.RateLimit{Kind: "email", Rate: hopper.Rate{Limit: 3, Period: time.Second}, PerKey: true}))
+	require.NoError(t, b.client.SetLimit(ctx, hopper.Limit{Queue: "default", MaxRunning: 4, PerKey: true}))
+	require.NoError(t, b.client.SetRateLimit(ctx, hopper.RateLimit{Queue: "default", Rate: hopper.Rate{Limit: 5, Period: time.Second}, PerKey: true}))
+	ks, err = b.client.Kinds(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 2, ks[0].CapPerKey)
+	require.Equal(t, hopper.Rate{Limit: 3, Period: time.Second}, ks[0].RatePerKey)
+	require.Zero(t, ks[0].MaxRunning, "not the kind's own cap")
+	qs, err = b.client.Queues(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 4, qs[0].CapPerKey)
+	require.Equal(t, hopper.Rate{Limit: 5, Period: time.Second}, qs[0].RatePerKey)
+	bad := -1
+	requireField(t, b.client.SetKind(ctx, "email", hopperclient.KindSettings{CapPerKey: &bad}), "cap_per_key")
+	requireField(t, b.client.SetQueue(ctx, "default", hopperclient.QueueSettings{RatePerKey: &hopper.Rate{Limit: 1}}), "rate_per_key")
 }
 
 func TestCompactKind(t *testing.T) {

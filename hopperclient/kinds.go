@@ -34,18 +34,22 @@ type KindSettings struct {
 	Rate *hopper.Rate
 	// Compaction sets the leader's compaction of the kind's groups (Over 0 removes it).
 	Compaction *hopper.Compaction
+	// CapPerKey caps the kind's running jobs of each fairness key, and RatePerKey each key's
+	// starts of the kind, across the fleet, in every queue (docs/flow-control.md#limits-per-key).
+	CapPerKey  *int
+	RatePerKey *hopper.Rate
 }
 
 // SetKind changes the settings s gives of kind, all of them or, when one is refused (a
 // *hopper.ValidationError naming it), none. Giving none is a *hopper.ValidationError naming
 // settings. It needs the admin scope.
 func (c *Client) SetKind(ctx context.Context, kind string, s KindSettings) error {
-	if s.MaxRunning == nil && s.Rate == nil && s.Compaction == nil {
+	if s.MaxRunning == nil && s.Rate == nil && s.Compaction == nil && s.CapPerKey == nil && s.RatePerKey == nil {
 		// The server reads a request without any as an old client's "remove the cap".
 		return fmt.Errorf("set kind %s: %w", kind, &hopper.ValidationError{Field: "settings", Reason: "set MaxRunning, Rate, Compaction or more"})
 	}
 	req := &hopperv1.KindServiceSetRequest{Kind: kind, MaxRunning: apiview.OptionalInt(s.MaxRunning),
-		Rate: apiview.OptionalRate(s.Rate)}
+		Rate: apiview.OptionalRate(s.Rate), CapPerKey: apiview.OptionalInt(s.CapPerKey), RatePerKey: apiview.OptionalRate(s.RatePerKey)}
 	if s.Compaction != nil {
 		if s.Compaction.Over > math.MaxInt32 { // the API carries an int32
 			return fmt.Errorf("set kind %s: %w", kind, &hopper.ValidationError{Field: "compact_over",

@@ -46,6 +46,10 @@ type QueueSettings struct {
 	MaxRunning *int
 	// Rate limits the queue's job starts across the fleet.
 	Rate *hopper.Rate
+	// CapPerKey caps the running jobs of each fairness key of the queue, and RatePerKey each
+	// key's starts, across the fleet (docs/flow-control.md#limits-per-key).
+	CapPerKey  *int
+	RatePerKey *hopper.Rate
 }
 
 // SetQueue changes the settings s gives of queue, all of them or, when one is refused (a
@@ -53,7 +57,8 @@ type QueueSettings struct {
 // scope.
 func (c *Client) SetQueue(ctx context.Context, queue string, s QueueSettings) error {
 	_, err := c.queues.Set(ctx, &hopperv1.QueueServiceSetRequest{Queue: queue, Weight: apiview.OptionalInt(s.Weight),
-		MaxRunning: apiview.OptionalInt(s.MaxRunning), Rate: apiview.OptionalRate(s.Rate)})
+		MaxRunning: apiview.OptionalInt(s.MaxRunning), Rate: apiview.OptionalRate(s.Rate),
+		CapPerKey: apiview.OptionalInt(s.CapPerKey), RatePerKey: apiview.OptionalRate(s.RatePerKey)})
 	return callErr("set queue "+queue, err)
 }
 
@@ -70,8 +75,13 @@ func (c *Client) SetLimit(ctx context.Context, l hopper.Limit) error {
 	if (l.Queue == "") == (l.Kind == "") {
 		return fmt.Errorf("set limit: %w", &hopper.ValidationError{Field: "limit", Reason: "set exactly one of queue and kind"})
 	}
-	if l.Queue != "" {
+	switch {
+	case l.Queue != "" && l.PerKey:
+		return c.SetQueue(ctx, l.Queue, QueueSettings{CapPerKey: &l.MaxRunning})
+	case l.Queue != "":
 		return c.SetQueue(ctx, l.Queue, QueueSettings{MaxRunning: &l.MaxRunning})
+	case l.PerKey:
+		return c.SetKind(ctx, l.Kind, KindSettings{CapPerKey: &l.MaxRunning})
 	}
 	return c.SetKind(ctx, l.Kind, KindSettings{MaxRunning: &l.MaxRunning})
 }
@@ -83,8 +93,13 @@ func (c *Client) SetRateLimit(ctx context.Context, l hopper.RateLimit) error {
 	if (l.Queue == "") == (l.Kind == "") {
 		return fmt.Errorf("set rate limit: %w", &hopper.ValidationError{Field: "rate_limit", Reason: "set exactly one of queue and kind"})
 	}
-	if l.Queue != "" {
+	switch {
+	case l.Queue != "" && l.PerKey:
+		return c.SetQueue(ctx, l.Queue, QueueSettings{RatePerKey: &l.Rate})
+	case l.Queue != "":
 		return c.SetQueue(ctx, l.Queue, QueueSettings{Rate: &l.Rate})
+	case l.PerKey:
+		return c.SetKind(ctx, l.Kind, KindSettings{RatePerKey: &l.Rate})
 	}
 	return c.SetKind(ctx, l.Kind, KindSettings{Rate: &l.Rate})
 }

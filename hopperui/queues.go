@@ -44,8 +44,8 @@ func (h *Handler) queueResume(w http.ResponseWriter, r *http.Request, v *view) e
 	return h.afterQueueChange(w, r, v, "Resumed queue "+r.PathValue("name")+".")
 }
 
-// queueSettings sets a queue's weight, cap and rate limit from the queue page's form; an
-// empty field leaves its setting alone, 0 removes it.
+// queueSettings sets a queue's weight, cap and rate limit, and its limits per fairness key,
+// from the queue page's form; an empty field leaves its setting alone, 0 removes it.
 func (h *Handler) queueSettings(w http.ResponseWriter, r *http.Request, v *view) error {
 	ctx, name := r.Context(), r.PathValue("name")
 	if s := strings.TrimSpace(r.PostFormValue("weight")); s != "" {
@@ -72,6 +72,24 @@ func (h *Handler) queueSettings(w http.ResponseWriter, r *http.Request, v *view)
 			return err
 		}
 		if err := h.client.SetRateLimit(ctx, hopper.RateLimit{Queue: name, Rate: rate}); err != nil {
+			return err
+		}
+	}
+	if s := strings.TrimSpace(r.PostFormValue("cap_per_key")); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return invalid("cap_per_key", "%q is not a whole number", s)
+		}
+		if err := h.client.SetLimit(ctx, hopper.Limit{Queue: name, MaxRunning: n, PerKey: true}); err != nil {
+			return err
+		}
+	}
+	if s := strings.TrimSpace(r.PostFormValue("rate_per_key")); s != "" {
+		rate, err := hopper.ParseRate("rate_per_key", s)
+		if err != nil {
+			return err
+		}
+		if err := h.client.SetRateLimit(ctx, hopper.RateLimit{Queue: name, Rate: rate, PerKey: true}); err != nil {
 			return err
 		}
 	}

@@ -11,7 +11,8 @@ import (
 func Queue(q *hopper.QueueInfo) *hopperv1.Queue {
 	return &hopperv1.Queue{Name: apiview.Text(q.Name), Paused: q.Paused, MaxRunning: apiview.Int32(q.MaxRunning),
 		Weight: apiview.Int32(q.Weight), Counts: apiview.Counts(q.Counts), AwaitingCompute: q.AwaitingCompute,
-		Computing: q.Computing, HeldByGovernor: q.HeldByGovernor, Disabled: q.Disabled, Rate: apiview.Rate(q.Rate)}
+		Computing: q.Computing, HeldByGovernor: q.HeldByGovernor, Disabled: q.Disabled, Rate: apiview.Rate(q.Rate),
+		CapPerKey: apiview.Int32(q.CapPerKey), RatePerKey: apiview.Rate(q.RatePerKey)}
 }
 
 // FromQueue reads a queue's settings and job counts.
@@ -19,21 +20,22 @@ func FromQueue(q *hopperv1.Queue) *hopper.QueueInfo {
 	return &hopper.QueueInfo{Name: q.GetName(), Paused: q.GetPaused(), Weight: int(q.GetWeight()),
 		MaxRunning: int(q.GetMaxRunning()), Rate: apiview.FromRate(q.GetRate()), Counts: apiview.FromCounts(q.GetCounts()),
 		Computing: q.GetComputing(), AwaitingCompute: q.GetAwaitingCompute(), HeldByGovernor: q.GetHeldByGovernor(),
-		Disabled: q.GetDisabled()}
+		Disabled: q.GetDisabled(), CapPerKey: int(q.GetCapPerKey()), RatePerKey: apiview.FromRate(q.GetRatePerKey())}
 }
 
 // Kind is a kind's settings and job counts as the API shows them.
 func Kind(k *hopper.KindInfo) *hopperv1.Kind {
 	return &hopperv1.Kind{Name: apiview.Text(k.Name), Disabled: k.Disabled, MaxRunning: apiview.Int32(k.MaxRunning),
 		Counts: apiview.Counts(k.Counts), Rate: apiview.Rate(k.Rate), CompactOver: apiview.Int32(k.Compaction.Over),
-		CompactMerge: string(k.Compaction.Merge)}
+		CompactMerge: string(k.Compaction.Merge), CapPerKey: apiview.Int32(k.CapPerKey), RatePerKey: apiview.Rate(k.RatePerKey)}
 }
 
 // FromKind reads a kind's settings and job counts.
 func FromKind(k *hopperv1.Kind) *hopper.KindInfo {
 	return &hopper.KindInfo{Name: k.GetName(), Disabled: k.GetDisabled(), MaxRunning: int(k.GetMaxRunning()),
 		Rate: apiview.FromRate(k.GetRate()), Counts: apiview.FromCounts(k.GetCounts()),
-		Compaction: hopper.Compaction{Over: int(k.GetCompactOver()), Merge: hopper.MergePolicy(k.GetCompactMerge())}}
+		Compaction: hopper.Compaction{Over: int(k.GetCompactOver()), Merge: hopper.MergePolicy(k.GetCompactMerge())},
+		CapPerKey:  int(k.GetCapPerKey()), RatePerKey: apiview.FromRate(k.GetRatePerKey())}
 }
 
 // Node is a registered node as the API shows it; leader says whether it holds the leader

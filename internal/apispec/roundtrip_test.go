@@ -105,14 +105,15 @@ func TestQueueAndKindRoundTrip(t *testing.T) {
 	t.Parallel()
 	q := &hopper.QueueInfo{Name: "q", Paused: true, Weight: 3, MaxRunning: 10, Rate: hopper.Rate{Limit: 100, Period: time.Second},
 		Counts: map[hopper.JobState]int64{hopper.StateQueued: 4, hopper.StateFailed: 1}, Computing: 3, AwaitingCompute: 2,
-		HeldByGovernor: true, Disabled: 1}
+		HeldByGovernor: true, Disabled: 1, CapPerKey: 2, RatePerKey: hopper.Rate{Limit: 10, Period: time.Second}}
 	requireAllSet(t, *q)
 	require.Equal(t, q, FromQueue(Queue(q)))
 	empty := &hopper.QueueInfo{Name: "e", Counts: map[hopper.JobState]int64{}}
 	require.Equal(t, empty, FromQueue(Queue(empty)))
 
 	k := &hopper.KindInfo{Name: "k", Disabled: true, MaxRunning: 2, Rate: hopper.Rate{Limit: 5, Period: time.Minute},
-		Compaction: hopper.Compaction{Over: 10, Merge: hopper.MergeAppend}, Counts: map[hopper.JobState]int64{hopper.StateRunning: 2}}
+		Compaction: hopper.Compaction{Over: 10, Merge: hopper.MergeAppend}, Counts: map[hopper.JobState]int64{hopper.StateRunning: 2},
+		CapPerKey: 1, RatePerKey: hopper.Rate{Limit: 3, Period: time.Hour}}
 	requireAllSet(t, *k)
 	require.Equal(t, k, FromKind(Kind(k)))
 }

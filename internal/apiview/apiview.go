@@ -130,10 +130,15 @@ func OptionalRate(r *hoppertype.Rate) *string {
 // FromOptionalRate reads the optional rate limit of a request a caller wrote: nil when it is
 // not set, a *hoppertype.ValidationError naming "rate" when it does not parse.
 func FromOptionalRate(text *string) (*hoppertype.Rate, error) {
+	return FromOptionalRateField("rate", text)
+}
+
+// FromOptionalRateField is FromOptionalRate for the field name ("rate_per_key", say).
+func FromOptionalRateField(name string, text *string) (*hoppertype.Rate, error) {
 	if text == nil {
 		return nil, nil
 	}
-	r, err := field.ParseRate("rate", *text)
+	r, err := field.ParseRate(name, *text)
 	return &r, err
 }
 

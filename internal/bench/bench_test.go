@@ -86,3 +86,18 @@ func TestBatchSmall(t *testing.T) {
 	_, err = Batch(t.Context(), Config{Jobs: 150})
 	require.ErrorContains(t, err, "multiple of 100")
 }
+
+// The per-key scenario on few keys, so that keys have several jobs and workers to spare: the
+// capped run never has more than the cap of a key running, read from every job's attempt.
+func TestPerKeySmall(t *testing.T) {
+	perKeyKeys = 10
+	res, err := PerKey(t.Context(), Config{Jobs: 600, Workers: 20, LatencyJobs: -1, Synchronous: "NORMAL"})
+	require.NoError(t, err)
+	require.Equal(t, 10, res.Keys)
+	require.Equal(t, 600, res.Capped.JobsChecked)
+	require.Equal(t, 600, res.Uncapped.JobsChecked)
+	require.LessOrEqual(t, res.Capped.MaxPerKey, PerKeyCap)
+	require.Positive(t, res.Capped.MaxPerKey)
+	require.Positive(t, res.Ratio)
+	t.Logf("uncapped: most running per key %d; capped: %d", res.Uncapped.MaxPerKey, res.Capped.MaxPerKey)
+}

@@ -100,11 +100,17 @@ func (l local) SetQueue(ctx context.Context, queue string, s hopperclient.QueueS
 			return err
 		}
 	}
-	return l.setLimits(ctx, queue, "", s.MaxRunning, s.Rate)
+	if err := l.setLimits(ctx, queue, "", s.MaxRunning, s.Rate, false); err != nil {
+		return err
+	}
+	return l.setLimits(ctx, queue, "", s.CapPerKey, s.RatePerKey, true)
 }
 
 func (l local) SetKind(ctx context.Context, kind string, s hopperclient.KindSettings) error {
-	if err := l.setLimits(ctx, "", kind, s.MaxRunning, s.Rate); err != nil {
+	if err := l.setLimits(ctx, "", kind, s.MaxRunning, s.Rate, false); err != nil {
+		return err
+	}
+	if err := l.setLimits(ctx, "", kind, s.CapPerKey, s.RatePerKey, true); err != nil {
 		return err
 	}
 	if s.Compaction != nil {
@@ -113,15 +119,16 @@ func (l local) SetKind(ctx context.Context, kind string, s hopperclient.KindSett
 	return nil
 }
 
-// setLimits sets the cap and the rate limit of a queue or a kind, those that are not nil.
-func (l local) setLimits(ctx context.Context, queue, kind string, maxRunning *int, rate *hopper.Rate) error {
+// setLimits sets the cap and the rate limit of a queue or a kind, or those per key, those that
+// are not nil.
+func (l local) setLimits(ctx context.Context, queue, kind string, maxRunning *int, rate *hopper.Rate, perKey bool) error {
 	if maxRunning != nil {
-		if err := l.SetLimit(ctx, hopper.Limit{Queue: queue, Kind: kind, MaxRunning: *maxRunning}); err != nil {
+		if err := l.SetLimit(ctx, hopper.Limit{Queue: queue, Kind: kind, MaxRunning: *maxRunning, PerKey: perKey}); err != nil {
 			return err
 		}
 	}
 	if rate != nil {
-		return l.SetRateLimit(ctx, hopper.RateLimit{Queue: queue, Kind: kind, Rate: *rate})
+		return l.SetRateLimit(ctx, hopper.RateLimit{Queue: queue, Kind: kind, Rate: *rate, PerKey: perKey})
 	}
 	return nil
 }

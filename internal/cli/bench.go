@@ -81,6 +81,12 @@ writes heap and goroutine profiles after the warm-up and at the end; --vacuum-ev
 PostgreSQL, vacuums the soak's tables that often, for a server whose autovacuum is off
 (docs/benchmarks.md#soak).
 
+--scenario per-key spreads --jobs (default 30,000) no-op jobs over 10,000 fairness keys in one
+queue and works them twice, on fresh stores: without limits per key, then with a cap of 1
+running job per key on the queue (docs/flow-control.md#limits-per-key). It reports both
+throughputs, their ratio, the store's claim times (p50, p99), and the most jobs of one key that
+ran at once, read from the jobs' start and end times; it fails when that exceeds the cap.
+
 --kind-cap and --kind-rate set a fleet-wide cap or rate limit on the no-op jobs' kind before
 the run, to measure what a capped or rate-limited claim costs (a limit far above the
 throughput, such as --kind-rate 1000000/1s) or that starts follow the limit.`,
@@ -140,6 +146,11 @@ throughput, such as --kind-rate 1000000/1s) or that starts follow the limit.`,
 					cfg.Jobs = 0 // the scenario's own default
 				}
 				return printBatch(cmd, cfg, asJSON)
+			case "per-key":
+				if !cmd.Flags().Changed("jobs") {
+					cfg.Jobs = bench.DefaultPerKeyJobs
+				}
+				return printPerKey(cmd, cfg, asJSON)
 			}
 			if compare {
 				return printComparison(cmd, cfg, asJSON)
@@ -175,7 +186,7 @@ throughput, such as --kind-rate 1000000/1s) or that starts follow the limit.`,
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	f.BoolVar(&compare, "compare-remote", false, "measure in process, then through a server this command starts (stream and poll), and print the ratios")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
-	f.StringVar(&scenario, "scenario", "", "run a scenario instead of the standard benchmark: fairness, retained, horizon, soak or batch")
+	f.StringVar(&scenario, "scenario", "", "run a scenario instead of the standard benchmark: fairness, retained, horizon, soak, batch or per-key")
 	f.IntVar(&cfg.Rows, "rows", 0, "with --scenario retained: finished jobs to fill the store with before the benchmark")
 	f.BoolVar(&pin, "pin", true, "with --scenario horizon: hold the snapshot (--pin=false measures the baseline)")
 	addSoakFlags(f, &soak)
@@ -281,9 +292,9 @@ func checkScenarioFlags(cmd *cobra.Command, scenario string, cfg bench.Config, c
 	switch scenario {
 	case "":
 		return nil
-	case "fairness", "retained", "horizon", "soak", "batch":
+	case "fairness", "retained", "horizon", "soak", "batch", "per-key":
 	default:
-		return usageErrorf("--scenario %q: the scenarios are fairness, retained, horizon, soak and batch", scenario)
+		return usageErrorf("--scenario %q: the scenarios are fairness, retained, horizon, soak, batch and per-key", scenario)
 	}
 	if compare || cfg.Server != "" {
 		return usageErrorf("--scenario %s runs in process: no --server or --compare-remote", scenario)
@@ -311,6 +322,28 @@ func printBatch(cmd *cobra.Command, cfg bench.Config, asJSON bool) error {
 	fmt.Fprintf(out, "one by one       %.0f jobs/s (%d jobs ended within the run)\n", res.SingleJobsPerSec, res.SingleJobs)
 	fmt.Fprintf(out, "speedup          %.1fx\n", res.Speedup)
 	return nil
+}
+
+// printPerKey runs the per-key scenario and prints what it measured.
+func printPerKey(cmd *cobra.Command, cfg bench.Config, asJSON bool) error {
+	res, err := bench.PerKey(cmd.Context(), cfg)
+	out := cmd.OutOrStdout()
+	if res != nil && asJSON {
+		fmt.Fprintln(out, string(res.JSON()))
+	} else if res != nil {
+		fmt.Fprintf(out, "store            %s (%s), %d CPUs, %s\n", res.Store, res.Durability, res.CPUs, res.GoVersion)
+		fmt.Fprintf(out, "jobs             %d no-op jobs over %d fairness keys, %d workers\n", res.Jobs, res.Keys, res.Workers)
+		for _, r := range []bench.PerKeyRun{res.Uncapped, res.Capped} {
+			label := "no cap per key  "
+			if r.CapPerKey > 0 {
+				label = fmt.Sprintf("cap %d per key   ", r.CapPerKey)
+			}
+			fmt.Fprintf(out, "%s %.0f jobs/s; claims p50 %.2f ms, p99 %.2f ms (%d claims); most running per key %d (%d jobs checked)\n",
+				label, r.JobsPerSec, r.ClaimP50Ms, r.ClaimP99Ms, r.Claims, r.MaxPerKey, r.JobsChecked)
+		}
+		fmt.Fprintf(out, "ratio            %.3f (capped / uncapped throughput)\n", res.Ratio)
+	}
+	return err
 }
 
 // printRetained runs the retained scenario and prints what it measured.

@@ -46,19 +46,22 @@ func newKindsCmd() *cobra.Command {
 
 func newKindsSetCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "set KIND [--cap N] [--rate N/DURATION] [--compact-over N [--compact-merge POLICY]]",
+		Use:   "set KIND [--cap N] [--rate N/DURATION] [--cap-per-key N] [--rate-per-key N/DURATION] [--compact-over N [--compact-merge POLICY]]",
 		Short: "Set the fleet-wide cap on running jobs of KIND, its rate limit and its compaction (0 removes any)",
 		Long: `set changes the settings of KIND that are given, for every process and remote worker.
 
 --cap bounds the kind's running jobs across the fleet (0 removes the cap). --rate bounds its
 job starts, in every queue: N/DURATION lets at most N jobs start per DURATION (after a quiet
 spell up to N at once, then at the rate; 0 removes the limit); jobs over it wait, queued.
+--cap-per-key and --rate-per-key do the same for each fairness key of the kind's jobs
+(enqueue --fairness-key), in every queue; jobs without a fairness key are not bound by them.
 --compact-over has the leader compact each group of the kind in which more than N jobs wait
 (as kinds compact does), every rescue interval, with the merge policy --compact-merge (keep,
 the default, replace or append); 0 removes it. See docs/flow-control.md.`,
 		Example: `  hopper kinds set render-pdf --cap 4
   hopper kinds set send-sms --rate 10/1s
   hopper kinds set send-sms --rate 0
+  hopper kinds set render-pdf --cap-per-key 2 --rate-per-key 10/1s
   hopper kinds set reindex-doc --compact-over 10 --compact-merge append`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -81,6 +84,18 @@ the default, replace or append); 0 removes it. See docs/flow-control.md.`,
 					done = append(done, "rate-limited to "+s.Rate.String())
 					if s.Rate.IsZero() {
 						done[len(done)-1] = "not rate-limited"
+					}
+				}
+				if s.CapPerKey != nil {
+					done = append(done, fmt.Sprintf("capped at %d running jobs per fairness key", *s.CapPerKey))
+					if *s.CapPerKey == 0 {
+						done[len(done)-1] = "uncapped per fairness key"
+					}
+				}
+				if s.RatePerKey != nil {
+					done = append(done, "rate-limited to "+s.RatePerKey.String()+" per fairness key")
+					if s.RatePerKey.IsZero() {
+						done[len(done)-1] = "not rate-limited per fairness key"
 					}
 				}
 				if c := s.Compaction; c != nil {
@@ -201,7 +216,7 @@ func printKinds(w io.Writer, ks []*hopper.KindInfo) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprint(tw, "KIND\tDISABLED\tCAP\tRATE\tCOMPACT")
+	fmt.Fprint(tw, "KIND\tDISABLED\tCAP\tRATE\tCAP/KEY\tRATE/KEY\tCOMPACT")
 	for _, s := range queueStates {
 		fmt.Fprintf(tw, "\t%s", stateHeader(s))
 	}
@@ -218,7 +233,8 @@ func printKinds(w io.Writer, ks []*hopper.KindInfo) error {
 		if k.Compaction.Over > 0 {
 			compact = fmt.Sprintf(">%d %s", k.Compaction.Over, mergeName(k.Compaction.Merge))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s", k.Name, disabled, limit, rateCell(k.Rate), compact)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s", k.Name, disabled, limit, rateCell(k.Rate), capCell(k.CapPerKey),
+			rateCell(k.RatePerKey), compact)
 		for _, s := range queueStates {
 			fmt.Fprintf(tw, "\t%d", k.Counts[s])
 		}
@@ -232,6 +248,9 @@ type kindJSON struct {
 	Disabled   bool   `json:"disabled"`
 	MaxRunning int    `json:"max_running,omitempty"`
 	Rate       string `json:"rate,omitempty"` // N/DURATION
+	// CapPerKey and RatePerKey are the limits per fairness key, when set.
+	CapPerKey  int    `json:"cap_per_key,omitempty"`
+	RatePerKey string `json:"rate_per_key,omitempty"`
 	// CompactOver and CompactMerge are the leader's compaction, when set.
 	CompactOver  int              `json:"compact_over,omitempty"`
 	CompactMerge string           `json:"compact_merge,omitempty"`
@@ -242,7 +261,7 @@ func kindsJSON(ks []*hopper.KindInfo) any {
 	out := make([]kindJSON, len(ks))
 	for i, k := range ks {
 		out[i] = kindJSON{Name: k.Name, Disabled: k.Disabled, MaxRunning: k.MaxRunning, Rate: apiview.Rate(k.Rate),
-			Counts: stateCountsJSON(k.Counts)}
+			Counts: stateCountsJSON(k.Counts), CapPerKey: k.CapPerKey, RatePerKey: apiview.Rate(k.RatePerKey)}
 		if k.Compaction.Over > 0 {
 			out[i].CompactOver, out[i].CompactMerge = k.Compaction.Over, mergeName(k.Compaction.Merge)
 		}

@@ -50,7 +50,7 @@ is held back by its resource governor (HELD; see docs/flow-control.md#awaiting-c
 func newQueueSetCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "set QUEUE",
-		Short: "Set QUEUE's fair-share weight, fleet-wide cap on running jobs and rate limit",
+		Short: "Set QUEUE's fair-share weight, fleet-wide cap on running jobs and rate limit, and those per fairness key",
 		Long: `set changes the settings of QUEUE that are given, for every process that works it.
 
 --weight is the queue's share of a process's workers when queues compete for them: a queue
@@ -58,11 +58,14 @@ with work gets weight / (sum of the weights of the queues with work) of them (1â
 the stored weight, and each process goes back to its configured one, default 1). --cap bounds
 the queue's running jobs across the fleet (0 removes the cap). --rate bounds its job starts
 across the fleet: N/DURATION lets at most N jobs start per DURATION (after a quiet spell up to
-N at once, then at the rate; 0 removes the limit); jobs over it wait, queued. See
+N at once, then at the rate; 0 removes the limit); jobs over it wait, queued.
+--cap-per-key and --rate-per-key do the same for each fairness key of the queue's jobs
+(enqueue --fairness-key); jobs without a fairness key are not bound by them. See
 docs/flow-control.md.`,
 		Example: `  hopper queues set reports --weight 3
   hopper queues set emails --cap 20 --rate 100/1s
-  hopper queues set emails --rate 0`,
+  hopper queues set emails --rate 0
+  hopper queues set emails --cap-per-key 2 --rate-per-key 10/1s`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := readSettings(cmd)
@@ -115,7 +118,7 @@ func printQueues(w io.Writer, qs []*hopper.QueueInfo) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprint(tw, "QUEUE\tPAUSED\tWEIGHT\tCAP\tRATE")
+	fmt.Fprint(tw, "QUEUE\tPAUSED\tWEIGHT\tCAP\tRATE\tCAP/KEY\tRATE/KEY")
 	for _, s := range queueStates {
 		fmt.Fprintf(tw, "\t%s", stateHeader(s))
 		if s == hopper.StateQueued {
@@ -134,7 +137,8 @@ func printQueues(w io.Writer, qs []*hopper.QueueInfo) error {
 		if q.MaxRunning > 0 {
 			limit = fmt.Sprint(q.MaxRunning)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s", q.Name, paused, weight, limit, rateCell(q.Rate))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s", q.Name, paused, weight, limit, rateCell(q.Rate), capCell(q.CapPerKey),
+			rateCell(q.RatePerKey))
 		for _, s := range queueStates {
 			fmt.Fprintf(tw, "\t%d", q.Counts[s])
 			if s == hopper.StateQueued {
@@ -151,11 +155,14 @@ func printQueues(w io.Writer, qs []*hopper.QueueInfo) error {
 }
 
 type queueJSON struct {
-	Name       string           `json:"name"`
-	Paused     bool             `json:"paused"`
-	Weight     int              `json:"weight,omitempty"`
-	MaxRunning int              `json:"max_running,omitempty"`
-	Rate       string           `json:"rate,omitempty"` // N/DURATION
+	Name       string `json:"name"`
+	Paused     bool   `json:"paused"`
+	Weight     int    `json:"weight,omitempty"`
+	MaxRunning int    `json:"max_running,omitempty"`
+	Rate       string `json:"rate,omitempty"` // N/DURATION
+	// CapPerKey and RatePerKey are the limits per fairness key, when set.
+	CapPerKey  int              `json:"cap_per_key,omitempty"`
+	RatePerKey string           `json:"rate_per_key,omitempty"`
 	Counts     map[string]int64 `json:"counts"`
 	// Computing: running jobs; AwaitingCompute: queued jobs (ready, no worker on them yet);
 	// HeldByGovernor: every live worker of the queue is held by its resource governor.
@@ -170,7 +177,7 @@ func queuesJSON(qs []*hopper.QueueInfo) any {
 	for i, q := range qs {
 		out[i] = queueJSON{Name: q.Name, Paused: q.Paused, Weight: q.Weight, MaxRunning: q.MaxRunning,
 			Rate: apiview.Rate(q.Rate), Counts: stateCountsJSON(q.Counts), Computing: q.Computing, AwaitingCompute: q.AwaitingCompute,
-			HeldByGovernor: q.HeldByGovernor, Disabled: q.Disabled}
+			HeldByGovernor: q.HeldByGovernor, Disabled: q.Disabled, CapPerKey: q.CapPerKey, RatePerKey: apiview.Rate(q.RatePerKey)}
 	}
 	return struct {
 		Queues []queueJSON `json:"queues"`
@@ -184,6 +191,14 @@ func stateCountsJSON(counts map[hopper.JobState]int64) map[string]int64 {
 		out[string(s)] = counts[s]
 	}
 	return out
+}
+
+// capCell is a cap in a table: N, "-" for none.
+func capCell(n int) string {
+	if n <= 0 {
+		return "-"
+	}
+	return fmt.Sprint(n)
 }
 
 // rateCell is a rate limit in a table: N/DURATION, "-" for none.

@@ -137,7 +137,7 @@ func TestQueueCommandsBothWays(t *testing.T) {
 		res = runner(t, "queues", "ls")
 		require.Equal(t, ExitOK, res.code, res.stderr)
 		require.Contains(t, res.stdout, "QUEUE")
-		require.Regexp(t, `reports\s+no\s+-\s+-\s+-\s+0\s+1`, res.stdout)
+		require.Regexp(t, `reports\s+no\s+-\s+-\s+-\s+-\s+-\s+0\s+1`, res.stdout)
 
 		res = runner(t, "queues", "pause", "bad name")
 		require.Equal(t, ExitUsage, res.code, res.stderr)
@@ -145,7 +145,7 @@ func TestQueueCommandsBothWays(t *testing.T) {
 		res = runner(t, "queues", "set", "reports", "--weight", "3", "--cap", "7", "--rate", "5000/1h")
 		require.Equal(t, ExitOK, res.code, res.stderr)
 		res = runner(t, "queues", "ls")
-		require.Regexp(t, `reports\s+no\s+3\s+7\s+5000/1h\s+0\s+1`, res.stdout)
+		require.Regexp(t, `reports\s+no\s+3\s+7\s+5000/1h\s+-\s+-\s+0\s+1`, res.stdout)
 		res = runner(t, "queues", "ls", "--json")
 		require.Contains(t, res.stdout, `"weight": 3`)
 		require.Contains(t, res.stdout, `"max_running": 7`)
@@ -157,11 +157,11 @@ func TestQueueCommandsBothWays(t *testing.T) {
 		}
 		require.Contains(t, res.stderr, "invalid --rate:", "the error names the flag")
 		res = runner(t, "queues", "ls")
-		require.Regexp(t, `reports\s+no\s+3\s+7\s+5000/1h\s+0\s+1`, res.stdout, "a refused set changes nothing")
+		require.Regexp(t, `reports\s+no\s+3\s+7\s+5000/1h\s+-\s+-\s+0\s+1`, res.stdout, "a refused set changes nothing")
 		res = runner(t, "queues", "set", "reports", "--weight", "0", "--cap", "0", "--rate", "0")
 		require.Equal(t, ExitOK, res.code, res.stderr)
 		res = runner(t, "queues", "ls")
-		require.Regexp(t, `reports\s+no\s+-\s+-\s+-\s+0\s+1`, res.stdout, "0 removes all three")
+		require.Regexp(t, `reports\s+no\s+-\s+-\s+-\s+-\s+-\s+0\s+1`, res.stdout, "0 removes all three")
 	}
 }
 

@@ -13,18 +13,23 @@ import (
 type settings struct {
 	Weight, Cap *int
 	Rate        *hopper.Rate
+	// CapPerKey and RatePerKey are the limits per fairness key (--cap-per-key, --rate-per-key).
+	CapPerKey  *int
+	RatePerKey *hopper.Rate
 	// Compaction is a kind's (`kinds set --compact-over`, --compact-merge).
 	Compaction *hopper.Compaction
 }
 
 // queue is s for a queue.
 func (s settings) queue() hopperclient.QueueSettings {
-	return hopperclient.QueueSettings{Weight: s.Weight, MaxRunning: s.Cap, Rate: s.Rate}
+	return hopperclient.QueueSettings{Weight: s.Weight, MaxRunning: s.Cap, Rate: s.Rate, CapPerKey: s.CapPerKey,
+		RatePerKey: s.RatePerKey}
 }
 
 // kind is s for a kind (which has no weight).
 func (s settings) kind() hopperclient.KindSettings {
-	return hopperclient.KindSettings{MaxRunning: s.Cap, Rate: s.Rate, Compaction: s.Compaction}
+	return hopperclient.KindSettings{MaxRunning: s.Cap, Rate: s.Rate, Compaction: s.Compaction, CapPerKey: s.CapPerKey,
+		RatePerKey: s.RatePerKey}
 }
 
 // addSettingsFlags adds --cap and --rate to a set command, and --weight when weight is true.
@@ -34,6 +39,8 @@ func addSettingsFlags(cmd *cobra.Command, weight bool) {
 	}
 	cmd.Flags().Int("cap", 0, "most running jobs across the fleet (0 removes the cap)")
 	cmd.Flags().String("rate", "", "most job starts per period across the fleet, N/DURATION such as 100/1s or 5000/1h (0 removes the limit)")
+	cmd.Flags().Int("cap-per-key", 0, "most running jobs of each fairness key across the fleet (0 removes the cap)")
+	cmd.Flags().String("rate-per-key", "", "most job starts of each fairness key per period across the fleet, N/DURATION (0 removes the limit)")
 }
 
 // readSettings reads the settings flags that were given, refusing bad values with a usage
@@ -63,6 +70,21 @@ func readSettings(cmd *cobra.Command) (settings, error) {
 		}
 		s.Rate = &r
 	}
+	if fl.Changed("cap-per-key") {
+		c, _ := fl.GetInt("cap-per-key")
+		if c < 0 || c > math.MaxInt32 {
+			return s, usageErrorf("invalid --cap-per-key: %d is outside 0–%d (0 removes the cap)", c, math.MaxInt32)
+		}
+		s.CapPerKey = &c
+	}
+	if fl.Changed("rate-per-key") {
+		text, _ := fl.GetString("rate-per-key")
+		r, err := hopper.ParseRate("--rate-per-key", text)
+		if err != nil {
+			return s, usageErrorf("%w", err)
+		}
+		s.RatePerKey = &r
+	}
 	if fl.Lookup("compact-over") != nil && (fl.Changed("compact-over") || fl.Changed("compact-merge")) {
 		over, _ := fl.GetInt("compact-over")
 		merge, _ := fl.GetString("compact-merge")
@@ -76,14 +98,14 @@ func readSettings(cmd *cobra.Command) (settings, error) {
 		}
 		s.Compaction = &hopper.Compaction{Over: over, Merge: hopper.MergePolicy(merge)}
 	}
-	if s.Weight == nil && s.Cap == nil && s.Rate == nil && s.Compaction == nil {
+	if s.Weight == nil && s.Cap == nil && s.Rate == nil && s.Compaction == nil && s.CapPerKey == nil && s.RatePerKey == nil {
 		if fl.Lookup("compact-over") != nil {
-			return s, usageErrorf("give at least one of --cap, --rate and --compact-over")
+			return s, usageErrorf("give at least one of --cap, --rate, --cap-per-key, --rate-per-key and --compact-over")
 		}
 		if fl.Lookup("weight") != nil {
-			return s, usageErrorf("give at least one of --weight, --cap and --rate")
+			return s, usageErrorf("give at least one of --weight, --cap, --rate, --cap-per-key and --rate-per-key")
 		}
-		return s, usageErrorf("give --cap, --rate or both")
+		return s, usageErrorf("give --cap, --rate, --cap-per-key or --rate-per-key")
 	}
 	return s, nil
 }

@@ -29,7 +29,7 @@ func (k *kindService) List(ctx context.Context, _ *hopperv1.KindServiceListReque
 // Set applies the settings the request carries, once all of them are known to be valid.
 func (k *kindService) Set(ctx context.Context, req *hopperv1.KindServiceSetRequest) (*hopperv1.KindServiceSetResponse, error) {
 	maxRunning := req.MaxRunning
-	if maxRunning == nil && req.Rate == nil && req.CompactOver == nil {
+	if maxRunning == nil && req.Rate == nil && req.CompactOver == nil && req.CapPerKey == nil && req.RatePerKey == nil {
 		// What a request with max_running 0 looked like on the wire before the field was
 		// optional (a client built from that API removing a cap): it still removes the cap.
 		maxRunning = proto.Int32(0)
@@ -39,6 +39,8 @@ func (k *kindService) Set(ctx context.Context, req *hopperv1.KindServiceSetReque
 		return nil, invalidArg("kind", "is empty")
 	case maxRunning != nil && *maxRunning < 0: // checked first: a refused request changes nothing
 		return nil, invalidArg("max_running", fmt.Sprintf("%d is negative (0 removes the cap)", *maxRunning))
+	case req.CapPerKey != nil && *req.CapPerKey < 0:
+		return nil, invalidArg("cap_per_key", fmt.Sprintf("%d is negative (0 removes the cap)", *req.CapPerKey))
 	case req.CompactOver != nil && *req.CompactOver < 0:
 		return nil, invalidArg("compact_over", fmt.Sprintf("%d is negative (0 removes the setting)", *req.CompactOver))
 	case req.GetCompactMerge() != "" && req.CompactOver == nil:
@@ -50,6 +52,10 @@ func (k *kindService) Set(ctx context.Context, req *hopperv1.KindServiceSetReque
 	if err != nil {
 		return nil, rpcError("set kind rate limit", err)
 	}
+	ratePerKey, err := apiview.FromOptionalRateField("rate_per_key", req.RatePerKey)
+	if err != nil {
+		return nil, rpcError("set kind rate limit per key", err)
+	}
 	if maxRunning != nil {
 		if err := k.s.client.SetLimit(ctx, hopper.Limit{Kind: req.GetKind(), MaxRunning: int(*maxRunning)}); err != nil {
 			return nil, rpcError("set kind cap", err)
@@ -58,6 +64,16 @@ func (k *kindService) Set(ctx context.Context, req *hopperv1.KindServiceSetReque
 	if rate != nil {
 		if err := k.s.client.SetRateLimit(ctx, hopper.RateLimit{Kind: req.GetKind(), Rate: *rate}); err != nil {
 			return nil, rpcError("set kind rate limit", err)
+		}
+	}
+	if req.CapPerKey != nil {
+		if err := k.s.client.SetLimit(ctx, hopper.Limit{Kind: req.GetKind(), MaxRunning: int(*req.CapPerKey), PerKey: true}); err != nil {
+			return nil, rpcError("set kind cap per key", err)
+		}
+	}
+	if ratePerKey != nil {
+		if err := k.s.client.SetRateLimit(ctx, hopper.RateLimit{Kind: req.GetKind(), Rate: *ratePerKey, PerKey: true}); err != nil {
+			return nil, rpcError("set kind rate limit per key", err)
 		}
 	}
 	if req.CompactOver != nil {

@@ -121,6 +121,14 @@ func TestKindServiceNamesTheBadField(t *testing.T) {
 			_, err := kinds.Set(ctx, &hopperv1.KindServiceSetRequest{Kind: "pdf", Rate: proto.String("abc")})
 			return err
 		}, "rate"},
+		{func() error {
+			_, err := kinds.Set(ctx, &hopperv1.KindServiceSetRequest{Kind: "pdf", CapPerKey: proto.Int32(-1)})
+			return err
+		}, "cap_per_key"},
+		{func() error {
+			_, err := kinds.Set(ctx, &hopperv1.KindServiceSetRequest{Kind: "pdf", RatePerKey: proto.String("0/1s")})
+			return err
+		}, "rate_per_key"},
 	} {
 		err := tc.call()
 		requireCode(t, connect.CodeInvalidArgument, err)
@@ -131,4 +139,12 @@ func TestKindServiceNamesTheBadField(t *testing.T) {
 	list, err := kinds.List(ctx, &hopperv1.KindServiceListRequest{})
 	require.NoError(t, err)
 	require.Empty(t, list.GetKinds())
+
+	_, err = kinds.Set(ctx, &hopperv1.KindServiceSetRequest{Kind: "pdf", CapPerKey: proto.Int32(2), RatePerKey: proto.String("10/1s")})
+	require.NoError(t, err)
+	list, err = kinds.List(ctx, &hopperv1.KindServiceListRequest{})
+	require.NoError(t, err)
+	require.Len(t, list.GetKinds(), 1)
+	require.Equal(t, int32(2), list.GetKinds()[0].GetCapPerKey())
+	require.Equal(t, "10/1s", list.GetKinds()[0].GetRatePerKey())
 }

@@ -26,6 +26,7 @@ type collector struct {
 
 	jobs, stalled, deadLetters, oldestDeadLetter, leader *prometheus.Desc
 	kindDisabled, rateLimit                              *prometheus.Desc
+	capPerKey, ratePerKey                                *prometheus.Desc
 	storeUp, loopsFailing                                *prometheus.Desc
 	streams, streamInFlight, streamPushed, workers       *prometheus.Desc
 	streamPushedTotal, oldestQueued                      *prometheus.Desc
@@ -47,6 +48,10 @@ func newCollector(s *Server) *collector {
 		kindDisabled: d("kind_disabled", "1 when the kind is disabled (no node starts its jobs), else 0; for every kind with jobs or settings.", "kind"),
 		rateLimit: d("rate_limit_starts_per_second", "The fleet-wide rate limit of a queue or a kind, as job starts per second "+
 			"(a limit of 5000/1h reads 1.39); for every queue and kind that has one.", "scope", "name"),
+		capPerKey: d("cap_per_key", "The fleet-wide cap on the running jobs of each fairness key of a queue or a kind; "+
+			"for every queue and kind that has one.", "scope", "name"),
+		ratePerKey: d("rate_per_key_starts_per_second", "The fleet-wide rate limit on the job starts of each fairness key "+
+			"of a queue or a kind, as starts per second; for every queue and kind that has one.", "scope", "name"),
 		deadLetters:      d("dead_letters", "Failed jobs kept in the dead-letter queue and not yet replayed."),
 		oldestDeadLetter: d("dead_letter_oldest_age_seconds", "Age of the oldest dead letter not yet replayed (0 when there is none)."),
 		leader:           d("leader", "1 when this node holds the leader lease."),
@@ -75,7 +80,7 @@ func newCollector(s *Server) *collector {
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.jobs, c.stalled, c.kindDisabled, c.rateLimit, c.deadLetters, c.oldestDeadLetter, c.leader,
+	for _, d := range []*prometheus.Desc{c.jobs, c.stalled, c.kindDisabled, c.rateLimit, c.capPerKey, c.ratePerKey, c.deadLetters, c.oldestDeadLetter, c.leader,
 		c.storeUp, c.loopsFailing, c.streams, c.streamInFlight, c.streamPushed, c.streamPushedTotal, c.oldestQueued, c.workers,
 		c.pushFailed, c.pushRerouted,
 		c.awaitingCompute, c.heldByGovernor, c.holding, c.governorCPU, c.governorMem} {
@@ -144,6 +149,12 @@ func (c *collector) collectStore(ctx context.Context, gauge func(*prometheus.Des
 			if !q.Rate.IsZero() {
 				gauge(c.rateLimit, perSecond(q.Rate), "queue", q.Name)
 			}
+			if q.CapPerKey > 0 {
+				gauge(c.capPerKey, float64(q.CapPerKey), "queue", q.Name)
+			}
+			if !q.RatePerKey.IsZero() {
+				gauge(c.ratePerKey, perSecond(q.RatePerKey), "queue", q.Name)
+			}
 		}
 	} else {
 		c.fail(err)
@@ -157,6 +168,12 @@ func (c *collector) collectStore(ctx context.Context, gauge func(*prometheus.Des
 			gauge(c.kindDisabled, disabled, k.Name)
 			if !k.Rate.IsZero() {
 				gauge(c.rateLimit, perSecond(k.Rate), "kind", k.Name)
+			}
+			if k.CapPerKey > 0 {
+				gauge(c.capPerKey, float64(k.CapPerKey), "kind", k.Name)
+			}
+			if !k.RatePerKey.IsZero() {
+				gauge(c.ratePerKey, perSecond(k.RatePerKey), "kind", k.Name)
 			}
 		}
 	} else {

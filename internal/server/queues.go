@@ -42,15 +42,22 @@ func (q *queueService) Resume(ctx context.Context, req *hopperv1.ResumeRequest) 
 
 // Set applies the settings the request carries, once all of them are known to be valid.
 func (q *queueService) Set(ctx context.Context, req *hopperv1.QueueServiceSetRequest) (*hopperv1.QueueServiceSetResponse, error) {
-	if req.Weight == nil && req.MaxRunning == nil && req.Rate == nil {
-		return nil, invalidArg("weight", "set at least one of weight, max_running and rate")
+	if req.Weight == nil && req.MaxRunning == nil && req.Rate == nil && req.CapPerKey == nil && req.RatePerKey == nil {
+		return nil, invalidArg("weight", "set at least one of weight, max_running, rate, cap_per_key and rate_per_key")
 	}
 	if req.GetMaxRunning() < 0 { // checked first: a refused request changes nothing
 		return nil, invalidArg("max_running", fmt.Sprintf("%d is negative", req.GetMaxRunning()))
 	}
+	if req.GetCapPerKey() < 0 {
+		return nil, invalidArg("cap_per_key", fmt.Sprintf("%d is negative", req.GetCapPerKey()))
+	}
 	rate, err := apiview.FromOptionalRate(req.Rate)
 	if err != nil {
 		return nil, rpcError("set queue rate limit", err)
+	}
+	ratePerKey, err := apiview.FromOptionalRateField("rate_per_key", req.RatePerKey)
+	if err != nil {
+		return nil, rpcError("set queue rate limit per key", err)
 	}
 	if req.Weight != nil {
 		if err := q.s.client.SetQueueWeight(ctx, req.GetQueue(), int(req.GetWeight())); err != nil {
@@ -65,6 +72,17 @@ func (q *queueService) Set(ctx context.Context, req *hopperv1.QueueServiceSetReq
 	if rate != nil {
 		if err := q.s.client.SetRateLimit(ctx, hopper.RateLimit{Queue: req.GetQueue(), Rate: *rate}); err != nil {
 			return nil, rpcError("set queue rate limit", err)
+		}
+	}
+	if req.CapPerKey != nil {
+		l := hopper.Limit{Queue: req.GetQueue(), MaxRunning: int(req.GetCapPerKey()), PerKey: true}
+		if err := q.s.client.SetLimit(ctx, l); err != nil {
+			return nil, rpcError("set queue cap per key", err)
+		}
+	}
+	if ratePerKey != nil {
+		if err := q.s.client.SetRateLimit(ctx, hopper.RateLimit{Queue: req.GetQueue(), Rate: *ratePerKey, PerKey: true}); err != nil {
+			return nil, rpcError("set queue rate limit per key", err)
 		}
 	}
 	return &hopperv1.QueueServiceSetResponse{}, nil

@@ -521,7 +521,7 @@ func TestQueuesAndAdmin(t *testing.T) {
 	// Set: a weight and a cap, listed; a bad value is refused naming its field, and a refused
 	// weight changes nothing.
 	_, err = e.queues.Set(t.Context(), &hopperv1.QueueServiceSetRequest{Queue: "default", Weight: proto.Int32(3), MaxRunning: proto.Int32(7),
-		Rate: proto.String("100/1s")})
+		Rate: proto.String("100/1s"), CapPerKey: proto.Int32(2), RatePerKey: proto.String("10/1s")})
 	require.NoError(t, err)
 	for _, bad := range []struct {
 		req   *hopperv1.QueueServiceSetRequest
@@ -535,6 +535,8 @@ func TestQueuesAndAdmin(t *testing.T) {
 		{&hopperv1.QueueServiceSetRequest{Queue: "default", Weight: proto.Int32(2), Rate: proto.String("0/1s")}, "rate"},
 		{&hopperv1.QueueServiceSetRequest{Queue: "default", MaxRunning: proto.Int32(2), Rate: proto.String("abc")}, "rate"},
 		{&hopperv1.QueueServiceSetRequest{Queue: "default", Rate: proto.String("1/1000h")}, "rate"},
+		{&hopperv1.QueueServiceSetRequest{Queue: "default", CapPerKey: proto.Int32(-1)}, "cap_per_key"},
+		{&hopperv1.QueueServiceSetRequest{Queue: "default", Weight: proto.Int32(2), RatePerKey: proto.String("x")}, "rate_per_key"},
 	} {
 		_, err = e.queues.Set(t.Context(), bad.req)
 		requireCode(t, connect.CodeInvalidArgument, err)
@@ -545,14 +547,18 @@ func TestQueuesAndAdmin(t *testing.T) {
 	require.Equal(t, int32(3), res.GetQueues()[0].GetWeight())
 	require.Equal(t, int32(7), res.GetQueues()[0].GetMaxRunning())
 	require.Equal(t, "100/1s", res.GetQueues()[0].GetRate())
+	require.Equal(t, int32(2), res.GetQueues()[0].GetCapPerKey())
+	require.Equal(t, "10/1s", res.GetQueues()[0].GetRatePerKey())
 	_, err = e.queues.Set(t.Context(), &hopperv1.QueueServiceSetRequest{Queue: "default", Weight: proto.Int32(0), MaxRunning: proto.Int32(0),
-		Rate: proto.String("0")})
+		Rate: proto.String("0"), CapPerKey: proto.Int32(0), RatePerKey: proto.String("0")})
 	require.NoError(t, err)
 	res, err = e.queues.List(t.Context(), &hopperv1.QueueServiceListRequest{})
 	require.NoError(t, err)
 	require.Zero(t, res.GetQueues()[0].GetWeight(), "0 removes the weight")
 	require.Zero(t, res.GetQueues()[0].GetMaxRunning(), "and the cap")
 	require.Empty(t, res.GetQueues()[0].GetRate(), "and the rate limit")
+	require.Zero(t, res.GetQueues()[0].GetCapPerKey(), "and the limits per key")
+	require.Empty(t, res.GetQueues()[0].GetRatePerKey())
 
 	require.Eventually(t, func() bool {
 		nodes, err := e.admin.ListNodes(t.Context(), &hopperv1.ListNodesRequest{})
@@ -1011,6 +1017,8 @@ func TestMetrics(t *testing.T) {
 	require.NoError(t, e.hopper.DisableKind(t.Context(), "off"))
 	require.NoError(t, e.hopper.SetRateLimit(t.Context(), hopper.RateLimit{Kind: "m", Rate: hopper.Rate{Limit: 5000, Period: time.Hour}}))
 	require.NoError(t, e.hopper.SetRateLimit(t.Context(), hopper.RateLimit{Queue: "default", Rate: hopper.Rate{Limit: 100, Period: time.Second}}))
+	require.NoError(t, e.hopper.SetLimit(t.Context(), hopper.Limit{Queue: "default", MaxRunning: 2, PerKey: true}))
+	require.NoError(t, e.hopper.SetRateLimit(t.Context(), hopper.RateLimit{Kind: "m", Rate: hopper.Rate{Limit: 10, Period: time.Second}, PerKey: true}))
 	clk.Advance(100 * time.Millisecond) // the running one is now stalled
 	var body string
 	require.Eventually(t, func() bool { // the leader flag comes with the first election
@@ -1033,6 +1041,8 @@ func TestMetrics(t *testing.T) {
 		`hopper_kind_disabled{kind="off"} 1`,
 		`hopper_rate_limit_starts_per_second{name="default",scope="queue"} 100`,
 		`hopper_rate_limit_starts_per_second{name="m",scope="kind"} 1.3888888888888888`,
+		`hopper_cap_per_key{name="default",scope="queue"} 2`,
+		`hopper_rate_per_key_starts_per_second{name="m",scope="kind"} 10`,
 		`hopper_dead_letters 1`,
 		`hopper_dead_letter_oldest_age_seconds`,
 		`hopper_queue_awaiting_compute{queue="default"} 1`,

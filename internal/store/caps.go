@@ -17,6 +17,9 @@ type CapsLeft struct {
 	// KindRates holds those of the kinds the claim may take.
 	QueueRate *Bucket
 	KindRates map[string]*Bucket
+	// KeyLimits are the limits per fairness key of the queue and of the kinds the claim may
+	// take (keylimits.go): the fair claim applies them.
+	KeyLimits []KeyLimit
 	// charged: the buckets Spend took starts from, the ones to write back.
 	queueCharged bool
 	kindsCharged map[string]bool

@@ -260,9 +260,11 @@ const (
 	LimitKind  LimitScope = "kind"
 )
 
-// LimitParams is one fleet-wide cap: at most MaxRunning running jobs of the queue or kind.
+// LimitParams is one fleet-wide cap: at most MaxRunning running jobs of the queue or kind, or,
+// PerKey, at most MaxRunning running jobs of each fairness key of them (keylimits.go).
 type LimitParams struct {
 	Scope      LimitScope
 	Name       string
 	MaxRunning int
+	PerKey     bool
 }

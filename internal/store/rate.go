@@ -10,11 +10,13 @@ import (
 // Rate is a rate limit: at most Limit job starts per Period. The zero Rate is no limit.
 type Rate = hoppertype.Rate
 
-// RateParams sets (Rate non-zero) or removes (Rate zero) the rate limit of a queue or a kind.
+// RateParams sets (Rate non-zero) or removes (Rate zero) the rate limit of a queue or a kind,
+// or, PerKey, the rate limit of each of their fairness keys (keylimits.go).
 type RateParams struct {
-	Scope LimitScope
-	Name  string
-	Rate  Rate
+	Scope  LimitScope
+	Name   string
+	Rate   Rate
+	PerKey bool
 }
 
 // Bucket is a rate limit's token bucket as the store keeps it: Tokens starts are available at

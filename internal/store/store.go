@@ -123,14 +123,17 @@ type Store interface {
 	KindList(ctx context.Context) ([]*KindSettings, error)
 
 	// LimitSet sets (MaxRunning > 0) or removes (0) the fleet-wide cap on running jobs of a
-	// queue or a kind. Claims never take a job that would exceed a cap. A kind's cap is kept
+	// queue or a kind, or with PerKey its cap on the running jobs of each fairness key
+	// (keylimits.go). Claims never take a job that would exceed a cap. A kind's cap is kept
 	// while the kind is disabled, and applies again once it is enabled.
 	LimitSet(ctx context.Context, params *LimitParams) error
-	// LimitList returns every cap, queues first, by name.
+	// LimitList returns every cap (not the caps per key: QueueList and KindList show those),
+	// queues first, by name.
 	LimitList(ctx context.Context) ([]*LimitParams, error)
-	// RateSet sets or removes the fleet-wide rate limit of a queue or a kind. A new limit
-	// starts with a full bucket; a changed one keeps the starts its bucket holds, up to the new
-	// limit. QueueList and KindList show the limits.
+	// RateSet sets or removes the fleet-wide rate limit of a queue or a kind, or with PerKey
+	// the rate limit of each of its fairness keys (keylimits.go). A new limit starts with a
+	// full bucket; a changed one keeps the starts its bucket holds, up to the new limit; a
+	// removed limit per key drops its buckets. QueueList and KindList show the limits.
 	RateSet(ctx context.Context, params *RateParams) error
 
 	// NodeHeartbeat registers a node or refreshes its heartbeat, with its governor's state
@@ -193,6 +196,9 @@ type QueueSettings struct {
 	Paused bool
 	Weight int  // 0 when none is stored
 	Rate   Rate // the fleet-wide rate limit, zero for none
+	// CapPerKey and RatePerKey are the limits per fairness key (0 and zero: none).
+	CapPerKey  int
+	RatePerKey Rate
 }
 
 // KindSettings are a kind's stored settings.
@@ -205,4 +211,7 @@ type KindSettings struct {
 	// jobs wait (0: never), with the merge policy CompactMerge (empty: keep).
 	CompactOver  int
 	CompactMerge hoppertype.MergePolicy
+	// CapPerKey and RatePerKey are the limits per fairness key (0 and zero: none).
+	CapPerKey  int
+	RatePerKey Rate
 }

@@ -4585,8 +4585,13 @@ type Queue struct {
 	// its awaiting compute waits for a governor to let go (false for a paused queue, whose jobs
 	// wait for its resume, and for a queue without live workers).
 	HeldByGovernor bool `protobuf:"varint,10,opt,name=held_by_governor,json=heldByGovernor,proto3" json:"held_by_governor,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// cap_per_key is the fleet-wide cap on the running jobs of each fairness key of the queue
+	// (0: none); rate_per_key the rate limit on each key's job starts, N/DURATION (empty: none).
+	// Jobs without a fairness key are not bound by them.
+	CapPerKey     int32  `protobuf:"varint,11,opt,name=cap_per_key,json=capPerKey,proto3" json:"cap_per_key,omitempty"`
+	RatePerKey    string `protobuf:"bytes,12,opt,name=rate_per_key,json=ratePerKey,proto3" json:"rate_per_key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Queue) Reset() {
@@ -4689,6 +4694,20 @@ func (x *Queue) GetHeldByGovernor() bool {
 	return false
 }
 
+func (x *Queue) GetCapPerKey() int32 {
+	if x != nil {
+		return x.CapPerKey
+	}
+	return 0
+}
+
+func (x *Queue) GetRatePerKey() string {
+	if x != nil {
+		return x.RatePerKey
+	}
+	return ""
+}
+
 type QueueServiceListRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -4779,7 +4798,12 @@ type QueueServiceSetRequest struct {
 	// rate is the fleet-wide rate limit on the queue's job starts, N/DURATION: "100/1s" lets at
 	// most 100 jobs start per second (after a quiet spell up to 100 at once), "5000/1h" 5000 an
 	// hour. N is 1 to 2147483647, DURATION 1ms to 720h; "0" removes the limit.
-	Rate          *string `protobuf:"bytes,4,opt,name=rate,proto3,oneof" json:"rate,omitempty"`
+	Rate *string `protobuf:"bytes,4,opt,name=rate,proto3,oneof" json:"rate,omitempty"`
+	// cap_per_key caps the running jobs of each fairness key of the queue, fleet-wide (0
+	// removes it); rate_per_key limits each key's job starts, N/DURATION as rate ("0" removes
+	// it). Jobs without a fairness key are not bound by them.
+	CapPerKey     *int32  `protobuf:"varint,5,opt,name=cap_per_key,json=capPerKey,proto3,oneof" json:"cap_per_key,omitempty"`
+	RatePerKey    *string `protobuf:"bytes,6,opt,name=rate_per_key,json=ratePerKey,proto3,oneof" json:"rate_per_key,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4838,6 +4862,20 @@ func (x *QueueServiceSetRequest) GetMaxRunning() int32 {
 func (x *QueueServiceSetRequest) GetRate() string {
 	if x != nil && x.Rate != nil {
 		return *x.Rate
+	}
+	return ""
+}
+
+func (x *QueueServiceSetRequest) GetCapPerKey() int32 {
+	if x != nil && x.CapPerKey != nil {
+		return *x.CapPerKey
+	}
+	return 0
+}
+
+func (x *QueueServiceSetRequest) GetRatePerKey() string {
+	if x != nil && x.RatePerKey != nil {
+		return *x.RatePerKey
 	}
 	return ""
 }
@@ -7126,8 +7164,13 @@ type Kind struct {
 	Rate string `protobuf:"bytes,5,opt,name=rate,proto3" json:"rate,omitempty"`
 	// compact_over: the leader compacts each group of the kind in which more than this many
 	// jobs wait (0: never), with the merge policy compact_merge ("keep", "replace", "append").
-	CompactOver   int32  `protobuf:"varint,6,opt,name=compact_over,json=compactOver,proto3" json:"compact_over,omitempty"`
-	CompactMerge  string `protobuf:"bytes,7,opt,name=compact_merge,json=compactMerge,proto3" json:"compact_merge,omitempty"`
+	CompactOver  int32  `protobuf:"varint,6,opt,name=compact_over,json=compactOver,proto3" json:"compact_over,omitempty"`
+	CompactMerge string `protobuf:"bytes,7,opt,name=compact_merge,json=compactMerge,proto3" json:"compact_merge,omitempty"`
+	// cap_per_key is the fleet-wide cap on the running jobs of the kind of each fairness key,
+	// in every queue (0: none); rate_per_key the rate limit on each key's starts of the kind,
+	// N/DURATION (empty: none). Jobs without a fairness key are not bound by them.
+	CapPerKey     int32  `protobuf:"varint,8,opt,name=cap_per_key,json=capPerKey,proto3" json:"cap_per_key,omitempty"`
+	RatePerKey    string `protobuf:"bytes,9,opt,name=rate_per_key,json=ratePerKey,proto3" json:"rate_per_key,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -7207,6 +7250,20 @@ func (x *Kind) GetCompactOver() int32 {
 func (x *Kind) GetCompactMerge() string {
 	if x != nil {
 		return x.CompactMerge
+	}
+	return ""
+}
+
+func (x *Kind) GetCapPerKey() int32 {
+	if x != nil {
+		return x.CapPerKey
+	}
+	return 0
+}
+
+func (x *Kind) GetRatePerKey() string {
+	if x != nil {
+		return x.RatePerKey
 	}
 	return ""
 }
@@ -7303,8 +7360,13 @@ type KindServiceSetRequest struct {
 	// compact_over asks the leader to compact each group of the kind in which more than this
 	// many jobs wait, every rescue interval, with the merge policy compact_merge ("keep", the
 	// default, "replace" or "append"); 0 removes the setting. Negative is refused.
-	CompactOver   *int32 `protobuf:"varint,4,opt,name=compact_over,json=compactOver,proto3,oneof" json:"compact_over,omitempty"`
-	CompactMerge  string `protobuf:"bytes,5,opt,name=compact_merge,json=compactMerge,proto3" json:"compact_merge,omitempty"`
+	CompactOver  *int32 `protobuf:"varint,4,opt,name=compact_over,json=compactOver,proto3,oneof" json:"compact_over,omitempty"`
+	CompactMerge string `protobuf:"bytes,5,opt,name=compact_merge,json=compactMerge,proto3" json:"compact_merge,omitempty"`
+	// cap_per_key caps the running jobs of the kind of each fairness key, fleet-wide, in every
+	// queue (0 removes it); rate_per_key limits each key's starts of the kind, N/DURATION as
+	// rate ("0" removes it). Jobs without a fairness key are not bound by them.
+	CapPerKey     *int32  `protobuf:"varint,6,opt,name=cap_per_key,json=capPerKey,proto3,oneof" json:"cap_per_key,omitempty"`
+	RatePerKey    *string `protobuf:"bytes,7,opt,name=rate_per_key,json=ratePerKey,proto3,oneof" json:"rate_per_key,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -7370,6 +7432,20 @@ func (x *KindServiceSetRequest) GetCompactOver() int32 {
 func (x *KindServiceSetRequest) GetCompactMerge() string {
 	if x != nil {
 		return x.CompactMerge
+	}
+	return ""
+}
+
+func (x *KindServiceSetRequest) GetCapPerKey() int32 {
+	if x != nil && x.CapPerKey != nil {
+		return *x.CapPerKey
+	}
+	return 0
+}
+
+func (x *KindServiceSetRequest) GetRatePerKey() string {
+	if x != nil && x.RatePerKey != nil {
+		return *x.RatePerKey
 	}
 	return ""
 }
@@ -8780,7 +8856,7 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"leaseToken\x12\x18\n" +
 	"\apercent\x18\x03 \x01(\x05R\apercent\x12\x18\n" +
 	"\amessage\x18\x04 \x01(\tR\amessage\"\x18\n" +
-	"\x16ReportProgressResponse\"\x80\x03\n" +
+	"\x16ReportProgressResponse\"\xc2\x03\n" +
 	"\x05Queue\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06paused\x18\x02 \x01(\bR\x06paused\x12\x1f\n" +
@@ -8793,22 +8869,30 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x04rate\x18\b \x01(\tR\x04rate\x12\x1c\n" +
 	"\tcomputing\x18\t \x01(\x03R\tcomputing\x12(\n" +
 	"\x10held_by_governor\x18\n" +
-	" \x01(\bR\x0eheldByGovernor\x1a9\n" +
+	" \x01(\bR\x0eheldByGovernor\x12\x1e\n" +
+	"\vcap_per_key\x18\v \x01(\x05R\tcapPerKey\x12 \n" +
+	"\frate_per_key\x18\f \x01(\tR\n" +
+	"ratePerKey\x1a9\n" +
 	"\vCountsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\x19\n" +
 	"\x17QueueServiceListRequest\"D\n" +
 	"\x18QueueServiceListResponse\x12(\n" +
-	"\x06queues\x18\x01 \x03(\v2\x10.hopper.v1.QueueR\x06queues\"\xae\x01\n" +
+	"\x06queues\x18\x01 \x03(\v2\x10.hopper.v1.QueueR\x06queues\"\x9b\x02\n" +
 	"\x16QueueServiceSetRequest\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x1b\n" +
 	"\x06weight\x18\x02 \x01(\x05H\x00R\x06weight\x88\x01\x01\x12$\n" +
 	"\vmax_running\x18\x03 \x01(\x05H\x01R\n" +
 	"maxRunning\x88\x01\x01\x12\x17\n" +
-	"\x04rate\x18\x04 \x01(\tH\x02R\x04rate\x88\x01\x01B\t\n" +
+	"\x04rate\x18\x04 \x01(\tH\x02R\x04rate\x88\x01\x01\x12#\n" +
+	"\vcap_per_key\x18\x05 \x01(\x05H\x03R\tcapPerKey\x88\x01\x01\x12%\n" +
+	"\frate_per_key\x18\x06 \x01(\tH\x04R\n" +
+	"ratePerKey\x88\x01\x01B\t\n" +
 	"\a_weightB\x0e\n" +
 	"\f_max_runningB\a\n" +
-	"\x05_rate\"\x19\n" +
+	"\x05_rateB\x0e\n" +
+	"\f_cap_per_keyB\x0f\n" +
+	"\r_rate_per_key\"\x19\n" +
 	"\x17QueueServiceSetResponse\"$\n" +
 	"\fPauseRequest\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\"\x0f\n" +
@@ -8974,7 +9058,7 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x13ListReplaysResponse\x121\n" +
 	"\areplays\x18\x01 \x03(\v2\x17.hopper.v1.ReplayRecordR\areplays\x12\x1f\n" +
 	"\vnext_cursor\x18\x02 \x01(\tR\n" +
-	"nextCursor\"\xa3\x02\n" +
+	"nextCursor\"\xe5\x02\n" +
 	"\x04Kind\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bdisabled\x18\x02 \x01(\bR\bdisabled\x12\x1f\n" +
@@ -8983,23 +9067,31 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x06counts\x18\x04 \x03(\v2\x1b.hopper.v1.Kind.CountsEntryR\x06counts\x12\x12\n" +
 	"\x04rate\x18\x05 \x01(\tR\x04rate\x12!\n" +
 	"\fcompact_over\x18\x06 \x01(\x05R\vcompactOver\x12#\n" +
-	"\rcompact_merge\x18\a \x01(\tR\fcompactMerge\x1a9\n" +
+	"\rcompact_merge\x18\a \x01(\tR\fcompactMerge\x12\x1e\n" +
+	"\vcap_per_key\x18\b \x01(\x05R\tcapPerKey\x12 \n" +
+	"\frate_per_key\x18\t \x01(\tR\n" +
+	"ratePerKey\x1a9\n" +
 	"\vCountsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\x18\n" +
 	"\x16KindServiceListRequest\"@\n" +
 	"\x17KindServiceListResponse\x12%\n" +
-	"\x05kinds\x18\x01 \x03(\v2\x0f.hopper.v1.KindR\x05kinds\"\xe1\x01\n" +
+	"\x05kinds\x18\x01 \x03(\v2\x0f.hopper.v1.KindR\x05kinds\"\xce\x02\n" +
 	"\x15KindServiceSetRequest\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12$\n" +
 	"\vmax_running\x18\x02 \x01(\x05H\x00R\n" +
 	"maxRunning\x88\x01\x01\x12\x17\n" +
 	"\x04rate\x18\x03 \x01(\tH\x01R\x04rate\x88\x01\x01\x12&\n" +
 	"\fcompact_over\x18\x04 \x01(\x05H\x02R\vcompactOver\x88\x01\x01\x12#\n" +
-	"\rcompact_merge\x18\x05 \x01(\tR\fcompactMergeB\x0e\n" +
+	"\rcompact_merge\x18\x05 \x01(\tR\fcompactMerge\x12#\n" +
+	"\vcap_per_key\x18\x06 \x01(\x05H\x03R\tcapPerKey\x88\x01\x01\x12%\n" +
+	"\frate_per_key\x18\a \x01(\tH\x04R\n" +
+	"ratePerKey\x88\x01\x01B\x0e\n" +
 	"\f_max_runningB\a\n" +
 	"\x05_rateB\x0f\n" +
-	"\r_compact_over\"\x18\n" +
+	"\r_compact_overB\x0e\n" +
+	"\f_cap_per_keyB\x0f\n" +
+	"\r_rate_per_key\"\x18\n" +
 	"\x16KindServiceSetResponse\"/\n" +
 	"\x19KindServiceDisableRequest\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\"\x1c\n" +

@@ -72,7 +72,7 @@ func (s *Store) claimBatch(ctx context.Context, p *store.BatchClaimParams) (*sto
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after Commit
 	kinds := []string{p.Kind}
-	c, capsAt, err := s.lockCaps(ctx, tx, p.Queue, kinds)
+	c, capsAt, err := s.lockCaps(ctx, tx, p.Queue, kinds, true)
 	if err != nil {
 		return nil, err
 	}
@@ -87,6 +87,7 @@ func (s *Store) claimBatch(ctx context.Context, p *store.BatchClaimParams) (*sto
 		return out, err
 	}
 	limit := c.Limit(p.MaxJobs)
+	var keys *store.KeyLeft // what the limits per key left the batch, nil when none applies
 	if left, ok := c.KindLeft[p.Kind]; ok {
 		limit = min(limit, left)
 	}
@@ -98,8 +99,16 @@ func (s *Store) claimBatch(ctx context.Context, p *store.BatchClaimParams) (*sto
 		best, readyAt := store.PickBatch(cands, limit, p.MaxWait, now)
 		out.ReadyAt = readyAt
 		if best != nil {
-			if out.Jobs, err = s.claimIDs(ctx, tx, p, best.IDs, at); err != nil {
-				return nil, err
+			ids := best.IDs
+			if len(c.KeyLimits) > 0 {
+				if ids, keys, err = s.boundBatchByKey(ctx, tx, p, c.KeyLimits, best, now); err != nil {
+					return nil, err
+				}
+			}
+			if len(ids) > 0 {
+				if out.Jobs, err = s.claimIDs(ctx, tx, p, ids, at); err != nil {
+					return nil, err
+				}
 			}
 		}
 	}
@@ -110,6 +119,13 @@ func (s *Store) claimBatch(ctx context.Context, p *store.BatchClaimParams) (*sto
 	})
 	if err != nil {
 		return nil, err
+	}
+	if keys != nil {
+		keys.Spend(out.Jobs)
+		keys.Hold(&out.Hold, p.MaxJobs, len(out.Jobs))
+		if err := s.writeKeyBuckets(ctx, tx, keys, limit, now); err != nil {
+			return nil, err
+		}
 	}
 	if err := s.writeBuckets(ctx, tx, p.Queue, c, capsAt); err != nil {
 		return nil, err
@@ -232,4 +248,39 @@ func (s *Store) claimIDs(ctx context.Context, tx pgx.Tx, p *store.BatchClaimPara
 	}
 	slices.SortFunc(jobs, func(a, b *hoppertype.JobRow) int { return order[a.ID] - order[b.ID] })
 	return jobs, nil
+}
+
+// batchKeysSQL reads the fairness keys of a batch's jobs.
+const batchKeysSQL = `SELECT id, coalesce(fairness_key, '') FROM {schema}.jobs WHERE id = ANY($1::text[])`
+
+// boundBatchByKey cuts a batch before its first job whose fairness key has no slot or start
+// left under the limits per key, read after the claim's locks (as the fair claim reads them).
+func (s *Store) boundBatchByKey(ctx context.Context, tx pgx.Tx, p *store.BatchClaimParams, limits []store.KeyLimit,
+	best *store.BatchCandidate, now time.Time) ([]string, *store.KeyLeft, error) {
+	rs, err := tx.Query(ctx, s.sql(batchKeysSQL), best.IDs)
+	if err != nil {
+		return nil, nil, err
+	}
+	keyOf := map[string]string{}
+	for rs.Next() {
+		var id, key string
+		if err := rs.Scan(&id, &key); err != nil {
+			rs.Close()
+			return nil, nil, err
+		}
+		keyOf[id] = key
+	}
+	rs.Close()
+	if err := rs.Err(); err != nil {
+		return nil, nil, err
+	}
+	cands := make([]store.FairCandidate, len(best.IDs))
+	for i, id := range best.IDs {
+		cands[i] = store.FairCandidate{ID: id, Priority: best.Priority, Key: keyOf[id], Kind: p.Kind}
+	}
+	kl, err := s.loadKeyLeft(ctx, tx, p.Queue, limits, cands, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	return best.IDs[:kl.BatchPrefix(cands)], kl, nil
 }

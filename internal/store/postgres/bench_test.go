@@ -45,3 +45,9 @@ func BenchmarkInsertOneEach(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkKeyLimits times fair claims with and without limits per key (storetest.BenchKeyLimits).
+func BenchmarkKeyLimits(b *testing.B) {
+	requireDatabase(b)
+	storetest.BenchKeyLimits(b, opener)
+}

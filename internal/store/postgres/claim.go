@@ -192,7 +192,7 @@ func (s *Store) claimCapped(ctx context.Context, p *store.ClaimParams, kinds []s
 		return nil, hold, err
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after Commit
-	c, now, err := s.lockCaps(ctx, tx, p.Queue, kinds)
+	c, now, err := s.lockCaps(ctx, tx, p.Queue, kinds, keyed)
 	if err != nil {
 		return nil, hold, err
 	}
@@ -205,7 +205,7 @@ func (s *Store) claimCapped(ctx context.Context, p *store.ClaimParams, kinds []s
 			at = now
 		}
 		if keyed {
-			jobs, served, err = s.claimFair(ctx, tx, p, limit, c.KindLimits(limit), kinds, at)
+			jobs, served, err = s.claimFair(ctx, tx, p, limit, c, kinds, at, now)
 		} else {
 			jobs, err = s.claimCappedJobs(ctx, tx, p, limit, c.KindLimits(limit), kinds, at)
 		}
@@ -220,6 +220,9 @@ func (s *Store) claimCapped(ctx context.Context, p *store.ClaimParams, kinds []s
 	})
 	if err != nil {
 		return nil, hold, err
+	}
+	if served.keys != nil {
+		served.keys.Hold(&hold, p.Limit, len(jobs))
 	}
 	if err := s.writeBuckets(ctx, tx, p.Queue, c, now); err != nil {
 		return nil, hold, err
@@ -331,21 +334,27 @@ func kindFilter(param string) string {
 // claim commits, but it limits nothing: the scans leave its jobs.
 const (
 	lockQueueCapSQL = `SELECT name FROM {schema}.queues
-		WHERE name = $1 AND (max_running IS NOT NULL OR rate_limit IS NOT NULL) FOR UPDATE`
+		WHERE name = $1 AND (max_running IS NOT NULL OR rate_limit IS NOT NULL
+		                     OR ($2 AND (cap_per_key IS NOT NULL OR rate_per_key_limit IS NOT NULL))) FOR UPDATE`
 	lockKindCapsSQL = `SELECT kind FROM {schema}.kinds
-		WHERE (max_running IS NOT NULL OR rate_limit IS NOT NULL) AND (cardinality($1::text[]) = 0 OR kind = ANY($1::text[]))
+		WHERE (max_running IS NOT NULL OR rate_limit IS NOT NULL OR ($2 AND (cap_per_key IS NOT NULL OR rate_per_key_limit IS NOT NULL)))
+		  AND (cardinality($1::text[]) = 0 OR kind = ANY($1::text[]))
 		ORDER BY kind FOR UPDATE`
 	capsSQL = `WITH clk AS (SELECT coalesce($3::timestamptz, clock_timestamp()) AS now)
-	SELECT 'queue', q.name, q.max_running, count(r.id), q.rate_limit, q.rate_period_us, q.rate_tokens, q.rate_at, clk.now
+	SELECT 'queue', q.name, q.max_running, count(r.id), q.rate_limit, q.rate_period_us, q.rate_tokens, q.rate_at, clk.now,
+		q.cap_per_key, q.rate_per_key_limit, q.rate_per_key_period_us
 	FROM {schema}.queues q CROSS JOIN clk
 	LEFT JOIN {schema}.jobs r ON q.max_running IS NOT NULL AND r.state = 'running' AND r.queue = q.name
-	WHERE q.name = $1 AND (q.max_running IS NOT NULL OR q.rate_limit IS NOT NULL)
+	WHERE q.name = $1 AND (q.max_running IS NOT NULL OR q.rate_limit IS NOT NULL
+	                       OR ($4 AND (q.cap_per_key IS NOT NULL OR q.rate_per_key_limit IS NOT NULL)))
 	GROUP BY q.name, q.max_running, q.rate_limit, q.rate_period_us, q.rate_tokens, q.rate_at, clk.now
 	UNION ALL
-	SELECT 'kind', k.kind, k.max_running, count(r.id), k.rate_limit, k.rate_period_us, k.rate_tokens, k.rate_at, clk.now
+	SELECT 'kind', k.kind, k.max_running, count(r.id), k.rate_limit, k.rate_period_us, k.rate_tokens, k.rate_at, clk.now,
+		k.cap_per_key, k.rate_per_key_limit, k.rate_per_key_period_us
 	FROM {schema}.kinds k CROSS JOIN clk
 	LEFT JOIN {schema}.jobs r ON k.max_running IS NOT NULL AND r.state = 'running' AND r.kind = k.kind
-	WHERE (k.max_running IS NOT NULL OR k.rate_limit IS NOT NULL) AND NOT k.disabled
+	WHERE (k.max_running IS NOT NULL OR k.rate_limit IS NOT NULL
+	       OR ($4 AND (k.cap_per_key IS NOT NULL OR k.rate_per_key_limit IS NOT NULL))) AND NOT k.disabled
 	  AND (cardinality($2::text[]) = 0 OR k.kind = ANY($2::text[]))
 	GROUP BY k.kind, k.max_running, k.rate_limit, k.rate_period_us, k.rate_tokens, k.rate_at, clk.now`
 )
@@ -355,11 +364,11 @@ const (
 // after the other, so the read's snapshot is taken once the locks are held and sees every
 // claim committed before. A setting stored between the lock and the read (its row was not
 // locked) is left out: it applies from the next claim.
-func (s *Store) lockCaps(ctx context.Context, tx pgx.Tx, queue string, kinds []string) (*store.CapsLeft, time.Time, error) {
+func (s *Store) lockCaps(ctx context.Context, tx pgx.Tx, queue string, kinds []string, keyed bool) (*store.CapsLeft, time.Time, error) {
 	b := &pgx.Batch{}
-	b.Queue(s.sql(lockQueueCapSQL), queue)
-	b.Queue(s.sql(lockKindCapsSQL), kinds)
-	b.Queue(s.sql(capsSQL), queue, kinds, s.nowArg())
+	b.Queue(s.sql(lockQueueCapSQL), queue, keyed)
+	b.Queue(s.sql(lockKindCapsSQL), kinds, keyed)
+	b.Queue(s.sql(capsSQL), queue, kinds, s.nowArg(), keyed)
 	br := tx.SendBatch(ctx, b)
 	defer br.Close()
 	var locked [2][]string // the queue's row (or none), the kinds' rows
@@ -386,7 +395,10 @@ func (s *Store) lockCaps(ctx context.Context, tx pgx.Tx, queue string, kinds []s
 		var period *int64
 		var tokens *float64
 		var at *time.Time
-		if err := rs.Scan(&scope, &name, &limit, &running, &rateLimit, &period, &tokens, &at, &now); err != nil {
+		var capPerKey, ratePerKey *int32
+		var periodPerKey *int64
+		if err := rs.Scan(&scope, &name, &limit, &running, &rateLimit, &period, &tokens, &at, &now,
+			&capPerKey, &ratePerKey, &periodPerKey); err != nil {
 			return nil, time.Time{}, err
 		}
 		queueScope := scope == string(store.LimitQueue)
@@ -408,6 +420,16 @@ func (s *Store) lockCaps(ctx context.Context, tx pgx.Tx, queue string, kinds []s
 			} else {
 				c.KindRateAt(name, bucket, now)
 			}
+		}
+		if keyed {
+			l := store.KeyLimit{Scope: store.LimitScope(scope), Name: name}
+			if capPerKey != nil {
+				l.Cap = int(*capPerKey)
+			}
+			if ratePerKey != nil && periodPerKey != nil {
+				l.Rate = store.Rate{Limit: int(*ratePerKey), Period: time.Duration(*periodPerKey) * time.Microsecond}
+			}
+			c.KeyLimit(l)
 		}
 	}
 	if err := rs.Err(); err != nil {

@@ -47,16 +47,18 @@ func (s *Store) QueueSetWeight(ctx context.Context, queue string, weight int) er
 
 // QueueList returns the stored queue settings, by name.
 func (s *Store) QueueList(ctx context.Context) ([]*store.QueueSettings, error) {
-	rs, err := s.pool.Query(ctx, s.sql(`SELECT name, paused, coalesce(weight, 0), coalesce(rate_limit, 0), coalesce(rate_period_us, 0)
+	rs, err := s.pool.Query(ctx, s.sql(`SELECT name, paused, coalesce(weight, 0), coalesce(rate_limit, 0), coalesce(rate_period_us, 0),
+		coalesce(cap_per_key, 0), coalesce(rate_per_key_limit, 0), coalesce(rate_per_key_period_us, 0)
 		FROM {schema}.queues ORDER BY name COLLATE "C"`))
 	if err != nil {
 		return nil, s.wrap(err, "list queues")
 	}
 	out, err := pgx.CollectRows(rs, func(r pgx.CollectableRow) (*store.QueueSettings, error) {
 		q := &store.QueueSettings{}
-		var period int64
-		err := r.Scan(&q.Name, &q.Paused, &q.Weight, &q.Rate.Limit, &period)
+		var period, keyPeriod int64
+		err := r.Scan(&q.Name, &q.Paused, &q.Weight, &q.Rate.Limit, &period, &q.CapPerKey, &q.RatePerKey.Limit, &keyPeriod)
 		q.Rate.Period = time.Duration(period) * time.Microsecond
+		q.RatePerKey.Period = time.Duration(keyPeriod) * time.Microsecond
 		return q, err
 	})
 	if err != nil {
@@ -198,34 +200,38 @@ const (
 	clearedKindWakeSQL  = `WITH cleared AS (%s RETURNING kind) SELECT count(pg_notify($3, '` + payloadQueue + `')) FROM cleared`
 )
 
-// LimitSet sets or removes a fleet-wide cap. A kind whose cap is removed keeps its row while
-// it is disabled or rate-limited.
+// LimitSet sets or removes a fleet-wide cap, or a cap per key (p.PerKey). A kind whose cap is
+// removed keeps its row while it holds another setting.
 func (s *Store) LimitSet(ctx context.Context, p *store.LimitParams) error {
 	var query string
+	col, what := "max_running", "limit"
+	if p.PerKey {
+		col, what = "cap_per_key", "limit per key"
+	}
 	args := []any{s.nowArg(), p.Name, p.MaxRunning}
 	switch {
 	case p.Scope == store.LimitQueue && p.MaxRunning > 0:
-		query = `INSERT INTO {schema}.queues (name, max_running, updated_at) VALUES ($2, $3, coalesce($1::timestamptz, now()))
-			ON CONFLICT (name) DO UPDATE SET max_running = excluded.max_running, updated_at = excluded.updated_at`
+		query = `INSERT INTO {schema}.queues (name, ` + col + `, updated_at) VALUES ($2, $3, coalesce($1::timestamptz, now()))
+			ON CONFLICT (name) DO UPDATE SET ` + col + ` = excluded.` + col + `, updated_at = excluded.updated_at`
 	case p.Scope == store.LimitQueue:
-		query = fmt.Sprintf(clearedQueueWakeSQL, `UPDATE {schema}.queues SET max_running = NULL,
-			updated_at = coalesce($1::timestamptz, now()) WHERE name = $2 AND max_running IS NOT NULL`)
+		query = fmt.Sprintf(clearedQueueWakeSQL, `UPDATE {schema}.queues SET `+col+` = NULL,
+			updated_at = coalesce($1::timestamptz, now()) WHERE name = $2 AND `+col+` IS NOT NULL`)
 		args = []any{args[0], args[1], s.channel}
 	case p.Scope == store.LimitKind && p.MaxRunning > 0:
-		query = `INSERT INTO {schema}.kinds (kind, max_running, updated_at) VALUES ($2, $3, coalesce($1::timestamptz, now()))
-			ON CONFLICT (kind) DO UPDATE SET max_running = excluded.max_running, updated_at = excluded.updated_at`
+		query = `INSERT INTO {schema}.kinds (kind, ` + col + `, updated_at) VALUES ($2, $3, coalesce($1::timestamptz, now()))
+			ON CONFLICT (kind) DO UPDATE SET ` + col + ` = excluded.` + col + `, updated_at = excluded.updated_at`
 	case p.Scope == store.LimitKind:
-		err := s.clearKindSetting(ctx, fmt.Sprintf(clearedKindWakeSQL, `UPDATE {schema}.kinds SET max_running = NULL,
-			updated_at = coalesce($1::timestamptz, now()) WHERE kind = $2 AND max_running IS NOT NULL`), args[0], args[1], s.channel)
+		err := s.clearKindSetting(ctx, fmt.Sprintf(clearedKindWakeSQL, `UPDATE {schema}.kinds SET `+col+` = NULL,
+			updated_at = coalesce($1::timestamptz, now()) WHERE kind = $2 AND `+col+` IS NOT NULL`), args[0], args[1], s.channel)
 		if err != nil {
-			return s.wrap(err, "set %s limit of %q", p.Scope, p.Name)
+			return s.wrap(err, "set %s %s of %q", p.Scope, what, p.Name)
 		}
 		return nil
 	default:
 		return fmt.Errorf("set limit: unknown scope %q", p.Scope)
 	}
 	if _, err := s.pool.Exec(ctx, s.sql(query), args...); err != nil {
-		return s.wrap(err, "set %s limit of %q", p.Scope, p.Name)
+		return s.wrap(err, "set %s %s of %q", p.Scope, what, p.Name)
 	}
 	return nil
 }
@@ -255,6 +261,9 @@ func (s *Store) LimitList(ctx context.Context) ([]*store.LimitParams, error) {
 // changed one keeps its bucket, up to the new limit. A kind whose limit is removed keeps its
 // row while it has another setting.
 func (s *Store) RateSet(ctx context.Context, p *store.RateParams) error {
+	if p.PerKey {
+		return s.rateSetPerKey(ctx, p)
+	}
 	var query string
 	args := []any{s.nowArg(), p.Name, p.Rate.Limit, micros(p.Rate.Period)}
 	switch {
@@ -295,3 +304,52 @@ const setRateSQL = `WITH clk AS (SELECT coalesce($1::timestamptz, clock_timestam
 			     * t.rate_limit / t.rate_period_us) END,
 		rate_at = CASE WHEN t.rate_limit IS NULL THEN excluded.rate_at ELSE greatest(t.rate_at, excluded.rate_at) END,
 		updated_at = excluded.updated_at`
+
+// rateSetPerKey sets or removes the rate limit per key of a queue or a kind. A changed limit
+// keeps the keys' buckets, up to the new limit; a removed one deletes them (and wakes the
+// claimers it may have held, as a removed cap does).
+func (s *Store) rateSetPerKey(ctx context.Context, p *store.RateParams) error {
+	table, key := "queues", "name"
+	wake := clearedQueueWakeSQL
+	switch p.Scope {
+	case store.LimitQueue:
+	case store.LimitKind:
+		table, key, wake = "kinds", "kind", clearedKindWakeSQL
+	default:
+		return fmt.Errorf("set rate limit per key: unknown scope %q", p.Scope)
+	}
+	var err error
+	if p.Rate.IsZero() {
+		b := &pgx.Batch{}
+		b.Queue(s.sql(fmt.Sprintf(wake, `UPDATE {schema}.`+table+` SET rate_per_key_limit = NULL, rate_per_key_period_us = NULL,
+			updated_at = coalesce($1::timestamptz, now()) WHERE `+key+` = $2 AND rate_per_key_limit IS NOT NULL`)), s.nowArg(), p.Name, s.channel)
+		b.Queue(s.sql(`DELETE FROM {schema}.key_buckets WHERE scope = $1 AND name = $2`), string(p.Scope), p.Name)
+		if p.Scope == store.LimitKind {
+			b.Queue(s.sql(pruneKindSQL), p.Name)
+		}
+		err = s.inTx(ctx, b)
+	} else {
+		_, err = s.pool.Exec(ctx, s.sql(`INSERT INTO {schema}.`+table+` (`+key+`, rate_per_key_limit, rate_per_key_period_us, updated_at)
+			VALUES ($2, $3, $4, coalesce($1::timestamptz, now()))
+			ON CONFLICT (`+key+`) DO UPDATE SET rate_per_key_limit = excluded.rate_per_key_limit,
+				rate_per_key_period_us = excluded.rate_per_key_period_us, updated_at = excluded.updated_at`),
+			s.nowArg(), p.Name, p.Rate.Limit, micros(p.Rate.Period))
+	}
+	if err != nil {
+		return s.wrap(err, "set %s rate limit per key of %q", p.Scope, p.Name)
+	}
+	return nil
+}
+
+// inTx sends the batch b in one transaction.
+func (s *Store) inTx(ctx context.Context, b *pgx.Batch) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after Commit
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}

@@ -35,3 +35,9 @@ func HistoryRows(s *Store, id string) (events, attempts int, err error) {
 		(SELECT count(*) FROM {schema}.job_attempts WHERE job_id = $1)`), id).Scan(&events, &attempts)
 	return events, attempts, err
 }
+
+// KeyBucketRows counts the stored buckets of the rate limits per key.
+func KeyBucketRows(s *Store) (n int, err error) {
+	err = s.pool.QueryRow(context.Background(), s.sql(`SELECT count(*) FROM {schema}.key_buckets`)).Scan(&n)
+	return n, err
+}

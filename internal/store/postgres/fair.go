@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/store"
@@ -50,16 +51,23 @@ const (
 
 // fairServed is what a fair claim leaves to do once committed: the keys it read that may have
 // no queued job left.
-type fairServed struct{ drop []string }
+type fairServed struct {
+	drop []string
+	keys *store.KeyLeft // what the limits per key left the claim, nil when none applies
+}
 
 // claimFair is the fair claim of up to limit jobs of queue p.Queue (store.FairPick) in tx,
-// within the capped kinds' free slots (kindLeft), of the kinds asked for (empty: any) but the
-// disabled ones, starting them at at. It reads O(limit·(store.FairKeysPerClaim(limit)+2)) index
+// within the capped kinds' free slots (caps.KindLimits) and the limits per key (caps.KeyLimits,
+// applied to the candidates before the pick: store.KeyLeft, the buckets written back in tx),
+// of the kinds asked for (empty: any) but the disabled ones, starting them at at, the time
+// (now) the caps were read at. It reads O(limit·(store.FairKeysPerClaim(limit)+2)) index
 // entries. It writes when it served each key in tx, and returns the keys to remove after
 // commit if none of their jobs is queued: removing them in tx could lock keys out of the
 // order the writes of served lock them in.
-func (s *Store) claimFair(ctx context.Context, tx pgx.Tx, p *store.ClaimParams, limit int, kindLeft map[string]int, kinds []string, at any) ([]*hoppertype.JobRow, fairServed, error) {
+func (s *Store) claimFair(ctx context.Context, tx pgx.Tx, p *store.ClaimParams, limit int, caps *store.CapsLeft, kinds []string,
+	at any, now time.Time) ([]*hoppertype.JobRow, fairServed, error) {
 	var out fairServed
+	kindLeft := caps.KindLimits(limit)
 	rs, err := tx.Query(ctx, s.sql(fairReadSQL), store.FairKeysPerClaim(limit), p.Queue, limit, kinds)
 	if err != nil {
 		return nil, out, err
@@ -93,7 +101,19 @@ func (s *Store) claimFair(ctx context.Context, tx pgx.Tx, p *store.ClaimParams, 
 		return nil, out, err
 	}
 
-	picked := store.FairPick(cands, served, len(cands), kindLeft) // all, in order: the claim takes the first limit it can
+	// The limits per key leave each key its free slots and starts (keylimits.go).
+	pickFrom := cands
+	if len(caps.KeyLimits) > 0 {
+		if out.keys, err = s.loadKeyLeft(ctx, tx, p.Queue, caps.KeyLimits, cands, now); err != nil {
+			return nil, out, err
+		}
+		pickFrom = out.keys.Bound(cands)
+	}
+	takable := map[string]int{} // candidates per key the claim may take
+	for _, c := range pickFrom {
+		takable[c.Key]++
+	}
+	picked := store.FairPick(pickFrom, served, len(pickFrom), kindLeft) // all, in order: the claim takes the first limit it can
 	var jobs []*hoppertype.JobRow
 	if len(picked) > 0 {
 		ids := make([]string, len(picked))
@@ -128,7 +148,7 @@ func (s *Store) claimFair(ctx context.Context, tx pgx.Tx, p *store.ClaimParams, 
 	}
 	var idle []string
 	for _, k := range keys {
-		if read[k] == 0 {
+		if takable[k] == 0 { // none of its jobs read could be taken: not even at its cap per key
 			idle = append(idle, k)
 		}
 	}
@@ -144,6 +164,12 @@ func (s *Store) claimFair(ctx context.Context, tx pgx.Tx, p *store.ClaimParams, 
 			names[i], vals[i] = servedKeys[x], values[x]
 		}
 		if _, err := tx.Exec(ctx, s.sql(fairServeSQL), p.Queue, names, vals); err != nil {
+			return nil, out, err
+		}
+	}
+	if out.keys != nil {
+		out.keys.Spend(jobs)
+		if err := s.writeKeyBuckets(ctx, tx, out.keys, limit, now); err != nil {
 			return nil, out, err
 		}
 	}
@@ -168,4 +194,114 @@ func (s *Store) dropFairKeys(ctx context.Context, queue string, drop []string) {
 			return
 		}
 	}
+}
+
+// The reads and writes of the limits per key (store.KeyLeft): the running jobs of keys $1 (a
+// range of jobs_running_keyed per key), the stored buckets of keys $3 under the limit of scope
+// $1 and name $2; a bucket written, one deleted, and up to $4 of a limit's buckets last written
+// at $3 or before (full again) deleted.
+const (
+	keyRunningSQL = `SELECT fairness_key, queue, kind, count(*)::int FROM {schema}.jobs
+		WHERE state = 'running' AND fairness_key IS NOT NULL AND fairness_key = ANY($1::text[])
+		GROUP BY fairness_key, queue, kind`
+	keyBucketsSQL = `SELECT fairness_key, tokens, at FROM {schema}.key_buckets
+		WHERE scope = $1 AND name = $2 AND fairness_key = ANY($3::text[])`
+	keyBucketPutSQL = `INSERT INTO {schema}.key_buckets (scope, name, fairness_key, tokens, at)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::float8[], $5::timestamptz[])
+		ON CONFLICT (scope, name, fairness_key) DO UPDATE SET tokens = excluded.tokens, at = excluded.at`
+	keyBucketDropSQL = `DELETE FROM {schema}.key_buckets b USING unnest($1::text[], $2::text[], $3::text[]) AS d(scope, name, k)
+		WHERE b.scope = d.scope AND b.name = d.name AND b.fairness_key = d.k`
+	keyBucketSweepSQL = `DELETE FROM {schema}.key_buckets WHERE (scope, name, fairness_key) IN (
+		SELECT scope, name, fairness_key FROM {schema}.key_buckets WHERE scope = $1 AND name = $2 AND at <= $3
+		ORDER BY at LIMIT $4 FOR UPDATE SKIP LOCKED)`
+)
+
+// loadKeyLeft reads, in the claim's transaction and after its locks, the running jobs and the
+// stored buckets of the candidates' keys under the limits per key that apply: one round trip.
+func (s *Store) loadKeyLeft(ctx context.Context, tx pgx.Tx, queue string, limits []store.KeyLimit, cands []store.FairCandidate,
+	now time.Time) (*store.KeyLeft, error) {
+	keys := store.KeysOf(cands)
+	if len(keys) == 0 {
+		return store.NewKeyLeft(queue, limits, nil, nil, now), nil
+	}
+	b := &pgx.Batch{}
+	var rated []store.KeyLimit
+	capped := false
+	for _, l := range limits {
+		capped = capped || l.Cap > 0
+		if !l.Rate.IsZero() {
+			rated = append(rated, l)
+		}
+	}
+	if capped {
+		b.Queue(s.sql(keyRunningSQL), keys)
+	}
+	for _, l := range rated {
+		b.Queue(s.sql(keyBucketsSQL), string(l.Scope), l.Name, keys)
+	}
+	br := tx.SendBatch(ctx, b)
+	defer br.Close()
+	var running []store.KeyRunning
+	var stored []store.KeyBucket
+	if capped {
+		rs, err := br.Query()
+		if err != nil {
+			return nil, err
+		}
+		if running, err = pgx.CollectRows(rs, func(r pgx.CollectableRow) (store.KeyRunning, error) {
+			var k store.KeyRunning
+			return k, r.Scan(&k.Key, &k.Queue, &k.Kind, &k.Running)
+		}); err != nil {
+			return nil, err
+		}
+	}
+	for _, l := range rated {
+		rs, err := br.Query()
+		if err != nil {
+			return nil, err
+		}
+		got, err := pgx.CollectRows(rs, func(r pgx.CollectableRow) (store.KeyBucket, error) {
+			k := store.KeyBucket{Scope: l.Scope, Name: l.Name}
+			return k, r.Scan(&k.Key, &k.Tokens, &k.At)
+		})
+		if err != nil {
+			return nil, err
+		}
+		stored = append(stored, got...)
+	}
+	if err := br.Close(); err != nil {
+		return nil, err
+	}
+	return store.NewKeyLeft(queue, limits, running, stored, now), nil
+}
+
+// writeKeyBuckets writes back, in the claim's transaction, the buckets per key the claim took
+// starts from, deletes those it read full again, and sweeps up to store.KeyBucketSweep(limit)
+// rows of each per-key rate limit last written a period or more ago: one round trip, none when
+// there is nothing to write.
+func (s *Store) writeKeyBuckets(ctx context.Context, tx pgx.Tx, kl *store.KeyLeft, limit int, now time.Time) error {
+	put, drop := kl.Writes()
+	b := &pgx.Batch{}
+	if len(put) > 0 {
+		scopes, names, keys := make([]string, len(put)), make([]string, len(put)), make([]string, len(put))
+		tokens, ats := make([]float64, len(put)), make([]time.Time, len(put))
+		for i, k := range put {
+			scopes[i], names[i], keys[i], tokens[i], ats[i] = string(k.Scope), k.Name, k.Key, k.Tokens, k.At
+		}
+		b.Queue(s.sql(keyBucketPutSQL), scopes, names, keys, tokens, ats)
+	}
+	if len(drop) > 0 {
+		scopes, names, keys := make([]string, len(drop)), make([]string, len(drop)), make([]string, len(drop))
+		for i, k := range drop {
+			scopes[i], names[i], keys[i] = string(k.Scope), k.Name, k.Key
+		}
+		b.Queue(s.sql(keyBucketDropSQL), scopes, names, keys)
+	}
+	for _, l := range kl.RateLimits() {
+		b.Queue(s.sql(keyBucketSweepSQL), string(l.Scope), l.Name, now.Add(-l.Rate.Period), store.KeyBucketSweep(limit))
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	return tx.SendBatch(ctx, b).Close()
 }

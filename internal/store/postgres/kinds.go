@@ -26,7 +26,8 @@ const (
 // setting runs it after, in the same transaction: the delete waits for the row lock of any
 // other change under way, then sees that change, so two changes that clear the last two
 // settings at once leave no row behind, and neither leaves a setting it did not clear.
-const pruneKindSQL = `DELETE FROM {schema}.kinds WHERE kind = $1 AND NOT disabled AND max_running IS NULL AND rate_limit IS NULL AND compact_over IS NULL`
+const pruneKindSQL = `DELETE FROM {schema}.kinds WHERE kind = $1 AND NOT disabled AND max_running IS NULL AND rate_limit IS NULL AND compact_over IS NULL
+	AND cap_per_key IS NULL AND rate_per_key_limit IS NULL`
 
 // clearKindSetting runs update (which clears a setting of kind $2; $1 is the time) and then
 // pruneKindSQL, in one transaction.
@@ -54,16 +55,19 @@ func (s *Store) KindSetDisabled(ctx context.Context, kind string, disabled bool)
 // KindList returns the stored kind settings, by name.
 func (s *Store) KindList(ctx context.Context) ([]*store.KindSettings, error) {
 	rs, err := s.pool.Query(ctx, s.sql(`SELECT kind, disabled, coalesce(max_running, 0), coalesce(rate_limit, 0),
-		coalesce(rate_period_us, 0), coalesce(compact_over, 0), coalesce(compact_policy, '')
+		coalesce(rate_period_us, 0), coalesce(compact_over, 0), coalesce(compact_policy, ''), coalesce(cap_per_key, 0),
+		coalesce(rate_per_key_limit, 0), coalesce(rate_per_key_period_us, 0)
 		FROM {schema}.kinds ORDER BY kind COLLATE "C"`))
 	if err != nil {
 		return nil, s.wrap(err, "list kinds")
 	}
 	out, err := pgx.CollectRows(rs, func(r pgx.CollectableRow) (*store.KindSettings, error) {
 		k := &store.KindSettings{}
-		var period int64
+		var period, keyPeriod int64
 		var merge string
-		err := r.Scan(&k.Name, &k.Disabled, &k.MaxRunning, &k.Rate.Limit, &period, &k.CompactOver, &merge)
+		err := r.Scan(&k.Name, &k.Disabled, &k.MaxRunning, &k.Rate.Limit, &period, &k.CompactOver, &merge,
+			&k.CapPerKey, &k.RatePerKey.Limit, &keyPeriod)
+		k.RatePerKey.Period = time.Duration(keyPeriod) * time.Microsecond
 		k.Rate.Period = time.Duration(period) * time.Microsecond
 		k.CompactMerge = hoppertype.MergePolicy(merge)
 		return k, err

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -51,6 +52,7 @@ func (s *Store) JobClaimBatch(ctx context.Context, p *store.BatchClaimParams) (*
 			return err
 		}
 		limit := c.Limit(p.MaxJobs)
+		var keys *store.KeyLeft // what the limits per key left the batch, nil when none applies
 		if left, ok := c.KindLeft[p.Kind]; ok {
 			limit = min(limit, left)
 		}
@@ -62,8 +64,16 @@ func (s *Store) JobClaimBatch(ctx context.Context, p *store.BatchClaimParams) (*
 			best, readyAt := store.PickBatch(cands, limit, p.MaxWait, now)
 			out.ReadyAt = readyAt
 			if best != nil {
-				if out.Jobs, err = claimIDs(ctx, tx, p, best.IDs, now); err != nil {
-					return err
+				ids := best.IDs
+				if len(c.KeyLimits) > 0 {
+					if ids, keys, err = boundBatchByKey(ctx, tx, p, c.KeyLimits, best, now); err != nil {
+						return err
+					}
+				}
+				if len(ids) > 0 {
+					if out.Jobs, err = claimIDs(ctx, tx, p, ids, now); err != nil {
+						return err
+					}
 				}
 			}
 		}
@@ -75,6 +85,13 @@ func (s *Store) JobClaimBatch(ctx context.Context, p *store.BatchClaimParams) (*
 		})
 		if err != nil {
 			return err
+		}
+		if keys != nil {
+			keys.Spend(out.Jobs)
+			keys.Hold(&out.Hold, p.MaxJobs, len(out.Jobs))
+			if err := writeKeyBuckets(ctx, tx, keys, limit, now); err != nil {
+				return err
+			}
 		}
 		return writeBuckets(ctx, stmts[3:5], p.Queue, c, now)
 	})
@@ -203,4 +220,40 @@ func claimIDs(ctx context.Context, tx *sql.Tx, p *store.BatchClaimParams, ids []
 	}
 	slices.SortFunc(jobs, func(a, b *hoppertype.JobRow) int { return order[a.ID] - order[b.ID] })
 	return jobs, nil
+}
+
+// boundBatchByKey cuts a batch before its first job whose fairness key has no slot or start
+// left under the limits per key, read in the claim's transaction (as the fair claim reads them).
+func boundBatchByKey(ctx context.Context, tx *sql.Tx, p *store.BatchClaimParams, limits []store.KeyLimit,
+	best *store.BatchCandidate, now time.Time) ([]string, *store.KeyLeft, error) {
+	args := make([]any, len(best.IDs))
+	for i, id := range best.IDs {
+		args[i] = id
+	}
+	marks := strings.TrimSuffix(strings.Repeat("?,", len(args)), ",")
+	rows, err := tx.QueryContext(ctx, `SELECT id, coalesce(fairness_key, '') FROM jobs WHERE id IN (`+marks+`)`, args...)
+	if err != nil {
+		return nil, nil, err
+	}
+	keyOf := map[string]string{}
+	for rows.Next() {
+		var id, key string
+		if err := rows.Scan(&id, &key); err != nil {
+			rows.Close()
+			return nil, nil, err
+		}
+		keyOf[id] = key
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return nil, nil, err
+	}
+	cands := make([]store.FairCandidate, len(best.IDs))
+	for i, id := range best.IDs {
+		cands[i] = store.FairCandidate{ID: id, Priority: best.Priority, Key: keyOf[id], Kind: p.Kind}
+	}
+	kl, err := loadKeyLeft(ctx, tx, p.Queue, limits, cands, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	return best.IDs[:kl.BatchPrefix(cands)], kl, nil
 }

@@ -8,3 +8,5 @@ import (
 
 // BenchmarkStore runs the shared store microbenchmarks on SQLite (synchronous=FULL).
 func BenchmarkStore(b *testing.B) { storetest.Bench(b, opener) }
+
+func BenchmarkKeyLimits(b *testing.B) { storetest.BenchKeyLimits(b, opener) }

@@ -51,6 +51,7 @@ func (s *Store) JobClaim(ctx context.Context, p *store.ClaimParams) (jobs []*hop
 		return nil, hold, nil
 	}
 	var restricted bool
+	var keyLeft *store.KeyLeft
 	// The claim when no kind is capped, rate-limited or disabled, the reads of the settings
 	// that apply, and the writes of the rate limits' buckets: each prepared once.
 	fast, fastExtra := claimQuery(p.Kinds, nil, nil)
@@ -88,7 +89,7 @@ func (s *Store) JobClaim(ctx context.Context, p *store.ClaimParams) (jobs []*hop
 					return err
 				}
 				if keyed {
-					if jobs, err = claimFair(ctx, tx, p, limit, c.KindLimits(limit), disabled, fixed); err != nil {
+					if jobs, keyLeft, err = claimFair(ctx, tx, p, limit, c, disabled, fixed, now); err != nil {
 						return err
 					}
 				}
@@ -107,6 +108,9 @@ func (s *Store) JobClaim(ctx context.Context, p *store.ClaimParams) (jobs []*hop
 		})
 		if err != nil {
 			return err
+		}
+		if keyLeft != nil {
+			keyLeft.Hold(&hold, asked, len(jobs))
 		}
 		return writeBuckets(ctx, stmts[4:6], p.Queue, c, now)
 	})
@@ -199,11 +203,12 @@ func kindFilter(kinds, disabled []string, in func([]string) string) string {
 // The reads of the settings that apply to a claim: the queue's cap, rate limit and running
 // jobs, and every kind's settings with, for a capped kind that is not disabled, its free slots.
 const (
-	queueCapSQL     = `SELECT max_running, rate_limit, rate_period_us, rate_tokens, rate_at FROM queues WHERE name = ?`
+	queueCapSQL = `SELECT max_running, rate_limit, rate_period_us, rate_tokens, rate_at, cap_per_key, rate_per_key_limit,
+		rate_per_key_period_us FROM queues WHERE name = ?`
 	queueRunningSQL = `SELECT count(*) FROM jobs WHERE state = 'running' AND queue = ?`
 	kindRulesSQL    = `SELECT k.kind, k.disabled, CASE WHEN k.disabled OR k.max_running IS NULL THEN NULL
 		ELSE k.max_running - (SELECT count(*) FROM jobs j WHERE j.state = 'running' AND j.kind = k.kind) END,
-		k.rate_limit, k.rate_period_us, k.rate_tokens, k.rate_at
+		k.rate_limit, k.rate_period_us, k.rate_tokens, k.rate_at, k.cap_per_key, k.rate_per_key_limit, k.rate_per_key_period_us
 		FROM kinds k ORDER BY k.kind`
 )
 
@@ -223,6 +228,19 @@ func (b *storedBucket) bucket() (store.Bucket, bool) {
 		Tokens: b.tokens.Float64, At: fromMicros(b.at.Int64)}, true
 }
 
+// storedKeyLimit is a row's limits per key (store.KeyLimit).
+type storedKeyLimit struct{ capPerKey, rateLimit, ratePeriod sql.NullInt64 }
+
+func (l *storedKeyLimit) dest() []any { return []any{&l.capPerKey, &l.rateLimit, &l.ratePeriod} }
+
+func (l *storedKeyLimit) limit(scope store.LimitScope, name string) store.KeyLimit {
+	out := store.KeyLimit{Scope: scope, Name: name, Cap: int(l.capPerKey.Int64)}
+	if l.rateLimit.Valid && l.ratePeriod.Valid {
+		out.Rate = store.Rate{Limit: int(l.rateLimit.Int64), Period: time.Duration(l.ratePeriod.Int64) * time.Microsecond}
+	}
+	return out
+}
+
 // loadCaps reads, in the claim's transaction, what the caps and rate limits that apply to the
 // claim leave it (buckets refilled to now) and the disabled kinds it would otherwise take (by
 // name), with the statements of queueCapSQL, queueRunningSQL and kindRulesSQL. A disabled
@@ -232,7 +250,8 @@ func loadCaps(ctx context.Context, stmts []*sql.Stmt, p *store.ClaimParams, now 
 	c := store.NoCaps()
 	var qmax sql.NullInt64
 	var rate storedBucket
-	err := stmts[0].QueryRowContext(ctx, p.Queue).Scan(append([]any{&qmax}, rate.dest()...)...)
+	var perKey storedKeyLimit
+	err := stmts[0].QueryRowContext(ctx, p.Queue).Scan(append(append([]any{&qmax}, rate.dest()...), perKey.dest()...)...)
 	if err != nil && err != sql.ErrNoRows {
 		return nil, nil, err
 	}
@@ -246,6 +265,7 @@ func loadCaps(ctx context.Context, stmts []*sql.Stmt, p *store.ClaimParams, now 
 	if b, ok := rate.bucket(); ok {
 		c.QueueRateAt(b, now)
 	}
+	c.KeyLimit(perKey.limit(store.LimitQueue, p.Queue))
 	disabled, err := loadKindRules(ctx, stmts[2], p.Kinds, c, now)
 	return c, disabled, err
 }
@@ -268,7 +288,8 @@ func loadKindRules(ctx context.Context, st *sql.Stmt, kinds []string, c *store.C
 		var off bool
 		var left sql.NullInt64
 		var rate storedBucket
-		if err := rows.Scan(append([]any{&kind, &off, &left}, rate.dest()...)...); err != nil {
+		var perKey storedKeyLimit
+		if err := rows.Scan(append(append([]any{&kind, &off, &left}, rate.dest()...), perKey.dest()...)...); err != nil {
 			return nil, err
 		}
 		switch {
@@ -282,6 +303,7 @@ func loadKindRules(ctx context.Context, st *sql.Stmt, kinds []string, c *store.C
 			if b, ok := rate.bucket(); ok {
 				c.KindRateAt(kind, b, now)
 			}
+			c.KeyLimit(perKey.limit(store.LimitKind, kind))
 		}
 	}
 	return disabled, rows.Err()

@@ -49,7 +49,8 @@ func (s *Store) QueueSetWeight(ctx context.Context, queue string, weight int) er
 // QueueList returns the stored queue settings, by name.
 func (s *Store) QueueList(ctx context.Context) ([]*store.QueueSettings, error) {
 	rows, err := s.reader.QueryContext(ctx, `SELECT name, paused, coalesce(weight, 0), coalesce(rate_limit, 0),
-		coalesce(rate_period_us, 0) FROM queues ORDER BY name`)
+		coalesce(rate_period_us, 0), coalesce(cap_per_key, 0), coalesce(rate_per_key_limit, 0),
+		coalesce(rate_per_key_period_us, 0) FROM queues ORDER BY name`)
 	if err != nil {
 		return nil, wrap(err, "list queues")
 	}
@@ -57,11 +58,13 @@ func (s *Store) QueueList(ctx context.Context) ([]*store.QueueSettings, error) {
 	var out []*store.QueueSettings
 	for rows.Next() {
 		q := &store.QueueSettings{}
-		var period int64
-		if err := rows.Scan(&q.Name, &q.Paused, &q.Weight, &q.Rate.Limit, &period); err != nil {
+		var period, keyPeriod int64
+		if err := rows.Scan(&q.Name, &q.Paused, &q.Weight, &q.Rate.Limit, &period,
+			&q.CapPerKey, &q.RatePerKey.Limit, &keyPeriod); err != nil {
 			return nil, wrap(err, "list queues")
 		}
 		q.Rate.Period = time.Duration(period) * time.Microsecond
+		q.RatePerKey.Period = time.Duration(keyPeriod) * time.Microsecond
 		out = append(out, q)
 	}
 	return out, rows.Err()
@@ -225,23 +228,27 @@ func (s *Store) LeaderResign(ctx context.Context, nodeID string) error {
 	return nil
 }
 
-// LimitSet sets or removes a fleet-wide cap. A kind whose cap is removed keeps its row while
-// it is disabled or rate-limited.
+// LimitSet sets or removes a fleet-wide cap, or a cap per key (p.PerKey). A kind whose cap is
+// removed keeps its row while it holds another setting.
 func (s *Store) LimitSet(ctx context.Context, p *store.LimitParams) error {
 	var query string
 	var prune bool
+	col := "max_running"
+	if p.PerKey {
+		col = "cap_per_key"
+	}
 	args := []any{p.Name, p.MaxRunning, micros(s.clock.Now())}
 	switch {
 	case p.Scope == store.LimitQueue && p.MaxRunning > 0:
-		query = `INSERT INTO queues (name, max_running, updated_at) VALUES (?1, ?2, ?3)
-			ON CONFLICT (name) DO UPDATE SET max_running = excluded.max_running, updated_at = excluded.updated_at`
+		query = `INSERT INTO queues (name, ` + col + `, updated_at) VALUES (?1, ?2, ?3)
+			ON CONFLICT (name) DO UPDATE SET ` + col + ` = excluded.` + col + `, updated_at = excluded.updated_at`
 	case p.Scope == store.LimitQueue:
-		query, args = `UPDATE queues SET max_running = NULL, updated_at = ?2 WHERE name = ?1`, []any{p.Name, args[2]}
+		query, args = `UPDATE queues SET `+col+` = NULL, updated_at = ?2 WHERE name = ?1`, []any{p.Name, args[2]}
 	case p.Scope == store.LimitKind && p.MaxRunning > 0:
-		query = `INSERT INTO kinds (kind, max_running, updated_at) VALUES (?1, ?2, ?3)
-			ON CONFLICT (kind) DO UPDATE SET max_running = excluded.max_running, updated_at = excluded.updated_at`
+		query = `INSERT INTO kinds (kind, ` + col + `, updated_at) VALUES (?1, ?2, ?3)
+			ON CONFLICT (kind) DO UPDATE SET ` + col + ` = excluded.` + col + `, updated_at = excluded.updated_at`
 	case p.Scope == store.LimitKind:
-		query, args, prune = `UPDATE kinds SET max_running = NULL, updated_at = ?2 WHERE kind = ?1`, []any{p.Name, args[2]}, true
+		query, args, prune = `UPDATE kinds SET `+col+` = NULL, updated_at = ?2 WHERE kind = ?1`, []any{p.Name, args[2]}, true
 	default:
 		return fmt.Errorf("set limit: unknown scope %q", p.Scope)
 	}
@@ -253,9 +260,17 @@ func (s *Store) LimitSet(ctx context.Context, p *store.LimitParams) error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("set %s limit of %q: %w", p.Scope, p.Name, err)
+		return fmt.Errorf("set %s %s of %q: %w", p.Scope, limitName(p.PerKey, "limit"), p.Name, err)
 	}
 	return nil
+}
+
+// limitName names a limit in errors: name, or name per key.
+func limitName(perKey bool, name string) string {
+	if perKey {
+		return name + " per key"
+	}
+	return name
 }
 
 // LimitList returns every cap, queues first, by name.
@@ -289,6 +304,9 @@ func (s *Store) RateSet(ctx context.Context, p *store.RateParams) error {
 	default:
 		return fmt.Errorf("set rate limit: unknown scope %q", p.Scope)
 	}
+	if p.PerKey {
+		return s.rateSetPerKey(ctx, p, table, key)
+	}
 	err := s.write(ctx, nil, func(ctx context.Context, tx *sql.Tx, _ []*sql.Stmt) error {
 		now := s.clock.Now()
 		if p.Rate.IsZero() {
@@ -319,6 +337,36 @@ func (s *Store) RateSet(ctx context.Context, p *store.RateParams) error {
 	})
 	if err != nil {
 		return fmt.Errorf("set %s rate limit of %q: %w", p.Scope, p.Name, err)
+	}
+	return nil
+}
+
+// rateSetPerKey sets or removes the rate limit per key of a queue or kind (the row of table
+// named by column key). A changed limit keeps the keys' buckets, up to the new limit; a removed
+// one deletes them.
+func (s *Store) rateSetPerKey(ctx context.Context, p *store.RateParams, table, key string) error {
+	err := s.write(ctx, nil, func(ctx context.Context, tx *sql.Tx, _ []*sql.Stmt) error {
+		now := micros(s.clock.Now())
+		if p.Rate.IsZero() {
+			_, err := tx.ExecContext(ctx, `UPDATE `+table+` SET rate_per_key_limit = NULL, rate_per_key_period_us = NULL,
+				updated_at = ?2 WHERE `+key+` = ?1`, p.Name, now)
+			if err == nil {
+				_, err = tx.ExecContext(ctx, `DELETE FROM key_buckets WHERE scope = ?1 AND name = ?2`, string(p.Scope), p.Name)
+			}
+			if err == nil && p.Scope == store.LimitKind {
+				_, err = tx.ExecContext(ctx, pruneKindSQL, p.Name)
+			}
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO `+table+` (`+key+`, rate_per_key_limit, rate_per_key_period_us, updated_at)
+			VALUES (?1, ?2, ?3, ?4)
+			ON CONFLICT (`+key+`) DO UPDATE SET rate_per_key_limit = excluded.rate_per_key_limit,
+				rate_per_key_period_us = excluded.rate_per_key_period_us, updated_at = excluded.updated_at`,
+			p.Name, p.Rate.Limit, p.Rate.Period.Microseconds(), now)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("set %s rate limit per key of %q: %w", p.Scope, p.Name, err)
 	}
 	return nil
 }

@@ -61,3 +61,9 @@ func BatchPlans(s *Store) (map[string]string, error) {
 	}
 	return out, nil
 }
+
+// KeyBucketRows counts the stored buckets of the rate limits per key.
+func KeyBucketRows(s *Store) (n int, err error) {
+	err = s.reader.QueryRowContext(context.Background(), `SELECT count(*) FROM key_buckets`).Scan(&n)
+	return n, err
+}

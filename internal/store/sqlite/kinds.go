@@ -11,7 +11,8 @@ import (
 )
 
 // pruneKindSQL deletes the row of kind ? once it holds no setting.
-const pruneKindSQL = `DELETE FROM kinds WHERE kind = ? AND disabled = 0 AND max_running IS NULL AND rate_limit IS NULL AND compact_over IS NULL`
+const pruneKindSQL = `DELETE FROM kinds WHERE kind = ? AND disabled = 0 AND max_running IS NULL AND rate_limit IS NULL AND compact_over IS NULL
+	AND cap_per_key IS NULL AND rate_per_key_limit IS NULL`
 
 // KindSetDisabled disables or enables a kind. The claim reads the flag in its own transaction,
 // so once this returns no claim takes the kind's jobs.
@@ -38,7 +39,8 @@ func (s *Store) KindSetDisabled(ctx context.Context, kind string, disabled bool)
 // KindList returns the stored kind settings, by name.
 func (s *Store) KindList(ctx context.Context) ([]*store.KindSettings, error) {
 	rows, err := s.reader.QueryContext(ctx, `SELECT kind, disabled, max_running, coalesce(rate_limit, 0), coalesce(rate_period_us, 0),
-		coalesce(compact_over, 0), coalesce(compact_policy, '') FROM kinds ORDER BY kind`)
+		coalesce(compact_over, 0), coalesce(compact_policy, ''), coalesce(cap_per_key, 0), coalesce(rate_per_key_limit, 0),
+		coalesce(rate_per_key_period_us, 0) FROM kinds ORDER BY kind`)
 	if err != nil {
 		return nil, wrap(err, "list kinds")
 	}
@@ -47,13 +49,15 @@ func (s *Store) KindList(ctx context.Context) ([]*store.KindSettings, error) {
 	for rows.Next() {
 		k := &store.KindSettings{}
 		var limit sql.NullInt64
-		var period int64
+		var period, keyPeriod int64
 		var merge string
-		if err := rows.Scan(&k.Name, &k.Disabled, &limit, &k.Rate.Limit, &period, &k.CompactOver, &merge); err != nil {
+		if err := rows.Scan(&k.Name, &k.Disabled, &limit, &k.Rate.Limit, &period, &k.CompactOver, &merge,
+			&k.CapPerKey, &k.RatePerKey.Limit, &keyPeriod); err != nil {
 			return nil, wrap(err, "list kinds")
 		}
 		k.MaxRunning, k.Rate.Period = int(limit.Int64), time.Duration(period)*time.Microsecond
 		k.CompactMerge = hoppertype.MergePolicy(merge)
+		k.RatePerKey.Period = time.Duration(keyPeriod) * time.Microsecond
 		out = append(out, k)
 	}
 	if err := rows.Err(); err != nil {

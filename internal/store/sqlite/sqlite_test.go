@@ -22,6 +22,15 @@ func TestConformance(t *testing.T) {
 }
 
 // The job row holds what it can of the history (history.go): the rows written are counted.
+
+// The buckets of the rate limits per key do not grow without bound.
+func TestKeyBuckets(t *testing.T) {
+	storetest.RunKeyBuckets(t, opener, func(t *testing.T, st store.Store) int {
+		n, err := sqlite.KeyBucketRows(st.(*sqlite.Store))
+		require.NoError(t, err)
+		return n
+	})
+}
 func TestLeanHistory(t *testing.T) {
 	t.Parallel()
 	storetest.RunLeanHistory(t, opener, func(t *testing.T, st store.Store, id string) (int, int) {

@@ -20,6 +20,7 @@ func testBatch(t *testing.T, opener Opener) {
 	parallel(t, opener, "Linger", batchLinger)
 	parallel(t, opener, "Ungrouped", batchUngrouped)
 	parallel(t, opener, "Caps", batchCaps)
+	parallel(t, opener, "LimitsPerKey", batchLimitsPerKey)
 	parallel(t, opener, "PausedAndDisabled", batchPausedAndDisabled)
 	parallel(t, opener, "LeaseExpiry", batchLeaseExpiry)
 	parallel(t, opener, "Concurrent", batchConcurrent)
@@ -157,6 +158,34 @@ func batchCaps(t *testing.T, b *bundle) {
 	require.Len(t, b.claimBatch(t, store.BatchClaimParams{MaxJobs: 10}).Jobs, 1, "the queue's cap: 3 running, 2 of them before")
 }
 
+// Limits per fairness key bind batches too: a batch ends before its first job whose key has
+// no slot (or start) left, and its jobs count against their key's cap.
+func batchLimitsPerKey(t *testing.T, b *bundle) {
+	var want []string
+	for i := range 5 {
+		key := "tenant-a"
+		if i == 3 {
+			key = "tenant-b"
+		}
+		want = append(want, b.insert(t, withKind(batchKind), withGroup("g"), withFairness(key)).ID)
+	}
+	b.setCapPerKey(t, store.LimitKind, batchKind, 2)
+	got := b.claimBatch(t, store.BatchClaimParams{MaxJobs: 10})
+	require.Equal(t, want[:2], ids(got.Jobs), "tenant-a's cap of 2 ends the batch at its third job")
+	require.True(t, got.Hold.Capped)
+	require.Equal(t, map[string]int{"tenant-a": 2}, b.runningPerKey(t, ""))
+	b.setCapPerKey(t, store.LimitKind, batchKind, 0)
+	b.setRatePerKey(t, store.LimitQueue, defaultQueue, 1, time.Hour)
+	b.completeAll(t, got.Jobs)
+	got = b.claimBatch(t, store.BatchClaimParams{MaxJobs: 10})
+	require.Equal(t, want[2:4], ids(got.Jobs), "tenant-a's one start an hour, then tenant-b's; tenant-a's next job ends the batch")
+	b.completeAll(t, got.Jobs)
+	got = b.claimBatch(t, store.BatchClaimParams{MaxJobs: 10})
+	require.Empty(t, got.Jobs, "tenant-a's next start is an hour away: the group waits")
+	require.True(t, got.Hold.Capped)
+	require.Positive(t, got.Hold.Wait)
+}
+
 func batchPausedAndDisabled(t *testing.T, b *bundle) {
 	b.insert(t, withKind(batchKind), withGroup("g"))
 	b.insert(t, withKind(batchKind))
@@ -262,4 +291,13 @@ func assertNoErr(t *testing.T, err error) bool {
 		return false
 	}
 	return true
+}
+
+// completeAll completes every job's attempt.
+func (b *bundle) completeAll(t *testing.T, jobs []*hoppertype.JobRow) {
+	t.Helper()
+	for _, j := range jobs {
+		require.NoError(t, b.finish(t, &store.FinishParams{ID: j.ID, Token: j.Token,
+			State: hoppertype.StateCompleted, Outcome: hoppertype.OutcomeOK}))
+	}
 }

@@ -31,6 +31,7 @@ func Run(t *testing.T, opener Opener) {
 		{"Caps", testCaps},
 		{"Kinds", testKinds},
 		{"Rates", testRates},
+		{"KeyLimits", testKeyLimits},
 		{"Keys", testKeys},
 		{"Schedules", testSchedules},
 		{"Suspend", testSuspend},
