@@ -209,6 +209,7 @@ type api struct {
 	jobs  hopperv1connect.JobServiceClient
 	admin hopperv1connect.AdminServiceClient
 	queue hopperv1connect.QueueServiceClient
+	kinds hopperv1connect.KindServiceClient
 	sched hopperv1connect.ScheduleServiceClient
 }
 
@@ -219,6 +220,7 @@ func newAPI(url string) *api {
 		jobs:  hopperv1connect.NewJobServiceClient(connect.NewClient(tr)),
 		admin: hopperv1connect.NewAdminServiceClient(connect.NewClient(tr)),
 		queue: hopperv1connect.NewQueueServiceClient(connect.NewClient(tr)),
+		kinds: hopperv1connect.NewKindServiceClient(connect.NewClient(tr)),
 		sched: hopperv1connect.NewScheduleServiceClient(connect.NewClient(tr)),
 	}
 }
