@@ -3,10 +3,10 @@ package bench
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hopperjobs/hopper"
@@ -47,14 +47,15 @@ type TenantsResult struct {
 	GoVersion    string      `json:"go_version"`
 }
 
-// TenantsRun is one run of the tenants scenario: the quiet tenants' jobs' enqueue→start
-// latency, and how much of the flood was still queued when the last quiet job was enqueued
-// (0 in a run with a flood says it ran dry before the end: use more jobs or a shorter
-// duration).
+// TenantsRun is one run of the tenants scenario: the enqueue→start latency of the quiet jobs
+// enqueued while flood jobs were left to start (all of them without a flood), and how many
+// flood jobs were left when the last quiet job was enqueued (0 in a run with a flood says it
+// ran dry before the end: QuietAfter jobs came after it, and are not in the figures).
 type TenantsRun struct {
 	FairnessKeys bool    `json:"fairness_keys"`
 	FloodJobs    int     `json:"flood_jobs"`
 	QuietJobs    int     `json:"quiet_jobs"`
+	QuietAfter   int     `json:"quiet_after_flood"`
 	P50Ms        float64 `json:"p50_ms"`
 	P99Ms        float64 `json:"p99_ms"`
 	MaxMs        float64 `json:"max_ms"`
@@ -113,26 +114,42 @@ func Tenants(ctx context.Context, cfg Config, duration time.Duration) (*TenantsR
 	return res, nil
 }
 
-// quietWorker is the no-op worker of the scenario: it records the quiet jobs' enqueue→start
-// latencies (a flood job carries no enqueue time).
+// tenantJob is the scenario's no-op job. A quiet job carries its enqueue time (unix
+// nanoseconds) and whether flood jobs were left to start then.
+type tenantJob struct {
+	T     int64 `json:"t,omitempty"`
+	Flood bool  `json:"f,omitempty"`
+}
+
+func (tenantJob) Kind() string { return "bench-tenant" }
+
+// quietWorker is the no-op worker of the scenario: it counts the flood's starts and records
+// the quiet jobs' enqueue→start latencies, those enqueued during the flood apart.
 type quietWorker struct {
-	mu        sync.Mutex
-	latencies []time.Duration
-	started   chan struct{} // closed at the first start
-	once      sync.Once
-	quiet     chan struct{} // one send per quiet job started
+	floodStarted atomic.Int64
+	mu           sync.Mutex
+	latencies    []time.Duration // of the quiet jobs enqueued during the flood (or with none)
+	after        int             // quiet jobs enqueued after the flood ran dry
+	started      chan struct{}   // closed at the first start
+	once         sync.Once
+	quiet        chan struct{} // one send per quiet job started
 }
 
 func (q *quietWorker) workers() *hopper.Workers {
 	ws := hopper.NewWorkers()
-	hopper.AddWorkerFunc(ws, func(ctx context.Context, job *hopper.Job[noop]) error {
+	hopper.AddWorkerFunc(ws, func(ctx context.Context, job *hopper.Job[tenantJob]) error {
 		q.once.Do(func() { close(q.started) })
 		if job.Args.T == 0 {
+			q.floodStarted.Add(1)
 			return nil
 		}
 		d := time.Since(time.Unix(0, job.Args.T))
 		q.mu.Lock()
-		q.latencies = append(q.latencies, d)
+		if job.Args.Flood {
+			q.latencies = append(q.latencies, d)
+		} else {
+			q.after++
+		}
 		q.mu.Unlock()
 		q.quiet <- struct{}{}
 		return nil
@@ -163,7 +180,7 @@ func tenantsRun(ctx context.Context, cfg Config, res *TenantsResult, flood, quie
 	for done := 0; done < flood; {
 		batch := make([]hopper.EnqueueParams, min(cfg.Batch, flood-done))
 		for i := range batch {
-			batch[i] = hopper.EnqueueParams{Args: noop{}, Opts: &hopper.InsertOpts{Queue: tenantsQueue, FairnessKey: key("flood")}}
+			batch[i] = hopper.EnqueueParams{Args: tenantJob{}, Opts: &hopper.InsertOpts{Queue: tenantsQueue, FairnessKey: key("flood")}}
 		}
 		if _, err := enq.EnqueueMany(ctx, batch); err != nil {
 			return nil, fmt.Errorf("enqueue: %w", err)
@@ -188,26 +205,17 @@ func tenantsRun(ctx context.Context, cfg Config, res *TenantsResult, flood, quie
 		}
 	}
 	n := 0
+	left := func() int64 { return int64(flood) - q.floodStarted.Load() }
 	if err := paced(ctx, QuietTenants, quiet, func() error {
 		tenant := fmt.Sprintf("quiet-%d", n%QuietTenants+1)
 		n++
-		_, err := client.Enqueue(ctx, noop{T: time.Now().UnixNano()}, &hopper.InsertOpts{Queue: tenantsQueue, FairnessKey: key(tenant)})
+		args := tenantJob{T: time.Now().UnixNano(), Flood: flood == 0 || left() > 0}
+		_, err := client.Enqueue(ctx, args, &hopper.InsertOpts{Queue: tenantsQueue, FairnessKey: key(tenant)})
 		return err
 	}); err != nil {
 		return nil, err
 	}
-	run := &TenantsRun{FairnessKeys: keys, FloodJobs: flood}
-	if flood > 0 {
-		qs, err := client.Queues(ctx)
-		if err != nil {
-			return nil, err
-		}
-		for _, qu := range qs {
-			if qu.Name == tenantsQueue {
-				run.FloodLeft = qu.Counts[hopper.StateQueued]
-			}
-		}
-	}
+	run := &TenantsRun{FairnessKeys: keys, FloodJobs: flood, FloodLeft: left()}
 	for range quiet {
 		select {
 		case <-q.quiet:
@@ -217,10 +225,7 @@ func tenantsRun(ctx context.Context, cfg Config, res *TenantsResult, flood, quie
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if len(q.latencies) == 0 {
-		return nil, errors.New("no quiet job started")
-	}
-	run.QuietJobs = len(q.latencies)
+	run.QuietJobs, run.QuietAfter = len(q.latencies), q.after
 	run.P50Ms = percentileMs(q.latencies, 0.50)
 	run.P99Ms = percentileMs(q.latencies, 0.99)
 	run.MaxMs = percentileMs(q.latencies, 1)

@@ -291,13 +291,14 @@ func printTenants(cmd *cobra.Command, cfg bench.Config, d time.Duration, asJSON 
 	}{{"no flood", res.NoFlood}, {"flood, keys", res.Flood}, {"flood, no keys", res.FloodNoKeys}} {
 		left := ""
 		if r.run.FloodJobs > 0 {
-			left = fmt.Sprintf("; %d jobs of %d still queued at the last quiet enqueue", r.run.FloodLeft, r.run.FloodJobs)
+			left = fmt.Sprintf(" enqueued during the flood of %d; %d left at the last", r.run.FloodJobs, r.run.FloodLeft)
 		}
 		fmt.Fprintf(out, "%-16s quiet p50 %.2f ms, p99 %.2f ms, max %.2f ms (%d jobs%s)\n", r.name, r.run.P50Ms, r.run.P99Ms, r.run.MaxMs, r.run.QuietJobs, left)
 	}
 	fmt.Fprintf(out, "flood/no flood   p50 %.2f×, p99 %.2f× (fairness keys)\n", res.P50Ratio, res.P99Ratio)
-	if res.Flood.FloodLeft == 0 {
-		fmt.Fprintln(out, "note             the flood ran dry before the quiet tenants ended: use more --jobs or a shorter --duration")
+	if res.Flood.QuietAfter > 0 || res.FloodNoKeys.QuietAfter > 0 {
+		fmt.Fprintf(out, "note             the flood ran dry before the quiet tenants ended (%d and %d quiet jobs came after it, not counted): more --jobs or a shorter --duration measure them all\n",
+			res.Flood.QuietAfter, res.FloodNoKeys.QuietAfter)
 	}
 	return nil
 }
