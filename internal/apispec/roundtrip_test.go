@@ -105,7 +105,7 @@ func TestQueueAndKindRoundTrip(t *testing.T) {
 	t.Parallel()
 	q := &hopper.QueueInfo{Name: "q", Paused: true, Weight: 3, MaxRunning: 10, Rate: hopper.Rate{Limit: 100, Period: time.Second},
 		Counts: map[hopper.JobState]int64{hopper.StateQueued: 4, hopper.StateFailed: 1}, Computing: 3, AwaitingCompute: 2,
-		HeldByGovernor: true, Disabled: 1}
+		HeldByGovernor: true, Disabled: 1, KeyWeights: map[string]int{"customer-42": 3}}
 	requireAllSet(t, *q)
 	require.Equal(t, q, FromQueue(Queue(q)))
 	empty := &hopper.QueueInfo{Name: "e", Counts: map[hopper.JobState]int64{}}

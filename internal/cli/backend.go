@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
@@ -100,7 +101,20 @@ func (l local) SetQueue(ctx context.Context, queue string, s hopperclient.QueueS
 			return err
 		}
 	}
-	return l.setLimits(ctx, queue, "", s.MaxRunning, s.Rate)
+	if err := l.setLimits(ctx, queue, "", s.MaxRunning, s.Rate); err != nil {
+		return err
+	}
+	keys := make([]string, 0, len(s.KeyWeights))
+	for k := range s.KeyWeights {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if err := l.SetKeyWeight(ctx, queue, k, s.KeyWeights[k]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (l local) SetKind(ctx context.Context, kind string, s hopperclient.KindSettings) error {

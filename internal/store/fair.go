@@ -2,6 +2,8 @@ package store
 
 import (
 	"sort"
+
+	"github.com/hopperjobs/hopper/internal/field"
 )
 
 // Fairness keys (InsertParams.FairnessKey) share a queue's claims between tenants. A store
@@ -42,7 +44,7 @@ type FairCandidate struct {
 }
 
 // MaxKeyWeight bounds a fairness key's weight.
-const MaxKeyWeight = 1000
+const MaxKeyWeight = field.MaxKeyWeight
 
 // FairKey is what a fair claim reads of a key's row: when it was last served (a counter of
 // the queue's fair claims; 0 never), the turns it used of its current round, and its weight
