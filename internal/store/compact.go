@@ -143,7 +143,7 @@ func CompactGroups(p *CompactParams, candidates []*CompactCandidate) [][]*Compac
 // CompactBatchJobs bounds the jobs a store replaces in one transaction, so that a large
 // compaction does not hold SQLite's one writer, or PostgreSQL's row locks, for its whole run:
 // a batch is whole groups, at least one, as many as fit.
-const CompactBatchJobs = 2000
+const CompactBatchJobs = 500
 
 // CompactBatches splits groups (CompactGroups's) into batches of whole groups of at most
 // CompactBatchJobs jobs each (a larger group is a batch alone).
