@@ -60,6 +60,10 @@ type TenantsRun struct {
 	P99Ms        float64 `json:"p99_ms"`
 	MaxMs        float64 `json:"max_ms"`
 	FloodLeft    int64   `json:"flood_left"`
+	// FloodPerSec is the flood jobs started a second from the first start to the last quiet
+	// enqueue (or to the flood's last start, if it ran dry before): the throughput beside the
+	// quiet tenants.
+	FloodPerSec float64 `json:"flood_per_sec,omitempty"`
 }
 
 // JSON renders r as one JSON object.
@@ -128,6 +132,7 @@ func (tenantJob) Kind() string { return "bench-tenant" }
 type quietWorker struct {
 	floodStarted atomic.Int64
 	mu           sync.Mutex
+	first, last  time.Time // the first start, the flood's last start
 	latencies    []time.Duration // of the quiet jobs enqueued during the flood (or with none)
 	after        int             // quiet jobs enqueued after the flood ran dry
 	started      chan struct{}   // closed at the first start
@@ -138,9 +143,17 @@ type quietWorker struct {
 func (q *quietWorker) workers() *hopper.Workers {
 	ws := hopper.NewWorkers()
 	hopper.AddWorkerFunc(ws, func(ctx context.Context, job *hopper.Job[tenantJob]) error {
-		q.once.Do(func() { close(q.started) })
+		q.once.Do(func() {
+			q.mu.Lock()
+			q.first = time.Now()
+			q.mu.Unlock()
+			close(q.started)
+		})
 		if job.Args.T == 0 {
 			q.floodStarted.Add(1)
+			q.mu.Lock()
+			q.last = time.Now()
+			q.mu.Unlock()
 			return nil
 		}
 		d := time.Since(time.Unix(0, job.Args.T))
@@ -216,6 +229,17 @@ func tenantsRun(ctx context.Context, cfg Config, res *TenantsResult, flood, quie
 		return nil, err
 	}
 	run := &TenantsRun{FairnessKeys: keys, FloodJobs: flood, FloodLeft: left()}
+	if flood > 0 {
+		q.mu.Lock()
+		end := time.Now()
+		if run.FloodLeft == 0 {
+			end = q.last
+		}
+		if d := end.Sub(q.first); d > 0 {
+			run.FloodPerSec = float64(int64(flood)-run.FloodLeft) / d.Seconds()
+		}
+		q.mu.Unlock()
+	}
 	for range quiet {
 		select {
 		case <-q.quiet:

@@ -291,7 +291,7 @@ func printTenants(cmd *cobra.Command, cfg bench.Config, d time.Duration, asJSON 
 	}{{"no flood", res.NoFlood}, {"flood, keys", res.Flood}, {"flood, no keys", res.FloodNoKeys}} {
 		left := ""
 		if r.run.FloodJobs > 0 {
-			left = fmt.Sprintf(" enqueued during the flood of %d; %d left at the last", r.run.FloodJobs, r.run.FloodLeft)
+			left = fmt.Sprintf(" enqueued during the flood of %d; %d left at the last; flood %.0f jobs/s", r.run.FloodJobs, r.run.FloodLeft, r.run.FloodPerSec)
 		}
 		fmt.Fprintf(out, "%-16s quiet p50 %.2f ms, p99 %.2f ms, max %.2f ms (%d jobs%s)\n", r.name, r.run.P50Ms, r.run.P99Ms, r.run.MaxMs, r.run.QuietJobs, left)
 	}
