@@ -132,7 +132,7 @@ func (tenantJob) Kind() string { return "bench-tenant" }
 type quietWorker struct {
 	floodStarted atomic.Int64
 	mu           sync.Mutex
-	first, last  time.Time // the first start, the flood's last start
+	first, last  time.Time       // the first start, the flood's last start
 	latencies    []time.Duration // of the quiet jobs enqueued during the flood (or with none)
 	after        int             // quiet jobs enqueued after the flood ran dry
 	started      chan struct{}   // closed at the first start
