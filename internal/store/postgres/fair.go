@@ -53,14 +53,17 @@ const fairClaimSQL = `WITH picked AS MATERIALIZED (SELECT j.id FROM unnest($6::t
 
 // The fair claim's writes to the queue's keys: the keys it served, with when ($1 queue, $2
 // keys in name order, so that claims lock them in one order, $3 their served, $4 the turns they
-// used of their round); a key none of
-// whose jobs is queued any more, removed.
+// used of their round); a key none of whose jobs is queued any more, removed (the key a range of
+// one for the look-up, as in byKey: = estimates, in the generic plan a prepared statement gets,
+// that a flooding key's statistics hold for every key, and a whole-table scan finds the first
+// match soonest; TestFairDropPlanWithAFlood).
 const (
 	fairServeSQL = `INSERT INTO {schema}.fair_keys AS f (queue, fairness_key, served, used)
 	SELECT $1, t.k, t.s, t.u FROM unnest($2::text[], $3::bigint[], $4::int[]) AS t(k, s, u)
 	ON CONFLICT (queue, fairness_key) DO UPDATE SET served = excluded.served, used = excluded.used`
 	fairDropSQL = `DELETE FROM {schema}.fair_keys WHERE queue = $1 AND fairness_key = $2 AND fairness_key <> ''
-	AND NOT EXISTS (SELECT 1 FROM {schema}.jobs WHERE state = 'queued' AND queue = $1 AND fairness_key = $2)`
+	AND NOT EXISTS (SELECT 1 FROM {schema}.jobs WHERE state = 'queued' AND queue = $1
+		AND fairness_key >= $2 AND fairness_key <= $2)`
 )
 
 // fairServed is what a fair claim leaves to do once committed: the keys it read that may have
