@@ -58,6 +58,10 @@ type FairKey struct {
 // weight is k's weight, at least 1.
 func (k FairKey) weight() int { return max(k.Weight, 1) }
 
+// used is the turns k used of its round, fewer than its weight (which may have been lowered
+// since).
+func (k FairKey) used() int { return min(max(k.Used, 0), k.weight()-1) }
+
 // FairPick chooses up to limit of the candidates (duplicates are read once): the highest
 // priority first; within a priority, round by round, the keys of a round in the order of
 // served (least recently served first; a key not in keys has never been), then by name. A key
@@ -90,7 +94,7 @@ func FairPick(cands []FairCandidate, keys map[string]FairKey, limit int, kindLef
 	for i, c := range uniq {
 		l := level{c.Key, c.Priority}
 		k := keys[c.Key]
-		rank[i] = (next[l] + k.Used) / k.weight()
+		rank[i] = (next[l] + k.used()) / k.weight()
 		next[l]++
 	}
 	order := make([]int, len(uniq))
@@ -161,7 +165,7 @@ func FairServed(picked []FairCandidate, idle []string, keys map[string]FairKey, 
 	var out, stay []FairWrite
 	for _, name := range names {
 		k := keys[name]
-		used := k.Used + took[name]
+		used := k.used() + took[name]
 		if used < k.weight() {
 			stay = append(stay, FairWrite{Key: name, Served: k.Served, Used: used})
 			continue

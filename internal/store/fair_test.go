@@ -60,6 +60,9 @@ func TestFairWeights(t *testing.T) {
 	}
 	require.Equal(t, []string{"a", "a", "a", "b", "a", "a", "a", "b"}, took)
 
+	// A key whose weight was lowered below the turns it used takes its next turn at once.
+	require.Equal(t, []string{"a0", "b0"}, pickedIDs(FairPick(cands, map[string]FairKey{"a": {Used: 2}}, 2, nil)))
+
 	// Priority still first: a higher-priority job of the light key goes before the heavy key's.
 	cands = append(cands, FairCandidate{ID: "b9", Key: "b", Priority: 1})
 	require.Equal(t, "b9", FairPick(cands, map[string]FairKey{"a": {Weight: 3}}, 1, nil)[0].ID)
