@@ -57,8 +57,9 @@ type RefusedGroup struct {
 // attempt, stays. The new job, queued now, copies the oldest replaced job's options, takes its
 // args by opts.Merge, and has no merge key; each replaced job ends canceled with the reason
 // "compacted into <new id>" (CompactedInto and CompactedFrom give the lineage), and its
-// idempotency key, if any, names the new job. Each group is replaced in one transaction with
-// the others. It returns a *ValidationError naming kind, group_key, over or merge for bad
+// idempotency key, if any, names the new job. Each group is replaced in one transaction, the
+// groups in batches of whole groups (at most 500 jobs a transaction, a larger group alone),
+// so an error may leave the batches before it done. It returns a *ValidationError naming kind, group_key, over or merge for bad
 // input. Recorded as done by the API; CompactKindBy records another actor.
 func (c *Client) CompactKind(ctx context.Context, kind string, opts *CompactOpts) (*CompactResult, error) {
 	return c.CompactKindBy(ctx, kind, opts, ActorAPI)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/field"
 	"github.com/hopperjobs/hopper/internal/store"
 )
 
@@ -37,6 +38,9 @@ type QueueInfo struct {
 	// Disabled counts the queued jobs whose kind is disabled (DisableKind): no process starts
 	// them until their kind is enabled. They are counted in Counts[StateQueued] too.
 	Disabled int64
+	// KeyWeights are the weights of the queue's fairness keys that have one stored
+	// (SetKeyWeight; every other key has weight 1), nil for none.
+	KeyWeights map[string]int
 }
 
 // StateCounts returns how many jobs of queue and kind ("" for every queue or every kind) are
@@ -97,6 +101,17 @@ func (c *Client) Queues(ctx context.Context) ([]*QueueInfo, error) {
 		q := get(s.Name)
 		q.Paused, q.Weight, q.Rate = s.Paused, s.Weight, s.Rate
 		q.CapPerKey, q.RatePerKey = s.CapPerKey, s.RatePerKey
+	}
+	weights, err := c.store.QueueKeyWeights(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list queues: %w", err)
+	}
+	for _, w := range weights {
+		q := get(w.Queue)
+		if q.KeyWeights == nil {
+			q.KeyWeights = map[string]int{}
+		}
+		q.KeyWeights[w.Key] = w.Weight
 	}
 	for _, q := range byName {
 		q.Computing, q.AwaitingCompute = q.Counts[StateRunning], q.Counts[StateQueued]
@@ -207,6 +222,29 @@ func (c *Client) SetQueueWeight(ctx context.Context, queue string, weight int) e
 	// its tracker logs a failure that lasts).
 	_ = c.engine.RefreshWeights(ctx)
 	return nil
+}
+
+// MaxKeyWeight bounds a fairness key's weight.
+const MaxKeyWeight = store.MaxKeyWeight
+
+// SetKeyWeight stores the weight of fairness key key in queue, for every process and remote
+// worker that claims it: when several keys have jobs ready, a key of weight W takes W turns
+// for each turn of a key of weight 1 (docs/flow-control.md#weights-per-key). The weight is 2 to
+// MaxKeyWeight; 0 or 1 removes it (every key without one has weight 1). Claims read it at
+// once. A bad queue, key or weight is a *ValidationError naming queue, fairness_key or weight.
+func (c *Client) SetKeyWeight(ctx context.Context, queue, key string, weight int) error {
+	if err := checkKeyWeight(queue, key, weight); err != nil {
+		return err
+	}
+	return c.store.QueueSetKeyWeight(ctx, queue, key, weight)
+}
+
+// checkKeyWeight checks SetKeyWeight's arguments.
+func checkKeyWeight(queue, key string, weight int) error {
+	if err := checkQueueName(queue); err != nil {
+		return err
+	}
+	return field.KeyWeight(key, weight)
 }
 
 // Limit is a fleet-wide cap: at most MaxRunning jobs of Queue, or of Kind, run at once across

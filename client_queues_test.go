@@ -161,3 +161,44 @@ func TestStateCounts(t *testing.T) {
 	require.ErrorAs(t, err, &verr)
 	require.Equal(t, "queue", verr.Field)
 }
+
+// SetKeyWeight stores a fairness key's weight in a queue, shown by Queues; 0 and 1 remove it;
+// a bad queue, key or weight is a *ValidationError naming its field and stores nothing.
+func TestSetKeyWeight(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, nil)
+	ctx := t.Context()
+	require.NoError(t, b.client.SetKeyWeight(ctx, "exports", "customer-42", 3))
+	require.NoError(t, b.client.SetKeyWeight(ctx, "exports", "customer-7", 2))
+	weights := func() map[string]int {
+		qs, err := b.client.Queues(ctx)
+		require.NoError(t, err)
+		for _, q := range qs {
+			if q.Name == "exports" {
+				return q.KeyWeights
+			}
+		}
+		return nil
+	}
+	require.Equal(t, map[string]int{"customer-42": 3, "customer-7": 2}, weights())
+	for _, bad := range []struct {
+		queue, key string
+		weight     int
+		field      string
+	}{
+		{"bad name", "customer-42", 2, "queue"},
+		{"exports", "", 2, "fairness_key"},
+		{"exports", "a\x00b", 2, "fairness_key"},
+		{"exports", string(make([]byte, 129)), 2, "fairness_key"},
+		{"exports", "customer-42", -1, "weight"},
+		{"exports", "customer-42", MaxKeyWeight + 1, "weight"},
+	} {
+		err := b.client.SetKeyWeight(ctx, bad.queue, bad.key, bad.weight)
+		var ve *ValidationError
+		require.ErrorAs(t, err, &ve, "%+v", bad)
+		require.Equal(t, bad.field, ve.Field, "%+v", bad)
+	}
+	require.NoError(t, b.client.SetKeyWeight(ctx, "exports", "customer-42", 1))
+	require.NoError(t, b.client.SetKeyWeight(ctx, "exports", "customer-7", 0))
+	require.Nil(t, weights())
+}

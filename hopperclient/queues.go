@@ -50,6 +50,9 @@ type QueueSettings struct {
 	// key's starts, across the fleet (docs/flow-control.md#limits-per-key).
 	CapPerKey  *int
 	RatePerKey *hopper.Rate
+	// KeyWeights sets the weights of fairness keys in the queue (1–1000; 0 or 1 removes a
+	// key's weight), as hopper.Client.SetKeyWeight does; keys left out keep theirs.
+	KeyWeights map[string]int
 }
 
 // SetQueue changes the settings s gives of queue, all of them or, when one is refused (a
@@ -58,8 +61,14 @@ type QueueSettings struct {
 func (c *Client) SetQueue(ctx context.Context, queue string, s QueueSettings) error {
 	_, err := c.queues.Set(ctx, &hopperv1.QueueServiceSetRequest{Queue: queue, Weight: apiview.OptionalInt(s.Weight),
 		MaxRunning: apiview.OptionalInt(s.MaxRunning), Rate: apiview.OptionalRate(s.Rate),
-		CapPerKey: apiview.OptionalInt(s.CapPerKey), RatePerKey: apiview.OptionalRate(s.RatePerKey)})
+		CapPerKey: apiview.OptionalInt(s.CapPerKey), RatePerKey: apiview.OptionalRate(s.RatePerKey), KeyWeights: apispec.KeyWeights(s.KeyWeights)})
 	return callErr("set queue "+queue, err)
+}
+
+// SetKeyWeight stores the weight of fairness key key in queue (1–1000; 0 or 1 removes it), as
+// hopper.Client.SetKeyWeight does. It needs the admin scope.
+func (c *Client) SetKeyWeight(ctx context.Context, queue, key string, weight int) error {
+	return c.SetQueue(ctx, queue, QueueSettings{KeyWeights: map[string]int{key: weight}})
 }
 
 // SetQueueWeight stores queue's fair-share weight for the whole fleet (1–1000; 0 removes

@@ -12,7 +12,31 @@ func Queue(q *hopper.QueueInfo) *hopperv1.Queue {
 	return &hopperv1.Queue{Name: apiview.Text(q.Name), Paused: q.Paused, MaxRunning: apiview.Int32(q.MaxRunning),
 		Weight: apiview.Int32(q.Weight), Counts: apiview.Counts(q.Counts), AwaitingCompute: q.AwaitingCompute,
 		Computing: q.Computing, HeldByGovernor: q.HeldByGovernor, Disabled: q.Disabled, Rate: apiview.Rate(q.Rate),
-		CapPerKey: apiview.Int32(q.CapPerKey), RatePerKey: apiview.Rate(q.RatePerKey)}
+		CapPerKey: apiview.Int32(q.CapPerKey), RatePerKey: apiview.Rate(q.RatePerKey), KeyWeights: KeyWeights(q.KeyWeights)}
+}
+
+// KeyWeights is a queue's key weights as the API carries them (nil for none).
+func KeyWeights(ws map[string]int) map[string]int32 {
+	if len(ws) == 0 {
+		return nil
+	}
+	out := make(map[string]int32, len(ws))
+	for k, w := range ws {
+		out[apiview.Text(k)] = apiview.Int32(w)
+	}
+	return out
+}
+
+// FromKeyWeights reads a queue's key weights (nil for none).
+func FromKeyWeights(ws map[string]int32) map[string]int {
+	if len(ws) == 0 {
+		return nil
+	}
+	out := make(map[string]int, len(ws))
+	for k, w := range ws {
+		out[k] = int(w)
+	}
+	return out
 }
 
 // FromQueue reads a queue's settings and job counts.
@@ -20,7 +44,8 @@ func FromQueue(q *hopperv1.Queue) *hopper.QueueInfo {
 	return &hopper.QueueInfo{Name: q.GetName(), Paused: q.GetPaused(), Weight: int(q.GetWeight()),
 		MaxRunning: int(q.GetMaxRunning()), Rate: apiview.FromRate(q.GetRate()), Counts: apiview.FromCounts(q.GetCounts()),
 		Computing: q.GetComputing(), AwaitingCompute: q.GetAwaitingCompute(), HeldByGovernor: q.GetHeldByGovernor(),
-		Disabled: q.GetDisabled(), CapPerKey: int(q.GetCapPerKey()), RatePerKey: apiview.FromRate(q.GetRatePerKey())}
+		Disabled: q.GetDisabled(), CapPerKey: int(q.GetCapPerKey()), RatePerKey: apiview.FromRate(q.GetRatePerKey()),
+		KeyWeights: FromKeyWeights(q.GetKeyWeights())}
 }
 
 // Kind is a kind's settings and job counts as the API shows them.

@@ -105,7 +105,8 @@ func TestQueueAndKindRoundTrip(t *testing.T) {
 	t.Parallel()
 	q := &hopper.QueueInfo{Name: "q", Paused: true, Weight: 3, MaxRunning: 10, Rate: hopper.Rate{Limit: 100, Period: time.Second},
 		Counts: map[hopper.JobState]int64{hopper.StateQueued: 4, hopper.StateFailed: 1}, Computing: 3, AwaitingCompute: 2,
-		HeldByGovernor: true, Disabled: 1, CapPerKey: 2, RatePerKey: hopper.Rate{Limit: 10, Period: time.Second}}
+		HeldByGovernor: true, Disabled: 1, CapPerKey: 2, RatePerKey: hopper.Rate{Limit: 10, Period: time.Second},
+		KeyWeights: map[string]int{"customer-42": 3}}
 	requireAllSet(t, *q)
 	require.Equal(t, q, FromQueue(Queue(q)))
 	empty := &hopper.QueueInfo{Name: "e", Counts: map[hopper.JobState]int64{}}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
@@ -103,7 +104,20 @@ func (l local) SetQueue(ctx context.Context, queue string, s hopperclient.QueueS
 	if err := l.setLimits(ctx, queue, "", s.MaxRunning, s.Rate, false); err != nil {
 		return err
 	}
-	return l.setLimits(ctx, queue, "", s.CapPerKey, s.RatePerKey, true)
+	if err := l.setLimits(ctx, queue, "", s.CapPerKey, s.RatePerKey, true); err != nil {
+		return err
+	}
+	keys := make([]string, 0, len(s.KeyWeights))
+	for k := range s.KeyWeights {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if err := l.SetKeyWeight(ctx, queue, k, s.KeyWeights[k]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (l local) SetKind(ctx context.Context, kind string, s hopperclient.KindSettings) error {

@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"github.com/hopperjobs/hopper/internal/workerapi"
 	"io"
 	"os"
 	"runtime/pprof"
+	"time"
 
 	"github.com/hopperjobs/hopper"
 	"github.com/hopperjobs/hopper/internal/bench"
@@ -20,6 +22,7 @@ func newBenchCmd() *cobra.Command {
 	var compare, pin bool
 	var scenario, kindRate string
 	var soak bench.SoakConfig
+	var groups int
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure enqueue rate, throughput and enqueue→start latency with no-op jobs",
@@ -48,6 +51,18 @@ starts each queue gets with both backlogged, at weights 1:1 and 3:1 (docs/flow-c
 one (hopper.AddWorker), with --workers slots, for at most a minute (a group's jobs then run
 one at a time); it reports the jobs per second of each and their ratio (docs/workers.md,
 "Batches").
+
+--scenario tenants measures fairness between tenants inside one queue (fairness keys): one
+tenant has a backlog of --jobs (default 100,000) no-op jobs while nine quiet tenants enqueue one
+job a second each for --duration (default 30s), worked by --workers (default 20) slots. It runs
+three times on fresh stores: with the flood, without it, and with the flood but no fairness keys
+(first in, first out), and reports the quiet jobs' enqueue→start latency of each and the
+flood's p50 and p99 over the run's without it.
+
+--scenario compaction queues --jobs (default 100,000) grouped no-op jobs in --groups (default
+1,000) groups, then compacts the kind on demand (Client.CompactKind, as hopper kinds compact
+does) and reports the call's time, the rows it wrote and how long enqueues of another kind,
+made every 10 ms meanwhile, waited.
 
 --scenario retained --rows N fills the store (SQLite, or PostgreSQL with --database) with N
 finished jobs and their history before the standard benchmark, as a store that has run for a
@@ -113,7 +128,7 @@ throughput, such as --kind-rate 1000000/1s) or that starts follow the limit.`,
 			if err := cfg.Validate(); err != nil {
 				return usageErrorf("%v", err)
 			}
-			if err := checkSoakFlags(cmd, soak); err != nil {
+			if err := checkSoakFlags(cmd, scenario, soak); err != nil {
 				return err
 			}
 			if cpuProfile != "" {
@@ -151,6 +166,23 @@ throughput, such as --kind-rate 1000000/1s) or that starts follow the limit.`,
 					cfg.Jobs = bench.DefaultPerKeyJobs
 				}
 				return printPerKey(cmd, cfg, asJSON)
+			case "tenants", "compaction":
+				for name, v := range map[string]*int{"jobs": &cfg.Jobs, "workers": &cfg.Workers} {
+					if !cmd.Flags().Changed(name) {
+						*v = 0 // the scenario's own default
+					}
+				}
+				if scenario == "compaction" {
+					if jobs := cmp.Or(cfg.Jobs, bench.DefaultCompactionJobs); groups < 1 || groups > jobs {
+						return usageErrorf("--groups %d is outside 1–%d (the jobs)", groups, jobs)
+					}
+					return printCompaction(cmd, cfg, groups, asJSON)
+				}
+				var d time.Duration
+				if cmd.Flags().Changed("duration") {
+					d = soak.Duration
+				}
+				return printTenants(cmd, cfg, d, asJSON)
 			}
 			if compare {
 				return printComparison(cmd, cfg, asJSON)
@@ -186,7 +218,8 @@ throughput, such as --kind-rate 1000000/1s) or that starts follow the limit.`,
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	f.BoolVar(&compare, "compare-remote", false, "measure in process, then through a server this command starts (stream and poll), and print the ratios")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
-	f.StringVar(&scenario, "scenario", "", "run a scenario instead of the standard benchmark: fairness, retained, horizon, soak, batch or per-key")
+	f.StringVar(&scenario, "scenario", "", "run a scenario instead of the standard benchmark: fairness, tenants, compaction, retained, horizon, soak, batch or per-key")
+	f.IntVar(&groups, "groups", bench.DefaultCompactionGroups, "with --scenario compaction: the groups the jobs are spread over")
 	f.IntVar(&cfg.Rows, "rows", 0, "with --scenario retained: finished jobs to fill the store with before the benchmark")
 	f.BoolVar(&pin, "pin", true, "with --scenario horizon: hold the snapshot (--pin=false measures the baseline)")
 	addSoakFlags(f, &soak)
@@ -262,6 +295,55 @@ func printFairness(cmd *cobra.Command, cfg bench.Config, asJSON bool) error {
 	return nil
 }
 
+// printTenants runs the tenants scenario and prints what it measured.
+func printTenants(cmd *cobra.Command, cfg bench.Config, d time.Duration, asJSON bool) error {
+	res, err := bench.Tenants(cmd.Context(), cfg, d)
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	if asJSON {
+		fmt.Fprintln(out, string(res.JSON()))
+		return nil
+	}
+	fmt.Fprintf(out, "store            %s (%s), %d CPUs, %s\n", res.Store, res.Durability, res.CPUs, res.GoVersion)
+	fmt.Fprintf(out, "workers          %d, one queue; %d quiet tenants, one job a second each for %d ms\n", res.Workers, res.QuietTenants, res.DurationMs)
+	for _, r := range []struct {
+		name string
+		run  *bench.TenantsRun
+	}{{"no flood", res.NoFlood}, {"flood, keys", res.Flood}, {"flood, no keys", res.FloodNoKeys}} {
+		left := ""
+		if r.run.FloodJobs > 0 {
+			left = fmt.Sprintf(" enqueued during the flood of %d; %d left at the last; flood %.0f jobs/s", r.run.FloodJobs, r.run.FloodLeft, r.run.FloodPerSec)
+		}
+		fmt.Fprintf(out, "%-16s quiet p50 %.2f ms, p99 %.2f ms, max %.2f ms (%d jobs%s)\n", r.name, r.run.P50Ms, r.run.P99Ms, r.run.MaxMs, r.run.QuietJobs, left)
+	}
+	fmt.Fprintf(out, "flood/no flood   p50 %.2f×, p99 %.2f× (fairness keys)\n", res.P50Ratio, res.P99Ratio)
+	if res.Flood.QuietAfter > 0 || res.FloodNoKeys.QuietAfter > 0 {
+		fmt.Fprintf(out, "note             the flood ran dry before the quiet tenants ended (%d and %d quiet jobs came after it, not counted): more --jobs or a shorter --duration measure them all\n",
+			res.Flood.QuietAfter, res.FloodNoKeys.QuietAfter)
+	}
+	return nil
+}
+
+// printCompaction runs the compaction scenario and prints what it measured.
+func printCompaction(cmd *cobra.Command, cfg bench.Config, groups int, asJSON bool) error {
+	res, err := bench.Compaction(cmd.Context(), cfg, groups)
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	if asJSON {
+		fmt.Fprintln(out, string(res.JSON()))
+		return nil
+	}
+	fmt.Fprintf(out, "store            %s (%s), %d CPUs, %s\n", res.Store, res.Durability, res.CPUs, res.GoVersion)
+	fmt.Fprintf(out, "queued           %d jobs in %d groups (filled in %.1f s)\n", res.Jobs, res.Groups, res.FillSecs)
+	fmt.Fprintf(out, "compaction       %.2f s: %d groups, %d jobs replaced, %d rows written\n", res.Seconds, res.Compacted, res.Replaced, res.RowsWritten)
+	fmt.Fprintf(out, "enqueues meanwhile p50 %.2f ms, max %.2f ms (%d, one every 10 ms)\n", res.ProbeP50Ms, res.ProbeMaxMs, res.ProbeEnqueues)
+	return nil
+}
+
 // checkScenarioFlags refuses a scenario that does not exist, a scenario's flag without it, and
 // a scenario with flags it cannot take.
 func checkScenarioFlags(cmd *cobra.Command, scenario string, cfg bench.Config, compare bool) error {
@@ -270,11 +352,15 @@ func checkScenarioFlags(cmd *cobra.Command, scenario string, cfg bench.Config, c
 		return usageErrorf("--rows %d is outside 0–%d", cfg.Rows, bench.MaxRows)
 	case cmd.Flags().Changed("rows") && scenario != "retained":
 		return usageErrorf("--rows is the retained scenario's: add --scenario retained")
+	case cmd.Flags().Changed("groups") && scenario != "compaction":
+		return usageErrorf("--groups is the compaction scenario's: add --scenario compaction")
+	case cmd.Flags().Changed("duration") && scenario != "soak" && scenario != "tenants":
+		return usageErrorf("--duration is the soak and tenants scenarios': add --scenario soak or tenants")
 	case cmd.Flags().Changed("pin") && scenario != "horizon":
 		return usageErrorf("--pin is the horizon scenario's: add --scenario horizon")
 	case cfg.Work < 0 || cfg.Work > bench.MaxWork:
 		return usageErrorf("--work %s is outside 0–%s", cfg.Work, bench.MaxWork)
-	case cmd.Flags().Changed("work") && (scenario == "fairness" || scenario == "soak" || scenario == "batch"):
+	case cmd.Flags().Changed("work") && (scenario == "fairness" || scenario == "soak" || scenario == "batch" || scenario == "tenants" || scenario == "compaction"):
 		return usageErrorf("--work is not supported with --scenario %s", scenario)
 	case cfg.ClaimAhead < hopper.NoClaimAhead || cfg.ClaimAhead > hopper.MaxClaimAhead:
 		return usageErrorf("--claim-ahead %d is outside -1–%d", cfg.ClaimAhead, hopper.MaxClaimAhead)
@@ -292,9 +378,9 @@ func checkScenarioFlags(cmd *cobra.Command, scenario string, cfg bench.Config, c
 	switch scenario {
 	case "":
 		return nil
-	case "fairness", "retained", "horizon", "soak", "batch", "per-key":
+	case "fairness", "tenants", "compaction", "retained", "horizon", "soak", "batch", "per-key":
 	default:
-		return usageErrorf("--scenario %q: the scenarios are fairness, retained, horizon, soak, batch and per-key", scenario)
+		return usageErrorf("--scenario %q: the scenarios are fairness, tenants, compaction, retained, horizon, soak, batch and per-key", scenario)
 	}
 	if compare || cfg.Server != "" {
 		return usageErrorf("--scenario %s runs in process: no --server or --compare-remote", scenario)

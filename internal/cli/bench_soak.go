@@ -13,7 +13,7 @@ import (
 
 // addSoakFlags adds the flags of --scenario soak.
 func addSoakFlags(f *pflag.FlagSet, soak *bench.SoakConfig) {
-	f.DurationVar(&soak.Duration, "duration", bench.DefaultSoakDuration, "--scenario soak: how long the load runs")
+	f.DurationVar(&soak.Duration, "duration", bench.DefaultSoakDuration, "--scenario soak: how long the load runs; --scenario tenants: how long the quiet tenants enqueue (default 30s)")
 	f.DurationVar(&soak.Interval, "soak-interval", bench.DefaultSoakInterval, "--scenario soak: the time one row of the table covers")
 	f.DurationVar(&soak.ResultTTL, "result-ttl", bench.DefaultSoakResultTTL, "--scenario soak: how long completed jobs are kept")
 	f.DurationVar(&soak.SweepInterval, "sweep-interval", 0, "--scenario soak: how often the leader sweeps expired jobs (default the client's, 1m)")
@@ -22,12 +22,16 @@ func addSoakFlags(f *pflag.FlagSet, soak *bench.SoakConfig) {
 }
 
 // checkSoakFlags refuses bad values of the soak's flags, whatever the scenario: a duration
-// given as 0 is refused rather than taken for the default.
-func checkSoakFlags(cmd *cobra.Command, soak bench.SoakConfig) error {
+// given as 0 is refused rather than taken for the default. The tenants scenario takes only
+// --duration of them.
+func checkSoakFlags(cmd *cobra.Command, scenario string, soak bench.SoakConfig) error {
 	for _, name := range []string{"duration", "soak-interval"} {
 		if d, _ := cmd.Flags().GetDuration(name); cmd.Flags().Changed(name) && d <= 0 {
 			return usageErrorf("--%s %s must be positive", name, d)
 		}
+	}
+	if scenario == "tenants" {
+		return nil
 	}
 	if err := soak.Validate(); err != nil {
 		return usageErrorf("%v", err)

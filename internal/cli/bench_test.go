@@ -30,6 +30,11 @@ func TestBenchScenarioFlags(t *testing.T) {
 		{[]string{"--work", "61s"}, "--work"},
 		{[]string{"--scenario", "soak", "--work", "1ms"}, "--work"},
 		{[]string{"--scenario", "fairness", "--work", "1ms"}, "--work"},
+		{[]string{"--scenario", "tenants", "--work", "1ms"}, "--work"},
+		{[]string{"--scenario", "tenants", "--groups", "5"}, "--groups"},
+		{[]string{"--scenario", "tenants", "--duration", "0"}, "--duration"},
+		{[]string{"--scenario", "fairness", "--duration", "5s"}, "--duration"},
+		{[]string{"--scenario", "compaction", "--server", "http://127.0.0.1:1"}, "--scenario compaction"},
 		{[]string{"--prefetch", "5"}, "--prefetch"},
 		{[]string{"--compare-remote", "--prefetch", "-1"}, "--prefetch"},
 		{[]string{"--compare-remote", "--workers", "900", "--prefetch", "101"}, "--prefetch"},
@@ -44,6 +49,49 @@ func TestBenchScenarioFlags(t *testing.T) {
 		require.Equal(t, ExitUsage, res.code, "%v: %s", c.args, res.stderr)
 		require.Contains(t, res.stderr, c.want, "%v", c.args)
 	}
+}
+
+// bench --scenario tenants runs its three runs and reports each: the quiet tenants' jobs all
+// start in each run (those after the flood ran dry apart from the others), and none is lost.
+func TestBenchTenants(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	res := b.run(t, "bench", "--scenario", "tenants", "--jobs", "300", "--workers", "5", "--duration", "1s",
+		"--synchronous", "NORMAL", "--json")
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	var raw map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &raw))
+	for name, want := range map[string][2]any{"flood": {true, 300}, "no_flood": {true, 0}, "flood_no_keys": {false, 300}} {
+		var run struct {
+			FairnessKeys bool `json:"fairness_keys"`
+			FloodJobs    int  `json:"flood_jobs"`
+			QuietJobs    int  `json:"quiet_jobs"`
+			QuietAfter   int  `json:"quiet_after_flood"`
+		}
+		require.NoError(t, json.Unmarshal(raw[name], &run), name)
+		require.Equal(t, want[0], run.FairnessKeys, name)
+		require.Equal(t, want[1], run.FloodJobs, name)
+		require.Equal(t, 9, run.QuietJobs+run.QuietAfter, name) // nine quiet tenants, one job each in 1 s
+	}
+	require.Contains(t, raw, "p99_ratio")
+}
+
+// bench --scenario compaction compacts every group and counts the rows it wrote: each replaced
+// job canceled and its lineage recorded, one new job per group.
+func TestBenchCompaction(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	res := b.run(t, "bench", "--scenario", "compaction", "--jobs", "100", "--groups", "10", "--synchronous", "NORMAL", "--json")
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	var got map[string]any
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &got))
+	require.Equal(t, 10.0, got["groups_compacted"])
+	require.Equal(t, 100.0, got["jobs_replaced"])
+	require.Equal(t, 210.0, got["rows_written"])
+
+	res = b.run(t, "bench", "--scenario", "compaction", "--jobs", "100", "--groups", "101")
+	require.Equal(t, ExitUsage, res.code, res.stderr)
+	require.Contains(t, res.stderr, "groups")
 }
 
 // bench --scenario retained fills the store, then measures, and says both.

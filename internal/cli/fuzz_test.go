@@ -90,6 +90,8 @@ var (
 	// benchOneJob works one job and skips the latency phase: any rate limit lets one start
 	// at once (a bucket starts full), so no --kind-rate value makes it slow.
 	benchOneJob = []string{"bench", "--jobs", "1", "--workers", "1", "--batch", "1", "--latency-jobs", "-1", "--synchronous", "NORMAL"}
+	// compactionCmd is the compaction scenario on one job.
+	compactionCmd = []string{"bench", "--scenario", "compaction", "--jobs", "1", "--synchronous", "NORMAL"}
 	// retainedCmd is the retained scenario on one job.
 	retainedCmd = append([]string{"bench", "--scenario", "retained"}, benchOneJob[1:]...)
 )
@@ -132,6 +134,7 @@ var flagCases = []flagCase{
 	{jobsRetryCmd, "retries", nil}, {jobsRetryCmd, "run-at", nil},
 	{[]string{"kinds", "compact", "fuzz"}, "over", nil},
 	{kindsSetCmd, "compact-over", nil},
+	{compactionCmd, "groups", work},
 }
 
 // aboutOneJob are the commands of flagCases that name a job the fuzz database does not hold:

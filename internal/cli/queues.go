@@ -50,8 +50,12 @@ is held back by its resource governor (HELD; see docs/flow-control.md#awaiting-c
 func newQueueSetCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "set QUEUE",
-		Short: "Set QUEUE's fair-share weight, fleet-wide cap on running jobs and rate limit, and those per fairness key",
+		Short: "Set QUEUE's fair-share weight, fleet-wide cap on running jobs and rate limit, those per fairness key, and key weights",
 		Long: `set changes the settings of QUEUE that are given, for every process that works it.
+
+--key-weight KEY=W (repeatable) gives fairness key KEY of the queue W turns for each turn of
+a key of weight 1 when several keys have jobs ready (1–1000; 0 or 1 removes it: every key has
+weight 1 by default); queues ls --json shows them (docs/flow-control.md#weights-per-key).
 
 --weight is the queue's share of a process's workers when queues compete for them: a queue
 with work gets weight / (sum of the weights of the queues with work) of them (1–1000; 0 removes
@@ -63,6 +67,7 @@ N at once, then at the rate; 0 removes the limit); jobs over it wait, queued.
 (enqueue --fairness-key); jobs without a fairness key are not bound by them. See
 docs/flow-control.md.`,
 		Example: `  hopper queues set reports --weight 3
+  hopper queues set exports --key-weight customer-42=3 --key-weight customer-7=2
   hopper queues set emails --cap 20 --rate 100/1s
   hopper queues set emails --rate 0
   hopper queues set emails --cap-per-key 2 --rate-per-key 10/1s`,
@@ -170,6 +175,8 @@ type queueJSON struct {
 	AwaitingCompute int64 `json:"awaiting_compute"`
 	HeldByGovernor  bool  `json:"held_by_governor"`
 	Disabled        int64 `json:"disabled"`
+	// KeyWeights: the stored weights of the queue's fairness keys (others have weight 1).
+	KeyWeights map[string]int `json:"key_weights,omitempty"`
 }
 
 func queuesJSON(qs []*hopper.QueueInfo) any {
@@ -177,7 +184,8 @@ func queuesJSON(qs []*hopper.QueueInfo) any {
 	for i, q := range qs {
 		out[i] = queueJSON{Name: q.Name, Paused: q.Paused, Weight: q.Weight, MaxRunning: q.MaxRunning,
 			Rate: apiview.Rate(q.Rate), Counts: stateCountsJSON(q.Counts), Computing: q.Computing, AwaitingCompute: q.AwaitingCompute,
-			HeldByGovernor: q.HeldByGovernor, Disabled: q.Disabled, CapPerKey: q.CapPerKey, RatePerKey: apiview.Rate(q.RatePerKey)}
+			HeldByGovernor: q.HeldByGovernor, Disabled: q.Disabled, CapPerKey: q.CapPerKey, RatePerKey: apiview.Rate(q.RatePerKey),
+			KeyWeights: q.KeyWeights}
 	}
 	return struct {
 		Queues []queueJSON `json:"queues"`

@@ -142,7 +142,8 @@ func TestQueueCommandsBothWays(t *testing.T) {
 		res = runner(t, "queues", "pause", "bad name")
 		require.Equal(t, ExitUsage, res.code, res.stderr)
 
-		res = runner(t, "queues", "set", "reports", "--weight", "3", "--cap", "7", "--rate", "5000/1h")
+		res = runner(t, "queues", "set", "reports", "--weight", "3", "--cap", "7", "--rate", "5000/1h",
+			"--key-weight", "customer-42=3", "--key-weight", "a=b=2")
 		require.Equal(t, ExitOK, res.code, res.stderr)
 		res = runner(t, "queues", "ls")
 		require.Regexp(t, `reports\s+no\s+3\s+7\s+5000/1h\s+-\s+-\s+0\s+1`, res.stdout)
@@ -150,7 +151,11 @@ func TestQueueCommandsBothWays(t *testing.T) {
 		require.Contains(t, res.stdout, `"weight": 3`)
 		require.Contains(t, res.stdout, `"max_running": 7`)
 		require.Contains(t, res.stdout, `"rate": "5000/1h"`)
+		require.Contains(t, res.stdout, `"customer-42": 3`)
+		require.Contains(t, res.stdout, `"a=b": 2`, "the last = splits key and weight")
 		for _, bad := range [][]string{{"--weight", "0", "--cap", "-1"}, {"--weight", "1001"}, {},
+			{"--key-weight", "customer-42"}, {"--key-weight", "customer-42=x"}, {"--key-weight", "=3"},
+			{"--weight", "2", "--key-weight", "customer-42=1001"}, {"--key-weight", "customer-42=-1"},
 			{"--weight", "2", "--rate", "0/1s"}, {"--cap", "2", "--rate", "abc"}, {"--rate", "10/1y"}} {
 			res = runner(t, append([]string{"queues", "set", "reports"}, bad...)...)
 			require.Equal(t, ExitUsage, res.code, "%v: %s", bad, res.stderr)
@@ -158,8 +163,13 @@ func TestQueueCommandsBothWays(t *testing.T) {
 		require.Contains(t, res.stderr, "invalid --rate:", "the error names the flag")
 		res = runner(t, "queues", "ls")
 		require.Regexp(t, `reports\s+no\s+3\s+7\s+5000/1h\s+-\s+-\s+0\s+1`, res.stdout, "a refused set changes nothing")
-		res = runner(t, "queues", "set", "reports", "--weight", "0", "--cap", "0", "--rate", "0")
+		res = runner(t, "queues", "ls", "--json")
+		require.Contains(t, res.stdout, `"customer-42": 3`, "a refused set changes no key weight")
+		res = runner(t, "queues", "set", "reports", "--weight", "0", "--cap", "0", "--rate", "0",
+			"--key-weight", "customer-42=0", "--key-weight", "a=b=1")
 		require.Equal(t, ExitOK, res.code, res.stderr)
+		res = runner(t, "queues", "ls", "--json")
+		require.NotContains(t, res.stdout, "key_weights", "0 and 1 remove key weights")
 		res = runner(t, "queues", "ls")
 		require.Regexp(t, `reports\s+no\s+-\s+-\s+-\s+-\s+-\s+0\s+1`, res.stdout, "0 removes all three")
 	}

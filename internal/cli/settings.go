@@ -2,9 +2,12 @@ package cli
 
 import (
 	"math"
+	"strconv"
+	"strings"
 
 	"github.com/hopperjobs/hopper"
 	"github.com/hopperjobs/hopper/hopperclient"
+	fieldcheck "github.com/hopperjobs/hopper/internal/field"
 	"github.com/spf13/cobra"
 )
 
@@ -18,12 +21,14 @@ type settings struct {
 	RatePerKey *hopper.Rate
 	// Compaction is a kind's (`kinds set --compact-over`, --compact-merge).
 	Compaction *hopper.Compaction
+	// KeyWeights are a queue's (`queues set --key-weight KEY=W`).
+	KeyWeights map[string]int
 }
 
 // queue is s for a queue.
 func (s settings) queue() hopperclient.QueueSettings {
 	return hopperclient.QueueSettings{Weight: s.Weight, MaxRunning: s.Cap, Rate: s.Rate, CapPerKey: s.CapPerKey,
-		RatePerKey: s.RatePerKey}
+		RatePerKey: s.RatePerKey, KeyWeights: s.KeyWeights}
 }
 
 // kind is s for a kind (which has no weight).
@@ -36,6 +41,7 @@ func (s settings) kind() hopperclient.KindSettings {
 func addSettingsFlags(cmd *cobra.Command, weight bool) {
 	if weight {
 		cmd.Flags().Int("weight", 0, "fair-share weight, 1–1000 (0 removes it)")
+		cmd.Flags().StringArray("key-weight", nil, "KEY=W: the weight of fairness key KEY in the queue, 1–1000 (0 or 1 removes it; repeatable)")
 	}
 	cmd.Flags().Int("cap", 0, "most running jobs across the fleet (0 removes the cap)")
 	cmd.Flags().String("rate", "", "most job starts per period across the fleet, N/DURATION such as 100/1s or 5000/1h (0 removes the limit)")
@@ -98,12 +104,30 @@ func readSettings(cmd *cobra.Command) (settings, error) {
 		}
 		s.Compaction = &hopper.Compaction{Over: over, Merge: hopper.MergePolicy(merge)}
 	}
-	if s.Weight == nil && s.Cap == nil && s.Rate == nil && s.Compaction == nil && s.CapPerKey == nil && s.RatePerKey == nil {
+	if fl.Lookup("key-weight") != nil && fl.Changed("key-weight") {
+		pairs, _ := fl.GetStringArray("key-weight")
+		s.KeyWeights = map[string]int{}
+		for _, pair := range pairs {
+			i := strings.LastIndexByte(pair, '=')
+			if i < 0 {
+				return s, usageErrorf("invalid --key-weight %q: want KEY=WEIGHT", pair)
+			}
+			w, err := strconv.Atoi(pair[i+1:])
+			if err != nil {
+				return s, usageErrorf("invalid --key-weight %q: the weight is not a number", pair)
+			}
+			if err := fieldcheck.KeyWeight(pair[:i], w); err != nil {
+				return s, usageErrorf("invalid --key-weight %q: %w", pair, err)
+			}
+			s.KeyWeights[pair[:i]] = w
+		}
+	}
+	if s.Weight == nil && s.Cap == nil && s.Rate == nil && s.Compaction == nil && s.CapPerKey == nil && s.RatePerKey == nil && s.KeyWeights == nil {
 		if fl.Lookup("compact-over") != nil {
 			return s, usageErrorf("give at least one of --cap, --rate, --cap-per-key, --rate-per-key and --compact-over")
 		}
 		if fl.Lookup("weight") != nil {
-			return s, usageErrorf("give at least one of --weight, --cap, --rate, --cap-per-key and --rate-per-key")
+			return s, usageErrorf("give at least one of --weight, --cap, --rate, --cap-per-key, --rate-per-key and --key-weight")
 		}
 		return s, usageErrorf("give --cap, --rate, --cap-per-key or --rate-per-key")
 	}

@@ -135,6 +135,24 @@ func FairnessKey(field, key string) error {
 	return nil
 }
 
+// MaxKeyWeight bounds a fairness key's weight in a queue.
+const MaxKeyWeight = 1000
+
+// KeyWeight checks a fairness key's weight setting: the key (named fairness_key) is not empty
+// and FairnessKey accepts it, the weight is 0 to MaxKeyWeight (0 and 1 remove a weight).
+func KeyWeight(key string, weight int) error {
+	if key == "" {
+		return Invalid("fairness_key", "is empty: a weight is for a key")
+	}
+	if err := FairnessKey("fairness_key", key); err != nil {
+		return err
+	}
+	if weight < 0 || weight > MaxKeyWeight {
+		return Invalid("weight", "%d is outside 1–%d (0 or 1 removes it)", weight, MaxKeyWeight)
+	}
+	return nil
+}
+
 // name checks a name given in field: 1–limit ASCII letters, digits, '_', '-', '.', ':'.
 func name(field, s string, limit int) error {
 	if s == "" || len(s) > limit {

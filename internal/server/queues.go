@@ -3,12 +3,14 @@ package server
 import (
 	"context"
 	"fmt"
+	"sort"
 
 	"github.com/hopperjobs/hopper"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
 	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/apispec"
 	"github.com/hopperjobs/hopper/internal/apiview"
+	"github.com/hopperjobs/hopper/internal/field"
 )
 
 // queueService implements hopper.v1.QueueService.
@@ -42,9 +44,17 @@ func (q *queueService) Resume(ctx context.Context, req *hopperv1.ResumeRequest) 
 
 // Set applies the settings the request carries, once all of them are known to be valid.
 func (q *queueService) Set(ctx context.Context, req *hopperv1.QueueServiceSetRequest) (*hopperv1.QueueServiceSetResponse, error) {
-	if req.Weight == nil && req.MaxRunning == nil && req.Rate == nil && req.CapPerKey == nil && req.RatePerKey == nil {
-		return nil, invalidArg("weight", "set at least one of weight, max_running, rate, cap_per_key and rate_per_key")
+	if req.Weight == nil && req.MaxRunning == nil && req.Rate == nil && req.CapPerKey == nil && req.RatePerKey == nil && len(req.GetKeyWeights()) == 0 {
+		return nil, invalidArg("weight", "set at least one of weight, max_running, rate, cap_per_key, rate_per_key and key_weights")
 	}
+	keys := make([]string, 0, len(req.GetKeyWeights()))
+	for k, w := range req.GetKeyWeights() {
+		if err := field.KeyWeight(k, int(w)); err != nil {
+			return nil, rpcError("set key weight", err)
+		}
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
 	if req.GetMaxRunning() < 0 { // checked first: a refused request changes nothing
 		return nil, invalidArg("max_running", fmt.Sprintf("%d is negative", req.GetMaxRunning()))
 	}
@@ -83,6 +93,11 @@ func (q *queueService) Set(ctx context.Context, req *hopperv1.QueueServiceSetReq
 	if ratePerKey != nil {
 		if err := q.s.client.SetRateLimit(ctx, hopper.RateLimit{Queue: req.GetQueue(), Rate: *ratePerKey, PerKey: true}); err != nil {
 			return nil, rpcError("set queue rate limit per key", err)
+		}
+	}
+	for _, k := range keys {
+		if err := q.s.client.SetKeyWeight(ctx, req.GetQueue(), k, int(req.GetKeyWeights()[k])); err != nil {
+			return nil, rpcError("set key weight", err)
 		}
 	}
 	return &hopperv1.QueueServiceSetResponse{}, nil

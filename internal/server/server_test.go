@@ -521,7 +521,8 @@ func TestQueuesAndAdmin(t *testing.T) {
 	// Set: a weight and a cap, listed; a bad value is refused naming its field, and a refused
 	// weight changes nothing.
 	_, err = e.queues.Set(t.Context(), &hopperv1.QueueServiceSetRequest{Queue: "default", Weight: proto.Int32(3), MaxRunning: proto.Int32(7),
-		Rate: proto.String("100/1s"), CapPerKey: proto.Int32(2), RatePerKey: proto.String("10/1s")})
+		Rate: proto.String("100/1s"), CapPerKey: proto.Int32(2), RatePerKey: proto.String("10/1s"),
+		KeyWeights: map[string]int32{"customer-42": 3, "customer-7": 2}})
 	require.NoError(t, err)
 	for _, bad := range []struct {
 		req   *hopperv1.QueueServiceSetRequest
@@ -537,6 +538,11 @@ func TestQueuesAndAdmin(t *testing.T) {
 		{&hopperv1.QueueServiceSetRequest{Queue: "default", Rate: proto.String("1/1000h")}, "rate"},
 		{&hopperv1.QueueServiceSetRequest{Queue: "default", CapPerKey: proto.Int32(-1)}, "cap_per_key"},
 		{&hopperv1.QueueServiceSetRequest{Queue: "default", Weight: proto.Int32(2), RatePerKey: proto.String("x")}, "rate_per_key"},
+		{&hopperv1.QueueServiceSetRequest{Queue: "default", Weight: proto.Int32(5), KeyWeights: map[string]int32{"customer-42": 1001}}, "weight"},
+		{&hopperv1.QueueServiceSetRequest{Queue: "default", KeyWeights: map[string]int32{"customer-42": -1}}, "weight"},
+		{&hopperv1.QueueServiceSetRequest{Queue: "default", Weight: proto.Int32(5), KeyWeights: map[string]int32{"": 2}}, "fairness_key"},
+		{&hopperv1.QueueServiceSetRequest{Queue: "default", KeyWeights: map[string]int32{"a\x01b": 2}}, "fairness_key"},
+		{&hopperv1.QueueServiceSetRequest{Queue: "no spaces", KeyWeights: map[string]int32{"customer-42": 2}}, "queue"},
 	} {
 		_, err = e.queues.Set(t.Context(), bad.req)
 		requireCode(t, connect.CodeInvalidArgument, err)
@@ -549,8 +555,10 @@ func TestQueuesAndAdmin(t *testing.T) {
 	require.Equal(t, "100/1s", res.GetQueues()[0].GetRate())
 	require.Equal(t, int32(2), res.GetQueues()[0].GetCapPerKey())
 	require.Equal(t, "10/1s", res.GetQueues()[0].GetRatePerKey())
+	require.Equal(t, map[string]int32{"customer-42": 3, "customer-7": 2}, res.GetQueues()[0].GetKeyWeights(), "a refused request changes nothing")
 	_, err = e.queues.Set(t.Context(), &hopperv1.QueueServiceSetRequest{Queue: "default", Weight: proto.Int32(0), MaxRunning: proto.Int32(0),
-		Rate: proto.String("0"), CapPerKey: proto.Int32(0), RatePerKey: proto.String("0")})
+		Rate: proto.String("0"), CapPerKey: proto.Int32(0), RatePerKey: proto.String("0"),
+		KeyWeights: map[string]int32{"customer-42": 0, "customer-7": 1}})
 	require.NoError(t, err)
 	res, err = e.queues.List(t.Context(), &hopperv1.QueueServiceListRequest{})
 	require.NoError(t, err)
@@ -559,6 +567,7 @@ func TestQueuesAndAdmin(t *testing.T) {
 	require.Empty(t, res.GetQueues()[0].GetRate(), "and the rate limit")
 	require.Zero(t, res.GetQueues()[0].GetCapPerKey(), "and the limits per key")
 	require.Empty(t, res.GetQueues()[0].GetRatePerKey())
+	require.Empty(t, res.GetQueues()[0].GetKeyWeights(), "0 and 1 remove key weights")
 
 	require.Eventually(t, func() bool {
 		nodes, err := e.admin.ListNodes(t.Context(), &hopperv1.ListNodesRequest{})

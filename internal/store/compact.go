@@ -11,7 +11,7 @@ import (
 // Compaction (issue 32; docs/flow-control.md#compaction). A group is the jobs of one kind with
 // one group key (jobs without a group key belong to none). Compacting a group replaces its
 // waiting jobs, those queued and never claimed (token 0), by one new queued job, in one
-// transaction: the new job copies the oldest replaced job (queue, priority, headers, attempts,
+// transaction (with other groups: a batch of CompactBatches): the new job copies the oldest replaced job (queue, priority, headers, attempts,
 // timeout, retry policy, group key, result TTL) and takes args by the policy, and has no merge
 // key; each replaced job ends canceled with the reason CompactedReason(new id), and the
 // lineage table names the new job for each. A job claimed before the compaction takes its
@@ -140,11 +140,33 @@ func CompactGroups(p *CompactParams, candidates []*CompactCandidate) [][]*Compac
 	return out
 }
 
+// CompactBatchJobs bounds the jobs a store replaces in one transaction, so that a large
+// compaction does not hold SQLite's one writer, or PostgreSQL's row locks, for its whole run:
+// a batch is whole groups, at least one, as many as fit.
+const CompactBatchJobs = 500
+
+// CompactBatches splits groups (CompactGroups's) into batches of whole groups of at most
+// CompactBatchJobs jobs each (a larger group is a batch alone).
+func CompactBatches(groups [][]*CompactCandidate) [][][]*CompactCandidate {
+	var out [][][]*CompactCandidate
+	n := 0
+	for _, g := range groups {
+		if len(out) == 0 || n+len(g) > CompactBatchJobs {
+			out = append(out, nil)
+			n = 0
+		}
+		out[len(out)-1] = append(out[len(out)-1], g)
+		n += len(g)
+	}
+	return out
+}
+
 // CompactStore compacts the waiting jobs of a kind's groups.
 type CompactStore interface {
-	// JobCompact replaces, in one transaction, the waiting jobs of each group of p.Kind with
-	// more than p.Over of them by one new job (see the package comment above). A group whose
-	// args do not fit p.Policy is left as it was and reported Refused.
+	// JobCompact replaces the waiting jobs of each group of p.Kind with more than p.Over of
+	// them by one new job (see the package comment above), each group in one transaction, the
+	// groups in batches (CompactBatches) of one transaction each. A group whose args do not
+	// fit p.Policy is left as it was and reported Refused.
 	JobCompact(ctx context.Context, p *CompactParams) (*CompactResult, error)
 	// JobCompactedFrom returns the ids of the jobs that job id replaced, oldest first (none
 	// when it replaced none, or no job has that id).

@@ -69,3 +69,24 @@ func TestCompactGroups(t *testing.T) {
 	require.Equal(t, [][]string{{"4", "5", "6"}}, ids(CompactGroups(&CompactParams{Over: 2}, cands)))
 	require.Empty(t, CompactGroups(&CompactParams{Over: 3}, cands))
 }
+
+// Batches hold whole groups, as many as fit in CompactBatchJobs jobs, at least one: a larger
+// group is a batch alone.
+func TestCompactBatches(t *testing.T) {
+	group := func(n int) []*CompactCandidate { return make([]*CompactCandidate, n) }
+	sizes := func(batches [][][]*CompactCandidate) [][]int {
+		var out [][]int
+		for _, b := range batches {
+			var s []int
+			for _, g := range b {
+				s = append(s, len(g))
+			}
+			out = append(out, s)
+		}
+		return out
+	}
+	half := CompactBatchJobs / 2
+	require.Equal(t, [][]int{{half, half}, {half + 1}, {CompactBatchJobs * 3}, {1, 1}},
+		sizes(CompactBatches([][]*CompactCandidate{group(half), group(half), group(half + 1), group(CompactBatchJobs * 3), group(1), group(1)})))
+	require.Empty(t, CompactBatches(nil))
+}

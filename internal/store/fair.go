@@ -2,6 +2,8 @@ package store
 
 import (
 	"sort"
+
+	"github.com/hopperjobs/hopper/internal/field"
 )
 
 // Fairness keys (InsertParams.FairnessKey) share a queue's claims between tenants. A store
@@ -17,7 +19,13 @@ import (
 //     goes first. So a claim reads O(limit·(FairKeysPerClaim(limit)+2)) index entries, however
 //     many jobs a key has queued or how many keys the queue has.
 //   - FairPick chooses among them: priority first; within a priority, round robin between the
-//     keys, the least recently served first.
+//     keys, the least recently served first, a key of weight W taking W turns a round.
+//
+// A key's weight (QueueSetKeyWeight; 1 when none is set) is read with its row, for the keys a
+// claim reads only. Its row also counts the turns the key has used of its current round: a
+// claim that leaves it turns keeps its place (it is served first again), one that uses the
+// last of them moves it behind the others. So claims of one job serve a key of weight 3 three
+// times for each time a key of weight 1.
 
 // fairKeysSlack is how many keys more than it can serve a fair claim reads.
 const fairKeysSlack = 16
@@ -35,11 +43,32 @@ type FairCandidate struct {
 	Kind     string
 }
 
+// MaxKeyWeight bounds a fairness key's weight.
+const MaxKeyWeight = field.MaxKeyWeight
+
+// FairKey is what a fair claim reads of a key's row: when it was last served (a counter of
+// the queue's fair claims; 0 never), the turns it used of its current round, and its weight
+// (0 is taken for 1).
+type FairKey struct {
+	Served int64
+	Used   int
+	Weight int
+}
+
+// weight is k's weight, at least 1.
+func (k FairKey) weight() int { return max(k.Weight, 1) }
+
+// used is the turns k used of its round, fewer than its weight (which may have been lowered
+// since).
+func (k FairKey) used() int { return min(max(k.Used, 0), k.weight()-1) }
+
 // FairPick chooses up to limit of the candidates (duplicates are read once): the highest
-// priority first; within a priority, each key's first job, then each key's second, and so
-// on, the keys in the order of served (least recently served first; a key not in served has
-// never been), then by name. A kind in kindLeft takes no more than its free slots.
-func FairPick(cands []FairCandidate, served map[string]int64, limit int, kindLeft map[string]int) []FairCandidate {
+// priority first; within a priority, round by round, the keys of a round in the order of
+// served (least recently served first; a key not in keys has never been), then by name. A key
+// of weight W has W jobs in a round (its first round fewer, by the turns it used of it):
+// with weights 1, each key's first job, then each key's second, and so on. A kind in kindLeft
+// takes no more than its free slots.
+func FairPick(cands []FairCandidate, keys map[string]FairKey, limit int, kindLeft map[string]int) []FairCandidate {
 	seen := make(map[string]bool, len(cands))
 	uniq := make([]FairCandidate, 0, len(cands))
 	for _, c := range cands {
@@ -54,7 +83,8 @@ func FairPick(cands []FairCandidate, served map[string]int64, limit int, kindLef
 		}
 		return uniq[i].ID < uniq[k].ID
 	})
-	// rank is a job's place among its key's jobs of the same priority.
+	// rank is a job's round: its place among its key's jobs of the same priority, after the
+	// turns the key used, over the key's weight.
 	type level struct {
 		key      string
 		priority int
@@ -63,7 +93,8 @@ func FairPick(cands []FairCandidate, served map[string]int64, limit int, kindLef
 	next := map[level]int{}
 	for i, c := range uniq {
 		l := level{c.Key, c.Priority}
-		rank[i] = next[l]
+		k := keys[c.Key]
+		rank[i] = (next[l] + k.used()) / k.weight()
 		next[l]++
 	}
 	order := make([]int, len(uniq))
@@ -77,8 +108,8 @@ func FairPick(cands []FairCandidate, served map[string]int64, limit int, kindLef
 			return a.Priority > b.Priority
 		case rank[order[x]] != rank[order[y]]:
 			return rank[order[x]] < rank[order[y]]
-		case served[a.Key] != served[b.Key]:
-			return served[a.Key] < served[b.Key]
+		case keys[a.Key].Served != keys[b.Key].Served:
+			return keys[a.Key].Served < keys[b.Key].Served
 		case a.Key != b.Key:
 			return a.Key < b.Key
 		}
@@ -105,30 +136,48 @@ func FairPick(cands []FairCandidate, served map[string]int64, limit int, kindLef
 	return out
 }
 
-// FairServed is the keys a fair claim served, in the order it served them last, then the keys
-// it read none of whose jobs it could take (idle: their jobs wait for their groups, say), each
-// with the value of served it gets: after from (the queue's largest so far), so that the keys
-// it served become the most recently served, the one whose last job came last the most, and
-// the idle keys go behind them. So keys that have jobs but none claimable do not hold the
-// places of the next claim's reads: it reads the keys after them.
-func FairServed(picked []FairCandidate, idle []string, from int64) ([]string, []int64) {
-	last := map[string]int{}
+// FairWrite is what a fair claim writes of a key's row.
+type FairWrite struct {
+	Key    string
+	Served int64
+	Used   int
+}
+
+// FairServed is what a fair claim writes of the keys it read (keys): the keys it served that
+// used the last turn of their round, in the order it served them last, then the keys it read
+// none of whose jobs it could take (idle: their jobs wait for their groups, say), each with a
+// value of served after from (the queue's largest so far), so that they become the most
+// recently served, the one whose last job came last the most, and the idle keys go behind
+// them; a key served that has turns left of its round keeps its served. Each gets the turns it
+// used of its round (the idle keys none). So keys that have jobs but none claimable do not
+// hold the places of the next claim's reads: it reads the keys after them.
+func FairServed(picked []FairCandidate, idle []string, keys map[string]FairKey, from int64) []FairWrite {
+	last, took := map[string]int{}, map[string]int{}
 	for i, c := range picked {
 		last[c.Key] = i
+		took[c.Key]++
 	}
-	keys := make([]string, 0, len(last)+len(idle))
+	names := make([]string, 0, len(last)+len(idle))
 	for k := range last {
-		keys = append(keys, k)
+		names = append(names, k)
 	}
-	sort.Slice(keys, func(i, k int) bool { return last[keys[i]] < last[keys[k]] })
-	for _, k := range idle {
-		if _, served := last[k]; !served {
-			keys = append(keys, k)
+	sort.Slice(names, func(i, k int) bool { return last[names[i]] < last[names[k]] })
+	var out, stay []FairWrite
+	for _, name := range names {
+		k := keys[name]
+		used := k.used() + took[name]
+		if used < k.weight() {
+			stay = append(stay, FairWrite{Key: name, Served: k.Served, Used: used})
+			continue
+		}
+		from++
+		out = append(out, FairWrite{Key: name, Served: from, Used: used % k.weight()})
+	}
+	for _, name := range idle {
+		if _, served := last[name]; !served {
+			from++
+			out = append(out, FairWrite{Key: name, Served: from})
 		}
 	}
-	values := make([]int64, len(keys))
-	for i := range keys {
-		values[i] = from + int64(i) + 1
-	}
-	return keys, values
+	return append(out, stay...)
 }

@@ -107,6 +107,12 @@ type Store interface {
 	QueueSetWeight(ctx context.Context, queue string, weight int) error
 	// QueueList returns the settings of every queue that has any (paused, weight).
 	QueueList(ctx context.Context) ([]*QueueSettings, error)
+	// QueueSetKeyWeight stores the weight of a fairness key in a queue (2 to MaxKeyWeight: the
+	// key takes that many turns a round of the queue's fair claims); 0 or 1 removes it. A
+	// negative weight is ErrInvalid.
+	QueueSetKeyWeight(ctx context.Context, queue, key string, weight int) error
+	// QueueKeyWeights returns the stored key weights, by queue, then key.
+	QueueKeyWeights(ctx context.Context) ([]*KeyWeight, error)
 	// JobCounts returns the number of jobs per queue, kind and state, by queue, kind, then
 	// state; states without jobs are left out.
 	JobCounts(ctx context.Context) ([]*JobCount, error)
@@ -199,6 +205,12 @@ type QueueSettings struct {
 	// CapPerKey and RatePerKey are the limits per fairness key (0 and zero: none).
 	CapPerKey  int
 	RatePerKey Rate
+}
+
+// KeyWeight is a fairness key's weight in a queue.
+type KeyWeight struct {
+	Queue, Key string
+	Weight     int
 }
 
 // KindSettings are a kind's stored settings.

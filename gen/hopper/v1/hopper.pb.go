@@ -4588,8 +4588,12 @@ type Queue struct {
 	// cap_per_key is the fleet-wide cap on the running jobs of each fairness key of the queue
 	// (0: none); rate_per_key the rate limit on each key's job starts, N/DURATION (empty: none).
 	// Jobs without a fairness key are not bound by them.
-	CapPerKey     int32  `protobuf:"varint,11,opt,name=cap_per_key,json=capPerKey,proto3" json:"cap_per_key,omitempty"`
-	RatePerKey    string `protobuf:"bytes,12,opt,name=rate_per_key,json=ratePerKey,proto3" json:"rate_per_key,omitempty"`
+	CapPerKey  int32  `protobuf:"varint,11,opt,name=cap_per_key,json=capPerKey,proto3" json:"cap_per_key,omitempty"`
+	RatePerKey string `protobuf:"bytes,12,opt,name=rate_per_key,json=ratePerKey,proto3" json:"rate_per_key,omitempty"`
+	// key_weights are the weights of the queue's fairness keys that have one stored (2–1000;
+	// every other key has weight 1): when several keys have jobs ready, a key of weight W takes
+	// W turns for each turn of a key of weight 1.
+	KeyWeights    map[string]int32 `protobuf:"bytes,13,rep,name=key_weights,json=keyWeights,proto3" json:"key_weights,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4708,6 +4712,13 @@ func (x *Queue) GetRatePerKey() string {
 	return ""
 }
 
+func (x *Queue) GetKeyWeights() map[string]int32 {
+	if x != nil {
+		return x.KeyWeights
+	}
+	return nil
+}
+
 type QueueServiceListRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -4802,8 +4813,11 @@ type QueueServiceSetRequest struct {
 	// cap_per_key caps the running jobs of each fairness key of the queue, fleet-wide (0
 	// removes it); rate_per_key limits each key's job starts, N/DURATION as rate ("0" removes
 	// it). Jobs without a fairness key are not bound by them.
-	CapPerKey     *int32  `protobuf:"varint,5,opt,name=cap_per_key,json=capPerKey,proto3,oneof" json:"cap_per_key,omitempty"`
-	RatePerKey    *string `protobuf:"bytes,6,opt,name=rate_per_key,json=ratePerKey,proto3,oneof" json:"rate_per_key,omitempty"`
+	CapPerKey  *int32  `protobuf:"varint,5,opt,name=cap_per_key,json=capPerKey,proto3,oneof" json:"cap_per_key,omitempty"`
+	RatePerKey *string `protobuf:"bytes,6,opt,name=rate_per_key,json=ratePerKey,proto3,oneof" json:"rate_per_key,omitempty"`
+	// key_weights sets the weights of fairness keys in the queue, each key's weight 1–1000
+	// (0 or 1 removes it: the default weight 1); keys left out keep theirs.
+	KeyWeights    map[string]int32 `protobuf:"bytes,7,rep,name=key_weights,json=keyWeights,proto3" json:"key_weights,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4878,6 +4892,13 @@ func (x *QueueServiceSetRequest) GetRatePerKey() string {
 		return *x.RatePerKey
 	}
 	return ""
+}
+
+func (x *QueueServiceSetRequest) GetKeyWeights() map[string]int32 {
+	if x != nil {
+		return x.KeyWeights
+	}
+	return nil
 }
 
 type QueueServiceSetResponse struct {
@@ -8856,7 +8877,7 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"leaseToken\x12\x18\n" +
 	"\apercent\x18\x03 \x01(\x05R\apercent\x12\x18\n" +
 	"\amessage\x18\x04 \x01(\tR\amessage\"\x18\n" +
-	"\x16ReportProgressResponse\"\xc2\x03\n" +
+	"\x16ReportProgressResponse\"\xc4\x04\n" +
 	"\x05Queue\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06paused\x18\x02 \x01(\bR\x06paused\x12\x1f\n" +
@@ -8872,13 +8893,18 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	" \x01(\bR\x0eheldByGovernor\x12\x1e\n" +
 	"\vcap_per_key\x18\v \x01(\x05R\tcapPerKey\x12 \n" +
 	"\frate_per_key\x18\f \x01(\tR\n" +
-	"ratePerKey\x1a9\n" +
+	"ratePerKey\x12A\n" +
+	"\vkey_weights\x18\r \x03(\v2 .hopper.v1.Queue.KeyWeightsEntryR\n" +
+	"keyWeights\x1a9\n" +
 	"\vCountsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\x19\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\x1a=\n" +
+	"\x0fKeyWeightsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\"\x19\n" +
 	"\x17QueueServiceListRequest\"D\n" +
 	"\x18QueueServiceListResponse\x12(\n" +
-	"\x06queues\x18\x01 \x03(\v2\x10.hopper.v1.QueueR\x06queues\"\x9b\x02\n" +
+	"\x06queues\x18\x01 \x03(\v2\x10.hopper.v1.QueueR\x06queues\"\xae\x03\n" +
 	"\x16QueueServiceSetRequest\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x1b\n" +
 	"\x06weight\x18\x02 \x01(\x05H\x00R\x06weight\x88\x01\x01\x12$\n" +
@@ -8887,7 +8913,12 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x04rate\x18\x04 \x01(\tH\x02R\x04rate\x88\x01\x01\x12#\n" +
 	"\vcap_per_key\x18\x05 \x01(\x05H\x03R\tcapPerKey\x88\x01\x01\x12%\n" +
 	"\frate_per_key\x18\x06 \x01(\tH\x04R\n" +
-	"ratePerKey\x88\x01\x01B\t\n" +
+	"ratePerKey\x88\x01\x01\x12R\n" +
+	"\vkey_weights\x18\a \x03(\v21.hopper.v1.QueueServiceSetRequest.KeyWeightsEntryR\n" +
+	"keyWeights\x1a=\n" +
+	"\x0fKeyWeightsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01B\t\n" +
 	"\a_weightB\x0e\n" +
 	"\f_max_runningB\a\n" +
 	"\x05_rateB\x0e\n" +
@@ -9249,7 +9280,7 @@ func file_hopper_v1_hopper_proto_rawDescGZIP() []byte {
 	return file_hopper_v1_hopper_proto_rawDescData
 }
 
-var file_hopper_v1_hopper_proto_msgTypes = make([]protoimpl.MessageInfo, 134)
+var file_hopper_v1_hopper_proto_msgTypes = make([]protoimpl.MessageInfo, 136)
 var file_hopper_v1_hopper_proto_goTypes = []any{
 	(*Schedule)(nil),                           // 0: hopper.v1.Schedule
 	(*ScheduleServiceListRequest)(nil),         // 1: hopper.v1.ScheduleServiceListRequest
@@ -9383,84 +9414,86 @@ var file_hopper_v1_hopper_proto_goTypes = []any{
 	nil,                                        // 129: hopper.v1.ActivatedJob.HeadersEntry
 	nil,                                        // 130: hopper.v1.StreamJobsRequest.KindConcurrencyEntry
 	nil,                                        // 131: hopper.v1.Queue.CountsEntry
-	nil,                                        // 132: hopper.v1.DeadLetterServiceListResponse.ReplaysEntry
-	nil,                                        // 133: hopper.v1.Kind.CountsEntry
-	(*durationpb.Duration)(nil),                // 134: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),              // 135: google.protobuf.Timestamp
+	nil,                                        // 132: hopper.v1.Queue.KeyWeightsEntry
+	nil,                                        // 133: hopper.v1.QueueServiceSetRequest.KeyWeightsEntry
+	nil,                                        // 134: hopper.v1.DeadLetterServiceListResponse.ReplaysEntry
+	nil,                                        // 135: hopper.v1.Kind.CountsEntry
+	(*durationpb.Duration)(nil),                // 136: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),              // 137: google.protobuf.Timestamp
 }
 var file_hopper_v1_hopper_proto_depIdxs = []int32{
-	134, // 0: hopper.v1.Schedule.every:type_name -> google.protobuf.Duration
-	134, // 1: hopper.v1.Schedule.fixed_delay:type_name -> google.protobuf.Duration
-	134, // 2: hopper.v1.Schedule.timeout:type_name -> google.protobuf.Duration
+	136, // 0: hopper.v1.Schedule.every:type_name -> google.protobuf.Duration
+	136, // 1: hopper.v1.Schedule.fixed_delay:type_name -> google.protobuf.Duration
+	136, // 2: hopper.v1.Schedule.timeout:type_name -> google.protobuf.Duration
 	126, // 3: hopper.v1.Schedule.headers:type_name -> hopper.v1.Schedule.HeadersEntry
-	134, // 4: hopper.v1.Schedule.jitter:type_name -> google.protobuf.Duration
-	135, // 5: hopper.v1.Schedule.last_fire_at:type_name -> google.protobuf.Timestamp
-	135, // 6: hopper.v1.Schedule.next_fire_at:type_name -> google.protobuf.Timestamp
-	135, // 7: hopper.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
-	135, // 8: hopper.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
-	135, // 9: hopper.v1.Schedule.last_manual_fire_at:type_name -> google.protobuf.Timestamp
+	136, // 4: hopper.v1.Schedule.jitter:type_name -> google.protobuf.Duration
+	137, // 5: hopper.v1.Schedule.last_fire_at:type_name -> google.protobuf.Timestamp
+	137, // 6: hopper.v1.Schedule.next_fire_at:type_name -> google.protobuf.Timestamp
+	137, // 7: hopper.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
+	137, // 8: hopper.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
+	137, // 9: hopper.v1.Schedule.last_manual_fire_at:type_name -> google.protobuf.Timestamp
 	0,   // 10: hopper.v1.ScheduleServiceListResponse.schedules:type_name -> hopper.v1.Schedule
 	0,   // 11: hopper.v1.ScheduleServiceAddRequest.schedule:type_name -> hopper.v1.Schedule
 	0,   // 12: hopper.v1.ScheduleServiceAddResponse.schedule:type_name -> hopper.v1.Schedule
 	13,  // 13: hopper.v1.ScheduleServiceRunResponse.job:type_name -> hopper.v1.Job
 	127, // 14: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
-	135, // 15: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
-	134, // 16: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
-	135, // 17: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
-	135, // 18: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
-	135, // 19: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	135, // 20: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
-	135, // 21: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
-	135, // 22: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	135, // 23: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
-	135, // 24: hopper.v1.Job.deadline_at:type_name -> google.protobuf.Timestamp
-	135, // 25: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
-	134, // 26: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
-	134, // 27: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
+	137, // 15: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
+	136, // 16: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
+	137, // 17: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
+	137, // 18: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
+	137, // 19: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	137, // 20: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
+	137, // 21: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
+	137, // 22: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	137, // 23: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
+	137, // 24: hopper.v1.Job.deadline_at:type_name -> google.protobuf.Timestamp
+	137, // 25: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
+	136, // 26: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
+	136, // 27: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
 	128, // 28: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
-	134, // 29: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
+	136, // 29: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
 	15,  // 30: hopper.v1.JobSpec.retry_policy:type_name -> hopper.v1.RetryPolicy
-	134, // 31: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
-	134, // 32: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
+	136, // 31: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
+	136, // 32: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
 	14,  // 33: hopper.v1.EnqueueRequest.job:type_name -> hopper.v1.JobSpec
 	13,  // 34: hopper.v1.EnqueueResponse.job:type_name -> hopper.v1.Job
 	14,  // 35: hopper.v1.EnqueueBatchRequest.jobs:type_name -> hopper.v1.JobSpec
 	17,  // 36: hopper.v1.EnqueueBatchResponse.results:type_name -> hopper.v1.EnqueueResponse
 	13,  // 37: hopper.v1.GetResponse.job:type_name -> hopper.v1.Job
-	135, // 38: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
-	135, // 39: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
+	137, // 38: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
+	137, // 39: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
 	13,  // 40: hopper.v1.ListResponse.jobs:type_name -> hopper.v1.Job
 	13,  // 41: hopper.v1.CancelResponse.job:type_name -> hopper.v1.Job
-	135, // 42: hopper.v1.JobServiceRetryRequest.run_at:type_name -> google.protobuf.Timestamp
+	137, // 42: hopper.v1.JobServiceRetryRequest.run_at:type_name -> google.protobuf.Timestamp
 	13,  // 43: hopper.v1.JobServiceRetryResponse.job:type_name -> hopper.v1.Job
 	13,  // 44: hopper.v1.JobServiceSetRetriesResponse.job:type_name -> hopper.v1.Job
 	13,  // 45: hopper.v1.JobServiceResumeResponse.job:type_name -> hopper.v1.Job
-	135, // 46: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
-	135, // 47: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
-	135, // 48: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
+	137, // 46: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
+	137, // 47: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
+	137, // 48: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
 	33,  // 49: hopper.v1.EventsResponse.events:type_name -> hopper.v1.Event
 	34,  // 50: hopper.v1.EventsResponse.attempts:type_name -> hopper.v1.Attempt
 	129, // 51: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
-	135, // 52: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
-	134, // 53: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
-	135, // 54: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
+	137, // 52: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
+	136, // 53: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
+	137, // 54: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
 	15,  // 55: hopper.v1.ActivatedJob.retry_policy:type_name -> hopper.v1.RetryPolicy
-	134, // 56: hopper.v1.ActivatedJob.default_timeout:type_name -> google.protobuf.Duration
-	134, // 57: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
-	134, // 58: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
+	136, // 56: hopper.v1.ActivatedJob.default_timeout:type_name -> google.protobuf.Duration
+	136, // 57: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
+	136, // 58: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
 	36,  // 59: hopper.v1.ActivateResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	134, // 60: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
+	136, // 60: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
 	130, // 61: hopper.v1.StreamJobsRequest.kind_concurrency:type_name -> hopper.v1.StreamJobsRequest.KindConcurrencyEntry
 	36,  // 62: hopper.v1.StreamJobsResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	134, // 63: hopper.v1.StreamJobsResponse.keepalive:type_name -> google.protobuf.Duration
-	134, // 64: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
+	136, // 63: hopper.v1.StreamJobsResponse.keepalive:type_name -> google.protobuf.Duration
+	136, // 64: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
 	15,  // 65: hopper.v1.FailRequest.retry_policy:type_name -> hopper.v1.RetryPolicy
-	135, // 66: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
-	134, // 67: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
-	135, // 68: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
-	135, // 69: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
-	134, // 70: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
-	135, // 71: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
+	137, // 66: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
+	136, // 67: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
+	137, // 68: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
+	137, // 69: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
+	136, // 70: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
+	137, // 71: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
 	54,  // 72: hopper.v1.ReportRequest.outcomes:type_name -> hopper.v1.Outcome
 	51,  // 73: hopper.v1.ReportRequest.renewals:type_name -> hopper.v1.ExtendLeaseRequest
 	41,  // 74: hopper.v1.Outcome.complete:type_name -> hopper.v1.CompleteRequest
@@ -9473,163 +9506,165 @@ var file_hopper_v1_hopper_proto_depIdxs = []int32{
 	53,  // 81: hopper.v1.ReportStreamRequest.report:type_name -> hopper.v1.ReportRequest
 	55,  // 82: hopper.v1.ReportStreamResponse.report:type_name -> hopper.v1.ReportResponse
 	44,  // 83: hopper.v1.Verdict.fail:type_name -> hopper.v1.FailResponse
-	135, // 84: hopper.v1.Verdict.lease_expires_at:type_name -> google.protobuf.Timestamp
+	137, // 84: hopper.v1.Verdict.lease_expires_at:type_name -> google.protobuf.Timestamp
 	131, // 85: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
-	65,  // 86: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
-	135, // 87: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
-	135, // 88: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
-	74,  // 89: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
-	135, // 90: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
-	77,  // 91: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
-	135, // 92: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
-	80,  // 93: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
-	135, // 94: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
-	135, // 95: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
-	135, // 96: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
-	83,  // 97: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
-	83,  // 98: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
-	83,  // 99: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
-	83,  // 100: hopper.v1.ImportKeyResponse.key:type_name -> hopper.v1.APIKey
-	135, // 101: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
-	135, // 102: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
-	92,  // 103: hopper.v1.DeadLetterServiceListRequest.filter:type_name -> hopper.v1.DeadLetterFilter
-	13,  // 104: hopper.v1.DeadLetterServiceListResponse.jobs:type_name -> hopper.v1.Job
-	132, // 105: hopper.v1.DeadLetterServiceListResponse.replays:type_name -> hopper.v1.DeadLetterServiceListResponse.ReplaysEntry
-	135, // 106: hopper.v1.ReplaySummary.last_replayed_at:type_name -> google.protobuf.Timestamp
-	135, // 107: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
-	134, // 108: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
-	13,  // 109: hopper.v1.ReplayResponse.job:type_name -> hopper.v1.Job
-	92,  // 110: hopper.v1.ReplayManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
-	13,  // 111: hopper.v1.ReplayManyResponse.jobs:type_name -> hopper.v1.Job
-	92,  // 112: hopper.v1.DeadLetterServiceRetryManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
-	13,  // 113: hopper.v1.DeadLetterServiceRetryManyResponse.jobs:type_name -> hopper.v1.Job
-	135, // 114: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
-	135, // 115: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
-	135, // 116: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
-	104, // 117: hopper.v1.ListReplaysResponse.replays:type_name -> hopper.v1.ReplayRecord
-	133, // 118: hopper.v1.Kind.counts:type_name -> hopper.v1.Kind.CountsEntry
-	107, // 119: hopper.v1.KindServiceListResponse.kinds:type_name -> hopper.v1.Kind
-	118, // 120: hopper.v1.KindServiceCompactResponse.compacted:type_name -> hopper.v1.CompactedGroup
-	119, // 121: hopper.v1.KindServiceCompactResponse.refused:type_name -> hopper.v1.RefusedGroup
-	124, // 122: hopper.v1.ServerServiceInfoResponse.server:type_name -> hopper.v1.ServerInfo
-	135, // 123: hopper.v1.ServerInfo.commit_time:type_name -> google.protobuf.Timestamp
-	125, // 124: hopper.v1.ServerInfo.input_limits:type_name -> hopper.v1.InputLimits
-	134, // 125: hopper.v1.InputLimits.max_run_at_past:type_name -> google.protobuf.Duration
-	134, // 126: hopper.v1.InputLimits.max_run_at_future:type_name -> google.protobuf.Duration
-	134, // 127: hopper.v1.InputLimits.max_timeout:type_name -> google.protobuf.Duration
-	134, // 128: hopper.v1.InputLimits.max_retention:type_name -> google.protobuf.Duration
-	134, // 129: hopper.v1.InputLimits.max_result_ttl:type_name -> google.protobuf.Duration
-	134, // 130: hopper.v1.InputLimits.max_activate_wait:type_name -> google.protobuf.Duration
-	95,  // 131: hopper.v1.DeadLetterServiceListResponse.ReplaysEntry.value:type_name -> hopper.v1.ReplaySummary
-	16,  // 132: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
-	18,  // 133: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
-	20,  // 134: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
-	22,  // 135: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
-	24,  // 136: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
-	32,  // 137: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
-	30,  // 138: hopper.v1.JobService.Resume:input_type -> hopper.v1.JobServiceResumeRequest
-	26,  // 139: hopper.v1.JobService.Retry:input_type -> hopper.v1.JobServiceRetryRequest
-	28,  // 140: hopper.v1.JobService.SetRetries:input_type -> hopper.v1.JobServiceSetRetriesRequest
-	37,  // 141: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
-	39,  // 142: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
-	41,  // 143: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
-	43,  // 144: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
-	49,  // 145: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
-	45,  // 146: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
-	47,  // 147: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
-	51,  // 148: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
-	61,  // 149: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
-	63,  // 150: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
-	53,  // 151: hopper.v1.WorkerService.Report:input_type -> hopper.v1.ReportRequest
-	56,  // 152: hopper.v1.WorkerService.ReportStream:input_type -> hopper.v1.ReportStreamRequest
-	59,  // 153: hopper.v1.WorkerService.Hold:input_type -> hopper.v1.HoldRequest
-	66,  // 154: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
-	70,  // 155: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
-	72,  // 156: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
-	68,  // 157: hopper.v1.QueueService.Set:input_type -> hopper.v1.QueueServiceSetRequest
-	75,  // 158: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
-	78,  // 159: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
-	81,  // 160: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
-	84,  // 161: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
-	86,  // 162: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
-	88,  // 163: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
-	90,  // 164: hopper.v1.AdminService.ImportKey:input_type -> hopper.v1.ImportKeyRequest
-	1,   // 165: hopper.v1.ScheduleService.List:input_type -> hopper.v1.ScheduleServiceListRequest
-	3,   // 166: hopper.v1.ScheduleService.Add:input_type -> hopper.v1.ScheduleServiceAddRequest
-	5,   // 167: hopper.v1.ScheduleService.Remove:input_type -> hopper.v1.ScheduleServiceRemoveRequest
-	7,   // 168: hopper.v1.ScheduleService.Pause:input_type -> hopper.v1.ScheduleServicePauseRequest
-	9,   // 169: hopper.v1.ScheduleService.Resume:input_type -> hopper.v1.ScheduleServiceResumeRequest
-	11,  // 170: hopper.v1.ScheduleService.Run:input_type -> hopper.v1.ScheduleServiceRunRequest
-	93,  // 171: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
-	96,  // 172: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
-	98,  // 173: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
-	100, // 174: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
-	102, // 175: hopper.v1.DeadLetterService.RetryMany:input_type -> hopper.v1.DeadLetterServiceRetryManyRequest
-	105, // 176: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
-	108, // 177: hopper.v1.KindService.List:input_type -> hopper.v1.KindServiceListRequest
-	110, // 178: hopper.v1.KindService.Set:input_type -> hopper.v1.KindServiceSetRequest
-	112, // 179: hopper.v1.KindService.Disable:input_type -> hopper.v1.KindServiceDisableRequest
-	114, // 180: hopper.v1.KindService.Enable:input_type -> hopper.v1.KindServiceEnableRequest
-	116, // 181: hopper.v1.KindService.Compact:input_type -> hopper.v1.KindServiceCompactRequest
-	120, // 182: hopper.v1.KindService.Lineage:input_type -> hopper.v1.KindServiceLineageRequest
-	122, // 183: hopper.v1.ServerService.Info:input_type -> hopper.v1.ServerServiceInfoRequest
-	17,  // 184: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
-	19,  // 185: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
-	21,  // 186: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
-	23,  // 187: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
-	25,  // 188: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
-	35,  // 189: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
-	31,  // 190: hopper.v1.JobService.Resume:output_type -> hopper.v1.JobServiceResumeResponse
-	27,  // 191: hopper.v1.JobService.Retry:output_type -> hopper.v1.JobServiceRetryResponse
-	29,  // 192: hopper.v1.JobService.SetRetries:output_type -> hopper.v1.JobServiceSetRetriesResponse
-	38,  // 193: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
-	40,  // 194: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
-	42,  // 195: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
-	44,  // 196: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
-	50,  // 197: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
-	46,  // 198: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
-	48,  // 199: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
-	52,  // 200: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
-	62,  // 201: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
-	64,  // 202: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
-	55,  // 203: hopper.v1.WorkerService.Report:output_type -> hopper.v1.ReportResponse
-	57,  // 204: hopper.v1.WorkerService.ReportStream:output_type -> hopper.v1.ReportStreamResponse
-	60,  // 205: hopper.v1.WorkerService.Hold:output_type -> hopper.v1.HoldResponse
-	67,  // 206: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
-	71,  // 207: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
-	73,  // 208: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
-	69,  // 209: hopper.v1.QueueService.Set:output_type -> hopper.v1.QueueServiceSetResponse
-	76,  // 210: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
-	79,  // 211: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
-	82,  // 212: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
-	85,  // 213: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
-	87,  // 214: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
-	89,  // 215: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
-	91,  // 216: hopper.v1.AdminService.ImportKey:output_type -> hopper.v1.ImportKeyResponse
-	2,   // 217: hopper.v1.ScheduleService.List:output_type -> hopper.v1.ScheduleServiceListResponse
-	4,   // 218: hopper.v1.ScheduleService.Add:output_type -> hopper.v1.ScheduleServiceAddResponse
-	6,   // 219: hopper.v1.ScheduleService.Remove:output_type -> hopper.v1.ScheduleServiceRemoveResponse
-	8,   // 220: hopper.v1.ScheduleService.Pause:output_type -> hopper.v1.ScheduleServicePauseResponse
-	10,  // 221: hopper.v1.ScheduleService.Resume:output_type -> hopper.v1.ScheduleServiceResumeResponse
-	12,  // 222: hopper.v1.ScheduleService.Run:output_type -> hopper.v1.ScheduleServiceRunResponse
-	94,  // 223: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
-	97,  // 224: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
-	99,  // 225: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
-	101, // 226: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
-	103, // 227: hopper.v1.DeadLetterService.RetryMany:output_type -> hopper.v1.DeadLetterServiceRetryManyResponse
-	106, // 228: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
-	109, // 229: hopper.v1.KindService.List:output_type -> hopper.v1.KindServiceListResponse
-	111, // 230: hopper.v1.KindService.Set:output_type -> hopper.v1.KindServiceSetResponse
-	113, // 231: hopper.v1.KindService.Disable:output_type -> hopper.v1.KindServiceDisableResponse
-	115, // 232: hopper.v1.KindService.Enable:output_type -> hopper.v1.KindServiceEnableResponse
-	117, // 233: hopper.v1.KindService.Compact:output_type -> hopper.v1.KindServiceCompactResponse
-	121, // 234: hopper.v1.KindService.Lineage:output_type -> hopper.v1.KindServiceLineageResponse
-	123, // 235: hopper.v1.ServerService.Info:output_type -> hopper.v1.ServerServiceInfoResponse
-	184, // [184:236] is the sub-list for method output_type
-	132, // [132:184] is the sub-list for method input_type
-	132, // [132:132] is the sub-list for extension type_name
-	132, // [132:132] is the sub-list for extension extendee
-	0,   // [0:132] is the sub-list for field type_name
+	132, // 86: hopper.v1.Queue.key_weights:type_name -> hopper.v1.Queue.KeyWeightsEntry
+	65,  // 87: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
+	133, // 88: hopper.v1.QueueServiceSetRequest.key_weights:type_name -> hopper.v1.QueueServiceSetRequest.KeyWeightsEntry
+	137, // 89: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
+	137, // 90: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
+	74,  // 91: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
+	137, // 92: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
+	77,  // 93: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
+	137, // 94: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
+	80,  // 95: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
+	137, // 96: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
+	137, // 97: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
+	137, // 98: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
+	83,  // 99: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
+	83,  // 100: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
+	83,  // 101: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
+	83,  // 102: hopper.v1.ImportKeyResponse.key:type_name -> hopper.v1.APIKey
+	137, // 103: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
+	137, // 104: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
+	92,  // 105: hopper.v1.DeadLetterServiceListRequest.filter:type_name -> hopper.v1.DeadLetterFilter
+	13,  // 106: hopper.v1.DeadLetterServiceListResponse.jobs:type_name -> hopper.v1.Job
+	134, // 107: hopper.v1.DeadLetterServiceListResponse.replays:type_name -> hopper.v1.DeadLetterServiceListResponse.ReplaysEntry
+	137, // 108: hopper.v1.ReplaySummary.last_replayed_at:type_name -> google.protobuf.Timestamp
+	137, // 109: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
+	136, // 110: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
+	13,  // 111: hopper.v1.ReplayResponse.job:type_name -> hopper.v1.Job
+	92,  // 112: hopper.v1.ReplayManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
+	13,  // 113: hopper.v1.ReplayManyResponse.jobs:type_name -> hopper.v1.Job
+	92,  // 114: hopper.v1.DeadLetterServiceRetryManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
+	13,  // 115: hopper.v1.DeadLetterServiceRetryManyResponse.jobs:type_name -> hopper.v1.Job
+	137, // 116: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
+	137, // 117: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
+	137, // 118: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
+	104, // 119: hopper.v1.ListReplaysResponse.replays:type_name -> hopper.v1.ReplayRecord
+	135, // 120: hopper.v1.Kind.counts:type_name -> hopper.v1.Kind.CountsEntry
+	107, // 121: hopper.v1.KindServiceListResponse.kinds:type_name -> hopper.v1.Kind
+	118, // 122: hopper.v1.KindServiceCompactResponse.compacted:type_name -> hopper.v1.CompactedGroup
+	119, // 123: hopper.v1.KindServiceCompactResponse.refused:type_name -> hopper.v1.RefusedGroup
+	124, // 124: hopper.v1.ServerServiceInfoResponse.server:type_name -> hopper.v1.ServerInfo
+	137, // 125: hopper.v1.ServerInfo.commit_time:type_name -> google.protobuf.Timestamp
+	125, // 126: hopper.v1.ServerInfo.input_limits:type_name -> hopper.v1.InputLimits
+	136, // 127: hopper.v1.InputLimits.max_run_at_past:type_name -> google.protobuf.Duration
+	136, // 128: hopper.v1.InputLimits.max_run_at_future:type_name -> google.protobuf.Duration
+	136, // 129: hopper.v1.InputLimits.max_timeout:type_name -> google.protobuf.Duration
+	136, // 130: hopper.v1.InputLimits.max_retention:type_name -> google.protobuf.Duration
+	136, // 131: hopper.v1.InputLimits.max_result_ttl:type_name -> google.protobuf.Duration
+	136, // 132: hopper.v1.InputLimits.max_activate_wait:type_name -> google.protobuf.Duration
+	95,  // 133: hopper.v1.DeadLetterServiceListResponse.ReplaysEntry.value:type_name -> hopper.v1.ReplaySummary
+	16,  // 134: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
+	18,  // 135: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
+	20,  // 136: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
+	22,  // 137: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
+	24,  // 138: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
+	32,  // 139: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
+	30,  // 140: hopper.v1.JobService.Resume:input_type -> hopper.v1.JobServiceResumeRequest
+	26,  // 141: hopper.v1.JobService.Retry:input_type -> hopper.v1.JobServiceRetryRequest
+	28,  // 142: hopper.v1.JobService.SetRetries:input_type -> hopper.v1.JobServiceSetRetriesRequest
+	37,  // 143: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
+	39,  // 144: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
+	41,  // 145: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
+	43,  // 146: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
+	49,  // 147: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
+	45,  // 148: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
+	47,  // 149: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
+	51,  // 150: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
+	61,  // 151: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
+	63,  // 152: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
+	53,  // 153: hopper.v1.WorkerService.Report:input_type -> hopper.v1.ReportRequest
+	56,  // 154: hopper.v1.WorkerService.ReportStream:input_type -> hopper.v1.ReportStreamRequest
+	59,  // 155: hopper.v1.WorkerService.Hold:input_type -> hopper.v1.HoldRequest
+	66,  // 156: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
+	70,  // 157: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
+	72,  // 158: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
+	68,  // 159: hopper.v1.QueueService.Set:input_type -> hopper.v1.QueueServiceSetRequest
+	75,  // 160: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
+	78,  // 161: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
+	81,  // 162: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
+	84,  // 163: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
+	86,  // 164: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
+	88,  // 165: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
+	90,  // 166: hopper.v1.AdminService.ImportKey:input_type -> hopper.v1.ImportKeyRequest
+	1,   // 167: hopper.v1.ScheduleService.List:input_type -> hopper.v1.ScheduleServiceListRequest
+	3,   // 168: hopper.v1.ScheduleService.Add:input_type -> hopper.v1.ScheduleServiceAddRequest
+	5,   // 169: hopper.v1.ScheduleService.Remove:input_type -> hopper.v1.ScheduleServiceRemoveRequest
+	7,   // 170: hopper.v1.ScheduleService.Pause:input_type -> hopper.v1.ScheduleServicePauseRequest
+	9,   // 171: hopper.v1.ScheduleService.Resume:input_type -> hopper.v1.ScheduleServiceResumeRequest
+	11,  // 172: hopper.v1.ScheduleService.Run:input_type -> hopper.v1.ScheduleServiceRunRequest
+	93,  // 173: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
+	96,  // 174: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
+	98,  // 175: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
+	100, // 176: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
+	102, // 177: hopper.v1.DeadLetterService.RetryMany:input_type -> hopper.v1.DeadLetterServiceRetryManyRequest
+	105, // 178: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
+	108, // 179: hopper.v1.KindService.List:input_type -> hopper.v1.KindServiceListRequest
+	110, // 180: hopper.v1.KindService.Set:input_type -> hopper.v1.KindServiceSetRequest
+	112, // 181: hopper.v1.KindService.Disable:input_type -> hopper.v1.KindServiceDisableRequest
+	114, // 182: hopper.v1.KindService.Enable:input_type -> hopper.v1.KindServiceEnableRequest
+	116, // 183: hopper.v1.KindService.Compact:input_type -> hopper.v1.KindServiceCompactRequest
+	120, // 184: hopper.v1.KindService.Lineage:input_type -> hopper.v1.KindServiceLineageRequest
+	122, // 185: hopper.v1.ServerService.Info:input_type -> hopper.v1.ServerServiceInfoRequest
+	17,  // 186: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
+	19,  // 187: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
+	21,  // 188: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
+	23,  // 189: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
+	25,  // 190: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
+	35,  // 191: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
+	31,  // 192: hopper.v1.JobService.Resume:output_type -> hopper.v1.JobServiceResumeResponse
+	27,  // 193: hopper.v1.JobService.Retry:output_type -> hopper.v1.JobServiceRetryResponse
+	29,  // 194: hopper.v1.JobService.SetRetries:output_type -> hopper.v1.JobServiceSetRetriesResponse
+	38,  // 195: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
+	40,  // 196: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
+	42,  // 197: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
+	44,  // 198: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
+	50,  // 199: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
+	46,  // 200: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
+	48,  // 201: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
+	52,  // 202: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
+	62,  // 203: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
+	64,  // 204: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
+	55,  // 205: hopper.v1.WorkerService.Report:output_type -> hopper.v1.ReportResponse
+	57,  // 206: hopper.v1.WorkerService.ReportStream:output_type -> hopper.v1.ReportStreamResponse
+	60,  // 207: hopper.v1.WorkerService.Hold:output_type -> hopper.v1.HoldResponse
+	67,  // 208: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
+	71,  // 209: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
+	73,  // 210: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
+	69,  // 211: hopper.v1.QueueService.Set:output_type -> hopper.v1.QueueServiceSetResponse
+	76,  // 212: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
+	79,  // 213: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
+	82,  // 214: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
+	85,  // 215: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
+	87,  // 216: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
+	89,  // 217: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
+	91,  // 218: hopper.v1.AdminService.ImportKey:output_type -> hopper.v1.ImportKeyResponse
+	2,   // 219: hopper.v1.ScheduleService.List:output_type -> hopper.v1.ScheduleServiceListResponse
+	4,   // 220: hopper.v1.ScheduleService.Add:output_type -> hopper.v1.ScheduleServiceAddResponse
+	6,   // 221: hopper.v1.ScheduleService.Remove:output_type -> hopper.v1.ScheduleServiceRemoveResponse
+	8,   // 222: hopper.v1.ScheduleService.Pause:output_type -> hopper.v1.ScheduleServicePauseResponse
+	10,  // 223: hopper.v1.ScheduleService.Resume:output_type -> hopper.v1.ScheduleServiceResumeResponse
+	12,  // 224: hopper.v1.ScheduleService.Run:output_type -> hopper.v1.ScheduleServiceRunResponse
+	94,  // 225: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
+	97,  // 226: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
+	99,  // 227: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
+	101, // 228: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
+	103, // 229: hopper.v1.DeadLetterService.RetryMany:output_type -> hopper.v1.DeadLetterServiceRetryManyResponse
+	106, // 230: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
+	109, // 231: hopper.v1.KindService.List:output_type -> hopper.v1.KindServiceListResponse
+	111, // 232: hopper.v1.KindService.Set:output_type -> hopper.v1.KindServiceSetResponse
+	113, // 233: hopper.v1.KindService.Disable:output_type -> hopper.v1.KindServiceDisableResponse
+	115, // 234: hopper.v1.KindService.Enable:output_type -> hopper.v1.KindServiceEnableResponse
+	117, // 235: hopper.v1.KindService.Compact:output_type -> hopper.v1.KindServiceCompactResponse
+	121, // 236: hopper.v1.KindService.Lineage:output_type -> hopper.v1.KindServiceLineageResponse
+	123, // 237: hopper.v1.ServerService.Info:output_type -> hopper.v1.ServerServiceInfoResponse
+	186, // [186:238] is the sub-list for method output_type
+	134, // [134:186] is the sub-list for method input_type
+	134, // [134:134] is the sub-list for extension type_name
+	134, // [134:134] is the sub-list for extension extendee
+	0,   // [0:134] is the sub-list for field type_name
 }
 
 func init() { file_hopper_v1_hopper_proto_init() }
@@ -9654,7 +9689,7 @@ func file_hopper_v1_hopper_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hopper_v1_hopper_proto_rawDesc), len(file_hopper_v1_hopper_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   134,
+			NumMessages:   136,
 			NumExtensions: 0,
 			NumServices:   8,
 		},

@@ -11,8 +11,8 @@ import (
 )
 
 // Compaction under concurrency (store/compact.go). A first look-up reads which waiting jobs
-// each group has, without locking or reading their args; a second locks the jobs of the groups
-// over the threshold (FOR UPDATE SKIP LOCKED), as a claim's look-up does, and reads their args:
+// each group has, without locking or reading their args; then, for each batch of groups, a
+// transaction locks the jobs of the batch's groups (FOR UPDATE SKIP LOCKED), as a claim's look-up does, and reads their args:
 // a job a claim holds is skipped, a claim that comes after skips the compaction's, and a job a
 // claim moved to running (or a merge changed) before the lock is re-checked and read as it is
 // now. Groups are counted again over what was locked. The writes that replace a group then change only
@@ -64,54 +64,57 @@ ins AS (
 )
 SELECT (SELECT count(*) FROM cnl), (SELECT count(*) FROM ins)`
 
-// JobCompact replaces the waiting jobs of each group of p.Kind over p.Over by one new job, in
-// one transaction.
+// JobCompact replaces the waiting jobs of each group of p.Kind over p.Over by one new job. It
+// lists the groups to compact, then compacts them in batches (store.CompactBatches), each in
+// one transaction that locks its jobs: so a large compaction does not hold its locks, and its
+// new jobs back from the claims, for its whole run.
 func (s *Store) JobCompact(ctx context.Context, p *store.CompactParams) (*store.CompactResult, error) {
-	var out *store.CompactResult
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		out = &store.CompactResult{} // a retried transaction starts over
-		candidates, err := s.compactCandidates(ctx, tx, p)
-		if err != nil {
-			return err
-		}
-		for _, group := range store.CompactGroups(p, candidates) {
-			g, err := s.compactGroup(ctx, tx, p, group)
-			if err != nil {
-				return err
-			}
-			out.Groups = append(out.Groups, g)
-		}
-		return nil
-	})
+	rows, err := s.pool.Query(ctx, s.sql(compactCandidatesSQL), p.Kind, p.GroupKey)
 	if err != nil {
 		return nil, s.wrap(err, "compact kind %q", p.Kind)
-	}
-	return out, nil
-}
-
-// compactCandidates locks and reads the waiting jobs of the groups of p.Kind over p.Over.
-func (s *Store) compactCandidates(ctx context.Context, tx pgx.Tx, p *store.CompactParams) ([]*store.CompactCandidate, error) {
-	rows, err := tx.Query(ctx, s.sql(compactCandidatesSQL), p.Kind, p.GroupKey)
-	if err != nil {
-		return nil, err
 	}
 	listed, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*store.CompactCandidate, error) {
 		c := &store.CompactCandidate{}
 		return c, r.Scan(&c.ID, &c.GroupKey)
 	})
 	if err != nil {
-		return nil, err
+		return nil, s.wrap(err, "compact kind %q", p.Kind)
 	}
-	var ids []string
-	for _, group := range store.CompactGroups(p, listed) {
-		for _, c := range group {
-			ids = append(ids, c.ID)
+	out := &store.CompactResult{}
+	for _, batch := range store.CompactBatches(store.CompactGroups(p, listed)) {
+		var ids []string
+		for _, group := range batch {
+			for _, c := range group {
+				ids = append(ids, c.ID)
+			}
 		}
+		var done []*store.CompactedGroup
+		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			done = nil // a retried transaction starts over
+			candidates, err := s.compactLock(ctx, tx, ids)
+			if err != nil {
+				return err
+			}
+			for _, group := range store.CompactGroups(p, candidates) {
+				g, err := s.compactGroup(ctx, tx, p, group)
+				if err != nil {
+					return err
+				}
+				done = append(done, g)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, s.wrap(err, "compact kind %q", p.Kind)
+		}
+		out.Groups = append(out.Groups, done...)
 	}
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	rows, err = tx.Query(ctx, s.sql(compactLockSQL), ids)
+	return out, nil
+}
+
+// compactLock locks and reads the jobs ids that still wait, by group and age.
+func (s *Store) compactLock(ctx context.Context, tx pgx.Tx, ids []string) ([]*store.CompactCandidate, error) {
+	rows, err := tx.Query(ctx, s.sql(compactLockSQL), ids)
 	if err != nil {
 		return nil, err
 	}

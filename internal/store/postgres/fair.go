@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
@@ -17,17 +18,30 @@ import (
 // (jobs_claim), of the kinds $4 (empty: any) but the disabled ones; then the keys read with when
 // they were last served, the unkeyed jobs' key too, and the queue's largest served. A job's row
 // has an id; a key's has none and its served in last; the largest served is the row without a
-// key. It locks nothing.
+// key. Each key's row carries the turns it used of its round and its weight (read for these
+// keys only, 1 when none is set). It locks nothing.
 var fairReadSQL = `WITH keys AS MATERIALIZED (
-	SELECT fairness_key AS k, served FROM {schema}.fair_keys WHERE queue = $2 AND fairness_key <> ''
-	ORDER BY served, fairness_key LIMIT $1)
-SELECT c.id, c.priority, c.fkey, c.kind, 0::bigint FROM keys CROSS JOIN LATERAL (` +
-	fmt.Sprintf(fairCandidates, kindFilter("$4")+" AND j.fairness_key = keys.k", "$3") + `) c
-UNION ALL SELECT *, 0::bigint FROM (` + fmt.Sprintf(fairCandidates, kindFilter("$4")+" AND j.fairness_key IS NULL", "$3") + `) u
-UNION ALL SELECT *, 0::bigint FROM (` + fmt.Sprintf(fairCandidates, kindFilter("$4"), "$3") + `) h
-UNION ALL SELECT NULL, 0, k, NULL, served FROM keys
-UNION ALL SELECT NULL, 0, '', NULL, served FROM {schema}.fair_keys WHERE queue = $2 AND fairness_key = ''
-UNION ALL SELECT NULL, 0, NULL, NULL, coalesce(max(served), 0) FROM {schema}.fair_keys WHERE queue = $2`
+	SELECT f.fairness_key AS k, f.served, f.used, coalesce(w.weight, 1) AS weight FROM (
+		SELECT fairness_key, served, used FROM {schema}.fair_keys WHERE queue = $2 AND fairness_key <> ''
+		ORDER BY served, fairness_key LIMIT $1) f
+	LEFT JOIN {schema}.fair_key_weights w ON w.queue = $2 AND w.fairness_key = f.fairness_key)
+SELECT c.id, c.priority, c.fkey, c.kind, 0::bigint, 0, 0 FROM keys CROSS JOIN LATERAL (` +
+	byKey(fmt.Sprintf(fairCandidates, kindFilter("$4")+" AND j.fairness_key >= keys.k AND j.fairness_key <= keys.k", "$3")) + `) c
+UNION ALL SELECT *, 0::bigint, 0, 0 FROM (` + byKey(fmt.Sprintf(fairCandidates, kindFilter("$4")+" AND j.fairness_key IS NULL", "$3")) + `) u
+UNION ALL SELECT *, 0::bigint, 0, 0 FROM (` + fmt.Sprintf(fairCandidates, kindFilter("$4"), "$3") + `) h
+UNION ALL SELECT NULL, 0, k, NULL, served, used, weight FROM keys
+UNION ALL SELECT NULL, 0, '', NULL, served, used, 1 FROM {schema}.fair_keys WHERE queue = $2 AND fairness_key = ''
+UNION ALL SELECT NULL, 0, NULL, NULL, coalesce(max(served), 0), 0, 0 FROM {schema}.fair_keys WHERE queue = $2`
+
+// byKey orders a scan of one key's jobs by key first (the same order, the key being one): only
+// jobs_fair gives that order, so the planner walks it. Ordered as the whole queue is, a scan
+// may walk jobs_claim instead and filter by key (the statistics of a queue one key floods
+// make that look cheap), reading the whole flood to find a quiet key's one job: 25 ms a key
+// behind 100,000 jobs. The key is written as a range of one (>= and <=), not =: PostgreSQL
+// drops an ORDER BY column that = makes constant, and would order as the whole queue again.
+func byKey(scan string) string {
+	return strings.Replace(scan, "ORDER BY j.priority DESC, j.id", "ORDER BY j.fairness_key, j.priority DESC, j.id", 1)
+}
 
 // fairClaimSQL claims the first $3 of the jobs $6, in that order, that are still queued and not
 // locked by another claim. Claims that run at once read the same jobs and choose alike: each
@@ -39,14 +53,18 @@ const fairClaimSQL = `WITH picked AS MATERIALIZED (SELECT j.id FROM unnest($6::t
 	ORDER BY c.n LIMIT $3 FOR UPDATE OF j SKIP LOCKED)` + claimUpdate
 
 // The fair claim's writes to the queue's keys: the keys it served, with when ($1 queue, $2
-// keys in name order, so that claims lock them in one order, $3 their served); a key none of
-// whose jobs is queued any more, removed.
+// keys in name order, so that claims lock them in one order, $3 their served, $4 the turns they
+// used of their round); a key none of whose jobs is queued any more, removed (the key a range of
+// one for the look-up, as in byKey: = estimates, in the generic plan a prepared statement gets,
+// that a flooding key's statistics hold for every key, and a whole-table scan finds the first
+// match soonest; TestFairDropPlanWithAFlood).
 const (
-	fairServeSQL = `INSERT INTO {schema}.fair_keys AS f (queue, fairness_key, served)
-	SELECT $1, t.k, t.s FROM unnest($2::text[], $3::bigint[]) AS t(k, s)
-	ON CONFLICT (queue, fairness_key) DO UPDATE SET served = excluded.served`
+	fairServeSQL = `INSERT INTO {schema}.fair_keys AS f (queue, fairness_key, served, used)
+	SELECT $1, t.k, t.s, t.u FROM unnest($2::text[], $3::bigint[], $4::int[]) AS t(k, s, u)
+	ON CONFLICT (queue, fairness_key) DO UPDATE SET served = excluded.served, used = excluded.used`
 	fairDropSQL = `DELETE FROM {schema}.fair_keys WHERE queue = $1 AND fairness_key = $2 AND fairness_key <> ''
-	AND NOT EXISTS (SELECT 1 FROM {schema}.jobs WHERE state = 'queued' AND queue = $1 AND fairness_key = $2)`
+	AND NOT EXISTS (SELECT 1 FROM {schema}.jobs WHERE state = 'queued' AND queue = $1
+		AND fairness_key >= $2 AND fairness_key <= $2)`
 )
 
 // fairServed is what a fair claim leaves to do once committed: the keys it read that may have
@@ -73,14 +91,14 @@ func (s *Store) claimFair(ctx context.Context, tx pgx.Tx, p *store.ClaimParams, 
 		return nil, out, err
 	}
 	var cands []store.FairCandidate
-	served := map[string]int64{}
+	served := map[string]store.FairKey{}
 	var keys []string
 	var last int64
 	for rs.Next() {
 		var id, key, kind *string
-		var priority int
+		var priority, used, weight int
 		var n int64
-		if err := rs.Scan(&id, &priority, &key, &kind, &n); err != nil {
+		if err := rs.Scan(&id, &priority, &key, &kind, &n, &used, &weight); err != nil {
 			rs.Close()
 			return nil, out, err
 		}
@@ -90,7 +108,7 @@ func (s *Store) claimFair(ctx context.Context, tx pgx.Tx, p *store.ClaimParams, 
 		case key == nil:
 			last = n
 		default:
-			served[*key] = n
+			served[*key] = store.FairKey{Served: n, Used: used, Weight: weight}
 			if *key != "" {
 				keys = append(keys, *key)
 			}
@@ -152,18 +170,13 @@ func (s *Store) claimFair(ctx context.Context, tx pgx.Tx, p *store.ClaimParams, 
 			idle = append(idle, k)
 		}
 	}
-	servedKeys, values := store.FairServed(took, idle, last)
-	if len(servedKeys) > 0 {
-		byName := make([]int, len(servedKeys))
-		for i := range byName {
-			byName[i] = i
+	if writes := store.FairServed(took, idle, served, last); len(writes) > 0 {
+		sort.Slice(writes, func(a, b int) bool { return writes[a].Key < writes[b].Key })
+		names, vals, used := make([]string, len(writes)), make([]int64, len(writes)), make([]int32, len(writes))
+		for i, w := range writes {
+			names[i], vals[i], used[i] = w.Key, w.Served, int32(w.Used)
 		}
-		sort.Slice(byName, func(a, b int) bool { return servedKeys[byName[a]] < servedKeys[byName[b]] })
-		names, vals := make([]string, len(byName)), make([]int64, len(byName))
-		for i, x := range byName {
-			names[i], vals[i] = servedKeys[x], values[x]
-		}
-		if _, err := tx.Exec(ctx, s.sql(fairServeSQL), p.Queue, names, vals); err != nil {
+		if _, err := tx.Exec(ctx, s.sql(fairServeSQL), p.Queue, names, vals, used); err != nil {
 			return nil, out, err
 		}
 	}

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -166,5 +167,70 @@ func TestCompactPlansWithABacklog(t *testing.T) {
 	plan = explain(t, s, compactGroupSQL, nil, "new", ids[0], []byte(`{}`), nil, "leader", "compacted into new",
 		int64(60_000_000), ids, "compacted 2 jobs (keep)")
 	require.Contains(t, plan, "jobs_pkey", plan)
+	require.NotContains(t, plan, "Seq Scan on jobs", plan)
+}
+
+// With one key's flood queued and analyzed, the fair claim's read of each key's head walks
+// jobs_fair under the key, and the unkeyed jobs' too. Ordered as the whole queue is, the
+// planner walked jobs_claim and filtered by key (the statistics say one key holds every job):
+// 25 ms a quiet key behind 100,000 jobs, a quarter of a second a claim
+// (docs/benchmarks.md#fairness-between-tenants-fairness-keys).
+func TestFairReadPlanWithAFlood(t *testing.T) {
+	t.Parallel()
+	s := openPlanStore(t)
+	ctx := t.Context()
+	insert := func(from, to int, key string) {
+		_, err := s.pool.Exec(ctx, s.sql(`INSERT INTO {schema}.jobs (id, kind, queue, args, state, attempt, max_attempts,
+			token, version, run_at, last_actor, created_at, updated_at, fairness_key)
+			SELECT '0000' || lpad(i::text, 32, '0'), 'noop', 'default', '{}', 'queued', 0, 25, 0, 1, now(), 'api', now(), now(),
+				$3 || CASE WHEN $3 = 'flood' THEN '' ELSE i::text END
+			FROM generate_series($1::int, $2::int) i`), from, to, key)
+		require.NoError(t, err)
+	}
+	insert(1, 100000, "flood")
+	_, err := s.pool.Exec(ctx, s.sql(`ANALYZE {schema}.jobs`)) // as autovacuum does during the flood
+	require.NoError(t, err)
+	insert(100001, 100009, "quiet-")
+	plan := explain(t, s, fairReadSQL, store.FairKeysPerClaim(1), "default", 1, []string{})
+	require.Equal(t, 2, strings.Count(plan, "using jobs_fair on jobs"), plan)
+	require.NotContains(t, plan, "Seq Scan on jobs", plan)
+}
+
+// A claim's removal of a key none of whose jobs is queued any more finds that out through
+// jobs_fair, even under the generic plan a prepared statement gets after five runs: with the
+// statistics of a flood of one key, = on the key estimates that every queued job matches, and
+// the generic plan scanned the whole table for the first match, 100 ms a dropped key behind
+// 100,000 jobs (docs/benchmarks.md#fairness-between-tenants-fairness-keys).
+func TestFairDropPlanWithAFlood(t *testing.T) {
+	t.Parallel()
+	s := openPlanStore(t)
+	ctx := t.Context()
+	_, err := s.pool.Exec(ctx, s.sql(`INSERT INTO {schema}.jobs (id, kind, queue, args, state, attempt, max_attempts,
+		token, version, run_at, last_actor, created_at, updated_at, fairness_key)
+		SELECT '0000' || lpad(i::text, 32, '0'), 'noop', 'default', '{}', 'queued', 0, 25, 0, 1, now(), 'api', now(), now(), 'flood'
+		FROM generate_series(1, 100000) i`))
+	require.NoError(t, err)
+	_, err = s.pool.Exec(ctx, s.sql(`ANALYZE {schema}.jobs`))
+	require.NoError(t, err)
+	conn, err := s.pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	_, err = conn.Exec(ctx, `SET plan_cache_mode = force_generic_plan`)
+	require.NoError(t, err)
+	defer conn.Exec(context.WithoutCancel(ctx), `RESET plan_cache_mode`) //nolint:errcheck // the pool's connection, reset for the next user
+	_, err = conn.Exec(ctx, "PREPARE drop_key(text, text) AS "+s.sql(fairDropSQL))
+	require.NoError(t, err)
+	defer conn.Exec(context.WithoutCancel(ctx), `DEALLOCATE drop_key`) //nolint:errcheck // as above
+	rs, err := conn.Query(ctx, `EXPLAIN EXECUTE drop_key('default', 'quiet-1')`)
+	require.NoError(t, err)
+	var lines []string
+	for rs.Next() {
+		var line string
+		require.NoError(t, rs.Scan(&line))
+		lines = append(lines, line)
+	}
+	require.NoError(t, rs.Err())
+	plan := strings.Join(lines, "\n")
+	require.Contains(t, plan, "jobs_fair", plan)
 	require.NotContains(t, plan, "Seq Scan on jobs", plan)
 }

@@ -15,13 +15,6 @@ import (
 // SQLite has one writer (writer.go): the look-up of a kind's waiting jobs and the writes that
 // replace them are one step, and no claim runs between them.
 
-// compactCandidatesSQL lists the waiting grouped jobs of kind ?1 (of group ?2 when it is not
-// empty), by group and age. jobs_compact serves it.
-const compactCandidatesSQL = `SELECT id, group_key, args, coalesce(merge_policy, '') FROM jobs
-	WHERE kind = ?1 AND state = 'queued' AND group_key IS NOT NULL AND token = 0
-	  AND (?2 = '' OR group_key = ?2)
-	ORDER BY group_key, id`
-
 // compactInsertSQL makes the job that replaces a group: a queued copy of its oldest job ?2
 // (its fairness key too) with args ?3 and merge policy ?4, and no merge key.
 const compactInsertSQL = `INSERT INTO jobs (id, kind, queue, priority, args, headers, state, max_attempts,
@@ -42,44 +35,104 @@ const compactCancelSQL = `UPDATE jobs SET
 // compactLineageSQL records the jobs (the %s list of (?n, ?3, ?1, ?2) rows) that ?3 replaced.
 const compactLineageSQL = `INSERT INTO job_compactions (replaced_job_id, new_job_id, actor, compacted_at) VALUES %s`
 
-// JobCompact replaces the waiting jobs of each group of p.Kind over p.Over by one new job.
+// compactBatchSQL is compactCandidatesSQL for a batch's groups (the %s list, from ?2 on).
+const compactBatchSQL = `SELECT id, group_key, args, coalesce(merge_policy, '') FROM jobs
+	WHERE kind = ?1 AND state = 'queued' AND group_key IN (%s) AND token = 0
+	ORDER BY group_key, id`
+
+// placeholders is n numbered parameters from ?from on, comma-separated.
+func placeholders(from, n int) string {
+	marks := make([]string, n)
+	for i := range marks {
+		marks[i] = fmt.Sprintf("?%d", from+i)
+	}
+	return strings.Join(marks, ",")
+}
+
+// compactListSQL lists what compactCandidatesSQL does without the args: which groups to
+// compact, before the batches that compact them.
+const compactListSQL = `SELECT id, group_key FROM jobs
+	WHERE kind = ?1 AND state = 'queued' AND group_key IS NOT NULL AND token = 0
+	  AND (?2 = '' OR group_key = ?2)
+	ORDER BY group_key, id`
+
+// JobCompact replaces the waiting jobs of each group of p.Kind over p.Over by one new job. It
+// lists the groups to compact, then compacts them in batches (store.CompactBatches), each in
+// one write transaction that reads its groups' jobs again: so the one writer is not held for
+// the whole of a large compaction, and each group is still replaced in one transaction.
 func (s *Store) JobCompact(ctx context.Context, p *store.CompactParams) (*store.CompactResult, error) {
-	var out *store.CompactResult
-	err := s.write(ctx, nil, func(ctx context.Context, tx *sql.Tx, _ []*sql.Stmt) error {
-		out = &store.CompactResult{} // a retried request starts over
-		now := micros(s.clock.Now())
-		rows, err := tx.QueryContext(ctx, compactCandidatesSQL, p.Kind, p.GroupKey)
-		if err != nil {
-			return err
-		}
-		var candidates []*store.CompactCandidate
-		for rows.Next() {
-			c := &store.CompactCandidate{}
-			var policy string
-			if err := rows.Scan(&c.ID, &c.GroupKey, &c.Args, &policy); err != nil {
-				rows.Close()
-				return err
-			}
-			c.Policy = hoppertype.MergePolicy(policy)
-			candidates = append(candidates, c)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		for _, group := range store.CompactGroups(p, candidates) {
-			g, err := compactGroup(ctx, tx, p, group, now)
-			if err != nil {
-				return err
-			}
-			out.Groups = append(out.Groups, g)
-		}
-		return nil
-	})
+	listed, err := s.compactList(ctx, p)
 	if err != nil {
 		return nil, fmt.Errorf("compact kind %q: %w", p.Kind, err)
 	}
+	out := &store.CompactResult{}
+	for _, batch := range store.CompactBatches(store.CompactGroups(p, listed)) {
+		keys := make([]any, len(batch))
+		for i, g := range batch {
+			keys[i] = g[0].GroupKey
+		}
+		var done []*store.CompactedGroup
+		err := s.write(ctx, nil, func(ctx context.Context, tx *sql.Tx, _ []*sql.Stmt) error {
+			done = nil // a retried request starts over
+			now := micros(s.clock.Now())
+			rows, err := tx.QueryContext(ctx, fmt.Sprintf(compactBatchSQL, placeholders(2, len(keys))), append([]any{p.Kind}, keys...)...)
+			if err != nil {
+				return err
+			}
+			candidates, err := scanCompactCandidates(rows)
+			if err != nil {
+				return err
+			}
+			for _, group := range store.CompactGroups(p, candidates) {
+				g, err := compactGroup(ctx, tx, p, group, now)
+				if err != nil {
+					return err
+				}
+				done = append(done, g)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("compact kind %q: %w", p.Kind, err)
+		}
+		out.Groups = append(out.Groups, done...)
+	}
 	return out, nil
+}
+
+// compactList lists the waiting grouped jobs of p.Kind (of p.GroupKey when set), without their
+// args, by group and age.
+func (s *Store) compactList(ctx context.Context, p *store.CompactParams) ([]*store.CompactCandidate, error) {
+	rows, err := s.reader.QueryContext(ctx, compactListSQL, p.Kind, p.GroupKey)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*store.CompactCandidate
+	for rows.Next() {
+		c := &store.CompactCandidate{}
+		if err := rows.Scan(&c.ID, &c.GroupKey); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// scanCompactCandidates reads compactCandidatesSQL's rows and closes them.
+func scanCompactCandidates(rows *sql.Rows) ([]*store.CompactCandidate, error) {
+	defer rows.Close()
+	var out []*store.CompactCandidate
+	for rows.Next() {
+		c := &store.CompactCandidate{}
+		var policy string
+		if err := rows.Scan(&c.ID, &c.GroupKey, &c.Args, &policy); err != nil {
+			return nil, err
+		}
+		c.Policy = hoppertype.MergePolicy(policy)
+		out = append(out, c)
+	}
+	return out, rows.Err()
 }
 
 // compactGroup replaces one group's jobs (oldest first) by a new job, or says why not.

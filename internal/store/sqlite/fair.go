@@ -16,15 +16,18 @@ import (
 const fairKeyedSQL = `SELECT EXISTS (SELECT 1 FROM fair_keys WHERE queue = ?1 AND fairness_key <> '')`
 
 // The fair claim's reads and writes of the queue's keys: the least recently served keys (?2 of
-// them) and the unkeyed jobs' key, with when they were last served; the largest served; a key
-// served; a key removed once none of its jobs is queued.
+// them) and the unkeyed jobs' key, with when they were last served, the turns they used of
+// their round and their weights (of those keys only); the largest served; a key served; a key
+// removed once none of its jobs is queued.
 const (
-	fairKeysSQL = `SELECT fairness_key, served FROM fair_keys WHERE queue = ?1 AND fairness_key = ''
-		UNION ALL SELECT * FROM (SELECT fairness_key, served FROM fair_keys
-			WHERE queue = ?1 AND fairness_key <> '' ORDER BY served, fairness_key LIMIT ?2)`
+	fairKeysSQL = `SELECT k.fairness_key, k.served, k.used, coalesce(w.weight, 1) FROM (
+			SELECT fairness_key, served, used FROM fair_keys WHERE queue = ?1 AND fairness_key = ''
+			UNION ALL SELECT * FROM (SELECT fairness_key, served, used FROM fair_keys
+				WHERE queue = ?1 AND fairness_key <> '' ORDER BY served, fairness_key LIMIT ?2)) k
+		LEFT JOIN fair_key_weights w ON w.queue = ?1 AND w.fairness_key = k.fairness_key`
 	fairLastServedSQL = `SELECT coalesce(max(served), 0) FROM fair_keys WHERE queue = ?1`
-	fairServeSQL      = `INSERT INTO fair_keys (queue, fairness_key, served) VALUES (?1, ?2, ?3)
-		ON CONFLICT (queue, fairness_key) DO UPDATE SET served = excluded.served`
+	fairServeSQL      = `INSERT INTO fair_keys (queue, fairness_key, served, used) VALUES (?1, ?2, ?3, ?4)
+		ON CONFLICT (queue, fairness_key) DO UPDATE SET served = excluded.served, used = excluded.used`
 	fairDropSQL = `DELETE FROM fair_keys WHERE queue = ?1 AND fairness_key = ?2 AND fairness_key <> ''
 		AND NOT EXISTS (SELECT 1 FROM jobs WHERE state = 'queued' AND queue = ?1 AND fairness_key = ?2)`
 )
@@ -50,7 +53,7 @@ func claimFair(ctx context.Context, tx *sql.Tx, p *store.ClaimParams, limit int,
 func claimFairJobs(ctx context.Context, tx *sql.Tx, p *store.ClaimParams, limit int, caps *store.CapsLeft,
 	disabled []string, fixed []any, now time.Time) ([]*hoppertype.JobRow, *store.KeyLeft, error) {
 	kindLeft := caps.KindLimits(limit)
-	served := map[string]int64{}
+	served := map[string]store.FairKey{}
 	var keys []string
 	rows, err := tx.QueryContext(ctx, fairKeysSQL, p.Queue, store.FairKeysPerClaim(limit))
 	if err != nil {
@@ -58,12 +61,12 @@ func claimFairJobs(ctx context.Context, tx *sql.Tx, p *store.ClaimParams, limit 
 	}
 	for rows.Next() {
 		var k string
-		var n int64
-		if err := rows.Scan(&k, &n); err != nil {
+		var fk store.FairKey
+		if err := rows.Scan(&k, &fk.Served, &fk.Used, &fk.Weight); err != nil {
 			rows.Close()
 			return nil, nil, err
 		}
-		served[k] = n
+		served[k] = fk
 		if k != "" {
 			keys = append(keys, k)
 		}
@@ -164,9 +167,8 @@ func claimFairJobs(ctx context.Context, tx *sql.Tx, p *store.ClaimParams, limit 
 			idle = append(idle, k)
 		}
 	}
-	servedKeys, values := store.FairServed(picked, idle, last)
-	for i, k := range servedKeys {
-		if _, err := tx.ExecContext(ctx, fairServeSQL, p.Queue, k, values[i]); err != nil {
+	for _, w := range store.FairServed(picked, idle, served, last) {
+		if _, err := tx.ExecContext(ctx, fairServeSQL, p.Queue, w.Key, w.Served, w.Used); err != nil {
 			return nil, nil, err
 		}
 	}

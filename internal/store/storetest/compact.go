@@ -23,6 +23,7 @@ func testCompact(t *testing.T, opener Opener) {
 	parallel(t, opener, "AtomicWithClaims", compactAtomicWithClaims)
 	parallel(t, opener, "KindSetting", compactKindSetting)
 	parallel(t, opener, "LargeGroup", compactLargeGroup)
+	parallel(t, opener, "ManyBatches", compactManyBatches)
 }
 
 // A group of more jobs than a store replaces in one statement is replaced whole, with its
@@ -55,6 +56,35 @@ func compactLargeGroup(t *testing.T, b *bundle) {
 		require.True(t, res[0].Existing, "key %d", i)
 		require.Equal(t, job.ID, res[0].Job.ID, "key %d", i)
 	}
+}
+
+// A compaction of more jobs than one batch (store.CompactBatchJobs) replaces every group whole,
+// in group key order, and each replaced job names its group's new job.
+func compactManyBatches(t *testing.T, b *bundle) {
+	groups := 7
+	per := store.CompactBatchJobs/3 + 1 // three groups are more than a batch
+	want := map[string][]string{}
+	var ps []*store.InsertParams
+	for i := range groups * per {
+		g := fmt.Sprintf("g%d", i%groups)
+		p := params(t, withGroup(g))
+		ps = append(ps, p)
+		want[g] = append(want[g], p.ID)
+	}
+	b.insertMany(t, ps...)
+	res := b.compact(t, defaultKind, hoppertype.MergeKeep, 0)
+	require.Len(t, res.Groups, groups)
+	for i, g := range res.Groups {
+		require.Equal(t, fmt.Sprintf("g%d", i), g.GroupKey)
+		require.NoError(t, g.Refused)
+		require.Equal(t, want[g.GroupKey], g.Replaced, g.GroupKey)
+		for _, id := range []string{g.Replaced[0], g.Replaced[per-1]} {
+			into, err := b.store.JobCompactedInto(t.Context(), id)
+			require.NoError(t, err)
+			require.Equal(t, g.NewJobID, into)
+		}
+	}
+	require.Empty(t, b.compact(t, defaultKind, hoppertype.MergeKeep, 0).Groups, "nothing left to compact")
 }
 
 // A kind's compaction setting is stored, listed, kept beside its other settings and removed

@@ -19,6 +19,10 @@ func testFair(t *testing.T, opener Opener) {
 	parallel(t, opener, "KeyBackInTheQueue", fairKeyBackInTheQueue)
 	parallel(t, opener, "Kinds", fairKinds)
 	parallel(t, opener, "IdleKeysGoToTheBack", fairIdleKeysGoToTheBack)
+	parallel(t, opener, "WeightsShareClaims", fairWeightsShareClaims)
+	parallel(t, opener, "WeightsClaimsOfOne", fairWeightsClaimsOfOne)
+	parallel(t, opener, "WeightsPriorityFirst", fairWeightsPriorityFirst)
+	parallel(t, opener, "KeyWeightsStored", fairKeyWeightsStored)
 }
 
 // flood inserts n jobs of key in one batch, oldest first.
@@ -163,4 +167,65 @@ func fairIdleKeysGoToTheBack(t *testing.T, b *bundle) {
 		got = append(got, b.claimOne(t, defaultQueue).ID)
 	}
 	require.Contains(t, got, free.ID)
+}
+
+// A key of weight 3 takes three turns a round to a key of weight 1's one: a claim of 8 with
+// both flooded takes 6 and 2. Removing the weight (1) makes them even again.
+func fairWeightsShareClaims(t *testing.T, b *bundle) {
+	ctx := t.Context()
+	b.flood(t, "heavy", 50)
+	b.flood(t, "light", 50)
+	require.NoError(t, b.store.QueueSetKeyWeight(ctx, defaultQueue, "heavy", 3))
+	require.Equal(t, map[string]int{"heavy": 6, "light": 2}, keysOf(b.claim(t, defaultQueue, 8)))
+	require.Equal(t, map[string]int{"heavy": 12, "light": 4}, keysOf(b.claim(t, defaultQueue, 16)))
+
+	require.NoError(t, b.store.QueueSetKeyWeight(ctx, defaultQueue, "heavy", 1))
+	require.Equal(t, map[string]int{"heavy": 5, "light": 5}, keysOf(b.claim(t, defaultQueue, 10)), "weight 1 is the default")
+}
+
+// Claims of one job serve a key of weight 3 three times for each time a key of weight 1:
+// the heavy key keeps its place until it used its turns.
+func fairWeightsClaimsOfOne(t *testing.T, b *bundle) {
+	b.flood(t, "heavy", 20)
+	b.flood(t, "light", 20)
+	require.NoError(t, b.store.QueueSetKeyWeight(t.Context(), defaultQueue, "heavy", 3))
+	var order []string
+	for range 12 {
+		order = append(order, b.claimOne(t, defaultQueue).FairnessKey)
+	}
+	require.Equal(t, []string{"heavy", "heavy", "heavy", "light", "heavy", "heavy", "heavy", "light",
+		"heavy", "heavy", "heavy", "light"}, order)
+}
+
+// Priority still comes first: a light key's urgent job goes before a heavy key's turns.
+func fairWeightsPriorityFirst(t *testing.T, b *bundle) {
+	b.flood(t, "heavy", 20)
+	urgent := b.insert(t, withFairness("light"), withPriority(5))
+	require.NoError(t, b.store.QueueSetKeyWeight(t.Context(), defaultQueue, "heavy", 10))
+	got := b.claim(t, defaultQueue, 4)
+	require.Equal(t, urgent.ID, got[0].ID)
+	require.Equal(t, map[string]int{"heavy": 3, "light": 1}, keysOf(got))
+}
+
+// Key weights are stored per queue and key, listed by queue then key; 0 and 1 remove a
+// weight, a negative or too large one is refused.
+func fairKeyWeightsStored(t *testing.T, b *bundle) {
+	ctx := t.Context()
+	require.NoError(t, b.store.QueueSetKeyWeight(ctx, "mail", "customer-42", 3))
+	require.NoError(t, b.store.QueueSetKeyWeight(ctx, "mail", "customer-7", 2))
+	require.NoError(t, b.store.QueueSetKeyWeight(ctx, "alpha", "customer-42", 5))
+	require.NoError(t, b.store.QueueSetKeyWeight(ctx, "mail", "customer-42", 4))
+	list := func() []*store.KeyWeight {
+		ws, err := b.store.QueueKeyWeights(ctx)
+		require.NoError(t, err)
+		return ws
+	}
+	require.Equal(t, []*store.KeyWeight{{Queue: "alpha", Key: "customer-42", Weight: 5},
+		{Queue: "mail", Key: "customer-42", Weight: 4}, {Queue: "mail", Key: "customer-7", Weight: 2}}, list())
+	require.NoError(t, b.store.QueueSetKeyWeight(ctx, "mail", "customer-42", 1))
+	require.NoError(t, b.store.QueueSetKeyWeight(ctx, "mail", "customer-7", 0))
+	require.NoError(t, b.store.QueueSetKeyWeight(ctx, "mail", "nobody", 0))
+	require.Equal(t, []*store.KeyWeight{{Queue: "alpha", Key: "customer-42", Weight: 5}}, list())
+	require.ErrorIs(t, b.store.QueueSetKeyWeight(ctx, "mail", "x", -1), store.ErrInvalid)
+	require.ErrorIs(t, b.store.QueueSetKeyWeight(ctx, "mail", "x", store.MaxKeyWeight+1), store.ErrInvalid)
 }

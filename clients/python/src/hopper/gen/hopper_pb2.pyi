@@ -660,7 +660,7 @@ class JobSpec(_message.Message):
     def __init__(self, kind: _Optional[str] = ..., args: _Optional[str] = ..., queue: _Optional[str] = ..., priority: _Optional[int] = ..., run_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., delay: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_attempts: _Optional[int] = ..., timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., headers: _Optional[_Mapping[str, str]] = ..., idempotency_key: _Optional[str] = ..., idempotency_retention: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., group_key: _Optional[str] = ..., retry_policy: _Optional[_Union[RetryPolicy, _Mapping]] = ..., max_rescues: _Optional[int] = ..., merge_key: _Optional[str] = ..., merge: _Optional[str] = ..., fairness_key: _Optional[str] = ...) -> None: ...
 
 class Kind(_message.Message):
-    __slots__ = ["compact_merge", "compact_over", "counts", "disabled", "max_running", "name", "rate"]
+    __slots__ = ["cap_per_key", "compact_merge", "compact_over", "counts", "disabled", "max_running", "name", "rate", "rate_per_key"]
     class CountsEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -668,6 +668,7 @@ class Kind(_message.Message):
         key: str
         value: int
         def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    CAP_PER_KEY_FIELD_NUMBER: _ClassVar[int]
     COMPACT_MERGE_FIELD_NUMBER: _ClassVar[int]
     COMPACT_OVER_FIELD_NUMBER: _ClassVar[int]
     COUNTS_FIELD_NUMBER: _ClassVar[int]
@@ -675,6 +676,8 @@ class Kind(_message.Message):
     MAX_RUNNING_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     RATE_FIELD_NUMBER: _ClassVar[int]
+    RATE_PER_KEY_FIELD_NUMBER: _ClassVar[int]
+    cap_per_key: int
     compact_merge: str
     compact_over: int
     counts: _containers.ScalarMap[str, int]
@@ -682,7 +685,8 @@ class Kind(_message.Message):
     max_running: int
     name: str
     rate: str
-    def __init__(self, name: _Optional[str] = ..., disabled: bool = ..., max_running: _Optional[int] = ..., counts: _Optional[_Mapping[str, int]] = ..., rate: _Optional[str] = ..., compact_over: _Optional[int] = ..., compact_merge: _Optional[str] = ...) -> None: ...
+    rate_per_key: str
+    def __init__(self, name: _Optional[str] = ..., disabled: bool = ..., max_running: _Optional[int] = ..., counts: _Optional[_Mapping[str, int]] = ..., rate: _Optional[str] = ..., compact_over: _Optional[int] = ..., compact_merge: _Optional[str] = ..., cap_per_key: _Optional[int] = ..., rate_per_key: _Optional[str] = ...) -> None: ...
 
 class KindServiceCompactRequest(_message.Message):
     __slots__ = ["group_key", "kind", "merge", "over"]
@@ -753,18 +757,22 @@ class KindServiceListResponse(_message.Message):
     def __init__(self, kinds: _Optional[_Iterable[_Union[Kind, _Mapping]]] = ...) -> None: ...
 
 class KindServiceSetRequest(_message.Message):
-    __slots__ = ["compact_merge", "compact_over", "kind", "max_running", "rate"]
+    __slots__ = ["cap_per_key", "compact_merge", "compact_over", "kind", "max_running", "rate", "rate_per_key"]
+    CAP_PER_KEY_FIELD_NUMBER: _ClassVar[int]
     COMPACT_MERGE_FIELD_NUMBER: _ClassVar[int]
     COMPACT_OVER_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     MAX_RUNNING_FIELD_NUMBER: _ClassVar[int]
     RATE_FIELD_NUMBER: _ClassVar[int]
+    RATE_PER_KEY_FIELD_NUMBER: _ClassVar[int]
+    cap_per_key: int
     compact_merge: str
     compact_over: int
     kind: str
     max_running: int
     rate: str
-    def __init__(self, kind: _Optional[str] = ..., max_running: _Optional[int] = ..., rate: _Optional[str] = ..., compact_over: _Optional[int] = ..., compact_merge: _Optional[str] = ...) -> None: ...
+    rate_per_key: str
+    def __init__(self, kind: _Optional[str] = ..., max_running: _Optional[int] = ..., rate: _Optional[str] = ..., compact_over: _Optional[int] = ..., compact_merge: _Optional[str] = ..., cap_per_key: _Optional[int] = ..., rate_per_key: _Optional[str] = ...) -> None: ...
 
 class KindServiceSetResponse(_message.Message):
     __slots__ = []
@@ -913,7 +921,7 @@ class PauseResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class Queue(_message.Message):
-    __slots__ = ["awaiting_compute", "computing", "counts", "disabled", "held_by_governor", "max_running", "name", "paused", "rate", "weight"]
+    __slots__ = ["awaiting_compute", "cap_per_key", "computing", "counts", "disabled", "held_by_governor", "key_weights", "max_running", "name", "paused", "rate", "rate_per_key", "weight"]
     class CountsEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -921,27 +929,40 @@ class Queue(_message.Message):
         key: str
         value: int
         def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    class KeyWeightsEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
     AWAITING_COMPUTE_FIELD_NUMBER: _ClassVar[int]
+    CAP_PER_KEY_FIELD_NUMBER: _ClassVar[int]
     COMPUTING_FIELD_NUMBER: _ClassVar[int]
     COUNTS_FIELD_NUMBER: _ClassVar[int]
     DISABLED_FIELD_NUMBER: _ClassVar[int]
     HELD_BY_GOVERNOR_FIELD_NUMBER: _ClassVar[int]
+    KEY_WEIGHTS_FIELD_NUMBER: _ClassVar[int]
     MAX_RUNNING_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     PAUSED_FIELD_NUMBER: _ClassVar[int]
     RATE_FIELD_NUMBER: _ClassVar[int]
+    RATE_PER_KEY_FIELD_NUMBER: _ClassVar[int]
     WEIGHT_FIELD_NUMBER: _ClassVar[int]
     awaiting_compute: int
+    cap_per_key: int
     computing: int
     counts: _containers.ScalarMap[str, int]
     disabled: int
     held_by_governor: bool
+    key_weights: _containers.ScalarMap[str, int]
     max_running: int
     name: str
     paused: bool
     rate: str
+    rate_per_key: str
     weight: int
-    def __init__(self, name: _Optional[str] = ..., paused: bool = ..., max_running: _Optional[int] = ..., counts: _Optional[_Mapping[str, int]] = ..., weight: _Optional[int] = ..., awaiting_compute: _Optional[int] = ..., disabled: _Optional[int] = ..., rate: _Optional[str] = ..., computing: _Optional[int] = ..., held_by_governor: bool = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., paused: bool = ..., max_running: _Optional[int] = ..., counts: _Optional[_Mapping[str, int]] = ..., weight: _Optional[int] = ..., awaiting_compute: _Optional[int] = ..., disabled: _Optional[int] = ..., rate: _Optional[str] = ..., computing: _Optional[int] = ..., held_by_governor: bool = ..., cap_per_key: _Optional[int] = ..., rate_per_key: _Optional[str] = ..., key_weights: _Optional[_Mapping[str, int]] = ...) -> None: ...
 
 class QueueServiceListRequest(_message.Message):
     __slots__ = []
@@ -954,16 +975,29 @@ class QueueServiceListResponse(_message.Message):
     def __init__(self, queues: _Optional[_Iterable[_Union[Queue, _Mapping]]] = ...) -> None: ...
 
 class QueueServiceSetRequest(_message.Message):
-    __slots__ = ["max_running", "queue", "rate", "weight"]
+    __slots__ = ["cap_per_key", "key_weights", "max_running", "queue", "rate", "rate_per_key", "weight"]
+    class KeyWeightsEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    CAP_PER_KEY_FIELD_NUMBER: _ClassVar[int]
+    KEY_WEIGHTS_FIELD_NUMBER: _ClassVar[int]
     MAX_RUNNING_FIELD_NUMBER: _ClassVar[int]
     QUEUE_FIELD_NUMBER: _ClassVar[int]
     RATE_FIELD_NUMBER: _ClassVar[int]
+    RATE_PER_KEY_FIELD_NUMBER: _ClassVar[int]
     WEIGHT_FIELD_NUMBER: _ClassVar[int]
+    cap_per_key: int
+    key_weights: _containers.ScalarMap[str, int]
     max_running: int
     queue: str
     rate: str
+    rate_per_key: str
     weight: int
-    def __init__(self, queue: _Optional[str] = ..., weight: _Optional[int] = ..., max_running: _Optional[int] = ..., rate: _Optional[str] = ...) -> None: ...
+    def __init__(self, queue: _Optional[str] = ..., weight: _Optional[int] = ..., max_running: _Optional[int] = ..., rate: _Optional[str] = ..., cap_per_key: _Optional[int] = ..., rate_per_key: _Optional[str] = ..., key_weights: _Optional[_Mapping[str, int]] = ...) -> None: ...
 
 class QueueServiceSetResponse(_message.Message):
     __slots__ = []
