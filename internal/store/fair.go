@@ -3,6 +3,7 @@ package store
 import (
 	"sort"
 
+	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/field"
 )
 
@@ -180,4 +181,16 @@ func FairServed(picked []FairCandidate, idle []string, keys map[string]FairKey, 
 		}
 	}
 	return append(out, stay...)
+}
+
+// SortPicked puts the jobs a fair claim took in the order FairPick chose them (priority
+// first, then round robin between keys), instead of by id: a process that claims ahead of
+// its free slots starts them in that order, so that a quiet key's job claimed beside a
+// flood's does not wait behind the flood's jobs of the same claim.
+func SortPicked(jobs []*hoppertype.JobRow, picked []FairCandidate) {
+	rank := make(map[string]int, len(picked))
+	for i, c := range picked {
+		rank[c.ID] = i
+	}
+	sort.SliceStable(jobs, func(i, k int) bool { return rank[jobs[i].ID] < rank[jobs[k].ID] })
 }

@@ -120,7 +120,9 @@ func (s *Store) JobClaim(ctx context.Context, p *store.ClaimParams) (jobs []*hop
 		}
 		if capped.Limit > 0 {
 			jobs, hold, err = s.claimCapped(ctx, &capped, kinds, keyed)
-			store.SortClaimed(jobs)
+			if !keyed { // a fair claim's jobs are in the order it picked them (store.SortPicked)
+				store.SortClaimed(jobs)
+			}
 		}
 		hold.Restricted = restricted
 	}

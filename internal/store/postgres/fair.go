@@ -145,6 +145,7 @@ func (s *Store) claimFair(ctx context.Context, tx pgx.Tx, p *store.ClaimParams, 
 		if jobs, err = scanJobs(rs); err != nil {
 			return nil, out, err
 		}
+		store.SortPicked(jobs, picked)
 	}
 	// The keys served, by the jobs claimed (a chosen job another claim took is not served).
 	claimed := make(map[string]bool, len(jobs))

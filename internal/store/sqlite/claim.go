@@ -50,7 +50,7 @@ func (s *Store) JobClaim(ctx context.Context, p *store.ClaimParams) (jobs []*hop
 	if p.Limit <= 0 {
 		return nil, hold, nil
 	}
-	var restricted bool
+	var restricted, fair bool
 	var keyLeft *store.KeyLeft
 	// The claim when no kind is capped, rate-limited or disabled, the reads of the settings
 	// that apply, and the writes of the rate limits' buckets: each prepared once.
@@ -89,6 +89,7 @@ func (s *Store) JobClaim(ctx context.Context, p *store.ClaimParams) (jobs []*hop
 					return err
 				}
 				if keyed {
+					fair = true // its jobs are in the order it picked them (store.SortPicked)
 					if jobs, keyLeft, err = claimFair(ctx, tx, p, limit, c, disabled, fixed, now); err != nil {
 						return err
 					}
@@ -117,7 +118,9 @@ func (s *Store) JobClaim(ctx context.Context, p *store.ClaimParams) (jobs []*hop
 	if err != nil {
 		return nil, store.Hold{}, fmt.Errorf("claim jobs in queue %q: %w", p.Queue, err)
 	}
-	store.SortClaimed(jobs)
+	if !fair {
+		store.SortClaimed(jobs)
+	}
 	hold.Restricted = restricted
 	return jobs, hold, nil
 }

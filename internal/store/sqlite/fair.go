@@ -155,6 +155,7 @@ func claimFairJobs(ctx context.Context, tx *sql.Tx, p *store.ClaimParams, limit 
 		if jobs, err = scanJobs(rows); err != nil {
 			return nil, nil, err
 		}
+		store.SortPicked(jobs, picked)
 	}
 
 	var last int64

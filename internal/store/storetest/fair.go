@@ -23,6 +23,7 @@ func testFair(t *testing.T, opener Opener) {
 	parallel(t, opener, "WeightsClaimsOfOne", fairWeightsClaimsOfOne)
 	parallel(t, opener, "WeightsPriorityFirst", fairWeightsPriorityFirst)
 	parallel(t, opener, "KeyWeightsStored", fairKeyWeightsStored)
+	parallel(t, opener, "ClaimOrderIsThePick", fairClaimOrderIsThePick)
 }
 
 // flood inserts n jobs of key in one batch, oldest first.
@@ -228,4 +229,15 @@ func fairKeyWeightsStored(t *testing.T, b *bundle) {
 	require.Equal(t, []*store.KeyWeight{{Queue: "alpha", Key: "customer-42", Weight: 5}}, list())
 	require.ErrorIs(t, b.store.QueueSetKeyWeight(ctx, "mail", "x", -1), store.ErrInvalid)
 	require.ErrorIs(t, b.store.QueueSetKeyWeight(ctx, "mail", "x", store.MaxKeyWeight+1), store.ErrInvalid)
+}
+
+// A fair claim returns its jobs in the order it picked them (round robin between keys), not
+// by id: a process that claims ahead of its free slots starts them in that order, so the
+// quiet key's job is not run after every flood job the same claim took.
+func fairClaimOrderIsThePick(t *testing.T, b *bundle) {
+	flood := b.flood(t, "tenant-a", 5)
+	quiet := b.flood(t, "tenant-b", 1)
+	got, _ := b.claimHold(t, defaultQueue, 4)
+	require.Equal(t, []string{flood[0].ID, quiet[0].ID, flood[1].ID, flood[2].ID}, ids(got),
+		"tenant-a's oldest, tenant-b's, then tenant-a's next")
 }
