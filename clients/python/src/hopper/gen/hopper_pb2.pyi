@@ -25,8 +25,9 @@ class APIKey(_message.Message):
     def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., scopes: _Optional[_Iterable[str]] = ..., created_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., last_used_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., revoked_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class ActivateRequest(_message.Message):
-    __slots__ = ["ahead", "fetch_fields", "kinds", "lease_timeout", "max_jobs", "queue", "queues", "request_timeout", "worker"]
+    __slots__ = ["ahead", "batch_kinds", "fetch_fields", "kinds", "lease_timeout", "max_jobs", "queue", "queues", "request_timeout", "worker"]
     AHEAD_FIELD_NUMBER: _ClassVar[int]
+    BATCH_KINDS_FIELD_NUMBER: _ClassVar[int]
     FETCH_FIELDS_FIELD_NUMBER: _ClassVar[int]
     KINDS_FIELD_NUMBER: _ClassVar[int]
     LEASE_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
@@ -36,6 +37,7 @@ class ActivateRequest(_message.Message):
     REQUEST_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
     WORKER_FIELD_NUMBER: _ClassVar[int]
     ahead: int
+    batch_kinds: _containers.RepeatedCompositeFieldContainer[BatchKind]
     fetch_fields: _containers.RepeatedScalarFieldContainer[str]
     kinds: _containers.RepeatedScalarFieldContainer[str]
     lease_timeout: _duration_pb2.Duration
@@ -44,7 +46,7 @@ class ActivateRequest(_message.Message):
     queues: _containers.RepeatedScalarFieldContainer[str]
     request_timeout: _duration_pb2.Duration
     worker: str
-    def __init__(self, worker: _Optional[str] = ..., queue: _Optional[str] = ..., kinds: _Optional[_Iterable[str]] = ..., max_jobs: _Optional[int] = ..., lease_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., request_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., fetch_fields: _Optional[_Iterable[str]] = ..., queues: _Optional[_Iterable[str]] = ..., ahead: _Optional[int] = ...) -> None: ...
+    def __init__(self, worker: _Optional[str] = ..., queue: _Optional[str] = ..., kinds: _Optional[_Iterable[str]] = ..., max_jobs: _Optional[int] = ..., lease_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., request_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., fetch_fields: _Optional[_Iterable[str]] = ..., queues: _Optional[_Iterable[str]] = ..., ahead: _Optional[int] = ..., batch_kinds: _Optional[_Iterable[_Union[BatchKind, _Mapping]]] = ...) -> None: ...
 
 class ActivateResponse(_message.Message):
     __slots__ = ["jobs", "restricted"]
@@ -55,7 +57,7 @@ class ActivateResponse(_message.Message):
     def __init__(self, jobs: _Optional[_Iterable[_Union[ActivatedJob, _Mapping]]] = ..., restricted: bool = ...) -> None: ...
 
 class ActivatedJob(_message.Message):
-    __slots__ = ["args", "attempt", "checkpoint", "created_at", "default_timeout", "headers", "id", "kind", "lease_expires_at", "lease_token", "max_attempts", "queue", "resume_data", "retry_policy", "timeout"]
+    __slots__ = ["args", "attempt", "batch_id", "checkpoint", "created_at", "default_timeout", "headers", "id", "kind", "lease_expires_at", "lease_token", "max_attempts", "queue", "resume_data", "retry_policy", "timeout"]
     class HeadersEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -65,6 +67,7 @@ class ActivatedJob(_message.Message):
         def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     ARGS_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    BATCH_ID_FIELD_NUMBER: _ClassVar[int]
     CHECKPOINT_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
     DEFAULT_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
@@ -80,6 +83,7 @@ class ActivatedJob(_message.Message):
     TIMEOUT_FIELD_NUMBER: _ClassVar[int]
     args: str
     attempt: int
+    batch_id: str
     checkpoint: str
     created_at: _timestamp_pb2.Timestamp
     default_timeout: _duration_pb2.Duration
@@ -93,7 +97,7 @@ class ActivatedJob(_message.Message):
     resume_data: str
     retry_policy: RetryPolicy
     timeout: _duration_pb2.Duration
-    def __init__(self, id: _Optional[str] = ..., kind: _Optional[str] = ..., queue: _Optional[str] = ..., args: _Optional[str] = ..., headers: _Optional[_Mapping[str, str]] = ..., attempt: _Optional[int] = ..., max_attempts: _Optional[int] = ..., lease_token: _Optional[int] = ..., lease_expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., created_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., retry_policy: _Optional[_Union[RetryPolicy, _Mapping]] = ..., checkpoint: _Optional[str] = ..., resume_data: _Optional[str] = ..., default_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+    def __init__(self, id: _Optional[str] = ..., kind: _Optional[str] = ..., queue: _Optional[str] = ..., args: _Optional[str] = ..., headers: _Optional[_Mapping[str, str]] = ..., attempt: _Optional[int] = ..., max_attempts: _Optional[int] = ..., lease_token: _Optional[int] = ..., lease_expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., created_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., retry_policy: _Optional[_Union[RetryPolicy, _Mapping]] = ..., checkpoint: _Optional[str] = ..., resume_data: _Optional[str] = ..., default_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., batch_id: _Optional[str] = ...) -> None: ...
 
 class Attempt(_message.Message):
     __slots__ = ["attempt", "ended_at", "error", "error_code", "lease_token", "outcome", "stack", "started_at", "worker_id"]
@@ -116,6 +120,18 @@ class Attempt(_message.Message):
     started_at: _timestamp_pb2.Timestamp
     worker_id: str
     def __init__(self, lease_token: _Optional[int] = ..., attempt: _Optional[int] = ..., worker_id: _Optional[str] = ..., started_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., ended_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., outcome: _Optional[str] = ..., error: _Optional[str] = ..., stack: _Optional[str] = ..., error_code: _Optional[str] = ...) -> None: ...
+
+class BatchKind(_message.Message):
+    __slots__ = ["kind", "max_jobs", "max_wait", "ungrouped"]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    MAX_JOBS_FIELD_NUMBER: _ClassVar[int]
+    MAX_WAIT_FIELD_NUMBER: _ClassVar[int]
+    UNGROUPED_FIELD_NUMBER: _ClassVar[int]
+    kind: str
+    max_jobs: int
+    max_wait: _duration_pb2.Duration
+    ungrouped: bool
+    def __init__(self, kind: _Optional[str] = ..., max_jobs: _Optional[int] = ..., max_wait: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., ungrouped: bool = ...) -> None: ...
 
 class CancelRequest(_message.Message):
     __slots__ = ["id", "reason"]
@@ -660,7 +676,7 @@ class JobSpec(_message.Message):
     def __init__(self, kind: _Optional[str] = ..., args: _Optional[str] = ..., queue: _Optional[str] = ..., priority: _Optional[int] = ..., run_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., delay: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_attempts: _Optional[int] = ..., timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., headers: _Optional[_Mapping[str, str]] = ..., idempotency_key: _Optional[str] = ..., idempotency_retention: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., group_key: _Optional[str] = ..., retry_policy: _Optional[_Union[RetryPolicy, _Mapping]] = ..., max_rescues: _Optional[int] = ..., merge_key: _Optional[str] = ..., merge: _Optional[str] = ..., fairness_key: _Optional[str] = ...) -> None: ...
 
 class Kind(_message.Message):
-    __slots__ = ["compact_merge", "compact_over", "counts", "disabled", "max_running", "name", "rate"]
+    __slots__ = ["cap_per_key", "compact_merge", "compact_over", "counts", "disabled", "max_running", "name", "rate", "rate_per_key"]
     class CountsEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -668,6 +684,7 @@ class Kind(_message.Message):
         key: str
         value: int
         def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    CAP_PER_KEY_FIELD_NUMBER: _ClassVar[int]
     COMPACT_MERGE_FIELD_NUMBER: _ClassVar[int]
     COMPACT_OVER_FIELD_NUMBER: _ClassVar[int]
     COUNTS_FIELD_NUMBER: _ClassVar[int]
@@ -675,6 +692,8 @@ class Kind(_message.Message):
     MAX_RUNNING_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     RATE_FIELD_NUMBER: _ClassVar[int]
+    RATE_PER_KEY_FIELD_NUMBER: _ClassVar[int]
+    cap_per_key: int
     compact_merge: str
     compact_over: int
     counts: _containers.ScalarMap[str, int]
@@ -682,7 +701,8 @@ class Kind(_message.Message):
     max_running: int
     name: str
     rate: str
-    def __init__(self, name: _Optional[str] = ..., disabled: bool = ..., max_running: _Optional[int] = ..., counts: _Optional[_Mapping[str, int]] = ..., rate: _Optional[str] = ..., compact_over: _Optional[int] = ..., compact_merge: _Optional[str] = ...) -> None: ...
+    rate_per_key: str
+    def __init__(self, name: _Optional[str] = ..., disabled: bool = ..., max_running: _Optional[int] = ..., counts: _Optional[_Mapping[str, int]] = ..., rate: _Optional[str] = ..., compact_over: _Optional[int] = ..., compact_merge: _Optional[str] = ..., cap_per_key: _Optional[int] = ..., rate_per_key: _Optional[str] = ...) -> None: ...
 
 class KindServiceCompactRequest(_message.Message):
     __slots__ = ["group_key", "kind", "merge", "over"]
@@ -753,18 +773,22 @@ class KindServiceListResponse(_message.Message):
     def __init__(self, kinds: _Optional[_Iterable[_Union[Kind, _Mapping]]] = ...) -> None: ...
 
 class KindServiceSetRequest(_message.Message):
-    __slots__ = ["compact_merge", "compact_over", "kind", "max_running", "rate"]
+    __slots__ = ["cap_per_key", "compact_merge", "compact_over", "kind", "max_running", "rate", "rate_per_key"]
+    CAP_PER_KEY_FIELD_NUMBER: _ClassVar[int]
     COMPACT_MERGE_FIELD_NUMBER: _ClassVar[int]
     COMPACT_OVER_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     MAX_RUNNING_FIELD_NUMBER: _ClassVar[int]
     RATE_FIELD_NUMBER: _ClassVar[int]
+    RATE_PER_KEY_FIELD_NUMBER: _ClassVar[int]
+    cap_per_key: int
     compact_merge: str
     compact_over: int
     kind: str
     max_running: int
     rate: str
-    def __init__(self, kind: _Optional[str] = ..., max_running: _Optional[int] = ..., rate: _Optional[str] = ..., compact_over: _Optional[int] = ..., compact_merge: _Optional[str] = ...) -> None: ...
+    rate_per_key: str
+    def __init__(self, kind: _Optional[str] = ..., max_running: _Optional[int] = ..., rate: _Optional[str] = ..., compact_over: _Optional[int] = ..., compact_merge: _Optional[str] = ..., cap_per_key: _Optional[int] = ..., rate_per_key: _Optional[str] = ...) -> None: ...
 
 class KindServiceSetResponse(_message.Message):
     __slots__ = []
@@ -913,7 +937,7 @@ class PauseResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class Queue(_message.Message):
-    __slots__ = ["awaiting_compute", "computing", "counts", "disabled", "held_by_governor", "max_running", "name", "paused", "rate", "weight"]
+    __slots__ = ["awaiting_compute", "cap_per_key", "computing", "counts", "disabled", "held_by_governor", "max_running", "name", "paused", "rate", "rate_per_key", "weight"]
     class CountsEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -922,6 +946,7 @@ class Queue(_message.Message):
         value: int
         def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
     AWAITING_COMPUTE_FIELD_NUMBER: _ClassVar[int]
+    CAP_PER_KEY_FIELD_NUMBER: _ClassVar[int]
     COMPUTING_FIELD_NUMBER: _ClassVar[int]
     COUNTS_FIELD_NUMBER: _ClassVar[int]
     DISABLED_FIELD_NUMBER: _ClassVar[int]
@@ -930,8 +955,10 @@ class Queue(_message.Message):
     NAME_FIELD_NUMBER: _ClassVar[int]
     PAUSED_FIELD_NUMBER: _ClassVar[int]
     RATE_FIELD_NUMBER: _ClassVar[int]
+    RATE_PER_KEY_FIELD_NUMBER: _ClassVar[int]
     WEIGHT_FIELD_NUMBER: _ClassVar[int]
     awaiting_compute: int
+    cap_per_key: int
     computing: int
     counts: _containers.ScalarMap[str, int]
     disabled: int
@@ -940,8 +967,9 @@ class Queue(_message.Message):
     name: str
     paused: bool
     rate: str
+    rate_per_key: str
     weight: int
-    def __init__(self, name: _Optional[str] = ..., paused: bool = ..., max_running: _Optional[int] = ..., counts: _Optional[_Mapping[str, int]] = ..., weight: _Optional[int] = ..., awaiting_compute: _Optional[int] = ..., disabled: _Optional[int] = ..., rate: _Optional[str] = ..., computing: _Optional[int] = ..., held_by_governor: bool = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., paused: bool = ..., max_running: _Optional[int] = ..., counts: _Optional[_Mapping[str, int]] = ..., weight: _Optional[int] = ..., awaiting_compute: _Optional[int] = ..., disabled: _Optional[int] = ..., rate: _Optional[str] = ..., computing: _Optional[int] = ..., held_by_governor: bool = ..., cap_per_key: _Optional[int] = ..., rate_per_key: _Optional[str] = ...) -> None: ...
 
 class QueueServiceListRequest(_message.Message):
     __slots__ = []
@@ -954,16 +982,20 @@ class QueueServiceListResponse(_message.Message):
     def __init__(self, queues: _Optional[_Iterable[_Union[Queue, _Mapping]]] = ...) -> None: ...
 
 class QueueServiceSetRequest(_message.Message):
-    __slots__ = ["max_running", "queue", "rate", "weight"]
+    __slots__ = ["cap_per_key", "max_running", "queue", "rate", "rate_per_key", "weight"]
+    CAP_PER_KEY_FIELD_NUMBER: _ClassVar[int]
     MAX_RUNNING_FIELD_NUMBER: _ClassVar[int]
     QUEUE_FIELD_NUMBER: _ClassVar[int]
     RATE_FIELD_NUMBER: _ClassVar[int]
+    RATE_PER_KEY_FIELD_NUMBER: _ClassVar[int]
     WEIGHT_FIELD_NUMBER: _ClassVar[int]
+    cap_per_key: int
     max_running: int
     queue: str
     rate: str
+    rate_per_key: str
     weight: int
-    def __init__(self, queue: _Optional[str] = ..., weight: _Optional[int] = ..., max_running: _Optional[int] = ..., rate: _Optional[str] = ...) -> None: ...
+    def __init__(self, queue: _Optional[str] = ..., weight: _Optional[int] = ..., max_running: _Optional[int] = ..., rate: _Optional[str] = ..., cap_per_key: _Optional[int] = ..., rate_per_key: _Optional[str] = ...) -> None: ...
 
 class QueueServiceSetResponse(_message.Message):
     __slots__ = []
@@ -1343,7 +1375,7 @@ class Stream(_message.Message):
     def __init__(self, id: _Optional[str] = ..., worker: _Optional[str] = ..., queue: _Optional[str] = ..., kinds: _Optional[_Iterable[str]] = ..., credit: _Optional[int] = ..., in_flight: _Optional[int] = ..., pushed: _Optional[int] = ..., completed: _Optional[int] = ..., failed: _Optional[int] = ..., released: _Optional[int] = ..., opened_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., queues: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class StreamJobsRequest(_message.Message):
-    __slots__ = ["credit", "fetch_fields", "kind_concurrency", "kinds", "lease_timeout", "queue", "queues", "worker"]
+    __slots__ = ["batch_kinds", "credit", "fetch_fields", "kind_concurrency", "kinds", "lease_timeout", "queue", "queues", "worker"]
     class KindConcurrencyEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -1351,6 +1383,7 @@ class StreamJobsRequest(_message.Message):
         key: str
         value: int
         def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    BATCH_KINDS_FIELD_NUMBER: _ClassVar[int]
     CREDIT_FIELD_NUMBER: _ClassVar[int]
     FETCH_FIELDS_FIELD_NUMBER: _ClassVar[int]
     KINDS_FIELD_NUMBER: _ClassVar[int]
@@ -1359,6 +1392,7 @@ class StreamJobsRequest(_message.Message):
     QUEUES_FIELD_NUMBER: _ClassVar[int]
     QUEUE_FIELD_NUMBER: _ClassVar[int]
     WORKER_FIELD_NUMBER: _ClassVar[int]
+    batch_kinds: _containers.RepeatedCompositeFieldContainer[BatchKind]
     credit: int
     fetch_fields: _containers.RepeatedScalarFieldContainer[str]
     kind_concurrency: _containers.ScalarMap[str, int]
@@ -1367,7 +1401,7 @@ class StreamJobsRequest(_message.Message):
     queue: str
     queues: _containers.RepeatedScalarFieldContainer[str]
     worker: str
-    def __init__(self, worker: _Optional[str] = ..., queue: _Optional[str] = ..., kinds: _Optional[_Iterable[str]] = ..., credit: _Optional[int] = ..., lease_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., fetch_fields: _Optional[_Iterable[str]] = ..., queues: _Optional[_Iterable[str]] = ..., kind_concurrency: _Optional[_Mapping[str, int]] = ...) -> None: ...
+    def __init__(self, worker: _Optional[str] = ..., queue: _Optional[str] = ..., kinds: _Optional[_Iterable[str]] = ..., credit: _Optional[int] = ..., lease_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., fetch_fields: _Optional[_Iterable[str]] = ..., queues: _Optional[_Iterable[str]] = ..., kind_concurrency: _Optional[_Mapping[str, int]] = ..., batch_kinds: _Optional[_Iterable[_Union[BatchKind, _Mapping]]] = ...) -> None: ...
 
 class StreamJobsResponse(_message.Message):
     __slots__ = ["jobs", "keepalive"]
