@@ -154,3 +154,29 @@ func TestBatchKindsRefuseBadValues(t *testing.T) {
 		require.Contains(t, err.Error(), "invalid "+tc.field+":", "stream %v", tc.bks)
 	}
 }
+
+// A long poll for a batch that lingers (max_wait) waits on the clock for the linger's end,
+// looking again at most every second rather than spinning, and returns the batch once its
+// oldest job has been due for max_wait.
+func TestActivateWaitsForALingeringBatch(t *testing.T) {
+	e, clk := startOnClock(t)
+	ids := fillGroup(t, e, "bulk", "g", 2)
+	done := make(chan []*hopperv1.ActivatedJob, 1)
+	go func() {
+		res, err := e.workers.Activate(t.Context(), &hopperv1.ActivateRequest{Worker: "poller", Kinds: []string{"bulk"},
+			MaxJobs: 10, RequestTimeout: durationpb.New(time.Minute),
+			BatchKinds: []*hopperv1.BatchKind{{Kind: "bulk", MaxJobs: 10, MaxWait: durationpb.New(3 * time.Second)}}})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res.GetJobs()
+	}()
+	for range 2 {
+		waitOnClock(t, clk, 1) // the poll waits on a timer: the batch lingers
+		require.Empty(t, done)
+		clk.Advance(1500 * time.Millisecond)
+	}
+	jobs := recv(t, done)
+	require.Equal(t, ids, idsOf(jobs), "the batch, once its linger ended")
+	require.Equal(t, jobs[0].GetBatchId(), jobs[1].GetBatchId())
+}
