@@ -3,6 +3,7 @@ package remote_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -95,4 +96,42 @@ func TestRemoteWorkerBatchPanicFailsEveryJob(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A worker that dies while a batch runs (its handler ignores the hard stop, so no outcome
+// and no release is sent: as a killed process) leaves each job of the batch to be rescued
+// alone when its own lease expires, counted as one rescue each.
+func TestRemoteWorkerDyingMidBatchLeavesEachJobToItsRescue(t *testing.T) {
+	ts, client := remote.ServeForTest(t, remote.ServeOptions{Mod: func(c *hopper.Config) {
+		c.RescueInterval, c.LeaseDuration = 50*time.Millisecond, 3*time.Second
+	}})
+	stuck := make(chan struct{})
+	unstick := sync.OnceFunc(func() { close(stuck) })
+	t.Cleanup(unstick)
+	ids := enqueueGroup(t, client, resize{Width: 1}, resize{Width: 2})
+	started := make(chan int, 1)
+	ws := hopper.NewWorkers()
+	hopper.AddBatchWorkerFunc(ws, hopper.BatchOpts{MaxJobs: 10}, func(ctx context.Context, b *hopper.Batch[resize]) error {
+		started <- len(b.Jobs)
+		<-stuck // deaf to its context
+		return ctx.Err()
+	})
+	w, err := remote.New(remote.Config{URL: ts.URL, Workers: ws, Concurrency: 4, Name: "doomed", LeaseDuration: time.Second})
+	require.NoError(t, err)
+	require.NoError(t, w.Start(context.Background()))
+	require.Equal(t, 2, <-started)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	require.NoError(t, w.Stop(ctx)) // leaves the deaf handler running: nothing renews the leases
+	for _, id := range ids {
+		require.Eventually(t, func() bool {
+			job, err := client.Get(t.Context(), id)
+			require.NoError(t, err)
+			return job.Rescues == 1 && job.State == hopper.StateQueued
+		}, 20*time.Second, 20*time.Millisecond, "job %s rescued", id)
+	}
+	// The handler left behind ends at last, canceled: its jobs are declined (the stream is
+	// gone), each alone, and nothing more is sent.
+	unstick()
+	require.Eventually(t, func() bool { return w.Declined() == 2 }, 10*time.Second, time.Millisecond)
 }
