@@ -300,9 +300,10 @@ func (sj *streamer) whole(jobs []*hopper.JobRow) []pushUnit {
 	return out
 }
 
-// gaveBack takes jobs the loop gives back out of their batches: a batch whose rest goes back
-// so is pushed as it is, its first jobs (in group order) alone.
-func (sj *streamer) gaveBack(jobs []*hopper.JobRow, push bool) {
+// gaveBack takes jobs the loop gives back out of their batches, and returns the batches
+// whose rest went back so: each is to be pushed as it is, its first jobs (in group order)
+// alone.
+func (sj *streamer) gaveBack(jobs []*hopper.JobRow) []pushUnit {
 	var units []pushUnit
 	for _, j := range jobs {
 		if b, last := sj.taken(j); last && len(sj.partial[b]) > 0 {
@@ -310,9 +311,7 @@ func (sj *streamer) gaveBack(jobs []*hopper.JobRow, push bool) {
 			delete(sj.partial, b)
 		}
 	}
-	if push && len(units) > 0 && !sj.stopped {
-		_ = sj.push(units) // a failed push stops the stream: closeStream hands the jobs on
-	}
+	return units
 }
 
 // send writes msg to the worker, a push or a keepalive, one at a time. A push whose write
@@ -389,7 +388,9 @@ func (sj *streamer) freeKind(kind string) {
 // it holds them, so that closeStream returns them with the reason the stream closed.
 func (sj *streamer) GiveBack(_ string, jobs []*hopper.JobRow, why claim.Why) {
 	text := "claimed ahead; no credit freed for it within " + claim.Unrenewed(sj.params.LeaseDuration).String()
-	sj.gaveBack(jobs, why != claim.Stopping)
+	if units := sj.gaveBack(jobs); len(units) > 0 && why != claim.Stopping && !sj.stopped {
+		_ = sj.push(units) // a failed push stops the stream: closeStream hands the jobs on
+	}
 	switch why {
 	case claim.Stopping:
 		sj.w.holdAll(sj.st, jobs)
