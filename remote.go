@@ -87,6 +87,10 @@ func (a *workerAPI) claim(ctx context.Context, p workerapi.ActivateParams) (clai
 		a.claimed(got.jobs, p.LeaseDuration)
 	}
 	if err != nil || len(p.BatchKinds) > 0 && (got.full || len(got.plain) == 0) {
+		// Batches are never claimed ahead: the claim took none of p.Ahead, as a restricted
+		// one does, so that its caller counts it full on the jobs it can start (a stream's
+		// loop that saw it short would think the queue ran dry, and wait).
+		got.hold.Restricted = true
 		return got, err
 	}
 	jobs, hold, err := c.store.JobClaim(ctx, &store.ClaimParams{

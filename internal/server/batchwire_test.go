@@ -180,3 +180,40 @@ func TestActivateWaitsForALingeringBatch(t *testing.T) {
 	require.Equal(t, ids, idsOf(jobs), "the batch, once its linger ended")
 	require.Equal(t, jobs[0].GetBatchId(), jobs[1].GetBatchId())
 }
+
+// A stream of batches goes on claiming batches as its credit frees, the clock standing still
+// (no periodic look at the queue is needed).
+func TestStreamClaimsTheNextBatchAtOnce(t *testing.T) {
+	e, _ := startOnClock(t)
+	ids := fillGroup(t, e, "bulk", "", 6) // ungrouped: no group waits for another's job
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	stream, err := e.workers.StreamJobs(ctx, &hopperv1.StreamJobsRequest{Worker: "s", Credit: 2, Kinds: []string{"bulk"},
+		LeaseTimeout: durationpb.New(time.Hour), BatchKinds: []*hopperv1.BatchKind{{Kind: "bulk", MaxJobs: 2, Ungrouped: true}}})
+	require.NoError(t, err)
+	defer stream.Close()
+	msgs := make(chan []*hopperv1.ActivatedJob, 4)
+	go func() {
+		for {
+			msg, err := stream.Receive()
+			if err != nil {
+				close(msgs)
+				return
+			}
+			if len(msg.GetJobs()) > 0 {
+				msgs <- msg.GetJobs()
+			}
+		}
+	}()
+	var got []string
+	for len(got) < len(ids) {
+		jobs := recv(t, msgs) // a batch, cut to the credit its claim had
+		require.NotEmpty(t, jobs[0].GetBatchId())
+		for _, j := range jobs {
+			got = append(got, j.GetId())
+			e.complete(t, j)
+		}
+	}
+	require.Equal(t, ids, got)
+	cancel()
+}
