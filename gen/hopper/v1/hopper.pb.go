@@ -3008,9 +3008,9 @@ func (x *ActivateRequest) GetBatchKinds() []*BatchKind {
 type ActivateResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Jobs  []*ActivatedJob        `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs,omitempty"`
-	// restricted: a fleet-wide cap, a rate limit or a disabled kind applied to the claim, which
-	// then took none of ActivateRequest.ahead (so fewer jobs than max_jobs does not mean the
-	// queue ran dry).
+	// restricted: a fleet-wide cap, a rate limit or a disabled kind applied to the claim, or
+	// batches (batch_kinds) took it, which then took none of ActivateRequest.ahead (so fewer
+	// jobs than max_jobs does not mean the queue ran dry).
 	Restricted    bool `protobuf:"varint,2,opt,name=restricted,proto3" json:"restricted,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

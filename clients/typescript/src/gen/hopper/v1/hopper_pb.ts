@@ -1629,9 +1629,9 @@ export type ActivateResponse = Message<"hopper.v1.ActivateResponse"> & {
   jobs: ActivatedJob[];
 
   /**
-   * restricted: a fleet-wide cap, a rate limit or a disabled kind applied to the claim, which
-   * then took none of ActivateRequest.ahead (so fewer jobs than max_jobs does not mean the
-   * queue ran dry).
+   * restricted: a fleet-wide cap, a rate limit or a disabled kind applied to the claim, or
+   * batches (batch_kinds) took it, which then took none of ActivateRequest.ahead (so fewer
+   * jobs than max_jobs does not mean the queue ran dry).
    *
    * @generated from field: bool restricted = 2;
    */
