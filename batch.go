@@ -71,8 +71,9 @@ func (b *Batch[T]) SetResult(i int, v any) error {
 // AddBatchWorker registers w for the kind of T, its jobs claimed and run in batches by opts.
 // A worker process claims a batch for one of its slots (Config.MaxWorkers): a batch is one
 // slot, and one unit of the kind's KindConcurrency in this process. Fleet-wide caps and rate
-// limits count each job. Workers that do not batch (a remote worker) run the kind's jobs one at
-// a time, each as a batch of one. It panics when the kind is empty or registered twice, or
+// limits count each job. A remote worker (package remote) given ws takes the kind's jobs in
+// batches over the worker protocol; a worker that does not batch runs them one at a time, each
+// as a batch of one. It panics when the kind is empty or registered twice, or
 // when opts are negative.
 func AddBatchWorker[T JobArgs](ws *Workers, w BatchWorker[T], opts BatchOpts) {
 	if opts.MaxJobs < 0 || opts.MaxWait < 0 {

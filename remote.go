@@ -75,20 +75,111 @@ const claimTimeout = 30 * time.Second
 // commit a transaction whose client was canceled) would leave its jobs running, with nobody
 // on them, until their leases expire, and their rescue would count against MaxRescues. The
 // engine's producers claim the same way.
-func (a *workerAPI) claim(ctx context.Context, p workerapi.ActivateParams) ([]*JobRow, store.Hold, error) {
+//
+// With batch kinds (p.BatchKinds) it claims batches first, as the engine does, then the other
+// kinds' jobs for what is left (claimBatches).
+func (a *workerAPI) claim(ctx context.Context, p workerapi.ActivateParams) (claimed, error) {
 	c := a.c
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
 	defer cancel()
+	got, err := a.claimBatches(ctx, p)
+	if len(got.jobs) > 0 {
+		a.claimed(got.jobs, p.LeaseDuration)
+	}
+	if err != nil || len(p.BatchKinds) > 0 && (got.full || len(got.plain) == 0) {
+		// Batches are never claimed ahead: the claim took none of p.Ahead, as a restricted
+		// one does, so that its caller counts it full on the jobs it can start (a stream's
+		// loop that saw it short would think the queue ran dry, and wait).
+		got.hold.Restricted = true
+		return got, err
+	}
 	jobs, hold, err := c.store.JobClaim(ctx, &store.ClaimParams{
-		Queue: p.Queue, Kinds: p.Kinds, Limit: p.MaxJobs, Ahead: p.Ahead,
+		Queue: p.Queue, Kinds: got.plain, Limit: p.MaxJobs - len(got.jobs), Ahead: p.Ahead,
 		WorkerID: p.Worker, LeaseDuration: p.LeaseDuration,
 	})
 	if len(jobs) > 0 {
-		c.remote.add(jobs, c.clock.Now(), p.LeaseDuration)
-		c.engine.Claimed()
-		c.obs.claimed(jobs, true)
+		a.claimed(jobs, p.LeaseDuration)
 	}
-	return jobs, hold, err
+	got.jobs = append(got.jobs, jobs...)
+	got.hold = mergeHold(got.hold, hold)
+	return got, err
+}
+
+// claimed records jobs claimed for a remote worker.
+func (a *workerAPI) claimed(jobs []*JobRow, lease time.Duration) {
+	c := a.c
+	c.remote.add(jobs, c.clock.Now(), lease)
+	c.engine.Claimed()
+	c.obs.claimed(jobs, true)
+}
+
+// claimed is what one claim of Activate took: its jobs (batches first), the batch of each job
+// claimed in one (by id), what held it back, and how soon a batch that lingers is ready.
+type claimed struct {
+	jobs    []*JobRow
+	batchOf map[string]string
+	hold    store.Hold
+	readyAt time.Time
+	plain   []string // the kinds claimed one by one
+	full    bool     // the batches took every job the claim may start
+}
+
+// claimBatches claims batches of p's batch kinds in p.Queue, in turn, while p.MaxJobs less
+// p.Ahead (batches are never claimed ahead) has room: each batch is cut to that room. A
+// batch's id is its first job's id and lease token.
+func (a *workerAPI) claimBatches(ctx context.Context, p workerapi.ActivateParams) (claimed, error) {
+	var got claimed
+	if len(p.BatchKinds) == 0 {
+		got.plain = p.Kinds
+		return got, nil
+	}
+	batching := map[string]bool{}
+	for _, bk := range p.BatchKinds {
+		batching[bk.Kind] = true
+	}
+	for _, k := range p.Kinds {
+		if !batching[k] {
+			got.plain = append(got.plain, k)
+		}
+	}
+	room := p.MaxJobs - p.Ahead
+	for _, bk := range p.BatchKinds {
+		for room-len(got.jobs) > 0 {
+			res, err := a.c.store.JobClaimBatch(ctx, &store.BatchClaimParams{Queue: p.Queue, Kind: bk.Kind,
+				MaxJobs: min(bk.MaxJobs, room-len(got.jobs)), MaxWait: bk.MaxWait, Ungrouped: bk.Ungrouped,
+				WorkerID: p.Worker, LeaseDuration: p.LeaseDuration})
+			if err != nil {
+				return got, err
+			}
+			got.hold = mergeHold(got.hold, res.Hold)
+			if !res.ReadyAt.IsZero() && (got.readyAt.IsZero() || res.ReadyAt.Before(got.readyAt)) {
+				got.readyAt = res.ReadyAt
+			}
+			if len(res.Jobs) == 0 {
+				break
+			}
+			if got.batchOf == nil {
+				got.batchOf = map[string]string{}
+			}
+			id := fmt.Sprintf("%s.%d", res.Jobs[0].ID, res.Jobs[0].Token)
+			for _, j := range res.Jobs {
+				got.batchOf[j.ID] = id
+			}
+			got.jobs = append(got.jobs, res.Jobs...)
+		}
+	}
+	got.full = len(got.jobs) >= room
+	return got, nil
+}
+
+// mergeHold is what two claims' holds say together.
+func mergeHold(a, b store.Hold) store.Hold {
+	out := store.Hold{Capped: a.Capped || b.Capped, Restricted: a.Restricted || b.Restricted,
+		QueueWide: a.QueueWide || b.QueueWide, Wait: a.Wait}
+	if b.Wait > 0 && (out.Wait == 0 || b.Wait < out.Wait) {
+		out.Wait = b.Wait
+	}
+	return out
 }
 
 // CompleteJob ends a remote worker's attempt successfully, storing result (a JSON value, or

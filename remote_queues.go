@@ -47,13 +47,17 @@ func (a *workerAPI) ActivateQueues(ctx context.Context, p workerapi.ActivatePara
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		jobs, retry, restricted, err := a.claimShared(ctx, p, asking, weights, empty)
+		batchOf := map[string]string{}
+		jobs, retry, restricted, err := a.claimShared(ctx, p, asking, weights, empty, batchOf)
 		if err != nil {
 			return nil, fmt.Errorf("activate jobs: %w", err)
 		}
 		left := deadline.Sub(c.clock.Now())
 		if len(jobs) > 0 || left <= 0 {
 			got := &workerapi.Activated{Jobs: jobs, Retry: retry, Restricted: restricted}
+			if len(batchOf) > 0 {
+				got.BatchIDs = batchOf
+			}
 			for _, q := range queues {
 				if empty[q] {
 					got.Drained = append(got.Drained, q)
@@ -84,9 +88,10 @@ func (a *workerAPI) ActivateQueues(ctx context.Context, p workerapi.ActivatePara
 // records in empty whether each queue asked had fewer ready jobs than it was asked for, and
 // returns how soon a rate limit that held one of its claims back allows another start (0 when
 // none did; at most activatePoll), and whether a cap, rate limit or disabled kind applied to a
-// claim. Only a single queue's first claim asks ahead (p.Ahead).
+// claim. Only a single queue's first claim asks ahead (p.Ahead). The batch of each job claimed
+// in one goes in batchOf; a batch that lingers counts as a rate limit's wait does.
 func (a *workerAPI) claimShared(ctx context.Context, p workerapi.ActivateParams, asking []string, weights map[string]int,
-	empty map[string]bool) (jobs []*JobRow, retry time.Duration, restricted bool, err error) {
+	empty map[string]bool, batchOf map[string]string) (jobs []*JobRow, retry time.Duration, restricted bool, err error) {
 	qs := make([]*fairshare.Queue, len(asking))
 	for i, name := range asking {
 		qs[i] = &fairshare.Queue{Name: name, Weight: max(weights[name], 1), Held: max(p.Held[name], 0)}
@@ -109,7 +114,8 @@ func (a *workerAPI) claimShared(ctx context.Context, p workerapi.ActivateParams,
 			if len(asking) == 1 && n == p.MaxJobs {
 				one.Ahead = p.Ahead
 			}
-			got, hold, err := a.claim(ctx, one)
+			got, err := a.claim(ctx, one)
+			hold := got.hold
 			if err != nil && len(jobs) == 0 {
 				return nil, 0, false, err
 			}
@@ -123,11 +129,20 @@ func (a *workerAPI) claimShared(ctx context.Context, p workerapi.ActivateParams,
 			if r := hold.Retry(activatePoll, activatePoll); hold.Wait > 0 && (retry == 0 || r < retry) {
 				retry = r
 			}
-			jobs = append(jobs, got...)
-			left -= len(got)
-			q.Held += len(got)
-			empty[q.Name] = len(got) < n
-			if len(got) == n {
+			if !got.readyAt.IsZero() { // a batch lingers: look again when it is ready
+				r := min(max(got.readyAt.Sub(a.c.clock.Now()), time.Millisecond), activatePoll)
+				if retry == 0 || r < retry {
+					retry = r
+				}
+			}
+			for id, b := range got.batchOf {
+				batchOf[id] = b
+			}
+			jobs = append(jobs, got.jobs...)
+			left -= len(got.jobs)
+			q.Held += len(got.jobs)
+			empty[q.Name] = len(got.jobs) < n
+			if len(got.jobs) == n {
 				next = append(next, q)
 			}
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/field"
 	"github.com/hopperjobs/hopper/internal/jobtrace"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
@@ -30,34 +31,63 @@ const reportTimeout = 30 * time.Second
 // when execute returns).
 func (w *Worker) execute(ctx context.Context, job *hopperv1.ActivatedJob, handlerDone func()) {
 	defer handlerDone()
-	row := apiview.FromActivatedJob(job, w.cfg.Name)
-	ops := &rpcOps{w: w, job: job}
-	ex := attempt.NewExecution(row, ops)
-	ctx, span := jobtrace.Start(ctx, w.tracer, row)
-	var unit attempt.Unit
-	h, ok := w.handlers.Handler(row.Kind)
-	var err error
-	if !ok {
-		err = &attempt.NoRetryError{Err: fmt.Errorf("no worker for kind %q", row.Kind)}
-	} else if unit, err = h.Prepare(row); err != nil {
-		err = &attempt.NoRetryError{Err: err}
-	}
-	timeout := attempt.AttemptTimeout(row, unit, job.GetDefaultTimeout().AsDuration())
-	began := w.clock.Now()
-	w.observeStart(row)
+	a := w.prepare(ctx, job)
+	w.observeStart(a.row)
 	var cause error
-	if err == nil {
-		tctx, stop := attempt.WithTimeout(ctx, w.clock, timeout)
-		err = attempt.RunUnit(attempt.WithExecution(tctx, ex), unit)
+	if a.err == nil {
+		tctx, stop := attempt.WithTimeout(a.ctx, w.clock, a.timeout)
+		a.err = attempt.RunUnit(attempt.WithExecution(tctx, a.ex), a.unit)
 		cause = context.Cause(tctx)
 		stop()
 	}
+	w.finish(a, cause, handlerDone)
+}
+
+// prepared is one attempt ready to run: its job as a row, its handler's unit (or why it has
+// none: err), its span's context.
+type prepared struct {
+	job     *hopperv1.ActivatedJob
+	row     *hoppertype.JobRow
+	ops     *rpcOps
+	ex      *attempt.Execution
+	ctx     context.Context // the span's
+	span    trace.Span
+	unit    attempt.Unit
+	err     error
+	timeout time.Duration
+	began   time.Time
+}
+
+// prepare makes job's attempt: its row, its span, its unit (a job of a kind without a worker,
+// or whose args do not decode, fails without retry).
+func (w *Worker) prepare(ctx context.Context, job *hopperv1.ActivatedJob) *prepared {
+	a := &prepared{job: job, row: apiview.FromActivatedJob(job, w.cfg.Name), ops: &rpcOps{w: w, job: job}}
+	a.ex = attempt.NewExecution(a.row, a.ops)
+	a.ctx, a.span = jobtrace.Start(ctx, w.tracer, a.row)
+	h, ok := w.handlers.Handler(a.row.Kind)
+	if !ok {
+		a.err = &attempt.NoRetryError{Err: fmt.Errorf("no worker for kind %q", a.row.Kind)}
+	} else if unit, err := h.Prepare(a.row); err != nil {
+		a.err = &attempt.NoRetryError{Err: err}
+	} else {
+		a.unit = unit
+	}
+	a.timeout = attempt.AttemptTimeout(a.row, a.unit, job.GetDefaultTimeout().AsDuration())
+	a.began = w.clock.Now()
+	return a
+}
+
+// finish ends attempt a, whose handler returned a.err while its context (or the batch's)
+// ended with cause (nil: its own context's cause counts): it classifies the outcome, calls
+// handlerDone and reports to the server.
+func (w *Worker) finish(a *prepared, cause error, handlerDone func()) {
+	ctx, job, ops, ex, unit, err := a.ctx, a.job, a.ops, a.ex, a.unit, a.err
 	if cause == nil {
 		cause = context.Cause(ctx)
 	}
-	end := attempt.Classify(err, cause, timeout)
-	jobtrace.End(span, end.Outcome, err)
-	w.observeEnd(row, end.Outcome, end.Gone, w.clock.Now().Sub(began))
+	end := attempt.Classify(err, cause, a.timeout)
+	jobtrace.End(a.span, end.Outcome, err)
+	w.observeEnd(a.row, end.Outcome, end.Gone, w.clock.Now().Sub(a.began))
 	handlerDone()
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reportTimeout)
 	defer cancel()

@@ -83,7 +83,8 @@ func (p *poller) Claim(ctx context.Context, r claim.Request) claim.Result[*hoppe
 	}
 	queue, queues := w.asked()
 	req := &hopperv1.ActivateRequest{Worker: w.cfg.Name, Queue: queue, Queues: queues, Kinds: kinds,
-		MaxJobs: int32(units + ahead), Ahead: int32(ahead), LeaseTimeout: durationOf(w.cfg.LeaseDuration)}
+		MaxJobs: int32(units + ahead), Ahead: int32(ahead), LeaseTimeout: durationOf(w.cfg.LeaseDuration),
+		BatchKinds: w.batchingOf(kinds)}
 	if r.Alone {
 		wait := w.cfg.PollWait
 		if p.caps != nil && len(room) < len(p.caps.Kinds()) {
@@ -127,11 +128,21 @@ func (p *poller) done(j *hopperv1.ActivatedJob) {
 
 // Start runs each job on a free slot, whatever the governor says meanwhile (it holds new
 // polls back, not jobs already claimed for free slots, as in process).
+//
+// A batch's jobs (hopperv1.ActivatedJob.batch_id) run together, their units held until the
+// batch's handler returns (the poll cut the batch to the free slots).
 func (p *poller) Start(_ string, jobs []*hopperv1.ActivatedJob) error {
-	for _, j := range jobs {
-		if p.w.launchThen(j, func() { p.done(j) }) == nil { // stopping
-			p.done(j)
-			p.release(j, "worker stopping")
+	for _, unit := range grouped(jobs) {
+		done := func() {
+			for _, j := range unit {
+				p.done(j)
+			}
+		}
+		if p.w.launchThen(unit, done) == nil { // stopping
+			done()
+			for _, j := range unit {
+				p.release(j, "worker stopping")
+			}
 		}
 	}
 	return nil

@@ -153,7 +153,8 @@ type Worker struct {
 	out      *batcher // attempts' outcomes, in batches
 	handlers *attempt.Workers
 	kinds    []string
-	queues   []string // Config.Queue and Queues, merged
+	batching []*hopperv1.BatchKind // the kinds taken in batches (batchrun.go)
+	queues   []string              // Config.Queue and Queues, merged
 	// clock paces the worker's waits on its jobs (attempt timeouts, lease renewals, report
 	// retries) and on its server (reconnects, poll coalescing): the wall clock, or a fake one
 	// that only this package's tests can set (newWorker).
@@ -213,6 +214,9 @@ type run struct {
 	cancel context.CancelCauseFunc
 	lease  time.Duration
 	done   chan struct{} // closed when its handler and report have returned
+	// batch, on the first attempt of a batch (batchrun.go), is the batch's attempts, this
+	// one first: they wait for a slot, start and end together.
+	batch []*run
 }
 
 // New checks cfg and returns a worker ready to Start.
@@ -302,6 +306,7 @@ func newWorker(cfg Config, clk clock.Clock) (*Worker, error) {
 	}
 	w.kinds = w.handlers.Kinds()
 	sort.Strings(w.kinds)
+	w.batching = batchKinds(w.handlers, w.kinds)
 	if err := checkKindConcurrency(cfg, w.kinds); err != nil {
 		return nil, err
 	}
@@ -523,7 +528,8 @@ func (w *Worker) stream() error {
 		caps[kind] = int32(min(n, credit)) // a bound above the credit bounds nothing
 	}
 	st, err := w.api.StreamJobs(ctx, &hopperv1.StreamJobsRequest{Worker: w.cfg.Name, Queue: queue, Queues: queues,
-		Kinds: w.kinds, Credit: int32(credit), LeaseTimeout: durationOf(w.cfg.LeaseDuration), KindConcurrency: caps})
+		Kinds: w.kinds, Credit: int32(credit), LeaseTimeout: durationOf(w.cfg.LeaseDuration), KindConcurrency: caps,
+		BatchKinds: w.batching})
 	if err != nil {
 		return err
 	}
@@ -548,8 +554,8 @@ func (w *Worker) stream() error {
 		if len(msg.GetJobs()) > 0 && worked.Stop() { // a keepalive alone does not show it works
 			w.intake.Succeed()
 		}
-		for _, job := range msg.GetJobs() {
-			w.admit(job)
+		for _, jobs := range grouped(msg.GetJobs()) {
+			w.admit(jobs)
 		}
 	}
 }
@@ -591,19 +597,33 @@ func (w *Worker) newAttempt(job *hopperv1.ActivatedJob) *run {
 	return &run{job: job, ctx: ctx, cancel: cancel, lease: w.cfg.LeaseDuration, done: make(chan struct{})}
 }
 
-// launchThen runs job in its own goroutine and calls done once its handler has returned
-// (its outcome may still be on its way: the slot is free for the next job meanwhile); nil
-// when stopping.
-func (w *Worker) launchThen(job *hopperv1.ActivatedJob, done func()) *run {
-	a := w.newAttempt(job)
+// launchThen runs jobs, a job or a batch's jobs, in a goroutine of its own and calls done
+// once its handler has returned (its outcome may still be on its way: the slot is free for
+// the next job meanwhile); nil when stopping.
+func (w *Worker) launchThen(jobs []*hopperv1.ActivatedJob, done func()) *run {
+	a := w.newAttempt(jobs[0])
+	if len(jobs) > 1 || jobs[0].GetBatchId() != "" {
+		a = w.newBatch(jobs)
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.stopping {
-		a.cancel(nil)
+		for _, r := range a.runs() {
+			r.cancel(nil)
+		}
 		return nil
 	}
-	w.startLocked(a, done)
+	w.startAnyLocked(a, done)
 	return a
+}
+
+// startAnyLocked starts a, a job's attempt or a batch's (w.mu held).
+func (w *Worker) startAnyLocked(a *run, done func()) {
+	if a.batch != nil {
+		w.startBatchLocked(a, done)
+	} else {
+		w.startLocked(a, done)
+	}
 }
 
 // startLocked runs a in its own goroutine (w.mu held), calling done once its handler has
@@ -620,22 +640,28 @@ func (w *Worker) startLocked(a *run, done func()) {
 	})
 }
 
-// admit takes a job pushed on the stream: it starts at once on a free slot if its kind has
-// room (Config.KindConcurrency), else waits for both (Config.Prefetch: the server pushes no
-// more than the stream's credit); while the worker stops it is declined, to be released once
-// the stream is closed.
-func (w *Worker) admit(job *hopperv1.ActivatedJob) {
-	a := w.newAttempt(job)
+// admit takes a job pushed on the stream, or a batch's jobs: it starts at once on a free slot
+// (a batch takes one) if its kind has room (Config.KindConcurrency), else waits for both
+// (Config.Prefetch: the server pushes no more than the stream's credit); while the worker
+// stops it is declined, to be released once the stream is closed.
+func (w *Worker) admit(jobs []*hopperv1.ActivatedJob) {
+	a := w.newAttempt(jobs[0])
+	if len(jobs) > 1 || jobs[0].GetBatchId() != "" {
+		a = w.newBatch(jobs)
+	}
+	kind := jobs[0].GetKind()
 	w.mu.Lock()
 	switch {
 	case w.stopping:
 		w.mu.Unlock()
-		a.cancel(nil)
-		w.decline(job)
+		for _, r := range a.runs() {
+			r.cancel(nil)
+			w.decline(r.job)
+		}
 		return
-	case w.busy < w.cfg.Concurrency && w.kindCaps.Take(job.GetKind()):
+	case w.busy < w.cfg.Concurrency && w.kindCaps.Take(kind):
 		w.busy++
-		w.startLocked(a, func() { w.slotFreed(job.GetKind()) })
+		w.startAnyLocked(a, func() { w.slotFreed(kind) })
 	default:
 		w.waiting = append(w.waiting, a)
 	}
@@ -657,20 +683,22 @@ func (w *Worker) slotFreed(kind string) {
 		a := w.waiting[i]
 		why := "lease lost while waiting for a slot"
 		switch {
-		case a.ctx.Err() != nil:
+		case !a.alive():
 		case governed:
 			why = "waiting for a slot, not started: the resource governor holds"
-			a.cancel(nil)
 		case !w.kindCaps.Take(a.job.GetKind()):
 			i++ // its kind has no room: it waits for one of its kind to end
 			continue
 		default:
 			w.waiting = slices.Delete(w.waiting, i, i+1)
-			w.startLocked(a, func() { w.slotFreed(a.job.GetKind()) })
+			w.startAnyLocked(a, func() { w.slotFreed(a.job.GetKind()) })
 			return
 		}
 		w.waiting = slices.Delete(w.waiting, i, i+1)
-		w.jobs.Go(func() { w.release(a.job, why) })
+		for _, r := range a.runs() {
+			r.cancel(nil)
+			w.jobs.Go(func() { w.release(r.job, why) })
+		}
 	}
 	w.busy--
 }
@@ -683,8 +711,10 @@ func (w *Worker) declineWaiting() {
 	w.waiting = nil
 	w.mu.Unlock()
 	for _, a := range waiting {
-		a.cancel(nil)
-		w.decline(a.job)
+		for _, r := range a.runs() {
+			r.cancel(nil)
+			w.decline(r.job)
+		}
 	}
 }
 
@@ -722,7 +752,9 @@ func (w *Worker) extendAll() (int, error) {
 	for _, a := range w.running {
 		running = append(running, a)
 	}
-	running = append(running, w.waiting...) // pushed, waiting for a slot: theirs too
+	for _, a := range w.waiting { // pushed, waiting for a slot: theirs too
+		running = append(running, a.runs()...)
+	}
 	w.mu.Unlock()
 	asked := 0
 	for len(running) > 0 {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"github.com/hopperjobs/hopper/internal/workerapi"
 	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,6 +48,14 @@ type streamer struct {
 	// claims, on goroutines of their own, look for changes (refreshWeights).
 	mu      sync.Mutex
 	weights map[string]int
+	// batchOf is the batch of each job claimed in one (StreamJobsRequest.batch_kinds), and
+	// batchLeft how many jobs of each batch the loop has not yet started nor given back: the
+	// claims record them, Start and GiveBack take them (guarded by mu). partial holds the
+	// jobs of a batch started while the loop still holds some of the rest (its units were
+	// short): a batch goes to the worker whole, in one message (the loop's goroutine).
+	batchOf   map[workerapi.LeaseRef]string
+	batchLeft map[string]int
+	partial   map[string][]*hopper.JobRow
 	// stopped: a push found the stream over; endErr is what StreamJobs returns then (nil:
 	// the worker went away). The loop's goroutine owns both.
 	stopped bool
@@ -62,7 +71,8 @@ func (w *workerService) newStreamer(ctx context.Context, req *hopperv1.StreamJob
 	out hopperv1connect.WorkerServiceStreamJobsServerStream, end context.CancelCauseFunc) (*streamer, error) {
 	s := w.s
 	queues := params.QueueNames()
-	sj := &streamer{w: w, out: out, ctx: ctx, params: params, fetch: req.GetFetchFields()}
+	sj := &streamer{w: w, out: out, ctx: ctx, params: params, fetch: req.GetFetchFields(),
+		batchOf: map[workerapi.LeaseRef]string{}, batchLeft: map[string]int{}, partial: map[string][]*hopper.JobRow{}}
 	sj.params.Queue, sj.params.Queues = "", nil // each claim names its lane's queue
 	credit := int(req.GetCredit())
 	cfg := claim.Config{Clock: s.clock, Units: credit, Batch: workerapi.MaxActivateJobs, AheadLimit: credit,
@@ -123,6 +133,9 @@ func (sj *streamer) Claim(ctx context.Context, r claim.Request) claim.Result[*ho
 	activate := func(c claim.Split) ([]*hopper.JobRow, error) {
 		p := sj.params
 		p.Queue, p.Kinds, p.MaxJobs, p.Ahead = r.Lane, c.Kinds, c.Units+c.Ahead, c.Ahead
+		p.BatchKinds = slices.DeleteFunc(slices.Clone(p.BatchKinds), func(bk workerapi.BatchKind) bool {
+			return !slices.Contains(c.Kinds, bk.Kind)
+		})
 		got, err := s.api.ActivateQueues(claimCtx, p)
 		if got == nil {
 			return nil, err
@@ -131,7 +144,9 @@ func (sj *streamer) Claim(ctx context.Context, r claim.Request) claim.Result[*ho
 		if got.Retry > 0 && (out.Retry == 0 || got.Retry < out.Retry) {
 			out.Retry = got.Retry
 		}
-		return sj.w.deliverable(ctx, got.Jobs), err
+		jobs := sj.w.deliverable(ctx, got.Jobs)
+		sj.claimedBatches(jobs, got.BatchIDs)
+		return jobs, err
 	}
 	if sj.st.caps == nil {
 		out.Jobs, out.Err = activate(claim.Split{Kinds: sj.params.Kinds, Units: r.Units, Ahead: r.Ahead})
@@ -169,9 +184,10 @@ func (sj *streamer) refreshWeights(ctx context.Context) {
 }
 
 // Start holds jobs for the stream and pushes them, in messages of about maxPushBytes: one
-// write and one flush for many jobs. Every job is held before the first push, so that if a
-// push fails, closing the stream hands all of them at once to another stream or back to
-// their queue (closeStream). Each job whose push fails is counted, by reason.
+// write and one flush for many jobs, a batch's jobs always in one message. Every job is held
+// before the first push, so that if a push fails, closing the stream hands all of them at
+// once to another stream or back to their queue (closeStream). Each job whose push fails is
+// counted, by reason.
 func (sj *streamer) Start(_ string, jobs []*hopper.JobRow) error {
 	s, st := sj.w.s, sj.st
 	sj.w.holdAll(st, jobs)
@@ -180,24 +196,40 @@ func (sj *streamer) Start(_ string, jobs []*hopper.JobRow) error {
 		return errStreamStopped // claimed as the stream ended: closeStream hands them on
 	}
 	s.reg.count(sj.params.Worker, jobs)
-	for len(jobs) > 0 {
+	return sj.push(sj.whole(jobs))
+}
+
+// push sends units, each a batch or a single job, in messages of about maxPushBytes.
+func (sj *streamer) push(units []pushUnit) error {
+	s, st := sj.w.s, sj.st
+	left := func() int {
+		n := 0
+		for _, u := range units {
+			n += len(u.jobs)
+		}
+		return n
+	}
+	for len(units) > 0 {
 		if sj.ctx.Err() != nil {
-			s.reg.push.fail(pushClosed, len(jobs))
+			s.reg.push.fail(pushClosed, left())
 			sj.stop(sj.w.ended(sj.ctx)) // the jobs not sent go on at once, uncounted
 			return errStreamStopped
 		}
 		msg := &hopperv1.StreamJobsResponse{}
-		for size := 0; len(jobs) > 0 && (size == 0 || size < maxPushBytes); jobs = jobs[1:] {
-			j := jobs[0]
-			msg.Jobs = append(msg.Jobs, toActivated(j, sj.fetch, s.jobTimeout))
-			size += len(j.Args) + len(j.Checkpoint) + len(j.ResumeData) + 256
+		for size := 0; len(units) > 0 && (size == 0 || size < maxPushBytes); units = units[1:] {
+			for _, j := range units[0].jobs {
+				a := toActivated(j, sj.fetch, s.jobTimeout)
+				a.BatchId = units[0].batch
+				msg.Jobs = append(msg.Jobs, a)
+				size += len(j.Args) + len(j.Checkpoint) + len(j.ResumeData) + 256
+			}
 		}
 		if err := sj.send(msg); err != nil {
 			why := pushSendError
 			if sj.ctx.Err() != nil {
 				why = pushClosed
 			}
-			s.reg.push.fail(why, len(msg.GetJobs())+len(jobs))
+			s.reg.push.fail(why, len(msg.GetJobs())+left())
 			sj.stop(nil) // the worker went away; closeStream hands on what it held
 			return errStreamStopped
 		}
@@ -206,6 +238,80 @@ func (sj *streamer) Start(_ string, jobs []*hopper.JobRow) error {
 		}
 	}
 	return nil
+}
+
+// pushUnit is what goes to the worker in one message: a batch's jobs, or a job claimed alone
+// (no batch).
+type pushUnit struct {
+	batch string
+	jobs  []*hopper.JobRow
+}
+
+// claimedBatches records the batch of each of a claim's jobs claimed in one.
+func (sj *streamer) claimedBatches(jobs []*hopper.JobRow, batchOf map[string]string) {
+	if len(batchOf) == 0 {
+		return
+	}
+	sj.mu.Lock()
+	defer sj.mu.Unlock()
+	for _, j := range jobs {
+		if b := batchOf[j.ID]; b != "" {
+			sj.batchOf[workerapi.LeaseRef{ID: j.ID, Token: j.Token}] = b
+			sj.batchLeft[b]++
+		}
+	}
+}
+
+// taken takes j out of its batch's count as the loop starts it or gives it back, and returns
+// its batch ("" for none) and whether the loop holds no more of the batch.
+func (sj *streamer) taken(j *hopper.JobRow) (string, bool) {
+	sj.mu.Lock()
+	defer sj.mu.Unlock()
+	ref := workerapi.LeaseRef{ID: j.ID, Token: j.Token}
+	b, ok := sj.batchOf[ref]
+	if !ok {
+		return "", false
+	}
+	delete(sj.batchOf, ref)
+	sj.batchLeft[b]--
+	if sj.batchLeft[b] > 0 {
+		return b, false
+	}
+	delete(sj.batchLeft, b)
+	return b, true
+}
+
+// whole returns the jobs the loop starts as units to push: each job claimed alone, and each
+// batch once the loop has started all of it (the jobs started before wait in partial).
+func (sj *streamer) whole(jobs []*hopper.JobRow) []pushUnit {
+	var out []pushUnit
+	for _, j := range jobs {
+		b, last := sj.taken(j)
+		switch {
+		case b == "":
+			out = append(out, pushUnit{jobs: []*hopper.JobRow{j}})
+		case last:
+			out = append(out, pushUnit{batch: b, jobs: append(sj.partial[b], j)})
+			delete(sj.partial, b)
+		default:
+			sj.partial[b] = append(sj.partial[b], j)
+		}
+	}
+	return out
+}
+
+// gaveBack takes jobs the loop gives back out of their batches, and returns the batches
+// whose rest went back so: each is to be pushed as it is, its first jobs (in group order)
+// alone.
+func (sj *streamer) gaveBack(jobs []*hopper.JobRow) []pushUnit {
+	var units []pushUnit
+	for _, j := range jobs {
+		if b, last := sj.taken(j); last && len(sj.partial[b]) > 0 {
+			units = append(units, pushUnit{batch: b, jobs: sj.partial[b]})
+			delete(sj.partial, b)
+		}
+	}
+	return units
 }
 
 // send writes msg to the worker, a push or a keepalive, one at a time. A push whose write
@@ -282,6 +388,9 @@ func (sj *streamer) freeKind(kind string) {
 // it holds them, so that closeStream returns them with the reason the stream closed.
 func (sj *streamer) GiveBack(_ string, jobs []*hopper.JobRow, why claim.Why) {
 	text := "claimed ahead; no credit freed for it within " + claim.Unrenewed(sj.params.LeaseDuration).String()
+	if units := sj.gaveBack(jobs); len(units) > 0 && why != claim.Stopping && !sj.stopped {
+		_ = sj.push(units) // a failed push stops the stream: closeStream hands the jobs on
+	}
 	switch why {
 	case claim.Stopping:
 		sj.w.holdAll(sj.st, jobs)

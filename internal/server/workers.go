@@ -55,6 +55,7 @@ func (w *workerService) Activate(ctx context.Context, req *hopperv1.ActivateRequ
 	params := workerapi.ActivateParams{
 		Worker: req.GetWorker(), Queue: req.GetQueue(), Queues: req.GetQueues(), Kinds: req.GetKinds(),
 		MaxJobs: int(req.GetMaxJobs()), Ahead: int(req.GetAhead()), LeaseDuration: fromDur(req.GetLeaseTimeout()), Wait: wait,
+		BatchKinds: batchKinds(req.GetBatchKinds()),
 	}
 	if err := params.Check(); err != nil {
 		return nil, rpcError("activate", err)
@@ -94,6 +95,7 @@ func (w *workerService) Activate(ctx context.Context, req *hopperv1.ActivateRequ
 	out := &hopperv1.ActivateResponse{Jobs: make([]*hopperv1.ActivatedJob, len(jobs)), Restricted: got.Restricted}
 	for i, j := range jobs {
 		out.Jobs[i] = toActivated(j, req.GetFetchFields(), s.jobTimeout)
+		out.Jobs[i].BatchId = got.BatchIDs[j.ID]
 	}
 	return out, nil
 }
@@ -154,7 +156,7 @@ func streamParams(req *hopperv1.StreamJobsRequest) (workerapi.ActivateParams, er
 		lease = defaultLease
 	}
 	params := workerapi.ActivateParams{Worker: req.GetWorker(), Queue: req.GetQueue(), Queues: req.GetQueues(),
-		Kinds: req.GetKinds(), MaxJobs: 1, LeaseDuration: lease}
+		Kinds: req.GetKinds(), MaxJobs: 1, LeaseDuration: lease, BatchKinds: batchKinds(req.GetBatchKinds())}
 	if err := params.Check(); err != nil {
 		return params, rpcError("stream jobs", err)
 	}
@@ -162,6 +164,16 @@ func streamParams(req *hopperv1.StreamJobsRequest) (workerapi.ActivateParams, er
 		return params, rpcError("stream jobs", err)
 	}
 	return params, nil
+}
+
+// batchKinds returns a request's batch kinds (ActivateRequest.batch_kinds).
+func batchKinds(in []*hopperv1.BatchKind) []workerapi.BatchKind {
+	var out []workerapi.BatchKind
+	for _, bk := range in {
+		out = append(out, workerapi.BatchKind{Kind: bk.GetKind(), MaxJobs: int(bk.GetMaxJobs()),
+			MaxWait: fromDur(bk.GetMaxWait()), Ungrouped: bk.GetUngrouped()})
+	}
+	return out
 }
 
 // kindCaps returns a stream's caps per kind (StreamJobsRequest.kind_concurrency).

@@ -18,6 +18,7 @@ package workerapi
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -36,7 +37,52 @@ const (
 	MaxStreamCredit = 1000
 	// MaxStreamKindCaps bounds the kinds a job stream caps (StreamJobsRequest.kind_concurrency).
 	MaxStreamKindCaps = 64
+	// MaxBatchKinds bounds the kinds a request takes in batches (ActivateParams.BatchKinds).
+	MaxBatchKinds = 64
 )
+
+// BatchKind asks for a kind's jobs in batches (docs/workers.md, "Batches"), as
+// hopper.BatchOpts says for an in-process batch worker.
+type BatchKind struct {
+	Kind string
+	// MaxJobs bounds one batch's jobs, 1–MaxActivateJobs.
+	MaxJobs int
+	// MaxWait is the linger (0: claim at once whatever is there).
+	MaxWait time.Duration
+	// Ungrouped batches the kind's jobs without a group key too.
+	Ungrouped bool
+}
+
+// checkBatchKinds checks a request's batch kinds against its kinds: at most MaxBatchKinds,
+// each one of kinds (which must be given: a claim of every kind cannot leave the batch kinds
+// out of its plain claim), none twice, MaxJobs 1–MaxActivateJobs, MaxWait not negative. A bad
+// value is a *hoppertype.ValidationError naming the field (batch_kinds[2].max_jobs).
+func checkBatchKinds(bks []BatchKind, kinds []string) error {
+	switch {
+	case len(bks) == 0:
+		return nil
+	case len(bks) > MaxBatchKinds:
+		return field.Invalid("batch_kinds", "%d kinds, more than %d", len(bks), MaxBatchKinds)
+	case len(kinds) == 0:
+		return field.Invalid("batch_kinds", "needs kinds: a claim of every kind cannot leave the batch kinds out")
+	}
+	seen := map[string]bool{}
+	for i, bk := range bks {
+		name := fmt.Sprintf("batch_kinds[%d]", i)
+		switch {
+		case !slices.Contains(kinds, bk.Kind):
+			return field.Invalid(name+".kind", "%q is not among the request's kinds", field.Clean(bk.Kind))
+		case seen[bk.Kind]:
+			return field.Invalid(name+".kind", "%q is named twice", bk.Kind)
+		case bk.MaxJobs < 1 || bk.MaxJobs > MaxActivateJobs:
+			return field.Invalid(name+".max_jobs", "%d is outside 1–%d", bk.MaxJobs, MaxActivateJobs)
+		case bk.MaxWait < 0:
+			return field.Invalid(name+".max_wait", "%s is negative", bk.MaxWait)
+		}
+		seen[bk.Kind] = true
+	}
+	return nil
+}
 
 // CheckKindCaps checks a job stream's caps per kind (StreamJobsRequest.kind_concurrency)
 // against its kinds and credit: at most MaxStreamKindCaps kinds, each one of kinds (which
@@ -170,6 +216,9 @@ type ActivateParams struct {
 	// Wait is how long to wait for a first job when none is available (long poll); 0 answers
 	// at once. At most MaxActivateWait.
 	Wait time.Duration
+	// BatchKinds are kinds of Kinds whose jobs are claimed in batches, before the other
+	// kinds' jobs, never ahead: MaxJobs (less Ahead) bounds all the jobs together.
+	BatchKinds []BatchKind
 }
 
 // Check reports whether the API would accept p, without claiming anything.
@@ -217,7 +266,7 @@ func (p *ActivateParams) Validate(def time.Duration) error {
 			return err
 		}
 	}
-	return nil
+	return checkBatchKinds(p.BatchKinds, p.Kinds)
 }
 
 // Activated is what ActivateQueues found.
@@ -232,6 +281,9 @@ type Activated struct {
 	// Restricted: a cap, a rate limit or a disabled kind applied to a claim, which then took
 	// none of ActivateParams.Ahead.
 	Restricted bool
+	// BatchIDs names the batch of each job claimed in one (ActivateParams.BatchKinds), by job
+	// id; the jobs of a batch are consecutive in Jobs. A job claimed alone is not here.
+	BatchIDs map[string]string
 }
 
 // FailParams says how a remote worker's attempt failed.

@@ -2635,8 +2635,13 @@ type ActivatedJob struct {
 	// and whose kind sets none on the worker (0: none). The job's own timeout wins over the
 	// kind's, and the kind's over this.
 	DefaultTimeout *durationpb.Duration `protobuf:"bytes,15,opt,name=default_timeout,json=defaultTimeout,proto3" json:"default_timeout,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// batch_id, when not empty, says the job was claimed in a batch (a kind the request named in
+	// batch_kinds): the jobs that share it are one batch, for one call of the kind's batch
+	// handler, and travel together (one StreamJobsResponse, one ActivateResponse). Each keeps
+	// its own lease_token, lease and outcome. Opaque; empty for a job claimed alone.
+	BatchId       string `protobuf:"bytes,16,opt,name=batch_id,json=batchId,proto3" json:"batch_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ActivatedJob) Reset() {
@@ -2774,6 +2779,89 @@ func (x *ActivatedJob) GetDefaultTimeout() *durationpb.Duration {
 	return nil
 }
 
+func (x *ActivatedJob) GetBatchId() string {
+	if x != nil {
+		return x.BatchId
+	}
+	return ""
+}
+
+// BatchKind asks for a kind's jobs in batches (docs/workers.md, "Batches"): up to max_jobs
+// consecutive queued jobs of one group, claimed together.
+type BatchKind struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// kind is one of the request's kinds (or any kind, when the request names none). Required.
+	Kind string `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	// max_jobs bounds one batch's jobs, 1–1000.
+	MaxJobs int32 `protobuf:"varint,2,opt,name=max_jobs,json=maxJobs,proto3" json:"max_jobs,omitempty"`
+	// max_wait is the linger: a batch with fewer than max_jobs jobs is claimed once its oldest
+	// job has been due this long (0, the default: at once).
+	MaxWait *durationpb.Duration `protobuf:"bytes,3,opt,name=max_wait,json=maxWait,proto3" json:"max_wait,omitempty"`
+	// ungrouped batches the kind's jobs without a group key too; without it they are not
+	// claimed by this request.
+	Ungrouped     bool `protobuf:"varint,4,opt,name=ungrouped,proto3" json:"ungrouped,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchKind) Reset() {
+	*x = BatchKind{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchKind) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchKind) ProtoMessage() {}
+
+func (x *BatchKind) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchKind.ProtoReflect.Descriptor instead.
+func (*BatchKind) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *BatchKind) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *BatchKind) GetMaxJobs() int32 {
+	if x != nil {
+		return x.MaxJobs
+	}
+	return 0
+}
+
+func (x *BatchKind) GetMaxWait() *durationpb.Duration {
+	if x != nil {
+		return x.MaxWait
+	}
+	return nil
+}
+
+func (x *BatchKind) GetUngrouped() bool {
+	if x != nil {
+		return x.Ungrouped
+	}
+	return false
+}
+
 type ActivateRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// worker names the worker in leases, attempts and the worker registry. Required.
@@ -2807,14 +2895,19 @@ type ActivateRequest struct {
 	// (ActivateResponse.restricted): jobs claimed ahead would hold the cap's slots or the rate's
 	// starts while they wait. The worker should start them within a second, or give them back
 	// (Release): their leases run meanwhile.
-	Ahead         int32 `protobuf:"varint,9,opt,name=ahead,proto3" json:"ahead,omitempty"`
+	Ahead int32 `protobuf:"varint,9,opt,name=ahead,proto3" json:"ahead,omitempty"`
+	// batch_kinds are the kinds whose jobs this worker takes in batches: they are claimed in
+	// batches before the other kinds' jobs (a batch's jobs share ActivatedJob.batch_id), never
+	// ahead, and max_jobs bounds all the jobs together. At most 64, no kind twice; a bad entry
+	// is INVALID_ARGUMENT naming it (batch_kinds[i].max_jobs).
+	BatchKinds    []*BatchKind `protobuf:"bytes,10,rep,name=batch_kinds,json=batchKinds,proto3" json:"batch_kinds,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ActivateRequest) Reset() {
 	*x = ActivateRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[37]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2826,7 +2919,7 @@ func (x *ActivateRequest) String() string {
 func (*ActivateRequest) ProtoMessage() {}
 
 func (x *ActivateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[37]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2839,7 +2932,7 @@ func (x *ActivateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActivateRequest.ProtoReflect.Descriptor instead.
 func (*ActivateRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{37}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ActivateRequest) GetWorker() string {
@@ -2905,12 +2998,19 @@ func (x *ActivateRequest) GetAhead() int32 {
 	return 0
 }
 
+func (x *ActivateRequest) GetBatchKinds() []*BatchKind {
+	if x != nil {
+		return x.BatchKinds
+	}
+	return nil
+}
+
 type ActivateResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Jobs  []*ActivatedJob        `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs,omitempty"`
-	// restricted: a fleet-wide cap, a rate limit or a disabled kind applied to the claim, which
-	// then took none of ActivateRequest.ahead (so fewer jobs than max_jobs does not mean the
-	// queue ran dry).
+	// restricted: a fleet-wide cap, a rate limit or a disabled kind applied to the claim, or
+	// batches (batch_kinds) took it, which then took none of ActivateRequest.ahead (so fewer
+	// jobs than max_jobs does not mean the queue ran dry).
 	Restricted    bool `protobuf:"varint,2,opt,name=restricted,proto3" json:"restricted,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2918,7 +3018,7 @@ type ActivateResponse struct {
 
 func (x *ActivateResponse) Reset() {
 	*x = ActivateResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[38]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2930,7 +3030,7 @@ func (x *ActivateResponse) String() string {
 func (*ActivateResponse) ProtoMessage() {}
 
 func (x *ActivateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[38]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2943,7 +3043,7 @@ func (x *ActivateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActivateResponse.ProtoReflect.Descriptor instead.
 func (*ActivateResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{38}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ActivateResponse) GetJobs() []*ActivatedJob {
@@ -2981,13 +3081,16 @@ type StreamJobsRequest struct {
 	// streams and workers. At most 64 entries; each kind must be one of kinds, which must be
 	// given, and each bound 1–credit. Default none.
 	KindConcurrency map[string]int32 `protobuf:"bytes,8,rep,name=kind_concurrency,json=kindConcurrency,proto3" json:"kind_concurrency,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// batch_kinds are the kinds whose jobs the stream takes in batches, as in ActivateRequest:
+	// a batch costs one credit per job (cut to the credit free) and is pushed in one message.
+	BatchKinds    []*BatchKind `protobuf:"bytes,9,rep,name=batch_kinds,json=batchKinds,proto3" json:"batch_kinds,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StreamJobsRequest) Reset() {
 	*x = StreamJobsRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[39]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2999,7 +3102,7 @@ func (x *StreamJobsRequest) String() string {
 func (*StreamJobsRequest) ProtoMessage() {}
 
 func (x *StreamJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[39]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3012,7 +3115,7 @@ func (x *StreamJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamJobsRequest.ProtoReflect.Descriptor instead.
 func (*StreamJobsRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{39}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *StreamJobsRequest) GetWorker() string {
@@ -3071,6 +3174,13 @@ func (x *StreamJobsRequest) GetKindConcurrency() map[string]int32 {
 	return nil
 }
 
+func (x *StreamJobsRequest) GetBatchKinds() []*BatchKind {
+	if x != nil {
+		return x.BatchKinds
+	}
+	return nil
+}
+
 // StreamJobsResponse carries jobs pushed to the worker (at least one, and more when the
 // server claimed several at once) or, without jobs, a keepalive.
 type StreamJobsResponse struct {
@@ -3088,7 +3198,7 @@ type StreamJobsResponse struct {
 
 func (x *StreamJobsResponse) Reset() {
 	*x = StreamJobsResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[40]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3100,7 +3210,7 @@ func (x *StreamJobsResponse) String() string {
 func (*StreamJobsResponse) ProtoMessage() {}
 
 func (x *StreamJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[40]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3113,7 +3223,7 @@ func (x *StreamJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamJobsResponse.ProtoReflect.Descriptor instead.
 func (*StreamJobsResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{40}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *StreamJobsResponse) GetJobs() []*ActivatedJob {
@@ -3142,7 +3252,7 @@ type CompleteRequest struct {
 
 func (x *CompleteRequest) Reset() {
 	*x = CompleteRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[41]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3154,7 +3264,7 @@ func (x *CompleteRequest) String() string {
 func (*CompleteRequest) ProtoMessage() {}
 
 func (x *CompleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[41]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3167,7 +3277,7 @@ func (x *CompleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteRequest.ProtoReflect.Descriptor instead.
 func (*CompleteRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{41}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *CompleteRequest) GetId() string {
@@ -3199,7 +3309,7 @@ type CompleteResponse struct {
 
 func (x *CompleteResponse) Reset() {
 	*x = CompleteResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[42]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3211,7 +3321,7 @@ func (x *CompleteResponse) String() string {
 func (*CompleteResponse) ProtoMessage() {}
 
 func (x *CompleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[42]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3224,7 +3334,7 @@ func (x *CompleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteResponse.ProtoReflect.Descriptor instead.
 func (*CompleteResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{42}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{43}
 }
 
 type FailRequest struct {
@@ -3265,7 +3375,7 @@ type FailRequest struct {
 
 func (x *FailRequest) Reset() {
 	*x = FailRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[43]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3277,7 +3387,7 @@ func (x *FailRequest) String() string {
 func (*FailRequest) ProtoMessage() {}
 
 func (x *FailRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[43]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3290,7 +3400,7 @@ func (x *FailRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailRequest.ProtoReflect.Descriptor instead.
 func (*FailRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{43}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *FailRequest) GetId() string {
@@ -3381,7 +3491,7 @@ type FailResponse struct {
 
 func (x *FailResponse) Reset() {
 	*x = FailResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[44]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3393,7 +3503,7 @@ func (x *FailResponse) String() string {
 func (*FailResponse) ProtoMessage() {}
 
 func (x *FailResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[44]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3406,7 +3516,7 @@ func (x *FailResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailResponse.ProtoReflect.Descriptor instead.
 func (*FailResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{44}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *FailResponse) GetState() string {
@@ -3434,7 +3544,7 @@ type SnoozeRequest struct {
 
 func (x *SnoozeRequest) Reset() {
 	*x = SnoozeRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[45]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3446,7 +3556,7 @@ func (x *SnoozeRequest) String() string {
 func (*SnoozeRequest) ProtoMessage() {}
 
 func (x *SnoozeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[45]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3459,7 +3569,7 @@ func (x *SnoozeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnoozeRequest.ProtoReflect.Descriptor instead.
 func (*SnoozeRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{45}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *SnoozeRequest) GetId() string {
@@ -3491,7 +3601,7 @@ type SnoozeResponse struct {
 
 func (x *SnoozeResponse) Reset() {
 	*x = SnoozeResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[46]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3503,7 +3613,7 @@ func (x *SnoozeResponse) String() string {
 func (*SnoozeResponse) ProtoMessage() {}
 
 func (x *SnoozeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[46]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3516,7 +3626,7 @@ func (x *SnoozeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnoozeResponse.ProtoReflect.Descriptor instead.
 func (*SnoozeResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{46}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{47}
 }
 
 type SuspendRequest struct {
@@ -3535,7 +3645,7 @@ type SuspendRequest struct {
 
 func (x *SuspendRequest) Reset() {
 	*x = SuspendRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[47]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3547,7 +3657,7 @@ func (x *SuspendRequest) String() string {
 func (*SuspendRequest) ProtoMessage() {}
 
 func (x *SuspendRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[47]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3560,7 +3670,7 @@ func (x *SuspendRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SuspendRequest.ProtoReflect.Descriptor instead.
 func (*SuspendRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{47}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *SuspendRequest) GetId() string {
@@ -3606,7 +3716,7 @@ type SuspendResponse struct {
 
 func (x *SuspendResponse) Reset() {
 	*x = SuspendResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[48]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3618,7 +3728,7 @@ func (x *SuspendResponse) String() string {
 func (*SuspendResponse) ProtoMessage() {}
 
 func (x *SuspendResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[48]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3631,7 +3741,7 @@ func (x *SuspendResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SuspendResponse.ProtoReflect.Descriptor instead.
 func (*SuspendResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{48}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{49}
 }
 
 type ReleaseRequest struct {
@@ -3646,7 +3756,7 @@ type ReleaseRequest struct {
 
 func (x *ReleaseRequest) Reset() {
 	*x = ReleaseRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[49]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3658,7 +3768,7 @@ func (x *ReleaseRequest) String() string {
 func (*ReleaseRequest) ProtoMessage() {}
 
 func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[49]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3671,7 +3781,7 @@ func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseRequest.ProtoReflect.Descriptor instead.
 func (*ReleaseRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{49}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ReleaseRequest) GetId() string {
@@ -3703,7 +3813,7 @@ type ReleaseResponse struct {
 
 func (x *ReleaseResponse) Reset() {
 	*x = ReleaseResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[50]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3715,7 +3825,7 @@ func (x *ReleaseResponse) String() string {
 func (*ReleaseResponse) ProtoMessage() {}
 
 func (x *ReleaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[50]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3728,7 +3838,7 @@ func (x *ReleaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseResponse.ProtoReflect.Descriptor instead.
 func (*ReleaseResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{50}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{51}
 }
 
 type ExtendLeaseRequest struct {
@@ -3742,7 +3852,7 @@ type ExtendLeaseRequest struct {
 
 func (x *ExtendLeaseRequest) Reset() {
 	*x = ExtendLeaseRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3754,7 +3864,7 @@ func (x *ExtendLeaseRequest) String() string {
 func (*ExtendLeaseRequest) ProtoMessage() {}
 
 func (x *ExtendLeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3767,7 +3877,7 @@ func (x *ExtendLeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendLeaseRequest.ProtoReflect.Descriptor instead.
 func (*ExtendLeaseRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{51}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ExtendLeaseRequest) GetId() string {
@@ -3800,7 +3910,7 @@ type ExtendLeaseResponse struct {
 
 func (x *ExtendLeaseResponse) Reset() {
 	*x = ExtendLeaseResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3812,7 +3922,7 @@ func (x *ExtendLeaseResponse) String() string {
 func (*ExtendLeaseResponse) ProtoMessage() {}
 
 func (x *ExtendLeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3825,7 +3935,7 @@ func (x *ExtendLeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendLeaseResponse.ProtoReflect.Descriptor instead.
 func (*ExtendLeaseResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{52}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ExtendLeaseResponse) GetLeaseExpiresAt() *timestamppb.Timestamp {
@@ -3847,7 +3957,7 @@ type ReportRequest struct {
 
 func (x *ReportRequest) Reset() {
 	*x = ReportRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3859,7 +3969,7 @@ func (x *ReportRequest) String() string {
 func (*ReportRequest) ProtoMessage() {}
 
 func (x *ReportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3872,7 +3982,7 @@ func (x *ReportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportRequest.ProtoReflect.Descriptor instead.
 func (*ReportRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{53}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ReportRequest) GetOutcomes() []*Outcome {
@@ -3906,7 +4016,7 @@ type Outcome struct {
 
 func (x *Outcome) Reset() {
 	*x = Outcome{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3918,7 +4028,7 @@ func (x *Outcome) String() string {
 func (*Outcome) ProtoMessage() {}
 
 func (x *Outcome) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3931,7 +4041,7 @@ func (x *Outcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Outcome.ProtoReflect.Descriptor instead.
 func (*Outcome) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{54}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *Outcome) GetOutcome() isOutcome_Outcome {
@@ -4032,7 +4142,7 @@ type ReportResponse struct {
 
 func (x *ReportResponse) Reset() {
 	*x = ReportResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4044,7 +4154,7 @@ func (x *ReportResponse) String() string {
 func (*ReportResponse) ProtoMessage() {}
 
 func (x *ReportResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4057,7 +4167,7 @@ func (x *ReportResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportResponse.ProtoReflect.Descriptor instead.
 func (*ReportResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{55}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ReportResponse) GetOutcomes() []*Verdict {
@@ -4086,7 +4196,7 @@ type ReportStreamRequest struct {
 
 func (x *ReportStreamRequest) Reset() {
 	*x = ReportStreamRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4098,7 +4208,7 @@ func (x *ReportStreamRequest) String() string {
 func (*ReportStreamRequest) ProtoMessage() {}
 
 func (x *ReportStreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4111,7 +4221,7 @@ func (x *ReportStreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportStreamRequest.ProtoReflect.Descriptor instead.
 func (*ReportStreamRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{56}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ReportStreamRequest) GetId() uint64 {
@@ -4140,7 +4250,7 @@ type ReportStreamResponse struct {
 
 func (x *ReportStreamResponse) Reset() {
 	*x = ReportStreamResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[57]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4152,7 +4262,7 @@ func (x *ReportStreamResponse) String() string {
 func (*ReportStreamResponse) ProtoMessage() {}
 
 func (x *ReportStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[57]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4165,7 +4275,7 @@ func (x *ReportStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportStreamResponse.ProtoReflect.Descriptor instead.
 func (*ReportStreamResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{57}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *ReportStreamResponse) GetId() uint64 {
@@ -4202,7 +4312,7 @@ type Verdict struct {
 
 func (x *Verdict) Reset() {
 	*x = Verdict{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4214,7 +4324,7 @@ func (x *Verdict) String() string {
 func (*Verdict) ProtoMessage() {}
 
 func (x *Verdict) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4227,7 +4337,7 @@ func (x *Verdict) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Verdict.ProtoReflect.Descriptor instead.
 func (*Verdict) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{58}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *Verdict) GetCode() string {
@@ -4273,7 +4383,7 @@ type HoldRequest struct {
 
 func (x *HoldRequest) Reset() {
 	*x = HoldRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4285,7 +4395,7 @@ func (x *HoldRequest) String() string {
 func (*HoldRequest) ProtoMessage() {}
 
 func (x *HoldRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4298,7 +4408,7 @@ func (x *HoldRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HoldRequest.ProtoReflect.Descriptor instead.
 func (*HoldRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{59}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *HoldRequest) GetWorker() string {
@@ -4337,7 +4447,7 @@ type HoldResponse struct {
 
 func (x *HoldResponse) Reset() {
 	*x = HoldResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4349,7 +4459,7 @@ func (x *HoldResponse) String() string {
 func (*HoldResponse) ProtoMessage() {}
 
 func (x *HoldResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4362,7 +4472,7 @@ func (x *HoldResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HoldResponse.ProtoReflect.Descriptor instead.
 func (*HoldResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{60}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{61}
 }
 
 type HeartbeatRequest struct {
@@ -4375,7 +4485,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4387,7 +4497,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4400,7 +4510,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{61}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *HeartbeatRequest) GetId() string {
@@ -4425,7 +4535,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4437,7 +4547,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4450,7 +4560,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{62}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{63}
 }
 
 type ReportProgressRequest struct {
@@ -4465,7 +4575,7 @@ type ReportProgressRequest struct {
 
 func (x *ReportProgressRequest) Reset() {
 	*x = ReportProgressRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4477,7 +4587,7 @@ func (x *ReportProgressRequest) String() string {
 func (*ReportProgressRequest) ProtoMessage() {}
 
 func (x *ReportProgressRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4490,7 +4600,7 @@ func (x *ReportProgressRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportProgressRequest.ProtoReflect.Descriptor instead.
 func (*ReportProgressRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{63}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *ReportProgressRequest) GetId() string {
@@ -4529,7 +4639,7 @@ type ReportProgressResponse struct {
 
 func (x *ReportProgressResponse) Reset() {
 	*x = ReportProgressResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4541,7 +4651,7 @@ func (x *ReportProgressResponse) String() string {
 func (*ReportProgressResponse) ProtoMessage() {}
 
 func (x *ReportProgressResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4554,7 +4664,7 @@ func (x *ReportProgressResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportProgressResponse.ProtoReflect.Descriptor instead.
 func (*ReportProgressResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{64}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{65}
 }
 
 type Queue struct {
@@ -4600,7 +4710,7 @@ type Queue struct {
 
 func (x *Queue) Reset() {
 	*x = Queue{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4612,7 +4722,7 @@ func (x *Queue) String() string {
 func (*Queue) ProtoMessage() {}
 
 func (x *Queue) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4625,7 +4735,7 @@ func (x *Queue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Queue.ProtoReflect.Descriptor instead.
 func (*Queue) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{65}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *Queue) GetName() string {
@@ -4727,7 +4837,7 @@ type QueueServiceListRequest struct {
 
 func (x *QueueServiceListRequest) Reset() {
 	*x = QueueServiceListRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4739,7 +4849,7 @@ func (x *QueueServiceListRequest) String() string {
 func (*QueueServiceListRequest) ProtoMessage() {}
 
 func (x *QueueServiceListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4752,7 +4862,7 @@ func (x *QueueServiceListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueServiceListRequest.ProtoReflect.Descriptor instead.
 func (*QueueServiceListRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{66}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{67}
 }
 
 type QueueServiceListResponse struct {
@@ -4764,7 +4874,7 @@ type QueueServiceListResponse struct {
 
 func (x *QueueServiceListResponse) Reset() {
 	*x = QueueServiceListResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4776,7 +4886,7 @@ func (x *QueueServiceListResponse) String() string {
 func (*QueueServiceListResponse) ProtoMessage() {}
 
 func (x *QueueServiceListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4789,7 +4899,7 @@ func (x *QueueServiceListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueServiceListResponse.ProtoReflect.Descriptor instead.
 func (*QueueServiceListResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{67}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *QueueServiceListResponse) GetQueues() []*Queue {
@@ -4824,7 +4934,7 @@ type QueueServiceSetRequest struct {
 
 func (x *QueueServiceSetRequest) Reset() {
 	*x = QueueServiceSetRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4836,7 +4946,7 @@ func (x *QueueServiceSetRequest) String() string {
 func (*QueueServiceSetRequest) ProtoMessage() {}
 
 func (x *QueueServiceSetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4849,7 +4959,7 @@ func (x *QueueServiceSetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueServiceSetRequest.ProtoReflect.Descriptor instead.
 func (*QueueServiceSetRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{68}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *QueueServiceSetRequest) GetQueue() string {
@@ -4909,7 +5019,7 @@ type QueueServiceSetResponse struct {
 
 func (x *QueueServiceSetResponse) Reset() {
 	*x = QueueServiceSetResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4921,7 +5031,7 @@ func (x *QueueServiceSetResponse) String() string {
 func (*QueueServiceSetResponse) ProtoMessage() {}
 
 func (x *QueueServiceSetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4934,7 +5044,7 @@ func (x *QueueServiceSetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueServiceSetResponse.ProtoReflect.Descriptor instead.
 func (*QueueServiceSetResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{69}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{70}
 }
 
 type PauseRequest struct {
@@ -4946,7 +5056,7 @@ type PauseRequest struct {
 
 func (x *PauseRequest) Reset() {
 	*x = PauseRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4958,7 +5068,7 @@ func (x *PauseRequest) String() string {
 func (*PauseRequest) ProtoMessage() {}
 
 func (x *PauseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4971,7 +5081,7 @@ func (x *PauseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseRequest.ProtoReflect.Descriptor instead.
 func (*PauseRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{70}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *PauseRequest) GetQueue() string {
@@ -4989,7 +5099,7 @@ type PauseResponse struct {
 
 func (x *PauseResponse) Reset() {
 	*x = PauseResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5001,7 +5111,7 @@ func (x *PauseResponse) String() string {
 func (*PauseResponse) ProtoMessage() {}
 
 func (x *PauseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5014,7 +5124,7 @@ func (x *PauseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseResponse.ProtoReflect.Descriptor instead.
 func (*PauseResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{71}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{72}
 }
 
 type ResumeRequest struct {
@@ -5026,7 +5136,7 @@ type ResumeRequest struct {
 
 func (x *ResumeRequest) Reset() {
 	*x = ResumeRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5038,7 +5148,7 @@ func (x *ResumeRequest) String() string {
 func (*ResumeRequest) ProtoMessage() {}
 
 func (x *ResumeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5051,7 +5161,7 @@ func (x *ResumeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeRequest.ProtoReflect.Descriptor instead.
 func (*ResumeRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{72}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *ResumeRequest) GetQueue() string {
@@ -5069,7 +5179,7 @@ type ResumeResponse struct {
 
 func (x *ResumeResponse) Reset() {
 	*x = ResumeResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[73]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5081,7 +5191,7 @@ func (x *ResumeResponse) String() string {
 func (*ResumeResponse) ProtoMessage() {}
 
 func (x *ResumeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[73]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5094,7 +5204,7 @@ func (x *ResumeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeResponse.ProtoReflect.Descriptor instead.
 func (*ResumeResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{73}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{74}
 }
 
 type Node struct {
@@ -5116,7 +5226,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[74]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5128,7 +5238,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[74]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5141,7 +5251,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{74}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *Node) GetId() string {
@@ -5208,7 +5318,7 @@ type ListNodesRequest struct {
 
 func (x *ListNodesRequest) Reset() {
 	*x = ListNodesRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[75]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5220,7 +5330,7 @@ func (x *ListNodesRequest) String() string {
 func (*ListNodesRequest) ProtoMessage() {}
 
 func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[75]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5233,7 +5343,7 @@ func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesRequest.ProtoReflect.Descriptor instead.
 func (*ListNodesRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{75}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{76}
 }
 
 type ListNodesResponse struct {
@@ -5245,7 +5355,7 @@ type ListNodesResponse struct {
 
 func (x *ListNodesResponse) Reset() {
 	*x = ListNodesResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[76]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5257,7 +5367,7 @@ func (x *ListNodesResponse) String() string {
 func (*ListNodesResponse) ProtoMessage() {}
 
 func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[76]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5270,7 +5380,7 @@ func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesResponse.ProtoReflect.Descriptor instead.
 func (*ListNodesResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{76}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *ListNodesResponse) GetNodes() []*Node {
@@ -5298,7 +5408,7 @@ type Worker struct {
 
 func (x *Worker) Reset() {
 	*x = Worker{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[77]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5310,7 +5420,7 @@ func (x *Worker) String() string {
 func (*Worker) ProtoMessage() {}
 
 func (x *Worker) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[77]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5323,7 +5433,7 @@ func (x *Worker) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Worker.ProtoReflect.Descriptor instead.
 func (*Worker) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{77}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *Worker) GetName() string {
@@ -5390,7 +5500,7 @@ type ListWorkersRequest struct {
 
 func (x *ListWorkersRequest) Reset() {
 	*x = ListWorkersRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[78]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5402,7 +5512,7 @@ func (x *ListWorkersRequest) String() string {
 func (*ListWorkersRequest) ProtoMessage() {}
 
 func (x *ListWorkersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[78]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5415,7 +5525,7 @@ func (x *ListWorkersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWorkersRequest.ProtoReflect.Descriptor instead.
 func (*ListWorkersRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{78}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{79}
 }
 
 type ListWorkersResponse struct {
@@ -5427,7 +5537,7 @@ type ListWorkersResponse struct {
 
 func (x *ListWorkersResponse) Reset() {
 	*x = ListWorkersResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[79]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5439,7 +5549,7 @@ func (x *ListWorkersResponse) String() string {
 func (*ListWorkersResponse) ProtoMessage() {}
 
 func (x *ListWorkersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[79]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5452,7 +5562,7 @@ func (x *ListWorkersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWorkersResponse.ProtoReflect.Descriptor instead.
 func (*ListWorkersResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{79}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *ListWorkersResponse) GetWorkers() []*Worker {
@@ -5485,7 +5595,7 @@ type Stream struct {
 
 func (x *Stream) Reset() {
 	*x = Stream{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[80]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5497,7 +5607,7 @@ func (x *Stream) String() string {
 func (*Stream) ProtoMessage() {}
 
 func (x *Stream) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[80]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5510,7 +5620,7 @@ func (x *Stream) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stream.ProtoReflect.Descriptor instead.
 func (*Stream) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{80}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *Stream) GetId() string {
@@ -5605,7 +5715,7 @@ type ListStreamsRequest struct {
 
 func (x *ListStreamsRequest) Reset() {
 	*x = ListStreamsRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[81]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5617,7 +5727,7 @@ func (x *ListStreamsRequest) String() string {
 func (*ListStreamsRequest) ProtoMessage() {}
 
 func (x *ListStreamsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[81]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5630,7 +5740,7 @@ func (x *ListStreamsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStreamsRequest.ProtoReflect.Descriptor instead.
 func (*ListStreamsRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{81}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{82}
 }
 
 type ListStreamsResponse struct {
@@ -5642,7 +5752,7 @@ type ListStreamsResponse struct {
 
 func (x *ListStreamsResponse) Reset() {
 	*x = ListStreamsResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[82]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5654,7 +5764,7 @@ func (x *ListStreamsResponse) String() string {
 func (*ListStreamsResponse) ProtoMessage() {}
 
 func (x *ListStreamsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[82]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5667,7 +5777,7 @@ func (x *ListStreamsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStreamsResponse.ProtoReflect.Descriptor instead.
 func (*ListStreamsResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{82}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *ListStreamsResponse) GetStreams() []*Stream {
@@ -5693,7 +5803,7 @@ type APIKey struct {
 
 func (x *APIKey) Reset() {
 	*x = APIKey{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[83]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5705,7 +5815,7 @@ func (x *APIKey) String() string {
 func (*APIKey) ProtoMessage() {}
 
 func (x *APIKey) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[83]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5718,7 +5828,7 @@ func (x *APIKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use APIKey.ProtoReflect.Descriptor instead.
 func (*APIKey) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{83}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *APIKey) GetId() string {
@@ -5773,7 +5883,7 @@ type CreateKeyRequest struct {
 
 func (x *CreateKeyRequest) Reset() {
 	*x = CreateKeyRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[84]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5785,7 +5895,7 @@ func (x *CreateKeyRequest) String() string {
 func (*CreateKeyRequest) ProtoMessage() {}
 
 func (x *CreateKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[84]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5798,7 +5908,7 @@ func (x *CreateKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyRequest.ProtoReflect.Descriptor instead.
 func (*CreateKeyRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{84}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *CreateKeyRequest) GetName() string {
@@ -5826,7 +5936,7 @@ type CreateKeyResponse struct {
 
 func (x *CreateKeyResponse) Reset() {
 	*x = CreateKeyResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[85]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5838,7 +5948,7 @@ func (x *CreateKeyResponse) String() string {
 func (*CreateKeyResponse) ProtoMessage() {}
 
 func (x *CreateKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[85]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5851,7 +5961,7 @@ func (x *CreateKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyResponse.ProtoReflect.Descriptor instead.
 func (*CreateKeyResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{85}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *CreateKeyResponse) GetKey() *APIKey {
@@ -5876,7 +5986,7 @@ type ListKeysRequest struct {
 
 func (x *ListKeysRequest) Reset() {
 	*x = ListKeysRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[86]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5888,7 +5998,7 @@ func (x *ListKeysRequest) String() string {
 func (*ListKeysRequest) ProtoMessage() {}
 
 func (x *ListKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[86]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5901,7 +6011,7 @@ func (x *ListKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeysRequest.ProtoReflect.Descriptor instead.
 func (*ListKeysRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{86}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{87}
 }
 
 type ListKeysResponse struct {
@@ -5913,7 +6023,7 @@ type ListKeysResponse struct {
 
 func (x *ListKeysResponse) Reset() {
 	*x = ListKeysResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[87]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5925,7 +6035,7 @@ func (x *ListKeysResponse) String() string {
 func (*ListKeysResponse) ProtoMessage() {}
 
 func (x *ListKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[87]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5938,7 +6048,7 @@ func (x *ListKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeysResponse.ProtoReflect.Descriptor instead.
 func (*ListKeysResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{87}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *ListKeysResponse) GetKeys() []*APIKey {
@@ -5957,7 +6067,7 @@ type RevokeKeyRequest struct {
 
 func (x *RevokeKeyRequest) Reset() {
 	*x = RevokeKeyRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[88]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5969,7 +6079,7 @@ func (x *RevokeKeyRequest) String() string {
 func (*RevokeKeyRequest) ProtoMessage() {}
 
 func (x *RevokeKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[88]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5982,7 +6092,7 @@ func (x *RevokeKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeKeyRequest.ProtoReflect.Descriptor instead.
 func (*RevokeKeyRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{88}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *RevokeKeyRequest) GetIdOrName() string {
@@ -6001,7 +6111,7 @@ type RevokeKeyResponse struct {
 
 func (x *RevokeKeyResponse) Reset() {
 	*x = RevokeKeyResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[89]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6013,7 +6123,7 @@ func (x *RevokeKeyResponse) String() string {
 func (*RevokeKeyResponse) ProtoMessage() {}
 
 func (x *RevokeKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[89]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6026,7 +6136,7 @@ func (x *RevokeKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeKeyResponse.ProtoReflect.Descriptor instead.
 func (*RevokeKeyResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{89}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *RevokeKeyResponse) GetKey() *APIKey {
@@ -6052,7 +6162,7 @@ type ImportKeyRequest struct {
 
 func (x *ImportKeyRequest) Reset() {
 	*x = ImportKeyRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[90]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6064,7 +6174,7 @@ func (x *ImportKeyRequest) String() string {
 func (*ImportKeyRequest) ProtoMessage() {}
 
 func (x *ImportKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[90]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6077,7 +6187,7 @@ func (x *ImportKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportKeyRequest.ProtoReflect.Descriptor instead.
 func (*ImportKeyRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{90}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *ImportKeyRequest) GetKey() string {
@@ -6113,7 +6223,7 @@ type ImportKeyResponse struct {
 
 func (x *ImportKeyResponse) Reset() {
 	*x = ImportKeyResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[91]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6125,7 +6235,7 @@ func (x *ImportKeyResponse) String() string {
 func (*ImportKeyResponse) ProtoMessage() {}
 
 func (x *ImportKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[91]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6138,7 +6248,7 @@ func (x *ImportKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportKeyResponse.ProtoReflect.Descriptor instead.
 func (*ImportKeyResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{91}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *ImportKeyResponse) GetKey() *APIKey {
@@ -6169,7 +6279,7 @@ type DeadLetterFilter struct {
 
 func (x *DeadLetterFilter) Reset() {
 	*x = DeadLetterFilter{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[92]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6181,7 +6291,7 @@ func (x *DeadLetterFilter) String() string {
 func (*DeadLetterFilter) ProtoMessage() {}
 
 func (x *DeadLetterFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[92]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6194,7 +6304,7 @@ func (x *DeadLetterFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterFilter.ProtoReflect.Descriptor instead.
 func (*DeadLetterFilter) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{92}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *DeadLetterFilter) GetQueues() []string {
@@ -6243,7 +6353,7 @@ type DeadLetterServiceListRequest struct {
 
 func (x *DeadLetterServiceListRequest) Reset() {
 	*x = DeadLetterServiceListRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[93]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6255,7 +6365,7 @@ func (x *DeadLetterServiceListRequest) String() string {
 func (*DeadLetterServiceListRequest) ProtoMessage() {}
 
 func (x *DeadLetterServiceListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[93]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6268,7 +6378,7 @@ func (x *DeadLetterServiceListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceListRequest.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceListRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{93}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *DeadLetterServiceListRequest) GetFilter() *DeadLetterFilter {
@@ -6320,7 +6430,7 @@ type DeadLetterServiceListResponse struct {
 
 func (x *DeadLetterServiceListResponse) Reset() {
 	*x = DeadLetterServiceListResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[94]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6332,7 +6442,7 @@ func (x *DeadLetterServiceListResponse) String() string {
 func (*DeadLetterServiceListResponse) ProtoMessage() {}
 
 func (x *DeadLetterServiceListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[94]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6345,7 +6455,7 @@ func (x *DeadLetterServiceListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceListResponse.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceListResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{94}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *DeadLetterServiceListResponse) GetJobs() []*Job {
@@ -6384,7 +6494,7 @@ type ReplaySummary struct {
 
 func (x *ReplaySummary) Reset() {
 	*x = ReplaySummary{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[95]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6396,7 +6506,7 @@ func (x *ReplaySummary) String() string {
 func (*ReplaySummary) ProtoMessage() {}
 
 func (x *ReplaySummary) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[95]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6409,7 +6519,7 @@ func (x *ReplaySummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplaySummary.ProtoReflect.Descriptor instead.
 func (*ReplaySummary) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{95}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *ReplaySummary) GetCount() int32 {
@@ -6441,7 +6551,7 @@ type DeadLetterServiceStatsRequest struct {
 
 func (x *DeadLetterServiceStatsRequest) Reset() {
 	*x = DeadLetterServiceStatsRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[96]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6453,7 +6563,7 @@ func (x *DeadLetterServiceStatsRequest) String() string {
 func (*DeadLetterServiceStatsRequest) ProtoMessage() {}
 
 func (x *DeadLetterServiceStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[96]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6466,7 +6576,7 @@ func (x *DeadLetterServiceStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceStatsRequest.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceStatsRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{96}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{97}
 }
 
 type DeadLetterServiceStatsResponse struct {
@@ -6486,7 +6596,7 @@ type DeadLetterServiceStatsResponse struct {
 
 func (x *DeadLetterServiceStatsResponse) Reset() {
 	*x = DeadLetterServiceStatsResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[97]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6498,7 +6608,7 @@ func (x *DeadLetterServiceStatsResponse) String() string {
 func (*DeadLetterServiceStatsResponse) ProtoMessage() {}
 
 func (x *DeadLetterServiceStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[97]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6511,7 +6621,7 @@ func (x *DeadLetterServiceStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceStatsResponse.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceStatsResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{97}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *DeadLetterServiceStatsResponse) GetCount() int64 {
@@ -6555,7 +6665,7 @@ type ReplayRequest struct {
 
 func (x *ReplayRequest) Reset() {
 	*x = ReplayRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[98]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6567,7 +6677,7 @@ func (x *ReplayRequest) String() string {
 func (*ReplayRequest) ProtoMessage() {}
 
 func (x *ReplayRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[98]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6580,7 +6690,7 @@ func (x *ReplayRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayRequest.ProtoReflect.Descriptor instead.
 func (*ReplayRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{98}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *ReplayRequest) GetId() string {
@@ -6616,7 +6726,7 @@ type ReplayResponse struct {
 
 func (x *ReplayResponse) Reset() {
 	*x = ReplayResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[99]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6628,7 +6738,7 @@ func (x *ReplayResponse) String() string {
 func (*ReplayResponse) ProtoMessage() {}
 
 func (x *ReplayResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[99]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6641,7 +6751,7 @@ func (x *ReplayResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayResponse.ProtoReflect.Descriptor instead.
 func (*ReplayResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{99}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *ReplayResponse) GetJob() *Job {
@@ -6669,7 +6779,7 @@ type ReplayManyRequest struct {
 
 func (x *ReplayManyRequest) Reset() {
 	*x = ReplayManyRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[100]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6681,7 +6791,7 @@ func (x *ReplayManyRequest) String() string {
 func (*ReplayManyRequest) ProtoMessage() {}
 
 func (x *ReplayManyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[100]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6694,7 +6804,7 @@ func (x *ReplayManyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayManyRequest.ProtoReflect.Descriptor instead.
 func (*ReplayManyRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{100}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *ReplayManyRequest) GetFilter() *DeadLetterFilter {
@@ -6725,7 +6835,7 @@ type ReplayManyResponse struct {
 
 func (x *ReplayManyResponse) Reset() {
 	*x = ReplayManyResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[101]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6737,7 +6847,7 @@ func (x *ReplayManyResponse) String() string {
 func (*ReplayManyResponse) ProtoMessage() {}
 
 func (x *ReplayManyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[101]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6750,7 +6860,7 @@ func (x *ReplayManyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayManyResponse.ProtoReflect.Descriptor instead.
 func (*ReplayManyResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{101}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *ReplayManyResponse) GetJobs() []*Job {
@@ -6789,7 +6899,7 @@ type DeadLetterServiceRetryManyRequest struct {
 
 func (x *DeadLetterServiceRetryManyRequest) Reset() {
 	*x = DeadLetterServiceRetryManyRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[102]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6801,7 +6911,7 @@ func (x *DeadLetterServiceRetryManyRequest) String() string {
 func (*DeadLetterServiceRetryManyRequest) ProtoMessage() {}
 
 func (x *DeadLetterServiceRetryManyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[102]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6814,7 +6924,7 @@ func (x *DeadLetterServiceRetryManyRequest) ProtoReflect() protoreflect.Message 
 
 // Deprecated: Use DeadLetterServiceRetryManyRequest.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceRetryManyRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{102}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *DeadLetterServiceRetryManyRequest) GetFilter() *DeadLetterFilter {
@@ -6859,7 +6969,7 @@ type DeadLetterServiceRetryManyResponse struct {
 
 func (x *DeadLetterServiceRetryManyResponse) Reset() {
 	*x = DeadLetterServiceRetryManyResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[103]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6871,7 +6981,7 @@ func (x *DeadLetterServiceRetryManyResponse) String() string {
 func (*DeadLetterServiceRetryManyResponse) ProtoMessage() {}
 
 func (x *DeadLetterServiceRetryManyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[103]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6884,7 +6994,7 @@ func (x *DeadLetterServiceRetryManyResponse) ProtoReflect() protoreflect.Message
 
 // Deprecated: Use DeadLetterServiceRetryManyResponse.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceRetryManyResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{103}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *DeadLetterServiceRetryManyResponse) GetJobs() []*Job {
@@ -6931,7 +7041,7 @@ type ReplayRecord struct {
 
 func (x *ReplayRecord) Reset() {
 	*x = ReplayRecord{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[104]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6943,7 +7053,7 @@ func (x *ReplayRecord) String() string {
 func (*ReplayRecord) ProtoMessage() {}
 
 func (x *ReplayRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[104]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6956,7 +7066,7 @@ func (x *ReplayRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayRecord.ProtoReflect.Descriptor instead.
 func (*ReplayRecord) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{104}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *ReplayRecord) GetId() int64 {
@@ -7040,7 +7150,7 @@ type ListReplaysRequest struct {
 
 func (x *ListReplaysRequest) Reset() {
 	*x = ListReplaysRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[105]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7052,7 +7162,7 @@ func (x *ListReplaysRequest) String() string {
 func (*ListReplaysRequest) ProtoMessage() {}
 
 func (x *ListReplaysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[105]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7065,7 +7175,7 @@ func (x *ListReplaysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReplaysRequest.ProtoReflect.Descriptor instead.
 func (*ListReplaysRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{105}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *ListReplaysRequest) GetSourceJobId() string {
@@ -7127,7 +7237,7 @@ type ListReplaysResponse struct {
 
 func (x *ListReplaysResponse) Reset() {
 	*x = ListReplaysResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[106]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7139,7 +7249,7 @@ func (x *ListReplaysResponse) String() string {
 func (*ListReplaysResponse) ProtoMessage() {}
 
 func (x *ListReplaysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[106]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7152,7 +7262,7 @@ func (x *ListReplaysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReplaysResponse.ProtoReflect.Descriptor instead.
 func (*ListReplaysResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{106}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *ListReplaysResponse) GetReplays() []*ReplayRecord {
@@ -7198,7 +7308,7 @@ type Kind struct {
 
 func (x *Kind) Reset() {
 	*x = Kind{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[107]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7210,7 +7320,7 @@ func (x *Kind) String() string {
 func (*Kind) ProtoMessage() {}
 
 func (x *Kind) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[107]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7223,7 +7333,7 @@ func (x *Kind) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Kind.ProtoReflect.Descriptor instead.
 func (*Kind) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{107}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{108}
 }
 
 func (x *Kind) GetName() string {
@@ -7297,7 +7407,7 @@ type KindServiceListRequest struct {
 
 func (x *KindServiceListRequest) Reset() {
 	*x = KindServiceListRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[108]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7309,7 +7419,7 @@ func (x *KindServiceListRequest) String() string {
 func (*KindServiceListRequest) ProtoMessage() {}
 
 func (x *KindServiceListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[108]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7322,7 +7432,7 @@ func (x *KindServiceListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceListRequest.ProtoReflect.Descriptor instead.
 func (*KindServiceListRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{108}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{109}
 }
 
 type KindServiceListResponse struct {
@@ -7334,7 +7444,7 @@ type KindServiceListResponse struct {
 
 func (x *KindServiceListResponse) Reset() {
 	*x = KindServiceListResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[109]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7346,7 +7456,7 @@ func (x *KindServiceListResponse) String() string {
 func (*KindServiceListResponse) ProtoMessage() {}
 
 func (x *KindServiceListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[109]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7359,7 +7469,7 @@ func (x *KindServiceListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceListResponse.ProtoReflect.Descriptor instead.
 func (*KindServiceListResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{109}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{110}
 }
 
 func (x *KindServiceListResponse) GetKinds() []*Kind {
@@ -7394,7 +7504,7 @@ type KindServiceSetRequest struct {
 
 func (x *KindServiceSetRequest) Reset() {
 	*x = KindServiceSetRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[110]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7406,7 +7516,7 @@ func (x *KindServiceSetRequest) String() string {
 func (*KindServiceSetRequest) ProtoMessage() {}
 
 func (x *KindServiceSetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[110]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7419,7 +7529,7 @@ func (x *KindServiceSetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceSetRequest.ProtoReflect.Descriptor instead.
 func (*KindServiceSetRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{110}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{111}
 }
 
 func (x *KindServiceSetRequest) GetKind() string {
@@ -7479,7 +7589,7 @@ type KindServiceSetResponse struct {
 
 func (x *KindServiceSetResponse) Reset() {
 	*x = KindServiceSetResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[111]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7491,7 +7601,7 @@ func (x *KindServiceSetResponse) String() string {
 func (*KindServiceSetResponse) ProtoMessage() {}
 
 func (x *KindServiceSetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[111]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7504,7 +7614,7 @@ func (x *KindServiceSetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceSetResponse.ProtoReflect.Descriptor instead.
 func (*KindServiceSetResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{111}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{112}
 }
 
 type KindServiceDisableRequest struct {
@@ -7516,7 +7626,7 @@ type KindServiceDisableRequest struct {
 
 func (x *KindServiceDisableRequest) Reset() {
 	*x = KindServiceDisableRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[112]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7528,7 +7638,7 @@ func (x *KindServiceDisableRequest) String() string {
 func (*KindServiceDisableRequest) ProtoMessage() {}
 
 func (x *KindServiceDisableRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[112]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7541,7 +7651,7 @@ func (x *KindServiceDisableRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceDisableRequest.ProtoReflect.Descriptor instead.
 func (*KindServiceDisableRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{112}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{113}
 }
 
 func (x *KindServiceDisableRequest) GetKind() string {
@@ -7559,7 +7669,7 @@ type KindServiceDisableResponse struct {
 
 func (x *KindServiceDisableResponse) Reset() {
 	*x = KindServiceDisableResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[113]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7571,7 +7681,7 @@ func (x *KindServiceDisableResponse) String() string {
 func (*KindServiceDisableResponse) ProtoMessage() {}
 
 func (x *KindServiceDisableResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[113]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7584,7 +7694,7 @@ func (x *KindServiceDisableResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceDisableResponse.ProtoReflect.Descriptor instead.
 func (*KindServiceDisableResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{113}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{114}
 }
 
 type KindServiceEnableRequest struct {
@@ -7596,7 +7706,7 @@ type KindServiceEnableRequest struct {
 
 func (x *KindServiceEnableRequest) Reset() {
 	*x = KindServiceEnableRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[114]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[115]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7608,7 +7718,7 @@ func (x *KindServiceEnableRequest) String() string {
 func (*KindServiceEnableRequest) ProtoMessage() {}
 
 func (x *KindServiceEnableRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[114]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[115]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7621,7 +7731,7 @@ func (x *KindServiceEnableRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceEnableRequest.ProtoReflect.Descriptor instead.
 func (*KindServiceEnableRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{114}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{115}
 }
 
 func (x *KindServiceEnableRequest) GetKind() string {
@@ -7639,7 +7749,7 @@ type KindServiceEnableResponse struct {
 
 func (x *KindServiceEnableResponse) Reset() {
 	*x = KindServiceEnableResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[115]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7651,7 +7761,7 @@ func (x *KindServiceEnableResponse) String() string {
 func (*KindServiceEnableResponse) ProtoMessage() {}
 
 func (x *KindServiceEnableResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[115]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7664,7 +7774,7 @@ func (x *KindServiceEnableResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceEnableResponse.ProtoReflect.Descriptor instead.
 func (*KindServiceEnableResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{115}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{116}
 }
 
 type KindServiceCompactRequest struct {
@@ -7684,7 +7794,7 @@ type KindServiceCompactRequest struct {
 
 func (x *KindServiceCompactRequest) Reset() {
 	*x = KindServiceCompactRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[116]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7696,7 +7806,7 @@ func (x *KindServiceCompactRequest) String() string {
 func (*KindServiceCompactRequest) ProtoMessage() {}
 
 func (x *KindServiceCompactRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[116]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7709,7 +7819,7 @@ func (x *KindServiceCompactRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceCompactRequest.ProtoReflect.Descriptor instead.
 func (*KindServiceCompactRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{116}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{117}
 }
 
 func (x *KindServiceCompactRequest) GetKind() string {
@@ -7753,7 +7863,7 @@ type KindServiceCompactResponse struct {
 
 func (x *KindServiceCompactResponse) Reset() {
 	*x = KindServiceCompactResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[117]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[118]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7765,7 +7875,7 @@ func (x *KindServiceCompactResponse) String() string {
 func (*KindServiceCompactResponse) ProtoMessage() {}
 
 func (x *KindServiceCompactResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[117]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[118]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7778,7 +7888,7 @@ func (x *KindServiceCompactResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceCompactResponse.ProtoReflect.Descriptor instead.
 func (*KindServiceCompactResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{117}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{118}
 }
 
 func (x *KindServiceCompactResponse) GetGroups() int32 {
@@ -7822,7 +7932,7 @@ type CompactedGroup struct {
 
 func (x *CompactedGroup) Reset() {
 	*x = CompactedGroup{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[118]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[119]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7834,7 +7944,7 @@ func (x *CompactedGroup) String() string {
 func (*CompactedGroup) ProtoMessage() {}
 
 func (x *CompactedGroup) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[118]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[119]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7847,7 +7957,7 @@ func (x *CompactedGroup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactedGroup.ProtoReflect.Descriptor instead.
 func (*CompactedGroup) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{118}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{119}
 }
 
 func (x *CompactedGroup) GetGroupKey() string {
@@ -7884,7 +7994,7 @@ type RefusedGroup struct {
 
 func (x *RefusedGroup) Reset() {
 	*x = RefusedGroup{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[119]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[120]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7896,7 +8006,7 @@ func (x *RefusedGroup) String() string {
 func (*RefusedGroup) ProtoMessage() {}
 
 func (x *RefusedGroup) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[119]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[120]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7909,7 +8019,7 @@ func (x *RefusedGroup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefusedGroup.ProtoReflect.Descriptor instead.
 func (*RefusedGroup) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{119}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{120}
 }
 
 func (x *RefusedGroup) GetGroupKey() string {
@@ -7942,7 +8052,7 @@ type KindServiceLineageRequest struct {
 
 func (x *KindServiceLineageRequest) Reset() {
 	*x = KindServiceLineageRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[120]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[121]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7954,7 +8064,7 @@ func (x *KindServiceLineageRequest) String() string {
 func (*KindServiceLineageRequest) ProtoMessage() {}
 
 func (x *KindServiceLineageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[120]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[121]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7967,7 +8077,7 @@ func (x *KindServiceLineageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceLineageRequest.ProtoReflect.Descriptor instead.
 func (*KindServiceLineageRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{120}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{121}
 }
 
 func (x *KindServiceLineageRequest) GetId() string {
@@ -7989,7 +8099,7 @@ type KindServiceLineageResponse struct {
 
 func (x *KindServiceLineageResponse) Reset() {
 	*x = KindServiceLineageResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[121]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[122]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8001,7 +8111,7 @@ func (x *KindServiceLineageResponse) String() string {
 func (*KindServiceLineageResponse) ProtoMessage() {}
 
 func (x *KindServiceLineageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[121]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[122]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8014,7 +8124,7 @@ func (x *KindServiceLineageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceLineageResponse.ProtoReflect.Descriptor instead.
 func (*KindServiceLineageResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{121}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{122}
 }
 
 func (x *KindServiceLineageResponse) GetCompactedFrom() []string {
@@ -8039,7 +8149,7 @@ type ServerServiceInfoRequest struct {
 
 func (x *ServerServiceInfoRequest) Reset() {
 	*x = ServerServiceInfoRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[122]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[123]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8051,7 +8161,7 @@ func (x *ServerServiceInfoRequest) String() string {
 func (*ServerServiceInfoRequest) ProtoMessage() {}
 
 func (x *ServerServiceInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[122]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[123]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8064,7 +8174,7 @@ func (x *ServerServiceInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerServiceInfoRequest.ProtoReflect.Descriptor instead.
 func (*ServerServiceInfoRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{122}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{123}
 }
 
 type ServerServiceInfoResponse struct {
@@ -8076,7 +8186,7 @@ type ServerServiceInfoResponse struct {
 
 func (x *ServerServiceInfoResponse) Reset() {
 	*x = ServerServiceInfoResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[123]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[124]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8088,7 +8198,7 @@ func (x *ServerServiceInfoResponse) String() string {
 func (*ServerServiceInfoResponse) ProtoMessage() {}
 
 func (x *ServerServiceInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[123]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[124]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8101,7 +8211,7 @@ func (x *ServerServiceInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerServiceInfoResponse.ProtoReflect.Descriptor instead.
 func (*ServerServiceInfoResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{123}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{124}
 }
 
 func (x *ServerServiceInfoResponse) GetServer() *ServerInfo {
@@ -8143,7 +8253,7 @@ type ServerInfo struct {
 
 func (x *ServerInfo) Reset() {
 	*x = ServerInfo{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[124]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[125]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8155,7 +8265,7 @@ func (x *ServerInfo) String() string {
 func (*ServerInfo) ProtoMessage() {}
 
 func (x *ServerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[124]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[125]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8168,7 +8278,7 @@ func (x *ServerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerInfo.ProtoReflect.Descriptor instead.
 func (*ServerInfo) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{124}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{125}
 }
 
 func (x *ServerInfo) GetVersion() string {
@@ -8282,7 +8392,7 @@ type InputLimits struct {
 
 func (x *InputLimits) Reset() {
 	*x = InputLimits{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[125]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[126]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8294,7 +8404,7 @@ func (x *InputLimits) String() string {
 func (*InputLimits) ProtoMessage() {}
 
 func (x *InputLimits) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[125]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[126]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8307,7 +8417,7 @@ func (x *InputLimits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InputLimits.ProtoReflect.Descriptor instead.
 func (*InputLimits) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{125}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{126}
 }
 
 func (x *InputLimits) GetMaxIdLen() int32 {
@@ -8722,7 +8832,7 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"error_code\x18\t \x01(\tR\terrorCode\"j\n" +
 	"\x0eEventsResponse\x12(\n" +
 	"\x06events\x18\x01 \x03(\v2\x10.hopper.v1.EventR\x06events\x12.\n" +
-	"\battempts\x18\x02 \x03(\v2\x12.hopper.v1.AttemptR\battempts\"\xbe\x05\n" +
+	"\battempts\x18\x02 \x03(\v2\x12.hopper.v1.AttemptR\battempts\"\xd9\x05\n" +
 	"\fActivatedJob\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x14\n" +
@@ -8744,10 +8854,16 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"checkpoint\x12%\n" +
 	"\vresume_data\x18\x0e \x01(\tB\x04\x88\xe7\x18\x01R\n" +
 	"resumeData\x12B\n" +
-	"\x0fdefault_timeout\x18\x0f \x01(\v2\x19.google.protobuf.DurationR\x0edefaultTimeout\x1a:\n" +
+	"\x0fdefault_timeout\x18\x0f \x01(\v2\x19.google.protobuf.DurationR\x0edefaultTimeout\x12\x19\n" +
+	"\bbatch_id\x18\x10 \x01(\tR\abatchId\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc5\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x8e\x01\n" +
+	"\tBatchKind\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x19\n" +
+	"\bmax_jobs\x18\x02 \x01(\x05R\amaxJobs\x124\n" +
+	"\bmax_wait\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\amaxWait\x12\x1c\n" +
+	"\tungrouped\x18\x04 \x01(\bR\tungrouped\"\xfc\x02\n" +
 	"\x0fActivateRequest\x12\x16\n" +
 	"\x06worker\x18\x01 \x01(\tR\x06worker\x12\x14\n" +
 	"\x05queue\x18\x02 \x01(\tR\x05queue\x12\x14\n" +
@@ -8757,12 +8873,15 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x0frequest_timeout\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\x0erequestTimeout\x12!\n" +
 	"\ffetch_fields\x18\a \x03(\tR\vfetchFields\x12\x16\n" +
 	"\x06queues\x18\b \x03(\tR\x06queues\x12\x14\n" +
-	"\x05ahead\x18\t \x01(\x05R\x05ahead\"_\n" +
+	"\x05ahead\x18\t \x01(\x05R\x05ahead\x125\n" +
+	"\vbatch_kinds\x18\n" +
+	" \x03(\v2\x14.hopper.v1.BatchKindR\n" +
+	"batchKinds\"_\n" +
 	"\x10ActivateResponse\x12+\n" +
 	"\x04jobs\x18\x01 \x03(\v2\x17.hopper.v1.ActivatedJobR\x04jobs\x12\x1e\n" +
 	"\n" +
 	"restricted\x18\x02 \x01(\bR\n" +
-	"restricted\"\x8c\x03\n" +
+	"restricted\"\xc3\x03\n" +
 	"\x11StreamJobsRequest\x12\x16\n" +
 	"\x06worker\x18\x01 \x01(\tR\x06worker\x12\x14\n" +
 	"\x05queue\x18\x02 \x01(\tR\x05queue\x12\x14\n" +
@@ -8771,7 +8890,9 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\rlease_timeout\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\fleaseTimeout\x12!\n" +
 	"\ffetch_fields\x18\x06 \x03(\tR\vfetchFields\x12\x16\n" +
 	"\x06queues\x18\a \x03(\tR\x06queues\x12\\\n" +
-	"\x10kind_concurrency\x18\b \x03(\v21.hopper.v1.StreamJobsRequest.KindConcurrencyEntryR\x0fkindConcurrency\x1aB\n" +
+	"\x10kind_concurrency\x18\b \x03(\v21.hopper.v1.StreamJobsRequest.KindConcurrencyEntryR\x0fkindConcurrency\x125\n" +
+	"\vbatch_kinds\x18\t \x03(\v2\x14.hopper.v1.BatchKindR\n" +
+	"batchKinds\x1aB\n" +
 	"\x14KindConcurrencyEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\"\x8c\x01\n" +
@@ -9280,7 +9401,7 @@ func file_hopper_v1_hopper_proto_rawDescGZIP() []byte {
 	return file_hopper_v1_hopper_proto_rawDescData
 }
 
-var file_hopper_v1_hopper_proto_msgTypes = make([]protoimpl.MessageInfo, 136)
+var file_hopper_v1_hopper_proto_msgTypes = make([]protoimpl.MessageInfo, 137)
 var file_hopper_v1_hopper_proto_goTypes = []any{
 	(*Schedule)(nil),                           // 0: hopper.v1.Schedule
 	(*ScheduleServiceListRequest)(nil),         // 1: hopper.v1.ScheduleServiceListRequest
@@ -9319,352 +9440,356 @@ var file_hopper_v1_hopper_proto_goTypes = []any{
 	(*Attempt)(nil),                            // 34: hopper.v1.Attempt
 	(*EventsResponse)(nil),                     // 35: hopper.v1.EventsResponse
 	(*ActivatedJob)(nil),                       // 36: hopper.v1.ActivatedJob
-	(*ActivateRequest)(nil),                    // 37: hopper.v1.ActivateRequest
-	(*ActivateResponse)(nil),                   // 38: hopper.v1.ActivateResponse
-	(*StreamJobsRequest)(nil),                  // 39: hopper.v1.StreamJobsRequest
-	(*StreamJobsResponse)(nil),                 // 40: hopper.v1.StreamJobsResponse
-	(*CompleteRequest)(nil),                    // 41: hopper.v1.CompleteRequest
-	(*CompleteResponse)(nil),                   // 42: hopper.v1.CompleteResponse
-	(*FailRequest)(nil),                        // 43: hopper.v1.FailRequest
-	(*FailResponse)(nil),                       // 44: hopper.v1.FailResponse
-	(*SnoozeRequest)(nil),                      // 45: hopper.v1.SnoozeRequest
-	(*SnoozeResponse)(nil),                     // 46: hopper.v1.SnoozeResponse
-	(*SuspendRequest)(nil),                     // 47: hopper.v1.SuspendRequest
-	(*SuspendResponse)(nil),                    // 48: hopper.v1.SuspendResponse
-	(*ReleaseRequest)(nil),                     // 49: hopper.v1.ReleaseRequest
-	(*ReleaseResponse)(nil),                    // 50: hopper.v1.ReleaseResponse
-	(*ExtendLeaseRequest)(nil),                 // 51: hopper.v1.ExtendLeaseRequest
-	(*ExtendLeaseResponse)(nil),                // 52: hopper.v1.ExtendLeaseResponse
-	(*ReportRequest)(nil),                      // 53: hopper.v1.ReportRequest
-	(*Outcome)(nil),                            // 54: hopper.v1.Outcome
-	(*ReportResponse)(nil),                     // 55: hopper.v1.ReportResponse
-	(*ReportStreamRequest)(nil),                // 56: hopper.v1.ReportStreamRequest
-	(*ReportStreamResponse)(nil),               // 57: hopper.v1.ReportStreamResponse
-	(*Verdict)(nil),                            // 58: hopper.v1.Verdict
-	(*HoldRequest)(nil),                        // 59: hopper.v1.HoldRequest
-	(*HoldResponse)(nil),                       // 60: hopper.v1.HoldResponse
-	(*HeartbeatRequest)(nil),                   // 61: hopper.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),                  // 62: hopper.v1.HeartbeatResponse
-	(*ReportProgressRequest)(nil),              // 63: hopper.v1.ReportProgressRequest
-	(*ReportProgressResponse)(nil),             // 64: hopper.v1.ReportProgressResponse
-	(*Queue)(nil),                              // 65: hopper.v1.Queue
-	(*QueueServiceListRequest)(nil),            // 66: hopper.v1.QueueServiceListRequest
-	(*QueueServiceListResponse)(nil),           // 67: hopper.v1.QueueServiceListResponse
-	(*QueueServiceSetRequest)(nil),             // 68: hopper.v1.QueueServiceSetRequest
-	(*QueueServiceSetResponse)(nil),            // 69: hopper.v1.QueueServiceSetResponse
-	(*PauseRequest)(nil),                       // 70: hopper.v1.PauseRequest
-	(*PauseResponse)(nil),                      // 71: hopper.v1.PauseResponse
-	(*ResumeRequest)(nil),                      // 72: hopper.v1.ResumeRequest
-	(*ResumeResponse)(nil),                     // 73: hopper.v1.ResumeResponse
-	(*Node)(nil),                               // 74: hopper.v1.Node
-	(*ListNodesRequest)(nil),                   // 75: hopper.v1.ListNodesRequest
-	(*ListNodesResponse)(nil),                  // 76: hopper.v1.ListNodesResponse
-	(*Worker)(nil),                             // 77: hopper.v1.Worker
-	(*ListWorkersRequest)(nil),                 // 78: hopper.v1.ListWorkersRequest
-	(*ListWorkersResponse)(nil),                // 79: hopper.v1.ListWorkersResponse
-	(*Stream)(nil),                             // 80: hopper.v1.Stream
-	(*ListStreamsRequest)(nil),                 // 81: hopper.v1.ListStreamsRequest
-	(*ListStreamsResponse)(nil),                // 82: hopper.v1.ListStreamsResponse
-	(*APIKey)(nil),                             // 83: hopper.v1.APIKey
-	(*CreateKeyRequest)(nil),                   // 84: hopper.v1.CreateKeyRequest
-	(*CreateKeyResponse)(nil),                  // 85: hopper.v1.CreateKeyResponse
-	(*ListKeysRequest)(nil),                    // 86: hopper.v1.ListKeysRequest
-	(*ListKeysResponse)(nil),                   // 87: hopper.v1.ListKeysResponse
-	(*RevokeKeyRequest)(nil),                   // 88: hopper.v1.RevokeKeyRequest
-	(*RevokeKeyResponse)(nil),                  // 89: hopper.v1.RevokeKeyResponse
-	(*ImportKeyRequest)(nil),                   // 90: hopper.v1.ImportKeyRequest
-	(*ImportKeyResponse)(nil),                  // 91: hopper.v1.ImportKeyResponse
-	(*DeadLetterFilter)(nil),                   // 92: hopper.v1.DeadLetterFilter
-	(*DeadLetterServiceListRequest)(nil),       // 93: hopper.v1.DeadLetterServiceListRequest
-	(*DeadLetterServiceListResponse)(nil),      // 94: hopper.v1.DeadLetterServiceListResponse
-	(*ReplaySummary)(nil),                      // 95: hopper.v1.ReplaySummary
-	(*DeadLetterServiceStatsRequest)(nil),      // 96: hopper.v1.DeadLetterServiceStatsRequest
-	(*DeadLetterServiceStatsResponse)(nil),     // 97: hopper.v1.DeadLetterServiceStatsResponse
-	(*ReplayRequest)(nil),                      // 98: hopper.v1.ReplayRequest
-	(*ReplayResponse)(nil),                     // 99: hopper.v1.ReplayResponse
-	(*ReplayManyRequest)(nil),                  // 100: hopper.v1.ReplayManyRequest
-	(*ReplayManyResponse)(nil),                 // 101: hopper.v1.ReplayManyResponse
-	(*DeadLetterServiceRetryManyRequest)(nil),  // 102: hopper.v1.DeadLetterServiceRetryManyRequest
-	(*DeadLetterServiceRetryManyResponse)(nil), // 103: hopper.v1.DeadLetterServiceRetryManyResponse
-	(*ReplayRecord)(nil),                       // 104: hopper.v1.ReplayRecord
-	(*ListReplaysRequest)(nil),                 // 105: hopper.v1.ListReplaysRequest
-	(*ListReplaysResponse)(nil),                // 106: hopper.v1.ListReplaysResponse
-	(*Kind)(nil),                               // 107: hopper.v1.Kind
-	(*KindServiceListRequest)(nil),             // 108: hopper.v1.KindServiceListRequest
-	(*KindServiceListResponse)(nil),            // 109: hopper.v1.KindServiceListResponse
-	(*KindServiceSetRequest)(nil),              // 110: hopper.v1.KindServiceSetRequest
-	(*KindServiceSetResponse)(nil),             // 111: hopper.v1.KindServiceSetResponse
-	(*KindServiceDisableRequest)(nil),          // 112: hopper.v1.KindServiceDisableRequest
-	(*KindServiceDisableResponse)(nil),         // 113: hopper.v1.KindServiceDisableResponse
-	(*KindServiceEnableRequest)(nil),           // 114: hopper.v1.KindServiceEnableRequest
-	(*KindServiceEnableResponse)(nil),          // 115: hopper.v1.KindServiceEnableResponse
-	(*KindServiceCompactRequest)(nil),          // 116: hopper.v1.KindServiceCompactRequest
-	(*KindServiceCompactResponse)(nil),         // 117: hopper.v1.KindServiceCompactResponse
-	(*CompactedGroup)(nil),                     // 118: hopper.v1.CompactedGroup
-	(*RefusedGroup)(nil),                       // 119: hopper.v1.RefusedGroup
-	(*KindServiceLineageRequest)(nil),          // 120: hopper.v1.KindServiceLineageRequest
-	(*KindServiceLineageResponse)(nil),         // 121: hopper.v1.KindServiceLineageResponse
-	(*ServerServiceInfoRequest)(nil),           // 122: hopper.v1.ServerServiceInfoRequest
-	(*ServerServiceInfoResponse)(nil),          // 123: hopper.v1.ServerServiceInfoResponse
-	(*ServerInfo)(nil),                         // 124: hopper.v1.ServerInfo
-	(*InputLimits)(nil),                        // 125: hopper.v1.InputLimits
-	nil,                                        // 126: hopper.v1.Schedule.HeadersEntry
-	nil,                                        // 127: hopper.v1.Job.HeadersEntry
-	nil,                                        // 128: hopper.v1.JobSpec.HeadersEntry
-	nil,                                        // 129: hopper.v1.ActivatedJob.HeadersEntry
-	nil,                                        // 130: hopper.v1.StreamJobsRequest.KindConcurrencyEntry
-	nil,                                        // 131: hopper.v1.Queue.CountsEntry
-	nil,                                        // 132: hopper.v1.Queue.KeyWeightsEntry
-	nil,                                        // 133: hopper.v1.QueueServiceSetRequest.KeyWeightsEntry
-	nil,                                        // 134: hopper.v1.DeadLetterServiceListResponse.ReplaysEntry
-	nil,                                        // 135: hopper.v1.Kind.CountsEntry
-	(*durationpb.Duration)(nil),                // 136: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),              // 137: google.protobuf.Timestamp
+	(*BatchKind)(nil),                          // 37: hopper.v1.BatchKind
+	(*ActivateRequest)(nil),                    // 38: hopper.v1.ActivateRequest
+	(*ActivateResponse)(nil),                   // 39: hopper.v1.ActivateResponse
+	(*StreamJobsRequest)(nil),                  // 40: hopper.v1.StreamJobsRequest
+	(*StreamJobsResponse)(nil),                 // 41: hopper.v1.StreamJobsResponse
+	(*CompleteRequest)(nil),                    // 42: hopper.v1.CompleteRequest
+	(*CompleteResponse)(nil),                   // 43: hopper.v1.CompleteResponse
+	(*FailRequest)(nil),                        // 44: hopper.v1.FailRequest
+	(*FailResponse)(nil),                       // 45: hopper.v1.FailResponse
+	(*SnoozeRequest)(nil),                      // 46: hopper.v1.SnoozeRequest
+	(*SnoozeResponse)(nil),                     // 47: hopper.v1.SnoozeResponse
+	(*SuspendRequest)(nil),                     // 48: hopper.v1.SuspendRequest
+	(*SuspendResponse)(nil),                    // 49: hopper.v1.SuspendResponse
+	(*ReleaseRequest)(nil),                     // 50: hopper.v1.ReleaseRequest
+	(*ReleaseResponse)(nil),                    // 51: hopper.v1.ReleaseResponse
+	(*ExtendLeaseRequest)(nil),                 // 52: hopper.v1.ExtendLeaseRequest
+	(*ExtendLeaseResponse)(nil),                // 53: hopper.v1.ExtendLeaseResponse
+	(*ReportRequest)(nil),                      // 54: hopper.v1.ReportRequest
+	(*Outcome)(nil),                            // 55: hopper.v1.Outcome
+	(*ReportResponse)(nil),                     // 56: hopper.v1.ReportResponse
+	(*ReportStreamRequest)(nil),                // 57: hopper.v1.ReportStreamRequest
+	(*ReportStreamResponse)(nil),               // 58: hopper.v1.ReportStreamResponse
+	(*Verdict)(nil),                            // 59: hopper.v1.Verdict
+	(*HoldRequest)(nil),                        // 60: hopper.v1.HoldRequest
+	(*HoldResponse)(nil),                       // 61: hopper.v1.HoldResponse
+	(*HeartbeatRequest)(nil),                   // 62: hopper.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),                  // 63: hopper.v1.HeartbeatResponse
+	(*ReportProgressRequest)(nil),              // 64: hopper.v1.ReportProgressRequest
+	(*ReportProgressResponse)(nil),             // 65: hopper.v1.ReportProgressResponse
+	(*Queue)(nil),                              // 66: hopper.v1.Queue
+	(*QueueServiceListRequest)(nil),            // 67: hopper.v1.QueueServiceListRequest
+	(*QueueServiceListResponse)(nil),           // 68: hopper.v1.QueueServiceListResponse
+	(*QueueServiceSetRequest)(nil),             // 69: hopper.v1.QueueServiceSetRequest
+	(*QueueServiceSetResponse)(nil),            // 70: hopper.v1.QueueServiceSetResponse
+	(*PauseRequest)(nil),                       // 71: hopper.v1.PauseRequest
+	(*PauseResponse)(nil),                      // 72: hopper.v1.PauseResponse
+	(*ResumeRequest)(nil),                      // 73: hopper.v1.ResumeRequest
+	(*ResumeResponse)(nil),                     // 74: hopper.v1.ResumeResponse
+	(*Node)(nil),                               // 75: hopper.v1.Node
+	(*ListNodesRequest)(nil),                   // 76: hopper.v1.ListNodesRequest
+	(*ListNodesResponse)(nil),                  // 77: hopper.v1.ListNodesResponse
+	(*Worker)(nil),                             // 78: hopper.v1.Worker
+	(*ListWorkersRequest)(nil),                 // 79: hopper.v1.ListWorkersRequest
+	(*ListWorkersResponse)(nil),                // 80: hopper.v1.ListWorkersResponse
+	(*Stream)(nil),                             // 81: hopper.v1.Stream
+	(*ListStreamsRequest)(nil),                 // 82: hopper.v1.ListStreamsRequest
+	(*ListStreamsResponse)(nil),                // 83: hopper.v1.ListStreamsResponse
+	(*APIKey)(nil),                             // 84: hopper.v1.APIKey
+	(*CreateKeyRequest)(nil),                   // 85: hopper.v1.CreateKeyRequest
+	(*CreateKeyResponse)(nil),                  // 86: hopper.v1.CreateKeyResponse
+	(*ListKeysRequest)(nil),                    // 87: hopper.v1.ListKeysRequest
+	(*ListKeysResponse)(nil),                   // 88: hopper.v1.ListKeysResponse
+	(*RevokeKeyRequest)(nil),                   // 89: hopper.v1.RevokeKeyRequest
+	(*RevokeKeyResponse)(nil),                  // 90: hopper.v1.RevokeKeyResponse
+	(*ImportKeyRequest)(nil),                   // 91: hopper.v1.ImportKeyRequest
+	(*ImportKeyResponse)(nil),                  // 92: hopper.v1.ImportKeyResponse
+	(*DeadLetterFilter)(nil),                   // 93: hopper.v1.DeadLetterFilter
+	(*DeadLetterServiceListRequest)(nil),       // 94: hopper.v1.DeadLetterServiceListRequest
+	(*DeadLetterServiceListResponse)(nil),      // 95: hopper.v1.DeadLetterServiceListResponse
+	(*ReplaySummary)(nil),                      // 96: hopper.v1.ReplaySummary
+	(*DeadLetterServiceStatsRequest)(nil),      // 97: hopper.v1.DeadLetterServiceStatsRequest
+	(*DeadLetterServiceStatsResponse)(nil),     // 98: hopper.v1.DeadLetterServiceStatsResponse
+	(*ReplayRequest)(nil),                      // 99: hopper.v1.ReplayRequest
+	(*ReplayResponse)(nil),                     // 100: hopper.v1.ReplayResponse
+	(*ReplayManyRequest)(nil),                  // 101: hopper.v1.ReplayManyRequest
+	(*ReplayManyResponse)(nil),                 // 102: hopper.v1.ReplayManyResponse
+	(*DeadLetterServiceRetryManyRequest)(nil),  // 103: hopper.v1.DeadLetterServiceRetryManyRequest
+	(*DeadLetterServiceRetryManyResponse)(nil), // 104: hopper.v1.DeadLetterServiceRetryManyResponse
+	(*ReplayRecord)(nil),                       // 105: hopper.v1.ReplayRecord
+	(*ListReplaysRequest)(nil),                 // 106: hopper.v1.ListReplaysRequest
+	(*ListReplaysResponse)(nil),                // 107: hopper.v1.ListReplaysResponse
+	(*Kind)(nil),                               // 108: hopper.v1.Kind
+	(*KindServiceListRequest)(nil),             // 109: hopper.v1.KindServiceListRequest
+	(*KindServiceListResponse)(nil),            // 110: hopper.v1.KindServiceListResponse
+	(*KindServiceSetRequest)(nil),              // 111: hopper.v1.KindServiceSetRequest
+	(*KindServiceSetResponse)(nil),             // 112: hopper.v1.KindServiceSetResponse
+	(*KindServiceDisableRequest)(nil),          // 113: hopper.v1.KindServiceDisableRequest
+	(*KindServiceDisableResponse)(nil),         // 114: hopper.v1.KindServiceDisableResponse
+	(*KindServiceEnableRequest)(nil),           // 115: hopper.v1.KindServiceEnableRequest
+	(*KindServiceEnableResponse)(nil),          // 116: hopper.v1.KindServiceEnableResponse
+	(*KindServiceCompactRequest)(nil),          // 117: hopper.v1.KindServiceCompactRequest
+	(*KindServiceCompactResponse)(nil),         // 118: hopper.v1.KindServiceCompactResponse
+	(*CompactedGroup)(nil),                     // 119: hopper.v1.CompactedGroup
+	(*RefusedGroup)(nil),                       // 120: hopper.v1.RefusedGroup
+	(*KindServiceLineageRequest)(nil),          // 121: hopper.v1.KindServiceLineageRequest
+	(*KindServiceLineageResponse)(nil),         // 122: hopper.v1.KindServiceLineageResponse
+	(*ServerServiceInfoRequest)(nil),           // 123: hopper.v1.ServerServiceInfoRequest
+	(*ServerServiceInfoResponse)(nil),          // 124: hopper.v1.ServerServiceInfoResponse
+	(*ServerInfo)(nil),                         // 125: hopper.v1.ServerInfo
+	(*InputLimits)(nil),                        // 126: hopper.v1.InputLimits
+	nil,                                        // 127: hopper.v1.Schedule.HeadersEntry
+	nil,                                        // 128: hopper.v1.Job.HeadersEntry
+	nil,                                        // 129: hopper.v1.JobSpec.HeadersEntry
+	nil,                                        // 130: hopper.v1.ActivatedJob.HeadersEntry
+	nil,                                        // 131: hopper.v1.StreamJobsRequest.KindConcurrencyEntry
+	nil,                                        // 132: hopper.v1.Queue.CountsEntry
+	nil,                                        // 133: hopper.v1.Queue.KeyWeightsEntry
+	nil,                                        // 134: hopper.v1.QueueServiceSetRequest.KeyWeightsEntry
+	nil,                                        // 135: hopper.v1.DeadLetterServiceListResponse.ReplaysEntry
+	nil,                                        // 136: hopper.v1.Kind.CountsEntry
+	(*durationpb.Duration)(nil),                // 137: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),              // 138: google.protobuf.Timestamp
 }
 var file_hopper_v1_hopper_proto_depIdxs = []int32{
-	136, // 0: hopper.v1.Schedule.every:type_name -> google.protobuf.Duration
-	136, // 1: hopper.v1.Schedule.fixed_delay:type_name -> google.protobuf.Duration
-	136, // 2: hopper.v1.Schedule.timeout:type_name -> google.protobuf.Duration
-	126, // 3: hopper.v1.Schedule.headers:type_name -> hopper.v1.Schedule.HeadersEntry
-	136, // 4: hopper.v1.Schedule.jitter:type_name -> google.protobuf.Duration
-	137, // 5: hopper.v1.Schedule.last_fire_at:type_name -> google.protobuf.Timestamp
-	137, // 6: hopper.v1.Schedule.next_fire_at:type_name -> google.protobuf.Timestamp
-	137, // 7: hopper.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
-	137, // 8: hopper.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
-	137, // 9: hopper.v1.Schedule.last_manual_fire_at:type_name -> google.protobuf.Timestamp
+	137, // 0: hopper.v1.Schedule.every:type_name -> google.protobuf.Duration
+	137, // 1: hopper.v1.Schedule.fixed_delay:type_name -> google.protobuf.Duration
+	137, // 2: hopper.v1.Schedule.timeout:type_name -> google.protobuf.Duration
+	127, // 3: hopper.v1.Schedule.headers:type_name -> hopper.v1.Schedule.HeadersEntry
+	137, // 4: hopper.v1.Schedule.jitter:type_name -> google.protobuf.Duration
+	138, // 5: hopper.v1.Schedule.last_fire_at:type_name -> google.protobuf.Timestamp
+	138, // 6: hopper.v1.Schedule.next_fire_at:type_name -> google.protobuf.Timestamp
+	138, // 7: hopper.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
+	138, // 8: hopper.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
+	138, // 9: hopper.v1.Schedule.last_manual_fire_at:type_name -> google.protobuf.Timestamp
 	0,   // 10: hopper.v1.ScheduleServiceListResponse.schedules:type_name -> hopper.v1.Schedule
 	0,   // 11: hopper.v1.ScheduleServiceAddRequest.schedule:type_name -> hopper.v1.Schedule
 	0,   // 12: hopper.v1.ScheduleServiceAddResponse.schedule:type_name -> hopper.v1.Schedule
 	13,  // 13: hopper.v1.ScheduleServiceRunResponse.job:type_name -> hopper.v1.Job
-	127, // 14: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
-	137, // 15: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
-	136, // 16: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
-	137, // 17: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
-	137, // 18: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
-	137, // 19: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	137, // 20: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
-	137, // 21: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
-	137, // 22: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	137, // 23: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
-	137, // 24: hopper.v1.Job.deadline_at:type_name -> google.protobuf.Timestamp
-	137, // 25: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
-	136, // 26: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
-	136, // 27: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
-	128, // 28: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
-	136, // 29: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
+	128, // 14: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
+	138, // 15: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
+	137, // 16: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
+	138, // 17: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
+	138, // 18: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
+	138, // 19: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	138, // 20: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
+	138, // 21: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
+	138, // 22: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	138, // 23: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
+	138, // 24: hopper.v1.Job.deadline_at:type_name -> google.protobuf.Timestamp
+	138, // 25: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
+	137, // 26: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
+	137, // 27: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
+	129, // 28: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
+	137, // 29: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
 	15,  // 30: hopper.v1.JobSpec.retry_policy:type_name -> hopper.v1.RetryPolicy
-	136, // 31: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
-	136, // 32: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
+	137, // 31: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
+	137, // 32: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
 	14,  // 33: hopper.v1.EnqueueRequest.job:type_name -> hopper.v1.JobSpec
 	13,  // 34: hopper.v1.EnqueueResponse.job:type_name -> hopper.v1.Job
 	14,  // 35: hopper.v1.EnqueueBatchRequest.jobs:type_name -> hopper.v1.JobSpec
 	17,  // 36: hopper.v1.EnqueueBatchResponse.results:type_name -> hopper.v1.EnqueueResponse
 	13,  // 37: hopper.v1.GetResponse.job:type_name -> hopper.v1.Job
-	137, // 38: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
-	137, // 39: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
+	138, // 38: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
+	138, // 39: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
 	13,  // 40: hopper.v1.ListResponse.jobs:type_name -> hopper.v1.Job
 	13,  // 41: hopper.v1.CancelResponse.job:type_name -> hopper.v1.Job
-	137, // 42: hopper.v1.JobServiceRetryRequest.run_at:type_name -> google.protobuf.Timestamp
+	138, // 42: hopper.v1.JobServiceRetryRequest.run_at:type_name -> google.protobuf.Timestamp
 	13,  // 43: hopper.v1.JobServiceRetryResponse.job:type_name -> hopper.v1.Job
 	13,  // 44: hopper.v1.JobServiceSetRetriesResponse.job:type_name -> hopper.v1.Job
 	13,  // 45: hopper.v1.JobServiceResumeResponse.job:type_name -> hopper.v1.Job
-	137, // 46: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
-	137, // 47: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
-	137, // 48: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
+	138, // 46: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
+	138, // 47: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
+	138, // 48: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
 	33,  // 49: hopper.v1.EventsResponse.events:type_name -> hopper.v1.Event
 	34,  // 50: hopper.v1.EventsResponse.attempts:type_name -> hopper.v1.Attempt
-	129, // 51: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
-	137, // 52: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
-	136, // 53: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
-	137, // 54: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
+	130, // 51: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
+	138, // 52: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
+	137, // 53: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
+	138, // 54: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
 	15,  // 55: hopper.v1.ActivatedJob.retry_policy:type_name -> hopper.v1.RetryPolicy
-	136, // 56: hopper.v1.ActivatedJob.default_timeout:type_name -> google.protobuf.Duration
-	136, // 57: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
-	136, // 58: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
-	36,  // 59: hopper.v1.ActivateResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	136, // 60: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
-	130, // 61: hopper.v1.StreamJobsRequest.kind_concurrency:type_name -> hopper.v1.StreamJobsRequest.KindConcurrencyEntry
-	36,  // 62: hopper.v1.StreamJobsResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	136, // 63: hopper.v1.StreamJobsResponse.keepalive:type_name -> google.protobuf.Duration
-	136, // 64: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
-	15,  // 65: hopper.v1.FailRequest.retry_policy:type_name -> hopper.v1.RetryPolicy
-	137, // 66: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
-	136, // 67: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
-	137, // 68: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
-	137, // 69: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
-	136, // 70: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
-	137, // 71: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
-	54,  // 72: hopper.v1.ReportRequest.outcomes:type_name -> hopper.v1.Outcome
-	51,  // 73: hopper.v1.ReportRequest.renewals:type_name -> hopper.v1.ExtendLeaseRequest
-	41,  // 74: hopper.v1.Outcome.complete:type_name -> hopper.v1.CompleteRequest
-	43,  // 75: hopper.v1.Outcome.fail:type_name -> hopper.v1.FailRequest
-	49,  // 76: hopper.v1.Outcome.release:type_name -> hopper.v1.ReleaseRequest
-	45,  // 77: hopper.v1.Outcome.snooze:type_name -> hopper.v1.SnoozeRequest
-	47,  // 78: hopper.v1.Outcome.suspend:type_name -> hopper.v1.SuspendRequest
-	58,  // 79: hopper.v1.ReportResponse.outcomes:type_name -> hopper.v1.Verdict
-	58,  // 80: hopper.v1.ReportResponse.renewals:type_name -> hopper.v1.Verdict
-	53,  // 81: hopper.v1.ReportStreamRequest.report:type_name -> hopper.v1.ReportRequest
-	55,  // 82: hopper.v1.ReportStreamResponse.report:type_name -> hopper.v1.ReportResponse
-	44,  // 83: hopper.v1.Verdict.fail:type_name -> hopper.v1.FailResponse
-	137, // 84: hopper.v1.Verdict.lease_expires_at:type_name -> google.protobuf.Timestamp
-	131, // 85: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
-	132, // 86: hopper.v1.Queue.key_weights:type_name -> hopper.v1.Queue.KeyWeightsEntry
-	65,  // 87: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
-	133, // 88: hopper.v1.QueueServiceSetRequest.key_weights:type_name -> hopper.v1.QueueServiceSetRequest.KeyWeightsEntry
-	137, // 89: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
-	137, // 90: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
-	74,  // 91: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
-	137, // 92: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
-	77,  // 93: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
-	137, // 94: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
-	80,  // 95: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
-	137, // 96: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
-	137, // 97: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
-	137, // 98: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
-	83,  // 99: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
-	83,  // 100: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
-	83,  // 101: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
-	83,  // 102: hopper.v1.ImportKeyResponse.key:type_name -> hopper.v1.APIKey
-	137, // 103: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
-	137, // 104: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
-	92,  // 105: hopper.v1.DeadLetterServiceListRequest.filter:type_name -> hopper.v1.DeadLetterFilter
-	13,  // 106: hopper.v1.DeadLetterServiceListResponse.jobs:type_name -> hopper.v1.Job
-	134, // 107: hopper.v1.DeadLetterServiceListResponse.replays:type_name -> hopper.v1.DeadLetterServiceListResponse.ReplaysEntry
-	137, // 108: hopper.v1.ReplaySummary.last_replayed_at:type_name -> google.protobuf.Timestamp
-	137, // 109: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
-	136, // 110: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
-	13,  // 111: hopper.v1.ReplayResponse.job:type_name -> hopper.v1.Job
-	92,  // 112: hopper.v1.ReplayManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
-	13,  // 113: hopper.v1.ReplayManyResponse.jobs:type_name -> hopper.v1.Job
-	92,  // 114: hopper.v1.DeadLetterServiceRetryManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
-	13,  // 115: hopper.v1.DeadLetterServiceRetryManyResponse.jobs:type_name -> hopper.v1.Job
-	137, // 116: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
-	137, // 117: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
-	137, // 118: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
-	104, // 119: hopper.v1.ListReplaysResponse.replays:type_name -> hopper.v1.ReplayRecord
-	135, // 120: hopper.v1.Kind.counts:type_name -> hopper.v1.Kind.CountsEntry
-	107, // 121: hopper.v1.KindServiceListResponse.kinds:type_name -> hopper.v1.Kind
-	118, // 122: hopper.v1.KindServiceCompactResponse.compacted:type_name -> hopper.v1.CompactedGroup
-	119, // 123: hopper.v1.KindServiceCompactResponse.refused:type_name -> hopper.v1.RefusedGroup
-	124, // 124: hopper.v1.ServerServiceInfoResponse.server:type_name -> hopper.v1.ServerInfo
-	137, // 125: hopper.v1.ServerInfo.commit_time:type_name -> google.protobuf.Timestamp
-	125, // 126: hopper.v1.ServerInfo.input_limits:type_name -> hopper.v1.InputLimits
-	136, // 127: hopper.v1.InputLimits.max_run_at_past:type_name -> google.protobuf.Duration
-	136, // 128: hopper.v1.InputLimits.max_run_at_future:type_name -> google.protobuf.Duration
-	136, // 129: hopper.v1.InputLimits.max_timeout:type_name -> google.protobuf.Duration
-	136, // 130: hopper.v1.InputLimits.max_retention:type_name -> google.protobuf.Duration
-	136, // 131: hopper.v1.InputLimits.max_result_ttl:type_name -> google.protobuf.Duration
-	136, // 132: hopper.v1.InputLimits.max_activate_wait:type_name -> google.protobuf.Duration
-	95,  // 133: hopper.v1.DeadLetterServiceListResponse.ReplaysEntry.value:type_name -> hopper.v1.ReplaySummary
-	16,  // 134: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
-	18,  // 135: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
-	20,  // 136: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
-	22,  // 137: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
-	24,  // 138: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
-	32,  // 139: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
-	30,  // 140: hopper.v1.JobService.Resume:input_type -> hopper.v1.JobServiceResumeRequest
-	26,  // 141: hopper.v1.JobService.Retry:input_type -> hopper.v1.JobServiceRetryRequest
-	28,  // 142: hopper.v1.JobService.SetRetries:input_type -> hopper.v1.JobServiceSetRetriesRequest
-	37,  // 143: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
-	39,  // 144: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
-	41,  // 145: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
-	43,  // 146: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
-	49,  // 147: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
-	45,  // 148: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
-	47,  // 149: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
-	51,  // 150: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
-	61,  // 151: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
-	63,  // 152: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
-	53,  // 153: hopper.v1.WorkerService.Report:input_type -> hopper.v1.ReportRequest
-	56,  // 154: hopper.v1.WorkerService.ReportStream:input_type -> hopper.v1.ReportStreamRequest
-	59,  // 155: hopper.v1.WorkerService.Hold:input_type -> hopper.v1.HoldRequest
-	66,  // 156: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
-	70,  // 157: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
-	72,  // 158: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
-	68,  // 159: hopper.v1.QueueService.Set:input_type -> hopper.v1.QueueServiceSetRequest
-	75,  // 160: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
-	78,  // 161: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
-	81,  // 162: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
-	84,  // 163: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
-	86,  // 164: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
-	88,  // 165: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
-	90,  // 166: hopper.v1.AdminService.ImportKey:input_type -> hopper.v1.ImportKeyRequest
-	1,   // 167: hopper.v1.ScheduleService.List:input_type -> hopper.v1.ScheduleServiceListRequest
-	3,   // 168: hopper.v1.ScheduleService.Add:input_type -> hopper.v1.ScheduleServiceAddRequest
-	5,   // 169: hopper.v1.ScheduleService.Remove:input_type -> hopper.v1.ScheduleServiceRemoveRequest
-	7,   // 170: hopper.v1.ScheduleService.Pause:input_type -> hopper.v1.ScheduleServicePauseRequest
-	9,   // 171: hopper.v1.ScheduleService.Resume:input_type -> hopper.v1.ScheduleServiceResumeRequest
-	11,  // 172: hopper.v1.ScheduleService.Run:input_type -> hopper.v1.ScheduleServiceRunRequest
-	93,  // 173: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
-	96,  // 174: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
-	98,  // 175: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
-	100, // 176: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
-	102, // 177: hopper.v1.DeadLetterService.RetryMany:input_type -> hopper.v1.DeadLetterServiceRetryManyRequest
-	105, // 178: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
-	108, // 179: hopper.v1.KindService.List:input_type -> hopper.v1.KindServiceListRequest
-	110, // 180: hopper.v1.KindService.Set:input_type -> hopper.v1.KindServiceSetRequest
-	112, // 181: hopper.v1.KindService.Disable:input_type -> hopper.v1.KindServiceDisableRequest
-	114, // 182: hopper.v1.KindService.Enable:input_type -> hopper.v1.KindServiceEnableRequest
-	116, // 183: hopper.v1.KindService.Compact:input_type -> hopper.v1.KindServiceCompactRequest
-	120, // 184: hopper.v1.KindService.Lineage:input_type -> hopper.v1.KindServiceLineageRequest
-	122, // 185: hopper.v1.ServerService.Info:input_type -> hopper.v1.ServerServiceInfoRequest
-	17,  // 186: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
-	19,  // 187: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
-	21,  // 188: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
-	23,  // 189: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
-	25,  // 190: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
-	35,  // 191: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
-	31,  // 192: hopper.v1.JobService.Resume:output_type -> hopper.v1.JobServiceResumeResponse
-	27,  // 193: hopper.v1.JobService.Retry:output_type -> hopper.v1.JobServiceRetryResponse
-	29,  // 194: hopper.v1.JobService.SetRetries:output_type -> hopper.v1.JobServiceSetRetriesResponse
-	38,  // 195: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
-	40,  // 196: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
-	42,  // 197: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
-	44,  // 198: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
-	50,  // 199: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
-	46,  // 200: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
-	48,  // 201: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
-	52,  // 202: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
-	62,  // 203: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
-	64,  // 204: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
-	55,  // 205: hopper.v1.WorkerService.Report:output_type -> hopper.v1.ReportResponse
-	57,  // 206: hopper.v1.WorkerService.ReportStream:output_type -> hopper.v1.ReportStreamResponse
-	60,  // 207: hopper.v1.WorkerService.Hold:output_type -> hopper.v1.HoldResponse
-	67,  // 208: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
-	71,  // 209: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
-	73,  // 210: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
-	69,  // 211: hopper.v1.QueueService.Set:output_type -> hopper.v1.QueueServiceSetResponse
-	76,  // 212: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
-	79,  // 213: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
-	82,  // 214: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
-	85,  // 215: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
-	87,  // 216: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
-	89,  // 217: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
-	91,  // 218: hopper.v1.AdminService.ImportKey:output_type -> hopper.v1.ImportKeyResponse
-	2,   // 219: hopper.v1.ScheduleService.List:output_type -> hopper.v1.ScheduleServiceListResponse
-	4,   // 220: hopper.v1.ScheduleService.Add:output_type -> hopper.v1.ScheduleServiceAddResponse
-	6,   // 221: hopper.v1.ScheduleService.Remove:output_type -> hopper.v1.ScheduleServiceRemoveResponse
-	8,   // 222: hopper.v1.ScheduleService.Pause:output_type -> hopper.v1.ScheduleServicePauseResponse
-	10,  // 223: hopper.v1.ScheduleService.Resume:output_type -> hopper.v1.ScheduleServiceResumeResponse
-	12,  // 224: hopper.v1.ScheduleService.Run:output_type -> hopper.v1.ScheduleServiceRunResponse
-	94,  // 225: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
-	97,  // 226: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
-	99,  // 227: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
-	101, // 228: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
-	103, // 229: hopper.v1.DeadLetterService.RetryMany:output_type -> hopper.v1.DeadLetterServiceRetryManyResponse
-	106, // 230: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
-	109, // 231: hopper.v1.KindService.List:output_type -> hopper.v1.KindServiceListResponse
-	111, // 232: hopper.v1.KindService.Set:output_type -> hopper.v1.KindServiceSetResponse
-	113, // 233: hopper.v1.KindService.Disable:output_type -> hopper.v1.KindServiceDisableResponse
-	115, // 234: hopper.v1.KindService.Enable:output_type -> hopper.v1.KindServiceEnableResponse
-	117, // 235: hopper.v1.KindService.Compact:output_type -> hopper.v1.KindServiceCompactResponse
-	121, // 236: hopper.v1.KindService.Lineage:output_type -> hopper.v1.KindServiceLineageResponse
-	123, // 237: hopper.v1.ServerService.Info:output_type -> hopper.v1.ServerServiceInfoResponse
-	186, // [186:238] is the sub-list for method output_type
-	134, // [134:186] is the sub-list for method input_type
-	134, // [134:134] is the sub-list for extension type_name
-	134, // [134:134] is the sub-list for extension extendee
-	0,   // [0:134] is the sub-list for field type_name
+	137, // 56: hopper.v1.ActivatedJob.default_timeout:type_name -> google.protobuf.Duration
+	137, // 57: hopper.v1.BatchKind.max_wait:type_name -> google.protobuf.Duration
+	137, // 58: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
+	137, // 59: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
+	37,  // 60: hopper.v1.ActivateRequest.batch_kinds:type_name -> hopper.v1.BatchKind
+	36,  // 61: hopper.v1.ActivateResponse.jobs:type_name -> hopper.v1.ActivatedJob
+	137, // 62: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
+	131, // 63: hopper.v1.StreamJobsRequest.kind_concurrency:type_name -> hopper.v1.StreamJobsRequest.KindConcurrencyEntry
+	37,  // 64: hopper.v1.StreamJobsRequest.batch_kinds:type_name -> hopper.v1.BatchKind
+	36,  // 65: hopper.v1.StreamJobsResponse.jobs:type_name -> hopper.v1.ActivatedJob
+	137, // 66: hopper.v1.StreamJobsResponse.keepalive:type_name -> google.protobuf.Duration
+	137, // 67: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
+	15,  // 68: hopper.v1.FailRequest.retry_policy:type_name -> hopper.v1.RetryPolicy
+	138, // 69: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
+	137, // 70: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
+	138, // 71: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
+	138, // 72: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
+	137, // 73: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
+	138, // 74: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
+	55,  // 75: hopper.v1.ReportRequest.outcomes:type_name -> hopper.v1.Outcome
+	52,  // 76: hopper.v1.ReportRequest.renewals:type_name -> hopper.v1.ExtendLeaseRequest
+	42,  // 77: hopper.v1.Outcome.complete:type_name -> hopper.v1.CompleteRequest
+	44,  // 78: hopper.v1.Outcome.fail:type_name -> hopper.v1.FailRequest
+	50,  // 79: hopper.v1.Outcome.release:type_name -> hopper.v1.ReleaseRequest
+	46,  // 80: hopper.v1.Outcome.snooze:type_name -> hopper.v1.SnoozeRequest
+	48,  // 81: hopper.v1.Outcome.suspend:type_name -> hopper.v1.SuspendRequest
+	59,  // 82: hopper.v1.ReportResponse.outcomes:type_name -> hopper.v1.Verdict
+	59,  // 83: hopper.v1.ReportResponse.renewals:type_name -> hopper.v1.Verdict
+	54,  // 84: hopper.v1.ReportStreamRequest.report:type_name -> hopper.v1.ReportRequest
+	56,  // 85: hopper.v1.ReportStreamResponse.report:type_name -> hopper.v1.ReportResponse
+	45,  // 86: hopper.v1.Verdict.fail:type_name -> hopper.v1.FailResponse
+	138, // 87: hopper.v1.Verdict.lease_expires_at:type_name -> google.protobuf.Timestamp
+	132, // 88: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
+	133, // 89: hopper.v1.Queue.key_weights:type_name -> hopper.v1.Queue.KeyWeightsEntry
+	66,  // 90: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
+	134, // 91: hopper.v1.QueueServiceSetRequest.key_weights:type_name -> hopper.v1.QueueServiceSetRequest.KeyWeightsEntry
+	138, // 92: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
+	138, // 93: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
+	75,  // 94: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
+	138, // 95: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
+	78,  // 96: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
+	138, // 97: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
+	81,  // 98: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
+	138, // 99: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
+	138, // 100: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
+	138, // 101: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
+	84,  // 102: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
+	84,  // 103: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
+	84,  // 104: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
+	84,  // 105: hopper.v1.ImportKeyResponse.key:type_name -> hopper.v1.APIKey
+	138, // 106: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
+	138, // 107: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
+	93,  // 108: hopper.v1.DeadLetterServiceListRequest.filter:type_name -> hopper.v1.DeadLetterFilter
+	13,  // 109: hopper.v1.DeadLetterServiceListResponse.jobs:type_name -> hopper.v1.Job
+	135, // 110: hopper.v1.DeadLetterServiceListResponse.replays:type_name -> hopper.v1.DeadLetterServiceListResponse.ReplaysEntry
+	138, // 111: hopper.v1.ReplaySummary.last_replayed_at:type_name -> google.protobuf.Timestamp
+	138, // 112: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
+	137, // 113: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
+	13,  // 114: hopper.v1.ReplayResponse.job:type_name -> hopper.v1.Job
+	93,  // 115: hopper.v1.ReplayManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
+	13,  // 116: hopper.v1.ReplayManyResponse.jobs:type_name -> hopper.v1.Job
+	93,  // 117: hopper.v1.DeadLetterServiceRetryManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
+	13,  // 118: hopper.v1.DeadLetterServiceRetryManyResponse.jobs:type_name -> hopper.v1.Job
+	138, // 119: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
+	138, // 120: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
+	138, // 121: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
+	105, // 122: hopper.v1.ListReplaysResponse.replays:type_name -> hopper.v1.ReplayRecord
+	136, // 123: hopper.v1.Kind.counts:type_name -> hopper.v1.Kind.CountsEntry
+	108, // 124: hopper.v1.KindServiceListResponse.kinds:type_name -> hopper.v1.Kind
+	119, // 125: hopper.v1.KindServiceCompactResponse.compacted:type_name -> hopper.v1.CompactedGroup
+	120, // 126: hopper.v1.KindServiceCompactResponse.refused:type_name -> hopper.v1.RefusedGroup
+	125, // 127: hopper.v1.ServerServiceInfoResponse.server:type_name -> hopper.v1.ServerInfo
+	138, // 128: hopper.v1.ServerInfo.commit_time:type_name -> google.protobuf.Timestamp
+	126, // 129: hopper.v1.ServerInfo.input_limits:type_name -> hopper.v1.InputLimits
+	137, // 130: hopper.v1.InputLimits.max_run_at_past:type_name -> google.protobuf.Duration
+	137, // 131: hopper.v1.InputLimits.max_run_at_future:type_name -> google.protobuf.Duration
+	137, // 132: hopper.v1.InputLimits.max_timeout:type_name -> google.protobuf.Duration
+	137, // 133: hopper.v1.InputLimits.max_retention:type_name -> google.protobuf.Duration
+	137, // 134: hopper.v1.InputLimits.max_result_ttl:type_name -> google.protobuf.Duration
+	137, // 135: hopper.v1.InputLimits.max_activate_wait:type_name -> google.protobuf.Duration
+	96,  // 136: hopper.v1.DeadLetterServiceListResponse.ReplaysEntry.value:type_name -> hopper.v1.ReplaySummary
+	16,  // 137: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
+	18,  // 138: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
+	20,  // 139: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
+	22,  // 140: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
+	24,  // 141: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
+	32,  // 142: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
+	30,  // 143: hopper.v1.JobService.Resume:input_type -> hopper.v1.JobServiceResumeRequest
+	26,  // 144: hopper.v1.JobService.Retry:input_type -> hopper.v1.JobServiceRetryRequest
+	28,  // 145: hopper.v1.JobService.SetRetries:input_type -> hopper.v1.JobServiceSetRetriesRequest
+	38,  // 146: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
+	40,  // 147: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
+	42,  // 148: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
+	44,  // 149: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
+	50,  // 150: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
+	46,  // 151: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
+	48,  // 152: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
+	52,  // 153: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
+	62,  // 154: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
+	64,  // 155: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
+	54,  // 156: hopper.v1.WorkerService.Report:input_type -> hopper.v1.ReportRequest
+	57,  // 157: hopper.v1.WorkerService.ReportStream:input_type -> hopper.v1.ReportStreamRequest
+	60,  // 158: hopper.v1.WorkerService.Hold:input_type -> hopper.v1.HoldRequest
+	67,  // 159: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
+	71,  // 160: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
+	73,  // 161: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
+	69,  // 162: hopper.v1.QueueService.Set:input_type -> hopper.v1.QueueServiceSetRequest
+	76,  // 163: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
+	79,  // 164: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
+	82,  // 165: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
+	85,  // 166: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
+	87,  // 167: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
+	89,  // 168: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
+	91,  // 169: hopper.v1.AdminService.ImportKey:input_type -> hopper.v1.ImportKeyRequest
+	1,   // 170: hopper.v1.ScheduleService.List:input_type -> hopper.v1.ScheduleServiceListRequest
+	3,   // 171: hopper.v1.ScheduleService.Add:input_type -> hopper.v1.ScheduleServiceAddRequest
+	5,   // 172: hopper.v1.ScheduleService.Remove:input_type -> hopper.v1.ScheduleServiceRemoveRequest
+	7,   // 173: hopper.v1.ScheduleService.Pause:input_type -> hopper.v1.ScheduleServicePauseRequest
+	9,   // 174: hopper.v1.ScheduleService.Resume:input_type -> hopper.v1.ScheduleServiceResumeRequest
+	11,  // 175: hopper.v1.ScheduleService.Run:input_type -> hopper.v1.ScheduleServiceRunRequest
+	94,  // 176: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
+	97,  // 177: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
+	99,  // 178: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
+	101, // 179: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
+	103, // 180: hopper.v1.DeadLetterService.RetryMany:input_type -> hopper.v1.DeadLetterServiceRetryManyRequest
+	106, // 181: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
+	109, // 182: hopper.v1.KindService.List:input_type -> hopper.v1.KindServiceListRequest
+	111, // 183: hopper.v1.KindService.Set:input_type -> hopper.v1.KindServiceSetRequest
+	113, // 184: hopper.v1.KindService.Disable:input_type -> hopper.v1.KindServiceDisableRequest
+	115, // 185: hopper.v1.KindService.Enable:input_type -> hopper.v1.KindServiceEnableRequest
+	117, // 186: hopper.v1.KindService.Compact:input_type -> hopper.v1.KindServiceCompactRequest
+	121, // 187: hopper.v1.KindService.Lineage:input_type -> hopper.v1.KindServiceLineageRequest
+	123, // 188: hopper.v1.ServerService.Info:input_type -> hopper.v1.ServerServiceInfoRequest
+	17,  // 189: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
+	19,  // 190: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
+	21,  // 191: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
+	23,  // 192: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
+	25,  // 193: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
+	35,  // 194: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
+	31,  // 195: hopper.v1.JobService.Resume:output_type -> hopper.v1.JobServiceResumeResponse
+	27,  // 196: hopper.v1.JobService.Retry:output_type -> hopper.v1.JobServiceRetryResponse
+	29,  // 197: hopper.v1.JobService.SetRetries:output_type -> hopper.v1.JobServiceSetRetriesResponse
+	39,  // 198: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
+	41,  // 199: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
+	43,  // 200: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
+	45,  // 201: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
+	51,  // 202: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
+	47,  // 203: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
+	49,  // 204: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
+	53,  // 205: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
+	63,  // 206: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
+	65,  // 207: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
+	56,  // 208: hopper.v1.WorkerService.Report:output_type -> hopper.v1.ReportResponse
+	58,  // 209: hopper.v1.WorkerService.ReportStream:output_type -> hopper.v1.ReportStreamResponse
+	61,  // 210: hopper.v1.WorkerService.Hold:output_type -> hopper.v1.HoldResponse
+	68,  // 211: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
+	72,  // 212: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
+	74,  // 213: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
+	70,  // 214: hopper.v1.QueueService.Set:output_type -> hopper.v1.QueueServiceSetResponse
+	77,  // 215: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
+	80,  // 216: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
+	83,  // 217: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
+	86,  // 218: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
+	88,  // 219: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
+	90,  // 220: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
+	92,  // 221: hopper.v1.AdminService.ImportKey:output_type -> hopper.v1.ImportKeyResponse
+	2,   // 222: hopper.v1.ScheduleService.List:output_type -> hopper.v1.ScheduleServiceListResponse
+	4,   // 223: hopper.v1.ScheduleService.Add:output_type -> hopper.v1.ScheduleServiceAddResponse
+	6,   // 224: hopper.v1.ScheduleService.Remove:output_type -> hopper.v1.ScheduleServiceRemoveResponse
+	8,   // 225: hopper.v1.ScheduleService.Pause:output_type -> hopper.v1.ScheduleServicePauseResponse
+	10,  // 226: hopper.v1.ScheduleService.Resume:output_type -> hopper.v1.ScheduleServiceResumeResponse
+	12,  // 227: hopper.v1.ScheduleService.Run:output_type -> hopper.v1.ScheduleServiceRunResponse
+	95,  // 228: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
+	98,  // 229: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
+	100, // 230: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
+	102, // 231: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
+	104, // 232: hopper.v1.DeadLetterService.RetryMany:output_type -> hopper.v1.DeadLetterServiceRetryManyResponse
+	107, // 233: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
+	110, // 234: hopper.v1.KindService.List:output_type -> hopper.v1.KindServiceListResponse
+	112, // 235: hopper.v1.KindService.Set:output_type -> hopper.v1.KindServiceSetResponse
+	114, // 236: hopper.v1.KindService.Disable:output_type -> hopper.v1.KindServiceDisableResponse
+	116, // 237: hopper.v1.KindService.Enable:output_type -> hopper.v1.KindServiceEnableResponse
+	118, // 238: hopper.v1.KindService.Compact:output_type -> hopper.v1.KindServiceCompactResponse
+	122, // 239: hopper.v1.KindService.Lineage:output_type -> hopper.v1.KindServiceLineageResponse
+	124, // 240: hopper.v1.ServerService.Info:output_type -> hopper.v1.ServerServiceInfoResponse
+	189, // [189:241] is the sub-list for method output_type
+	137, // [137:189] is the sub-list for method input_type
+	137, // [137:137] is the sub-list for extension type_name
+	137, // [137:137] is the sub-list for extension extendee
+	0,   // [0:137] is the sub-list for field type_name
 }
 
 func init() { file_hopper_v1_hopper_proto_init() }
@@ -9673,23 +9798,23 @@ func file_hopper_v1_hopper_proto_init() {
 		return
 	}
 	file_hopper_v1_options_proto_init()
-	file_hopper_v1_hopper_proto_msgTypes[43].OneofWrappers = []any{}
-	file_hopper_v1_hopper_proto_msgTypes[54].OneofWrappers = []any{
+	file_hopper_v1_hopper_proto_msgTypes[44].OneofWrappers = []any{}
+	file_hopper_v1_hopper_proto_msgTypes[55].OneofWrappers = []any{
 		(*Outcome_Complete)(nil),
 		(*Outcome_Fail)(nil),
 		(*Outcome_Release)(nil),
 		(*Outcome_Snooze)(nil),
 		(*Outcome_Suspend)(nil),
 	}
-	file_hopper_v1_hopper_proto_msgTypes[68].OneofWrappers = []any{}
-	file_hopper_v1_hopper_proto_msgTypes[110].OneofWrappers = []any{}
+	file_hopper_v1_hopper_proto_msgTypes[69].OneofWrappers = []any{}
+	file_hopper_v1_hopper_proto_msgTypes[111].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hopper_v1_hopper_proto_rawDesc), len(file_hopper_v1_hopper_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   136,
+			NumMessages:   137,
 			NumExtensions: 0,
 			NumServices:   8,
 		},

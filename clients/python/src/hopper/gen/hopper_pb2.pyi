@@ -25,8 +25,9 @@ class APIKey(_message.Message):
     def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., scopes: _Optional[_Iterable[str]] = ..., created_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., last_used_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., revoked_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class ActivateRequest(_message.Message):
-    __slots__ = ["ahead", "fetch_fields", "kinds", "lease_timeout", "max_jobs", "queue", "queues", "request_timeout", "worker"]
+    __slots__ = ["ahead", "batch_kinds", "fetch_fields", "kinds", "lease_timeout", "max_jobs", "queue", "queues", "request_timeout", "worker"]
     AHEAD_FIELD_NUMBER: _ClassVar[int]
+    BATCH_KINDS_FIELD_NUMBER: _ClassVar[int]
     FETCH_FIELDS_FIELD_NUMBER: _ClassVar[int]
     KINDS_FIELD_NUMBER: _ClassVar[int]
     LEASE_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
@@ -36,6 +37,7 @@ class ActivateRequest(_message.Message):
     REQUEST_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
     WORKER_FIELD_NUMBER: _ClassVar[int]
     ahead: int
+    batch_kinds: _containers.RepeatedCompositeFieldContainer[BatchKind]
     fetch_fields: _containers.RepeatedScalarFieldContainer[str]
     kinds: _containers.RepeatedScalarFieldContainer[str]
     lease_timeout: _duration_pb2.Duration
@@ -44,7 +46,7 @@ class ActivateRequest(_message.Message):
     queues: _containers.RepeatedScalarFieldContainer[str]
     request_timeout: _duration_pb2.Duration
     worker: str
-    def __init__(self, worker: _Optional[str] = ..., queue: _Optional[str] = ..., kinds: _Optional[_Iterable[str]] = ..., max_jobs: _Optional[int] = ..., lease_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., request_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., fetch_fields: _Optional[_Iterable[str]] = ..., queues: _Optional[_Iterable[str]] = ..., ahead: _Optional[int] = ...) -> None: ...
+    def __init__(self, worker: _Optional[str] = ..., queue: _Optional[str] = ..., kinds: _Optional[_Iterable[str]] = ..., max_jobs: _Optional[int] = ..., lease_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., request_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., fetch_fields: _Optional[_Iterable[str]] = ..., queues: _Optional[_Iterable[str]] = ..., ahead: _Optional[int] = ..., batch_kinds: _Optional[_Iterable[_Union[BatchKind, _Mapping]]] = ...) -> None: ...
 
 class ActivateResponse(_message.Message):
     __slots__ = ["jobs", "restricted"]
@@ -55,7 +57,7 @@ class ActivateResponse(_message.Message):
     def __init__(self, jobs: _Optional[_Iterable[_Union[ActivatedJob, _Mapping]]] = ..., restricted: bool = ...) -> None: ...
 
 class ActivatedJob(_message.Message):
-    __slots__ = ["args", "attempt", "checkpoint", "created_at", "default_timeout", "headers", "id", "kind", "lease_expires_at", "lease_token", "max_attempts", "queue", "resume_data", "retry_policy", "timeout"]
+    __slots__ = ["args", "attempt", "batch_id", "checkpoint", "created_at", "default_timeout", "headers", "id", "kind", "lease_expires_at", "lease_token", "max_attempts", "queue", "resume_data", "retry_policy", "timeout"]
     class HeadersEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -65,6 +67,7 @@ class ActivatedJob(_message.Message):
         def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     ARGS_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    BATCH_ID_FIELD_NUMBER: _ClassVar[int]
     CHECKPOINT_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
     DEFAULT_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
@@ -80,6 +83,7 @@ class ActivatedJob(_message.Message):
     TIMEOUT_FIELD_NUMBER: _ClassVar[int]
     args: str
     attempt: int
+    batch_id: str
     checkpoint: str
     created_at: _timestamp_pb2.Timestamp
     default_timeout: _duration_pb2.Duration
@@ -93,7 +97,7 @@ class ActivatedJob(_message.Message):
     resume_data: str
     retry_policy: RetryPolicy
     timeout: _duration_pb2.Duration
-    def __init__(self, id: _Optional[str] = ..., kind: _Optional[str] = ..., queue: _Optional[str] = ..., args: _Optional[str] = ..., headers: _Optional[_Mapping[str, str]] = ..., attempt: _Optional[int] = ..., max_attempts: _Optional[int] = ..., lease_token: _Optional[int] = ..., lease_expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., created_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., retry_policy: _Optional[_Union[RetryPolicy, _Mapping]] = ..., checkpoint: _Optional[str] = ..., resume_data: _Optional[str] = ..., default_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+    def __init__(self, id: _Optional[str] = ..., kind: _Optional[str] = ..., queue: _Optional[str] = ..., args: _Optional[str] = ..., headers: _Optional[_Mapping[str, str]] = ..., attempt: _Optional[int] = ..., max_attempts: _Optional[int] = ..., lease_token: _Optional[int] = ..., lease_expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., created_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., retry_policy: _Optional[_Union[RetryPolicy, _Mapping]] = ..., checkpoint: _Optional[str] = ..., resume_data: _Optional[str] = ..., default_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., batch_id: _Optional[str] = ...) -> None: ...
 
 class Attempt(_message.Message):
     __slots__ = ["attempt", "ended_at", "error", "error_code", "lease_token", "outcome", "stack", "started_at", "worker_id"]
@@ -116,6 +120,18 @@ class Attempt(_message.Message):
     started_at: _timestamp_pb2.Timestamp
     worker_id: str
     def __init__(self, lease_token: _Optional[int] = ..., attempt: _Optional[int] = ..., worker_id: _Optional[str] = ..., started_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., ended_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., outcome: _Optional[str] = ..., error: _Optional[str] = ..., stack: _Optional[str] = ..., error_code: _Optional[str] = ...) -> None: ...
+
+class BatchKind(_message.Message):
+    __slots__ = ["kind", "max_jobs", "max_wait", "ungrouped"]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    MAX_JOBS_FIELD_NUMBER: _ClassVar[int]
+    MAX_WAIT_FIELD_NUMBER: _ClassVar[int]
+    UNGROUPED_FIELD_NUMBER: _ClassVar[int]
+    kind: str
+    max_jobs: int
+    max_wait: _duration_pb2.Duration
+    ungrouped: bool
+    def __init__(self, kind: _Optional[str] = ..., max_jobs: _Optional[int] = ..., max_wait: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., ungrouped: bool = ...) -> None: ...
 
 class CancelRequest(_message.Message):
     __slots__ = ["id", "reason"]
@@ -1377,7 +1393,7 @@ class Stream(_message.Message):
     def __init__(self, id: _Optional[str] = ..., worker: _Optional[str] = ..., queue: _Optional[str] = ..., kinds: _Optional[_Iterable[str]] = ..., credit: _Optional[int] = ..., in_flight: _Optional[int] = ..., pushed: _Optional[int] = ..., completed: _Optional[int] = ..., failed: _Optional[int] = ..., released: _Optional[int] = ..., opened_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., queues: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class StreamJobsRequest(_message.Message):
-    __slots__ = ["credit", "fetch_fields", "kind_concurrency", "kinds", "lease_timeout", "queue", "queues", "worker"]
+    __slots__ = ["batch_kinds", "credit", "fetch_fields", "kind_concurrency", "kinds", "lease_timeout", "queue", "queues", "worker"]
     class KindConcurrencyEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -1385,6 +1401,7 @@ class StreamJobsRequest(_message.Message):
         key: str
         value: int
         def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    BATCH_KINDS_FIELD_NUMBER: _ClassVar[int]
     CREDIT_FIELD_NUMBER: _ClassVar[int]
     FETCH_FIELDS_FIELD_NUMBER: _ClassVar[int]
     KINDS_FIELD_NUMBER: _ClassVar[int]
@@ -1393,6 +1410,7 @@ class StreamJobsRequest(_message.Message):
     QUEUES_FIELD_NUMBER: _ClassVar[int]
     QUEUE_FIELD_NUMBER: _ClassVar[int]
     WORKER_FIELD_NUMBER: _ClassVar[int]
+    batch_kinds: _containers.RepeatedCompositeFieldContainer[BatchKind]
     credit: int
     fetch_fields: _containers.RepeatedScalarFieldContainer[str]
     kind_concurrency: _containers.ScalarMap[str, int]
@@ -1401,7 +1419,7 @@ class StreamJobsRequest(_message.Message):
     queue: str
     queues: _containers.RepeatedScalarFieldContainer[str]
     worker: str
-    def __init__(self, worker: _Optional[str] = ..., queue: _Optional[str] = ..., kinds: _Optional[_Iterable[str]] = ..., credit: _Optional[int] = ..., lease_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., fetch_fields: _Optional[_Iterable[str]] = ..., queues: _Optional[_Iterable[str]] = ..., kind_concurrency: _Optional[_Mapping[str, int]] = ...) -> None: ...
+    def __init__(self, worker: _Optional[str] = ..., queue: _Optional[str] = ..., kinds: _Optional[_Iterable[str]] = ..., credit: _Optional[int] = ..., lease_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., fetch_fields: _Optional[_Iterable[str]] = ..., queues: _Optional[_Iterable[str]] = ..., kind_concurrency: _Optional[_Mapping[str, int]] = ..., batch_kinds: _Optional[_Iterable[_Union[BatchKind, _Mapping]]] = ...) -> None: ...
 
 class StreamJobsResponse(_message.Message):
     __slots__ = ["jobs", "keepalive"]
