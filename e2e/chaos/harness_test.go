@@ -142,6 +142,7 @@ type workerOpts struct {
 	mode        string // stream (default) or poll
 	concurrency int    // default 10
 	lease       time.Duration
+	batch       int // with a batch worker of up to this many jobs of a group (0: one by one)
 }
 
 // startWorker starts a chaos worker named name against url.
@@ -167,7 +168,8 @@ func (h *harness) startWorker(name, url string, o workerOpts) *worker {
 	w := &worker{wname: name, url: url, opts: o, jsonLog: jsonLog,
 		proc: newProc(h.t, name, bins.worker, filepath.Join(h.dir, name+".err"),
 			"--url", url, "--name", name, "--mode", o.mode, "--log", jsonLog,
-			"--concurrency", strconv.Itoa(o.concurrency), "--lease", o.lease.String(), "--poll-wait", "2s")}
+			"--concurrency", strconv.Itoa(o.concurrency), "--lease", o.lease.String(), "--poll-wait", "2s",
+			"--batch", strconv.Itoa(o.batch))}
 	w.start()
 	h.mu.Lock()
 	h.workers = append(h.workers, w)

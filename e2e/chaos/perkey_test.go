@@ -23,6 +23,18 @@ import (
 // a replacement never runs a tenant's job beside the ones the dead worker held.
 func TestKillWorkersWithCapsPerKeySQLite(t *testing.T) {
 	t.Parallel()
+	killWithCapsPerKey(t, 0)
+}
+
+// The same with batch workers (up to 5 jobs of a group in one handler call) and grouped jobs:
+// workers are SIGKILLed while they hold batches; each job of a killed batch is rescued alone,
+// and a batch never takes a tenant past its cap.
+func TestKillBatchWorkersWithCapsPerKeySQLite(t *testing.T) {
+	t.Parallel()
+	killWithCapsPerKey(t, 5)
+}
+
+func killWithCapsPerKey(t *testing.T, batch int) {
 	const capPerKey, tenants = 2, 8
 	h := newHarness(t)
 	srv := h.startServer("server", "--database", filepath.Join(h.dir, "hopper.db"))
@@ -33,12 +45,15 @@ func TestKillWorkersWithCapsPerKeySQLite(t *testing.T) {
 
 	fig := figures(t)
 	for i := range 4 {
-		h.startWorker(h.nextName("w"), srv.url(), workerOpts{mode: []string{"stream", "poll"}[i%2]})
+		h.startWorker(h.nextName("w"), srv.url(), workerOpts{mode: []string{"stream", "poll"}[i%2], batch: batch})
 	}
 	keyOf := map[string]string{} // job id → its tenant, from the specs the enqueuer sent
 	next := func() *hopperv1.JobSpec {
 		spec := jobSpec(Args{SleepMS: 100 + rand.N(300)})
 		spec.FairnessKey = fmt.Sprintf("tenant-%d", rand.N(tenants))
+		if batch > 0 { // a few groups per tenant, so that batches form
+			spec.GroupKey = fmt.Sprintf("%s/%d", spec.FairnessKey, rand.N(3))
+		}
 		return spec
 	}
 	e := newEnqueuer()

@@ -48,14 +48,9 @@ type streamer struct {
 	// claims, on goroutines of their own, look for changes (refreshWeights).
 	mu      sync.Mutex
 	weights map[string]int
-	// batchOf is the batch of each job claimed in one (StreamJobsRequest.batch_kinds), and
-	// batchLeft how many jobs of each batch the loop has not yet started nor given back: the
-	// claims record them, Start and GiveBack take them (guarded by mu). partial holds the
-	// jobs of a batch started while the loop still holds some of the rest (its units were
-	// short): a batch goes to the worker whole, in one message (the loop's goroutine).
-	batchOf   map[workerapi.LeaseRef]string
-	batchLeft map[string]int
-	partial   map[string][]*hopper.JobRow
+	// batchOf is the batch of each job claimed in one (StreamJobsRequest.batch_kinds): the
+	// claims record them, Start and GiveBack take them (guarded by mu).
+	batchOf map[workerapi.LeaseRef]string
 	// stopped: a push found the stream over; endErr is what StreamJobs returns then (nil:
 	// the worker went away). The loop's goroutine owns both.
 	stopped bool
@@ -72,7 +67,7 @@ func (w *workerService) newStreamer(ctx context.Context, req *hopperv1.StreamJob
 	s := w.s
 	queues := params.QueueNames()
 	sj := &streamer{w: w, out: out, ctx: ctx, params: params, fetch: req.GetFetchFields(),
-		batchOf: map[workerapi.LeaseRef]string{}, batchLeft: map[string]int{}, partial: map[string][]*hopper.JobRow{}}
+		batchOf: map[workerapi.LeaseRef]string{}}
 	sj.params.Queue, sj.params.Queues = "", nil // each claim names its lane's queue
 	credit := int(req.GetCredit())
 	cfg := claim.Config{Clock: s.clock, Units: credit, Batch: workerapi.MaxActivateJobs, AheadLimit: credit,
@@ -257,61 +252,47 @@ func (sj *streamer) claimedBatches(jobs []*hopper.JobRow, batchOf map[string]str
 	for _, j := range jobs {
 		if b := batchOf[j.ID]; b != "" {
 			sj.batchOf[workerapi.LeaseRef{ID: j.ID, Token: j.Token}] = b
-			sj.batchLeft[b]++
 		}
 	}
 }
 
-// taken takes j out of its batch's count as the loop starts it or gives it back, and returns
-// its batch ("" for none) and whether the loop holds no more of the batch.
-func (sj *streamer) taken(j *hopper.JobRow) (string, bool) {
+// taken takes j out of its batch, as the loop starts it or gives it back, and returns the
+// batch ("" for none).
+func (sj *streamer) taken(j *hopper.JobRow) string {
 	sj.mu.Lock()
 	defer sj.mu.Unlock()
 	ref := workerapi.LeaseRef{ID: j.ID, Token: j.Token}
-	b, ok := sj.batchOf[ref]
-	if !ok {
-		return "", false
-	}
+	b := sj.batchOf[ref]
 	delete(sj.batchOf, ref)
-	sj.batchLeft[b]--
-	if sj.batchLeft[b] > 0 {
-		return b, false
-	}
-	delete(sj.batchLeft, b)
-	return b, true
+	return b
 }
 
-// whole returns the jobs the loop starts as units to push: each job claimed alone, and each
-// batch once the loop has started all of it (the jobs started before wait in partial).
+// whole returns the jobs the loop starts as units to push: each job claimed alone, and the
+// jobs of each batch together. A batch whose units the loop could start only in part (its
+// credit was short) goes in parts, each at once, each a batch of its own to the worker: a part
+// held back for the rest could wait for credit that only the held part would free.
 func (sj *streamer) whole(jobs []*hopper.JobRow) []pushUnit {
 	var out []pushUnit
+	at := map[string]int{}
 	for _, j := range jobs {
-		b, last := sj.taken(j)
-		switch {
-		case b == "":
-			out = append(out, pushUnit{jobs: []*hopper.JobRow{j}})
-		case last:
-			out = append(out, pushUnit{batch: b, jobs: append(sj.partial[b], j)})
-			delete(sj.partial, b)
-		default:
-			sj.partial[b] = append(sj.partial[b], j)
+		b := sj.taken(j)
+		if i, ok := at[b]; ok && b != "" {
+			out[i].jobs = append(out[i].jobs, j)
+			continue
 		}
+		if b != "" {
+			at[b] = len(out)
+		}
+		out = append(out, pushUnit{batch: b, jobs: []*hopper.JobRow{j}})
 	}
 	return out
 }
 
-// gaveBack takes jobs the loop gives back out of their batches, and returns the batches
-// whose rest went back so: each is to be pushed as it is, its first jobs (in group order)
-// alone.
-func (sj *streamer) gaveBack(jobs []*hopper.JobRow) []pushUnit {
-	var units []pushUnit
+// gaveBack takes jobs the loop gives back out of their batches.
+func (sj *streamer) gaveBack(jobs []*hopper.JobRow) {
 	for _, j := range jobs {
-		if b, last := sj.taken(j); last && len(sj.partial[b]) > 0 {
-			units = append(units, pushUnit{batch: b, jobs: sj.partial[b]})
-			delete(sj.partial, b)
-		}
+		sj.taken(j)
 	}
-	return units
 }
 
 // send writes msg to the worker, a push or a keepalive, one at a time. A push whose write
@@ -388,9 +369,7 @@ func (sj *streamer) freeKind(kind string) {
 // it holds them, so that closeStream returns them with the reason the stream closed.
 func (sj *streamer) GiveBack(_ string, jobs []*hopper.JobRow, why claim.Why) {
 	text := "claimed ahead; no credit freed for it within " + claim.Unrenewed(sj.params.LeaseDuration).String()
-	if units := sj.gaveBack(jobs); len(units) > 0 && why != claim.Stopping && !sj.stopped {
-		_ = sj.push(units) // a failed push stops the stream: closeStream hands the jobs on
-	}
+	sj.gaveBack(jobs)
 	switch why {
 	case claim.Stopping:
 		sj.w.holdAll(sj.st, jobs)

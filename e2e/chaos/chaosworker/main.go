@@ -62,6 +62,7 @@ func run() error {
 	flag.IntVar(&concurrency, "concurrency", 10, "jobs at once")
 	flag.DurationVar(&lease, "lease", 3*time.Second, "each job's lease")
 	flag.DurationVar(&pollWait, "poll-wait", 2*time.Second, "how long one long poll waits")
+	batch := flag.Int("batch", 0, "run the jobs of a group in batches of up to this many (a batch worker); 0: one by one")
 	flag.Parse()
 	if url == "" || logPath == "" {
 		return errors.New("--url and --log are required")
@@ -77,7 +78,11 @@ func run() error {
 	lg := &logger{f: f, worker: name, pid: os.Getpid()}
 
 	ws := hopper.NewWorkers()
-	hopper.AddWorkerFunc(ws, lg.work)
+	if *batch > 0 {
+		hopper.AddBatchWorkerFunc(ws, hopper.BatchOpts{MaxJobs: *batch}, lg.workBatch)
+	} else {
+		hopper.AddWorkerFunc(ws, lg.work)
+	}
 	m := remote.Stream
 	if mode == "poll" {
 		m = remote.Poll
@@ -144,6 +149,40 @@ func (l *logger) work(ctx context.Context, job *hopper.Job[chaos.Args]) error {
 		end.Outcome, end.Err = "fail", err.Error()
 	}
 	l.write(end)
+	return err
+}
+
+// workBatch runs a batch: every job starts at once and works for the longest sleep_ms of the
+// batch; a job asked to fail fails alone. Crashes are not batched.
+func (l *logger) workBatch(ctx context.Context, b *hopper.Batch[chaos.Args]) error {
+	longest := 0
+	for _, job := range b.Jobs {
+		l.write(chaos.Line{Ev: "start", Job: job.ID, Token: job.Token, Attempt: job.Attempt})
+		longest = max(longest, job.Args.SleepMS)
+	}
+	done := time.NewTimer(time.Duration(longest) * time.Millisecond)
+	defer done.Stop()
+	var err error
+	select {
+	case <-ctx.Done():
+		err = context.Cause(ctx)
+	case <-done.C:
+	}
+	for i, job := range b.Jobs {
+		end := chaos.Line{Ev: "end", Job: job.ID, Token: job.Token, Outcome: "ok"}
+		switch {
+		case err != nil:
+			end.Outcome, end.Err = "canceled", err.Error()
+		case job.Args.Action == "fail" || job.Attempt <= job.Args.FailAttempts:
+			end.Outcome, end.Err = "fail", "the job's args asked it to fail"
+			b.Fail(i, errors.New(end.Err))
+		default:
+			if serr := b.SetResult(i, map[string]any{"worker": l.worker, "token": job.Token}); serr != nil {
+				b.Fail(i, serr)
+			}
+		}
+		l.write(end)
+	}
 	return err
 }
 

@@ -2637,7 +2637,8 @@ type ActivatedJob struct {
 	DefaultTimeout *durationpb.Duration `protobuf:"bytes,15,opt,name=default_timeout,json=defaultTimeout,proto3" json:"default_timeout,omitempty"`
 	// batch_id, when not empty, says the job was claimed in a batch (a kind the request named in
 	// batch_kinds): the jobs that share it are one batch, for one call of the kind's batch
-	// handler, and travel together (one StreamJobsResponse, one ActivateResponse). Each keeps
+	// handler, and travel together (one StreamJobsResponse, one ActivateResponse; a stream may
+	// push a batch in parts, one message each, each part a call of its own). Each keeps
 	// its own lease_token, lease and outcome. Opaque; empty for a job claimed alone.
 	BatchId       string `protobuf:"bytes,16,opt,name=batch_id,json=batchId,proto3" json:"batch_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -3082,7 +3083,9 @@ type StreamJobsRequest struct {
 	// given, and each bound 1–credit. Default none.
 	KindConcurrency map[string]int32 `protobuf:"bytes,8,rep,name=kind_concurrency,json=kindConcurrency,proto3" json:"kind_concurrency,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
 	// batch_kinds are the kinds whose jobs the stream takes in batches, as in ActivateRequest:
-	// a batch costs one credit per job (cut to the credit free) and is pushed in one message.
+	// a batch costs one credit per job (cut to the credit free) and is pushed in one message,
+	// or, when the stream's credit lets only part of a claimed batch start, in parts, each
+	// pushed at once as a batch of its own (same batch_id, one message each).
 	BatchKinds    []*BatchKind `protobuf:"bytes,9,rep,name=batch_kinds,json=batchKinds,proto3" json:"batch_kinds,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

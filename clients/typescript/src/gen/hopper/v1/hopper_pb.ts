@@ -1460,7 +1460,8 @@ export type ActivatedJob = Message<"hopper.v1.ActivatedJob"> & {
   /**
    * batch_id, when not empty, says the job was claimed in a batch (a kind the request named in
    * batch_kinds): the jobs that share it are one batch, for one call of the kind's batch
-   * handler, and travel together (one StreamJobsResponse, one ActivateResponse). Each keeps
+   * handler, and travel together (one StreamJobsResponse, one ActivateResponse; a stream may
+   * push a batch in parts, one message each, each part a call of its own). Each keeps
    * its own lease_token, lease and outcome. Opaque; empty for a job claimed alone.
    *
    * @generated from field: string batch_id = 16;
@@ -1706,7 +1707,9 @@ export type StreamJobsRequest = Message<"hopper.v1.StreamJobsRequest"> & {
 
   /**
    * batch_kinds are the kinds whose jobs the stream takes in batches, as in ActivateRequest:
-   * a batch costs one credit per job (cut to the credit free) and is pushed in one message.
+   * a batch costs one credit per job (cut to the credit free) and is pushed in one message,
+   * or, when the stream's credit lets only part of a claimed batch start, in parts, each
+   * pushed at once as a batch of its own (same batch_id, one message each).
    *
    * @generated from field: repeated hopper.v1.BatchKind batch_kinds = 9;
    */
