@@ -287,3 +287,13 @@ func (k *KeyLeft) BatchPrefix(cands []FairCandidate) int {
 	}
 	return len(cands)
 }
+
+// BatchCandidates are the jobs of a batch, in its order, as the limits per key see them:
+// keyOf holds each job's fairness key ("" for none).
+func BatchCandidates(best *BatchCandidate, kind string, keyOf map[string]string) []FairCandidate {
+	out := make([]FairCandidate, len(best.IDs))
+	for i, id := range best.IDs {
+		out[i] = FairCandidate{ID: id, Priority: best.Priority, Key: keyOf[id], Kind: kind}
+	}
+	return out
+}

@@ -274,10 +274,7 @@ func (s *Store) boundBatchByKey(ctx context.Context, tx pgx.Tx, p *store.BatchCl
 	if err := rs.Err(); err != nil {
 		return nil, nil, err
 	}
-	cands := make([]store.FairCandidate, len(best.IDs))
-	for i, id := range best.IDs {
-		cands[i] = store.FairCandidate{ID: id, Priority: best.Priority, Key: keyOf[id], Kind: p.Kind}
-	}
+	cands := store.BatchCandidates(best, p.Kind, keyOf)
 	kl, err := s.loadKeyLeft(ctx, tx, p.Queue, limits, cands, now)
 	if err != nil {
 		return nil, nil, err

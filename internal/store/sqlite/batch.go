@@ -247,10 +247,7 @@ func boundBatchByKey(ctx context.Context, tx *sql.Tx, p *store.BatchClaimParams,
 	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 		return nil, nil, err
 	}
-	cands := make([]store.FairCandidate, len(best.IDs))
-	for i, id := range best.IDs {
-		cands[i] = store.FairCandidate{ID: id, Priority: best.Priority, Key: keyOf[id], Kind: p.Kind}
-	}
+	cands := store.BatchCandidates(best, p.Kind, keyOf)
 	kl, err := loadKeyLeft(ctx, tx, p.Queue, limits, cands, now)
 	if err != nil {
 		return nil, nil, err
