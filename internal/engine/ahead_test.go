@@ -271,6 +271,19 @@ func TestClaimAheadDrainedQueueWantsNoSlots(t *testing.T) {
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+	// A claim of q may still be on its way (at the gate) as q-09 completes, and q's other
+	// jobs may still start: let them through, until nothing comes for a while, so that r's claim is the only one and must find every slot
+	// free (the gate lets no second claim of r through).
+	for quiet := false; !quiet; {
+		select {
+		case c := <-r.gate.asked:
+			close(c.open)
+		case run := <-r.h.started: // a job of q that started after q-09 ended
+			close(run.finish)
+		case <-time.After(200 * time.Millisecond): // real time: no claim came meanwhile
+			quiet = true
+		}
+	}
 	ps := make([]*store.InsertParams, 4)
 	for i := range ps {
 		ps[i] = &store.InsertParams{ID: fmt.Sprintf("r-%02d", i), Kind: "k", Queue: "r", Args: []byte(`{}`),
