@@ -148,7 +148,7 @@ func (w *Worker) finish(a *prepared, cause error, handlerDone func()) {
 var reportRetry = hoppertype.RetryPolicy{Base: 50 * time.Millisecond, Multiplier: 2, Cap: 2 * time.Second, Jitter: 0.2}
 
 // The server takes delays and times within its MaxRunAtFuture (a job that far off is as
-// good as never; servedLimits) and times at most field.MaxRunAtPast ago: outcomes are
+// good as never; limits.go) and none in the past: outcomes are
 // reported within them, so that a handler's Snooze(100 years), RetryAfter of a huge delay or
 // suspension until 1970 ends its attempt as it would in process.
 

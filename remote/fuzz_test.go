@@ -157,6 +157,12 @@ func fuzzWorkerOn(f *testing.F, url string) (*Worker, *recordedCalls) {
 	hopper.AddWorker[fuzzArgs](ws, fuzzWorker{})
 	w, err := New(Config{URL: url, Workers: ws, Name: "fuzz-worker", Mode: Poll})
 	require.NoError(f, err)
+	// The worker runs jobs here without being started: it learns its server's limits as Start would.
+	res, err := w.limits.info.Info(context.Background(), &hopperv1.ServerServiceInfoRequest{})
+	require.NoError(f, err)
+	l, missing := limitsOf(res.GetServer().GetInputLimits())
+	require.Empty(f, missing)
+	w.limits.served.Store(l)
 	calls := &recordedCalls{WorkerServiceClient: w.api}
 	w.api = calls
 	w.out = &batcher{api: calls}

@@ -1,6 +1,8 @@
 package remote
 
 import (
+	"errors"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -8,84 +10,127 @@ import (
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
 	"github.com/hopperjobs/hopper/gen/hopper/v1/hopperv1connect"
 	"github.com/hopperjobs/hopper/internal/clock"
-	"github.com/hopperjobs/hopper/internal/field"
 )
 
-// servedLimits are the input limits of the server the worker reaches (ServerService.Info),
-// which it clips its reports to, so that none is refused for its length. Until the worker has
-// heard them, and from a server that predates them (a field it leaves 0), the limits this
-// package was built with apply.
+// NoLimitsError is why a worker stopped taking jobs when its server serves no input limits
+// (ServerService.Info without ServerInfo.input_limits, or without a limit the worker clips
+// its reports to): such a server predates the limits, or is not a Hopper server. The worker
+// takes limits only from its server, so it takes no job from this one (Worker.Err reports it).
+type NoLimitsError struct {
+	// URL is the server's.
+	URL string
+	// Limit names the limit the server left out (a field of InputLimits, "max_error_bytes");
+	// empty when it serves none.
+	Limit string
+	// Err is the server's answer to ServerService.Info when it was an error (a server without
+	// ServerService answers CodeUnimplemented); nil when it answered without the limits.
+	Err error
+}
+
+func (e *NoLimitsError) Error() string {
+	what := "no input limits"
+	if e.Limit != "" {
+		what = "no input limit " + e.Limit
+	}
+	msg := fmt.Sprintf("the server at %s serves %s (ServerService.Info): upgrade it", e.URL, what)
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+func (e *NoLimitsError) Unwrap() error { return e.Err }
+
+// reportLimits are the limits of the server the worker reaches (ServerService.Info) that
+// it clips its reports to, so that none is refused for its length.
+type reportLimits struct {
+	errorBytes, reasonBytes, progressMessageBytes int
+	runAtFuture                                   time.Duration
+}
+
+// limitsOf reads the limits the worker needs from what the server served; the name of the
+// first one missing (0, unset) when one is.
+func limitsOf(l *hopperv1.InputLimits) (*reportLimits, string) {
+	if l == nil {
+		return nil, ""
+	}
+	r := &reportLimits{errorBytes: int(l.GetMaxErrorBytes()), reasonBytes: int(l.GetMaxReasonBytes()),
+		progressMessageBytes: int(l.GetMaxProgressMessageBytes()), runAtFuture: l.GetMaxRunAtFuture().AsDuration()}
+	switch {
+	case r.errorBytes <= 0:
+		return nil, "max_error_bytes"
+	case r.reasonBytes <= 0:
+		return nil, "max_reason_bytes"
+	case r.progressMessageBytes <= 0:
+		return nil, "max_progress_message_bytes"
+	case r.runAtFuture <= 0:
+		return nil, "max_run_at_future"
+	}
+	return r, ""
+}
+
+// servedLimits are the server's limits once it has said them.
 type servedLimits struct {
 	info   hopperv1connect.ServerServiceClient
-	served atomic.Pointer[hopperv1.InputLimits]
-	tried  chan struct{} // closed after the first ask, answered or not: the intake waits for it
+	served atomic.Pointer[reportLimits]
+	known  chan struct{} // closed once served is set: the intake waits for it
 }
 
 // learnLimits asks the server for its limits, again with backoff while it cannot be reached,
-// then ends; any other answer (a server without ServerService, something else at the URL)
-// leaves the built-in limits. The worker takes no job before the first ask has ended, so
-// that a server that answers at once has its limits applied to every report.
+// then ends. The worker takes no job before the server has said them: a server that answers
+// without them (or without ServerService) stops the worker with a *NoLimitsError, one that
+// refuses its API key stops it as any refused call does.
 func (w *Worker) learnLimits() {
-	defer w.limitsTried()
 	for w.intakeCtx.Err() == nil {
 		res, err := w.limits.info.Info(w.intakeCtx, &hopperv1.ServerServiceInfoRequest{})
 		if err == nil {
-			w.limits.served.Store(res.GetServer().GetInputLimits())
+			l, missing := limitsOf(res.GetServer().GetInputLimits())
+			if l == nil {
+				w.giveUp(&NoLimitsError{URL: w.cfg.URL, Limit: missing})
+				return
+			}
+			w.limitsRetry.Succeed()
+			w.limits.served.Store(l)
+			close(w.limits.known)
 			return
 		}
-		w.limitsTried()
+		if w.intakeCtx.Err() != nil {
+			return
+		}
+		if refused(err) {
+			w.giveUp(err)
+			return
+		}
 		err = unavailable(err)
-		if connect.CodeOf(err) != connect.CodeUnavailable || w.intakeCtx.Err() != nil {
+		if connect.CodeOf(err) != connect.CodeUnavailable {
+			w.giveUp(&NoLimitsError{URL: w.cfg.URL, Err: err})
 			return
 		}
 		clock.Sleep(w.intakeCtx, w.clock, w.limitsRetry.Fail(err))
 	}
 }
 
-// limitsTried says the first ask for the limits has ended.
-func (w *Worker) limitsTried() {
+// awaitLimits waits for the server's limits; false when the intake stopped first.
+func (w *Worker) awaitLimits() bool {
 	select {
-	case <-w.limits.tried:
-	default:
-		close(w.limits.tried)
-	}
-}
-
-// awaitLimits waits for the first ask for the limits to end, or the intake to stop.
-func (w *Worker) awaitLimits() {
-	select {
-	case <-w.limits.tried:
+	case <-w.limits.known:
+		return true
 	case <-w.intakeCtx.Done():
+		return false
 	}
 }
 
-// limit is the served value of a limit, or def while none is known.
-func (w *Worker) limit(served func(*hopperv1.InputLimits) int32, def int) int {
-	if l := w.limits.served.Load(); l != nil {
-		if n := served(l); n > 0 {
-			return int(n)
-		}
-	}
-	return def
-}
-
-// The limits the worker's reports respect.
-func (w *Worker) maxErrorBytes() int {
-	return w.limit((*hopperv1.InputLimits).GetMaxErrorBytes, field.MaxErrorBytes)
-}
-
-func (w *Worker) maxReasonBytes() int {
-	return w.limit((*hopperv1.InputLimits).GetMaxReasonBytes, field.MaxReasonBytes)
-}
-
-func (w *Worker) maxProgressMessageBytes() int {
-	return w.limit((*hopperv1.InputLimits).GetMaxProgressMessageBytes, field.MaxProgressMessageBytes)
-}
+// The limits the worker's reports respect. Only jobs the intake took are reported on, and
+// the intake starts once the limits are known.
+func (w *Worker) maxErrorBytes() int           { return w.limits.served.Load().errorBytes }
+func (w *Worker) maxReasonBytes() int          { return w.limits.served.Load().reasonBytes }
+func (w *Worker) maxProgressMessageBytes() int { return w.limits.served.Load().progressMessageBytes }
 
 // maxRunAtFuture is how far ahead the server takes a delay or a time.
-func (w *Worker) maxRunAtFuture() time.Duration {
-	if l := w.limits.served.Load(); l != nil && l.GetMaxRunAtFuture().AsDuration() > 0 {
-		return l.GetMaxRunAtFuture().AsDuration()
-	}
-	return field.MaxRunAtFuture
+func (w *Worker) maxRunAtFuture() time.Duration { return w.limits.served.Load().runAtFuture }
+
+// errNoLimits reports whether err is a *NoLimitsError.
+func errNoLimits(err error) bool {
+	var e *NoLimitsError
+	return errors.As(err, &e)
 }

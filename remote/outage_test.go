@@ -13,7 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"connectrpc.com/connect/v2"
+	"connectrpc.com/connect/v2/connecthttp"
 	"github.com/hopperjobs/hopper"
+	"github.com/hopperjobs/hopper/gen/hopper/v1/hopperv1connect"
 	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/stoptest"
 	"github.com/hopperjobs/hopper/internal/store"
@@ -97,7 +100,7 @@ func TestAServerCrashMidStreamIsUnavailable(t *testing.T) {
 			conn.Close() // the process dies
 		}
 	})
-	ts := httptest.NewServer(crash)
+	ts := httptest.NewServer(withInfo(crash))
 	defer ts.Close()
 	ws := hopper.NewWorkers()
 	hopper.AddWorkerFunc(ws, func(ctx context.Context, job *hopper.Job[block]) error { return nil })
@@ -192,7 +195,7 @@ func TestAStreamDroppedSoonAfterItOpensIsNoRecovery(t *testing.T) {
 			conn.Close() // dropped
 		}
 	})
-	ts := httptest.NewServer(drop)
+	ts := httptest.NewServer(withInfo(drop))
 	defer ts.Close()
 	ws := hopper.NewWorkers()
 	hopper.AddWorkerFunc(ws, func(ctx context.Context, job *hopper.Job[block]) error { return nil })
@@ -271,4 +274,15 @@ func TestAFailedClaimAbortsNoStreamedJob(t *testing.T) {
 		require.Len(t, attempts, 1, "run once")
 	}
 	require.Zero(t, aborted.Load(), "no handler was stopped")
+}
+
+// withInfo puts a ServerService that serves test limits in front of h: a worker takes no job
+// before its server has said its limits.
+func withInfo(h http.Handler) http.Handler {
+	rpc := connect.NewServer()
+	hopperv1connect.RegisterServerServiceHandler(rpc, &smallLimits{})
+	mux := http.NewServeMux()
+	connecthttp.Mount(mux, rpc)
+	mux.Handle("/", h)
+	return mux
 }

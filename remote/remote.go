@@ -181,7 +181,7 @@ type Worker struct {
 
 	intake *backoff.Tracker // the stream, or the polls: reconnects and retries back off
 	// refusal is why the worker stopped taking jobs on its own: the server refused its API
-	// key (giveUp). Guarded by mu.
+	// key, or serves no input limits (giveUp). Guarded by mu.
 	refusal error
 	leases  *backoff.Tracker   // the lease renewals' outage state
 	keeper  lease.Keeper       // renews the running jobs' leases
@@ -318,7 +318,7 @@ func newWorker(cfg Config, clk clock.Clock) (*Worker, error) {
 		connecthttp.NewTransport(cfg.HTTPClient, cfg.URL), interceptors...))
 	w.out = &batcher{api: w.api, clock: clk, stream: hopperv1connect.NewWorkerServiceClient(connect.NewClient(
 		connecthttp.NewTransport(streamClient, cfg.URL), interceptors...))}
-	w.limits.tried = make(chan struct{})
+	w.limits.known = make(chan struct{})
 	w.limits.info = hopperv1connect.NewServerServiceClient(connect.NewClient(
 		connecthttp.NewTransport(cfg.HTTPClient, cfg.URL), interceptors...))
 	w.limitsRetry = backoff.New(backoff.Config{Name: "read the server's input limits", Policy: backoff.WorkPolicy,
@@ -387,9 +387,17 @@ func (w *Worker) Start(ctx context.Context) error {
 		w.loops.Go(w.reportHolds)
 	}
 	if w.cfg.Mode == Poll {
-		w.loops.Go(func() { w.awaitLimits(); w.pollLoop() })
+		w.loops.Go(func() {
+			if w.awaitLimits() {
+				w.pollLoop()
+			}
+		})
 	} else {
-		w.loops.Go(func() { w.awaitLimits(); w.streamLoop() })
+		w.loops.Go(func() {
+			if w.awaitLimits() {
+				w.streamLoop()
+			}
+		})
 	}
 	return nil
 }
@@ -480,7 +488,8 @@ func refused(err error) bool {
 }
 
 // giveUp stops the worker taking jobs and renewing leases, for good, after the server refused
-// its API key on any call (a poll, the stream, a report, a renewal), and says so once (Err
+// its API key on any call (a poll, the stream, a report, a renewal, ServerService.Info) or
+// serves no input limits (a *NoLimitsError, before any job is taken), and says so once (Err
 // reports it). Its running jobs go on; their outcomes are refused too, and their leases then
 // expire.
 func (w *Worker) giveUp(err error) {
@@ -491,8 +500,12 @@ func (w *Worker) giveUp(err error) {
 	}
 	w.mu.Unlock()
 	if first {
-		w.log.Error("the server refused the worker's API key: it takes no more jobs until it is started again with a valid key",
-			"worker", w.cfg.Name, "url", w.cfg.URL, "err", err)
+		if errNoLimits(err) {
+			w.log.Error("the worker takes no jobs: "+err.Error(), "worker", w.cfg.Name, "url", w.cfg.URL)
+		} else {
+			w.log.Error("the server refused the worker's API key: it takes no more jobs until it is started again with a valid key",
+				"worker", w.cfg.Name, "url", w.cfg.URL, "err", err)
+		}
 		w.stopIntake()
 		w.stopKeep()
 	}
@@ -500,8 +513,10 @@ func (w *Worker) giveUp(err error) {
 
 // Err returns why the worker stopped taking jobs by itself: the server refused its API key
 // (connect.CodeUnauthenticated or CodePermissionDenied: no key where one is required, a bad or
-// revoked key, a key without the work scope). Asking again cannot help, so the worker does
-// not: start a new one with a valid key. Nil when it did not stop by itself.
+// revoked key, a key without the work scope), or it serves no input limits (a *NoLimitsError:
+// the worker takes its limits only from its server, and takes no job before it has them).
+// Asking again cannot help, so the worker does not: start a new one with a valid key, against
+// an upgraded server. Nil when it did not stop by itself.
 func (w *Worker) Err() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -16,6 +16,13 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from hopper import Limits
+
+TEST_LIMITS = Limits(error_bytes=64 << 10, reason_bytes=4 << 10, progress_message_bytes=4 << 10, error_code_len=128,
+                     run_at_future=5 * 365 * 24 * 3600.0)
+"""TEST_LIMITS are input limits for the unit tests, which run without a server to serve them: a
+test's own values (those of a default server), not limits of the SDK."""
+
 _bin: str | None = None
 
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import unittest
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
 import grpc
 
 from hopper import (
-    BUILT_IN_LIMITS, BusinessError, InvalidArgument, JobTimeout, LeaseLostError, Limits, NoRetry, RetryAfter,
-    RetryPolicy, Shutdown, Snooze, Suspend, Unavailable, clip_text, fail_with_checkpoint, limits_of,
+    BusinessError, InvalidArgument, JobTimeout, LeaseLostError, Limits, NoLimitsError, NoRetry, RetryAfter,
+    RetryPolicy, Shutdown, Snooze, Suspend, Unavailable, Unimplemented, clip_text, fail_with_checkpoint, limits_of,
 )
 from hopper.errors import error_of, to_hopper_error
 from hopper.handler_errors import format_duration
@@ -18,10 +19,12 @@ from hopper.gen import hopper_pb2 as pb
 from hopper.outcome import Ending, decide, failure
 from hopper.text import error_code_problem
 
+from .support import TEST_LIMITS
+
 
 def ending(error: BaseException | None = None, *, result: object = None, cause: BaseException | None = None,
-           mode: str = "stream", limits: Limits = BUILT_IN_LIMITS) -> Ending:
-    return Ending("j1", 7, mode, error is not None, result, error, cause, None, limits)  # type: ignore[arg-type]
+           mode: str = "stream", limits: Limits = TEST_LIMITS) -> Ending:
+    return Ending("j1", 7, mode, error is not None, result, error, cause, None, limits=limits)  # type: ignore[arg-type]
 
 
 class TextTest(unittest.TestCase):
@@ -35,18 +38,28 @@ class TextTest(unittest.TestCase):
         self.assertEqual(clip_text("a\ud800b", 10), "a\ufffdb")
 
     def test_error_code_problem_as_the_server_says_it(self) -> None:
-        self.assertIsNone(error_code_problem("card_declined:v1.2-x"))
-        self.assertIn("1–128 characters", error_code_problem("") or "")
-        self.assertIn("only letters", error_code_problem("a b") or "")
-        self.assertIn("1–4 characters", error_code_problem("abcde", Limits(error_code_len=4)) or "")
+        self.assertIsNone(error_code_problem("card_declined:v1.2-x", TEST_LIMITS))
+        self.assertIn("1–128 characters", error_code_problem("", TEST_LIMITS) or "")
+        self.assertIn("only letters", error_code_problem("a b", TEST_LIMITS) or "")
+        self.assertIn("1–4 characters", error_code_problem("abcde", replace(TEST_LIMITS, error_code_len=4)) or "")
 
-    def test_limits_of_takes_what_the_server_served_and_the_built_in_rest(self) -> None:
-        self.assertEqual(limits_of(None), BUILT_IN_LIMITS)
-        served = pb.InputLimits(max_error_bytes=100, max_reason_bytes=50)
+    def test_limits_of_takes_what_the_server_served_and_nothing_else(self) -> None:
+        served = pb.InputLimits(max_error_bytes=100, max_reason_bytes=50, max_progress_message_bytes=20, max_error_code_len=8)
         served.max_run_at_future.FromSeconds(60)
-        lim = limits_of(served)
-        self.assertEqual((lim.error_bytes, lim.reason_bytes, lim.run_at_future), (100, 50, 60.0))
-        self.assertEqual(lim.progress_message_bytes, BUILT_IN_LIMITS.progress_message_bytes)
+        self.assertEqual(limits_of(served, "http://h"), Limits(100, 50, 20, 8, 60.0))
+        with self.assertRaises(NoLimitsError) as cm:
+            limits_of(None, "http://h")
+        self.assertIsInstance(cm.exception, Unimplemented)
+        self.assertEqual((cm.exception.url, cm.exception.limit), ("http://h", None))
+        self.assertEqual(cm.exception.raw_message, "the server at http://h serves no input limits (ServerService.Info): upgrade it")
+        for name in ("max_error_bytes", "max_reason_bytes", "max_progress_message_bytes", "max_error_code_len", "max_run_at_future"):
+            partial = pb.InputLimits()
+            partial.CopyFrom(served)
+            partial.ClearField(name)  # type: ignore[arg-type]
+            with self.assertRaises(NoLimitsError, msg=name) as cm:
+                limits_of(partial, "http://h")
+            self.assertEqual(cm.exception.limit, name)
+            self.assertIn(f"serves no input limit {name} ", str(cm.exception))
 
 
 class WordingTest(unittest.TestCase):
@@ -100,7 +113,7 @@ class OutcomeTest(unittest.TestCase):
     def test_timeout_says_so_and_texts_are_clipped_to_the_limits(self) -> None:
         f = failure(ending(asyncio.CancelledError(), cause=JobTimeout(2)))
         self.assertEqual((f.outcome, f.error), ("timeout", "job execution timeout after 2s"))
-        f = failure(ending(RuntimeError("x" * 1000), limits=Limits(error_bytes=100)))
+        f = failure(ending(RuntimeError("x" * 1000), limits=replace(TEST_LIMITS, error_bytes=100)))
         self.assertLessEqual(len(f.error.encode()), 100)
 
     def test_checkpoint_error_keeps_its_inner_error_and_the_checkpoint(self) -> None:
@@ -110,7 +123,7 @@ class OutcomeTest(unittest.TestCase):
     def test_snooze_and_suspend_are_bounded(self) -> None:
         d = decide(ending(Snooze(timedelta(days=365 * 100))))
         assert d.outcome is not None
-        self.assertEqual(d.outcome.snooze.delay.ToSeconds(), int(BUILT_IN_LIMITS.run_at_future))
+        self.assertEqual(d.outcome.snooze.delay.ToSeconds(), int(TEST_LIMITS.run_at_future))
         past = datetime(1970, 1, 2, tzinfo=timezone.utc)
         d = decide(ending(Suspend(checkpoint={"n": 1}, until=past)), now=200000.0)
         assert d.outcome is not None

@@ -7,7 +7,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
  * is the X-Request-Id of the answer, to quote from the server's log.
  */
 export class HopperError extends Error {
-  override readonly name = "HopperError";
+  override readonly name: string = "HopperError";
   /** The Connect code. */
   readonly code: Code;
   /** The server's message, without the code. */
@@ -23,6 +23,28 @@ export class HopperError extends Error {
     this.rawMessage = rawMessage;
     this.field = code === Code.InvalidArgument ? fieldOf(rawMessage) : undefined;
     this.requestId = options?.requestId || undefined;
+  }
+}
+
+/**
+ * NoLimitsError is why a worker stopped taking jobs when its server serves no input limits
+ * (ServerService.Info without ServerInfo.inputLimits, or without a limit the worker makes its
+ * reports fit): such a server predates the limits, or is not a Hopper server. The worker takes
+ * its limits only from its server, so it takes no job from this one (Worker.error). Its code
+ * is Unimplemented: the server does not do what the worker needs.
+ */
+export class NoLimitsError extends HopperError {
+  override readonly name: string = "NoLimitsError";
+  /** url is the server's. */
+  readonly url: string;
+  /** limit names the limit the server left out ("max_error_bytes"); undefined when it serves none. */
+  readonly limit: string | undefined;
+
+  constructor(url: string, limit?: string, options?: { cause?: unknown }) {
+    const cause = options?.cause instanceof Error ? `: ${options.cause.message}` : "";
+    super(Code.Unimplemented, `the server at ${url} serves ${limit ? `no input limit ${limit}` : "no input limits"} (ServerService.Info): upgrade it${cause}`, options);
+    this.url = url;
+    this.limit = limit;
   }
 }
 

@@ -76,7 +76,7 @@ function observe(x: Executor, ev: WorkerEvent): void {
 async function run(x: Executor, a: Attempt): Promise<Ending> {
   const j = a.job;
   const h = x.handler(j.kind);
-  const ending: Ending = { job: { id: j.id, leaseToken: j.leaseToken }, threw: false, mode: x.mode, kindPolicy: h?.retryPolicy };
+  const ending: Ending = { job: { id: j.id, leaseToken: j.leaseToken }, threw: false, mode: x.mode, kindPolicy: h?.retryPolicy, limits: a.limits };
   const timeout = (a.timeout = attemptTimeout(j, h));
   const timer = timeout ? setTimeout(() => a.abort(new JobTimeoutError(timeout)), timeout) : undefined;
   try {

@@ -10,7 +10,7 @@ export type {
 export { bearer, createTransport } from "./connection.js";
 export type { ConnectionOptions } from "./connection.js";
 export type { EnqueueOptions } from "./enqueue-options.js";
-export { codeName, HopperError } from "./errors.js";
+export { codeName, HopperError, NoLimitsError } from "./errors.js";
 export type { Handler, HandlerOptions, Handlers, RunningJob } from "./handler.js";
 export {
   BusinessError, CheckpointError, failWithCheckpoint,

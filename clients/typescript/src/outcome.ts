@@ -8,7 +8,7 @@ import {
   SnoozeError, SuspendError,
 } from "./handler-errors.js";
 import { encodeJSON } from "./json.js";
-import { builtInLimits, clipText, errorCodeProblem, type Limits } from "./text.js";
+import { clipText, errorCodeProblem, type Limits } from "./text.js";
 
 /** JobRef names one attempt: a job and the lease token it was given with. */
 export interface JobRef {
@@ -73,8 +73,8 @@ export interface Ending {
   mode: "stream" | "poll";
   /** kindPolicy is the handler's own backoff, if it has one. */
   kindPolicy?: RetryPolicy;
-  /** limits are the server's, which the report is made to fit (default the built-in ones). */
-  limits?: Limits;
+  /** limits are the server's, which the report is made to fit. */
+  limits: Limits;
 }
 
 /** decide is what to do with an ended attempt. */
@@ -92,7 +92,7 @@ export function decide(e: Ending, now = new Date()): Decision {
     if (typeof result === "string") return report({ type: "complete", job, result });
     return report(failure({ ...e, threw: true, error: result }));
   }
-  const limits = e.limits ?? builtInLimits;
+  const limits = e.limits;
   const parked = parkOutcome(job, e.error, now, limits);
   if (parked instanceof Error) return report(failure({ ...e, error: parked }));
   if (parked) return report(parked); // even on the way out: a snooze or suspension keeps its checkpoint
@@ -131,7 +131,7 @@ function parkOutcome(job: JobRef, err: unknown, now: Date, limits: Limits): Outc
  * odd or huge error message never makes the report itself fail.
  */
 export function failure(e: Ending): Fail {
-  const limits = e.limits ?? builtInLimits;
+  const limits = e.limits;
   if (e.error instanceof CheckpointError) return withCheckpoint(failure({ ...e, error: e.error.error }), e.error.checkpoint, limits);
   const out: Fail = { type: "fail", job: { id: e.job.id, leaseToken: e.job.leaseToken }, outcome: "error", error: describe(e.error) };
   // As the Go worker words it: "not retryable: <the error>".
@@ -202,18 +202,18 @@ function typeName(err: unknown): string {
   return err instanceof Error ? err.name : typeof err;
 }
 
-// The server takes delays and times up to its limits.runAtFutureMs ahead (5 years: a job that
-// far off is as good as never) and none in the past: outcomes are reported within them, so a
+// The server takes delays and times up to its limits.runAtFutureMs ahead (a job that far off
+// is as good as never) and none in the past: outcomes are reported within them, so a
 // snooze of a century or a suspension until 1970 ends its attempt rather than being refused.
 const clockSlack = 3600_000; // room for the server's clock to be ahead of this one
 
 /** boundDelay is ms within 0 and the server's furthest delay. */
-export function boundDelay(ms: number, limits: Limits = builtInLimits): number {
+export function boundDelay(ms: number, limits: Limits): number {
   return Math.min(Math.max(ms, 0), limits.runAtFutureMs) || 0;
 }
 
 /** boundUntil is t within now and the server's furthest time (less an hour) from now. */
-export function boundUntil(t: Date, now: Date, limits: Limits = builtInLimits): Date {
+export function boundUntil(t: Date, now: Date, limits: Limits): Date {
   const ms = Math.min(Math.max(t.getTime(), now.getTime()), now.getTime() + limits.runAtFutureMs - clockSlack);
   return new Date(Number.isNaN(ms) ? now.getTime() : ms);
 }

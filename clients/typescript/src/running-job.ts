@@ -5,7 +5,7 @@ import type { ActivatedJob, WorkerService } from "./gen/hopper/v1/hopper_pb.js";
 import type { RunningJob } from "./handler.js";
 import { LeaseLostError } from "./handler-errors.js";
 import { decodeJSON } from "./json.js";
-import { builtInLimits, clipText, type Limits } from "./text.js";
+import { clipText, type Limits } from "./text.js";
 import { fromTimestamp, toDuration } from "./time.js";
 
 /**
@@ -34,7 +34,7 @@ export class Attempt {
   /** handled is called once the handler has returned, before the outcome is reported (and at the latest when it is); it runs once, however often it is called. */
   readonly handled: () => void;
 
-  constructor(readonly job: ActivatedJob, lease: number, handled?: () => void, readonly limits: Limits = builtInLimits) {
+  constructor(readonly job: ActivatedJob, lease: number, handled: (() => void) | undefined, readonly limits: Limits) {
     this.key = attemptKey(job.id, job.leaseToken);
     this.lease = lease;
     this.handled = once(handled ?? noop);

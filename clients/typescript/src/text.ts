@@ -1,3 +1,4 @@
+import { NoLimitsError } from "./errors.js";
 import type { InputLimits } from "./gen/hopper/v1/hopper_pb.js";
 
 // The server refuses text that is not UTF-8, holds a NUL byte or is longer than a field takes.
@@ -7,7 +8,8 @@ import type { InputLimits } from "./gen/hopper/v1/hopper_pb.js";
 /**
  * Limits are the bounds the server puts on what a worker reports, in UTF-8 bytes (the error
  * code: characters, all ASCII) and milliseconds. The worker reads them from the server when
- * it starts (ServerService.Info, ServerInfo.inputLimits) and makes what it reports fit them.
+ * it starts (ServerService.Info, ServerInfo.inputLimits), takes no job before, and makes what
+ * it reports fit them. It has no limits of its own.
  */
 export interface Limits {
   /** errorBytes bounds the error text (and stack) of a failed attempt. */
@@ -22,29 +24,32 @@ export interface Limits {
   runAtFutureMs: number;
 }
 
-/** builtInLimits apply until the server has said its own, and with a server that predates them. */
-export const builtInLimits: Readonly<Limits> = {
-  errorBytes: 64 << 10, reasonBytes: 4 << 10, progressMessageBytes: 4 << 10, errorCodeLen: 128,
-  runAtFutureMs: 5 * 365 * 24 * 3600_000,
-};
-
-/** limitsOf is what a server served: each limit it left out (0, unset) is the built-in one. */
-export function limitsOf(served: InputLimits | undefined): Limits {
-  const ms = served?.maxRunAtFuture ? Number(served.maxRunAtFuture.seconds) * 1000 + Math.floor(served.maxRunAtFuture.nanos / 1e6) : 0;
-  return {
-    errorBytes: served?.maxErrorBytes || builtInLimits.errorBytes,
-    reasonBytes: served?.maxReasonBytes || builtInLimits.reasonBytes,
-    progressMessageBytes: served?.maxProgressMessageBytes || builtInLimits.progressMessageBytes,
-    errorCodeLen: served?.maxErrorCodeLen || builtInLimits.errorCodeLen,
-    runAtFutureMs: ms || builtInLimits.runAtFutureMs,
+/**
+ * limitsOf is what the server at url served (ServerInfo.inputLimits). It throws a NoLimitsError
+ * when the server served none, or left out (0, unset) a limit the worker needs.
+ */
+export function limitsOf(served: InputLimits | undefined, url: string): Limits {
+  if (!served) throw new NoLimitsError(url);
+  const ms = served.maxRunAtFuture ? Number(served.maxRunAtFuture.seconds) * 1000 + Math.floor(served.maxRunAtFuture.nanos / 1e6) : 0;
+  const limits: Limits = {
+    errorBytes: served.maxErrorBytes, reasonBytes: served.maxReasonBytes, progressMessageBytes: served.maxProgressMessageBytes,
+    errorCodeLen: served.maxErrorCodeLen, runAtFutureMs: ms,
   };
+  const names: Record<keyof Limits, string> = {
+    errorBytes: "max_error_bytes", reasonBytes: "max_reason_bytes", progressMessageBytes: "max_progress_message_bytes",
+    errorCodeLen: "max_error_code_len", runAtFutureMs: "max_run_at_future",
+  };
+  for (const [k, name] of Object.entries(names)) {
+    if (!(limits[k as keyof Limits] > 0)) throw new NoLimitsError(url, name);
+  }
+  return limits;
 }
 
 /**
  * errorCodeProblem says, as the server would, why code is not a business error code (1 to
  * limits.errorCodeLen letters, digits, "_", "-", ".", ":"); undefined when it is one.
  */
-export function errorCodeProblem(code: string, limits: Limits = builtInLimits): string | undefined {
+export function errorCodeProblem(code: string, limits: Limits): string | undefined {
   const max = limits.errorCodeLen;
   if (code === "" || code.length > max) return `invalid error_code: ${JSON.stringify(code)} must be 1–${max} characters`;
   if (!/^[A-Za-z0-9_.:-]+$/.test(code)) return `invalid error_code: ${JSON.stringify(code)}: only letters, digits, '_', '-', '.' and ':' are allowed`;

@@ -5,7 +5,7 @@ import type { Client as RpcClient } from "@connectrpc/connect";
 import { loopPolicy, Tracker, workPolicy } from "./backoff.js";
 import { createTransport } from "./connection.js";
 import type { ConnectionOptions } from "./connection.js";
-import { type HopperError, toHopperError } from "./errors.js";
+import { type HopperError, isRefusal, NoLimitsError, toHopperError } from "./errors.js";
 import { execute } from "./execute.js";
 import type { Executor } from "./execute.js";
 import { ActivateRequestSchema, ServerService, StreamJobsRequestSchema, WorkerService } from "./gen/hopper/v1/hopper_pb.js";
@@ -23,7 +23,7 @@ import type { Reporter } from "./reporter.js";
 import { Attempt } from "./running-job.js";
 import { aborted, sleep } from "./sleep.js";
 import { streamLoop } from "./stream-intake.js";
-import { builtInLimits, clipText, type Limits, limitsOf } from "./text.js";
+import { clipText, type Limits, limitsOf } from "./text.js";
 import { toDuration } from "./time.js";
 
 /** WorkerOptions configures a Worker. url and handlers are required; durations are milliseconds. */
@@ -108,8 +108,9 @@ const releaseTimeout = 30_000;
 export class Worker {
   private readonly api: RpcClient<typeof WorkerService>;
   private readonly info: RpcClient<typeof ServerService>;
-  /** limits are the server's input limits, once it has said them (learnLimits). */
-  private limits: Limits = builtInLimits;
+  /** limits are the server's input limits, once it has said them (learnLimits): no job is taken before. */
+  private limits: Limits | undefined;
+  private readonly url: string;
   private readonly reporter: Reporter;
   private readonly executor: Executor;
   private readonly handlers = new Map<string, HandlerOptions>();
@@ -175,6 +176,7 @@ export class Worker {
     check(this.mode === "poll" || Object.keys(this.kindConcurrency).length <= 64,
       `kindConcurrency caps ${Object.keys(this.kindConcurrency).length} kinds; a stream caps at most 64`);
     this.kinds = new KindSlots(this.kindConcurrency);
+    this.url = options.url;
     const transport = createTransport(options);
     this.api = createClient(WorkerService, transport);
     this.info = createClient(ServerService, transport);
@@ -196,8 +198,10 @@ export class Worker {
    * error is why the worker stopped taking jobs by itself: the server refused its API key
    * (code Unauthenticated or PermissionDenied: no key where one is required, a bad or revoked
    * key, a key without the work scope) on any call, a poll, its stream, an outcome's report or
-   * a lease renewal. Asking again cannot help, so the worker does not (it renews no lease
-   * either): start a new one with a valid key. Undefined while it did not stop by itself.
+   * a lease renewal; or it serves no input limits (a NoLimitsError: the worker takes its limits
+   * only from its server, and no job before it has them). Asking again cannot help, so the
+   * worker does not (it renews no lease either): start a new one with a valid key, against an
+   * upgraded server. Undefined while it did not stop by itself.
    */
   get error(): HopperError | undefined {
     return this.refusal;
@@ -207,9 +211,12 @@ export class Worker {
   private refused(err: HopperError): void {
     if (this.refusal) return;
     this.refusal = err;
-    this.log.error("the server refused the worker's API key: it takes no more jobs until it is started again with a valid key", {
-      worker: this.name, err: err.message,
-    });
+    if (err instanceof NoLimitsError) this.log.error(`the worker takes no jobs: ${err.rawMessage}`, { worker: this.name });
+    else {
+      this.log.error("the server refused the worker's API key: it takes no more jobs until it is started again with a valid key", {
+        worker: this.name, err: err.message,
+      });
+    }
     this.intake.abort();
     this.keeping.abort();
   }
@@ -228,11 +235,11 @@ export class Worker {
     const queues = this.queues.length > 1 ? this.queues : [];
     const common = { worker: this.name, queue: this.queues[0], queues, kinds, leaseTimeout: toDuration(this.lease) };
     this.loops.push(this.leases.run(this.keeping.signal));
-    // No job is taken before the first ask for the server's limits has ended.
-    let limitsTried: () => void = () => {};
-    const tried = new Promise<void>((resolve) => { limitsTried = resolve; });
-    this.loops.push(this.learnLimits(this.intake.signal, limitsTried));
-    const after = (loop: () => Promise<void>) => tried.then(() => (this.intake.signal.aborted ? undefined : loop()));
+    // No job is taken before the server has said its limits.
+    let limitsKnown: (known: boolean) => void = () => {};
+    const known = new Promise<boolean>((resolve) => { limitsKnown = resolve; });
+    this.loops.push(this.learnLimits(this.intake.signal, limitsKnown));
+    const after = (loop: () => Promise<void>) => known.then((ok) => (ok && !this.intake.signal.aborted ? loop() : undefined));
     if (this.mode === "stream") {
       const credit = this.concurrency + this.prefetch;
       // A bound above the credit bounds nothing: the server takes none above it.
@@ -255,28 +262,46 @@ export class Worker {
 
   /**
    * learnLimits asks the server for its input limits (ServerService.Info), which the worker
-   * makes its reports fit, again with backoff while the server cannot be reached; any other
-   * answer (a server that predates the call, something else at the URL) leaves the built-in
-   * limits. tried is called once the first ask has ended, answered or not.
+   * makes its reports fit, again with backoff while the server cannot be reached. A server
+   * that serves none (or a limit the worker needs), or answers the call with another error (a
+   * server that predates it, something else at the URL), stops the worker with a
+   * NoLimitsError; one that refuses the key stops it as any refused call does. known is called
+   * once: true with the limits known, false when the worker will take no job.
    */
-  private async learnLimits(signal: AbortSignal, tried: () => void): Promise<void> {
+  private async learnLimits(signal: AbortSignal, known: (ok: boolean) => void): Promise<void> {
     const backoff = new Tracker("read the server's input limits", workPolicy, this.log, { worker: this.name });
     try {
       while (!signal.aborted) {
+        let res;
         try {
-          const res = await this.info.info({}, { signal });
-          this.limits = limitsOf(res.server?.inputLimits);
-          return;
+          res = await this.info.info({}, { signal });
         } catch (e) {
-          tried();
           const err = toHopperError(e);
-          if (err.code !== Code.Unavailable || signal.aborted) return;
+          if (signal.aborted) return;
+          if (isRefusal(err)) return this.refused(err);
+          if (err.code !== Code.Unavailable) return this.refused(new NoLimitsError(this.url, undefined, { cause: err }));
           await sleep(backoff.fail(err.message), signal);
+          continue;
         }
+        try {
+          this.limits = limitsOf(res.server?.inputLimits, this.url);
+        } catch (e) {
+          if (e instanceof NoLimitsError) return this.refused(e);
+          throw e;
+        }
+        backoff.succeed();
+        known(true);
+        return;
       }
     } finally {
-      tried();
+      known(false);
     }
+  }
+
+  /** served are the server's limits: only jobs taken once they are known are run. */
+  private served(): Limits {
+    if (!this.limits) throw new Error("hopper: a job taken before the server's limits were known");
+    return this.limits;
   }
 
   /**
@@ -326,7 +351,7 @@ export class Worker {
    */
   private launch(job: ActivatedJob, handled?: () => void): Attempt | undefined {
     if (this.state !== "started") return undefined;
-    const a = new Attempt(job, this.lease, handled, this.limits);
+    const a = new Attempt(job, this.lease, handled, this.served());
     this.run(a);
     return a;
   }
@@ -338,7 +363,7 @@ export class Worker {
    */
   private admit(job: ActivatedJob): Attempt | undefined {
     if (this.state !== "started") return undefined;
-    const a = new Attempt(job, this.lease, () => this.slotFreed(job.kind), this.limits);
+    const a = new Attempt(job, this.lease, () => this.slotFreed(job.kind), this.served());
     if (this.busy < this.concurrency && this.kinds.room(job.kind)) {
       this.busy++;
       this.kinds.take(job.kind);
@@ -392,7 +417,7 @@ export class Worker {
   /** release hands a job this worker will not run back to its queue, with one try. */
   private async release(job: ActivatedJob, why: string): Promise<void> {
     try {
-      await this.reporter.report({ type: "release", job, reason: clipText(why, this.limits.reasonBytes) }, releaseTimeout);
+      await this.reporter.report({ type: "release", job, reason: clipText(why, this.served().reasonBytes) }, releaseTimeout);
     } catch (e) {
       const err = toHopperError(e);
       if (err.code !== Code.FailedPrecondition) this.log.warn("release job", { jobId: job.id, err: err.message });

@@ -14,6 +14,7 @@ import type { ReportRequest, WorkerService } from "../src/gen/hopper/v1/hopper_p
 import { LeaseKeeper } from "../src/lease-keeper.js";
 import { silent } from "../src/logger.js";
 import { Attempt } from "../src/running-job.js";
+import { testLimits } from "./support/limits.js";
 
 /** settle lets the promises that mocked time woke run. */
 async function settle(): Promise<void> {
@@ -24,8 +25,8 @@ describe("LeaseKeeper", () => {
   test("follows the shortest lease, retries a failed renewal sooner, and aborts a lost one", async (t) => {
     mock.timers.enable({ apis: ["setTimeout", "Date"], now: 0 });
     t.after(() => mock.timers.reset());
-    const a = new Attempt(create(ActivatedJobSchema, { id: "a", leaseToken: 1n }), 30_000);
-    const b = new Attempt(create(ActivatedJobSchema, { id: "b", leaseToken: 2n }), 30_000);
+    const a = new Attempt(create(ActivatedJobSchema, { id: "a", leaseToken: 1n }), 30_000, undefined, testLimits);
+    const b = new Attempt(create(ActivatedJobSchema, { id: "b", leaseToken: 2n }), 30_000, undefined, testLimits);
     const running = new Set([a, b]);
     const renewals: { at: number; items: string[] }[] = [];
     const api = {

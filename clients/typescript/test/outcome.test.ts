@@ -14,9 +14,10 @@ import { ActivatedJobSchema } from "../src/gen/hopper/v1/hopper_pb.js";
 import { boundDelay, boundUntil, decide } from "../src/outcome.js";
 import type { Decision, Ending, Outcome } from "../src/outcome.js";
 import { formatMs } from "../src/time.js";
+import { testLimits } from "./support/limits.js";
 
 const job = { id: "j1", leaseToken: 7n };
-const ending = (e: Partial<Ending>): Ending => ({ job, threw: false, mode: "stream", ...e });
+const ending = (e: Partial<Ending>): Ending => ({ job, threw: false, mode: "stream", limits: testLimits, ...e });
 const year = 365 * 24 * 3600_000;
 
 /** outcomeOf is the outcome d reports; it fails the test when d reports none. */
@@ -143,11 +144,11 @@ describe("decide", () => {
   });
 
   test("delays and times stay within what the server takes", () => {
-    assert.equal(boundDelay(-5), 0);
-    assert.equal(boundDelay(100 * year), 5 * year);
-    assert.equal(boundDelay(Number.NaN), 0);
+    assert.equal(boundDelay(-5, testLimits), 0);
+    assert.equal(boundDelay(100 * year, testLimits), 5 * year);
+    assert.equal(boundDelay(Number.NaN, testLimits), 0);
     const now = new Date("2026-01-01T00:00:00Z");
-    assert.equal(boundUntil(new Date("2500-01-01"), now).getTime(), now.getTime() + 5 * year - 3600_000);
+    assert.equal(boundUntil(new Date("2500-01-01"), now, testLimits).getTime(), now.getTime() + 5 * year - 3600_000);
   });
 });
 

@@ -12,6 +12,7 @@ import { silent } from "../src/logger.js";
 import { pollLoop } from "../src/poll-intake.js";
 import { Attempt } from "../src/running-job.js";
 import { eventually } from "./support/fixture.js";
+import { testLimits } from "./support/limits.js";
 
 describe("pollLoop", () => {
   test("asks for the free slots, freed as handlers return, gathering a few when few are free", async () => {
@@ -29,7 +30,7 @@ describe("pollLoop", () => {
       api, request: create(ActivateRequestSchema, {}), backoff: new Tracker("activate jobs", loopPolicy, silent), concurrency: 8,
       launch: (job, h) => {
         handled.push(h);
-        return new Attempt(job, 1000);
+        return new Attempt(job, 1000, undefined, testLimits);
       },
       release: async () => {}, refused: () => {},
     }, stop.signal);

@@ -16,6 +16,7 @@ import type { WorkerService } from "../src/gen/hopper/v1/hopper_pb.js";
 import { LeaseKeeper } from "../src/lease-keeper.js";
 import { silent } from "../src/logger.js";
 import { Attempt } from "../src/running-job.js";
+import { testLimits } from "./support/limits.js";
 
 /** settle lets the promises that mocked time woke run. */
 async function settle(): Promise<void> {
@@ -26,7 +27,7 @@ describe("a refused key", () => {
   test("a refused lease renewal stops the keeper and tells the worker once", async (t) => {
     mock.timers.enable({ apis: ["setTimeout", "Date"], now: 0 });
     t.after(() => mock.timers.reset());
-    const a = new Attempt(create(ActivatedJobSchema, { id: "a", leaseToken: 1n }), 3000);
+    const a = new Attempt(create(ActivatedJobSchema, { id: "a", leaseToken: 1n }), 3000, undefined, testLimits);
     let calls = 0;
     const api = {
       report: async () => {
@@ -70,7 +71,7 @@ describe("a refused key", () => {
       leaseSet: () => {},
       refused: (err) => refusals.push(err),
     };
-    await execute(x, new Attempt(create(ActivatedJobSchema, { id: "j", kind: "k", leaseToken: 1n, args: "{}" }), 30_000));
+    await execute(x, new Attempt(create(ActivatedJobSchema, { id: "j", kind: "k", leaseToken: 1n, args: "{}" }), 30_000, undefined, testLimits));
     assert.equal(reports, 1, "the refused report is not retried");
     assert.deepEqual(refusals.map((e) => e.code), [Code.Unauthenticated]);
     assert.deepEqual(errors, []);

@@ -9,7 +9,7 @@ from .client import (
 from .errors import (
     Aborted, AlreadyExists, Canceled, DataLoss, DeadlineExceeded, FailedPrecondition, HopperError, Internal,
     InvalidArgument, LeaseLost, NotFound, OutOfRange, PermissionDenied, ResourceExhausted, Unauthenticated,
-    Unavailable, Unimplemented, Unknown, is_refusal,
+    Unavailable, Unimplemented, Unknown, NoLimitsError, is_refusal,
 )
 from .handler_errors import (
     BusinessError, CheckpointError, JobTimeout, LeaseLostError, NoRetry, RetryAfter, Shutdown, Snooze, Suspend,
@@ -17,17 +17,17 @@ from .handler_errors import (
 )
 from .job import Job, JobAttempt, JobEvent, NewJob, RetryPolicy
 from .worker import HandlerOptions, RunningJob, SyncRunningJob, Worker, WorkerEvent
-from .text import BUILT_IN_LIMITS, Limits, clip_text, limits_of
+from .text import Limits, clip_text, limits_of
 
 __all__ = [
     "AsyncClient", "Client", "DeadLetterPage", "DeadLetterStats", "EnqueueResult", "History", "Page", "Replayed",
     "ReplaySummary", "Retried",
     "Aborted", "AlreadyExists", "Canceled", "DataLoss", "DeadlineExceeded", "FailedPrecondition", "HopperError",
     "Internal", "InvalidArgument", "LeaseLost", "NotFound", "OutOfRange", "PermissionDenied", "ResourceExhausted",
-    "Unauthenticated", "Unavailable", "Unimplemented", "Unknown", "is_refusal",
+    "Unauthenticated", "Unavailable", "Unimplemented", "Unknown", "NoLimitsError", "is_refusal",
     "BusinessError", "CheckpointError", "JobTimeout", "LeaseLostError", "NoRetry", "RetryAfter", "Shutdown", "Snooze",
     "Suspend", "fail_with_checkpoint",
     "Job", "JobAttempt", "JobEvent", "NewJob", "RetryPolicy",
     "HandlerOptions", "RunningJob", "SyncRunningJob", "Worker", "WorkerEvent",
-    "BUILT_IN_LIMITS", "Limits", "clip_text", "limits_of",
+    "Limits", "clip_text", "limits_of",
 ]

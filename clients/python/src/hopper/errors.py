@@ -11,7 +11,7 @@ __all__ = [
     "HopperError", "Canceled", "Unknown", "InvalidArgument", "DeadlineExceeded", "NotFound",
     "AlreadyExists", "PermissionDenied", "ResourceExhausted", "FailedPrecondition", "LeaseLost",
     "Aborted", "OutOfRange", "Unimplemented", "Internal", "Unavailable", "DataLoss",
-    "Unauthenticated", "is_refusal",
+    "Unauthenticated", "NoLimitsError", "is_refusal",
 ]
 
 
@@ -92,6 +92,26 @@ class OutOfRange(HopperError):
 
 class Unimplemented(HopperError):
     code = "unimplemented"
+
+
+class NoLimitsError(Unimplemented):
+    """NoLimitsError is why a worker stopped taking jobs when its server serves no input limits
+    (ServerService.Info without ServerInfo.input_limits, or without a limit the worker makes its
+    reports fit): such a server predates the limits, or is not a Hopper server. The worker takes
+    its limits only from its server, so it takes no job from this one (Worker.error).
+
+    url is the server's; limit names the limit it left out ("max_error_bytes"), None when it
+    serves none; __cause__ is the server's answer to the call when that was an error."""
+
+    def __init__(self, url: str, limit: str | None = None, cause: BaseException | None = None) -> None:
+        what = f"no input limit {limit}" if limit else "no input limits"
+        msg = f"the server at {url} serves {what} (ServerService.Info): upgrade it"
+        if cause is not None:
+            msg += f": {cause}"
+        super().__init__(msg)
+        self.url = url
+        self.limit = limit
+        self.__cause__ = cause
 
 
 class Internal(HopperError):

@@ -17,7 +17,7 @@ from .gen import hopper_pb2 as pb
 from .handler_errors import (
     BusinessError, CheckpointError, JobTimeout, LeaseLostError, NoRetry, RetryAfter, Shutdown, Snooze, Suspend,
 )
-from .text import BUILT_IN_LIMITS, Limits, clip_text, error_code_problem
+from .text import Limits, clip_text, error_code_problem
 
 Mode = Literal["stream", "poll"]
 
@@ -35,7 +35,8 @@ class Ending:
     cause: BaseException | None = None
     """cause is why the attempt was told to stop, if it was."""
     kind_policy: pb.RetryPolicy | None = None
-    limits: Limits = field(default_factory=lambda: BUILT_IN_LIMITS)
+    limits: Limits = field(kw_only=True)
+    """limits are the server's, which the report is made to fit (required, by name)."""
 
 
 Action = Literal["report", "decline", "none"]
@@ -87,7 +88,7 @@ def _report(o: pb.Outcome | pb.FailRequest) -> Decision:
 
 
 def _with(e: Ending, error: BaseException) -> Ending:
-    return Ending(e.id, e.lease_token, e.mode, True, None, error, e.cause, e.kind_policy, e.limits)
+    return Ending(e.id, e.lease_token, e.mode, True, None, error, e.cause, e.kind_policy, limits=e.limits)
 
 
 def _park_outcome(e: Ending, now: float) -> pb.Outcome | BaseException | None:
@@ -200,20 +201,20 @@ def stack_of(err: BaseException | None) -> str:
     return "".join(traceback.format_exception(type(err), err, err.__traceback__))
 
 
-# The server takes delays and times up to its limits.run_at_future ahead (5 years) and none in
+# The server takes delays and times up to its limits.run_at_future ahead and none in
 # the past: outcomes are reported within them, so a snooze of a century or a suspension until
 # 1970 ends its attempt rather than being refused.
 _CLOCK_SLACK = 3600.0  # room for the server's clock to be ahead of this one
 
 
-def bound_delay(s: float, limits: Limits = BUILT_IN_LIMITS) -> float:
+def bound_delay(s: float, limits: Limits) -> float:
     """bound_delay is s seconds within 0 and the server's furthest delay."""
     if s != s:  # NaN
         return 0.0
     return min(max(s, 0.0), limits.run_at_future)
 
 
-def bound_until(t: float, now: float, limits: Limits = BUILT_IN_LIMITS) -> float:
+def bound_until(t: float, now: float, limits: Limits) -> float:
     """bound_until is the time t (seconds since the epoch) within now and the server's furthest time (less an hour)."""
     if t != t:
         return now

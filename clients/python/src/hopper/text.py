@@ -11,53 +11,57 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Limits", "BUILT_IN_LIMITS", "limits_of", "clip_text", "error_code_problem"]
+from .errors import NoLimitsError
+
+__all__ = ["Limits", "limits_of", "clip_text", "error_code_problem"]
 
 
 @dataclass(frozen=True)
 class Limits:
     """Limits are the bounds the server puts on what a worker reports, in UTF-8 bytes (the error
     code: characters, all ASCII) and seconds. The worker reads them from the server when it
-    starts (ServerService.Info, ServerInfo.input_limits) and makes what it reports fit them."""
+    starts (ServerService.Info, ServerInfo.input_limits), takes no job before, and makes what it
+    reports fit them. It has no limits of its own."""
 
-    error_bytes: int = 64 << 10
+    error_bytes: int
     """bounds the error text (and stack) of a failed attempt."""
-    reason_bytes: int = 4 << 10
+    reason_bytes: int
     """bounds a release's reason."""
-    progress_message_bytes: int = 4 << 10
+    progress_message_bytes: int
     """bounds a progress message."""
-    error_code_len: int = 128
+    error_code_len: int
     """bounds a business error's code."""
-    run_at_future: float = 5 * 365 * 24 * 3600.0
+    run_at_future: float
     """bounds a delay, and how far ahead a time may be, in seconds."""
 
 
-BUILT_IN_LIMITS = Limits()
-"""BUILT_IN_LIMITS apply until the server has said its own, and with a server that predates them."""
-
-
-def limits_of(served: Any) -> Limits:
-    """limits_of is what a server served (an InputLimits message, or None): each limit it left
-    out (0, unset) is the built-in one."""
-    b = BUILT_IN_LIMITS
+def limits_of(served: Any, url: str) -> Limits:
+    """limits_of is what the server at url served (an InputLimits message, or None). It raises
+    NoLimitsError when the server served none, or left out (0, unset) a limit the worker needs."""
     if served is None:
-        return b
+        raise NoLimitsError(url)
     future = 0.0
     if served.HasField("max_run_at_future"):
         future = served.max_run_at_future.seconds + served.max_run_at_future.nanos / 1e9
-    return Limits(
-        error_bytes=served.max_error_bytes or b.error_bytes,
-        reason_bytes=served.max_reason_bytes or b.reason_bytes,
-        progress_message_bytes=served.max_progress_message_bytes or b.progress_message_bytes,
-        error_code_len=served.max_error_code_len or b.error_code_len,
-        run_at_future=future or b.run_at_future,
+    limits = Limits(
+        error_bytes=served.max_error_bytes,
+        reason_bytes=served.max_reason_bytes,
+        progress_message_bytes=served.max_progress_message_bytes,
+        error_code_len=served.max_error_code_len,
+        run_at_future=future,
     )
+    for name, value in (("max_error_bytes", limits.error_bytes), ("max_reason_bytes", limits.reason_bytes),
+                        ("max_progress_message_bytes", limits.progress_message_bytes),
+                        ("max_error_code_len", limits.error_code_len), ("max_run_at_future", limits.run_at_future)):
+        if not value > 0:
+            raise NoLimitsError(url, name)
+    return limits
 
 
 _code_chars = re.compile(r"^[A-Za-z0-9_.:-]+$")
 
 
-def error_code_problem(code: str, limits: Limits = BUILT_IN_LIMITS) -> str | None:
+def error_code_problem(code: str, limits: Limits) -> str | None:
     """error_code_problem says, as the server would, why code is not a business error code (1 to
     limits.error_code_len letters, digits, "_", "-", ".", ":"); None when it is one."""
     n = limits.error_code_len

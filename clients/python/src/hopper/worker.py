@@ -26,12 +26,15 @@ import grpc.aio
 
 from . import _backoff, _governor, _rpc
 from ._json import decode_json
-from .errors import FailedPrecondition, HopperError, Internal, InvalidArgument, NotFound, Unavailable, error_of, is_refusal, to_hopper_error
+from .errors import (
+    FailedPrecondition, HopperError, Internal, InvalidArgument, NoLimitsError, NotFound, Unavailable, error_of, is_refusal,
+    to_hopper_error,
+)
 from .gen import hopper_pb2 as pb
 from .handler_errors import JobTimeout, LeaseLostError, NoRetry, Shutdown, seconds
 from .job import RetryPolicy, set_duration, time_of
 from .outcome import Decision, Ending, Mode, decide, outcome_name
-from .text import BUILT_IN_LIMITS, Limits, clip_text, limits_of
+from .text import Limits, clip_text, limits_of
 
 __all__ = ["Worker", "HandlerOptions", "RunningJob", "SyncRunningJob", "WorkerEvent", "Handler"]
 
@@ -447,7 +450,7 @@ class Worker:
         self._governor: _governor.Governor | None = None
         self._gov_tasks: list[asyncio.Task[None]] = []
 
-        self._limits = BUILT_IN_LIMITS
+        self._limits: Limits | None = None  # the server's, once it has said them: no job is taken before
         self._state: Literal["new", "started", "stopping", "stopped"] = "new"
         self._attempts: dict[tuple[str, int], _Attempt] = {}
         self._waiting: list[_Attempt] = []  # stream mode: pushed while every slot, or its kind's room, was taken, in push order
@@ -478,8 +481,10 @@ class Worker:
     @property
     def error(self) -> HopperError | None:
         """error is why the worker stopped taking jobs by itself: the server refused its API key
-        (Unauthenticated, PermissionDenied) on a call. Asking again cannot help, so it does not
-        (it renews no lease either): start a new one with a valid key. None otherwise."""
+        (Unauthenticated, PermissionDenied) on a call, or serves no input limits (NoLimitsError:
+        the worker takes its limits only from its server, and no job before it has them). Asking
+        again cannot help, so it does not (it renews no lease either): start a new one with a
+        valid key, against an upgraded server. None otherwise."""
         return self._refusal
 
     @property
@@ -622,7 +627,10 @@ class Worker:
         if self._refusal is not None:
             return
         self._refusal = err
-        self._log.error("hopper: the server refused the worker's API key: it takes no more jobs until it is started again with a valid key (worker %s): %s", self.name, err)
+        if isinstance(err, NoLimitsError):
+            self._log.error("hopper: the worker takes no jobs (worker %s): %s", self.name, err.raw_message)
+        else:
+            self._log.error("hopper: the server refused the worker's API key: it takes no more jobs until it is started again with a valid key (worker %s): %s", self.name, err)
         if self._intake is not None and asyncio.current_task() is not self._intake:
             self._intake.cancel()
         if self._keeper is not None and asyncio.current_task() is not self._keeper:
@@ -672,7 +680,8 @@ class Worker:
     # ---- intake ----
 
     async def _take_jobs(self) -> None:
-        await self._learn_limits()
+        if not await self._learn_limits():
+            return
         kinds = sorted(self._handlers)
         queues = self._queues if len(self._queues) > 1 else []
         if self._mode == "stream":
@@ -689,23 +698,42 @@ class Worker:
             set_duration(preq.request_timeout, self._poll_wait)
             await self._poll_loop(preq)
 
-    async def _learn_limits(self) -> None:
+    async def _learn_limits(self) -> bool:
         """_learn_limits asks the server for its input limits (ServerService.Info), which the
-        worker makes its reports fit, again with backoff while the server cannot be reached;
-        any other answer leaves the built-in limits. No job is taken before it ends."""
+        worker makes its reports fit, again with backoff while the server cannot be reached. A
+        server that serves none (or a limit the worker needs), or answers the call with another
+        error (a server that predates it, something else at the URL), stops the worker with a
+        NoLimitsError; one that refuses the key stops it as any refused call does. No job is
+        taken before it ends: True with the limits known."""
         assert self._channel is not None
         info = _rpc.Service(self._channel, "ServerService")
         backoff = _backoff.Tracker("read the server's input limits", _backoff.WORK, self._log, self.name)
         while True:
             try:
                 res = await info["Info"](pb.ServerServiceInfoRequest(), metadata=self._md, timeout=10)
-                self._limits = limits_of(res.server.input_limits if res.server.HasField("input_limits") else None)
-                return
             except grpc.RpcError as e:
                 err = to_hopper_error(e)
+                if is_refusal(err):
+                    self._refused(err)
+                    return False
                 if not isinstance(err, Unavailable):
-                    return
+                    self._refused(NoLimitsError(self._url, cause=err))
+                    return False
                 await asyncio.sleep(backoff.fail(err))
+                continue
+            try:
+                self._limits = limits_of(res.server.input_limits if res.server.HasField("input_limits") else None, self._url)
+            except NoLimitsError as e:
+                self._refused(e)
+                return False
+            backoff.succeed()
+            return True
+
+    def _served(self) -> Limits:
+        """_served are the server's limits: only jobs taken once they are known are run."""
+        if self._limits is None:
+            raise RuntimeError("hopper: a job taken before the server's limits were known")
+        return self._limits
 
     async def _stream_loop(self, req: pb.StreamJobsRequest) -> None:
         """_stream_loop keeps a job stream open, reopening it with backoff when it ends. A stream
@@ -830,7 +858,7 @@ class Worker:
         if self._state != "started":
             return None
         kind = job.kind
-        a = _Attempt(job, self._lease, lambda: self._stream_slot_freed(kind), self._limits)
+        a = _Attempt(job, self._lease, lambda: self._stream_slot_freed(kind), self._served())
         if self._busy < self._concurrency and self._kinds.room(kind):
             self._busy += 1
             self._kinds.take(kind)
@@ -861,7 +889,7 @@ class Worker:
     def _launch(self, job: pb.ActivatedJob, handled: Callable[[], None]) -> _Attempt | None:
         if self._state != "started":
             return None
-        a = _Attempt(job, self._lease, handled, self._limits)
+        a = _Attempt(job, self._lease, handled, self._served())
         self._run(a)
         return a
 
@@ -877,7 +905,7 @@ class Worker:
 
     async def _release(self, job: pb.ActivatedJob, why: str) -> None:
         """_release hands a job this worker will not run back to its queue, with one try."""
-        reason = clip_text(why, self._limits.reason_bytes)
+        reason = clip_text(why, self._served().reason_bytes)
         try:
             await self._report(pb.Outcome(release=pb.ReleaseRequest(id=job.id, lease_token=job.lease_token, reason=reason)), _REPORT_TIMEOUT)
         except HopperError as err:
