@@ -8,41 +8,11 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
-	"github.com/hopperjobs/hopper/internal/attempt"
 	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/store"
 	"github.com/hopperjobs/hopper/internal/store/sqlite"
 	"github.com/stretchr/testify/require"
 )
-
-// keyedHandler runs each job until the test lets it finish, and says its fairness key.
-type keyedHandler struct{ started chan keyedJob }
-
-type keyedJob struct {
-	key    string
-	finish chan struct{}
-}
-
-func (h keyedHandler) Prepare(row *hoppertype.JobRow) (attempt.Unit, error) {
-	return keyedUnit{h, row.FairnessKey}, nil
-}
-
-type keyedUnit struct {
-	h   keyedHandler
-	key string
-}
-
-func (u keyedUnit) Work(ctx context.Context) error {
-	j := keyedJob{key: u.key, finish: make(chan struct{})}
-	u.h.started <- j
-	select {
-	case <-j.finish:
-	case <-ctx.Done():
-	}
-	return nil
-}
-func (keyedUnit) Timeout() time.Duration               { return 0 }
-func (keyedUnit) RetryPolicy() *hoppertype.RetryPolicy { return nil }
 
 // A tenant's flood holds every slot of the queue; another tenant's job, enqueued after it,
 // takes the first slot that frees up, not the flood's turn.
@@ -63,7 +33,7 @@ func TestAFairnessKeysJobTakesTheNextFreeSlot(t *testing.T) {
 	}
 	insert("tenant-a", 200)
 
-	h := keyedHandler{started: make(chan keyedJob, 100)}
+	h := heldHandler{started: make(chan heldJob, 100)}
 	e, err := New(Config{Store: st, Clock: clk, WorkerID: "node-1", Workers: workersOf("k", h),
 		MaxWorkers: 4, Queues: map[string]int{"default": 4}})
 	require.NoError(t, err)
@@ -74,8 +44,8 @@ func TestAFairnessKeysJobTakesTheNextFreeSlot(t *testing.T) {
 		require.NoError(t, e.Stop(stopCtx))
 	})
 
-	var running []keyedJob // oldest first
-	next := func() keyedJob {
+	var running []heldJob // oldest first
+	next := func() heldJob {
 		t.Helper()
 		deadline := time.After(10 * time.Second)
 		for {

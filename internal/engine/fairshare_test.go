@@ -15,25 +15,26 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// heldHandler runs each job until the test lets it finish, and says which queue it came from.
+// heldHandler runs each job until the test lets it finish, and says which queue it came from
+// and its fairness key.
 type heldHandler struct{ started chan heldJob }
 
 type heldJob struct {
-	queue  string
-	finish chan struct{}
+	queue, key string
+	finish     chan struct{}
 }
 
 func (h heldHandler) Prepare(row *hoppertype.JobRow) (attempt.Unit, error) {
-	return heldUnit{h, row.Queue}, nil
+	return heldUnit{h, row.Queue, row.FairnessKey}, nil
 }
 
 type heldUnit struct {
-	h     heldHandler
-	queue string
+	h          heldHandler
+	queue, key string
 }
 
 func (u heldUnit) Work(ctx context.Context) error {
-	j := heldJob{queue: u.queue, finish: make(chan struct{})}
+	j := heldJob{queue: u.queue, key: u.key, finish: make(chan struct{})}
 	u.h.started <- j
 	select {
 	case <-j.finish:
