@@ -188,9 +188,29 @@ func FairServed(picked []FairCandidate, idle []string, keys map[string]FairKey, 
 // its free slots starts them in that order, so that a quiet key's job claimed beside a
 // flood's does not wait behind the flood's jobs of the same claim.
 func SortPicked(jobs []*hoppertype.JobRow, picked []FairCandidate) {
-	rank := make(map[string]int, len(picked))
+	ids := make([]string, len(picked))
 	for i, c := range picked {
-		rank[c.ID] = i
+		ids[i] = c.ID
 	}
-	sort.SliceStable(jobs, func(i, k int) bool { return rank[jobs[i].ID] < rank[jobs[k].ID] })
+	SortByIDs(jobs, ids)
+}
+
+// SortByIDs puts jobs in the order of ids (a job not in ids goes last): a claim's UPDATE …
+// RETURNING hands rows back in no particular order.
+func SortByIDs(jobs []*hoppertype.JobRow, ids []string) {
+	rank := make(map[string]int, len(ids))
+	for i, id := range ids {
+		rank[id] = i
+	}
+	sort.SliceStable(jobs, func(i, k int) bool {
+		ri, ok := rank[jobs[i].ID]
+		if !ok {
+			ri = len(ids)
+		}
+		rk, ok := rank[jobs[k].ID]
+		if !ok {
+			rk = len(ids)
+		}
+		return ri < rk
+	})
 }

@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
@@ -242,11 +241,7 @@ func (s *Store) claimIDs(ctx context.Context, tx pgx.Tx, p *store.BatchClaimPara
 	if len(jobs) != len(ids) {
 		return nil, fmt.Errorf("batch claim: %d of %d jobs moved", len(jobs), len(ids))
 	}
-	order := make(map[string]int, len(ids))
-	for i, id := range ids {
-		order[id] = i
-	}
-	slices.SortFunc(jobs, func(a, b *hoppertype.JobRow) int { return order[a.ID] - order[b.ID] })
+	store.SortByIDs(jobs, ids)
 	return jobs, nil
 }
 

@@ -214,11 +214,7 @@ func claimIDs(ctx context.Context, tx *sql.Tx, p *store.BatchClaimParams, ids []
 	if len(jobs) != len(ids) {
 		return nil, fmt.Errorf("batch claim: %d of %d jobs moved", len(jobs), len(ids))
 	}
-	order := make(map[string]int, len(ids))
-	for i, id := range ids {
-		order[id] = i
-	}
-	slices.SortFunc(jobs, func(a, b *hoppertype.JobRow) int { return order[a.ID] - order[b.ID] })
+	store.SortByIDs(jobs, ids)
 	return jobs, nil
 }
 
