@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -52,80 +53,91 @@ const fairClaimSQL = `WITH picked AS MATERIALIZED (SELECT j.id FROM unnest($6::t
 	WHERE j.state = 'queued' AND j.queue = $2
 	ORDER BY c.n LIMIT $3 FOR UPDATE OF j SKIP LOCKED)` + claimUpdate
 
-// The fair claim's writes to the queue's keys: the keys it served, with when ($1 queue, $2
-// keys in name order, so that claims lock them in one order, $3 their served, $4 the turns they
-// used of their round); a key none of whose jobs is queued any more, removed (the key a range of
-// one for the look-up, as in byKey: = estimates, in the generic plan a prepared statement gets,
-// that a flooding key's statistics hold for every key, and a whole-table scan finds the first
-// match soonest; TestFairDropPlanWithAFlood).
+// The fair claim's writes to the queue's keys, sent with its COMMIT: first the keys it served
+// and those it may remove are locked, in name order, so that claims lock them in one order
+// and never deadlock ($1 queue, $2 keys); then the keys it served are written with when ($2
+// keys, $3 their served, $4 the turns they used of their round); then the keys of $2 none of
+// whose jobs is queued any more (the claim's own jobs are running by then) are removed (the
+// key a range of one for the look-up, as in byKey: = estimates, in the generic plan a
+// prepared statement gets, that a flooding key's statistics hold for every key, and a
+// whole-table scan finds the first match soonest; TestFairDropPlanWithAFlood).
 const (
+	fairLockSQL = `SELECT fairness_key FROM {schema}.fair_keys WHERE queue = $1 AND fairness_key = ANY($2::text[])
+	ORDER BY fairness_key FOR UPDATE`
 	fairServeSQL = `INSERT INTO {schema}.fair_keys AS f (queue, fairness_key, served, used)
 	SELECT $1, t.k, t.s, t.u FROM unnest($2::text[], $3::bigint[], $4::int[]) AS t(k, s, u)
 	ON CONFLICT (queue, fairness_key) DO UPDATE SET served = excluded.served, used = excluded.used`
-	fairDropSQL = `DELETE FROM {schema}.fair_keys WHERE queue = $1 AND fairness_key = $2 AND fairness_key <> ''
-	AND NOT EXISTS (SELECT 1 FROM {schema}.jobs WHERE state = 'queued' AND queue = $1
-		AND fairness_key >= $2 AND fairness_key <= $2)`
+	fairDropSQL = `DELETE FROM {schema}.fair_keys f WHERE f.queue = $1 AND f.fairness_key = ANY($2::text[])
+	AND f.fairness_key <> ''
+	AND NOT EXISTS (SELECT 1 FROM {schema}.jobs j WHERE j.state = 'queued' AND j.queue = $1
+		AND j.fairness_key >= f.fairness_key AND j.fairness_key <= f.fairness_key)`
 )
 
-// fairServed is what a fair claim leaves to do once committed: the keys it read that may have
-// no queued job left.
-type fairServed struct {
-	drop []string
-	keys *store.KeyLeft // what the limits per key left the claim, nil when none applies
+// fairRead is what fairReadSQL read: the candidates, the keys read (not "") with their rows,
+// and the queue's largest served.
+type fairRead struct {
+	cands  []store.FairCandidate
+	served map[string]store.FairKey
+	keys   []string
+	last   int64
 }
 
-// claimFair is the fair claim of up to limit jobs of queue p.Queue (store.FairPick) in tx,
-// within the capped kinds' free slots (caps.KindLimits) and the limits per key (caps.KeyLimits,
-// applied to the candidates before the pick: store.KeyLeft, the buckets written back in tx),
-// of the kinds asked for (empty: any) but the disabled ones, starting them at at, the time
-// (now) the caps were read at. It reads O(limit·(store.FairKeysPerClaim(limit)+2)) index
-// entries. It writes when it served each key in tx, and returns the keys to remove after
-// commit if none of their jobs is queued: removing them in tx could lock keys out of the
-// order the writes of served lock them in.
-func (s *Store) claimFair(ctx context.Context, tx pgx.Tx, p *store.ClaimParams, limit int, caps *store.CapsLeft, kinds []string,
-	at any, now time.Time) ([]*hoppertype.JobRow, fairServed, error) {
-	var out fairServed
-	kindLeft := caps.KindLimits(limit)
-	rs, err := tx.Query(ctx, s.sql(fairReadSQL), store.FairKeysPerClaim(limit), p.Queue, limit, kinds)
+// queueFairRead adds the fair claim's read of up to limit jobs of queue, of the kinds asked
+// for (empty: any) but the disabled ones, to b; readFair reads its result.
+func (s *Store) queueFairRead(b *pgx.Batch, queue string, limit int, kinds []string) {
+	b.Queue(s.sql(fairReadSQL), store.FairKeysPerClaim(limit), queue, limit, kinds)
+}
+
+func readFair(br pgx.BatchResults) (*fairRead, error) {
+	rs, err := br.Query()
 	if err != nil {
-		return nil, out, err
+		return nil, err
 	}
-	var cands []store.FairCandidate
-	served := map[string]store.FairKey{}
-	var keys []string
-	var last int64
+	defer rs.Close()
+	out := &fairRead{served: map[string]store.FairKey{}}
 	for rs.Next() {
 		var id, key, kind *string
 		var priority, used, weight int
 		var n int64
 		if err := rs.Scan(&id, &priority, &key, &kind, &n, &used, &weight); err != nil {
-			rs.Close()
-			return nil, out, err
+			return nil, err
 		}
 		switch {
 		case id != nil:
-			cands = append(cands, store.FairCandidate{ID: *id, Priority: priority, Key: *key, Kind: *kind})
+			out.cands = append(out.cands, store.FairCandidate{ID: *id, Priority: priority, Key: *key, Kind: *kind})
 		case key == nil:
-			last = n
+			out.last = n
 		default:
-			served[*key] = store.FairKey{Served: n, Used: used, Weight: weight}
+			out.served[*key] = store.FairKey{Served: n, Used: used, Weight: weight}
 			if *key != "" {
-				keys = append(keys, *key)
+				out.keys = append(out.keys, *key)
 			}
 		}
 	}
-	rs.Close()
-	if err := rs.Err(); err != nil {
-		return nil, out, err
-	}
+	return out, rs.Err()
+}
+
+// claimFair is the fair claim of up to limit jobs of queue p.Queue (store.FairPick) in tx, from
+// what claimCapped's first round trip read (read: O(limit·(store.FairKeysPerClaim(limit)+2))
+// index entries), within the capped kinds' free slots (caps.KindLimits) and the limits per key
+// (caps.KeyLimits, applied to the candidates before the pick: store.KeyLeft, returned with
+// what the claim spent of it), starting them at at, the time (now) the caps were read at. It
+// adds to after, which goes with COMMIT, the writes of when it served each key, of the
+// buckets per key, and the removal of the keys read none of whose jobs may be queued any more.
+func (s *Store) claimFair(ctx context.Context, tx sqlConn, p *store.ClaimParams, limit int, caps *store.CapsLeft,
+	read *fairRead, at any, now time.Time, after *pgx.Batch) ([]*hoppertype.JobRow, *store.KeyLeft, error) {
+	kindLeft := caps.KindLimits(limit)
+	cands, served, keys := read.cands, read.served, read.keys
 
 	// The limits per key leave each key its free slots and starts (keylimits.go).
 	pickFrom := cands
+	var keyLeft *store.KeyLeft
 	if len(caps.KeyLimits) > 0 {
-		if out.keys, err = s.loadKeyLeft(ctx, tx, p.Queue, caps.KeyLimits, cands, now); err != nil {
-			return nil, out, err
+		var err error
+		if keyLeft, err = s.loadKeyLeft(ctx, tx, p.Queue, caps.KeyLimits, cands, now); err != nil {
+			return nil, nil, err
 		}
-		pickFrom = out.keys.Bound(cands)
+		pickFrom = keyLeft.Bound(cands)
 	}
 	takable := map[string]int{} // candidates per key the claim may take
 	for _, c := range pickFrom {
@@ -140,10 +152,10 @@ func (s *Store) claimFair(ctx context.Context, tx pgx.Tx, p *store.ClaimParams, 
 		}
 		rs, err := tx.Query(ctx, s.sql(fairClaimSQL), at, p.Queue, limit, p.WorkerID, micros(p.LeaseDuration), ids)
 		if err != nil {
-			return nil, out, err
+			return nil, nil, err
 		}
 		if jobs, err = scanJobs(rs); err != nil {
-			return nil, out, err
+			return nil, nil, err
 		}
 		store.SortPicked(jobs, picked)
 	}
@@ -158,11 +170,11 @@ func (s *Store) claimFair(ctx context.Context, tx pgx.Tx, p *store.ClaimParams, 
 			took = append(took, c)
 		}
 	}
-	read, seen := map[string]int{}, map[string]bool{}
+	readOf, seen := map[string]int{}, map[string]bool{}
 	for _, c := range cands {
 		if !seen[c.ID] {
 			seen[c.ID] = true
-			read[c.Key]++
+			readOf[c.Key]++
 		}
 	}
 	var idle []string
@@ -171,43 +183,41 @@ func (s *Store) claimFair(ctx context.Context, tx pgx.Tx, p *store.ClaimParams, 
 			idle = append(idle, k)
 		}
 	}
-	if writes := store.FairServed(took, idle, served, last); len(writes) > 0 {
+	for _, c := range took {
+		readOf[c.Key]--
+	}
+	var drop []string
+	for _, k := range keys {
+		if readOf[k] <= 0 { // every job read of it was taken, or there were none: maybe none is left
+			drop = append(drop, k)
+		}
+	}
+	writes := store.FairServed(took, idle, served, read.last)
+	if len(writes) > 0 || len(drop) > 0 {
+		lock := make([]string, 0, len(writes)+len(drop))
+		for _, w := range writes {
+			lock = append(lock, w.Key)
+		}
+		lock = append(lock, drop...)
+		sort.Strings(lock)
+		after.Queue(s.sql(fairLockSQL), p.Queue, slices.Compact(lock))
+	}
+	if len(writes) > 0 {
 		sort.Slice(writes, func(a, b int) bool { return writes[a].Key < writes[b].Key })
 		names, vals, used := make([]string, len(writes)), make([]int64, len(writes)), make([]int32, len(writes))
 		for i, w := range writes {
 			names[i], vals[i], used[i] = w.Key, w.Served, int32(w.Used)
 		}
-		if _, err := tx.Exec(ctx, s.sql(fairServeSQL), p.Queue, names, vals, used); err != nil {
-			return nil, out, err
-		}
+		after.Queue(s.sql(fairServeSQL), p.Queue, names, vals, used)
 	}
-	if out.keys != nil {
-		out.keys.Spend(jobs)
-		if err := s.writeKeyBuckets(ctx, tx, out.keys, limit, now); err != nil {
-			return nil, out, err
-		}
+	if len(drop) > 0 {
+		after.Queue(s.sql(fairDropSQL), p.Queue, drop)
 	}
-	for _, c := range took {
-		read[c.Key]--
+	if keyLeft != nil {
+		keyLeft.Spend(jobs)
+		s.queueKeyBucketWrites(after, keyLeft, limit, now)
 	}
-	for _, k := range keys {
-		if read[k] <= 0 { // every job read of it was taken, or there were none: maybe none is left
-			out.drop = append(out.drop, k)
-		}
-	}
-	return jobs, out, nil
-}
-
-// dropFairKeys removes from queue's keys those of drop none of whose jobs is queued, one
-// statement each (each locks one key). It runs after the claim committed: a failure must not
-// fail the claim, whose jobs are the caller's now. A key it leaves behind costs the next
-// claims a read, and the next claim that reads it tries again.
-func (s *Store) dropFairKeys(ctx context.Context, queue string, drop []string) {
-	for _, k := range drop {
-		if _, err := s.pool.Exec(ctx, s.sql(fairDropSQL), queue, k); err != nil {
-			return
-		}
-	}
+	return jobs, keyLeft, nil
 }
 
 // The reads and writes of the limits per key (store.KeyLeft): the running jobs of keys $1 (a
@@ -232,7 +242,7 @@ const (
 
 // loadKeyLeft reads, in the claim's transaction and after its locks, the running jobs and the
 // stored buckets of the candidates' keys under the limits per key that apply: one round trip.
-func (s *Store) loadKeyLeft(ctx context.Context, tx pgx.Tx, queue string, limits []store.KeyLimit, cands []store.FairCandidate,
+func (s *Store) loadKeyLeft(ctx context.Context, tx sqlConn, queue string, limits []store.KeyLimit, cands []store.FairCandidate,
 	now time.Time) (*store.KeyLeft, error) {
 	keys := store.KeysOf(cands)
 	if len(keys) == 0 {
@@ -293,9 +303,18 @@ func (s *Store) loadKeyLeft(ctx context.Context, tx pgx.Tx, queue string, limits
 // starts from, deletes those it read full again, and sweeps up to store.KeyBucketSweep(limit)
 // rows of each per-key rate limit last written a period or more ago: one round trip, none when
 // there is nothing to write.
-func (s *Store) writeKeyBuckets(ctx context.Context, tx pgx.Tx, kl *store.KeyLeft, limit int, now time.Time) error {
-	put, drop := kl.Writes()
+func (s *Store) writeKeyBuckets(ctx context.Context, tx sqlConn, kl *store.KeyLeft, limit int, now time.Time) error {
 	b := &pgx.Batch{}
+	s.queueKeyBucketWrites(b, kl, limit, now)
+	if b.Len() == 0 {
+		return nil
+	}
+	return tx.SendBatch(ctx, b).Close()
+}
+
+// queueKeyBucketWrites adds writeKeyBuckets' statements to b.
+func (s *Store) queueKeyBucketWrites(b *pgx.Batch, kl *store.KeyLeft, limit int, now time.Time) {
+	put, drop := kl.Writes()
 	if len(put) > 0 {
 		scopes, names, keys := make([]string, len(put)), make([]string, len(put)), make([]string, len(put))
 		tokens, ats := make([]float64, len(put)), make([]time.Time, len(put))
@@ -314,8 +333,4 @@ func (s *Store) writeKeyBuckets(ctx context.Context, tx pgx.Tx, kl *store.KeyLef
 	for _, l := range kl.RateLimits() {
 		b.Queue(s.sql(keyBucketSweepSQL), string(l.Scope), l.Name, now.Add(-l.Rate.Period), store.KeyBucketSweep(limit))
 	}
-	if b.Len() == 0 {
-		return nil
-	}
-	return tx.SendBatch(ctx, b).Close()
 }

@@ -194,6 +194,36 @@ func TestFairReadPlanWithAFlood(t *testing.T) {
 	plan := explain(t, s, fairReadSQL, store.FairKeysPerClaim(1), "default", 1, []string{})
 	require.Equal(t, 2, strings.Count(plan, "using jobs_fair on jobs"), plan)
 	require.NotContains(t, plan, "Seq Scan on jobs", plan)
+	// The claim runs it on its generic plan (genericPlansSQL), which must walk the same indexes.
+	plan = explainGeneric(t, s, fairReadSQL, "int, text, int, text[]", "17, 'default', 1, '{}'")
+	require.Equal(t, 2, strings.Count(plan, "using jobs_fair on jobs"), plan)
+	require.NotContains(t, plan, "Seq Scan on jobs", plan)
+}
+
+// explainGeneric returns the generic plan PostgreSQL makes for the statement, prepared with
+// the parameter types types, executed with the arguments args (SQL literals).
+func explainGeneric(t *testing.T, s *Store, query, types, args string) string {
+	t.Helper()
+	ctx := t.Context()
+	conn, err := s.pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	_, err = conn.Exec(ctx, `SET plan_cache_mode = force_generic_plan`)
+	require.NoError(t, err)
+	defer conn.Exec(context.WithoutCancel(ctx), `RESET plan_cache_mode`) //nolint:errcheck // the pool's connection, reset for the next user
+	_, err = conn.Exec(ctx, "PREPARE generic("+types+") AS "+s.sql(query))
+	require.NoError(t, err)
+	defer conn.Exec(context.WithoutCancel(ctx), `DEALLOCATE generic`) //nolint:errcheck // as above
+	rs, err := conn.Query(ctx, "EXPLAIN EXECUTE generic("+args+")")
+	require.NoError(t, err)
+	var lines []string
+	for rs.Next() {
+		var line string
+		require.NoError(t, rs.Scan(&line))
+		lines = append(lines, line)
+	}
+	require.NoError(t, rs.Err())
+	return strings.Join(lines, "\n")
 }
 
 // A claim's removal of a key none of whose jobs is queued any more finds that out through
@@ -212,25 +242,7 @@ func TestFairDropPlanWithAFlood(t *testing.T) {
 	require.NoError(t, err)
 	_, err = s.pool.Exec(ctx, s.sql(`ANALYZE {schema}.jobs`))
 	require.NoError(t, err)
-	conn, err := s.pool.Acquire(ctx)
-	require.NoError(t, err)
-	defer conn.Release()
-	_, err = conn.Exec(ctx, `SET plan_cache_mode = force_generic_plan`)
-	require.NoError(t, err)
-	defer conn.Exec(context.WithoutCancel(ctx), `RESET plan_cache_mode`) //nolint:errcheck // the pool's connection, reset for the next user
-	_, err = conn.Exec(ctx, "PREPARE drop_key(text, text) AS "+s.sql(fairDropSQL))
-	require.NoError(t, err)
-	defer conn.Exec(context.WithoutCancel(ctx), `DEALLOCATE drop_key`) //nolint:errcheck // as above
-	rs, err := conn.Query(ctx, `EXPLAIN EXECUTE drop_key('default', 'quiet-1')`)
-	require.NoError(t, err)
-	var lines []string
-	for rs.Next() {
-		var line string
-		require.NoError(t, rs.Scan(&line))
-		lines = append(lines, line)
-	}
-	require.NoError(t, rs.Err())
-	plan := strings.Join(lines, "\n")
+	plan := explainGeneric(t, s, fairDropSQL, "text, text[]", "'default', '{quiet-1,quiet-2}'")
 	require.Contains(t, plan, "jobs_fair", plan)
 	require.NotContains(t, plan, "Seq Scan on jobs", plan)
 }

@@ -91,6 +91,7 @@ type Store struct {
 
 	queries sync.Map // SQL template → text with the schema filled in
 	cursors claimCursors
+	fair    fairQueues
 	wakes   *wakeLimiter // nil when every insert notifies
 
 	// pingEvery is how long a subscription waits for a notification before it pings.
