@@ -4,6 +4,7 @@ attempt."""
 
 from __future__ import annotations
 
+import asyncio
 import unittest
 from typing import Any
 
@@ -90,6 +91,21 @@ class Batches:
             attempts = (await self.c.events(id)).attempts
             self.assertEqual([(a.attempt, a.outcome) for a in attempts], [(1, "error")])
         self.assertEqual(calls, 1)
+
+    async def test_the_batchs_timeout_is_its_shortest_jobs_and_cancels_the_call(self: Any) -> None:
+        short = (await self.c.enqueue_many([NewJob("index", {"n": 0}, {"queue": self.q, "group_key": "g1", "max_attempts": 1, "timeout": 0.3})]))[0].job.id
+        long = (await self.c.enqueue_many([NewJob("index", {"n": 1}, {"queue": self.q, "group_key": "g1", "max_attempts": 1, "timeout": 60})]))[0].job.id
+        timeouts: list[Any] = []
+
+        async def index(b: Batch[RunningJob]) -> None:
+            timeouts.extend(j.timeout for j in b.jobs)
+            await asyncio.sleep(3600)  # cancelled once every job was told to stop
+
+        await self.worker({"index": index})
+        for id in (short, long):
+            await wait_for_state(self.c, id, "failed")
+            self.assertEqual([a.outcome for a in (await self.c.events(id)).attempts], ["timeout"])
+        self.assertEqual(timeouts, [0.3, 0.3])
 
     async def test_a_max_jobs_the_server_does_not_take_stops_the_worker(self: Any) -> None:
         w = await self.worker({"index": BatchHandlerOptions(handle=lambda b: None, max_jobs=1_000_000)})

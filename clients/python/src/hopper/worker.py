@@ -1008,10 +1008,10 @@ class Worker:
         a = unit[0]
         if a.job.kind in self._batch_handlers:
             done = self._loop.create_future()
+            task = self._loop.create_task(self._execute_batch(unit, done))
             for b in unit:
                 self._attempts[b.key] = b
-                b.done = done
-            self._loop.create_task(self._execute_batch(unit, done))
+                b.done, b.task = done, task  # b.task keeps the task; only the batch's on_abort cancels it
             return
         self._attempts[a.key] = a
         a.done = self._loop.create_future()
