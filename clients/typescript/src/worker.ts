@@ -27,7 +27,7 @@ import { streamLoop } from "./stream-intake.js";
 import { clipText, type Limits, limitsOf } from "./text.js";
 import { toDuration } from "./time.js";
 
-/** WorkerOptions configures a Worker. url and handlers are required; durations are milliseconds. */
+/** WorkerOptions configures a Worker. url and handlers (or batchHandlers) are required; durations are milliseconds. */
 export interface WorkerOptions extends ConnectionOptions {
   /** handlers maps each kind this worker takes one job at a time to its handler. */
   handlers?: Handlers;
