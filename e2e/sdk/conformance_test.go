@@ -122,7 +122,7 @@ func apiOf(t *testing.T, url, key string) *hopperclient.Client {
 	return c
 }
 
-func enqueue(t *testing.T, api jobsAPI, queue string, a cases.Args, o *hopper.InsertOpts) string {
+func enqueue(t *testing.T, api jobsAPI, queue string, a hopper.JobArgs, o *hopper.InsertOpts) string {
 	t.Helper()
 	if o == nil {
 		o = &hopper.InsertOpts{}
@@ -142,6 +142,7 @@ func TestSDKConformance(t *testing.T) {
 				t.Run("restart/"+mode, func(t *testing.T) { testServerRestart(t, d, mode) })
 				t.Run("frozen/"+mode, func(t *testing.T) { testFrozenWorker(t, d, mode) })
 				t.Run("kind-concurrency/"+mode, func(t *testing.T) { testKindConcurrency(t, d, mode) })
+				t.Run("batch/"+mode, func(t *testing.T) { testBatches(t, d, mode) })
 			}
 			t.Run("shorten", func(t *testing.T) { testShortenedLease(t, d) })
 			t.Run("cancel", func(t *testing.T) { testCancelWhileRunning(t, d) })

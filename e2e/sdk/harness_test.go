@@ -184,6 +184,7 @@ type event struct {
 	ID      string   `json:"id"`
 	Attempt int      `json:"attempt"`
 	Extra   []string `json:"extra"`
+	IDs     []string `json:"ids"` // a batch call's jobs
 	Error   string   `json:"error"`
 	at      time.Time
 }

@@ -13,6 +13,8 @@ import sys
 from typing import Any
 
 from hopper import (
+    Batch,
+    BatchHandlerOptions,
     BusinessError,
     NoRetry,
     RetryAfter,
@@ -86,6 +88,18 @@ async def conformance(job: RunningJob) -> Any:
         say("end", id=job.id, attempt=job.attempt)
 
 
+async def conformance_batch(b: Batch[RunningJob]) -> None:
+    """conformance_batch runs one call of the batch cases (e2e/sdk/cases, BatchHandler)."""
+    say("batch", ids=[j.id for j in b.jobs])
+    if any(j.args.get("case") == "boom" for j in b.jobs):
+        raise Exception("boom")
+    for i, j in enumerate(b.jobs):
+        if j.args.get("case") == "result":
+            b.set_result(i, "item result")
+        if j.args.get("case") == "fail":
+            b.fail(i, Exception("bad item"))
+
+
 async def main() -> int:
     mode = os.environ.get("HOPPER_MODE") or "stream"
     if mode not in ("stream", "poll"):
@@ -102,6 +116,7 @@ async def main() -> int:
     worker = Worker(
         os.environ.get("HOPPER_URL", ""),
         handlers={"conformance": conformance},
+        batch_handlers={"conformance-batch": BatchHandlerOptions(handle=conformance_batch, max_jobs=10)},
         api_key=os.environ.get("HOPPER_API_KEY") or None,
         queue=os.environ.get("HOPPER_QUEUE") or None,
         name=os.environ.get("HOPPER_WORKER_NAME") or None,

@@ -3,7 +3,7 @@ import { Code } from "@connectrpc/connect";
 import { backoffDelay } from "./backoff.js";
 import { type HopperError, isRefusal, toHopperError } from "./errors.js";
 import type { ActivatedJob, WorkerService } from "./gen/hopper/v1/hopper_pb.js";
-import type { HandlerOptions } from "./handler.js";
+import type { BatchHandlerOptions, HandlerOptions } from "./handler.js";
 import { JobTimeoutError, NoRetryError } from "./handler-errors.js";
 import { decodeJSON } from "./json.js";
 import type { Logger } from "./logger.js";
@@ -29,6 +29,8 @@ export interface Executor {
   mode: "stream" | "poll";
   log: Logger;
   handler(kind: string): HandlerOptions | undefined;
+  /** batchHandler is the batch handler of kind, if it has one (none: batches have no handler). */
+  batchHandler?(kind: string): BatchHandlerOptions | undefined;
   /** decline keeps a job to release once the stream is closed. */
   decline(a: Attempt): void;
   /** leaseSet tells the lease keeper that a handler set its own lease. */
@@ -41,15 +43,28 @@ export interface Executor {
 
 /** execute runs attempt a with its handler and reports how it ended. */
 export async function execute(x: Executor, a: Attempt): Promise<void> {
-  const j = a.job;
-  const ev: WorkerEvent = { type: "started", jobId: j.id, kind: j.kind, queue: j.queue, attempt: j.attempt };
-  observe(x, ev);
+  started(x, a);
   const began = performance.now();
   const ending = await run(x, a);
-  const runMs = performance.now() - began;
   a.handled(); // a poll slot is free while the outcome is on its way
+  await conclude(x, a, ending, performance.now() - began);
+}
+
+/** started tells the observer that a's attempt starts. */
+export function started(x: Executor, a: Attempt): void {
+  const j = a.job;
+  observe(x, { type: "started", jobId: j.id, kind: j.kind, queue: j.queue, attempt: j.attempt });
+}
+
+/**
+ * conclude decides what a's ending does (decide) and acts on it: reports the outcome, keeps
+ * the job to release, or nothing; the observer hears the attempt end.
+ */
+export async function conclude(x: Executor, a: Attempt, ending: Ending, runMs: number): Promise<void> {
+  const j = a.job;
+  const ev: WorkerEvent = { type: "ended", jobId: j.id, kind: j.kind, queue: j.queue, attempt: j.attempt };
   const decision = decide({ ...ending, limits: a.limits });
-  observe(x, { ...ev, type: "ended", outcome: outcomeOf(decision), runMs });
+  observe(x, { ...ev, outcome: outcomeOf(decision), runMs });
   switch (decision.action) {
     case "none":
       return;
@@ -96,11 +111,12 @@ async function run(x: Executor, a: Attempt): Promise<Ending> {
  * attemptTimeout is the execution limit of an attempt of job run by h, in ms: the job's own
  * timeout, else its kind's, else the server's default (undefined: none).
  */
-export function attemptTimeout(job: ActivatedJob, h: HandlerOptions | undefined): number | undefined {
+export function attemptTimeout(job: ActivatedJob, h: HandlerOptions | BatchHandlerOptions | undefined): number | undefined {
   return fromDuration(job.timeout) || h?.timeout || fromDuration(job.defaultTimeout) || undefined;
 }
 
-function decodeArgs(kind: string, args: string): unknown {
+/** decodeArgs is a job's args decoded; what does not decode is a NoRetryError. */
+export function decodeArgs(kind: string, args: string): unknown {
   try {
     return decodeJSON(args) ?? {};
   } catch (err) {

@@ -75,3 +75,66 @@ export interface HandlerOptions<A = any> {
 
 /** Handlers maps each kind to its handler. */
 export type Handlers = Record<string, Handler | HandlerOptions>;
+
+/**
+ * Batch is the jobs one call of a BatchHandler runs, and what it says of each: a kind's jobs
+ * claimed together (docs/workers.md, "Batches"), each keeping its own attempt, lease and
+ * outcome. It is not safe to use after the handler has returned.
+ */
+export interface Batch<A = unknown> {
+  /**
+   * jobs are the batch's jobs: a group's in the group's order, or the kind's ungrouped jobs in
+   * claim order. Each is a RunningJob of its own (its progress, heartbeat and lease).
+   */
+  readonly jobs: readonly RunningJob<A>[];
+  /**
+   * signal aborts when every job of the batch was told to stop (its reason: the last job's),
+   * which the batch's timeout (the shortest of its jobs' timeouts) and a stopping worker's
+   * grace do for all at once. A job told to stop alone (its lease lost) aborts its own signal.
+   */
+  readonly signal: AbortSignal;
+  /**
+   * fail sets the outcome of jobs[i] to error, as a Handler throwing it would (a NoRetryError,
+   * a RetryAfterError, a SnoozeError, a SuspendError, a BusinessError…); undefined makes it
+   * succeed again. The jobs not failed complete. It throws a RangeError when i is out of range.
+   */
+  fail(i: number, error: unknown): void;
+  /**
+   * setResult stores value (any JSON value) as the result of jobs[i] when it succeeds. It
+   * throws a RangeError when i is out of range.
+   */
+  setResult(i: number, value: unknown): void;
+}
+
+/**
+ * BatchHandler works the jobs of one batch in one call. Each job's outcome is its own: a job
+ * failed with batch.fail ends as a Handler's throw would, the others complete (with what
+ * batch.setResult gave them). What it throws fails every job of the batch, each as its own
+ * attempt with its own retry budget; what it returns is ignored.
+ */
+export type BatchHandler<A = any> = (batch: Batch<A>) => unknown;
+
+/** BatchHandlerOptions give a batch kind its handler, how its batches are claimed, and its limits. */
+export interface BatchHandlerOptions<A = any> {
+  handle: BatchHandler<A>;
+  /**
+   * maxJobs bounds the jobs of one batch (default 100). The server says what it takes
+   * (BatchKind.max_jobs): a worker given one it refuses stops, its error the server's
+   * INVALID_ARGUMENT naming the field (batch_kinds[i].max_jobs).
+   */
+  maxJobs?: number;
+  /**
+   * maxWait is the linger in ms (default 0): a batch with fewer than maxJobs jobs is claimed
+   * once its oldest job has been due this long, so that it may fill meanwhile.
+   */
+  maxWait?: number;
+  /** ungrouped batches the kind's jobs without a group key too; without it they are not claimed by this worker. */
+  ungrouped?: boolean;
+  /** timeout is each job's attempt limit in ms, unless the job has its own; a batch runs until its shortest. */
+  timeout?: number;
+  /** retryPolicy is the kind's backoff, as HandlerOptions.retryPolicy. */
+  retryPolicy?: RetryPolicy;
+}
+
+/** BatchHandlers maps each batch kind to its batch handler. */
+export type BatchHandlers = Record<string, BatchHandler | BatchHandlerOptions>;

@@ -1,12 +1,14 @@
 // Poll mode: the worker asks for jobs with long polls (Activate), as many as it has free
 // slots. A slot is free again as soon as its handler returns, before its outcome is reported.
 
+import { Code } from "@connectrpc/connect";
 import type { Client as RpcClient } from "@connectrpc/connect";
 import type { Tracker } from "./backoff.js";
 import { type HopperError, isRefusal, toHopperError } from "./errors.js";
 import type { ActivateRequest, ActivatedJob, WorkerService } from "./gen/hopper/v1/hopper_pb.js";
 import { Notifier } from "./notifier.js";
-import { type Attempt, once } from "./running-job.js";
+import { grouped } from "./batch.js";
+import { once } from "./running-job.js";
 import { sleep } from "./sleep.js";
 import { fromDuration, toDuration } from "./time.js";
 
@@ -19,8 +21,11 @@ export interface PollIntake {
   concurrency: number;
   /** kindConcurrency bounds the handlers of a kind that may run at once (WorkerOptions.kindConcurrency). */
   kindConcurrency?: Record<string, number>;
-  /** launch runs a job and calls handled once its handler has returned; undefined when the worker is stopping. */
-  launch(job: ActivatedJob, handled: () => void): Attempt | undefined;
+  /**
+   * launch runs jobs, a job or a batch's (ActivatedJob.batchId), and calls handled once its
+   * handler has returned; false when the worker is stopping.
+   */
+  launch(jobs: ActivatedJob[], handled: () => void): boolean;
   /** release hands a job this worker will not run back to its queue. */
   release(job: ActivatedJob, reason: string): Promise<void>;
   /** refused stops the worker taking jobs: the server refused its API key. */
@@ -44,28 +49,36 @@ export async function pollLoop(p: PollIntake, signal: AbortSignal): Promise<void
     }
     let jobs: ActivatedJob[];
     try {
-      jobs = (await p.api.activate({ ...p.request, ...ask }, { signal })).jobs;
+      // A batch kind left out (saturated) is left out of batchKinds too: each must be one of kinds.
+      const batchKinds = p.request.batchKinds.filter((b) => ask.kinds.includes(b.kind));
+      jobs = (await p.api.activate({ ...p.request, ...ask, batchKinds }, { signal })).jobs;
     } catch (err) {
       if (signal.aborted) return;
       const he = toHopperError(err);
-      if (isRefusal(he)) {
-        p.refused(he); // asking again cannot help
+      if (isRefusal(he) || he.code === Code.InvalidArgument) {
+        p.refused(he); // asking again cannot help: the worker's own requests are refused
         return;
       }
       await sleep(p.backoff.fail(he.message), signal);
       continue;
     }
     p.backoff.succeed();
-    for (const j of jobs) {
-      slots.take();
-      kinds.take(j.kind);
+    // A batch (the poll cut it to the free slots) takes a slot per job, held until its
+    // handler returns.
+    for (const unit of grouped(jobs)) {
+      for (const j of unit) {
+        slots.take();
+        kinds.take(j.kind);
+      }
       const give = once(() => {
-        kinds.give(j.kind);
-        slots.give();
+        for (const j of unit) {
+          kinds.give(j.kind);
+          slots.give();
+        }
       });
-      if (!p.launch(j, give)) {
+      if (!p.launch(unit, give)) {
         give();
-        void p.release(j, "worker stopping");
+        for (const j of unit) void p.release(j, "worker stopping");
       }
     }
   }

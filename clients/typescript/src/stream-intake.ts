@@ -4,11 +4,12 @@
 // their outcomes over a new connection while their tokens are current. Only a lost lease or a
 // stop ends a handler.
 
+import { Code } from "@connectrpc/connect";
 import type { Client as RpcClient } from "@connectrpc/connect";
 import type { Tracker } from "./backoff.js";
 import { type HopperError, isRefusal, toHopperError } from "./errors.js";
 import type { ActivatedJob, StreamJobsRequest, WorkerService } from "./gen/hopper/v1/hopper_pb.js";
-import type { Attempt } from "./running-job.js";
+import { grouped } from "./batch.js";
 import { sleep } from "./sleep.js";
 import { formatMs, fromDuration } from "./time.js";
 
@@ -17,8 +18,8 @@ export interface StreamIntake {
   api: RpcClient<typeof WorkerService>;
   request: StreamJobsRequest;
   backoff: Tracker;
-  /** launch runs a job; undefined when the worker is stopping. */
-  launch(job: ActivatedJob): Attempt | undefined;
+  /** launch runs jobs, a job or a batch's (ActivatedJob.batchId); false when the worker is stopping. */
+  launch(jobs: ActivatedJob[]): boolean;
   /** decline keeps a job pushed to a stopping worker, to release once the stream is closed. */
   decline(job: ActivatedJob): void;
   /** refused stops the worker taking jobs: the server refused its API key. */
@@ -47,7 +48,7 @@ export async function streamLoop(s: StreamIntake, signal: AbortSignal): Promise<
     }
     if (signal.aborted) return;
     const he = toHopperError(err);
-    if (isRefusal(he)) {
+    if (isRefusal(he) || he.code === Code.InvalidArgument) {
       s.refused(he); // asking again cannot help
       return;
     }
@@ -104,8 +105,8 @@ async function stream(s: StreamIntake, signal: AbortSignal): Promise<void> {
         clearTimeout(timer);
         succeed();
       }
-      for (const job of msg.jobs) {
-        if (!s.launch(job)) s.decline(job); // pushed while stopping
+      for (const jobs of grouped(msg.jobs)) { // a batch comes in one message: its parts pushed apart are batches of their own
+        if (!s.launch(jobs)) jobs.forEach((j) => s.decline(j)); // pushed while stopping
       }
     }
   } catch (e) {

@@ -8,9 +8,10 @@ import type { ConnectionOptions } from "./connection.js";
 import { type HopperError, isRefusal, NoLimitsError, toHopperError } from "./errors.js";
 import { execute } from "./execute.js";
 import type { Executor } from "./execute.js";
-import { ActivateRequestSchema, ServerService, StreamJobsRequestSchema, WorkerService } from "./gen/hopper/v1/hopper_pb.js";
+import { ActivateRequestSchema, BatchKindSchema, ServerService, StreamJobsRequestSchema, WorkerService } from "./gen/hopper/v1/hopper_pb.js";
 import type { ActivatedJob } from "./gen/hopper/v1/hopper_pb.js";
-import type { HandlerOptions, Handlers } from "./handler.js";
+import { executeBatch } from "./batch.js";
+import type { BatchHandlerOptions, BatchHandlers, HandlerOptions, Handlers } from "./handler.js";
 import { ShutdownError } from "./handler-errors.js";
 import { silent } from "./logger.js";
 import type { Logger } from "./logger.js";
@@ -26,10 +27,22 @@ import { streamLoop } from "./stream-intake.js";
 import { clipText, type Limits, limitsOf } from "./text.js";
 import { toDuration } from "./time.js";
 
-/** WorkerOptions configures a Worker. url and handlers are required; durations are milliseconds. */
+/** WorkerOptions configures a Worker. url and handlers (or batchHandlers) are required; durations are milliseconds. */
 export interface WorkerOptions extends ConnectionOptions {
-  /** handlers maps each kind this worker takes to its handler. */
-  handlers: Handlers;
+  /** handlers maps each kind this worker takes one job at a time to its handler. */
+  handlers?: Handlers;
+  /**
+   * batchHandlers maps each kind this worker takes in batches to its batch handler (see
+   * BatchHandler, docs/workers.md "Batches"): the server claims a kind's queued jobs of one
+   * group (with ungrouped, its jobs without a group too) together, up to maxJobs, lingering
+   * up to maxWait to fill, and the worker runs each batch with one call. In stream mode a
+   * batch costs one credit per job and takes one slot (of concurrency, and of its kind's
+   * kindConcurrency); in poll mode a poll's batch is cut to the free slots, one per job, held
+   * until the handler returns. A kind is in handlers or batchHandlers, not both. Needs a
+   * server that batches (an older one sends the kind's jobs one by one: each runs as a batch
+   * of one).
+   */
+  batchHandlers?: BatchHandlers;
   /** queue to work (default "default" when queues is empty too). */
   queue?: string;
   /**
@@ -83,6 +96,9 @@ export interface WorkerOptions extends ConnectionOptions {
   observer?: Observer;
 }
 
+/** BatchHandlerOptions.maxJobs when it is 0 or unset (the Go worker's BatchOpts default). */
+const defaultBatchMaxJobs = 100;
+
 /** The most queues one worker works (the server's limit). */
 const maxQueues = 64;
 
@@ -114,6 +130,7 @@ export class Worker {
   private readonly reporter: Reporter;
   private readonly executor: Executor;
   private readonly handlers = new Map<string, HandlerOptions>();
+  private readonly batchHandlers = new Map<string, BatchHandlerOptions>();
   private readonly log: Logger;
   private readonly mode: "stream" | "poll";
   private readonly concurrency: number;
@@ -128,7 +145,7 @@ export class Worker {
   private readonly attempts = new Map<string, Attempt>();
   private declined: ActivatedJob[] = []; // pushed to a stopping worker: released once its stream is closed
   private busy = 0; // stream mode: slots taken by handlers, at most concurrency
-  private waiting: Attempt[] = []; // stream mode: pushed while every slot, or its kind's room, was taken, in push order
+  private waiting: Attempt[][] = []; // stream mode: jobs (a job, or a batch's) pushed while every slot, or its kind's room, was taken, in push order
   // stream mode: the running handlers of the capped kinds, a second guard behind the server's
   // caps (for jobs of a stream that closed still running as another opens, and for a server
   // that ignores the caps)
@@ -159,8 +176,15 @@ export class Worker {
     for (const [kind, h] of Object.entries(options.handlers ?? {})) {
       this.handlers.set(kind, typeof h === "function" ? { handle: h } : h);
     }
-    check(this.handlers.size > 0, "handlers has no handler");
-    for (const [kind, h] of this.handlers) checkHandler(kind, h);
+    for (const [kind, h] of Object.entries(options.batchHandlers ?? {})) {
+      this.batchHandlers.set(kind, typeof h === "function" ? { handle: h } : h);
+    }
+    check(this.handlers.size + this.batchHandlers.size > 0, "handlers has no handler");
+    for (const [kind, h] of this.handlers) checkHandler(`handlers[${JSON.stringify(kind)}]`, h);
+    for (const [kind, h] of this.batchHandlers) {
+      check(!this.handlers.has(kind), `batchHandlers[${JSON.stringify(kind)}]: the kind has a handler in handlers too`);
+      checkBatchHandler(`batchHandlers[${JSON.stringify(kind)}]`, h);
+    }
     check(this.mode === "stream" || this.mode === "poll", `mode ${JSON.stringify(this.mode)} is neither "stream" nor "poll"`);
     check(Number.isInteger(this.concurrency) && this.concurrency >= 1 && this.concurrency <= 1000, `concurrency ${this.concurrency} is outside 1–1000`);
     check(Number.isInteger(this.prefetch) && this.prefetch >= 0, `prefetch ${this.prefetch} is not a whole number of jobs`);
@@ -171,7 +195,7 @@ export class Worker {
     this.kindConcurrency = { ...options.kindConcurrency };
     for (const [kind, n] of Object.entries(this.kindConcurrency)) {
       check(Number.isInteger(n) && n >= 1, `kindConcurrency[${JSON.stringify(kind)}] ${n} is not a whole number of at least 1`);
-      check(this.handlers.has(kind), `kindConcurrency[${JSON.stringify(kind)}] names a kind with no handler`);
+      check(this.handlers.has(kind) || this.batchHandlers.has(kind), `kindConcurrency[${JSON.stringify(kind)}] names a kind with no handler`);
     }
     check(this.mode === "poll" || Object.keys(this.kindConcurrency).length <= 64,
       `kindConcurrency caps ${Object.keys(this.kindConcurrency).length} kinds; a stream caps at most 64`);
@@ -183,12 +207,12 @@ export class Worker {
     this.reporter = new Batcher(this.api);
     this.leases = new LeaseKeeper({
       api: this.api, lease: this.lease, backoff: new Tracker("extend leases", loopPolicy, this.log, { worker: this.name }),
-      running: () => [...this.attempts.values(), ...this.waiting], // a waiting job's lease is the worker's too
+      running: () => [...this.attempts.values(), ...this.waiting.flat()], // a waiting job's lease is the worker's too
       refused: (err) => this.refused(err),
     });
     this.executor = {
       api: this.api, reporter: this.reporter, mode: this.mode, log: this.log,
-      handler: (kind) => this.handlers.get(kind), decline: (a) => this.decline(a.job), leaseSet: () => this.leases.shortened(),
+      handler: (kind) => this.handlers.get(kind), batchHandler: (kind) => this.batchHandlers.get(kind), decline: (a) => this.decline(a.job), leaseSet: () => this.leases.shortened(),
       refused: (err) => this.refused(err),
       observer: options.observer,
     };
@@ -199,7 +223,9 @@ export class Worker {
    * (code Unauthenticated or PermissionDenied: no key where one is required, a bad or revoked
    * key, a key without the work scope) on any call, a poll, its stream, an outcome's report or
    * a lease renewal; or it serves no input limits (a NoLimitsError: the worker takes its limits
-   * only from its server, and no job before it has them). Asking again cannot help, so the
+   * only from its server, and no job before it has them); or it refused the worker's own
+   * requests for jobs as INVALID_ARGUMENT (code InvalidArgument, naming the field: a
+   * batchHandlers maxJobs it does not take is batch_kinds[i].max_jobs). Asking again cannot help, so the
    * worker does not (it renews no lease either): start a new one with a valid key, against an
    * upgraded server. Undefined while it did not stop by itself.
    */
@@ -212,7 +238,11 @@ export class Worker {
     if (this.refusal) return;
     this.refusal = err;
     if (err instanceof NoLimitsError) this.log.error(`the worker takes no jobs: ${err.rawMessage}`, { worker: this.name });
-    else {
+    else if (err.code === Code.InvalidArgument) {
+      this.log.error("the server refused the worker's requests for jobs: it takes no jobs until it is started again with options the server takes", {
+        worker: this.name, err: err.message,
+      });
+    } else {
       this.log.error("the server refused the worker's API key: it takes no more jobs until it is started again with a valid key", {
         worker: this.name, err: err.message,
       });
@@ -230,10 +260,13 @@ export class Worker {
   start(): void {
     if (this.state !== "new") throw new Error("hopper: worker already started");
     this.state = "started";
-    const kinds = [...this.handlers.keys()].sort();
+    const kinds = [...this.handlers.keys(), ...this.batchHandlers.keys()].sort();
     // One queue alone, as a server that knows of only one expects; several: the first and all.
     const queues = this.queues.length > 1 ? this.queues : [];
-    const common = { worker: this.name, queue: this.queues[0], queues, kinds, leaseTimeout: toDuration(this.lease) };
+    const batchKinds = [...this.batchHandlers].sort(([a], [b]) => (a < b ? -1 : 1)).map(([kind, h]) => create(BatchKindSchema, {
+      kind, maxJobs: h.maxJobs || defaultBatchMaxJobs, maxWait: h.maxWait ? toDuration(h.maxWait) : undefined, ungrouped: h.ungrouped ?? false,
+    }));
+    const common = { worker: this.name, queue: this.queues[0], queues, kinds, batchKinds, leaseTimeout: toDuration(this.lease) };
     this.loops.push(this.leases.run(this.keeping.signal));
     // No job is taken before the server has said its limits.
     let limitsKnown: (known: boolean) => void = () => {};
@@ -247,7 +280,7 @@ export class Worker {
       const request = create(StreamJobsRequestSchema, { ...common, credit, kindConcurrency });
       const backoff = new Tracker("job stream", workPolicy, this.log, { worker: this.name });
       this.loops.push(after(() => streamLoop({
-        api: this.api, request, backoff, launch: (j) => this.admit(j), decline: (j) => this.decline(j),
+        api: this.api, request, backoff, launch: (jobs) => this.admit(jobs), decline: (j) => this.decline(j),
         refused: (err) => this.refused(err),
       }, this.intake.signal)));
       return;
@@ -255,7 +288,7 @@ export class Worker {
     const request = create(ActivateRequestSchema, { ...common, requestTimeout: toDuration(this.pollWait) });
     this.loops.push(after(() => pollLoop({
       api: this.api, request, backoff: new Tracker("activate jobs", workPolicy, this.log, { worker: this.name }),
-      concurrency: this.concurrency, kindConcurrency: this.kindConcurrency, launch: (j, handled) => this.launch(j, handled), release: (j, why) => this.release(j, why),
+      concurrency: this.concurrency, kindConcurrency: this.kindConcurrency, launch: (jobs, handled) => this.launch(jobs, handled), release: (j, why) => this.release(j, why),
       refused: (err) => this.refused(err),
     }, this.intake.signal)));
   }
@@ -323,7 +356,7 @@ export class Worker {
 
   private async shutdown(signal: AbortSignal | undefined): Promise<void> {
     this.state = "stopping";
-    for (const a of this.waiting.splice(0)) this.decline(a.job); // never started: released with the stream closed
+    for (const a of this.waiting.splice(0).flat()) this.decline(a.job); // never started: released with the stream closed
     if (this.mode === "poll") this.intake.abort(); // no more polls; a stream stays open until its jobs are done
     const drained = Promise.all([...this.attempts.values()].map((a) => a.done)).then(() => true);
     if (!(await Promise.race([drained, aborted(signal).then(() => false)]))) {
@@ -346,32 +379,38 @@ export class Worker {
   }
 
   /**
-   * launch runs job and calls handled once its handler has returned (its outcome may still be
-   * on its way); undefined when the worker is stopping.
+   * launch runs jobs, a job or a batch's jobs, and calls handled once its handler has returned
+   * (its outcome may still be on its way); false when the worker is stopping.
    */
-  private launch(job: ActivatedJob, handled?: () => void): Attempt | undefined {
-    if (this.state !== "started") return undefined;
-    const a = new Attempt(job, this.lease, handled, this.served());
-    this.run(a);
-    return a;
+  private launch(jobs: ActivatedJob[], handled: () => void): boolean {
+    if (this.state !== "started") return false;
+    this.run(this.attemptsOf(jobs, handled));
+    return true;
   }
 
   /**
-   * admit takes a job pushed on the stream: it starts at once on a free slot if its kind has
-   * room (kindConcurrency), else waits for both (prefetch: the server pushes no more than the
-   * stream's credit); undefined when the worker is stopping.
+   * admit takes a job pushed on the stream, or a batch's jobs: it starts at once on a free
+   * slot (a batch takes one) if its kind has room (kindConcurrency), else waits for both
+   * (prefetch: the server pushes no more than the stream's credit); false when the worker is
+   * stopping.
    */
-  private admit(job: ActivatedJob): Attempt | undefined {
-    if (this.state !== "started") return undefined;
-    const a = new Attempt(job, this.lease, () => this.slotFreed(job.kind), this.served());
-    if (this.busy < this.concurrency && this.kinds.room(job.kind)) {
+  private admit(jobs: ActivatedJob[]): boolean {
+    if (this.state !== "started") return false;
+    const kind = jobs[0]!.kind;
+    const as = this.attemptsOf(jobs, () => this.slotFreed(kind));
+    if (this.busy < this.concurrency && this.kinds.room(kind)) {
       this.busy++;
-      this.kinds.take(job.kind);
-      this.run(a);
+      this.kinds.take(kind);
+      this.run(as);
     } else {
-      this.waiting.push(a);
+      this.waiting.push(as);
     }
-    return a;
+    return true;
+  }
+
+  /** attemptsOf makes the attempts of jobs (a job, or a batch's), the first calling handled. */
+  private attemptsOf(jobs: ActivatedJob[], handled: () => void): Attempt[] {
+    return jobs.map((j, i) => new Attempt(j, this.lease, i === 0 ? handled : undefined, this.served()));
   }
 
   /**
@@ -383,35 +422,45 @@ export class Worker {
   private slotFreed(kind: string): void {
     this.kinds.give(kind);
     for (let i = 0; i < this.waiting.length && this.state === "started";) {
-      const a = this.waiting[i]!;
-      if (a.cause === undefined && !this.kinds.room(a.job.kind)) {
+      const as = this.waiting[i]!;
+      const alive = as.some((a) => a.cause === undefined);
+      const kind = as[0]!.job.kind;
+      if (alive && !this.kinds.room(kind)) {
         i++; // its kind has no room: it waits for a job of its kind to end
         continue;
       }
       this.waiting.splice(i, 1);
-      if (a.cause === undefined) {
-        this.kinds.take(a.job.kind);
-        this.run(a);
+      if (alive) {
+        this.kinds.take(kind);
+        this.run(as);
         return;
       }
-      const p = this.release(a.job, "lease lost while waiting for a slot");
-      this.releasing.add(p);
-      void p.finally(() => this.releasing.delete(p));
+      for (const a of as) {
+        const p = this.release(a.job, "lease lost while waiting for a slot");
+        this.releasing.add(p);
+        void p.finally(() => this.releasing.delete(p));
+      }
     }
     this.busy--;
   }
 
-  /** run starts a's handler; a.handled is called once it has returned. */
-  private run(a: Attempt): void {
-    const job = a.job;
-    const key = a.key;
-    this.attempts.set(key, a);
-    a.done = execute(this.executor, a)
+  /**
+   * run starts the handler of as: a job's, or a batch's (the jobs of a batch kind, even one
+   * the server sent alone, run in a batch); each attempt's handled is called once it has returned.
+   */
+  private run(as: Attempt[]): void {
+    const job = as[0]!.job;
+    for (const a of as) this.attempts.set(a.key, a);
+    const running = this.batchHandlers.has(job.kind) ? executeBatch(this.executor, as) : execute(this.executor, as[0]!);
+    const done = running
       .catch((err: unknown) => this.log.error("run job", { jobId: job.id, err: String(err) }))
       .finally(() => {
-        this.attempts.delete(key);
-        a.handled();
+        for (const a of as) {
+          this.attempts.delete(a.key);
+          a.handled();
+        }
       });
+    for (const a of as) a.done = done;
   }
 
   /** release hands a job this worker will not run back to its queue, with one try. */
@@ -467,8 +516,7 @@ export class Worker {
  * checkHandler checks a kind's options as the server would: a kind's retryPolicy goes with
  * each failure, and one the server refuses would fail every attempt with its reason instead.
  */
-function checkHandler(kind: string, h: HandlerOptions): void {
-  const name = `handlers[${JSON.stringify(kind)}]`;
+function checkHandler(name: string, h: HandlerOptions | BatchHandlerOptions): void {
   check(typeof h.handle === "function", `${name} is not a function`);
   check(h.timeout === undefined || (Number.isFinite(h.timeout) && h.timeout >= 0), `${name}.timeout ${h.timeout} is not a duration in ms`);
   const p = h.retryPolicy;
@@ -476,6 +524,17 @@ function checkHandler(kind: string, h: HandlerOptions): void {
   check((p.base ?? 0) >= 0 && (p.cap ?? 0) >= 0, `${name}.retryPolicy: base and cap must not be negative`);
   check(!p.multiplier || (p.multiplier >= 1 && Number.isFinite(p.multiplier)), `${name}.retryPolicy: multiplier ${p.multiplier} must be at least 1`);
   check(!((p.jitter ?? 0) > 1) && !Number.isNaN(p.jitter), `${name}.retryPolicy: jitter ${p.jitter} must be at most 1 (negative disables jitter)`);
+}
+
+/**
+ * checkBatchHandler checks a batch kind's options as checkHandler does, and its batching:
+ * maxJobs a whole number (the server says how many it takes, refusing the worker's requests
+ * with INVALID_ARGUMENT naming batch_kinds[i].max_jobs otherwise), maxWait a duration.
+ */
+function checkBatchHandler(name: string, h: BatchHandlerOptions): void {
+  checkHandler(name, h);
+  check(h.maxJobs === undefined || (Number.isInteger(h.maxJobs) && h.maxJobs >= 0), `${name}.maxJobs ${h.maxJobs} is not a whole number of jobs`);
+  check(h.maxWait === undefined || (Number.isFinite(h.maxWait) && h.maxWait >= 0), `${name}.maxWait ${h.maxWait} is not a duration in ms`);
 }
 
 function check(ok: boolean, what: string): asserts ok {

@@ -6,7 +6,7 @@
 import {
   BusinessError, failWithCheckpoint, NoRetryError, RetryAfterError, SnoozeError, SuspendError, Worker,
 } from "../src/index.js";
-import type { RunningJob } from "../src/index.js";
+import type { Batch, RunningJob } from "../src/index.js";
 
 interface Args {
   case: string;
@@ -84,6 +84,16 @@ async function work(job: RunningJob<Args>): Promise<unknown> {
   throw new NoRetryError(`unknown case ${JSON.stringify(a.case)}`);
 }
 
+/** workBatch runs one call of the batch cases (e2e/sdk/cases, BatchHandler). */
+function workBatch(b: Batch<{ case: string }>): void {
+  say("batch", { ids: b.jobs.map((j) => j.id) });
+  if (b.jobs.some((j) => j.args.case === "boom")) throw new Error("boom");
+  for (const [i, j] of b.jobs.entries()) {
+    if (j.args.case === "result") b.setResult(i, "item result");
+    if (j.args.case === "fail") b.fail(i, new Error("bad item"));
+  }
+}
+
 const mode = process.env.HOPPER_MODE || "stream";
 if (mode !== "stream" && mode !== "poll") throw new Error(`HOPPER_MODE ${JSON.stringify(mode)}: want stream or poll`);
 const lease = envInt("HOPPER_LEASE_MS", 0);
@@ -108,6 +118,7 @@ const worker = new Worker({
       }
     },
   },
+  batchHandlers: { "conformance-batch": { handle: workBatch, maxJobs: 10 } },
 });
 worker.start();
 say("ready", { sdk: "typescript", extra: [] });

@@ -42,7 +42,7 @@ describe("stream keepalives", () => {
     const stop = new AbortController();
     const done = streamLoop({
       api, request: create(StreamJobsRequestSchema, {}), backoff: new Tracker("job stream", workPolicy, log),
-      launch: () => undefined, decline: () => {}, refused: () => {},
+      launch: () => false, decline: () => {}, refused: () => {},
     }, stop.signal);
     await settle();
     assert.equal(opened(), 1);

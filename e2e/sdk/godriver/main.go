@@ -90,6 +90,9 @@ func run() error {
 		Begin: func(id string, attempt int) { say("begin", "id", id, "attempt", attempt) },
 		End:   func(id string, attempt int) { say("end", "id", id, "attempt", attempt) },
 	})
+	hopper.AddBatchWorker[cases.BatchArgs](ws, cases.BatchHandler{
+		Begin: func(ids []string) { say("batch", "ids", ids) },
+	}, cases.BatchOpts)
 	cfg.Workers = ws
 	w, err := remote.New(cfg)
 	if err != nil {

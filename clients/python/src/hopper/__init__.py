@@ -15,6 +15,7 @@ from .handler_errors import (
     BusinessError, CheckpointError, JobTimeout, LeaseLostError, NoRetry, RetryAfter, Shutdown, Snooze, Suspend,
     fail_with_checkpoint,
 )
+from .batch import Batch, BatchHandlerOptions
 from .job import Job, JobAttempt, JobEvent, NewJob, RetryPolicy
 from .worker import HandlerOptions, RunningJob, SyncRunningJob, Worker, WorkerEvent
 from .text import Limits, clip_text, limits_of
@@ -28,6 +29,6 @@ __all__ = [
     "BusinessError", "CheckpointError", "JobTimeout", "LeaseLostError", "NoRetry", "RetryAfter", "Shutdown", "Snooze",
     "Suspend", "fail_with_checkpoint",
     "Job", "JobAttempt", "JobEvent", "NewJob", "RetryPolicy",
-    "HandlerOptions", "RunningJob", "SyncRunningJob", "Worker", "WorkerEvent",
+    "Batch", "BatchHandlerOptions", "HandlerOptions", "RunningJob", "SyncRunningJob", "Worker", "WorkerEvent",
     "Limits", "clip_text", "limits_of",
 ]

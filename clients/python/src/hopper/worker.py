@@ -25,6 +25,7 @@ import grpc
 import grpc.aio
 
 from . import _backoff, _governor, _rpc
+from .batch import Batch, BatchHandler, BatchHandlerOptions, _BatchHandler, grouped
 from ._json import decode_json
 from .errors import (
     FailedPrecondition, HopperError, Internal, InvalidArgument, NoLimitsError, NotFound, Unavailable, error_of, is_refusal,
@@ -36,7 +37,8 @@ from .job import RetryPolicy, set_duration, time_of
 from .outcome import Decision, Ending, Mode, decide, outcome_name
 from .text import Limits, clip_text, limits_of
 
-__all__ = ["Worker", "HandlerOptions", "RunningJob", "SyncRunningJob", "WorkerEvent", "Handler"]
+__all__ = ["Worker", "HandlerOptions", "RunningJob", "SyncRunningJob", "WorkerEvent", "Handler", "Batch", "BatchHandler",
+           "BatchHandlerOptions"]
 
 try:  # OpenTelemetry is optional: with it, a handler runs in the trace context its job's headers carry.
     from opentelemetry import context as _otel_context
@@ -110,7 +112,7 @@ class _Attempt:
 
     __slots__ = (
         "job", "key", "lease", "timeout", "pending", "beat", "cause", "task", "cancellable", "done", "handled",
-        "limits",
+        "limits", "on_abort",
     )
 
     def __init__(self, job: pb.ActivatedJob, lease: float, handled: Callable[[], None] | None, limits: Limits) -> None:
@@ -128,6 +130,7 @@ class _Attempt:
         self.done: asyncio.Future[None] | None = None
         self.handled = _once(handled)
         self.limits = limits
+        self.on_abort: Callable[[], None] | None = None  # a batch's: stops its call once every job is told to stop
 
     def abort(self, reason: BaseException) -> None:
         """abort tells the handler to stop, for reason; only the first reason counts. An async
@@ -137,6 +140,8 @@ class _Attempt:
         self.cause = reason
         if self.cancellable and self.task is not None:
             self.task.cancel()
+        if self.on_abort is not None:
+            self.on_abort()
 
 
 def _once(f: Callable[[], None] | None) -> Callable[[], None]:
@@ -262,6 +267,28 @@ class SyncRunningJob:
         self._wait(self._job.extend_lease(duration))
 
 
+@dataclass(frozen=True)
+class _KindLimits:
+    timeout: float | None
+    policy: pb.RetryPolicy | None
+
+
+def _kind_limits(name: str, opts: HandlerOptions | BatchHandlerOptions) -> _KindLimits:
+    """_kind_limits checks a kind's timeout and retry policy as the server would: a kind's
+    retry_policy goes with each failure, and one the server refuses would fail every attempt
+    with its reason instead."""
+    timeout = seconds(opts.timeout) if opts.timeout is not None else None
+    if timeout is not None and not timeout >= 0:
+        raise ValueError(f"hopper: Worker: {name}.timeout {timeout} is not a duration")
+    p = opts.retry_policy
+    if p is not None:
+        if p.multiplier is not None and not p.multiplier >= 1:
+            raise ValueError(f"hopper: Worker: {name}.retry_policy: multiplier {p.multiplier} must be at least 1")
+        if p.jitter is not None and p.jitter > 1:
+            raise ValueError(f"hopper: Worker: {name}.retry_policy: jitter {p.jitter} must be at most 1")
+    return _KindLimits(timeout, p.to_proto() if p is not None else None)
+
+
 class _Handler:
     __slots__ = ("fn", "is_async", "timeout", "policy")
 
@@ -272,19 +299,11 @@ class _Handler:
         self.fn = opts.handle
         self.is_async = inspect.iscoroutinefunction(opts.handle) or inspect.iscoroutinefunction(
             getattr(opts.handle, "__call__", None))
-        self.timeout = seconds(opts.timeout) if opts.timeout is not None else None
-        if self.timeout is not None and not self.timeout >= 0:
-            raise ValueError(f"hopper: Worker: handlers[{kind!r}].timeout {self.timeout} is not a duration")
-        self.policy = opts.retry_policy.to_proto() if opts.retry_policy is not None else None
-        p = opts.retry_policy
-        if p is not None:
-            if p.multiplier is not None and not p.multiplier >= 1:
-                raise ValueError(f"hopper: Worker: handlers[{kind!r}].retry_policy: multiplier {p.multiplier} must be at least 1")
-            if p.jitter is not None and p.jitter > 1:
-                raise ValueError(f"hopper: Worker: handlers[{kind!r}].retry_policy: jitter {p.jitter} must be at most 1")
+        limits = _kind_limits(f"handlers[{kind!r}]", opts)
+        self.timeout, self.policy = limits.timeout, limits.policy
 
 
-def _kind_concurrency(caps: Mapping[str, int] | None, handlers: Mapping[str, _Handler], mode: str) -> dict[str, int]:
+def _kind_concurrency(caps: Mapping[str, int] | None, handlers: Mapping[str, object], mode: str) -> dict[str, int]:
     """_kind_concurrency checks the kind_concurrency option, as the Go and TypeScript workers
     do: each bound a whole number of at least 1, each kind one with a handler, at most 64 kinds
     in stream mode (a poll caps any number)."""
@@ -377,7 +396,8 @@ class Worker:
         self,
         url: str,
         *,
-        handlers: Mapping[str, Handler | HandlerOptions],
+        handlers: Mapping[str, Handler | HandlerOptions] | None = None,
+        batch_handlers: Mapping[str, BatchHandler | BatchHandlerOptions] | None = None,
         api_key: str | None = None,
         queue: str | None = None,
         queues: list[str] | None = None,
@@ -415,9 +435,14 @@ class Worker:
         self._queues = qs or ["default"]
         if len(self._queues) > _MAX_QUEUES:
             raise ValueError(f"hopper: Worker: queues: {len(self._queues)} queues, more than {_MAX_QUEUES}")
-        if not handlers:
+        if not handlers and not batch_handlers:
             raise ValueError("hopper: Worker: handlers has no handler")
-        self._handlers = {kind: _Handler(kind, h) for kind, h in handlers.items()}
+        self._handlers = {kind: _Handler(kind, h) for kind, h in (handlers or {}).items()}
+        self._batch_handlers: dict[str, _BatchHandler] = {}
+        for kind, bh in (batch_handlers or {}).items():
+            if kind in self._handlers:
+                raise ValueError(f"hopper: Worker: batch_handlers[{kind!r}]: the kind has a handler in handlers too")
+            self._batch_handlers[kind] = _BatchHandler(kind, bh, _kind_limits)
         if mode not in ("stream", "poll"):
             raise ValueError(f'hopper: Worker: mode {mode!r} is neither "stream" nor "poll"')
         if not isinstance(concurrency, int) or not 1 <= concurrency <= 1000:
@@ -432,7 +457,7 @@ class Worker:
             raise ValueError(f"hopper: Worker: lease_duration {self._lease} is under 1 second")
         if not 0 < self._poll_wait <= 300:
             raise ValueError(f"hopper: Worker: poll_wait {self._poll_wait} is outside 0–300 seconds")
-        self._kind_caps = _kind_concurrency(kind_concurrency, self._handlers, mode)
+        self._kind_caps = _kind_concurrency(kind_concurrency, {**self._handlers, **self._batch_handlers}, mode)
         # The running handlers of the capped kinds, in both modes (in stream mode a second guard
         # behind the server's caps: for jobs of a stream that closed still running as another
         # opens, and for a server that ignores the caps).
@@ -453,7 +478,7 @@ class Worker:
         self._limits: Limits | None = None  # the server's, once it has said them: no job is taken before
         self._state: Literal["new", "started", "stopping", "stopped"] = "new"
         self._attempts: dict[tuple[str, int], _Attempt] = {}
-        self._waiting: list[_Attempt] = []  # stream mode: pushed while every slot, or its kind's room, was taken, in push order
+        self._waiting: list[list[_Attempt]] = []  # stream mode: jobs (a job, or a batch's) pushed while every slot, or its kind's room, was taken, in push order
         self._declined: list[pb.ActivatedJob] = []  # pushed to a stopping worker: released once its stream is closed
         self._busy = 0  # stream mode: slots taken by handlers
         self._refusal: HopperError | None = None
@@ -481,8 +506,10 @@ class Worker:
     @property
     def error(self) -> HopperError | None:
         """error is why the worker stopped taking jobs by itself: the server refused its API key
-        (Unauthenticated, PermissionDenied) on a call, or serves no input limits (NoLimitsError:
-        the worker takes its limits only from its server, and no job before it has them). Asking
+        (Unauthenticated, PermissionDenied) on a call, serves no input limits (NoLimitsError:
+        the worker takes its limits only from its server, and no job before it has them), or
+        refused its requests for jobs (InvalidArgument naming the field: a batch_handlers
+        max_jobs it does not take is batch_kinds[i].max_jobs). Asking
         again cannot help, so it does not (it renews no lease either): start a new one with a
         valid key, against an upgraded server. None otherwise."""
         return self._refusal
@@ -563,7 +590,7 @@ class Worker:
 
     async def _shutdown(self, grace: float | None) -> None:
         self._state = "stopping"
-        for a in self._waiting:
+        for a in (a for unit in self._waiting for a in unit):
             self._decline(a.job)  # never started: released with the stream closed
         self._waiting.clear()
         if self._mode == "poll":
@@ -629,6 +656,8 @@ class Worker:
         self._refusal = err
         if isinstance(err, NoLimitsError):
             self._log.error("hopper: the worker takes no jobs (worker %s): %s", self.name, err.raw_message)
+        elif isinstance(err, InvalidArgument):
+            self._log.error("hopper: the server refused the worker's requests for jobs: it takes no jobs until it is started again with options the server takes (worker %s): %s", self.name, err)
         else:
             self._log.error("hopper: the server refused the worker's API key: it takes no more jobs until it is started again with a valid key (worker %s): %s", self.name, err)
         if self._intake is not None and asyncio.current_task() is not self._intake:
@@ -682,18 +711,19 @@ class Worker:
     async def _take_jobs(self) -> None:
         if not await self._learn_limits():
             return
-        kinds = sorted(self._handlers)
+        kinds = sorted([*self._handlers, *self._batch_handlers])
         queues = self._queues if len(self._queues) > 1 else []
+        batch_kinds = [h.kind_proto(kind) for kind, h in sorted(self._batch_handlers.items())]
         if self._mode == "stream":
             credit = self._concurrency + self._prefetch
             # A bound above the credit bounds nothing: the server takes none above it.
             caps = {kind: min(n, credit) for kind, n in self._kind_caps.items()}
             sreq = pb.StreamJobsRequest(worker=self.name, queue=self._queues[0], queues=queues, kinds=kinds,
-                                        credit=credit, kind_concurrency=caps)
+                                        credit=credit, kind_concurrency=caps, batch_kinds=batch_kinds)
             set_duration(sreq.lease_timeout, self._lease)
             await self._stream_loop(sreq)
         else:
-            preq = pb.ActivateRequest(worker=self.name, queue=self._queues[0], queues=queues, kinds=kinds)
+            preq = pb.ActivateRequest(worker=self.name, queue=self._queues[0], queues=queues, kinds=kinds, batch_kinds=batch_kinds)
             set_duration(preq.lease_timeout, self._lease)
             set_duration(preq.request_timeout, self._poll_wait)
             await self._poll_loop(preq)
@@ -746,8 +776,8 @@ class Worker:
             except (grpc.RpcError, HopperError, OSError, asyncio.TimeoutError) as e:
                 err = Unavailable("job stream silent: no message for three keepalive periods; reconnecting") \
                     if isinstance(e, asyncio.TimeoutError) else to_hopper_error(e)
-            if is_refusal(err):
-                self._refused(err)
+            if is_refusal(err) or isinstance(err, InvalidArgument):
+                self._refused(err)  # asking again cannot help
                 return
             await asyncio.sleep(backoff.fail(err))
 
@@ -769,9 +799,10 @@ class Worker:
                 if not worked and (msg.jobs or time.monotonic() - opened >= _STREAM_WORKED):
                     worked = True  # a keepalive alone does not show that it works
                     backoff.succeed()
-                for job in msg.jobs:
-                    if self._admit(job) is None:
-                        self._decline(job)  # pushed while stopping
+                for unit in grouped(msg.jobs):  # a batch comes in one message: its parts pushed apart are batches of their own
+                    if not self._admit(unit):
+                        for job in unit:
+                            self._decline(job)  # pushed while stopping
         finally:
             call.cancel()
 
@@ -784,6 +815,7 @@ class Worker:
         polls again once a job of one ends."""
         backoff = _backoff.Tracker("activate jobs", _backoff.WORK, self._log, self.name)
         kinds = list(req.kinds)
+        batch_kinds = list(req.batch_kinds)
         assert self._kind_freed is not None
         while True:
             n = await self._free_slots()
@@ -798,31 +830,40 @@ class Worker:
             asked, req.max_jobs, saturated = ask
             del req.kinds[:]
             req.kinds.extend(asked)
+            # A batch kind left out (saturated) is left out of batch_kinds too: each must be one of kinds.
+            del req.batch_kinds[:]
+            req.batch_kinds.extend(bk for bk in batch_kinds if bk.kind in asked)
             set_duration(req.request_timeout, min(self._poll_wait, _SATURATED_POLL_WAIT) if saturated else self._poll_wait)
             try:
                 res = await self._call("Activate", req, timeout=self._poll_wait + 30)
             except grpc.RpcError as e:
                 err = to_hopper_error(e)
-                if is_refusal(err):
-                    self._refused(err)
+                if is_refusal(err) or isinstance(err, InvalidArgument):
+                    self._refused(err)  # asking again cannot help: the worker's own requests are refused
                     return
                 await asyncio.sleep(backoff.fail(err))
                 continue
             backoff.succeed()
-            for job in res.jobs:
-                self._busy += 1
-                self._kinds.take(job.kind)
-                freed = self._poll_slot_freed(job.kind)
-                if self._launch(job, freed) is None:
+            # A batch (the poll cut it to the free slots) takes a slot per job, held until its
+            # handler returns.
+            for unit in grouped(res.jobs):
+                for job in unit:
+                    self._busy += 1
+                    self._kinds.take(job.kind)
+                freed = self._poll_slot_freed([job.kind for job in unit])
+                if not self._launch(unit, freed):
                     freed()
-                    self._spawn(self._release(job, "worker stopping"))
+                    for job in unit:
+                        self._spawn(self._release(job, "worker stopping"))
 
-    def _poll_slot_freed(self, kind: str) -> Callable[[], None]:
-        """_poll_slot_freed is what frees the slot of a polled job of kind, and its kind's room, once."""
+    def _poll_slot_freed(self, kinds: list[str]) -> Callable[[], None]:
+        """_poll_slot_freed is what frees the slots of polled jobs of kinds (a job's, or a
+        batch's), and their kinds' room, once."""
 
         def free() -> None:
-            self._kinds.give(kind)
-            self._busy -= 1
+            for kind in kinds:
+                self._kinds.give(kind)
+                self._busy -= 1
             assert self._freed is not None
             self._freed.set()
 
@@ -851,21 +892,26 @@ class Worker:
                     break
         return size - self._busy
 
-    def _admit(self, job: pb.ActivatedJob) -> _Attempt | None:
-        """_admit takes a job pushed on the stream: it starts at once on a free slot if its kind
-        has room (kind_concurrency), else waits for both (prefetch: the server pushes no more
-        than the stream's credit); None when the worker is stopping."""
+    def _admit(self, jobs: list[pb.ActivatedJob]) -> bool:
+        """_admit takes a job pushed on the stream, or a batch's jobs: it starts at once on a
+        free slot (a batch takes one) if its kind has room (kind_concurrency), else waits for
+        both (prefetch: the server pushes no more than the stream's credit); False when the
+        worker is stopping."""
         if self._state != "started":
-            return None
-        kind = job.kind
-        a = _Attempt(job, self._lease, lambda: self._stream_slot_freed(kind), self._served())
+            return False
+        kind = jobs[0].kind
+        unit = self._attempts_of(jobs, lambda: self._stream_slot_freed(kind))
         if self._busy < self._concurrency and self._kinds.room(kind):
             self._busy += 1
             self._kinds.take(kind)
-            self._run(a)
+            self._run(unit)
         else:
-            self._waiting.append(a)
-        return a
+            self._waiting.append(unit)
+        return True
+
+    def _attempts_of(self, jobs: list[pb.ActivatedJob], handled: Callable[[], None]) -> list[_Attempt]:
+        """_attempts_of makes the attempts of jobs (a job, or a batch's), the first calling handled."""
+        return [_Attempt(j, self._lease, handled if i == 0 else None, self._served()) for i, j in enumerate(jobs)]
 
     def _stream_slot_freed(self, kind: str) -> None:
         """_stream_slot_freed hands the slot of a job of kind whose handler returned, and its
@@ -874,24 +920,26 @@ class Worker:
         self._kinds.give(kind)
         i = 0
         while i < len(self._waiting) and self._state == "started":
-            a = self._waiting[i]
-            if a.cause is None and not self._kinds.room(a.job.kind):
+            unit = self._waiting[i]
+            alive = any(a.cause is None for a in unit)
+            kind = unit[0].job.kind
+            if alive and not self._kinds.room(kind):
                 i += 1  # its kind has no room: it waits for a job of its kind to end
                 continue
             del self._waiting[i]
-            if a.cause is None:
-                self._kinds.take(a.job.kind)
-                self._run(a)
+            if alive:
+                self._kinds.take(kind)
+                self._run(unit)
                 return
-            self._spawn(self._release(a.job, "lease lost while waiting for a slot"))
+            for a in unit:
+                self._spawn(self._release(a.job, "lease lost while waiting for a slot"))
         self._busy -= 1
 
-    def _launch(self, job: pb.ActivatedJob, handled: Callable[[], None]) -> _Attempt | None:
+    def _launch(self, jobs: list[pb.ActivatedJob], handled: Callable[[], None]) -> bool:
         if self._state != "started":
-            return None
-        a = _Attempt(job, self._lease, handled, self._served())
-        self._run(a)
-        return a
+            return False
+        self._run(self._attempts_of(jobs, handled))
+        return True
 
     def _decline(self, job: pb.ActivatedJob) -> None:
         self._declined.append(job)
@@ -953,11 +1001,33 @@ class Worker:
 
     # ---- running an attempt ----
 
-    def _run(self, a: _Attempt) -> None:
+    def _run(self, unit: list[_Attempt]) -> None:
+        """_run starts the handler of unit: a job's, or a batch's (the jobs of a batch kind,
+        even one the server sent alone, run in a batch)."""
         assert self._loop is not None
+        a = unit[0]
+        if a.job.kind in self._batch_handlers:
+            done = self._loop.create_future()
+            task = self._loop.create_task(self._execute_batch(unit, done))
+            for b in unit:
+                self._attempts[b.key] = b
+                b.done, b.task = done, task  # b.task keeps the task; only the batch's on_abort cancels it
+            return
         self._attempts[a.key] = a
         a.done = self._loop.create_future()
         a.task = self._loop.create_task(self._execute(a))
+
+    async def _conclude(self, a: _Attempt, ending: Ending, run_time: float) -> None:
+        """_conclude decides what a's ending does and acts on it: reports the outcome, keeps the
+        job to release, or nothing; the observer hears the attempt end."""
+        j = a.job
+        decision = decide(ending)
+        self._observe(WorkerEvent("ended", j.id, j.kind, j.queue, j.attempt, outcome_name(decision), run_time))
+        if decision.action == "decline":
+            self._decline(j)
+        elif decision.action == "report":
+            await self._flush_pending(a, time.monotonic() + _REPORT_TIMEOUT)
+            await self._report_or_fail(decision, a.limits)
 
     async def _execute(self, a: _Attempt) -> None:
         j = a.job
@@ -967,13 +1037,7 @@ class Worker:
             ending = await self._handle(a)
             run_time = time.monotonic() - began
             a.handled()  # a slot is free while the outcome is on its way
-            decision = decide(ending)
-            self._observe(WorkerEvent("ended", j.id, j.kind, j.queue, j.attempt, outcome_name(decision), run_time))
-            if decision.action == "decline":
-                self._decline(j)
-            elif decision.action == "report":
-                await self._flush_pending(a, time.monotonic() + _REPORT_TIMEOUT)
-                await self._report_or_fail(decision, a.limits)
+            await self._conclude(a, ending, run_time)
         except Exception as err:  # noqa: BLE001 - a worker's bug must not leak the attempt
             self._log.error("hopper: run job %s: %s", j.id, err)
         finally:
@@ -1034,6 +1098,118 @@ class Worker:
                 _otel_context.detach(token)
         ending.cause = a.cause
         return ending
+
+    async def _execute_batch(self, unit: list[_Attempt], done: asyncio.Future[None]) -> None:
+        """_execute_batch runs the attempts of one batch with one call of their kind's batch
+        handler and concludes each as a lone attempt's."""
+        try:
+            began = time.monotonic()
+            endings = await self._handle_batch(unit)
+            run_time = time.monotonic() - began
+            for a in unit:
+                a.handled()  # the slots are free while the outcomes are on their way
+            await asyncio.gather(*(self._conclude(a, e, run_time) for a, e in zip(unit, endings)))
+        except Exception as err:  # noqa: BLE001 - a worker's bug must not leak the attempts
+            self._log.error("hopper: run batch of job %s: %s", unit[0].job.id, err)
+        finally:
+            for a in unit:
+                self._attempts.pop(a.key, None)
+                a.handled()
+            if not done.done():
+                done.set_result(None)
+
+    async def _handle_batch(self, unit: list[_Attempt]) -> list[Ending]:
+        """_handle_batch calls the batch handler of unit's kind for its jobs, within the batch's
+        timeout (the shortest of its jobs'), and says how each ended. A job whose args do not
+        decode fails alone without retry; a job told to stop before the call (its lease lost)
+        does not join it. What the handler raises fails every job that joined."""
+        h = self._batch_handlers.get(unit[0].job.kind)
+        endings = [Ending(a.job.id, a.job.lease_token, self._mode, limits=a.limits, kind_policy=h.policy if h else None) for a in unit]
+        members: list[tuple[_Attempt, Ending, RunningJob]] = []
+        for a, e in zip(unit, endings):
+            j = a.job
+            self._observe(WorkerEvent("started", j.id, j.kind, j.queue, j.attempt))
+            try:
+                if h is None:
+                    raise NoRetry(f'no batch handler for kind "{j.kind}"')
+                if a.cause is not None:
+                    e.raised, e.error = True, a.cause
+                    continue
+                try:
+                    args = decode_json(j.args)
+                except ValueError as err:
+                    raise NoRetry(f'decode args of kind "{j.kind}": {err}') from err
+                members.append((a, e, RunningJob(self, a, {} if args is None else args)))
+            except Exception as err:  # noqa: BLE001 - an outcome of this job alone
+                e.raised, e.error = True, err
+        if h is not None and members:
+            await self._call_batch(h, members)
+        for a, e in zip(unit, endings):
+            e.cause = a.cause
+        return endings
+
+    async def _call_batch(self, h: _BatchHandler, members: list[tuple[_Attempt, Ending, RunningJob]]) -> None:
+        loop = self._loop
+        assert loop is not None
+        timeout: float | None = None
+        for a, _, _ in members:
+            t = _seconds(a.job, "timeout") or h.timeout or _seconds(a.job, "default_timeout") or None
+            if t and (timeout is None or t < timeout):
+                timeout = t
+        attempts = [a for a, _, _ in members]
+
+        def stopped() -> bool:
+            return all(a.cause is not None for a in attempts)
+
+        task = asyncio.current_task()
+        cancellable = False
+
+        def on_abort() -> None:  # every job told to stop stops an async handler's call
+            if cancellable and task is not None and stopped():
+                task.cancel()
+
+        for a in attempts:
+            a.timeout = timeout
+            a.on_abort = on_abort
+        def time_out(limit: float) -> None:
+            for a in attempts:
+                a.abort(JobTimeout(limit))
+
+        timer = loop.call_later(timeout, time_out, timeout) if timeout else None
+        jobs = [job for _, _, job in members]
+        try:
+            if h.is_async:
+                batch: Batch[Any] = Batch(jobs, stopped)
+                cancellable = True
+                try:
+                    await h.fn(batch)
+                finally:
+                    cancellable = False
+            else:
+                batch = Batch([SyncRunningJob(job, loop) for job in jobs], stopped)
+                assert self._pool is not None
+                await loop.run_in_executor(self._pool, contextvars.copy_context().run, h.fn, batch)
+        except asyncio.CancelledError as err:
+            cancelling = getattr(task, "cancelling", None)
+            if not stopped() and callable(cancelling) and cancelling() > 0:
+                raise  # the task itself is being cancelled (the loop is closing), not the batch
+            if stopped() and task is not None and hasattr(task, "uncancel"):
+                task.uncancel()
+            for _, e, _ in members:
+                e.raised, e.error = True, err
+        except Exception as err:  # noqa: BLE001 - every job fails, each as its own attempt
+            for _, e, _ in members:
+                e.raised, e.error = True, err
+        else:
+            for k, (_, e, _) in enumerate(members):
+                failed, e.result = batch._outcome(k)
+                if failed is not None:
+                    e.raised, e.error = True, failed
+        finally:
+            if timer is not None:
+                timer.cancel()
+            for a in attempts:
+                a.on_abort = None
 
     def _observe(self, ev: WorkerEvent) -> None:
         if self._observer is None:
@@ -1166,7 +1342,7 @@ class Worker:
             self._woken.set()
 
     def _held(self) -> list[_Attempt]:
-        return list(self._attempts.values()) + self._waiting  # a waiting job's lease is the worker's too
+        return list(self._attempts.values()) + [a for unit in self._waiting for a in unit]  # a waiting job's lease is the worker's too
 
     def _cadence(self) -> float:
         d = self._lease
