@@ -197,6 +197,13 @@ func (s *Store) claimUncapped(ctx context.Context, p *store.ClaimParams, kinds [
 // the fair claim's read); the claim; the writes and COMMIT. Under restrictions it claims
 // nothing ahead (p.Ahead). Its jobs are in claim order, or in the fair claim's.
 func (s *Store) claimCapped(ctx context.Context, p *store.ClaimParams, kinds []string, mode claimMode) (jobs []*hoppertype.JobRow, hold store.Hold, err error) {
+	if mode.keyed {
+		done, err := s.fair.claiming(ctx, p.Queue)
+		if err != nil {
+			return nil, hold, err
+		}
+		defer done()
+	}
 	b := &pgx.Batch{}
 	if mode.probe {
 		b.Queue(s.sql(capsApplySQL), p.Queue, kinds)

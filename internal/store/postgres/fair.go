@@ -56,21 +56,22 @@ const fairClaimSQL = `WITH picked AS MATERIALIZED (SELECT j.id FROM unnest($6::t
 // The fair claim's writes to the queue's keys, sent with its COMMIT: first the keys it served
 // and those it may remove are locked, in name order, so that claims lock them in one order
 // and never deadlock ($1 queue, $2 keys); then the keys it served are written with when ($2
-// keys, $3 their served, $4 the turns they used of their round); then the keys of $2 none of
-// whose jobs is queued any more (the claim's own jobs are running by then) are removed (the
-// key a range of one for the look-up, as in byKey: = estimates, in the generic plan a
-// prepared statement gets, that a flooding key's statistics hold for every key, and a
-// whole-table scan finds the first match soonest; TestFairDropPlanWithAFlood).
+// keys, $3 their served, $4 the turns they used of their round); then each key $2 none of
+// whose jobs is queued any more (the claim's own jobs are running by then) is removed, one
+// statement a key (the key a range of one for the look-up, as in byKey: = estimates, in the
+// generic plan a prepared statement gets, that a flooding key's statistics hold for every key,
+// and a whole-table scan finds the first match soonest; and a statement of all the keys at once
+// walked the whole queue's part of jobs_fair for each, filtering by key: 100–190 ms a claim
+// behind a 20,000-job flood; TestFairDropPlanWithAFlood).
 const (
 	fairLockSQL = `SELECT fairness_key FROM {schema}.fair_keys WHERE queue = $1 AND fairness_key = ANY($2::text[])
 	ORDER BY fairness_key FOR UPDATE`
 	fairServeSQL = `INSERT INTO {schema}.fair_keys AS f (queue, fairness_key, served, used)
 	SELECT $1, t.k, t.s, t.u FROM unnest($2::text[], $3::bigint[], $4::int[]) AS t(k, s, u)
 	ON CONFLICT (queue, fairness_key) DO UPDATE SET served = excluded.served, used = excluded.used`
-	fairDropSQL = `DELETE FROM {schema}.fair_keys f WHERE f.queue = $1 AND f.fairness_key = ANY($2::text[])
-	AND f.fairness_key <> ''
-	AND NOT EXISTS (SELECT 1 FROM {schema}.jobs j WHERE j.state = 'queued' AND j.queue = $1
-		AND j.fairness_key >= f.fairness_key AND j.fairness_key <= f.fairness_key)`
+	fairDropSQL = `DELETE FROM {schema}.fair_keys WHERE queue = $1 AND fairness_key = $2 AND fairness_key <> ''
+	AND NOT EXISTS (SELECT 1 FROM {schema}.jobs WHERE state = 'queued' AND queue = $1
+		AND fairness_key >= $2 AND fairness_key <= $2)`
 )
 
 // fairRead is what fairReadSQL read: the candidates, the keys read (not "") with their rows,
@@ -210,8 +211,8 @@ func (s *Store) claimFair(ctx context.Context, tx sqlConn, p *store.ClaimParams,
 		}
 		after.Queue(s.sql(fairServeSQL), p.Queue, names, vals, used)
 	}
-	if len(drop) > 0 {
-		after.Queue(s.sql(fairDropSQL), p.Queue, drop)
+	for _, k := range drop {
+		after.Queue(s.sql(fairDropSQL), p.Queue, k)
 	}
 	if keyLeft != nil {
 		keyLeft.Spend(jobs)
