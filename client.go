@@ -95,7 +95,13 @@ func (c *Client) hookEngine(ecfg *engine.Config) {
 		c.obs.outcome(p, err, remote)
 	}
 	if c.obs.enabled() {
-		ecfg.OnClaimed = func(rows []*JobRow) { c.obs.claimed(rows, false) }
+		ecfg.OnClaimed = func(rows []*JobRow, batch bool) {
+			if batch {
+				c.obs.claimed(rows, false, oneBatch(rows))
+			} else {
+				c.obs.claimed(rows, false, nil)
+			}
+		}
 		ecfg.OnRescued = c.obs.rescued
 		ecfg.OnInserted = func(rows []*JobRow) { c.obs.inserted(context.Background(), rows...) }
 	}

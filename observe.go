@@ -2,6 +2,7 @@ package hopper
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 
 	"github.com/hopperjobs/hopper/hoppertype"
@@ -23,6 +24,7 @@ type (
 	ObserverFunc = hoppertype.ObserverFunc
 	JobEventType = hoppertype.JobEventType
 	JobEvent     = hoppertype.JobEvent
+	BatchInfo    = hoppertype.BatchInfo
 )
 
 // Job events; see hoppertype.JobEventType.
@@ -80,16 +82,60 @@ func (o *observers) inserted(ctx context.Context, jobs ...*JobRow) {
 	}
 }
 
-// claimed reports attempts that start, for remote workers or not.
-func (o *observers) claimed(rows []*JobRow, remote bool) {
+// claimed reports attempts that start, for remote workers or not, with the batch of each
+// job claimed in one (batchOf, by job id; nil for none).
+func (o *observers) claimed(rows []*JobRow, remote bool, batchOf map[string]string) {
 	if !o.enabled() {
 		return
 	}
 	ctx := context.Background()
+	batches := batchesOf(rows, batchOf)
 	for _, r := range rows {
-		o.emit(ctx, JobEvent{Type: JobStarted, JobID: r.ID, Kind: r.Kind, Queue: r.Queue, Attempt: r.Attempt,
-			State: StateRunning, Wait: max(r.StartedAt.Sub(r.RunAt), 0), Remote: remote})
+		ev := JobEvent{Type: JobStarted, JobID: r.ID, Kind: r.Kind, Queue: r.Queue, Attempt: r.Attempt,
+			State: StateRunning, Wait: max(r.StartedAt.Sub(r.RunAt), 0), Remote: remote}
+		if b := batches[batchOf[r.ID]]; b != nil {
+			ev.Batch = *b
+			b.Index++
+		}
+		o.emit(ctx, ev)
 	}
+}
+
+// batchesOf returns the batches of rows by id (batchOf: each job's), each with its size and
+// linger, at Index 0.
+func batchesOf(rows []*JobRow, batchOf map[string]string) map[string]*BatchInfo {
+	if len(batchOf) == 0 {
+		return nil
+	}
+	out := map[string]*BatchInfo{}
+	for _, r := range rows {
+		id := batchOf[r.ID]
+		if id == "" {
+			continue
+		}
+		b := out[id]
+		if b == nil {
+			b = &BatchInfo{ID: id}
+			out[id] = b
+		}
+		b.Size++
+		b.Linger = max(b.Linger, r.StartedAt.Sub(r.RunAt))
+	}
+	return out
+}
+
+// batchID names a batch, of jobs as claimed: its first job's id and lease token
+// (ActivatedJob.batch_id, JobEvent.Batch).
+func batchID(jobs []*JobRow) string { return fmt.Sprintf("%s.%d", jobs[0].ID, jobs[0].Token) }
+
+// oneBatch says that jobs are one batch (batchesOf's batchOf).
+func oneBatch(jobs []*JobRow) map[string]string {
+	id := batchID(jobs)
+	out := make(map[string]string, len(jobs))
+	for _, j := range jobs {
+		out[j.ID] = id
+	}
+	return out
 }
 
 // outcome reports each outcome the store accepted; remote says it ended an attempt claimed

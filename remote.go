@@ -84,7 +84,7 @@ func (a *workerAPI) claim(ctx context.Context, p workerapi.ActivateParams) (clai
 	defer cancel()
 	got, err := a.claimBatches(ctx, p)
 	if len(got.jobs) > 0 {
-		a.claimed(got.jobs, p.LeaseDuration)
+		a.claimed(got.jobs, p.LeaseDuration, got.batchOf)
 	}
 	if err != nil || len(p.BatchKinds) > 0 && (got.full || len(got.plain) == 0) {
 		// Batches are never claimed ahead: the claim took none of p.Ahead, as a restricted
@@ -98,19 +98,20 @@ func (a *workerAPI) claim(ctx context.Context, p workerapi.ActivateParams) (clai
 		WorkerID: p.Worker, LeaseDuration: p.LeaseDuration,
 	})
 	if len(jobs) > 0 {
-		a.claimed(jobs, p.LeaseDuration)
+		a.claimed(jobs, p.LeaseDuration, nil)
 	}
 	got.jobs = append(got.jobs, jobs...)
 	got.hold = mergeHold(got.hold, hold)
 	return got, err
 }
 
-// claimed records jobs claimed for a remote worker.
-func (a *workerAPI) claimed(jobs []*JobRow, lease time.Duration) {
+// claimed records jobs claimed for a remote worker, with the batch of each job claimed in
+// one (by id; nil for none).
+func (a *workerAPI) claimed(jobs []*JobRow, lease time.Duration, batchOf map[string]string) {
 	c := a.c
 	c.remote.add(jobs, c.clock.Now(), lease)
 	c.engine.Claimed()
-	c.obs.claimed(jobs, true)
+	c.obs.claimed(jobs, true, batchOf)
 }
 
 // claimed is what one claim of Activate took: its jobs (batches first), the batch of each job
@@ -161,7 +162,7 @@ func (a *workerAPI) claimBatches(ctx context.Context, p workerapi.ActivateParams
 			if got.batchOf == nil {
 				got.batchOf = map[string]string{}
 			}
-			id := fmt.Sprintf("%s.%d", res.Jobs[0].ID, res.Jobs[0].Token)
+			id := batchID(res.Jobs)
 			for _, j := range res.Jobs {
 				got.batchOf[j.ID] = id
 			}

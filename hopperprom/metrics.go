@@ -35,6 +35,10 @@ const (
 // to an hour.
 var durationBuckets = []float64{.001, .005, .01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600}
 
+// batchSizeBuckets are the buckets of the jobs-per-batch histogram: a batch holds 1 to
+// BatchOpts.MaxJobs jobs (default 100), at most 1000 for a remote worker's.
+var batchSizeBuckets = []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000}
+
 // Metrics counts what happens to jobs, as Prometheus counters and histograms, from a
 // client's job events: it is a hopper.Observer (give it to hopper.Config.Observers) and a
 // prometheus.Collector (register it). Every attempt the client sees is counted, its own
@@ -44,6 +48,8 @@ type Metrics struct {
 	enqueued, completed, failed, retried, rescued *prometheus.CounterVec
 	handled                                       *prometheus.CounterVec
 	wait, run                                     *prometheus.HistogramVec
+	batches                                       *prometheus.CounterVec
+	batchJobs, batchLinger                        *prometheus.HistogramVec
 
 	mu     sync.RWMutex
 	queues labelCap
@@ -83,7 +89,15 @@ func New() *Metrics {
 			[]string{"queue", "kind", "outcome"}),
 		wait: histogram("wait", "Time from when a job became due (enqueued, or its delay or backoff ended) to the start of its attempt.",
 			"queue"),
-		run:    histogram("run", "Time from an attempt's start to its outcome being written.", "queue", "kind"),
+		run: histogram("run", "Time from an attempt's start to its outcome being written.", "queue", "kind"),
+		batches: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hopper_batches_started_total",
+			Help: "Batches claimed to run together (a batch kind's jobs, in this process or for a remote worker through the server)."},
+			[]string{"queue", "kind"}),
+		batchJobs: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "hopper_batch_jobs",
+			Help: "Jobs per batch started.", Buckets: batchSizeBuckets}, []string{"queue", "kind"}),
+		batchLinger: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "hopper_batch_linger_seconds",
+			Help:    "Time from when a batch's longest-waiting job became due to the batch's claim (held back to fill, BatchOpts.MaxWait, or for want of a worker).",
+			Buckets: durationBuckets}, []string{"queue", "kind"}),
 		queues: labelCap{max: MaxQueueLabels}, kinds: labelCap{max: MaxKindLabels},
 		codes: labelCap{max: MaxErrorCodeLabels}, series: map[[2]string]*jobSeries{},
 	}
@@ -97,6 +111,9 @@ func (m *Metrics) ObserveJob(_ context.Context, ev hopper.JobEvent) {
 		s.enqueued.Inc()
 	case hopper.JobStarted:
 		s.wait.Observe(ev.Wait.Seconds())
+		if b := ev.Batch; b.ID != "" && b.Index == 0 { // once per batch
+			m.batchStarted(s, b)
+		}
 	case hopper.JobRescued:
 		s.rescued.Inc()
 	case hopper.JobEnded:
@@ -119,6 +136,14 @@ func (m *Metrics) ObserveJob(_ context.Context, ev hopper.JobEvent) {
 			s.run.Observe(ev.Run.Seconds())
 		}
 	}
+}
+
+// batchStarted counts a batch. Its series are made on first use, not with the (queue, kind)'s
+// others: only batch kinds have them.
+func (m *Metrics) batchStarted(s *jobSeries, b hopper.BatchInfo) {
+	m.batches.WithLabelValues(s.queue, s.kind).Inc()
+	m.batchJobs.WithLabelValues(s.queue, s.kind).Observe(float64(b.Size))
+	m.batchLinger.WithLabelValues(s.queue, s.kind).Observe(b.Linger.Seconds())
 }
 
 // seriesOf returns the series of (queue, kind), creating them on first use.
@@ -170,7 +195,8 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 }
 
 func (m *Metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.enqueued, m.completed, m.failed, m.retried, m.rescued, m.handled, m.wait, m.run}
+	return []prometheus.Collector{m.enqueued, m.completed, m.failed, m.retried, m.rescued, m.handled, m.wait, m.run,
+		m.batches, m.batchJobs, m.batchLinger}
 }
 
 // labelCap hands out label values: the first max distinct ones as they are, later ones as

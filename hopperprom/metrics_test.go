@@ -159,3 +159,59 @@ func TestFailedCountsByErrorCodeBounded(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, lint)
 }
+
+// A batch is counted once, on its first job's start, with its size and linger; its other
+// jobs and the jobs started alone count only as starts. A kind without batches has no batch
+// series, and the batch series' labels are bounded as the others are.
+func TestBatchesCountOncePerBatch(t *testing.T) {
+	t.Parallel()
+	m := hopperprom.New()
+	start := func(kind string, b hopper.BatchInfo) {
+		m.ObserveJob(t.Context(), hopper.JobEvent{Type: hopper.JobStarted, Queue: "q", Kind: kind, Batch: b})
+	}
+	for i := range 3 {
+		start("bulk", hopper.BatchInfo{ID: "a.1", Size: 3, Index: i, Linger: 2 * time.Second})
+	}
+	start("bulk", hopper.BatchInfo{ID: "b.1", Size: 1, Linger: 0})
+	start("single", hopper.BatchInfo{})
+	require.NoError(t, testutil.CollectAndCompare(m, strings.NewReader(`
+# HELP hopper_batches_started_total Batches claimed to run together (a batch kind's jobs, in this process or for a remote worker through the server).
+# TYPE hopper_batches_started_total counter
+hopper_batches_started_total{kind="bulk",queue="q"} 2
+`), "hopper_batches_started_total"))
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m)
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	histograms := map[string]bool{}
+	for _, f := range families {
+		switch f.GetName() {
+		case "hopper_batch_jobs":
+			require.Len(t, f.GetMetric(), 1, "bulk's alone")
+			h := f.GetMetric()[0].GetHistogram()
+			require.Equal(t, uint64(2), h.GetSampleCount())
+			require.Equal(t, 4.0, h.GetSampleSum())
+			histograms[f.GetName()] = true
+		case "hopper_batch_linger_seconds":
+			require.Len(t, f.GetMetric(), 1, "bulk's alone")
+			h := f.GetMetric()[0].GetHistogram()
+			require.Equal(t, uint64(2), h.GetSampleCount())
+			require.Equal(t, 2.0, h.GetSampleSum())
+			histograms[f.GetName()] = true
+		case "hopper_job_wait_seconds":
+			require.Equal(t, uint64(5), f.GetMetric()[0].GetHistogram().GetSampleCount(), "every start's wait")
+		}
+	}
+	require.Len(t, histograms, 2)
+
+	for i := range hopperprom.MaxKindLabels + 5 {
+		start(fmt.Sprintf("k%d", i), hopper.BatchInfo{ID: fmt.Sprintf("%d.1", i), Size: 2})
+	}
+	require.LessOrEqual(t, testutil.CollectAndCount(m, "hopper_batches_started_total"), hopperprom.MaxKindLabels+1,
+		"the kinds kept and other")
+	require.Equal(t, 7.0, counter(t, m, "hopper_batches_started_total", "q", hopperprom.OtherLabel),
+		"bulk and single took two of the kinds' labels: the last 7 kinds count as other")
+	lint, err := testutil.CollectAndLint(m)
+	require.NoError(t, err)
+	require.Empty(t, lint)
+}

@@ -34,7 +34,7 @@ const (
 	// whether or not the application's transaction commits.
 	JobEnqueued JobEventType = "enqueued"
 	// JobStarted: an attempt was claimed, by this process's workers or for a remote worker
-	// (Remote). Wait is set.
+	// (Remote). Wait is set, and Batch for a job claimed in a batch.
 	JobStarted JobEventType = "started"
 	// JobEnded: an attempt's outcome was written (a refused one is not reported). State and
 	// Outcome say how it ended; Run is set when this process saw the attempt start.
@@ -72,6 +72,26 @@ type JobEvent struct {
 	// ErrorCode is the business error code an ended attempt failed with (BusinessError); ""
 	// for any other end.
 	ErrorCode string
+	// Batch says, on JobStarted, which batch the job was claimed in: a batch kind's
+	// (hopper.AddBatchWorker in this process, or a remote worker's batch_kinds served through
+	// the server). Its zero value (ID "") is a job claimed alone, and what a remote worker's own
+	// observers see.
+	Batch BatchInfo
+}
+
+// BatchInfo is the batch a started job was claimed in, with the other jobs of one group (or
+// of a kind's ungrouped jobs). Every job of a batch starts in one claim, so every one of its
+// JobStarted events carries the same ID, Size and Linger; count a batch once, on Index 0.
+type BatchInfo struct {
+	// ID names the batch: its first job's id and lease token ("<id>.<token>"), as a remote
+	// worker's ActivatedJob.batch_id does.
+	ID string
+	// Size is how many jobs the batch has; Index is the job's place in it (0 for the first).
+	Size, Index int
+	// Linger is how long the batch's longest-waiting job had been due (its run_at) when the
+	// batch was claimed: the wait of a batch held back to fill (BatchOpts.MaxWait) or by a
+	// lack of workers. Never negative.
+	Linger time.Duration
 }
 
 // Retried reports whether ev is an attempt that failed and will be retried: it ended with an

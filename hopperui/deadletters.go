@@ -72,13 +72,9 @@ func (d *deadLettersData) filter() hopper.DeadLetterFilter {
 // each replay in the audit log).
 func (h *Handler) deadLettersReplay(w http.ResponseWriter, r *http.Request, v *view) error {
 	d := &deadLettersData{Queue: strings.TrimSpace(r.PostFormValue("queue")), Kind: strings.TrimSpace(r.PostFormValue("kind"))}
-	limit := 0
-	if s := strings.TrimSpace(r.PostFormValue("limit")); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil {
-			return invalid("limit", "%q is not a whole number", s)
-		}
-		limit = n
+	limit, _, err := formInt(r, "limit")
+	if err != nil {
+		return err
 	}
 	res, err := h.client.ReplayMany(r.Context(), d.filter(), limit, v.User.Name)
 	if err != nil {

@@ -141,6 +141,8 @@ func (h *Handler) routes() {
 	write("/queues/{name}/pause", h.queuePause)
 	write("/queues/{name}/resume", h.queueResume)
 	write("/queues/{name}/settings", h.queueSettings)
+	write("/queues/{name}/key-weights", h.queueKeyWeight)
+	write("/kinds/{name}/settings", h.kindSettings)
 	write("/kinds/{name}/compact", h.confirmed(h.askCompact, h.kindCompact))
 	write("/dead-letters/replay", h.confirmed(h.askReplayAll, h.deadLettersReplay))
 	write("/schedules/{name}/pause", h.schedulePause)

@@ -3,7 +3,6 @@ package hopperui
 import (
 	"net/http"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/hopperjobs/hopper"
@@ -100,13 +99,11 @@ func (h *Handler) jobReplay(w http.ResponseWriter, r *http.Request, v *view) err
 func (h *Handler) jobRetry(w http.ResponseWriter, r *http.Request, v *view) error {
 	opts := hopper.RetryOpts{By: v.User.Name, Actor: hopper.ActorOperator, Again: r.PostFormValue("again") == "yes",
 		Reason: strings.TrimSpace(r.PostFormValue("reason"))}
-	if s := strings.TrimSpace(r.PostFormValue("retries")); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil {
-			return invalid("retries", "%q is not a whole number", s)
-		}
-		opts.Retries = n
+	retries, _, err := formInt(r, "retries")
+	if err != nil {
+		return err
 	}
+	opts.Retries = retries
 	job, err := h.client.RetryJob(r.Context(), r.PathValue("id"), opts)
 	if err != nil {
 		return err

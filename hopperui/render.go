@@ -9,6 +9,7 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -169,6 +170,19 @@ func (h *Handler) internal(w http.ResponseWriter, r *http.Request, doing string,
 // it the same way.
 func invalid(field, format string, args ...any) error {
 	return &hopper.ValidationError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// formInt reads the whole number in form field name; set is false when the field is empty.
+func formInt(r *http.Request, name string) (n int, set bool, err error) {
+	s := strings.TrimSpace(r.PostFormValue(name))
+	if s == "" {
+		return 0, false, nil
+	}
+	n, err = strconv.Atoi(s)
+	if err != nil {
+		return 0, false, invalid(name, "%q is not a whole number", s)
+	}
+	return n, true, nil
 }
 
 var funcs = template.FuncMap{

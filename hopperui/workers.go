@@ -16,14 +16,17 @@ type RemoteSource interface {
 
 // RemoteWorker is a remote worker process as the server last saw it, per queue.
 type RemoteWorker struct {
-	Name      string
-	Queue     string
-	Kinds     []string
-	LastSeen  time.Time
-	Streams   int   // open streams
-	Polls     int   // long polls waiting
-	Activated int64 // jobs handed to it
-	HeldUntil time.Time
+	Name  string
+	Queue string
+	Kinds []string
+	// BatchKinds are the kinds among Kinds it takes in batches (a batch worker's kinds:
+	// hopper.AddBatchWorker, or an SDK's), as its last request for jobs named them.
+	BatchKinds []string
+	LastSeen   time.Time
+	Streams    int   // open streams
+	Polls      int   // long polls waiting
+	Activated  int64 // jobs handed to it
+	HeldUntil  time.Time
 	// Stale: the worker has no stream or long poll open and has not called the server for a
 	// while (hopper serve: 30 s, longer than a polling worker waits between calls); the
 	// server's node no longer counts its queue as worked. It is forgotten an hour after its

@@ -1,6 +1,7 @@
 package hopperui_test
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper"
+	"github.com/hopperjobs/hopper/hopperui"
 	"github.com/hopperjobs/hopper/internal/uitest"
 	"github.com/stretchr/testify/require"
 )
@@ -42,4 +44,24 @@ func TestWorkersPageShowsIdleNodes(t *testing.T) {
 	require.NotEmpty(t, busy)
 	require.NotContains(t, busy, "idle since", "a node that is not idle shows its heartbeat alone")
 	require.Contains(t, busy, " ago</td>")
+}
+
+// fakeRemote is a server's registry as the dashboard sees it.
+type fakeRemote struct{ workers []hopperui.RemoteWorker }
+
+func (f fakeRemote) Remote(context.Context) ([]hopperui.RemoteWorker, []hopperui.Stream) {
+	return f.workers, nil
+}
+
+// The workers page says which kinds a remote worker takes in batches.
+func TestWorkersPageShowsBatchKinds(t *testing.T) {
+	now := time.Now()
+	src := fakeRemote{workers: []hopperui.RemoteWorker{
+		{Name: "batcher", Queue: "mail", Kinds: []string{"digest", "send"}, BatchKinds: []string{"digest"}, LastSeen: now, Streams: 1},
+		{Name: "plain", Queue: "mail", Kinds: []string{"send"}, LastSeen: now, Polls: 1},
+	}}
+	e := uitest.Start(t, &uitest.Opts{UI: func(c *hopperui.Config) { c.Remote = src }})
+	body := page(t, e.URL+"/workers")
+	require.Contains(t, row(body, "<td>batcher"), `digest, send <span class="muted batch-kinds">(in batches: digest)</span>`)
+	require.NotContains(t, row(body, "<td>plain"), "in batches")
 }

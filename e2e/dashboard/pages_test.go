@@ -122,6 +122,27 @@ func TestChangesReachTheStore(t *testing.T) {
 	require.Contains(t, tb.text("#error"), "Invalid rate", "bad input names its field")
 	tb.expectBadRequest()
 
+	// Limits per key of a kind, and a queue's weight per fairness key, from their forms.
+	tb.open(e.URL + "/queues")
+	tb.run(chromedp.SendKeys(chromedp.CSS(`#kinds form[action$="/kinds/steps/settings"] input[name=cap_per_key]`), "2"))
+	tb.click(`#kinds form[action$="/kinds/steps/settings"] button`)
+	require.Contains(t, tb.text("#notice"), "Saved the settings of kind steps")
+	ks, err := e.Client.Kinds(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, "steps", ks[0].Name)
+	require.Equal(t, 2, ks[0].CapPerKey)
+	tb.run(chromedp.SendKeys(chromedp.CSS(`#key-weights-mail input[name=fairness_key]`), "tenant-a"),
+		chromedp.SendKeys(chromedp.CSS(`#key-weights-mail input[name=weight]`), "3"))
+	tb.click(`#key-weights-mail form.key-weight button`)
+	require.Equal(t, map[string]int{"tenant-a": 3}, queue(t, e, "mail").KeyWeights)
+	require.Contains(t, tb.text("#key-weights-mail"), "tenant-a = 3")
+	tb.click(`#key-weights-mail button.remove`)
+	require.Empty(t, queue(t, e, "mail").KeyWeights)
+	tb.run(chromedp.SendKeys(chromedp.CSS(`#key-weights-mail input[name=weight]`), "2"))
+	tb.click(`#key-weights-mail form.key-weight button`)
+	require.Contains(t, tb.text("#error"), "fairness_key", "an empty key is named")
+	tb.expectBadRequest()
+
 	// Cancel asks first: going back changes nothing; confirming cancels.
 	tb.open(e.URL + "/jobs/" + later.ID)
 	tb.click(`#cancel`)

@@ -94,7 +94,7 @@ func (p *producer) claimBatches(ctx context.Context, queue string, units int) ([
 				break
 			}
 			if hook := e.cfg.OnClaimed; hook != nil {
-				hook(got.Jobs)
+				hook(got.Jobs, true)
 			}
 			out = append(out, e.ownBatch(got.Jobs, e.kindCaps.Capped(bk.kind)))
 			soon(got.Hold.Retry(capRetry, maxRateWait))

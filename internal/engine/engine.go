@@ -103,8 +103,9 @@ type Config struct {
 	// ID, Kind and Queue). Calls come from the completer's goroutines: it must not block.
 	OnOutcome func(p *store.FinishParams, err error)
 	// OnClaimed, when set, is called with the jobs each claim of this process's producers
-	// took, before they start. It must not block.
-	OnClaimed func(rows []*hoppertype.JobRow)
+	// took, before they start; batch says they are one batch (a batch kind's claim, in the
+	// batch's order). It must not block.
+	OnClaimed func(rows []*hoppertype.JobRow, batch bool)
 	// OnInserted, when set, is called with the jobs each schedule's fire inserted. It must
 	// not block.
 	OnInserted func(rows []*hoppertype.JobRow)

@@ -99,7 +99,7 @@ func (p *producer) claimJobs(ctx context.Context, r claim.Request, kinds []strin
 		rows, hold, err = p.claimCapped(ctx, r, kinds)
 	}
 	if hook := e.cfg.OnClaimed; hook != nil && len(rows) > 0 {
-		hook(rows)
+		hook(rows, false)
 	}
 	out := claim.Result[*claimedJob]{Jobs: make([]*claimedJob, len(rows)), Err: err, Restricted: hold.Restricted}
 	for i, row := range rows {

@@ -77,7 +77,7 @@ func (rs remoteSource) Remote(context.Context) ([]hopperui.RemoteWorker, []hoppe
 	streams, workers := rs.s.reg.snapshot(now)
 	ws := make([]hopperui.RemoteWorker, len(workers))
 	for i, w := range workers {
-		ws[i] = hopperui.RemoteWorker{Name: w.name, Queue: w.queue, Kinds: w.kinds, LastSeen: w.lastSeen,
+		ws[i] = hopperui.RemoteWorker{Name: w.name, Queue: w.queue, Kinds: w.kinds, BatchKinds: w.batchKinds, LastSeen: w.lastSeen,
 			Streams: w.streams, Polls: w.polls, Activated: w.activated, HeldUntil: w.heldUntil, Stale: !w.liveAt(now)}
 	}
 	ss := make([]hopperui.Stream, len(streams))

@@ -31,10 +31,12 @@ type registry struct {
 type workerInfo struct {
 	name, queue string
 	kinds       []string
-	lastSeen    time.Time
-	streams     int
-	polls       int
-	activated   int64
+	// batchKinds are the kinds its last request takes in batches (batch_kinds).
+	batchKinds []string
+	lastSeen   time.Time
+	streams    int
+	polls      int
+	activated  int64
 	// heldUntil: the worker's governor holds it back until then (hold.go); zero when not.
 	heldUntil time.Time
 	// waits are the cancels of the worker's claims under way (untilHeld): a hold calls them
@@ -52,15 +54,20 @@ func newRegistry() *registry {
 // workerTTL is how long an idle worker stays in the registry after its last request.
 const workerTTL = time.Hour
 
-// seen records a worker's request for jobs of queues; the returned func undoes the open
-// stream or poll count, and counts the jobs activated for it.
-func (r *registry) seen(name string, queues, kinds []string, at time.Time, stream bool) func(activated []*hopper.JobRow) {
+// seen records a worker's request for jobs of queues, of kinds (batch: those it takes in
+// batches); the returned func undoes the open stream or poll count, and counts the jobs
+// activated for it.
+func (r *registry) seen(name string, queues, kinds []string, batch []workerapi.BatchKind, at time.Time, stream bool) func(activated []*hopper.JobRow) {
+	var batchKinds []string
+	for _, bk := range batch {
+		batchKinds = append(batchKinds, bk.Kind)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ws := make([]*workerInfo, len(queues))
 	for i, q := range queues {
 		w := r.workerLocked(name, q, at)
-		w.kinds, w.lastSeen = kinds, at
+		w.kinds, w.batchKinds, w.lastSeen = kinds, batchKinds, at
 		if stream {
 			w.streams++
 		} else {

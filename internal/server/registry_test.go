@@ -61,7 +61,7 @@ func TestStreamClosedForItsKeyGivesBackWhatWasPushed(t *testing.T) {
 func TestHeldWorkerHasNoCreditUntilLetGo(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	r := newRegistry()
-	done := r.seen("w", []string{"q"}, nil, now, true)
+	done := r.seen("w", []string{"q"}, nil, nil, now, true)
 	defer done(nil)
 	woken := 0
 	st := r.open(&stream{worker: "w", queues: []string{"q"}, credit: 3, lease: time.Minute, woken: func() { woken++ }}, now)
@@ -112,10 +112,10 @@ func TestHeldWorkerHasNoCreditUntilLetGo(t *testing.T) {
 func TestRemoteQueuesForTheHeartbeat(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	r := newRegistry()
-	r.seen("a", []string{"mail"}, nil, now, false)(nil) // a poll, over
+	r.seen("a", []string{"mail"}, nil, nil, now, false)(nil) // a poll, over
 	r.hold("a", "mail", true, now)
-	r.seen("b", []string{"mail"}, nil, now, false)(nil)
-	r.seen("c", []string{"old"}, nil, now.Add(-time.Hour), false)(nil) // gone
+	r.seen("b", []string{"mail"}, nil, nil, now, false)(nil)
+	r.seen("c", []string{"old"}, nil, nil, now.Add(-time.Hour), false)(nil) // gone
 	queues, held := r.queues(now)
 	require.Equal(t, []string{"mail"}, queues)
 	require.Empty(t, held, "b works mail and is not held")
@@ -134,8 +134,8 @@ func TestDashboardMarksStaleWorkers(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	clk := clock.NewFake(now)
 	s := &Server{reg: newRegistry(), clock: clk}
-	s.reg.seen("polled", []string{"mail"}, nil, now, false)(nil) // a poll, over
-	s.reg.seen("streaming", []string{"mail"}, nil, now, true)    // a stream, open
+	s.reg.seen("polled", []string{"mail"}, nil, nil, now, false)(nil) // a poll, over
+	s.reg.seen("streaming", []string{"mail"}, nil, nil, now, true)    // a stream, open
 	stale := func() map[string]bool {
 		ws, _ := remoteSource{s}.Remote(t.Context())
 		out := map[string]bool{}
@@ -153,13 +153,29 @@ func TestDashboardMarksStaleWorkers(t *testing.T) {
 	require.Equal(t, []string{"mail"}, queues, "the open stream still works mail")
 }
 
+// The dashboard shows the kinds a remote worker takes in batches, as its last request named
+// them.
+func TestDashboardShowsBatchKinds(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	s := &Server{reg: newRegistry(), clock: clock.NewFake(now)}
+	s.reg.seen("batcher", []string{"mail"}, []string{"digest", "send"},
+		[]workerapi.BatchKind{{Kind: "digest", MaxJobs: 10}}, now, true)
+	s.reg.seen("plain", []string{"mail"}, []string{"send"}, nil, now, false)(nil)
+	ws, _ := remoteSource{s}.Remote(t.Context())
+	got := map[string][]string{}
+	for _, w := range ws {
+		got[w.Name] = w.BatchKinds
+	}
+	require.Equal(t, map[string][]string{"batcher": {"digest"}, "plain": nil}, got)
+}
+
 // A stream on several queues counts its held jobs per queue, and a hold of its worker on any
 // of its queues holds the whole stream (it is the worker's process that is busy).
 func TestStreamOnSeveralQueues(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	r := newRegistry()
 	queues := []string{"reports", "emails"}
-	done := r.seen("w", queues, nil, now, true)
+	done := r.seen("w", queues, nil, nil, now, true)
 	freed := map[string]int{}
 	st := r.open(&stream{worker: "w", queues: queues, credit: 10, lease: time.Minute, freed: func(q, _ string) { freed[q]++ }}, now)
 	a, b, c := workerapi.LeaseRef{ID: "a", Token: 1}, workerapi.LeaseRef{ID: "b", Token: 1}, workerapi.LeaseRef{ID: "c", Token: 1}

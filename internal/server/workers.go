@@ -64,7 +64,7 @@ func (w *workerService) Activate(ctx context.Context, req *hopperv1.ActivateRequ
 	callCtx := ctx
 	ctx, stop := s.untilShutdown(ctx)
 	defer stop()
-	done := s.reg.seen(req.GetWorker(), queues, req.GetKinds(), s.clock.Now(), false)
+	done := s.reg.seen(req.GetWorker(), queues, req.GetKinds(), params.BatchKinds, s.clock.Now(), false)
 	claimCtx, endClaim := s.reg.untilHeld(ctx, req.GetWorker(), queues, s.clock.Now())
 	defer endClaim()
 	got, err := s.api.ActivateQueues(claimCtx, params)
@@ -116,7 +116,7 @@ func (w *workerService) StreamJobs(ctx context.Context, req *hopperv1.StreamJobs
 		return overLimit(ctx, "streams")
 	}
 	defer release()
-	seenDone := s.reg.seen(params.Worker, params.QueueNames(), params.Kinds, s.clock.Now(), true)
+	seenDone := s.reg.seen(params.Worker, params.QueueNames(), params.Kinds, params.BatchKinds, s.clock.Now(), true)
 	// The stream ends when the worker goes away, when the server shuts down, or when its key
 	// is revoked (the keeper cancels it with errKeyRevoked).
 	ctx, stopAtShutdown := s.untilShutdown(ctx)
