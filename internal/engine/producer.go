@@ -113,7 +113,9 @@ func (p *producer) claimJobs(ctx context.Context, r claim.Request, kinds []strin
 	now := e.clock.Now() // the store's waits count from its answer
 	if hold.QueueWide {
 		// The queue's rate limit allows no start before hold.Wait: no claim until then.
-		out.HoldUntil = now.Add(hold.Retry(capRetry, maxRateWait))
+		if d := hold.Retry(capRetry, maxRateWait); d > 0 {
+			out.HoldUntil = now.Add(d)
+		}
 		q.capHeld.Store(false) // a job's end frees no start
 		return out
 	}
