@@ -42,7 +42,7 @@ func (r *remoteAttempts) add(rows []*JobRow, now time.Time, lease time.Duration)
 	for _, row := range rows {
 		r.m[workerapi.LeaseRef{ID: row.ID, Token: row.Token}] = &remoteAttempt{leaseUntil: now.Add(lease),
 			row: &JobRow{ID: row.ID, Token: row.Token, Kind: row.Kind, Queue: row.Queue, Attempt: row.Attempt,
-				State: row.State, RunAt: row.RunAt, StartedAt: row.StartedAt}}
+				State: row.State, RunAt: row.RunAt, StartedAt: row.StartedAt, GroupKey: row.GroupKey}}
 	}
 	if now.Sub(r.swept) >= remoteSweep {
 		r.swept = now

@@ -9,8 +9,10 @@ import (
 
 	"github.com/hopperjobs/hopper"
 	"github.com/hopperjobs/hopper/internal/clock"
+	"github.com/hopperjobs/hopper/internal/pgtest"
 	"github.com/hopperjobs/hopper/internal/server"
 	"github.com/hopperjobs/hopper/internal/stoptest"
+	"github.com/hopperjobs/hopper/pgstore"
 	"github.com/hopperjobs/hopper/sqlitestore"
 	"github.com/stretchr/testify/require"
 )
@@ -26,18 +28,20 @@ type ServeOptions struct {
 	Handler func(http.Handler) http.Handler
 	// Keys: the server checks API keys, stored in the store (none exists: every call is refused).
 	Keys bool
+	// Postgres: the store is a fresh schema of the test PostgreSQL (pgtest) instead of SQLite.
+	Postgres bool
 }
 
-// ServeForTest starts a real server over a fresh SQLite store and a client on it (the client
-// enqueues and reads), and stops them and closes the store when the test ends.
+// ServeForTest starts a real server over a fresh SQLite store (or PostgreSQL schema) and a
+// client on it (the client enqueues and reads), and stops them and closes the store when the
+// test ends.
 func ServeForTest(t testing.TB, o ServeOptions) (*httptest.Server, *hopper.Client) {
 	t.Helper()
-	scfg, hcfg := sqlitestore.Config{Path: t.TempDir() + "/hopper.db"}, hopper.Config{WorkerID: "server"}
+	hcfg := hopper.Config{WorkerID: "server"}
 	if o.Clock != nil {
-		scfg.Clock, hcfg.Clock = o.Clock, o.Clock
+		hcfg.Clock = o.Clock
 	}
-	st, err := sqlitestore.Open(context.Background(), scfg)
-	require.NoError(t, err)
+	st := openStore(t, o)
 	hcfg.Store = st
 	if o.Wrap != nil {
 		hcfg.Store = o.Wrap(st)
@@ -71,4 +75,32 @@ func ServeForTest(t testing.TB, o ServeOptions) (*httptest.Server, *hopper.Clien
 		require.NoError(t, st.Close())
 	})
 	return ts, client
+}
+
+// storeCloser is a store the test closes.
+type storeCloser interface {
+	hopper.Store
+	Close() error
+}
+
+// openStore opens the store of a ServeForTest server.
+func openStore(t testing.TB, o ServeOptions) storeCloser {
+	t.Helper()
+	if o.Postgres {
+		pgtest.Require(t)
+		cfg := pgstore.Config{URL: pgtest.URL(), Schema: pgtest.FreshSchema(t, "hopper_remote_"), MaxConns: 20}
+		if o.Clock != nil {
+			cfg.Clock = o.Clock
+		}
+		st, err := pgstore.Open(context.Background(), cfg)
+		require.NoError(t, err)
+		return st
+	}
+	cfg := sqlitestore.Config{Path: t.TempDir() + "/hopper.db"}
+	if o.Clock != nil {
+		cfg.Clock = o.Clock
+	}
+	st, err := sqlitestore.Open(context.Background(), cfg)
+	require.NoError(t, err)
+	return st
 }

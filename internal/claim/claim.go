@@ -56,16 +56,22 @@ type Result[J any] struct {
 	Err error
 	// Restricted: a cap, a rate limit or a disabled kind applied, and none was taken ahead.
 	Restricted bool
-	// Retry, when positive, is how soon to look at the lane again though nothing wakes it: a
-	// cap or a rate limit held the claim short and will let a job start by then.
-	Retry time.Duration
-	// Hold, when positive, holds the lane's claims back for that long whatever wakes it: the
+	// RetryAt, when set, is when to look at the lane again though nothing wakes it: a cap or
+	// a rate limit held the claim short and will let a job start by then, or a batch that
+	// lingers is ready then. A time, not a wait, so that it does not slip by the time the
+	// result takes to reach the loop.
+	RetryAt time.Time
+	// HoldUntil, when set, holds the lane's claims back until then whatever wakes it: the
 	// queue's rate limit allows no start before then.
-	Hold time.Duration
+	HoldUntil time.Time
 	// Return: the jobs must not start (the worker was held back while the claim ran); they
 	// go back to their queue, and the lane waits for a wake-up.
 	Return bool
 }
+
+// RetryBy has the lane look again by at, if that is sooner than RetryAt says; a zero at
+// changes nothing.
+func (r *Result[J]) RetryBy(at time.Time) { r.RetryAt = earliest(r.RetryAt, at) }
 
 // Driver is what differs between the loops: how to claim, and how jobs leave the Loop. The
 // Loop calls Start and GiveBack from its own goroutine, one call at a time; Claim from a

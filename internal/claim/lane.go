@@ -27,7 +27,7 @@ type lane[J any] struct {
 	gen                int // counts wake-ups, so a claim made before one cannot undo it
 	aheadN             int // jobs the next claim asks for ahead
 	holdUntil          time.Time
-	lookAt             time.Time // wake the lane then though nothing else does (Result.Retry)
+	lookAt             time.Time // wake the lane then though nothing else does (Result.RetryAt)
 	coalesceAt         time.Time // claim then even with few units free
 
 	done  atomic.Int64 // jobs Done since the Loop last looked

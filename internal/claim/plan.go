@@ -253,17 +253,17 @@ func (s *state[J]) received(c claimed, r Result[J], now time.Time, fx effects[J]
 		l.aheadN = s.ahead(l, s.ended-c.ended)
 	}
 	switch {
-	case r.Hold > 0:
+	case !r.HoldUntil.IsZero():
 		// No job of the lane can start before then: no claim until then, whatever wakes it
 		// (each wake-up would otherwise make a claim that takes nothing).
-		l.holdUntil = now.Add(r.Hold)
+		l.holdUntil = r.HoldUntil
 		l.more, l.full, l.urgent = false, false, false
 	case c.gen < l.gen:
 		// Woken since this claim was made: what it saw is stale, so keep looking.
 	default:
 		l.more = full
-		if !full && r.Retry > 0 {
-			l.lookAt = earliest(l.lookAt, now.Add(r.Retry))
+		if !full && !r.RetryAt.IsZero() {
+			l.lookAt = earliest(l.lookAt, r.RetryAt)
 		}
 	}
 }

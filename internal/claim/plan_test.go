@@ -311,12 +311,12 @@ func TestAWakeUpDuringAClaimIsNotLost(t *testing.T) {
 }
 
 // A queue's rate limit that allows no start before a time holds the lane's claims until then;
-// a cap or a kind's limit that held a claim short has the lane look again after Retry.
+// a cap or a kind's limit that held a claim short has the lane look again at RetryAt.
 func TestHoldsAndRetriesOfLimits(t *testing.T) {
 	t.Parallel()
 	m := newMachine(t, one(10, 0))
 	c := m.step()[0]
-	m.answer(c, Result[string]{Hold: 300 * time.Millisecond})
+	m.answer(c, Result[string]{HoldUntil: m.now.Add(300 * time.Millisecond)})
 	m.s.lanes[0].woken.Store(true)
 	next, _ := m.s.step(m.now, m.r)
 	require.Len(t, m.r.claims, 1, "held by the rate limit, woken or not")
@@ -324,12 +324,47 @@ func TestHoldsAndRetriesOfLimits(t *testing.T) {
 	m.now = next
 	cs := m.step()
 	require.Len(t, cs, 1)
-	m.answer(cs[0], Result[string]{Jobs: m.jobs("q", 2), Restricted: true, Retry: 50 * time.Millisecond})
+	m.answer(cs[0], Result[string]{Jobs: m.jobs("q", 2), Restricted: true, RetryAt: m.now.Add(50 * time.Millisecond)})
 	next, _ = m.s.step(m.now, m.r)
 	require.Len(t, m.r.claims, 2, "short under a cap: wait")
 	require.Equal(t, m.now.Add(50*time.Millisecond), next)
 	m.now = next
 	require.Len(t, m.step(), 1, "look again when the cap's retry is due")
+}
+
+// When a claim's result comes back later than the claim answered (the clock moved while the
+// result was on its way), the lane still looks again, and a hold still ends, at the times the
+// claim said: they do not slip by the delay (TestBatchLinger in the engine once had to move
+// its clock until the producer looked). A time that passed meanwhile is due at once.
+func TestRetryAndHoldTimesDoNotSlip(t *testing.T) {
+	t.Parallel()
+	m := newMachine(t, one(10, 0))
+	c := m.step()[0]
+	answered := m.now
+	m.now = m.now.Add(30 * time.Millisecond) // the result reaches the loop 30 ms later
+	m.answer(c, Result[string]{Jobs: m.jobs("q", 2), Restricted: true, RetryAt: answered.Add(50 * time.Millisecond)})
+	next, _ := m.s.step(m.now, m.r)
+	require.Equal(t, answered.Add(50*time.Millisecond), next, "the look again the claim asked for, not 50 ms after its result came")
+	m.now = next
+	cs := m.step()
+	require.Len(t, cs, 1)
+
+	answered = m.now
+	m.now = m.now.Add(time.Second) // later than the claim's look again
+	m.answer(cs[0], Result[string]{Restricted: true, RetryAt: answered.Add(50 * time.Millisecond)})
+	require.Len(t, m.step(), 1, "the look again is past: at once")
+
+	c = m.r.claims[len(m.r.claims)-1]
+	answered = m.now
+	m.now = m.now.Add(100 * time.Millisecond)
+	m.answer(c, Result[string]{HoldUntil: answered.Add(300 * time.Millisecond)})
+	m.lane("q").woken.Store(true)
+	next, _ = m.s.step(m.now, m.r)
+	require.Equal(t, answered.Add(300*time.Millisecond), next, "held until the time the claim said")
+	m.now = next.Add(-time.Nanosecond)
+	require.Empty(t, m.step(), "still held")
+	m.now = next
+	require.Len(t, m.step(), 1, "the hold ended")
 }
 
 // Lanes found empty are looked at again every Poll period, without a wake-up.

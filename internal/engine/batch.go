@@ -45,7 +45,7 @@ func splitBatchKinds(ws *attempt.Workers, kinds []string) (batching []batchKind,
 // claimWithBatches makes the claim r in a process with batch kinds: batches first, one a unit,
 // then the other kinds' jobs for the units left and ahead.
 func (p *producer) claimWithBatches(ctx context.Context, r claim.Request) claim.Result[*claimedJob] {
-	batches, retry, err := p.claimBatches(ctx, r.Lane, r.Units)
+	batches, retryAt, err := p.claimBatches(ctx, r.Lane, r.Units)
 	out := claim.Result[*claimedJob]{Jobs: batches, Err: err, Restricted: true}
 	rest := r
 	rest.Units -= len(batches)
@@ -54,23 +54,25 @@ func (p *producer) claimWithBatches(ctx context.Context, r claim.Request) claim.
 		res.Jobs = append(batches, res.Jobs...)
 		out = res
 	}
-	if retry > 0 && (out.Retry == 0 || retry < out.Retry) {
-		out.Retry = retry
-	}
+	out.RetryBy(retryAt)
 	return out
 }
 
 // claimBatches claims up to units batches in queue, trying the batch kinds in turn from the
-// one after the last claim's first, and returns them with how soon to look again (a batch that
-// lingers, a cap or a rate limit that held one back; 0: nothing to wait for).
-func (p *producer) claimBatches(ctx context.Context, queue string, units int) ([]*claimedJob, time.Duration, error) {
+// one after the last claim's first, and returns them with when to look again (a batch that
+// lingers is ready, a cap or a rate limit that held one back lets it start; zero: nothing to
+// wait for).
+func (p *producer) claimBatches(ctx context.Context, queue string, units int) ([]*claimedJob, time.Time, error) {
 	e := p.e
 	var out []*claimedJob
-	var retry time.Duration
-	soon := func(d time.Duration) {
-		if d > 0 && (retry == 0 || d < retry) {
-			retry = d
+	var look claim.Result[*claimedJob] // only its RetryAt
+	began := e.clock.Now()
+	// A cap's or a rate limit's wait counts from the store's answer.
+	after := func(d time.Duration) time.Time {
+		if d <= 0 {
+			return time.Time{}
 		}
+		return e.clock.Now().Add(d)
 	}
 	first := int(p.next.Add(1))
 	for i := range p.batching {
@@ -85,22 +87,24 @@ func (p *producer) claimBatches(ctx context.Context, queue string, units int) ([
 			if err != nil || len(got.Jobs) == 0 {
 				e.kindCaps.Free(bk.kind, 1)
 				if err != nil {
-					return out, retry, err
+					return out, look.RetryAt, err
 				}
 				if !got.ReadyAt.IsZero() {
-					soon(max(got.ReadyAt.Sub(e.clock.Now()), time.Millisecond))
+					// The batch lingers: look again when it is ready (never sooner than 1 ms
+					// after this claim began, should the store's clock lag this one's).
+					look.RetryBy(maxTime(got.ReadyAt, began.Add(time.Millisecond)))
 				}
-				soon(got.Hold.Retry(capRetry, maxRateWait))
+				look.RetryBy(after(got.Hold.Retry(capRetry, maxRateWait)))
 				break
 			}
 			if hook := e.cfg.OnClaimed; hook != nil {
 				hook(got.Jobs, true)
 			}
 			out = append(out, e.ownBatch(got.Jobs, e.kindCaps.Capped(bk.kind)))
-			soon(got.Hold.Retry(capRetry, maxRateWait))
+			look.RetryBy(after(got.Hold.Retry(capRetry, maxRateWait)))
 		}
 	}
-	return out, retry, nil
+	return out, look.RetryAt, nil
 }
 
 // ownBatch registers the jobs of a batch, each as its own attempt, and returns the batch.

@@ -369,7 +369,9 @@ func (e *Engine) Notify(queue string) {
 // Complete or Fail) through the batching completer, and returns the store's verdict on it:
 // nil, or an error wrapping store.ErrLeaseLost or store.ErrInvalidTransition. Concurrent
 // calls share transactions; the items of one Gather join the completer together. If ctx ends
-// first the outcome is still written, unreported.
+// first the outcome is still written, unreported. The outcome of a grouped job (p.Job names
+// its group) wakes the claims of its queue once written, as an in-process attempt's does:
+// the group's next job is claimable then, and no enqueue announces it.
 func (e *Engine) Finish(ctx context.Context, p *store.FinishParams) error {
 	if !e.started {
 		return errors.New("finish job: engine not started")
@@ -378,6 +380,9 @@ func (e *Engine) Finish(ctx context.Context, p *store.FinishParams) error {
 	case <-e.completer.done:
 		return attempt.ErrShutdown
 	default:
+	}
+	if p.Job != nil && p.Job.GroupKey != "" {
+		e.wakeAfterWrite(p.ID, p.Job.Queue)
 	}
 	done := make(chan error, 1)
 	if it := gatheredFrom(ctx); it != nil {

@@ -110,9 +110,12 @@ func (p *producer) claimJobs(ctx context.Context, r claim.Request, kinds []strin
 		return out
 	}
 	q := p.queues[r.Lane]
+	now := e.clock.Now() // the store's waits count from its answer
 	if hold.QueueWide {
 		// The queue's rate limit allows no start before hold.Wait: no claim until then.
-		out.Hold = hold.Retry(capRetry, maxRateWait)
+		if d := hold.Retry(capRetry, maxRateWait); d > 0 {
+			out.HoldUntil = now.Add(d)
+		}
 		q.capHeld.Store(false) // a job's end frees no start
 		return out
 	}
@@ -121,7 +124,7 @@ func (p *producer) claimJobs(ctx context.Context, r claim.Request, kinds []strin
 	// no wake-up announces that.
 	capped := !hold.Full(len(rows), r.Units, r.Ahead) && hold.Capped
 	if capped {
-		out.Retry = hold.Retry(capRetry, maxRateWait)
+		out.RetryAt = now.Add(hold.Retry(capRetry, maxRateWait))
 	}
 	q.capHeld.Store(capped && hold.Wait == 0) // a job's end frees a cap's slot, not a rate limit's start
 	return out

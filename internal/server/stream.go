@@ -136,8 +136,10 @@ func (sj *streamer) Claim(ctx context.Context, r claim.Request) claim.Result[*ho
 			return nil, err
 		}
 		out.Restricted = out.Restricted || got.Restricted
-		if got.Retry > 0 && (out.Retry == 0 || got.Retry < out.Retry) {
-			out.Retry = got.Retry
+		if got.Retry > 0 {
+			// A wait from the claim's answer: the time it ends, before the result reaches
+			// the loop.
+			out.RetryBy(s.clock.Now().Add(got.Retry))
 		}
 		jobs := sj.w.deliverable(ctx, got.Jobs)
 		sj.claimedBatches(jobs, got.BatchIDs)
