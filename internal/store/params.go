@@ -45,6 +45,14 @@ type InsertParams struct {
 	MaxArgsBytes int
 	ScheduleID   string
 
+	// After names the jobs this one waits for (deps.go): it is inserted waiting and released
+	// when they have all ended. Each must exist or be an earlier item of the same call; an
+	// unknown one is a *hoppertype.ValidationError naming after[i], and nothing is inserted.
+	// Not with MergeKey (callers refuse it).
+	After []string
+	// OnParentFailure is the policy when a parent ends failed or canceled; empty is cancel.
+	OnParentFailure hoppertype.ParentPolicy
+
 	Actor  hoppertype.Actor
 	Reason string
 }
