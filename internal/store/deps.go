@@ -159,3 +159,20 @@ func UniqueParents(after []string) []string {
 	}
 	return out
 }
+
+// CheckParentOrder refuses a batch in which an item names as parent itself or an item after
+// it (UnknownParent): a parent in the same call must come first, so no cycle can be made.
+func CheckParentOrder(params []*InsertParams) error {
+	at := make(map[string]int, len(params))
+	for i, p := range params {
+		at[p.ID] = i
+	}
+	for i, p := range params {
+		for k, id := range p.After {
+			if j, ok := at[id]; ok && j >= i {
+				return UnknownParent(i, k, id)
+			}
+		}
+	}
+	return nil
+}

@@ -25,6 +25,9 @@ func (s *Store) JobInsertMany(ctx context.Context, params []*store.InsertParams)
 	if err := store.CheckBatch(params); err != nil {
 		return nil, fmt.Errorf("insert jobs: %w", err)
 	}
+	if err := store.CheckParentOrder(params); err != nil {
+		return nil, fmt.Errorf("insert jobs: %w", err)
+	}
 	out := make([]*store.InsertResult, len(params))
 	err := s.write(ctx, []string{insertJobSQL, statsSQL}, func(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt) error {
 		ins := stmts[0]

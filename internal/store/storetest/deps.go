@@ -31,6 +31,7 @@ func testDeps(t *testing.T, opener Opener) {
 	parallel(t, opener, "ConcurrentEndings", depsConcurrentEndings)
 	parallel(t, opener, "InsertRacesEnding", depsInsertRacesEnding)
 	parallel(t, opener, "FanIn", depsFanIn)
+	parallel(t, opener, "LongChain", depsLongChain)
 }
 
 func after(ids ...string) option { return func(p *store.InsertParams) { p.After = ids } }
@@ -386,4 +387,30 @@ func depsFanIn(t *testing.T, b *bundle) {
 	ev := b.lastEvent(t, child.ID)
 	require.True(t, strings.HasPrefix(ev.Reason, "parents ended"), ev.Reason)
 	require.Equal(t, 1, b.moves(t, child.ID, hoppertype.StateWaiting, hoppertype.StateQueued))
+}
+
+// A cancel cascade down a chain of 10,000 jobs runs in the one transaction of the root's
+// ending, without running out of stack (the release loops level by level).
+func depsLongChain(t *testing.T, b *bundle) {
+	if testing.Short() {
+		t.Skip("10,000 jobs")
+	}
+	const n, batch = 10_000, 1_000
+	root := b.parent(t)
+	prev := root.ID
+	var chain []string
+	for len(chain) < n {
+		ps := make([]*store.InsertParams, batch)
+		for i := range ps {
+			ps[i] = params(t, inQueue("chain"), after(prev))
+			prev = ps[i].ID
+			chain = append(chain, prev)
+		}
+		b.insertMany(t, ps...)
+	}
+	b.end(t, root, hoppertype.StateFailed)
+	for _, i := range []int{0, 1, n / 2, n - 1} {
+		require.Equal(t, hoppertype.StateCanceled, b.get(t, chain[i]).State, "link %d", i)
+	}
+	require.Empty(t, b.listAll(t, store.ListParams{States: []hoppertype.JobState{hoppertype.StateWaiting}}))
 }
