@@ -114,14 +114,32 @@ func Release(ctx context.Context, r ChildReleaser, ended []*Ending) ([]*Settled,
 	return out, nil
 }
 
-// UnknownParent is the error for item's after[index], a job that does not exist: a
-// *hoppertype.ValidationError naming the field.
+// ParentError refuses an insert whose item Item names in after[Index] a job that does not
+// exist (or comes later in the same call). errors.Is(err, ErrInvalid) holds; the client turns
+// it into a *ValidationError naming the field.
+type ParentError struct {
+	Item, Index int
+	ID          string
+}
+
+func (e *ParentError) Error() string {
+	return fmt.Sprintf("item %d: invalid %s: %s", e.Item, e.Field(), e.Reason())
+}
+
+// Field is the field the error names: after[Index].
+func (e *ParentError) Field() string { return fmt.Sprintf("after[%d]", e.Index) }
+
+// Reason says what is wrong with the field.
+func (e *ParentError) Reason() string {
+	return fmt.Sprintf("no job %s (a parent must exist, or come earlier in the same call)", e.ID)
+}
+
+// Is makes errors.Is(err, ErrInvalid) true.
+func (e *ParentError) Is(target error) bool { return target == ErrInvalid }
+
+// UnknownParent is the error for item's after[index], a job that does not exist.
 func UnknownParent(item, index int, id string) error {
-	reason := fmt.Sprintf("no job %s (a parent must exist, or come earlier in the same call)", id)
-	if item > 0 {
-		reason = fmt.Sprintf("item %d: %s", item, reason)
-	}
-	return &hoppertype.ValidationError{Field: fmt.Sprintf("after[%d]", index), Reason: reason}
+	return &ParentError{Item: item, Index: index, ID: id}
 }
 
 // Parent is a parent as a child's insert found it (the insert flags it has_children).

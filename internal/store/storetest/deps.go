@@ -227,9 +227,10 @@ func depsUnknownParent(t *testing.T, b *bundle) {
 	bad := params(t, inQueue("children"), after(parent.ID, newID(t)))
 	_, err := b.store.JobInsertMany(t.Context(), []*store.InsertParams{ok, bad})
 	require.ErrorIs(t, err, hoppertype.ErrInvalid)
-	var ve *hoppertype.ValidationError
-	require.True(t, errors.As(err, &ve), "%v", err)
-	require.Equal(t, "after[1]", ve.Field)
+	var pe *store.ParentError
+	require.True(t, errors.As(err, &pe), "%v", err)
+	require.Equal(t, "after[1]", pe.Field())
+	require.Equal(t, 1, pe.Item)
 	_, err = b.store.JobGet(t.Context(), ok.ID)
 	require.ErrorIs(t, err, store.ErrNotFound, "the batch's other job is not inserted")
 	_, err = b.store.JobGet(t.Context(), bad.ID)
