@@ -57,7 +57,7 @@ func TestKindCommandsBothWays(t *testing.T) {
 
 		res = runner(t, "kinds", "ls")
 		require.Equal(t, ExitOK, res.code, "%s: %s", name, res.stderr)
-		require.Regexp(t, `KIND\s+DISABLED\s+CAP\s+RATE\s+CAP/KEY\s+RATE/KEY\s+COMPACT\s+SCHEDULED\s+QUEUED`, res.stdout)
+		require.Regexp(t, `KIND\s+DISABLED\s+CAP\s+RATE\s+CAP/KEY\s+RATE/KEY\s+COMPACT\s+WAITING\s+SCHEDULED\s+QUEUED`, res.stdout)
 		require.Regexp(t, `render-pdf\s+yes\s+2\s+10/1m\s+-\s+-\s+-\s+0\s+2\s`, res.stdout)
 		require.Regexp(t, `send-invoice\s+no\s+-\s+-\s+-\s+-\s+-\s+0\s+1\s`, res.stdout)
 
