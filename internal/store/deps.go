@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
@@ -181,6 +182,9 @@ func UniqueParents(after []string) []string {
 // CheckParentOrder refuses a batch in which an item names as parent itself or an item after
 // it (UnknownParent): a parent in the same call must come first, so no cycle can be made.
 func CheckParentOrder(params []*InsertParams) error {
+	if !slices.ContainsFunc(params, func(p *InsertParams) bool { return len(p.After) > 0 }) {
+		return nil // the common batch: nothing to check, nothing to allocate
+	}
 	at := make(map[string]int, len(params))
 	for i, p := range params {
 		at[p.ID] = i
