@@ -96,6 +96,7 @@ func (f ReleaseFunc) ReleaseChildren(ctx context.Context, e *Ending) ([]*Settled
 // rather than by recursion, so a chain of any length costs memory, not stack. It runs inside
 // the transaction of the endings; it returns every child it moved.
 func Release(ctx context.Context, r ChildReleaser, ended []*Ending) ([]*Settled, error) {
+	ended = slices.Clone(ended) // the queue of the loop: the caller's slice stays as it was
 	var out []*Settled
 	for next := 0; next < len(ended); next++ {
 		e := ended[next]

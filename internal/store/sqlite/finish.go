@@ -44,6 +44,7 @@ func (s *Store) JobFinishMany(ctx context.Context, params []*store.FinishParams)
 		stats := store.NewStatsBatch(now)
 		var ended finishedBatch // the ends without their Job: counted from their rows
 		var parents []*store.Ending
+		var parentItems []int // the items of parents
 		for i, p := range params {
 			if err := jobstate.Check(hoppertype.StateRunning, p.State); err != nil {
 				errs[i] = err
@@ -63,7 +64,7 @@ func (s *Store) JobFinishMany(ctx context.Context, params []*store.FinishParams)
 					continue
 				}
 				if p.State.Terminal() {
-					parents = append(parents, parent)
+					parents, parentItems = append(parents, parent), append(parentItems, i)
 				}
 			}
 			if p.Job == nil || p.Job.ID != p.ID {
@@ -75,8 +76,14 @@ func (s *Store) JobFinishMany(ctx context.Context, params []*store.FinishParams)
 		if err := writeStats(ctx, stmts[2], stats); err != nil {
 			return err
 		}
-		if _, err := release(ctx, tx, parents, now); err != nil {
+		settled, err := release(ctx, tx, parents, now)
+		if err != nil {
 			return err
+		}
+		if len(settled) > 0 {
+			for _, i := range parentItems {
+				params[i].Released = true
+			}
 		}
 		return ended.write(ctx, stmts[1], now)
 	})
