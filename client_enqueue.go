@@ -63,6 +63,16 @@ type InsertOpts struct {
 	// Merge is the merge policy: MergeKeep (the default with a MergeKey), MergeReplace or
 	// MergeAppend. A policy without a MergeKey is a *ValidationError naming merge.
 	Merge MergePolicy
+	// After names jobs (by id, at most MaxParents) this one waits for: it is enqueued in state
+	// StateWaiting, not claimable, and released to its queue (or scheduled, with a later RunAt)
+	// in the transaction of the last of them to end. Each must exist, or be enqueued earlier
+	// in the same EnqueueMany; an unknown one is a *ValidationError naming after[i], and
+	// nothing is enqueued. A job whose parents have all ended already is released at once.
+	// Not with MergeKey. See docs/workflows.md.
+	After []string
+	// OnParentFailure says what happens when a parent ends failed or canceled: ParentCancel
+	// (the default), ParentRun or ParentSkip. Only with After.
+	OnParentFailure ParentPolicy
 	// ResultTTL is how long the job is kept once it completes or is canceled (0: the
 	// worker's, then Config.ResultTTL; at most 5 years). It wins over the worker's. A failed
 	// job is kept for Config.DeadLetterRetention instead.
@@ -118,9 +128,10 @@ func (c *Client) EnqueueMany(ctx context.Context, jobs []EnqueueParams) ([]*Inse
 		if r.Existing || r.Merged {
 			continue
 		}
-		if r.Job.State == hoppertype.StateQueued {
+		switch r.Job.State {
+		case hoppertype.StateQueued:
 			c.engine.Notify(r.Job.Queue)
-		} else {
+		case hoppertype.StateScheduled:
 			c.engine.NotifyScheduled(r.Job.RunAt)
 		}
 	}
@@ -175,7 +186,7 @@ func (c *Client) insert(ctx context.Context, ins TxInserter, jobs []EnqueueParam
 	}
 	res, err := ins.JobInsertMany(ctx, params)
 	if err != nil {
-		return nil, mergeRefused(err, len(jobs))
+		return nil, parentRefused(mergeRefused(err, len(jobs)), len(jobs))
 	}
 	out := make([]*InsertResult, len(res))
 	for i, r := range res {
@@ -212,7 +223,8 @@ func (c *Client) insertParams(ctx context.Context, args JobArgs, opts *InsertOpt
 		Args: raw, Headers: o.Headers, MaxAttempts: o.MaxAttempts, MaxRescues: o.MaxRescues, Timeout: o.Timeout,
 		RetryPolicy: o.RetryPolicy, IdempotencyKey: o.IdempotencyKey, IdempotencyTTL: o.IdempotencyRetention,
 		GroupKey: o.GroupKey, FairnessKey: o.FairnessKey, MergeKey: o.MergeKey, Merge: o.Merge, MaxArgsBytes: c.cfg.MaxArgsBytes,
-		ResultTTL: o.ResultTTL, Actor: hoppertype.ActorAPI, Reason: "enqueue",
+		ResultTTL: o.ResultTTL, After: o.After, OnParentFailure: o.OnParentFailure,
+		Actor: hoppertype.ActorAPI, Reason: "enqueue",
 	}
 	if p.Queue == "" {
 		p.Queue = DefaultQueue
@@ -259,6 +271,12 @@ func InsertOptsFor(args JobArgs, opts *InsertOpts) InsertOpts {
 	set(&o.GroupKey, opts.GroupKey)
 	set(&o.FairnessKey, opts.FairnessKey)
 	set(&o.MergeKey, opts.MergeKey)
+	if len(opts.After) > 0 {
+		o.After = opts.After
+	}
+	if opts.OnParentFailure != "" {
+		o.OnParentFailure = opts.OnParentFailure
+	}
 	if opts.Merge != "" {
 		o.Merge = opts.Merge
 	}
@@ -338,4 +356,18 @@ func marshalArgs(args JobArgs) ([]byte, error) {
 		return nil, invalid("args", "not valid JSON")
 	}
 	return b.Bytes(), nil
+}
+
+// parentRefused turns the store's refusal of an unknown parent into a *ValidationError naming
+// the field (jobs[i].after[k] in a batch of n > 1).
+func parentRefused(err error, n int) error {
+	var pe *store.ParentError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	verr := invalid(pe.Field(), "%s", pe.Reason())
+	if n > 1 {
+		return inBatch(pe.Item, verr)
+	}
+	return verr
 }

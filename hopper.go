@@ -59,7 +59,30 @@ const (
 	StateCompleted = hoppertype.StateCompleted
 	StateFailed    = hoppertype.StateFailed
 	StateCanceled  = hoppertype.StateCanceled
+	// StateWaiting: the job waits for its parents (InsertOpts.After); see docs/workflows.md.
+	StateWaiting = hoppertype.StateWaiting
 )
+
+// ParentPolicy says what a job does when a parent it waits for ends failed or canceled
+// (InsertOpts.OnParentFailure); see docs/workflows.md.
+type ParentPolicy = hoppertype.ParentPolicy
+
+// The parent failure policies.
+const (
+	// ParentCancel (the default): the job ends canceled, and so do its children, by theirs.
+	ParentCancel = hoppertype.ParentCancel
+	// ParentRun: the job runs once every parent has ended, failed or not.
+	ParentRun = hoppertype.ParentRun
+	// ParentSkip: the job ends canceled but counts as succeeded for its own children.
+	ParentSkip = hoppertype.ParentSkip
+)
+
+// ParseParentPolicy returns the policy named by text ("" is ParentCancel), or an error naming
+// the accepted values.
+func ParseParentPolicy(text string) (ParentPolicy, error) { return hoppertype.ParseParentPolicy(text) }
+
+// MaxParents bounds InsertOpts.After.
+const MaxParents = 10_000
 
 // Attempt outcomes.
 const (

@@ -234,6 +234,9 @@ func checkInsert(p *store.InsertParams, o InsertOpts, now time.Time) error {
 	if err := checkMerge(p.MergeKey, p.Merge); err != nil {
 		return err
 	}
+	if err := checkAfter(p); err != nil {
+		return err
+	}
 	if err := checkMaxRescues("max_rescues", p.MaxRescues); err != nil {
 		return err
 	}
@@ -286,6 +289,34 @@ func checkHeaders(h map[string]string) error {
 	}
 	if size > maxHeaderBytes {
 		return invalid("headers", "%d bytes exceed the limit of %d", size, maxHeaderBytes)
+	}
+	return nil
+}
+
+// checkAfter checks a job's parents and its policy on their failure (docs/workflows.md).
+func checkAfter(p *store.InsertParams) error {
+	if len(p.After) == 0 {
+		if p.OnParentFailure != "" {
+			return invalid("on_parent_failure", "%q needs after: a job without parents has no policy on their failure", p.OnParentFailure)
+		}
+		return nil
+	}
+	if p.MergeKey != "" {
+		return invalid("after", "a job with parents cannot have a merge_key")
+	}
+	if len(p.After) > MaxParents {
+		return invalid("after", "%d parents, at most %d", len(p.After), MaxParents)
+	}
+	for i, id := range p.After {
+		if id == "" {
+			return invalid(fmt.Sprintf("after[%d]", i), "is empty")
+		}
+		if err := field.Limited(fmt.Sprintf("after[%d]", i), id, maxIDLen); err != nil {
+			return err
+		}
+	}
+	if _, err := ParseParentPolicy(string(p.OnParentFailure)); err != nil {
+		return invalid("on_parent_failure", "%v", err)
 	}
 	return nil
 }

@@ -55,6 +55,9 @@ type JobRow struct {
 	GroupKey       string
 	// FairnessKey is the tenant the job is claimed for (see InsertOpts.FairnessKey); "" for none.
 	FairnessKey string
+	// HasChildren: jobs were enqueued to wait for this one (InsertOpts.After); its ending
+	// releases them (docs/workflows.md).
+	HasChildren bool
 	MergeKey    string
 	OriginalID  string
 	ReplayCount int

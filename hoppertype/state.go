@@ -21,13 +21,17 @@ const (
 	StateCompleted JobState = "completed"
 	// StateFailed jobs ran out of attempts or were told not to retry: the dead-letter queue. Terminal.
 	StateFailed JobState = "failed"
-	// StateCanceled jobs were canceled by an operator or the API. Terminal.
+	// StateCanceled jobs were canceled by an operator or the API, or by a parent's failure
+	// (ParentPolicy). Terminal.
 	StateCanceled JobState = "canceled"
+	// StateWaiting jobs wait for their parents (InsertOpts.After) to end; not claimable. The
+	// last parent's ending releases them to queued (or scheduled) in its own transaction.
+	StateWaiting JobState = "waiting"
 )
 
 // AllStates lists every state in a stable order.
 var AllStates = []JobState{
-	StateScheduled, StateQueued, StateRunning, StateSuspended,
+	StateWaiting, StateScheduled, StateQueued, StateRunning, StateSuspended,
 	StateCompleted, StateFailed, StateCanceled,
 }
 

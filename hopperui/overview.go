@@ -31,7 +31,7 @@ type queueRow struct {
 }
 
 // states in the order pages show them.
-var states = []hopper.JobState{hopper.StateQueued, hopper.StateScheduled, hopper.StateRunning,
+var states = []hopper.JobState{hopper.StateWaiting, hopper.StateQueued, hopper.StateScheduled, hopper.StateRunning,
 	hopper.StateSuspended, hopper.StateCompleted, hopper.StateFailed, hopper.StateCanceled}
 
 func (h *Handler) overview(w http.ResponseWriter, r *http.Request, v *view) error {

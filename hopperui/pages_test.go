@@ -278,7 +278,7 @@ func TestJobsTabsColumnsAndNoWorkerHint(t *testing.T) {
 			current = m[2]
 		}
 	}
-	require.Equal(t, map[string]string{"": "3", "queued": "2", "scheduled": "1", "running": "0", "suspended": "0",
+	require.Equal(t, map[string]string{"": "3", "queued": "2", "scheduled": "1", "running": "0", "suspended": "0", "waiting": "0",
 		"completed": "0", "failed": "0", "canceled": "0"}, counts, "the jobs of queue mail: %s", tabs)
 	require.Equal(t, "", current, "no state searched: any")
 	require.Contains(t, page(t, e.URL+"/jobs?queue=mail&state=queued"), `data-state="queued" aria-current="page"`)

@@ -40,7 +40,8 @@ func TestJobSpecRoundTrip(t *testing.T) {
 		Timeout: time.Hour, RetryPolicy: &hopper.RetryPolicy{Base: time.Second, Multiplier: 1.5, Cap: time.Minute, Jitter: -1,
 			RetryBusinessErrors: true},
 		Headers: map[string]string{"h": "v"}, IdempotencyKey: "i", IdempotencyRetention: 48 * time.Hour,
-		GroupKey: "g", MergeKey: "m", Merge: hopper.MergeAppend, FairnessKey: "f"}
+		GroupKey: "g", MergeKey: "m", Merge: hopper.MergeAppend, FairnessKey: "f",
+		After: []string{"p1", "p2"}, OnParentFailure: hopper.ParentSkip}
 	requireAllSet(t, *opts, "ResultTTL")
 	spec, err := JobSpec("k", json.RawMessage(`{"a":1}`), opts)
 	require.NoError(t, err)

@@ -32,6 +32,7 @@ func JobSpec(kind string, args json.RawMessage, o *hopper.InsertOpts) (*hopperv1
 	spec.IdempotencyKey, spec.IdempotencyRetention = o.IdempotencyKey, apiview.Duration(o.IdempotencyRetention)
 	spec.GroupKey, spec.MergeKey, spec.Merge = o.GroupKey, o.MergeKey, string(o.Merge)
 	spec.FairnessKey = o.FairnessKey
+	spec.After, spec.OnParentFailure = o.After, string(o.OnParentFailure)
 	return spec, nil
 }
 
@@ -54,6 +55,7 @@ func FromJobSpec(spec *hopperv1.JobSpec) (hopper.EnqueueParams, error) {
 		Headers: spec.GetHeaders(), IdempotencyKey: spec.GetIdempotencyKey(),
 		IdempotencyRetention: apiview.FromDuration(spec.GetIdempotencyRetention()), GroupKey: spec.GetGroupKey(),
 		MergeKey: spec.GetMergeKey(), Merge: hopper.MergePolicy(spec.GetMerge()), FairnessKey: spec.GetFairnessKey(),
+		After: spec.GetAfter(), OnParentFailure: hopper.ParentPolicy(spec.GetOnParentFailure()),
 	}
 	return hopper.EnqueueParams{Args: hopper.RawArgs{KindName: spec.GetKind(), JSON: json.RawMessage(args)}, Opts: opts}, nil
 }

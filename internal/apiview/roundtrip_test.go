@@ -27,7 +27,8 @@ func fullRow() *hoppertype.JobRow {
 		ProgressPercent: 40, ProgressMessage: "m", Result: json.RawMessage(`"r"`), LastError: "e", LastErrorCode: "c",
 		Checkpoint: json.RawMessage(`{"c":1}`), ResumeData: json.RawMessage(`[1]`),
 		IdempotencyKey: "i", GroupKey: "g", MergeKey: "mk", FairnessKey: "f", OriginalID: "o", ReplayCount: 2, ReplayedBy: "api",
-		CreatedAt: at.Add(-time.Hour), StartedAt: at.Add(2 * time.Second), FinishedAt: at.Add(3 * time.Second),
+		HasChildren: true,
+		CreatedAt:   at.Add(-time.Hour), StartedAt: at.Add(2 * time.Second), FinishedAt: at.Add(3 * time.Second),
 		UpdatedAt: at.Add(4 * time.Second), ExpiresAt: at.Add(24 * time.Hour), DeadlineAt: at.Add(48 * time.Hour),
 	}
 }

@@ -24,6 +24,8 @@ type enqueueFlags struct {
 	mergeKey       string
 	merge          string
 	fairnessKey    string
+	after          []string
+	onParentFail   string
 	headers        []string
 	// retryBusiness sets the job's RetryPolicy.RetryBusinessErrors.
 	retryBusiness bool
@@ -38,6 +40,7 @@ func newEnqueueCmd() *cobra.Command {
   hopper enqueue --queue reports --delay 10m build-report
   hopper enqueue --merge-key user-7 --merge append send-digest '{"event": 981}'
   hopper enqueue --fairness-key customer-42 export-data '{"table": "orders"}'
+  hopper enqueue --after 0192e4c1-… --after 0192e4c2-… --on-parent-failure run merge-report
   echo '{"to": "a@example.com"}' | hopper enqueue send-email -`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error { return runEnqueue(cmd, args, &f) },
@@ -55,6 +58,8 @@ func newEnqueueCmd() *cobra.Command {
 	fl.StringVar(&f.mergeKey, "merge-key", "", "merge into the job of KIND with this key that waits for its first worker, instead of adding a job")
 	fl.StringVar(&f.merge, "merge", "", "what a merge does: keep (default; the waiting job stays), replace (it takes these args) or append (its args are a list of every merged enqueue's)")
 	fl.StringVar(&f.fairnessKey, "fairness-key", "", "the tenant the job runs for (e.g. a customer id): claims share the queue between keys, round robin, so that one key's flood does not delay another's jobs")
+	fl.StringArrayVar(&f.after, "after", nil, "wait for this job (an id; repeatable): the job waits in state waiting until every such parent has ended")
+	fl.StringVar(&f.onParentFail, "on-parent-failure", "", "what a parent's failure or cancel does: cancel (default; this job and its own waiting children end canceled), run (it runs once every parent has ended) or skip (it ends canceled, but counts as succeeded for its children)")
 	fl.StringArrayVar(&f.headers, "header", nil, "header as key=value (repeatable)")
 	fl.BoolVar(&f.retryBusiness, "retry-business-errors", false, "retry a business error (a worker's error code) like any error while attempts are left, instead of failing the job at once")
 	addJSONFlag(cmd)
@@ -113,7 +118,7 @@ func (f *enqueueFlags) insertOpts() (*hopper.InsertOpts, error) {
 	opts := &hopper.InsertOpts{
 		Queue: f.queue, Priority: f.priority, Delay: f.delay, MaxAttempts: f.maxAttempts, MaxRescues: f.maxRescues,
 		Timeout: f.timeout, IdempotencyKey: f.idempotencyKey, GroupKey: f.groupKey, MergeKey: f.mergeKey, Merge: hopper.MergePolicy(f.merge),
-		FairnessKey: f.fairnessKey,
+		FairnessKey: f.fairnessKey, After: f.after, OnParentFailure: hopper.ParentPolicy(f.onParentFail),
 	}
 	if f.retryBusiness {
 		opts.RetryPolicy = &hopper.RetryPolicy{RetryBusinessErrors: true}

@@ -57,9 +57,9 @@ func TestKindCommandsBothWays(t *testing.T) {
 
 		res = runner(t, "kinds", "ls")
 		require.Equal(t, ExitOK, res.code, "%s: %s", name, res.stderr)
-		require.Regexp(t, `KIND\s+DISABLED\s+CAP\s+RATE\s+CAP/KEY\s+RATE/KEY\s+COMPACT\s+SCHEDULED\s+QUEUED`, res.stdout)
-		require.Regexp(t, `render-pdf\s+yes\s+2\s+10/1m\s+-\s+-\s+-\s+0\s+2\s`, res.stdout)
-		require.Regexp(t, `send-invoice\s+no\s+-\s+-\s+-\s+-\s+-\s+0\s+1\s`, res.stdout)
+		require.Regexp(t, `KIND\s+DISABLED\s+CAP\s+RATE\s+CAP/KEY\s+RATE/KEY\s+COMPACT\s+WAITING\s+SCHEDULED\s+QUEUED`, res.stdout)
+		require.Regexp(t, `render-pdf\s+yes\s+2\s+10/1m\s+-\s+-\s+-\s+0\s+0\s+2\s`, res.stdout)
+		require.Regexp(t, `send-invoice\s+no\s+-\s+-\s+-\s+-\s+-\s+0\s+0\s+1\s`, res.stdout)
 
 		res = runner(t, "queues", "ls", "--json")
 		require.Equal(t, ExitOK, res.code, "%s: %s", name, res.stderr)
@@ -72,7 +72,7 @@ func TestKindCommandsBothWays(t *testing.T) {
 		res = runner(t, "queues", "ls")
 		require.Equal(t, ExitOK, res.code, "%s: %s", name, res.stderr)
 		require.Regexp(t, `QUEUED\s+QUEUED_DISABLED\s+RUNNING`, res.stdout)
-		require.Regexp(t, `reports\s+no\s+-\s+-\s+-\s+-\s+-\s+0\s+3\s+2\s+0`, res.stdout)
+		require.Regexp(t, `reports\s+no\s+-\s+-\s+-\s+-\s+-\s+0\s+0\s+3\s+2\s+0`, res.stdout)
 
 		res = runner(t, "kinds", "enable", "render-pdf")
 		require.Equal(t, ExitOK, res.code, "%s: %s", name, res.stderr)
@@ -92,7 +92,7 @@ func TestKindCommandsBothWays(t *testing.T) {
 		require.Equal(t, ExitOK, res.code, "%s: %s", name, res.stderr)
 		require.Equal(t, "kind render-pdf not rate-limited\n", res.stdout)
 		res = runner(t, "queues", "ls")
-		require.Regexp(t, `reports\s+no\s+-\s+-\s+-\s+-\s+-\s+0\s+3\s+0\s+0`, res.stdout, "nothing disabled any more")
+		require.Regexp(t, `reports\s+no\s+-\s+-\s+-\s+-\s+-\s+0\s+0\s+3\s+0\s+0`, res.stdout, "nothing disabled any more")
 	}
 }
 

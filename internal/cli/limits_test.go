@@ -78,8 +78,8 @@ func TestQueuesLsShowsAwaitingCompute(t *testing.T) {
 	require.Contains(t, out.String(), "QUEUED_DISABLED")
 	require.Contains(t, out.String(), "AWAITING_COMPUTE")
 	require.Contains(t, out.String(), "COMPUTING")
-	require.Regexp(t, `mail\s+no\s+-\s+-\s+-\s+-\s+-\s+0\s+7\s+0\s+2\s+0\s+0\s+0\s+0\s+2\s+7\s+yes\n`, out.String(),
-		"queued, then the disabled ones, then the other states, computing, awaiting compute, held")
+	require.Regexp(t, `mail\s+no\s+-\s+-\s+-\s+-\s+-\s+0\s+0\s+7\s+0\s+2\s+0\s+0\s+0\s+0\s+2\s+7\s+yes\n`, out.String(),
+		"waiting, scheduled, queued, then the disabled ones, then the other states, computing, awaiting compute, held")
 	raw, err := json.Marshal(queuesJSON(qs))
 	require.NoError(t, err)
 	require.Contains(t, string(raw), `"computing":2,"awaiting_compute":7,"held_by_governor":true`)
@@ -100,7 +100,7 @@ func TestQueuesLsAwaitingComputeBothWays(t *testing.T) {
 		require.Contains(t, res.stdout, `"held_by_governor": true`, name)
 		res = runner(t, "queues", "ls")
 		require.Equal(t, ExitOK, res.code, res.stderr)
-		require.Regexp(t, `reports\s+no\s+-\s+-\s+-\s+-\s+-\s+0\s+1\s+0\s+0\s+0\s+0\s+0\s+0\s+0\s+1\s+yes\n`, res.stdout, name)
+		require.Regexp(t, `reports\s+no\s+-\s+-\s+-\s+-\s+-\s+0\s+0\s+1\s+0\s+0\s+0\s+0\s+0\s+0\s+0\s+1\s+yes\n`, res.stdout, name)
 		res = runner(t, "workers", "ls", "--json")
 		require.Equal(t, ExitOK, res.code, res.stderr)
 		require.Contains(t, res.stdout, `"holding": true`, name)

@@ -114,7 +114,7 @@ func toggleCmd(noun, name, short, done string, op func(backend, context.Context,
 // every header is (one word each, so that columns split on blanks).
 func stateHeader(s hopper.JobState) string { return strings.ToUpper(string(s)) }
 
-var queueStates = []hopper.JobState{hopper.StateScheduled, hopper.StateQueued, hopper.StateRunning,
+var queueStates = []hopper.JobState{hopper.StateWaiting, hopper.StateScheduled, hopper.StateQueued, hopper.StateRunning,
 	hopper.StateSuspended, hopper.StateCompleted, hopper.StateFailed, hopper.StateCanceled}
 
 func printQueues(w io.Writer, qs []*hopper.QueueInfo) error {

@@ -137,7 +137,7 @@ func TestQueueCommandsBothWays(t *testing.T) {
 		res = runner(t, "queues", "ls")
 		require.Equal(t, ExitOK, res.code, res.stderr)
 		require.Contains(t, res.stdout, "QUEUE")
-		require.Regexp(t, `reports\s+no\s+-\s+-\s+-\s+-\s+-\s+0\s+1`, res.stdout)
+		require.Regexp(t, `reports\s+no\s+-\s+-\s+-\s+-\s+-\s+0\s+0\s+1`, res.stdout)
 
 		res = runner(t, "queues", "pause", "bad name")
 		require.Equal(t, ExitUsage, res.code, res.stderr)
@@ -146,7 +146,7 @@ func TestQueueCommandsBothWays(t *testing.T) {
 			"--key-weight", "customer-42=3", "--key-weight", "a=b=2")
 		require.Equal(t, ExitOK, res.code, res.stderr)
 		res = runner(t, "queues", "ls")
-		require.Regexp(t, `reports\s+no\s+3\s+7\s+5000/1h\s+-\s+-\s+0\s+1`, res.stdout)
+		require.Regexp(t, `reports\s+no\s+3\s+7\s+5000/1h\s+-\s+-\s+0\s+0\s+1`, res.stdout)
 		res = runner(t, "queues", "ls", "--json")
 		require.Contains(t, res.stdout, `"weight": 3`)
 		require.Contains(t, res.stdout, `"max_running": 7`)
@@ -162,7 +162,7 @@ func TestQueueCommandsBothWays(t *testing.T) {
 		}
 		require.Contains(t, res.stderr, "invalid --rate:", "the error names the flag")
 		res = runner(t, "queues", "ls")
-		require.Regexp(t, `reports\s+no\s+3\s+7\s+5000/1h\s+-\s+-\s+0\s+1`, res.stdout, "a refused set changes nothing")
+		require.Regexp(t, `reports\s+no\s+3\s+7\s+5000/1h\s+-\s+-\s+0\s+0\s+1`, res.stdout, "a refused set changes nothing")
 		res = runner(t, "queues", "ls", "--json")
 		require.Contains(t, res.stdout, `"customer-42": 3`, "a refused set changes no key weight")
 		res = runner(t, "queues", "set", "reports", "--weight", "0", "--cap", "0", "--rate", "0",
@@ -171,7 +171,7 @@ func TestQueueCommandsBothWays(t *testing.T) {
 		res = runner(t, "queues", "ls", "--json")
 		require.NotContains(t, res.stdout, "key_weights", "0 and 1 remove key weights")
 		res = runner(t, "queues", "ls")
-		require.Regexp(t, `reports\s+no\s+-\s+-\s+-\s+-\s+-\s+0\s+1`, res.stdout, "0 removes all three")
+		require.Regexp(t, `reports\s+no\s+-\s+-\s+-\s+-\s+-\s+0\s+0\s+1`, res.stdout, "0 removes all three")
 	}
 }
 

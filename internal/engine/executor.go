@@ -84,7 +84,12 @@ func (e *Engine) execute(q *queueLane, j *claimedJob) {
 		jobtrace.End(span, params.Outcome, err)
 	}
 	if params != nil {
-		if row.GroupKey != "" || q.capHeld.Load() {
+		switch {
+		case row.HasChildren && params.State.Terminal():
+			// Its ending may release children, in any queue (a store that pushes
+			// notifications says which; this process's workers hear it at once either way).
+			e.wakeAfterWrite(row.ID, "")
+		case row.GroupKey != "" || q.capHeld.Load():
 			// The group's next job, or a slot under a fleet-wide cap, becomes free then.
 			e.wakeAfterWrite(row.ID, row.Queue)
 		}

@@ -17,6 +17,9 @@ var ErrInvalidTransition = errors.New("invalid state transition")
 // replay leaves the failed job as it is and makes a new one.
 const RetryInPlace = "retry in place"
 
+// ParentsEnded is why a waiting job is released: its last parent ended (docs/workflows.md).
+const ParentsEnded = "parents ended"
+
 // New is the pseudo-state of a job that does not exist yet; enqueue moves from it.
 const New hoppertype.JobState = ""
 
@@ -29,6 +32,12 @@ var table = map[s]map[s]string{
 	New: {
 		hoppertype.StateQueued:    "enqueue",
 		hoppertype.StateScheduled: "enqueue with run_at in the future",
+		hoppertype.StateWaiting:   "enqueue after parents",
+	},
+	hoppertype.StateWaiting: {
+		hoppertype.StateQueued:    ParentsEnded,
+		hoppertype.StateScheduled: ParentsEnded + ", run_at in the future",
+		hoppertype.StateCanceled:  "cancel or parent failed",
 	},
 	hoppertype.StateScheduled: {
 		hoppertype.StateQueued:   "run_at reached",

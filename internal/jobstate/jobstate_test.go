@@ -22,9 +22,11 @@ func TestEveryPair(t *testing.T) {
 		com = hoppertype.StateCompleted
 		fai = hoppertype.StateFailed
 		can = hoppertype.StateCanceled
+		wai = hoppertype.StateWaiting
 	)
 	allowed := map[[2]hoppertype.JobState]bool{
-		{jobstate.New, que}: true, {jobstate.New, sch}: true,
+		{jobstate.New, que}: true, {jobstate.New, sch}: true, {jobstate.New, wai}: true,
+		{wai, que}: true, {wai, sch}: true, {wai, can}: true,
 		{sch, que}: true, {sch, can}: true,
 		{que, run}: true, {que, can}: true,
 		{run, com}: true, {run, fai}: true, {run, sch}: true, {run, que}: true, {run, sus}: true, {run, can}: true,
@@ -81,6 +83,9 @@ func TestTerminalStatesOnlyLeaveByReplayOrRetry(t *testing.T) {
 func TestSources(t *testing.T) {
 	t.Parallel()
 	require.ElementsMatch(t,
-		[]hoppertype.JobState{hoppertype.StateScheduled, hoppertype.StateQueued, hoppertype.StateRunning, hoppertype.StateSuspended},
+		[]hoppertype.JobState{hoppertype.StateWaiting, hoppertype.StateScheduled, hoppertype.StateQueued,
+			hoppertype.StateRunning, hoppertype.StateSuspended},
 		jobstate.Sources(hoppertype.StateCanceled))
+	require.ElementsMatch(t, []hoppertype.JobState{jobstate.New}, jobstate.Sources(hoppertype.StateWaiting),
+		"only an enqueue makes a job wait: nothing goes back to waiting")
 }

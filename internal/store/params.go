@@ -45,6 +45,14 @@ type InsertParams struct {
 	MaxArgsBytes int
 	ScheduleID   string
 
+	// After names the jobs this one waits for (deps.go): it is inserted waiting and released
+	// when they have all ended. Each must exist or be an earlier item of the same call; an
+	// unknown one is a *hoppertype.ValidationError naming after[i], and nothing is inserted.
+	// Not with MergeKey (callers refuse it).
+	After []string
+	// OnParentFailure is the policy when a parent ends failed or canceled; empty is cancel.
+	OnParentFailure hoppertype.ParentPolicy
+
 	Actor  hoppertype.Actor
 	Reason string
 }
@@ -147,6 +155,10 @@ type FinishParams struct {
 	DeadlineAt   time.Time // for suspended jobs: when waiting ends in failure
 	Actor        hoppertype.Actor
 	Reason       string
+	// Released is an output: a store that does not push notifications (SQLite) sets it when
+	// the ending released or canceled children (deps.go), so the caller wakes its workers;
+	// jobs may have become claimable in any queue.
+	Released bool
 	// Job is the attempt's job as it was claimed, when whoever decided the outcome has it
 	// (nil otherwise). It tells the engine's OnOutcome which kind and queue the outcome is
 	// about, and when the attempt started; the SQLite store counts the minute stats from it

@@ -50,6 +50,18 @@ export interface EnqueueOptions {
   mergeKey?: string;
   /** merge is the merge policy: "keep" (the default), "replace" or "append" (the job's args are a list). */
   merge?: "keep" | "replace" | "append";
+  /**
+   * after names jobs (ids) this one waits for: it is enqueued in state "waiting" and released
+   * when the last of them ends. Each must exist, or come earlier in the same enqueueMany
+   * (docs/workflows.md).
+   */
+  after?: string[];
+  /**
+   * onParentFailure is what a parent's failure or cancel does: "cancel" (the default; the job
+   * and its own waiting children end canceled), "run" (it runs once every parent has ended) or
+   * "skip" (it ends canceled, but counts as succeeded for its children). Only with after.
+   */
+  onParentFailure?: "cancel" | "run" | "skip";
 }
 
 /** jobSpec is the JobSpec of a job of kind with args and options. */
@@ -60,5 +72,6 @@ export function jobSpec(kind: string, args: unknown, o: EnqueueOptions = {}): Jo
     idempotencyKey: o.idempotencyKey, idempotencyRetention: toDuration(o.idempotencyRetention),
     groupKey: o.groupKey, retryPolicy: policyToProto(o.retryPolicy), maxRescues: o.maxRescues,
     mergeKey: o.mergeKey, merge: o.merge, fairnessKey: o.fairnessKey,
+    after: o.after, onParentFailure: o.onParentFailure,
   });
 }

@@ -6,8 +6,8 @@
 // gRPC client sends the JSON text in the string; in the JSON encoding the value is inline, so
 // a JSON client sends "args": {"to": "a@b.c"}, and "args": "a@b.c" is the JSON string
 // "a@b.c". The JSON encoding refuses a field it does not know, naming it. Job states are the
-// lower-case names Hopper uses everywhere: scheduled, queued, running, suspended, completed,
-// failed, canceled. docs/api.md describes the API for a user of any language.
+// lower-case names Hopper uses everywhere: waiting, scheduled, queued, running, suspended,
+// completed, failed, canceled. docs/api.md describes the API for a user of any language.
 //
 // Calls that act on a running attempt (Complete, Fail, ExtendLease, Heartbeat,
 // ReportProgress) are fenced by the attempt's lease token: a token that is not the job's
@@ -837,7 +837,9 @@ type Job struct {
 	// (FailRequest.error_code).
 	LastErrorCode string `protobuf:"bytes,37,opt,name=last_error_code,json=lastErrorCode,proto3" json:"last_error_code,omitempty"`
 	// fairness_key is the tenant the job is claimed for (JobSpec.fairness_key); empty for none.
-	FairnessKey   string `protobuf:"bytes,38,opt,name=fairness_key,json=fairnessKey,proto3" json:"fairness_key,omitempty"`
+	FairnessKey string `protobuf:"bytes,38,opt,name=fairness_key,json=fairnessKey,proto3" json:"fairness_key,omitempty"`
+	// has_children: jobs were enqueued to wait for this one (JobSpec.after).
+	HasChildren   bool `protobuf:"varint,39,opt,name=has_children,json=hasChildren,proto3" json:"has_children,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1138,6 +1140,13 @@ func (x *Job) GetFairnessKey() string {
 	return ""
 }
 
+func (x *Job) GetHasChildren() bool {
+	if x != nil {
+		return x.HasChildren
+	}
+	return false
+}
+
 // JobSpec describes a job to enqueue. Only kind is required.
 type JobSpec struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1172,9 +1181,20 @@ type JobSpec struct {
 	// have jobs due in one queue, claims share its slots between them, round robin, instead of
 	// taking the oldest jobs first; jobs without a key are one more key. Priority still comes
 	// first. At most 128 bytes, no control characters.
-	FairnessKey   string `protobuf:"bytes,17,opt,name=fairness_key,json=fairnessKey,proto3" json:"fairness_key,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	FairnessKey string `protobuf:"bytes,17,opt,name=fairness_key,json=fairnessKey,proto3" json:"fairness_key,omitempty"`
+	// after names jobs (ids, at most 10,000) this one waits for: it is enqueued in state waiting
+	// and released (queued, or scheduled for a later run_at) when the last of them ends. Each
+	// must exist or come earlier in the same EnqueueBatch; an unknown one fails the call with
+	// INVALID_ARGUMENT naming after[i] (jobs[n].after[i] in a batch), enqueuing nothing. Not with
+	// merge_key. See docs/workflows.md.
+	After []string `protobuf:"bytes,18,rep,name=after,proto3" json:"after,omitempty"`
+	// on_parent_failure is what a parent's failure or cancel does to this job: "cancel" (the
+	// default: it ends canceled, and its own children follow their policies), "run" (it runs
+	// once every parent has ended) or "skip" (it ends canceled, but counts as succeeded for its
+	// own children). Only with after.
+	OnParentFailure string `protobuf:"bytes,19,opt,name=on_parent_failure,json=onParentFailure,proto3" json:"on_parent_failure,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *JobSpec) Reset() {
@@ -1322,6 +1342,20 @@ func (x *JobSpec) GetMerge() string {
 func (x *JobSpec) GetFairnessKey() string {
 	if x != nil {
 		return x.FairnessKey
+	}
+	return ""
+}
+
+func (x *JobSpec) GetAfter() []string {
+	if x != nil {
+		return x.After
+	}
+	return nil
+}
+
+func (x *JobSpec) GetOnParentFailure() string {
+	if x != nil {
+		return x.OnParentFailure
 	}
 	return ""
 }
@@ -8663,7 +8697,7 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x19ScheduleServiceRunRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\">\n" +
 	"\x1aScheduleServiceRunResponse\x12 \n" +
-	"\x03job\x18\x01 \x01(\v2\x0e.hopper.v1.JobR\x03job\"\x94\f\n" +
+	"\x03job\x18\x01 \x01(\v2\x0e.hopper.v1.JobR\x03job\"\xb7\f\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x14\n" +
@@ -8717,10 +8751,11 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"replayedBy\x12\x1b\n" +
 	"\tmerge_key\x18$ \x01(\tR\bmergeKey\x12&\n" +
 	"\x0flast_error_code\x18% \x01(\tR\rlastErrorCode\x12!\n" +
-	"\ffairness_key\x18& \x01(\tR\vfairnessKey\x1a:\n" +
+	"\ffairness_key\x18& \x01(\tR\vfairnessKey\x12!\n" +
+	"\fhas_children\x18' \x01(\bR\vhasChildren\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xe4\x05\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa6\x06\n" +
 	"\aJobSpec\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x18\n" +
 	"\x04args\x18\x02 \x01(\tB\x04\x88\xe7\x18\x01R\x04args\x12\x14\n" +
@@ -8740,7 +8775,9 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"maxRescues\x12\x1b\n" +
 	"\tmerge_key\x18\x0f \x01(\tR\bmergeKey\x12\x14\n" +
 	"\x05merge\x18\x10 \x01(\tR\x05merge\x12!\n" +
-	"\ffairness_key\x18\x11 \x01(\tR\vfairnessKey\x1a:\n" +
+	"\ffairness_key\x18\x11 \x01(\tR\vfairnessKey\x12\x14\n" +
+	"\x05after\x18\x12 \x03(\tR\x05after\x12*\n" +
+	"\x11on_parent_failure\x18\x13 \x01(\tR\x0fonParentFailure\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd5\x01\n" +

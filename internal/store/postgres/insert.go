@@ -36,7 +36,7 @@ var insertColumns = []struct{ param, typ, name string }{
 	{"12", "text", "key"}, {"13", "text", "group_key"}, {"14", "text", "merge_key"},
 	{"15", "text", "schedule_id"}, {"16", "text", "actor"}, {"17", "text", "reason"},
 	{"19", "bigint", "result_ttl_us"}, {"20", "int", "max_rescues"}, {"21", "text", "merge_policy"},
-	{"23", "text", "fairness_key"},
+	{"23", "text", "fairness_key"}, {"24", "text", "on_parent_failure"},
 }
 
 // insertStatement builds insertSQL (batch: the fields as arrays, unnested) or insertOneSQL.
@@ -63,13 +63,14 @@ ins AS (
 	INSERT INTO {schema}.jobs (id, kind, queue, priority, args, headers, state, max_attempts, run_at,
 		timeout_us, retry_policy, idempotency_key, group_key, merge_key, schedule_id, last_actor,
 		last_reason, created_actor, created_reason, created_at, updated_at, result_ttl_us, max_rescues,
-		merge_policy, fairness_key)
+		merge_policy, fairness_key, on_parent_failure)
 	SELECT t.id, t.kind, t.queue, t.priority, t.args, t.headers::json,
-		CASE WHEN t.run_at > clk.now THEN 'scheduled' ELSE 'queued' END, t.max_attempts,
+		CASE WHEN t.on_parent_failure IS NOT NULL THEN 'waiting' WHEN t.run_at > clk.now THEN 'scheduled'
+			ELSE 'queued' END, t.max_attempts,
 		CASE WHEN t.run_at > clk.now THEN t.run_at ELSE clk.now END, t.timeout_us,
 		t.retry_policy::jsonb, t.key, t.group_key, t.merge_key, t.schedule_id, t.actor, t.reason,
 		t.actor, t.reason, clk.now, clk.now, t.result_ttl_us, t.max_rescues, t.merge_policy,
-		t.fairness_key
+		t.fairness_key, t.on_parent_failure
 	FROM ` + rows + ` AS t(` + strings.Join(names, ", ") + `), clk
 	RETURNING ` + cols + `),
 agg AS (` + statsEnqueuedSQL + `)
@@ -118,7 +119,7 @@ func (s *Store) insertMany(ctx context.Context, d db, params []*store.InsertPara
 			wakes.release(turn, plan.inserted)
 		}()
 	}
-	if len(plan.firstOfKey) == 0 && !plan.merging {
+	if len(plan.firstOfKey) == 0 && !plan.merging && !plan.linking {
 		err = s.insertPlanned(ctx, d, plan)
 	} else {
 		err = s.insertKeyed(ctx, d, plan)
@@ -141,6 +142,9 @@ func mayHaveInserted(params []*store.InsertParams, now time.Time) []*hoppertype.
 
 // guessedState is the state an insert at now gives the job, by the local clock.
 func guessedState(p *store.InsertParams, now time.Time) hoppertype.JobState {
+	if len(p.After) > 0 {
+		return hoppertype.StateWaiting // no wake-up: its parents' endings release it
+	}
 	if p.RunAt.After(now) {
 		return hoppertype.StateScheduled
 	}
@@ -154,8 +158,8 @@ func wakeKeys(params []*store.InsertParams, now time.Time) []string {
 	seen := map[string]bool{}
 	var keys []string
 	for _, p := range params {
-		k, _ := wakeKeyOf(p.Queue, guessedState(p, now))
-		if !seen[k] {
+		k, ok := wakeKeyOf(p.Queue, guessedState(p, now))
+		if ok && !seen[k] {
 			seen[k] = true
 			keys = append(keys, k)
 		}
@@ -172,6 +176,7 @@ type insertPlan struct {
 	firstOfKey map[string]int              // key → first item with it
 	existing   map[int]string              // first-of-key item → the live job its key names
 	merging    bool                        // some item has a merge key
+	linking    bool                        // some item has parents (deps.go)
 	merged     map[int]*store.InsertResult // merge item → its job, merged into or new
 	results    []*store.InsertResult
 	held       []string             // wake-ups the insert statement leaves out (wakes.go)
@@ -189,9 +194,13 @@ func planInsert(params []*store.InsertParams) (*insertPlan, error) {
 		firstOfKey: map[string]int{}, existing: map[int]string{}, merged: map[int]*store.InsertResult{},
 		results: make([]*store.InsertResult, len(params)),
 	}
+	if err := store.CheckParentOrder(params); err != nil {
+		return nil, err
+	}
 	for i, ip := range params {
 		p.keyed[i] = -1
 		p.merging = p.merging || ip.MergeKey != ""
+		p.linking = p.linking || len(ip.After) > 0
 		if ip.IdempotencyKey == "" {
 			continue
 		}
@@ -232,6 +241,11 @@ func (s *Store) insertKeyed(ctx context.Context, d db, plan *insertPlan) error {
 	}
 	if err := s.insertPlanned(ctx, tx, plan); err != nil {
 		return err
+	}
+	if plan.linking {
+		if err := s.linkChildren(ctx, tx, plan); err != nil {
+			return err
+		}
 	}
 	return tx.commit(ctx)
 }
@@ -311,16 +325,16 @@ func (s *Store) insertRows(ctx context.Context, d db, a *insertArrays, existingI
 	if held == nil {
 		held = []string{}
 	}
-	query, fields := insertSQL, append(a.args(), a.resultTTLs, a.maxRescues, a.mergePolicies, a.fairness)
+	query, fields := insertSQL, append(a.args(), a.resultTTLs, a.maxRescues, a.mergePolicies, a.fairness, a.parentPolicies)
 	if len(a.ids) == 1 && len(existingIDs) == 0 {
 		query = insertOneSQL
 		for i, f := range fields {
 			fields[i] = reflect.ValueOf(f).Index(0).Interface() // the one job's field
 		}
 	}
-	const beforeExisting, beforeHeld = 16, 19 // the fields $2–$17; $18 is existingIDs, then $19–$21, $22 held, $23
+	const beforeExisting, beforeHeld = 16, 19 // the fields $2–$17; $18 is existingIDs, then $19–$21, $22 held, $23, $24
 	args := append(append([]any{s.nowArg()}, fields[:beforeExisting]...), existingIDs)
-	args = append(append(args, fields[beforeExisting:beforeHeld]...), held, fields[beforeHeld])
+	args = append(append(args, fields[beforeExisting:beforeHeld]...), held, fields[beforeHeld], fields[beforeHeld+1])
 	rs, err := d.query(ctx, s.sql(query), args...)
 	if err != nil {
 		return nil, err
@@ -363,7 +377,7 @@ type insertArrays struct {
 	priorities, maxAttempts, maxRescues                         []int32
 	payloads                                                    [][]byte
 	headers, policies, keys, groups, merges, schedules, reasons []*string
-	mergePolicies, fairness                                     []*string
+	mergePolicies, fairness, parentPolicies                     []*string
 	runAt                                                       []*time.Time
 	timeouts, resultTTLs                                        []int64
 }
@@ -380,6 +394,11 @@ func (a *insertArrays) add(p *store.InsertParams) {
 	a.merges, a.schedules = append(a.merges, nullStr(p.MergeKey)), append(a.schedules, nullStr(p.ScheduleID))
 	a.actors, a.reasons = append(a.actors, string(p.Actor)), append(a.reasons, nullStr(p.Reason))
 	a.fairness = append(a.fairness, nullStr(p.FairnessKey))
+	var parents *string
+	if len(p.After) > 0 {
+		parents = nullStr(string(p.OnParentFailure.OrDefault()))
+	}
+	a.parentPolicies = append(a.parentPolicies, parents)
 	var policy *string
 	if p.MergeKey != "" {
 		policy = nullStr(string(p.Merge))

@@ -22,7 +22,7 @@ const cancelSQL = `UPDATE {schema}.jobs SET
 	last_error = CASE WHEN state = 'running' THEN $4 ELSE last_error END,
 	last_stack = NULL, expires_at = $6
 FROM (SELECT coalesce($1::timestamptz, now()) AS now) clk
-WHERE id = $5 AND state IN ('scheduled', 'queued', 'running', 'suspended')
+WHERE id = $5 AND state IN ('waiting', 'scheduled', 'queued', 'running', 'suspended')
 RETURNING ` + cols
 
 // JobCancel cancels a non-terminal job.

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -11,10 +12,17 @@ import (
 	"github.com/hopperjobs/hopper/internal/store"
 )
 
-// finishSQL ends a running attempt. The token fences it: a stale token matches no row. An
-// attempt that ends the job leaves its worker_id in the row, which then holds the attempt in
-// place of a job_attempts row (migration 0019, history.go).
-const finishSQL = `UPDATE jobs SET
+// finishSQL ends a running attempt of a job without children. The token fences it: a stale
+// token matches no row. An attempt that ends the job leaves its worker_id in the row, which
+// then holds the attempt in place of a job_attempts row (migration 0019, history.go).
+// finishParentSQL is the same for a job with children (deps.go), whose ending releases them:
+// only an item finishSQL did not match pays for it.
+const (
+	finishSQL       = finishSetSQL + ` AND has_children = 0`
+	finishParentSQL = finishSetSQL + ` AND has_children = 1 RETURNING expires_at`
+)
+
+const finishSetSQL = `UPDATE jobs SET
 	state = ?1, version = version + 1, attempt = attempt - ?2,
 	run_at = coalesce(?3, run_at), lease_expires_at = NULL,
 	worker_id = CASE WHEN ?1 IN ('completed', 'failed', 'canceled') THEN worker_id END,
@@ -35,6 +43,8 @@ func (s *Store) JobFinishMany(ctx context.Context, params []*store.FinishParams)
 		now := s.clock.Now()
 		stats := store.NewStatsBatch(now)
 		var ended finishedBatch // the ends without their Job: counted from their rows
+		var parents []*store.Ending
+		var parentItems []int // the items of parents
 		for i, p := range params {
 			if err := jobstate.Check(hoppertype.StateRunning, p.State); err != nil {
 				errs[i] = err
@@ -45,8 +55,17 @@ func (s *Store) JobFinishMany(ctx context.Context, params []*store.FinishParams)
 				return err
 			}
 			if !matched {
-				errs[i] = refused(ctx, tx, p.ID, p.Token)
-				continue
+				parent, err := finishParent(ctx, tx, p, now)
+				if err != nil {
+					return err
+				}
+				if parent == nil {
+					errs[i] = refused(ctx, tx, p.ID, p.Token)
+					continue
+				}
+				if p.State.Terminal() {
+					parents, parentItems = append(parents, parent), append(parentItems, i)
+				}
 			}
 			if p.Job == nil || p.Job.ID != p.ID {
 				ended.add(p)
@@ -56,6 +75,15 @@ func (s *Store) JobFinishMany(ctx context.Context, params []*store.FinishParams)
 		}
 		if err := writeStats(ctx, stmts[2], stats); err != nil {
 			return err
+		}
+		settled, err := release(ctx, tx, parents, now)
+		if err != nil {
+			return err
+		}
+		if len(settled) > 0 {
+			for _, i := range parentItems {
+				params[i].Released = true
+			}
 		}
 		return ended.write(ctx, stmts[1], now)
 	})
@@ -67,6 +95,31 @@ func (s *Store) JobFinishMany(ctx context.Context, params []*store.FinishParams)
 
 // finishOne reports whether the token matched a running attempt.
 func (s *Store) finishOne(ctx context.Context, st *sql.Stmt, p *store.FinishParams, now time.Time) (bool, error) {
+	res, err := st.ExecContext(ctx, finishArgs(p, now)...)
+	if err != nil {
+		return false, fmt.Errorf("finish job %s: %w", p.ID, err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// finishParent ends the attempt p as finishOne does, for a job with children; it returns the
+// ending their release needs, or nil when the token matched no running attempt.
+func finishParent(ctx context.Context, tx *sql.Tx, p *store.FinishParams, now time.Time) (*store.Ending, error) {
+	var expires sql.NullInt64
+	err := tx.QueryRowContext(ctx, finishParentSQL, finishArgs(p, now)...).Scan(&expires)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("finish job %s: %w", p.ID, err)
+	}
+	return &store.Ending{ID: p.ID, Outcome: store.OutcomeOf(p.State, false), ExpiresAt: nullTime(expires),
+		Actor: p.Actor}, nil
+}
+
+// finishArgs are finishSQL's parameters for p.
+func finishArgs(p *store.FinishParams, now time.Time) []any {
 	giveBack := 0
 	if p.GiveBack {
 		giveBack = 1
@@ -75,16 +128,11 @@ func (s *Store) finishOne(ctx context.Context, st *sql.Stmt, p *store.FinishPara
 	if p.State.Terminal() {
 		finished = now.UnixMicro()
 	}
-	res, err := st.ExecContext(ctx, string(p.State), giveBack, nullMicros(p.RunAt), now.UnixMicro(), finished,
+	return []any{string(p.State), giveBack, nullMicros(p.RunAt), now.UnixMicro(), finished,
 		nullBytes(p.Result), nullString(p.Error), string(p.Outcome), nullString(p.Stack), string(p.Actor),
 		nullString(p.Reason), nullBytes(p.Checkpoint), nullMicros(p.ExpiresAt), nullMicros(p.DeadlineAt),
 		p.ID, p.Token, nullPositive(p.MaxAttempts), nullPositive(int(p.ExpiresAfter.Microseconds())),
-		nullString(p.ErrorCode))
-	if err != nil {
-		return false, fmt.Errorf("finish job %s: %w", p.ID, err)
-	}
-	n, err := res.RowsAffected()
-	return n == 1, err
+		nullString(p.ErrorCode)}
 }
 
 const extendSQL = `UPDATE jobs SET lease_expires_at = ? WHERE id = ? AND token = ? AND state = 'running'`

@@ -15,14 +15,17 @@ import (
 const insertJobSQL = `INSERT INTO jobs (id, kind, queue, priority, args, headers, state, max_attempts,
 	run_at, timeout_us, retry_policy, idempotency_key, group_key, merge_key, schedule_id,
 	last_actor, last_reason, created_actor, created_reason, created_at, updated_at, result_ttl_us,
-	max_rescues, merge_policy, fairness_key)
+	max_rescues, merge_policy, fairness_key, on_parent_failure)
 	VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?16, ?17, ?18, ?19, ?20,
-	?21, ?22, ?23)`
+	?21, ?22, ?23, ?24)`
 
 // JobInsertMany inserts every job in one transaction. Items with a merge key merge in their
 // order (merge.go): the single writer makes each look-up and its write one step.
 func (s *Store) JobInsertMany(ctx context.Context, params []*store.InsertParams) ([]*store.InsertResult, error) {
 	if err := store.CheckBatch(params); err != nil {
+		return nil, fmt.Errorf("insert jobs: %w", err)
+	}
+	if err := store.CheckParentOrder(params); err != nil {
 		return nil, fmt.Errorf("insert jobs: %w", err)
 	}
 	out := make([]*store.InsertResult, len(params))
@@ -55,6 +58,11 @@ func (s *Store) JobInsertMany(ctx context.Context, params []*store.InsertParams)
 			if err != nil {
 				return err
 			}
+			if len(p.After) > 0 {
+				if row, err = linkChild(ctx, tx, row, i, p, now); err != nil {
+					return err
+				}
+			}
 			out[i] = &store.InsertResult{Job: row}
 			stats.Enqueued(row.Queue, row.Kind)
 		}
@@ -75,7 +83,7 @@ func insertRow(ctx context.Context, tx *sql.Tx, ins *sql.Stmt, p *store.InsertPa
 		row.Timeout.Microseconds(), encodePolicy(row.RetryPolicy), nullString(row.IdempotencyKey),
 		nullString(row.GroupKey), nullString(row.MergeKey), nullString(row.ScheduleID),
 		string(p.Actor), nullString(p.Reason), micros(now), micros(now), p.ResultTTL.Microseconds(),
-		row.MaxRescues, mergePolicy(p), nullString(row.FairnessKey)); err != nil {
+		row.MaxRescues, mergePolicy(p), nullString(row.FairnessKey), parentPolicy(p)); err != nil {
 		return nil, fmt.Errorf("insert job %s: %w", row.ID, err)
 	}
 	return row, recordKey(ctx, tx, p, row.ID, now)
@@ -126,6 +134,9 @@ func newRow(p *store.InsertParams, now time.Time) *hoppertype.JobRow {
 	} else {
 		state = hoppertype.StateScheduled
 	}
+	if len(p.After) > 0 {
+		state = hoppertype.StateWaiting // linkChild settles it
+	}
 	return &hoppertype.JobRow{
 		ID: p.ID, Kind: p.Kind, Queue: p.Queue, Priority: p.Priority, Args: p.Args,
 		Headers: p.Headers, State: state, MaxAttempts: p.MaxAttempts, RunAt: fromMicros(runAt.UnixMicro()),
@@ -149,4 +160,12 @@ func encodePolicy(p *hoppertype.RetryPolicy) any {
 	}
 	b, _ := json.Marshal(p) // plain numbers always marshal
 	return string(b)
+}
+
+// parentPolicy is the on_parent_failure of p's job: its policy when it has parents, else NULL.
+func parentPolicy(p *store.InsertParams) any {
+	if len(p.After) == 0 {
+		return nil
+	}
+	return string(p.OnParentFailure.OrDefault())
 }

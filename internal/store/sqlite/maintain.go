@@ -24,9 +24,12 @@ func (s *Store) JobCancel(ctx context.Context, p *store.CancelParams) (*hopperty
 			last_outcome = CASE WHEN state = 'running' THEN 'canceled' ELSE last_outcome END,
 			last_error = CASE WHEN state = 'running' THEN ?4 ELSE last_error END,
 			last_stack = NULL, expires_at = ?6
-			WHERE id = ?5 AND state IN ('scheduled', 'queued', 'running', 'suspended')
+			WHERE id = ?5 AND state IN ('waiting', 'scheduled', 'queued', 'running', 'suspended')
 			RETURNING `+jobColumns, now, string(p.Actor), nullString(p.Reason), "canceled: "+p.Reason, p.ID,
 			nullMicros(p.ExpiresAt)))
+		if err == nil {
+			return releaseCanceled(ctx, tx, job, p.Actor)
+		}
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
@@ -100,4 +103,15 @@ func limitOr(n, def int) int {
 		return def
 	}
 	return n
+}
+
+// releaseCanceled releases the children of job, just canceled, if it has any.
+func releaseCanceled(ctx context.Context, tx *sql.Tx, job *hoppertype.JobRow, actor hoppertype.Actor) error {
+	var flagged bool
+	if err := tx.QueryRowContext(ctx, `SELECT has_children FROM jobs WHERE id = ?`, job.ID).Scan(&flagged); err != nil || !flagged {
+		return err
+	}
+	_, err := release(ctx, tx, []*store.Ending{{ID: job.ID, Outcome: store.ParentCanceled, ExpiresAt: job.ExpiresAt,
+		Actor: actor}}, job.UpdatedAt)
+	return err
 }

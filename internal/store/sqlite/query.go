@@ -70,6 +70,9 @@ func (s *Store) JobList(ctx context.Context, p *store.ListParams) (*store.ListRe
 		// parameter cannot prove applicable: listing dead letters stays an index range.
 		where = append(where, "state IN ('failed', 'canceled', 'suspended')")
 	}
+	if len(states) == 1 && p.States[0] == hoppertype.StateWaiting {
+		where = append(where, "state = 'waiting'") // the partial index jobs_waiting, likewise
+	}
 	in("queue", p.Queues)
 	in("kind", p.Kinds)
 	in("last_error_code", p.ErrorCodes)

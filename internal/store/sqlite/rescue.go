@@ -76,7 +76,7 @@ func (s *Store) JobRescueExpired(ctx context.Context, p *store.RescueParams) (*s
 		if err := readRescued(rows, res); err != nil {
 			return err
 		}
-		return countRescued(ctx, stmts[0], now, res)
+		return countRescued(ctx, tx, stmts[0], now, res, hoppertype.ActorLeader)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("rescue expired leases: %w", err)
@@ -99,7 +99,7 @@ func (s *Store) JobRescueLeases(ctx context.Context, p *store.RescueLeasesParams
 				return err
 			}
 		}
-		return countRescued(ctx, stmts[0], now, res)
+		return countRescued(ctx, tx, stmts[0], now, res, p.Actor)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("rescue %d leases: %w", len(p.Leases), err)
@@ -126,7 +126,7 @@ func (s *Store) JobRescueDeadNodes(ctx context.Context, p *store.RescueDeadParam
 		if err := readRescued(rows, res); err != nil {
 			return err
 		}
-		if err := countRescued(ctx, stmts[0], now, res); err != nil {
+		if err := countRescued(ctx, tx, stmts[0], now, res, hoppertype.ActorLeader); err != nil {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, removeDeadSQL, cutoff, micros(now.Add(-store.IdleNodeTTL)), p.Self)
@@ -162,14 +162,18 @@ func (s *Store) JobRescuePass(ctx context.Context, p *store.RescuePassParams) (*
 }
 
 // countRescued adds the jobs res failed (out of rescues) to the failed count of the minute of
-// now, with the prepared statsSQL st, in the rescue's transaction.
-func countRescued(ctx context.Context, st *sql.Stmt, now time.Time, res *store.RescueResult) error {
+// now, with the prepared statsSQL st, in the rescue's transaction tx, and releases their
+// children (deps.go).
+func countRescued(ctx context.Context, tx *sql.Tx, st *sql.Stmt, now time.Time, res *store.RescueResult, actor hoppertype.Actor) error {
 	if len(res.Failed) == 0 {
 		return nil
 	}
 	stats := store.NewStatsBatch(now)
 	stats.Rescued(res.Jobs)
-	return writeStats(ctx, st, stats)
+	if err := writeStats(ctx, st, stats); err != nil {
+		return err
+	}
+	return releaseFailed(ctx, tx, res.Failed, actor, now)
 }
 
 // readRescued adds the (id, kind, queue, state) rows of a rescue to res.

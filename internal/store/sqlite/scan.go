@@ -14,7 +14,8 @@ const jobColumns = `id, kind, queue, priority, args, headers, state, attempt, ma
 	run_at, timeout_us, worker_id, lease_expires_at, heartbeat_at, progress_percent, progress_message,
 	result, last_error, checkpoint, retry_policy, idempotency_key, group_key, merge_key, original_id,
 	replay_count, replayed_by, schedule_id, created_at, started_at, finished_at, updated_at,
-	expires_at, deadline_at, result_ttl_us, resume_data, rescues, max_rescues, last_error_code, fairness_key`
+	expires_at, deadline_at, result_ttl_us, resume_data, rescues, max_rescues, last_error_code, fairness_key,
+	has_children`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -37,7 +38,8 @@ func scanJob(sc scanner) (*hoppertype.JobRow, error) {
 		&j.MaxAttempts, &j.Token, &runAt, &timeoutUS, &workerID, &lease, &heartbeat,
 		&j.ProgressPercent, &progressMsg, &result, &lastErr, &checkpoint, &retry, &idemKey,
 		&groupKey, &mergeKey, &originalID, &j.ReplayCount, &replayedBy, &scheduleID, &createdAt,
-		&started, &finished, &updatedAt, &expires, &deadline, &resultTTL, &resume, &j.Rescues, &j.MaxRescues, &lastErrCode, &fairKey)
+		&started, &finished, &updatedAt, &expires, &deadline, &resultTTL, &resume, &j.Rescues, &j.MaxRescues, &lastErrCode, &fairKey,
+		&j.HasChildren)
 	if err != nil {
 		return nil, err
 	}

@@ -75,6 +75,10 @@ func (s *Store) JobFailOverdue(ctx context.Context, p *store.OverdueParams) ([]s
 		if err := rows.Err(); err != nil {
 			return err
 		}
+		rows.Close()
+		if err := releaseFailed(ctx, tx, ids, hoppertype.ActorLeader, now); err != nil {
+			return err
+		}
 		return writeStats(ctx, stmts[0], stats)
 	})
 	if err != nil {

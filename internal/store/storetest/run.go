@@ -41,6 +41,7 @@ func Run(t *testing.T, opener Opener) {
 		{"Text", testText},
 		{"Rescues", testRescues},
 		{"Stats", testStats},
+		{"Deps", testDeps},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

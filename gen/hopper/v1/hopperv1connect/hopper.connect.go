@@ -6,8 +6,8 @@
 // gRPC client sends the JSON text in the string; in the JSON encoding the value is inline, so
 // a JSON client sends "args": {"to": "a@b.c"}, and "args": "a@b.c" is the JSON string
 // "a@b.c". The JSON encoding refuses a field it does not know, naming it. Job states are the
-// lower-case names Hopper uses everywhere: scheduled, queued, running, suspended, completed,
-// failed, canceled. docs/api.md describes the API for a user of any language.
+// lower-case names Hopper uses everywhere: waiting, scheduled, queued, running, suspended,
+// completed, failed, canceled. docs/api.md describes the API for a user of any language.
 //
 // Calls that act on a running attempt (Complete, Fail, ExtendLease, Heartbeat,
 // ReportProgress) are fenced by the attempt's lease token: a token that is not the job's

@@ -490,7 +490,7 @@ class InputLimits(_message.Message):
     def __init__(self, max_id_len: _Optional[int] = ..., max_kind_len: _Optional[int] = ..., max_queue_len: _Optional[int] = ..., max_key_len: _Optional[int] = ..., max_name_len: _Optional[int] = ..., max_error_code_len: _Optional[int] = ..., max_reason_bytes: _Optional[int] = ..., max_progress_message_bytes: _Optional[int] = ..., max_error_bytes: _Optional[int] = ..., max_args_bytes: _Optional[int] = ..., max_header_bytes: _Optional[int] = ..., max_priority: _Optional[int] = ..., max_attempts: _Optional[int] = ..., max_rescues: _Optional[int] = ..., max_cap: _Optional[int] = ..., max_filter_codes: _Optional[int] = ..., max_run_at_past: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_run_at_future: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_retention: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_result_ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_activate_jobs: _Optional[int] = ..., max_activate_wait: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_activate_queues: _Optional[int] = ..., max_stream_credit: _Optional[int] = ..., max_stream_kind_caps: _Optional[int] = ...) -> None: ...
 
 class Job(_message.Message):
-    __slots__ = ["args", "attempt", "checkpoint", "created_at", "deadline_at", "expires_at", "fairness_key", "finished_at", "group_key", "headers", "heartbeat_at", "id", "idempotency_key", "kind", "last_error", "last_error_code", "lease_expires_at", "lease_token", "max_attempts", "max_rescues", "merge_key", "original_id", "priority", "progress_message", "progress_percent", "queue", "replay_count", "replayed_by", "rescues", "result", "resume_data", "run_at", "stalled", "started_at", "state", "timeout", "updated_at", "worker_id"]
+    __slots__ = ["args", "attempt", "checkpoint", "created_at", "deadline_at", "expires_at", "fairness_key", "finished_at", "group_key", "has_children", "headers", "heartbeat_at", "id", "idempotency_key", "kind", "last_error", "last_error_code", "lease_expires_at", "lease_token", "max_attempts", "max_rescues", "merge_key", "original_id", "priority", "progress_message", "progress_percent", "queue", "replay_count", "replayed_by", "rescues", "result", "resume_data", "run_at", "stalled", "started_at", "state", "timeout", "updated_at", "worker_id"]
     class HeadersEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -507,6 +507,7 @@ class Job(_message.Message):
     FAIRNESS_KEY_FIELD_NUMBER: _ClassVar[int]
     FINISHED_AT_FIELD_NUMBER: _ClassVar[int]
     GROUP_KEY_FIELD_NUMBER: _ClassVar[int]
+    HAS_CHILDREN_FIELD_NUMBER: _ClassVar[int]
     HEADERS_FIELD_NUMBER: _ClassVar[int]
     HEARTBEAT_AT_FIELD_NUMBER: _ClassVar[int]
     IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
@@ -545,6 +546,7 @@ class Job(_message.Message):
     fairness_key: str
     finished_at: _timestamp_pb2.Timestamp
     group_key: str
+    has_children: bool
     headers: _containers.ScalarMap[str, str]
     heartbeat_at: _timestamp_pb2.Timestamp
     id: str
@@ -574,7 +576,7 @@ class Job(_message.Message):
     timeout: _duration_pb2.Duration
     updated_at: _timestamp_pb2.Timestamp
     worker_id: str
-    def __init__(self, id: _Optional[str] = ..., kind: _Optional[str] = ..., queue: _Optional[str] = ..., priority: _Optional[int] = ..., args: _Optional[str] = ..., headers: _Optional[_Mapping[str, str]] = ..., state: _Optional[str] = ..., attempt: _Optional[int] = ..., max_attempts: _Optional[int] = ..., lease_token: _Optional[int] = ..., run_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., worker_id: _Optional[str] = ..., lease_expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., heartbeat_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., progress_percent: _Optional[int] = ..., progress_message: _Optional[str] = ..., result: _Optional[str] = ..., last_error: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., group_key: _Optional[str] = ..., original_id: _Optional[str] = ..., replay_count: _Optional[int] = ..., created_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., started_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., finished_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., stalled: bool = ..., checkpoint: _Optional[str] = ..., deadline_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., resume_data: _Optional[str] = ..., rescues: _Optional[int] = ..., max_rescues: _Optional[int] = ..., replayed_by: _Optional[str] = ..., merge_key: _Optional[str] = ..., last_error_code: _Optional[str] = ..., fairness_key: _Optional[str] = ...) -> None: ...
+    def __init__(self, id: _Optional[str] = ..., kind: _Optional[str] = ..., queue: _Optional[str] = ..., priority: _Optional[int] = ..., args: _Optional[str] = ..., headers: _Optional[_Mapping[str, str]] = ..., state: _Optional[str] = ..., attempt: _Optional[int] = ..., max_attempts: _Optional[int] = ..., lease_token: _Optional[int] = ..., run_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., worker_id: _Optional[str] = ..., lease_expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., heartbeat_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., progress_percent: _Optional[int] = ..., progress_message: _Optional[str] = ..., result: _Optional[str] = ..., last_error: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., group_key: _Optional[str] = ..., original_id: _Optional[str] = ..., replay_count: _Optional[int] = ..., created_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., started_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., finished_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., stalled: bool = ..., checkpoint: _Optional[str] = ..., deadline_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., resume_data: _Optional[str] = ..., rescues: _Optional[int] = ..., max_rescues: _Optional[int] = ..., replayed_by: _Optional[str] = ..., merge_key: _Optional[str] = ..., last_error_code: _Optional[str] = ..., fairness_key: _Optional[str] = ..., has_children: bool = ...) -> None: ...
 
 class JobServiceResumeRequest(_message.Message):
     __slots__ = ["data", "id", "reason"]
@@ -631,7 +633,7 @@ class JobServiceSetRetriesResponse(_message.Message):
     def __init__(self, job: _Optional[_Union[Job, _Mapping]] = ...) -> None: ...
 
 class JobSpec(_message.Message):
-    __slots__ = ["args", "delay", "fairness_key", "group_key", "headers", "idempotency_key", "idempotency_retention", "kind", "max_attempts", "max_rescues", "merge", "merge_key", "priority", "queue", "retry_policy", "run_at", "timeout"]
+    __slots__ = ["after", "args", "delay", "fairness_key", "group_key", "headers", "idempotency_key", "idempotency_retention", "kind", "max_attempts", "max_rescues", "merge", "merge_key", "on_parent_failure", "priority", "queue", "retry_policy", "run_at", "timeout"]
     class HeadersEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -639,6 +641,7 @@ class JobSpec(_message.Message):
         key: str
         value: str
         def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    AFTER_FIELD_NUMBER: _ClassVar[int]
     ARGS_FIELD_NUMBER: _ClassVar[int]
     DELAY_FIELD_NUMBER: _ClassVar[int]
     FAIRNESS_KEY_FIELD_NUMBER: _ClassVar[int]
@@ -651,11 +654,13 @@ class JobSpec(_message.Message):
     MAX_RESCUES_FIELD_NUMBER: _ClassVar[int]
     MERGE_FIELD_NUMBER: _ClassVar[int]
     MERGE_KEY_FIELD_NUMBER: _ClassVar[int]
+    ON_PARENT_FAILURE_FIELD_NUMBER: _ClassVar[int]
     PRIORITY_FIELD_NUMBER: _ClassVar[int]
     QUEUE_FIELD_NUMBER: _ClassVar[int]
     RETRY_POLICY_FIELD_NUMBER: _ClassVar[int]
     RUN_AT_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_FIELD_NUMBER: _ClassVar[int]
+    after: _containers.RepeatedScalarFieldContainer[str]
     args: str
     delay: _duration_pb2.Duration
     fairness_key: str
@@ -668,12 +673,13 @@ class JobSpec(_message.Message):
     max_rescues: int
     merge: str
     merge_key: str
+    on_parent_failure: str
     priority: int
     queue: str
     retry_policy: RetryPolicy
     run_at: _timestamp_pb2.Timestamp
     timeout: _duration_pb2.Duration
-    def __init__(self, kind: _Optional[str] = ..., args: _Optional[str] = ..., queue: _Optional[str] = ..., priority: _Optional[int] = ..., run_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., delay: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_attempts: _Optional[int] = ..., timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., headers: _Optional[_Mapping[str, str]] = ..., idempotency_key: _Optional[str] = ..., idempotency_retention: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., group_key: _Optional[str] = ..., retry_policy: _Optional[_Union[RetryPolicy, _Mapping]] = ..., max_rescues: _Optional[int] = ..., merge_key: _Optional[str] = ..., merge: _Optional[str] = ..., fairness_key: _Optional[str] = ...) -> None: ...
+    def __init__(self, kind: _Optional[str] = ..., args: _Optional[str] = ..., queue: _Optional[str] = ..., priority: _Optional[int] = ..., run_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., delay: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_attempts: _Optional[int] = ..., timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., headers: _Optional[_Mapping[str, str]] = ..., idempotency_key: _Optional[str] = ..., idempotency_retention: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., group_key: _Optional[str] = ..., retry_policy: _Optional[_Union[RetryPolicy, _Mapping]] = ..., max_rescues: _Optional[int] = ..., merge_key: _Optional[str] = ..., merge: _Optional[str] = ..., fairness_key: _Optional[str] = ..., after: _Optional[_Iterable[str]] = ..., on_parent_failure: _Optional[str] = ...) -> None: ...
 
 class Kind(_message.Message):
     __slots__ = ["cap_per_key", "compact_merge", "compact_over", "counts", "disabled", "max_running", "name", "rate", "rate_per_key"]

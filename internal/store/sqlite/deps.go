@@ -1,0 +1,168 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/store"
+)
+
+// Dependencies: store/deps.go says how they are kept. The statements here run in the write
+// transaction of the insert or the ending they belong to.
+
+// settleSQL moves waiting children: it sets their unended parents to pending and, by their
+// policy, cancels them (a failure ?2 they do not run through) or releases those left with no
+// unended parent, to queued (run_at now) or scheduled (run_at later). Every SET expression
+// reads the row as it was. ?1 is where's parameter, ?3 now, ?4 the actor, ?5–?7 the reasons of
+// a release, a cancel and a skip, ?8 the expiry of a child canceled without a result TTL, ?9
+// the count pending subtracts or sets.
+func settleSQL(pending, where string) string {
+	next := `(CASE WHEN ?2 AND on_parent_failure <> 'run' THEN 'canceled' WHEN ` + pending +
+		` > 0 THEN 'waiting' WHEN run_at > ?3 THEN 'scheduled' ELSE 'queued' END)`
+	return `UPDATE jobs SET parents_pending = ` + pending + `, state = ` + next + `,
+	version = version + (` + next + ` <> 'waiting'), updated_at = ?3,
+	run_at = CASE WHEN ` + next + ` = 'queued' THEN ?3 ELSE run_at END,
+	finished_at = CASE WHEN ` + next + ` = 'canceled' THEN ?3 END,
+	parent_skipped = (` + next + ` = 'canceled' AND on_parent_failure = 'skip'),
+	expires_at = CASE WHEN ` + next + ` <> 'canceled' THEN expires_at
+		WHEN result_ttl_us > 0 THEN ?3 + result_ttl_us ELSE ?8 END,
+	last_actor = CASE WHEN ` + next + ` <> 'waiting' THEN ?4 ELSE last_actor END,
+	last_reason = CASE ` + next + ` WHEN 'waiting' THEN last_reason
+		WHEN 'canceled' THEN CASE WHEN on_parent_failure = 'skip' THEN ?7 ELSE ?6 END ELSE ?5 END
+	WHERE ` + where + ` AND state = 'waiting'
+	RETURNING id, queue, kind, state, parent_skipped, has_children, expires_at`
+}
+
+var (
+	// releaseSQL counts one ended parent (?1) down on each of its waiting children.
+	releaseSQL = settleSQL("parents_pending - ?9", "id IN (SELECT child_id FROM job_deps WHERE parent_id = ?1)")
+	// startSQL sets a new child's (?1) unended parents and settles it if none is left.
+	startSQL = settleSQL("?9", "id = ?1")
+)
+
+const (
+	outcomeSQL = `UPDATE job_deps SET parent_outcome = ?2 WHERE parent_id = ?1`
+	// flagSQL marks a parent as having children and reads how it stands.
+	flagSQL   = `UPDATE jobs SET has_children = 1 WHERE id = ?1 RETURNING state, parent_skipped, expires_at`
+	depRowSQL = `INSERT OR IGNORE INTO job_deps (parent_id, child_id, parent_outcome) VALUES (?1, ?2, ?3)`
+)
+
+// settle runs a settleSQL statement for ending e.
+func settle(ctx context.Context, tx *sql.Tx, query, id string, e *store.Ending, n int, now time.Time) ([]*store.Settled, error) {
+	released, canceled, skipped := e.Reasons()
+	rows, err := tx.QueryContext(ctx, query, id, e.Outcome.Failed(), micros(now), string(e.Actor),
+		released, canceled, skipped, nullMicros(e.ExpiresAt), n)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*store.Settled
+	for rows.Next() {
+		var c store.Settled
+		var expires sql.NullInt64
+		if err := rows.Scan(&c.ID, &c.Queue, &c.Kind, &c.State, &c.Skipped, &c.HasChildren, &expires); err != nil {
+			return nil, err
+		}
+		c.ExpiresAt = nullTime(expires)
+		out = append(out, &c)
+	}
+	return out, rows.Err()
+}
+
+// release releases the children of the ended jobs, and the cascade after them, in tx.
+func release(ctx context.Context, tx *sql.Tx, ended []*store.Ending, now time.Time) ([]*store.Settled, error) {
+	if len(ended) == 0 {
+		return nil, nil
+	}
+	return store.Release(ctx, store.ReleaseFunc(func(ctx context.Context, e *store.Ending) ([]*store.Settled, error) {
+		if _, err := tx.ExecContext(ctx, outcomeSQL, e.ID, string(e.Outcome)); err != nil {
+			return nil, err
+		}
+		return settle(ctx, tx, releaseSQL, e.ID, e, 1, now)
+	}), ended)
+}
+
+// linkChild records the parents of row, a child p's insert just made waiting: it flags each
+// parent, writes the dependency rows and settles the child at once when no parent is left
+// unended or one failed. It returns the child as it stands.
+func linkChild(ctx context.Context, tx *sql.Tx, row *hoppertype.JobRow, item int, p *store.InsertParams, now time.Time) (*hoppertype.JobRow, error) {
+	parents := make([]*store.Parent, 0, len(p.After))
+	for _, id := range store.UniqueParents(p.After) {
+		par := &store.Parent{ID: id}
+		var expires sql.NullInt64
+		err := tx.QueryRowContext(ctx, flagSQL, id).Scan(&par.State, &par.Skipped, &expires)
+		par.ExpiresAt = nullTime(expires)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, store.UnknownParent(item, indexOf(p.After, id), id)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("flag parent %s: %w", id, err)
+		}
+		var outcome any
+		if par.State.Terminal() {
+			outcome = string(store.OutcomeOf(par.State, par.Skipped))
+		}
+		if _, err := tx.ExecContext(ctx, depRowSQL, id, row.ID, outcome); err != nil {
+			return nil, fmt.Errorf("record parent %s: %w", id, err)
+		}
+		parents = append(parents, par)
+	}
+	pending, failed := store.ChildStart(parents)
+	e := failed
+	if e == nil {
+		last := parents[len(parents)-1]
+		e = &store.Ending{ID: last.ID, Outcome: store.OutcomeOf(last.State, last.Skipped)}
+	}
+	e.Actor = p.Actor
+	if _, err := settle(ctx, tx, startSQL, row.ID, e, pending, now); err != nil {
+		return nil, fmt.Errorf("settle job %s: %w", row.ID, err)
+	}
+	return scanJob(tx.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = ?`, row.ID))
+}
+
+func indexOf(ids []string, id string) int {
+	for i, v := range ids {
+		if v == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// releaseFailed releases the children of the jobs ids that a rescue or a deadline just failed
+// (those without children cost one look-up of the batch, and only when some job failed).
+func releaseFailed(ctx context.Context, tx *sql.Tx, ids []string, actor hoppertype.Actor, now time.Time) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT id, expires_at FROM jobs WHERE has_children = 1 AND id IN (`+
+		placeholders(1, len(ids))+`)`, args...)
+	if err != nil {
+		return err
+	}
+	var ended []*store.Ending
+	for rows.Next() {
+		e := &store.Ending{Outcome: store.ParentFailed, Actor: actor}
+		var expires sql.NullInt64
+		if err := rows.Scan(&e.ID, &expires); err != nil {
+			rows.Close()
+			return err
+		}
+		e.ExpiresAt = nullTime(expires)
+		ended = append(ended, e)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	_, err = release(ctx, tx, ended, now)
+	return err
+}
