@@ -23,7 +23,7 @@ func TestAfterRunsChildOnceParentsEnd(t *testing.T) {
 	})
 	b := setup(t, ws, nil)
 	ctx := t.Context()
-	// One call: the parents first, then the child naming them.
+	// The parents, then the child naming them.
 	res, err := b.client.EnqueueMany(ctx, []EnqueueParams{
 		{Args: sendEmail{To: "a"}},
 		{Args: sendEmail{To: "b"}},
@@ -39,6 +39,13 @@ func TestAfterRunsChildOnceParentsEnd(t *testing.T) {
 	require.Equal(t, StateWaiting, events[0].To)
 	require.Equal(t, StateQueued, events[1].To)
 	require.Contains(t, events[1].Reason, "parents ended")
+	// It ran once, after both parents.
+	var order []string
+	for len(order) < 3 {
+		order = append(order, <-ran)
+	}
+	require.ElementsMatch(t, []string{"a", "b"}, order[:2])
+	require.Equal(t, "child", order[2])
 
 	failing, err := b.client.Enqueue(ctx, sendEmail{To: "fail"}, nil)
 	require.NoError(t, err)
@@ -49,6 +56,8 @@ func TestAfterRunsChildOnceParentsEnd(t *testing.T) {
 	events, err = b.client.Events(ctx, canceled.Job.ID)
 	require.NoError(t, err)
 	require.Equal(t, "parent "+failing.Job.ID+" failed", events[len(events)-1].Reason)
+	require.Equal(t, "fail", <-ran)
+	require.Empty(t, ran, "the child ran twice, or the canceled one ran")
 }
 
 // After and OnParentFailure are checked like every other option: the field is named, and an
@@ -67,7 +76,7 @@ func TestAfterIsValidated(t *testing.T) {
 		{"empty id", &InsertOpts{After: []string{parent.Job.ID, ""}}, "after[1]"},
 		{"unknown parent", &InsertOpts{After: []string{parent.Job.ID, "0190f0e4-0000-7000-8000-000000000000"}}, "after[1]"},
 		{"unknown policy", &InsertOpts{After: []string{parent.Job.ID}, OnParentFailure: "retry"}, "on_parent_failure"},
-		{"policy without parents", &InsertOpts{OnParentFailure: ParentRun}, "on_parent_failure"},
+		{"unknown policy without parents", &InsertOpts{OnParentFailure: "retry"}, "on_parent_failure"},
 		{"with a merge key", &InsertOpts{After: []string{parent.Job.ID}, MergeKey: "m"}, "after"},
 	}
 	for _, tc := range cases {
@@ -85,4 +94,8 @@ func TestAfterIsValidated(t *testing.T) {
 	all, err := b.client.List(ctx, nil)
 	require.NoError(t, err)
 	require.Len(t, all.Jobs, 1, "only the parent was stored")
+	// A policy without parents (a kind's default) has nothing to apply to: the job is a plain one.
+	plain, err := b.client.Enqueue(ctx, sendEmail{To: "plain"}, &InsertOpts{OnParentFailure: ParentSkip})
+	require.NoError(t, err)
+	require.Equal(t, StateQueued, plain.Job.State)
 }

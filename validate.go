@@ -296,9 +296,12 @@ func checkHeaders(h map[string]string) error {
 // checkAfter checks a job's parents and its policy on their failure (docs/workflows.md).
 func checkAfter(p *store.InsertParams) error {
 	if len(p.After) == 0 {
-		if p.OnParentFailure != "" {
-			return invalid("on_parent_failure", "%q needs after: a job without parents has no policy on their failure", p.OnParentFailure)
+		// A policy without parents (a kind's default, say, for the jobs of it that have some)
+		// has nothing to apply to: checked, then dropped.
+		if _, err := ParseParentPolicy(string(p.OnParentFailure)); err != nil {
+			return invalid("on_parent_failure", "%v", err)
 		}
+		p.OnParentFailure = ""
 		return nil
 	}
 	if p.MergeKey != "" {

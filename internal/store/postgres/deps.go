@@ -13,14 +13,16 @@ import (
 // trigger jobs_release (migration 0030), so that every statement that ends a job with
 // children releases them in its own transaction; the insert of a child is here.
 
-// flagSQL marks a child's parents as having children, in id order (one lock order for every
-// insert), and reads how each stands. The UPDATE waits for an ending in flight and then sees
-// it: either the ending committed first (the parent is terminal here and the child counts it
-// as ended) or it runs after this insert commits and sees the flag (the trigger releases).
-const flagSQL = `UPDATE {schema}.jobs j SET has_children = true
-FROM (SELECT id FROM {schema}.jobs WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE) l
-WHERE j.id = l.id
-RETURNING j.id, j.state, j.parent_skipped, j.expires_at`
+// flagSQL marks a child's parents as having children, and reads how each stands. It locks
+// them in id order (one lock order for every insert), FOR NO KEY UPDATE, the lock an ending's
+// UPDATE takes: it waits for an ending in flight and then reads the parent as that ending left
+// it; either the ending committed first (the parent is terminal here and the child counts it
+// as ended) or it runs after this insert commits and sees the flag (the trigger releases). A
+// parent already flagged is not written again (a fan-out of N children costs one write of it).
+const flagSQL = `WITH l AS MATERIALIZED (SELECT id, state, parent_skipped, expires_at, has_children FROM {schema}.jobs
+	WHERE id = ANY($1::text[]) ORDER BY id FOR NO KEY UPDATE),
+f AS (UPDATE {schema}.jobs j SET has_children = true FROM l WHERE j.id = l.id AND NOT l.has_children)
+SELECT id, state, parent_skipped, expires_at FROM l`
 
 // depRowsSQL records a child's ($1) parents ($2) with the outcomes of those that ended ($3).
 const depRowsSQL = `INSERT INTO {schema}.job_deps (parent_id, child_id, parent_outcome)

@@ -38,13 +38,18 @@ func settleSQL(pending, where string) string {
 }
 
 var (
-	// releaseSQL counts one ended parent (?1) down on each of its waiting children.
-	releaseSQL = settleSQL("parents_pending - ?9", "id IN (SELECT child_id FROM job_deps WHERE parent_id = ?1)")
+	// releaseSQL counts one ended parent (?1) down on each of its waiting children whose
+	// dependency on it was not counted yet: a parent retried in place ends again, and must not
+	// count down twice.
+	releaseSQL = settleSQL("parents_pending - ?9",
+		"id IN (SELECT child_id FROM job_deps WHERE parent_id = ?1 AND parent_outcome IS NULL)")
 	// startSQL sets a new child's (?1) unended parents and settles it if none is left.
 	startSQL = settleSQL("?9", "id = ?1")
 )
 
 const (
+	// outcomeSQL records how a parent ended, the last time (after releaseSQL, which reads which
+	// dependencies were not counted yet).
 	outcomeSQL = `UPDATE job_deps SET parent_outcome = ?2 WHERE parent_id = ?1`
 	// flagSQL marks a parent as having children and reads how it stands.
 	flagSQL   = `UPDATE jobs SET has_children = 1 WHERE id = ?1 RETURNING state, parent_skipped, expires_at`
@@ -79,10 +84,14 @@ func release(ctx context.Context, tx *sql.Tx, ended []*store.Ending, now time.Ti
 		return nil, nil
 	}
 	return store.Release(ctx, store.ReleaseFunc(func(ctx context.Context, e *store.Ending) ([]*store.Settled, error) {
+		settled, err := settle(ctx, tx, releaseSQL, e.ID, e, 1, now)
+		if err != nil {
+			return nil, err
+		}
 		if _, err := tx.ExecContext(ctx, outcomeSQL, e.ID, string(e.Outcome)); err != nil {
 			return nil, err
 		}
-		return settle(ctx, tx, releaseSQL, e.ID, e, 1, now)
+		return settled, nil
 	}), ended)
 }
 

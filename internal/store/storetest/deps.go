@@ -27,6 +27,7 @@ func testDeps(t *testing.T, opener Opener) {
 	parallel(t, opener, "UnknownParent", depsUnknownParent)
 	parallel(t, opener, "SameBatch", depsSameBatch)
 	parallel(t, opener, "RetryIsNoEnding", depsRetryIsNoEnding)
+	parallel(t, opener, "RetriedParentCountsOnce", depsRetriedParentCountsOnce)
 	parallel(t, opener, "RescueFailsParent", depsRescueFailsParent)
 	parallel(t, opener, "ConcurrentEndings", depsConcurrentEndings)
 	parallel(t, opener, "InsertRacesEnding", depsInsertRacesEnding)
@@ -161,6 +162,20 @@ func depsPolicyRun(t *testing.T, b *bundle) {
 	require.NoError(t, err)
 	require.Equal(t, hoppertype.StateQueued, b.get(t, child.ID).State)
 	require.Contains(t, b.lastEvent(t, child.ID).Reason, p2.ID)
+}
+
+// A parent that failed, was retried in place and ended again counts down its children once:
+// a child still waiting for another parent keeps waiting for it.
+func depsRetriedParentCountsOnce(t *testing.T, b *bundle) {
+	p1, p2 := b.parent(t), b.parent(t)
+	child := b.insert(t, inQueue("children"), after(p1.ID, p2.ID), onFailure(hoppertype.ParentRun))
+	b.end(t, p1, hoppertype.StateFailed)
+	_, err := b.store.JobRetry(t.Context(), &store.RetryParams{ID: p1.ID, Attempts: 1, By: "op", Actor: hoppertype.ActorOperator})
+	require.NoError(t, err)
+	b.end(t, p1, hoppertype.StateCompleted)
+	require.Equal(t, hoppertype.StateWaiting, b.get(t, child.ID).State, "p2 has not ended")
+	b.end(t, p2, hoppertype.StateCompleted)
+	require.Equal(t, hoppertype.StateQueued, b.get(t, child.ID).State)
 }
 
 // A skipped child ends canceled but counts as succeeded for its own children.

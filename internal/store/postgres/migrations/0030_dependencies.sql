@@ -75,9 +75,12 @@ BEGIN
             failed := outcomes[i] IN ('failed', 'canceled');
             -- The children as an array: the update below looks each up by primary key, whatever
             -- the plan of a join would guess.
-            WITH o AS (UPDATE {schema}.job_deps SET parent_outcome = outcomes[i] WHERE parent_id = ids[i]
-                       RETURNING child_id)
-            SELECT array_agg(child_id) INTO kids FROM o;
+            -- Only the dependencies not counted yet count down: a parent retried in place ends
+            -- again. Both parts read the rows as they were before the statement.
+            WITH uncounted AS (SELECT child_id FROM {schema}.job_deps
+                               WHERE parent_id = ids[i] AND parent_outcome IS NULL),
+                 o AS (UPDATE {schema}.job_deps SET parent_outcome = outcomes[i] WHERE parent_id = ids[i])
+            SELECT array_agg(child_id) INTO kids FROM uncounted;
             CONTINUE WHEN kids IS NULL;
             WITH moved AS (
                 UPDATE {schema}.jobs j SET
