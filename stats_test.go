@@ -43,5 +43,5 @@ func TestStatsCountedThenPruned(t *testing.T) {
 		left, err := b.store.StatsList(t.Context(), &store.StatsParams{Since: testStart})
 		require.NoError(t, err)
 		return len(left) == 0
-	}, 10*time.Second, time.Millisecond, "the sweep prunes stats older than 7 days")
+	}, 30*time.Second, time.Millisecond, "the sweep prunes stats older than 7 days") // generous: CI's machine is shared
 }
