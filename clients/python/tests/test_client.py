@@ -81,6 +81,24 @@ class ClientTest(unittest.TestCase):
         h = self.c.events(rs[0].job.id)
         self.assertEqual([e.to_state for e in h.events], ["queued", "canceled"])
 
+    def test_after_waits_for_parents(self) -> None:
+        q = queue_name(self.id())
+        parent = self.c.enqueue("email", queue=q, delay=3600)
+        child = self.c.enqueue("email", queue=q, after=[parent.job.id], on_parent_failure="skip")
+        self.assertEqual(child.job.state, "waiting")
+        self.assertTrue(self.c.get(parent.job.id).has_children)
+        self.c.cancel(parent.job.id, reason="not needed")
+        h = self.c.events(child.job.id)
+        self.assertEqual([e.to_state for e in h.events], ["waiting", "canceled"])
+        self.assertIn("skipped: parent " + parent.job.id, h.events[-1].reason)
+        # enqueue_many takes after too.
+        many = self.c.enqueue_many([NewJob("email", None, {"queue": q, "delay": 3600})])
+        both = self.c.enqueue_many([("email", None, {"queue": q, "after": [many[0].job.id]})])
+        self.assertEqual(both[0].job.state, "waiting")
+        with self.assertRaises(InvalidArgument) as cm:
+            self.c.enqueue("email", queue=q, after=["no-such-job"])
+        self.assertEqual(cm.exception.field, "after[0]")
+
     def test_without_the_key_the_server_refuses(self) -> None:
         with Client(server.url) as anon, self.assertRaises(Unauthenticated):
             anon.enqueue("email")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
@@ -15,7 +15,8 @@ from ._json import encode_json
 from .errors import to_hopper_error
 from .gen import hopper_pb2 as pb
 from .job import (
-    Duration, Job, JobAttempt, JobEvent, Merge, NewJob, RetryPolicy, attempt_from_proto, event_from_proto, job_spec,
+    Duration, Job, JobAttempt, JobEvent, Merge, NewJob, ParentPolicy, RetryPolicy, attempt_from_proto, event_from_proto,
+    job_spec,
     seconds_of, set_time, time_of,
 )
 
@@ -178,13 +179,13 @@ class _Base:
         max_attempts: int | None, timeout: Duration | None, headers: Mapping[str, str] | None,
         idempotency_key: str | None, idempotency_retention: Duration | None, group_key: str | None,
         retry_policy: RetryPolicy | None, max_rescues: int | None, merge_key: str | None, merge: Merge | None,
-        fairness_key: str | None,
+        fairness_key: str | None, after: Sequence[str] | None, on_parent_failure: ParentPolicy | None,
     ) -> dict[str, Any]:
         return dict(
             queue=queue, priority=priority, run_at=run_at, delay=delay, max_attempts=max_attempts, timeout=timeout,
             headers=headers, idempotency_key=idempotency_key, idempotency_retention=idempotency_retention,
             group_key=group_key, retry_policy=retry_policy, max_rescues=max_rescues, merge_key=merge_key, merge=merge,
-            fairness_key=fairness_key,
+            fairness_key=fairness_key, after=after, on_parent_failure=on_parent_failure,
         )
 
 
@@ -226,11 +227,13 @@ class Client(_Base):
         idempotency_key: str | None = None, idempotency_retention: Duration | None = None,
         group_key: str | None = None, retry_policy: RetryPolicy | None = None, max_rescues: int | None = None,
         merge_key: str | None = None, merge: Merge | None = None, fairness_key: str | None = None,
+        after: Sequence[str] | None = None, on_parent_failure: ParentPolicy | None = None,
     ) -> EnqueueResult:
         """enqueue stores one job of kind with args (any JSON value; None is {}). Every option may
         be left out, taking the server's default; see the README for what each does."""
         opts = self._opts(queue, priority, run_at, delay, max_attempts, timeout, headers, idempotency_key,
-                          idempotency_retention, group_key, retry_policy, max_rescues, merge_key, merge, fairness_key)
+                          idempotency_retention, group_key, retry_policy, max_rescues, merge_key, merge, fairness_key,
+                          after, on_parent_failure)
         return _enqueued(self._call(self._jobs, "Enqueue", _enqueue_request(kind, args, opts)))
 
     def enqueue_many(self, jobs: Iterable[NewJob | tuple[str, Any] | tuple[str, Any, Mapping[str, Any]]]) -> list[EnqueueResult]:
@@ -375,10 +378,12 @@ class AsyncClient(_Base):
         idempotency_key: str | None = None, idempotency_retention: Duration | None = None,
         group_key: str | None = None, retry_policy: RetryPolicy | None = None, max_rescues: int | None = None,
         merge_key: str | None = None, merge: Merge | None = None, fairness_key: str | None = None,
+        after: Sequence[str] | None = None, on_parent_failure: ParentPolicy | None = None,
     ) -> EnqueueResult:
         """enqueue: see Client.enqueue."""
         opts = self._opts(queue, priority, run_at, delay, max_attempts, timeout, headers, idempotency_key,
-                          idempotency_retention, group_key, retry_policy, max_rescues, merge_key, merge, fairness_key)
+                          idempotency_retention, group_key, retry_policy, max_rescues, merge_key, merge, fairness_key,
+                          after, on_parent_failure)
         return _enqueued(await self._call(self._jobs, "Enqueue", _enqueue_request(kind, args, opts)))
 
     async def enqueue_many(self, jobs: Iterable[NewJob | tuple[str, Any] | tuple[str, Any, Mapping[str, Any]]]) -> list[EnqueueResult]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Any, Literal, Mapping
+from typing import Any, Literal, Mapping, Sequence
 
 from ._json import decode_json, encode_json
 from .gen import hopper_pb2 as pb
@@ -76,6 +76,12 @@ class NewJob:
     options: Mapping[str, Any] = field(default_factory=dict)
 
 
+ParentPolicy = Literal["cancel", "run", "skip"]
+"""ParentPolicy is what a parent's failure or cancel does to a job enqueued with after: cancel it (the
+default; its own children follow their policies), run it anyway once every parent has ended, or skip
+it (it ends canceled but counts as succeeded for its own children)."""
+
+
 def job_spec(
     kind: str,
     args: Any = None,
@@ -95,6 +101,8 @@ def job_spec(
     merge_key: str | None = None,
     merge: Merge | None = None,
     fairness_key: str | None = None,
+    after: Sequence[str] | None = None,
+    on_parent_failure: ParentPolicy | None = None,
 ) -> pb.JobSpec:
     """job_spec is the JobSpec of a job of kind with args and options (see Client.enqueue)."""
     s = pb.JobSpec(kind=kind, args=encode_json(args))
@@ -128,10 +136,15 @@ def job_spec(
         s.merge = merge
     if fairness_key is not None:
         s.fairness_key = fairness_key
+    if after:
+        s.after.extend(after)
+    if on_parent_failure is not None:
+        s.on_parent_failure = on_parent_failure
     return s
 
 
-JobState = Literal["scheduled", "queued", "running", "suspended", "completed", "failed", "canceled"]
+
+JobState = Literal["waiting", "scheduled", "queued", "running", "suspended", "completed", "failed", "canceled"]
 
 
 @dataclass(frozen=True)
@@ -177,6 +190,7 @@ class Job:
     resume_data: Any
     rescues: int
     max_rescues: int
+    has_children: bool = False
 
     @staticmethod
     def from_proto(j: pb.Job) -> Job:
@@ -194,6 +208,7 @@ class Job:
             updated_at=time_of(j, "updated_at"), expires_at=time_of(j, "expires_at"), stalled=j.stalled,
             checkpoint=decode_json(j.checkpoint), deadline_at=time_of(j, "deadline_at"),
             resume_data=decode_json(j.resume_data), rescues=j.rescues, max_rescues=j.max_rescues,
+            has_children=j.has_children,
         )
 
 
