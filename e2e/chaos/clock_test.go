@@ -275,9 +275,21 @@ func testClockLeases(t *testing.T, cs clockStore) {
 	l.mu.Unlock()
 	waitStates(t, c, clk, back, hopper.StateCompleted)
 
-	// Forward: an hour on. Leases are expired: the leader rescues the jobs (unless a lease
-	// renewal gets there first), they run again, and the stale runs are told they lost it.
+	// Forward: an hour on. Leases are expired: the leader rescues the jobs, they run again, and
+	// the stale runs are told they lost it. A renewal of a lease that expired but was not
+	// rescued yet still holds (the token is current), so the jump comes just after a renewal
+	// beat: the rescuer (every 5 s) then runs before the next one (10 s on). Left to chance,
+	// both fall on the same tick of fake time every 10 s and the renewal sometimes wins for
+	// every job, which rescues none.
 	fwd := enqueue(n)
+	leaseOf := func() time.Time {
+		job, err := c.Get(t.Context(), fwd[0])
+		require.NoError(t, err)
+		return job.LeaseExpiresAt
+	}
+	claimed := leaseOf()
+	require.True(t, clk.runUntil(time.Minute, time.Second, func() bool { return leaseOf().After(claimed) }),
+		"the leases are renewed")
 	clk.Step(time.Hour)
 	rescued := 0
 	clk.runUntil(2*time.Minute, time.Second, func() bool {
