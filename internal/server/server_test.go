@@ -20,6 +20,7 @@ import (
 	"github.com/hopperjobs/hopper/internal/apikey"
 	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/server"
+	"github.com/hopperjobs/hopper/internal/sqlitetest"
 	"github.com/hopperjobs/hopper/internal/stoptest"
 	"github.com/hopperjobs/hopper/sqlitestore"
 	"github.com/stretchr/testify/require"
@@ -59,7 +60,7 @@ type served struct {
 // server's configs.
 func serve(t testing.TB, clk *clock.Fake, hc func(*hopper.Config), sc func(*server.Config, *sqlitestore.Store)) *served {
 	t.Helper()
-	s := newServed(t, t.TempDir()+"/hopper.db", clk, hc, sc)
+	s := newServed(t, sqlitetest.Path(t), clk, hc, sc)
 	t.Cleanup(func() { s.close(t) })
 	return s
 }
@@ -603,7 +604,7 @@ func TestPlainJSONOverHTTP(t *testing.T) {
 }
 
 func TestGRPCAndGRPCWebClients(t *testing.T) {
-	st, err := sqlitestore.Open(t.Context(), sqlitestore.Config{Path: t.TempDir() + "/hopper.db"})
+	st, err := sqlitestore.Open(t.Context(), sqlitestore.Config{Path: sqlitetest.Path(t)})
 	require.NoError(t, err)
 	client, err := hopper.NewClient(hopper.Config{Store: st})
 	require.NoError(t, err)
