@@ -56,8 +56,15 @@ const (
 	depRowSQL = `INSERT OR IGNORE INTO job_deps (parent_id, child_id, parent_outcome) VALUES (?1, ?2, ?3)`
 )
 
+// jobByIDSQL reads a job.
+var jobByIDSQL = `SELECT ` + jobColumns + ` FROM jobs WHERE id = ?`
+
+// cachedQueries are the statements a write transaction runs once per job of a batch, which
+// Open prepares for cachedTx: the dependencies' (an ending's, a child's link).
+var cachedQueries = []string{finishParentSQL, releaseSQL, outcomeSQL, startSQL, flagSQL, depRowSQL, jobByIDSQL}
+
 // settle runs a settleSQL statement for ending e.
-func settle(ctx context.Context, tx *sql.Tx, query, id string, e *store.Ending, n int, now time.Time) ([]*store.Settled, error) {
+func settle(ctx context.Context, tx querier, query, id string, e *store.Ending, n int, now time.Time) ([]*store.Settled, error) {
 	released, canceled, skipped := e.Reasons()
 	rows, err := tx.QueryContext(ctx, query, id, e.Outcome.Failed(), micros(now), string(e.Actor),
 		released, canceled, skipped, nullMicros(e.ExpiresAt), n)
@@ -79,7 +86,7 @@ func settle(ctx context.Context, tx *sql.Tx, query, id string, e *store.Ending, 
 }
 
 // release releases the children of the ended jobs, and the cascade after them, in tx.
-func release(ctx context.Context, tx *sql.Tx, ended []*store.Ending, now time.Time) ([]*store.Settled, error) {
+func release(ctx context.Context, tx querier, ended []*store.Ending, now time.Time) ([]*store.Settled, error) {
 	if len(ended) == 0 {
 		return nil, nil
 	}
@@ -98,7 +105,7 @@ func release(ctx context.Context, tx *sql.Tx, ended []*store.Ending, now time.Ti
 // linkChild records the parents of row, a child p's insert just made waiting: it flags each
 // parent, writes the dependency rows and settles the child at once when no parent is left
 // unended or one failed. It returns the child as it stands.
-func linkChild(ctx context.Context, tx *sql.Tx, row *hoppertype.JobRow, item int, p *store.InsertParams, now time.Time) (*hoppertype.JobRow, error) {
+func linkChild(ctx context.Context, tx querier, row *hoppertype.JobRow, item int, p *store.InsertParams, now time.Time) (*hoppertype.JobRow, error) {
 	parents := make([]*store.Parent, 0, len(p.After))
 	for _, id := range store.UniqueParents(p.After) {
 		par := &store.Parent{ID: id}
@@ -130,7 +137,7 @@ func linkChild(ctx context.Context, tx *sql.Tx, row *hoppertype.JobRow, item int
 	if _, err := settle(ctx, tx, startSQL, row.ID, e, pending, now); err != nil {
 		return nil, fmt.Errorf("settle job %s: %w", row.ID, err)
 	}
-	return scanJob(tx.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = ?`, row.ID))
+	return scanJob(tx.QueryRowContext(ctx, jobByIDSQL, row.ID))
 }
 
 func indexOf(ids []string, id string) int {
@@ -144,7 +151,7 @@ func indexOf(ids []string, id string) int {
 
 // releaseFailed releases the children of the jobs ids that a rescue or a deadline just failed
 // (those without children cost one look-up of the batch, and only when some job failed).
-func releaseFailed(ctx context.Context, tx *sql.Tx, ids []string, actor hoppertype.Actor, now time.Time) error {
+func releaseFailed(ctx context.Context, tx querier, ids []string, actor hoppertype.Actor, now time.Time) error {
 	if len(ids) == 0 {
 		return nil
 	}

@@ -59,7 +59,7 @@ func (s *Store) JobInsertMany(ctx context.Context, params []*store.InsertParams)
 				return err
 			}
 			if len(p.After) > 0 {
-				if row, err = linkChild(ctx, tx, row, i, p, now); err != nil {
+				if row, err = linkChild(ctx, s.cached(tx), row, i, p, now); err != nil {
 					return err
 				}
 			}
