@@ -31,7 +31,7 @@ func (s *Store) JobInsertMany(ctx context.Context, params []*store.InsertParams)
 	var out []*store.InsertResult
 	err := s.write(ctx, []string{insertJobSQL, statsSQL}, func(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt) error {
 		var err error
-		out, err = s.insertJobs(ctx, tx, stmts, params)
+		out, err = s.insertJobs(ctx, tx, stmts, params, s.clock.Now())
 		return err
 	})
 	if err != nil {
@@ -40,12 +40,11 @@ func (s *Store) JobInsertMany(ctx context.Context, params []*store.InsertParams)
 	return out, nil
 }
 
-// insertJobs inserts the checked batch params inside tx, with the prepared insertJobSQL and
-// statsSQL stmts.
-func (s *Store) insertJobs(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt, params []*store.InsertParams) ([]*store.InsertResult, error) {
+// insertJobs inserts the checked batch params inside tx at now, with the prepared insertJobSQL
+// and statsSQL stmts.
+func (s *Store) insertJobs(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt, params []*store.InsertParams, now time.Time) ([]*store.InsertResult, error) {
 	out := make([]*store.InsertResult, len(params))
 	ins := stmts[0]
-	now := s.clock.Now()
 	stats := store.NewStatsBatch(now)
 	for i, p := range params {
 		if p.IdempotencyKey != "" {

@@ -47,7 +47,7 @@ func (s *Store) WorkflowInsert(ctx context.Context, p *store.WorkflowInsertParam
 			p.ID, p.Name, len(p.Steps), micros(now)); err != nil {
 			return fmt.Errorf("insert workflow row: %w", err)
 		}
-		out, err := s.insertJobs(ctx, tx, stmts, p.Steps)
+		out, err := s.insertJobs(ctx, tx, stmts, p.Steps, now)
 		if err != nil {
 			return err
 		}
