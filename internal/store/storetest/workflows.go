@@ -2,6 +2,8 @@ package storetest
 
 import (
 	"errors"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +23,7 @@ func testWorkflows(t *testing.T, opener Opener) {
 	parallel(t, opener, "ListPages", workflowListPages)
 	parallel(t, opener, "Cancel", workflowCancel)
 	parallel(t, opener, "CancelRefused", workflowCancelRefused)
+	parallel(t, opener, "CancelRacesEndings", workflowCancelRacesEndings)
 	parallel(t, opener, "State", workflowState)
 	parallel(t, opener, "PlainJob", workflowPlainJob)
 	parallel(t, opener, "NotCompacted", workflowNotCompacted)
@@ -371,6 +374,62 @@ func workflowCancelRefused(t *testing.T, b *bundle) {
 	b.cancelWorkflowOK(t, twice.ID)
 	_, err = b.cancelWorkflow(t, twice.ID)
 	require.ErrorIs(t, err, store.ErrInvalidTransition)
+}
+
+// A cancel racing the endings of running steps (PostgreSQL: on other connections, each ending
+// releasing the step after them) ends the workflow either way, without a deadlock: each step
+// ends completed if its ending came first and canceled if the cancel did (its ending then
+// refused), and the step after them, never claimed, ends canceled.
+func workflowCancelRacesEndings(t *testing.T, b *bundle) {
+	const n = 6
+	for round := range 5 {
+		steps := make([]stepSpec, 0, n+1)
+		var names []string
+		for i := range n {
+			name := "s" + strconv.Itoa(i)
+			steps, names = append(steps, stepSpec{name: name}), append(names, name)
+		}
+		p := workflowParams(t, "race", append(steps, stepSpec{name: "join", after: names,
+			opts: []option{onFailure(hoppertype.ParentRun)}})...)
+		b.insertWorkflow(t, p)
+		running := make([]*hoppertype.JobRow, n)
+		for i := range n {
+			running[i] = b.claimOne(t, p.Steps[i].Queue)
+		}
+		var wg sync.WaitGroup
+		finishErrs := make([]error, n)
+		var cancelErr error
+		for i, j := range running {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				res, err := b.store.JobFinishMany(t.Context(), []*store.FinishParams{finishing(j, hoppertype.StateCompleted)})
+				if err == nil {
+					err = res[0]
+				}
+				finishErrs[i] = err
+			}()
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, cancelErr = b.cancelWorkflow(t, p.ID)
+		}()
+		wg.Wait()
+		require.NoError(t, cancelErr, "round %d: join had not ended, so the cancel has work", round)
+		for i, j := range running {
+			got := b.get(t, j.ID).State
+			if finishErrs[i] == nil {
+				require.Equal(t, hoppertype.StateCompleted, got, "round %d step %d", round, i)
+			} else {
+				require.ErrorIs(t, finishErrs[i], store.ErrLeaseLost, "round %d step %d", round, i)
+				require.Equal(t, hoppertype.StateCanceled, got, "round %d step %d", round, i)
+			}
+		}
+		require.Equal(t, hoppertype.StateCanceled, b.step(t, p, "join").State, "round %d", round)
+		require.Empty(t, b.claim(t, p.Steps[n].Queue, 1), "round %d", round)
+		require.Equal(t, hoppertype.WorkflowCanceled, b.workflow(t, p.ID).Workflow.State)
+	}
 }
 
 // The state follows the steps: running while one has not ended; then failed if one failed
