@@ -176,7 +176,7 @@ throughput, such as --kind-rate 1000000/1s) or that starts follow the limit.`,
 				if !cmd.Flags().Changed("jobs") {
 					cfg.Jobs = bench.DefaultWorkflowJobs
 				}
-				return printWorkflow(cmd, cfg, asJSON)
+				return printWorkflowBench(cmd, cfg, asJSON)
 			case "tenants", "compaction":
 				for name, v := range map[string]*int{"jobs": &cfg.Jobs, "workers": &cfg.Workers} {
 					if !cmd.Flags().Changed(name) {
@@ -421,8 +421,8 @@ func printBatch(cmd *cobra.Command, cfg bench.Config, asJSON bool) error {
 	return nil
 }
 
-// printWorkflow runs the workflow scenario and prints what it measured.
-func printWorkflow(cmd *cobra.Command, cfg bench.Config, asJSON bool) error {
+// printWorkflowBench runs the workflow scenario and prints what it measured.
+func printWorkflowBench(cmd *cobra.Command, cfg bench.Config, asJSON bool) error {
 	res, err := bench.Workflow(cmd.Context(), cfg)
 	if err != nil {
 		return err

@@ -43,6 +43,8 @@ type env struct {
 	queues  hopperv1connect.QueueServiceClient
 	kinds   hopperv1connect.KindServiceClient
 	admin   hopperv1connect.AdminServiceClient
+	// workflows is the WorkflowService (workflows_test.go).
+	workflows hopperv1connect.WorkflowServiceClient
 }
 
 type option func(*server.Config)
@@ -160,7 +162,7 @@ func newEnv(url string, hc *http.Client, client *hopper.Client, st *sqlitestore.
 	return &env{url: url, http: hc, hopper: client, store: st, srv: srv,
 		jobs: hopperv1connect.NewJobServiceClient(cc), workers: hopperv1connect.NewWorkerServiceClient(cc),
 		queues: hopperv1connect.NewQueueServiceClient(cc), kinds: hopperv1connect.NewKindServiceClient(cc),
-		admin: hopperv1connect.NewAdminServiceClient(cc)}
+		admin: hopperv1connect.NewAdminServiceClient(cc), workflows: hopperv1connect.NewWorkflowServiceClient(cc)}
 }
 
 func (e *env) enqueue(t *testing.T, kind, args string) *hopperv1.Job {

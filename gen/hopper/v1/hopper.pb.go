@@ -38,6 +38,665 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// WorkflowStep is one step of a workflow to enqueue: its name and its job. In a step's job,
+// after names steps of the workflow (not job ids) and on_parent_failure is the step's policy
+// when one of them fails or is canceled; idempotency_key and merge_key are refused (a step's
+// job is its workflow's own).
+type WorkflowStep struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// name: unique in the workflow, 1-128 letters, digits, '_', '-', '.' and ':'.
+	Name          string   `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Job           *JobSpec `protobuf:"bytes,2,opt,name=job,proto3" json:"job,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkflowStep) Reset() {
+	*x = WorkflowStep{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkflowStep) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkflowStep) ProtoMessage() {}
+
+func (x *WorkflowStep) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkflowStep.ProtoReflect.Descriptor instead.
+func (*WorkflowStep) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *WorkflowStep) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *WorkflowStep) GetJob() *JobSpec {
+	if x != nil {
+		return x.Job
+	}
+	return nil
+}
+
+// Workflow is a workflow as stored, with what its steps say of it.
+type Workflow struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Name  string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// state: running, completed, failed or canceled (see WorkflowService).
+	State string `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`
+	// steps: the number of steps it was enqueued with.
+	Steps int32 `protobuf:"varint,4,opt,name=steps,proto3" json:"steps,omitempty"`
+	// step_states counts its steps by state (states without steps left out); a step removed
+	// once its result TTL passed is no longer counted.
+	StepStates map[string]int32       `protobuf:"bytes,5,rep,name=step_states,json=stepStates,proto3" json:"step_states,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	CreatedAt  *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	// started_at: when its first step started running; finished_at: once it has ended, when
+	// its last step ended.
+	StartedAt     *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
+	FinishedAt    *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=finished_at,json=finishedAt,proto3" json:"finished_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Workflow) Reset() {
+	*x = Workflow{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Workflow) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Workflow) ProtoMessage() {}
+
+func (x *Workflow) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Workflow.ProtoReflect.Descriptor instead.
+func (*Workflow) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Workflow) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Workflow) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Workflow) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *Workflow) GetSteps() int32 {
+	if x != nil {
+		return x.Steps
+	}
+	return 0
+}
+
+func (x *Workflow) GetStepStates() map[string]int32 {
+	if x != nil {
+		return x.StepStates
+	}
+	return nil
+}
+
+func (x *Workflow) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *Workflow) GetStartedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartedAt
+	}
+	return nil
+}
+
+func (x *Workflow) GetFinishedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.FinishedAt
+	}
+	return nil
+}
+
+// WorkflowStepStatus is a step of a stored workflow: its job and the steps it runs after.
+type WorkflowStepStatus struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Job           *Job                   `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
+	After         []string               `protobuf:"bytes,2,rep,name=after,proto3" json:"after,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkflowStepStatus) Reset() {
+	*x = WorkflowStepStatus{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkflowStepStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkflowStepStatus) ProtoMessage() {}
+
+func (x *WorkflowStepStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkflowStepStatus.ProtoReflect.Descriptor instead.
+func (*WorkflowStepStatus) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *WorkflowStepStatus) GetJob() *Job {
+	if x != nil {
+		return x.Job
+	}
+	return nil
+}
+
+func (x *WorkflowStepStatus) GetAfter() []string {
+	if x != nil {
+		return x.After
+	}
+	return nil
+}
+
+type EnqueueWorkflowRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// name says what the workflow is; listings filter by it. The characters of a step's name.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// steps: 1-10,000, in any order.
+	Steps         []*WorkflowStep `protobuf:"bytes,2,rep,name=steps,proto3" json:"steps,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EnqueueWorkflowRequest) Reset() {
+	*x = EnqueueWorkflowRequest{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EnqueueWorkflowRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EnqueueWorkflowRequest) ProtoMessage() {}
+
+func (x *EnqueueWorkflowRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EnqueueWorkflowRequest.ProtoReflect.Descriptor instead.
+func (*EnqueueWorkflowRequest) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *EnqueueWorkflowRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *EnqueueWorkflowRequest) GetSteps() []*WorkflowStep {
+	if x != nil {
+		return x.Steps
+	}
+	return nil
+}
+
+type EnqueueWorkflowResponse struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Workflow *Workflow              `protobuf:"bytes,1,opt,name=workflow,proto3" json:"workflow,omitempty"`
+	// jobs: the steps' jobs, in the order of the request's steps.
+	Jobs          []*Job `protobuf:"bytes,2,rep,name=jobs,proto3" json:"jobs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EnqueueWorkflowResponse) Reset() {
+	*x = EnqueueWorkflowResponse{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EnqueueWorkflowResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EnqueueWorkflowResponse) ProtoMessage() {}
+
+func (x *EnqueueWorkflowResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EnqueueWorkflowResponse.ProtoReflect.Descriptor instead.
+func (*EnqueueWorkflowResponse) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *EnqueueWorkflowResponse) GetWorkflow() *Workflow {
+	if x != nil {
+		return x.Workflow
+	}
+	return nil
+}
+
+func (x *EnqueueWorkflowResponse) GetJobs() []*Job {
+	if x != nil {
+		return x.Jobs
+	}
+	return nil
+}
+
+type GetWorkflowRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetWorkflowRequest) Reset() {
+	*x = GetWorkflowRequest{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetWorkflowRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetWorkflowRequest) ProtoMessage() {}
+
+func (x *GetWorkflowRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetWorkflowRequest.ProtoReflect.Descriptor instead.
+func (*GetWorkflowRequest) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *GetWorkflowRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type GetWorkflowResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Workflow      *Workflow              `protobuf:"bytes,1,opt,name=workflow,proto3" json:"workflow,omitempty"`
+	Steps         []*WorkflowStepStatus  `protobuf:"bytes,2,rep,name=steps,proto3" json:"steps,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetWorkflowResponse) Reset() {
+	*x = GetWorkflowResponse{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetWorkflowResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetWorkflowResponse) ProtoMessage() {}
+
+func (x *GetWorkflowResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetWorkflowResponse.ProtoReflect.Descriptor instead.
+func (*GetWorkflowResponse) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *GetWorkflowResponse) GetWorkflow() *Workflow {
+	if x != nil {
+		return x.Workflow
+	}
+	return nil
+}
+
+func (x *GetWorkflowResponse) GetSteps() []*WorkflowStepStatus {
+	if x != nil {
+		return x.Steps
+	}
+	return nil
+}
+
+type ListWorkflowsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// name keeps the workflows of this name.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// states keeps the workflows in these states.
+	States []string `protobuf:"bytes,2,rep,name=states,proto3" json:"states,omitempty"`
+	// cursor continues from a previous page's next_cursor.
+	Cursor string `protobuf:"bytes,3,opt,name=cursor,proto3" json:"cursor,omitempty"`
+	// limit is the page size (default 100, at most 10,000).
+	Limit         int32 `protobuf:"varint,4,opt,name=limit,proto3" json:"limit,omitempty"`
+	Ascending     bool  `protobuf:"varint,5,opt,name=ascending,proto3" json:"ascending,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListWorkflowsRequest) Reset() {
+	*x = ListWorkflowsRequest{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListWorkflowsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListWorkflowsRequest) ProtoMessage() {}
+
+func (x *ListWorkflowsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListWorkflowsRequest.ProtoReflect.Descriptor instead.
+func (*ListWorkflowsRequest) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *ListWorkflowsRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ListWorkflowsRequest) GetStates() []string {
+	if x != nil {
+		return x.States
+	}
+	return nil
+}
+
+func (x *ListWorkflowsRequest) GetCursor() string {
+	if x != nil {
+		return x.Cursor
+	}
+	return ""
+}
+
+func (x *ListWorkflowsRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *ListWorkflowsRequest) GetAscending() bool {
+	if x != nil {
+		return x.Ascending
+	}
+	return false
+}
+
+type ListWorkflowsResponse struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Workflows []*Workflow            `protobuf:"bytes,1,rep,name=workflows,proto3" json:"workflows,omitempty"`
+	// next_cursor is empty on the last page.
+	NextCursor    string `protobuf:"bytes,2,opt,name=next_cursor,json=nextCursor,proto3" json:"next_cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListWorkflowsResponse) Reset() {
+	*x = ListWorkflowsResponse{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListWorkflowsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListWorkflowsResponse) ProtoMessage() {}
+
+func (x *ListWorkflowsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListWorkflowsResponse.ProtoReflect.Descriptor instead.
+func (*ListWorkflowsResponse) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ListWorkflowsResponse) GetWorkflows() []*Workflow {
+	if x != nil {
+		return x.Workflows
+	}
+	return nil
+}
+
+func (x *ListWorkflowsResponse) GetNextCursor() string {
+	if x != nil {
+		return x.NextCursor
+	}
+	return ""
+}
+
+type CancelWorkflowRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// reason is recorded in the history of each step it cancels.
+	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelWorkflowRequest) Reset() {
+	*x = CancelWorkflowRequest{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelWorkflowRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelWorkflowRequest) ProtoMessage() {}
+
+func (x *CancelWorkflowRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelWorkflowRequest.ProtoReflect.Descriptor instead.
+func (*CancelWorkflowRequest) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *CancelWorkflowRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *CancelWorkflowRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type CancelWorkflowResponse struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Workflow *Workflow              `protobuf:"bytes,1,opt,name=workflow,proto3" json:"workflow,omitempty"`
+	// canceled: the steps' jobs it canceled, as it left them.
+	Canceled      []*Job `protobuf:"bytes,2,rep,name=canceled,proto3" json:"canceled,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelWorkflowResponse) Reset() {
+	*x = CancelWorkflowResponse{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelWorkflowResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelWorkflowResponse) ProtoMessage() {}
+
+func (x *CancelWorkflowResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelWorkflowResponse.ProtoReflect.Descriptor instead.
+func (*CancelWorkflowResponse) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *CancelWorkflowResponse) GetWorkflow() *Workflow {
+	if x != nil {
+		return x.Workflow
+	}
+	return nil
+}
+
+func (x *CancelWorkflowResponse) GetCanceled() []*Job {
+	if x != nil {
+		return x.Canceled
+	}
+	return nil
+}
+
 // Schedule is a recurring schedule. Set exactly one of cron, every and fixed_delay. The
 // fields after paused are output only.
 type Schedule struct {
@@ -88,7 +747,7 @@ type Schedule struct {
 
 func (x *Schedule) Reset() {
 	*x = Schedule{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[0]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -100,7 +759,7 @@ func (x *Schedule) String() string {
 func (*Schedule) ProtoMessage() {}
 
 func (x *Schedule) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[0]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -113,7 +772,7 @@ func (x *Schedule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Schedule.ProtoReflect.Descriptor instead.
 func (*Schedule) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{0}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Schedule) GetName() string {
@@ -292,7 +951,7 @@ type ScheduleServiceListRequest struct {
 
 func (x *ScheduleServiceListRequest) Reset() {
 	*x = ScheduleServiceListRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[1]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -304,7 +963,7 @@ func (x *ScheduleServiceListRequest) String() string {
 func (*ScheduleServiceListRequest) ProtoMessage() {}
 
 func (x *ScheduleServiceListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[1]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -317,7 +976,7 @@ func (x *ScheduleServiceListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleServiceListRequest.ProtoReflect.Descriptor instead.
 func (*ScheduleServiceListRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{1}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{12}
 }
 
 type ScheduleServiceListResponse struct {
@@ -329,7 +988,7 @@ type ScheduleServiceListResponse struct {
 
 func (x *ScheduleServiceListResponse) Reset() {
 	*x = ScheduleServiceListResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[2]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -341,7 +1000,7 @@ func (x *ScheduleServiceListResponse) String() string {
 func (*ScheduleServiceListResponse) ProtoMessage() {}
 
 func (x *ScheduleServiceListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[2]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -354,7 +1013,7 @@ func (x *ScheduleServiceListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleServiceListResponse.ProtoReflect.Descriptor instead.
 func (*ScheduleServiceListResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{2}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ScheduleServiceListResponse) GetSchedules() []*Schedule {
@@ -373,7 +1032,7 @@ type ScheduleServiceAddRequest struct {
 
 func (x *ScheduleServiceAddRequest) Reset() {
 	*x = ScheduleServiceAddRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[3]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -385,7 +1044,7 @@ func (x *ScheduleServiceAddRequest) String() string {
 func (*ScheduleServiceAddRequest) ProtoMessage() {}
 
 func (x *ScheduleServiceAddRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[3]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -398,7 +1057,7 @@ func (x *ScheduleServiceAddRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleServiceAddRequest.ProtoReflect.Descriptor instead.
 func (*ScheduleServiceAddRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{3}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ScheduleServiceAddRequest) GetSchedule() *Schedule {
@@ -417,7 +1076,7 @@ type ScheduleServiceAddResponse struct {
 
 func (x *ScheduleServiceAddResponse) Reset() {
 	*x = ScheduleServiceAddResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[4]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -429,7 +1088,7 @@ func (x *ScheduleServiceAddResponse) String() string {
 func (*ScheduleServiceAddResponse) ProtoMessage() {}
 
 func (x *ScheduleServiceAddResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[4]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -442,7 +1101,7 @@ func (x *ScheduleServiceAddResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleServiceAddResponse.ProtoReflect.Descriptor instead.
 func (*ScheduleServiceAddResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{4}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ScheduleServiceAddResponse) GetSchedule() *Schedule {
@@ -461,7 +1120,7 @@ type ScheduleServiceRemoveRequest struct {
 
 func (x *ScheduleServiceRemoveRequest) Reset() {
 	*x = ScheduleServiceRemoveRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[5]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -473,7 +1132,7 @@ func (x *ScheduleServiceRemoveRequest) String() string {
 func (*ScheduleServiceRemoveRequest) ProtoMessage() {}
 
 func (x *ScheduleServiceRemoveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[5]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -486,7 +1145,7 @@ func (x *ScheduleServiceRemoveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleServiceRemoveRequest.ProtoReflect.Descriptor instead.
 func (*ScheduleServiceRemoveRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{5}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ScheduleServiceRemoveRequest) GetName() string {
@@ -504,7 +1163,7 @@ type ScheduleServiceRemoveResponse struct {
 
 func (x *ScheduleServiceRemoveResponse) Reset() {
 	*x = ScheduleServiceRemoveResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[6]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -516,7 +1175,7 @@ func (x *ScheduleServiceRemoveResponse) String() string {
 func (*ScheduleServiceRemoveResponse) ProtoMessage() {}
 
 func (x *ScheduleServiceRemoveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[6]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -529,7 +1188,7 @@ func (x *ScheduleServiceRemoveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleServiceRemoveResponse.ProtoReflect.Descriptor instead.
 func (*ScheduleServiceRemoveResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{6}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{17}
 }
 
 type ScheduleServicePauseRequest struct {
@@ -541,7 +1200,7 @@ type ScheduleServicePauseRequest struct {
 
 func (x *ScheduleServicePauseRequest) Reset() {
 	*x = ScheduleServicePauseRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[7]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -553,7 +1212,7 @@ func (x *ScheduleServicePauseRequest) String() string {
 func (*ScheduleServicePauseRequest) ProtoMessage() {}
 
 func (x *ScheduleServicePauseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[7]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -566,7 +1225,7 @@ func (x *ScheduleServicePauseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleServicePauseRequest.ProtoReflect.Descriptor instead.
 func (*ScheduleServicePauseRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{7}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ScheduleServicePauseRequest) GetName() string {
@@ -584,7 +1243,7 @@ type ScheduleServicePauseResponse struct {
 
 func (x *ScheduleServicePauseResponse) Reset() {
 	*x = ScheduleServicePauseResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[8]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -596,7 +1255,7 @@ func (x *ScheduleServicePauseResponse) String() string {
 func (*ScheduleServicePauseResponse) ProtoMessage() {}
 
 func (x *ScheduleServicePauseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[8]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -609,7 +1268,7 @@ func (x *ScheduleServicePauseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleServicePauseResponse.ProtoReflect.Descriptor instead.
 func (*ScheduleServicePauseResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{8}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{19}
 }
 
 type ScheduleServiceResumeRequest struct {
@@ -621,7 +1280,7 @@ type ScheduleServiceResumeRequest struct {
 
 func (x *ScheduleServiceResumeRequest) Reset() {
 	*x = ScheduleServiceResumeRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[9]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -633,7 +1292,7 @@ func (x *ScheduleServiceResumeRequest) String() string {
 func (*ScheduleServiceResumeRequest) ProtoMessage() {}
 
 func (x *ScheduleServiceResumeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[9]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -646,7 +1305,7 @@ func (x *ScheduleServiceResumeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleServiceResumeRequest.ProtoReflect.Descriptor instead.
 func (*ScheduleServiceResumeRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{9}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ScheduleServiceResumeRequest) GetName() string {
@@ -664,7 +1323,7 @@ type ScheduleServiceResumeResponse struct {
 
 func (x *ScheduleServiceResumeResponse) Reset() {
 	*x = ScheduleServiceResumeResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[10]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -676,7 +1335,7 @@ func (x *ScheduleServiceResumeResponse) String() string {
 func (*ScheduleServiceResumeResponse) ProtoMessage() {}
 
 func (x *ScheduleServiceResumeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[10]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -689,7 +1348,7 @@ func (x *ScheduleServiceResumeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleServiceResumeResponse.ProtoReflect.Descriptor instead.
 func (*ScheduleServiceResumeResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{10}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{21}
 }
 
 type ScheduleServiceRunRequest struct {
@@ -701,7 +1360,7 @@ type ScheduleServiceRunRequest struct {
 
 func (x *ScheduleServiceRunRequest) Reset() {
 	*x = ScheduleServiceRunRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[11]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -713,7 +1372,7 @@ func (x *ScheduleServiceRunRequest) String() string {
 func (*ScheduleServiceRunRequest) ProtoMessage() {}
 
 func (x *ScheduleServiceRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[11]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -726,7 +1385,7 @@ func (x *ScheduleServiceRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleServiceRunRequest.ProtoReflect.Descriptor instead.
 func (*ScheduleServiceRunRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{11}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ScheduleServiceRunRequest) GetName() string {
@@ -746,7 +1405,7 @@ type ScheduleServiceRunResponse struct {
 
 func (x *ScheduleServiceRunResponse) Reset() {
 	*x = ScheduleServiceRunResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[12]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -758,7 +1417,7 @@ func (x *ScheduleServiceRunResponse) String() string {
 func (*ScheduleServiceRunResponse) ProtoMessage() {}
 
 func (x *ScheduleServiceRunResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[12]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -771,7 +1430,7 @@ func (x *ScheduleServiceRunResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleServiceRunResponse.ProtoReflect.Descriptor instead.
 func (*ScheduleServiceRunResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{12}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ScheduleServiceRunResponse) GetJob() *Job {
@@ -839,14 +1498,18 @@ type Job struct {
 	// fairness_key is the tenant the job is claimed for (JobSpec.fairness_key); empty for none.
 	FairnessKey string `protobuf:"bytes,38,opt,name=fairness_key,json=fairnessKey,proto3" json:"fairness_key,omitempty"`
 	// has_children: jobs were enqueued to wait for this one (JobSpec.after).
-	HasChildren   bool `protobuf:"varint,39,opt,name=has_children,json=hasChildren,proto3" json:"has_children,omitempty"`
+	HasChildren bool `protobuf:"varint,39,opt,name=has_children,json=hasChildren,proto3" json:"has_children,omitempty"`
+	// workflow_id is the workflow the job is a step of (WorkflowService), step its step's name
+	// there; both empty for a job enqueued on its own.
+	WorkflowId    string `protobuf:"bytes,40,opt,name=workflow_id,json=workflowId,proto3" json:"workflow_id,omitempty"`
+	Step          string `protobuf:"bytes,41,opt,name=step,proto3" json:"step,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Job) Reset() {
 	*x = Job{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[13]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -858,7 +1521,7 @@ func (x *Job) String() string {
 func (*Job) ProtoMessage() {}
 
 func (x *Job) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[13]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -871,7 +1534,7 @@ func (x *Job) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Job.ProtoReflect.Descriptor instead.
 func (*Job) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{13}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Job) GetId() string {
@@ -1147,6 +1810,20 @@ func (x *Job) GetHasChildren() bool {
 	return false
 }
 
+func (x *Job) GetWorkflowId() string {
+	if x != nil {
+		return x.WorkflowId
+	}
+	return ""
+}
+
+func (x *Job) GetStep() string {
+	if x != nil {
+		return x.Step
+	}
+	return ""
+}
+
 // JobSpec describes a job to enqueue. Only kind is required.
 type JobSpec struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1199,7 +1876,7 @@ type JobSpec struct {
 
 func (x *JobSpec) Reset() {
 	*x = JobSpec{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[14]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1211,7 +1888,7 @@ func (x *JobSpec) String() string {
 func (*JobSpec) ProtoMessage() {}
 
 func (x *JobSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[14]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1224,7 +1901,7 @@ func (x *JobSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobSpec.ProtoReflect.Descriptor instead.
 func (*JobSpec) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{14}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *JobSpec) GetKind() string {
@@ -1381,7 +2058,7 @@ type RetryPolicy struct {
 
 func (x *RetryPolicy) Reset() {
 	*x = RetryPolicy{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[15]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1393,7 +2070,7 @@ func (x *RetryPolicy) String() string {
 func (*RetryPolicy) ProtoMessage() {}
 
 func (x *RetryPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[15]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1406,7 +2083,7 @@ func (x *RetryPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetryPolicy.ProtoReflect.Descriptor instead.
 func (*RetryPolicy) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{15}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RetryPolicy) GetBase() *durationpb.Duration {
@@ -1453,7 +2130,7 @@ type EnqueueRequest struct {
 
 func (x *EnqueueRequest) Reset() {
 	*x = EnqueueRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[16]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1465,7 +2142,7 @@ func (x *EnqueueRequest) String() string {
 func (*EnqueueRequest) ProtoMessage() {}
 
 func (x *EnqueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[16]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1478,7 +2155,7 @@ func (x *EnqueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnqueueRequest.ProtoReflect.Descriptor instead.
 func (*EnqueueRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{16}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *EnqueueRequest) GetJob() *JobSpec {
@@ -1501,7 +2178,7 @@ type EnqueueResponse struct {
 
 func (x *EnqueueResponse) Reset() {
 	*x = EnqueueResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[17]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1513,7 +2190,7 @@ func (x *EnqueueResponse) String() string {
 func (*EnqueueResponse) ProtoMessage() {}
 
 func (x *EnqueueResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[17]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1526,7 +2203,7 @@ func (x *EnqueueResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnqueueResponse.ProtoReflect.Descriptor instead.
 func (*EnqueueResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{17}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *EnqueueResponse) GetJob() *Job {
@@ -1559,7 +2236,7 @@ type EnqueueBatchRequest struct {
 
 func (x *EnqueueBatchRequest) Reset() {
 	*x = EnqueueBatchRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[18]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1571,7 +2248,7 @@ func (x *EnqueueBatchRequest) String() string {
 func (*EnqueueBatchRequest) ProtoMessage() {}
 
 func (x *EnqueueBatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[18]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1584,7 +2261,7 @@ func (x *EnqueueBatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnqueueBatchRequest.ProtoReflect.Descriptor instead.
 func (*EnqueueBatchRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{18}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *EnqueueBatchRequest) GetJobs() []*JobSpec {
@@ -1603,7 +2280,7 @@ type EnqueueBatchResponse struct {
 
 func (x *EnqueueBatchResponse) Reset() {
 	*x = EnqueueBatchResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[19]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1615,7 +2292,7 @@ func (x *EnqueueBatchResponse) String() string {
 func (*EnqueueBatchResponse) ProtoMessage() {}
 
 func (x *EnqueueBatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[19]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1628,7 +2305,7 @@ func (x *EnqueueBatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnqueueBatchResponse.ProtoReflect.Descriptor instead.
 func (*EnqueueBatchResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{19}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *EnqueueBatchResponse) GetResults() []*EnqueueResponse {
@@ -1647,7 +2324,7 @@ type GetRequest struct {
 
 func (x *GetRequest) Reset() {
 	*x = GetRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[20]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1659,7 +2336,7 @@ func (x *GetRequest) String() string {
 func (*GetRequest) ProtoMessage() {}
 
 func (x *GetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[20]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1672,7 +2349,7 @@ func (x *GetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRequest.ProtoReflect.Descriptor instead.
 func (*GetRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{20}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *GetRequest) GetId() string {
@@ -1691,7 +2368,7 @@ type GetResponse struct {
 
 func (x *GetResponse) Reset() {
 	*x = GetResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[21]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1703,7 +2380,7 @@ func (x *GetResponse) String() string {
 func (*GetResponse) ProtoMessage() {}
 
 func (x *GetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[21]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1716,7 +2393,7 @@ func (x *GetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResponse.ProtoReflect.Descriptor instead.
 func (*GetResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{21}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *GetResponse) GetJob() *Job {
@@ -1750,7 +2427,7 @@ type ListRequest struct {
 
 func (x *ListRequest) Reset() {
 	*x = ListRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[22]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1762,7 +2439,7 @@ func (x *ListRequest) String() string {
 func (*ListRequest) ProtoMessage() {}
 
 func (x *ListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[22]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1775,7 +2452,7 @@ func (x *ListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRequest.ProtoReflect.Descriptor instead.
 func (*ListRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{22}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ListRequest) GetStates() []string {
@@ -1859,7 +2536,7 @@ type ListResponse struct {
 
 func (x *ListResponse) Reset() {
 	*x = ListResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[23]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1871,7 +2548,7 @@ func (x *ListResponse) String() string {
 func (*ListResponse) ProtoMessage() {}
 
 func (x *ListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[23]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1884,7 +2561,7 @@ func (x *ListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResponse.ProtoReflect.Descriptor instead.
 func (*ListResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{23}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ListResponse) GetJobs() []*Job {
@@ -1912,7 +2589,7 @@ type CancelRequest struct {
 
 func (x *CancelRequest) Reset() {
 	*x = CancelRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[24]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1924,7 +2601,7 @@ func (x *CancelRequest) String() string {
 func (*CancelRequest) ProtoMessage() {}
 
 func (x *CancelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[24]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1937,7 +2614,7 @@ func (x *CancelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRequest.ProtoReflect.Descriptor instead.
 func (*CancelRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{24}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *CancelRequest) GetId() string {
@@ -1963,7 +2640,7 @@ type CancelResponse struct {
 
 func (x *CancelResponse) Reset() {
 	*x = CancelResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[25]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1975,7 +2652,7 @@ func (x *CancelResponse) String() string {
 func (*CancelResponse) ProtoMessage() {}
 
 func (x *CancelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[25]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1988,7 +2665,7 @@ func (x *CancelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelResponse.ProtoReflect.Descriptor instead.
 func (*CancelResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{25}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *CancelResponse) GetJob() *Job {
@@ -2019,7 +2696,7 @@ type JobServiceRetryRequest struct {
 
 func (x *JobServiceRetryRequest) Reset() {
 	*x = JobServiceRetryRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[26]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2031,7 +2708,7 @@ func (x *JobServiceRetryRequest) String() string {
 func (*JobServiceRetryRequest) ProtoMessage() {}
 
 func (x *JobServiceRetryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[26]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2044,7 +2721,7 @@ func (x *JobServiceRetryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobServiceRetryRequest.ProtoReflect.Descriptor instead.
 func (*JobServiceRetryRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{26}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *JobServiceRetryRequest) GetId() string {
@@ -2101,7 +2778,7 @@ type JobServiceRetryResponse struct {
 
 func (x *JobServiceRetryResponse) Reset() {
 	*x = JobServiceRetryResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[27]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2113,7 +2790,7 @@ func (x *JobServiceRetryResponse) String() string {
 func (*JobServiceRetryResponse) ProtoMessage() {}
 
 func (x *JobServiceRetryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[27]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2126,7 +2803,7 @@ func (x *JobServiceRetryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobServiceRetryResponse.ProtoReflect.Descriptor instead.
 func (*JobServiceRetryResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{27}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *JobServiceRetryResponse) GetJob() *Job {
@@ -2154,7 +2831,7 @@ type JobServiceSetRetriesRequest struct {
 
 func (x *JobServiceSetRetriesRequest) Reset() {
 	*x = JobServiceSetRetriesRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[28]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2166,7 +2843,7 @@ func (x *JobServiceSetRetriesRequest) String() string {
 func (*JobServiceSetRetriesRequest) ProtoMessage() {}
 
 func (x *JobServiceSetRetriesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[28]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2179,7 +2856,7 @@ func (x *JobServiceSetRetriesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobServiceSetRetriesRequest.ProtoReflect.Descriptor instead.
 func (*JobServiceSetRetriesRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{28}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *JobServiceSetRetriesRequest) GetId() string {
@@ -2205,7 +2882,7 @@ type JobServiceSetRetriesResponse struct {
 
 func (x *JobServiceSetRetriesResponse) Reset() {
 	*x = JobServiceSetRetriesResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[29]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2217,7 +2894,7 @@ func (x *JobServiceSetRetriesResponse) String() string {
 func (*JobServiceSetRetriesResponse) ProtoMessage() {}
 
 func (x *JobServiceSetRetriesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[29]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2230,7 +2907,7 @@ func (x *JobServiceSetRetriesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobServiceSetRetriesResponse.ProtoReflect.Descriptor instead.
 func (*JobServiceSetRetriesResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{29}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *JobServiceSetRetriesResponse) GetJob() *Job {
@@ -2253,7 +2930,7 @@ type JobServiceResumeRequest struct {
 
 func (x *JobServiceResumeRequest) Reset() {
 	*x = JobServiceResumeRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[30]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2265,7 +2942,7 @@ func (x *JobServiceResumeRequest) String() string {
 func (*JobServiceResumeRequest) ProtoMessage() {}
 
 func (x *JobServiceResumeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[30]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2278,7 +2955,7 @@ func (x *JobServiceResumeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobServiceResumeRequest.ProtoReflect.Descriptor instead.
 func (*JobServiceResumeRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{30}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *JobServiceResumeRequest) GetId() string {
@@ -2311,7 +2988,7 @@ type JobServiceResumeResponse struct {
 
 func (x *JobServiceResumeResponse) Reset() {
 	*x = JobServiceResumeResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[31]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2323,7 +3000,7 @@ func (x *JobServiceResumeResponse) String() string {
 func (*JobServiceResumeResponse) ProtoMessage() {}
 
 func (x *JobServiceResumeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[31]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2336,7 +3013,7 @@ func (x *JobServiceResumeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobServiceResumeResponse.ProtoReflect.Descriptor instead.
 func (*JobServiceResumeResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{31}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *JobServiceResumeResponse) GetJob() *Job {
@@ -2355,7 +3032,7 @@ type EventsRequest struct {
 
 func (x *EventsRequest) Reset() {
 	*x = EventsRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[32]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2367,7 +3044,7 @@ func (x *EventsRequest) String() string {
 func (*EventsRequest) ProtoMessage() {}
 
 func (x *EventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[32]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2380,7 +3057,7 @@ func (x *EventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventsRequest.ProtoReflect.Descriptor instead.
 func (*EventsRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{32}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *EventsRequest) GetId() string {
@@ -2407,7 +3084,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[33]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2419,7 +3096,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[33]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2432,7 +3109,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{33}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *Event) GetSeq() int64 {
@@ -2497,7 +3174,7 @@ type Attempt struct {
 
 func (x *Attempt) Reset() {
 	*x = Attempt{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[34]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2509,7 +3186,7 @@ func (x *Attempt) String() string {
 func (*Attempt) ProtoMessage() {}
 
 func (x *Attempt) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[34]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2522,7 +3199,7 @@ func (x *Attempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attempt.ProtoReflect.Descriptor instead.
 func (*Attempt) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{34}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *Attempt) GetLeaseToken() int64 {
@@ -2598,7 +3275,7 @@ type EventsResponse struct {
 
 func (x *EventsResponse) Reset() {
 	*x = EventsResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[35]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2610,7 +3287,7 @@ func (x *EventsResponse) String() string {
 func (*EventsResponse) ProtoMessage() {}
 
 func (x *EventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[35]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2623,7 +3300,7 @@ func (x *EventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventsResponse.ProtoReflect.Descriptor instead.
 func (*EventsResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{35}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *EventsResponse) GetEvents() []*Event {
@@ -2681,7 +3358,7 @@ type ActivatedJob struct {
 
 func (x *ActivatedJob) Reset() {
 	*x = ActivatedJob{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[36]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2693,7 +3370,7 @@ func (x *ActivatedJob) String() string {
 func (*ActivatedJob) ProtoMessage() {}
 
 func (x *ActivatedJob) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[36]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2706,7 +3383,7 @@ func (x *ActivatedJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActivatedJob.ProtoReflect.Descriptor instead.
 func (*ActivatedJob) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{36}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ActivatedJob) GetId() string {
@@ -2841,7 +3518,7 @@ type BatchKind struct {
 
 func (x *BatchKind) Reset() {
 	*x = BatchKind{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[37]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2853,7 +3530,7 @@ func (x *BatchKind) String() string {
 func (*BatchKind) ProtoMessage() {}
 
 func (x *BatchKind) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[37]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2866,7 +3543,7 @@ func (x *BatchKind) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchKind.ProtoReflect.Descriptor instead.
 func (*BatchKind) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{37}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *BatchKind) GetKind() string {
@@ -2942,7 +3619,7 @@ type ActivateRequest struct {
 
 func (x *ActivateRequest) Reset() {
 	*x = ActivateRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[38]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2954,7 +3631,7 @@ func (x *ActivateRequest) String() string {
 func (*ActivateRequest) ProtoMessage() {}
 
 func (x *ActivateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[38]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2967,7 +3644,7 @@ func (x *ActivateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActivateRequest.ProtoReflect.Descriptor instead.
 func (*ActivateRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{38}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ActivateRequest) GetWorker() string {
@@ -3053,7 +3730,7 @@ type ActivateResponse struct {
 
 func (x *ActivateResponse) Reset() {
 	*x = ActivateResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[39]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3065,7 +3742,7 @@ func (x *ActivateResponse) String() string {
 func (*ActivateResponse) ProtoMessage() {}
 
 func (x *ActivateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[39]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3078,7 +3755,7 @@ func (x *ActivateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActivateResponse.ProtoReflect.Descriptor instead.
 func (*ActivateResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{39}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ActivateResponse) GetJobs() []*ActivatedJob {
@@ -3127,7 +3804,7 @@ type StreamJobsRequest struct {
 
 func (x *StreamJobsRequest) Reset() {
 	*x = StreamJobsRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[40]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3139,7 +3816,7 @@ func (x *StreamJobsRequest) String() string {
 func (*StreamJobsRequest) ProtoMessage() {}
 
 func (x *StreamJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[40]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3152,7 +3829,7 @@ func (x *StreamJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamJobsRequest.ProtoReflect.Descriptor instead.
 func (*StreamJobsRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{40}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *StreamJobsRequest) GetWorker() string {
@@ -3235,7 +3912,7 @@ type StreamJobsResponse struct {
 
 func (x *StreamJobsResponse) Reset() {
 	*x = StreamJobsResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[41]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3247,7 +3924,7 @@ func (x *StreamJobsResponse) String() string {
 func (*StreamJobsResponse) ProtoMessage() {}
 
 func (x *StreamJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[41]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3260,7 +3937,7 @@ func (x *StreamJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamJobsResponse.ProtoReflect.Descriptor instead.
 func (*StreamJobsResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{41}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *StreamJobsResponse) GetJobs() []*ActivatedJob {
@@ -3289,7 +3966,7 @@ type CompleteRequest struct {
 
 func (x *CompleteRequest) Reset() {
 	*x = CompleteRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[42]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3301,7 +3978,7 @@ func (x *CompleteRequest) String() string {
 func (*CompleteRequest) ProtoMessage() {}
 
 func (x *CompleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[42]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3314,7 +3991,7 @@ func (x *CompleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteRequest.ProtoReflect.Descriptor instead.
 func (*CompleteRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{42}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *CompleteRequest) GetId() string {
@@ -3346,7 +4023,7 @@ type CompleteResponse struct {
 
 func (x *CompleteResponse) Reset() {
 	*x = CompleteResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[43]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3358,7 +4035,7 @@ func (x *CompleteResponse) String() string {
 func (*CompleteResponse) ProtoMessage() {}
 
 func (x *CompleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[43]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3371,7 +4048,7 @@ func (x *CompleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteResponse.ProtoReflect.Descriptor instead.
 func (*CompleteResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{43}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{54}
 }
 
 type FailRequest struct {
@@ -3412,7 +4089,7 @@ type FailRequest struct {
 
 func (x *FailRequest) Reset() {
 	*x = FailRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[44]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3424,7 +4101,7 @@ func (x *FailRequest) String() string {
 func (*FailRequest) ProtoMessage() {}
 
 func (x *FailRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[44]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3437,7 +4114,7 @@ func (x *FailRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailRequest.ProtoReflect.Descriptor instead.
 func (*FailRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{44}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *FailRequest) GetId() string {
@@ -3528,7 +4205,7 @@ type FailResponse struct {
 
 func (x *FailResponse) Reset() {
 	*x = FailResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[45]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3540,7 +4217,7 @@ func (x *FailResponse) String() string {
 func (*FailResponse) ProtoMessage() {}
 
 func (x *FailResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[45]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3553,7 +4230,7 @@ func (x *FailResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailResponse.ProtoReflect.Descriptor instead.
 func (*FailResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{45}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *FailResponse) GetState() string {
@@ -3581,7 +4258,7 @@ type SnoozeRequest struct {
 
 func (x *SnoozeRequest) Reset() {
 	*x = SnoozeRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[46]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3593,7 +4270,7 @@ func (x *SnoozeRequest) String() string {
 func (*SnoozeRequest) ProtoMessage() {}
 
 func (x *SnoozeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[46]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3606,7 +4283,7 @@ func (x *SnoozeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnoozeRequest.ProtoReflect.Descriptor instead.
 func (*SnoozeRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{46}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *SnoozeRequest) GetId() string {
@@ -3638,7 +4315,7 @@ type SnoozeResponse struct {
 
 func (x *SnoozeResponse) Reset() {
 	*x = SnoozeResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[47]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3650,7 +4327,7 @@ func (x *SnoozeResponse) String() string {
 func (*SnoozeResponse) ProtoMessage() {}
 
 func (x *SnoozeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[47]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3663,7 +4340,7 @@ func (x *SnoozeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnoozeResponse.ProtoReflect.Descriptor instead.
 func (*SnoozeResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{47}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{58}
 }
 
 type SuspendRequest struct {
@@ -3682,7 +4359,7 @@ type SuspendRequest struct {
 
 func (x *SuspendRequest) Reset() {
 	*x = SuspendRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[48]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3694,7 +4371,7 @@ func (x *SuspendRequest) String() string {
 func (*SuspendRequest) ProtoMessage() {}
 
 func (x *SuspendRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[48]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3707,7 +4384,7 @@ func (x *SuspendRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SuspendRequest.ProtoReflect.Descriptor instead.
 func (*SuspendRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{48}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *SuspendRequest) GetId() string {
@@ -3753,7 +4430,7 @@ type SuspendResponse struct {
 
 func (x *SuspendResponse) Reset() {
 	*x = SuspendResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[49]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3765,7 +4442,7 @@ func (x *SuspendResponse) String() string {
 func (*SuspendResponse) ProtoMessage() {}
 
 func (x *SuspendResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[49]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3778,7 +4455,7 @@ func (x *SuspendResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SuspendResponse.ProtoReflect.Descriptor instead.
 func (*SuspendResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{49}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{60}
 }
 
 type ReleaseRequest struct {
@@ -3793,7 +4470,7 @@ type ReleaseRequest struct {
 
 func (x *ReleaseRequest) Reset() {
 	*x = ReleaseRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[50]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3805,7 +4482,7 @@ func (x *ReleaseRequest) String() string {
 func (*ReleaseRequest) ProtoMessage() {}
 
 func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[50]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3818,7 +4495,7 @@ func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseRequest.ProtoReflect.Descriptor instead.
 func (*ReleaseRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{50}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ReleaseRequest) GetId() string {
@@ -3850,7 +4527,7 @@ type ReleaseResponse struct {
 
 func (x *ReleaseResponse) Reset() {
 	*x = ReleaseResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3862,7 +4539,7 @@ func (x *ReleaseResponse) String() string {
 func (*ReleaseResponse) ProtoMessage() {}
 
 func (x *ReleaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3875,7 +4552,7 @@ func (x *ReleaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseResponse.ProtoReflect.Descriptor instead.
 func (*ReleaseResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{51}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{62}
 }
 
 type ExtendLeaseRequest struct {
@@ -3889,7 +4566,7 @@ type ExtendLeaseRequest struct {
 
 func (x *ExtendLeaseRequest) Reset() {
 	*x = ExtendLeaseRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3901,7 +4578,7 @@ func (x *ExtendLeaseRequest) String() string {
 func (*ExtendLeaseRequest) ProtoMessage() {}
 
 func (x *ExtendLeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3914,7 +4591,7 @@ func (x *ExtendLeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendLeaseRequest.ProtoReflect.Descriptor instead.
 func (*ExtendLeaseRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{52}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *ExtendLeaseRequest) GetId() string {
@@ -3947,7 +4624,7 @@ type ExtendLeaseResponse struct {
 
 func (x *ExtendLeaseResponse) Reset() {
 	*x = ExtendLeaseResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3959,7 +4636,7 @@ func (x *ExtendLeaseResponse) String() string {
 func (*ExtendLeaseResponse) ProtoMessage() {}
 
 func (x *ExtendLeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3972,7 +4649,7 @@ func (x *ExtendLeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendLeaseResponse.ProtoReflect.Descriptor instead.
 func (*ExtendLeaseResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{53}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *ExtendLeaseResponse) GetLeaseExpiresAt() *timestamppb.Timestamp {
@@ -3994,7 +4671,7 @@ type ReportRequest struct {
 
 func (x *ReportRequest) Reset() {
 	*x = ReportRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4006,7 +4683,7 @@ func (x *ReportRequest) String() string {
 func (*ReportRequest) ProtoMessage() {}
 
 func (x *ReportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4019,7 +4696,7 @@ func (x *ReportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportRequest.ProtoReflect.Descriptor instead.
 func (*ReportRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{54}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *ReportRequest) GetOutcomes() []*Outcome {
@@ -4053,7 +4730,7 @@ type Outcome struct {
 
 func (x *Outcome) Reset() {
 	*x = Outcome{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4065,7 +4742,7 @@ func (x *Outcome) String() string {
 func (*Outcome) ProtoMessage() {}
 
 func (x *Outcome) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4078,7 +4755,7 @@ func (x *Outcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Outcome.ProtoReflect.Descriptor instead.
 func (*Outcome) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{55}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *Outcome) GetOutcome() isOutcome_Outcome {
@@ -4179,7 +4856,7 @@ type ReportResponse struct {
 
 func (x *ReportResponse) Reset() {
 	*x = ReportResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4191,7 +4868,7 @@ func (x *ReportResponse) String() string {
 func (*ReportResponse) ProtoMessage() {}
 
 func (x *ReportResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4204,7 +4881,7 @@ func (x *ReportResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportResponse.ProtoReflect.Descriptor instead.
 func (*ReportResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{56}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *ReportResponse) GetOutcomes() []*Verdict {
@@ -4233,7 +4910,7 @@ type ReportStreamRequest struct {
 
 func (x *ReportStreamRequest) Reset() {
 	*x = ReportStreamRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[57]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4245,7 +4922,7 @@ func (x *ReportStreamRequest) String() string {
 func (*ReportStreamRequest) ProtoMessage() {}
 
 func (x *ReportStreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[57]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4258,7 +4935,7 @@ func (x *ReportStreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportStreamRequest.ProtoReflect.Descriptor instead.
 func (*ReportStreamRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{57}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *ReportStreamRequest) GetId() uint64 {
@@ -4287,7 +4964,7 @@ type ReportStreamResponse struct {
 
 func (x *ReportStreamResponse) Reset() {
 	*x = ReportStreamResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4299,7 +4976,7 @@ func (x *ReportStreamResponse) String() string {
 func (*ReportStreamResponse) ProtoMessage() {}
 
 func (x *ReportStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4312,7 +4989,7 @@ func (x *ReportStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportStreamResponse.ProtoReflect.Descriptor instead.
 func (*ReportStreamResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{58}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *ReportStreamResponse) GetId() uint64 {
@@ -4349,7 +5026,7 @@ type Verdict struct {
 
 func (x *Verdict) Reset() {
 	*x = Verdict{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4361,7 +5038,7 @@ func (x *Verdict) String() string {
 func (*Verdict) ProtoMessage() {}
 
 func (x *Verdict) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4374,7 +5051,7 @@ func (x *Verdict) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Verdict.ProtoReflect.Descriptor instead.
 func (*Verdict) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{59}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *Verdict) GetCode() string {
@@ -4420,7 +5097,7 @@ type HoldRequest struct {
 
 func (x *HoldRequest) Reset() {
 	*x = HoldRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4432,7 +5109,7 @@ func (x *HoldRequest) String() string {
 func (*HoldRequest) ProtoMessage() {}
 
 func (x *HoldRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4445,7 +5122,7 @@ func (x *HoldRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HoldRequest.ProtoReflect.Descriptor instead.
 func (*HoldRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{60}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *HoldRequest) GetWorker() string {
@@ -4484,7 +5161,7 @@ type HoldResponse struct {
 
 func (x *HoldResponse) Reset() {
 	*x = HoldResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4496,7 +5173,7 @@ func (x *HoldResponse) String() string {
 func (*HoldResponse) ProtoMessage() {}
 
 func (x *HoldResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4509,7 +5186,7 @@ func (x *HoldResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HoldResponse.ProtoReflect.Descriptor instead.
 func (*HoldResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{61}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{72}
 }
 
 type HeartbeatRequest struct {
@@ -4522,7 +5199,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4534,7 +5211,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4547,7 +5224,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{62}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *HeartbeatRequest) GetId() string {
@@ -4572,7 +5249,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4584,7 +5261,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4597,7 +5274,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{63}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{74}
 }
 
 type ReportProgressRequest struct {
@@ -4612,7 +5289,7 @@ type ReportProgressRequest struct {
 
 func (x *ReportProgressRequest) Reset() {
 	*x = ReportProgressRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4624,7 +5301,7 @@ func (x *ReportProgressRequest) String() string {
 func (*ReportProgressRequest) ProtoMessage() {}
 
 func (x *ReportProgressRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4637,7 +5314,7 @@ func (x *ReportProgressRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportProgressRequest.ProtoReflect.Descriptor instead.
 func (*ReportProgressRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{64}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *ReportProgressRequest) GetId() string {
@@ -4676,7 +5353,7 @@ type ReportProgressResponse struct {
 
 func (x *ReportProgressResponse) Reset() {
 	*x = ReportProgressResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4688,7 +5365,7 @@ func (x *ReportProgressResponse) String() string {
 func (*ReportProgressResponse) ProtoMessage() {}
 
 func (x *ReportProgressResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4701,7 +5378,7 @@ func (x *ReportProgressResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportProgressResponse.ProtoReflect.Descriptor instead.
 func (*ReportProgressResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{65}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{76}
 }
 
 type Queue struct {
@@ -4747,7 +5424,7 @@ type Queue struct {
 
 func (x *Queue) Reset() {
 	*x = Queue{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4759,7 +5436,7 @@ func (x *Queue) String() string {
 func (*Queue) ProtoMessage() {}
 
 func (x *Queue) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4772,7 +5449,7 @@ func (x *Queue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Queue.ProtoReflect.Descriptor instead.
 func (*Queue) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{66}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *Queue) GetName() string {
@@ -4874,7 +5551,7 @@ type QueueServiceListRequest struct {
 
 func (x *QueueServiceListRequest) Reset() {
 	*x = QueueServiceListRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4886,7 +5563,7 @@ func (x *QueueServiceListRequest) String() string {
 func (*QueueServiceListRequest) ProtoMessage() {}
 
 func (x *QueueServiceListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4899,7 +5576,7 @@ func (x *QueueServiceListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueServiceListRequest.ProtoReflect.Descriptor instead.
 func (*QueueServiceListRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{67}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{78}
 }
 
 type QueueServiceListResponse struct {
@@ -4911,7 +5588,7 @@ type QueueServiceListResponse struct {
 
 func (x *QueueServiceListResponse) Reset() {
 	*x = QueueServiceListResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4923,7 +5600,7 @@ func (x *QueueServiceListResponse) String() string {
 func (*QueueServiceListResponse) ProtoMessage() {}
 
 func (x *QueueServiceListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4936,7 +5613,7 @@ func (x *QueueServiceListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueServiceListResponse.ProtoReflect.Descriptor instead.
 func (*QueueServiceListResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{68}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *QueueServiceListResponse) GetQueues() []*Queue {
@@ -4971,7 +5648,7 @@ type QueueServiceSetRequest struct {
 
 func (x *QueueServiceSetRequest) Reset() {
 	*x = QueueServiceSetRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4983,7 +5660,7 @@ func (x *QueueServiceSetRequest) String() string {
 func (*QueueServiceSetRequest) ProtoMessage() {}
 
 func (x *QueueServiceSetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4996,7 +5673,7 @@ func (x *QueueServiceSetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueServiceSetRequest.ProtoReflect.Descriptor instead.
 func (*QueueServiceSetRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{69}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *QueueServiceSetRequest) GetQueue() string {
@@ -5056,7 +5733,7 @@ type QueueServiceSetResponse struct {
 
 func (x *QueueServiceSetResponse) Reset() {
 	*x = QueueServiceSetResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5068,7 +5745,7 @@ func (x *QueueServiceSetResponse) String() string {
 func (*QueueServiceSetResponse) ProtoMessage() {}
 
 func (x *QueueServiceSetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5081,7 +5758,7 @@ func (x *QueueServiceSetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueServiceSetResponse.ProtoReflect.Descriptor instead.
 func (*QueueServiceSetResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{70}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{81}
 }
 
 type PauseRequest struct {
@@ -5093,7 +5770,7 @@ type PauseRequest struct {
 
 func (x *PauseRequest) Reset() {
 	*x = PauseRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5105,7 +5782,7 @@ func (x *PauseRequest) String() string {
 func (*PauseRequest) ProtoMessage() {}
 
 func (x *PauseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5118,7 +5795,7 @@ func (x *PauseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseRequest.ProtoReflect.Descriptor instead.
 func (*PauseRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{71}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *PauseRequest) GetQueue() string {
@@ -5136,7 +5813,7 @@ type PauseResponse struct {
 
 func (x *PauseResponse) Reset() {
 	*x = PauseResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5148,7 +5825,7 @@ func (x *PauseResponse) String() string {
 func (*PauseResponse) ProtoMessage() {}
 
 func (x *PauseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5161,7 +5838,7 @@ func (x *PauseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseResponse.ProtoReflect.Descriptor instead.
 func (*PauseResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{72}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{83}
 }
 
 type ResumeRequest struct {
@@ -5173,7 +5850,7 @@ type ResumeRequest struct {
 
 func (x *ResumeRequest) Reset() {
 	*x = ResumeRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[73]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5185,7 +5862,7 @@ func (x *ResumeRequest) String() string {
 func (*ResumeRequest) ProtoMessage() {}
 
 func (x *ResumeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[73]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5198,7 +5875,7 @@ func (x *ResumeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeRequest.ProtoReflect.Descriptor instead.
 func (*ResumeRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{73}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *ResumeRequest) GetQueue() string {
@@ -5216,7 +5893,7 @@ type ResumeResponse struct {
 
 func (x *ResumeResponse) Reset() {
 	*x = ResumeResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[74]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5228,7 +5905,7 @@ func (x *ResumeResponse) String() string {
 func (*ResumeResponse) ProtoMessage() {}
 
 func (x *ResumeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[74]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5241,7 +5918,7 @@ func (x *ResumeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeResponse.ProtoReflect.Descriptor instead.
 func (*ResumeResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{74}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{85}
 }
 
 type Node struct {
@@ -5263,7 +5940,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[75]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5275,7 +5952,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[75]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5288,7 +5965,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{75}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *Node) GetId() string {
@@ -5355,7 +6032,7 @@ type ListNodesRequest struct {
 
 func (x *ListNodesRequest) Reset() {
 	*x = ListNodesRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[76]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5367,7 +6044,7 @@ func (x *ListNodesRequest) String() string {
 func (*ListNodesRequest) ProtoMessage() {}
 
 func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[76]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5380,7 +6057,7 @@ func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesRequest.ProtoReflect.Descriptor instead.
 func (*ListNodesRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{76}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{87}
 }
 
 type ListNodesResponse struct {
@@ -5392,7 +6069,7 @@ type ListNodesResponse struct {
 
 func (x *ListNodesResponse) Reset() {
 	*x = ListNodesResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[77]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5404,7 +6081,7 @@ func (x *ListNodesResponse) String() string {
 func (*ListNodesResponse) ProtoMessage() {}
 
 func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[77]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5417,7 +6094,7 @@ func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesResponse.ProtoReflect.Descriptor instead.
 func (*ListNodesResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{77}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *ListNodesResponse) GetNodes() []*Node {
@@ -5445,7 +6122,7 @@ type Worker struct {
 
 func (x *Worker) Reset() {
 	*x = Worker{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[78]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5457,7 +6134,7 @@ func (x *Worker) String() string {
 func (*Worker) ProtoMessage() {}
 
 func (x *Worker) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[78]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5470,7 +6147,7 @@ func (x *Worker) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Worker.ProtoReflect.Descriptor instead.
 func (*Worker) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{78}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *Worker) GetName() string {
@@ -5537,7 +6214,7 @@ type ListWorkersRequest struct {
 
 func (x *ListWorkersRequest) Reset() {
 	*x = ListWorkersRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[79]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5549,7 +6226,7 @@ func (x *ListWorkersRequest) String() string {
 func (*ListWorkersRequest) ProtoMessage() {}
 
 func (x *ListWorkersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[79]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5562,7 +6239,7 @@ func (x *ListWorkersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWorkersRequest.ProtoReflect.Descriptor instead.
 func (*ListWorkersRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{79}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{90}
 }
 
 type ListWorkersResponse struct {
@@ -5574,7 +6251,7 @@ type ListWorkersResponse struct {
 
 func (x *ListWorkersResponse) Reset() {
 	*x = ListWorkersResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[80]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5586,7 +6263,7 @@ func (x *ListWorkersResponse) String() string {
 func (*ListWorkersResponse) ProtoMessage() {}
 
 func (x *ListWorkersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[80]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5599,7 +6276,7 @@ func (x *ListWorkersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWorkersResponse.ProtoReflect.Descriptor instead.
 func (*ListWorkersResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{80}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *ListWorkersResponse) GetWorkers() []*Worker {
@@ -5632,7 +6309,7 @@ type Stream struct {
 
 func (x *Stream) Reset() {
 	*x = Stream{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[81]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5644,7 +6321,7 @@ func (x *Stream) String() string {
 func (*Stream) ProtoMessage() {}
 
 func (x *Stream) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[81]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5657,7 +6334,7 @@ func (x *Stream) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stream.ProtoReflect.Descriptor instead.
 func (*Stream) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{81}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *Stream) GetId() string {
@@ -5752,7 +6429,7 @@ type ListStreamsRequest struct {
 
 func (x *ListStreamsRequest) Reset() {
 	*x = ListStreamsRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[82]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5764,7 +6441,7 @@ func (x *ListStreamsRequest) String() string {
 func (*ListStreamsRequest) ProtoMessage() {}
 
 func (x *ListStreamsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[82]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5777,7 +6454,7 @@ func (x *ListStreamsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStreamsRequest.ProtoReflect.Descriptor instead.
 func (*ListStreamsRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{82}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{93}
 }
 
 type ListStreamsResponse struct {
@@ -5789,7 +6466,7 @@ type ListStreamsResponse struct {
 
 func (x *ListStreamsResponse) Reset() {
 	*x = ListStreamsResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[83]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5801,7 +6478,7 @@ func (x *ListStreamsResponse) String() string {
 func (*ListStreamsResponse) ProtoMessage() {}
 
 func (x *ListStreamsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[83]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5814,7 +6491,7 @@ func (x *ListStreamsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStreamsResponse.ProtoReflect.Descriptor instead.
 func (*ListStreamsResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{83}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *ListStreamsResponse) GetStreams() []*Stream {
@@ -5840,7 +6517,7 @@ type APIKey struct {
 
 func (x *APIKey) Reset() {
 	*x = APIKey{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[84]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5852,7 +6529,7 @@ func (x *APIKey) String() string {
 func (*APIKey) ProtoMessage() {}
 
 func (x *APIKey) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[84]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5865,7 +6542,7 @@ func (x *APIKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use APIKey.ProtoReflect.Descriptor instead.
 func (*APIKey) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{84}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *APIKey) GetId() string {
@@ -5920,7 +6597,7 @@ type CreateKeyRequest struct {
 
 func (x *CreateKeyRequest) Reset() {
 	*x = CreateKeyRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[85]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5932,7 +6609,7 @@ func (x *CreateKeyRequest) String() string {
 func (*CreateKeyRequest) ProtoMessage() {}
 
 func (x *CreateKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[85]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5945,7 +6622,7 @@ func (x *CreateKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyRequest.ProtoReflect.Descriptor instead.
 func (*CreateKeyRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{85}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *CreateKeyRequest) GetName() string {
@@ -5973,7 +6650,7 @@ type CreateKeyResponse struct {
 
 func (x *CreateKeyResponse) Reset() {
 	*x = CreateKeyResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[86]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5985,7 +6662,7 @@ func (x *CreateKeyResponse) String() string {
 func (*CreateKeyResponse) ProtoMessage() {}
 
 func (x *CreateKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[86]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5998,7 +6675,7 @@ func (x *CreateKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyResponse.ProtoReflect.Descriptor instead.
 func (*CreateKeyResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{86}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *CreateKeyResponse) GetKey() *APIKey {
@@ -6023,7 +6700,7 @@ type ListKeysRequest struct {
 
 func (x *ListKeysRequest) Reset() {
 	*x = ListKeysRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[87]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6035,7 +6712,7 @@ func (x *ListKeysRequest) String() string {
 func (*ListKeysRequest) ProtoMessage() {}
 
 func (x *ListKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[87]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6048,7 +6725,7 @@ func (x *ListKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeysRequest.ProtoReflect.Descriptor instead.
 func (*ListKeysRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{87}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{98}
 }
 
 type ListKeysResponse struct {
@@ -6060,7 +6737,7 @@ type ListKeysResponse struct {
 
 func (x *ListKeysResponse) Reset() {
 	*x = ListKeysResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[88]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6072,7 +6749,7 @@ func (x *ListKeysResponse) String() string {
 func (*ListKeysResponse) ProtoMessage() {}
 
 func (x *ListKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[88]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6085,7 +6762,7 @@ func (x *ListKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeysResponse.ProtoReflect.Descriptor instead.
 func (*ListKeysResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{88}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *ListKeysResponse) GetKeys() []*APIKey {
@@ -6104,7 +6781,7 @@ type RevokeKeyRequest struct {
 
 func (x *RevokeKeyRequest) Reset() {
 	*x = RevokeKeyRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[89]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6116,7 +6793,7 @@ func (x *RevokeKeyRequest) String() string {
 func (*RevokeKeyRequest) ProtoMessage() {}
 
 func (x *RevokeKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[89]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6129,7 +6806,7 @@ func (x *RevokeKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeKeyRequest.ProtoReflect.Descriptor instead.
 func (*RevokeKeyRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{89}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *RevokeKeyRequest) GetIdOrName() string {
@@ -6148,7 +6825,7 @@ type RevokeKeyResponse struct {
 
 func (x *RevokeKeyResponse) Reset() {
 	*x = RevokeKeyResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[90]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6160,7 +6837,7 @@ func (x *RevokeKeyResponse) String() string {
 func (*RevokeKeyResponse) ProtoMessage() {}
 
 func (x *RevokeKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[90]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6173,7 +6850,7 @@ func (x *RevokeKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeKeyResponse.ProtoReflect.Descriptor instead.
 func (*RevokeKeyResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{90}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *RevokeKeyResponse) GetKey() *APIKey {
@@ -6199,7 +6876,7 @@ type ImportKeyRequest struct {
 
 func (x *ImportKeyRequest) Reset() {
 	*x = ImportKeyRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[91]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6211,7 +6888,7 @@ func (x *ImportKeyRequest) String() string {
 func (*ImportKeyRequest) ProtoMessage() {}
 
 func (x *ImportKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[91]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6224,7 +6901,7 @@ func (x *ImportKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportKeyRequest.ProtoReflect.Descriptor instead.
 func (*ImportKeyRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{91}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *ImportKeyRequest) GetKey() string {
@@ -6260,7 +6937,7 @@ type ImportKeyResponse struct {
 
 func (x *ImportKeyResponse) Reset() {
 	*x = ImportKeyResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[92]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6272,7 +6949,7 @@ func (x *ImportKeyResponse) String() string {
 func (*ImportKeyResponse) ProtoMessage() {}
 
 func (x *ImportKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[92]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6285,7 +6962,7 @@ func (x *ImportKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportKeyResponse.ProtoReflect.Descriptor instead.
 func (*ImportKeyResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{92}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *ImportKeyResponse) GetKey() *APIKey {
@@ -6316,7 +6993,7 @@ type DeadLetterFilter struct {
 
 func (x *DeadLetterFilter) Reset() {
 	*x = DeadLetterFilter{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[93]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6328,7 +7005,7 @@ func (x *DeadLetterFilter) String() string {
 func (*DeadLetterFilter) ProtoMessage() {}
 
 func (x *DeadLetterFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[93]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6341,7 +7018,7 @@ func (x *DeadLetterFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterFilter.ProtoReflect.Descriptor instead.
 func (*DeadLetterFilter) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{93}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *DeadLetterFilter) GetQueues() []string {
@@ -6390,7 +7067,7 @@ type DeadLetterServiceListRequest struct {
 
 func (x *DeadLetterServiceListRequest) Reset() {
 	*x = DeadLetterServiceListRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[94]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6402,7 +7079,7 @@ func (x *DeadLetterServiceListRequest) String() string {
 func (*DeadLetterServiceListRequest) ProtoMessage() {}
 
 func (x *DeadLetterServiceListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[94]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6415,7 +7092,7 @@ func (x *DeadLetterServiceListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceListRequest.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceListRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{94}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *DeadLetterServiceListRequest) GetFilter() *DeadLetterFilter {
@@ -6467,7 +7144,7 @@ type DeadLetterServiceListResponse struct {
 
 func (x *DeadLetterServiceListResponse) Reset() {
 	*x = DeadLetterServiceListResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[95]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6479,7 +7156,7 @@ func (x *DeadLetterServiceListResponse) String() string {
 func (*DeadLetterServiceListResponse) ProtoMessage() {}
 
 func (x *DeadLetterServiceListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[95]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6492,7 +7169,7 @@ func (x *DeadLetterServiceListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceListResponse.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceListResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{95}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *DeadLetterServiceListResponse) GetJobs() []*Job {
@@ -6531,7 +7208,7 @@ type ReplaySummary struct {
 
 func (x *ReplaySummary) Reset() {
 	*x = ReplaySummary{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[96]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6543,7 +7220,7 @@ func (x *ReplaySummary) String() string {
 func (*ReplaySummary) ProtoMessage() {}
 
 func (x *ReplaySummary) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[96]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6556,7 +7233,7 @@ func (x *ReplaySummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplaySummary.ProtoReflect.Descriptor instead.
 func (*ReplaySummary) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{96}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *ReplaySummary) GetCount() int32 {
@@ -6588,7 +7265,7 @@ type DeadLetterServiceStatsRequest struct {
 
 func (x *DeadLetterServiceStatsRequest) Reset() {
 	*x = DeadLetterServiceStatsRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[97]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6600,7 +7277,7 @@ func (x *DeadLetterServiceStatsRequest) String() string {
 func (*DeadLetterServiceStatsRequest) ProtoMessage() {}
 
 func (x *DeadLetterServiceStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[97]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6613,7 +7290,7 @@ func (x *DeadLetterServiceStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceStatsRequest.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceStatsRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{97}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{108}
 }
 
 type DeadLetterServiceStatsResponse struct {
@@ -6633,7 +7310,7 @@ type DeadLetterServiceStatsResponse struct {
 
 func (x *DeadLetterServiceStatsResponse) Reset() {
 	*x = DeadLetterServiceStatsResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[98]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6645,7 +7322,7 @@ func (x *DeadLetterServiceStatsResponse) String() string {
 func (*DeadLetterServiceStatsResponse) ProtoMessage() {}
 
 func (x *DeadLetterServiceStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[98]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6658,7 +7335,7 @@ func (x *DeadLetterServiceStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceStatsResponse.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceStatsResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{98}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{109}
 }
 
 func (x *DeadLetterServiceStatsResponse) GetCount() int64 {
@@ -6702,7 +7379,7 @@ type ReplayRequest struct {
 
 func (x *ReplayRequest) Reset() {
 	*x = ReplayRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[99]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6714,7 +7391,7 @@ func (x *ReplayRequest) String() string {
 func (*ReplayRequest) ProtoMessage() {}
 
 func (x *ReplayRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[99]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6727,7 +7404,7 @@ func (x *ReplayRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayRequest.ProtoReflect.Descriptor instead.
 func (*ReplayRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{99}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{110}
 }
 
 func (x *ReplayRequest) GetId() string {
@@ -6763,7 +7440,7 @@ type ReplayResponse struct {
 
 func (x *ReplayResponse) Reset() {
 	*x = ReplayResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[100]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6775,7 +7452,7 @@ func (x *ReplayResponse) String() string {
 func (*ReplayResponse) ProtoMessage() {}
 
 func (x *ReplayResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[100]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6788,7 +7465,7 @@ func (x *ReplayResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayResponse.ProtoReflect.Descriptor instead.
 func (*ReplayResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{100}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{111}
 }
 
 func (x *ReplayResponse) GetJob() *Job {
@@ -6816,7 +7493,7 @@ type ReplayManyRequest struct {
 
 func (x *ReplayManyRequest) Reset() {
 	*x = ReplayManyRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[101]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6828,7 +7505,7 @@ func (x *ReplayManyRequest) String() string {
 func (*ReplayManyRequest) ProtoMessage() {}
 
 func (x *ReplayManyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[101]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6841,7 +7518,7 @@ func (x *ReplayManyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayManyRequest.ProtoReflect.Descriptor instead.
 func (*ReplayManyRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{101}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{112}
 }
 
 func (x *ReplayManyRequest) GetFilter() *DeadLetterFilter {
@@ -6872,7 +7549,7 @@ type ReplayManyResponse struct {
 
 func (x *ReplayManyResponse) Reset() {
 	*x = ReplayManyResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[102]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6884,7 +7561,7 @@ func (x *ReplayManyResponse) String() string {
 func (*ReplayManyResponse) ProtoMessage() {}
 
 func (x *ReplayManyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[102]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6897,7 +7574,7 @@ func (x *ReplayManyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayManyResponse.ProtoReflect.Descriptor instead.
 func (*ReplayManyResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{102}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{113}
 }
 
 func (x *ReplayManyResponse) GetJobs() []*Job {
@@ -6936,7 +7613,7 @@ type DeadLetterServiceRetryManyRequest struct {
 
 func (x *DeadLetterServiceRetryManyRequest) Reset() {
 	*x = DeadLetterServiceRetryManyRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[103]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6948,7 +7625,7 @@ func (x *DeadLetterServiceRetryManyRequest) String() string {
 func (*DeadLetterServiceRetryManyRequest) ProtoMessage() {}
 
 func (x *DeadLetterServiceRetryManyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[103]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6961,7 +7638,7 @@ func (x *DeadLetterServiceRetryManyRequest) ProtoReflect() protoreflect.Message 
 
 // Deprecated: Use DeadLetterServiceRetryManyRequest.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceRetryManyRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{103}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{114}
 }
 
 func (x *DeadLetterServiceRetryManyRequest) GetFilter() *DeadLetterFilter {
@@ -7006,7 +7683,7 @@ type DeadLetterServiceRetryManyResponse struct {
 
 func (x *DeadLetterServiceRetryManyResponse) Reset() {
 	*x = DeadLetterServiceRetryManyResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[104]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[115]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7018,7 +7695,7 @@ func (x *DeadLetterServiceRetryManyResponse) String() string {
 func (*DeadLetterServiceRetryManyResponse) ProtoMessage() {}
 
 func (x *DeadLetterServiceRetryManyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[104]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[115]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7031,7 +7708,7 @@ func (x *DeadLetterServiceRetryManyResponse) ProtoReflect() protoreflect.Message
 
 // Deprecated: Use DeadLetterServiceRetryManyResponse.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceRetryManyResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{104}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{115}
 }
 
 func (x *DeadLetterServiceRetryManyResponse) GetJobs() []*Job {
@@ -7078,7 +7755,7 @@ type ReplayRecord struct {
 
 func (x *ReplayRecord) Reset() {
 	*x = ReplayRecord{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[105]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7090,7 +7767,7 @@ func (x *ReplayRecord) String() string {
 func (*ReplayRecord) ProtoMessage() {}
 
 func (x *ReplayRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[105]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7103,7 +7780,7 @@ func (x *ReplayRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayRecord.ProtoReflect.Descriptor instead.
 func (*ReplayRecord) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{105}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{116}
 }
 
 func (x *ReplayRecord) GetId() int64 {
@@ -7187,7 +7864,7 @@ type ListReplaysRequest struct {
 
 func (x *ListReplaysRequest) Reset() {
 	*x = ListReplaysRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[106]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7199,7 +7876,7 @@ func (x *ListReplaysRequest) String() string {
 func (*ListReplaysRequest) ProtoMessage() {}
 
 func (x *ListReplaysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[106]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7212,7 +7889,7 @@ func (x *ListReplaysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReplaysRequest.ProtoReflect.Descriptor instead.
 func (*ListReplaysRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{106}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{117}
 }
 
 func (x *ListReplaysRequest) GetSourceJobId() string {
@@ -7274,7 +7951,7 @@ type ListReplaysResponse struct {
 
 func (x *ListReplaysResponse) Reset() {
 	*x = ListReplaysResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[107]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[118]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7286,7 +7963,7 @@ func (x *ListReplaysResponse) String() string {
 func (*ListReplaysResponse) ProtoMessage() {}
 
 func (x *ListReplaysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[107]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[118]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7299,7 +7976,7 @@ func (x *ListReplaysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReplaysResponse.ProtoReflect.Descriptor instead.
 func (*ListReplaysResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{107}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{118}
 }
 
 func (x *ListReplaysResponse) GetReplays() []*ReplayRecord {
@@ -7345,7 +8022,7 @@ type Kind struct {
 
 func (x *Kind) Reset() {
 	*x = Kind{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[108]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[119]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7357,7 +8034,7 @@ func (x *Kind) String() string {
 func (*Kind) ProtoMessage() {}
 
 func (x *Kind) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[108]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[119]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7370,7 +8047,7 @@ func (x *Kind) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Kind.ProtoReflect.Descriptor instead.
 func (*Kind) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{108}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{119}
 }
 
 func (x *Kind) GetName() string {
@@ -7444,7 +8121,7 @@ type KindServiceListRequest struct {
 
 func (x *KindServiceListRequest) Reset() {
 	*x = KindServiceListRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[109]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[120]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7456,7 +8133,7 @@ func (x *KindServiceListRequest) String() string {
 func (*KindServiceListRequest) ProtoMessage() {}
 
 func (x *KindServiceListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[109]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[120]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7469,7 +8146,7 @@ func (x *KindServiceListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceListRequest.ProtoReflect.Descriptor instead.
 func (*KindServiceListRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{109}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{120}
 }
 
 type KindServiceListResponse struct {
@@ -7481,7 +8158,7 @@ type KindServiceListResponse struct {
 
 func (x *KindServiceListResponse) Reset() {
 	*x = KindServiceListResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[110]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[121]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7493,7 +8170,7 @@ func (x *KindServiceListResponse) String() string {
 func (*KindServiceListResponse) ProtoMessage() {}
 
 func (x *KindServiceListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[110]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[121]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7506,7 +8183,7 @@ func (x *KindServiceListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceListResponse.ProtoReflect.Descriptor instead.
 func (*KindServiceListResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{110}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{121}
 }
 
 func (x *KindServiceListResponse) GetKinds() []*Kind {
@@ -7541,7 +8218,7 @@ type KindServiceSetRequest struct {
 
 func (x *KindServiceSetRequest) Reset() {
 	*x = KindServiceSetRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[111]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[122]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7553,7 +8230,7 @@ func (x *KindServiceSetRequest) String() string {
 func (*KindServiceSetRequest) ProtoMessage() {}
 
 func (x *KindServiceSetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[111]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[122]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7566,7 +8243,7 @@ func (x *KindServiceSetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceSetRequest.ProtoReflect.Descriptor instead.
 func (*KindServiceSetRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{111}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{122}
 }
 
 func (x *KindServiceSetRequest) GetKind() string {
@@ -7626,7 +8303,7 @@ type KindServiceSetResponse struct {
 
 func (x *KindServiceSetResponse) Reset() {
 	*x = KindServiceSetResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[112]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[123]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7638,7 +8315,7 @@ func (x *KindServiceSetResponse) String() string {
 func (*KindServiceSetResponse) ProtoMessage() {}
 
 func (x *KindServiceSetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[112]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[123]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7651,7 +8328,7 @@ func (x *KindServiceSetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceSetResponse.ProtoReflect.Descriptor instead.
 func (*KindServiceSetResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{112}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{123}
 }
 
 type KindServiceDisableRequest struct {
@@ -7663,7 +8340,7 @@ type KindServiceDisableRequest struct {
 
 func (x *KindServiceDisableRequest) Reset() {
 	*x = KindServiceDisableRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[113]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[124]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7675,7 +8352,7 @@ func (x *KindServiceDisableRequest) String() string {
 func (*KindServiceDisableRequest) ProtoMessage() {}
 
 func (x *KindServiceDisableRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[113]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[124]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7688,7 +8365,7 @@ func (x *KindServiceDisableRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceDisableRequest.ProtoReflect.Descriptor instead.
 func (*KindServiceDisableRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{113}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{124}
 }
 
 func (x *KindServiceDisableRequest) GetKind() string {
@@ -7706,7 +8383,7 @@ type KindServiceDisableResponse struct {
 
 func (x *KindServiceDisableResponse) Reset() {
 	*x = KindServiceDisableResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[114]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[125]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7718,7 +8395,7 @@ func (x *KindServiceDisableResponse) String() string {
 func (*KindServiceDisableResponse) ProtoMessage() {}
 
 func (x *KindServiceDisableResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[114]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[125]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7731,7 +8408,7 @@ func (x *KindServiceDisableResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceDisableResponse.ProtoReflect.Descriptor instead.
 func (*KindServiceDisableResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{114}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{125}
 }
 
 type KindServiceEnableRequest struct {
@@ -7743,7 +8420,7 @@ type KindServiceEnableRequest struct {
 
 func (x *KindServiceEnableRequest) Reset() {
 	*x = KindServiceEnableRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[115]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[126]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7755,7 +8432,7 @@ func (x *KindServiceEnableRequest) String() string {
 func (*KindServiceEnableRequest) ProtoMessage() {}
 
 func (x *KindServiceEnableRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[115]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[126]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7768,7 +8445,7 @@ func (x *KindServiceEnableRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceEnableRequest.ProtoReflect.Descriptor instead.
 func (*KindServiceEnableRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{115}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{126}
 }
 
 func (x *KindServiceEnableRequest) GetKind() string {
@@ -7786,7 +8463,7 @@ type KindServiceEnableResponse struct {
 
 func (x *KindServiceEnableResponse) Reset() {
 	*x = KindServiceEnableResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[116]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[127]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7798,7 +8475,7 @@ func (x *KindServiceEnableResponse) String() string {
 func (*KindServiceEnableResponse) ProtoMessage() {}
 
 func (x *KindServiceEnableResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[116]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[127]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7811,7 +8488,7 @@ func (x *KindServiceEnableResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceEnableResponse.ProtoReflect.Descriptor instead.
 func (*KindServiceEnableResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{116}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{127}
 }
 
 type KindServiceCompactRequest struct {
@@ -7831,7 +8508,7 @@ type KindServiceCompactRequest struct {
 
 func (x *KindServiceCompactRequest) Reset() {
 	*x = KindServiceCompactRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[117]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[128]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7843,7 +8520,7 @@ func (x *KindServiceCompactRequest) String() string {
 func (*KindServiceCompactRequest) ProtoMessage() {}
 
 func (x *KindServiceCompactRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[117]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[128]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7856,7 +8533,7 @@ func (x *KindServiceCompactRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceCompactRequest.ProtoReflect.Descriptor instead.
 func (*KindServiceCompactRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{117}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{128}
 }
 
 func (x *KindServiceCompactRequest) GetKind() string {
@@ -7900,7 +8577,7 @@ type KindServiceCompactResponse struct {
 
 func (x *KindServiceCompactResponse) Reset() {
 	*x = KindServiceCompactResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[118]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[129]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7912,7 +8589,7 @@ func (x *KindServiceCompactResponse) String() string {
 func (*KindServiceCompactResponse) ProtoMessage() {}
 
 func (x *KindServiceCompactResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[118]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[129]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7925,7 +8602,7 @@ func (x *KindServiceCompactResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceCompactResponse.ProtoReflect.Descriptor instead.
 func (*KindServiceCompactResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{118}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{129}
 }
 
 func (x *KindServiceCompactResponse) GetGroups() int32 {
@@ -7969,7 +8646,7 @@ type CompactedGroup struct {
 
 func (x *CompactedGroup) Reset() {
 	*x = CompactedGroup{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[119]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[130]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7981,7 +8658,7 @@ func (x *CompactedGroup) String() string {
 func (*CompactedGroup) ProtoMessage() {}
 
 func (x *CompactedGroup) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[119]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[130]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7994,7 +8671,7 @@ func (x *CompactedGroup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactedGroup.ProtoReflect.Descriptor instead.
 func (*CompactedGroup) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{119}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{130}
 }
 
 func (x *CompactedGroup) GetGroupKey() string {
@@ -8031,7 +8708,7 @@ type RefusedGroup struct {
 
 func (x *RefusedGroup) Reset() {
 	*x = RefusedGroup{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[120]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[131]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8043,7 +8720,7 @@ func (x *RefusedGroup) String() string {
 func (*RefusedGroup) ProtoMessage() {}
 
 func (x *RefusedGroup) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[120]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[131]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8056,7 +8733,7 @@ func (x *RefusedGroup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefusedGroup.ProtoReflect.Descriptor instead.
 func (*RefusedGroup) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{120}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{131}
 }
 
 func (x *RefusedGroup) GetGroupKey() string {
@@ -8089,7 +8766,7 @@ type KindServiceLineageRequest struct {
 
 func (x *KindServiceLineageRequest) Reset() {
 	*x = KindServiceLineageRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[121]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[132]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8101,7 +8778,7 @@ func (x *KindServiceLineageRequest) String() string {
 func (*KindServiceLineageRequest) ProtoMessage() {}
 
 func (x *KindServiceLineageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[121]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[132]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8114,7 +8791,7 @@ func (x *KindServiceLineageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceLineageRequest.ProtoReflect.Descriptor instead.
 func (*KindServiceLineageRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{121}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{132}
 }
 
 func (x *KindServiceLineageRequest) GetId() string {
@@ -8136,7 +8813,7 @@ type KindServiceLineageResponse struct {
 
 func (x *KindServiceLineageResponse) Reset() {
 	*x = KindServiceLineageResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[122]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[133]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8148,7 +8825,7 @@ func (x *KindServiceLineageResponse) String() string {
 func (*KindServiceLineageResponse) ProtoMessage() {}
 
 func (x *KindServiceLineageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[122]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[133]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8161,7 +8838,7 @@ func (x *KindServiceLineageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceLineageResponse.ProtoReflect.Descriptor instead.
 func (*KindServiceLineageResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{122}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{133}
 }
 
 func (x *KindServiceLineageResponse) GetCompactedFrom() []string {
@@ -8186,7 +8863,7 @@ type ServerServiceInfoRequest struct {
 
 func (x *ServerServiceInfoRequest) Reset() {
 	*x = ServerServiceInfoRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[123]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[134]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8198,7 +8875,7 @@ func (x *ServerServiceInfoRequest) String() string {
 func (*ServerServiceInfoRequest) ProtoMessage() {}
 
 func (x *ServerServiceInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[123]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[134]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8211,7 +8888,7 @@ func (x *ServerServiceInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerServiceInfoRequest.ProtoReflect.Descriptor instead.
 func (*ServerServiceInfoRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{123}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{134}
 }
 
 type ServerServiceInfoResponse struct {
@@ -8223,7 +8900,7 @@ type ServerServiceInfoResponse struct {
 
 func (x *ServerServiceInfoResponse) Reset() {
 	*x = ServerServiceInfoResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[124]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[135]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8235,7 +8912,7 @@ func (x *ServerServiceInfoResponse) String() string {
 func (*ServerServiceInfoResponse) ProtoMessage() {}
 
 func (x *ServerServiceInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[124]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[135]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8248,7 +8925,7 @@ func (x *ServerServiceInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerServiceInfoResponse.ProtoReflect.Descriptor instead.
 func (*ServerServiceInfoResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{124}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{135}
 }
 
 func (x *ServerServiceInfoResponse) GetServer() *ServerInfo {
@@ -8290,7 +8967,7 @@ type ServerInfo struct {
 
 func (x *ServerInfo) Reset() {
 	*x = ServerInfo{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[125]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[136]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8302,7 +8979,7 @@ func (x *ServerInfo) String() string {
 func (*ServerInfo) ProtoMessage() {}
 
 func (x *ServerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[125]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[136]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8315,7 +8992,7 @@ func (x *ServerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerInfo.ProtoReflect.Descriptor instead.
 func (*ServerInfo) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{125}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{136}
 }
 
 func (x *ServerInfo) GetVersion() string {
@@ -8429,7 +9106,7 @@ type InputLimits struct {
 
 func (x *InputLimits) Reset() {
 	*x = InputLimits{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[126]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[137]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8441,7 +9118,7 @@ func (x *InputLimits) String() string {
 func (*InputLimits) ProtoMessage() {}
 
 func (x *InputLimits) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[126]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[137]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8454,7 +9131,7 @@ func (x *InputLimits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InputLimits.ProtoReflect.Descriptor instead.
 func (*InputLimits) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{126}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{137}
 }
 
 func (x *InputLimits) GetMaxIdLen() int32 {
@@ -8643,7 +9320,56 @@ var File_hopper_v1_hopper_proto protoreflect.FileDescriptor
 
 const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\n" +
-	"\x16hopper/v1/hopper.proto\x12\thopper.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17hopper/v1/options.proto\"\x81\b\n" +
+	"\x16hopper/v1/hopper.proto\x12\thopper.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17hopper/v1/options.proto\"H\n" +
+	"\fWorkflowStep\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12$\n" +
+	"\x03job\x18\x02 \x01(\v2\x12.hopper.v1.JobSpecR\x03job\"\x92\x03\n" +
+	"\bWorkflow\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x14\n" +
+	"\x05state\x18\x03 \x01(\tR\x05state\x12\x14\n" +
+	"\x05steps\x18\x04 \x01(\x05R\x05steps\x12D\n" +
+	"\vstep_states\x18\x05 \x03(\v2#.hopper.v1.Workflow.StepStatesEntryR\n" +
+	"stepStates\x129\n" +
+	"\n" +
+	"created_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
+	"\n" +
+	"started_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12;\n" +
+	"\vfinished_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"finishedAt\x1a=\n" +
+	"\x0fStepStatesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\"L\n" +
+	"\x12WorkflowStepStatus\x12 \n" +
+	"\x03job\x18\x01 \x01(\v2\x0e.hopper.v1.JobR\x03job\x12\x14\n" +
+	"\x05after\x18\x02 \x03(\tR\x05after\"[\n" +
+	"\x16EnqueueWorkflowRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12-\n" +
+	"\x05steps\x18\x02 \x03(\v2\x17.hopper.v1.WorkflowStepR\x05steps\"n\n" +
+	"\x17EnqueueWorkflowResponse\x12/\n" +
+	"\bworkflow\x18\x01 \x01(\v2\x13.hopper.v1.WorkflowR\bworkflow\x12\"\n" +
+	"\x04jobs\x18\x02 \x03(\v2\x0e.hopper.v1.JobR\x04jobs\"$\n" +
+	"\x12GetWorkflowRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"{\n" +
+	"\x13GetWorkflowResponse\x12/\n" +
+	"\bworkflow\x18\x01 \x01(\v2\x13.hopper.v1.WorkflowR\bworkflow\x123\n" +
+	"\x05steps\x18\x02 \x03(\v2\x1d.hopper.v1.WorkflowStepStatusR\x05steps\"\x8e\x01\n" +
+	"\x14ListWorkflowsRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
+	"\x06states\x18\x02 \x03(\tR\x06states\x12\x16\n" +
+	"\x06cursor\x18\x03 \x01(\tR\x06cursor\x12\x14\n" +
+	"\x05limit\x18\x04 \x01(\x05R\x05limit\x12\x1c\n" +
+	"\tascending\x18\x05 \x01(\bR\tascending\"k\n" +
+	"\x15ListWorkflowsResponse\x121\n" +
+	"\tworkflows\x18\x01 \x03(\v2\x13.hopper.v1.WorkflowR\tworkflows\x12\x1f\n" +
+	"\vnext_cursor\x18\x02 \x01(\tR\n" +
+	"nextCursor\"?\n" +
+	"\x15CancelWorkflowRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"u\n" +
+	"\x16CancelWorkflowResponse\x12/\n" +
+	"\bworkflow\x18\x01 \x01(\v2\x13.hopper.v1.WorkflowR\bworkflow\x12*\n" +
+	"\bcanceled\x18\x02 \x03(\v2\x0e.hopper.v1.JobR\bcanceled\"\x81\b\n" +
 	"\bSchedule\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04cron\x18\x02 \x01(\tR\x04cron\x12/\n" +
@@ -8697,7 +9423,7 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x19ScheduleServiceRunRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\">\n" +
 	"\x1aScheduleServiceRunResponse\x12 \n" +
-	"\x03job\x18\x01 \x01(\v2\x0e.hopper.v1.JobR\x03job\"\xb7\f\n" +
+	"\x03job\x18\x01 \x01(\v2\x0e.hopper.v1.JobR\x03job\"\xec\f\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x14\n" +
@@ -8752,7 +9478,10 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\tmerge_key\x18$ \x01(\tR\bmergeKey\x12&\n" +
 	"\x0flast_error_code\x18% \x01(\tR\rlastErrorCode\x12!\n" +
 	"\ffairness_key\x18& \x01(\tR\vfairnessKey\x12!\n" +
-	"\fhas_children\x18' \x01(\bR\vhasChildren\x1a:\n" +
+	"\fhas_children\x18' \x01(\bR\vhasChildren\x12\x1f\n" +
+	"\vworkflow_id\x18( \x01(\tR\n" +
+	"workflowId\x12\x12\n" +
+	"\x04step\x18) \x01(\tR\x04step\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa6\x06\n" +
@@ -9410,7 +10139,12 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x06Remove\x12'.hopper.v1.ScheduleServiceRemoveRequest\x1a(.hopper.v1.ScheduleServiceRemoveResponse\x12X\n" +
 	"\x05Pause\x12&.hopper.v1.ScheduleServicePauseRequest\x1a'.hopper.v1.ScheduleServicePauseResponse\x12[\n" +
 	"\x06Resume\x12'.hopper.v1.ScheduleServiceResumeRequest\x1a(.hopper.v1.ScheduleServiceResumeResponse\x12R\n" +
-	"\x03Run\x12$.hopper.v1.ScheduleServiceRunRequest\x1a%.hopper.v1.ScheduleServiceRunResponse2\x9d\x04\n" +
+	"\x03Run\x12$.hopper.v1.ScheduleServiceRunRequest\x1a%.hopper.v1.ScheduleServiceRunResponse2\xee\x02\n" +
+	"\x0fWorkflowService\x12X\n" +
+	"\x0fEnqueueWorkflow\x12!.hopper.v1.EnqueueWorkflowRequest\x1a\".hopper.v1.EnqueueWorkflowResponse\x12Q\n" +
+	"\vGetWorkflow\x12\x1d.hopper.v1.GetWorkflowRequest\x1a\x1e.hopper.v1.GetWorkflowResponse\"\x03\x90\x02\x01\x12W\n" +
+	"\rListWorkflows\x12\x1f.hopper.v1.ListWorkflowsRequest\x1a .hopper.v1.ListWorkflowsResponse\"\x03\x90\x02\x01\x12U\n" +
+	"\x0eCancelWorkflow\x12 .hopper.v1.CancelWorkflowRequest\x1a!.hopper.v1.CancelWorkflowResponse2\x9d\x04\n" +
 	"\x11DeadLetterService\x12^\n" +
 	"\x04List\x12'.hopper.v1.DeadLetterServiceListRequest\x1a(.hopper.v1.DeadLetterServiceListResponse\"\x03\x90\x02\x01\x12a\n" +
 	"\x05Stats\x12(.hopper.v1.DeadLetterServiceStatsRequest\x1a).hopper.v1.DeadLetterServiceStatsResponse\"\x03\x90\x02\x01\x12=\n" +
@@ -9441,395 +10175,429 @@ func file_hopper_v1_hopper_proto_rawDescGZIP() []byte {
 	return file_hopper_v1_hopper_proto_rawDescData
 }
 
-var file_hopper_v1_hopper_proto_msgTypes = make([]protoimpl.MessageInfo, 137)
+var file_hopper_v1_hopper_proto_msgTypes = make([]protoimpl.MessageInfo, 149)
 var file_hopper_v1_hopper_proto_goTypes = []any{
-	(*Schedule)(nil),                           // 0: hopper.v1.Schedule
-	(*ScheduleServiceListRequest)(nil),         // 1: hopper.v1.ScheduleServiceListRequest
-	(*ScheduleServiceListResponse)(nil),        // 2: hopper.v1.ScheduleServiceListResponse
-	(*ScheduleServiceAddRequest)(nil),          // 3: hopper.v1.ScheduleServiceAddRequest
-	(*ScheduleServiceAddResponse)(nil),         // 4: hopper.v1.ScheduleServiceAddResponse
-	(*ScheduleServiceRemoveRequest)(nil),       // 5: hopper.v1.ScheduleServiceRemoveRequest
-	(*ScheduleServiceRemoveResponse)(nil),      // 6: hopper.v1.ScheduleServiceRemoveResponse
-	(*ScheduleServicePauseRequest)(nil),        // 7: hopper.v1.ScheduleServicePauseRequest
-	(*ScheduleServicePauseResponse)(nil),       // 8: hopper.v1.ScheduleServicePauseResponse
-	(*ScheduleServiceResumeRequest)(nil),       // 9: hopper.v1.ScheduleServiceResumeRequest
-	(*ScheduleServiceResumeResponse)(nil),      // 10: hopper.v1.ScheduleServiceResumeResponse
-	(*ScheduleServiceRunRequest)(nil),          // 11: hopper.v1.ScheduleServiceRunRequest
-	(*ScheduleServiceRunResponse)(nil),         // 12: hopper.v1.ScheduleServiceRunResponse
-	(*Job)(nil),                                // 13: hopper.v1.Job
-	(*JobSpec)(nil),                            // 14: hopper.v1.JobSpec
-	(*RetryPolicy)(nil),                        // 15: hopper.v1.RetryPolicy
-	(*EnqueueRequest)(nil),                     // 16: hopper.v1.EnqueueRequest
-	(*EnqueueResponse)(nil),                    // 17: hopper.v1.EnqueueResponse
-	(*EnqueueBatchRequest)(nil),                // 18: hopper.v1.EnqueueBatchRequest
-	(*EnqueueBatchResponse)(nil),               // 19: hopper.v1.EnqueueBatchResponse
-	(*GetRequest)(nil),                         // 20: hopper.v1.GetRequest
-	(*GetResponse)(nil),                        // 21: hopper.v1.GetResponse
-	(*ListRequest)(nil),                        // 22: hopper.v1.ListRequest
-	(*ListResponse)(nil),                       // 23: hopper.v1.ListResponse
-	(*CancelRequest)(nil),                      // 24: hopper.v1.CancelRequest
-	(*CancelResponse)(nil),                     // 25: hopper.v1.CancelResponse
-	(*JobServiceRetryRequest)(nil),             // 26: hopper.v1.JobServiceRetryRequest
-	(*JobServiceRetryResponse)(nil),            // 27: hopper.v1.JobServiceRetryResponse
-	(*JobServiceSetRetriesRequest)(nil),        // 28: hopper.v1.JobServiceSetRetriesRequest
-	(*JobServiceSetRetriesResponse)(nil),       // 29: hopper.v1.JobServiceSetRetriesResponse
-	(*JobServiceResumeRequest)(nil),            // 30: hopper.v1.JobServiceResumeRequest
-	(*JobServiceResumeResponse)(nil),           // 31: hopper.v1.JobServiceResumeResponse
-	(*EventsRequest)(nil),                      // 32: hopper.v1.EventsRequest
-	(*Event)(nil),                              // 33: hopper.v1.Event
-	(*Attempt)(nil),                            // 34: hopper.v1.Attempt
-	(*EventsResponse)(nil),                     // 35: hopper.v1.EventsResponse
-	(*ActivatedJob)(nil),                       // 36: hopper.v1.ActivatedJob
-	(*BatchKind)(nil),                          // 37: hopper.v1.BatchKind
-	(*ActivateRequest)(nil),                    // 38: hopper.v1.ActivateRequest
-	(*ActivateResponse)(nil),                   // 39: hopper.v1.ActivateResponse
-	(*StreamJobsRequest)(nil),                  // 40: hopper.v1.StreamJobsRequest
-	(*StreamJobsResponse)(nil),                 // 41: hopper.v1.StreamJobsResponse
-	(*CompleteRequest)(nil),                    // 42: hopper.v1.CompleteRequest
-	(*CompleteResponse)(nil),                   // 43: hopper.v1.CompleteResponse
-	(*FailRequest)(nil),                        // 44: hopper.v1.FailRequest
-	(*FailResponse)(nil),                       // 45: hopper.v1.FailResponse
-	(*SnoozeRequest)(nil),                      // 46: hopper.v1.SnoozeRequest
-	(*SnoozeResponse)(nil),                     // 47: hopper.v1.SnoozeResponse
-	(*SuspendRequest)(nil),                     // 48: hopper.v1.SuspendRequest
-	(*SuspendResponse)(nil),                    // 49: hopper.v1.SuspendResponse
-	(*ReleaseRequest)(nil),                     // 50: hopper.v1.ReleaseRequest
-	(*ReleaseResponse)(nil),                    // 51: hopper.v1.ReleaseResponse
-	(*ExtendLeaseRequest)(nil),                 // 52: hopper.v1.ExtendLeaseRequest
-	(*ExtendLeaseResponse)(nil),                // 53: hopper.v1.ExtendLeaseResponse
-	(*ReportRequest)(nil),                      // 54: hopper.v1.ReportRequest
-	(*Outcome)(nil),                            // 55: hopper.v1.Outcome
-	(*ReportResponse)(nil),                     // 56: hopper.v1.ReportResponse
-	(*ReportStreamRequest)(nil),                // 57: hopper.v1.ReportStreamRequest
-	(*ReportStreamResponse)(nil),               // 58: hopper.v1.ReportStreamResponse
-	(*Verdict)(nil),                            // 59: hopper.v1.Verdict
-	(*HoldRequest)(nil),                        // 60: hopper.v1.HoldRequest
-	(*HoldResponse)(nil),                       // 61: hopper.v1.HoldResponse
-	(*HeartbeatRequest)(nil),                   // 62: hopper.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),                  // 63: hopper.v1.HeartbeatResponse
-	(*ReportProgressRequest)(nil),              // 64: hopper.v1.ReportProgressRequest
-	(*ReportProgressResponse)(nil),             // 65: hopper.v1.ReportProgressResponse
-	(*Queue)(nil),                              // 66: hopper.v1.Queue
-	(*QueueServiceListRequest)(nil),            // 67: hopper.v1.QueueServiceListRequest
-	(*QueueServiceListResponse)(nil),           // 68: hopper.v1.QueueServiceListResponse
-	(*QueueServiceSetRequest)(nil),             // 69: hopper.v1.QueueServiceSetRequest
-	(*QueueServiceSetResponse)(nil),            // 70: hopper.v1.QueueServiceSetResponse
-	(*PauseRequest)(nil),                       // 71: hopper.v1.PauseRequest
-	(*PauseResponse)(nil),                      // 72: hopper.v1.PauseResponse
-	(*ResumeRequest)(nil),                      // 73: hopper.v1.ResumeRequest
-	(*ResumeResponse)(nil),                     // 74: hopper.v1.ResumeResponse
-	(*Node)(nil),                               // 75: hopper.v1.Node
-	(*ListNodesRequest)(nil),                   // 76: hopper.v1.ListNodesRequest
-	(*ListNodesResponse)(nil),                  // 77: hopper.v1.ListNodesResponse
-	(*Worker)(nil),                             // 78: hopper.v1.Worker
-	(*ListWorkersRequest)(nil),                 // 79: hopper.v1.ListWorkersRequest
-	(*ListWorkersResponse)(nil),                // 80: hopper.v1.ListWorkersResponse
-	(*Stream)(nil),                             // 81: hopper.v1.Stream
-	(*ListStreamsRequest)(nil),                 // 82: hopper.v1.ListStreamsRequest
-	(*ListStreamsResponse)(nil),                // 83: hopper.v1.ListStreamsResponse
-	(*APIKey)(nil),                             // 84: hopper.v1.APIKey
-	(*CreateKeyRequest)(nil),                   // 85: hopper.v1.CreateKeyRequest
-	(*CreateKeyResponse)(nil),                  // 86: hopper.v1.CreateKeyResponse
-	(*ListKeysRequest)(nil),                    // 87: hopper.v1.ListKeysRequest
-	(*ListKeysResponse)(nil),                   // 88: hopper.v1.ListKeysResponse
-	(*RevokeKeyRequest)(nil),                   // 89: hopper.v1.RevokeKeyRequest
-	(*RevokeKeyResponse)(nil),                  // 90: hopper.v1.RevokeKeyResponse
-	(*ImportKeyRequest)(nil),                   // 91: hopper.v1.ImportKeyRequest
-	(*ImportKeyResponse)(nil),                  // 92: hopper.v1.ImportKeyResponse
-	(*DeadLetterFilter)(nil),                   // 93: hopper.v1.DeadLetterFilter
-	(*DeadLetterServiceListRequest)(nil),       // 94: hopper.v1.DeadLetterServiceListRequest
-	(*DeadLetterServiceListResponse)(nil),      // 95: hopper.v1.DeadLetterServiceListResponse
-	(*ReplaySummary)(nil),                      // 96: hopper.v1.ReplaySummary
-	(*DeadLetterServiceStatsRequest)(nil),      // 97: hopper.v1.DeadLetterServiceStatsRequest
-	(*DeadLetterServiceStatsResponse)(nil),     // 98: hopper.v1.DeadLetterServiceStatsResponse
-	(*ReplayRequest)(nil),                      // 99: hopper.v1.ReplayRequest
-	(*ReplayResponse)(nil),                     // 100: hopper.v1.ReplayResponse
-	(*ReplayManyRequest)(nil),                  // 101: hopper.v1.ReplayManyRequest
-	(*ReplayManyResponse)(nil),                 // 102: hopper.v1.ReplayManyResponse
-	(*DeadLetterServiceRetryManyRequest)(nil),  // 103: hopper.v1.DeadLetterServiceRetryManyRequest
-	(*DeadLetterServiceRetryManyResponse)(nil), // 104: hopper.v1.DeadLetterServiceRetryManyResponse
-	(*ReplayRecord)(nil),                       // 105: hopper.v1.ReplayRecord
-	(*ListReplaysRequest)(nil),                 // 106: hopper.v1.ListReplaysRequest
-	(*ListReplaysResponse)(nil),                // 107: hopper.v1.ListReplaysResponse
-	(*Kind)(nil),                               // 108: hopper.v1.Kind
-	(*KindServiceListRequest)(nil),             // 109: hopper.v1.KindServiceListRequest
-	(*KindServiceListResponse)(nil),            // 110: hopper.v1.KindServiceListResponse
-	(*KindServiceSetRequest)(nil),              // 111: hopper.v1.KindServiceSetRequest
-	(*KindServiceSetResponse)(nil),             // 112: hopper.v1.KindServiceSetResponse
-	(*KindServiceDisableRequest)(nil),          // 113: hopper.v1.KindServiceDisableRequest
-	(*KindServiceDisableResponse)(nil),         // 114: hopper.v1.KindServiceDisableResponse
-	(*KindServiceEnableRequest)(nil),           // 115: hopper.v1.KindServiceEnableRequest
-	(*KindServiceEnableResponse)(nil),          // 116: hopper.v1.KindServiceEnableResponse
-	(*KindServiceCompactRequest)(nil),          // 117: hopper.v1.KindServiceCompactRequest
-	(*KindServiceCompactResponse)(nil),         // 118: hopper.v1.KindServiceCompactResponse
-	(*CompactedGroup)(nil),                     // 119: hopper.v1.CompactedGroup
-	(*RefusedGroup)(nil),                       // 120: hopper.v1.RefusedGroup
-	(*KindServiceLineageRequest)(nil),          // 121: hopper.v1.KindServiceLineageRequest
-	(*KindServiceLineageResponse)(nil),         // 122: hopper.v1.KindServiceLineageResponse
-	(*ServerServiceInfoRequest)(nil),           // 123: hopper.v1.ServerServiceInfoRequest
-	(*ServerServiceInfoResponse)(nil),          // 124: hopper.v1.ServerServiceInfoResponse
-	(*ServerInfo)(nil),                         // 125: hopper.v1.ServerInfo
-	(*InputLimits)(nil),                        // 126: hopper.v1.InputLimits
-	nil,                                        // 127: hopper.v1.Schedule.HeadersEntry
-	nil,                                        // 128: hopper.v1.Job.HeadersEntry
-	nil,                                        // 129: hopper.v1.JobSpec.HeadersEntry
-	nil,                                        // 130: hopper.v1.ActivatedJob.HeadersEntry
-	nil,                                        // 131: hopper.v1.StreamJobsRequest.KindConcurrencyEntry
-	nil,                                        // 132: hopper.v1.Queue.CountsEntry
-	nil,                                        // 133: hopper.v1.Queue.KeyWeightsEntry
-	nil,                                        // 134: hopper.v1.QueueServiceSetRequest.KeyWeightsEntry
-	nil,                                        // 135: hopper.v1.DeadLetterServiceListResponse.ReplaysEntry
-	nil,                                        // 136: hopper.v1.Kind.CountsEntry
-	(*durationpb.Duration)(nil),                // 137: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),              // 138: google.protobuf.Timestamp
+	(*WorkflowStep)(nil),                       // 0: hopper.v1.WorkflowStep
+	(*Workflow)(nil),                           // 1: hopper.v1.Workflow
+	(*WorkflowStepStatus)(nil),                 // 2: hopper.v1.WorkflowStepStatus
+	(*EnqueueWorkflowRequest)(nil),             // 3: hopper.v1.EnqueueWorkflowRequest
+	(*EnqueueWorkflowResponse)(nil),            // 4: hopper.v1.EnqueueWorkflowResponse
+	(*GetWorkflowRequest)(nil),                 // 5: hopper.v1.GetWorkflowRequest
+	(*GetWorkflowResponse)(nil),                // 6: hopper.v1.GetWorkflowResponse
+	(*ListWorkflowsRequest)(nil),               // 7: hopper.v1.ListWorkflowsRequest
+	(*ListWorkflowsResponse)(nil),              // 8: hopper.v1.ListWorkflowsResponse
+	(*CancelWorkflowRequest)(nil),              // 9: hopper.v1.CancelWorkflowRequest
+	(*CancelWorkflowResponse)(nil),             // 10: hopper.v1.CancelWorkflowResponse
+	(*Schedule)(nil),                           // 11: hopper.v1.Schedule
+	(*ScheduleServiceListRequest)(nil),         // 12: hopper.v1.ScheduleServiceListRequest
+	(*ScheduleServiceListResponse)(nil),        // 13: hopper.v1.ScheduleServiceListResponse
+	(*ScheduleServiceAddRequest)(nil),          // 14: hopper.v1.ScheduleServiceAddRequest
+	(*ScheduleServiceAddResponse)(nil),         // 15: hopper.v1.ScheduleServiceAddResponse
+	(*ScheduleServiceRemoveRequest)(nil),       // 16: hopper.v1.ScheduleServiceRemoveRequest
+	(*ScheduleServiceRemoveResponse)(nil),      // 17: hopper.v1.ScheduleServiceRemoveResponse
+	(*ScheduleServicePauseRequest)(nil),        // 18: hopper.v1.ScheduleServicePauseRequest
+	(*ScheduleServicePauseResponse)(nil),       // 19: hopper.v1.ScheduleServicePauseResponse
+	(*ScheduleServiceResumeRequest)(nil),       // 20: hopper.v1.ScheduleServiceResumeRequest
+	(*ScheduleServiceResumeResponse)(nil),      // 21: hopper.v1.ScheduleServiceResumeResponse
+	(*ScheduleServiceRunRequest)(nil),          // 22: hopper.v1.ScheduleServiceRunRequest
+	(*ScheduleServiceRunResponse)(nil),         // 23: hopper.v1.ScheduleServiceRunResponse
+	(*Job)(nil),                                // 24: hopper.v1.Job
+	(*JobSpec)(nil),                            // 25: hopper.v1.JobSpec
+	(*RetryPolicy)(nil),                        // 26: hopper.v1.RetryPolicy
+	(*EnqueueRequest)(nil),                     // 27: hopper.v1.EnqueueRequest
+	(*EnqueueResponse)(nil),                    // 28: hopper.v1.EnqueueResponse
+	(*EnqueueBatchRequest)(nil),                // 29: hopper.v1.EnqueueBatchRequest
+	(*EnqueueBatchResponse)(nil),               // 30: hopper.v1.EnqueueBatchResponse
+	(*GetRequest)(nil),                         // 31: hopper.v1.GetRequest
+	(*GetResponse)(nil),                        // 32: hopper.v1.GetResponse
+	(*ListRequest)(nil),                        // 33: hopper.v1.ListRequest
+	(*ListResponse)(nil),                       // 34: hopper.v1.ListResponse
+	(*CancelRequest)(nil),                      // 35: hopper.v1.CancelRequest
+	(*CancelResponse)(nil),                     // 36: hopper.v1.CancelResponse
+	(*JobServiceRetryRequest)(nil),             // 37: hopper.v1.JobServiceRetryRequest
+	(*JobServiceRetryResponse)(nil),            // 38: hopper.v1.JobServiceRetryResponse
+	(*JobServiceSetRetriesRequest)(nil),        // 39: hopper.v1.JobServiceSetRetriesRequest
+	(*JobServiceSetRetriesResponse)(nil),       // 40: hopper.v1.JobServiceSetRetriesResponse
+	(*JobServiceResumeRequest)(nil),            // 41: hopper.v1.JobServiceResumeRequest
+	(*JobServiceResumeResponse)(nil),           // 42: hopper.v1.JobServiceResumeResponse
+	(*EventsRequest)(nil),                      // 43: hopper.v1.EventsRequest
+	(*Event)(nil),                              // 44: hopper.v1.Event
+	(*Attempt)(nil),                            // 45: hopper.v1.Attempt
+	(*EventsResponse)(nil),                     // 46: hopper.v1.EventsResponse
+	(*ActivatedJob)(nil),                       // 47: hopper.v1.ActivatedJob
+	(*BatchKind)(nil),                          // 48: hopper.v1.BatchKind
+	(*ActivateRequest)(nil),                    // 49: hopper.v1.ActivateRequest
+	(*ActivateResponse)(nil),                   // 50: hopper.v1.ActivateResponse
+	(*StreamJobsRequest)(nil),                  // 51: hopper.v1.StreamJobsRequest
+	(*StreamJobsResponse)(nil),                 // 52: hopper.v1.StreamJobsResponse
+	(*CompleteRequest)(nil),                    // 53: hopper.v1.CompleteRequest
+	(*CompleteResponse)(nil),                   // 54: hopper.v1.CompleteResponse
+	(*FailRequest)(nil),                        // 55: hopper.v1.FailRequest
+	(*FailResponse)(nil),                       // 56: hopper.v1.FailResponse
+	(*SnoozeRequest)(nil),                      // 57: hopper.v1.SnoozeRequest
+	(*SnoozeResponse)(nil),                     // 58: hopper.v1.SnoozeResponse
+	(*SuspendRequest)(nil),                     // 59: hopper.v1.SuspendRequest
+	(*SuspendResponse)(nil),                    // 60: hopper.v1.SuspendResponse
+	(*ReleaseRequest)(nil),                     // 61: hopper.v1.ReleaseRequest
+	(*ReleaseResponse)(nil),                    // 62: hopper.v1.ReleaseResponse
+	(*ExtendLeaseRequest)(nil),                 // 63: hopper.v1.ExtendLeaseRequest
+	(*ExtendLeaseResponse)(nil),                // 64: hopper.v1.ExtendLeaseResponse
+	(*ReportRequest)(nil),                      // 65: hopper.v1.ReportRequest
+	(*Outcome)(nil),                            // 66: hopper.v1.Outcome
+	(*ReportResponse)(nil),                     // 67: hopper.v1.ReportResponse
+	(*ReportStreamRequest)(nil),                // 68: hopper.v1.ReportStreamRequest
+	(*ReportStreamResponse)(nil),               // 69: hopper.v1.ReportStreamResponse
+	(*Verdict)(nil),                            // 70: hopper.v1.Verdict
+	(*HoldRequest)(nil),                        // 71: hopper.v1.HoldRequest
+	(*HoldResponse)(nil),                       // 72: hopper.v1.HoldResponse
+	(*HeartbeatRequest)(nil),                   // 73: hopper.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),                  // 74: hopper.v1.HeartbeatResponse
+	(*ReportProgressRequest)(nil),              // 75: hopper.v1.ReportProgressRequest
+	(*ReportProgressResponse)(nil),             // 76: hopper.v1.ReportProgressResponse
+	(*Queue)(nil),                              // 77: hopper.v1.Queue
+	(*QueueServiceListRequest)(nil),            // 78: hopper.v1.QueueServiceListRequest
+	(*QueueServiceListResponse)(nil),           // 79: hopper.v1.QueueServiceListResponse
+	(*QueueServiceSetRequest)(nil),             // 80: hopper.v1.QueueServiceSetRequest
+	(*QueueServiceSetResponse)(nil),            // 81: hopper.v1.QueueServiceSetResponse
+	(*PauseRequest)(nil),                       // 82: hopper.v1.PauseRequest
+	(*PauseResponse)(nil),                      // 83: hopper.v1.PauseResponse
+	(*ResumeRequest)(nil),                      // 84: hopper.v1.ResumeRequest
+	(*ResumeResponse)(nil),                     // 85: hopper.v1.ResumeResponse
+	(*Node)(nil),                               // 86: hopper.v1.Node
+	(*ListNodesRequest)(nil),                   // 87: hopper.v1.ListNodesRequest
+	(*ListNodesResponse)(nil),                  // 88: hopper.v1.ListNodesResponse
+	(*Worker)(nil),                             // 89: hopper.v1.Worker
+	(*ListWorkersRequest)(nil),                 // 90: hopper.v1.ListWorkersRequest
+	(*ListWorkersResponse)(nil),                // 91: hopper.v1.ListWorkersResponse
+	(*Stream)(nil),                             // 92: hopper.v1.Stream
+	(*ListStreamsRequest)(nil),                 // 93: hopper.v1.ListStreamsRequest
+	(*ListStreamsResponse)(nil),                // 94: hopper.v1.ListStreamsResponse
+	(*APIKey)(nil),                             // 95: hopper.v1.APIKey
+	(*CreateKeyRequest)(nil),                   // 96: hopper.v1.CreateKeyRequest
+	(*CreateKeyResponse)(nil),                  // 97: hopper.v1.CreateKeyResponse
+	(*ListKeysRequest)(nil),                    // 98: hopper.v1.ListKeysRequest
+	(*ListKeysResponse)(nil),                   // 99: hopper.v1.ListKeysResponse
+	(*RevokeKeyRequest)(nil),                   // 100: hopper.v1.RevokeKeyRequest
+	(*RevokeKeyResponse)(nil),                  // 101: hopper.v1.RevokeKeyResponse
+	(*ImportKeyRequest)(nil),                   // 102: hopper.v1.ImportKeyRequest
+	(*ImportKeyResponse)(nil),                  // 103: hopper.v1.ImportKeyResponse
+	(*DeadLetterFilter)(nil),                   // 104: hopper.v1.DeadLetterFilter
+	(*DeadLetterServiceListRequest)(nil),       // 105: hopper.v1.DeadLetterServiceListRequest
+	(*DeadLetterServiceListResponse)(nil),      // 106: hopper.v1.DeadLetterServiceListResponse
+	(*ReplaySummary)(nil),                      // 107: hopper.v1.ReplaySummary
+	(*DeadLetterServiceStatsRequest)(nil),      // 108: hopper.v1.DeadLetterServiceStatsRequest
+	(*DeadLetterServiceStatsResponse)(nil),     // 109: hopper.v1.DeadLetterServiceStatsResponse
+	(*ReplayRequest)(nil),                      // 110: hopper.v1.ReplayRequest
+	(*ReplayResponse)(nil),                     // 111: hopper.v1.ReplayResponse
+	(*ReplayManyRequest)(nil),                  // 112: hopper.v1.ReplayManyRequest
+	(*ReplayManyResponse)(nil),                 // 113: hopper.v1.ReplayManyResponse
+	(*DeadLetterServiceRetryManyRequest)(nil),  // 114: hopper.v1.DeadLetterServiceRetryManyRequest
+	(*DeadLetterServiceRetryManyResponse)(nil), // 115: hopper.v1.DeadLetterServiceRetryManyResponse
+	(*ReplayRecord)(nil),                       // 116: hopper.v1.ReplayRecord
+	(*ListReplaysRequest)(nil),                 // 117: hopper.v1.ListReplaysRequest
+	(*ListReplaysResponse)(nil),                // 118: hopper.v1.ListReplaysResponse
+	(*Kind)(nil),                               // 119: hopper.v1.Kind
+	(*KindServiceListRequest)(nil),             // 120: hopper.v1.KindServiceListRequest
+	(*KindServiceListResponse)(nil),            // 121: hopper.v1.KindServiceListResponse
+	(*KindServiceSetRequest)(nil),              // 122: hopper.v1.KindServiceSetRequest
+	(*KindServiceSetResponse)(nil),             // 123: hopper.v1.KindServiceSetResponse
+	(*KindServiceDisableRequest)(nil),          // 124: hopper.v1.KindServiceDisableRequest
+	(*KindServiceDisableResponse)(nil),         // 125: hopper.v1.KindServiceDisableResponse
+	(*KindServiceEnableRequest)(nil),           // 126: hopper.v1.KindServiceEnableRequest
+	(*KindServiceEnableResponse)(nil),          // 127: hopper.v1.KindServiceEnableResponse
+	(*KindServiceCompactRequest)(nil),          // 128: hopper.v1.KindServiceCompactRequest
+	(*KindServiceCompactResponse)(nil),         // 129: hopper.v1.KindServiceCompactResponse
+	(*CompactedGroup)(nil),                     // 130: hopper.v1.CompactedGroup
+	(*RefusedGroup)(nil),                       // 131: hopper.v1.RefusedGroup
+	(*KindServiceLineageRequest)(nil),          // 132: hopper.v1.KindServiceLineageRequest
+	(*KindServiceLineageResponse)(nil),         // 133: hopper.v1.KindServiceLineageResponse
+	(*ServerServiceInfoRequest)(nil),           // 134: hopper.v1.ServerServiceInfoRequest
+	(*ServerServiceInfoResponse)(nil),          // 135: hopper.v1.ServerServiceInfoResponse
+	(*ServerInfo)(nil),                         // 136: hopper.v1.ServerInfo
+	(*InputLimits)(nil),                        // 137: hopper.v1.InputLimits
+	nil,                                        // 138: hopper.v1.Workflow.StepStatesEntry
+	nil,                                        // 139: hopper.v1.Schedule.HeadersEntry
+	nil,                                        // 140: hopper.v1.Job.HeadersEntry
+	nil,                                        // 141: hopper.v1.JobSpec.HeadersEntry
+	nil,                                        // 142: hopper.v1.ActivatedJob.HeadersEntry
+	nil,                                        // 143: hopper.v1.StreamJobsRequest.KindConcurrencyEntry
+	nil,                                        // 144: hopper.v1.Queue.CountsEntry
+	nil,                                        // 145: hopper.v1.Queue.KeyWeightsEntry
+	nil,                                        // 146: hopper.v1.QueueServiceSetRequest.KeyWeightsEntry
+	nil,                                        // 147: hopper.v1.DeadLetterServiceListResponse.ReplaysEntry
+	nil,                                        // 148: hopper.v1.Kind.CountsEntry
+	(*timestamppb.Timestamp)(nil),              // 149: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),                // 150: google.protobuf.Duration
 }
 var file_hopper_v1_hopper_proto_depIdxs = []int32{
-	137, // 0: hopper.v1.Schedule.every:type_name -> google.protobuf.Duration
-	137, // 1: hopper.v1.Schedule.fixed_delay:type_name -> google.protobuf.Duration
-	137, // 2: hopper.v1.Schedule.timeout:type_name -> google.protobuf.Duration
-	127, // 3: hopper.v1.Schedule.headers:type_name -> hopper.v1.Schedule.HeadersEntry
-	137, // 4: hopper.v1.Schedule.jitter:type_name -> google.protobuf.Duration
-	138, // 5: hopper.v1.Schedule.last_fire_at:type_name -> google.protobuf.Timestamp
-	138, // 6: hopper.v1.Schedule.next_fire_at:type_name -> google.protobuf.Timestamp
-	138, // 7: hopper.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
-	138, // 8: hopper.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
-	138, // 9: hopper.v1.Schedule.last_manual_fire_at:type_name -> google.protobuf.Timestamp
-	0,   // 10: hopper.v1.ScheduleServiceListResponse.schedules:type_name -> hopper.v1.Schedule
-	0,   // 11: hopper.v1.ScheduleServiceAddRequest.schedule:type_name -> hopper.v1.Schedule
-	0,   // 12: hopper.v1.ScheduleServiceAddResponse.schedule:type_name -> hopper.v1.Schedule
-	13,  // 13: hopper.v1.ScheduleServiceRunResponse.job:type_name -> hopper.v1.Job
-	128, // 14: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
-	138, // 15: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
-	137, // 16: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
-	138, // 17: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
-	138, // 18: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
-	138, // 19: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	138, // 20: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
-	138, // 21: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
-	138, // 22: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	138, // 23: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
-	138, // 24: hopper.v1.Job.deadline_at:type_name -> google.protobuf.Timestamp
-	138, // 25: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
-	137, // 26: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
-	137, // 27: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
-	129, // 28: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
-	137, // 29: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
-	15,  // 30: hopper.v1.JobSpec.retry_policy:type_name -> hopper.v1.RetryPolicy
-	137, // 31: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
-	137, // 32: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
-	14,  // 33: hopper.v1.EnqueueRequest.job:type_name -> hopper.v1.JobSpec
-	13,  // 34: hopper.v1.EnqueueResponse.job:type_name -> hopper.v1.Job
-	14,  // 35: hopper.v1.EnqueueBatchRequest.jobs:type_name -> hopper.v1.JobSpec
-	17,  // 36: hopper.v1.EnqueueBatchResponse.results:type_name -> hopper.v1.EnqueueResponse
-	13,  // 37: hopper.v1.GetResponse.job:type_name -> hopper.v1.Job
-	138, // 38: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
-	138, // 39: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
-	13,  // 40: hopper.v1.ListResponse.jobs:type_name -> hopper.v1.Job
-	13,  // 41: hopper.v1.CancelResponse.job:type_name -> hopper.v1.Job
-	138, // 42: hopper.v1.JobServiceRetryRequest.run_at:type_name -> google.protobuf.Timestamp
-	13,  // 43: hopper.v1.JobServiceRetryResponse.job:type_name -> hopper.v1.Job
-	13,  // 44: hopper.v1.JobServiceSetRetriesResponse.job:type_name -> hopper.v1.Job
-	13,  // 45: hopper.v1.JobServiceResumeResponse.job:type_name -> hopper.v1.Job
-	138, // 46: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
-	138, // 47: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
-	138, // 48: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
-	33,  // 49: hopper.v1.EventsResponse.events:type_name -> hopper.v1.Event
-	34,  // 50: hopper.v1.EventsResponse.attempts:type_name -> hopper.v1.Attempt
-	130, // 51: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
-	138, // 52: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
-	137, // 53: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
-	138, // 54: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
-	15,  // 55: hopper.v1.ActivatedJob.retry_policy:type_name -> hopper.v1.RetryPolicy
-	137, // 56: hopper.v1.ActivatedJob.default_timeout:type_name -> google.protobuf.Duration
-	137, // 57: hopper.v1.BatchKind.max_wait:type_name -> google.protobuf.Duration
-	137, // 58: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
-	137, // 59: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
-	37,  // 60: hopper.v1.ActivateRequest.batch_kinds:type_name -> hopper.v1.BatchKind
-	36,  // 61: hopper.v1.ActivateResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	137, // 62: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
-	131, // 63: hopper.v1.StreamJobsRequest.kind_concurrency:type_name -> hopper.v1.StreamJobsRequest.KindConcurrencyEntry
-	37,  // 64: hopper.v1.StreamJobsRequest.batch_kinds:type_name -> hopper.v1.BatchKind
-	36,  // 65: hopper.v1.StreamJobsResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	137, // 66: hopper.v1.StreamJobsResponse.keepalive:type_name -> google.protobuf.Duration
-	137, // 67: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
-	15,  // 68: hopper.v1.FailRequest.retry_policy:type_name -> hopper.v1.RetryPolicy
-	138, // 69: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
-	137, // 70: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
-	138, // 71: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
-	138, // 72: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
-	137, // 73: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
-	138, // 74: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
-	55,  // 75: hopper.v1.ReportRequest.outcomes:type_name -> hopper.v1.Outcome
-	52,  // 76: hopper.v1.ReportRequest.renewals:type_name -> hopper.v1.ExtendLeaseRequest
-	42,  // 77: hopper.v1.Outcome.complete:type_name -> hopper.v1.CompleteRequest
-	44,  // 78: hopper.v1.Outcome.fail:type_name -> hopper.v1.FailRequest
-	50,  // 79: hopper.v1.Outcome.release:type_name -> hopper.v1.ReleaseRequest
-	46,  // 80: hopper.v1.Outcome.snooze:type_name -> hopper.v1.SnoozeRequest
-	48,  // 81: hopper.v1.Outcome.suspend:type_name -> hopper.v1.SuspendRequest
-	59,  // 82: hopper.v1.ReportResponse.outcomes:type_name -> hopper.v1.Verdict
-	59,  // 83: hopper.v1.ReportResponse.renewals:type_name -> hopper.v1.Verdict
-	54,  // 84: hopper.v1.ReportStreamRequest.report:type_name -> hopper.v1.ReportRequest
-	56,  // 85: hopper.v1.ReportStreamResponse.report:type_name -> hopper.v1.ReportResponse
-	45,  // 86: hopper.v1.Verdict.fail:type_name -> hopper.v1.FailResponse
-	138, // 87: hopper.v1.Verdict.lease_expires_at:type_name -> google.protobuf.Timestamp
-	132, // 88: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
-	133, // 89: hopper.v1.Queue.key_weights:type_name -> hopper.v1.Queue.KeyWeightsEntry
-	66,  // 90: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
-	134, // 91: hopper.v1.QueueServiceSetRequest.key_weights:type_name -> hopper.v1.QueueServiceSetRequest.KeyWeightsEntry
-	138, // 92: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
-	138, // 93: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
-	75,  // 94: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
-	138, // 95: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
-	78,  // 96: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
-	138, // 97: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
-	81,  // 98: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
-	138, // 99: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
-	138, // 100: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
-	138, // 101: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
-	84,  // 102: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
-	84,  // 103: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
-	84,  // 104: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
-	84,  // 105: hopper.v1.ImportKeyResponse.key:type_name -> hopper.v1.APIKey
-	138, // 106: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
-	138, // 107: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
-	93,  // 108: hopper.v1.DeadLetterServiceListRequest.filter:type_name -> hopper.v1.DeadLetterFilter
-	13,  // 109: hopper.v1.DeadLetterServiceListResponse.jobs:type_name -> hopper.v1.Job
-	135, // 110: hopper.v1.DeadLetterServiceListResponse.replays:type_name -> hopper.v1.DeadLetterServiceListResponse.ReplaysEntry
-	138, // 111: hopper.v1.ReplaySummary.last_replayed_at:type_name -> google.protobuf.Timestamp
-	138, // 112: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
-	137, // 113: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
-	13,  // 114: hopper.v1.ReplayResponse.job:type_name -> hopper.v1.Job
-	93,  // 115: hopper.v1.ReplayManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
-	13,  // 116: hopper.v1.ReplayManyResponse.jobs:type_name -> hopper.v1.Job
-	93,  // 117: hopper.v1.DeadLetterServiceRetryManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
-	13,  // 118: hopper.v1.DeadLetterServiceRetryManyResponse.jobs:type_name -> hopper.v1.Job
-	138, // 119: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
-	138, // 120: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
-	138, // 121: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
-	105, // 122: hopper.v1.ListReplaysResponse.replays:type_name -> hopper.v1.ReplayRecord
-	136, // 123: hopper.v1.Kind.counts:type_name -> hopper.v1.Kind.CountsEntry
-	108, // 124: hopper.v1.KindServiceListResponse.kinds:type_name -> hopper.v1.Kind
-	119, // 125: hopper.v1.KindServiceCompactResponse.compacted:type_name -> hopper.v1.CompactedGroup
-	120, // 126: hopper.v1.KindServiceCompactResponse.refused:type_name -> hopper.v1.RefusedGroup
-	125, // 127: hopper.v1.ServerServiceInfoResponse.server:type_name -> hopper.v1.ServerInfo
-	138, // 128: hopper.v1.ServerInfo.commit_time:type_name -> google.protobuf.Timestamp
-	126, // 129: hopper.v1.ServerInfo.input_limits:type_name -> hopper.v1.InputLimits
-	137, // 130: hopper.v1.InputLimits.max_run_at_past:type_name -> google.protobuf.Duration
-	137, // 131: hopper.v1.InputLimits.max_run_at_future:type_name -> google.protobuf.Duration
-	137, // 132: hopper.v1.InputLimits.max_timeout:type_name -> google.protobuf.Duration
-	137, // 133: hopper.v1.InputLimits.max_retention:type_name -> google.protobuf.Duration
-	137, // 134: hopper.v1.InputLimits.max_result_ttl:type_name -> google.protobuf.Duration
-	137, // 135: hopper.v1.InputLimits.max_activate_wait:type_name -> google.protobuf.Duration
-	96,  // 136: hopper.v1.DeadLetterServiceListResponse.ReplaysEntry.value:type_name -> hopper.v1.ReplaySummary
-	16,  // 137: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
-	18,  // 138: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
-	20,  // 139: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
-	22,  // 140: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
-	24,  // 141: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
-	32,  // 142: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
-	30,  // 143: hopper.v1.JobService.Resume:input_type -> hopper.v1.JobServiceResumeRequest
-	26,  // 144: hopper.v1.JobService.Retry:input_type -> hopper.v1.JobServiceRetryRequest
-	28,  // 145: hopper.v1.JobService.SetRetries:input_type -> hopper.v1.JobServiceSetRetriesRequest
-	38,  // 146: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
-	40,  // 147: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
-	42,  // 148: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
-	44,  // 149: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
-	50,  // 150: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
-	46,  // 151: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
-	48,  // 152: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
-	52,  // 153: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
-	62,  // 154: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
-	64,  // 155: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
-	54,  // 156: hopper.v1.WorkerService.Report:input_type -> hopper.v1.ReportRequest
-	57,  // 157: hopper.v1.WorkerService.ReportStream:input_type -> hopper.v1.ReportStreamRequest
-	60,  // 158: hopper.v1.WorkerService.Hold:input_type -> hopper.v1.HoldRequest
-	67,  // 159: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
-	71,  // 160: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
-	73,  // 161: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
-	69,  // 162: hopper.v1.QueueService.Set:input_type -> hopper.v1.QueueServiceSetRequest
-	76,  // 163: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
-	79,  // 164: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
-	82,  // 165: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
-	85,  // 166: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
-	87,  // 167: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
-	89,  // 168: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
-	91,  // 169: hopper.v1.AdminService.ImportKey:input_type -> hopper.v1.ImportKeyRequest
-	1,   // 170: hopper.v1.ScheduleService.List:input_type -> hopper.v1.ScheduleServiceListRequest
-	3,   // 171: hopper.v1.ScheduleService.Add:input_type -> hopper.v1.ScheduleServiceAddRequest
-	5,   // 172: hopper.v1.ScheduleService.Remove:input_type -> hopper.v1.ScheduleServiceRemoveRequest
-	7,   // 173: hopper.v1.ScheduleService.Pause:input_type -> hopper.v1.ScheduleServicePauseRequest
-	9,   // 174: hopper.v1.ScheduleService.Resume:input_type -> hopper.v1.ScheduleServiceResumeRequest
-	11,  // 175: hopper.v1.ScheduleService.Run:input_type -> hopper.v1.ScheduleServiceRunRequest
-	94,  // 176: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
-	97,  // 177: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
-	99,  // 178: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
-	101, // 179: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
-	103, // 180: hopper.v1.DeadLetterService.RetryMany:input_type -> hopper.v1.DeadLetterServiceRetryManyRequest
-	106, // 181: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
-	109, // 182: hopper.v1.KindService.List:input_type -> hopper.v1.KindServiceListRequest
-	111, // 183: hopper.v1.KindService.Set:input_type -> hopper.v1.KindServiceSetRequest
-	113, // 184: hopper.v1.KindService.Disable:input_type -> hopper.v1.KindServiceDisableRequest
-	115, // 185: hopper.v1.KindService.Enable:input_type -> hopper.v1.KindServiceEnableRequest
-	117, // 186: hopper.v1.KindService.Compact:input_type -> hopper.v1.KindServiceCompactRequest
-	121, // 187: hopper.v1.KindService.Lineage:input_type -> hopper.v1.KindServiceLineageRequest
-	123, // 188: hopper.v1.ServerService.Info:input_type -> hopper.v1.ServerServiceInfoRequest
-	17,  // 189: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
-	19,  // 190: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
-	21,  // 191: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
-	23,  // 192: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
-	25,  // 193: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
-	35,  // 194: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
-	31,  // 195: hopper.v1.JobService.Resume:output_type -> hopper.v1.JobServiceResumeResponse
-	27,  // 196: hopper.v1.JobService.Retry:output_type -> hopper.v1.JobServiceRetryResponse
-	29,  // 197: hopper.v1.JobService.SetRetries:output_type -> hopper.v1.JobServiceSetRetriesResponse
-	39,  // 198: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
-	41,  // 199: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
-	43,  // 200: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
-	45,  // 201: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
-	51,  // 202: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
-	47,  // 203: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
-	49,  // 204: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
-	53,  // 205: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
-	63,  // 206: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
-	65,  // 207: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
-	56,  // 208: hopper.v1.WorkerService.Report:output_type -> hopper.v1.ReportResponse
-	58,  // 209: hopper.v1.WorkerService.ReportStream:output_type -> hopper.v1.ReportStreamResponse
-	61,  // 210: hopper.v1.WorkerService.Hold:output_type -> hopper.v1.HoldResponse
-	68,  // 211: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
-	72,  // 212: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
-	74,  // 213: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
-	70,  // 214: hopper.v1.QueueService.Set:output_type -> hopper.v1.QueueServiceSetResponse
-	77,  // 215: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
-	80,  // 216: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
-	83,  // 217: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
-	86,  // 218: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
-	88,  // 219: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
-	90,  // 220: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
-	92,  // 221: hopper.v1.AdminService.ImportKey:output_type -> hopper.v1.ImportKeyResponse
-	2,   // 222: hopper.v1.ScheduleService.List:output_type -> hopper.v1.ScheduleServiceListResponse
-	4,   // 223: hopper.v1.ScheduleService.Add:output_type -> hopper.v1.ScheduleServiceAddResponse
-	6,   // 224: hopper.v1.ScheduleService.Remove:output_type -> hopper.v1.ScheduleServiceRemoveResponse
-	8,   // 225: hopper.v1.ScheduleService.Pause:output_type -> hopper.v1.ScheduleServicePauseResponse
-	10,  // 226: hopper.v1.ScheduleService.Resume:output_type -> hopper.v1.ScheduleServiceResumeResponse
-	12,  // 227: hopper.v1.ScheduleService.Run:output_type -> hopper.v1.ScheduleServiceRunResponse
-	95,  // 228: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
-	98,  // 229: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
-	100, // 230: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
-	102, // 231: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
-	104, // 232: hopper.v1.DeadLetterService.RetryMany:output_type -> hopper.v1.DeadLetterServiceRetryManyResponse
-	107, // 233: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
-	110, // 234: hopper.v1.KindService.List:output_type -> hopper.v1.KindServiceListResponse
-	112, // 235: hopper.v1.KindService.Set:output_type -> hopper.v1.KindServiceSetResponse
-	114, // 236: hopper.v1.KindService.Disable:output_type -> hopper.v1.KindServiceDisableResponse
-	116, // 237: hopper.v1.KindService.Enable:output_type -> hopper.v1.KindServiceEnableResponse
-	118, // 238: hopper.v1.KindService.Compact:output_type -> hopper.v1.KindServiceCompactResponse
-	122, // 239: hopper.v1.KindService.Lineage:output_type -> hopper.v1.KindServiceLineageResponse
-	124, // 240: hopper.v1.ServerService.Info:output_type -> hopper.v1.ServerServiceInfoResponse
-	189, // [189:241] is the sub-list for method output_type
-	137, // [137:189] is the sub-list for method input_type
-	137, // [137:137] is the sub-list for extension type_name
-	137, // [137:137] is the sub-list for extension extendee
-	0,   // [0:137] is the sub-list for field type_name
+	25,  // 0: hopper.v1.WorkflowStep.job:type_name -> hopper.v1.JobSpec
+	138, // 1: hopper.v1.Workflow.step_states:type_name -> hopper.v1.Workflow.StepStatesEntry
+	149, // 2: hopper.v1.Workflow.created_at:type_name -> google.protobuf.Timestamp
+	149, // 3: hopper.v1.Workflow.started_at:type_name -> google.protobuf.Timestamp
+	149, // 4: hopper.v1.Workflow.finished_at:type_name -> google.protobuf.Timestamp
+	24,  // 5: hopper.v1.WorkflowStepStatus.job:type_name -> hopper.v1.Job
+	0,   // 6: hopper.v1.EnqueueWorkflowRequest.steps:type_name -> hopper.v1.WorkflowStep
+	1,   // 7: hopper.v1.EnqueueWorkflowResponse.workflow:type_name -> hopper.v1.Workflow
+	24,  // 8: hopper.v1.EnqueueWorkflowResponse.jobs:type_name -> hopper.v1.Job
+	1,   // 9: hopper.v1.GetWorkflowResponse.workflow:type_name -> hopper.v1.Workflow
+	2,   // 10: hopper.v1.GetWorkflowResponse.steps:type_name -> hopper.v1.WorkflowStepStatus
+	1,   // 11: hopper.v1.ListWorkflowsResponse.workflows:type_name -> hopper.v1.Workflow
+	1,   // 12: hopper.v1.CancelWorkflowResponse.workflow:type_name -> hopper.v1.Workflow
+	24,  // 13: hopper.v1.CancelWorkflowResponse.canceled:type_name -> hopper.v1.Job
+	150, // 14: hopper.v1.Schedule.every:type_name -> google.protobuf.Duration
+	150, // 15: hopper.v1.Schedule.fixed_delay:type_name -> google.protobuf.Duration
+	150, // 16: hopper.v1.Schedule.timeout:type_name -> google.protobuf.Duration
+	139, // 17: hopper.v1.Schedule.headers:type_name -> hopper.v1.Schedule.HeadersEntry
+	150, // 18: hopper.v1.Schedule.jitter:type_name -> google.protobuf.Duration
+	149, // 19: hopper.v1.Schedule.last_fire_at:type_name -> google.protobuf.Timestamp
+	149, // 20: hopper.v1.Schedule.next_fire_at:type_name -> google.protobuf.Timestamp
+	149, // 21: hopper.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
+	149, // 22: hopper.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
+	149, // 23: hopper.v1.Schedule.last_manual_fire_at:type_name -> google.protobuf.Timestamp
+	11,  // 24: hopper.v1.ScheduleServiceListResponse.schedules:type_name -> hopper.v1.Schedule
+	11,  // 25: hopper.v1.ScheduleServiceAddRequest.schedule:type_name -> hopper.v1.Schedule
+	11,  // 26: hopper.v1.ScheduleServiceAddResponse.schedule:type_name -> hopper.v1.Schedule
+	24,  // 27: hopper.v1.ScheduleServiceRunResponse.job:type_name -> hopper.v1.Job
+	140, // 28: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
+	149, // 29: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
+	150, // 30: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
+	149, // 31: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
+	149, // 32: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
+	149, // 33: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	149, // 34: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
+	149, // 35: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
+	149, // 36: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	149, // 37: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
+	149, // 38: hopper.v1.Job.deadline_at:type_name -> google.protobuf.Timestamp
+	149, // 39: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
+	150, // 40: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
+	150, // 41: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
+	141, // 42: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
+	150, // 43: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
+	26,  // 44: hopper.v1.JobSpec.retry_policy:type_name -> hopper.v1.RetryPolicy
+	150, // 45: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
+	150, // 46: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
+	25,  // 47: hopper.v1.EnqueueRequest.job:type_name -> hopper.v1.JobSpec
+	24,  // 48: hopper.v1.EnqueueResponse.job:type_name -> hopper.v1.Job
+	25,  // 49: hopper.v1.EnqueueBatchRequest.jobs:type_name -> hopper.v1.JobSpec
+	28,  // 50: hopper.v1.EnqueueBatchResponse.results:type_name -> hopper.v1.EnqueueResponse
+	24,  // 51: hopper.v1.GetResponse.job:type_name -> hopper.v1.Job
+	149, // 52: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
+	149, // 53: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
+	24,  // 54: hopper.v1.ListResponse.jobs:type_name -> hopper.v1.Job
+	24,  // 55: hopper.v1.CancelResponse.job:type_name -> hopper.v1.Job
+	149, // 56: hopper.v1.JobServiceRetryRequest.run_at:type_name -> google.protobuf.Timestamp
+	24,  // 57: hopper.v1.JobServiceRetryResponse.job:type_name -> hopper.v1.Job
+	24,  // 58: hopper.v1.JobServiceSetRetriesResponse.job:type_name -> hopper.v1.Job
+	24,  // 59: hopper.v1.JobServiceResumeResponse.job:type_name -> hopper.v1.Job
+	149, // 60: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
+	149, // 61: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
+	149, // 62: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
+	44,  // 63: hopper.v1.EventsResponse.events:type_name -> hopper.v1.Event
+	45,  // 64: hopper.v1.EventsResponse.attempts:type_name -> hopper.v1.Attempt
+	142, // 65: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
+	149, // 66: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
+	150, // 67: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
+	149, // 68: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
+	26,  // 69: hopper.v1.ActivatedJob.retry_policy:type_name -> hopper.v1.RetryPolicy
+	150, // 70: hopper.v1.ActivatedJob.default_timeout:type_name -> google.protobuf.Duration
+	150, // 71: hopper.v1.BatchKind.max_wait:type_name -> google.protobuf.Duration
+	150, // 72: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
+	150, // 73: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
+	48,  // 74: hopper.v1.ActivateRequest.batch_kinds:type_name -> hopper.v1.BatchKind
+	47,  // 75: hopper.v1.ActivateResponse.jobs:type_name -> hopper.v1.ActivatedJob
+	150, // 76: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
+	143, // 77: hopper.v1.StreamJobsRequest.kind_concurrency:type_name -> hopper.v1.StreamJobsRequest.KindConcurrencyEntry
+	48,  // 78: hopper.v1.StreamJobsRequest.batch_kinds:type_name -> hopper.v1.BatchKind
+	47,  // 79: hopper.v1.StreamJobsResponse.jobs:type_name -> hopper.v1.ActivatedJob
+	150, // 80: hopper.v1.StreamJobsResponse.keepalive:type_name -> google.protobuf.Duration
+	150, // 81: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
+	26,  // 82: hopper.v1.FailRequest.retry_policy:type_name -> hopper.v1.RetryPolicy
+	149, // 83: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
+	150, // 84: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
+	149, // 85: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
+	149, // 86: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
+	150, // 87: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
+	149, // 88: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
+	66,  // 89: hopper.v1.ReportRequest.outcomes:type_name -> hopper.v1.Outcome
+	63,  // 90: hopper.v1.ReportRequest.renewals:type_name -> hopper.v1.ExtendLeaseRequest
+	53,  // 91: hopper.v1.Outcome.complete:type_name -> hopper.v1.CompleteRequest
+	55,  // 92: hopper.v1.Outcome.fail:type_name -> hopper.v1.FailRequest
+	61,  // 93: hopper.v1.Outcome.release:type_name -> hopper.v1.ReleaseRequest
+	57,  // 94: hopper.v1.Outcome.snooze:type_name -> hopper.v1.SnoozeRequest
+	59,  // 95: hopper.v1.Outcome.suspend:type_name -> hopper.v1.SuspendRequest
+	70,  // 96: hopper.v1.ReportResponse.outcomes:type_name -> hopper.v1.Verdict
+	70,  // 97: hopper.v1.ReportResponse.renewals:type_name -> hopper.v1.Verdict
+	65,  // 98: hopper.v1.ReportStreamRequest.report:type_name -> hopper.v1.ReportRequest
+	67,  // 99: hopper.v1.ReportStreamResponse.report:type_name -> hopper.v1.ReportResponse
+	56,  // 100: hopper.v1.Verdict.fail:type_name -> hopper.v1.FailResponse
+	149, // 101: hopper.v1.Verdict.lease_expires_at:type_name -> google.protobuf.Timestamp
+	144, // 102: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
+	145, // 103: hopper.v1.Queue.key_weights:type_name -> hopper.v1.Queue.KeyWeightsEntry
+	77,  // 104: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
+	146, // 105: hopper.v1.QueueServiceSetRequest.key_weights:type_name -> hopper.v1.QueueServiceSetRequest.KeyWeightsEntry
+	149, // 106: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
+	149, // 107: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
+	86,  // 108: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
+	149, // 109: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
+	89,  // 110: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
+	149, // 111: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
+	92,  // 112: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
+	149, // 113: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
+	149, // 114: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
+	149, // 115: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
+	95,  // 116: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
+	95,  // 117: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
+	95,  // 118: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
+	95,  // 119: hopper.v1.ImportKeyResponse.key:type_name -> hopper.v1.APIKey
+	149, // 120: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
+	149, // 121: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
+	104, // 122: hopper.v1.DeadLetterServiceListRequest.filter:type_name -> hopper.v1.DeadLetterFilter
+	24,  // 123: hopper.v1.DeadLetterServiceListResponse.jobs:type_name -> hopper.v1.Job
+	147, // 124: hopper.v1.DeadLetterServiceListResponse.replays:type_name -> hopper.v1.DeadLetterServiceListResponse.ReplaysEntry
+	149, // 125: hopper.v1.ReplaySummary.last_replayed_at:type_name -> google.protobuf.Timestamp
+	149, // 126: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
+	150, // 127: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
+	24,  // 128: hopper.v1.ReplayResponse.job:type_name -> hopper.v1.Job
+	104, // 129: hopper.v1.ReplayManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
+	24,  // 130: hopper.v1.ReplayManyResponse.jobs:type_name -> hopper.v1.Job
+	104, // 131: hopper.v1.DeadLetterServiceRetryManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
+	24,  // 132: hopper.v1.DeadLetterServiceRetryManyResponse.jobs:type_name -> hopper.v1.Job
+	149, // 133: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
+	149, // 134: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
+	149, // 135: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
+	116, // 136: hopper.v1.ListReplaysResponse.replays:type_name -> hopper.v1.ReplayRecord
+	148, // 137: hopper.v1.Kind.counts:type_name -> hopper.v1.Kind.CountsEntry
+	119, // 138: hopper.v1.KindServiceListResponse.kinds:type_name -> hopper.v1.Kind
+	130, // 139: hopper.v1.KindServiceCompactResponse.compacted:type_name -> hopper.v1.CompactedGroup
+	131, // 140: hopper.v1.KindServiceCompactResponse.refused:type_name -> hopper.v1.RefusedGroup
+	136, // 141: hopper.v1.ServerServiceInfoResponse.server:type_name -> hopper.v1.ServerInfo
+	149, // 142: hopper.v1.ServerInfo.commit_time:type_name -> google.protobuf.Timestamp
+	137, // 143: hopper.v1.ServerInfo.input_limits:type_name -> hopper.v1.InputLimits
+	150, // 144: hopper.v1.InputLimits.max_run_at_past:type_name -> google.protobuf.Duration
+	150, // 145: hopper.v1.InputLimits.max_run_at_future:type_name -> google.protobuf.Duration
+	150, // 146: hopper.v1.InputLimits.max_timeout:type_name -> google.protobuf.Duration
+	150, // 147: hopper.v1.InputLimits.max_retention:type_name -> google.protobuf.Duration
+	150, // 148: hopper.v1.InputLimits.max_result_ttl:type_name -> google.protobuf.Duration
+	150, // 149: hopper.v1.InputLimits.max_activate_wait:type_name -> google.protobuf.Duration
+	107, // 150: hopper.v1.DeadLetterServiceListResponse.ReplaysEntry.value:type_name -> hopper.v1.ReplaySummary
+	27,  // 151: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
+	29,  // 152: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
+	31,  // 153: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
+	33,  // 154: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
+	35,  // 155: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
+	43,  // 156: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
+	41,  // 157: hopper.v1.JobService.Resume:input_type -> hopper.v1.JobServiceResumeRequest
+	37,  // 158: hopper.v1.JobService.Retry:input_type -> hopper.v1.JobServiceRetryRequest
+	39,  // 159: hopper.v1.JobService.SetRetries:input_type -> hopper.v1.JobServiceSetRetriesRequest
+	49,  // 160: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
+	51,  // 161: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
+	53,  // 162: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
+	55,  // 163: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
+	61,  // 164: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
+	57,  // 165: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
+	59,  // 166: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
+	63,  // 167: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
+	73,  // 168: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
+	75,  // 169: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
+	65,  // 170: hopper.v1.WorkerService.Report:input_type -> hopper.v1.ReportRequest
+	68,  // 171: hopper.v1.WorkerService.ReportStream:input_type -> hopper.v1.ReportStreamRequest
+	71,  // 172: hopper.v1.WorkerService.Hold:input_type -> hopper.v1.HoldRequest
+	78,  // 173: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
+	82,  // 174: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
+	84,  // 175: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
+	80,  // 176: hopper.v1.QueueService.Set:input_type -> hopper.v1.QueueServiceSetRequest
+	87,  // 177: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
+	90,  // 178: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
+	93,  // 179: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
+	96,  // 180: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
+	98,  // 181: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
+	100, // 182: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
+	102, // 183: hopper.v1.AdminService.ImportKey:input_type -> hopper.v1.ImportKeyRequest
+	12,  // 184: hopper.v1.ScheduleService.List:input_type -> hopper.v1.ScheduleServiceListRequest
+	14,  // 185: hopper.v1.ScheduleService.Add:input_type -> hopper.v1.ScheduleServiceAddRequest
+	16,  // 186: hopper.v1.ScheduleService.Remove:input_type -> hopper.v1.ScheduleServiceRemoveRequest
+	18,  // 187: hopper.v1.ScheduleService.Pause:input_type -> hopper.v1.ScheduleServicePauseRequest
+	20,  // 188: hopper.v1.ScheduleService.Resume:input_type -> hopper.v1.ScheduleServiceResumeRequest
+	22,  // 189: hopper.v1.ScheduleService.Run:input_type -> hopper.v1.ScheduleServiceRunRequest
+	3,   // 190: hopper.v1.WorkflowService.EnqueueWorkflow:input_type -> hopper.v1.EnqueueWorkflowRequest
+	5,   // 191: hopper.v1.WorkflowService.GetWorkflow:input_type -> hopper.v1.GetWorkflowRequest
+	7,   // 192: hopper.v1.WorkflowService.ListWorkflows:input_type -> hopper.v1.ListWorkflowsRequest
+	9,   // 193: hopper.v1.WorkflowService.CancelWorkflow:input_type -> hopper.v1.CancelWorkflowRequest
+	105, // 194: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
+	108, // 195: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
+	110, // 196: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
+	112, // 197: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
+	114, // 198: hopper.v1.DeadLetterService.RetryMany:input_type -> hopper.v1.DeadLetterServiceRetryManyRequest
+	117, // 199: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
+	120, // 200: hopper.v1.KindService.List:input_type -> hopper.v1.KindServiceListRequest
+	122, // 201: hopper.v1.KindService.Set:input_type -> hopper.v1.KindServiceSetRequest
+	124, // 202: hopper.v1.KindService.Disable:input_type -> hopper.v1.KindServiceDisableRequest
+	126, // 203: hopper.v1.KindService.Enable:input_type -> hopper.v1.KindServiceEnableRequest
+	128, // 204: hopper.v1.KindService.Compact:input_type -> hopper.v1.KindServiceCompactRequest
+	132, // 205: hopper.v1.KindService.Lineage:input_type -> hopper.v1.KindServiceLineageRequest
+	134, // 206: hopper.v1.ServerService.Info:input_type -> hopper.v1.ServerServiceInfoRequest
+	28,  // 207: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
+	30,  // 208: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
+	32,  // 209: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
+	34,  // 210: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
+	36,  // 211: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
+	46,  // 212: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
+	42,  // 213: hopper.v1.JobService.Resume:output_type -> hopper.v1.JobServiceResumeResponse
+	38,  // 214: hopper.v1.JobService.Retry:output_type -> hopper.v1.JobServiceRetryResponse
+	40,  // 215: hopper.v1.JobService.SetRetries:output_type -> hopper.v1.JobServiceSetRetriesResponse
+	50,  // 216: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
+	52,  // 217: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
+	54,  // 218: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
+	56,  // 219: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
+	62,  // 220: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
+	58,  // 221: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
+	60,  // 222: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
+	64,  // 223: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
+	74,  // 224: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
+	76,  // 225: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
+	67,  // 226: hopper.v1.WorkerService.Report:output_type -> hopper.v1.ReportResponse
+	69,  // 227: hopper.v1.WorkerService.ReportStream:output_type -> hopper.v1.ReportStreamResponse
+	72,  // 228: hopper.v1.WorkerService.Hold:output_type -> hopper.v1.HoldResponse
+	79,  // 229: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
+	83,  // 230: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
+	85,  // 231: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
+	81,  // 232: hopper.v1.QueueService.Set:output_type -> hopper.v1.QueueServiceSetResponse
+	88,  // 233: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
+	91,  // 234: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
+	94,  // 235: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
+	97,  // 236: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
+	99,  // 237: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
+	101, // 238: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
+	103, // 239: hopper.v1.AdminService.ImportKey:output_type -> hopper.v1.ImportKeyResponse
+	13,  // 240: hopper.v1.ScheduleService.List:output_type -> hopper.v1.ScheduleServiceListResponse
+	15,  // 241: hopper.v1.ScheduleService.Add:output_type -> hopper.v1.ScheduleServiceAddResponse
+	17,  // 242: hopper.v1.ScheduleService.Remove:output_type -> hopper.v1.ScheduleServiceRemoveResponse
+	19,  // 243: hopper.v1.ScheduleService.Pause:output_type -> hopper.v1.ScheduleServicePauseResponse
+	21,  // 244: hopper.v1.ScheduleService.Resume:output_type -> hopper.v1.ScheduleServiceResumeResponse
+	23,  // 245: hopper.v1.ScheduleService.Run:output_type -> hopper.v1.ScheduleServiceRunResponse
+	4,   // 246: hopper.v1.WorkflowService.EnqueueWorkflow:output_type -> hopper.v1.EnqueueWorkflowResponse
+	6,   // 247: hopper.v1.WorkflowService.GetWorkflow:output_type -> hopper.v1.GetWorkflowResponse
+	8,   // 248: hopper.v1.WorkflowService.ListWorkflows:output_type -> hopper.v1.ListWorkflowsResponse
+	10,  // 249: hopper.v1.WorkflowService.CancelWorkflow:output_type -> hopper.v1.CancelWorkflowResponse
+	106, // 250: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
+	109, // 251: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
+	111, // 252: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
+	113, // 253: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
+	115, // 254: hopper.v1.DeadLetterService.RetryMany:output_type -> hopper.v1.DeadLetterServiceRetryManyResponse
+	118, // 255: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
+	121, // 256: hopper.v1.KindService.List:output_type -> hopper.v1.KindServiceListResponse
+	123, // 257: hopper.v1.KindService.Set:output_type -> hopper.v1.KindServiceSetResponse
+	125, // 258: hopper.v1.KindService.Disable:output_type -> hopper.v1.KindServiceDisableResponse
+	127, // 259: hopper.v1.KindService.Enable:output_type -> hopper.v1.KindServiceEnableResponse
+	129, // 260: hopper.v1.KindService.Compact:output_type -> hopper.v1.KindServiceCompactResponse
+	133, // 261: hopper.v1.KindService.Lineage:output_type -> hopper.v1.KindServiceLineageResponse
+	135, // 262: hopper.v1.ServerService.Info:output_type -> hopper.v1.ServerServiceInfoResponse
+	207, // [207:263] is the sub-list for method output_type
+	151, // [151:207] is the sub-list for method input_type
+	151, // [151:151] is the sub-list for extension type_name
+	151, // [151:151] is the sub-list for extension extendee
+	0,   // [0:151] is the sub-list for field type_name
 }
 
 func init() { file_hopper_v1_hopper_proto_init() }
@@ -9838,25 +10606,25 @@ func file_hopper_v1_hopper_proto_init() {
 		return
 	}
 	file_hopper_v1_options_proto_init()
-	file_hopper_v1_hopper_proto_msgTypes[44].OneofWrappers = []any{}
-	file_hopper_v1_hopper_proto_msgTypes[55].OneofWrappers = []any{
+	file_hopper_v1_hopper_proto_msgTypes[55].OneofWrappers = []any{}
+	file_hopper_v1_hopper_proto_msgTypes[66].OneofWrappers = []any{
 		(*Outcome_Complete)(nil),
 		(*Outcome_Fail)(nil),
 		(*Outcome_Release)(nil),
 		(*Outcome_Snooze)(nil),
 		(*Outcome_Suspend)(nil),
 	}
-	file_hopper_v1_hopper_proto_msgTypes[69].OneofWrappers = []any{}
-	file_hopper_v1_hopper_proto_msgTypes[111].OneofWrappers = []any{}
+	file_hopper_v1_hopper_proto_msgTypes[80].OneofWrappers = []any{}
+	file_hopper_v1_hopper_proto_msgTypes[122].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hopper_v1_hopper_proto_rawDesc), len(file_hopper_v1_hopper_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   137,
+			NumMessages:   149,
 			NumExtensions: 0,
-			NumServices:   8,
+			NumServices:   9,
 		},
 		GoTypes:           file_hopper_v1_hopper_proto_goTypes,
 		DependencyIndexes: file_hopper_v1_hopper_proto_depIdxs,

@@ -37,6 +37,8 @@ const (
 	AdminServiceName = "hopper.v1.AdminService"
 	// ScheduleServiceName is the fully-qualified name of the ScheduleService service.
 	ScheduleServiceName = "hopper.v1.ScheduleService"
+	// WorkflowServiceName is the fully-qualified name of the WorkflowService service.
+	WorkflowServiceName = "hopper.v1.WorkflowService"
 	// DeadLetterServiceName is the fully-qualified name of the DeadLetterService service.
 	DeadLetterServiceName = "hopper.v1.DeadLetterService"
 	// KindServiceName is the fully-qualified name of the KindService service.
@@ -132,6 +134,18 @@ const (
 	ScheduleServiceResumeProcedure = "/hopper.v1.ScheduleService/Resume"
 	// ScheduleServiceRunProcedure is the procedure name of the ScheduleService's Run RPC.
 	ScheduleServiceRunProcedure = "/hopper.v1.ScheduleService/Run"
+	// WorkflowServiceEnqueueWorkflowProcedure is the procedure name of the WorkflowService's
+	// EnqueueWorkflow RPC.
+	WorkflowServiceEnqueueWorkflowProcedure = "/hopper.v1.WorkflowService/EnqueueWorkflow"
+	// WorkflowServiceGetWorkflowProcedure is the procedure name of the WorkflowService's GetWorkflow
+	// RPC.
+	WorkflowServiceGetWorkflowProcedure = "/hopper.v1.WorkflowService/GetWorkflow"
+	// WorkflowServiceListWorkflowsProcedure is the procedure name of the WorkflowService's
+	// ListWorkflows RPC.
+	WorkflowServiceListWorkflowsProcedure = "/hopper.v1.WorkflowService/ListWorkflows"
+	// WorkflowServiceCancelWorkflowProcedure is the procedure name of the WorkflowService's
+	// CancelWorkflow RPC.
+	WorkflowServiceCancelWorkflowProcedure = "/hopper.v1.WorkflowService/CancelWorkflow"
 	// DeadLetterServiceListProcedure is the procedure name of the DeadLetterService's List RPC.
 	DeadLetterServiceListProcedure = "/hopper.v1.DeadLetterService/List"
 	// DeadLetterServiceStatsProcedure is the procedure name of the DeadLetterService's Stats RPC.
@@ -1932,6 +1946,202 @@ func (h scheduleServiceHandler) run(ctx context.Context, _ connect.Spec, stream 
 		return err
 	}
 	res, err := h.svc.Run(ctx, &req)
+	if err != nil {
+		return err
+	}
+	return stream.Send(res)
+}
+
+var (
+	workflowServiceEnqueueWorkflowSpec = sync.OnceValue(func() connect.Spec {
+		return connect.Spec{
+			StreamType: connect.StreamTypeUnary,
+			Schema:     v1.File_hopper_v1_hopper_proto.Services().ByName("WorkflowService").Methods().ByName("EnqueueWorkflow"),
+			Procedure:  WorkflowServiceEnqueueWorkflowProcedure,
+		}
+	})
+	workflowServiceGetWorkflowSpec = sync.OnceValue(func() connect.Spec {
+		return connect.Spec{
+			StreamType:       connect.StreamTypeUnary,
+			Schema:           v1.File_hopper_v1_hopper_proto.Services().ByName("WorkflowService").Methods().ByName("GetWorkflow"),
+			Procedure:        WorkflowServiceGetWorkflowProcedure,
+			IdempotencyLevel: connect.IdempotencyNoSideEffects,
+		}
+	})
+	workflowServiceListWorkflowsSpec = sync.OnceValue(func() connect.Spec {
+		return connect.Spec{
+			StreamType:       connect.StreamTypeUnary,
+			Schema:           v1.File_hopper_v1_hopper_proto.Services().ByName("WorkflowService").Methods().ByName("ListWorkflows"),
+			Procedure:        WorkflowServiceListWorkflowsProcedure,
+			IdempotencyLevel: connect.IdempotencyNoSideEffects,
+		}
+	})
+	workflowServiceCancelWorkflowSpec = sync.OnceValue(func() connect.Spec {
+		return connect.Spec{
+			StreamType: connect.StreamTypeUnary,
+			Schema:     v1.File_hopper_v1_hopper_proto.Services().ByName("WorkflowService").Methods().ByName("CancelWorkflow"),
+			Procedure:  WorkflowServiceCancelWorkflowProcedure,
+		}
+	})
+)
+
+// WorkflowServiceClient is a client for the hopper.v1.WorkflowService service.
+type WorkflowServiceClient interface {
+	// EnqueueWorkflow stores every step's job in one transaction, all or none. A step without
+	// parents is queued (or scheduled) at once, the others wait. INVALID_ARGUMENT names the bad
+	// field: name, steps, steps[i].name (empty, bad or repeated), steps[i].job.after[k] (no
+	// such step, or a cycle), steps[i].job.<field> (a job option, checked as Enqueue checks it).
+	EnqueueWorkflow(context.Context, *v1.EnqueueWorkflowRequest) (*v1.EnqueueWorkflowResponse, error)
+	// GetWorkflow returns a workflow and its steps (parents first) with their jobs. NOT_FOUND
+	// when there is none, or once every step has expired.
+	GetWorkflow(context.Context, *v1.GetWorkflowRequest) (*v1.GetWorkflowResponse, error)
+	// ListWorkflows returns a page of workflows, newest first unless ascending, with a cursor
+	// for the next.
+	ListWorkflows(context.Context, *v1.ListWorkflowsRequest) (*v1.ListWorkflowsResponse, error)
+	// CancelWorkflow cancels, in one transaction, every step that has not ended (a running
+	// step's handler is told to stop and its lease becomes void); ended steps stay as they were
+	// and no step is released afterwards. NOT_FOUND when there is no such workflow,
+	// FAILED_PRECONDITION when every step has ended.
+	CancelWorkflow(context.Context, *v1.CancelWorkflowRequest) (*v1.CancelWorkflowResponse, error)
+}
+
+// NewWorkflowServiceClient constructs a client for the hopper.v1.WorkflowService service. Multiple
+// service clients may share a single connect.Client.
+func NewWorkflowServiceClient(client *connect.Client) WorkflowServiceClient {
+	return &workflowServiceClient{client: client}
+}
+
+// WorkflowServiceHandler is an implementation of the hopper.v1.WorkflowService service.
+type WorkflowServiceHandler interface {
+	// EnqueueWorkflow stores every step's job in one transaction, all or none. A step without
+	// parents is queued (or scheduled) at once, the others wait. INVALID_ARGUMENT names the bad
+	// field: name, steps, steps[i].name (empty, bad or repeated), steps[i].job.after[k] (no
+	// such step, or a cycle), steps[i].job.<field> (a job option, checked as Enqueue checks it).
+	EnqueueWorkflow(context.Context, *v1.EnqueueWorkflowRequest) (*v1.EnqueueWorkflowResponse, error)
+	// GetWorkflow returns a workflow and its steps (parents first) with their jobs. NOT_FOUND
+	// when there is none, or once every step has expired.
+	GetWorkflow(context.Context, *v1.GetWorkflowRequest) (*v1.GetWorkflowResponse, error)
+	// ListWorkflows returns a page of workflows, newest first unless ascending, with a cursor
+	// for the next.
+	ListWorkflows(context.Context, *v1.ListWorkflowsRequest) (*v1.ListWorkflowsResponse, error)
+	// CancelWorkflow cancels, in one transaction, every step that has not ended (a running
+	// step's handler is told to stop and its lease becomes void); ended steps stay as they were
+	// and no step is released afterwards. NOT_FOUND when there is no such workflow,
+	// FAILED_PRECONDITION when every step has ended.
+	CancelWorkflow(context.Context, *v1.CancelWorkflowRequest) (*v1.CancelWorkflowResponse, error)
+}
+
+// RegisterWorkflowServiceHandler registers svc as the hopper.v1.WorkflowService implementation on
+// server.
+func RegisterWorkflowServiceHandler(server *connect.Server, svc WorkflowServiceHandler) {
+	adapter := workflowServiceHandler{svc: svc}
+	server.Register(
+		connect.Method{Spec: workflowServiceEnqueueWorkflowSpec(), Handler: adapter.enqueueWorkflow},
+		connect.Method{Spec: workflowServiceGetWorkflowSpec(), Handler: adapter.getWorkflow},
+		connect.Method{Spec: workflowServiceListWorkflowsSpec(), Handler: adapter.listWorkflows},
+		connect.Method{Spec: workflowServiceCancelWorkflowSpec(), Handler: adapter.cancelWorkflow},
+	)
+}
+
+// UnimplementedWorkflowServiceHandler returns CodeUnimplemented from all methods.
+type UnimplementedWorkflowServiceHandler struct{}
+
+func (UnimplementedWorkflowServiceHandler) EnqueueWorkflow(context.Context, *v1.EnqueueWorkflowRequest) (*v1.EnqueueWorkflowResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, "hopper.v1.WorkflowService.EnqueueWorkflow is not implemented")
+}
+
+func (UnimplementedWorkflowServiceHandler) GetWorkflow(context.Context, *v1.GetWorkflowRequest) (*v1.GetWorkflowResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, "hopper.v1.WorkflowService.GetWorkflow is not implemented")
+}
+
+func (UnimplementedWorkflowServiceHandler) ListWorkflows(context.Context, *v1.ListWorkflowsRequest) (*v1.ListWorkflowsResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, "hopper.v1.WorkflowService.ListWorkflows is not implemented")
+}
+
+func (UnimplementedWorkflowServiceHandler) CancelWorkflow(context.Context, *v1.CancelWorkflowRequest) (*v1.CancelWorkflowResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, "hopper.v1.WorkflowService.CancelWorkflow is not implemented")
+}
+
+type workflowServiceClient struct {
+	client *connect.Client
+}
+
+func (c *workflowServiceClient) EnqueueWorkflow(ctx context.Context, req *v1.EnqueueWorkflowRequest) (*v1.EnqueueWorkflowResponse, error) {
+	var res v1.EnqueueWorkflowResponse
+	if err := c.client.CallUnary(ctx, workflowServiceEnqueueWorkflowSpec(), req, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+func (c *workflowServiceClient) GetWorkflow(ctx context.Context, req *v1.GetWorkflowRequest) (*v1.GetWorkflowResponse, error) {
+	var res v1.GetWorkflowResponse
+	if err := c.client.CallUnary(ctx, workflowServiceGetWorkflowSpec(), req, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+func (c *workflowServiceClient) ListWorkflows(ctx context.Context, req *v1.ListWorkflowsRequest) (*v1.ListWorkflowsResponse, error) {
+	var res v1.ListWorkflowsResponse
+	if err := c.client.CallUnary(ctx, workflowServiceListWorkflowsSpec(), req, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+func (c *workflowServiceClient) CancelWorkflow(ctx context.Context, req *v1.CancelWorkflowRequest) (*v1.CancelWorkflowResponse, error) {
+	var res v1.CancelWorkflowResponse
+	if err := c.client.CallUnary(ctx, workflowServiceCancelWorkflowSpec(), req, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+type workflowServiceHandler struct{ svc WorkflowServiceHandler }
+
+func (h workflowServiceHandler) enqueueWorkflow(ctx context.Context, _ connect.Spec, stream connect.ServerStream) error {
+	var req v1.EnqueueWorkflowRequest
+	if err := stream.Receive(&req); err != nil {
+		return err
+	}
+	res, err := h.svc.EnqueueWorkflow(ctx, &req)
+	if err != nil {
+		return err
+	}
+	return stream.Send(res)
+}
+
+func (h workflowServiceHandler) getWorkflow(ctx context.Context, _ connect.Spec, stream connect.ServerStream) error {
+	var req v1.GetWorkflowRequest
+	if err := stream.Receive(&req); err != nil {
+		return err
+	}
+	res, err := h.svc.GetWorkflow(ctx, &req)
+	if err != nil {
+		return err
+	}
+	return stream.Send(res)
+}
+
+func (h workflowServiceHandler) listWorkflows(ctx context.Context, _ connect.Spec, stream connect.ServerStream) error {
+	var req v1.ListWorkflowsRequest
+	if err := stream.Receive(&req); err != nil {
+		return err
+	}
+	res, err := h.svc.ListWorkflows(ctx, &req)
+	if err != nil {
+		return err
+	}
+	return stream.Send(res)
+}
+
+func (h workflowServiceHandler) cancelWorkflow(ctx context.Context, _ connect.Spec, stream connect.ServerStream) error {
+	var req v1.CancelWorkflowRequest
+	if err := stream.Receive(&req); err != nil {
+		return err
+	}
+	res, err := h.svc.CancelWorkflow(ctx, &req)
 	if err != nil {
 		return err
 	}
