@@ -167,6 +167,42 @@ func ChildStart(parents []*Parent) (pending int, failed *Ending) {
 	return pending, failed
 }
 
+// Aliases maps the id an item of an insert was given to the job the store returned in its
+// place, when the two differ: its idempotency key named a job already there (or an earlier item
+// of the call), or its merge key merged it into a waiting job. A later item of the same call
+// that names it in After waits for that job instead (docs/workflows.md).
+type Aliases map[string]string
+
+// Note records the result r of item p.
+func (a Aliases) Note(p *InsertParams, r *InsertResult) {
+	if r != nil && r.Job != nil && r.Job.ID != p.ID {
+		a[p.ID] = r.Job.ID
+	}
+}
+
+// Resolve returns after with each aliased id replaced by its job's, position for position (so
+// that an error can still name after[i]); after itself when it names no alias.
+func (a Aliases) Resolve(after []string) []string {
+	if len(a) == 0 {
+		return after
+	}
+	var out []string
+	for i, id := range after {
+		to, ok := a[id]
+		if !ok {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(after)
+		}
+		out[i] = to
+	}
+	if out == nil {
+		return after
+	}
+	return out
+}
+
 // UniqueParents is after without repeats, in order; a parent named twice counts once.
 func UniqueParents(after []string) []string {
 	seen := make(map[string]bool, len(after))

@@ -13,16 +13,29 @@ import (
 // trigger jobs_release (migration 0030), so that every statement that ends a job with
 // children releases them in its own transaction; the insert of a child is here.
 
-// flagSQL marks a child's parents as having children, and reads how each stands. It locks
-// them in id order (one lock order for every insert), FOR NO KEY UPDATE, the lock an ending's
-// UPDATE takes: it waits for an ending in flight and then reads the parent as that ending left
-// it; either the ending committed first (the parent is terminal here and the child counts it
-// as ended) or it runs after this insert commits and sees the flag (the trigger releases). A
-// parent already flagged is not written again (a fan-out of N children costs one write of it).
-const flagSQL = `WITH l AS MATERIALIZED (SELECT id, state, parent_skipped, expires_at, has_children FROM {schema}.jobs
-	WHERE id = ANY($1::text[]) ORDER BY id FOR NO KEY UPDATE),
+// flagSQL marks a child's parents as having children, and reads how each stands. A parent
+// named ($1) that a compaction replaced stands for the job it was compacted into, followed
+// through later compactions (docs/workflows.md); the first column is the name, the second the
+// job. It locks the jobs in id order (one lock order for every insert), FOR NO KEY UPDATE, the
+// lock an ending's UPDATE takes: it waits for an ending in flight and then reads the parent as
+// that ending left it; either the ending committed first (the parent is terminal here and the
+// child counts it as ended) or it runs after this insert commits and sees the flag (the
+// trigger releases). A parent already flagged is not written again (a fan-out of N children
+// costs one write of it).
+const flagSQL = `WITH RECURSIVE named AS (
+	SELECT n COLLATE "C", n COLLATE "C" AS id, 0 AS depth FROM unnest($1::text[]) AS n
+	UNION ALL
+	SELECT named.n, c.new_job_id, named.depth + 1 FROM named
+	JOIN {schema}.job_compactions c ON c.replaced_job_id = named.id
+),
+r AS (SELECT DISTINCT ON (n) n, id FROM named ORDER BY n, depth DESC),
+l AS MATERIALIZED (SELECT id, state, parent_skipped, expires_at, has_children FROM {schema}.jobs
+	WHERE id = ANY(ARRAY(SELECT id FROM r)) ORDER BY id FOR NO KEY UPDATE),
 f AS (UPDATE {schema}.jobs j SET has_children = true FROM l WHERE j.id = l.id AND NOT l.has_children)
-SELECT id, state, parent_skipped, expires_at FROM l`
+SELECT r.n, l.id, l.state, l.parent_skipped, l.expires_at FROM r JOIN l ON l.id = r.id`
+
+// compactedSQL names which of the jobs $1 a compaction replaced.
+const compactedSQL = `SELECT replaced_job_id FROM {schema}.job_compactions WHERE replaced_job_id = ANY($1::text[])`
 
 // depRowsSQL records a child's ($1) parents ($2) with the outcomes of those that ended ($3).
 const depRowsSQL = `INSERT INTO {schema}.job_deps (parent_id, child_id, parent_outcome)
@@ -52,14 +65,19 @@ RETURNING ` + jCols
 
 // linkChildren records the parents of the batch's new children, inside tx, and settles each
 // child whose parents have all ended or one failed; the results get the children as they
-// stand.
+// stand. A child that names an item of the batch the store returned another job for (its key
+// named a job already there, or it merged) waits for that job (store.Aliases).
 func (s *Store) linkChildren(ctx context.Context, tx db, plan *insertPlan) error {
+	aliases := store.Aliases{}
+	for i, p := range plan.params {
+		aliases.Note(p, plan.results[i])
+	}
 	for i, p := range plan.params {
 		res := plan.results[i]
 		if len(p.After) == 0 || res.Existing || res.Job.ID != p.ID {
 			continue
 		}
-		job, err := s.linkChild(ctx, tx, i, p)
+		job, err := s.linkChild(ctx, tx, i, p, aliases.Resolve(p.After))
 		if err != nil {
 			return err
 		}
@@ -68,42 +86,94 @@ func (s *Store) linkChildren(ctx context.Context, tx db, plan *insertPlan) error
 	return nil
 }
 
-func (s *Store) linkChild(ctx context.Context, tx db, item int, p *store.InsertParams) (*hoppertype.JobRow, error) {
-	ids := store.UniqueParents(p.After)
-	rs, err := tx.query(ctx, s.sql(flagSQL), ids)
+// linkChild links the new child p to its parents after (p.After, the call's aliases resolved).
+func (s *Store) linkChild(ctx context.Context, tx db, item int, p *store.InsertParams, after []string) (*hoppertype.JobRow, error) {
+	names := store.UniqueParents(after)
+	found, err := s.flagParents(ctx, tx, names)
 	if err != nil {
 		return nil, fmt.Errorf("flag parents of job %s: %w", p.ID, err)
 	}
-	found := map[string]*store.Parent{}
-	for rs.Next() {
-		par := &store.Parent{}
-		var state string
-		var expires *time.Time
-		if err := rs.Scan(&par.ID, &state, &par.Skipped, &expires); err != nil {
-			rs.Close()
-			return nil, fmt.Errorf("flag parents of job %s: %w", p.ID, err)
+	var parents []*store.Parent
+	var ids []string
+	var outcomes []*string
+	seen := make(map[string]bool, len(names))
+	for _, name := range names {
+		par := found[name]
+		if par == nil {
+			return nil, store.UnknownParent(item, indexOf(after, name), name)
 		}
-		par.State, par.ExpiresAt = hoppertype.JobState(state), utc(expires)
-		found[par.ID] = par
-	}
-	rs.Close()
-	if err := rs.Err(); err != nil {
-		return nil, fmt.Errorf("flag parents of job %s: %w", p.ID, err)
-	}
-	parents := make([]*store.Parent, len(ids))
-	outcomes := make([]*string, len(ids))
-	for n, id := range ids {
-		if parents[n] = found[id]; parents[n] == nil {
-			return nil, store.UnknownParent(item, indexOf(p.After, id), id)
+		if seen[par.ID] {
+			continue // two names of one job: compacted into it, or an alias of the call
 		}
-		if parents[n].State.Terminal() {
-			outcomes[n] = nullStr(string(store.OutcomeOf(parents[n].State, parents[n].Skipped)))
+		seen[par.ID] = true
+		var outcome *string
+		if par.State.Terminal() {
+			outcome = nullStr(string(store.OutcomeOf(par.State, par.Skipped)))
 		}
+		parents, ids, outcomes = append(parents, par), append(ids, par.ID), append(outcomes, outcome)
 	}
 	if err := exec(ctx, tx, s.sql(depRowsSQL), p.ID, ids, outcomes); err != nil {
 		return nil, fmt.Errorf("record parents of job %s: %w", p.ID, err)
 	}
 	return s.startChild(ctx, tx, p, parents)
+}
+
+// flagParents runs flagSQL for the parents names and returns the job each stands for (none
+// for a name of no job). A parent canceled while this statement waited for its lock may have
+// been compacted: its lineage, committed after the statement began, is read again, and the
+// names flagged again until no parent found canceled turns out to be compacted.
+func (s *Store) flagParents(ctx context.Context, tx db, names []string) (map[string]*store.Parent, error) {
+	for {
+		found, err := s.flagOnce(ctx, tx, names)
+		if err != nil {
+			return nil, err
+		}
+		var canceled []string
+		for _, par := range found {
+			if par.State == hoppertype.StateCanceled && !par.Skipped {
+				canceled = append(canceled, par.ID)
+			}
+		}
+		if len(canceled) == 0 {
+			return found, nil
+		}
+		rs, err := tx.query(ctx, s.sql(compactedSQL), canceled)
+		if err != nil {
+			return nil, err
+		}
+		n := 0
+		for rs.Next() {
+			n++
+		}
+		rs.Close()
+		if err := rs.Err(); err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			return found, nil
+		}
+	}
+}
+
+// flagOnce runs flagSQL once: the job each name stands for.
+func (s *Store) flagOnce(ctx context.Context, tx db, names []string) (map[string]*store.Parent, error) {
+	rs, err := tx.query(ctx, s.sql(flagSQL), names)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	found := make(map[string]*store.Parent, len(names))
+	for rs.Next() {
+		par := &store.Parent{}
+		var name, state string
+		var expires *time.Time
+		if err := rs.Scan(&name, &par.ID, &state, &par.Skipped, &expires); err != nil {
+			return nil, err
+		}
+		par.State, par.ExpiresAt = hoppertype.JobState(state), utc(expires)
+		found[name] = par
+	}
+	return found, rs.Err()
 }
 
 // startChild runs startSQL for the new child p.

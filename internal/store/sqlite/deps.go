@@ -51,9 +51,13 @@ const (
 	// outcomeSQL records how a parent ended, the last time (after releaseSQL, which reads which
 	// dependencies were not counted yet).
 	outcomeSQL = `UPDATE job_deps SET parent_outcome = ?2 WHERE parent_id = ?1`
-	// flagSQL marks a parent as having children and reads how it stands.
-	flagSQL   = `UPDATE jobs SET has_children = 1 WHERE id = ?1 RETURNING state, parent_skipped, expires_at`
-	depRowSQL = `INSERT OR IGNORE INTO job_deps (parent_id, child_id, parent_outcome) VALUES (?1, ?2, ?3)`
+	// flagSQL marks a parent as having children and reads how it stands; a job a compaction
+	// replaced is left alone (compactedSQL names the job to wait for instead).
+	flagSQL = `UPDATE jobs SET has_children = 1 WHERE id = ?1
+		AND NOT EXISTS (SELECT 1 FROM job_compactions WHERE replaced_job_id = ?1)
+		RETURNING state, parent_skipped, expires_at`
+	compactedSQL = `SELECT new_job_id FROM job_compactions WHERE replaced_job_id = ?1`
+	depRowSQL    = `INSERT OR IGNORE INTO job_deps (parent_id, child_id, parent_outcome) VALUES (?1, ?2, ?3)`
 )
 
 // settle runs a settleSQL statement for ending e.
@@ -95,28 +99,31 @@ func release(ctx context.Context, tx *sql.Tx, ended []*store.Ending, now time.Ti
 	}), ended)
 }
 
-// linkChild records the parents of row, a child p's insert just made waiting: it flags each
-// parent, writes the dependency rows and settles the child at once when no parent is left
-// unended or one failed. It returns the child as it stands.
-func linkChild(ctx context.Context, tx *sql.Tx, row *hoppertype.JobRow, item int, p *store.InsertParams, now time.Time) (*hoppertype.JobRow, error) {
-	parents := make([]*store.Parent, 0, len(p.After))
-	for _, id := range store.UniqueParents(p.After) {
-		par := &store.Parent{ID: id}
-		var expires sql.NullInt64
-		err := tx.QueryRowContext(ctx, flagSQL, id).Scan(&par.State, &par.Skipped, &expires)
-		par.ExpiresAt = nullTime(expires)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil, store.UnknownParent(item, indexOf(p.After, id), id)
-		}
+// linkChild records the parents of row, a child p's insert just made waiting: after is
+// p.After with the call's aliases resolved (store.Aliases). It flags each parent, writes the
+// dependency rows and settles the child at once when no parent is left unended or one failed.
+// It returns the child as it stands.
+func linkChild(ctx context.Context, tx *sql.Tx, row *hoppertype.JobRow, item int, p *store.InsertParams, after []string, now time.Time) (*hoppertype.JobRow, error) {
+	parents := make([]*store.Parent, 0, len(after))
+	seen := make(map[string]bool, len(after))
+	for _, named := range store.UniqueParents(after) {
+		par, err := flagParent(ctx, tx, named)
 		if err != nil {
-			return nil, fmt.Errorf("flag parent %s: %w", id, err)
+			return nil, err
 		}
+		if par == nil {
+			return nil, store.UnknownParent(item, indexOf(after, named), named)
+		}
+		if seen[par.ID] {
+			continue // two names of one job: compacted into it, or an alias of the call
+		}
+		seen[par.ID] = true
 		var outcome any
 		if par.State.Terminal() {
 			outcome = string(store.OutcomeOf(par.State, par.Skipped))
 		}
-		if _, err := tx.ExecContext(ctx, depRowSQL, id, row.ID, outcome); err != nil {
-			return nil, fmt.Errorf("record parent %s: %w", id, err)
+		if _, err := tx.ExecContext(ctx, depRowSQL, par.ID, row.ID, outcome); err != nil {
+			return nil, fmt.Errorf("record parent %s: %w", par.ID, err)
 		}
 		parents = append(parents, par)
 	}
@@ -131,6 +138,31 @@ func linkChild(ctx context.Context, tx *sql.Tx, row *hoppertype.JobRow, item int
 		return nil, fmt.Errorf("settle job %s: %w", row.ID, err)
 	}
 	return scanJob(tx.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = ?`, row.ID))
+}
+
+// flagParent flags the job a child named id waits for and reads how it stands: the job id
+// itself or, when a compaction replaced it, the job it was compacted into (followed through
+// later compactions: docs/workflows.md). It returns nil when there is no such job.
+func flagParent(ctx context.Context, tx *sql.Tx, id string) (*store.Parent, error) {
+	for {
+		par := &store.Parent{ID: id}
+		var expires sql.NullInt64
+		err := tx.QueryRowContext(ctx, flagSQL, id).Scan(&par.State, &par.Skipped, &expires)
+		if err == nil {
+			par.ExpiresAt = nullTime(expires)
+			return par, nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("flag parent %s: %w", id, err)
+		}
+		err = tx.QueryRowContext(ctx, compactedSQL, id).Scan(&id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("follow the compaction of parent %s: %w", par.ID, err)
+		}
+	}
 }
 
 func indexOf(ids []string, id string) int {

@@ -26,6 +26,8 @@ func testDeps(t *testing.T, opener Opener) {
 	parallel(t, opener, "EndedParents", depsEndedParents)
 	parallel(t, opener, "UnknownParent", depsUnknownParent)
 	parallel(t, opener, "SameBatch", depsSameBatch)
+	parallel(t, opener, "DedupedParent", depsDedupedParent)
+	parallel(t, opener, "CompactedParent", depsCompactedParent)
 	parallel(t, opener, "RetryIsNoEnding", depsRetryIsNoEnding)
 	parallel(t, opener, "RetriedParentCountsOnce", depsRetriedParentCountsOnce)
 	parallel(t, opener, "RescueFailsParent", depsRescueFailsParent)
