@@ -9,9 +9,10 @@ import (
 	"github.com/hopperjobs/hopper/internal/store"
 )
 
-// Dependencies: store/deps.go says how they are kept. In PostgreSQL the release is the
-// trigger jobs_release (migration 0030), so that every statement that ends a job with
-// children releases them in its own transaction; the insert of a child is here.
+// Dependencies: store/deps.go says how they are kept. In PostgreSQL the release is
+// release_children (migration 0032), which the history's statement trigger calls for the jobs
+// with children a statement ended, so that every statement that ends one releases its children
+// in its own transaction, locking them in id order; the insert of a child is here.
 
 // flagSQL marks a child's parents as having children, and reads how each stands. A parent
 // named ($1) that a compaction replaced stands for the job it was compacted into, followed
@@ -42,7 +43,7 @@ const depRowsSQL = `INSERT INTO {schema}.job_deps (parent_id, child_id, parent_o
 SELECT p, $1, o FROM unnest($2::text[], $3::text[]) AS t(p, o) ON CONFLICT DO NOTHING`
 
 // startSQL sets a new child's ($1) unended parents ($9) and settles it at once when none is
-// left or one failed ($2), as jobs_release would: dep_next decides for both. $3 is now, $4
+// left or one failed ($2), as release_children would: dep_next decides for both. $3 is now, $4
 // the actor, $5–$7 the reasons of a release, a cancel and a skip, $8 the expiry of a child
 // canceled without a result TTL of its own.
 const startSQL = `UPDATE {schema}.jobs j SET parents_pending = $9::int,

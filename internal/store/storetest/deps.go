@@ -32,6 +32,7 @@ func testDeps(t *testing.T, opener Opener) {
 	parallel(t, opener, "RetriedParentCountsOnce", depsRetriedParentCountsOnce)
 	parallel(t, opener, "RescueFailsParent", depsRescueFailsParent)
 	parallel(t, opener, "ConcurrentEndings", depsConcurrentEndings)
+	parallel(t, opener, "SharedChildrenEndings", depsSharedChildrenEndings)
 	parallel(t, opener, "InsertRacesEnding", depsInsertRacesEnding)
 	parallel(t, opener, "FanIn", depsFanIn)
 	parallel(t, opener, "LongChain", depsLongChain)

@@ -1,6 +1,9 @@
 package storetest
 
 import (
+	"errors"
+	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
@@ -101,5 +104,101 @@ func depsCompactedParent(t *testing.T, b *bundle) {
 	for _, id := range []string{child.ID, runs.ID, swept.ID} {
 		require.Equal(t, hoppertype.StateQueued, b.get(t, id).State, id)
 		require.Contains(t, b.lastEvent(t, id).Reason, second.ID)
+	}
+}
+
+// Parents of shared children ended at once by several callers, each in batches of its own
+// order: no ending fails (on PostgreSQL the endings lock the children in one order, so two
+// batches cannot deadlock), and each child ends as its parents say, once. Some parents fail:
+// children with policy cancel are canceled, with their own children after them; the others
+// run once every parent has ended.
+func depsSharedChildrenEndings(t *testing.T, b *bundle) {
+	const parents, children, callers, batch = 24, 12, 4, 3
+	for round := range 6 {
+		rng := rand.New(rand.NewPCG(uint64(round), 33))
+		ps := make([]*hoppertype.JobRow, parents)
+		failed := make(map[string]bool)
+		for i := range ps {
+			ps[i] = b.running(t)
+			failed[ps[i].ID] = rng.IntN(6) == 0
+		}
+		type kid struct {
+			job      *store.InsertParams
+			canceled bool
+		}
+		var kids []*kid
+		queue := "children-" + newID(t)
+		for range children {
+			var names []string
+			anyFailed := false
+			for _, p := range ps {
+				if rng.IntN(2) == 0 {
+					names = append(names, p.ID)
+					anyFailed = anyFailed || failed[p.ID]
+				}
+			}
+			if len(names) == 0 {
+				names, anyFailed = []string{ps[0].ID}, failed[ps[0].ID]
+			}
+			policy := hoppertype.ParentRun
+			if rng.IntN(2) == 0 {
+				policy = hoppertype.ParentCancel
+			}
+			k := &kid{job: params(t, inQueue(queue), after(names...), onFailure(policy))}
+			k.canceled = anyFailed && policy == hoppertype.ParentCancel
+			kids = append(kids, k)
+		}
+		for _, k := range kids {
+			b.insertMany(t, k.job)
+		}
+		// Grandchildren of two children each: canceled when one of them is.
+		var grand []*kid
+		for i := range children {
+			j := (i + 1 + rng.IntN(children-1)) % children
+			g := &kid{job: params(t, inQueue(queue), after(kids[i].job.ID, kids[j].job.ID))}
+			g.canceled = kids[i].canceled || kids[j].canceled
+			b.insertMany(t, g.job)
+			grand = append(grand, g)
+		}
+		order := rng.Perm(parents)
+		var wg sync.WaitGroup
+		errs := make([]error, callers)
+		for c := range callers {
+			mine := order[c*parents/callers : (c+1)*parents/callers]
+			wg.Go(func() {
+				for n := 0; n < len(mine) && errs[c] == nil; n += batch {
+					var fin []*store.FinishParams
+					for _, i := range mine[n:min(n+batch, len(mine))] {
+						state := hoppertype.StateCompleted
+						if failed[ps[i].ID] {
+							state = hoppertype.StateFailed
+						}
+						fin = append(fin, finishing(ps[i], state))
+					}
+					res, err := b.store.JobFinishMany(t.Context(), fin)
+					for _, e := range res {
+						err = errors.Join(err, e)
+					}
+					errs[c] = err
+				}
+			})
+		}
+		wg.Wait()
+		for c, err := range errs {
+			require.NoError(t, err, "round %d, caller %d", round, c)
+		}
+		for i, k := range append(kids, grand...) {
+			want := hoppertype.StateQueued
+			switch {
+			case k.canceled:
+				want = hoppertype.StateCanceled
+			case i >= children:
+				want = hoppertype.StateWaiting // their parents, the children, have not run
+			}
+			require.Equal(t, want, b.get(t, k.job.ID).State, "round %d, job %d", round, i)
+			if want == hoppertype.StateQueued {
+				require.Equal(t, 1, b.moves(t, k.job.ID, hoppertype.StateWaiting, hoppertype.StateQueued))
+			}
+		}
 	}
 }
