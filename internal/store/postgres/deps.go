@@ -45,13 +45,14 @@ SELECT p, $1, o FROM unnest($2::text[], $3::text[]) AS t(p, o) ON CONFLICT DO NO
 // startSQL sets a new child's ($1) unended parents ($9) and settles it at once when none is
 // left or one failed ($2), as release_children would: dep_next decides for both. $3 is now, $4
 // the actor, $5–$7 the reasons of a release, a cancel and a skip, $8 the expiry of a child
-// canceled without a result TTL of its own.
+// canceled without a result TTL of its own, $10 the parent whose failure cancels it.
 const startSQL = `UPDATE {schema}.jobs j SET parents_pending = $9::int,
 	state = {schema}.dep_next($2, j.on_parent_failure, $9, j.run_at, clk.now),
 	version = j.version + CASE WHEN {schema}.dep_next($2, j.on_parent_failure, $9, j.run_at, clk.now) = 'waiting' THEN 0 ELSE 1 END,
 	run_at = CASE WHEN {schema}.dep_next($2, j.on_parent_failure, $9, j.run_at, clk.now) = 'queued' THEN clk.now ELSE j.run_at END,
 	finished_at = CASE WHEN {schema}.dep_next($2, j.on_parent_failure, $9, j.run_at, clk.now) = 'canceled' THEN clk.now END,
 	parent_skipped = $2::boolean AND j.on_parent_failure = 'skip',
+	canceled_by = CASE WHEN $2::boolean AND j.on_parent_failure = 'cancel' THEN $10::text END,
 	expires_at = CASE WHEN NOT $2 OR j.on_parent_failure = 'run' THEN j.expires_at
 		WHEN j.result_ttl_us > 0 THEN clk.now + j.result_ttl_us * interval '1 microsecond' ELSE $8::timestamptz END,
 	updated_at = clk.now,
@@ -186,7 +187,7 @@ func (s *Store) startChild(ctx context.Context, tx db, p *store.InsertParams, pa
 	}
 	released, canceled, skipped := e.Reasons()
 	rs, err := tx.query(ctx, s.sql(startSQL), p.ID, e.Outcome.Failed(), s.nowArg(), string(p.Actor),
-		released, canceled, skipped, nullTime(e.ExpiresAt), pending)
+		released, canceled, skipped, nullTime(e.ExpiresAt), pending, e.ID)
 	if err != nil {
 		return nil, fmt.Errorf("settle job %s: %w", p.ID, err)
 	}
@@ -217,4 +218,136 @@ func indexOf(ids []string, id string) int {
 		}
 	}
 	return -1
+}
+
+// rearmer re-arms children in a retry's transaction (store.Rearm). Before it reads how a
+// child's parents stand, it locks them FOR SHARE (in id order), which waits for an ending of
+// one in flight and holds off the next: so a parent that ends while its child is re-armed
+// either counts in the re-arm (it ended first) or finds the child waiting (it ends after).
+type rearmer struct {
+	s     *Store
+	tx    db
+	actor hoppertype.Actor
+}
+
+const (
+	// canceledChildrenSQL lists the jobs the failures of $1 canceled.
+	canceledChildrenSQL = `SELECT c.id FROM {schema}.job_deps d JOIN {schema}.jobs c ON c.id = d.child_id
+	WHERE d.parent_id = ANY($1::text[]) AND c.state = 'canceled' AND c.canceled_by = d.parent_id`
+	// lockParentsSQL locks the parents of the children $1 in id order.
+	lockParentsSQL = `SELECT id FROM {schema}.jobs WHERE id = ANY(ARRAY(
+		SELECT parent_id FROM {schema}.job_deps WHERE child_id = ANY($1::text[]))) ORDER BY id FOR SHARE`
+	// lockCanceledSQL then locks, in id order, the children $1 still canceled by one of $2,
+	// and returns them with what canceled them.
+	lockCanceledSQL = `SELECT id, canceled_by FROM {schema}.jobs WHERE id = ANY($1::text[]) AND state = 'canceled'
+		AND canceled_by = ANY($2::text[]) ORDER BY id FOR NO KEY UPDATE`
+	// parentsSQL reads the parents of the children $1 as they stand; a parent swept since it
+	// ended stands as its dependency row recorded it.
+	parentsSQL = `SELECT d.child_id, d.parent_id, p.state, coalesce(p.parent_skipped, false), p.expires_at,
+		d.parent_outcome
+	FROM {schema}.job_deps d LEFT JOIN {schema}.jobs p ON p.id = d.parent_id WHERE d.child_id = ANY($1::text[])`
+	// rearmSQL writes a re-arm: the children $1 with no stay ($4 NULL) back to waiting for $2
+	// parents (reason $3, actor $5), with their dependencies on parents that have not ended
+	// counted again; the others canceled by $4 from now on.
+	rearmSQL = `WITH r AS (SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::text[]) AS r(id, pending, reason, stays)),
+	clk AS (SELECT coalesce($6::timestamptz, now()) AS now),
+	stay AS (UPDATE {schema}.jobs j SET canceled_by = r.stays FROM r WHERE j.id = r.id AND r.stays IS NOT NULL),
+	arm AS (UPDATE {schema}.jobs j SET state = 'waiting', version = j.version + 1, parents_pending = r.pending,
+		canceled_by = NULL, parent_skipped = false, finished_at = NULL, expires_at = NULL, updated_at = clk.now,
+		last_actor = $5, last_reason = r.reason
+	FROM r, clk WHERE j.id = r.id AND r.stays IS NULL AND j.state = 'canceled' RETURNING j.id)
+	UPDATE {schema}.job_deps d SET parent_outcome = NULL FROM {schema}.jobs p
+	WHERE d.child_id IN (SELECT id FROM arm) AND p.id = d.parent_id
+		AND p.state NOT IN ('completed', 'failed', 'canceled')`
+)
+
+func (r *rearmer) CanceledChildren(ctx context.Context, ids []string) ([]*store.Canceled, error) {
+	kids, err := r.strings(ctx, canceledChildrenSQL, ids)
+	if err != nil || len(kids) == 0 {
+		return nil, err
+	}
+	if _, err := r.strings(ctx, lockParentsSQL, kids); err != nil {
+		return nil, err
+	}
+	rs, err := r.tx.query(ctx, r.s.sql(lockCanceledSQL), kids, ids)
+	if err != nil {
+		return nil, err
+	}
+	byID := map[string]*store.Canceled{}
+	var out []*store.Canceled
+	for rs.Next() {
+		c := &store.Canceled{}
+		if err := rs.Scan(&c.ID, &c.CanceledBy); err != nil {
+			rs.Close()
+			return nil, err
+		}
+		byID[c.ID] = c
+		out = append(out, c)
+	}
+	rs.Close()
+	if err := rs.Err(); err != nil || len(out) == 0 {
+		return nil, err
+	}
+	return out, r.readParents(ctx, byID)
+}
+
+// readParents fills in the parents of the children byID.
+func (r *rearmer) readParents(ctx context.Context, byID map[string]*store.Canceled) error {
+	ids := make([]string, 0, len(byID))
+	for id := range byID {
+		ids = append(ids, id)
+	}
+	rs, err := r.tx.query(ctx, r.s.sql(parentsSQL), ids)
+	if err != nil {
+		return err
+	}
+	defer rs.Close()
+	for rs.Next() {
+		var child string
+		var state, outcome *string
+		var expires *time.Time
+		p := &store.Parent{}
+		if err := rs.Scan(&child, &p.ID, &state, &p.Skipped, &expires, &outcome); err != nil {
+			return err
+		}
+		p.ExpiresAt = utc(expires)
+		switch {
+		case state != nil:
+			p.State = hoppertype.JobState(*state)
+		case outcome != nil: // swept: it had ended
+			p.State, p.Skipped = store.ParentOutcome(*outcome).State()
+		}
+		byID[child].Parents = append(byID[child].Parents, p)
+	}
+	return rs.Err()
+}
+
+func (r *rearmer) RearmChildren(ctx context.Context, rs []*store.Rearmed) error {
+	ids, reasons := make([]string, len(rs)), make([]string, len(rs))
+	pending, stays := make([]int32, len(rs)), make([]*string, len(rs))
+	for i, c := range rs {
+		ids[i], reasons[i], pending[i] = c.ID, c.Reason, int32(c.Pending)
+		if c.StaysFor != "" {
+			stays[i] = nullStr(c.StaysFor)
+		}
+	}
+	return exec(ctx, r.tx, r.s.sql(rearmSQL), ids, pending, reasons, stays, string(r.actor), r.s.nowArg())
+}
+
+// strings runs a query of one text column with args.
+func (r *rearmer) strings(ctx context.Context, query string, args ...any) ([]string, error) {
+	rs, err := r.tx.query(ctx, r.s.sql(query), args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	var out []string
+	for rs.Next() {
+		var s string
+		if err := rs.Scan(&s); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rs.Err()
 }

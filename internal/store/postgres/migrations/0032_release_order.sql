@@ -1,5 +1,5 @@
 -- Dependencies (docs/workflows.md): the release of a statement's endings locks the children in
--- one order. 0030 released each ended parent in a row trigger of its own: a statement that
+-- one order, and a job records the parent whose failure canceled it (canceled_by, below). 0030 released each ended parent in a row trigger of its own: a statement that
 -- ended several parents (a finish batch) locked the children of the first, then those of the
 -- next, so two batches ending parents of the same children in different orders could
 -- deadlock. Now the statement trigger that writes the history (jobs_after_update, as 0025 left
@@ -13,6 +13,12 @@
 -- ends.
 DROP TRIGGER jobs_release ON {schema}.jobs;
 DROP FUNCTION {schema}.jobs_release();
+
+-- canceled_by names the parent whose failure (or cancel) canceled the job by its policy
+-- cancel, directly or down a cascade; NULL for every other job, a job canceled by a user among
+-- them. A retry in place of that parent puts the job back to waiting, and the jobs it canceled
+-- in turn after it (docs/workflows.md#retrying-a-failed-parent; store/deps.go's Rearm).
+ALTER TABLE {schema}.jobs ADD COLUMN canceled_by text COLLATE "C";
 
 -- release_children releases the children of the ended parents ids (sorted), with their
 -- outcomes (completed, failed, canceled, skipped), expiries (a child one cancels without a
@@ -89,6 +95,7 @@ BEGIN
                 finished_at = CASE WHEN {schema}.dep_next(c.failed, j.on_parent_failure, j.parents_pending - c.n,
                     j.run_at, at_) = 'canceled' THEN at_ END,
                 parent_skipped = c.failed AND j.on_parent_failure = 'skip',
+                canceled_by = CASE WHEN c.failed AND j.on_parent_failure = 'cancel' THEN c.f_id END,
                 expires_at = CASE WHEN NOT c.failed OR j.on_parent_failure = 'run' THEN j.expires_at
                     WHEN j.result_ttl_us > 0 THEN at_ + j.result_ttl_us * interval '1 microsecond'
                     ELSE c.f_expires END,
