@@ -9100,8 +9100,10 @@ type InputLimits struct {
 	MaxActivateQueues int32                `protobuf:"varint,24,opt,name=max_activate_queues,json=maxActivateQueues,proto3" json:"max_activate_queues,omitempty"`
 	MaxStreamCredit   int32                `protobuf:"varint,25,opt,name=max_stream_credit,json=maxStreamCredit,proto3" json:"max_stream_credit,omitempty"`
 	MaxStreamKindCaps int32                `protobuf:"varint,26,opt,name=max_stream_kind_caps,json=maxStreamKindCaps,proto3" json:"max_stream_kind_caps,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// The most ids one job names in JobSpec.after (its parents).
+	MaxParents    int32 `protobuf:"varint,27,opt,name=max_parents,json=maxParents,proto3" json:"max_parents,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *InputLimits) Reset() {
@@ -9312,6 +9314,13 @@ func (x *InputLimits) GetMaxStreamCredit() int32 {
 func (x *InputLimits) GetMaxStreamKindCaps() int32 {
 	if x != nil {
 		return x.MaxStreamKindCaps
+	}
+	return 0
+}
+
+func (x *InputLimits) GetMaxParents() int32 {
+	if x != nil {
+		return x.MaxParents
 	}
 	return 0
 }
@@ -10059,7 +10068,7 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\bplatform\x18\x06 \x01(\tR\bplatform\x12\x14\n" +
 	"\x05store\x18\a \x01(\tR\x05store\x12%\n" +
 	"\x0eschema_version\x18\b \x01(\x05R\rschemaVersion\x129\n" +
-	"\finput_limits\x18\t \x01(\v2\x16.hopper.v1.InputLimitsR\vinputLimits\"\xae\t\n" +
+	"\finput_limits\x18\t \x01(\v2\x16.hopper.v1.InputLimitsR\vinputLimits\"\xcf\t\n" +
 	"\vInputLimits\x12\x1c\n" +
 	"\n" +
 	"max_id_len\x18\x01 \x01(\x05R\bmaxIdLen\x12 \n" +
@@ -10092,7 +10101,9 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x11max_activate_wait\x18\x17 \x01(\v2\x19.google.protobuf.DurationR\x0fmaxActivateWait\x12.\n" +
 	"\x13max_activate_queues\x18\x18 \x01(\x05R\x11maxActivateQueues\x12*\n" +
 	"\x11max_stream_credit\x18\x19 \x01(\x05R\x0fmaxStreamCredit\x12/\n" +
-	"\x14max_stream_kind_caps\x18\x1a \x01(\x05R\x11maxStreamKindCaps2\x9d\x05\n" +
+	"\x14max_stream_kind_caps\x18\x1a \x01(\x05R\x11maxStreamKindCaps\x12\x1f\n" +
+	"\vmax_parents\x18\x1b \x01(\x05R\n" +
+	"maxParents2\x9d\x05\n" +
 	"\n" +
 	"JobService\x12@\n" +
 	"\aEnqueue\x12\x19.hopper.v1.EnqueueRequest\x1a\x1a.hopper.v1.EnqueueResponse\x12O\n" +

@@ -44,42 +44,57 @@ func (s *Store) JobInsertMany(ctx context.Context, params []*store.InsertParams)
 // and statsSQL stmts.
 func (s *Store) insertJobs(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt, params []*store.InsertParams, now time.Time) ([]*store.InsertResult, error) {
 	out := make([]*store.InsertResult, len(params))
-	ins := stmts[0]
 	stats := store.NewStatsBatch(now)
+	aliases := store.Aliases{}
 	for i, p := range params {
-		if p.IdempotencyKey != "" {
-			existing, err := s.idempotentJob(ctx, tx, p)
-			if err != nil {
-				return nil, err
-			}
-			if existing != nil {
-				out[i] = &store.InsertResult{Job: existing, Existing: true}
-				continue
-			}
-		}
-		if p.MergeKey != "" {
-			merged, err := s.merge(ctx, tx, i, p, now)
-			if err != nil {
-				return nil, err
-			}
-			if merged != nil {
-				out[i] = &store.InsertResult{Job: merged, Merged: true}
-				continue
-			}
-		}
-		row, err := insertRow(ctx, tx, ins, p, now)
+		res, err := s.insertItem(ctx, tx, stmts[0], i, p, aliases, now)
 		if err != nil {
 			return nil, err
 		}
-		if len(p.After) > 0 {
-			if row, err = linkChild(ctx, s.cached(tx), row, i, p, now); err != nil {
-				return nil, err
-			}
+		out[i] = res
+		aliases.Note(p, res)
+		if !res.Existing && !res.Merged {
+			stats.Enqueued(res.Job.Queue, res.Job.Kind)
 		}
-		out[i] = &store.InsertResult{Job: row}
-		stats.Enqueued(row.Queue, row.Kind)
 	}
-	return out, writeStats(ctx, stmts[1], stats)
+	if err := writeStats(ctx, stmts[1], stats); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// insertItem inserts item i, p, inside tx: the job its idempotency key names, the job it merged
+// into, or a new job. A new child waits for the jobs its parents stand for: aliases names
+// the earlier items of the call the store returned another job for.
+func (s *Store) insertItem(ctx context.Context, tx *sql.Tx, ins *sql.Stmt, i int, p *store.InsertParams, aliases store.Aliases, now time.Time) (*store.InsertResult, error) {
+	if p.IdempotencyKey != "" {
+		existing, err := s.idempotentJob(ctx, tx, p)
+		if err != nil {
+			return nil, err
+		}
+		if existing != nil {
+			return &store.InsertResult{Job: existing, Existing: true}, nil
+		}
+	}
+	if p.MergeKey != "" {
+		merged, err := s.merge(ctx, tx, i, p, now)
+		if err != nil {
+			return nil, err
+		}
+		if merged != nil {
+			return &store.InsertResult{Job: merged, Merged: true}, nil
+		}
+	}
+	row, err := insertRow(ctx, tx, ins, p, now)
+	if err != nil {
+		return nil, err
+	}
+	if len(p.After) > 0 {
+		if row, err = linkChild(ctx, s.cached(tx), row, i, p, aliases.Resolve(p.After), now); err != nil {
+			return nil, err
+		}
+	}
+	return &store.InsertResult{Job: row}, nil
 }
 
 // insertRow inserts p's job with the prepared insertJobSQL ins and records its idempotency
