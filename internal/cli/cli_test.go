@@ -13,7 +13,6 @@ import (
 
 	"github.com/hopperjobs/hopper"
 	"github.com/hopperjobs/hopper/internal/pgtest"
-	"github.com/hopperjobs/hopper/internal/sqlitetest"
 	"github.com/hopperjobs/hopper/internal/stoptest"
 	"github.com/hopperjobs/hopper/internal/store/postgres"
 	"github.com/hopperjobs/hopper/internal/store/sqlite"
@@ -36,7 +35,7 @@ type result struct {
 
 func setup(t *testing.T) *testBundle {
 	t.Helper()
-	return &testBundle{db: sqlitetest.Path(t)}
+	return &testBundle{db: t.TempDir() + "/hopper.db"}
 }
 
 // run runs hopper in-process against the bundle's database.
