@@ -75,6 +75,10 @@ type Store struct {
 
 	stmtMu sync.Mutex
 	stmts  map[string]*sql.Stmt
+	// inTx holds the statements of cachedQueries, prepared by Open and only read after it: a
+	// write transaction reads it without stmtMu, which a caller preparing a statement holds
+	// while it waits for the writer's connection, the one the transaction holds.
+	inTx map[string]*sql.Stmt
 
 	writes chan *writeReq // to the group-commit loop (writer.go)
 	// writeFault is the last write's error when it meant the database cannot take writes
@@ -105,11 +109,14 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		writer.Close()
 		return nil, unavailable(err)
 	}
+	s.inTx = make(map[string]*sql.Stmt, len(cachedQueries))
 	for _, q := range cachedQueries {
-		if _, err := s.prepared(ctx, q); err != nil {
+		st, err := s.prepared(ctx, q)
+		if err != nil {
 			writer.Close()
 			return nil, unavailable(err)
 		}
+		s.inTx[q] = st
 	}
 	reader, err := sql.Open("sqlite", dsn(cfg, true))
 	if err != nil {
@@ -262,14 +269,6 @@ func (s *Store) Close() error {
 
 // prepared returns a statement prepared once on the writer connection. It must be called
 // outside a write transaction: the writer pool has one connection, which the transaction holds.
-// preparedOnly is query's prepared statement if it was prepared, else nil. It prepares
-// nothing, so it may run inside a write transaction (which holds the writer's one connection).
-func (s *Store) preparedOnly(query string) *sql.Stmt {
-	s.stmtMu.Lock()
-	defer s.stmtMu.Unlock()
-	return s.stmts[query]
-}
-
 func (s *Store) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
 	s.stmtMu.Lock()
 	defer s.stmtMu.Unlock()

@@ -219,7 +219,7 @@ func (s *Store) cached(tx *sql.Tx) cachedTx { return cachedTx{tx: tx, s: s} }
 // stmt is query's prepared statement in the transaction, or nil if it is not among
 // cachedQueries.
 func (c cachedTx) stmt(ctx context.Context, query string) *sql.Stmt {
-	if st := c.s.preparedOnly(query); st != nil {
+	if st := c.s.inTx[query]; st != nil {
 		return c.tx.StmtContext(ctx, st)
 	}
 	return nil
