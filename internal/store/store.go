@@ -52,6 +52,7 @@ type Store interface {
 	KeyStore
 	Sweeper
 	StatsStore
+	ParentStore
 
 	// JobInsertMany inserts jobs in one transaction: all or none. A job whose idempotency key is
 	// live returns the existing job (Existing=true) or ErrDuplicate when its payload differs.

@@ -24,9 +24,10 @@ const flagSQL = `WITH l AS MATERIALIZED (SELECT id, state, parent_skipped, expir
 f AS (UPDATE {schema}.jobs j SET has_children = true FROM l WHERE j.id = l.id AND NOT l.has_children)
 SELECT id, state, parent_skipped, expires_at FROM l`
 
-// depRowsSQL records a child's ($1) parents ($2) with the outcomes of those that ended ($3).
-const depRowsSQL = `INSERT INTO {schema}.job_deps (parent_id, child_id, parent_outcome)
-SELECT p, $1, o FROM unnest($2::text[], $3::text[]) AS t(p, o) ON CONFLICT DO NOTHING`
+// depRowsSQL records a child's ($1) parents ($2), in the order it named them, with the
+// outcomes of those that ended ($3).
+const depRowsSQL = `INSERT INTO {schema}.job_deps (parent_id, child_id, parent_outcome, parent_index)
+SELECT p, $1, o, n - 1 FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS t(p, o, n) ON CONFLICT DO NOTHING`
 
 // startSQL sets a new child's ($1) unended parents ($9) and settles it at once when none is
 // left or one failed ($2), as jobs_release would: dep_next decides for both. $3 is now, $4

@@ -53,7 +53,7 @@ const (
 	outcomeSQL = `UPDATE job_deps SET parent_outcome = ?2 WHERE parent_id = ?1`
 	// flagSQL marks a parent as having children and reads how it stands.
 	flagSQL   = `UPDATE jobs SET has_children = 1 WHERE id = ?1 RETURNING state, parent_skipped, expires_at`
-	depRowSQL = `INSERT OR IGNORE INTO job_deps (parent_id, child_id, parent_outcome) VALUES (?1, ?2, ?3)`
+	depRowSQL = `INSERT OR IGNORE INTO job_deps (parent_id, child_id, parent_outcome, parent_index) VALUES (?1, ?2, ?3, ?4)`
 )
 
 // settle runs a settleSQL statement for ending e.
@@ -100,7 +100,7 @@ func release(ctx context.Context, tx *sql.Tx, ended []*store.Ending, now time.Ti
 // unended or one failed. It returns the child as it stands.
 func linkChild(ctx context.Context, tx *sql.Tx, row *hoppertype.JobRow, item int, p *store.InsertParams, now time.Time) (*hoppertype.JobRow, error) {
 	parents := make([]*store.Parent, 0, len(p.After))
-	for _, id := range store.UniqueParents(p.After) {
+	for n, id := range store.UniqueParents(p.After) {
 		par := &store.Parent{ID: id}
 		var expires sql.NullInt64
 		err := tx.QueryRowContext(ctx, flagSQL, id).Scan(&par.State, &par.Skipped, &expires)
@@ -115,7 +115,7 @@ func linkChild(ctx context.Context, tx *sql.Tx, row *hoppertype.JobRow, item int
 		if par.State.Terminal() {
 			outcome = string(store.OutcomeOf(par.State, par.Skipped))
 		}
-		if _, err := tx.ExecContext(ctx, depRowSQL, id, row.ID, outcome); err != nil {
+		if _, err := tx.ExecContext(ctx, depRowSQL, id, row.ID, outcome, n); err != nil {
 			return nil, fmt.Errorf("record parent %s: %w", id, err)
 		}
 		parents = append(parents, par)

@@ -42,6 +42,7 @@ func Run(t *testing.T, opener Opener) {
 		{"Rescues", testRescues},
 		{"Stats", testStats},
 		{"Deps", testDeps},
+		{"Parents", testParents},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
