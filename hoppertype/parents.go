@@ -55,7 +55,7 @@ type ParentResult struct {
 // Decode decodes the parent's result into v, as json.Unmarshal does. It returns an error
 // wrapping ErrNoResult when the parent has none (it stored none, did not complete, or
 // Expired).
-func (p *ParentResult) Decode(v any) error {
+func (p ParentResult) Decode(v any) error {
 	if len(p.Result) == 0 {
 		why := "stored none"
 		if p.Expired {
