@@ -33,7 +33,7 @@ func (w *workerService) withParents(ctx context.Context, jobs []*hopperv1.Activa
 		a := jobs[i]
 		parents, omitted, err := w.s.api.JobParents(ctx, a.GetId(), a.GetLeaseToken(), limit)
 		if err != nil || omitted {
-			if err != nil {
+			if err != nil && ctx.Err() == nil {
 				w.s.log.Warn("read parent results for a worker", "job_id", a.GetId(), "err", err)
 			}
 			a.ParentResultsOmitted = true
