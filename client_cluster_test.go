@@ -9,6 +9,7 @@ import (
 
 	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/clock"
+	"github.com/hopperjobs/hopper/internal/sqlitetest"
 	"github.com/hopperjobs/hopper/internal/stoptest"
 	"github.com/hopperjobs/hopper/internal/store"
 	"github.com/hopperjobs/hopper/internal/store/sqlite"
@@ -19,7 +20,7 @@ import (
 func twoNodes(t *testing.T, ws *Workers) (a, b *Client, st *sqlite.Store, clk *clock.Fake) {
 	t.Helper()
 	clk = clock.NewFake(testStart)
-	path := t.TempDir() + "/hopper.db"
+	path := sqlitetest.Path(t)
 	open := func(id string) (*Client, *sqlite.Store) {
 		s, err := sqlite.Open(t.Context(), sqlite.Config{Path: path, Clock: clk})
 		require.NoError(t, err)
@@ -135,7 +136,7 @@ func (s *electFails) LeaderElect(ctx context.Context, p *store.LeaderParams) (*h
 func TestLeaderThatCannotRenewStopsWithinALease(t *testing.T) {
 	t.Parallel()
 	clk := clock.NewFake(testStart)
-	st, err := sqlite.Open(t.Context(), sqlite.Config{Path: t.TempDir() + "/h.db", Clock: clk})
+	st, err := sqlite.Open(t.Context(), sqlite.Config{Path: sqlitetest.Path(t), Clock: clk})
 	require.NoError(t, err)
 	defer st.Close()
 	flaky := &electFails{Store: st}

@@ -124,18 +124,18 @@ func (c *Client) EnqueueMany(ctx context.Context, jobs []EnqueueParams) ([]*Inse
 	if err != nil {
 		return nil, err
 	}
+	c.wakeInserted(res)
+	return res, nil
+}
+
+// wakeInserted tells this process's workers of the new jobs of an insert that are due or
+// scheduled (wake).
+func (c *Client) wakeInserted(res []*InsertResult) {
 	for _, r := range res {
-		if r.Existing || r.Merged {
-			continue
-		}
-		switch r.Job.State {
-		case hoppertype.StateQueued:
-			c.engine.Notify(r.Job.Queue)
-		case hoppertype.StateScheduled:
-			c.engine.NotifyScheduled(r.Job.RunAt)
+		if !r.Existing && !r.Merged && (r.Job.State == StateQueued || r.Job.State == StateScheduled) {
+			c.wake(r.Job)
 		}
 	}
-	return res, nil
 }
 
 // TxInserter inserts jobs inside a transaction the application owns. Get one from the

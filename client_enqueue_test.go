@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hopperjobs/hopper/internal/sqlitetest"
 	"github.com/hopperjobs/hopper/internal/store/sqlite"
 	"github.com/stretchr/testify/require"
 )
@@ -193,7 +194,7 @@ func TestProducerKeepsClaimingWhenSlotsAreTight(t *testing.T) {
 
 func TestConfigRejectsNegativeDurations(t *testing.T) {
 	t.Parallel()
-	st, err := sqlite.Open(t.Context(), sqlite.Config{Path: t.TempDir() + "/c.db"})
+	st, err := sqlite.Open(t.Context(), sqlite.Config{Path: sqlitetest.Path(t)})
 	require.NoError(t, err)
 	defer st.Close()
 	for _, mutate := range []func(*Config){
@@ -214,7 +215,7 @@ func TestConfigRejectsNegativeDurations(t *testing.T) {
 // NoClaimAhead, the error names the field.
 func TestConfigClaimAhead(t *testing.T) {
 	t.Parallel()
-	st, err := sqlite.Open(t.Context(), sqlite.Config{Path: t.TempDir() + "/c.db"})
+	st, err := sqlite.Open(t.Context(), sqlite.Config{Path: sqlitetest.Path(t)})
 	require.NoError(t, err)
 	defer st.Close()
 	for _, n := range []int{NoClaimAhead, 0, 1, MaxClaimAhead} {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper/internal/clock"
+	"github.com/hopperjobs/hopper/internal/sqlitetest"
 	"github.com/hopperjobs/hopper/internal/stoptest"
 	"github.com/hopperjobs/hopper/internal/store/sqlite"
 	"github.com/stretchr/testify/require"
@@ -35,7 +36,7 @@ var testStart = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 func setup(t *testing.T, ws *Workers, mutate func(*Config)) *testBundle {
 	t.Helper()
 	clk := clock.NewFake(testStart)
-	st, err := sqlite.Open(t.Context(), sqlite.Config{Path: t.TempDir() + "/hopper.db", Clock: clk})
+	st, err := sqlite.Open(t.Context(), sqlite.Config{Path: sqlitetest.Path(t), Clock: clk})
 	require.NoError(t, err)
 	cfg := Config{Store: st, Workers: ws, Clock: clk, PollInterval: time.Hour, WorkerID: "test-worker"}
 	if mutate != nil {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/hopperjobs/hopper/internal/workerapi"
 	"io"
 	"log/slog"
 	"net/http"
@@ -16,6 +15,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/hopperjobs/hopper/internal/sqlitetest"
+	"github.com/hopperjobs/hopper/internal/workerapi"
 
 	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/stoptest"
@@ -265,7 +267,7 @@ func recvStepping[T any](t *testing.T, clk *clock.Fake, ch <-chan T) T {
 func setupHook(t *testing.T, ws *Workers, mutate func(*Config)) *testBundle {
 	t.Helper()
 	clk := clock.NewFake(testStart)
-	st, err := sqlite.Open(t.Context(), sqlite.Config{Path: t.TempDir() + "/hopper.db", Clock: clk})
+	st, err := sqlite.Open(t.Context(), sqlite.Config{Path: sqlitetest.Path(t), Clock: clk})
 	require.NoError(t, err)
 	cfg := Config{Store: st, Workers: ws, Clock: clk, PollInterval: time.Hour, WorkerID: "hook-test"}
 	mutate(&cfg)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/sqlitetest"
 	"github.com/hopperjobs/hopper/internal/store"
 	"github.com/hopperjobs/hopper/internal/store/sqlite"
 	"github.com/stretchr/testify/require"
@@ -15,7 +16,7 @@ import (
 
 func TestConfigGovernorLimitsAreChecked(t *testing.T) {
 	t.Parallel()
-	st, err := sqlite.Open(t.Context(), sqlite.Config{Path: t.TempDir() + "/c.db"})
+	st, err := sqlite.Open(t.Context(), sqlite.Config{Path: sqlitetest.Path(t)})
 	require.NoError(t, err)
 	defer st.Close()
 	for _, tc := range []struct {
@@ -43,7 +44,7 @@ func TestGovernorStatus(t *testing.T) {
 	t.Parallel()
 	ws := NewWorkers()
 	AddWorkerFunc(ws, func(ctx context.Context, job *Job[sendEmail]) error { return nil })
-	st, err := sqlite.Open(t.Context(), sqlite.Config{Path: t.TempDir() + "/c.db"})
+	st, err := sqlite.Open(t.Context(), sqlite.Config{Path: sqlitetest.Path(t)})
 	require.NoError(t, err)
 	defer st.Close()
 	c, err := NewClient(Config{Store: st, Workers: ws, MaxCPU: 0.8, MaxMemory: 1 << 40})

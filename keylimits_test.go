@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper/internal/pgtest"
+	"github.com/hopperjobs/hopper/internal/sqlitetest"
 	"github.com/hopperjobs/hopper/internal/stoptest"
 	"github.com/hopperjobs/hopper/internal/store/postgres"
 	"github.com/hopperjobs/hopper/internal/store/sqlite"
@@ -73,7 +74,7 @@ func TestCapPerKeyAcrossProcesses(t *testing.T) {
 	t.Parallel()
 	stores := map[string]func(t *testing.T) (Store, Store){
 		"sqlite": func(t *testing.T) (Store, Store) { // one file, one writer: two clients of one handle
-			st, err := sqlite.Open(t.Context(), sqlite.Config{Path: t.TempDir() + "/hopper.db"})
+			st, err := sqlite.Open(t.Context(), sqlite.Config{Path: sqlitetest.Path(t)})
 			require.NoError(t, err)
 			t.Cleanup(func() { st.Close() })
 			return st, st

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper/internal/pgtest"
+	"github.com/hopperjobs/hopper/internal/sqlitetest"
 	"github.com/hopperjobs/hopper/internal/stoptest"
 	"github.com/hopperjobs/hopper/internal/store/postgres"
 	"github.com/hopperjobs/hopper/internal/store/sqlite"
@@ -50,7 +51,7 @@ func TestKindConcurrencyBoundsAKindInTheProcess(t *testing.T) {
 	t.Parallel()
 	stores := map[string]func(t *testing.T) Store{
 		"sqlite": func(t *testing.T) Store {
-			st, err := sqlite.Open(t.Context(), sqlite.Config{Path: t.TempDir() + "/hopper.db"})
+			st, err := sqlite.Open(t.Context(), sqlite.Config{Path: sqlitetest.Path(t)})
 			require.NoError(t, err)
 			t.Cleanup(func() { st.Close() })
 			return st
@@ -126,7 +127,7 @@ func TestKindConcurrencyRefusesBadValues(t *testing.T) {
 	t.Parallel()
 	ws := NewWorkers()
 	AddWorkerFunc(ws, func(ctx context.Context, job *Job[heavyJob]) error { return nil })
-	st, err := sqlite.Open(t.Context(), sqlite.Config{Path: t.TempDir() + "/hopper.db"})
+	st, err := sqlite.Open(t.Context(), sqlite.Config{Path: sqlitetest.Path(t)})
 	require.NoError(t, err)
 	defer st.Close()
 	for kind, n := range map[string]int{"heavy": 0, "unknown": 1} {

@@ -50,6 +50,7 @@ func TestEveryLimitIsServed(t *testing.T) {
 	require.Equal(t, workerapi.MaxActivateQueues, l.MaxActivateQueues)
 	require.Equal(t, workerapi.MaxStreamCredit, l.MaxStreamCredit)
 	require.Equal(t, workerapi.MaxStreamKindCaps, l.MaxStreamKindCaps)
+	require.Equal(t, MaxParents, l.MaxParents)
 	require.Greater(t, l.MaxRunAtFuture, time.Hour)
 }
 

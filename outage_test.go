@@ -10,6 +10,7 @@ import (
 
 	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/clock"
+	"github.com/hopperjobs/hopper/internal/sqlitetest"
 	"github.com/hopperjobs/hopper/internal/stoptest"
 	"github.com/hopperjobs/hopper/internal/store"
 	"github.com/hopperjobs/hopper/internal/store/sqlite"
@@ -135,7 +136,7 @@ func newOutageCluster(t *testing.T, oc outageConfig) *outageNode {
 		oc.leaderTTL = 3 * time.Second
 	}
 	n := &outageNode{clock: clock.NewFake(testStart), leaderTTL: oc.leaderTTL}
-	path := t.TempDir() + "/hopper.db"
+	path := sqlitetest.Path(t)
 	open := func(id string, ws *Workers) (*Client, *downStore) {
 		st, err := sqlite.Open(t.Context(), sqlite.Config{Path: path, Clock: n.clock})
 		require.NoError(t, err)
@@ -449,7 +450,7 @@ func TestAFailoverWithoutAnOutageRescuesAtOnce(t *testing.T) {
 func TestANewProcessGivesWorkersTimeToRenew(t *testing.T) {
 	t.Parallel()
 	clk := clock.NewFake(testStart)
-	st, err := sqlite.Open(t.Context(), sqlite.Config{Path: t.TempDir() + "/hopper.db", Clock: clk})
+	st, err := sqlite.Open(t.Context(), sqlite.Config{Path: sqlitetest.Path(t), Clock: clk})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, st.Close()) })
 	ctx := t.Context()

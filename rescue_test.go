@@ -11,6 +11,7 @@ import (
 
 	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/clock"
+	"github.com/hopperjobs/hopper/internal/sqlitetest"
 	"github.com/hopperjobs/hopper/internal/store"
 	"github.com/hopperjobs/hopper/internal/store/sqlite"
 	"github.com/stretchr/testify/require"
@@ -60,7 +61,7 @@ func (f *frozen) NodeHeartbeat(ctx context.Context, n *hoppertype.Node) error {
 func TestPoisonJobEndsInTheDeadLetterQueue(t *testing.T) {
 	t.Parallel()
 	clk := clock.NewFake(testStart)
-	path := t.TempDir() + "/hopper.db"
+	path := sqlitetest.Path(t)
 	open := func() *sqlite.Store {
 		st, err := sqlite.Open(t.Context(), sqlite.Config{Path: path, Clock: clk})
 		require.NoError(t, err)
@@ -146,7 +147,7 @@ func TestPoisonJobEndsInTheDeadLetterQueue(t *testing.T) {
 func TestDeadNodesJobOutOfRescuesReachesTheDeadLetterHook(t *testing.T) {
 	t.Parallel()
 	clk := clock.NewFake(testStart)
-	path := t.TempDir() + "/hopper.db"
+	path := sqlitetest.Path(t)
 	open := func() *sqlite.Store {
 		st, err := sqlite.Open(t.Context(), sqlite.Config{Path: path, Clock: clk})
 		require.NoError(t, err)

@@ -3,9 +3,11 @@ package hopper
 import (
 	"context"
 	"errors"
-	"github.com/hopperjobs/hopper/internal/workerapi"
 	"testing"
 	"time"
+
+	"github.com/hopperjobs/hopper/internal/sqlitetest"
+	"github.com/hopperjobs/hopper/internal/workerapi"
 
 	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/stoptest"
@@ -78,7 +80,7 @@ func TestExpiredJobsAreHiddenThenSwept(t *testing.T) {
 	t.Parallel()
 	ws := NewWorkers()
 	AddWorkerFunc(ws, func(context.Context, *Job[sendEmail]) error { return nil })
-	path := t.TempDir() + "/hopper.db"
+	path := sqlitetest.Path(t)
 	clk := clock.NewFake(testStart)
 	st, err := sqlite.Open(t.Context(), sqlite.Config{Path: path, Clock: clk})
 	require.NoError(t, err)
@@ -150,7 +152,7 @@ func TestSweepInterval(t *testing.T) {
 	t.Parallel()
 	ws := NewWorkers()
 	AddWorkerFunc(ws, func(context.Context, *Job[sendEmail]) error { return nil })
-	path := t.TempDir() + "/hopper.db"
+	path := sqlitetest.Path(t)
 	clk := clock.NewFake(testStart)
 	st, err := sqlite.Open(t.Context(), sqlite.Config{Path: path, Clock: clk})
 	require.NoError(t, err)

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"sync"
 
-	"github.com/hopperjobs/hopper/internal/workerapi"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/hopperjobs/hopper/internal/sqlitetest"
+	"github.com/hopperjobs/hopper/internal/workerapi"
 
 	"github.com/hopperjobs/hopper/internal/store"
 	"github.com/hopperjobs/hopper/internal/store/sqlite"
@@ -170,7 +172,7 @@ func TestSuspendOnShutdownKeepsTheCheckpoint(t *testing.T) {
 		<-ctx.Done()
 		return Suspend(pages{Page: 7}, SuspendOpts{Until: time.Now().Add(time.Hour)})
 	})
-	st, err := sqlite.Open(t.Context(), sqlite.Config{Path: t.TempDir() + "/hopper.db"})
+	st, err := sqlite.Open(t.Context(), sqlite.Config{Path: sqlitetest.Path(t)})
 	require.NoError(t, err)
 	defer st.Close()
 	c, err := NewClient(Config{Store: st, Workers: ws})

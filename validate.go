@@ -137,7 +137,7 @@ func (c *Client) InputLimits() InputLimits {
 		MaxRetention: maxRetention, MaxResultTTL: maxResultTTL,
 		MaxActivateJobs: workerapi.MaxActivateJobs, MaxActivateWait: workerapi.MaxActivateWait,
 		MaxActivateQueues: workerapi.MaxActivateQueues, MaxStreamCredit: workerapi.MaxStreamCredit,
-		MaxStreamKindCaps: workerapi.MaxStreamKindCaps,
+		MaxStreamKindCaps: workerapi.MaxStreamKindCaps, MaxParents: MaxParents,
 	}
 }
 

@@ -1,8 +1,9 @@
 // Package hopperclient is the Go client of a running Hopper server (hopper serve). It
-// enqueues, reads, cancels, resumes and replays jobs and manages queues, kinds, schedules and
-// API keys through the server's API, with the types of package hopper (hopper.InsertOpts,
-// hopper.JobRow, hopper.ListParams, hopper.Schedule…) and its errors, so that code written
-// against a *hopper.Client on a database works through a server with few changes. To run
+// enqueues, reads, cancels, resumes and replays jobs and workflows and manages queues, kinds,
+// schedules and API keys through the server's API, with the types of package hopper
+// (hopper.InsertOpts, hopper.JobRow, hopper.ListParams, hopper.Schedule…) and its errors, so
+// that code written against a *hopper.Client on a database works through a server with few
+// changes. To run
 // jobs outside the server, use package remote.
 //
 //	client, err := hopperclient.New(hopperclient.Config{URL: "http://127.0.0.1:7070", APIKey: key})
@@ -94,6 +95,7 @@ type Client struct {
 	dlq       hopperv1connect.DeadLetterServiceClient
 	schedules hopperv1connect.ScheduleServiceClient
 	server    hopperv1connect.ServerServiceClient
+	workflows hopperv1connect.WorkflowServiceClient
 }
 
 // New checks cfg and returns a client of the server at cfg.URL. It does not call the server:
@@ -112,7 +114,7 @@ func New(cfg Config) (*Client, error) {
 		jobs: hopperv1connect.NewJobServiceClient(c), queues: hopperv1connect.NewQueueServiceClient(c),
 		kinds: hopperv1connect.NewKindServiceClient(c), admin: hopperv1connect.NewAdminServiceClient(c),
 		dlq: hopperv1connect.NewDeadLetterServiceClient(c), schedules: hopperv1connect.NewScheduleServiceClient(c),
-		server: hopperv1connect.NewServerServiceClient(c),
+		server: hopperv1connect.NewServerServiceClient(c), workflows: hopperv1connect.NewWorkflowServiceClient(c),
 	}, nil
 }
 

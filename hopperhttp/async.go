@@ -32,8 +32,16 @@ import (
 // A Fairness-Key header becomes the job's fairness key (hopper.InsertOpts.FairnessKey): the
 // queue's claims share their jobs between the keys, round robin.
 //
+// An After header names the jobs the new job waits for (hopper.InsertOpts.After: job ids,
+// comma-separated, or the header repeated; it is not recorded in the job's headers), and an
+// On-Parent-Failure header what a parent's failure does to it: cancel (the default), run or
+// skip (hopper.InsertOpts.OnParentFailure). The job is answered in state waiting until its
+// parents have ended.
+//
 // Errors: 400 for a body that is not JSON in UTF-8, an empty Idempotency-Key, Merge-Key,
-// Merge or Fairness-Key, an unknown Merge policy or one without a Merge-Key, a Fairness-Key
+// Merge, Fairness-Key or On-Parent-Failure, an empty id in After, an After with a Merge-Key,
+// more than hopper.MaxParents ids in it or an id of no job (the message names the field,
+// after[i]), an unknown On-Parent-Failure, an unknown Merge policy or one without a Merge-Key, a Fairness-Key
 // over 128 bytes or with control characters, or a kind or key that is not UTF-8 or holds a NUL
 // byte, 405 for a method other than POST, 413 for a body over
 // WithMaxBodyBytes or the client's Config.MaxArgsBytes (also the args an append would make), 422 for
@@ -97,13 +105,21 @@ func (h *asyncHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	after, ok := parentsHeader(w, r)
+	if !ok {
+		return
+	}
+	onFailure, ok := oneHeader(w, r, "On-Parent-Failure")
+	if !ok {
+		return
+	}
 	kind := h.kind(r)
 	// The caller's trace context (its traceparent header) goes with the job: its attempts
 	// join the caller's trace.
 	res, err := h.client.Enqueue(jobtrace.FromHTTP(r.Context(), r.Header), hopper.RawArgs{KindName: kind, JSON: body}, &hopper.InsertOpts{
 		Queue: h.cfg.queue, Priority: h.cfg.priority, MaxAttempts: h.cfg.maxAttempts,
 		Headers: requestHeaders(r, h.cfg.skip), IdempotencyKey: key, MergeKey: mergeKey, Merge: hopper.MergePolicy(policy),
-		FairnessKey: fairnessKey,
+		FairnessKey: fairnessKey, After: after, OnParentFailure: hopper.ParentPolicy(onFailure),
 	})
 	if err != nil {
 		h.enqueueError(w, r, kind, body, err)
@@ -178,11 +194,35 @@ func oneHeader(w http.ResponseWriter, r *http.Request, name string) (string, boo
 	return v, true
 }
 
+// parentsHeader returns the job ids of the After headers (comma-separated, or the header
+// repeated), nil without one, or answers 400 for an empty id.
+func parentsHeader(w http.ResponseWriter, r *http.Request) ([]string, bool) {
+	var ids []string
+	for _, v := range r.Header.Values("After") {
+		for id := range strings.SplitSeq(v, ",") {
+			id = strings.TrimSpace(id)
+			if id == "" {
+				writeError(w, http.StatusBadRequest, codeInvalidArgument,
+					fmt.Sprintf("invalid after[%d]: an empty job id in the After header", len(ids)))
+				return nil, false
+			}
+			ids = append(ids, id)
+		}
+	}
+	return ids, true
+}
+
 // requestFields are the inputs of an enqueue that come from the request; a bad one is the
 // caller's error. The others come from the handler's options: a bad one is the program's.
 var requestFields = map[string]bool{
 	"args": true, "headers": true, "idempotency_key": true, "kind": true, "merge_key": true, "merge": true,
-	"fairness_key": true,
+	"fairness_key": true, "after": true, "on_parent_failure": true,
+}
+
+// requestField reports whether field (after[2] is after's) comes from the request.
+func requestField(field string) bool {
+	name, _, _ := strings.Cut(field, "[")
+	return requestFields[name]
 }
 
 func (h *asyncHandler) enqueueError(w http.ResponseWriter, r *http.Request, kind string, body []byte, err error) {
@@ -196,7 +236,7 @@ func (h *asyncHandler) enqueueError(w http.ResponseWriter, r *http.Request, kind
 	case isValidation && verr.Field == "headers":
 		writeError(w, http.StatusRequestHeaderFieldsTooLarge, codeResourceExhausted,
 			"the request headers are too large to record in the job: "+verr.Reason)
-	case isValidation && requestFields[verr.Field]:
+	case isValidation && requestField(verr.Field):
 		writeError(w, http.StatusBadRequest, codeInvalidArgument, err.Error())
 	case apierr.StoreRefusal(err):
 		h.cfg.log.Warn("the store refused a value", "request_id", apierr.RequestID(w, r), "kind", kind, "err", err)

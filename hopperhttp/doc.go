@@ -9,7 +9,7 @@
 //	http.path            the request path
 //	http.path.<name>     each wildcard of the route pattern ({tenant}, {rest...})
 //	http.query.<name>    each query parameter
-//	http.header.<name>   each request header, lower-cased, except credentials
+//	http.header.<name>   each request header, lower-cased, except credentials and After
 //
 // Several values of one header or query parameter are joined with ", ". Credentials
 // (Authorization, Cookie, Proxy-Authorization, X-Api-Key) are never recorded: job headers are
@@ -20,7 +20,9 @@
 //
 // An Idempotency-Key request header becomes the job's idempotency key: a retry with the same
 // key and body gets the job of the first request (202 again, with Idempotent-Replayed: true);
-// the same key with another body is refused with 422.
+// the same key with another body is refused with 422. An After header (job ids) makes the job
+// wait for those jobs, On-Parent-Failure says what a parent's failure does to it (see
+// AsyncHandler).
 //
 // StatusHandler serves GET <prefix>/{id}. With ?wait=10s (at most 60 s) it answers as soon as
 // the job is completed, failed or canceled, or when the wait ends, whichever comes first.

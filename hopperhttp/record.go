@@ -13,6 +13,10 @@ var credentialHeaders = map[string]bool{
 	"authorization": true, "cookie": true, "proxy-authorization": true, "x-api-key": true,
 }
 
+// unrecorded are the headers the enqueue acts on that the job keeps elsewhere, and that could
+// be long: After's ids are the job's parents (up to hopper.MaxParents of them).
+var unrecorded = map[string]bool{"after": true}
+
 // requestHeaders is the HTTP request as recorded in a job's headers (see the package doc). A
 // recorded value that is not UTF-8 (a Latin-1 header value, a %FF in the query or the path)
 // is kept with U+FFFD in place of its bad bytes: the record describes the request, and
@@ -39,7 +43,7 @@ func record(r *http.Request, skip map[string]bool) map[string]string {
 	}
 	for name, vals := range r.Header {
 		n := strings.ToLower(name)
-		if !credentialHeaders[n] && !skip[n] {
+		if !credentialHeaders[n] && !unrecorded[n] && !skip[n] {
 			add("http.header."+n, vals)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/hopperjobs/hopper"
 	"github.com/hopperjobs/hopper/hopperhttp"
 	"github.com/hopperjobs/hopper/hoppertest"
+	"github.com/hopperjobs/hopper/internal/sqlitetest"
 	"github.com/hopperjobs/hopper/internal/stoptest"
 	"github.com/hopperjobs/hopper/sqlitestore"
 	"github.com/stretchr/testify/require"
@@ -63,7 +64,7 @@ func setup(t *testing.T, o setupOpts) *testBundle {
 	if o.clock != nil {
 		clk = o.clock
 	}
-	st, err := sqlitestore.Open(t.Context(), sqlitestore.Config{Path: t.TempDir() + "/hopper.db", Clock: clk})
+	st, err := sqlitestore.Open(t.Context(), sqlitestore.Config{Path: sqlitetest.Path(t), Clock: clk})
 	require.NoError(t, err)
 	b := &testBundle{gate: make(chan struct{})}
 	ws := hopper.NewWorkers()

@@ -13,6 +13,7 @@ import (
 	"github.com/hopperjobs/hopper"
 	"github.com/hopperjobs/hopper/hopperhttp"
 	"github.com/hopperjobs/hopper/hoppertest"
+	"github.com/hopperjobs/hopper/internal/sqlitetest"
 	"github.com/hopperjobs/hopper/sqlitestore"
 	"github.com/stretchr/testify/require"
 )
@@ -141,7 +142,7 @@ func TestStatusWaitReturnsWhenTheJobFails(t *testing.T) {
 func idleSetup(t *testing.T) (*testBundle, *hoppertest.FakeClock, string) {
 	t.Helper()
 	clk := hoppertest.NewFakeClock(testStart)
-	st, err := sqlitestore.Open(t.Context(), sqlitestore.Config{Path: t.TempDir() + "/hopper.db", Clock: clk})
+	st, err := sqlitestore.Open(t.Context(), sqlitestore.Config{Path: sqlitetest.Path(t), Clock: clk})
 	require.NoError(t, err)
 	client, err := hopper.NewClient(hopper.Config{Store: st, Clock: clk})
 	require.NoError(t, err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hopperjobs/hopper"
 	"github.com/hopperjobs/hopper/hoppertest"
+	"github.com/hopperjobs/hopper/internal/sqlitetest"
 	"github.com/hopperjobs/hopper/internal/stoptest"
 	"github.com/hopperjobs/hopper/sqlitestore"
 	"github.com/stretchr/testify/require"
@@ -20,7 +21,7 @@ func (flaky) Kind() string { return "flaky" }
 // A user's test drives retries with the fake clock instead of sleeping.
 func TestFakeClockDrivesRetries(t *testing.T) {
 	clk := hoppertest.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	st, err := sqlitestore.Open(t.Context(), sqlitestore.Config{Path: t.TempDir() + "/h.db", Clock: clk})
+	st, err := sqlitestore.Open(t.Context(), sqlitestore.Config{Path: sqlitetest.Path(t), Clock: clk})
 	require.NoError(t, err)
 	defer st.Close()
 	ws := hopper.NewWorkers()

@@ -58,6 +58,10 @@ type JobRow struct {
 	// HasChildren: jobs were enqueued to wait for this one (InsertOpts.After); its ending
 	// releases them (docs/workflows.md).
 	HasChildren bool
+	// WorkflowID is the workflow the job is a step of (Client.EnqueueWorkflow), Step its
+	// step's name in it; both empty for a job enqueued on its own (docs/workflows.md).
+	WorkflowID  string
+	Step        string
 	MergeKey    string
 	OriginalID  string
 	ReplayCount int

@@ -44,4 +44,6 @@ type InputLimits struct {
 	MaxActivateQueues int
 	MaxStreamCredit   int
 	MaxStreamKindCaps int
+	// Dependencies: the most ids one job names in InsertOpts.After (its parents).
+	MaxParents int
 }

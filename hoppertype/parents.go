@@ -22,6 +22,19 @@ const (
 // Failed reports whether children treat the outcome as a failure (their policy applies).
 func (o ParentOutcome) Failed() bool { return o == ParentFailed || o == ParentCanceled }
 
+// State is the terminal state (and skip mark) of a parent that ended with the outcome.
+func (o ParentOutcome) State() (state JobState, skipped bool) {
+	switch o {
+	case ParentFailed:
+		return StateFailed, false
+	case ParentCanceled:
+		return StateCanceled, false
+	case ParentSkipped:
+		return StateCanceled, true
+	}
+	return StateCompleted, false
+}
+
 // ErrNoResult: a parent left no result to decode (it stored none, or its retention ran out).
 var ErrNoResult = errors.New("no result")
 

@@ -11,6 +11,7 @@ import (
 	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/pgtest"
 	"github.com/hopperjobs/hopper/internal/server"
+	"github.com/hopperjobs/hopper/internal/sqlitetest"
 	"github.com/hopperjobs/hopper/internal/stoptest"
 	"github.com/hopperjobs/hopper/pgstore"
 	"github.com/hopperjobs/hopper/sqlitestore"
@@ -96,7 +97,7 @@ func openStore(t testing.TB, o ServeOptions) storeCloser {
 		require.NoError(t, err)
 		return st
 	}
-	cfg := sqlitestore.Config{Path: t.TempDir() + "/hopper.db"}
+	cfg := sqlitestore.Config{Path: sqlitetest.Path(t)}
 	if o.Clock != nil {
 		cfg.Clock = o.Clock
 	}

@@ -2,6 +2,7 @@ package apispec
 
 import (
 	"encoding/json"
+	"errors"
 	"reflect"
 	"slices"
 	"testing"
@@ -170,7 +171,8 @@ func TestFleetRoundTrip(t *testing.T) {
 		MaxHeaderBytes: 11, MaxPriority: 12, MaxAttempts: 13, MaxRescues: 14, MaxCap: 15, MaxFilterCodes: 16,
 		MaxRunAtPast: 17 * time.Second, MaxRunAtFuture: 18 * time.Second, MaxTimeout: 19 * time.Second,
 		MaxRetention: 20 * time.Second, MaxResultTTL: 21 * time.Second, MaxActivateJobs: 22,
-		MaxActivateWait: 23 * time.Second, MaxActivateQueues: 24, MaxStreamCredit: 25, MaxStreamKindCaps: 26}
+		MaxActivateWait: 23 * time.Second, MaxActivateQueues: 24, MaxStreamCredit: 25, MaxStreamKindCaps: 26,
+		MaxParents: 27}
 	requireAllSet(t, limits)
 	si := &hoppertype.ServerInfo{Version: "v0.1.0", Commit: "0123abcd", CommitTime: at, Modified: true, GoVersion: "go1.26.8",
 		Platform: "linux/amd64", Store: "postgres", SchemaVersion: 9, InputLimits: limits}
@@ -273,4 +275,70 @@ func TestRetryRoundTrip(t *testing.T) {
 	gotF, gotM := FromRetryManyRequest(RetryManyRequest(f, m))
 	require.Equal(t, f, gotF)
 	require.Equal(t, m, gotM)
+}
+
+// A workflow sent to a server is the workflow the server enqueues: each step's name, job,
+// parents and policy.
+func TestWorkflowRequestRoundTrip(t *testing.T) {
+	t.Parallel()
+	raw := func(args hopper.JobArgs, o *hopper.InsertOpts) (*hopperv1.JobSpec, error) {
+		b, err := json.Marshal(args)
+		require.NoError(t, err)
+		opts := hopper.InsertOptsFor(args, o)
+		return JobSpec(args.Kind(), b, &opts)
+	}
+	wf := hopper.Workflow{Name: "publish", Steps: []hopper.WorkflowStep{
+		{Name: "fetch", Args: hopper.RawArgs{KindName: "fetch", JSON: json.RawMessage(`{"id":7}`)},
+			Opts: &hopper.InsertOpts{Queue: "io", Priority: 2}},
+		{Name: "publish", Args: hopper.RawArgs{KindName: "publish", JSON: json.RawMessage(`{}`)},
+			After: []string{"fetch"}, OnParentFailure: hopper.ParentRun},
+	}}
+	req, err := WorkflowRequest(wf, raw)
+	require.NoError(t, err)
+	require.Equal(t, []string{"fetch"}, req.GetSteps()[1].GetJob().GetAfter())
+	back, err := FromWorkflowRequest(req)
+	require.NoError(t, err)
+	require.Equal(t, "publish", back.Name)
+	require.Len(t, back.Steps, 2)
+	require.Equal(t, &hopper.InsertOpts{Queue: "io", Priority: 2}, back.Steps[0].Opts)
+	require.Equal(t, wf.Steps[0].Args, back.Steps[0].Args)
+	require.Equal(t, hopper.WorkflowStep{Name: "publish", Args: wf.Steps[1].Args, Opts: &hopper.InsertOpts{},
+		After: []string{"fetch"}, OnParentFailure: hopper.ParentRun}, back.Steps[1])
+
+	// Job ids in a step's options are refused, named as the Go API names them; a step
+	// without a job, as the API does.
+	wf.Steps[1].Opts = &hopper.InsertOpts{After: []string{"0190f0e4-0000-7000-8000-000000000000"}}
+	_, err = WorkflowRequest(wf, raw)
+	requireField(t, err, "steps[1].after")
+	_, err = FromWorkflowRequest(&hopperv1.EnqueueWorkflowRequest{Steps: []*hopperv1.WorkflowStep{{Name: "a"}}})
+	requireField(t, err, "steps[0].job")
+}
+
+// The API names a step's job options under its job; the Go API names them on the step.
+func TestWorkflowFieldsBothWays(t *testing.T) {
+	t.Parallel()
+	for goName, apiName := range map[string]string{
+		"name": "name", "steps": "steps", "steps[2].name": "steps[2].name", "steps[2].queue": "steps[2].job.queue",
+		"steps[2].after[1]": "steps[2].job.after[1]", "steps[10].on_parent_failure": "steps[10].job.on_parent_failure",
+		"steps[0].job": "steps[0].job",
+	} {
+		require.Equal(t, apiName, WorkflowField(goName), goName)
+		if goName != "steps[0].job" {
+			require.Equal(t, goName, FromWorkflowField(apiName), apiName)
+		}
+	}
+	err := WorkflowError(&hopper.ValidationError{Field: "steps[1].after[0]", Reason: "r"})
+	requireField(t, err, "steps[1].job.after[0]")
+	requireField(t, FromWorkflowError(err), "steps[1].after[0]")
+	plain := errors.New("x")
+	require.Same(t, plain, WorkflowError(plain))
+}
+
+func TestWorkflowListRequestRoundTrip(t *testing.T) {
+	t.Parallel()
+	p := &hopper.WorkflowListParams{Name: "n", States: []hopper.WorkflowState{hopper.WorkflowFailed}, Cursor: "c",
+		Limit: 7, Ascending: true}
+	requireAllSet(t, *p)
+	require.Equal(t, p, FromWorkflowListRequest(WorkflowListRequest(p)))
+	require.Equal(t, &hopper.WorkflowListParams{}, FromWorkflowListRequest(WorkflowListRequest(nil)))
 }

@@ -23,8 +23,8 @@ func TestJobFillsEveryField(t *testing.T) {
 		ProgressPercent: 40, ProgressMessage: "m", Result: json.RawMessage(`"r"`), LastError: "e", LastErrorCode: "c",
 		Checkpoint: json.RawMessage(`{"c":1}`), ResumeData: json.RawMessage(`[1]`),
 		IdempotencyKey: "i", GroupKey: "g", MergeKey: "m", FairnessKey: "f", OriginalID: "o", ReplayCount: 2, ReplayedBy: "api",
-		HasChildren: true,
-		CreatedAt:   at, StartedAt: at, FinishedAt: at, UpdatedAt: at, ExpiresAt: at, DeadlineAt: at,
+		HasChildren: true, WorkflowID: "wf", Step: "fetch",
+		CreatedAt: at, StartedAt: at, FinishedAt: at, UpdatedAt: at, ExpiresAt: at, DeadlineAt: at,
 	}
 	job := Job(row, true).ProtoReflect()
 	fields := job.Descriptor().Fields()

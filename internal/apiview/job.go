@@ -25,7 +25,7 @@ func Job(j *hoppertype.JobRow, stalled bool) *hopperv1.Job {
 		Stalled: stalled, Checkpoint: Payload(j.Checkpoint), DeadlineAt: Time(j.DeadlineAt),
 		ResumeData: Payload(j.ResumeData), Rescues: int32(j.Rescues), MaxRescues: int32(j.MaxRescues),
 		MergeKey: Text(j.MergeKey), LastErrorCode: Text(j.LastErrorCode), FairnessKey: Text(j.FairnessKey),
-		HasChildren: j.HasChildren,
+		HasChildren: j.HasChildren, WorkflowId: Text(j.WorkflowID), Step: Text(j.Step),
 	}
 }
 
@@ -50,7 +50,7 @@ func FromJob(j *hopperv1.Job) *hoppertype.JobRow {
 		CreatedAt: FromTime(j.GetCreatedAt()), StartedAt: FromTime(j.GetStartedAt()),
 		FinishedAt: FromTime(j.GetFinishedAt()), UpdatedAt: FromTime(j.GetUpdatedAt()),
 		ExpiresAt: FromTime(j.GetExpiresAt()), DeadlineAt: FromTime(j.GetDeadlineAt()),
-		HasChildren: j.GetHasChildren(),
+		HasChildren: j.GetHasChildren(), WorkflowID: j.GetWorkflowId(), Step: j.GetStep(),
 	}
 }
 

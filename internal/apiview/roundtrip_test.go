@@ -27,8 +27,8 @@ func fullRow() *hoppertype.JobRow {
 		ProgressPercent: 40, ProgressMessage: "m", Result: json.RawMessage(`"r"`), LastError: "e", LastErrorCode: "c",
 		Checkpoint: json.RawMessage(`{"c":1}`), ResumeData: json.RawMessage(`[1]`),
 		IdempotencyKey: "i", GroupKey: "g", MergeKey: "mk", FairnessKey: "f", OriginalID: "o", ReplayCount: 2, ReplayedBy: "api",
-		HasChildren: true,
-		CreatedAt:   at.Add(-time.Hour), StartedAt: at.Add(2 * time.Second), FinishedAt: at.Add(3 * time.Second),
+		HasChildren: true, WorkflowID: "wf", Step: "fetch",
+		CreatedAt: at.Add(-time.Hour), StartedAt: at.Add(2 * time.Second), FinishedAt: at.Add(3 * time.Second),
 		UpdatedAt: at.Add(4 * time.Second), ExpiresAt: at.Add(24 * time.Hour), DeadlineAt: at.Add(48 * time.Hour),
 	}
 }
@@ -62,6 +62,18 @@ func TestJobRoundTrip(t *testing.T) {
 	require.Nil(t, msg.GetTimeout())
 	require.Equal(t, bare, FromJob(msg))
 	require.Nil(t, FromJob(nil))
+}
+
+// A workflow read back from the API is the workflow shown.
+func TestWorkflowRoundTrip(t *testing.T) {
+	t.Parallel()
+	w := &hoppertype.WorkflowRow{ID: "wf", Name: "nightly", State: hoppertype.WorkflowFailed, Steps: 3,
+		StepStates: map[hoppertype.JobState]int{hoppertype.StateFailed: 1, hoppertype.StateCanceled: 2},
+		CreatedAt:  time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC), StartedAt: time.Date(2026, 3, 1, 12, 0, 1, 0, time.UTC),
+		FinishedAt: time.Date(2026, 3, 1, 12, 0, 2, 0, time.UTC)}
+	requireAllSet(t, *w)
+	require.Equal(t, w, FromWorkflow(Workflow(w)))
+	require.Nil(t, FromWorkflow(nil))
 }
 
 func TestActivatedJobRoundTrip(t *testing.T) {

@@ -87,6 +87,26 @@ func TestBatchSmall(t *testing.T) {
 	require.ErrorContains(t, err, "multiple of 100")
 }
 
+// The workflow scenario, small: every fan-in step runs once, after all its parents (the
+// scenario fails otherwise), and the figures are in its JSON.
+func TestWorkflowSmall(t *testing.T) {
+	FanInParents = 50
+	res, err := Workflow(t.Context(), Config{Jobs: 20 * (WorkflowWidth + 1), Workers: 8, Synchronous: "NORMAL"})
+	require.NoError(t, err)
+	require.Equal(t, 20, res.Workflows)
+	require.Positive(t, res.WorkflowJobsPerSec)
+	require.Positive(t, res.PlainJobsPerSec)
+	require.Positive(t, res.FanInJobsPerSec)
+	require.Positive(t, res.ReleaseP99Ms)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(res.JSON(), &m))
+	for _, k := range []string{"workflow_jobs_per_sec", "plain_jobs_per_sec", "ratio", "release_p50_ms", "release_p99_ms", "fan_in_release_ms"} {
+		require.Contains(t, m, k)
+	}
+	_, err = Workflow(t.Context(), Config{Jobs: 100})
+	require.ErrorContains(t, err, "multiple of 11")
+}
+
 // The per-key scenario on few keys, so that keys have several jobs and workers to spare: the
 // capped run never has more than the cap of a key running, read from every job's attempt.
 func TestPerKeySmall(t *testing.T) {

@@ -66,6 +66,11 @@ type backend interface {
 	RemoveSchedule(ctx context.Context, name string) error
 	PauseSchedule(ctx context.Context, name string) error
 	ResumeSchedule(ctx context.Context, name string) error
+	// Workflows (workflows.go).
+	EnqueueWorkflow(ctx context.Context, wf hopper.Workflow) (*hopper.WorkflowResult, error)
+	Workflow(ctx context.Context, id string) (*hopper.WorkflowDetail, error)
+	ListWorkflows(ctx context.Context, p *hopper.WorkflowListParams) (*hopper.WorkflowListResult, error)
+	CancelWorkflow(ctx context.Context, id, reason string) (*hopper.WorkflowCancelResult, error)
 }
 
 var (
@@ -166,6 +171,10 @@ func (l local) Lineage(ctx context.Context, id string) ([]string, string, error)
 
 func (l local) Cancel(ctx context.Context, id, reason string) (*hopper.JobRow, error) {
 	return l.CancelBy(ctx, id, hopper.ActorOperator, reason)
+}
+
+func (l local) CancelWorkflow(ctx context.Context, id, reason string) (*hopper.WorkflowCancelResult, error) {
+	return l.CancelWorkflowBy(ctx, id, hopper.ActorOperator, reason)
 }
 
 // checkServerURL checks a --server URL (given as name) as the server's client does, so that a

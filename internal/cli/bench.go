@@ -102,6 +102,12 @@ running job per key on the queue (docs/flow-control.md#limits-per-key). It repor
 throughputs, their ratio, the store's claim times (p50, p99), and the most jobs of one key that
 ran at once, read from the jobs' start and end times; it fails when that exceeds the cap.
 
+--scenario workflow enqueues workflows of 10 parallel no-op steps and a fan-in step that runs
+after them (--jobs, default 22,000: 2,000 workflows of 11 jobs; a multiple of 11), then works
+them; then as many plain no-op jobs, on a fresh store; then one fan-in of 10,000 parents
+(docs/workflows.md). It reports both throughputs and their ratio, and the fan-in steps'
+release latency: from the end of a step's last parent to its own start (p50, p99).
+
 --kind-cap and --kind-rate set a fleet-wide cap or rate limit on the no-op jobs' kind before
 the run, to measure what a capped or rate-limited claim costs (a limit far above the
 throughput, such as --kind-rate 1000000/1s) or that starts follow the limit.`,
@@ -166,6 +172,11 @@ throughput, such as --kind-rate 1000000/1s) or that starts follow the limit.`,
 					cfg.Jobs = bench.DefaultPerKeyJobs
 				}
 				return printPerKey(cmd, cfg, asJSON)
+			case "workflow":
+				if !cmd.Flags().Changed("jobs") {
+					cfg.Jobs = bench.DefaultWorkflowJobs
+				}
+				return printWorkflowBench(cmd, cfg, asJSON)
 			case "tenants", "compaction":
 				for name, v := range map[string]*int{"jobs": &cfg.Jobs, "workers": &cfg.Workers} {
 					if !cmd.Flags().Changed(name) {
@@ -218,7 +229,7 @@ throughput, such as --kind-rate 1000000/1s) or that starts follow the limit.`,
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	f.BoolVar(&compare, "compare-remote", false, "measure in process, then through a server this command starts (stream and poll), and print the ratios")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
-	f.StringVar(&scenario, "scenario", "", "run a scenario instead of the standard benchmark: fairness, tenants, compaction, retained, horizon, soak, batch or per-key")
+	f.StringVar(&scenario, "scenario", "", "run a scenario instead of the standard benchmark: fairness, tenants, compaction, retained, horizon, soak, batch, per-key or workflow")
 	f.IntVar(&groups, "groups", bench.DefaultCompactionGroups, "with --scenario compaction: the groups the jobs are spread over")
 	f.IntVar(&cfg.Rows, "rows", 0, "with --scenario retained: finished jobs to fill the store with before the benchmark")
 	f.BoolVar(&pin, "pin", true, "with --scenario horizon: hold the snapshot (--pin=false measures the baseline)")
@@ -360,7 +371,7 @@ func checkScenarioFlags(cmd *cobra.Command, scenario string, cfg bench.Config, c
 		return usageErrorf("--pin is the horizon scenario's: add --scenario horizon")
 	case cfg.Work < 0 || cfg.Work > bench.MaxWork:
 		return usageErrorf("--work %s is outside 0–%s", cfg.Work, bench.MaxWork)
-	case cmd.Flags().Changed("work") && (scenario == "fairness" || scenario == "soak" || scenario == "batch" || scenario == "tenants" || scenario == "compaction"):
+	case cmd.Flags().Changed("work") && (scenario == "fairness" || scenario == "soak" || scenario == "batch" || scenario == "tenants" || scenario == "compaction" || scenario == "workflow"):
 		return usageErrorf("--work is not supported with --scenario %s", scenario)
 	case cfg.ClaimAhead < hopper.NoClaimAhead || cfg.ClaimAhead > hopper.MaxClaimAhead:
 		return usageErrorf("--claim-ahead %d is outside -1–%d", cfg.ClaimAhead, hopper.MaxClaimAhead)
@@ -378,9 +389,9 @@ func checkScenarioFlags(cmd *cobra.Command, scenario string, cfg bench.Config, c
 	switch scenario {
 	case "":
 		return nil
-	case "fairness", "tenants", "compaction", "retained", "horizon", "soak", "batch", "per-key":
+	case "fairness", "tenants", "compaction", "retained", "horizon", "soak", "batch", "per-key", "workflow":
 	default:
-		return usageErrorf("--scenario %q: the scenarios are fairness, tenants, compaction, retained, horizon, soak, batch and per-key", scenario)
+		return usageErrorf("--scenario %q: the scenarios are fairness, tenants, compaction, retained, horizon, soak, batch, per-key and workflow", scenario)
 	}
 	if compare || cfg.Server != "" {
 		return usageErrorf("--scenario %s runs in process: no --server or --compare-remote", scenario)
@@ -407,6 +418,26 @@ func printBatch(cmd *cobra.Command, cfg bench.Config, asJSON bool) error {
 	fmt.Fprintf(out, "batch worker     %.0f jobs/s (%d batches)\n", res.BatchJobsPerSec, res.Batches)
 	fmt.Fprintf(out, "one by one       %.0f jobs/s (%d jobs ended within the run)\n", res.SingleJobsPerSec, res.SingleJobs)
 	fmt.Fprintf(out, "speedup          %.1fx\n", res.Speedup)
+	return nil
+}
+
+// printWorkflowBench runs the workflow scenario and prints what it measured.
+func printWorkflowBench(cmd *cobra.Command, cfg bench.Config, asJSON bool) error {
+	res, err := bench.Workflow(cmd.Context(), cfg)
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	if asJSON {
+		fmt.Fprintln(out, string(res.JSON()))
+		return nil
+	}
+	fmt.Fprintf(out, "store            %s (%s), %d CPUs, %s\n", res.Store, res.Durability, res.CPUs, res.GoVersion)
+	fmt.Fprintf(out, "jobs             %d: %d workflows of %d steps and a fan-in step, %d workers\n", res.Jobs, res.Workflows, res.Width, res.Workers)
+	fmt.Fprintf(out, "workflows        %.0f jobs/s; fan-in release p50 %.2f ms, p99 %.2f ms\n", res.WorkflowJobsPerSec, res.ReleaseP50Ms, res.ReleaseP99Ms)
+	fmt.Fprintf(out, "plain jobs       %.0f jobs/s\n", res.PlainJobsPerSec)
+	fmt.Fprintf(out, "ratio            %.2f (workflows / plain)\n", res.Ratio)
+	fmt.Fprintf(out, "fan-in of %d  %.0f jobs/s; release %.2f ms\n", res.FanInParents, res.FanInJobsPerSec, res.FanInReleaseMs)
 	return nil
 }
 

@@ -135,6 +135,7 @@ var flagCases = []flagCase{
 	{[]string{"kinds", "compact", "fuzz"}, "over", nil},
 	{kindsSetCmd, "compact-over", nil},
 	{compactionCmd, "groups", work},
+	{[]string{"workflows", "ls"}, "limit", nil}, {[]string{"workflows", "ls"}, "cursor", nil},
 }
 
 // aboutOneJob are the commands of flagCases that name a job the fuzz database does not hold:

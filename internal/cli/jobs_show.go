@@ -128,6 +128,9 @@ func (d *jobDetail) print(w io.Writer, now time.Time) error {
 	if j.ScheduleID != "" {
 		row("schedule", j.ScheduleID)
 	}
+	if j.WorkflowID != "" {
+		row("workflow", fmt.Sprintf("%s, step %s (hopper workflows show %s)", j.WorkflowID, j.Step, j.WorkflowID))
+	}
 	if j.OriginalID != "" {
 		row("replay of", fmt.Sprintf("%s (replay %d, by %s)", j.OriginalID, j.ReplayCount, j.ReplayedBy))
 	}

@@ -62,17 +62,17 @@ func markRun(cmd *cobra.Command, ran *bool) {
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "hopper",
-		Short: "Run Hopper's server and operate its jobs, queues, schedules and dead letters",
+		Short: "Run Hopper's server and operate its jobs, queues, schedules, workflows and dead letters",
 		// Long names every command, in parentheses (TestRootHelpNamesEveryCommand).
 		Long: `hopper runs the Hopper server (serve) and works on a Hopper database, a SQLite file or a
 PostgreSQL schema (--database), or through a running server (--server): it creates the
 database or applies its migrations (migrate), enqueues jobs (enqueue), lists, shows, cancels
 and resumes them (jobs), lists, pauses, weighs, caps and rate-limits queues (queues) and job
-kinds (kinds), manages recurring schedules (schedules), lists, counts and replays dead letters
-(dlq), shows the worker nodes and a server's remote workers (workers), manages API keys
-(keys), copies a SQLite database while it is in use (backup), probes a server on this
-machine (healthcheck), measures throughput and latency (bench) and prints the version it was
-built at (version).
+kinds (kinds), manages recurring schedules (schedules), enqueues, lists, shows and cancels
+workflows (workflows), lists, counts and replays dead letters (dlq), shows the worker nodes
+and a server's remote workers (workers), manages API keys (keys), copies a SQLite database
+while it is in use (backup), probes a server on this machine (healthcheck), measures
+throughput and latency (bench) and prints the version it was built at (version).
 
 The global flags --database, --schema and --server can also be set with the environment
 variables HOPPER_DATABASE, HOPPER_SCHEMA and HOPPER_SERVER (every flag of 'hopper serve' has
@@ -99,6 +99,7 @@ already ended), 5 the server refused the API key, 6 the server is unreachable.`,
 	root.AddCommand(newServeCmd(), newQueuesCmd(), newKindsCmd(), newWorkersCmd())
 	root.AddCommand(newDLQCmd())
 	root.AddCommand(newSchedulesCmd())
+	root.AddCommand(newWorkflowsCmd())
 	root.AddCommand(newVersionCmd())
 	root.AddCommand(newHealthcheckCmd())
 	documentEnvFlags(root)

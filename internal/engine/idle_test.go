@@ -5,13 +5,13 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/clock"
+	"github.com/hopperjobs/hopper/internal/sqlitetest"
 	"github.com/hopperjobs/hopper/internal/store"
 	"github.com/hopperjobs/hopper/internal/store/sqlite"
 	"github.com/stretchr/testify/require"
@@ -63,7 +63,7 @@ func (s *pushingStore) ScheduleDue(ctx context.Context, now time.Time, limit int
 func TestAnIdleLeaderSleepsWhileTheStorePushes(t *testing.T) {
 	t.Parallel()
 	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	base, err := sqlite.Open(t.Context(), sqlite.Config{Path: filepath.Join(t.TempDir(), "hopper.db"), Clock: clk})
+	base, err := sqlite.Open(t.Context(), sqlite.Config{Path: sqlitetest.Path(t), Clock: clk})
 	require.NoError(t, err)
 	st := &pushingStore{Store: base, notes: make(chan store.Notification), drop: make(chan struct{})}
 	e, err := New(Config{Store: st, Clock: clk, WorkerID: "node-1", Maintenance: true,

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/hopperjobs/hopper/internal/attempt"
 	"github.com/hopperjobs/hopper/internal/clock"
+	"github.com/hopperjobs/hopper/internal/sqlitetest"
 	"github.com/hopperjobs/hopper/internal/store"
 	"github.com/hopperjobs/hopper/internal/store/sqlite"
 	"github.com/stretchr/testify/require"
@@ -32,7 +32,7 @@ func (s *notifyingStore) Subscribe(ctx context.Context, fn func(store.Notificati
 // listeningEngine starts an engine that works one queue on st, with its logs in logs.
 func listeningEngine(t *testing.T, clk *clock.Fake, st *notifyingStore, logs *lockedBuffer) *Engine {
 	t.Helper()
-	base, err := sqlite.Open(t.Context(), sqlite.Config{Path: filepath.Join(t.TempDir(), "hopper.db"), Clock: clk})
+	base, err := sqlite.Open(t.Context(), sqlite.Config{Path: sqlitetest.Path(t), Clock: clk})
 	require.NoError(t, err)
 	st.Store = base
 	e, err := New(Config{Store: st, Clock: clk, WorkerID: "node-1", Logger: slog.New(slog.NewTextHandler(logs, nil)),

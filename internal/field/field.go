@@ -117,6 +117,10 @@ func Kind(kind string) error {
 // '_', '-', '.', ':'.
 func Queue(field, q string) error { return name(field, q, MaxQueueLen) }
 
+// Name checks a workflow's or a step's name given in field: 1–MaxQueueLen characters,
+// letters, digits and '_', '-', '.', ':' (the characters of a queue's name).
+func Name(field, s string) error { return name(field, s, MaxQueueLen) }
+
 // ErrorCode checks a business error's code given in field: 1–MaxErrorCodeLen characters,
 // letters, digits and '_', '-', '.', ':' (the characters of a queue's name), so that a code
 // is a label any metric, URL and shell can carry as it is.

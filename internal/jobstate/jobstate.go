@@ -14,11 +14,16 @@ var ErrInvalidTransition = errors.New("invalid state transition")
 
 // RetryInPlace is why a failed job leaves its state: an incident resolved in place, the same
 // job back to work with more attempts (contract 18). It is the only way out of failed; a
-// replay leaves the failed job as it is and makes a new one.
+// replay leaves the failed job as it is and makes a new one. A retry in place also re-arms the
+// jobs the failure canceled (Rearmed): the only way out of canceled but for a replay.
 const RetryInPlace = "retry in place"
 
 // ParentsEnded is why a waiting job is released: its last parent ended (docs/workflows.md).
 const ParentsEnded = "parents ended"
+
+// Rearmed is why a canceled job waits again: the parent whose failure canceled it (directly or
+// down a cascade) was retried in place (docs/workflows.md#retrying-a-failed-parent).
+const Rearmed = "re-armed: the parent whose failure canceled it was retried in place"
 
 // New is the pseudo-state of a job that does not exist yet; enqueue moves from it.
 const New hoppertype.JobState = ""
@@ -65,7 +70,8 @@ var table = map[s]map[s]string{
 		hoppertype.StateScheduled: RetryInPlace + " at a later time",
 	},
 	hoppertype.StateCanceled: {
-		hoppertype.StateQueued: "replay",
+		hoppertype.StateQueued:  "replay",
+		hoppertype.StateWaiting: Rearmed,
 	},
 	hoppertype.StateCompleted: {},
 }

@@ -32,7 +32,7 @@ func TestEveryPair(t *testing.T) {
 		{run, com}: true, {run, fai}: true, {run, sch}: true, {run, que}: true, {run, sus}: true, {run, can}: true,
 		{sus, que}: true, {sus, fai}: true, {sus, can}: true,
 		{fai, que}: true, {fai, sch}: true,
-		{can, que}: true,
+		{can, que}: true, {can, wai}: true,
 	}
 	from := append([]hoppertype.JobState{jobstate.New}, hoppertype.AllStates...)
 	seen := 0
@@ -56,7 +56,8 @@ func TestEveryPair(t *testing.T) {
 }
 
 // A terminal state is left only by a replay or, for a failed job, a retry in place
-// (contract 18); a completed job never moves.
+// (contract 18), and for a canceled one the re-arm that retry makes; a completed job never
+// moves.
 func TestTerminalStatesOnlyLeaveByReplayOrRetry(t *testing.T) {
 	t.Parallel()
 	for _, st := range hoppertype.AllStates {
@@ -70,6 +71,10 @@ func TestTerminalStatesOnlyLeaveByReplayOrRetry(t *testing.T) {
 			why := jobstate.Why(st, to)
 			if st == hoppertype.StateFailed {
 				require.True(t, strings.HasPrefix(why, jobstate.RetryInPlace), "%s → %s: %s", st, to, why)
+				continue
+			}
+			if st == hoppertype.StateCanceled && to == hoppertype.StateWaiting {
+				require.Equal(t, jobstate.Rearmed, why)
 				continue
 			}
 			require.Equal(t, "replay", why, "%s → %s", st, to)
@@ -86,6 +91,6 @@ func TestSources(t *testing.T) {
 		[]hoppertype.JobState{hoppertype.StateWaiting, hoppertype.StateScheduled, hoppertype.StateQueued,
 			hoppertype.StateRunning, hoppertype.StateSuspended},
 		jobstate.Sources(hoppertype.StateCanceled))
-	require.ElementsMatch(t, []hoppertype.JobState{jobstate.New}, jobstate.Sources(hoppertype.StateWaiting),
-		"only an enqueue makes a job wait: nothing goes back to waiting")
+	require.ElementsMatch(t, []hoppertype.JobState{jobstate.New, hoppertype.StateCanceled}, jobstate.Sources(hoppertype.StateWaiting),
+		"an enqueue makes a job wait, and a re-arm makes a canceled child wait again")
 }

@@ -214,6 +214,7 @@ func New(cfg Config) (*Server, error) {
 	hopperv1connect.RegisterDeadLetterServiceHandler(rpc, &deadLetterService{s})
 	hopperv1connect.RegisterScheduleServiceHandler(rpc, &scheduleService{s})
 	hopperv1connect.RegisterKindServiceHandler(rpc, &kindService{s})
+	hopperv1connect.RegisterWorkflowServiceHandler(rpc, &workflowService{s})
 	hopperv1connect.RegisterServerServiceHandler(rpc, &serverService{s})
 	// gRPC server reflection (v1 and v1alpha), so grpcurl and other gRPC tools can list the
 	// services and describe their messages, with api/'s comments, without a copy of api/.
@@ -451,6 +452,12 @@ var procedureScopes = map[string]Scope{
 	hopperv1connect.KindServiceCompactProcedure: ScopeAdmin,
 	hopperv1connect.KindServiceLineageProcedure: ScopeRead,
 	"/" + hopperv1connect.KindServiceName + "/": ScopeRead,
+
+	hopperv1connect.WorkflowServiceEnqueueWorkflowProcedure: ScopeEnqueue,
+	hopperv1connect.WorkflowServiceGetWorkflowProcedure:     ScopeRead,
+	hopperv1connect.WorkflowServiceListWorkflowsProcedure:   ScopeRead,
+	hopperv1connect.WorkflowServiceCancelWorkflowProcedure:  ScopeAdmin,
+	"/" + hopperv1connect.WorkflowServiceName + "/":         ScopeRead,
 
 	// What the server is (its build, its store's kind and schema version) is as public as
 	// /readyz, which says the same: a worker with a key of any scope, or a tool with none

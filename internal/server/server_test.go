@@ -20,6 +20,7 @@ import (
 	"github.com/hopperjobs/hopper/internal/apikey"
 	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/server"
+	"github.com/hopperjobs/hopper/internal/sqlitetest"
 	"github.com/hopperjobs/hopper/internal/stoptest"
 	"github.com/hopperjobs/hopper/sqlitestore"
 	"github.com/stretchr/testify/require"
@@ -42,6 +43,8 @@ type env struct {
 	queues  hopperv1connect.QueueServiceClient
 	kinds   hopperv1connect.KindServiceClient
 	admin   hopperv1connect.AdminServiceClient
+	// workflows is the WorkflowService (workflows_test.go).
+	workflows hopperv1connect.WorkflowServiceClient
 }
 
 type option func(*server.Config)
@@ -59,7 +62,7 @@ type served struct {
 // server's configs.
 func serve(t testing.TB, clk *clock.Fake, hc func(*hopper.Config), sc func(*server.Config, *sqlitestore.Store)) *served {
 	t.Helper()
-	s := newServed(t, t.TempDir()+"/hopper.db", clk, hc, sc)
+	s := newServed(t, sqlitetest.Path(t), clk, hc, sc)
 	t.Cleanup(func() { s.close(t) })
 	return s
 }
@@ -159,7 +162,7 @@ func newEnv(url string, hc *http.Client, client *hopper.Client, st *sqlitestore.
 	return &env{url: url, http: hc, hopper: client, store: st, srv: srv,
 		jobs: hopperv1connect.NewJobServiceClient(cc), workers: hopperv1connect.NewWorkerServiceClient(cc),
 		queues: hopperv1connect.NewQueueServiceClient(cc), kinds: hopperv1connect.NewKindServiceClient(cc),
-		admin: hopperv1connect.NewAdminServiceClient(cc)}
+		admin: hopperv1connect.NewAdminServiceClient(cc), workflows: hopperv1connect.NewWorkflowServiceClient(cc)}
 }
 
 func (e *env) enqueue(t *testing.T, kind, args string) *hopperv1.Job {
@@ -603,7 +606,7 @@ func TestPlainJSONOverHTTP(t *testing.T) {
 }
 
 func TestGRPCAndGRPCWebClients(t *testing.T) {
-	st, err := sqlitestore.Open(t.Context(), sqlitestore.Config{Path: t.TempDir() + "/hopper.db"})
+	st, err := sqlitestore.Open(t.Context(), sqlitestore.Config{Path: sqlitetest.Path(t)})
 	require.NoError(t, err)
 	client, err := hopper.NewClient(hopper.Config{Store: st})
 	require.NoError(t, err)

@@ -5,12 +5,14 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/hopperjobs/hopper/internal/workerapi"
 	"io"
 	"net/http"
 	"net/url"
 	"testing"
 	"time"
+
+	"github.com/hopperjobs/hopper/internal/sqlitetest"
+	"github.com/hopperjobs/hopper/internal/workerapi"
 
 	"connectrpc.com/connect/v2"
 	"connectrpc.com/connect/v2/connecthttp"
@@ -49,7 +51,7 @@ func onEachStore(t *testing.T, fn func(t *testing.T, e *env, b *backend)) {
 }
 
 func sqliteBackend(t *testing.T) *backend {
-	path := t.TempDir() + "/hopper.db"
+	path := sqlitetest.Path(t)
 	st, err := sqlitestore.Open(t.Context(), sqlitestore.Config{Path: path})
 	require.NoError(t, err)
 	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")

@@ -16,6 +16,7 @@ import (
 	"github.com/hopperjobs/hopper"
 	"github.com/hopperjobs/hopper/internal/apikey"
 	"github.com/hopperjobs/hopper/internal/server"
+	"github.com/hopperjobs/hopper/internal/sqlitetest"
 	"github.com/hopperjobs/hopper/sqlitestore"
 )
 
@@ -56,7 +57,11 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 }
 
 func (s *Server) start(ctx context.Context, o Options) error {
-	st, err := sqlitestore.Open(ctx, sqlitestore.Config{Path: filepath.Join(s.dir, "hopper.db")})
+	path := filepath.Join(s.dir, "hopper.db")
+	if err := sqlitetest.Write(path); err != nil {
+		return err
+	}
+	st, err := sqlitestore.Open(ctx, sqlitestore.Config{Path: path})
 	if err != nil {
 		return err
 	}

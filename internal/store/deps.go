@@ -163,6 +163,42 @@ func ChildStart(parents []*Parent) (pending int, failed *Ending) {
 	return pending, failed
 }
 
+// Aliases maps the id an item of an insert was given to the job the store returned in its
+// place, when the two differ: its idempotency key named a job already there (or an earlier item
+// of the call), or its merge key merged it into a waiting job. A later item of the same call
+// that names it in After waits for that job instead (docs/workflows.md).
+type Aliases map[string]string
+
+// Note records the result r of item p.
+func (a Aliases) Note(p *InsertParams, r *InsertResult) {
+	if r != nil && r.Job != nil && r.Job.ID != p.ID {
+		a[p.ID] = r.Job.ID
+	}
+}
+
+// Resolve returns after with each aliased id replaced by its job's, position for position (so
+// that an error can still name after[i]); after itself when it names no alias.
+func (a Aliases) Resolve(after []string) []string {
+	if len(a) == 0 {
+		return after
+	}
+	var out []string
+	for i, id := range after {
+		to, ok := a[id]
+		if !ok {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(after)
+		}
+		out[i] = to
+	}
+	if out == nil {
+		return after
+	}
+	return out
+}
+
 // UniqueParents is after without repeats, in order; a parent named twice counts once.
 func UniqueParents(after []string) []string {
 	seen := make(map[string]bool, len(after))
@@ -194,4 +230,79 @@ func CheckParentOrder(params []*InsertParams) error {
 		}
 	}
 	return nil
+}
+
+// Re-arming (docs/workflows.md#retrying-a-failed-parent). A child that a parent's failure
+// canceled by its policy cancel records that parent (canceled_by), and so does each job a
+// cascade canceled after it (its canceled parent). When the failed parent is retried in place,
+// those children go back to waiting, in the retry's transaction, and the jobs they canceled
+// after them: level by level, as Release goes down. A child is re-armed only when none of its
+// other parents stands failed or canceled (ChildStart decides, from its parents as they stand);
+// otherwise it stays canceled, now by that parent, whose own retry may re-arm it. A job a user
+// canceled, or a skip policy canceled, records no parent and is never re-armed.
+
+// Canceled is a job canceled by the failure of one of the jobs a re-arm starts from
+// (CanceledBy), with its parents as they stand now.
+type Canceled struct {
+	ID, CanceledBy string
+	Parents        []*Parent
+}
+
+// Rearmed is what a re-arm does to a Canceled job: back to waiting for Pending parents, with
+// history reason Reason, or, when StaysFor is set, canceled still, by that failed parent.
+type Rearmed struct {
+	ID, Reason string
+	Pending    int
+	StaysFor   string
+}
+
+// ChildRearmer is the store's step of a re-arm: the jobs that the failures of ids canceled,
+// with their parents as they stand (on PostgreSQL locked against their endings), and the
+// write of what happens to them (each re-armed one's dependency rows on parents that have not
+// ended counted as pending again).
+type ChildRearmer interface {
+	CanceledChildren(ctx context.Context, ids []string) ([]*Canceled, error)
+	RearmChildren(ctx context.Context, rs []*Rearmed) error
+}
+
+// RearmReason is the history reason of a job re-armed because its parent was retried in place
+// (retried) or re-armed itself.
+func RearmReason(parentID string, retried bool) string {
+	if retried {
+		return "re-armed: parent " + parentID + " retried"
+	}
+	return "re-armed: parent " + parentID + " waits again"
+}
+
+// Rearm re-arms the children of the jobs retried (just retried in place) and, down the
+// cascade, theirs; it runs in the retry's transaction and returns how many jobs went back to
+// waiting.
+func Rearm(ctx context.Context, r ChildRearmer, retried []string) (int, error) {
+	n := 0
+	for level, first := retried, true; len(level) > 0; first = false {
+		kids, err := r.CanceledChildren(ctx, level)
+		if err != nil {
+			return 0, fmt.Errorf("find the children to re-arm: %w", err)
+		}
+		out := make([]*Rearmed, 0, len(kids))
+		var next []string
+		for _, c := range kids {
+			pending, failed := ChildStart(c.Parents)
+			rs := &Rearmed{ID: c.ID, Reason: RearmReason(c.CanceledBy, first), Pending: pending}
+			if failed != nil {
+				rs.StaysFor = failed.ID
+			} else {
+				next = append(next, c.ID)
+			}
+			out = append(out, rs)
+		}
+		if len(out) > 0 {
+			if err := r.RearmChildren(ctx, out); err != nil {
+				return 0, fmt.Errorf("re-arm children: %w", err)
+			}
+		}
+		n += len(next)
+		level = next
+	}
+	return n, nil
 }

@@ -52,6 +52,10 @@ type InsertParams struct {
 	After []string
 	// OnParentFailure is the policy when a parent ends failed or canceled; empty is cancel.
 	OnParentFailure hoppertype.ParentPolicy
+	// WorkflowID and Step name the workflow the job is a step of and its step in it
+	// (workflows.go); only WorkflowInsert sets them.
+	WorkflowID string
+	Step       string
 
 	Actor  hoppertype.Actor
 	Reason string

@@ -52,6 +52,7 @@ type Store interface {
 	KeyStore
 	Sweeper
 	StatsStore
+	WorkflowStore
 	ParentStore
 
 	// JobInsertMany inserts jobs in one transaction: all or none. A job whose idempotency key is

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hopperjobs/hopper"
 	"github.com/hopperjobs/hopper/hopperui"
+	"github.com/hopperjobs/hopper/internal/sqlitetest"
 	"github.com/hopperjobs/hopper/internal/stoptest"
 	"github.com/hopperjobs/hopper/sqlitestore"
 	"github.com/stretchr/testify/require"
@@ -58,7 +59,7 @@ func Start(t *testing.T, opts *Opts) *Env {
 	if opts == nil {
 		opts = &Opts{}
 	}
-	path := t.TempDir() + "/hopper.db"
+	path := sqlitetest.Path(t)
 	if opts.DBPath != nil {
 		opts.DBPath(path)
 	}

@@ -23,13 +23,13 @@ import (
 // compactCandidatesSQL lists the waiting grouped jobs of kind $1 (of group $2 unless empty),
 // by group and age. jobs_compact serves it.
 const compactCandidatesSQL = `SELECT id, group_key FROM {schema}.jobs
-WHERE kind = $1 AND state = 'queued' AND group_key IS NOT NULL AND token = 0 AND NOT has_children
+WHERE kind = $1 AND state = 'queued' AND group_key IS NOT NULL AND token = 0 AND NOT has_children AND workflow_id IS NULL
   AND ($2 = '' OR group_key = $2)
 ORDER BY group_key, id`
 
 // compactLockSQL locks the jobs $1 that still wait and reads them, by group and age.
 const compactLockSQL = `SELECT id, group_key, args, coalesce(merge_policy, '') FROM {schema}.jobs
-WHERE id = ANY($1::text[]) AND state = 'queued' AND token = 0 AND NOT has_children
+WHERE id = ANY($1::text[]) AND state = 'queued' AND token = 0 AND NOT has_children AND workflow_id IS NULL
 ORDER BY group_key, id
 FOR UPDATE SKIP LOCKED`
 
@@ -54,7 +54,7 @@ ins AS (
 		last_actor = $6::text, last_reason = $7::text, last_stack = NULL,
 		expires_at = clk.now + (CASE WHEN j.result_ttl_us > 0 THEN j.result_ttl_us ELSE $8::bigint END) * interval '1 microsecond'
 	FROM clk
-	WHERE j.id = ANY($9::text[]) AND j.state = 'queued' AND j.token = 0 AND NOT j.has_children
+	WHERE j.id = ANY($9::text[]) AND j.state = 'queued' AND j.token = 0 AND NOT j.has_children AND j.workflow_id IS NULL
 	RETURNING j.id
 ), lin AS (
 	INSERT INTO {schema}.job_compactions (replaced_job_id, new_job_id, actor, compacted_at)

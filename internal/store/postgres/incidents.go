@@ -65,6 +65,26 @@ func (s *Store) retry(ctx context.Context, tx pgx.Tx, ids []string, p *store.Ret
 	if err != nil {
 		return nil, err
 	}
+	out, err := scanRetries(rs, by, reason, forced)
+	if err != nil {
+		return nil, err
+	}
+	var parents []string
+	for _, r := range out {
+		if r.Job.HasChildren {
+			parents = append(parents, r.Job.ID)
+		}
+	}
+	if len(parents) > 0 {
+		if _, err := store.Rearm(ctx, &rearmer{s: s, tx: pgxDB{tx}, actor: p.Actor}, parents); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// scanRetries reads retrySQL's rows and closes them.
+func scanRetries(rs pgx.Rows, by, reason string, forced bool) ([]*store.Replay, error) {
 	defer rs.Close()
 	var out []*store.Replay
 	for rs.Next() {

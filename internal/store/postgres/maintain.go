@@ -12,18 +12,22 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// cancelSQL cancels a non-terminal job. Canceling a running job fires the trigger's cancel
-// notification, which reaches the node running it.
-const cancelSQL = `UPDATE {schema}.jobs SET
-	state = 'canceled', version = version + 1, finished_at = clk.now, updated_at = clk.now,
-	worker_id = CASE WHEN state = 'running' THEN worker_id END, lease_expires_at = NULL,
+// cancelSetSQL is the SET of a cancel (JobCancel, WorkflowCancel) but for expires_at, on rows
+// of jobs j with clk.now the time: $2 is the actor, $3 the reason, $4 the error a running
+// attempt ends with. Canceling a running job fires the trigger's cancel notification, which
+// reaches the node running it.
+const cancelSetSQL = `state = 'canceled', version = j.version + 1, finished_at = clk.now, updated_at = clk.now,
+	worker_id = CASE WHEN j.state = 'running' THEN j.worker_id END, lease_expires_at = NULL,
 	last_actor = $2, last_reason = $3,
-	last_outcome = CASE WHEN state = 'running' THEN 'canceled' ELSE last_outcome END,
-	last_error = CASE WHEN state = 'running' THEN $4 ELSE last_error END,
-	last_stack = NULL, expires_at = $6
+	last_outcome = CASE WHEN j.state = 'running' THEN 'canceled' ELSE j.last_outcome END,
+	last_error = CASE WHEN j.state = 'running' THEN $4 ELSE j.last_error END,
+	last_stack = NULL`
+
+// cancelSQL cancels a non-terminal job.
+const cancelSQL = `UPDATE {schema}.jobs j SET ` + cancelSetSQL + `, expires_at = $6
 FROM (SELECT coalesce($1::timestamptz, now()) AS now) clk
-WHERE id = $5 AND state IN ('waiting', 'scheduled', 'queued', 'running', 'suspended')
-RETURNING ` + cols
+WHERE j.id = $5 AND j.state IN ` + store.UnfinishedSQL + `
+RETURNING ` + jCols
 
 // JobCancel cancels a non-terminal job.
 func (s *Store) JobCancel(ctx context.Context, p *store.CancelParams) (*hoppertype.JobRow, error) {

@@ -9,13 +9,13 @@ import (
 	"github.com/hopperjobs/hopper/internal/store"
 )
 
-// parentsSQL reads a job ($1) and its parents in one round trip: the job's state and token
+// parentResultsSQL reads a job ($1) and its parents in one round trip: the job's state and token
 // (no row: no such job, or it expired at $2), then one row per parent, found through its
 // dependency rows (one look-up of job_deps_child, then each parent by primary key), in the
 // order the job named them; a job without parents gives one row with a NULL parent. A parent
 // expired, or deleted, joins no row: only its dependency row is left. $3 > 0 bounds the
 // results together (their total is the last column): over it, none is read.
-const parentsSQL = `WITH c AS (SELECT state, token FROM {schema}.jobs WHERE id = $1 AND ` + live + `),
+const parentResultsSQL = `WITH c AS (SELECT state, token FROM {schema}.jobs WHERE id = $1 AND ` + live + `),
 p AS (SELECT d.parent_id, d.parent_outcome, d.parent_index, j.id IS NOT NULL AS live, j.kind, j.state,
 		j.last_error, j.finished_at, j.result
 	FROM {schema}.job_deps d LEFT JOIN {schema}.jobs j ON j.id = d.parent_id
@@ -29,7 +29,7 @@ ORDER BY p.parent_index NULLS LAST, p.parent_id`
 
 // JobParents returns the parents of a job (store.ParentStore).
 func (s *Store) JobParents(ctx context.Context, p *store.ParentsParams) (*store.Parents, error) {
-	rs, err := s.pool.Query(ctx, s.sql(parentsSQL), p.ID, s.nowArg(), p.MaxResultBytes)
+	rs, err := s.pool.Query(ctx, s.sql(parentResultsSQL), p.ID, s.nowArg(), p.MaxResultBytes)
 	if err != nil {
 		return nil, s.wrap(err, "read the parents of job %s", p.ID)
 	}

@@ -269,7 +269,7 @@ func TestParentsPlanWithManyDependencies(t *testing.T) {
 	require.NoError(t, err)
 	_, err = s.pool.Exec(ctx, s.sql(`ANALYZE {schema}.jobs; ANALYZE {schema}.job_deps`))
 	require.NoError(t, err)
-	plan := explain(t, s, parentsSQL, "0000"+strings.Repeat("0", 28)+"0042", nil, 0)
+	plan := explain(t, s, parentResultsSQL, "0000"+strings.Repeat("0", 28)+"0042", nil, 0)
 	require.Contains(t, plan, "job_deps_child", plan)
 	require.Contains(t, plan, "jobs_pkey", plan)
 	require.NotContains(t, plan, "Seq Scan", plan)

@@ -17,7 +17,7 @@ const (
 	result, last_error, checkpoint, retry_policy, idempotency_key, group_key, merge_key,
 	original_id, replay_count, replayed_by, schedule_id, created_at, started_at, finished_at,
 	updated_at, expires_at, deadline_at, result_ttl_us, resume_data, rescues, max_rescues,
-	last_error_code, fairness_key, has_children`
+	last_error_code, fairness_key, has_children, workflow_id, workflow_step`
 	jCols = `
 	j.id, j.kind, j.queue, j.priority, j.args, j.headers, j.state, j.attempt, j.max_attempts,
 	j.token, j.run_at, j.timeout_us, j.worker_id, j.lease_expires_at, j.heartbeat_at,
@@ -25,7 +25,7 @@ const (
 	j.idempotency_key, j.group_key, j.merge_key, j.original_id, j.replay_count, j.replayed_by,
 	j.schedule_id, j.created_at, j.started_at, j.finished_at, j.updated_at, j.expires_at,
 	j.deadline_at, j.result_ttl_us, j.resume_data, j.rescues, j.max_rescues, j.last_error_code,
-	j.fairness_key, j.has_children`
+	j.fairness_key, j.has_children, j.workflow_id, j.workflow_step`
 )
 
 // scanner is a row of pgx (pgx.Row, pgx.Rows) or of database/sql (*sql.Rows).
@@ -42,6 +42,7 @@ type jobScan struct {
 	resume                                  []byte
 	workerID, progressMsg, lastErr          *string
 	lastErrCode, fairKey                    *string
+	workflowID, step                        *string
 	idemKey, groupKey, mergeKey, originalID *string
 	replayedBy, scheduleID                  *string
 	runAt, createdAt, updatedAt             time.Time
@@ -60,7 +61,7 @@ func newJobScan() *jobScan {
 		&j.ProgressPercent, &s.progressMsg, &s.result, &s.lastErr, &s.checkpnt, &s.retry, &s.idemKey,
 		&s.groupKey, &s.mergeKey, &s.originalID, &j.ReplayCount, &s.replayedBy, &s.scheduleID, &s.createdAt,
 		&s.started, &s.finished, &s.updatedAt, &s.expires, &s.deadline, &s.resultTTL, &s.resume, &j.Rescues, &j.MaxRescues, &s.lastErrCode, &s.fairKey,
-		&j.HasChildren}
+		&j.HasChildren, &s.workflowID, &s.step}
 	return s
 }
 
@@ -84,6 +85,7 @@ func (s *jobScan) scan(sc scanner) (*hoppertype.JobRow, error) {
 	}
 	j.IdempotencyKey, j.GroupKey, j.MergeKey = str(s.idemKey), str(s.groupKey), str(s.mergeKey)
 	j.FairnessKey = str(s.fairKey)
+	j.WorkflowID, j.Step = str(s.workflowID), str(s.step)
 	j.OriginalID, j.ReplayedBy, j.ScheduleID = str(s.originalID), str(s.replayedBy), str(s.scheduleID)
 	if len(s.result) > 0 {
 		j.Result = s.result

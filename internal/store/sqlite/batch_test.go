@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"testing"
 
+	"github.com/hopperjobs/hopper/internal/sqlitetest"
 	"github.com/hopperjobs/hopper/internal/store/sqlite"
 	"github.com/stretchr/testify/require"
 )
@@ -12,7 +13,7 @@ import (
 // went from 11,000 to 1,400 jobs/s).
 func TestBatchPlans(t *testing.T) {
 	t.Parallel()
-	s, err := sqlite.Open(t.Context(), sqlite.Config{Path: t.TempDir() + "/hopper.db"})
+	s, err := sqlite.Open(t.Context(), sqlite.Config{Path: sqlitetest.Path(t)})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, s.Close()) })
 	plans, err := sqlite.BatchPlans(s)

@@ -30,14 +30,14 @@ const compactCancelSQL = `UPDATE jobs SET
 	state = 'canceled', version = version + 1, finished_at = ?1, updated_at = ?1,
 	last_actor = ?2, last_reason = ?3, last_stack = NULL,
 	expires_at = ?1 + CASE WHEN result_ttl_us > 0 THEN result_ttl_us ELSE ?4 END
-	WHERE state = 'queued' AND token = 0 AND has_children = 0 AND id IN (%s)`
+	WHERE state = 'queued' AND token = 0 AND has_children = 0 AND workflow_id IS NULL AND id IN (%s)`
 
 // compactLineageSQL records the jobs (the %s list of (?n, ?3, ?1, ?2) rows) that ?3 replaced.
 const compactLineageSQL = `INSERT INTO job_compactions (replaced_job_id, new_job_id, actor, compacted_at) VALUES %s`
 
 // compactBatchSQL is compactCandidatesSQL for a batch's groups (the %s list, from ?2 on).
 const compactBatchSQL = `SELECT id, group_key, args, coalesce(merge_policy, '') FROM jobs
-	WHERE kind = ?1 AND state = 'queued' AND group_key IN (%s) AND token = 0 AND has_children = 0
+	WHERE kind = ?1 AND state = 'queued' AND group_key IN (%s) AND token = 0 AND has_children = 0 AND workflow_id IS NULL
 	ORDER BY group_key, id`
 
 // placeholders is n numbered parameters from ?from on, comma-separated.
@@ -52,7 +52,7 @@ func placeholders(from, n int) string {
 // compactListSQL lists what compactCandidatesSQL does without the args: which groups to
 // compact, before the batches that compact them.
 const compactListSQL = `SELECT id, group_key FROM jobs
-	WHERE kind = ?1 AND state = 'queued' AND group_key IS NOT NULL AND token = 0 AND has_children = 0
+	WHERE kind = ?1 AND state = 'queued' AND group_key IS NOT NULL AND token = 0 AND has_children = 0 AND workflow_id IS NULL
 	  AND (?2 = '' OR group_key = ?2)
 	ORDER BY group_key, id`
 

@@ -19,7 +19,7 @@ import (
 // unended parent, to queued (run_at now) or scheduled (run_at later). Every SET expression
 // reads the row as it was. ?1 is where's parameter, ?3 now, ?4 the actor, ?5–?7 the reasons of
 // a release, a cancel and a skip, ?8 the expiry of a child canceled without a result TTL, ?9
-// the count pending subtracts or sets.
+// the count pending subtracts or sets, ?10 the parent whose failure cancels it (canceled_by).
 func settleSQL(pending, where string) string {
 	next := `(CASE WHEN ?2 AND on_parent_failure <> 'run' THEN 'canceled' WHEN ` + pending +
 		` > 0 THEN 'waiting' WHEN run_at > ?3 THEN 'scheduled' ELSE 'queued' END)`
@@ -28,6 +28,7 @@ func settleSQL(pending, where string) string {
 	run_at = CASE WHEN ` + next + ` = 'queued' THEN ?3 ELSE run_at END,
 	finished_at = CASE WHEN ` + next + ` = 'canceled' THEN ?3 END,
 	parent_skipped = (` + next + ` = 'canceled' AND on_parent_failure = 'skip'),
+	canceled_by = CASE WHEN ` + next + ` = 'canceled' AND on_parent_failure = 'cancel' THEN ?10 END,
 	expires_at = CASE WHEN ` + next + ` <> 'canceled' THEN expires_at
 		WHEN result_ttl_us > 0 THEN ?3 + result_ttl_us ELSE ?8 END,
 	last_actor = CASE WHEN ` + next + ` <> 'waiting' THEN ?4 ELSE last_actor END,
@@ -51,16 +52,27 @@ const (
 	// outcomeSQL records how a parent ended, the last time (after releaseSQL, which reads which
 	// dependencies were not counted yet).
 	outcomeSQL = `UPDATE job_deps SET parent_outcome = ?2 WHERE parent_id = ?1`
-	// flagSQL marks a parent as having children and reads how it stands.
-	flagSQL   = `UPDATE jobs SET has_children = 1 WHERE id = ?1 RETURNING state, parent_skipped, expires_at`
-	depRowSQL = `INSERT OR IGNORE INTO job_deps (parent_id, child_id, parent_outcome, parent_index) VALUES (?1, ?2, ?3, ?4)`
+	// flagSQL marks a parent as having children and reads how it stands; a job a compaction
+	// replaced is left alone (compactedSQL names the job to wait for instead).
+	flagSQL = `UPDATE jobs SET has_children = 1 WHERE id = ?1
+		AND NOT EXISTS (SELECT 1 FROM job_compactions WHERE replaced_job_id = ?1)
+		RETURNING state, parent_skipped, expires_at`
+	compactedSQL = `SELECT new_job_id FROM job_compactions WHERE replaced_job_id = ?1`
+	depRowSQL    = `INSERT OR IGNORE INTO job_deps (parent_id, child_id, parent_outcome, parent_index) VALUES (?1, ?2, ?3, ?4)`
 )
 
+// jobByIDSQL reads a job.
+var jobByIDSQL = `SELECT ` + jobColumns + ` FROM jobs WHERE id = ?`
+
+// cachedQueries are the statements a write transaction runs once per job of a batch, which
+// Open prepares for cachedTx: the dependencies' (an ending's, a child's link).
+var cachedQueries = []string{finishParentSQL, releaseSQL, outcomeSQL, startSQL, flagSQL, depRowSQL, jobByIDSQL}
+
 // settle runs a settleSQL statement for ending e.
-func settle(ctx context.Context, tx *sql.Tx, query, id string, e *store.Ending, n int, now time.Time) ([]*store.Settled, error) {
+func settle(ctx context.Context, tx querier, query, id string, e *store.Ending, n int, now time.Time) ([]*store.Settled, error) {
 	released, canceled, skipped := e.Reasons()
 	rows, err := tx.QueryContext(ctx, query, id, e.Outcome.Failed(), micros(now), string(e.Actor),
-		released, canceled, skipped, nullMicros(e.ExpiresAt), n)
+		released, canceled, skipped, nullMicros(e.ExpiresAt), n, e.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +91,7 @@ func settle(ctx context.Context, tx *sql.Tx, query, id string, e *store.Ending, 
 }
 
 // release releases the children of the ended jobs, and the cascade after them, in tx.
-func release(ctx context.Context, tx *sql.Tx, ended []*store.Ending, now time.Time) ([]*store.Settled, error) {
+func release(ctx context.Context, tx querier, ended []*store.Ending, now time.Time) ([]*store.Settled, error) {
 	if len(ended) == 0 {
 		return nil, nil
 	}
@@ -95,28 +107,32 @@ func release(ctx context.Context, tx *sql.Tx, ended []*store.Ending, now time.Ti
 	}), ended)
 }
 
-// linkChild records the parents of row, a child p's insert just made waiting: it flags each
-// parent, writes the dependency rows and settles the child at once when no parent is left
-// unended or one failed. It returns the child as it stands.
-func linkChild(ctx context.Context, tx *sql.Tx, row *hoppertype.JobRow, item int, p *store.InsertParams, now time.Time) (*hoppertype.JobRow, error) {
-	parents := make([]*store.Parent, 0, len(p.After))
-	for n, id := range store.UniqueParents(p.After) {
-		par := &store.Parent{ID: id}
-		var expires sql.NullInt64
-		err := tx.QueryRowContext(ctx, flagSQL, id).Scan(&par.State, &par.Skipped, &expires)
-		par.ExpiresAt = nullTime(expires)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil, store.UnknownParent(item, indexOf(p.After, id), id)
-		}
+// linkChild records the parents of row, a child p's insert just made waiting: after is
+// p.After with the call's aliases resolved (store.Aliases). It flags each parent, writes the
+// dependency rows and settles the child at once when no parent is left unended or one failed.
+// It returns the child as it stands.
+func linkChild(ctx context.Context, tx querier, row *hoppertype.JobRow, item int, p *store.InsertParams, after []string, now time.Time) (*hoppertype.JobRow, error) {
+	parents := make([]*store.Parent, 0, len(after))
+	seen := make(map[string]bool, len(after))
+	for _, named := range store.UniqueParents(after) {
+		par, err := flagParent(ctx, tx, named)
 		if err != nil {
-			return nil, fmt.Errorf("flag parent %s: %w", id, err)
+			return nil, err
 		}
+		if par == nil {
+			return nil, store.UnknownParent(item, indexOf(after, named), named)
+		}
+		if seen[par.ID] {
+			continue // two names of one job: compacted into it, or an alias of the call
+		}
+		seen[par.ID] = true
 		var outcome any
 		if par.State.Terminal() {
 			outcome = string(store.OutcomeOf(par.State, par.Skipped))
 		}
-		if _, err := tx.ExecContext(ctx, depRowSQL, id, row.ID, outcome, n); err != nil {
-			return nil, fmt.Errorf("record parent %s: %w", id, err)
+		// Its place among the parents (parent_index) is how many came before it.
+		if _, err := tx.ExecContext(ctx, depRowSQL, par.ID, row.ID, outcome, len(parents)); err != nil {
+			return nil, fmt.Errorf("record parent %s: %w", par.ID, err)
 		}
 		parents = append(parents, par)
 	}
@@ -130,7 +146,32 @@ func linkChild(ctx context.Context, tx *sql.Tx, row *hoppertype.JobRow, item int
 	if _, err := settle(ctx, tx, startSQL, row.ID, e, pending, now); err != nil {
 		return nil, fmt.Errorf("settle job %s: %w", row.ID, err)
 	}
-	return scanJob(tx.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = ?`, row.ID))
+	return scanJob(tx.QueryRowContext(ctx, jobByIDSQL, row.ID))
+}
+
+// flagParent flags the job a child named id waits for and reads how it stands: the job id
+// itself or, when a compaction replaced it, the job it was compacted into (followed through
+// later compactions: docs/workflows.md). It returns nil when there is no such job.
+func flagParent(ctx context.Context, tx querier, id string) (*store.Parent, error) {
+	for {
+		par := &store.Parent{ID: id}
+		var expires sql.NullInt64
+		err := tx.QueryRowContext(ctx, flagSQL, id).Scan(&par.State, &par.Skipped, &expires)
+		if err == nil {
+			par.ExpiresAt = nullTime(expires)
+			return par, nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("flag parent %s: %w", id, err)
+		}
+		err = tx.QueryRowContext(ctx, compactedSQL, id).Scan(&id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("follow the compaction of parent %s: %w", par.ID, err)
+		}
+	}
 }
 
 func indexOf(ids []string, id string) int {
@@ -144,7 +185,7 @@ func indexOf(ids []string, id string) int {
 
 // releaseFailed releases the children of the jobs ids that a rescue or a deadline just failed
 // (those without children cost one look-up of the batch, and only when some job failed).
-func releaseFailed(ctx context.Context, tx *sql.Tx, ids []string, actor hoppertype.Actor, now time.Time) error {
+func releaseFailed(ctx context.Context, tx querier, ids []string, actor hoppertype.Actor, now time.Time) error {
 	if len(ids) == 0 {
 		return nil
 	}
@@ -174,4 +215,107 @@ func releaseFailed(ctx context.Context, tx *sql.Tx, ids []string, actor hopperty
 	}
 	_, err = release(ctx, tx, ended, now)
 	return err
+}
+
+// rearmer re-arms children in a retry's write transaction (store.Rearm).
+type rearmer struct {
+	tx    *sql.Tx
+	actor hoppertype.Actor
+	now   time.Time
+}
+
+const (
+	// canceledChildrenSQL lists the jobs the failure of ?1 canceled.
+	canceledChildrenSQL = `SELECT c.id FROM job_deps d JOIN jobs c ON c.id = d.child_id
+		WHERE d.parent_id = ?1 AND c.state = 'canceled' AND c.canceled_by = ?1 ORDER BY c.id`
+	// parentsSQL reads the parents of child ?1 as they stand; a parent swept since it ended
+	// stands as its dependency row recorded it.
+	parentsSQL = `SELECT d.parent_id, p.state, coalesce(p.parent_skipped, 0), p.expires_at, d.parent_outcome
+		FROM job_deps d LEFT JOIN jobs p ON p.id = d.parent_id WHERE d.child_id = ?1`
+	rearmSQL = `UPDATE jobs SET state = 'waiting', version = version + 1, parents_pending = ?2,
+		canceled_by = NULL, parent_skipped = 0, finished_at = NULL, expires_at = NULL, updated_at = ?3,
+		last_actor = ?4, last_reason = ?5 WHERE id = ?1 AND state = 'canceled'`
+	// uncountSQL makes the dependencies of re-armed child ?1 on parents that have not ended
+	// count again.
+	uncountSQL = `UPDATE job_deps SET parent_outcome = NULL WHERE child_id = ?1 AND parent_id IN
+		(SELECT id FROM jobs WHERE id IN (SELECT parent_id FROM job_deps WHERE child_id = ?1)
+		 AND state NOT IN ('completed', 'failed', 'canceled'))`
+)
+
+func (r *rearmer) CanceledChildren(ctx context.Context, ids []string) ([]*store.Canceled, error) {
+	var out []*store.Canceled
+	for _, id := range ids {
+		kids, err := queryStrings(ctx, r.tx, canceledChildrenSQL, id)
+		if err != nil {
+			return nil, err
+		}
+		for _, kid := range kids {
+			c := &store.Canceled{ID: kid, CanceledBy: id}
+			if c.Parents, err = parentsOf(ctx, r.tx, kid); err != nil {
+				return nil, err
+			}
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// parentsOf reads the parents of child as they stand.
+func parentsOf(ctx context.Context, tx *sql.Tx, child string) ([]*store.Parent, error) {
+	rows, err := tx.QueryContext(ctx, parentsSQL, child)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*store.Parent
+	for rows.Next() {
+		p := &store.Parent{}
+		var state, outcome sql.NullString
+		var expires sql.NullInt64
+		if err := rows.Scan(&p.ID, &state, &p.Skipped, &expires, &outcome); err != nil {
+			return nil, err
+		}
+		p.State, p.ExpiresAt = hoppertype.JobState(state.String), nullTime(expires)
+		if !state.Valid { // swept: it had ended
+			p.State, p.Skipped = store.ParentOutcome(outcome.String).State()
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+func (r *rearmer) RearmChildren(ctx context.Context, rs []*store.Rearmed) error {
+	for _, c := range rs {
+		if c.StaysFor != "" {
+			if _, err := r.tx.ExecContext(ctx, `UPDATE jobs SET canceled_by = ?2 WHERE id = ?1`, c.ID, c.StaysFor); err != nil {
+				return err
+			}
+			continue
+		}
+		if _, err := r.tx.ExecContext(ctx, rearmSQL, c.ID, c.Pending, micros(r.now), string(r.actor), c.Reason); err != nil {
+			return err
+		}
+		if _, err := r.tx.ExecContext(ctx, uncountSQL, c.ID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// queryStrings runs a query of one text column.
+func queryStrings(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]string, error) {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
 }

@@ -52,7 +52,7 @@ func BatchPlans(s *Store) (map[string]string, error) {
 }
 
 // ParentsPlan is SQLite's query plan of the read of a job's parents.
-func ParentsPlan(s *Store) (string, error) { return queryPlan(s, parentsSQL, "child", 0, 0) }
+func ParentsPlan(s *Store) (string, error) { return queryPlan(s, parentResultsSQL, "child", 0, 0) }
 
 // queryPlan is SQLite's plan of query with args, one line per step.
 func queryPlan(s *Store, query string, args ...any) (string, error) {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/sqlitetest"
 	"github.com/hopperjobs/hopper/internal/store"
 	"github.com/hopperjobs/hopper/internal/store/sqlite"
 	"github.com/stretchr/testify/require"
@@ -15,7 +16,7 @@ import (
 // with no key left, the queue's claims take the first-in, first-out path again).
 func TestFairKeysLeaveWithTheirLastQueuedJob(t *testing.T) {
 	t.Parallel()
-	s, err := sqlite.Open(t.Context(), sqlite.Config{Path: t.TempDir() + "/hopper.db"})
+	s, err := sqlite.Open(t.Context(), sqlite.Config{Path: sqlitetest.Path(t)})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, s.Close()) })
 	ctx := t.Context()

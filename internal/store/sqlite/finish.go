@@ -55,7 +55,7 @@ func (s *Store) JobFinishMany(ctx context.Context, params []*store.FinishParams)
 				return err
 			}
 			if !matched {
-				parent, err := finishParent(ctx, tx, p, now)
+				parent, err := finishParent(ctx, s.cached(tx), p, now)
 				if err != nil {
 					return err
 				}
@@ -76,7 +76,7 @@ func (s *Store) JobFinishMany(ctx context.Context, params []*store.FinishParams)
 		if err := writeStats(ctx, stmts[2], stats); err != nil {
 			return err
 		}
-		settled, err := release(ctx, tx, parents, now)
+		settled, err := release(ctx, s.cached(tx), parents, now)
 		if err != nil {
 			return err
 		}
@@ -105,7 +105,7 @@ func (s *Store) finishOne(ctx context.Context, st *sql.Stmt, p *store.FinishPara
 
 // finishParent ends the attempt p as finishOne does, for a job with children; it returns the
 // ending their release needs, or nil when the token matched no running attempt.
-func finishParent(ctx context.Context, tx *sql.Tx, p *store.FinishParams, now time.Time) (*store.Ending, error) {
+func finishParent(ctx context.Context, tx querier, p *store.FinishParams, now time.Time) (*store.Ending, error) {
 	var expires sql.NullInt64
 	err := tx.QueryRowContext(ctx, finishParentSQL, finishArgs(p, now)...).Scan(&expires)
 	if errors.Is(err, sql.ErrNoRows) {

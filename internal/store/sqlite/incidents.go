@@ -81,6 +81,11 @@ func retryOne(ctx context.Context, tx *sql.Tx, p *store.RetryParams, now time.Ti
 	if err != nil {
 		return nil, fmt.Errorf("retry job %s: %w", p.ID, err)
 	}
+	if job.HasChildren {
+		if _, err := store.Rearm(ctx, &rearmer{tx: tx, actor: p.Actor, now: now}, []string{job.ID}); err != nil {
+			return nil, fmt.Errorf("retry job %s: %w", p.ID, err)
+		}
+	}
 	original := job.OriginalID
 	if original == "" {
 		original = job.ID

@@ -15,9 +15,9 @@ import (
 const insertJobSQL = `INSERT INTO jobs (id, kind, queue, priority, args, headers, state, max_attempts,
 	run_at, timeout_us, retry_policy, idempotency_key, group_key, merge_key, schedule_id,
 	last_actor, last_reason, created_actor, created_reason, created_at, updated_at, result_ttl_us,
-	max_rescues, merge_policy, fairness_key, on_parent_failure)
+	max_rescues, merge_policy, fairness_key, on_parent_failure, workflow_id, workflow_step)
 	VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?16, ?17, ?18, ?19, ?20,
-	?21, ?22, ?23, ?24)`
+	?21, ?22, ?23, ?24, ?25, ?26)`
 
 // JobInsertMany inserts every job in one transaction. Items with a merge key merge in their
 // order (merge.go): the single writer makes each look-up and its write one step.
@@ -28,50 +28,73 @@ func (s *Store) JobInsertMany(ctx context.Context, params []*store.InsertParams)
 	if err := store.CheckParentOrder(params); err != nil {
 		return nil, fmt.Errorf("insert jobs: %w", err)
 	}
-	out := make([]*store.InsertResult, len(params))
+	var out []*store.InsertResult
 	err := s.write(ctx, []string{insertJobSQL, statsSQL}, func(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt) error {
-		ins := stmts[0]
-		now := s.clock.Now()
-		stats := store.NewStatsBatch(now)
-		for i, p := range params {
-			if p.IdempotencyKey != "" {
-				existing, err := s.idempotentJob(ctx, tx, p)
-				if err != nil {
-					return err
-				}
-				if existing != nil {
-					out[i] = &store.InsertResult{Job: existing, Existing: true}
-					continue
-				}
-			}
-			if p.MergeKey != "" {
-				merged, err := s.merge(ctx, tx, i, p, now)
-				if err != nil {
-					return err
-				}
-				if merged != nil {
-					out[i] = &store.InsertResult{Job: merged, Merged: true}
-					continue
-				}
-			}
-			row, err := insertRow(ctx, tx, ins, p, now)
-			if err != nil {
-				return err
-			}
-			if len(p.After) > 0 {
-				if row, err = linkChild(ctx, tx, row, i, p, now); err != nil {
-					return err
-				}
-			}
-			out[i] = &store.InsertResult{Job: row}
-			stats.Enqueued(row.Queue, row.Kind)
-		}
-		return writeStats(ctx, stmts[1], stats)
+		var err error
+		out, err = s.insertJobs(ctx, tx, stmts, params, s.clock.Now())
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("insert jobs: %w", err)
 	}
 	return out, nil
+}
+
+// insertJobs inserts the checked batch params inside tx at now, with the prepared insertJobSQL
+// and statsSQL stmts.
+func (s *Store) insertJobs(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt, params []*store.InsertParams, now time.Time) ([]*store.InsertResult, error) {
+	out := make([]*store.InsertResult, len(params))
+	stats := store.NewStatsBatch(now)
+	aliases := store.Aliases{}
+	for i, p := range params {
+		res, err := s.insertItem(ctx, tx, stmts[0], i, p, aliases, now)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = res
+		aliases.Note(p, res)
+		if !res.Existing && !res.Merged {
+			stats.Enqueued(res.Job.Queue, res.Job.Kind)
+		}
+	}
+	if err := writeStats(ctx, stmts[1], stats); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// insertItem inserts item i, p, inside tx: the job its idempotency key names, the job it merged
+// into, or a new job. A new child waits for the jobs its parents stand for: aliases names
+// the earlier items of the call the store returned another job for.
+func (s *Store) insertItem(ctx context.Context, tx *sql.Tx, ins *sql.Stmt, i int, p *store.InsertParams, aliases store.Aliases, now time.Time) (*store.InsertResult, error) {
+	if p.IdempotencyKey != "" {
+		existing, err := s.idempotentJob(ctx, tx, p)
+		if err != nil {
+			return nil, err
+		}
+		if existing != nil {
+			return &store.InsertResult{Job: existing, Existing: true}, nil
+		}
+	}
+	if p.MergeKey != "" {
+		merged, err := s.merge(ctx, tx, i, p, now)
+		if err != nil {
+			return nil, err
+		}
+		if merged != nil {
+			return &store.InsertResult{Job: merged, Merged: true}, nil
+		}
+	}
+	row, err := insertRow(ctx, tx, ins, p, now)
+	if err != nil {
+		return nil, err
+	}
+	if len(p.After) > 0 {
+		if row, err = linkChild(ctx, s.cached(tx), row, i, p, aliases.Resolve(p.After), now); err != nil {
+			return nil, err
+		}
+	}
+	return &store.InsertResult{Job: row}, nil
 }
 
 // insertRow inserts p's job with the prepared insertJobSQL ins and records its idempotency
@@ -83,7 +106,8 @@ func insertRow(ctx context.Context, tx *sql.Tx, ins *sql.Stmt, p *store.InsertPa
 		row.Timeout.Microseconds(), encodePolicy(row.RetryPolicy), nullString(row.IdempotencyKey),
 		nullString(row.GroupKey), nullString(row.MergeKey), nullString(row.ScheduleID),
 		string(p.Actor), nullString(p.Reason), micros(now), micros(now), p.ResultTTL.Microseconds(),
-		row.MaxRescues, mergePolicy(p), nullString(row.FairnessKey), parentPolicy(p)); err != nil {
+		row.MaxRescues, mergePolicy(p), nullString(row.FairnessKey), parentPolicy(p),
+		nullString(p.WorkflowID), nullString(p.Step)); err != nil {
 		return nil, fmt.Errorf("insert job %s: %w", row.ID, err)
 	}
 	return row, recordKey(ctx, tx, p, row.ID, now)
@@ -142,7 +166,8 @@ func newRow(p *store.InsertParams, now time.Time) *hoppertype.JobRow {
 		Headers: p.Headers, State: state, MaxAttempts: p.MaxAttempts, RunAt: fromMicros(runAt.UnixMicro()),
 		MaxRescues: store.RescueBound(p.MaxRescues), Timeout: p.Timeout, RetryPolicy: p.RetryPolicy,
 		ResultTTL: p.ResultTTL, IdempotencyKey: p.IdempotencyKey, GroupKey: p.GroupKey, MergeKey: p.MergeKey,
-		FairnessKey: p.FairnessKey, ScheduleID: p.ScheduleID, CreatedAt: n, UpdatedAt: n,
+		FairnessKey: p.FairnessKey, ScheduleID: p.ScheduleID, WorkflowID: p.WorkflowID, Step: p.Step,
+		CreatedAt: n, UpdatedAt: n,
 	}
 }
 

@@ -11,24 +11,27 @@ import (
 	"github.com/hopperjobs/hopper/internal/store"
 )
 
+// cancelSetSQL is the SET of a cancel (JobCancel, WorkflowCancel) but for expires_at: ?1 is
+// now, ?2 the actor, ?3 the reason, ?4 the error a running attempt ends with.
+const cancelSetSQL = `state = 'canceled', version = version + 1, finished_at = ?1, updated_at = ?1,
+	worker_id = CASE WHEN state = 'running' THEN worker_id END, lease_expires_at = NULL,
+	last_actor = ?2, last_reason = ?3,
+	last_outcome = CASE WHEN state = 'running' THEN 'canceled' ELSE last_outcome END,
+	last_error = CASE WHEN state = 'running' THEN ?4 ELSE last_error END,
+	last_stack = NULL`
+
 // JobCancel cancels a non-terminal job.
 func (s *Store) JobCancel(ctx context.Context, p *store.CancelParams) (*hoppertype.JobRow, error) {
 	var job *hoppertype.JobRow
 	err := s.write(ctx, nil, func(ctx context.Context, tx *sql.Tx, _ []*sql.Stmt) error {
 		now := micros(s.clock.Now())
 		var err error
-		job, err = scanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET
-			state = 'canceled', version = version + 1, finished_at = ?1, updated_at = ?1,
-			worker_id = CASE WHEN state = 'running' THEN worker_id END, lease_expires_at = NULL,
-			last_actor = ?2, last_reason = ?3,
-			last_outcome = CASE WHEN state = 'running' THEN 'canceled' ELSE last_outcome END,
-			last_error = CASE WHEN state = 'running' THEN ?4 ELSE last_error END,
-			last_stack = NULL, expires_at = ?6
-			WHERE id = ?5 AND state IN ('waiting', 'scheduled', 'queued', 'running', 'suspended')
+		job, err = scanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET `+cancelSetSQL+`, expires_at = ?6
+			WHERE id = ?5 AND state IN `+store.UnfinishedSQL+`
 			RETURNING `+jobColumns, now, string(p.Actor), nullString(p.Reason), "canceled: "+p.Reason, p.ID,
 			nullMicros(p.ExpiresAt)))
 		if err == nil {
-			return releaseCanceled(ctx, tx, job, p.Actor)
+			return releaseCanceled(ctx, tx, []*hoppertype.JobRow{job}, p.Actor)
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
@@ -105,13 +108,17 @@ func limitOr(n, def int) int {
 	return n
 }
 
-// releaseCanceled releases the children of job, just canceled, if it has any.
-func releaseCanceled(ctx context.Context, tx *sql.Tx, job *hoppertype.JobRow, actor hoppertype.Actor) error {
-	var flagged bool
-	if err := tx.QueryRowContext(ctx, `SELECT has_children FROM jobs WHERE id = ?`, job.ID).Scan(&flagged); err != nil || !flagged {
-		return err
+// releaseCanceled releases the children of the jobs just canceled, those that have any.
+func releaseCanceled(ctx context.Context, tx *sql.Tx, jobs []*hoppertype.JobRow, actor hoppertype.Actor) error {
+	var ended []*store.Ending
+	for _, j := range jobs {
+		if j.HasChildren {
+			ended = append(ended, &store.Ending{ID: j.ID, Outcome: store.ParentCanceled, ExpiresAt: j.ExpiresAt, Actor: actor})
+		}
 	}
-	_, err := release(ctx, tx, []*store.Ending{{ID: job.ID, Outcome: store.ParentCanceled, ExpiresAt: job.ExpiresAt,
-		Actor: actor}}, job.UpdatedAt)
+	if len(ended) == 0 {
+		return nil
+	}
+	_, err := release(ctx, tx, ended, jobs[0].UpdatedAt)
 	return err
 }

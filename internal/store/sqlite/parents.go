@@ -10,11 +10,11 @@ import (
 	"github.com/hopperjobs/hopper/internal/store"
 )
 
-// parentsSQL reads a child's (?1) parents through its dependency rows: one look-up of the
+// parentResultsSQL reads a child's (?1) parents through its dependency rows: one look-up of the
 // job_deps_child index, then each parent by primary key, in the order the child named them.
 // A parent expired at ?2, or deleted, joins no row: only its dependency row is left. ?3 > 0
 // bounds the results together (their total is the last column): over it, none is read.
-const parentsSQL = `WITH p AS (
+const parentResultsSQL = `WITH p AS (
 	SELECT d.parent_id, d.parent_outcome, d.parent_index, j.id IS NOT NULL AS live, j.kind, j.state,
 		j.last_error, j.finished_at, j.result
 	FROM job_deps d LEFT JOIN jobs j ON j.id = d.parent_id AND (j.expires_at IS NULL OR j.expires_at > ?2)
@@ -30,7 +30,7 @@ func (s *Store) JobParents(ctx context.Context, p *store.ParentsParams) (*store.
 	if err := s.parentsChild(ctx, p, now); err != nil {
 		return nil, err
 	}
-	rows, err := s.reader.QueryContext(ctx, parentsSQL, p.ID, now, p.MaxResultBytes)
+	rows, err := s.reader.QueryContext(ctx, parentResultsSQL, p.ID, now, p.MaxResultBytes)
 	if err != nil {
 		return nil, wrap(err, "read the parents of job %s", p.ID)
 	}

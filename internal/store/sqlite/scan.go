@@ -15,7 +15,7 @@ const jobColumns = `id, kind, queue, priority, args, headers, state, attempt, ma
 	result, last_error, checkpoint, retry_policy, idempotency_key, group_key, merge_key, original_id,
 	replay_count, replayed_by, schedule_id, created_at, started_at, finished_at, updated_at,
 	expires_at, deadline_at, result_ttl_us, resume_data, rescues, max_rescues, last_error_code, fairness_key,
-	has_children`
+	has_children, workflow_id, workflow_step`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -25,6 +25,7 @@ func scanJob(sc scanner) (*hoppertype.JobRow, error) {
 		headers, retry                          sql.NullString
 		workerID, progressMsg, lastErr          sql.NullString
 		lastErrCode, fairKey                    sql.NullString
+		workflowID, step                        sql.NullString
 		idemKey, groupKey, mergeKey, originalID sql.NullString
 		replayedBy, scheduleID                  sql.NullString
 		runAt, timeoutUS, createdAt, updatedAt  int64
@@ -39,7 +40,7 @@ func scanJob(sc scanner) (*hoppertype.JobRow, error) {
 		&j.ProgressPercent, &progressMsg, &result, &lastErr, &checkpoint, &retry, &idemKey,
 		&groupKey, &mergeKey, &originalID, &j.ReplayCount, &replayedBy, &scheduleID, &createdAt,
 		&started, &finished, &updatedAt, &expires, &deadline, &resultTTL, &resume, &j.Rescues, &j.MaxRescues, &lastErrCode, &fairKey,
-		&j.HasChildren)
+		&j.HasChildren, &workflowID, &step)
 	if err != nil {
 		return nil, err
 	}
@@ -53,6 +54,7 @@ func scanJob(sc scanner) (*hoppertype.JobRow, error) {
 	}
 	j.IdempotencyKey, j.GroupKey, j.MergeKey = idemKey.String, groupKey.String, mergeKey.String
 	j.FairnessKey = fairKey.String
+	j.WorkflowID, j.Step = workflowID.String, step.String
 	j.OriginalID, j.ReplayedBy, j.ScheduleID = originalID.String, replayedBy.String, scheduleID.String
 	j.LeaseExpiresAt, j.HeartbeatAt = nullTime(lease), nullTime(heartbeat)
 	j.CreatedAt, j.UpdatedAt = fromMicros(createdAt), fromMicros(updatedAt)

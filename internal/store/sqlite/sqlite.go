@@ -105,6 +105,12 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		writer.Close()
 		return nil, unavailable(err)
 	}
+	for _, q := range cachedQueries {
+		if _, err := s.prepared(ctx, q); err != nil {
+			writer.Close()
+			return nil, unavailable(err)
+		}
+	}
 	reader, err := sql.Open("sqlite", dsn(cfg, true))
 	if err != nil {
 		writer.Close()
@@ -256,6 +262,14 @@ func (s *Store) Close() error {
 
 // prepared returns a statement prepared once on the writer connection. It must be called
 // outside a write transaction: the writer pool has one connection, which the transaction holds.
+// preparedOnly is query's prepared statement if it was prepared, else nil. It prepares
+// nothing, so it may run inside a write transaction (which holds the writer's one connection).
+func (s *Store) preparedOnly(query string) *sql.Stmt {
+	s.stmtMu.Lock()
+	defer s.stmtMu.Unlock()
+	return s.stmts[query]
+}
+
 func (s *Store) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
 	s.stmtMu.Lock()
 	defer s.stmtMu.Unlock()

@@ -1,10 +1,10 @@
 package sqlite_test
 
 import (
-	"path/filepath"
 	"testing"
 
 	"github.com/hopperjobs/hopper/internal/clock"
+	"github.com/hopperjobs/hopper/internal/sqlitetest"
 	"github.com/hopperjobs/hopper/internal/store"
 	"github.com/hopperjobs/hopper/internal/store/sqlite"
 	"github.com/hopperjobs/hopper/internal/store/storetest"
@@ -42,7 +42,7 @@ func TestLeanHistory(t *testing.T) {
 
 // opener opens the store under test on a fresh database.
 func opener(t testing.TB, clk clock.Clock) func() store.Store {
-	path := filepath.Join(t.TempDir(), "hopper.db")
+	path := sqlitetest.Path(t)
 	return func() store.Store {
 		s, err := sqlite.Open(t.Context(), sqlite.Config{Path: path, Clock: clk})
 		require.NoError(t, err)

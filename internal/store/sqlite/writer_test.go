@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/sqlitetest"
 	"github.com/hopperjobs/hopper/internal/store"
 	"github.com/hopperjobs/hopper/internal/store/sqlite"
 	"github.com/stretchr/testify/require"
@@ -18,7 +19,7 @@ import (
 // transaction: every insert that reports success is stored, every one that fails is not.
 func TestCanceledCallerSparesItsGroup(t *testing.T) {
 	t.Parallel()
-	s, err := sqlite.Open(t.Context(), sqlite.Config{Path: t.TempDir() + "/w.db"})
+	s, err := sqlite.Open(t.Context(), sqlite.Config{Path: sqlitetest.Path(t)})
 	require.NoError(t, err)
 	defer s.Close()
 	stop := make(chan struct{})

@@ -26,21 +26,31 @@ func testDeps(t *testing.T, opener Opener) {
 	parallel(t, opener, "EndedParents", depsEndedParents)
 	parallel(t, opener, "UnknownParent", depsUnknownParent)
 	parallel(t, opener, "SameBatch", depsSameBatch)
+	parallel(t, opener, "DedupedParent", depsDedupedParent)
+	parallel(t, opener, "CompactedParent", depsCompactedParent)
 	parallel(t, opener, "RetryIsNoEnding", depsRetryIsNoEnding)
 	parallel(t, opener, "RetriedParentCountsOnce", depsRetriedParentCountsOnce)
+	parallel(t, opener, "RetryRearms", depsRetryRearms)
+	parallel(t, opener, "RetryRearmsAgain", depsRetryRearmsAgain)
+	parallel(t, opener, "RearmRacesEnding", depsRearmRacesEnding)
 	parallel(t, opener, "RescueFailsParent", depsRescueFailsParent)
+	parallel(t, opener, "RescuedOutParent", depsRescuedOutParent)
+	parallel(t, opener, "DeadlineFailsParent", depsDeadlineFailsParent)
+	parallel(t, opener, "RunningParentCanceled", depsRunningParentCanceled)
 	parallel(t, opener, "ConcurrentEndings", depsConcurrentEndings)
+	parallel(t, opener, "SharedChildrenEndings", depsSharedChildrenEndings)
 	parallel(t, opener, "InsertRacesEnding", depsInsertRacesEnding)
 	parallel(t, opener, "FanIn", depsFanIn)
 	parallel(t, opener, "LongChain", depsLongChain)
 }
 
-// scale is n, or a fifth of it under the race detector (raceDetector): the cases of 10,000 jobs
-// took 5–6 minutes each on SQLite with it, the longest part of CI; without it (`go test
-// ./internal/store/...`, and CI's run of them without -race) they run at full size.
+// scale is n, or a twentieth of it under the race detector (raceDetector): the cases of 10,000
+// jobs took 5–6 minutes each on SQLite with it (a fifth of them 1.5 minutes on a loaded
+// machine), the longest part of CI; without it (`go test ./internal/store/...`, and CI's run of
+// them without -race) they run at full size.
 func scale(n int) int {
 	if raceDetector {
-		return n / 5
+		return n / 20
 	}
 	return n
 }
@@ -379,7 +389,8 @@ func depsFanIn(t *testing.T, b *bundle) {
 	if testing.Short() {
 		t.Skip("10,000 jobs")
 	}
-	n, batch := scale(10_000), 1_000
+	n := scale(10_000)
+	batch := min(1_000, n/4)
 	var ps []*store.InsertParams
 	var names []string
 	for range n {
@@ -421,7 +432,8 @@ func depsLongChain(t *testing.T, b *bundle) {
 	if testing.Short() {
 		t.Skip("10,000 jobs")
 	}
-	n, batch := scale(10_000), 1_000
+	n := scale(10_000)
+	batch := min(1_000, n/4)
 	root := b.parent(t)
 	prev := root.ID
 	var chain []string

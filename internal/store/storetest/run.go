@@ -42,6 +42,7 @@ func Run(t *testing.T, opener Opener) {
 		{"Rescues", testRescues},
 		{"Stats", testStats},
 		{"Deps", testDeps},
+		{"Workflow", testWorkflows},
 		{"Parents", testParents},
 	}
 	for _, g := range groups {

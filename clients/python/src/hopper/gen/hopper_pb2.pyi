@@ -153,6 +153,22 @@ class CancelResponse(_message.Message):
     job: Job
     def __init__(self, job: _Optional[_Union[Job, _Mapping]] = ...) -> None: ...
 
+class CancelWorkflowRequest(_message.Message):
+    __slots__ = ["id", "reason"]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    reason: str
+    def __init__(self, id: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class CancelWorkflowResponse(_message.Message):
+    __slots__ = ["canceled", "workflow"]
+    CANCELED_FIELD_NUMBER: _ClassVar[int]
+    WORKFLOW_FIELD_NUMBER: _ClassVar[int]
+    canceled: _containers.RepeatedCompositeFieldContainer[Job]
+    workflow: Workflow
+    def __init__(self, workflow: _Optional[_Union[Workflow, _Mapping]] = ..., canceled: _Optional[_Iterable[_Union[Job, _Mapping]]] = ...) -> None: ...
+
 class CompactedGroup(_message.Message):
     __slots__ = ["group_key", "new_job_id", "replaced"]
     GROUP_KEY_FIELD_NUMBER: _ClassVar[int]
@@ -302,6 +318,22 @@ class EnqueueResponse(_message.Message):
     merged: bool
     def __init__(self, job: _Optional[_Union[Job, _Mapping]] = ..., existing: bool = ..., merged: bool = ...) -> None: ...
 
+class EnqueueWorkflowRequest(_message.Message):
+    __slots__ = ["name", "steps"]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    STEPS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    steps: _containers.RepeatedCompositeFieldContainer[WorkflowStep]
+    def __init__(self, name: _Optional[str] = ..., steps: _Optional[_Iterable[_Union[WorkflowStep, _Mapping]]] = ...) -> None: ...
+
+class EnqueueWorkflowResponse(_message.Message):
+    __slots__ = ["jobs", "workflow"]
+    JOBS_FIELD_NUMBER: _ClassVar[int]
+    WORKFLOW_FIELD_NUMBER: _ClassVar[int]
+    jobs: _containers.RepeatedCompositeFieldContainer[Job]
+    workflow: Workflow
+    def __init__(self, workflow: _Optional[_Union[Workflow, _Mapping]] = ..., jobs: _Optional[_Iterable[_Union[Job, _Mapping]]] = ...) -> None: ...
+
 class Event(_message.Message):
     __slots__ = ["actor", "at", "reason", "seq", "to"]
     ACTOR_FIELD_NUMBER: _ClassVar[int]
@@ -393,6 +425,20 @@ class GetResponse(_message.Message):
     job: Job
     def __init__(self, job: _Optional[_Union[Job, _Mapping]] = ...) -> None: ...
 
+class GetWorkflowRequest(_message.Message):
+    __slots__ = ["id"]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    def __init__(self, id: _Optional[str] = ...) -> None: ...
+
+class GetWorkflowResponse(_message.Message):
+    __slots__ = ["steps", "workflow"]
+    STEPS_FIELD_NUMBER: _ClassVar[int]
+    WORKFLOW_FIELD_NUMBER: _ClassVar[int]
+    steps: _containers.RepeatedCompositeFieldContainer[WorkflowStepStatus]
+    workflow: Workflow
+    def __init__(self, workflow: _Optional[_Union[Workflow, _Mapping]] = ..., steps: _Optional[_Iterable[_Union[WorkflowStepStatus, _Mapping]]] = ...) -> None: ...
+
 class HeartbeatRequest(_message.Message):
     __slots__ = ["id", "lease_token"]
     ID_FIELD_NUMBER: _ClassVar[int]
@@ -440,7 +486,7 @@ class ImportKeyResponse(_message.Message):
     def __init__(self, key: _Optional[_Union[APIKey, _Mapping]] = ..., created: bool = ...) -> None: ...
 
 class InputLimits(_message.Message):
-    __slots__ = ["max_activate_jobs", "max_activate_queues", "max_activate_wait", "max_args_bytes", "max_attempts", "max_cap", "max_error_bytes", "max_error_code_len", "max_filter_codes", "max_header_bytes", "max_id_len", "max_key_len", "max_kind_len", "max_name_len", "max_priority", "max_progress_message_bytes", "max_queue_len", "max_reason_bytes", "max_rescues", "max_result_ttl", "max_retention", "max_run_at_future", "max_run_at_past", "max_stream_credit", "max_stream_kind_caps", "max_timeout"]
+    __slots__ = ["max_activate_jobs", "max_activate_queues", "max_activate_wait", "max_args_bytes", "max_attempts", "max_cap", "max_error_bytes", "max_error_code_len", "max_filter_codes", "max_header_bytes", "max_id_len", "max_key_len", "max_kind_len", "max_name_len", "max_parents", "max_priority", "max_progress_message_bytes", "max_queue_len", "max_reason_bytes", "max_rescues", "max_result_ttl", "max_retention", "max_run_at_future", "max_run_at_past", "max_stream_credit", "max_stream_kind_caps", "max_timeout"]
     MAX_ACTIVATE_JOBS_FIELD_NUMBER: _ClassVar[int]
     MAX_ACTIVATE_QUEUES_FIELD_NUMBER: _ClassVar[int]
     MAX_ACTIVATE_WAIT_FIELD_NUMBER: _ClassVar[int]
@@ -455,6 +501,7 @@ class InputLimits(_message.Message):
     MAX_KEY_LEN_FIELD_NUMBER: _ClassVar[int]
     MAX_KIND_LEN_FIELD_NUMBER: _ClassVar[int]
     MAX_NAME_LEN_FIELD_NUMBER: _ClassVar[int]
+    MAX_PARENTS_FIELD_NUMBER: _ClassVar[int]
     MAX_PRIORITY_FIELD_NUMBER: _ClassVar[int]
     MAX_PROGRESS_MESSAGE_BYTES_FIELD_NUMBER: _ClassVar[int]
     MAX_QUEUE_LEN_FIELD_NUMBER: _ClassVar[int]
@@ -481,6 +528,7 @@ class InputLimits(_message.Message):
     max_key_len: int
     max_kind_len: int
     max_name_len: int
+    max_parents: int
     max_priority: int
     max_progress_message_bytes: int
     max_queue_len: int
@@ -493,10 +541,10 @@ class InputLimits(_message.Message):
     max_stream_credit: int
     max_stream_kind_caps: int
     max_timeout: _duration_pb2.Duration
-    def __init__(self, max_id_len: _Optional[int] = ..., max_kind_len: _Optional[int] = ..., max_queue_len: _Optional[int] = ..., max_key_len: _Optional[int] = ..., max_name_len: _Optional[int] = ..., max_error_code_len: _Optional[int] = ..., max_reason_bytes: _Optional[int] = ..., max_progress_message_bytes: _Optional[int] = ..., max_error_bytes: _Optional[int] = ..., max_args_bytes: _Optional[int] = ..., max_header_bytes: _Optional[int] = ..., max_priority: _Optional[int] = ..., max_attempts: _Optional[int] = ..., max_rescues: _Optional[int] = ..., max_cap: _Optional[int] = ..., max_filter_codes: _Optional[int] = ..., max_run_at_past: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_run_at_future: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_retention: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_result_ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_activate_jobs: _Optional[int] = ..., max_activate_wait: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_activate_queues: _Optional[int] = ..., max_stream_credit: _Optional[int] = ..., max_stream_kind_caps: _Optional[int] = ...) -> None: ...
+    def __init__(self, max_id_len: _Optional[int] = ..., max_kind_len: _Optional[int] = ..., max_queue_len: _Optional[int] = ..., max_key_len: _Optional[int] = ..., max_name_len: _Optional[int] = ..., max_error_code_len: _Optional[int] = ..., max_reason_bytes: _Optional[int] = ..., max_progress_message_bytes: _Optional[int] = ..., max_error_bytes: _Optional[int] = ..., max_args_bytes: _Optional[int] = ..., max_header_bytes: _Optional[int] = ..., max_priority: _Optional[int] = ..., max_attempts: _Optional[int] = ..., max_rescues: _Optional[int] = ..., max_cap: _Optional[int] = ..., max_filter_codes: _Optional[int] = ..., max_run_at_past: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_run_at_future: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_retention: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_result_ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_activate_jobs: _Optional[int] = ..., max_activate_wait: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_activate_queues: _Optional[int] = ..., max_stream_credit: _Optional[int] = ..., max_stream_kind_caps: _Optional[int] = ..., max_parents: _Optional[int] = ...) -> None: ...
 
 class Job(_message.Message):
-    __slots__ = ["args", "attempt", "checkpoint", "created_at", "deadline_at", "expires_at", "fairness_key", "finished_at", "group_key", "has_children", "headers", "heartbeat_at", "id", "idempotency_key", "kind", "last_error", "last_error_code", "lease_expires_at", "lease_token", "max_attempts", "max_rescues", "merge_key", "original_id", "priority", "progress_message", "progress_percent", "queue", "replay_count", "replayed_by", "rescues", "result", "resume_data", "run_at", "stalled", "started_at", "state", "timeout", "updated_at", "worker_id"]
+    __slots__ = ["args", "attempt", "checkpoint", "created_at", "deadline_at", "expires_at", "fairness_key", "finished_at", "group_key", "has_children", "headers", "heartbeat_at", "id", "idempotency_key", "kind", "last_error", "last_error_code", "lease_expires_at", "lease_token", "max_attempts", "max_rescues", "merge_key", "original_id", "priority", "progress_message", "progress_percent", "queue", "replay_count", "replayed_by", "rescues", "result", "resume_data", "run_at", "stalled", "started_at", "state", "step", "timeout", "updated_at", "worker_id", "workflow_id"]
     class HeadersEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -540,9 +588,11 @@ class Job(_message.Message):
     STALLED_FIELD_NUMBER: _ClassVar[int]
     STARTED_AT_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
+    STEP_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_FIELD_NUMBER: _ClassVar[int]
     UPDATED_AT_FIELD_NUMBER: _ClassVar[int]
     WORKER_ID_FIELD_NUMBER: _ClassVar[int]
+    WORKFLOW_ID_FIELD_NUMBER: _ClassVar[int]
     args: str
     attempt: int
     checkpoint: str
@@ -579,10 +629,12 @@ class Job(_message.Message):
     stalled: bool
     started_at: _timestamp_pb2.Timestamp
     state: str
+    step: str
     timeout: _duration_pb2.Duration
     updated_at: _timestamp_pb2.Timestamp
     worker_id: str
-    def __init__(self, id: _Optional[str] = ..., kind: _Optional[str] = ..., queue: _Optional[str] = ..., priority: _Optional[int] = ..., args: _Optional[str] = ..., headers: _Optional[_Mapping[str, str]] = ..., state: _Optional[str] = ..., attempt: _Optional[int] = ..., max_attempts: _Optional[int] = ..., lease_token: _Optional[int] = ..., run_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., worker_id: _Optional[str] = ..., lease_expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., heartbeat_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., progress_percent: _Optional[int] = ..., progress_message: _Optional[str] = ..., result: _Optional[str] = ..., last_error: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., group_key: _Optional[str] = ..., original_id: _Optional[str] = ..., replay_count: _Optional[int] = ..., created_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., started_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., finished_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., stalled: bool = ..., checkpoint: _Optional[str] = ..., deadline_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., resume_data: _Optional[str] = ..., rescues: _Optional[int] = ..., max_rescues: _Optional[int] = ..., replayed_by: _Optional[str] = ..., merge_key: _Optional[str] = ..., last_error_code: _Optional[str] = ..., fairness_key: _Optional[str] = ..., has_children: bool = ...) -> None: ...
+    workflow_id: str
+    def __init__(self, id: _Optional[str] = ..., kind: _Optional[str] = ..., queue: _Optional[str] = ..., priority: _Optional[int] = ..., args: _Optional[str] = ..., headers: _Optional[_Mapping[str, str]] = ..., state: _Optional[str] = ..., attempt: _Optional[int] = ..., max_attempts: _Optional[int] = ..., lease_token: _Optional[int] = ..., run_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., worker_id: _Optional[str] = ..., lease_expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., heartbeat_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., progress_percent: _Optional[int] = ..., progress_message: _Optional[str] = ..., result: _Optional[str] = ..., last_error: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., group_key: _Optional[str] = ..., original_id: _Optional[str] = ..., replay_count: _Optional[int] = ..., created_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., started_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., finished_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., stalled: bool = ..., checkpoint: _Optional[str] = ..., deadline_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., resume_data: _Optional[str] = ..., rescues: _Optional[int] = ..., max_rescues: _Optional[int] = ..., replayed_by: _Optional[str] = ..., merge_key: _Optional[str] = ..., last_error_code: _Optional[str] = ..., fairness_key: _Optional[str] = ..., has_children: bool = ..., workflow_id: _Optional[str] = ..., step: _Optional[str] = ...) -> None: ...
 
 class JobServiceResumeRequest(_message.Message):
     __slots__ = ["data", "id", "reason"]
@@ -903,6 +955,28 @@ class ListWorkersResponse(_message.Message):
     WORKERS_FIELD_NUMBER: _ClassVar[int]
     workers: _containers.RepeatedCompositeFieldContainer[Worker]
     def __init__(self, workers: _Optional[_Iterable[_Union[Worker, _Mapping]]] = ...) -> None: ...
+
+class ListWorkflowsRequest(_message.Message):
+    __slots__ = ["ascending", "cursor", "limit", "name", "states"]
+    ASCENDING_FIELD_NUMBER: _ClassVar[int]
+    CURSOR_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    STATES_FIELD_NUMBER: _ClassVar[int]
+    ascending: bool
+    cursor: str
+    limit: int
+    name: str
+    states: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, name: _Optional[str] = ..., states: _Optional[_Iterable[str]] = ..., cursor: _Optional[str] = ..., limit: _Optional[int] = ..., ascending: bool = ...) -> None: ...
+
+class ListWorkflowsResponse(_message.Message):
+    __slots__ = ["next_cursor", "workflows"]
+    NEXT_CURSOR_FIELD_NUMBER: _ClassVar[int]
+    WORKFLOWS_FIELD_NUMBER: _ClassVar[int]
+    next_cursor: str
+    workflows: _containers.RepeatedCompositeFieldContainer[Workflow]
+    def __init__(self, workflows: _Optional[_Iterable[_Union[Workflow, _Mapping]]] = ..., next_cursor: _Optional[str] = ...) -> None: ...
 
 class Node(_message.Message):
     __slots__ = ["heartbeat_at", "holding", "host", "id", "idle", "leader", "pid", "started_at"]
@@ -1526,3 +1600,46 @@ class Worker(_message.Message):
     queue: str
     waiting_polls: int
     def __init__(self, name: _Optional[str] = ..., queue: _Optional[str] = ..., kinds: _Optional[_Iterable[str]] = ..., last_seen_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., open_streams: _Optional[int] = ..., waiting_polls: _Optional[int] = ..., activated: _Optional[int] = ..., held: bool = ...) -> None: ...
+
+class Workflow(_message.Message):
+    __slots__ = ["created_at", "finished_at", "id", "name", "started_at", "state", "step_states", "steps"]
+    class StepStatesEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    FINISHED_AT_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    STARTED_AT_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    STEPS_FIELD_NUMBER: _ClassVar[int]
+    STEP_STATES_FIELD_NUMBER: _ClassVar[int]
+    created_at: _timestamp_pb2.Timestamp
+    finished_at: _timestamp_pb2.Timestamp
+    id: str
+    name: str
+    started_at: _timestamp_pb2.Timestamp
+    state: str
+    step_states: _containers.ScalarMap[str, int]
+    steps: int
+    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., state: _Optional[str] = ..., steps: _Optional[int] = ..., step_states: _Optional[_Mapping[str, int]] = ..., created_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., started_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., finished_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class WorkflowStep(_message.Message):
+    __slots__ = ["job", "name"]
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    job: JobSpec
+    name: str
+    def __init__(self, name: _Optional[str] = ..., job: _Optional[_Union[JobSpec, _Mapping]] = ...) -> None: ...
+
+class WorkflowStepStatus(_message.Message):
+    __slots__ = ["after", "job"]
+    AFTER_FIELD_NUMBER: _ClassVar[int]
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    after: _containers.RepeatedScalarFieldContainer[str]
+    job: Job
+    def __init__(self, job: _Optional[_Union[Job, _Mapping]] = ..., after: _Optional[_Iterable[str]] = ...) -> None: ...

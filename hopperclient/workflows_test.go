@@ -1,0 +1,63 @@
+package hopperclient_test
+
+import (
+	"testing"
+
+	"github.com/hopperjobs/hopper"
+	"github.com/stretchr/testify/require"
+)
+
+// A workflow through a server: enqueued whole, read, listed and canceled as through a
+// hopper.Client, its bad fields named as the Go API names them.
+func TestWorkflows(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	res, err := b.client.EnqueueWorkflow(ctx, hopper.Workflow{Name: "newsletter", Steps: []hopper.WorkflowStep{
+		{Name: "send", Args: Email{To: "b@example.com"}, After: []string{"digest"}, OnParentFailure: hopper.ParentRun},
+		{Name: "digest", Args: Digest{}},
+	}})
+	require.NoError(t, err)
+	require.Equal(t, "newsletter", res.Workflow.Name)
+	require.Equal(t, hopper.WorkflowRunning, res.Workflow.State)
+	require.Equal(t, "send", res.Jobs[0].Step)
+	require.Equal(t, hopper.StateWaiting, res.Jobs[0].State)
+	require.Equal(t, "digests", res.Job("digest").Queue, "the args type's defaults apply")
+	require.Equal(t, res.Workflow.ID, res.Job("digest").WorkflowID)
+
+	d, err := b.client.Workflow(ctx, res.Workflow.ID)
+	require.NoError(t, err)
+	require.Len(t, d.Steps, 2)
+	require.Equal(t, "digest", d.Steps[0].Job.Step)
+	require.Equal(t, []string{"digest"}, d.Steps[1].After)
+	require.Equal(t, map[hopper.JobState]int{hopper.StateQueued: 1, hopper.StateWaiting: 1}, d.Workflow.StepStates)
+
+	list, err := b.client.ListWorkflows(ctx, &hopper.WorkflowListParams{Name: "newsletter"})
+	require.NoError(t, err)
+	require.Len(t, list.Workflows, 1)
+	require.Equal(t, res.Workflow.ID, list.Workflows[0].ID)
+
+	canceled, err := b.client.CancelWorkflow(ctx, res.Workflow.ID, "list closed")
+	require.NoError(t, err)
+	require.Equal(t, hopper.WorkflowCanceled, canceled.Workflow.State)
+	require.Len(t, canceled.Canceled, 2)
+	events, err := b.client.Events(ctx, res.Job("send").ID)
+	require.NoError(t, err)
+	require.Equal(t, "list closed", events[len(events)-1].Reason)
+	_, err = b.client.CancelWorkflow(ctx, res.Workflow.ID, "")
+	require.ErrorIs(t, err, hopper.ErrInvalidTransition)
+	_, err = b.client.Workflow(ctx, "0190f0e4-0000-7000-8000-000000000000")
+	require.ErrorIs(t, err, hopper.ErrNotFound)
+
+	bad := []hopper.WorkflowStep{{Name: "a", Args: Email{}}, {Name: "b", Args: Email{}, After: []string{"c"}}}
+	_, err = b.client.EnqueueWorkflow(ctx, hopper.Workflow{Name: "w", Steps: bad})
+	requireField(t, err, "steps[1].after[0]")
+	bad[1] = hopper.WorkflowStep{Name: "b", Args: Email{}, Opts: &hopper.InsertOpts{Queue: "no spaces"}}
+	_, err = b.client.EnqueueWorkflow(ctx, hopper.Workflow{Name: "w", Steps: bad})
+	requireField(t, err, "steps[1].queue")
+	bad[1] = hopper.WorkflowStep{Name: "b", Args: Email{}, Opts: &hopper.InsertOpts{After: []string{res.Job("send").ID}}}
+	_, err = b.client.EnqueueWorkflow(ctx, hopper.Workflow{Name: "w", Steps: bad})
+	requireField(t, err, "steps[1].after")
+	_, err = b.client.ListWorkflows(ctx, &hopper.WorkflowListParams{States: []hopper.WorkflowState{"done"}})
+	requireField(t, err, "states")
+}

@@ -1,0 +1,252 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hopperjobs/hopper"
+)
+
+// The workflow scenario (docs/workflows.md): workflows of WorkflowWidth parallel no-op steps
+// and one fan-in step that runs after all of them, every job enqueued before the workers
+// start, worked on a fresh store; then as many plain no-op jobs on another fresh store, for
+// the ratio; then one fan-in of FanInParents parents into one child. The fan-in steps' release
+// latency is the time from the end of a step's last parent's handler to the start of its own:
+// the parent's outcome written, the child released in the same transaction, the workers woken
+// and the child claimed. The fan-in steps have a queue of their own (fanInQueue).
+
+// WorkflowWidth is the parallel steps of each of the workflow scenario's workflows.
+const WorkflowWidth = 10
+
+// DefaultWorkflowJobs is the workflow scenario's default Config.Jobs: 2,000 workflows of
+// WorkflowWidth steps and a fan-in step.
+const DefaultWorkflowJobs = 2000 * (WorkflowWidth + 1)
+
+// FanInParents is the parents of the workflow scenario's large fan-in (a variable: the
+// package's tests shorten it).
+var FanInParents = 10_000
+
+// WorkflowResult is what the workflow scenario measured. The JSON names are stable.
+type WorkflowResult struct {
+	Workflows          int     `json:"workflows"`
+	Width              int     `json:"width"`
+	Jobs               int     `json:"jobs"`
+	Workers            int     `json:"workers"`
+	WorkflowJobsPerSec float64 `json:"workflow_jobs_per_sec"`
+	PlainJobsPerSec    float64 `json:"plain_jobs_per_sec"`
+	Ratio              float64 `json:"ratio"` // workflow over plain
+	ReleaseP50Ms       float64 `json:"release_p50_ms"`
+	ReleaseP99Ms       float64 `json:"release_p99_ms"`
+	FanInParents       int     `json:"fan_in_parents"`
+	FanInJobsPerSec    float64 `json:"fan_in_jobs_per_sec"`
+	FanInReleaseMs     float64 `json:"fan_in_release_ms"`
+	Store              string  `json:"store"`
+	Durability         string  `json:"durability"`
+	CPUs               int     `json:"cpus"`
+	GoVersion          string  `json:"go_version"`
+}
+
+// JSON renders r as one JSON object.
+func (r *WorkflowResult) JSON() []byte {
+	b, _ := json.Marshal(r) // plain numbers and strings always marshal
+	return b
+}
+
+// fanInQueue is the fan-in steps' queue: released, they do not wait behind the backlog of
+// steps the scenario enqueued up front (the client shares its workers between queues), so
+// their release latency is the release's, not the backlog's.
+const fanInQueue = "bench-fan-in"
+
+// stepDoc is a parallel step of workflow W; fanInDoc the step after them.
+type stepDoc struct {
+	W int `json:"w"`
+}
+
+func (stepDoc) Kind() string { return "bench-step" }
+
+type fanInDoc struct {
+	W int `json:"w"`
+}
+
+func (fanInDoc) Kind() string { return "bench-fan-in" }
+
+// Workflow runs the workflow scenario on fresh stores of cfg's kind. cfg.Jobs defaults to
+// DefaultWorkflowJobs and must be a multiple of WorkflowWidth+1.
+func Workflow(ctx context.Context, cfg Config) (*WorkflowResult, error) {
+	if cfg.Jobs == 0 {
+		cfg.Jobs = DefaultWorkflowJobs
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Jobs%(WorkflowWidth+1) != 0 {
+		return nil, fmt.Errorf("bench: the workflow scenario's --jobs %d must be a multiple of %d", cfg.Jobs, WorkflowWidth+1)
+	}
+	cfg = cfg.withDefaults()
+	res := &WorkflowResult{Workflows: cfg.Jobs / (WorkflowWidth + 1), Width: WorkflowWidth, Jobs: cfg.Jobs,
+		Workers: cfg.Workers, FanInParents: FanInParents, CPUs: runtime.NumCPU(), GoVersion: runtime.Version(),
+		Durability: durability(ctx, cfg)}
+	var err error
+	var release []time.Duration
+	if res.WorkflowJobsPerSec, release, res.Store, err = workflowRun(ctx, cfg, res.Workflows, WorkflowWidth); err != nil {
+		return nil, fmt.Errorf("workflow run: %w", err)
+	}
+	res.ReleaseP50Ms, res.ReleaseP99Ms = percentileMs(release, 0.50), percentileMs(release, 0.99)
+	if res.PlainJobsPerSec, err = plainRun(ctx, cfg); err != nil {
+		return nil, fmt.Errorf("plain run: %w", err)
+	}
+	res.Ratio = res.WorkflowJobsPerSec / res.PlainJobsPerSec
+	if res.FanInJobsPerSec, release, _, err = workflowRun(ctx, cfg, 1, FanInParents); err != nil {
+		return nil, fmt.Errorf("fan-in run: %w", err)
+	}
+	res.FanInReleaseMs = percentileMs(release, 0.5)
+	return res, nil
+}
+
+// workflowRun enqueues workflows of width parallel steps and a fan-in step on a fresh store,
+// then works them, and returns the jobs per second from the workers' start to the last fan-in
+// step's end, and each fan-in step's release latency.
+func workflowRun(ctx context.Context, cfg Config, workflows, width int) (float64, []time.Duration, string, error) {
+	st, storeName, cleanup, err := openStore(ctx, cfg)
+	if err != nil {
+		return 0, nil, "", err
+	}
+	defer cleanup()
+	enq, err := hopper.NewClient(hopper.Config{Store: st})
+	if err != nil {
+		return 0, nil, "", err
+	}
+	// The parents of as many workflows as fit in a batch go in one call, their fan-in steps
+	// in the next.
+	per := max(1, cfg.Batch/(width+1))
+	for w := 0; w < workflows; w += per {
+		n := min(per, workflows-w)
+		ids := make([][]string, n)
+		for i := 0; i < n*width; i += cfg.Batch {
+			parents := make([]hopper.EnqueueParams, min(cfg.Batch, n*width-i))
+			for k := range parents {
+				parents[k] = hopper.EnqueueParams{Args: stepDoc{W: w + (i+k)/width}}
+			}
+			res, err := enq.EnqueueMany(ctx, parents)
+			if err != nil {
+				return 0, nil, "", fmt.Errorf("enqueue steps: %w", err)
+			}
+			for k, r := range res {
+				ids[(i+k)/width] = append(ids[(i+k)/width], r.Job.ID)
+			}
+		}
+		children := make([]hopper.EnqueueParams, n)
+		for i := range children {
+			children[i] = hopper.EnqueueParams{Args: fanInDoc{W: w + i}, Opts: &hopper.InsertOpts{Queue: fanInQueue, After: ids[i]}}
+		}
+		if _, err := enq.EnqueueMany(ctx, children); err != nil {
+			return 0, nil, "", fmt.Errorf("enqueue fan-in steps: %w", err)
+		}
+	}
+
+	lastEnd := make([]atomic.Int64, workflows) // unix nanos of each workflow's latest step end
+	stepsEnded := make([]atomic.Int64, workflows)
+	var early atomic.Int64 // fan-in steps that started before all their parents ended
+	var mu sync.Mutex
+	release := make([]time.Duration, 0, workflows)
+	all := make(chan struct{})
+	ws := hopper.NewWorkers()
+	hopper.AddWorkerFunc(ws, func(_ context.Context, j *hopper.Job[stepDoc]) error {
+		end := time.Now().UnixNano()
+		for at := &lastEnd[j.Args.W]; ; {
+			if old := at.Load(); old >= end || at.CompareAndSwap(old, end) {
+				break
+			}
+		}
+		stepsEnded[j.Args.W].Add(1)
+		return nil
+	})
+	hopper.AddWorkerFunc(ws, func(_ context.Context, j *hopper.Job[fanInDoc]) error {
+		if stepsEnded[j.Args.W].Load() != int64(width) {
+			early.Add(1)
+		}
+		d := time.Since(time.Unix(0, lastEnd[j.Args.W].Load()))
+		mu.Lock()
+		defer mu.Unlock()
+		release = append(release, d)
+		if len(release) == workflows {
+			close(all)
+		}
+		return nil
+	})
+	client, err := hopper.NewClient(hopper.Config{Store: st, Workers: ws, MaxWorkers: cfg.Workers, ClaimAhead: cfg.ClaimAhead,
+		Queues: map[string]hopper.QueueConfig{hopper.DefaultQueue: {MaxWorkers: cfg.Workers}, fanInQueue: {MaxWorkers: cfg.Workers}}})
+	if err != nil {
+		return 0, nil, "", err
+	}
+	start := time.Now()
+	if err := client.Start(ctx); err != nil {
+		return 0, nil, "", err
+	}
+	defer client.Stop(context.Background())
+	select {
+	case <-all:
+	case <-ctx.Done():
+		return 0, nil, "", ctx.Err()
+	}
+	elapsed := time.Since(start)
+	if n := early.Load(); n > 0 {
+		return 0, nil, "", fmt.Errorf("%d fan-in steps started before all their parents ended", n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return float64(workflows*(width+1)) / elapsed.Seconds(), release, storeName, nil
+}
+
+// plainRun enqueues cfg.Jobs plain no-op jobs on a fresh store, then works them, and returns
+// the jobs per second from the workers' start to the last job's end.
+func plainRun(ctx context.Context, cfg Config) (float64, error) {
+	st, _, cleanup, err := openStore(ctx, cfg)
+	if err != nil {
+		return 0, err
+	}
+	defer cleanup()
+	enq, err := hopper.NewClient(hopper.Config{Store: st})
+	if err != nil {
+		return 0, err
+	}
+	for done := 0; done < cfg.Jobs; {
+		batch := make([]hopper.EnqueueParams, min(cfg.Batch, cfg.Jobs-done))
+		for i := range batch {
+			batch[i] = hopper.EnqueueParams{Args: stepDoc{}}
+		}
+		if _, err := enq.EnqueueMany(ctx, batch); err != nil {
+			return 0, fmt.Errorf("enqueue: %w", err)
+		}
+		done += len(batch)
+	}
+	var ended atomic.Int64
+	all := make(chan struct{})
+	ws := hopper.NewWorkers()
+	hopper.AddWorkerFunc(ws, func(context.Context, *hopper.Job[stepDoc]) error {
+		if ended.Add(1) == int64(cfg.Jobs) {
+			close(all)
+		}
+		return nil
+	})
+	client, err := hopper.NewClient(hopper.Config{Store: st, Workers: ws, MaxWorkers: cfg.Workers, ClaimAhead: cfg.ClaimAhead})
+	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	if err := client.Start(ctx); err != nil {
+		return 0, err
+	}
+	defer client.Stop(context.Background())
+	select {
+	case <-all:
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	return float64(cfg.Jobs) / time.Since(start).Seconds(), nil
+}

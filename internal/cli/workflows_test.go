@@ -1,0 +1,150 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// albumWorkflow is a workflow document: fetch, then resize, then publish (which runs even if
+// resize fails).
+const albumWorkflow = `{"name": "publish-album", "steps": [
+  {"name": "publish", "kind": "publish-album", "args": {"album": 7}, "after": ["resize"], "on_parent_failure": "run"},
+  {"name": "fetch", "kind": "fetch-photos", "args": {"album": 7}, "queue": "io", "max_attempts": 3},
+  {"name": "resize", "kind": "resize", "args": {"size": 320}, "after": ["fetch"], "timeout": "30s"}]}`
+
+// writeFile writes text to a file of the test's temporary directory and returns its path.
+func writeFile(t *testing.T, name, text string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	require.NoError(t, os.WriteFile(path, []byte(text), 0o600))
+	return path
+}
+
+// runner runs hopper with args, against a database or a server.
+type runner func(t *testing.T, args ...string) result
+
+// workflowCommands enqueues, lists, shows and cancels a workflow through run.
+func workflowCommands(t *testing.T, run runner) {
+	t.Helper()
+	res := run(t, "workflows", "enqueue", writeFile(t, "album.json", albumWorkflow))
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	id := strings.TrimSpace(res.stdout)
+
+	res = run(t, "workflows", "show", id, "--json")
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	var shown struct {
+		Workflow map[string]any `json:"workflow"`
+		Steps    []struct {
+			Job   map[string]any `json:"job"`
+			After []string       `json:"after"`
+		} `json:"steps"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &shown))
+	require.Equal(t, "publish-album", shown.Workflow["name"])
+	require.Equal(t, "running", shown.Workflow["state"])
+	require.Len(t, shown.Steps, 3)
+	fetch, resize, publish := shown.Steps[0], shown.Steps[1], shown.Steps[2]
+	require.Equal(t, "fetch", fetch.Job["step"], "parents first")
+	require.Equal(t, "io", fetch.Job["queue"])
+	require.EqualValues(t, 3, fetch.Job["maxAttempts"])
+	require.Equal(t, "queued", fetch.Job["state"])
+	require.Equal(t, []string{}, fetch.After)
+	require.Equal(t, []string{"fetch"}, resize.After)
+	require.Equal(t, "30s", resize.Job["timeout"])
+	require.Equal(t, []string{"resize"}, publish.After)
+	require.Equal(t, "waiting", publish.Job["state"])
+	require.Equal(t, id, publish.Job["workflowId"])
+
+	res = run(t, "workflows", "show", id)
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	require.Contains(t, res.stdout, "Workflow "+id)
+	require.Contains(t, res.stdout, "steps    3: 2 waiting, 1 queued")
+	require.Regexp(t, `(?m)^publish\s+waiting\s+0/\d+\s+-\s+-\s+-\s+resize\s+`, res.stdout)
+	require.Regexp(t, `(?m)^fetch\s+queued\s+0/3\s+`, res.stdout)
+
+	res = run(t, "jobs", "show", fetch.Job["id"].(string))
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	require.Contains(t, res.stdout, id+", step fetch")
+
+	res = run(t, "workflows", "ls")
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	require.Regexp(t, id+`\s+publish-album\s+running\s+0/3\s+`, res.stdout)
+	res = run(t, "workflows", "ls", "--name", "publish-album", "--state", "completed,failed")
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	require.Equal(t, "no workflows\n", res.stdout)
+	res = run(t, "workflows", "ls", "--state", "done")
+	require.Equal(t, ExitUsage, res.code, res.stderr)
+
+	res = run(t, "workflows", "cancel", id, "--reason", "album withdrawn")
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	require.Equal(t, "workflow "+id+" canceled: 3 steps (fetch, publish, resize)\n", res.stdout)
+	res = run(t, "jobs", "events", fetch.Job["id"].(string))
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	require.Contains(t, res.stdout, "album withdrawn")
+	res = run(t, "workflows", "cancel", id)
+	require.Equal(t, ExitConflict, res.code, res.stderr)
+	require.Contains(t, res.stderr, "it has already been canceled")
+	require.Equal(t, []string{id}, listedWorkflows(t, run, "--state", "canceled"))
+
+	res = run(t, "workflows", "show", "0190f0e4-0000-7000-8000-000000000000")
+	require.Equal(t, ExitNotFound, res.code, res.stderr)
+	res = run(t, "workflows", "cancel", "0190f0e4-0000-7000-8000-000000000000")
+	require.Equal(t, ExitNotFound, res.code, res.stderr)
+
+	// A bad workflow is a usage error naming the field, and enqueues nothing.
+	for file, field := range map[string]string{
+		`{"name": "w", "steps": [{"name": "a", "kind": "k", "after": ["b"]}, {"name": "b", "kind": "k", "after": ["a"]}]}`: "steps[1].after[0]",
+		`{"name": "w", "steps": [{"name": "a", "kind": "k"}, {"name": "b", "kind": "k", "queue": "no spaces"}]}`:           "steps[1].queue",
+		`{"name": "w", "steps": [{"name": "a", "kind": "k", "after": ["nope"]}]}`:                                          "steps[0].after[0]",
+		`{"name": "w", "steps": [{"name": "a", "kind": "k", "idempotency_key": "x"}]}`:                                     "steps[0].idempotency_key",
+		`{"name": "w", "steps": [{"name": "a", "kind": "k", "colour": "red"}]}`:                                            `steps[0]: unknown field "colour"`,
+		`{"name": "w", "stages": []}`: `unknown field "stages"`,
+	} {
+		res = run(t, "workflows", "enqueue", writeFile(t, "bad.json", file))
+		require.Equal(t, ExitUsage, res.code, "%s: %s", file, res.stderr)
+		require.Contains(t, res.stderr, field, file)
+	}
+	require.Equal(t, []string{id}, listedWorkflows(t, run), "only the first workflow was enqueued")
+}
+
+// listedWorkflows is the ids `workflows ls --json` lists with the flags given.
+func listedWorkflows(t *testing.T, run runner, flags ...string) []string {
+	t.Helper()
+	res := run(t, append([]string{"workflows", "ls", "--json"}, flags...)...)
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	var out struct {
+		Workflows []struct {
+			ID string `json:"id"`
+		} `json:"workflows"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &out))
+	var ids []string
+	for _, w := range out.Workflows {
+		ids = append(ids, w.ID)
+	}
+	return ids
+}
+
+func TestWorkflowCommands(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	workflowCommands(t, b.run)
+
+	// - reads the workflow from stdin.
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), []string{"--database", b.db, "workflows", "enqueue", "-"}, strings.NewReader(albumWorkflow), &stdout, &stderr)
+	require.Equal(t, ExitOK, code, stderr.String())
+	res := b.run(t, "workflows", "show", strings.TrimSpace(stdout.String()))
+	require.Equal(t, ExitOK, res.code, res.stderr)
+}
+
+func TestWorkflowCommandsThroughAServer(t *testing.T) {
+	b := startServer(t, false)
+	workflowCommands(t, b.remote)
+}

@@ -1,0 +1,281 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/store"
+	"github.com/jackc/pgx/v5"
+)
+
+// Workflows: store/workflows.go says how they are kept.
+
+// workflowSQL reads one workflow ($2) with what its live steps say of it ($1 is now).
+var workflowSQL = `SELECT ` + workflowFrom + ` WHERE w.id = $2 AND s.state IS NOT NULL`
+
+// workflowFrom is a workflow's columns and store.WorkflowAggregates over its live steps, $1
+// being the store's clock; callers add their WHERE, which keeps only s.state IS NOT NULL (a
+// workflow with live steps). The aggregate is LATERAL, so that a page reads workflows in id
+// order, each with its steps from the partial index jobs_workflow, and stops when it is full.
+var workflowFrom = store.WorkflowColumns + `, s.* FROM {schema}.workflows w CROSS JOIN LATERAL (
+	SELECT ` + store.WorkflowAggregates + ` FROM {schema}.jobs j
+	WHERE j.workflow_id = w.id AND (j.expires_at IS NULL OR j.expires_at > coalesce($1::timestamptz, now()))) s`
+
+// stepsSQL reads a workflow's ($1) live steps ($2 is now) in id (insert) order.
+const stepsSQL = `SELECT ` + cols + ` FROM {schema}.jobs WHERE workflow_id = $1 AND ` + live + ` ORDER BY id`
+
+// stepParentsSQL reads, for each step of workflow $1, the names of the steps it runs after.
+const stepParentsSQL = `SELECT d.child_id, p.workflow_step FROM {schema}.jobs c
+	JOIN {schema}.job_deps d ON d.child_id = c.id
+	JOIN {schema}.jobs p ON p.id = d.parent_id AND p.workflow_id = c.workflow_id
+	WHERE c.workflow_id = $1 ORDER BY d.child_id, p.id`
+
+// cancelStepsSQL cancels workflow $5's unfinished steps, locked first in id order (the order
+// an ending locks a parent, then its children, so that a cancel racing endings does not
+// deadlock with them), as cancelSQL cancels one job; $6 is the expiry of a step without a
+// result TTL of its own. Each row comes back with whether it was running. The steps' endings
+// fire jobs_release: their children in the workflow are canceled by this same statement
+// already, so only children outside it move.
+const cancelStepsSQL = `WITH clk AS (SELECT coalesce($1::timestamptz, now()) AS now),
+l AS MATERIALIZED (SELECT id, state FROM {schema}.jobs WHERE workflow_id = $5 AND state IN ` + store.UnfinishedSQL + `
+	ORDER BY id FOR NO KEY UPDATE)
+UPDATE {schema}.jobs j SET ` + cancelSetSQL + `,
+	expires_at = CASE WHEN j.result_ttl_us > 0 THEN clk.now + j.result_ttl_us * interval '1 microsecond'
+		ELSE $6::timestamptz END
+FROM l, clk WHERE j.id = l.id AND j.state IN ` + store.UnfinishedSQL + `
+RETURNING ` + jCols + `, l.state = 'running'`
+
+// WorkflowInsert inserts the workflow's row and its steps, as JobInsertMany inserts a batch,
+// in one transaction.
+func (s *Store) WorkflowInsert(ctx context.Context, p *store.WorkflowInsertParams) (*store.WorkflowInsertResult, error) {
+	if err := store.CheckWorkflow(p); err != nil {
+		return nil, fmt.Errorf("insert workflow: %w", err)
+	}
+	res := &store.WorkflowInsertResult{}
+	err := s.runTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, s.sql(`INSERT INTO {schema}.workflows (id, name, steps, created_at)
+			VALUES ($1, $2, $3, coalesce($4::timestamptz, now()))`), p.ID, p.Name, len(p.Steps), s.nowArg()); err != nil {
+			return fmt.Errorf("insert workflow row: %w", err)
+		}
+		out, err := s.insertMany(ctx, pgxDB{tx}, p.Steps, nil)
+		if err != nil {
+			return err
+		}
+		res.Jobs = make([]*hoppertype.JobRow, len(out))
+		for i, r := range out {
+			res.Jobs[i] = r.Job
+		}
+		res.Workflow, err = s.readWorkflow(ctx, tx, p.ID)
+		return err
+	})
+	if err != nil {
+		return nil, s.wrap(err, "insert workflow %s", p.ID)
+	}
+	return res, nil
+}
+
+// runTx runs fn in a transaction, committed when fn returns nil.
+func (s *Store) runTx(ctx context.Context, opts pgx.TxOptions, fn func(tx pgx.Tx) error) error {
+	tx, err := s.pool.BeginTx(ctx, opts)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after commit
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+// WorkflowGet reads the workflow and its steps in one repeatable-read transaction, so that
+// its state and its steps agree.
+func (s *Store) WorkflowGet(ctx context.Context, id string) (*store.WorkflowDetail, error) {
+	d := &store.WorkflowDetail{}
+	err := s.runTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		var err error
+		if d.Workflow, err = s.readWorkflow(ctx, tx, id); err != nil {
+			return err
+		}
+		rs, err := tx.Query(ctx, s.sql(stepsSQL), id, s.nowArg())
+		if err != nil {
+			return err
+		}
+		jobs, err := scanJobs(rs)
+		if err != nil {
+			return fmt.Errorf("steps: %w", err)
+		}
+		after, err := s.stepParents(ctx, tx, id)
+		if err != nil {
+			return fmt.Errorf("dependencies: %w", err)
+		}
+		for _, j := range jobs {
+			d.Steps = append(d.Steps, &hoppertype.StepRow{Job: j, After: after[j.ID]})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, s.wrap(err, "get workflow %s", id)
+	}
+	return d, nil
+}
+
+// stepParents returns, by step job id, the names of the steps each step of workflow id runs
+// after, oldest parent first.
+func (s *Store) stepParents(ctx context.Context, tx pgx.Tx, id string) (map[string][]string, error) {
+	rs, err := tx.Query(ctx, s.sql(stepParentsSQL), id)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	var children, parents []string
+	for rs.Next() {
+		var c, p string
+		if err := rs.Scan(&c, &p); err != nil {
+			return nil, err
+		}
+		children, parents = append(children, c), append(parents, p)
+	}
+	return store.StepsAfter(children, parents), rs.Err()
+}
+
+// readWorkflow reads one workflow in tx, or ErrNotFound.
+func (s *Store) readWorkflow(ctx context.Context, tx pgx.Tx, id string) (*hoppertype.WorkflowRow, error) {
+	w, err := scanWorkflow(tx.QueryRow(ctx, s.sql(workflowSQL), s.nowArg(), id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("workflow %s: %w", id, store.ErrNotFound)
+	}
+	return w, err
+}
+
+// scanWorkflow reads a row of workflowFrom's columns.
+func scanWorkflow(sc scanner) (*hoppertype.WorkflowRow, error) {
+	var w hoppertype.WorkflowRow
+	var created time.Time
+	var started, finished *time.Time
+	var state string
+	counts := store.NewWorkflowCounts()
+	dest := append(append([]any{&w.ID, &w.Name, &w.Steps, &created}, counts.Dest...), &started, &finished, &state)
+	if err := sc.Scan(dest...); err != nil {
+		return nil, err
+	}
+	w.State, w.StepStates, w.CreatedAt = hoppertype.WorkflowState(state), counts.Map(), created.UTC()
+	w.StartedAt = utc(started)
+	if w.State != hoppertype.WorkflowRunning {
+		w.FinishedAt = utc(finished)
+	}
+	return &w, nil
+}
+
+// WorkflowList returns one page of workflows, filtered, in id (creation) order. Filters are
+// parameters (states an array), so the statements stay few.
+func (s *Store) WorkflowList(ctx context.Context, p *store.WorkflowListParams) (*store.WorkflowListResult, error) {
+	limit := p.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	limit = min(limit, 10000)
+	query, args := `SELECT `+workflowFrom+` WHERE s.state IS NOT NULL`, []any{s.nowArg()}
+	param := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	if p.Name != "" {
+		query += ` AND w.name = ` + param(p.Name)
+	}
+	order, cmp := "DESC", "<"
+	if p.Ascending {
+		order, cmp = "ASC", ">"
+	}
+	if p.Cursor != "" {
+		after, err := store.DecodeCursor(p.Cursor)
+		if err != nil {
+			return nil, err
+		}
+		query += ` AND w.id ` + cmp + ` ` + param(after)
+	}
+	if len(p.States) > 0 {
+		states := make([]string, len(p.States))
+		for i, st := range p.States {
+			states[i] = string(st)
+		}
+		query += ` AND s.state = ANY(` + param(states) + `::text[])`
+	}
+	query += ` ORDER BY w.id ` + order + ` LIMIT ` + param(limit+1)
+	rs, err := s.pool.Query(ctx, s.sql(query), args...)
+	if err != nil {
+		return nil, s.wrap(err, "list workflows")
+	}
+	defer rs.Close()
+	res := &store.WorkflowListResult{}
+	for rs.Next() {
+		w, err := scanWorkflow(rs)
+		if err != nil {
+			return nil, s.wrap(err, "list workflows")
+		}
+		res.Workflows = append(res.Workflows, w)
+	}
+	if err := rs.Err(); err != nil {
+		return nil, s.wrap(err, "list workflows")
+	}
+	if len(res.Workflows) > limit {
+		res.Workflows = res.Workflows[:limit]
+		res.NextCursor = store.EncodeCursor(res.Workflows[limit-1].ID)
+	}
+	return res, nil
+}
+
+// WorkflowCancel cancels the workflow's unfinished steps in one statement (cancelStepsSQL),
+// then reads the workflow, in one transaction.
+func (s *Store) WorkflowCancel(ctx context.Context, p *store.WorkflowCancelParams) (*store.WorkflowCancelResult, error) {
+	res := &store.WorkflowCancelResult{}
+	err := s.runTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		rs, err := tx.Query(ctx, s.sql(cancelStepsSQL), s.nowArg(), string(p.Actor), nullStr(p.Reason),
+			"canceled: "+p.Reason, p.ID, nullTime(p.ExpiresAt))
+		if err != nil {
+			return err
+		}
+		if err := scanCanceled(rs, res); err != nil {
+			return err
+		}
+		if res.Workflow, err = s.readWorkflow(ctx, tx, p.ID); err != nil {
+			return err
+		}
+		if len(res.Canceled) == 0 {
+			return fmt.Errorf("every step has ended (workflow %s): %w", res.Workflow.State, store.ErrInvalidTransition)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, s.wrap(err, "cancel workflow %s", p.ID)
+	}
+	return res, nil
+}
+
+// scanCanceled reads cancelStepsSQL's rows: a job and whether it was running.
+func scanCanceled(rs rows, r *store.WorkflowCancelResult) error {
+	defer rs.Close()
+	js := newJobScan()
+	for rs.Next() {
+		var running bool
+		j, err := js.scan(withExtra{rs, []any{&running}})
+		if err != nil {
+			return err
+		}
+		r.Canceled = append(r.Canceled, j)
+		if running {
+			r.WereRunning = append(r.WereRunning, j.ID)
+		}
+	}
+	return rs.Err()
+}
+
+// withExtra scans a row into a job's targets and, after them, extra.
+type withExtra struct {
+	sc    scanner
+	extra []any
+}
+
+func (w withExtra) Scan(dest ...any) error { return w.sc.Scan(append(dest, w.extra...)...) }

@@ -1,0 +1,259 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/store"
+)
+
+// Workflows: store/workflows.go says how they are kept.
+
+// workflowFrom joins workflows to their live steps (the store's clock is the first parameter)
+// for store.WorkflowAggregates; callers add their WHERE and end with workflowGroup. CROSS JOIN
+// makes SQLite read workflows first, in id order (a page reads its workflows and stops), each
+// with its steps from the partial index jobs_workflow, rather than every workflow's steps and
+// then a sort.
+var (
+	workflowFrom = store.WorkflowColumns + `, ` + store.WorkflowAggregates + ` FROM workflows w CROSS JOIN jobs j ON j.workflow_id = w.id
+	AND (j.expires_at IS NULL OR j.expires_at > ?)`
+	workflowGroup = ` GROUP BY w.id`
+)
+
+// queryer is a read connection or a transaction.
+type queryer interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// WorkflowInsert inserts the workflow's row and its steps, as JobInsertMany inserts a batch,
+// in one write transaction.
+func (s *Store) WorkflowInsert(ctx context.Context, p *store.WorkflowInsertParams) (*store.WorkflowInsertResult, error) {
+	if err := store.CheckWorkflow(p); err != nil {
+		return nil, fmt.Errorf("insert workflow: %w", err)
+	}
+	if err := store.CheckBatch(p.Steps); err != nil {
+		return nil, fmt.Errorf("insert workflow: %w", err)
+	}
+	res := &store.WorkflowInsertResult{}
+	err := s.write(ctx, []string{insertJobSQL, statsSQL}, func(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt) error {
+		now := s.clock.Now()
+		if _, err := tx.ExecContext(ctx, `INSERT INTO workflows (id, name, steps, created_at) VALUES (?1, ?2, ?3, ?4)`,
+			p.ID, p.Name, len(p.Steps), micros(now)); err != nil {
+			return fmt.Errorf("insert workflow row: %w", err)
+		}
+		out, err := s.insertJobs(ctx, tx, stmts, p.Steps, now)
+		if err != nil {
+			return err
+		}
+		res.Jobs = make([]*hoppertype.JobRow, len(out))
+		for i, r := range out {
+			res.Jobs[i] = r.Job
+		}
+		res.Workflow, err = readWorkflow(ctx, tx, p.ID, now)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("insert workflow %s: %w", p.ID, err)
+	}
+	return res, nil
+}
+
+// WorkflowGet reads the workflow and its steps in one read transaction, so that its state and
+// its steps agree.
+func (s *Store) WorkflowGet(ctx context.Context, id string) (*store.WorkflowDetail, error) {
+	tx, err := s.reader.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, wrap(err, "get workflow %s", id)
+	}
+	defer tx.Rollback() //nolint:errcheck // read only
+	now := s.clock.Now()
+	w, err := readWorkflow(ctx, tx, id, now)
+	if err != nil {
+		return nil, wrap(err, "get workflow %s", id)
+	}
+	d := &store.WorkflowDetail{Workflow: w}
+	rows, err := tx.QueryContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE workflow_id = ?1 AND `+live+` ORDER BY id`,
+		id, micros(now))
+	if err != nil {
+		return nil, wrap(err, "get workflow %s: steps", id)
+	}
+	jobs, err := scanJobs(rows)
+	if err != nil {
+		return nil, wrap(err, "get workflow %s: steps", id)
+	}
+	after, err := stepParents(ctx, tx, id)
+	if err != nil {
+		return nil, wrap(err, "get workflow %s: dependencies", id)
+	}
+	for _, j := range jobs {
+		d.Steps = append(d.Steps, &hoppertype.StepRow{Job: j, After: after[j.ID]})
+	}
+	return d, nil
+}
+
+// stepParents returns, by step job id, the names of the steps each step of workflow id runs
+// after, oldest parent first.
+func stepParents(ctx context.Context, q queryer, id string) (map[string][]string, error) {
+	rows, err := q.QueryContext(ctx, `SELECT d.child_id, p.workflow_step FROM jobs c
+		JOIN job_deps d ON d.child_id = c.id JOIN jobs p ON p.id = d.parent_id AND p.workflow_id = c.workflow_id
+		WHERE c.workflow_id = ?1 ORDER BY d.child_id, p.id`, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var children, parents []string
+	for rows.Next() {
+		var c, p string
+		if err := rows.Scan(&c, &p); err != nil {
+			return nil, err
+		}
+		children, parents = append(children, c), append(parents, p)
+	}
+	return store.StepsAfter(children, parents), rows.Err()
+}
+
+// readWorkflow reads one workflow with what its live steps say of it, or ErrNotFound.
+func readWorkflow(ctx context.Context, q queryer, id string, now time.Time) (*hoppertype.WorkflowRow, error) {
+	w, err := scanWorkflow(q.QueryRowContext(ctx, `SELECT `+workflowFrom+` WHERE w.id = ?`+workflowGroup,
+		micros(now), id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("workflow %s: %w", id, store.ErrNotFound)
+	}
+	return w, err
+}
+
+// scanWorkflow reads a row of workflowFrom's columns.
+func scanWorkflow(sc scanner) (*hoppertype.WorkflowRow, error) {
+	var w hoppertype.WorkflowRow
+	var created int64
+	var started, finished sql.NullInt64
+	var state string
+	counts := store.NewWorkflowCounts()
+	dest := append(append([]any{&w.ID, &w.Name, &w.Steps, &created}, counts.Dest...), &started, &finished, &state)
+	if err := sc.Scan(dest...); err != nil {
+		return nil, err
+	}
+	w.State, w.StepStates, w.CreatedAt = hoppertype.WorkflowState(state), counts.Map(), fromMicros(created)
+	w.StartedAt = nullTime(started)
+	if w.State != hoppertype.WorkflowRunning {
+		w.FinishedAt = nullTime(finished)
+	}
+	return &w, nil
+}
+
+// WorkflowList returns one page of workflows, filtered, in id (creation) order.
+func (s *Store) WorkflowList(ctx context.Context, p *store.WorkflowListParams) (*store.WorkflowListResult, error) {
+	limit := p.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	limit = min(limit, 10000)
+	where, args := []string{"1"}, []any{micros(s.clock.Now())}
+	if p.Name != "" {
+		where, args = append(where, "w.name = ?"), append(args, p.Name)
+	}
+	order, cmp := "DESC", "<"
+	if p.Ascending {
+		order, cmp = "ASC", ">"
+	}
+	if p.Cursor != "" {
+		after, err := store.DecodeCursor(p.Cursor)
+		if err != nil {
+			return nil, err
+		}
+		where, args = append(where, "w.id "+cmp+" ?"), append(args, after)
+	}
+	query := `SELECT ` + workflowFrom + ` WHERE ` + strings.Join(where, " AND ") + workflowGroup
+	if len(p.States) > 0 {
+		query += ` HAVING (` + store.WorkflowStateSQL + `) IN (` + strings.TrimSuffix(strings.Repeat("?,", len(p.States)), ",") + `)`
+		for _, st := range p.States {
+			args = append(args, string(st))
+		}
+	}
+	query += ` ORDER BY w.id ` + order + ` LIMIT ?`
+	rows, err := s.reader.QueryContext(ctx, query, append(args, limit+1)...)
+	if err != nil {
+		return nil, wrap(err, "list workflows")
+	}
+	defer rows.Close()
+	res := &store.WorkflowListResult{}
+	for rows.Next() {
+		w, err := scanWorkflow(rows)
+		if err != nil {
+			return nil, wrap(err, "list workflows")
+		}
+		res.Workflows = append(res.Workflows, w)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrap(err, "list workflows")
+	}
+	if len(res.Workflows) > limit {
+		res.Workflows = res.Workflows[:limit]
+		res.NextCursor = store.EncodeCursor(res.Workflows[limit-1].ID)
+	}
+	return res, nil
+}
+
+// WorkflowCancel cancels the workflow's unfinished steps in one write transaction: one
+// update, then the release of the canceled steps' children (the workflow's own are canceled
+// already, so only children outside it move).
+func (s *Store) WorkflowCancel(ctx context.Context, p *store.WorkflowCancelParams) (*store.WorkflowCancelResult, error) {
+	res := &store.WorkflowCancelResult{}
+	err := s.write(ctx, nil, func(ctx context.Context, tx *sql.Tx, _ []*sql.Stmt) error {
+		now := s.clock.Now()
+		var err error
+		if res.WereRunning, err = runningSteps(ctx, tx, p.ID); err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, `UPDATE jobs SET `+cancelSetSQL+`,
+			expires_at = CASE WHEN result_ttl_us > 0 THEN ?1 + result_ttl_us ELSE ?6 END
+			WHERE workflow_id = ?5 AND state IN `+store.UnfinishedSQL+` RETURNING `+jobColumns,
+			micros(now), string(p.Actor), nullString(p.Reason), "canceled: "+p.Reason, p.ID, nullMicros(p.ExpiresAt))
+		if err != nil {
+			return err
+		}
+		if res.Canceled, err = scanJobs(rows); err != nil {
+			return err
+		}
+		if len(res.Canceled) > 0 {
+			if err := releaseCanceled(ctx, tx, res.Canceled, p.Actor); err != nil {
+				return err
+			}
+		}
+		if res.Workflow, err = readWorkflow(ctx, tx, p.ID, now); err != nil {
+			return err
+		}
+		if len(res.Canceled) == 0 {
+			return fmt.Errorf("every step has ended (workflow %s): %w", res.Workflow.State, store.ErrInvalidTransition)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cancel workflow %s: %w", p.ID, err)
+	}
+	return res, nil
+}
+
+// runningSteps returns the ids of the workflow's running steps.
+func runningSteps(ctx context.Context, tx *sql.Tx, id string) ([]string, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT id FROM jobs WHERE workflow_id = ?1 AND state = 'running'`, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}

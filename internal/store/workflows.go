@@ -1,0 +1,191 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hopperjobs/hopper/hoppertype"
+)
+
+// Workflows (Client.EnqueueWorkflow, docs/workflows.md): a named set of jobs, its steps,
+// inserted in one transaction, whose dependencies are the jobs' own (deps.go). A step's job
+// carries the workflow's id and its step name (jobs.workflow_id, jobs.workflow_step, indexed
+// where set, so a job outside a workflow pays nothing); the workflows table keeps the id, the
+// name, the number of steps and the creation time. A workflow's state is not stored: every
+// read derives it from its steps (WorkflowStateSQL), so no step's ending writes anything
+// more than its own row. A workflow goes with its last step (the stores' delete triggers),
+// and one whose steps have all expired is gone for readers, as an expired job is.
+
+// WorkflowStore keeps workflows. Both stores implement it; implementations are safe for
+// concurrent use and take times from the store's clock.
+type WorkflowStore interface {
+	// WorkflowInsert inserts the workflow and every step in one transaction, all or none
+	// (CheckWorkflow refuses what cannot be stored). Steps come parents first: a step names
+	// in After only steps before it, as in JobInsertMany. Jobs are the steps' jobs in the
+	// order of Steps.
+	WorkflowInsert(ctx context.Context, p *WorkflowInsertParams) (*WorkflowInsertResult, error)
+	// WorkflowGet returns a workflow and its live steps in id (insert) order, each with the
+	// step names it runs after, or ErrNotFound.
+	WorkflowGet(ctx context.Context, id string) (*WorkflowDetail, error)
+	// WorkflowList returns a page of workflows in id order, newest first unless Ascending,
+	// filtered by name and state.
+	WorkflowList(ctx context.Context, p *WorkflowListParams) (*WorkflowListResult, error)
+	// WorkflowCancel cancels every step of the workflow that has not ended, in one
+	// transaction, as JobCancel cancels a job (its history records the actor and reason, a
+	// running step's attempt ends canceled and its lease is void). Steps that have ended are
+	// left as they are; the steps' children outside the workflow follow their policies. It
+	// returns ErrNotFound for no such workflow, ErrInvalidTransition when every step has
+	// ended.
+	WorkflowCancel(ctx context.Context, p *WorkflowCancelParams) (*WorkflowCancelResult, error)
+}
+
+// WorkflowInsertParams is a workflow to insert. Each step's WorkflowID is ID and its Step its
+// name in the workflow.
+type WorkflowInsertParams struct {
+	ID    string
+	Name  string
+	Steps []*InsertParams
+}
+
+// WorkflowInsertResult is an inserted workflow and its steps' jobs, in the order of Steps.
+type WorkflowInsertResult struct {
+	Workflow *hoppertype.WorkflowRow
+	Jobs     []*hoppertype.JobRow
+}
+
+// WorkflowDetail is a workflow and its steps.
+type WorkflowDetail struct {
+	Workflow *hoppertype.WorkflowRow
+	Steps    []*hoppertype.StepRow
+}
+
+// WorkflowListParams filters and pages WorkflowList. Zero fields don't filter.
+type WorkflowListParams struct {
+	// Name keeps the workflows of this name.
+	Name string
+	// States keeps the workflows in these states. No index serves it: the list reads
+	// workflows (each with its steps) until its page is full.
+	States []hoppertype.WorkflowState
+	// Cursor is the NextCursor of the previous page; empty for the first page.
+	Cursor string
+	// Limit is the page size (default 100, at most 10,000).
+	Limit int
+	// Ascending lists oldest first; the default is newest first.
+	Ascending bool
+}
+
+// WorkflowListResult is one page of workflows; NextCursor is empty on the last page.
+type WorkflowListResult struct {
+	Workflows  []*hoppertype.WorkflowRow
+	NextCursor string
+}
+
+// WorkflowCancelParams cancels a workflow's unfinished steps.
+type WorkflowCancelParams struct {
+	ID     string
+	Actor  hoppertype.Actor
+	Reason string
+	// ExpiresAt is when a canceled step without a result TTL of its own may be removed (a
+	// step with one keeps it for that long from now); zero leaves it unset.
+	ExpiresAt time.Time
+}
+
+// WorkflowCancelResult is a canceled workflow: the workflow as it stands after, the steps the
+// cancel ended (as it left them), and the ids of those that were running.
+type WorkflowCancelResult struct {
+	Workflow    *hoppertype.WorkflowRow
+	Canceled    []*hoppertype.JobRow
+	WereRunning []string
+}
+
+// CheckWorkflow refuses a workflow a store cannot keep (ErrInvalid): no steps, a step of
+// another workflow or without a name, two steps of one name, or a step with an idempotency
+// or merge key (its job could be another's, outside the workflow). Callers validate first.
+func CheckWorkflow(p *WorkflowInsertParams) error {
+	if p.ID == "" || len(p.Steps) == 0 {
+		return fmt.Errorf("workflow %q: %w: no id or no steps", p.ID, ErrInvalid)
+	}
+	seen := make(map[string]bool, len(p.Steps))
+	for i, s := range p.Steps {
+		switch {
+		case s.WorkflowID != p.ID || s.Step == "":
+			return fmt.Errorf("workflow %s: step %d: %w: not named as a step of it", p.ID, i, ErrInvalid)
+		case seen[s.Step]:
+			return fmt.Errorf("workflow %s: step %d: %w: step name %q repeated", p.ID, i, ErrInvalid, s.Step)
+		case s.IdempotencyKey != "" || s.MergeKey != "":
+			return fmt.Errorf("workflow %s: step %d: %w: an idempotency or merge key", p.ID, i, ErrInvalid)
+		}
+		seen[s.Step] = true
+	}
+	return CheckParentOrder(p.Steps)
+}
+
+// UnfinishedSQL is the SQL list of the states a job has not ended in (for an IN).
+const UnfinishedSQL = `('waiting', 'scheduled', 'queued', 'running', 'suspended')`
+
+// WorkflowColumns are the workflow's own columns (alias w) a read of workflows returns, before
+// WorkflowAggregates.
+const WorkflowColumns = `w.id, w.name, w.steps, w.created_at`
+
+// WorkflowAggregates are the columns a read of a workflow computes over its live steps (alias
+// j): the number of steps in each state of hoppertype.AllStates, in that order
+// (WorkflowCounts), the first step's start, the last step's ending, and the derived state,
+// named state (NULL when no step is live: the workflow is gone). The same SQL serves both
+// stores.
+var WorkflowAggregates = func() string {
+	var cols []string
+	for _, st := range hoppertype.AllStates {
+		cols = append(cols, count(`j.state = '`+string(st)+`'`))
+	}
+	return strings.Join(append(cols, "min(j.started_at)", "max(j.finished_at)", WorkflowStateSQL+" AS state"), ", ")
+}()
+
+// WorkflowStateSQL derives a workflow's state (hoppertype.WorkflowState) from its live steps
+// (alias j, aggregated by workflow): running while one has not ended; then failed if one
+// failed, canceled if one was canceled, else completed; NULL without live steps. It is the
+// only place the rule is written: reads return it and the list's state filter compares it.
+var WorkflowStateSQL = `CASE WHEN count(j.id) = 0 THEN NULL
+	WHEN ` + count(`j.state IN `+UnfinishedSQL) + ` > 0 THEN 'running'
+	WHEN ` + count(`j.state = 'failed'`) + ` > 0 THEN 'failed'
+	WHEN ` + count(`j.state = 'canceled'`) + ` > 0 THEN 'canceled' ELSE 'completed' END`
+
+func count(cond string) string { return `sum(CASE WHEN ` + cond + ` THEN 1 ELSE 0 END)` }
+
+// WorkflowCounts are the per-state counts of a workflow read, as WorkflowAggregates returns
+// them: scan them into Dest.
+type WorkflowCounts struct {
+	n    []int64
+	Dest []any
+}
+
+// NewWorkflowCounts returns scan targets for the counts of WorkflowAggregates.
+func NewWorkflowCounts() *WorkflowCounts {
+	c := &WorkflowCounts{n: make([]int64, len(hoppertype.AllStates))}
+	for i := range c.n {
+		c.Dest = append(c.Dest, &c.n[i])
+	}
+	return c
+}
+
+// Map returns the counts scanned last, by state, leaving out states without steps.
+func (c *WorkflowCounts) Map() map[hoppertype.JobState]int {
+	out := map[hoppertype.JobState]int{}
+	for i, st := range hoppertype.AllStates {
+		if c.n[i] > 0 {
+			out[st] = int(c.n[i])
+		}
+	}
+	return out
+}
+
+// StepsAfter groups the (child, parent step) pairs of a workflow's dependencies by child: the
+// step names each step runs after, in the order given.
+func StepsAfter(children, parents []string) map[string][]string {
+	out := map[string][]string{}
+	for i, c := range children {
+		out[c] = append(out[c], parents[i])
+	}
+	return out
+}
