@@ -179,22 +179,11 @@ func workflowRun(ctx context.Context, cfg Config, workflows, width int) (float64
 		}
 		return nil
 	})
-	client, err := hopper.NewClient(hopper.Config{Store: st, Workers: ws, MaxWorkers: cfg.Workers, ClaimAhead: cfg.ClaimAhead,
-		Queues: map[string]hopper.QueueConfig{hopper.DefaultQueue: {MaxWorkers: cfg.Workers}, fanInQueue: {MaxWorkers: cfg.Workers}}})
+	elapsed, err := workAll(ctx, hopper.Config{Store: st, Workers: ws, MaxWorkers: cfg.Workers, ClaimAhead: cfg.ClaimAhead,
+		Queues: map[string]hopper.QueueConfig{hopper.DefaultQueue: {MaxWorkers: cfg.Workers}, fanInQueue: {MaxWorkers: cfg.Workers}}}, all)
 	if err != nil {
 		return 0, nil, "", err
 	}
-	start := time.Now()
-	if err := client.Start(ctx); err != nil {
-		return 0, nil, "", err
-	}
-	defer client.Stop(context.Background())
-	select {
-	case <-all:
-	case <-ctx.Done():
-		return 0, nil, "", ctx.Err()
-	}
-	elapsed := time.Since(start)
 	if n := early.Load(); n > 0 {
 		return 0, nil, "", fmt.Errorf("%d fan-in steps started before all their parents ended", n)
 	}
@@ -234,7 +223,17 @@ func plainRun(ctx context.Context, cfg Config) (float64, error) {
 		}
 		return nil
 	})
-	client, err := hopper.NewClient(hopper.Config{Store: st, Workers: ws, MaxWorkers: cfg.Workers, ClaimAhead: cfg.ClaimAhead})
+	elapsed, err := workAll(ctx, hopper.Config{Store: st, Workers: ws, MaxWorkers: cfg.Workers, ClaimAhead: cfg.ClaimAhead}, all)
+	if err != nil {
+		return 0, err
+	}
+	return float64(cfg.Jobs) / elapsed.Seconds(), nil
+}
+
+// workAll starts a client of cfg and returns the time from its start until all is closed (the
+// last job ended); the client is stopped on return.
+func workAll(ctx context.Context, cfg hopper.Config, all <-chan struct{}) (time.Duration, error) {
+	client, err := hopper.NewClient(cfg)
 	if err != nil {
 		return 0, err
 	}
@@ -245,8 +244,8 @@ func plainRun(ctx context.Context, cfg Config) (float64, error) {
 	defer client.Stop(context.Background())
 	select {
 	case <-all:
+		return time.Since(start), nil
 	case <-ctx.Done():
 		return 0, ctx.Err()
 	}
-	return float64(cfg.Jobs) / time.Since(start).Seconds(), nil
 }
