@@ -36,6 +36,9 @@ var (
 	// ErrAlreadyReplayed: a replay or a retry in place of a dead letter that was replayed
 	// before, without ReplayOpts.Again or RetryOpts.Again; the error is a *ReplayedError.
 	ErrAlreadyReplayed = hoppertype.ErrAlreadyReplayed
+	// ErrNoResult: ParentResult.Decode found no result (the parent stored none, did not
+	// complete, or expired).
+	ErrNoResult = hoppertype.ErrNoResult
 )
 
 // ReplayedError names the earlier replay of a dead letter whose replay or retry was refused

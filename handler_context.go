@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/attempt"
 )
 
@@ -68,4 +69,46 @@ func SetResult(ctx context.Context, v any) error {
 	}
 	ex.SetResult(b)
 	return nil
+}
+
+// ParentResult is one parent of the running job, as ParentResults reads it: its id, kind,
+// how it ended (Outcome), its state, result, last error and finish time, or, when the
+// parent's retention ran out (Expired), only its id and outcome. Decode decodes its result.
+type ParentResult = hoppertype.ParentResult
+
+// ParentOutcome is how a parent ended for its children: completed, failed, canceled or
+// skipped.
+type ParentOutcome = hoppertype.ParentOutcome
+
+// The parent outcomes.
+const (
+	ParentCompleted = hoppertype.ParentCompleted
+	ParentFailed    = hoppertype.ParentFailed
+	ParentCanceled  = hoppertype.ParentCanceled
+	// ParentSkipped: the parent's own ParentSkip policy canceled it; it counts as succeeded.
+	ParentSkipped = hoppertype.ParentSkipped
+)
+
+// ParentResults reads the running job's parents (InsertOpts.After), in the order the job named
+// them, each with how it ended and what it left: a fan-in step gathers what its fan-out
+// produced (docs/workflows.md, "Results passed along"). They are read from the store (or, in
+// a remote worker, from the server) when called, not handed over with the job, so call it
+// once and keep the answer; a job without parents gets none. A parent whose retention ran out
+// before the read (Config.ResultTTL) comes with Expired set and no result: give parents a
+// ResultTTL longer than their children wait. ErrLeaseLost means the attempt no longer owns
+// the job; ErrNotInHandler, that ctx is not a handler's.
+func ParentResults(ctx context.Context) ([]ParentResult, error) {
+	ex, err := execution(ctx)
+	if err != nil {
+		return nil, err
+	}
+	got, err := ex.ParentResults(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ParentResult, len(got))
+	for i, p := range got {
+		out[i] = *p
+	}
+	return out, nil
 }

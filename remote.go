@@ -456,6 +456,18 @@ func (a *workerAPI) ReportJobProgress(ctx context.Context, id string, token int6
 	return a.attemptErr("report progress", id, err)
 }
 
+// JobParents reads the parents of a remote worker's attempt, fenced by its token.
+func (a *workerAPI) JobParents(ctx context.Context, id string, token int64, maxResultBytes int) ([]*hoppertype.ParentResult, bool, error) {
+	if err := checkID("id", id); err != nil {
+		return nil, false, err
+	}
+	got, err := a.c.store.JobParents(ctx, &store.ParentsParams{ID: id, Token: token, MaxResultBytes: maxResultBytes})
+	if err != nil {
+		return nil, false, a.attemptErr("read parents of", id, err)
+	}
+	return got.Parents, got.ResultsOmitted, nil
+}
+
 // attemptErr wraps a store verdict on an attempt; ErrLeaseLost stays visible to errors.Is.
 func (a *workerAPI) attemptErr(op, id string, err error) error {
 	if err == nil {

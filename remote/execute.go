@@ -341,6 +341,20 @@ func (o *rpcOps) ExtendLease(ctx context.Context, d time.Duration) error {
 	return o.err(err)
 }
 
+// ParentResults reads the job's parents: those its activation carried (FetchParentResults),
+// else with a call. An empty list in the activation is not trusted: the job may have no
+// parents, or the server left them out (a server older than fetch_parent_results sends none).
+func (o *rpcOps) ParentResults(ctx context.Context) ([]*hoppertype.ParentResult, error) {
+	if got := o.job.GetParentResults(); len(got) > 0 && !o.job.GetParentResultsOmitted() {
+		return apiview.FromParentResults(got), nil
+	}
+	res, err := o.w.api.ParentResults(ctx, &hopperv1.ParentResultsRequest{Id: o.job.GetId(), LeaseToken: o.job.GetLeaseToken()})
+	if err != nil {
+		return nil, o.err(fmt.Errorf("read parent results: %w", err))
+	}
+	return apiview.FromParentResults(res.GetParents()), nil
+}
+
 // err maps a refused lease (or a job the server no longer has) to hoppertype.ErrLeaseLost and
 // cancels the attempt, as in process.
 func (o *rpcOps) err(err error) error {

@@ -84,7 +84,7 @@ func (p *poller) Claim(ctx context.Context, r claim.Request) claim.Result[*hoppe
 	queue, queues := w.asked()
 	req := &hopperv1.ActivateRequest{Worker: w.cfg.Name, Queue: queue, Queues: queues, Kinds: kinds,
 		MaxJobs: int32(units + ahead), Ahead: int32(ahead), LeaseTimeout: durationOf(w.cfg.LeaseDuration),
-		BatchKinds: w.batchingOf(kinds)}
+		BatchKinds: w.batchingOf(kinds), FetchParentResults: w.cfg.FetchParentResults}
 	if r.Alone {
 		wait := w.cfg.PollWait
 		if p.caps != nil && len(room) < len(p.caps.Kinds()) {

@@ -91,6 +91,13 @@ type Config struct {
 	// kind to end. Each kind named needs a worker in Workers; each bound must be at least 1.
 	// Default none.
 	KindConcurrency map[string]int
+	// FetchParentResults asks the server for each job's parents' results with the job
+	// (ActivateRequest.fetch_parent_results), so that a handler's hopper.ParentResults reads
+	// them without a call of its own; the server leaves out those larger than its
+	// max_args_bytes, which the handler then reads with a call (WorkerService.ParentResults).
+	// It costs the server a read per job claimed: set it for workers of fan-in steps. By
+	// default a handler's ParentResults makes that call.
+	FetchParentResults bool
 	// Name identifies this worker on leases and attempts (default host-pid).
 	Name string
 	// Mode is Stream (default) or Poll.
@@ -544,7 +551,7 @@ func (w *Worker) stream() error {
 	}
 	st, err := w.api.StreamJobs(ctx, &hopperv1.StreamJobsRequest{Worker: w.cfg.Name, Queue: queue, Queues: queues,
 		Kinds: w.kinds, Credit: int32(credit), LeaseTimeout: durationOf(w.cfg.LeaseDuration), KindConcurrency: caps,
-		BatchKinds: w.batching})
+		BatchKinds: w.batching, FetchParentResults: w.cfg.FetchParentResults})
 	if err != nil {
 		return err
 	}

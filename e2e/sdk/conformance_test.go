@@ -8,6 +8,8 @@ package sdk
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -143,6 +145,7 @@ func TestSDKConformance(t *testing.T) {
 				t.Run("frozen/"+mode, func(t *testing.T) { testFrozenWorker(t, d, mode) })
 				t.Run("kind-concurrency/"+mode, func(t *testing.T) { testKindConcurrency(t, d, mode) })
 				t.Run("batch/"+mode, func(t *testing.T) { testBatches(t, d, mode) })
+				t.Run("parent-results/"+mode, func(t *testing.T) { testParentResults(t, d, mode) })
 			}
 			t.Run("shorten", func(t *testing.T) { testShortenedLease(t, d) })
 			t.Run("cancel", func(t *testing.T) { testCancelWhileRunning(t, d) })
@@ -174,6 +177,43 @@ func testOutcomes(t *testing.T, d driver, mode string) {
 			got.HasStack, exp.HasStack = false, false
 		}
 		assert.Equal(t, exp, got, "case %s", c)
+	}
+}
+
+// A fan-in reads its parents' results in the order it named them, a failed parent's error
+// with them, whether it reads them with a call or they came with the job
+// (fetch_parent_results): the value and sum-parents cases (docs/workflows.md).
+func testParentResults(t *testing.T, d driver, mode string) {
+	failedWith := inProcess(t)["no-retry"].Error // the failed parent's error, as in process
+	s := startServer(t)
+	api := apiOf(t, s.url(), "")
+	for _, fetch := range []bool{false, true} {
+		queue := fmt.Sprintf("parents-%t", fetch)
+		w := startWorker(t, d, workerOpts{url: s.url(), queue: queue, mode: mode, concurrency: 4, fetchParentResults: fetch})
+		three := enqueue(t, api, queue, cases.Args{Case: "value", N: 3}, nil)
+		bad := enqueue(t, api, queue, cases.Args{Case: "no-retry"}, nil)
+		four := enqueue(t, api, queue, cases.Args{Case: "value", N: 4}, nil)
+		named := []string{four, bad, three}
+		child := enqueue(t, api, queue, cases.Args{Case: "sum-parents"},
+			&hopper.InsertOpts{After: named, OnParentFailure: hopper.ParentRun})
+		var job *hopper.JobRow
+		require.Eventually(t, func() bool {
+			var err error
+			job, err = api.Get(ctx(t), child)
+			require.NoError(t, err)
+			return job.State == hopper.StateCompleted || job.State == hopper.StateFailed
+		}, 30*time.Second, 10*time.Millisecond, "the fan-in did not end")
+		require.Equal(t, hopper.StateCompleted, job.State, "fetch %t: %s", fetch, job.LastError)
+		seen := func(id, outcome string, result string, err string) cases.ParentSeen {
+			return cases.ParentSeen{ID: id, Kind: cases.Kind, Outcome: outcome, State: outcome, Error: err,
+				Result: json.RawMessage(result), Finished: true}
+		}
+		want, err := json.Marshal(cases.Summed{Sum: 7, Parents: []cases.ParentSeen{
+			seen(four, "completed", "4", ""), seen(bad, "failed", "null", failedWith), seen(three, "completed", "3", "")}})
+		require.NoError(t, err)
+		assert.JSONEq(t, string(want), string(job.Result), "fetch %t", fetch)
+		w.signal(syscall.SIGTERM)
+		require.Equal(t, 0, w.wait(30*time.Second))
 	}
 }
 

@@ -207,6 +207,7 @@ type workerOpts struct {
 	concurrency, prefetch    int
 	leaseMs                  int
 	kindConcurrency          int // the bound of kind conformance (0: none)
+	fetchParentResults       bool
 }
 
 func startWorker(t *testing.T, d driver, o workerOpts) *worker {
@@ -219,7 +220,8 @@ func startWorker(t *testing.T, d driver, o workerOpts) *worker {
 	w.cmd.Env = append(append(os.Environ(), d.env...),
 		"HOPPER_URL="+o.url, "HOPPER_API_KEY="+o.apiKey, "HOPPER_QUEUE="+o.queue, "HOPPER_MODE="+o.mode,
 		fmt.Sprintf("HOPPER_CONCURRENCY=%d", max(o.concurrency, 1)), fmt.Sprintf("HOPPER_PREFETCH=%d", o.prefetch),
-		fmt.Sprintf("HOPPER_LEASE_MS=%d", o.leaseMs), fmt.Sprintf("HOPPER_KIND_CONCURRENCY=%d", o.kindConcurrency), "HOPPER_WORKER_NAME="+d.name+"-"+t.Name())
+		fmt.Sprintf("HOPPER_LEASE_MS=%d", o.leaseMs), fmt.Sprintf("HOPPER_KIND_CONCURRENCY=%d", o.kindConcurrency), "HOPPER_WORKER_NAME="+d.name+"-"+t.Name(),
+		"HOPPER_FETCH_PARENT_RESULTS="+map[bool]string{false: "0", true: "1"}[o.fetchParentResults])
 	w.cmd.Stderr = f
 	stdout, err := w.cmd.StdoutPipe()
 	require.NoError(t, err)

@@ -159,3 +159,17 @@ func requireField(t *testing.T, err error, field string) {
 	require.ErrorAs(t, err, &ve)
 	require.Equal(t, field, ve.Field)
 }
+
+// A job's parents read back from the API are the parents shown, every field of each, in order;
+// an expired parent keeps its id and outcome alone.
+func TestParentResultsRoundTrip(t *testing.T) {
+	t.Parallel()
+	full := &hoppertype.ParentResult{ID: "p1", Kind: "k", Outcome: hoppertype.ParentFailed, State: hoppertype.StateFailed,
+		Result: json.RawMessage(`{"n":1}`), Error: "boom", FinishedAt: at, Expired: true}
+	requireAllSet(t, *full)
+	gone := &hoppertype.ParentResult{ID: "p2", Outcome: hoppertype.ParentCompleted, Expired: true}
+	ps := []*hoppertype.ParentResult{full, gone}
+	back := FromParentResults(ParentResults(ps))
+	require.Equal(t, ps, back)
+	require.Empty(t, FromParentResults(ParentResults(nil)))
+}

@@ -12,8 +12,8 @@ import (
 	"github.com/hopperjobs/hopper/internal/field"
 )
 
-// Execution is a handler's handle on its running attempt: progress, heartbeat, lease and result,
-// each fenced by the attempt's token. Where the calls go depends on who runs the attempt: the
+// Execution is a handler's handle on its running attempt: progress, heartbeat, lease, result
+// and its parents' results, each fenced by the attempt's token. Where the calls go depends on who runs the attempt: the
 // engine writes to its store; a remote worker sends them to the server (AttemptOps).
 type Execution struct {
 	Row    *hoppertype.JobRow
@@ -27,6 +27,9 @@ type AttemptOps interface {
 	Progress(ctx context.Context, percent int, message string) error
 	Heartbeat(ctx context.Context) error
 	ExtendLease(ctx context.Context, d time.Duration) error
+	// ParentResults reads the job's parents, in the order it named them, with how each ended
+	// and what it left (docs/workflows.md "Results passed along").
+	ParentResults(ctx context.Context) ([]*hoppertype.ParentResult, error)
 }
 
 // NewExecution is the execution of row, whose calls go to ops.
@@ -69,6 +72,12 @@ func (x *Execution) ExtendLease(ctx context.Context, d time.Duration) error {
 		return fmt.Errorf("extend lease: duration %s must be positive", d)
 	}
 	return x.ops.ExtendLease(ctx, d)
+}
+
+// ParentResults reads the job's parents' outcomes and results when asked: they are not
+// handed over with the job.
+func (x *Execution) ParentResults(ctx context.Context) ([]*hoppertype.ParentResult, error) {
+	return x.ops.ParentResults(ctx)
 }
 
 // AttemptTimeout is the execution limit of an attempt of row run by u: the job's own timeout,

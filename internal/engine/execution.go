@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
@@ -34,6 +35,15 @@ func (o localOps) ExtendLease(ctx context.Context, d time.Duration) error {
 		o.e.setLease(o.row.ID, o.row.Token, d) // later automatic renewals keep this duration
 	}
 	return o.leaseErr(errs[0])
+}
+
+// ParentResults reads the job's parents from the store, fenced by the attempt's token.
+func (o localOps) ParentResults(ctx context.Context) ([]*hoppertype.ParentResult, error) {
+	got, err := o.e.store.JobParents(ctx, &store.ParentsParams{ID: o.row.ID, Token: o.row.Token})
+	if err != nil {
+		return nil, o.leaseErr(fmt.Errorf("read the parents of job %s: %w", o.row.ID, err))
+	}
+	return got.Parents, nil
 }
 
 // leaseErr cancels the attempt's context when the store says the lease is gone.

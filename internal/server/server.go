@@ -409,6 +409,7 @@ var procedureScopes = map[string]Scope{
 	hopperv1connect.WorkerServiceHeartbeatProcedure:      ScopeWork,
 	hopperv1connect.WorkerServiceReportProgressProcedure: ScopeWork,
 	hopperv1connect.WorkerServiceHoldProcedure:           ScopeWork,
+	hopperv1connect.WorkerServiceParentResultsProcedure:  ScopeWork,
 
 	hopperv1connect.QueueServiceListProcedure:   ScopeRead,
 	hopperv1connect.QueueServicePauseProcedure:  ScopeAdmin,

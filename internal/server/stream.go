@@ -43,7 +43,9 @@ type streamer struct {
 	ctx    context.Context // the stream's: the worker's request, a shutdown, a revoked key end it
 	params workerapi.ActivateParams
 	fetch  []string
-	loop   *claim.Loop[*hopper.JobRow]
+	// parents: the worker asked for its jobs' parents' results (fetch_parent_results).
+	parents bool
+	loop    *claim.Loop[*hopper.JobRow]
 	// weights are those the loop shares credit by, for a stream on several queues; its
 	// claims, on goroutines of their own, look for changes (refreshWeights).
 	mu      sync.Mutex
@@ -67,7 +69,7 @@ func (w *workerService) newStreamer(ctx context.Context, req *hopperv1.StreamJob
 	s := w.s
 	queues := params.QueueNames()
 	sj := &streamer{w: w, out: out, ctx: ctx, params: params, fetch: req.GetFetchFields(),
-		batchOf: map[workerapi.LeaseRef]string{}}
+		parents: req.GetFetchParentResults(), batchOf: map[workerapi.LeaseRef]string{}}
 	sj.params.Queue, sj.params.Queues = "", nil // each claim names its lane's queue
 	credit := int(req.GetCredit())
 	cfg := claim.Config{Clock: s.clock, Units: credit, Batch: workerapi.MaxActivateJobs, AheadLimit: credit,
@@ -214,11 +216,15 @@ func (sj *streamer) push(units []pushUnit) error {
 		}
 		msg := &hopperv1.StreamJobsResponse{}
 		for size := 0; len(units) > 0 && (size == 0 || size < maxPushBytes); units = units[1:] {
+			first := len(msg.Jobs)
 			for _, j := range units[0].jobs {
 				a := toActivated(j, sj.fetch, s.jobTimeout)
 				a.BatchId = units[0].batch
 				msg.Jobs = append(msg.Jobs, a)
 				size += len(j.Args) + len(j.Checkpoint) + len(j.ResumeData) + 256
+			}
+			if sj.parents {
+				size += sj.w.withParents(sj.ctx, msg.Jobs[first:])
 			}
 		}
 		if err := sj.send(msg); err != nil {

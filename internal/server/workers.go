@@ -97,6 +97,9 @@ func (w *workerService) Activate(ctx context.Context, req *hopperv1.ActivateRequ
 		out.Jobs[i] = toActivated(j, req.GetFetchFields(), s.jobTimeout)
 		out.Jobs[i].BatchId = got.BatchIDs[j.ID]
 	}
+	if req.GetFetchParentResults() {
+		w.withParents(ctx, out.Jobs)
+	}
 	return out, nil
 }
 

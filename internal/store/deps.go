@@ -19,32 +19,15 @@ import (
 // update of its children. The release happens in the transaction of the ending.
 
 // ParentOutcome is how a parent ended, as its children see it; job_deps keeps it per row.
-type ParentOutcome string
+type ParentOutcome = hoppertype.ParentOutcome
 
-// The parent outcomes. Skipped is a parent canceled by its own ParentSkip policy: it counts
-// as succeeded for its children.
+// The parent outcomes (hoppertype.ParentCompleted…).
 const (
-	ParentCompleted ParentOutcome = "completed"
-	ParentFailed    ParentOutcome = "failed"
-	ParentCanceled  ParentOutcome = "canceled"
-	ParentSkipped   ParentOutcome = "skipped"
+	ParentCompleted = hoppertype.ParentCompleted
+	ParentFailed    = hoppertype.ParentFailed
+	ParentCanceled  = hoppertype.ParentCanceled
+	ParentSkipped   = hoppertype.ParentSkipped
 )
-
-// State is the terminal state (and skip mark) of a parent that ended with the outcome.
-func (o ParentOutcome) State() (state hoppertype.JobState, skipped bool) {
-	switch o {
-	case ParentFailed:
-		return hoppertype.StateFailed, false
-	case ParentCanceled:
-		return hoppertype.StateCanceled, false
-	case ParentSkipped:
-		return hoppertype.StateCanceled, true
-	}
-	return hoppertype.StateCompleted, false
-}
-
-// Failed reports whether children treat the outcome as a failure (their policy applies).
-func (o ParentOutcome) Failed() bool { return o == ParentFailed || o == ParentCanceled }
 
 // OutcomeOf is the outcome of a parent in a terminal state; skipped tells a canceled job that
 // its own ParentSkip policy canceled.

@@ -53,6 +53,7 @@ type Store interface {
 	Sweeper
 	StatsStore
 	WorkflowStore
+	ParentStore
 
 	// JobInsertMany inserts jobs in one transaction: all or none. A job whose idempotency key is
 	// live returns the existing job (Existing=true) or ErrDuplicate when its payload differs.

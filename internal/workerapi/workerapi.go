@@ -146,6 +146,11 @@ type API interface {
 	HeartbeatJob(ctx context.Context, id string, token int64) error
 	// ReportJobProgress stores an attempt's progress (percent clamped to 0–100).
 	ReportJobProgress(ctx context.Context, id string, token int64, percent int, message string) error
+	// JobParents reads the parents of an attempt's job, in the order it named them, with how
+	// each ended and what it left (docs/workflows.md, "Results passed along"). When
+	// maxResultBytes is positive and their results together are larger, every Result is left
+	// out and omitted says so.
+	JobParents(ctx context.Context, id string, token int64, maxResultBytes int) (parents []*hoppertype.ParentResult, omitted bool, err error)
 	// Batch starts a batch of n outcomes reported in one request, written together.
 	Batch(n int) Batch
 	// JobsAvailable returns a channel closed the next time jobs may have become claimable in

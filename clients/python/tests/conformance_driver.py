@@ -73,6 +73,14 @@ async def work(job: RunningJob) -> Any:
             i += 1
         await job.progress(100, "all steps")
         return "done"
+    if case == "value":
+        return a.get("n", 0)
+    if case == "sum-parents":
+        parents = await job.parent_results()
+        total = sum(p.result for p in parents if isinstance(p.result, (int, float)) and not isinstance(p.result, bool))
+        return {"sum": total, "parents": [
+            {"id": p.id, "kind": p.kind, "outcome": p.outcome, "state": p.state, "error": p.error, "result": p.result,
+             "expired": p.expired, "finished": p.finished_at is not None} for p in parents]}
     if case == "shorten":
         await job.extend_lease(a.get("lease_ms", 1000) / 1000)
         await asyncio.sleep(ms)
@@ -122,6 +130,7 @@ async def main() -> int:
         name=os.environ.get("HOPPER_WORKER_NAME") or None,
         mode=mode,  # type: ignore[arg-type]
         concurrency=env_int("HOPPER_CONCURRENCY", 4),
+        fetch_parent_results=os.environ.get("HOPPER_FETCH_PARENT_RESULTS") == "1",
         **options,
     )
     await worker.start()

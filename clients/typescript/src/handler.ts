@@ -1,5 +1,29 @@
 import type { RetryPolicy } from "./backoff.js";
 
+/** ParentOutcome is how a parent ended for its children ("" for one that has not ended). */
+export type ParentOutcome = "completed" | "failed" | "canceled" | "skipped" | "";
+
+/**
+ * ParentResult is one parent of a running job (EnqueueOptions.after): how it ended and what
+ * it left (docs/workflows.md, "Results passed along").
+ */
+export interface ParentResult<R = unknown> {
+  id: string;
+  /** kind is the parent's kind; "" when expired. */
+  kind: string;
+  /** outcome is how the parent ended: "skipped" counts as succeeded (its own skip policy canceled it). */
+  outcome: ParentOutcome;
+  /** state is the parent's state now (its outcome's final state, unless it was retried in place since); "" when expired. */
+  state: string;
+  /** result is the JSON value the parent completed with; undefined when it stored none, did not complete, or expired. */
+  result?: R;
+  /** error is the parent's last error, if any. */
+  error: string;
+  finishedAt?: Date;
+  /** expired: the parent's retention ran out before the read: only id and outcome are known. */
+  expired: boolean;
+}
+
 /**
  * RunningJob is the job a handler works on, with the calls it can make about its attempt.
  * Its payloads are decoded JSON values; durations are milliseconds.
@@ -51,6 +75,15 @@ export interface RunningJob<A = unknown> {
    * HopperError when the server cannot be reached.
    */
   extendLease(ms: number): Promise<void>;
+  /**
+   * parentResults reads the job's parents (EnqueueOptions.after), in the order the job named
+   * them, each with how it ended and what it left: a fan-in step gathers what its fan-out
+   * produced. They come with the job when the worker asks for them (WorkerOptions
+   * fetchParentResults) and fit the server's max_args_bytes; else they are read from the
+   * server when called, so call it once and keep the answer. A job without parents has none.
+   * It throws a LeaseLostError, and aborts signal, when the job is no longer this attempt's.
+   */
+  parentResults<R = unknown>(): Promise<ParentResult<R>[]>;
 }
 
 /**

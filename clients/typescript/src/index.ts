@@ -11,7 +11,9 @@ export { bearer, createTransport } from "./connection.js";
 export type { ConnectionOptions } from "./connection.js";
 export type { EnqueueOptions } from "./enqueue-options.js";
 export { codeName, HopperError, NoLimitsError } from "./errors.js";
-export type { Batch, BatchHandler, BatchHandlerOptions, BatchHandlers, Handler, HandlerOptions, Handlers, RunningJob } from "./handler.js";
+export type {
+  Batch, BatchHandler, BatchHandlerOptions, BatchHandlers, Handler, HandlerOptions, Handlers, ParentOutcome, ParentResult, RunningJob,
+} from "./handler.js";
 export {
   BusinessError, CheckpointError, failWithCheckpoint,
   JobTimeoutError, LeaseLostError, NoRetryError, RetryAfterError, ShutdownError, SnoozeError, SuspendError,

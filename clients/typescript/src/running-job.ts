@@ -1,8 +1,8 @@
 import type { Client as RpcClient } from "@connectrpc/connect";
 import { Code } from "@connectrpc/connect";
 import { toHopperError } from "./errors.js";
-import type { ActivatedJob, WorkerService } from "./gen/hopper/v1/hopper_pb.js";
-import type { RunningJob } from "./handler.js";
+import type { ActivatedJob, ParentResult as ParentResultPb, WorkerService } from "./gen/hopper/v1/hopper_pb.js";
+import type { ParentOutcome, ParentResult, RunningJob } from "./handler.js";
 import { LeaseLostError } from "./handler-errors.js";
 import { decodeJSON } from "./json.js";
 import { clipText, type Limits } from "./text.js";
@@ -109,6 +109,16 @@ export class Running<A> implements RunningJob<A> {
     this.leaseSet(); // a shorter lease needs its next renewal sooner
   }
 
+  async parentResults<R = unknown>(): Promise<ParentResult<R>[]> {
+    const job = this.attempt_.job;
+    // An empty list is not trusted: the job may have no parents, or a server older than
+    // fetch_parent_results sent none. The call tells.
+    if (job.parentResults.length > 0 && !job.parentResultsOmitted) return job.parentResults.map((p) => parentFromProto<R>(p));
+    let parents: ParentResultPb[] = [];
+    await this.check(this.api.parentResults(this.ref()).then((res) => { parents = res.parents; }));
+    return parents.map((p) => parentFromProto<R>(p));
+  }
+
   private decoded: { checkpoint: unknown; resumeData: unknown } | undefined;
 
   private decodePayloads() {
@@ -135,6 +145,14 @@ export class Running<A> implements RunningJob<A> {
       throw lost;
     }
   }
+}
+
+/** parentFromProto is p with its result decoded. */
+function parentFromProto<R>(p: ParentResultPb): ParentResult<R> {
+  return {
+    id: p.id, kind: p.kind, outcome: p.outcome as ParentOutcome, state: p.state, result: decodeJSON<R>(p.result),
+    error: p.error, finishedAt: fromTimestamp(p.finishedAt), expired: p.expired,
+  };
 }
 
 /** once returns f made to run at most once. */

@@ -79,6 +79,14 @@ export interface WorkerOptions extends ConnectionOptions {
    * whole number of at least 1.
    */
   kindConcurrency?: Record<string, number>;
+  /**
+   * fetchParentResults asks the server for each job's parents' results with the job
+   * (ActivateRequest.fetch_parent_results), so that a handler's job.parentResults() reads
+   * them without a call of its own; the server leaves out those larger than its
+   * max_args_bytes, which parentResults then reads with a call. It costs the server a read per
+   * job claimed: set it for workers of fan-in steps. Default false: parentResults calls.
+   */
+  fetchParentResults?: boolean;
   /** name identifies this worker on leases and attempts (default host-pid). */
   name?: string;
   /** mode: "stream" (default) has the server push jobs; "poll" asks for them with long polls. */
@@ -137,6 +145,7 @@ export class Worker {
   private readonly prefetch: number;
   private readonly lease: number;
   private readonly pollWait: number;
+  private readonly fetchParentResults: boolean;
   private readonly queues: string[];
   private readonly kindConcurrency: Record<string, number>;
   /** name is this worker's name on leases and attempts. */
@@ -167,6 +176,7 @@ export class Worker {
     this.prefetch = options.prefetch ?? 0;
     this.lease = options.leaseDuration ?? 30_000;
     this.pollWait = options.pollWait ?? 30_000;
+    this.fetchParentResults = options.fetchParentResults ?? false;
     for (const [i, q] of (options.queues ?? []).entries()) check(typeof q === "string" && q !== "", `queues[${i}] is empty`);
     this.queues = [...new Set([...(options.queue ? [options.queue] : []), ...(options.queues ?? [])])];
     if (this.queues.length === 0) this.queues.push("default");
@@ -266,7 +276,8 @@ export class Worker {
     const batchKinds = [...this.batchHandlers].sort(([a], [b]) => (a < b ? -1 : 1)).map(([kind, h]) => create(BatchKindSchema, {
       kind, maxJobs: h.maxJobs || defaultBatchMaxJobs, maxWait: h.maxWait ? toDuration(h.maxWait) : undefined, ungrouped: h.ungrouped ?? false,
     }));
-    const common = { worker: this.name, queue: this.queues[0], queues, kinds, batchKinds, leaseTimeout: toDuration(this.lease) };
+    const common = { worker: this.name, queue: this.queues[0], queues, kinds, batchKinds, leaseTimeout: toDuration(this.lease),
+      fetchParentResults: this.fetchParentResults };
     this.loops.push(this.leases.run(this.keeping.signal));
     // No job is taken before the server has said its limits.
     let limitsKnown: (known: boolean) => void = () => {};

@@ -13,6 +13,7 @@ interface Args {
   ms?: number;
   every?: number;
   lease_ms?: number;
+  n?: number;
 }
 
 function say(event: string, fields: Record<string, unknown> = {}): void {
@@ -76,6 +77,19 @@ async function work(job: RunningJob<Args>): Promise<unknown> {
       await job.progress(100, "all steps");
       return "done";
     }
+    case "value":
+      return a.n ?? 0;
+    case "sum-parents": {
+      const parents = await job.parentResults();
+      let sum = 0;
+      for (const p of parents) if (typeof p.result === "number") sum += p.result;
+      return {
+        sum, parents: parents.map((p) => ({
+          id: p.id, kind: p.kind, outcome: p.outcome, state: p.state, error: p.error, result: p.result ?? null,
+          expired: p.expired, finished: p.finishedAt !== undefined,
+        })),
+      };
+    }
     case "shorten":
       await job.extendLease(a.lease_ms ?? 1000);
       await sleep(a.ms ?? 0, job.signal);
@@ -108,6 +122,7 @@ const worker = new Worker({
   prefetch: mode === "stream" ? envInt("HOPPER_PREFETCH", 0) : undefined,
   leaseDuration: lease > 0 ? lease : undefined,
   kindConcurrency: kindBound > 0 ? { conformance: kindBound } : undefined,
+  fetchParentResults: process.env.HOPPER_FETCH_PARENT_RESULTS === "1",
   handlers: {
     conformance: async (job: RunningJob<Args>) => {
       say("begin", { id: job.id, attempt: job.attempt });

@@ -6,6 +6,7 @@ package cases
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -25,6 +26,8 @@ type Args struct {
 	Every int `json:"every,omitempty"`
 	// LeaseMs is the lease the shorten case sets, in milliseconds.
 	LeaseMs int `json:"lease_ms,omitempty"`
+	// N is the result of the value case.
+	N int `json:"n,omitempty"`
 }
 
 func (Args) Kind() string { return Kind }
@@ -87,6 +90,14 @@ func (h Handler) Work(ctx context.Context, job *hopper.Job[Args]) (err error) {
 			return err
 		}
 		return hopper.SetResult(ctx, "done")
+	case "value":
+		return hopper.SetResult(ctx, a.N)
+	case "sum-parents":
+		parents, err := hopper.ParentResults(ctx)
+		if err != nil {
+			return err
+		}
+		return hopper.SetResult(ctx, SumParents(parents))
 	case "shorten":
 		if err := hopper.ExtendLease(ctx, time.Duration(a.LeaseMs)*time.Millisecond); err != nil {
 			return err
@@ -97,6 +108,39 @@ func (h Handler) Work(ctx context.Context, job *hopper.Job[Args]) (err error) {
 		return hopper.SetResult(ctx, "done")
 	}
 	return hopper.NoRetry(fmt.Errorf("unknown case %q", a.Case))
+}
+
+// ParentSeen is a parent as the sum-parents case reports it: every SDK the same fields.
+type ParentSeen struct {
+	ID       string          `json:"id"`
+	Kind     string          `json:"kind"`
+	Outcome  string          `json:"outcome"`
+	State    string          `json:"state"`
+	Error    string          `json:"error"`
+	Result   json.RawMessage `json:"result"` // null for none
+	Expired  bool            `json:"expired"`
+	Finished bool            `json:"finished"` // it has a finish time
+}
+
+// Summed is the sum-parents case's result: the sum of its parents' results that are numbers,
+// and its parents in the order it read them.
+type Summed struct {
+	Sum     float64      `json:"sum"`
+	Parents []ParentSeen `json:"parents"`
+}
+
+// SumParents is what the sum-parents case stores for parents.
+func SumParents(parents []hopper.ParentResult) Summed {
+	out := Summed{Parents: []ParentSeen{}}
+	for _, p := range parents {
+		var n float64
+		if json.Unmarshal(p.Result, &n) == nil {
+			out.Sum += n
+		}
+		out.Parents = append(out.Parents, ParentSeen{ID: p.ID, Kind: p.Kind, Outcome: string(p.Outcome),
+			State: string(p.State), Error: p.Error, Result: p.Result, Expired: p.Expired, Finished: !p.FinishedAt.IsZero()})
+	}
+	return out
 }
 
 func sleep(ctx context.Context, ms int) error {

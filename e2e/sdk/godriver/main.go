@@ -77,6 +77,7 @@ func run() error {
 		return err
 	}
 	cfg.LeaseDuration = time.Duration(lease) * time.Millisecond
+	cfg.FetchParentResults = os.Getenv("HOPPER_FETCH_PARENT_RESULTS") == "1"
 	switch m := os.Getenv("HOPPER_MODE"); m {
 	case "", "stream":
 		cfg.Mode = remote.Stream

@@ -38,9 +38,10 @@ SELECT r.n, l.id, l.state, l.parent_skipped, l.expires_at FROM r JOIN l ON l.id 
 // compactedSQL names which of the jobs $1 a compaction replaced.
 const compactedSQL = `SELECT replaced_job_id FROM {schema}.job_compactions WHERE replaced_job_id = ANY($1::text[])`
 
-// depRowsSQL records a child's ($1) parents ($2) with the outcomes of those that ended ($3).
-const depRowsSQL = `INSERT INTO {schema}.job_deps (parent_id, child_id, parent_outcome)
-SELECT p, $1, o FROM unnest($2::text[], $3::text[]) AS t(p, o) ON CONFLICT DO NOTHING`
+// depRowsSQL records a child's ($1) parents ($2), in the order it named them, with the
+// outcomes of those that ended ($3).
+const depRowsSQL = `INSERT INTO {schema}.job_deps (parent_id, child_id, parent_outcome, parent_index)
+SELECT p, $1, o, n - 1 FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS t(p, o, n) ON CONFLICT DO NOTHING`
 
 // startSQL sets a new child's ($1) unended parents ($9) and settles it at once when none is
 // left or one failed ($2), as release_children would: dep_next decides for both. $3 is now, $4

@@ -249,3 +249,28 @@ func TestFairDropPlanWithAFlood(t *testing.T) {
 	// the whole flood.
 	require.Regexp(t, `Index Cond: \(\(queue = \$1\) AND \(fairness_key >= \$2\)`, plan)
 }
+
+// Reading a job's parents costs a look-up of its dependency rows by the child's index, then
+// each parent by primary key, in a table of many jobs and dependencies, analyzed: never a
+// scan of either.
+func TestParentsPlanWithManyDependencies(t *testing.T) {
+	t.Parallel()
+	s := openPlanStore(t)
+	ctx := t.Context()
+	_, err := s.pool.Exec(ctx, s.sql(`INSERT INTO {schema}.jobs (id, kind, queue, args, state, attempt, max_attempts,
+		token, version, run_at, last_actor, created_at, updated_at, finished_at, expires_at, has_children)
+		SELECT '0000' || lpad(i::text, 32, '0'), 'old', 'default', '{}', 'completed', 1, 25, 1, 3, now(), 'worker',
+			now(), now(), now(), now() + interval '1 day', true
+		FROM generate_series(1, 50000) i`))
+	require.NoError(t, err)
+	_, err = s.pool.Exec(ctx, s.sql(`INSERT INTO {schema}.job_deps (parent_id, child_id, parent_outcome, parent_index)
+		SELECT '0000' || lpad(i::text, 32, '0'), '0000' || lpad((i / 10 + 1)::text, 32, '0'), 'completed', i % 10
+		FROM generate_series(1, 50000) i`))
+	require.NoError(t, err)
+	_, err = s.pool.Exec(ctx, s.sql(`ANALYZE {schema}.jobs; ANALYZE {schema}.job_deps`))
+	require.NoError(t, err)
+	plan := explain(t, s, parentResultsSQL, "0000"+strings.Repeat("0", 28)+"0042", nil, 0)
+	require.Contains(t, plan, "job_deps_child", plan)
+	require.Contains(t, plan, "jobs_pkey", plan)
+	require.NotContains(t, plan, "Seq Scan", plan)
+}

@@ -58,7 +58,7 @@ const (
 		AND NOT EXISTS (SELECT 1 FROM job_compactions WHERE replaced_job_id = ?1)
 		RETURNING state, parent_skipped, expires_at`
 	compactedSQL = `SELECT new_job_id FROM job_compactions WHERE replaced_job_id = ?1`
-	depRowSQL    = `INSERT OR IGNORE INTO job_deps (parent_id, child_id, parent_outcome) VALUES (?1, ?2, ?3)`
+	depRowSQL    = `INSERT OR IGNORE INTO job_deps (parent_id, child_id, parent_outcome, parent_index) VALUES (?1, ?2, ?3, ?4)`
 )
 
 // jobByIDSQL reads a job.
@@ -130,7 +130,8 @@ func linkChild(ctx context.Context, tx querier, row *hoppertype.JobRow, item int
 		if par.State.Terminal() {
 			outcome = string(store.OutcomeOf(par.State, par.Skipped))
 		}
-		if _, err := tx.ExecContext(ctx, depRowSQL, par.ID, row.ID, outcome); err != nil {
+		// Its place among the parents (parent_index) is how many came before it.
+		if _, err := tx.ExecContext(ctx, depRowSQL, par.ID, row.ID, outcome, len(parents)); err != nil {
 			return nil, fmt.Errorf("record parent %s: %w", par.ID, err)
 		}
 		parents = append(parents, par)

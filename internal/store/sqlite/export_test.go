@@ -42,24 +42,35 @@ func BatchPlans(s *Store) (map[string]string, error) {
 		if name == "claim" {
 			args = []any{nil, nil, nil, "default", 10}
 		}
-		rows, err := s.reader.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+q, args...)
+		plan, err := queryPlan(s, q, args...)
 		if err != nil {
 			return nil, err
 		}
-		var plan string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			plan += detail + "\n"
-		}
-		rows.Close()
 		out[name] = plan
 	}
 	return out, nil
+}
+
+// ParentsPlan is SQLite's query plan of the read of a job's parents.
+func ParentsPlan(s *Store) (string, error) { return queryPlan(s, parentResultsSQL, "child", 0, 0) }
+
+// queryPlan is SQLite's plan of query with args, one line per step.
+func queryPlan(s *Store, query string, args ...any) (string, error) {
+	rows, err := s.reader.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+query, args...)
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	var plan string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			return "", err
+		}
+		plan += detail + "\n"
+	}
+	return plan, rows.Err()
 }
 
 // KeyBucketRows counts the stored buckets of the rate limits per key.

@@ -43,6 +43,7 @@ func Run(t *testing.T, opener Opener) {
 		{"Stats", testStats},
 		{"Deps", testDeps},
 		{"Workflow", testWorkflows},
+		{"Parents", testParents},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -10,7 +10,7 @@ from ._json import decode_json, encode_json
 from .gen import hopper_pb2 as pb
 from .handler_errors import seconds
 
-__all__ = ["Job", "JobEvent", "JobAttempt", "RetryPolicy", "NewJob", "Duration", "Merge"]
+__all__ = ["Job", "JobEvent", "JobAttempt", "ParentResult", "RetryPolicy", "NewJob", "Duration", "Merge"]
 
 Duration = float | timedelta
 """Duration is a timedelta, or a number of seconds."""
@@ -237,6 +237,33 @@ class JobAttempt:
     error: str
     stack: str
     error_code: str
+
+
+@dataclass(frozen=True)
+class ParentResult:
+    """ParentResult is one parent of a running job (after=): how it ended and what it left
+    (docs/workflows.md, "Results passed along"). outcome is "completed", "failed", "canceled" or
+    "skipped" (its own skip policy canceled it: it counts as succeeded), "" for a parent that has
+    not ended; state is its state now (its outcome's final state, unless it was retried in place
+    since). result is the JSON value it completed with, None when it stored none, did not
+    complete, or expired: its retention ran out before the read, and only id and outcome are
+    known."""
+
+    id: str
+    kind: str
+    outcome: str
+    state: str
+    result: Any
+    error: str
+    finished_at: datetime | None
+    expired: bool
+
+    @staticmethod
+    def from_proto(p: pb.ParentResult) -> "ParentResult":
+        return ParentResult(
+            id=p.id, kind=p.kind, outcome=p.outcome, state=p.state, result=decode_json(p.result), error=p.error,
+            finished_at=time_of(p, "finished_at"), expired=p.expired,
+        )
 
 
 def event_from_proto(e: pb.Event) -> JobEvent:

@@ -33,7 +33,7 @@ from .errors import (
 )
 from .gen import hopper_pb2 as pb
 from .handler_errors import JobTimeout, LeaseLostError, NoRetry, Shutdown, seconds
-from .job import RetryPolicy, set_duration, time_of
+from .job import ParentResult, RetryPolicy, set_duration, time_of
 from .outcome import Decision, Ending, Mode, decide, outcome_name
 from .text import Limits, clip_text, limits_of
 
@@ -221,6 +221,27 @@ class RunningJob:
         self._a.lease = d
         self._w._leases_shortened()
 
+    async def parent_results(self) -> list[ParentResult]:
+        """parent_results reads the job's parents (after=), in the order the job named them, each
+        with how it ended and what it left: a fan-in step gathers what its fan-out produced. They
+        come with the job when the worker asks for them (fetch_parent_results) and fit the
+        server's max_args_bytes; else they are read from the server when called, so call it once
+        and keep the answer. A job without parents has none. It raises LeaseLostError, and stops
+        the attempt, when the job is no longer this attempt's."""
+        j = self._a.job
+        # An empty list is not trusted: the job may have no parents, or a server older than
+        # fetch_parent_results sent none. The call tells.
+        if len(j.parent_results) > 0 and not j.parent_results_omitted:
+            return [ParentResult.from_proto(p) for p in j.parent_results]
+        got: list[ParentResult] = []
+
+        async def read() -> None:
+            res = await self._w._call("ParentResults", pb.ParentResultsRequest(id=self.id, lease_token=self.lease_token))
+            got.extend(ParentResult.from_proto(p) for p in res.parents)
+
+        await self._w._check(self._a, read())
+        return got
+
 
 class SyncRunningJob:
     """SyncRunningJob is what a plain (blocking) handler works on, on the worker's thread pool:
@@ -265,6 +286,9 @@ class SyncRunningJob:
 
     def extend_lease(self, duration: float | timedelta) -> None:
         self._wait(self._job.extend_lease(duration))
+
+    def parent_results(self) -> list[ParentResult]:
+        return asyncio.run_coroutine_threadsafe(self._job.parent_results(), self._loop).result()
 
 
 @dataclass(frozen=True)
@@ -412,6 +436,7 @@ class Worker:
         observer: Callable[[WorkerEvent], None] | None = None,
         max_cpu: float = 0.0,
         max_memory: int = 0,
+        fetch_parent_results: bool = False,
     ) -> None:
         self._url = url
         _rpc.target_of(url)
@@ -469,6 +494,7 @@ class Worker:
             raise ValueError(f"hopper: Worker: max_memory {max_memory!r} is not a number of bytes")
         self._max_cpu = float(max_cpu)
         self._max_memory = max_memory
+        self._fetch_parent_results = bool(fetch_parent_results)
         # The governor's reader and its sampling interval (tests set them before start).
         self._gov_reader: _governor.Reader | None = _governor.ProcReader() if (max_cpu or max_memory) else None
         self._gov_interval = 1.0
@@ -719,11 +745,13 @@ class Worker:
             # A bound above the credit bounds nothing: the server takes none above it.
             caps = {kind: min(n, credit) for kind, n in self._kind_caps.items()}
             sreq = pb.StreamJobsRequest(worker=self.name, queue=self._queues[0], queues=queues, kinds=kinds,
-                                        credit=credit, kind_concurrency=caps, batch_kinds=batch_kinds)
+                                        credit=credit, kind_concurrency=caps, batch_kinds=batch_kinds,
+                                        fetch_parent_results=self._fetch_parent_results)
             set_duration(sreq.lease_timeout, self._lease)
             await self._stream_loop(sreq)
         else:
-            preq = pb.ActivateRequest(worker=self.name, queue=self._queues[0], queues=queues, kinds=kinds, batch_kinds=batch_kinds)
+            preq = pb.ActivateRequest(worker=self.name, queue=self._queues[0], queues=queues, kinds=kinds, batch_kinds=batch_kinds,
+                                      fetch_parent_results=self._fetch_parent_results)
             set_duration(preq.lease_timeout, self._lease)
             set_duration(preq.request_timeout, self._poll_wait)
             await self._poll_loop(preq)

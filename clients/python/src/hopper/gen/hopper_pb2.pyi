@@ -25,10 +25,11 @@ class APIKey(_message.Message):
     def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., scopes: _Optional[_Iterable[str]] = ..., created_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., last_used_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., revoked_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class ActivateRequest(_message.Message):
-    __slots__ = ["ahead", "batch_kinds", "fetch_fields", "kinds", "lease_timeout", "max_jobs", "queue", "queues", "request_timeout", "worker"]
+    __slots__ = ["ahead", "batch_kinds", "fetch_fields", "fetch_parent_results", "kinds", "lease_timeout", "max_jobs", "queue", "queues", "request_timeout", "worker"]
     AHEAD_FIELD_NUMBER: _ClassVar[int]
     BATCH_KINDS_FIELD_NUMBER: _ClassVar[int]
     FETCH_FIELDS_FIELD_NUMBER: _ClassVar[int]
+    FETCH_PARENT_RESULTS_FIELD_NUMBER: _ClassVar[int]
     KINDS_FIELD_NUMBER: _ClassVar[int]
     LEASE_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
     MAX_JOBS_FIELD_NUMBER: _ClassVar[int]
@@ -39,6 +40,7 @@ class ActivateRequest(_message.Message):
     ahead: int
     batch_kinds: _containers.RepeatedCompositeFieldContainer[BatchKind]
     fetch_fields: _containers.RepeatedScalarFieldContainer[str]
+    fetch_parent_results: bool
     kinds: _containers.RepeatedScalarFieldContainer[str]
     lease_timeout: _duration_pb2.Duration
     max_jobs: int
@@ -46,7 +48,7 @@ class ActivateRequest(_message.Message):
     queues: _containers.RepeatedScalarFieldContainer[str]
     request_timeout: _duration_pb2.Duration
     worker: str
-    def __init__(self, worker: _Optional[str] = ..., queue: _Optional[str] = ..., kinds: _Optional[_Iterable[str]] = ..., max_jobs: _Optional[int] = ..., lease_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., request_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., fetch_fields: _Optional[_Iterable[str]] = ..., queues: _Optional[_Iterable[str]] = ..., ahead: _Optional[int] = ..., batch_kinds: _Optional[_Iterable[_Union[BatchKind, _Mapping]]] = ...) -> None: ...
+    def __init__(self, worker: _Optional[str] = ..., queue: _Optional[str] = ..., kinds: _Optional[_Iterable[str]] = ..., max_jobs: _Optional[int] = ..., lease_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., request_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., fetch_fields: _Optional[_Iterable[str]] = ..., queues: _Optional[_Iterable[str]] = ..., ahead: _Optional[int] = ..., batch_kinds: _Optional[_Iterable[_Union[BatchKind, _Mapping]]] = ..., fetch_parent_results: bool = ...) -> None: ...
 
 class ActivateResponse(_message.Message):
     __slots__ = ["jobs", "restricted"]
@@ -57,7 +59,7 @@ class ActivateResponse(_message.Message):
     def __init__(self, jobs: _Optional[_Iterable[_Union[ActivatedJob, _Mapping]]] = ..., restricted: bool = ...) -> None: ...
 
 class ActivatedJob(_message.Message):
-    __slots__ = ["args", "attempt", "batch_id", "checkpoint", "created_at", "default_timeout", "headers", "id", "kind", "lease_expires_at", "lease_token", "max_attempts", "queue", "resume_data", "retry_policy", "timeout"]
+    __slots__ = ["args", "attempt", "batch_id", "checkpoint", "created_at", "default_timeout", "headers", "id", "kind", "lease_expires_at", "lease_token", "max_attempts", "parent_results", "parent_results_omitted", "queue", "resume_data", "retry_policy", "timeout"]
     class HeadersEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -77,6 +79,8 @@ class ActivatedJob(_message.Message):
     LEASE_EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
     LEASE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     MAX_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    PARENT_RESULTS_FIELD_NUMBER: _ClassVar[int]
+    PARENT_RESULTS_OMITTED_FIELD_NUMBER: _ClassVar[int]
     QUEUE_FIELD_NUMBER: _ClassVar[int]
     RESUME_DATA_FIELD_NUMBER: _ClassVar[int]
     RETRY_POLICY_FIELD_NUMBER: _ClassVar[int]
@@ -93,11 +97,13 @@ class ActivatedJob(_message.Message):
     lease_expires_at: _timestamp_pb2.Timestamp
     lease_token: int
     max_attempts: int
+    parent_results: _containers.RepeatedCompositeFieldContainer[ParentResult]
+    parent_results_omitted: bool
     queue: str
     resume_data: str
     retry_policy: RetryPolicy
     timeout: _duration_pb2.Duration
-    def __init__(self, id: _Optional[str] = ..., kind: _Optional[str] = ..., queue: _Optional[str] = ..., args: _Optional[str] = ..., headers: _Optional[_Mapping[str, str]] = ..., attempt: _Optional[int] = ..., max_attempts: _Optional[int] = ..., lease_token: _Optional[int] = ..., lease_expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., created_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., retry_policy: _Optional[_Union[RetryPolicy, _Mapping]] = ..., checkpoint: _Optional[str] = ..., resume_data: _Optional[str] = ..., default_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., batch_id: _Optional[str] = ...) -> None: ...
+    def __init__(self, id: _Optional[str] = ..., kind: _Optional[str] = ..., queue: _Optional[str] = ..., args: _Optional[str] = ..., headers: _Optional[_Mapping[str, str]] = ..., attempt: _Optional[int] = ..., max_attempts: _Optional[int] = ..., lease_token: _Optional[int] = ..., lease_expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., created_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., retry_policy: _Optional[_Union[RetryPolicy, _Mapping]] = ..., checkpoint: _Optional[str] = ..., resume_data: _Optional[str] = ..., default_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., batch_id: _Optional[str] = ..., parent_results: _Optional[_Iterable[_Union[ParentResult, _Mapping]]] = ..., parent_results_omitted: bool = ...) -> None: ...
 
 class Attempt(_message.Message):
     __slots__ = ["attempt", "ended_at", "error", "error_code", "lease_token", "outcome", "stack", "started_at", "worker_id"]
@@ -1006,6 +1012,40 @@ class Outcome(_message.Message):
     suspend: SuspendRequest
     def __init__(self, complete: _Optional[_Union[CompleteRequest, _Mapping]] = ..., fail: _Optional[_Union[FailRequest, _Mapping]] = ..., release: _Optional[_Union[ReleaseRequest, _Mapping]] = ..., snooze: _Optional[_Union[SnoozeRequest, _Mapping]] = ..., suspend: _Optional[_Union[SuspendRequest, _Mapping]] = ...) -> None: ...
 
+class ParentResult(_message.Message):
+    __slots__ = ["error", "expired", "finished_at", "id", "kind", "outcome", "result", "state"]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    EXPIRED_FIELD_NUMBER: _ClassVar[int]
+    FINISHED_AT_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    error: str
+    expired: bool
+    finished_at: _timestamp_pb2.Timestamp
+    id: str
+    kind: str
+    outcome: str
+    result: str
+    state: str
+    def __init__(self, id: _Optional[str] = ..., kind: _Optional[str] = ..., outcome: _Optional[str] = ..., state: _Optional[str] = ..., result: _Optional[str] = ..., error: _Optional[str] = ..., finished_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., expired: bool = ...) -> None: ...
+
+class ParentResultsRequest(_message.Message):
+    __slots__ = ["id", "lease_token"]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    LEASE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    lease_token: int
+    def __init__(self, id: _Optional[str] = ..., lease_token: _Optional[int] = ...) -> None: ...
+
+class ParentResultsResponse(_message.Message):
+    __slots__ = ["parents"]
+    PARENTS_FIELD_NUMBER: _ClassVar[int]
+    parents: _containers.RepeatedCompositeFieldContainer[ParentResult]
+    def __init__(self, parents: _Optional[_Iterable[_Union[ParentResult, _Mapping]]] = ...) -> None: ...
+
 class PauseRequest(_message.Message):
     __slots__ = ["queue"]
     QUEUE_FIELD_NUMBER: _ClassVar[int]
@@ -1473,7 +1513,7 @@ class Stream(_message.Message):
     def __init__(self, id: _Optional[str] = ..., worker: _Optional[str] = ..., queue: _Optional[str] = ..., kinds: _Optional[_Iterable[str]] = ..., credit: _Optional[int] = ..., in_flight: _Optional[int] = ..., pushed: _Optional[int] = ..., completed: _Optional[int] = ..., failed: _Optional[int] = ..., released: _Optional[int] = ..., opened_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., queues: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class StreamJobsRequest(_message.Message):
-    __slots__ = ["batch_kinds", "credit", "fetch_fields", "kind_concurrency", "kinds", "lease_timeout", "queue", "queues", "worker"]
+    __slots__ = ["batch_kinds", "credit", "fetch_fields", "fetch_parent_results", "kind_concurrency", "kinds", "lease_timeout", "queue", "queues", "worker"]
     class KindConcurrencyEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -1484,6 +1524,7 @@ class StreamJobsRequest(_message.Message):
     BATCH_KINDS_FIELD_NUMBER: _ClassVar[int]
     CREDIT_FIELD_NUMBER: _ClassVar[int]
     FETCH_FIELDS_FIELD_NUMBER: _ClassVar[int]
+    FETCH_PARENT_RESULTS_FIELD_NUMBER: _ClassVar[int]
     KINDS_FIELD_NUMBER: _ClassVar[int]
     KIND_CONCURRENCY_FIELD_NUMBER: _ClassVar[int]
     LEASE_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
@@ -1493,13 +1534,14 @@ class StreamJobsRequest(_message.Message):
     batch_kinds: _containers.RepeatedCompositeFieldContainer[BatchKind]
     credit: int
     fetch_fields: _containers.RepeatedScalarFieldContainer[str]
+    fetch_parent_results: bool
     kind_concurrency: _containers.ScalarMap[str, int]
     kinds: _containers.RepeatedScalarFieldContainer[str]
     lease_timeout: _duration_pb2.Duration
     queue: str
     queues: _containers.RepeatedScalarFieldContainer[str]
     worker: str
-    def __init__(self, worker: _Optional[str] = ..., queue: _Optional[str] = ..., kinds: _Optional[_Iterable[str]] = ..., credit: _Optional[int] = ..., lease_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., fetch_fields: _Optional[_Iterable[str]] = ..., queues: _Optional[_Iterable[str]] = ..., kind_concurrency: _Optional[_Mapping[str, int]] = ..., batch_kinds: _Optional[_Iterable[_Union[BatchKind, _Mapping]]] = ...) -> None: ...
+    def __init__(self, worker: _Optional[str] = ..., queue: _Optional[str] = ..., kinds: _Optional[_Iterable[str]] = ..., credit: _Optional[int] = ..., lease_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., fetch_fields: _Optional[_Iterable[str]] = ..., queues: _Optional[_Iterable[str]] = ..., kind_concurrency: _Optional[_Mapping[str, int]] = ..., batch_kinds: _Optional[_Iterable[_Union[BatchKind, _Mapping]]] = ..., fetch_parent_results: bool = ...) -> None: ...
 
 class StreamJobsResponse(_message.Message):
     __slots__ = ["jobs", "keepalive"]

@@ -1,0 +1,45 @@
+package store
+
+import (
+	"context"
+
+	"github.com/hopperjobs/hopper/hoppertype"
+)
+
+// Results passed along (docs/workflows.md): a child reads its parents' outcomes and results
+// from the parents' own rows when it asks, through its job_deps rows (one look-up of the
+// child's index, then each parent by primary key); nothing is copied into the child.
+
+// ParentStore reads the parents of a job.
+type ParentStore interface {
+	// JobParents returns the parents of job p.ID with how each ended and what it left, in the
+	// order the job named them (InsertParams.After, a parent named twice once). A job without
+	// parents has none. A parent whose retention ran out (expired, swept or not: contract 12)
+	// comes with Expired set and only its ID and Outcome, which the dependency row keeps.
+	// Fenced (the default), NoSuchJob when no job has the id (or it expired) and ErrLeaseLost
+	// when it is not running under p.Token; Unfenced, ErrNotFound when no job has the id.
+	JobParents(ctx context.Context, p *ParentsParams) (*Parents, error)
+}
+
+// ParentsParams asks for the parents of one job.
+type ParentsParams struct {
+	ID string
+	// Token fences the read: the job must be running under this lease token (a worker reads
+	// the parents of the attempt it holds). No job runs under token 0.
+	Token int64
+	// Unfenced reads the parents of a job in any state, whatever Token.
+	Unfenced bool
+	// MaxResultBytes, when positive, bounds the results read: when the parents' results come
+	// to more bytes together, none is read (Parents.ResultsOmitted) and the rest is.
+	MaxResultBytes int
+}
+
+// Parents are a job's parents (ParentStore.JobParents).
+type Parents struct {
+	Parents []*hoppertype.ParentResult
+	// ResultsOmitted: the results together were larger than ParentsParams.MaxResultBytes, so
+	// every Result was left out; read them again without the bound.
+	ResultsOmitted bool
+	// ResultBytes is the size of the results together (those left out included).
+	ResultBytes int
+}
