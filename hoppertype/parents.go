@@ -46,6 +46,10 @@ type ParentResult struct {
 	ID string
 	// Kind is the parent's kind; empty when Expired.
 	Kind string
+	// Step is the parent's step name when it is a step of a workflow (Workflow.Steps), so a
+	// fan-in step can tell its parents apart by name; empty for a job outside a workflow, and
+	// when Expired.
+	Step string
 	// Outcome is how the parent ended for its children: completed, failed, canceled or
 	// skipped. Empty for a parent that has not ended (only a job that is not running, read
 	// outside its handler, can have one).

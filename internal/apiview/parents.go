@@ -10,7 +10,7 @@ import (
 func ParentResults(ps []*hoppertype.ParentResult) []*hopperv1.ParentResult {
 	out := make([]*hopperv1.ParentResult, len(ps))
 	for i, p := range ps {
-		out[i] = &hopperv1.ParentResult{Id: Text(p.ID), Kind: Text(p.Kind), Outcome: Text(string(p.Outcome)),
+		out[i] = &hopperv1.ParentResult{Id: Text(p.ID), Kind: Text(p.Kind), Step: Text(p.Step), Outcome: Text(string(p.Outcome)),
 			State: Text(string(p.State)), Result: Payload(p.Result), Error: Text(p.Error),
 			FinishedAt: Time(p.FinishedAt), Expired: p.Expired}
 	}
@@ -21,7 +21,7 @@ func ParentResults(ps []*hoppertype.ParentResult) []*hopperv1.ParentResult {
 func FromParentResults(ps []*hopperv1.ParentResult) []*hoppertype.ParentResult {
 	out := make([]*hoppertype.ParentResult, len(ps))
 	for i, p := range ps {
-		out[i] = &hoppertype.ParentResult{ID: p.GetId(), Kind: p.GetKind(),
+		out[i] = &hoppertype.ParentResult{ID: p.GetId(), Kind: p.GetKind(), Step: p.GetStep(),
 			Outcome: hoppertype.ParentOutcome(p.GetOutcome()), State: hoppertype.JobState(p.GetState()),
 			Result: FromPayload(p.GetResult()), Error: p.GetError(), FinishedAt: FromTime(p.GetFinishedAt()),
 			Expired: p.GetExpired()}

@@ -164,7 +164,7 @@ func requireField(t *testing.T, err error, field string) {
 // an expired parent keeps its id and outcome alone.
 func TestParentResultsRoundTrip(t *testing.T) {
 	t.Parallel()
-	full := &hoppertype.ParentResult{ID: "p1", Kind: "k", Outcome: hoppertype.ParentFailed, State: hoppertype.StateFailed,
+	full := &hoppertype.ParentResult{ID: "p1", Kind: "k", Step: "fan-in", Outcome: hoppertype.ParentFailed, State: hoppertype.StateFailed,
 		Result: json.RawMessage(`{"n":1}`), Error: "boom", FinishedAt: at, Expired: true}
 	requireAllSet(t, *full)
 	gone := &hoppertype.ParentResult{ID: "p2", Outcome: hoppertype.ParentCompleted, Expired: true}

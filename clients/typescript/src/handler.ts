@@ -11,6 +11,8 @@ export interface ParentResult<R = unknown> {
   id: string;
   /** kind is the parent's kind; "" when expired. */
   kind: string;
+  /** step is the parent's step name when it is a step of a workflow; "" outside one, and when expired. */
+  step: string;
   /** outcome is how the parent ended: "skipped" counts as succeeded (its own skip policy canceled it). */
   outcome: ParentOutcome;
   /** state is the parent's state now (its outcome's final state, unless it was retried in place since); "" when expired. */

@@ -150,7 +150,7 @@ export class Running<A> implements RunningJob<A> {
 /** parentFromProto is p with its result decoded. */
 function parentFromProto<R>(p: ParentResultPb): ParentResult<R> {
   return {
-    id: p.id, kind: p.kind, outcome: p.outcome as ParentOutcome, state: p.state, result: decodeJSON<R>(p.result),
+    id: p.id, kind: p.kind, step: p.step, outcome: p.outcome as ParentOutcome, state: p.state, result: decodeJSON<R>(p.result),
     error: p.error, finishedAt: fromTimestamp(p.finishedAt), expired: p.expired,
   };
 }

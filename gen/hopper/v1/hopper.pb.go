@@ -3542,7 +3542,10 @@ type ParentResult struct {
 	FinishedAt *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=finished_at,json=finishedAt,proto3" json:"finished_at,omitempty"`
 	// expired: the parent's retention ran out (its result time to live, or the dead-letter
 	// retention, passed): only id and outcome are known.
-	Expired       bool `protobuf:"varint,8,opt,name=expired,proto3" json:"expired,omitempty"`
+	Expired bool `protobuf:"varint,8,opt,name=expired,proto3" json:"expired,omitempty"`
+	// step is the parent's step name when it is a step of a workflow; empty for a job outside
+	// a workflow, and when expired.
+	Step          string `protobuf:"bytes,9,opt,name=step,proto3" json:"step,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3631,6 +3634,13 @@ func (x *ParentResult) GetExpired() bool {
 		return x.Expired
 	}
 	return false
+}
+
+func (x *ParentResult) GetStep() string {
+	if x != nil {
+		return x.Step
+	}
+	return ""
 }
 
 type ParentResultsRequest struct {
@@ -9891,7 +9901,7 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x16parent_results_omitted\x18\x12 \x01(\bR\x14parentResultsOmitted\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xed\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x81\x02\n" +
 	"\fParentResult\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x18\n" +
@@ -9901,7 +9911,8 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x05error\x18\x06 \x01(\tR\x05error\x12;\n" +
 	"\vfinished_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"finishedAt\x12\x18\n" +
-	"\aexpired\x18\b \x01(\bR\aexpired\"G\n" +
+	"\aexpired\x18\b \x01(\bR\aexpired\x12\x12\n" +
+	"\x04step\x18\t \x01(\tR\x04step\"G\n" +
 	"\x14ParentResultsRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
 	"\vlease_token\x18\x02 \x01(\x03R\n" +

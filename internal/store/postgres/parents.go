@@ -16,13 +16,13 @@ import (
 // expired, or deleted, joins no row: only its dependency row is left. $3 > 0 bounds the
 // results together (their total is the last column): over it, none is read.
 const parentResultsSQL = `WITH c AS (SELECT state, token FROM {schema}.jobs WHERE id = $1 AND ` + live + `),
-p AS (SELECT d.parent_id, d.parent_outcome, d.parent_index, j.id IS NOT NULL AS live, j.kind, j.state,
+p AS (SELECT d.parent_id, d.parent_outcome, d.parent_index, j.id IS NOT NULL AS live, j.kind, j.workflow_step, j.state,
 		j.last_error, j.finished_at, j.result
 	FROM {schema}.job_deps d LEFT JOIN {schema}.jobs j ON j.id = d.parent_id
 		AND (j.expires_at IS NULL OR j.expires_at > coalesce($2::timestamptz, now()))
 	WHERE d.child_id = $1),
 t AS (SELECT coalesce(sum(octet_length(result)), 0)::bigint AS total FROM p)
-SELECT c.state, c.token, p.parent_id, p.parent_outcome, coalesce(p.live, false), p.kind, p.state, p.last_error,
+SELECT c.state, c.token, p.parent_id, p.parent_outcome, coalesce(p.live, false), p.kind, p.workflow_step, p.state, p.last_error,
 	p.finished_at, CASE WHEN $3::int <= 0 OR t.total <= $3::int THEN p.result END, t.total
 FROM c CROSS JOIN t LEFT JOIN p ON true
 ORDER BY p.parent_index NULLS LAST, p.parent_id`
@@ -41,19 +41,19 @@ func (s *Store) JobParents(ctx context.Context, p *store.ParentsParams) (*store.
 	for rs.Next() {
 		found = true
 		var (
-			id, outcome, kind, pstate, lastErr *string
+			id, outcome, kind, step, pstate, lastErr *string
 			live                               bool
 			finished                           *time.Time
 			result                             []byte
 		)
-		if err := rs.Scan(&state, &token, &id, &outcome, &live, &kind, &pstate, &lastErr, &finished, &result, &total); err != nil {
+		if err := rs.Scan(&state, &token, &id, &outcome, &live, &kind, &step, &pstate, &lastErr, &finished, &result, &total); err != nil {
 			return nil, s.wrap(err, "read the parents of job %s", p.ID)
 		}
 		if id == nil {
 			continue // the job has no parents
 		}
 		r := &hoppertype.ParentResult{ID: *id, Outcome: hoppertype.ParentOutcome(str(outcome)), Expired: !live,
-			Kind: str(kind), State: hoppertype.JobState(str(pstate)), Error: str(lastErr), FinishedAt: utc(finished)}
+			Kind: str(kind), Step: str(step), State: hoppertype.JobState(str(pstate)), Error: str(lastErr), FinishedAt: utc(finished)}
 		if len(result) > 0 {
 			r.Result = result
 		}

@@ -15,12 +15,12 @@ import (
 // A parent expired at ?2, or deleted, joins no row: only its dependency row is left. ?3 > 0
 // bounds the results together (their total is the last column): over it, none is read.
 const parentResultsSQL = `WITH p AS (
-	SELECT d.parent_id, d.parent_outcome, d.parent_index, j.id IS NOT NULL AS live, j.kind, j.state,
+	SELECT d.parent_id, d.parent_outcome, d.parent_index, j.id IS NOT NULL AS live, j.kind, j.workflow_step, j.state,
 		j.last_error, j.finished_at, j.result
 	FROM job_deps d LEFT JOIN jobs j ON j.id = d.parent_id AND (j.expires_at IS NULL OR j.expires_at > ?2)
 	WHERE d.child_id = ?1),
 t AS (SELECT coalesce(sum(length(CAST(result AS BLOB))), 0) AS total FROM p)
-SELECT parent_id, parent_outcome, live, kind, state, last_error, finished_at,
+SELECT parent_id, parent_outcome, live, kind, workflow_step, state, last_error, finished_at,
 	CASE WHEN ?3 <= 0 OR t.total <= ?3 THEN result END, t.total
 FROM p, t ORDER BY parent_index IS NULL, parent_index, parent_id`
 
@@ -39,16 +39,16 @@ func (s *Store) JobParents(ctx context.Context, p *store.ParentsParams) (*store.
 	for rows.Next() {
 		var (
 			r                        hoppertype.ParentResult
-			outcome, kind, state, le sql.NullString
+			outcome, kind, step, state, le sql.NullString
 			live                     bool
 			finished                 sql.NullInt64
 			result                   []byte
 		)
-		if err := rows.Scan(&r.ID, &outcome, &live, &kind, &state, &le, &finished, &result, &out.ResultBytes); err != nil {
+		if err := rows.Scan(&r.ID, &outcome, &live, &kind, &step, &state, &le, &finished, &result, &out.ResultBytes); err != nil {
 			return nil, wrap(err, "read the parents of job %s", p.ID)
 		}
 		r.Outcome, r.Expired = hoppertype.ParentOutcome(outcome.String), !live
-		r.Kind, r.State, r.Error, r.FinishedAt = kind.String, hoppertype.JobState(state.String), le.String, nullTime(finished)
+		r.Kind, r.Step, r.State, r.Error, r.FinishedAt = kind.String, step.String, hoppertype.JobState(state.String), le.String, nullTime(finished)
 		if len(result) > 0 {
 			r.Result = result
 		}

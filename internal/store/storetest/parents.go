@@ -21,6 +21,7 @@ func testParents(t *testing.T, opener Opener) {
 	parallel(t, opener, "NoParents", parentsNone)
 	parallel(t, opener, "Fenced", parentsFenced)
 	parallel(t, opener, "SizeBound", parentsSizeBound)
+	parallel(t, opener, "Steps", parentsSteps)
 }
 
 // parents reads the parents of job id, unfenced and unbounded.
@@ -229,4 +230,25 @@ func parentsSizeBound(t *testing.T, b *bundle) {
 	require.JSONEq(t, `"abcdé"`, string(at.Parents[0].Result))
 	require.JSONEq(t, `[1,2,3]`, string(at.Parents[1].Result))
 	require.Nil(t, at.Parents[2].Result)
+}
+
+// A workflow step's parents come with their step names, so a fan-in tells them apart by name;
+// a job outside a workflow has none.
+func parentsSteps(t *testing.T, b *bundle) {
+	wf := diamond(t, "parent-steps")
+	b.insertWorkflow(t, wf)
+	b.completeWith(t, b.step(t, wf, "a"), `"a"`)
+	b.completeWith(t, b.step(t, wf, "c"), `"c"`)
+	b.completeWith(t, b.step(t, wf, "b"), `"b"`)
+	got := b.parents(t, b.step(t, wf, "d").ID)
+	require.Len(t, got, 2)
+	for i, name := range []string{"b", "c"} {
+		require.Equal(t, name, got[i].Step, "the order d named them")
+		require.JSONEq(t, `"`+name+`"`, string(got[i].Result))
+	}
+	require.Equal(t, "a", b.parents(t, b.step(t, wf, "b").ID)[0].Step)
+
+	plain := b.parent(t)
+	child := b.insert(t, inQueue("children"), after(plain.ID))
+	require.Empty(t, b.parents(t, child.ID)[0].Step, "a job outside a workflow")
 }

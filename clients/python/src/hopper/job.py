@@ -247,7 +247,8 @@ class ParentResult:
     not ended; state is its state now (its outcome's final state, unless it was retried in place
     since). result is the JSON value it completed with, None when it stored none, did not
     complete, or expired: its retention ran out before the read, and only id and outcome are
-    known."""
+    known. step is the parent's step name when it is a step of a workflow ("" outside one, and
+    when expired)."""
 
     id: str
     kind: str
@@ -257,12 +258,13 @@ class ParentResult:
     error: str
     finished_at: datetime | None
     expired: bool
+    step: str = ""
 
     @staticmethod
     def from_proto(p: pb.ParentResult) -> "ParentResult":
         return ParentResult(
             id=p.id, kind=p.kind, outcome=p.outcome, state=p.state, result=decode_json(p.result), error=p.error,
-            finished_at=time_of(p, "finished_at"), expired=p.expired,
+            finished_at=time_of(p, "finished_at"), expired=p.expired, step=p.step,
         )
 
 

@@ -1013,7 +1013,7 @@ class Outcome(_message.Message):
     def __init__(self, complete: _Optional[_Union[CompleteRequest, _Mapping]] = ..., fail: _Optional[_Union[FailRequest, _Mapping]] = ..., release: _Optional[_Union[ReleaseRequest, _Mapping]] = ..., snooze: _Optional[_Union[SnoozeRequest, _Mapping]] = ..., suspend: _Optional[_Union[SuspendRequest, _Mapping]] = ...) -> None: ...
 
 class ParentResult(_message.Message):
-    __slots__ = ["error", "expired", "finished_at", "id", "kind", "outcome", "result", "state"]
+    __slots__ = ["error", "expired", "finished_at", "id", "kind", "outcome", "result", "state", "step"]
     ERROR_FIELD_NUMBER: _ClassVar[int]
     EXPIRED_FIELD_NUMBER: _ClassVar[int]
     FINISHED_AT_FIELD_NUMBER: _ClassVar[int]
@@ -1022,6 +1022,7 @@ class ParentResult(_message.Message):
     OUTCOME_FIELD_NUMBER: _ClassVar[int]
     RESULT_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
+    STEP_FIELD_NUMBER: _ClassVar[int]
     error: str
     expired: bool
     finished_at: _timestamp_pb2.Timestamp
@@ -1030,7 +1031,8 @@ class ParentResult(_message.Message):
     outcome: str
     result: str
     state: str
-    def __init__(self, id: _Optional[str] = ..., kind: _Optional[str] = ..., outcome: _Optional[str] = ..., state: _Optional[str] = ..., result: _Optional[str] = ..., error: _Optional[str] = ..., finished_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., expired: bool = ...) -> None: ...
+    step: str
+    def __init__(self, id: _Optional[str] = ..., kind: _Optional[str] = ..., outcome: _Optional[str] = ..., state: _Optional[str] = ..., result: _Optional[str] = ..., error: _Optional[str] = ..., finished_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., expired: bool = ..., step: _Optional[str] = ...) -> None: ...
 
 class ParentResultsRequest(_message.Message):
     __slots__ = ["id", "lease_token"]
