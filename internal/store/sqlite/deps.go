@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -57,8 +58,15 @@ const (
 	flagSQL = `UPDATE jobs SET has_children = 1 WHERE id = ?1
 		AND NOT EXISTS (SELECT 1 FROM job_compactions WHERE replaced_job_id = ?1)
 		RETURNING state, parent_skipped, expires_at`
+	// flagManySQL is flagSQL for the jobs of a JSON array of ids (?1), in one statement.
+	flagManySQL = `UPDATE jobs SET has_children = 1 WHERE id IN (SELECT value FROM json_each(?1))
+		AND NOT EXISTS (SELECT 1 FROM job_compactions WHERE replaced_job_id = jobs.id)
+		RETURNING id, state, parent_skipped, expires_at`
 	compactedSQL = `SELECT new_job_id FROM job_compactions WHERE replaced_job_id = ?1`
-	depRowSQL    = `INSERT OR IGNORE INTO job_deps (parent_id, child_id, parent_outcome, parent_index) VALUES (?1, ?2, ?3, ?4)`
+	// depRowsSQL writes a child's (?1) dependency rows from a JSON array (?2) of
+	// [parent id, outcome or null], each parent's place in it its parent_index.
+	depRowsSQL = `INSERT OR IGNORE INTO job_deps (parent_id, child_id, parent_outcome, parent_index)
+		SELECT value ->> 0, ?1, value ->> 1, key FROM json_each(?2)`
 )
 
 // jobByIDSQL reads a job.
@@ -66,7 +74,7 @@ var jobByIDSQL = `SELECT ` + jobColumns + ` FROM jobs WHERE id = ?`
 
 // cachedQueries are the statements a write transaction runs once per job of a batch, which
 // Open prepares for cachedTx: the dependencies' (an ending's, a child's link).
-var cachedQueries = []string{finishParentSQL, releaseSQL, outcomeSQL, startSQL, flagSQL, depRowSQL, jobByIDSQL}
+var cachedQueries = []string{finishParentSQL, releaseSQL, outcomeSQL, startSQL, flagManySQL, depRowsSQL, jobByIDSQL}
 
 // settle runs a settleSQL statement for ending e.
 func settle(ctx context.Context, tx querier, query, id string, e *store.Ending, n int, now time.Time) ([]*store.Settled, error) {
@@ -108,19 +116,29 @@ func release(ctx context.Context, tx querier, ended []*store.Ending, now time.Ti
 }
 
 // linkChild records the parents of row, a child p's insert just made waiting: after is
-// p.After with the call's aliases resolved (store.Aliases). It flags each parent, writes the
-// dependency rows and settles the child at once when no parent is left unended or one failed.
-// It returns the child as it stands.
+// p.After with the call's aliases resolved (store.Aliases). It flags the parents, writes the
+// dependency rows and settles the child at once when no parent is left unended or one failed:
+// a bounded number of statements whatever the number of parents (flagManySQL, depRowsSQL). It
+// returns the child as it stands.
 func linkChild(ctx context.Context, tx querier, row *hoppertype.JobRow, item int, p *store.InsertParams, after []string, now time.Time) (*hoppertype.JobRow, error) {
-	parents := make([]*store.Parent, 0, len(after))
-	seen := make(map[string]bool, len(after))
-	for _, named := range store.UniqueParents(after) {
-		par, err := flagParent(ctx, tx, named)
-		if err != nil {
-			return nil, err
-		}
+	named := store.UniqueParents(after)
+	flagged, err := flagParents(ctx, tx, named)
+	if err != nil {
+		return nil, err
+	}
+	parents := make([]*store.Parent, 0, len(named))
+	seen := make(map[string]bool, len(named))
+	var deps []any // [parent id, outcome or null] in the order the child named them
+	for _, id := range named {
+		par := flagged[id]
 		if par == nil {
-			return nil, store.UnknownParent(item, indexOf(after, named), named)
+			// Not a job now: compacted into another (followed), or unknown.
+			if par, err = flagParent(ctx, tx, id); err != nil {
+				return nil, err
+			}
+			if par == nil {
+				return nil, store.UnknownParent(item, indexOf(after, id), id)
+			}
 		}
 		if seen[par.ID] {
 			continue // two names of one job: compacted into it, or an alias of the call
@@ -130,11 +148,16 @@ func linkChild(ctx context.Context, tx querier, row *hoppertype.JobRow, item int
 		if par.State.Terminal() {
 			outcome = string(store.OutcomeOf(par.State, par.Skipped))
 		}
-		// Its place among the parents (parent_index) is how many came before it.
-		if _, err := tx.ExecContext(ctx, depRowSQL, par.ID, row.ID, outcome, len(parents)); err != nil {
-			return nil, fmt.Errorf("record parent %s: %w", par.ID, err)
-		}
+		deps = append(deps, []any{par.ID, outcome})
 		parents = append(parents, par)
+	}
+	// Each parent's place among them (parent_index) is its place in deps.
+	rows, err := json.Marshal(deps)
+	if err != nil {
+		return nil, fmt.Errorf("record the parents of job %s: %w", row.ID, err)
+	}
+	if _, err := tx.ExecContext(ctx, depRowsSQL, row.ID, string(rows)); err != nil {
+		return nil, fmt.Errorf("record the parents of job %s: %w", row.ID, err)
 	}
 	pending, failed := store.ChildStart(parents)
 	e := failed
@@ -147,6 +170,35 @@ func linkChild(ctx context.Context, tx querier, row *hoppertype.JobRow, item int
 		return nil, fmt.Errorf("settle job %s: %w", row.ID, err)
 	}
 	return scanJob(tx.QueryRowContext(ctx, jobByIDSQL, row.ID))
+}
+
+// flagParents flags the jobs ids (distinct) that a child waits for, in one statement, and
+// returns how those it found stand, by id; a name it did not find (compacted away, or no job)
+// is left to flagParent.
+func flagParents(ctx context.Context, tx querier, ids []string) (map[string]*store.Parent, error) {
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return nil, fmt.Errorf("flag parents: %w", err)
+	}
+	rows, err := tx.QueryContext(ctx, flagManySQL, string(list))
+	if err != nil {
+		return nil, fmt.Errorf("flag parents: %w", err)
+	}
+	defer rows.Close()
+	out := make(map[string]*store.Parent, len(ids))
+	for rows.Next() {
+		par := &store.Parent{}
+		var expires sql.NullInt64
+		if err := rows.Scan(&par.ID, &par.State, &par.Skipped, &expires); err != nil {
+			return nil, fmt.Errorf("flag parents: %w", err)
+		}
+		par.ExpiresAt = nullTime(expires)
+		out[par.ID] = par
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("flag parents: %w", err)
+	}
+	return out, nil
 }
 
 // flagParent flags the job a child named id waits for and reads how it stands: the job id

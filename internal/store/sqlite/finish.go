@@ -50,9 +50,15 @@ func (s *Store) JobFinishMany(ctx context.Context, params []*store.FinishParams)
 				errs[i] = err
 				continue
 			}
-			matched, err := s.finishOne(ctx, st, p, now)
-			if err != nil {
-				return err
+			// A job claimed with children keeps them (has_children is never cleared): it
+			// goes straight to finishParent. One that had none when claimed may have gained
+			// some since, so finishOne's miss sends it there too.
+			matched := false
+			if p.Job == nil || p.Job.ID != p.ID || !p.Job.HasChildren {
+				var err error
+				if matched, err = s.finishOne(ctx, st, p, now); err != nil {
+					return err
+				}
 			}
 			if !matched {
 				parent, err := finishParent(ctx, s.cached(tx), p, now)
