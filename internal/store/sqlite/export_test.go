@@ -78,3 +78,6 @@ func KeyBucketRows(s *Store) (n int, err error) {
 	err = s.reader.QueryRowContext(context.Background(), `SELECT count(*) FROM key_buckets`).Scan(&n)
 	return n, err
 }
+
+// FlagParentsPlan is SQLite's query plan of a child's insert flagging its parents.
+func FlagParentsPlan(s *Store) (string, error) { return queryPlan(s, flagManySQL, `["a","b"]`) }

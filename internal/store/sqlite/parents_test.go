@@ -20,3 +20,15 @@ func TestParentsPlan(t *testing.T) {
 	require.NotContains(t, plan, "SCAN d", plan)
 	require.NotContains(t, plan, "SCAN j", plan)
 }
+
+// A child's insert flags its parents by primary key, in one statement: never a scan of jobs.
+func TestFlagParentsPlan(t *testing.T) {
+	t.Parallel()
+	s, err := sqlite.Open(t.Context(), sqlite.Config{Path: t.TempDir() + "/hopper.db"})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	plan, err := sqlite.FlagParentsPlan(s)
+	require.NoError(t, err)
+	require.Contains(t, plan, "SEARCH jobs USING COVERING INDEX sqlite_autoindex_jobs_1 (id=?)", plan)
+	require.NotContains(t, plan, "SCAN jobs", plan)
+}
