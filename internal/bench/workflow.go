@@ -10,12 +10,14 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper"
+	"golang.org/x/sync/errgroup"
 )
 
-// The workflow scenario (docs/workflows.md): workflows of WorkflowWidth parallel no-op steps
-// and one fan-in step that runs after all of them, every job enqueued before the workers
+// The workflow scenario (docs/workflows.md): workflows (Client.EnqueueWorkflow) of
+// WorkflowWidth parallel no-op steps and one fan-in step that runs after all of them, every
+// workflow enqueued before the workers
 // start, worked on a fresh store; then as many plain no-op jobs on another fresh store, for
-// the ratio; then one fan-in of FanInParents parents into one child. The fan-in steps' release
+// the ratio; then one fan-in of FanInParents parents (plain jobs) into one child. The fan-in steps' release
 // latency is the time from the end of a step's last parent's handler to the start of its own:
 // the parent's outcome written, the child released in the same transaction, the workers woken
 // and the child claimed. The fan-in steps have a queue of their own (fanInQueue).
@@ -108,6 +110,54 @@ func Workflow(ctx context.Context, cfg Config) (*WorkflowResult, error) {
 	return res, nil
 }
 
+// enqueueWorkflows enqueues the workflows (Client.EnqueueWorkflow), from a few goroutines so
+// that the store's writer commits several in one transaction.
+func enqueueWorkflows(ctx context.Context, enq *hopper.Client, workflows, width int) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(8)
+	for w := range workflows {
+		g.Go(func() error {
+			steps := make([]hopper.WorkflowStep, width+1)
+			after := make([]string, width)
+			for i := range width {
+				after[i] = fmt.Sprintf("step-%d", i)
+				steps[i] = hopper.WorkflowStep{Name: after[i], Args: stepDoc{W: w}}
+			}
+			steps[width] = hopper.WorkflowStep{Name: "fan-in", Args: fanInDoc{W: w},
+				Opts: &hopper.InsertOpts{Queue: fanInQueue}, After: after}
+			if _, err := enq.EnqueueWorkflow(ctx, hopper.Workflow{Name: "bench", Steps: steps}); err != nil {
+				return fmt.Errorf("enqueue workflow %d: %w", w, err)
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// enqueueFanIn enqueues one fan-in of width parents (more than a workflow may hold: plain
+// jobs and InsertOpts.After), the parents in batches, then the child.
+func enqueueFanIn(ctx context.Context, enq *hopper.Client, batch, width int) error {
+	var ids []string
+	for i := 0; i < width; i += batch {
+		parents := make([]hopper.EnqueueParams, min(batch, width-i))
+		for k := range parents {
+			parents[k] = hopper.EnqueueParams{Args: stepDoc{}}
+		}
+		res, err := enq.EnqueueMany(ctx, parents)
+		if err != nil {
+			return fmt.Errorf("enqueue steps: %w", err)
+		}
+		for _, r := range res {
+			ids = append(ids, r.Job.ID)
+		}
+	}
+	_, err := enq.Enqueue(ctx, fanInDoc{}, &hopper.InsertOpts{Queue: fanInQueue, After: ids})
+	if err != nil {
+		return fmt.Errorf("enqueue the fan-in step: %w", err)
+	}
+	return nil
+}
+
 // workflowRun enqueues workflows of width parallel steps and a fan-in step on a fresh store,
 // then works them, and returns the jobs per second from the workers' start to the last fan-in
 // step's end, and each fan-in step's release latency.
@@ -121,32 +171,13 @@ func workflowRun(ctx context.Context, cfg Config, workflows, width int) (float64
 	if err != nil {
 		return 0, nil, "", err
 	}
-	// The parents of as many workflows as fit in a batch go in one call, their fan-in steps
-	// in the next.
-	per := max(1, cfg.Batch/(width+1))
-	for w := 0; w < workflows; w += per {
-		n := min(per, workflows-w)
-		ids := make([][]string, n)
-		for i := 0; i < n*width; i += cfg.Batch {
-			parents := make([]hopper.EnqueueParams, min(cfg.Batch, n*width-i))
-			for k := range parents {
-				parents[k] = hopper.EnqueueParams{Args: stepDoc{W: w + (i+k)/width}}
-			}
-			res, err := enq.EnqueueMany(ctx, parents)
-			if err != nil {
-				return 0, nil, "", fmt.Errorf("enqueue steps: %w", err)
-			}
-			for k, r := range res {
-				ids[(i+k)/width] = append(ids[(i+k)/width], r.Job.ID)
-			}
-		}
-		children := make([]hopper.EnqueueParams, n)
-		for i := range children {
-			children[i] = hopper.EnqueueParams{Args: fanInDoc{W: w + i}, Opts: &hopper.InsertOpts{Queue: fanInQueue, After: ids[i]}}
-		}
-		if _, err := enq.EnqueueMany(ctx, children); err != nil {
-			return 0, nil, "", fmt.Errorf("enqueue fan-in steps: %w", err)
-		}
+	if workflows == 1 {
+		err = enqueueFanIn(ctx, enq, cfg.Batch, width)
+	} else {
+		err = enqueueWorkflows(ctx, enq, workflows, width)
+	}
+	if err != nil {
+		return 0, nil, "", err
 	}
 
 	lastEnd := make([]atomic.Int64, workflows) // unix nanos of each workflow's latest step end
