@@ -16,6 +16,8 @@ type WorkerInfo struct {
 	Activated int64
 	// Held: the worker's resource governor holds it back (it takes no new job).
 	Held bool
+	// BatchKinds are the kinds its last request takes in batches; empty for none.
+	BatchKinds []string
 }
 
 // StreamInfo is a job stream open on a server, with its counters.

@@ -79,14 +79,16 @@ func FromNode(n *hopperv1.Node) *hoppertype.Node {
 // Worker is a remote worker a server saw, as the API shows it.
 func Worker(w *hoppertype.WorkerInfo) *hopperv1.Worker {
 	return &hopperv1.Worker{Name: w.Name, Queue: w.Queue, Kinds: w.Kinds, LastSeenAt: apiview.Time(w.LastSeenAt),
-		OpenStreams: apiview.Int32(w.OpenStreams), WaitingPolls: apiview.Int32(w.WaitingPolls), Activated: w.Activated, Held: w.Held}
+		OpenStreams: apiview.Int32(w.OpenStreams), WaitingPolls: apiview.Int32(w.WaitingPolls), Activated: w.Activated, Held: w.Held,
+		BatchKinds: w.BatchKinds}
 }
 
 // FromWorker reads a remote worker a server saw.
 func FromWorker(w *hopperv1.Worker) *hoppertype.WorkerInfo {
 	return &hoppertype.WorkerInfo{Name: w.GetName(), Queue: w.GetQueue(), Kinds: w.GetKinds(),
 		LastSeenAt: apiview.FromTime(w.GetLastSeenAt()), OpenStreams: int(w.GetOpenStreams()),
-		WaitingPolls: int(w.GetWaitingPolls()), Activated: w.GetActivated(), Held: w.GetHeld()}
+		WaitingPolls: int(w.GetWaitingPolls()), Activated: w.GetActivated(), Held: w.GetHeld(),
+		BatchKinds: w.GetBatchKinds()}
 }
 
 // Stream is an open job stream as the API shows it: queue is the first of its queues, for

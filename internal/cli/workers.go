@@ -54,6 +54,8 @@ type workerJSON struct {
 	Activated    int64    `json:"activated"`
 	LastSeenAt   string   `json:"last_seen_at"`
 	Held         bool     `json:"held"` // its resource governor holds it back
+	// BatchKinds are the kinds it takes in batches (shown as KIND[batch] in the table).
+	BatchKinds []string `json:"batch_kinds"`
 }
 
 type streamJSON struct {
@@ -121,7 +123,7 @@ func (f *fleetJSON) addRemote(ctx context.Context, server *hopperclient.Client) 
 	}
 	for _, wk := range f.workers {
 		f.Workers = append(f.Workers, workerJSON{wk.Name, wk.Queue, wk.Kinds, int32(wk.OpenStreams),
-			int32(wk.WaitingPolls), wk.Activated, jsonTime(wk.LastSeenAt), wk.Held})
+			int32(wk.WaitingPolls), wk.Activated, jsonTime(wk.LastSeenAt), wk.Held, wk.BatchKinds})
 	}
 	for _, st := range f.streams {
 		f.Streams = append(f.Streams, streamJSON{st.ID, st.Worker, firstQueue(st), st.Queues, st.Kinds,
@@ -140,10 +142,7 @@ func printFleet(w io.Writer, nodes []*hopper.Node, f *fleetJSON, now time.Time) 
 	if len(f.workers) > 0 {
 		fmt.Fprintln(tw, "\nWORKER\tQUEUE\tKINDS\tSTREAMS\tPOLLING\tACTIVATED\tLAST_SEEN\tGOVERNOR")
 		for _, wk := range f.workers {
-			kinds := strings.Join(wk.Kinds, ",")
-			if kinds == "" {
-				kinds = "*"
-			}
+			kinds := workerKinds(wk)
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", wk.Name, wk.Queue, kinds, wk.OpenStreams,
 				wk.WaitingPolls, wk.Activated, relative(wk.LastSeenAt, now), governorState(wk.Held))
 		}
@@ -181,4 +180,30 @@ func governorState(holding bool) string {
 		return "holding"
 	}
 	return "-"
+}
+
+// workerKinds is a worker's KINDS cell: its kinds ("*" for any), each it takes in batches
+// marked "[batch]" (a batch kind outside its kinds too: a worker of any kind may batch some).
+func workerKinds(wk *hopperclient.WorkerInfo) string {
+	batch := make(map[string]bool, len(wk.BatchKinds))
+	for _, k := range wk.BatchKinds {
+		batch[k] = true
+	}
+	var cells []string
+	for _, k := range wk.Kinds {
+		if batch[k] {
+			k += "[batch]"
+			delete(batch, k[:len(k)-len("[batch]")])
+		}
+		cells = append(cells, k)
+	}
+	if len(wk.Kinds) == 0 {
+		cells = append(cells, "*")
+	}
+	for _, k := range wk.BatchKinds {
+		if batch[k] {
+			cells = append(cells, k+"[batch]")
+		}
+	}
+	return strings.Join(cells, ",")
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -39,4 +40,44 @@ func TestWorkersLsShowsIdleNodes(t *testing.T) {
 	require.NoError(t, printFleet(&out, nodes, &fleetJSON{}, now))
 	require.Regexp(t, `busy\s+h1\s+1\s+1h0m0s ago\s+5s ago\s+-\n`, out.String())
 	require.Regexp(t, `quiet\s+h2\s+2\s+1h0m0s ago\s+idle since 5m0s ago\s+-\n`, out.String())
+}
+
+// The kinds a worker takes in batches are marked in its KINDS, one outside its kinds too (a
+// worker of any kind may batch some), and listed in its JSON.
+func TestWorkersLsMarksBatchKinds(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	f := &fleetJSON{workers: []*hopperclient.WorkerInfo{
+		apispec.FromWorker(&hopperv1.Worker{Name: "batcher", Queue: "mail", Kinds: []string{"send", "digest"}, BatchKinds: []string{"digest"}}),
+		apispec.FromWorker(&hopperv1.Worker{Name: "any", Queue: "mail", BatchKinds: []string{"digest"}}),
+		apispec.FromWorker(&hopperv1.Worker{Name: "plain", Queue: "mail", Kinds: []string{"send"}}),
+	}}
+	var out bytes.Buffer
+	require.NoError(t, printFleet(&out, nil, f, now))
+	require.Regexp(t, `batcher\s+mail\s+send,digest\[batch\]\s`, out.String())
+	require.Regexp(t, `any\s+mail\s+\*,digest\[batch\]\s`, out.String())
+	require.Regexp(t, `plain\s+mail\s+send\s`, out.String())
+	require.Equal(t, []string{"digest"}, workerKindsJSON(t, f)["batcher"])
+}
+
+// workerKindsJSON is each worker's batch_kinds as hopper workers ls --json prints them.
+func workerKindsJSON(t *testing.T, f *fleetJSON) map[string][]string {
+	t.Helper()
+	for _, wk := range f.workers {
+		f.Workers = append(f.Workers, workerJSON{Name: wk.Name, BatchKinds: wk.BatchKinds})
+	}
+	raw, err := json.Marshal(f)
+	require.NoError(t, err)
+	var back struct {
+		Workers []struct {
+			Name       string   `json:"name"`
+			BatchKinds []string `json:"batch_kinds"`
+		} `json:"workers"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &back))
+	out := map[string][]string{}
+	for _, w := range back.Workers {
+		out[w.Name] = w.BatchKinds
+	}
+	return out
 }

@@ -124,7 +124,8 @@ func (a *adminService) ListWorkers(context.Context, *hopperv1.ListWorkersRequest
 	out := &hopperv1.ListWorkersResponse{Workers: make([]*hopperv1.Worker, len(workers))}
 	for i, w := range workers {
 		out.Workers[i] = apispec.Worker(&hoppertype.WorkerInfo{Name: w.name, Queue: w.queue, Kinds: w.kinds,
-			LastSeenAt: w.lastSeen, OpenStreams: w.streams, WaitingPolls: w.polls, Activated: w.activated, Held: w.heldAt(now)})
+			LastSeenAt: w.lastSeen, OpenStreams: w.streams, WaitingPolls: w.polls, Activated: w.activated, Held: w.heldAt(now),
+			BatchKinds: w.batchKinds})
 	}
 	return out, nil
 }

@@ -1,9 +1,11 @@
 package server
 
 import (
-	"github.com/hopperjobs/hopper/internal/workerapi"
 	"testing"
 	"time"
+
+	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
+	"github.com/hopperjobs/hopper/internal/workerapi"
 
 	"github.com/hopperjobs/hopper"
 	"github.com/hopperjobs/hopper/internal/claim"
@@ -165,6 +167,22 @@ func TestDashboardShowsBatchKinds(t *testing.T) {
 	got := map[string][]string{}
 	for _, w := range ws {
 		got[w.Name] = w.BatchKinds
+	}
+	require.Equal(t, map[string][]string{"batcher": {"digest"}, "plain": nil}, got)
+}
+
+// AdminService.ListWorkers (hopper workers ls) names them too.
+func TestListWorkersShowsBatchKinds(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	s := &Server{reg: newRegistry(), clock: clock.NewFake(now)}
+	s.reg.seen("batcher", []string{"mail"}, []string{"digest", "send"},
+		[]workerapi.BatchKind{{Kind: "digest", MaxJobs: 10}}, now, true)
+	s.reg.seen("plain", []string{"mail"}, []string{"send"}, nil, now, false)(nil)
+	res, err := (&adminService{s: s}).ListWorkers(t.Context(), &hopperv1.ListWorkersRequest{})
+	require.NoError(t, err)
+	got := map[string][]string{}
+	for _, w := range res.GetWorkers() {
+		got[w.GetName()] = w.GetBatchKinds()
 	}
 	require.Equal(t, map[string][]string{"batcher": {"digest"}, "plain": nil}, got)
 }

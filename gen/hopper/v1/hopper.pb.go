@@ -6378,7 +6378,10 @@ type Worker struct {
 	WaitingPolls int32                  `protobuf:"varint,6,opt,name=waiting_polls,json=waitingPolls,proto3" json:"waiting_polls,omitempty"`
 	Activated    int64                  `protobuf:"varint,7,opt,name=activated,proto3" json:"activated,omitempty"`
 	// held: the worker's resource governor holds it back (Hold).
-	Held          bool `protobuf:"varint,8,opt,name=held,proto3" json:"held,omitempty"`
+	Held bool `protobuf:"varint,8,opt,name=held,proto3" json:"held,omitempty"`
+	// batch_kinds are the kinds its last request takes in batches (ActivateRequest.batch_kinds,
+	// StreamJobsRequest.batch_kinds); empty for none.
+	BatchKinds    []string `protobuf:"bytes,9,rep,name=batch_kinds,json=batchKinds,proto3" json:"batch_kinds,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -6467,6 +6470,13 @@ func (x *Worker) GetHeld() bool {
 		return x.Held
 	}
 	return false
+}
+
+func (x *Worker) GetBatchKinds() []string {
+	if x != nil {
+		return x.BatchKinds
+	}
+	return nil
 }
 
 type ListWorkersRequest struct {
@@ -10127,7 +10137,7 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x04idle\x18\b \x01(\bR\x04idle\"\x12\n" +
 	"\x10ListNodesRequest\":\n" +
 	"\x11ListNodesResponse\x12%\n" +
-	"\x05nodes\x18\x01 \x03(\v2\x0f.hopper.v1.NodeR\x05nodes\"\x80\x02\n" +
+	"\x05nodes\x18\x01 \x03(\v2\x0f.hopper.v1.NodeR\x05nodes\"\xa1\x02\n" +
 	"\x06Worker\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05queue\x18\x02 \x01(\tR\x05queue\x12\x14\n" +
@@ -10137,7 +10147,9 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\fopen_streams\x18\x05 \x01(\x05R\vopenStreams\x12#\n" +
 	"\rwaiting_polls\x18\x06 \x01(\x05R\fwaitingPolls\x12\x1c\n" +
 	"\tactivated\x18\a \x01(\x03R\tactivated\x12\x12\n" +
-	"\x04held\x18\b \x01(\bR\x04held\"\x14\n" +
+	"\x04held\x18\b \x01(\bR\x04held\x12\x1f\n" +
+	"\vbatch_kinds\x18\t \x03(\tR\n" +
+	"batchKinds\"\x14\n" +
 	"\x12ListWorkersRequest\"B\n" +
 	"\x13ListWorkersResponse\x12+\n" +
 	"\aworkers\x18\x01 \x03(\v2\x11.hopper.v1.WorkerR\aworkers\"\xcc\x02\n" +

@@ -1584,8 +1584,9 @@ class Verdict(_message.Message):
     def __init__(self, code: _Optional[str] = ..., message: _Optional[str] = ..., fail: _Optional[_Union[FailResponse, _Mapping]] = ..., lease_expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class Worker(_message.Message):
-    __slots__ = ["activated", "held", "kinds", "last_seen_at", "name", "open_streams", "queue", "waiting_polls"]
+    __slots__ = ["activated", "batch_kinds", "held", "kinds", "last_seen_at", "name", "open_streams", "queue", "waiting_polls"]
     ACTIVATED_FIELD_NUMBER: _ClassVar[int]
+    BATCH_KINDS_FIELD_NUMBER: _ClassVar[int]
     HELD_FIELD_NUMBER: _ClassVar[int]
     KINDS_FIELD_NUMBER: _ClassVar[int]
     LAST_SEEN_AT_FIELD_NUMBER: _ClassVar[int]
@@ -1594,6 +1595,7 @@ class Worker(_message.Message):
     QUEUE_FIELD_NUMBER: _ClassVar[int]
     WAITING_POLLS_FIELD_NUMBER: _ClassVar[int]
     activated: int
+    batch_kinds: _containers.RepeatedScalarFieldContainer[str]
     held: bool
     kinds: _containers.RepeatedScalarFieldContainer[str]
     last_seen_at: _timestamp_pb2.Timestamp
@@ -1601,7 +1603,7 @@ class Worker(_message.Message):
     open_streams: int
     queue: str
     waiting_polls: int
-    def __init__(self, name: _Optional[str] = ..., queue: _Optional[str] = ..., kinds: _Optional[_Iterable[str]] = ..., last_seen_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., open_streams: _Optional[int] = ..., waiting_polls: _Optional[int] = ..., activated: _Optional[int] = ..., held: bool = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., queue: _Optional[str] = ..., kinds: _Optional[_Iterable[str]] = ..., last_seen_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., open_streams: _Optional[int] = ..., waiting_polls: _Optional[int] = ..., activated: _Optional[int] = ..., held: bool = ..., batch_kinds: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Workflow(_message.Message):
     __slots__ = ["created_at", "finished_at", "id", "name", "started_at", "state", "step_states", "steps"]
