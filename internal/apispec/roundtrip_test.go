@@ -145,7 +145,7 @@ func TestFleetRoundTrip(t *testing.T) {
 	require.True(t, Node(n, true).GetLeader())
 
 	w := &hoppertype.WorkerInfo{Name: "w", Queue: "q", Kinds: []string{"k"}, LastSeenAt: at, OpenStreams: 1,
-		WaitingPolls: 2, Activated: 30, Held: true}
+		WaitingPolls: 2, Activated: 30, Held: true, BatchKinds: []string{"k"}}
 	requireAllSet(t, *w)
 	require.Equal(t, w, FromWorker(Worker(w)))
 
