@@ -70,46 +70,75 @@ type Settled struct {
 	// HasChildren: jobs wait for it; a canceled one's ending is released in turn.
 	HasChildren bool
 	ExpiresAt   time.Time
+	// Actor is its last actor: a canceled one's ending is its children's.
+	Actor hoppertype.Actor
 }
 
-// ChildReleaser is the store's step of a release: record e's outcome on its dependency rows
-// and count it down on its waiting children, moving those it settles (all parents ended, or a
-// failure their policy does not run through). One bounded set of statements per call.
+// ChildReleaser is the store's step of a release: record a round of endings' outcomes on their
+// dependency rows and count them down on their waiting children, moving those it settles (all
+// parents ended, or a failure their policy does not run through). One bounded set of
+// statements per round, whatever its size. A child with several parents in the round counts
+// them all at once: a failed one among them (the smallest id) names its cancel, else the
+// largest id its release.
 type ChildReleaser interface {
-	ReleaseChildren(ctx context.Context, e *Ending) ([]*Settled, error)
+	ReleaseChildren(ctx context.Context, round []*Ending) ([]*Settled, error)
 }
 
 // ReleaseFunc adapts a function to ChildReleaser.
-type ReleaseFunc func(ctx context.Context, e *Ending) ([]*Settled, error)
+type ReleaseFunc func(ctx context.Context, round []*Ending) ([]*Settled, error)
 
 // ReleaseChildren calls f.
-func (f ReleaseFunc) ReleaseChildren(ctx context.Context, e *Ending) ([]*Settled, error) {
-	return f(ctx, e)
+func (f ReleaseFunc) ReleaseChildren(ctx context.Context, round []*Ending) ([]*Settled, error) {
+	return f(ctx, round)
 }
 
 // Release releases the children of the ended jobs, and, for every child that ends canceled
-// and has children of its own, theirs in turn (the cancel cascade): breadth first, in a loop
-// rather than by recursion, so a chain of any length costs memory, not stack. It runs inside
-// the transaction of the endings; it returns every child it moved.
+// and has children of its own, theirs in turn (the cancel cascade): in rounds, the endings
+// first, then the children the previous round canceled that have children, in a loop rather
+// than by recursion, so a chain of any length costs rounds, not stack. It runs inside the
+// transaction of the endings; it returns every child it moved.
 func Release(ctx context.Context, r ChildReleaser, ended []*Ending) ([]*Settled, error) {
-	ended = slices.Clone(ended) // the queue of the loop: the caller's slice stays as it was
 	var out []*Settled
-	for next := 0; next < len(ended); next++ {
-		e := ended[next]
-		moved, err := r.ReleaseChildren(ctx, e)
+	for len(ended) > 0 {
+		moved, err := r.ReleaseChildren(ctx, ended)
 		if err != nil {
-			return nil, fmt.Errorf("release children of job %s: %w", e.ID, err)
+			return nil, fmt.Errorf("release the children of %d jobs (job %s first): %w", len(ended), ended[0].ID, err)
 		}
+		var next []*Ending
 		for _, c := range moved {
 			out = append(out, c)
 			if c.State == hoppertype.StateCanceled && c.HasChildren {
-				ended = append(ended, &Ending{ID: c.ID, Outcome: OutcomeOf(c.State, c.Skipped),
-					ExpiresAt: c.ExpiresAt, Actor: e.Actor})
+				next = append(next, &Ending{ID: c.ID, Outcome: OutcomeOf(c.State, c.Skipped),
+					ExpiresAt: c.ExpiresAt, Actor: c.Actor})
 			}
 		}
-		ended[next] = nil // done: let a long cascade's endings go
+		ended = next
 	}
 	return out, nil
+}
+
+// FlaggedParents are the parents an insert call has flagged (has_children) and read, by the
+// name its items used: a parent that many children of the call name (a workflow's root, a
+// fan-out's source) is flagged and read once per call, not once per child. Its state cannot
+// change during the call.
+type FlaggedParents map[string]*Parent
+
+// Missing returns the names not flagged yet, in order.
+func (f FlaggedParents) Missing(names []string) []string {
+	var out []string
+	for _, n := range names {
+		if f[n] == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Add records the parents found, by name.
+func (f FlaggedParents) Add(found map[string]*Parent) {
+	for n, p := range found {
+		f[n] = p
+	}
 }
 
 // ParentError refuses an insert whose item Item names in after[Index] a job that does not

@@ -71,7 +71,7 @@ RETURNING ` + jCols
 // stand. A child that names an item of the batch the store returned another job for (its key
 // named a job already there, or it merged) waits for that job (store.Aliases).
 func (s *Store) linkChildren(ctx context.Context, tx db, plan *insertPlan) error {
-	aliases := store.Aliases{}
+	aliases, flagged := store.Aliases{}, store.FlaggedParents{}
 	for i, p := range plan.params {
 		aliases.Note(p, plan.results[i])
 	}
@@ -80,7 +80,7 @@ func (s *Store) linkChildren(ctx context.Context, tx db, plan *insertPlan) error
 		if len(p.After) == 0 || res.Existing || res.Job.ID != p.ID {
 			continue
 		}
-		job, err := s.linkChild(ctx, tx, i, p, aliases.Resolve(p.After))
+		job, err := s.linkChild(ctx, tx, i, p, aliases.Resolve(p.After), flagged)
 		if err != nil {
 			return err
 		}
@@ -89,13 +89,18 @@ func (s *Store) linkChildren(ctx context.Context, tx db, plan *insertPlan) error
 	return nil
 }
 
-// linkChild links the new child p to its parents after (p.After, the call's aliases resolved).
-func (s *Store) linkChild(ctx context.Context, tx db, item int, p *store.InsertParams, after []string) (*hoppertype.JobRow, error) {
+// linkChild links the new child p to its parents after (p.After, the call's aliases resolved);
+// flagged are the parents the call has flagged, each once.
+func (s *Store) linkChild(ctx context.Context, tx db, item int, p *store.InsertParams, after []string, flagged store.FlaggedParents) (*hoppertype.JobRow, error) {
 	names := store.UniqueParents(after)
-	found, err := s.flagParents(ctx, tx, names)
-	if err != nil {
-		return nil, fmt.Errorf("flag parents of job %s: %w", p.ID, err)
+	if fresh := flagged.Missing(names); len(fresh) > 0 {
+		found, err := s.flagParents(ctx, tx, fresh)
+		if err != nil {
+			return nil, fmt.Errorf("flag parents of job %s: %w", p.ID, err)
+		}
+		flagged.Add(found)
 	}
+	found := flagged
 	var parents []*store.Parent
 	var ids []string
 	var outcomes []*string

@@ -9,50 +9,88 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/jobstate"
 	"github.com/hopperjobs/hopper/internal/store"
 )
 
 // Dependencies: store/deps.go says how they are kept. The statements here run in the write
 // transaction of the insert or the ending they belong to.
 
-// settleSQL moves waiting children: it sets their unended parents to pending and, by their
-// policy, cancels them (a failure ?2 they do not run through) or releases those left with no
-// unended parent, to queued (run_at now) or scheduled (run_at later). Every SET expression
-// reads the row as it was. ?1 is where's parameter, ?3 now, ?4 the actor, ?5–?7 the reasons of
-// a release, a cancel and a skip, ?8 the expiry of a child canceled without a result TTL, ?9
-// the count pending subtracts or sets, ?10 the parent whose failure cancels it (canceled_by).
-func settleSQL(pending, where string) string {
-	next := `(CASE WHEN ?2 AND on_parent_failure <> 'run' THEN 'canceled' WHEN ` + pending +
-		` > 0 THEN 'waiting' WHEN run_at > ?3 THEN 'scheduled' ELSE 'queued' END)`
-	return `UPDATE jobs SET parents_pending = ` + pending + `, state = ` + next + `,
-	version = version + (` + next + ` <> 'waiting'), updated_at = ?3,
-	run_at = CASE WHEN ` + next + ` = 'queued' THEN ?3 ELSE run_at END,
-	finished_at = CASE WHEN ` + next + ` = 'canceled' THEN ?3 END,
+// settle is the SQL of a statement that moves waiting children: it sets their unended parents
+// to pending and, by their policy, cancels them (a failure they do not run through) or
+// releases those left with no unended parent, to queued (run_at now) or scheduled (run_at
+// later). Every SET expression reads the row as it was. The fields are SQL expressions.
+type settleParts struct {
+	with, from, where string // the statement's WITH clause, its FROM, and which rows
+	pending, failed   string // a child's parents left unended, and whether one failed
+	now               string
+	released          string // the reason and actor of a release
+	releasedBy        string
+	canceled, skipped string // the reasons of a cancel and a skip
+	canceledBy        string // the parent whose failure cancels it, and that parent's actor
+	cancelActor       string
+	expiry            string // the expiry of a child canceled without a result TTL
+}
+
+func settleSQL(x settleParts) string {
+	next := `(CASE WHEN ` + x.failed + ` AND on_parent_failure <> 'run' THEN 'canceled' WHEN ` + x.pending +
+		` > 0 THEN 'waiting' WHEN run_at > ` + x.now + ` THEN 'scheduled' ELSE 'queued' END)`
+	return x.with + `UPDATE jobs SET parents_pending = ` + x.pending + `, state = ` + next + `,
+	version = version + (` + next + ` <> 'waiting'), updated_at = ` + x.now + `,
+	run_at = CASE WHEN ` + next + ` = 'queued' THEN ` + x.now + ` ELSE run_at END,
+	finished_at = CASE WHEN ` + next + ` = 'canceled' THEN ` + x.now + ` END,
 	parent_skipped = (` + next + ` = 'canceled' AND on_parent_failure = 'skip'),
-	canceled_by = CASE WHEN ` + next + ` = 'canceled' AND on_parent_failure = 'cancel' THEN ?10 END,
+	canceled_by = CASE WHEN ` + next + ` = 'canceled' AND on_parent_failure = 'cancel' THEN ` + x.canceledBy + ` END,
 	expires_at = CASE WHEN ` + next + ` <> 'canceled' THEN expires_at
-		WHEN result_ttl_us > 0 THEN ?3 + result_ttl_us ELSE ?8 END,
-	last_actor = CASE WHEN ` + next + ` <> 'waiting' THEN ?4 ELSE last_actor END,
+		WHEN result_ttl_us > 0 THEN ` + x.now + ` + result_ttl_us ELSE ` + x.expiry + ` END,
+	last_actor = CASE ` + next + ` WHEN 'waiting' THEN last_actor WHEN 'canceled' THEN ` + x.cancelActor +
+		` ELSE ` + x.releasedBy + ` END,
 	last_reason = CASE ` + next + ` WHEN 'waiting' THEN last_reason
-		WHEN 'canceled' THEN CASE WHEN on_parent_failure = 'skip' THEN ?7 ELSE ?6 END ELSE ?5 END
-	WHERE ` + where + ` AND state = 'waiting'
-	RETURNING id, queue, kind, state, parent_skipped, has_children, expires_at`
+		WHEN 'canceled' THEN CASE WHEN on_parent_failure = 'skip' THEN ` + x.skipped + ` ELSE ` + x.canceled + ` END
+		ELSE ` + x.released + ` END` + x.from + `
+	WHERE ` + x.where + ` AND state = 'waiting'
+	RETURNING id, queue, kind, state, parent_skipped, has_children, expires_at, last_actor`
 }
 
 var (
-	// releaseSQL counts one ended parent (?1) down on each of its waiting children whose
-	// dependency on it was not counted yet: a parent retried in place ends again, and must not
-	// count down twice.
-	releaseSQL = settleSQL("parents_pending - ?9",
-		"id IN (SELECT child_id FROM job_deps WHERE parent_id = ?1 AND parent_outcome IS NULL)")
-	// startSQL sets a new child's (?1) unended parents and settles it if none is left.
-	startSQL = settleSQL("?9", "id = ?1")
+	// startSQL sets a new child's (?1) unended parents (?9) and settles it if none is left
+	// or one failed (?2): ?3 is now, ?4 the actor, ?5–?7 the reasons of a release, a cancel
+	// and a skip, ?8 the expiry of a child canceled without a result TTL, ?10 the parent
+	// whose failure cancels it.
+	startSQL = settleSQL(settleParts{where: "id = ?1", pending: "?9", failed: "?2", now: "?3",
+		released: "?5", releasedBy: "?4", canceled: "?6", skipped: "?7", canceledBy: "?10", cancelActor: "?4",
+		expiry: "?8"})
+	// releaseSQL counts a round of endings (?1, a JSON array of [id, outcome, expiry, actor])
+	// down on their waiting children whose dependencies on them were not counted yet (a
+	// parent retried in place ends again, and must not count twice), each child once for all
+	// its parents among them, at ?2: the failed parent of smallest id names a cancel, the
+	// parent of largest id a release (as PostgreSQL's release_children does).
+	releaseSQL = settleSQL(settleParts{
+		with: `WITH e AS (SELECT value ->> 0 AS id, value ->> 1 AS outcome, value ->> 2 AS expires_at,
+			value ->> 3 AS actor FROM json_each(?1)),
+		per AS (SELECT d.child_id, count(*) AS n,
+			min(CASE WHEN e.outcome IN ('failed', 'canceled') THEN d.parent_id END) AS failed_by,
+			max(d.parent_id) AS last_by
+			FROM e JOIN job_deps d ON d.parent_id = e.id AND d.parent_outcome IS NULL GROUP BY d.child_id),
+		c AS (SELECT per.child_id, per.n, per.failed_by IS NOT NULL AS failing, f.id AS f_id,
+			f.outcome AS f_outcome, f.expires_at AS f_expires, f.actor AS f_actor,
+			l.id AS l_id, l.outcome AS l_outcome, l.actor AS l_actor
+			FROM per JOIN e l ON l.id = per.last_by LEFT JOIN e f ON f.id = per.failed_by)
+		`,
+		from:    "\n\tFROM c",
+		where:   "jobs.id = c.child_id",
+		pending: "parents_pending - c.n", failed: "c.failing", now: "?2",
+		released:   `'` + jobstate.ParentsEnded + ` (last: ' || c.l_id || ' ' || c.l_outcome || ')'`,
+		releasedBy: "c.l_actor",
+		canceled:   `'parent ' || c.f_id || ' ' || c.f_outcome`, skipped: `'skipped: parent ' || c.f_id || ' ' || c.f_outcome`,
+		canceledBy: "c.f_id", cancelActor: "c.f_actor", expiry: "c.f_expires"})
 )
 
 const (
-	// outcomeSQL records how a parent ended, the last time (after releaseSQL, which reads which
-	// dependencies were not counted yet).
-	outcomeSQL = `UPDATE job_deps SET parent_outcome = ?2 WHERE parent_id = ?1`
+	// outcomesSQL records how a round of endings (?1, as releaseSQL's) ended, the last time
+	// (after releaseSQL, which reads which dependencies were not counted yet).
+	outcomesSQL = `UPDATE job_deps SET parent_outcome = e.value ->> 1 FROM json_each(?1) AS e
+		WHERE job_deps.parent_id = e.value ->> 0`
 	// flagSQL marks a parent as having children and reads how it stands; a job a compaction
 	// replaced is left alone (compactedSQL names the job to wait for instead).
 	flagSQL = `UPDATE jobs SET has_children = 1 WHERE id = ?1
@@ -74,41 +112,64 @@ var jobByIDSQL = `SELECT ` + jobColumns + ` FROM jobs WHERE id = ?`
 
 // cachedQueries are the statements a write transaction runs once per job of a batch, which
 // Open prepares for cachedTx: the dependencies' (an ending's, a child's link).
-var cachedQueries = []string{finishParentSQL, releaseSQL, outcomeSQL, startSQL, flagManySQL, depRowsSQL, jobByIDSQL}
+var cachedQueries = []string{finishParentSQL, releaseSQL, outcomesSQL, startSQL, flagManySQL, depRowsSQL, jobByIDSQL}
 
-// settle runs a settleSQL statement for ending e.
-func settle(ctx context.Context, tx querier, query, id string, e *store.Ending, n int, now time.Time) ([]*store.Settled, error) {
+// settle runs startSQL for a new child id of ending e with n parents unended.
+func settle(ctx context.Context, tx querier, id string, e *store.Ending, n int, now time.Time) ([]*store.Settled, error) {
 	released, canceled, skipped := e.Reasons()
-	rows, err := tx.QueryContext(ctx, query, id, e.Outcome.Failed(), micros(now), string(e.Actor),
+	rows, err := tx.QueryContext(ctx, startSQL, id, e.Outcome.Failed(), micros(now), string(e.Actor),
 		released, canceled, skipped, nullMicros(e.ExpiresAt), n, e.ID)
 	if err != nil {
 		return nil, err
 	}
+	return scanSettled(rows)
+}
+
+// scanSettled reads the children a settleSQL statement moved.
+func scanSettled(rows *sql.Rows) ([]*store.Settled, error) {
 	defer rows.Close()
 	var out []*store.Settled
 	for rows.Next() {
 		var c store.Settled
 		var expires sql.NullInt64
-		if err := rows.Scan(&c.ID, &c.Queue, &c.Kind, &c.State, &c.Skipped, &c.HasChildren, &expires); err != nil {
+		var actor sql.NullString
+		if err := rows.Scan(&c.ID, &c.Queue, &c.Kind, &c.State, &c.Skipped, &c.HasChildren, &expires, &actor); err != nil {
 			return nil, err
 		}
-		c.ExpiresAt = nullTime(expires)
+		c.ExpiresAt, c.Actor = nullTime(expires), hoppertype.Actor(actor.String)
 		out = append(out, &c)
 	}
 	return out, rows.Err()
 }
 
-// release releases the children of the ended jobs, and the cascade after them, in tx.
+// release releases the children of the ended jobs, and the cascade after them, in tx: two
+// statements a round (store.Release), whatever the number of endings and children.
 func release(ctx context.Context, tx querier, ended []*store.Ending, now time.Time) ([]*store.Settled, error) {
 	if len(ended) == 0 {
 		return nil, nil
 	}
-	return store.Release(ctx, store.ReleaseFunc(func(ctx context.Context, e *store.Ending) ([]*store.Settled, error) {
-		settled, err := settle(ctx, tx, releaseSQL, e.ID, e, 1, now)
+	return store.Release(ctx, store.ReleaseFunc(func(ctx context.Context, round []*store.Ending) ([]*store.Settled, error) {
+		items := make([][]any, len(round))
+		for i, e := range round {
+			var expires any
+			if !e.ExpiresAt.IsZero() {
+				expires = micros(e.ExpiresAt)
+			}
+			items[i] = []any{e.ID, string(e.Outcome), expires, string(e.Actor)}
+		}
+		list, err := json.Marshal(items)
 		if err != nil {
 			return nil, err
 		}
-		if _, err := tx.ExecContext(ctx, outcomeSQL, e.ID, string(e.Outcome)); err != nil {
+		rows, err := tx.QueryContext(ctx, releaseSQL, string(list), micros(now))
+		if err != nil {
+			return nil, err
+		}
+		settled, err := scanSettled(rows)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := tx.ExecContext(ctx, outcomesSQL, string(list)); err != nil {
 			return nil, err
 		}
 		return settled, nil
@@ -120,11 +181,14 @@ func release(ctx context.Context, tx querier, ended []*store.Ending, now time.Ti
 // dependency rows and settles the child at once when no parent is left unended or one failed:
 // a bounded number of statements whatever the number of parents (flagManySQL, depRowsSQL). It
 // returns the child as it stands.
-func linkChild(ctx context.Context, tx querier, row *hoppertype.JobRow, item int, p *store.InsertParams, after []string, now time.Time) (*hoppertype.JobRow, error) {
+func linkChild(ctx context.Context, tx querier, row *hoppertype.JobRow, item int, p *store.InsertParams, after []string, flagged store.FlaggedParents, now time.Time) (*hoppertype.JobRow, error) {
 	named := store.UniqueParents(after)
-	flagged, err := flagParents(ctx, tx, named)
-	if err != nil {
-		return nil, err
+	if fresh := flagged.Missing(named); len(fresh) > 0 {
+		found, err := flagParents(ctx, tx, fresh)
+		if err != nil {
+			return nil, err
+		}
+		flagged.Add(found)
 	}
 	parents := make([]*store.Parent, 0, len(named))
 	seen := make(map[string]bool, len(named))
@@ -133,12 +197,14 @@ func linkChild(ctx context.Context, tx querier, row *hoppertype.JobRow, item int
 		par := flagged[id]
 		if par == nil {
 			// Not a job now: compacted into another (followed), or unknown.
+			var err error
 			if par, err = flagParent(ctx, tx, id); err != nil {
 				return nil, err
 			}
 			if par == nil {
 				return nil, store.UnknownParent(item, indexOf(after, id), id)
 			}
+			flagged[id] = par
 		}
 		if seen[par.ID] {
 			continue // two names of one job: compacted into it, or an alias of the call
@@ -166,7 +232,7 @@ func linkChild(ctx context.Context, tx querier, row *hoppertype.JobRow, item int
 		e = &store.Ending{ID: last.ID, Outcome: store.OutcomeOf(last.State, last.Skipped)}
 	}
 	e.Actor = p.Actor
-	if _, err := settle(ctx, tx, startSQL, row.ID, e, pending, now); err != nil {
+	if _, err := settle(ctx, tx, row.ID, e, pending, now); err != nil {
 		return nil, fmt.Errorf("settle job %s: %w", row.ID, err)
 	}
 	return scanJob(tx.QueryRowContext(ctx, jobByIDSQL, row.ID))

@@ -45,9 +45,9 @@ func (s *Store) JobInsertMany(ctx context.Context, params []*store.InsertParams)
 func (s *Store) insertJobs(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt, params []*store.InsertParams, now time.Time) ([]*store.InsertResult, error) {
 	out := make([]*store.InsertResult, len(params))
 	stats := store.NewStatsBatch(now)
-	aliases := store.Aliases{}
+	aliases, flagged := store.Aliases{}, store.FlaggedParents{}
 	for i, p := range params {
-		res, err := s.insertItem(ctx, tx, stmts[0], i, p, aliases, now)
+		res, err := s.insertItem(ctx, tx, stmts[0], i, p, aliases, flagged, now)
 		if err != nil {
 			return nil, err
 		}
@@ -65,8 +65,9 @@ func (s *Store) insertJobs(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt, p
 
 // insertItem inserts item i, p, inside tx: the job its idempotency key names, the job it merged
 // into, or a new job. A new child waits for the jobs its parents stand for: aliases names
-// the earlier items of the call the store returned another job for.
-func (s *Store) insertItem(ctx context.Context, tx *sql.Tx, ins *sql.Stmt, i int, p *store.InsertParams, aliases store.Aliases, now time.Time) (*store.InsertResult, error) {
+// the earlier items of the call the store returned another job for, flagged the parents the
+// call has flagged.
+func (s *Store) insertItem(ctx context.Context, tx *sql.Tx, ins *sql.Stmt, i int, p *store.InsertParams, aliases store.Aliases, flagged store.FlaggedParents, now time.Time) (*store.InsertResult, error) {
 	if p.IdempotencyKey != "" {
 		existing, err := s.idempotentJob(ctx, tx, p)
 		if err != nil {
@@ -90,7 +91,7 @@ func (s *Store) insertItem(ctx context.Context, tx *sql.Tx, ins *sql.Stmt, i int
 		return nil, err
 	}
 	if len(p.After) > 0 {
-		if row, err = linkChild(ctx, s.cached(tx), row, i, p, aliases.Resolve(p.After), now); err != nil {
+		if row, err = linkChild(ctx, s.cached(tx), row, i, p, aliases.Resolve(p.After), flagged, now); err != nil {
 			return nil, err
 		}
 	}

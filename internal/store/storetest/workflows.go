@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"testing"
@@ -28,6 +29,7 @@ func testWorkflows(t *testing.T, opener Opener) {
 	parallel(t, opener, "PlainJob", workflowPlainJob)
 	parallel(t, opener, "NotCompacted", workflowNotCompacted)
 	parallel(t, opener, "Expiry", workflowExpiry)
+	parallel(t, opener, "Large", workflowLarge)
 }
 
 // stepSpec is a step of a test workflow: its name, its parents' names, options for its job.
@@ -539,4 +541,56 @@ func workflowExpiry(t *testing.T, b *bundle) {
 	again.Steps[0].WorkflowID = p.ID
 	b.insertWorkflow(t, again)
 	require.Len(t, b.workflow(t, kept.ID).Steps, 4)
+}
+
+// A workflow of 100,000 steps (a root, the rest after it, a last step after all of those: a
+// fan-in of 99,998 parents) goes in as one and runs to its end, the last step released once,
+// by the last of its parents.
+func workflowLarge(t *testing.T, b *bundle) {
+	if testing.Short() {
+		t.Skip("100,000 jobs")
+	}
+	n := scale(100_000)
+	batch := min(1_000, n/10)
+	queue := "large-" + newID(t)
+	p := &store.WorkflowInsertParams{ID: newID(t), Name: "large"}
+	root := params(t, inQueue("root-"+queue))
+	root.WorkflowID, root.Step = p.ID, "root"
+	p.Steps = append(p.Steps, root)
+	middle := make([]string, 0, n-2)
+	for i := range n - 2 {
+		sp := params(t, inQueue(queue))
+		sp.WorkflowID, sp.Step, sp.After = p.ID, fmt.Sprintf("part-%d", i), []string{root.ID}
+		p.Steps, middle = append(p.Steps, sp), append(middle, sp.ID)
+	}
+	last := params(t, inQueue("last-"+queue))
+	last.WorkflowID, last.Step, last.After = p.ID, "last", middle
+	p.Steps = append(p.Steps, last)
+	b.insertWorkflow(t, p)
+
+	b.end(t, b.get(t, root.ID), hoppertype.StateCompleted)
+	for done := 0; done < n-2; {
+		jobs := b.claim(t, queue, batch)
+		require.NotEmpty(t, jobs, "after %d of %d", done, n-2)
+		fin := make([]*store.FinishParams, len(jobs))
+		for i, j := range jobs {
+			fin[i] = finishing(j, hoppertype.StateCompleted)
+		}
+		errs, err := b.store.JobFinishMany(t.Context(), fin)
+		require.NoError(t, err)
+		for _, e := range errs {
+			require.NoError(t, e)
+		}
+		done += len(jobs)
+		if done < n-2 {
+			require.Equal(t, hoppertype.StateWaiting, b.get(t, last.ID).State, "after %d endings", done)
+		}
+	}
+	require.Equal(t, hoppertype.StateQueued, b.get(t, last.ID).State)
+	require.Equal(t, 1, b.moves(t, last.ID, hoppertype.StateWaiting, hoppertype.StateQueued))
+	b.end(t, b.get(t, last.ID), hoppertype.StateCompleted)
+	w := b.workflow(t, p.ID).Workflow
+	require.Equal(t, hoppertype.WorkflowCompleted, w.State)
+	require.Equal(t, n, w.Steps)
+	require.Equal(t, map[hoppertype.JobState]int{hoppertype.StateCompleted: n}, w.StepStates)
 }
