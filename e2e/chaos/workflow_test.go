@@ -147,8 +147,8 @@ func runWorkflowKills(t *testing.T, h *harness, servers []*server, p flowParams)
 	}
 	f := &flowEnqueuer{enqueuer: newEnqueuer(), flows: map[string][]string{}}
 	ctx, stopEnqueue := context.WithCancel(t.Context())
-	defer stopEnqueue()
 	enqueued := make(chan struct{})
+	defer func() { stopEnqueue(); <-enqueued }()
 	go func() {
 		defer close(enqueued)
 		f.loop(ctx, live, p.enqueueFor/time.Duration(p.workflows), func(ctx context.Context, a *api) error {
@@ -188,9 +188,9 @@ func runWorkflowKills(t *testing.T, h *harness, servers []*server, p flowParams)
 
 	fig.Jobs = fmt.Sprintf("%d workflows, %d jobs (%d handler runs; gather steps: %d runs)",
 		len(acked), v.Jobs, v.Runs, fv.gatherRuns)
-	fig.Lost = fmt.Sprintf("%d jobs, %d workflows not completed", v.Lost, fv.notCompleted)
+	fig.Lost = fmt.Sprintf("%d jobs; workflows not completed: %d", v.Lost, fv.notCompleted)
 	if fv.unacked > 0 {
-		fig.Lost += fmt.Sprintf(" (+%d stored without an answer, completed too)", fv.unacked)
+		fig.Lost += fmt.Sprintf(" (of them and %d stored without an answer)", fv.unacked)
 	}
 	fig.Dups = v.dupText()
 	fig.Recovery = k.recovery(logs)
@@ -297,9 +297,22 @@ func verifyWorkflow(id string, wf *hopperv1.Workflow, steps []*hopperv1.Workflow
 		bad("workflow %s has no step %s", id, gatherStep)
 		return
 	}
-	fv.gatherRuns += len(logs.starts[gather.GetJob().GetId()])
+	gid := gather.GetJob().GetId()
+	fv.gatherRuns += len(logs.starts[gid])
 	if gather.GetJob().GetState() != "completed" {
 		return
+	}
+	oks := 0
+	if h := hist[gid]; h != nil {
+		for _, at := range h.attempts {
+			if at.GetOutcome() == "ok" {
+				oks++
+			}
+		}
+	}
+	if end := logs.ends[runKey{gid, okToken(hist[gid])}]; oks != 1 || end.Outcome != "ok" {
+		bad("workflow %s: the gather step has %d ok attempts, and its run of token %d ended %q in the workers' logs",
+			id, oks, okToken(hist[gid]), end.Outcome)
 	}
 	var got Result
 	if err := json.Unmarshal([]byte(gather.GetJob().GetResult()), &got); err != nil {
