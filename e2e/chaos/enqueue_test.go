@@ -56,14 +56,28 @@ func newEnqueuer() *enqueuer {
 
 // enqueueOnce sends one batch through a; it returns the ids the server acknowledged.
 func (e *enqueuer) enqueueOnce(ctx context.Context, a *api, specs []*hopperv1.JobSpec) ([]string, error) {
+	res, err := call(ctx, e, func(ctx context.Context) (*hopperv1.EnqueueBatchResponse, error) {
+		return a.jobs.EnqueueBatch(ctx, &hopperv1.EnqueueBatchRequest{Jobs: specs})
+	})
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(res.GetResults()))
+	for i, r := range res.GetResults() {
+		ids[i] = r.GetJob().GetId()
+	}
+	e.ack(ids)
+	return ids, nil
+}
+
+// call makes one enqueue call within callTimeout and counts its failure by Connect code
+// ("timeout" when no answer came in time); a call cut short because ctx ended is not counted.
+func call[R any](ctx context.Context, e *enqueuer, send func(context.Context) (R, error)) (R, error) {
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	start := time.Now()
-	res, err := a.jobs.EnqueueBatch(cctx, &hopperv1.EnqueueBatchRequest{Jobs: specs})
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, err // the test stopped enqueuing: not the server's answer
-		}
+	res, err := send(cctx)
+	if err != nil && ctx.Err() == nil {
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		code := connect.CodeOf(err).String()
@@ -75,17 +89,16 @@ func (e *enqueuer) enqueueOnce(ctx context.Context, a *api, specs []*hopperv1.Jo
 			e.firstErr[code] = err.Error()
 		}
 		e.slowest = max(e.slowest, time.Since(start))
-		return nil, err
 	}
-	ids := make([]string, len(res.GetResults()))
-	for i, r := range res.GetResults() {
-		ids[i] = r.GetJob().GetId()
-	}
+	return res, err
+}
+
+// ack records job ids the server acknowledged, in one answer.
+func (e *enqueuer) ack(ids []string) {
 	e.mu.Lock()
 	e.acked = append(e.acked, ids...)
 	e.ackTimes = append(e.ackTimes, time.Now())
 	e.mu.Unlock()
-	return ids, nil
 }
 
 // run enqueues a batch of size jobs from next every interval (0: back to back; slow overrides
@@ -93,15 +106,25 @@ func (e *enqueuer) enqueueOnce(ctx context.Context, a *api, specs []*hopperv1.Jo
 // servers apis returns (one after the other), until ctx ends.
 func (e *enqueuer) run(ctx context.Context, apis func() []*api, size int, interval time.Duration,
 	next func() *hopperv1.JobSpec) {
+	e.loop(ctx, apis, interval, func(ctx context.Context, a *api) error {
+		specs := make([]*hopperv1.JobSpec, size)
+		for j := range specs {
+			specs[j] = next()
+		}
+		_, err := e.enqueueOnce(ctx, a, specs)
+		return err
+	})
+}
+
+// loop calls send every interval (0: back to back; slow overrides it while set), with the
+// servers apis returns (one after the other), until ctx ends.
+func (e *enqueuer) loop(ctx context.Context, apis func() []*api, interval time.Duration,
+	send func(context.Context, *api) error) {
 	for i := 0; ctx.Err() == nil; i++ {
 		start := time.Now()
 		as := apis()
 		if len(as) > 0 {
-			specs := make([]*hopperv1.JobSpec, size)
-			for j := range specs {
-				specs[j] = next()
-			}
-			_, err := e.enqueueOnce(ctx, as[i%len(as)], specs)
+			err := send(ctx, as[i%len(as)])
 			if err != nil && interval == 0 {
 				sleepCtx(ctx, 50*time.Millisecond) // don't spin on a server that is down
 			}

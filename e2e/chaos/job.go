@@ -1,5 +1,7 @@
 package chaos
 
+import "encoding/json"
+
 // Kind is the kind of the jobs the chaos worker (chaosworker) runs.
 const Kind = "chaos"
 
@@ -15,10 +17,31 @@ type Args struct {
 	// FailAttempts makes attempts 1..FailAttempts fail (after their sleep) and later ones
 	// succeed: a job that is retried with backoff, scheduled in between.
 	FailAttempts int `json:"fail_attempts,omitempty"`
+	// FanIn makes the handler, after its sleep, read its parents' results
+	// (hopper.ParentResults) and complete with what it read (Result.Parents): a fan-in step of
+	// a workflow. A failed read fails the attempt.
+	FanIn bool `json:"fan_in,omitempty"`
 }
 
 // Kind names the handler.
 func (Args) Kind() string { return Kind }
+
+// Result is what a chaos job completes with: the worker and the lease token of the run that
+// completed it, and for a FanIn job the parents it read.
+type Result struct {
+	Worker  string       `json:"worker"`
+	Token   int64        `json:"token"`
+	Parents []ParentSeen `json:"parents,omitempty"`
+}
+
+// ParentSeen is one parent as a FanIn job's handler read it (hopper.ParentResult).
+type ParentSeen struct {
+	ID      string          `json:"id"`
+	Step    string          `json:"step"`
+	Outcome string          `json:"outcome"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Expired bool            `json:"expired,omitempty"`
+}
 
 // Line is one line of a chaos worker's log: one JSON object per line, written with one
 // unbuffered write to a file opened with O_APPEND, so a SIGKILL loses nothing written.

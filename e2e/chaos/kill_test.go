@@ -87,49 +87,14 @@ func runKills(t *testing.T, h *harness, servers []*server, p killParams) {
 	stopEnqueue := e.start(t.Context(), live, 10, 100*time.Millisecond, quickJob)
 	defer stopEnqueue()
 
-	start := time.Now()
-	var (
-		wkills []workerKill
-		skills []*serverKill
-		mu     sync.Mutex
-		wg     sync.WaitGroup
-	)
-	defer wg.Wait()
-	// Server kills fall in the first two thirds of the run, so the last one's jobs are rescued
-	// before the drain deadline.
-	killAt := func(k int) time.Time {
-		return start.Add(time.Duration(k+1) * (p.duration * 2 / 3) / time.Duration(p.serverKills+1))
-	}
-	for time.Since(start) < p.duration { // real time: the processes run on the wall clock
-		sleepJitter(p.workerKillEvery)
-		ws := h.liveWorkers()
-		victim := ws[rand.N(len(ws))]
-		victim.kill()
-		wkills = append(wkills, workerKill{victim.wname, time.Now()})
-		h.startWorker(h.nextName("w"), victim.url, victim.opts)
-
-		if k := len(skills); k < p.serverKills && time.Now().After(killAt(k)) {
-			sk := killServer(t, h, servers, k, p.restartAfter)
-			skills = append(skills, sk)
-			if len(servers) > 1 {
-				wg.Add(1)
-				go func() { // how long the cluster went without a leader
-					defer wg.Done()
-					if pollUntil(60*time.Second, 100*time.Millisecond, func() bool { return h.leader() != nil }) {
-						mu.Lock()
-						sk.leaderAgain = time.Since(sk.killed)
-						mu.Unlock()
-					}
-				}()
-			}
-		}
-	}
+	k := dealKills(t, h, servers, p)
+	defer k.wait()
 	stopEnqueue()
 	acked := e.ids()
 	require.NotEmpty(t, acked)
 	drainedAt := h.waitDrained(func() *api { return live()[0] }, len(acked), 150*time.Second)
 	h.stopWorkers()
-	wg.Wait()
+	k.wait()
 
 	logs := readWorkerLogs(t, h.dir)
 	hist, err := live()[0].histories(t.Context())
@@ -142,28 +107,89 @@ func runKills(t *testing.T, h *harness, servers []*server, p killParams) {
 		fig.Lost += fmt.Sprintf(" (+%d dead letters worker_lost)", v.DeadLettered)
 	}
 	fig.Dups = v.dupText()
-	var rerun, flowing []time.Duration
-	for _, k := range wkills {
-		rerun = append(rerun, rerunDelays(logs, k)...)
-	}
-	var takeovers []time.Duration
-	for _, k := range skills {
-		if at := logs.firstAfter(k.restarted, completedOK); !at.IsZero() {
-			flowing = append(flowing, at.Sub(k.killed))
-		}
-		if k.leaderAgain > 0 {
-			takeovers = append(takeovers, k.leaderAgain)
-		}
-	}
-	fig.Recovery = fmt.Sprintf("worker killed → its jobs rerun: %s; server killed → completions again: %s",
-		durationsText(rerun), durationsText(flowing))
-	if len(takeovers) > 0 {
-		fig.Recovery += "; leader killed → leader again: " + durationsText(takeovers)
-	}
+	fig.Recovery = k.recovery(logs)
 	fig.note("%d worker and %d server SIGKILLs in %s; drained %s after the last enqueue; enqueue errors: %s",
-		len(wkills), len(skills), secs(p.duration), secs(drainedAt.Sub(start.Add(p.duration))), e.errorSummary())
+		len(k.workers), len(k.servers), secs(p.duration), secs(drainedAt.Sub(k.start.Add(p.duration))), e.errorSummary())
 	v.require(t)
 	require.Zero(t, v.Lost, "acknowledged jobs lost")
+}
+
+// kills are the SIGKILLs dealKills dealt.
+type kills struct {
+	start   time.Time
+	workers []workerKill
+	servers []*serverKill
+
+	mu sync.Mutex     // guards each serverKill's leaderAgain
+	wg sync.WaitGroup // the goroutines measuring how long a cluster went without a leader
+}
+
+// dealKills SIGKILLs a random worker about every p.workerKillEvery for p.duration, replacing
+// each with a new one of the same options, and SIGKILLs p.serverKills servers during the first
+// two thirds of it (killServer), restarting each. It returns once p.duration has passed; call
+// the result's wait before reading its leaders' takeovers.
+func dealKills(t *testing.T, h *harness, servers []*server, p killParams) *kills {
+	t.Helper()
+	k := &kills{start: time.Now()}
+	// Server kills fall in the first two thirds of the run, so the last one's jobs are rescued
+	// before the drain deadline.
+	killAt := func(n int) time.Time {
+		return k.start.Add(time.Duration(n+1) * (p.duration * 2 / 3) / time.Duration(p.serverKills+1))
+	}
+	for time.Since(k.start) < p.duration { // real time: the processes run on the wall clock
+		sleepJitter(p.workerKillEvery)
+		ws := h.liveWorkers()
+		victim := ws[rand.N(len(ws))]
+		victim.kill()
+		k.workers = append(k.workers, workerKill{victim.wname, time.Now()})
+		h.startWorker(h.nextName("w"), victim.url, victim.opts)
+
+		if n := len(k.servers); n < p.serverKills && time.Now().After(killAt(n)) {
+			sk := killServer(t, h, servers, n, p.restartAfter)
+			k.servers = append(k.servers, sk)
+			if len(servers) > 1 {
+				k.wg.Add(1)
+				go func() { // how long the cluster went without a leader
+					defer k.wg.Done()
+					if pollUntil(60*time.Second, 100*time.Millisecond, func() bool { return h.leader() != nil }) {
+						k.mu.Lock()
+						sk.leaderAgain = time.Since(sk.killed)
+						k.mu.Unlock()
+					}
+				}()
+			}
+		}
+	}
+	return k
+}
+
+// wait waits for the leader measurements; kills' figures are complete after it.
+func (k *kills) wait() { k.wg.Wait() }
+
+// recovery describes, from the workers' logs, how long the kills held up work: a killed
+// worker's jobs until they ran again, a killed server until completions went on, and a
+// killed leader until a node led again.
+func (k *kills) recovery(logs *workerLogs) string {
+	var rerun, flowing, takeovers []time.Duration
+	for _, wk := range k.workers {
+		rerun = append(rerun, rerunDelays(logs, wk)...)
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, sk := range k.servers {
+		if at := logs.firstAfter(sk.restarted, completedOK); !at.IsZero() {
+			flowing = append(flowing, at.Sub(sk.killed))
+		}
+		if sk.leaderAgain > 0 {
+			takeovers = append(takeovers, sk.leaderAgain)
+		}
+	}
+	s := fmt.Sprintf("worker killed → its jobs rerun: %s; server killed → completions again: %s",
+		durationsText(rerun), durationsText(flowing))
+	if len(takeovers) > 0 {
+		s += "; leader killed → leader again: " + durationsText(takeovers)
+	}
+	return s
 }
 
 // killServer SIGKILLs the k-th victim: the leader on even k (when there are several

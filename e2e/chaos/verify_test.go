@@ -83,13 +83,13 @@ type jobHistory struct {
 	attempts []*hopperv1.Attempt
 }
 
-// allJobs lists every job through a, oldest first.
-func (a *api) allJobs(ctx context.Context) ([]*hopperv1.Job, error) {
+// allJobs lists every job through a, oldest first; with states, those in these states.
+func (a *api) allJobs(ctx context.Context, states ...string) ([]*hopperv1.Job, error) {
 	var out []*hopperv1.Job
 	cursor := ""
 	for {
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		res, err := a.jobs.List(cctx, &hopperv1.ListRequest{Limit: 10000, Ascending: true, Cursor: cursor})
+		res, err := a.jobs.List(cctx, &hopperv1.ListRequest{States: states, Limit: 10000, Ascending: true, Cursor: cursor})
 		cancel()
 		if err != nil {
 			return nil, fmt.Errorf("list jobs: %w", err)

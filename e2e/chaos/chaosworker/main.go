@@ -13,8 +13,12 @@
 //	{"action": "exit"}                    os.Exit(3) at once
 //	{"sleep_ms": 3000, "heartbeat_ms": 200}  heartbeat every 200 ms while working
 //	{"sleep_ms": 10, "fail_attempts": 1}  fail the first attempt, succeed on the retry
+//	{"sleep_ms": 50, "fan_in": true}      work, then read the parents' results and complete with them
 //
-// A successful job's result is {"worker": NAME, "token": TOKEN}.
+// A successful job's result is {"worker": NAME, "token": TOKEN} (chaos.Result); a fan-in job's
+// adds "parents": each parent as hopper.ParentResults read it (id, step, outcome, result).
+// With --fetch-parent-results the worker takes its jobs' parents' results with the jobs
+// (remote.Config.FetchParentResults) instead of asking for them when a handler reads them.
 package main
 
 import (
@@ -63,6 +67,7 @@ func run() error {
 	flag.DurationVar(&lease, "lease", 3*time.Second, "each job's lease")
 	flag.DurationVar(&pollWait, "poll-wait", 2*time.Second, "how long one long poll waits")
 	batch := flag.Int("batch", 0, "run the jobs of a group in batches of up to this many (a batch worker); 0: one by one")
+	fetchParents := flag.Bool("fetch-parent-results", false, "take each job's parents' results with the job")
 	flag.Parse()
 	if url == "" || logPath == "" {
 		return errors.New("--url and --log are required")
@@ -89,7 +94,7 @@ func run() error {
 	}
 	w, err := remote.New(remote.Config{
 		URL: url, Workers: ws, Name: name, Mode: m, Concurrency: concurrency, LeaseDuration: lease,
-		PollWait: pollWait, HTTPClient: &http.Client{Transport: &rpcLog{next: http.DefaultTransport, log: lg}},
+		PollWait: pollWait, FetchParentResults: *fetchParents, HTTPClient: &http.Client{Transport: &rpcLog{next: http.DefaultTransport, log: lg}},
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
@@ -139,10 +144,14 @@ func (l *logger) work(ctx context.Context, job *hopper.Job[chaos.Args]) error {
 	if err == nil && (job.Args.Action == "fail" || job.Attempt <= job.Args.FailAttempts) {
 		err = errors.New("the job's args asked it to fail")
 	}
+	result := chaos.Result{Worker: l.worker, Token: job.Token}
+	if err == nil && job.Args.FanIn {
+		result.Parents, err = readParents(ctx)
+	}
 	end := chaos.Line{Ev: "end", Job: job.ID, Token: job.Token, Outcome: "ok"}
 	switch {
 	case err == nil:
-		err = hopper.SetResult(ctx, map[string]any{"worker": l.worker, "token": job.Token})
+		err = hopper.SetResult(ctx, result)
 	case ctx.Err() != nil:
 		end.Outcome, end.Err = "canceled", context.Cause(ctx).Error()
 	default:
@@ -153,7 +162,7 @@ func (l *logger) work(ctx context.Context, job *hopper.Job[chaos.Args]) error {
 }
 
 // workBatch runs a batch: every job starts at once and works for the longest sleep_ms of the
-// batch; a job asked to fail fails alone. Crashes are not batched.
+// batch; a job asked to fail fails alone. Crashes and fan-ins are not batched.
 func (l *logger) workBatch(ctx context.Context, b *hopper.Batch[chaos.Args]) error {
 	longest := 0
 	for _, job := range b.Jobs {
@@ -177,13 +186,27 @@ func (l *logger) workBatch(ctx context.Context, b *hopper.Batch[chaos.Args]) err
 			end.Outcome, end.Err = "fail", "the job's args asked it to fail"
 			b.Fail(i, errors.New(end.Err))
 		default:
-			if serr := b.SetResult(i, map[string]any{"worker": l.worker, "token": job.Token}); serr != nil {
+			if serr := b.SetResult(i, chaos.Result{Worker: l.worker, Token: job.Token}); serr != nil {
 				b.Fail(i, serr)
 			}
 		}
 		l.write(end)
 	}
 	return err
+}
+
+// readParents reads the running job's parents' results, as a fan-in step does, in the order
+// hopper.ParentResults gives them.
+func readParents(ctx context.Context) ([]chaos.ParentSeen, error) {
+	parents, err := hopper.ParentResults(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]chaos.ParentSeen, len(parents))
+	for i, p := range parents {
+		out[i] = chaos.ParentSeen{ID: p.ID, Step: p.Step, Outcome: string(p.Outcome), Result: p.Result, Expired: p.Expired}
+	}
+	return out, nil
 }
 
 // sleep works for the job's sleep_ms, heartbeating every heartbeat_ms, until ctx ends.
