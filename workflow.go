@@ -67,6 +67,10 @@ const (
 	WorkflowCanceled = hoppertype.WorkflowCanceled
 )
 
+// WorkflowStates lists the workflow states in a stable order (running, completed, failed,
+// canceled).
+var WorkflowStates = hoppertype.WorkflowStates
+
 type (
 	// WorkflowRow is a workflow as stored, with the state its steps give it.
 	WorkflowRow = hoppertype.WorkflowRow

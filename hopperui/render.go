@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/hopperjobs/hopper"
 )
@@ -40,7 +39,7 @@ func (h *Handler) newView(r *http.Request, p *Principal, title string) *view {
 }
 
 // pageNames are the templates of web/templates, each rendered inside layout.html.
-var pageNames = []string{"login", "error", "overview", "jobs", "job", "queues", "deadletters", "schedules", "workers", "confirm"}
+var pageNames = []string{"login", "error", "overview", "jobs", "job", "queues", "deadletters", "schedules", "workers", "workflows", "workflow", "confirm"}
 
 func parsePages() (map[string]*template.Template, error) {
 	layout, err := template.New("layout.html").Funcs(funcs).ParseFS(webFS, "web/templates/layout.html")
@@ -196,6 +195,8 @@ var funcs = template.FuncMap{
 	"hexid":    func(s string) string { return hex.EncodeToString([]byte(s)) },
 	"preview":  argsPreview,
 	"zoned":    zonedTime,
+	// jobStates are the job states in the dashboard's order (waiting, queued… canceled).
+	"jobStates": func() []hopper.JobState { return states },
 }
 
 // argsPreview is a job's args on one line (compact JSON), clipped to n characters with an
@@ -207,11 +208,7 @@ func argsPreview(raw json.RawMessage, n int) string {
 	if err := json.Compact(&buf, raw); err == nil {
 		s = buf.String()
 	}
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
+	return clip(s, n)
 }
 
 // zonedTime is t in the IANA zone tz (UTC when it is unknown here), with its zone's name.
