@@ -25,7 +25,7 @@ type jobData struct {
 	Parents  []hopper.ParentResult
 	Workflow *hopper.WorkflowRow
 	Children []*hopper.JobRow
-	Stalled       bool
+	Stalled  bool
 	// Unworked: a queued job that no worker this process knows of has asked for.
 	Unworked *noWorker
 }
