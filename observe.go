@@ -91,8 +91,9 @@ func (o *observers) claimed(rows []*JobRow, remote bool, batchOf map[string]stri
 	ctx := context.Background()
 	batches := batchesOf(rows, batchOf)
 	for _, r := range rows {
+		wait, _ := r.StartWait()
 		ev := JobEvent{Type: JobStarted, JobID: r.ID, Kind: r.Kind, Queue: r.Queue, Attempt: r.Attempt,
-			State: StateRunning, Wait: max(r.StartedAt.Sub(r.RunAt), 0), Remote: remote}
+			State: StateRunning, Wait: wait, Remote: remote}
 		if b := batches[batchOf[r.ID]]; b != nil {
 			ev.Batch = *b
 			b.Index++

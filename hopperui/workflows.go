@@ -116,8 +116,8 @@ type workflowData struct {
 }
 
 // stepView is a step with its timings: Due is when it became due (its release from waiting,
-// or its run-at or backoff's end), Wait from then to its (last) start, Ran from its start to
-// its end (or to now while it runs).
+// or its run-at or backoff's end), Wait from then to its latest start (JobRow.StartWait), Ran
+// from its start to its end (or to now while it runs).
 type stepView struct {
 	*hopper.StepRow
 	Due       time.Time
@@ -131,18 +131,12 @@ func newStepView(s *hopper.StepRow, now time.Time) stepView {
 	if j.State != hopper.StateWaiting {
 		sv.Due = j.RunAt
 	}
-	if !j.StartedAt.IsZero() {
-		sv.Started = true
-		if !sv.Due.IsZero() {
-			sv.Wait = max(j.StartedAt.Sub(sv.Due), 0)
-		}
-		end := j.FinishedAt
-		if end.IsZero() || end.Before(j.StartedAt) {
-			end = now
-		}
-		if j.State == hopper.StateRunning || !j.FinishedAt.IsZero() {
-			sv.Ran = max(end.Sub(j.StartedAt), 0)
-		}
+	sv.Wait, sv.Started = j.StartWait()
+	switch {
+	case j.State == hopper.StateRunning:
+		sv.Ran = max(now.Sub(j.StartedAt), 0)
+	case !j.StartedAt.IsZero() && !j.FinishedAt.IsZero():
+		sv.Ran = max(j.FinishedAt.Sub(j.StartedAt), 0)
 	}
 	return sv
 }
