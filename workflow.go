@@ -166,6 +166,7 @@ func (c *Client) EnqueueWorkflow(ctx context.Context, wf Workflow) (*WorkflowRes
 		out.Jobs[order[n]], inserted[n] = j, &InsertResult{Job: j}
 	}
 	c.wakeInserted(inserted)
+	c.obs.workflow(ctx, WorkflowEnqueued, res.Workflow)
 	c.obs.enqueued(ctx, inserted)
 	return out, nil
 }
@@ -349,5 +350,6 @@ func (c *Client) CancelWorkflowBy(ctx context.Context, id string, actor Actor, r
 	for _, jobID := range res.WereRunning {
 		c.engine.CancelRunning(jobID)
 	}
+	c.obs.workflow(ctx, WorkflowCancel, res.Workflow)
 	return &WorkflowCancelResult{Workflow: res.Workflow, Canceled: res.Canceled}, nil
 }
