@@ -186,6 +186,7 @@ func formInt(r *http.Request, name string) (n int, set bool, err error) {
 
 var funcs = template.FuncMap{
 	"ts":       formatTime,
+	"clock":    clockTime,
 	"ago":      ago,
 	"dur":      formatDuration,
 	"pretty":   prettyJSON,
@@ -229,6 +230,15 @@ func formatTime(t time.Time) string {
 		return "—"
 	}
 	return t.UTC().Format("2006-01-02 15:04:05.000 UTC")
+}
+
+// clockTime is t's time of day (UTC) to the millisecond, for a table whose rows are of one
+// day or so: its title carries the whole time.
+func clockTime(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return t.UTC().Format("15:04:05.000")
 }
 
 // ago is how long before now t was ("3m 20s ago"), or "in …" for a time to come.

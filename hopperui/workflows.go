@@ -128,8 +128,9 @@ type stepView struct {
 func newStepView(s *hopper.StepRow, now time.Time) stepView {
 	j := s.Job
 	sv := stepView{StepRow: s}
-	if j.State != hopper.StateWaiting {
-		sv.Due = j.RunAt
+	switch {
+	case !j.StartedAt.IsZero(), j.State == hopper.StateQueued, j.State == hopper.StateScheduled, j.State == hopper.StateSuspended:
+		sv.Due = j.RunAt // a step that waits or ended without running was never due
 	}
 	sv.Wait, sv.Started = j.StartWait()
 	switch {
