@@ -238,8 +238,8 @@ Then each step, parents first: its state, attempts, when it was created, when it
 attempt started and when it ended, WAIT (from when it became due, its release from waiting
 for a step with parents, to its latest start; "-" until it starts), DURATION (from its start
 to its end, "+" while it runs), the steps it runs after, and its job id.`,
-		Args:  cobra.ExactArgs(1),
-		RunE:  runWorkflowsShow,
+		Args: cobra.ExactArgs(1),
+		RunE: runWorkflowsShow,
 	}
 	addJSONFlag(cmd)
 	return cmd
