@@ -3,6 +3,7 @@ package hopper
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
@@ -120,6 +121,28 @@ func (c *Client) Events(ctx context.Context, id string) ([]*Event, error) {
 		return nil, err
 	}
 	return c.store.JobEvents(ctx, id)
+}
+
+// Parents returns the jobs job id waits or waited for (InsertOpts.After, a workflow step's
+// parents), in the order it named them, with how each ended for it (Outcome, "" while it has
+// not) and its state, kind and step; nil for a job without parents. Unlike ParentResults in a
+// handler it reads no results (Result is nil): it is for looking at a job, whatever its
+// state. An error wraps ErrNotFound when no job has the id.
+func (c *Client) Parents(ctx context.Context, id string) ([]ParentResult, error) {
+	if err := checkID("id", id); err != nil {
+		return nil, err
+	}
+	// A bound of one byte leaves every result out (a JSON value takes more), and reads the rest.
+	got, err := c.store.JobParents(ctx, &store.ParentsParams{ID: id, Unfenced: true, MaxResultBytes: 1})
+	if err != nil {
+		return nil, fmt.Errorf("parents of job %s: %w", id, err)
+	}
+	var out []ParentResult
+	for _, p := range got.Parents {
+		p.Result = nil
+		out = append(out, *p)
+	}
+	return out, nil
 }
 
 // Attempts returns a job's ended attempts: worker, start, end, outcome and error of each.

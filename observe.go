@@ -33,6 +33,9 @@ const (
 	JobStarted  = hoppertype.JobStarted
 	JobEnded    = hoppertype.JobEnded
 	JobRescued  = hoppertype.JobRescued
+	// WorkflowEnqueued and WorkflowCancel: see hoppertype.
+	WorkflowEnqueued = hoppertype.WorkflowEnqueued
+	WorkflowCancel   = hoppertype.WorkflowCancel
 )
 
 // observers calls a client's observers. Its zero value, with none, does nothing and costs a
@@ -78,7 +81,8 @@ func (o *observers) inserted(ctx context.Context, jobs ...*JobRow) {
 		return
 	}
 	for _, j := range jobs {
-		o.emit(ctx, JobEvent{Type: JobEnqueued, JobID: j.ID, Kind: j.Kind, Queue: j.Queue, State: j.State})
+		o.emit(ctx, JobEvent{Type: JobEnqueued, JobID: j.ID, Kind: j.Kind, Queue: j.Queue, State: j.State,
+			WorkflowID: j.WorkflowID})
 	}
 }
 
@@ -91,8 +95,9 @@ func (o *observers) claimed(rows []*JobRow, remote bool, batchOf map[string]stri
 	ctx := context.Background()
 	batches := batchesOf(rows, batchOf)
 	for _, r := range rows {
+		wait, _ := r.StartWait()
 		ev := JobEvent{Type: JobStarted, JobID: r.ID, Kind: r.Kind, Queue: r.Queue, Attempt: r.Attempt,
-			State: StateRunning, Wait: max(r.StartedAt.Sub(r.RunAt), 0), Remote: remote}
+			State: StateRunning, Wait: wait, Remote: remote, WorkflowID: r.WorkflowID}
 		if b := batches[batchOf[r.ID]]; b != nil {
 			ev.Batch = *b
 			b.Index++
@@ -154,6 +159,14 @@ func (o *observers) outcome(p *store.FinishParams, err error, remote bool) {
 		}
 	}
 	o.emit(context.Background(), ev)
+}
+
+// workflow reports a workflow event (WorkflowEnqueued, WorkflowCancel) of wf.
+func (o *observers) workflow(ctx context.Context, typ JobEventType, wf *WorkflowRow) {
+	if !o.enabled() {
+		return
+	}
+	o.emit(ctx, JobEvent{Type: typ, WorkflowID: wf.ID, Workflow: wf.Name, WorkflowState: wf.State})
 }
 
 // rescued is the engine's OnRescued.

@@ -185,3 +185,52 @@ func TestObserverPanicIsContained(t *testing.T) {
 	require.NoError(t, err)
 	b.waitFor(t, res.Job.ID, StateCompleted)
 }
+
+type observedStep struct{ Advance time.Duration }
+
+func (observedStep) Kind() string { return "observed-step" }
+
+// A workflow is observed once when it is enqueued and once when it is canceled (a second
+// cancel is refused and reports nothing); its steps' events carry its id, and a released
+// step's wait runs from its release, not from its enqueue.
+func TestObserverHearsWorkflows(t *testing.T) {
+	t.Parallel()
+	ws := NewWorkers()
+	var b *testBundle
+	AddWorkerFunc(ws, func(ctx context.Context, job *Job[observedStep]) error {
+		b.clock.Advance(job.Args.Advance) // the attempt "runs" that long on the fake clock
+		return nil
+	})
+	log := &eventLog{}
+	b = setup(t, ws, func(c *Config) { c.Observers = []Observer{log} })
+	ctx := t.Context()
+
+	res, err := b.client.EnqueueWorkflow(ctx, Workflow{Name: "album", Steps: []WorkflowStep{
+		{Name: "a", Args: observedStep{Advance: 5 * time.Second}}, {Name: "b", Args: observedStep{}, After: []string{"a"}}}})
+	require.NoError(t, err)
+	wfID := res.Workflow.ID
+	evs := log.waitEvents(t, res.Job("b").ID, 3)
+	require.Equal(t, JobEvent{Type: JobEnqueued, JobID: res.Job("b").ID, Kind: "observed-step", Queue: "default",
+		State: StateWaiting, WorkflowID: wfID}, evs[0])
+	require.Equal(t, JobStarted, evs[1].Type)
+	require.Equal(t, wfID, evs[1].WorkflowID)
+	require.Zero(t, evs[1].Wait, "from its release, 5 s after its enqueue, to its start")
+	require.Equal(t, []JobEvent{{Type: WorkflowEnqueued, WorkflowID: wfID, Workflow: "album", WorkflowState: WorkflowRunning}},
+		log.of(""), "one event for the workflow")
+
+	later, err := b.client.EnqueueWorkflow(ctx, Workflow{Name: "later", Steps: []WorkflowStep{
+		{Name: "x", Args: observedStep{}, Opts: &InsertOpts{Delay: time.Hour}}}})
+	require.NoError(t, err)
+	_, err = b.client.CancelWorkflow(ctx, later.Workflow.ID, "")
+	require.NoError(t, err)
+	_, err = b.client.CancelWorkflow(ctx, later.Workflow.ID, "")
+	require.ErrorIs(t, err, ErrInvalidTransition)
+	var cancels []JobEvent
+	for _, ev := range log.of("") {
+		if ev.Type == WorkflowCancel {
+			cancels = append(cancels, ev)
+		}
+	}
+	require.Equal(t, []JobEvent{{Type: WorkflowCancel, WorkflowID: later.Workflow.ID, Workflow: "later",
+		WorkflowState: WorkflowCanceled}}, cancels)
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -99,4 +100,37 @@ func TestParentResultsOutsideAHandlerAndWithoutParents(t *testing.T) {
 	done := b.waitFor(t, res.Job.ID, StateCompleted, StateFailed)
 	require.Equal(t, StateCompleted, done.State, done.LastError)
 	require.JSONEq(t, `{"sum":0,"order":[],"errors":[]}`, string(done.Result))
+}
+
+// Client.Parents lists a job's parents in the order it named them, in any state of the job,
+// with their states and how each ended for it (nothing while it runs), and no results; a job
+// without parents has none, an unknown one is ErrNotFound.
+func TestClientParents(t *testing.T) {
+	t.Parallel()
+	b := setup(t, fanInWorkers(), nil)
+	ctx := t.Context()
+	done, err := b.client.Enqueue(ctx, addend{N: 3}, nil)
+	require.NoError(t, err)
+	b.waitFor(t, done.Job.ID, StateCompleted)
+	later, err := b.client.Enqueue(ctx, addend{N: 4}, &InsertOpts{Delay: time.Hour})
+	require.NoError(t, err)
+	child, err := b.client.Enqueue(ctx, total{}, &InsertOpts{After: []string{later.Job.ID, done.Job.ID}})
+	require.NoError(t, err)
+
+	got, err := b.client.Parents(ctx, child.Job.ID)
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	require.Equal(t, later.Job.ID, got[0].ID)
+	require.Equal(t, StateScheduled, got[0].State)
+	require.Empty(t, got[0].Outcome, "it has not ended")
+	require.Equal(t, done.Job.ID, got[1].ID)
+	require.Equal(t, ParentCompleted, got[1].Outcome)
+	require.Equal(t, "addend", got[1].Kind)
+	require.Nil(t, got[1].Result, "no results are read")
+
+	none, err := b.client.Parents(ctx, done.Job.ID)
+	require.NoError(t, err)
+	require.Empty(t, none)
+	_, err = b.client.Parents(ctx, "0190f0e4-0000-7000-8000-000000000000")
+	require.ErrorIs(t, err, ErrNotFound)
 }

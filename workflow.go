@@ -67,6 +67,10 @@ const (
 	WorkflowCanceled = hoppertype.WorkflowCanceled
 )
 
+// WorkflowStates lists the workflow states in a stable order (running, completed, failed,
+// canceled).
+var WorkflowStates = hoppertype.WorkflowStates
+
 type (
 	// WorkflowRow is a workflow as stored, with the state its steps give it.
 	WorkflowRow = hoppertype.WorkflowRow
@@ -162,6 +166,7 @@ func (c *Client) EnqueueWorkflow(ctx context.Context, wf Workflow) (*WorkflowRes
 		out.Jobs[order[n]], inserted[n] = j, &InsertResult{Job: j}
 	}
 	c.wakeInserted(inserted)
+	c.obs.workflow(ctx, WorkflowEnqueued, res.Workflow)
 	c.obs.enqueued(ctx, inserted)
 	return out, nil
 }
@@ -345,5 +350,6 @@ func (c *Client) CancelWorkflowBy(ctx context.Context, id string, actor Actor, r
 	for _, jobID := range res.WereRunning {
 		c.engine.CancelRunning(jobID)
 	}
+	c.obs.workflow(ctx, WorkflowCancel, res.Workflow)
 	return &WorkflowCancelResult{Workflow: res.Workflow, Canceled: res.Canceled}, nil
 }

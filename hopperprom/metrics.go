@@ -19,7 +19,8 @@ import (
 )
 
 // Label bounds of Metrics: the queue label takes at most MaxQueueLabels values, the kind
-// label MaxKindLabels and the error_code label MaxErrorCodeLabels, the first seen; later ones
+// label MaxKindLabels, the error_code label MaxErrorCodeLabels and a workflow's name label
+// MaxWorkflowLabels, the first seen; later ones
 // are counted under OtherLabel, so that a bug that invents a kind or a business error code per
 // job cannot make a series per job. A kind or queue the server does not know (an outcome
 // reported to it for an attempt claimed through another node) is UnknownLabel.
@@ -27,6 +28,7 @@ const (
 	MaxQueueLabels     = 50
 	MaxKindLabels      = 200
 	MaxErrorCodeLabels = 100
+	MaxWorkflowLabels  = 200
 	OtherLabel         = "other"
 	UnknownLabel       = "unknown"
 )
@@ -50,12 +52,15 @@ type Metrics struct {
 	wait, run                                     *prometheus.HistogramVec
 	batches                                       *prometheus.CounterVec
 	batchJobs, batchLinger                        *prometheus.HistogramVec
+	workflowsStarted, workflowsCanceled           *prometheus.CounterVec // by name
+	stepWait                                      *prometheus.HistogramVec
 
-	mu     sync.RWMutex
-	queues labelCap
-	kinds  labelCap
-	codes  labelCap
-	series map[[2]string]*jobSeries // by (queue, kind) as the events name them
+	mu        sync.RWMutex
+	queues    labelCap
+	kinds     labelCap
+	codes     labelCap
+	workflows labelCap
+	series    map[[2]string]*jobSeries // by (queue, kind) as the events name them
 }
 
 // jobSeries are the series of one (queue, kind), resolved once: an event costs a map read.
@@ -98,19 +103,38 @@ func New() *Metrics {
 		batchLinger: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "hopper_batch_linger_seconds",
 			Help:    "Time from when a batch's longest-waiting job became due to the batch's claim (held back to fill, BatchOpts.MaxWait, or for want of a worker).",
 			Buckets: durationBuckets}, []string{"queue", "kind"}),
+		workflowsStarted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hopper_workflows_started_total",
+			Help: "Workflows enqueued (Client.EnqueueWorkflow, WorkflowService.EnqueueWorkflow), by name."}, []string{"name"}),
+		workflowsCanceled: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hopper_workflows_canceled_total",
+			Help: "Workflows canceled (Client.CancelWorkflow, WorkflowService.CancelWorkflow, the dashboard), by name: once per workflow."}, []string{"name"}),
+		stepWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "hopper_workflow_step_wait_seconds",
+			Help:    "Time from when a workflow's step became due (released by the end of its last parent, or enqueued for a first step) to the start of its attempt.",
+			Buckets: durationBuckets}, []string{"queue"}),
 		queues: labelCap{max: MaxQueueLabels}, kinds: labelCap{max: MaxKindLabels},
-		codes: labelCap{max: MaxErrorCodeLabels}, series: map[[2]string]*jobSeries{},
+		codes: labelCap{max: MaxErrorCodeLabels}, workflows: labelCap{max: MaxWorkflowLabels},
+		series: map[[2]string]*jobSeries{},
 	}
 }
 
 // ObserveJob counts one event.
 func (m *Metrics) ObserveJob(_ context.Context, ev hopper.JobEvent) {
+	switch ev.Type {
+	case hopper.WorkflowEnqueued:
+		m.workflowsStarted.WithLabelValues(m.workflowLabel(ev.Workflow)).Inc()
+		return
+	case hopper.WorkflowCancel:
+		m.workflowsCanceled.WithLabelValues(m.workflowLabel(ev.Workflow)).Inc()
+		return
+	}
 	s := m.seriesOf(ev.Queue, ev.Kind)
 	switch ev.Type {
 	case hopper.JobEnqueued:
 		s.enqueued.Inc()
 	case hopper.JobStarted:
 		s.wait.Observe(ev.Wait.Seconds())
+		if ev.WorkflowID != "" { // a step: its series are made on first use, as only steps have them
+			m.stepWait.WithLabelValues(s.queue).Observe(ev.Wait.Seconds())
+		}
 		if b := ev.Batch; b.ID != "" && b.Index == 0 { // once per batch
 			m.batchStarted(s, b)
 		}
@@ -173,6 +197,13 @@ func (m *Metrics) seriesOf(queue, kind string) *jobSeries {
 	return s
 }
 
+// workflowLabel is the name label of a workflow, bounded as the kinds are.
+func (m *Metrics) workflowLabel(name string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.workflows.value(name)
+}
+
 // codeLabel is the error_code label of a business error's code, bounded as the kinds are.
 func (m *Metrics) codeLabel(code string) string {
 	m.mu.Lock()
@@ -196,7 +227,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 
 func (m *Metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.enqueued, m.completed, m.failed, m.retried, m.rescued, m.handled, m.wait, m.run,
-		m.batches, m.batchJobs, m.batchLinger}
+		m.batches, m.batchJobs, m.batchLinger, m.workflowsStarted, m.workflowsCanceled, m.stepWait}
 }
 
 // labelCap hands out label values: the first max distinct ones as they are, later ones as

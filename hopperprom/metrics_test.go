@@ -1,6 +1,7 @@
 package hopperprom_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -8,8 +9,12 @@ import (
 
 	"github.com/hopperjobs/hopper"
 	"github.com/hopperjobs/hopper/hopperprom"
+	"github.com/hopperjobs/hopper/internal/sqlitetest"
+	"github.com/hopperjobs/hopper/internal/stoptest"
+	"github.com/hopperjobs/hopper/sqlitestore"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 )
 
@@ -214,4 +219,88 @@ hopper_batches_started_total{kind="bulk",queue="q"} 2
 	lint, err := testutil.CollectAndLint(m)
 	require.NoError(t, err)
 	require.Empty(t, lint)
+}
+
+// A workflow counts once as started, by name, when it is enqueued; once as canceled however
+// often its cancel is asked; and each of its steps' waits (from its release for a step with
+// parents) lands in the step wait histogram, beside the jobs' own wait.
+func TestWorkflowMetrics(t *testing.T) {
+	t.Parallel()
+	m := hopperprom.New()
+	ws := hopper.NewWorkers()
+	hopper.AddWorkerFunc(ws, func(context.Context, *hopper.Job[Resize]) error { return nil })
+	st, err := sqlitestore.Open(t.Context(), sqlitestore.Config{Path: sqlitetest.Path(t)})
+	require.NoError(t, err)
+	c, err := hopper.NewClient(hopper.Config{Store: st, Workers: ws, Observers: []hopper.Observer{m},
+		PollInterval: 50 * time.Millisecond})
+	require.NoError(t, err)
+	require.NoError(t, c.Start(t.Context()))
+	t.Cleanup(func() {
+		stoptest.Within(t, c, 10*time.Second)
+		require.NoError(t, st.Close())
+	})
+	ctx := t.Context()
+
+	res, err := c.EnqueueWorkflow(ctx, hopper.Workflow{Name: "album", Steps: []hopper.WorkflowStep{
+		{Name: "fetch", Args: Resize{}}, {Name: "small", Args: Resize{}, After: []string{"fetch"}},
+		{Name: "large", Args: Resize{}, After: []string{"fetch"}}}})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		d, err := c.Workflow(ctx, res.Workflow.ID)
+		require.NoError(t, err)
+		return d.Workflow.State == hopper.WorkflowCompleted
+	}, 10*time.Second, 10*time.Millisecond)
+	require.Equal(t, 1.0, metric(t, m, "hopper_workflows_started_total", "name", "album").GetCounter().GetValue())
+	require.Equal(t, uint64(3), metric(t, m, "hopper_workflow_step_wait_seconds", "queue", "default").GetHistogram().GetSampleCount(),
+		"every step's start, once")
+	require.Equal(t, uint64(3), metric(t, m, "hopper_job_wait_seconds", "queue", "default").GetHistogram().GetSampleCount())
+
+	later, err := c.EnqueueWorkflow(ctx, hopper.Workflow{Name: "later", Steps: []hopper.WorkflowStep{
+		{Name: "x", Args: Resize{}, Opts: &hopper.InsertOpts{Delay: time.Hour}}}})
+	require.NoError(t, err)
+	_, err = c.CancelWorkflow(ctx, later.Workflow.ID, "")
+	require.NoError(t, err)
+	_, err = c.CancelWorkflow(ctx, later.Workflow.ID, "")
+	require.ErrorIs(t, err, hopper.ErrInvalidTransition)
+	require.Equal(t, 1.0, metric(t, m, "hopper_workflows_canceled_total", "name", "later").GetCounter().GetValue())
+	require.Equal(t, 1.0, metric(t, m, "hopper_workflows_started_total", "name", "later").GetCounter().GetValue())
+	require.Equal(t, 1, testutil.CollectAndCount(m, "hopper_workflows_canceled_total"), "album was not canceled")
+	lint, err := testutil.CollectAndLint(m)
+	require.NoError(t, err)
+	require.Empty(t, lint)
+}
+
+// metric returns the series of family name whose label is value.
+func metric(t *testing.T, m *hopperprom.Metrics, name, label, value string) *dto.Metric {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m)
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, mt := range f.GetMetric() {
+			for _, l := range mt.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					return mt
+				}
+			}
+		}
+	}
+	t.Fatalf("no series %s{%s=%q}", name, label, value)
+	return nil
+}
+
+// The workflow name label is bounded as the kinds are.
+func TestWorkflowNameLabelIsBounded(t *testing.T) {
+	t.Parallel()
+	m := hopperprom.New()
+	for i := range hopperprom.MaxWorkflowLabels + 5 {
+		m.ObserveJob(t.Context(), hopper.JobEvent{Type: hopper.WorkflowEnqueued, Workflow: fmt.Sprintf("w%d", i)})
+	}
+	require.Equal(t, hopperprom.MaxWorkflowLabels+1, testutil.CollectAndCount(m, "hopper_workflows_started_total"))
+	require.Equal(t, 5.0, metric(t, m, "hopper_workflows_started_total", "name", hopperprom.OtherLabel).GetCounter().GetValue())
+	require.Zero(t, testutil.CollectAndCount(m, "hopper_jobs_enqueued_total"), "a workflow event makes no job series")
 }

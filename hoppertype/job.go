@@ -156,3 +156,14 @@ func (j *JobRow) Stalled(now time.Time, after time.Duration) bool {
 	return j.State == StateRunning && after > 0 && !j.HeartbeatAt.IsZero() &&
 		now.Sub(j.HeartbeatAt) > after && j.LeaseExpiresAt.After(now)
 }
+
+// StartWait is how long the job waited from becoming due (RunAt: its enqueue, the end of its
+// delay, backoff or snooze, or, for a job with parents, its release from waiting, which sets
+// RunAt) to the start of its latest attempt. ok is false when no attempt has started since it
+// became due (it waits, is queued or scheduled, or ended without running).
+func (j *JobRow) StartWait() (wait time.Duration, ok bool) {
+	if j.StartedAt.IsZero() || j.State == StateWaiting || j.StartedAt.Before(j.RunAt) {
+		return 0, false
+	}
+	return j.StartedAt.Sub(j.RunAt), true
+}

@@ -42,6 +42,15 @@ const (
 	// JobRescued: the leader or the server returned the job to its queue because its worker
 	// was lost (a job out of rescues fails instead: a JobEnded with OutcomeWorkerLost).
 	JobRescued JobEventType = "rescued"
+	// WorkflowEnqueued: this client inserted a workflow (Client.EnqueueWorkflow), once per
+	// workflow; WorkflowID and Workflow (its name) are set, JobID is empty. Each of its steps
+	// is a JobEnqueued too.
+	WorkflowEnqueued JobEventType = "workflow_enqueued"
+	// WorkflowCancel: this client canceled a workflow's steps that had not ended
+	// (Client.CancelWorkflow), once per workflow: a second cancel is refused. WorkflowID,
+	// Workflow and WorkflowState (its state after the cancel: canceled, or failed when a
+	// step had failed before) are set.
+	WorkflowCancel JobEventType = "workflow_cancel"
 )
 
 // JobEvent is one thing that happened to one job.
@@ -72,6 +81,14 @@ type JobEvent struct {
 	// ErrorCode is the business error code an ended attempt failed with (BusinessError); ""
 	// for any other end.
 	ErrorCode string
+	// WorkflowID is the workflow the job is a step of, on JobEnqueued and JobStarted ("" for a
+	// job enqueued on its own), and the workflow of a workflow event. On JobStarted of a step,
+	// Wait runs from its release (the last of its parents ended) for a step with parents.
+	WorkflowID string
+	// Workflow is the workflow's name, on the workflow events.
+	Workflow string
+	// WorkflowState is the workflow's state after a WorkflowCancel.
+	WorkflowState WorkflowState
 	// Batch says, on JobStarted, which batch the job was claimed in: a batch kind's
 	// (hopper.AddBatchWorker in this process, or a remote worker's batch_kinds served through
 	// the server). Its zero value (ID "") is a job claimed alone, and what a remote worker's own

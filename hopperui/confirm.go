@@ -130,7 +130,7 @@ func (h *Handler) askRetry(r *http.Request, _ *view) (*confirmation, error) {
 		Details: []string{fmt.Sprintf("The same job (kind %s) goes back to queue %s with %s more attempt(s), after the %d it made.",
 			job.Kind, job.Queue, more, job.Attempt),
 			"Its id, idempotency key, args and history stay; the audit log records the retry, with your name."},
-		Button: "Retry it", Back: h.cfg.Prefix + "/jobs/" + pathEscape(job.ID)}
+		Button: "Retry it", Back: h.retriedTo(r, job)}
 	last, err := h.lastReplay(r, job.ID)
 	if err != nil {
 		return nil, err

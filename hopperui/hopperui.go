@@ -1,7 +1,7 @@
 // Package hopperui is Hopper's web dashboard as an http.Handler: queues with counts and
 // throughput charts, job search and bulk actions, job detail with live progress, dead letters
-// with replay, schedules, workers and streams. `hopper serve` serves it under /ui/; a library
-// user mounts it in their own server:
+// with replay, schedules, workers and streams, workflows with their graphs. `hopper serve`
+// serves it under /ui/; a library user mounts it in their own server:
 //
 //	ui, err := hopperui.New(hopperui.Config{Client: client, Prefix: "/ui"})
 //	mux.Handle("/ui/", ui)
@@ -133,11 +133,14 @@ func (h *Handler) routes() {
 	read("/dead-letters", h.deadLetters)
 	read("/schedules", h.schedules)
 	read("/workers", h.workers)
+	read("/workflows", h.workflows)
+	read("/workflows/{id}", h.workflow)
 	// Destructive and bulk changes ask first (confirm.go).
 	write("/jobs/bulk", h.confirmed(h.askBulk, h.jobsBulk))
 	write("/jobs/{id}/cancel", h.confirmed(h.askCancel, h.jobCancel))
 	write("/jobs/{id}/replay", h.confirmed(h.askReplay, h.jobReplay))
 	write("/jobs/{id}/retry", h.confirmed(h.askRetry, h.jobRetry))
+	write("/workflows/{id}/cancel", h.confirmed(h.askWorkflowCancel, h.workflowCancel))
 	write("/queues/{name}/pause", h.queuePause)
 	write("/queues/{name}/resume", h.queueResume)
 	write("/queues/{name}/settings", h.queueSettings)

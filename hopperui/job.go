@@ -1,7 +1,9 @@
 package hopperui
 
 import (
+	"errors"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 
@@ -18,7 +20,12 @@ type jobData struct {
 	CompactedFrom []string
 	CompactedInto string
 	Headers       []header
-	Stalled       bool
+	// Parents are the jobs it waits or waited for; Workflow and Children, for a step of a
+	// workflow, its workflow and the steps that run after it.
+	Parents  []hopper.ParentResult
+	Workflow *hopper.WorkflowRow
+	Children []*hopper.JobRow
+	Stalled  bool
 	// Unworked: a queued job that no worker this process knows of has asked for.
 	Unworked *noWorker
 }
@@ -67,11 +74,38 @@ func (h *Handler) job(w http.ResponseWriter, r *http.Request, v *view) error {
 	if d.CompactedInto, err = h.client.CompactedInto(ctx, id); err != nil {
 		return err
 	}
+	if d.Parents, err = h.client.Parents(ctx, id); err != nil {
+		return err
+	}
+	if job.WorkflowID != "" {
+		if err := h.stepLinks(r, d); err != nil {
+			return err
+		}
+	}
 	for k, val := range job.Headers {
 		d.Headers = append(d.Headers, header{k, val})
 	}
 	sort.Slice(d.Headers, func(i, j int) bool { return d.Headers[i].Name < d.Headers[j].Name })
 	h.render(w, r, http.StatusOK, "job", v)
+	return nil
+}
+
+// stepLinks fills in a step's workflow and the steps that run after it (its children in the
+// workflow). A workflow gone with its steps' retention leaves them empty.
+func (h *Handler) stepLinks(r *http.Request, d *jobData) error {
+	det, err := h.client.Workflow(r.Context(), d.Job.WorkflowID)
+	if errors.Is(err, hopper.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	d.Workflow = det.Workflow
+	for _, s := range det.Steps {
+		if slices.Contains(s.After, d.Job.Step) {
+			d.Children = append(d.Children, s.Job)
+		}
+	}
 	return nil
 }
 
@@ -108,6 +142,15 @@ func (h *Handler) jobRetry(w http.ResponseWriter, r *http.Request, v *view) erro
 	if err != nil {
 		return err
 	}
-	http.Redirect(w, r, h.cfg.Prefix+"/jobs/"+pathEscape(job.ID), http.StatusSeeOther)
+	http.Redirect(w, r, h.retriedTo(r, job), http.StatusSeeOther)
 	return nil
+}
+
+// retriedTo is where a retry leads: the job's page, or its workflow's when the retry came from
+// there (form field back=workflow).
+func (h *Handler) retriedTo(r *http.Request, job *hopper.JobRow) string {
+	if r.PostFormValue("back") == "workflow" && job.WorkflowID != "" {
+		return h.cfg.Prefix + "/workflows/" + pathEscape(job.WorkflowID)
+	}
+	return h.cfg.Prefix + "/jobs/" + pathEscape(job.ID)
 }

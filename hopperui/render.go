@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/hopperjobs/hopper"
 )
@@ -40,7 +39,7 @@ func (h *Handler) newView(r *http.Request, p *Principal, title string) *view {
 }
 
 // pageNames are the templates of web/templates, each rendered inside layout.html.
-var pageNames = []string{"login", "error", "overview", "jobs", "job", "queues", "deadletters", "schedules", "workers", "confirm"}
+var pageNames = []string{"login", "error", "overview", "jobs", "job", "queues", "deadletters", "schedules", "workers", "workflows", "workflow", "confirm"}
 
 func parsePages() (map[string]*template.Template, error) {
 	layout, err := template.New("layout.html").Funcs(funcs).ParseFS(webFS, "web/templates/layout.html")
@@ -187,6 +186,7 @@ func formInt(r *http.Request, name string) (n int, set bool, err error) {
 
 var funcs = template.FuncMap{
 	"ts":       formatTime,
+	"clock":    clockTime,
 	"ago":      ago,
 	"dur":      formatDuration,
 	"pretty":   prettyJSON,
@@ -196,6 +196,8 @@ var funcs = template.FuncMap{
 	"hexid":    func(s string) string { return hex.EncodeToString([]byte(s)) },
 	"preview":  argsPreview,
 	"zoned":    zonedTime,
+	// jobStates are the job states in the dashboard's order (waiting, queued… canceled).
+	"jobStates": func() []hopper.JobState { return states },
 }
 
 // argsPreview is a job's args on one line (compact JSON), clipped to n characters with an
@@ -207,11 +209,7 @@ func argsPreview(raw json.RawMessage, n int) string {
 	if err := json.Compact(&buf, raw); err == nil {
 		s = buf.String()
 	}
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
+	return clip(s, n)
 }
 
 // zonedTime is t in the IANA zone tz (UTC when it is unknown here), with its zone's name.
@@ -232,6 +230,15 @@ func formatTime(t time.Time) string {
 		return "—"
 	}
 	return t.UTC().Format("2006-01-02 15:04:05.000 UTC")
+}
+
+// clockTime is t's time of day (UTC) to the millisecond, for a table whose rows are of one
+// day or so: its title carries the whole time.
+func clockTime(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return t.UTC().Format("15:04:05.000")
 }
 
 // ago is how long before now t was ("3m 20s ago"), or "in …" for a time to come.

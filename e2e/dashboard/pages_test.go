@@ -23,6 +23,10 @@ func TestEveryPageLoadsCleanly(t *testing.T) {
 	_, err := e.Client.AddSchedule(t.Context(), hopper.Schedule{Name: "nightly", Cron: "0 3 * * *", TZ: "Europe/Paris", Kind: "steps"})
 	require.NoError(t, err)
 	defer close(e.Progress)
+	wf, err := e.Client.EnqueueWorkflow(t.Context(), hopper.Workflow{Name: "album", Steps: []hopper.WorkflowStep{
+		{Name: "fetch", Args: uitest.Steps{Note: "fetch"}, Opts: &hopper.InsertOpts{Delay: time.Hour}},
+		{Name: "publish", Args: uitest.Steps{Note: "publish"}, After: []string{"fetch"}}}})
+	require.NoError(t, err)
 
 	pages := []struct{ path, h1, contains string }{
 		{"/", "Overview", "reports"},
@@ -32,6 +36,8 @@ func TestEveryPageLoadsCleanly(t *testing.T) {
 		{"/queues", "Queues", "reports"},
 		{"/dead-letters", "Dead letters", dead.ID},
 		{"/schedules", "Schedules", "Europe/Paris"},
+		{"/workflows", "Workflows", wf.Workflow.ID},
+		{"/workflows/" + wf.Workflow.ID, "Workflow " + wf.Workflow.ID, "publish"},
 		{"/workers", "Workers", "ui-test-node"},
 	}
 	for _, p := range pages {

@@ -65,7 +65,22 @@ func TestScreenshots(t *testing.T) {
 	_, err = e.Client.RunScheduleBy(t.Context(), "nightly-report", hopper.ActorOperator, "run now by ops")
 	require.NoError(t, err)
 
+	later := &hopper.InsertOpts{Queue: "mail", Delay: time.Hour}
+	wf, err := e.Client.EnqueueWorkflow(t.Context(), hopper.Workflow{Name: "publish-album", Steps: []hopper.WorkflowStep{
+		{Name: "fetch-photos", Args: uitest.Steps{Fail: "album 7: 404 not found"}},
+		{Name: "resize-small", Args: uitest.Steps{Note: "small"}, After: []string{"fetch-photos"}, Opts: later},
+		{Name: "resize-large", Args: uitest.Steps{Note: "large"}, After: []string{"fetch-photos"}, Opts: later},
+		{Name: "publish", Args: uitest.Steps{Note: "publish"}, After: []string{"resize-small", "resize-large"}, Opts: later},
+		{Name: "notify-owner", Args: uitest.Steps{Note: "notify"}, After: []string{"fetch-photos"}, OnParentFailure: hopper.ParentRun, Opts: later},
+		{Name: "index-album", Args: uitest.Steps{Note: "index"}, Opts: later},
+		{Name: "report", Args: uitest.Steps{Note: "report"}, After: []string{"publish", "notify-owner", "index-album"}, OnParentFailure: hopper.ParentRun, Opts: later},
+	}})
+	require.NoError(t, err)
+	e.WaitState(t, wf.Job("fetch-photos").ID, hopper.StateFailed)
+
 	shots := map[string]string{
+		"workflows":    "/workflows",
+		"workflow":     "/workflows/" + wf.Workflow.ID,
 		"overview":     "/",
 		"jobs":         "/jobs",
 		"job":          "/jobs/" + running.ID,

@@ -231,9 +231,15 @@ func span(start, end, now time.Time) string {
 func newWorkflowsShowCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "show ID",
-		Short: "Show a workflow and its steps: state, attempts, when each started and ended, and what it runs after",
-		Args:  cobra.ExactArgs(1),
-		RunE:  runWorkflowsShow,
+		Short: "Show a workflow and its steps: state, attempts, when each was created, started and ended, its wait from release to start, and what it runs after",
+		Long: `Show a workflow: its state (derived from its steps), its steps counted by state, when it
+was created, when its first step started and, once it has ended, when its last step ended.
+Then each step, parents first: its state, attempts, when it was created, when its latest
+attempt started and when it ended, WAIT (from when it became due, its release from waiting
+for a step with parents, to its latest start; "-" until it starts), DURATION (from its start
+to its end, "+" while it runs), the steps it runs after, and its job id.`,
+		Args: cobra.ExactArgs(1),
+		RunE: runWorkflowsShow,
 	}
 	addJSONFlag(cmd)
 	return cmd
@@ -291,17 +297,28 @@ func printWorkflow(w io.Writer, d *hopper.WorkflowDetail, now time.Time) error {
 	}
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "STEP\tSTATE\tATTEMPT\tSTARTED\tFINISHED\tDURATION\tAFTER\tJOB")
+	fmt.Fprintln(tw, "STEP\tSTATE\tATTEMPT\tCREATED\tSTARTED\tFINISHED\tWAIT\tDURATION\tAFTER\tJOB")
 	for _, s := range d.Steps {
 		j := s.Job
 		after := strings.Join(s.After, ",")
 		if after == "" {
 			after = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.Step, stateCell(j), attemptCount(j.Attempt, j.MaxAttempts),
-			showTime(j.StartedAt, tableTime), showTime(j.FinishedAt, tableTime), stepSpan(j, now), after, j.ID)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.Step, stateCell(j), attemptCount(j.Attempt, j.MaxAttempts),
+			showTime(j.CreatedAt, tableTime), showTime(j.StartedAt, tableTime), showTime(j.FinishedAt, tableTime),
+			stepWait(j), stepSpan(j, now), after, j.ID)
 	}
 	return tw.Flush()
+}
+
+// stepWait is how long a step waited from becoming due (its release from waiting, for a step
+// with parents) to its latest start; "-" when it has not started since.
+func stepWait(j *hopper.JobRow) string {
+	wait, ok := j.StartWait()
+	if !ok {
+		return "-"
+	}
+	return roundDuration(wait).String()
 }
 
 // stepCounts is "4: 1 completed, 1 running, 2 waiting", the states in their usual order.

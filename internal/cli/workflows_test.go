@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/hopperjobs/hopper"
 	"github.com/stretchr/testify/require"
 )
 
@@ -65,7 +67,8 @@ func workflowCommands(t *testing.T, run runner) {
 	require.Equal(t, ExitOK, res.code, res.stderr)
 	require.Contains(t, res.stdout, "Workflow "+id)
 	require.Contains(t, res.stdout, "steps    3: 2 waiting, 1 queued")
-	require.Regexp(t, `(?m)^publish\s+waiting\s+0/\d+\s+-\s+-\s+-\s+resize\s+`, res.stdout)
+	require.Regexp(t, `(?m)^STEP\s+STATE\s+ATTEMPT\s+CREATED\s+STARTED\s+FINISHED\s+WAIT\s+DURATION\s+AFTER\s+JOB$`, res.stdout)
+	require.Regexp(t, `(?m)^publish\s+waiting\s+0/\d+\s+\d{4}-\S+\s+-\s+-\s+-\s+-\s+resize\s+`, res.stdout)
 	require.Regexp(t, `(?m)^fetch\s+queued\s+0/3\s+`, res.stdout)
 
 	res = run(t, "jobs", "show", fetch.Job["id"].(string))
@@ -147,4 +150,31 @@ func TestWorkflowCommands(t *testing.T) {
 func TestWorkflowCommandsThroughAServer(t *testing.T) {
 	b := startServer(t, false)
 	workflowCommands(t, b.remote)
+}
+
+// `workflows show` prints each step's timings: created, started, finished, the wait from its
+// release (its run-at) to its latest start, and how long it ran ("+" while it runs).
+func TestPrintWorkflowStepTimings(t *testing.T) {
+	at := func(s int) time.Time { return time.Date(2026, 3, 1, 12, 0, s, 0, time.Local) }
+	step := func(name string, state hopper.JobState, created, due, started, finished int, after ...string) *hopper.StepRow {
+		j := &hopper.JobRow{ID: "id-" + name, Step: name, State: state, MaxAttempts: 3, CreatedAt: at(created), RunAt: at(due)}
+		if started > 0 {
+			j.StartedAt, j.Attempt = at(started), 1
+		}
+		if finished > 0 {
+			j.FinishedAt = at(finished)
+		}
+		return &hopper.StepRow{Job: j, After: after}
+	}
+	d := &hopper.WorkflowDetail{Workflow: &hopper.WorkflowRow{ID: "wf", Name: "album", State: hopper.WorkflowRunning,
+		Steps: 3, CreatedAt: at(0)}, Steps: []*hopper.StepRow{
+		step("fetch", hopper.StateCompleted, 0, 0, 1, 4),
+		step("resize", hopper.StateRunning, 0, 4, 7, 0, "fetch"),
+		step("publish", hopper.StateWaiting, 0, 0, 0, 0, "resize"),
+	}}
+	var out strings.Builder
+	require.NoError(t, printWorkflow(&out, d, at(10)))
+	require.Regexp(t, `(?m)^fetch\s+completed\s+1/3\s+2026-03-01T12:00:00\s+2026-03-01T12:00:01\s+2026-03-01T12:00:04\s+1s\s+3s\s+-\s+id-fetch$`, out.String())
+	require.Regexp(t, `(?m)^resize\s+running\s+1/3\s+2026-03-01T12:00:00\s+2026-03-01T12:00:07\s+-\s+3s\s+3s\+\s+fetch\s+id-resize$`, out.String())
+	require.Regexp(t, `(?m)^publish\s+waiting\s+0/3\s+2026-03-01T12:00:00\s+-\s+-\s+-\s+-\s+resize\s+id-publish$`, out.String())
 }
