@@ -81,3 +81,13 @@ func KeyBucketRows(s *Store) (n int, err error) {
 
 // FlagParentsPlan is SQLite's query plan of a child's insert flagging its parents.
 func FlagParentsPlan(s *Store) (string, error) { return queryPlan(s, flagManySQL, `["a","b"]`) }
+
+// ReleasePlan is SQLite's query plan of a round of endings releasing their children.
+func ReleasePlan(s *Store) (string, error) {
+	return queryPlan(s, releaseSQL, `[["a","completed",null,"worker"]]`, 0)
+}
+
+// OutcomesPlan is SQLite's query plan of a round of endings recording their outcomes.
+func OutcomesPlan(s *Store) (string, error) {
+	return queryPlan(s, outcomesSQL, `[["a","completed",null,"worker"]]`)
+}

@@ -32,3 +32,20 @@ func TestFlagParentsPlan(t *testing.T) {
 	require.Contains(t, plan, "SEARCH jobs USING COVERING INDEX sqlite_autoindex_jobs_1 (id=?)", plan)
 	require.NotContains(t, plan, "SCAN jobs", plan)
 }
+
+// A round of endings finds their children through job_deps' primary key and each child by
+// its own: never a scan of jobs or job_deps, whatever their size.
+func TestReleasePlan(t *testing.T) {
+	t.Parallel()
+	s, err := sqlite.Open(t.Context(), sqlite.Config{Path: t.TempDir() + "/hopper.db"})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	for name, plan := range map[string]func(*sqlite.Store) (string, error){"release": sqlite.ReleasePlan, "outcomes": sqlite.OutcomesPlan} {
+		got, err := plan(s)
+		require.NoError(t, err)
+		t.Logf("%s:\n%s", name, got)
+		require.NotContains(t, got, "SCAN jobs", name)
+		require.NotContains(t, got, "SCAN job_deps", name)
+		require.NotContains(t, got, "SCAN d\n", name)
+	}
+}
