@@ -42,9 +42,9 @@ func (s *Store) JobParents(ctx context.Context, p *store.ParentsParams) (*store.
 		found = true
 		var (
 			id, outcome, kind, step, pstate, lastErr *string
-			live                               bool
-			finished                           *time.Time
-			result                             []byte
+			live                                     bool
+			finished                                 *time.Time
+			result                                   []byte
 		)
 		if err := rs.Scan(&state, &token, &id, &outcome, &live, &kind, &step, &pstate, &lastErr, &finished, &result, &total); err != nil {
 			return nil, s.wrap(err, "read the parents of job %s", p.ID)

@@ -38,11 +38,11 @@ func (s *Store) JobParents(ctx context.Context, p *store.ParentsParams) (*store.
 	out := &store.Parents{Parents: []*hoppertype.ParentResult{}}
 	for rows.Next() {
 		var (
-			r                        hoppertype.ParentResult
+			r                              hoppertype.ParentResult
 			outcome, kind, step, state, le sql.NullString
-			live                     bool
-			finished                 sql.NullInt64
-			result                   []byte
+			live                           bool
+			finished                       sql.NullInt64
+			result                         []byte
 		)
 		if err := rows.Scan(&r.ID, &outcome, &live, &kind, &step, &state, &le, &finished, &result, &out.ResultBytes); err != nil {
 			return nil, wrap(err, "read the parents of job %s", p.ID)
