@@ -468,6 +468,18 @@ func (a *workerAPI) JobParents(ctx context.Context, id string, token int64, maxR
 	return got.Parents, got.ResultsOmitted, nil
 }
 
+// SpawnJobs adds the jobs a remote worker's attempt spawns, fenced by its token.
+func (a *workerAPI) SpawnJobs(ctx context.Context, id string, token int64, jobs []*attempt.SpawnJob) ([]*attempt.Spawned, error) {
+	if err := checkID("id", id); err != nil {
+		return nil, err
+	}
+	got, err := a.c.spawnJobs(ctx, id, token, jobs)
+	if err != nil {
+		return nil, a.attemptErr("spawn jobs for", id, err)
+	}
+	return got, nil
+}
+
 // attemptErr wraps a store verdict on an attempt; ErrLeaseLost stays visible to errors.Is.
 func (a *workerAPI) attemptErr(op, id string, err error) error {
 	if err == nil {
