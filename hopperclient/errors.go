@@ -85,4 +85,3 @@ func meaning(ce *connect.Error) error {
 	}
 	return nil
 }
-
