@@ -3,6 +3,7 @@ package hopper
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -474,6 +475,9 @@ func (a *workerAPI) SpawnJobs(ctx context.Context, id string, token int64, jobs 
 		return nil, err
 	}
 	got, err := a.c.spawnJobs(ctx, id, token, jobs)
+	if errors.As(err, new(*ValidationError)) {
+		return nil, err // it names the request's field: nothing to add
+	}
 	if err != nil {
 		return nil, a.attemptErr("spawn jobs for", id, err)
 	}
