@@ -22,7 +22,7 @@ const (
 		FROM {schema}.jobs WHERE id = $1 FOR NO KEY UPDATE`
 	// stepJobSQL reads the job of step $2 of workflow $1.
 	stepJobSQL = `SELECT ` + cols + ` FROM {schema}.jobs WHERE workflow_id = $1 AND workflow_step = $2`
-	// stateSQL reads the states of the jobs $1.
+	// statesSQL reads the states of the jobs $1.
 	statesSQL = `SELECT id, state FROM {schema}.jobs WHERE id = ANY($1::text[])`
 	// ancestorsSQL reads the parents of the jobs $1, and whether each waits.
 	ancestorsSQL = `SELECT d.parent_id, coalesce(p.state = 'waiting', false) FROM {schema}.job_deps d

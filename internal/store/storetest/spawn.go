@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +23,8 @@ func testSpawn(t *testing.T, opener Opener) {
 	parallel(t, opener, "NoCycle", spawnNoCycle)
 	parallel(t, opener, "OutsideWorkflow", spawnOutsideWorkflow)
 	parallel(t, opener, "CanceledAtOnce", spawnCanceledAtOnce)
+	parallel(t, opener, "CanceledChildLeft", spawnCanceledChildLeft)
+	parallel(t, opener, "RacesEnding", spawnRacesEnding)
 }
 
 // splitMerge is split → merge, with the split step claimed: the running spawner.
@@ -242,4 +245,55 @@ func spawnCanceledAtOnce(t *testing.T, b *bundle) {
 	merge := b.step(t, p, "merge")
 	require.Equal(t, hoppertype.StateCanceled, merge.State)
 	require.Equal(t, "parent "+res[0].Job.ID+" canceled", b.lastEvent(t, merge.ID).Reason)
+}
+
+// While the spawner runs, the jobs that wait for it are all waiting: none was released. One
+// already canceled (another parent failed) is left canceled and waits for nothing spawned.
+func spawnCanceledChildLeft(t *testing.T, b *bundle) {
+	spawner := b.running(t)
+	other := b.parent(t)
+	waiting := b.insert(t, inQueue("w-"+spawner.ID), after(spawner.ID))
+	canceled := b.insert(t, inQueue("c-"+spawner.ID), after(spawner.ID, other.ID))
+	b.end(t, other, hoppertype.StateFailed)
+	require.Equal(t, hoppertype.StateCanceled, b.get(t, canceled.ID).State)
+	res := b.spawn(t, spawner, spawnChunk(t, ""))
+	require.Equal(t, hoppertype.StateWaiting, b.get(t, waiting.ID).State)
+	require.Equal(t, hoppertype.StateCanceled, b.get(t, canceled.ID).State)
+	require.Equal(t, []string{spawner.ID, res[0].Job.ID}, parentIDs(b.parents(t, waiting.ID)))
+	require.Equal(t, []string{spawner.ID, other.ID}, parentIDs(b.parents(t, canceled.ID)))
+}
+
+// A spawn racing the spawner's ending (here a cancel, the child running whatever happens)
+// either comes first, and the child waits for the spawned job, or finds the spawner ended and
+// spawns nothing, and the child is released: never a child released with a spawned job
+// still running, nor one left waiting for nothing.
+func spawnRacesEnding(t *testing.T, b *bundle) {
+	for round := range 10 {
+		spawner := b.running(t)
+		child := b.insert(t, inQueue("child-"+spawner.ID), after(spawner.ID), onFailure(hoppertype.ParentRun))
+		j := spawnChunk(t, "")
+		var wg sync.WaitGroup
+		var spawnErr, cancelErr error
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			_, spawnErr = b.store.JobSpawn(t.Context(), &store.SpawnParams{ID: spawner.ID, Token: spawner.Token,
+				Jobs: []*store.InsertParams{j}})
+		}()
+		go func() {
+			defer wg.Done()
+			_, cancelErr = b.store.JobCancel(t.Context(), &store.CancelParams{ID: spawner.ID, Actor: hoppertype.ActorOperator, Reason: "race"})
+		}()
+		wg.Wait()
+		require.NoError(t, cancelErr)
+		got := b.get(t, child.ID)
+		if spawnErr != nil {
+			require.ErrorIs(t, spawnErr, store.ErrLeaseLost, "round %d", round)
+			require.Equal(t, hoppertype.StateQueued, got.State, "round %d: nothing spawned, released", round)
+			continue
+		}
+		require.Equal(t, hoppertype.StateWaiting, got.State, "round %d: waits for the spawned job", round)
+		b.end(t, b.get(t, j.ID), hoppertype.StateCompleted)
+		require.Equal(t, hoppertype.StateQueued, b.get(t, child.ID).State, "round %d", round)
+	}
 }
