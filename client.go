@@ -57,6 +57,7 @@ func NewClient(cfg Config) (*Client, error) {
 		LeaderTTL: cfg.LeaderTTL, LeaderIdleAfter: cfg.LeaderIdleAfter, NodeTTL: cfg.NodeTTL, Host: hostname(), PID: os.Getpid(),
 		PollOnly: cfg.PollOnly, ResultTTL: cfg.ResultTTL, DeadLetterRetention: cfg.DeadLetterRetention,
 		SweepInterval: cfg.SweepInterval, MaxArgsBytes: cfg.MaxArgsBytes, Tracer: tp.Tracer(jobtrace.ScopeName),
+		Spawner: c.spawnJobs,
 	}
 	if cfg.Workers != nil { // an enqueue-only client claims nothing to hold back
 		gov, err := newGovernor(cfg, c.clock)

@@ -84,6 +84,9 @@ func ParseParentPolicy(text string) (ParentPolicy, error) { return hoppertype.Pa
 // MaxParents bounds InsertOpts.After.
 const MaxParents = 10_000
 
+// MaxSpawn bounds the jobs of one SpawnMany (and WorkerService.Spawn).
+const MaxSpawn = 10_000
+
 // Attempt outcomes.
 const (
 	OutcomeOK           = hoppertype.OutcomeOK

@@ -3,6 +3,7 @@ package hopper
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -466,6 +467,21 @@ func (a *workerAPI) JobParents(ctx context.Context, id string, token int64, maxR
 		return nil, false, a.attemptErr("read parents of", id, err)
 	}
 	return got.Parents, got.ResultsOmitted, nil
+}
+
+// SpawnJobs adds the jobs a remote worker's attempt spawns, fenced by its token.
+func (a *workerAPI) SpawnJobs(ctx context.Context, id string, token int64, jobs []*attempt.SpawnJob) ([]*attempt.Spawned, error) {
+	if err := checkID("id", id); err != nil {
+		return nil, err
+	}
+	got, err := a.c.spawnJobs(ctx, id, token, jobs)
+	if errors.As(err, new(*ValidationError)) {
+		return nil, err // it names the request's field: nothing to add
+	}
+	if err != nil {
+		return nil, a.attemptErr("spawn jobs for", id, err)
+	}
+	return got, nil
 }
 
 // attemptErr wraps a store verdict on an attempt; ErrLeaseLost stays visible to errors.Is.

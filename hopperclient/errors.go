@@ -4,11 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"connectrpc.com/connect/v2"
 	"github.com/hopperjobs/hopper"
-	"github.com/hopperjobs/hopper/internal/apierr"
+	"github.com/hopperjobs/hopper/internal/apiview"
 )
 
 // Errors of the server's refusals that package hopper has no error for; tell them apart with
@@ -63,7 +62,7 @@ func incidentErr(op string, err error) error {
 func meaning(ce *connect.Error) error {
 	switch ce.Code() {
 	case connect.CodeInvalidArgument:
-		if ve := validationError(ce.Message()); ve != nil {
+		if ve := apiview.ValidationError(ce.Message()); ve != nil {
 			return ve
 		}
 		return hopper.ErrInvalid
@@ -85,22 +84,4 @@ func meaning(ce *connect.Error) error {
 		return context.DeadlineExceeded
 	}
 	return nil
-}
-
-// validationError reads the field a server's INVALID_ARGUMENT names: its message is
-// "invalid FIELD: REASON", as *hopper.ValidationError writes it. A message of another shape
-// (a request the server could not read, a value the store refused) names no field: nil.
-func validationError(msg string) *hopper.ValidationError {
-	if msg == apierr.StoreRefusalMessage {
-		return nil
-	}
-	rest, ok := strings.CutPrefix(msg, "invalid ")
-	if !ok {
-		return nil
-	}
-	field, reason, ok := strings.Cut(rest, ": ")
-	if !ok || field == "" || strings.ContainsAny(field, " \t\n") {
-		return nil
-	}
-	return &hopper.ValidationError{Field: field, Reason: reason}
 }

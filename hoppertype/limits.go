@@ -46,4 +46,6 @@ type InputLimits struct {
 	MaxStreamKindCaps int
 	// Dependencies: the most ids one job names in InsertOpts.After (its parents).
 	MaxParents int
+	// Fan-out at run time: the most jobs one spawn adds.
+	MaxSpawn int
 }

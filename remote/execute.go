@@ -355,6 +355,42 @@ func (o *rpcOps) ParentResults(ctx context.Context) ([]*hoppertype.ParentResult,
 	return apiview.FromParentResults(res.GetParents()), nil
 }
 
+// Spawn adds jobs with WorkerService.Spawn (docs/workflows.md, "Fan-out at run time"). The
+// server validates them: an INVALID_ARGUMENT naming a field comes back as the
+// *ValidationError it names, as in process.
+func (o *rpcOps) Spawn(ctx context.Context, jobs []*attempt.SpawnJob) ([]*attempt.Spawned, error) {
+	req := &hopperv1.SpawnRequest{Id: o.job.GetId(), LeaseToken: o.job.GetLeaseToken(), Jobs: make([]*hopperv1.SpawnJob, len(jobs))}
+	for i, j := range jobs {
+		s, err := apiview.SpawnJob(j)
+		if err != nil {
+			var ve *hoppertype.ValidationError
+			if errors.As(err, &ve) {
+				return nil, &hoppertype.ValidationError{Field: fmt.Sprintf("jobs[%d].%s", i, ve.Field), Reason: ve.Reason}
+			}
+			return nil, err
+		}
+		req.Jobs[i] = s
+	}
+	res, err := o.w.api.Spawn(ctx, req)
+	if err != nil {
+		if connect.CodeOf(err) == connect.CodeInvalidArgument {
+			var ce *connect.Error
+			if errors.As(err, &ce) {
+				if ve := apiview.ValidationError(ce.Message()); ve != nil {
+					return nil, ve
+				}
+			}
+			return nil, fmt.Errorf("spawn: %w: %w", hoppertype.ErrInvalid, err)
+		}
+		return nil, o.err(fmt.Errorf("spawn: %w", err))
+	}
+	out := make([]*attempt.Spawned, len(res.GetResults()))
+	for i, r := range res.GetResults() {
+		out[i] = &attempt.Spawned{Job: apiview.FromJob(r.GetJob()), Existing: r.GetExisting()}
+	}
+	return out, nil
+}
+
 // err maps a refused lease (or a job the server no longer has) to hoppertype.ErrLeaseLost and
 // cancels the attempt, as in process.
 func (o *rpcOps) err(err error) error {

@@ -146,6 +146,7 @@ func TestSDKConformance(t *testing.T) {
 				t.Run("kind-concurrency/"+mode, func(t *testing.T) { testKindConcurrency(t, d, mode) })
 				t.Run("batch/"+mode, func(t *testing.T) { testBatches(t, d, mode) })
 				t.Run("parent-results/"+mode, func(t *testing.T) { testParentResults(t, d, mode) })
+				t.Run("spawn/"+mode, func(t *testing.T) { testSpawn(t, d, mode) })
 			}
 			t.Run("shorten", func(t *testing.T) { testShortenedLease(t, d) })
 			t.Run("cancel", func(t *testing.T) { testCancelWhileRunning(t, d) })
@@ -215,6 +216,33 @@ func testParentResults(t *testing.T, d driver, mode string) {
 		w.signal(syscall.SIGTERM)
 		require.Equal(t, 0, w.wait(30*time.Second))
 	}
+}
+
+// A running job spawns jobs, and the job waiting for it waits for them too; a second spawn of
+// the same idempotency keys returns the first's jobs: the spawn and sum-parents cases
+// (docs/workflows.md, "Fan-out at run time").
+func testSpawn(t *testing.T, d driver, mode string) {
+	s := startServer(t)
+	api := apiOf(t, s.url(), "")
+	w := startWorker(t, d, workerOpts{url: s.url(), queue: "spawn", mode: mode, concurrency: 4})
+	spawner := enqueue(t, api, "spawn", cases.Args{Case: "spawn", N: 3}, nil)
+	child := enqueue(t, api, "spawn", cases.Args{Case: "sum-parents"}, &hopper.InsertOpts{After: []string{spawner}})
+	var job *hopper.JobRow
+	require.Eventually(t, func() bool {
+		var err error
+		job, err = api.Get(ctx(t), child)
+		require.NoError(t, err)
+		return job.State.Terminal()
+	}, 30*time.Second, 10*time.Millisecond, "the merge did not end")
+	require.Equal(t, hopper.StateCompleted, job.State, job.LastError)
+	var got cases.Summed
+	require.NoError(t, json.Unmarshal(job.Result, &got))
+	require.Equal(t, 6.0, got.Sum, "the three spawned values")
+	require.Len(t, got.Parents, 4, "the spawner and the three jobs it spawned")
+	require.Equal(t, spawner, got.Parents[0].ID)
+	require.JSONEq(t, `"spawned"`, string(got.Parents[0].Result))
+	w.signal(syscall.SIGTERM)
+	require.Equal(t, 0, w.wait(30*time.Second))
 }
 
 // Long jobs that report progress survive the server killed and restarted under them: one

@@ -14,6 +14,7 @@ import (
 	"strconv"
 
 	"github.com/hopperjobs/hopper"
+	"github.com/hopperjobs/hopper/internal/apiview"
 )
 
 // Header carries a request's id, on the response and, when a proxy sets one, on the request.
@@ -31,7 +32,7 @@ var RetryAfter = strconv.Itoa(RetryAfterSeconds)
 
 // StoreRefusalMessage answers input the store refused though the checks at the door let it
 // through: the store's own words are the driver's (SQL, encodings, SQLSTATE) and name no field.
-const StoreRefusalMessage = "invalid input: a value the store cannot keep"
+const StoreRefusalMessage = apiview.StoreRefusalMessage
 
 // StoreRefusal reports whether err is a store's refusal of a value (hopper.ErrInvalid) rather
 // than one of Hopper's checks, which names the field (*hopper.ValidationError): its text must

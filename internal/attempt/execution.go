@@ -30,6 +30,49 @@ type AttemptOps interface {
 	// ParentResults reads the job's parents, in the order it named them, with how each ended
 	// and what it left (docs/workflows.md "Results passed along").
 	ParentResults(ctx context.Context) ([]*hoppertype.ParentResult, error)
+	// Spawn adds jobs to the job's workflow, each a parent of the jobs that wait for this one
+	// (docs/workflows.md "Fan-out at run time"), all or none.
+	Spawn(ctx context.Context, jobs []*SpawnJob) ([]*Spawned, error)
+}
+
+// SpawnJob is a job a running attempt adds: its step name in the attempt's workflow ("":
+// generated), its kind, JSON args and options.
+type SpawnJob struct {
+	Step string
+	Kind string
+	Args json.RawMessage
+	Opts SpawnOpts
+}
+
+// SpawnOpts are a spawned job's options: the hopper package's InsertOpts (the type defaults
+// laid over), as the handler's side of an attempt carries them to whoever validates them (the
+// hopper package in process, the server for a remote worker: JobSpec on the wire).
+type SpawnOpts struct {
+	Queue                string
+	Priority             int
+	RunAt                time.Time
+	Delay                time.Duration
+	MaxAttempts          int
+	MaxRescues           int
+	Timeout              time.Duration
+	RetryPolicy          *hoppertype.RetryPolicy
+	Headers              map[string]string
+	IdempotencyKey       string
+	IdempotencyRetention time.Duration
+	GroupKey             string
+	FairnessKey          string
+	MergeKey             string
+	After                []string
+	OnParentFailure      hoppertype.ParentPolicy
+	// ResultTTL is not on the wire: a remote worker's spawn refuses it.
+	ResultTTL time.Duration
+}
+
+// Spawned is a job a spawn added, or the one it found already there (Existing: its step name
+// or idempotency key named it).
+type Spawned struct {
+	Job      *hoppertype.JobRow
+	Existing bool
 }
 
 // NewExecution is the execution of row, whose calls go to ops.
@@ -78,6 +121,11 @@ func (x *Execution) ExtendLease(ctx context.Context, d time.Duration) error {
 // handed over with the job.
 func (x *Execution) ParentResults(ctx context.Context) ([]*hoppertype.ParentResult, error) {
 	return x.ops.ParentResults(ctx)
+}
+
+// Spawn adds jobs for the attempt, fenced by its token.
+func (x *Execution) Spawn(ctx context.Context, jobs []*SpawnJob) ([]*Spawned, error) {
+	return x.ops.Spawn(ctx, jobs)
 }
 
 // AttemptTimeout is the execution limit of an attempt of row run by u: the job's own timeout,

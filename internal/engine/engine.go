@@ -36,6 +36,9 @@ type Config struct {
 	Logger   *slog.Logger     // default discards
 	WorkerID string           // required: recorded on every claim
 	Workers  *attempt.Workers // the handlers of the kinds this process works; nil: none
+	// Spawner adds the jobs a running attempt spawns (attempt.Execution.Spawn): the client
+	// validates them and writes them, fenced by the attempt's id and token.
+	Spawner func(ctx context.Context, id string, token int64, jobs []*attempt.SpawnJob) ([]*attempt.Spawned, error)
 	// Queues maps each queue this process works to its maximum concurrent jobs.
 	Queues map[string]int
 	// Weights are the queues' weights in this process's share of MaxWorkers (default 1 each);

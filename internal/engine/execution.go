@@ -46,6 +46,16 @@ func (o localOps) ParentResults(ctx context.Context) ([]*hoppertype.ParentResult
 	return got.Parents, nil
 }
 
+// Spawn adds jobs for the attempt through the engine's Spawner (the client's, which
+// validates them and writes the store), fenced by the attempt's token.
+func (o localOps) Spawn(ctx context.Context, jobs []*attempt.SpawnJob) ([]*attempt.Spawned, error) {
+	if o.e.cfg.Spawner == nil {
+		return nil, fmt.Errorf("spawn jobs for job %s: no spawner configured", o.row.ID)
+	}
+	got, err := o.e.cfg.Spawner(ctx, o.row.ID, o.row.Token, jobs)
+	return got, o.leaseErr(err)
+}
+
 // leaseErr cancels the attempt's context when the store says the lease is gone.
 func (o localOps) leaseErr(err error) error {
 	if errors.Is(err, store.ErrLeaseLost) {

@@ -410,6 +410,7 @@ var procedureScopes = map[string]Scope{
 	hopperv1connect.WorkerServiceReportProgressProcedure: ScopeWork,
 	hopperv1connect.WorkerServiceHoldProcedure:           ScopeWork,
 	hopperv1connect.WorkerServiceParentResultsProcedure:  ScopeWork,
+	hopperv1connect.WorkerServiceSpawnProcedure:          ScopeWork,
 
 	hopperv1connect.QueueServiceListProcedure:   ScopeRead,
 	hopperv1connect.QueueServicePauseProcedure:  ScopeAdmin,

@@ -54,6 +54,7 @@ type Store interface {
 	StatsStore
 	WorkflowStore
 	ParentStore
+	SpawnStore
 
 	// JobInsertMany inserts jobs in one transaction: all or none. A job whose idempotency key is
 	// live returns the existing job (Existing=true) or ErrDuplicate when its payload differs.

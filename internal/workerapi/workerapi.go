@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/attempt"
 	"github.com/hopperjobs/hopper/internal/field"
 )
 
@@ -151,6 +152,9 @@ type API interface {
 	// maxResultBytes is positive and their results together are larger, every Result is left
 	// out and omitted says so.
 	JobParents(ctx context.Context, id string, token int64, maxResultBytes int) (parents []*hoppertype.ParentResult, omitted bool, err error)
+	// SpawnJobs adds jobs for an attempt (docs/workflows.md, "Fan-out at run time"), validated
+	// as an enqueue's (a *hopper.ValidationError naming jobs[i].field), all or none.
+	SpawnJobs(ctx context.Context, id string, token int64, jobs []*attempt.SpawnJob) ([]*attempt.Spawned, error)
 	// Batch starts a batch of n outcomes reported in one request, written together.
 	Batch(n int) Batch
 	// JobsAvailable returns a channel closed the next time jobs may have become claimable in

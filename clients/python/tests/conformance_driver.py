@@ -20,6 +20,7 @@ from hopper import (
     RetryAfter,
     RunningJob,
     Snooze,
+    SpawnJob,
     Suspend,
     Worker,
     fail_with_checkpoint,
@@ -81,6 +82,15 @@ async def work(job: RunningJob) -> Any:
         return {"sum": total, "parents": [
             {"id": p.id, "kind": p.kind, "outcome": p.outcome, "state": p.state, "error": p.error, "result": p.result,
              "expired": p.expired, "finished": p.finished_at is not None} for p in parents]}
+    if case == "spawn":
+        jobs = [SpawnJob(job.kind, {"case": "value", "n": i + 1}, {"queue": job.queue, "idempotency_key": f"{job.id}-{i}"})
+                for i in range(a.get("n", 0))]
+        first = await job.spawn(jobs)
+        again = await job.spawn(jobs)  # as a retried attempt would
+        for i, r in enumerate(first):
+            if r.existing or not again[i].existing or again[i].job.id != r.job.id:
+                raise NoRetry(f"spawn {i}: not idempotent")
+        return "spawned"
     if case == "shorten":
         await job.extend_lease(a.get("lease_ms", 1000) / 1000)
         await asyncio.sleep(ms)

@@ -1,4 +1,5 @@
 import type { RetryPolicy } from "./backoff.js";
+import type { EnqueueResult, NewJob } from "./client.js";
 
 /** ParentOutcome is how a parent ended for its children ("" for one that has not ended). */
 export type ParentOutcome = "completed" | "failed" | "canceled" | "skipped" | "";
@@ -86,6 +87,27 @@ export interface RunningJob<A = unknown> {
    * It throws a LeaseLostError, and aborts signal, when the job is no longer this attempt's.
    */
   parentResults<R = unknown>(): Promise<ParentResult<R>[]>;
+  /**
+   * spawn adds jobs while the handler runs (docs/workflows.md, "Fan-out at run time"): each
+   * goes in this job's workflow, as its step (given, or named for it), and every job that
+   * waits for this one waits for them too, so a merge step after a split step runs once the
+   * split and every chunk it spawned have ended. All or none, in one transaction. A step name
+   * already in the workflow returns that job (existing): a retried attempt that spawns the same
+   * steps adds nothing. A job's after may name jobs that exist (this one, its parents, jobs an
+   * earlier spawn returned). It throws a HopperError of code InvalidArgument naming the field
+   * (jobs[1].queue) for bad input, and a LeaseLostError when the job is no longer this
+   * attempt's.
+   */
+  spawn<A = unknown>(jobs: SpawnJob<A>[]): Promise<EnqueueResult<A>[]>;
+}
+
+/** SpawnJob is one job of RunningJob.spawn: a job as Client.enqueueMany takes it (no mergeKey). */
+export interface SpawnJob<A = unknown> extends NewJob<A> {
+  /**
+   * step names the job in the running job's workflow (letters, digits, '_', '-', '.', ':', at
+   * most 128); unset, the server names it. Only for a job that is a step of a workflow.
+   */
+  step?: string;
 }
 
 /**

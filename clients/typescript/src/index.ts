@@ -12,7 +12,7 @@ export type { ConnectionOptions } from "./connection.js";
 export type { EnqueueOptions } from "./enqueue-options.js";
 export { codeName, HopperError, NoLimitsError } from "./errors.js";
 export type {
-  Batch, BatchHandler, BatchHandlerOptions, BatchHandlers, Handler, HandlerOptions, Handlers, ParentOutcome, ParentResult, RunningJob,
+  Batch, BatchHandler, BatchHandlerOptions, BatchHandlers, Handler, HandlerOptions, Handlers, ParentOutcome, ParentResult, RunningJob, SpawnJob,
 } from "./handler.js";
 export {
   BusinessError, CheckpointError, failWithCheckpoint,

@@ -1,8 +1,11 @@
 import type { Client as RpcClient } from "@connectrpc/connect";
 import { Code } from "@connectrpc/connect";
 import { toHopperError } from "./errors.js";
-import type { ActivatedJob, ParentResult as ParentResultPb, WorkerService } from "./gen/hopper/v1/hopper_pb.js";
-import type { ParentOutcome, ParentResult, RunningJob } from "./handler.js";
+import type { EnqueueResult } from "./client.js";
+import { jobSpec } from "./enqueue-options.js";
+import type { ActivatedJob, EnqueueResponse, ParentResult as ParentResultPb, WorkerService } from "./gen/hopper/v1/hopper_pb.js";
+import type { ParentOutcome, ParentResult, RunningJob, SpawnJob } from "./handler.js";
+import { jobFromProto } from "./job.js";
 import { LeaseLostError } from "./handler-errors.js";
 import { decodeJSON } from "./json.js";
 import { clipText, type Limits } from "./text.js";
@@ -117,6 +120,13 @@ export class Running<A> implements RunningJob<A> {
     let parents: ParentResultPb[] = [];
     await this.check(this.api.parentResults(this.ref()).then((res) => { parents = res.parents; }));
     return parents.map((p) => parentFromProto<R>(p));
+  }
+
+  async spawn<A = unknown>(jobs: SpawnJob<A>[]): Promise<EnqueueResult<A>[]> {
+    let results: EnqueueResponse[] = [];
+    const req = { ...this.ref(), jobs: jobs.map((j) => ({ step: j.step ?? "", job: jobSpec(j.kind, j.args, j) })) };
+    await this.check(this.api.spawn(req).then((res) => { results = res.results; }));
+    return results.map((r) => ({ job: jobFromProto<A>(r.job!), existing: r.existing, merged: r.merged }));
   }
 
   private decoded: { checkpoint: unknown; resumeData: unknown } | undefined;

@@ -90,6 +90,17 @@ async function work(job: RunningJob<Args>): Promise<unknown> {
         })),
       };
     }
+    case "spawn": {
+      const jobs = Array.from({ length: a.n ?? 0 }, (_, i) => ({
+        kind: job.kind, args: { case: "value", n: i + 1 }, queue: job.queue, idempotencyKey: `${job.id}-${i}`,
+      }));
+      const first = await job.spawn(jobs);
+      const again = await job.spawn(jobs); // as a retried attempt would
+      first.forEach((r, i) => {
+        if (r.existing || !again[i]!.existing || again[i]!.job.id !== r.job.id) throw new NoRetryError(`spawn ${i}: not idempotent`);
+      });
+      return "spawned";
+    }
     case "shorten":
       await job.extendLease(a.lease_ms ?? 1000);
       await sleep(a.ms ?? 0, job.signal);

@@ -98,6 +98,28 @@ func (h Handler) Work(ctx context.Context, job *hopper.Job[Args]) (err error) {
 			return err
 		}
 		return hopper.SetResult(ctx, SumParents(parents))
+	case "spawn":
+		// N value jobs 1…N in its queue, each keyed by this job and its place, spawned twice
+		// (as a retried attempt would): the second spawn must return the first's jobs.
+		jobs := make([]hopper.SpawnParams, a.N)
+		for i := range jobs {
+			jobs[i] = hopper.SpawnParams{Args: Args{Case: "value", N: i + 1},
+				Opts: &hopper.InsertOpts{Queue: job.Queue, IdempotencyKey: fmt.Sprintf("%s-%d", job.ID, i)}}
+		}
+		first, err := hopper.SpawnMany(ctx, jobs)
+		if err != nil {
+			return err
+		}
+		again, err := hopper.SpawnMany(ctx, jobs)
+		if err != nil {
+			return err
+		}
+		for i := range first {
+			if first[i].Existing || !again[i].Existing || again[i].Job.ID != first[i].Job.ID {
+				return hopper.NoRetry(fmt.Errorf("spawn %d: not idempotent", i))
+			}
+		}
+		return hopper.SetResult(ctx, "spawned")
 	case "shorten":
 		if err := hopper.ExtendLease(ctx, time.Duration(a.LeaseMs)*time.Millisecond); err != nil {
 			return err

@@ -3740,6 +3740,171 @@ func (x *ParentResultsResponse) GetParents() []*ParentResult {
 	return nil
 }
 
+type SpawnRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id and lease_token are the held job's: the spawner.
+	Id         string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	LeaseToken int64  `protobuf:"varint,2,opt,name=lease_token,json=leaseToken,proto3" json:"lease_token,omitempty"`
+	// jobs to add, 1 to input_limits.max_spawn. A job's after may name jobs that exist: the
+	// spawner itself, its parents, jobs an earlier Spawn returned; never a job that waits for
+	// the spawner (it would wait for itself).
+	Jobs          []*SpawnJob `protobuf:"bytes,3,rep,name=jobs,proto3" json:"jobs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SpawnRequest) Reset() {
+	*x = SpawnRequest{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SpawnRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SpawnRequest) ProtoMessage() {}
+
+func (x *SpawnRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SpawnRequest.ProtoReflect.Descriptor instead.
+func (*SpawnRequest) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *SpawnRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *SpawnRequest) GetLeaseToken() int64 {
+	if x != nil {
+		return x.LeaseToken
+	}
+	return 0
+}
+
+func (x *SpawnRequest) GetJobs() []*SpawnJob {
+	if x != nil {
+		return x.Jobs
+	}
+	return nil
+}
+
+// SpawnJob is one job of a spawn: the job, and its step name in the spawner's workflow.
+type SpawnJob struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Job   *JobSpec               `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
+	// step is its name in the spawner's workflow: letters, digits, '_', '-', '.', ':', at most
+	// 128; empty for one the server names (the spawner's step name, '.', the job's id). A step
+	// name already in the workflow returns that job. Not for a spawner outside a workflow.
+	Step          string `protobuf:"bytes,2,opt,name=step,proto3" json:"step,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SpawnJob) Reset() {
+	*x = SpawnJob{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SpawnJob) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SpawnJob) ProtoMessage() {}
+
+func (x *SpawnJob) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SpawnJob.ProtoReflect.Descriptor instead.
+func (*SpawnJob) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *SpawnJob) GetJob() *JobSpec {
+	if x != nil {
+		return x.Job
+	}
+	return nil
+}
+
+func (x *SpawnJob) GetStep() string {
+	if x != nil {
+		return x.Step
+	}
+	return ""
+}
+
+type SpawnResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// results in the order of the request's jobs.
+	Results       []*EnqueueResponse `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SpawnResponse) Reset() {
+	*x = SpawnResponse{}
+	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SpawnResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SpawnResponse) ProtoMessage() {}
+
+func (x *SpawnResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SpawnResponse.ProtoReflect.Descriptor instead.
+func (*SpawnResponse) Descriptor() ([]byte, []int) {
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *SpawnResponse) GetResults() []*EnqueueResponse {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
 // BatchKind asks for a kind's jobs in batches (docs/workers.md, "Batches"): up to max_jobs
 // consecutive queued jobs of one group, claimed together.
 type BatchKind struct {
@@ -3760,7 +3925,7 @@ type BatchKind struct {
 
 func (x *BatchKind) Reset() {
 	*x = BatchKind{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3772,7 +3937,7 @@ func (x *BatchKind) String() string {
 func (*BatchKind) ProtoMessage() {}
 
 func (x *BatchKind) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[51]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3785,7 +3950,7 @@ func (x *BatchKind) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchKind.ProtoReflect.Descriptor instead.
 func (*BatchKind) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{51}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *BatchKind) GetKind() string {
@@ -3866,7 +4031,7 @@ type ActivateRequest struct {
 
 func (x *ActivateRequest) Reset() {
 	*x = ActivateRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3878,7 +4043,7 @@ func (x *ActivateRequest) String() string {
 func (*ActivateRequest) ProtoMessage() {}
 
 func (x *ActivateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[52]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3891,7 +4056,7 @@ func (x *ActivateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActivateRequest.ProtoReflect.Descriptor instead.
 func (*ActivateRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{52}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ActivateRequest) GetWorker() string {
@@ -3984,7 +4149,7 @@ type ActivateResponse struct {
 
 func (x *ActivateResponse) Reset() {
 	*x = ActivateResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3996,7 +4161,7 @@ func (x *ActivateResponse) String() string {
 func (*ActivateResponse) ProtoMessage() {}
 
 func (x *ActivateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[53]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4009,7 +4174,7 @@ func (x *ActivateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActivateResponse.ProtoReflect.Descriptor instead.
 func (*ActivateResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{53}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ActivateResponse) GetJobs() []*ActivatedJob {
@@ -4060,7 +4225,7 @@ type StreamJobsRequest struct {
 
 func (x *StreamJobsRequest) Reset() {
 	*x = StreamJobsRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4072,7 +4237,7 @@ func (x *StreamJobsRequest) String() string {
 func (*StreamJobsRequest) ProtoMessage() {}
 
 func (x *StreamJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[54]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4085,7 +4250,7 @@ func (x *StreamJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamJobsRequest.ProtoReflect.Descriptor instead.
 func (*StreamJobsRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{54}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *StreamJobsRequest) GetWorker() string {
@@ -4175,7 +4340,7 @@ type StreamJobsResponse struct {
 
 func (x *StreamJobsResponse) Reset() {
 	*x = StreamJobsResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4187,7 +4352,7 @@ func (x *StreamJobsResponse) String() string {
 func (*StreamJobsResponse) ProtoMessage() {}
 
 func (x *StreamJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[55]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4200,7 +4365,7 @@ func (x *StreamJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamJobsResponse.ProtoReflect.Descriptor instead.
 func (*StreamJobsResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{55}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *StreamJobsResponse) GetJobs() []*ActivatedJob {
@@ -4229,7 +4394,7 @@ type CompleteRequest struct {
 
 func (x *CompleteRequest) Reset() {
 	*x = CompleteRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4241,7 +4406,7 @@ func (x *CompleteRequest) String() string {
 func (*CompleteRequest) ProtoMessage() {}
 
 func (x *CompleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[56]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4254,7 +4419,7 @@ func (x *CompleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteRequest.ProtoReflect.Descriptor instead.
 func (*CompleteRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{56}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *CompleteRequest) GetId() string {
@@ -4286,7 +4451,7 @@ type CompleteResponse struct {
 
 func (x *CompleteResponse) Reset() {
 	*x = CompleteResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[57]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4298,7 +4463,7 @@ func (x *CompleteResponse) String() string {
 func (*CompleteResponse) ProtoMessage() {}
 
 func (x *CompleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[57]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4311,7 +4476,7 @@ func (x *CompleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteResponse.ProtoReflect.Descriptor instead.
 func (*CompleteResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{57}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{60}
 }
 
 type FailRequest struct {
@@ -4352,7 +4517,7 @@ type FailRequest struct {
 
 func (x *FailRequest) Reset() {
 	*x = FailRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4364,7 +4529,7 @@ func (x *FailRequest) String() string {
 func (*FailRequest) ProtoMessage() {}
 
 func (x *FailRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[58]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4377,7 +4542,7 @@ func (x *FailRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailRequest.ProtoReflect.Descriptor instead.
 func (*FailRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{58}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *FailRequest) GetId() string {
@@ -4468,7 +4633,7 @@ type FailResponse struct {
 
 func (x *FailResponse) Reset() {
 	*x = FailResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4480,7 +4645,7 @@ func (x *FailResponse) String() string {
 func (*FailResponse) ProtoMessage() {}
 
 func (x *FailResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[59]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4493,7 +4658,7 @@ func (x *FailResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailResponse.ProtoReflect.Descriptor instead.
 func (*FailResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{59}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *FailResponse) GetState() string {
@@ -4521,7 +4686,7 @@ type SnoozeRequest struct {
 
 func (x *SnoozeRequest) Reset() {
 	*x = SnoozeRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4533,7 +4698,7 @@ func (x *SnoozeRequest) String() string {
 func (*SnoozeRequest) ProtoMessage() {}
 
 func (x *SnoozeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[60]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4546,7 +4711,7 @@ func (x *SnoozeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnoozeRequest.ProtoReflect.Descriptor instead.
 func (*SnoozeRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{60}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *SnoozeRequest) GetId() string {
@@ -4578,7 +4743,7 @@ type SnoozeResponse struct {
 
 func (x *SnoozeResponse) Reset() {
 	*x = SnoozeResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4590,7 +4755,7 @@ func (x *SnoozeResponse) String() string {
 func (*SnoozeResponse) ProtoMessage() {}
 
 func (x *SnoozeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[61]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4603,7 +4768,7 @@ func (x *SnoozeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnoozeResponse.ProtoReflect.Descriptor instead.
 func (*SnoozeResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{61}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{64}
 }
 
 type SuspendRequest struct {
@@ -4622,7 +4787,7 @@ type SuspendRequest struct {
 
 func (x *SuspendRequest) Reset() {
 	*x = SuspendRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4634,7 +4799,7 @@ func (x *SuspendRequest) String() string {
 func (*SuspendRequest) ProtoMessage() {}
 
 func (x *SuspendRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[62]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4647,7 +4812,7 @@ func (x *SuspendRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SuspendRequest.ProtoReflect.Descriptor instead.
 func (*SuspendRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{62}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *SuspendRequest) GetId() string {
@@ -4693,7 +4858,7 @@ type SuspendResponse struct {
 
 func (x *SuspendResponse) Reset() {
 	*x = SuspendResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4705,7 +4870,7 @@ func (x *SuspendResponse) String() string {
 func (*SuspendResponse) ProtoMessage() {}
 
 func (x *SuspendResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[63]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4718,7 +4883,7 @@ func (x *SuspendResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SuspendResponse.ProtoReflect.Descriptor instead.
 func (*SuspendResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{63}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{66}
 }
 
 type ReleaseRequest struct {
@@ -4733,7 +4898,7 @@ type ReleaseRequest struct {
 
 func (x *ReleaseRequest) Reset() {
 	*x = ReleaseRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4745,7 +4910,7 @@ func (x *ReleaseRequest) String() string {
 func (*ReleaseRequest) ProtoMessage() {}
 
 func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[64]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4758,7 +4923,7 @@ func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseRequest.ProtoReflect.Descriptor instead.
 func (*ReleaseRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{64}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *ReleaseRequest) GetId() string {
@@ -4790,7 +4955,7 @@ type ReleaseResponse struct {
 
 func (x *ReleaseResponse) Reset() {
 	*x = ReleaseResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4802,7 +4967,7 @@ func (x *ReleaseResponse) String() string {
 func (*ReleaseResponse) ProtoMessage() {}
 
 func (x *ReleaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[65]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4815,7 +4980,7 @@ func (x *ReleaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseResponse.ProtoReflect.Descriptor instead.
 func (*ReleaseResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{65}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{68}
 }
 
 type ExtendLeaseRequest struct {
@@ -4829,7 +4994,7 @@ type ExtendLeaseRequest struct {
 
 func (x *ExtendLeaseRequest) Reset() {
 	*x = ExtendLeaseRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4841,7 +5006,7 @@ func (x *ExtendLeaseRequest) String() string {
 func (*ExtendLeaseRequest) ProtoMessage() {}
 
 func (x *ExtendLeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[66]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4854,7 +5019,7 @@ func (x *ExtendLeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendLeaseRequest.ProtoReflect.Descriptor instead.
 func (*ExtendLeaseRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{66}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *ExtendLeaseRequest) GetId() string {
@@ -4887,7 +5052,7 @@ type ExtendLeaseResponse struct {
 
 func (x *ExtendLeaseResponse) Reset() {
 	*x = ExtendLeaseResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4899,7 +5064,7 @@ func (x *ExtendLeaseResponse) String() string {
 func (*ExtendLeaseResponse) ProtoMessage() {}
 
 func (x *ExtendLeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[67]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4912,7 +5077,7 @@ func (x *ExtendLeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendLeaseResponse.ProtoReflect.Descriptor instead.
 func (*ExtendLeaseResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{67}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *ExtendLeaseResponse) GetLeaseExpiresAt() *timestamppb.Timestamp {
@@ -4934,7 +5099,7 @@ type ReportRequest struct {
 
 func (x *ReportRequest) Reset() {
 	*x = ReportRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4946,7 +5111,7 @@ func (x *ReportRequest) String() string {
 func (*ReportRequest) ProtoMessage() {}
 
 func (x *ReportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[68]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4959,7 +5124,7 @@ func (x *ReportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportRequest.ProtoReflect.Descriptor instead.
 func (*ReportRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{68}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *ReportRequest) GetOutcomes() []*Outcome {
@@ -4993,7 +5158,7 @@ type Outcome struct {
 
 func (x *Outcome) Reset() {
 	*x = Outcome{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5005,7 +5170,7 @@ func (x *Outcome) String() string {
 func (*Outcome) ProtoMessage() {}
 
 func (x *Outcome) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[69]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5018,7 +5183,7 @@ func (x *Outcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Outcome.ProtoReflect.Descriptor instead.
 func (*Outcome) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{69}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *Outcome) GetOutcome() isOutcome_Outcome {
@@ -5119,7 +5284,7 @@ type ReportResponse struct {
 
 func (x *ReportResponse) Reset() {
 	*x = ReportResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5131,7 +5296,7 @@ func (x *ReportResponse) String() string {
 func (*ReportResponse) ProtoMessage() {}
 
 func (x *ReportResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[70]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5144,7 +5309,7 @@ func (x *ReportResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportResponse.ProtoReflect.Descriptor instead.
 func (*ReportResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{70}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *ReportResponse) GetOutcomes() []*Verdict {
@@ -5173,7 +5338,7 @@ type ReportStreamRequest struct {
 
 func (x *ReportStreamRequest) Reset() {
 	*x = ReportStreamRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5185,7 +5350,7 @@ func (x *ReportStreamRequest) String() string {
 func (*ReportStreamRequest) ProtoMessage() {}
 
 func (x *ReportStreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[71]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5198,7 +5363,7 @@ func (x *ReportStreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportStreamRequest.ProtoReflect.Descriptor instead.
 func (*ReportStreamRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{71}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *ReportStreamRequest) GetId() uint64 {
@@ -5227,7 +5392,7 @@ type ReportStreamResponse struct {
 
 func (x *ReportStreamResponse) Reset() {
 	*x = ReportStreamResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5239,7 +5404,7 @@ func (x *ReportStreamResponse) String() string {
 func (*ReportStreamResponse) ProtoMessage() {}
 
 func (x *ReportStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[72]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5252,7 +5417,7 @@ func (x *ReportStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportStreamResponse.ProtoReflect.Descriptor instead.
 func (*ReportStreamResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{72}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *ReportStreamResponse) GetId() uint64 {
@@ -5289,7 +5454,7 @@ type Verdict struct {
 
 func (x *Verdict) Reset() {
 	*x = Verdict{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[73]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5301,7 +5466,7 @@ func (x *Verdict) String() string {
 func (*Verdict) ProtoMessage() {}
 
 func (x *Verdict) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[73]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5314,7 +5479,7 @@ func (x *Verdict) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Verdict.ProtoReflect.Descriptor instead.
 func (*Verdict) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{73}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *Verdict) GetCode() string {
@@ -5360,7 +5525,7 @@ type HoldRequest struct {
 
 func (x *HoldRequest) Reset() {
 	*x = HoldRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[74]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5372,7 +5537,7 @@ func (x *HoldRequest) String() string {
 func (*HoldRequest) ProtoMessage() {}
 
 func (x *HoldRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[74]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5385,7 +5550,7 @@ func (x *HoldRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HoldRequest.ProtoReflect.Descriptor instead.
 func (*HoldRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{74}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *HoldRequest) GetWorker() string {
@@ -5424,7 +5589,7 @@ type HoldResponse struct {
 
 func (x *HoldResponse) Reset() {
 	*x = HoldResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[75]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5436,7 +5601,7 @@ func (x *HoldResponse) String() string {
 func (*HoldResponse) ProtoMessage() {}
 
 func (x *HoldResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[75]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5449,7 +5614,7 @@ func (x *HoldResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HoldResponse.ProtoReflect.Descriptor instead.
 func (*HoldResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{75}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{78}
 }
 
 type HeartbeatRequest struct {
@@ -5462,7 +5627,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[76]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5474,7 +5639,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[76]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5487,7 +5652,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{76}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *HeartbeatRequest) GetId() string {
@@ -5512,7 +5677,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[77]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5524,7 +5689,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[77]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5537,7 +5702,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{77}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{80}
 }
 
 type ReportProgressRequest struct {
@@ -5552,7 +5717,7 @@ type ReportProgressRequest struct {
 
 func (x *ReportProgressRequest) Reset() {
 	*x = ReportProgressRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[78]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5564,7 +5729,7 @@ func (x *ReportProgressRequest) String() string {
 func (*ReportProgressRequest) ProtoMessage() {}
 
 func (x *ReportProgressRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[78]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5577,7 +5742,7 @@ func (x *ReportProgressRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportProgressRequest.ProtoReflect.Descriptor instead.
 func (*ReportProgressRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{78}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *ReportProgressRequest) GetId() string {
@@ -5616,7 +5781,7 @@ type ReportProgressResponse struct {
 
 func (x *ReportProgressResponse) Reset() {
 	*x = ReportProgressResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[79]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5628,7 +5793,7 @@ func (x *ReportProgressResponse) String() string {
 func (*ReportProgressResponse) ProtoMessage() {}
 
 func (x *ReportProgressResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[79]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5641,7 +5806,7 @@ func (x *ReportProgressResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportProgressResponse.ProtoReflect.Descriptor instead.
 func (*ReportProgressResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{79}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{82}
 }
 
 type Queue struct {
@@ -5687,7 +5852,7 @@ type Queue struct {
 
 func (x *Queue) Reset() {
 	*x = Queue{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[80]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5699,7 +5864,7 @@ func (x *Queue) String() string {
 func (*Queue) ProtoMessage() {}
 
 func (x *Queue) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[80]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5712,7 +5877,7 @@ func (x *Queue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Queue.ProtoReflect.Descriptor instead.
 func (*Queue) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{80}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *Queue) GetName() string {
@@ -5814,7 +5979,7 @@ type QueueServiceListRequest struct {
 
 func (x *QueueServiceListRequest) Reset() {
 	*x = QueueServiceListRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[81]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5826,7 +5991,7 @@ func (x *QueueServiceListRequest) String() string {
 func (*QueueServiceListRequest) ProtoMessage() {}
 
 func (x *QueueServiceListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[81]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5839,7 +6004,7 @@ func (x *QueueServiceListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueServiceListRequest.ProtoReflect.Descriptor instead.
 func (*QueueServiceListRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{81}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{84}
 }
 
 type QueueServiceListResponse struct {
@@ -5851,7 +6016,7 @@ type QueueServiceListResponse struct {
 
 func (x *QueueServiceListResponse) Reset() {
 	*x = QueueServiceListResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[82]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5863,7 +6028,7 @@ func (x *QueueServiceListResponse) String() string {
 func (*QueueServiceListResponse) ProtoMessage() {}
 
 func (x *QueueServiceListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[82]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5876,7 +6041,7 @@ func (x *QueueServiceListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueServiceListResponse.ProtoReflect.Descriptor instead.
 func (*QueueServiceListResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{82}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *QueueServiceListResponse) GetQueues() []*Queue {
@@ -5911,7 +6076,7 @@ type QueueServiceSetRequest struct {
 
 func (x *QueueServiceSetRequest) Reset() {
 	*x = QueueServiceSetRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[83]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5923,7 +6088,7 @@ func (x *QueueServiceSetRequest) String() string {
 func (*QueueServiceSetRequest) ProtoMessage() {}
 
 func (x *QueueServiceSetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[83]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5936,7 +6101,7 @@ func (x *QueueServiceSetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueServiceSetRequest.ProtoReflect.Descriptor instead.
 func (*QueueServiceSetRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{83}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *QueueServiceSetRequest) GetQueue() string {
@@ -5996,7 +6161,7 @@ type QueueServiceSetResponse struct {
 
 func (x *QueueServiceSetResponse) Reset() {
 	*x = QueueServiceSetResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[84]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6008,7 +6173,7 @@ func (x *QueueServiceSetResponse) String() string {
 func (*QueueServiceSetResponse) ProtoMessage() {}
 
 func (x *QueueServiceSetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[84]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6021,7 +6186,7 @@ func (x *QueueServiceSetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueServiceSetResponse.ProtoReflect.Descriptor instead.
 func (*QueueServiceSetResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{84}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{87}
 }
 
 type PauseRequest struct {
@@ -6033,7 +6198,7 @@ type PauseRequest struct {
 
 func (x *PauseRequest) Reset() {
 	*x = PauseRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[85]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6045,7 +6210,7 @@ func (x *PauseRequest) String() string {
 func (*PauseRequest) ProtoMessage() {}
 
 func (x *PauseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[85]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6058,7 +6223,7 @@ func (x *PauseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseRequest.ProtoReflect.Descriptor instead.
 func (*PauseRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{85}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *PauseRequest) GetQueue() string {
@@ -6076,7 +6241,7 @@ type PauseResponse struct {
 
 func (x *PauseResponse) Reset() {
 	*x = PauseResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[86]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6088,7 +6253,7 @@ func (x *PauseResponse) String() string {
 func (*PauseResponse) ProtoMessage() {}
 
 func (x *PauseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[86]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6101,7 +6266,7 @@ func (x *PauseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseResponse.ProtoReflect.Descriptor instead.
 func (*PauseResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{86}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{89}
 }
 
 type ResumeRequest struct {
@@ -6113,7 +6278,7 @@ type ResumeRequest struct {
 
 func (x *ResumeRequest) Reset() {
 	*x = ResumeRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[87]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6125,7 +6290,7 @@ func (x *ResumeRequest) String() string {
 func (*ResumeRequest) ProtoMessage() {}
 
 func (x *ResumeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[87]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6138,7 +6303,7 @@ func (x *ResumeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeRequest.ProtoReflect.Descriptor instead.
 func (*ResumeRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{87}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *ResumeRequest) GetQueue() string {
@@ -6156,7 +6321,7 @@ type ResumeResponse struct {
 
 func (x *ResumeResponse) Reset() {
 	*x = ResumeResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[88]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6168,7 +6333,7 @@ func (x *ResumeResponse) String() string {
 func (*ResumeResponse) ProtoMessage() {}
 
 func (x *ResumeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[88]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6181,7 +6346,7 @@ func (x *ResumeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeResponse.ProtoReflect.Descriptor instead.
 func (*ResumeResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{88}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{91}
 }
 
 type Node struct {
@@ -6203,7 +6368,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[89]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6215,7 +6380,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[89]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6228,7 +6393,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{89}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *Node) GetId() string {
@@ -6295,7 +6460,7 @@ type ListNodesRequest struct {
 
 func (x *ListNodesRequest) Reset() {
 	*x = ListNodesRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[90]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6307,7 +6472,7 @@ func (x *ListNodesRequest) String() string {
 func (*ListNodesRequest) ProtoMessage() {}
 
 func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[90]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6320,7 +6485,7 @@ func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesRequest.ProtoReflect.Descriptor instead.
 func (*ListNodesRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{90}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{93}
 }
 
 type ListNodesResponse struct {
@@ -6332,7 +6497,7 @@ type ListNodesResponse struct {
 
 func (x *ListNodesResponse) Reset() {
 	*x = ListNodesResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[91]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6344,7 +6509,7 @@ func (x *ListNodesResponse) String() string {
 func (*ListNodesResponse) ProtoMessage() {}
 
 func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[91]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6357,7 +6522,7 @@ func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesResponse.ProtoReflect.Descriptor instead.
 func (*ListNodesResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{91}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *ListNodesResponse) GetNodes() []*Node {
@@ -6388,7 +6553,7 @@ type Worker struct {
 
 func (x *Worker) Reset() {
 	*x = Worker{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[92]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6400,7 +6565,7 @@ func (x *Worker) String() string {
 func (*Worker) ProtoMessage() {}
 
 func (x *Worker) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[92]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6413,7 +6578,7 @@ func (x *Worker) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Worker.ProtoReflect.Descriptor instead.
 func (*Worker) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{92}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *Worker) GetName() string {
@@ -6487,7 +6652,7 @@ type ListWorkersRequest struct {
 
 func (x *ListWorkersRequest) Reset() {
 	*x = ListWorkersRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[93]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6499,7 +6664,7 @@ func (x *ListWorkersRequest) String() string {
 func (*ListWorkersRequest) ProtoMessage() {}
 
 func (x *ListWorkersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[93]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6512,7 +6677,7 @@ func (x *ListWorkersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWorkersRequest.ProtoReflect.Descriptor instead.
 func (*ListWorkersRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{93}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{96}
 }
 
 type ListWorkersResponse struct {
@@ -6524,7 +6689,7 @@ type ListWorkersResponse struct {
 
 func (x *ListWorkersResponse) Reset() {
 	*x = ListWorkersResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[94]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6536,7 +6701,7 @@ func (x *ListWorkersResponse) String() string {
 func (*ListWorkersResponse) ProtoMessage() {}
 
 func (x *ListWorkersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[94]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6549,7 +6714,7 @@ func (x *ListWorkersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWorkersResponse.ProtoReflect.Descriptor instead.
 func (*ListWorkersResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{94}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *ListWorkersResponse) GetWorkers() []*Worker {
@@ -6582,7 +6747,7 @@ type Stream struct {
 
 func (x *Stream) Reset() {
 	*x = Stream{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[95]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6594,7 +6759,7 @@ func (x *Stream) String() string {
 func (*Stream) ProtoMessage() {}
 
 func (x *Stream) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[95]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6607,7 +6772,7 @@ func (x *Stream) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stream.ProtoReflect.Descriptor instead.
 func (*Stream) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{95}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *Stream) GetId() string {
@@ -6702,7 +6867,7 @@ type ListStreamsRequest struct {
 
 func (x *ListStreamsRequest) Reset() {
 	*x = ListStreamsRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[96]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6714,7 +6879,7 @@ func (x *ListStreamsRequest) String() string {
 func (*ListStreamsRequest) ProtoMessage() {}
 
 func (x *ListStreamsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[96]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6727,7 +6892,7 @@ func (x *ListStreamsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStreamsRequest.ProtoReflect.Descriptor instead.
 func (*ListStreamsRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{96}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{99}
 }
 
 type ListStreamsResponse struct {
@@ -6739,7 +6904,7 @@ type ListStreamsResponse struct {
 
 func (x *ListStreamsResponse) Reset() {
 	*x = ListStreamsResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[97]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6751,7 +6916,7 @@ func (x *ListStreamsResponse) String() string {
 func (*ListStreamsResponse) ProtoMessage() {}
 
 func (x *ListStreamsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[97]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6764,7 +6929,7 @@ func (x *ListStreamsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStreamsResponse.ProtoReflect.Descriptor instead.
 func (*ListStreamsResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{97}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *ListStreamsResponse) GetStreams() []*Stream {
@@ -6790,7 +6955,7 @@ type APIKey struct {
 
 func (x *APIKey) Reset() {
 	*x = APIKey{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[98]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6802,7 +6967,7 @@ func (x *APIKey) String() string {
 func (*APIKey) ProtoMessage() {}
 
 func (x *APIKey) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[98]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6815,7 +6980,7 @@ func (x *APIKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use APIKey.ProtoReflect.Descriptor instead.
 func (*APIKey) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{98}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *APIKey) GetId() string {
@@ -6870,7 +7035,7 @@ type CreateKeyRequest struct {
 
 func (x *CreateKeyRequest) Reset() {
 	*x = CreateKeyRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[99]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6882,7 +7047,7 @@ func (x *CreateKeyRequest) String() string {
 func (*CreateKeyRequest) ProtoMessage() {}
 
 func (x *CreateKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[99]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6895,7 +7060,7 @@ func (x *CreateKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyRequest.ProtoReflect.Descriptor instead.
 func (*CreateKeyRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{99}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *CreateKeyRequest) GetName() string {
@@ -6923,7 +7088,7 @@ type CreateKeyResponse struct {
 
 func (x *CreateKeyResponse) Reset() {
 	*x = CreateKeyResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[100]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6935,7 +7100,7 @@ func (x *CreateKeyResponse) String() string {
 func (*CreateKeyResponse) ProtoMessage() {}
 
 func (x *CreateKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[100]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6948,7 +7113,7 @@ func (x *CreateKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyResponse.ProtoReflect.Descriptor instead.
 func (*CreateKeyResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{100}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *CreateKeyResponse) GetKey() *APIKey {
@@ -6973,7 +7138,7 @@ type ListKeysRequest struct {
 
 func (x *ListKeysRequest) Reset() {
 	*x = ListKeysRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[101]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6985,7 +7150,7 @@ func (x *ListKeysRequest) String() string {
 func (*ListKeysRequest) ProtoMessage() {}
 
 func (x *ListKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[101]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6998,7 +7163,7 @@ func (x *ListKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeysRequest.ProtoReflect.Descriptor instead.
 func (*ListKeysRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{101}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{104}
 }
 
 type ListKeysResponse struct {
@@ -7010,7 +7175,7 @@ type ListKeysResponse struct {
 
 func (x *ListKeysResponse) Reset() {
 	*x = ListKeysResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[102]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7022,7 +7187,7 @@ func (x *ListKeysResponse) String() string {
 func (*ListKeysResponse) ProtoMessage() {}
 
 func (x *ListKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[102]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7035,7 +7200,7 @@ func (x *ListKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeysResponse.ProtoReflect.Descriptor instead.
 func (*ListKeysResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{102}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *ListKeysResponse) GetKeys() []*APIKey {
@@ -7054,7 +7219,7 @@ type RevokeKeyRequest struct {
 
 func (x *RevokeKeyRequest) Reset() {
 	*x = RevokeKeyRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[103]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7066,7 +7231,7 @@ func (x *RevokeKeyRequest) String() string {
 func (*RevokeKeyRequest) ProtoMessage() {}
 
 func (x *RevokeKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[103]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7079,7 +7244,7 @@ func (x *RevokeKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeKeyRequest.ProtoReflect.Descriptor instead.
 func (*RevokeKeyRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{103}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *RevokeKeyRequest) GetIdOrName() string {
@@ -7098,7 +7263,7 @@ type RevokeKeyResponse struct {
 
 func (x *RevokeKeyResponse) Reset() {
 	*x = RevokeKeyResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[104]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7110,7 +7275,7 @@ func (x *RevokeKeyResponse) String() string {
 func (*RevokeKeyResponse) ProtoMessage() {}
 
 func (x *RevokeKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[104]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7123,7 +7288,7 @@ func (x *RevokeKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeKeyResponse.ProtoReflect.Descriptor instead.
 func (*RevokeKeyResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{104}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *RevokeKeyResponse) GetKey() *APIKey {
@@ -7149,7 +7314,7 @@ type ImportKeyRequest struct {
 
 func (x *ImportKeyRequest) Reset() {
 	*x = ImportKeyRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[105]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7161,7 +7326,7 @@ func (x *ImportKeyRequest) String() string {
 func (*ImportKeyRequest) ProtoMessage() {}
 
 func (x *ImportKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[105]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7174,7 +7339,7 @@ func (x *ImportKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportKeyRequest.ProtoReflect.Descriptor instead.
 func (*ImportKeyRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{105}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{108}
 }
 
 func (x *ImportKeyRequest) GetKey() string {
@@ -7210,7 +7375,7 @@ type ImportKeyResponse struct {
 
 func (x *ImportKeyResponse) Reset() {
 	*x = ImportKeyResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[106]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7222,7 +7387,7 @@ func (x *ImportKeyResponse) String() string {
 func (*ImportKeyResponse) ProtoMessage() {}
 
 func (x *ImportKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[106]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7235,7 +7400,7 @@ func (x *ImportKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportKeyResponse.ProtoReflect.Descriptor instead.
 func (*ImportKeyResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{106}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{109}
 }
 
 func (x *ImportKeyResponse) GetKey() *APIKey {
@@ -7266,7 +7431,7 @@ type DeadLetterFilter struct {
 
 func (x *DeadLetterFilter) Reset() {
 	*x = DeadLetterFilter{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[107]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7278,7 +7443,7 @@ func (x *DeadLetterFilter) String() string {
 func (*DeadLetterFilter) ProtoMessage() {}
 
 func (x *DeadLetterFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[107]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7291,7 +7456,7 @@ func (x *DeadLetterFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterFilter.ProtoReflect.Descriptor instead.
 func (*DeadLetterFilter) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{107}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{110}
 }
 
 func (x *DeadLetterFilter) GetQueues() []string {
@@ -7340,7 +7505,7 @@ type DeadLetterServiceListRequest struct {
 
 func (x *DeadLetterServiceListRequest) Reset() {
 	*x = DeadLetterServiceListRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[108]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7352,7 +7517,7 @@ func (x *DeadLetterServiceListRequest) String() string {
 func (*DeadLetterServiceListRequest) ProtoMessage() {}
 
 func (x *DeadLetterServiceListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[108]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7365,7 +7530,7 @@ func (x *DeadLetterServiceListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceListRequest.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceListRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{108}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{111}
 }
 
 func (x *DeadLetterServiceListRequest) GetFilter() *DeadLetterFilter {
@@ -7417,7 +7582,7 @@ type DeadLetterServiceListResponse struct {
 
 func (x *DeadLetterServiceListResponse) Reset() {
 	*x = DeadLetterServiceListResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[109]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7429,7 +7594,7 @@ func (x *DeadLetterServiceListResponse) String() string {
 func (*DeadLetterServiceListResponse) ProtoMessage() {}
 
 func (x *DeadLetterServiceListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[109]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7442,7 +7607,7 @@ func (x *DeadLetterServiceListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceListResponse.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceListResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{109}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{112}
 }
 
 func (x *DeadLetterServiceListResponse) GetJobs() []*Job {
@@ -7481,7 +7646,7 @@ type ReplaySummary struct {
 
 func (x *ReplaySummary) Reset() {
 	*x = ReplaySummary{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[110]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7493,7 +7658,7 @@ func (x *ReplaySummary) String() string {
 func (*ReplaySummary) ProtoMessage() {}
 
 func (x *ReplaySummary) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[110]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7506,7 +7671,7 @@ func (x *ReplaySummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplaySummary.ProtoReflect.Descriptor instead.
 func (*ReplaySummary) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{110}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{113}
 }
 
 func (x *ReplaySummary) GetCount() int32 {
@@ -7538,7 +7703,7 @@ type DeadLetterServiceStatsRequest struct {
 
 func (x *DeadLetterServiceStatsRequest) Reset() {
 	*x = DeadLetterServiceStatsRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[111]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7550,7 +7715,7 @@ func (x *DeadLetterServiceStatsRequest) String() string {
 func (*DeadLetterServiceStatsRequest) ProtoMessage() {}
 
 func (x *DeadLetterServiceStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[111]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7563,7 +7728,7 @@ func (x *DeadLetterServiceStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceStatsRequest.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceStatsRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{111}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{114}
 }
 
 type DeadLetterServiceStatsResponse struct {
@@ -7583,7 +7748,7 @@ type DeadLetterServiceStatsResponse struct {
 
 func (x *DeadLetterServiceStatsResponse) Reset() {
 	*x = DeadLetterServiceStatsResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[112]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[115]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7595,7 +7760,7 @@ func (x *DeadLetterServiceStatsResponse) String() string {
 func (*DeadLetterServiceStatsResponse) ProtoMessage() {}
 
 func (x *DeadLetterServiceStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[112]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[115]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7608,7 +7773,7 @@ func (x *DeadLetterServiceStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterServiceStatsResponse.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceStatsResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{112}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{115}
 }
 
 func (x *DeadLetterServiceStatsResponse) GetCount() int64 {
@@ -7652,7 +7817,7 @@ type ReplayRequest struct {
 
 func (x *ReplayRequest) Reset() {
 	*x = ReplayRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[113]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7664,7 +7829,7 @@ func (x *ReplayRequest) String() string {
 func (*ReplayRequest) ProtoMessage() {}
 
 func (x *ReplayRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[113]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7677,7 +7842,7 @@ func (x *ReplayRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayRequest.ProtoReflect.Descriptor instead.
 func (*ReplayRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{113}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{116}
 }
 
 func (x *ReplayRequest) GetId() string {
@@ -7713,7 +7878,7 @@ type ReplayResponse struct {
 
 func (x *ReplayResponse) Reset() {
 	*x = ReplayResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[114]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7725,7 +7890,7 @@ func (x *ReplayResponse) String() string {
 func (*ReplayResponse) ProtoMessage() {}
 
 func (x *ReplayResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[114]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7738,7 +7903,7 @@ func (x *ReplayResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayResponse.ProtoReflect.Descriptor instead.
 func (*ReplayResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{114}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{117}
 }
 
 func (x *ReplayResponse) GetJob() *Job {
@@ -7766,7 +7931,7 @@ type ReplayManyRequest struct {
 
 func (x *ReplayManyRequest) Reset() {
 	*x = ReplayManyRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[115]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[118]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7778,7 +7943,7 @@ func (x *ReplayManyRequest) String() string {
 func (*ReplayManyRequest) ProtoMessage() {}
 
 func (x *ReplayManyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[115]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[118]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7791,7 +7956,7 @@ func (x *ReplayManyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayManyRequest.ProtoReflect.Descriptor instead.
 func (*ReplayManyRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{115}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{118}
 }
 
 func (x *ReplayManyRequest) GetFilter() *DeadLetterFilter {
@@ -7822,7 +7987,7 @@ type ReplayManyResponse struct {
 
 func (x *ReplayManyResponse) Reset() {
 	*x = ReplayManyResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[116]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[119]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7834,7 +7999,7 @@ func (x *ReplayManyResponse) String() string {
 func (*ReplayManyResponse) ProtoMessage() {}
 
 func (x *ReplayManyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[116]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[119]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7847,7 +8012,7 @@ func (x *ReplayManyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayManyResponse.ProtoReflect.Descriptor instead.
 func (*ReplayManyResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{116}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{119}
 }
 
 func (x *ReplayManyResponse) GetJobs() []*Job {
@@ -7886,7 +8051,7 @@ type DeadLetterServiceRetryManyRequest struct {
 
 func (x *DeadLetterServiceRetryManyRequest) Reset() {
 	*x = DeadLetterServiceRetryManyRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[117]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[120]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7898,7 +8063,7 @@ func (x *DeadLetterServiceRetryManyRequest) String() string {
 func (*DeadLetterServiceRetryManyRequest) ProtoMessage() {}
 
 func (x *DeadLetterServiceRetryManyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[117]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[120]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7911,7 +8076,7 @@ func (x *DeadLetterServiceRetryManyRequest) ProtoReflect() protoreflect.Message 
 
 // Deprecated: Use DeadLetterServiceRetryManyRequest.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceRetryManyRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{117}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{120}
 }
 
 func (x *DeadLetterServiceRetryManyRequest) GetFilter() *DeadLetterFilter {
@@ -7956,7 +8121,7 @@ type DeadLetterServiceRetryManyResponse struct {
 
 func (x *DeadLetterServiceRetryManyResponse) Reset() {
 	*x = DeadLetterServiceRetryManyResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[118]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[121]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7968,7 +8133,7 @@ func (x *DeadLetterServiceRetryManyResponse) String() string {
 func (*DeadLetterServiceRetryManyResponse) ProtoMessage() {}
 
 func (x *DeadLetterServiceRetryManyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[118]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[121]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7981,7 +8146,7 @@ func (x *DeadLetterServiceRetryManyResponse) ProtoReflect() protoreflect.Message
 
 // Deprecated: Use DeadLetterServiceRetryManyResponse.ProtoReflect.Descriptor instead.
 func (*DeadLetterServiceRetryManyResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{118}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{121}
 }
 
 func (x *DeadLetterServiceRetryManyResponse) GetJobs() []*Job {
@@ -8028,7 +8193,7 @@ type ReplayRecord struct {
 
 func (x *ReplayRecord) Reset() {
 	*x = ReplayRecord{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[119]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[122]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8040,7 +8205,7 @@ func (x *ReplayRecord) String() string {
 func (*ReplayRecord) ProtoMessage() {}
 
 func (x *ReplayRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[119]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[122]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8053,7 +8218,7 @@ func (x *ReplayRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayRecord.ProtoReflect.Descriptor instead.
 func (*ReplayRecord) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{119}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{122}
 }
 
 func (x *ReplayRecord) GetId() int64 {
@@ -8137,7 +8302,7 @@ type ListReplaysRequest struct {
 
 func (x *ListReplaysRequest) Reset() {
 	*x = ListReplaysRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[120]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[123]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8149,7 +8314,7 @@ func (x *ListReplaysRequest) String() string {
 func (*ListReplaysRequest) ProtoMessage() {}
 
 func (x *ListReplaysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[120]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[123]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8162,7 +8327,7 @@ func (x *ListReplaysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReplaysRequest.ProtoReflect.Descriptor instead.
 func (*ListReplaysRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{120}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{123}
 }
 
 func (x *ListReplaysRequest) GetSourceJobId() string {
@@ -8224,7 +8389,7 @@ type ListReplaysResponse struct {
 
 func (x *ListReplaysResponse) Reset() {
 	*x = ListReplaysResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[121]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[124]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8236,7 +8401,7 @@ func (x *ListReplaysResponse) String() string {
 func (*ListReplaysResponse) ProtoMessage() {}
 
 func (x *ListReplaysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[121]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[124]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8249,7 +8414,7 @@ func (x *ListReplaysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReplaysResponse.ProtoReflect.Descriptor instead.
 func (*ListReplaysResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{121}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{124}
 }
 
 func (x *ListReplaysResponse) GetReplays() []*ReplayRecord {
@@ -8295,7 +8460,7 @@ type Kind struct {
 
 func (x *Kind) Reset() {
 	*x = Kind{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[122]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[125]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8307,7 +8472,7 @@ func (x *Kind) String() string {
 func (*Kind) ProtoMessage() {}
 
 func (x *Kind) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[122]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[125]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8320,7 +8485,7 @@ func (x *Kind) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Kind.ProtoReflect.Descriptor instead.
 func (*Kind) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{122}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{125}
 }
 
 func (x *Kind) GetName() string {
@@ -8394,7 +8559,7 @@ type KindServiceListRequest struct {
 
 func (x *KindServiceListRequest) Reset() {
 	*x = KindServiceListRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[123]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[126]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8406,7 +8571,7 @@ func (x *KindServiceListRequest) String() string {
 func (*KindServiceListRequest) ProtoMessage() {}
 
 func (x *KindServiceListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[123]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[126]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8419,7 +8584,7 @@ func (x *KindServiceListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceListRequest.ProtoReflect.Descriptor instead.
 func (*KindServiceListRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{123}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{126}
 }
 
 type KindServiceListResponse struct {
@@ -8431,7 +8596,7 @@ type KindServiceListResponse struct {
 
 func (x *KindServiceListResponse) Reset() {
 	*x = KindServiceListResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[124]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[127]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8443,7 +8608,7 @@ func (x *KindServiceListResponse) String() string {
 func (*KindServiceListResponse) ProtoMessage() {}
 
 func (x *KindServiceListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[124]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[127]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8456,7 +8621,7 @@ func (x *KindServiceListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceListResponse.ProtoReflect.Descriptor instead.
 func (*KindServiceListResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{124}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{127}
 }
 
 func (x *KindServiceListResponse) GetKinds() []*Kind {
@@ -8491,7 +8656,7 @@ type KindServiceSetRequest struct {
 
 func (x *KindServiceSetRequest) Reset() {
 	*x = KindServiceSetRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[125]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[128]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8503,7 +8668,7 @@ func (x *KindServiceSetRequest) String() string {
 func (*KindServiceSetRequest) ProtoMessage() {}
 
 func (x *KindServiceSetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[125]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[128]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8516,7 +8681,7 @@ func (x *KindServiceSetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceSetRequest.ProtoReflect.Descriptor instead.
 func (*KindServiceSetRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{125}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{128}
 }
 
 func (x *KindServiceSetRequest) GetKind() string {
@@ -8576,7 +8741,7 @@ type KindServiceSetResponse struct {
 
 func (x *KindServiceSetResponse) Reset() {
 	*x = KindServiceSetResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[126]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[129]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8588,7 +8753,7 @@ func (x *KindServiceSetResponse) String() string {
 func (*KindServiceSetResponse) ProtoMessage() {}
 
 func (x *KindServiceSetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[126]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[129]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8601,7 +8766,7 @@ func (x *KindServiceSetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceSetResponse.ProtoReflect.Descriptor instead.
 func (*KindServiceSetResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{126}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{129}
 }
 
 type KindServiceDisableRequest struct {
@@ -8613,7 +8778,7 @@ type KindServiceDisableRequest struct {
 
 func (x *KindServiceDisableRequest) Reset() {
 	*x = KindServiceDisableRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[127]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[130]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8625,7 +8790,7 @@ func (x *KindServiceDisableRequest) String() string {
 func (*KindServiceDisableRequest) ProtoMessage() {}
 
 func (x *KindServiceDisableRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[127]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[130]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8638,7 +8803,7 @@ func (x *KindServiceDisableRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceDisableRequest.ProtoReflect.Descriptor instead.
 func (*KindServiceDisableRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{127}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{130}
 }
 
 func (x *KindServiceDisableRequest) GetKind() string {
@@ -8656,7 +8821,7 @@ type KindServiceDisableResponse struct {
 
 func (x *KindServiceDisableResponse) Reset() {
 	*x = KindServiceDisableResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[128]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[131]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8668,7 +8833,7 @@ func (x *KindServiceDisableResponse) String() string {
 func (*KindServiceDisableResponse) ProtoMessage() {}
 
 func (x *KindServiceDisableResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[128]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[131]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8681,7 +8846,7 @@ func (x *KindServiceDisableResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceDisableResponse.ProtoReflect.Descriptor instead.
 func (*KindServiceDisableResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{128}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{131}
 }
 
 type KindServiceEnableRequest struct {
@@ -8693,7 +8858,7 @@ type KindServiceEnableRequest struct {
 
 func (x *KindServiceEnableRequest) Reset() {
 	*x = KindServiceEnableRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[129]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[132]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8705,7 +8870,7 @@ func (x *KindServiceEnableRequest) String() string {
 func (*KindServiceEnableRequest) ProtoMessage() {}
 
 func (x *KindServiceEnableRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[129]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[132]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8718,7 +8883,7 @@ func (x *KindServiceEnableRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceEnableRequest.ProtoReflect.Descriptor instead.
 func (*KindServiceEnableRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{129}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{132}
 }
 
 func (x *KindServiceEnableRequest) GetKind() string {
@@ -8736,7 +8901,7 @@ type KindServiceEnableResponse struct {
 
 func (x *KindServiceEnableResponse) Reset() {
 	*x = KindServiceEnableResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[130]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[133]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8748,7 +8913,7 @@ func (x *KindServiceEnableResponse) String() string {
 func (*KindServiceEnableResponse) ProtoMessage() {}
 
 func (x *KindServiceEnableResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[130]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[133]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8761,7 +8926,7 @@ func (x *KindServiceEnableResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceEnableResponse.ProtoReflect.Descriptor instead.
 func (*KindServiceEnableResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{130}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{133}
 }
 
 type KindServiceCompactRequest struct {
@@ -8781,7 +8946,7 @@ type KindServiceCompactRequest struct {
 
 func (x *KindServiceCompactRequest) Reset() {
 	*x = KindServiceCompactRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[131]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[134]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8793,7 +8958,7 @@ func (x *KindServiceCompactRequest) String() string {
 func (*KindServiceCompactRequest) ProtoMessage() {}
 
 func (x *KindServiceCompactRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[131]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[134]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8806,7 +8971,7 @@ func (x *KindServiceCompactRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceCompactRequest.ProtoReflect.Descriptor instead.
 func (*KindServiceCompactRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{131}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{134}
 }
 
 func (x *KindServiceCompactRequest) GetKind() string {
@@ -8850,7 +9015,7 @@ type KindServiceCompactResponse struct {
 
 func (x *KindServiceCompactResponse) Reset() {
 	*x = KindServiceCompactResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[132]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[135]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8862,7 +9027,7 @@ func (x *KindServiceCompactResponse) String() string {
 func (*KindServiceCompactResponse) ProtoMessage() {}
 
 func (x *KindServiceCompactResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[132]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[135]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8875,7 +9040,7 @@ func (x *KindServiceCompactResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceCompactResponse.ProtoReflect.Descriptor instead.
 func (*KindServiceCompactResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{132}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{135}
 }
 
 func (x *KindServiceCompactResponse) GetGroups() int32 {
@@ -8919,7 +9084,7 @@ type CompactedGroup struct {
 
 func (x *CompactedGroup) Reset() {
 	*x = CompactedGroup{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[133]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[136]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8931,7 +9096,7 @@ func (x *CompactedGroup) String() string {
 func (*CompactedGroup) ProtoMessage() {}
 
 func (x *CompactedGroup) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[133]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[136]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8944,7 +9109,7 @@ func (x *CompactedGroup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactedGroup.ProtoReflect.Descriptor instead.
 func (*CompactedGroup) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{133}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{136}
 }
 
 func (x *CompactedGroup) GetGroupKey() string {
@@ -8981,7 +9146,7 @@ type RefusedGroup struct {
 
 func (x *RefusedGroup) Reset() {
 	*x = RefusedGroup{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[134]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[137]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8993,7 +9158,7 @@ func (x *RefusedGroup) String() string {
 func (*RefusedGroup) ProtoMessage() {}
 
 func (x *RefusedGroup) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[134]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[137]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9006,7 +9171,7 @@ func (x *RefusedGroup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefusedGroup.ProtoReflect.Descriptor instead.
 func (*RefusedGroup) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{134}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{137}
 }
 
 func (x *RefusedGroup) GetGroupKey() string {
@@ -9039,7 +9204,7 @@ type KindServiceLineageRequest struct {
 
 func (x *KindServiceLineageRequest) Reset() {
 	*x = KindServiceLineageRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[135]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[138]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9051,7 +9216,7 @@ func (x *KindServiceLineageRequest) String() string {
 func (*KindServiceLineageRequest) ProtoMessage() {}
 
 func (x *KindServiceLineageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[135]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[138]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9064,7 +9229,7 @@ func (x *KindServiceLineageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceLineageRequest.ProtoReflect.Descriptor instead.
 func (*KindServiceLineageRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{135}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{138}
 }
 
 func (x *KindServiceLineageRequest) GetId() string {
@@ -9086,7 +9251,7 @@ type KindServiceLineageResponse struct {
 
 func (x *KindServiceLineageResponse) Reset() {
 	*x = KindServiceLineageResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[136]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[139]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9098,7 +9263,7 @@ func (x *KindServiceLineageResponse) String() string {
 func (*KindServiceLineageResponse) ProtoMessage() {}
 
 func (x *KindServiceLineageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[136]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[139]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9111,7 +9276,7 @@ func (x *KindServiceLineageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindServiceLineageResponse.ProtoReflect.Descriptor instead.
 func (*KindServiceLineageResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{136}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{139}
 }
 
 func (x *KindServiceLineageResponse) GetCompactedFrom() []string {
@@ -9136,7 +9301,7 @@ type ServerServiceInfoRequest struct {
 
 func (x *ServerServiceInfoRequest) Reset() {
 	*x = ServerServiceInfoRequest{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[137]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[140]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9148,7 +9313,7 @@ func (x *ServerServiceInfoRequest) String() string {
 func (*ServerServiceInfoRequest) ProtoMessage() {}
 
 func (x *ServerServiceInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[137]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[140]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9161,7 +9326,7 @@ func (x *ServerServiceInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerServiceInfoRequest.ProtoReflect.Descriptor instead.
 func (*ServerServiceInfoRequest) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{137}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{140}
 }
 
 type ServerServiceInfoResponse struct {
@@ -9173,7 +9338,7 @@ type ServerServiceInfoResponse struct {
 
 func (x *ServerServiceInfoResponse) Reset() {
 	*x = ServerServiceInfoResponse{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[138]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[141]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9185,7 +9350,7 @@ func (x *ServerServiceInfoResponse) String() string {
 func (*ServerServiceInfoResponse) ProtoMessage() {}
 
 func (x *ServerServiceInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[138]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[141]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9198,7 +9363,7 @@ func (x *ServerServiceInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerServiceInfoResponse.ProtoReflect.Descriptor instead.
 func (*ServerServiceInfoResponse) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{138}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{141}
 }
 
 func (x *ServerServiceInfoResponse) GetServer() *ServerInfo {
@@ -9240,7 +9405,7 @@ type ServerInfo struct {
 
 func (x *ServerInfo) Reset() {
 	*x = ServerInfo{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[139]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[142]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9252,7 +9417,7 @@ func (x *ServerInfo) String() string {
 func (*ServerInfo) ProtoMessage() {}
 
 func (x *ServerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[139]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[142]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9265,7 +9430,7 @@ func (x *ServerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerInfo.ProtoReflect.Descriptor instead.
 func (*ServerInfo) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{139}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{142}
 }
 
 func (x *ServerInfo) GetVersion() string {
@@ -9374,14 +9539,16 @@ type InputLimits struct {
 	MaxStreamCredit   int32                `protobuf:"varint,25,opt,name=max_stream_credit,json=maxStreamCredit,proto3" json:"max_stream_credit,omitempty"`
 	MaxStreamKindCaps int32                `protobuf:"varint,26,opt,name=max_stream_kind_caps,json=maxStreamKindCaps,proto3" json:"max_stream_kind_caps,omitempty"`
 	// The most ids one job names in JobSpec.after (its parents).
-	MaxParents    int32 `protobuf:"varint,27,opt,name=max_parents,json=maxParents,proto3" json:"max_parents,omitempty"`
+	MaxParents int32 `protobuf:"varint,27,opt,name=max_parents,json=maxParents,proto3" json:"max_parents,omitempty"`
+	// The most jobs of one WorkerService.Spawn.
+	MaxSpawn      int32 `protobuf:"varint,28,opt,name=max_spawn,json=maxSpawn,proto3" json:"max_spawn,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *InputLimits) Reset() {
 	*x = InputLimits{}
-	mi := &file_hopper_v1_hopper_proto_msgTypes[140]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[143]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9393,7 +9560,7 @@ func (x *InputLimits) String() string {
 func (*InputLimits) ProtoMessage() {}
 
 func (x *InputLimits) ProtoReflect() protoreflect.Message {
-	mi := &file_hopper_v1_hopper_proto_msgTypes[140]
+	mi := &file_hopper_v1_hopper_proto_msgTypes[143]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9406,7 +9573,7 @@ func (x *InputLimits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InputLimits.ProtoReflect.Descriptor instead.
 func (*InputLimits) Descriptor() ([]byte, []int) {
-	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{140}
+	return file_hopper_v1_hopper_proto_rawDescGZIP(), []int{143}
 }
 
 func (x *InputLimits) GetMaxIdLen() int32 {
@@ -9594,6 +9761,13 @@ func (x *InputLimits) GetMaxStreamKindCaps() int32 {
 func (x *InputLimits) GetMaxParents() int32 {
 	if x != nil {
 		return x.MaxParents
+	}
+	return 0
+}
+
+func (x *InputLimits) GetMaxSpawn() int32 {
+	if x != nil {
+		return x.MaxSpawn
 	}
 	return 0
 }
@@ -9928,7 +10102,17 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\vlease_token\x18\x02 \x01(\x03R\n" +
 	"leaseToken\"J\n" +
 	"\x15ParentResultsResponse\x121\n" +
-	"\aparents\x18\x01 \x03(\v2\x17.hopper.v1.ParentResultR\aparents\"\x8e\x01\n" +
+	"\aparents\x18\x01 \x03(\v2\x17.hopper.v1.ParentResultR\aparents\"h\n" +
+	"\fSpawnRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
+	"\vlease_token\x18\x02 \x01(\x03R\n" +
+	"leaseToken\x12'\n" +
+	"\x04jobs\x18\x03 \x03(\v2\x13.hopper.v1.SpawnJobR\x04jobs\"D\n" +
+	"\bSpawnJob\x12$\n" +
+	"\x03job\x18\x01 \x01(\v2\x12.hopper.v1.JobSpecR\x03job\x12\x12\n" +
+	"\x04step\x18\x02 \x01(\tR\x04step\"E\n" +
+	"\rSpawnResponse\x124\n" +
+	"\aresults\x18\x01 \x03(\v2\x1a.hopper.v1.EnqueueResponseR\aresults\"\x8e\x01\n" +
 	"\tBatchKind\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x19\n" +
 	"\bmax_jobs\x18\x02 \x01(\x05R\amaxJobs\x124\n" +
@@ -10365,7 +10549,7 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\bplatform\x18\x06 \x01(\tR\bplatform\x12\x14\n" +
 	"\x05store\x18\a \x01(\tR\x05store\x12%\n" +
 	"\x0eschema_version\x18\b \x01(\x05R\rschemaVersion\x129\n" +
-	"\finput_limits\x18\t \x01(\v2\x16.hopper.v1.InputLimitsR\vinputLimits\"\xcf\t\n" +
+	"\finput_limits\x18\t \x01(\v2\x16.hopper.v1.InputLimitsR\vinputLimits\"\xec\t\n" +
 	"\vInputLimits\x12\x1c\n" +
 	"\n" +
 	"max_id_len\x18\x01 \x01(\x05R\bmaxIdLen\x12 \n" +
@@ -10400,7 +10584,8 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x11max_stream_credit\x18\x19 \x01(\x05R\x0fmaxStreamCredit\x12/\n" +
 	"\x14max_stream_kind_caps\x18\x1a \x01(\x05R\x11maxStreamKindCaps\x12\x1f\n" +
 	"\vmax_parents\x18\x1b \x01(\x05R\n" +
-	"maxParents2\x9d\x05\n" +
+	"maxParents\x12\x1b\n" +
+	"\tmax_spawn\x18\x1c \x01(\x05R\bmaxSpawn2\x9d\x05\n" +
 	"\n" +
 	"JobService\x12@\n" +
 	"\aEnqueue\x12\x19.hopper.v1.EnqueueRequest\x1a\x1a.hopper.v1.EnqueueResponse\x12O\n" +
@@ -10412,7 +10597,7 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x06Resume\x12\".hopper.v1.JobServiceResumeRequest\x1a#.hopper.v1.JobServiceResumeResponse\x12N\n" +
 	"\x05Retry\x12!.hopper.v1.JobServiceRetryRequest\x1a\".hopper.v1.JobServiceRetryResponse\x12]\n" +
 	"\n" +
-	"SetRetries\x12&.hopper.v1.JobServiceSetRetriesRequest\x1a'.hopper.v1.JobServiceSetRetriesResponse2\xf5\a\n" +
+	"SetRetries\x12&.hopper.v1.JobServiceSetRetriesRequest\x1a'.hopper.v1.JobServiceSetRetriesResponse2\xb1\b\n" +
 	"\rWorkerService\x12C\n" +
 	"\bActivate\x12\x1a.hopper.v1.ActivateRequest\x1a\x1b.hopper.v1.ActivateResponse\x12K\n" +
 	"\n" +
@@ -10428,7 +10613,8 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x06Report\x12\x18.hopper.v1.ReportRequest\x1a\x19.hopper.v1.ReportResponse\x12S\n" +
 	"\fReportStream\x12\x1e.hopper.v1.ReportStreamRequest\x1a\x1f.hopper.v1.ReportStreamResponse(\x010\x01\x127\n" +
 	"\x04Hold\x12\x16.hopper.v1.HoldRequest\x1a\x17.hopper.v1.HoldResponse\x12W\n" +
-	"\rParentResults\x12\x1f.hopper.v1.ParentResultsRequest\x1a .hopper.v1.ParentResultsResponse\"\x03\x90\x02\x012\xb2\x02\n" +
+	"\rParentResults\x12\x1f.hopper.v1.ParentResultsRequest\x1a .hopper.v1.ParentResultsResponse\"\x03\x90\x02\x01\x12:\n" +
+	"\x05Spawn\x12\x17.hopper.v1.SpawnRequest\x1a\x18.hopper.v1.SpawnResponse2\xb2\x02\n" +
 	"\fQueueService\x12T\n" +
 	"\x04List\x12\".hopper.v1.QueueServiceListRequest\x1a#.hopper.v1.QueueServiceListResponse\"\x03\x90\x02\x01\x12:\n" +
 	"\x05Pause\x12\x17.hopper.v1.PauseRequest\x1a\x18.hopper.v1.PauseResponse\x12=\n" +
@@ -10484,7 +10670,7 @@ func file_hopper_v1_hopper_proto_rawDescGZIP() []byte {
 	return file_hopper_v1_hopper_proto_rawDescData
 }
 
-var file_hopper_v1_hopper_proto_msgTypes = make([]protoimpl.MessageInfo, 152)
+var file_hopper_v1_hopper_proto_msgTypes = make([]protoimpl.MessageInfo, 155)
 var file_hopper_v1_hopper_proto_goTypes = []any{
 	(*WorkflowStep)(nil),                       // 0: hopper.v1.WorkflowStep
 	(*Workflow)(nil),                           // 1: hopper.v1.Workflow
@@ -10537,116 +10723,119 @@ var file_hopper_v1_hopper_proto_goTypes = []any{
 	(*ParentResult)(nil),                       // 48: hopper.v1.ParentResult
 	(*ParentResultsRequest)(nil),               // 49: hopper.v1.ParentResultsRequest
 	(*ParentResultsResponse)(nil),              // 50: hopper.v1.ParentResultsResponse
-	(*BatchKind)(nil),                          // 51: hopper.v1.BatchKind
-	(*ActivateRequest)(nil),                    // 52: hopper.v1.ActivateRequest
-	(*ActivateResponse)(nil),                   // 53: hopper.v1.ActivateResponse
-	(*StreamJobsRequest)(nil),                  // 54: hopper.v1.StreamJobsRequest
-	(*StreamJobsResponse)(nil),                 // 55: hopper.v1.StreamJobsResponse
-	(*CompleteRequest)(nil),                    // 56: hopper.v1.CompleteRequest
-	(*CompleteResponse)(nil),                   // 57: hopper.v1.CompleteResponse
-	(*FailRequest)(nil),                        // 58: hopper.v1.FailRequest
-	(*FailResponse)(nil),                       // 59: hopper.v1.FailResponse
-	(*SnoozeRequest)(nil),                      // 60: hopper.v1.SnoozeRequest
-	(*SnoozeResponse)(nil),                     // 61: hopper.v1.SnoozeResponse
-	(*SuspendRequest)(nil),                     // 62: hopper.v1.SuspendRequest
-	(*SuspendResponse)(nil),                    // 63: hopper.v1.SuspendResponse
-	(*ReleaseRequest)(nil),                     // 64: hopper.v1.ReleaseRequest
-	(*ReleaseResponse)(nil),                    // 65: hopper.v1.ReleaseResponse
-	(*ExtendLeaseRequest)(nil),                 // 66: hopper.v1.ExtendLeaseRequest
-	(*ExtendLeaseResponse)(nil),                // 67: hopper.v1.ExtendLeaseResponse
-	(*ReportRequest)(nil),                      // 68: hopper.v1.ReportRequest
-	(*Outcome)(nil),                            // 69: hopper.v1.Outcome
-	(*ReportResponse)(nil),                     // 70: hopper.v1.ReportResponse
-	(*ReportStreamRequest)(nil),                // 71: hopper.v1.ReportStreamRequest
-	(*ReportStreamResponse)(nil),               // 72: hopper.v1.ReportStreamResponse
-	(*Verdict)(nil),                            // 73: hopper.v1.Verdict
-	(*HoldRequest)(nil),                        // 74: hopper.v1.HoldRequest
-	(*HoldResponse)(nil),                       // 75: hopper.v1.HoldResponse
-	(*HeartbeatRequest)(nil),                   // 76: hopper.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),                  // 77: hopper.v1.HeartbeatResponse
-	(*ReportProgressRequest)(nil),              // 78: hopper.v1.ReportProgressRequest
-	(*ReportProgressResponse)(nil),             // 79: hopper.v1.ReportProgressResponse
-	(*Queue)(nil),                              // 80: hopper.v1.Queue
-	(*QueueServiceListRequest)(nil),            // 81: hopper.v1.QueueServiceListRequest
-	(*QueueServiceListResponse)(nil),           // 82: hopper.v1.QueueServiceListResponse
-	(*QueueServiceSetRequest)(nil),             // 83: hopper.v1.QueueServiceSetRequest
-	(*QueueServiceSetResponse)(nil),            // 84: hopper.v1.QueueServiceSetResponse
-	(*PauseRequest)(nil),                       // 85: hopper.v1.PauseRequest
-	(*PauseResponse)(nil),                      // 86: hopper.v1.PauseResponse
-	(*ResumeRequest)(nil),                      // 87: hopper.v1.ResumeRequest
-	(*ResumeResponse)(nil),                     // 88: hopper.v1.ResumeResponse
-	(*Node)(nil),                               // 89: hopper.v1.Node
-	(*ListNodesRequest)(nil),                   // 90: hopper.v1.ListNodesRequest
-	(*ListNodesResponse)(nil),                  // 91: hopper.v1.ListNodesResponse
-	(*Worker)(nil),                             // 92: hopper.v1.Worker
-	(*ListWorkersRequest)(nil),                 // 93: hopper.v1.ListWorkersRequest
-	(*ListWorkersResponse)(nil),                // 94: hopper.v1.ListWorkersResponse
-	(*Stream)(nil),                             // 95: hopper.v1.Stream
-	(*ListStreamsRequest)(nil),                 // 96: hopper.v1.ListStreamsRequest
-	(*ListStreamsResponse)(nil),                // 97: hopper.v1.ListStreamsResponse
-	(*APIKey)(nil),                             // 98: hopper.v1.APIKey
-	(*CreateKeyRequest)(nil),                   // 99: hopper.v1.CreateKeyRequest
-	(*CreateKeyResponse)(nil),                  // 100: hopper.v1.CreateKeyResponse
-	(*ListKeysRequest)(nil),                    // 101: hopper.v1.ListKeysRequest
-	(*ListKeysResponse)(nil),                   // 102: hopper.v1.ListKeysResponse
-	(*RevokeKeyRequest)(nil),                   // 103: hopper.v1.RevokeKeyRequest
-	(*RevokeKeyResponse)(nil),                  // 104: hopper.v1.RevokeKeyResponse
-	(*ImportKeyRequest)(nil),                   // 105: hopper.v1.ImportKeyRequest
-	(*ImportKeyResponse)(nil),                  // 106: hopper.v1.ImportKeyResponse
-	(*DeadLetterFilter)(nil),                   // 107: hopper.v1.DeadLetterFilter
-	(*DeadLetterServiceListRequest)(nil),       // 108: hopper.v1.DeadLetterServiceListRequest
-	(*DeadLetterServiceListResponse)(nil),      // 109: hopper.v1.DeadLetterServiceListResponse
-	(*ReplaySummary)(nil),                      // 110: hopper.v1.ReplaySummary
-	(*DeadLetterServiceStatsRequest)(nil),      // 111: hopper.v1.DeadLetterServiceStatsRequest
-	(*DeadLetterServiceStatsResponse)(nil),     // 112: hopper.v1.DeadLetterServiceStatsResponse
-	(*ReplayRequest)(nil),                      // 113: hopper.v1.ReplayRequest
-	(*ReplayResponse)(nil),                     // 114: hopper.v1.ReplayResponse
-	(*ReplayManyRequest)(nil),                  // 115: hopper.v1.ReplayManyRequest
-	(*ReplayManyResponse)(nil),                 // 116: hopper.v1.ReplayManyResponse
-	(*DeadLetterServiceRetryManyRequest)(nil),  // 117: hopper.v1.DeadLetterServiceRetryManyRequest
-	(*DeadLetterServiceRetryManyResponse)(nil), // 118: hopper.v1.DeadLetterServiceRetryManyResponse
-	(*ReplayRecord)(nil),                       // 119: hopper.v1.ReplayRecord
-	(*ListReplaysRequest)(nil),                 // 120: hopper.v1.ListReplaysRequest
-	(*ListReplaysResponse)(nil),                // 121: hopper.v1.ListReplaysResponse
-	(*Kind)(nil),                               // 122: hopper.v1.Kind
-	(*KindServiceListRequest)(nil),             // 123: hopper.v1.KindServiceListRequest
-	(*KindServiceListResponse)(nil),            // 124: hopper.v1.KindServiceListResponse
-	(*KindServiceSetRequest)(nil),              // 125: hopper.v1.KindServiceSetRequest
-	(*KindServiceSetResponse)(nil),             // 126: hopper.v1.KindServiceSetResponse
-	(*KindServiceDisableRequest)(nil),          // 127: hopper.v1.KindServiceDisableRequest
-	(*KindServiceDisableResponse)(nil),         // 128: hopper.v1.KindServiceDisableResponse
-	(*KindServiceEnableRequest)(nil),           // 129: hopper.v1.KindServiceEnableRequest
-	(*KindServiceEnableResponse)(nil),          // 130: hopper.v1.KindServiceEnableResponse
-	(*KindServiceCompactRequest)(nil),          // 131: hopper.v1.KindServiceCompactRequest
-	(*KindServiceCompactResponse)(nil),         // 132: hopper.v1.KindServiceCompactResponse
-	(*CompactedGroup)(nil),                     // 133: hopper.v1.CompactedGroup
-	(*RefusedGroup)(nil),                       // 134: hopper.v1.RefusedGroup
-	(*KindServiceLineageRequest)(nil),          // 135: hopper.v1.KindServiceLineageRequest
-	(*KindServiceLineageResponse)(nil),         // 136: hopper.v1.KindServiceLineageResponse
-	(*ServerServiceInfoRequest)(nil),           // 137: hopper.v1.ServerServiceInfoRequest
-	(*ServerServiceInfoResponse)(nil),          // 138: hopper.v1.ServerServiceInfoResponse
-	(*ServerInfo)(nil),                         // 139: hopper.v1.ServerInfo
-	(*InputLimits)(nil),                        // 140: hopper.v1.InputLimits
-	nil,                                        // 141: hopper.v1.Workflow.StepStatesEntry
-	nil,                                        // 142: hopper.v1.Schedule.HeadersEntry
-	nil,                                        // 143: hopper.v1.Job.HeadersEntry
-	nil,                                        // 144: hopper.v1.JobSpec.HeadersEntry
-	nil,                                        // 145: hopper.v1.ActivatedJob.HeadersEntry
-	nil,                                        // 146: hopper.v1.StreamJobsRequest.KindConcurrencyEntry
-	nil,                                        // 147: hopper.v1.Queue.CountsEntry
-	nil,                                        // 148: hopper.v1.Queue.KeyWeightsEntry
-	nil,                                        // 149: hopper.v1.QueueServiceSetRequest.KeyWeightsEntry
-	nil,                                        // 150: hopper.v1.DeadLetterServiceListResponse.ReplaysEntry
-	nil,                                        // 151: hopper.v1.Kind.CountsEntry
-	(*timestamppb.Timestamp)(nil),              // 152: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),                // 153: google.protobuf.Duration
+	(*SpawnRequest)(nil),                       // 51: hopper.v1.SpawnRequest
+	(*SpawnJob)(nil),                           // 52: hopper.v1.SpawnJob
+	(*SpawnResponse)(nil),                      // 53: hopper.v1.SpawnResponse
+	(*BatchKind)(nil),                          // 54: hopper.v1.BatchKind
+	(*ActivateRequest)(nil),                    // 55: hopper.v1.ActivateRequest
+	(*ActivateResponse)(nil),                   // 56: hopper.v1.ActivateResponse
+	(*StreamJobsRequest)(nil),                  // 57: hopper.v1.StreamJobsRequest
+	(*StreamJobsResponse)(nil),                 // 58: hopper.v1.StreamJobsResponse
+	(*CompleteRequest)(nil),                    // 59: hopper.v1.CompleteRequest
+	(*CompleteResponse)(nil),                   // 60: hopper.v1.CompleteResponse
+	(*FailRequest)(nil),                        // 61: hopper.v1.FailRequest
+	(*FailResponse)(nil),                       // 62: hopper.v1.FailResponse
+	(*SnoozeRequest)(nil),                      // 63: hopper.v1.SnoozeRequest
+	(*SnoozeResponse)(nil),                     // 64: hopper.v1.SnoozeResponse
+	(*SuspendRequest)(nil),                     // 65: hopper.v1.SuspendRequest
+	(*SuspendResponse)(nil),                    // 66: hopper.v1.SuspendResponse
+	(*ReleaseRequest)(nil),                     // 67: hopper.v1.ReleaseRequest
+	(*ReleaseResponse)(nil),                    // 68: hopper.v1.ReleaseResponse
+	(*ExtendLeaseRequest)(nil),                 // 69: hopper.v1.ExtendLeaseRequest
+	(*ExtendLeaseResponse)(nil),                // 70: hopper.v1.ExtendLeaseResponse
+	(*ReportRequest)(nil),                      // 71: hopper.v1.ReportRequest
+	(*Outcome)(nil),                            // 72: hopper.v1.Outcome
+	(*ReportResponse)(nil),                     // 73: hopper.v1.ReportResponse
+	(*ReportStreamRequest)(nil),                // 74: hopper.v1.ReportStreamRequest
+	(*ReportStreamResponse)(nil),               // 75: hopper.v1.ReportStreamResponse
+	(*Verdict)(nil),                            // 76: hopper.v1.Verdict
+	(*HoldRequest)(nil),                        // 77: hopper.v1.HoldRequest
+	(*HoldResponse)(nil),                       // 78: hopper.v1.HoldResponse
+	(*HeartbeatRequest)(nil),                   // 79: hopper.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),                  // 80: hopper.v1.HeartbeatResponse
+	(*ReportProgressRequest)(nil),              // 81: hopper.v1.ReportProgressRequest
+	(*ReportProgressResponse)(nil),             // 82: hopper.v1.ReportProgressResponse
+	(*Queue)(nil),                              // 83: hopper.v1.Queue
+	(*QueueServiceListRequest)(nil),            // 84: hopper.v1.QueueServiceListRequest
+	(*QueueServiceListResponse)(nil),           // 85: hopper.v1.QueueServiceListResponse
+	(*QueueServiceSetRequest)(nil),             // 86: hopper.v1.QueueServiceSetRequest
+	(*QueueServiceSetResponse)(nil),            // 87: hopper.v1.QueueServiceSetResponse
+	(*PauseRequest)(nil),                       // 88: hopper.v1.PauseRequest
+	(*PauseResponse)(nil),                      // 89: hopper.v1.PauseResponse
+	(*ResumeRequest)(nil),                      // 90: hopper.v1.ResumeRequest
+	(*ResumeResponse)(nil),                     // 91: hopper.v1.ResumeResponse
+	(*Node)(nil),                               // 92: hopper.v1.Node
+	(*ListNodesRequest)(nil),                   // 93: hopper.v1.ListNodesRequest
+	(*ListNodesResponse)(nil),                  // 94: hopper.v1.ListNodesResponse
+	(*Worker)(nil),                             // 95: hopper.v1.Worker
+	(*ListWorkersRequest)(nil),                 // 96: hopper.v1.ListWorkersRequest
+	(*ListWorkersResponse)(nil),                // 97: hopper.v1.ListWorkersResponse
+	(*Stream)(nil),                             // 98: hopper.v1.Stream
+	(*ListStreamsRequest)(nil),                 // 99: hopper.v1.ListStreamsRequest
+	(*ListStreamsResponse)(nil),                // 100: hopper.v1.ListStreamsResponse
+	(*APIKey)(nil),                             // 101: hopper.v1.APIKey
+	(*CreateKeyRequest)(nil),                   // 102: hopper.v1.CreateKeyRequest
+	(*CreateKeyResponse)(nil),                  // 103: hopper.v1.CreateKeyResponse
+	(*ListKeysRequest)(nil),                    // 104: hopper.v1.ListKeysRequest
+	(*ListKeysResponse)(nil),                   // 105: hopper.v1.ListKeysResponse
+	(*RevokeKeyRequest)(nil),                   // 106: hopper.v1.RevokeKeyRequest
+	(*RevokeKeyResponse)(nil),                  // 107: hopper.v1.RevokeKeyResponse
+	(*ImportKeyRequest)(nil),                   // 108: hopper.v1.ImportKeyRequest
+	(*ImportKeyResponse)(nil),                  // 109: hopper.v1.ImportKeyResponse
+	(*DeadLetterFilter)(nil),                   // 110: hopper.v1.DeadLetterFilter
+	(*DeadLetterServiceListRequest)(nil),       // 111: hopper.v1.DeadLetterServiceListRequest
+	(*DeadLetterServiceListResponse)(nil),      // 112: hopper.v1.DeadLetterServiceListResponse
+	(*ReplaySummary)(nil),                      // 113: hopper.v1.ReplaySummary
+	(*DeadLetterServiceStatsRequest)(nil),      // 114: hopper.v1.DeadLetterServiceStatsRequest
+	(*DeadLetterServiceStatsResponse)(nil),     // 115: hopper.v1.DeadLetterServiceStatsResponse
+	(*ReplayRequest)(nil),                      // 116: hopper.v1.ReplayRequest
+	(*ReplayResponse)(nil),                     // 117: hopper.v1.ReplayResponse
+	(*ReplayManyRequest)(nil),                  // 118: hopper.v1.ReplayManyRequest
+	(*ReplayManyResponse)(nil),                 // 119: hopper.v1.ReplayManyResponse
+	(*DeadLetterServiceRetryManyRequest)(nil),  // 120: hopper.v1.DeadLetterServiceRetryManyRequest
+	(*DeadLetterServiceRetryManyResponse)(nil), // 121: hopper.v1.DeadLetterServiceRetryManyResponse
+	(*ReplayRecord)(nil),                       // 122: hopper.v1.ReplayRecord
+	(*ListReplaysRequest)(nil),                 // 123: hopper.v1.ListReplaysRequest
+	(*ListReplaysResponse)(nil),                // 124: hopper.v1.ListReplaysResponse
+	(*Kind)(nil),                               // 125: hopper.v1.Kind
+	(*KindServiceListRequest)(nil),             // 126: hopper.v1.KindServiceListRequest
+	(*KindServiceListResponse)(nil),            // 127: hopper.v1.KindServiceListResponse
+	(*KindServiceSetRequest)(nil),              // 128: hopper.v1.KindServiceSetRequest
+	(*KindServiceSetResponse)(nil),             // 129: hopper.v1.KindServiceSetResponse
+	(*KindServiceDisableRequest)(nil),          // 130: hopper.v1.KindServiceDisableRequest
+	(*KindServiceDisableResponse)(nil),         // 131: hopper.v1.KindServiceDisableResponse
+	(*KindServiceEnableRequest)(nil),           // 132: hopper.v1.KindServiceEnableRequest
+	(*KindServiceEnableResponse)(nil),          // 133: hopper.v1.KindServiceEnableResponse
+	(*KindServiceCompactRequest)(nil),          // 134: hopper.v1.KindServiceCompactRequest
+	(*KindServiceCompactResponse)(nil),         // 135: hopper.v1.KindServiceCompactResponse
+	(*CompactedGroup)(nil),                     // 136: hopper.v1.CompactedGroup
+	(*RefusedGroup)(nil),                       // 137: hopper.v1.RefusedGroup
+	(*KindServiceLineageRequest)(nil),          // 138: hopper.v1.KindServiceLineageRequest
+	(*KindServiceLineageResponse)(nil),         // 139: hopper.v1.KindServiceLineageResponse
+	(*ServerServiceInfoRequest)(nil),           // 140: hopper.v1.ServerServiceInfoRequest
+	(*ServerServiceInfoResponse)(nil),          // 141: hopper.v1.ServerServiceInfoResponse
+	(*ServerInfo)(nil),                         // 142: hopper.v1.ServerInfo
+	(*InputLimits)(nil),                        // 143: hopper.v1.InputLimits
+	nil,                                        // 144: hopper.v1.Workflow.StepStatesEntry
+	nil,                                        // 145: hopper.v1.Schedule.HeadersEntry
+	nil,                                        // 146: hopper.v1.Job.HeadersEntry
+	nil,                                        // 147: hopper.v1.JobSpec.HeadersEntry
+	nil,                                        // 148: hopper.v1.ActivatedJob.HeadersEntry
+	nil,                                        // 149: hopper.v1.StreamJobsRequest.KindConcurrencyEntry
+	nil,                                        // 150: hopper.v1.Queue.CountsEntry
+	nil,                                        // 151: hopper.v1.Queue.KeyWeightsEntry
+	nil,                                        // 152: hopper.v1.QueueServiceSetRequest.KeyWeightsEntry
+	nil,                                        // 153: hopper.v1.DeadLetterServiceListResponse.ReplaysEntry
+	nil,                                        // 154: hopper.v1.Kind.CountsEntry
+	(*timestamppb.Timestamp)(nil),              // 155: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),                // 156: google.protobuf.Duration
 }
 var file_hopper_v1_hopper_proto_depIdxs = []int32{
 	25,  // 0: hopper.v1.WorkflowStep.job:type_name -> hopper.v1.JobSpec
-	141, // 1: hopper.v1.Workflow.step_states:type_name -> hopper.v1.Workflow.StepStatesEntry
-	152, // 2: hopper.v1.Workflow.created_at:type_name -> google.protobuf.Timestamp
-	152, // 3: hopper.v1.Workflow.started_at:type_name -> google.protobuf.Timestamp
-	152, // 4: hopper.v1.Workflow.finished_at:type_name -> google.protobuf.Timestamp
+	144, // 1: hopper.v1.Workflow.step_states:type_name -> hopper.v1.Workflow.StepStatesEntry
+	155, // 2: hopper.v1.Workflow.created_at:type_name -> google.protobuf.Timestamp
+	155, // 3: hopper.v1.Workflow.started_at:type_name -> google.protobuf.Timestamp
+	155, // 4: hopper.v1.Workflow.finished_at:type_name -> google.protobuf.Timestamp
 	24,  // 5: hopper.v1.WorkflowStepStatus.job:type_name -> hopper.v1.Job
 	0,   // 6: hopper.v1.EnqueueWorkflowRequest.steps:type_name -> hopper.v1.WorkflowStep
 	1,   // 7: hopper.v1.EnqueueWorkflowResponse.workflow:type_name -> hopper.v1.Workflow
@@ -10656,265 +10845,270 @@ var file_hopper_v1_hopper_proto_depIdxs = []int32{
 	1,   // 11: hopper.v1.ListWorkflowsResponse.workflows:type_name -> hopper.v1.Workflow
 	1,   // 12: hopper.v1.CancelWorkflowResponse.workflow:type_name -> hopper.v1.Workflow
 	24,  // 13: hopper.v1.CancelWorkflowResponse.canceled:type_name -> hopper.v1.Job
-	153, // 14: hopper.v1.Schedule.every:type_name -> google.protobuf.Duration
-	153, // 15: hopper.v1.Schedule.fixed_delay:type_name -> google.protobuf.Duration
-	153, // 16: hopper.v1.Schedule.timeout:type_name -> google.protobuf.Duration
-	142, // 17: hopper.v1.Schedule.headers:type_name -> hopper.v1.Schedule.HeadersEntry
-	153, // 18: hopper.v1.Schedule.jitter:type_name -> google.protobuf.Duration
-	152, // 19: hopper.v1.Schedule.last_fire_at:type_name -> google.protobuf.Timestamp
-	152, // 20: hopper.v1.Schedule.next_fire_at:type_name -> google.protobuf.Timestamp
-	152, // 21: hopper.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
-	152, // 22: hopper.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
-	152, // 23: hopper.v1.Schedule.last_manual_fire_at:type_name -> google.protobuf.Timestamp
+	156, // 14: hopper.v1.Schedule.every:type_name -> google.protobuf.Duration
+	156, // 15: hopper.v1.Schedule.fixed_delay:type_name -> google.protobuf.Duration
+	156, // 16: hopper.v1.Schedule.timeout:type_name -> google.protobuf.Duration
+	145, // 17: hopper.v1.Schedule.headers:type_name -> hopper.v1.Schedule.HeadersEntry
+	156, // 18: hopper.v1.Schedule.jitter:type_name -> google.protobuf.Duration
+	155, // 19: hopper.v1.Schedule.last_fire_at:type_name -> google.protobuf.Timestamp
+	155, // 20: hopper.v1.Schedule.next_fire_at:type_name -> google.protobuf.Timestamp
+	155, // 21: hopper.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
+	155, // 22: hopper.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
+	155, // 23: hopper.v1.Schedule.last_manual_fire_at:type_name -> google.protobuf.Timestamp
 	11,  // 24: hopper.v1.ScheduleServiceListResponse.schedules:type_name -> hopper.v1.Schedule
 	11,  // 25: hopper.v1.ScheduleServiceAddRequest.schedule:type_name -> hopper.v1.Schedule
 	11,  // 26: hopper.v1.ScheduleServiceAddResponse.schedule:type_name -> hopper.v1.Schedule
 	24,  // 27: hopper.v1.ScheduleServiceRunResponse.job:type_name -> hopper.v1.Job
-	143, // 28: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
-	152, // 29: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
-	153, // 30: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
-	152, // 31: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
-	152, // 32: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
-	152, // 33: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	152, // 34: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
-	152, // 35: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
-	152, // 36: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	152, // 37: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
-	152, // 38: hopper.v1.Job.deadline_at:type_name -> google.protobuf.Timestamp
-	152, // 39: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
-	153, // 40: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
-	153, // 41: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
-	144, // 42: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
-	153, // 43: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
+	146, // 28: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
+	155, // 29: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
+	156, // 30: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
+	155, // 31: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
+	155, // 32: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
+	155, // 33: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	155, // 34: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
+	155, // 35: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
+	155, // 36: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	155, // 37: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
+	155, // 38: hopper.v1.Job.deadline_at:type_name -> google.protobuf.Timestamp
+	155, // 39: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
+	156, // 40: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
+	156, // 41: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
+	147, // 42: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
+	156, // 43: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
 	26,  // 44: hopper.v1.JobSpec.retry_policy:type_name -> hopper.v1.RetryPolicy
-	153, // 45: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
-	153, // 46: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
+	156, // 45: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
+	156, // 46: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
 	25,  // 47: hopper.v1.EnqueueRequest.job:type_name -> hopper.v1.JobSpec
 	24,  // 48: hopper.v1.EnqueueResponse.job:type_name -> hopper.v1.Job
 	25,  // 49: hopper.v1.EnqueueBatchRequest.jobs:type_name -> hopper.v1.JobSpec
 	28,  // 50: hopper.v1.EnqueueBatchResponse.results:type_name -> hopper.v1.EnqueueResponse
 	24,  // 51: hopper.v1.GetResponse.job:type_name -> hopper.v1.Job
-	152, // 52: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
-	152, // 53: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
+	155, // 52: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
+	155, // 53: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
 	24,  // 54: hopper.v1.ListResponse.jobs:type_name -> hopper.v1.Job
 	24,  // 55: hopper.v1.CancelResponse.job:type_name -> hopper.v1.Job
-	152, // 56: hopper.v1.JobServiceRetryRequest.run_at:type_name -> google.protobuf.Timestamp
+	155, // 56: hopper.v1.JobServiceRetryRequest.run_at:type_name -> google.protobuf.Timestamp
 	24,  // 57: hopper.v1.JobServiceRetryResponse.job:type_name -> hopper.v1.Job
 	24,  // 58: hopper.v1.JobServiceSetRetriesResponse.job:type_name -> hopper.v1.Job
 	24,  // 59: hopper.v1.JobServiceResumeResponse.job:type_name -> hopper.v1.Job
-	152, // 60: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
-	152, // 61: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
-	152, // 62: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
+	155, // 60: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
+	155, // 61: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
+	155, // 62: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
 	44,  // 63: hopper.v1.EventsResponse.events:type_name -> hopper.v1.Event
 	45,  // 64: hopper.v1.EventsResponse.attempts:type_name -> hopper.v1.Attempt
-	145, // 65: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
-	152, // 66: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
-	153, // 67: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
-	152, // 68: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
+	148, // 65: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
+	155, // 66: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
+	156, // 67: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
+	155, // 68: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
 	26,  // 69: hopper.v1.ActivatedJob.retry_policy:type_name -> hopper.v1.RetryPolicy
-	153, // 70: hopper.v1.ActivatedJob.default_timeout:type_name -> google.protobuf.Duration
+	156, // 70: hopper.v1.ActivatedJob.default_timeout:type_name -> google.protobuf.Duration
 	48,  // 71: hopper.v1.ActivatedJob.parent_results:type_name -> hopper.v1.ParentResult
-	152, // 72: hopper.v1.ParentResult.finished_at:type_name -> google.protobuf.Timestamp
+	155, // 72: hopper.v1.ParentResult.finished_at:type_name -> google.protobuf.Timestamp
 	48,  // 73: hopper.v1.ParentResultsResponse.parents:type_name -> hopper.v1.ParentResult
-	153, // 74: hopper.v1.BatchKind.max_wait:type_name -> google.protobuf.Duration
-	153, // 75: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
-	153, // 76: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
-	51,  // 77: hopper.v1.ActivateRequest.batch_kinds:type_name -> hopper.v1.BatchKind
-	47,  // 78: hopper.v1.ActivateResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	153, // 79: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
-	146, // 80: hopper.v1.StreamJobsRequest.kind_concurrency:type_name -> hopper.v1.StreamJobsRequest.KindConcurrencyEntry
-	51,  // 81: hopper.v1.StreamJobsRequest.batch_kinds:type_name -> hopper.v1.BatchKind
-	47,  // 82: hopper.v1.StreamJobsResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	153, // 83: hopper.v1.StreamJobsResponse.keepalive:type_name -> google.protobuf.Duration
-	153, // 84: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
-	26,  // 85: hopper.v1.FailRequest.retry_policy:type_name -> hopper.v1.RetryPolicy
-	152, // 86: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
-	153, // 87: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
-	152, // 88: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
-	152, // 89: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
-	153, // 90: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
-	152, // 91: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
-	69,  // 92: hopper.v1.ReportRequest.outcomes:type_name -> hopper.v1.Outcome
-	66,  // 93: hopper.v1.ReportRequest.renewals:type_name -> hopper.v1.ExtendLeaseRequest
-	56,  // 94: hopper.v1.Outcome.complete:type_name -> hopper.v1.CompleteRequest
-	58,  // 95: hopper.v1.Outcome.fail:type_name -> hopper.v1.FailRequest
-	64,  // 96: hopper.v1.Outcome.release:type_name -> hopper.v1.ReleaseRequest
-	60,  // 97: hopper.v1.Outcome.snooze:type_name -> hopper.v1.SnoozeRequest
-	62,  // 98: hopper.v1.Outcome.suspend:type_name -> hopper.v1.SuspendRequest
-	73,  // 99: hopper.v1.ReportResponse.outcomes:type_name -> hopper.v1.Verdict
-	73,  // 100: hopper.v1.ReportResponse.renewals:type_name -> hopper.v1.Verdict
-	68,  // 101: hopper.v1.ReportStreamRequest.report:type_name -> hopper.v1.ReportRequest
-	70,  // 102: hopper.v1.ReportStreamResponse.report:type_name -> hopper.v1.ReportResponse
-	59,  // 103: hopper.v1.Verdict.fail:type_name -> hopper.v1.FailResponse
-	152, // 104: hopper.v1.Verdict.lease_expires_at:type_name -> google.protobuf.Timestamp
-	147, // 105: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
-	148, // 106: hopper.v1.Queue.key_weights:type_name -> hopper.v1.Queue.KeyWeightsEntry
-	80,  // 107: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
-	149, // 108: hopper.v1.QueueServiceSetRequest.key_weights:type_name -> hopper.v1.QueueServiceSetRequest.KeyWeightsEntry
-	152, // 109: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
-	152, // 110: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
-	89,  // 111: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
-	152, // 112: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
-	92,  // 113: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
-	152, // 114: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
-	95,  // 115: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
-	152, // 116: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
-	152, // 117: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
-	152, // 118: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
-	98,  // 119: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
-	98,  // 120: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
-	98,  // 121: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
-	98,  // 122: hopper.v1.ImportKeyResponse.key:type_name -> hopper.v1.APIKey
-	152, // 123: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
-	152, // 124: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
-	107, // 125: hopper.v1.DeadLetterServiceListRequest.filter:type_name -> hopper.v1.DeadLetterFilter
-	24,  // 126: hopper.v1.DeadLetterServiceListResponse.jobs:type_name -> hopper.v1.Job
-	150, // 127: hopper.v1.DeadLetterServiceListResponse.replays:type_name -> hopper.v1.DeadLetterServiceListResponse.ReplaysEntry
-	152, // 128: hopper.v1.ReplaySummary.last_replayed_at:type_name -> google.protobuf.Timestamp
-	152, // 129: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
-	153, // 130: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
-	24,  // 131: hopper.v1.ReplayResponse.job:type_name -> hopper.v1.Job
-	107, // 132: hopper.v1.ReplayManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
-	24,  // 133: hopper.v1.ReplayManyResponse.jobs:type_name -> hopper.v1.Job
-	107, // 134: hopper.v1.DeadLetterServiceRetryManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
-	24,  // 135: hopper.v1.DeadLetterServiceRetryManyResponse.jobs:type_name -> hopper.v1.Job
-	152, // 136: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
-	152, // 137: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
-	152, // 138: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
-	119, // 139: hopper.v1.ListReplaysResponse.replays:type_name -> hopper.v1.ReplayRecord
-	151, // 140: hopper.v1.Kind.counts:type_name -> hopper.v1.Kind.CountsEntry
-	122, // 141: hopper.v1.KindServiceListResponse.kinds:type_name -> hopper.v1.Kind
-	133, // 142: hopper.v1.KindServiceCompactResponse.compacted:type_name -> hopper.v1.CompactedGroup
-	134, // 143: hopper.v1.KindServiceCompactResponse.refused:type_name -> hopper.v1.RefusedGroup
-	139, // 144: hopper.v1.ServerServiceInfoResponse.server:type_name -> hopper.v1.ServerInfo
-	152, // 145: hopper.v1.ServerInfo.commit_time:type_name -> google.protobuf.Timestamp
-	140, // 146: hopper.v1.ServerInfo.input_limits:type_name -> hopper.v1.InputLimits
-	153, // 147: hopper.v1.InputLimits.max_run_at_past:type_name -> google.protobuf.Duration
-	153, // 148: hopper.v1.InputLimits.max_run_at_future:type_name -> google.protobuf.Duration
-	153, // 149: hopper.v1.InputLimits.max_timeout:type_name -> google.protobuf.Duration
-	153, // 150: hopper.v1.InputLimits.max_retention:type_name -> google.protobuf.Duration
-	153, // 151: hopper.v1.InputLimits.max_result_ttl:type_name -> google.protobuf.Duration
-	153, // 152: hopper.v1.InputLimits.max_activate_wait:type_name -> google.protobuf.Duration
-	110, // 153: hopper.v1.DeadLetterServiceListResponse.ReplaysEntry.value:type_name -> hopper.v1.ReplaySummary
-	27,  // 154: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
-	29,  // 155: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
-	31,  // 156: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
-	33,  // 157: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
-	35,  // 158: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
-	43,  // 159: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
-	41,  // 160: hopper.v1.JobService.Resume:input_type -> hopper.v1.JobServiceResumeRequest
-	37,  // 161: hopper.v1.JobService.Retry:input_type -> hopper.v1.JobServiceRetryRequest
-	39,  // 162: hopper.v1.JobService.SetRetries:input_type -> hopper.v1.JobServiceSetRetriesRequest
-	52,  // 163: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
-	54,  // 164: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
-	56,  // 165: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
-	58,  // 166: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
-	64,  // 167: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
-	60,  // 168: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
-	62,  // 169: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
-	66,  // 170: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
-	76,  // 171: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
-	78,  // 172: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
-	68,  // 173: hopper.v1.WorkerService.Report:input_type -> hopper.v1.ReportRequest
-	71,  // 174: hopper.v1.WorkerService.ReportStream:input_type -> hopper.v1.ReportStreamRequest
-	74,  // 175: hopper.v1.WorkerService.Hold:input_type -> hopper.v1.HoldRequest
-	49,  // 176: hopper.v1.WorkerService.ParentResults:input_type -> hopper.v1.ParentResultsRequest
-	81,  // 177: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
-	85,  // 178: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
-	87,  // 179: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
-	83,  // 180: hopper.v1.QueueService.Set:input_type -> hopper.v1.QueueServiceSetRequest
-	90,  // 181: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
-	93,  // 182: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
-	96,  // 183: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
-	99,  // 184: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
-	101, // 185: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
-	103, // 186: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
-	105, // 187: hopper.v1.AdminService.ImportKey:input_type -> hopper.v1.ImportKeyRequest
-	12,  // 188: hopper.v1.ScheduleService.List:input_type -> hopper.v1.ScheduleServiceListRequest
-	14,  // 189: hopper.v1.ScheduleService.Add:input_type -> hopper.v1.ScheduleServiceAddRequest
-	16,  // 190: hopper.v1.ScheduleService.Remove:input_type -> hopper.v1.ScheduleServiceRemoveRequest
-	18,  // 191: hopper.v1.ScheduleService.Pause:input_type -> hopper.v1.ScheduleServicePauseRequest
-	20,  // 192: hopper.v1.ScheduleService.Resume:input_type -> hopper.v1.ScheduleServiceResumeRequest
-	22,  // 193: hopper.v1.ScheduleService.Run:input_type -> hopper.v1.ScheduleServiceRunRequest
-	3,   // 194: hopper.v1.WorkflowService.EnqueueWorkflow:input_type -> hopper.v1.EnqueueWorkflowRequest
-	5,   // 195: hopper.v1.WorkflowService.GetWorkflow:input_type -> hopper.v1.GetWorkflowRequest
-	7,   // 196: hopper.v1.WorkflowService.ListWorkflows:input_type -> hopper.v1.ListWorkflowsRequest
-	9,   // 197: hopper.v1.WorkflowService.CancelWorkflow:input_type -> hopper.v1.CancelWorkflowRequest
-	108, // 198: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
-	111, // 199: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
-	113, // 200: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
-	115, // 201: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
-	117, // 202: hopper.v1.DeadLetterService.RetryMany:input_type -> hopper.v1.DeadLetterServiceRetryManyRequest
-	120, // 203: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
-	123, // 204: hopper.v1.KindService.List:input_type -> hopper.v1.KindServiceListRequest
-	125, // 205: hopper.v1.KindService.Set:input_type -> hopper.v1.KindServiceSetRequest
-	127, // 206: hopper.v1.KindService.Disable:input_type -> hopper.v1.KindServiceDisableRequest
-	129, // 207: hopper.v1.KindService.Enable:input_type -> hopper.v1.KindServiceEnableRequest
-	131, // 208: hopper.v1.KindService.Compact:input_type -> hopper.v1.KindServiceCompactRequest
-	135, // 209: hopper.v1.KindService.Lineage:input_type -> hopper.v1.KindServiceLineageRequest
-	137, // 210: hopper.v1.ServerService.Info:input_type -> hopper.v1.ServerServiceInfoRequest
-	28,  // 211: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
-	30,  // 212: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
-	32,  // 213: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
-	34,  // 214: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
-	36,  // 215: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
-	46,  // 216: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
-	42,  // 217: hopper.v1.JobService.Resume:output_type -> hopper.v1.JobServiceResumeResponse
-	38,  // 218: hopper.v1.JobService.Retry:output_type -> hopper.v1.JobServiceRetryResponse
-	40,  // 219: hopper.v1.JobService.SetRetries:output_type -> hopper.v1.JobServiceSetRetriesResponse
-	53,  // 220: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
-	55,  // 221: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
-	57,  // 222: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
-	59,  // 223: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
-	65,  // 224: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
-	61,  // 225: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
-	63,  // 226: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
-	67,  // 227: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
-	77,  // 228: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
-	79,  // 229: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
-	70,  // 230: hopper.v1.WorkerService.Report:output_type -> hopper.v1.ReportResponse
-	72,  // 231: hopper.v1.WorkerService.ReportStream:output_type -> hopper.v1.ReportStreamResponse
-	75,  // 232: hopper.v1.WorkerService.Hold:output_type -> hopper.v1.HoldResponse
-	50,  // 233: hopper.v1.WorkerService.ParentResults:output_type -> hopper.v1.ParentResultsResponse
-	82,  // 234: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
-	86,  // 235: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
-	88,  // 236: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
-	84,  // 237: hopper.v1.QueueService.Set:output_type -> hopper.v1.QueueServiceSetResponse
-	91,  // 238: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
-	94,  // 239: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
-	97,  // 240: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
-	100, // 241: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
-	102, // 242: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
-	104, // 243: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
-	106, // 244: hopper.v1.AdminService.ImportKey:output_type -> hopper.v1.ImportKeyResponse
-	13,  // 245: hopper.v1.ScheduleService.List:output_type -> hopper.v1.ScheduleServiceListResponse
-	15,  // 246: hopper.v1.ScheduleService.Add:output_type -> hopper.v1.ScheduleServiceAddResponse
-	17,  // 247: hopper.v1.ScheduleService.Remove:output_type -> hopper.v1.ScheduleServiceRemoveResponse
-	19,  // 248: hopper.v1.ScheduleService.Pause:output_type -> hopper.v1.ScheduleServicePauseResponse
-	21,  // 249: hopper.v1.ScheduleService.Resume:output_type -> hopper.v1.ScheduleServiceResumeResponse
-	23,  // 250: hopper.v1.ScheduleService.Run:output_type -> hopper.v1.ScheduleServiceRunResponse
-	4,   // 251: hopper.v1.WorkflowService.EnqueueWorkflow:output_type -> hopper.v1.EnqueueWorkflowResponse
-	6,   // 252: hopper.v1.WorkflowService.GetWorkflow:output_type -> hopper.v1.GetWorkflowResponse
-	8,   // 253: hopper.v1.WorkflowService.ListWorkflows:output_type -> hopper.v1.ListWorkflowsResponse
-	10,  // 254: hopper.v1.WorkflowService.CancelWorkflow:output_type -> hopper.v1.CancelWorkflowResponse
-	109, // 255: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
-	112, // 256: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
-	114, // 257: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
-	116, // 258: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
-	118, // 259: hopper.v1.DeadLetterService.RetryMany:output_type -> hopper.v1.DeadLetterServiceRetryManyResponse
-	121, // 260: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
-	124, // 261: hopper.v1.KindService.List:output_type -> hopper.v1.KindServiceListResponse
-	126, // 262: hopper.v1.KindService.Set:output_type -> hopper.v1.KindServiceSetResponse
-	128, // 263: hopper.v1.KindService.Disable:output_type -> hopper.v1.KindServiceDisableResponse
-	130, // 264: hopper.v1.KindService.Enable:output_type -> hopper.v1.KindServiceEnableResponse
-	132, // 265: hopper.v1.KindService.Compact:output_type -> hopper.v1.KindServiceCompactResponse
-	136, // 266: hopper.v1.KindService.Lineage:output_type -> hopper.v1.KindServiceLineageResponse
-	138, // 267: hopper.v1.ServerService.Info:output_type -> hopper.v1.ServerServiceInfoResponse
-	211, // [211:268] is the sub-list for method output_type
-	154, // [154:211] is the sub-list for method input_type
-	154, // [154:154] is the sub-list for extension type_name
-	154, // [154:154] is the sub-list for extension extendee
-	0,   // [0:154] is the sub-list for field type_name
+	52,  // 74: hopper.v1.SpawnRequest.jobs:type_name -> hopper.v1.SpawnJob
+	25,  // 75: hopper.v1.SpawnJob.job:type_name -> hopper.v1.JobSpec
+	28,  // 76: hopper.v1.SpawnResponse.results:type_name -> hopper.v1.EnqueueResponse
+	156, // 77: hopper.v1.BatchKind.max_wait:type_name -> google.protobuf.Duration
+	156, // 78: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
+	156, // 79: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
+	54,  // 80: hopper.v1.ActivateRequest.batch_kinds:type_name -> hopper.v1.BatchKind
+	47,  // 81: hopper.v1.ActivateResponse.jobs:type_name -> hopper.v1.ActivatedJob
+	156, // 82: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
+	149, // 83: hopper.v1.StreamJobsRequest.kind_concurrency:type_name -> hopper.v1.StreamJobsRequest.KindConcurrencyEntry
+	54,  // 84: hopper.v1.StreamJobsRequest.batch_kinds:type_name -> hopper.v1.BatchKind
+	47,  // 85: hopper.v1.StreamJobsResponse.jobs:type_name -> hopper.v1.ActivatedJob
+	156, // 86: hopper.v1.StreamJobsResponse.keepalive:type_name -> google.protobuf.Duration
+	156, // 87: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
+	26,  // 88: hopper.v1.FailRequest.retry_policy:type_name -> hopper.v1.RetryPolicy
+	155, // 89: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
+	156, // 90: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
+	155, // 91: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
+	155, // 92: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
+	156, // 93: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
+	155, // 94: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
+	72,  // 95: hopper.v1.ReportRequest.outcomes:type_name -> hopper.v1.Outcome
+	69,  // 96: hopper.v1.ReportRequest.renewals:type_name -> hopper.v1.ExtendLeaseRequest
+	59,  // 97: hopper.v1.Outcome.complete:type_name -> hopper.v1.CompleteRequest
+	61,  // 98: hopper.v1.Outcome.fail:type_name -> hopper.v1.FailRequest
+	67,  // 99: hopper.v1.Outcome.release:type_name -> hopper.v1.ReleaseRequest
+	63,  // 100: hopper.v1.Outcome.snooze:type_name -> hopper.v1.SnoozeRequest
+	65,  // 101: hopper.v1.Outcome.suspend:type_name -> hopper.v1.SuspendRequest
+	76,  // 102: hopper.v1.ReportResponse.outcomes:type_name -> hopper.v1.Verdict
+	76,  // 103: hopper.v1.ReportResponse.renewals:type_name -> hopper.v1.Verdict
+	71,  // 104: hopper.v1.ReportStreamRequest.report:type_name -> hopper.v1.ReportRequest
+	73,  // 105: hopper.v1.ReportStreamResponse.report:type_name -> hopper.v1.ReportResponse
+	62,  // 106: hopper.v1.Verdict.fail:type_name -> hopper.v1.FailResponse
+	155, // 107: hopper.v1.Verdict.lease_expires_at:type_name -> google.protobuf.Timestamp
+	150, // 108: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
+	151, // 109: hopper.v1.Queue.key_weights:type_name -> hopper.v1.Queue.KeyWeightsEntry
+	83,  // 110: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
+	152, // 111: hopper.v1.QueueServiceSetRequest.key_weights:type_name -> hopper.v1.QueueServiceSetRequest.KeyWeightsEntry
+	155, // 112: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
+	155, // 113: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
+	92,  // 114: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
+	155, // 115: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
+	95,  // 116: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
+	155, // 117: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
+	98,  // 118: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
+	155, // 119: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
+	155, // 120: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
+	155, // 121: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
+	101, // 122: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
+	101, // 123: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
+	101, // 124: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
+	101, // 125: hopper.v1.ImportKeyResponse.key:type_name -> hopper.v1.APIKey
+	155, // 126: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
+	155, // 127: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
+	110, // 128: hopper.v1.DeadLetterServiceListRequest.filter:type_name -> hopper.v1.DeadLetterFilter
+	24,  // 129: hopper.v1.DeadLetterServiceListResponse.jobs:type_name -> hopper.v1.Job
+	153, // 130: hopper.v1.DeadLetterServiceListResponse.replays:type_name -> hopper.v1.DeadLetterServiceListResponse.ReplaysEntry
+	155, // 131: hopper.v1.ReplaySummary.last_replayed_at:type_name -> google.protobuf.Timestamp
+	155, // 132: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
+	156, // 133: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
+	24,  // 134: hopper.v1.ReplayResponse.job:type_name -> hopper.v1.Job
+	110, // 135: hopper.v1.ReplayManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
+	24,  // 136: hopper.v1.ReplayManyResponse.jobs:type_name -> hopper.v1.Job
+	110, // 137: hopper.v1.DeadLetterServiceRetryManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
+	24,  // 138: hopper.v1.DeadLetterServiceRetryManyResponse.jobs:type_name -> hopper.v1.Job
+	155, // 139: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
+	155, // 140: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
+	155, // 141: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
+	122, // 142: hopper.v1.ListReplaysResponse.replays:type_name -> hopper.v1.ReplayRecord
+	154, // 143: hopper.v1.Kind.counts:type_name -> hopper.v1.Kind.CountsEntry
+	125, // 144: hopper.v1.KindServiceListResponse.kinds:type_name -> hopper.v1.Kind
+	136, // 145: hopper.v1.KindServiceCompactResponse.compacted:type_name -> hopper.v1.CompactedGroup
+	137, // 146: hopper.v1.KindServiceCompactResponse.refused:type_name -> hopper.v1.RefusedGroup
+	142, // 147: hopper.v1.ServerServiceInfoResponse.server:type_name -> hopper.v1.ServerInfo
+	155, // 148: hopper.v1.ServerInfo.commit_time:type_name -> google.protobuf.Timestamp
+	143, // 149: hopper.v1.ServerInfo.input_limits:type_name -> hopper.v1.InputLimits
+	156, // 150: hopper.v1.InputLimits.max_run_at_past:type_name -> google.protobuf.Duration
+	156, // 151: hopper.v1.InputLimits.max_run_at_future:type_name -> google.protobuf.Duration
+	156, // 152: hopper.v1.InputLimits.max_timeout:type_name -> google.protobuf.Duration
+	156, // 153: hopper.v1.InputLimits.max_retention:type_name -> google.protobuf.Duration
+	156, // 154: hopper.v1.InputLimits.max_result_ttl:type_name -> google.protobuf.Duration
+	156, // 155: hopper.v1.InputLimits.max_activate_wait:type_name -> google.protobuf.Duration
+	113, // 156: hopper.v1.DeadLetterServiceListResponse.ReplaysEntry.value:type_name -> hopper.v1.ReplaySummary
+	27,  // 157: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
+	29,  // 158: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
+	31,  // 159: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
+	33,  // 160: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
+	35,  // 161: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
+	43,  // 162: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
+	41,  // 163: hopper.v1.JobService.Resume:input_type -> hopper.v1.JobServiceResumeRequest
+	37,  // 164: hopper.v1.JobService.Retry:input_type -> hopper.v1.JobServiceRetryRequest
+	39,  // 165: hopper.v1.JobService.SetRetries:input_type -> hopper.v1.JobServiceSetRetriesRequest
+	55,  // 166: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
+	57,  // 167: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
+	59,  // 168: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
+	61,  // 169: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
+	67,  // 170: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
+	63,  // 171: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
+	65,  // 172: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
+	69,  // 173: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
+	79,  // 174: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
+	81,  // 175: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
+	71,  // 176: hopper.v1.WorkerService.Report:input_type -> hopper.v1.ReportRequest
+	74,  // 177: hopper.v1.WorkerService.ReportStream:input_type -> hopper.v1.ReportStreamRequest
+	77,  // 178: hopper.v1.WorkerService.Hold:input_type -> hopper.v1.HoldRequest
+	49,  // 179: hopper.v1.WorkerService.ParentResults:input_type -> hopper.v1.ParentResultsRequest
+	51,  // 180: hopper.v1.WorkerService.Spawn:input_type -> hopper.v1.SpawnRequest
+	84,  // 181: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
+	88,  // 182: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
+	90,  // 183: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
+	86,  // 184: hopper.v1.QueueService.Set:input_type -> hopper.v1.QueueServiceSetRequest
+	93,  // 185: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
+	96,  // 186: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
+	99,  // 187: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
+	102, // 188: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
+	104, // 189: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
+	106, // 190: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
+	108, // 191: hopper.v1.AdminService.ImportKey:input_type -> hopper.v1.ImportKeyRequest
+	12,  // 192: hopper.v1.ScheduleService.List:input_type -> hopper.v1.ScheduleServiceListRequest
+	14,  // 193: hopper.v1.ScheduleService.Add:input_type -> hopper.v1.ScheduleServiceAddRequest
+	16,  // 194: hopper.v1.ScheduleService.Remove:input_type -> hopper.v1.ScheduleServiceRemoveRequest
+	18,  // 195: hopper.v1.ScheduleService.Pause:input_type -> hopper.v1.ScheduleServicePauseRequest
+	20,  // 196: hopper.v1.ScheduleService.Resume:input_type -> hopper.v1.ScheduleServiceResumeRequest
+	22,  // 197: hopper.v1.ScheduleService.Run:input_type -> hopper.v1.ScheduleServiceRunRequest
+	3,   // 198: hopper.v1.WorkflowService.EnqueueWorkflow:input_type -> hopper.v1.EnqueueWorkflowRequest
+	5,   // 199: hopper.v1.WorkflowService.GetWorkflow:input_type -> hopper.v1.GetWorkflowRequest
+	7,   // 200: hopper.v1.WorkflowService.ListWorkflows:input_type -> hopper.v1.ListWorkflowsRequest
+	9,   // 201: hopper.v1.WorkflowService.CancelWorkflow:input_type -> hopper.v1.CancelWorkflowRequest
+	111, // 202: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
+	114, // 203: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
+	116, // 204: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
+	118, // 205: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
+	120, // 206: hopper.v1.DeadLetterService.RetryMany:input_type -> hopper.v1.DeadLetterServiceRetryManyRequest
+	123, // 207: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
+	126, // 208: hopper.v1.KindService.List:input_type -> hopper.v1.KindServiceListRequest
+	128, // 209: hopper.v1.KindService.Set:input_type -> hopper.v1.KindServiceSetRequest
+	130, // 210: hopper.v1.KindService.Disable:input_type -> hopper.v1.KindServiceDisableRequest
+	132, // 211: hopper.v1.KindService.Enable:input_type -> hopper.v1.KindServiceEnableRequest
+	134, // 212: hopper.v1.KindService.Compact:input_type -> hopper.v1.KindServiceCompactRequest
+	138, // 213: hopper.v1.KindService.Lineage:input_type -> hopper.v1.KindServiceLineageRequest
+	140, // 214: hopper.v1.ServerService.Info:input_type -> hopper.v1.ServerServiceInfoRequest
+	28,  // 215: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
+	30,  // 216: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
+	32,  // 217: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
+	34,  // 218: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
+	36,  // 219: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
+	46,  // 220: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
+	42,  // 221: hopper.v1.JobService.Resume:output_type -> hopper.v1.JobServiceResumeResponse
+	38,  // 222: hopper.v1.JobService.Retry:output_type -> hopper.v1.JobServiceRetryResponse
+	40,  // 223: hopper.v1.JobService.SetRetries:output_type -> hopper.v1.JobServiceSetRetriesResponse
+	56,  // 224: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
+	58,  // 225: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
+	60,  // 226: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
+	62,  // 227: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
+	68,  // 228: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
+	64,  // 229: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
+	66,  // 230: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
+	70,  // 231: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
+	80,  // 232: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
+	82,  // 233: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
+	73,  // 234: hopper.v1.WorkerService.Report:output_type -> hopper.v1.ReportResponse
+	75,  // 235: hopper.v1.WorkerService.ReportStream:output_type -> hopper.v1.ReportStreamResponse
+	78,  // 236: hopper.v1.WorkerService.Hold:output_type -> hopper.v1.HoldResponse
+	50,  // 237: hopper.v1.WorkerService.ParentResults:output_type -> hopper.v1.ParentResultsResponse
+	53,  // 238: hopper.v1.WorkerService.Spawn:output_type -> hopper.v1.SpawnResponse
+	85,  // 239: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
+	89,  // 240: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
+	91,  // 241: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
+	87,  // 242: hopper.v1.QueueService.Set:output_type -> hopper.v1.QueueServiceSetResponse
+	94,  // 243: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
+	97,  // 244: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
+	100, // 245: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
+	103, // 246: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
+	105, // 247: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
+	107, // 248: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
+	109, // 249: hopper.v1.AdminService.ImportKey:output_type -> hopper.v1.ImportKeyResponse
+	13,  // 250: hopper.v1.ScheduleService.List:output_type -> hopper.v1.ScheduleServiceListResponse
+	15,  // 251: hopper.v1.ScheduleService.Add:output_type -> hopper.v1.ScheduleServiceAddResponse
+	17,  // 252: hopper.v1.ScheduleService.Remove:output_type -> hopper.v1.ScheduleServiceRemoveResponse
+	19,  // 253: hopper.v1.ScheduleService.Pause:output_type -> hopper.v1.ScheduleServicePauseResponse
+	21,  // 254: hopper.v1.ScheduleService.Resume:output_type -> hopper.v1.ScheduleServiceResumeResponse
+	23,  // 255: hopper.v1.ScheduleService.Run:output_type -> hopper.v1.ScheduleServiceRunResponse
+	4,   // 256: hopper.v1.WorkflowService.EnqueueWorkflow:output_type -> hopper.v1.EnqueueWorkflowResponse
+	6,   // 257: hopper.v1.WorkflowService.GetWorkflow:output_type -> hopper.v1.GetWorkflowResponse
+	8,   // 258: hopper.v1.WorkflowService.ListWorkflows:output_type -> hopper.v1.ListWorkflowsResponse
+	10,  // 259: hopper.v1.WorkflowService.CancelWorkflow:output_type -> hopper.v1.CancelWorkflowResponse
+	112, // 260: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
+	115, // 261: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
+	117, // 262: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
+	119, // 263: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
+	121, // 264: hopper.v1.DeadLetterService.RetryMany:output_type -> hopper.v1.DeadLetterServiceRetryManyResponse
+	124, // 265: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
+	127, // 266: hopper.v1.KindService.List:output_type -> hopper.v1.KindServiceListResponse
+	129, // 267: hopper.v1.KindService.Set:output_type -> hopper.v1.KindServiceSetResponse
+	131, // 268: hopper.v1.KindService.Disable:output_type -> hopper.v1.KindServiceDisableResponse
+	133, // 269: hopper.v1.KindService.Enable:output_type -> hopper.v1.KindServiceEnableResponse
+	135, // 270: hopper.v1.KindService.Compact:output_type -> hopper.v1.KindServiceCompactResponse
+	139, // 271: hopper.v1.KindService.Lineage:output_type -> hopper.v1.KindServiceLineageResponse
+	141, // 272: hopper.v1.ServerService.Info:output_type -> hopper.v1.ServerServiceInfoResponse
+	215, // [215:273] is the sub-list for method output_type
+	157, // [157:215] is the sub-list for method input_type
+	157, // [157:157] is the sub-list for extension type_name
+	157, // [157:157] is the sub-list for extension extendee
+	0,   // [0:157] is the sub-list for field type_name
 }
 
 func init() { file_hopper_v1_hopper_proto_init() }
@@ -10923,23 +11117,23 @@ func file_hopper_v1_hopper_proto_init() {
 		return
 	}
 	file_hopper_v1_options_proto_init()
-	file_hopper_v1_hopper_proto_msgTypes[58].OneofWrappers = []any{}
-	file_hopper_v1_hopper_proto_msgTypes[69].OneofWrappers = []any{
+	file_hopper_v1_hopper_proto_msgTypes[61].OneofWrappers = []any{}
+	file_hopper_v1_hopper_proto_msgTypes[72].OneofWrappers = []any{
 		(*Outcome_Complete)(nil),
 		(*Outcome_Fail)(nil),
 		(*Outcome_Release)(nil),
 		(*Outcome_Snooze)(nil),
 		(*Outcome_Suspend)(nil),
 	}
-	file_hopper_v1_hopper_proto_msgTypes[83].OneofWrappers = []any{}
-	file_hopper_v1_hopper_proto_msgTypes[125].OneofWrappers = []any{}
+	file_hopper_v1_hopper_proto_msgTypes[86].OneofWrappers = []any{}
+	file_hopper_v1_hopper_proto_msgTypes[128].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hopper_v1_hopper_proto_rawDesc), len(file_hopper_v1_hopper_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   152,
+			NumMessages:   155,
 			NumExtensions: 0,
 			NumServices:   9,
 		},

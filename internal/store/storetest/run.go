@@ -44,6 +44,7 @@ func Run(t *testing.T, opener Opener) {
 		{"Deps", testDeps},
 		{"Workflow", testWorkflows},
 		{"Parents", testParents},
+		{"Spawn", testSpawn},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -16,7 +16,7 @@ from .handler_errors import (
     fail_with_checkpoint,
 )
 from .batch import Batch, BatchHandlerOptions
-from .job import Job, JobAttempt, JobEvent, NewJob, ParentPolicy, ParentResult, RetryPolicy
+from .job import Job, JobAttempt, JobEvent, NewJob, ParentPolicy, ParentResult, RetryPolicy, SpawnJob
 from .worker import HandlerOptions, RunningJob, SyncRunningJob, Worker, WorkerEvent
 from .text import Limits, clip_text, limits_of
 
@@ -28,7 +28,7 @@ __all__ = [
     "Unauthenticated", "Unavailable", "Unimplemented", "Unknown", "NoLimitsError", "is_refusal",
     "BusinessError", "CheckpointError", "JobTimeout", "LeaseLostError", "NoRetry", "RetryAfter", "Shutdown", "Snooze",
     "Suspend", "fail_with_checkpoint",
-    "Job", "JobAttempt", "JobEvent", "NewJob", "ParentPolicy", "ParentResult", "RetryPolicy",
+    "Job", "JobAttempt", "JobEvent", "NewJob", "ParentPolicy", "ParentResult", "RetryPolicy", "SpawnJob",
     "Batch", "BatchHandlerOptions", "HandlerOptions", "RunningJob", "SyncRunningJob", "Worker", "WorkerEvent",
     "Limits", "clip_text", "limits_of",
 ]

@@ -15,7 +15,7 @@ from ._json import encode_json
 from .errors import to_hopper_error
 from .gen import hopper_pb2 as pb
 from .job import (
-    Duration, Job, JobAttempt, JobEvent, Merge, NewJob, ParentPolicy, RetryPolicy, attempt_from_proto, event_from_proto,
+    Duration, Job, JobAttempt, JobEvent, Merge, NewJob, ParentPolicy, RetryPolicy, SpawnJob, attempt_from_proto, event_from_proto,
     job_spec,
     seconds_of, set_time, time_of,
 )
@@ -112,6 +112,15 @@ def _batch_request(jobs: Iterable[NewJob | tuple[str, Any] | tuple[str, Any, Map
         else:
             specs.append(job_spec(j[0], j[1]))
     return pb.EnqueueBatchRequest(jobs=specs)
+
+
+def _spawn_request(id: str, lease_token: int, jobs: Iterable[SpawnJob | NewJob | tuple[str, Any] | tuple[str, Any, Mapping[str, Any]]]) -> pb.SpawnRequest:
+    out = []
+    for j in jobs:
+        step = j.step if isinstance(j, SpawnJob) else None
+        spec = job_spec(j.kind, j.args, **dict(j.options)) if isinstance(j, (SpawnJob, NewJob)) else _batch_request([j]).jobs[0]
+        out.append(pb.SpawnJob(job=spec, step=step or ""))
+    return pb.SpawnRequest(id=id, lease_token=lease_token, jobs=out)
 
 
 def _list_request(

@@ -10,7 +10,7 @@ from ._json import decode_json, encode_json
 from .gen import hopper_pb2 as pb
 from .handler_errors import seconds
 
-__all__ = ["Job", "JobEvent", "JobAttempt", "ParentResult", "RetryPolicy", "NewJob", "Duration", "Merge"]
+__all__ = ["Job", "JobEvent", "JobAttempt", "ParentResult", "RetryPolicy", "NewJob", "SpawnJob", "Duration", "Merge"]
 
 Duration = float | timedelta
 """Duration is a timedelta, or a number of seconds."""
@@ -74,6 +74,18 @@ class NewJob:
     kind: str
     args: Any = None
     options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SpawnJob:
+    """SpawnJob is one job of RunningJob.spawn: a kind, its args and options as NewJob's (no
+    merge_key), and its step name in the running job's workflow (letters, digits, '_', '-', '.',
+    ':', at most 128; None: the server names it; only for a job that is a step of a workflow)."""
+
+    kind: str
+    args: Any = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+    step: str | None = None
 
 
 ParentPolicy = Literal["cancel", "run", "skip"]

@@ -15,7 +15,7 @@ import os
 import signal as signals
 import socket
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -33,7 +33,8 @@ from .errors import (
 )
 from .gen import hopper_pb2 as pb
 from .handler_errors import JobTimeout, LeaseLostError, NoRetry, Shutdown, seconds
-from .job import ParentResult, RetryPolicy, set_duration, time_of
+from .client import EnqueueResult, _enqueued, _spawn_request
+from .job import NewJob, ParentResult, RetryPolicy, SpawnJob, set_duration, time_of
 from .outcome import Decision, Ending, Mode, decide, outcome_name
 from .text import Limits, clip_text, limits_of
 
@@ -242,6 +243,26 @@ class RunningJob:
         await self._w._check(self._a, read())
         return got
 
+    async def spawn(self, jobs: Iterable[SpawnJob | NewJob | tuple[str, Any] | tuple[str, Any, Mapping[str, Any]]]) -> list[EnqueueResult]:
+        """spawn adds jobs while the handler runs (docs/workflows.md, "Fan-out at run time"): each
+        goes in this job's workflow, as its step (SpawnJob.step, or named for it), and every job
+        that waits for this one waits for them too, so a merge step after a split step runs once
+        the split and every chunk it spawned have ended. All or none, in one transaction. A step
+        name already in the workflow (or an idempotency key) returns that job (existing): a
+        retried attempt that spawns the same steps adds nothing. A job's after may name jobs that
+        exist (this one, its parents, jobs an earlier spawn returned). It raises InvalidArgument
+        naming the field (jobs[1].queue) for bad input, and LeaseLostError, stopping the attempt,
+        when the job is no longer this attempt's."""
+        req = _spawn_request(self.id, self.lease_token, jobs)
+        got: list[EnqueueResult] = []
+
+        async def call() -> None:
+            res = await self._w._call("Spawn", req)
+            got.extend(_enqueued(r) for r in res.results)
+
+        await self._w._check(self._a, call())
+        return got
+
 
 class SyncRunningJob:
     """SyncRunningJob is what a plain (blocking) handler works on, on the worker's thread pool:
@@ -289,6 +310,9 @@ class SyncRunningJob:
 
     def parent_results(self) -> list[ParentResult]:
         return asyncio.run_coroutine_threadsafe(self._job.parent_results(), self._loop).result()
+
+    def spawn(self, jobs: Iterable[SpawnJob | NewJob | tuple[str, Any] | tuple[str, Any, Mapping[str, Any]]]) -> list[EnqueueResult]:
+        return asyncio.run_coroutine_threadsafe(self._job.spawn(list(jobs)), self._loop).result()
 
 
 @dataclass(frozen=True)

@@ -103,6 +103,8 @@ const (
 	// WorkerServiceParentResultsProcedure is the procedure name of the WorkerService's ParentResults
 	// RPC.
 	WorkerServiceParentResultsProcedure = "/hopper.v1.WorkerService/ParentResults"
+	// WorkerServiceSpawnProcedure is the procedure name of the WorkerService's Spawn RPC.
+	WorkerServiceSpawnProcedure = "/hopper.v1.WorkerService/Spawn"
 	// QueueServiceListProcedure is the procedure name of the QueueService's List RPC.
 	QueueServiceListProcedure = "/hopper.v1.QueueService/List"
 	// QueueServicePauseProcedure is the procedure name of the QueueService's Pause RPC.
@@ -660,6 +662,13 @@ var (
 			IdempotencyLevel: connect.IdempotencyNoSideEffects,
 		}
 	})
+	workerServiceSpawnSpec = sync.OnceValue(func() connect.Spec {
+		return connect.Spec{
+			StreamType: connect.StreamTypeUnary,
+			Schema:     v1.File_hopper_v1_hopper_proto.Services().ByName("WorkerService").Methods().ByName("Spawn"),
+			Procedure:  WorkerServiceSpawnProcedure,
+		}
+	})
 )
 
 // WorkerServiceClient is a client for the hopper.v1.WorkerService service.
@@ -730,6 +739,16 @@ type WorkerServiceClient interface {
 	// lease token (FAILED_PRECONDITION when it is not the job's current lease, NOT_FOUND when
 	// no job has the id).
 	ParentResults(context.Context, *v1.ParentResultsRequest) (*v1.ParentResultsResponse, error)
+	// Spawn adds jobs while the worker holds a job (docs/workflows.md, "Fan-out at run time"):
+	// each goes in the held job's workflow, under its step name (given, or generated), and
+	// becomes a parent of every job that waits for the held one, so those run only once the held
+	// job and the spawned ones have all ended. All jobs or none, validated as EnqueueBatch
+	// validates (INVALID_ARGUMENT naming the field: jobs[2].kind, jobs[0].after[1]), at most
+	// ServerInfo.input_limits.max_spawn of them. A job whose step name is already in the workflow,
+	// or whose idempotency key names a job, is returned as it is (existing), so a retried attempt
+	// that spawns again adds nothing. Fenced by the attempt's lease token (FAILED_PRECONDITION
+	// when it is not the job's current lease, NOT_FOUND when no job has the id).
+	Spawn(context.Context, *v1.SpawnRequest) (*v1.SpawnResponse, error)
 }
 
 // NewWorkerServiceClient constructs a client for the hopper.v1.WorkerService service. Multiple
@@ -863,6 +882,16 @@ type WorkerServiceHandler interface {
 	// lease token (FAILED_PRECONDITION when it is not the job's current lease, NOT_FOUND when
 	// no job has the id).
 	ParentResults(context.Context, *v1.ParentResultsRequest) (*v1.ParentResultsResponse, error)
+	// Spawn adds jobs while the worker holds a job (docs/workflows.md, "Fan-out at run time"):
+	// each goes in the held job's workflow, under its step name (given, or generated), and
+	// becomes a parent of every job that waits for the held one, so those run only once the held
+	// job and the spawned ones have all ended. All jobs or none, validated as EnqueueBatch
+	// validates (INVALID_ARGUMENT naming the field: jobs[2].kind, jobs[0].after[1]), at most
+	// ServerInfo.input_limits.max_spawn of them. A job whose step name is already in the workflow,
+	// or whose idempotency key names a job, is returned as it is (existing), so a retried attempt
+	// that spawns again adds nothing. Fenced by the attempt's lease token (FAILED_PRECONDITION
+	// when it is not the job's current lease, NOT_FOUND when no job has the id).
+	Spawn(context.Context, *v1.SpawnRequest) (*v1.SpawnResponse, error)
 }
 
 // RegisterWorkerServiceHandler registers svc as the hopper.v1.WorkerService implementation on
@@ -884,6 +913,7 @@ func RegisterWorkerServiceHandler(server *connect.Server, svc WorkerServiceHandl
 		connect.Method{Spec: workerServiceReportStreamSpec(), Handler: adapter.reportStream},
 		connect.Method{Spec: workerServiceHoldSpec(), Handler: adapter.hold},
 		connect.Method{Spec: workerServiceParentResultsSpec(), Handler: adapter.parentResults},
+		connect.Method{Spec: workerServiceSpawnSpec(), Handler: adapter.spawn},
 	)
 }
 
@@ -984,6 +1014,10 @@ func (UnimplementedWorkerServiceHandler) Hold(context.Context, *v1.HoldRequest) 
 
 func (UnimplementedWorkerServiceHandler) ParentResults(context.Context, *v1.ParentResultsRequest) (*v1.ParentResultsResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, "hopper.v1.WorkerService.ParentResults is not implemented")
+}
+
+func (UnimplementedWorkerServiceHandler) Spawn(context.Context, *v1.SpawnRequest) (*v1.SpawnResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, "hopper.v1.WorkerService.Spawn is not implemented")
 }
 
 type workerServiceClient struct {
@@ -1097,6 +1131,14 @@ func (c *workerServiceClient) Hold(ctx context.Context, req *v1.HoldRequest) (*v
 func (c *workerServiceClient) ParentResults(ctx context.Context, req *v1.ParentResultsRequest) (*v1.ParentResultsResponse, error) {
 	var res v1.ParentResultsResponse
 	if err := c.client.CallUnary(ctx, workerServiceParentResultsSpec(), req, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+func (c *workerServiceClient) Spawn(ctx context.Context, req *v1.SpawnRequest) (*v1.SpawnResponse, error) {
+	var res v1.SpawnResponse
+	if err := c.client.CallUnary(ctx, workerServiceSpawnSpec(), req, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil
@@ -1254,6 +1296,18 @@ func (h workerServiceHandler) parentResults(ctx context.Context, _ connect.Spec,
 		return err
 	}
 	res, err := h.svc.ParentResults(ctx, &req)
+	if err != nil {
+		return err
+	}
+	return stream.Send(res)
+}
+
+func (h workerServiceHandler) spawn(ctx context.Context, _ connect.Spec, stream connect.ServerStream) error {
+	var req v1.SpawnRequest
+	if err := stream.Receive(&req); err != nil {
+		return err
+	}
+	res, err := h.svc.Spawn(ctx, &req)
 	if err != nil {
 		return err
 	}
