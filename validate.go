@@ -138,6 +138,7 @@ func (c *Client) InputLimits() InputLimits {
 		MaxActivateJobs: workerapi.MaxActivateJobs, MaxActivateWait: workerapi.MaxActivateWait,
 		MaxActivateQueues: workerapi.MaxActivateQueues, MaxStreamCredit: workerapi.MaxStreamCredit,
 		MaxStreamKindCaps: workerapi.MaxStreamKindCaps, MaxParents: MaxParents,
+		MaxWorkflowSteps: MaxWorkflowSteps,
 	}
 }
 

@@ -61,3 +61,28 @@ func TestWorkflows(t *testing.T) {
 	_, err = b.client.ListWorkflows(ctx, &hopper.WorkflowListParams{States: []hopper.WorkflowState{"done"}})
 	requireField(t, err, "states")
 }
+
+// A batch through a server is its workflow: its jobs, and a callback after them all with
+// policy run; a refusal names the batch's field.
+func TestEnqueueBatch(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	res, err := b.client.EnqueueBatch(ctx, hopper.JobBatch{Name: "mailing",
+		Jobs:     []hopper.BatchJob{{Args: Email{To: "a@example.com"}}, {Args: Email{To: "b@example.com"}}},
+		Callback: hopper.BatchJob{Args: Digest{}}})
+	require.NoError(t, err)
+	require.Len(t, res.Jobs, 3)
+	d, err := b.client.Workflow(ctx, res.Workflow.ID)
+	require.NoError(t, err)
+	require.Equal(t, []string{hopper.BatchJobStep(0), hopper.BatchJobStep(1)}, d.Steps[2].After)
+	require.Equal(t, hopper.StateWaiting, res.Job(hopper.BatchCallbackStep).State)
+
+	_, err = b.client.EnqueueBatch(ctx, hopper.JobBatch{Name: "mailing",
+		Jobs:     []hopper.BatchJob{{Args: Email{}}, {Args: Email{}, Opts: &hopper.InsertOpts{Queue: "no spaces"}}},
+		Callback: hopper.BatchJob{Args: Digest{}}})
+	requireField(t, err, "jobs[1].queue")
+	_, err = b.client.EnqueueBatch(ctx, hopper.JobBatch{Name: "mailing", Jobs: []hopper.BatchJob{{Args: Email{}}},
+		Callback: hopper.BatchJob{Args: Digest{}, Opts: &hopper.InsertOpts{Queue: "no spaces"}}})
+	requireField(t, err, "callback.queue")
+}

@@ -148,7 +148,8 @@ func inputLimits(l *hoppertype.InputLimits) *hopperv1.InputLimits {
 		MaxTimeout: d(l.MaxTimeout), MaxRetention: d(l.MaxRetention), MaxResultTtl: d(l.MaxResultTTL),
 		MaxActivateJobs: n(l.MaxActivateJobs), MaxActivateWait: d(l.MaxActivateWait),
 		MaxActivateQueues: n(l.MaxActivateQueues), MaxStreamCredit: n(l.MaxStreamCredit),
-		MaxStreamKindCaps: n(l.MaxStreamKindCaps), MaxParents: n(l.MaxParents)}
+		MaxStreamKindCaps: n(l.MaxStreamKindCaps), MaxParents: n(l.MaxParents),
+		MaxWorkflowSteps: n(l.MaxWorkflowSteps)}
 }
 
 // fromInputLimits reads the wire's InputLimits; nil (a server that predates them) reads as zero.
@@ -164,7 +165,7 @@ func fromInputLimits(l *hopperv1.InputLimits) hoppertype.InputLimits {
 		MaxResultTTL: d(l.GetMaxResultTtl()), MaxActivateJobs: n(l.GetMaxActivateJobs()),
 		MaxActivateWait: d(l.GetMaxActivateWait()), MaxActivateQueues: n(l.GetMaxActivateQueues()),
 		MaxStreamCredit: n(l.GetMaxStreamCredit()), MaxStreamKindCaps: n(l.GetMaxStreamKindCaps()),
-		MaxParents: n(l.GetMaxParents())}
+		MaxParents: n(l.GetMaxParents()), MaxWorkflowSteps: n(l.GetMaxWorkflowSteps())}
 }
 
 // FromServerInfo reads what a server says of itself. Nil reads as nil.

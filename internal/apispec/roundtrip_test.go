@@ -172,7 +172,7 @@ func TestFleetRoundTrip(t *testing.T) {
 		MaxRunAtPast: 17 * time.Second, MaxRunAtFuture: 18 * time.Second, MaxTimeout: 19 * time.Second,
 		MaxRetention: 20 * time.Second, MaxResultTTL: 21 * time.Second, MaxActivateJobs: 22,
 		MaxActivateWait: 23 * time.Second, MaxActivateQueues: 24, MaxStreamCredit: 25, MaxStreamKindCaps: 26,
-		MaxParents: 27}
+		MaxParents: 27, MaxWorkflowSteps: 28}
 	requireAllSet(t, limits)
 	si := &hoppertype.ServerInfo{Version: "v0.1.0", Commit: "0123abcd", CommitTime: at, Modified: true, GoVersion: "go1.26.8",
 		Platform: "linux/amd64", Store: "postgres", SchemaVersion: 9, InputLimits: limits}

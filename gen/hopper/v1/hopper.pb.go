@@ -259,7 +259,7 @@ type EnqueueWorkflowRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// name says what the workflow is; listings filter by it. The characters of a step's name.
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	// steps: 1-10,000, in any order.
+	// steps: 1 to max_workflow_steps (InputLimits, 10,000), in any order.
 	Steps         []*WorkflowStep `protobuf:"bytes,2,rep,name=steps,proto3" json:"steps,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -9364,9 +9364,12 @@ type InputLimits struct {
 	MaxStreamCredit   int32                `protobuf:"varint,25,opt,name=max_stream_credit,json=maxStreamCredit,proto3" json:"max_stream_credit,omitempty"`
 	MaxStreamKindCaps int32                `protobuf:"varint,26,opt,name=max_stream_kind_caps,json=maxStreamKindCaps,proto3" json:"max_stream_kind_caps,omitempty"`
 	// The most ids one job names in JobSpec.after (its parents).
-	MaxParents    int32 `protobuf:"varint,27,opt,name=max_parents,json=maxParents,proto3" json:"max_parents,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	MaxParents int32 `protobuf:"varint,27,opt,name=max_parents,json=maxParents,proto3" json:"max_parents,omitempty"`
+	// The most steps of one workflow (WorkflowService.EnqueueWorkflow): a batch is its jobs and
+	// its callback, so at most max_workflow_steps - 1 jobs.
+	MaxWorkflowSteps int32 `protobuf:"varint,28,opt,name=max_workflow_steps,json=maxWorkflowSteps,proto3" json:"max_workflow_steps,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *InputLimits) Reset() {
@@ -9584,6 +9587,13 @@ func (x *InputLimits) GetMaxStreamKindCaps() int32 {
 func (x *InputLimits) GetMaxParents() int32 {
 	if x != nil {
 		return x.MaxParents
+	}
+	return 0
+}
+
+func (x *InputLimits) GetMaxWorkflowSteps() int32 {
+	if x != nil {
+		return x.MaxWorkflowSteps
 	}
 	return 0
 }
@@ -10353,7 +10363,7 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\bplatform\x18\x06 \x01(\tR\bplatform\x12\x14\n" +
 	"\x05store\x18\a \x01(\tR\x05store\x12%\n" +
 	"\x0eschema_version\x18\b \x01(\x05R\rschemaVersion\x129\n" +
-	"\finput_limits\x18\t \x01(\v2\x16.hopper.v1.InputLimitsR\vinputLimits\"\xcf\t\n" +
+	"\finput_limits\x18\t \x01(\v2\x16.hopper.v1.InputLimitsR\vinputLimits\"\xfd\t\n" +
 	"\vInputLimits\x12\x1c\n" +
 	"\n" +
 	"max_id_len\x18\x01 \x01(\x05R\bmaxIdLen\x12 \n" +
@@ -10388,7 +10398,8 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x11max_stream_credit\x18\x19 \x01(\x05R\x0fmaxStreamCredit\x12/\n" +
 	"\x14max_stream_kind_caps\x18\x1a \x01(\x05R\x11maxStreamKindCaps\x12\x1f\n" +
 	"\vmax_parents\x18\x1b \x01(\x05R\n" +
-	"maxParents2\x9d\x05\n" +
+	"maxParents\x12,\n" +
+	"\x12max_workflow_steps\x18\x1c \x01(\x05R\x10maxWorkflowSteps2\x9d\x05\n" +
 	"\n" +
 	"JobService\x12@\n" +
 	"\aEnqueue\x12\x19.hopper.v1.EnqueueRequest\x1a\x1a.hopper.v1.EnqueueResponse\x12O\n" +

@@ -486,7 +486,7 @@ class ImportKeyResponse(_message.Message):
     def __init__(self, key: _Optional[_Union[APIKey, _Mapping]] = ..., created: bool = ...) -> None: ...
 
 class InputLimits(_message.Message):
-    __slots__ = ["max_activate_jobs", "max_activate_queues", "max_activate_wait", "max_args_bytes", "max_attempts", "max_cap", "max_error_bytes", "max_error_code_len", "max_filter_codes", "max_header_bytes", "max_id_len", "max_key_len", "max_kind_len", "max_name_len", "max_parents", "max_priority", "max_progress_message_bytes", "max_queue_len", "max_reason_bytes", "max_rescues", "max_result_ttl", "max_retention", "max_run_at_future", "max_run_at_past", "max_stream_credit", "max_stream_kind_caps", "max_timeout"]
+    __slots__ = ["max_activate_jobs", "max_activate_queues", "max_activate_wait", "max_args_bytes", "max_attempts", "max_cap", "max_error_bytes", "max_error_code_len", "max_filter_codes", "max_header_bytes", "max_id_len", "max_key_len", "max_kind_len", "max_name_len", "max_parents", "max_priority", "max_progress_message_bytes", "max_queue_len", "max_reason_bytes", "max_rescues", "max_result_ttl", "max_retention", "max_run_at_future", "max_run_at_past", "max_stream_credit", "max_stream_kind_caps", "max_timeout", "max_workflow_steps"]
     MAX_ACTIVATE_JOBS_FIELD_NUMBER: _ClassVar[int]
     MAX_ACTIVATE_QUEUES_FIELD_NUMBER: _ClassVar[int]
     MAX_ACTIVATE_WAIT_FIELD_NUMBER: _ClassVar[int]
@@ -514,6 +514,7 @@ class InputLimits(_message.Message):
     MAX_STREAM_CREDIT_FIELD_NUMBER: _ClassVar[int]
     MAX_STREAM_KIND_CAPS_FIELD_NUMBER: _ClassVar[int]
     MAX_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
+    MAX_WORKFLOW_STEPS_FIELD_NUMBER: _ClassVar[int]
     max_activate_jobs: int
     max_activate_queues: int
     max_activate_wait: _duration_pb2.Duration
@@ -541,7 +542,8 @@ class InputLimits(_message.Message):
     max_stream_credit: int
     max_stream_kind_caps: int
     max_timeout: _duration_pb2.Duration
-    def __init__(self, max_id_len: _Optional[int] = ..., max_kind_len: _Optional[int] = ..., max_queue_len: _Optional[int] = ..., max_key_len: _Optional[int] = ..., max_name_len: _Optional[int] = ..., max_error_code_len: _Optional[int] = ..., max_reason_bytes: _Optional[int] = ..., max_progress_message_bytes: _Optional[int] = ..., max_error_bytes: _Optional[int] = ..., max_args_bytes: _Optional[int] = ..., max_header_bytes: _Optional[int] = ..., max_priority: _Optional[int] = ..., max_attempts: _Optional[int] = ..., max_rescues: _Optional[int] = ..., max_cap: _Optional[int] = ..., max_filter_codes: _Optional[int] = ..., max_run_at_past: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_run_at_future: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_retention: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_result_ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_activate_jobs: _Optional[int] = ..., max_activate_wait: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_activate_queues: _Optional[int] = ..., max_stream_credit: _Optional[int] = ..., max_stream_kind_caps: _Optional[int] = ..., max_parents: _Optional[int] = ...) -> None: ...
+    max_workflow_steps: int
+    def __init__(self, max_id_len: _Optional[int] = ..., max_kind_len: _Optional[int] = ..., max_queue_len: _Optional[int] = ..., max_key_len: _Optional[int] = ..., max_name_len: _Optional[int] = ..., max_error_code_len: _Optional[int] = ..., max_reason_bytes: _Optional[int] = ..., max_progress_message_bytes: _Optional[int] = ..., max_error_bytes: _Optional[int] = ..., max_args_bytes: _Optional[int] = ..., max_header_bytes: _Optional[int] = ..., max_priority: _Optional[int] = ..., max_attempts: _Optional[int] = ..., max_rescues: _Optional[int] = ..., max_cap: _Optional[int] = ..., max_filter_codes: _Optional[int] = ..., max_run_at_past: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_run_at_future: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_retention: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_result_ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_activate_jobs: _Optional[int] = ..., max_activate_wait: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_activate_queues: _Optional[int] = ..., max_stream_credit: _Optional[int] = ..., max_stream_kind_caps: _Optional[int] = ..., max_parents: _Optional[int] = ..., max_workflow_steps: _Optional[int] = ...) -> None: ...
 
 class Job(_message.Message):
     __slots__ = ["args", "attempt", "checkpoint", "created_at", "deadline_at", "expires_at", "fairness_key", "finished_at", "group_key", "has_children", "headers", "heartbeat_at", "id", "idempotency_key", "kind", "last_error", "last_error_code", "lease_expires_at", "lease_token", "max_attempts", "max_rescues", "merge_key", "original_id", "priority", "progress_message", "progress_percent", "queue", "replay_count", "replayed_by", "rescues", "result", "resume_data", "run_at", "stalled", "started_at", "state", "step", "timeout", "updated_at", "worker_id", "workflow_id"]
