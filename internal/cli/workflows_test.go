@@ -148,3 +148,59 @@ func TestWorkflowCommandsThroughAServer(t *testing.T) {
 	b := startServer(t, false)
 	workflowCommands(t, b.remote)
 }
+
+// schedules add --workflow saves a schedule that starts the file's workflow at each fire; ls
+// and show say so, --json carries the workflow as the API does, and run starts one.
+func workflowScheduleCommands(t *testing.T, run runner) {
+	t.Helper()
+	file := writeFile(t, "album.json", albumWorkflow)
+	res := run(t, "schedules", "add", "albums", "--cron", "0 3 * * *", "--tz", "Europe/Paris", "--workflow", file)
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	res = run(t, "schedules", "ls")
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	require.Contains(t, res.stdout, "workflow publish-album (3 steps)")
+	res = run(t, "schedules", "show", "albums")
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	require.Contains(t, res.stdout, "resize: resize after fetch")
+	res = run(t, "schedules", "ls", "--json")
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	var listed struct {
+		Schedules []struct {
+			Workflow struct {
+				Name  string `json:"name"`
+				Steps []struct {
+					Name string         `json:"name"`
+					Job  map[string]any `json:"job"`
+				} `json:"steps"`
+			} `json:"workflow"`
+		} `json:"schedules"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &listed), res.stdout)
+	wf := listed.Schedules[0].Workflow
+	require.Equal(t, "publish-album", wf.Name)
+	require.Equal(t, "fetch", wf.Steps[0].Name)
+	require.Equal(t, "io", wf.Steps[0].Job["queue"])
+	res = run(t, "schedules", "run", "albums")
+	require.Equal(t, ExitOK, res.code, res.stderr)
+
+	res = run(t, "schedules", "add", "x", "--cron", "@daily", "--workflow", file, "--kind", "k")
+	require.Equal(t, ExitUsage, res.code)
+	res = run(t, "schedules", "add", "x", "--cron", "@daily")
+	require.Equal(t, ExitUsage, res.code)
+	res = run(t, "schedules", "add", "x", "--fixed-delay", "5m", "--workflow", file)
+	require.Equal(t, ExitUsage, res.code)
+	require.Contains(t, res.stderr, "fixed_delay")
+	bad := writeFile(t, "bad.json", `{"name": "w", "steps": [{"name": "a", "kind": "k", "queue": "no spaces"}]}`)
+	res = run(t, "schedules", "add", "x", "--cron", "@daily", "--workflow", bad)
+	require.Equal(t, ExitUsage, res.code)
+	require.Contains(t, res.stderr, "workflow.steps[0]")
+}
+
+func TestWorkflowScheduleCommands(t *testing.T) {
+	t.Parallel()
+	workflowScheduleCommands(t, setup(t).run)
+}
+
+func TestWorkflowScheduleCommandsThroughAServer(t *testing.T) {
+	workflowScheduleCommands(t, startServer(t, false).remote)
+}

@@ -741,8 +741,17 @@ type Schedule struct {
 	LastManualFireAt *timestamppb.Timestamp `protobuf:"bytes,23,opt,name=last_manual_fire_at,json=lastManualFireAt,proto3" json:"last_manual_fire_at,omitempty"`
 	// last_manual_job_id: the job of that run.
 	LastManualJobId string `protobuf:"bytes,24,opt,name=last_manual_job_id,json=lastManualJobId,proto3" json:"last_manual_job_id,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// workflow, when set, is what each fire enqueues instead of a job: one workflow per fire
+	// time, its steps as WorkflowService.EnqueueWorkflow takes them (a step's job may have a
+	// delay from the fire time, not a run_at). Then kind, args, queue, priority, max_attempts,
+	// timeout and headers stay unset, and fixed_delay is refused. INVALID_ARGUMENT names its
+	// fields under workflow. (workflow.steps[2].job.queue). A manual run (Run) enqueues the
+	// workflow and answers with its first step's job.
+	Workflow *EnqueueWorkflowRequest `protobuf:"bytes,25,opt,name=workflow,proto3" json:"workflow,omitempty"`
+	// last_workflow_id: the newest workflow a fire of a workflow schedule enqueued.
+	LastWorkflowId string `protobuf:"bytes,26,opt,name=last_workflow_id,json=lastWorkflowId,proto3" json:"last_workflow_id,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Schedule) Reset() {
@@ -939,6 +948,20 @@ func (x *Schedule) GetLastManualFireAt() *timestamppb.Timestamp {
 func (x *Schedule) GetLastManualJobId() string {
 	if x != nil {
 		return x.LastManualJobId
+	}
+	return ""
+}
+
+func (x *Schedule) GetWorkflow() *EnqueueWorkflowRequest {
+	if x != nil {
+		return x.Workflow
+	}
+	return nil
+}
+
+func (x *Schedule) GetLastWorkflowId() string {
+	if x != nil {
+		return x.LastWorkflowId
 	}
 	return ""
 }
@@ -9651,7 +9674,7 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"u\n" +
 	"\x16CancelWorkflowResponse\x12/\n" +
 	"\bworkflow\x18\x01 \x01(\v2\x13.hopper.v1.WorkflowR\bworkflow\x12*\n" +
-	"\bcanceled\x18\x02 \x03(\v2\x0e.hopper.v1.JobR\bcanceled\"\x81\b\n" +
+	"\bcanceled\x18\x02 \x03(\v2\x0e.hopper.v1.JobR\bcanceled\"\xea\b\n" +
 	"\bSchedule\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04cron\x18\x02 \x01(\tR\x04cron\x12/\n" +
@@ -9682,7 +9705,9 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\n" +
 	"updated_at\x18\x16 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12I\n" +
 	"\x13last_manual_fire_at\x18\x17 \x01(\v2\x1a.google.protobuf.TimestampR\x10lastManualFireAt\x12+\n" +
-	"\x12last_manual_job_id\x18\x18 \x01(\tR\x0flastManualJobId\x1a:\n" +
+	"\x12last_manual_job_id\x18\x18 \x01(\tR\x0flastManualJobId\x12=\n" +
+	"\bworkflow\x18\x19 \x01(\v2!.hopper.v1.EnqueueWorkflowRequestR\bworkflow\x12(\n" +
+	"\x10last_workflow_id\x18\x1a \x01(\tR\x0elastWorkflowId\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x1c\n" +
@@ -10665,255 +10690,256 @@ var file_hopper_v1_hopper_proto_depIdxs = []int32{
 	152, // 21: hopper.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
 	152, // 22: hopper.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
 	152, // 23: hopper.v1.Schedule.last_manual_fire_at:type_name -> google.protobuf.Timestamp
-	11,  // 24: hopper.v1.ScheduleServiceListResponse.schedules:type_name -> hopper.v1.Schedule
-	11,  // 25: hopper.v1.ScheduleServiceAddRequest.schedule:type_name -> hopper.v1.Schedule
-	11,  // 26: hopper.v1.ScheduleServiceAddResponse.schedule:type_name -> hopper.v1.Schedule
-	24,  // 27: hopper.v1.ScheduleServiceRunResponse.job:type_name -> hopper.v1.Job
-	143, // 28: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
-	152, // 29: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
-	153, // 30: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
-	152, // 31: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
-	152, // 32: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
-	152, // 33: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	152, // 34: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
-	152, // 35: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
-	152, // 36: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	152, // 37: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
-	152, // 38: hopper.v1.Job.deadline_at:type_name -> google.protobuf.Timestamp
-	152, // 39: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
-	153, // 40: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
-	153, // 41: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
-	144, // 42: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
-	153, // 43: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
-	26,  // 44: hopper.v1.JobSpec.retry_policy:type_name -> hopper.v1.RetryPolicy
-	153, // 45: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
-	153, // 46: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
-	25,  // 47: hopper.v1.EnqueueRequest.job:type_name -> hopper.v1.JobSpec
-	24,  // 48: hopper.v1.EnqueueResponse.job:type_name -> hopper.v1.Job
-	25,  // 49: hopper.v1.EnqueueBatchRequest.jobs:type_name -> hopper.v1.JobSpec
-	28,  // 50: hopper.v1.EnqueueBatchResponse.results:type_name -> hopper.v1.EnqueueResponse
-	24,  // 51: hopper.v1.GetResponse.job:type_name -> hopper.v1.Job
-	152, // 52: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
-	152, // 53: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
-	24,  // 54: hopper.v1.ListResponse.jobs:type_name -> hopper.v1.Job
-	24,  // 55: hopper.v1.CancelResponse.job:type_name -> hopper.v1.Job
-	152, // 56: hopper.v1.JobServiceRetryRequest.run_at:type_name -> google.protobuf.Timestamp
-	24,  // 57: hopper.v1.JobServiceRetryResponse.job:type_name -> hopper.v1.Job
-	24,  // 58: hopper.v1.JobServiceSetRetriesResponse.job:type_name -> hopper.v1.Job
-	24,  // 59: hopper.v1.JobServiceResumeResponse.job:type_name -> hopper.v1.Job
-	152, // 60: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
-	152, // 61: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
-	152, // 62: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
-	44,  // 63: hopper.v1.EventsResponse.events:type_name -> hopper.v1.Event
-	45,  // 64: hopper.v1.EventsResponse.attempts:type_name -> hopper.v1.Attempt
-	145, // 65: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
-	152, // 66: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
-	153, // 67: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
-	152, // 68: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
-	26,  // 69: hopper.v1.ActivatedJob.retry_policy:type_name -> hopper.v1.RetryPolicy
-	153, // 70: hopper.v1.ActivatedJob.default_timeout:type_name -> google.protobuf.Duration
-	48,  // 71: hopper.v1.ActivatedJob.parent_results:type_name -> hopper.v1.ParentResult
-	152, // 72: hopper.v1.ParentResult.finished_at:type_name -> google.protobuf.Timestamp
-	48,  // 73: hopper.v1.ParentResultsResponse.parents:type_name -> hopper.v1.ParentResult
-	153, // 74: hopper.v1.BatchKind.max_wait:type_name -> google.protobuf.Duration
-	153, // 75: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
-	153, // 76: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
-	51,  // 77: hopper.v1.ActivateRequest.batch_kinds:type_name -> hopper.v1.BatchKind
-	47,  // 78: hopper.v1.ActivateResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	153, // 79: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
-	146, // 80: hopper.v1.StreamJobsRequest.kind_concurrency:type_name -> hopper.v1.StreamJobsRequest.KindConcurrencyEntry
-	51,  // 81: hopper.v1.StreamJobsRequest.batch_kinds:type_name -> hopper.v1.BatchKind
-	47,  // 82: hopper.v1.StreamJobsResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	153, // 83: hopper.v1.StreamJobsResponse.keepalive:type_name -> google.protobuf.Duration
-	153, // 84: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
-	26,  // 85: hopper.v1.FailRequest.retry_policy:type_name -> hopper.v1.RetryPolicy
-	152, // 86: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
-	153, // 87: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
-	152, // 88: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
-	152, // 89: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
-	153, // 90: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
-	152, // 91: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
-	69,  // 92: hopper.v1.ReportRequest.outcomes:type_name -> hopper.v1.Outcome
-	66,  // 93: hopper.v1.ReportRequest.renewals:type_name -> hopper.v1.ExtendLeaseRequest
-	56,  // 94: hopper.v1.Outcome.complete:type_name -> hopper.v1.CompleteRequest
-	58,  // 95: hopper.v1.Outcome.fail:type_name -> hopper.v1.FailRequest
-	64,  // 96: hopper.v1.Outcome.release:type_name -> hopper.v1.ReleaseRequest
-	60,  // 97: hopper.v1.Outcome.snooze:type_name -> hopper.v1.SnoozeRequest
-	62,  // 98: hopper.v1.Outcome.suspend:type_name -> hopper.v1.SuspendRequest
-	73,  // 99: hopper.v1.ReportResponse.outcomes:type_name -> hopper.v1.Verdict
-	73,  // 100: hopper.v1.ReportResponse.renewals:type_name -> hopper.v1.Verdict
-	68,  // 101: hopper.v1.ReportStreamRequest.report:type_name -> hopper.v1.ReportRequest
-	70,  // 102: hopper.v1.ReportStreamResponse.report:type_name -> hopper.v1.ReportResponse
-	59,  // 103: hopper.v1.Verdict.fail:type_name -> hopper.v1.FailResponse
-	152, // 104: hopper.v1.Verdict.lease_expires_at:type_name -> google.protobuf.Timestamp
-	147, // 105: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
-	148, // 106: hopper.v1.Queue.key_weights:type_name -> hopper.v1.Queue.KeyWeightsEntry
-	80,  // 107: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
-	149, // 108: hopper.v1.QueueServiceSetRequest.key_weights:type_name -> hopper.v1.QueueServiceSetRequest.KeyWeightsEntry
-	152, // 109: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
-	152, // 110: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
-	89,  // 111: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
-	152, // 112: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
-	92,  // 113: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
-	152, // 114: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
-	95,  // 115: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
-	152, // 116: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
-	152, // 117: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
-	152, // 118: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
-	98,  // 119: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
-	98,  // 120: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
-	98,  // 121: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
-	98,  // 122: hopper.v1.ImportKeyResponse.key:type_name -> hopper.v1.APIKey
-	152, // 123: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
-	152, // 124: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
-	107, // 125: hopper.v1.DeadLetterServiceListRequest.filter:type_name -> hopper.v1.DeadLetterFilter
-	24,  // 126: hopper.v1.DeadLetterServiceListResponse.jobs:type_name -> hopper.v1.Job
-	150, // 127: hopper.v1.DeadLetterServiceListResponse.replays:type_name -> hopper.v1.DeadLetterServiceListResponse.ReplaysEntry
-	152, // 128: hopper.v1.ReplaySummary.last_replayed_at:type_name -> google.protobuf.Timestamp
-	152, // 129: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
-	153, // 130: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
-	24,  // 131: hopper.v1.ReplayResponse.job:type_name -> hopper.v1.Job
-	107, // 132: hopper.v1.ReplayManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
-	24,  // 133: hopper.v1.ReplayManyResponse.jobs:type_name -> hopper.v1.Job
-	107, // 134: hopper.v1.DeadLetterServiceRetryManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
-	24,  // 135: hopper.v1.DeadLetterServiceRetryManyResponse.jobs:type_name -> hopper.v1.Job
-	152, // 136: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
-	152, // 137: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
-	152, // 138: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
-	119, // 139: hopper.v1.ListReplaysResponse.replays:type_name -> hopper.v1.ReplayRecord
-	151, // 140: hopper.v1.Kind.counts:type_name -> hopper.v1.Kind.CountsEntry
-	122, // 141: hopper.v1.KindServiceListResponse.kinds:type_name -> hopper.v1.Kind
-	133, // 142: hopper.v1.KindServiceCompactResponse.compacted:type_name -> hopper.v1.CompactedGroup
-	134, // 143: hopper.v1.KindServiceCompactResponse.refused:type_name -> hopper.v1.RefusedGroup
-	139, // 144: hopper.v1.ServerServiceInfoResponse.server:type_name -> hopper.v1.ServerInfo
-	152, // 145: hopper.v1.ServerInfo.commit_time:type_name -> google.protobuf.Timestamp
-	140, // 146: hopper.v1.ServerInfo.input_limits:type_name -> hopper.v1.InputLimits
-	153, // 147: hopper.v1.InputLimits.max_run_at_past:type_name -> google.protobuf.Duration
-	153, // 148: hopper.v1.InputLimits.max_run_at_future:type_name -> google.protobuf.Duration
-	153, // 149: hopper.v1.InputLimits.max_timeout:type_name -> google.protobuf.Duration
-	153, // 150: hopper.v1.InputLimits.max_retention:type_name -> google.protobuf.Duration
-	153, // 151: hopper.v1.InputLimits.max_result_ttl:type_name -> google.protobuf.Duration
-	153, // 152: hopper.v1.InputLimits.max_activate_wait:type_name -> google.protobuf.Duration
-	110, // 153: hopper.v1.DeadLetterServiceListResponse.ReplaysEntry.value:type_name -> hopper.v1.ReplaySummary
-	27,  // 154: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
-	29,  // 155: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
-	31,  // 156: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
-	33,  // 157: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
-	35,  // 158: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
-	43,  // 159: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
-	41,  // 160: hopper.v1.JobService.Resume:input_type -> hopper.v1.JobServiceResumeRequest
-	37,  // 161: hopper.v1.JobService.Retry:input_type -> hopper.v1.JobServiceRetryRequest
-	39,  // 162: hopper.v1.JobService.SetRetries:input_type -> hopper.v1.JobServiceSetRetriesRequest
-	52,  // 163: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
-	54,  // 164: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
-	56,  // 165: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
-	58,  // 166: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
-	64,  // 167: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
-	60,  // 168: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
-	62,  // 169: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
-	66,  // 170: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
-	76,  // 171: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
-	78,  // 172: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
-	68,  // 173: hopper.v1.WorkerService.Report:input_type -> hopper.v1.ReportRequest
-	71,  // 174: hopper.v1.WorkerService.ReportStream:input_type -> hopper.v1.ReportStreamRequest
-	74,  // 175: hopper.v1.WorkerService.Hold:input_type -> hopper.v1.HoldRequest
-	49,  // 176: hopper.v1.WorkerService.ParentResults:input_type -> hopper.v1.ParentResultsRequest
-	81,  // 177: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
-	85,  // 178: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
-	87,  // 179: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
-	83,  // 180: hopper.v1.QueueService.Set:input_type -> hopper.v1.QueueServiceSetRequest
-	90,  // 181: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
-	93,  // 182: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
-	96,  // 183: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
-	99,  // 184: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
-	101, // 185: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
-	103, // 186: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
-	105, // 187: hopper.v1.AdminService.ImportKey:input_type -> hopper.v1.ImportKeyRequest
-	12,  // 188: hopper.v1.ScheduleService.List:input_type -> hopper.v1.ScheduleServiceListRequest
-	14,  // 189: hopper.v1.ScheduleService.Add:input_type -> hopper.v1.ScheduleServiceAddRequest
-	16,  // 190: hopper.v1.ScheduleService.Remove:input_type -> hopper.v1.ScheduleServiceRemoveRequest
-	18,  // 191: hopper.v1.ScheduleService.Pause:input_type -> hopper.v1.ScheduleServicePauseRequest
-	20,  // 192: hopper.v1.ScheduleService.Resume:input_type -> hopper.v1.ScheduleServiceResumeRequest
-	22,  // 193: hopper.v1.ScheduleService.Run:input_type -> hopper.v1.ScheduleServiceRunRequest
-	3,   // 194: hopper.v1.WorkflowService.EnqueueWorkflow:input_type -> hopper.v1.EnqueueWorkflowRequest
-	5,   // 195: hopper.v1.WorkflowService.GetWorkflow:input_type -> hopper.v1.GetWorkflowRequest
-	7,   // 196: hopper.v1.WorkflowService.ListWorkflows:input_type -> hopper.v1.ListWorkflowsRequest
-	9,   // 197: hopper.v1.WorkflowService.CancelWorkflow:input_type -> hopper.v1.CancelWorkflowRequest
-	108, // 198: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
-	111, // 199: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
-	113, // 200: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
-	115, // 201: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
-	117, // 202: hopper.v1.DeadLetterService.RetryMany:input_type -> hopper.v1.DeadLetterServiceRetryManyRequest
-	120, // 203: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
-	123, // 204: hopper.v1.KindService.List:input_type -> hopper.v1.KindServiceListRequest
-	125, // 205: hopper.v1.KindService.Set:input_type -> hopper.v1.KindServiceSetRequest
-	127, // 206: hopper.v1.KindService.Disable:input_type -> hopper.v1.KindServiceDisableRequest
-	129, // 207: hopper.v1.KindService.Enable:input_type -> hopper.v1.KindServiceEnableRequest
-	131, // 208: hopper.v1.KindService.Compact:input_type -> hopper.v1.KindServiceCompactRequest
-	135, // 209: hopper.v1.KindService.Lineage:input_type -> hopper.v1.KindServiceLineageRequest
-	137, // 210: hopper.v1.ServerService.Info:input_type -> hopper.v1.ServerServiceInfoRequest
-	28,  // 211: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
-	30,  // 212: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
-	32,  // 213: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
-	34,  // 214: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
-	36,  // 215: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
-	46,  // 216: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
-	42,  // 217: hopper.v1.JobService.Resume:output_type -> hopper.v1.JobServiceResumeResponse
-	38,  // 218: hopper.v1.JobService.Retry:output_type -> hopper.v1.JobServiceRetryResponse
-	40,  // 219: hopper.v1.JobService.SetRetries:output_type -> hopper.v1.JobServiceSetRetriesResponse
-	53,  // 220: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
-	55,  // 221: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
-	57,  // 222: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
-	59,  // 223: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
-	65,  // 224: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
-	61,  // 225: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
-	63,  // 226: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
-	67,  // 227: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
-	77,  // 228: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
-	79,  // 229: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
-	70,  // 230: hopper.v1.WorkerService.Report:output_type -> hopper.v1.ReportResponse
-	72,  // 231: hopper.v1.WorkerService.ReportStream:output_type -> hopper.v1.ReportStreamResponse
-	75,  // 232: hopper.v1.WorkerService.Hold:output_type -> hopper.v1.HoldResponse
-	50,  // 233: hopper.v1.WorkerService.ParentResults:output_type -> hopper.v1.ParentResultsResponse
-	82,  // 234: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
-	86,  // 235: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
-	88,  // 236: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
-	84,  // 237: hopper.v1.QueueService.Set:output_type -> hopper.v1.QueueServiceSetResponse
-	91,  // 238: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
-	94,  // 239: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
-	97,  // 240: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
-	100, // 241: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
-	102, // 242: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
-	104, // 243: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
-	106, // 244: hopper.v1.AdminService.ImportKey:output_type -> hopper.v1.ImportKeyResponse
-	13,  // 245: hopper.v1.ScheduleService.List:output_type -> hopper.v1.ScheduleServiceListResponse
-	15,  // 246: hopper.v1.ScheduleService.Add:output_type -> hopper.v1.ScheduleServiceAddResponse
-	17,  // 247: hopper.v1.ScheduleService.Remove:output_type -> hopper.v1.ScheduleServiceRemoveResponse
-	19,  // 248: hopper.v1.ScheduleService.Pause:output_type -> hopper.v1.ScheduleServicePauseResponse
-	21,  // 249: hopper.v1.ScheduleService.Resume:output_type -> hopper.v1.ScheduleServiceResumeResponse
-	23,  // 250: hopper.v1.ScheduleService.Run:output_type -> hopper.v1.ScheduleServiceRunResponse
-	4,   // 251: hopper.v1.WorkflowService.EnqueueWorkflow:output_type -> hopper.v1.EnqueueWorkflowResponse
-	6,   // 252: hopper.v1.WorkflowService.GetWorkflow:output_type -> hopper.v1.GetWorkflowResponse
-	8,   // 253: hopper.v1.WorkflowService.ListWorkflows:output_type -> hopper.v1.ListWorkflowsResponse
-	10,  // 254: hopper.v1.WorkflowService.CancelWorkflow:output_type -> hopper.v1.CancelWorkflowResponse
-	109, // 255: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
-	112, // 256: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
-	114, // 257: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
-	116, // 258: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
-	118, // 259: hopper.v1.DeadLetterService.RetryMany:output_type -> hopper.v1.DeadLetterServiceRetryManyResponse
-	121, // 260: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
-	124, // 261: hopper.v1.KindService.List:output_type -> hopper.v1.KindServiceListResponse
-	126, // 262: hopper.v1.KindService.Set:output_type -> hopper.v1.KindServiceSetResponse
-	128, // 263: hopper.v1.KindService.Disable:output_type -> hopper.v1.KindServiceDisableResponse
-	130, // 264: hopper.v1.KindService.Enable:output_type -> hopper.v1.KindServiceEnableResponse
-	132, // 265: hopper.v1.KindService.Compact:output_type -> hopper.v1.KindServiceCompactResponse
-	136, // 266: hopper.v1.KindService.Lineage:output_type -> hopper.v1.KindServiceLineageResponse
-	138, // 267: hopper.v1.ServerService.Info:output_type -> hopper.v1.ServerServiceInfoResponse
-	211, // [211:268] is the sub-list for method output_type
-	154, // [154:211] is the sub-list for method input_type
-	154, // [154:154] is the sub-list for extension type_name
-	154, // [154:154] is the sub-list for extension extendee
-	0,   // [0:154] is the sub-list for field type_name
+	3,   // 24: hopper.v1.Schedule.workflow:type_name -> hopper.v1.EnqueueWorkflowRequest
+	11,  // 25: hopper.v1.ScheduleServiceListResponse.schedules:type_name -> hopper.v1.Schedule
+	11,  // 26: hopper.v1.ScheduleServiceAddRequest.schedule:type_name -> hopper.v1.Schedule
+	11,  // 27: hopper.v1.ScheduleServiceAddResponse.schedule:type_name -> hopper.v1.Schedule
+	24,  // 28: hopper.v1.ScheduleServiceRunResponse.job:type_name -> hopper.v1.Job
+	143, // 29: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
+	152, // 30: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
+	153, // 31: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
+	152, // 32: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
+	152, // 33: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
+	152, // 34: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	152, // 35: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
+	152, // 36: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
+	152, // 37: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	152, // 38: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
+	152, // 39: hopper.v1.Job.deadline_at:type_name -> google.protobuf.Timestamp
+	152, // 40: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
+	153, // 41: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
+	153, // 42: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
+	144, // 43: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
+	153, // 44: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
+	26,  // 45: hopper.v1.JobSpec.retry_policy:type_name -> hopper.v1.RetryPolicy
+	153, // 46: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
+	153, // 47: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
+	25,  // 48: hopper.v1.EnqueueRequest.job:type_name -> hopper.v1.JobSpec
+	24,  // 49: hopper.v1.EnqueueResponse.job:type_name -> hopper.v1.Job
+	25,  // 50: hopper.v1.EnqueueBatchRequest.jobs:type_name -> hopper.v1.JobSpec
+	28,  // 51: hopper.v1.EnqueueBatchResponse.results:type_name -> hopper.v1.EnqueueResponse
+	24,  // 52: hopper.v1.GetResponse.job:type_name -> hopper.v1.Job
+	152, // 53: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
+	152, // 54: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
+	24,  // 55: hopper.v1.ListResponse.jobs:type_name -> hopper.v1.Job
+	24,  // 56: hopper.v1.CancelResponse.job:type_name -> hopper.v1.Job
+	152, // 57: hopper.v1.JobServiceRetryRequest.run_at:type_name -> google.protobuf.Timestamp
+	24,  // 58: hopper.v1.JobServiceRetryResponse.job:type_name -> hopper.v1.Job
+	24,  // 59: hopper.v1.JobServiceSetRetriesResponse.job:type_name -> hopper.v1.Job
+	24,  // 60: hopper.v1.JobServiceResumeResponse.job:type_name -> hopper.v1.Job
+	152, // 61: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
+	152, // 62: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
+	152, // 63: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
+	44,  // 64: hopper.v1.EventsResponse.events:type_name -> hopper.v1.Event
+	45,  // 65: hopper.v1.EventsResponse.attempts:type_name -> hopper.v1.Attempt
+	145, // 66: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
+	152, // 67: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
+	153, // 68: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
+	152, // 69: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
+	26,  // 70: hopper.v1.ActivatedJob.retry_policy:type_name -> hopper.v1.RetryPolicy
+	153, // 71: hopper.v1.ActivatedJob.default_timeout:type_name -> google.protobuf.Duration
+	48,  // 72: hopper.v1.ActivatedJob.parent_results:type_name -> hopper.v1.ParentResult
+	152, // 73: hopper.v1.ParentResult.finished_at:type_name -> google.protobuf.Timestamp
+	48,  // 74: hopper.v1.ParentResultsResponse.parents:type_name -> hopper.v1.ParentResult
+	153, // 75: hopper.v1.BatchKind.max_wait:type_name -> google.protobuf.Duration
+	153, // 76: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
+	153, // 77: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
+	51,  // 78: hopper.v1.ActivateRequest.batch_kinds:type_name -> hopper.v1.BatchKind
+	47,  // 79: hopper.v1.ActivateResponse.jobs:type_name -> hopper.v1.ActivatedJob
+	153, // 80: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
+	146, // 81: hopper.v1.StreamJobsRequest.kind_concurrency:type_name -> hopper.v1.StreamJobsRequest.KindConcurrencyEntry
+	51,  // 82: hopper.v1.StreamJobsRequest.batch_kinds:type_name -> hopper.v1.BatchKind
+	47,  // 83: hopper.v1.StreamJobsResponse.jobs:type_name -> hopper.v1.ActivatedJob
+	153, // 84: hopper.v1.StreamJobsResponse.keepalive:type_name -> google.protobuf.Duration
+	153, // 85: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
+	26,  // 86: hopper.v1.FailRequest.retry_policy:type_name -> hopper.v1.RetryPolicy
+	152, // 87: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
+	153, // 88: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
+	152, // 89: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
+	152, // 90: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
+	153, // 91: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
+	152, // 92: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
+	69,  // 93: hopper.v1.ReportRequest.outcomes:type_name -> hopper.v1.Outcome
+	66,  // 94: hopper.v1.ReportRequest.renewals:type_name -> hopper.v1.ExtendLeaseRequest
+	56,  // 95: hopper.v1.Outcome.complete:type_name -> hopper.v1.CompleteRequest
+	58,  // 96: hopper.v1.Outcome.fail:type_name -> hopper.v1.FailRequest
+	64,  // 97: hopper.v1.Outcome.release:type_name -> hopper.v1.ReleaseRequest
+	60,  // 98: hopper.v1.Outcome.snooze:type_name -> hopper.v1.SnoozeRequest
+	62,  // 99: hopper.v1.Outcome.suspend:type_name -> hopper.v1.SuspendRequest
+	73,  // 100: hopper.v1.ReportResponse.outcomes:type_name -> hopper.v1.Verdict
+	73,  // 101: hopper.v1.ReportResponse.renewals:type_name -> hopper.v1.Verdict
+	68,  // 102: hopper.v1.ReportStreamRequest.report:type_name -> hopper.v1.ReportRequest
+	70,  // 103: hopper.v1.ReportStreamResponse.report:type_name -> hopper.v1.ReportResponse
+	59,  // 104: hopper.v1.Verdict.fail:type_name -> hopper.v1.FailResponse
+	152, // 105: hopper.v1.Verdict.lease_expires_at:type_name -> google.protobuf.Timestamp
+	147, // 106: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
+	148, // 107: hopper.v1.Queue.key_weights:type_name -> hopper.v1.Queue.KeyWeightsEntry
+	80,  // 108: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
+	149, // 109: hopper.v1.QueueServiceSetRequest.key_weights:type_name -> hopper.v1.QueueServiceSetRequest.KeyWeightsEntry
+	152, // 110: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
+	152, // 111: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
+	89,  // 112: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
+	152, // 113: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
+	92,  // 114: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
+	152, // 115: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
+	95,  // 116: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
+	152, // 117: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
+	152, // 118: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
+	152, // 119: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
+	98,  // 120: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
+	98,  // 121: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
+	98,  // 122: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
+	98,  // 123: hopper.v1.ImportKeyResponse.key:type_name -> hopper.v1.APIKey
+	152, // 124: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
+	152, // 125: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
+	107, // 126: hopper.v1.DeadLetterServiceListRequest.filter:type_name -> hopper.v1.DeadLetterFilter
+	24,  // 127: hopper.v1.DeadLetterServiceListResponse.jobs:type_name -> hopper.v1.Job
+	150, // 128: hopper.v1.DeadLetterServiceListResponse.replays:type_name -> hopper.v1.DeadLetterServiceListResponse.ReplaysEntry
+	152, // 129: hopper.v1.ReplaySummary.last_replayed_at:type_name -> google.protobuf.Timestamp
+	152, // 130: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
+	153, // 131: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
+	24,  // 132: hopper.v1.ReplayResponse.job:type_name -> hopper.v1.Job
+	107, // 133: hopper.v1.ReplayManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
+	24,  // 134: hopper.v1.ReplayManyResponse.jobs:type_name -> hopper.v1.Job
+	107, // 135: hopper.v1.DeadLetterServiceRetryManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
+	24,  // 136: hopper.v1.DeadLetterServiceRetryManyResponse.jobs:type_name -> hopper.v1.Job
+	152, // 137: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
+	152, // 138: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
+	152, // 139: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
+	119, // 140: hopper.v1.ListReplaysResponse.replays:type_name -> hopper.v1.ReplayRecord
+	151, // 141: hopper.v1.Kind.counts:type_name -> hopper.v1.Kind.CountsEntry
+	122, // 142: hopper.v1.KindServiceListResponse.kinds:type_name -> hopper.v1.Kind
+	133, // 143: hopper.v1.KindServiceCompactResponse.compacted:type_name -> hopper.v1.CompactedGroup
+	134, // 144: hopper.v1.KindServiceCompactResponse.refused:type_name -> hopper.v1.RefusedGroup
+	139, // 145: hopper.v1.ServerServiceInfoResponse.server:type_name -> hopper.v1.ServerInfo
+	152, // 146: hopper.v1.ServerInfo.commit_time:type_name -> google.protobuf.Timestamp
+	140, // 147: hopper.v1.ServerInfo.input_limits:type_name -> hopper.v1.InputLimits
+	153, // 148: hopper.v1.InputLimits.max_run_at_past:type_name -> google.protobuf.Duration
+	153, // 149: hopper.v1.InputLimits.max_run_at_future:type_name -> google.protobuf.Duration
+	153, // 150: hopper.v1.InputLimits.max_timeout:type_name -> google.protobuf.Duration
+	153, // 151: hopper.v1.InputLimits.max_retention:type_name -> google.protobuf.Duration
+	153, // 152: hopper.v1.InputLimits.max_result_ttl:type_name -> google.protobuf.Duration
+	153, // 153: hopper.v1.InputLimits.max_activate_wait:type_name -> google.protobuf.Duration
+	110, // 154: hopper.v1.DeadLetterServiceListResponse.ReplaysEntry.value:type_name -> hopper.v1.ReplaySummary
+	27,  // 155: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
+	29,  // 156: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
+	31,  // 157: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
+	33,  // 158: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
+	35,  // 159: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
+	43,  // 160: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
+	41,  // 161: hopper.v1.JobService.Resume:input_type -> hopper.v1.JobServiceResumeRequest
+	37,  // 162: hopper.v1.JobService.Retry:input_type -> hopper.v1.JobServiceRetryRequest
+	39,  // 163: hopper.v1.JobService.SetRetries:input_type -> hopper.v1.JobServiceSetRetriesRequest
+	52,  // 164: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
+	54,  // 165: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
+	56,  // 166: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
+	58,  // 167: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
+	64,  // 168: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
+	60,  // 169: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
+	62,  // 170: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
+	66,  // 171: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
+	76,  // 172: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
+	78,  // 173: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
+	68,  // 174: hopper.v1.WorkerService.Report:input_type -> hopper.v1.ReportRequest
+	71,  // 175: hopper.v1.WorkerService.ReportStream:input_type -> hopper.v1.ReportStreamRequest
+	74,  // 176: hopper.v1.WorkerService.Hold:input_type -> hopper.v1.HoldRequest
+	49,  // 177: hopper.v1.WorkerService.ParentResults:input_type -> hopper.v1.ParentResultsRequest
+	81,  // 178: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
+	85,  // 179: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
+	87,  // 180: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
+	83,  // 181: hopper.v1.QueueService.Set:input_type -> hopper.v1.QueueServiceSetRequest
+	90,  // 182: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
+	93,  // 183: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
+	96,  // 184: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
+	99,  // 185: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
+	101, // 186: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
+	103, // 187: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
+	105, // 188: hopper.v1.AdminService.ImportKey:input_type -> hopper.v1.ImportKeyRequest
+	12,  // 189: hopper.v1.ScheduleService.List:input_type -> hopper.v1.ScheduleServiceListRequest
+	14,  // 190: hopper.v1.ScheduleService.Add:input_type -> hopper.v1.ScheduleServiceAddRequest
+	16,  // 191: hopper.v1.ScheduleService.Remove:input_type -> hopper.v1.ScheduleServiceRemoveRequest
+	18,  // 192: hopper.v1.ScheduleService.Pause:input_type -> hopper.v1.ScheduleServicePauseRequest
+	20,  // 193: hopper.v1.ScheduleService.Resume:input_type -> hopper.v1.ScheduleServiceResumeRequest
+	22,  // 194: hopper.v1.ScheduleService.Run:input_type -> hopper.v1.ScheduleServiceRunRequest
+	3,   // 195: hopper.v1.WorkflowService.EnqueueWorkflow:input_type -> hopper.v1.EnqueueWorkflowRequest
+	5,   // 196: hopper.v1.WorkflowService.GetWorkflow:input_type -> hopper.v1.GetWorkflowRequest
+	7,   // 197: hopper.v1.WorkflowService.ListWorkflows:input_type -> hopper.v1.ListWorkflowsRequest
+	9,   // 198: hopper.v1.WorkflowService.CancelWorkflow:input_type -> hopper.v1.CancelWorkflowRequest
+	108, // 199: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
+	111, // 200: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
+	113, // 201: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
+	115, // 202: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
+	117, // 203: hopper.v1.DeadLetterService.RetryMany:input_type -> hopper.v1.DeadLetterServiceRetryManyRequest
+	120, // 204: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
+	123, // 205: hopper.v1.KindService.List:input_type -> hopper.v1.KindServiceListRequest
+	125, // 206: hopper.v1.KindService.Set:input_type -> hopper.v1.KindServiceSetRequest
+	127, // 207: hopper.v1.KindService.Disable:input_type -> hopper.v1.KindServiceDisableRequest
+	129, // 208: hopper.v1.KindService.Enable:input_type -> hopper.v1.KindServiceEnableRequest
+	131, // 209: hopper.v1.KindService.Compact:input_type -> hopper.v1.KindServiceCompactRequest
+	135, // 210: hopper.v1.KindService.Lineage:input_type -> hopper.v1.KindServiceLineageRequest
+	137, // 211: hopper.v1.ServerService.Info:input_type -> hopper.v1.ServerServiceInfoRequest
+	28,  // 212: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
+	30,  // 213: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
+	32,  // 214: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
+	34,  // 215: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
+	36,  // 216: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
+	46,  // 217: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
+	42,  // 218: hopper.v1.JobService.Resume:output_type -> hopper.v1.JobServiceResumeResponse
+	38,  // 219: hopper.v1.JobService.Retry:output_type -> hopper.v1.JobServiceRetryResponse
+	40,  // 220: hopper.v1.JobService.SetRetries:output_type -> hopper.v1.JobServiceSetRetriesResponse
+	53,  // 221: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
+	55,  // 222: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
+	57,  // 223: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
+	59,  // 224: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
+	65,  // 225: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
+	61,  // 226: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
+	63,  // 227: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
+	67,  // 228: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
+	77,  // 229: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
+	79,  // 230: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
+	70,  // 231: hopper.v1.WorkerService.Report:output_type -> hopper.v1.ReportResponse
+	72,  // 232: hopper.v1.WorkerService.ReportStream:output_type -> hopper.v1.ReportStreamResponse
+	75,  // 233: hopper.v1.WorkerService.Hold:output_type -> hopper.v1.HoldResponse
+	50,  // 234: hopper.v1.WorkerService.ParentResults:output_type -> hopper.v1.ParentResultsResponse
+	82,  // 235: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
+	86,  // 236: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
+	88,  // 237: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
+	84,  // 238: hopper.v1.QueueService.Set:output_type -> hopper.v1.QueueServiceSetResponse
+	91,  // 239: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
+	94,  // 240: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
+	97,  // 241: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
+	100, // 242: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
+	102, // 243: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
+	104, // 244: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
+	106, // 245: hopper.v1.AdminService.ImportKey:output_type -> hopper.v1.ImportKeyResponse
+	13,  // 246: hopper.v1.ScheduleService.List:output_type -> hopper.v1.ScheduleServiceListResponse
+	15,  // 247: hopper.v1.ScheduleService.Add:output_type -> hopper.v1.ScheduleServiceAddResponse
+	17,  // 248: hopper.v1.ScheduleService.Remove:output_type -> hopper.v1.ScheduleServiceRemoveResponse
+	19,  // 249: hopper.v1.ScheduleService.Pause:output_type -> hopper.v1.ScheduleServicePauseResponse
+	21,  // 250: hopper.v1.ScheduleService.Resume:output_type -> hopper.v1.ScheduleServiceResumeResponse
+	23,  // 251: hopper.v1.ScheduleService.Run:output_type -> hopper.v1.ScheduleServiceRunResponse
+	4,   // 252: hopper.v1.WorkflowService.EnqueueWorkflow:output_type -> hopper.v1.EnqueueWorkflowResponse
+	6,   // 253: hopper.v1.WorkflowService.GetWorkflow:output_type -> hopper.v1.GetWorkflowResponse
+	8,   // 254: hopper.v1.WorkflowService.ListWorkflows:output_type -> hopper.v1.ListWorkflowsResponse
+	10,  // 255: hopper.v1.WorkflowService.CancelWorkflow:output_type -> hopper.v1.CancelWorkflowResponse
+	109, // 256: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
+	112, // 257: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
+	114, // 258: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
+	116, // 259: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
+	118, // 260: hopper.v1.DeadLetterService.RetryMany:output_type -> hopper.v1.DeadLetterServiceRetryManyResponse
+	121, // 261: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
+	124, // 262: hopper.v1.KindService.List:output_type -> hopper.v1.KindServiceListResponse
+	126, // 263: hopper.v1.KindService.Set:output_type -> hopper.v1.KindServiceSetResponse
+	128, // 264: hopper.v1.KindService.Disable:output_type -> hopper.v1.KindServiceDisableResponse
+	130, // 265: hopper.v1.KindService.Enable:output_type -> hopper.v1.KindServiceEnableResponse
+	132, // 266: hopper.v1.KindService.Compact:output_type -> hopper.v1.KindServiceCompactResponse
+	136, // 267: hopper.v1.KindService.Lineage:output_type -> hopper.v1.KindServiceLineageResponse
+	138, // 268: hopper.v1.ServerService.Info:output_type -> hopper.v1.ServerServiceInfoResponse
+	212, // [212:269] is the sub-list for method output_type
+	155, // [155:212] is the sub-list for method input_type
+	155, // [155:155] is the sub-list for extension type_name
+	155, // [155:155] is the sub-list for extension extendee
+	0,   // [0:155] is the sub-list for field type_name
 }
 
 func init() { file_hopper_v1_hopper_proto_init() }

@@ -1320,7 +1320,7 @@ class RevokeKeyResponse(_message.Message):
     def __init__(self, key: _Optional[_Union[APIKey, _Mapping]] = ...) -> None: ...
 
 class Schedule(_message.Message):
-    __slots__ = ["args", "catch_up", "created_at", "cron", "every", "fixed_delay", "headers", "jitter", "kind", "last_fire_at", "last_job_id", "last_manual_fire_at", "last_manual_job_id", "max_attempts", "name", "next_fire_at", "overlap", "paused", "priority", "queue", "source", "timeout", "tz", "updated_at"]
+    __slots__ = ["args", "catch_up", "created_at", "cron", "every", "fixed_delay", "headers", "jitter", "kind", "last_fire_at", "last_job_id", "last_manual_fire_at", "last_manual_job_id", "last_workflow_id", "max_attempts", "name", "next_fire_at", "overlap", "paused", "priority", "queue", "source", "timeout", "tz", "updated_at", "workflow"]
     class HeadersEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -1341,6 +1341,7 @@ class Schedule(_message.Message):
     LAST_JOB_ID_FIELD_NUMBER: _ClassVar[int]
     LAST_MANUAL_FIRE_AT_FIELD_NUMBER: _ClassVar[int]
     LAST_MANUAL_JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    LAST_WORKFLOW_ID_FIELD_NUMBER: _ClassVar[int]
     MAX_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     NEXT_FIRE_AT_FIELD_NUMBER: _ClassVar[int]
@@ -1352,6 +1353,7 @@ class Schedule(_message.Message):
     TIMEOUT_FIELD_NUMBER: _ClassVar[int]
     TZ_FIELD_NUMBER: _ClassVar[int]
     UPDATED_AT_FIELD_NUMBER: _ClassVar[int]
+    WORKFLOW_FIELD_NUMBER: _ClassVar[int]
     args: str
     catch_up: str
     created_at: _timestamp_pb2.Timestamp
@@ -1365,6 +1367,7 @@ class Schedule(_message.Message):
     last_job_id: str
     last_manual_fire_at: _timestamp_pb2.Timestamp
     last_manual_job_id: str
+    last_workflow_id: str
     max_attempts: int
     name: str
     next_fire_at: _timestamp_pb2.Timestamp
@@ -1376,7 +1379,8 @@ class Schedule(_message.Message):
     timeout: _duration_pb2.Duration
     tz: str
     updated_at: _timestamp_pb2.Timestamp
-    def __init__(self, name: _Optional[str] = ..., cron: _Optional[str] = ..., every: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., fixed_delay: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., tz: _Optional[str] = ..., kind: _Optional[str] = ..., args: _Optional[str] = ..., queue: _Optional[str] = ..., priority: _Optional[int] = ..., max_attempts: _Optional[int] = ..., timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., headers: _Optional[_Mapping[str, str]] = ..., catch_up: _Optional[str] = ..., overlap: _Optional[str] = ..., jitter: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., paused: bool = ..., source: _Optional[str] = ..., last_fire_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., next_fire_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., last_job_id: _Optional[str] = ..., created_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., last_manual_fire_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., last_manual_job_id: _Optional[str] = ...) -> None: ...
+    workflow: EnqueueWorkflowRequest
+    def __init__(self, name: _Optional[str] = ..., cron: _Optional[str] = ..., every: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., fixed_delay: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., tz: _Optional[str] = ..., kind: _Optional[str] = ..., args: _Optional[str] = ..., queue: _Optional[str] = ..., priority: _Optional[int] = ..., max_attempts: _Optional[int] = ..., timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., headers: _Optional[_Mapping[str, str]] = ..., catch_up: _Optional[str] = ..., overlap: _Optional[str] = ..., jitter: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., paused: bool = ..., source: _Optional[str] = ..., last_fire_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., next_fire_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., last_job_id: _Optional[str] = ..., created_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., last_manual_fire_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., last_manual_job_id: _Optional[str] = ..., workflow: _Optional[_Union[EnqueueWorkflowRequest, _Mapping]] = ..., last_workflow_id: _Optional[str] = ...) -> None: ...
 
 class ScheduleServiceAddRequest(_message.Message):
     __slots__ = ["schedule"]
