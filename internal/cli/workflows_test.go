@@ -204,3 +204,44 @@ func TestWorkflowScheduleCommands(t *testing.T) {
 func TestWorkflowScheduleCommandsThroughAServer(t *testing.T) {
 	workflowScheduleCommands(t, startServer(t, false).remote)
 }
+
+// workflows batch enqueues a batch file as one workflow: its jobs, and a callback after them
+// all with policy run; a bad job is named as the batch names it.
+func workflowBatchCommands(t *testing.T, run runner) {
+	t.Helper()
+	res := run(t, "workflows", "batch", writeFile(t, "batch.json", `{"name": "resize-album",
+	  "jobs": [{"kind": "resize", "args": {"photo": 1}}, {"kind": "resize", "args": {"photo": 2}, "queue": "big"}],
+	  "callback": {"kind": "album-ready", "args": {"album": 7}}}`))
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	id := strings.TrimSpace(res.stdout)
+	res = run(t, "workflows", "show", id, "--json")
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	var shown struct {
+		Steps []struct {
+			Job   map[string]any `json:"job"`
+			After []string       `json:"after"`
+		} `json:"steps"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &shown), res.stdout)
+	require.Len(t, shown.Steps, 3)
+	require.Equal(t, "callback", shown.Steps[2].Job["step"])
+	require.Equal(t, []string{"job-0", "job-1"}, shown.Steps[2].After)
+	require.Equal(t, "big", shown.Steps[1].Job["queue"])
+
+	res = run(t, "workflows", "batch", writeFile(t, "bad.json", `{"name": "b", "jobs": [{"kind": "k"}, {"kind": "k", "queue": "no spaces"}],
+	  "callback": {"kind": "cb"}}`))
+	require.Equal(t, ExitUsage, res.code)
+	require.Contains(t, res.stderr, "jobs[1].queue")
+	res = run(t, "workflows", "batch", writeFile(t, "empty.json", `{"name": "b", "jobs": [], "callback": {"kind": "cb"}}`))
+	require.Equal(t, ExitUsage, res.code)
+	require.Contains(t, res.stderr, "jobs")
+}
+
+func TestWorkflowBatchCommands(t *testing.T) {
+	t.Parallel()
+	workflowBatchCommands(t, setup(t).run)
+}
+
+func TestWorkflowBatchCommandsThroughAServer(t *testing.T) {
+	workflowBatchCommands(t, startServer(t, false).remote)
+}
