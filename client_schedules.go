@@ -81,6 +81,13 @@ type Schedule struct {
 	TZ string
 	// Kind is the job kind to enqueue (default: Args's Kind, when Args is a JobArgs).
 	Kind string
+	// Workflow, when set, is what each fire enqueues instead of a job: one workflow per fire
+	// time, its steps as EnqueueWorkflow takes them (docs/schedules.md, "Starting a
+	// workflow"). Then Kind, Args, Queue, Priority, MaxAttempts, Timeout and Headers stay
+	// unset (each step has its own options), FixedDelay is refused, and a step's options may
+	// delay it from the fire time (Delay) but not name a RunAt. Errors name the workflow's
+	// fields under workflow. (workflow.steps[2].queue).
+	Workflow *Workflow
 	// Args is the job's payload, encoded as JSON (default {}). A json.RawMessage is used as
 	// it is; in a ScheduleInfo, Args is always a json.RawMessage.
 	Args any
@@ -117,6 +124,8 @@ type ScheduleInfo struct {
 	NextFireAt time.Time
 	// LastJobID is the newest job a fire of the schedule enqueued ("" while none has).
 	LastJobID string
+	// LastWorkflowID is the newest workflow a fire of a workflow schedule enqueued.
+	LastWorkflowID string
 	// LastManualFireAt is when the schedule was last run by hand (RunSchedule), zero if never;
 	// LastManualJobID is that run's job.
 	LastManualFireAt time.Time
@@ -214,6 +223,13 @@ func (c *Client) RunScheduleBy(ctx context.Context, name string, actor Actor, re
 		return nil, err
 	}
 	at := c.clock.Now()
+	sc, err := c.store.ScheduleGet(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if sc.Workflow != nil {
+		return c.runWorkflowSchedule(ctx, sc, at, actor, reason)
+	}
 	job, err := c.store.ScheduleRun(ctx, &store.ScheduleRunParams{Name: name, At: at,
 		Job: func(sc *store.Schedule) *store.InsertParams {
 			return engine.ManualFireJob(sc, at, c.cfg.MaxRescues, actor, reason)
@@ -274,6 +290,9 @@ func scheduleInfo(sc *store.Schedule) *ScheduleInfo {
 		MaxAttempts: sc.MaxAttempts, Timeout: sc.Timeout, Headers: sc.Headers, CatchUp: CatchUp(sc.CatchUp),
 		Overlap: Overlap(sc.Overlap), Jitter: sc.Jitter, Paused: sc.Paused,
 	}
+	if sc.Workflow != nil {
+		s.Workflow = templateWorkflow(sc.Workflow)
+	}
 	switch sc.Mode {
 	case schedule.KindFixedDelay.String():
 		s.FixedDelay = sc.Interval
@@ -285,7 +304,7 @@ func scheduleInfo(sc *store.Schedule) *ScheduleInfo {
 	// sc.LastFireAt is the fire step's cursor (at creation, the creation time): what a user
 	// calls the last fire is the fire time of the last job, FiredAt.
 	return &ScheduleInfo{Schedule: s, Source: sc.Source, LastFireAt: sc.FiredAt, NextFireAt: sc.NextFireAt,
-		LastJobID: sc.LastJobID, LastManualFireAt: sc.ManualFireAt, LastManualJobID: sc.ManualJobID,
+		LastJobID: sc.LastJobID, LastWorkflowID: sc.LastWorkflowID, LastManualFireAt: sc.ManualFireAt, LastManualJobID: sc.ManualJobID,
 		CreatedAt: sc.CreatedAt, UpdatedAt: sc.UpdatedAt}
 }
 

@@ -51,6 +51,7 @@ func TestEveryLimitIsServed(t *testing.T) {
 	require.Equal(t, workerapi.MaxStreamCredit, l.MaxStreamCredit)
 	require.Equal(t, workerapi.MaxStreamKindCaps, l.MaxStreamKindCaps)
 	require.Equal(t, MaxParents, l.MaxParents)
+	require.Equal(t, MaxWorkflowSteps, l.MaxWorkflowSteps)
 	require.Greater(t, l.MaxRunAtFuture, time.Hour)
 }
 

@@ -43,7 +43,11 @@ func (c *Client) storedSchedule(s Schedule, source string) (*store.Schedule, err
 	if sc.TZ == "" {
 		sc.TZ = "UTC"
 	}
-	if err := c.scheduleJob(s, sc); err != nil {
+	if s.Workflow != nil {
+		if err := c.scheduleWorkflow(s, sc); err != nil {
+			return nil, err
+		}
+	} else if err := c.scheduleJob(s, sc); err != nil {
 		return nil, err
 	}
 	if err := checkSchedulePolicies(sc); err != nil {

@@ -138,7 +138,8 @@ func (c *Client) InputLimits() InputLimits {
 		MaxActivateJobs: workerapi.MaxActivateJobs, MaxActivateWait: workerapi.MaxActivateWait,
 		MaxActivateQueues: workerapi.MaxActivateQueues, MaxStreamCredit: workerapi.MaxStreamCredit,
 		MaxStreamKindCaps: workerapi.MaxStreamKindCaps, MaxParents: MaxParents,
-		MaxSpawn: MaxSpawn,
+		MaxSpawn:         MaxSpawn,
+		MaxWorkflowSteps: MaxWorkflowSteps,
 	}
 }
 

@@ -2,6 +2,7 @@ package hopperclient
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/hopperjobs/hopper"
@@ -51,7 +52,12 @@ func (c *Client) AddSchedule(ctx context.Context, s hopper.Schedule) (*hopper.Sc
 	}
 	res, err := c.schedules.Add(ctx, &hopperv1.ScheduleServiceAddRequest{Schedule: spec})
 	if err != nil {
-		return nil, callErr("add schedule "+s.Name, err)
+		err = callErr("add schedule "+s.Name, err)
+		var ve *hopper.ValidationError
+		if errors.As(err, &ve) {
+			ve.Field = apispec.FromScheduleField(ve.Field) // the refusal's own, read from the answer
+		}
+		return nil, err
 	}
 	return apispec.FromSchedule(res.GetSchedule()), nil
 }

@@ -33,6 +33,18 @@ func (c *Client) EnqueueWorkflow(ctx context.Context, wf hopper.Workflow) (*hopp
 	return out, nil
 }
 
+// EnqueueBatch stores a batch with a callback on the server, as hopper.Client.EnqueueBatch
+// does: its workflow (hopper.JobBatch.Workflow) through EnqueueWorkflow, a refusal naming the
+// batch's field (jobs[2].queue, callback.args). It needs the enqueue scope.
+func (c *Client) EnqueueBatch(ctx context.Context, b hopper.JobBatch) (*hopper.WorkflowResult, error) {
+	wf, err := b.Workflow()
+	if err != nil {
+		return nil, err
+	}
+	res, err := c.EnqueueWorkflow(ctx, wf)
+	return res, b.Refusal(err)
+}
+
 // goFields names the field of a refusal of a workflow as the Go API does.
 func goFields(err error) error {
 	var ve *hopper.ValidationError

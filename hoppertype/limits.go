@@ -44,8 +44,10 @@ type InputLimits struct {
 	MaxActivateQueues int
 	MaxStreamCredit   int
 	MaxStreamKindCaps int
-	// Dependencies: the most ids one job names in InsertOpts.After (its parents).
-	MaxParents int
+	// Dependencies: the most ids one job names in InsertOpts.After (its parents), and the
+	// most steps of one workflow (a batch's jobs and its callback).
+	MaxParents       int
+	MaxWorkflowSteps int
 	// Fan-out at run time: the most jobs one spawn adds.
 	MaxSpawn int
 }

@@ -237,6 +237,23 @@ func TestSchedulesPageRunsAndShows(t *testing.T) {
 	require.Equal(t, "dashboard run now by dashboard", events[0].Reason)
 }
 
+// A schedule that starts a workflow shows its workflow and steps, and runs one by hand.
+func TestSchedulesPageShowsAWorkflowSchedule(t *testing.T) {
+	e := uitest.Start(t, nil)
+	_, err := e.Client.AddSchedule(t.Context(), hopper.Schedule{Name: "albums", Cron: "0 3 * * *", Workflow: &hopper.Workflow{
+		Name: "publish-album", Steps: []hopper.WorkflowStep{
+			{Name: "fetch", Args: hopper.RawArgs{KindName: "fetch", JSON: []byte(`{}`)}}, // no worker: nothing runs
+			{Name: "publish", Args: hopper.RawArgs{KindName: "publish", JSON: []byte(`{}`)}, After: []string{"fetch"}},
+		}}})
+	require.NoError(t, err)
+	r := row(page(t, e.URL+"/schedules"), `id="schedule-albums"`)
+	require.Contains(t, r, "workflow publish-album")
+	require.Contains(t, r, "2 steps: fetch, publish")
+	status, body := post(t, e.URL+"/schedules/albums/run", url.Values{"confirm": {"yes"}})
+	require.Equal(t, http.StatusOK, status)
+	require.Regexp(t, `Ran schedule albums: workflow \S+ started.`, body)
+}
+
 // remoteWorkers is a RemoteSource of workers and no streams.
 type remoteWorkers []hopperui.RemoteWorker
 

@@ -54,6 +54,9 @@ func (h *Handler) scheduleRun(w http.ResponseWriter, r *http.Request, v *view) e
 		return err
 	}
 	v.Notice = "Ran schedule " + name + ": job " + job.ID + " is " + string(job.State) + "."
+	if job.WorkflowID != "" {
+		v.Notice = "Ran schedule " + name + ": workflow " + job.WorkflowID + " started."
+	}
 	return h.schedules(w, r, v)
 }
 

@@ -150,7 +150,8 @@ func inputLimits(l *hoppertype.InputLimits) *hopperv1.InputLimits {
 		MaxTimeout: d(l.MaxTimeout), MaxRetention: d(l.MaxRetention), MaxResultTtl: d(l.MaxResultTTL),
 		MaxActivateJobs: n(l.MaxActivateJobs), MaxActivateWait: d(l.MaxActivateWait),
 		MaxActivateQueues: n(l.MaxActivateQueues), MaxStreamCredit: n(l.MaxStreamCredit),
-		MaxStreamKindCaps: n(l.MaxStreamKindCaps), MaxParents: n(l.MaxParents), MaxSpawn: n(l.MaxSpawn)}
+		MaxStreamKindCaps: n(l.MaxStreamKindCaps), MaxParents: n(l.MaxParents), MaxSpawn: n(l.MaxSpawn),
+		MaxWorkflowSteps: n(l.MaxWorkflowSteps)}
 }
 
 // fromInputLimits reads the wire's InputLimits; nil (a server that predates them) reads as zero.
@@ -166,7 +167,7 @@ func fromInputLimits(l *hopperv1.InputLimits) hoppertype.InputLimits {
 		MaxResultTTL: d(l.GetMaxResultTtl()), MaxActivateJobs: n(l.GetMaxActivateJobs()),
 		MaxActivateWait: d(l.GetMaxActivateWait()), MaxActivateQueues: n(l.GetMaxActivateQueues()),
 		MaxStreamCredit: n(l.GetMaxStreamCredit()), MaxStreamKindCaps: n(l.GetMaxStreamKindCaps()),
-		MaxParents: n(l.GetMaxParents()), MaxSpawn: n(l.GetMaxSpawn())}
+		MaxParents: n(l.GetMaxParents()), MaxSpawn: n(l.GetMaxSpawn()), MaxWorkflowSteps: n(l.GetMaxWorkflowSteps())}
 }
 
 // FromServerInfo reads what a server says of itself. Nil reads as nil.

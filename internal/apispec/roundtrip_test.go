@@ -172,7 +172,7 @@ func TestFleetRoundTrip(t *testing.T) {
 		MaxRunAtPast: 17 * time.Second, MaxRunAtFuture: 18 * time.Second, MaxTimeout: 19 * time.Second,
 		MaxRetention: 20 * time.Second, MaxResultTTL: 21 * time.Second, MaxActivateJobs: 22,
 		MaxActivateWait: 23 * time.Second, MaxActivateQueues: 24, MaxStreamCredit: 25, MaxStreamKindCaps: 26,
-		MaxParents: 27, MaxSpawn: 28}
+		MaxParents: 27, MaxSpawn: 28, MaxWorkflowSteps: 29}
 	requireAllSet(t, limits)
 	si := &hoppertype.ServerInfo{Version: "v0.1.0", Commit: "0123abcd", CommitTime: at, Modified: true, GoVersion: "go1.26.8",
 		Platform: "linux/amd64", Store: "postgres", SchemaVersion: 9, InputLimits: limits}
@@ -186,9 +186,15 @@ func TestScheduleRoundTrip(t *testing.T) {
 	info := &hopper.ScheduleInfo{
 		Schedule: hopper.Schedule{Name: "s", Cron: "*/5 * * * *", Every: time.Minute, FixedDelay: time.Hour, TZ: "Europe/Paris",
 			Kind: "k", Args: json.RawMessage(`{"a":1}`), Queue: "q", Priority: 2, MaxAttempts: 3, Timeout: time.Minute,
-			Headers: map[string]string{"h": "v"}, CatchUp: "all", Overlap: "allow", Jitter: time.Second, Paused: true},
+			Headers: map[string]string{"h": "v"}, CatchUp: "all", Overlap: "allow", Jitter: time.Second, Paused: true,
+			Workflow: &hopper.Workflow{Name: "w", Steps: []hopper.WorkflowStep{
+				{Name: "a", Args: hopper.RawArgs{KindName: "k", JSON: json.RawMessage(`{"x":1}`)},
+					Opts: &hopper.InsertOpts{Queue: "q", Delay: time.Minute, MaxAttempts: 3}},
+				{Name: "b", Args: hopper.RawArgs{KindName: "k2", JSON: json.RawMessage(`[]`)}, After: []string{"a"},
+					OnParentFailure: hopper.ParentRun, Opts: &hopper.InsertOpts{Queue: "q"}},
+			}}},
 		Source: hopper.ScheduleSourceAPI, LastFireAt: at, NextFireAt: later, LastJobID: "j", CreatedAt: at, UpdatedAt: later,
-		LastManualFireAt: later, LastManualJobID: "m",
+		LastManualFireAt: later, LastManualJobID: "m", LastWorkflowID: "w1",
 	}
 	requireAllSet(t, info.Schedule)
 	requireAllSet(t, *info)

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hopperjobs/hopper/internal/apispec"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -137,10 +139,18 @@ func printSchedules(w io.Writer, list []*hopper.ScheduleInfo) error {
 		if s.Paused {
 			paused, next = "yes", "paused"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, specText(&s.Schedule), s.TZ, s.Kind,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, specText(&s.Schedule), s.TZ, targetText(s),
 			s.Queue, s.Source, paused, last, next)
 	}
 	return tw.Flush()
+}
+
+// targetText is what a schedule enqueues: its kind, or "workflow NAME (N steps)".
+func targetText(s *hopper.ScheduleInfo) string {
+	if s.Workflow != nil {
+		return fmt.Sprintf("workflow %s (%d steps)", s.Workflow.Name, len(s.Workflow.Steps))
+	}
+	return s.Kind
 }
 
 // specText is a schedule's timing as a user would write it.
@@ -199,6 +209,10 @@ type scheduleJSON struct {
 	LastJobID        string  `json:"last_job_id,omitempty"`
 	LastManualFireAt *string `json:"last_manual_fire_at"`
 	LastManualJobID  string  `json:"last_manual_job_id,omitempty"`
+	// Workflow is a workflow schedule's workflow as the API carries it (name, steps);
+	// LastWorkflowID the newest workflow a fire enqueued.
+	Workflow       *apiJSON `json:"workflow,omitempty"`
+	LastWorkflowID string   `json:"last_workflow_id,omitempty"`
 }
 
 // nullTime is t as JSON: null for the zero time.
@@ -218,7 +232,16 @@ func newScheduleJSON(s *hopper.ScheduleInfo) *scheduleJSON {
 		Overlap: string(s.Overlap), Jitter: durText(s.Jitter), Paused: s.Paused, Source: s.Source,
 		LastFireAt: nullTime(s.LastFireAt), NextFireAt: jsonTime(s.NextFireAt), LastJobID: s.LastJobID,
 		LastManualFireAt: nullTime(s.LastManualFireAt), LastManualJobID: s.LastManualJobID,
+		Workflow: scheduleWorkflowJSON(s), LastWorkflowID: s.LastWorkflowID,
 	}
+}
+
+// scheduleWorkflowJSON is a workflow schedule's workflow as the API shows it; nil for a job schedule.
+func scheduleWorkflowJSON(s *hopper.ScheduleInfo) *apiJSON {
+	if s.Workflow == nil {
+		return nil
+	}
+	return &apiJSON{apispec.Schedule(s).GetWorkflow()}
 }
 
 func durText(d time.Duration) string {
@@ -230,6 +253,7 @@ func durText(d time.Duration) string {
 
 type scheduleFlags struct {
 	cron, tz, kind, args, queue, catchUp, overlap string
+	workflow                                      string
 	every, fixedDelay, timeout, jitter            time.Duration
 	priority, maxAttempts                         int
 	paused                                        bool
@@ -238,15 +262,21 @@ type scheduleFlags struct {
 func newSchedulesAddCmd() *cobra.Command {
 	var f scheduleFlags
 	cmd := &cobra.Command{
-		Use:   "add NAME (--cron SPEC | --every D | --fixed-delay D) --kind KIND [flags]",
+		Use:   "add NAME (--cron SPEC | --every D | --fixed-delay D) (--kind KIND | --workflow FILE) [flags]",
 		Short: "Add a schedule, or replace the one named NAME",
 		Long: `add saves a schedule that enqueues a job of KIND on a cron spec (evaluated in --tz), at a
 fixed rate (--every) or a fixed delay after the previous run ended (--fixed-delay). Replacing
 a schedule keeps its fire times unless its timing changed, and never resumes a paused one.
-A schedule a program declares in code cannot be replaced here (exit code 4).`,
+A schedule a program declares in code cannot be replaced here (exit code 4).
+
+With --workflow FILE (- for stdin) each fire enqueues a workflow instead of a job: the file is
+what "hopper workflows enqueue" reads ({"name": …, "steps": [{"name": …, "kind": …}, …]}), each
+step's job with its own options (a "delay" after the fire time, not a "run_at"); --kind, --args,
+--queue, --priority, --max-attempts and --timeout are then not for it, nor --fixed-delay.`,
 		Example: `  hopper schedules add nightly-report --cron '30 2 * * *' --tz America/New_York --kind build-report
   hopper schedules add sync --every 5m --kind sync-crm --args '{"full":false}' --catch-up last
-  hopper schedules add cleanup --fixed-delay 10m --kind cleanup --queue maintenance`,
+  hopper schedules add cleanup --fixed-delay 10m --kind cleanup --queue maintenance
+  hopper schedules add nightly-album --cron '0 3 * * *' --tz Europe/Paris --workflow publish-album.json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return runSchedulesAdd(cmd, args[0], &f) },
 	}
@@ -255,7 +285,8 @@ A schedule a program declares in code cannot be replaced here (exit code 4).`,
 	fl.DurationVar(&f.every, "every", 0, "fire at a fixed rate (e.g. 5m), at multiples of it since the Unix epoch")
 	fl.DurationVar(&f.fixedDelay, "fixed-delay", 0, "fire this long after the previous run ended")
 	fl.StringVar(&f.tz, "tz", "UTC", "IANA time zone the cron spec is evaluated in")
-	fl.StringVar(&f.kind, "kind", "", "kind of the job to enqueue (required)")
+	fl.StringVar(&f.kind, "kind", "", "kind of the job to enqueue (required without --workflow)")
+	fl.StringVar(&f.workflow, "workflow", "", "enqueue the workflow this JSON file describes (- for stdin) instead of a job")
 	fl.StringVar(&f.args, "args", "{}", "JSON args of the job")
 	fl.StringVar(&f.queue, "queue", "", "queue (default \"default\")")
 	fl.IntVar(&f.priority, "priority", 0, "priority, -1000 to 1000")
@@ -265,7 +296,6 @@ A schedule a program declares in code cannot be replaced here (exit code 4).`,
 	fl.StringVar(&f.overlap, "overlap", "skip", "while a previous job has not ended: skip or allow")
 	fl.DurationVar(&f.jitter, "jitter", 0, "delay each run by up to this much")
 	fl.BoolVar(&f.paused, "paused", false, "save the schedule paused")
-	_ = cmd.MarkFlagRequired("kind")
 	addJSONFlag(cmd)
 	return cmd
 }
@@ -278,6 +308,18 @@ func runSchedulesAdd(cmd *cobra.Command, name string, f *scheduleFlags) error {
 		Kind: f.kind, Args: json.RawMessage(f.args), Queue: f.queue, Priority: f.priority,
 		MaxAttempts: f.maxAttempts, Timeout: f.timeout, CatchUp: hopper.CatchUp(f.catchUp),
 		Overlap: hopper.Overlap(f.overlap), Jitter: f.jitter, Paused: f.paused}
+	switch {
+	case f.workflow != "" && (f.kind != "" || cmd.Flags().Changed("args")):
+		return usageErrorf("--workflow enqueues a workflow: not with --kind or --args")
+	case f.workflow != "":
+		wf, err := readWorkflowFile(cmd.InOrStdin(), f.workflow)
+		if err != nil {
+			return err
+		}
+		s.Workflow, s.Args = &wf, nil
+	case f.kind == "":
+		return usageErrorf("set --kind (the job to enqueue) or --workflow FILE")
+	}
 	return withBackend(cmd, false, func(client backend) error {
 		info, err := client.AddSchedule(cmd.Context(), s)
 		if err != nil {
@@ -388,9 +430,25 @@ func printSchedule(w io.Writer, s *hopper.ScheduleInfo, fires []time.Time) error
 	row := func(k, v string) { fmt.Fprintf(tw, "  %s\t%s\n", k, v) }
 	row("timing", specText(&s.Schedule))
 	row("time zone", s.TZ)
-	row("kind", s.Kind)
-	row("queue", s.Queue)
-	row("args", string(argsOf(s)))
+	if s.Workflow != nil {
+		row("workflow", targetText(s))
+		for _, st := range s.Workflow.Steps {
+			step := st.Name + ": " + st.Args.Kind()
+			if len(st.After) > 0 {
+				step += " after " + strings.Join(st.After, ", ")
+			}
+			row("  step", step)
+		}
+		last := s.LastWorkflowID
+		if last == "" {
+			last = "none"
+		}
+		row("last workflow", last)
+	} else {
+		row("kind", s.Kind)
+		row("queue", s.Queue)
+		row("args", string(argsOf(s)))
+	}
 	if len(s.Headers) > 0 {
 		row("headers", formatHeaders(s.Headers))
 	}

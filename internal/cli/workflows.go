@@ -28,7 +28,7 @@ func newWorkflowsCmd() *cobra.Command {
 		Args:  cobra.ArbitraryArgs,
 		RunE:  groupRunE,
 	}
-	cmd.AddCommand(newWorkflowsEnqueueCmd(), newWorkflowsLsCmd(), newWorkflowsShowCmd(), newWorkflowsCancelCmd())
+	cmd.AddCommand(newWorkflowsEnqueueCmd(), newWorkflowsBatchCmd(), newWorkflowsLsCmd(), newWorkflowsShowCmd(), newWorkflowsCancelCmd())
 	return cmd
 }
 
@@ -81,6 +81,103 @@ func runWorkflowsEnqueue(cmd *cobra.Command, args []string) error {
 		_, err = fmt.Fprintln(cmd.OutOrStdout(), res.Workflow.ID)
 		return err
 	})
+}
+
+func newWorkflowsBatchCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "batch FILE",
+		Short: "Enqueue a batch with a callback that a JSON file describes (- reads it from stdin) and print its workflow id",
+		Long: `batch reads a batch from FILE (- for stdin): jobs, and a callback job that runs once every
+one of them has ended, completed, failed or canceled. It is enqueued as one workflow, all of
+it or nothing (docs/workflows.md, "Batches with a callback"): its jobs are steps job-0,
+job-1…, its callback the step "callback" after all of them with policy run. The file is a
+JSON object whose jobs are the API's JobSpec (kind, args, queue, timeout…):
+
+  {"name": "resize-album",
+   "jobs": [{"kind": "resize", "args": {"photo": 1}}, {"kind": "resize", "args": {"photo": 2}}],
+   "callback": {"kind": "album-ready", "args": {"album": 7}}}`,
+		Example: `  hopper workflows batch resize-album.json
+  hopper workflows show $(hopper workflows batch resize-album.json)`,
+		Args: cobra.ExactArgs(1),
+		RunE: runWorkflowsBatch,
+	}
+	addJSONFlag(cmd)
+	return cmd
+}
+
+func runWorkflowsBatch(cmd *cobra.Command, args []string) error {
+	b, err := readBatchFile(cmd.InOrStdin(), args[0])
+	if err != nil {
+		return err
+	}
+	wf, err := b.Workflow()
+	if err != nil {
+		return err
+	}
+	return withBackend(cmd, false, func(client backend) error {
+		res, err := client.EnqueueWorkflow(cmd.Context(), wf)
+		if err != nil {
+			return b.Refusal(err)
+		}
+		if wantJSON(cmd) {
+			return printJSON(cmd.OutOrStdout(), &struct {
+				Workflow apiJSON   `json:"workflow"`
+				Jobs     []apiJSON `json:"jobs"`
+			}{apiJSON{apiview.Workflow(res.Workflow)}, apiJobs(res.Jobs)})
+		}
+		_, err = fmt.Fprintln(cmd.OutOrStdout(), res.Workflow.ID)
+		return err
+	})
+}
+
+// readBatchFile reads the batch document at path (- for stdin): its name, its jobs and its
+// callback, each the API's JobSpec (read as the API reads it, by package jsoncodec).
+func readBatchFile(stdin io.Reader, path string) (hopper.JobBatch, error) {
+	raw, err := readFileOrStdin(stdin, path)
+	if err != nil {
+		return hopper.JobBatch{}, usageErrorf("read batch: %v", err)
+	}
+	var doc struct {
+		Name     string            `json:"name"`
+		Jobs     []json.RawMessage `json:"jobs"`
+		Callback json.RawMessage   `json:"callback"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&doc); err != nil {
+		return hopper.JobBatch{}, usageErrorf("read batch %s: %v (want {\"name\": …, \"jobs\": [{\"kind\": …}, …], \"callback\": {\"kind\": …}})", path, err)
+	}
+	job := func(field string, text json.RawMessage) (hopper.BatchJob, error) {
+		spec := &hopperv1.JobSpec{}
+		if len(text) > 0 {
+			if err := jsoncodec.Unmarshal(text, spec); err != nil {
+				return hopper.BatchJob{}, usageErrorf("read batch %s: %s: %v", path, field, err)
+			}
+		}
+		p, err := apispec.FromJobSpec(spec)
+		if err != nil {
+			return hopper.BatchJob{}, err
+		}
+		return hopper.BatchJob{Args: p.Args, Opts: p.Opts}, nil
+	}
+	b := hopper.JobBatch{Name: doc.Name, Jobs: make([]hopper.BatchJob, len(doc.Jobs))}
+	for i, text := range doc.Jobs {
+		if b.Jobs[i], err = job(fmt.Sprintf("jobs[%d]", i), text); err != nil {
+			return hopper.JobBatch{}, err
+		}
+	}
+	if b.Callback, err = job("callback", doc.Callback); err != nil {
+		return hopper.JobBatch{}, err
+	}
+	return b, nil
+}
+
+// readFileOrStdin reads path, or stdin for -.
+func readFileOrStdin(stdin io.Reader, path string) ([]byte, error) {
+	if path == "-" {
+		return io.ReadAll(stdin)
+	}
+	return os.ReadFile(path)
 }
 
 // readWorkflowFile reads the workflow document at path (- for stdin): its name, and steps each

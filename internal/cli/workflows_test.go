@@ -178,3 +178,100 @@ func TestPrintWorkflowStepTimings(t *testing.T) {
 	require.Regexp(t, `(?m)^resize\s+running\s+1/3\s+2026-03-01T12:00:00\s+2026-03-01T12:00:07\s+-\s+3s\s+3s\+\s+fetch\s+id-resize$`, out.String())
 	require.Regexp(t, `(?m)^publish\s+waiting\s+0/3\s+2026-03-01T12:00:00\s+-\s+-\s+-\s+-\s+resize\s+id-publish$`, out.String())
 }
+
+// schedules add --workflow saves a schedule that starts the file's workflow at each fire; ls
+// and show say so, --json carries the workflow as the API does, and run starts one.
+func workflowScheduleCommands(t *testing.T, run runner) {
+	t.Helper()
+	file := writeFile(t, "album.json", albumWorkflow)
+	res := run(t, "schedules", "add", "albums", "--cron", "0 3 * * *", "--tz", "Europe/Paris", "--workflow", file)
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	res = run(t, "schedules", "ls")
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	require.Contains(t, res.stdout, "workflow publish-album (3 steps)")
+	res = run(t, "schedules", "show", "albums")
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	require.Contains(t, res.stdout, "resize: resize after fetch")
+	res = run(t, "schedules", "ls", "--json")
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	var listed struct {
+		Schedules []struct {
+			Workflow struct {
+				Name  string `json:"name"`
+				Steps []struct {
+					Name string         `json:"name"`
+					Job  map[string]any `json:"job"`
+				} `json:"steps"`
+			} `json:"workflow"`
+		} `json:"schedules"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &listed), res.stdout)
+	wf := listed.Schedules[0].Workflow
+	require.Equal(t, "publish-album", wf.Name)
+	require.Equal(t, "fetch", wf.Steps[0].Name)
+	require.Equal(t, "io", wf.Steps[0].Job["queue"])
+	res = run(t, "schedules", "run", "albums")
+	require.Equal(t, ExitOK, res.code, res.stderr)
+
+	res = run(t, "schedules", "add", "x", "--cron", "@daily", "--workflow", file, "--kind", "k")
+	require.Equal(t, ExitUsage, res.code)
+	res = run(t, "schedules", "add", "x", "--cron", "@daily")
+	require.Equal(t, ExitUsage, res.code)
+	res = run(t, "schedules", "add", "x", "--fixed-delay", "5m", "--workflow", file)
+	require.Equal(t, ExitUsage, res.code)
+	require.Contains(t, res.stderr, "fixed_delay")
+	bad := writeFile(t, "bad.json", `{"name": "w", "steps": [{"name": "a", "kind": "k", "queue": "no spaces"}]}`)
+	res = run(t, "schedules", "add", "x", "--cron", "@daily", "--workflow", bad)
+	require.Equal(t, ExitUsage, res.code)
+	require.Contains(t, res.stderr, "workflow.steps[0]")
+}
+
+func TestWorkflowScheduleCommands(t *testing.T) {
+	t.Parallel()
+	workflowScheduleCommands(t, setup(t).run)
+}
+
+func TestWorkflowScheduleCommandsThroughAServer(t *testing.T) {
+	workflowScheduleCommands(t, startServer(t, false).remote)
+}
+
+// workflows batch enqueues a batch file as one workflow: its jobs, and a callback after them
+// all with policy run; a bad job is named as the batch names it.
+func workflowBatchCommands(t *testing.T, run runner) {
+	t.Helper()
+	res := run(t, "workflows", "batch", writeFile(t, "batch.json", `{"name": "resize-album",
+	  "jobs": [{"kind": "resize", "args": {"photo": 1}}, {"kind": "resize", "args": {"photo": 2}, "queue": "big"}],
+	  "callback": {"kind": "album-ready", "args": {"album": 7}}}`))
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	id := strings.TrimSpace(res.stdout)
+	res = run(t, "workflows", "show", id, "--json")
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	var shown struct {
+		Steps []struct {
+			Job   map[string]any `json:"job"`
+			After []string       `json:"after"`
+		} `json:"steps"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &shown), res.stdout)
+	require.Len(t, shown.Steps, 3)
+	require.Equal(t, "callback", shown.Steps[2].Job["step"])
+	require.Equal(t, []string{"job-0", "job-1"}, shown.Steps[2].After)
+	require.Equal(t, "big", shown.Steps[1].Job["queue"])
+
+	res = run(t, "workflows", "batch", writeFile(t, "bad.json", `{"name": "b", "jobs": [{"kind": "k"}, {"kind": "k", "queue": "no spaces"}],
+	  "callback": {"kind": "cb"}}`))
+	require.Equal(t, ExitUsage, res.code)
+	require.Contains(t, res.stderr, "jobs[1].queue")
+	res = run(t, "workflows", "batch", writeFile(t, "empty.json", `{"name": "b", "jobs": [], "callback": {"kind": "cb"}}`))
+	require.Equal(t, ExitUsage, res.code)
+	require.Contains(t, res.stderr, "jobs")
+}
+
+func TestWorkflowBatchCommands(t *testing.T) {
+	t.Parallel()
+	workflowBatchCommands(t, setup(t).run)
+}
+
+func TestWorkflowBatchCommandsThroughAServer(t *testing.T) {
+	workflowBatchCommands(t, startServer(t, false).remote)
+}

@@ -247,7 +247,11 @@ func (s *scheduler) fireAfterFinish(ctx context.Context, sc *store.Schedule, spe
 func (s *scheduler) apply(ctx context.Context, sc *store.Schedule, fires []time.Time, through, next time.Time) error {
 	p := &store.ScheduleFireParams{Name: sc.Name, ExpectedLast: sc.LastFireAt, NewLast: through, NewNext: next}
 	for _, f := range fires {
-		p.Jobs = append(p.Jobs, fireJob(sc, f, s.e.cfg.MaxRescues))
+		if sc.Workflow != nil {
+			p.Workflows = append(p.Workflows, FireWorkflow(sc, f))
+		} else {
+			p.Jobs = append(p.Jobs, fireJob(sc, f, s.e.cfg.MaxRescues))
+		}
 		p.FiredAt = f
 	}
 	res, err := s.store.ScheduleFire(ctx, p)
@@ -300,6 +304,52 @@ func ManualFireJob(sc *store.Schedule, at time.Time, maxRescues int, actor hoppe
 	p.RunAt, p.IdempotencyKey, p.IdempotencyTTL = time.Time{}, "", 0
 	p.Headers[ManualFireHeader] = "true"
 	p.Actor, p.Reason = actor, reason
+	return p
+}
+
+// FireWorkflow is the workflow of fire time at of a workflow schedule: its template's steps,
+// each a new job due at the fire time plus the schedule's jitter and the step's delay (a step
+// with parents waits for them as well), under a new workflow id with the fire time's key, so a
+// fire time starts at most one workflow. Each step carries FireTimeHeader and the schedule's
+// name, so the overlap policy sees the workflow while a step of it has not ended.
+func FireWorkflow(sc *store.Schedule, at time.Time) *store.WorkflowInsertParams {
+	t := sc.Workflow
+	p := &store.WorkflowInsertParams{ID: uuid.Must(uuid.NewV7()).String(), Name: t.Name, FireKey: store.FireKey(sc.Name, at),
+		Steps: make([]*store.InsertParams, len(t.Steps))}
+	ids := make(map[string]string, len(t.Steps))
+	runAt := at.Add(schedule.Jitter(at, sc.Jitter, sc.Name))
+	for i, st := range t.Steps {
+		j := *st.Job
+		j.ID, j.WorkflowID, j.ScheduleID = uuid.Must(uuid.NewV7()).String(), p.ID, sc.Name
+		j.RunAt = runAt.Add(st.Delay)
+		j.Headers = make(map[string]string, len(st.Job.Headers)+1)
+		for k, v := range st.Job.Headers {
+			j.Headers[k] = v
+		}
+		j.Headers[FireTimeHeader] = at.UTC().Format(time.RFC3339Nano)
+		j.After = make([]string, len(st.After))
+		for k, name := range st.After {
+			j.After[k] = ids[name] // parents come first in a template
+		}
+		j.Actor, j.Reason = hoppertype.ActorLeader, "schedule "+sc.Name
+		ids[j.Step] = j.ID
+		p.Steps[i] = &j
+	}
+	return p
+}
+
+// ManualFireWorkflow is the workflow of a manual fire of a workflow schedule at at ("run
+// now"): the workflow a fire at at would enqueue, due at once, marked with ManualFireHeader,
+// without the fire time's key, with actor and reason in its steps' history.
+func ManualFireWorkflow(sc *store.Schedule, at time.Time, actor hoppertype.Actor, reason string) *store.WorkflowInsertParams {
+	jitterless := *sc
+	jitterless.Jitter = 0
+	p := FireWorkflow(&jitterless, at)
+	p.FireKey = ""
+	for _, j := range p.Steps {
+		j.Headers[ManualFireHeader] = "true"
+		j.Actor, j.Reason = actor, reason
+	}
 	return p
 }
 

@@ -28,9 +28,13 @@ func (ss *scheduleService) Add(ctx context.Context, req *hopperv1.ScheduleServic
 	if spec == nil {
 		return nil, invalidArg("schedule", "is required")
 	}
-	info, err := ss.s.client.AddSchedule(ctx, apispec.FromSchedule(spec).Schedule) // the client validates it
+	in, err := apispec.FromScheduleSpec(spec)
 	if err != nil {
 		return nil, rpcError("add schedule", err)
+	}
+	info, err := ss.s.client.AddSchedule(ctx, in.Schedule) // the client validates it
+	if err != nil {
+		return nil, rpcError("add schedule", apispec.ScheduleError(err))
 	}
 	return &hopperv1.ScheduleServiceAddResponse{Schedule: apispec.Schedule(info)}, nil
 }

@@ -1,10 +1,14 @@
 package server_test
 
 import (
+	"fmt"
 	"testing"
 
 	"connectrpc.com/connect/v2"
+	"connectrpc.com/connect/v2/connecthttp"
+	"github.com/hopperjobs/hopper"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
+	"github.com/hopperjobs/hopper/gen/hopper/v1/hopperv1connect"
 	"github.com/stretchr/testify/require"
 )
 
@@ -105,4 +109,26 @@ func TestWorkflowValidationOverTheAPI(t *testing.T) {
 		require.NoError(t, err)
 		require.Empty(t, list.GetJobs())
 	})
+}
+
+// The most steps of one workflow is among the limits the server serves (the SDKs bound a
+// batch by it), and one step more is INVALID_ARGUMENT naming the field.
+func TestMaxWorkflowStepsIsServedAndHeld(t *testing.T) {
+	t.Parallel()
+	s := serve(t, nil, nil, nil)
+	info, err := hopperv1connect.NewServerServiceClient(connect.NewClient(connecthttp.NewTransport(s.ts.Client(), s.ts.URL))).
+		Info(t.Context(), &hopperv1.ServerServiceInfoRequest{})
+	require.NoError(t, err)
+	limit := int(info.GetServer().GetInputLimits().GetMaxWorkflowSteps())
+	require.Equal(t, hopper.MaxWorkflowSteps, limit)
+
+	e := newEnv(s.ts.URL, s.ts.Client(), s.client, s.store, s.srv)
+	steps := make([]*hopperv1.WorkflowStep, limit+1)
+	for i := range steps {
+		steps[i] = step(fmt.Sprintf("s%d", i))
+	}
+	_, err = e.workflows.EnqueueWorkflow(t.Context(), &hopperv1.EnqueueWorkflowRequest{Name: "big", Steps: steps})
+	requireCode(t, connect.CodeInvalidArgument, err)
+	require.Contains(t, err.Error(), "steps")
+	require.Contains(t, err.Error(), "10001 steps")
 }

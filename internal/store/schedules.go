@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -87,6 +88,11 @@ type Schedule struct {
 	Priority    int
 	MaxAttempts int
 	Timeout     time.Duration
+	// Workflow, when set, is what each fire enqueues instead of the job above (whose Kind is
+	// then empty): one workflow per fire time. LastWorkflowID is the newest workflow a fire
+	// enqueued (or found by its fire key).
+	Workflow       *WorkflowTemplate
+	LastWorkflowID string
 
 	// CatchUp ("skip", "last", "all") and Overlap ("skip", "allow") are schedule.CatchUp
 	// and schedule.Overlap values; Jitter is the maximum delay added to each run.
@@ -133,6 +139,10 @@ type ScheduleFireParams struct {
 	// Jobs are the fire's jobs, oldest fire time first, each with its fire time's idempotency
 	// key (FireKey) and ScheduleID set. Empty advances the schedule without enqueuing.
 	Jobs []*InsertParams
+	// Workflows are the fire's workflows (a workflow schedule's, instead of Jobs), oldest fire
+	// time first, each with its fire time's FireKey: a workflow whose key a stored workflow
+	// has is not inserted again. The schedule's LastWorkflowID becomes the last one's id.
+	Workflows []*WorkflowInsertParams
 	// FiredAt is the fire time of the last of Jobs (the schedule's FiredAt, with its job as
 	// LastJobID); ignored without Jobs.
 	FiredAt time.Time
@@ -142,7 +152,8 @@ type ScheduleFireParams struct {
 type ScheduleFireResult struct {
 	// Fired is false when ExpectedLast no longer matched: nothing was written.
 	Fired bool
-	// Jobs are the jobs inserted (not those an idempotency key found).
+	// Jobs are the jobs inserted (not those an idempotency key found), the steps of the
+	// workflows inserted among them.
 	Jobs []*hoppertype.JobRow
 }
 
@@ -153,6 +164,63 @@ const FireKeyRetention = 7 * 24 * time.Hour
 // "schedule:<name>:<fire time in unix microseconds>".
 func FireKey(name string, at time.Time) string {
 	return "schedule:" + name + ":" + strconv.FormatInt(at.UnixMicro(), 10)
+}
+
+// WorkflowTemplate is what a workflow schedule enqueues at each fire: a workflow's name and
+// its steps, parents first, checked and defaulted when the schedule was added. Stores keep it
+// as JSON.
+type WorkflowTemplate struct {
+	Name  string          `json:"name"`
+	Steps []*TemplateStep `json:"steps"`
+}
+
+// TemplateStep is one step of a WorkflowTemplate: its job without an id, a run-at, parents or
+// a workflow (each fire gives them), the names of the steps it runs after, and its delay after
+// the fire time.
+type TemplateStep struct {
+	Job   *InsertParams `json:"job"`
+	After []string      `json:"after,omitempty"`
+	Delay time.Duration `json:"delay,omitempty"`
+}
+
+// EncodeTemplate is t as the stores keep it (nil for no template).
+func EncodeTemplate(t *WorkflowTemplate) []byte {
+	if t == nil {
+		return nil
+	}
+	b, err := json.Marshal(t)
+	if err != nil {
+		panic(fmt.Sprintf("encode workflow template: %v", err)) // plain values: cannot fail
+	}
+	return b
+}
+
+// DecodeTemplate reads what EncodeTemplate wrote (nil for empty).
+func DecodeTemplate(b []byte) (*WorkflowTemplate, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	var t WorkflowTemplate
+	if err := json.Unmarshal(b, &t); err != nil {
+		return nil, fmt.Errorf("decode workflow template: %w", err)
+	}
+	return &t, nil
+}
+
+// CheckFire checks the workflows of a fire step as WorkflowInsert checks one.
+func CheckFire(p *ScheduleFireParams) error {
+	for _, wp := range p.Workflows {
+		if wp.FireKey == "" {
+			return fmt.Errorf("workflow %s: %w: no fire key", wp.ID, ErrInvalid)
+		}
+		if err := CheckWorkflow(wp); err != nil {
+			return err
+		}
+		if err := CheckBatch(wp.Steps); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // SplitDue splits schedules in next fire time order (up to limit+1 of them, as a store's

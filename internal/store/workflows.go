@@ -47,6 +47,10 @@ type WorkflowInsertParams struct {
 	ID    string
 	Name  string
 	Steps []*InsertParams
+	// FireKey, when set, is the fire time a schedule enqueues this workflow for (FireKey):
+	// the store keeps it on the workflow, unique, and a schedule's fire step inserts nothing
+	// for a key a stored workflow has.
+	FireKey string
 }
 
 // WorkflowInsertResult is an inserted workflow and its steps' jobs, in the order of Steps.

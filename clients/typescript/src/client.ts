@@ -5,11 +5,13 @@ import type { ConnectionOptions } from "./connection.js";
 import { jobSpec } from "./enqueue-options.js";
 import type { EnqueueOptions } from "./enqueue-options.js";
 import { toHopperError } from "./errors.js";
-import { DeadLetterService, JobService, KindService } from "./gen/hopper/v1/hopper_pb.js";
+import { DeadLetterService, JobService, KindService, WorkflowService } from "./gen/hopper/v1/hopper_pb.js";
 import { attemptFromProto, eventFromProto, jobFromProto } from "./job.js";
 import type { Job, JobAttempt, JobEvent, JobState } from "./job.js";
 import { encodeJSON } from "./json.js";
 import { fromDuration, fromTimestamp, toTimestamp } from "./time.js";
+import { batchWorkflow, stepsToProto, workflowFromProto } from "./workflow.js";
+import type { EnqueuedWorkflow, NewBatch, NewWorkflow, WorkflowDetail, WorkflowInfo, WorkflowListOptions, WorkflowPage } from "./workflow.js";
 
 /** CallOptions end a call early. */
 export interface CallOptions {
@@ -141,12 +143,14 @@ export class Client {
   private readonly jobs: RpcClient<typeof JobService>;
   private readonly deadLetters: RpcClient<typeof DeadLetterService>;
   private readonly kinds: RpcClient<typeof KindService>;
+  private readonly workflows: RpcClient<typeof WorkflowService>;
 
   constructor(options: ConnectionOptions) {
     const transport = createTransport(options);
     this.jobs = createClient(JobService, transport);
     this.deadLetters = createClient(DeadLetterService, transport);
     this.kinds = createClient(KindService, transport);
+    this.workflows = createClient(WorkflowService, transport);
   }
 
   /** enqueue stores one job of kind with args (any JSON value; unset is {}). */
@@ -160,6 +164,49 @@ export class Client {
     const specs = jobs.map((j) => jobSpec(j.kind, j.args, j));
     const res = await call(this.jobs.enqueueBatch({ jobs: specs }, options));
     return res.results.map((r) => ({ job: jobFromProto<A>(r.job!), existing: r.existing, merged: r.merged }));
+  }
+
+  /**
+   * enqueueWorkflow stores a workflow: every step's job in one transaction, all or none, each
+   * step after the steps its after names. InvalidArgument names the bad field
+   * (steps[2].job.after[0], steps[1].job.queue).
+   */
+  async enqueueWorkflow(workflow: NewWorkflow, options: CallOptions = {}): Promise<EnqueuedWorkflow> {
+    const res = await call(this.workflows.enqueueWorkflow({ name: workflow.name, steps: stepsToProto(workflow.steps) }, options));
+    return { workflow: workflowFromProto(res.workflow!), jobs: res.jobs.map((j) => jobFromProto(j)) };
+  }
+
+  /**
+   * enqueueBatch stores a batch with a callback as one workflow (batchWorkflow): its jobs
+   * (steps job-0, job-1…) and its callback (step "callback"), which runs once they have all
+   * ended, failed or not; its handler counts them with countBatch(await job.parentResults()).
+   * workflow.id is the batch's id.
+   */
+  async enqueueBatch(batch: NewBatch, options: CallOptions = {}): Promise<EnqueuedWorkflow> {
+    return this.enqueueWorkflow(batchWorkflow(batch), options);
+  }
+
+  /** getWorkflow returns a workflow and its steps, parents first; NotFound when there is none. */
+  async getWorkflow(id: string, options: CallOptions = {}): Promise<WorkflowDetail> {
+    const res = await call(this.workflows.getWorkflow({ id }, options));
+    return { workflow: workflowFromProto(res.workflow!), steps: res.steps.map((s) => ({ job: jobFromProto(s.job!), after: s.after })) };
+  }
+
+  /** listWorkflows returns a page of workflows, newest first unless ascending. */
+  async listWorkflows(options: WorkflowListOptions & CallOptions = {}): Promise<WorkflowPage> {
+    const res = await call(this.workflows.listWorkflows({
+      name: options.name, states: options.states, cursor: options.cursor, limit: options.limit, ascending: options.ascending,
+    }, options));
+    return { workflows: res.workflows.map(workflowFromProto), nextCursor: res.nextCursor };
+  }
+
+  /**
+   * cancelWorkflow cancels every step of a workflow that has not ended, in one transaction;
+   * FailedPrecondition when every step has ended, NotFound when there is no such workflow.
+   */
+  async cancelWorkflow(id: string, options: { reason?: string } & CallOptions = {}): Promise<{ workflow: WorkflowInfo; canceled: Job[] }> {
+    const res = await call(this.workflows.cancelWorkflow({ id, reason: options.reason }, options));
+    return { workflow: workflowFromProto(res.workflow!), canceled: res.canceled.map((j) => jobFromProto(j)) };
   }
 
   /** get returns one job; a HopperError of code NotFound when there is none. */

@@ -23,4 +23,9 @@ export type { Job, JobAttempt, JobEvent, JobState } from "./job.js";
 export type { Logger } from "./logger.js";
 export type { Observer, WorkerEvent } from "./observe.js";
 export { Worker } from "./worker.js";
+export { batchCallbackStep, batchJobStep, batchWorkflow, countBatch } from "./workflow.js";
+export type {
+  BatchCounts, BatchJob, EnqueuedWorkflow, NewBatch, NewWorkflow, WorkflowDetail, WorkflowInfo, WorkflowListOptions, WorkflowPage,
+  WorkflowState, WorkflowStep,
+} from "./workflow.js";
 export type { WorkerOptions } from "./worker.js";

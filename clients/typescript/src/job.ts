@@ -60,6 +60,9 @@ export interface Job<A = unknown, R = unknown> {
   /** rescues counts how often the job went back to its queue because its worker was lost. */
   rescues: number;
   maxRescues: number;
+  /** workflowId is the workflow the job is a step of, step its step's name; both "" for a job enqueued on its own. */
+  workflowId: string;
+  step: string;
 }
 
 /** jobFromProto is j with its JSON payloads decoded. */
@@ -76,7 +79,7 @@ export function jobFromProto<A = unknown, R = unknown>(j: JobPb): Job<A, R> {
     finishedAt: fromTimestamp(j.finishedAt), updatedAt: fromTimestamp(j.updatedAt),
     expiresAt: fromTimestamp(j.expiresAt), stalled: j.stalled, checkpoint: decodeJSON(j.checkpoint),
     deadlineAt: fromTimestamp(j.deadlineAt), resumeData: decodeJSON(j.resumeData), rescues: j.rescues,
-    maxRescues: j.maxRescues,
+    maxRescues: j.maxRescues, workflowId: j.workflowId, step: j.step,
   };
 }
 

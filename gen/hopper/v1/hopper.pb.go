@@ -259,7 +259,7 @@ type EnqueueWorkflowRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// name says what the workflow is; listings filter by it. The characters of a step's name.
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	// steps: 1-10,000, in any order.
+	// steps: 1 to max_workflow_steps (InputLimits, 10,000), in any order.
 	Steps         []*WorkflowStep `protobuf:"bytes,2,rep,name=steps,proto3" json:"steps,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -741,8 +741,17 @@ type Schedule struct {
 	LastManualFireAt *timestamppb.Timestamp `protobuf:"bytes,23,opt,name=last_manual_fire_at,json=lastManualFireAt,proto3" json:"last_manual_fire_at,omitempty"`
 	// last_manual_job_id: the job of that run.
 	LastManualJobId string `protobuf:"bytes,24,opt,name=last_manual_job_id,json=lastManualJobId,proto3" json:"last_manual_job_id,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// workflow, when set, is what each fire enqueues instead of a job: one workflow per fire
+	// time, its steps as WorkflowService.EnqueueWorkflow takes them (a step's job may have a
+	// delay from the fire time, not a run_at). Then kind, args, queue, priority, max_attempts,
+	// timeout and headers stay unset, and fixed_delay is refused. INVALID_ARGUMENT names its
+	// fields under workflow. (workflow.steps[2].job.queue). A manual run (Run) enqueues the
+	// workflow and answers with its first step's job.
+	Workflow *EnqueueWorkflowRequest `protobuf:"bytes,25,opt,name=workflow,proto3" json:"workflow,omitempty"`
+	// last_workflow_id: the newest workflow a fire of a workflow schedule enqueued.
+	LastWorkflowId string `protobuf:"bytes,26,opt,name=last_workflow_id,json=lastWorkflowId,proto3" json:"last_workflow_id,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Schedule) Reset() {
@@ -939,6 +948,20 @@ func (x *Schedule) GetLastManualFireAt() *timestamppb.Timestamp {
 func (x *Schedule) GetLastManualJobId() string {
 	if x != nil {
 		return x.LastManualJobId
+	}
+	return ""
+}
+
+func (x *Schedule) GetWorkflow() *EnqueueWorkflowRequest {
+	if x != nil {
+		return x.Workflow
+	}
+	return nil
+}
+
+func (x *Schedule) GetLastWorkflowId() string {
+	if x != nil {
+		return x.LastWorkflowId
 	}
 	return ""
 }
@@ -9541,9 +9564,12 @@ type InputLimits struct {
 	// The most ids one job names in JobSpec.after (its parents).
 	MaxParents int32 `protobuf:"varint,27,opt,name=max_parents,json=maxParents,proto3" json:"max_parents,omitempty"`
 	// The most jobs of one WorkerService.Spawn.
-	MaxSpawn      int32 `protobuf:"varint,28,opt,name=max_spawn,json=maxSpawn,proto3" json:"max_spawn,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	MaxSpawn int32 `protobuf:"varint,28,opt,name=max_spawn,json=maxSpawn,proto3" json:"max_spawn,omitempty"`
+	// The most steps of one workflow (WorkflowService.EnqueueWorkflow): a batch is its jobs and
+	// its callback, so at most max_workflow_steps - 1 jobs.
+	MaxWorkflowSteps int32 `protobuf:"varint,29,opt,name=max_workflow_steps,json=maxWorkflowSteps,proto3" json:"max_workflow_steps,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *InputLimits) Reset() {
@@ -9772,6 +9798,13 @@ func (x *InputLimits) GetMaxSpawn() int32 {
 	return 0
 }
 
+func (x *InputLimits) GetMaxWorkflowSteps() int32 {
+	if x != nil {
+		return x.MaxWorkflowSteps
+	}
+	return 0
+}
+
 var File_hopper_v1_hopper_proto protoreflect.FileDescriptor
 
 const file_hopper_v1_hopper_proto_rawDesc = "" +
@@ -9825,7 +9858,7 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"u\n" +
 	"\x16CancelWorkflowResponse\x12/\n" +
 	"\bworkflow\x18\x01 \x01(\v2\x13.hopper.v1.WorkflowR\bworkflow\x12*\n" +
-	"\bcanceled\x18\x02 \x03(\v2\x0e.hopper.v1.JobR\bcanceled\"\x81\b\n" +
+	"\bcanceled\x18\x02 \x03(\v2\x0e.hopper.v1.JobR\bcanceled\"\xea\b\n" +
 	"\bSchedule\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04cron\x18\x02 \x01(\tR\x04cron\x12/\n" +
@@ -9856,7 +9889,9 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\n" +
 	"updated_at\x18\x16 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12I\n" +
 	"\x13last_manual_fire_at\x18\x17 \x01(\v2\x1a.google.protobuf.TimestampR\x10lastManualFireAt\x12+\n" +
-	"\x12last_manual_job_id\x18\x18 \x01(\tR\x0flastManualJobId\x1a:\n" +
+	"\x12last_manual_job_id\x18\x18 \x01(\tR\x0flastManualJobId\x12=\n" +
+	"\bworkflow\x18\x19 \x01(\v2!.hopper.v1.EnqueueWorkflowRequestR\bworkflow\x12(\n" +
+	"\x10last_workflow_id\x18\x1a \x01(\tR\x0elastWorkflowId\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x1c\n" +
@@ -10549,7 +10584,8 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\bplatform\x18\x06 \x01(\tR\bplatform\x12\x14\n" +
 	"\x05store\x18\a \x01(\tR\x05store\x12%\n" +
 	"\x0eschema_version\x18\b \x01(\x05R\rschemaVersion\x129\n" +
-	"\finput_limits\x18\t \x01(\v2\x16.hopper.v1.InputLimitsR\vinputLimits\"\xec\t\n" +
+	"\finput_limits\x18\t \x01(\v2\x16.hopper.v1.InputLimitsR\vinputLimits\"\x9a\n" +
+	"\n" +
 	"\vInputLimits\x12\x1c\n" +
 	"\n" +
 	"max_id_len\x18\x01 \x01(\x05R\bmaxIdLen\x12 \n" +
@@ -10585,7 +10621,8 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x14max_stream_kind_caps\x18\x1a \x01(\x05R\x11maxStreamKindCaps\x12\x1f\n" +
 	"\vmax_parents\x18\x1b \x01(\x05R\n" +
 	"maxParents\x12\x1b\n" +
-	"\tmax_spawn\x18\x1c \x01(\x05R\bmaxSpawn2\x9d\x05\n" +
+	"\tmax_spawn\x18\x1c \x01(\x05R\bmaxSpawn\x12,\n" +
+	"\x12max_workflow_steps\x18\x1d \x01(\x05R\x10maxWorkflowSteps2\x9d\x05\n" +
 	"\n" +
 	"JobService\x12@\n" +
 	"\aEnqueue\x12\x19.hopper.v1.EnqueueRequest\x1a\x1a.hopper.v1.EnqueueResponse\x12O\n" +
@@ -10855,260 +10892,261 @@ var file_hopper_v1_hopper_proto_depIdxs = []int32{
 	155, // 21: hopper.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
 	155, // 22: hopper.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
 	155, // 23: hopper.v1.Schedule.last_manual_fire_at:type_name -> google.protobuf.Timestamp
-	11,  // 24: hopper.v1.ScheduleServiceListResponse.schedules:type_name -> hopper.v1.Schedule
-	11,  // 25: hopper.v1.ScheduleServiceAddRequest.schedule:type_name -> hopper.v1.Schedule
-	11,  // 26: hopper.v1.ScheduleServiceAddResponse.schedule:type_name -> hopper.v1.Schedule
-	24,  // 27: hopper.v1.ScheduleServiceRunResponse.job:type_name -> hopper.v1.Job
-	146, // 28: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
-	155, // 29: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
-	156, // 30: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
-	155, // 31: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
-	155, // 32: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
-	155, // 33: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	155, // 34: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
-	155, // 35: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
-	155, // 36: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	155, // 37: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
-	155, // 38: hopper.v1.Job.deadline_at:type_name -> google.protobuf.Timestamp
-	155, // 39: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
-	156, // 40: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
-	156, // 41: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
-	147, // 42: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
-	156, // 43: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
-	26,  // 44: hopper.v1.JobSpec.retry_policy:type_name -> hopper.v1.RetryPolicy
-	156, // 45: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
-	156, // 46: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
-	25,  // 47: hopper.v1.EnqueueRequest.job:type_name -> hopper.v1.JobSpec
-	24,  // 48: hopper.v1.EnqueueResponse.job:type_name -> hopper.v1.Job
-	25,  // 49: hopper.v1.EnqueueBatchRequest.jobs:type_name -> hopper.v1.JobSpec
-	28,  // 50: hopper.v1.EnqueueBatchResponse.results:type_name -> hopper.v1.EnqueueResponse
-	24,  // 51: hopper.v1.GetResponse.job:type_name -> hopper.v1.Job
-	155, // 52: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
-	155, // 53: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
-	24,  // 54: hopper.v1.ListResponse.jobs:type_name -> hopper.v1.Job
-	24,  // 55: hopper.v1.CancelResponse.job:type_name -> hopper.v1.Job
-	155, // 56: hopper.v1.JobServiceRetryRequest.run_at:type_name -> google.protobuf.Timestamp
-	24,  // 57: hopper.v1.JobServiceRetryResponse.job:type_name -> hopper.v1.Job
-	24,  // 58: hopper.v1.JobServiceSetRetriesResponse.job:type_name -> hopper.v1.Job
-	24,  // 59: hopper.v1.JobServiceResumeResponse.job:type_name -> hopper.v1.Job
-	155, // 60: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
-	155, // 61: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
-	155, // 62: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
-	44,  // 63: hopper.v1.EventsResponse.events:type_name -> hopper.v1.Event
-	45,  // 64: hopper.v1.EventsResponse.attempts:type_name -> hopper.v1.Attempt
-	148, // 65: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
-	155, // 66: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
-	156, // 67: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
-	155, // 68: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
-	26,  // 69: hopper.v1.ActivatedJob.retry_policy:type_name -> hopper.v1.RetryPolicy
-	156, // 70: hopper.v1.ActivatedJob.default_timeout:type_name -> google.protobuf.Duration
-	48,  // 71: hopper.v1.ActivatedJob.parent_results:type_name -> hopper.v1.ParentResult
-	155, // 72: hopper.v1.ParentResult.finished_at:type_name -> google.protobuf.Timestamp
-	48,  // 73: hopper.v1.ParentResultsResponse.parents:type_name -> hopper.v1.ParentResult
-	52,  // 74: hopper.v1.SpawnRequest.jobs:type_name -> hopper.v1.SpawnJob
-	25,  // 75: hopper.v1.SpawnJob.job:type_name -> hopper.v1.JobSpec
-	28,  // 76: hopper.v1.SpawnResponse.results:type_name -> hopper.v1.EnqueueResponse
-	156, // 77: hopper.v1.BatchKind.max_wait:type_name -> google.protobuf.Duration
-	156, // 78: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
-	156, // 79: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
-	54,  // 80: hopper.v1.ActivateRequest.batch_kinds:type_name -> hopper.v1.BatchKind
-	47,  // 81: hopper.v1.ActivateResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	156, // 82: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
-	149, // 83: hopper.v1.StreamJobsRequest.kind_concurrency:type_name -> hopper.v1.StreamJobsRequest.KindConcurrencyEntry
-	54,  // 84: hopper.v1.StreamJobsRequest.batch_kinds:type_name -> hopper.v1.BatchKind
-	47,  // 85: hopper.v1.StreamJobsResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	156, // 86: hopper.v1.StreamJobsResponse.keepalive:type_name -> google.protobuf.Duration
-	156, // 87: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
-	26,  // 88: hopper.v1.FailRequest.retry_policy:type_name -> hopper.v1.RetryPolicy
-	155, // 89: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
-	156, // 90: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
-	155, // 91: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
-	155, // 92: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
-	156, // 93: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
-	155, // 94: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
-	72,  // 95: hopper.v1.ReportRequest.outcomes:type_name -> hopper.v1.Outcome
-	69,  // 96: hopper.v1.ReportRequest.renewals:type_name -> hopper.v1.ExtendLeaseRequest
-	59,  // 97: hopper.v1.Outcome.complete:type_name -> hopper.v1.CompleteRequest
-	61,  // 98: hopper.v1.Outcome.fail:type_name -> hopper.v1.FailRequest
-	67,  // 99: hopper.v1.Outcome.release:type_name -> hopper.v1.ReleaseRequest
-	63,  // 100: hopper.v1.Outcome.snooze:type_name -> hopper.v1.SnoozeRequest
-	65,  // 101: hopper.v1.Outcome.suspend:type_name -> hopper.v1.SuspendRequest
-	76,  // 102: hopper.v1.ReportResponse.outcomes:type_name -> hopper.v1.Verdict
-	76,  // 103: hopper.v1.ReportResponse.renewals:type_name -> hopper.v1.Verdict
-	71,  // 104: hopper.v1.ReportStreamRequest.report:type_name -> hopper.v1.ReportRequest
-	73,  // 105: hopper.v1.ReportStreamResponse.report:type_name -> hopper.v1.ReportResponse
-	62,  // 106: hopper.v1.Verdict.fail:type_name -> hopper.v1.FailResponse
-	155, // 107: hopper.v1.Verdict.lease_expires_at:type_name -> google.protobuf.Timestamp
-	150, // 108: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
-	151, // 109: hopper.v1.Queue.key_weights:type_name -> hopper.v1.Queue.KeyWeightsEntry
-	83,  // 110: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
-	152, // 111: hopper.v1.QueueServiceSetRequest.key_weights:type_name -> hopper.v1.QueueServiceSetRequest.KeyWeightsEntry
-	155, // 112: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
-	155, // 113: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
-	92,  // 114: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
-	155, // 115: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
-	95,  // 116: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
-	155, // 117: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
-	98,  // 118: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
-	155, // 119: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
-	155, // 120: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
-	155, // 121: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
-	101, // 122: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
-	101, // 123: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
-	101, // 124: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
-	101, // 125: hopper.v1.ImportKeyResponse.key:type_name -> hopper.v1.APIKey
-	155, // 126: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
-	155, // 127: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
-	110, // 128: hopper.v1.DeadLetterServiceListRequest.filter:type_name -> hopper.v1.DeadLetterFilter
-	24,  // 129: hopper.v1.DeadLetterServiceListResponse.jobs:type_name -> hopper.v1.Job
-	153, // 130: hopper.v1.DeadLetterServiceListResponse.replays:type_name -> hopper.v1.DeadLetterServiceListResponse.ReplaysEntry
-	155, // 131: hopper.v1.ReplaySummary.last_replayed_at:type_name -> google.protobuf.Timestamp
-	155, // 132: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
-	156, // 133: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
-	24,  // 134: hopper.v1.ReplayResponse.job:type_name -> hopper.v1.Job
-	110, // 135: hopper.v1.ReplayManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
-	24,  // 136: hopper.v1.ReplayManyResponse.jobs:type_name -> hopper.v1.Job
-	110, // 137: hopper.v1.DeadLetterServiceRetryManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
-	24,  // 138: hopper.v1.DeadLetterServiceRetryManyResponse.jobs:type_name -> hopper.v1.Job
-	155, // 139: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
-	155, // 140: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
-	155, // 141: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
-	122, // 142: hopper.v1.ListReplaysResponse.replays:type_name -> hopper.v1.ReplayRecord
-	154, // 143: hopper.v1.Kind.counts:type_name -> hopper.v1.Kind.CountsEntry
-	125, // 144: hopper.v1.KindServiceListResponse.kinds:type_name -> hopper.v1.Kind
-	136, // 145: hopper.v1.KindServiceCompactResponse.compacted:type_name -> hopper.v1.CompactedGroup
-	137, // 146: hopper.v1.KindServiceCompactResponse.refused:type_name -> hopper.v1.RefusedGroup
-	142, // 147: hopper.v1.ServerServiceInfoResponse.server:type_name -> hopper.v1.ServerInfo
-	155, // 148: hopper.v1.ServerInfo.commit_time:type_name -> google.protobuf.Timestamp
-	143, // 149: hopper.v1.ServerInfo.input_limits:type_name -> hopper.v1.InputLimits
-	156, // 150: hopper.v1.InputLimits.max_run_at_past:type_name -> google.protobuf.Duration
-	156, // 151: hopper.v1.InputLimits.max_run_at_future:type_name -> google.protobuf.Duration
-	156, // 152: hopper.v1.InputLimits.max_timeout:type_name -> google.protobuf.Duration
-	156, // 153: hopper.v1.InputLimits.max_retention:type_name -> google.protobuf.Duration
-	156, // 154: hopper.v1.InputLimits.max_result_ttl:type_name -> google.protobuf.Duration
-	156, // 155: hopper.v1.InputLimits.max_activate_wait:type_name -> google.protobuf.Duration
-	113, // 156: hopper.v1.DeadLetterServiceListResponse.ReplaysEntry.value:type_name -> hopper.v1.ReplaySummary
-	27,  // 157: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
-	29,  // 158: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
-	31,  // 159: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
-	33,  // 160: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
-	35,  // 161: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
-	43,  // 162: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
-	41,  // 163: hopper.v1.JobService.Resume:input_type -> hopper.v1.JobServiceResumeRequest
-	37,  // 164: hopper.v1.JobService.Retry:input_type -> hopper.v1.JobServiceRetryRequest
-	39,  // 165: hopper.v1.JobService.SetRetries:input_type -> hopper.v1.JobServiceSetRetriesRequest
-	55,  // 166: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
-	57,  // 167: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
-	59,  // 168: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
-	61,  // 169: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
-	67,  // 170: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
-	63,  // 171: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
-	65,  // 172: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
-	69,  // 173: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
-	79,  // 174: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
-	81,  // 175: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
-	71,  // 176: hopper.v1.WorkerService.Report:input_type -> hopper.v1.ReportRequest
-	74,  // 177: hopper.v1.WorkerService.ReportStream:input_type -> hopper.v1.ReportStreamRequest
-	77,  // 178: hopper.v1.WorkerService.Hold:input_type -> hopper.v1.HoldRequest
-	49,  // 179: hopper.v1.WorkerService.ParentResults:input_type -> hopper.v1.ParentResultsRequest
-	51,  // 180: hopper.v1.WorkerService.Spawn:input_type -> hopper.v1.SpawnRequest
-	84,  // 181: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
-	88,  // 182: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
-	90,  // 183: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
-	86,  // 184: hopper.v1.QueueService.Set:input_type -> hopper.v1.QueueServiceSetRequest
-	93,  // 185: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
-	96,  // 186: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
-	99,  // 187: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
-	102, // 188: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
-	104, // 189: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
-	106, // 190: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
-	108, // 191: hopper.v1.AdminService.ImportKey:input_type -> hopper.v1.ImportKeyRequest
-	12,  // 192: hopper.v1.ScheduleService.List:input_type -> hopper.v1.ScheduleServiceListRequest
-	14,  // 193: hopper.v1.ScheduleService.Add:input_type -> hopper.v1.ScheduleServiceAddRequest
-	16,  // 194: hopper.v1.ScheduleService.Remove:input_type -> hopper.v1.ScheduleServiceRemoveRequest
-	18,  // 195: hopper.v1.ScheduleService.Pause:input_type -> hopper.v1.ScheduleServicePauseRequest
-	20,  // 196: hopper.v1.ScheduleService.Resume:input_type -> hopper.v1.ScheduleServiceResumeRequest
-	22,  // 197: hopper.v1.ScheduleService.Run:input_type -> hopper.v1.ScheduleServiceRunRequest
-	3,   // 198: hopper.v1.WorkflowService.EnqueueWorkflow:input_type -> hopper.v1.EnqueueWorkflowRequest
-	5,   // 199: hopper.v1.WorkflowService.GetWorkflow:input_type -> hopper.v1.GetWorkflowRequest
-	7,   // 200: hopper.v1.WorkflowService.ListWorkflows:input_type -> hopper.v1.ListWorkflowsRequest
-	9,   // 201: hopper.v1.WorkflowService.CancelWorkflow:input_type -> hopper.v1.CancelWorkflowRequest
-	111, // 202: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
-	114, // 203: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
-	116, // 204: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
-	118, // 205: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
-	120, // 206: hopper.v1.DeadLetterService.RetryMany:input_type -> hopper.v1.DeadLetterServiceRetryManyRequest
-	123, // 207: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
-	126, // 208: hopper.v1.KindService.List:input_type -> hopper.v1.KindServiceListRequest
-	128, // 209: hopper.v1.KindService.Set:input_type -> hopper.v1.KindServiceSetRequest
-	130, // 210: hopper.v1.KindService.Disable:input_type -> hopper.v1.KindServiceDisableRequest
-	132, // 211: hopper.v1.KindService.Enable:input_type -> hopper.v1.KindServiceEnableRequest
-	134, // 212: hopper.v1.KindService.Compact:input_type -> hopper.v1.KindServiceCompactRequest
-	138, // 213: hopper.v1.KindService.Lineage:input_type -> hopper.v1.KindServiceLineageRequest
-	140, // 214: hopper.v1.ServerService.Info:input_type -> hopper.v1.ServerServiceInfoRequest
-	28,  // 215: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
-	30,  // 216: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
-	32,  // 217: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
-	34,  // 218: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
-	36,  // 219: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
-	46,  // 220: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
-	42,  // 221: hopper.v1.JobService.Resume:output_type -> hopper.v1.JobServiceResumeResponse
-	38,  // 222: hopper.v1.JobService.Retry:output_type -> hopper.v1.JobServiceRetryResponse
-	40,  // 223: hopper.v1.JobService.SetRetries:output_type -> hopper.v1.JobServiceSetRetriesResponse
-	56,  // 224: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
-	58,  // 225: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
-	60,  // 226: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
-	62,  // 227: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
-	68,  // 228: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
-	64,  // 229: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
-	66,  // 230: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
-	70,  // 231: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
-	80,  // 232: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
-	82,  // 233: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
-	73,  // 234: hopper.v1.WorkerService.Report:output_type -> hopper.v1.ReportResponse
-	75,  // 235: hopper.v1.WorkerService.ReportStream:output_type -> hopper.v1.ReportStreamResponse
-	78,  // 236: hopper.v1.WorkerService.Hold:output_type -> hopper.v1.HoldResponse
-	50,  // 237: hopper.v1.WorkerService.ParentResults:output_type -> hopper.v1.ParentResultsResponse
-	53,  // 238: hopper.v1.WorkerService.Spawn:output_type -> hopper.v1.SpawnResponse
-	85,  // 239: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
-	89,  // 240: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
-	91,  // 241: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
-	87,  // 242: hopper.v1.QueueService.Set:output_type -> hopper.v1.QueueServiceSetResponse
-	94,  // 243: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
-	97,  // 244: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
-	100, // 245: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
-	103, // 246: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
-	105, // 247: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
-	107, // 248: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
-	109, // 249: hopper.v1.AdminService.ImportKey:output_type -> hopper.v1.ImportKeyResponse
-	13,  // 250: hopper.v1.ScheduleService.List:output_type -> hopper.v1.ScheduleServiceListResponse
-	15,  // 251: hopper.v1.ScheduleService.Add:output_type -> hopper.v1.ScheduleServiceAddResponse
-	17,  // 252: hopper.v1.ScheduleService.Remove:output_type -> hopper.v1.ScheduleServiceRemoveResponse
-	19,  // 253: hopper.v1.ScheduleService.Pause:output_type -> hopper.v1.ScheduleServicePauseResponse
-	21,  // 254: hopper.v1.ScheduleService.Resume:output_type -> hopper.v1.ScheduleServiceResumeResponse
-	23,  // 255: hopper.v1.ScheduleService.Run:output_type -> hopper.v1.ScheduleServiceRunResponse
-	4,   // 256: hopper.v1.WorkflowService.EnqueueWorkflow:output_type -> hopper.v1.EnqueueWorkflowResponse
-	6,   // 257: hopper.v1.WorkflowService.GetWorkflow:output_type -> hopper.v1.GetWorkflowResponse
-	8,   // 258: hopper.v1.WorkflowService.ListWorkflows:output_type -> hopper.v1.ListWorkflowsResponse
-	10,  // 259: hopper.v1.WorkflowService.CancelWorkflow:output_type -> hopper.v1.CancelWorkflowResponse
-	112, // 260: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
-	115, // 261: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
-	117, // 262: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
-	119, // 263: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
-	121, // 264: hopper.v1.DeadLetterService.RetryMany:output_type -> hopper.v1.DeadLetterServiceRetryManyResponse
-	124, // 265: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
-	127, // 266: hopper.v1.KindService.List:output_type -> hopper.v1.KindServiceListResponse
-	129, // 267: hopper.v1.KindService.Set:output_type -> hopper.v1.KindServiceSetResponse
-	131, // 268: hopper.v1.KindService.Disable:output_type -> hopper.v1.KindServiceDisableResponse
-	133, // 269: hopper.v1.KindService.Enable:output_type -> hopper.v1.KindServiceEnableResponse
-	135, // 270: hopper.v1.KindService.Compact:output_type -> hopper.v1.KindServiceCompactResponse
-	139, // 271: hopper.v1.KindService.Lineage:output_type -> hopper.v1.KindServiceLineageResponse
-	141, // 272: hopper.v1.ServerService.Info:output_type -> hopper.v1.ServerServiceInfoResponse
-	215, // [215:273] is the sub-list for method output_type
-	157, // [157:215] is the sub-list for method input_type
-	157, // [157:157] is the sub-list for extension type_name
-	157, // [157:157] is the sub-list for extension extendee
-	0,   // [0:157] is the sub-list for field type_name
+	3,   // 24: hopper.v1.Schedule.workflow:type_name -> hopper.v1.EnqueueWorkflowRequest
+	11,  // 25: hopper.v1.ScheduleServiceListResponse.schedules:type_name -> hopper.v1.Schedule
+	11,  // 26: hopper.v1.ScheduleServiceAddRequest.schedule:type_name -> hopper.v1.Schedule
+	11,  // 27: hopper.v1.ScheduleServiceAddResponse.schedule:type_name -> hopper.v1.Schedule
+	24,  // 28: hopper.v1.ScheduleServiceRunResponse.job:type_name -> hopper.v1.Job
+	146, // 29: hopper.v1.Job.headers:type_name -> hopper.v1.Job.HeadersEntry
+	155, // 30: hopper.v1.Job.run_at:type_name -> google.protobuf.Timestamp
+	156, // 31: hopper.v1.Job.timeout:type_name -> google.protobuf.Duration
+	155, // 32: hopper.v1.Job.lease_expires_at:type_name -> google.protobuf.Timestamp
+	155, // 33: hopper.v1.Job.heartbeat_at:type_name -> google.protobuf.Timestamp
+	155, // 34: hopper.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	155, // 35: hopper.v1.Job.started_at:type_name -> google.protobuf.Timestamp
+	155, // 36: hopper.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
+	155, // 37: hopper.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	155, // 38: hopper.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
+	155, // 39: hopper.v1.Job.deadline_at:type_name -> google.protobuf.Timestamp
+	155, // 40: hopper.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
+	156, // 41: hopper.v1.JobSpec.delay:type_name -> google.protobuf.Duration
+	156, // 42: hopper.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
+	147, // 43: hopper.v1.JobSpec.headers:type_name -> hopper.v1.JobSpec.HeadersEntry
+	156, // 44: hopper.v1.JobSpec.idempotency_retention:type_name -> google.protobuf.Duration
+	26,  // 45: hopper.v1.JobSpec.retry_policy:type_name -> hopper.v1.RetryPolicy
+	156, // 46: hopper.v1.RetryPolicy.base:type_name -> google.protobuf.Duration
+	156, // 47: hopper.v1.RetryPolicy.cap:type_name -> google.protobuf.Duration
+	25,  // 48: hopper.v1.EnqueueRequest.job:type_name -> hopper.v1.JobSpec
+	24,  // 49: hopper.v1.EnqueueResponse.job:type_name -> hopper.v1.Job
+	25,  // 50: hopper.v1.EnqueueBatchRequest.jobs:type_name -> hopper.v1.JobSpec
+	28,  // 51: hopper.v1.EnqueueBatchResponse.results:type_name -> hopper.v1.EnqueueResponse
+	24,  // 52: hopper.v1.GetResponse.job:type_name -> hopper.v1.Job
+	155, // 53: hopper.v1.ListRequest.created_after:type_name -> google.protobuf.Timestamp
+	155, // 54: hopper.v1.ListRequest.created_before:type_name -> google.protobuf.Timestamp
+	24,  // 55: hopper.v1.ListResponse.jobs:type_name -> hopper.v1.Job
+	24,  // 56: hopper.v1.CancelResponse.job:type_name -> hopper.v1.Job
+	155, // 57: hopper.v1.JobServiceRetryRequest.run_at:type_name -> google.protobuf.Timestamp
+	24,  // 58: hopper.v1.JobServiceRetryResponse.job:type_name -> hopper.v1.Job
+	24,  // 59: hopper.v1.JobServiceSetRetriesResponse.job:type_name -> hopper.v1.Job
+	24,  // 60: hopper.v1.JobServiceResumeResponse.job:type_name -> hopper.v1.Job
+	155, // 61: hopper.v1.Event.at:type_name -> google.protobuf.Timestamp
+	155, // 62: hopper.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
+	155, // 63: hopper.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
+	44,  // 64: hopper.v1.EventsResponse.events:type_name -> hopper.v1.Event
+	45,  // 65: hopper.v1.EventsResponse.attempts:type_name -> hopper.v1.Attempt
+	148, // 66: hopper.v1.ActivatedJob.headers:type_name -> hopper.v1.ActivatedJob.HeadersEntry
+	155, // 67: hopper.v1.ActivatedJob.lease_expires_at:type_name -> google.protobuf.Timestamp
+	156, // 68: hopper.v1.ActivatedJob.timeout:type_name -> google.protobuf.Duration
+	155, // 69: hopper.v1.ActivatedJob.created_at:type_name -> google.protobuf.Timestamp
+	26,  // 70: hopper.v1.ActivatedJob.retry_policy:type_name -> hopper.v1.RetryPolicy
+	156, // 71: hopper.v1.ActivatedJob.default_timeout:type_name -> google.protobuf.Duration
+	48,  // 72: hopper.v1.ActivatedJob.parent_results:type_name -> hopper.v1.ParentResult
+	155, // 73: hopper.v1.ParentResult.finished_at:type_name -> google.protobuf.Timestamp
+	48,  // 74: hopper.v1.ParentResultsResponse.parents:type_name -> hopper.v1.ParentResult
+	52,  // 75: hopper.v1.SpawnRequest.jobs:type_name -> hopper.v1.SpawnJob
+	25,  // 76: hopper.v1.SpawnJob.job:type_name -> hopper.v1.JobSpec
+	28,  // 77: hopper.v1.SpawnResponse.results:type_name -> hopper.v1.EnqueueResponse
+	156, // 78: hopper.v1.BatchKind.max_wait:type_name -> google.protobuf.Duration
+	156, // 79: hopper.v1.ActivateRequest.lease_timeout:type_name -> google.protobuf.Duration
+	156, // 80: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
+	54,  // 81: hopper.v1.ActivateRequest.batch_kinds:type_name -> hopper.v1.BatchKind
+	47,  // 82: hopper.v1.ActivateResponse.jobs:type_name -> hopper.v1.ActivatedJob
+	156, // 83: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
+	149, // 84: hopper.v1.StreamJobsRequest.kind_concurrency:type_name -> hopper.v1.StreamJobsRequest.KindConcurrencyEntry
+	54,  // 85: hopper.v1.StreamJobsRequest.batch_kinds:type_name -> hopper.v1.BatchKind
+	47,  // 86: hopper.v1.StreamJobsResponse.jobs:type_name -> hopper.v1.ActivatedJob
+	156, // 87: hopper.v1.StreamJobsResponse.keepalive:type_name -> google.protobuf.Duration
+	156, // 88: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
+	26,  // 89: hopper.v1.FailRequest.retry_policy:type_name -> hopper.v1.RetryPolicy
+	155, // 90: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
+	156, // 91: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
+	155, // 92: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
+	155, // 93: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
+	156, // 94: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
+	155, // 95: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
+	72,  // 96: hopper.v1.ReportRequest.outcomes:type_name -> hopper.v1.Outcome
+	69,  // 97: hopper.v1.ReportRequest.renewals:type_name -> hopper.v1.ExtendLeaseRequest
+	59,  // 98: hopper.v1.Outcome.complete:type_name -> hopper.v1.CompleteRequest
+	61,  // 99: hopper.v1.Outcome.fail:type_name -> hopper.v1.FailRequest
+	67,  // 100: hopper.v1.Outcome.release:type_name -> hopper.v1.ReleaseRequest
+	63,  // 101: hopper.v1.Outcome.snooze:type_name -> hopper.v1.SnoozeRequest
+	65,  // 102: hopper.v1.Outcome.suspend:type_name -> hopper.v1.SuspendRequest
+	76,  // 103: hopper.v1.ReportResponse.outcomes:type_name -> hopper.v1.Verdict
+	76,  // 104: hopper.v1.ReportResponse.renewals:type_name -> hopper.v1.Verdict
+	71,  // 105: hopper.v1.ReportStreamRequest.report:type_name -> hopper.v1.ReportRequest
+	73,  // 106: hopper.v1.ReportStreamResponse.report:type_name -> hopper.v1.ReportResponse
+	62,  // 107: hopper.v1.Verdict.fail:type_name -> hopper.v1.FailResponse
+	155, // 108: hopper.v1.Verdict.lease_expires_at:type_name -> google.protobuf.Timestamp
+	150, // 109: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
+	151, // 110: hopper.v1.Queue.key_weights:type_name -> hopper.v1.Queue.KeyWeightsEntry
+	83,  // 111: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
+	152, // 112: hopper.v1.QueueServiceSetRequest.key_weights:type_name -> hopper.v1.QueueServiceSetRequest.KeyWeightsEntry
+	155, // 113: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
+	155, // 114: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
+	92,  // 115: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
+	155, // 116: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
+	95,  // 117: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
+	155, // 118: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
+	98,  // 119: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
+	155, // 120: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
+	155, // 121: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
+	155, // 122: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
+	101, // 123: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
+	101, // 124: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
+	101, // 125: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
+	101, // 126: hopper.v1.ImportKeyResponse.key:type_name -> hopper.v1.APIKey
+	155, // 127: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
+	155, // 128: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
+	110, // 129: hopper.v1.DeadLetterServiceListRequest.filter:type_name -> hopper.v1.DeadLetterFilter
+	24,  // 130: hopper.v1.DeadLetterServiceListResponse.jobs:type_name -> hopper.v1.Job
+	153, // 131: hopper.v1.DeadLetterServiceListResponse.replays:type_name -> hopper.v1.DeadLetterServiceListResponse.ReplaysEntry
+	155, // 132: hopper.v1.ReplaySummary.last_replayed_at:type_name -> google.protobuf.Timestamp
+	155, // 133: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
+	156, // 134: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
+	24,  // 135: hopper.v1.ReplayResponse.job:type_name -> hopper.v1.Job
+	110, // 136: hopper.v1.ReplayManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
+	24,  // 137: hopper.v1.ReplayManyResponse.jobs:type_name -> hopper.v1.Job
+	110, // 138: hopper.v1.DeadLetterServiceRetryManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
+	24,  // 139: hopper.v1.DeadLetterServiceRetryManyResponse.jobs:type_name -> hopper.v1.Job
+	155, // 140: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
+	155, // 141: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
+	155, // 142: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
+	122, // 143: hopper.v1.ListReplaysResponse.replays:type_name -> hopper.v1.ReplayRecord
+	154, // 144: hopper.v1.Kind.counts:type_name -> hopper.v1.Kind.CountsEntry
+	125, // 145: hopper.v1.KindServiceListResponse.kinds:type_name -> hopper.v1.Kind
+	136, // 146: hopper.v1.KindServiceCompactResponse.compacted:type_name -> hopper.v1.CompactedGroup
+	137, // 147: hopper.v1.KindServiceCompactResponse.refused:type_name -> hopper.v1.RefusedGroup
+	142, // 148: hopper.v1.ServerServiceInfoResponse.server:type_name -> hopper.v1.ServerInfo
+	155, // 149: hopper.v1.ServerInfo.commit_time:type_name -> google.protobuf.Timestamp
+	143, // 150: hopper.v1.ServerInfo.input_limits:type_name -> hopper.v1.InputLimits
+	156, // 151: hopper.v1.InputLimits.max_run_at_past:type_name -> google.protobuf.Duration
+	156, // 152: hopper.v1.InputLimits.max_run_at_future:type_name -> google.protobuf.Duration
+	156, // 153: hopper.v1.InputLimits.max_timeout:type_name -> google.protobuf.Duration
+	156, // 154: hopper.v1.InputLimits.max_retention:type_name -> google.protobuf.Duration
+	156, // 155: hopper.v1.InputLimits.max_result_ttl:type_name -> google.protobuf.Duration
+	156, // 156: hopper.v1.InputLimits.max_activate_wait:type_name -> google.protobuf.Duration
+	113, // 157: hopper.v1.DeadLetterServiceListResponse.ReplaysEntry.value:type_name -> hopper.v1.ReplaySummary
+	27,  // 158: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
+	29,  // 159: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
+	31,  // 160: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
+	33,  // 161: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
+	35,  // 162: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
+	43,  // 163: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
+	41,  // 164: hopper.v1.JobService.Resume:input_type -> hopper.v1.JobServiceResumeRequest
+	37,  // 165: hopper.v1.JobService.Retry:input_type -> hopper.v1.JobServiceRetryRequest
+	39,  // 166: hopper.v1.JobService.SetRetries:input_type -> hopper.v1.JobServiceSetRetriesRequest
+	55,  // 167: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
+	57,  // 168: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
+	59,  // 169: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
+	61,  // 170: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
+	67,  // 171: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
+	63,  // 172: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
+	65,  // 173: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
+	69,  // 174: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
+	79,  // 175: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
+	81,  // 176: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
+	71,  // 177: hopper.v1.WorkerService.Report:input_type -> hopper.v1.ReportRequest
+	74,  // 178: hopper.v1.WorkerService.ReportStream:input_type -> hopper.v1.ReportStreamRequest
+	77,  // 179: hopper.v1.WorkerService.Hold:input_type -> hopper.v1.HoldRequest
+	49,  // 180: hopper.v1.WorkerService.ParentResults:input_type -> hopper.v1.ParentResultsRequest
+	51,  // 181: hopper.v1.WorkerService.Spawn:input_type -> hopper.v1.SpawnRequest
+	84,  // 182: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
+	88,  // 183: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
+	90,  // 184: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
+	86,  // 185: hopper.v1.QueueService.Set:input_type -> hopper.v1.QueueServiceSetRequest
+	93,  // 186: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
+	96,  // 187: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
+	99,  // 188: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
+	102, // 189: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
+	104, // 190: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
+	106, // 191: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
+	108, // 192: hopper.v1.AdminService.ImportKey:input_type -> hopper.v1.ImportKeyRequest
+	12,  // 193: hopper.v1.ScheduleService.List:input_type -> hopper.v1.ScheduleServiceListRequest
+	14,  // 194: hopper.v1.ScheduleService.Add:input_type -> hopper.v1.ScheduleServiceAddRequest
+	16,  // 195: hopper.v1.ScheduleService.Remove:input_type -> hopper.v1.ScheduleServiceRemoveRequest
+	18,  // 196: hopper.v1.ScheduleService.Pause:input_type -> hopper.v1.ScheduleServicePauseRequest
+	20,  // 197: hopper.v1.ScheduleService.Resume:input_type -> hopper.v1.ScheduleServiceResumeRequest
+	22,  // 198: hopper.v1.ScheduleService.Run:input_type -> hopper.v1.ScheduleServiceRunRequest
+	3,   // 199: hopper.v1.WorkflowService.EnqueueWorkflow:input_type -> hopper.v1.EnqueueWorkflowRequest
+	5,   // 200: hopper.v1.WorkflowService.GetWorkflow:input_type -> hopper.v1.GetWorkflowRequest
+	7,   // 201: hopper.v1.WorkflowService.ListWorkflows:input_type -> hopper.v1.ListWorkflowsRequest
+	9,   // 202: hopper.v1.WorkflowService.CancelWorkflow:input_type -> hopper.v1.CancelWorkflowRequest
+	111, // 203: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
+	114, // 204: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
+	116, // 205: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
+	118, // 206: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
+	120, // 207: hopper.v1.DeadLetterService.RetryMany:input_type -> hopper.v1.DeadLetterServiceRetryManyRequest
+	123, // 208: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
+	126, // 209: hopper.v1.KindService.List:input_type -> hopper.v1.KindServiceListRequest
+	128, // 210: hopper.v1.KindService.Set:input_type -> hopper.v1.KindServiceSetRequest
+	130, // 211: hopper.v1.KindService.Disable:input_type -> hopper.v1.KindServiceDisableRequest
+	132, // 212: hopper.v1.KindService.Enable:input_type -> hopper.v1.KindServiceEnableRequest
+	134, // 213: hopper.v1.KindService.Compact:input_type -> hopper.v1.KindServiceCompactRequest
+	138, // 214: hopper.v1.KindService.Lineage:input_type -> hopper.v1.KindServiceLineageRequest
+	140, // 215: hopper.v1.ServerService.Info:input_type -> hopper.v1.ServerServiceInfoRequest
+	28,  // 216: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
+	30,  // 217: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
+	32,  // 218: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
+	34,  // 219: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
+	36,  // 220: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
+	46,  // 221: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
+	42,  // 222: hopper.v1.JobService.Resume:output_type -> hopper.v1.JobServiceResumeResponse
+	38,  // 223: hopper.v1.JobService.Retry:output_type -> hopper.v1.JobServiceRetryResponse
+	40,  // 224: hopper.v1.JobService.SetRetries:output_type -> hopper.v1.JobServiceSetRetriesResponse
+	56,  // 225: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
+	58,  // 226: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
+	60,  // 227: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
+	62,  // 228: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
+	68,  // 229: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
+	64,  // 230: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
+	66,  // 231: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
+	70,  // 232: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
+	80,  // 233: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
+	82,  // 234: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
+	73,  // 235: hopper.v1.WorkerService.Report:output_type -> hopper.v1.ReportResponse
+	75,  // 236: hopper.v1.WorkerService.ReportStream:output_type -> hopper.v1.ReportStreamResponse
+	78,  // 237: hopper.v1.WorkerService.Hold:output_type -> hopper.v1.HoldResponse
+	50,  // 238: hopper.v1.WorkerService.ParentResults:output_type -> hopper.v1.ParentResultsResponse
+	53,  // 239: hopper.v1.WorkerService.Spawn:output_type -> hopper.v1.SpawnResponse
+	85,  // 240: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
+	89,  // 241: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
+	91,  // 242: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
+	87,  // 243: hopper.v1.QueueService.Set:output_type -> hopper.v1.QueueServiceSetResponse
+	94,  // 244: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
+	97,  // 245: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
+	100, // 246: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
+	103, // 247: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
+	105, // 248: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
+	107, // 249: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
+	109, // 250: hopper.v1.AdminService.ImportKey:output_type -> hopper.v1.ImportKeyResponse
+	13,  // 251: hopper.v1.ScheduleService.List:output_type -> hopper.v1.ScheduleServiceListResponse
+	15,  // 252: hopper.v1.ScheduleService.Add:output_type -> hopper.v1.ScheduleServiceAddResponse
+	17,  // 253: hopper.v1.ScheduleService.Remove:output_type -> hopper.v1.ScheduleServiceRemoveResponse
+	19,  // 254: hopper.v1.ScheduleService.Pause:output_type -> hopper.v1.ScheduleServicePauseResponse
+	21,  // 255: hopper.v1.ScheduleService.Resume:output_type -> hopper.v1.ScheduleServiceResumeResponse
+	23,  // 256: hopper.v1.ScheduleService.Run:output_type -> hopper.v1.ScheduleServiceRunResponse
+	4,   // 257: hopper.v1.WorkflowService.EnqueueWorkflow:output_type -> hopper.v1.EnqueueWorkflowResponse
+	6,   // 258: hopper.v1.WorkflowService.GetWorkflow:output_type -> hopper.v1.GetWorkflowResponse
+	8,   // 259: hopper.v1.WorkflowService.ListWorkflows:output_type -> hopper.v1.ListWorkflowsResponse
+	10,  // 260: hopper.v1.WorkflowService.CancelWorkflow:output_type -> hopper.v1.CancelWorkflowResponse
+	112, // 261: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
+	115, // 262: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
+	117, // 263: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
+	119, // 264: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
+	121, // 265: hopper.v1.DeadLetterService.RetryMany:output_type -> hopper.v1.DeadLetterServiceRetryManyResponse
+	124, // 266: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
+	127, // 267: hopper.v1.KindService.List:output_type -> hopper.v1.KindServiceListResponse
+	129, // 268: hopper.v1.KindService.Set:output_type -> hopper.v1.KindServiceSetResponse
+	131, // 269: hopper.v1.KindService.Disable:output_type -> hopper.v1.KindServiceDisableResponse
+	133, // 270: hopper.v1.KindService.Enable:output_type -> hopper.v1.KindServiceEnableResponse
+	135, // 271: hopper.v1.KindService.Compact:output_type -> hopper.v1.KindServiceCompactResponse
+	139, // 272: hopper.v1.KindService.Lineage:output_type -> hopper.v1.KindServiceLineageResponse
+	141, // 273: hopper.v1.ServerService.Info:output_type -> hopper.v1.ServerServiceInfoResponse
+	216, // [216:274] is the sub-list for method output_type
+	158, // [158:216] is the sub-list for method input_type
+	158, // [158:158] is the sub-list for extension type_name
+	158, // [158:158] is the sub-list for extension extendee
+	0,   // [0:158] is the sub-list for field type_name
 }
 
 func init() { file_hopper_v1_hopper_proto_init() }

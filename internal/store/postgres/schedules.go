@@ -16,20 +16,22 @@ var _ store.ScheduleStore = (*Store)(nil)
 
 const scheduleColumns = `name, spec, mode, interval_us, tz, kind, queue, args, headers, priority,
 	max_attempts, timeout_us, catch_up, overlap, jitter_us, paused, source, last_fire_at,
-	next_fire_at, last_job_id, fired_at, manual_fire_at, manual_job_id, created_at, updated_at`
+	next_fire_at, last_job_id, fired_at, manual_fire_at, manual_job_id, created_at, updated_at, workflow,
+	last_workflow_id`
 
 // scheduleUpsertSQL keeps an existing schedule's fire times unless its timing changed, and
 // never clears its pause. SET expressions read the row as it was before the update.
 const scheduleUpsertSQL = `INSERT INTO {schema}.schedules AS s (name, spec, mode, interval_us, tz, kind,
 	queue, args, headers, priority, max_attempts, timeout_us, catch_up, overlap, jitter_us, paused,
-	source, last_fire_at, next_fire_at, created_at, updated_at)
+	source, last_fire_at, next_fire_at, created_at, updated_at, workflow)
 VALUES ($2, $3, $4, $5, $6, $7, $8, $9, $10::text::json, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20,
-	coalesce($1::timestamptz, now()), coalesce($1::timestamptz, now()))
+	coalesce($1::timestamptz, now()), coalesce($1::timestamptz, now()), $21::text::json)
 ON CONFLICT (name) DO UPDATE SET
 	spec = excluded.spec, mode = excluded.mode, interval_us = excluded.interval_us, tz = excluded.tz,
 	kind = excluded.kind, queue = excluded.queue, args = excluded.args, headers = excluded.headers,
 	priority = excluded.priority, max_attempts = excluded.max_attempts, timeout_us = excluded.timeout_us,
 	catch_up = excluded.catch_up, overlap = excluded.overlap, jitter_us = excluded.jitter_us,
+	workflow = excluded.workflow,
 	paused = s.paused OR excluded.paused, source = excluded.source,
 	last_fire_at = CASE WHEN ` + timingChanged + ` THEN excluded.last_fire_at ELSE s.last_fire_at END,
 	next_fire_at = CASE WHEN ` + timingChanged + ` THEN excluded.next_fire_at ELSE s.next_fire_at END,
@@ -44,7 +46,7 @@ func (s *Store) ScheduleUpsert(ctx context.Context, sc *store.Schedule) (*store.
 	out, err := scanSchedule(s.pool.QueryRow(ctx, s.sql(scheduleUpsertSQL), s.nowArg(), sc.Name, sc.Spec,
 		sc.Mode, micros(sc.Interval), sc.TZ, sc.Kind, sc.Queue, []byte(sc.Args), encodeHeaders(sc.Headers),
 		sc.Priority, sc.MaxAttempts, micros(sc.Timeout), sc.CatchUp, sc.Overlap, micros(sc.Jitter),
-		sc.Paused, sc.Source, nullTime(sc.LastFireAt), nullTime(sc.NextFireAt)))
+		sc.Paused, sc.Source, nullTime(sc.LastFireAt), nullTime(sc.NextFireAt), templateArg(sc.Workflow)))
 	if err != nil {
 		return nil, s.wrap(err, "upsert schedule %q", sc.Name)
 	}
@@ -130,6 +132,9 @@ WHERE name = $2 AND last_fire_at IS NOT DISTINCT FROM $5 AND NOT paused`
 
 // ScheduleFire compare-and-sets the schedule's fire times and inserts its jobs, atomically.
 func (s *Store) ScheduleFire(ctx context.Context, p *store.ScheduleFireParams) (*store.ScheduleFireResult, error) {
+	if err := store.CheckFire(p); err != nil {
+		return nil, fmt.Errorf("fire schedule %q: %w", p.Name, err)
+	}
 	out, err := s.fire(ctx, p)
 	if err != nil {
 		return nil, s.wrap(err, "fire schedule %q", p.Name)
@@ -152,6 +157,12 @@ func (s *Store) fire(ctx context.Context, p *store.ScheduleFireParams) (*store.S
 		return &store.ScheduleFireResult{}, nil // another fire step (or an edit) got there first
 	}
 	out := &store.ScheduleFireResult{Fired: true}
+	if len(p.Workflows) > 0 {
+		if err := s.fireWorkflows(ctx, tx, p, out); err != nil {
+			return nil, err
+		}
+		return out, tx.Commit(ctx)
+	}
 	if len(p.Jobs) == 0 {
 		return out, tx.Commit(ctx)
 	}
@@ -182,6 +193,42 @@ func (s *Store) fire(ctx context.Context, p *store.ScheduleFireParams) (*store.S
 		return nil, err
 	}
 	return out, tx.Commit(ctx)
+}
+
+// fireWorkflows inserts a fire step's workflows, but those whose fire key a stored workflow
+// has, and records the last one as the schedule's LastWorkflowID. The unique index on the
+// fire key refuses a concurrent insert of the same key, failing that transaction.
+func (s *Store) fireWorkflows(ctx context.Context, tx pgx.Tx, p *store.ScheduleFireParams, out *store.ScheduleFireResult) error {
+	last := ""
+	for _, wp := range p.Workflows {
+		var existing string
+		err := tx.QueryRow(ctx, s.sql(`SELECT id FROM {schema}.workflows WHERE fire_key = $1`), wp.FireKey).Scan(&existing)
+		switch {
+		case err == nil:
+			last = existing
+			continue
+		case !errors.Is(err, pgx.ErrNoRows):
+			return fmt.Errorf("look up fire key: %w", err)
+		}
+		res, err := s.insertWorkflow(ctx, tx, wp)
+		if err != nil {
+			return err
+		}
+		last = wp.ID
+		out.Jobs = append(out.Jobs, res.Jobs...)
+	}
+	_, err := tx.Exec(ctx, s.sql(`UPDATE {schema}.schedules SET last_workflow_id = $2, fired_at = $3 WHERE name = $1`),
+		p.Name, last, nullTime(p.FiredAt))
+	return err
+}
+
+// templateArg is a workflow template as the upsert's text parameter (nil: NULL).
+func templateArg(t *store.WorkflowTemplate) *string {
+	if t == nil {
+		return nil
+	}
+	b := string(store.EncodeTemplate(t))
+	return &b
 }
 
 // ScheduleRun inserts a manual fire's job and records it, atomically. The schedule's row is
@@ -256,12 +303,15 @@ func scanSchedule(sc scanner) (*store.Schedule, error) {
 		created, updated                time.Time
 		headers                         []byte
 		lastJob, manualJob              *string
+		workflow                        []byte
+		lastWorkflow                    *string
 		lastFire, nextFire, fired       *time.Time
 		manualFire                      *time.Time
 	)
 	err := sc.Scan(&s.Name, &s.Spec, &s.Mode, &intervalUS, &s.TZ, &s.Kind, &s.Queue, &s.Args, &headers,
 		&s.Priority, &s.MaxAttempts, &timeoutUS, &s.CatchUp, &s.Overlap, &jitterUS, &s.Paused, &s.Source,
-		&lastFire, &nextFire, &lastJob, &fired, &manualFire, &manualJob, &created, &updated)
+		&lastFire, &nextFire, &lastJob, &fired, &manualFire, &manualJob, &created, &updated,
+		&workflow, &lastWorkflow)
 	if err != nil {
 		return nil, err
 	}
@@ -271,6 +321,10 @@ func scanSchedule(sc scanner) (*store.Schedule, error) {
 	s.LastFireAt, s.NextFireAt, s.LastJobID = utc(lastFire), utc(nextFire), str(lastJob)
 	s.FiredAt, s.ManualFireAt, s.ManualJobID = utc(fired), utc(manualFire), str(manualJob)
 	s.CreatedAt, s.UpdatedAt = created.UTC(), updated.UTC()
+	s.LastWorkflowID = str(lastWorkflow)
+	if s.Workflow, err = store.DecodeTemplate(workflow); err != nil {
+		return nil, fmt.Errorf("schedule %q: %w", s.Name, err)
+	}
 	if len(headers) > 0 {
 		if err := json.Unmarshal(headers, &s.Headers); err != nil {
 			return nil, fmt.Errorf("schedule %q: decode headers: %w", s.Name, err)

@@ -54,27 +54,38 @@ func (s *Store) WorkflowInsert(ctx context.Context, p *store.WorkflowInsertParam
 	if err := store.CheckWorkflow(p); err != nil {
 		return nil, fmt.Errorf("insert workflow: %w", err)
 	}
-	res := &store.WorkflowInsertResult{}
+	var res *store.WorkflowInsertResult
 	err := s.runTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, s.sql(`INSERT INTO {schema}.workflows (id, name, steps, created_at)
-			VALUES ($1, $2, $3, coalesce($4::timestamptz, now()))`), p.ID, p.Name, len(p.Steps), s.nowArg()); err != nil {
-			return fmt.Errorf("insert workflow row: %w", err)
-		}
-		out, err := s.insertMany(ctx, pgxDB{tx}, p.Steps, nil)
-		if err != nil {
-			return err
-		}
-		res.Jobs = make([]*hoppertype.JobRow, len(out))
-		for i, r := range out {
-			res.Jobs[i] = r.Job
-		}
-		res.Workflow, err = s.readWorkflow(ctx, tx, p.ID)
+		var err error
+		res, err = s.insertWorkflow(ctx, tx, p)
 		return err
 	})
 	if err != nil {
 		return nil, s.wrap(err, "insert workflow %s", p.ID)
 	}
 	return res, nil
+}
+
+// insertWorkflow inserts a workflow's row and its steps in tx.
+func (s *Store) insertWorkflow(ctx context.Context, tx pgx.Tx, p *store.WorkflowInsertParams) (*store.WorkflowInsertResult, error) {
+	var fireKey *string
+	if p.FireKey != "" {
+		fireKey = &p.FireKey
+	}
+	if _, err := tx.Exec(ctx, s.sql(`INSERT INTO {schema}.workflows (id, name, steps, created_at, fire_key)
+		VALUES ($1, $2, $3, coalesce($4::timestamptz, now()), $5)`), p.ID, p.Name, len(p.Steps), s.nowArg(), fireKey); err != nil {
+		return nil, fmt.Errorf("insert workflow row: %w", err)
+	}
+	out, err := s.insertMany(ctx, pgxDB{tx}, p.Steps, nil)
+	if err != nil {
+		return nil, err
+	}
+	res := &store.WorkflowInsertResult{Jobs: make([]*hoppertype.JobRow, len(out))}
+	for i, r := range out {
+		res.Jobs[i] = r.Job
+	}
+	res.Workflow, err = s.readWorkflow(ctx, tx, p.ID)
+	return res, err
 }
 
 // runTx runs fn in a transaction, committed when fn returns nil.

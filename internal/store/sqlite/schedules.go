@@ -16,19 +16,21 @@ var _ store.ScheduleStore = (*Store)(nil)
 
 const scheduleColumns = `name, spec, mode, interval_us, tz, kind, queue, args, headers, priority,
 	max_attempts, timeout_us, catch_up, overlap, jitter_us, paused, source, last_fire_at,
-	next_fire_at, last_job_id, fired_at, manual_fire_at, manual_job_id, created_at, updated_at`
+	next_fire_at, last_job_id, fired_at, manual_fire_at, manual_job_id, created_at, updated_at, workflow,
+	last_workflow_id`
 
 // scheduleUpsertSQL keeps an existing schedule's fire times unless its timing changed, and
 // never clears its pause. SET expressions read the row as it was before the update.
 const scheduleUpsertSQL = `INSERT INTO schedules (name, spec, mode, interval_us, tz, kind, queue, args,
 	headers, priority, max_attempts, timeout_us, catch_up, overlap, jitter_us, paused, source,
-	last_fire_at, next_fire_at, created_at, updated_at)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?20)
+	last_fire_at, next_fire_at, created_at, updated_at, workflow)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?20, ?21)
 ON CONFLICT (name) DO UPDATE SET
 	spec = excluded.spec, mode = excluded.mode, interval_us = excluded.interval_us, tz = excluded.tz,
 	kind = excluded.kind, queue = excluded.queue, args = excluded.args, headers = excluded.headers,
 	priority = excluded.priority, max_attempts = excluded.max_attempts, timeout_us = excluded.timeout_us,
 	catch_up = excluded.catch_up, overlap = excluded.overlap, jitter_us = excluded.jitter_us,
+	workflow = excluded.workflow,
 	paused = max(schedules.paused, excluded.paused), source = excluded.source,
 	last_fire_at = CASE WHEN ` + timingChanged + ` THEN excluded.last_fire_at ELSE schedules.last_fire_at END,
 	next_fire_at = CASE WHEN ` + timingChanged + ` THEN excluded.next_fire_at ELSE schedules.next_fire_at END,
@@ -47,7 +49,7 @@ func (s *Store) ScheduleUpsert(ctx context.Context, sc *store.Schedule) (*store.
 			sc.Interval.Microseconds(), sc.TZ, sc.Kind, sc.Queue, []byte(sc.Args), encodeHeaders(sc.Headers),
 			sc.Priority, sc.MaxAttempts, sc.Timeout.Microseconds(), sc.CatchUp, sc.Overlap,
 			sc.Jitter.Microseconds(), sc.Paused, sc.Source, nullMicros(sc.LastFireAt),
-			nullMicros(sc.NextFireAt), micros(s.clock.Now())))
+			nullMicros(sc.NextFireAt), micros(s.clock.Now()), store.EncodeTemplate(sc.Workflow)))
 		return err
 	})
 	if err != nil {
@@ -148,6 +150,9 @@ func (s *Store) ScheduleSetPaused(ctx context.Context, name string, paused bool)
 
 // ScheduleFire compare-and-sets the schedule's fire times and inserts its jobs, atomically.
 func (s *Store) ScheduleFire(ctx context.Context, p *store.ScheduleFireParams) (*store.ScheduleFireResult, error) {
+	if err := store.CheckFire(p); err != nil {
+		return nil, fmt.Errorf("fire schedule %q: %w", p.Name, err)
+	}
 	var out *store.ScheduleFireResult
 	err := s.write(ctx, []string{insertJobSQL, statsSQL}, func(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt) error {
 		out = &store.ScheduleFireResult{}
@@ -163,6 +168,9 @@ func (s *Store) ScheduleFire(ctx context.Context, p *store.ScheduleFireParams) (
 			return err // another fire step (or an edit) got there first: write nothing
 		}
 		out.Fired = true
+		if len(p.Workflows) > 0 {
+			return s.fireWorkflows(ctx, tx, stmts, p, out, now)
+		}
 		lastJob := ""
 		for _, jp := range p.Jobs {
 			id, row, err := s.insertFired(ctx, tx, stmts[0], jp, now)
@@ -189,6 +197,33 @@ func (s *Store) ScheduleFire(ctx context.Context, p *store.ScheduleFireParams) (
 		return nil, fmt.Errorf("fire schedule %q: %w", p.Name, err)
 	}
 	return out, nil
+}
+
+// fireWorkflows inserts a fire step's workflows, but those whose fire key a stored workflow
+// has, and records the last one as the schedule's LastWorkflowID.
+func (s *Store) fireWorkflows(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt, p *store.ScheduleFireParams,
+	out *store.ScheduleFireResult, now time.Time) error {
+	last := ""
+	for _, wp := range p.Workflows {
+		var existing string
+		err := tx.QueryRowContext(ctx, `SELECT id FROM workflows WHERE fire_key = ?`, wp.FireKey).Scan(&existing)
+		switch {
+		case err == nil:
+			last = existing
+			continue
+		case !errors.Is(err, sql.ErrNoRows):
+			return fmt.Errorf("look up fire key: %w", err)
+		}
+		res, err := s.insertWorkflow(ctx, tx, stmts, wp, now)
+		if err != nil {
+			return err
+		}
+		last = wp.ID
+		out.Jobs = append(out.Jobs, res.Jobs...)
+	}
+	_, err := tx.ExecContext(ctx, `UPDATE schedules SET last_workflow_id = ?, fired_at = ? WHERE name = ?`,
+		last, nullMicros(p.FiredAt), p.Name)
+	return err
 }
 
 // insertFired inserts one fired job unless its idempotency key is live, and returns the id of
@@ -257,12 +292,14 @@ func scanSchedule(sc scanner) (*store.Schedule, error) {
 		intervalUS, timeoutUS, jitterUS int64
 		created, updated                int64
 		headers, lastJob, manualJob     sql.NullString
+		workflow, lastWorkflow          sql.NullString
 		lastFire, nextFire, fired       sql.NullInt64
 		manualFire                      sql.NullInt64
 	)
 	err := sc.Scan(&s.Name, &s.Spec, &s.Mode, &intervalUS, &s.TZ, &s.Kind, &s.Queue, &s.Args, &headers,
 		&s.Priority, &s.MaxAttempts, &timeoutUS, &s.CatchUp, &s.Overlap, &jitterUS, &s.Paused, &s.Source,
-		&lastFire, &nextFire, &lastJob, &fired, &manualFire, &manualJob, &created, &updated)
+		&lastFire, &nextFire, &lastJob, &fired, &manualFire, &manualJob, &created, &updated,
+		&workflow, &lastWorkflow)
 	if err != nil {
 		return nil, err
 	}
@@ -272,6 +309,10 @@ func scanSchedule(sc scanner) (*store.Schedule, error) {
 	s.LastFireAt, s.NextFireAt, s.LastJobID = nullTime(lastFire), nullTime(nextFire), lastJob.String
 	s.FiredAt, s.ManualFireAt, s.ManualJobID = nullTime(fired), nullTime(manualFire), manualJob.String
 	s.CreatedAt, s.UpdatedAt = fromMicros(created), fromMicros(updated)
+	s.LastWorkflowID = lastWorkflow.String
+	if s.Workflow, err = store.DecodeTemplate([]byte(workflow.String)); err != nil {
+		return nil, fmt.Errorf("schedule %q: %w", s.Name, err)
+	}
 	if headers.Valid && headers.String != "" {
 		if err := json.Unmarshal([]byte(headers.String), &s.Headers); err != nil {
 			return nil, fmt.Errorf("schedule %q: decode headers: %w", s.Name, err)

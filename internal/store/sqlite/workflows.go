@@ -40,28 +40,34 @@ func (s *Store) WorkflowInsert(ctx context.Context, p *store.WorkflowInsertParam
 	if err := store.CheckBatch(p.Steps); err != nil {
 		return nil, fmt.Errorf("insert workflow: %w", err)
 	}
-	res := &store.WorkflowInsertResult{}
+	var res *store.WorkflowInsertResult
 	err := s.write(ctx, []string{insertJobSQL, statsSQL}, func(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt) error {
-		now := s.clock.Now()
-		if _, err := tx.ExecContext(ctx, `INSERT INTO workflows (id, name, steps, created_at) VALUES (?1, ?2, ?3, ?4)`,
-			p.ID, p.Name, len(p.Steps), micros(now)); err != nil {
-			return fmt.Errorf("insert workflow row: %w", err)
-		}
-		out, err := s.insertJobs(ctx, tx, stmts, p.Steps, now)
-		if err != nil {
-			return err
-		}
-		res.Jobs = make([]*hoppertype.JobRow, len(out))
-		for i, r := range out {
-			res.Jobs[i] = r.Job
-		}
-		res.Workflow, err = readWorkflow(ctx, tx, p.ID, now)
+		var err error
+		res, err = s.insertWorkflow(ctx, tx, stmts, p, s.clock.Now())
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("insert workflow %s: %w", p.ID, err)
 	}
 	return res, nil
+}
+
+// insertWorkflow inserts a workflow's row and its steps in tx (stmts: insertJobSQL, statsSQL).
+func (s *Store) insertWorkflow(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt, p *store.WorkflowInsertParams, now time.Time) (*store.WorkflowInsertResult, error) {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO workflows (id, name, steps, created_at, fire_key) VALUES (?1, ?2, ?3, ?4, ?5)`,
+		p.ID, p.Name, len(p.Steps), micros(now), nullString(p.FireKey)); err != nil {
+		return nil, fmt.Errorf("insert workflow row: %w", err)
+	}
+	out, err := s.insertJobs(ctx, tx, stmts, p.Steps, now)
+	if err != nil {
+		return nil, err
+	}
+	res := &store.WorkflowInsertResult{Jobs: make([]*hoppertype.JobRow, len(out))}
+	for i, r := range out {
+		res.Jobs[i] = r.Job
+	}
+	res.Workflow, err = readWorkflow(ctx, tx, p.ID, now)
+	return res, err
 }
 
 // WorkflowGet reads the workflow and its steps in one read transaction, so that its state and

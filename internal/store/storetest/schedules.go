@@ -24,6 +24,87 @@ func testSchedules(t *testing.T, opener Opener) {
 	parallel(t, opener, "LiveJob", schedulesLiveJob)
 	parallel(t, opener, "FiredAt", schedulesFiredAt)
 	parallel(t, opener, "Run", schedulesRun)
+	parallel(t, opener, "WorkflowTemplate", schedulesWorkflowTemplate)
+	parallel(t, opener, "WorkflowFireTimeOnce", schedulesWorkflowFireTimeOnce)
+}
+
+// scheduledWorkflow is a fire of schedule name at at: a workflow a → b with at's fire key,
+// its steps carrying the schedule's name.
+func scheduledWorkflow(t *testing.T, name string, at time.Time) *store.WorkflowInsertParams {
+	p := workflowParams(t, "nightly", stepSpec{name: "a"}, stepSpec{name: "b", after: []string{"a"}})
+	p.FireKey = store.FireKey(name, at)
+	for _, s := range p.Steps {
+		s.ScheduleID, s.RunAt = name, at
+	}
+	return p
+}
+
+// A workflow schedule keeps its template as given, through an upsert and every read, and a
+// definition without one loses it.
+func schedulesWorkflowTemplate(t *testing.T, b *bundle) {
+	sc := newSchedule("w", Start)
+	sc.Kind = ""
+	step := params(t, inQueue("exports"))
+	step.Headers = map[string]string{"team": "data"}
+	step.ID, step.Step = "", "export"
+	report := params(t)
+	report.ID, report.Step, report.OnParentFailure = "", "report", hoppertype.ParentRun
+	sc.Workflow = &store.WorkflowTemplate{Name: "nightly", Steps: []*store.TemplateStep{
+		{Job: step}, {Job: report, After: []string{"export"}, Delay: time.Minute}}}
+	got := b.upsertSchedule(t, sc)
+	require.Equal(t, sc.Workflow, got.Workflow)
+	require.Equal(t, sc.Workflow, b.getSchedule(t, "w").Workflow)
+	list, err := b.scheduleStore(t).ScheduleList(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, sc.Workflow, list[0].Workflow)
+	sc.Workflow, sc.Kind = nil, defaultKind
+	require.Nil(t, b.upsertSchedule(t, sc).Workflow, "replaced by a job schedule")
+}
+
+// A fire step of a workflow schedule inserts each fire time's workflow whole, once: a fire
+// key a stored workflow has inserts nothing (also in a later step, after a re-timing), and the
+// schedule names the workflow of its last fire time, whose steps are the schedule's.
+func schedulesWorkflowFireTimeOnce(t *testing.T, b *bundle) {
+	b.upsertSchedule(t, newSchedule("w", Start))
+	b.clock.Advance(2 * time.Minute)
+	t1, t2 := Start.Add(time.Minute), Start.Add(2*time.Minute)
+	first := scheduledWorkflow(t, "w", t1)
+	res := b.fire(t, &store.ScheduleFireParams{Name: "w", ExpectedLast: Start, NewLast: t1, NewNext: t2,
+		Workflows: []*store.WorkflowInsertParams{first}, FiredAt: t1})
+	require.True(t, res.Fired)
+	require.Len(t, res.Jobs, 2, "the workflow's steps")
+	sc := b.getSchedule(t, "w")
+	require.Equal(t, first.ID, sc.LastWorkflowID)
+	sameTime(t, t1, sc.FiredAt, "the fire time of the last workflow")
+	require.Len(t, b.jobsOf(t, "w"), 2)
+	d, err := b.store.WorkflowGet(t.Context(), first.ID)
+	require.NoError(t, err)
+	require.Len(t, d.Steps, 2)
+	require.Equal(t, hoppertype.StateWaiting, d.Steps[1].Job.State)
+
+	// The same fire time again (a re-timed schedule, a second leader): nothing new.
+	again := scheduledWorkflow(t, "w", t1)
+	second := scheduledWorkflow(t, "w", t2)
+	res = b.fire(t, &store.ScheduleFireParams{Name: "w", ExpectedLast: t1, NewLast: t2, NewNext: t2.Add(time.Minute),
+		Workflows: []*store.WorkflowInsertParams{again, second}, FiredAt: t2})
+	require.True(t, res.Fired)
+	require.Len(t, res.Jobs, 2, "only the new fire time's workflow")
+	require.Equal(t, second.ID, b.getSchedule(t, "w").LastWorkflowID)
+	_, err = b.store.WorkflowGet(t.Context(), again.ID)
+	require.ErrorIs(t, err, store.ErrNotFound)
+	require.Len(t, b.jobsOf(t, "w"), 4)
+	live, err := b.scheduleStore(t).ScheduleLiveJob(t.Context(), "w")
+	require.NoError(t, err)
+	require.True(t, live, "a workflow's steps are the schedule's jobs")
+
+	// A stale step writes nothing, workflows included.
+	res = b.fire(t, &store.ScheduleFireParams{Name: "w", ExpectedLast: t1, NewLast: t2, NewNext: t2.Add(time.Minute),
+		Workflows: []*store.WorkflowInsertParams{scheduledWorkflow(t, "w", t2.Add(time.Minute))}, FiredAt: t2})
+	require.False(t, res.Fired)
+	require.Len(t, b.jobsOf(t, "w"), 4)
+	_, err = b.scheduleStore(t).ScheduleFire(t.Context(), &store.ScheduleFireParams{Name: "w", ExpectedLast: t2,
+		NewLast: t2, NewNext: t2, Workflows: []*store.WorkflowInsertParams{{ID: newID(t), Name: "x"}}})
+	require.ErrorIs(t, err, store.ErrInvalid, "a workflow without steps or fire key is refused")
 }
 
 // FiredAt is the fire time of the last job a fire enqueued: zero for a schedule that never

@@ -19,6 +19,10 @@ from .batch import Batch, BatchHandlerOptions
 from .job import Job, JobAttempt, JobEvent, NewJob, ParentPolicy, ParentResult, RetryPolicy, SpawnJob
 from .worker import HandlerOptions, RunningJob, SyncRunningJob, Worker, WorkerEvent
 from .text import Limits, clip_text, limits_of
+from .workflow import (
+    BATCH_CALLBACK_STEP, BatchCounts, BatchJob, EnqueuedWorkflow, Step, StepStatus, WorkflowDetail, WorkflowInfo,
+    WorkflowPage, batch_job_step, batch_steps, count_batch,
+)
 
 __all__ = [
     "AsyncClient", "Client", "DeadLetterPage", "DeadLetterStats", "EnqueueResult", "History", "Page", "Replayed",
@@ -31,4 +35,6 @@ __all__ = [
     "Job", "JobAttempt", "JobEvent", "NewJob", "ParentPolicy", "ParentResult", "RetryPolicy", "SpawnJob",
     "Batch", "BatchHandlerOptions", "HandlerOptions", "RunningJob", "SyncRunningJob", "Worker", "WorkerEvent",
     "Limits", "clip_text", "limits_of",
+    "BATCH_CALLBACK_STEP", "BatchCounts", "BatchJob", "EnqueuedWorkflow", "Step", "StepStatus", "WorkflowDetail",
+    "WorkflowInfo", "WorkflowPage", "batch_job_step", "batch_steps", "count_batch",
 ]

@@ -12,6 +12,7 @@ import grpc.aio
 
 from . import _rpc
 from ._json import encode_json
+from . import workflow as _wf
 from .errors import to_hopper_error
 from .gen import hopper_pb2 as pb
 from .job import (
@@ -213,6 +214,7 @@ class Client(_Base):
         self._jobs = _rpc.Service(self._channel, "JobService")
         self._dead = _rpc.Service(self._channel, "DeadLetterService")
         self._server = _rpc.Service(self._channel, "ServerService")
+        self._workflows = _rpc.Service(self._channel, "WorkflowService")
 
     def close(self) -> None:
         self._channel.close()
@@ -348,6 +350,34 @@ class Client(_Base):
         res = self._call(self._dead, "RetryMany", req)
         return Retried([Job.from_proto(j) for j in res.jobs], res.retried_by, res.skipped)
 
+    def enqueue_workflow(self, name: str, steps: Iterable[_wf.Step]) -> _wf.EnqueuedWorkflow:
+        """enqueue_workflow stores a workflow: every step's job in one transaction, all or none,
+        each step after the steps it names. InvalidArgument names the bad field
+        (steps[2].job.after[0], steps[1].job.queue)."""
+        return _wf.enqueued(self._call(self._workflows, "EnqueueWorkflow", _wf.enqueue_request(name, steps)))
+
+    def enqueue_batch(self, name: str, jobs: Iterable[_wf.BatchJob], callback: _wf.BatchJob) -> _wf.EnqueuedWorkflow:
+        """enqueue_batch stores a batch with a callback as one workflow (batch_steps): its jobs
+        (steps job-0, job-1, ...) and its callback (step "callback"), which runs once they have all
+        ended, failed or not; its handler counts them with count_batch(job.parent_results())."""
+        return self.enqueue_workflow(name, _wf.batch_steps(jobs, callback))
+
+    def get_workflow(self, id: str) -> _wf.WorkflowDetail:
+        """get_workflow returns a workflow and its steps, parents first; NotFound when there is none."""
+        return _wf.detail(self._call(self._workflows, "GetWorkflow", pb.GetWorkflowRequest(id=id)))
+
+    def list_workflows(
+        self, *, name: str | None = None, states: Iterable[str] | None = None, cursor: str | None = None,
+        limit: int | None = None, ascending: bool = False,
+    ) -> _wf.WorkflowPage:
+        """list_workflows returns a page of workflows, newest first unless ascending."""
+        return _wf.page(self._call(self._workflows, "ListWorkflows", _wf.list_request(name, states, cursor, limit, ascending)))
+
+    def cancel_workflow(self, id: str, *, reason: str = "") -> _wf.CanceledWorkflow:
+        """cancel_workflow cancels every step that has not ended, in one transaction, and returns the
+        workflow and the steps' jobs it canceled; FailedPrecondition when every step has ended."""
+        return _wf.canceled(self._call(self._workflows, "CancelWorkflow", pb.CancelWorkflowRequest(id=id, reason=reason)))
+
     def server_info(self) -> pb.ServerInfo:
         """server_info describes the server: version, store, and the input limits it enforces."""
         info: pb.ServerInfo = self._call(self._server, "Info", pb.ServerServiceInfoRequest()).server
@@ -364,6 +394,7 @@ class AsyncClient(_Base):
         self._jobs = _rpc.Service(self._channel, "JobService")
         self._dead = _rpc.Service(self._channel, "DeadLetterService")
         self._server = _rpc.Service(self._channel, "ServerService")
+        self._workflows = _rpc.Service(self._channel, "WorkflowService")
 
     async def close(self) -> None:
         await self._channel.close()
@@ -479,6 +510,26 @@ class AsyncClient(_Base):
         )
         res = await self._call(self._dead, "RetryMany", req)
         return Retried([Job.from_proto(j) for j in res.jobs], res.retried_by, res.skipped)
+
+    async def enqueue_workflow(self, name: str, steps: Iterable[_wf.Step]) -> _wf.EnqueuedWorkflow:
+        """enqueue_workflow: see Client.enqueue_workflow."""
+        return _wf.enqueued(await self._call(self._workflows, "EnqueueWorkflow", _wf.enqueue_request(name, steps)))
+
+    async def enqueue_batch(self, name: str, jobs: Iterable[_wf.BatchJob], callback: _wf.BatchJob) -> _wf.EnqueuedWorkflow:
+        """enqueue_batch: see Client.enqueue_batch."""
+        return await self.enqueue_workflow(name, _wf.batch_steps(jobs, callback))
+
+    async def get_workflow(self, id: str) -> _wf.WorkflowDetail:
+        return _wf.detail(await self._call(self._workflows, "GetWorkflow", pb.GetWorkflowRequest(id=id)))
+
+    async def list_workflows(
+        self, *, name: str | None = None, states: Iterable[str] | None = None, cursor: str | None = None,
+        limit: int | None = None, ascending: bool = False,
+    ) -> _wf.WorkflowPage:
+        return _wf.page(await self._call(self._workflows, "ListWorkflows", _wf.list_request(name, states, cursor, limit, ascending)))
+
+    async def cancel_workflow(self, id: str, *, reason: str = "") -> _wf.CanceledWorkflow:
+        return _wf.canceled(await self._call(self._workflows, "CancelWorkflow", pb.CancelWorkflowRequest(id=id, reason=reason)))
 
     async def server_info(self) -> pb.ServerInfo:
         info: pb.ServerInfo = (await self._call(self._server, "Info", pb.ServerServiceInfoRequest())).server

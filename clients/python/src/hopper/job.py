@@ -203,6 +203,9 @@ class Job:
     rescues: int
     max_rescues: int
     has_children: bool = False
+    # workflow_id is the workflow the job is a step of, step its step's name; "" for a job on its own.
+    workflow_id: str = ""
+    step: str = ""
 
     @staticmethod
     def from_proto(j: pb.Job) -> Job:
@@ -220,7 +223,7 @@ class Job:
             updated_at=time_of(j, "updated_at"), expires_at=time_of(j, "expires_at"), stalled=j.stalled,
             checkpoint=decode_json(j.checkpoint), deadline_at=time_of(j, "deadline_at"),
             resume_data=decode_json(j.resume_data), rescues=j.rescues, max_rescues=j.max_rescues,
-            has_children=j.has_children,
+            has_children=j.has_children, workflow_id=j.workflow_id, step=j.step,
         )
 
 

@@ -486,7 +486,7 @@ class ImportKeyResponse(_message.Message):
     def __init__(self, key: _Optional[_Union[APIKey, _Mapping]] = ..., created: bool = ...) -> None: ...
 
 class InputLimits(_message.Message):
-    __slots__ = ["max_activate_jobs", "max_activate_queues", "max_activate_wait", "max_args_bytes", "max_attempts", "max_cap", "max_error_bytes", "max_error_code_len", "max_filter_codes", "max_header_bytes", "max_id_len", "max_key_len", "max_kind_len", "max_name_len", "max_parents", "max_priority", "max_progress_message_bytes", "max_queue_len", "max_reason_bytes", "max_rescues", "max_result_ttl", "max_retention", "max_run_at_future", "max_run_at_past", "max_spawn", "max_stream_credit", "max_stream_kind_caps", "max_timeout"]
+    __slots__ = ["max_activate_jobs", "max_activate_queues", "max_activate_wait", "max_args_bytes", "max_attempts", "max_cap", "max_error_bytes", "max_error_code_len", "max_filter_codes", "max_header_bytes", "max_id_len", "max_key_len", "max_kind_len", "max_name_len", "max_parents", "max_priority", "max_progress_message_bytes", "max_queue_len", "max_reason_bytes", "max_rescues", "max_result_ttl", "max_retention", "max_run_at_future", "max_run_at_past", "max_spawn", "max_stream_credit", "max_stream_kind_caps", "max_timeout", "max_workflow_steps"]
     MAX_ACTIVATE_JOBS_FIELD_NUMBER: _ClassVar[int]
     MAX_ACTIVATE_QUEUES_FIELD_NUMBER: _ClassVar[int]
     MAX_ACTIVATE_WAIT_FIELD_NUMBER: _ClassVar[int]
@@ -515,6 +515,7 @@ class InputLimits(_message.Message):
     MAX_STREAM_CREDIT_FIELD_NUMBER: _ClassVar[int]
     MAX_STREAM_KIND_CAPS_FIELD_NUMBER: _ClassVar[int]
     MAX_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
+    MAX_WORKFLOW_STEPS_FIELD_NUMBER: _ClassVar[int]
     max_activate_jobs: int
     max_activate_queues: int
     max_activate_wait: _duration_pb2.Duration
@@ -543,7 +544,8 @@ class InputLimits(_message.Message):
     max_stream_credit: int
     max_stream_kind_caps: int
     max_timeout: _duration_pb2.Duration
-    def __init__(self, max_id_len: _Optional[int] = ..., max_kind_len: _Optional[int] = ..., max_queue_len: _Optional[int] = ..., max_key_len: _Optional[int] = ..., max_name_len: _Optional[int] = ..., max_error_code_len: _Optional[int] = ..., max_reason_bytes: _Optional[int] = ..., max_progress_message_bytes: _Optional[int] = ..., max_error_bytes: _Optional[int] = ..., max_args_bytes: _Optional[int] = ..., max_header_bytes: _Optional[int] = ..., max_priority: _Optional[int] = ..., max_attempts: _Optional[int] = ..., max_rescues: _Optional[int] = ..., max_cap: _Optional[int] = ..., max_filter_codes: _Optional[int] = ..., max_run_at_past: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_run_at_future: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_retention: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_result_ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_activate_jobs: _Optional[int] = ..., max_activate_wait: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_activate_queues: _Optional[int] = ..., max_stream_credit: _Optional[int] = ..., max_stream_kind_caps: _Optional[int] = ..., max_parents: _Optional[int] = ..., max_spawn: _Optional[int] = ...) -> None: ...
+    max_workflow_steps: int
+    def __init__(self, max_id_len: _Optional[int] = ..., max_kind_len: _Optional[int] = ..., max_queue_len: _Optional[int] = ..., max_key_len: _Optional[int] = ..., max_name_len: _Optional[int] = ..., max_error_code_len: _Optional[int] = ..., max_reason_bytes: _Optional[int] = ..., max_progress_message_bytes: _Optional[int] = ..., max_error_bytes: _Optional[int] = ..., max_args_bytes: _Optional[int] = ..., max_header_bytes: _Optional[int] = ..., max_priority: _Optional[int] = ..., max_attempts: _Optional[int] = ..., max_rescues: _Optional[int] = ..., max_cap: _Optional[int] = ..., max_filter_codes: _Optional[int] = ..., max_run_at_past: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_run_at_future: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_retention: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_result_ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_activate_jobs: _Optional[int] = ..., max_activate_wait: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_activate_queues: _Optional[int] = ..., max_stream_credit: _Optional[int] = ..., max_stream_kind_caps: _Optional[int] = ..., max_parents: _Optional[int] = ..., max_spawn: _Optional[int] = ..., max_workflow_steps: _Optional[int] = ...) -> None: ...
 
 class Job(_message.Message):
     __slots__ = ["args", "attempt", "checkpoint", "created_at", "deadline_at", "expires_at", "fairness_key", "finished_at", "group_key", "has_children", "headers", "heartbeat_at", "id", "idempotency_key", "kind", "last_error", "last_error_code", "lease_expires_at", "lease_token", "max_attempts", "max_rescues", "merge_key", "original_id", "priority", "progress_message", "progress_percent", "queue", "replay_count", "replayed_by", "rescues", "result", "resume_data", "run_at", "stalled", "started_at", "state", "step", "timeout", "updated_at", "worker_id", "workflow_id"]
@@ -1320,7 +1322,7 @@ class RevokeKeyResponse(_message.Message):
     def __init__(self, key: _Optional[_Union[APIKey, _Mapping]] = ...) -> None: ...
 
 class Schedule(_message.Message):
-    __slots__ = ["args", "catch_up", "created_at", "cron", "every", "fixed_delay", "headers", "jitter", "kind", "last_fire_at", "last_job_id", "last_manual_fire_at", "last_manual_job_id", "max_attempts", "name", "next_fire_at", "overlap", "paused", "priority", "queue", "source", "timeout", "tz", "updated_at"]
+    __slots__ = ["args", "catch_up", "created_at", "cron", "every", "fixed_delay", "headers", "jitter", "kind", "last_fire_at", "last_job_id", "last_manual_fire_at", "last_manual_job_id", "last_workflow_id", "max_attempts", "name", "next_fire_at", "overlap", "paused", "priority", "queue", "source", "timeout", "tz", "updated_at", "workflow"]
     class HeadersEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -1341,6 +1343,7 @@ class Schedule(_message.Message):
     LAST_JOB_ID_FIELD_NUMBER: _ClassVar[int]
     LAST_MANUAL_FIRE_AT_FIELD_NUMBER: _ClassVar[int]
     LAST_MANUAL_JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    LAST_WORKFLOW_ID_FIELD_NUMBER: _ClassVar[int]
     MAX_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     NEXT_FIRE_AT_FIELD_NUMBER: _ClassVar[int]
@@ -1352,6 +1355,7 @@ class Schedule(_message.Message):
     TIMEOUT_FIELD_NUMBER: _ClassVar[int]
     TZ_FIELD_NUMBER: _ClassVar[int]
     UPDATED_AT_FIELD_NUMBER: _ClassVar[int]
+    WORKFLOW_FIELD_NUMBER: _ClassVar[int]
     args: str
     catch_up: str
     created_at: _timestamp_pb2.Timestamp
@@ -1365,6 +1369,7 @@ class Schedule(_message.Message):
     last_job_id: str
     last_manual_fire_at: _timestamp_pb2.Timestamp
     last_manual_job_id: str
+    last_workflow_id: str
     max_attempts: int
     name: str
     next_fire_at: _timestamp_pb2.Timestamp
@@ -1376,7 +1381,8 @@ class Schedule(_message.Message):
     timeout: _duration_pb2.Duration
     tz: str
     updated_at: _timestamp_pb2.Timestamp
-    def __init__(self, name: _Optional[str] = ..., cron: _Optional[str] = ..., every: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., fixed_delay: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., tz: _Optional[str] = ..., kind: _Optional[str] = ..., args: _Optional[str] = ..., queue: _Optional[str] = ..., priority: _Optional[int] = ..., max_attempts: _Optional[int] = ..., timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., headers: _Optional[_Mapping[str, str]] = ..., catch_up: _Optional[str] = ..., overlap: _Optional[str] = ..., jitter: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., paused: bool = ..., source: _Optional[str] = ..., last_fire_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., next_fire_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., last_job_id: _Optional[str] = ..., created_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., last_manual_fire_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., last_manual_job_id: _Optional[str] = ...) -> None: ...
+    workflow: EnqueueWorkflowRequest
+    def __init__(self, name: _Optional[str] = ..., cron: _Optional[str] = ..., every: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., fixed_delay: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., tz: _Optional[str] = ..., kind: _Optional[str] = ..., args: _Optional[str] = ..., queue: _Optional[str] = ..., priority: _Optional[int] = ..., max_attempts: _Optional[int] = ..., timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., headers: _Optional[_Mapping[str, str]] = ..., catch_up: _Optional[str] = ..., overlap: _Optional[str] = ..., jitter: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., paused: bool = ..., source: _Optional[str] = ..., last_fire_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., next_fire_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., last_job_id: _Optional[str] = ..., created_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., last_manual_fire_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., last_manual_job_id: _Optional[str] = ..., workflow: _Optional[_Union[EnqueueWorkflowRequest, _Mapping]] = ..., last_workflow_id: _Optional[str] = ...) -> None: ...
 
 class ScheduleServiceAddRequest(_message.Message):
     __slots__ = ["schedule"]
