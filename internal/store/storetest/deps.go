@@ -405,15 +405,7 @@ func depsFanIn(t *testing.T, b *bundle) {
 	for done := 0; done < n; {
 		jobs := b.claim(t, "fan", batch)
 		require.NotEmpty(t, jobs)
-		fin := make([]*store.FinishParams, len(jobs))
-		for i, j := range jobs {
-			fin[i] = finishing(j, hoppertype.StateCompleted)
-		}
-		errs, err := b.store.JobFinishMany(t.Context(), fin)
-		require.NoError(t, err)
-		for _, e := range errs {
-			require.NoError(t, e)
-		}
+		b.completeBatch(t, jobs)
 		done += len(jobs)
 		want := hoppertype.StateWaiting
 		if done == n {
@@ -451,4 +443,18 @@ func depsLongChain(t *testing.T, b *bundle) {
 		require.Equal(t, hoppertype.StateCanceled, b.get(t, chain[i]).State, "link %d", i)
 	}
 	require.Empty(t, b.listAll(t, store.ListParams{States: []hoppertype.JobState{hoppertype.StateWaiting}}))
+}
+
+// completeBatch completes the claimed jobs in one JobFinishMany; every item must succeed.
+func (b *bundle) completeBatch(t *testing.T, jobs []*hoppertype.JobRow) {
+	t.Helper()
+	fin := make([]*store.FinishParams, len(jobs))
+	for i, j := range jobs {
+		fin[i] = finishing(j, hoppertype.StateCompleted)
+	}
+	errs, err := b.store.JobFinishMany(t.Context(), fin)
+	require.NoError(t, err)
+	for _, e := range errs {
+		require.NoError(t, e)
+	}
 }

@@ -577,15 +577,7 @@ func workflowLarge(t *testing.T, b *bundle) {
 	for done := 0; done < n-2; {
 		jobs := b.claim(t, queue, batch)
 		require.NotEmpty(t, jobs, "after %d of %d", done, n-2)
-		fin := make([]*store.FinishParams, len(jobs))
-		for i, j := range jobs {
-			fin[i] = finishing(j, hoppertype.StateCompleted)
-		}
-		errs, err := b.store.JobFinishMany(t.Context(), fin)
-		require.NoError(t, err)
-		for _, e := range errs {
-			require.NoError(t, e)
-		}
+		b.completeBatch(t, jobs)
 		done += len(jobs)
 		if done < n-2 {
 			require.Equal(t, hoppertype.StateWaiting, b.get(t, last.ID).State, "after %d endings", done)
