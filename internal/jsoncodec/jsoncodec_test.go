@@ -175,7 +175,7 @@ func TestMarkedFields(t *testing.T) {
 		"hopper.v1.Job.resume_data", "hopper.v1.JobSpec.args", "hopper.v1.JobServiceResumeRequest.data",
 		"hopper.v1.ActivatedJob.args", "hopper.v1.ActivatedJob.checkpoint", "hopper.v1.ActivatedJob.resume_data",
 		"hopper.v1.CompleteRequest.result", "hopper.v1.SuspendRequest.checkpoint", "hopper.v1.FailRequest.checkpoint",
-		"hopper.v1.JobServiceRetryRequest.args",
+		"hopper.v1.JobServiceRetryRequest.args", "hopper.v1.ParentResult.result",
 	}, marked)
 }
 
