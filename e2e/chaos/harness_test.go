@@ -80,6 +80,11 @@ type server struct {
 	api  *api
 }
 
+// pgNodeConns is the pool size (--conns) of each node of the PostgreSQL scenarios: three
+// scenarios of three nodes run at once, and at serve's default of 16 (plus each node's
+// listener) they outgrew the default max_connections of 100 ("too many clients already").
+const pgNodeConns = "6"
+
 // startServer starts `hopper serve --no-echo` with the database flags db (--database X
 // [--schema S]) on a free port and waits until it answers.
 func (h *harness) startServer(name string, db ...string) *server {

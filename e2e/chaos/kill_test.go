@@ -43,7 +43,7 @@ func TestKillWorkersAndNodesPostgres(t *testing.T) {
 	pgtest.Require(t)
 	schema := pgtest.FreshSchema(t, "hopper_chaos_")
 	h := newHarness(t)
-	db := []string{"--database", pgtest.URL(), "--schema", schema}
+	db := []string{"--database", pgtest.URL(), "--schema", schema, "--conns", pgNodeConns}
 	nodes := []*server{h.startServer("node-1", db...)} // migrates the schema
 	for _, name := range []string{"node-2", "node-3"} {
 		nodes = append(nodes, h.startServer(name, db...))
