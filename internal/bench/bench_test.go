@@ -91,7 +91,7 @@ func TestBatchSmall(t *testing.T) {
 // scenario fails otherwise), and the figures are in its JSON.
 func TestWorkflowSmall(t *testing.T) {
 	FanInParents = 50
-	res, err := Workflow(t.Context(), Config{Jobs: 20 * (WorkflowWidth + 1), Workers: 8, Synchronous: "NORMAL"})
+	res, err := Workflow(t.Context(), Config{Jobs: 20 * (WorkflowWidth + 1), Workers: 8, Synchronous: "NORMAL", LatencyJobs: 10 * (WorkflowWidth + 1), Rate: 400})
 	require.NoError(t, err)
 	require.Equal(t, 20, res.Workflows)
 	require.Positive(t, res.WorkflowJobsPerSec)
@@ -100,7 +100,10 @@ func TestWorkflowSmall(t *testing.T) {
 	require.Positive(t, res.ReleaseP99Ms)
 	var m map[string]any
 	require.NoError(t, json.Unmarshal(res.JSON(), &m))
-	for _, k := range []string{"workflow_jobs_per_sec", "plain_jobs_per_sec", "ratio", "release_p50_ms", "release_p99_ms", "fan_in_release_ms"} {
+	require.Equal(t, 10, res.PacedWorkflows)
+	require.Positive(t, res.PacedReleaseP99Ms)
+	for _, k := range []string{"workflow_jobs_per_sec", "plain_jobs_per_sec", "ratio", "release_p50_ms", "release_p99_ms", "fan_in_release_ms",
+		"paced_release_p50_ms", "paced_release_p99_ms"} {
 		require.Contains(t, m, k)
 	}
 	_, err = Workflow(t.Context(), Config{Jobs: 100})

@@ -44,13 +44,19 @@ type WorkflowResult struct {
 	Ratio              float64 `json:"ratio"` // workflow over plain
 	ReleaseP50Ms       float64 `json:"release_p50_ms"`
 	ReleaseP99Ms       float64 `json:"release_p99_ms"`
-	FanInParents       int     `json:"fan_in_parents"`
-	FanInJobsPerSec    float64 `json:"fan_in_jobs_per_sec"`
-	FanInReleaseMs     float64 `json:"fan_in_release_ms"`
-	Store              string  `json:"store"`
-	Durability         string  `json:"durability"`
-	CPUs               int     `json:"cpus"`
-	GoVersion          string  `json:"go_version"`
+	// PacedWorkflows were enqueued one at a time at PacedRate jobs a second, the workers
+	// running, for the release latency at a steady load (0 when the latency phase is skipped).
+	PacedWorkflows    int     `json:"paced_workflows"`
+	PacedRate         int     `json:"paced_rate"`
+	PacedReleaseP50Ms float64 `json:"paced_release_p50_ms"`
+	PacedReleaseP99Ms float64 `json:"paced_release_p99_ms"`
+	FanInParents      int     `json:"fan_in_parents"`
+	FanInJobsPerSec   float64 `json:"fan_in_jobs_per_sec"`
+	FanInReleaseMs    float64 `json:"fan_in_release_ms"`
+	Store             string  `json:"store"`
+	Durability        string  `json:"durability"`
+	CPUs              int     `json:"cpus"`
+	GoVersion         string  `json:"go_version"`
 }
 
 // JSON renders r as one JSON object.
@@ -107,6 +113,13 @@ func Workflow(ctx context.Context, cfg Config) (*WorkflowResult, error) {
 		return nil, fmt.Errorf("fan-in run: %w", err)
 	}
 	res.FanInReleaseMs = percentileMs(release, 0.5)
+	if cfg.LatencyJobs > 0 {
+		res.PacedWorkflows, res.PacedRate = max(1, cfg.LatencyJobs/(WorkflowWidth+1)), cfg.Rate
+		if release, err = workflowPaced(ctx, cfg, res.PacedWorkflows, WorkflowWidth); err != nil {
+			return nil, fmt.Errorf("paced run: %w", err)
+		}
+		res.PacedReleaseP50Ms, res.PacedReleaseP99Ms = percentileMs(release, 0.50), percentileMs(release, 0.99)
+	}
 	return res, nil
 }
 
@@ -117,14 +130,7 @@ func enqueueWorkflows(ctx context.Context, enq *hopper.Client, workflows, width 
 	g.SetLimit(8)
 	for w := range workflows {
 		g.Go(func() error {
-			steps := make([]hopper.WorkflowStep, width+1)
-			after := make([]string, width)
-			for i := range width {
-				after[i] = fmt.Sprintf("step-%d", i)
-				steps[i] = hopper.WorkflowStep{Name: after[i], Args: stepDoc{W: w}}
-			}
-			steps[width] = hopper.WorkflowStep{Name: "fan-in", Args: fanInDoc{W: w},
-				Opts: &hopper.InsertOpts{Queue: fanInQueue}, After: after}
+			steps := workflowSteps(w, width)
 			if _, err := enq.EnqueueWorkflow(ctx, hopper.Workflow{Name: "bench", Steps: steps}); err != nil {
 				return fmt.Errorf("enqueue workflow %d: %w", w, err)
 			}
@@ -132,6 +138,20 @@ func enqueueWorkflows(ctx context.Context, enq *hopper.Client, workflows, width 
 		})
 	}
 	return g.Wait()
+}
+
+// workflowSteps are the steps of the scenario's workflow w: width parallel steps and a fan-in
+// step after them, in its own queue.
+func workflowSteps(w, width int) []hopper.WorkflowStep {
+	steps := make([]hopper.WorkflowStep, width+1)
+	after := make([]string, width)
+	for i := range width {
+		after[i] = fmt.Sprintf("step-%d", i)
+		steps[i] = hopper.WorkflowStep{Name: after[i], Args: stepDoc{W: w}}
+	}
+	steps[width] = hopper.WorkflowStep{Name: "fan-in", Args: fanInDoc{W: w},
+		Opts: &hopper.InsertOpts{Queue: fanInQueue}, After: after}
+	return steps
 }
 
 // enqueueFanIn enqueues one fan-in of width parents (more than a workflow may hold: plain
@@ -179,48 +199,112 @@ func workflowRun(ctx context.Context, cfg Config, workflows, width int) (float64
 	if err != nil {
 		return 0, nil, "", err
 	}
+	w := newWorkflowWorkers(workflows, width)
+	elapsed, err := workAll(ctx, w.config(cfg, st), w.all)
+	if err != nil {
+		return 0, nil, "", err
+	}
+	release, err := w.releases()
+	if err != nil {
+		return 0, nil, "", err
+	}
+	return float64(workflows*(width+1)) / elapsed.Seconds(), release, storeName, nil
+}
 
-	lastEnd := make([]atomic.Int64, workflows) // unix nanos of each workflow's latest step end
-	stepsEnded := make([]atomic.Int64, workflows)
-	var early atomic.Int64 // fan-in steps that started before all their parents ended
-	var mu sync.Mutex
-	release := make([]time.Duration, 0, workflows)
-	all := make(chan struct{})
-	ws := hopper.NewWorkers()
-	hopper.AddWorkerFunc(ws, func(_ context.Context, j *hopper.Job[stepDoc]) error {
+// workflowPaced starts the workers on a fresh store, then enqueues workflows of width steps
+// and a fan-in step one at a time, cfg.Rate jobs a second (a workflow every width+1 of them),
+// and returns each fan-in step's release latency: the release measured at a steady,
+// unsaturated load, where the throughput run's fan-in steps also wait for the workers' slots.
+func workflowPaced(ctx context.Context, cfg Config, workflows, width int) ([]time.Duration, error) {
+	st, _, cleanup, err := openStore(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	w := newWorkflowWorkers(workflows, width)
+	client, err := hopper.NewClient(w.config(cfg, st))
+	if err != nil {
+		return nil, err
+	}
+	if err := client.Start(ctx); err != nil {
+		return nil, err
+	}
+	defer client.Stop(context.Background())
+	rate := max(1, cfg.Rate/(width+1))
+	next := 0
+	if err := paced(ctx, rate, workflows, func() error {
+		steps := workflowSteps(next, width)
+		next++
+		_, err := client.EnqueueWorkflow(ctx, hopper.Workflow{Name: "bench", Steps: steps})
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	select {
+	case <-w.all:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return w.releases()
+}
+
+// workflowWorkers works the workflow scenario's steps and records, for each workflow, when
+// its last parallel step ended and how long its fan-in step waited after that.
+type workflowWorkers struct {
+	ws         *hopper.Workers
+	width      int
+	lastEnd    []atomic.Int64 // unix nanos of each workflow's latest step end
+	stepsEnded []atomic.Int64
+	early      atomic.Int64 // fan-in steps that started before all their parents ended
+	mu         sync.Mutex
+	release    []time.Duration
+	all        chan struct{} // closed once every workflow's fan-in step ran
+}
+
+func newWorkflowWorkers(workflows, width int) *workflowWorkers {
+	w := &workflowWorkers{ws: hopper.NewWorkers(), width: width, lastEnd: make([]atomic.Int64, workflows),
+		stepsEnded: make([]atomic.Int64, workflows), release: make([]time.Duration, 0, workflows), all: make(chan struct{})}
+	hopper.AddWorkerFunc(w.ws, func(_ context.Context, j *hopper.Job[stepDoc]) error {
 		end := time.Now().UnixNano()
-		for at := &lastEnd[j.Args.W]; ; {
+		for at := &w.lastEnd[j.Args.W]; ; {
 			if old := at.Load(); old >= end || at.CompareAndSwap(old, end) {
 				break
 			}
 		}
-		stepsEnded[j.Args.W].Add(1)
+		w.stepsEnded[j.Args.W].Add(1)
 		return nil
 	})
-	hopper.AddWorkerFunc(ws, func(_ context.Context, j *hopper.Job[fanInDoc]) error {
-		if stepsEnded[j.Args.W].Load() != int64(width) {
-			early.Add(1)
+	hopper.AddWorkerFunc(w.ws, func(_ context.Context, j *hopper.Job[fanInDoc]) error {
+		if w.stepsEnded[j.Args.W].Load() != int64(width) {
+			w.early.Add(1)
 		}
-		d := time.Since(time.Unix(0, lastEnd[j.Args.W].Load()))
-		mu.Lock()
-		defer mu.Unlock()
-		release = append(release, d)
-		if len(release) == workflows {
-			close(all)
+		d := time.Since(time.Unix(0, w.lastEnd[j.Args.W].Load()))
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.release = append(w.release, d)
+		if len(w.release) == workflows {
+			close(w.all)
 		}
 		return nil
 	})
-	elapsed, err := workAll(ctx, hopper.Config{Store: st, Workers: ws, MaxWorkers: cfg.Workers, ClaimAhead: cfg.ClaimAhead,
-		Queues: map[string]hopper.QueueConfig{hopper.DefaultQueue: {MaxWorkers: cfg.Workers}, fanInQueue: {MaxWorkers: cfg.Workers}}}, all)
-	if err != nil {
-		return 0, nil, "", err
+	return w
+}
+
+// config is the client configuration that works the scenario on st.
+func (w *workflowWorkers) config(cfg Config, st hopper.Store) hopper.Config {
+	return hopper.Config{Store: st, Workers: w.ws, MaxWorkers: cfg.Workers, ClaimAhead: cfg.ClaimAhead,
+		Queues: map[string]hopper.QueueConfig{hopper.DefaultQueue: {MaxWorkers: cfg.Workers}, fanInQueue: {MaxWorkers: cfg.Workers}}}
+}
+
+// releases returns the fan-in steps' release latencies, or an error if one of them started
+// before all its parents ended.
+func (w *workflowWorkers) releases() ([]time.Duration, error) {
+	if n := w.early.Load(); n > 0 {
+		return nil, fmt.Errorf("%d fan-in steps started before all their parents ended", n)
 	}
-	if n := early.Load(); n > 0 {
-		return 0, nil, "", fmt.Errorf("%d fan-in steps started before all their parents ended", n)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	return float64(workflows*(width+1)) / elapsed.Seconds(), release, storeName, nil
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.release, nil
 }
 
 // plainRun enqueues cfg.Jobs plain no-op jobs on a fresh store, then works them, and returns

@@ -106,7 +106,9 @@ ran at once, read from the jobs' start and end times; it fails when that exceeds
 after them (--jobs, default 22,000: 2,000 workflows of 11 jobs; a multiple of 11), then works
 them; then as many plain no-op jobs, on a fresh store; then one fan-in of 10,000 parents
 (docs/workflows.md). It reports both throughputs and their ratio, and the fan-in steps'
-release latency: from the end of a step's last parent to its own start (p50, p99).
+release latency: from the end of a step's last parent to its own start (p50, p99). Then, on
+another fresh store with the workers running, it enqueues --latency-jobs/11 workflows one at a
+time at --rate jobs a second and reports their release latency at that steady load.
 
 --kind-cap and --kind-rate set a fleet-wide cap or rate limit on the no-op jobs' kind before
 the run, to measure what a capped or rate-limited claim costs (a limit far above the
@@ -438,6 +440,10 @@ func printWorkflowBench(cmd *cobra.Command, cfg bench.Config, asJSON bool) error
 	fmt.Fprintf(out, "plain jobs       %.0f jobs/s\n", res.PlainJobsPerSec)
 	fmt.Fprintf(out, "ratio            %.2f (workflows / plain)\n", res.Ratio)
 	fmt.Fprintf(out, "fan-in of %d  %.0f jobs/s; release %.2f ms\n", res.FanInParents, res.FanInJobsPerSec, res.FanInReleaseMs)
+	if res.PacedWorkflows > 0 {
+		fmt.Fprintf(out, "paced            %d workflows at %d jobs/s; fan-in release p50 %.2f ms, p99 %.2f ms\n",
+			res.PacedWorkflows, res.PacedRate, res.PacedReleaseP50Ms, res.PacedReleaseP99Ms)
+	}
 	return nil
 }
 
