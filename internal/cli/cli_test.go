@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper"
+	"github.com/hopperjobs/hopper/internal/bench"
 	"github.com/hopperjobs/hopper/internal/pgtest"
+	"github.com/hopperjobs/hopper/internal/sqlitetest"
 	"github.com/hopperjobs/hopper/internal/stoptest"
 	"github.com/hopperjobs/hopper/internal/store/postgres"
 	"github.com/hopperjobs/hopper/internal/store/sqlite"
@@ -21,7 +23,12 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain makes bench's fresh SQLite stores copies of a migrated template
+// (bench.FreshSQLite) and checks for leaked goroutines.
+func TestMain(m *testing.M) {
+	bench.FreshSQLite = sqlitetest.Write
+	goleak.VerifyTestMain(m)
+}
 
 type testBundle struct {
 	db string
@@ -33,7 +40,17 @@ type result struct {
 	code           int
 }
 
+// setup returns a bundle whose database is a fresh, migrated SQLite file (a copy of the
+// test binary's migrated template: running every migration costs seconds under the race
+// detector, and most tests begin with a database).
 func setup(t *testing.T) *testBundle {
+	t.Helper()
+	return &testBundle{db: sqlitetest.Path(t)}
+}
+
+// setupEmpty returns a bundle whose database file does not exist yet, for the tests of what
+// creates or refuses a missing one.
+func setupEmpty(t *testing.T) *testBundle {
 	t.Helper()
 	return &testBundle{db: t.TempDir() + "/hopper.db"}
 }
@@ -57,7 +74,7 @@ func (b *testBundle) enqueue(t *testing.T, args ...string) string {
 
 func TestMigratePrintsSchemaVersion(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := setupEmpty(t)
 	res := b.run(t, "migrate")
 	require.Equal(t, ExitOK, res.code, res.stderr)
 	require.Contains(t, res.stdout, fmt.Sprintf("schema version %d", sqlite.LatestVersion()))
@@ -288,7 +305,7 @@ func TestPostgres(t *testing.T) {
 
 func TestReadingCommandsNeedTheDatabase(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := setupEmpty(t)
 	res := b.run(t, "jobs", "ls")
 	require.Equal(t, ExitUsage, res.code)
 	require.Contains(t, res.stderr, "does not exist")

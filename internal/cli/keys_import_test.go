@@ -39,7 +39,7 @@ type importOut struct {
 // keys generate prints a new key each time, and touches no database.
 func TestKeysGenerate(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := setupEmpty(t)
 	res := b.run(t, "keys", "generate")
 	require.Equal(t, ExitOK, res.code, res.stderr)
 	require.Empty(t, res.stderr)
@@ -104,7 +104,7 @@ func TestKeysImport(t *testing.T) {
 // and says what differs. Nothing refused is stored.
 func TestKeysImportErrors(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := setupEmpty(t)
 	key := generateKey(t)
 	id, secret, err := apikey.Parse(key)
 	require.NoError(t, err)

@@ -116,7 +116,7 @@ func TestKeysCreateJSON(t *testing.T) {
 
 func TestKeysErrors(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := setupEmpty(t)
 	res := b.run(t, "keys", "ls")
 	require.Equal(t, ExitUsage, res.code, "keys commands do not create the database")
 	require.Contains(t, res.stderr, "does not exist")

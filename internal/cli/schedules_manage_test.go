@@ -256,7 +256,7 @@ func TestSchedulesDeclaredInCode(t *testing.T) {
 
 func TestSchedulesLsNeedsTheDatabase(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := setupEmpty(t)
 	res := b.run(t, "schedules", "ls")
 	require.Equal(t, ExitUsage, res.code, res.stderr)
 	require.Contains(t, res.stderr, "does not exist")

@@ -12,7 +12,7 @@ import (
 
 func TestSchedulesPreviewSpringForward(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := setupEmpty(t)
 	res := b.run(t, "schedules", "preview", "--cron", "30 2 * * *", "--tz", "America/New_York",
 		"--from", "2026-03-07T00:00:00Z", "-n", "3")
 	require.Equal(t, ExitOK, res.code, res.stderr)

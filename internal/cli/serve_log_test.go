@@ -8,12 +8,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/hopperjobs/hopper/internal/sqlitetest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -25,10 +25,11 @@ type runningServe struct {
 	done           chan int
 }
 
-// runServe starts `hopper serve` on a fresh SQLite file with args, and waits until it listens.
+// runServe starts `hopper serve` on a fresh, migrated SQLite file (sqlitetest) with args, and
+// waits until it listens.
 func runServe(t *testing.T, args ...string) *runningServe {
 	t.Helper()
-	return runServeOn(t, []string{"--database", filepath.Join(t.TempDir(), "hopper.db")}, args...)
+	return runServeOn(t, []string{"--database", sqlitetest.Path(t)}, args...)
 }
 
 // runServeOn starts `hopper serve` with the global flags global (its database) and args, and
