@@ -59,24 +59,13 @@ func (f workflowFilter) query(cursor string) string {
 // workflows lists workflows, newest first, filtered by name and state and paged like the
 // jobs. A bad field leaves the form filled in and says which (400).
 func (h *Handler) workflows(w http.ResponseWriter, r *http.Request, v *view) error {
-	v.Title = "Workflows"
 	d := &workflowsData{States: hopper.WorkflowStates}
-	v.Data = d
-	status := http.StatusOK
-	if err := h.listWorkflows(r, d); err != nil {
-		status, v.Error = explain(err)
-		if status == http.StatusInternalServerError {
-			return err
-		}
-	}
-	h.render(w, r, status, "workflows", v)
-	return nil
+	v.Title, v.Data = "Workflows", d
+	return h.formPage(w, r, v, "workflows", func() error { return h.listWorkflows(r, d) })
 }
 
+// listWorkflows fills d with the page of workflows r's parsed form asks for.
 func (h *Handler) listWorkflows(r *http.Request, d *workflowsData) error {
-	if err := r.ParseForm(); err != nil {
-		return invalid("query", "%v", err)
-	}
 	f, err := readWorkflowFilter(r.Form)
 	d.Filter = f
 	if err != nil {
