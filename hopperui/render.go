@@ -39,7 +39,7 @@ func (h *Handler) newView(r *http.Request, p *Principal, title string) *view {
 }
 
 // pageNames are the templates of web/templates, each rendered inside layout.html.
-var pageNames = []string{"login", "error", "overview", "jobs", "job", "queues", "deadletters", "schedules", "workers", "workflows", "workflow", "confirm"}
+var pageNames = []string{"login", "error", "overview", "jobs", "job", "queues", "deadletters", "schedules", "workers", "workflows", "workflow", "confirm", "relatives"}
 
 func parsePages() (map[string]*template.Template, error) {
 	layout, err := template.New("layout.html").Funcs(funcs).ParseFS(webFS, "web/templates/layout.html")
