@@ -149,16 +149,20 @@ func (f stepFilter) all() bool { return f == stepFilter{} }
 // stepView is a step with its timings: Due is when it became due (its release from waiting,
 // or its run-at or backoff's end), Wait from then to its latest start (JobRow.StartWait), Ran
 // from its start to its end (or to now while it runs).
+// AfterShown are the first maxLinks names of the steps it runs after, of len(After).
 type stepView struct {
 	*hopper.StepRow
-	Due       time.Time
-	Wait, Ran time.Duration
-	Started   bool
+	Due        time.Time
+	Wait, Ran  time.Duration
+	Started    bool
+	AfterShown []string
+	AfterMore  int
 }
 
 func newStepView(s *hopper.StepRow, now time.Time) stepView {
 	j := s.Job
-	sv := stepView{StepRow: s}
+	sv := stepView{StepRow: s, AfterShown: s.After[:min(len(s.After), maxLinks)]}
+	sv.AfterMore = len(s.After) - len(sv.AfterShown)
 	switch {
 	case !j.StartedAt.IsZero(), j.State == hopper.StateQueued, j.State == hopper.StateScheduled, j.State == hopper.StateSuspended:
 		sv.Due = j.RunAt // a step that waits or ended without running was never due

@@ -242,6 +242,8 @@ func TestWorkflowPageLargeWorkflowPagesItsSteps(t *testing.T) {
 	require.Equal(t, []string{"leaf-010", "leaf-011", "leaf-012", "leaf-013", "leaf-014", "leaf-015", "leaf-016",
 		"leaf-017", "leaf-018", "leaf-019"}, stepsOf(page(t, u+"?step=leaf-01")))
 	require.Equal(t, []string{"root"}, stepsOf(page(t, u+"?step_state=scheduled")))
+	require.Contains(t, row(page(t, u+"?step=sink"), `data-step="sink"`), "leaf-019 <span class=\"muted\">and 5 more</span>",
+		"a step's first 20 parents, counted")
 	require.Empty(t, stepsOf(page(t, u+"?step_state=waiting&step=root")))
 	for q, field := range map[string]string{"cursor=nope": "Invalid cursor", "step_state=bogus": "Invalid step_state",
 		"step=" + strings.Repeat("x", 300): "Invalid step_contains"} {
