@@ -86,6 +86,15 @@ func (s *Store) parentsChild(ctx context.Context, p *store.ParentsParams, now in
 	return nil
 }
 
+// childrenSQL reads a page of job ?1's live children (at ?2) after child id ?3; childrenCountSQL
+// counts them.
+const (
+	childrenFrom = ` FROM job_deps d JOIN jobs j ON j.id = d.child_id
+	WHERE d.parent_id = ?1 AND (j.expires_at IS NULL OR j.expires_at > ?2)`
+	childrenSQL      = `SELECT ` + jobColumns + childrenFrom + ` AND d.child_id > ?3 ORDER BY d.child_id LIMIT ?4`
+	childrenCountSQL = `SELECT count(*)` + childrenFrom
+)
+
 // JobChildren returns a page of a job's live children (store.ParentStore): the job's
 // dependency rows are keyed by parent, so the page and the count read those rows alone, and
 // each child by primary key.
@@ -105,13 +114,10 @@ func (s *Store) JobChildren(ctx context.Context, p *store.ChildrenParams) (*stor
 	defer tx.Rollback() //nolint:errcheck // read only
 	now := micros(s.clock.Now())
 	out := &store.Children{}
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM job_deps d JOIN jobs j ON j.id = d.child_id
-		WHERE d.parent_id = ?1 AND (j.expires_at IS NULL OR j.expires_at > ?2)`, p.ID, now).Scan(&out.Total); err != nil {
+	if err := tx.QueryRowContext(ctx, childrenCountSQL, p.ID, now).Scan(&out.Total); err != nil {
 		return nil, wrap(err, "count the children of job %s", p.ID)
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT `+jobColumns+` FROM job_deps d JOIN jobs j ON j.id = d.child_id
-		WHERE d.parent_id = ?1 AND (j.expires_at IS NULL OR j.expires_at > ?2) AND d.child_id > ?3
-		ORDER BY d.child_id LIMIT ?4`, p.ID, now, after, limit+1)
+	rows, err := tx.QueryContext(ctx, childrenSQL, p.ID, now, after, limit+1)
 	if err != nil {
 		return nil, wrap(err, "read the children of job %s", p.ID)
 	}

@@ -110,29 +110,10 @@ func (s *Store) WorkflowGet(ctx context.Context, id string) (*store.WorkflowDeta
 func (s *Store) WorkflowSteps(ctx context.Context, p *store.WorkflowStepsParams) (*store.WorkflowStepsResult, error) {
 	limit := store.PageLimit(p.Limit)
 	now := s.clock.Now()
-	where, args := []string{"workflow_id = ?1", live}, []any{p.ID, micros(now)}
-	param := func(v any) string {
-		args = append(args, v)
-		return fmt.Sprintf("?%d", len(args))
+	query, args, err := stepsQuery(p, now, limit)
+	if err != nil {
+		return nil, err
 	}
-	if len(p.States) > 0 {
-		ins := make([]string, len(p.States))
-		for i, st := range p.States {
-			ins[i] = param(string(st))
-		}
-		where = append(where, "state IN ("+strings.Join(ins, ", ")+")")
-	}
-	if p.StepContains != "" {
-		where = append(where, "instr(workflow_step, "+param(p.StepContains)+") > 0")
-	}
-	if p.Cursor != "" {
-		after, err := store.DecodeCursor(p.Cursor)
-		if err != nil {
-			return nil, err
-		}
-		where = append(where, "id > "+param(after))
-	}
-	query := `SELECT ` + jobColumns + ` FROM jobs WHERE ` + strings.Join(where, " AND ") + ` ORDER BY id LIMIT ` + param(limit+1)
 	tx, err := s.reader.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, wrap(err, "list the steps of workflow %s", p.ID)
@@ -164,6 +145,39 @@ func (s *Store) WorkflowSteps(ctx context.Context, p *store.WorkflowStepsParams)
 	return res, nil
 }
 
+// stepsQuery is the read of a page of limit+1 steps of workflow p.ID, filtered, at now.
+func stepsQuery(p *store.WorkflowStepsParams, now time.Time, limit int) (string, []any, error) {
+	where, args := []string{"workflow_id = ?1", live}, []any{p.ID, micros(now)}
+	param := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("?%d", len(args))
+	}
+	if len(p.States) > 0 {
+		ins := make([]string, len(p.States))
+		for i, st := range p.States {
+			ins[i] = param(string(st))
+		}
+		where = append(where, "state IN ("+strings.Join(ins, ", ")+")")
+	}
+	if p.StepContains != "" {
+		where = append(where, "instr(workflow_step, "+param(p.StepContains)+") > 0")
+	}
+	if p.Cursor != "" {
+		after, err := store.DecodeCursor(p.Cursor)
+		if err != nil {
+			return "", nil, err
+		}
+		where = append(where, "id > "+param(after))
+	}
+	return `SELECT ` + jobColumns + ` FROM jobs WHERE ` + strings.Join(where, " AND ") + ` ORDER BY id LIMIT ` + param(limit+1), args, nil
+}
+
+// pageParentsSQL reads the (child id, parent step) pairs of the steps of workflow ?1 whose ids
+// are in the JSON array ?2.
+const pageParentsSQL = `SELECT d.child_id, p.workflow_step FROM job_deps d
+	JOIN jobs p ON p.id = d.parent_id AND p.workflow_id = ?1
+	WHERE d.child_id IN (SELECT value FROM json_each(?2)) ORDER BY d.child_id, p.id`
+
 // pageParents returns, by step job id, the names of the steps each of jobs (steps of
 // workflow id) runs after, oldest parent first: one look-up of job_deps_child per step.
 func pageParents(ctx context.Context, q queryer, id string, jobs []*hoppertype.JobRow) (map[string][]string, error) {
@@ -178,9 +192,7 @@ func pageParents(ctx context.Context, q queryer, id string, jobs []*hoppertype.J
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.QueryContext(ctx, `SELECT d.child_id, p.workflow_step FROM job_deps d
-		JOIN jobs p ON p.id = d.parent_id AND p.workflow_id = ?1
-		WHERE d.child_id IN (SELECT value FROM json_each(?2)) ORDER BY d.child_id, p.id`, id, string(list))
+	rows, err := q.QueryContext(ctx, pageParentsSQL, id, string(list))
 	if err != nil {
 		return nil, err
 	}
