@@ -129,20 +129,74 @@ func (c *Client) Events(ctx context.Context, id string) ([]*Event, error) {
 // handler it reads no results (Result is nil): it is for looking at a job, whatever its
 // state. An error wraps ErrNotFound when no job has the id.
 func (c *Client) Parents(ctx context.Context, id string) ([]ParentResult, error) {
+	out, _, err := c.ParentsUpTo(ctx, id, 0)
+	return out, err
+}
+
+// ParentsUpTo is Parents bounded: the first limit parents, in the order the job named them
+// (all of them when limit is 0), and how many the job has. A negative limit is a
+// *ValidationError for the field "limit".
+func (c *Client) ParentsUpTo(ctx context.Context, id string, limit int) ([]ParentResult, int, error) {
 	if err := checkID("id", id); err != nil {
-		return nil, err
+		return nil, 0, err
+	}
+	if limit < 0 {
+		return nil, 0, invalid("limit", "%d is negative", limit)
 	}
 	// A bound of one byte leaves every result out (a JSON value takes more), and reads the rest.
-	got, err := c.store.JobParents(ctx, &store.ParentsParams{ID: id, Unfenced: true, MaxResultBytes: 1})
+	got, err := c.store.JobParents(ctx, &store.ParentsParams{ID: id, Unfenced: true, MaxResultBytes: 1, Limit: limit})
 	if err != nil {
-		return nil, fmt.Errorf("parents of job %s: %w", id, err)
+		return nil, 0, fmt.Errorf("parents of job %s: %w", id, err)
 	}
 	var out []ParentResult
 	for _, p := range got.Parents {
 		p.Result = nil
 		out = append(out, *p)
 	}
-	return out, nil
+	return out, got.Total, nil
+}
+
+// ChildrenParams pages Children.
+type ChildrenParams struct {
+	// Cursor continues from a previous page's NextCursor.
+	Cursor string
+	// Limit is the page size (default 100, at most 10,000).
+	Limit int
+}
+
+// ChildrenResult is one page of a job's children; NextCursor is empty on the last page.
+// Total counts them all.
+type ChildrenResult struct {
+	Jobs       []*JobRow
+	NextCursor string
+	Total      int
+}
+
+// Children returns one page of the jobs that wait or waited for a job (enqueued with it in
+// InsertOpts.After, or steps of a workflow after it), oldest first, and how many there are. A
+// job without children, or no such job, has none. A bad id, cursor or limit is a
+// *ValidationError naming the field.
+func (c *Client) Children(ctx context.Context, id string, p *ChildrenParams) (*ChildrenResult, error) {
+	if p == nil {
+		p = &ChildrenParams{}
+	}
+	if err := checkID("id", id); err != nil {
+		return nil, err
+	}
+	if p.Limit < 0 || p.Limit > 10000 {
+		return nil, invalid("limit", "%d is outside 0–10000", p.Limit)
+	}
+	if err := checkLimited("cursor", p.Cursor, maxNameLen); err != nil {
+		return nil, err
+	}
+	res, err := c.store.JobChildren(ctx, &store.ChildrenParams{ID: id, Cursor: p.Cursor, Limit: p.Limit})
+	if errors.Is(err, store.ErrInvalidCursor) {
+		return nil, invalid("cursor", "%q is not a cursor a Children call returned", p.Cursor)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("children of job %s: %w", id, err)
+	}
+	return &ChildrenResult{Jobs: res.Jobs, NextCursor: res.NextCursor, Total: res.Total}, nil
 }
 
 // Attempts returns a job's ended attempts: worker, start, end, outcome and error of each.

@@ -11,11 +11,12 @@ import (
 // attribute): each step a box in the column of its depth (the longest chain of parents before
 // it), each edge a curve from a parent's right side to a child's left, each box coloured by
 // its step's state (app.css, the same classes as the state badges) and linked to its job.
-// Beyond maxGraphSteps steps a drawing would be unreadable and heavy; the page shows, instead,
-// the steps counted by depth and state.
+// Beyond maxGraphSteps steps a drawing would be unreadable, and reading every step on each
+// refresh heavy; the page shows, instead, the steps counted by state (the workflow's own
+// counts), each count a link to a page of those steps.
 
 // maxGraphSteps bounds the steps a workflow's graph draws.
-const maxGraphSteps = 200
+const maxGraphSteps = 300
 
 // Graph geometry, in SVG units.
 const (
@@ -117,29 +118,6 @@ func (g *graph) NodeW() int     { return nodeW }
 func (g *graph) NodeH() int     { return nodeH }
 func (n graphNode) LabelX() int { return n.X + nodeLabelX }
 func (n graphNode) LabelY() int { return n.Y + nodeLabelBase }
-
-// depthCount is one depth of a workflow too large to draw: how many of its steps are in each
-// state.
-type depthCount struct {
-	Depth  int
-	Steps  int
-	States map[hopper.JobState]int
-}
-
-// countByDepth counts the steps by depth and state, for a workflow beyond maxGraphSteps.
-func countByDepth(steps []*hopper.StepRow) []depthCount {
-	depth, deepest := depths(steps)
-	out := make([]depthCount, deepest+1)
-	for i := range out {
-		out[i] = depthCount{Depth: i, States: map[hopper.JobState]int{}}
-	}
-	for _, s := range steps {
-		c := &out[depth[s.Job.Step]]
-		c.Steps++
-		c.States[s.Job.State]++
-	}
-	return out
-}
 
 // clip shortens s to n characters, an ellipsis last.
 func clip(s string, n int) string {

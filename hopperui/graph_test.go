@@ -35,8 +35,4 @@ func TestGraphLayoutByDepth(t *testing.T) {
 	require.Equal(t, 2*graphPad+4*nodeW+3*colGap, g.Width)
 	require.Equal(t, 2*graphPad+2*nodeH+rowGap, g.Height)
 
-	counts := countByDepth([]*hopper.StepRow{step("a", hopper.StateFailed), step("b", hopper.StateCanceled, "a"),
-		step("c", hopper.StateCanceled, "a")})
-	require.Equal(t, []depthCount{{Depth: 0, Steps: 1, States: map[hopper.JobState]int{hopper.StateFailed: 1}},
-		{Depth: 1, Steps: 2, States: map[hopper.JobState]int{hopper.StateCanceled: 2}}}, counts)
 }

@@ -129,6 +129,8 @@ func (h *Handler) routes() {
 	read("/{$}", h.overview)
 	read("/jobs", h.jobs)
 	read("/jobs/{id}", h.job)
+	read("/jobs/{id}/parents", h.jobParents)
+	read("/jobs/{id}/children", h.jobChildren)
 	read("/queues", h.queues)
 	read("/dead-letters", h.deadLetters)
 	read("/schedules", h.schedules)

@@ -3,7 +3,6 @@ package hopperui
 import (
 	"errors"
 	"net/http"
-	"slices"
 	"sort"
 	"strings"
 
@@ -20,12 +19,15 @@ type jobData struct {
 	CompactedFrom []string
 	CompactedInto string
 	Headers       []header
-	// Parents are the jobs it waits or waited for; Workflow and Children, for a step of a
-	// workflow, its workflow and the steps that run after it.
-	Parents  []hopper.ParentResult
-	Workflow *hopper.WorkflowRow
-	Children []*hopper.JobRow
-	Stalled  bool
+	// Parents are the first maxLinks jobs it waits or waited for, of ParentCount; Children
+	// the first maxLinks jobs that wait or waited for it, of ChildCount; Workflow, for a step
+	// of a workflow, its workflow.
+	Parents     []hopper.ParentResult
+	ParentCount int
+	Children    []*hopper.JobRow
+	ChildCount  int
+	Workflow    *hopper.WorkflowRow
+	Stalled     bool
 	// Unworked: a queued job that no worker this process knows of has asked for.
 	Unworked *noWorker
 }
@@ -74,13 +76,8 @@ func (h *Handler) job(w http.ResponseWriter, r *http.Request, v *view) error {
 	if d.CompactedInto, err = h.client.CompactedInto(ctx, id); err != nil {
 		return err
 	}
-	if d.Parents, err = h.client.Parents(ctx, id); err != nil {
+	if err := h.links(r, d); err != nil {
 		return err
-	}
-	if job.WorkflowID != "" {
-		if err := h.stepLinks(r, d); err != nil {
-			return err
-		}
 	}
 	for k, val := range job.Headers {
 		d.Headers = append(d.Headers, header{k, val})
@@ -90,24 +87,44 @@ func (h *Handler) job(w http.ResponseWriter, r *http.Request, v *view) error {
 	return nil
 }
 
-// stepLinks fills in a step's workflow and the steps that run after it (its children in the
-// workflow). A workflow gone with its steps' retention leaves them empty.
-func (h *Handler) stepLinks(r *http.Request, d *jobData) error {
-	det, err := h.client.Workflow(r.Context(), d.Job.WorkflowID)
+// maxLinks bounds the parents and the children a job's page lists; the rest are counted, and
+// listed on their own pages.
+const maxLinks = 20
+
+// links fills in a job's lineage: its first parents and children, counted, and a step's
+// workflow (its state and counts, without its steps). A workflow gone with its steps'
+// retention leaves Workflow nil.
+func (h *Handler) links(r *http.Request, d *jobData) error {
+	ctx, job := r.Context(), d.Job
+	var err error
+	if d.Parents, d.ParentCount, err = h.client.ParentsUpTo(ctx, job.ID, maxLinks); err != nil {
+		return err
+	}
+	if job.HasChildren {
+		res, err := h.client.Children(ctx, job.ID, &hopper.ChildrenParams{Limit: maxLinks})
+		if err != nil {
+			return err
+		}
+		d.Children, d.ChildCount = res.Jobs, res.Total
+	}
+	if job.WorkflowID == "" {
+		return nil
+	}
+	res, err := h.client.WorkflowSteps(ctx, job.WorkflowID, &hopper.WorkflowStepsParams{Limit: 1})
 	if errors.Is(err, hopper.ErrNotFound) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	d.Workflow = det.Workflow
-	for _, s := range det.Steps {
-		if slices.Contains(s.After, d.Job.Step) {
-			d.Children = append(d.Children, s.Job)
-		}
-	}
+	d.Workflow = res.Workflow
 	return nil
 }
+
+// MoreParents and MoreChildren are how many of the job's parents and children its page does
+// not list.
+func (d *jobData) MoreParents() int  { return d.ParentCount - len(d.Parents) }
+func (d *jobData) MoreChildren() int { return d.ChildCount - len(d.Children) }
 
 func (h *Handler) jobCancel(w http.ResponseWriter, r *http.Request, v *view) error {
 	id := r.PathValue("id")

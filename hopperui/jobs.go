@@ -115,26 +115,14 @@ func (f jobFilter) query(cursor string) string {
 }
 
 func (h *Handler) jobs(w http.ResponseWriter, r *http.Request, v *view) error {
-	v.Title = "Jobs"
 	d := &jobsData{States: states, BulkLimit: BulkLimit}
-	v.Data = d
-	err := h.search(r, d)
-	status := http.StatusOK
-	if err != nil {
-		status, v.Error = explain(err)
-		if status == http.StatusInternalServerError {
-			return err
-		}
-	}
-	h.render(w, r, status, "jobs", v)
-	return nil
+	v.Title, v.Data = "Jobs", d
+	return h.formPage(w, r, v, "jobs", func() error { return h.search(r, d) })
 }
 
-// search fills d with the page of jobs r asks for. A bad field leaves the form filled in.
+// search fills d with the page of jobs r's parsed form asks for. A bad field leaves the form
+// filled in.
 func (h *Handler) search(r *http.Request, d *jobsData) error {
-	if err := r.ParseForm(); err != nil {
-		return invalid("query", "%v", err)
-	}
 	f, err := readFilter(r.Form)
 	d.Filter = f
 	if err != nil {

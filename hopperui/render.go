@@ -39,7 +39,7 @@ func (h *Handler) newView(r *http.Request, p *Principal, title string) *view {
 }
 
 // pageNames are the templates of web/templates, each rendered inside layout.html.
-var pageNames = []string{"login", "error", "overview", "jobs", "job", "queues", "deadletters", "schedules", "workers", "workflows", "workflow", "confirm"}
+var pageNames = []string{"login", "error", "overview", "jobs", "job", "queues", "deadletters", "schedules", "workers", "workflows", "workflow", "confirm", "relatives"}
 
 func parsePages() (map[string]*template.Template, error) {
 	layout, err := template.New("layout.html").Funcs(funcs).ParseFS(webFS, "web/templates/layout.html")
@@ -167,6 +167,27 @@ func (h *Handler) internal(w http.ResponseWriter, r *http.Request, doing string,
 
 // invalid is a bad form or query field, in the Client's own error type so every page reports
 // it the same way.
+// formPage serves a page of a search form (jobs, workflows): it parses the request's form,
+// lets fill read its fields into the page's data and find what they ask for, and renders page.
+// An error fill can explain (a bad field: 400 naming it; 404; 409…) is shown on the page, the
+// form filled in as sent, with its status; any other is returned for the error page (500).
+func (h *Handler) formPage(w http.ResponseWriter, r *http.Request, v *view, page string, fill func() error) error {
+	err := r.ParseForm()
+	if err != nil {
+		err = invalid("query", "%v", err)
+	} else {
+		err = fill()
+	}
+	status := http.StatusOK
+	if err != nil {
+		if status, v.Error = explain(err); status == http.StatusInternalServerError {
+			return err
+		}
+	}
+	h.render(w, r, status, page, v)
+	return nil
+}
+
 func invalid(field, format string, args ...any) error {
 	return &hopper.ValidationError{Field: field, Reason: fmt.Sprintf(format, args...)}
 }

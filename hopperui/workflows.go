@@ -59,24 +59,13 @@ func (f workflowFilter) query(cursor string) string {
 // workflows lists workflows, newest first, filtered by name and state and paged like the
 // jobs. A bad field leaves the form filled in and says which (400).
 func (h *Handler) workflows(w http.ResponseWriter, r *http.Request, v *view) error {
-	v.Title = "Workflows"
 	d := &workflowsData{States: hopper.WorkflowStates}
-	v.Data = d
-	status := http.StatusOK
-	if err := h.listWorkflows(r, d); err != nil {
-		status, v.Error = explain(err)
-		if status == http.StatusInternalServerError {
-			return err
-		}
-	}
-	h.render(w, r, status, "workflows", v)
-	return nil
+	v.Title, v.Data = "Workflows", d
+	return h.formPage(w, r, v, "workflows", func() error { return h.listWorkflows(r, d) })
 }
 
+// listWorkflows fills d with the page of workflows r's parsed form asks for.
 func (h *Handler) listWorkflows(r *http.Request, d *workflowsData) error {
-	if err := r.ParseForm(); err != nil {
-		return invalid("query", "%v", err)
-	}
 	f, err := readWorkflowFilter(r.Form)
 	d.Filter = f
 	if err != nil {
@@ -97,37 +86,83 @@ func (h *Handler) listWorkflows(r *http.Request, d *workflowsData) error {
 	return nil
 }
 
-// maxStepRows bounds the steps the workflow page lists; its step-state filter finds the others.
-const maxStepRows = 500
+// stepPage is the page size of a workflow's step table.
+const stepPage = 100
 
 type workflowData struct {
 	Workflow *hopper.WorkflowRow
-	// Graph is the steps drawn (nil beyond maxGraphSteps: Depths counts them instead).
+	// Graph is every step drawn, for a workflow of at most maxGraphSteps live steps; nil
+	// beyond (Counts links to the steps of each state instead).
 	Graph    *graph
-	Depths   []depthCount
+	Counts   []stateTab
 	MaxGraph int
-	// Steps are the steps listed: those in StepState (all when ""), at most maxStepRows.
+	// Steps are one page of the steps the filter finds; NextURL the next page's.
 	Steps      []stepView
-	StepState  string
+	Filter     stepFilter
 	JobStates  []hopper.JobState
-	Matching   int // the steps in StepState, listed or not
-	Hidden     int // of those, how many are not listed
+	NextURL    string
+	FirstURL   string
 	TotalSteps int
 }
+
+// stepFilter is a workflow page's step search: a state, a part of the step's name, a page.
+type stepFilter struct {
+	State, Step, Cursor string
+}
+
+// readStepFilter reads the step search from a workflow page's query; a bad state is refused
+// naming its field (the Client names a name part too long, or a cursor it did not issue).
+func readStepFilter(q url.Values) (stepFilter, error) {
+	f := stepFilter{State: q.Get("step_state"), Step: strings.TrimSpace(q.Get("step")), Cursor: q.Get("cursor")}
+	if f.State != "" && !hopper.JobState(f.State).Valid() {
+		return f, invalid("step_state", "%q is not a job state", f.State)
+	}
+	return f, nil
+}
+
+// params is the filter as the Client's, one page of limit steps.
+func (f stepFilter) params(limit int) *hopper.WorkflowStepsParams {
+	p := &hopper.WorkflowStepsParams{StepContains: f.Step, Cursor: f.Cursor, Limit: limit}
+	if f.State != "" {
+		p.States = []hopper.JobState{hopper.JobState(f.State)}
+	}
+	return p
+}
+
+// query is the filter as a URL query ("" without one), with the cursor of a page.
+func (f stepFilter) query(cursor string) string {
+	q := url.Values{}
+	for k, v := range map[string]string{"step_state": f.State, "step": f.Step, "cursor": cursor} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	if len(q) == 0 {
+		return ""
+	}
+	return "?" + q.Encode()
+}
+
+// all reports whether the filter asks for the first page of every step.
+func (f stepFilter) all() bool { return f == stepFilter{} }
 
 // stepView is a step with its timings: Due is when it became due (its release from waiting,
 // or its run-at or backoff's end), Wait from then to its latest start (JobRow.StartWait), Ran
 // from its start to its end (or to now while it runs).
+// AfterShown are the first maxLinks names of the steps it runs after, of len(After).
 type stepView struct {
 	*hopper.StepRow
-	Due       time.Time
-	Wait, Ran time.Duration
-	Started   bool
+	Due        time.Time
+	Wait, Ran  time.Duration
+	Started    bool
+	AfterShown []string
+	AfterMore  int
 }
 
 func newStepView(s *hopper.StepRow, now time.Time) stepView {
 	j := s.Job
-	sv := stepView{StepRow: s}
+	sv := stepView{StepRow: s, AfterShown: s.After[:min(len(s.After), maxLinks)]}
+	sv.AfterMore = len(s.After) - len(sv.AfterShown)
 	switch {
 	case !j.StartedAt.IsZero(), j.State == hopper.StateQueued, j.State == hopper.StateScheduled, j.State == hopper.StateSuspended:
 		sv.Due = j.RunAt // a step that waits or ended without running was never due
@@ -142,67 +177,101 @@ func newStepView(s *hopper.StepRow, now time.Time) stepView {
 	return sv
 }
 
-// workflow is a workflow's page: its state, its graph and its steps with their timings. While
-// the workflow runs its live part (all of that) refreshes as the overview does.
+// workflow is a workflow's page: its state, its graph (or, beyond maxGraphSteps, its steps
+// counted by state) and one page of its steps with their timings. A request reads one page of
+// stepPage steps, and, for a workflow small enough to draw, its steps for the graph: never
+// more than stepPage+maxGraphSteps steps, however large the workflow. While the workflow runs
+// its live part (all of that) refreshes as the overview does.
 func (h *Handler) workflow(w http.ResponseWriter, r *http.Request, v *view) error {
+	ctx := r.Context()
 	id := r.PathValue("id")
-	stepState := r.URL.Query().Get("step_state")
-	if stepState != "" && !hopper.JobState(stepState).Valid() {
-		return invalid("step_state", "%q is not a job state", stepState)
-	}
-	det, err := h.client.Workflow(r.Context(), id)
+	f, err := readStepFilter(r.URL.Query())
 	if err != nil {
 		return err
 	}
-	wf := det.Workflow
+	res, err := h.client.WorkflowSteps(ctx, id, f.params(stepPage))
+	if err != nil {
+		return err
+	}
+	wf := res.Workflow
+	path := "/workflows/" + pathEscape(wf.ID)
 	if wf.State == hopper.WorkflowRunning {
-		path := "/workflows/" + pathEscape(wf.ID)
-		if stepState != "" {
-			path += "?step_state=" + url.QueryEscape(stepState)
-		}
-		h.refreshing(v, path)
+		h.refreshing(v, path+f.query(f.Cursor))
 	}
-	d := &workflowData{Workflow: wf, MaxGraph: maxGraphSteps, StepState: stepState, JobStates: states,
-		TotalSteps: len(det.Steps)}
-	if len(det.Steps) <= maxGraphSteps {
-		d.Graph = layout(det.Steps)
-	} else {
-		d.Depths = countByDepth(det.Steps)
+	d := &workflowData{Workflow: wf, MaxGraph: maxGraphSteps, Filter: f, JobStates: states, TotalSteps: liveSteps(wf),
+		FirstURL: h.cfg.Prefix + path + f.query("")}
+	if res.NextCursor != "" {
+		d.NextURL = h.cfg.Prefix + path + f.query(res.NextCursor)
 	}
-	for _, s := range det.Steps {
-		if stepState != "" && string(s.Job.State) != stepState {
-			continue
-		}
-		d.Matching++
-		if len(d.Steps) < maxStepRows {
-			d.Steps = append(d.Steps, newStepView(s, v.Now))
-		}
+	for _, s := range res.Steps {
+		d.Steps = append(d.Steps, newStepView(s, v.Now))
 	}
-	d.Hidden = d.Matching - len(d.Steps)
+	if d.Graph, err = h.workflowGraph(r, wf, f, res); err != nil {
+		return err
+	}
+	if d.Graph == nil {
+		d.Counts = h.stepCounts(wf, path)
+	}
 	v.Title, v.Data = "Workflow "+wf.Name, d
 	h.render(w, r, http.StatusOK, "workflow", v)
 	return nil
 }
 
+// workflowGraph draws a workflow of at most maxGraphSteps live steps, reading them all unless
+// the page read them already; nil for a larger one (or one that grew past the bound meanwhile).
+func (h *Handler) workflowGraph(r *http.Request, wf *hopper.WorkflowRow, f stepFilter, page *hopper.WorkflowStepsResult) (*graph, error) {
+	if liveSteps(wf) > maxGraphSteps {
+		return nil, nil
+	}
+	steps := page.Steps
+	if !f.all() || page.NextCursor != "" {
+		all, err := h.client.WorkflowSteps(r.Context(), wf.ID, &hopper.WorkflowStepsParams{Limit: maxGraphSteps})
+		if err != nil || all.NextCursor != "" {
+			return nil, err
+		}
+		steps = all.Steps
+	}
+	return layout(steps), nil
+}
+
+// stepCounts are a workflow's steps counted by state, each count a link to its steps.
+func (h *Handler) stepCounts(wf *hopper.WorkflowRow, path string) []stateTab {
+	var out []stateTab
+	for _, s := range states {
+		if n := wf.StepStates[s]; n > 0 {
+			out = append(out, stateTab{State: string(s), Count: int64(n),
+				URL: h.cfg.Prefix + path + stepFilter{State: string(s)}.query("")})
+		}
+	}
+	return out
+}
+
+// liveSteps counts a workflow's steps that are still kept (not removed at their result TTL).
+func liveSteps(wf *hopper.WorkflowRow) int {
+	n := 0
+	for _, c := range wf.StepStates {
+		n += c
+	}
+	return n
+}
+
 // askWorkflowCancel asks before a workflow is canceled, counting the steps it would cancel.
 func (h *Handler) askWorkflowCancel(r *http.Request, _ *view) (*confirmation, error) {
-	det, err := h.client.Workflow(r.Context(), r.PathValue("id"))
+	res, err := h.client.WorkflowSteps(r.Context(), r.PathValue("id"), &hopper.WorkflowStepsParams{Limit: 1})
 	if err != nil {
 		return nil, err
 	}
-	wf := det.Workflow
+	wf := res.Workflow // its counts: the step read is not used
 	if wf.State != hopper.WorkflowRunning {
 		return nil, fmt.Errorf("workflow %s has ended", wf.ID) // the cancel refuses it
 	}
-	var open, running int
-	for _, s := range det.Steps {
-		if !s.Job.State.Terminal() {
-			open++
-		}
-		if s.Job.State == hopper.StateRunning {
-			running++
+	var open int
+	for s, n := range wf.StepStates {
+		if !s.Terminal() {
+			open += n
 		}
 	}
+	running := wf.StepStates[hopper.StateRunning]
 	details := []string{fmt.Sprintf("Its %d step(s) that have not ended end canceled, in one transaction; the steps that ended stay as they are, and no step is released afterwards.", open)}
 	if running > 0 {
 		details = append(details, fmt.Sprintf("%d running step(s): their handlers are told to stop.", running))

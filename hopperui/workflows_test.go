@@ -156,6 +156,8 @@ func TestWorkflowPageDrawsEveryStep(t *testing.T) {
 	require.Contains(t, part, `id="workflow-state">running<`)
 
 	filtered := page(t, u+"?step_state=waiting")
+	require.Len(t, svgOf(t, filtered), 5, "the graph draws every step, whatever the table's filter")
+	require.Equal(t, []string{"small", "large", "publish"}, stepsOf(filtered))
 	require.Contains(t, filtered, `data-step="publish"`)
 	require.NotContains(t, row(filtered, `class="step" data-step="fetch"`), res.Job("fetch").ID)
 
@@ -181,19 +183,104 @@ func TestWorkflowPageDrawsEveryStep(t *testing.T) {
 	require.Contains(t, ended, `id="workflow-state">canceled<`)
 }
 
-// Beyond the steps a graph draws, the page says so and counts the steps by depth and state.
-func TestWorkflowPageLargeWorkflowCountsByDepth(t *testing.T) {
+// stepsOf returns the step names of a workflow page's step table, in order.
+func stepsOf(body string) []string {
+	var out []string
+	for _, m := range regexp.MustCompile(`<tr class="step" data-step="([^"]+)"`).FindAllStringSubmatch(body, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+// nextOf follows a page's link of id, "" when it has none.
+func nextOf(body, id string) string {
+	m := regexp.MustCompile(`href="/ui([^"]+)" id="` + id + `"`).FindStringSubmatch(body)
+	if m == nil {
+		return ""
+	}
+	return strings.ReplaceAll(m[1], "&amp;", "&")
+}
+
+// Beyond the steps a graph draws, the page says so, counts the steps by state (each count a
+// link to them) and lists them a page at a time, filtered by state and by a part of the name;
+// a step's page lists its first parents and children and links to the rest.
+func TestWorkflowPageLargeWorkflowPagesItsSteps(t *testing.T) {
 	t.Parallel()
 	e := uitest.Start(t, nil)
 	steps := []hopper.WorkflowStep{later("root")}
-	for i := range 250 {
-		steps = append(steps, later(fmt.Sprintf("leaf-%d", i), "root"))
+	var leaves []string
+	for i := range 320 {
+		leaves = append(leaves, fmt.Sprintf("leaf-%03d", i))
+		steps = append(steps, later(leaves[i], "root"))
 	}
+	steps = append(steps, later("sink", leaves[:25]...))
 	res := enqueueWorkflow(t, e, "wide", steps)
-	body := page(t, e.URL+"/workflows/"+res.Workflow.ID)
+	id := res.Workflow.ID
+	u := e.URL + "/workflows/" + id
+	body := page(t, u)
 	require.NotContains(t, body, "<svg xmlns")
-	require.Contains(t, body, "The workflow has 251 steps: the graph is drawn for at most")
-	require.Contains(t, row(body, `<td class="num">1</td><td class="num">250</td>`), "250 waiting")
+	require.Contains(t, body, "The workflow has 322 steps: the graph is drawn for at most 300")
+	require.Contains(t, body, `href="/ui/workflows/`+id+`?step_state=waiting">321 waiting</a>`)
+	require.Contains(t, body, `href="/ui/workflows/`+id+`?step_state=scheduled">1 scheduled</a>`)
+	require.Contains(t, body, `hx-get="/ui/workflows/`+id+`"`, "it refreshes")
+
+	var all []string
+	pages := 0
+	for next := "/workflows/" + id; next != ""; pages++ {
+		body := page(t, e.URL+next)
+		require.LessOrEqual(t, len(stepsOf(body)), 100)
+		all = append(all, stepsOf(body)...)
+		next = nextOf(body, "next-steps")
+	}
+	require.Equal(t, 4, pages)
+	require.Equal(t, append(append([]string{"root"}, leaves...), "sink"), all, "every step once, in insert order")
+
+	second := page(t, e.URL+nextOf(body, "next-steps"))
+	require.Contains(t, second, `id="first-steps"`)
+	require.Contains(t, second, `hx-get="/ui/workflows/`+id+`?cursor=`, "a refresh keeps the page")
+
+	require.Equal(t, []string{"leaf-010", "leaf-011", "leaf-012", "leaf-013", "leaf-014", "leaf-015", "leaf-016",
+		"leaf-017", "leaf-018", "leaf-019"}, stepsOf(page(t, u+"?step=leaf-01")))
+	require.Equal(t, []string{"root"}, stepsOf(page(t, u+"?step_state=scheduled")))
+	require.Contains(t, row(page(t, u+"?step=sink"), `data-step="sink"`), "leaf-019 <span class=\"muted\">and 5 more</span>",
+		"a step's first 20 parents, counted")
+	require.Empty(t, stepsOf(page(t, u+"?step_state=waiting&step=root")))
+	for q, field := range map[string]string{"cursor=nope": "Invalid cursor", "step_state=bogus": "Invalid step_state",
+		"step=" + strings.Repeat("x", 300): "Invalid step_contains"} {
+		status, body, _ := fetch(t, u+"?"+q)
+		require.Equal(t, http.StatusBadRequest, status, q)
+		require.Contains(t, body, field, q)
+	}
+
+	// The root's page lists 20 of its 320 children, and links to the rest.
+	root := page(t, e.URL+"/jobs/"+res.Job("root").ID)
+	require.Contains(t, root, `href="/ui/workflows/`+id+`">wide</a>, step <strong>root</strong> (<span class="state state-running">running</span>)`)
+	require.Equal(t, 20, strings.Count(regexpFind(t, root, `<dd id="children">(.*?)</dd>`), `class="mono"`))
+	require.Contains(t, root, `href="/ui/jobs/`+res.Job("root").ID+`/children" id="more-children">and 300 more</a>`)
+	var children []string
+	for next := "/jobs/" + res.Job("root").ID + "/children"; next != ""; {
+		body := page(t, e.URL+next)
+		require.Contains(t, body, "320 in all")
+		for _, m := range regexp.MustCompile(`<tr class="child"><td class="mono"><a href="/ui/jobs/([^"]+)"`).FindAllStringSubmatch(body, -1) {
+			children = append(children, m[1])
+		}
+		next = nextOf(body, "next")
+	}
+	require.Len(t, children, 320)
+	require.Equal(t, res.Job("leaf-000").ID, children[0])
+
+	// The sink's page lists 20 of its 25 parents; its parents' page all of them.
+	sink := page(t, e.URL+"/jobs/"+res.Job("sink").ID)
+	require.Contains(t, sink, `href="/ui/jobs/`+res.Job("sink").ID+`/parents" id="more-parents">and 5 more</a>`)
+	require.NotContains(t, sink, `id="more-children"`)
+	parents := page(t, e.URL+"/jobs/"+res.Job("sink").ID+"/parents")
+	require.Equal(t, 25, strings.Count(parents, `<tr class="parent">`))
+	require.Contains(t, parents, "25 in all")
+	leaf := page(t, e.URL+"/jobs/"+res.Job("leaf-001").ID)
+	require.NotContains(t, leaf, `id="more-parents"`)
+	require.Contains(t, leaf, `href="/ui/jobs/`+res.Job("sink").ID+`">sink</a>`)
+	status, _, _ := fetch(t, e.URL+"/jobs/"+res.Job("root").ID+"/children?cursor=nope")
+	require.Equal(t, http.StatusBadRequest, status)
 }
 
 // Cancel the workflow and retry a failed step from its page: both ask first, act through the

@@ -19,6 +19,27 @@ type ParentStore interface {
 	// Fenced (the default), NoSuchJob when no job has the id (or it expired) and ErrLeaseLost
 	// when it is not running under p.Token; Unfenced, ErrNotFound when no job has the id.
 	JobParents(ctx context.Context, p *ParentsParams) (*Parents, error)
+	// JobChildren returns one page of the live jobs that wait or waited for job p.ID (its
+	// children), in id order, and how many there are. A job without children, or no such
+	// job, has none; a bad cursor is ErrInvalidCursor.
+	JobChildren(ctx context.Context, p *ChildrenParams) (*Children, error)
+}
+
+// ChildrenParams asks for a page of a job's children.
+type ChildrenParams struct {
+	ID string
+	// Cursor is the NextCursor of the previous page; empty for the first page.
+	Cursor string
+	// Limit is the page size (default 100, at most 10,000).
+	Limit int
+}
+
+// Children is one page of a job's children (ParentStore.JobChildren); NextCursor is empty on
+// the last page. Total counts them all.
+type Children struct {
+	Jobs       []*hoppertype.JobRow
+	NextCursor string
+	Total      int
 }
 
 // ParentsParams asks for the parents of one job.
@@ -32,6 +53,9 @@ type ParentsParams struct {
 	// MaxResultBytes, when positive, bounds the results read: when the parents' results come
 	// to more bytes together, none is read (Parents.ResultsOmitted) and the rest is.
 	MaxResultBytes int
+	// Limit, when positive, bounds the parents returned to the first Limit in order
+	// (Parents.Total counts them all).
+	Limit int
 }
 
 // Parents are a job's parents (ParentStore.JobParents).
@@ -42,4 +66,6 @@ type Parents struct {
 	ResultsOmitted bool
 	// ResultBytes is the size of the results together (those left out included).
 	ResultBytes int
+	// Total is the number of parents, those beyond ParentsParams.Limit included.
+	Total int
 }

@@ -29,6 +29,11 @@ type WorkflowStore interface {
 	// WorkflowGet returns a workflow and its live steps in id (insert) order, each with the
 	// step names it runs after, or ErrNotFound.
 	WorkflowGet(ctx context.Context, id string) (*WorkflowDetail, error)
+	// WorkflowSteps returns a workflow (as WorkflowGet does) and one page of its live steps in
+	// id (insert) order, filtered by state and name, each with the step names it runs after,
+	// in one read; ErrNotFound for no such workflow, ErrInvalidCursor for a cursor no store
+	// issued. It reads the page's steps, not the others (the workflow's counts aside).
+	WorkflowSteps(ctx context.Context, p *WorkflowStepsParams) (*WorkflowStepsResult, error)
 	// WorkflowList returns a page of workflows in id order, newest first unless Ascending,
 	// filtered by name and state.
 	WorkflowList(ctx context.Context, p *WorkflowListParams) (*WorkflowListResult, error)
@@ -63,6 +68,35 @@ type WorkflowInsertResult struct {
 type WorkflowDetail struct {
 	Workflow *hoppertype.WorkflowRow
 	Steps    []*hoppertype.StepRow
+}
+
+// WorkflowStepsParams asks for one page of a workflow's steps. Zero fields don't filter.
+type WorkflowStepsParams struct {
+	ID string
+	// States keeps the steps in these states.
+	States []hoppertype.JobState
+	// StepContains keeps the steps whose name contains it (case sensitive).
+	StepContains string
+	// Cursor is the NextCursor of the previous page; empty for the first page.
+	Cursor string
+	// Limit is the page size (default 100, at most 10,000).
+	Limit int
+}
+
+// WorkflowStepsResult is a workflow and one page of its steps; NextCursor is empty on the
+// last page.
+type WorkflowStepsResult struct {
+	Workflow   *hoppertype.WorkflowRow
+	Steps      []*hoppertype.StepRow
+	NextCursor string
+}
+
+// PageLimit is a page size as the list reads take it: default 100, at most 10,000.
+func PageLimit(limit int) int {
+	if limit <= 0 {
+		return 100
+	}
+	return min(limit, 10000)
 }
 
 // WorkflowListParams filters and pages WorkflowList. Zero fields don't filter.

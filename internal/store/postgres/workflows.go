@@ -133,13 +133,83 @@ func (s *Store) WorkflowGet(ctx context.Context, id string) (*store.WorkflowDeta
 	return d, nil
 }
 
-// stepParents returns, by step job id, the names of the steps each step of workflow id runs
-// after, oldest parent first.
-func (s *Store) stepParents(ctx context.Context, tx pgx.Tx, id string) (map[string][]string, error) {
-	rs, err := tx.Query(ctx, s.sql(stepParentsSQL), id)
-	if err != nil {
-		return nil, err
+// pageParentsSQL reads, for each step of workflow $1 whose id is in $2, the names of the
+// steps it runs after: one look-up of job_deps_child per step.
+const pageParentsSQL = `SELECT d.child_id, p.workflow_step FROM {schema}.job_deps d
+	JOIN {schema}.jobs p ON p.id = d.parent_id AND p.workflow_id = $1
+	WHERE d.child_id = ANY($2::text[]) ORDER BY d.child_id, p.id`
+
+// WorkflowSteps reads the workflow and one page of its steps in one repeatable-read
+// transaction, so that its counts and the page agree. The page is found through the partial
+// index jobs_workflow; the names each step runs after, for the page's steps alone.
+func (s *Store) WorkflowSteps(ctx context.Context, p *store.WorkflowStepsParams) (*store.WorkflowStepsResult, error) {
+	limit := store.PageLimit(p.Limit)
+	query, args := `SELECT `+cols+` FROM {schema}.jobs WHERE workflow_id = $1 AND `+live, []any{p.ID, s.nowArg()}
+	param := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
 	}
+	if len(p.States) > 0 {
+		states := make([]string, len(p.States))
+		for i, st := range p.States {
+			states[i] = string(st)
+		}
+		query += ` AND state = ANY(` + param(states) + `::text[])`
+	}
+	if p.StepContains != "" {
+		query += ` AND strpos(workflow_step, ` + param(p.StepContains) + `) > 0`
+	}
+	if p.Cursor != "" {
+		after, err := store.DecodeCursor(p.Cursor)
+		if err != nil {
+			return nil, err
+		}
+		query += ` AND id > ` + param(after)
+	}
+	query += ` ORDER BY id LIMIT ` + param(limit+1)
+	res := &store.WorkflowStepsResult{}
+	err := s.runTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		var err error
+		if res.Workflow, err = s.readWorkflow(ctx, tx, p.ID); err != nil {
+			return err
+		}
+		rs, err := tx.Query(ctx, s.sql(query), args...)
+		if err != nil {
+			return err
+		}
+		jobs, err := scanJobs(rs)
+		if err != nil {
+			return fmt.Errorf("steps: %w", err)
+		}
+		if len(jobs) > limit {
+			jobs = jobs[:limit]
+			res.NextCursor = store.EncodeCursor(jobs[limit-1].ID)
+		}
+		ids := make([]string, len(jobs))
+		for i, j := range jobs {
+			ids[i] = j.ID
+		}
+		rs, err = tx.Query(ctx, s.sql(pageParentsSQL), p.ID, ids)
+		if err != nil {
+			return fmt.Errorf("dependencies: %w", err)
+		}
+		after, err := scanStepsAfter(rs)
+		if err != nil {
+			return fmt.Errorf("dependencies: %w", err)
+		}
+		for _, j := range jobs {
+			res.Steps = append(res.Steps, &hoppertype.StepRow{Job: j, After: after[j.ID]})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, s.wrap(err, "list the steps of workflow %s", p.ID)
+	}
+	return res, nil
+}
+
+// scanStepsAfter reads (child id, parent step) rows into store.StepsAfter.
+func scanStepsAfter(rs pgx.Rows) (map[string][]string, error) {
 	defer rs.Close()
 	var children, parents []string
 	for rs.Next() {
@@ -150,6 +220,16 @@ func (s *Store) stepParents(ctx context.Context, tx pgx.Tx, id string) (map[stri
 		children, parents = append(children, c), append(parents, p)
 	}
 	return store.StepsAfter(children, parents), rs.Err()
+}
+
+// stepParents returns, by step job id, the names of the steps each step of workflow id runs
+// after, oldest parent first.
+func (s *Store) stepParents(ctx context.Context, tx pgx.Tx, id string) (map[string][]string, error) {
+	rs, err := tx.Query(ctx, s.sql(stepParentsSQL), id)
+	if err != nil {
+		return nil, err
+	}
+	return scanStepsAfter(rs)
 }
 
 // readWorkflow reads one workflow in tx, or ErrNotFound.

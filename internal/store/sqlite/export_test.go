@@ -3,6 +3,10 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"time"
+
+	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/store"
 )
 
 // HistoryRows counts job id's rows in job_events and job_attempts.
@@ -52,7 +56,34 @@ func BatchPlans(s *Store) (map[string]string, error) {
 }
 
 // ParentsPlan is SQLite's query plan of the read of a job's parents.
-func ParentsPlan(s *Store) (string, error) { return queryPlan(s, parentResultsSQL, "child", 0, 0) }
+func ParentsPlan(s *Store) (string, error) { return queryPlan(s, parentResultsSQL, "child", 0, 0, -1) }
+
+// ChildrenPlans are SQLite's query plans of the read of a page of a job's children and of
+// their count.
+func ChildrenPlans(s *Store) (string, error) {
+	page, err := queryPlan(s, childrenSQL, "parent", 0, "", 10)
+	if err != nil {
+		return "", err
+	}
+	count, err := queryPlan(s, childrenCountSQL, "parent", 0)
+	return page + count, err
+}
+
+// WorkflowStepsPlans are SQLite's query plans of the read of a page of a workflow's steps,
+// every filter set, and of the names its steps run after.
+func WorkflowStepsPlans(s *Store) (string, error) {
+	q, args, err := stepsQuery(&store.WorkflowStepsParams{ID: "w", States: []hoppertype.JobState{hoppertype.StateFailed},
+		StepContains: "x", Cursor: store.EncodeCursor("c")}, time.Now(), 10)
+	if err != nil {
+		return "", err
+	}
+	steps, err := queryPlan(s, q, args...)
+	if err != nil {
+		return "", err
+	}
+	deps, err := queryPlan(s, pageParentsSQL, "w", `["a"]`)
+	return steps + deps, err
+}
 
 // queryPlan is SQLite's plan of query with args, one line per step.
 func queryPlan(s *Store, query string, args ...any) (string, error) {

@@ -49,3 +49,35 @@ func TestReleasePlan(t *testing.T) {
 		require.NotContains(t, got, "SCAN d\n", name)
 	}
 }
+
+// A page of a job's children, and their count, look up its dependency rows by primary key
+// (parent first), then each child by primary key: never a scan of job_deps or jobs.
+func TestChildrenPlans(t *testing.T) {
+	t.Parallel()
+	s, err := sqlite.Open(t.Context(), sqlite.Config{Path: t.TempDir() + "/hopper.db"})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	plan, err := sqlite.ChildrenPlans(s)
+	require.NoError(t, err)
+	t.Log(plan)
+	require.NotContains(t, plan, "SCAN d", plan)
+	require.NotContains(t, plan, "SCAN j", plan)
+	require.NotContains(t, plan, "TEMP B-TREE", plan, "the dependency rows come in child order")
+}
+
+// A page of a workflow's steps reads the workflow's steps by the index jobs_workflow, and the
+// names they run after by the child index of job_deps: never a scan of jobs or job_deps.
+func TestWorkflowStepsPlans(t *testing.T) {
+	t.Parallel()
+	s, err := sqlite.Open(t.Context(), sqlite.Config{Path: t.TempDir() + "/hopper.db"})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	plan, err := sqlite.WorkflowStepsPlans(s)
+	require.NoError(t, err)
+	t.Log(plan)
+	require.Contains(t, plan, "jobs_workflow", plan)
+	require.Contains(t, plan, "job_deps_child", plan)
+	require.NotContains(t, plan, "SCAN jobs", plan)
+	require.NotContains(t, plan, "SCAN d", plan)
+	require.NotContains(t, plan, "SCAN p", plan)
+}

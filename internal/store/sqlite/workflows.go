@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -103,15 +104,103 @@ func (s *Store) WorkflowGet(ctx context.Context, id string) (*store.WorkflowDeta
 	return d, nil
 }
 
-// stepParents returns, by step job id, the names of the steps each step of workflow id runs
-// after, oldest parent first.
-func stepParents(ctx context.Context, q queryer, id string) (map[string][]string, error) {
-	rows, err := q.QueryContext(ctx, `SELECT d.child_id, p.workflow_step FROM jobs c
-		JOIN job_deps d ON d.child_id = c.id JOIN jobs p ON p.id = d.parent_id AND p.workflow_id = c.workflow_id
-		WHERE c.workflow_id = ?1 ORDER BY d.child_id, p.id`, id)
+// WorkflowSteps reads the workflow and one page of its steps in one read transaction, so
+// that its counts and the page agree. The page is found through the partial index
+// jobs_workflow; the names each step runs after, for the page's steps alone.
+func (s *Store) WorkflowSteps(ctx context.Context, p *store.WorkflowStepsParams) (*store.WorkflowStepsResult, error) {
+	limit := store.PageLimit(p.Limit)
+	now := s.clock.Now()
+	query, args, err := stepsQuery(p, now, limit)
 	if err != nil {
 		return nil, err
 	}
+	tx, err := s.reader.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, wrap(err, "list the steps of workflow %s", p.ID)
+	}
+	defer tx.Rollback() //nolint:errcheck // read only
+	res := &store.WorkflowStepsResult{}
+	if res.Workflow, err = readWorkflow(ctx, tx, p.ID, now); err != nil {
+		return nil, wrap(err, "list the steps of workflow %s", p.ID)
+	}
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, wrap(err, "list the steps of workflow %s", p.ID)
+	}
+	jobs, err := scanJobs(rows)
+	if err != nil {
+		return nil, wrap(err, "list the steps of workflow %s", p.ID)
+	}
+	if len(jobs) > limit {
+		jobs = jobs[:limit]
+		res.NextCursor = store.EncodeCursor(jobs[limit-1].ID)
+	}
+	after, err := pageParents(ctx, tx, p.ID, jobs)
+	if err != nil {
+		return nil, wrap(err, "list the steps of workflow %s: dependencies", p.ID)
+	}
+	for _, j := range jobs {
+		res.Steps = append(res.Steps, &hoppertype.StepRow{Job: j, After: after[j.ID]})
+	}
+	return res, nil
+}
+
+// stepsQuery is the read of a page of limit+1 steps of workflow p.ID, filtered, at now.
+func stepsQuery(p *store.WorkflowStepsParams, now time.Time, limit int) (string, []any, error) {
+	where, args := []string{"workflow_id = ?1", live}, []any{p.ID, micros(now)}
+	param := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("?%d", len(args))
+	}
+	if len(p.States) > 0 {
+		ins := make([]string, len(p.States))
+		for i, st := range p.States {
+			ins[i] = param(string(st))
+		}
+		where = append(where, "state IN ("+strings.Join(ins, ", ")+")")
+	}
+	if p.StepContains != "" {
+		where = append(where, "instr(workflow_step, "+param(p.StepContains)+") > 0")
+	}
+	if p.Cursor != "" {
+		after, err := store.DecodeCursor(p.Cursor)
+		if err != nil {
+			return "", nil, err
+		}
+		where = append(where, "id > "+param(after))
+	}
+	return `SELECT ` + jobColumns + ` FROM jobs WHERE ` + strings.Join(where, " AND ") + ` ORDER BY id LIMIT ` + param(limit+1), args, nil
+}
+
+// pageParentsSQL reads the (child id, parent step) pairs of the steps of workflow ?1 whose ids
+// are in the JSON array ?2.
+const pageParentsSQL = `SELECT d.child_id, p.workflow_step FROM job_deps d
+	JOIN jobs p ON p.id = d.parent_id AND p.workflow_id = ?1
+	WHERE d.child_id IN (SELECT value FROM json_each(?2)) ORDER BY d.child_id, p.id`
+
+// pageParents returns, by step job id, the names of the steps each of jobs (steps of
+// workflow id) runs after, oldest parent first: one look-up of job_deps_child per step.
+func pageParents(ctx context.Context, q queryer, id string, jobs []*hoppertype.JobRow) (map[string][]string, error) {
+	if len(jobs) == 0 {
+		return nil, nil
+	}
+	ids := make([]string, len(jobs))
+	for i, j := range jobs {
+		ids[i] = j.ID
+	}
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := q.QueryContext(ctx, pageParentsSQL, id, string(list))
+	if err != nil {
+		return nil, err
+	}
+	return scanStepsAfter(rows)
+}
+
+// scanStepsAfter reads (child id, parent step) rows into store.StepsAfter.
+func scanStepsAfter(rows *sql.Rows) (map[string][]string, error) {
 	defer rows.Close()
 	var children, parents []string
 	for rows.Next() {
@@ -122,6 +211,18 @@ func stepParents(ctx context.Context, q queryer, id string) (map[string][]string
 		children, parents = append(children, c), append(parents, p)
 	}
 	return store.StepsAfter(children, parents), rows.Err()
+}
+
+// stepParents returns, by step job id, the names of the steps each step of workflow id runs
+// after, oldest parent first.
+func stepParents(ctx context.Context, q queryer, id string) (map[string][]string, error) {
+	rows, err := q.QueryContext(ctx, `SELECT d.child_id, p.workflow_step FROM jobs c
+		JOIN job_deps d ON d.child_id = c.id JOIN jobs p ON p.id = d.parent_id AND p.workflow_id = c.workflow_id
+		WHERE c.workflow_id = ?1 ORDER BY d.child_id, p.id`, id)
+	if err != nil {
+		return nil, err
+	}
+	return scanStepsAfter(rows)
 }
 
 // readWorkflow reads one workflow with what its live steps say of it, or ErrNotFound.

@@ -22,6 +22,76 @@ func testParents(t *testing.T, opener Opener) {
 	parallel(t, opener, "Fenced", parentsFenced)
 	parallel(t, opener, "SizeBound", parentsSizeBound)
 	parallel(t, opener, "Steps", parentsSteps)
+	parallel(t, opener, "Limit", parentsLimit)
+	parallel(t, opener, "Children", parentsChildren)
+}
+
+// Limit reads the first parents in the order the child named them, and counts them all.
+func parentsLimit(t *testing.T, b *bundle) {
+	ps := []*hoppertype.JobRow{b.parent(t), b.parent(t), b.parent(t), b.parent(t)}
+	child := b.insert(t, inQueue("children"), after(ps[2].ID, ps[0].ID, ps[3].ID, ps[1].ID))
+	read := func(limit int) *store.Parents {
+		t.Helper()
+		got, err := b.store.JobParents(t.Context(), &store.ParentsParams{ID: child.ID, Unfenced: true, Limit: limit})
+		require.NoError(t, err)
+		require.Equal(t, 4, got.Total)
+		return got
+	}
+	require.Equal(t, []string{ps[2].ID, ps[0].ID}, parentIDs(read(2).Parents))
+	require.Equal(t, []string{ps[2].ID, ps[0].ID, ps[3].ID, ps[1].ID}, parentIDs(read(0).Parents))
+	require.Len(t, read(9).Parents, 4)
+	alone := b.insert(t)
+	got, err := b.store.JobParents(t.Context(), &store.ParentsParams{ID: alone.ID, Unfenced: true, Limit: 2})
+	require.NoError(t, err)
+	require.Empty(t, got.Parents)
+	require.Zero(t, got.Total)
+}
+
+// Children pages the live jobs that wait or waited for a job, in id order, and counts them; an
+// expired child is gone, a job without children (or no job) has none.
+func parentsChildren(t *testing.T, b *bundle) {
+	parent := b.parent(t)
+	other := b.parent(t)
+	var want []string
+	for range 5 {
+		want = append(want, b.insert(t, inQueue("children"), after(parent.ID)).ID)
+	}
+	gone := b.insert(t, inQueue("children"), after(other.ID, parent.ID))
+	_, err := b.store.JobCancel(t.Context(), &store.CancelParams{ID: gone.ID, Actor: hoppertype.ActorAPI, Reason: "test",
+		ExpiresAt: b.clock.Now().Add(time.Minute)})
+	require.NoError(t, err)
+	b.clock.Advance(2 * time.Minute)
+	b.insert(t, inQueue("children"), after(other.ID))
+
+	var got []string
+	p := store.ChildrenParams{ID: parent.ID, Limit: 2}
+	for pages := 1; ; pages++ {
+		res, err := b.store.JobChildren(t.Context(), &p)
+		require.NoError(t, err)
+		require.Equal(t, 5, res.Total)
+		require.LessOrEqual(t, len(res.Jobs), 2)
+		for _, j := range res.Jobs {
+			got = append(got, j.ID)
+			require.Equal(t, hoppertype.StateWaiting, j.State)
+		}
+		if res.NextCursor == "" {
+			require.Equal(t, 3, pages)
+			break
+		}
+		p.Cursor = res.NextCursor
+	}
+	require.Equal(t, want, got)
+	res, err := b.store.JobChildren(t.Context(), &store.ChildrenParams{ID: other.ID})
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Total, "the expired child is gone")
+	for _, id := range []string{want[0], newID(t)} {
+		res, err = b.store.JobChildren(t.Context(), &store.ChildrenParams{ID: id})
+		require.NoError(t, err)
+		require.Empty(t, res.Jobs)
+		require.Zero(t, res.Total)
+	}
+	_, err = b.store.JobChildren(t.Context(), &store.ChildrenParams{ID: parent.ID, Cursor: "not-a-cursor"})
+	require.ErrorIs(t, err, store.ErrInvalidCursor)
 }
 
 // parents reads the parents of job id, unfenced and unbounded.

@@ -20,6 +20,7 @@ func testWorkflows(t *testing.T, opener Opener) {
 	parallel(t, opener, "Insert", workflowInsert)
 	parallel(t, opener, "InsertAtomic", workflowInsertAtomic)
 	parallel(t, opener, "Get", workflowGet)
+	parallel(t, opener, "Steps", workflowSteps)
 	parallel(t, opener, "List", workflowList)
 	parallel(t, opener, "ListPages", workflowListPages)
 	parallel(t, opener, "Cancel", workflowCancel)
@@ -202,6 +203,66 @@ func workflowGet(t *testing.T, b *bundle) {
 	}
 	_, err := b.store.WorkflowGet(t.Context(), newID(t))
 	require.ErrorIs(t, err, store.ErrNotFound)
+}
+
+// Steps pages a workflow's steps in insert order, each with the names it runs after, filtered
+// by state and by a part of the name, with the workflow and its counts; an unknown workflow is
+// ErrNotFound, a made-up cursor ErrInvalidCursor.
+func workflowSteps(t *testing.T, b *bundle) {
+	p := workflowParams(t, "fan", stepSpec{name: "a"}, stepSpec{name: "b", after: []string{"a"}},
+		stepSpec{name: "c", after: []string{"a"}}, stepSpec{name: "d", after: []string{"b", "c"}},
+		stepSpec{name: "leaf-1", after: []string{"a"}}, stepSpec{name: "leaf-2", after: []string{"a", "d"}},
+		stepSpec{name: "leaf-3"})
+	b.insertWorkflow(t, p)
+	b.end(t, b.step(t, p, "a"), hoppertype.StateCompleted)
+	want := map[string][]string{"a": nil, "b": {"a"}, "c": {"a"}, "d": {"b", "c"}, "leaf-1": {"a"}, "leaf-2": {"a", "d"}, "leaf-3": nil}
+	pages := func(q store.WorkflowStepsParams) ([]string, int) {
+		t.Helper()
+		q.ID = p.ID
+		var names []string
+		n := 0
+		for {
+			res, err := b.store.WorkflowSteps(t.Context(), &q)
+			require.NoError(t, err)
+			require.Equal(t, p.ID, res.Workflow.ID)
+			require.Equal(t, 7, res.Workflow.Steps)
+			require.Equal(t, map[hoppertype.JobState]int{hoppertype.StateCompleted: 1, hoppertype.StateQueued: 4,
+				hoppertype.StateWaiting: 2}, res.Workflow.StepStates)
+			require.LessOrEqual(t, len(res.Steps), store.PageLimit(q.Limit))
+			n++
+			for _, st := range res.Steps {
+				names = append(names, st.Job.Step)
+				require.Equal(t, want[st.Job.Step], st.After, "step %s", st.Job.Step)
+				require.Equal(t, p.ID, st.Job.WorkflowID)
+			}
+			if res.NextCursor == "" {
+				return names, n
+			}
+			q.Cursor = res.NextCursor
+		}
+	}
+	all := []string{"a", "b", "c", "d", "leaf-1", "leaf-2", "leaf-3"}
+	got, n := pages(store.WorkflowStepsParams{})
+	require.Equal(t, all, got, "insert order")
+	require.Equal(t, 1, n)
+	got, n = pages(store.WorkflowStepsParams{Limit: 3})
+	require.Equal(t, all, got)
+	require.Equal(t, 3, n)
+	got, _ = pages(store.WorkflowStepsParams{States: []hoppertype.JobState{hoppertype.StateWaiting}})
+	require.Equal(t, []string{"d", "leaf-2"}, got)
+	got, _ = pages(store.WorkflowStepsParams{States: []hoppertype.JobState{hoppertype.StateCompleted, hoppertype.StateWaiting}, Limit: 1})
+	require.Equal(t, []string{"a", "d", "leaf-2"}, got)
+	got, _ = pages(store.WorkflowStepsParams{StepContains: "leaf", Limit: 2})
+	require.Equal(t, []string{"leaf-1", "leaf-2", "leaf-3"}, got)
+	got, _ = pages(store.WorkflowStepsParams{StepContains: "af-", States: []hoppertype.JobState{hoppertype.StateQueued}})
+	require.Equal(t, []string{"leaf-1", "leaf-3"}, got)
+	got, _ = pages(store.WorkflowStepsParams{StepContains: "%"})
+	require.Empty(t, got, "the name's part is text, not a pattern")
+
+	_, err := b.store.WorkflowSteps(t.Context(), &store.WorkflowStepsParams{ID: newID(t)})
+	require.ErrorIs(t, err, store.ErrNotFound)
+	_, err = b.store.WorkflowSteps(t.Context(), &store.WorkflowStepsParams{ID: p.ID, Cursor: "not-a-cursor"})
+	require.ErrorIs(t, err, store.ErrInvalidCursor)
 }
 
 // List filters by name and by derived state.
