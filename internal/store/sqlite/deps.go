@@ -111,8 +111,9 @@ const (
 var jobByIDSQL = `SELECT ` + jobColumns + ` FROM jobs WHERE id = ?`
 
 // cachedQueries are the statements a write transaction runs once per job of a batch, which
-// Open prepares for cachedTx: the dependencies' (an ending's, a child's link).
-var cachedQueries = []string{finishParentSQL, releaseSQL, outcomesSQL, startSQL, flagManySQL, depRowsSQL, jobByIDSQL}
+// Open prepares for cachedTx: the dependencies' (an ending's, a child's insert).
+var cachedQueries = []string{finishParentSQL, finishFailedParentSQL, releaseSQL, outcomesSQL, startSQL, flagManySQL,
+	depRowsSQL, jobByIDSQL, insertChildSQL}
 
 // settle runs startSQL for a new child id of ending e with n parents unended.
 func settle(ctx context.Context, tx querier, id string, e *store.Ending, n int, now time.Time) ([]*store.Settled, error) {
@@ -176,12 +177,56 @@ func release(ctx context.Context, tx querier, ended []*store.Ending, now time.Ti
 	}), ended)
 }
 
-// linkChild records the parents of row, a child p's insert just made waiting: after is
-// p.After with the call's aliases resolved (store.Aliases). It flags the parents, writes the
-// dependency rows and settles the child at once when no parent is left unended or one failed:
-// a bounded number of statements whatever the number of parents (flagManySQL, depRowsSQL). It
-// returns the child as it stands.
-func linkChild(ctx context.Context, tx querier, row *hoppertype.JobRow, item int, p *store.InsertParams, after []string, flagged store.FlaggedParents, now time.Time) (*hoppertype.JobRow, error) {
+// insertChild inserts item i, p, a new child of the jobs after names (p.After with the
+// call's aliases resolved, store.Aliases), in tx: it flags its parents and reads how they stand
+// first, so that a child with a parent unended and none failed is inserted as it stays,
+// waiting with its count of unended parents, and returned as built; only one whose parents
+// have all ended, or one of which failed, is settled after its insert (startSQL) and read
+// back. It writes the dependency rows: a bounded number of statements whatever the number of
+// parents (flagManySQL, depRowsSQL). The single writer keeps its parents as read until the
+// transaction commits.
+func (s *Store) insertChild(ctx context.Context, tx *sql.Tx, item int, p *store.InsertParams, after []string, flagged store.FlaggedParents, now time.Time) (*hoppertype.JobRow, error) {
+	q := s.cached(tx)
+	parents, err := childParents(ctx, q, item, after, flagged)
+	if err != nil {
+		return nil, err
+	}
+	pending, failed := store.ChildStart(parents)
+	waits := failed == nil && pending > 0 // what startSQL would leave as it is
+	row := newRow(p, now)
+	counted := 0
+	if waits {
+		counted = pending
+	}
+	if _, err := q.ExecContext(ctx, insertChildSQL, append(insertArgs(row, p, now), counted)...); err != nil {
+		return nil, fmt.Errorf("insert job %s: %w", row.ID, err)
+	}
+	if err := recordKey(ctx, tx, p, row.ID, now); err != nil {
+		return nil, err
+	}
+	if err := depRows(ctx, q, row.ID, parents); err != nil {
+		return nil, err
+	}
+	if waits {
+		return row, nil
+	}
+	e := failed
+	if e == nil {
+		last := parents[len(parents)-1]
+		e = &store.Ending{ID: last.ID, Outcome: store.OutcomeOf(last.State, last.Skipped)}
+	}
+	e.Actor = p.Actor
+	if _, err := settle(ctx, q, row.ID, e, pending, now); err != nil {
+		return nil, fmt.Errorf("settle job %s: %w", row.ID, err)
+	}
+	return scanJob(q.QueryRowContext(ctx, jobByIDSQL, row.ID))
+}
+
+// childParents flags the jobs a child, item, names in after and reads how they stand: each
+// job once, in the order the child named them. A name the call has not flagged yet costs one
+// statement for all of them; one that is not a job now (compacted into another, followed, or
+// unknown: UnknownParent) one look-up more.
+func childParents(ctx context.Context, tx querier, item int, after []string, flagged store.FlaggedParents) ([]*store.Parent, error) {
 	named := store.UniqueParents(after)
 	if fresh := flagged.Missing(named); len(fresh) > 0 {
 		found, err := flagParents(ctx, tx, fresh)
@@ -192,11 +237,9 @@ func linkChild(ctx context.Context, tx querier, row *hoppertype.JobRow, item int
 	}
 	parents := make([]*store.Parent, 0, len(named))
 	seen := make(map[string]bool, len(named))
-	var deps []any // [parent id, outcome or null] in the order the child named them
 	for _, id := range named {
 		par := flagged[id]
 		if par == nil {
-			// Not a job now: compacted into another (followed), or unknown.
 			var err error
 			if par, err = flagParent(ctx, tx, id); err != nil {
 				return nil, err
@@ -210,32 +253,30 @@ func linkChild(ctx context.Context, tx querier, row *hoppertype.JobRow, item int
 			continue // two names of one job: compacted into it, or an alias of the call
 		}
 		seen[par.ID] = true
+		parents = append(parents, par)
+	}
+	return parents, nil
+}
+
+// depRows writes child's dependency rows on parents, each parent's place among them its
+// parent_index, with the outcome of those that have ended.
+func depRows(ctx context.Context, tx querier, child string, parents []*store.Parent) error {
+	deps := make([]any, len(parents)) // [parent id, outcome or null]
+	for i, par := range parents {
 		var outcome any
 		if par.State.Terminal() {
 			outcome = string(store.OutcomeOf(par.State, par.Skipped))
 		}
-		deps = append(deps, []any{par.ID, outcome})
-		parents = append(parents, par)
+		deps[i] = []any{par.ID, outcome}
 	}
-	// Each parent's place among them (parent_index) is its place in deps.
 	rows, err := json.Marshal(deps)
 	if err != nil {
-		return nil, fmt.Errorf("record the parents of job %s: %w", row.ID, err)
+		return fmt.Errorf("record the parents of job %s: %w", child, err)
 	}
-	if _, err := tx.ExecContext(ctx, depRowsSQL, row.ID, string(rows)); err != nil {
-		return nil, fmt.Errorf("record the parents of job %s: %w", row.ID, err)
+	if _, err := tx.ExecContext(ctx, depRowsSQL, child, string(rows)); err != nil {
+		return fmt.Errorf("record the parents of job %s: %w", child, err)
 	}
-	pending, failed := store.ChildStart(parents)
-	e := failed
-	if e == nil {
-		last := parents[len(parents)-1]
-		e = &store.Ending{ID: last.ID, Outcome: store.OutcomeOf(last.State, last.Skipped)}
-	}
-	e.Actor = p.Actor
-	if _, err := settle(ctx, tx, row.ID, e, pending, now); err != nil {
-		return nil, fmt.Errorf("settle job %s: %w", row.ID, err)
-	}
-	return scanJob(tx.QueryRowContext(ctx, jobByIDSQL, row.ID))
+	return nil
 }
 
 // flagParents flags the jobs ids (distinct) that a child waits for, in one statement, and

@@ -12,12 +12,18 @@ import (
 	"github.com/hopperjobs/hopper/internal/store"
 )
 
-const insertJobSQL = `INSERT INTO jobs (id, kind, queue, priority, args, headers, state, max_attempts,
+// insertJobSQL inserts a job; insertChildSQL a child that waits for ?27 unended parents
+// (linkChild), so a plain job's insert binds nothing for dependencies.
+const (
+	insertJobSQL   = `INSERT INTO jobs (` + insertColumns + `) VALUES (` + insertValues + `)`
+	insertChildSQL = `INSERT INTO jobs (` + insertColumns + `, parents_pending) VALUES (` + insertValues + `, ?27)`
+	insertColumns  = `id, kind, queue, priority, args, headers, state, max_attempts,
 	run_at, timeout_us, retry_policy, idempotency_key, group_key, merge_key, schedule_id,
 	last_actor, last_reason, created_actor, created_reason, created_at, updated_at, result_ttl_us,
-	max_rescues, merge_policy, fairness_key, on_parent_failure, workflow_id, workflow_step)
-	VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?16, ?17, ?18, ?19, ?20,
-	?21, ?22, ?23, ?24, ?25, ?26)`
+	max_rescues, merge_policy, fairness_key, on_parent_failure, workflow_id, workflow_step`
+	insertValues = `?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?16, ?17, ?18, ?19, ?20,
+	?21, ?22, ?23, ?24, ?25, ?26`
+)
 
 // JobInsertMany inserts every job in one transaction. Items with a merge key merge in their
 // order (merge.go): the single writer makes each look-up and its write one step.
@@ -86,14 +92,16 @@ func (s *Store) insertItem(ctx context.Context, tx *sql.Tx, ins *sql.Stmt, i int
 			return &store.InsertResult{Job: merged, Merged: true}, nil
 		}
 	}
+	if len(p.After) > 0 {
+		row, err := s.insertChild(ctx, tx, i, p, aliases.Resolve(p.After), flagged, now)
+		if err != nil {
+			return nil, err
+		}
+		return &store.InsertResult{Job: row}, nil
+	}
 	row, err := insertRow(ctx, tx, ins, p, now)
 	if err != nil {
 		return nil, err
-	}
-	if len(p.After) > 0 {
-		if row, err = linkChild(ctx, s.cached(tx), row, i, p, aliases.Resolve(p.After), flagged, now); err != nil {
-			return nil, err
-		}
 	}
 	return &store.InsertResult{Job: row}, nil
 }
@@ -102,16 +110,21 @@ func (s *Store) insertItem(ctx context.Context, tx *sql.Tx, ins *sql.Stmt, i int
 // key, inside tx. Callers have checked the key and looked for a job to merge into.
 func insertRow(ctx context.Context, tx *sql.Tx, ins *sql.Stmt, p *store.InsertParams, now time.Time) (*hoppertype.JobRow, error) {
 	row := newRow(p, now)
-	if _, err := ins.ExecContext(ctx, row.ID, row.Kind, row.Queue, row.Priority, []byte(row.Args),
+	if _, err := ins.ExecContext(ctx, insertArgs(row, p, now)...); err != nil {
+		return nil, fmt.Errorf("insert job %s: %w", row.ID, err)
+	}
+	return row, recordKey(ctx, tx, p, row.ID, now)
+}
+
+// insertArgs are insertJobSQL's parameters for p's job row.
+func insertArgs(row *hoppertype.JobRow, p *store.InsertParams, now time.Time) []any {
+	return []any{row.ID, row.Kind, row.Queue, row.Priority, []byte(row.Args),
 		encodeHeaders(row.Headers), string(row.State), row.MaxAttempts, micros(row.RunAt),
 		row.Timeout.Microseconds(), encodePolicy(row.RetryPolicy), nullString(row.IdempotencyKey),
 		nullString(row.GroupKey), nullString(row.MergeKey), nullString(row.ScheduleID),
 		string(p.Actor), nullString(p.Reason), micros(now), micros(now), p.ResultTTL.Microseconds(),
 		row.MaxRescues, mergePolicy(p), nullString(row.FairnessKey), parentPolicy(p),
-		nullString(p.WorkflowID), nullString(p.Step)); err != nil {
-		return nil, fmt.Errorf("insert job %s: %w", row.ID, err)
-	}
-	return row, recordKey(ctx, tx, p, row.ID, now)
+		nullString(p.WorkflowID), nullString(p.Step)}
 }
 
 // recordKey makes p's idempotency key, if it has one, name job jobID.
@@ -160,7 +173,7 @@ func newRow(p *store.InsertParams, now time.Time) *hoppertype.JobRow {
 		state = hoppertype.StateScheduled
 	}
 	if len(p.After) > 0 {
-		state = hoppertype.StateWaiting // linkChild settles it
+		state = hoppertype.StateWaiting // insertChild settles it unless it stays waiting
 	}
 	return &hoppertype.JobRow{
 		ID: p.ID, Kind: p.Kind, Queue: p.Queue, Priority: p.Priority, Args: p.Args,

@@ -73,12 +73,12 @@ type Store struct {
 	writer *sql.DB
 	reader *sql.DB
 
-	stmtMu sync.Mutex
-	stmts  map[string]*sql.Stmt
-	// inTx holds the statements of cachedQueries, prepared by Open and only read after it: a
-	// write transaction reads it without stmtMu, which a caller preparing a statement holds
-	// while it waits for the writer's connection, the one the transaction holds.
-	inTx map[string]*sql.Stmt
+	// stmts holds the statements prepared on the writer connection, by query (prepared): a
+	// write transaction reads it without a lock (cachedTx), since a caller preparing a
+	// statement holds stmtMu while it waits for the writer's connection, the one the
+	// transaction holds.
+	stmtMu sync.Mutex // serializes preparing
+	stmts  sync.Map   // string → *sql.Stmt
 
 	writes chan *writeReq // to the group-commit loop (writer.go)
 	// writeFault is the last write's error when it meant the database cannot take writes
@@ -104,19 +104,16 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	writer.SetMaxOpenConns(1)
 	writer.SetMaxIdleConns(1)
 	writer.SetConnMaxLifetime(0)
-	s := &Store{cfg: cfg, clock: cfg.Clock, writer: writer, stmts: map[string]*sql.Stmt{}}
+	s := &Store{cfg: cfg, clock: cfg.Clock, writer: writer}
 	if err := s.Migrate(ctx); err != nil {
 		writer.Close()
 		return nil, unavailable(err)
 	}
-	s.inTx = make(map[string]*sql.Stmt, len(cachedQueries))
 	for _, q := range cachedQueries {
-		st, err := s.prepared(ctx, q)
-		if err != nil {
+		if _, err := s.prepared(ctx, q); err != nil {
 			writer.Close()
 			return nil, unavailable(err)
 		}
-		s.inTx[q] = st
 	}
 	reader, err := sql.Open("sqlite", dsn(cfg, true))
 	if err != nil {
@@ -254,10 +251,11 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() { close(s.quit) })
 	<-s.loopDone
 	s.stmtMu.Lock()
-	for _, st := range s.stmts {
-		st.Close()
-	}
-	s.stmts = map[string]*sql.Stmt{}
+	s.stmts.Range(func(q, st any) bool {
+		st.(*sql.Stmt).Close()
+		s.stmts.Delete(q)
+		return true
+	})
 	s.stmtMu.Unlock()
 	var errs []error
 	if s.reader != nil {
@@ -270,15 +268,27 @@ func (s *Store) Close() error {
 // prepared returns a statement prepared once on the writer connection. It must be called
 // outside a write transaction: the writer pool has one connection, which the transaction holds.
 func (s *Store) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
+	if st := s.preparedStmt(query); st != nil {
+		return st, nil
+	}
 	s.stmtMu.Lock()
 	defer s.stmtMu.Unlock()
-	if st, ok := s.stmts[query]; ok {
+	if st := s.preparedStmt(query); st != nil {
 		return st, nil
 	}
 	st, err := s.writer.PrepareContext(ctx, query)
 	if err != nil {
 		return nil, fmt.Errorf("prepare: %w", err)
 	}
-	s.stmts[query] = st
+	s.stmts.Store(query, st)
 	return st, nil
+}
+
+// preparedStmt is query's statement if prepared already, else nil; it takes no lock, so a
+// write transaction may call it.
+func (s *Store) preparedStmt(query string) *sql.Stmt {
+	if st, ok := s.stmts.Load(query); ok {
+		return st.(*sql.Stmt)
+	}
+	return nil
 }

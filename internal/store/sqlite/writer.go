@@ -204,11 +204,11 @@ type querier interface {
 }
 
 // cachedTx runs tx's statements from the store's cache of prepared statements
-// (Store.prepared), those of cachedQueries, which Open prepares: a statement run for each job
-// of a batch (an ending's release of its children, a child's link to its parents) is parsed
-// once per store, not once per run. Parsing them was half the CPU of a batch of endings with
-// children. Other statements run unprepared: preparing one inside the transaction would wait
-// for the writer's one connection, which the transaction holds.
+// (Store.prepared), the one write's statements come from, in which Open puts cachedQueries: a
+// statement run for each job of a batch (an ending's release of its children, a child's
+// insert) is parsed once per store, not once per run. Parsing them was half the CPU of a batch
+// of endings with children. A statement not prepared yet runs unprepared: preparing one inside
+// the transaction would wait for the writer's one connection, which the transaction holds.
 type cachedTx struct {
 	tx *sql.Tx
 	s  *Store
@@ -216,10 +216,9 @@ type cachedTx struct {
 
 func (s *Store) cached(tx *sql.Tx) cachedTx { return cachedTx{tx: tx, s: s} }
 
-// stmt is query's prepared statement in the transaction, or nil if it is not among
-// cachedQueries.
+// stmt is query's prepared statement in the transaction, or nil if it is not prepared.
 func (c cachedTx) stmt(ctx context.Context, query string) *sql.Stmt {
-	if st := c.s.inTx[query]; st != nil {
+	if st := c.s.preparedStmt(query); st != nil {
 		return c.tx.StmtContext(ctx, st)
 	}
 	return nil

@@ -15,8 +15,11 @@ import (
 // Bench runs the store microbenchmarks against the store opener returns, on the wall clock:
 // InsertBatch100 (ns/op per 100 jobs), ClaimEmpty (an idle poll), Claim50 (the claim alone of
 // 50 queued jobs, one durable commit), Claim50OtherKindDisabled (the same by a claim of any
-// kind while another kind is disabled) and ClaimComplete50 (claim 50 jobs and complete them:
-// two durable commits; ns/op per 50 jobs).
+// kind while another kind is disabled), ClaimComplete50 (claim 50 jobs and complete them:
+// two durable commits; ns/op per 50 jobs), InsertWorkflows55 (5 fan-ins of 10 parents and a
+// child, in one call: ns/op per 55 jobs) and ClaimCompleteParents50 (claim the 50 parents of
+// 5 such fan-ins and complete them, releasing the children, as the engine does: ns/op per 50
+// parents).
 func Bench(b *testing.B, opener Opener) {
 	b.Run("InsertBatch100", func(b *testing.B) {
 		s := openBench(b, opener)
@@ -39,6 +42,13 @@ func Bench(b *testing.B, opener Opener) {
 		p.Kinds = nil // any kind: the disabled one applies to the claim
 		benchClaim50(b, s, p)
 	})
+	b.Run("InsertWorkflows55", func(b *testing.B) {
+		s := openBench(b, opener)
+		for b.Loop() {
+			benchInsertFanIns(b, s, 5, 10)
+		}
+	})
+	b.Run("ClaimCompleteParents50", func(b *testing.B) { benchClaimCompleteParents50(b, openBench(b, opener)) })
 	b.Run("ClaimComplete50", func(b *testing.B) {
 		s := openBench(b, opener)
 		for b.Loop() {
@@ -100,4 +110,56 @@ func benchInsert(b *testing.B, s store.Store, n int) {
 	}
 	_, err := s.JobInsertMany(b.Context(), ps)
 	require.NoError(b, err)
+}
+
+// benchFanInKind is the kind of the children of benchInsertFanIns.
+const benchFanInKind = "noop-fan-in"
+
+// benchInsertFanIns inserts n fan-ins of width parents and a child that waits for them, in one
+// call.
+func benchInsertFanIns(b *testing.B, s store.Store, n, width int) {
+	b.Helper()
+	ps := make([]*store.InsertParams, 0, n*(width+1))
+	for range n {
+		after := make([]string, width)
+		for i := range after {
+			after[i] = uuid.Must(uuid.NewV7()).String()
+			ps = append(ps, &store.InsertParams{ID: after[i], Kind: "noop", Queue: defaultQueue,
+				Args: json.RawMessage(`{}`), MaxAttempts: 5, Actor: hoppertype.ActorAPI})
+		}
+		ps = append(ps, &store.InsertParams{ID: uuid.Must(uuid.NewV7()).String(), Kind: benchFanInKind,
+			Queue: defaultQueue, Args: json.RawMessage(`{}`), MaxAttempts: 5, Actor: hoppertype.ActorAPI, After: after})
+	}
+	res, err := s.JobInsertMany(b.Context(), ps)
+	require.NoError(b, err)
+	require.Equal(b, hoppertype.StateWaiting, res[width].Job.State)
+}
+
+// benchClaimCompleteParents50 times the claim and completion of the 50 parents of 5 fan-ins,
+// each completion with its claimed row (as the engine's); the inserts before and the children
+// worked after are untimed.
+func benchClaimCompleteParents50(b *testing.B, s store.Store) {
+	children := benchClaim()
+	children.Kinds = []string{benchFanInKind}
+	for b.Loop() {
+		b.StopTimer()
+		benchInsertFanIns(b, s, 5, 10)
+		b.StartTimer()
+		jobs, _, err := s.JobClaim(b.Context(), benchClaim())
+		require.NoError(b, err)
+		fin := make([]*store.FinishParams, len(jobs))
+		for i, j := range jobs {
+			fin[i] = &store.FinishParams{ID: j.ID, Token: j.Token, State: hoppertype.StateCompleted,
+				Outcome: hoppertype.OutcomeOK, Actor: hoppertype.ActorWorker, Job: j}
+		}
+		_, err = s.JobFinishMany(b.Context(), fin)
+		require.NoError(b, err)
+		b.StopTimer()
+		require.Len(b, jobs, 50)
+		kids, _, err := s.JobClaim(b.Context(), children)
+		require.NoError(b, err)
+		require.Len(b, kids, 5)
+		benchComplete(b, s, kids)
+		b.StartTimer()
+	}
 }

@@ -37,6 +37,7 @@ func testDeps(t *testing.T, opener Opener) {
 	parallel(t, opener, "RescuedOutParent", depsRescuedOutParent)
 	parallel(t, opener, "DeadlineFailsParent", depsDeadlineFailsParent)
 	parallel(t, opener, "RunningParentCanceled", depsRunningParentCanceled)
+	parallel(t, opener, "EndingsWithClaimedRows", depsEndingsWithClaimedRows)
 	parallel(t, opener, "ConcurrentEndings", depsConcurrentEndings)
 	parallel(t, opener, "SharedChildrenEndings", depsSharedChildrenEndings)
 	parallel(t, opener, "InsertRacesEnding", depsInsertRacesEnding)
@@ -250,8 +251,48 @@ func depsEndedParents(t *testing.T, b *bundle) {
 	runs := b.insert(t, inQueue("children"), after(failed.ID), onFailure(hoppertype.ParentRun))
 	require.Equal(t, hoppertype.StateQueued, runs.State)
 
-	mixed := b.insert(t, inQueue("children"), after(done.ID, b.parent(t).ID))
+	last := b.parent(t)
+	mixed := b.insert(t, inQueue("children"), after(done.ID, last.ID))
 	require.Equal(t, hoppertype.StateWaiting, mixed.State, "one parent has not ended")
+	require.Equal(t, b.get(t, mixed.ID), mixed, "the insert returns the child as stored")
+	b.end(t, last, hoppertype.StateCompleted)
+	require.Equal(t, hoppertype.StateQueued, b.get(t, mixed.ID).State, "the parent ended before counts once")
+}
+
+// Endings in one batch, each with the row its claim returned (as the engine's: a parent
+// claimed with children): a completed parent releases its child; a failed one cancels its
+// child, which keeps the parent's expiry; a retry is no ending.
+func depsEndingsWithClaimedRows(t *testing.T, b *bundle) {
+	done, failed, retried := b.parent(t), b.parent(t), b.parent(t)
+	released := b.insert(t, inQueue("children"), after(done.ID))
+	canceled := b.insert(t, inQueue("children"), after(failed.ID))
+	waits := b.insert(t, inQueue("children"), after(retried.ID, done.ID))
+	var ends []*store.FinishParams
+	for _, job := range []struct {
+		row   *hoppertype.JobRow
+		state hoppertype.JobState
+	}{{done, hoppertype.StateCompleted}, {failed, hoppertype.StateFailed}, {retried, hoppertype.StateScheduled}} {
+		claimed := b.claimOne(t, job.row.Queue)
+		require.True(t, claimed.HasChildren)
+		p := finishing(claimed, job.state)
+		p.Job = claimed
+		ends = append(ends, p)
+	}
+	expires := b.clock.Now().Add(time.Hour)
+	ends[1].ExpiresAt = expires
+	ends[2].RunAt = b.clock.Now().Add(time.Minute)
+	errs, err := b.store.JobFinishMany(t.Context(), ends)
+	require.NoError(t, err)
+	require.Equal(t, []error{nil, nil, nil}, errs)
+	require.Equal(t, hoppertype.StateQueued, b.get(t, released.ID).State)
+	got := b.get(t, canceled.ID)
+	require.Equal(t, hoppertype.StateCanceled, got.State)
+	sameTime(t, expires, got.ExpiresAt, "a canceled child is kept as long as its failed parent")
+	require.Equal(t, hoppertype.StateWaiting, b.get(t, waits.ID).State, "a retried parent has not ended")
+	b.clock.Advance(time.Minute)
+	b.promote(t)
+	b.end(t, retried, hoppertype.StateCompleted)
+	require.Equal(t, hoppertype.StateQueued, b.get(t, waits.ID).State)
 }
 
 // An unknown parent is a validation error naming the field, and nothing of the call is
