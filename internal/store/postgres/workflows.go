@@ -22,7 +22,10 @@ var workflowSQL = `SELECT ` + workflowFrom + ` WHERE w.id = $2 AND s.state IS NO
 // being the store's clock; callers add their WHERE, which keeps only s.state IS NOT NULL (a
 // workflow with live steps). The aggregate is LATERAL, so that a page reads workflows in id
 // order, each with its steps from the partial index jobs_workflow, and stops when it is full.
-var workflowFrom = store.WorkflowColumns + `, s.* FROM {schema}.workflows w CROSS JOIN LATERAL (
+var workflowFrom = store.WorkflowColumns + `, s.* FROM ` + workflowSteps
+
+// workflowSteps is workflows w, each with store.WorkflowAggregates over its live steps as s.
+var workflowSteps = `{schema}.workflows w CROSS JOIN LATERAL (
 	SELECT ` + store.WorkflowAggregates + ` FROM {schema}.jobs j
 	WHERE j.workflow_id = w.id AND (j.expires_at IS NULL OR j.expires_at > coalesce($1::timestamptz, now()))) s`
 
@@ -276,7 +279,7 @@ func (q *workflowQuery) candidates(states []hoppertype.WorkflowState, n int) str
 	for i, st := range states {
 		all[i] = string(st)
 	}
-	parts = append(parts, `(SELECT w.id FROM `+workflowFrom[strings.Index(workflowFrom, "{schema}.workflows w"):]+`
+	parts = append(parts, `(SELECT w.id FROM `+workflowSteps+`
 		WHERE w.state IS NULL AND s.state = ANY(`+q.param(all)+`::text[]) AND `+q.where()+`
 		ORDER BY w.id `+q.order+` LIMIT `+limit+`)`)
 	return strings.Join(parts, " UNION ALL ")
@@ -344,7 +347,8 @@ func (w withExtra) Scan(dest ...any) error { return w.sc.Scan(append(dest, w.ext
 
 // markEndedSQL marks ended those of the open workflows $1 whose steps have all ended (a
 // look-up of jobs_workflow_open each, materialized first so that only those are aggregated),
-// with the state their steps ended them in and their last step's ending.
+// with the state their steps ended them in and their last step's ending. w.id = ANY($1) reads
+// the rows to update by index: without it the join read every open workflow.
 var markEndedSQL = `WITH done AS MATERIALIZED (
 	SELECT d.id FROM unnest($1::text[]) AS d(id)
 	WHERE NOT EXISTS (SELECT 1 FROM {schema}.jobs j WHERE j.workflow_id = d.id AND j.state IN ` + store.UnfinishedSQL + `)
@@ -355,7 +359,7 @@ var markEndedSQL = `WITH done AS MATERIALIZED (
 	WHERE a.n > 0
 )
 UPDATE {schema}.workflows w SET state = e.state, ended_at = e.ended_at
-FROM ended e WHERE w.id = e.id AND w.state IS NULL
+FROM ended e WHERE w.id = ANY($1::text[]) AND w.id = e.id AND w.state IS NULL
 RETURNING w.id, w.name, w.steps, w.created_at, w.state, w.ended_at`
 
 // markEnded marks ended those of the open workflows ids, which tx holds, whose steps have all
