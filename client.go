@@ -104,6 +104,7 @@ func (c *Client) hookEngine(ecfg *engine.Config) {
 			}
 		}
 		ecfg.OnRescued = c.obs.rescued
+		ecfg.OnWorkflowsEnded = c.obs.workflowsEnded
 		ecfg.OnInserted = func(rows []*JobRow) { c.obs.inserted(context.Background(), rows...) }
 	}
 }

@@ -33,9 +33,10 @@ const (
 	JobStarted  = hoppertype.JobStarted
 	JobEnded    = hoppertype.JobEnded
 	JobRescued  = hoppertype.JobRescued
-	// WorkflowEnqueued and WorkflowCancel: see hoppertype.
+	// WorkflowEnqueued, WorkflowCancel and WorkflowEnded: see hoppertype.
 	WorkflowEnqueued = hoppertype.WorkflowEnqueued
 	WorkflowCancel   = hoppertype.WorkflowCancel
+	WorkflowEnded    = hoppertype.WorkflowEnded
 )
 
 // observers calls a client's observers. Its zero value, with none, does nothing and costs a
@@ -161,12 +162,20 @@ func (o *observers) outcome(p *store.FinishParams, err error, remote bool) {
 	o.emit(context.Background(), ev)
 }
 
-// workflow reports a workflow event (WorkflowEnqueued, WorkflowCancel) of wf.
+// workflow reports a workflow event (WorkflowEnqueued, WorkflowCancel, WorkflowEnded) of wf.
 func (o *observers) workflow(ctx context.Context, typ JobEventType, wf *WorkflowRow) {
 	if !o.enabled() {
 		return
 	}
 	o.emit(ctx, JobEvent{Type: typ, WorkflowID: wf.ID, Workflow: wf.Name, WorkflowState: wf.State})
+}
+
+// workflowsEnded is the engine's OnWorkflowsEnded: a WorkflowEnded each.
+func (o *observers) workflowsEnded(ws []*WorkflowRow) {
+	ctx := context.Background()
+	for _, wf := range ws {
+		o.workflow(ctx, WorkflowEnded, wf)
+	}
 }
 
 // rescued is the engine's OnRescued.

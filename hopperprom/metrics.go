@@ -53,6 +53,7 @@ type Metrics struct {
 	batches                                       *prometheus.CounterVec
 	batchJobs, batchLinger                        *prometheus.HistogramVec
 	workflowsStarted, workflowsCanceled           *prometheus.CounterVec // by name
+	workflowsCompleted, workflowsFailed           *prometheus.CounterVec // by name
 	stepWait                                      *prometheus.HistogramVec
 
 	mu        sync.RWMutex
@@ -106,7 +107,11 @@ func New() *Metrics {
 		workflowsStarted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hopper_workflows_started_total",
 			Help: "Workflows enqueued (Client.EnqueueWorkflow, WorkflowService.EnqueueWorkflow), by name."}, []string{"name"}),
 		workflowsCanceled: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hopper_workflows_canceled_total",
-			Help: "Workflows canceled (Client.CancelWorkflow, WorkflowService.CancelWorkflow, the dashboard), by name: once per workflow."}, []string{"name"}),
+			Help: "Workflows canceled whole (Client.CancelWorkflow, WorkflowService.CancelWorkflow, the dashboard), and workflows the leader marked ended canceled (a step canceled or skipped, none failed), by name: once per workflow."}, []string{"name"}),
+		workflowsCompleted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hopper_workflows_completed_total",
+			Help: "Workflows whose steps all completed, counted by the leader that marked them ended, by name."}, []string{"name"}),
+		workflowsFailed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hopper_workflows_failed_total",
+			Help: "Workflows whose steps have all ended, one at least failed, counted by the leader that marked them ended, by name."}, []string{"name"}),
 		stepWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "hopper_workflow_step_wait_seconds",
 			Help:    "Time from when a workflow's step became due (released by the end of its last parent, or enqueued for a first step) to the start of its attempt.",
 			Buckets: durationBuckets}, []string{"queue"}),
@@ -124,6 +129,9 @@ func (m *Metrics) ObserveJob(_ context.Context, ev hopper.JobEvent) {
 		return
 	case hopper.WorkflowCancel:
 		m.workflowsCanceled.WithLabelValues(m.workflowLabel(ev.Workflow)).Inc()
+		return
+	case hopper.WorkflowEnded:
+		m.workflowEnded(ev)
 		return
 	}
 	s := m.seriesOf(ev.Queue, ev.Kind)
@@ -160,6 +168,24 @@ func (m *Metrics) ObserveJob(_ context.Context, ev hopper.JobEvent) {
 			s.run.Observe(ev.Run.Seconds())
 		}
 	}
+}
+
+// workflowEnded counts a workflow the leader marked ended by its state. One canceled whole was
+// marked by its cancel, counted by the WorkflowCancel, and never reaches here: each ended
+// workflow is counted once, in one of the three counters.
+func (m *Metrics) workflowEnded(ev hopper.JobEvent) {
+	var c *prometheus.CounterVec
+	switch ev.WorkflowState {
+	case hopper.WorkflowCompleted:
+		c = m.workflowsCompleted
+	case hopper.WorkflowFailed:
+		c = m.workflowsFailed
+	case hopper.WorkflowCanceled:
+		c = m.workflowsCanceled
+	default:
+		return
+	}
+	c.WithLabelValues(m.workflowLabel(ev.Workflow)).Inc()
 }
 
 // batchStarted counts a batch. Its series are made on first use, not with the (queue, kind)'s
@@ -227,7 +253,8 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 
 func (m *Metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.enqueued, m.completed, m.failed, m.retried, m.rescued, m.handled, m.wait, m.run,
-		m.batches, m.batchJobs, m.batchLinger, m.workflowsStarted, m.workflowsCanceled, m.stepWait}
+		m.batches, m.batchJobs, m.batchLinger, m.workflowsStarted, m.workflowsCanceled, m.workflowsCompleted, m.workflowsFailed,
+		m.stepWait}
 }
 
 // labelCap hands out label values: the first max distinct ones as they are, later ones as

@@ -2,6 +2,7 @@ package hopperprom_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -221,18 +222,26 @@ hopper_batches_started_total{kind="bulk",queue="q"} 2
 	require.Empty(t, lint)
 }
 
+// Crash is a job that always fails.
+type Crash struct{}
+
+func (Crash) Kind() string { return "crash" }
+
 // A workflow counts once as started, by name, when it is enqueued; once as canceled however
-// often its cancel is asked; and each of its steps' waits (from its release for a step with
-// parents) lands in the step wait histogram, beside the jobs' own wait.
+// often its cancel is asked; once, when the leader marks it ended, as completed, failed or (a
+// step canceled, the workflow not canceled whole) canceled; and each of its steps' waits
+// (from its release for a step with parents) lands in the step wait histogram, beside the
+// jobs' own wait.
 func TestWorkflowMetrics(t *testing.T) {
 	t.Parallel()
 	m := hopperprom.New()
 	ws := hopper.NewWorkers()
 	hopper.AddWorkerFunc(ws, func(context.Context, *hopper.Job[Resize]) error { return nil })
+	hopper.AddWorkerFunc(ws, func(context.Context, *hopper.Job[Crash]) error { return errors.New("boom") })
 	st, err := sqlitestore.Open(t.Context(), sqlitestore.Config{Path: sqlitetest.Path(t)})
 	require.NoError(t, err)
 	c, err := hopper.NewClient(hopper.Config{Store: st, Workers: ws, Observers: []hopper.Observer{m},
-		PollInterval: 50 * time.Millisecond})
+		PollInterval: 50 * time.Millisecond, RescueInterval: 50 * time.Millisecond})
 	require.NoError(t, err)
 	require.NoError(t, c.Start(t.Context()))
 	t.Cleanup(func() {
@@ -241,20 +250,7 @@ func TestWorkflowMetrics(t *testing.T) {
 	})
 	ctx := t.Context()
 
-	res, err := c.EnqueueWorkflow(ctx, hopper.Workflow{Name: "album", Steps: []hopper.WorkflowStep{
-		{Name: "fetch", Args: Resize{}}, {Name: "small", Args: Resize{}, After: []string{"fetch"}},
-		{Name: "large", Args: Resize{}, After: []string{"fetch"}}}})
-	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		d, err := c.Workflow(ctx, res.Workflow.ID)
-		require.NoError(t, err)
-		return d.Workflow.State == hopper.WorkflowCompleted
-	}, 10*time.Second, 10*time.Millisecond)
-	require.Equal(t, 1.0, metric(t, m, "hopper_workflows_started_total", "name", "album").GetCounter().GetValue())
-	require.Equal(t, uint64(3), metric(t, m, "hopper_workflow_step_wait_seconds", "queue", "default").GetHistogram().GetSampleCount(),
-		"every step's start, once")
-	require.Equal(t, uint64(3), metric(t, m, "hopper_job_wait_seconds", "queue", "default").GetHistogram().GetSampleCount())
-
+	// Canceled whole first: the passes that count the others below see it too, and leave it.
 	later, err := c.EnqueueWorkflow(ctx, hopper.Workflow{Name: "later", Steps: []hopper.WorkflowStep{
 		{Name: "x", Args: Resize{}, Opts: &hopper.InsertOpts{Delay: time.Hour}}}})
 	require.NoError(t, err)
@@ -262,16 +258,74 @@ func TestWorkflowMetrics(t *testing.T) {
 	require.NoError(t, err)
 	_, err = c.CancelWorkflow(ctx, later.Workflow.ID, "")
 	require.ErrorIs(t, err, hopper.ErrInvalidTransition)
-	require.Equal(t, 1.0, metric(t, m, "hopper_workflows_canceled_total", "name", "later").GetCounter().GetValue())
+
+	res, err := c.EnqueueWorkflow(ctx, hopper.Workflow{Name: "album", Steps: []hopper.WorkflowStep{
+		{Name: "fetch", Args: Resize{}}, {Name: "small", Args: Resize{}, After: []string{"fetch"}},
+		{Name: "large", Args: Resize{}, After: []string{"fetch"}}}})
+	require.NoError(t, err)
+	_, err = c.EnqueueWorkflow(ctx, hopper.Workflow{Name: "broken", Steps: []hopper.WorkflowStep{
+		{Name: "crash", Args: Crash{}, Opts: &hopper.InsertOpts{MaxAttempts: 1}},
+		{Name: "after", Args: Resize{}, After: []string{"crash"}}}})
+	require.NoError(t, err)
+	stopped, err := c.EnqueueWorkflow(ctx, hopper.Workflow{Name: "stopped", Steps: []hopper.WorkflowStep{
+		{Name: "x", Args: Resize{}, Opts: &hopper.InsertOpts{Delay: time.Hour}}}})
+	require.NoError(t, err)
+	_, err = c.Cancel(ctx, stopped.Job("x").ID) // the step, not the workflow
+	require.NoError(t, err)
+
+	ended := func(name, state string) float64 {
+		mt := metricOrNil(t, m, "hopper_workflows_"+state+"_total", "name", name)
+		if mt == nil {
+			return 0
+		}
+		return mt.GetCounter().GetValue()
+	}
+	require.Eventually(t, func() bool {
+		return ended("album", "completed") == 1 && ended("broken", "failed") == 1 && ended("stopped", "canceled") == 1
+	}, 10*time.Second, 10*time.Millisecond, "the leader counts each when it marks it ended")
+
+	d, err := c.Workflow(ctx, res.Workflow.ID)
+	require.NoError(t, err)
+	require.Equal(t, hopper.WorkflowCompleted, d.Workflow.State)
+	require.Equal(t, 1.0, metric(t, m, "hopper_workflows_started_total", "name", "album").GetCounter().GetValue())
+	require.Equal(t, uint64(4), metric(t, m, "hopper_workflow_step_wait_seconds", "queue", "default").GetHistogram().GetSampleCount(),
+		"every step's start, once: album's three and broken's crash")
+	require.Equal(t, uint64(4), metric(t, m, "hopper_job_wait_seconds", "queue", "default").GetHistogram().GetSampleCount())
+
+	require.Equal(t, 1.0, ended("later", "canceled"), "counted by its cancel, not again by the leader")
 	require.Equal(t, 1.0, metric(t, m, "hopper_workflows_started_total", "name", "later").GetCounter().GetValue())
-	require.Equal(t, 1, testutil.CollectAndCount(m, "hopper_workflows_canceled_total"), "album was not canceled")
+	require.Equal(t, 2, testutil.CollectAndCount(m, "hopper_workflows_canceled_total"), "later and stopped")
+	require.Equal(t, 1, testutil.CollectAndCount(m, "hopper_workflows_completed_total"), "album")
+	require.Equal(t, 1, testutil.CollectAndCount(m, "hopper_workflows_failed_total"), "broken")
 	lint, err := testutil.CollectAndLint(m)
 	require.NoError(t, err)
 	require.Empty(t, lint)
 }
 
-// metric returns the series of family name whose label is value.
-func metric(t *testing.T, m *hopperprom.Metrics, name, label, value string) *dto.Metric {
+// A WorkflowEnded counts in the counter of its state, by name, under the names' bound; an
+// event without an ended state counts nowhere.
+func TestWorkflowEndedCounters(t *testing.T) {
+	t.Parallel()
+	m := hopperprom.New()
+	for _, st := range []hopper.WorkflowState{hopper.WorkflowCompleted, hopper.WorkflowCompleted, hopper.WorkflowFailed,
+		hopper.WorkflowCanceled, hopper.WorkflowRunning, ""} {
+		m.ObserveJob(t.Context(), hopper.JobEvent{Type: hopper.WorkflowEnded, Workflow: "nightly", WorkflowState: st})
+	}
+	m.ObserveJob(t.Context(), hopper.JobEvent{Type: hopper.WorkflowCancel, Workflow: "nightly", WorkflowState: hopper.WorkflowFailed})
+	require.Equal(t, 2.0, metric(t, m, "hopper_workflows_completed_total", "name", "nightly").GetCounter().GetValue())
+	require.Equal(t, 1.0, metric(t, m, "hopper_workflows_failed_total", "name", "nightly").GetCounter().GetValue())
+	require.Equal(t, 2.0, metric(t, m, "hopper_workflows_canceled_total", "name", "nightly").GetCounter().GetValue(),
+		"one ended canceled, one canceled whole (a step had failed: it reads failed, counted as canceled)")
+	for i := range hopperprom.MaxWorkflowLabels + 3 {
+		m.ObserveJob(t.Context(), hopper.JobEvent{Type: hopper.WorkflowEnded, Workflow: fmt.Sprintf("w%d", i),
+			WorkflowState: hopper.WorkflowFailed})
+	}
+	require.LessOrEqual(t, testutil.CollectAndCount(m, "hopper_workflows_failed_total"), hopperprom.MaxWorkflowLabels+1)
+	require.Positive(t, metric(t, m, "hopper_workflows_failed_total", "name", hopperprom.OtherLabel).GetCounter().GetValue())
+}
+
+// metricOrNil returns the series of family name whose label is value, or nil.
+func metricOrNil(t *testing.T, m *hopperprom.Metrics, name, label, value string) *dto.Metric {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(m)
@@ -289,8 +343,17 @@ func metric(t *testing.T, m *hopperprom.Metrics, name, label, value string) *dto
 			}
 		}
 	}
-	t.Fatalf("no series %s{%s=%q}", name, label, value)
 	return nil
+}
+
+// metric returns the series of family name whose label is value.
+func metric(t *testing.T, m *hopperprom.Metrics, name, label, value string) *dto.Metric {
+	t.Helper()
+	mt := metricOrNil(t, m, name, label, value)
+	if mt == nil {
+		t.Fatalf("no series %s{%s=%q}", name, label, value)
+	}
+	return mt
 }
 
 // The workflow name label is bounded as the kinds are.

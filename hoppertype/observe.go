@@ -51,6 +51,13 @@ const (
 	// Workflow and WorkflowState (its state after the cancel: canceled, or failed when a
 	// step had failed before) are set.
 	WorkflowCancel JobEventType = "workflow_cancel"
+	// WorkflowEnded: this client's leader marked a workflow ended, once per workflow, when its
+	// steps had all ended: WorkflowID, Workflow and WorkflowState (completed, failed or
+	// canceled: a step was canceled or skipped, none failed) are set. A workflow canceled
+	// whole (WorkflowCancel) is ended by its cancel and is not reported again here. A
+	// workflow retried in place after it ended (a failed step's retry) is reported again when
+	// it ends again.
+	WorkflowEnded JobEventType = "workflow_ended"
 )
 
 // JobEvent is one thing that happened to one job.
@@ -87,7 +94,8 @@ type JobEvent struct {
 	WorkflowID string
 	// Workflow is the workflow's name, on the workflow events.
 	Workflow string
-	// WorkflowState is the workflow's state after a WorkflowCancel.
+	// WorkflowState is the workflow's state after a WorkflowCancel, and the state a
+	// WorkflowEnded marked it with.
 	WorkflowState WorkflowState
 	// Batch says, on JobStarted, which batch the job was claimed in: a batch kind's
 	// (hopper.AddBatchWorker in this process, or a remote worker's batch_kinds served through

@@ -5,8 +5,10 @@ import (
 	"time"
 )
 
-// WorkflowState is where a workflow stands. It is not stored: it is derived from the states
-// of its steps whenever a workflow is read (docs/workflows.md, "Workflows").
+// WorkflowState is where a workflow stands. While it runs it is derived from the states of its
+// steps whenever a workflow is read; once they have all ended, the leader marks the workflow
+// ended with the state they ended it in (a cancel marks it at once), and reads return that
+// (docs/workflows.md, "State").
 type WorkflowState string
 
 // The workflow states.
@@ -53,7 +55,8 @@ func ParseWorkflowState(text string) (WorkflowState, error) {
 type WorkflowRow struct {
 	ID   string
 	Name string
-	// State is derived from the steps (WorkflowState).
+	// State is derived from the steps, or stored once the workflow was marked ended
+	// (WorkflowState).
 	State WorkflowState
 	// Steps is the number of steps the workflow was enqueued with.
 	Steps int

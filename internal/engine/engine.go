@@ -115,6 +115,10 @@ type Config struct {
 	// OnRescued, when set, is called with the jobs each rescue returned to their queues
 	// (the jobs that failed instead reach OnOutcome). It must not block.
 	OnRescued func(jobs []store.RescuedJob)
+	// OnWorkflowsEnded, when set, is called with the workflows each pass of this process's
+	// leader marked ended (store.WorkflowMarkEnded): each workflow once, when its steps have
+	// all ended, unless a cancel of the whole workflow ended it. It must not block.
+	OnWorkflowsEnded func(ws []*hoppertype.WorkflowRow)
 	// Tracer starts the span each attempt of this process runs in (package jobtrace).
 	// Default: a tracer that records nothing.
 	Tracer trace.Tracer

@@ -15,8 +15,9 @@ import (
 // their run_at comes (waking at the earliest one it knows of, nudged by the jobs scheduled
 // here and, when the store pushes notifications, anywhere, and at least every PromoteInterval
 // or, while notifications arrive, every pollWait of it), rescues
-// running jobs whose lease expired or whose node died every RescueInterval (rescue.go), and
-// deletes expired jobs every SweepInterval (expiry.go). When the store fails it backs off (a
+// running jobs whose lease expired or whose node died every RescueInterval (rescue.go), marks
+// the workflows whose steps have all ended at the same pace but without the rescues' grace
+// after an outage (workflows.go), and deletes expired jobs every SweepInterval (expiry.go). When the store fails it backs off (a
 // Tracker), so an outage costs a few calls and log lines, not a spin.
 //
 // After an outage of the store, the rescues wait a grace period (startGrace) before they judge
@@ -45,6 +46,8 @@ type maintainer struct {
 	leasesAt time.Time         // no rescue of expired leases before this
 	nodesAt  time.Time         // no rescue of dead nodes' jobs before this
 	refused  map[string]string // kind and group key → the job a compaction last found in its way
+	marking  string            // where the walk of the open workflows goes on ("": the oldest)
+	markAt   time.Time         // when the next pass of the walk is due
 }
 
 func newMaintainer(e *Engine) *maintainer {
@@ -137,6 +140,12 @@ func (m *maintainer) duties(ctx context.Context, now time.Time, nextRescue, next
 		}
 		*nextPromote = now.Add(m.e.pollWait(m.e.cfg.PromoteInterval))
 	}
+	if !now.Before(m.markAt) {
+		if err := m.markWorkflows(ctx); err != nil {
+			return err
+		}
+		m.markAt = now.Add(m.e.cfg.RescueInterval)
+	}
 	if !now.Before(*nextSweep) {
 		next, err := m.sweep(ctx, now)
 		if err != nil {
@@ -151,7 +160,7 @@ func (m *maintainer) duties(ctx context.Context, now time.Time, nextRescue, next
 // or the next promotion poll.
 func (m *maintainer) nextWake(nextRescue, nextSweep, nextPromote time.Time) time.Time {
 	wake := nextRescue
-	for _, t := range []time.Time{nextSweep, nextPromote, m.nextRunAt()} {
+	for _, t := range []time.Time{nextSweep, nextPromote, m.markAt, m.nextRunAt()} {
 		if !t.IsZero() && t.Before(wake) {
 			wake = t
 		}

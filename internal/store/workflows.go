@@ -13,10 +13,15 @@ import (
 // inserted in one transaction, whose dependencies are the jobs' own (deps.go). A step's job
 // carries the workflow's id and its step name (jobs.workflow_id, jobs.workflow_step, indexed
 // where set, so a job outside a workflow pays nothing); the workflows table keeps the id, the
-// name, the number of steps and the creation time. A workflow's state is not stored: every
-// read derives it from its steps (WorkflowStateSQL), so no step's ending writes anything
-// more than its own row. A workflow goes with its last step (the stores' delete triggers),
-// and one whose steps have all expired is gone for readers, as an expired job is.
+// name, the number of steps and the creation time. No step's ending writes anything more
+// than its own row: while a workflow is open (workflows.state NULL) every read derives its
+// state from its steps (WorkflowStateSQL). It is marked ended once, with the state its steps
+// ended it in (EndedStateSQL), by the transaction that sees it ended: the leader's
+// maintenance (WorkflowMarkEnded, a bounded walk of the open workflows) or a WorkflowCancel,
+// which ends every step itself. Marked, it reads as marked; a retry in place of one of its
+// steps opens it again (state NULL) in the retry's transaction. A workflow goes with its last
+// step (the stores' delete triggers), and one whose steps have all expired is gone for
+// readers, as an expired job is.
 
 // WorkflowStore keeps workflows. Both stores implement it; implementations are safe for
 // concurrent use and take times from the store's clock.
@@ -39,11 +44,44 @@ type WorkflowStore interface {
 	WorkflowList(ctx context.Context, p *WorkflowListParams) (*WorkflowListResult, error)
 	// WorkflowCancel cancels every step of the workflow that has not ended, in one
 	// transaction, as JobCancel cancels a job (its history records the actor and reason, a
-	// running step's attempt ends canceled and its lease is void). Steps that have ended are
-	// left as they are; the steps' children outside the workflow follow their policies. It
-	// returns ErrNotFound for no such workflow, ErrInvalidTransition when every step has
-	// ended.
+	// running step's attempt ends canceled and its lease is void), and marks the workflow
+	// ended in it. Steps that have ended are left as they are; the steps' children outside
+	// the workflow follow their policies. It returns ErrNotFound for no such workflow,
+	// ErrInvalidTransition when every step has ended.
 	WorkflowCancel(ctx context.Context, p *WorkflowCancelParams) (*WorkflowCancelResult, error)
+	// WorkflowMarkEnded checks the open (unmarked) workflows after p.After, oldest first, at
+	// most p.Limit, and marks those whose steps have all ended, in one transaction: each is
+	// marked once, whatever passes race it (PostgreSQL: a workflow another transaction holds
+	// is skipped, left for a later pass). A workflow without any step left (its row outlived
+	// them) is deleted, not marked.
+	WorkflowMarkEnded(ctx context.Context, p *WorkflowMarkParams) (*WorkflowMarkResult, error)
+}
+
+// WorkflowMarkParams is one batch of WorkflowMarkEnded.
+type WorkflowMarkParams struct {
+	// After is where the walk of the open workflows goes on: the Next of the previous batch,
+	// "" for the oldest.
+	After string
+	// Limit bounds the open workflows checked (default 500, at most 10,000).
+	Limit int
+}
+
+// WorkflowMarkResult is what a batch of WorkflowMarkEnded marked.
+type WorkflowMarkResult struct {
+	// Ended are the workflows this batch marked, in id order: ID, Name, Steps, CreatedAt,
+	// State (completed, failed or canceled) and FinishedAt (their last step's ending).
+	Ended []*hoppertype.WorkflowRow
+	// Next is the After of the next batch: the last workflow checked, or "" when the batch
+	// reached the newest open workflow (the walk starts again from the oldest).
+	Next string
+}
+
+// MarkLimit is a WorkflowMarkParams.Limit with its default and bound applied.
+func MarkLimit(n int) int {
+	if n <= 0 {
+		return 500
+	}
+	return min(n, 10000)
 }
 
 // WorkflowInsertParams is a workflow to insert. Each step's WorkflowID is ID and its Step its
@@ -103,8 +141,9 @@ func PageLimit(limit int) int {
 type WorkflowListParams struct {
 	// Name keeps the workflows of this name.
 	Name string
-	// States keeps the workflows in these states. No index serves it: the list reads
-	// workflows (each with its steps) until its page is full.
+	// States keeps the workflows in these states. Marked workflows are read from an index of
+	// their stored state; the open ones (running, or ended and not marked yet) are read with
+	// their steps, oldest or newest first, until the page is full.
 	States []hoppertype.WorkflowState
 	// Cursor is the NextCursor of the previous page; empty for the first page.
 	Cursor string
@@ -167,27 +206,47 @@ const UnfinishedSQL = `('waiting', 'scheduled', 'queued', 'running', 'suspended'
 // WorkflowAggregates.
 const WorkflowColumns = `w.id, w.name, w.steps, w.created_at`
 
-// WorkflowAggregates are the columns a read of a workflow computes over its live steps (alias
-// j): the number of steps in each state of hoppertype.AllStates, in that order
-// (WorkflowCounts), the first step's start, the last step's ending, and the derived state,
-// named state (NULL when no step is live: the workflow is gone). The same SQL serves both
-// stores.
+// WorkflowAggregates are the columns a read of a workflow (alias w) computes over its live
+// steps (alias j): the number of steps in each state of hoppertype.AllStates, in that order
+// (WorkflowCounts), the first step's start, the last step's ending (its stored ended_at once
+// marked), and its state, named state (NULL when no step is live: the workflow is gone). The
+// same SQL serves both stores.
 var WorkflowAggregates = func() string {
 	var cols []string
 	for _, st := range hoppertype.AllStates {
 		cols = append(cols, count(`j.state = '`+string(st)+`'`))
 	}
-	return strings.Join(append(cols, "min(j.started_at)", "max(j.finished_at)", WorkflowStateSQL+" AS state"), ", ")
+	return strings.Join(append(cols, "min(j.started_at)",
+		"CASE WHEN w.state IS NOT NULL THEN w.ended_at ELSE max(j.finished_at) END", WorkflowStateSQL+" AS state"), ", ")
 }()
 
-// WorkflowStateSQL derives a workflow's state (hoppertype.WorkflowState) from its live steps
-// (alias j, aggregated by workflow): running while one has not ended; then failed if one
-// failed, canceled if one was canceled, else completed; NULL without live steps. It is the
-// only place the rule is written: reads return it and the list's state filter compares it.
-var WorkflowStateSQL = `CASE WHEN count(j.id) = 0 THEN NULL
-	WHEN ` + count(`j.state IN `+UnfinishedSQL) + ` > 0 THEN 'running'
-	WHEN ` + count(`j.state = 'failed'`) + ` > 0 THEN 'failed'
+// WorkflowStateSQL is a workflow's state (hoppertype.WorkflowState) over its live steps (alias
+// j, aggregated by workflow w): NULL without live steps; the stored state once it is marked;
+// else derived: running while a step has not ended, then as EndedStateSQL. Reads return it
+// and the list's filter of the open workflows compares it.
+var WorkflowStateSQL = `CASE WHEN count(j.id) = 0 THEN NULL WHEN w.state IS NOT NULL THEN w.state
+	WHEN ` + count(`j.state IN `+UnfinishedSQL) + ` > 0 THEN 'running' ELSE ` + EndedStateSQL + ` END`
+
+// EndedStateSQL is the state a workflow whose steps (alias j, aggregated) have all ended ended
+// in: failed if one failed, canceled if one was canceled, else completed. It is the only place
+// the rule is written: the marking stores it and WorkflowStateSQL derives it.
+var EndedStateSQL = `CASE WHEN ` + count(`j.state = 'failed'`) + ` > 0 THEN 'failed'
 	WHEN ` + count(`j.state = 'canceled'`) + ` > 0 THEN 'canceled' ELSE 'completed' END`
+
+// EndedStates are the ended states (not running) among a list's filter, once each: each is
+// read from the index of the marked workflows. The open workflows are read for every filter,
+// as one may have ended and not be marked yet.
+func EndedStates(states []hoppertype.WorkflowState) []string {
+	var out []string
+	seen := map[hoppertype.WorkflowState]bool{}
+	for _, st := range states {
+		if st != hoppertype.WorkflowRunning && !seen[st] {
+			seen[st] = true
+			out = append(out, string(st))
+		}
+	}
+	return out
+}
 
 func count(cond string) string { return `sum(CASE WHEN ` + cond + ` THEN 1 ELSE 0 END)` }
 

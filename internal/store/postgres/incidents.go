@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
@@ -80,7 +81,38 @@ func (s *Store) retry(ctx context.Context, tx pgx.Tx, ids []string, p *store.Ret
 			return nil, err
 		}
 	}
-	return out, nil
+	return out, s.reopenWorkflows(ctx, tx, out)
+}
+
+// lockWorkflowsSQL and reopenSQL open again the workflows $1 of steps just retried in place,
+// if they were marked ended. The first locks every one of them, in id order, marked or not:
+// a pass of WorkflowMarkEnded that holds one (and read the step as failed) is waited for, and
+// one that comes later skips it, so that none marks a workflow whose step this retry runs
+// again. The second is a statement of its own: its snapshot, taken once the lock is held,
+// sees what such a pass marked.
+const (
+	lockWorkflowsSQL = `SELECT id FROM {schema}.workflows WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE`
+	reopenSQL        = `UPDATE {schema}.workflows SET state = NULL, ended_at = NULL WHERE id = ANY($1::text[]) AND state IS NOT NULL`
+)
+
+// reopenWorkflows opens again the workflows of the steps among rs (lockWorkflowsSQL, reopenSQL).
+func (s *Store) reopenWorkflows(ctx context.Context, tx pgx.Tx, rs []*store.Replay) error {
+	var ids []string
+	for _, r := range rs {
+		if id := r.Job.WorkflowID; id != "" && !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, s.sql(lockWorkflowsSQL), ids); err != nil {
+		return fmt.Errorf("lock workflows: %w", err)
+	}
+	if _, err := tx.Exec(ctx, s.sql(reopenSQL), ids); err != nil {
+		return fmt.Errorf("reopen workflows: %w", err)
+	}
+	return nil
 }
 
 // scanRetries reads retrySQL's rows and closes them.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
@@ -20,7 +22,10 @@ var workflowSQL = `SELECT ` + workflowFrom + ` WHERE w.id = $2 AND s.state IS NO
 // being the store's clock; callers add their WHERE, which keeps only s.state IS NOT NULL (a
 // workflow with live steps). The aggregate is LATERAL, so that a page reads workflows in id
 // order, each with its steps from the partial index jobs_workflow, and stops when it is full.
-var workflowFrom = store.WorkflowColumns + `, s.* FROM {schema}.workflows w CROSS JOIN LATERAL (
+var workflowFrom = store.WorkflowColumns + `, s.* FROM ` + workflowSteps
+
+// workflowSteps is workflows w, each with store.WorkflowAggregates over its live steps as s.
+var workflowSteps = `{schema}.workflows w CROSS JOIN LATERAL (
 	SELECT ` + store.WorkflowAggregates + ` FROM {schema}.jobs j
 	WHERE j.workflow_id = w.id AND (j.expires_at IS NULL OR j.expires_at > coalesce($1::timestamptz, now()))) s`
 
@@ -261,41 +266,34 @@ func scanWorkflow(sc scanner) (*hoppertype.WorkflowRow, error) {
 }
 
 // WorkflowList returns one page of workflows, filtered, in id (creation) order. Filters are
-// parameters (states an array), so the statements stay few.
+// parameters (states an array), so the statements stay few. With a state filter it reads the
+// page's candidates first (workflowCandidates), then those.
 func (s *Store) WorkflowList(ctx context.Context, p *store.WorkflowListParams) (*store.WorkflowListResult, error) {
 	limit := p.Limit
 	if limit <= 0 {
 		limit = 100
 	}
 	limit = min(limit, 10000)
-	query, args := `SELECT `+workflowFrom+` WHERE s.state IS NOT NULL`, []any{s.nowArg()}
-	param := func(v any) string {
-		args = append(args, v)
-		return fmt.Sprintf("$%d", len(args))
+	q := &workflowQuery{args: []any{s.nowArg()}, order: "DESC", cmp: "<"}
+	if p.Ascending {
+		q.order, q.cmp = "ASC", ">"
 	}
 	if p.Name != "" {
-		query += ` AND w.name = ` + param(p.Name)
-	}
-	order, cmp := "DESC", "<"
-	if p.Ascending {
-		order, cmp = "ASC", ">"
+		q.name = q.param(p.Name)
 	}
 	if p.Cursor != "" {
 		after, err := store.DecodeCursor(p.Cursor)
 		if err != nil {
 			return nil, err
 		}
-		query += ` AND w.id ` + cmp + ` ` + param(after)
+		q.after = q.param(after)
 	}
+	query := `SELECT ` + workflowFrom + ` WHERE s.state IS NOT NULL AND ` + q.where()
 	if len(p.States) > 0 {
-		states := make([]string, len(p.States))
-		for i, st := range p.States {
-			states[i] = string(st)
-		}
-		query += ` AND s.state = ANY(` + param(states) + `::text[])`
+		query += ` AND w.id IN (` + q.candidates(p.States, limit+1) + `)`
 	}
-	query += ` ORDER BY w.id ` + order + ` LIMIT ` + param(limit+1)
-	rs, err := s.pool.Query(ctx, s.sql(query), args...)
+	query += ` ORDER BY w.id ` + q.order + ` LIMIT ` + q.param(limit+1)
+	rs, err := s.pool.Query(ctx, s.sql(query), q.args...)
 	if err != nil {
 		return nil, s.wrap(err, "list workflows")
 	}
@@ -318,6 +316,55 @@ func (s *Store) WorkflowList(ctx context.Context, p *store.WorkflowListParams) (
 	return res, nil
 }
 
+// workflowQuery builds a list of workflows: its parameters ($1 is the clock), its name and cursor
+// filter (their placeholders) and its order.
+type workflowQuery struct {
+	args        []any
+	name, after string
+	order, cmp  string // DESC and <, or ASC and >
+}
+
+// param adds a parameter and returns its placeholder.
+func (q *workflowQuery) param(v any) string {
+	q.args = append(q.args, v)
+	return fmt.Sprintf("$%d", len(q.args))
+}
+
+// where is the name and cursor filter on workflows w.
+func (q *workflowQuery) where() string {
+	cond := "true"
+	if q.name != "" {
+		cond += " AND w.name = " + q.name
+	}
+	if q.after != "" {
+		cond += " AND w.id " + q.cmp + " " + q.after
+	}
+	return cond
+}
+
+// candidates selects the ids of the first n workflows in each of the ended states asked for
+// (from the index workflows_ended, each with a live step) and the first n open workflows
+// whose derived state is asked for (from workflows_open, each read with its steps): the page
+// is the first of them in order.
+func (q *workflowQuery) candidates(states []hoppertype.WorkflowState, n int) string {
+	limit := q.param(n)
+	var parts []string
+	for _, st := range store.EndedStates(states) {
+		parts = append(parts, `(SELECT w.id FROM {schema}.workflows w WHERE w.state = `+q.param(st)+` AND `+q.where()+`
+			AND EXISTS (SELECT 1 FROM {schema}.jobs j WHERE j.workflow_id = w.id
+				AND (j.expires_at IS NULL OR j.expires_at > coalesce($1::timestamptz, now())))
+			ORDER BY w.id `+q.order+` LIMIT `+limit+`)`)
+	}
+	all := make([]string, len(states))
+	for i, st := range states {
+		all[i] = string(st)
+	}
+	parts = append(parts, `(SELECT w.id FROM `+workflowSteps+`
+		WHERE w.state IS NULL AND s.state = ANY(`+q.param(all)+`::text[]) AND `+q.where()+`
+		ORDER BY w.id `+q.order+` LIMIT `+limit+`)`)
+	return strings.Join(parts, " UNION ALL ")
+}
+
 // WorkflowCancel cancels the workflow's unfinished steps in one statement (cancelStepsSQL),
 // then reads the workflow, in one transaction.
 func (s *Store) WorkflowCancel(ctx context.Context, p *store.WorkflowCancelParams) (*store.WorkflowCancelResult, error) {
@@ -330,6 +377,13 @@ func (s *Store) WorkflowCancel(ctx context.Context, p *store.WorkflowCancelParam
 		}
 		if err := scanCanceled(rs, res); err != nil {
 			return err
+		}
+		if len(res.Canceled) > 0 {
+			// Every step has ended now: the cancel ends the workflow (WorkflowMarkEnded will
+			// not count it again).
+			if _, err := s.markEnded(ctx, tx, []string{p.ID}); err != nil {
+				return err
+			}
 		}
 		if res.Workflow, err = s.readWorkflow(ctx, tx, p.ID); err != nil {
 			return err
@@ -370,3 +424,89 @@ type withExtra struct {
 }
 
 func (w withExtra) Scan(dest ...any) error { return w.sc.Scan(append(dest, w.extra...)...) }
+
+// markEndedSQL marks ended those of the open workflows $1 whose steps have all ended (a
+// look-up of jobs_workflow_open each, materialized first so that only those are aggregated),
+// with the state their steps ended them in and their last step's ending. w.id = ANY($1) reads
+// the rows to update by index: without it the join read every open workflow.
+var markEndedSQL = `WITH done AS MATERIALIZED (
+	SELECT d.id FROM unnest($1::text[]) AS d(id)
+	WHERE NOT EXISTS (SELECT 1 FROM {schema}.jobs j WHERE j.workflow_id = d.id AND j.state IN ` + store.UnfinishedSQL + `)
+), ended AS (
+	SELECT d.id, a.state, a.ended_at FROM done d CROSS JOIN LATERAL (
+		SELECT ` + store.EndedStateSQL + ` AS state, max(j.finished_at) AS ended_at, count(*) AS n
+		FROM {schema}.jobs j WHERE j.workflow_id = d.id) a
+	WHERE a.n > 0
+)
+UPDATE {schema}.workflows w SET state = e.state, ended_at = e.ended_at
+FROM ended e WHERE w.id = ANY($1::text[]) AND w.id = e.id AND w.state IS NULL
+RETURNING w.id, w.name, w.steps, w.created_at, w.state, w.ended_at`
+
+// markEnded marks ended those of the open workflows ids, which tx holds, whose steps have all
+// ended (markEndedSQL), in id order.
+func (s *Store) markEnded(ctx context.Context, tx pgx.Tx, ids []string) ([]*hoppertype.WorkflowRow, error) {
+	rs, err := tx.Query(ctx, s.sql(markEndedSQL), ids)
+	if err != nil {
+		return nil, fmt.Errorf("mark workflows ended: %w", err)
+	}
+	defer rs.Close()
+	var out []*hoppertype.WorkflowRow
+	for rs.Next() {
+		var w hoppertype.WorkflowRow
+		var created time.Time
+		var ended *time.Time
+		var state string
+		if err := rs.Scan(&w.ID, &w.Name, &w.Steps, &created, &state, &ended); err != nil {
+			return nil, fmt.Errorf("mark workflows ended: %w", err)
+		}
+		w.CreatedAt, w.State, w.FinishedAt = created.UTC(), hoppertype.WorkflowState(state), utc(ended)
+		out = append(out, &w)
+	}
+	if err := rs.Err(); err != nil {
+		return nil, fmt.Errorf("mark workflows ended: %w", err)
+	}
+	slices.SortFunc(out, func(a, b *hoppertype.WorkflowRow) int { return strings.Compare(a.ID, b.ID) })
+	return out, nil
+}
+
+// lockOpenSQL locks the next open workflows after $1, oldest first, at most $2, skipping
+// those another transaction holds (a cancel, a retry, another pass).
+const lockOpenSQL = `SELECT id FROM {schema}.workflows WHERE state IS NULL AND id > $1 ORDER BY id LIMIT $2
+	FOR UPDATE SKIP LOCKED`
+
+// WorkflowMarkEnded checks a batch of open workflows in one transaction: it locks them
+// (lockOpenSQL), then marks those ended (markEndedSQL), whose steps it reads in a statement
+// after the lock so that it sees every ending or retry committed before it. A retry in place
+// or a cancel writes the workflow's row after its steps, so one running meanwhile either
+// holds the row (skipped here) or waits for this transaction and then reopens or marks it.
+func (s *Store) WorkflowMarkEnded(ctx context.Context, p *store.WorkflowMarkParams) (*store.WorkflowMarkResult, error) {
+	limit := store.MarkLimit(p.Limit)
+	var res *store.WorkflowMarkResult
+	err := s.runTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		res = &store.WorkflowMarkResult{}
+		rs, err := tx.Query(ctx, s.sql(lockOpenSQL), p.After, limit)
+		if err != nil {
+			return err
+		}
+		ids, err := pgx.CollectRows(rs, pgx.RowTo[string])
+		if err != nil {
+			return err
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		if len(ids) == limit {
+			res.Next = ids[len(ids)-1]
+		}
+		if res.Ended, err = s.markEnded(ctx, tx, ids); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, s.sql(`DELETE FROM {schema}.workflows w WHERE w.id = ANY($1::text[]) AND w.state IS NULL
+			AND NOT EXISTS (SELECT 1 FROM {schema}.jobs j WHERE j.workflow_id = w.id)`), ids)
+		return err
+	})
+	if err != nil {
+		return nil, s.wrap(err, "mark ended workflows")
+	}
+	return res, nil
+}

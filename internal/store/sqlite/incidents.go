@@ -86,6 +86,13 @@ func retryOne(ctx context.Context, tx *sql.Tx, p *store.RetryParams, now time.Ti
 			return nil, fmt.Errorf("retry job %s: %w", p.ID, err)
 		}
 	}
+	if job.WorkflowID != "" {
+		// The step runs again: its workflow, if it was marked ended, is open again.
+		if _, err := tx.ExecContext(ctx, `UPDATE workflows SET state = NULL, ended_at = NULL WHERE id = ?1 AND state IS NOT NULL`,
+			job.WorkflowID); err != nil {
+			return nil, fmt.Errorf("retry job %s: reopen workflow %s: %w", p.ID, job.WorkflowID, err)
+		}
+	}
 	original := job.OriginalID
 	if original == "" {
 		original = job.ID

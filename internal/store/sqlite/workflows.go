@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -254,36 +255,32 @@ func scanWorkflow(sc scanner) (*hoppertype.WorkflowRow, error) {
 	return &w, nil
 }
 
-// WorkflowList returns one page of workflows, filtered, in id (creation) order.
+// WorkflowList returns one page of workflows, filtered, in id (creation) order. With a state
+// filter it reads the page's candidates first (workflowCandidates), then those.
 func (s *Store) WorkflowList(ctx context.Context, p *store.WorkflowListParams) (*store.WorkflowListResult, error) {
 	limit := p.Limit
 	if limit <= 0 {
 		limit = 100
 	}
 	limit = min(limit, 10000)
-	where, args := []string{"1"}, []any{micros(s.clock.Now())}
-	if p.Name != "" {
-		where, args = append(where, "w.name = ?"), append(args, p.Name)
-	}
-	order, cmp := "DESC", "<"
+	now := micros(s.clock.Now())
+	filter := &workflowFilter{name: p.Name, order: "DESC", cmp: "<"}
 	if p.Ascending {
-		order, cmp = "ASC", ">"
+		filter.order, filter.cmp = "ASC", ">"
 	}
 	if p.Cursor != "" {
 		after, err := store.DecodeCursor(p.Cursor)
 		if err != nil {
 			return nil, err
 		}
-		where, args = append(where, "w.id "+cmp+" ?"), append(args, after)
+		filter.after = after
 	}
-	query := `SELECT ` + workflowFrom + ` WHERE ` + strings.Join(where, " AND ") + workflowGroup
+	where, args := filter.where(), append([]any{now}, filter.args()...)
 	if len(p.States) > 0 {
-		query += ` HAVING (` + store.WorkflowStateSQL + `) IN (` + strings.TrimSuffix(strings.Repeat("?,", len(p.States)), ",") + `)`
-		for _, st := range p.States {
-			args = append(args, string(st))
-		}
+		cands, cargs := workflowCandidates(filter, p.States, now, limit+1)
+		where, args = "w.id IN ("+cands+")", append([]any{now}, cargs...)
 	}
-	query += ` ORDER BY w.id ` + order + ` LIMIT ?`
+	query := `SELECT ` + workflowFrom + ` WHERE ` + where + workflowGroup + ` ORDER BY w.id ` + filter.order + ` LIMIT ?`
 	rows, err := s.reader.QueryContext(ctx, query, append(args, limit+1)...)
 	if err != nil {
 		return nil, wrap(err, "list workflows")
@@ -305,6 +302,59 @@ func (s *Store) WorkflowList(ctx context.Context, p *store.WorkflowListParams) (
 		res.NextCursor = store.EncodeCursor(res.Workflows[limit-1].ID)
 	}
 	return res, nil
+}
+
+// workflowFilter is a list's name and cursor filter of workflows w, in its order.
+type workflowFilter struct {
+	name, after string
+	order, cmp  string // DESC and <, or ASC and >
+}
+
+// where is the filter's condition on w, its parameters args.
+func (f *workflowFilter) where() string {
+	cond := "1"
+	if f.name != "" {
+		cond += " AND w.name = ?"
+	}
+	if f.after != "" {
+		cond += " AND w.id " + f.cmp + " ?"
+	}
+	return cond
+}
+
+func (f *workflowFilter) args() []any {
+	var out []any
+	if f.name != "" {
+		out = append(out, f.name)
+	}
+	if f.after != "" {
+		out = append(out, f.after)
+	}
+	return out
+}
+
+// workflowCandidates selects the ids of the first n workflows in each of the ended states
+// asked for (from the index workflows_ended, each with a live step) and the first n open
+// workflows whose derived state is asked for (from workflows_open, each read with its steps):
+// the page is the first of them in order. now is the store's clock.
+func workflowCandidates(f *workflowFilter, states []hoppertype.WorkflowState, now int64, n int) (string, []any) {
+	var parts []string
+	var args []any
+	for _, st := range store.EndedStates(states) {
+		parts = append(parts, `SELECT id FROM (SELECT w.id FROM workflows w WHERE w.state = ? AND `+f.where()+`
+			AND EXISTS (SELECT 1 FROM jobs j WHERE j.workflow_id = w.id AND (j.expires_at IS NULL OR j.expires_at > ?))
+			ORDER BY w.id `+f.order+` LIMIT ?)`)
+		args = append(append(append(args, st), f.args()...), now, n)
+	}
+	in := strings.TrimSuffix(strings.Repeat("?,", len(states)), ",")
+	parts = append(parts, `SELECT id FROM (SELECT w.id FROM workflows w CROSS JOIN jobs j ON j.workflow_id = w.id
+		AND (j.expires_at IS NULL OR j.expires_at > ?) WHERE w.state IS NULL AND `+f.where()+workflowGroup+`
+		HAVING (`+store.WorkflowStateSQL+`) IN (`+in+`) ORDER BY w.id `+f.order+` LIMIT ?)`)
+	args = append(append(args, now), f.args()...)
+	for _, st := range states {
+		args = append(args, string(st))
+	}
+	return strings.Join(parts, " UNION ALL "), append(args, n)
 }
 
 // WorkflowCancel cancels the workflow's unfinished steps in one write transaction: one
@@ -330,6 +380,11 @@ func (s *Store) WorkflowCancel(ctx context.Context, p *store.WorkflowCancelParam
 		}
 		if len(res.Canceled) > 0 {
 			if err := releaseCanceled(ctx, tx, res.Canceled, p.Actor); err != nil {
+				return err
+			}
+			// Every step has ended now: the cancel ends the workflow (WorkflowMarkEnded
+			// will not count it again).
+			if _, err := markEnded(ctx, tx, p.ID, p.ID); err != nil {
 				return err
 			}
 		}
@@ -363,4 +418,76 @@ func runningSteps(ctx context.Context, tx *sql.Tx, id string) ([]string, error) 
 		ids = append(ids, id)
 	}
 	return ids, rows.Err()
+}
+
+// markEndedSQL marks ended the open workflows of ids ?1 to ?2 whose steps have all ended (a
+// look-up of jobs_workflow_open each), with the state their steps ended them in and their
+// last step's ending.
+var markEndedSQL = `UPDATE workflows SET
+	state = (SELECT ` + store.EndedStateSQL + ` FROM jobs j WHERE j.workflow_id = workflows.id),
+	ended_at = (SELECT max(j.finished_at) FROM jobs j WHERE j.workflow_id = workflows.id)
+WHERE id >= ?1 AND id <= ?2 AND state IS NULL
+	AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.workflow_id = workflows.id AND j.state IN ` + store.UnfinishedSQL + `)
+	AND EXISTS (SELECT 1 FROM jobs j WHERE j.workflow_id = workflows.id)
+RETURNING id, name, steps, created_at, state, ended_at`
+
+// markEnded marks ended the open workflows of ids first to last whose steps have all ended
+// (markEndedSQL), in id order.
+func markEnded(ctx context.Context, tx *sql.Tx, first, last string) ([]*hoppertype.WorkflowRow, error) {
+	rows, err := tx.QueryContext(ctx, markEndedSQL, first, last)
+	if err != nil {
+		return nil, fmt.Errorf("mark workflows ended: %w", err)
+	}
+	defer rows.Close()
+	var out []*hoppertype.WorkflowRow
+	for rows.Next() {
+		var w hoppertype.WorkflowRow
+		var created int64
+		var state string
+		var ended sql.NullInt64
+		if err := rows.Scan(&w.ID, &w.Name, &w.Steps, &created, &state, &ended); err != nil {
+			return nil, fmt.Errorf("mark workflows ended: %w", err)
+		}
+		w.CreatedAt, w.State, w.FinishedAt = fromMicros(created), hoppertype.WorkflowState(state), nullTime(ended)
+		out = append(out, &w)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("mark workflows ended: %w", err)
+	}
+	slices.SortFunc(out, func(a, b *hoppertype.WorkflowRow) int { return strings.Compare(a.ID, b.ID) })
+	return out, nil
+}
+
+// WorkflowMarkEnded checks a batch of open workflows in one write transaction of the single
+// writer: their ids from workflows_open, then one update (markEndedSQL) and the deletion of
+// rows without steps.
+func (s *Store) WorkflowMarkEnded(ctx context.Context, p *store.WorkflowMarkParams) (*store.WorkflowMarkResult, error) {
+	limit := store.MarkLimit(p.Limit)
+	var res *store.WorkflowMarkResult
+	err := s.write(ctx, nil, func(ctx context.Context, tx *sql.Tx, _ []*sql.Stmt) error {
+		res = &store.WorkflowMarkResult{}
+		var first, last sql.NullString
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT min(id), max(id), count(*) FROM (SELECT id FROM workflows
+			WHERE state IS NULL AND id > ?1 ORDER BY id LIMIT ?2)`, p.After, limit).Scan(&first, &last, &n); err != nil {
+			return err
+		}
+		if n == 0 {
+			return nil
+		}
+		if n == limit {
+			res.Next = last.String
+		}
+		var err error
+		if res.Ended, err = markEnded(ctx, tx, first.String, last.String); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM workflows WHERE id >= ?1 AND id <= ?2 AND state IS NULL
+			AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.workflow_id = workflows.id)`, first.String, last.String)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("mark ended workflows: %w", err)
+	}
+	return res, nil
 }

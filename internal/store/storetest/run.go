@@ -43,6 +43,7 @@ func Run(t *testing.T, opener Opener) {
 		{"Stats", testStats},
 		{"Deps", testDeps},
 		{"Workflow", testWorkflows},
+		{"WorkflowEnded", testWorkflowsEnded},
 		{"Parents", testParents},
 		{"Spawn", testSpawn},
 	}
