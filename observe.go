@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/attempt"
 	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/store"
 )
@@ -94,47 +95,19 @@ func (o *observers) claimed(rows []*JobRow, remote bool, batchOf map[string]stri
 		return
 	}
 	ctx := context.Background()
-	batches := batchesOf(rows, batchOf)
+	batches := attempt.Batches(rows, batchOf)
 	for _, r := range rows {
 		wait, _ := r.StartWait()
-		ev := JobEvent{Type: JobStarted, JobID: r.ID, Kind: r.Kind, Queue: r.Queue, Attempt: r.Attempt,
-			State: StateRunning, Wait: wait, Remote: remote, WorkflowID: r.WorkflowID}
-		if b := batches[batchOf[r.ID]]; b != nil {
-			ev.Batch = *b
-			b.Index++
-		}
-		o.emit(ctx, ev)
+		o.emit(ctx, JobEvent{Type: JobStarted, JobID: r.ID, Kind: r.Kind, Queue: r.Queue, Attempt: r.Attempt,
+			State: StateRunning, Wait: wait, Remote: remote, WorkflowID: r.WorkflowID, Batch: batches[r.ID]})
 	}
-}
-
-// batchesOf returns the batches of rows by id (batchOf: each job's), each with its size and
-// linger, at Index 0.
-func batchesOf(rows []*JobRow, batchOf map[string]string) map[string]*BatchInfo {
-	if len(batchOf) == 0 {
-		return nil
-	}
-	out := map[string]*BatchInfo{}
-	for _, r := range rows {
-		id := batchOf[r.ID]
-		if id == "" {
-			continue
-		}
-		b := out[id]
-		if b == nil {
-			b = &BatchInfo{ID: id}
-			out[id] = b
-		}
-		b.Size++
-		b.Linger = max(b.Linger, r.StartedAt.Sub(r.RunAt))
-	}
-	return out
 }
 
 // batchID names a batch, of jobs as claimed: its first job's id and lease token
 // (ActivatedJob.batch_id, JobEvent.Batch).
 func batchID(jobs []*JobRow) string { return fmt.Sprintf("%s.%d", jobs[0].ID, jobs[0].Token) }
 
-// oneBatch says that jobs are one batch (batchesOf's batchOf).
+// oneBatch says that jobs are one batch (attempt.Batches's batchOf).
 func oneBatch(jobs []*JobRow) map[string]string {
 	id := batchID(jobs)
 	out := make(map[string]string, len(jobs))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,6 +29,12 @@ type SpawnParams struct {
 	// first, then the jobs that wait for them); never a job that waits for the running one (it
 	// would wait for itself: a *ValidationError naming after[i]).
 	Opts *InsertOpts
+	// AfterSteps names, by their Step, jobs earlier in the same SpawnMany that this one runs
+	// after, as a workflow's steps name each other (their ids are not known before the call):
+	// parents after those of Opts.After. A name no earlier job of the call has is a
+	// *ValidationError naming jobs[i].after_steps[k]; a job already in the workflow is named
+	// by id, in Opts.After.
+	AfterSteps []string
 }
 
 // Spawn adds a job while a handler runs (docs/workflows.md, "Fan-out at run time"): the job
@@ -74,7 +81,8 @@ func spawn(ctx context.Context, jobs []SpawnParams) ([]*InsertResult, error) {
 		if err != nil {
 			return nil, inBatch(i, err)
 		}
-		in[i] = &attempt.SpawnJob{Step: j.Step, Kind: j.Args.Kind(), Args: raw, Opts: spawnOpts(InsertOptsFor(j.Args, j.Opts))}
+		in[i] = &attempt.SpawnJob{Step: j.Step, Kind: j.Args.Kind(), Args: raw, Opts: spawnOpts(InsertOptsFor(j.Args, j.Opts)),
+			AfterSteps: j.AfterSteps}
 	}
 	got, err := ex.Spawn(ctx, in)
 	if err != nil {
@@ -112,12 +120,16 @@ func (c *Client) spawnJobs(ctx context.Context, id string, token int64, jobs []*
 	}
 	now := c.clock.Now()
 	params := make([]*store.InsertParams, len(jobs))
+	steps := map[string]string{} // step name → job id, of the jobs before
 	for i, j := range jobs {
-		p, err := c.spawnParams(ctx, id, j, now)
+		p, err := c.spawnParams(ctx, id, j, steps, now)
 		if err != nil {
 			return nil, inBatch(i, err)
 		}
 		params[i] = p
+		if j.Step != "" {
+			steps[j.Step] = p.ID
+		}
 	}
 	if first, second := store.RepeatedKey(params); first >= 0 {
 		return nil, invalid(fmt.Sprintf("jobs[%d].idempotency_key", second),
@@ -140,9 +152,11 @@ func (c *Client) spawnJobs(ctx context.Context, id string, token int64, jobs []*
 	return out, nil
 }
 
-// spawnParams builds the insert of one spawned job, as Enqueue's; its history says which job
-// spawned it.
-func (c *Client) spawnParams(ctx context.Context, spawner string, j *attempt.SpawnJob, now time.Time) (*store.InsertParams, error) {
+// spawnParams builds the insert of one spawned job, as Enqueue's, its AfterSteps found in
+// steps (the jobs before it in the call, as a workflow's steps find their parents); its
+// history says which job spawned it.
+func (c *Client) spawnParams(ctx context.Context, spawner string, j *attempt.SpawnJob, steps map[string]string,
+	now time.Time) (*store.InsertParams, error) {
 	opts := insertOpts(j.Opts)
 	if opts.MergeKey != "" {
 		return nil, invalid("merge_key", "a spawned job is never merged")
@@ -152,6 +166,11 @@ func (c *Client) spawnParams(ctx context.Context, spawner string, j *attempt.Spa
 			return nil, err
 		}
 	}
+	after, err := stepIDs(steps, j.AfterSteps, "after_steps")
+	if err != nil {
+		return nil, err
+	}
+	opts.After = append(slices.Clip(opts.After), after...)
 	p, err := c.insertParams(ctx, RawArgs{KindName: j.Kind, JSON: j.Args}, opts, now)
 	if err != nil {
 		return nil, err

@@ -40,9 +40,14 @@ func splitWorkers(t *testing.T, seen chan<- spawnErrors) *Workers {
 		field("cycle", err)
 		_, err = Spawn(ctx, "bad name", addend{N: 1}, nil)
 		field("step", err)
+		_, err = SpawnMany(ctx, []SpawnParams{{Step: "x", Args: addend{}, AfterSteps: []string{"y"}}, {Step: "y", Args: addend{}}})
+		field("later", err)
 		jobs := make([]SpawnParams, job.Args.N)
 		for i := range jobs {
 			jobs[i] = SpawnParams{Step: fmt.Sprintf("chunk-%d", i), Args: addend{N: i + 1}}
+			if i > 0 { // a chain, named by step: the ids are not known before the call
+				jobs[i].AfterSteps = []string{fmt.Sprintf("chunk-%d", i-1)}
+			}
 		}
 		res, err := SpawnMany(ctx, jobs)
 		if err != nil {
@@ -83,10 +88,19 @@ func TestSpawnSplitMerge(t *testing.T) {
 	require.Equal(t, 1+2+3+4, got.Sum)
 	require.Len(t, got.Order, 5, "the split step and its four chunks")
 
-	require.Equal(t, spawnErrors{"queue": "queue", "merge": "jobs[1].merge_key", "cycle": "step", "step": "step"}, <-seen)
+	require.Equal(t, spawnErrors{"queue": "queue", "merge": "jobs[1].merge_key", "cycle": "step", "step": "step",
+		"later": "jobs[0].after_steps[0]"}, <-seen)
 	d, err := b.client.Workflow(ctx, wf.Workflow.ID)
 	require.NoError(t, err)
 	require.Len(t, d.Steps, 6, "split, merge and four chunks: nothing of the bad spawns")
+	after := map[string][]string{}
+	for _, s := range d.Steps {
+		after[s.Job.Step] = s.After
+	}
+	require.Empty(t, after["chunk-0"])
+	for i := 1; i < 4; i++ {
+		require.Equal(t, []string{fmt.Sprintf("chunk-%d", i-1)}, after[fmt.Sprintf("chunk-%d", i)], "named by step")
+	}
 	require.Equal(t, WorkflowCompleted, d.Workflow.State)
 }
 

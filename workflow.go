@@ -186,13 +186,30 @@ func (c *Client) stepParams(ctx context.Context, s WorkflowStep, ids map[string]
 	case o.MergeKey != "":
 		return nil, invalid("merge_key", "a step's job is its workflow's own: no merge key")
 	}
-	for _, name := range s.After {
-		o.After = append(o.After, ids[name])
+	after, err := stepIDs(ids, s.After, "after")
+	if err != nil {
+		return nil, err
 	}
+	o.After = append(o.After, after...)
 	if s.OnParentFailure != "" {
 		o.OnParentFailure = s.OnParentFailure
 	}
 	return c.insertParams(ctx, s.Args, &o, now)
+}
+
+// stepIDs returns the job ids of the steps names, by ids (step name → job id: the steps
+// already built, of a workflow or of a spawn); a name not there is a *ValidationError naming
+// field[k].
+func stepIDs(ids map[string]string, names []string, field string) ([]string, error) {
+	out := make([]string, len(names))
+	for k, name := range names {
+		id, ok := ids[name]
+		if !ok {
+			return nil, invalid(fmt.Sprintf("%s[%d]", field, k), "no step %q comes before it", name)
+		}
+		out[k] = id
+	}
+	return out, nil
 }
 
 // planWorkflow checks a workflow's name and the names its steps give and take, and returns the

@@ -99,8 +99,8 @@ type JobEvent struct {
 	WorkflowState WorkflowState
 	// Batch says, on JobStarted, which batch the job was claimed in: a batch kind's
 	// (hopper.AddBatchWorker in this process, or a remote worker's batch_kinds served through
-	// the server). Its zero value (ID "") is a job claimed alone, and what a remote worker's own
-	// observers see.
+	// the server, which a remote worker's own observers see too, with Linger 0). Its zero value
+	// (ID "") is a job claimed alone.
 	Batch BatchInfo
 }
 

@@ -129,7 +129,6 @@ func (w *Worker) executeBatch(runs []*run, handlerDone func()) {
 		})
 		a := w.prepare(r.ctx, r.job)
 		all[i] = a
-		w.observeStart(a.row)
 		if a.err == nil && context.Cause(r.ctx) != nil {
 			a.err = context.Cause(r.ctx)
 		}
@@ -137,6 +136,7 @@ func (w *Worker) executeBatch(runs []*run, handlerDone func()) {
 			in, exs, units = append(in, a), append(exs, a.ex), append(units, a.unit)
 		}
 	}
+	w.observeBatchStart(all)
 	var cause error
 	if len(in) > 0 {
 		h, _ := w.handlers.Handler(runs[0].job.GetKind())

@@ -32,7 +32,7 @@ const reportTimeout = 30 * time.Second
 func (w *Worker) execute(ctx context.Context, job *hopperv1.ActivatedJob, handlerDone func()) {
 	defer handlerDone()
 	a := w.prepare(ctx, job)
-	w.observeStart(a.row)
+	w.observeStart(a.row, hoppertype.BatchInfo{})
 	var cause error
 	if a.err == nil {
 		tctx, stop := attempt.WithTimeout(a.ctx, w.clock, a.timeout)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/attempt"
 )
 
 // observe tells the worker's observers (Config.Observers) of ev; a panic in one is logged.
@@ -23,14 +24,34 @@ func (w *Worker) observeOne(o hoppertype.Observer, ev hoppertype.JobEvent) {
 	o.ObserveJob(context.Background(), ev)
 }
 
-// observeStart reports that the handler of row's attempt starts. Its Wait is 0: a worker is
-// not told when its job became due (the server's observers measure the wait).
-func (w *Worker) observeStart(row *hoppertype.JobRow) {
+// observeStart reports that the handler of row's attempt starts, claimed in batch (its zero
+// value: alone). Its Wait is 0, and a batch's Linger: a worker is not told when its jobs
+// became due (the server's observers measure both).
+func (w *Worker) observeStart(row *hoppertype.JobRow, batch hoppertype.BatchInfo) {
 	if len(w.cfg.Observers) == 0 {
 		return
 	}
 	w.observe(hoppertype.JobEvent{Type: hoppertype.JobStarted, JobID: row.ID, Kind: row.Kind, Queue: row.Queue,
-		Attempt: row.Attempt, State: hoppertype.StateRunning, Remote: true})
+		Attempt: row.Attempt, State: hoppertype.StateRunning, Remote: true, Batch: batch})
+}
+
+// observeBatchStart reports that the handler of a batch's attempts starts, each with the
+// batch as the server sent it (one call of the handler: a batch a stream pushed in parts is
+// a batch per part), built as the engine builds its own (attempt.Batches).
+func (w *Worker) observeBatchStart(all []*prepared) {
+	if len(w.cfg.Observers) == 0 {
+		return
+	}
+	rows := make([]*hoppertype.JobRow, len(all))
+	batchOf := make(map[string]string, len(all))
+	for i, a := range all {
+		rows[i] = a.row
+		batchOf[a.row.ID] = a.job.GetBatchId()
+	}
+	batches := attempt.Batches(rows, batchOf)
+	for _, r := range rows {
+		w.observeStart(r, batches[r.ID])
+	}
 }
 
 // observeEnd reports that the handler of row's attempt returned with outcome after run; gone:

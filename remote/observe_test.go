@@ -93,3 +93,56 @@ func handled(t *testing.T, reg *prometheus.Registry, outcome string) float64 {
 	t.Fatalf("no hopper_jobs_handled_total for outcome %s", outcome)
 	return 0
 }
+
+// A remote worker's observers hear each job of a batch it runs start with the batch
+// (JobEvent.Batch: the server's batch id, its size and the job's place in it), as in process,
+// so that hopperprom counts the batch once with its size.
+func TestRemoteWorkerObserversSeeItsBatches(t *testing.T) {
+	t.Parallel()
+	url, client := serve(t)
+	ids := enqueueGroup(t, client, resize{Width: 1}, resize{Width: 2}, resize{Width: 3})
+	ws := hopper.NewWorkers()
+	hopper.AddBatchWorkerFunc(ws, hopper.BatchOpts{MaxJobs: 10}, func(context.Context, *hopper.Batch[resize]) error {
+		return nil
+	})
+	m := hopperprom.New()
+	events := make(chan hopper.JobEvent, 16)
+	record := hopper.ObserverFunc(func(_ context.Context, ev hopper.JobEvent) {
+		if ev.Type == hopper.JobStarted {
+			events <- ev
+		}
+	})
+	w, err := remote.New(remote.Config{URL: url, Workers: ws, Mode: remote.Poll, Concurrency: 10,
+		Observers: []hopper.Observer{m, record}})
+	require.NoError(t, err)
+	require.NoError(t, w.Start(context.Background()))
+	defer stoptest.Within(t, w, 10*time.Second)
+	for _, id := range ids {
+		waitFor(t, client, id, hopper.StateCompleted)
+	}
+
+	for i, id := range ids {
+		ev := <-events
+		require.Equal(t, id, ev.JobID)
+		require.NotEmpty(t, ev.Batch.ID)
+		require.Equal(t, hopper.BatchInfo{ID: ev.Batch.ID, Size: 3, Index: i}, ev.Batch)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m)
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	got := map[string]float64{}
+	for _, f := range families {
+		for _, s := range f.GetMetric() {
+			switch f.GetName() {
+			case "hopper_batches_started_total":
+				got[f.GetName()] += s.GetCounter().GetValue()
+			case "hopper_batch_jobs", "hopper_batch_linger_seconds":
+				got[f.GetName()] += float64(s.GetHistogram().GetSampleCount())
+				got[f.GetName()+"_sum"] += s.GetHistogram().GetSampleSum()
+			}
+		}
+	}
+	require.Equal(t, map[string]float64{"hopper_batches_started_total": 1, "hopper_batch_jobs": 1,
+		"hopper_batch_jobs_sum": 3, "hopper_batch_linger_seconds": 1, "hopper_batch_linger_seconds_sum": 0}, got)
+}

@@ -140,9 +140,10 @@ type Config struct {
 	MaxMemory int64
 	Logger    *slog.Logger
 	// Observers hear the attempts this worker runs, as hopper.Config.Observers hear a
-	// client's: hopper.JobStarted when a handler starts (Wait: since the job was due) and
+	// client's: hopper.JobStarted when a handler starts (Wait 0: the server measures waits) and
 	// hopper.JobEnded when it returns (Outcome; Run: the handler's time; State only where the
-	// outcome alone decides it: completed, snoozed, suspended, released). Give it a
+	// outcome alone decides it: completed, snoozed, suspended, released); a batch's jobs start
+	// with their Batch (its id, size and each job's place; Linger 0, as Wait). Give it a
 	// hopperprom.Metrics to count them. Called on the attempt's goroutine: fast, non-blocking,
 	// safe for concurrent use; a panic is recovered and logged.
 	Observers []hoppertype.Observer

@@ -42,6 +42,10 @@ func TestRemoteHandlerSpawns(t *testing.T) {
 				_, err := hopper.Spawn(ctx, "c", part{}, &hopper.InsertOpts{ResultTTL: time.Hour})
 				return err
 			},
+			func() error {
+				_, err := hopper.SpawnMany(ctx, []hopper.SpawnParams{{Step: "d", Args: part{}, AfterSteps: []string{"nope"}}})
+				return err
+			},
 		} {
 			var ve *hopper.ValidationError
 			if err := bad(); !errors.As(err, &ve) {
@@ -50,10 +54,18 @@ func TestRemoteHandlerSpawns(t *testing.T) {
 			got = append(got, ve.Field)
 		}
 		fields <- got
-		for i := 1; i <= job.Args.N; i++ {
-			if _, err := hopper.Spawn(ctx, fmt.Sprintf("part-%d", i), part{N: i}, nil); err != nil {
-				return err
+		if _, err := hopper.Spawn(ctx, "part-1", part{N: 1}, nil); err != nil {
+			return err
+		}
+		var rest []hopper.SpawnParams // a chain from part-2, named by step
+		for i := 2; i <= job.Args.N; i++ {
+			rest = append(rest, hopper.SpawnParams{Step: fmt.Sprintf("part-%d", i), Args: part{N: i}})
+			if i > 2 {
+				rest[i-2].AfterSteps = []string{fmt.Sprintf("part-%d", i-1)}
 			}
+		}
+		if _, err := hopper.SpawnMany(ctx, rest); err != nil {
+			return err
 		}
 		return hopper.SetResult(ctx, 0)
 	})
@@ -94,5 +106,12 @@ func TestRemoteHandlerSpawns(t *testing.T) {
 	require.NoError(t, json.Unmarshal(job.Result, &got))
 	require.Equal(t, 6, got.Sum)
 	require.Equal(t, 4, got.Parents, "the split step and its three parts")
-	require.Equal(t, []string{"step", "jobs[1].queue", "result_ttl"}, <-fields)
+	require.Equal(t, []string{"step", "jobs[1].queue", "result_ttl", "jobs[0].after_steps[0]"}, <-fields)
+	d, err := client.Workflow(t.Context(), wf.Workflow.ID)
+	require.NoError(t, err)
+	after := map[string][]string{}
+	for _, s := range d.Steps {
+		after[s.Job.Step] = s.After
+	}
+	require.Equal(t, []string{"part-2"}, after["part-3"], "named by step over the wire")
 }

@@ -24,7 +24,8 @@ func SpawnJob(j *attempt.SpawnJob) (*hopperv1.SpawnJob, error) {
 		MaxAttempts: Int32(o.MaxAttempts), MaxRescues: Int32(o.MaxRescues), Timeout: Duration(o.Timeout),
 		RetryPolicy: RetryPolicy(o.RetryPolicy), Headers: o.Headers, IdempotencyKey: o.IdempotencyKey,
 		IdempotencyRetention: Duration(o.IdempotencyRetention), GroupKey: o.GroupKey, MergeKey: o.MergeKey,
-		FairnessKey: o.FairnessKey, After: o.After, OnParentFailure: string(o.OnParentFailure)}}, nil
+		FairnessKey: o.FairnessKey, After: o.After, OnParentFailure: string(o.OnParentFailure)},
+		AfterSteps: j.AfterSteps}, nil
 }
 
 // FromSpawnJob reads a spawned job; its args default to {}. A missing job is a
@@ -45,5 +46,5 @@ func FromSpawnJob(s *hopperv1.SpawnJob) (*attempt.SpawnJob, error) {
 		Headers: spec.GetHeaders(), IdempotencyKey: spec.GetIdempotencyKey(),
 		IdempotencyRetention: FromDuration(spec.GetIdempotencyRetention()), GroupKey: spec.GetGroupKey(),
 		MergeKey: spec.GetMergeKey(), FairnessKey: spec.GetFairnessKey(), After: spec.GetAfter(),
-		OnParentFailure: hoppertype.ParentPolicy(spec.GetOnParentFailure())}}, nil
+		OnParentFailure: hoppertype.ParentPolicy(spec.GetOnParentFailure())}, AfterSteps: s.GetAfterSteps()}, nil
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"runtime/debug"
 	"time"
+
+	"github.com/hopperjobs/hopper/hoppertype"
 )
 
 // BatchOpts says how the batches of a batch kind are claimed (hopper.BatchOpts).
@@ -75,4 +77,39 @@ func BatchTimeout(rows []*Execution, units []Unit, def time.Duration) time.Durat
 		}
 	}
 	return d
+}
+
+// Batches returns, by job id, the batch each job of rows was claimed in, as its JobStarted
+// event carries it (hoppertype.JobEvent.Batch): batchOf gives each job's batch id (absent or
+// "": claimed alone, left out). A batch's Size counts its jobs among rows, Index is a job's
+// place among them, Linger is the longest any of them had been due at the claim (StartedAt
+// since RunAt; 0 for rows that know neither, as a remote worker's). The engine's claims and
+// the server's batch claims for remote workers report through it, and so does a remote
+// worker for the batches it runs. nil when batchOf is empty.
+func Batches(rows []*hoppertype.JobRow, batchOf map[string]string) map[string]hoppertype.BatchInfo {
+	if len(batchOf) == 0 {
+		return nil
+	}
+	batches := map[string]*hoppertype.BatchInfo{}
+	for _, r := range rows {
+		id := batchOf[r.ID]
+		if id == "" {
+			continue
+		}
+		b := batches[id]
+		if b == nil {
+			b = &hoppertype.BatchInfo{ID: id}
+			batches[id] = b
+		}
+		b.Size++
+		b.Linger = max(b.Linger, r.StartedAt.Sub(r.RunAt))
+	}
+	out := make(map[string]hoppertype.BatchInfo, len(batchOf))
+	for _, r := range rows {
+		if b := batches[batchOf[r.ID]]; b != nil {
+			out[r.ID] = *b
+			b.Index++
+		}
+	}
+	return out
 }

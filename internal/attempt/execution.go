@@ -36,12 +36,14 @@ type AttemptOps interface {
 }
 
 // SpawnJob is a job a running attempt adds: its step name in the attempt's workflow ("":
-// generated), its kind, JSON args and options.
+// generated), its kind, JSON args and options, and the step names of the jobs earlier in the
+// same spawn it runs after (AfterSteps: after Opts.After's).
 type SpawnJob struct {
-	Step string
-	Kind string
-	Args json.RawMessage
-	Opts SpawnOpts
+	Step       string
+	Kind       string
+	Args       json.RawMessage
+	Opts       SpawnOpts
+	AfterSteps []string
 }
 
 // SpawnOpts are a spawned job's options: the hopper package's InsertOpts (the type defaults

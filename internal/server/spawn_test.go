@@ -93,6 +93,8 @@ func TestSpawnIsFencedAndValidated(t *testing.T) {
 		{[]*hopperv1.SpawnJob{chunk("merge", `{}`)}, "invalid jobs[0].step:"},
 		{[]*hopperv1.SpawnJob{chunk("a", `{}`), {Step: "b", Job: &hopperv1.JobSpec{Kind: "chunk", After: []string{"0190f0e4-0000-7000-8000-000000000000"}}}},
 			"invalid jobs[1].after[0]:"},
+		{[]*hopperv1.SpawnJob{chunk("a", `{}`), {Step: "b", Job: &hopperv1.JobSpec{Kind: "chunk"}, AfterSteps: []string{"a", "c"}},
+			chunk("c", `{}`)}, "invalid jobs[1].after_steps[1]:"},
 	} {
 		err := spawn(split.GetLeaseToken(), tc.jobs...)
 		requireCode(t, connect.CodeInvalidArgument, err)

@@ -13,8 +13,9 @@ import (
 // of every job that waits for the spawner: a job_deps row and one more pending parent on each
 // such child, so the children are released only once the spawner and the spawned jobs have
 // all ended. While the spawner runs, its children cannot have been released (they wait for
-// it), so the only ones left out are those already canceled (by a user, or another parent's
-// failure). A spawned job that the call finds already there (its step name in the workflow,
+// it): each waits, or was canceled (by a user, or another parent's failure). A canceled one
+// gets the dependency row too, not counted, so that a re-arm (the failed parent retried in
+// place) makes it wait for the spawned jobs as well. A spawned job that the call finds already there (its step name in the workflow,
 // or its idempotency key) is returned as it is (Existing), and becomes a parent of the
 // waiting children that do not wait for it yet: a retried attempt that spawns again gets the
 // first attempt's jobs, and adds no second dependency.

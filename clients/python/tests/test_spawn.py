@@ -39,7 +39,8 @@ class Spawn(Base):
 
         async def split(job: RunningJob) -> Any:
             for bad in ([SpawnJob("part", {"n": 1}, {"queue": q}, step="named")],  # not a step of a workflow
-                        [NewJob("part", {"n": 1}, {"queue": q}), ("part", {"n": 2}, {"queue": "no spaces"})]):
+                        [NewJob("part", {"n": 1}, {"queue": q}), ("part", {"n": 2}, {"queue": "no spaces"})],
+                        [SpawnJob("part", {"n": 1}, {"queue": q}, after_steps=["nope"])]):  # no earlier job is step "nope"
                 try:
                     await job.spawn(bad)
                     fields.append("none")
@@ -60,7 +61,7 @@ class Spawn(Base):
         m = await self.c.enqueue("merge", {}, queue=q, after=[s.job.id])
         done = await wait_for_state(self.c, m.job.id, "completed")
         self.assertEqual(done.result, {"sum": 6, "parents": 4})
-        self.assertEqual(fields, ["jobs[0].step", "jobs[1].queue"])
+        self.assertEqual(fields, ["jobs[0].step", "jobs[1].queue", "jobs[0].after_steps[0]"])
 
         s = await self.c.enqueue("split-sync", {}, queue=q)
         m = await self.c.enqueue("merge", {}, queue=q, after=[s.job.id])

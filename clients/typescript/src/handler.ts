@@ -108,6 +108,12 @@ export interface SpawnJob<A = unknown> extends NewJob<A> {
    * most 128); unset, the server names it. Only for a job that is a step of a workflow.
    */
   step?: string;
+  /**
+   * afterSteps names, by their step, jobs earlier in the same spawn that this one runs after
+   * (their ids are not known before the call), after the jobs of after. A name no earlier job of
+   * the call has is refused (InvalidArgument naming jobs[i].after_steps[k]).
+   */
+  afterSteps?: string[];
 }
 
 /**

@@ -124,7 +124,7 @@ export class Running<A> implements RunningJob<A> {
 
   async spawn<A = unknown>(jobs: SpawnJob<A>[]): Promise<EnqueueResult<A>[]> {
     let results: EnqueueResponse[] = [];
-    const req = { ...this.ref(), jobs: jobs.map((j) => ({ step: j.step ?? "", job: jobSpec(j.kind, j.args, j) })) };
+    const req = { ...this.ref(), jobs: jobs.map((j) => ({ step: j.step ?? "", afterSteps: j.afterSteps ?? [], job: jobSpec(j.kind, j.args, j) })) };
     await this.check(this.api.spawn(req).then((res) => { results = res.results; }));
     return results.map((r) => ({ job: jobFromProto<A>(r.job!), existing: r.existing, merged: r.merged }));
   }

@@ -21,6 +21,7 @@ describe("spawn", () => {
           for (const bad of [
             [{ kind: "part", args: { n: 1 }, queue, step: "named" }], // not a step of a workflow: no step to name
             [{ kind: "part", args: { n: 1 }, queue }, { kind: "part", args: { n: 2 }, queue: "no spaces" }],
+            [{ kind: "part", args: { n: 1 }, queue, afterSteps: ["nope"] }], // no earlier job is step "nope"
           ]) {
             try {
               await job.spawn(bad);
@@ -47,6 +48,6 @@ describe("spawn", () => {
     const merge = await c.enqueue("merge", {}, { queue, after: [split.job.id] });
     const done = await waitForState(c, merge.job.id, "completed");
     assert.deepEqual(done.result, { sum: 6, parents: 4 });
-    assert.deepEqual(fields, ["jobs[0].step", "jobs[1].queue"]);
+    assert.deepEqual(fields, ["jobs[0].step", "jobs[1].queue", "jobs[0].after_steps[0]"]);
   });
 });

@@ -3834,7 +3834,11 @@ type SpawnJob struct {
 	// step is its name in the spawner's workflow: letters, digits, '_', '-', '.', ':', at most
 	// 128; empty for one the server names (the spawner's step name, '.', the job's id). A step
 	// name already in the workflow returns that job. Not for a spawner outside a workflow.
-	Step          string `protobuf:"bytes,2,opt,name=step,proto3" json:"step,omitempty"`
+	Step string `protobuf:"bytes,2,opt,name=step,proto3" json:"step,omitempty"`
+	// after_steps names, by their step, jobs earlier in the same request that this one runs
+	// after (their ids are not known before the call): parents after those of job.after. A name
+	// no earlier job of the request has is refused (jobs[i].after_steps[k]).
+	AfterSteps    []string `protobuf:"bytes,3,rep,name=after_steps,json=afterSteps,proto3" json:"after_steps,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3881,6 +3885,13 @@ func (x *SpawnJob) GetStep() string {
 		return x.Step
 	}
 	return ""
+}
+
+func (x *SpawnJob) GetAfterSteps() []string {
+	if x != nil {
+		return x.AfterSteps
+	}
+	return nil
 }
 
 type SpawnResponse struct {
@@ -10142,10 +10153,12 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
 	"\vlease_token\x18\x02 \x01(\x03R\n" +
 	"leaseToken\x12'\n" +
-	"\x04jobs\x18\x03 \x03(\v2\x13.hopper.v1.SpawnJobR\x04jobs\"D\n" +
+	"\x04jobs\x18\x03 \x03(\v2\x13.hopper.v1.SpawnJobR\x04jobs\"e\n" +
 	"\bSpawnJob\x12$\n" +
 	"\x03job\x18\x01 \x01(\v2\x12.hopper.v1.JobSpecR\x03job\x12\x12\n" +
-	"\x04step\x18\x02 \x01(\tR\x04step\"E\n" +
+	"\x04step\x18\x02 \x01(\tR\x04step\x12\x1f\n" +
+	"\vafter_steps\x18\x03 \x03(\tR\n" +
+	"afterSteps\"E\n" +
 	"\rSpawnResponse\x124\n" +
 	"\aresults\x18\x01 \x03(\v2\x1a.hopper.v1.EnqueueResponseR\aresults\"\x8e\x01\n" +
 	"\tBatchKind\x12\x12\n" +

@@ -27,11 +27,12 @@ const (
 	// ancestorsSQL reads the parents of the jobs $1, and whether each waits.
 	ancestorsSQL = `SELECT d.parent_id, coalesce(p.state = 'waiting', false) FROM {schema}.job_deps d
 		LEFT JOIN {schema}.jobs p ON p.id = d.parent_id WHERE d.child_id = ANY($1::text[])`
-	// adoptSQL makes job $2 a parent of the waiting children of spawner $1 that do not wait for
-	// it yet, after their other parents: one more pending parent each, the children locked in
+	// adoptSQL makes job $2 a parent of the children of spawner $1 that do not wait for it yet,
+	// after their other parents: one more pending parent for each waiting one, a dependency row
+	// alone for each canceled one (a re-arm, which locks it, counts it), the children locked in
 	// id order (the order an ending locks them); $2 is flagged as having children.
 	adoptSQL = `WITH kids AS MATERIALIZED (SELECT c.id FROM {schema}.job_deps d JOIN {schema}.jobs c ON c.id = d.child_id
-		WHERE d.parent_id = $1 AND c.state = 'waiting' AND c.id <> $2
+		WHERE d.parent_id = $1 AND c.state IN ('waiting', 'canceled') AND c.id <> $2
 		  AND NOT EXISTS (SELECT 1 FROM {schema}.job_deps x WHERE x.parent_id = $2 AND x.child_id = c.id)
 		ORDER BY c.id FOR NO KEY UPDATE OF c),
 	deps AS (INSERT INTO {schema}.job_deps (parent_id, child_id, parent_outcome, parent_index)
@@ -209,7 +210,8 @@ func (s *Store) ancestors(tx pgx.Tx) store.AncestorsFunc {
 	}
 }
 
-// adopt makes job a parent of the waiting children of spawner that do not wait for it yet;
+// adopt makes job a parent of the waiting and canceled children of spawner that do not wait
+// for it yet;
 // when job has ended already (a spawned job canceled at once by a failed parent, or one found
 // ended), its ending counts for them at once.
 func (s *Store) adopt(ctx context.Context, tx pgx.Tx, spawner string, job *hoppertype.JobRow, actor hoppertype.Actor) error {

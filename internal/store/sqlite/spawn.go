@@ -15,12 +15,13 @@ import (
 // Fan-out at run time: store/spawn.go says how a spawn is kept.
 
 const (
-	// adoptSQL makes job ?2 a parent of the waiting children of spawner ?1 that do not wait for
-	// it yet, after their other parents; it returns those children.
+	// adoptSQL makes job ?2 a parent of the children of spawner ?1 that do not wait for it
+	// yet, after their other parents: the waiting ones, and the canceled ones, whose re-arm
+	// then waits for it; it returns those children.
 	adoptSQL = `INSERT OR IGNORE INTO job_deps (parent_id, child_id, parent_outcome, parent_index)
 		SELECT ?2, c.id, NULL, (SELECT coalesce(max(x.parent_index) + 1, 0) FROM job_deps x WHERE x.child_id = c.id)
 		FROM job_deps d JOIN jobs c ON c.id = d.child_id
-		WHERE d.parent_id = ?1 AND c.state = 'waiting' AND c.id <> ?2
+		WHERE d.parent_id = ?1 AND c.state IN ('waiting', 'canceled') AND c.id <> ?2
 		RETURNING child_id`
 	// ancestorsSQL reads the parents of the jobs of a JSON array ?1, and whether each waits.
 	ancestorsSQL = `SELECT d.parent_id, coalesce(p.state = 'waiting', 0) FROM job_deps d
@@ -176,9 +177,10 @@ func ancestors(tx *sql.Tx) store.AncestorsFunc {
 	}
 }
 
-// adopt makes job a parent of the waiting children of spawner that do not wait for it yet:
-// one more pending parent each; when job has ended already (a spawned job canceled at once by
-// a failed parent, or one found ended), its ending counts for them at once.
+// adopt makes job a parent of the children of spawner that do not wait for it yet: one more
+// pending parent for each waiting one, a dependency row alone for each canceled one (a re-arm
+// counts it); when job has ended already (a spawned job canceled at once by a failed parent,
+// or one found ended), its ending counts for them at once.
 func (s *Store) adopt(ctx context.Context, tx *sql.Tx, spawner string, job *hoppertype.JobRow, actor hoppertype.Actor, now time.Time) error {
 	kids, err := queryStrings(ctx, tx, adoptSQL, spawner, job.ID)
 	if err != nil || len(kids) == 0 {

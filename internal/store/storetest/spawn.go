@@ -24,6 +24,7 @@ func testSpawn(t *testing.T, opener Opener) {
 	parallel(t, opener, "OutsideWorkflow", spawnOutsideWorkflow)
 	parallel(t, opener, "CanceledAtOnce", spawnCanceledAtOnce)
 	parallel(t, opener, "CanceledChildLeft", spawnCanceledChildLeft)
+	parallel(t, opener, "EndedForCanceledChild", spawnEndedForCanceledChild)
 	parallel(t, opener, "RacesEnding", spawnRacesEnding)
 }
 
@@ -248,7 +249,9 @@ func spawnCanceledAtOnce(t *testing.T, b *bundle) {
 }
 
 // While the spawner runs, the jobs that wait for it are all waiting: none was released. One
-// already canceled (another parent failed) is left canceled and waits for nothing spawned.
+// already canceled (another parent failed) stays canceled, and gets the spawned job as a
+// parent too: once the failed parent is retried in place, the re-armed child waits for the
+// spawned job as well, and is released only once it has ended.
 func spawnCanceledChildLeft(t *testing.T, b *bundle) {
 	spawner := b.running(t)
 	other := b.parent(t)
@@ -260,7 +263,33 @@ func spawnCanceledChildLeft(t *testing.T, b *bundle) {
 	require.Equal(t, hoppertype.StateWaiting, b.get(t, waiting.ID).State)
 	require.Equal(t, hoppertype.StateCanceled, b.get(t, canceled.ID).State)
 	require.Equal(t, []string{spawner.ID, res[0].Job.ID}, parentIDs(b.parents(t, waiting.ID)))
-	require.Equal(t, []string{spawner.ID, other.ID}, parentIDs(b.parents(t, canceled.ID)))
+	require.Equal(t, []string{spawner.ID, other.ID, res[0].Job.ID}, parentIDs(b.parents(t, canceled.ID)))
+
+	b.retryInPlace(t, other.ID)
+	require.Equal(t, hoppertype.StateWaiting, b.get(t, canceled.ID).State, "re-armed")
+	b.end(t, other, hoppertype.StateCompleted)
+	require.NoError(t, b.finish(t, finishing(spawner, hoppertype.StateCompleted)))
+	require.Equal(t, hoppertype.StateWaiting, b.get(t, canceled.ID).State, "the spawned job runs")
+	b.end(t, b.get(t, res[0].Job.ID), hoppertype.StateCompleted)
+	require.Equal(t, hoppertype.StateQueued, b.get(t, canceled.ID).State)
+	require.Equal(t, hoppertype.StateQueued, b.get(t, waiting.ID).State)
+}
+
+// A spawned job that ended before the spawn found it (here: canceled at once) counts for a
+// canceled child's re-arm as ended.
+func spawnEndedForCanceledChild(t *testing.T, b *bundle) {
+	spawner := b.running(t)
+	other, failed := b.parent(t), b.parent(t)
+	canceled := b.insert(t, inQueue("c-"+spawner.ID), after(spawner.ID, other.ID), onFailure(hoppertype.ParentCancel))
+	b.end(t, other, hoppertype.StateFailed)
+	b.end(t, failed, hoppertype.StateFailed)
+	res := b.spawn(t, spawner, spawnChunk(t, "", after(failed.ID), onFailure(hoppertype.ParentSkip)))
+	require.Equal(t, hoppertype.StateCanceled, res[0].Job.State, "skipped: counts as succeeded")
+	b.retryInPlace(t, other.ID)
+	require.Equal(t, hoppertype.StateWaiting, b.get(t, canceled.ID).State)
+	b.end(t, other, hoppertype.StateCompleted)
+	require.NoError(t, b.finish(t, finishing(spawner, hoppertype.StateCompleted)))
+	require.Equal(t, hoppertype.StateQueued, b.get(t, canceled.ID).State, "the ended spawned job is not waited for")
 }
 
 // A spawn racing the spawner's ending (here a cancel, the child running whatever happens)

@@ -119,8 +119,9 @@ def _spawn_request(id: str, lease_token: int, jobs: Iterable[SpawnJob | NewJob |
     out = []
     for j in jobs:
         step = j.step if isinstance(j, SpawnJob) else None
+        after_steps = list(j.after_steps) if isinstance(j, SpawnJob) else []
         spec = job_spec(j.kind, j.args, **dict(j.options)) if isinstance(j, (SpawnJob, NewJob)) else _batch_request([j]).jobs[0]
-        out.append(pb.SpawnJob(job=spec, step=step or ""))
+        out.append(pb.SpawnJob(job=spec, step=step or "", after_steps=after_steps))
     return pb.SpawnRequest(id=id, lease_token=lease_token, jobs=out)
 
 

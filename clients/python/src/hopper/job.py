@@ -80,12 +80,16 @@ class NewJob:
 class SpawnJob:
     """SpawnJob is one job of RunningJob.spawn: a kind, its args and options as NewJob's (no
     merge_key), and its step name in the running job's workflow (letters, digits, '_', '-', '.',
-    ':', at most 128; None: the server names it; only for a job that is a step of a workflow)."""
+    ':', at most 128; None: the server names it; only for a job that is a step of a workflow).
+    after_steps names, by their step, jobs earlier in the same spawn that this one runs after
+    (their ids are not known before the call), after those of options' after; a name no earlier
+    job of the call has is refused (InvalidArgument naming jobs[i].after_steps[k])."""
 
     kind: str
     args: Any = None
     options: Mapping[str, Any] = field(default_factory=dict)
     step: str | None = None
+    after_steps: Sequence[str] = ()
 
 
 ParentPolicy = Literal["cancel", "run", "skip"]

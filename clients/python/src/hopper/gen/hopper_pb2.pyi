@@ -1495,12 +1495,14 @@ class SnoozeResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class SpawnJob(_message.Message):
-    __slots__ = ["job", "step"]
+    __slots__ = ["after_steps", "job", "step"]
+    AFTER_STEPS_FIELD_NUMBER: _ClassVar[int]
     JOB_FIELD_NUMBER: _ClassVar[int]
     STEP_FIELD_NUMBER: _ClassVar[int]
+    after_steps: _containers.RepeatedScalarFieldContainer[str]
     job: JobSpec
     step: str
-    def __init__(self, job: _Optional[_Union[JobSpec, _Mapping]] = ..., step: _Optional[str] = ...) -> None: ...
+    def __init__(self, job: _Optional[_Union[JobSpec, _Mapping]] = ..., step: _Optional[str] = ..., after_steps: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class SpawnRequest(_message.Message):
     __slots__ = ["id", "jobs", "lease_token"]
