@@ -200,6 +200,39 @@ func TestFairReadPlanWithAFlood(t *testing.T) {
 	require.NotContains(t, plan, "Seq Scan on jobs", plan)
 }
 
+// The fair claim looks its chosen jobs up, and locks them, one by one by primary key in the
+// order given, even when the statistics predate a flood (analyzed while the queue was empty, as
+// a fresh table or a quiet one is): a join of the ids with jobs was planned as a hash join of
+// the whole flood, 140–290 ms a claim behind 100,000 jobs
+// (docs/benchmarks.md#fairness-between-tenants-fairness-keys).
+func TestFairClaimPlanWithAFlood(t *testing.T) {
+	t.Parallel()
+	s := openPlanStore(t)
+	ctx := t.Context()
+	_, err := s.pool.Exec(ctx, s.sql(`ANALYZE {schema}.jobs`)) // while the queue is empty
+	require.NoError(t, err)
+	_, err = s.pool.Exec(ctx, s.sql(`INSERT INTO {schema}.jobs (id, kind, queue, args, state, attempt, max_attempts,
+		token, version, run_at, last_actor, created_at, updated_at, fairness_key)
+		SELECT '0000' || lpad(i::text, 32, '0'), 'noop', 'default', '{}', 'queued', 0, 25, 0, 1, now(), 'api', now(), now(), 'flood'
+		FROM generate_series(1, 100000) i`))
+	require.NoError(t, err)
+	ids := []string{"0000" + strings.Repeat("0", 27) + "10", "0000" + strings.Repeat("0", 27) + "11"}
+	check := func(plan string) {
+		t.Helper()
+		picked := plan[strings.Index(plan, "CTE picked"):strings.Index(plan, "CTE Scan on picked")]
+		require.Contains(t, picked, "Function Scan on unnest", plan)
+		require.Contains(t, picked, "Index Scan using jobs_pkey", plan)
+		require.Contains(t, picked, "Index Cond: (id = c.id)", plan)
+		require.NotContains(t, picked, "Hash", plan)
+		require.NotContains(t, picked, "Sort", plan)
+		require.NotContains(t, picked, "jobs_fair", plan)
+		require.NotContains(t, plan, "Seq Scan on jobs", plan)
+	}
+	check(explain(t, s, fairClaimSQL, nil, "default", 2, "w", int64(30_000_000), ids))
+	check(explainGeneric(t, s, fairClaimSQL, "timestamptz, text, int, text, bigint, text[]",
+		"NULL, 'default', 2, 'w', 30000000, '{"+ids[0]+","+ids[1]+"}'"))
+}
+
 // explainGeneric returns the generic plan PostgreSQL makes for the statement, prepared with
 // the parameter types types, executed with the arguments args (SQL literals).
 func explainGeneric(t *testing.T, s *Store, query, types, args string) string {
