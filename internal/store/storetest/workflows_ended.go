@@ -15,6 +15,7 @@ import (
 func testWorkflowsEnded(t *testing.T, opener Opener) {
 	parallel(t, opener, "MarkEnded", workflowMarkEnded)
 	parallel(t, opener, "MarkEndedBatches", workflowMarkEndedBatches)
+	parallel(t, opener, "MarkEndedExpiredStep", workflowMarkEndedExpiredStep)
 	parallel(t, opener, "MarkEndedConcurrent", workflowMarkEndedConcurrent)
 	parallel(t, opener, "MarkEndedRetry", workflowMarkEndedRetry)
 	parallel(t, opener, "MarkEndedRetryOtherWorkflow", workflowMarkEndedRetryOtherWorkflow)
@@ -110,6 +111,29 @@ func workflowMarkEnded(t *testing.T, b *bundle) {
 	require.Len(t, marked, 1)
 	require.Equal(t, hoppertype.WorkflowCanceled, marked[running.ID].State)
 	require.Equal(t, []string{stopped.ID, running.ID, whole.ID}, list(hoppertype.WorkflowCanceled))
+}
+
+// A pass reads the steps the reads read: a step expired and not swept yet does not count, so
+// the state it marks is the state the workflow read as before.
+func workflowMarkEndedExpiredStep(t *testing.T, b *bundle) {
+	p := workflowParams(t, "expiring", stepSpec{name: "a"}, stepSpec{name: "b"})
+	b.insertWorkflow(t, p)
+	a := b.claimOne(t, p.Steps[0].Queue)
+	f := finishing(a, hoppertype.StateFailed)
+	f.ExpiresAt = b.clock.Now().Add(time.Minute)
+	require.NoError(t, b.finish(t, f))
+	b.clock.Advance(time.Second)
+	b.end(t, b.step(t, p, "b"), hoppertype.StateCompleted)
+	bEnded := b.clock.Now()
+	b.clock.Advance(2 * time.Minute) // a has expired, not swept
+	require.Equal(t, hoppertype.WorkflowCompleted, b.workflow(t, p.ID).Workflow.State, "read over its live step")
+
+	marked := byID(t, b.markAll(t, 0))
+	require.Equal(t, hoppertype.WorkflowCompleted, marked[p.ID].State, "marked as it read")
+	sameTime(t, bEnded, marked[p.ID].FinishedAt, "its last live step's ending")
+	w := b.workflow(t, p.ID).Workflow
+	require.Equal(t, hoppertype.WorkflowCompleted, w.State)
+	sameTime(t, bEnded, w.FinishedAt, "its stored ending")
 }
 
 func ids2(ws []*hoppertype.WorkflowRow) []string {
