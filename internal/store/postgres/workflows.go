@@ -345,7 +345,8 @@ func (q *workflowQuery) where() string {
 // candidates selects the ids of the first n workflows in each of the ended states asked for
 // (from the index workflows_ended, each with a live step) and the first n open workflows
 // whose derived state is asked for (from workflows_open, each read with its steps): the page
-// is the first of them in order.
+// is the first of them in order. Without running among states, the open workflows read are
+// only those with no live step that has not ended.
 func (q *workflowQuery) candidates(states []hoppertype.WorkflowState, n int) string {
 	limit := q.param(n)
 	var parts []string
@@ -359,8 +360,15 @@ func (q *workflowQuery) candidates(states []hoppertype.WorkflowState, n int) str
 	for i, st := range states {
 		all[i] = string(st)
 	}
+	open := q.where()
+	if !slices.Contains(states, hoppertype.WorkflowRunning) {
+		// Only the open workflows with no live step that has not ended (one look-up of
+		// jobs_workflow_open each) are aggregated: not every step of the running ones.
+		open += ` AND NOT EXISTS (SELECT 1 FROM {schema}.jobs o WHERE o.workflow_id = w.id AND o.state IN ` + store.UnfinishedSQL + `
+			AND (o.expires_at IS NULL OR o.expires_at > coalesce($1::timestamptz, now())))`
+	}
 	parts = append(parts, `(SELECT w.id FROM `+workflowSteps+`
-		WHERE w.state IS NULL AND s.state = ANY(`+q.param(all)+`::text[]) AND `+q.where()+`
+		WHERE w.state IS NULL AND s.state = ANY(`+q.param(all)+`::text[]) AND `+open+`
 		ORDER BY w.id `+q.order+` LIMIT `+limit+`)`)
 	return strings.Join(parts, " UNION ALL ")
 }

@@ -106,6 +106,14 @@ func WorkflowMarkPlans(s *Store) (string, error) {
 	return out, nil
 }
 
+// WorkflowEndedListPlan is SQLite's query plan of the candidates of a list of workflows
+// filtered by the ended states alone.
+func WorkflowEndedListPlan(s *Store) (string, error) {
+	f := &workflowFilter{order: "ASC", cmp: ">"}
+	cands, args := workflowCandidates(f, []hoppertype.WorkflowState{hoppertype.WorkflowCompleted}, 0, 10)
+	return queryPlan(s, cands, args...)
+}
+
 // queryPlan is SQLite's plan of query with args, one line per step.
 func queryPlan(s *Store, query string, args ...any) (string, error) {
 	rows, err := s.reader.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+query, args...)

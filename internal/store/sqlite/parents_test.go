@@ -101,3 +101,17 @@ func TestWorkflowMarkPlans(t *testing.T) {
 	require.NotContains(t, plan, "SCAN j\n", plan)
 	require.NotContains(t, plan, "SCAN jobs", plan)
 }
+
+// A list of the ended workflows aggregates the steps of only those open workflows with no
+// step that has not ended (found by jobs_workflow_open), not of every open workflow.
+func TestWorkflowEndedListPlan(t *testing.T) {
+	t.Parallel()
+	s, err := sqlite.Open(t.Context(), sqlite.Config{Path: t.TempDir() + "/hopper.db"})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	plan, err := sqlite.WorkflowEndedListPlan(s)
+	require.NoError(t, err)
+	t.Log(plan)
+	require.Contains(t, plan, "workflows_ended", plan)
+	require.Contains(t, plan, "jobs_workflow_open", plan)
+}

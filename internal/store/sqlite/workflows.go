@@ -336,7 +336,9 @@ func (f *workflowFilter) args() []any {
 // workflowCandidates selects the ids of the first n workflows in each of the ended states
 // asked for (from the index workflows_ended, each with a live step) and the first n open
 // workflows whose derived state is asked for (from workflows_open, each read with its steps):
-// the page is the first of them in order. now is the store's clock.
+// the page is the first of them in order. now is the store's clock. Without running among
+// states, the open workflows read are only those with no live step that has not ended (one
+// look-up of jobs_workflow_open each), so that the steps of the running ones are not read.
 func workflowCandidates(f *workflowFilter, states []hoppertype.WorkflowState, now int64, n int) (string, []any) {
 	var parts []string
 	var args []any
@@ -346,11 +348,17 @@ func workflowCandidates(f *workflowFilter, states []hoppertype.WorkflowState, no
 			ORDER BY w.id `+f.order+` LIMIT ?)`)
 		args = append(append(append(args, st), f.args()...), now, n)
 	}
+	open := f.where()
+	args = append(append(args, now), f.args()...)
+	if !slices.Contains(states, hoppertype.WorkflowRunning) {
+		open += ` AND NOT EXISTS (SELECT 1 FROM jobs o WHERE o.workflow_id = w.id AND o.state IN ` + store.UnfinishedSQL + `
+			AND (o.expires_at IS NULL OR o.expires_at > ?))`
+		args = append(args, now)
+	}
 	in := strings.TrimSuffix(strings.Repeat("?,", len(states)), ",")
 	parts = append(parts, `SELECT id FROM (SELECT w.id FROM workflows w CROSS JOIN jobs j ON j.workflow_id = w.id
-		AND (j.expires_at IS NULL OR j.expires_at > ?) WHERE w.state IS NULL AND `+f.where()+workflowGroup+`
+		AND (j.expires_at IS NULL OR j.expires_at > ?) WHERE w.state IS NULL AND `+open+workflowGroup+`
 		HAVING (`+store.WorkflowStateSQL+`) IN (`+in+`) ORDER BY w.id `+f.order+` LIMIT ?)`)
-	args = append(append(args, now), f.args()...)
 	for _, st := range states {
 		args = append(args, string(st))
 	}
