@@ -48,10 +48,15 @@ type maintainer struct {
 	refused  map[string]string // kind and group key → the job a compaction last found in its way
 	marking  string            // where the walk of the open workflows goes on ("": the oldest)
 	markAt   time.Time         // when the next pass of the walk is due
+	// markRetry backs off the marking of ended workflows alone (workflows.go): a pass that
+	// fails is logged and retried later, and the other duties go on.
+	markRetry *backoff.Tracker
 }
 
 func newMaintainer(e *Engine) *maintainer {
-	return &maintainer{e: e, nudgeC: make(chan struct{}, 1), wall: time.Now, retry: e.newTracker("leader maintenance", backoff.DefaultPolicy)}
+	return &maintainer{e: e, nudgeC: make(chan struct{}, 1), wall: time.Now,
+		retry:     e.newTracker("leader maintenance", backoff.DefaultPolicy),
+		markRetry: e.newTracker("workflow marking", backoff.DefaultPolicy)}
 }
 
 // nudge makes the maintainer wake by runAt if that is earlier than its plan.
@@ -86,6 +91,7 @@ func (m *maintainer) run(ctx context.Context) {
 		if !leading {
 			// Only the leader does these duties; not trying, they are not failing.
 			m.retry.Reset()
+			m.markRetry.Reset()
 			select {
 			case <-ctx.Done():
 			case <-elected:
@@ -123,7 +129,8 @@ func (m *maintainer) run(ctx context.Context) {
 }
 
 // duties runs the duties that are due, stopping at the first that fails, and moves their next
-// times on.
+// times on. The marking of ended workflows does not fail them: it backs off on its own
+// (markPass).
 func (m *maintainer) duties(ctx context.Context, now time.Time, nextRescue, nextSweep, nextPromote *time.Time) error {
 	if !now.Before(*nextRescue) {
 		if err := m.rescue(ctx, now); err != nil {
@@ -141,10 +148,7 @@ func (m *maintainer) duties(ctx context.Context, now time.Time, nextRescue, next
 		*nextPromote = now.Add(m.e.pollWait(m.e.cfg.PromoteInterval))
 	}
 	if !now.Before(m.markAt) {
-		if err := m.markWorkflows(ctx); err != nil {
-			return err
-		}
-		m.markAt = now.Add(m.e.cfg.RescueInterval)
+		m.markAt = m.markPass(ctx, now)
 	}
 	if !now.Before(*nextSweep) {
 		next, err := m.sweep(ctx, now)

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"time"
 
 	"github.com/hopperjobs/hopper/internal/store"
 )
@@ -18,6 +19,23 @@ const (
 	markBatch   = 500
 	markBatches = 4
 )
+
+// markPass runs one pass of the walk (markWorkflows) and returns when the next is due:
+// RescueInterval on or, when it failed, that plus the marking's own backoff (markRetry, which
+// logs the failure, rate-limited). A failure here is not an outage of the other duties: they
+// go on, and the rescues keep their pace (no grace after it).
+func (m *maintainer) markPass(ctx context.Context, now time.Time) time.Time {
+	next := now.Add(m.e.cfg.RescueInterval)
+	err := m.markWorkflows(ctx)
+	switch {
+	case ctx.Err() != nil:
+		return next // stopping: not a failure
+	case err != nil:
+		return next.Add(m.markRetry.Fail(err)) // the store says what failed
+	}
+	m.markRetry.Succeed()
+	return next
+}
 
 // markWorkflows runs one pass of the walk and hands what it marked to OnWorkflowsEnded.
 func (m *maintainer) markWorkflows(ctx context.Context) error {

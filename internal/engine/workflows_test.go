@@ -2,11 +2,17 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
+	"github.com/hopperjobs/hopper/internal/clock"
+	"github.com/hopperjobs/hopper/internal/sqlitetest"
 	"github.com/hopperjobs/hopper/internal/store"
+	"github.com/hopperjobs/hopper/internal/store/sqlite"
 	"github.com/stretchr/testify/require"
 )
 
@@ -75,4 +81,71 @@ func TestMarkWorkflowsWalksOn(t *testing.T) {
 	require.NoError(t, m.markWorkflows(t.Context()))
 	require.Equal(t, "", spy.calls[markBatches+2], "then from the oldest again")
 	require.Len(t, got, 2, "marked once")
+}
+
+// markFailStore is a real store whose WorkflowMarkEnded fails while failing is set; it counts
+// the marking passes and the sweeps (the duty after the marking). Used by one goroutine.
+type markFailStore struct {
+	store.Store
+	failing       bool
+	marks, sweeps int
+}
+
+func (s *markFailStore) WorkflowMarkEnded(ctx context.Context, p *store.WorkflowMarkParams) (*store.WorkflowMarkResult, error) {
+	s.marks++
+	if s.failing {
+		return nil, errors.New("mark ended workflows: disk I/O error")
+	}
+	return s.Store.WorkflowMarkEnded(ctx, p)
+}
+
+func (s *markFailStore) JobSweepExpired(ctx context.Context, p *store.SweepParams) (*store.SweepResult, error) {
+	s.sweeps++
+	return s.Store.JobSweepExpired(ctx, p)
+}
+
+// A marking pass that fails is logged once and backed off on its own; it is not an outage of
+// the leader's duties: the sweep after it runs, the rescues keep their pace, and the marking
+// resumes (and its recovery is logged) once the store marks again.
+func TestMarkWorkflowsFailureBacksOffAlone(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	sq, err := sqlite.Open(t.Context(), sqlite.Config{Path: sqlitetest.Path(t), Clock: clk})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, sq.Close()) })
+	st := &markFailStore{Store: sq, failing: true}
+	logs := &lockedBuffer{}
+	e, err := New(Config{Store: st, Clock: clk, WorkerID: "node-1", Maintenance: true,
+		Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	require.NoError(t, err)
+	e.leader.set(clk.Now().Add(time.Hour), 1)
+	m, interval := e.maint, e.cfg.RescueInterval
+
+	now := clk.Now()
+	nextRescue, nextSweep, nextPromote := now, now, now
+	require.NoError(t, m.duties(t.Context(), now, &nextRescue, &nextSweep, &nextPromote), "the other duties do not fail")
+	require.Equal(t, 1, st.marks)
+	require.Positive(t, st.sweeps, "the sweep after the marking ran")
+	require.Equal(t, now.Add(interval), nextRescue, "the rescues keep their pace")
+	require.True(t, m.markAt.After(now.Add(interval)), "the marking backs off: %v", m.markAt.Sub(now))
+	require.Equal(t, 1, logs.count("workflow marking failed; retrying with backoff"), "%s", logs.lines(true))
+	var failing []string
+	for _, l := range e.Failing() {
+		failing = append(failing, l.Name)
+	}
+	require.Equal(t, []string{"workflow marking"}, failing)
+
+	clk.Advance(interval) // the rescues are due, the marking not yet
+	now = clk.Now()
+	require.NoError(t, m.duties(t.Context(), now, &nextRescue, &nextSweep, &nextPromote))
+	require.Equal(t, 1, st.marks, "backed off")
+
+	st.failing = false
+	clk.Advance(m.markAt.Sub(now))
+	now = clk.Now()
+	require.NoError(t, m.duties(t.Context(), now, &nextRescue, &nextSweep, &nextPromote))
+	require.Equal(t, 2, st.marks)
+	require.Equal(t, now.Add(interval), m.markAt, "its usual pace again")
+	require.Empty(t, e.Failing())
+	require.Equal(t, 1, logs.count("workflow marking recovered"), "%s", logs.lines(true))
 }

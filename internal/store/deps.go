@@ -288,10 +288,11 @@ type Rearmed struct {
 // ChildRearmer is the store's step of a re-arm: the jobs that the failures of ids canceled,
 // with their parents as they stand (on PostgreSQL locked against their endings), and the
 // write of what happens to them (each re-armed one's dependency rows on parents that have not
-// ended counted as pending again).
+// ended counted as pending again), which returns the workflow ids of the jobs it moved back
+// to waiting (a step's parent may be a job of another workflow, or of none).
 type ChildRearmer interface {
 	CanceledChildren(ctx context.Context, ids []string) ([]*Canceled, error)
-	RearmChildren(ctx context.Context, rs []*Rearmed) error
+	RearmChildren(ctx context.Context, rs []*Rearmed) ([]string, error)
 }
 
 // RearmReason is the history reason of a job re-armed because its parent was retried in place
@@ -304,14 +305,15 @@ func RearmReason(parentID string, retried bool) string {
 }
 
 // Rearm re-arms the children of the jobs retried (just retried in place) and, down the
-// cascade, theirs; it runs in the retry's transaction and returns how many jobs went back to
-// waiting.
-func Rearm(ctx context.Context, r ChildRearmer, retried []string) (int, error) {
-	n := 0
+// cascade, theirs; it runs in the retry's transaction and returns the ids of the workflows,
+// once each, of the jobs that went back to waiting: the retry opens them again, as it opens
+// the retried steps' own (a workflow marked ended has a step waiting again).
+func Rearm(ctx context.Context, r ChildRearmer, retried []string) ([]string, error) {
+	var workflows []string
 	for level, first := retried, true; len(level) > 0; first = false {
 		kids, err := r.CanceledChildren(ctx, level)
 		if err != nil {
-			return 0, fmt.Errorf("find the children to re-arm: %w", err)
+			return nil, fmt.Errorf("find the children to re-arm: %w", err)
 		}
 		out := make([]*Rearmed, 0, len(kids))
 		var next []string
@@ -326,12 +328,17 @@ func Rearm(ctx context.Context, r ChildRearmer, retried []string) (int, error) {
 			out = append(out, rs)
 		}
 		if len(out) > 0 {
-			if err := r.RearmChildren(ctx, out); err != nil {
-				return 0, fmt.Errorf("re-arm children: %w", err)
+			ws, err := r.RearmChildren(ctx, out)
+			if err != nil {
+				return nil, fmt.Errorf("re-arm children: %w", err)
+			}
+			for _, w := range ws {
+				if w != "" && !slices.Contains(workflows, w) {
+					workflows = append(workflows, w)
+				}
 			}
 		}
-		n += len(next)
 		level = next
 	}
-	return n, nil
+	return workflows, nil
 }

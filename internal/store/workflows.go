@@ -18,8 +18,10 @@ import (
 // state from its steps (WorkflowStateSQL). It is marked ended once, with the state its steps
 // ended it in (EndedStateSQL), by the transaction that sees it ended: the leader's
 // maintenance (WorkflowMarkEnded, a bounded walk of the open workflows) or a WorkflowCancel,
-// which ends every step itself. Marked, it reads as marked; a retry in place of one of its
-// steps opens it again (state NULL) in the retry's transaction. A workflow goes with its last
+// which ends every step itself; both read its live steps, as the reads do. Marked, it reads
+// as marked; a retry in place of one of its steps, or of a parent of a step it re-arms (Rearm,
+// which may be in another workflow), opens it again (state NULL) in the retry's transaction.
+// A workflow goes with its last
 // step (the stores' delete triggers), and one whose steps have all expired is gone for
 // readers, as an expired job is.
 

@@ -254,17 +254,19 @@ const (
 	FROM {schema}.job_deps d LEFT JOIN {schema}.jobs p ON p.id = d.parent_id WHERE d.child_id = ANY($1::text[])`
 	// rearmSQL writes a re-arm: the children $1 with no stay ($4 NULL) back to waiting for $2
 	// parents (reason $3, actor $5), with their dependencies on parents that have not ended
-	// counted again; the others canceled by $4 from now on.
+	// counted again; the others canceled by $4 from now on. It returns the workflow ids of the
+	// children back to waiting, once each.
 	rearmSQL = `WITH r AS (SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::text[]) AS r(id, pending, reason, stays)),
 	clk AS (SELECT coalesce($6::timestamptz, now()) AS now),
 	stay AS (UPDATE {schema}.jobs j SET canceled_by = r.stays FROM r WHERE j.id = r.id AND r.stays IS NOT NULL),
 	arm AS (UPDATE {schema}.jobs j SET state = 'waiting', version = j.version + 1, parents_pending = r.pending,
 		canceled_by = NULL, parent_skipped = false, finished_at = NULL, expires_at = NULL, updated_at = clk.now,
 		last_actor = $5, last_reason = r.reason
-	FROM r, clk WHERE j.id = r.id AND r.stays IS NULL AND j.state = 'canceled' RETURNING j.id)
-	UPDATE {schema}.job_deps d SET parent_outcome = NULL FROM {schema}.jobs p
+	FROM r, clk WHERE j.id = r.id AND r.stays IS NULL AND j.state = 'canceled' RETURNING j.id, j.workflow_id),
+	uncount AS (UPDATE {schema}.job_deps d SET parent_outcome = NULL FROM {schema}.jobs p
 	WHERE d.child_id IN (SELECT id FROM arm) AND p.id = d.parent_id
-		AND p.state NOT IN ('completed', 'failed', 'canceled')`
+		AND p.state NOT IN ('completed', 'failed', 'canceled'))
+	SELECT DISTINCT workflow_id FROM arm WHERE workflow_id IS NOT NULL`
 )
 
 func (r *rearmer) CanceledChildren(ctx context.Context, ids []string) ([]*store.Canceled, error) {
@@ -328,7 +330,7 @@ func (r *rearmer) readParents(ctx context.Context, byID map[string]*store.Cancel
 	return rs.Err()
 }
 
-func (r *rearmer) RearmChildren(ctx context.Context, rs []*store.Rearmed) error {
+func (r *rearmer) RearmChildren(ctx context.Context, rs []*store.Rearmed) ([]string, error) {
 	ids, reasons := make([]string, len(rs)), make([]string, len(rs))
 	pending, stays := make([]int32, len(rs)), make([]*string, len(rs))
 	for i, c := range rs {
@@ -337,7 +339,7 @@ func (r *rearmer) RearmChildren(ctx context.Context, rs []*store.Rearmed) error 
 			stays[i] = nullStr(c.StaysFor)
 		}
 	}
-	return exec(ctx, r.tx, r.s.sql(rearmSQL), ids, pending, reasons, stays, string(r.actor), r.s.nowArg())
+	return r.strings(ctx, rearmSQL, ids, pending, reasons, stays, string(r.actor), r.s.nowArg())
 }
 
 // strings runs a query of one text column with args.

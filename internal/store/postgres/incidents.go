@@ -76,16 +76,17 @@ func (s *Store) retry(ctx context.Context, tx pgx.Tx, ids []string, p *store.Ret
 			parents = append(parents, r.Job.ID)
 		}
 	}
+	var workflows []string
 	if len(parents) > 0 {
-		if _, err := store.Rearm(ctx, &rearmer{s: s, tx: pgxDB{tx}, actor: p.Actor}, parents); err != nil {
+		if workflows, err = store.Rearm(ctx, &rearmer{s: s, tx: pgxDB{tx}, actor: p.Actor}, parents); err != nil {
 			return nil, err
 		}
 	}
-	return out, s.reopenWorkflows(ctx, tx, out)
+	return out, s.reopenWorkflows(ctx, tx, out, workflows)
 }
 
 // lockWorkflowsSQL and reopenSQL open again the workflows $1 of steps just retried in place,
-// if they were marked ended. The first locks every one of them, in id order, marked or not:
+// or re-armed by such a retry (which may be in other workflows), if they were marked ended. The first locks every one of them, in id order, marked or not:
 // a pass of WorkflowMarkEnded that holds one (and read the step as failed) is waited for, and
 // one that comes later skips it, so that none marks a workflow whose step this retry runs
 // again. The second is a statement of its own: its snapshot, taken once the lock is held,
@@ -95,9 +96,10 @@ const (
 	reopenSQL        = `UPDATE {schema}.workflows SET state = NULL, ended_at = NULL WHERE id = ANY($1::text[]) AND state IS NOT NULL`
 )
 
-// reopenWorkflows opens again the workflows of the steps among rs (lockWorkflowsSQL, reopenSQL).
-func (s *Store) reopenWorkflows(ctx context.Context, tx pgx.Tx, rs []*store.Replay) error {
-	var ids []string
+// reopenWorkflows opens again the workflows of the steps among rs and the workflows rearmed
+// (lockWorkflowsSQL, reopenSQL).
+func (s *Store) reopenWorkflows(ctx context.Context, tx pgx.Tx, rs []*store.Replay, rearmed []string) error {
+	ids := slices.Clone(rearmed)
 	for _, r := range rs {
 		if id := r.Job.WorkflowID; id != "" && !slices.Contains(ids, id) {
 			ids = append(ids, id)

@@ -345,7 +345,8 @@ func (q *workflowQuery) where() string {
 // candidates selects the ids of the first n workflows in each of the ended states asked for
 // (from the index workflows_ended, each with a live step) and the first n open workflows
 // whose derived state is asked for (from workflows_open, each read with its steps): the page
-// is the first of them in order.
+// is the first of them in order. Without running among states, the open workflows read are
+// only those with no live step that has not ended.
 func (q *workflowQuery) candidates(states []hoppertype.WorkflowState, n int) string {
 	limit := q.param(n)
 	var parts []string
@@ -359,8 +360,15 @@ func (q *workflowQuery) candidates(states []hoppertype.WorkflowState, n int) str
 	for i, st := range states {
 		all[i] = string(st)
 	}
+	open := q.where()
+	if !slices.Contains(states, hoppertype.WorkflowRunning) {
+		// Only the open workflows with no live step that has not ended (one look-up of
+		// jobs_workflow_open each) are aggregated: not every step of the running ones.
+		open += ` AND NOT EXISTS (SELECT 1 FROM {schema}.jobs o WHERE o.workflow_id = w.id AND o.state IN ` + store.UnfinishedSQL + `
+			AND (o.expires_at IS NULL OR o.expires_at > coalesce($1::timestamptz, now())))`
+	}
 	parts = append(parts, `(SELECT w.id FROM `+workflowSteps+`
-		WHERE w.state IS NULL AND s.state = ANY(`+q.param(all)+`::text[]) AND `+q.where()+`
+		WHERE w.state IS NULL AND s.state = ANY(`+q.param(all)+`::text[]) AND `+open+`
 		ORDER BY w.id `+q.order+` LIMIT `+limit+`)`)
 	return strings.Join(parts, " UNION ALL ")
 }
@@ -425,27 +433,31 @@ type withExtra struct {
 
 func (w withExtra) Scan(dest ...any) error { return w.sc.Scan(append(dest, w.extra...)...) }
 
-// markEndedSQL marks ended those of the open workflows $1 whose steps have all ended (a
-// look-up of jobs_workflow_open each, materialized first so that only those are aggregated),
-// with the state their steps ended them in and their last step's ending. w.id = ANY($1) reads
-// the rows to update by index: without it the join read every open workflow.
-var markEndedSQL = `WITH done AS MATERIALIZED (
+// markEndedSQL marks ended those of the open workflows $1 whose live steps (at $2, as the
+// reads see them: workflowSteps) have all ended (a look-up of jobs_workflow_open each,
+// materialized first so that only those are aggregated), with the state their steps ended
+// them in and their last step's ending: the state it stores is the state the reads derived.
+// w.id = ANY($1) reads the rows to update by index: without it the join read every open
+// workflow.
+var markEndedSQL = `WITH clk AS (SELECT coalesce($2::timestamptz, now()) AS now),
+done AS MATERIALIZED (
 	SELECT d.id FROM unnest($1::text[]) AS d(id)
-	WHERE NOT EXISTS (SELECT 1 FROM {schema}.jobs j WHERE j.workflow_id = d.id AND j.state IN ` + store.UnfinishedSQL + `)
+	WHERE NOT EXISTS (SELECT 1 FROM {schema}.jobs j, clk WHERE j.workflow_id = d.id AND j.state IN ` + store.UnfinishedSQL + `
+		AND (j.expires_at IS NULL OR j.expires_at > clk.now))
 ), ended AS (
 	SELECT d.id, a.state, a.ended_at FROM done d CROSS JOIN LATERAL (
 		SELECT ` + store.EndedStateSQL + ` AS state, max(j.finished_at) AS ended_at, count(*) AS n
-		FROM {schema}.jobs j WHERE j.workflow_id = d.id) a
+		FROM {schema}.jobs j, clk WHERE j.workflow_id = d.id AND (j.expires_at IS NULL OR j.expires_at > clk.now)) a
 	WHERE a.n > 0
 )
 UPDATE {schema}.workflows w SET state = e.state, ended_at = e.ended_at
 FROM ended e WHERE w.id = ANY($1::text[]) AND w.id = e.id AND w.state IS NULL
 RETURNING w.id, w.name, w.steps, w.created_at, w.state, w.ended_at`
 
-// markEnded marks ended those of the open workflows ids, which tx holds, whose steps have all
-// ended (markEndedSQL), in id order.
+// markEnded marks ended those of the open workflows ids, which tx holds, whose live steps have
+// all ended (markEndedSQL), in id order.
 func (s *Store) markEnded(ctx context.Context, tx pgx.Tx, ids []string) ([]*hoppertype.WorkflowRow, error) {
-	rs, err := tx.Query(ctx, s.sql(markEndedSQL), ids)
+	rs, err := tx.Query(ctx, s.sql(markEndedSQL), ids, s.nowArg())
 	if err != nil {
 		return nil, fmt.Errorf("mark workflows ended: %w", err)
 	}

@@ -393,7 +393,7 @@ const (
 		FROM job_deps d LEFT JOIN jobs p ON p.id = d.parent_id WHERE d.child_id = ?1`
 	rearmSQL = `UPDATE jobs SET state = 'waiting', version = version + 1, parents_pending = ?2,
 		canceled_by = NULL, parent_skipped = 0, finished_at = NULL, expires_at = NULL, updated_at = ?3,
-		last_actor = ?4, last_reason = ?5 WHERE id = ?1 AND state = 'canceled'`
+		last_actor = ?4, last_reason = ?5 WHERE id = ?1 AND state = 'canceled' RETURNING workflow_id`
 	// uncountSQL makes the dependencies of re-armed child ?1 on parents that have not ended
 	// count again.
 	uncountSQL = `UPDATE job_deps SET parent_outcome = NULL WHERE child_id = ?1 AND parent_id IN
@@ -443,22 +443,31 @@ func parentsOf(ctx context.Context, tx *sql.Tx, child string) ([]*store.Parent, 
 	return out, rows.Err()
 }
 
-func (r *rearmer) RearmChildren(ctx context.Context, rs []*store.Rearmed) error {
+func (r *rearmer) RearmChildren(ctx context.Context, rs []*store.Rearmed) ([]string, error) {
+	var workflows []string
 	for _, c := range rs {
 		if c.StaysFor != "" {
 			if _, err := r.tx.ExecContext(ctx, `UPDATE jobs SET canceled_by = ?2 WHERE id = ?1`, c.ID, c.StaysFor); err != nil {
-				return err
+				return nil, err
 			}
 			continue
 		}
-		if _, err := r.tx.ExecContext(ctx, rearmSQL, c.ID, c.Pending, micros(r.now), string(r.actor), c.Reason); err != nil {
-			return err
+		var workflow sql.NullString
+		err := r.tx.QueryRowContext(ctx, rearmSQL, c.ID, c.Pending, micros(r.now), string(r.actor), c.Reason).Scan(&workflow)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue // no longer canceled
+		}
+		if err != nil {
+			return nil, err
+		}
+		if workflow.Valid {
+			workflows = append(workflows, workflow.String)
 		}
 		if _, err := r.tx.ExecContext(ctx, uncountSQL, c.ID); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	return workflows, nil
 }
 
 // queryStrings runs a query of one text column.

@@ -85,6 +85,35 @@ func WorkflowStepsPlans(s *Store) (string, error) {
 	return steps + deps, err
 }
 
+// WorkflowMarkPlans are SQLite's query plans of a pass of WorkflowMarkEnded: the read of its
+// batch of open workflows, the marking and the deletion of those without steps.
+func WorkflowMarkPlans(s *Store) (string, error) {
+	var out string
+	for _, q := range []struct {
+		sql  string
+		args []any
+	}{
+		{markOpenSQL, []any{"", 500}},
+		{markEndedSQL, []any{`["a","b"]`, 0}},
+		{deleteSteplessSQL, []any{`["a","b"]`}},
+	} {
+		plan, err := queryPlan(s, q.sql, q.args...)
+		if err != nil {
+			return "", err
+		}
+		out += plan
+	}
+	return out, nil
+}
+
+// WorkflowEndedListPlan is SQLite's query plan of the candidates of a list of workflows
+// filtered by the ended states alone.
+func WorkflowEndedListPlan(s *Store) (string, error) {
+	f := &workflowFilter{order: "ASC", cmp: ">"}
+	cands, args := workflowCandidates(f, []hoppertype.WorkflowState{hoppertype.WorkflowCompleted}, 0, 10)
+	return queryPlan(s, cands, args...)
+}
+
 // queryPlan is SQLite's plan of query with args, one line per step.
 func queryPlan(s *Store, query string, args ...any) (string, error) {
 	rows, err := s.reader.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+query, args...)

@@ -3,8 +3,10 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
@@ -81,17 +83,17 @@ func retryOne(ctx context.Context, tx *sql.Tx, p *store.RetryParams, now time.Ti
 	if err != nil {
 		return nil, fmt.Errorf("retry job %s: %w", p.ID, err)
 	}
+	var workflows []string
 	if job.HasChildren {
-		if _, err := store.Rearm(ctx, &rearmer{tx: tx, actor: p.Actor, now: now}, []string{job.ID}); err != nil {
+		if workflows, err = store.Rearm(ctx, &rearmer{tx: tx, actor: p.Actor, now: now}, []string{job.ID}); err != nil {
 			return nil, fmt.Errorf("retry job %s: %w", p.ID, err)
 		}
 	}
-	if job.WorkflowID != "" {
-		// The step runs again: its workflow, if it was marked ended, is open again.
-		if _, err := tx.ExecContext(ctx, `UPDATE workflows SET state = NULL, ended_at = NULL WHERE id = ?1 AND state IS NOT NULL`,
-			job.WorkflowID); err != nil {
-			return nil, fmt.Errorf("retry job %s: reopen workflow %s: %w", p.ID, job.WorkflowID, err)
-		}
+	if job.WorkflowID != "" && !slices.Contains(workflows, job.WorkflowID) {
+		workflows = append(workflows, job.WorkflowID)
+	}
+	if err := reopenWorkflows(ctx, tx, workflows); err != nil {
+		return nil, fmt.Errorf("retry job %s: %w", p.ID, err)
 	}
 	original := job.OriginalID
 	if original == "" {
@@ -99,6 +101,23 @@ func retryOne(ctx context.Context, tx *sql.Tx, p *store.RetryParams, now time.Ti
 	}
 	return &store.Replay{SourceJobID: job.ID, NewJobID: job.ID, OriginalID: original, ReplayedBy: p.By,
 		ReplayedAt: fromMicros(micros(now)), Reason: p.Reason, Action: store.ActionRetry, Job: job}, nil
+}
+
+// reopenWorkflows opens again those of workflows ids that were marked ended: a step of each
+// runs again, or waits again, in the retry's transaction.
+func reopenWorkflows(ctx context.Context, tx *sql.Tx, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE workflows SET state = NULL, ended_at = NULL
+		WHERE id IN (SELECT value FROM json_each(?1)) AND state IS NOT NULL`, string(list)); err != nil {
+		return fmt.Errorf("reopen workflows: %w", err)
+	}
+	return nil
 }
 
 // JobRetryMany retries in place the oldest failed jobs matching p that were never replayed.

@@ -81,3 +81,37 @@ func TestWorkflowStepsPlans(t *testing.T) {
 	require.NotContains(t, plan, "SCAN d", plan)
 	require.NotContains(t, plan, "SCAN p", plan)
 }
+
+// A pass of the marking of ended workflows reads its batch from the index workflows_open and
+// then only the rows of that batch, by id, with their steps by index: never a scan of
+// workflows (a range of ids behind an old open workflow spans every marked one) or of jobs.
+func TestWorkflowMarkPlans(t *testing.T) {
+	t.Parallel()
+	s, err := sqlite.Open(t.Context(), sqlite.Config{Path: t.TempDir() + "/hopper.db"})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	plan, err := sqlite.WorkflowMarkPlans(s)
+	require.NoError(t, err)
+	t.Log(plan)
+	require.Contains(t, plan, "workflows_open", plan)
+	require.Contains(t, plan, "jobs_workflow_open", plan)
+	require.NotContains(t, plan, "SCAN workflows", plan)
+	require.Contains(t, plan, "SEARCH workflows USING PRIMARY KEY (id=?)", plan)
+	require.NotContains(t, plan, "id<?", "no range of ids: "+plan)
+	require.NotContains(t, plan, "SCAN j\n", plan)
+	require.NotContains(t, plan, "SCAN jobs", plan)
+}
+
+// A list of the ended workflows aggregates the steps of only those open workflows with no
+// step that has not ended (found by jobs_workflow_open), not of every open workflow.
+func TestWorkflowEndedListPlan(t *testing.T) {
+	t.Parallel()
+	s, err := sqlite.Open(t.Context(), sqlite.Config{Path: t.TempDir() + "/hopper.db"})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	plan, err := sqlite.WorkflowEndedListPlan(s)
+	require.NoError(t, err)
+	t.Log(plan)
+	require.Contains(t, plan, "workflows_ended", plan)
+	require.Contains(t, plan, "jobs_workflow_open", plan)
+}

@@ -336,7 +336,9 @@ func (f *workflowFilter) args() []any {
 // workflowCandidates selects the ids of the first n workflows in each of the ended states
 // asked for (from the index workflows_ended, each with a live step) and the first n open
 // workflows whose derived state is asked for (from workflows_open, each read with its steps):
-// the page is the first of them in order. now is the store's clock.
+// the page is the first of them in order. now is the store's clock. Without running among
+// states, the open workflows read are only those with no live step that has not ended (one
+// look-up of jobs_workflow_open each), so that the steps of the running ones are not read.
 func workflowCandidates(f *workflowFilter, states []hoppertype.WorkflowState, now int64, n int) (string, []any) {
 	var parts []string
 	var args []any
@@ -346,11 +348,17 @@ func workflowCandidates(f *workflowFilter, states []hoppertype.WorkflowState, no
 			ORDER BY w.id `+f.order+` LIMIT ?)`)
 		args = append(append(append(args, st), f.args()...), now, n)
 	}
+	open := f.where()
+	args = append(append(args, now), f.args()...)
+	if !slices.Contains(states, hoppertype.WorkflowRunning) {
+		open += ` AND NOT EXISTS (SELECT 1 FROM jobs o WHERE o.workflow_id = w.id AND o.state IN ` + store.UnfinishedSQL + `
+			AND (o.expires_at IS NULL OR o.expires_at > ?))`
+		args = append(args, now)
+	}
 	in := strings.TrimSuffix(strings.Repeat("?,", len(states)), ",")
 	parts = append(parts, `SELECT id FROM (SELECT w.id FROM workflows w CROSS JOIN jobs j ON j.workflow_id = w.id
-		AND (j.expires_at IS NULL OR j.expires_at > ?) WHERE w.state IS NULL AND `+f.where()+workflowGroup+`
+		AND (j.expires_at IS NULL OR j.expires_at > ?) WHERE w.state IS NULL AND `+open+workflowGroup+`
 		HAVING (`+store.WorkflowStateSQL+`) IN (`+in+`) ORDER BY w.id `+f.order+` LIMIT ?)`)
-	args = append(append(args, now), f.args()...)
 	for _, st := range states {
 		args = append(args, string(st))
 	}
@@ -384,7 +392,7 @@ func (s *Store) WorkflowCancel(ctx context.Context, p *store.WorkflowCancelParam
 			}
 			// Every step has ended now: the cancel ends the workflow (WorkflowMarkEnded
 			// will not count it again).
-			if _, err := markEnded(ctx, tx, p.ID, p.ID); err != nil {
+			if _, err := markEnded(ctx, tx, []string{p.ID}, now); err != nil {
 				return err
 			}
 		}
@@ -420,21 +428,42 @@ func runningSteps(ctx context.Context, tx *sql.Tx, id string) ([]string, error) 
 	return ids, rows.Err()
 }
 
-// markEndedSQL marks ended the open workflows of ids ?1 to ?2 whose steps have all ended (a
-// look-up of jobs_workflow_open each), with the state their steps ended them in and their
-// last step's ending.
+// stepLive is a step j that has not expired at ?2, as the reads of workflows see it
+// (workflowFrom): the marking reads the steps they read, so that the state it stores is the
+// state they derived.
+const stepLive = `(j.expires_at IS NULL OR j.expires_at > ?2)`
+
+// markEndedSQL marks ended those of the open workflows of ids ?1 (a JSON array) whose live
+// steps (at ?2) have all ended (a look-up of jobs_workflow_open each), with the state their
+// steps ended them in and their last step's ending. Each row is found by its id: the update
+// reads only the rows named, never a range of ids (which, behind an old open workflow, could
+// span any number of marked ones).
 var markEndedSQL = `UPDATE workflows SET
-	state = (SELECT ` + store.EndedStateSQL + ` FROM jobs j WHERE j.workflow_id = workflows.id),
-	ended_at = (SELECT max(j.finished_at) FROM jobs j WHERE j.workflow_id = workflows.id)
-WHERE id >= ?1 AND id <= ?2 AND state IS NULL
-	AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.workflow_id = workflows.id AND j.state IN ` + store.UnfinishedSQL + `)
-	AND EXISTS (SELECT 1 FROM jobs j WHERE j.workflow_id = workflows.id)
+	state = (SELECT ` + store.EndedStateSQL + ` FROM jobs j WHERE j.workflow_id = workflows.id AND ` + stepLive + `),
+	ended_at = (SELECT max(j.finished_at) FROM jobs j WHERE j.workflow_id = workflows.id AND ` + stepLive + `)
+WHERE id IN (SELECT value FROM json_each(?1)) AND state IS NULL
+	AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.workflow_id = workflows.id AND j.state IN ` + store.UnfinishedSQL + `
+		AND ` + stepLive + `)
+	AND EXISTS (SELECT 1 FROM jobs j WHERE j.workflow_id = workflows.id AND ` + stepLive + `)
 RETURNING id, name, steps, created_at, state, ended_at`
 
-// markEnded marks ended the open workflows of ids first to last whose steps have all ended
-// (markEndedSQL), in id order.
-func markEnded(ctx context.Context, tx *sql.Tx, first, last string) ([]*hoppertype.WorkflowRow, error) {
-	rows, err := tx.QueryContext(ctx, markEndedSQL, first, last)
+// markOpenSQL reads the next open workflows after ?1, oldest first, at most ?2, from
+// workflows_open.
+const markOpenSQL = `SELECT id FROM workflows WHERE state IS NULL AND id > ?1 ORDER BY id LIMIT ?2`
+
+// deleteSteplessSQL deletes those of the open workflows of ids ?1 (a JSON array) that have no
+// step left.
+const deleteSteplessSQL = `DELETE FROM workflows WHERE id IN (SELECT value FROM json_each(?1)) AND state IS NULL
+	AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.workflow_id = workflows.id)`
+
+// markEnded marks ended those of the open workflows ids whose live steps at now have all
+// ended (markEndedSQL), in id order.
+func markEnded(ctx context.Context, tx *sql.Tx, ids []string, now time.Time) ([]*hoppertype.WorkflowRow, error) {
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return nil, fmt.Errorf("mark workflows ended: %w", err)
+	}
+	rows, err := tx.QueryContext(ctx, markEndedSQL, string(list), micros(now))
 	if err != nil {
 		return nil, fmt.Errorf("mark workflows ended: %w", err)
 	}
@@ -459,31 +488,28 @@ func markEnded(ctx context.Context, tx *sql.Tx, first, last string) ([]*hopperty
 }
 
 // WorkflowMarkEnded checks a batch of open workflows in one write transaction of the single
-// writer: their ids from workflows_open, then one update (markEndedSQL) and the deletion of
-// rows without steps.
+// writer: their ids from workflows_open (markOpenSQL), read once, then one update of those
+// rows (markEndedSQL) and the deletion of those without steps (deleteSteplessSQL).
 func (s *Store) WorkflowMarkEnded(ctx context.Context, p *store.WorkflowMarkParams) (*store.WorkflowMarkResult, error) {
 	limit := store.MarkLimit(p.Limit)
 	var res *store.WorkflowMarkResult
 	err := s.write(ctx, nil, func(ctx context.Context, tx *sql.Tx, _ []*sql.Stmt) error {
 		res = &store.WorkflowMarkResult{}
-		var first, last sql.NullString
-		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT min(id), max(id), count(*) FROM (SELECT id FROM workflows
-			WHERE state IS NULL AND id > ?1 ORDER BY id LIMIT ?2)`, p.After, limit).Scan(&first, &last, &n); err != nil {
+		ids, err := queryStrings(ctx, tx, markOpenSQL, p.After, limit)
+		if err != nil || len(ids) == 0 {
 			return err
 		}
-		if n == 0 {
-			return nil
+		if len(ids) == limit {
+			res.Next = ids[len(ids)-1]
 		}
-		if n == limit {
-			res.Next = last.String
-		}
-		var err error
-		if res.Ended, err = markEnded(ctx, tx, first.String, last.String); err != nil {
+		if res.Ended, err = markEnded(ctx, tx, ids, s.clock.Now()); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `DELETE FROM workflows WHERE id >= ?1 AND id <= ?2 AND state IS NULL
-			AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.workflow_id = workflows.id)`, first.String, last.String)
+		list, err := json.Marshal(ids)
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, deleteSteplessSQL, string(list))
 		return err
 	})
 	if err != nil {

@@ -15,8 +15,10 @@ import (
 func testWorkflowsEnded(t *testing.T, opener Opener) {
 	parallel(t, opener, "MarkEnded", workflowMarkEnded)
 	parallel(t, opener, "MarkEndedBatches", workflowMarkEndedBatches)
+	parallel(t, opener, "MarkEndedExpiredStep", workflowMarkEndedExpiredStep)
 	parallel(t, opener, "MarkEndedConcurrent", workflowMarkEndedConcurrent)
 	parallel(t, opener, "MarkEndedRetry", workflowMarkEndedRetry)
+	parallel(t, opener, "MarkEndedRetryOtherWorkflow", workflowMarkEndedRetryOtherWorkflow)
 	parallel(t, opener, "MarkEndedRacesRetry", workflowMarkEndedRacesRetry)
 }
 
@@ -109,6 +111,29 @@ func workflowMarkEnded(t *testing.T, b *bundle) {
 	require.Len(t, marked, 1)
 	require.Equal(t, hoppertype.WorkflowCanceled, marked[running.ID].State)
 	require.Equal(t, []string{stopped.ID, running.ID, whole.ID}, list(hoppertype.WorkflowCanceled))
+}
+
+// A pass reads the steps the reads read: a step expired and not swept yet does not count, so
+// the state it marks is the state the workflow read as before.
+func workflowMarkEndedExpiredStep(t *testing.T, b *bundle) {
+	p := workflowParams(t, "expiring", stepSpec{name: "a"}, stepSpec{name: "b"})
+	b.insertWorkflow(t, p)
+	a := b.claimOne(t, p.Steps[0].Queue)
+	f := finishing(a, hoppertype.StateFailed)
+	f.ExpiresAt = b.clock.Now().Add(time.Minute)
+	require.NoError(t, b.finish(t, f))
+	b.clock.Advance(time.Second)
+	b.end(t, b.step(t, p, "b"), hoppertype.StateCompleted)
+	bEnded := b.clock.Now()
+	b.clock.Advance(2 * time.Minute) // a has expired, not swept
+	require.Equal(t, hoppertype.WorkflowCompleted, b.workflow(t, p.ID).Workflow.State, "read over its live step")
+
+	marked := byID(t, b.markAll(t, 0))
+	require.Equal(t, hoppertype.WorkflowCompleted, marked[p.ID].State, "marked as it read")
+	sameTime(t, bEnded, marked[p.ID].FinishedAt, "its last live step's ending")
+	w := b.workflow(t, p.ID).Workflow
+	require.Equal(t, hoppertype.WorkflowCompleted, w.State)
+	sameTime(t, bEnded, w.FinishedAt, "its stored ending")
 }
 
 func ids2(ws []*hoppertype.WorkflowRow) []string {
@@ -252,6 +277,40 @@ func workflowMarkEndedRetry(t *testing.T, b *bundle) {
 	marked = byID(t, b.markAll(t, 0))
 	require.Equal(t, hoppertype.WorkflowCompleted, marked[p.ID].State, "marked again, completed")
 	require.Equal(t, hoppertype.WorkflowCompleted, b.workflow(t, p.ID).Workflow.State)
+}
+
+// A step whose parent is a step of another workflow (named in its After), canceled by that
+// parent's failure, is re-armed by the parent's retry in place: its workflow, marked ended,
+// opens again too, and is marked again once its steps end again.
+func workflowMarkEndedRetryOtherWorkflow(t *testing.T, b *bundle) {
+	up := workflowParams(t, "upstream", stepSpec{name: "x"})
+	b.insertWorkflow(t, up)
+	x := b.step(t, up, "x")
+	down := workflowParams(t, "downstream", stepSpec{name: "y"})
+	down.Steps[0].After = []string{x.ID} // outside its workflow
+	b.insertWorkflow(t, down)
+	b.end(t, x, hoppertype.StateFailed)
+	require.Equal(t, hoppertype.StateCanceled, b.step(t, down, "y").State)
+	marked := byID(t, b.markAll(t, 0))
+	require.Equal(t, hoppertype.WorkflowFailed, marked[up.ID].State)
+	require.Equal(t, hoppertype.WorkflowCanceled, marked[down.ID].State)
+
+	b.retryInPlace(t, x.ID)
+	require.Equal(t, hoppertype.StateWaiting, b.step(t, down, "y").State, "re-armed")
+	require.Equal(t, hoppertype.WorkflowRunning, b.workflow(t, up.ID).Workflow.State)
+	w := b.workflow(t, down.ID).Workflow
+	require.Equal(t, hoppertype.WorkflowRunning, w.State, "the re-armed step's workflow is open again")
+	require.True(t, w.FinishedAt.IsZero())
+	res, err := b.store.WorkflowList(t.Context(), &store.WorkflowListParams{States: []hoppertype.WorkflowState{hoppertype.WorkflowCanceled}})
+	require.NoError(t, err)
+	require.NotContains(t, ids2(res.Workflows), down.ID)
+	require.Empty(t, b.markAll(t, 0), "both run again")
+
+	b.end(t, b.step(t, up, "x"), hoppertype.StateCompleted)
+	b.end(t, b.step(t, down, "y"), hoppertype.StateCompleted)
+	marked = byID(t, b.markAll(t, 0))
+	require.Equal(t, hoppertype.WorkflowCompleted, marked[up.ID].State)
+	require.Equal(t, hoppertype.WorkflowCompleted, marked[down.ID].State, "marked again, completed")
 }
 
 // A retry in place racing a pass (PostgreSQL: on another connection) never leaves a workflow
