@@ -21,7 +21,7 @@ var workflowSQL = `SELECT ` + workflowFrom + ` WHERE w.id = $2 AND s.state IS NO
 // workflowFrom is a workflow's columns and store.WorkflowAggregates over its live steps, $1
 // being the store's clock; callers add their WHERE, which keeps only s.state IS NOT NULL (a
 // workflow with live steps). The aggregate is LATERAL, so that a page reads workflows in id
-// order, each with its steps from the partial index jobs_workflow, and stops when it is full.
+// order, each with its steps from the partial index jobs_workflow_id, and stops when it is full.
 var workflowFrom = store.WorkflowColumns + `, s.* FROM ` + workflowSteps
 
 // workflowSteps is workflows w, each with store.WorkflowAggregates over its live steps as s.
@@ -146,7 +146,7 @@ const pageParentsSQL = `SELECT d.child_id, p.workflow_step FROM {schema}.job_dep
 
 // WorkflowSteps reads the workflow and one page of its steps in one repeatable-read
 // transaction, so that its counts and the page agree. The page is found through the partial
-// index jobs_workflow; the names each step runs after, for the page's steps alone.
+// index jobs_workflow_id; the names each step runs after, for the page's steps alone.
 func (s *Store) WorkflowSteps(ctx context.Context, p *store.WorkflowStepsParams) (*store.WorkflowStepsResult, error) {
 	limit := store.PageLimit(p.Limit)
 	query, args := `SELECT `+cols+` FROM {schema}.jobs WHERE workflow_id = $1 AND `+live, []any{p.ID, s.nowArg()}

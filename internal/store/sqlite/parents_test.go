@@ -65,8 +65,9 @@ func TestChildrenPlans(t *testing.T) {
 	require.NotContains(t, plan, "TEMP B-TREE", plan, "the dependency rows come in child order")
 }
 
-// A page of a workflow's steps reads the workflow's steps by the index jobs_workflow, and the
-// names they run after by the child index of job_deps: never a scan of jobs or job_deps.
+// A page of a workflow's steps reads the workflow's steps by the index jobs_workflow_id from
+// the cursor on, in id order (never a sort of every step of the workflow), and the names they
+// run after by the child index of job_deps: never a scan of jobs or job_deps.
 func TestWorkflowStepsPlans(t *testing.T) {
 	t.Parallel()
 	s, err := sqlite.Open(t.Context(), sqlite.Config{Path: t.TempDir() + "/hopper.db"})
@@ -75,8 +76,10 @@ func TestWorkflowStepsPlans(t *testing.T) {
 	plan, err := sqlite.WorkflowStepsPlans(s)
 	require.NoError(t, err)
 	t.Log(plan)
-	require.Contains(t, plan, "jobs_workflow", plan)
+	require.Contains(t, plan, "jobs_workflow_id (workflow_id=? AND id>?)", plan)
 	require.Contains(t, plan, "job_deps_child", plan)
+	require.NotContains(t, plan, "TEMP B-TREE", plan, "the steps and their dependency rows come in id order")
+	require.Regexp(t, `SEARCH p USING [A-Z ]*INDEX \w+ \((workflow_id=\? AND )?id=\?\)`, plan, "each parent by its id")
 	require.NotContains(t, plan, "SCAN jobs", plan)
 	require.NotContains(t, plan, "SCAN d", plan)
 	require.NotContains(t, plan, "SCAN p", plan)
