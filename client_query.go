@@ -143,8 +143,8 @@ func (c *Client) ParentsUpTo(ctx context.Context, id string, limit int) ([]Paren
 	if limit < 0 {
 		return nil, 0, invalid("limit", "%d is negative", limit)
 	}
-	// A bound of one byte leaves every result out (a JSON value takes more), and reads the rest.
-	got, err := c.store.JobParents(ctx, &store.ParentsParams{ID: id, Unfenced: true, MaxResultBytes: 1, Limit: limit})
+	// No result is read, and only the parents returned: the rest are counted.
+	got, err := c.store.JobParents(ctx, &store.ParentsParams{ID: id, Unfenced: true, NoResults: true, Limit: limit})
 	if err != nil {
 		return nil, 0, fmt.Errorf("parents of job %s: %w", id, err)
 	}
