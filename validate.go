@@ -24,7 +24,7 @@ const (
 	maxResultTTL   = MaxRunAtFuture
 	maxHeaderBytes = 64 << 10
 	maxIDLen       = 255
-	maxNameLen     = 255           // filter values, cursors, time zones
+	maxNameLen     = field.MaxFilterLen
 	maxCap         = math.MaxInt32 // a fleet-wide cap: the stores keep it in 32 bits
 )
 
