@@ -55,8 +55,8 @@ func (c *Client) List(ctx context.Context, p *ListParams) (*ListResult, error) {
 	if p == nil {
 		p = &ListParams{}
 	}
-	if p.Limit < 0 || p.Limit > 10000 {
-		return nil, invalid("limit", "%d is outside 0–10000", p.Limit)
+	if err := checkPageLimit(p.Limit); err != nil {
+		return nil, err
 	}
 	for _, s := range p.States {
 		if !s.Valid() {
@@ -183,8 +183,8 @@ func (c *Client) Children(ctx context.Context, id string, p *ChildrenParams) (*C
 	if err := checkID("id", id); err != nil {
 		return nil, err
 	}
-	if p.Limit < 0 || p.Limit > 10000 {
-		return nil, invalid("limit", "%d is outside 0–10000", p.Limit)
+	if err := checkPageLimit(p.Limit); err != nil {
+		return nil, err
 	}
 	if err := checkLimited("cursor", p.Cursor, maxNameLen); err != nil {
 		return nil, err

@@ -269,11 +269,7 @@ func scanWorkflow(sc scanner) (*hoppertype.WorkflowRow, error) {
 // parameters (states an array), so the statements stay few. With a state filter it reads the
 // page's candidates first (workflowCandidates), then those.
 func (s *Store) WorkflowList(ctx context.Context, p *store.WorkflowListParams) (*store.WorkflowListResult, error) {
-	limit := p.Limit
-	if limit <= 0 {
-		limit = 100
-	}
-	limit = min(limit, 10000)
+	limit := store.PageLimit(p.Limit)
 	q := &workflowQuery{args: []any{s.nowArg()}, order: "DESC", cmp: "<"}
 	if p.Ascending {
 		q.order, q.cmp = "ASC", ">"

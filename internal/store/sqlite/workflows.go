@@ -260,11 +260,7 @@ func scanWorkflow(sc scanner) (*hoppertype.WorkflowRow, error) {
 // WorkflowList returns one page of workflows, filtered, in id (creation) order. With a state
 // filter it reads the page's candidates first (workflowCandidates), then those.
 func (s *Store) WorkflowList(ctx context.Context, p *store.WorkflowListParams) (*store.WorkflowListResult, error) {
-	limit := p.Limit
-	if limit <= 0 {
-		limit = 100
-	}
-	limit = min(limit, 10000)
+	limit := store.PageLimit(p.Limit)
 	now := micros(s.clock.Now())
 	filter := &workflowFilter{name: p.Name, order: "DESC", cmp: "<"}
 	if p.Ascending {
