@@ -149,31 +149,12 @@ const pageParentsSQL = `SELECT d.child_id, p.workflow_step FROM {schema}.job_dep
 // index jobs_workflow_id; the names each step runs after, for the page's steps alone.
 func (s *Store) WorkflowSteps(ctx context.Context, p *store.WorkflowStepsParams) (*store.WorkflowStepsResult, error) {
 	limit := store.PageLimit(p.Limit)
-	query, args := `SELECT `+cols+` FROM {schema}.jobs WHERE workflow_id = $1 AND `+live, []any{p.ID, s.nowArg()}
-	param := func(v any) string {
-		args = append(args, v)
-		return fmt.Sprintf("$%d", len(args))
+	query, args, err := stepsQuery(p, s.nowArg(), limit)
+	if err != nil {
+		return nil, err
 	}
-	if len(p.States) > 0 {
-		states := make([]string, len(p.States))
-		for i, st := range p.States {
-			states[i] = string(st)
-		}
-		query += ` AND state = ANY(` + param(states) + `::text[])`
-	}
-	if p.StepContains != "" {
-		query += ` AND strpos(workflow_step, ` + param(p.StepContains) + `) > 0`
-	}
-	if p.Cursor != "" {
-		after, err := store.DecodeCursor(p.Cursor)
-		if err != nil {
-			return nil, err
-		}
-		query += ` AND id > ` + param(after)
-	}
-	query += ` ORDER BY id LIMIT ` + param(limit+1)
 	res := &store.WorkflowStepsResult{}
-	err := s.runTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+	err = s.runTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		var err error
 		if res.Workflow, err = s.readWorkflow(ctx, tx, p.ID); err != nil {
 			return err
@@ -211,6 +192,35 @@ func (s *Store) WorkflowSteps(ctx context.Context, p *store.WorkflowStepsParams)
 		return nil, s.wrap(err, "list the steps of workflow %s", p.ID)
 	}
 	return res, nil
+}
+
+// stepsQuery is the read of a page of limit+1 steps of workflow p.ID, filtered, at now ($2;
+// nil: the database's clock), in id order from the cursor along jobs_workflow_id.
+func stepsQuery(p *store.WorkflowStepsParams, now any, limit int) (string, []any, error) {
+	query, args := `SELECT `+cols+` FROM {schema}.jobs WHERE workflow_id = $1 AND `+live, []any{p.ID, now}
+	param := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	if len(p.States) > 0 {
+		states := make([]string, len(p.States))
+		for i, st := range p.States {
+			states[i] = string(st)
+		}
+		query += ` AND state = ANY(` + param(states) + `::text[])`
+	}
+	if p.StepContains != "" {
+		query += ` AND strpos(workflow_step, ` + param(p.StepContains) + `) > 0`
+	}
+	if p.Cursor != "" {
+		after, err := store.DecodeCursor(p.Cursor)
+		if err != nil {
+			return "", nil, err
+		}
+		query += ` AND id > ` + param(after)
+	}
+	query += ` ORDER BY id LIMIT ` + param(limit+1)
+	return query, args, nil
 }
 
 // scanStepsAfter reads (child id, parent step) rows into store.StepsAfter.
