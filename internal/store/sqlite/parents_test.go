@@ -7,8 +7,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Reading a job's parents costs a look-up of its dependency rows by the child's index, then
-// each parent by primary key: never a scan of job_deps or jobs, whatever their size.
+// Reading a job's parents, with their results or without, costs a look-up of its dependency
+// rows by the child's index, then each parent by primary key: never a scan of job_deps or
+// jobs, whatever their size.
 func TestParentsPlan(t *testing.T) {
 	t.Parallel()
 	s, err := sqlite.Open(t.Context(), sqlite.Config{Path: t.TempDir() + "/hopper.db"})
@@ -16,6 +17,7 @@ func TestParentsPlan(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, s.Close()) })
 	plan, err := sqlite.ParentsPlan(s)
 	require.NoError(t, err)
+	t.Log(plan)
 	require.Contains(t, plan, "job_deps_child", plan)
 	require.NotContains(t, plan, "SCAN d", plan)
 	require.NotContains(t, plan, "SCAN j", plan)
