@@ -269,10 +269,13 @@ func TestParentsPlanWithManyDependencies(t *testing.T) {
 	require.NoError(t, err)
 	_, err = s.pool.Exec(ctx, s.sql(`ANALYZE {schema}.jobs; ANALYZE {schema}.job_deps`))
 	require.NoError(t, err)
-	plan := explain(t, s, parentResultsSQL, "0000"+strings.Repeat("0", 28)+"0042", nil, 0)
-	require.Contains(t, plan, "job_deps_child", plan)
-	require.Contains(t, plan, "jobs_pkey", plan)
-	require.NotContains(t, plan, "Seq Scan", plan)
+	child := "0000" + strings.Repeat("0", 28) + "0042"
+	for name, plan := range map[string]string{"results": explain(t, s, parentResultsSQL, child, nil, 0, nil),
+		"no results": explain(t, s, parentsNoResultsSQL, child, nil, 20)} {
+		require.Contains(t, plan, "job_deps_child", name, plan)
+		require.Contains(t, plan, "jobs_pkey", name, plan)
+		require.NotContains(t, plan, "Seq Scan", name, plan)
+	}
 }
 
 // A page of a workflow's steps walks jobs_workflow_id from the cursor in id order, among 200
