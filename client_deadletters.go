@@ -145,8 +145,8 @@ func (c *Client) DeadLetters(ctx context.Context, p *DeadLetterParams) (*DeadLet
 	if p == nil {
 		p = &DeadLetterParams{}
 	}
-	if p.Limit < 0 || p.Limit > 10000 {
-		return nil, invalid("limit", "%d is outside 0–10000", p.Limit)
+	if err := checkPageLimit(p.Limit); err != nil {
+		return nil, err
 	}
 	if err := checkFilter(p.Queues, p.Kinds, p.Cursor); err != nil {
 		return nil, err

@@ -55,8 +55,8 @@ func (c *Client) List(ctx context.Context, p *ListParams) (*ListResult, error) {
 	if p == nil {
 		p = &ListParams{}
 	}
-	if p.Limit < 0 || p.Limit > 10000 {
-		return nil, invalid("limit", "%d is outside 0–10000", p.Limit)
+	if err := checkPageLimit(p.Limit); err != nil {
+		return nil, err
 	}
 	for _, s := range p.States {
 		if !s.Valid() {
@@ -143,8 +143,8 @@ func (c *Client) ParentsUpTo(ctx context.Context, id string, limit int) ([]Paren
 	if limit < 0 {
 		return nil, 0, invalid("limit", "%d is negative", limit)
 	}
-	// A bound of one byte leaves every result out (a JSON value takes more), and reads the rest.
-	got, err := c.store.JobParents(ctx, &store.ParentsParams{ID: id, Unfenced: true, MaxResultBytes: 1, Limit: limit})
+	// No result is read, and only the parents returned: the rest are counted.
+	got, err := c.store.JobParents(ctx, &store.ParentsParams{ID: id, Unfenced: true, NoResults: true, Limit: limit})
 	if err != nil {
 		return nil, 0, fmt.Errorf("parents of job %s: %w", id, err)
 	}
@@ -183,8 +183,8 @@ func (c *Client) Children(ctx context.Context, id string, p *ChildrenParams) (*C
 	if err := checkID("id", id); err != nil {
 		return nil, err
 	}
-	if p.Limit < 0 || p.Limit > 10000 {
-		return nil, invalid("limit", "%d is outside 0–10000", p.Limit)
+	if err := checkPageLimit(p.Limit); err != nil {
+		return nil, err
 	}
 	if err := checkLimited("cursor", p.Cursor, maxNameLen); err != nil {
 		return nil, err

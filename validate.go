@@ -24,7 +24,7 @@ const (
 	maxResultTTL   = MaxRunAtFuture
 	maxHeaderBytes = 64 << 10
 	maxIDLen       = 255
-	maxNameLen     = 255           // filter values, cursors, time zones
+	maxNameLen     = field.MaxFilterLen
 	maxCap         = math.MaxInt32 // a fleet-wide cap: the stores keep it in 32 bits
 )
 
@@ -54,6 +54,15 @@ func badText(s string) int { return field.BadText(s) }
 
 // checkLimited is checkText with a length limit.
 func checkLimited(name, s string, limit int) error { return field.Limited(name, s, limit) }
+
+// checkPageLimit checks a listing's page size (field "limit"): 0 for the default (100), at
+// most store.MaxPageLimit.
+func checkPageLimit(limit int) error {
+	if limit < 0 || limit > store.MaxPageLimit {
+		return invalid("limit", "%d is outside 0–%d", limit, store.MaxPageLimit)
+	}
+	return nil
+}
 
 // checkChange checks what a caller says about a change to job id: the id, who made it and why,
 // as the job's history records them.

@@ -311,8 +311,8 @@ func (c *Client) ListWorkflows(ctx context.Context, p *WorkflowListParams) (*Wor
 	if p == nil {
 		p = &WorkflowListParams{}
 	}
-	if p.Limit < 0 || p.Limit > 10000 {
-		return nil, invalid("limit", "%d is outside 0–10000", p.Limit)
+	if err := checkPageLimit(p.Limit); err != nil {
+		return nil, err
 	}
 	if p.Name != "" {
 		if err := field.Name("name", p.Name); err != nil {

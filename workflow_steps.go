@@ -40,8 +40,8 @@ func (c *Client) WorkflowSteps(ctx context.Context, id string, p *WorkflowStepsP
 	if err := checkID("id", id); err != nil {
 		return nil, err
 	}
-	if p.Limit < 0 || p.Limit > 10000 {
-		return nil, invalid("limit", "%d is outside 0–10000", p.Limit)
+	if err := checkPageLimit(p.Limit); err != nil {
+		return nil, err
 	}
 	for _, s := range p.States {
 		if !s.Valid() {

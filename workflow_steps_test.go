@@ -1,6 +1,7 @@
 package hopper
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -95,4 +96,36 @@ func requireField(t *testing.T, err error, field string) {
 	var verr *ValidationError
 	require.ErrorAs(t, err, &verr)
 	require.Equal(t, field, verr.Field)
+}
+
+// Every listing refuses a page size outside 0–10000 alike, naming the field limit, and
+// takes 10000.
+func TestListingsCheckTheirPageLimit(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, nil)
+	ctx := t.Context()
+	res, err := b.client.EnqueueWorkflow(ctx, Workflow{Name: "one", Steps: []WorkflowStep{emailStep("root")}})
+	require.NoError(t, err)
+	id := res.Workflow.ID
+	for name, list := range map[string]func(limit int) error{
+		"List": func(n int) error { _, err := b.client.List(ctx, &ListParams{Limit: n}); return err },
+		"Children": func(n int) error {
+			_, err := b.client.Children(ctx, res.Job("root").ID, &ChildrenParams{Limit: n})
+			return err
+		},
+		"ListWorkflows": func(n int) error { _, err := b.client.ListWorkflows(ctx, &WorkflowListParams{Limit: n}); return err },
+		"WorkflowSteps": func(n int) error {
+			_, err := b.client.WorkflowSteps(ctx, id, &WorkflowStepsParams{Limit: n})
+			return err
+		},
+		"DeadLetters": func(n int) error { _, err := b.client.DeadLetters(ctx, &DeadLetterParams{Limit: n}); return err },
+	} {
+		require.NoError(t, list(10000), name)
+		for _, n := range []int{-1, 10001} {
+			var verr *ValidationError
+			require.ErrorAs(t, list(n), &verr, name)
+			require.Equal(t, "limit", verr.Field, name)
+			require.Equal(t, fmt.Sprintf("%d is outside 0–10000", n), verr.Reason, name)
+		}
+	}
 }

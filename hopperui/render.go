@@ -165,8 +165,6 @@ func (h *Handler) internal(w http.ResponseWriter, r *http.Request, doing string,
 	h.fail(w, r, status, msg)
 }
 
-// invalid is a bad form or query field, in the Client's own error type so every page reports
-// it the same way.
 // formPage serves a page of a search form (jobs, workflows): it parses the request's form,
 // lets fill read its fields into the page's data and find what they ask for, and renders page.
 // An error fill can explain (a bad field: 400 naming it; 404; 409…) is shown on the page, the
@@ -188,6 +186,8 @@ func (h *Handler) formPage(w http.ResponseWriter, r *http.Request, v *view, page
 	return nil
 }
 
+// invalid is a bad form or query field, in the Client's own error type so every page reports
+// it the same way.
 func invalid(field, format string, args ...any) error {
 	return &hopper.ValidationError{Field: field, Reason: fmt.Sprintf(format, args...)}
 }

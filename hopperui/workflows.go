@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper"
+	"github.com/hopperjobs/hopper/internal/field"
 )
 
 // workflowFilter is the workflows page's search, as the form sends it.
@@ -110,12 +111,15 @@ type stepFilter struct {
 	State, Step, Cursor string
 }
 
-// readStepFilter reads the step search from a workflow page's query; a bad state is refused
-// naming its field (the Client names a name part too long, or a cursor it did not issue).
+// readStepFilter reads the step search from a workflow page's query; a bad state or a name
+// part too long is refused naming its form field (the Client names a cursor it did not issue).
 func readStepFilter(q url.Values) (stepFilter, error) {
 	f := stepFilter{State: q.Get("step_state"), Step: strings.TrimSpace(q.Get("step")), Cursor: q.Get("cursor")}
 	if f.State != "" && !hopper.JobState(f.State).Valid() {
 		return f, invalid("step_state", "%q is not a job state", f.State)
+	}
+	if err := field.Limited("step", f.Step, field.MaxFilterLen); err != nil {
+		return f, err // the Client's limit, named as the form's field
 	}
 	return f, nil
 }
@@ -263,7 +267,7 @@ func (h *Handler) askWorkflowCancel(r *http.Request, _ *view) (*confirmation, er
 	}
 	wf := res.Workflow // its counts: the step read is not used
 	if wf.State != hopper.WorkflowRunning {
-		return nil, fmt.Errorf("workflow %s has ended", wf.ID) // the cancel refuses it
+		return nil, fmt.Errorf("workflow %s has ended, it cannot be canceled: %w", wf.ID, hopper.ErrInvalidTransition)
 	}
 	var open int
 	for s, n := range wf.StepStates {

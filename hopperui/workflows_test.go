@@ -246,7 +246,7 @@ func TestWorkflowPageLargeWorkflowPagesItsSteps(t *testing.T) {
 		"a step's first 20 parents, counted")
 	require.Empty(t, stepsOf(page(t, u+"?step_state=waiting&step=root")))
 	for q, field := range map[string]string{"cursor=nope": "Invalid cursor", "step_state=bogus": "Invalid step_state",
-		"step=" + strings.Repeat("x", 300): "Invalid step_contains"} {
+		"step=" + strings.Repeat("x", 300): "Invalid step: is 300 bytes, more than 255"} {
 		status, body, _ := fetch(t, u+"?"+q)
 		require.Equal(t, http.StatusBadRequest, status, q)
 		require.Contains(t, body, field, q)
@@ -306,6 +306,9 @@ func TestWorkflowPageActions(t *testing.T) {
 	require.Equal(t, "dashboard cancel by dashboard", events[len(events)-1].Reason)
 	status, _ = post(t, e.URL+"/workflows/"+id+"/cancel", url.Values{"confirm": {"yes"}})
 	require.Equal(t, http.StatusConflict, status, "an ended workflow")
+	status, body = post(t, e.URL+"/workflows/"+id+"/cancel", nil)
+	require.Equal(t, http.StatusConflict, status, "asked to cancel an ended workflow")
+	require.Contains(t, body, "Refused: cancel workflow "+id+": every step has ended")
 	status, _ = post(t, e.URL+"/workflows/"+uuid.NewString()+"/cancel", url.Values{"confirm": {"yes"}})
 	require.Equal(t, http.StatusNotFound, status)
 

@@ -25,6 +25,8 @@ const (
 	MaxErrorCodeLen = 128
 	// MaxFairnessKeyLen bounds a job's fairness key (FairnessKey).
 	MaxFairnessKeyLen = 128
+	// MaxFilterLen bounds a filter value of a listing (a part of a name), a cursor, a time zone.
+	MaxFilterLen = 255
 )
 
 // Limits of free text about a job, in bytes (hopper re-exports them): longer text is refused

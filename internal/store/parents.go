@@ -56,6 +56,10 @@ type ParentsParams struct {
 	// Limit, when positive, bounds the parents returned to the first Limit in order
 	// (Parents.Total counts them all).
 	Limit int
+	// NoResults reads no result at all (every Result nil, ResultBytes 0): the parents are
+	// counted from their dependency rows alone, and only the Limit returned are read, so a
+	// look at a job's parents costs nothing for the parents it does not show.
+	NoResults bool
 }
 
 // Parents are a job's parents (ParentStore.JobParents).

@@ -131,12 +131,15 @@ type WorkflowStepsResult struct {
 	NextCursor string
 }
 
-// PageLimit is a page size as the list reads take it: default 100, at most 10,000.
+// MaxPageLimit is the largest page a list read returns.
+const MaxPageLimit = 10000
+
+// PageLimit is a page size as the list reads take it: default 100, at most MaxPageLimit.
 func PageLimit(limit int) int {
 	if limit <= 0 {
 		return 100
 	}
-	return min(limit, 10000)
+	return min(limit, MaxPageLimit)
 }
 
 // WorkflowListParams filters and pages WorkflowList. Zero fields don't filter.

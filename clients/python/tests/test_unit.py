@@ -13,8 +13,12 @@ from hopper import (
     BusinessError, InvalidArgument, JobTimeout, LeaseLostError, Limits, NoLimitsError, NoRetry, RetryAfter,
     RetryPolicy, Shutdown, Snooze, Suspend, Unavailable, Unimplemented, clip_text, fail_with_checkpoint, limits_of,
 )
+from hopper import SpawnJob, Step
+from hopper.client import _spawn_request
 from hopper.errors import error_of, to_hopper_error
 from hopper.handler_errors import format_duration
+from hopper.job import job_spec
+from hopper.workflow import enqueue_request
 from hopper.gen import hopper_pb2 as pb
 from hopper.outcome import Ending, decide, failure
 from hopper.text import error_code_problem
@@ -24,7 +28,7 @@ from .support import TEST_LIMITS
 
 def ending(error: BaseException | None = None, *, result: object = None, cause: BaseException | None = None,
            mode: str = "stream", limits: Limits = TEST_LIMITS) -> Ending:
-    return Ending("j1", 7, mode, error is not None, result, error, cause, None, limits=limits)  # type: ignore[arg-type]
+    return Ending("j1", 7, mode, error is not None, result, error, cause, None, limits=limits)
 
 
 class TextTest(unittest.TestCase):
@@ -55,7 +59,7 @@ class TextTest(unittest.TestCase):
         for name in ("max_error_bytes", "max_reason_bytes", "max_progress_message_bytes", "max_error_code_len", "max_run_at_future"):
             partial = pb.InputLimits()
             partial.CopyFrom(served)
-            partial.ClearField(name)  # type: ignore[arg-type]
+            partial.ClearField(name)
             with self.assertRaises(NoLimitsError, msg=name) as cm:
                 limits_of(partial, "http://h")
             self.assertEqual(cm.exception.limit, name)
@@ -171,6 +175,19 @@ class ErrorsTest(unittest.TestCase):
         self.assertIsInstance(to_hopper_error(Fake()), Unavailable)
 
 
+class StepNamesTest(unittest.TestCase):
+    def test_a_string_is_not_taken_for_a_list_of_names(self) -> None:
+        with self.assertRaisesRegex(TypeError, "after_steps takes a list of names, not the string 'extract'"):
+            _spawn_request("id", 1, [SpawnJob("k", after_steps="extract")])
+        with self.assertRaisesRegex(TypeError, "after takes a list of names"):
+            job_spec("k", after="0193")
+        with self.assertRaisesRegex(TypeError, "after takes a list of names"):
+            enqueue_request("w", [Step("b", "k", after="a")])
+        spawn = _spawn_request("id", 1, [SpawnJob("k", after_steps=("extract", "load"))])
+        self.assertEqual(["extract", "load"], list(spawn.jobs[0].after_steps))
+        self.assertEqual(["a"], list(enqueue_request("w", [Step("b", "k", after=["a"])]).steps[0].job.after))
+
+
 class TraceContextTest(unittest.TestCase):
     """With opentelemetry installed, a handler runs in the context its job's traceparent carries
     (faked here: Debian has no opentelemetry package)."""
@@ -201,7 +218,7 @@ class TraceContextTest(unittest.TestCase):
         try:
             self.assertIsNone(wmod._trace_context({}))
             ctx = wmod._trace_context({"traceparent": "00-abc-def-01"})
-            wmod._call_sync(lambda job: calls.append(("handler", job)), None, ctx)  # type: ignore[arg-type]
+            wmod._call_sync(lambda job: calls.append(("handler", job)), None, ctx)
         finally:
             wmod._otel_propagate, wmod._otel_context = saved
         self.assertEqual(calls, [("extract", "00-abc-def-01"), ("attach", "ctx"), ("handler", None), ("detach", "token")])

@@ -29,13 +29,33 @@ SELECT c.state, c.token, p.parent_id, p.parent_outcome, coalesce(p.live, false),
 FROM c CROSS JOIN t LEFT JOIN p ON true
 ORDER BY p.parent_index NULLS LAST, p.parent_id LIMIT $4::int`
 
+// parentsNoResultsSQL is parentResultsSQL without the results (ParentsParams.NoResults): the
+// child's dependency rows are counted, and the first $3 (NULL: all) put in order, from job_deps
+// alone; only those parents are read.
+const parentsNoResultsSQL = `WITH c AS (SELECT state, token FROM {schema}.jobs WHERE id = $1 AND ` + live + `),
+p AS (SELECT d.parent_id, d.parent_outcome, d.parent_index, j.id IS NOT NULL AS live, j.kind, j.workflow_step, j.state,
+		j.last_error, j.finished_at
+	FROM (SELECT parent_id, parent_outcome, parent_index FROM {schema}.job_deps WHERE child_id = $1
+		ORDER BY parent_index NULLS LAST, parent_id LIMIT $3::int) d
+	LEFT JOIN {schema}.jobs j ON j.id = d.parent_id
+		AND (j.expires_at IS NULL OR j.expires_at > coalesce($2::timestamptz, now()))),
+t AS (SELECT count(*) AS n FROM {schema}.job_deps WHERE child_id = $1)
+SELECT c.state, c.token, p.parent_id, p.parent_outcome, coalesce(p.live, false), p.kind, p.workflow_step, p.state, p.last_error,
+	p.finished_at, NULL::bytea, 0::bigint, t.n
+FROM c CROSS JOIN t LEFT JOIN p ON true
+ORDER BY p.parent_index NULLS LAST, p.parent_id`
+
 // JobParents returns the parents of a job (store.ParentStore).
 func (s *Store) JobParents(ctx context.Context, p *store.ParentsParams) (*store.Parents, error) {
 	var limit *int
 	if p.Limit > 0 {
 		limit = &p.Limit
 	}
-	rs, err := s.pool.Query(ctx, s.sql(parentResultsSQL), p.ID, s.nowArg(), p.MaxResultBytes, limit)
+	query, args := parentResultsSQL, []any{p.ID, s.nowArg(), p.MaxResultBytes, limit}
+	if p.NoResults {
+		query, args = parentsNoResultsSQL, []any{p.ID, s.nowArg(), limit}
+	}
+	rs, err := s.pool.Query(ctx, s.sql(query), args...)
 	if err != nil {
 		return nil, s.wrap(err, "read the parents of job %s", p.ID)
 	}

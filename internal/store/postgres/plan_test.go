@@ -302,8 +302,40 @@ func TestParentsPlanWithManyDependencies(t *testing.T) {
 	require.NoError(t, err)
 	_, err = s.pool.Exec(ctx, s.sql(`ANALYZE {schema}.jobs; ANALYZE {schema}.job_deps`))
 	require.NoError(t, err)
-	plan := explain(t, s, parentResultsSQL, "0000"+strings.Repeat("0", 28)+"0042", nil, 0)
-	require.Contains(t, plan, "job_deps_child", plan)
-	require.Contains(t, plan, "jobs_pkey", plan)
-	require.NotContains(t, plan, "Seq Scan", plan)
+	child := "0000" + strings.Repeat("0", 28) + "0042"
+	for name, plan := range map[string]string{"results": explain(t, s, parentResultsSQL, child, nil, 0, nil),
+		"no results": explain(t, s, parentsNoResultsSQL, child, nil, 20)} {
+		require.Contains(t, plan, "job_deps_child", name, plan)
+		require.Contains(t, plan, "jobs_pkey", name, plan)
+		require.NotContains(t, plan, "Seq Scan", name, plan)
+	}
+}
+
+// A page of a workflow's steps walks jobs_workflow_id from the cursor in id order, among 200
+// workflows of 500 steps each, analyzed: never a sort of the workflow's steps (jobs_workflow, by
+// workflow alone, made the planner read and sort them all for each page).
+func TestWorkflowStepsPlanWithManySteps(t *testing.T) {
+	t.Parallel()
+	s := openPlanStore(t)
+	ctx := t.Context()
+	_, err := s.pool.Exec(ctx, s.sql(`INSERT INTO {schema}.jobs (id, kind, queue, args, state, attempt, max_attempts,
+		token, version, run_at, last_actor, created_at, updated_at, workflow_id, workflow_step)
+		SELECT '0000' || lpad(i::text, 32, '0'), 'step', 'default', '{}', 'waiting', 0, 25, 0, 1, now(), 'api',
+			now(), now(), 'wf-' || (i % 200), 's' || i
+		FROM generate_series(1, 100000) i`))
+	require.NoError(t, err)
+	_, err = s.pool.Exec(ctx, s.sql(`ANALYZE {schema}.jobs`))
+	require.NoError(t, err)
+	for name, p := range map[string]*store.WorkflowStepsParams{
+		"first page":   {ID: "wf-1"},
+		"a later page": {ID: "wf-1", Cursor: store.EncodeCursor("0000" + strings.Repeat("0", 27) + "50001")},
+	} {
+		query, args, err := stepsQuery(p, nil, 100)
+		require.NoError(t, err)
+		plan := explain(t, s, query, args...)
+		t.Logf("%s:\n%s", name, plan)
+		require.Contains(t, plan, "jobs_workflow_id", name)
+		require.NotContains(t, plan, "Sort", name)
+		require.NotContains(t, plan, "Seq Scan", name)
+	}
 }

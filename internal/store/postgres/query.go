@@ -55,20 +55,13 @@ func (s *Store) JobList(ctx context.Context, p *store.ListParams) (*store.ListRe
 	if err != nil {
 		return nil, s.wrap(err, "list jobs")
 	}
-	limit := listLimit(p)
+	limit := store.PageLimit(p.Limit)
 	res := &store.ListResult{Jobs: jobs}
 	if len(jobs) > limit {
 		res.Jobs = jobs[:limit]
 		res.NextCursor = store.EncodeCursor(jobs[limit-1].ID)
 	}
 	return res, nil
-}
-
-func listLimit(p *store.ListParams) int {
-	if p.Limit <= 0 {
-		return 100
-	}
-	return min(p.Limit, 10000)
 }
 
 // listQuery builds JobList's statement. Only fixed column names and operators enter the SQL;
@@ -131,7 +124,7 @@ func listQuery(p *store.ListParams, now any) (string, []any, error) {
 		add("id "+cmp+" $%d", after)
 	}
 	query := `SELECT ` + cols + ` FROM {schema}.jobs WHERE ` + strings.Join(where, " AND ")
-	args = append(args, listLimit(p)+1)
+	args = append(args, store.PageLimit(p.Limit)+1)
 	query += fmt.Sprintf(" ORDER BY id %s LIMIT $%d", order, len(args))
 	return query, args, nil
 }

@@ -21,7 +21,7 @@ var workflowSQL = `SELECT ` + workflowFrom + ` WHERE w.id = $2 AND s.state IS NO
 // workflowFrom is a workflow's columns and store.WorkflowAggregates over its live steps, $1
 // being the store's clock; callers add their WHERE, which keeps only s.state IS NOT NULL (a
 // workflow with live steps). The aggregate is LATERAL, so that a page reads workflows in id
-// order, each with its steps from the partial index jobs_workflow, and stops when it is full.
+// order, each with its steps from the partial index jobs_workflow_id, and stops when it is full.
 var workflowFrom = store.WorkflowColumns + `, s.* FROM ` + workflowSteps
 
 // workflowSteps is workflows w, each with store.WorkflowAggregates over its live steps as s.
@@ -146,34 +146,15 @@ const pageParentsSQL = `SELECT d.child_id, p.workflow_step FROM {schema}.job_dep
 
 // WorkflowSteps reads the workflow and one page of its steps in one repeatable-read
 // transaction, so that its counts and the page agree. The page is found through the partial
-// index jobs_workflow; the names each step runs after, for the page's steps alone.
+// index jobs_workflow_id; the names each step runs after, for the page's steps alone.
 func (s *Store) WorkflowSteps(ctx context.Context, p *store.WorkflowStepsParams) (*store.WorkflowStepsResult, error) {
 	limit := store.PageLimit(p.Limit)
-	query, args := `SELECT `+cols+` FROM {schema}.jobs WHERE workflow_id = $1 AND `+live, []any{p.ID, s.nowArg()}
-	param := func(v any) string {
-		args = append(args, v)
-		return fmt.Sprintf("$%d", len(args))
+	query, args, err := stepsQuery(p, s.nowArg(), limit)
+	if err != nil {
+		return nil, err
 	}
-	if len(p.States) > 0 {
-		states := make([]string, len(p.States))
-		for i, st := range p.States {
-			states[i] = string(st)
-		}
-		query += ` AND state = ANY(` + param(states) + `::text[])`
-	}
-	if p.StepContains != "" {
-		query += ` AND strpos(workflow_step, ` + param(p.StepContains) + `) > 0`
-	}
-	if p.Cursor != "" {
-		after, err := store.DecodeCursor(p.Cursor)
-		if err != nil {
-			return nil, err
-		}
-		query += ` AND id > ` + param(after)
-	}
-	query += ` ORDER BY id LIMIT ` + param(limit+1)
 	res := &store.WorkflowStepsResult{}
-	err := s.runTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+	err = s.runTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		var err error
 		if res.Workflow, err = s.readWorkflow(ctx, tx, p.ID); err != nil {
 			return err
@@ -211,6 +192,35 @@ func (s *Store) WorkflowSteps(ctx context.Context, p *store.WorkflowStepsParams)
 		return nil, s.wrap(err, "list the steps of workflow %s", p.ID)
 	}
 	return res, nil
+}
+
+// stepsQuery is the read of a page of limit+1 steps of workflow p.ID, filtered, at now ($2;
+// nil: the database's clock), in id order from the cursor along jobs_workflow_id.
+func stepsQuery(p *store.WorkflowStepsParams, now any, limit int) (string, []any, error) {
+	query, args := `SELECT `+cols+` FROM {schema}.jobs WHERE workflow_id = $1 AND `+live, []any{p.ID, now}
+	param := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	if len(p.States) > 0 {
+		states := make([]string, len(p.States))
+		for i, st := range p.States {
+			states[i] = string(st)
+		}
+		query += ` AND state = ANY(` + param(states) + `::text[])`
+	}
+	if p.StepContains != "" {
+		query += ` AND strpos(workflow_step, ` + param(p.StepContains) + `) > 0`
+	}
+	if p.Cursor != "" {
+		after, err := store.DecodeCursor(p.Cursor)
+		if err != nil {
+			return "", nil, err
+		}
+		query += ` AND id > ` + param(after)
+	}
+	query += ` ORDER BY id LIMIT ` + param(limit+1)
+	return query, args, nil
 }
 
 // scanStepsAfter reads (child id, parent step) rows into store.StepsAfter.
@@ -269,11 +279,7 @@ func scanWorkflow(sc scanner) (*hoppertype.WorkflowRow, error) {
 // parameters (states an array), so the statements stay few. With a state filter it reads the
 // page's candidates first (workflowCandidates), then those.
 func (s *Store) WorkflowList(ctx context.Context, p *store.WorkflowListParams) (*store.WorkflowListResult, error) {
-	limit := p.Limit
-	if limit <= 0 {
-		limit = 100
-	}
-	limit = min(limit, 10000)
+	limit := store.PageLimit(p.Limit)
 	q := &workflowQuery{args: []any{s.nowArg()}, order: "DESC", cmp: "<"}
 	if p.Ascending {
 		q.order, q.cmp = "ASC", ">"

@@ -55,8 +55,16 @@ func BatchPlans(s *Store) (map[string]string, error) {
 	return out, nil
 }
 
-// ParentsPlan is SQLite's query plan of the read of a job's parents.
-func ParentsPlan(s *Store) (string, error) { return queryPlan(s, parentResultsSQL, "child", 0, 0, -1) }
+// ParentsPlan is SQLite's query plans of the read of a job's parents, with their results and
+// without.
+func ParentsPlan(s *Store) (string, error) {
+	with, err := queryPlan(s, parentResultsSQL, "child", 0, 0, -1)
+	if err != nil {
+		return "", err
+	}
+	without, err := queryPlan(s, parentsNoResultsSQL, "child", 0, 0, 20)
+	return with + without, err
+}
 
 // ChildrenPlans are SQLite's query plans of the read of a page of a job's children and of
 // their count.

@@ -25,6 +25,16 @@ SELECT parent_id, parent_outcome, live, kind, workflow_step, state, last_error, 
 	CASE WHEN ?3 <= 0 OR t.total <= ?3 THEN result END, t.total, t.n
 FROM p, t ORDER BY parent_index IS NULL, parent_index, parent_id LIMIT ?4`
 
+// parentsNoResultsSQL is parentResultsSQL without the results (ParentsParams.NoResults, ?3
+// unused): the child's dependency rows are counted, and the first ?4 put in order, from
+// job_deps alone; only those parents are read.
+const parentsNoResultsSQL = `SELECT firsts.parent_id, firsts.parent_outcome, j.id IS NOT NULL, j.kind, j.workflow_step, j.state,
+	j.last_error, j.finished_at, NULL, 0, (SELECT count(*) FROM job_deps c WHERE c.child_id = ?1)
+FROM (SELECT parent_id, parent_outcome, parent_index FROM job_deps WHERE child_id = ?1
+	ORDER BY parent_index IS NULL, parent_index, parent_id LIMIT ?4) firsts
+LEFT JOIN jobs j ON j.id = firsts.parent_id AND (j.expires_at IS NULL OR j.expires_at > ?2)
+ORDER BY firsts.parent_index IS NULL, firsts.parent_index, firsts.parent_id`
+
 // JobParents returns the parents of a job (store.ParentStore), read on a reader.
 func (s *Store) JobParents(ctx context.Context, p *store.ParentsParams) (*store.Parents, error) {
 	now := micros(s.clock.Now())
@@ -35,7 +45,11 @@ func (s *Store) JobParents(ctx context.Context, p *store.ParentsParams) (*store.
 	if p.Limit > 0 {
 		limit = p.Limit
 	}
-	rows, err := s.reader.QueryContext(ctx, parentResultsSQL, p.ID, now, p.MaxResultBytes, limit)
+	query := parentResultsSQL
+	if p.NoResults {
+		query = parentsNoResultsSQL
+	}
+	rows, err := s.reader.QueryContext(ctx, query, p.ID, now, p.MaxResultBytes, limit)
 	if err != nil {
 		return nil, wrap(err, "read the parents of job %s", p.ID)
 	}

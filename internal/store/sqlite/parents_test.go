@@ -7,8 +7,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Reading a job's parents costs a look-up of its dependency rows by the child's index, then
-// each parent by primary key: never a scan of job_deps or jobs, whatever their size.
+// Reading a job's parents, with their results or without, costs a look-up of its dependency
+// rows by the child's index, then each parent by primary key: never a scan of job_deps or
+// jobs, whatever their size.
 func TestParentsPlan(t *testing.T) {
 	t.Parallel()
 	s, err := sqlite.Open(t.Context(), sqlite.Config{Path: t.TempDir() + "/hopper.db"})
@@ -16,6 +17,7 @@ func TestParentsPlan(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, s.Close()) })
 	plan, err := sqlite.ParentsPlan(s)
 	require.NoError(t, err)
+	t.Log(plan)
 	require.Contains(t, plan, "job_deps_child", plan)
 	require.NotContains(t, plan, "SCAN d", plan)
 	require.NotContains(t, plan, "SCAN j", plan)
@@ -65,8 +67,9 @@ func TestChildrenPlans(t *testing.T) {
 	require.NotContains(t, plan, "TEMP B-TREE", plan, "the dependency rows come in child order")
 }
 
-// A page of a workflow's steps reads the workflow's steps by the index jobs_workflow, and the
-// names they run after by the child index of job_deps: never a scan of jobs or job_deps.
+// A page of a workflow's steps reads the workflow's steps by the index jobs_workflow_id from
+// the cursor on, in id order (never a sort of every step of the workflow), and the names they
+// run after by the child index of job_deps: never a scan of jobs or job_deps.
 func TestWorkflowStepsPlans(t *testing.T) {
 	t.Parallel()
 	s, err := sqlite.Open(t.Context(), sqlite.Config{Path: t.TempDir() + "/hopper.db"})
@@ -75,8 +78,10 @@ func TestWorkflowStepsPlans(t *testing.T) {
 	plan, err := sqlite.WorkflowStepsPlans(s)
 	require.NoError(t, err)
 	t.Log(plan)
-	require.Contains(t, plan, "jobs_workflow", plan)
+	require.Contains(t, plan, "jobs_workflow_id (workflow_id=? AND id>?)", plan)
 	require.Contains(t, plan, "job_deps_child", plan)
+	require.NotContains(t, plan, "TEMP B-TREE", plan, "the steps and their dependency rows come in id order")
+	require.Regexp(t, `SEARCH p USING [A-Z ]*INDEX \w+ \((workflow_id=\? AND )?id=\?\)`, plan, "each parent by its id")
 	require.NotContains(t, plan, "SCAN jobs", plan)
 	require.NotContains(t, plan, "SCAN d", plan)
 	require.NotContains(t, plan, "SCAN p", plan)

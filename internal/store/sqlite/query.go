@@ -43,11 +43,7 @@ func (s *Store) removeExpired(ctx context.Context, id string, now time.Time) {
 
 // JobList returns one page of jobs, filtered, in id (creation) order.
 func (s *Store) JobList(ctx context.Context, p *store.ListParams) (*store.ListResult, error) {
-	limit := p.Limit
-	if limit <= 0 {
-		limit = 100
-	}
-	limit = min(limit, 10000)
+	limit := store.PageLimit(p.Limit)
 	// An expired job is gone for readers, swept or not (contract 12).
 	where := []string{"(expires_at IS NULL OR expires_at > ?)"}
 	args := []any{micros(s.clock.Now())}

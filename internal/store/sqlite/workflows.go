@@ -19,7 +19,7 @@ import (
 // workflowFrom joins workflows to their live steps (the store's clock is the first parameter)
 // for store.WorkflowAggregates; callers add their WHERE and end with workflowGroup. CROSS JOIN
 // makes SQLite read workflows first, in id order (a page reads its workflows and stops), each
-// with its steps from the partial index jobs_workflow, rather than every workflow's steps and
+// with its steps from the partial index jobs_workflow_id, rather than every workflow's steps and
 // then a sort.
 var (
 	workflowFrom = store.WorkflowColumns + `, ` + store.WorkflowAggregates + ` FROM workflows w CROSS JOIN jobs j ON j.workflow_id = w.id
@@ -107,7 +107,7 @@ func (s *Store) WorkflowGet(ctx context.Context, id string) (*store.WorkflowDeta
 
 // WorkflowSteps reads the workflow and one page of its steps in one read transaction, so
 // that its counts and the page agree. The page is found through the partial index
-// jobs_workflow; the names each step runs after, for the page's steps alone.
+// jobs_workflow_id; the names each step runs after, for the page's steps alone.
 func (s *Store) WorkflowSteps(ctx context.Context, p *store.WorkflowStepsParams) (*store.WorkflowStepsResult, error) {
 	limit := store.PageLimit(p.Limit)
 	now := s.clock.Now()
@@ -174,10 +174,12 @@ func stepsQuery(p *store.WorkflowStepsParams, now time.Time, limit int) (string,
 }
 
 // pageParentsSQL reads the (child id, parent step) pairs of the steps of workflow ?1 whose ids
-// are in the JSON array ?2.
+// are in the JSON array ?2: the dependency rows of each step by job_deps_child, in its order
+// (parent ids ascending), then each parent by primary key. CROSS JOIN keeps that order of the
+// join: the index of jobs by workflow would have SQLite walk every step of the workflow.
 const pageParentsSQL = `SELECT d.child_id, p.workflow_step FROM job_deps d
-	JOIN jobs p ON p.id = d.parent_id AND p.workflow_id = ?1
-	WHERE d.child_id IN (SELECT value FROM json_each(?2)) ORDER BY d.child_id, p.id`
+	CROSS JOIN jobs p ON p.id = d.parent_id AND p.workflow_id = ?1
+	WHERE d.child_id IN (SELECT value FROM json_each(?2)) ORDER BY d.child_id, d.parent_id`
 
 // pageParents returns, by step job id, the names of the steps each of jobs (steps of
 // workflow id) runs after, oldest parent first: one look-up of job_deps_child per step.
@@ -258,11 +260,7 @@ func scanWorkflow(sc scanner) (*hoppertype.WorkflowRow, error) {
 // WorkflowList returns one page of workflows, filtered, in id (creation) order. With a state
 // filter it reads the page's candidates first (workflowCandidates), then those.
 func (s *Store) WorkflowList(ctx context.Context, p *store.WorkflowListParams) (*store.WorkflowListResult, error) {
-	limit := p.Limit
-	if limit <= 0 {
-		limit = 100
-	}
-	limit = min(limit, 10000)
+	limit := store.PageLimit(p.Limit)
 	now := micros(s.clock.Now())
 	filter := &workflowFilter{name: p.Name, order: "DESC", cmp: "<"}
 	if p.Ascending {

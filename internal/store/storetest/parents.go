@@ -23,6 +23,7 @@ func testParents(t *testing.T, opener Opener) {
 	parallel(t, opener, "SizeBound", parentsSizeBound)
 	parallel(t, opener, "Steps", parentsSteps)
 	parallel(t, opener, "Limit", parentsLimit)
+	parallel(t, opener, "NoResults", parentsNoResults)
 	parallel(t, opener, "Children", parentsChildren)
 }
 
@@ -45,6 +46,40 @@ func parentsLimit(t *testing.T, b *bundle) {
 	require.NoError(t, err)
 	require.Empty(t, got.Parents)
 	require.Zero(t, got.Total)
+}
+
+// NoResults reads the first parents without a result (no size either), in the order the child
+// named them, and counts them all; how each ended is read as with results.
+func parentsNoResults(t *testing.T, b *bundle) {
+	p1, p2, p3 := b.parent(t), b.parent(t), b.parent(t)
+	child := b.insert(t, inQueue("children"), after(p3.ID, p1.ID, p2.ID), onFailure(hoppertype.ParentRun))
+	b.completeWith(t, p1, `"abcdé"`)
+	b.completeWith(t, p3, `[1,2,3]`)
+	for _, limit := range []int{0, 2} {
+		got, err := b.store.JobParents(t.Context(), &store.ParentsParams{ID: child.ID, Unfenced: true, NoResults: true, Limit: limit})
+		require.NoError(t, err)
+		require.Equal(t, 3, got.Total)
+		require.Zero(t, got.ResultBytes)
+		require.False(t, got.ResultsOmitted)
+		want := []string{p3.ID, p1.ID, p2.ID}
+		if limit > 0 {
+			want = want[:limit]
+		}
+		require.Equal(t, want, parentIDs(got.Parents))
+		states := []hoppertype.JobState{hoppertype.StateCompleted, hoppertype.StateCompleted, hoppertype.StateQueued}
+		for i, p := range got.Parents {
+			require.Nil(t, p.Result)
+			require.Equal(t, states[i], p.State)
+			require.NotEmpty(t, p.Kind)
+			require.False(t, p.Expired)
+		}
+	}
+	got, err := b.store.JobParents(t.Context(), &store.ParentsParams{ID: b.insert(t).ID, Unfenced: true, NoResults: true, Limit: 2})
+	require.NoError(t, err)
+	require.Empty(t, got.Parents)
+	require.Zero(t, got.Total)
+	_, err = b.store.JobParents(t.Context(), &store.ParentsParams{ID: newID(t), Unfenced: true, NoResults: true})
+	require.ErrorIs(t, err, store.ErrNotFound)
 }
 
 // Children pages the live jobs that wait or waited for a job, in id order, and counts them; an

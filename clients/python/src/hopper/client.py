@@ -18,7 +18,7 @@ from .gen import hopper_pb2 as pb
 from .job import (
     Duration, Job, JobAttempt, JobEvent, Merge, NewJob, ParentPolicy, RetryPolicy, SpawnJob, attempt_from_proto, event_from_proto,
     job_spec,
-    seconds_of, set_time, time_of,
+    seconds_of, step_names, set_time, time_of,
 )
 
 __all__ = [
@@ -119,7 +119,7 @@ def _spawn_request(id: str, lease_token: int, jobs: Iterable[SpawnJob | NewJob |
     out = []
     for j in jobs:
         step = j.step if isinstance(j, SpawnJob) else None
-        after_steps = list(j.after_steps) if isinstance(j, SpawnJob) else []
+        after_steps = step_names("after_steps", j.after_steps) if isinstance(j, SpawnJob) else []
         spec = job_spec(j.kind, j.args, **dict(j.options)) if isinstance(j, (SpawnJob, NewJob)) else _batch_request([j]).jobs[0]
         out.append(pb.SpawnJob(job=spec, step=step or "", after_steps=after_steps))
     return pb.SpawnRequest(id=id, lease_token=lease_token, jobs=out)

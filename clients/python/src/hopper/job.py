@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Any, Literal, Mapping, Sequence
+from typing import Any, Iterable, Literal, Mapping, Sequence
 
 from ._json import decode_json, encode_json
 from .gen import hopper_pb2 as pb
@@ -92,6 +92,14 @@ class SpawnJob:
     after_steps: Sequence[str] = ()
 
 
+def step_names(field: str, names: Iterable[str] | None) -> list[str]:
+    """step_names is names (of jobs' ids or steps) as a list. A str alone is refused with a TypeError
+    naming field: list() would split it into its letters, one name each."""
+    if isinstance(names, (str, bytes)):
+        raise TypeError(f"{field} takes a list of names, not the string {names!r}: write [{names!r}]")
+    return list(names or ())
+
+
 ParentPolicy = Literal["cancel", "run", "skip"]
 """ParentPolicy is what a parent's failure or cancel does to a job enqueued with after: cancel it (the
 default; its own children follow their policies), run it anyway once every parent has ended, or skip
@@ -153,7 +161,7 @@ def job_spec(
     if fairness_key is not None:
         s.fairness_key = fairness_key
     if after:
-        s.after.extend(after)
+        s.after.extend(step_names("after", after))
     if on_parent_failure is not None:
         s.on_parent_failure = on_parent_failure
     return s

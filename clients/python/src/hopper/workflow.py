@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from .gen import hopper_pb2 as pb
-from .job import Job, ParentPolicy, ParentResult, job_spec, time_of
+from .job import Job, ParentPolicy, ParentResult, job_spec, step_names, time_of
 
 BATCH_CALLBACK_STEP = "callback"
 """BATCH_CALLBACK_STEP is the step name of a batch's callback; its jobs are job-0, job-1, ..."""
@@ -137,7 +137,7 @@ def enqueue_request(name: str, steps: Iterable[Step]) -> pb.EnqueueWorkflowReque
     for s in steps:
         spec = job_spec(s.kind, s.args, **dict(s.options))
         del spec.after[:]
-        spec.after.extend(s.after)
+        spec.after.extend(step_names("after", s.after))
         if s.on_parent_failure:
             spec.on_parent_failure = s.on_parent_failure
         out.append(pb.WorkflowStep(name=s.name, job=spec))
