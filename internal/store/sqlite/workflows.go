@@ -349,7 +349,7 @@ func workflowCandidates(f *workflowFilter, states []hoppertype.WorkflowState, no
 	open := f.where()
 	args = append(append(args, now), f.args()...)
 	if !slices.Contains(states, hoppertype.WorkflowRunning) {
-		open += ` AND NOT EXISTS (SELECT 1 FROM jobs o WHERE o.workflow_id = w.id AND o.state IN ` + store.UnfinishedSQL + `
+		open += ` AND NOT EXISTS (SELECT 1 FROM jobs o INDEXED BY jobs_workflow_open WHERE o.workflow_id = w.id AND o.state IN ` + store.UnfinishedSQL + `
 			AND (o.expires_at IS NULL OR o.expires_at > ?))`
 		args = append(args, now)
 	}
@@ -432,7 +432,8 @@ func runningSteps(ctx context.Context, tx *sql.Tx, id string) ([]string, error) 
 const stepLive = `(j.expires_at IS NULL OR j.expires_at > ?2)`
 
 // markEndedSQL marks ended those of the open workflows of ids ?1 (a JSON array) whose live
-// steps (at ?2) have all ended (a look-up of jobs_workflow_open each), with the state their
+// steps (at ?2) have all ended (a look-up of jobs_workflow_open each, named: the planner would
+// take jobs_workflow_id, which walks every ended step too), with the state their
 // steps ended them in and their last step's ending. Each row is found by its id: the update
 // reads only the rows named, never a range of ids (which, behind an old open workflow, could
 // span any number of marked ones).
@@ -440,7 +441,7 @@ var markEndedSQL = `UPDATE workflows SET
 	state = (SELECT ` + store.EndedStateSQL + ` FROM jobs j WHERE j.workflow_id = workflows.id AND ` + stepLive + `),
 	ended_at = (SELECT max(j.finished_at) FROM jobs j WHERE j.workflow_id = workflows.id AND ` + stepLive + `)
 WHERE id IN (SELECT value FROM json_each(?1)) AND state IS NULL
-	AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.workflow_id = workflows.id AND j.state IN ` + store.UnfinishedSQL + `
+	AND NOT EXISTS (SELECT 1 FROM jobs j INDEXED BY jobs_workflow_open WHERE j.workflow_id = workflows.id AND j.state IN ` + store.UnfinishedSQL + `
 		AND ` + stepLive + `)
 	AND EXISTS (SELECT 1 FROM jobs j WHERE j.workflow_id = workflows.id AND ` + stepLive + `)
 RETURNING id, name, steps, created_at, state, ended_at`
