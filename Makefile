@@ -49,7 +49,7 @@ fuzz:
 	FUZZTIME=$(FUZZTIME) ./.ci/fuzz $(FUZZ)
 
 fuzz-ci:
-	FUZZTIME=5s ./.ci/fuzz
+	FUZZTIME=3s ./.ci/fuzz
 
 run:
 	go run ./cmd/hopper serve
