@@ -181,6 +181,7 @@ func mergeHold(a, b store.Hold) store.Hold {
 	if b.Wait > 0 && (out.Wait == 0 || b.Wait < out.Wait) {
 		out.Wait = b.Wait
 	}
+	out.FairAhead = store.ShorterSet(a.FairAhead, b.FairAhead)
 	return out
 }
 

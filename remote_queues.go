@@ -3,12 +3,13 @@ package hopper
 import (
 	"context"
 	"fmt"
-	"github.com/hopperjobs/hopper/internal/workerapi"
 	"math/rand/v2"
 	"slices"
 	"time"
 
 	"github.com/hopperjobs/hopper/internal/fairshare"
+	"github.com/hopperjobs/hopper/internal/store"
+	"github.com/hopperjobs/hopper/internal/workerapi"
 )
 
 // A remote worker may ask for several queues at once (ActivateParams.Queues): one poll, or
@@ -48,13 +49,13 @@ func (a *workerAPI) ActivateQueues(ctx context.Context, p workerapi.ActivatePara
 			return nil, err
 		}
 		batchOf := map[string]string{}
-		jobs, retry, restricted, err := a.claimShared(ctx, p, asking, weights, empty, batchOf)
+		jobs, retry, said, err := a.claimShared(ctx, p, asking, weights, empty, batchOf)
 		if err != nil {
 			return nil, fmt.Errorf("activate jobs: %w", err)
 		}
 		left := deadline.Sub(c.clock.Now())
 		if len(jobs) > 0 || left <= 0 {
-			got := &workerapi.Activated{Jobs: jobs, Retry: retry, Restricted: restricted}
+			got := &workerapi.Activated{Jobs: jobs, Retry: retry, Restricted: said.Restricted, FairAhead: said.FairAhead}
 			if len(batchOf) > 0 {
 				got.BatchIDs = batchOf
 			}
@@ -87,11 +88,12 @@ func (a *workerAPI) ActivateQueues(ctx context.Context, p workerapi.ActivatePara
 // others in the next round, until p.MaxJobs are claimed or every queue came back short. It
 // records in empty whether each queue asked had fewer ready jobs than it was asked for, and
 // returns how soon a rate limit that held one of its claims back allows another start (0 when
-// none did; at most activatePoll), and whether a cap, rate limit or disabled kind applied to a
-// claim. Only a single queue's first claim asks ahead (p.Ahead). The batch of each job claimed
+// none did; at most activatePoll), and what its claims' holds said together: whether a cap,
+// rate limit or disabled kind applied to a claim (Restricted), and how far a fair claim lets
+// its caller claim ahead (FairAhead). Only a single queue's first claim asks ahead (p.Ahead). The batch of each job claimed
 // in one goes in batchOf; a batch that lingers counts as a rate limit's wait does.
 func (a *workerAPI) claimShared(ctx context.Context, p workerapi.ActivateParams, asking []string, weights map[string]int,
-	empty map[string]bool, batchOf map[string]string) (jobs []*JobRow, retry time.Duration, restricted bool, err error) {
+	empty map[string]bool, batchOf map[string]string) (jobs []*JobRow, retry time.Duration, said store.Hold, err error) {
 	qs := make([]*fairshare.Queue, len(asking))
 	for i, name := range asking {
 		qs[i] = &fairshare.Queue{Name: name, Weight: max(weights[name], 1), Held: max(p.Held[name], 0)}
@@ -107,7 +109,7 @@ func (a *workerAPI) claimShared(ctx context.Context, p workerapi.ActivateParams,
 				continue
 			}
 			if ctx.Err() != nil {
-				return jobs, retry, restricted, nil // claims nothing more (Activate)
+				return jobs, retry, said, nil // claims nothing more (Activate)
 			}
 			one := p
 			one.Queue, one.MaxJobs, one.Ahead = q.Name, n, 0
@@ -117,12 +119,13 @@ func (a *workerAPI) claimShared(ctx context.Context, p workerapi.ActivateParams,
 			got, err := a.claim(ctx, one)
 			hold := got.hold
 			if err != nil && len(jobs) == 0 {
-				return nil, 0, false, err
+				return nil, 0, store.Hold{}, err
 			}
 			if err != nil {
-				return jobs, retry, restricted, nil // the jobs claimed are the caller's (Activate)
+				return jobs, retry, said, nil // the jobs claimed are the caller's (Activate)
 			}
-			restricted = restricted || hold.Restricted
+			said.Restricted = said.Restricted || hold.Restricted
+			said.FairAhead = store.ShorterSet(said.FairAhead, hold.FairAhead)
 			if hold.Restricted { // the claim asked for none ahead, and no later round may
 				n, left = n-one.Ahead, left-one.Ahead
 			}
@@ -148,7 +151,7 @@ func (a *workerAPI) claimShared(ctx context.Context, p workerapi.ActivateParams,
 		}
 		qs = next
 	}
-	return jobs, retry, restricted, nil
+	return jobs, retry, said, nil
 }
 
 // wakeups hears when jobs may have become claimable in any of a set of queues (as

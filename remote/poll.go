@@ -111,7 +111,7 @@ func (p *poller) Claim(ctx context.Context, r claim.Request) claim.Result[*hoppe
 		err = nil // the worker stops: not an outage
 	}
 	return claim.Result[*hopperv1.ActivatedJob]{Jobs: res.GetJobs(), Restricted: res.GetRestricted() || room != nil,
-		Err: unavailable(err)}
+		FairAhead: res.GetFairAhead().AsDuration(), Err: unavailable(err)}
 }
 
 // done frees the slot of j: of the loop, and of j's kind if it is capped.

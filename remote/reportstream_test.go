@@ -38,13 +38,16 @@ func (c *served) of(procedure string) int {
 	return c.n[procedure]
 }
 
-// workAll enqueues n jobs, works them with a default remote worker in mode, and checks that
-// each completed after exactly one attempt.
-func workAll(t *testing.T, o remote.ServeOptions, mode remote.Mode, n int) {
+// workAll enqueues n jobs, works them with a default remote worker in mode, each job taking
+// work, and checks that each completed after exactly one attempt.
+func workAll(t *testing.T, o remote.ServeOptions, mode remote.Mode, n int, work time.Duration) {
 	t.Helper()
 	ts, client := remote.ServeForTest(t, o)
 	ws := hopper.NewWorkers()
-	hopper.AddWorkerFunc(ws, func(ctx context.Context, job *hopper.Job[resize]) error { return nil })
+	hopper.AddWorkerFunc(ws, func(ctx context.Context, job *hopper.Job[resize]) error {
+		time.Sleep(work)
+		return nil
+	})
 	w, err := remote.New(remote.Config{URL: ts.URL, Workers: ws, Mode: mode, Concurrency: 20,
 		LeaseDuration: time.Minute, PollWait: time.Second})
 	require.NoError(t, err)
@@ -75,7 +78,7 @@ func TestOutcomesGoOnAReportStream(t *testing.T) {
 	for name, mode := range map[string]remote.Mode{"stream": remote.Stream, "poll": remote.Poll} {
 		t.Run(name, func(t *testing.T) {
 			var c served
-			workAll(t, remote.ServeOptions{Handler: c.wrap}, mode, 200)
+			workAll(t, remote.ServeOptions{Handler: c.wrap}, mode, 200, 0)
 			require.Equal(t, 1, c.of(hopperv1connect.WorkerServiceReportStreamProcedure), "one stream carried every outcome")
 			require.Zero(t, c.of(hopperv1connect.WorkerServiceReportProcedure))
 		})
@@ -86,13 +89,14 @@ func TestOutcomesGoOnAReportStream(t *testing.T) {
 // same result.
 func TestOutcomesGoAsRequestsWithoutHTTP2(t *testing.T) {
 	var c served
-	workAll(t, remote.ServeOptions{Handler: c.wrap, HTTP1Only: true}, remote.Stream, 200)
+	workAll(t, remote.ServeOptions{Handler: c.wrap, HTTP1Only: true}, remote.Stream, 200, 0)
 	require.Positive(t, c.of(hopperv1connect.WorkerServiceReportProcedure))
 }
 
 // A report stream that breaks again and again (here the server ends each after 20 ms) loses
 // no outcome: the batches it did not answer go again, on a new stream or as requests, and
-// no job runs twice.
+// no job runs twice. The jobs take 5 ms each, so that the run outlasts several streams (no-op jobs
+// of 20 workers could all end within the first stream's 20 ms, which then never broke).
 func TestBrokenReportStreamsLoseNoOutcome(t *testing.T) {
 	var c served
 	breaking := func(next http.Handler) http.Handler {
@@ -105,7 +109,7 @@ func TestBrokenReportStreamsLoseNoOutcome(t *testing.T) {
 			next.ServeHTTP(w, r)
 		}))
 	}
-	workAll(t, remote.ServeOptions{Handler: breaking}, remote.Stream, 500)
+	workAll(t, remote.ServeOptions{Handler: breaking}, remote.Stream, 500, 5*time.Millisecond)
 	require.Greater(t, c.of(hopperv1connect.WorkerServiceReportStreamProcedure), 1, "the worker opened new streams")
 	t.Logf("streams %d, requests %d", c.of(hopperv1connect.WorkerServiceReportStreamProcedure), c.of(hopperv1connect.WorkerServiceReportProcedure))
 }

@@ -12,7 +12,9 @@
 //     while the last came back full; none while the lane is held (a failed claim's backoff, a
 //     rate limit, the resource governor);
 //   - claiming ahead (docs/workers.md): a claim also asks for the jobs that will have ended by
-//     the time it returns, at most the lane's share of the units; those wait here, in claim
+//     the time it returns, at most the lane's share of the units (where the loop has several
+//     lanes; else at most AheadLimit; in a queue with fairness keys, for what ends within the
+//     time the store says at most); those wait here, in claim
 //     order, and start as units free, before any new claim of their lane; one that waits
 //     MaxWait goes back to its queue, as all do when the governor holds and when the loop
 //     stops;
@@ -56,6 +58,10 @@ type Result[J any] struct {
 	Err error
 	// Restricted: a cap, a rate limit or a disabled kind applied, and none was taken ahead.
 	Restricted bool
+	// FairAhead, when positive: the queue has fairness keys, so the claim took its jobs in
+	// turns between them; the lane's next claim asks ahead for what ends within FairAhead,
+	// not in the whole round trip (see ahead). The store chooses it.
+	FairAhead time.Duration
 	// RetryAt, when set, is when to look at the lane again though nothing wakes it: a cap or
 	// a rate limit held the claim short and will let a job start by then, or a batch that
 	// lingers is ready then. A time, not a wait, so that it does not slip by the time the
@@ -126,7 +132,8 @@ type Config struct {
 	Batch int
 	// AheadLimit bounds the jobs one claim asks for ahead; 0 asks none ahead. A lane asks
 	// ahead for its share of the units that freed during its last claim's round trip, at most
-	// its share of the units and AheadLimit.
+	// AheadLimit and, where there are several lanes, its share of the units (and, after a
+	// fair claim, Result.FairAhead).
 	AheadLimit int
 	// MaxWait bounds how long a job claimed ahead waits for a unit (default 1 s).
 	MaxWait time.Duration

@@ -58,6 +58,7 @@ type claimed struct {
 	req   Request
 	gen   int
 	ended int64
+	at    time.Time // when the loop launched it
 }
 
 // earliest returns the earlier of a and b, ignoring zero times.

@@ -207,7 +207,7 @@ func (s *state[J]) claims(now time.Time, fx effects[J]) {
 			}
 			n := min(avail, s.cfg.Batch)
 			c := claimed{req: Request{Lane: l.name, Units: n, Ahead: ahead, Alone: l.inflight == 0},
-				gen: l.gen, ended: s.ended}
+				gen: l.gen, ended: s.ended, at: now}
 			c.lane = slices.Index(s.lanes, l)
 			l.inflight, l.reserved, l.urgent, l.coalesceAt = l.inflight+1, l.reserved+n, false, time.Time{}
 			fx.launch(c)
@@ -250,7 +250,7 @@ func (s *state[J]) received(c claimed, r Result[J], now time.Time, fx effects[J]
 	full := r.Restricted && len(r.Jobs) == c.req.Units || !r.Restricted && len(r.Jobs) == c.req.Units+c.req.Ahead
 	l.full, l.aheadN = full, 0
 	if full && !r.Restricted {
-		l.aheadN = s.ahead(l, s.ended-c.ended)
+		l.aheadN = s.ahead(l, s.ended-c.ended, now.Sub(c.at), r.FairAhead)
 	}
 	switch {
 	case !r.HoldUntil.IsZero():
@@ -268,11 +268,11 @@ func (s *state[J]) received(c claimed, r Result[J], now time.Time, fx effects[J]
 	}
 }
 
-// ahead is how many jobs l's next claim asks for beyond its free units, after a claim during
-// whose round trip ended jobs ended (of every lane): the lane's share of the units times how
-// many times the units turned over meanwhile (what its share will free while the next claim
-// is on its way), at most AheadLimit and, where the loop has several lanes, at most the
-// lane's share of the units.
+// ahead is how many jobs l's next claim asks for beyond its free units, after a claim that
+// took took and during whose round trip ended jobs ended (of every lane): the lane's share of
+// the units times how many times the units turned over meanwhile (what its share will free
+// while the next claim is on its way), at most AheadLimit and, where the loop has several
+// lanes, at most the lane's share of the units.
 //
 // Counting every lane's ends, not the lane's own, keeps the weights where claims are the
 // bottleneck (short jobs): a lane's own ends follow its own claims, so any split between
@@ -283,12 +283,23 @@ func (s *state[J]) received(c claimed, r Result[J], now time.Time, fx effects[J]
 // longer, gave it 2 starts for the light lane's 1 at weights 3:1). A loop of one lane has no
 // other lane to hold up or outweigh, and on PostgreSQL its larger claims run faster (a
 // process of one queue and 100 workers: 18,900 no-op jobs/s against 12,700 within its share).
-func (s *state[J]) ahead(l *lane[J], ended int64) int {
+//
+// A fair claim (its queue has fairness keys: fairAhead, the store's bound, is set) took its
+// jobs in turns between the keys, but the jobs claimed ahead start in claim order: a job of a
+// quiet key that comes after a claim waits behind all of them, the flood's turns included. So
+// a fair lane asks ahead for what ends within fairAhead at most, not in the whole round trip
+// (which grows with the claims: the loop above settles at AheadLimit with short jobs), and at
+// least for its share: the jobs it waits behind start within about fairAhead. The stores'
+// bounds and what they were measured against: sqlite.fairAhead, postgres.fairAhead.
+func (s *state[J]) ahead(l *lane[J], ended int64, took, fairAhead time.Duration) int {
 	share := int64(s.entitled(l))
 	n := share * ended / int64(s.cfg.Units)
 	limit := int64(s.cfg.AheadLimit)
 	if len(s.lanes) > 1 {
 		limit = min(limit, share)
+	}
+	if fairAhead > 0 && took > fairAhead {
+		n = max(n*int64(fairAhead)/int64(took), min(n, share))
 	}
 	return int(max(min(n, limit), 0))
 }

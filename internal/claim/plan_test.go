@@ -451,3 +451,31 @@ func TestALoneLaneClaimsAheadBeyondItsUnits(t *testing.T) {
 	m.answer(c, Result[string]{Jobs: m.jobs("q", c.req.Units)})
 	require.Equal(t, 100, m.lane("q").aheadN, "AheadLimit, not the 10 units")
 }
+
+// But a fair claim (a queue with fairness keys) took its jobs in turns between the keys, and
+// the jobs claimed ahead start in claim order: a lone lane then asks ahead for what ends in the
+// store's FairAhead, not in the whole round trip, and at least for its share of the units, so
+// that a key's job that comes later waits behind about FairAhead of them. Whether the next
+// claim is so bounded follows the last claim's answer.
+func TestAFairLaneClaimsAheadForFairAhead(t *testing.T) {
+	t.Parallel()
+	m := newMachine(t, one(10, 1000))
+	const fair = 10 * time.Millisecond
+	c := m.step()[0]
+	m.answer(c, Result[string]{Jobs: m.jobs("q", 10), FairAhead: fair})
+	// A claim that takes took, during which 500 jobs end.
+	claimFor := func(took, fairAhead time.Duration) int {
+		m.done("q", m.lane("q").inUse)
+		c := m.step()[0]
+		m.now = m.now.Add(took)
+		m.lane("q").inUse += 500
+		m.done("q", 500)
+		m.answer(c, Result[string]{Jobs: m.jobs("q", c.req.Units+c.req.Ahead), FairAhead: fairAhead})
+		return m.lane("q").aheadN
+	}
+	require.Equal(t, 50, claimFor(100*time.Millisecond, fair), "the ends of 10 ms of the 100: 500/10")
+	require.Equal(t, 25, claimFor(100*time.Millisecond, fair/2), "the store's bound")
+	require.Equal(t, 10, claimFor(time.Second, fair), "its 10 units, though 5 end in 10 ms")
+	require.Equal(t, 500, claimFor(10*time.Millisecond, fair), "a claim within FairAhead: every end")
+	require.Equal(t, 500, claimFor(time.Second, 0), "the queue's keys are gone: the whole round trip")
+}

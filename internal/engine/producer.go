@@ -101,7 +101,8 @@ func (p *producer) claimJobs(ctx context.Context, r claim.Request, kinds []strin
 	if hook := e.cfg.OnClaimed; hook != nil && len(rows) > 0 {
 		hook(rows, false)
 	}
-	out := claim.Result[*claimedJob]{Jobs: make([]*claimedJob, len(rows)), Err: err, Restricted: hold.Restricted}
+	out := claim.Result[*claimedJob]{Jobs: make([]*claimedJob, len(rows)), Err: err, Restricted: hold.Restricted,
+		FairAhead: hold.FairAhead}
 	for i, row := range rows {
 		out.Jobs[i] = e.own(row)
 		out.Jobs[i].kindHeld.Store(e.kindCaps.Capped(row.Kind))
@@ -144,8 +145,9 @@ func (p *producer) claimCapped(ctx context.Context, r claim.Request, kinds []str
 	hold := store.Hold{Restricted: true}
 	rows, err := claim.Capped(p.e.kindCaps, kinds, r.Units, r.Ahead, func(c claim.Split) ([]*hoppertype.JobRow, error) {
 		got, h, err := p.claim(ctx, r.Lane, c.Kinds, c.Units, c.Ahead)
+		fair := store.ShorterSet(hold.FairAhead, h.FairAhead)
 		hold = h
-		hold.Restricted = hold.Restricted || c.Capped
+		hold.Restricted, hold.FairAhead = hold.Restricted || c.Capped, fair
 		return got, err
 	})
 	return rows, hold, err

@@ -279,3 +279,27 @@ func TestActivateAheadOverRPC(t *testing.T) {
 		require.Contains(t, err.Error(), "ahead")
 	}
 }
+
+// Activate says when a queue it claimed from has fairness keys (fair_ahead, the store's bound):
+// the jobs came in turns between the keys, and a worker that claims ahead asks for few
+// (claim.Result.FairAhead).
+func TestActivateSaysFairOverRPC(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	for _, key := range []string{"", "tenant-a", "tenant-a", "tenant-b"} {
+		_, err := e.jobs.Enqueue(t.Context(), &hopperv1.EnqueueRequest{Job: &hopperv1.JobSpec{Kind: "solo", Queue: "keyed",
+			FairnessKey: key}})
+		require.NoError(t, err)
+	}
+	e.enqueue(t, "solo", `{}`)
+	res, err := e.workers.Activate(t.Context(), &hopperv1.ActivateRequest{Worker: "w", MaxJobs: 2, Ahead: 1})
+	require.NoError(t, err)
+	require.Len(t, res.GetJobs(), 1)
+	require.Nil(t, res.GetFairAhead(), "the default queue has no keys")
+
+	res, err = e.workers.Activate(t.Context(), &hopperv1.ActivateRequest{Worker: "w", Queue: "keyed", MaxJobs: 3, Ahead: 1})
+	require.NoError(t, err)
+	require.Len(t, res.GetJobs(), 3)
+	require.Positive(t, res.GetFairAhead().AsDuration())
+	require.False(t, res.GetRestricted())
+}

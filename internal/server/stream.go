@@ -3,12 +3,14 @@ package server
 import (
 	"context"
 	"errors"
-	"github.com/hopperjobs/hopper/internal/workerapi"
 	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/hopperjobs/hopper/internal/store"
+	"github.com/hopperjobs/hopper/internal/workerapi"
 
 	"github.com/hopperjobs/hopper"
 	hopperv1 "github.com/hopperjobs/hopper/gen/hopper/v1"
@@ -138,6 +140,7 @@ func (sj *streamer) Claim(ctx context.Context, r claim.Request) claim.Result[*ho
 			return nil, err
 		}
 		out.Restricted = out.Restricted || got.Restricted
+		out.FairAhead = store.ShorterSet(out.FairAhead, got.FairAhead)
 		if got.Retry > 0 {
 			// A wait from the claim's answer: the time it ends, before the result reaches
 			// the loop.

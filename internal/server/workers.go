@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/hopperjobs/hopper/internal/workerapi"
 	"sync"
 	"time"
+
+	"github.com/hopperjobs/hopper/internal/workerapi"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"connectrpc.com/connect/v2"
 	"github.com/hopperjobs/hopper"
@@ -93,6 +95,9 @@ func (w *workerService) Activate(ctx context.Context, req *hopperv1.ActivateRequ
 		return nil, rpcError("activate", callCtx.Err())
 	}
 	out := &hopperv1.ActivateResponse{Jobs: make([]*hopperv1.ActivatedJob, len(jobs)), Restricted: got.Restricted}
+	if got.FairAhead > 0 {
+		out.FairAhead = durationpb.New(got.FairAhead)
+	}
 	for i, j := range jobs {
 		out.Jobs[i] = toActivated(j, req.GetFetchFields(), s.jobTimeout)
 		out.Jobs[i].BatchId = got.BatchIDs[j.ID]

@@ -76,6 +76,21 @@ type Hold struct {
 	// Restricted: a fleet-wide cap, a rate limit or a disabled kind applies to the claim (the
 	// queue's, or a kind's it could take), so it took none of ClaimParams.Ahead.
 	Restricted bool
+	// FairAhead, when positive, says the queue has fairness keys, so the claim took its jobs
+	// in turns between the keys (FairPick), in that order; a claimer should then claim ahead
+	// only for the jobs that end within FairAhead: a job of a key that comes after the claim
+	// waits behind every job claimed ahead of it, whatever its turn. Each store chooses it by
+	// what its claims cost the other keys.
+	FairAhead time.Duration
+}
+
+// ShorterSet is the shorter of a and b that is set (positive), or 0 when neither is: two
+// claims' FairAhead together.
+func ShorterSet(a, b time.Duration) time.Duration {
+	if b > 0 && (a <= 0 || b < a) {
+		return b
+	}
+	return max(a, 0)
 }
 
 // Full reports whether a claim that held asked slots and asked for ahead jobs beyond them got

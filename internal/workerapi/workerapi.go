@@ -290,6 +290,10 @@ type Activated struct {
 	// Restricted: a cap, a rate limit or a disabled kind applied to a claim, which then took
 	// none of ActivateParams.Ahead.
 	Restricted bool
+	// FairAhead, when positive: a queue claimed has fairness keys, so its jobs were taken in
+	// turns between the keys; the caller should claim ahead only for the jobs that end within
+	// it (a later job of a key waits behind those claimed ahead).
+	FairAhead time.Duration
 	// BatchIDs names the batch of each job claimed in one (ActivateParams.BatchKinds), by job
 	// id; the jobs of a batch are consecutive in Jobs. A job claimed alone is not here.
 	BatchIDs map[string]string

@@ -4176,7 +4176,12 @@ type ActivateResponse struct {
 	// restricted: a fleet-wide cap, a rate limit or a disabled kind applied to the claim, or
 	// batches (batch_kinds) took it, which then took none of ActivateRequest.ahead (so fewer
 	// jobs than max_jobs does not mean the queue ran dry).
-	Restricted    bool `protobuf:"varint,2,opt,name=restricted,proto3" json:"restricted,omitempty"`
+	Restricted bool `protobuf:"varint,2,opt,name=restricted,proto3" json:"restricted,omitempty"`
+	// fair_ahead, when set: a queue claimed has fairness keys, so its jobs were taken in turns
+	// between the keys, in that order. A worker that claims ahead should then ask only for the
+	// jobs that end within this long (the server's store chooses it): a job of a key that
+	// comes after the claim waits behind every job claimed ahead of it, whatever its turn.
+	FairAhead     *durationpb.Duration `protobuf:"bytes,3,opt,name=fair_ahead,json=fairAhead,proto3" json:"fair_ahead,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4223,6 +4228,13 @@ func (x *ActivateResponse) GetRestricted() bool {
 		return x.Restricted
 	}
 	return false
+}
+
+func (x *ActivateResponse) GetFairAhead() *durationpb.Duration {
+	if x != nil {
+		return x.FairAhead
+	}
+	return nil
 }
 
 type StreamJobsRequest struct {
@@ -10179,12 +10191,14 @@ const file_hopper_v1_hopper_proto_rawDesc = "" +
 	"\vbatch_kinds\x18\n" +
 	" \x03(\v2\x14.hopper.v1.BatchKindR\n" +
 	"batchKinds\x120\n" +
-	"\x14fetch_parent_results\x18\v \x01(\bR\x12fetchParentResults\"_\n" +
+	"\x14fetch_parent_results\x18\v \x01(\bR\x12fetchParentResults\"\x99\x01\n" +
 	"\x10ActivateResponse\x12+\n" +
 	"\x04jobs\x18\x01 \x03(\v2\x17.hopper.v1.ActivatedJobR\x04jobs\x12\x1e\n" +
 	"\n" +
 	"restricted\x18\x02 \x01(\bR\n" +
-	"restricted\"\xf5\x03\n" +
+	"restricted\x128\n" +
+	"\n" +
+	"fair_ahead\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\tfairAhead\"\xf5\x03\n" +
 	"\x11StreamJobsRequest\x12\x16\n" +
 	"\x06worker\x18\x01 \x01(\tR\x06worker\x12\x14\n" +
 	"\x05queue\x18\x02 \x01(\tR\x05queue\x12\x14\n" +
@@ -10964,202 +10978,203 @@ var file_hopper_v1_hopper_proto_depIdxs = []int32{
 	156, // 80: hopper.v1.ActivateRequest.request_timeout:type_name -> google.protobuf.Duration
 	54,  // 81: hopper.v1.ActivateRequest.batch_kinds:type_name -> hopper.v1.BatchKind
 	47,  // 82: hopper.v1.ActivateResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	156, // 83: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
-	149, // 84: hopper.v1.StreamJobsRequest.kind_concurrency:type_name -> hopper.v1.StreamJobsRequest.KindConcurrencyEntry
-	54,  // 85: hopper.v1.StreamJobsRequest.batch_kinds:type_name -> hopper.v1.BatchKind
-	47,  // 86: hopper.v1.StreamJobsResponse.jobs:type_name -> hopper.v1.ActivatedJob
-	156, // 87: hopper.v1.StreamJobsResponse.keepalive:type_name -> google.protobuf.Duration
-	156, // 88: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
-	26,  // 89: hopper.v1.FailRequest.retry_policy:type_name -> hopper.v1.RetryPolicy
-	155, // 90: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
-	156, // 91: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
-	155, // 92: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
-	155, // 93: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
-	156, // 94: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
-	155, // 95: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
-	72,  // 96: hopper.v1.ReportRequest.outcomes:type_name -> hopper.v1.Outcome
-	69,  // 97: hopper.v1.ReportRequest.renewals:type_name -> hopper.v1.ExtendLeaseRequest
-	59,  // 98: hopper.v1.Outcome.complete:type_name -> hopper.v1.CompleteRequest
-	61,  // 99: hopper.v1.Outcome.fail:type_name -> hopper.v1.FailRequest
-	67,  // 100: hopper.v1.Outcome.release:type_name -> hopper.v1.ReleaseRequest
-	63,  // 101: hopper.v1.Outcome.snooze:type_name -> hopper.v1.SnoozeRequest
-	65,  // 102: hopper.v1.Outcome.suspend:type_name -> hopper.v1.SuspendRequest
-	76,  // 103: hopper.v1.ReportResponse.outcomes:type_name -> hopper.v1.Verdict
-	76,  // 104: hopper.v1.ReportResponse.renewals:type_name -> hopper.v1.Verdict
-	71,  // 105: hopper.v1.ReportStreamRequest.report:type_name -> hopper.v1.ReportRequest
-	73,  // 106: hopper.v1.ReportStreamResponse.report:type_name -> hopper.v1.ReportResponse
-	62,  // 107: hopper.v1.Verdict.fail:type_name -> hopper.v1.FailResponse
-	155, // 108: hopper.v1.Verdict.lease_expires_at:type_name -> google.protobuf.Timestamp
-	150, // 109: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
-	151, // 110: hopper.v1.Queue.key_weights:type_name -> hopper.v1.Queue.KeyWeightsEntry
-	83,  // 111: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
-	152, // 112: hopper.v1.QueueServiceSetRequest.key_weights:type_name -> hopper.v1.QueueServiceSetRequest.KeyWeightsEntry
-	155, // 113: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
-	155, // 114: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
-	92,  // 115: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
-	155, // 116: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
-	95,  // 117: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
-	155, // 118: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
-	98,  // 119: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
-	155, // 120: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
-	155, // 121: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
-	155, // 122: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
-	101, // 123: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
-	101, // 124: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
-	101, // 125: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
-	101, // 126: hopper.v1.ImportKeyResponse.key:type_name -> hopper.v1.APIKey
-	155, // 127: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
-	155, // 128: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
-	110, // 129: hopper.v1.DeadLetterServiceListRequest.filter:type_name -> hopper.v1.DeadLetterFilter
-	24,  // 130: hopper.v1.DeadLetterServiceListResponse.jobs:type_name -> hopper.v1.Job
-	153, // 131: hopper.v1.DeadLetterServiceListResponse.replays:type_name -> hopper.v1.DeadLetterServiceListResponse.ReplaysEntry
-	155, // 132: hopper.v1.ReplaySummary.last_replayed_at:type_name -> google.protobuf.Timestamp
-	155, // 133: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
-	156, // 134: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
-	24,  // 135: hopper.v1.ReplayResponse.job:type_name -> hopper.v1.Job
-	110, // 136: hopper.v1.ReplayManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
-	24,  // 137: hopper.v1.ReplayManyResponse.jobs:type_name -> hopper.v1.Job
-	110, // 138: hopper.v1.DeadLetterServiceRetryManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
-	24,  // 139: hopper.v1.DeadLetterServiceRetryManyResponse.jobs:type_name -> hopper.v1.Job
-	155, // 140: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
-	155, // 141: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
-	155, // 142: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
-	122, // 143: hopper.v1.ListReplaysResponse.replays:type_name -> hopper.v1.ReplayRecord
-	154, // 144: hopper.v1.Kind.counts:type_name -> hopper.v1.Kind.CountsEntry
-	125, // 145: hopper.v1.KindServiceListResponse.kinds:type_name -> hopper.v1.Kind
-	136, // 146: hopper.v1.KindServiceCompactResponse.compacted:type_name -> hopper.v1.CompactedGroup
-	137, // 147: hopper.v1.KindServiceCompactResponse.refused:type_name -> hopper.v1.RefusedGroup
-	142, // 148: hopper.v1.ServerServiceInfoResponse.server:type_name -> hopper.v1.ServerInfo
-	155, // 149: hopper.v1.ServerInfo.commit_time:type_name -> google.protobuf.Timestamp
-	143, // 150: hopper.v1.ServerInfo.input_limits:type_name -> hopper.v1.InputLimits
-	156, // 151: hopper.v1.InputLimits.max_run_at_past:type_name -> google.protobuf.Duration
-	156, // 152: hopper.v1.InputLimits.max_run_at_future:type_name -> google.protobuf.Duration
-	156, // 153: hopper.v1.InputLimits.max_timeout:type_name -> google.protobuf.Duration
-	156, // 154: hopper.v1.InputLimits.max_retention:type_name -> google.protobuf.Duration
-	156, // 155: hopper.v1.InputLimits.max_result_ttl:type_name -> google.protobuf.Duration
-	156, // 156: hopper.v1.InputLimits.max_activate_wait:type_name -> google.protobuf.Duration
-	113, // 157: hopper.v1.DeadLetterServiceListResponse.ReplaysEntry.value:type_name -> hopper.v1.ReplaySummary
-	27,  // 158: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
-	29,  // 159: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
-	31,  // 160: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
-	33,  // 161: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
-	35,  // 162: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
-	43,  // 163: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
-	41,  // 164: hopper.v1.JobService.Resume:input_type -> hopper.v1.JobServiceResumeRequest
-	37,  // 165: hopper.v1.JobService.Retry:input_type -> hopper.v1.JobServiceRetryRequest
-	39,  // 166: hopper.v1.JobService.SetRetries:input_type -> hopper.v1.JobServiceSetRetriesRequest
-	55,  // 167: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
-	57,  // 168: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
-	59,  // 169: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
-	61,  // 170: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
-	67,  // 171: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
-	63,  // 172: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
-	65,  // 173: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
-	69,  // 174: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
-	79,  // 175: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
-	81,  // 176: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
-	71,  // 177: hopper.v1.WorkerService.Report:input_type -> hopper.v1.ReportRequest
-	74,  // 178: hopper.v1.WorkerService.ReportStream:input_type -> hopper.v1.ReportStreamRequest
-	77,  // 179: hopper.v1.WorkerService.Hold:input_type -> hopper.v1.HoldRequest
-	49,  // 180: hopper.v1.WorkerService.ParentResults:input_type -> hopper.v1.ParentResultsRequest
-	51,  // 181: hopper.v1.WorkerService.Spawn:input_type -> hopper.v1.SpawnRequest
-	84,  // 182: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
-	88,  // 183: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
-	90,  // 184: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
-	86,  // 185: hopper.v1.QueueService.Set:input_type -> hopper.v1.QueueServiceSetRequest
-	93,  // 186: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
-	96,  // 187: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
-	99,  // 188: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
-	102, // 189: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
-	104, // 190: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
-	106, // 191: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
-	108, // 192: hopper.v1.AdminService.ImportKey:input_type -> hopper.v1.ImportKeyRequest
-	12,  // 193: hopper.v1.ScheduleService.List:input_type -> hopper.v1.ScheduleServiceListRequest
-	14,  // 194: hopper.v1.ScheduleService.Add:input_type -> hopper.v1.ScheduleServiceAddRequest
-	16,  // 195: hopper.v1.ScheduleService.Remove:input_type -> hopper.v1.ScheduleServiceRemoveRequest
-	18,  // 196: hopper.v1.ScheduleService.Pause:input_type -> hopper.v1.ScheduleServicePauseRequest
-	20,  // 197: hopper.v1.ScheduleService.Resume:input_type -> hopper.v1.ScheduleServiceResumeRequest
-	22,  // 198: hopper.v1.ScheduleService.Run:input_type -> hopper.v1.ScheduleServiceRunRequest
-	3,   // 199: hopper.v1.WorkflowService.EnqueueWorkflow:input_type -> hopper.v1.EnqueueWorkflowRequest
-	5,   // 200: hopper.v1.WorkflowService.GetWorkflow:input_type -> hopper.v1.GetWorkflowRequest
-	7,   // 201: hopper.v1.WorkflowService.ListWorkflows:input_type -> hopper.v1.ListWorkflowsRequest
-	9,   // 202: hopper.v1.WorkflowService.CancelWorkflow:input_type -> hopper.v1.CancelWorkflowRequest
-	111, // 203: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
-	114, // 204: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
-	116, // 205: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
-	118, // 206: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
-	120, // 207: hopper.v1.DeadLetterService.RetryMany:input_type -> hopper.v1.DeadLetterServiceRetryManyRequest
-	123, // 208: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
-	126, // 209: hopper.v1.KindService.List:input_type -> hopper.v1.KindServiceListRequest
-	128, // 210: hopper.v1.KindService.Set:input_type -> hopper.v1.KindServiceSetRequest
-	130, // 211: hopper.v1.KindService.Disable:input_type -> hopper.v1.KindServiceDisableRequest
-	132, // 212: hopper.v1.KindService.Enable:input_type -> hopper.v1.KindServiceEnableRequest
-	134, // 213: hopper.v1.KindService.Compact:input_type -> hopper.v1.KindServiceCompactRequest
-	138, // 214: hopper.v1.KindService.Lineage:input_type -> hopper.v1.KindServiceLineageRequest
-	140, // 215: hopper.v1.ServerService.Info:input_type -> hopper.v1.ServerServiceInfoRequest
-	28,  // 216: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
-	30,  // 217: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
-	32,  // 218: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
-	34,  // 219: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
-	36,  // 220: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
-	46,  // 221: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
-	42,  // 222: hopper.v1.JobService.Resume:output_type -> hopper.v1.JobServiceResumeResponse
-	38,  // 223: hopper.v1.JobService.Retry:output_type -> hopper.v1.JobServiceRetryResponse
-	40,  // 224: hopper.v1.JobService.SetRetries:output_type -> hopper.v1.JobServiceSetRetriesResponse
-	56,  // 225: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
-	58,  // 226: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
-	60,  // 227: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
-	62,  // 228: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
-	68,  // 229: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
-	64,  // 230: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
-	66,  // 231: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
-	70,  // 232: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
-	80,  // 233: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
-	82,  // 234: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
-	73,  // 235: hopper.v1.WorkerService.Report:output_type -> hopper.v1.ReportResponse
-	75,  // 236: hopper.v1.WorkerService.ReportStream:output_type -> hopper.v1.ReportStreamResponse
-	78,  // 237: hopper.v1.WorkerService.Hold:output_type -> hopper.v1.HoldResponse
-	50,  // 238: hopper.v1.WorkerService.ParentResults:output_type -> hopper.v1.ParentResultsResponse
-	53,  // 239: hopper.v1.WorkerService.Spawn:output_type -> hopper.v1.SpawnResponse
-	85,  // 240: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
-	89,  // 241: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
-	91,  // 242: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
-	87,  // 243: hopper.v1.QueueService.Set:output_type -> hopper.v1.QueueServiceSetResponse
-	94,  // 244: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
-	97,  // 245: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
-	100, // 246: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
-	103, // 247: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
-	105, // 248: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
-	107, // 249: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
-	109, // 250: hopper.v1.AdminService.ImportKey:output_type -> hopper.v1.ImportKeyResponse
-	13,  // 251: hopper.v1.ScheduleService.List:output_type -> hopper.v1.ScheduleServiceListResponse
-	15,  // 252: hopper.v1.ScheduleService.Add:output_type -> hopper.v1.ScheduleServiceAddResponse
-	17,  // 253: hopper.v1.ScheduleService.Remove:output_type -> hopper.v1.ScheduleServiceRemoveResponse
-	19,  // 254: hopper.v1.ScheduleService.Pause:output_type -> hopper.v1.ScheduleServicePauseResponse
-	21,  // 255: hopper.v1.ScheduleService.Resume:output_type -> hopper.v1.ScheduleServiceResumeResponse
-	23,  // 256: hopper.v1.ScheduleService.Run:output_type -> hopper.v1.ScheduleServiceRunResponse
-	4,   // 257: hopper.v1.WorkflowService.EnqueueWorkflow:output_type -> hopper.v1.EnqueueWorkflowResponse
-	6,   // 258: hopper.v1.WorkflowService.GetWorkflow:output_type -> hopper.v1.GetWorkflowResponse
-	8,   // 259: hopper.v1.WorkflowService.ListWorkflows:output_type -> hopper.v1.ListWorkflowsResponse
-	10,  // 260: hopper.v1.WorkflowService.CancelWorkflow:output_type -> hopper.v1.CancelWorkflowResponse
-	112, // 261: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
-	115, // 262: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
-	117, // 263: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
-	119, // 264: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
-	121, // 265: hopper.v1.DeadLetterService.RetryMany:output_type -> hopper.v1.DeadLetterServiceRetryManyResponse
-	124, // 266: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
-	127, // 267: hopper.v1.KindService.List:output_type -> hopper.v1.KindServiceListResponse
-	129, // 268: hopper.v1.KindService.Set:output_type -> hopper.v1.KindServiceSetResponse
-	131, // 269: hopper.v1.KindService.Disable:output_type -> hopper.v1.KindServiceDisableResponse
-	133, // 270: hopper.v1.KindService.Enable:output_type -> hopper.v1.KindServiceEnableResponse
-	135, // 271: hopper.v1.KindService.Compact:output_type -> hopper.v1.KindServiceCompactResponse
-	139, // 272: hopper.v1.KindService.Lineage:output_type -> hopper.v1.KindServiceLineageResponse
-	141, // 273: hopper.v1.ServerService.Info:output_type -> hopper.v1.ServerServiceInfoResponse
-	216, // [216:274] is the sub-list for method output_type
-	158, // [158:216] is the sub-list for method input_type
-	158, // [158:158] is the sub-list for extension type_name
-	158, // [158:158] is the sub-list for extension extendee
-	0,   // [0:158] is the sub-list for field type_name
+	156, // 83: hopper.v1.ActivateResponse.fair_ahead:type_name -> google.protobuf.Duration
+	156, // 84: hopper.v1.StreamJobsRequest.lease_timeout:type_name -> google.protobuf.Duration
+	149, // 85: hopper.v1.StreamJobsRequest.kind_concurrency:type_name -> hopper.v1.StreamJobsRequest.KindConcurrencyEntry
+	54,  // 86: hopper.v1.StreamJobsRequest.batch_kinds:type_name -> hopper.v1.BatchKind
+	47,  // 87: hopper.v1.StreamJobsResponse.jobs:type_name -> hopper.v1.ActivatedJob
+	156, // 88: hopper.v1.StreamJobsResponse.keepalive:type_name -> google.protobuf.Duration
+	156, // 89: hopper.v1.FailRequest.retry_backoff:type_name -> google.protobuf.Duration
+	26,  // 90: hopper.v1.FailRequest.retry_policy:type_name -> hopper.v1.RetryPolicy
+	155, // 91: hopper.v1.FailResponse.run_at:type_name -> google.protobuf.Timestamp
+	156, // 92: hopper.v1.SnoozeRequest.delay:type_name -> google.protobuf.Duration
+	155, // 93: hopper.v1.SuspendRequest.until:type_name -> google.protobuf.Timestamp
+	155, // 94: hopper.v1.SuspendRequest.deadline:type_name -> google.protobuf.Timestamp
+	156, // 95: hopper.v1.ExtendLeaseRequest.duration:type_name -> google.protobuf.Duration
+	155, // 96: hopper.v1.ExtendLeaseResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
+	72,  // 97: hopper.v1.ReportRequest.outcomes:type_name -> hopper.v1.Outcome
+	69,  // 98: hopper.v1.ReportRequest.renewals:type_name -> hopper.v1.ExtendLeaseRequest
+	59,  // 99: hopper.v1.Outcome.complete:type_name -> hopper.v1.CompleteRequest
+	61,  // 100: hopper.v1.Outcome.fail:type_name -> hopper.v1.FailRequest
+	67,  // 101: hopper.v1.Outcome.release:type_name -> hopper.v1.ReleaseRequest
+	63,  // 102: hopper.v1.Outcome.snooze:type_name -> hopper.v1.SnoozeRequest
+	65,  // 103: hopper.v1.Outcome.suspend:type_name -> hopper.v1.SuspendRequest
+	76,  // 104: hopper.v1.ReportResponse.outcomes:type_name -> hopper.v1.Verdict
+	76,  // 105: hopper.v1.ReportResponse.renewals:type_name -> hopper.v1.Verdict
+	71,  // 106: hopper.v1.ReportStreamRequest.report:type_name -> hopper.v1.ReportRequest
+	73,  // 107: hopper.v1.ReportStreamResponse.report:type_name -> hopper.v1.ReportResponse
+	62,  // 108: hopper.v1.Verdict.fail:type_name -> hopper.v1.FailResponse
+	155, // 109: hopper.v1.Verdict.lease_expires_at:type_name -> google.protobuf.Timestamp
+	150, // 110: hopper.v1.Queue.counts:type_name -> hopper.v1.Queue.CountsEntry
+	151, // 111: hopper.v1.Queue.key_weights:type_name -> hopper.v1.Queue.KeyWeightsEntry
+	83,  // 112: hopper.v1.QueueServiceListResponse.queues:type_name -> hopper.v1.Queue
+	152, // 113: hopper.v1.QueueServiceSetRequest.key_weights:type_name -> hopper.v1.QueueServiceSetRequest.KeyWeightsEntry
+	155, // 114: hopper.v1.Node.started_at:type_name -> google.protobuf.Timestamp
+	155, // 115: hopper.v1.Node.heartbeat_at:type_name -> google.protobuf.Timestamp
+	92,  // 116: hopper.v1.ListNodesResponse.nodes:type_name -> hopper.v1.Node
+	155, // 117: hopper.v1.Worker.last_seen_at:type_name -> google.protobuf.Timestamp
+	95,  // 118: hopper.v1.ListWorkersResponse.workers:type_name -> hopper.v1.Worker
+	155, // 119: hopper.v1.Stream.opened_at:type_name -> google.protobuf.Timestamp
+	98,  // 120: hopper.v1.ListStreamsResponse.streams:type_name -> hopper.v1.Stream
+	155, // 121: hopper.v1.APIKey.created_at:type_name -> google.protobuf.Timestamp
+	155, // 122: hopper.v1.APIKey.last_used_at:type_name -> google.protobuf.Timestamp
+	155, // 123: hopper.v1.APIKey.revoked_at:type_name -> google.protobuf.Timestamp
+	101, // 124: hopper.v1.CreateKeyResponse.key:type_name -> hopper.v1.APIKey
+	101, // 125: hopper.v1.ListKeysResponse.keys:type_name -> hopper.v1.APIKey
+	101, // 126: hopper.v1.RevokeKeyResponse.key:type_name -> hopper.v1.APIKey
+	101, // 127: hopper.v1.ImportKeyResponse.key:type_name -> hopper.v1.APIKey
+	155, // 128: hopper.v1.DeadLetterFilter.failed_after:type_name -> google.protobuf.Timestamp
+	155, // 129: hopper.v1.DeadLetterFilter.failed_before:type_name -> google.protobuf.Timestamp
+	110, // 130: hopper.v1.DeadLetterServiceListRequest.filter:type_name -> hopper.v1.DeadLetterFilter
+	24,  // 131: hopper.v1.DeadLetterServiceListResponse.jobs:type_name -> hopper.v1.Job
+	153, // 132: hopper.v1.DeadLetterServiceListResponse.replays:type_name -> hopper.v1.DeadLetterServiceListResponse.ReplaysEntry
+	155, // 133: hopper.v1.ReplaySummary.last_replayed_at:type_name -> google.protobuf.Timestamp
+	155, // 134: hopper.v1.DeadLetterServiceStatsResponse.oldest_failed_at:type_name -> google.protobuf.Timestamp
+	156, // 135: hopper.v1.DeadLetterServiceStatsResponse.oldest_age:type_name -> google.protobuf.Duration
+	24,  // 136: hopper.v1.ReplayResponse.job:type_name -> hopper.v1.Job
+	110, // 137: hopper.v1.ReplayManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
+	24,  // 138: hopper.v1.ReplayManyResponse.jobs:type_name -> hopper.v1.Job
+	110, // 139: hopper.v1.DeadLetterServiceRetryManyRequest.filter:type_name -> hopper.v1.DeadLetterFilter
+	24,  // 140: hopper.v1.DeadLetterServiceRetryManyResponse.jobs:type_name -> hopper.v1.Job
+	155, // 141: hopper.v1.ReplayRecord.replayed_at:type_name -> google.protobuf.Timestamp
+	155, // 142: hopper.v1.ListReplaysRequest.since:type_name -> google.protobuf.Timestamp
+	155, // 143: hopper.v1.ListReplaysRequest.until:type_name -> google.protobuf.Timestamp
+	122, // 144: hopper.v1.ListReplaysResponse.replays:type_name -> hopper.v1.ReplayRecord
+	154, // 145: hopper.v1.Kind.counts:type_name -> hopper.v1.Kind.CountsEntry
+	125, // 146: hopper.v1.KindServiceListResponse.kinds:type_name -> hopper.v1.Kind
+	136, // 147: hopper.v1.KindServiceCompactResponse.compacted:type_name -> hopper.v1.CompactedGroup
+	137, // 148: hopper.v1.KindServiceCompactResponse.refused:type_name -> hopper.v1.RefusedGroup
+	142, // 149: hopper.v1.ServerServiceInfoResponse.server:type_name -> hopper.v1.ServerInfo
+	155, // 150: hopper.v1.ServerInfo.commit_time:type_name -> google.protobuf.Timestamp
+	143, // 151: hopper.v1.ServerInfo.input_limits:type_name -> hopper.v1.InputLimits
+	156, // 152: hopper.v1.InputLimits.max_run_at_past:type_name -> google.protobuf.Duration
+	156, // 153: hopper.v1.InputLimits.max_run_at_future:type_name -> google.protobuf.Duration
+	156, // 154: hopper.v1.InputLimits.max_timeout:type_name -> google.protobuf.Duration
+	156, // 155: hopper.v1.InputLimits.max_retention:type_name -> google.protobuf.Duration
+	156, // 156: hopper.v1.InputLimits.max_result_ttl:type_name -> google.protobuf.Duration
+	156, // 157: hopper.v1.InputLimits.max_activate_wait:type_name -> google.protobuf.Duration
+	113, // 158: hopper.v1.DeadLetterServiceListResponse.ReplaysEntry.value:type_name -> hopper.v1.ReplaySummary
+	27,  // 159: hopper.v1.JobService.Enqueue:input_type -> hopper.v1.EnqueueRequest
+	29,  // 160: hopper.v1.JobService.EnqueueBatch:input_type -> hopper.v1.EnqueueBatchRequest
+	31,  // 161: hopper.v1.JobService.Get:input_type -> hopper.v1.GetRequest
+	33,  // 162: hopper.v1.JobService.List:input_type -> hopper.v1.ListRequest
+	35,  // 163: hopper.v1.JobService.Cancel:input_type -> hopper.v1.CancelRequest
+	43,  // 164: hopper.v1.JobService.Events:input_type -> hopper.v1.EventsRequest
+	41,  // 165: hopper.v1.JobService.Resume:input_type -> hopper.v1.JobServiceResumeRequest
+	37,  // 166: hopper.v1.JobService.Retry:input_type -> hopper.v1.JobServiceRetryRequest
+	39,  // 167: hopper.v1.JobService.SetRetries:input_type -> hopper.v1.JobServiceSetRetriesRequest
+	55,  // 168: hopper.v1.WorkerService.Activate:input_type -> hopper.v1.ActivateRequest
+	57,  // 169: hopper.v1.WorkerService.StreamJobs:input_type -> hopper.v1.StreamJobsRequest
+	59,  // 170: hopper.v1.WorkerService.Complete:input_type -> hopper.v1.CompleteRequest
+	61,  // 171: hopper.v1.WorkerService.Fail:input_type -> hopper.v1.FailRequest
+	67,  // 172: hopper.v1.WorkerService.Release:input_type -> hopper.v1.ReleaseRequest
+	63,  // 173: hopper.v1.WorkerService.Snooze:input_type -> hopper.v1.SnoozeRequest
+	65,  // 174: hopper.v1.WorkerService.Suspend:input_type -> hopper.v1.SuspendRequest
+	69,  // 175: hopper.v1.WorkerService.ExtendLease:input_type -> hopper.v1.ExtendLeaseRequest
+	79,  // 176: hopper.v1.WorkerService.Heartbeat:input_type -> hopper.v1.HeartbeatRequest
+	81,  // 177: hopper.v1.WorkerService.ReportProgress:input_type -> hopper.v1.ReportProgressRequest
+	71,  // 178: hopper.v1.WorkerService.Report:input_type -> hopper.v1.ReportRequest
+	74,  // 179: hopper.v1.WorkerService.ReportStream:input_type -> hopper.v1.ReportStreamRequest
+	77,  // 180: hopper.v1.WorkerService.Hold:input_type -> hopper.v1.HoldRequest
+	49,  // 181: hopper.v1.WorkerService.ParentResults:input_type -> hopper.v1.ParentResultsRequest
+	51,  // 182: hopper.v1.WorkerService.Spawn:input_type -> hopper.v1.SpawnRequest
+	84,  // 183: hopper.v1.QueueService.List:input_type -> hopper.v1.QueueServiceListRequest
+	88,  // 184: hopper.v1.QueueService.Pause:input_type -> hopper.v1.PauseRequest
+	90,  // 185: hopper.v1.QueueService.Resume:input_type -> hopper.v1.ResumeRequest
+	86,  // 186: hopper.v1.QueueService.Set:input_type -> hopper.v1.QueueServiceSetRequest
+	93,  // 187: hopper.v1.AdminService.ListNodes:input_type -> hopper.v1.ListNodesRequest
+	96,  // 188: hopper.v1.AdminService.ListWorkers:input_type -> hopper.v1.ListWorkersRequest
+	99,  // 189: hopper.v1.AdminService.ListStreams:input_type -> hopper.v1.ListStreamsRequest
+	102, // 190: hopper.v1.AdminService.CreateKey:input_type -> hopper.v1.CreateKeyRequest
+	104, // 191: hopper.v1.AdminService.ListKeys:input_type -> hopper.v1.ListKeysRequest
+	106, // 192: hopper.v1.AdminService.RevokeKey:input_type -> hopper.v1.RevokeKeyRequest
+	108, // 193: hopper.v1.AdminService.ImportKey:input_type -> hopper.v1.ImportKeyRequest
+	12,  // 194: hopper.v1.ScheduleService.List:input_type -> hopper.v1.ScheduleServiceListRequest
+	14,  // 195: hopper.v1.ScheduleService.Add:input_type -> hopper.v1.ScheduleServiceAddRequest
+	16,  // 196: hopper.v1.ScheduleService.Remove:input_type -> hopper.v1.ScheduleServiceRemoveRequest
+	18,  // 197: hopper.v1.ScheduleService.Pause:input_type -> hopper.v1.ScheduleServicePauseRequest
+	20,  // 198: hopper.v1.ScheduleService.Resume:input_type -> hopper.v1.ScheduleServiceResumeRequest
+	22,  // 199: hopper.v1.ScheduleService.Run:input_type -> hopper.v1.ScheduleServiceRunRequest
+	3,   // 200: hopper.v1.WorkflowService.EnqueueWorkflow:input_type -> hopper.v1.EnqueueWorkflowRequest
+	5,   // 201: hopper.v1.WorkflowService.GetWorkflow:input_type -> hopper.v1.GetWorkflowRequest
+	7,   // 202: hopper.v1.WorkflowService.ListWorkflows:input_type -> hopper.v1.ListWorkflowsRequest
+	9,   // 203: hopper.v1.WorkflowService.CancelWorkflow:input_type -> hopper.v1.CancelWorkflowRequest
+	111, // 204: hopper.v1.DeadLetterService.List:input_type -> hopper.v1.DeadLetterServiceListRequest
+	114, // 205: hopper.v1.DeadLetterService.Stats:input_type -> hopper.v1.DeadLetterServiceStatsRequest
+	116, // 206: hopper.v1.DeadLetterService.Replay:input_type -> hopper.v1.ReplayRequest
+	118, // 207: hopper.v1.DeadLetterService.ReplayMany:input_type -> hopper.v1.ReplayManyRequest
+	120, // 208: hopper.v1.DeadLetterService.RetryMany:input_type -> hopper.v1.DeadLetterServiceRetryManyRequest
+	123, // 209: hopper.v1.DeadLetterService.ListReplays:input_type -> hopper.v1.ListReplaysRequest
+	126, // 210: hopper.v1.KindService.List:input_type -> hopper.v1.KindServiceListRequest
+	128, // 211: hopper.v1.KindService.Set:input_type -> hopper.v1.KindServiceSetRequest
+	130, // 212: hopper.v1.KindService.Disable:input_type -> hopper.v1.KindServiceDisableRequest
+	132, // 213: hopper.v1.KindService.Enable:input_type -> hopper.v1.KindServiceEnableRequest
+	134, // 214: hopper.v1.KindService.Compact:input_type -> hopper.v1.KindServiceCompactRequest
+	138, // 215: hopper.v1.KindService.Lineage:input_type -> hopper.v1.KindServiceLineageRequest
+	140, // 216: hopper.v1.ServerService.Info:input_type -> hopper.v1.ServerServiceInfoRequest
+	28,  // 217: hopper.v1.JobService.Enqueue:output_type -> hopper.v1.EnqueueResponse
+	30,  // 218: hopper.v1.JobService.EnqueueBatch:output_type -> hopper.v1.EnqueueBatchResponse
+	32,  // 219: hopper.v1.JobService.Get:output_type -> hopper.v1.GetResponse
+	34,  // 220: hopper.v1.JobService.List:output_type -> hopper.v1.ListResponse
+	36,  // 221: hopper.v1.JobService.Cancel:output_type -> hopper.v1.CancelResponse
+	46,  // 222: hopper.v1.JobService.Events:output_type -> hopper.v1.EventsResponse
+	42,  // 223: hopper.v1.JobService.Resume:output_type -> hopper.v1.JobServiceResumeResponse
+	38,  // 224: hopper.v1.JobService.Retry:output_type -> hopper.v1.JobServiceRetryResponse
+	40,  // 225: hopper.v1.JobService.SetRetries:output_type -> hopper.v1.JobServiceSetRetriesResponse
+	56,  // 226: hopper.v1.WorkerService.Activate:output_type -> hopper.v1.ActivateResponse
+	58,  // 227: hopper.v1.WorkerService.StreamJobs:output_type -> hopper.v1.StreamJobsResponse
+	60,  // 228: hopper.v1.WorkerService.Complete:output_type -> hopper.v1.CompleteResponse
+	62,  // 229: hopper.v1.WorkerService.Fail:output_type -> hopper.v1.FailResponse
+	68,  // 230: hopper.v1.WorkerService.Release:output_type -> hopper.v1.ReleaseResponse
+	64,  // 231: hopper.v1.WorkerService.Snooze:output_type -> hopper.v1.SnoozeResponse
+	66,  // 232: hopper.v1.WorkerService.Suspend:output_type -> hopper.v1.SuspendResponse
+	70,  // 233: hopper.v1.WorkerService.ExtendLease:output_type -> hopper.v1.ExtendLeaseResponse
+	80,  // 234: hopper.v1.WorkerService.Heartbeat:output_type -> hopper.v1.HeartbeatResponse
+	82,  // 235: hopper.v1.WorkerService.ReportProgress:output_type -> hopper.v1.ReportProgressResponse
+	73,  // 236: hopper.v1.WorkerService.Report:output_type -> hopper.v1.ReportResponse
+	75,  // 237: hopper.v1.WorkerService.ReportStream:output_type -> hopper.v1.ReportStreamResponse
+	78,  // 238: hopper.v1.WorkerService.Hold:output_type -> hopper.v1.HoldResponse
+	50,  // 239: hopper.v1.WorkerService.ParentResults:output_type -> hopper.v1.ParentResultsResponse
+	53,  // 240: hopper.v1.WorkerService.Spawn:output_type -> hopper.v1.SpawnResponse
+	85,  // 241: hopper.v1.QueueService.List:output_type -> hopper.v1.QueueServiceListResponse
+	89,  // 242: hopper.v1.QueueService.Pause:output_type -> hopper.v1.PauseResponse
+	91,  // 243: hopper.v1.QueueService.Resume:output_type -> hopper.v1.ResumeResponse
+	87,  // 244: hopper.v1.QueueService.Set:output_type -> hopper.v1.QueueServiceSetResponse
+	94,  // 245: hopper.v1.AdminService.ListNodes:output_type -> hopper.v1.ListNodesResponse
+	97,  // 246: hopper.v1.AdminService.ListWorkers:output_type -> hopper.v1.ListWorkersResponse
+	100, // 247: hopper.v1.AdminService.ListStreams:output_type -> hopper.v1.ListStreamsResponse
+	103, // 248: hopper.v1.AdminService.CreateKey:output_type -> hopper.v1.CreateKeyResponse
+	105, // 249: hopper.v1.AdminService.ListKeys:output_type -> hopper.v1.ListKeysResponse
+	107, // 250: hopper.v1.AdminService.RevokeKey:output_type -> hopper.v1.RevokeKeyResponse
+	109, // 251: hopper.v1.AdminService.ImportKey:output_type -> hopper.v1.ImportKeyResponse
+	13,  // 252: hopper.v1.ScheduleService.List:output_type -> hopper.v1.ScheduleServiceListResponse
+	15,  // 253: hopper.v1.ScheduleService.Add:output_type -> hopper.v1.ScheduleServiceAddResponse
+	17,  // 254: hopper.v1.ScheduleService.Remove:output_type -> hopper.v1.ScheduleServiceRemoveResponse
+	19,  // 255: hopper.v1.ScheduleService.Pause:output_type -> hopper.v1.ScheduleServicePauseResponse
+	21,  // 256: hopper.v1.ScheduleService.Resume:output_type -> hopper.v1.ScheduleServiceResumeResponse
+	23,  // 257: hopper.v1.ScheduleService.Run:output_type -> hopper.v1.ScheduleServiceRunResponse
+	4,   // 258: hopper.v1.WorkflowService.EnqueueWorkflow:output_type -> hopper.v1.EnqueueWorkflowResponse
+	6,   // 259: hopper.v1.WorkflowService.GetWorkflow:output_type -> hopper.v1.GetWorkflowResponse
+	8,   // 260: hopper.v1.WorkflowService.ListWorkflows:output_type -> hopper.v1.ListWorkflowsResponse
+	10,  // 261: hopper.v1.WorkflowService.CancelWorkflow:output_type -> hopper.v1.CancelWorkflowResponse
+	112, // 262: hopper.v1.DeadLetterService.List:output_type -> hopper.v1.DeadLetterServiceListResponse
+	115, // 263: hopper.v1.DeadLetterService.Stats:output_type -> hopper.v1.DeadLetterServiceStatsResponse
+	117, // 264: hopper.v1.DeadLetterService.Replay:output_type -> hopper.v1.ReplayResponse
+	119, // 265: hopper.v1.DeadLetterService.ReplayMany:output_type -> hopper.v1.ReplayManyResponse
+	121, // 266: hopper.v1.DeadLetterService.RetryMany:output_type -> hopper.v1.DeadLetterServiceRetryManyResponse
+	124, // 267: hopper.v1.DeadLetterService.ListReplays:output_type -> hopper.v1.ListReplaysResponse
+	127, // 268: hopper.v1.KindService.List:output_type -> hopper.v1.KindServiceListResponse
+	129, // 269: hopper.v1.KindService.Set:output_type -> hopper.v1.KindServiceSetResponse
+	131, // 270: hopper.v1.KindService.Disable:output_type -> hopper.v1.KindServiceDisableResponse
+	133, // 271: hopper.v1.KindService.Enable:output_type -> hopper.v1.KindServiceEnableResponse
+	135, // 272: hopper.v1.KindService.Compact:output_type -> hopper.v1.KindServiceCompactResponse
+	139, // 273: hopper.v1.KindService.Lineage:output_type -> hopper.v1.KindServiceLineageResponse
+	141, // 274: hopper.v1.ServerService.Info:output_type -> hopper.v1.ServerServiceInfoResponse
+	217, // [217:275] is the sub-list for method output_type
+	159, // [159:217] is the sub-list for method input_type
+	159, // [159:159] is the sub-list for extension type_name
+	159, // [159:159] is the sub-list for extension extendee
+	0,   // [0:159] is the sub-list for field type_name
 }
 
 func init() { file_hopper_v1_hopper_proto_init() }

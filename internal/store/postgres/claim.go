@@ -261,6 +261,9 @@ func (s *Store) claimCapped(ctx context.Context, p *store.ClaimParams, kinds []s
 		return nil, hold, err
 	}
 	hold.Restricted = mode.restricted
+	if mode.keyed {
+		hold.FairAhead = fairAhead
+	}
 	if keys != nil {
 		keys.Hold(&hold, asked, len(jobs))
 	}

@@ -108,6 +108,9 @@ func (s *Store) JobClaim(ctx context.Context, p *store.ClaimParams) (jobs []*hop
 		store.SortClaimed(jobs)
 	}
 	hold.Restricted = restricted
+	if fair {
+		hold.FairAhead = fairAhead
+	}
 	return jobs, hold, nil
 }
 

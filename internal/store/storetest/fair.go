@@ -27,6 +27,46 @@ func testFair(t *testing.T, opener Opener) {
 	parallel(t, opener, "KeyWeightsStored", fairKeyWeightsStored)
 	parallel(t, opener, "ClaimOrderIsThePick", fairClaimOrderIsThePick)
 	parallel(t, opener, "ConcurrentClaimsComeBackFull", fairConcurrentClaimsComeBackFull)
+	parallel(t, opener, "ClaimsSayTheyAreFair", fairClaimsSayTheyAreFair)
+}
+
+// A claim says whether it was fair (store.Hold.FairAhead, the store's bound): the claim loop
+// then claims few ahead, since a key's job that comes later would wait behind every job
+// claimed ahead of it. It says so from the first claim after a key came (a store that
+// remembers the queue as unkeyed finds out), under a cap too, and no more once the keys' jobs
+// are gone.
+func fairClaimsSayTheyAreFair(t *testing.T, b *bundle) {
+	claim := func(queue string, limit, ahead int) ([]*hoppertype.JobRow, store.Hold) {
+		t.Helper()
+		jobs, hold, err := b.store.JobClaim(t.Context(), &store.ClaimParams{Queue: queue, Limit: limit, Ahead: ahead,
+			WorkerID: workerA, LeaseDuration: defaultLease})
+		require.NoError(t, err)
+		return jobs, hold
+	}
+	q := "fair-or-not"
+	b.insert(t, inQueue(q))
+	jobs, hold := claim(q, 2, 1)
+	require.Len(t, jobs, 1)
+	require.Zero(t, hold.FairAhead, "no key in the queue")
+
+	b.insert(t, inQueue(q), withFairness("tenant-a"))
+	b.insert(t, inQueue(q), withFairness("tenant-a"))
+	b.insert(t, inQueue(q))
+	jobs, hold = claim(q, 2, 1)
+	require.Equal(t, map[string]int{"tenant-a": 1, "": 1}, keysOf(jobs))
+	require.Positive(t, hold.FairAhead, "the first claim after a key came")
+	require.False(t, hold.Restricted)
+
+	require.NoError(t, b.store.LimitSet(t.Context(), &store.LimitParams{Scope: store.LimitQueue, Name: q, MaxRunning: 10}))
+	jobs, hold = claim(q, 2, 1)
+	require.Equal(t, map[string]int{"tenant-a": 1}, keysOf(jobs), "under a cap: none ahead")
+	require.Positive(t, hold.FairAhead, "under a cap")
+	require.True(t, hold.Restricted, "under a cap")
+
+	b.insert(t, inQueue(q))
+	jobs, hold = claim(q, 2, 1)
+	require.Len(t, jobs, 1)
+	require.Zero(t, hold.FairAhead, "the keys' jobs are gone")
 }
 
 // Fair claims of one store made at once each take what they ask for while the queue holds

@@ -51,12 +51,14 @@ class ActivateRequest(_message.Message):
     def __init__(self, worker: _Optional[str] = ..., queue: _Optional[str] = ..., kinds: _Optional[_Iterable[str]] = ..., max_jobs: _Optional[int] = ..., lease_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., request_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., fetch_fields: _Optional[_Iterable[str]] = ..., queues: _Optional[_Iterable[str]] = ..., ahead: _Optional[int] = ..., batch_kinds: _Optional[_Iterable[_Union[BatchKind, _Mapping]]] = ..., fetch_parent_results: bool = ...) -> None: ...
 
 class ActivateResponse(_message.Message):
-    __slots__ = ["jobs", "restricted"]
+    __slots__ = ["fair_ahead", "jobs", "restricted"]
+    FAIR_AHEAD_FIELD_NUMBER: _ClassVar[int]
     JOBS_FIELD_NUMBER: _ClassVar[int]
     RESTRICTED_FIELD_NUMBER: _ClassVar[int]
+    fair_ahead: _duration_pb2.Duration
     jobs: _containers.RepeatedCompositeFieldContainer[ActivatedJob]
     restricted: bool
-    def __init__(self, jobs: _Optional[_Iterable[_Union[ActivatedJob, _Mapping]]] = ..., restricted: bool = ...) -> None: ...
+    def __init__(self, jobs: _Optional[_Iterable[_Union[ActivatedJob, _Mapping]]] = ..., restricted: bool = ..., fair_ahead: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class ActivatedJob(_message.Message):
     __slots__ = ["args", "attempt", "batch_id", "checkpoint", "created_at", "default_timeout", "headers", "id", "kind", "lease_expires_at", "lease_token", "max_attempts", "parent_results", "parent_results_omitted", "queue", "resume_data", "retry_policy", "timeout"]
