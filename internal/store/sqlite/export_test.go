@@ -159,3 +159,6 @@ func ReleasePlan(s *Store) (string, error) {
 func OutcomesPlan(s *Store) (string, error) {
 	return queryPlan(s, outcomesSQL, `[["a","completed",null,"worker"]]`)
 }
+
+// StepParentsPlan is SQLite's query plan of the names each step of a workflow runs after.
+func StepParentsPlan(s *Store) (string, error) { return queryPlan(s, stepParentsSQL, "w") }

@@ -1,6 +1,7 @@
 package sqlite_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/hopperjobs/hopper/internal/store/sqlite"
@@ -119,4 +120,22 @@ func TestWorkflowEndedListPlan(t *testing.T) {
 	t.Log(plan)
 	require.Contains(t, plan, "workflows_ended", plan)
 	require.Contains(t, plan, "jobs_workflow_open", plan)
+}
+
+// A workflow's steps' parents are read step by step: each step's dependency rows, each parent
+// by its id. Never the workflow's steps walked once per step (jobs_workflow_id on both sides
+// of the join: quadratic, 10^10 rows for a workflow of 100,000 steps).
+func TestStepParentsPlan(t *testing.T) {
+	t.Parallel()
+	s, err := sqlite.Open(t.Context(), sqlite.Config{Path: t.TempDir() + "/hopper.db"})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	plan, err := sqlite.StepParentsPlan(s)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(plan), "\n")
+	require.GreaterOrEqual(t, len(lines), 3, plan)
+	require.Contains(t, lines[0], "SEARCH c USING COVERING INDEX jobs_workflow_id", plan)
+	require.Contains(t, lines[1], "SEARCH d USING COVERING INDEX job_deps_child", plan)
+	require.Regexp(t, `SEARCH p USING .*\(.*id=\?\)`, lines[2], plan)
+	require.NotContains(t, plan, "SCAN", plan)
 }
