@@ -43,6 +43,11 @@ func TestEnqueueTxWithAfter(t *testing.T) {
 	done, err := client.Enqueue(t.Context(), note{Text: "done"}, nil)
 	require.NoError(t, err)
 	require.Equal(t, "done", receive(t, ran))
+	// Its handler has returned; its outcome is written just after.
+	require.Eventually(t, func() bool {
+		got, err := client.Get(t.Context(), done.Job.ID)
+		return err == nil && got.State == hopper.StateCompleted
+	}, 10*time.Second, 5*time.Millisecond, "the parent completes")
 	tx, err := conn.Begin(t.Context())
 	require.NoError(t, err)
 	child, err := client.EnqueueTx(t.Context(), st.Tx(tx), note{Text: "rolled back"}, &hopper.InsertOpts{After: []string{done.Job.ID}})
