@@ -11,9 +11,7 @@ import (
 	"github.com/hopperjobs/hopper/internal/attempt"
 	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/governor"
-	"github.com/hopperjobs/hopper/internal/sqlitetest"
 	"github.com/hopperjobs/hopper/internal/store"
-	"github.com/hopperjobs/hopper/internal/store/sqlite"
 	"github.com/stretchr/testify/require"
 )
 
@@ -91,16 +89,13 @@ func newAheadRig(t *testing.T, claimAhead int, gov ...*governor.Governor) *ahead
 // too, of no jobs unless the test inserts some; its claims pass the gate.
 func newAheadRigOf(t *testing.T, n, claimAhead int, alsoR bool, gov ...*governor.Governor) *aheadRig {
 	t.Helper()
-	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	sq, err := sqlite.Open(t.Context(), sqlite.Config{Path: sqlitetest.Path(t), Clock: clk})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, sq.Close()) })
+	clk, sq := fakeClockSQLite(t)
 	ps := make([]*store.InsertParams, n)
 	for i := range ps {
 		ps[i] = &store.InsertParams{ID: fmt.Sprintf("q-%02d", i), Kind: "k", Queue: "q", Args: []byte(`{}`),
 			MaxAttempts: 3, RunAt: clk.Now(), Actor: hoppertype.ActorOperator}
 	}
-	_, err = sq.JobInsertMany(t.Context(), ps)
+	_, err := sq.JobInsertMany(t.Context(), ps)
 	require.NoError(t, err)
 	cfgGov := (*governor.Governor)(nil)
 	if len(gov) > 0 {

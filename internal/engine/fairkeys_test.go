@@ -7,10 +7,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
-	"github.com/hopperjobs/hopper/internal/clock"
-	"github.com/hopperjobs/hopper/internal/sqlitetest"
 	"github.com/hopperjobs/hopper/internal/store"
-	"github.com/hopperjobs/hopper/internal/store/sqlite"
 	"github.com/stretchr/testify/require"
 )
 
@@ -18,10 +15,7 @@ import (
 // takes the first slot that frees up, not the flood's turn.
 func TestAFairnessKeysJobTakesTheNextFreeSlot(t *testing.T) {
 	t.Parallel()
-	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	st, err := sqlite.Open(t.Context(), sqlite.Config{Path: sqlitetest.Path(t), Clock: clk})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, st.Close()) })
+	clk, st := fakeClockSQLite(t)
 	insert := func(key string, n int) {
 		ps := make([]*store.InsertParams, n)
 		for i := range ps {

@@ -8,10 +8,7 @@ import (
 
 	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/attempt"
-	"github.com/hopperjobs/hopper/internal/clock"
-	"github.com/hopperjobs/hopper/internal/sqlitetest"
 	"github.com/hopperjobs/hopper/internal/store"
-	"github.com/hopperjobs/hopper/internal/store/sqlite"
 	"github.com/stretchr/testify/require"
 )
 
@@ -51,10 +48,7 @@ func (heldUnit) RetryPolicy() *hoppertype.RetryPolicy { return nil }
 // weights the other way round, and from then on each queue starts jobs in that proportion.
 func TestBackloggedQueuesShareSlotsByWeight(t *testing.T) {
 	t.Parallel()
-	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	st, err := sqlite.Open(t.Context(), sqlite.Config{Path: sqlitetest.Path(t), Clock: clk})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, st.Close()) })
+	clk, st := fakeClockSQLite(t)
 	insert := func(queue string, n int) {
 		ps := make([]*store.InsertParams, n)
 		for i := range ps {

@@ -9,11 +9,8 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
-	"github.com/hopperjobs/hopper/internal/clock"
 	"github.com/hopperjobs/hopper/internal/governor"
-	"github.com/hopperjobs/hopper/internal/sqlitetest"
 	"github.com/hopperjobs/hopper/internal/store"
-	"github.com/hopperjobs/hopper/internal/store/sqlite"
 	"github.com/stretchr/testify/require"
 )
 
@@ -58,17 +55,14 @@ func (r *cpuReader) Read() (governor.Sample, error) {
 // the governor opens, claims resume at once, without waiting for a poll.
 func TestGovernorHoldsClaimsAndRunningJobsFinish(t *testing.T) {
 	t.Parallel()
-	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	sq, err := sqlite.Open(t.Context(), sqlite.Config{Path: sqlitetest.Path(t), Clock: clk})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, sq.Close()) })
+	clk, sq := fakeClockSQLite(t)
 	st := &claimCounter{Store: sq}
 	ps := make([]*store.InsertParams, 4)
 	for i := range ps {
 		ps[i] = &store.InsertParams{ID: fmt.Sprintf("job-%d", i), Kind: "k", Queue: "default", Args: []byte(`{}`),
 			MaxAttempts: 1, RunAt: clk.Now(), Actor: hoppertype.ActorOperator}
 	}
-	_, err = st.JobInsertMany(t.Context(), ps)
+	_, err := st.JobInsertMany(t.Context(), ps)
 	require.NoError(t, err)
 
 	cpu := &cpuReader{}

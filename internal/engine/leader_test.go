@@ -227,10 +227,7 @@ func (s *failingElections) LeaderElect(ctx context.Context, p *store.LeaderParam
 // process whose elections fail tries a few times in a second of wakes, not once per wake.
 func TestWakesDoNotCutTheBackoffShort(t *testing.T) {
 	t.Parallel()
-	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	base, err := sqlite.Open(t.Context(), sqlite.Config{Path: sqlitetest.Path(t), Clock: clk})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, base.Close()) })
+	clk, base := fakeClockSQLite(t)
 	st := &failingElections{electingStore: &electingStore{Store: base}}
 	st.down.Store(true)
 	e, err := New(Config{Store: st, Clock: clk, WorkerID: "node-1", Maintenance: true,
@@ -334,4 +331,15 @@ func TestARestingLeaderRenewsWhenWorkComes(t *testing.T) {
 	defer e.leader.mu.Unlock()
 	require.False(t, e.leader.resting)
 	require.Equal(t, 1, e.leader.gained, "never lost the lease")
+}
+
+// fakeClockSQLite opens a migrated SQLite store on a fake clock at a fixed time, closed when
+// the test ends.
+func fakeClockSQLite(t *testing.T) (*clock.Fake, *sqlite.Store) {
+	t.Helper()
+	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	st, err := sqlite.Open(t.Context(), sqlite.Config{Path: sqlitetest.Path(t), Clock: clk})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, st.Close()) })
+	return clk, st
 }

@@ -7,10 +7,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
-	"github.com/hopperjobs/hopper/internal/clock"
-	"github.com/hopperjobs/hopper/internal/sqlitetest"
 	"github.com/hopperjobs/hopper/internal/store"
-	"github.com/hopperjobs/hopper/internal/store/sqlite"
 	"github.com/stretchr/testify/require"
 )
 
@@ -49,10 +46,7 @@ func (r *beatRecorder) idle() []bool {
 // heartbeated every NodeTTL/3.
 func TestAnIdleNodeHeartbeatsOnlyWhenItsStateChanges(t *testing.T) {
 	t.Parallel()
-	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	sq, err := sqlite.Open(t.Context(), sqlite.Config{Path: sqlitetest.Path(t), Clock: clk})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, sq.Close()) })
+	clk, sq := fakeClockSQLite(t)
 	st := &beatRecorder{Store: sq}
 	h := heldHandler{started: make(chan heldJob, 1)}
 	const nodeTTL = 30 * time.Second

@@ -13,8 +13,6 @@ import (
 
 	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/attempt"
-	"github.com/hopperjobs/hopper/internal/clock"
-	"github.com/hopperjobs/hopper/internal/sqlitetest"
 	"github.com/hopperjobs/hopper/internal/store"
 	"github.com/hopperjobs/hopper/internal/store/sqlite"
 	"github.com/stretchr/testify/require"
@@ -170,10 +168,7 @@ func (okUnit) RetryPolicy() *hoppertype.RetryPolicy { return nil }
 // recovery, leadership comes back and the due job runs.
 func TestAStoreOutageCostsFewCallsAndLogLines(t *testing.T) {
 	t.Parallel()
-	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	base, err := sqlite.Open(t.Context(), sqlite.Config{Path: sqlitetest.Path(t), Clock: clk})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, base.Close()) })
+	clk, base := fakeClockSQLite(t)
 	st := &outageStore{Store: base}
 	logs := &lockedBuffer{}
 	h := okHandler{ran: make(chan string, 10)}

@@ -9,10 +9,7 @@ import (
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
-	"github.com/hopperjobs/hopper/internal/clock"
-	"github.com/hopperjobs/hopper/internal/sqlitetest"
 	"github.com/hopperjobs/hopper/internal/store"
-	"github.com/hopperjobs/hopper/internal/store/sqlite"
 	"github.com/stretchr/testify/require"
 )
 
@@ -109,10 +106,7 @@ func (s *markFailStore) JobSweepExpired(ctx context.Context, p *store.SweepParam
 // resumes (and its recovery is logged) once the store marks again.
 func TestMarkWorkflowsFailureBacksOffAlone(t *testing.T) {
 	t.Parallel()
-	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	sq, err := sqlite.Open(t.Context(), sqlite.Config{Path: sqlitetest.Path(t), Clock: clk})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, sq.Close()) })
+	clk, sq := fakeClockSQLite(t)
 	st := &markFailStore{Store: sq, failing: true}
 	logs := &lockedBuffer{}
 	e, err := New(Config{Store: st, Clock: clk, WorkerID: "node-1", Maintenance: true,
