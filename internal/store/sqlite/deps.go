@@ -66,7 +66,7 @@ var (
 	// its parents among them, at ?2: the failed parent of smallest id names a cancel, the
 	// parent of largest id a release (as PostgreSQL's release_children does).
 	releaseSQL = settleSQL(settleParts{
-		with: `WITH e AS (SELECT value ->> 0 AS id, value ->> 1 AS outcome, value ->> 2 AS expires_at,
+		with: `WITH e AS MATERIALIZED (SELECT value ->> 0 AS id, value ->> 1 AS outcome, value ->> 2 AS expires_at,
 			value ->> 3 AS actor FROM json_each(?1)),
 		per AS (SELECT d.child_id, count(*) AS n,
 			min(CASE WHEN e.outcome IN ('failed', 'canceled') THEN d.parent_id END) AS failed_by,
