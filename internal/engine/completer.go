@@ -243,8 +243,8 @@ func (c *completer) report(batch []*store.FinishParams, errs []error) {
 		if batch[i].State == hoppertype.StateScheduled {
 			c.e.maint.nudge(batch[i].RunAt) // a retry due soon is promoted on time
 		}
-		if batch[i].Released {
-			c.e.Notify("") // its children were released, in any queue
+		for _, q := range batch[i].Released {
+			c.e.Notify(q) // its children were released there
 		}
 		if c.e.log.Enabled(context.Background(), slog.LevelDebug) {
 			c.e.log.Debug("job finished", outcomeAttrs(batch[i])...)

@@ -159,10 +159,11 @@ type FinishParams struct {
 	DeadlineAt   time.Time // for suspended jobs: when waiting ends in failure
 	Actor        hoppertype.Actor
 	Reason       string
-	// Released is an output: a store that does not push notifications (SQLite) sets it when
-	// the ending released or canceled children (deps.go), so the caller wakes its workers;
-	// jobs may have become claimable in any queue.
-	Released bool
+	// Released is an output: a store that does not push notifications (SQLite) sets it to the
+	// queues in which the ending made children claimable, queued or scheduled (deps.go), each
+	// once, so that the caller wakes the workers of those queues alone (a wake-up makes a
+	// queue claim at once, with few free slots).
+	Released []string
 	// Job is the attempt's job as it was claimed, when whoever decided the outcome has it
 	// (nil otherwise). It tells the engine's OnOutcome which kind and queue the outcome is
 	// about, and when the attempt started; the SQLite store counts the minute stats from it

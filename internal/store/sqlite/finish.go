@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hopperjobs/hopper/hoppertype"
@@ -91,9 +92,9 @@ func (s *Store) JobFinishMany(ctx context.Context, params []*store.FinishParams)
 		if err != nil {
 			return err
 		}
-		if len(settled) > 0 {
+		if queues := releasedQueues(settled); len(queues) > 0 {
 			for _, i := range parentItems {
-				params[i].Released = true
+				params[i].Released = queues
 			}
 		}
 		return ended.write(ctx, stmts[1], now)
@@ -102,6 +103,18 @@ func (s *Store) JobFinishMany(ctx context.Context, params []*store.FinishParams)
 		return nil, fmt.Errorf("finish jobs: %w", err)
 	}
 	return errs, nil
+}
+
+// releasedQueues are the queues of the settled children that can be claimed now or later
+// (queued or scheduled), each once.
+func releasedQueues(settled []*store.Settled) []string {
+	var queues []string
+	for _, c := range settled {
+		if (c.State == hoppertype.StateQueued || c.State == hoppertype.StateScheduled) && !slices.Contains(queues, c.Queue) {
+			queues = append(queues, c.Queue)
+		}
+	}
+	return queues
 }
 
 // finishOne reports whether the token matched a running attempt.
