@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -101,26 +102,43 @@ func Workflow(ctx context.Context, cfg Config) (*WorkflowResult, error) {
 		Durability: durability(ctx, cfg)}
 	var err error
 	var release []time.Duration
-	if res.WorkflowJobsPerSec, release, res.Store, err = workflowRun(ctx, cfg, res.Workflows, WorkflowWidth); err != nil {
+	phase(ctx, "workflows", func(ctx context.Context) {
+		res.WorkflowJobsPerSec, release, res.Store, err = workflowRun(ctx, cfg, res.Workflows, WorkflowWidth)
+	})
+	if err != nil {
 		return nil, fmt.Errorf("workflow run: %w", err)
 	}
 	res.ReleaseP50Ms, res.ReleaseP99Ms = percentileMs(release, 0.50), percentileMs(release, 0.99)
-	if res.PlainJobsPerSec, err = plainRun(ctx, cfg); err != nil {
+	phase(ctx, "plain", func(ctx context.Context) { res.PlainJobsPerSec, err = plainRun(ctx, cfg) })
+	if err != nil {
 		return nil, fmt.Errorf("plain run: %w", err)
 	}
 	res.Ratio = res.WorkflowJobsPerSec / res.PlainJobsPerSec
-	if res.FanInJobsPerSec, release, _, err = workflowRun(ctx, cfg, 1, FanInParents); err != nil {
+	phase(ctx, "fan-in", func(ctx context.Context) {
+		res.FanInJobsPerSec, release, _, err = workflowRun(ctx, cfg, 1, FanInParents)
+	})
+	if err != nil {
 		return nil, fmt.Errorf("fan-in run: %w", err)
 	}
 	res.FanInReleaseMs = percentileMs(release, 0.5)
 	if cfg.LatencyJobs > 0 {
 		res.PacedWorkflows, res.PacedRate = max(1, cfg.LatencyJobs/(WorkflowWidth+1)), cfg.Rate
-		if release, err = workflowPaced(ctx, cfg, res.PacedWorkflows, WorkflowWidth); err != nil {
+		phase(ctx, "paced", func(ctx context.Context) {
+			release, err = workflowPaced(ctx, cfg, res.PacedWorkflows, WorkflowWidth)
+		})
+		if err != nil {
 			return nil, fmt.Errorf("paced run: %w", err)
 		}
 		res.PacedReleaseP50Ms, res.PacedReleaseP99Ms = percentileMs(release, 0.50), percentileMs(release, 0.99)
 	}
 	return res, nil
+}
+
+// phase runs f with the profiler label phase=name, which the goroutines it starts inherit, so
+// that a CPU profile of a run with several phases (--cpuprofile) splits by phase:
+// go tool pprof -tagfocus phase=plain.
+func phase(ctx context.Context, name string, f func(context.Context)) {
+	pprof.Do(ctx, pprof.Labels("phase", name), f)
 }
 
 // enqueueWorkflows enqueues the workflows (Client.EnqueueWorkflow), from a few goroutines so
@@ -191,11 +209,13 @@ func workflowRun(ctx context.Context, cfg Config, workflows, width int) (float64
 	if err != nil {
 		return 0, nil, "", err
 	}
-	if workflows == 1 {
-		err = enqueueFanIn(ctx, enq, cfg.Batch, width)
-	} else {
-		err = enqueueWorkflows(ctx, enq, workflows, width)
-	}
+	pprof.Do(ctx, pprof.Labels("step", "enqueue"), func(ctx context.Context) {
+		if workflows == 1 {
+			err = enqueueFanIn(ctx, enq, cfg.Batch, width)
+		} else {
+			err = enqueueWorkflows(ctx, enq, workflows, width)
+		}
+	})
 	if err != nil {
 		return 0, nil, "", err
 	}
@@ -346,8 +366,14 @@ func plainRun(ctx context.Context, cfg Config) (float64, error) {
 }
 
 // workAll starts a client of cfg and returns the time from its start until all is closed (the
-// last job ended); the client is stopped on return.
-func workAll(ctx context.Context, cfg hopper.Config, all <-chan struct{}) (time.Duration, error) {
+// last job ended); the client is stopped on return. Its goroutines carry the profiler label
+// step=work (the enqueues before it do not).
+func workAll(ctx context.Context, cfg hopper.Config, all <-chan struct{}) (d time.Duration, err error) {
+	pprof.Do(ctx, pprof.Labels("step", "work"), func(ctx context.Context) { d, err = workAllLabeled(ctx, cfg, all) })
+	return d, err
+}
+
+func workAllLabeled(ctx context.Context, cfg hopper.Config, all <-chan struct{}) (time.Duration, error) {
 	client, err := hopper.NewClient(cfg)
 	if err != nil {
 		return 0, err
