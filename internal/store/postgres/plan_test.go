@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,6 +11,8 @@ import (
 	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/pgtest"
 	"github.com/hopperjobs/hopper/internal/store"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 )
 
@@ -338,4 +341,75 @@ func TestWorkflowStepsPlanWithManySteps(t *testing.T) {
 		require.NotContains(t, plan, "Sort", name)
 		require.NotContains(t, plan, "Seq Scan", name)
 	}
+}
+
+// A release (release_children, run by the finish statement's history trigger) of 200 endings
+// finds their uncounted dependencies by job_deps' primary key and each child by the jobs'
+// keys: never a scan of job_deps or jobs, even in a young table (5,000 dependencies, analyzed)
+// where the planner prices a sequential scan below 200 index probes. Such scans, once per
+// finish batch, cost 40–110 ms a batch in the workflow benchmark (docs/benchmarks.md). The
+// plans of the statements inside the function are read from auto_explain, sent to this
+// connection as notices.
+func TestReleasePlanByKey(t *testing.T) {
+	t.Parallel()
+	s := openPlanStore(t)
+	ctx := t.Context()
+	job := func(prefix, n, state, pending string) string {
+		return `INSERT INTO {schema}.jobs (id, kind, queue, args, state, attempt, max_attempts, token, version, run_at,
+			last_actor, created_at, updated_at, finished_at, has_children, parents_pending)
+			SELECT '` + prefix + `' || lpad(i::text, 32, '0'), 'noop', 'default', '{}', '` + state + `', 1, 25, 1, 3, now(),
+				'worker', now(), now(), now(), true, ` + pending + ` FROM generate_series(1, ` + n + `) i`
+	}
+	for _, q := range []string{
+		job("0000", "5000", "completed", "0"), // old parents, their dependencies counted
+		`INSERT INTO {schema}.job_deps (parent_id, child_id, parent_outcome, parent_index)
+			SELECT '0000' || lpad(i::text, 32, '0'), '0000' || lpad((i / 10 + 1)::text, 32, '0'), 'completed', i % 10
+			FROM generate_series(1, 5000) i`,
+		job("1111", "200", "completed", "0"), // the ending parents
+		job("2222", "20", "waiting", "10"),   // their children, 10 parents each
+		`INSERT INTO {schema}.job_deps (parent_id, child_id, parent_index)
+			SELECT '1111' || lpad(i::text, 32, '0'), '2222' || lpad(((i - 1) / 10 + 1)::text, 32, '0'), (i - 1) % 10
+			FROM generate_series(1, 200) i`,
+		`ANALYZE {schema}.jobs`, `ANALYZE {schema}.job_deps`,
+	} {
+		_, err := s.pool.Exec(ctx, s.sql(q))
+		require.NoError(t, err)
+	}
+	cfg, err := pgx.ParseConfig(pgtest.URL())
+	require.NoError(t, err)
+	var mu sync.Mutex
+	var plans []string
+	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+		mu.Lock()
+		plans = append(plans, n.Message)
+		mu.Unlock()
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	tx, err := conn.Begin(ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(context.Background()) //nolint:errcheck // the release is only looked at
+	for _, q := range []string{`LOAD 'auto_explain'`, `SET LOCAL auto_explain.log_min_duration = 0`,
+		`SET LOCAL auto_explain.log_nested_statements = on`, `SET LOCAL auto_explain.log_level = notice`} {
+		_, err := tx.Exec(ctx, q)
+		require.NoError(t, err)
+	}
+	_, err = tx.Exec(ctx, s.sql(`SELECT {schema}.release_children(ARRAY(SELECT '1111' || lpad(i::text, 32, '0')
+		FROM generate_series(1, 200) i ORDER BY 1), array_fill('completed'::text, ARRAY[200]),
+		array_fill(NULL::timestamptz, ARRAY[200]), array_fill('worker'::text, ARRAY[200]), now())`))
+	require.NoError(t, err)
+	var released int
+	require.NoError(t, tx.QueryRow(ctx, s.sql(`SELECT count(*) FROM {schema}.jobs WHERE id LIKE '2222%' AND state = 'queued'`)).Scan(&released))
+	require.Equal(t, 20, released, "every child released")
+	mu.Lock()
+	defer mu.Unlock()
+	var scans []string
+	for _, p := range plans {
+		if strings.Contains(p, "Seq Scan on job_deps") || strings.Contains(p, "Seq Scan on jobs") {
+			scans = append(scans, p)
+		}
+	}
+	require.Empty(t, scans, "statements of the release that scan a table")
+	require.Contains(t, strings.Join(plans, "\n"), "job_deps_pkey")
 }
