@@ -84,12 +84,12 @@ func (e *Engine) execute(q *queueLane, j *claimedJob) {
 		jobtrace.End(span, params.Outcome, err)
 	}
 	if params != nil {
-		switch {
-		case row.HasChildren && params.State.Terminal():
-			// Its ending may release children, in any queue (a store that pushes
-			// notifications says which; this process's workers hear it at once either way).
-			e.wakeAfterWrite(row.ID, "")
-		case row.GroupKey != "" || q.capHeld.Load():
+		// The children an ending releases wake the workers of their own queues: the store
+		// says which (FinishParams.Released, or PostgreSQL's notification), here as for a
+		// remote worker's outcome. Waking every queue on each parent's ending made each claim
+		// at once with the few slots it had free (3.4 times the claims in the bench's fan-in
+		// of 10,000 parents).
+		if row.GroupKey != "" || q.capHeld.Load() {
 			// The group's next job, or a slot under a fleet-wide cap, becomes free then.
 			e.wakeAfterWrite(row.ID, row.Queue)
 		}
