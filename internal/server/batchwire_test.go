@@ -214,6 +214,8 @@ func TestStreamClaimsTheNextBatchAtOnce(t *testing.T) {
 			e.complete(t, j)
 		}
 	}
-	require.Equal(t, ids, got)
+	// Every job, each once; not necessarily in id order: the claims of credit freed one job at
+	// a time are in flight together, and the later one may answer first (seen under CI load).
+	require.ElementsMatch(t, ids, got)
 	cancel()
 }
