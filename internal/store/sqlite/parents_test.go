@@ -13,9 +13,7 @@ import (
 // jobs, whatever their size.
 func TestParentsPlan(t *testing.T) {
 	t.Parallel()
-	s, err := sqlite.Open(t.Context(), sqlite.Config{Path: t.TempDir() + "/hopper.db"})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	s := openFresh(t)
 	plan, err := sqlite.ParentsPlan(s)
 	require.NoError(t, err)
 	t.Log(plan)
@@ -27,9 +25,7 @@ func TestParentsPlan(t *testing.T) {
 // A child's insert flags its parents by primary key, in one statement: never a scan of jobs.
 func TestFlagParentsPlan(t *testing.T) {
 	t.Parallel()
-	s, err := sqlite.Open(t.Context(), sqlite.Config{Path: t.TempDir() + "/hopper.db"})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	s := openFresh(t)
 	plan, err := sqlite.FlagParentsPlan(s)
 	require.NoError(t, err)
 	require.Contains(t, plan, "SEARCH jobs USING COVERING INDEX sqlite_autoindex_jobs_1 (id=?)", plan)
@@ -43,9 +39,7 @@ func TestFlagParentsPlan(t *testing.T) {
 // each item's JSON parsed anew, per child.
 func TestReleasePlan(t *testing.T) {
 	t.Parallel()
-	s, err := sqlite.Open(t.Context(), sqlite.Config{Path: t.TempDir() + "/hopper.db"})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	s := openFresh(t)
 	for name, plan := range map[string]func(*sqlite.Store) (string, error){"release": sqlite.ReleasePlan, "outcomes": sqlite.OutcomesPlan} {
 		got, err := plan(s)
 		require.NoError(t, err)
@@ -61,9 +55,7 @@ func TestReleasePlan(t *testing.T) {
 // (parent first), then each child by primary key: never a scan of job_deps or jobs.
 func TestChildrenPlans(t *testing.T) {
 	t.Parallel()
-	s, err := sqlite.Open(t.Context(), sqlite.Config{Path: t.TempDir() + "/hopper.db"})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	s := openFresh(t)
 	plan, err := sqlite.ChildrenPlans(s)
 	require.NoError(t, err)
 	t.Log(plan)
@@ -77,9 +69,7 @@ func TestChildrenPlans(t *testing.T) {
 // run after by the child index of job_deps: never a scan of jobs or job_deps.
 func TestWorkflowStepsPlans(t *testing.T) {
 	t.Parallel()
-	s, err := sqlite.Open(t.Context(), sqlite.Config{Path: t.TempDir() + "/hopper.db"})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	s := openFresh(t)
 	plan, err := sqlite.WorkflowStepsPlans(s)
 	require.NoError(t, err)
 	t.Log(plan)
@@ -97,9 +87,7 @@ func TestWorkflowStepsPlans(t *testing.T) {
 // workflows (a range of ids behind an old open workflow spans every marked one) or of jobs.
 func TestWorkflowMarkPlans(t *testing.T) {
 	t.Parallel()
-	s, err := sqlite.Open(t.Context(), sqlite.Config{Path: t.TempDir() + "/hopper.db"})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	s := openFresh(t)
 	plan, err := sqlite.WorkflowMarkPlans(s)
 	require.NoError(t, err)
 	t.Log(plan)
@@ -116,9 +104,7 @@ func TestWorkflowMarkPlans(t *testing.T) {
 // step that has not ended (found by jobs_workflow_open), not of every open workflow.
 func TestWorkflowEndedListPlan(t *testing.T) {
 	t.Parallel()
-	s, err := sqlite.Open(t.Context(), sqlite.Config{Path: t.TempDir() + "/hopper.db"})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	s := openFresh(t)
 	plan, err := sqlite.WorkflowEndedListPlan(s)
 	require.NoError(t, err)
 	t.Log(plan)
@@ -131,9 +117,7 @@ func TestWorkflowEndedListPlan(t *testing.T) {
 // of the join: quadratic, 10^10 rows for a workflow of 100,000 steps).
 func TestStepParentsPlan(t *testing.T) {
 	t.Parallel()
-	s, err := sqlite.Open(t.Context(), sqlite.Config{Path: t.TempDir() + "/hopper.db"})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	s := openFresh(t)
 	plan, err := sqlite.StepParentsPlan(s)
 	require.NoError(t, err)
 	lines := strings.Split(strings.TrimSpace(plan), "\n")

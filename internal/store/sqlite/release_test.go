@@ -8,7 +8,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/store"
-	"github.com/hopperjobs/hopper/internal/store/sqlite"
 	"github.com/stretchr/testify/require"
 )
 
@@ -18,9 +17,7 @@ import (
 func TestFinishNamesTheQueuesItReleased(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	s, err := sqlite.Open(ctx, sqlite.Config{Path: t.TempDir() + "/hopper.db"})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	s := openFresh(t)
 	job := func(queue string, after ...string) *store.InsertParams {
 		return &store.InsertParams{ID: uuid.Must(uuid.NewV7()).String(), Kind: "noop", Queue: queue,
 			Args: json.RawMessage(`{}`), MaxAttempts: 1, Actor: hoppertype.ActorAPI, After: after}
@@ -28,7 +25,7 @@ func TestFinishNamesTheQueuesItReleased(t *testing.T) {
 	a, b, other := job("work"), job("work"), job("work")
 	ps := []*store.InsertParams{a, b, other,
 		job("fan-in", a.ID), job("fan-in", a.ID, b.ID), job("fan-in", b.ID), job("later", b.ID, other.ID)}
-	_, err = s.JobInsertMany(ctx, ps)
+	_, err := s.JobInsertMany(ctx, ps)
 	require.NoError(t, err)
 	claimed, _, err := s.JobClaim(ctx, &store.ClaimParams{Queue: "work", Limit: 3, WorkerID: "w1", LeaseDuration: time.Minute})
 	require.NoError(t, err)

@@ -49,3 +49,13 @@ func opener(t testing.TB, clk clock.Clock) func() store.Store {
 		return s
 	}
 }
+
+// openFresh opens the store on a migrated database of its own, closed at cleanup, for the
+// tests that look inside it (plans, what a call reports).
+func openFresh(t *testing.T) *sqlite.Store {
+	t.Helper()
+	s, err := sqlite.Open(t.Context(), sqlite.Config{Path: t.TempDir() + "/hopper.db"})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	return s
+}
