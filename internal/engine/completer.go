@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -224,6 +225,7 @@ func (c *completer) forget(p *store.FinishParams) {
 }
 
 func (c *completer) report(batch []*store.FinishParams, errs []error) {
+	var woken []string // the queues woken for released children: once a batch, not once a parent
 	for i, err := range errs {
 		c.mu.Lock()
 		done, waiting := c.waiters[batch[i]]
@@ -244,7 +246,10 @@ func (c *completer) report(batch []*store.FinishParams, errs []error) {
 			c.e.maint.nudge(batch[i].RunAt) // a retry due soon is promoted on time
 		}
 		for _, q := range batch[i].Released {
-			c.e.Notify(q) // its children were released there
+			if !slices.Contains(woken, q) {
+				woken = append(woken, q)
+				c.e.Notify(q) // its children were released there
+			}
 		}
 		if c.e.log.Enabled(context.Background(), slog.LevelDebug) {
 			c.e.log.Debug("job finished", outcomeAttrs(batch[i])...)
