@@ -110,6 +110,9 @@ func TestBrokenReportStreamsLoseNoOutcome(t *testing.T) {
 		}))
 	}
 	workAll(t, remote.ServeOptions{Handler: breaking}, remote.Stream, 500, 5*time.Millisecond)
-	require.Greater(t, c.of(hopperv1connect.WorkerServiceReportStreamProcedure), 1, "the worker opened new streams")
-	t.Logf("streams %d, requests %d", c.of(hopperv1connect.WorkerServiceReportStreamProcedure), c.of(hopperv1connect.WorkerServiceReportProcedure))
+	streams, requests := c.of(hopperv1connect.WorkerServiceReportStreamProcedure), c.of(hopperv1connect.WorkerServiceReportProcedure)
+	t.Logf("streams %d, requests %d", streams, requests)
+	// The first stream broke and the outcomes after it went another way: on new streams, or
+	// as requests (a loaded machine's run can end while the worker still sends requests).
+	require.Greater(t, streams+requests, 1, "the worker went on after the stream broke")
 }
