@@ -27,7 +27,10 @@ import (
 // generic one), 0.29 ms of the 0.6 ms of a single enqueue; over scalars it keeps one generic
 // plan, and a single enqueue, the common case and the one a waiting worker waits for, skips
 // the planning.
-var insertSQL, insertOneSQL = insertStatement(true), insertStatement(false)
+//
+// insertStepsSQL is insertSQL for a batch with steps of a workflow: it also writes each new
+// step's row of workflow_steps (migration 0039), which names it in its workflow.
+var insertSQL, insertOneSQL, insertStepsSQL = insertStatement(true, false), insertStatement(false, false), insertStatement(true, true)
 
 // insertColumns are the fields of the new jobs: their parameter numbers, types and names.
 var insertColumns = []struct{ param, typ, name string }{
@@ -41,8 +44,9 @@ var insertColumns = []struct{ param, typ, name string }{
 	{"26", "text", "workflow_step"},
 }
 
-// insertStatement builds insertSQL (batch: the fields as arrays, unnested) or insertOneSQL.
-func insertStatement(batch bool) string {
+// insertStatement builds insertSQL (batch: the fields as arrays, unnested), insertOneSQL or,
+// with steps, insertStepsSQL.
+func insertStatement(batch, steps bool) string {
 	params, names := make([]string, len(insertColumns)), make([]string, len(insertColumns))
 	for i, c := range insertColumns {
 		params[i], names[i] = "$"+c.param+"::"+c.typ, c.name
@@ -51,6 +55,12 @@ func insertStatement(batch bool) string {
 		}
 	}
 	rows := `unnest(` + strings.Join(params, ", ") + `)`
+	stepRows := ""
+	if steps {
+		stepRows = `
+named AS (INSERT INTO {schema}.workflow_steps (workflow_id, job_id, step)
+	SELECT workflow_id, id, workflow_step FROM ins WHERE workflow_id IS NOT NULL),`
+	}
 	existing := `
 UNION ALL
 SELECT ` + cols + ` FROM {schema}.jobs WHERE id = ANY($18::text[])`
@@ -74,7 +84,7 @@ ins AS (
 		t.actor, t.reason, clk.now, clk.now, t.result_ttl_us, t.max_rescues, t.merge_policy,
 		t.fairness_key, t.on_parent_failure, t.workflow_id, t.workflow_step
 	FROM ` + rows + ` AS t(` + strings.Join(names, ", ") + `), clk
-	RETURNING ` + cols + `),
+	RETURNING ` + cols + `),` + stepRows + `
 agg AS (` + statsEnqueuedSQL + `)
 SELECT ` + cols + ` FROM ins` + existing
 }
@@ -329,7 +339,10 @@ func (s *Store) insertRows(ctx context.Context, d db, a *insertArrays, existingI
 	}
 	query, fields := insertSQL, append(a.args(), a.resultTTLs, a.maxRescues, a.mergePolicies, a.fairness, a.parentPolicies,
 		a.workflows, a.steps)
-	if len(a.ids) == 1 && len(existingIDs) == 0 {
+	switch {
+	case slices.ContainsFunc(a.workflows, func(w *string) bool { return w != nil }):
+		query = insertStepsSQL
+	case len(a.ids) == 1 && len(existingIDs) == 0:
 		query = insertOneSQL
 		for i, f := range fields {
 			fields[i] = reflect.ValueOf(f).Index(0).Interface() // the one job's field

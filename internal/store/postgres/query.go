@@ -131,3 +131,6 @@ func listQuery(p *store.ListParams, now any) (string, []any, error) {
 
 // live is the condition of a job that has not expired, with the store's nowArg as $2.
 const live = `(expires_at IS NULL OR expires_at > coalesce($2::timestamptz, now()))`
+
+// jLive is live for the job j of a join.
+const jLive = `(j.expires_at IS NULL OR j.expires_at > coalesce($2::timestamptz, now()))`

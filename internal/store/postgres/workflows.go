@@ -21,20 +21,22 @@ var workflowSQL = `SELECT ` + workflowFrom + ` WHERE w.id = $2 AND s.state IS NO
 // workflowFrom is a workflow's columns and store.WorkflowAggregates over its live steps, $1
 // being the store's clock; callers add their WHERE, which keeps only s.state IS NOT NULL (a
 // workflow with live steps). The aggregate is LATERAL, so that a page reads workflows in id
-// order, each with its steps from the partial index jobs_workflow_id, and stops when it is full.
+// order, each with its steps (from workflow_steps, then each job by its key), and stops when it
+// is full.
 var workflowFrom = store.WorkflowColumns + `, s.* FROM ` + workflowSteps
 
 // workflowSteps is workflows w, each with store.WorkflowAggregates over its live steps as s.
 var workflowSteps = `{schema}.workflows w CROSS JOIN LATERAL (
-	SELECT ` + store.WorkflowAggregates + ` FROM {schema}.jobs j
-	WHERE j.workflow_id = w.id AND (j.expires_at IS NULL OR j.expires_at > coalesce($1::timestamptz, now()))) s`
+	SELECT ` + store.WorkflowAggregates + ` FROM {schema}.workflow_steps ws JOIN {schema}.jobs j ON j.id = ws.job_id
+	WHERE ws.workflow_id = w.id AND (j.expires_at IS NULL OR j.expires_at > coalesce($1::timestamptz, now()))) s`
 
 // stepsSQL reads a workflow's ($1) live steps ($2 is now) in id (insert) order.
-const stepsSQL = `SELECT ` + cols + ` FROM {schema}.jobs WHERE workflow_id = $1 AND ` + live + ` ORDER BY id`
+const stepsSQL = `SELECT ` + jCols + ` FROM {schema}.workflow_steps ws JOIN {schema}.jobs j ON j.id = ws.job_id
+	WHERE ws.workflow_id = $1 AND ` + jLive + ` ORDER BY ws.job_id`
 
 // stepParentsSQL reads, for each step of workflow $1, the names of the steps it runs after.
-const stepParentsSQL = `SELECT d.child_id, p.workflow_step FROM {schema}.jobs c
-	JOIN {schema}.job_deps d ON d.child_id = c.id
+const stepParentsSQL = `SELECT d.child_id, p.workflow_step FROM {schema}.workflow_steps c
+	JOIN {schema}.job_deps d ON d.child_id = c.job_id
 	JOIN {schema}.jobs p ON p.id = d.parent_id AND p.workflow_id = c.workflow_id
 	WHERE c.workflow_id = $1 ORDER BY d.child_id, p.id`
 
@@ -145,8 +147,8 @@ const pageParentsSQL = `SELECT d.child_id, p.workflow_step FROM {schema}.job_dep
 	WHERE d.child_id = ANY($2::text[]) ORDER BY d.child_id, p.id`
 
 // WorkflowSteps reads the workflow and one page of its steps in one repeatable-read
-// transaction, so that its counts and the page agree. The page is found through the partial
-// index jobs_workflow_id; the names each step runs after, for the page's steps alone.
+// transaction, so that its counts and the page agree. The page is found through
+// workflow_steps' key; the names each step runs after, for the page's steps alone.
 func (s *Store) WorkflowSteps(ctx context.Context, p *store.WorkflowStepsParams) (*store.WorkflowStepsResult, error) {
 	limit := store.PageLimit(p.Limit)
 	query, args, err := stepsQuery(p, s.nowArg(), limit)
@@ -195,9 +197,10 @@ func (s *Store) WorkflowSteps(ctx context.Context, p *store.WorkflowStepsParams)
 }
 
 // stepsQuery is the read of a page of limit+1 steps of workflow p.ID, filtered, at now ($2;
-// nil: the database's clock), in id order from the cursor along jobs_workflow_id.
+// nil: the database's clock), in id order from the cursor along workflow_steps' key.
 func stepsQuery(p *store.WorkflowStepsParams, now any, limit int) (string, []any, error) {
-	query, args := `SELECT `+cols+` FROM {schema}.jobs WHERE workflow_id = $1 AND `+live, []any{p.ID, now}
+	query, args := `SELECT `+jCols+` FROM {schema}.workflow_steps ws JOIN {schema}.jobs j ON j.id = ws.job_id
+	WHERE ws.workflow_id = $1 AND `+jLive, []any{p.ID, now}
 	param := func(v any) string {
 		args = append(args, v)
 		return fmt.Sprintf("$%d", len(args))
@@ -207,19 +210,19 @@ func stepsQuery(p *store.WorkflowStepsParams, now any, limit int) (string, []any
 		for i, st := range p.States {
 			states[i] = string(st)
 		}
-		query += ` AND state = ANY(` + param(states) + `::text[])`
+		query += ` AND j.state = ANY(` + param(states) + `::text[])`
 	}
 	if p.StepContains != "" {
-		query += ` AND strpos(workflow_step, ` + param(p.StepContains) + `) > 0`
+		query += ` AND strpos(ws.step, ` + param(p.StepContains) + `) > 0`
 	}
 	if p.Cursor != "" {
 		after, err := store.DecodeCursor(p.Cursor)
 		if err != nil {
 			return "", nil, err
 		}
-		query += ` AND id > ` + param(after)
+		query += ` AND ws.job_id > ` + param(after)
 	}
-	query += ` ORDER BY id LIMIT ` + param(limit+1)
+	query += ` ORDER BY ws.job_id LIMIT ` + param(limit+1)
 	return query, args, nil
 }
 
@@ -358,7 +361,7 @@ func (q *workflowQuery) candidates(states []hoppertype.WorkflowState, n int) str
 	var parts []string
 	for _, st := range store.EndedStates(states) {
 		parts = append(parts, `(SELECT w.id FROM {schema}.workflows w WHERE w.state = `+q.param(st)+` AND `+q.where()+`
-			AND EXISTS (SELECT 1 FROM {schema}.jobs j WHERE j.workflow_id = w.id
+			AND EXISTS (SELECT 1 FROM {schema}.workflow_steps ws JOIN {schema}.jobs j ON j.id = ws.job_id WHERE ws.workflow_id = w.id
 				AND (j.expires_at IS NULL OR j.expires_at > coalesce($1::timestamptz, now())))
 			ORDER BY w.id `+q.order+` LIMIT `+limit+`)`)
 	}
@@ -453,7 +456,8 @@ done AS MATERIALIZED (
 ), ended AS (
 	SELECT d.id, a.state, a.ended_at FROM done d CROSS JOIN LATERAL (
 		SELECT ` + store.EndedStateSQL + ` AS state, max(j.finished_at) AS ended_at, count(*) AS n
-		FROM {schema}.jobs j, clk WHERE j.workflow_id = d.id AND (j.expires_at IS NULL OR j.expires_at > clk.now)) a
+		FROM {schema}.workflow_steps ws JOIN {schema}.jobs j ON j.id = ws.job_id, clk
+		WHERE ws.workflow_id = d.id AND (j.expires_at IS NULL OR j.expires_at > clk.now)) a
 	WHERE a.n > 0
 )
 UPDATE {schema}.workflows w SET state = e.state, ended_at = e.ended_at
@@ -520,7 +524,7 @@ func (s *Store) WorkflowMarkEnded(ctx context.Context, p *store.WorkflowMarkPara
 			return err
 		}
 		_, err = tx.Exec(ctx, s.sql(`DELETE FROM {schema}.workflows w WHERE w.id = ANY($1::text[]) AND w.state IS NULL
-			AND NOT EXISTS (SELECT 1 FROM {schema}.jobs j WHERE j.workflow_id = w.id)`), ids)
+			AND NOT EXISTS (SELECT 1 FROM {schema}.workflow_steps s WHERE s.workflow_id = w.id)`), ids)
 		return err
 	})
 	if err != nil {
