@@ -418,3 +418,29 @@ func TestReleasePlanByKey(t *testing.T) {
 	require.Empty(t, scans, "statements of the release that scan a table")
 	require.Contains(t, strings.Join(plans, "\n"), "job_deps_pkey")
 }
+
+// A release records each parent's outcome on its dependency rows as HOT updates (migration
+// 0040): 2,000 dependencies inserted as a workflow's are (pages full at the default fillfactor),
+// then the endings of half of them counted in one transaction, which reads its own counts of
+// updates from pg_stat_xact_user_tables: every update of job_deps stayed in its page without
+// a new index entry. At fillfactor 100 most of them are not HOT.
+func TestReleaseOutcomesAreHOT(t *testing.T) {
+	t.Parallel()
+	s := openPlanStore(t)
+	ctx := t.Context()
+	_, err := s.pool.Exec(ctx, s.sql(`INSERT INTO {schema}.job_deps (parent_id, child_id, parent_index)
+		SELECT 'p' || lpad(i::text, 6, '0'), 'c' || lpad((i / 10)::text, 6, '0'), i % 10 FROM generate_series(1, 2000) i`))
+	require.NoError(t, err)
+	tx, err := s.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // read-only test: nothing to keep
+	_, err = tx.Exec(ctx, s.sql(`SELECT {schema}.release_children(array_agg(id ORDER BY id), array_agg('completed'::text),
+		array_agg(NULL::timestamptz), array_agg('worker'::text), now())
+		FROM (SELECT 'p' || lpad(i::text, 6, '0') AS id FROM generate_series(1, 2000, 2) i) e`))
+	require.NoError(t, err)
+	var updated, hot int64
+	require.NoError(t, tx.QueryRow(ctx, s.sql(`SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_xact_user_tables
+		WHERE relid = '{schema}.job_deps'::regclass`)).Scan(&updated, &hot))
+	require.EqualValues(t, 1000, updated, "the outcomes of the 1,000 endings")
+	require.Equal(t, updated, hot, "every outcome written as a HOT update")
+}
