@@ -92,7 +92,8 @@ func TestWorkflowMarkPlans(t *testing.T) {
 	require.NoError(t, err)
 	t.Log(plan)
 	require.Contains(t, plan, "workflows_open", plan)
-	require.Contains(t, plan, "jobs_workflow_open", plan)
+	require.Contains(t, plan, "jobs_workflow_id", plan)
+	require.NotContains(t, plan, "TEMP B-TREE", "the steps walked in the index's order: "+plan)
 	require.NotContains(t, plan, "SCAN workflows", plan)
 	require.Contains(t, plan, "SEARCH workflows USING PRIMARY KEY (id=?)", plan)
 	require.NotContains(t, plan, "id<?", "no range of ids: "+plan)
@@ -101,7 +102,8 @@ func TestWorkflowMarkPlans(t *testing.T) {
 }
 
 // A list of the ended workflows aggregates the steps of only those open workflows with no
-// step that has not ended (found by jobs_workflow_open), not of every open workflow.
+// step that has not ended (openStep: a walk of jobs_workflow_id), not of every open workflow,
+// and never scans jobs.
 func TestWorkflowEndedListPlan(t *testing.T) {
 	t.Parallel()
 	s := openFresh(t)
@@ -109,7 +111,9 @@ func TestWorkflowEndedListPlan(t *testing.T) {
 	require.NoError(t, err)
 	t.Log(plan)
 	require.Contains(t, plan, "workflows_ended", plan)
-	require.Contains(t, plan, "jobs_workflow_open", plan)
+	require.Contains(t, plan, "jobs_workflow_id", plan)
+	require.NotContains(t, plan, "SCAN jobs", plan)
+	require.NotContains(t, plan, "SCAN o\n", plan)
 }
 
 // A workflow's steps' parents are read step by step: each step's dependency rows, each parent

@@ -342,8 +342,8 @@ func (f *workflowFilter) args() []any {
 // asked for (from the index workflows_ended, each with a live step) and the first n open
 // workflows whose derived state is asked for (from workflows_open, each read with its steps):
 // the page is the first of them in order. now is the store's clock. Without running among
-// states, the open workflows read are only those with no live step that has not ended (one
-// look-up of jobs_workflow_open each), so that the steps of the running ones are not read.
+// states, the open workflows read are only those with no live step that has not ended
+// (openStep each), so that the steps of the running ones are not read.
 func workflowCandidates(f *workflowFilter, states []hoppertype.WorkflowState, now int64, n int) (string, []any) {
 	var parts []string
 	var args []any
@@ -356,8 +356,7 @@ func workflowCandidates(f *workflowFilter, states []hoppertype.WorkflowState, no
 	open := f.where()
 	args = append(append(args, now), f.args()...)
 	if !slices.Contains(states, hoppertype.WorkflowRunning) {
-		open += ` AND NOT EXISTS (SELECT 1 FROM jobs o INDEXED BY jobs_workflow_open WHERE o.workflow_id = w.id AND o.state IN ` + store.UnfinishedSQL + `
-			AND (o.expires_at IS NULL OR o.expires_at > ?))`
+		open += ` AND NOT ` + openStep("w.id", "?")
 		args = append(args, now)
 	}
 	in := strings.TrimSuffix(strings.Repeat("?,", len(states)), ",")
@@ -438,18 +437,26 @@ func runningSteps(ctx context.Context, tx *sql.Tx, id string) ([]string, error) 
 // state they derived.
 const stepLive = `(j.expires_at IS NULL OR j.expires_at > ?2)`
 
+// openStep is the condition that workflow w has a live step (at now) that has not ended. Its
+// steps are read along jobs_workflow_id newest first, and the first such step ends the walk: a
+// step's parents are inserted before it, so its last steps are the last to end (a running
+// workflow's newest step is open, or one close to it; an ended one is walked once, then marked
+// and not read again). Migration 0036 says why it is not an index of open steps.
+func openStep(w, now string) string {
+	return `(SELECT 1 FROM jobs o INDEXED BY jobs_workflow_id WHERE o.workflow_id = ` + w + ` AND o.state IN ` + store.UnfinishedSQL + `
+		AND (o.expires_at IS NULL OR o.expires_at > ` + now + `) ORDER BY o.id DESC LIMIT 1) IS NOT NULL`
+}
+
 // markEndedSQL marks ended those of the open workflows of ids ?1 (a JSON array) whose live
-// steps (at ?2) have all ended (a look-up of jobs_workflow_open each, named: the planner would
-// take jobs_workflow_id, which walks every ended step too), with the state their
-// steps ended them in and their last step's ending. Each row is found by its id: the update
+// steps (at ?2) have all ended (openStep), with the state their steps ended them in and their
+// last step's ending. Each row is found by its id: the update
 // reads only the rows named, never a range of ids (which, behind an old open workflow, could
 // span any number of marked ones).
 var markEndedSQL = `UPDATE workflows SET
 	state = (SELECT ` + store.EndedStateSQL + ` FROM jobs j WHERE j.workflow_id = workflows.id AND ` + stepLive + `),
 	ended_at = (SELECT max(j.finished_at) FROM jobs j WHERE j.workflow_id = workflows.id AND ` + stepLive + `)
 WHERE id IN (SELECT value FROM json_each(?1)) AND state IS NULL
-	AND NOT EXISTS (SELECT 1 FROM jobs j INDEXED BY jobs_workflow_open WHERE j.workflow_id = workflows.id AND j.state IN ` + store.UnfinishedSQL + `
-		AND ` + stepLive + `)
+	AND NOT ` + openStep("workflows.id", "?2") + `
 	AND EXISTS (SELECT 1 FROM jobs j WHERE j.workflow_id = workflows.id AND ` + stepLive + `)
 RETURNING id, name, steps, created_at, state, ended_at`
 
