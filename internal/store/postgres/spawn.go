@@ -10,6 +10,7 @@ import (
 	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/store"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Fan-out at run time: store/spawn.go says how a spawn is kept.
@@ -49,21 +50,40 @@ const (
 		ARRAY[$4]::text[], coalesce($5::timestamptz, now()))`
 )
 
-// JobSpawn adds jobs for a running job in one transaction (store.SpawnStore).
+// spawnTries bounds the transactions of one spawn that lost a step name to a concurrent one.
+const spawnTries = 3
+
+// JobSpawn adds jobs for a running job in one transaction (store.SpawnStore). A spawn that
+// names a step another transaction inserts meanwhile (two steps spawning one name at once)
+// loses the race at workflow_steps_name, once the other commits, and runs again: its look-up
+// then finds the step, which it makes a parent of its children too, as any spawn of a name
+// already there does.
 func (s *Store) JobSpawn(ctx context.Context, p *store.SpawnParams) ([]*store.InsertResult, error) {
 	if err := store.CheckSpawn(p); err != nil {
 		return nil, fmt.Errorf("spawn jobs for job %s: %w", p.ID, err)
 	}
 	var out []*store.InsertResult
-	err := s.runTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
-		var err error
-		out, err = s.spawn(ctx, tx, p)
-		return err
-	})
+	var err error
+	for try := 1; ; try++ {
+		err = s.runTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
+			var err error
+			out, err = s.spawn(ctx, tx, p)
+			return err
+		})
+		if try == spawnTries || !stepNameTaken(err) {
+			break
+		}
+	}
 	if err != nil {
 		return nil, s.wrap(err, "spawn jobs for job %s", p.ID)
 	}
 	return out, nil
+}
+
+// stepNameTaken reports whether err is the unique violation of a step name (migration 0039).
+func stepNameTaken(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "workflow_steps_name"
 }
 
 func (s *Store) spawn(ctx context.Context, tx pgx.Tx, p *store.SpawnParams) ([]*store.InsertResult, error) {

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -26,6 +27,7 @@ func testSpawn(t *testing.T, opener Opener) {
 	parallel(t, opener, "CanceledChildLeft", spawnCanceledChildLeft)
 	parallel(t, opener, "EndedForCanceledChild", spawnEndedForCanceledChild)
 	parallel(t, opener, "RacesEnding", spawnRacesEnding)
+	parallel(t, opener, "SameNameAtOnce", spawnSameNameAtOnce)
 }
 
 // splitMerge is split → merge, with the split step claimed: the running spawner.
@@ -324,5 +326,52 @@ func spawnRacesEnding(t *testing.T, b *bundle) {
 		require.Equal(t, hoppertype.StateWaiting, got.State, "round %d: waits for the spawned job", round)
 		b.end(t, b.get(t, j.ID), hoppertype.StateCompleted)
 		require.Equal(t, hoppertype.StateQueued, b.get(t, child.ID).State, "round %d", round)
+	}
+}
+
+// Steps spawning the same step name at once (each in its own transaction) all get the one job
+// of that name: one spawn inserts it, the others find it and make it a parent of their children
+// too, as a spawn that names a step already there does; none fails. The merge step after the
+// spawners waits for it once. Several rounds, so that the spawns do race.
+func spawnSameNameAtOnce(t *testing.T, b *bundle) {
+	const spawners = 6
+	for range 4 {
+		steps := []stepSpec{}
+		var names []string
+		for i := range spawners {
+			name := fmt.Sprintf("s%d", i)
+			steps, names = append(steps, stepSpec{name: name, opts: []option{inQueue("same-" + newID(t))}}), append(names, name)
+		}
+		p := workflowParams(t, "same-name", append(steps, stepSpec{name: "merge", after: names})...)
+		b.insertWorkflow(t, p)
+		running := make([]*hoppertype.JobRow, spawners)
+		for i := range spawners {
+			running[i] = b.claimOne(t, p.Steps[i].Queue)
+		}
+		shared := spawnChunk(t, "shared")
+		results := make([][]*store.InsertResult, spawners)
+		errs := make([]error, spawners)
+		var wg sync.WaitGroup
+		for i, r := range running {
+			wg.Go(func() {
+				j := *shared
+				j.ID = newID(t)
+				results[i], errs[i] = b.store.JobSpawn(t.Context(), &store.SpawnParams{ID: r.ID, Token: r.Token,
+					Jobs: []*store.InsertParams{&j}})
+			})
+		}
+		wg.Wait()
+		inserted := 0
+		for i := range spawners {
+			require.NoError(t, errs[i], "spawner %d", i)
+			require.Len(t, results[i], 1)
+			require.Equal(t, results[0][0].Job.ID, results[i][0].Job.ID, "one job of the name")
+			if !results[i][0].Existing {
+				inserted++
+			}
+		}
+		require.Equal(t, 1, inserted, "one spawn inserted it")
+		require.Equal(t, spawners+2, b.workflow(t, p.ID).Workflow.Steps)
+		require.Len(t, b.parents(t, b.step(t, p, "merge").ID), spawners+1, "the spawned step is a parent once")
 	}
 }
