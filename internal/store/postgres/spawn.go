@@ -22,7 +22,7 @@ const (
 	spawnerSQL = `SELECT state, token, coalesce(workflow_id, ''), coalesce(workflow_step, '')
 		FROM {schema}.jobs WHERE id = $1 FOR NO KEY UPDATE`
 	// stepJobSQL reads the job of step $2 of workflow $1.
-	stepJobSQL = `SELECT ` + jCols + ` FROM {schema}.workflow_steps ws JOIN {schema}.jobs j ON j.id = ws.job_id
+	stepJobSQL = `SELECT ` + jCols + ` FROM ` + stepJobs + `
 		WHERE ws.workflow_id = $1 AND ws.step = $2`
 	// statesSQL reads the states of the jobs $1.
 	statesSQL = `SELECT id, state FROM {schema}.jobs WHERE id = ANY($1::text[])`

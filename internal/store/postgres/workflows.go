@@ -25,13 +25,17 @@ var workflowSQL = `SELECT ` + workflowFrom + ` WHERE w.id = $2 AND s.state IS NO
 // is full.
 var workflowFrom = store.WorkflowColumns + `, s.* FROM ` + workflowSteps
 
+// stepJobs is the steps of workflows (workflow_steps ws, read by ws.workflow_id in step order)
+// each joined to its job j by key: the reads of a workflow's steps (migration 0039).
+const stepJobs = `{schema}.workflow_steps ws JOIN {schema}.jobs j ON j.id = ws.job_id`
+
 // workflowSteps is workflows w, each with store.WorkflowAggregates over its live steps as s.
 var workflowSteps = `{schema}.workflows w CROSS JOIN LATERAL (
-	SELECT ` + store.WorkflowAggregates + ` FROM {schema}.workflow_steps ws JOIN {schema}.jobs j ON j.id = ws.job_id
+	SELECT ` + store.WorkflowAggregates + ` FROM ` + stepJobs + `
 	WHERE ws.workflow_id = w.id AND (j.expires_at IS NULL OR j.expires_at > coalesce($1::timestamptz, now()))) s`
 
 // stepsSQL reads a workflow's ($1) live steps ($2 is now) in id (insert) order.
-const stepsSQL = `SELECT ` + jCols + ` FROM {schema}.workflow_steps ws JOIN {schema}.jobs j ON j.id = ws.job_id
+const stepsSQL = `SELECT ` + jCols + ` FROM ` + stepJobs + `
 	WHERE ws.workflow_id = $1 AND ` + jLive + ` ORDER BY ws.job_id`
 
 // stepParentsSQL reads, for each step of workflow $1, the names of the steps it runs after.
@@ -199,7 +203,7 @@ func (s *Store) WorkflowSteps(ctx context.Context, p *store.WorkflowStepsParams)
 // stepsQuery is the read of a page of limit+1 steps of workflow p.ID, filtered, at now ($2;
 // nil: the database's clock), in id order from the cursor along workflow_steps' key.
 func stepsQuery(p *store.WorkflowStepsParams, now any, limit int) (string, []any, error) {
-	query, args := `SELECT `+jCols+` FROM {schema}.workflow_steps ws JOIN {schema}.jobs j ON j.id = ws.job_id
+	query, args := `SELECT `+jCols+` FROM `+stepJobs+`
 	WHERE ws.workflow_id = $1 AND `+jLive, []any{p.ID, now}
 	param := func(v any) string {
 		args = append(args, v)
@@ -361,7 +365,7 @@ func (q *workflowQuery) candidates(states []hoppertype.WorkflowState, n int) str
 	var parts []string
 	for _, st := range store.EndedStates(states) {
 		parts = append(parts, `(SELECT w.id FROM {schema}.workflows w WHERE w.state = `+q.param(st)+` AND `+q.where()+`
-			AND EXISTS (SELECT 1 FROM {schema}.workflow_steps ws JOIN {schema}.jobs j ON j.id = ws.job_id WHERE ws.workflow_id = w.id
+			AND EXISTS (SELECT 1 FROM `+stepJobs+` WHERE ws.workflow_id = w.id
 				AND (j.expires_at IS NULL OR j.expires_at > coalesce($1::timestamptz, now())))
 			ORDER BY w.id `+q.order+` LIMIT `+limit+`)`)
 	}
@@ -456,7 +460,7 @@ done AS MATERIALIZED (
 ), ended AS (
 	SELECT d.id, a.state, a.ended_at FROM done d CROSS JOIN LATERAL (
 		SELECT ` + store.EndedStateSQL + ` AS state, max(j.finished_at) AS ended_at, count(*) AS n
-		FROM {schema}.workflow_steps ws JOIN {schema}.jobs j ON j.id = ws.job_id, clk
+		FROM ` + stepJobs + `, clk
 		WHERE ws.workflow_id = d.id AND (j.expires_at IS NULL OR j.expires_at > clk.now)) a
 	WHERE a.n > 0
 )
