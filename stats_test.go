@@ -15,7 +15,6 @@ func TestStatsCountedThenPruned(t *testing.T) {
 	t.Parallel()
 	ws := NewWorkers()
 	AddWorkerFunc(ws, func(context.Context, *Job[sendEmail]) error { return nil })
-	// A leader lease of an hour: the steps of the fake clock below cannot outrun its renewal.
 	b := setup(t, ws, func(c *Config) { c.RescueInterval, c.LeaderTTL = time.Hour, time.Hour })
 	res, err := b.client.Enqueue(t.Context(), sendEmail{}, nil)
 	require.NoError(t, err)
@@ -39,9 +38,9 @@ func TestStatsCountedThenPruned(t *testing.T) {
 	b.clock.Advance(StatsRetention + time.Hour)
 	// Steps of a second, every 10 ms: the maintainer sweeps each minute, pruning after a
 	// complete walk, which a leader that loses its lease never finishes. With the default lease
-	// (15 s) the steps outran its renewal on a loaded machine (CI, under -race: a renewal that
-	// waited 150 ms for the writer or a core); an hour's lease is renewed every 20 minutes of the
-	// fake clock, 12 s of real time at this pace.
+	// (15 s) a renewal that waits 150 ms for the writer or a core lapses it: the likeliest cause
+	// of this test's one failure in CI (under -race; not reproduced here). The hour's lease set
+	// above is renewed every 20 minutes of the fake clock, 12 s of real time at this pace.
 	require.Eventually(t, func() bool {
 		b.clock.Advance(time.Second)
 		left, err := b.store.StatsList(t.Context(), &store.StatsParams{Since: testStart})
