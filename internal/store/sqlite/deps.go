@@ -111,9 +111,10 @@ const (
 var jobByIDSQL = `SELECT ` + jobColumns + ` FROM jobs WHERE id = ?`
 
 // cachedQueries are the statements a write transaction runs once per job of a batch, which
-// Open prepares for cachedTx: the dependencies' (an ending's, a child's insert).
+// Open prepares for cachedTx: the dependencies' (an ending's, a child's insert), and the
+// read-back of an inserted workflow.
 var cachedQueries = []string{finishParentSQL, finishFailedParentSQL, releaseSQL, outcomesSQL, startSQL, flagManySQL,
-	depRowsSQL, jobByIDSQL, insertChildSQL}
+	depRowsSQL, jobByIDSQL, insertChildSQL, workflowByIDSQL}
 
 // settle runs startSQL for a new child id of ending e with n parents unended.
 func settle(ctx context.Context, tx querier, id string, e *store.Ending, n int, now time.Time) ([]*store.Settled, error) {

@@ -25,6 +25,9 @@ var (
 	workflowFrom = store.WorkflowColumns + `, ` + store.WorkflowAggregates + ` FROM workflows w CROSS JOIN jobs j ON j.workflow_id = w.id
 	AND (j.expires_at IS NULL OR j.expires_at > ?)`
 	workflowGroup = ` GROUP BY w.id`
+	// workflowByIDSQL reads one workflow (?1 now, ?2 its id); an insert reads back the
+	// workflow it wrote with it, prepared once (cachedQueries).
+	workflowByIDSQL = `SELECT ` + workflowFrom + ` WHERE w.id = ?` + workflowGroup
 )
 
 // queryer is a read connection or a transaction.
@@ -68,7 +71,7 @@ func (s *Store) insertWorkflow(ctx context.Context, tx *sql.Tx, stmts []*sql.Stm
 	for i, r := range out {
 		res.Jobs[i] = r.Job
 	}
-	res.Workflow, err = readWorkflow(ctx, tx, p.ID, now)
+	res.Workflow, err = readWorkflow(ctx, s.cached(tx), p.ID, now)
 	return res, err
 }
 
@@ -237,8 +240,7 @@ func stepParents(ctx context.Context, q queryer, id string) (map[string][]string
 
 // readWorkflow reads one workflow with what its live steps say of it, or ErrNotFound.
 func readWorkflow(ctx context.Context, q queryer, id string, now time.Time) (*hoppertype.WorkflowRow, error) {
-	w, err := scanWorkflow(q.QueryRowContext(ctx, `SELECT `+workflowFrom+` WHERE w.id = ?`+workflowGroup,
-		micros(now), id))
+	w, err := scanWorkflow(q.QueryRowContext(ctx, workflowByIDSQL, micros(now), id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("workflow %s: %w", id, store.ErrNotFound)
 	}

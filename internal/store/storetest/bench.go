@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -46,6 +47,12 @@ func Bench(b *testing.B, opener Opener) {
 		s := openBench(b, opener)
 		for b.Loop() {
 			benchInsertFanIns(b, s, 5, 10)
+		}
+	})
+	b.Run("InsertWorkflow11", func(b *testing.B) {
+		s := openBench(b, opener)
+		for b.Loop() {
+			benchInsertWorkflow(b, s, 10)
 		}
 	})
 	b.Run("ClaimCompleteParents50", func(b *testing.B) { benchClaimCompleteParents50(b, openBench(b, opener)) })
@@ -133,6 +140,27 @@ func benchInsertFanIns(b *testing.B, s store.Store, n, width int) {
 	res, err := s.JobInsertMany(b.Context(), ps)
 	require.NoError(b, err)
 	require.Equal(b, hoppertype.StateWaiting, res[width].Job.State)
+}
+
+// benchInsertWorkflow inserts one workflow (WorkflowInsert, as Client.EnqueueWorkflow) of
+// width steps and a fan-in step after them: the workflow benchmark's shape.
+func benchInsertWorkflow(b *testing.B, s store.Store, width int) {
+	b.Helper()
+	p := &store.WorkflowInsertParams{ID: uuid.Must(uuid.NewV7()).String(), Name: "bench"}
+	after := make([]string, width)
+	for i := range after {
+		after[i] = uuid.Must(uuid.NewV7()).String()
+		p.Steps = append(p.Steps, &store.InsertParams{ID: after[i], Kind: "noop", Queue: defaultQueue,
+			Args: json.RawMessage(`{}`), MaxAttempts: 5, Actor: hoppertype.ActorAPI,
+			WorkflowID: p.ID, Step: fmt.Sprintf("s%d", i)})
+	}
+	p.Steps = append(p.Steps, &store.InsertParams{ID: uuid.Must(uuid.NewV7()).String(), Kind: benchFanInKind,
+		Queue: defaultQueue, Args: json.RawMessage(`{}`), MaxAttempts: 5, Actor: hoppertype.ActorAPI,
+		WorkflowID: p.ID, Step: "fan-in", After: after})
+	res, err := s.WorkflowInsert(b.Context(), p)
+	require.NoError(b, err)
+	require.Equal(b, hoppertype.StateWaiting, res.Jobs[width].State)
+	require.Equal(b, width+1, res.Workflow.Steps)
 }
 
 // benchClaimCompleteParents50 times the claim and completion of the 50 parents of 5 fan-ins,
