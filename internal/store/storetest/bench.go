@@ -130,16 +130,22 @@ func benchInsertFanIns(b *testing.B, s store.Store, n, width int) {
 	for range n {
 		after := make([]string, width)
 		for i := range after {
-			after[i] = uuid.Must(uuid.NewV7()).String()
-			ps = append(ps, &store.InsertParams{ID: after[i], Kind: "noop", Queue: defaultQueue,
-				Args: json.RawMessage(`{}`), MaxAttempts: 5, Actor: hoppertype.ActorAPI})
+			ps = append(ps, benchJob("noop"))
+			after[i] = ps[len(ps)-1].ID
 		}
-		ps = append(ps, &store.InsertParams{ID: uuid.Must(uuid.NewV7()).String(), Kind: benchFanInKind,
-			Queue: defaultQueue, Args: json.RawMessage(`{}`), MaxAttempts: 5, Actor: hoppertype.ActorAPI, After: after})
+		child := benchJob(benchFanInKind)
+		child.After = after
+		ps = append(ps, child)
 	}
 	res, err := s.JobInsertMany(b.Context(), ps)
 	require.NoError(b, err)
 	require.Equal(b, hoppertype.StateWaiting, res[width].Job.State)
+}
+
+// benchJob is a new job of kind in the default queue, as the benchmarks' fan-ins insert them.
+func benchJob(kind string) *store.InsertParams {
+	return &store.InsertParams{ID: uuid.Must(uuid.NewV7()).String(), Kind: kind, Queue: defaultQueue,
+		Args: json.RawMessage(`{}`), MaxAttempts: 5, Actor: hoppertype.ActorAPI}
 }
 
 // benchInsertWorkflow inserts one workflow (WorkflowInsert, as Client.EnqueueWorkflow) of
@@ -149,14 +155,13 @@ func benchInsertWorkflow(b *testing.B, s store.Store, width int) {
 	p := &store.WorkflowInsertParams{ID: uuid.Must(uuid.NewV7()).String(), Name: "bench"}
 	after := make([]string, width)
 	for i := range after {
-		after[i] = uuid.Must(uuid.NewV7()).String()
-		p.Steps = append(p.Steps, &store.InsertParams{ID: after[i], Kind: "noop", Queue: defaultQueue,
-			Args: json.RawMessage(`{}`), MaxAttempts: 5, Actor: hoppertype.ActorAPI,
-			WorkflowID: p.ID, Step: fmt.Sprintf("s%d", i)})
+		step := benchJob("noop")
+		step.WorkflowID, step.Step, after[i] = p.ID, fmt.Sprintf("s%d", i), step.ID
+		p.Steps = append(p.Steps, step)
 	}
-	p.Steps = append(p.Steps, &store.InsertParams{ID: uuid.Must(uuid.NewV7()).String(), Kind: benchFanInKind,
-		Queue: defaultQueue, Args: json.RawMessage(`{}`), MaxAttempts: 5, Actor: hoppertype.ActorAPI,
-		WorkflowID: p.ID, Step: "fan-in", After: after})
+	fanIn := benchJob(benchFanInKind)
+	fanIn.WorkflowID, fanIn.Step, fanIn.After = p.ID, "fan-in", after
+	p.Steps = append(p.Steps, fanIn)
 	res, err := s.WorkflowInsert(b.Context(), p)
 	require.NoError(b, err)
 	require.Equal(b, hoppertype.StateWaiting, res.Jobs[width].State)
