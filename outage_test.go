@@ -93,11 +93,6 @@ func (d *downStore) JobClaim(ctx context.Context, p *store.ClaimParams) (jobs []
 	return d.Store.JobClaim(ctx, p)
 }
 
-// JobFinishClaim claims nothing: it writes the endings as JobFinishMany does.
-func (d *downStore) JobFinishClaim(ctx context.Context, ps []*store.FinishParams, _ *store.ReleaseClaim) ([]error, error) {
-	return d.JobFinishMany(ctx, ps)
-}
-
 func (d *downStore) JobFinishMany(ctx context.Context, ps []*store.FinishParams) ([]error, error) {
 	if err := d.err(); err != nil {
 		return nil, err

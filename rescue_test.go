@@ -41,11 +41,6 @@ func (f *frozen) JobExtendLeases(ctx context.Context, p []*store.ExtendParams) (
 	return f.Store.JobExtendLeases(ctx, p)
 }
 
-// JobFinishClaim claims nothing: it writes the endings as JobFinishMany does.
-func (f *frozen) JobFinishClaim(ctx context.Context, ps []*store.FinishParams, _ *store.ReleaseClaim) ([]error, error) {
-	return f.JobFinishMany(ctx, ps)
-}
-
 func (f *frozen) JobFinishMany(ctx context.Context, p []*store.FinishParams) ([]error, error) {
 	if f.cut.Load() {
 		return nil, errFrozen

@@ -29,20 +29,16 @@ type completer struct {
 	pending   []*store.FinishParams
 	waiters   map[*store.FinishParams]chan error // callers of Finish waiting for their item
 	holdUntil time.Time                          // after a failed flush: no flush before then
-	// claimHold: after a failed claim of released jobs (released.go), none before then.
-	claimHold  time.Time
-	claimRetry *backoff.Tracker
-	kick       chan struct{}
-	done       chan struct{}
-	stopReq    chan context.Context
-	stopErr    chan error
+	kick      chan struct{}
+	done      chan struct{}
+	stopReq   chan context.Context
+	stopErr   chan error
 }
 
 func newCompleter(e *Engine) *completer {
 	return &completer{e: e, maxSize: 1000, kick: make(chan struct{}, 1), waiters: map[*store.FinishParams]chan error{},
 		done: make(chan struct{}), stopReq: make(chan context.Context), stopErr: make(chan error),
-		retry:      e.newTracker("write job outcomes", backoff.WorkPolicy),
-		claimRetry: e.newTracker("claim the jobs that outcomes released", backoff.WorkPolicy)}
+		retry: e.newTracker("write job outcomes", backoff.WorkPolicy)}
 }
 
 func (c *completer) add(p *store.FinishParams) { c.addWaiting(p, nil) }
@@ -116,17 +112,7 @@ func (c *completer) flush(ctx context.Context, final bool) error {
 		if len(batch) == 0 {
 			return nil
 		}
-		rc := c.releaseClaim(batch, final)
-		var errs []error
-		var err error
-		if rc == nil {
-			errs, err = c.e.store.JobFinishMany(ctx, batch)
-		} else {
-			errs, err = c.e.store.JobFinishClaim(ctx, batch, rc)
-		}
-		if err != nil {
-			rc = nil // nothing of it was committed
-		}
+		errs, err := c.e.store.JobFinishMany(ctx, batch)
 		if err != nil && len(batch) > 1 && ctx.Err() == nil && !errors.Is(err, store.ErrUnavailable) {
 			var done []*store.FinishParams
 			if done, errs, err = c.isolate(ctx, batch); err == nil {
@@ -136,7 +122,6 @@ func (c *completer) flush(ctx context.Context, final bool) error {
 		if err == nil {
 			c.retry.Succeed()
 			c.report(batch, errs)
-			c.offerReleased(rc)
 			continue
 		}
 		c.putBack(batch)

@@ -24,11 +24,6 @@ type poisonStore struct {
 	written []string
 }
 
-// JobFinishClaim claims nothing: it writes the endings as JobFinishMany does.
-func (p *poisonStore) JobFinishClaim(ctx context.Context, ps []*store.FinishParams, _ *store.ReleaseClaim) ([]error, error) {
-	return p.JobFinishMany(ctx, ps)
-}
-
 func (p *poisonStore) JobFinishMany(_ context.Context, ps []*store.FinishParams) ([]error, error) {
 	for _, f := range ps {
 		if f.ID == "poison" {
@@ -73,11 +68,6 @@ type downStore struct {
 	calls   atomic.Int64
 	mu      sync.Mutex
 	written []string
-}
-
-// JobFinishClaim claims nothing: it writes the endings as JobFinishMany does.
-func (d *downStore) JobFinishClaim(ctx context.Context, ps []*store.FinishParams, _ *store.ReleaseClaim) ([]error, error) {
-	return d.JobFinishMany(ctx, ps)
 }
 
 func (d *downStore) JobFinishMany(_ context.Context, ps []*store.FinishParams) ([]error, error) {

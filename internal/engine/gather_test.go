@@ -18,11 +18,6 @@ type batchStore struct {
 	batches [][]string
 }
 
-// JobFinishClaim claims nothing: it writes the endings as JobFinishMany does.
-func (b *batchStore) JobFinishClaim(ctx context.Context, ps []*store.FinishParams, _ *store.ReleaseClaim) ([]error, error) {
-	return b.JobFinishMany(ctx, ps)
-}
-
 func (b *batchStore) JobFinishMany(_ context.Context, ps []*store.FinishParams) ([]error, error) {
 	ids := make([]string, len(ps))
 	for i, p := range ps {

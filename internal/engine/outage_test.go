@@ -41,11 +41,6 @@ func (o *outageStore) JobClaim(ctx context.Context, p *store.ClaimParams) (jobs 
 	return o.Store.JobClaim(ctx, p)
 }
 
-// JobFinishClaim claims nothing: it writes the endings as JobFinishMany does.
-func (o *outageStore) JobFinishClaim(ctx context.Context, ps []*store.FinishParams, _ *store.ReleaseClaim) ([]error, error) {
-	return o.JobFinishMany(ctx, ps)
-}
-
 func (o *outageStore) JobFinishMany(ctx context.Context, p []*store.FinishParams) ([]error, error) {
 	if err := o.cut(); err != nil {
 		return nil, err
