@@ -112,10 +112,7 @@ func (lp *Loop[J]) Offer(name string, jobs []J) bool {
 }
 
 // takeOffers puts the jobs offered since the last step in their lanes' waiting line; with
-// closing, Offer takes no more. A lane offered jobs may have more work: it claims again once
-// they have started and units free (the jobs were claimed elsewhere, perhaps in place of
-// others that a wake-up would have claimed), whatever a claim out when they came finds (as
-// after a wake-up, but without claiming at once for a single free unit).
+// closing, Offer takes no more.
 func (lp *Loop[J]) takeOffers(now time.Time, closing bool) {
 	lp.mu.Lock()
 	offers := lp.offers
@@ -124,7 +121,6 @@ func (lp *Loop[J]) takeOffers(now time.Time, closing bool) {
 	for _, l := range lp.s.lanes {
 		if jobs := offers[l.name]; len(jobs) > 0 {
 			l.waiting.Add(now, jobs...)
-			l.more, l.gen = true, l.gen+1
 		}
 	}
 }

@@ -161,31 +161,3 @@ func TestOfferStartsOnFreeUnitsAndGoesBackWhenNoneFrees(t *testing.T) {
 	require.NoError(t, recv(t, done, "Run's end"))
 	require.False(t, lp.Offer("q", []string{"c"}), "refused once Run stopped")
 }
-
-// A lane offered jobs looks at its queue again once they have started and a unit frees,
-// though nothing woke it and its last claim found the queue empty: the offered jobs were
-// claimed elsewhere, perhaps in place of others (a batch of outcomes claims the best jobs of
-// the queue it released children in, and then nothing wakes the queue).
-func TestOfferedLaneClaimsAgain(t *testing.T) {
-	t.Parallel()
-	clk := clock.NewFake(t0)
-	d := newChanDriver()
-	lp, err := New(Config{Clock: clk, Units: 1, Lanes: []LaneConfig{{Name: "q"}}}, d)
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- lp.Run(ctx) }()
-	recv(t, d.asked, "first claim")
-	d.answers <- Result[string]{} // the queue is empty
-	require.Eventually(t, lp.Settled, 10*time.Second, time.Millisecond)
-
-	require.True(t, lp.Offer("q", []string{"a"}))
-	require.Equal(t, []string{"a"}, recv(t, d.started, "the offered job starts"))
-	lp.Lane("q").Done(1)
-	r := recv(t, d.asked, "a claim once the unit is free")
-	require.Equal(t, 1, r.Units)
-	d.answers <- Result[string]{}
-
-	cancel()
-	require.NoError(t, recv(t, done, "Run's end"))
-}
