@@ -162,34 +162,13 @@ type FinishParams struct {
 	// Released is an output: a store that does not push notifications (SQLite) sets it to the
 	// queues in which the ending made children claimable, queued or scheduled (deps.go), each
 	// once, so that the caller wakes the workers of those queues alone (a wake-up makes a
-	// queue claim at once, with few free slots). A queue whose released children the batch's
-	// ReleaseClaim took, as many as were released there, is left out: there is nothing to wake
-	// it for.
+	// queue claim at once, with few free slots).
 	Released []string
 	// Job is the attempt's job as it was claimed, when whoever decided the outcome has it
 	// (nil otherwise). It tells the engine's OnOutcome which kind and queue the outcome is
 	// about, and when the attempt started; the SQLite store counts the minute stats from it
 	// (queue, kind, the attempt's wait) instead of reading the row.
 	Job *hoppertype.JobRow
-}
-
-// ReleaseClaim is the claim a batch of endings makes for its caller (JobFinishClaim): an
-// ending that releases a child makes it claimable, and a claim made in the ending's own
-// transaction takes it without a wake-up, a second transaction and, on SQLite, a second
-// commit (docs/workflows.md). Only the queues the caller works are claimed from, and in each
-// no more than the endings released there: a batch that released nothing claims nothing.
-type ReleaseClaim struct {
-	// Queues bounds the jobs claimed in each queue the caller works.
-	Queues   map[string]int
-	Kinds    []string // as ClaimParams.Kinds
-	WorkerID string
-	// LeaseDuration is the claimed jobs' lease.
-	LeaseDuration time.Duration
-
-	// Jobs is an output: the jobs claimed, running under this worker's leases.
-	Jobs []*hoppertype.JobRow
-	// Err is an output: the claim failed and took nothing; the endings were written.
-	Err error
 }
 
 // ExtendParams moves one lease's expiry to Duration from now.

@@ -83,13 +83,6 @@ type Store interface {
 	// ErrLeaseLost when its token is stale, or NoSuchJob when no job has its id, or
 	// ErrInvalidTransition for a bad target state.
 	JobFinishMany(ctx context.Context, params []*FinishParams) ([]error, error)
-	// JobFinishClaim is JobFinishMany that also claims, in the same transaction, for the
-	// caller's worker, as JobClaim would (every cap, rate limit, pause, disabled kind, group
-	// and fairness key applying), up to as many jobs of each queue in claim.Queues as the
-	// endings made claimable there now (released children, queued), at most the queue's
-	// bound. claim.Jobs returns them; claim.Err says why nothing was claimed when the claim
-	// failed (the endings are written all the same). A nil claim is JobFinishMany.
-	JobFinishClaim(ctx context.Context, params []*FinishParams, claim *ReleaseClaim) ([]error, error)
 	// JobExtendLeases sets each lease to expire Duration from now (it may shorten it).
 	JobExtendLeases(ctx context.Context, params []*ExtendParams) ([]error, error)
 	// JobHeartbeat records a sign of life of a running attempt; ErrLeaseLost when stale,

@@ -7,9 +7,7 @@ import (
 	"github.com/hopperjobs/hopper/internal/field"
 	"github.com/hopperjobs/hopper/internal/jobstate"
 	"github.com/hopperjobs/hopper/internal/store"
-	"github.com/jackc/pgx/v5"
 	"sort"
-	"strings"
 	"time"
 )
 
@@ -61,43 +59,6 @@ SELECT ord FROM done`
 // JobFinishMany ends running attempts in one statement. Items the state machine refuses get
 // ErrInvalidTransition without reaching the database; stale tokens get ErrLeaseLost.
 func (s *Store) JobFinishMany(ctx context.Context, params []*store.FinishParams) ([]error, error) {
-	return s.JobFinishClaim(ctx, params, nil)
-}
-
-// claimReleasedSQL is the uncapped claim (claimUncappedSQL) of what a batch of endings
-// released, in each queue $2 (with the bound $3 of the same index): at most its bound, and no
-// more than the children of the ended parents $7 that are queued there now (released). Sent
-// after finishSQL in one implicit transaction, it sees the children that the finish's trigger
-// released (release_children). A child counted there that an earlier ending released and no
-// claim took yet is claimed all the same: it is queued. Under a cap, a rate limit, a disabled
-// kind or fairness keys a queue gives nothing, as the uncapped claim does, and the claim that
-// the release's notification wakes takes within them. Each queue is claimed as
-// claimUncappedSQL claims it: its candidates, with the queue's name from the released counts
-// (r.queue) where that statement has $2.
-//
-// The count walks from the parents: their job_deps rows (the primary key's prefix), then each
-// child by its id, in a lateral subquery the planner cannot turn around. Written as a join, it
-// was planned from the other end, every queued job of the queue probed in job_deps (20,000 of
-// them behind the workflow benchmark's backlog: 60–120 ms a batch).
-var claimReleasedSQL = `WITH released AS MATERIALIZED (
-	SELECT c.queue, count(*) AS n FROM (SELECT DISTINCT d.child_id FROM {schema}.job_deps d
-		WHERE d.parent_id = ANY($7::text[]) OFFSET 0) k,
-		LATERAL (SELECT c.queue FROM {schema}.jobs c WHERE c.id = k.child_id AND c.state = 'queued') c
-	GROUP BY c.queue),
-r AS (SELECT b.queue, least(b.bound, released.n) AS n FROM unnest($2::text[], $3::int[]) AS b(queue, bound)
-	JOIN released ON released.queue = b.queue),
-picked AS MATERIALIZED (SELECT p.id FROM r, LATERAL (` +
-	strings.ReplaceAll(fmt.Sprintf(candidates, uncappedGuard, "r.n"), "$2", "r.queue") + `) p)` + claimUpdate
-
-// JobFinishClaim ends running attempts as JobFinishMany does and, when rc asks and some ending
-// is a parent's (FinishParams.Job says it has children), claims what they released in rc's
-// queues in the same implicit transaction: the finish and a claim per queue go out in one
-// round trip. If the claim fails, the whole batch rolled back, and the endings are written
-// again alone (rc.Err says why nothing was claimed).
-func (s *Store) JobFinishClaim(ctx context.Context, params []*store.FinishParams, rc *store.ReleaseClaim) ([]error, error) {
-	if rc != nil {
-		rc.Jobs, rc.Err = nil, nil
-	}
 	errs := make([]error, len(params))
 	var valid []int
 	for i, p := range params {
@@ -116,25 +77,13 @@ func (s *Store) JobFinishClaim(ctx context.Context, params []*store.FinishParams
 	for _, i := range valid {
 		a.add(i, params[i])
 	}
-	args := append([]any{s.nowArg()}, a.args()...)
-	var matched map[int]bool
-	if parents := endedParents(params, valid); rc != nil && len(parents) > 0 {
-		var claimErr, err error
-		if matched, rc.Jobs, claimErr, err = s.finishClaim(ctx, args, parents, rc); err != nil {
-			return nil, s.wrap(err, "finish jobs")
-		}
-		if claimErr != nil {
-			rc.Err = s.wrap(claimErr, "claim released jobs")
-		}
+	rs, err := s.pool.Query(ctx, s.sql(finishSQL), append([]any{s.nowArg()}, a.args()...)...)
+	if err != nil {
+		return nil, s.wrap(err, "finish jobs")
 	}
-	if matched == nil {
-		rs, err := s.pool.Query(ctx, s.sql(finishSQL), args...)
-		if err != nil {
-			return nil, s.wrap(err, "finish jobs")
-		}
-		if matched, err = ordinals(rs); err != nil {
-			return nil, s.wrap(err, "finish jobs")
-		}
+	matched, err := ordinals(rs)
+	if err != nil {
+		return nil, s.wrap(err, "finish jobs")
 	}
 	var lost []int
 	for _, i := range valid {
@@ -146,65 +95,6 @@ func (s *Store) JobFinishClaim(ctx context.Context, params []*store.FinishParams
 		return nil, s.wrap(err, "finish jobs")
 	}
 	return errs, nil
-}
-
-// endedParents are the ids of the items of valid that end a job known to have children (a
-// job that gained children after its claim is not known here: its children are claimed as
-// usual, after the notification of their release).
-func endedParents(params []*store.FinishParams, valid []int) []string {
-	var ids []string
-	for _, i := range valid {
-		if p := params[i]; p.State.Terminal() && p.Job != nil && p.Job.ID == p.ID && p.Job.HasChildren {
-			ids = append(ids, p.ID)
-		}
-	}
-	return ids
-}
-
-// finishClaim sends finishSQL (args) and claimReleasedSQL for rc's queues in one batch, an
-// implicit transaction. matched is nil, and claimErr set, when the batch failed after the
-// finish's own result was read: the claim failed, and with it the batch rolled back. err is
-// the finish's failure.
-func (s *Store) finishClaim(ctx context.Context, args []any, parents []string, rc *store.ReleaseClaim) (matched map[int]bool,
-	jobs []*hoppertype.JobRow, claimErr, err error) {
-	queues := make([]string, 0, len(rc.Queues))
-	for q, n := range rc.Queues {
-		if n > 0 {
-			queues = append(queues, q)
-		}
-	}
-	sort.Strings(queues)
-	kinds := rc.Kinds
-	if kinds == nil {
-		kinds = []string{}
-	}
-	bounds := make([]int32, len(queues))
-	for i, q := range queues {
-		bounds[i] = int32(rc.Queues[q])
-	}
-	b := &pgx.Batch{}
-	b.Queue(s.sql(finishSQL), args...)
-	b.Queue(s.sql(claimReleasedSQL), s.nowArg(), queues, bounds, rc.WorkerID, micros(rc.LeaseDuration), kinds, parents)
-	br := s.pool.SendBatch(ctx, b)
-	defer br.Close()
-	rs, err := br.Query()
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	if matched, err = ordinals(rs); err != nil {
-		return nil, nil, nil, err
-	}
-	if rs, err = br.Query(); err != nil {
-		return nil, nil, err, nil
-	}
-	if jobs, err = scanJobs(rs); err != nil {
-		return nil, nil, err, nil
-	}
-	if err := br.Close(); err != nil {
-		return nil, nil, err, nil
-	}
-	store.SortClaimed(jobs)
-	return matched, jobs, nil, nil
 }
 
 // refuse sets errs[i] for each fenced item i that changed nothing: NoSuchJob when no job has

@@ -50,74 +50,59 @@ func (s *Store) JobClaim(ctx context.Context, p *store.ClaimParams) (jobs []*hop
 	if p.Limit <= 0 {
 		return nil, hold, nil
 	}
-	err = s.write(ctx, claimQueries(p.Kinds), func(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt) error {
-		jobs, hold, err = s.claimIn(ctx, tx, stmts, p)
-		return err
-	})
-	if err != nil {
-		return nil, store.Hold{}, fmt.Errorf("claim jobs in queue %q: %w", p.Queue, err)
-	}
-	return jobs, hold, nil
-}
-
-// claimQueries are the statements a claim of kinds runs, each prepared once: the claim when
-// no kind is capped, rate-limited or disabled, the reads of the settings that apply, and the
-// writes of the rate limits' buckets (claimIn's stmts).
-func claimQueries(kinds []string) []string {
-	fast, _ := claimQuery(kinds, nil, nil)
-	return []string{fast, queueCapSQL, queueRunningSQL, kindRulesSQL, writeQueueBucketSQL, writeKindBucketSQL, fairKeyedSQL}
-}
-
-// claimIn makes the claim p in the write transaction tx, with the statements of
-// claimQueries(p.Kinds): JobClaim's, and a batch of endings' that claims what it released
-// (JobFinishClaim). Its jobs are in claim order, or in the fair claim's.
-func (s *Store) claimIn(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt, p *store.ClaimParams) (jobs []*hoppertype.JobRow, hold store.Hold, err error) {
 	var restricted, fair bool
 	var keyLeft *store.KeyLeft
-	_, fastExtra := claimQuery(p.Kinds, nil, nil)
-	now := s.clock.Now() // in the transaction: a queued write must not back-date its claim
-	fixed := []any{p.WorkerID, micros(now.Add(p.LeaseDuration)), micros(now), p.Queue}
-	c, disabled, err := loadCaps(ctx, stmts[1:4], p, now)
-	if err != nil {
-		return nil, hold, err
-	}
-	asked := p.Limit
-	if c.Apply() || len(disabled) > 0 {
-		asked, restricted = p.Limit-max(p.Ahead, 0), true
-	}
-	if limit := c.Limit(asked); limit > 0 {
-		// A queue with fairness keys first: the first-in, first-out claim takes nothing
-		// from it, but walks every queued job of it to find that out (its guard does not
-		// stop the walk: 3 ms behind 30,000 jobs).
-		var keyed bool
-		if err := stmts[6].QueryRowContext(ctx, p.Queue).Scan(&keyed); err != nil {
-			return nil, hold, err
+	// The claim when no kind is capped, rate-limited or disabled, the reads of the settings
+	// that apply, and the writes of the rate limits' buckets: each prepared once.
+	fast, fastExtra := claimQuery(p.Kinds, nil, nil)
+	queries := []string{fast, queueCapSQL, queueRunningSQL, kindRulesSQL, writeQueueBucketSQL, writeKindBucketSQL, fairKeyedSQL}
+	err = s.write(ctx, queries, func(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt) error {
+		now := s.clock.Now() // in the transaction: a queued write must not back-date its claim
+		fixed := []any{p.WorkerID, micros(now.Add(p.LeaseDuration)), micros(now), p.Queue}
+		c, disabled, err := loadCaps(ctx, stmts[1:4], p, now)
+		if err != nil {
+			return err
 		}
-		if keyed {
-			fair = true // its jobs are in the order it picked them (store.SortPicked)
-			if jobs, keyLeft, err = claimFair(ctx, tx, p, limit, c, disabled, fixed, now); err != nil {
-				return nil, hold, err
+		asked := p.Limit
+		if c.Apply() || len(disabled) > 0 {
+			asked, restricted = p.Limit-max(p.Ahead, 0), true
+		}
+		if limit := c.Limit(asked); limit > 0 {
+			// A queue with fairness keys first: the first-in, first-out claim takes nothing
+			// from it, but walks every queued job of it to find that out (its guard does not
+			// stop the walk: 3 ms behind 30,000 jobs).
+			var keyed bool
+			if err := stmts[6].QueryRowContext(ctx, p.Queue).Scan(&keyed); err != nil {
+				return err
 			}
-		} else {
+			if keyed {
+				fair = true // its jobs are in the order it picked them (store.SortPicked)
+				jobs, keyLeft, err = claimFair(ctx, tx, p, limit, c, disabled, fixed, now)
+				if err != nil {
+					return err
+				}
+				return s.claimed(ctx, tx, stmts, p, c, asked, jobs, keyLeft, &hold, now)
+			}
 			st, extra := stmts[0], fastExtra
 			if len(c.KindLeft) > 0 || len(disabled) > 0 {
 				var query string
 				query, extra = claimQuery(p.Kinds, c.KindLimits(limit), disabled)
 				if st, err = tx.PrepareContext(ctx, query); err != nil {
-					return nil, hold, err
+					return err
 				}
 			}
 			rows, err := st.QueryContext(ctx, append(append(fixed, limit), extra...)...)
 			if err != nil {
-				return nil, hold, err
+				return err
 			}
 			if jobs, err = scanJobs(rows); err != nil {
-				return nil, hold, err
+				return err
 			}
 		}
-	}
-	if err := s.claimed(ctx, tx, stmts, p, c, asked, jobs, keyLeft, &hold, now); err != nil {
-		return nil, hold, err
+		return s.claimed(ctx, tx, stmts, p, c, asked, jobs, keyLeft, &hold, now)
+	})
+	if err != nil {
+		return nil, store.Hold{}, fmt.Errorf("claim jobs in queue %q: %w", p.Queue, err)
 	}
 	if !fair {
 		store.SortClaimed(jobs)

@@ -43,19 +43,8 @@ WHERE id = ?15 AND token = ?16 AND state = 'running'`
 
 // JobFinishMany ends running attempts in one transaction.
 func (s *Store) JobFinishMany(ctx context.Context, params []*store.FinishParams) ([]error, error) {
-	return s.JobFinishClaim(ctx, params, nil)
-}
-
-// JobFinishClaim ends running attempts in one transaction and claims what they released in
-// the queues rc names (store.ReleaseClaim), in the same transaction: one commit, where a
-// wake-up's claim would be a second.
-func (s *Store) JobFinishClaim(ctx context.Context, params []*store.FinishParams, rc *store.ReleaseClaim) ([]error, error) {
 	errs := make([]error, len(params))
-	queries := []string{finishSQL, statsFinishedSQL, statsSQL}
-	if rc != nil {
-		queries = append(queries, claimQueries(rc.Kinds)...)
-	}
-	err := s.write(ctx, queries, func(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt) error {
+	err := s.write(ctx, []string{finishSQL, statsFinishedSQL, statsSQL}, func(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt) error {
 		st := stmts[0]
 		now := s.clock.Now()
 		stats := store.NewStatsBatch(now)
@@ -103,16 +92,7 @@ func (s *Store) JobFinishClaim(ctx context.Context, params []*store.FinishParams
 		if err != nil {
 			return err
 		}
-		if rc != nil {
-			rc.Jobs, rc.Err = nil, nil
-			if len(settled) > 0 {
-				var err error
-				if rc.Jobs, rc.Err, err = s.claimReleased(ctx, tx, stmts[3:], rc, settled); err != nil {
-					return err
-				}
-			}
-		}
-		if queues := releasedQueues(settled, rc); len(queues) > 0 {
+		if queues := releasedQueues(settled); len(queues) > 0 {
 			for _, i := range parentItems {
 				params[i].Released = queues
 			}
@@ -126,85 +106,15 @@ func (s *Store) JobFinishClaim(ctx context.Context, params []*store.FinishParams
 }
 
 // releasedQueues are the queues of the settled children that can be claimed now or later
-// (queued or scheduled), each once, but those where the claim rc (if any) took as many jobs
-// as were released there.
-func releasedQueues(settled []*store.Settled, rc *store.ReleaseClaim) []string {
+// (queued or scheduled), each once.
+func releasedQueues(settled []*store.Settled) []string {
 	var queues []string
-	for q, n := range claimable(settled, true) {
-		if rc == nil || claimedIn(rc.Jobs, q) < n {
-			queues = append(queues, q)
-		}
-	}
-	slices.Sort(queues)
-	return queues
-}
-
-// claimable counts the settled children that can be claimed now (queued), or also later
-// (scheduled), by queue.
-func claimable(settled []*store.Settled, later bool) map[string]int {
-	n := map[string]int{}
 	for _, c := range settled {
-		if c.State == hoppertype.StateQueued || (later && c.State == hoppertype.StateScheduled) {
-			n[c.Queue]++
+		if (c.State == hoppertype.StateQueued || c.State == hoppertype.StateScheduled) && !slices.Contains(queues, c.Queue) {
+			queues = append(queues, c.Queue)
 		}
 	}
-	return n
-}
-
-// claimedIn counts the jobs of queue q.
-func claimedIn(jobs []*hoppertype.JobRow, q string) int {
-	n := 0
-	for _, j := range jobs {
-		if j.Queue == q {
-			n++
-		}
-	}
-	return n
-}
-
-// claimReleased makes rc's claim in tx, with the statements of claimQueries(rc.Kinds): in each
-// queue it works where settled children are queued now, a claim of as many (at most the
-// queue's bound), all counted as claimed ahead (ClaimParams.Ahead), so that under a cap or a
-// rate limit it takes nothing and the caller's wake-up claims within them. A failed claim is
-// rolled back alone (a savepoint) and returned as claimErr, not as the endings' error: they
-// are written all the same. err is a savepoint's own failure, which leaves the transaction in
-// doubt.
-func (s *Store) claimReleased(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt, rc *store.ReleaseClaim,
-	settled []*store.Settled) (jobs []*hoppertype.JobRow, claimErr, err error) {
-	counts := claimable(settled, false)
-	queues := make([]string, 0, len(counts))
-	for q := range counts {
-		if rc.Queues[q] > 0 {
-			queues = append(queues, q)
-		}
-	}
-	if len(queues) == 0 {
-		return nil, nil, nil
-	}
-	slices.Sort(queues)
-	if _, err := tx.ExecContext(ctx, "SAVEPOINT release_claim"); err != nil {
-		return nil, nil, fmt.Errorf("claim released jobs: %w", err)
-	}
-	for _, q := range queues {
-		n := min(counts[q], rc.Queues[q])
-		got, _, err := s.claimIn(ctx, tx, stmts, &store.ClaimParams{Queue: q, Kinds: rc.Kinds, Limit: n, Ahead: n,
-			WorkerID: rc.WorkerID, LeaseDuration: rc.LeaseDuration})
-		if err != nil {
-			claimErr = fmt.Errorf("claim released jobs in queue %q: %w", q, err)
-			break
-		}
-		jobs = append(jobs, got...)
-	}
-	if claimErr != nil {
-		jobs = nil
-		if _, err := tx.ExecContext(ctx, "ROLLBACK TO release_claim"); err != nil {
-			return nil, nil, fmt.Errorf("%w: %v (roll back the claim: %v)", errGroupLost, claimErr, err)
-		}
-	}
-	if _, err := tx.ExecContext(ctx, "RELEASE release_claim"); err != nil {
-		return nil, nil, fmt.Errorf("%w: release the claim's savepoint: %v", errGroupLost, err)
-	}
-	return jobs, claimErr, nil
+	return queues
 }
 
 // finishOne reports whether the token matched a running attempt.

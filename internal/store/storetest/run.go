@@ -42,7 +42,6 @@ func Run(t *testing.T, opener Opener) {
 		{"Rescues", testRescues},
 		{"Stats", testStats},
 		{"Deps", testDeps},
-		{"ReleaseClaim", testReleaseClaim},
 		{"Workflow", testWorkflows},
 		{"WorkflowEnded", testWorkflowsEnded},
 		{"Parents", testParents},
