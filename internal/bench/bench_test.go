@@ -98,12 +98,16 @@ func TestWorkflowSmall(t *testing.T) {
 	require.Positive(t, res.PlainJobsPerSec)
 	require.Positive(t, res.FanInJobsPerSec)
 	require.Positive(t, res.ReleaseP99Ms)
+	require.Positive(t, res.OneQueueJobsPerSec)
+	require.Positive(t, res.OneQueueReleaseP99Ms)
+	require.InDelta(t, res.OneQueueJobsPerSec/res.PlainJobsPerSec, res.OneQueueRatio, 1e-9)
 	var m map[string]any
 	require.NoError(t, json.Unmarshal(res.JSON(), &m))
 	require.Equal(t, 10, res.PacedWorkflows)
 	require.Positive(t, res.PacedReleaseP99Ms)
 	for _, k := range []string{"workflow_jobs_per_sec", "plain_jobs_per_sec", "ratio", "release_p50_ms", "release_p99_ms", "fan_in_release_ms",
-		"paced_release_p50_ms", "paced_release_p99_ms"} {
+		"paced_release_p50_ms", "paced_release_p99_ms", "one_queue_jobs_per_sec", "one_queue_ratio", "one_queue_release_p50_ms",
+		"one_queue_release_p99_ms"} {
 		require.Contains(t, m, k)
 	}
 	_, err = Workflow(t.Context(), Config{Jobs: 100})

@@ -16,12 +16,15 @@ import (
 
 // The workflow scenario (docs/workflows.md): workflows (Client.EnqueueWorkflow) of
 // WorkflowWidth parallel no-op steps and one fan-in step that runs after all of them, every
-// workflow enqueued before the workers
-// start, worked on a fresh store; then as many plain no-op jobs on another fresh store, for
-// the ratio; then one fan-in of FanInParents parents (plain jobs) into one child. The fan-in steps' release
-// latency is the time from the end of a step's last parent's handler to the start of its own:
-// the parent's outcome written, the child released in the same transaction, the workers woken
-// and the child claimed. The fan-in steps have a queue of their own (fanInQueue).
+// workflow enqueued before the workers start, worked on a fresh store; then as many plain
+// no-op jobs on another fresh store, for the ratio; then the same workflows with every step in
+// one queue; then one fan-in of FanInParents parents (plain jobs) into one child. The fan-in
+// steps' release latency is the time from the end of a step's last parent's handler to the
+// start of its own: the parent's outcome written, the child released in the same transaction,
+// the workers woken and the child claimed. In the first run (and the paced one) the fan-in
+// steps have a queue of their own (fanInQueue), so that the latency is the release's; in the
+// one-queue run they are in the steps' queue, as EnqueueWorkflow puts them by default, where
+// a released step waits behind the steps claimed before it.
 
 // WorkflowWidth is the parallel steps of each of the workflow scenario's workflows.
 const WorkflowWidth = 10
@@ -51,13 +54,21 @@ type WorkflowResult struct {
 	PacedRate         int     `json:"paced_rate"`
 	PacedReleaseP50Ms float64 `json:"paced_release_p50_ms"`
 	PacedReleaseP99Ms float64 `json:"paced_release_p99_ms"`
-	FanInParents      int     `json:"fan_in_parents"`
-	FanInJobsPerSec   float64 `json:"fan_in_jobs_per_sec"`
-	FanInReleaseMs    float64 `json:"fan_in_release_ms"`
-	Store             string  `json:"store"`
-	Durability        string  `json:"durability"`
-	CPUs              int     `json:"cpus"`
-	GoVersion         string  `json:"go_version"`
+	// OneQueueJobsPerSec is the same workflows with every step in the default queue (the
+	// fan-in steps too), and OneQueueRatio its ratio to the plain jobs: the workflows as
+	// EnqueueWorkflow enqueues them by default, with one queue's claims, as the plain jobs
+	// have. Its release latency includes the wait behind the steps claimed before.
+	OneQueueJobsPerSec   float64 `json:"one_queue_jobs_per_sec"`
+	OneQueueRatio        float64 `json:"one_queue_ratio"`
+	OneQueueReleaseP50Ms float64 `json:"one_queue_release_p50_ms"`
+	OneQueueReleaseP99Ms float64 `json:"one_queue_release_p99_ms"`
+	FanInParents         int     `json:"fan_in_parents"`
+	FanInJobsPerSec      float64 `json:"fan_in_jobs_per_sec"`
+	FanInReleaseMs       float64 `json:"fan_in_release_ms"`
+	Store                string  `json:"store"`
+	Durability           string  `json:"durability"`
+	CPUs                 int     `json:"cpus"`
+	GoVersion            string  `json:"go_version"`
 }
 
 // JSON renders r as one JSON object.
@@ -103,7 +114,7 @@ func Workflow(ctx context.Context, cfg Config) (*WorkflowResult, error) {
 	var err error
 	var release []time.Duration
 	phase(ctx, "workflows", func(ctx context.Context) {
-		res.WorkflowJobsPerSec, release, res.Store, err = workflowRun(ctx, cfg, res.Workflows, WorkflowWidth)
+		res.WorkflowJobsPerSec, release, res.Store, err = workflowRun(ctx, cfg, res.Workflows, WorkflowWidth, fanInQueue)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("workflow run: %w", err)
@@ -114,8 +125,16 @@ func Workflow(ctx context.Context, cfg Config) (*WorkflowResult, error) {
 		return nil, fmt.Errorf("plain run: %w", err)
 	}
 	res.Ratio = res.WorkflowJobsPerSec / res.PlainJobsPerSec
+	phase(ctx, "one-queue", func(ctx context.Context) {
+		res.OneQueueJobsPerSec, release, _, err = workflowRun(ctx, cfg, res.Workflows, WorkflowWidth, hopper.DefaultQueue)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("one-queue workflow run: %w", err)
+	}
+	res.OneQueueRatio = res.OneQueueJobsPerSec / res.PlainJobsPerSec
+	res.OneQueueReleaseP50Ms, res.OneQueueReleaseP99Ms = percentileMs(release, 0.50), percentileMs(release, 0.99)
 	phase(ctx, "fan-in", func(ctx context.Context) {
-		res.FanInJobsPerSec, release, _, err = workflowRun(ctx, cfg, 1, FanInParents)
+		res.FanInJobsPerSec, release, _, err = workflowRun(ctx, cfg, 1, FanInParents, fanInQueue)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("fan-in run: %w", err)
@@ -141,14 +160,15 @@ func phase(ctx context.Context, name string, f func(context.Context)) {
 	pprof.Do(ctx, pprof.Labels("phase", name), f)
 }
 
-// enqueueWorkflows enqueues the workflows (Client.EnqueueWorkflow), from a few goroutines so
-// that the store's writer commits several in one transaction.
-func enqueueWorkflows(ctx context.Context, enq *hopper.Client, workflows, width int) error {
+// enqueueWorkflows enqueues the workflows (Client.EnqueueWorkflow), their fan-in steps in
+// queue fanIn, from a few goroutines so that the store's writer commits several in one
+// transaction.
+func enqueueWorkflows(ctx context.Context, enq *hopper.Client, workflows, width int, fanIn string) error {
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(8)
 	for w := range workflows {
 		g.Go(func() error {
-			steps := workflowSteps(w, width)
+			steps := workflowSteps(w, width, fanIn)
 			if _, err := enq.EnqueueWorkflow(ctx, hopper.Workflow{Name: "bench", Steps: steps}); err != nil {
 				return fmt.Errorf("enqueue workflow %d: %w", w, err)
 			}
@@ -159,8 +179,8 @@ func enqueueWorkflows(ctx context.Context, enq *hopper.Client, workflows, width 
 }
 
 // workflowSteps are the steps of the scenario's workflow w: width parallel steps and a fan-in
-// step after them, in its own queue.
-func workflowSteps(w, width int) []hopper.WorkflowStep {
+// step after them, in queue fanIn.
+func workflowSteps(w, width int, fanIn string) []hopper.WorkflowStep {
 	steps := make([]hopper.WorkflowStep, width+1)
 	after := make([]string, width)
 	for i := range width {
@@ -168,7 +188,7 @@ func workflowSteps(w, width int) []hopper.WorkflowStep {
 		steps[i] = hopper.WorkflowStep{Name: after[i], Args: stepDoc{W: w}}
 	}
 	steps[width] = hopper.WorkflowStep{Name: "fan-in", Args: fanInDoc{W: w},
-		Opts: &hopper.InsertOpts{Queue: fanInQueue}, After: after}
+		Opts: &hopper.InsertOpts{Queue: fanIn}, After: after}
 	return steps
 }
 
@@ -196,10 +216,11 @@ func enqueueFanIn(ctx context.Context, enq *hopper.Client, batch, width int) err
 	return nil
 }
 
-// workflowRun enqueues workflows of width parallel steps and a fan-in step on a fresh store,
+// workflowRun enqueues workflows of width parallel steps and a fan-in step (in queue fanIn) on
+// a fresh store,
 // then works them, and returns the jobs per second from the workers' start to the last fan-in
 // step's end, and each fan-in step's release latency.
-func workflowRun(ctx context.Context, cfg Config, workflows, width int) (float64, []time.Duration, string, error) {
+func workflowRun(ctx context.Context, cfg Config, workflows, width int, fanIn string) (float64, []time.Duration, string, error) {
 	st, storeName, cleanup, err := openStore(ctx, cfg)
 	if err != nil {
 		return 0, nil, "", err
@@ -213,14 +234,14 @@ func workflowRun(ctx context.Context, cfg Config, workflows, width int) (float64
 		if workflows == 1 {
 			err = enqueueFanIn(ctx, enq, cfg.Batch, width)
 		} else {
-			err = enqueueWorkflows(ctx, enq, workflows, width)
+			err = enqueueWorkflows(ctx, enq, workflows, width, fanIn)
 		}
 	})
 	if err != nil {
 		return 0, nil, "", err
 	}
 	w := newWorkflowWorkers(workflows, width)
-	elapsed, err := workAll(ctx, w.config(cfg, st), w.all)
+	elapsed, err := workAll(ctx, w.config(cfg, st, fanIn), w.all)
 	if err != nil {
 		return 0, nil, "", err
 	}
@@ -242,7 +263,7 @@ func workflowPaced(ctx context.Context, cfg Config, workflows, width int) ([]tim
 	}
 	defer cleanup()
 	w := newWorkflowWorkers(workflows, width)
-	client, err := hopper.NewClient(w.config(cfg, st))
+	client, err := hopper.NewClient(w.config(cfg, st, fanInQueue))
 	if err != nil {
 		return nil, err
 	}
@@ -253,7 +274,7 @@ func workflowPaced(ctx context.Context, cfg Config, workflows, width int) ([]tim
 	rate := max(1, cfg.Rate/(width+1))
 	next := 0
 	if err := paced(ctx, rate, workflows, func() error {
-		steps := workflowSteps(next, width)
+		steps := workflowSteps(next, width, fanInQueue)
 		next++
 		_, err := client.EnqueueWorkflow(ctx, hopper.Workflow{Name: "bench", Steps: steps})
 		return err
@@ -310,10 +331,11 @@ func newWorkflowWorkers(workflows, width int) *workflowWorkers {
 	return w
 }
 
-// config is the client configuration that works the scenario on st.
-func (w *workflowWorkers) config(cfg Config, st hopper.Store) hopper.Config {
-	return hopper.Config{Store: st, Workers: w.ws, MaxWorkers: cfg.Workers, ClaimAhead: cfg.ClaimAhead,
-		Queues: map[string]hopper.QueueConfig{hopper.DefaultQueue: {MaxWorkers: cfg.Workers}, fanInQueue: {MaxWorkers: cfg.Workers}}}
+// config is the client configuration that works the scenario on st, the fan-in steps in
+// queue fanIn.
+func (w *workflowWorkers) config(cfg Config, st hopper.Store, fanIn string) hopper.Config {
+	queues := map[string]hopper.QueueConfig{hopper.DefaultQueue: {MaxWorkers: cfg.Workers}, fanIn: {MaxWorkers: cfg.Workers}}
+	return hopper.Config{Store: st, Workers: w.ws, MaxWorkers: cfg.Workers, ClaimAhead: cfg.ClaimAhead, Queues: queues}
 }
 
 // releases returns the fan-in steps' release latencies, or an error if one of them started

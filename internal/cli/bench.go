@@ -103,10 +103,12 @@ throughputs, their ratio, the store's claim times (p50, p99), and the most jobs 
 ran at once, read from the jobs' start and end times; it fails when that exceeds the cap.
 
 --scenario workflow enqueues workflows of 10 parallel no-op steps and a fan-in step that runs
-after them (--jobs, default 22,000: 2,000 workflows of 11 jobs; a multiple of 11), then works
-them; then as many plain no-op jobs, on a fresh store; then one fan-in of 10,000 parents
-(docs/workflows.md). It reports both throughputs and their ratio, and the fan-in steps'
-release latency: from the end of a step's last parent to its own start (p50, p99). Then, on
+after them, in a queue of its own (--jobs, default 22,000: 2,000 workflows of 11 jobs; a
+multiple of 11), then works them; then as many plain no-op jobs, on a fresh store; then the
+same workflows with every step in one queue (as EnqueueWorkflow puts them by default); then
+one fan-in of 10,000 parents (docs/workflows.md). It reports the throughputs and the ratios of
+the workflows' to the plain jobs', and the fan-in steps' release latency: from the end of a
+step's last parent to its own start (p50, p99). Then, on
 another fresh store with the workers running, it enqueues --latency-jobs/11 workflows one at a
 time at --rate jobs a second and reports their release latency at that steady load.
 
@@ -439,6 +441,8 @@ func printWorkflowBench(cmd *cobra.Command, cfg bench.Config, asJSON bool) error
 	fmt.Fprintf(out, "workflows        %.0f jobs/s; fan-in release p50 %.2f ms, p99 %.2f ms\n", res.WorkflowJobsPerSec, res.ReleaseP50Ms, res.ReleaseP99Ms)
 	fmt.Fprintf(out, "plain jobs       %.0f jobs/s\n", res.PlainJobsPerSec)
 	fmt.Fprintf(out, "ratio            %.2f (workflows / plain)\n", res.Ratio)
+	fmt.Fprintf(out, "one queue        %.0f jobs/s, ratio %.2f; fan-in release p50 %.2f ms, p99 %.2f ms\n",
+		res.OneQueueJobsPerSec, res.OneQueueRatio, res.OneQueueReleaseP50Ms, res.OneQueueReleaseP99Ms)
 	fmt.Fprintf(out, "fan-in of %d  %.0f jobs/s; release %.2f ms\n", res.FanInParents, res.FanInJobsPerSec, res.FanInReleaseMs)
 	if res.PacedWorkflows > 0 {
 		fmt.Fprintf(out, "paced            %d workflows at %d jobs/s; fan-in release p50 %.2f ms, p99 %.2f ms\n",
