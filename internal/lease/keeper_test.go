@@ -149,3 +149,40 @@ func TestKeeperShortenedRenewsInTimeForTheShorterLease(t *testing.T) {
 		t.Fatal("no renewal a third of the shortened lease after the last beat")
 	}
 }
+
+// jumpingClock is a fake clock that a test advances while the keeper sets its timer: between
+// the reading the keeper computed the wait from and the timer's start (armed once).
+type jumpingClock struct {
+	*clock.Fake
+	jump atomic.Int64 // the advance, in ns, the next NewTimer makes first
+}
+
+func (c *jumpingClock) NewTimer(d time.Duration) clock.Timer {
+	if j := c.jump.Swap(0); j > 0 {
+		c.Advance(time.Duration(j))
+	}
+	return c.Fake.NewTimer(d)
+}
+
+// A renewal already due when its timer is set runs at once: a clock that moved past the beat
+// between the reading the wait was computed from and the timer's start does not put the
+// renewal a beat late (it would come after the lease it was for: remote's
+// TestAShortenedLeaseIsKept failed so, once, on a loaded machine).
+func TestKeeperRenewsWhatIsDueWhileItSetsItsTimer(t *testing.T) {
+	t.Parallel()
+	const lease = 1200 * time.Millisecond
+	clk := &jumpingClock{Fake: clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}
+	clk.jump.Store(int64(lease / 3)) // the first timer, for the first beat, is set a beat late
+	renewed := make(chan struct{}, 10)
+	startKeeper(t, &Keeper{Clock: clk, Shortest: func() time.Duration { return lease },
+		Renew: func(context.Context) (bool, error) {
+			renewed <- struct{}{}
+			return true, nil
+		},
+		Retry: backoff.New(backoff.Config{Name: "test", Clock: clk})})
+	select {
+	case <-renewed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the beat the clock passed did not renew")
+	}
+}
