@@ -217,9 +217,8 @@ func enqueueFanIn(ctx context.Context, enq *hopper.Client, batch, width int) err
 }
 
 // workflowRun enqueues workflows of width parallel steps and a fan-in step (in queue fanIn) on
-// a fresh store,
-// then works them, and returns the jobs per second from the workers' start to the last fan-in
-// step's end, and each fan-in step's release latency.
+// a fresh store, then works them, and returns the jobs per second from the workers' start to
+// the last fan-in step's end, and each fan-in step's release latency.
 func workflowRun(ctx context.Context, cfg Config, workflows, width int, fanIn string) (float64, []time.Duration, string, error) {
 	st, storeName, cleanup, err := openStore(ctx, cfg)
 	if err != nil {

@@ -162,7 +162,7 @@ func (lp *Loop[J]) Run(ctx context.Context) error {
 				if timer != nil {
 					timer.Stop()
 				}
-				timer, timerAt = clk.NewTimer(next.Sub(clk.Now())), next
+				timer, timerAt = clock.NewTimerAt(clk, next), next
 			}
 			fire = timer.C()
 		}

@@ -41,6 +41,32 @@ type realTimer struct{ t *time.Timer }
 func (r realTimer) C() <-chan time.Time { return r.t.C }
 func (r realTimer) Stop() bool          { return r.t.Stop() }
 
+// At is a clock that sets timers for a time rather than after a delay, at once: the clock
+// cannot move between the reading a delay would be computed from and the timer's start. The
+// fake clock is one: a test that advances it while a loop sets its timer would otherwise have
+// the timer set a step late (a lease renewal due by then coming after the lease it was for).
+type At interface {
+	NewTimerAt(at time.Time) Timer
+	AfterFuncAt(at time.Time, f func()) Timer
+}
+
+// NewTimerAt returns a timer of c whose channel receives once c reaches at (at once if it has).
+func NewTimerAt(c Clock, at time.Time) Timer {
+	if a, ok := c.(At); ok {
+		return a.NewTimerAt(at)
+	}
+	return c.NewTimer(at.Sub(c.Now()))
+}
+
+// AfterFuncAt calls f in its own goroutine once c reaches at, unless the returned Timer is
+// stopped first.
+func AfterFuncAt(c Clock, at time.Time, f func()) Timer {
+	if a, ok := c.(At); ok {
+		return a.AfterFuncAt(at, f)
+	}
+	return c.AfterFunc(at.Sub(c.Now()), f)
+}
+
 // OrReal returns c, or the real clock when c is nil.
 func OrReal(c Clock) Clock {
 	if c == nil {

@@ -52,11 +52,28 @@ func (f *Fake) NewTimer(d time.Duration) Timer {
 	return f.add(d, &fakeTimer{ch: make(chan time.Time, 1)})
 }
 
+// NewTimerAt returns a timer whose channel receives once the fake time reaches at (clock.At).
+func (f *Fake) NewTimerAt(at time.Time) Timer {
+	return f.addAt(func(time.Time) time.Time { return at }, &fakeTimer{ch: make(chan time.Time, 1)})
+}
+
+// AfterFuncAt schedules f to run, in its own goroutine, once the fake time reaches at
+// (clock.At).
+func (f *Fake) AfterFuncAt(at time.Time, fn func()) Timer {
+	return f.addAt(func(time.Time) time.Time { return at }, &fakeTimer{fn: fn})
+}
+
 func (f *Fake) add(d time.Duration, t *fakeTimer) Timer {
+	return f.addAt(func(now time.Time) time.Time { return now.Add(d) }, t)
+}
+
+// addAt sets t for the time deadline gives from the fake time, read under the same lock as
+// the timer is added: an Advance comes wholly before or after.
+func (f *Fake) addAt(deadline func(now time.Time) time.Time, t *fakeTimer) Timer {
 	f.mu.Lock()
 	t.clock = f
-	t.at = f.now.Add(d)
-	if d <= 0 {
+	t.at = deadline(f.now)
+	if !t.at.After(f.now) {
 		f.mu.Unlock()
 		t.fire()
 		return t

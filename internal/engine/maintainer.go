@@ -117,7 +117,7 @@ func (m *maintainer) run(ctx context.Context) {
 			m.held = false
 			nextRescue = m.startGrace(now)
 		}
-		t := e.clock.NewTimer(m.nextWake(nextRescue, nextSweep, nextPromote).Sub(e.clock.Now()))
+		t := clock.NewTimerAt(e.clock, m.nextWake(nextRescue, nextSweep, nextPromote))
 		select {
 		case <-ctx.Done():
 		case <-t.C():

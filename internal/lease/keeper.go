@@ -91,14 +91,7 @@ func (k *Keeper) Run(ctx context.Context) {
 func (k *Keeper) sleepUntil(ctx context.Context, clk clock.Clock, next *time.Time, last time.Time,
 	cadence func() time.Duration) bool {
 	for {
-		t := clk.NewTimer(next.Sub(clk.Now()))
-		if !clk.Now().Before(*next) {
-			// Due already: the clock passed next between the reading the timer was set from
-			// and the timer's start (a fake clock advanced by a test meanwhile would have set
-			// it a step late, and the renewal would come after the lease it was for).
-			t.Stop()
-			return true
-		}
+		t := clock.NewTimerAt(clk, *next)
 		select {
 		case <-ctx.Done():
 			t.Stop()

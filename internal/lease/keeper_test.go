@@ -158,10 +158,19 @@ type jumpingClock struct {
 }
 
 func (c *jumpingClock) NewTimer(d time.Duration) clock.Timer {
+	c.jumpNow()
+	return c.Fake.NewTimer(d)
+}
+
+func (c *jumpingClock) NewTimerAt(at time.Time) clock.Timer {
+	c.jumpNow()
+	return c.Fake.NewTimerAt(at)
+}
+
+func (c *jumpingClock) jumpNow() {
 	if j := c.jump.Swap(0); j > 0 {
 		c.Advance(time.Duration(j))
 	}
-	return c.Fake.NewTimer(d)
 }
 
 // A renewal already due when its timer is set runs at once: a clock that moved past the beat

@@ -278,7 +278,7 @@ func (l *wakeLimiter) scheduleLocked() {
 	}
 	l.flushAt = due
 	l.flushes.Add(1)
-	l.timer = l.clock.AfterFunc(due.Sub(l.clock.Now()), l.flush)
+	l.timer = clock.AfterFuncAt(l.clock, due, l.flush)
 }
 
 // flush sends, in one statement, the held wake-ups whose keys are free, and rearms for the
