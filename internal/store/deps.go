@@ -92,6 +92,46 @@ func (f ReleaseFunc) ReleaseChildren(ctx context.Context, round []*Ending) ([]*S
 	return f(ctx, round)
 }
 
+// ChildCount is what a round of endings does to one waiting child: N of its dependencies
+// counted down, the failed parent of smallest id among them (nil when none failed), which
+// names its cancel, and the parent of largest id, which names its release (ChildReleaser).
+type ChildCount struct {
+	ChildID      string
+	N            int
+	Failed, Last *Ending
+}
+
+// CountChildren groups the dependencies a round counted down, as (child id, parent id) pairs
+// of the round's endings, by child, in the order the children first appear.
+func CountChildren(round []*Ending, deps [][2]string) []*ChildCount {
+	byID := make(map[string]*Ending, len(round))
+	for _, e := range round {
+		byID[e.ID] = e
+	}
+	var out []*ChildCount
+	byChild := make(map[string]*ChildCount)
+	for _, d := range deps {
+		e := byID[d[1]]
+		if e == nil {
+			continue // not a parent of the round's: the store's statement names only those
+		}
+		c := byChild[d[0]]
+		if c == nil {
+			c = &ChildCount{ChildID: d[0]}
+			byChild[d[0]] = c
+			out = append(out, c)
+		}
+		c.N++
+		if c.Last == nil || e.ID > c.Last.ID {
+			c.Last = e
+		}
+		if e.Outcome.Failed() && (c.Failed == nil || e.ID < c.Failed.ID) {
+			c.Failed = e
+		}
+	}
+	return out
+}
+
 // Release releases the children of the ended jobs, and, for every child that ends canceled
 // and has children of its own, theirs in turn (the cancel cascade): in rounds, the endings
 // first, then the children the previous round canceled that have children, in a loop rather

@@ -60,22 +60,17 @@ var (
 	startSQL = settleSQL(settleParts{where: "id = ?1", pending: "?9", failed: "?2", now: "?3",
 		released: "?5", releasedBy: "?4", canceled: "?6", skipped: "?7", canceledBy: "?10", cancelActor: "?4",
 		expiry: "?8"})
-	// releaseSQL counts a round of endings (?1, a JSON array of [id, outcome, expiry, actor])
-	// down on their waiting children whose dependencies on them were not counted yet (a
-	// parent retried in place ends again, and must not count twice), each child once for all
-	// its parents among them, at ?2: the failed parent of smallest id names a cancel, the
-	// parent of largest id a release (as PostgreSQL's release_children does).
+	// releaseSQL counts down the waiting children of a round of endings at ?2, and settles
+	// those it leaves with no unended parent or with a failure: ?1 is a JSON array with one
+	// item per child, store.ChildCount's [child id, dependencies counted, whether one failed,
+	// the failed parent's id, outcome, expiry and actor, the last parent's id, outcome and
+	// actor] (childCounts). Go groups the counted dependencies by child (countSQL returns them):
+	// an aggregate in this statement, joined back to the endings for the parents' fields,
+	// cost SQLite a sort and two automatic indexes a round.
 	releaseSQL = settleSQL(settleParts{
-		with: `WITH e AS MATERIALIZED (SELECT value ->> 0 AS id, value ->> 1 AS outcome, value ->> 2 AS expires_at,
-			value ->> 3 AS actor FROM json_each(?1)),
-		per AS (SELECT d.child_id, count(*) AS n,
-			min(CASE WHEN e.outcome IN ('failed', 'canceled') THEN d.parent_id END) AS failed_by,
-			max(d.parent_id) AS last_by
-			FROM e JOIN job_deps d ON d.parent_id = e.id AND d.parent_outcome IS NULL GROUP BY d.child_id),
-		c AS (SELECT per.child_id, per.n, per.failed_by IS NOT NULL AS failing, f.id AS f_id,
-			f.outcome AS f_outcome, f.expires_at AS f_expires, f.actor AS f_actor,
-			l.id AS l_id, l.outcome AS l_outcome, l.actor AS l_actor
-			FROM per JOIN e l ON l.id = per.last_by LEFT JOIN e f ON f.id = per.failed_by)
+		with: `WITH c AS MATERIALIZED (SELECT value ->> 0 AS child_id, value ->> 1 AS n, value ->> 2 AS failing,
+			value ->> 3 AS f_id, value ->> 4 AS f_outcome, value ->> 5 AS f_expires, value ->> 6 AS f_actor,
+			value ->> 7 AS l_id, value ->> 8 AS l_outcome, value ->> 9 AS l_actor FROM json_each(?1))
 		`,
 		from:    "\n\tFROM c",
 		where:   "jobs.id = c.child_id",
@@ -87,10 +82,17 @@ var (
 )
 
 const (
-	// outcomesSQL records how a round of endings (?1, as releaseSQL's) ended, the last time
-	// (after releaseSQL, which reads which dependencies were not counted yet).
-	outcomesSQL = `UPDATE job_deps SET parent_outcome = e.value ->> 1 FROM json_each(?1) AS e
-		WHERE job_deps.parent_id = e.value ->> 0`
+	// countSQL records the outcome ?2 of a round's endings of that outcome (?1, a JSON array
+	// of ids) on their dependency rows not counted yet, and returns those rows (child id,
+	// parent id): the dependencies the round counts down. A parent retried in place ends
+	// again, and its rows counted before must not count twice; outcomesSQL, run first,
+	// records its latest outcome on them. The outcome is a parameter, not a field of each
+	// item, so SQLite parses the array once, not each item's fields once per row.
+	countSQL = `UPDATE job_deps SET parent_outcome = ?2 WHERE parent_id IN (SELECT value FROM json_each(?1))
+		AND parent_outcome IS NULL
+		RETURNING child_id, parent_id`
+	outcomesSQL = `UPDATE job_deps SET parent_outcome = ?2 WHERE parent_id IN (SELECT value FROM json_each(?1))
+		AND parent_outcome IS NOT NULL AND parent_outcome <> ?2`
 	// flagSQL marks a parent as having children and reads how it stands; a job a compaction
 	// replaced is left alone (compactedSQL names the job to wait for instead).
 	flagSQL = `UPDATE jobs SET has_children = 1 WHERE id = ?1
@@ -113,7 +115,7 @@ var jobByIDSQL = `SELECT ` + jobColumns + ` FROM jobs WHERE id = ?`
 // cachedQueries are the statements a write transaction runs once per job of a batch, which
 // Open prepares for cachedTx: the dependencies' (an ending's, a child's insert), and the
 // read-back of an inserted workflow.
-var cachedQueries = []string{finishParentSQL, finishFailedParentSQL, releaseSQL, outcomesSQL, startSQL, flagManySQL,
+var cachedQueries = []string{finishParentSQL, finishFailedParentSQL, releaseSQL, countSQL, outcomesSQL, startSQL, flagManySQL,
 	depRowsSQL, jobByIDSQL, insertChildSQL, workflowByIDSQL}
 
 // settle runs startSQL for a new child id of ending e with n parents unended.
@@ -144,38 +146,86 @@ func scanSettled(rows *sql.Rows) ([]*store.Settled, error) {
 	return out, rows.Err()
 }
 
-// release releases the children of the ended jobs, and the cascade after them, in tx: two
-// statements a round (store.Release), whatever the number of endings and children.
+// release releases the children of the ended jobs, and the cascade after them, in tx
+// (store.Release): a round costs two statements per outcome among its endings (countSQL,
+// outcomesSQL; one outcome in the common round) and one for its children (releaseSQL),
+// whatever the number of endings and children.
 func release(ctx context.Context, tx querier, ended []*store.Ending, now time.Time) ([]*store.Settled, error) {
 	if len(ended) == 0 {
 		return nil, nil
 	}
 	return store.Release(ctx, store.ReleaseFunc(func(ctx context.Context, round []*store.Ending) ([]*store.Settled, error) {
-		items := make([][]any, len(round))
-		for i, e := range round {
-			var expires any
-			if !e.ExpiresAt.IsZero() {
-				expires = micros(e.ExpiresAt)
-			}
-			items[i] = []any{e.ID, string(e.Outcome), expires, string(e.Actor)}
+		deps, err := countDeps(ctx, tx, round)
+		if err != nil {
+			return nil, fmt.Errorf("count dependencies: %w", err)
 		}
-		list, err := json.Marshal(items)
+		counts := store.CountChildren(round, deps)
+		if len(counts) == 0 {
+			return nil, nil
+		}
+		list, err := childCounts(counts)
 		if err != nil {
 			return nil, err
 		}
-		rows, err := tx.QueryContext(ctx, releaseSQL, string(list), micros(now))
+		rows, err := tx.QueryContext(ctx, releaseSQL, list, micros(now))
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("settle %d children: %w", len(counts), err)
 		}
-		settled, err := scanSettled(rows)
-		if err != nil {
-			return nil, err
-		}
-		if _, err := tx.ExecContext(ctx, outcomesSQL, string(list)); err != nil {
-			return nil, err
-		}
-		return settled, nil
+		return scanSettled(rows)
 	}), ended)
+}
+
+// countDeps records the round's outcomes on their dependency rows (outcomesSQL, countSQL),
+// one outcome at a time, and returns the rows it counted down as (child id, parent id).
+func countDeps(ctx context.Context, tx querier, round []*store.Ending) ([][2]string, error) {
+	var outcomes []store.ParentOutcome
+	ids := map[store.ParentOutcome][]string{}
+	for _, e := range round {
+		if ids[e.Outcome] == nil {
+			outcomes = append(outcomes, e.Outcome)
+		}
+		ids[e.Outcome] = append(ids[e.Outcome], e.ID)
+	}
+	var deps [][2]string
+	for _, o := range outcomes {
+		list, err := json.Marshal(ids[o])
+		if err != nil {
+			return nil, err
+		}
+		if _, err := tx.ExecContext(ctx, outcomesSQL, string(list), string(o)); err != nil {
+			return nil, err
+		}
+		rows, err := tx.QueryContext(ctx, countSQL, string(list), string(o))
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var d [2]string
+			if err := rows.Scan(&d[0], &d[1]); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			deps = append(deps, d)
+		}
+		if err := rows.Close(); err != nil {
+			return nil, err
+		}
+	}
+	return deps, nil
+}
+
+// childCounts is releaseSQL's JSON array of the children's counts.
+func childCounts(counts []*store.ChildCount) (string, error) {
+	items := make([][]any, len(counts))
+	for i, c := range counts {
+		item := []any{c.ChildID, c.N, 0, nil, nil, nil, nil, c.Last.ID, string(c.Last.Outcome), string(c.Last.Actor)}
+		if f := c.Failed; f != nil {
+			item[2], item[3], item[4], item[5], item[6] = 1, f.ID, string(f.Outcome), nullMicros(f.ExpiresAt), string(f.Actor)
+		}
+		items[i] = item
+	}
+	b, err := json.Marshal(items)
+	return string(b), err
 }
 
 // insertChild inserts item i, p, a new child of the jobs after names (p.After with the

@@ -150,15 +150,17 @@ func KeyBucketRows(s *Store) (n int, err error) {
 // FlagParentsPlan is SQLite's query plan of a child's insert flagging its parents.
 func FlagParentsPlan(s *Store) (string, error) { return queryPlan(s, flagManySQL, `["a","b"]`) }
 
-// ReleasePlan is SQLite's query plan of a round of endings releasing their children.
+// ReleasePlan is SQLite's query plan of a round of endings settling their children.
 func ReleasePlan(s *Store) (string, error) {
-	return queryPlan(s, releaseSQL, `[["a","completed",null,"worker"]]`, 0)
+	return queryPlan(s, releaseSQL, `[["c",1,0,null,null,null,null,"a","completed","worker"]]`, 0)
 }
 
-// OutcomesPlan is SQLite's query plan of a round of endings recording their outcomes.
-func OutcomesPlan(s *Store) (string, error) {
-	return queryPlan(s, outcomesSQL, `[["a","completed",null,"worker"]]`)
-}
+// CountPlan is SQLite's query plan of a round of endings counting their dependencies down.
+func CountPlan(s *Store) (string, error) { return queryPlan(s, countSQL, `["a"]`, "completed") }
+
+// OutcomesPlan is SQLite's query plan of a round of endings recording their outcomes on the
+// dependencies counted before.
+func OutcomesPlan(s *Store) (string, error) { return queryPlan(s, outcomesSQL, `["a"]`, "completed") }
 
 // StepParentsPlan is SQLite's query plan of the names each step of a workflow runs after.
 func StepParentsPlan(s *Store) (string, error) { return queryPlan(s, stepParentsSQL, "w") }
