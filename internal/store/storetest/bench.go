@@ -20,7 +20,8 @@ import (
 // two durable commits; ns/op per 50 jobs), InsertWorkflows55 (5 fan-ins of 10 parents and a
 // child, in one call: ns/op per 55 jobs) and ClaimCompleteParents50 (claim the 50 parents of
 // 5 such fan-ins and complete them, releasing the children, as the engine does: ns/op per 50
-// parents).
+// parents), and Complete50 and CompleteParents50, the completions alone (one durable commit)
+// of 50 plain jobs and of those 50 parents, whose difference is what a release costs.
 func Bench(b *testing.B, opener Opener) {
 	b.Run("InsertBatch100", func(b *testing.B) {
 		s := openBench(b, opener)
@@ -56,6 +57,8 @@ func Bench(b *testing.B, opener Opener) {
 		}
 	})
 	b.Run("ClaimCompleteParents50", func(b *testing.B) { benchClaimCompleteParents50(b, openBench(b, opener)) })
+	b.Run("Complete50", func(b *testing.B) { benchComplete50(b, openBench(b, opener), false) })
+	b.Run("CompleteParents50", func(b *testing.B) { benchComplete50(b, openBench(b, opener), true) })
 	b.Run("ClaimComplete50", func(b *testing.B) {
 		s := openBench(b, opener)
 		for b.Loop() {
@@ -193,6 +196,44 @@ func benchClaimCompleteParents50(b *testing.B, s store.Store) {
 		require.NoError(b, err)
 		require.Len(b, kids, 5)
 		benchComplete(b, s, kids)
+		b.StartTimer()
+	}
+}
+
+// benchComplete50 times the completion alone, with the claimed rows (as the engine's), of 50
+// claimed jobs: plain ones, or the parents of 5 fan-ins of 10, whose completion releases the
+// fan-in children. The inserts and claims before, and the children worked after, are untimed.
+func benchComplete50(b *testing.B, s store.Store, parents bool) {
+	children := benchClaim()
+	children.Kinds = []string{benchFanInKind}
+	for b.Loop() {
+		b.StopTimer()
+		if parents {
+			benchInsertFanIns(b, s, 5, 10)
+		} else {
+			benchInsert(b, s, 50)
+		}
+		jobs, _, err := s.JobClaim(b.Context(), benchClaim())
+		require.NoError(b, err)
+		require.Len(b, jobs, 50)
+		fin := make([]*store.FinishParams, len(jobs))
+		for i, j := range jobs {
+			fin[i] = &store.FinishParams{ID: j.ID, Token: j.Token, State: hoppertype.StateCompleted,
+				Outcome: hoppertype.OutcomeOK, Actor: hoppertype.ActorWorker, Job: j}
+		}
+		b.StartTimer()
+		errs, err := s.JobFinishMany(b.Context(), fin)
+		b.StopTimer()
+		require.NoError(b, err)
+		for _, err := range errs {
+			require.NoError(b, err)
+		}
+		if parents {
+			kids, _, err := s.JobClaim(b.Context(), children)
+			require.NoError(b, err)
+			require.Len(b, kids, 5)
+			benchComplete(b, s, kids)
+		}
 		b.StartTimer()
 	}
 }
