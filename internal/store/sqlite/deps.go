@@ -199,19 +199,28 @@ func countDeps(ctx context.Context, tx querier, round []*store.Ending) ([][2]str
 		if err != nil {
 			return nil, err
 		}
-		for rows.Next() {
-			var d [2]string
-			if err := rows.Scan(&d[0], &d[1]); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			deps = append(deps, d)
-		}
-		if err := rows.Close(); err != nil {
+		counted, err := scanDeps(rows)
+		if err != nil {
 			return nil, err
 		}
+		deps = append(deps, counted...)
 	}
 	return deps, nil
+}
+
+// scanDeps reads countSQL's rows. A row lost to an error would leave its child waiting for
+// good, so the iteration's error is the caller's (rows.Err), not only the close's.
+func scanDeps(rows *sql.Rows) ([][2]string, error) {
+	defer rows.Close()
+	var deps [][2]string
+	for rows.Next() {
+		var d [2]string
+		if err := rows.Scan(&d[0], &d[1]); err != nil {
+			return nil, err
+		}
+		deps = append(deps, d)
+	}
+	return deps, rows.Err()
 }
 
 // childCounts is releaseSQL's JSON array of the children's counts.
