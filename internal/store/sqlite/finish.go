@@ -28,7 +28,17 @@ const (
 	finishFailedParentSQL = finishParentSQL + ` RETURNING expires_at`
 )
 
-const finishSetSQL = `UPDATE jobs SET
+// finishSetSQL is an UPDATE OR FAIL: SQLite then opens no statement journal for it. A
+// statement that may abort after a write, as any update of jobs.state may (its triggers
+// write history), gets one: a sub-transaction whose release, inside the savepoint of a
+// request the writer commits with others (writer.go), walks the savepoint's journal, kept in
+// 1 KiB blocks, from its start. Once a finish, that walk cost more than any statement of the
+// ending (a tenth of the writer's time, the workflow benchmark's profile: docs/benchmarks.md).
+// FAIL keeps what the statement wrote before an error, but no error here is survived: the
+// request fails and its savepoint, or the transaction, is rolled back. Its conflict clause
+// overrides those of the triggers it fires, so they must not rely on their own (migration
+// 0037).
+const finishSetSQL = `UPDATE OR FAIL jobs SET
 	state = ?1, version = version + 1, attempt = attempt - ?2,
 	run_at = coalesce(?3, run_at), lease_expires_at = NULL,
 	worker_id = CASE WHEN ?1 IN ('completed', 'failed', 'canceled') THEN worker_id END,

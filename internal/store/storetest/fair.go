@@ -19,6 +19,7 @@ func testFair(t *testing.T, opener Opener) {
 	parallel(t, opener, "UnkeyedJobsAreOneKey", fairUnkeyedJobsAreOneKey)
 	parallel(t, opener, "GroupsStillOneAtATime", fairGroupsStillOneAtATime)
 	parallel(t, opener, "KeyBackInTheQueue", fairKeyBackInTheQueue)
+	parallel(t, opener, "BackWhileKeyListed", fairBackWhileKeyListed)
 	parallel(t, opener, "Kinds", fairKinds)
 	parallel(t, opener, "IdleKeysGoToTheBack", fairIdleKeysGoToTheBack)
 	parallel(t, opener, "WeightsShareClaims", fairWeightsShareClaims)
@@ -208,6 +209,22 @@ func fairKeyBackInTheQueue(t *testing.T, b *bundle) {
 	running := b.get(t, bJob.ID)
 	require.NoError(t, b.finish(t, finishing(running, hoppertype.StateQueued)))
 	require.Contains(t, ids(b.claim(t, defaultQueue, 2)), bJob.ID)
+}
+
+// A job given back to its queue while other jobs of its key wait there (its key listed) goes
+// back like any other: the store's note that the key has queued jobs is already there. (The
+// SQLite store's ending is an UPDATE OR FAIL, whose conflict clause its triggers inherit: a
+// trigger that added the key with INSERT OR IGNORE failed the ending instead.)
+func fairBackWhileKeyListed(t *testing.T, b *bundle) {
+	b.flood(t, "tenant-a", 2)
+	got := b.claim(t, defaultQueue, 1)
+	require.Len(t, got, 1)
+
+	require.NoError(t, b.finish(t, finishing(got[0], hoppertype.StateQueued)))
+	require.Equal(t, hoppertype.StateQueued, b.get(t, got[0].ID).State)
+	again := b.claim(t, defaultQueue, 10)
+	require.Len(t, again, 2)
+	require.Contains(t, ids(again), got[0].ID)
 }
 
 // A fair claim takes only the kinds asked for.
