@@ -13,10 +13,12 @@ import (
 )
 
 // insertJobSQL inserts a job; insertChildSQL a child that waits for ?27 unended parents
-// (linkChild), so a plain job's insert binds nothing for dependencies.
+// (linkChild), so a plain job's insert binds nothing for dependencies. Both are INSERT OR
+// FAIL, for the reason finishSetSQL is an UPDATE OR FAIL (finish.go): no statement journal,
+// and an error fails the whole request.
 const (
-	insertJobSQL   = `INSERT INTO jobs (` + insertColumns + `) VALUES (` + insertValues + `)`
-	insertChildSQL = `INSERT INTO jobs (` + insertColumns + `, parents_pending) VALUES (` + insertValues + `, ?27)`
+	insertJobSQL   = `INSERT OR FAIL INTO jobs (` + insertColumns + `) VALUES (` + insertValues + `)`
+	insertChildSQL = `INSERT OR FAIL INTO jobs (` + insertColumns + `, parents_pending) VALUES (` + insertValues + `, ?27)`
 	insertColumns  = `id, kind, queue, priority, args, headers, state, max_attempts,
 	run_at, timeout_us, retry_policy, idempotency_key, group_key, merge_key, schedule_id,
 	last_actor, last_reason, created_actor, created_reason, created_at, updated_at, result_ttl_us,
