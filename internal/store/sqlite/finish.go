@@ -55,7 +55,7 @@ WHERE id = ?15 AND token = ?16 AND state = 'running'`
 func (s *Store) JobFinishMany(ctx context.Context, params []*store.FinishParams) ([]error, error) {
 	errs := make([]error, len(params))
 	err := s.write(ctx, []string{finishSQL, statsFinishedSQL, statsSQL}, func(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt) error {
-		st := stmts[0]
+		st, q := stmts[0], s.cached(tx)
 		now := s.clock.Now()
 		stats := store.NewStatsBatch(now)
 		var ended finishedBatch // the ends without their Job: counted from their rows
@@ -77,7 +77,7 @@ func (s *Store) JobFinishMany(ctx context.Context, params []*store.FinishParams)
 				}
 			}
 			if !matched {
-				parent, err := finishParent(ctx, s.cached(tx), p, now)
+				parent, err := finishParent(ctx, q, p, now)
 				if err != nil {
 					return err
 				}
@@ -98,7 +98,7 @@ func (s *Store) JobFinishMany(ctx context.Context, params []*store.FinishParams)
 		if err := writeStats(ctx, stmts[2], stats); err != nil {
 			return err
 		}
-		settled, err := release(ctx, s.cached(tx), parents, now)
+		settled, err := release(ctx, q, parents, now)
 		if err != nil {
 			return err
 		}

@@ -209,17 +209,28 @@ type querier interface {
 // insert) is parsed once per store, not once per run. Parsing them was half the CPU of a batch
 // of endings with children. A statement not prepared yet runs unprepared: preparing one inside
 // the transaction would wait for the writer's one connection, which the transaction holds.
+// Each statement is bound to the transaction once per cachedTx (bound): Tx.StmtContext makes
+// a new transaction-specific statement on every call, so a batch keeps one cachedTx for its
+// items.
 type cachedTx struct {
-	tx *sql.Tx
-	s  *Store
+	tx    *sql.Tx
+	s     *Store
+	bound map[string]*sql.Stmt
 }
 
-func (s *Store) cached(tx *sql.Tx) cachedTx { return cachedTx{tx: tx, s: s} }
+func (s *Store) cached(tx *sql.Tx) cachedTx {
+	return cachedTx{tx: tx, s: s, bound: map[string]*sql.Stmt{}}
+}
 
 // stmt is query's prepared statement in the transaction, or nil if it is not prepared.
 func (c cachedTx) stmt(ctx context.Context, query string) *sql.Stmt {
+	if st := c.bound[query]; st != nil {
+		return st
+	}
 	if st := c.s.preparedStmt(query); st != nil {
-		return c.tx.StmtContext(ctx, st)
+		st = c.tx.StmtContext(ctx, st)
+		c.bound[query] = st
+		return st
 	}
 	return nil
 }
