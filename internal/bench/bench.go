@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/hopperjobs/hopper/internal/workerapi"
 	"io"
 	"math"
 	"runtime"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/hopperjobs/hopper"
 	"github.com/hopperjobs/hopper/hopperprom"
+	"github.com/hopperjobs/hopper/internal/workerapi"
 )
 
 // Config says what to measure. Zero fields take the defaults in their comments.
@@ -74,7 +74,15 @@ type Config struct {
 	// Progress, when set, receives a line for each step of a long scenario (the retained
 	// scenario's fill). Nil is silent.
 	Progress io.Writer
+	// Rounds is how many times the workflow scenario runs its plain and one-queue runs, in
+	// turn (default 1, at most MaxRounds): it reports the median of each round's ratio, so
+	// that a machine whose speed drifts between runs does not decide the ratio. Other runs
+	// ignore it.
+	Rounds int
 }
+
+// MaxRounds bounds Config.Rounds.
+const MaxRounds = 20
 
 // Result is what one run measured. The JSON names are stable: scripts read them.
 type Result struct {
@@ -121,6 +129,7 @@ func (c Config) withDefaults() Config {
 		c.Mode = "stream"
 	}
 	def(&c.Conns, 16)
+	def(&c.Rounds, 1)
 	return c
 }
 
@@ -151,6 +160,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("bench: rows %d is outside 0–%d", c.Rows, MaxRows)
 	case c.Work < 0 || c.Work > MaxWork:
 		return fmt.Errorf("bench: work %s is outside 0–%s", c.Work, MaxWork)
+	case c.Rounds < 1 || c.Rounds > MaxRounds:
+		return fmt.Errorf("bench: rounds %d is outside 1–%d", c.Rounds, MaxRounds)
 	case c.LatencyJobs < -1:
 		return errors.New("bench: latency jobs must be positive, 0 for the default or -1 to skip")
 	case c.Mode != "stream" && c.Mode != "poll":

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -62,13 +63,20 @@ type WorkflowResult struct {
 	OneQueueRatio        float64 `json:"one_queue_ratio"`
 	OneQueueReleaseP50Ms float64 `json:"one_queue_release_p50_ms"`
 	OneQueueReleaseP99Ms float64 `json:"one_queue_release_p99_ms"`
-	FanInParents         int     `json:"fan_in_parents"`
-	FanInJobsPerSec      float64 `json:"fan_in_jobs_per_sec"`
-	FanInReleaseMs       float64 `json:"fan_in_release_ms"`
-	Store                string  `json:"store"`
-	Durability           string  `json:"durability"`
-	CPUs                 int     `json:"cpus"`
-	GoVersion            string  `json:"go_version"`
+	// Rounds is Config.Rounds: the plain and one-queue runs were made that many times, in
+	// turn. PlainJobsPerSec, OneQueueJobsPerSec and OneQueueRatio are then the medians of the
+	// rounds' (OneQueueRatios, one per round, each one-queue run over the plain run just
+	// before it), Ratio is over the first round's plain run (the run next to it), and the
+	// one-queue release latencies are over every round's fan-in steps.
+	Rounds          int       `json:"rounds"`
+	OneQueueRatios  []float64 `json:"one_queue_ratios"`
+	FanInParents    int       `json:"fan_in_parents"`
+	FanInJobsPerSec float64   `json:"fan_in_jobs_per_sec"`
+	FanInReleaseMs  float64   `json:"fan_in_release_ms"`
+	Store           string    `json:"store"`
+	Durability      string    `json:"durability"`
+	CPUs            int       `json:"cpus"`
+	GoVersion       string    `json:"go_version"`
 }
 
 // JSON renders r as one JSON object.
@@ -120,19 +128,9 @@ func Workflow(ctx context.Context, cfg Config) (*WorkflowResult, error) {
 		return nil, fmt.Errorf("workflow run: %w", err)
 	}
 	res.ReleaseP50Ms, res.ReleaseP99Ms = percentileMs(release, 0.50), percentileMs(release, 0.99)
-	phase(ctx, "plain", func(ctx context.Context) { res.PlainJobsPerSec, err = plainRun(ctx, cfg) })
-	if err != nil {
-		return nil, fmt.Errorf("plain run: %w", err)
+	if err := oneQueueRounds(ctx, cfg, res); err != nil {
+		return nil, err
 	}
-	res.Ratio = res.WorkflowJobsPerSec / res.PlainJobsPerSec
-	phase(ctx, "one-queue", func(ctx context.Context) {
-		res.OneQueueJobsPerSec, release, _, err = workflowRun(ctx, cfg, res.Workflows, WorkflowWidth, hopper.DefaultQueue)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("one-queue workflow run: %w", err)
-	}
-	res.OneQueueRatio = res.OneQueueJobsPerSec / res.PlainJobsPerSec
-	res.OneQueueReleaseP50Ms, res.OneQueueReleaseP99Ms = percentileMs(release, 0.50), percentileMs(release, 0.99)
 	phase(ctx, "fan-in", func(ctx context.Context) {
 		res.FanInJobsPerSec, release, _, err = workflowRun(ctx, cfg, 1, FanInParents, fanInQueue)
 	})
@@ -151,6 +149,46 @@ func Workflow(ctx context.Context, cfg Config) (*WorkflowResult, error) {
 		res.PacedReleaseP50Ms, res.PacedReleaseP99Ms = percentileMs(release, 0.50), percentileMs(release, 0.99)
 	}
 	return res, nil
+}
+
+// oneQueueRounds makes cfg.Rounds rounds of a plain run and a one-queue workflow run, and
+// sets res's plain and one-queue figures and Ratio from them (WorkflowResult.Rounds).
+func oneQueueRounds(ctx context.Context, cfg Config, res *WorkflowResult) error {
+	res.Rounds = cfg.Rounds
+	var plain, oneQueue []float64
+	var releases []time.Duration
+	for r := range cfg.Rounds {
+		var p, q float64
+		var release []time.Duration
+		var err error
+		phase(ctx, "plain", func(ctx context.Context) { p, err = plainRun(ctx, cfg) })
+		if err != nil {
+			return fmt.Errorf("plain run %d: %w", r+1, err)
+		}
+		phase(ctx, "one-queue", func(ctx context.Context) {
+			q, release, _, err = workflowRun(ctx, cfg, res.Workflows, WorkflowWidth, hopper.DefaultQueue)
+		})
+		if err != nil {
+			return fmt.Errorf("one-queue workflow run %d: %w", r+1, err)
+		}
+		plain, oneQueue = append(plain, p), append(oneQueue, q)
+		res.OneQueueRatios = append(res.OneQueueRatios, q/p)
+		releases = append(releases, release...)
+	}
+	res.Ratio = res.WorkflowJobsPerSec / plain[0]
+	res.PlainJobsPerSec, res.OneQueueJobsPerSec, res.OneQueueRatio = median(plain), median(oneQueue), median(res.OneQueueRatios)
+	res.OneQueueReleaseP50Ms, res.OneQueueReleaseP99Ms = percentileMs(releases, 0.50), percentileMs(releases, 0.99)
+	return nil
+}
+
+// median is the middle value of xs (the mean of the two middle ones for an even count).
+func median(xs []float64) float64 {
+	s := slices.Sorted(slices.Values(xs))
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
 }
 
 // phase runs f with the profiler label phase=name, which the goroutines it starts inherit, so

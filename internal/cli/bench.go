@@ -4,14 +4,15 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"github.com/hopperjobs/hopper/internal/workerapi"
 	"io"
 	"os"
 	"runtime/pprof"
+	"strings"
 	"time"
 
 	"github.com/hopperjobs/hopper"
 	"github.com/hopperjobs/hopper/internal/bench"
+	"github.com/hopperjobs/hopper/internal/workerapi"
 	"github.com/spf13/cobra"
 )
 
@@ -110,7 +111,10 @@ one fan-in of 10,000 parents (docs/workflows.md). It reports the throughputs and
 the workflows' to the plain jobs', and the fan-in steps' release latency: from the end of a
 step's last parent to its own start (p50, p99). Then, on
 another fresh store with the workers running, it enqueues --latency-jobs/11 workflows one at a
-time at --rate jobs a second and reports their release latency at that steady load.
+time at --rate jobs a second and reports their release latency at that steady load. --rounds N
+makes the plain and one-queue runs N times in turn and reports the median of the N ratios
+(each one-queue run over the plain run just before it): one pair of runs is no verdict on a
+machine whose speed drifts from one run to the next.
 
 --kind-cap and --kind-rate set a fleet-wide cap or rate limit on the no-op jobs' kind before
 the run, to measure what a capped or rate-limited claim costs (a limit far above the
@@ -237,6 +241,7 @@ throughput, such as --kind-rate 1000000/1s) or that starts follow the limit.`,
 	f.IntVar(&groups, "groups", bench.DefaultCompactionGroups, "with --scenario compaction: the groups the jobs are spread over")
 	f.IntVar(&cfg.Rows, "rows", 0, "with --scenario retained: finished jobs to fill the store with before the benchmark")
 	f.BoolVar(&pin, "pin", true, "with --scenario horizon: hold the snapshot (--pin=false measures the baseline)")
+	f.IntVar(&cfg.Rounds, "rounds", 1, "with --scenario workflow: rounds of the plain and one-queue runs, in turn (the median ratio is reported)")
 	addSoakFlags(f, &soak)
 	return cmd
 }
@@ -373,6 +378,10 @@ func checkScenarioFlags(cmd *cobra.Command, scenario string, cfg bench.Config, c
 		return usageErrorf("--duration is the soak and tenants scenarios': add --scenario soak or tenants")
 	case cmd.Flags().Changed("pin") && scenario != "horizon":
 		return usageErrorf("--pin is the horizon scenario's: add --scenario horizon")
+	case cmd.Flags().Changed("rounds") && scenario != "workflow":
+		return usageErrorf("--rounds is the workflow scenario's: add --scenario workflow")
+	case cfg.Rounds < 1 || cfg.Rounds > bench.MaxRounds:
+		return usageErrorf("--rounds %d is outside 1–%d", cfg.Rounds, bench.MaxRounds)
 	case cfg.Work < 0 || cfg.Work > bench.MaxWork:
 		return usageErrorf("--work %s is outside 0–%s", cfg.Work, bench.MaxWork)
 	case cmd.Flags().Changed("work") && (scenario == "fairness" || scenario == "soak" || scenario == "batch" || scenario == "tenants" || scenario == "compaction" || scenario == "workflow"):
@@ -443,6 +452,13 @@ func printWorkflowBench(cmd *cobra.Command, cfg bench.Config, asJSON bool) error
 	fmt.Fprintf(out, "ratio            %.2f (workflows / plain)\n", res.Ratio)
 	fmt.Fprintf(out, "one queue        %.0f jobs/s, ratio %.2f; fan-in release p50 %.2f ms, p99 %.2f ms\n",
 		res.OneQueueJobsPerSec, res.OneQueueRatio, res.OneQueueReleaseP50Ms, res.OneQueueReleaseP99Ms)
+	if res.Rounds > 1 {
+		ratios := make([]string, len(res.OneQueueRatios))
+		for i, r := range res.OneQueueRatios {
+			ratios[i] = fmt.Sprintf("%.2f", r)
+		}
+		fmt.Fprintf(out, "rounds           %d (plain and one queue: medians); one-queue ratios %s\n", res.Rounds, strings.Join(ratios, " "))
+	}
 	fmt.Fprintf(out, "fan-in of %d  %.0f jobs/s; release %.2f ms\n", res.FanInParents, res.FanInJobsPerSec, res.FanInReleaseMs)
 	if res.PacedWorkflows > 0 {
 		fmt.Fprintf(out, "paced            %d workflows at %d jobs/s; fan-in release p50 %.2f ms, p99 %.2f ms\n",

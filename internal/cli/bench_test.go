@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// A scenario's flags are refused with a usage error that names them: a bad --rows, --rows or
-// --pin without their scenario, the horizon scenario on SQLite, an unknown scenario, a bad
+// A scenario's flags are refused with a usage error that names them: a bad --rows or
+// --rounds, --rows, --pin or --rounds without their scenario, the horizon scenario on SQLite, an unknown scenario, a bad
 // --work or one with a scenario whose jobs are its own.
 func TestBenchScenarioFlags(t *testing.T) {
 	t.Parallel()
@@ -44,6 +44,10 @@ func TestBenchScenarioFlags(t *testing.T) {
 		{[]string{"--compare-remote", "--claim-ahead", "5"}, "--claim-ahead"},
 		{[]string{"--server", "http://127.0.0.1:1", "--claim-ahead", "5"}, "--claim-ahead"},
 		{[]string{"--scenario", "soak", "--claim-ahead", "5"}, "--claim-ahead"},
+		{[]string{"--rounds", "3"}, "--rounds"},
+		{[]string{"--scenario", "fairness", "--rounds", "3"}, "--rounds"},
+		{[]string{"--scenario", "workflow", "--rounds", "0"}, "--rounds"},
+		{[]string{"--scenario", "workflow", "--rounds", "21"}, "--rounds"},
 	} {
 		res := b.run(t, append([]string{"bench"}, c.args...)...)
 		require.Equal(t, ExitUsage, res.code, "%v: %s", c.args, res.stderr)
