@@ -164,3 +164,20 @@ func OutcomesPlan(s *Store) (string, error) { return queryPlan(s, outcomesSQL, `
 
 // StepParentsPlan is SQLite's query plan of the names each step of a workflow runs after.
 func StepParentsPlan(s *Store) (string, error) { return queryPlan(s, stepParentsSQL, "w") }
+
+// LimitPages caps the writer's database file at its current size plus extra pages
+// (max_page_count), so that a write needing more fails as on a full disk; extra < 0 lifts
+// the cap.
+func LimitPages(s *Store, extra int) error {
+	ctx := context.Background()
+	if extra < 0 {
+		_, err := s.writer.ExecContext(ctx, `PRAGMA max_page_count = 1073741823`)
+		return err
+	}
+	var pages int
+	if err := s.writer.QueryRowContext(ctx, `PRAGMA page_count`).Scan(&pages); err != nil {
+		return err
+	}
+	_, err := s.writer.ExecContext(ctx, fmt.Sprintf(`PRAGMA max_page_count = %d`, pages+extra))
+	return err
+}

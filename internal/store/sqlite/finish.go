@@ -35,7 +35,9 @@ const (
 // 1 KiB blocks, from its start. Once a finish, that walk cost more than any statement of the
 // ending (a tenth of the writer's time, the workflow benchmark's profile: docs/benchmarks.md).
 // FAIL keeps what the statement wrote before an error, but no error here is survived: the
-// request fails and its savepoint, or the transaction, is rolled back. Its conflict clause
+// request fails and its savepoint, or the transaction, is rolled back. (A full disk in the
+// middle of one makes SQLite roll the whole transaction back, and with it the other requests
+// of the group: each gets store.ErrUnavailable, TestAFullDiskIsUnavailable.) Its conflict clause
 // overrides those of the triggers it fires, so they must not rely on their own (migration
 // 0037).
 const finishSetSQL = `UPDATE OR FAIL jobs SET

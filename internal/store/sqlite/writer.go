@@ -187,7 +187,8 @@ func (s *Store) runInSavepoint(tx *sql.Tx, r *writeReq) error {
 	err := s.run(tx, r)
 	if err != nil {
 		if _, rbErr := tx.Exec("ROLLBACK TO req"); rbErr != nil {
-			return fmt.Errorf("%w: %v (rollback to savepoint: %v)", errGroupLost, err, rbErr)
+			// Both wrapped: a full disk's error still says the store is unavailable.
+			return fmt.Errorf("%w: %w (rollback to savepoint: %v)", errGroupLost, err, rbErr)
 		}
 	}
 	if _, relErr := tx.Exec("RELEASE req"); relErr != nil && err == nil {
@@ -218,38 +219,40 @@ type cachedTx struct {
 	bound map[string]*sql.Stmt
 }
 
-func (s *Store) cached(tx *sql.Tx) cachedTx {
-	return cachedTx{tx: tx, s: s, bound: map[string]*sql.Stmt{}}
-}
+func (s *Store) cached(tx *sql.Tx) *cachedTx { return &cachedTx{tx: tx, s: s} }
 
 // stmt is query's prepared statement in the transaction, or nil if it is not prepared.
-func (c cachedTx) stmt(ctx context.Context, query string) *sql.Stmt {
+func (c *cachedTx) stmt(ctx context.Context, query string) *sql.Stmt {
 	if st := c.bound[query]; st != nil {
 		return st
 	}
-	if st := c.s.preparedStmt(query); st != nil {
-		st = c.tx.StmtContext(ctx, st)
-		c.bound[query] = st
-		return st
+	st := c.s.preparedStmt(query)
+	if st == nil {
+		return nil
 	}
-	return nil
+	if c.bound == nil {
+		c.bound = map[string]*sql.Stmt{}
+	}
+	st = c.tx.StmtContext(ctx, st)
+	c.bound[query] = st
+	return st
 }
 
-func (c cachedTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+func (c *cachedTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	if st := c.stmt(ctx, query); st != nil {
 		return st.ExecContext(ctx, args...)
 	}
 	return c.tx.ExecContext(ctx, query, args...)
 }
 
-func (c cachedTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+func (c *cachedTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	if st := c.stmt(ctx, query); st != nil {
 		return st.QueryContext(ctx, args...)
 	}
 	return c.tx.QueryContext(ctx, query, args...)
 }
 
-func (c cachedTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+func (c *cachedTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	if st := c.stmt(ctx, query); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}
