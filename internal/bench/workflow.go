@@ -66,8 +66,8 @@ type WorkflowResult struct {
 	// Rounds is Config.Rounds: the plain and one-queue runs were made that many times, in
 	// turn. PlainJobsPerSec, OneQueueJobsPerSec and OneQueueRatio are then the medians of the
 	// rounds' (OneQueueRatios, one per round, each one-queue run over the plain run just
-	// before it), Ratio is over the first round's plain run (the run next to it), and the
-	// one-queue release latencies are over every round's fan-in steps.
+	// before it), Ratio is over the median plain run, and the one-queue release latencies
+	// are over every round's fan-in steps.
 	Rounds          int       `json:"rounds"`
 	OneQueueRatios  []float64 `json:"one_queue_ratios"`
 	FanInParents    int       `json:"fan_in_parents"`
@@ -175,8 +175,8 @@ func oneQueueRounds(ctx context.Context, cfg Config, res *WorkflowResult) error 
 		res.OneQueueRatios = append(res.OneQueueRatios, q/p)
 		releases = append(releases, release...)
 	}
-	res.Ratio = res.WorkflowJobsPerSec / plain[0]
 	res.PlainJobsPerSec, res.OneQueueJobsPerSec, res.OneQueueRatio = median(plain), median(oneQueue), median(res.OneQueueRatios)
+	res.Ratio = res.WorkflowJobsPerSec / res.PlainJobsPerSec
 	res.OneQueueReleaseP50Ms, res.OneQueueReleaseP99Ms = percentileMs(releases, 0.50), percentileMs(releases, 0.99)
 	return nil
 }

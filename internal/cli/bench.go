@@ -457,7 +457,8 @@ func printWorkflowBench(cmd *cobra.Command, cfg bench.Config, asJSON bool) error
 		for i, r := range res.OneQueueRatios {
 			ratios[i] = fmt.Sprintf("%.2f", r)
 		}
-		fmt.Fprintf(out, "rounds           %d (plain and one queue: medians); one-queue ratios %s\n", res.Rounds, strings.Join(ratios, " "))
+		fmt.Fprintf(out, "rounds           %d (plain, one queue and its ratio: medians; each round's ratio of one queue to plain: %s)\n",
+			res.Rounds, strings.Join(ratios, " "))
 	}
 	fmt.Fprintf(out, "fan-in of %d  %.0f jobs/s; release %.2f ms\n", res.FanInParents, res.FanInJobsPerSec, res.FanInReleaseMs)
 	if res.PacedWorkflows > 0 {

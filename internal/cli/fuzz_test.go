@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hopperjobs/hopper/internal/bench"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
@@ -92,6 +93,8 @@ var (
 	benchOneJob = []string{"bench", "--jobs", "1", "--workers", "1", "--batch", "1", "--latency-jobs", "-1", "--synchronous", "NORMAL"}
 	// compactionCmd is the compaction scenario on one job.
 	compactionCmd = []string{"bench", "--scenario", "compaction", "--jobs", "1", "--synchronous", "NORMAL"}
+	// workflowCmd is the workflow scenario on one workflow.
+	workflowCmd = []string{"bench", "--scenario", "workflow", "--jobs", "11", "--workers", "1", "--latency-jobs", "-1", "--synchronous", "NORMAL"}
 	// retainedCmd is the retained scenario on one job.
 	retainedCmd = append([]string{"bench", "--scenario", "retained"}, benchOneJob[1:]...)
 )
@@ -136,6 +139,8 @@ var flagCases = []flagCase{
 	{kindsSetCmd, "compact-over", nil},
 	{compactionCmd, "groups", work},
 	{[]string{"workflows", "ls"}, "limit", nil}, {[]string{"workflows", "ls"}, "cursor", nil},
+	// Any valid --rounds runs the whole workflow scenario (its fan-in of 10,000 parents too).
+	{workflowCmd, "rounds", func(n int64) bool { return n >= 1 && n <= bench.MaxRounds }},
 }
 
 // aboutOneJob are the commands of flagCases that name a job the fuzz database does not hold:
