@@ -124,10 +124,11 @@ ts-bench: $(TS)/node_modules/.package-lock.json
 
 # The SDK conformance suite (e2e/sdk, build tag sdk; docs/development.md): every worker SDK's
 # driver runs the same cases against hopper serve, and each attempt must end as it ends in the
-# in-process Go engine. The TypeScript driver is compiled with the SDK's tests.
+# in-process Go engine. The TypeScript driver is compiled with the SDK's tests. The six
+# frozen-worker cases, mostly waiting out leases, run side by side (-parallel 6).
 sdk-conformance: $(TS)/node_modules/.package-lock.json
 	cd $(TS) && npm run build && npx tsc -p tsconfig.json
-	cd e2e && go test -tags sdk -count=1 -timeout 15m -v ./sdk/
+	cd e2e && go test -tags sdk -count=1 -parallel 6 -timeout 15m -v ./sdk/
 
 ts-gen: $(TS)/node_modules/.package-lock.json
 	cd $(TS) && npm run gen
