@@ -3,7 +3,6 @@ package sqlite_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -41,26 +40,40 @@ func TestCanceledCallerSparesItsGroup(t *testing.T) {
 			cancel()
 		}
 	}()
+	ok, _ := insertConcurrently(s, json.RawMessage(`{}`))
+	close(stop)
+	cancelers.Wait()
+	requireStoredAsReported(t, s, ok)
+}
+
+// insertConcurrently inserts 320 jobs of args from 8 goroutines, one job a call, and returns
+// whether each insert reported success, and the errors of those that did not.
+func insertConcurrently(s *sqlite.Store, args json.RawMessage) (ok map[string]bool, errs []error) {
 	var mu sync.Mutex
-	ok := map[string]bool{}
+	ok = map[string]bool{}
 	var wg sync.WaitGroup
 	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for range 40 {
 				id := uuid.Must(uuid.NewV7()).String()
 				_, err := s.JobInsertMany(context.Background(), []*store.InsertParams{{ID: id, Kind: "k", Queue: "q",
-					Args: json.RawMessage(`{}`), MaxAttempts: 1, Actor: hoppertype.ActorAPI}})
+					Args: args, MaxAttempts: 1, Actor: hoppertype.ActorAPI}})
 				mu.Lock()
 				ok[id] = err == nil
+				if err != nil {
+					errs = append(errs, err)
+				}
 				mu.Unlock()
 			}
-		}()
+		})
 	}
 	wg.Wait()
-	close(stop)
-	cancelers.Wait()
+	return ok, errs
+}
+
+// requireStoredAsReported: every insert reported stored is stored, none reported failed is.
+func requireStoredAsReported(t *testing.T, s *sqlite.Store, ok map[string]bool) {
+	t.Helper()
 	for id, inserted := range ok {
 		_, err := s.JobGet(context.Background(), id)
 		if inserted {
@@ -82,46 +95,17 @@ func TestAFullDiskIsUnavailable(t *testing.T) {
 	defer s.Close()
 	require.NoError(t, sqlite.LimitPages(s, 50))
 	args := json.RawMessage(`{"pad":"` + strings.Repeat("x", 2000) + `"}`)
-	var mu sync.Mutex
-	ok := map[string]bool{}
-	var failed, aborted int
-	var others []error // failures that do not say the store is unavailable
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range 40 {
-				id := uuid.Must(uuid.NewV7()).String()
-				_, err := s.JobInsertMany(context.Background(), []*store.InsertParams{{ID: id, Kind: "k", Queue: "q",
-					Args: args, MaxAttempts: 1, Actor: hoppertype.ActorAPI}})
-				mu.Lock()
-				ok[id] = err == nil
-				if err != nil {
-					failed++
-					if strings.Contains(err.Error(), "write aborted") {
-						aborted++
-					}
-					if !errors.Is(err, store.ErrUnavailable) {
-						others = append(others, err)
-					}
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	require.Positive(t, failed, "the 50 pages' room ran out")
-	require.Empty(t, others, "every failure is store.ErrUnavailable")
-	t.Logf("%d of %d inserts failed, %d of them with another request's transaction", failed, len(ok), aborted)
-	for id, inserted := range ok {
-		_, err := s.JobGet(context.Background(), id)
-		if inserted {
-			require.NoError(t, err, "reported stored")
-		} else {
-			require.ErrorIs(t, err, store.ErrNotFound, "reported failed but stored")
+	ok, errs := insertConcurrently(s, args)
+	require.NotEmpty(t, errs, "the 50 pages' room ran out")
+	aborted := 0
+	for _, err := range errs {
+		require.ErrorIs(t, err, store.ErrUnavailable)
+		if strings.Contains(err.Error(), "write aborted") {
+			aborted++
 		}
 	}
+	t.Logf("%d of %d inserts failed, %d of them with another request's transaction", len(errs), len(ok), aborted)
+	requireStoredAsReported(t, s, ok)
 
 	require.NoError(t, sqlite.LimitPages(s, -1))
 	_, err = s.JobInsertMany(context.Background(), []*store.InsertParams{{ID: uuid.Must(uuid.NewV7()).String(), Kind: "k",
