@@ -16,9 +16,19 @@ import (
 // (linkChild), so a plain job's insert binds nothing for dependencies. Both are INSERT OR
 // FAIL, for the reason finishSetSQL is an UPDATE OR FAIL (finish.go): no statement journal,
 // and an error fails the whole request.
+//
+// A child is stored apart from the jobs inserted with it: its rowid is one less than the
+// smallest (a descent to the table's first leaf), where a job's is one more than the
+// largest, so the children of every insert gather at the table's start, the newest first,
+// and the jobs that run at once at its end. A child is written after its
+// parents (its release, then its claim and its end, in other transactions): on the pages of
+// its parents, as a workflow's insert would place it, each page of a fan-out was written again
+// for each phase of its fan-in, twice as many pages a job as plain jobs (the WAL frames of
+// the workflow benchmark's one-queue run, docs/benchmarks.md). Nothing reads the rowid.
 const (
 	insertJobSQL   = `INSERT OR FAIL INTO jobs (` + insertColumns + `) VALUES (` + insertValues + `)`
-	insertChildSQL = `INSERT OR FAIL INTO jobs (` + insertColumns + `, parents_pending) VALUES (` + insertValues + `, ?27)`
+	insertChildSQL = `INSERT OR FAIL INTO jobs (rowid, ` + insertColumns + `, parents_pending)
+	VALUES ((SELECT coalesce(min(rowid), 0) - 1 FROM jobs), ` + insertValues + `, ?27)`
 	insertColumns  = `id, kind, queue, priority, args, headers, state, max_attempts,
 	run_at, timeout_us, retry_policy, idempotency_key, group_key, merge_key, schedule_id,
 	last_actor, last_reason, created_actor, created_reason, created_at, updated_at, result_ttl_us,

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hopperjobs/hopper/hoppertype"
 	"github.com/hopperjobs/hopper/internal/store"
+	"github.com/hopperjobs/hopper/internal/store/sqlite"
 	"github.com/stretchr/testify/require"
 )
 
@@ -58,4 +59,30 @@ func TestFinishNamesTheQueuesItReleased(t *testing.T) {
 	_, err = s.JobFinishMany(ctx, done)
 	require.NoError(t, err)
 	require.Equal(t, []string{"fan-in"}, done[0].Released)
+}
+
+// Children are stored apart from the jobs that run at once, at the table's start, the newest
+// first: their release, claim and end then write pages of children, not again the pages of
+// their parents (insertChildSQL).
+func TestChildrenAreStoredApart(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := openFresh(t)
+	job := func(after ...string) *store.InsertParams {
+		return &store.InsertParams{ID: uuid.Must(uuid.NewV7()).String(), Kind: "noop", Queue: "work",
+			Args: json.RawMessage(`{}`), MaxAttempts: 1, Actor: hoppertype.ActorAPI, After: after}
+	}
+	var order []string // the ids in the expected storage order: children first
+	var plain []string
+	for range 3 {
+		a, b, c := job(), job(), job()
+		child := job(a.ID, b.ID)
+		_, err := s.JobInsertMany(ctx, []*store.InsertParams{a, b, child, c})
+		require.NoError(t, err)
+		order = append([]string{child.ID}, order...)
+		plain = append(plain, a.ID, b.ID, c.ID)
+	}
+	got, err := sqlite.JobsInStorageOrder(s)
+	require.NoError(t, err)
+	require.Equal(t, append(order, plain...), got)
 }
