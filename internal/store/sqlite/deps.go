@@ -83,16 +83,16 @@ var (
 
 const (
 	// countSQL records the outcome ?2 of a round's endings of that outcome (?1, a JSON array
-	// of ids) on their dependency rows not counted yet, and returns those rows (child id,
-	// parent id): the dependencies the round counts down. A parent retried in place ends
-	// again, and its rows counted before must not count twice; outcomesSQL, run first,
-	// records its latest outcome on them. The outcome is a parameter, not a field of each
+	// of ids) on their dependency rows, and returns them as (child id, parent id, counted
+	// now). The rows it counts now had no outcome: the dependencies the round counts down. A
+	// parent retried in place ends again, and its rows counted before must not count twice:
+	// the statement records its latest outcome on them, and counted_now tells them apart (an
+	// UPDATE's RETURNING sees the new row; every SET expression reads the old one: migration
+	// 0038). One look-up of each parent; the outcome is a parameter, not a field of each
 	// item, so SQLite parses the array once, not each item's fields once per row.
-	countSQL = `UPDATE job_deps SET parent_outcome = ?2 WHERE parent_id IN (SELECT value FROM json_each(?1))
-		AND parent_outcome IS NULL
-		RETURNING child_id, parent_id`
-	outcomesSQL = `UPDATE job_deps SET parent_outcome = ?2 WHERE parent_id IN (SELECT value FROM json_each(?1))
-		AND parent_outcome IS NOT NULL AND parent_outcome <> ?2`
+	countSQL = `UPDATE job_deps SET parent_outcome = ?2, counted_now = parent_outcome IS NULL
+		WHERE parent_id IN (SELECT value FROM json_each(?1)) AND parent_outcome IS NOT ?2
+		RETURNING child_id, parent_id, counted_now`
 	// flagSQL marks a parent as having children and reads how it stands; a job a compaction
 	// replaced is left alone (compactedSQL names the job to wait for instead).
 	flagSQL = `UPDATE jobs SET has_children = 1 WHERE id = ?1
@@ -115,7 +115,7 @@ var jobByIDSQL = `SELECT ` + jobColumns + ` FROM jobs WHERE id = ?`
 // cachedQueries are the statements a write transaction runs once per job of a batch, which
 // Open prepares for cachedTx: the dependencies' (an ending's, a child's insert), and the
 // read-back of an inserted workflow.
-var cachedQueries = []string{finishParentSQL, finishFailedParentSQL, releaseSQL, countSQL, outcomesSQL, startSQL, flagManySQL,
+var cachedQueries = []string{finishParentSQL, finishFailedParentSQL, releaseSQL, countSQL, startSQL, flagManySQL,
 	depRowsSQL, jobByIDSQL, insertChildSQL, workflowByIDSQL}
 
 // settle runs startSQL for a new child id of ending e with n parents unended.
@@ -147,9 +147,9 @@ func scanSettled(rows *sql.Rows) ([]*store.Settled, error) {
 }
 
 // release releases the children of the ended jobs, and the cascade after them, in tx
-// (store.Release): a round costs two statements per outcome among its endings (countSQL,
-// outcomesSQL; one outcome in the common round) and one for its children (releaseSQL),
-// whatever the number of endings and children.
+// (store.Release): a round costs one statement per outcome among its endings (countSQL; one
+// outcome in the common round) and one for its children (releaseSQL), whatever the number of
+// endings and children.
 func release(ctx context.Context, tx querier, ended []*store.Ending, now time.Time) ([]*store.Settled, error) {
 	if len(ended) == 0 {
 		return nil, nil
@@ -175,8 +175,8 @@ func release(ctx context.Context, tx querier, ended []*store.Ending, now time.Ti
 	}), ended)
 }
 
-// countDeps records the round's outcomes on their dependency rows (outcomesSQL, countSQL),
-// one outcome at a time, and returns the rows it counted down as (child id, parent id).
+// countDeps records the round's outcomes on their dependency rows (countSQL), one outcome at
+// a time, and returns the rows it counted down as (child id, parent id).
 func countDeps(ctx context.Context, tx querier, round []*store.Ending) ([][2]string, error) {
 	var outcomes []store.ParentOutcome
 	ids := map[store.ParentOutcome][]string{}
@@ -192,9 +192,6 @@ func countDeps(ctx context.Context, tx querier, round []*store.Ending) ([][2]str
 		if err != nil {
 			return nil, err
 		}
-		if _, err := tx.ExecContext(ctx, outcomesSQL, string(list), string(o)); err != nil {
-			return nil, err
-		}
 		rows, err := tx.QueryContext(ctx, countSQL, string(list), string(o))
 		if err != nil {
 			return nil, err
@@ -208,17 +205,20 @@ func countDeps(ctx context.Context, tx querier, round []*store.Ending) ([][2]str
 	return deps, nil
 }
 
-// scanDeps reads countSQL's rows. A row lost to an error would leave its child waiting for
-// good, so the iteration's error is the caller's (rows.Err), not only the close's.
+// scanDeps reads the rows countSQL counted now. A row lost to an error would leave its child
+// waiting for good, so the iteration's error is the caller's (rows.Err), not only the close's.
 func scanDeps(rows *sql.Rows) ([][2]string, error) {
 	defer rows.Close()
 	var deps [][2]string
 	for rows.Next() {
 		var d [2]string
-		if err := rows.Scan(&d[0], &d[1]); err != nil {
+		var now bool
+		if err := rows.Scan(&d[0], &d[1], &now); err != nil {
 			return nil, err
 		}
-		deps = append(deps, d)
+		if now {
+			deps = append(deps, d)
+		}
 	}
 	return deps, rows.Err()
 }

@@ -158,10 +158,6 @@ func ReleasePlan(s *Store) (string, error) {
 // CountPlan is SQLite's query plan of a round of endings counting their dependencies down.
 func CountPlan(s *Store) (string, error) { return queryPlan(s, countSQL, `["a"]`, "completed") }
 
-// OutcomesPlan is SQLite's query plan of a round of endings recording their outcomes on the
-// dependencies counted before.
-func OutcomesPlan(s *Store) (string, error) { return queryPlan(s, outcomesSQL, `["a"]`, "completed") }
-
 // StepParentsPlan is SQLite's query plan of the names each step of a workflow runs after.
 func StepParentsPlan(s *Store) (string, error) { return queryPlan(s, stepParentsSQL, "w") }
 

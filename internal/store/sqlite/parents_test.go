@@ -41,7 +41,7 @@ func TestReleasePlan(t *testing.T) {
 	t.Parallel()
 	s := openFresh(t)
 	for name, plan := range map[string]func(*sqlite.Store) (string, error){
-		"release": sqlite.ReleasePlan, "count": sqlite.CountPlan, "outcomes": sqlite.OutcomesPlan,
+		"release": sqlite.ReleasePlan, "count": sqlite.CountPlan,
 	} {
 		got, err := plan(s)
 		require.NoError(t, err)

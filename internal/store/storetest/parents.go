@@ -18,6 +18,7 @@ func testParents(t *testing.T, opener Opener) {
 	parallel(t, opener, "FailedCanceledSkipped", parentsFailedCanceledSkipped)
 	parallel(t, opener, "WithoutResult", parentsWithoutResult)
 	parallel(t, opener, "Expired", parentsExpired)
+	parallel(t, opener, "RetriedThenExpired", parentsRetriedThenExpired)
 	parallel(t, opener, "NoParents", parentsNone)
 	parallel(t, opener, "Fenced", parentsFenced)
 	parallel(t, opener, "SizeBound", parentsSizeBound)
@@ -272,6 +273,25 @@ func parentsExpired(t *testing.T, b *bundle) {
 	_, err := b.store.JobGet(t.Context(), gone.ID)
 	require.ErrorIs(t, err, store.ErrNotFound)
 	check("swept")
+}
+
+// A parent that failed, was retried in place and completed is seen completed once its
+// retention ran out: its dependency rows keep its latest outcome, not the first.
+func parentsRetriedThenExpired(t *testing.T, b *bundle) {
+	parent := b.parent(t)
+	child := b.insert(t, inQueue("children"), after(parent.ID), onFailure(hoppertype.ParentRun))
+	b.end(t, parent, hoppertype.StateFailed)
+	require.Equal(t, hoppertype.StateQueued, b.get(t, child.ID).State, "it runs through a failure")
+	_, err := b.store.JobRetry(t.Context(), &store.RetryParams{ID: parent.ID, Attempts: 1, By: "op", Actor: hoppertype.ActorOperator})
+	require.NoError(t, err)
+	p := finishing(b.claimOne(t, parent.Queue), hoppertype.StateCompleted)
+	p.ExpiresAt = b.clock.Now().Add(time.Minute)
+	require.NoError(t, b.finish(t, p))
+	require.Equal(t, hoppertype.ParentCompleted, b.parents(t, child.ID)[0].Outcome, "not expired yet")
+
+	b.clock.Advance(2 * time.Minute)
+	require.Equal(t, []*hoppertype.ParentResult{{ID: parent.ID, Outcome: hoppertype.ParentCompleted, Expired: true}},
+		b.parents(t, child.ID))
 }
 
 // A job without parents has none; an unknown job is not found.
