@@ -211,21 +211,8 @@ func countReplayed(ctx context.Context, tx *sql.Tx, f *store.DeadLetterFilter, n
 func unreplayed(ctx context.Context, tx *sql.Tx, f *store.DeadLetterFilter, limit int, now time.Time) ([]string, error) {
 	where, args := deadLetterWhere(f, now)
 	where = append(where, notReplayed)
-	rows, err := tx.QueryContext(ctx, `SELECT id FROM jobs WHERE `+strings.Join(where, " AND ")+
+	return queryStrings(ctx, tx, `SELECT id FROM jobs WHERE `+strings.Join(where, " AND ")+
 		` ORDER BY id LIMIT ?`, append(args, limit)...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
 }
 
 // inList adds "col IN (…)" for vals, when there are any.

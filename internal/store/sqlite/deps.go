@@ -531,8 +531,8 @@ func (r *rearmer) RearmChildren(ctx context.Context, rs []*store.Rearmed) ([]str
 }
 
 // queryStrings runs a query of one text column.
-func queryStrings(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]string, error) {
-	rows, err := tx.QueryContext(ctx, query, args...)
+func queryStrings(ctx context.Context, q queryer, query string, args ...any) ([]string, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -180,18 +180,5 @@ func LimitPages(s *Store, extra int) error {
 
 // JobsInStorageOrder lists the ids of the jobs in the order of their rows in the table.
 func JobsInStorageOrder(s *Store) ([]string, error) {
-	rows, err := s.reader.QueryContext(context.Background(), `SELECT id FROM jobs ORDER BY rowid`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
+	return queryStrings(context.Background(), s.reader, `SELECT id FROM jobs ORDER BY rowid`)
 }

@@ -29,7 +29,7 @@ const (
 	insertJobSQL   = `INSERT OR FAIL INTO jobs (` + insertColumns + `) VALUES (` + insertValues + `)`
 	insertChildSQL = `INSERT OR FAIL INTO jobs (rowid, ` + insertColumns + `, parents_pending)
 	VALUES ((SELECT coalesce(min(rowid), 0) - 1 FROM jobs), ` + insertValues + `, ?27)`
-	insertColumns  = `id, kind, queue, priority, args, headers, state, max_attempts,
+	insertColumns = `id, kind, queue, priority, args, headers, state, max_attempts,
 	run_at, timeout_us, retry_policy, idempotency_key, group_key, merge_key, schedule_id,
 	last_actor, last_reason, created_actor, created_reason, created_at, updated_at, result_ttl_us,
 	max_rescues, merge_policy, fairness_key, on_parent_failure, workflow_id, workflow_step`

@@ -418,20 +418,7 @@ func (s *Store) WorkflowCancel(ctx context.Context, p *store.WorkflowCancelParam
 
 // runningSteps returns the ids of the workflow's running steps.
 func runningSteps(ctx context.Context, tx *sql.Tx, id string) ([]string, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT id FROM jobs WHERE workflow_id = ?1 AND state = 'running'`, id)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
+	return queryStrings(ctx, tx, `SELECT id FROM jobs WHERE workflow_id = ?1 AND state = 'running'`, id)
 }
 
 // stepLive is a step j that has not expired at ?2, as the reads of workflows see it
