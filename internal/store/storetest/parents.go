@@ -290,8 +290,10 @@ func parentsRetriedThenExpired(t *testing.T, b *bundle) {
 	require.Equal(t, hoppertype.ParentCompleted, b.parents(t, child.ID)[0].Outcome, "not expired yet")
 
 	b.clock.Advance(2 * time.Minute)
-	require.Equal(t, []*hoppertype.ParentResult{{ID: parent.ID, Outcome: hoppertype.ParentCompleted, Expired: true}},
-		b.parents(t, child.ID))
+	want := []*hoppertype.ParentResult{{ID: parent.ID, Outcome: hoppertype.ParentCompleted, Expired: true}}
+	require.Equal(t, want, b.parents(t, child.ID), "expired, not swept")
+	require.GreaterOrEqual(t, b.sweep(t, 500), 1)
+	require.Equal(t, want, b.parents(t, child.ID), "swept")
 }
 
 // A job without parents has none; an unknown job is not found.
