@@ -238,15 +238,14 @@ func childCounts(counts []*store.ChildCount) (string, error) {
 }
 
 // insertChild inserts item i, p, a new child of the jobs after names (p.After with the
-// call's aliases resolved, store.Aliases), in tx: it flags its parents and reads how they stand
+// call's aliases resolved, store.Aliases), in q's transaction: it flags its parents and reads how they stand
 // first, so that a child with a parent unended and none failed is inserted as it stays,
 // waiting with its count of unended parents, and returned as built; only one whose parents
 // have all ended, or one of which failed, is settled after its insert (startSQL) and read
 // back. It writes the dependency rows: a bounded number of statements whatever the number of
 // parents (flagManySQL, depRowsSQL). The single writer keeps its parents as read until the
 // transaction commits.
-func (s *Store) insertChild(ctx context.Context, tx *sql.Tx, item int, p *store.InsertParams, after []string, flagged store.FlaggedParents, now time.Time) (*hoppertype.JobRow, error) {
-	q := s.cached(tx)
+func insertChild(ctx context.Context, q *cachedTx, item int, p *store.InsertParams, after []string, flagged store.FlaggedParents, now time.Time) (*hoppertype.JobRow, error) {
 	parents, err := childParents(ctx, q, item, after, flagged)
 	if err != nil {
 		return nil, err
@@ -261,7 +260,7 @@ func (s *Store) insertChild(ctx context.Context, tx *sql.Tx, item int, p *store.
 	if _, err := q.ExecContext(ctx, insertChildSQL, append(insertArgs(row, p, now), counted)...); err != nil {
 		return nil, fmt.Errorf("insert job %s: %w", row.ID, err)
 	}
-	if err := recordKey(ctx, tx, p, row.ID, now); err != nil {
+	if err := recordKey(ctx, q.tx, p, row.ID, now); err != nil {
 		return nil, err
 	}
 	if err := depRows(ctx, q, row.ID, parents); err != nil {

@@ -20,11 +20,11 @@ import (
 // A child is stored apart from the jobs inserted with it: its rowid is one less than the
 // smallest (a descent to the table's first leaf), where a job's is one more than the
 // largest, so the children of every insert gather at the table's start, the newest first,
-// and the jobs that run at once at its end. A child is written after its
-// parents (its release, then its claim and its end, in other transactions): on the pages of
-// its parents, as a workflow's insert would place it, each page of a fan-out was written again
-// for each phase of its fan-in, twice as many pages a job as plain jobs (the WAL frames of
-// the workflow benchmark's one-queue run, docs/benchmarks.md). Nothing reads the rowid.
+// and the jobs that run at once at its end. A child is written after its parents (its
+// release, then its claim and its end, in other transactions): on the pages of its parents,
+// as a workflow's insert would place it, each page of a fan-out was written again for each
+// phase of its fan-in, twice as many pages a job as plain jobs (the WAL frames of the
+// workflow benchmark's one-queue run, docs/benchmarks.md). Nothing reads the rowid.
 const (
 	insertJobSQL   = `INSERT OR FAIL INTO jobs (` + insertColumns + `) VALUES (` + insertValues + `)`
 	insertChildSQL = `INSERT OR FAIL INTO jobs (rowid, ` + insertColumns + `, parents_pending)
@@ -63,9 +63,9 @@ func (s *Store) JobInsertMany(ctx context.Context, params []*store.InsertParams)
 func (s *Store) insertJobs(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt, params []*store.InsertParams, now time.Time) ([]*store.InsertResult, error) {
 	out := make([]*store.InsertResult, len(params))
 	stats := store.NewStatsBatch(now)
-	aliases, flagged := store.Aliases{}, store.FlaggedParents{}
+	aliases, flagged, q := store.Aliases{}, store.FlaggedParents{}, s.cached(tx)
 	for i, p := range params {
-		res, err := s.insertItem(ctx, tx, stmts[0], i, p, aliases, flagged, now)
+		res, err := s.insertItem(ctx, q, stmts[0], i, p, aliases, flagged, now)
 		if err != nil {
 			return nil, err
 		}
@@ -81,11 +81,12 @@ func (s *Store) insertJobs(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt, p
 	return out, nil
 }
 
-// insertItem inserts item i, p, inside tx: the job its idempotency key names, the job it merged
-// into, or a new job. A new child waits for the jobs its parents stand for: aliases names
-// the earlier items of the call the store returned another job for, flagged the parents the
-// call has flagged.
-func (s *Store) insertItem(ctx context.Context, tx *sql.Tx, ins *sql.Stmt, i int, p *store.InsertParams, aliases store.Aliases, flagged store.FlaggedParents, now time.Time) (*store.InsertResult, error) {
+// insertItem inserts item i, p, inside q's transaction: the job its idempotency key names, the
+// job it merged into, or a new job. A new child waits for the jobs its parents stand for:
+// aliases names the earlier items of the call the store returned another job for, flagged the
+// parents the call has flagged. q binds the call's statements once for all its items.
+func (s *Store) insertItem(ctx context.Context, q *cachedTx, ins *sql.Stmt, i int, p *store.InsertParams, aliases store.Aliases, flagged store.FlaggedParents, now time.Time) (*store.InsertResult, error) {
+	tx := q.tx
 	if p.IdempotencyKey != "" {
 		existing, err := s.idempotentJob(ctx, tx, p)
 		if err != nil {
@@ -105,7 +106,7 @@ func (s *Store) insertItem(ctx context.Context, tx *sql.Tx, ins *sql.Stmt, i int
 		}
 	}
 	if len(p.After) > 0 {
-		row, err := s.insertChild(ctx, tx, i, p, aliases.Resolve(p.After), flagged, now)
+		row, err := insertChild(ctx, q, i, p, aliases.Resolve(p.After), flagged, now)
 		if err != nil {
 			return nil, err
 		}

@@ -45,9 +45,9 @@ func (s *Store) JobSpawn(ctx context.Context, p *store.SpawnParams) ([]*store.In
 		}
 		out = make([]*store.InsertResult, len(p.Jobs))
 		stats := store.NewStatsBatch(now)
-		aliases, fresh, flagged := store.Aliases{}, map[string]bool{}, store.FlaggedParents{}
+		aliases, fresh, flagged, q := store.Aliases{}, map[string]bool{}, store.FlaggedParents{}, s.cached(tx)
 		for i, j := range p.Jobs {
-			res, err := s.spawnItem(ctx, tx, stmts[0], sp, i, j, aliases, flagged, fresh, now)
+			res, err := s.spawnItem(ctx, q, stmts[0], sp, i, j, aliases, flagged, fresh, now)
 			if err != nil {
 				return err
 			}
@@ -92,8 +92,9 @@ func readSpawner(ctx context.Context, tx *sql.Tx, id string) (*store.Spawner, er
 
 // spawnItem inserts item i, j, of a spawn, or returns the job already there for its step name
 // or its idempotency key. fresh holds the jobs the call inserted before.
-func (s *Store) spawnItem(ctx context.Context, tx *sql.Tx, ins *sql.Stmt, sp *store.Spawner, i int, j *store.InsertParams,
+func (s *Store) spawnItem(ctx context.Context, q *cachedTx, ins *sql.Stmt, sp *store.Spawner, i int, j *store.InsertParams,
 	aliases store.Aliases, flagged store.FlaggedParents, fresh map[string]bool, now time.Time) (*store.InsertResult, error) {
+	tx := q.tx
 	walk := ancestors(tx)
 	if j.WorkflowID != "" {
 		existing, err := scanJob(tx.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE workflow_id = ?1 AND workflow_step = ?2`,
@@ -129,7 +130,7 @@ func (s *Store) spawnItem(ctx context.Context, tx *sql.Tx, ins *sql.Stmt, sp *st
 			return nil, store.WaitsForSpawner(i, fmt.Sprintf("after[%d]", k), found)
 		}
 	}
-	res, err := s.insertItem(ctx, tx, ins, i, j, aliases, flagged, now)
+	res, err := s.insertItem(ctx, q, ins, i, j, aliases, flagged, now)
 	if err != nil {
 		return nil, err
 	}
